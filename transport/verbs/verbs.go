@@ -1,0 +1,241 @@
+package verbs
+
+import (
+	"context"
+	"time"
+)
+
+// Provider is a transport implementation. Providers register themselves with Register
+// from their init function.
+type Provider interface {
+	// Name is the provider's registry name, such as "shm" or "tcp".
+	Name() string
+	// Caps reports what the provider can do.
+	Caps() Caps
+	// Open opens a device. cfg has had its defaults applied.
+	Open(cfg Config) (Device, error)
+}
+
+// WaitMode selects how CQ.Wait waits for a completion.
+type WaitMode int
+
+const (
+	// WaitHybrid spins for Config.Spin and then blocks (on a futex or channel). Default.
+	WaitHybrid WaitMode = iota
+	// WaitSpin only spins (yielding the processor between polls). Lowest latency when every
+	// rank has a core of its own.
+	WaitSpin
+	// WaitBlock blocks at once. Best when ranks outnumber cores.
+	WaitBlock
+)
+
+// String returns the mode's name as accepted by ParseWaitMode.
+func (m WaitMode) String() string {
+	switch m {
+	case WaitHybrid:
+		return "hybrid"
+	case WaitSpin:
+		return "spin"
+	case WaitBlock:
+		return "block"
+	}
+	return "WaitMode(?)"
+}
+
+// ParseWaitMode parses "hybrid", "spin" or "block".
+func ParseWaitMode(s string) (WaitMode, error) {
+	switch s {
+	case "hybrid", "":
+		return WaitHybrid, nil
+	case "spin":
+		return WaitSpin, nil
+	case "block":
+		return WaitBlock, nil
+	}
+	return 0, &Error{Op: "parse wait mode", Err: ErrInvalid, Detail: "want hybrid, spin or block, got " + quote(s)}
+}
+
+// Default configuration values.
+const (
+	DefaultArenaSize = 1 << 30   // sparse bytes reserved per device arena
+	DefaultHighWater = 256 << 20 // free, faulted-in arena bytes kept before trimming
+	DefaultMaxMRs    = 16384     // key table slots per arena
+	DefaultSpin      = 50 * time.Microsecond
+	DefaultTCPAddr   = "127.0.0.1:0"
+)
+
+// Config configures a device. The zero value is valid for providers that need no secret.
+type Config struct {
+	// ArenaSize is the sparse size of the device's pre-registered arena in bytes; memory is
+	// committed only when touched. Default DefaultArenaSize.
+	ArenaSize int64
+	// HighWater is how many bytes of freed, faulted-in arena memory are kept for reuse
+	// before the arena returns memory to the kernel. Default DefaultHighWater; negative
+	// means never trim.
+	HighWater int64
+	// MaxMRs bounds the number of live memory regions. Default DefaultMaxMRs.
+	MaxMRs int
+	// Wait selects how CQ.Wait waits. Default WaitHybrid.
+	Wait WaitMode
+	// Spin is the spin budget of WaitHybrid. Default DefaultSpin.
+	Spin time.Duration
+	// Secret is the per-job secret that authenticates connections (tcp). Providers that
+	// authenticate require at least 16 bytes.
+	Secret []byte
+	// Addr is the address a network provider listens on. Default DefaultTCPAddr.
+	Addr string
+	// Name labels the device in errors and diagnostics (for example "rank 3").
+	Name string
+}
+
+// WithDefaults returns cfg with every zero field replaced by its default.
+func (cfg Config) WithDefaults() Config {
+	if cfg.ArenaSize == 0 {
+		cfg.ArenaSize = DefaultArenaSize
+	}
+	if cfg.HighWater == 0 {
+		cfg.HighWater = DefaultHighWater
+	}
+	if cfg.MaxMRs == 0 {
+		cfg.MaxMRs = DefaultMaxMRs
+	}
+	if cfg.Spin == 0 {
+		cfg.Spin = DefaultSpin
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultTCPAddr
+	}
+	return cfg
+}
+
+// Device is an opened provider instance. It owns the pre-registered arena from which
+// PD.AllocMR carves memory regions.
+type Device interface {
+	// Provider returns the provider's name.
+	Provider() string
+	// Caps reports what this device can do.
+	Caps() Caps
+	// AllocPD allocates a protection domain.
+	AllocPD() (PD, error)
+	// CreateCQ creates a completion queue holding up to depth completions.
+	CreateCQ(depth int) (CQ, error)
+	// Stats returns the arena's counters.
+	Stats() ArenaStats
+	// Close destroys the device and everything created from it: outstanding work completes
+	// with WRFlushErr, connected peers see their QPs fail, and the arena is released.
+	Close() error
+}
+
+// PD is a protection domain.
+type PD interface {
+	// AllocMR allocates length bytes of pre-registered arena memory as a memory region.
+	// The memory is zeroed on first use and may hold old data on reuse.
+	AllocMR(length int, access Access) (MR, error)
+	// RegMR registers buf (ordinary Go memory) as a memory region. The MR keeps buf alive
+	// until Dereg. Providers that cannot offer every right on such memory say so in Caps and
+	// return ErrUnsupported.
+	RegMR(buf []byte, access Access) (MR, error)
+	// CreateQP creates a reliable-connected queue pair in state Reset.
+	CreateQP(attr QPAttr) (QP, error)
+	// Close deregisters the PD's MRs and destroys its QPs.
+	Close() error
+}
+
+// MR is a registered memory region.
+type MR interface {
+	// LKey names the MR in local work requests (SendWR.LKey, RecvWR.LKey).
+	LKey() uint64
+	// RKey names the MR in remote work requests (RemoteAddr.RKey).
+	RKey() uint64
+	// Len is the region's length in bytes.
+	Len() int
+	// Access is the region's access rights.
+	Access() Access
+	// Bytes is the region's memory. For arena MRs it aliases the shared arena.
+	Bytes() []byte
+	// Dereg deregisters the region. Afterwards any access with its keys fails with
+	// RemAccessErr (remote) or LocProtErr (local), even after the bytes are reused.
+	Dereg() error
+}
+
+// QPAttr configures a queue pair.
+type QPAttr struct {
+	SendCQ    CQ  // completions of send work requests
+	RecvCQ    CQ  // completions of receives (may equal SendCQ)
+	MaxSendWR int // outstanding send work requests; default 128
+	MaxRecvWR int // posted receives; default 128
+}
+
+// Default queue depths.
+const (
+	DefaultMaxSendWR = 128
+	DefaultMaxRecvWR = 128
+)
+
+// QP is a reliable-connected queue pair.
+type QP interface {
+	// Num is the queue pair number, unique within its device.
+	Num() uint32
+	// State is the QP's current state.
+	State() QPState
+	// Endpoint returns the opaque bytes a peer passes to its ToRTR to connect to this QP.
+	// Valid from Init on.
+	Endpoint() []byte
+	// ToInit moves the QP from Reset to Init.
+	ToInit() error
+	// ToRTR moves the QP from Init to RTR (ready to receive), connected to the QP whose
+	// endpoint bytes are remote. Receives may be posted from Init on.
+	ToRTR(ctx context.Context, remote []byte) error
+	// ToRTS moves the QP from RTR to RTS (ready to send). A network provider may wait here
+	// until its peer has reached RTR as well.
+	ToRTS(ctx context.Context) error
+	// ToErr moves the QP to Err: its outstanding work completes with WRFlushErr.
+	ToErr() error
+	// PostSend posts a send work request. It returns ErrQueueFull when MaxSendWR requests
+	// are outstanding and ErrQPState unless the QP is in RTS.
+	PostSend(wr *SendWR) error
+	// PostRecv posts a receive. It returns ErrQueueFull when MaxRecvWR receives are posted.
+	PostRecv(wr *RecvWR) error
+	// Close destroys the QP; outstanding work completes with WRFlushErr.
+	Close() error
+}
+
+// CQ is a completion queue.
+type CQ interface {
+	// Poll moves up to len(wcs) completions into wcs and returns how many. It never blocks
+	// and never allocates; it also drives the provider's progress for QPs on this CQ.
+	Poll(wcs []WC) (int, error)
+	// Wait blocks until at least one completion can be polled, ctx is done, or the CQ is
+	// closed. It does not consume the completion.
+	Wait(ctx context.Context) error
+	// Close destroys the CQ.
+	Close() error
+}
+
+// Connect moves qp through Init, RTR and RTS, connected to the QP whose endpoint bytes are
+// remote. Both sides must call it (after exchanging Endpoint bytes).
+func Connect(ctx context.Context, qp QP, remote []byte) error {
+	if qp.State() == Reset {
+		if err := qp.ToInit(); err != nil {
+			return err
+		}
+	}
+	if err := qp.ToRTR(ctx, remote); err != nil {
+		return err
+	}
+	return qp.ToRTS(ctx)
+}
+
+// ArenaStats are a device arena's counters, for benchmarks and tests.
+type ArenaStats struct {
+	Reserved       int64 // sparse bytes reserved
+	InUse          int64 // bytes allocated to live MRs
+	ResidentFree   int64 // freed bytes still faulted in and kept for reuse
+	Allocs         int64 // AllocMR calls that succeeded
+	Reuses         int64 // allocations served from freed, still-mapped memory
+	PageInsAvoided int64 // pages handed out already faulted in
+	Trims          int64 // times memory was returned to the kernel
+	TrimmedBytes   int64 // bytes returned to the kernel
+	KeyRejections  int64 // remote accesses refused for a stale, forged or out-of-range key
+	LiveMRs        int64 // registered MRs (arena and user memory)
+}

@@ -1,8 +1,5 @@
 module github.com/gorma-hpc/gorma
 
-go 1.26
+go 1.26.0
 
-require (
-	github.com/spf13/pflag v1.0.10 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-)
+require golang.org/x/sys v0.49.0

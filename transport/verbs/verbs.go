@@ -192,9 +192,12 @@ type QP interface {
 	// ToErr moves the QP to Err: its outstanding work completes with WRFlushErr.
 	ToErr() error
 	// PostSend posts a send work request. It returns ErrQueueFull when MaxSendWR requests
-	// are outstanding and ErrQPState unless the QP is in RTS.
+	// are outstanding, ErrQPState in Reset, Init and RTR, and ErrInvalid for a malformed
+	// request (an atomic whose Local is not 8 bytes, say). In Err it accepts the request,
+	// which completes with WRFlushErr, as libibverbs does.
 	PostSend(wr *SendWR) error
-	// PostRecv posts a receive. It returns ErrQueueFull when MaxRecvWR receives are posted.
+	// PostRecv posts a receive. It returns ErrQueueFull when MaxRecvWR receives are posted
+	// and ErrQPState in Reset. In Err the receive completes with WRFlushErr.
 	PostRecv(wr *RecvWR) error
 	// Close destroys the QP; outstanding work completes with WRFlushErr.
 	Close() error
@@ -238,4 +241,5 @@ type ArenaStats struct {
 	TrimmedBytes   int64 // bytes returned to the kernel
 	KeyRejections  int64 // remote accesses refused for a stale, forged or out-of-range key
 	LiveMRs        int64 // registered MRs (arena and user memory)
+	Quarantined    int64 // bytes withheld from reuse because a dead peer still pinned them
 }

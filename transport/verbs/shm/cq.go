@@ -1,0 +1,199 @@
+package shm
+
+import (
+	"math/bits"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// cqe is a completion with what Poll needs to release send queue slots.
+type cqe struct {
+	wc   verbs.WC
+	qp   *qp
+	seq  uint64 // post sequence of a send completion
+	send bool
+}
+
+// cq is a completion queue of fixed depth.
+//
+// Completions go into a ring of depth entries. What a CQ must hold is bounded anyway: a
+// send completion keeps its send queue slot until it is polled, and a receive completion
+// used up a posted receive, so a CQ never holds more than the MaxSendWR and MaxRecvWR of
+// its QPs together. When those add up to more than depth (the CQ is undersized) the excess
+// goes to an overflow list, allocated then and only then, rather than being lost or
+// failing the QP: Poll returns ring entries before overflow entries and nothing enters
+// the ring while the overflow is non-empty, so order is kept.
+type cq struct {
+	dev   *device
+	depth int
+
+	pollers atomic.Int32 // Poll progress and Wait calls in progress, for Close
+	closed  atomic.Bool
+	qps     atomic.Pointer[[]*qp] // QPs whose progress Poll drives (copy on write)
+
+	listMu sync.Mutex // serializes updates of qps
+
+	mu       sync.Mutex // also guards qp.retired of the QPs whose SendCQ this is
+	ring     []cqe      // power-of-two capacity >= depth
+	mask     int
+	head     int
+	n        int
+	overflow []cqe
+}
+
+func newCQ(d *device, depth int) *cq {
+	size := 1 << bits.Len(uint(depth-1))
+	c := &cq{dev: d, depth: depth, ring: make([]cqe, size), mask: size - 1}
+	c.qps.Store(&[]*qp{})
+	return c
+}
+
+// push adds a completion. Callers hold the QP's mu, which keeps each QP's completions in
+// order. A send completion also refreshes the QP's cached count of retired requests.
+func (c *cq) push(e cqe) {
+	c.mu.Lock()
+	if c.n < c.depth && len(c.overflow) == 0 {
+		c.ring[(c.head+c.n)&c.mask] = e
+		c.n++
+	} else {
+		c.overflow = append(c.overflow, e)
+	}
+	if e.send {
+		e.qp.retiredCache = e.qp.retired
+	}
+	c.mu.Unlock()
+	c.dev.bell.ring()
+}
+
+// ready reports whether a completion can be polled.
+func (c *cq) ready() bool {
+	c.mu.Lock()
+	r := c.n > 0 || len(c.overflow) > 0
+	c.mu.Unlock()
+	return r
+}
+
+// Poll moves up to len(wcs) completions into wcs. If ready completions do not fill wcs it
+// drives the progress of the CQ's QPs and looks again.
+func (c *cq) Poll(wcs []verbs.WC) (int, error) {
+	if c.closed.Load() {
+		return 0, opError("poll cq", 0, verbs.ErrClosed, "the completion queue was closed")
+	}
+	n := c.pop(wcs)
+	if n == len(wcs) && n > 0 {
+		return n, nil
+	}
+	c.pollers.Add(1)
+	if c.closed.Load() { // Close may be unmapping the rings that progress reads
+		c.pollers.Add(-1)
+		return n, nil
+	}
+	if c.progress() {
+		n += c.pop(wcs[n:])
+	}
+	c.pollers.Add(-1)
+	return n, nil
+}
+
+func (c *cq) pop(wcs []verbs.WC) int {
+	if len(wcs) == 0 {
+		return 0
+	}
+	c.mu.Lock()
+	k := 0
+	for ; k < len(wcs) && c.n > 0; k++ {
+		e := &c.ring[c.head]
+		wcs[k] = e.wc
+		if e.send {
+			e.qp.retired = e.seq + 1
+		}
+		e.qp = nil
+		c.head = (c.head + 1) & c.mask
+		c.n--
+	}
+	if k < len(wcs) && len(c.overflow) > 0 {
+		m := 0
+		for ; k < len(wcs) && m < len(c.overflow); k, m = k+1, m+1 {
+			e := &c.overflow[m]
+			wcs[k] = e.wc
+			if e.send {
+				e.qp.retired = e.seq + 1
+			}
+		}
+		rest := copy(c.overflow, c.overflow[m:])
+		clear(c.overflow[rest:])
+		c.overflow = c.overflow[:rest]
+	}
+	c.mu.Unlock()
+	return k
+}
+
+// progress drives the QPs attached to this CQ: queued send work, inbound rings, and
+// notices from peers. It takes a QP's lock only when that QP has something to do, and
+// reports whether it did anything.
+func (c *cq) progress() bool {
+	did := false
+	for _, q := range *c.qps.Load() {
+		if q.queued.Load() != 0 && q.scq == c {
+			q.progressSend()
+			did = true
+		}
+		if q.rcq == c && q.rx.ready(q.rxPos.Load()) {
+			q.progressRecv()
+			did = true
+		}
+		if q.rx.senderState.Load() != codeLive && !q.noticed.Load() {
+			q.peerGone()
+			did = true
+		}
+	}
+	return did
+}
+
+func (c *cq) attach(q *qp) {
+	c.listMu.Lock()
+	defer c.listMu.Unlock()
+	old := *c.qps.Load()
+	for _, x := range old {
+		if x == q {
+			return
+		}
+	}
+	next := append(append(make([]*qp, 0, len(old)+1), old...), q)
+	c.qps.Store(&next)
+}
+
+func (c *cq) detach(q *qp) {
+	c.listMu.Lock()
+	defer c.listMu.Unlock()
+	old := *c.qps.Load()
+	next := make([]*qp, 0, len(old))
+	for _, x := range old {
+		if x != q {
+			next = append(next, x)
+		}
+	}
+	c.qps.Store(&next)
+}
+
+// Close destroys the CQ. Waiters return ErrClosed; completions of QPs still attached to it
+// are dropped.
+func (c *cq) Close() error {
+	if c.closed.Load() {
+		return nil
+	}
+	c.shutdown()
+	c.dev.removeCQ(c)
+	return nil
+}
+
+// shutdown marks the CQ closed, wakes its waiters and waits for Poll and Wait calls to
+// leave, after which nothing of this CQ touches the arena.
+func (c *cq) shutdown() {
+	c.closed.Store(true)
+	c.dev.bell.seq.Add(1)
+	c.dev.bell.ring()
+	shutdownWait(&c.pollers)
+}

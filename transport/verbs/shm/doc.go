@@ -1,0 +1,88 @@
+// Package shm is gorma's same-host verbs provider: ranks are separate processes on one
+// host, and every operation is a copy between shared mappings made by the initiator.
+//
+// Importing the package registers the provider as "shm":
+//
+//	import _ "github.com/gorma-hpc/gorma/transport/verbs/shm"
+//
+//	dev, err := verbs.Open("shm", verbs.Config{Name: "rank 0"})
+//	pd, _ := dev.AllocPD()
+//	cq, _ := dev.CreateCQ(256)
+//	qp, _ := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
+//	qp.ToInit()
+//	// exchange qp.Endpoint() with the peer (out of band), then
+//	err = verbs.Connect(ctx, qp, peerEndpoint)
+//
+// # What it owns
+//
+// A device owns one arena (package arena): a memfd segment that peers map once. AllocMR
+// carves memory regions from it (the key is both LKey and RKey); RegMR gives ordinary Go
+// memory a key (RDMA reads and writes reach it through process_vm_readv/writev; atomics on
+// it are refused with ErrUnsupported). Each QP owns an inbound ring in its arena, named in
+// its endpoint bytes. The device also owns its mappings of peer arenas (one per peer
+// device, made on the first connection and kept) and one monitor goroutine that watches
+// peer processes through pidfds.
+//
+// # Data path
+//
+// RDMA write, read and atomics run inside PostSend, in the caller's goroutine: pin the
+// remote key in the peer's key table, copy (or run a CPU atomic) on the peer's arena
+// through our mapping, unpin, push the completion. The target process runs no code. A
+// refused key completes with RemAccessErr and leaves target memory untouched. RDMA to
+// RegMR memory uses process_vm_readv/writev, which the kernel allows only where the
+// initiator may ptrace the owner (same user; with Yama's ptrace_scope of 1 or more, not
+// between sibling processes): where it refuses, the request completes with RemAccessErr.
+//
+// Sends, SendWithImm and the immediate of RDMAWriteWithImm travel through the peer's
+// inbound ring (see ring.go for the layout): the sender writes records into it, the
+// receiver's CQ.Poll (or Wait) drains them into posted receives in order.
+// Messages larger than a record travel as fragments, so any size streams through the
+// ring. Messages go against credits: the receiver publishes how many receives it has
+// posted, and a message starts only when one is posted for it. A Send completes once its
+// last fragment is in the peer's ring. A Send that cannot go yet (no receive posted at the
+// peer, or no room in its ring) waits in the send queue, counted against MaxSendWR, and
+// the sender's later PostSend, Poll and Wait calls resume it; requests posted behind it
+// wait behind it, so every request runs in post order. A Send flushed while it waits for a
+// receive never arrives.
+//
+// # Errors
+//
+// An error completion moves the QP to Err, as the verbs package says. As in InfiniBand the
+// peer is not told of a local error (or of ToErr): its next request on the connection
+// finds our ring marked and fails with RetryExcErr. A receive buffer shorter than the
+// arriving message completes with LocLenErr (holding the prefix that fit) and moves the
+// receiving QP to Err; the sender's request has already completed successfully (it
+// completes when its data is in the ring), and the sender's next request fails with
+// RemOpErr. QP.Close and Device.Close do tell the peer at once, and so does the death of
+// the peer process, which the device notices through a pidfd: the peer QP's waiting
+// requests complete with RetryExcErr (the first) and WRFlushErr (the rest) and its
+// receives with WRFlushErr. A QP with nothing outstanding stays in its state until its next
+// request, which then fails with RetryExcErr.
+//
+// # Completion queues
+//
+// A CQ holds depth completions in a fixed ring and Poll copies them into the caller's
+// slice without allocating. A QP never has more completions pending than its MaxSendWR
+// and MaxRecvWR (send completions keep their slots until polled; receive completions used
+// up posted receives), so a CQ sized to the sum of its QPs' queues never holds more; if it
+// is smaller, the excess is kept in an overflow list (allocated then) instead of being
+// lost. Poll drives progress (drains rings, resumes waiting sends, notices peers) unless
+// the completions already waiting fill its slice.
+//
+// # Waiting
+//
+// CQ.Wait follows Config.Wait: WaitHybrid polls for Config.Spin and then sleeps on the
+// device's futex doorbell in the arena header; WaitSpin polls only, yielding between polls
+// (runtime.Gosched, and sched_yield every few dozen polls so that ranks outnumbering cores
+// still progress); WaitBlock sleeps at once. A peer that delivers into one of our rings
+// wakes us with FUTEX_WAKE only if somebody sleeps, so the fast path makes no system call.
+// Sleeps last at most 10 ms, which bounds how late a cancelled context is noticed.
+//
+// # Concurrency
+//
+// All objects are safe for concurrent use. Each QP has one mutex and each CQ one; a QP's
+// lock is held while it pushes to a CQ (LOCKING.md, section shm). Poll takes a QP's lock
+// only if that QP has something to do. Byte ownership is as the verbs package says: Local
+// of a queued request is read (or, for RDMA reads and atomics, written) until its
+// completion. A device's monitor goroutine stops in Device.Close.
+package shm

@@ -1,0 +1,141 @@
+package shm
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// Waiting. Every device has a doorbell in its arena header: a sequence word (the futex
+// word) and a count of sleepers. Peers reach it through their mapping of the arena.
+//
+// A sleeper registers (waiters++), reads seq, re-checks for work, and sleeps in FUTEX_WAIT
+// on seq unless seq changed. Whoever makes work available to a device (a sender that
+// delivered into one of its rings, a receiver that freed ring space the device waits for,
+// a local completion, a peer's death or close) publishes the work first and then rings the
+// bell: if waiters is non-zero it bumps seq and issues FUTEX_WAKE. With all operations
+// sequentially consistent, either the ringer sees the sleeper registered (and wakes it), or
+// the sleeper's re-check sees the work. Nobody asleep means no store to seq and no system
+// call: ringing costs one load of a read-mostly word.
+//
+// The futex is a shared (not process-private) futex on the memfd mapping, so it works
+// across processes and across two mappings of one segment in one process.
+
+const (
+	futexWait = 0 // FUTEX_WAIT without FUTEX_PRIVATE_FLAG: keyed on the shared page
+	futexWake = 1
+
+	// maxSleep bounds one futex sleep, so that context cancellation (which rings no bell)
+	// is honoured within it. A sleeper wakes at most 100 times a second for this.
+	maxSleep = 10 * time.Millisecond
+	// spinYieldEvery is how many polls WaitSpin makes between sched_yield calls, so that
+	// spinning ranks on fewer cores than ranks still let the others run.
+	spinYieldEvery = 64
+)
+
+// doorbell is a device's pair of doorbell words, in some process's mapping.
+type doorbell struct {
+	seq, waiters *atomic.Uint32
+}
+
+// ring wakes the doorbell's sleepers, if there are any. Call it after publishing work.
+func (d doorbell) ring() {
+	if d.waiters == nil || d.waiters.Load() == 0 {
+		return
+	}
+	d.seq.Add(1)
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(d.seq)), futexWake, uintptr(1<<31-1), 0, 0, 0)
+}
+
+// sleep waits on seq while it still holds val, for at most d.
+func (d doorbell) sleep(val uint32, dur time.Duration) {
+	ts := unix.NsecToTimespec(int64(dur))
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(d.seq)), futexWait, uintptr(val),
+		uintptr(unsafe.Pointer(&ts)), 0, 0)
+}
+
+// Wait blocks until a completion can be polled, ctx is done or the CQ is closed. It drives
+// progress while it waits (as Poll does) and does not consume the completion.
+func (c *cq) Wait(ctx context.Context) error {
+	c.pollers.Add(1)
+	defer c.pollers.Add(-1)
+	if err := c.waitStep(ctx); err != errNotYet {
+		return err
+	}
+	switch c.dev.cfg.Wait {
+	case verbs.WaitSpin:
+		return c.spin(ctx, -1)
+	case verbs.WaitBlock:
+		return c.block(ctx)
+	}
+	if err := c.spin(ctx, c.dev.cfg.Spin); err != errNotYet {
+		return err
+	}
+	return c.block(ctx)
+}
+
+// errNotYet is waitStep's "keep waiting"; it never leaves the package.
+var errNotYet = errors.New("shm: not yet")
+
+// waitStep makes progress once and reports nil when a completion can be polled, an error
+// when the wait must end, and errNotYet otherwise.
+func (c *cq) waitStep(ctx context.Context) error {
+	if c.closed.Load() {
+		return opError("wait cq", 0, verbs.ErrClosed, "the completion queue was closed")
+	}
+	c.progress()
+	if c.ready() {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errNotYet
+}
+
+// spin polls for budget (forever if negative), yielding between polls.
+func (c *cq) spin(ctx context.Context, budget time.Duration) error {
+	var deadline time.Time
+	if budget >= 0 {
+		deadline = time.Now().Add(budget)
+	}
+	for i := 1; ; i++ {
+		if err := c.waitStep(ctx); err != errNotYet {
+			return err
+		}
+		runtime.Gosched()
+		if i%spinYieldEvery == 0 {
+			if budget < 0 {
+				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			} else if time.Now().After(deadline) {
+				return errNotYet
+			}
+		}
+	}
+}
+
+// block sleeps on the device's doorbell until woken, re-checking after each wake-up.
+func (c *cq) block(ctx context.Context) error {
+	bell := c.dev.bell
+	for {
+		bell.waiters.Add(1)
+		val := bell.seq.Load()
+		if err := c.waitStep(ctx); err != errNotYet {
+			bell.waiters.Add(^uint32(0))
+			return err
+		}
+		dur := maxSleep
+		if dl, ok := ctx.Deadline(); ok {
+			dur = max(min(dur, time.Until(dl)), time.Microsecond)
+		}
+		bell.sleep(val, dur)
+		bell.waiters.Add(^uint32(0))
+	}
+}

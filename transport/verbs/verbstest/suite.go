@@ -1,0 +1,113 @@
+package verbstest
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// Factory tells the suite how to open devices of the provider under test.
+type Factory struct {
+	// Provider is the registry name passed to verbs.Open, such as "shm".
+	Provider string
+	// Config returns the configuration of each new device; nil means the zero Config. It
+	// must return the same Secret on every call: every device of a case, and every helper
+	// process (which receives the parent's Secret), must be able to connect to every other.
+	Config func() verbs.Config
+}
+
+// mainCalled records that Main runs this test binary, so helper processes can be started.
+var mainCalled atomic.Bool
+
+// testCase is one top-level conformance case.
+type testCase struct {
+	name string
+	fn   func(*testing.T, Factory)
+}
+
+// cases are run in this order, each as a subtest of Run's t.
+var cases = []testCase{
+	{"Device", testDevice},
+	{"MR", testMR},
+	{"Stats", testStats},
+	{"QPStates", testQPStates},
+	{"ToErrFromEveryState", testToErrFromEveryState},
+	{"BadEndpoint", testBadEndpoint},
+	{"Transfer", testTransfer},
+	{"ByteLen", testByteLen},
+	{"Atomic", testAtomicOps},
+	{"Loopback", testLoopback},
+	{"PassiveTarget", testPassiveTarget},
+	{"WRReuse", testWRReuse},
+	{"Fence", testFence},
+	{"Ordering", testOrdering},
+	{"SharedCQ", testSharedCQ},
+	{"Unsignaled", testUnsignaled},
+	{"SendQueueFull", testSendQueueFull},
+	{"RecvQueueFull", testRecvQueueFull},
+	{"HeldSends", testHeldSends},
+	{"RemoteAccessErrors", testRemoteAccessErrors},
+	{"MisalignedAtomic", testMisalignedAtomic},
+	{"LocalProtection", testLocalProtection},
+	{"SendUnregistered", testSendUnregistered},
+	{"RecvProtection", testRecvProtection},
+	{"LocLen", testLocLen},
+	{"InvalidRequests", testInvalidRequests},
+	{"Flush", testFlush},
+	{"PeerClose", testPeerClose},
+	{"ConcurrentAtomics", testConcurrentAtomics},
+	{"CmpSwapMutex", testCmpSwapMutex},
+	{"ConcurrentPosters", testConcurrentPosters},
+	{"WaitModes", testWaitModes},
+	{"CQWait", testCQWait},
+	{"MultiProcess", testMultiProcess},
+}
+
+// Run runs every conformance case as subtests of t. Cases needing a capability the
+// provider does not advertise are skipped. Select cases with -run, for example
+// -run 'Conformance/RemoteAccessErrors/RDMAWrite'.
+func Run(t *testing.T, f Factory) {
+	if f.Provider == "" {
+		t.Fatal("verbstest: Factory.Provider is empty")
+	}
+	if _, ok := verbs.Lookup(f.Provider); !ok {
+		t.Fatalf("verbstest: provider %q is not registered (registered: %s); the provider's test must import the provider package",
+			f.Provider, strings.Join(verbs.Providers(), ", "))
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, f) })
+	}
+}
+
+// Main must be called from the provider test package's TestMain. When the test binary was
+// re-executed as a helper process by a multi-process case, it runs that role and exits.
+// Otherwise it runs m.Run, then checks that no shared segment was left behind (no new
+// /dev/shm/gorma-* file that no process holds, and no memfd or segment still open or
+// mapped by this process), and exits.
+func Main(m *testing.M, f Factory) {
+	if role := os.Getenv(roleEnv); role != "" {
+		os.Exit(runRole(role, f))
+	}
+	mainCalled.Store(true)
+	stranded, own := strandedSegments(), ownSharedMemory()
+	code := m.Run()
+	var leaks []string
+	if left := newStranded(stranded); len(left) > 0 {
+		leaks = append(leaks, fmt.Sprintf("segment files nobody holds: %v", left))
+	}
+	if held := sharedMemoryLeaks(own); len(held) > 0 {
+		leaks = append(leaks, fmt.Sprintf("still held by the test process: %v", held))
+	}
+	if len(leaks) > 0 {
+		fmt.Fprintf(os.Stderr, "verbstest: shared memory left behind after all tests of %s:\n  %s\n",
+			f.Provider, strings.Join(leaks, "\n  "))
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,64 @@
+# gorma's make targets. `make help` lists them; every target carries a `## comment`.
+
+SHELL     := /bin/bash
+GO        ?= go
+PKGS      ?= ./...
+BIN       ?= bin
+FUZZTIME  ?= 15s
+BENCHTIME ?= 1s
+BENCH_OUT ?= results
+BENCH_PKGS ?= ./...
+TEST_TIMEOUT ?= 18m
+GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
+STATICCHECK ?= $(GOBIN_DIR)/staticcheck
+
+.DEFAULT_GOAL := help
+.PHONY: help run build test race lint lint-fast fuzz bench clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build every command into bin/, static (CGO_ENABLED=0)
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./apps/...
+
+run: build ## two-process transport benchmark, a few seconds: verbsperf --quick on shm and tcp
+	$(BIN)/verbsperf --provider all --quick
+
+test: lint-fast ## vet + gofmt check, then every test with the race detector (well under 20 min)
+	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
+
+race: ## every test with the race detector, each run twice, uncached
+	$(GO) test -race -count=2 -timeout 30m $(PKGS)
+
+lint-fast: ## gofmt check and go vet (the fast lint checks run by `make test`)
+	@out=$$(gofmt -l .); \
+	if [ -n "$$out" ]; then echo "gofmt -l reports unformatted files:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+lint: lint-fast ## gofmt, go vet and staticcheck (installed on first use)
+	@if [ ! -x "$(STATICCHECK)" ] && ! command -v staticcheck >/dev/null; then \
+		echo "installing staticcheck"; $(GO) install honnef.co/go/tools/cmd/staticcheck@latest; fi
+	@if [ -x "$(STATICCHECK)" ]; then $(STATICCHECK) $(PKGS); else staticcheck $(PKGS); fi
+
+fuzz: ## run every Fuzz target for FUZZTIME (default 15s) each
+	@set -e; found=0; \
+	for pkg in $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}:{{.Dir}}{{end}}' $(PKGS)); do \
+		dir=$${pkg#*:}; pkg=$${pkg%%:*}; \
+		grep -qs '^func Fuzz' $$dir/*_test.go || continue; \
+		list=$$($(GO) test -list '^Fuzz' $$pkg) || { echo "$$list"; exit 1; }; \
+		for fz in $$(echo "$$list" | grep '^Fuzz'); do \
+			found=$$((found+1)); \
+			echo "== $$pkg $$fz ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$fz$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done; \
+	echo "fuzz: ran $$found target(s)"
+
+bench: build ## Benchmark* of the hot paths, then a full verbsperf run writing JSON to results/
+	@mkdir -p $(BENCH_OUT)
+	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(BENCH_PKGS) | tee $(BENCH_OUT)/gobench.txt
+	set -o pipefail; $(BIN)/verbsperf --provider all --json=$(BENCH_OUT)/verbsperf.json | tee $(BENCH_OUT)/verbsperf.txt
+
+clean: ## remove built binaries and benchmark output
+	rm -rf $(BIN) $(BENCH_OUT)

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// bandwidth runs write_bw or read_bw (as ib_write_bw and ib_read_bw): a window of
+// outstanding RDMA operations of one size, all on the same remote bytes, timed from the
+// first post to the last completion.
+func (b *bench) bandwidth(ctx context.Context, test string) error {
+	s := b.s
+	set, caps, verb := s.setWrite, verbs.CapRDMAWrite, "writes"
+	if test == "read_bw" {
+		set, caps, verb = s.setRead, verbs.CapRDMARead, "reads"
+	}
+	res := Result{Test: test, Provider: s.provider, Kind: kindBandwidth,
+		Title: fmt.Sprintf("window of %d outstanding RDMA %s, first post to last completion", b.o.window, verb)}
+	if !b.requireCaps(res, caps) {
+		return nil
+	}
+	var floor func(ctx context.Context, n, iters int) (float64, error)
+	res.Floor, floor = b.pairedBWFloor()
+	b.r.begin(res)
+	sizes := b.o.sizes()
+	for _, n := range sizes {
+		iters, reps := b.o.bwIters(n)
+		set(n)
+		if _, err := s.window(ctx, max(iters/10, 2), b.o.window); err != nil {
+			return fmt.Errorf("%s %d B warmup: %w", test, n, err)
+		}
+		paired := floor != nil && (n >= ratioFloor || n == sizes[len(sizes)-1])
+		if paired {
+			if _, err := floor(ctx, n, max(iters/10, 2)); err != nil {
+				return err
+			}
+		}
+		var gb, fl []float64
+		for range reps {
+			if paired {
+				g, err := floor(ctx, n, iters)
+				if err != nil {
+					return err
+				}
+				fl = append(fl, g)
+			}
+			d, err := s.window(ctx, iters, b.o.window)
+			if err != nil {
+				return fmt.Errorf("%s %d B: %w", test, n, err)
+			}
+			gb = append(gb, gbps(int64(n)*int64(iters), d))
+		}
+		row := bwRow(n, iters, gb)
+		if paired {
+			row.FloorGBps = roundSig(median(fl))
+		}
+		b.r.row(row)
+	}
+	return nil
+}
+
+// pairedBWFloor returns the bandwidth floor compared with this provider's bandwidth, if
+// the run measures it: its name and a function measuring it in GB/s. Repetitions of the
+// floor and the test alternate, at the sizes the summary compares (1 MiB and more, or the
+// largest size).
+func (b *bench) pairedBWFloor() (string, func(ctx context.Context, n, iters int) (float64, error)) {
+	switch {
+	case b.s.provider == "shm" && b.o.has("memcpy"):
+		return "memcpy", func(_ context.Context, n, iters int) (float64, error) { return b.f.memcpyRate(n, iters) }
+	case b.s.provider == "tcp" && b.o.has("tcp_stream"):
+		return "tcp_stream", b.f.streamRate
+	}
+	return "", nil
+}
+
+// bwRow summarises the repetitions of a bandwidth measurement.
+func bwRow(n, iters int, reps []float64) Row {
+	med, sum := median(reps), 0.0
+	out := make([]float64, len(reps))
+	for i, g := range reps {
+		sum += g
+		out[i] = roundSig(g)
+	}
+	return Row{Bytes: n, Iterations: iters, GBps: roundSig(med), AvgGBps: roundSig(sum / float64(len(reps))),
+		MmsgPerS: roundSig(med * 1e9 / float64(n) / 1e6), RepsGBps: out}
+}
+
+// window posts iters copies of s.wr keeping at most depth outstanding, and returns the
+// time from the first post to the last completion.
+func (s *session) window(ctx context.Context, iters, depth int) (time.Duration, error) {
+	s.wr.Flags |= verbs.Signaled
+	start := time.Now()
+	for posted := 0; posted < iters; {
+		for posted < iters && s.posted-s.completed < uint64(depth) {
+			err := s.qp.PostSend(&s.wr)
+			if errors.Is(err, verbs.ErrQueueFull) {
+				break
+			}
+			if err != nil {
+				return 0, err
+			}
+			s.posted++
+			posted++
+		}
+		if err := s.progress(ctx); err != nil {
+			return 0, err
+		}
+	}
+	if err := s.drain(ctx); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}

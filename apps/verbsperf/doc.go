@@ -1,0 +1,52 @@
+// Command verbsperf measures the latency and bandwidth of gorma's verbs providers between
+// two processes, next to the floors the same program measures on the same machine, in the
+// manner of perftest (ib_write_lat, ib_read_lat, ib_atomic_lat, ib_send_lat, ib_write_bw,
+// ib_read_bw) and the OSU micro-benchmarks.
+//
+// Usage:
+//
+//	verbsperf [--provider shm|tcp|all] [--test all|floors|lat|bw|NAME,...]
+//	          [--min-size 8] [--max-size 64M] [--iters N] [--quick]
+//	          [--json[=FILE]] [--wait spin|hybrid|block] [--window 64] [--timeout 10m]
+//
+// The program re-executes itself as the peer (a hidden --peer flag) and talks to it over
+// the peer's stdin and stdout: endpoint bytes, remote keys and commands that start the
+// peer's half of each ping-pong travel there; benchmark traffic goes only through the
+// provider under test (opened with verbs.Open, as any user would). The tcp provider's
+// secret is made per run and handed to the peer in its environment.
+//
+// # Tests
+//
+// Over each provider:
+//
+//   - write_lat: RDMA write ping-pong, each side polling its own memory for the peer's
+//     write (as ib_write_lat), reported as half a round trip; and an RDMA write posted and
+//     polled to its completion.
+//   - read_lat: RDMA read posted and polled to its completion.
+//   - atomic_lat: fetch-and-add and compare-and-swap on an 8-byte word, to completion.
+//   - send_lat: Send/Recv ping-pong with preposted receives, half a round trip.
+//   - write_bw, read_bw: a window of outstanding RDMA operations, first post to last
+//     completion, in GB/s (10^9 bytes per second).
+//   - arena: PD.AllocMR + MR.Dereg on reuse, with the arena counters of Device.Stats.
+//
+// The floors, without gorma: flag_pp (a cache-line flag ping-pong over a memfd mapped in
+// both processes: the machine's cross-core round trip), tcp_pp (8-byte TCP loopback round
+// trip), tcp_stream (TCP loopback stream bandwidth), memcpy (copy bandwidth per size) and
+// segment (memfd_create + ftruncate + mmap + fault in + munmap + close).
+//
+// # Method
+//
+// Each size runs warmup iterations first, then a count scaled down with size (10000 up to
+// 16 KiB by default). Latency is timed in batches long enough that reading the clock does
+// not matter (a sample is the mean of up to 256 operations); the median, the mean and the
+// 99th percentile of the samples are reported in microseconds. Bandwidth is the median of
+// three repetitions. A summary block compares the figures with the project's targets.
+// This machine kind changes speed within minutes, so a figure compared with a floor is
+// paired with it: the floor is measured again just before the row (shm send_lat 8 B after
+// flag_pp, tcp read_lat 8 B after tcp_pp) or in alternation with each repetition (write_bw
+// and read_bw from 1 MiB with memcpy on shm and tcp_stream on tcp), and shown in an extra
+// column named after the floor. Pairing happens when the floor test is selected too.
+//
+// Output is stable text, one header per table, or with --json one JSON document holding
+// every table, the machine description, the Go version and a timestamp.
+package main

@@ -1,0 +1,22 @@
+package tcp_test
+
+import (
+	"testing"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+	_ "github.com/gorma-hpc/gorma/transport/verbs/tcp"
+	"github.com/gorma-hpc/gorma/transport/verbs/verbstest"
+)
+
+// secret authenticates every device of the test binary and its helper processes.
+var secret = []byte("verbstest-tcp-conformance-secret")
+
+var factory = verbstest.Factory{
+	Provider: "tcp",
+	Config:   func() verbs.Config { return verbs.Config{ArenaSize: 256 << 20, Secret: secret} },
+}
+
+func TestMain(m *testing.M) { verbstest.Main(m, factory) }
+
+// TestConformance runs the shared verbs conformance suite against tcp.
+func TestConformance(t *testing.T) { verbstest.Run(t, factory) }

@@ -1,0 +1,118 @@
+// Package tcp is gorma's cross-host verbs provider: reliable-connected queue pairs over
+// TCP, with the target side of RDMA played by a progress goroutine.
+//
+// Import it for its side effect and open a device by name:
+//
+//	import _ "github.com/gorma-hpc/gorma/transport/verbs/tcp"
+//
+//	dev, err := verbs.Open("tcp", verbs.Config{Secret: jobSecret, Addr: "10.0.0.5:0"})
+//	pd, _ := dev.AllocPD()
+//	cq, _ := dev.CreateCQ(256)
+//	qp, _ := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
+//	qp.ToInit()
+//	// exchange qp.Endpoint() with the peer out of band, then on both sides:
+//	err = verbs.Connect(ctx, qp, peerEndpoint)
+//
+// # What it owns
+//
+// A device owns one arena (package arena) from which PD.AllocMR carves memory regions; the
+// region's key is its LKey and RKey. PD.RegMR registers ordinary Go memory in the same key
+// table (arena.RegisterUser) and keeps the slice referenced until Dereg. Keys carry
+// generations: after Dereg every access with the old key fails with RemAccessErr, even
+// once the bytes belong to a new region. A device also owns a TCP listener on Config.Addr
+// (default 127.0.0.1:0; a listener on 0.0.0.0 advertises the host's first global unicast
+// address) and one TCP connection per connected QP.
+//
+// # Connections and authentication
+//
+// Endpoint bytes carry the protocol version, the listen address, a random 64-bit device
+// id and the QPN. Both sides call ToRTR with the other's endpoint, then ToRTS. The side
+// with the smaller (device id, qpn) dials during ToRTR; the other accepts, matching the
+// inbound connection to its QP by the QPN in the handshake, and its ToRTS waits (honouring
+// ctx) until that connection is up. The handshake (handshake.go) is a mutual
+// HMAC-SHA256 challenge-response over both nonces, direction labels, device ids and QPNs,
+// keyed by Config.Secret (at least MinSecretLen bytes), under a 5 s deadline. A connection
+// that fails it is closed before a single frame is read or any memory is touched, and
+// counted (see Rejections). The handshake authenticates the peers; it does not encrypt
+// or integrity-protect the frames that follow, so the network between hosts must be
+// trusted not to tamper with established connections.
+//
+// # Wire
+//
+// After the handshake each direction is a stream of frames (wire.go): a fixed 64-byte
+// little-endian header (version, opcode, flags, status, payload length, sequence number,
+// rkey, offset, length, immediate, compare/add, swap, credits) and a payload. Requests are
+// numbered per direction and answered in order: one cumulative ack for successful writes
+// and Sends, a read response with the data, an atomic response with the old value, or an
+// error status in the answer of the request's kind. A disconnect frame tells the peer
+// that this side's QP is in Err. Sends and writes with immediate consume a receive at the
+// target; the receiver grants one credit per posted receive (on any frame it sends, or in
+// a credit frame when the peer has none left), and the sender never sends without one, so
+// an arriving Send always finds its receive. Sends beyond the credits wait in the send
+// queue, counted against MaxSendWR. Frames are bounded (MaxMessageSize), decoding never
+// panics and the reader allocates nothing per frame.
+//
+// # Progress and data path
+//
+// Each connection has two goroutines. The reader (progress.go) executes the peer's
+// requests against this device's memory, each access validated and pinned with the key
+// table (Table.Pin/Unpin; a failed Pin answers RemAccessErr and leaves memory untouched,
+// a misaligned atomic RemInvReqErr), so passive-target operations never wait for the
+// application. Atomics are CPU atomics on the target word, atomic with respect to local
+// and shm-provider atomics on the same memory. The same reader completes this side's
+// requests when their answers arrive. Payloads move with one copy each way: the sender's
+// writev goes straight from the caller's buffer (or pinned target memory, for read
+// responses), and the reader reads large payloads straight into target memory, the
+// receive buffer or the read's Local. PostSend writes its frame itself with one
+// non-blocking writev; only a frame the socket cannot take at once goes to the writer
+// goroutine (conn.go), so PostSend never blocks on the network and neither does the
+// reader, which keeps two peers that both write heavily from deadlocking. A target pins
+// an MR only for the duration of one access; for an RDMA write that is while its payload
+// streams in, so Dereg of the target MR waits for that payload (the arena quarantines the
+// bytes if a pin outlives its drain timeout).
+//
+// # Waiting
+//
+// CQ.Wait honours Config.Wait. WaitBlock (and WaitHybrid once its Config.Spin budget is
+// spent) parks the first waiter in the network poller on an eventfd that the reader
+// goroutine writes when it queues a completion, so the reader's own thread hands the
+// waiter over when it next parks, without waking another thread; further concurrent
+// waiters park on a channel. Spinning only pays when every goroutine involved has a core
+// of its own: a completion always arrives through a reader goroutine.
+//
+// # Failure
+//
+// When the connection fails (the peer's process or host died: EOF, reset, keepalive or
+// TCP_USER_TIMEOUT expiry, or the peer broke the protocol) the QP moves to Err: the oldest
+// outstanding request (or, if none, the next one posted) completes with RetryExcErr, the
+// others and all posted receives with WRFlushErr, and waiters in ToRTS wake. A QP that
+// enters Err itself (ToErr, an error completion such as RemAccessErr, LocLenErr) flushes
+// at once but keeps its connection in Err mode, like an InfiniBand QP in Error: it refuses
+// every later request of the peer with RetryExcErr and tells the peer to stop waiting for
+// credits, so the peer's QP fails when, and only when, it asks for something. ToErr,
+// QP.Close and Device.Close flush with WRFlushErr and return after the QP's goroutines
+// have stopped (Close) or its buffers are released (ToErr).
+//
+// # Race detector
+//
+// The provider plays the NIC: the peer's RDMA writes, reads and atomics on registered
+// memory, and payloads landing in receive buffers and read sinks, go through dma.go. In
+// race builds these accesses are not instrumented (raw read(2)/writev(2), a word copy
+// loop, assembly atomics on amd64 and arm64), as DMA by hardware is not: a passive target
+// learns of remote writes through messages the detector cannot see (sockets, pipes), so
+// instrumented accesses would be reported as races although the program is correct.
+//
+// # Concurrency and buffer ownership
+//
+// Every object is safe for concurrent use. Goroutines and how each stops: the device's
+// accept loop stops when Device.Close closes the listener; a handshake goroutine per
+// inbound connection ends with its handshake (5 s deadline; Device.Close closes its
+// connection); a connection's reader stops when the connection fails or is closed
+// (QP.Close, Device.Close, a flush that must abort a transfer, the peer), and before it
+// exits it stops the connection's writer goroutine and waits for it. Each CQ holds one
+// eventfd, closed by CQ.Close or Device.Close. Device.Close waits for all of them before it releases the
+// arena. The provider reads SendWR.Local until the request completes (a queued frame
+// references it, it is not copied) and writes RecvWR.Local and a read's or atomic's Local
+// from the reader goroutine until the completion is queued; it retains neither *SendWR
+// nor *RecvWR. Lock order is in LOCKING.md.
+package tcp

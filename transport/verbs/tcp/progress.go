@@ -1,0 +1,478 @@
+package tcp
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"time"
+	"unsafe"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+	"github.com/gorma-hpc/gorma/transport/verbs/arena"
+)
+
+// qconn is a QP's live connection. Its reader goroutine (run) is the provider's progress
+// engine for the QP, in both roles:
+//
+//   - target: it executes the peer's requests against this device's memory (RDMA write,
+//     read, fetch-add, cmp-swap, each behind a key table Pin/Unpin) and its posted
+//     receives, and answers; the application never has to call in.
+//   - initiator: it matches answers to the send queue, in order, and completes requests.
+//
+// Once the QP is in Err it refuses every request with RetryExcErr and ignores answers to
+// flushed requests. It stops when the connection fails or is closed (QP.Close, device
+// Close, a flush that had to abort writes, the peer dying or breaking the protocol); it
+// then stops the writer goroutine, moves the QP to Err, flushes both queues and closes
+// done.
+type qconn struct {
+	q    *qp
+	d    *device
+	c    *net.TCPConn
+	tx   *txq
+	peer peerInfo
+	done chan struct{}
+
+	// Reader goroutine only.
+	rd         frameReader
+	hdr        [hdrSize]byte
+	ackPending bool
+	ackSeq     uint64
+}
+
+func newQconn(q *qp, c *net.TCPConn, peer peerInfo) (*qconn, error) {
+	limit := 2*(q.maxSend+int(min(peer.maxSend, maxQueueDepth))+q.maxRecv) + 64
+	tx, err := newTxq(c, q.d.tab, limit)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	return &qconn{q: q, d: q.d, c: c, tx: tx, peer: peer, done: make(chan struct{}), rd: newFrameReader(c, raw)}, nil
+}
+
+// fault ends the reader: first is the status of the next request flushed; drain asks to
+// let queued answers reach the peer before the connection closes.
+type fault struct {
+	first verbs.Status
+	drain bool
+}
+
+var (
+	faultIO       = &fault{first: verbs.RetryExcErr}           // connection lost
+	faultProtocol = &fault{first: verbs.RemOpErr, drain: true} // the peer broke the protocol
+	faultAbort    = &fault{first: verbs.WRFlushErr}            // an error completion had to abort the connection
+)
+
+// failFromReaderLocked moves the QP to Err after an error completion of the reader's own.
+// If the flush had to abort the connection, the reader must stop at once: answers still
+// in its buffer must not complete later requests after the error.
+func (q *qp) failFromReaderLocked() *fault {
+	if q.failLocked(verbs.WRFlushErr) != nil {
+		return faultAbort
+	}
+	return nil
+}
+
+// run is the reader goroutine.
+func (cn *qconn) run() {
+	f := cn.loop()
+	if f.drain {
+		cn.tx.drain(time.Second)
+	}
+	cn.tx.shutdown()
+	q := cn.q
+	q.mu.Lock()
+	q.setErrLocked(f.first)
+	q.cn = nil
+	q.exiting = false
+	q.flushLocked()
+	q.mu.Unlock()
+	close(cn.done)
+}
+
+func (cn *qconn) loop() *fault {
+	for {
+		if cn.rd.buffered() < hdrSize && cn.flushAck() != nil {
+			return faultIO
+		}
+		h, err := cn.rd.header()
+		if err != nil {
+			if errors.Is(err, errBadFrame) {
+				return faultProtocol
+			}
+			return faultIO
+		}
+		if h.credits != 0 {
+			cn.q.addCredits(h.credits)
+		}
+		var f *fault
+		if h.op.isRequest() && cn.q.errd.Load() {
+			f = cn.refuse(&h)
+		} else {
+			f = cn.dispatch(&h)
+		}
+		if f != nil {
+			return f
+		}
+	}
+}
+
+func (cn *qconn) dispatch(h *header) *fault {
+	switch h.op {
+	case opSend:
+		return cn.serveSend(h)
+	case opWrite:
+		return cn.serveWrite(h)
+	case opRead:
+		return cn.serveRead(h)
+	case opFetchAdd, opCmpSwap:
+		return cn.serveAtomic(h)
+	case opAck:
+		return cn.onAck(h)
+	case opReadResp:
+		return cn.onReadResp(h)
+	case opAtomicResp:
+		return cn.onAtomicResp(h)
+	case opDisconnect:
+		q := cn.q
+		q.mu.Lock()
+		q.peerGone = true
+		q.pumpLocked()
+		q.mu.Unlock()
+	}
+	return nil
+}
+
+// refuse answers a request that arrived while the QP is in Err.
+func (cn *qconn) refuse(h *header) *fault {
+	if h.op == opSend || h.op == opWrite {
+		if f := cn.skip(h.payloadLen); f != nil {
+			return f
+		}
+	}
+	return cn.nak(h, verbs.RetryExcErr)
+}
+
+// respond sends an answer frame, after any pending cumulative ack.
+func (cn *qconn) respond(h *header, pay []byte, pin uint64) *fault {
+	if cn.flushAck() != nil {
+		if pin != 0 {
+			cn.d.tab.Unpin(pin)
+		}
+		return faultIO
+	}
+	h.credits = cn.q.grant()
+	h.put(&cn.hdr)
+	if cn.tx.send(&cn.hdr, pay, pin) != nil {
+		return faultIO
+	}
+	return nil
+}
+
+// ack records that request seq succeeded; acks are coalesced into one cumulative ack,
+// sent before any other answer and before the reader would block.
+func (cn *qconn) ack(seq uint64) {
+	cn.ackPending, cn.ackSeq = true, seq
+}
+
+func (cn *qconn) flushAck() error {
+	if !cn.ackPending {
+		return nil
+	}
+	cn.ackPending = false
+	h := header{op: opAck, seq: cn.ackSeq, credits: cn.q.grant()}
+	h.put(&cn.hdr)
+	return cn.tx.send(&cn.hdr, nil, 0)
+}
+
+// nak answers request h with an error status: an ack for reads and atomics would be
+// ambiguous, so each kind gets its own answer opcode.
+func (cn *qconn) nak(h *header, st verbs.Status) *fault {
+	op := opAck
+	switch h.op {
+	case opRead:
+		op = opReadResp
+	case opFetchAdd, opCmpSwap:
+		op = opAtomicResp
+	}
+	return cn.respond(&header{op: op, seq: h.seq, status: st}, nil, 0)
+}
+
+// payload reads the next len(dst) payload bytes into dst, first flushing a pending ack
+// if the read may block.
+func (cn *qconn) payload(dst []byte) *fault {
+	if cn.rd.buffered() < len(dst) && cn.flushAck() != nil {
+		return faultIO
+	}
+	if cn.rd.readFull(dst) != nil {
+		return faultIO
+	}
+	return nil
+}
+
+func (cn *qconn) skip(n uint32) *fault {
+	if cn.rd.buffered() < int(n) && cn.flushAck() != nil {
+		return faultIO
+	}
+	if cn.rd.discard(int(n)) != nil {
+		return faultIO
+	}
+	return nil
+}
+
+// target validates and pins an access of n bytes at off in the MR of key and returns its
+// memory. On failure nothing is pinned and the status is RemAccessErr.
+func (d *device) target(key, off, n uint64, want verbs.Access) ([]byte, verbs.Status) {
+	tg, ok := d.tab.Pin(key, off, n, want)
+	if !ok {
+		return nil, verbs.RemAccessErr
+	}
+	var mem []byte
+	switch tg.Kind {
+	case arena.KindArena:
+		start, seg := tg.Base+off, uint64(len(d.seg))
+		if start >= tg.Base && start <= seg && n <= seg-start {
+			mem = d.seg[start : start+n : start+n]
+		}
+	case arena.KindUser:
+		if m := d.lookupMR(key); m != nil && m.user && off <= uint64(len(m.buf)) && n <= uint64(len(m.buf))-off {
+			mem = m.buf[off : off+n : off+n]
+		}
+	}
+	if mem == nil {
+		d.tab.Unpin(key)
+		return nil, verbs.RemAccessErr
+	}
+	return mem, verbs.Success
+}
+
+// claimRecv takes a credit and marks the reader busy with the oldest posted receive,
+// which an arriving Send (or write with immediate) fills. The peer sends those only with
+// a credit, so a receive is there unless the QP has gone to Err meanwhile.
+func (cn *qconn) claimRecv() (rqe, bool) {
+	q := cn.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.consumed++
+	if q.rqHead == q.rqTail || q.state == verbs.Err {
+		return rqe{}, false
+	}
+	q.busy = true
+	return q.rq[q.rqHead%uint64(len(q.rq))], true
+}
+
+// release clears busy and completes the claimed receive with st and op, unless op is 0
+// (WCSend, never a receive's) and st Success: then the receive stays posted.
+func (cn *qconn) release(st verbs.Status, op verbs.WCOpcode, n int, h *header) {
+	q := cn.q
+	q.mu.Lock()
+	q.busy = false
+	if op != 0 || st != verbs.Success {
+		q.completeRecvLocked(st, op, n, h.imm, h.flags&flagImm != 0)
+	}
+	q.mu.Unlock()
+}
+
+// serveSend places a Send in the oldest posted receive.
+func (cn *qconn) serveSend(h *header) *fault {
+	r, ok := cn.claimRecv()
+	if !ok {
+		return cn.refuse(h)
+	}
+	n := int(h.payloadLen)
+	if n > len(r.local) {
+		f := cn.skip(h.payloadLen)
+		if f == nil {
+			f = cn.nak(h, verbs.RemInvReqErr)
+		}
+		q := cn.q
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.busy = false
+		if f != nil {
+			return f // the exiting reader flushes the receive
+		}
+		// The error completion and the move to Err are one step for observers.
+		q.completeRecvLocked(verbs.LocLenErr, verbs.WCRecv, n, h.imm, h.flags&flagImm != 0)
+		return q.failFromReaderLocked()
+	}
+	f := cn.payload(r.local[:n])
+	if f != nil {
+		cn.release(verbs.Success, 0, 0, h) // the exiting reader flushes the receive
+		return f
+	}
+	cn.release(verbs.Success, verbs.WCRecv, n, h)
+	cn.ack(h.seq)
+	return nil
+}
+
+// serveWrite lands an RDMA write (with immediate: and consumes a receive).
+func (cn *qconn) serveWrite(h *header) *fault {
+	imm := h.flags&flagImm != 0
+	if imm {
+		if _, ok := cn.claimRecv(); !ok {
+			return cn.refuse(h)
+		}
+		cn.release(verbs.Success, 0, 0, h) // nothing is copied into the receive's buffer
+	}
+	mem, st := cn.d.target(h.rkey, h.offset, uint64(h.payloadLen), verbs.RemoteWrite)
+	if st != verbs.Success {
+		if f := cn.skip(h.payloadLen); f != nil {
+			return f
+		}
+		return cn.nak(h, st)
+	}
+	f := cn.payload(mem)
+	cn.d.tab.Unpin(h.rkey)
+	if f != nil {
+		return f
+	}
+	if imm {
+		q := cn.q
+		q.mu.Lock()
+		if q.state != verbs.Err && q.rqHead < q.rqTail { // unless a flush took it meanwhile
+			q.completeRecvLocked(verbs.Success, verbs.WCRecvRDMAWithImm, int(h.payloadLen), h.imm, true)
+		}
+		q.mu.Unlock()
+	}
+	cn.ack(h.seq)
+	return nil
+}
+
+// serveRead answers an RDMA read straight from target memory, which stays pinned until
+// the answer is written.
+func (cn *qconn) serveRead(h *header) *fault {
+	mem, st := cn.d.target(h.rkey, h.offset, uint64(h.length), verbs.RemoteRead)
+	if st != verbs.Success {
+		return cn.nak(h, st)
+	}
+	return cn.respond(&header{op: opReadResp, seq: h.seq, payloadLen: h.length}, mem, h.rkey)
+}
+
+// serveAtomic runs a fetch-add or compare-and-swap with CPU atomics on the target word,
+// so it is atomic with respect to local atomics and to the shm provider's on the same
+// memory.
+func (cn *qconn) serveAtomic(h *header) *fault {
+	mem, st := cn.d.target(h.rkey, h.offset, 8, verbs.RemoteAtomic)
+	var old uint64
+	if st == verbs.Success {
+		p := unsafe.Pointer(unsafe.SliceData(mem))
+		if uintptr(p)%8 != 0 {
+			st = verbs.RemInvReqErr
+		} else if w := (*uint64)(p); h.op == opFetchAdd {
+			old = dmaAdd64(w, h.compareAdd)
+		} else {
+			for {
+				old = dmaLoad64(w)
+				if old != h.compareAdd || dmaCas64(w, old, h.swap) {
+					break
+				}
+			}
+		}
+		cn.d.tab.Unpin(h.rkey)
+	}
+	return cn.respond(&header{op: opAtomicResp, seq: h.seq, status: st, compareAdd: old}, nil, 0)
+}
+
+// answerLocked classifies an answer for request seq: stale (its request was flushed),
+// the oldest request on the wire (returned), or a protocol violation.
+func (q *qp) answerLocked(seq uint64) (e *sqe, stale, ok bool) {
+	if seq < q.sqHead {
+		return nil, true, true
+	}
+	if seq != q.sqHead || q.sqHead >= q.sqSent {
+		return nil, false, false
+	}
+	return &q.sq[q.sqHead%uint64(len(q.sq))], false, true
+}
+
+// onAck completes requests acknowledged by the target.
+func (cn *qconn) onAck(h *header) *fault {
+	q := cn.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if h.seq < q.sqHead {
+		return nil // answers requests that were flushed
+	}
+	if h.status != verbs.Success {
+		e, _, ok := q.answerLocked(h.seq)
+		if !ok || e.readOrAtomic() {
+			return faultProtocol
+		}
+		q.completeHeadLocked(h.status, 0)
+		return q.failFromReaderLocked()
+	}
+	if h.seq >= q.sqSent {
+		return faultProtocol
+	}
+	for q.sqHead <= h.seq {
+		e := &q.sq[q.sqHead%uint64(len(q.sq))]
+		if e.readOrAtomic() {
+			return faultProtocol
+		}
+		q.completeHeadLocked(verbs.Success, uint32(len(e.local)))
+	}
+	q.pumpLocked() // a request refused locally may be next
+	return nil
+}
+
+// onReadResp lands read data in the request's Local and completes it.
+func (cn *qconn) onReadResp(h *header) *fault {
+	q := cn.q
+	q.mu.Lock()
+	e, stale, ok := q.answerLocked(h.seq)
+	if stale {
+		q.mu.Unlock()
+		return cn.skip(h.payloadLen)
+	}
+	if !ok || e.op != verbs.OpRDMARead || (h.status == verbs.Success && int(h.payloadLen) != len(e.local)) {
+		q.mu.Unlock()
+		return faultProtocol
+	}
+	local := e.local
+	q.busy = true
+	q.mu.Unlock()
+	var f *fault
+	if h.status == verbs.Success {
+		f = cn.payload(local)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.busy = false
+	if f != nil {
+		return f
+	}
+	return q.finishLocked(h.status, uint32(len(local)))
+}
+
+// onAtomicResp stores the old value in the request's Local and completes it.
+func (cn *qconn) onAtomicResp(h *header) *fault {
+	q := cn.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, stale, ok := q.answerLocked(h.seq)
+	if stale {
+		return nil
+	}
+	if !ok || !e.op.IsAtomic() {
+		return faultProtocol
+	}
+	if h.status == verbs.Success {
+		binary.NativeEndian.PutUint64(e.local, h.compareAdd)
+	}
+	return q.finishLocked(h.status, 8)
+}
+
+// finishLocked completes a read or atomic at the head; an error moves the QP to Err, a
+// success may release fenced requests.
+func (q *qp) finishLocked(st verbs.Status, n uint32) *fault {
+	if st != verbs.Success {
+		q.completeHeadLocked(st, 0)
+		return q.failFromReaderLocked()
+	}
+	q.completeHeadLocked(verbs.Success, n)
+	q.pumpLocked()
+	return nil
+}

@@ -1,0 +1,115 @@
+package pmi
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Environment variables of the launch contract.
+const (
+	EnvJobID     = "GOLAUNCH_JOBID"      // job id (hex)
+	EnvRank      = "GOLAUNCH_RANK"       // this rank
+	EnvSize      = "GOLAUNCH_SIZE"       // ranks in the job
+	EnvLocalRank = "GOLAUNCH_LOCAL_RANK" // rank among this host's ranks
+	EnvLocalSize = "GOLAUNCH_LOCAL_SIZE" // ranks on this host
+	EnvNodeRank  = "GOLAUNCH_NODE_RANK"  // index of this host in the job's host order
+	EnvNumNodes  = "GOLAUNCH_NUM_NODES"  // hosts in the job
+	EnvHost      = "GOLAUNCH_HOST"       // this host's name (the agent's memberlist name)
+	EnvAgentSock = "GOLAUNCH_AGENT_SOCK" // the agent's Unix socket
+	EnvTransport = "GOLAUNCH_TRANSPORT"  // auto, shm or tcp
+	EnvTCPAddr   = "GOLAUNCH_TCP_ADDR"   // IP a rank's tcp device listens on (port 0)
+)
+
+// Contract is a rank's place in a job, from the GOLAUNCH_* environment.
+type Contract struct {
+	JobID                string
+	Rank, Size           int
+	LocalRank, LocalSize int
+	NodeRank, NumNodes   int
+	Host                 string
+	AgentSock            string
+	Transport            string // "auto", "shm" or "tcp"
+	TCPAddr              string // IP to listen on, e.g. "10.0.0.2"; "" means 127.0.0.1
+}
+
+// ErrNoContract means the GOLAUNCH_* variables are absent: the program was not started by
+// golaunch (a world of one rank).
+var ErrNoContract = errors.New("pmi: not started by golaunch (no " + EnvRank + ")")
+
+// ReadContract reads the contract from getenv (os.Getenv in a real rank). It returns
+// ErrNoContract when EnvRank is unset, and an error naming the variable when one is
+// malformed or inconsistent.
+func ReadContract(getenv func(string) string) (Contract, error) {
+	if getenv(EnvRank) == "" {
+		return Contract{}, ErrNoContract
+	}
+	var c Contract
+	var errs []error
+	num := func(name string, dst *int, min int) {
+		v := getenv(name)
+		n, err := strconv.Atoi(v)
+		if err != nil || n < min {
+			errs = append(errs, fmt.Errorf("%s=%q: want an integer >= %d", name, v, min))
+			return
+		}
+		*dst = n
+	}
+	num(EnvRank, &c.Rank, 0)
+	num(EnvSize, &c.Size, 1)
+	num(EnvLocalRank, &c.LocalRank, 0)
+	num(EnvLocalSize, &c.LocalSize, 1)
+	num(EnvNodeRank, &c.NodeRank, 0)
+	num(EnvNumNodes, &c.NumNodes, 1)
+	c.JobID, c.Host, c.AgentSock = getenv(EnvJobID), getenv(EnvHost), getenv(EnvAgentSock)
+	c.Transport, c.TCPAddr = getenv(EnvTransport), getenv(EnvTCPAddr)
+	for name, v := range map[string]string{EnvJobID: c.JobID, EnvHost: c.Host, EnvAgentSock: c.AgentSock} {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s is empty", name))
+		}
+	}
+	switch c.Transport {
+	case "":
+		c.Transport = "auto"
+	case "auto", "shm", "tcp":
+	default:
+		errs = append(errs, fmt.Errorf("%s=%q: want auto, shm or tcp", EnvTransport, c.Transport))
+	}
+	if len(errs) == 0 {
+		switch {
+		case c.Rank >= c.Size:
+			errs = append(errs, fmt.Errorf("%s=%d is not below %s=%d", EnvRank, c.Rank, EnvSize, c.Size))
+		case c.LocalRank >= c.LocalSize:
+			errs = append(errs, fmt.Errorf("%s=%d is not below %s=%d", EnvLocalRank, c.LocalRank, EnvLocalSize, c.LocalSize))
+		case c.NodeRank >= c.NumNodes:
+			errs = append(errs, fmt.Errorf("%s=%d is not below %s=%d", EnvNodeRank, c.NodeRank, EnvNumNodes, c.NumNodes))
+		case c.LocalSize > c.Size:
+			errs = append(errs, fmt.Errorf("%s=%d exceeds %s=%d", EnvLocalSize, c.LocalSize, EnvSize, c.Size))
+		}
+	}
+	if len(errs) > 0 {
+		return Contract{}, fmt.Errorf("pmi: bad launch environment (set by golaunch; do not set GOLAUNCH_* by hand): %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+// Environ returns the contract as NAME=VALUE strings for a child's environment.
+func (c Contract) Environ() []string {
+	itoa := strconv.Itoa
+	env := []string{
+		EnvJobID + "=" + c.JobID,
+		EnvRank + "=" + itoa(c.Rank),
+		EnvSize + "=" + itoa(c.Size),
+		EnvLocalRank + "=" + itoa(c.LocalRank),
+		EnvLocalSize + "=" + itoa(c.LocalSize),
+		EnvNodeRank + "=" + itoa(c.NodeRank),
+		EnvNumNodes + "=" + itoa(c.NumNodes),
+		EnvHost + "=" + c.Host,
+		EnvAgentSock + "=" + c.AgentSock,
+		EnvTransport + "=" + c.Transport,
+	}
+	if c.TCPAddr != "" {
+		env = append(env, EnvTCPAddr+"="+c.TCPAddr)
+	}
+	return env
+}

@@ -1,0 +1,134 @@
+package pmi
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Exchange is a job-wide put/fence/get store for Handlers whose ranks are all local (a
+// one-host job, and tests), or for an agent that merges other hosts' puts (Merge). Fence
+// blocks until size ranks have fenced in the current round; then every put of the round
+// becomes visible to Get. It is safe for concurrent use.
+type Exchange struct {
+	size int
+
+	mu      sync.Mutex
+	pending map[int]map[string][]byte // this round's puts, by rank
+	fenced  map[int]bool              // ranks fenced this round
+	store   map[int]map[string][]byte // everything published by completed rounds
+	round   chan struct{}             // closed when the current round completes
+	err     error
+}
+
+// NewExchange returns an Exchange for size ranks.
+func NewExchange(size int) *Exchange {
+	return &Exchange{
+		size:    size,
+		pending: make(map[int]map[string][]byte),
+		fenced:  make(map[int]bool),
+		store:   make(map[int]map[string][]byte),
+		round:   make(chan struct{}),
+	}
+}
+
+// Fence records puts of rank and blocks until all ranks fenced this round, ctx ends, or
+// the exchange is failed.
+func (x *Exchange) Fence(ctx context.Context, rank int, puts map[string][]byte) error {
+	x.mu.Lock()
+	if x.err != nil {
+		x.mu.Unlock()
+		return x.err
+	}
+	if rank < 0 || rank >= x.size {
+		x.mu.Unlock()
+		return fmt.Errorf("pmi: fence by rank %d of a %d-rank job", rank, x.size)
+	}
+	if x.fenced[rank] {
+		x.mu.Unlock()
+		return fmt.Errorf("pmi: rank %d fenced twice in one round", rank)
+	}
+	round := x.round // before addLocked, which may complete it
+	x.addLocked(rank, puts)
+	x.mu.Unlock()
+	select {
+	case <-round:
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		return x.err
+	case <-ctx.Done():
+		return fmt.Errorf("pmi: fence: %w (waiting for %d more ranks)", ctx.Err(), x.missing())
+	}
+}
+
+func (x *Exchange) missing() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.size - len(x.fenced)
+}
+
+func (x *Exchange) addLocked(rank int, puts map[string][]byte) {
+	x.fenced[rank] = true
+	if len(puts) > 0 {
+		p := x.pending[rank]
+		if p == nil {
+			p = make(map[string][]byte, len(puts))
+			x.pending[rank] = p
+		}
+		for k, v := range puts {
+			p[k] = v
+		}
+	}
+	if len(x.fenced) < x.size {
+		return
+	}
+	for r, p := range x.pending {
+		s := x.store[r]
+		if s == nil {
+			s = make(map[string][]byte, len(p))
+			x.store[r] = s
+		}
+		for k, v := range p {
+			s[k] = v
+		}
+	}
+	x.pending = make(map[int]map[string][]byte)
+	x.fenced = make(map[int]bool)
+	close(x.round)
+	x.round = make(chan struct{})
+}
+
+// Merge adds the puts of ranks fenced elsewhere (another host) to the current round, as
+// if those ranks had fenced here. Multi-host agents use it.
+func (x *Exchange) Merge(puts map[int]map[string][]byte) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for r, p := range puts {
+		if r >= 0 && r < x.size && !x.fenced[r] && x.err == nil {
+			x.addLocked(r, p)
+		}
+	}
+}
+
+// Get returns a value from the last completed round.
+func (x *Exchange) Get(rank int, key string) ([]byte, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	v, ok := x.store[rank][key]
+	if !ok {
+		return nil, fmt.Errorf("%w: rank %d key %q (not put, or not fenced yet)", ErrNotFound, rank, key)
+	}
+	return v, nil
+}
+
+// Fail makes current and later Fences return err (the job is aborting).
+func (x *Exchange) Fail(err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.err != nil {
+		return
+	}
+	x.err = fmt.Errorf("%w: %v", ErrAborted, err)
+	close(x.round)
+	x.round = make(chan struct{})
+}

@@ -1,0 +1,315 @@
+package pmi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// jobHandler is a one-host Handler over an Exchange, recording what the server reports.
+type jobHandler struct {
+	x      *Exchange
+	size   int
+	secret []byte
+
+	mu        sync.Mutex
+	finalized map[int]bool
+	gone      map[int]bool
+	aborts    []string
+}
+
+func newJob(size int) *jobHandler {
+	return &jobHandler{x: NewExchange(size), size: size, secret: []byte("0123456789abcdef"),
+		finalized: map[int]bool{}, gone: map[int]bool{}}
+}
+
+func (h *jobHandler) Init(_ context.Context, rank int, job string) (Info, error) {
+	if job != "job1" || rank < 0 || rank >= h.size {
+		return Info{}, fmt.Errorf("rank %d of job %q is not part of this job", rank, job)
+	}
+	return Info{Size: h.size, Secret: h.secret}, nil
+}
+func (h *jobHandler) Fence(ctx context.Context, rank int, puts map[string][]byte) error {
+	return h.x.Fence(ctx, rank, puts)
+}
+func (h *jobHandler) Get(_ context.Context, rank int, key string) ([]byte, error) {
+	return h.x.Get(rank, key)
+}
+func (h *jobHandler) Abort(rank, code int, msg string) {
+	h.mu.Lock()
+	h.aborts = append(h.aborts, fmt.Sprintf("%d:%d:%s", rank, code, msg))
+	h.mu.Unlock()
+}
+func (h *jobHandler) Finalize(rank int) { h.mu.Lock(); h.finalized[rank] = true; h.mu.Unlock() }
+func (h *jobHandler) Gone(rank int)     { h.mu.Lock(); h.gone[rank] = true; h.mu.Unlock() }
+
+func serve(t *testing.T, h Handler) *Server {
+	t.Helper()
+	s, err := Listen(filepath.Join(t.TempDir(), "agent.sock"), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func TestPutFenceGet(t *testing.T) {
+	const n = 4
+	h := newJob(n)
+	s := serve(t, h)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for r := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- func() error {
+				c, err := Dial(ctx(t), s.Path(), r, "job1")
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				if c.Info().Size != n || string(c.Info().Secret) != "0123456789abcdef" {
+					return fmt.Errorf("rank %d: info %+v", r, c.Info())
+				}
+				for round := range 3 {
+					card := []byte(fmt.Sprintf("card %d round %d \x00\xff space=yes", r, round))
+					if err := c.Put(ctx(t), "ep", card); err != nil {
+						return err
+					}
+					if err := c.Fence(ctx(t)); err != nil {
+						return err
+					}
+					for p := range n {
+						v, err := c.Get(ctx(t), p, "ep")
+						if err != nil {
+							return err
+						}
+						if want := fmt.Sprintf("card %d round %d \x00\xff space=yes", p, round); string(v) != want {
+							return fmt.Errorf("rank %d got %q from %d, want %q", r, v, p, want)
+						}
+					}
+					if err := c.Fence(ctx(t)); err != nil { // nobody overwrites before all read
+						return err
+					}
+				}
+				if _, err := c.Get(ctx(t), 0, "nope"); !errors.Is(err, ErrNotFound) {
+					return fmt.Errorf("get of a missing key: %v", err)
+				}
+				return c.Finalize(ctx(t))
+			}()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h.mu.Lock()
+		done := len(h.finalized) == n && len(h.gone) == n
+		h.mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("finalized %v gone %v", h.finalized, h.gone)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestInitRejected(t *testing.T) {
+	s := serve(t, newJob(2))
+	if _, err := Dial(ctx(t), s.Path(), 5, "job1"); err == nil || !strings.Contains(err.Error(), "not part of this job") {
+		t.Fatalf("rank outside the job: %v", err)
+	}
+	if _, err := Dial(ctx(t), s.Path(), 0, "other"); err == nil {
+		t.Fatal("a rank of another job was admitted")
+	}
+	c, err := Dial(ctx(t), s.Path(), 0, "job1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := Dial(ctx(t), s.Path(), 0, "job1"); err == nil || !strings.Contains(err.Error(), "already connected") {
+		t.Fatalf("second connection of rank 0: %v", err)
+	}
+	if _, err := Dial(ctx(t), filepath.Join(t.TempDir(), "none.sock"), 0, "job1"); err == nil || !strings.Contains(err.Error(), "golaunch") {
+		t.Fatalf("missing socket: %v", err)
+	}
+}
+
+func TestRawProtocolErrors(t *testing.T) {
+	s := serve(t, newJob(1))
+	conn, err := net.Dial("unix", s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rd := newReader(conn)
+	for _, tc := range []struct{ send, want string }{
+		{"cmd=fence id=1\n", "before init"},
+		{"cmd=init version=99 rank=0 job=job1 id=2\n", "version"},
+	} {
+		conn.Write([]byte(tc.send))
+		if !rd.Scan() {
+			t.Fatalf("no answer to %q", tc.send)
+		}
+		m, err := DecodeLine(rd.Text())
+		if err != nil || m["cmd"] != "error" || !strings.Contains(m["msg"], tc.want) {
+			t.Fatalf("after %q got %q (%v), want an error mentioning %q", tc.send, rd.Text(), err, tc.want)
+		}
+	}
+	if rd.Scan() {
+		t.Fatalf("connection stayed open after a failed init: %q", rd.Text())
+	}
+}
+
+func TestFenceCancelAndFail(t *testing.T) {
+	h := newJob(2)
+	s := serve(t, h)
+	c, err := Dial(ctx(t), s.Path(), 0, "job1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := c.Fence(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("fence without the other rank: %v", err)
+	}
+	// The agent still counts rank 0 as fenced: once rank 1 fences the round completes, and
+	// the abandoned request's late answer must not be taken for the next request's.
+	c1, err := Dial(ctx(t), s.Path(), 1, "job1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	if err := c1.Put(ctx(t), "k", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.Fence(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(ctx(t), 1, "k"); err != nil || string(v) != "one" {
+		t.Fatalf("get after the completed round: %q, %v", v, err)
+	}
+	// An aborting job fails pending fences.
+	go func() { time.Sleep(20 * time.Millisecond); h.x.Fail(errors.New("rank 0 died")) }()
+	if err := c1.Fence(ctx(t)); !errors.Is(err, ErrAborted) {
+		t.Fatalf("fence in an aborting job: %v", err)
+	}
+}
+
+func TestEventsAbortAndClose(t *testing.T) {
+	h := newJob(2)
+	s := serve(t, h)
+	c, err := Dial(ctx(t), s.Path(), 1, "job1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Abort(7, "bad input"); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	got := strings.Join(h.aborts, ",")
+	h.mu.Unlock()
+	if got != "1:7:bad input" {
+		t.Fatalf("abort recorded as %q", got)
+	}
+	s.Notify(-1, Event{Kind: ProcFailed, Rank: 0, Host: "h0", Code: 137, Cause: "killed by signal 9"})
+	select {
+	case ev := <-c.Events():
+		if ev.Kind != ProcFailed || ev.Rank != 0 || ev.Host != "h0" || ev.Code != 137 || ev.Cause != "killed by signal 9" {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("event not delivered")
+	}
+	// A blocked request ends when the agent goes away.
+	go func() { time.Sleep(20 * time.Millisecond); s.Close() }()
+	if err := c.Fence(ctx(t)); !errors.Is(err, ErrClosed) && !errors.Is(err, ErrAborted) {
+		t.Fatalf("fence when the agent closed: %v", err)
+	}
+	select {
+	case _, ok := <-c.Events():
+		if ok {
+			t.Fatal("unexpected event")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Events not closed when the connection ended")
+	}
+}
+
+func TestContract(t *testing.T) {
+	good := Contract{JobID: "ab12", Rank: 2, Size: 4, LocalRank: 0, LocalSize: 2, NodeRank: 1, NumNodes: 2,
+		Host: "h1", AgentSock: "/tmp/x/agent.sock", Transport: "tcp", TCPAddr: "10.9.0.2"}
+	env := map[string]string{}
+	for _, kv := range good.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	got, err := ReadContract(func(k string) string { return env[k] })
+	if err != nil || got != good {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	if _, err := ReadContract(func(string) string { return "" }); !errors.Is(err, ErrNoContract) {
+		t.Fatalf("empty environment: %v", err)
+	}
+	for _, tc := range []struct{ key, val, want string }{
+		{EnvRank, "x", EnvRank},
+		{EnvRank, "4", "not below"},
+		{EnvSize, "0", EnvSize},
+		{EnvTransport, "rdma", "auto, shm or tcp"},
+		{EnvAgentSock, "", EnvAgentSock},
+		{EnvLocalRank, "2", "not below"},
+	} {
+		bad := map[string]string{}
+		for k, v := range env {
+			bad[k] = v
+		}
+		bad[tc.key] = tc.val
+		if _, err := ReadContract(func(k string) string { return bad[k] }); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%q: error %v, want one mentioning %q", tc.key, tc.val, err, tc.want)
+		}
+	}
+}
+
+func FuzzDecodeLine(f *testing.F) {
+	f.Add("cmd=put key=ep value=00ff id=3")
+	f.Add("cmd=event kind=proc-failed rank=1 host=h%20x cause=killed")
+	f.Add("cmd==")
+	f.Add("x")
+	f.Fuzz(func(t *testing.T, line string) {
+		m, err := DecodeLine(line)
+		if err != nil {
+			return
+		}
+		enc := EncodeLine(m)
+		m2, err := DecodeLine(strings.TrimSuffix(enc, "\n"))
+		if err != nil || len(m2) != len(m) {
+			t.Fatalf("re-decode of %q: %v %v", enc, m2, err)
+		}
+		for k, v := range m {
+			if m2[k] != v {
+				t.Fatalf("field %q: %q became %q", k, v, m2[k])
+			}
+		}
+	})
+}

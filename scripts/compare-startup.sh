@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Startup wall time, side by side in one run: golaunch -n N apps/hello against Open MPI's
+# mpirun -n N of its C twin (bench/mpi/hello.c). Prints each run's milliseconds and the
+# medians. Needs openmpi-bin and libopenmpi-dev (apt-get install openmpi-bin libopenmpi-dev).
+# Usage: scripts/compare-startup.sh [N] [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-4}
+runs=${2:-15}
+for tool in mpirun mpicc; do
+	command -v "$tool" >/dev/null || { echo "compare-startup: $tool missing: apt-get install openmpi-bin libopenmpi-dev" >&2; exit 2; }
+done
+mkdir -p bin
+CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/hello
+mpicc -O2 -o bin/hello_mpi bench/mpi/hello.c
+
+ms() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N); echo $(((t1 - t0) / 1000000)); }
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+g=() m=()
+for ((i = 0; i < runs; i++)); do # alternate, so a change of machine speed hits both
+	g+=("$(ms bin/golaunch -n "$n" bin/hello)")
+	m+=("$(ms mpirun --allow-run-as-root --oversubscribe -n "$n" bin/hello_mpi)")
+done
+gm=$(printf '%s\n' "${g[@]}" | median)
+mm=$(printf '%s\n' "${m[@]}" | median)
+echo "golaunch -n $n apps/hello: ${g[*]} ms; median $gm ms"
+echo "mpirun   -n $n hello_mpi:  ${m[*]} ms; median $mm ms"
+awk -v g="$gm" -v m="$mm" 'BEGIN {printf "ratio golaunch/mpirun: %.2f (target <= 1.00)\n", g / m}'

@@ -181,6 +181,16 @@ func (c *Client) call(ctx context.Context, req msg) (msg, error) {
 			}
 			return m, nil
 		case <-c.done:
+			select {
+			case m := <-c.reply: // the answer came just before the agent hung up
+				if m["id"] == req["id"] && m["cmd"] == "error" {
+					return nil, m.remoteError()
+				}
+				if m["id"] == req["id"] && m["cmd"] == req["cmd"]+"-ok" {
+					return m, nil
+				}
+			default:
+			}
 			return nil, fmt.Errorf("pmi: %s: %w", req["cmd"], c.closedErr(nil))
 		case <-ctx.Done():
 			return nil, fmt.Errorf("pmi: %s: %w", req["cmd"], ctx.Err())

@@ -13,16 +13,19 @@ GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
 STATICCHECK ?= $(GOBIN_DIR)/staticcheck
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test race lint lint-fast fuzz bench clean
+.PHONY: help run run-verbs build test race lint lint-fast fuzz bench clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build every command into bin/, static (CGO_ENABLED=0)
+build: ## build every command (golaunch and apps/...) into bin/, static (CGO_ENABLED=0)
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./apps/...
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./launcher/cmd/golaunch ./apps/...
 
-run: build ## two-process transport benchmark, a few seconds: verbsperf --quick on shm and tcp
+run: build ## 4 ranks of apps/hello through golaunch on this host
+	$(BIN)/golaunch -n 4 $(BIN)/hello
+
+run-verbs: build ## two-process transport benchmark, a few seconds: verbsperf --quick on shm and tcp
 	$(BIN)/verbsperf --provider all --quick
 
 test: lint-fast ## vet + gofmt check, then every test with the race detector (well under 20 min)

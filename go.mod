@@ -3,6 +3,7 @@ module github.com/gorma-hpc/gorma
 go 1.26.0
 
 require (
+	github.com/hashicorp/memberlist v0.7.0
 	github.com/spf13/pflag v1.0.10
 	golang.org/x/sys v0.49.0
 )
@@ -16,7 +17,6 @@ require (
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/hashicorp/go-sockaddr v1.0.7 // indirect
 	github.com/hashicorp/golang-lru v1.0.2 // indirect
-	github.com/hashicorp/memberlist v0.7.0 // indirect
 	github.com/miekg/dns v1.1.73 // indirect
 	github.com/sean-/seed v0.0.0-20170313163322-e2103e2c3529 // indirect
 	golang.org/x/net v0.57.0 // indirect

@@ -1,0 +1,29 @@
+// Command pingpong measures point-to-point latency and bandwidth between two ranks, the
+// way the OSU micro-benchmarks do (osu_latency, osu_bw), over whatever transport the
+// runtime picked (shm on one host, tcp across hosts; golaunch --transport overrides).
+//
+//	golaunch -n 2 ./bin/pingpong                           # latency and bandwidth, 8 B to 4 MiB
+//	golaunch -n 2 ./bin/pingpong --test latency --max-size 4K
+//	golaunch -n 2 -x GORMA_PROGRESS=spin ./bin/pingpong --json=pp.json
+//	golaunch -n 2 --transport tcp ./bin/pingpong --test bw
+//
+// It needs exactly two ranks and says so otherwise.
+//
+// Method (as osu_latency and osu_bw):
+//
+//   - latency: rank 0 sends a message of the size and rank 1 sends it back, with blocking
+//     Send and Recv; after warmup round trips, the time of the measured ones is divided by
+//     twice their number: the half round trip in microseconds. --iters round trips up to
+//     16 KiB, scaled down in proportion above (at least 20), a tenth of that (at least 3)
+//     for warmup.
+//   - bandwidth: rank 0 posts a window of --window (64) Isends of the size, waits for all
+//     of them, and waits for a 4-byte acknowledgement from rank 1, which had posted 64
+//     Irecvs; repeated --bw-iters times (a fifth of that above 16 KiB) after warmup.
+//     MB/s = 10^6 bytes per second. As in OSU, the messages of one window share one send
+//     and one receive buffer.
+//
+// Buffers hold non-zero bytes before anything is measured. Output is one table per test
+// ("#bytes  latency_us", "#bytes  MB/s") after a header naming the transport, the
+// progress mode (GORMA_PROGRESS) and the host(s); --json prints one JSON document
+// instead, --json=FILE writes it to FILE beside the text.
+package main

@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// options are the command's flags.
+type options struct {
+	test     string
+	minSize  int
+	maxSize  int
+	iters    int
+	bwIters  int
+	window   int
+	jsonOut  string
+	jsonFlag bool
+	profile  string
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := pflag.NewFlagSet("pingpong", pflag.ContinueOnError)
+	fs.StringVar(&o.test, "test", "all", "latency, bw or all")
+	o.minSize, o.maxSize = 8, 4<<20
+	fs.Var((*sizeValue)(&o.minSize), "min-size", "smallest message in bytes, such as 8, 4K or 1M (powers of two from here)")
+	fs.Var((*sizeValue)(&o.maxSize), "max-size", "largest message in bytes (default 4M)")
+	fs.IntVar(&o.iters, "iters", 10000, "latency round trips per size up to 16 KiB (scaled down above)")
+	fs.IntVar(&o.bwIters, "bw-iters", 100, "bandwidth windows per size up to 16 KiB (a fifth above)")
+	fs.IntVar(&o.window, "window", 64, "messages in flight per bandwidth window")
+	fs.StringVar(&o.jsonOut, "json", "", "print one JSON document instead of text; --json=FILE writes it to FILE as well as the text")
+	fs.Lookup("json").NoOptDefVal = "-"
+	fs.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of each rank to FILE.RANK")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.jsonFlag = o.jsonOut == "-"
+	switch {
+	case o.test != "all" && o.test != "latency" && o.test != "bw":
+		return o, fmt.Errorf("--test %q: want latency, bw or all", o.test)
+	case o.minSize < 0 || o.maxSize < o.minSize:
+		return o, fmt.Errorf("--min-size %d and --max-size %d: want 0 <= min <= max", o.minSize, o.maxSize)
+	case o.iters < 1 || o.bwIters < 1 || o.window < 1:
+		return o, errors.New("--iters, --bw-iters and --window must be at least 1")
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return o, nil
+}
+
+// sizeValue is a byte count flag accepting the suffixes K, M and G (powers of 1024).
+type sizeValue int
+
+func (v *sizeValue) String() string { return strconv.Itoa(int(*v)) }
+func (v *sizeValue) Type() string   { return "size" }
+
+func (v *sizeValue) Set(s string) error {
+	mult := 1
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'K', 'k':
+			mult = 1 << 10
+		case 'M', 'm':
+			mult = 1 << 20
+		case 'G', 'g':
+			mult = 1 << 30
+		}
+		if mult > 1 {
+			s = s[:n-1]
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > (1<<31)/mult {
+		return fmt.Errorf("want a byte count such as 8, 4K or 1M")
+	}
+	*v = sizeValue(n * mult)
+	return nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, pflag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pingpong:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "pingpong:", err)
+		os.Exit(1)
+	}
+}
+
+// report is the JSON document.
+type report struct {
+	Benchmark  string       `json:"benchmark"`
+	Transport  string       `json:"transport"`
+	Progress   string       `json:"progress"`
+	EagerLimit string       `json:"eager_limit,omitempty"`
+	Hosts      []string     `json:"hosts"`
+	Latency    []latencyRow `json:"latency,omitempty"`
+	Bandwidth  []bwRow      `json:"bandwidth,omitempty"`
+}
+
+type latencyRow struct {
+	Bytes      int     `json:"bytes"`
+	Iterations int     `json:"iterations"`
+	LatencyUS  float64 `json:"latency_us"`
+}
+
+type bwRow struct {
+	Bytes      int     `json:"bytes"`
+	Iterations int     `json:"iterations"`
+	MBps       float64 `json:"MB_per_s"`
+}
+
+func run(ctx context.Context, o options) error {
+	w, err := runtime.Init(ctx)
+	if err != nil {
+		return err
+	}
+	if w.Size() != 2 {
+		w.Finalize(ctx)
+		return fmt.Errorf("needs exactly 2 ranks, the job has %d (run it as: golaunch -n 2 pingpong)", w.Size())
+	}
+	rep := report{Benchmark: "pingpong", Transport: w.Transport(1 - w.Rank()), Progress: os.Getenv(runtime.EnvProgress),
+		EagerLimit: os.Getenv(runtime.EnvEagerLimit), Hosts: []string{w.HostOf(0), w.HostOf(1)}}
+	if rep.Progress == "" {
+		rep.Progress = "hybrid"
+	}
+	if o.profile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%d", o.profile, w.Rank()))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	text := io.Writer(os.Stdout)
+	if w.Rank() != 0 || o.jsonFlag {
+		text = io.Discard
+	}
+	fmt.Fprintf(text, "# gorma pingpong (OSU method): transport %s, progress %s, hosts %s and %s\n",
+		rep.Transport, rep.Progress, rep.Hosts[0], rep.Hosts[1])
+	sbuf, rbuf := make([]byte, max(o.maxSize, 4)), make([]byte, max(o.maxSize, 4))
+	for i := range sbuf {
+		sbuf[i], rbuf[i] = byte(i*7+1), byte(i*3+2)
+	}
+	if o.test != "bw" {
+		fmt.Fprintf(text, "# latency: half round trip\n%-12s %12s\n", "#bytes", "latency_us")
+		for size := range sizes(o) {
+			row, err := latency(ctx, w, sbuf[:size], rbuf[:size], o.iters)
+			if err != nil {
+				return fmt.Errorf("latency at %d bytes: %w", size, err)
+			}
+			rep.Latency = append(rep.Latency, row)
+			fmt.Fprintf(text, "%-12d %12.2f\n", size, row.LatencyUS)
+		}
+	}
+	if o.test != "latency" {
+		fmt.Fprintf(text, "# bandwidth: window of %d messages, then an acknowledgement\n%-12s %12s\n", o.window, "#bytes", "MB/s")
+		for size := range sizes(o) {
+			row, err := bandwidth(ctx, w, sbuf[:size], rbuf[:size], o)
+			if err != nil {
+				return fmt.Errorf("bandwidth at %d bytes: %w", size, err)
+			}
+			rep.Bandwidth = append(rep.Bandwidth, row)
+			fmt.Fprintf(text, "%-12d %12.2f\n", size, row.MBps)
+		}
+	}
+	if w.Rank() == 0 && o.jsonOut != "" {
+		if err := writeJSON(rep, o.jsonOut); err != nil {
+			return err
+		}
+	}
+	fctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return w.Finalize(fctx)
+}
+
+// sizes yields the message sizes: powers of two from min-size to max-size (0 first if
+// min-size is 0).
+func sizes(o options) func(func(int) bool) {
+	return func(yield func(int) bool) {
+		s := o.minSize
+		if s == 0 {
+			if !yield(0) {
+				return
+			}
+			s = 1
+		}
+		for ; s <= o.maxSize; s *= 2 {
+			if !yield(s) {
+				return
+			}
+		}
+	}
+}
+
+// scaled is the iteration count for size: base up to 16 KiB, in proportion above.
+func scaled(base, size int) int {
+	if size <= 16<<10 {
+		return base
+	}
+	return max(base*(16<<10)/size, 20)
+}
+
+func latency(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, base int) (latencyRow, error) {
+	iters := scaled(base, len(sbuf))
+	warmup := max(iters/10, 3)
+	peer := 1 - w.Rank()
+	if err := runtime.Barrier(ctx, w); err != nil {
+		return latencyRow{}, err
+	}
+	var start time.Time
+	for i := 0; i < warmup+iters; i++ {
+		if i == warmup {
+			start = time.Now()
+		}
+		if w.Rank() == 0 {
+			if err := runtime.Send(ctx, w, sbuf, peer, 1); err != nil {
+				return latencyRow{}, err
+			}
+			if _, err := runtime.Recv(ctx, w, rbuf, peer, 1); err != nil {
+				return latencyRow{}, err
+			}
+		} else {
+			if _, err := runtime.Recv(ctx, w, rbuf, peer, 1); err != nil {
+				return latencyRow{}, err
+			}
+			if err := runtime.Send(ctx, w, sbuf, peer, 1); err != nil {
+				return latencyRow{}, err
+			}
+		}
+	}
+	us := float64(time.Since(start).Nanoseconds()) / 1e3 / float64(2*iters)
+	return latencyRow{Bytes: len(sbuf), Iterations: iters, LatencyUS: us}, nil
+}
+
+func bandwidth(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, o options) (bwRow, error) {
+	iters, warmup := o.bwIters, max(o.bwIters/10, 2)
+	if len(sbuf) > 16<<10 {
+		iters, warmup = max(iters/5, 2), max(warmup/5, 1)
+	}
+	peer := 1 - w.Rank()
+	reqs := make([]runtime.Request, o.window)
+	ack := make([]byte, 4)
+	if err := runtime.Barrier(ctx, w); err != nil {
+		return bwRow{}, err
+	}
+	var start time.Time
+	for i := 0; i < warmup+iters; i++ {
+		if i == warmup {
+			start = time.Now()
+		}
+		var err error
+		for k := range reqs {
+			if w.Rank() == 0 {
+				err = runtime.IsendWith(&reqs[k], w, sbuf, peer, 2)
+			} else {
+				err = runtime.IrecvWith(&reqs[k], w, rbuf, peer, 2)
+			}
+			if err != nil {
+				return bwRow{}, err
+			}
+		}
+		for k := range reqs {
+			if _, err := reqs[k].Wait(ctx); err != nil {
+				return bwRow{}, err
+			}
+		}
+		if w.Rank() == 0 {
+			_, err = runtime.Recv(ctx, w, ack, peer, 3)
+		} else {
+			err = runtime.Send(ctx, w, ack, peer, 3)
+		}
+		if err != nil {
+			return bwRow{}, err
+		}
+	}
+	secs := time.Since(start).Seconds()
+	mbps := float64(len(sbuf)) * float64(o.window) * float64(iters) / secs / 1e6
+	return bwRow{Bytes: len(sbuf), Iterations: iters, MBps: mbps}, nil
+}
+
+func writeJSON(rep report, dest string) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if dest == "-" {
+		_, err = os.Stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(dest, b, 0o644)
+}

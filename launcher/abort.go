@@ -1,0 +1,135 @@
+package launcher
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/gorma-hpc/gorma/launcher/pmi"
+)
+
+// Exit codes of golaunch (see the package documentation).
+const (
+	ExitOK         = 0   // every rank finalized and exited 0
+	ExitUsage      = 2   // bad flags, hostfile, keyfile, or a program that is not there
+	ExitTimeout    = 124 // --timeout expired
+	ExitFailure    = 125 // the job failed with no exit code of its own to report
+	ExitSignalBase = 128 // + the signal that killed the first failing rank (or golaunch)
+)
+
+// failure is the first cause of a job's end: its one summary line and exit code.
+type failure struct {
+	code int
+	what string // "rank 3 (host h1, pid 1234) exited with code 7", "job timed out after 10s", ...
+	kill bool   // SIGKILL at once, no grace (a second Ctrl-C)
+	kind pmi.EventKind
+	rank int // the failed rank, or -1
+	host string
+}
+
+// summary is the line golaunch prints on stderr.
+func (f *failure) summary() string {
+	if f.kill {
+		return "golaunch: " + f.what + "; job killed"
+	}
+	return "golaunch: " + f.what + "; job aborted"
+}
+
+// rankLabel names a rank for a summary line: "rank 3 (host h1, pid 1234)".
+func rankLabel(rank int, host string, pid int) string {
+	if pid > 0 {
+		return fmt.Sprintf("rank %d (host %s, pid %d)", rank, host, pid)
+	}
+	return fmt.Sprintf("rank %d (host %s)", rank, host)
+}
+
+// rankFailure judges how a rank ended. It returns nil for a clean end (exit 0 after
+// Finalize, or exit 0 of a program that never used PMI in a job where no rank did:
+// pmiJob tells whether any rank has reached PMI init; the caller re-judges such ranks if
+// one does later).
+func rankFailure(m *exitMsg, host string, pmiJob bool) *failure {
+	f := &failure{kind: pmi.ProcFailed, rank: m.Rank, host: host}
+	label := rankLabel(m.Rank, host, m.Pid)
+	switch {
+	case m.Err != "":
+		f.code, f.what = ExitFailure, fmt.Sprintf("rank %d (host %s) could not be started: %s", m.Rank, host, m.Err)
+	case m.Signal != 0:
+		f.code, f.what = ExitSignalBase+m.Signal, fmt.Sprintf("%s killed by signal %s", label, describeSignal(m.Signal))
+	case m.Code != 0:
+		f.code, f.what = m.Code&0xff, fmt.Sprintf("%s exited with code %d", label, m.Code)
+		if f.code == 0 {
+			f.code = ExitFailure
+		}
+	case m.Finalized || !m.Connected && !pmiJob:
+		return nil
+	default:
+		f.code, f.what = ExitFailure, label+" exited without calling Finalize"
+	}
+	return f
+}
+
+// abortFailure is a rank's Abort(code, msg).
+func abortFailure(m *abortReqMsg, host string, pid int) *failure {
+	code := m.Code
+	if code <= 0 || code > 255 {
+		code = 1 // an aborted job never exits 0; codes beyond 255 do not survive exit(2)
+	}
+	what := fmt.Sprintf("%s called Abort(%d)", rankLabel(m.Rank, host, pid), m.Code)
+	if m.Msg != "" {
+		what += ": " + m.Msg
+	}
+	return &failure{code: code, what: what, kind: pmi.Aborted, rank: m.Rank, host: host}
+}
+
+// agentFailure is an agent that became unreachable.
+func agentFailure(host, how string) *failure {
+	return &failure{code: ExitFailure, what: fmt.Sprintf("agent %s unreachable (%s)", host, how),
+		kind: pmi.ProcFailed, rank: -1, host: host}
+}
+
+// jobFailure is a cause that is no rank's (timeout, signal to golaunch).
+func jobFailure(code int, what string) *failure {
+	return &failure{code: code, what: what, kind: pmi.Aborted, rank: -1}
+}
+
+// abort ends the agent's part of a job: the ranks get ev through PMI, fences fail, every
+// live rank's process group gets SIGTERM, and SIGKILL after grace (at once when grace
+// is 0). Only the first call acts; a later call with grace 0 still kills at once.
+func (j *agentJob) abort(ev pmi.Event, grace time.Duration) {
+	j.mu.Lock()
+	first := !j.aborting
+	if first {
+		j.aborting, j.abortCause = true, ev.Cause
+	}
+	j.mu.Unlock()
+	if !first {
+		if grace == 0 {
+			j.signalAll(syscall.SIGKILL)
+		}
+		return
+	}
+	j.a.log.Printf("job %s: aborting: %s", j.spec.ID, ev.Cause)
+	j.srv.Notify(-1, ev)
+	j.x.Fail(fmt.Errorf("%s", ev.Cause))
+	if grace == 0 {
+		j.signalAll(syscall.SIGKILL)
+		return
+	}
+	j.signalAll(syscall.SIGTERM)
+	j.mu.Lock()
+	j.killTimer = time.AfterFunc(grace, func() { j.signalAll(syscall.SIGKILL) })
+	j.mu.Unlock()
+}
+
+// signalAll sends sig to the process group of every rank not yet reaped.
+func (j *agentJob) signalAll(sig syscall.Signal) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, p := range j.procs {
+		select {
+		case <-p.ended:
+		default:
+			signalGroup(p.pid, sig)
+		}
+	}
+}

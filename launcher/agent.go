@@ -1,0 +1,502 @@
+package launcher
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gorma-hpc/gorma/launcher/pmi"
+)
+
+// jobSetupTimeout bounds the wait for a submitter's job frame and its start frame.
+const jobSetupTimeout = 30 * time.Second
+
+// agentConfig describes an agent: a cluster member that runs ranks (Slots > 0, with a
+// control listener) or a submitter's member (Slots 0, no listener).
+type agentConfig struct {
+	Name        string
+	Bind        string // gossip host:port
+	Advertise   string // gossip IP to advertise ("" for the default)
+	ControlPort int    // control listener port on the bind IP (0 picks one); ignored when Slots is 0
+	Slots       int
+	Key         []byte      // cluster key
+	Log         *log.Logger // agent events; nil discards
+	GossipLog   io.Writer   // memberlist's log; nil discards
+	Debug       bool        // memberlist [DEBUG] lines too
+}
+
+// Agent is one host's member of the cluster: it accepts jobs from submitters over
+// authenticated control connections and runs its part of each (agentJob). Its methods
+// are safe for concurrent use. Goroutines: the accept loop (ends when close closes the
+// listener) and one per control connection (ends with its job; close aborts every job).
+type Agent struct {
+	name string
+	cfg  agentConfig
+	cl   *cluster
+	ln   net.Listener // nil for a submitter's member
+	ckey []byte
+	log  *log.Logger
+	wg   sync.WaitGroup
+
+	rejected atomic.Int64      // control connections refused by the handshake
+	peers    map[string]member // a submitter's member: the agents it learned of at join
+
+	mu     sync.Mutex
+	jobs   map[*agentJob]struct{}
+	conns  map[net.Conn]struct{} // connections in their handshake
+	closed bool
+}
+
+// startAgent creates the control listener (when Slots > 0) and the cluster member, and
+// starts accepting jobs.
+func startAgent(cfg agentConfig) (*Agent, error) {
+	a := &Agent{name: cfg.Name, cfg: cfg, ckey: controlKey(cfg.Key), log: cfg.Log,
+		jobs: make(map[*agentJob]struct{}), conns: make(map[net.Conn]struct{})}
+	if a.log == nil {
+		a.log = log.New(io.Discard, "", 0)
+	}
+	host, _, err := net.SplitHostPort(cfg.Bind)
+	if err != nil {
+		return nil, fmt.Errorf("bind address %q: %w", cfg.Bind, err)
+	}
+	meta := NodeMeta{Version: controlVersion, Slots: cfg.Slots}
+	if cfg.Slots > 0 {
+		a.ln, err = net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.ControlPort)))
+		if err != nil {
+			return nil, fmt.Errorf("control listener: %w", err)
+		}
+		ctlHost := cfg.Advertise
+		if ctlHost == "" {
+			ctlHost = host
+		}
+		port := a.ln.Addr().(*net.TCPAddr).Port
+		meta.Control = net.JoinHostPort(ctlHost, strconv.Itoa(port))
+		if ip := net.ParseIP(ctlHost); ip != nil && ip.IsUnspecified() {
+			meta.Control = "" // known once memberlist picked its advertise IP (below)
+		}
+		defer func() {
+			if a.cl == nil {
+				a.ln.Close()
+			}
+		}()
+	}
+	cl, err := newCluster(clusterConfig{Name: cfg.Name, Bind: cfg.Bind, Advertise: cfg.Advertise,
+		Key: cfg.Key, Meta: meta, Log: cfg.GossipLog, Debug: cfg.Debug})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Slots > 0 && meta.Control == "" {
+		meta.Control = net.JoinHostPort(cl.advertiseIP(), strconv.Itoa(a.ln.Addr().(*net.TCPAddr).Port))
+		cl.setMeta(meta)
+		if err := cl.ml.UpdateNode(time.Second); err != nil {
+			cl.close()
+			return nil, fmt.Errorf("advertise control address: %w", err)
+		}
+	}
+	a.cl = cl
+	if a.ln != nil {
+		sweepStaleDirs(os.TempDir(), a.log)
+		a.wg.Add(1)
+		go a.accept()
+	}
+	return a, nil
+}
+
+// sweepStaleDirs removes the job directories that agents killed by SIGKILL left behind:
+// golaunch-* directories of this user, older than a minute, whose PMI socket nobody
+// listens on any more. (A live agent's socket accepts the probe connection, which it
+// then sees close before init.)
+func sweepStaleDirs(tmp string, lg *log.Logger) {
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "golaunch-") {
+			continue
+		}
+		dir := filepath.Join(tmp, e.Name())
+		st, err := os.Stat(dir)
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		if err != nil || !ok || int(sys.Uid) != os.Getuid() || time.Since(st.ModTime()) < time.Minute {
+			continue
+		}
+		sock := filepath.Join(dir, "agent.sock")
+		if _, err := os.Lstat(sock); err != nil {
+			continue
+		}
+		c, err := net.DialTimeout("unix", sock, time.Second)
+		if err == nil {
+			c.Close()
+			continue // a live job
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			lg.Printf("removing %s, left by a killed agent", dir)
+			os.RemoveAll(dir)
+		}
+	}
+}
+
+// controlAddr is the advertised control address ("" for a submitter's member).
+func (a *Agent) controlAddr() string {
+	m, _ := DecodeMeta(a.cl.currentMeta())
+	return m.Control
+}
+
+func (a *Agent) accept() {
+	defer a.wg.Done()
+	for {
+		c, err := a.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		a.mu.Lock()
+		if a.closed {
+			a.mu.Unlock()
+			c.Close()
+			return
+		}
+		a.conns[c] = struct{}{}
+		a.wg.Add(1)
+		a.mu.Unlock()
+		go a.serveConn(c)
+	}
+}
+
+// serveConn authenticates a control connection and runs the job it submits. Nothing is
+// read from an unauthenticated peer but its hello, and nothing is written to it.
+func (a *Agent) serveConn(c net.Conn) {
+	defer a.wg.Done()
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	cc, err := serverHandshake(c, a.ckey)
+	a.mu.Lock()
+	delete(a.conns, c)
+	closed := a.closed
+	a.mu.Unlock()
+	if err != nil || closed {
+		a.rejected.Add(1)
+		a.log.Printf("refused control connection from %s: %v", c.RemoteAddr(), err)
+		c.Close()
+		return
+	}
+	c.SetDeadline(time.Time{})
+	a.runJob(cc)
+}
+
+// close aborts every job, stops accepting, and leaves the cluster.
+func (a *Agent) close() {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return
+	}
+	a.closed = true
+	if a.ln != nil {
+		a.ln.Close()
+	}
+	for c := range a.conns {
+		c.Close()
+	}
+	jobs := make([]*agentJob, 0, len(a.jobs))
+	for j := range a.jobs {
+		jobs = append(jobs, j)
+	}
+	a.mu.Unlock()
+	for _, j := range jobs {
+		j.conn.close() // the job's reader sees it and aborts its ranks
+	}
+	a.wg.Wait()
+	a.cl.close()
+}
+
+// agentJob is an agent's part of one job: its local ranks, their PMI server and exchange.
+// The control connection's reader goroutine (runJob) owns the job's lifecycle; the rank
+// waiters, output pumps and PMI handlers report through send; mu guards the fields below.
+type agentJob struct {
+	a     *Agent
+	spec  jobSpec
+	conn  *ctlConn
+	path  string // resolved program
+	dir   string // 0700 directory of the PMI socket
+	sock  string
+	x     *pmi.Exchange
+	srv   *pmi.Server
+	sp    *spawner
+	local []int // this host's ranks, in order
+
+	mu         sync.Mutex
+	procs      map[int]*rankProc
+	connected  map[int]bool
+	finalized  map[int]bool
+	aborting   bool
+	abortCause string
+	killTimer  *time.Timer
+	waiters    sync.WaitGroup // one per started rank
+	stdinQ     chan []byte    // rank 0's stdin data, written by stdinWriter
+}
+
+func (j *agentJob) host() string { return j.spec.Roster.Hosts[j.spec.Node] }
+
+// send writes a frame to the submitter; errors mean it is gone (the reader notices).
+func (j *agentJob) send(t frameType, v any) error { return j.conn.send(t, v) }
+
+// runJob serves one submitter's job on cc until the job is over, then cleans up.
+func (a *Agent) runJob(cc *ctlConn) {
+	defer cc.close()
+	cc.c.SetReadDeadline(time.Now().Add(jobSetupTimeout))
+	t, p, err := cc.recv()
+	if err != nil || t != fJob {
+		a.log.Printf("control connection from %s: no job (%v %v)", cc.c.RemoteAddr(), t, err)
+		return
+	}
+	v, err := decodeBody(t, p)
+	if err != nil {
+		cc.send(fReject, rejectMsg{Msg: err.Error()})
+		return
+	}
+	spec := v.(*jobSpec)
+	j, err := a.prepare(cc, spec)
+	if err != nil {
+		var ue *UsageError
+		cc.send(fReject, rejectMsg{Usage: errors.As(err, &ue), Msg: err.Error()})
+		return
+	}
+	defer j.cleanup()
+	a.log.Printf("job %s: %d of %d ranks here, program %s", spec.ID, len(j.local), spec.Roster.Size, j.path)
+	if cc.send(fReady, nil) != nil {
+		return
+	}
+	t, _, err = cc.recv()
+	if err != nil || t != fStart {
+		return // the submitter cancelled (another agent refused) or vanished
+	}
+	cc.c.SetReadDeadline(time.Time{})
+	leaves, unwatch := a.cl.watchLeaves()
+	defer unwatch()
+	go j.watchSubmitter(leaves)
+	j.startRanks()
+	j.serve()
+}
+
+// prepare checks a pushed job and sets up its directory, PMI server and exchange.
+func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
+	if err := spec.check(); err != nil {
+		return nil, fmt.Errorf("agent %s: bad job: %w", a.name, err)
+	}
+	if h := spec.Roster.Hosts[spec.Node]; h != a.name {
+		return nil, fmt.Errorf("agent %s: job for host %q pushed here", a.name, h)
+	}
+	path, err := resolveProgram(spec.Program)
+	if err != nil {
+		return nil, &UsageError{Msg: fmt.Sprintf("agent %s: %v", a.name, err)}
+	}
+	j := &agentJob{a: a, spec: *spec, conn: cc, path: path, local: spec.Roster.RanksOn(spec.Node),
+		procs: make(map[int]*rankProc), connected: make(map[int]bool), finalized: make(map[int]bool),
+		stdinQ: make(chan []byte, stdinWindow+1)}
+	j.dir, err = os.MkdirTemp("", "golaunch-"+spec.ID+"-")
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", a.name, err)
+	}
+	j.sock = filepath.Join(j.dir, "agent.sock")
+	j.x = pmi.NewExchange(spec.Roster.Size)
+	if j.srv, err = pmi.Listen(j.sock, (*pmiHandler)(j)); err != nil {
+		os.RemoveAll(j.dir)
+		return nil, fmt.Errorf("agent %s: %w", a.name, err)
+	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		j.srv.Close()
+		os.RemoveAll(j.dir)
+		return nil, fmt.Errorf("agent %s is shutting down", a.name)
+	}
+	a.jobs[j] = struct{}{}
+	a.mu.Unlock()
+	j.sp = newSpawner()
+	return j, nil
+}
+
+// startRanks spawns the local ranks. A rank that cannot start is reported as ended with
+// an error (and so is every later one, which is not tried); the submitter aborts the job.
+func (j *agentJob) startRanks() {
+	dir := j.spec.Dir
+	if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
+		dir = "" // the agent's own working directory
+	}
+	base := os.Environ()
+	var failed error
+	for _, rank := range j.local {
+		if failed != nil {
+			j.send(fExit, exitMsg{Rank: rank, Code: -1, Err: "not started: " + failed.Error()})
+			continue
+		}
+		c := pmi.Contract{JobID: j.spec.ID, Rank: rank, Size: j.spec.Roster.Size,
+			LocalRank: j.spec.Roster.LocalRank[rank], LocalSize: j.spec.Roster.LocalSize[j.spec.Node],
+			NodeRank: j.spec.Node, NumNodes: len(j.spec.Roster.Hosts), Host: j.host(),
+			AgentSock: j.sock, Transport: j.spec.Transport, TCPAddr: j.a.cl.advertiseIP()}
+		j.mu.Lock()
+		aborting := j.aborting
+		j.mu.Unlock()
+		if aborting {
+			failed = errors.New("job aborted during startup")
+			j.send(fExit, exitMsg{Rank: rank, Code: -1, Err: "not started: job aborted"})
+			continue
+		}
+		r := rank
+		p, err := spawnRank(j.sp, j.path, j.spec.Args, rankEnv(base, j.spec.Env, c), dir, rank,
+			c.LocalRank, func(stream int, data []byte) { j.send(fOutput, encodeOutput(r, stream, data)) })
+		if err != nil {
+			failed = err
+			j.send(fExit, exitMsg{Rank: rank, Code: -1, Err: err.Error()})
+			continue
+		}
+		j.mu.Lock()
+		j.procs[rank] = p
+		j.waiters.Add(1)
+		j.mu.Unlock()
+		j.send(fStarted, startedMsg{Rank: rank, Pid: p.pid})
+		if p.stdin != nil {
+			go j.stdinWriter(p.stdin)
+		}
+		go j.waitRank(p)
+	}
+}
+
+// waitRank reaps p and reports its end.
+func (j *agentJob) waitRank(p *rankProc) {
+	defer j.waiters.Done()
+	code, sig := p.wait()
+	j.mu.Lock()
+	m := exitMsg{Rank: p.rank, Pid: p.pid, Code: code, Signal: sig,
+		Finalized: j.finalized[p.rank], Connected: j.connected[p.rank]}
+	j.mu.Unlock()
+	j.send(fExit, m)
+	close(p.ended)
+}
+
+// serve handles the submitter's frames until the job is over or the submitter is gone.
+func (j *agentJob) serve() {
+	for {
+		t, p, err := j.conn.recv()
+		if err != nil {
+			j.abort(pmi.Event{Kind: pmi.Aborted, Rank: -1, Host: j.host(), Code: 1,
+				Cause: "lost the submitter: " + err.Error()}, j.spec.Grace)
+			return
+		}
+		if t == fDone {
+			return
+		}
+		if err := j.handle(t, p); err != nil {
+			j.a.log.Printf("job %s: %v", j.spec.ID, err)
+			j.abort(pmi.Event{Kind: pmi.Aborted, Rank: -1, Host: j.host(), Code: 1,
+				Cause: "control protocol error: " + err.Error()}, j.spec.Grace)
+			return
+		}
+	}
+}
+
+func (j *agentJob) handle(t frameType, p []byte) error {
+	switch t {
+	case fStdin:
+		j.stdinQ <- p // never blocks: the submitter keeps at most stdinWindow frames in flight
+		return nil
+	case fStdinEOF:
+		j.stdinQ <- nil
+		return nil
+	}
+	v, err := decodeBody(t, p)
+	if err != nil {
+		return err
+	}
+	switch m := v.(type) {
+	case *fenceDoneMsg:
+		j.x.Merge(m.Puts)
+	case *abortMsg:
+		j.abort(pmi.Event{Kind: pmi.EventKind(m.Kind), Rank: m.Rank, Host: m.Host, Code: m.Code, Cause: m.Cause}, j.spec.Grace)
+	case *signalMsg:
+		j.signalAll(syscall.Signal(m.Signal))
+	default:
+		return fmt.Errorf("unexpected %v frame from the submitter", t)
+	}
+	return nil
+}
+
+// stdinWindow is how many stdin frames a submitter may have in flight to an agent.
+const stdinWindow = 4
+
+// stdinWriter copies queued stdin frames to rank 0's stdin, acknowledging each; a nil
+// frame (EOF) closes it. A rank that stopped reading only stalls this goroutine.
+func (j *agentJob) stdinWriter(w *os.File) {
+	broken := false
+	for data := range j.stdinQ {
+		if data == nil {
+			break
+		}
+		if !broken {
+			if _, err := w.Write(data); err != nil {
+				broken = true // rank 0 closed its stdin or exited
+			}
+		}
+		if j.send(fStdinAck, nil) != nil {
+			break
+		}
+	}
+	w.Close()
+}
+
+// watchSubmitter closes the control connection when memberlist declares the submitter
+// dead (a cut link leaves the TCP connection open for minutes); serve then aborts.
+func (j *agentJob) watchSubmitter(leaves <-chan leaveEvent) {
+	for ev := range leaves {
+		if ev.Name == j.spec.Submitter {
+			j.a.log.Printf("job %s: submitter %s %s", j.spec.ID, ev.Name, ev.how())
+			j.conn.close()
+			return
+		}
+	}
+}
+
+// cleanup kills whatever is left of the job's process groups, waits for every rank,
+// and removes the job's socket and directory.
+func (j *agentJob) cleanup() {
+	j.mu.Lock()
+	live := false
+	for _, p := range j.procs {
+		select {
+		case <-p.ended:
+		default:
+			live = true
+		}
+	}
+	j.mu.Unlock()
+	if live {
+		j.abort(pmi.Event{Kind: pmi.Aborted, Rank: -1, Host: j.host(), Code: 1, Cause: "job ended"}, j.spec.Grace)
+	}
+	j.waiters.Wait()
+	j.mu.Lock()
+	if j.killTimer != nil {
+		j.killTimer.Stop()
+	}
+	for _, p := range j.procs {
+		signalGroup(p.pid, syscall.SIGKILL) // descendants left in a rank's group
+	}
+	j.mu.Unlock()
+	j.sp.stop()
+	j.srv.Close()
+	os.RemoveAll(j.dir)
+	close(j.stdinQ)
+	j.a.mu.Lock()
+	delete(j.a.jobs, j)
+	j.a.mu.Unlock()
+	j.a.log.Printf("job %s: done", j.spec.ID)
+}

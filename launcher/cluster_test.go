@@ -1,0 +1,166 @@
+package launcher
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNodeMeta(t *testing.T) {
+	for _, m := range []NodeMeta{
+		{Version: 1, Slots: 4, Control: "10.0.0.2:41234"},
+		{Version: 1, Slots: 0},
+		{Version: 7, Slots: maxSlots, Control: "[::1]:9"},
+	} {
+		got, err := DecodeMeta(m.Encode())
+		if err != nil || got != m {
+			t.Errorf("DecodeMeta(%q) = %+v, %v; want %+v", m.Encode(), got, err, m)
+		}
+	}
+	if m, err := DecodeMeta([]byte("v=1 slots=2 ctl=h:1 future=yes")); err != nil || m.Slots != 2 {
+		t.Errorf("unknown key: %+v %v", m, err)
+	}
+	for _, in := range []string{"", "slots=2", "v=1", "v=x slots=1", "v=0 slots=1", "v=1 slots=-1",
+		"v=1 slots=2", "v=1 slots=2 ctl=nohost", "v=1 slots=2 ctl=h:0", "v=1 slots=2 ctl=h:000", "v=1 slots=2 ctl=h:99999",
+		"v=1 slots=1 slots=2 ctl=h:1", "v=1 slots", "v=1 slots=1 ctl=:5", strings.Repeat("v=1 ", 200)} {
+		if m, err := DecodeMeta([]byte(in)); err == nil {
+			t.Errorf("DecodeMeta(%q) = %+v, want an error", in, m)
+		}
+	}
+}
+
+func FuzzNodeMeta(f *testing.F) {
+	f.Add([]byte("v=1 slots=4 ctl=10.0.0.2:41234"))
+	f.Add([]byte("v=1 slots=0"))
+	f.Add([]byte("v=2 slots=3 ctl=[::1]:80 x=y"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeMeta(b)
+		if err != nil {
+			return
+		}
+		if m.Version < 1 || m.Slots < 0 || m.Slots > maxSlots || m.Slots > 0 && m.Control == "" {
+			t.Fatalf("DecodeMeta(%q) accepted %+v", b, m)
+		}
+		again, err := DecodeMeta(m.Encode())
+		if err != nil || again != m {
+			t.Fatalf("round trip of %+v: %+v %v", m, again, err)
+		}
+	})
+}
+
+func TestParseKey(t *testing.T) {
+	raw16 := []byte("0123456789abcdef") // 16 bytes of hex digits: hex wins only at 32+ digits
+	k, err := ParseKey(raw16)
+	if err != nil || !bytes.Equal(k, raw16) {
+		t.Errorf("raw 16: %q %v", k, err)
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	for _, in := range [][]byte{[]byte(hex.EncodeToString(key) + "\n"), []byte("  " + hex.EncodeToString(key))} {
+		if k, err := ParseKey(in); err != nil || !bytes.Equal(k, key) {
+			t.Errorf("hex key %q: %x %v", in, k, err)
+		}
+	}
+	if k, err := ParseKey(key); err != nil || !bytes.Equal(k, key) {
+		t.Errorf("raw 32: %v", err)
+	}
+	for _, in := range []string{"", "short", strings.Repeat("ab", 20), strings.Repeat("x", 33)} {
+		if _, err := ParseKey([]byte(in)); err == nil || !strings.Contains(err.Error(), "16, 24 or 32") {
+			t.Errorf("ParseKey(%q) = %v", in, err)
+		}
+	}
+}
+
+func TestLoadKeyPermissions(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "key")
+	os.WriteFile(p, []byte(strings.Repeat("ab", 32)), 0o644)
+	if _, err := LoadKey(p); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("world-readable key: %v", err)
+	}
+	os.Chmod(p, 0o600)
+	if _, err := LoadKey(p); err != nil {
+		t.Errorf("0600 key: %v", err)
+	}
+}
+
+func randomKey(t testing.TB) []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func testAgent(t testing.TB, name string, slots int, key []byte) *Agent {
+	t.Helper()
+	a, err := startAgent(agentConfig{Name: name, Bind: "127.0.0.1:0", Slots: slots, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.close)
+	return a
+}
+
+func TestClusterJoinAndMeta(t *testing.T) {
+	key := randomKey(t)
+	a := testAgent(t, "a", 2, key)
+	b := testAgent(t, "b", 3, key)
+	if err := b.cl.join([]string{a.cl.addr()}); err != nil {
+		t.Fatal(err)
+	}
+	// The joiner knows the seed at once (push/pull at join): no waiting for gossip.
+	ms := b.cl.members()
+	if len(ms) != 2 || ms[0].Name != "a" || ms[0].Meta.Slots != 2 || ms[0].Meta.Control != a.controlAddr() {
+		t.Fatalf("members after join: %+v", ms)
+	}
+}
+
+func TestClusterWrongKeyNeverJoins(t *testing.T) {
+	a := testAgent(t, "a", 1, randomKey(t))
+	b := testAgent(t, "b", 1, randomKey(t))
+	if err := b.cl.join([]string{a.cl.addr()}); err == nil {
+		t.Fatal("an agent with another key joined")
+	}
+	time.Sleep(3 * probeInterval)
+	if n := len(a.cl.members()); n != 1 {
+		t.Errorf("seed has %d members, want 1", n)
+	}
+	if n := len(b.cl.members()); n != 1 {
+		t.Errorf("stranger has %d members, want 1", n)
+	}
+}
+
+func TestClusterDeathDetected(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for memberlist to declare a death")
+	}
+	key := randomKey(t)
+	a := testAgent(t, "a", 1, key)
+	b, err := startAgent(agentConfig{Name: "b", Bind: "127.0.0.1:0", Slots: 1, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.cl.join([]string{a.cl.addr()}); err != nil {
+		t.Fatal(err)
+	}
+	leaves, stop := a.cl.watchLeaves()
+	defer stop()
+	start := time.Now()
+	b.cl.vanish() // no goodbye: as if the host died
+	select {
+	case ev := <-leaves:
+		if ev.Name != "b" || ev.Left {
+			t.Errorf("got %+v, want b declared dead", ev)
+		}
+		t.Logf("death of b declared after %v", time.Since(start))
+	case <-time.After(5 * time.Second):
+		t.Fatal("b not declared dead within 5 s")
+	}
+	b.close()
+}

@@ -1,0 +1,485 @@
+package launcher
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// The control protocol runs between a submitter (the dialer) and each agent of a job
+// (the listener), over one TCP connection per agent and job.
+//
+// # Authentication
+//
+// Both sides hold the cluster key; the control key is HMAC-SHA256(cluster key,
+// "gorma/launcher control key v1"), so the gossip key and the control key are never the
+// same bytes. The dialer speaks first, and the listener reads nothing but a fixed-size
+// hello and writes nothing at all to a peer that cannot prove the key:
+//
+//	C → S  hello (72 B): "GLCH", version u16, 0 u16, nonce C [32], mac H [32]
+//	S → C  reply (72 B): "GLCS", version u16, status u16, nonce S [32], mac S [32]
+//	C → S  proof (36 B): "GLCP", mac C [32]
+//
+// mac H = HMAC(k, "gorma/launcher v1 hello" || hello[:40]); a wrong mac H (a stranger,
+// a wrong key) closes the connection silently. mac S = HMAC(k, "gorma/launcher v1 server"
+// || hello || reply[:40]) proves the listener to the dialer over the dialer's fresh nonce;
+// mac C = HMAC(k, "gorma/launcher v1 client" || hello || reply) proves the dialer over the
+// listener's fresh nonce, so a replayed hello gets a random nonce and nothing else. MACs
+// are compared in constant time. Only after mac C verifies does the listener read a frame.
+// The handshake runs under one deadline (handshakeTimeout).
+//
+// # Frames
+//
+// After the handshake each direction is a stream of frames: length u32 (of the sealed
+// payload), type u8, sealed payload. Payloads are sealed with AES-256-GCM under a key per
+// direction, HMAC(k, "gorma/launcher v1 submitter->agent" or "... agent->submitter" ||
+// hello || reply), with the frame's sequence number as nonce and its 5-byte header as
+// associated data: a job's secret and environment never cross the network in clear, and
+// a frame cannot be forged, altered, replayed, reordered or moved to another connection.
+// Plain payloads are JSON, except output and stdin data (raw bytes after a small binary
+// header). Frame types are append-only.
+
+// controlVersion is the control protocol version, also advertised in node metadata.
+const controlVersion = 1
+
+// maxFrame bounds a frame's payload (a fence of many ranks' endpoint cards fits easily).
+const maxFrame = 64 << 20
+
+// handshakeTimeout bounds a whole handshake (a variable for tests).
+var handshakeTimeout = 5 * time.Second
+
+const (
+	helloSize = 72
+	replySize = 72
+	proofSize = 36
+	macOff    = 40
+
+	helloMagic = "GLCH"
+	replyMagic = "GLCS"
+	proofMagic = "GLCP"
+
+	helloLabel  = "gorma/launcher v1 hello"
+	serverLabel = "gorma/launcher v1 server"
+	clientLabel = "gorma/launcher v1 client"
+	keyLabel    = "gorma/launcher control key v1"
+	c2sLabel    = "gorma/launcher v1 submitter->agent"
+	s2cLabel    = "gorma/launcher v1 agent->submitter"
+)
+
+// handshake statuses, append-only.
+const (
+	hsOK         uint16 = iota
+	hsBadVersion        // the listener speaks another control protocol version
+)
+
+// errAuth is a failed handshake.
+var errAuth = errors.New("control handshake failed")
+
+// controlKey derives the control key from the cluster key.
+func controlKey(clusterKey []byte) []byte {
+	m := hmac.New(sha256.New, clusterKey)
+	m.Write([]byte(keyLabel))
+	return m.Sum(nil)
+}
+
+func mac(key []byte, label string, parts ...[]byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(label))
+	for _, p := range parts {
+		m.Write(p)
+	}
+	return m.Sum(nil)
+}
+
+// clientHandshake runs the dialer's side on c and returns the authenticated connection;
+// the caller sets the deadline.
+func clientHandshake(c net.Conn, key []byte) (*ctlConn, error) {
+	hello := make([]byte, helloSize)
+	copy(hello, helloMagic)
+	binary.BigEndian.PutUint16(hello[4:], controlVersion)
+	if _, err := rand.Read(hello[8:macOff]); err != nil {
+		return nil, fmt.Errorf("%w: nonce: %v", errAuth, err)
+	}
+	copy(hello[macOff:], mac(key, helloLabel, hello[:macOff]))
+	if _, err := c.Write(hello); err != nil {
+		return nil, fmt.Errorf("%w: send hello: %v", errAuth, err)
+	}
+	reply := make([]byte, replySize)
+	if _, err := io.ReadFull(c, reply); err != nil {
+		return nil, fmt.Errorf("%w: no reply (wrong cluster key?): %v", errAuth, err)
+	}
+	if string(reply[:4]) != replyMagic || !hmac.Equal(reply[macOff:], mac(key, serverLabel, hello, reply[:macOff])) {
+		return nil, fmt.Errorf("%w: the agent did not prove the cluster key", errAuth)
+	}
+	if st := binary.BigEndian.Uint16(reply[6:]); st != hsOK {
+		v := binary.BigEndian.Uint16(reply[4:])
+		return nil, fmt.Errorf("%w: the agent speaks control protocol v%d, this golaunch v%d", errAuth, v, controlVersion)
+	}
+	proof := make([]byte, proofSize)
+	copy(proof, proofMagic)
+	copy(proof[4:], mac(key, clientLabel, hello, reply))
+	if _, err := c.Write(proof); err != nil {
+		return nil, fmt.Errorf("%w: send proof: %v", errAuth, err)
+	}
+	return newCtlConn(c, key, hello, reply, true)
+}
+
+// serverHandshake runs the listener's side on c and returns the authenticated
+// connection; the caller sets the deadline and closes c on error. Nothing is written to a
+// peer whose hello does not prove the key.
+func serverHandshake(c net.Conn, key []byte) (*ctlConn, error) {
+	hello := make([]byte, helloSize)
+	if _, err := io.ReadFull(c, hello); err != nil {
+		return nil, fmt.Errorf("%w: read hello: %v", errAuth, err)
+	}
+	if string(hello[:4]) != helloMagic || !hmac.Equal(hello[macOff:], mac(key, helloLabel, hello[:macOff])) {
+		return nil, fmt.Errorf("%w: hello without a valid key proof", errAuth)
+	}
+	reply := make([]byte, replySize)
+	copy(reply, replyMagic)
+	binary.BigEndian.PutUint16(reply[4:], controlVersion)
+	status := hsOK
+	if binary.BigEndian.Uint16(hello[4:]) != controlVersion {
+		status = hsBadVersion
+	}
+	binary.BigEndian.PutUint16(reply[6:], status)
+	if _, err := rand.Read(reply[8:macOff]); err != nil {
+		return nil, fmt.Errorf("%w: nonce: %v", errAuth, err)
+	}
+	copy(reply[macOff:], mac(key, serverLabel, hello, reply[:macOff]))
+	if _, err := c.Write(reply); err != nil {
+		return nil, fmt.Errorf("%w: send reply: %v", errAuth, err)
+	}
+	if status != hsOK {
+		return nil, fmt.Errorf("%w: submitter speaks control protocol v%d, this agent v%d", errAuth, binary.BigEndian.Uint16(hello[4:]), controlVersion)
+	}
+	proof := make([]byte, proofSize)
+	if _, err := io.ReadFull(c, proof); err != nil {
+		return nil, fmt.Errorf("%w: read proof: %v", errAuth, err)
+	}
+	if string(proof[:4]) != proofMagic || !hmac.Equal(proof[4:], mac(key, clientLabel, hello, reply)) {
+		return nil, fmt.Errorf("%w: bad proof", errAuth)
+	}
+	return newCtlConn(c, key, hello, reply, false)
+}
+
+// newCtlConn sets up the sealing of c's frames from the handshake transcript.
+func newCtlConn(c net.Conn, key, hello, reply []byte, client bool) (*ctlConn, error) {
+	aead := func(label string) (cipher.AEAD, error) {
+		b, err := aes.NewCipher(mac(key, label, hello, reply))
+		if err != nil {
+			return nil, err
+		}
+		return cipher.NewGCM(b)
+	}
+	c2s, err := aead(c2sLabel)
+	if err != nil {
+		return nil, err
+	}
+	s2c, err := aead(s2cLabel)
+	if err != nil {
+		return nil, err
+	}
+	if client {
+		return &ctlConn{c: c, wr: c2s, rd: s2c}, nil
+	}
+	return &ctlConn{c: c, wr: s2c, rd: c2s}, nil
+}
+
+// frameType tells what a frame carries. Append-only.
+type frameType uint8
+
+const (
+	fJob       frameType = iota + 1 // S→A jobSpec
+	fReady                          // A→S: the job is set up, ranks may start
+	fReject                         // A→S rejectMsg: the agent cannot run the job
+	fStart                          // S→A: spawn the ranks
+	fStarted                        // A→S startedMsg
+	fOutput                         // A→S rank u32, stream u8, data
+	fInit                           // A→S rankMsg: a rank reached PMI init
+	fFence                          // A→S fenceMsg: a rank fenced (multi-host jobs)
+	fFenceDone                      // S→A fenceDoneMsg: the other hosts' puts of the round
+	fAbortReq                       // A→S abortReqMsg: a rank called Abort
+	fExit                           // A→S exitMsg: a rank ended
+	fAbort                          // S→A abortMsg: abort the job
+	fSignal                         // S→A signalMsg: signal every rank
+	fStdin                          // S→A data for rank 0's stdin
+	fStdinAck                       // A→S: one stdin frame written (flow control)
+	fStdinEOF                       // S→A: close rank 0's stdin
+	fDone                           // S→A: the job is over; clean up
+	fTypeEnd                        // first unused type
+)
+
+var frameNames = [...]string{"", "job", "ready", "reject", "start", "started", "output", "init",
+	"fence", "fence-done", "abort-request", "exit", "abort", "signal", "stdin", "stdin-ack",
+	"stdin-eof", "done"}
+
+func (t frameType) String() string {
+	if t > 0 && t < fTypeEnd {
+		return frameNames[t]
+	}
+	return fmt.Sprintf("frame type %d", uint8(t))
+}
+
+// jobSpec is everything an agent needs to run its part of a job.
+type jobSpec struct {
+	ID        string   // job id (hex), also the PMI job name
+	Submitter string   // the submitter's memberlist name (its death aborts the job)
+	Program   string   // path, or a name looked up in the agent's PATH
+	Args      []string // arguments after the program
+	Env       []string // -x variables, NAME=VALUE
+	Dir       string   // working directory (the agent's own if it does not exist there)
+	Secret    []byte   // per-job secret handed to ranks at PMI init
+	Roster    Roster   // the whole rank table
+	Node      int      // the receiving agent's index in Roster.Hosts
+	Transport string   // auto, shm or tcp
+	Grace     time.Duration
+}
+
+func (s *jobSpec) check() error {
+	if s.ID == "" || s.Program == "" || len(s.Secret) < 16 {
+		return fmt.Errorf("job without id, program or secret")
+	}
+	if err := s.Roster.Check(); err != nil {
+		return err
+	}
+	if s.Node < 0 || s.Node >= len(s.Roster.Hosts) {
+		return fmt.Errorf("job names host index %d of %d", s.Node, len(s.Roster.Hosts))
+	}
+	if s.Grace < 0 || s.Grace > time.Hour {
+		return fmt.Errorf("grace %v out of range", s.Grace)
+	}
+	return nil
+}
+
+type rejectMsg struct {
+	Usage bool // the user's mistake (program not found): exit 2
+	Msg   string
+}
+
+type startedMsg struct{ Rank, Pid int }
+
+type rankMsg struct{ Rank int }
+
+type fenceMsg struct {
+	Rank int
+	Puts map[string][]byte
+}
+
+type fenceDoneMsg struct {
+	Puts map[int]map[string][]byte
+}
+
+type abortReqMsg struct {
+	Rank, Code int
+	Msg        string
+}
+
+// exitMsg reports how a rank ended.
+type exitMsg struct {
+	Rank, Pid int
+	Code      int    // exit code, or -1 when killed by a signal
+	Signal    int    // the signal that killed it, or 0
+	Finalized bool   // it called Finalize
+	Connected bool   // it reached PMI init
+	Err       string // it could not be started at all
+}
+
+type abortMsg struct {
+	Kind  int // pmi.EventKind
+	Rank  int
+	Host  string
+	Code  int
+	Cause string
+}
+
+type signalMsg struct{ Signal int }
+
+// outputHeader is the binary header of an fOutput payload: rank u32, stream u8.
+const outputHeader = 5
+
+func encodeOutput(rank, stream int, data []byte) []byte {
+	b := make([]byte, outputHeader+len(data))
+	binary.BigEndian.PutUint32(b, uint32(rank))
+	b[4] = byte(stream)
+	copy(b[outputHeader:], data)
+	return b
+}
+
+func decodeOutput(p []byte) (rank, stream int, data []byte, err error) {
+	if len(p) < outputHeader {
+		return 0, 0, nil, fmt.Errorf("output frame of %d bytes", len(p))
+	}
+	rank, stream = int(binary.BigEndian.Uint32(p)), int(p[4])
+	if stream != 1 && stream != 2 {
+		return 0, 0, nil, fmt.Errorf("output frame for stream %d", stream)
+	}
+	return rank, stream, p[outputHeader:], nil
+}
+
+// decodeBody decodes a frame's JSON payload into the message type of t; frames without
+// a JSON body (output, stdin, ready, start, ...) decode to nil.
+func decodeBody(t frameType, p []byte) (any, error) {
+	var v any
+	switch t {
+	case fJob:
+		v = new(jobSpec)
+	case fReject:
+		v = new(rejectMsg)
+	case fStarted:
+		v = new(startedMsg)
+	case fInit:
+		v = new(rankMsg)
+	case fFence:
+		v = new(fenceMsg)
+	case fFenceDone:
+		v = new(fenceDoneMsg)
+	case fAbortReq:
+		v = new(abortReqMsg)
+	case fExit:
+		v = new(exitMsg)
+	case fAbort:
+		v = new(abortMsg)
+	case fSignal:
+		v = new(signalMsg)
+	case fOutput, fStdin:
+		return nil, nil
+	case fReady, fStart, fStdinAck, fStdinEOF, fDone:
+		if len(p) != 0 {
+			return nil, fmt.Errorf("%v frame with a %d-byte body", t, len(p))
+		}
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("unknown %v", t)
+	}
+	if err := json.Unmarshal(p, v); err != nil {
+		return nil, fmt.Errorf("%v frame: %w", t, err)
+	}
+	return v, nil
+}
+
+// ctlConn is an authenticated control connection. send may be called from any goroutine
+// (each frame is written whole under mu); recv only from the one reader goroutine, which
+// owns the returned payload until its next recv.
+type ctlConn struct {
+	c    net.Conn
+	rd   cipher.AEAD // opens received frames (nil: plain frames, in tests)
+	rseq uint64      // next received frame's sequence number
+	hdr  [5]byte     // recv's header buffer
+
+	mu   sync.Mutex  // serializes frame writes and guards wseq
+	wr   cipher.AEAD // seals sent frames (nil: plain)
+	wseq uint64
+}
+
+// gcmNonce is a frame's nonce: its sequence number (each direction has its own key).
+func gcmNonce(seq uint64) []byte {
+	var n [12]byte
+	binary.BigEndian.PutUint64(n[4:], seq)
+	return n[:]
+}
+
+// dialControl connects to an agent's control address and authenticates.
+func dialControl(addr string, key []byte, timeout time.Duration) (*ctlConn, error) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	cc, err := clientHandshake(c, key)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.SetDeadline(time.Time{})
+	return cc, nil
+}
+
+// send writes one frame with body v (JSON), or raw bytes when v is a []byte, or no body
+// when v is nil.
+func (cc *ctlConn) send(t frameType, v any) error {
+	var body []byte
+	switch b := v.(type) {
+	case nil:
+	case []byte:
+		body = b
+	default:
+		var err error
+		if body, err = json.Marshal(v); err != nil {
+			return fmt.Errorf("encode %v: %w", t, err)
+		}
+	}
+	if len(body) > maxFrame {
+		return fmt.Errorf("%v frame of %d bytes exceeds %d", t, len(body), maxFrame)
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	n := len(body)
+	if cc.wr != nil {
+		n += cc.wr.Overhead()
+	}
+	buf := make([]byte, 5, 5+n)
+	binary.BigEndian.PutUint32(buf, uint32(n))
+	buf[4] = byte(t)
+	if cc.wr != nil {
+		buf = cc.wr.Seal(buf, gcmNonce(cc.wseq), body, buf[:5])
+		cc.wseq++
+	} else {
+		buf = append(buf, body...)
+	}
+	_, err := cc.c.Write(buf)
+	return err
+}
+
+// recv reads and opens one frame.
+func (cc *ctlConn) recv() (frameType, []byte, error) {
+	t, p, err := readFrame(cc.c, cc.hdr[:])
+	if err != nil || cc.rd == nil {
+		return t, p, err
+	}
+	p, err = cc.rd.Open(p[:0], gcmNonce(cc.rseq), p, cc.hdr[:5])
+	if err != nil {
+		return 0, nil, fmt.Errorf("%v frame failed authentication", t)
+	}
+	cc.rseq++
+	return t, p, nil
+}
+
+// readFrame reads one frame from r using hdr (5 bytes) as scratch.
+func readFrame(r io.Reader, hdr []byte) (frameType, []byte, error) {
+	if _, err := io.ReadFull(r, hdr[:5]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr)
+	t := frameType(hdr[4])
+	if n > maxFrame+64 { // room for a seal's tag
+		return 0, nil, fmt.Errorf("%v frame of %d bytes exceeds %d", t, n, maxFrame)
+	}
+	if t == 0 || t >= fTypeEnd {
+		return 0, nil, fmt.Errorf("unknown %v", t)
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(r, p); err != nil {
+		return 0, nil, fmt.Errorf("%v frame: %w", t, noEOF(err))
+	}
+	return t, p, nil
+}
+
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (cc *ctlConn) close() error { return cc.c.Close() }

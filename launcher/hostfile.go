@@ -1,0 +1,173 @@
+package launcher
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// maxSlots bounds the slots of one host, so that a typo cannot ask for a billion ranks.
+const maxSlots = 1 << 16
+
+// HostSlots is one host of a host list and the ranks it may run.
+type HostSlots struct {
+	Name  string
+	Slots int
+}
+
+// HostfileError is a bad line of a hostfile: which file, which line, what was wrong.
+type HostfileError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *HostfileError) Error() string {
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+}
+
+// ReadHostfile reads the hostfile at path; see ParseHostfile.
+func ReadHostfile(path string) ([]HostSlots, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("hostfile: %w", err)
+	}
+	defer f.Close()
+	return ParseHostfile(path, f)
+}
+
+// ParseHostfile parses a hostfile read from r (name is used in errors). Each line is
+// blank, a comment (# to the end of the line), `host`, `host slots=N` or `host:N`; a
+// host listed twice gets the sum of its slots at its first position. A bad line yields a
+// *HostfileError naming the file, the line and the problem.
+func ParseHostfile(name string, r io.Reader) ([]HostSlots, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 64<<10)
+	var hosts []HostSlots
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		h, err := parseHostLine(fields)
+		if err != nil {
+			return nil, &HostfileError{File: name, Line: n, Msg: err.Error()}
+		}
+		hosts = addHost(hosts, h)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, &HostfileError{File: name, Line: n + 1, Msg: err.Error()}
+	}
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("%s: no hosts in the hostfile", name)
+	}
+	return hosts, nil
+}
+
+// parseHostLine parses the fields of one non-blank hostfile line.
+func parseHostLine(fields []string) (HostSlots, error) {
+	h, err := parseHostSpec(fields[0])
+	if err != nil {
+		return HostSlots{}, err
+	}
+	slotsSet := strings.Contains(fields[0], ":")
+	for _, f := range fields[1:] {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			return HostSlots{}, fmt.Errorf("unexpected %q after the host name (want slots=N)", f)
+		}
+		if k != "slots" {
+			return HostSlots{}, fmt.Errorf("unknown attribute %q (only slots=N is understood)", k)
+		}
+		if slotsSet {
+			return HostSlots{}, fmt.Errorf("slots given twice for host %q", h.Name)
+		}
+		s, err := parseSlots(v)
+		if err != nil {
+			return HostSlots{}, err
+		}
+		h.Slots, slotsSet = s, true
+	}
+	return h, nil
+}
+
+// ParseHostList parses the -H argument: comma-separated `host` or `host:slots` entries
+// (one slot when omitted). A host listed twice gets the sum of its slots.
+func ParseHostList(s string) ([]HostSlots, error) {
+	var hosts []HostSlots
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, fmt.Errorf("empty entry in host list %q", s)
+		}
+		h, err := parseHostSpec(item)
+		if err != nil {
+			return nil, err
+		}
+		hosts = addHost(hosts, h)
+	}
+	return hosts, nil
+}
+
+// parseHostSpec parses `host` or `host:slots`.
+func parseHostSpec(s string) (HostSlots, error) {
+	name, slots, hasSlots := strings.Cut(s, ":")
+	if err := checkHostName(name); err != nil {
+		return HostSlots{}, err
+	}
+	h := HostSlots{Name: name, Slots: 1}
+	if hasSlots {
+		n, err := parseSlots(slots)
+		if err != nil {
+			return HostSlots{}, fmt.Errorf("host %q: %w", name, err)
+		}
+		h.Slots = n
+	}
+	return h, nil
+}
+
+func parseSlots(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxSlots {
+		return 0, fmt.Errorf("slots %q: want an integer from 1 to %d", s, maxSlots)
+	}
+	return n, nil
+}
+
+// checkHostName accepts host names and IP addresses: letters, digits and ".-_".
+func checkHostName(name string) error {
+	if name == "" {
+		return fmt.Errorf("empty host name")
+	}
+	if len(name) > 253 {
+		return fmt.Errorf("host name of %d bytes is too long", len(name))
+	}
+	for _, c := range []byte(name) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || bytes.IndexByte([]byte(".-_"), c) >= 0
+		if !ok {
+			return fmt.Errorf("host name %q: character %q is not allowed", name, c)
+		}
+	}
+	return nil
+}
+
+// addHost appends h, or adds its slots to an earlier entry of the same name.
+func addHost(hosts []HostSlots, h HostSlots) []HostSlots {
+	for i := range hosts {
+		if hosts[i].Name == h.Name {
+			hosts[i].Slots = min(hosts[i].Slots+h.Slots, maxSlots)
+			return hosts
+		}
+	}
+	return append(hosts, h)
+}

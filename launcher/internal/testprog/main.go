@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gorma-hpc/gorma/launcher/pmi"
+)
+
+// Behaviours (argument 1):
+//
+//	ok                 put a card, fence twice, check every rank's card, finalize
+//	exit CODE WHO      rank WHO exits CODE after the fence; the others hang
+//	hang               print "ready RANK PID" after the fence, then hang
+//	survive            like hang, but ignore SIGTERM and SIGINT (only SIGKILL ends it)
+//	nofinalize WHO     rank WHO exits 0 after the fence without Finalize; the others hang
+//	abort CODE WHO     rank WHO calls Abort(CODE) after the fence; the others hang
+//	env NAME...        print "env RANK NAME=VALUE" for each NAME, then finalize
+//	lines K            print K long lines, then finalize
+//	stdin              rank 0 echoes its stdin as "stdin: LINE", then finalize
+//	nopmi              print "nopmi RANK" and exit 0 without PMI
+//	late WHO D         rank WHO sleeps D before PMI init
+func main() {
+	if len(os.Args) < 2 {
+		fail("usage: testprog MODE [ARGS]")
+	}
+	mode, args := os.Args[1], os.Args[2:]
+	c, err := pmi.ReadContract(os.Getenv)
+	if err != nil {
+		fail("contract: %v", err)
+	}
+	if mode == "nopmi" {
+		fmt.Printf("nopmi %d\n", c.Rank)
+		return
+	}
+	if mode == "late" && c.Rank == atoi(args[0]) {
+		d, _ := time.ParseDuration(args[1])
+		time.Sleep(d)
+	}
+	ctx := context.Background()
+	cl, err := pmi.Dial(ctx, c.AgentSock, c.Rank, c.JobID)
+	if err != nil {
+		fail("dial: %v", err)
+	}
+	go func() {
+		for ev := range cl.Events() {
+			fmt.Fprintf(os.Stderr, "event %d kind=%d rank=%d host=%s code=%d cause=%s\n", c.Rank, ev.Kind, ev.Rank, ev.Host, ev.Code, ev.Cause)
+		}
+	}()
+	card := []byte(fmt.Sprintf("card-%d-%s", c.Rank, c.Host))
+	if err := cl.Put(ctx, "card", card); err != nil {
+		fail("put: %v", err)
+	}
+	if err := cl.Fence(ctx); err != nil {
+		fail("fence: %v", err)
+	}
+	switch mode {
+	case "ok":
+		info := cl.Info()
+		for r := 0; r < c.Size; r++ {
+			v, err := cl.Get(ctx, r, "card")
+			if err != nil || !bytes.HasPrefix(v, []byte(fmt.Sprintf("card-%d-", r))) {
+				fail("get card of rank %d: %q %v", r, v, err)
+			}
+		}
+		// A second round: every rank publishes again and reads its right neighbour.
+		cl.Put(ctx, "round2", []byte(strconv.Itoa(c.Rank*10)))
+		if err := cl.Fence(ctx); err != nil {
+			fail("fence 2: %v", err)
+		}
+		next := (c.Rank + 1) % c.Size
+		v, err := cl.Get(ctx, next, "round2")
+		if err != nil || string(v) != strconv.Itoa(next*10) {
+			fail("round 2 get of rank %d: %q %v", next, v, err)
+		}
+		fmt.Printf("rank %d/%d host %s node %d/%d local %d/%d transport %s secret %d ok\n", c.Rank, c.Size,
+			c.Host, c.NodeRank, c.NumNodes, c.LocalRank, c.LocalSize, c.Transport, len(info.Secret))
+	case "exit", "nofinalize", "abort":
+		who := atoi(args[len(args)-1])
+		if c.Rank == who {
+			switch mode {
+			case "exit":
+				os.Exit(atoi(args[0]))
+			case "nofinalize":
+				os.Exit(0)
+			case "abort":
+				cl.Abort(atoi(args[0]), "testprog abort")
+			}
+		}
+		hang(c)
+	case "hang":
+		hang(c)
+	case "survive":
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+		hang(c)
+	case "env":
+		for _, n := range args {
+			fmt.Printf("env %d %s=%s\n", c.Rank, n, os.Getenv(n))
+		}
+	case "lines":
+		pad := strings.Repeat(string(rune('a'+c.Rank%26)), 200)
+		for i := 0; i < atoi(args[0]); i++ {
+			fmt.Printf("line %d %d %s end\n", c.Rank, i, pad)
+		}
+	case "stdin":
+		if c.Rank == 0 {
+			b, _ := io.ReadAll(os.Stdin)
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				fmt.Printf("stdin: %s\n", l)
+			}
+		}
+	case "late":
+	default:
+		fail("unknown mode %q", mode)
+	}
+	if err := cl.Finalize(ctx); err != nil {
+		fail("finalize: %v", err)
+	}
+}
+
+func hang(c pmi.Contract) {
+	fmt.Printf("ready %d %d\n", c.Rank, os.Getpid())
+	time.Sleep(time.Hour)
+	os.Exit(0)
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		fail("not a number: %q", s)
+	}
+	return n
+}
+
+func fail(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "testprog: "+format+"\n", a...)
+	os.Exit(99)
+}

@@ -1,0 +1,530 @@
+package launcher
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gorma-hpc/gorma/launcher/pmi"
+)
+
+// Submitter timing.
+const (
+	dialTimeout  = 5 * time.Second  // connecting and authenticating to one agent
+	readyTimeout = 30 * time.Second // every agent set up its part of the job
+	exitSlack    = 3 * time.Second  // after grace: how long an abort waits for exit reports
+)
+
+// submitter runs one job from the submitting side: it pushes the job to each agent of
+// the roster, merges fences, forwards stdin, prints output and decides the job's end.
+// Its state is owned by run's goroutine (the event loop); each agent connection has a
+// reader goroutine that writes output to the sink and passes every other frame to the
+// loop through events, in order.
+type submitter struct {
+	spec   jobSpec // the job, Node unset
+	roster Roster
+	addrs  []string // control address per roster host
+	key    []byte   // control key
+	out    *outputSink
+	stderr io.Writer
+	stdin  io.Reader // forwarded to rank 0; nil for none
+	grace  time.Duration
+
+	timeout, startup time.Duration
+	leaves           <-chan leaveEvent
+	signals          <-chan os.Signal
+
+	events chan subEvent
+	done   chan struct{} // closed when run returns: readers and the stdin pump stop
+	links  []*agentLink
+
+	// Event-loop state.
+	ranks     []rankState
+	ended     int // ranks ended (or lost with their agent)
+	pmiJob    bool
+	fail      *failure
+	interrupt int
+	round     map[int]map[string][]byte // multi-host fence: puts of the ranks fenced this round
+	deadline  <-chan time.Time          // after an abort: stop waiting for exit reports
+}
+
+type agentLink struct {
+	idx    int
+	host   string
+	cc     *ctlConn
+	lost   bool
+	credit chan struct{} // stdin flow control: one token per frame in flight
+}
+
+type rankState struct {
+	pid                      int
+	started, connected, done bool
+	earlyExit                bool // exited 0 without PMI before any rank reached PMI init
+}
+
+type subEvent struct {
+	link int
+	t    frameType
+	msg  any
+	err  error
+}
+
+func newJobID() (string, []byte, error) {
+	id := make([]byte, 8)
+	secret := make([]byte, 32)
+	if _, err := rand.Read(id); err != nil {
+		return "", nil, err
+	}
+	if _, err := rand.Read(secret); err != nil {
+		return "", nil, err
+	}
+	return hex.EncodeToString(id), secret, nil
+}
+
+// run executes the job and returns golaunch's exit code, having printed the summary line
+// of a failure.
+func (s *submitter) run() int {
+	s.events = make(chan subEvent, 64)
+	s.done = make(chan struct{})
+	defer close(s.done)
+	s.ranks = make([]rankState, s.roster.Size)
+	if f := s.connect(); f != nil {
+		fmt.Fprintln(s.stderr, "golaunch: "+f.what)
+		return f.code
+	}
+	defer s.closeLinks()
+	if code, ok := s.setup(); !ok {
+		return code
+	}
+	for _, l := range s.links {
+		if l.cc.send(fStart, nil) != nil {
+			s.lose(l, "control connection lost at start")
+		}
+	}
+	if s.stdin != nil && s.fail == nil {
+		go s.pumpStdin(s.links[s.roster.RankHost[0]])
+	}
+	var timeout, startup <-chan time.Time
+	if s.timeout > 0 {
+		t := time.NewTimer(s.timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var startupTimer *time.Timer
+	if s.startup > 0 {
+		startupTimer = time.NewTimer(s.startup)
+		defer startupTimer.Stop()
+		startup = startupTimer.C
+	}
+	for s.ended < s.roster.Size {
+		select {
+		case ev := <-s.events:
+			s.handle(ev)
+		case lv, ok := <-s.leaves:
+			if ok {
+				s.agentLeft(lv)
+			} else {
+				s.leaves = nil
+			}
+		case <-timeout:
+			s.failWith(jobFailure(ExitTimeout, fmt.Sprintf("job timed out after %v", s.timeout)))
+		case <-startup:
+			if !s.checkStartup() {
+				startupTimer.Reset(s.startup) // no rank uses PMI yet: check again later
+			}
+		case sig := <-s.signals:
+			s.signal(sig.(syscall.Signal))
+		case <-s.deadline:
+			fmt.Fprintf(s.stderr, "golaunch: %d rank(s) did not report their end within %v of the abort\n",
+				s.roster.Size-s.ended, s.grace+exitSlack)
+			s.ended = s.roster.Size
+		}
+	}
+	return s.finish()
+}
+
+// connect dials every agent of the roster in parallel.
+func (s *submitter) connect() *failure {
+	s.links = make([]*agentLink, len(s.roster.Hosts))
+	errs := make([]error, len(s.links))
+	var wg sync.WaitGroup
+	for i, host := range s.roster.Hosts {
+		s.links[i] = &agentLink{idx: i, host: host, credit: make(chan struct{}, stdinWindow)}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.links[i].cc, errs[i] = dialControl(s.addrs[i], s.key, dialTimeout)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			s.closeLinks()
+			return agentFailure(s.links[i].host, fmt.Sprintf("control connection to %s: %v", s.addrs[i], err))
+		}
+	}
+	for _, l := range s.links {
+		go s.read(l)
+	}
+	return nil
+}
+
+// setup pushes the job to every agent and waits until all are ready. It returns false
+// (with the exit code) when one refused or vanished; then no rank has started.
+func (s *submitter) setup() (int, bool) {
+	for i, l := range s.links {
+		spec := s.spec
+		spec.Node = i
+		if err := l.cc.send(fJob, &spec); err != nil {
+			fmt.Fprintf(s.stderr, "golaunch: agent %s unreachable (send job: %v)\n", l.host, err)
+			return ExitFailure, false
+		}
+	}
+	// Wait for every agent's answer, then report the first refusal in host order (so the
+	// message does not depend on which agent answered first).
+	answers := make([]*rejectMsg, len(s.links))
+	ok := &rejectMsg{}
+	pending := len(s.links)
+	timer := time.NewTimer(readyTimeout)
+	defer timer.Stop()
+	for pending > 0 {
+		select {
+		case ev := <-s.events:
+			l := s.links[ev.link]
+			if answers[ev.link] != nil {
+				continue
+			}
+			switch {
+			case ev.err != nil:
+				answers[ev.link] = &rejectMsg{Msg: fmt.Sprintf("agent %s unreachable (%v)", l.host, ev.err)}
+			case ev.t == fReady:
+				answers[ev.link] = ok
+			case ev.t == fReject:
+				answers[ev.link] = ev.msg.(*rejectMsg)
+			default:
+				answers[ev.link] = &rejectMsg{Msg: fmt.Sprintf("agent %s: unexpected %v frame during setup", l.host, ev.t)}
+			}
+			pending--
+		case <-timer.C:
+			fmt.Fprintf(s.stderr, "golaunch: agents not ready within %v\n", readyTimeout)
+			return ExitFailure, false
+		case sig := <-s.signals:
+			fmt.Fprintf(s.stderr, "golaunch: %v during setup; no rank started\n", sig)
+			return ExitSignalBase + int(sig.(syscall.Signal)), false
+		}
+	}
+	for _, a := range answers {
+		if a != ok {
+			fmt.Fprintln(s.stderr, "golaunch: "+a.Msg)
+			if a.Usage {
+				return ExitUsage, false
+			}
+			return ExitFailure, false
+		}
+	}
+	return 0, true
+}
+
+// read is a link's reader goroutine.
+func (s *submitter) read(l *agentLink) {
+	for {
+		t, p, err := l.cc.recv()
+		var msg any
+		switch {
+		case err != nil:
+		case t == fOutput:
+			rank, stream, data, derr := decodeOutput(p)
+			if derr == nil && rank < s.roster.Size {
+				s.out.write(rank, stream, data)
+				continue
+			}
+			err = fmt.Errorf("bad output frame: %v", derr)
+		case t == fStdinAck:
+			select {
+			case <-l.credit:
+			default:
+			}
+			continue
+		default:
+			msg, err = decodeBody(t, p)
+		}
+		select {
+		case s.events <- subEvent{link: l.idx, t: t, msg: msg, err: err}:
+		case <-s.done:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// handle processes one frame (or the loss) of a link.
+func (s *submitter) handle(ev subEvent) {
+	l := s.links[ev.link]
+	if ev.err != nil {
+		s.lose(l, "control connection lost: "+ev.err.Error())
+		return
+	}
+	switch m := ev.msg.(type) {
+	case *startedMsg:
+		if r, ok := s.localRank(l, m.Rank); ok {
+			r.pid, r.started = m.Pid, true
+		}
+	case *rankMsg: // fInit
+		if r, ok := s.localRank(l, m.Rank); ok {
+			r.connected = true
+			s.reachedPMI()
+		}
+	case *fenceMsg:
+		s.fence(l, m)
+	case *abortReqMsg:
+		if r, ok := s.localRank(l, m.Rank); ok {
+			s.failWith(abortFailure(m, l.host, r.pid))
+		}
+	case *exitMsg:
+		s.rankEnded(l, m)
+	default:
+		s.lose(l, fmt.Sprintf("protocol error: unexpected %v frame", ev.t))
+	}
+}
+
+// localRank returns the state of rank if it runs on l's host.
+func (s *submitter) localRank(l *agentLink, rank int) (*rankState, bool) {
+	if rank < 0 || rank >= s.roster.Size || s.roster.RankHost[rank] != l.idx {
+		return nil, false
+	}
+	return &s.ranks[rank], true
+}
+
+func (s *submitter) rankEnded(l *agentLink, m *exitMsg) {
+	r, ok := s.localRank(l, m.Rank)
+	if !ok || r.done {
+		return
+	}
+	r.done = true
+	if m.Pid > 0 {
+		r.pid = m.Pid
+	}
+	s.ended++
+	s.out.flushRank(m.Rank)
+	f := rankFailure(m, l.host, s.pmiJob)
+	if f == nil && !m.Finalized && !m.Connected {
+		r.earlyExit = true
+	}
+	if f != nil {
+		s.failWith(f)
+	}
+}
+
+// reachedPMI notes that the job uses PMI: a rank that exited 0 without it has failed.
+func (s *submitter) reachedPMI() {
+	if s.pmiJob {
+		return
+	}
+	s.pmiJob = true
+	for rank, r := range s.ranks {
+		if r.earlyExit {
+			h := s.roster.Hosts[s.roster.RankHost[rank]]
+			s.failWith(&failure{code: ExitFailure, what: rankLabel(rank, h, r.pid) + " exited without calling Finalize",
+				kind: pmi.ProcFailed, rank: rank, host: h})
+			return
+		}
+	}
+}
+
+// checkStartup fails the job when, at a startup check, some ranks reached PMI init and a
+// running rank has not. It returns false when no rank has reached PMI init yet (a
+// program that does not use PMI, or a slow start): the caller checks again one
+// --startup-timeout later, so a late start still gets a full period after the first init.
+func (s *submitter) checkStartup() bool {
+	if !s.pmiJob {
+		return false
+	}
+	if s.fail != nil {
+		return true
+	}
+	first, late := -1, 0
+	for rank, r := range s.ranks {
+		if !r.connected && !r.done {
+			if first < 0 {
+				first = rank
+			}
+			late++
+		}
+	}
+	if first < 0 {
+		return true
+	}
+	h := s.roster.Hosts[s.roster.RankHost[first]]
+	what := fmt.Sprintf("%s did not reach PMI init within %v", rankLabel(first, h, s.ranks[first].pid), s.startup)
+	if late > 1 {
+		what += fmt.Sprintf(" (nor did %d other ranks)", late-1)
+	}
+	s.failWith(&failure{code: ExitFailure, what: what, kind: pmi.ProcFailed, rank: first, host: h})
+	return true
+}
+
+// fence collects a multi-host round and sends each agent the other hosts' puts.
+func (s *submitter) fence(l *agentLink, m *fenceMsg) {
+	if _, ok := s.localRank(l, m.Rank); !ok || s.fail != nil {
+		return
+	}
+	if s.round == nil {
+		s.round = make(map[int]map[string][]byte)
+	}
+	if _, dup := s.round[m.Rank]; dup {
+		s.lose(l, fmt.Sprintf("protocol error: rank %d fenced twice in one round", m.Rank))
+		return
+	}
+	if m.Puts == nil {
+		m.Puts = map[string][]byte{}
+	}
+	s.round[m.Rank] = m.Puts
+	if len(s.round) < s.roster.Size {
+		return
+	}
+	for _, dst := range s.links {
+		if dst.lost {
+			continue
+		}
+		remote := make(map[int]map[string][]byte)
+		for rank, puts := range s.round {
+			if s.roster.RankHost[rank] != dst.idx {
+				remote[rank] = puts
+			}
+		}
+		if err := dst.cc.send(fFenceDone, fenceDoneMsg{Puts: remote}); err != nil {
+			s.lose(dst, "control connection lost: "+err.Error())
+		}
+	}
+	s.round = nil
+}
+
+// agentLeft handles memberlist's verdict on a member.
+func (s *submitter) agentLeft(ev leaveEvent) {
+	for _, l := range s.links {
+		if l.host == ev.Name {
+			s.lose(l, ev.how())
+		}
+	}
+}
+
+// lose marks an agent unreachable: its ranks count as ended, and the job fails unless
+// every rank there had already ended.
+func (s *submitter) lose(l *agentLink, how string) {
+	if l.lost {
+		return
+	}
+	l.lost = true
+	l.cc.close()
+	live := false
+	for rank := range s.ranks {
+		if s.roster.RankHost[rank] == l.idx && !s.ranks[rank].done {
+			s.ranks[rank].done = true
+			s.ended++
+			live = true
+		}
+	}
+	if live {
+		s.failWith(agentFailure(l.host, how))
+	}
+}
+
+// signal handles a signal to golaunch: SIGINT is forwarded to the ranks, a second one
+// kills them; SIGTERM and SIGHUP abort the job.
+func (s *submitter) signal(sig syscall.Signal) {
+	if sig == syscall.SIGINT {
+		s.interrupt++
+		if s.interrupt == 1 {
+			fmt.Fprintln(s.stderr, "golaunch: forwarding SIGINT to the ranks (Ctrl-C again to kill them)")
+			s.broadcast(fSignal, signalMsg{Signal: int(syscall.SIGINT)})
+			return
+		}
+		f := jobFailure(ExitSignalBase+int(syscall.SIGINT), "interrupted twice")
+		f.kill = true
+		s.failWith(f)
+		return
+	}
+	s.failWith(jobFailure(ExitSignalBase+int(sig), fmt.Sprintf("received %s", describeSignal(int(sig)))))
+}
+
+// failWith records the job's first failure and aborts the job on every agent; a later
+// killing failure (second Ctrl-C) still escalates to SIGKILL.
+func (s *submitter) failWith(f *failure) {
+	if s.fail != nil {
+		if f.kill && !s.fail.kill {
+			s.broadcast(fSignal, signalMsg{Signal: int(syscall.SIGKILL)})
+		}
+		return
+	}
+	s.fail = f
+	s.broadcast(fAbort, abortMsg{Kind: int(f.kind), Rank: f.rank, Host: f.host, Code: f.code, Cause: f.what})
+	if f.kill {
+		s.broadcast(fSignal, signalMsg{Signal: int(syscall.SIGKILL)})
+	}
+	s.deadline = time.After(s.grace + exitSlack)
+}
+
+func (s *submitter) broadcast(t frameType, v any) {
+	for _, l := range s.links {
+		if !l.lost {
+			if err := l.cc.send(t, v); err != nil {
+				s.lose(l, "control connection lost: "+err.Error())
+			}
+		}
+	}
+}
+
+// finish prints the summary and returns the exit code.
+func (s *submitter) finish() int {
+	err := s.out.close()
+	if s.fail != nil {
+		fmt.Fprintln(s.stderr, s.fail.summary())
+		return s.fail.code
+	}
+	if err != nil {
+		fmt.Fprintf(s.stderr, "golaunch: writing rank output: %v\n", err)
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func (s *submitter) closeLinks() {
+	for _, l := range s.links {
+		if l != nil && l.cc != nil {
+			if !l.lost {
+				l.cc.send(fDone, nil)
+			}
+			l.cc.close()
+		}
+	}
+}
+
+// pumpStdin forwards golaunch's stdin to rank 0's agent, at most stdinWindow frames in
+// flight, until EOF or the end of the job.
+func (s *submitter) pumpStdin(l *agentLink) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.stdin.Read(buf)
+		if n > 0 {
+			select {
+			case l.credit <- struct{}{}:
+			case <-s.done:
+				return
+			}
+			if l.cc.send(fStdin, buf[:n]) != nil {
+				return
+			}
+		}
+		if err != nil {
+			l.cc.send(fStdinEOF, nil)
+			return
+		}
+	}
+}

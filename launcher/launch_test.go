@@ -1,0 +1,312 @@
+package launcher
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestLaunchOK(t *testing.T) {
+	r := runGL(t, "", "-n", "4", testprogBinPath(t), "ok")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	h := hostName()
+	for rank := range 4 {
+		mustContain(t, "stdout", r.stdout, fmt.Sprintf("[%d] rank %d/4 host %s node 0/1 local %d/4 transport auto secret 32 ok", rank, rank, h, rank))
+	}
+	if r.stderr != "" {
+		t.Errorf("stderr on success: %q", r.stderr)
+	}
+	t.Logf("4 ranks in %v", r.took)
+}
+
+// testprogBinPath builds the binaries and returns testprog's path.
+func testprogBinPath(t *testing.T) string {
+	binaries(t)
+	return testprogBin
+}
+
+func TestLaunchRankExitCode(t *testing.T) {
+	r := runGL(t, "", "-np", "4", testprogBinPath(t), "exit", "3", "2")
+	if r.code != 3 {
+		t.Fatalf("exit %d, want 3\n%s", r.code, r.stderr)
+	}
+	sum := summaryLines(r.stderr)
+	if len(sum) != 1 || !strings.Contains(sum[0], "rank 2 (host "+hostName()+", pid ") || !strings.HasSuffix(sum[0], "exited with code 3; job aborted") {
+		t.Errorf("summary %q", sum)
+	}
+}
+
+// The survivors of a failure are told through PMI, and ranks that ignore SIGTERM get
+// SIGKILL after --grace.
+func TestLaunchAbortEventsAndGrace(t *testing.T) {
+	gl := startGL(t, "-n", "3", "--grace", "300ms", testprogBinPath(t), "survive")
+	pids := gl.readyPids(t, 3)
+	start := time.Now()
+	syscall.Kill(pids[2], syscall.SIGKILL)
+	if code := gl.wait(t, 5*time.Second); code != 137 {
+		t.Errorf("exit %d, want 137", code)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("ended %v after the failure, before the grace period", d)
+	}
+	requireGone(t, pids, time.Second)
+	for _, rank := range []int{0, 1} {
+		mustContain(t, "stderr", gl.stderr.String(), fmt.Sprintf("[%d] event %d kind=1 rank=2 host=%s code=137 cause=rank 2 (host", rank, rank, hostName()))
+	}
+}
+
+func TestLaunchRankKilled(t *testing.T) {
+	gl := startGL(t, "-n", "4", "--grace", "5s", testprogBinPath(t), "hang")
+	pids := gl.readyPids(t, 4)
+	start := time.Now()
+	syscall.Kill(pids[1], syscall.SIGKILL)
+	code := gl.wait(t, 2*time.Second)
+	if code != 137 {
+		t.Errorf("exit %d, want 137", code)
+	}
+	requireGone(t, pids, 2*time.Second-time.Since(start))
+	mustContain(t, "stderr", gl.stderr.String(), fmt.Sprintf("golaunch: rank 1 (host %s, pid %d) killed by signal 9 (SIGKILL); job aborted", hostName(), pids[1]))
+	t.Logf("job ended %v after the kill", time.Since(start))
+}
+
+func TestLaunchNoFinalize(t *testing.T) {
+	r := runGL(t, "", "-n", "3", testprogBinPath(t), "nofinalize", "1")
+	if r.code != ExitFailure {
+		t.Fatalf("exit %d, want %d\n%s", r.code, ExitFailure, r.stderr)
+	}
+	mustContain(t, "stderr", r.stderr, "rank 1 (host "+hostName())
+	mustContain(t, "stderr", r.stderr, "exited without calling Finalize; job aborted")
+}
+
+func TestLaunchAbort(t *testing.T) {
+	r := runGL(t, "", "-n", "3", testprogBinPath(t), "abort", "7", "1")
+	if r.code != 7 {
+		t.Fatalf("exit %d, want 7\n%s", r.code, r.stderr)
+	}
+	mustContain(t, "stderr", r.stderr, "called Abort(7): testprog abort; job aborted")
+}
+
+func TestLaunchTimeout(t *testing.T) {
+	r := runGL(t, "", "-n", "2", "--timeout", "500ms", testprogBinPath(t), "hang")
+	if r.code != ExitTimeout {
+		t.Fatalf("exit %d, want %d\n%s", r.code, ExitTimeout, r.stderr)
+	}
+	if sum := summaryLines(r.stderr); len(sum) != 1 || sum[0] != "golaunch: job timed out after 500ms; job aborted" {
+		t.Errorf("summary %q", sum)
+	}
+}
+
+func TestLaunchStartupTimeout(t *testing.T) {
+	r := runGL(t, "", "-n", "3", "--startup-timeout", "500ms", testprogBinPath(t), "late", "2", "30s")
+	if r.code != ExitFailure {
+		t.Fatalf("exit %d, want %d\n%s", r.code, ExitFailure, r.stderr)
+	}
+	mustContain(t, "stderr", r.stderr, "rank 2 (host "+hostName())
+	mustContain(t, "stderr", r.stderr, "did not reach PMI init within 500ms; job aborted")
+}
+
+func TestLaunchNoPMIProgram(t *testing.T) {
+	r := runGL(t, "", "-n", "3", testprogBinPath(t), "nopmi")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for rank := range 3 {
+		mustContain(t, "stdout", r.stdout, fmt.Sprintf("[%d] nopmi %d\n", rank, rank))
+	}
+}
+
+func TestLaunchEnvForwarding(t *testing.T) {
+	t.Setenv("GL_FORWARDED", "from launcher")
+	r := runGL(t, "", "-n", "2", "-x", "GL_SET=a b=c", "-x", "GL_FORWARDED", testprogBinPath(t), "env", "GL_SET", "GL_FORWARDED", "GOLAUNCH_SIZE")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for rank := range 2 {
+		mustContain(t, "stdout", r.stdout, fmt.Sprintf("[%d] env %d GL_SET=a b=c\n", rank, rank))
+		mustContain(t, "stdout", r.stdout, fmt.Sprintf("[%d] env %d GL_FORWARDED=from launcher\n", rank, rank))
+		mustContain(t, "stdout", r.stdout, fmt.Sprintf("[%d] env %d GOLAUNCH_SIZE=2\n", rank, rank))
+	}
+}
+
+func TestLaunchTagOutput(t *testing.T) {
+	const lines = 300
+	r := runGL(t, "", "-n", "3", testprogBinPath(t), "lines", fmt.Sprint(lines))
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	got := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if len(got) != 3*lines {
+		t.Fatalf("%d lines, want %d", len(got), 3*lines)
+	}
+	next := map[int]int{}
+	for _, l := range got {
+		var rank, rank2, i int
+		var pad, end string
+		if n, err := fmt.Sscanf(l, "[%d] line %d %d %s %s", &rank, &rank2, &i, &pad, &end); n != 5 || err != nil ||
+			rank != rank2 || len(pad) != 200 || end != "end" || i != next[rank] {
+			t.Fatalf("mangled or out-of-order line %q", l)
+		}
+		next[rank]++
+	}
+	// One rank, or --tag-output=false: no tags.
+	r = runGL(t, "", "-n", "1", testprogBinPath(t), "nopmi")
+	if r.stdout != "nopmi 0\n" {
+		t.Errorf("-n 1 output %q", r.stdout)
+	}
+	r = runGL(t, "", "-n", "2", "--tag-output=false", testprogBinPath(t), "nopmi")
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "nopmi ") {
+		t.Errorf("untagged output %q", r.stdout)
+	}
+}
+
+func TestLaunchOutputDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs")
+	r := runGL(t, "", "-n", "3", "--output-dir", dir, testprogBinPath(t), "env", "GOLAUNCH_RANK")
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	for rank := range 3 {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rank.%d.log", rank)))
+		if err != nil || string(b) != fmt.Sprintf("env %d GOLAUNCH_RANK=%d\n", rank, rank) {
+			t.Errorf("rank %d file: %q %v", rank, b, err)
+		}
+	}
+}
+
+func TestLaunchStdinToRank0(t *testing.T) {
+	r := runGL(t, "first\nsecond\n", "-n", "2", testprogBinPath(t), "stdin")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if r.stdout != "[0] stdin: first\n[0] stdin: second\n" {
+		t.Errorf("stdout %q", r.stdout)
+	}
+}
+
+func TestLaunchUsageErrors(t *testing.T) {
+	binaries(t)
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "script")
+	os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644)
+	hostfile := filepath.Join(dir, "hosts")
+	os.WriteFile(hostfile, []byte("localhost slots=2\n# ok\nlocalhost slots=two\n"), 0o644)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--frobnicate", "x"}, "unknown flag: --frobnicate"},
+		{[]string{"-n", "2"}, "no program to run"},
+		{[]string{"-n", "2", "no-such-program-gorma"}, `program "no-such-program-gorma" not found in PATH`},
+		{[]string{"-n", "2", filepath.Join(dir, "missing")}, "not found"},
+		{[]string{"-n", "2", notExec}, "is not executable (mode 0644)"},
+		{[]string{"-n", "2", dir}, "is a directory"},
+		{[]string{"--hostfile", hostfile, testprogBin}, hostfile + `:3: slots "two"`},
+		{[]string{"-H", "elsewhere:2", testprogBin}, `host "elsewhere" is not this host`},
+		{[]string{"-H", "localhost:2", "-n", "3", testprogBin}, "-n 3 needs 3 slots"},
+		{[]string{"--timeout", "forever", testprogBin}, "--timeout"},
+	}
+	for _, tt := range tests {
+		r := runGL(t, "", tt.args...)
+		if r.code != ExitUsage {
+			t.Errorf("golaunch %q: exit %d, want 2\n%s", tt.args, r.code, r.stderr)
+			continue
+		}
+		first, _, _ := strings.Cut(r.stderr, "\n")
+		if !strings.HasPrefix(first, "golaunch: ") || !strings.Contains(first, tt.want) {
+			t.Errorf("golaunch %q: message %q, want one mentioning %q", tt.args, first, tt.want)
+		}
+	}
+}
+
+func TestLaunchHelpVersion(t *testing.T) {
+	r := runGL(t, "", "--help")
+	if r.code != 0 || !strings.Contains(r.stdout, "golaunch -n 4 ./hello") || !strings.Contains(r.stdout, "--np") {
+		t.Errorf("--help: exit %d\n%s", r.code, r.stdout)
+	}
+	r = runGL(t, "", "--version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "golaunch ") {
+		t.Errorf("--version: exit %d %q", r.code, r.stdout)
+	}
+	r = runGL(t, "", "agent", "--help")
+	if r.code != 0 || !strings.Contains(r.stdout, "--keyfile") {
+		t.Errorf("agent --help: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// SIGKILL of golaunch: the ranks die with it (Pdeathsig from the locked spawner thread).
+func TestLaunchGolaunchKilled(t *testing.T) {
+	gl := startGL(t, "-n", "3", testprogBinPath(t), "hang")
+	pids := gl.readyPids(t, 3)
+	time.Sleep(100 * time.Millisecond) // let Go retire idle threads, if it would
+	gl.cmd.Process.Kill()
+	gl.wait(t, 2*time.Second)
+	requireGone(t, pids, 2*time.Second)
+}
+
+func TestLaunchSignals(t *testing.T) {
+	// SIGTERM to golaunch aborts the job cleanly.
+	gl := startGL(t, "-n", "2", testprogBinPath(t), "hang")
+	pids := gl.readyPids(t, 2)
+	gl.cmd.Process.Signal(syscall.SIGTERM)
+	if code := gl.wait(t, 3*time.Second); code != 143 {
+		t.Errorf("SIGTERM: exit %d, want 143", code)
+	}
+	mustContain(t, "stderr", gl.stderr.String(), "golaunch: received 15 (SIGTERM); job aborted")
+	requireGone(t, pids, time.Second)
+
+	// SIGINT is forwarded: the ranks die of it.
+	gl = startGL(t, "-n", "2", testprogBinPath(t), "hang")
+	pids = gl.readyPids(t, 2)
+	gl.cmd.Process.Signal(syscall.SIGINT)
+	if code := gl.wait(t, 3*time.Second); code != 130 {
+		t.Errorf("SIGINT: exit %d, want 130\n%s", code, gl.stderr.String())
+	}
+	mustContain(t, "stderr", gl.stderr.String(), "killed by signal 2 (SIGINT); job aborted")
+	requireGone(t, pids, time.Second)
+
+	// Ranks that ignore SIGINT (and SIGTERM): a second Ctrl-C kills them at once, whatever
+	// the grace period.
+	gl = startGL(t, "-n", "2", "--grace", "30s", testprogBinPath(t), "survive")
+	pids = gl.readyPids(t, 2)
+	gl.cmd.Process.Signal(syscall.SIGINT)
+	gl.waitStderr(t, "golaunch: forwarding SIGINT to the ranks", 2*time.Second)
+	time.Sleep(100 * time.Millisecond)
+	if !alive(pids[0]) || !alive(pids[1]) {
+		t.Fatal("ranks that ignore SIGINT died of the first Ctrl-C")
+	}
+	gl.cmd.Process.Signal(syscall.SIGINT)
+	if code := gl.wait(t, 2*time.Second); code != 130 {
+		t.Errorf("second SIGINT: exit %d, want 130\n%s", code, gl.stderr.String())
+	}
+	mustContain(t, "stderr", gl.stderr.String(), "golaunch: interrupted twice; job killed")
+	requireGone(t, pids, time.Second)
+}
+
+// TestLaunchHelloNoLeftoverSegments checks /dev/shm after a job of the real runtime.
+func TestLaunchHelloNoLeftoverSegments(t *testing.T) {
+	before, _ := os.ReadDir("/dev/shm")
+	gl := startGL(t, "-n", "4", "--timeout", "20s", hello(t))
+	if code := gl.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d\n%s", code, gl.stderr.String())
+	}
+	after, _ := os.ReadDir("/dev/shm")
+	if len(after) > len(before) {
+		t.Errorf("/dev/shm grew from %d to %d entries", len(before), len(after))
+	}
+}
+
+// The runtime's hello (runtime.Init over the contract, a token around the ring) through
+// golaunch: what `make run` does.
+func TestLaunchHello(t *testing.T) {
+	r := runGL(t, "", "-n", "4", hello(t))
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	mustContain(t, "stdout", r.stdout, "[0] token came back around the ring of 4 ranks")
+}

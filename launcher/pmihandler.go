@@ -1,0 +1,81 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gorma-hpc/gorma/launcher/pmi"
+)
+
+// pmiHandler is an agent job's side of the PMI protocol (pmi.Handler). The pmi.Server
+// calls it from one goroutine per rank connection.
+//
+// Fences are job-wide. On a one-host job the agent's Exchange sees every rank and
+// completes the round by itself. On a multi-host job each agent also sends its ranks'
+// puts to the submitter (fFence) as they fence; the submitter, once every rank of the
+// round has fenced, sends each agent the puts of the ranks on other hosts (fFenceDone),
+// which the agent merges (Exchange.Merge) as if those ranks had fenced locally; the
+// round then completes on every agent with the same table. A rank cannot fence round
+// k+1 before round k completed on its agent, and frames on one connection keep their
+// order, so a merge always lands in the round it belongs to.
+type pmiHandler agentJob
+
+var _ pmi.Handler = (*pmiHandler)(nil)
+
+func (h *pmiHandler) job() *agentJob { return (*agentJob)(h) }
+
+// Init admits a local rank of this job, once.
+func (h *pmiHandler) Init(ctx context.Context, rank int, job string) (pmi.Info, error) {
+	j := h.job()
+	if job != j.spec.ID {
+		return pmi.Info{}, fmt.Errorf("job %q is not running on this agent (it runs %s)", truncate(job, 40), j.spec.ID)
+	}
+	if rank < 0 || rank >= j.spec.Roster.Size || j.spec.Roster.RankHost[rank] != j.spec.Node {
+		return pmi.Info{}, fmt.Errorf("rank %d does not run on agent %s", rank, j.host())
+	}
+	j.mu.Lock()
+	switch {
+	case j.aborting:
+		j.mu.Unlock()
+		return pmi.Info{}, fmt.Errorf("%w: %s", pmi.ErrAborted, j.abortCause)
+	case j.connected[rank]:
+		j.mu.Unlock()
+		return pmi.Info{}, fmt.Errorf("rank %d reached init already", rank)
+	}
+	j.connected[rank] = true
+	j.mu.Unlock()
+	j.send(fInit, rankMsg{Rank: rank}) // never under j.mu: a send may wait on the network
+	return pmi.Info{Size: j.spec.Roster.Size, Secret: j.spec.Secret}, nil
+}
+
+// Fence publishes rank's puts and waits for the job-wide round.
+func (h *pmiHandler) Fence(ctx context.Context, rank int, puts map[string][]byte) error {
+	j := h.job()
+	if len(j.spec.Roster.Hosts) > 1 {
+		if err := j.send(fFence, fenceMsg{Rank: rank, Puts: puts}); err != nil {
+			return fmt.Errorf("%w: submitter unreachable: %v", pmi.ErrAborted, err)
+		}
+	}
+	return j.x.Fence(ctx, rank, puts)
+}
+
+// Get reads a value of the last completed round.
+func (h *pmiHandler) Get(ctx context.Context, rank int, key string) ([]byte, error) {
+	return h.job().x.Get(rank, key)
+}
+
+// Abort forwards a rank's abort request to the submitter, which aborts the whole job.
+func (h *pmiHandler) Abort(rank, code int, msg string) {
+	h.job().send(fAbortReq, abortReqMsg{Rank: rank, Code: code, Msg: truncate(msg, 512)})
+}
+
+// Finalize records a clean finish; the rank's exit report carries it.
+func (h *pmiHandler) Finalize(rank int) {
+	j := h.job()
+	j.mu.Lock()
+	j.finalized[rank] = true
+	j.mu.Unlock()
+}
+
+// Gone needs no action: the rank's exit (reaped by its waiter) is what counts.
+func (h *pmiHandler) Gone(rank int) {}

@@ -1,0 +1,5 @@
+//go:build race
+
+package launcher
+
+func init() { raceEnabled = true }

@@ -1,0 +1,336 @@
+package launcher
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Stdio is where golaunch reads and writes: os.Stdin, os.Stdout and os.Stderr in the
+// command, buffers in tests.
+type Stdio struct {
+	In       io.Reader // forwarded to rank 0; nil for none
+	Out, Err io.Writer
+}
+
+// Main runs golaunch with args (without the command name) on the process's stdio and
+// signals, and returns the exit code.
+func Main(args []string) int {
+	sigs := make(chan os.Signal, 4)
+	// SIGPIPE too: a closed stdout (| head) then fails writes instead of killing golaunch
+	// while its ranks run on.
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	defer signal.Stop(sigs)
+	filtered := make(chan os.Signal, 4)
+	go func() {
+		for s := range sigs {
+			if s != syscall.SIGPIPE {
+				filtered <- s
+			}
+		}
+	}()
+	io := Stdio{In: stdinToForward(), Out: os.Stdout, Err: os.Stderr}
+	if len(args) > 0 && args[0] == "agent" {
+		return AgentMain(args[1:], io, filtered)
+	}
+	return Launch(args, io, filtered)
+}
+
+// stdinToForward returns os.Stdin, or nil when reading it would stop golaunch: a
+// terminal of which golaunch is not in the foreground (golaunch ... &).
+func stdinToForward() io.Reader {
+	fd := int(os.Stdin.Fd())
+	pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	if err == nil && pgrp != unix.Getpgrp() {
+		return nil
+	}
+	return os.Stdin
+}
+
+// Launch runs one job as `golaunch [flags] PROGRAM [ARGS...]` would and returns the exit
+// code. Signals to golaunch arrive on sigs.
+func Launch(args []string, stdio Stdio, sigs <-chan os.Signal) int {
+	o, err := ParseArgs(args, os.LookupEnv)
+	switch {
+	case err != nil:
+		return usageExit(stdio.Err, err)
+	case o.Help:
+		fmt.Fprint(stdio.Out, usageText())
+		return ExitOK
+	case o.Version:
+		fmt.Fprintln(stdio.Out, versionText())
+		return ExitOK
+	}
+	logw := io.Discard
+	if o.Verbose {
+		logw = stdio.Err
+	}
+	lg := log.New(logw, "golaunch: ", log.Lmicroseconds)
+	id, secret, err := newJobID()
+	if err != nil {
+		fmt.Fprintf(stdio.Err, "golaunch: %v\n", err)
+		return ExitFailure
+	}
+	var node *Agent
+	var hosts []HostSlots
+	var addrs map[string]string
+	if o.Join == "" {
+		node, hosts, err = startLocal(o, lg, logw)
+	} else {
+		node, hosts, err = startJoined(o, id, lg, logw)
+	}
+	if err != nil {
+		return usageExit(stdio.Err, err)
+	}
+	defer node.close()
+	addrs = controlAddrs(node)
+	if o.NP == 0 {
+		for _, h := range hosts {
+			o.NP += h.Slots
+		}
+	}
+	roster, err := PlanRanks(hosts, o.NP)
+	if err != nil {
+		return usageExit(stdio.Err, &UsageError{Msg: err.Error()})
+	}
+	if o.Transport == "shm" && len(roster.Hosts) > 1 {
+		return usageExit(stdio.Err, usagef("--transport shm needs every rank on one host; the job spans %d", len(roster.Hosts)))
+	}
+	if o.tagDefault {
+		o.TagOutput = roster.Size > 1
+	}
+	if o.OutputDir != "" {
+		if err := prepareOutputDir(o.OutputDir); err != nil {
+			return usageExit(stdio.Err, &UsageError{Msg: err.Error()})
+		}
+	}
+	prog, err := programFor(o)
+	if err != nil {
+		return usageExit(stdio.Err, err)
+	}
+	cwd, _ := os.Getwd()
+	s := &submitter{
+		spec: jobSpec{ID: id, Submitter: node.name, Program: prog, Args: o.Args, Env: o.Env, Dir: cwd,
+			Secret: secret, Roster: roster, Transport: o.Transport, Grace: o.Grace},
+		roster: roster, key: node.ckey, stderr: stdio.Err, stdin: stdio.In, grace: o.Grace,
+		out:     newOutputSink(stdio.Out, stdio.Err, o.TagOutput, roster.Size > 1, o.OutputDir),
+		timeout: o.Timeout, startup: o.StartupTimeout, signals: sigs,
+	}
+	for _, h := range roster.Hosts {
+		s.addrs = append(s.addrs, addrs[h])
+	}
+	leaves, unwatch := node.cl.watchLeaves()
+	defer unwatch()
+	s.leaves = leaves
+	lg.Printf("job %s: %d ranks on %s", id, roster.Size, strings.Join(roster.Hosts, ", "))
+	return s.run()
+}
+
+func usageExit(w io.Writer, err error) int {
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(w, "golaunch: %v\nRun 'golaunch --help' for usage.\n", err)
+		return ExitUsage
+	}
+	fmt.Fprintf(w, "golaunch: %v\n", err)
+	return ExitFailure
+}
+
+// programFor resolves the program: locally it must exist and be executable here; with
+// --join a path is made absolute (the agents resolve a bare name in their PATH).
+func programFor(o *Options) (string, error) {
+	if o.Join == "" {
+		p, err := resolveProgram(o.Program)
+		if err != nil {
+			return "", &UsageError{Msg: err.Error()}
+		}
+		return filepath.Abs(p)
+	}
+	if strings.Contains(o.Program, "/") {
+		return filepath.Abs(o.Program)
+	}
+	return o.Program, nil
+}
+
+// localNames are the -H names that mean this host in a local run.
+func localNames(agentName string) map[string]bool {
+	names := map[string]bool{"localhost": true, "127.0.0.1": true, agentName: true}
+	if h, err := os.Hostname(); err == nil {
+		names[h] = true
+		if short, _, ok := strings.Cut(h, "."); ok {
+			names[short] = true
+		}
+	}
+	return names
+}
+
+// startLocal makes golaunch agent 0 and the seed of a one-member cluster on loopback
+// (with a random key), exactly as an agent of a multi-host cluster, and returns the one
+// host with its slots.
+func startLocal(o *Options, lg *log.Logger, logw io.Writer) (*Agent, []HostSlots, error) {
+	name, err := os.Hostname()
+	if err != nil || checkHostName(name) != nil {
+		name = "localhost"
+	}
+	slots := o.NP
+	if o.Hosts != nil {
+		local := localNames(name)
+		slots = 0
+		for _, h := range o.Hosts {
+			if !local[h.Name] {
+				return nil, nil, usagef("host %q is not this host: a local run uses this host only (start `golaunch agent` on each host and submit with --join)", h.Name)
+			}
+			slots += h.Slots
+		}
+	} else if slots == 0 {
+		slots = runtime.NumCPU()
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, nil, err
+	}
+	a, err := startAgent(agentConfig{Name: name, Bind: "127.0.0.1:0", Slots: max(slots, 1), Key: key,
+		Log: lg, GossipLog: logw})
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, []HostSlots{{Name: name, Slots: slots}}, nil
+}
+
+// startJoined joins the cluster at o.Join as a member with no slots, and returns the
+// agents it learned of in host order: the -H/--hostfile order with its slots, or every
+// agent by name with the slots it advertises.
+func startJoined(o *Options, id string, lg *log.Logger, logw io.Writer) (*Agent, []HostSlots, error) {
+	key, err := LoadKey(o.Keyfile)
+	if err != nil {
+		return nil, nil, &UsageError{Msg: err.Error()}
+	}
+	bind := o.Bind
+	if bind == "" {
+		bind = net.JoinHostPort(localIPToward(o.Join), "0")
+	}
+	a, err := startAgent(agentConfig{Name: "golaunch-" + id, Bind: bind, Key: key, Log: lg, GossipLog: logw})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := a.cl.join([]string{o.Join}); err != nil {
+		a.close()
+		return nil, nil, err
+	}
+	agents := map[string]member{}
+	var names []string
+	for _, m := range a.cl.members() {
+		switch {
+		case m.Name == a.name:
+		case m.MetaErr != nil:
+			lg.Printf("ignoring member %s: %v", m.Name, m.MetaErr)
+		case m.Meta.Version != controlVersion:
+			lg.Printf("ignoring member %s: control protocol v%d (this golaunch: v%d)", m.Name, m.Meta.Version, controlVersion)
+		case m.Meta.Slots > 0:
+			agents[m.Name] = m
+			names = append(names, m.Name)
+		}
+	}
+	var hosts []HostSlots
+	if o.Hosts == nil {
+		for _, n := range names {
+			hosts = append(hosts, HostSlots{Name: n, Slots: agents[n].Meta.Slots})
+		}
+	}
+	for _, h := range o.Hosts {
+		if _, ok := agents[h.Name]; !ok {
+			a.close()
+			return nil, nil, usagef("host %q is not an agent of the cluster at %s (agents: %s)", h.Name, o.Join, strings.Join(names, ", "))
+		}
+		hosts = append(hosts, h)
+	}
+	if len(hosts) == 0 {
+		a.close()
+		return nil, nil, fmt.Errorf("the cluster at %s has no agent with slots", o.Join)
+	}
+	a.peers = agents
+	return a, hosts, nil
+}
+
+// controlAddrs maps host names to control addresses: the agent itself in a local run,
+// the members learned at join otherwise.
+func controlAddrs(a *Agent) map[string]string {
+	m := map[string]string{}
+	if a.ln != nil {
+		m[a.name] = a.controlAddr()
+	}
+	for n, p := range a.peers {
+		m[n] = p.Meta.Control
+	}
+	return m
+}
+
+// localIPToward returns the local IP that routes to addr (no packet is sent).
+func localIPToward(addr string) string {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return "0.0.0.0"
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String()
+}
+
+// AgentMain runs `golaunch agent` with args until a signal ends it.
+func AgentMain(args []string, stdio Stdio, sigs <-chan os.Signal) int {
+	o, fs, err := ParseAgentArgs(args)
+	if err != nil {
+		return usageExit(stdio.Err, err)
+	}
+	if o.Help {
+		fmt.Fprint(stdio.Out, agentUsageText(fs))
+		return ExitOK
+	}
+	key, err := LoadKey(o.Keyfile)
+	if err != nil {
+		return usageExit(stdio.Err, &UsageError{Msg: "agent: " + err.Error()})
+	}
+	lg := log.New(stdio.Err, "golaunch agent "+o.Name+": ", log.LstdFlags)
+	a, err := startAgent(agentConfig{Name: o.Name, Bind: o.Bind, Advertise: o.Advertise, ControlPort: o.ControlPort,
+		Slots: o.Slots, Key: key, Log: lg, GossipLog: stdio.Err, Debug: o.Verbose})
+	if err != nil {
+		fmt.Fprintf(stdio.Err, "golaunch agent: %v\n", err)
+		return ExitFailure
+	}
+	if len(o.Join) > 0 {
+		if err := a.cl.join(o.Join); err != nil {
+			a.close()
+			fmt.Fprintf(stdio.Err, "golaunch agent: %v\n", err)
+			return ExitFailure
+		}
+	}
+	fmt.Fprintf(stdio.Out, "golaunch agent %s: gossip %s, control %s, %d slots, %d members\n",
+		a.name, a.cl.addr(), a.controlAddr(), o.Slots, len(a.cl.members()))
+	if f, ok := stdio.Out.(*os.File); ok {
+		f.Sync()
+	}
+	sig := <-sigs
+	lg.Printf("%v: leaving the cluster", sig)
+	a.close()
+	return ExitOK
+}
+
+func versionText() string {
+	v := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	return fmt.Sprintf("golaunch %s (gorma; %s %s/%s; control protocol v%d)", v, runtime.Version(),
+		runtime.GOOS, runtime.GOARCH, controlVersion)
+}

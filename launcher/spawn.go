@@ -1,0 +1,253 @@
+package launcher
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gorma-hpc/gorma/launcher/pmi"
+)
+
+// outputDrain bounds how long a rank's exit report waits for its output pipes to reach
+// EOF after the rank itself has exited (a descendant may still hold them open).
+const outputDrain = 500 * time.Millisecond
+
+// spawner starts processes from one goroutine locked to its OS thread for the job's
+// lifetime. PR_SET_PDEATHSIG (SysProcAttr.Pdeathsig) fires when the thread that forked
+// the child exits, not the process; Go may retire an idle thread at any time, so a
+// child forked from an arbitrary goroutine could be killed mid-run, and one forked from
+// a thread that survives forever would still die with the agent only by luck. With one
+// locked thread that lives until every child is reaped, children get SIGKILL exactly when
+// the agent process dies (even by SIGKILL) and never otherwise.
+//
+// start may be called from any goroutine; stop must be called once, after every child
+// has been reaped (the thread then exits).
+type spawner struct {
+	reqs chan spawnReq
+	quit chan struct{}
+	done chan struct{}
+}
+
+type spawnReq struct {
+	cmd *exec.Cmd
+	res chan error
+}
+
+func newSpawner() *spawner {
+	s := &spawner{reqs: make(chan spawnReq), quit: make(chan struct{}), done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+func (s *spawner) loop() {
+	runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
+	defer close(s.done)
+	for {
+		select {
+		case r := <-s.reqs:
+			r.res <- r.cmd.Start()
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// start starts cmd on the spawner's thread.
+func (s *spawner) start(cmd *exec.Cmd) error {
+	res := make(chan error, 1)
+	select {
+	case s.reqs <- spawnReq{cmd, res}:
+		return <-res
+	case <-s.done:
+		return errors.New("spawner stopped")
+	}
+}
+
+// stop ends the spawner's thread.
+func (s *spawner) stop() {
+	close(s.quit)
+	<-s.done
+}
+
+// rankProc is one running rank on this agent.
+type rankProc struct {
+	rank, local int
+	cmd         *exec.Cmd
+	pid         int
+	stdin       *os.File      // write end of rank 0's stdin, else nil
+	outDone     chan struct{} // closed when both output pipes reached EOF
+	ended       chan struct{} // closed once the exit is reported
+}
+
+// rankEnv builds a rank's environment: the agent's own (without GOLAUNCH_*), then the
+// job's -x variables, then the contract (later entries win).
+func rankEnv(base, extra []string, c pmi.Contract) []string {
+	env := make([]string, 0, len(base)+len(extra)+12)
+	for _, kv := range base {
+		if !strings.HasPrefix(kv, "GOLAUNCH_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, extra...)
+	return append(env, c.Environ()...)
+}
+
+// spawnRank starts one rank with its stdout and stderr on pipes read by forward (which
+// gets stream 1 or 2 and a chunk it may keep), in its own process group, with
+// Pdeathsig. Rank 0 also gets a stdin pipe.
+func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, local int,
+	forward func(stream int, data []byte)) (*rankProc, error) {
+	cmd := exec.Command(path, args...)
+	cmd.Args[0] = path
+	cmd.Env = env
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &rankProc{rank: rank, local: local, cmd: cmd, outDone: make(chan struct{}), ended: make(chan struct{})}
+	var childEnds, ours []*os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		return
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll([]*os.File{outR, outW})
+		return nil, err
+	}
+	childEnds, ours = append(childEnds, outW, errW), append(ours, outR, errR)
+	cmd.Stdout, cmd.Stderr = outW, errW
+	if rank == 0 {
+		inR, inW, err := pipe()
+		if err != nil {
+			closeAll(append(childEnds, ours...))
+			return nil, err
+		}
+		childEnds, ours = append(childEnds, inR), append(ours, inW)
+		cmd.Stdin, p.stdin = inR, inW
+	}
+	err = sp.start(cmd)
+	closeAll(childEnds)
+	if err != nil {
+		closeAll(ours)
+		return nil, err
+	}
+	p.pid = cmd.Process.Pid
+	outs := make(chan struct{}, 2)
+	for i, r := range []*os.File{outR, errR} {
+		go pump(r, i+1, forward, outs)
+	}
+	go func() {
+		<-outs
+		<-outs
+		close(p.outDone)
+	}()
+	return p, nil
+}
+
+// pump forwards everything read from r as stream's output, then closes r.
+func pump(r *os.File, stream int, forward func(int, []byte), done chan<- struct{}) {
+	defer func() { done <- struct{}{} }()
+	defer r.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			forward(stream, buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// wait reaps the rank and waits (briefly) for its output to drain. It returns the exit
+// code (or -1) and the killing signal (or 0).
+func (p *rankProc) wait() (code, sig int) {
+	p.cmd.Wait()
+	select {
+	case <-p.outDone:
+	case <-time.After(outputDrain):
+	}
+	return exitStatus(p.cmd.ProcessState)
+}
+
+func exitStatus(ps *os.ProcessState) (code, sig int) {
+	if ps == nil {
+		return -1, 0
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, int(ws.Signal())
+	}
+	return ps.ExitCode(), 0
+}
+
+// signalGroup sends sig to the process group of pid (each rank leads its own group), then
+// SIGCONT so that a stopped rank handles a SIGTERM at once.
+func signalGroup(pid int, sig syscall.Signal) {
+	if pid <= 0 {
+		return
+	}
+	syscall.Kill(-pid, sig)
+	if sig != syscall.SIGKILL && sig != syscall.SIGCONT && sig != syscall.SIGINT {
+		syscall.Kill(-pid, syscall.SIGCONT)
+	}
+}
+
+// resolveProgram finds prog as exec would (a name without a slash is looked up in PATH)
+// and checks that it is an executable file. The error names the problem for the user.
+func resolveProgram(prog string) (string, error) {
+	path, err := exec.LookPath(prog)
+	if err != nil {
+		var ee *exec.Error
+		switch {
+		case errors.Is(err, exec.ErrDot):
+			return "", fmt.Errorf("program %q resolves to the current directory through PATH; run it as ./%s", prog, prog)
+		case errors.As(err, &ee) && errors.Is(ee.Err, exec.ErrNotFound):
+			return "", fmt.Errorf("program %q not found in PATH", prog)
+		}
+		st, serr := os.Stat(prog)
+		switch {
+		case serr != nil:
+			return "", fmt.Errorf("program %q not found", prog)
+		case st.IsDir():
+			return "", fmt.Errorf("program %q is a directory", prog)
+		default:
+			return "", fmt.Errorf("program %q is not executable (mode %04o)", prog, st.Mode().Perm())
+		}
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return "", fmt.Errorf("program %q is a directory", prog)
+	}
+	return path, nil
+}
+
+// describeSignal names a signal: "9 (SIGKILL)".
+func describeSignal(sig int) string {
+	name := signalNames[syscall.Signal(sig)]
+	if name == "" {
+		return fmt.Sprintf("%d", sig)
+	}
+	return fmt.Sprintf("%d (%s)", sig, name)
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+	syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT",
+	syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
+	syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+	syscall.SIGXCPU: "SIGXCPU", syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGSYS: "SIGSYS",
+}

@@ -1,0 +1,75 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+var errCanceled = errors.New("send canceled before it was posted")
+
+// handleLocked handles one work completion.
+func (e *engine) handleLocked(wc *verbs.WC) {
+	kind, rank, idx := splitWRID(wc.WRID)
+	if rank >= len(e.peers) || e.peers[rank] == nil {
+		return
+	}
+	p := e.peers[rank]
+	if p.failed != nil {
+		return // late completions of a failed connection
+	}
+	if wc.Status != verbs.Success {
+		e.peerFailedLocked(p, statusCause(p.dev.name, wc))
+		return
+	}
+	switch kind {
+	case wrTx:
+		p.txFree = append(p.txFree, idx)
+		p.sqFree++
+	case wrRead:
+		p.sqFree++
+		e.readDoneLocked(p, idx)
+	case wrRx:
+		e.messageLocked(p, p.rxBuf(idx)[:wc.ByteLen])
+		if p.failed == nil {
+			if err := p.postRecv(idx); err != nil {
+				e.peerFailedLocked(p, err)
+			}
+		}
+	}
+	if p.out.n > 0 {
+		e.pumpLocked(p)
+	}
+}
+
+// messageLocked handles a message that arrived from p in a receive slot.
+func (e *engine) messageLocked(p *peer, msg []byte) {
+	h, err := decodeHeader(msg)
+	if err != nil {
+		e.peerFailedLocked(p, err)
+		return
+	}
+	switch h.kind {
+	case msgFIN:
+		e.finLocked(p, h.cookie)
+	case msgEager, msgRTS:
+		e.incomingLocked(p.rank, &h, msg)
+	}
+}
+
+// statusCause explains an error completion on a peer's connection.
+func statusCause(provider string, wc *verbs.WC) error {
+	what := "the connection failed"
+	switch wc.Status {
+	case verbs.RetryExcErr:
+		what = "the peer stopped answering (it died, closed its transport, or the network failed)"
+	case verbs.WRFlushErr:
+		what = "the connection was closed (the peer died or closed its transport)"
+	case verbs.RemAccessErr:
+		what = "the peer refused a memory access (a stale key, or the kernel forbids reading its memory)"
+	case verbs.LocLenErr:
+		what = "the peer sent a message larger than the receive slot (mismatched GORMA_EAGER_LIMIT?)"
+	}
+	return fmt.Errorf("%s: %s: %w", provider, what, wc.Err())
+}

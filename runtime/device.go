@@ -1,0 +1,78 @@
+package runtime
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+	"github.com/gorma-hpc/gorma/transport/verbs/arena"
+
+	// The providers register themselves with the verbs registry.
+	_ "github.com/gorma-hpc/gorma/transport/verbs/shm"
+	_ "github.com/gorma-hpc/gorma/transport/verbs/tcp"
+)
+
+// Queue sizes per peer. The eager slots of a peer connection are registered arena memory:
+// txSlots send buffers and rxSlots pre-posted receive buffers, each hdrLen plus the eager
+// limit long. Every Send, RTS, FIN and RDMA read holds one send queue entry until its
+// completion is polled.
+const (
+	maxSlots     = 32
+	minSlots     = 8
+	slotBudget   = 512 // receive slots per rank, spread over its peers
+	readChunk    = 64 << 20
+	regCacheSize = 64
+)
+
+func slotsPerPeer(peers int) int {
+	return min(maxSlots, max(minSlots, slotBudget/max(peers, 1)))
+}
+
+// device is one opened provider with its protection domain, its completion queue (shared
+// by all its peers' QPs) and a registration cache for rendezvous sends.
+type device struct {
+	name   string
+	dev    verbs.Device
+	pd     verbs.PD
+	cq     verbs.CQ
+	regs   *arena.RegCache
+	closed bool // closed by this rank (Finalize); guarded by engine.mu
+	broken bool // its CQ failed: no longer polled; guarded by engine.mu
+}
+
+// openDevice opens provider name for npeers connections.
+func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slots int, secret []byte) (*device, error) {
+	vc := verbs.Config{Wait: wait, Spin: cfg.spin, Name: fmt.Sprintf("rank %d", rank)}
+	if name == "tcp" {
+		host := cfg.tcpAddr
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		vc.Addr = net.JoinHostPort(host, "0")
+		vc.Secret = secret
+	}
+	dev, err := verbs.Open(name, vc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open %s device: %w", ErrTransport, name, err)
+	}
+	d := &device{name: name, dev: dev}
+	if d.pd, err = dev.AllocPD(); err == nil {
+		d.cq, err = dev.CreateCQ(max(npeers*(2*slots+slots), 64))
+	}
+	if err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("%w: %s device: %w", ErrTransport, name, err)
+	}
+	pd := d.pd
+	d.regs = arena.NewRegCache(func(buf []byte, a verbs.Access) (verbs.MR, error) { return pd.RegMR(buf, a) }, regCacheSize)
+	return d, nil
+}
+
+func (d *device) close() {
+	if d.closed {
+		return
+	}
+	d.closed = true
+	d.regs.Close()
+	d.dev.Close()
+}

@@ -1,0 +1,122 @@
+package runtime
+
+// Eager protocol: a message of at most the receiver's eager limit is copied into a
+// registered send slot behind an 8-byte header and posted as one verbs Send, which lands
+// in one of the receiver's pre-posted receive slots. The send completes when the copy is
+// made (the caller may reuse its buffer at once); the slot is free again when the
+// provider reports the Send complete. A message to this rank itself never touches the
+// transport: it is copied into the matching posted receive, or into the unexpected queue.
+
+// sendLocked starts send r: self, eager or rendezvous.
+func (e *engine) sendLocked(r *Request) {
+	if r.peer == e.rank {
+		e.sendSelfLocked(r)
+		return
+	}
+	p := e.peers[r.peer]
+	if p.failed != nil {
+		e.completeLocked(r, p.failed)
+		return
+	}
+	if len(r.buf) > p.eagerMax {
+		e.offerLocked(p, r)
+		return
+	}
+	if p.out.n == 0 && p.canSend() {
+		e.postEagerLocked(p, r)
+		return
+	}
+	p.out.push(outOp{kind: opEager, r: r})
+	r.outQueued = true
+}
+
+// postEagerLocked copies r's message into a send slot, posts it and completes r.
+func (e *engine) postEagerLocked(p *peer, r *Request) {
+	i := p.takeSlot()
+	b := p.txBuf(i)
+	putHeader(b, msgEager, r.ctx, int32(r.tag))
+	n := copy(b[hdrLen:], r.buf)
+	if err := p.postMessage(i, hdrLen+n); err != nil {
+		e.peerFailedLocked(p, err)
+		e.completeLocked(r, p.failed)
+		return
+	}
+	e.completeLocked(r, nil)
+}
+
+// sendSelfLocked delivers a message from this rank to itself.
+func (e *engine) sendSelfLocked(r *Request) {
+	tag := int32(r.tag)
+	if rr := e.matchPosted(r.ctx, e.rank, tag); rr != nil {
+		e.posted.remove(rr)
+		e.deliverEagerLocked(rr, e.rank, tag, r.buf)
+	} else {
+		m := e.newUxLocked()
+		m.src, m.ctx, m.tag, m.kind = e.rank, r.ctx, tag, msgEager
+		m.data = e.bufs.get(len(r.buf))
+		copy(m.data, r.buf)
+		e.ux.push(m)
+		e.wakeProbesLocked(m)
+	}
+	e.completeLocked(r, nil)
+	e.kickLocked() // the poller may be waiting for the receive or probe just completed
+}
+
+// queueFINLocked sends FIN with cookie to p, now or when a slot frees.
+func (e *engine) queueFINLocked(p *peer, cookie uint64) {
+	if p.failed != nil {
+		return
+	}
+	if p.out.n == 0 && p.canSend() {
+		e.postFINLocked(p, cookie)
+		return
+	}
+	p.out.push(outOp{kind: opFIN, cookie: cookie})
+}
+
+func (e *engine) postFINLocked(p *peer, cookie uint64) {
+	i := p.takeSlot()
+	putFIN(p.txBuf(i), cookie)
+	if err := p.postMessage(i, finLen); err != nil {
+		e.peerFailedLocked(p, err)
+	}
+}
+
+// pumpLocked posts the operations waiting in p's out queue, in order, as far as send
+// slots and send queue entries allow.
+func (e *engine) pumpLocked(p *peer) {
+	for p.out.n > 0 && p.failed == nil {
+		op := p.out.front()
+		r := op.r
+		if r != nil && r.canceled {
+			p.out.pop()
+			r.outQueued = false
+			e.completeLocked(r, errCanceled)
+			continue
+		}
+		if op.kind == opRead {
+			if p.sqFree == 0 {
+				return
+			}
+			chunk := op.chunk
+			p.out.pop()
+			e.postReadLocked(p, r, chunk)
+			continue
+		}
+		if !p.canSend() {
+			return
+		}
+		kind, cookie := op.kind, op.cookie
+		p.out.pop()
+		switch kind {
+		case opEager:
+			r.outQueued = false
+			e.postEagerLocked(p, r)
+		case opRTS:
+			r.outQueued = false
+			e.postRTSLocked(p, r)
+		case opFIN:
+			e.postFINLocked(p, cookie)
+		}
+	}
+}

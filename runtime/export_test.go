@@ -1,0 +1,33 @@
+package runtime
+
+// KillTransport closes w's devices as a dying process's would, without Finalize: its
+// peers see their connections fail.
+func KillTransport(w *World) {
+	w.e.halt()
+	w.e.mu.Lock()
+	for _, d := range w.e.devs {
+		d.close()
+	}
+	w.e.mu.Unlock()
+}
+
+// Pending reports the engine's queue lengths: posted receives, unexpected messages, and
+// rendezvous table entries in use.
+func Pending(w *World) (posted, unexpected, table int) {
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.posted.n, e.ux.n, len(e.table.slots) - len(e.table.free)
+}
+
+// ForceCopyRendezvous makes w's shm rendezvous sends offer a private arena copy, as where
+// the kernel forbids reading peer memory.
+func ForceCopyRendezvous(w *World) {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	for _, p := range w.e.peers {
+		if p != nil {
+			p.cma = false
+		}
+	}
+}

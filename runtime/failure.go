@@ -1,0 +1,184 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gorma-hpc/gorma/launcher/pmi"
+)
+
+// Failure handling. A peer is failed when its connection reports an error (a completion
+// with an error status: RetryExcErr when the peer process died or closed its transport,
+// WRFlushErr, RemAccessErr, ...; a malformed message) or when the launcher's agent reports
+// it failed (pmi.ProcFailed). From then on every operation that involves the peer fails
+// with a *ProcError wrapping ErrProcFailed:
+//
+//   - pending sends to it and receives from it complete with the error at once, and so do
+//     later ones (a receive first takes any message from it that had already arrived);
+//   - receives from AnySource (and AnySource probes) that are pending fail too, and a later
+//     AnySource receive fails unless a matching message is already waiting: once any peer
+//     has failed, an AnySource receive never blocks (as ULFM's MPI_ERR_PROC_FAILED_PENDING,
+//     without its acknowledge call; receive from named sources to go on);
+//   - Barrier fails at every rank once any peer has failed (each rank holds a connection
+//     to every peer and sees every death), so that no rank waits for a live rank that
+//     left the barrier with an error;
+//   - operations that involve only live peers go on.
+//
+// When the job is aborted (pmi.Aborted, or this rank's Abort) every pending and later
+// call fails with a *ProcError wrapping ErrAborted that names the aborting rank. Losing
+// the connection to the agent (outside Finalize) counts as an abort.
+
+// peerFailedLocked marks p failed with cause and fails everything that waits on it.
+func (e *engine) peerFailedLocked(p *peer, cause error) {
+	if p.failed != nil {
+		return
+	}
+	pe := &ProcError{Rank: p.rank, Host: p.host, Err: ErrProcFailed, Cause: cause}
+	p.failed = pe
+	if e.failed == nil {
+		e.failed = pe
+	}
+	if !p.dev.closed {
+		p.qp.ToErr() // no more DMA into our buffers once this returns; flushes are ignored
+	}
+	for p.out.n > 0 {
+		op := *p.out.front()
+		p.out.pop()
+		if op.r != nil && op.kind != opRead {
+			op.r.outQueued = false
+			e.completeLocked(op.r, pe)
+		}
+	}
+	for _, r := range e.table.slots {
+		if r != nil && ((r.kind == reqSend && r.peer == p.rank) || (r.kind == reqRecv && r.status.Source == p.rank)) {
+			e.completeLocked(r, pe)
+		}
+	}
+	e.failQueueLocked(&e.posted, p.rank, pe)
+	e.failQueueLocked(&e.probes, p.rank, pe)
+	e.kickLocked()
+}
+
+// failQueueLocked fails the requests of q that name rank or AnySource.
+func (e *engine) failQueueLocked(q *reqQueue, rank int, err error) {
+	for r := q.head; r != nil; {
+		next := r.next
+		if r.peer == rank || r.peer == AnySource || r.anyFail || rank < 0 {
+			q.remove(r)
+			e.completeLocked(r, err)
+		}
+		r = next
+	}
+}
+
+// failAllLocked fails every pending request with err (abort, finalize).
+func (e *engine) failAllLocked(err error) {
+	for _, p := range e.peers {
+		if p == nil {
+			continue
+		}
+		for p.out.n > 0 {
+			op := *p.out.front()
+			p.out.pop()
+			if op.r != nil && op.kind != opRead {
+				op.r.outQueued = false
+				e.completeLocked(op.r, err)
+			}
+		}
+	}
+	for _, r := range e.table.slots {
+		if r != nil {
+			e.completeLocked(r, err)
+		}
+	}
+	e.failQueueLocked(&e.posted, -1, err)
+	e.failQueueLocked(&e.probes, -1, err)
+	e.kickLocked()
+}
+
+// sourceFailedLocked returns the error receive (or probe) r must fail with when nothing
+// matching is waiting, or nil.
+func (e *engine) sourceFailedLocked(r *Request) error {
+	src := r.peer
+	switch {
+	case e.aborted != nil:
+		return e.aborted
+	case src == AnySource || r.anyFail:
+		if e.failed != nil {
+			return e.failed
+		}
+	case src != e.rank:
+		if p := e.peers[src]; p.failed != nil {
+			return p.failed
+		}
+	}
+	return nil
+}
+
+// deviceFailedLocked fails every peer of d (its CQ failed: overrun, closed under us).
+func (e *engine) deviceFailedLocked(d *device, err error) {
+	d.broken = true
+	for _, p := range e.peers {
+		if p != nil && p.dev == d {
+			e.peerFailedLocked(p, fmt.Errorf("%s device failed: %w", d.name, err))
+		}
+	}
+}
+
+// watchEvents applies the agent's events until the connection ends or the World stops.
+func (e *engine) watchEvents() {
+	defer e.bg.Done()
+	events := e.client.Events()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				e.agentLost()
+				return
+			}
+			e.onEvent(ev)
+		case <-e.stop.Done():
+			return
+		}
+	}
+}
+
+func (e *engine) onEvent(ev pmi.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch ev.Kind {
+	case pmi.ProcFailed:
+		if ev.Rank >= 0 && ev.Rank < e.size && ev.Rank != e.rank {
+			e.peerFailedLocked(e.peers[ev.Rank], fmt.Errorf("launcher reports: %s", eventCause(ev)))
+		}
+	case pmi.Aborted:
+		if e.aborted == nil {
+			e.aborted = &ProcError{Rank: ev.Rank, Host: ev.Host, Err: ErrAborted, Cause: abortCause(ev.Code, ev.Cause)}
+			e.failAllLocked(e.aborted)
+		}
+	}
+}
+
+func (e *engine) agentLost() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.finalizing || e.aborted != nil {
+		return
+	}
+	e.aborted = &ProcError{Rank: -1, Err: ErrAborted, Cause: errors.New("lost the connection to the launcher's agent")}
+	e.failAllLocked(e.aborted)
+}
+
+func eventCause(ev pmi.Event) string {
+	if ev.Cause != "" {
+		return ev.Cause
+	}
+	return fmt.Sprintf("exit code %d", ev.Code)
+}
+
+func abortCause(code int, msg string) error {
+	if msg == "" {
+		return fmt.Errorf("abort with code %d", code)
+	}
+	return fmt.Errorf("abort with code %d: %s", code, msg)
+}

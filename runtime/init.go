@@ -1,0 +1,310 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorma-hpc/gorma/launcher/pmi"
+	"github.com/gorma-hpc/gorma/runtime/internal/testhook"
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// Environment variables read by Init.
+const (
+	EnvProgress   = "GORMA_PROGRESS"    // spin, hybrid (default) or block
+	EnvEagerLimit = "GORMA_EAGER_LIMIT" // bytes; suffixes K and M (powers of 1024)
+	EnvSpin       = "GORMA_SPIN"        // hybrid mode's spin budget, a Go duration (default 50us)
+)
+
+// Default eager limits: the largest message sent by copy; larger ones use rendezvous.
+const (
+	DefaultEagerSHM = 16 << 10
+	DefaultEagerTCP = 64 << 10
+	maxEagerLimit   = 16 << 20
+)
+
+// config is what Init reads from the environment.
+type config struct {
+	progress  verbs.WaitMode // GORMA_PROGRESS
+	spin      time.Duration
+	eagerSHM  int
+	eagerTCP  int
+	transport string // from the launch contract
+	tcpAddr   string
+}
+
+func readConfig(getenv func(string) string) (config, error) {
+	cfg := config{spin: verbs.DefaultSpin, eagerSHM: DefaultEagerSHM, eagerTCP: DefaultEagerTCP}
+	switch v := getenv(EnvProgress); v {
+	case "", "hybrid":
+		cfg.progress = verbs.WaitHybrid
+	case "spin":
+		cfg.progress = verbs.WaitSpin
+	case "block":
+		cfg.progress = verbs.WaitBlock
+	default:
+		return cfg, fmt.Errorf("%w: %s=%q: want spin, hybrid or block", ErrConfig, EnvProgress, v)
+	}
+	if v := getenv(EnvSpin); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > time.Second {
+			return cfg, fmt.Errorf("%w: %s=%q: want a duration from 1us to 1s, such as 50us or 2ms", ErrConfig, EnvSpin, v)
+		}
+		cfg.spin = d
+	}
+	if v := getenv(EnvEagerLimit); v != "" {
+		n, err := parseSize(v)
+		if err != nil || n > maxEagerLimit {
+			return cfg, fmt.Errorf("%w: %s=%q: want a byte count from 0 to %d, such as 8192, 16K or 1M", ErrConfig, EnvEagerLimit, v, maxEagerLimit)
+		}
+		cfg.eagerSHM, cfg.eagerTCP = n, n
+	}
+	return cfg, nil
+}
+
+func parseSize(s string) (int, error) {
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "K"), strings.HasSuffix(s, "k"):
+		mult, s = 1<<10, s[:len(s)-1]
+	case strings.HasSuffix(s, "M"), strings.HasSuffix(s, "m"):
+		mult, s = 1<<20, s[:len(s)-1]
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > maxEagerLimit/mult {
+		return 0, errors.New("bad size")
+	}
+	return n * mult, nil
+}
+
+// options are initWith's knobs (tests set them through testhook).
+type options struct {
+	getenv   func(string) string
+	hostSalt string
+	exit     func(int)
+}
+
+func init() {
+	testhook.Init = func(ctx context.Context, o testhook.Options) (any, error) {
+		return initWith(ctx, options{getenv: o.Getenv, hostSalt: o.HostSalt, exit: o.Exit})
+	}
+}
+
+// Init joins the job this process was launched into by golaunch, and returns the World.
+// It reads the launch contract (the GOLAUNCH_* variables), connects to the local agent,
+// exchanges endpoint cards with every other rank through it (two fences), picks the
+// transport for each peer (shm on the same host, tcp otherwise, or the launcher's
+// --transport), and connects one queue pair to every peer. It returns once every
+// connection is up, or with an error when ctx ends first. Without the contract (the
+// program was not started by golaunch) Init returns a world of one rank.
+//
+// It reads GORMA_PROGRESS (spin, hybrid or block; default hybrid), GORMA_SPIN (hybrid's
+// spin budget, a duration such as 50us, the default) and GORMA_EAGER_LIMIT (bytes, as
+// 8192, 16K or 1M; default 16K on shm and 64K on tcp); a bad value is an ErrConfig error
+// naming the variable. If Init fails after reaching the agent, it closes the connection
+// without Finalize, which golaunch treats as a failed rank (the job is aborted).
+func Init(ctx context.Context) (*World, error) {
+	return initWith(ctx, options{getenv: os.Getenv})
+}
+
+func initWith(ctx context.Context, o options) (*World, error) {
+	if o.exit == nil {
+		o.exit = osExit
+	}
+	cfg, err := readConfig(o.getenv)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: init: %w", err)
+	}
+	c, err := pmi.ReadContract(o.getenv)
+	if errors.Is(err, pmi.ErrNoContract) {
+		return worldOfOne(cfg, o), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runtime: init: %w", err)
+	}
+	cfg.transport, cfg.tcpAddr = c.Transport, c.TCPAddr
+	client, err := pmi.Dial(ctx, c.AgentSock, c.Rank, c.JobID)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: init rank %d: %w", c.Rank, err)
+	}
+	if size := client.Info().Size; size != c.Size {
+		client.Close()
+		return nil, fmt.Errorf("runtime: init rank %d: the agent says the job has %d ranks, %s says %d", c.Rank, size, pmi.EnvSize, c.Size)
+	}
+	e := newEngine(cfg, c.Rank, c.Size, c.Host, o.exit)
+	e.localRank, e.localSize = c.LocalRank, c.LocalSize
+	e.client = client
+	if err := e.connect(ctx, identityWith(o.hostSalt)); err != nil {
+		e.shutdown()
+		client.Close()
+		return nil, fmt.Errorf("runtime: init rank %d: %w", c.Rank, err)
+	}
+	e.start()
+	return &World{e: e}, nil
+}
+
+func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine {
+	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit,
+		kickCh: make(chan struct{}, 1), nextCtx: 2, hosts: make([]string, size)}
+	e.hosts[rank] = host
+	e.stop, e.halt = context.WithCancel(context.Background())
+	e.waitCtx, e.waitCancel = context.WithCancel(context.Background())
+	e.peers = make([]*peer, size)
+	return e
+}
+
+func worldOfOne(cfg config, o options) *World {
+	host, _ := os.Hostname()
+	e := newEngine(cfg, 0, 1, host, o.exit)
+	return &World{e: e}
+}
+
+func identityWith(salt string) hostIdentity {
+	id := localIdentity()
+	if salt != "" {
+		h := fnv.New64a()
+		h.Write([]byte(salt))
+		id.netNS ^= h.Sum64()
+	}
+	return id
+}
+
+// Keys under which ranks publish through the agent.
+const (
+	keyCard = "gorma/card"
+	keyEP   = "gorma/ep/" // + the rank the endpoint is for
+)
+
+// connect publishes this rank's card, reads every peer's, opens the devices the peers
+// need, and connects one QP to every peer.
+func (e *engine) connect(ctx context.Context, id hostIdentity) error {
+	cl := e.client
+	me := card{host: e.host, id: id, pid: int32(os.Getpid()), probe: probeAddr(),
+		eagerSHM: uint32(e.cfg.eagerSHM), eagerTCP: uint32(e.cfg.eagerTCP)}
+	if err := cl.Put(ctx, keyCard, me.encode()); err != nil {
+		return err
+	}
+	if err := cl.Fence(ctx); err != nil {
+		return err
+	}
+	cards := make([]card, e.size)
+	prov := make([]string, e.size)
+	count := map[string]int{}
+	for r := range e.size {
+		if r == e.rank {
+			continue
+		}
+		b, err := cl.Get(ctx, r, keyCard)
+		if err == nil {
+			cards[r], err = decodeCard(b)
+		}
+		if err != nil {
+			return fmt.Errorf("card of rank %d: %w", r, err)
+		}
+		e.hosts[r] = cards[r].host
+		if prov[r], err = chooseProvider(e.cfg.transport, &me, &cards[r], r); err != nil {
+			return err
+		}
+		count[prov[r]]++
+	}
+	// Who spins (progress.go): the runtime, over every device, which then only sleeps in
+	// CQ.Wait; or, when tcp is the only device and the mode is hybrid, tcp's CQ.Wait,
+	// whose spin leaves the processor to the reader goroutines that produce completions.
+	wait := verbs.WaitBlock
+	if count["tcp"] > 0 && count["shm"] == 0 && e.cfg.progress == verbs.WaitHybrid {
+		e.providerSpins, wait = true, e.cfg.progress
+	}
+	slots := slotsPerPeer(e.size - 1)
+	devs := map[string]*device{}
+	for _, name := range []string{"shm", "tcp"} {
+		if count[name] == 0 {
+			continue
+		}
+		d, err := openDevice(name, &e.cfg, wait, e.rank, count[name], slots, cl.Info().Secret)
+		if err != nil {
+			return err
+		}
+		devs[name] = d
+		e.devs = append(e.devs, d)
+	}
+	for r := range e.size {
+		if r == e.rank {
+			continue
+		}
+		d := devs[prov[r]]
+		mine, theirs := e.cfg.eagerTCP, int(cards[r].eagerTCP)
+		if d.name == "shm" {
+			mine, theirs = e.cfg.eagerSHM, int(cards[r].eagerSHM)
+		}
+		p, err := newPeer(d, r, cards[r], mine, theirs, slots)
+		if err != nil {
+			return err
+		}
+		p.cma = d.name == "shm" && cmaPossible(&cards[r])
+		e.peers[r] = p
+		if err := cl.Put(ctx, keyEP+strconv.Itoa(r), p.qp.Endpoint()); err != nil {
+			return err
+		}
+	}
+	if err := cl.Fence(ctx); err != nil {
+		return err
+	}
+	for r, p := range e.peers {
+		if p == nil {
+			continue
+		}
+		ep, err := cl.Get(ctx, r, keyEP+strconv.Itoa(e.rank))
+		if err == nil {
+			err = p.qp.ToRTR(ctx, ep)
+		}
+		if err != nil {
+			return fmt.Errorf("connect to rank %d (%s, host %s): %w", r, p.dev.name, p.host, err)
+		}
+	}
+	for r, p := range e.peers {
+		if p == nil {
+			continue
+		}
+		if err := p.qp.ToRTS(ctx); err != nil {
+			return fmt.Errorf("connect to rank %d (%s, host %s): %w", r, p.dev.name, p.host, err)
+		}
+	}
+	return nil
+}
+
+// start launches the engine's goroutines: the agent event watcher and, with two devices,
+// one relay per completion queue.
+func (e *engine) start() {
+	if e.client != nil {
+		e.bg.Add(1)
+		go e.watchEvents()
+	}
+	if len(e.devs) > 1 {
+		for _, d := range e.devs {
+			rl := &relay{cq: d.cq, polled: make(chan struct{}, 1)}
+			e.relays = append(e.relays, rl)
+			e.bg.Add(1)
+			go e.runRelay(rl)
+		}
+	}
+}
+
+// shutdown stops the engine's goroutines and closes its devices.
+func (e *engine) shutdown() {
+	e.halt()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.watchStop != nil && !e.polling {
+		e.watchStop() // the last context the poller watched
+		e.watchStop, e.watched = nil, nil
+	}
+	for _, d := range e.devs {
+		d.close()
+	}
+}

@@ -1,0 +1,152 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// hostIdentity tells whether two processes can share memory: the kernel instance (boot
+// id), the network namespace (ranks in different network namespaces count as different
+// hosts, as the launcher places them) and the pid namespace and user (the shm provider
+// reaches peers through /proc/PID and their memfds).
+type hostIdentity struct {
+	bootID [16]byte
+	netNS  uint64
+	pidNS  uint64
+	uid    uint32
+}
+
+func localIdentity() hostIdentity {
+	var id hostIdentity
+	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		s := strings.ReplaceAll(strings.TrimSpace(string(b)), "-", "")
+		if raw, err := hex.DecodeString(s); err == nil && len(raw) == len(id.bootID) {
+			copy(id.bootID[:], raw)
+		}
+	}
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/ns/net", &st) == nil {
+		id.netNS = st.Ino
+	}
+	if unix.Stat("/proc/self/ns/pid", &st) == nil {
+		id.pidNS = st.Ino
+	}
+	id.uid = uint32(os.Getuid())
+	return id
+}
+
+// card is what a rank publishes about itself before any connection is made: where it
+// runs, and the limits its peers must respect when they send to it.
+type card struct {
+	host     string // the launcher's host name
+	id       hostIdentity
+	pid      int32
+	probe    uint64 // address of cmaProbe in this process (see cmaPossible)
+	eagerSHM uint32 // largest eager payload this rank accepts over shm
+	eagerTCP uint32 // ... over tcp
+}
+
+const (
+	cardMagic   = "GRMC"
+	cardVersion = 1
+)
+
+func (c *card) encode() []byte {
+	b := make([]byte, 0, 64+len(c.host))
+	b = append(b, cardMagic...)
+	b = append(b, cardVersion)
+	b = append(b, c.id.bootID[:]...)
+	b = le.AppendUint64(b, c.id.netNS)
+	b = le.AppendUint64(b, c.id.pidNS)
+	b = le.AppendUint32(b, c.id.uid)
+	b = le.AppendUint32(b, uint32(c.pid))
+	b = le.AppendUint64(b, c.probe)
+	b = le.AppendUint32(b, c.eagerSHM)
+	b = le.AppendUint32(b, c.eagerTCP)
+	b = le.AppendUint16(b, uint16(len(c.host)))
+	return append(b, c.host...)
+}
+
+const cardFixed = 4 + 1 + 16 + 8 + 8 + 4 + 4 + 8 + 4 + 4 + 2
+
+func decodeCard(b []byte) (card, error) {
+	var c card
+	if len(b) < cardFixed || string(b[:4]) != cardMagic {
+		return c, fmt.Errorf("not a gorma endpoint card (%d bytes)", len(b))
+	}
+	if b[4] != cardVersion {
+		return c, fmt.Errorf("card version %d, this build speaks %d (mixed gorma builds in one job?)", b[4], cardVersion)
+	}
+	p := b[5:]
+	copy(c.id.bootID[:], p)
+	p = p[16:]
+	c.id.netNS, c.id.pidNS, c.id.uid = le.Uint64(p), le.Uint64(p[8:]), le.Uint32(p[16:])
+	c.pid, c.probe = int32(le.Uint32(p[20:])), le.Uint64(p[24:])
+	c.eagerSHM, c.eagerTCP = le.Uint32(p[32:]), le.Uint32(p[36:])
+	n := int(le.Uint16(p[40:]))
+	p = p[42:]
+	if len(p) != n {
+		return c, fmt.Errorf("card host name of %d bytes, %d present", n, len(p))
+	}
+	c.host = string(p)
+	return c, nil
+}
+
+// sameHost reports whether two cards describe processes that can share memory.
+func sameHost(a, b *card) bool { return a.host == b.host && a.id == b.id }
+
+// chooseProvider is the one place that decides how this rank talks to a peer: shm when
+// both run on the same host (same launcher host name and same boot id, network and pid
+// namespace and user), tcp otherwise. The launch contract's transport ("shm" or "tcp",
+// from golaunch --transport) overrides the choice; "shm" with a peer on another host is an
+// error naming the peer.
+func chooseProvider(transport string, me, peer *card, peerRank int) (string, error) {
+	local := sameHost(me, peer)
+	switch transport {
+	case "tcp":
+		return "tcp", nil
+	case "shm":
+		if !local {
+			return "", fmt.Errorf("%w: transport shm was requested, but rank %d runs on host %q (%s), not on this rank's host %q (%s); use --transport auto or tcp",
+				ErrTransport, peerRank, peer.host, peer.id.short(), me.host, me.id.short())
+		}
+		return "shm", nil
+	case "auto", "":
+		if local {
+			return "shm", nil
+		}
+		return "tcp", nil
+	}
+	return "", fmt.Errorf("%w: unknown transport %q (want auto, shm or tcp)", ErrTransport, transport)
+}
+
+func (id hostIdentity) short() string {
+	return fmt.Sprintf("boot %x, netns %d, pidns %d, uid %d", id.bootID[:4], id.netNS, id.pidNS, id.uid)
+}
+
+// cmaProbe is a byte whose address each rank publishes in its card, so that a same-host
+// peer can check whether it may read this process's memory with process_vm_readv (which
+// the shm provider uses to RDMA-read user buffers): the kernel allows it for processes of
+// the same user unless Yama's ptrace_scope forbids it.
+var cmaProbe = [8]byte{'g', 'o', 'r', 'm', 'a'}
+
+func probeAddr() uint64 { return uint64(uintptr(unsafe.Pointer(&cmaProbe[0]))) }
+
+// cmaPossible reports whether this process may read the memory of the process of card c.
+func cmaPossible(c *card) bool {
+	if c.pid == int32(os.Getpid()) {
+		return true
+	}
+	var got [5]byte
+	local := []unix.Iovec{{Base: &got[0]}}
+	local[0].SetLen(len(got))
+	remote := []unix.RemoteIovec{{Base: uintptr(c.probe), Len: len(got)}}
+	n, err := unix.ProcessVMReadv(int(c.pid), local, remote, 0)
+	return err == nil && n == len(got) && bytes.Equal(got[:], cmaProbe[:5])
+}

@@ -1,0 +1,233 @@
+package runtime
+
+import "math/bits"
+
+// Matching. A receive names (context, source or AnySource, tag or AnyTag); a message
+// carries (context, source, tag). Posted receives wait in e.posted in the order they were
+// posted; messages that arrived before a matching receive wait in e.ux (the unexpected
+// queue) in the order they arrived. A message takes the first matching posted receive; a
+// receive takes the first matching unexpected message. Messages from one peer arrive in
+// the order they were sent (one QP, in order), so two messages from one sender that both
+// match a receive are received in the order they were sent: MPI's non-overtaking rule.
+
+// uxMsg is a message that arrived before a matching receive was posted: an eager payload
+// (copied out of the receive slot, which is reposted at once) or a rendezvous offer.
+type uxMsg struct {
+	src  int
+	ctx  uint16
+	tag  int32
+	kind uint8 // msgEager or msgRTS
+	data []byte
+	// msgRTS
+	cookie, rkey, off, length uint64
+
+	next, prev *uxMsg
+}
+
+func (m *uxMsg) size() int {
+	if m.kind == msgRTS {
+		return int(m.length)
+	}
+	return len(m.data)
+}
+
+type uxQueue struct {
+	head, tail *uxMsg
+	n          int
+}
+
+func (q *uxQueue) push(m *uxMsg) {
+	m.prev, m.next = q.tail, nil
+	if q.tail != nil {
+		q.tail.next = m
+	} else {
+		q.head = m
+	}
+	q.tail = m
+	q.n++
+}
+
+func (q *uxQueue) remove(m *uxMsg) {
+	if m.prev != nil {
+		m.prev.next = m.next
+	} else {
+		q.head = m.next
+	}
+	if m.next != nil {
+		m.next.prev = m.prev
+	} else {
+		q.tail = m.prev
+	}
+	m.next, m.prev = nil, nil
+	q.n--
+}
+
+// matches reports whether receive (or probe) r takes a message of (ctx, src, tag).
+func (r *Request) matches(ctx uint16, src int, tag int32) bool {
+	return r.ctx == ctx && (r.peer == AnySource || r.peer == src) && (r.tag == AnyTag || r.tag == int(tag))
+}
+
+// matchPosted returns the first posted receive that takes a message of (ctx, src, tag).
+func (e *engine) matchPosted(ctx uint16, src int, tag int32) *Request {
+	for r := e.posted.head; r != nil; r = r.next {
+		if r.matches(ctx, src, tag) {
+			return r
+		}
+	}
+	return nil
+}
+
+// matchUnexpected returns the first unexpected message that r takes.
+func (e *engine) matchUnexpected(r *Request) *uxMsg {
+	for m := e.ux.head; m != nil; m = m.next {
+		if r.matches(m.ctx, m.src, m.tag) {
+			return m
+		}
+	}
+	return nil
+}
+
+// incomingLocked handles an eager message or RTS from src: it goes to the first matching
+// posted receive, or else to the unexpected queue (waking matching probes). msg is the
+// whole message in its receive slot, which the caller reposts afterwards.
+func (e *engine) incomingLocked(src int, h *header, msg []byte) {
+	if r := e.matchPosted(h.ctx, src, h.tag); r != nil {
+		e.posted.remove(r)
+		if h.kind == msgEager {
+			e.deliverEagerLocked(r, src, h.tag, msg[hdrLen:])
+		} else {
+			e.startReadLocked(r, src, h.tag, h.cookie, h.rkey, h.off, h.length)
+		}
+		return
+	}
+	m := e.newUxLocked()
+	m.src, m.ctx, m.tag, m.kind = src, h.ctx, h.tag, h.kind
+	if h.kind == msgEager {
+		m.data = e.bufs.get(len(msg) - hdrLen)
+		copy(m.data, msg[hdrLen:])
+	} else {
+		m.cookie, m.rkey, m.off, m.length = h.cookie, h.rkey, h.off, h.length
+	}
+	e.ux.push(m)
+	e.wakeProbesLocked(m)
+}
+
+// receiveLocked starts receive r: it takes the first matching unexpected message or is
+// posted. It fails at once if it can only be satisfied by a failed peer.
+func (e *engine) receiveLocked(r *Request) {
+	if m := e.matchUnexpected(r); m != nil {
+		e.ux.remove(m)
+		if m.kind == msgEager {
+			e.deliverEagerLocked(r, m.src, m.tag, m.data)
+		} else {
+			e.startReadLocked(r, m.src, m.tag, m.cookie, m.rkey, m.off, m.length)
+		}
+		e.freeUxLocked(m)
+		return
+	}
+	if err := e.sourceFailedLocked(r); err != nil {
+		e.completeLocked(r, err)
+		return
+	}
+	e.posted.push(r)
+}
+
+// deliverEagerLocked copies an eager payload into receive r and completes it.
+func (e *engine) deliverEagerLocked(r *Request, src int, tag int32, payload []byte) {
+	n := copy(r.buf, payload)
+	r.status = Status{Source: src, Tag: int(tag), Bytes: n, Count: n / r.esize}
+	var err error
+	if n < len(payload) {
+		err = truncated(len(payload), len(r.buf))
+	}
+	e.completeLocked(r, err)
+}
+
+// probeLocked starts probe r: it completes at once if a matching message is waiting, and
+// otherwise waits in e.probes for one.
+func (e *engine) probeLocked(r *Request) {
+	if m := e.matchUnexpected(r); m != nil {
+		r.status = Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}
+		e.completeLocked(r, nil)
+		return
+	}
+	if err := e.sourceFailedLocked(r); err != nil {
+		e.completeLocked(r, err)
+		return
+	}
+	e.probes.push(r)
+}
+
+// wakeProbesLocked completes the probes that message m satisfies.
+func (e *engine) wakeProbesLocked(m *uxMsg) {
+	for r := e.probes.head; r != nil; {
+		next := r.next
+		if r.matches(m.ctx, m.src, m.tag) {
+			e.probes.remove(r)
+			r.status = Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}
+			e.completeLocked(r, nil)
+		}
+		r = next
+	}
+}
+
+func (e *engine) newUxLocked() *uxMsg {
+	if n := len(e.uxFree); n > 0 {
+		m := e.uxFree[n-1]
+		e.uxFree = e.uxFree[:n-1]
+		return m
+	}
+	return new(uxMsg)
+}
+
+func (e *engine) freeUxLocked(m *uxMsg) {
+	if m.data != nil {
+		e.bufs.put(m.data)
+	}
+	*m = uxMsg{}
+	if len(e.uxFree) < maxPooledUx {
+		e.uxFree = append(e.uxFree, m)
+	}
+}
+
+const maxPooledUx = 256
+
+// bufPool keeps the buffers of unexpected eager payloads for reuse, by power-of-two size
+// class, so that a steady stream of unexpected messages allocates nothing.
+type bufPool struct {
+	free [bufClasses][][]byte
+}
+
+const (
+	bufMinShift = 6  // 64 bytes
+	bufClasses  = 21 // up to 64 MiB
+	bufKeep     = 32 // buffers kept per class
+)
+
+func bufClass(n int) int {
+	if n <= 1<<bufMinShift {
+		return 0
+	}
+	return bits.Len(uint(n-1)) - bufMinShift
+}
+
+func (p *bufPool) get(n int) []byte {
+	c := bufClass(n)
+	if c >= bufClasses {
+		return make([]byte, n)
+	}
+	if k := len(p.free[c]); k > 0 {
+		b := p.free[c][k-1]
+		p.free[c] = p.free[c][:k-1]
+		return b[:n]
+	}
+	return make([]byte, n, 1<<(c+bufMinShift))
+}
+
+func (p *bufPool) put(b []byte) {
+	c := bufClass(cap(b))
+	if c >= bufClasses || cap(b) != 1<<(c+bufMinShift) || len(p.free[c]) >= bufKeep {
+		return
+	}
+	p.free[c] = append(p.free[c], b[:0])
+}

@@ -1,0 +1,261 @@
+package runtime
+
+import (
+	"context"
+	"unsafe"
+)
+
+// Elem is the element type of a message: fixed-size plain numbers, whose bytes are the
+// message. int, uint and uintptr are left out on purpose (their size depends on the
+// platform); use int64 or uint64.
+type Elem interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64 |
+		~float32 | ~float64 | ~complex64 | ~complex128
+}
+
+// asBytes returns buf's memory as bytes, and the element size.
+func asBytes[T Elem](buf []T) ([]byte, int) {
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	if len(buf) == 0 {
+		return nil, size
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf)*size), size
+}
+
+// Send sends buf to rank dest with tag (0..MaxTag) and returns when buf may be reused:
+// at once for a message up to the eager limit (it was copied), after the receiver has
+// read it for a larger one (rendezvous). A send to this rank itself is copied and never
+// blocks. If ctx ends while a rendezvous send waits, Send returns ctx's error and the
+// message stays offered: the receiver may still read buf, so its contents must stay as
+// they are if the message is to be intact.
+func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
+	b, size := asBytes(buf)
+	return withOp("send", w.e.send(ctx, w.ctx, b, size, dest, tag))
+}
+
+// Recv receives a message from rank src (or AnySource) with tag (or AnyTag) into buf, and
+// returns its Status. A message longer than buf fills buf and fails with ErrTruncated. If
+// ctx ends before a message has matched, the receive is withdrawn and Recv returns ctx's
+// error; once a rendezvous message has matched, Recv waits for its data regardless (it is
+// being written into buf).
+func Recv[T Elem](ctx context.Context, w *World, buf []T, src, tag int) (Status, error) {
+	b, size := asBytes(buf)
+	st, err := w.e.recv(ctx, w.ctx, b, size, src, tag, false)
+	return st, withOp("recv", err)
+}
+
+// Isend starts sending buf to dest with tag and returns its Request. buf belongs to the
+// runtime until the Request completes. Bad arguments and a finalized World fail at once;
+// a failed peer makes the Request complete with the error. Isend allocates the Request;
+// IsendWith reuses one.
+func Isend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
+	r := new(Request)
+	if err := IsendWith(r, w, buf, dest, tag); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// IsendWith is Isend into r, a Request that is new (the zero value) or has completed
+// (Wait returned, or Test reported true), so that a loop of non-blocking sends allocates
+// nothing. Reusing a Request that has not completed fails with ErrInvalid.
+func IsendWith[T Elem](r *Request, w *World, buf []T, dest, tag int) error {
+	b, size := asBytes(buf)
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkArgsLocked(dest, tag, false); err != nil {
+		return withOp("isend", err)
+	}
+	if err := e.resetLocked(r); err != nil {
+		return withOp("isend", err)
+	}
+	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize = reqSend, w.ctx, dest, tag, b, size
+	e.sendLocked(r)
+	return nil
+}
+
+// Irecv starts receiving into buf from src (or AnySource) with tag (or AnyTag) and
+// returns its Request. buf belongs to the runtime until the Request completes. Irecv
+// allocates the Request; IrecvWith reuses one.
+func Irecv[T Elem](w *World, buf []T, src, tag int) (*Request, error) {
+	r := new(Request)
+	if err := IrecvWith(r, w, buf, src, tag); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// IrecvWith is Irecv into r, a Request that is new or has completed (see IsendWith).
+func IrecvWith[T Elem](r *Request, w *World, buf []T, src, tag int) error {
+	b, size := asBytes(buf)
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkArgsLocked(src, tag, true); err != nil {
+		return withOp("irecv", err)
+	}
+	if err := e.resetLocked(r); err != nil {
+		return withOp("irecv", err)
+	}
+	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize = reqRecv, w.ctx, src, tag, b, size
+	e.receiveLocked(r)
+	return nil
+}
+
+// resetLocked readies a user's Request for a new operation.
+func (e *engine) resetLocked(r *Request) error {
+	if r == nil {
+		return invalidf("nil Request")
+	}
+	if r.e != nil && !r.done {
+		return invalidf("the Request is still in use (reuse a Request only once it has completed)")
+	}
+	if r.e != nil && r.e != e {
+		return invalidf("the Request belongs to another World's job")
+	}
+	if r.waiting {
+		return invalidf("a goroutine is still waiting for the Request")
+	}
+	wake := r.wake
+	*r = Request{e: e, wake: wake, truncTo: -1}
+	return nil
+}
+
+// Probe blocks until a message from src (or AnySource) with tag (or AnyTag) can be
+// received, and returns its Status without receiving it. Probe knows no element type:
+// Status.Count and Status.Bytes both hold the message's length in bytes (see CountOf).
+func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkArgsLocked(src, tag, true); err != nil {
+		return Status{}, withOp("probe", err)
+	}
+	r := e.newRequestLocked(reqProbe)
+	r.ctx, r.peer, r.tag = w.ctx, src, tag
+	e.probeLocked(r)
+	err := e.waitLocked(ctx, r)
+	if err != nil {
+		e.probes.remove(r)
+	} else {
+		err = r.err
+	}
+	st := r.status
+	e.recycleLocked(r)
+	e.handoffLocked()
+	return st, withOp("probe", err)
+}
+
+// Iprobe reports whether a message from src (or AnySource) with tag (or AnyTag) can be
+// received now, and its Status if so (lengths in bytes, as Probe). It never blocks.
+func Iprobe(w *World, src, tag int) (bool, Status, error) {
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkArgsLocked(src, tag, true); err != nil {
+		return false, Status{}, withOp("iprobe", err)
+	}
+	if !e.polling {
+		e.progressLocked()
+	}
+	r := Request{ctx: w.ctx, peer: src, tag: tag}
+	if m := e.matchUnexpected(&r); m != nil {
+		return true, Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}, nil
+	}
+	if err := e.sourceFailedLocked(&r); err != nil {
+		return false, Status{}, withOp("iprobe", err)
+	}
+	return false, Status{}, nil
+}
+
+// CountOf returns how many elements of type T the message of s holds (the Status of a
+// Probe counts bytes).
+func CountOf[T Elem](s Status) int {
+	var zero T
+	return s.Bytes / int(unsafe.Sizeof(zero))
+}
+
+// checkArgsLocked validates a peer rank and tag; recv allows the wildcards.
+func (e *engine) checkArgsLocked(rank, tag int, recv bool) error {
+	if err := e.checkLocked(); err != nil {
+		return err
+	}
+	if (rank < 0 || rank >= e.size) && !(recv && rank == AnySource) {
+		return invalidf("rank %d out of range [0, %d)", rank, e.size)
+	}
+	if (tag < 0 || tag > MaxTag) && !(recv && tag == AnyTag) {
+		return invalidf("tag %d out of range [0, %d]", tag, MaxTag)
+	}
+	return nil
+}
+
+// send is the blocking send of every caller (Send, Barrier): ctxID is the communication
+// context. Errors are returned without the operation's name.
+func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest, tag int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkArgsLocked(dest, tag, false); err != nil {
+		return err
+	}
+	r := e.newRequestLocked(reqSend)
+	r.ctx, r.peer, r.tag, r.buf, r.esize = ctxID, dest, tag, buf, esize
+	e.sendLocked(r)
+	if !r.done {
+		if err := e.waitLocked(ctx, r); err != nil {
+			e.abandonSendLocked(r)
+			e.handoffLocked()
+			return err
+		}
+	}
+	err := r.err
+	e.recycleLocked(r)
+	e.handoffLocked()
+	return err
+}
+
+// recv is the blocking receive of every caller (Recv, Barrier). A collective receive
+// fails when any peer has failed.
+func (e *engine) recv(ctx context.Context, ctxID uint16, buf []byte, esize, src, tag int, collective bool) (Status, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkArgsLocked(src, tag, true); err != nil {
+		return Status{}, err
+	}
+	r := e.newRequestLocked(reqRecv)
+	r.ctx, r.peer, r.tag, r.buf, r.esize, r.anyFail = ctxID, src, tag, buf, esize, collective
+	e.receiveLocked(r)
+	var err error
+	if !r.done {
+		err = e.waitLocked(ctx, r)
+		if err != nil && !r.queued {
+			// Matched: a rendezvous read into buf is under way and must finish first.
+			err = e.waitLocked(context.Background(), r)
+		}
+		if err != nil {
+			e.posted.remove(r)
+		}
+	}
+	if err == nil {
+		err = r.err
+	}
+	st := r.status
+	e.recycleLocked(r)
+	e.handoffLocked()
+	return st, err
+}
+
+// abandonSendLocked gives up waiting for blocking send r: a send still in its peer's out
+// queue is dropped when it reaches the front; a rendezvous offer stays until FIN or
+// failure. Either way r is recycled when it completes.
+func (e *engine) abandonSendLocked(r *Request) {
+	if r.done {
+		e.recycleLocked(r)
+		return
+	}
+	r.detached = true
+	if r.outQueued {
+		r.canceled = true
+	}
+}

@@ -1,0 +1,164 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// peer is the connection to one other rank: a QP of one device, its eager slots, and
+// the operations waiting for send resources. All fields are guarded by engine.mu.
+type peer struct {
+	rank   int
+	host   string
+	card   card
+	dev    *device
+	qp     verbs.QP
+	cma    bool // rendezvous sends may offer user memory (the peer can read it)
+	failed *ProcError
+
+	eagerMax int // largest eager payload the peer accepts
+	txMR     verbs.MR
+	rxMR     verbs.MR
+	txSize   int // bytes per send slot
+	rxSize   int // bytes per receive slot
+	slots    int
+	txFree   []uint32 // free send slots
+	sqFree   int      // send queue entries not in use
+	maxSend  int
+	out      outQueue // operations waiting for a send slot or queue entry, in order
+
+	swr verbs.SendWR // reused for every post: providers do not retain it
+	rwr verbs.RecvWR
+}
+
+// WRIDs name what a completion belongs to: kind in the top byte, the peer's rank in the
+// next three, and a slot or request table index in the low four.
+const (
+	wrTx   = 1 // a send slot (eager message, RTS or FIN)
+	wrRx   = 2 // a receive slot
+	wrRead = 3 // an RDMA read of a rendezvous receive (index: table slot)
+)
+
+func wrid(kind uint64, rank int, idx uint32) uint64 {
+	return kind<<56 | uint64(rank)<<32 | uint64(idx)
+}
+
+func splitWRID(id uint64) (kind uint64, rank int, idx uint32) {
+	return id >> 56, int(id >> 32 & 0xffffff), uint32(id)
+}
+
+// newPeer creates the QP to rank on d, carves its slots and posts its receives. The QP
+// is left in Init, ready for connect.
+func newPeer(d *device, rank int, c card, eagerMine, eagerTheirs, slots int) (*peer, error) {
+	p := &peer{rank: rank, host: c.host, card: c, dev: d, slots: slots, maxSend: 2 * slots,
+		eagerMax: eagerTheirs, txSize: hdrLen + max(eagerTheirs, rtsLen), rxSize: hdrLen + max(eagerMine, rtsLen)}
+	p.txSize = (p.txSize + 63) &^ 63
+	p.rxSize = (p.rxSize + 63) &^ 63
+	var err error
+	p.qp, err = d.pd.CreateQP(verbs.QPAttr{SendCQ: d.cq, RecvCQ: d.cq, MaxSendWR: p.maxSend, MaxRecvWR: slots})
+	if err == nil {
+		err = p.qp.ToInit()
+	}
+	if err == nil {
+		p.txMR, err = d.pd.AllocMR(slots*p.txSize, verbs.LocalWrite)
+	}
+	if err == nil {
+		p.rxMR, err = d.pd.AllocMR(slots*p.rxSize, verbs.LocalWrite)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s connection to rank %d: %w", ErrTransport, d.name, rank, err)
+	}
+	p.sqFree = p.maxSend
+	p.txFree = make([]uint32, 0, slots)
+	for i := slots - 1; i >= 0; i-- {
+		p.txFree = append(p.txFree, uint32(i))
+	}
+	for i := 0; i < slots; i++ {
+		if err := p.postRecv(uint32(i)); err != nil {
+			return nil, fmt.Errorf("%w: %s connection to rank %d: post receive: %w", ErrTransport, d.name, rank, err)
+		}
+	}
+	return p, nil
+}
+
+func (p *peer) txBuf(i uint32) []byte {
+	b := p.txMR.Bytes()
+	return b[int(i)*p.txSize : int(i+1)*p.txSize]
+}
+
+func (p *peer) rxBuf(i uint32) []byte {
+	b := p.rxMR.Bytes()
+	return b[int(i)*p.rxSize : int(i+1)*p.rxSize]
+}
+
+func (p *peer) postRecv(i uint32) error {
+	p.rwr = verbs.RecvWR{WRID: wrid(wrRx, p.rank, i), Local: p.rxBuf(i), LKey: p.rxMR.LKey()}
+	return p.qp.PostRecv(&p.rwr)
+}
+
+// canSend reports whether a message (which needs a send slot) can be posted now.
+func (p *peer) canSend() bool { return len(p.txFree) > 0 && p.sqFree > 0 }
+
+// takeSlot returns a free send slot. canSend must have been true.
+func (p *peer) takeSlot() uint32 {
+	n := len(p.txFree) - 1
+	i := p.txFree[n]
+	p.txFree = p.txFree[:n]
+	return i
+}
+
+// postMessage sends the first n bytes of send slot i.
+func (p *peer) postMessage(i uint32, n int) error {
+	p.swr = verbs.SendWR{WRID: wrid(wrTx, p.rank, i), Op: verbs.OpSend, Flags: verbs.Signaled,
+		Local: p.txBuf(i)[:n], LKey: p.txMR.LKey()}
+	p.sqFree--
+	return p.qp.PostSend(&p.swr)
+}
+
+// quiet reports whether nothing this rank sent to p is outstanding.
+func (p *peer) quiet() bool {
+	return p.failed != nil || (p.out.n == 0 && p.sqFree == p.maxSend)
+}
+
+// outOp is an operation waiting in a peer's out queue.
+type outOp struct {
+	kind   uint8 // opEager, opRTS, opFIN, opRead
+	r      *Request
+	cookie uint64 // opFIN
+	chunk  int    // opRead: index of the chunk
+}
+
+const (
+	opEager = iota + 1
+	opRTS
+	opFIN
+	opRead
+)
+
+// outQueue is a FIFO ring of outOps that grows when full.
+type outQueue struct {
+	ops  []outOp
+	head int
+	n    int
+}
+
+func (q *outQueue) push(op outOp) {
+	if q.n == len(q.ops) {
+		grown := make([]outOp, max(8, 2*len(q.ops)))
+		for i := 0; i < q.n; i++ {
+			grown[i] = q.ops[(q.head+i)%len(q.ops)]
+		}
+		q.ops, q.head = grown, 0
+	}
+	q.ops[(q.head+q.n)%len(q.ops)] = op
+	q.n++
+}
+
+func (q *outQueue) front() *outOp { return &q.ops[q.head] }
+
+func (q *outQueue) pop() {
+	q.ops[q.head] = outOp{}
+	q.head = (q.head + 1) % len(q.ops)
+	q.n--
+}

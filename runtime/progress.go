@@ -1,0 +1,291 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	goruntime "runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// Progress. There is no progress goroutine: the goroutines that call the runtime drive
+// it, so that a message costs no goroutine hand-off. At most one goroutine at a time is
+// the poller (engine.polling): it polls the completion queues and, when nothing is ready,
+// waits on them outside mu (block). Every other goroutine that must wait parks on its
+// request's wake channel; the poller completes their requests and wakes them, and when the
+// poller's own request is done it hands the role to a parked goroutine (handoffLocked).
+//
+// GORMA_PROGRESS decides whether the poller spins: spin polls for ever, hybrid polls for
+// GORMA_SPIN (default 50us) and then sleeps, block sleeps at once. The runtime spins
+// itself (spinning), polling every device; devices are opened in verbs.WaitBlock mode and
+// used for sleeping only. The exception is a rank whose only device is tcp, in hybrid
+// mode (providerSpins): tcp's CQ.Wait spins there (opened with verbs.WaitHybrid), as its
+// completions come from reader goroutines that a spin in the runtime would compete with
+// (measured: 45 us half round trip against 65-90 us). How the poller sleeps depends on
+// how many devices (completion queues) the rank uses:
+//
+//   - none (a world of one): on kickCh.
+//   - one: in CQ.Wait. Anything else that must wake it (a peer failure reported by the
+//     launcher, a self-send that completes its receive, its context ending) cancels
+//     waitCtx, the context it waits with.
+//   - two (shm and tcp): on kickCh; one relay goroutine per CQ sleeps in CQ.Wait and
+//     kicks the poller when its CQ has completions.
+
+// waitLocked blocks until r is done or ctx ends. It is called and returns with mu held.
+func (e *engine) waitLocked(ctx context.Context, r *Request) error {
+	return e.untilLocked(ctx, r, false)
+}
+
+// untilLocked blocks until r is done (quiet false) or until nothing this rank sent is
+// outstanding (quiet true, for Finalize; r then only serves for parking), or ctx ends.
+func (e *engine) untilLocked(ctx context.Context, r *Request, quiet bool) error {
+	first := true
+	for {
+		if !e.polling {
+			e.progressLocked()
+		}
+		if r.done || (quiet && e.quietLocked()) {
+			return nil
+		}
+		if quiet && e.aborted != nil {
+			return e.aborted
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if e.polling {
+			if quiet {
+				e.quietWait = r
+			}
+			e.parkLocked(ctx, r)
+			e.quietWait = nil
+			continue
+		}
+		e.polling = true
+		e.mu.Unlock()
+		e.block(ctx, first)
+		first = false
+		e.mu.Lock()
+		e.polling = false
+	}
+}
+
+// quietLocked reports whether nothing this rank sent is outstanding: no queued or
+// unacknowledged message, no rendezvous awaiting FIN or being read.
+func (e *engine) quietLocked() bool {
+	for _, p := range e.peers {
+		if p != nil && !p.quiet() {
+			return false
+		}
+	}
+	return len(e.table.free) == len(e.table.slots)
+}
+
+// handoffLocked wakes a parked goroutine to take over polling, if nobody polls. Call it
+// whenever a waiting goroutine stops waiting.
+func (e *engine) handoffLocked() {
+	if e.polling || len(e.waiters) == 0 {
+		return
+	}
+	select {
+	case e.waiters[0].wake <- struct{}{}:
+	default:
+	}
+}
+
+// parkLocked waits, without mu, until r's waiter is woken (r completed, or the poller
+// left) or ctx ends.
+func (e *engine) parkLocked(ctx context.Context, r *Request) {
+	if r.wake == nil {
+		r.wake = make(chan struct{}, 1)
+	}
+	r.waiting = true
+	e.waiters = append(e.waiters, r)
+	e.mu.Unlock()
+	select {
+	case <-r.wake:
+	case <-ctx.Done():
+	}
+	e.mu.Lock()
+	for i, x := range e.waiters {
+		if x == r {
+			e.waiters = append(e.waiters[:i], e.waiters[i+1:]...)
+			break
+		}
+	}
+	r.waiting = false
+	select {
+	case <-r.wake:
+	default:
+	}
+}
+
+// progressLocked polls every completion queue until it is empty and handles what it
+// found. The caller holds mu and no other goroutine is the poller.
+func (e *engine) progressLocked() {
+	for _, d := range e.devs {
+		if d.closed || d.broken {
+			continue
+		}
+		for {
+			n, err := d.cq.Poll(e.wcs[:])
+			if err != nil {
+				e.deviceFailedLocked(d, err)
+				break
+			}
+			for i := 0; i < n; i++ {
+				e.handleLocked(&e.wcs[i])
+			}
+			if n < len(e.wcs) {
+				break
+			}
+		}
+	}
+	for _, rl := range e.relays {
+		select {
+		case rl.polled <- struct{}{}:
+		default:
+		}
+	}
+	if r := e.quietWait; r != nil && e.quietLocked() {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Spinning: the poller polls the completion queues itself (one progressLocked pass per
+// round of untilLocked, about 50 ns on an idle shm queue), yielding to other goroutines
+// every spinYield polls and, in spin mode, the processor to other processes every
+// sysYield polls, so that ranks outnumbering cores still progress.
+const (
+	spinYield = 16
+	sysYield  = 256
+)
+
+// block waits, without mu, until progress may be possible: a completion, a kick, or the
+// end of ctx. While the poller spins (GORMA_PROGRESS=spin, or hybrid within its budget)
+// it returns at once, for another poll. first is true on the first wait of a call.
+func (e *engine) block(ctx context.Context, first bool) {
+	if e.kicked.Swap(false) || e.spinning(first) {
+		return
+	}
+	switch len(e.devs) {
+	case 0:
+		select {
+		case <-e.kickCh:
+		case <-ctx.Done():
+		}
+	case 1:
+		e.watch(ctx)
+		e.kickMu.Lock()
+		wctx := e.waitCtx
+		e.kickMu.Unlock()
+		e.devs[0].cq.Wait(wctx) // errors (closed) show up in the next Poll
+		if wctx.Err() != nil {
+			e.kickMu.Lock()
+			if e.waitCtx.Err() != nil {
+				e.waitCtx, e.waitCancel = context.WithCancel(context.Background())
+			}
+			e.kickMu.Unlock()
+		}
+	default:
+		select {
+		case <-e.kickCh:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// spinning reports whether the poller should poll again rather than sleep, and paces the
+// spin. Poller only.
+func (e *engine) spinning(first bool) bool {
+	mode := e.cfg.progress
+	if mode == verbs.WaitBlock || e.providerSpins {
+		return false
+	}
+	if first {
+		e.spins = 0
+		if mode == verbs.WaitHybrid {
+			e.spinStart = time.Now()
+		}
+	}
+	e.spins++
+	if e.spins%spinYield != 0 {
+		return true
+	}
+	if mode == verbs.WaitHybrid && time.Since(e.spinStart) >= e.cfg.spin {
+		return false
+	}
+	goruntime.Gosched()
+	if mode == verbs.WaitSpin && e.spins%sysYield == 0 {
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+	return true
+}
+
+// watch makes the end of ctx kick the poller, registering once per distinct context so
+// that waiting repeatedly with one context allocates nothing. Poller only.
+func (e *engine) watch(ctx context.Context) {
+	if ctx == e.watched || ctx.Done() == nil {
+		return
+	}
+	if e.watchStop != nil {
+		e.watchStop()
+	}
+	e.watched = ctx
+	e.watchStop = context.AfterFunc(ctx, e.kick)
+}
+
+// kick wakes the poller (or the next one) so that it looks at the engine's state again.
+// Safe from any goroutine, with or without mu.
+func (e *engine) kick() {
+	e.kicked.Store(true)
+	select {
+	case e.kickCh <- struct{}{}:
+	default:
+	}
+	e.kickMu.Lock()
+	if e.waitCancel != nil {
+		e.waitCancel()
+	}
+	e.kickMu.Unlock()
+}
+
+// kickLocked kicks the poller if there is one: call it after completing a request outside
+// progressLocked (the poller's own request may be among them).
+func (e *engine) kickLocked() {
+	if e.polling {
+		e.kick()
+	}
+}
+
+// relay sleeps on one device's CQ for a poller that serves two devices.
+type relay struct {
+	cq     verbs.CQ
+	polled chan struct{} // a poll pass happened since the relay last kicked
+}
+
+func (e *engine) runRelay(rl *relay) {
+	defer e.bg.Done()
+	for {
+		err := rl.cq.Wait(e.stop)
+		if e.stop.Err() != nil || errors.Is(err, verbs.ErrClosed) {
+			return
+		}
+		if err != nil {
+			time.Sleep(time.Millisecond) // a transient error: do not spin on it
+			continue
+		}
+		e.kick()
+		select {
+		case <-rl.polled:
+		case <-e.stop.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,268 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// reqKind is what a Request does.
+type reqKind uint8
+
+const (
+	reqSend  reqKind = iota + 1 // a message to peer
+	reqRecv                     // a receive from peer (or AnySource)
+	reqProbe                    // waits for a matching message without receiving it
+	reqSync                     // completed by the engine itself (Finalize's fence)
+)
+
+// Request is an outstanding non-blocking operation, returned by Isend and Irecv. Wait
+// blocks until it completes; Test reports whether it has. A Request is safe for use by
+// several goroutines, and may be waited for again after it completed (Wait then returns
+// the same Status and error at once).
+//
+// Buffer ownership: the buffer passed to Isend or Irecv belongs to the runtime until the
+// Request has completed (Wait returned, or Test reported true); the caller must not touch
+// it before then.
+type Request struct {
+	e    *engine
+	kind reqKind
+
+	// What to match: context, peer (destination of a send, source of a receive, which
+	// may be AnySource) and tag (AnyTag for receives).
+	ctx  uint16
+	peer int
+	tag  int
+
+	buf   []byte // user memory: the message (send) or where it goes (receive)
+	esize int    // element size, for Status.Count
+
+	// Rendezvous. A send that offered its buffer (RTS) and a receive that reads one hold a
+	// slot in the engine's table until FIN (send) or until the read completed (receive).
+	slot    uint32
+	gen     uint32
+	inTable bool
+	mr      verbs.MR // send: the buffer's registration
+	mrOwned bool     // send: mr is a private copy, deregistered at completion
+	rkey    uint64   // receive: the offered buffer
+	roff    uint64
+	rlen    int    // receive: bytes to read (len(buf) or less)
+	reads   int    // receive: RDMA reads outstanding
+	fin     uint64 // receive: the sender's cookie, returned in FIN
+	truncTo int    // receive: the full message length when it did not fit, else -1
+
+	// Completion, guarded by the engine's mu.
+	done   bool
+	status Status
+	err    error
+
+	// Queue links (posted receives, probes) guarded by mu.
+	next, prev *Request
+	queued     bool
+
+	// Waiting goroutines that are not the poller park on wake.
+	wake    chan struct{}
+	waiting bool
+
+	pooled    bool // owned by the engine: recycled once done and no longer referenced
+	detached  bool // a pooled request whose caller gave up (ctx): recycle at completion
+	canceled  bool // a queued send whose caller gave up before it was posted
+	outQueued bool // a send waiting in its peer's out queue (eager message or RTS)
+	anyFail   bool // a receive of a collective (Barrier): fails when any peer fails
+}
+
+// Status describes a received (or probed) message.
+type Status struct {
+	Source int // the sending rank
+	Tag    int // the message's tag
+	Count  int // elements received: Bytes divided by the element size (Probe: bytes)
+	Bytes  int // bytes received (Probe: the message's length)
+}
+
+// Wait blocks until the request completes or ctx ends, and returns its outcome. For a
+// receive, Status describes the message; for a send it is the zero Status. When ctx ends
+// first, Wait returns ctx's error and the request stays outstanding: Wait or Test again.
+func (r *Request) Wait(ctx context.Context) (Status, error) {
+	if r == nil || r.e == nil {
+		return Status{}, withOp("wait", invalidf("nil Request"))
+	}
+	e := r.e
+	e.mu.Lock()
+	err := e.waitLocked(ctx, r)
+	var st Status
+	if err == nil {
+		st, err = r.status, r.err
+	}
+	err = withOp(r.opName(), err)
+	e.handoffLocked()
+	e.mu.Unlock()
+	return st, err
+}
+
+// Test reports whether the request has completed, and if so its outcome. It makes
+// progress on the way but never blocks.
+func (r *Request) Test() (bool, Status, error) {
+	if r == nil || r.e == nil {
+		return false, Status{}, withOp("test", invalidf("nil Request"))
+	}
+	e := r.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !r.done && !e.polling {
+		e.progressLocked()
+	}
+	if !r.done {
+		return false, Status{}, nil
+	}
+	return true, r.status, r.err
+}
+
+func (r *Request) opName() string {
+	switch r.kind {
+	case reqSend:
+		return "send"
+	case reqRecv:
+		return "recv"
+	case reqProbe:
+		return "probe"
+	}
+	return "finalize"
+}
+
+// completeLocked finishes r with err and wakes its waiter. The caller holds mu.
+func (e *engine) completeLocked(r *Request, err error) {
+	if r.done {
+		return
+	}
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	r.done = true
+	if r.inTable {
+		e.table.release(r)
+	}
+	if r.mr != nil && r.mrOwned {
+		r.mr.Dereg()
+	}
+	r.mr = nil
+	if r.waiting {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+	if r.detached {
+		e.recycleLocked(r)
+	}
+}
+
+// newRequest returns a pooled request for a blocking call.
+func (e *engine) newRequestLocked(kind reqKind) *Request {
+	var r *Request
+	if n := len(e.pool); n > 0 {
+		r = e.pool[n-1]
+		e.pool = e.pool[:n-1]
+	} else {
+		r = &Request{e: e, pooled: true}
+	}
+	r.kind = kind
+	r.truncTo = -1
+	return r
+}
+
+// recycleLocked returns a pooled request to the pool once nothing refers to it.
+func (e *engine) recycleLocked(r *Request) {
+	if !r.pooled {
+		return
+	}
+	wake := r.wake
+	*r = Request{e: e, pooled: true, wake: wake}
+	if len(e.pool) < maxPooledRequests {
+		e.pool = append(e.pool, r)
+	}
+}
+
+const maxPooledRequests = 64
+
+// reqQueue is an intrusive FIFO of requests (posted receives, probes).
+type reqQueue struct {
+	head, tail *Request
+	n          int
+}
+
+func (q *reqQueue) push(r *Request) {
+	r.prev, r.next, r.queued = q.tail, nil, true
+	if q.tail != nil {
+		q.tail.next = r
+	} else {
+		q.head = r
+	}
+	q.tail = r
+	q.n++
+}
+
+func (q *reqQueue) remove(r *Request) {
+	if !r.queued {
+		return
+	}
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		q.head = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		q.tail = r.prev
+	}
+	r.next, r.prev, r.queued = nil, nil, false
+	q.n--
+}
+
+// reqTable holds requests in a rendezvous, found by the cookie carried in RTS and FIN, or
+// by the WRID of an RDMA read. A cookie is slot | generation<<32, so a stale or forged
+// cookie finds nothing.
+type reqTable struct {
+	slots []*Request
+	gens  []uint32
+	free  []uint32
+	sends int // send requests in the table (awaiting FIN)
+}
+
+func (t *reqTable) add(r *Request) {
+	var i uint32
+	if n := len(t.free); n > 0 {
+		i = t.free[n-1]
+		t.free = t.free[:n-1]
+	} else {
+		i = uint32(len(t.slots))
+		t.slots = append(t.slots, nil)
+		t.gens = append(t.gens, 0)
+	}
+	t.gens[i]++
+	t.slots[i] = r
+	r.slot, r.gen, r.inTable = i, t.gens[i], true
+	if r.kind == reqSend {
+		t.sends++
+	}
+}
+
+func (t *reqTable) release(r *Request) {
+	t.slots[r.slot] = nil
+	t.free = append(t.free, r.slot)
+	r.inTable = false
+	if r.kind == reqSend {
+		t.sends--
+	}
+}
+
+func (r *Request) cookie() uint64 { return uint64(r.slot) | uint64(r.gen)<<32 }
+
+// lookup returns the request of cookie, or nil.
+func (t *reqTable) lookup(cookie uint64) *Request {
+	i := uint32(cookie)
+	if int(i) >= len(t.slots) || t.gens[i] != uint32(cookie>>32) {
+		return nil
+	}
+	return t.slots[i]
+}

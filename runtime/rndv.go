@@ -1,0 +1,150 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// Rendezvous protocol, for messages above the receiver's eager limit:
+//
+//	sender                                     receiver
+//	expose buf (registration cache, or a
+//	private arena copy where the peer may not
+//	read our memory), table slot  ── RTS ──>   match (now, or when the receive is posted)
+//	                                           RDMA read straight into the receive buffer
+//	                                           (in chunks of readChunk)
+//	complete, release               <── FIN ── complete
+//
+// The receive buffer is never registered: providers accept plain Go memory as the local
+// side of an RDMA read. A receive buffer shorter than the message gets the message's first
+// bytes and ErrTruncated. RTS and FIN carry a cookie (table slot and generation), so a
+// stale or forged FIN finds nothing and is treated as a protocol violation of the peer.
+
+// offerLocked starts a rendezvous send: it exposes r's buffer and sends RTS.
+func (e *engine) offerLocked(p *peer, r *Request) {
+	mr, off, owned, err := exposeBuffer(p, r.buf)
+	if err != nil {
+		e.completeLocked(r, fmt.Errorf("%w: expose %d-byte send buffer to rank %d: %w", ErrTransport, len(r.buf), p.rank, err))
+		return
+	}
+	r.mr, r.mrOwned, r.roff = mr, owned, off
+	e.table.add(r)
+	if p.out.n == 0 && p.canSend() {
+		e.postRTSLocked(p, r)
+		return
+	}
+	p.out.push(outOp{kind: opRTS, r: r})
+	r.outQueued = true
+}
+
+// exposeBuffer returns a memory region that peer p may RDMA-read buf from, with buf's
+// offset in it. owned is true for a private copy, to be deregistered at completion.
+func exposeBuffer(p *peer, buf []byte) (verbs.MR, uint64, bool, error) {
+	if p.dev.name == "shm" && !p.cma {
+		mr, err := p.dev.pd.AllocMR(len(buf), verbs.RemoteRead)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		copy(mr.Bytes(), buf)
+		return mr, 0, true, nil
+	}
+	mr, err := p.dev.regs.Get(buf, verbs.RemoteRead)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	off, ok := verbs.SliceOffset(mr.Bytes(), buf)
+	if !ok {
+		return nil, 0, false, fmt.Errorf("registration cache returned a region that does not cover the buffer")
+	}
+	return mr, uint64(off), false, nil
+}
+
+func (e *engine) postRTSLocked(p *peer, r *Request) {
+	i := p.takeSlot()
+	putRTS(p.txBuf(i), r.ctx, int32(r.tag), r.cookie(), r.mr.RKey(), r.roff, uint64(len(r.buf)))
+	if err := p.postMessage(i, rtsLen); err != nil {
+		e.peerFailedLocked(p, err)
+	}
+}
+
+// finLocked handles FIN from src: the rendezvous send with cookie is complete.
+func (e *engine) finLocked(p *peer, cookie uint64) {
+	r := e.table.lookup(cookie)
+	if r == nil || r.kind != reqSend || r.peer != p.rank || r.outQueued {
+		e.peerFailedLocked(p, &errWire{fmt.Sprintf("FIN for unknown rendezvous %#x", cookie)})
+		return
+	}
+	e.completeLocked(r, nil)
+}
+
+// startReadLocked starts receive r of a rendezvous offer from src: RDMA reads of the
+// offered buffer into r.buf, then FIN.
+func (e *engine) startReadLocked(r *Request, src int, tag int32, cookie, rkey, off, length uint64) {
+	p := e.peers[src]
+	n := min(length, uint64(len(r.buf)))
+	r.status = Status{Source: src, Tag: int(tag), Bytes: int(n), Count: int(n) / r.esize}
+	if length > n {
+		r.truncTo = int(length)
+	}
+	if p.failed != nil {
+		e.completeLocked(r, p.failed)
+		return
+	}
+	r.fin = cookie
+	if n == 0 {
+		e.queueFINLocked(p, cookie)
+		e.completeLocked(r, r.truncErr())
+		return
+	}
+	r.rkey, r.roff, r.rlen = rkey, off, int(n)
+	e.table.add(r)
+	chunks := (r.rlen + readChunk - 1) / readChunk
+	r.reads = chunks
+	for c := 0; c < chunks; c++ {
+		if p.out.n == 0 && p.sqFree > 0 {
+			e.postReadLocked(p, r, c)
+		} else {
+			p.out.push(outOp{kind: opRead, r: r, chunk: c})
+		}
+	}
+}
+
+func (e *engine) postReadLocked(p *peer, r *Request, chunk int) {
+	lo := chunk * readChunk
+	hi := min(lo+readChunk, r.rlen)
+	p.swr = verbs.SendWR{WRID: wrid(wrRead, p.rank, r.slot), Op: verbs.OpRDMARead, Flags: verbs.Signaled,
+		Local: r.buf[lo:hi], Remote: verbs.RemoteAddr{RKey: r.rkey, Offset: r.roff + uint64(lo)}}
+	p.sqFree--
+	if err := p.qp.PostSend(&p.swr); err != nil {
+		e.peerFailedLocked(p, err)
+	}
+}
+
+// readDoneLocked handles the completion of one RDMA read of receive table slot idx.
+func (e *engine) readDoneLocked(p *peer, idx uint32) {
+	if int(idx) >= len(e.table.slots) {
+		return
+	}
+	r := e.table.slots[idx]
+	if r == nil || r.kind != reqRecv || r.done {
+		return
+	}
+	r.reads--
+	if r.reads > 0 {
+		return
+	}
+	e.queueFINLocked(p, r.fin)
+	e.completeLocked(r, r.truncErr())
+}
+
+func (r *Request) truncErr() error {
+	if r.truncTo < 0 {
+		return nil
+	}
+	return truncated(r.truncTo, len(r.buf))
+}
+
+func truncated(msg, buf int) error {
+	return fmt.Errorf("%w: a %d-byte message into a %d-byte buffer", ErrTruncated, msg, buf)
+}

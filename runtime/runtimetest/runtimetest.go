@@ -1,0 +1,295 @@
+package runtimetest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/launcher/pmi"
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/internal/testhook"
+)
+
+// Options configure a Job.
+type Options struct {
+	// Transport is the launcher's --transport: "auto" (default), "shm" or "tcp".
+	Transport string
+	// Hosts names the host of each rank (len n); ranks with different names count as
+	// different hosts. Default: every rank on host "node0".
+	Hosts []string
+	// Env holds extra environment variables of every rank (GORMA_PROGRESS, ...).
+	Env map[string]string
+	// Timeout bounds Start and each of Run's phases. Default 20 s.
+	Timeout time.Duration
+}
+
+// Job is a running in-process job.
+type Job struct {
+	Worlds []*runtime.World
+
+	srv *pmi.Server
+	h   *handler
+	dir string
+
+	mu    sync.Mutex
+	exits map[int]int
+}
+
+// Start initializes n ranks and returns when all have (or the first error).
+func Start(ctx context.Context, n int, opt Options) (*Job, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("runtimetest: %d ranks", n)
+	}
+	if opt.Hosts == nil {
+		opt.Hosts = make([]string, n)
+		for i := range opt.Hosts {
+			opt.Hosts[i] = "node0"
+		}
+	}
+	if len(opt.Hosts) != n {
+		return nil, fmt.Errorf("runtimetest: %d hosts for %d ranks", len(opt.Hosts), n)
+	}
+	if opt.Transport == "" {
+		opt.Transport = "auto"
+	}
+	if opt.Timeout == 0 {
+		opt.Timeout = 20 * time.Second
+	}
+	dir, err := os.MkdirTemp("", "gorma-rt-")
+	if err != nil {
+		return nil, err
+	}
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	h := &handler{x: pmi.NewExchange(n), size: n, secret: secret, finalized: map[int]bool{}}
+	srv, err := pmi.Listen(filepath.Join(dir, "agent.sock"), h)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	h.srv = srv
+	j := &Job{Worlds: make([]*runtime.World, n), srv: srv, h: h, dir: dir, exits: map[int]int{}}
+
+	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
+	defer cancel()
+	envs := contracts(n, opt, srv.Path())
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			env := envs[r]
+			w, err := testhook.Init(ctx, testhook.Options{
+				Getenv:   func(k string) string { return env[k] },
+				HostSalt: opt.Hosts[r],
+				Exit:     func(code int) { j.recordExit(r, code) },
+			})
+			if err != nil {
+				errs[r] = fmt.Errorf("rank %d: %w", r, err)
+				cancel() // the others would wait for this rank in a fence
+				return
+			}
+			j.Worlds[r] = w.(*runtime.World)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		j.closeWorlds()
+		j.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// contracts returns each rank's environment.
+func contracts(n int, opt Options, sock string) []map[string]string {
+	var order []string
+	local := map[string][]int{}
+	for r, h := range opt.Hosts {
+		if _, ok := local[h]; !ok {
+			order = append(order, h)
+		}
+		local[h] = append(local[h], r)
+	}
+	node := map[string]int{}
+	for i, h := range order {
+		node[h] = i
+	}
+	envs := make([]map[string]string, n)
+	for r, h := range opt.Hosts {
+		lr := 0
+		for i, x := range local[h] {
+			if x == r {
+				lr = i
+			}
+		}
+		env := map[string]string{
+			pmi.EnvJobID: "7e57", pmi.EnvRank: strconv.Itoa(r), pmi.EnvSize: strconv.Itoa(n),
+			pmi.EnvLocalRank: strconv.Itoa(lr), pmi.EnvLocalSize: strconv.Itoa(len(local[h])),
+			pmi.EnvNodeRank: strconv.Itoa(node[h]), pmi.EnvNumNodes: strconv.Itoa(len(order)),
+			pmi.EnvHost: h, pmi.EnvAgentSock: sock, pmi.EnvTransport: opt.Transport,
+		}
+		for k, v := range opt.Env {
+			env[k] = v
+		}
+		envs[r] = env
+	}
+	return envs
+}
+
+func (j *Job) recordExit(rank, code int) {
+	j.mu.Lock()
+	j.exits[rank] = code
+	j.mu.Unlock()
+}
+
+// Exit returns the code rank passed to Abort, if it did.
+func (j *Job) Exit(rank int) (int, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	c, ok := j.exits[rank]
+	return c, ok
+}
+
+// Notify pushes an agent event to rank (every rank if rank < 0).
+func (j *Job) Notify(rank int, ev pmi.Event) { j.srv.Notify(rank, ev) }
+
+// Finalize finalizes every rank concurrently and returns their errors joined.
+func (j *Job) Finalize(ctx context.Context) error {
+	errs := make([]error, len(j.Worlds))
+	var wg sync.WaitGroup
+	for r, w := range j.Worlds {
+		if w == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Finalize(ctx); err != nil {
+				errs[r] = fmt.Errorf("rank %d: %w", r, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (j *Job) closeWorlds() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	j.Finalize(ctx)
+}
+
+// Close stops the fake agent and removes its directory. Worlds not finalized by then see
+// their agent connection end (an abort).
+func (j *Job) Close() error {
+	err := j.srv.Close()
+	os.RemoveAll(j.dir)
+	return err
+}
+
+// Run starts an n-rank job, calls f concurrently for every rank's World, and finalizes
+// every rank. Errors of Start, f and Finalize fail t. A rank whose f fails is finalized
+// anyway, so that the others do not wait for it.
+func Run(t testing.TB, n int, opt Options, f func(w *runtime.World) error) {
+	t.Helper()
+	if opt.Timeout == 0 {
+		opt.Timeout = 20 * time.Second
+	}
+	j, err := Start(context.Background(), n, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r, w := range j.Worlds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(w); err != nil {
+				errs[r] = fmt.Errorf("rank %d: %w", r, err)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(opt.Timeout):
+		t.Fatalf("runtimetest: ranks still running after %v", opt.Timeout)
+	}
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opt.Timeout)
+	defer cancel()
+	if err := j.Finalize(ctx); err != nil {
+		t.Errorf("finalize: %v", err)
+	}
+}
+
+// handler is the fake agent.
+type handler struct {
+	x      *pmi.Exchange
+	size   int
+	secret []byte
+	srv    *pmi.Server
+
+	mu        sync.Mutex
+	finalized map[int]bool
+	aborted   bool
+}
+
+func (h *handler) Init(ctx context.Context, rank int, job string) (pmi.Info, error) {
+	if rank < 0 || rank >= h.size {
+		return pmi.Info{}, fmt.Errorf("rank %d of a %d-rank job", rank, h.size)
+	}
+	return pmi.Info{Size: h.size, Secret: h.secret}, nil
+}
+
+func (h *handler) Fence(ctx context.Context, rank int, puts map[string][]byte) error {
+	return h.x.Fence(ctx, rank, puts)
+}
+
+func (h *handler) Get(ctx context.Context, rank int, key string) ([]byte, error) {
+	return h.x.Get(rank, key)
+}
+
+func (h *handler) Abort(rank, code int, msg string) {
+	h.mu.Lock()
+	first := !h.aborted
+	h.aborted = true
+	h.mu.Unlock()
+	if first {
+		h.srv.Notify(-1, pmi.Event{Kind: pmi.Aborted, Rank: rank, Host: "", Code: code, Cause: msg})
+		h.x.Fail(fmt.Errorf("rank %d aborted with code %d", rank, code))
+	}
+}
+
+func (h *handler) Finalize(rank int) {
+	h.mu.Lock()
+	h.finalized[rank] = true
+	h.mu.Unlock()
+}
+
+func (h *handler) Gone(rank int) {
+	h.mu.Lock()
+	fin := h.finalized[rank]
+	h.mu.Unlock()
+	if fin {
+		return
+	}
+	h.srv.Notify(-1, pmi.Event{Kind: pmi.ProcFailed, Rank: rank, Cause: "exited without Finalize"})
+	h.x.Fail(fmt.Errorf("rank %d exited without Finalize", rank))
+}

@@ -1,0 +1,232 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorma-hpc/gorma/launcher/pmi"
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// AnySource and AnyTag are wildcards for Recv, Irecv and Probe.
+const (
+	AnySource = -1
+	AnyTag    = -1
+)
+
+// MaxTag is the largest tag a message may carry; tags are 0..MaxTag.
+const MaxTag = 1<<31 - 1
+
+// World is a rank's view of the job: its rank, the number of ranks, and the communication
+// context that point-to-point messages and Barrier use. Init returns it; Dup derives
+// Worlds with separate contexts. A World is safe for concurrent use by any number of
+// goroutines (see the package documentation for the concurrency contract).
+type World struct {
+	e   *engine
+	ctx uint16 // user messages; ctx+1 carries the World's internal traffic (Barrier)
+}
+
+// Rank is this process's rank, in [0, Size).
+func (w *World) Rank() int { return w.e.rank }
+
+// Size is the number of ranks in the job.
+func (w *World) Size() int { return w.e.size }
+
+// Host is the name of this rank's host (the launcher's name for it; the OS host name in a
+// world of one).
+func (w *World) Host() string { return w.e.host }
+
+// LocalRank is this rank's index among the ranks on its host.
+func (w *World) LocalRank() int { return w.e.localRank }
+
+// LocalSize is the number of ranks on this rank's host.
+func (w *World) LocalSize() int { return w.e.localSize }
+
+// HostOf returns the host name of rank r ("" if r is out of range).
+func (w *World) HostOf(r int) string {
+	if r < 0 || r >= len(w.e.hosts) {
+		return ""
+	}
+	return w.e.hosts[r]
+}
+
+// Transport returns the provider ("shm" or "tcp") that carries messages to rank r, "self"
+// for this rank, or "" if r is out of range.
+func (w *World) Transport(r int) string {
+	e := w.e
+	switch {
+	case r == e.rank:
+		return "self"
+	case r < 0 || r >= e.size:
+		return ""
+	}
+	return e.peers[r].dev.name
+}
+
+// Dup returns a World with the same ranks and a communication context of its own:
+// messages sent on one never match receives on the other. Every rank must call Dup the
+// same number of times in the same order (as with MPI_Comm_dup); Dup itself does not
+// communicate. At most 32767 Worlds can be derived.
+func (w *World) Dup() (*World, error) {
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.nextCtx == 0 || e.nextCtx >= 1<<16-2 {
+		return nil, withOp("dup", invalidf("too many Worlds derived"))
+	}
+	d := &World{e: e, ctx: e.nextCtx}
+	e.nextCtx += 2
+	return d, nil
+}
+
+// engine is the state a rank's Worlds share: peers, devices, matching queues, progress.
+type engine struct {
+	rank, size           int
+	host                 string
+	localRank, localSize int
+	hosts                []string
+	client               *pmi.Client // nil in a world of one
+	exit                 func(code int)
+	cfg                  config
+
+	devs   []*device
+	relays []*relay
+	stop   context.Context // ends at Finalize: stops relays and the event watcher
+	halt   context.CancelFunc
+	bg     sync.WaitGroup
+
+	// Waking the poller (progress.go).
+	kicked     atomic.Bool
+	kickCh     chan struct{}
+	kickMu     sync.Mutex
+	waitCtx    context.Context
+	waitCancel context.CancelFunc
+	watched    context.Context // poller only: the user context whose end kicks
+	watchStop  func() bool
+	spinStart  time.Time // poller only
+	spins      int       // poller only
+	// providerSpins is true when the rank's only device is tcp: its CQ.Wait spins (its
+	// completions come from reader goroutines, which a spin in the runtime would starve).
+	providerSpins bool
+
+	mu         sync.Mutex
+	peers      []*peer // by rank; nil for this rank
+	posted     reqQueue
+	probes     reqQueue
+	ux         uxQueue
+	uxFree     []*uxMsg
+	bufs       bufPool
+	table      reqTable
+	pool       []*Request
+	waiters    []*Request
+	quietWait  *Request // Finalize's parked request, woken when quietLocked holds
+	polling    bool
+	failed     *ProcError // the first failed peer (AnySource receives fail with it)
+	aborted    *ProcError // the job is aborting: every call fails with it
+	finalizing bool
+	finalized  bool
+	nextCtx    uint16
+	wcs        [32]verbs.WC
+}
+
+// checkLocked returns the error every call must fail with, or nil.
+func (e *engine) checkLocked() error {
+	switch {
+	case e.finalized:
+		return ErrFinalized
+	case e.aborted != nil:
+		return e.aborted
+	}
+	return nil
+}
+
+// Finalize ends this rank's part in the job. It waits until this rank's sends have
+// completed (a rendezvous send until the receiver has read it), then until every rank
+// has reached Finalize (through the launcher, while still serving peers), closes the
+// transport and tells the launcher that this rank finished cleanly. Calls after Finalize
+// fail with ErrFinalized; a second Finalize returns nil. If ctx ends first, Finalize
+// returns its error and the World is left unusable.
+func (w *World) Finalize(ctx context.Context) error {
+	e := w.e
+	e.mu.Lock()
+	if e.finalized || e.finalizing {
+		e.mu.Unlock()
+		return nil
+	}
+	e.finalizing = true
+	err := e.drainLocked(ctx)
+	if err == nil && e.client != nil {
+		err = e.fenceLocked(ctx)
+	}
+	e.finalized = true
+	e.failAllLocked(ErrFinalized)
+	e.mu.Unlock()
+
+	e.shutdown()
+	if e.client != nil {
+		if err == nil {
+			if ferr := e.client.Finalize(ctx); ferr != nil {
+				err = ferr
+			}
+		}
+		e.client.Close()
+	}
+	e.bg.Wait()
+	if err != nil {
+		return withOp("finalize", err)
+	}
+	return nil
+}
+
+// Abort aborts the job: it tells the launcher (which stops every rank and exits with
+// code, printing msg in its summary line) and then exits this process with code. It does
+// not return. In a world of one it only exits.
+func (w *World) Abort(code int, msg string) {
+	e := w.e
+	e.mu.Lock()
+	if e.aborted == nil {
+		e.aborted = &ProcError{Rank: e.rank, Host: e.host, Err: ErrAborted, Cause: abortCause(code, msg)}
+		e.failAllLocked(e.aborted)
+	}
+	e.mu.Unlock()
+	e.kick()
+	if e.client != nil {
+		e.client.Abort(code, msg)
+	}
+	e.exit(code)
+}
+
+func osExit(code int) { os.Exit(code) }
+
+// drainLocked waits (making progress) until nothing this rank sent is outstanding.
+func (e *engine) drainLocked(ctx context.Context) error {
+	r := e.newRequestLocked(reqSync)
+	err := e.untilLocked(ctx, r, true)
+	e.recycleLocked(r)
+	return err
+}
+
+// fenceLocked waits until every rank has fenced through the agent, serving peers (making
+// progress) meanwhile, so that a peer that still waits for this rank's FIN, or for room
+// in this rank's receive slots, is not stuck behind the fence.
+func (e *engine) fenceLocked(ctx context.Context) error {
+	r := e.newRequestLocked(reqSync)
+	cl := e.client
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		err := cl.Fence(ctx)
+		e.mu.Lock()
+		e.completeLocked(r, err)
+		e.kickLocked()
+		e.mu.Unlock()
+	}()
+	err := e.waitLocked(ctx, r)
+	if err == nil {
+		err = r.err
+	}
+	return err
+}

@@ -25,6 +25,10 @@ type failure struct {
 	kind pmi.EventKind
 	rank int // the failed rank, or -1
 	host string
+	// root marks a cause in its own right (a signal from outside the job, an agent lost, an
+	// Abort, a timeout), as opposed to a non-zero exit or a missing Finalize, which may be a
+	// rank giving up because a peer failed a moment earlier.
+	root bool
 }
 
 // summary is the line golaunch prints on stderr.
@@ -55,6 +59,7 @@ func rankFailure(m *exitMsg, host string, pmiJob bool) *failure {
 		f.code, f.what = ExitFailure, fmt.Sprintf("rank %d (host %s) could not be started: %s", m.Rank, host, m.Err)
 	case m.Signal != 0:
 		f.code, f.what = ExitSignalBase+m.Signal, fmt.Sprintf("%s killed by signal %s", label, describeSignal(m.Signal))
+		f.root = !m.OwnSignal
 	case m.Code != 0:
 		f.code, f.what = m.Code&0xff, fmt.Sprintf("%s exited with code %d", label, m.Code)
 		if f.code == 0 {
@@ -78,18 +83,18 @@ func abortFailure(m *abortReqMsg, host string, pid int) *failure {
 	if m.Msg != "" {
 		what += ": " + m.Msg
 	}
-	return &failure{code: code, what: what, kind: pmi.Aborted, rank: m.Rank, host: host}
+	return &failure{code: code, what: what, kind: pmi.Aborted, rank: m.Rank, host: host, root: true}
 }
 
 // agentFailure is an agent that became unreachable.
 func agentFailure(host, how string) *failure {
 	return &failure{code: ExitFailure, what: fmt.Sprintf("agent %s unreachable (%s)", host, how),
-		kind: pmi.ProcFailed, rank: -1, host: host}
+		kind: pmi.ProcFailed, rank: -1, host: host, root: true}
 }
 
 // jobFailure is a cause that is no rank's (timeout, signal to golaunch).
 func jobFailure(code int, what string) *failure {
-	return &failure{code: code, what: what, kind: pmi.Aborted, rank: -1}
+	return &failure{code: code, what: what, kind: pmi.Aborted, rank: -1, root: true}
 }
 
 // abort ends the agent's part of a job: the ranks get ev through PMI, fences fail, every
@@ -125,6 +130,10 @@ func (j *agentJob) abort(ev pmi.Event, grace time.Duration) {
 func (j *agentJob) signalAll(sig syscall.Signal) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.sent == nil {
+		j.sent = make(map[int]bool)
+	}
+	j.sent[int(sig)] = true
 	for _, p := range j.procs {
 		select {
 		case <-p.ended:

@@ -239,6 +239,7 @@ type agentJob struct {
 	connected  map[int]bool
 	finalized  map[int]bool
 	aborting   bool
+	sent       map[int]bool // signals this agent sent to its ranks' groups
 	abortCause string
 	killTimer  *time.Timer
 	waiters    sync.WaitGroup // one per started rank
@@ -378,7 +379,7 @@ func (j *agentJob) waitRank(p *rankProc) {
 	code, sig := p.wait()
 	j.mu.Lock()
 	m := exitMsg{Rank: p.rank, Pid: p.pid, Code: code, Signal: sig,
-		Finalized: j.finalized[p.rank], Connected: j.connected[p.rank]}
+		Finalized: j.finalized[p.rank], Connected: j.connected[p.rank], OwnSignal: sig != 0 && j.sent[sig]}
 	j.mu.Unlock()
 	j.send(fExit, m)
 	close(p.ended)

@@ -293,6 +293,7 @@ type exitMsg struct {
 	Finalized bool   // it called Finalize
 	Connected bool   // it reached PMI init
 	Err       string // it could not be started at all
+	OwnSignal bool   // the signal that killed it came from its agent (an abort or a forwarded Ctrl-C)
 }
 
 type abortMsg struct {

@@ -70,6 +70,12 @@
 //	golaunch: rank 0 (host h1, pid 1229) exited without calling Finalize; job aborted
 //	golaunch: agent h2 unreachable (declared dead by memberlist (no answer to probes)); job aborted
 //
+// The line names the root cause. Survivors of a killed rank see the failure within
+// milliseconds and may exit non-zero before the killed rank's report arrives; a root cause
+// (a rank killed by a signal its agent did not send, a lost agent, an Abort, a timeout)
+// that arrives within 250 ms of a first failure that was only a non-zero exit or a missing
+// Finalize takes its place in the summary line and the exit code.
+//
 // # Exit codes
 //
 //	0        every rank called Finalize and exited 0

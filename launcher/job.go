@@ -48,6 +48,7 @@ type submitter struct {
 	ended     int // ranks ended (or lost with their agent)
 	pmiJob    bool
 	fail      *failure
+	failAt    time.Time // when fail was first set
 	interrupt int
 	round     map[int]map[string][]byte // multi-host fence: puts of the ranks fenced this round
 	deadline  <-chan time.Time          // after an abort: stop waiting for exit reports
@@ -454,16 +455,27 @@ func (s *submitter) signal(sig syscall.Signal) {
 	s.failWith(jobFailure(ExitSignalBase+int(sig), fmt.Sprintf("received %s", describeSignal(int(sig)))))
 }
 
+// rootCauseWindow is how long after a first failure that was only a non-zero exit (or a
+// missing Finalize) a root cause (a rank killed from outside, an agent lost, an Abort) may
+// still take its place in the summary and the exit code: survivors of a killed rank see
+// the failure within milliseconds and may exit before the killed rank's report arrives.
+const rootCauseWindow = 250 * time.Millisecond
+
 // failWith records the job's first failure and aborts the job on every agent; a later
-// killing failure (second Ctrl-C) still escalates to SIGKILL.
+// killing failure (second Ctrl-C) still escalates to SIGKILL, and a root cause arriving
+// within rootCauseWindow of a mere non-zero exit replaces it as the reported cause.
 func (s *submitter) failWith(f *failure) {
 	if s.fail != nil {
 		if f.kill && !s.fail.kill {
 			s.broadcast(fSignal, signalMsg{Signal: int(syscall.SIGKILL)})
 		}
+		if f.root && !s.fail.root && time.Since(s.failAt) < rootCauseWindow {
+			f.kill = f.kill || s.fail.kill
+			s.fail = f
+		}
 		return
 	}
-	s.fail = f
+	s.fail, s.failAt = f, time.Now()
 	s.broadcast(fAbort, abortMsg{Kind: int(f.kind), Rank: f.rank, Host: f.host, Code: f.code, Cause: f.what})
 	if f.kill {
 		s.broadcast(fSignal, signalMsg{Signal: int(syscall.SIGKILL)})

@@ -1,0 +1,79 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/launcher/internal/netns"
+)
+
+// A job over 4 hosts (network namespaces), 2 ranks each; then one host dies: its agent
+// and its ranks are SIGKILLed. The submitter loses that agent's control connection at
+// once: the job aborts within 2 s with one summary line naming the host, exit 125, and
+// every rank on every host ends. With testprog the other ranks just wait; with rtprog
+// they are blocked in the runtime's Barrier (over shm and tcp) and ignore SIGTERM, so
+// they must notice the dead host's ranks by themselves.
+func TestNetnsHostKilled(t *testing.T) {
+	if ok, why := netns.Available(); !ok {
+		t.Skip(why)
+	}
+	binaries(t)
+	progs := map[string][]string{
+		"testprog": {"--grace", "500ms", testprogBin, "hang"},
+		"runtime":  {"--grace", "20s", rtprog(t), "barrier", "4"},
+	}
+	for _, name := range []string{"testprog", "runtime"} {
+		t.Run(name, func(t *testing.T) { netnsHostKilled(t, progs[name]) })
+	}
+}
+
+func netnsHostKilled(t *testing.T, job []string) {
+	c, err := netns.New(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	key := writeKey(t)
+	seed := c.Hosts[0].Addr + ":7946"
+	agents := make([]*running, len(c.Hosts))
+	for i, h := range c.Hosts {
+		args := []string{"agent", "--bind", h.Addr + ":7946", "--slots", "2", "--keyfile", key, "--name", fmt.Sprintf("h%d", i)}
+		if i > 0 {
+			args = append(args, "--join", seed)
+		}
+		agents[i] = startCmd(t, h.Command(ctx, golaunchBin, args...))
+		agents[i].line(t, fmt.Sprintf("golaunch agent h%d: gossip %s", i, h.Addr), 10*time.Second)
+	}
+	all := append([]string{"--join", seed, "--keyfile", key, "-n", "8"}, job...)
+	gl := startCmd(t, c.Hosts[0].Command(ctx, golaunchBin, all...))
+	pids := gl.readyPids(t, 8)
+	time.Sleep(200 * time.Millisecond) // let the ranks block
+
+	start := time.Now()
+	// The agent first: were its ranks killed first, it would report them itself.
+	agents[2].cmd.Process.Kill()
+	syscall.Kill(pids[4], syscall.SIGKILL)
+	syscall.Kill(pids[5], syscall.SIGKILL)
+	code := gl.wait(t, 5*time.Second)
+	took := time.Since(start)
+	if took > 2*time.Second {
+		t.Errorf("golaunch ended %v after the host died, want within 2 s", took)
+	}
+	stderr := gl.stderr.String()
+	sum := summaryLines(stderr)
+	if len(sum) == 1 && strings.HasPrefix(sum[0], "golaunch: agent h2 unreachable (") && strings.HasSuffix(sum[0], "; job aborted") {
+		if code != ExitFailure {
+			t.Errorf("exit %d, want %d", code, ExitFailure)
+		}
+	} else {
+		checkRootCause(t, sum, code, "golaunch: agent h2 unreachable (...); job aborted", ExitFailure, stderr)
+	}
+	requireGone(t, pids, max(0, 2*time.Second-time.Since(start)))
+	t.Logf("golaunch ended %v after the host died (%q); every rank gone after %v", took, sum, time.Since(start))
+}

@@ -171,7 +171,7 @@ const (
 // end of ctx. While the poller spins (GORMA_PROGRESS=spin, or hybrid within its budget)
 // it returns at once, for another poll. first is true on the first wait of a call.
 func (e *engine) block(ctx context.Context, first bool) {
-	if e.kicked.Swap(false) || e.spinning(first) {
+	if (e.kicked.Load() && e.kicked.Swap(false)) || e.spinning(first) { // Load first: no locked op per spin round
 		return
 	}
 	switch len(e.devs) {

@@ -35,6 +35,10 @@ type cq struct {
 
 	listMu sync.Mutex // serializes updates of qps
 
+	// avail counts the completions in ring and overflow (written under mu), so that Poll
+	// and Wait find an empty CQ without taking mu.
+	avail atomic.Int32
+
 	mu       sync.Mutex // also guards qp.retired of the QPs whose SendCQ this is
 	ring     []cqe      // power-of-two capacity >= depth
 	mask     int
@@ -60,6 +64,7 @@ func (c *cq) push(e cqe) {
 	} else {
 		c.overflow = append(c.overflow, e)
 	}
+	c.avail.Add(1)
 	if e.send {
 		e.qp.retiredCache = e.qp.retired
 	}
@@ -69,10 +74,7 @@ func (c *cq) push(e cqe) {
 
 // ready reports whether a completion can be polled.
 func (c *cq) ready() bool {
-	c.mu.Lock()
-	r := c.n > 0 || len(c.overflow) > 0
-	c.mu.Unlock()
-	return r
+	return c.avail.Load() > 0
 }
 
 // Poll moves up to len(wcs) completions into wcs. If ready completions do not fill wcs it
@@ -98,7 +100,7 @@ func (c *cq) Poll(wcs []verbs.WC) (int, error) {
 }
 
 func (c *cq) pop(wcs []verbs.WC) int {
-	if len(wcs) == 0 {
+	if len(wcs) == 0 || c.avail.Load() == 0 {
 		return 0
 	}
 	c.mu.Lock()
@@ -126,6 +128,7 @@ func (c *cq) pop(wcs []verbs.WC) int {
 		clear(c.overflow[rest:])
 		c.overflow = c.overflow[:rest]
 	}
+	c.avail.Add(int32(-k))
 	c.mu.Unlock()
 	return k
 }

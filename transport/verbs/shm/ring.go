@@ -27,8 +27,8 @@ import (
 // word1 and the payload with plain stores and publishes the record with one atomic store of
 // word0; the receiver polls that single word of the slot at its position. An 8-byte message
 // is header plus payload in one cache line. After consuming a record the receiver zeroes
-// word0 of each of its slots (so stale payload bytes can never pose as a header on a later
-// lap) and then publishes its position in the header's head word, which the sender reads
+// word0 of each of its slots but the first (so stale payload bytes can never pose as a
+// header on a later lap; see consume) and then publishes its position in the header's head word, which the sender reads
 // only when its cached copy says the ring is full.
 const (
 	slotSize   = 64
@@ -260,14 +260,21 @@ func (r *ring) peek(pos uint64) (rec record, ok, bad bool) {
 	return rec, true, false
 }
 
-// consume zeroes word0 of the n slots at pos, so that no stale byte can pose as a header.
+// consume clears the n slots of the record at pos for their next lap. The first slot
+// needs nothing: its word0 holds a sequence below every later position's, so it can never
+// pass for a later header. The slots after it hold payload where a header would sit, so
+// their word0 is zeroed, lest stale payload bytes pose as a header on a later lap. A
+// one-slot record (every small message) is therefore read and never written by the
+// receiver, which saves a cache-line transfer: the sender's next store to the slot only
+// invalidates our copy instead of fetching a line we dirtied.
+//
 // Plain stores suffice (an aligned 8-byte store is atomic on every platform Go supports
 // shared memory on): nobody writes these slots until the receiver publishes its head with
 // an atomic store after them, and a concurrent peek that reads the old word0 only takes
 // the QP's lock to find the record gone.
 func (r *ring) consume(pos, n uint64) {
 	idx := pos & r.mask
-	for i := idx; i < idx+n; i++ {
+	for i := idx + 1; i < idx+n; i++ {
 		binary.LittleEndian.PutUint64(r.data[i<<slotShift:], 0)
 	}
 }

@@ -122,9 +122,17 @@ func (c *cq) spin(ctx context.Context, budget time.Duration) error {
 }
 
 // block sleeps on the device's doorbell until woken, re-checking after each wake-up.
+//
+// It makes progress first as no sleeper (waitStep), and registers only for the re-check
+// before it sleeps. Progress pushes completions and every push rings the bell, which
+// would find a registered caller and wake it with a system call: registered first, it
+// woke itself on every message it found.
 func (c *cq) block(ctx context.Context) error {
 	bell := c.dev.bell
 	for {
+		if err := c.waitStep(ctx); err != errNotYet {
+			return err
+		}
 		bell.waiters.Add(1)
 		val := bell.seq.Load()
 		if err := c.waitStep(ctx); err != errNotYet {

@@ -13,7 +13,7 @@ GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
 STATICCHECK ?= $(GOBIN_DIR)/staticcheck
 
 .DEFAULT_GOAL := help
-.PHONY: help run run-verbs build test race lint lint-fast fuzz bench clean
+.PHONY: help run run-verbs build test race lint lint-fast fuzz bench compare clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -62,6 +62,12 @@ bench: build ## Benchmark* of the hot paths, then a full verbsperf run writing J
 	@mkdir -p $(BENCH_OUT)
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(BENCH_PKGS) | tee $(BENCH_OUT)/gobench.txt
 	set -o pipefail; $(BIN)/verbsperf --provider all --json=$(BENCH_OUT)/verbsperf.json | tee $(BENCH_OUT)/verbsperf.txt
+
+compare: ## side by side with Open MPI (installed via apt-get if mpicc is missing): startup, point-to-point, progress modes
+	@command -v mpicc >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev; }
+	scripts/compare-startup.sh
+	scripts/compare-p2p.sh
+	scripts/progress-modes.sh
 
 clean: ## remove built binaries and benchmark output
 	rm -rf $(BIN) $(BENCH_OUT)

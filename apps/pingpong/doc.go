@@ -6,8 +6,12 @@
 //	golaunch -n 2 ./bin/pingpong --test latency --max-size 4K
 //	golaunch -n 2 -x GORMA_PROGRESS=spin ./bin/pingpong --json=pp.json
 //	golaunch -n 2 --transport tcp ./bin/pingpong --test bw
+//	golaunch -n 4 ./bin/pingpong --pairs --test latency --max-size 8
 //
-// It needs exactly two ranks and says so otherwise.
+// It needs exactly two ranks and says so otherwise, unless --pairs is given: then any even
+// number of ranks runs, ranks 2k and 2k+1 measure concurrently as one pair each, and
+// rank 0 prints the median over the pairs of each figure (the even rank of each pair sends
+// its figure to rank 0 after each size, outside the timed loops).
 //
 // Method (as osu_latency and osu_bw):
 //

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -29,6 +30,7 @@ type options struct {
 	jsonOut  string
 	jsonFlag bool
 	profile  string
+	pairs    bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -44,6 +46,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.jsonOut, "json", "", "print one JSON document instead of text; --json=FILE writes it to FILE as well as the text")
 	fs.Lookup("json").NoOptDefVal = "-"
 	fs.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of each rank to FILE.RANK")
+	fs.BoolVar(&o.pairs, "pairs", false, "any even number of ranks: ranks 2k and 2k+1 measure concurrently; rank 0 reports the median over the pairs")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -114,6 +117,7 @@ type report struct {
 	Progress   string       `json:"progress"`
 	EagerLimit string       `json:"eager_limit,omitempty"`
 	Hosts      []string     `json:"hosts"`
+	Pairs      int          `json:"pairs"`
 	Latency    []latencyRow `json:"latency,omitempty"`
 	Bandwidth  []bwRow      `json:"bandwidth,omitempty"`
 }
@@ -135,14 +139,9 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if w.Size() != 2 {
+	if err := checkSize(w.Size(), o.pairs); err != nil {
 		w.Finalize(ctx)
-		return fmt.Errorf("needs exactly 2 ranks, the job has %d (run it as: golaunch -n 2 pingpong)", w.Size())
-	}
-	rep := report{Benchmark: "pingpong", Transport: w.Transport(1 - w.Rank()), Progress: os.Getenv(runtime.EnvProgress),
-		EagerLimit: os.Getenv(runtime.EnvEagerLimit), Hosts: []string{w.HostOf(0), w.HostOf(1)}}
-	if rep.Progress == "" {
-		rep.Progress = "hybrid"
+		return err
 	}
 	if o.profile != "" {
 		f, err := os.Create(fmt.Sprintf("%s.%d", o.profile, w.Rank()))
@@ -159,33 +158,9 @@ func run(ctx context.Context, o options) error {
 	if w.Rank() != 0 || o.jsonFlag {
 		text = io.Discard
 	}
-	fmt.Fprintf(text, "# gorma pingpong (OSU method): transport %s, progress %s, hosts %s and %s\n",
-		rep.Transport, rep.Progress, rep.Hosts[0], rep.Hosts[1])
-	sbuf, rbuf := make([]byte, max(o.maxSize, 4)), make([]byte, max(o.maxSize, 4))
-	for i := range sbuf {
-		sbuf[i], rbuf[i] = byte(i*7+1), byte(i*3+2)
-	}
-	if o.test != "bw" {
-		fmt.Fprintf(text, "# latency: half round trip\n%-12s %12s\n", "#bytes", "latency_us")
-		for size := range sizes(o) {
-			row, err := latency(ctx, w, sbuf[:size], rbuf[:size], o.iters)
-			if err != nil {
-				return fmt.Errorf("latency at %d bytes: %w", size, err)
-			}
-			rep.Latency = append(rep.Latency, row)
-			fmt.Fprintf(text, "%-12d %12.2f\n", size, row.LatencyUS)
-		}
-	}
-	if o.test != "latency" {
-		fmt.Fprintf(text, "# bandwidth: window of %d messages, then an acknowledgement\n%-12s %12s\n", o.window, "#bytes", "MB/s")
-		for size := range sizes(o) {
-			row, err := bandwidth(ctx, w, sbuf[:size], rbuf[:size], o)
-			if err != nil {
-				return fmt.Errorf("bandwidth at %d bytes: %w", size, err)
-			}
-			rep.Bandwidth = append(rep.Bandwidth, row)
-			fmt.Fprintf(text, "%-12d %12.2f\n", size, row.MBps)
-		}
+	rep, err := measure(ctx, w, o, text)
+	if err != nil {
+		return err
 	}
 	if w.Rank() == 0 && o.jsonOut != "" {
 		if err := writeJSON(rep, o.jsonOut); err != nil {
@@ -195,6 +170,98 @@ func run(ctx context.Context, o options) error {
 	fctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	return w.Finalize(fctx)
+}
+
+// checkSize says whether a job of n ranks suits the mode.
+func checkSize(n int, pairs bool) error {
+	switch {
+	case !pairs && n != 2:
+		return fmt.Errorf("needs exactly 2 ranks, the job has %d (run it as: golaunch -n 2 pingpong, or with --pairs on an even number)", n)
+	case pairs && (n < 2 || n%2 != 0):
+		return fmt.Errorf("--pairs needs an even number of ranks, the job has %d", n)
+	}
+	return nil
+}
+
+// measure runs the selected tests between this rank and its partner (rank^1) and
+// returns the report: complete at rank 0, which also prints the tables to text.
+func measure(ctx context.Context, w *runtime.World, o options, text io.Writer) (report, error) {
+	peer := w.Rank() ^ 1
+	rep := report{Benchmark: "pingpong", Transport: w.Transport(peer), Progress: os.Getenv(runtime.EnvProgress),
+		EagerLimit: os.Getenv(runtime.EnvEagerLimit), Hosts: []string{w.HostOf(0), w.HostOf(1)}, Pairs: w.Size() / 2}
+	if rep.Progress == "" {
+		rep.Progress = "hybrid"
+	}
+	fmt.Fprintf(text, "# gorma pingpong (OSU method): transport %s, progress %s, hosts %s and %s\n",
+		rep.Transport, rep.Progress, rep.Hosts[0], rep.Hosts[1])
+	if rep.Pairs > 1 {
+		fmt.Fprintf(text, "# %d concurrent pairs (ranks 2k and 2k+1); figures are the median over the pairs\n", rep.Pairs)
+	}
+	sbuf, rbuf := make([]byte, max(o.maxSize, 4)), make([]byte, max(o.maxSize, 4))
+	for i := range sbuf {
+		sbuf[i], rbuf[i] = byte(i*7+1), byte(i*3+2)
+	}
+	if o.test != "bw" {
+		fmt.Fprintf(text, "# latency: half round trip\n%-12s %12s\n", "#bytes", "latency_us")
+		for size := range sizes(o) {
+			row, err := latency(ctx, w, sbuf[:size], rbuf[:size], o.iters)
+			if err == nil {
+				row.LatencyUS, err = overPairs(ctx, w, row.LatencyUS)
+			}
+			if err != nil {
+				return rep, fmt.Errorf("latency at %d bytes: %w", size, err)
+			}
+			rep.Latency = append(rep.Latency, row)
+			fmt.Fprintf(text, "%-12d %12.2f\n", size, row.LatencyUS)
+		}
+	}
+	if o.test != "latency" {
+		fmt.Fprintf(text, "# bandwidth: window of %d messages, then an acknowledgement\n%-12s %12s\n", o.window, "#bytes", "MB/s")
+		for size := range sizes(o) {
+			row, err := bandwidth(ctx, w, sbuf[:size], rbuf[:size], o)
+			if err == nil {
+				row.MBps, err = overPairs(ctx, w, row.MBps)
+			}
+			if err != nil {
+				return rep, fmt.Errorf("bandwidth at %d bytes: %w", size, err)
+			}
+			rep.Bandwidth = append(rep.Bandwidth, row)
+			fmt.Fprintf(text, "%-12d %12.2f\n", size, row.MBps)
+		}
+	}
+	return rep, nil
+}
+
+// overPairs gathers the figure v of every pair's even rank at rank 0 and returns their
+// median there (v itself elsewhere, and with one pair).
+func overPairs(ctx context.Context, w *runtime.World, v float64) (float64, error) {
+	pairs := w.Size() / 2
+	switch {
+	case pairs == 1 || w.Rank()%2 != 0:
+		return v, nil
+	case w.Rank() != 0:
+		return v, runtime.Send(ctx, w, []float64{v}, 0, 4)
+	}
+	vals := []float64{v}
+	for p := 1; p < pairs; p++ {
+		got := []float64{0}
+		if _, err := runtime.Recv(ctx, w, got, 2*p, 4); err != nil {
+			return 0, err
+		}
+		vals = append(vals, got[0])
+	}
+	return median(vals), nil
+}
+
+// median is the middle of vals (the mean of the two middle ones for an even count);
+// it sorts vals.
+func median(vals []float64) float64 {
+	slices.Sort(vals)
+	n := len(vals)
+	if n%2 == 1 {
+		return vals[n/2]
+	}
+	return (vals[n/2-1] + vals[n/2]) / 2
 }
 
 // sizes yields the message sizes: powers of two from min-size to max-size (0 first if
@@ -227,7 +294,7 @@ func scaled(base, size int) int {
 func latency(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, base int) (latencyRow, error) {
 	iters := scaled(base, len(sbuf))
 	warmup := max(iters/10, 3)
-	peer := 1 - w.Rank()
+	peer := w.Rank() ^ 1
 	if err := runtime.Barrier(ctx, w); err != nil {
 		return latencyRow{}, err
 	}
@@ -236,7 +303,7 @@ func latency(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, base int)
 		if i == warmup {
 			start = time.Now()
 		}
-		if w.Rank() == 0 {
+		if w.Rank()%2 == 0 {
 			if err := runtime.Send(ctx, w, sbuf, peer, 1); err != nil {
 				return latencyRow{}, err
 			}
@@ -261,7 +328,7 @@ func bandwidth(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, o optio
 	if len(sbuf) > 16<<10 {
 		iters, warmup = max(iters/5, 2), max(warmup/5, 1)
 	}
-	peer := 1 - w.Rank()
+	peer := w.Rank() ^ 1
 	reqs := make([]runtime.Request, o.window)
 	ack := make([]byte, 4)
 	if err := runtime.Barrier(ctx, w); err != nil {
@@ -274,7 +341,7 @@ func bandwidth(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, o optio
 		}
 		var err error
 		for k := range reqs {
-			if w.Rank() == 0 {
+			if w.Rank()%2 == 0 {
 				err = runtime.IsendWith(&reqs[k], w, sbuf, peer, 2)
 			} else {
 				err = runtime.IrecvWith(&reqs[k], w, rbuf, peer, 2)
@@ -288,7 +355,7 @@ func bandwidth(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, o optio
 				return bwRow{}, err
 			}
 		}
-		if w.Rank() == 0 {
+		if w.Rank()%2 == 0 {
 			_, err = runtime.Recv(ctx, w, ack, peer, 3)
 		} else {
 			err = runtime.Send(ctx, w, ack, peer, 3)

@@ -14,7 +14,16 @@ mkdir -p bin
 CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/hello
 mpicc -O2 -o bin/hello_mpi bench/mpi/hello.c
 
-ms() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N); echo $(((t1 - t0) / 1000000)); }
+ms() {
+	local t0 t1
+	t0=$(date +%s%N)
+	if ! "$@" >/dev/null 2>&1; then
+		echo "compare-startup: run failed: $*" >&2
+		exit 1
+	fi
+	t1=$(date +%s%N)
+	echo $(((t1 - t0) / 1000000))
+}
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 g=() m=()

@@ -8,11 +8,14 @@ import (
 	_ "github.com/gorma-hpc/gorma/transport/verbs/tcp"
 )
 
-// Providers register themselves when their package is imported; Caps tells a caller what
-// each can do without a type switch.
-func ExampleProviders() {
-	for _, name := range verbs.Providers() {
-		p, _ := verbs.Lookup(name)
+// Providers register themselves when their package is imported; Lookup finds them and
+// Caps tells a caller what each can do without a type switch.
+func ExampleLookup() {
+	for _, name := range []string{"shm", "tcp"} {
+		p, ok := verbs.Lookup(name)
+		if !ok {
+			panic(name + " not registered: " + fmt.Sprint(verbs.Providers()))
+		}
 		fmt.Printf("%s: cross-host %v, zero-copy %v\n", name,
 			p.Caps().Has(verbs.CapCrossHost), p.Caps().Has(verbs.CapZeroCopy))
 	}

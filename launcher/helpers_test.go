@@ -68,30 +68,43 @@ func binaries(t *testing.T) {
 	}
 }
 
+// program is a rank program built once per test binary on first use.
+type program struct {
+	pkg  string // package to build, relative to launcher/
+	once sync.Once
+	bin  string
+	err  error
+}
+
 var (
-	helloOnce sync.Once
-	helloBin  string
-	helloErr  error
+	helloProg  = &program{pkg: "../apps/hello"}
+	rtprogProg = &program{pkg: "./internal/rtprog"}
 )
+
+// path builds the program into binDir on first use and returns its path.
+func (p *program) path(t *testing.T) string {
+	t.Helper()
+	binaries(t)
+	p.once.Do(func() {
+		p.bin = filepath.Join(binDir, filepath.Base(p.pkg))
+		out, err := exec.Command("go", "build", "-o", p.bin, p.pkg).CombinedOutput()
+		if err != nil {
+			p.err = fmt.Errorf("go build %s: %v\n%s", p.pkg, err, out)
+		}
+	})
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	return p.bin
+}
 
 // hello builds apps/hello (the runtime's own rank program), or skips when it is absent.
 func hello(t *testing.T) string {
 	t.Helper()
-	binaries(t)
 	if _, err := os.Stat("../apps/hello"); err != nil {
 		t.Skip("apps/hello not there")
 	}
-	helloOnce.Do(func() {
-		helloBin = filepath.Join(binDir, "hello")
-		out, err := exec.Command("go", "build", "-o", helloBin, "../apps/hello").CombinedOutput()
-		if err != nil {
-			helloErr = fmt.Errorf("go build apps/hello: %v\n%s", err, out)
-		}
-	})
-	if helloErr != nil {
-		t.Fatal(helloErr)
-	}
-	return helloBin
+	return helloProg.path(t)
 }
 
 // result is a finished golaunch run.

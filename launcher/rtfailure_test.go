@@ -8,36 +8,17 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-var (
-	rtprogOnce sync.Once
-	rtprogBin  string
-	rtprogErr  error
-)
-
 // rtprog builds launcher/internal/rtprog, the rank program that uses the real runtime.
 func rtprog(t *testing.T) string {
 	t.Helper()
-	binaries(t)
-	rtprogOnce.Do(func() {
-		rtprogBin = filepath.Join(binDir, "rtprog")
-		out, err := exec.Command("go", "build", "-o", rtprogBin, "./internal/rtprog").CombinedOutput()
-		if err != nil {
-			rtprogErr = fmt.Errorf("go build ./internal/rtprog: %v\n%s", err, out)
-		}
-	})
-	if rtprogErr != nil {
-		t.Fatal(rtprogErr)
-	}
-	return rtprogBin
+	return rtprogProg.path(t)
 }
 
 // shmSegments lists the gorma-* entries of /dev/shm.

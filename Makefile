@@ -5,6 +5,7 @@ GO        ?= go
 PKGS      ?= ./...
 BIN       ?= bin
 FUZZTIME  ?= 15s
+SOAK_COUNT ?= 20
 BENCHTIME ?= 1s
 BENCH_OUT ?= results
 BENCH_PKGS ?= ./...
@@ -13,7 +14,7 @@ GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
 STATICCHECK ?= $(GOBIN_DIR)/staticcheck
 
 .DEFAULT_GOAL := help
-.PHONY: help run run-verbs build test race lint lint-fast fuzz bench compare clean
+.PHONY: help run run-verbs build test race lint lint-fast fuzz bench compare soak clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -62,6 +63,10 @@ bench: build ## Benchmark* of the hot paths, then a full verbsperf run writing J
 	@mkdir -p $(BENCH_OUT)
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(BENCH_PKGS) | tee $(BENCH_OUT)/gobench.txt
 	set -o pipefail; $(BIN)/verbsperf --provider all --json=$(BENCH_OUT)/verbsperf.json | tee $(BENCH_OUT)/verbsperf.txt
+
+soak: ## the process-kill, multi-process and multi-host tests SOAK_COUNT (20) times each, with the race detector
+	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m -run 'TestConformance/MultiProcess' ./transport/verbs/shm ./transport/verbs/tcp
+	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m -run 'Process|Kill|Netns|Stranger' ./transport/verbs/shm ./transport/verbs/tcp ./launcher
 
 compare: ## side by side with Open MPI (installed via apt-get if mpicc is missing): startup, point-to-point, progress modes
 	@command -v mpicc >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev; }

@@ -16,6 +16,10 @@ func (e *engine) handleLocked(wc *verbs.WC) {
 		return
 	}
 	p := e.peers[rank]
+	if kind == wrRMA {
+		e.rmaDoneLocked(p, idx, wc) // rma_ops.go
+		return
+	}
 	if p.failed != nil {
 		return // late completions of a failed connection
 	}

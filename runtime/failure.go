@@ -56,6 +56,7 @@ func (e *engine) peerFailedLocked(p *peer, cause error) {
 	}
 	e.failQueueLocked(&e.posted, p.rank, pe)
 	e.failQueueLocked(&e.probes, p.rank, pe)
+	e.failCountersLocked(p)
 	e.kickLocked()
 }
 
@@ -93,6 +94,7 @@ func (e *engine) failAllLocked(err error) {
 	}
 	e.failQueueLocked(&e.posted, -1, err)
 	e.failQueueLocked(&e.probes, -1, err)
+	e.failAllCountersLocked(err)
 	e.kickLocked()
 }
 

@@ -156,6 +156,7 @@ func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine 
 	e.stop, e.halt = context.WithCancel(context.Background())
 	e.waitCtx, e.waitCancel = context.WithCancel(context.Background())
 	e.peers = make([]*peer, size)
+	e.remotes = map[*Remote]struct{}{}
 	return e
 }
 
@@ -246,7 +247,7 @@ func (e *engine) connect(ctx context.Context, id hostIdentity) error {
 		if err != nil {
 			return err
 		}
-		p.cma = d.name == "shm" && cmaPossible(&cards[r])
+		p.cma = d.name == "shm" && cmaPossible(&cards[r]) && os.Getenv("XXCMA") == ""
 		e.peers[r] = p
 		if err := cl.Put(ctx, keyEP+strconv.Itoa(r), p.qp.Endpoint()); err != nil {
 			return err
@@ -304,6 +305,7 @@ func (e *engine) shutdown() {
 		e.watchStop() // the last context the poller watched
 		e.watchStop, e.watched = nil, nil
 	}
+	e.closeRemotesLocked() // mappings of peers' arenas go before the devices
 	for _, d := range e.devs {
 		d.close()
 	}

@@ -130,6 +130,11 @@ type engine struct {
 	finalized  bool
 	nextCtx    uint16
 	wcs        [32]verbs.WC
+
+	// One-sided substrate (rma.go, rma_ops.go).
+	remotes     map[*Remote]struct{}
+	counters    []*Counter // by table slot; nil when free
+	counterFree []uint32
 }
 
 // checkLocked returns the error every call must fail with, or nil.

@@ -17,10 +17,11 @@ const (
 	CapCrossHost                      // connects processes on different hosts
 	CapZeroCopy                       // RDMA reads and writes are single copies by the initiator; the target CPU does nothing
 	CapAuth                           // connections are authenticated with Config.Secret
+	CapMap                            // QPs implement Mapper: a peer's arena regions can be mapped and accessed directly
 )
 
 var capNames = []string{"send", "rdma-write", "rdma-read", "atomic", "user-mem-rdma",
-	"user-mem-atomic", "same-host", "cross-host", "zero-copy", "auth"}
+	"user-mem-atomic", "same-host", "cross-host", "zero-copy", "auth", "map"}
 
 // Has reports whether every flag of want is set.
 func (c Caps) Has(want Caps) bool { return c&want == want }

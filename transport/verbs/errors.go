@@ -19,6 +19,7 @@ var (
 	ErrAuth            = errors.New("authentication failed")
 	ErrPeer            = errors.New("peer unreachable")
 	ErrBadEndpoint     = errors.New("bad endpoint bytes")
+	ErrAccess          = errors.New("remote access refused (stale, forged or out-of-range key, or missing rights)")
 )
 
 // Error is a structured error of a verbs call, in the style of net.OpError.

@@ -11,7 +11,7 @@ const Name = "shm"
 // absent): a CPU atomic needs memory both processes map, and RegMR memory is reached through
 // process_vm_readv/writev, which copies.
 const caps = verbs.CapSend | verbs.CapRDMAWrite | verbs.CapRDMARead | verbs.CapAtomic |
-	verbs.CapUserMemRDMA | verbs.CapSameHost | verbs.CapZeroCopy
+	verbs.CapUserMemRDMA | verbs.CapSameHost | verbs.CapZeroCopy | verbs.CapMap
 
 func init() { verbs.Register(provider{}) }
 

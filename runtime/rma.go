@@ -1,0 +1,292 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// One-sided substrate. Package window (and the collectives) build on three things the
+// runtime owns because it owns the devices and the connections:
+//
+//   - Region: memory of this rank that every peer may access one-sidedly. AllocRegion
+//     carves it from the pre-registered arena (the shm device's when the rank has shm
+//     peers, so that they can map it; otherwise the tcp device's) and registers the same
+//     bytes with the rank's other device; RegisterRegion registers user memory instead.
+//     Desc describes a region to peers: the key per provider.
+//   - Remote: a peer's region as seen from this rank (Attach). On a shm peer an arena
+//     region is also mapped (verbs.Mapper): Mapped returns the peer's bytes for direct
+//     loads, stores and CPU atomics. Every Remote also takes work requests: Write, Read,
+//     FetchAdd, CmpSwap on the connection to the peer.
+//   - Counter: counts one-sided work requests until they complete. Wait drives progress
+//     (as a blocking receive does) until every counted request completed, and returns
+//     the first error among them.
+//
+// A refused remote access (a key the target revoked, which the window's collective Free
+// rules out in correct programs, as its local range checks rule out out-of-range
+// accesses) breaks the connection to that peer as it does in InfiniBand: the QP enters
+// Err. A Remote whose peer fails fails its counters with a *ProcError.
+
+const wrRMA = 4 // a one-sided work request of a Counter (index: counter table slot)
+
+// rmaAccess are the rights of every region: the window layer checks what a rank may do.
+const rmaAccess = verbs.AccessAll
+
+// Provider codes in a region description.
+const (
+	descSHM  = 1
+	descTCP  = 2
+	descVers = 1
+)
+
+var errRegionFreed = errors.New("region already freed")
+
+// Region is registered memory of this rank. Its methods are safe for concurrent use.
+type Region struct {
+	e     *engine
+	buf   []byte
+	mrs   []verbs.MR // by e.devs index; nil for a device it is not registered with
+	owned bool       // carved from an arena (Free returns it), not user memory
+	freed atomic.Bool
+}
+
+// AllocRegion returns n bytes of pre-registered arena memory (zeroed on first use; it may
+// hold old data on reuse), accessible to every peer. In a world of one it is plain memory.
+func (w *World) AllocRegion(n int) (*Region, error) {
+	if n < 0 {
+		return nil, invalidf("region of %d bytes", n)
+	}
+	e := w.e
+	r := &Region{e: e, owned: true}
+	if len(e.devs) == 0 {
+		r.buf = alignedBytes(n)
+		return r, nil
+	}
+	r.mrs = make([]verbs.MR, len(e.devs))
+	mr, err := e.devs[0].pd.AllocMR(max(n, 8), rmaAccess)
+	if err != nil {
+		return nil, fmt.Errorf("%w: allocate %d bytes of window memory from the %s arena: %w", ErrTransport, n, e.devs[0].name, err)
+	}
+	r.mrs[0], r.buf = mr, mr.Bytes()[:n:n]
+	for i := 1; i < len(e.devs); i++ {
+		if r.mrs[i], err = e.devs[i].pd.RegMR(mr.Bytes(), rmaAccess); err != nil {
+			r.Free()
+			return nil, fmt.Errorf("%w: register window memory with %s: %w", ErrTransport, e.devs[i].name, err)
+		}
+	}
+	return r, nil
+}
+
+// RegisterRegion registers buf (ordinary memory, kept alive until Free) with every device.
+// Peers reach it through work requests only (never Mapped); on shm through cross-memory
+// attach, which the kernel may forbid (Yama ptrace scope): the error then says so.
+func (w *World) RegisterRegion(buf []byte) (*Region, error) {
+	e := w.e
+	r := &Region{e: e, buf: buf, mrs: make([]verbs.MR, len(e.devs))}
+	if len(buf) == 0 {
+		return r, nil
+	}
+	for i, d := range e.devs {
+		a := rmaAccess
+		if !d.dev.Caps().Has(verbs.CapUserMemAtomic) {
+			a &^= verbs.RemoteAtomic
+		}
+		mr, err := d.pd.RegMR(buf, a)
+		if err != nil {
+			r.Free()
+			return nil, fmt.Errorf("%w: register %d bytes of user memory with %s: %w", ErrTransport, len(buf), d.name, err)
+		}
+		r.mrs[i] = mr
+	}
+	return r, nil
+}
+
+// Bytes is the region's memory.
+func (r *Region) Bytes() []byte { return r.buf }
+
+// AppendDesc appends the region's description for peers (its key per provider).
+func (r *Region) AppendDesc(b []byte) []byte {
+	b = append(b, descVers, byte(len(r.mrs)))
+	for i, mr := range r.mrs {
+		code := byte(0)
+		var key uint64
+		if mr != nil {
+			key = mr.RKey()
+			code = descSHM
+			if r.e.devs[i].name == "tcp" {
+				code = descTCP
+			}
+		}
+		b = append(b, code)
+		b = binary.LittleEndian.AppendUint64(b, key)
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(r.buf)))
+	}
+	return b
+}
+
+// DescLen is the length of a region description in a job whose ranks use up to two
+// devices; descriptions of one job all have the same length on one rank.
+func (w *World) DescLen() int { return 2 + len(w.e.devs)*17 }
+
+// Free deregisters the region (every key stops working at once, even for bytes reused
+// later) and returns arena memory for reuse. A second Free returns an error.
+func (r *Region) Free() error {
+	if r.freed.Swap(true) {
+		return errRegionFreed
+	}
+	var first error
+	for i := len(r.mrs) - 1; i >= 0; i-- {
+		if mr := r.mrs[i]; mr != nil {
+			if err := mr.Dereg(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+func alignedBytes(n int) []byte {
+	b := make([]uint64, (n+7)/8)
+	if len(b) == 0 {
+		return []byte{}
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), n)
+}
+
+// Remote is a peer's region as seen from this rank. Its methods are safe for concurrent
+// use; ordering between requests posted by different goroutines is the order they took
+// the engine's lock.
+type Remote struct {
+	e    *engine
+	rank int
+	p    *peer
+	rkey uint64
+	size int
+	m    verbs.Mapping
+	mem  []byte
+	live atomic.Bool
+}
+
+// Attach opens rank's region described by desc (from its AppendDesc, delivered by the
+// caller). On a shm peer an arena region is mapped as well (Mapped), which validates the
+// key at once: a stale or forged description fails here with an error wrapping
+// verbs.ErrAccess.
+func (w *World) Attach(rank int, desc []byte) (*Remote, error) {
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkLocked(); err != nil {
+		return nil, err
+	}
+	if rank < 0 || rank >= e.size || rank == e.rank {
+		return nil, invalidf("attach to rank %d (size %d, self %d): the peer must be another rank", rank, e.size, e.rank)
+	}
+	p := e.peers[rank]
+	if p.failed != nil {
+		return nil, p.failed
+	}
+	want := byte(descSHM)
+	if p.dev.name == "tcp" {
+		want = descTCP
+	}
+	key, size, ok := findDesc(desc, want)
+	if !ok {
+		return nil, fmt.Errorf("%w: rank %d's region description has no %s key (%d bytes)", ErrTransport, rank, p.dev.name, len(desc))
+	}
+	rm := &Remote{e: e, rank: rank, p: p, rkey: key, size: int(size)}
+	if mp, ok := p.qp.(verbs.Mapper); ok && size > 0 {
+		m, err := mp.Map(key, 0, int(size), rmaAccess)
+		switch {
+		case err == nil:
+			rm.m, rm.mem = m, m.Bytes()
+		case errors.Is(err, verbs.ErrUnsupported):
+		default:
+			return nil, fmt.Errorf("attach to rank %d's region: %w", rank, err)
+		}
+	}
+	rm.live.Store(true)
+	e.remotes[rm] = struct{}{}
+	return rm, nil
+}
+
+func findDesc(b []byte, want byte) (key, size uint64, ok bool) {
+	if len(b) < 2 || b[0] != descVers || len(b) != 2+int(b[1])*17 {
+		return 0, 0, false
+	}
+	for i := 0; i < int(b[1]); i++ {
+		ent := b[2+17*i:]
+		if ent[0] == want {
+			return binary.LittleEndian.Uint64(ent[1:]), binary.LittleEndian.Uint64(ent[9:]), true
+		}
+	}
+	return 0, 0, false
+}
+
+// Rank is the peer owning the region.
+func (r *Remote) Rank() int { return r.rank }
+
+// Size is the region's length in bytes.
+func (r *Remote) Size() int { return r.size }
+
+// Mapped returns the peer's region for direct access, or nil when it is reached through
+// work requests only (another host, user memory). Accesses are valid while Live.
+func (r *Remote) Mapped() []byte { return r.mem }
+
+// Live reports whether the Remote is still open (not closed, and the World not finalized):
+// Mapped bytes may be touched only while it holds. One atomic load.
+func (r *Remote) Live() bool { return r.live.Load() }
+
+// Err returns why the peer cannot be reached: its failure (a *ProcError wrapping
+// ErrProcFailed), the job's abort, ErrFinalized; or nil while it can. For a mapped peer
+// the death of its process is seen at once (one atomic load), without waiting for the
+// transport to report it.
+func (r *Remote) Err() error {
+	e := r.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkLocked(); err != nil {
+		return err
+	}
+	p := r.p
+	if p.failed == nil && r.m != nil && !r.m.PeerAlive() {
+		if !e.polling {
+			e.progressLocked() // the provider fails the QP; its completions say how
+		}
+		if p.failed == nil {
+			e.peerFailedLocked(p, errors.New("its process exited"))
+		}
+	}
+	if p.failed != nil {
+		return p.failed
+	}
+	return nil
+}
+
+// Close releases the mapping. Outstanding work requests must have completed.
+func (r *Remote) Close() error {
+	r.e.mu.Lock()
+	defer r.e.mu.Unlock()
+	r.closeLocked()
+	return nil
+}
+
+func (r *Remote) closeLocked() {
+	if !r.live.Swap(false) {
+		return
+	}
+	delete(r.e.remotes, r)
+	if r.m != nil {
+		r.m.Unmap()
+	}
+}
+
+// closeRemotesLocked closes every Remote before the devices close (Finalize).
+func (e *engine) closeRemotesLocked() {
+	for r := range e.remotes {
+		r.closeLocked()
+	}
+}

@@ -1,0 +1,254 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	goruntime "runtime"
+	"time"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// Counter counts one-sided work requests until they complete. A Counter belongs to one
+// World's engine; it may be used by several goroutines, but Wait is meant for one at a
+// time (a second concurrent Wait returns when the first does).
+//
+// Buffer ownership: the local buffer of a request (Write's src, Read's dst, an atomic's
+// result) belongs to the runtime until the Wait that follows its posting has returned.
+type Counter struct {
+	e       *engine
+	idx     uint32
+	pending int     // guarded by e.mu
+	byRank  []int32 // pending per target rank, guarded by e.mu
+	err     error   // first error since the last Wait, guarded by e.mu
+	req     Request // Wait parks on it; completed when pending reaches 0
+	closed  bool
+}
+
+// NewCounter returns a counter for this World's one-sided requests. Close releases it.
+func (w *World) NewCounter() *Counter {
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := &Counter{e: e, byRank: make([]int32, e.size)}
+	c.req.e = e
+	c.req.kind = reqSync
+	if n := len(e.counterFree); n > 0 {
+		c.idx = e.counterFree[n-1]
+		e.counterFree = e.counterFree[:n-1]
+		e.counters[c.idx] = c
+	} else {
+		c.idx = uint32(len(e.counters))
+		e.counters = append(e.counters, c)
+	}
+	return c
+}
+
+// Close releases the counter; its pending requests must have completed (Wait).
+func (c *Counter) Close() {
+	e := c.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	if c.pending == 0 {
+		e.counters[c.idx] = nil
+		e.counterFree = append(e.counterFree, c.idx)
+	}
+	// Otherwise the slot stays taken: late completions find a closed counter.
+}
+
+// Pending reports how many counted requests have not completed.
+func (c *Counter) Pending() int {
+	c.e.mu.Lock()
+	defer c.e.mu.Unlock()
+	return c.pending
+}
+
+// Wait makes progress until every request counted so far has completed, or ctx ends.
+// It returns the first error among them (once: the next Wait starts afresh).
+func (c *Counter) Wait(ctx context.Context) error {
+	e := c.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c.pending > 0 {
+		c.req.done = false
+		if err := e.waitLocked(ctx, &c.req); err != nil {
+			return fmt.Errorf("wait for one-sided requests: %w", err)
+		}
+	}
+	err := c.err
+	c.err = nil
+	return err
+}
+
+// Write copies src to offset off of the remote region (RDMA write).
+func (r *Remote) Write(c *Counter, off uint64, src []byte) error {
+	return r.post(c, verbs.OpRDMAWrite, off, src, 0, 0)
+}
+
+// Read copies len(dst) bytes at offset off of the remote region into dst (RDMA read).
+func (r *Remote) Read(c *Counter, off uint64, dst []byte) error {
+	return r.post(c, verbs.OpRDMARead, off, dst, 0, 0)
+}
+
+// FetchAdd adds add to the 8-byte word at off and stores the old value in result (8
+// bytes, little-endian host order) when the request completes.
+func (r *Remote) FetchAdd(c *Counter, off, add uint64, result []byte) error {
+	return r.post(c, verbs.OpAtomicFetchAdd, off, result, add, 0)
+}
+
+// CmpSwap replaces the 8-byte word at off with swap if it equals expect, and stores the
+// old value in result when the request completes.
+func (r *Remote) CmpSwap(c *Counter, off, expect, swap uint64, result []byte) error {
+	return r.post(c, verbs.OpAtomicCmpSwap, off, result, expect, swap)
+}
+
+// maxWR is the largest transfer one work request carries; longer ones are split.
+const maxWR = readChunk
+
+func (r *Remote) post(c *Counter, op verbs.Opcode, off uint64, local []byte, add, swap uint64) error {
+	if off > uint64(r.size) || uint64(len(local)) > uint64(r.size)-off {
+		return invalidf("one-sided %v of %d bytes at offset %d of rank %d's %d-byte region", op, len(local), off, r.rank, r.size)
+	}
+	e := r.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkLocked(); err != nil {
+		return err
+	}
+	if !r.live.Load() {
+		return fmt.Errorf("%w: one-sided request on a closed remote region of rank %d", ErrInvalid, r.rank)
+	}
+	for {
+		n := min(len(local), maxWR)
+		if err := e.postRMALocked(c, r, op, off, local[:n], add, swap); err != nil {
+			return err
+		}
+		if op.IsAtomic() || n == len(local) {
+			return nil
+		}
+		local, off = local[n:], off+uint64(n)
+	}
+}
+
+func (e *engine) postRMALocked(c *Counter, r *Remote, op verbs.Opcode, off uint64, local []byte, add, swap uint64) error {
+	p := r.p
+	for p.failed == nil && p.sqFree == 0 {
+		if err := e.rmaRoomLocked(c, p); err != nil {
+			return err
+		}
+	}
+	if p.failed != nil {
+		return p.failed
+	}
+	p.swr = verbs.SendWR{WRID: wrid(wrRMA, p.rank, c.idx), Op: op, Flags: verbs.Signaled,
+		Local: local, Remote: verbs.RemoteAddr{RKey: r.rkey, Offset: off}, CompareAdd: add, Swap: swap}
+	if err := p.qp.PostSend(&p.swr); err != nil {
+		return fmt.Errorf("%w: one-sided %v to rank %d: %w", ErrTransport, op, p.rank, err)
+	}
+	p.sqFree--
+	c.pending++
+	c.byRank[p.rank]++
+	return nil
+}
+
+// rmaRoomLocked waits for a send queue entry to p: by draining c when it has requests to
+// p outstanding, otherwise by polling (the entries are held by messages, which complete
+// without this rank's help) with a bounded spin and then short sleeps.
+func (e *engine) rmaRoomLocked(c *Counter, p *peer) error {
+	if c.byRank[p.rank] > 0 {
+		c.req.done = false
+		if err := e.waitLocked(context.Background(), &c.req); err != nil {
+			return err
+		}
+		return nil
+	}
+	for i := 0; p.sqFree == 0 && p.failed == nil; i++ {
+		if err := e.checkLocked(); err != nil {
+			return err
+		}
+		if !e.polling {
+			e.progressLocked()
+		}
+		if p.sqFree > 0 {
+			break
+		}
+		e.mu.Unlock()
+		if i < 100 {
+			goruntime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+		e.mu.Lock()
+	}
+	return nil
+}
+
+// rmaDoneLocked handles the completion of a counted one-sided request.
+func (e *engine) rmaDoneLocked(p *peer, idx uint32, wc *verbs.WC) {
+	if p.failed != nil {
+		return // its counters were failed with the peer
+	}
+	p.sqFree++
+	if int(idx) >= len(e.counters) || e.counters[idx] == nil {
+		return
+	}
+	c := e.counters[idx]
+	if wc.Status != verbs.Success {
+		cause := statusCause(p.dev.name, wc)
+		if c.err == nil {
+			c.err = fmt.Errorf("one-sided request to rank %d: %w", p.rank, cause)
+		}
+		c.countDoneLocked(p.rank, 1)
+		e.peerFailedLocked(p, cause)
+		return
+	}
+	c.countDoneLocked(p.rank, 1)
+}
+
+func (c *Counter) countDoneLocked(rank int, n int32) {
+	c.pending -= int(n)
+	c.byRank[rank] -= n
+	if c.pending == 0 {
+		e := c.e
+		if c.closed {
+			e.counters[c.idx] = nil
+			e.counterFree = append(e.counterFree, c.idx)
+			return
+		}
+		e.completeLocked(&c.req, nil)
+	}
+}
+
+// failCountersLocked fails every counter's requests to the failed peer p.
+func (e *engine) failCountersLocked(p *peer) {
+	for _, c := range e.counters {
+		if c == nil || c.byRank[p.rank] == 0 {
+			continue
+		}
+		if c.err == nil {
+			c.err = p.failed
+		}
+		c.countDoneLocked(p.rank, c.byRank[p.rank])
+	}
+}
+
+// failAllCountersLocked fails every counter (abort, finalize).
+func (e *engine) failAllCountersLocked(err error) {
+	for _, c := range e.counters {
+		if c == nil || c.pending == 0 {
+			continue
+		}
+		if c.err == nil {
+			c.err = err
+		}
+		for rank, n := range c.byRank {
+			if n > 0 {
+				c.countDoneLocked(rank, n)
+			}
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package window
+
+import (
+	"context"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Assert is a set of MPI assertions about an epoch, hints the window may use.
+type Assert uint32
+
+// Assertions (MPI_MODE_*).
+const (
+	NoCheck   Assert = 1 << iota // Lock: no other rank holds or asks for a conflicting lock: skip the lock word
+	NoStore                      // Fence, Post: the local window was not stored to since the last synchronization
+	NoPut                        // Fence, Post: the local window will not be written by Put or Accumulate until the next synchronization
+	NoPrecede                    // Fence: no RMA call of this rank precedes the fence
+	NoSucceed                    // Fence: no RMA call of this rank follows the fence: it closes the epoch
+)
+
+// Fence completes every RMA operation of this rank issued since the previous Fence (at
+// the origin and at the target), makes this rank's own stores to its window memory
+// visible to the others, and synchronizes every rank of the window: collective. It opens
+// an access and exposure epoch to every rank, unless assert has NoSucceed. A Fence while
+// this rank holds a lock (passive-target epoch) or has a PSCW epoch open fails with
+// ErrEpoch.
+func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
+	const op = "fence"
+	if w.freed.Load() {
+		return werr(op, -1, -1, ErrFreed)
+	}
+	if w.locks > 0 || w.lockAll {
+		return werrf(op, -1, -1, ErrEpoch, "Fence inside a passive-target epoch (Unlock first)")
+	}
+	if w.pscw.active() {
+		return werrf(op, -1, -1, ErrEpoch, "Fence inside a PSCW epoch (Complete and Wait first)")
+	}
+	if err := w.flushAll(ctx, op); err != nil {
+		return err
+	}
+	if assert&NoStore == 0 {
+		if err := w.ownerSync(ctx); err != nil { // cache.go
+			return werr(op, -1, -1, err)
+		}
+	}
+	if err := w.barrier(ctx); err != nil {
+		return werr(op, -1, -1, err)
+	}
+	w.fenceOn = assert&NoSucceed == 0
+	for r := range w.tg {
+		if w.fenceOn {
+			w.tg[r].open |= openFence
+		} else {
+			w.tg[r].open &^= openFence
+		}
+	}
+	return nil
+}
+
+// barrier synchronizes every rank of the window: through the metadata's fence words
+// when every rank maps every other's metadata (one store per peer, then polling), or
+// through the runtime's Barrier.
+func (w *Win[T]) barrier(ctx context.Context) error {
+	if !w.flags {
+		return runtime.Barrier(ctx, w.comm)
+	}
+	w.fenceSeq++
+	seq := w.fenceSeq
+	for r := range w.tg {
+		store(w.tg[r].mw, mFence+w.rank, seq)
+	}
+	return pollUntil(ctx, func() bool {
+		for r := range w.size {
+			if load(w.mw, mFence+r) < seq {
+				return false
+			}
+		}
+		return true
+	}, w.checkPeers)
+}
+
+// checkPeers returns the error of a failed peer of the window, or nil.
+func (w *Win[T]) checkPeers() error {
+	for r := range w.tg {
+		if m := w.tg[r].meta; m != nil {
+			if err := m.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

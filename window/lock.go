@@ -1,0 +1,317 @@
+package window
+
+import (
+	"context"
+	"encoding/binary"
+)
+
+// LockType is the kind of a passive-target lock.
+type LockType uint8
+
+// Lock types.
+const (
+	Exclusive LockType = iota + 1 // one holder; excludes every other lock on the rank
+	Shared                        // any number of shared holders
+)
+
+const (
+	lockShared uint8 = iota + 1
+	lockExclHeld
+	lockNoCheck
+)
+
+// Lock opens a passive-target access epoch to rank: it acquires rank's lock word (in the
+// rank's metadata, by CPU atomics on a mapped rank and by remote atomics otherwise, so
+// the target's code never runs) unless assert has NoCheck. A rank may hold locks on
+// several ranks at once, but one on each.
+func (w *Win[T]) Lock(ctx context.Context, lt LockType, rank int, assert Assert) error {
+	const op = "lock"
+	t, err := w.syncTarget(op, rank)
+	if err != nil {
+		return err
+	}
+	if lt != Exclusive && lt != Shared {
+		return werrf(op, rank, -1, ErrInvalid, "lock type %d", lt)
+	}
+	if t.lock != 0 || w.lockAll {
+		return werrf(op, rank, -1, ErrEpoch, "rank %d is already locked by this rank", rank)
+	}
+	if w.fenceOn || w.pscw.active() {
+		return werrf(op, rank, -1, ErrEpoch, "Lock inside an active-target epoch (Fence with NoSucceed, or Complete, first)")
+	}
+	state := lockNoCheck
+	if assert&NoCheck == 0 {
+		if err := w.acquire(ctx, t, lt); err != nil {
+			return werr(op, rank, -1, err)
+		}
+		state = lockShared
+		if lt == Exclusive {
+			state = lockExclHeld
+		}
+	}
+	t.lock = state
+	t.open |= openLock
+	w.locks++
+	return nil
+}
+
+// Unlock completes every operation of this rank to rank (at the target: a later Get of
+// any rank sees it) and releases the lock.
+func (w *Win[T]) Unlock(ctx context.Context, rank int) error {
+	const op = "unlock"
+	t, err := w.syncTarget(op, rank)
+	if err != nil {
+		return err
+	}
+	if t.lock == 0 || w.lockAll {
+		return werrf(op, rank, -1, ErrEpoch, "rank %d is not locked by this rank (Lock, or UnlockAll for LockAll)", rank)
+	}
+	ferr := w.flush(ctx, t, op)
+	if ferr == nil && rank == w.rank {
+		ferr = werr(op, rank, -1, w.ownerSync(ctx))
+	}
+	rerr := w.release(ctx, t, t.lock)
+	t.lock = 0
+	t.open &^= openLock
+	w.locks--
+	if ferr != nil {
+		return ferr
+	}
+	return werr(op, rank, -1, rerr)
+}
+
+// LockAll opens a shared passive-target epoch to every rank (MPI_Win_lock_all).
+func (w *Win[T]) LockAll(ctx context.Context, assert Assert) error {
+	const op = "lock_all"
+	if w.freed.Load() {
+		return werr(op, -1, -1, ErrFreed)
+	}
+	if w.lockAll || w.locks > 0 {
+		return werrf(op, -1, -1, ErrEpoch, "a passive-target epoch is already open")
+	}
+	if w.fenceOn || w.pscw.active() {
+		return werrf(op, -1, -1, ErrEpoch, "LockAll inside an active-target epoch")
+	}
+	state := lockNoCheck
+	if assert&NoCheck == 0 {
+		state = lockShared
+	}
+	for r := range w.tg {
+		t := &w.tg[r]
+		if state == lockShared {
+			if err := w.acquire(ctx, t, Shared); err != nil {
+				for q := 0; q < r; q++ {
+					w.release(ctx, &w.tg[q], lockShared)
+					w.tg[q].lock, w.tg[q].open = 0, w.tg[q].open&^openLock
+				}
+				return werr(op, r, -1, err)
+			}
+		}
+		t.lock = state
+		t.open |= openLock
+	}
+	w.lockAll = true
+	return nil
+}
+
+// UnlockAll completes every operation of this rank and releases the locks of LockAll.
+func (w *Win[T]) UnlockAll(ctx context.Context) error {
+	const op = "unlock_all"
+	if w.freed.Load() {
+		return werr(op, -1, -1, ErrFreed)
+	}
+	if !w.lockAll {
+		return werrf(op, -1, -1, ErrEpoch, "no LockAll epoch is open")
+	}
+	first := w.flushAll(ctx, op)
+	if first == nil {
+		first = werr(op, w.rank, -1, w.ownerSync(ctx))
+	}
+	for r := range w.tg {
+		t := &w.tg[r]
+		if err := w.release(ctx, t, t.lock); err != nil && first == nil {
+			first = werr(op, r, -1, err)
+		}
+		t.lock = 0
+		t.open &^= openLock
+	}
+	w.lockAll = false
+	return first
+}
+
+// syncTarget checks a synchronization call naming rank.
+func (w *Win[T]) syncTarget(op string, rank int) (*target[T], error) {
+	if w.freed.Load() {
+		return nil, werr(op, rank, -1, ErrFreed)
+	}
+	if uint(rank) >= uint(w.size) {
+		return nil, werrf(op, rank, -1, ErrInvalid, "rank %d of a window of %d ranks", rank, w.size)
+	}
+	return &w.tg[rank], nil
+}
+
+// acquire takes t's lock word.
+func (w *Win[T]) acquire(ctx context.Context, t *target[T], lt LockType) error {
+	if t.mw != nil {
+		return w.acquireMapped(ctx, t, lt)
+	}
+	return w.acquireRemote(ctx, t, lt)
+}
+
+func (w *Win[T]) acquireMapped(ctx context.Context, t *target[T], lt LockType) error {
+	mw := t.mw
+	check := func() error { return w.targetErr(t) }
+	if lt == Exclusive {
+		return pollUntil(ctx, func() bool { return load(mw, mLock) == 0 && cas(mw, mLock, 0, lockExcl) }, check)
+	}
+	return pollUntil(ctx, func() bool {
+		if load(mw, mLock)&lockExcl != 0 {
+			return false
+		}
+		if add(mw, mLock, 1)&lockExcl == 0 {
+			return true
+		}
+		add(mw, mLock, ^uint64(0)) // an exclusive holder got in first: back out
+		return false
+	}, check)
+}
+
+func (w *Win[T]) acquireRemote(ctx context.Context, t *target[T], lt LockType) error {
+	var err error
+	ready := func() bool {
+		var old uint64
+		if lt == Exclusive {
+			old, err = w.remoteCAS(ctx, t, mLock, 0, lockExcl)
+			return err != nil || old == 0
+		}
+		old, err = w.remoteAdd(ctx, t, mLock, 1)
+		if err != nil || old&lockExcl == 0 {
+			return true
+		}
+		_, err = w.remoteAdd(ctx, t, mLock, ^uint64(0))
+		return err != nil
+	}
+	if perr := pollUntil(ctx, ready, nil); perr != nil {
+		return perr
+	}
+	return err
+}
+
+// release gives back the lock state held on t.
+func (w *Win[T]) release(ctx context.Context, t *target[T], state uint8) error {
+	var delta uint64
+	switch state {
+	case lockShared:
+		delta = ^uint64(0)
+	case lockExclHeld:
+		delta = ^lockExcl + 1
+	default:
+		return nil
+	}
+	if t.mw != nil {
+		add(t.mw, mLock, delta)
+		return nil
+	}
+	_, err := w.remoteAdd(ctx, t, mLock, delta)
+	return err
+}
+
+// remoteAdd runs a fetch-and-add on metadata word i of t and waits for it.
+func (w *Win[T]) remoteAdd(ctx context.Context, t *target[T], i int, v uint64) (uint64, error) {
+	if err := t.meta.FetchAdd(t.ctr, uint64(i*wordLen), v, t.res[:8]); err != nil {
+		return 0, err
+	}
+	if err := t.ctr.Wait(ctx); err != nil {
+		return 0, err
+	}
+	return binary.NativeEndian.Uint64(t.res[:8]), nil
+}
+
+// remoteCAS runs a compare-and-swap on metadata word i of t and waits for it.
+func (w *Win[T]) remoteCAS(ctx context.Context, t *target[T], i int, old, new uint64) (uint64, error) {
+	if err := t.meta.CmpSwap(t.ctr, uint64(i*wordLen), old, new, t.res[:8]); err != nil {
+		return 0, err
+	}
+	if err := t.ctr.Wait(ctx); err != nil {
+		return 0, err
+	}
+	return binary.NativeEndian.Uint64(t.res[:8]), nil
+}
+
+// targetErr returns the error of t's failed rank, or nil.
+func (w *Win[T]) targetErr(t *target[T]) error {
+	if t.meta == nil {
+		return nil
+	}
+	return t.meta.Err()
+}
+
+// Flush completes every operation of this rank to rank, at the origin and at the target.
+// It is valid in a passive-target epoch (Lock or LockAll).
+func (w *Win[T]) Flush(ctx context.Context, rank int) error {
+	const op = "flush"
+	t, err := w.syncTarget(op, rank)
+	if err != nil {
+		return err
+	}
+	if t.lock == 0 {
+		return werrf(op, rank, -1, ErrEpoch, "Flush outside a passive-target epoch on rank %d", rank)
+	}
+	return w.flush(ctx, t, op)
+}
+
+// FlushAll is Flush for every rank.
+func (w *Win[T]) FlushAll(ctx context.Context) error {
+	const op = "flush_all"
+	if w.freed.Load() {
+		return werr(op, -1, -1, ErrFreed)
+	}
+	if w.locks == 0 && !w.lockAll {
+		return werrf(op, -1, -1, ErrEpoch, "FlushAll outside a passive-target epoch")
+	}
+	return w.flushAll(ctx, op)
+}
+
+// FlushLocal completes every operation of this rank to rank at the origin: its buffers
+// may be reused. gorma's transport path holds origin buffers until the target has
+// completed the operation, so FlushLocal is Flush.
+func (w *Win[T]) FlushLocal(ctx context.Context, rank int) error { return w.Flush(ctx, rank) }
+
+// FlushLocalAll is FlushLocal for every rank.
+func (w *Win[T]) FlushLocalAll(ctx context.Context) error { return w.FlushAll(ctx) }
+
+// Sync makes this rank's own stores to its window memory visible to Gets of other ranks,
+// cached copies included (MPI_Win_sync in the unified model).
+func (w *Win[T]) Sync(ctx context.Context) error {
+	const op = "sync"
+	if w.freed.Load() {
+		return werr(op, -1, -1, ErrFreed)
+	}
+	return werr(op, w.rank, -1, w.ownerSync(ctx))
+}
+
+// flush completes the transport-path operations to t and their coherence work.
+func (w *Win[T]) flush(ctx context.Context, t *target[T], op string) error {
+	if t.ctr == nil {
+		return nil
+	}
+	if err := t.ctr.Wait(ctx); err != nil {
+		return werr(op, t.rank, -1, err)
+	}
+	if t.dirty {
+		if err := w.completeWrites(ctx, t); err != nil { // cache.go
+			return werr(op, t.rank, -1, err)
+		}
+		t.dirty = false
+	}
+	return nil
+}
+
+func (w *Win[T]) flushAll(ctx context.Context, op string) error {
+	for r := range w.tg {
+		if err := w.flush(ctx, &w.tg[r], op); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,392 @@
+package window
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Flavor is how a window's memory was obtained.
+type Flavor uint8
+
+// Window flavors (MPI_WIN_FLAVOR_*).
+const (
+	FlavorAllocate Flavor = iota + 1 // Allocate: memory from the pre-registered arena
+	FlavorCreate                     // Create: the caller's slice
+	FlavorShared                     // AllocateShared: arena memory with SharedQuery
+	FlavorDynamic                    // CreateDynamic: memory attached later
+)
+
+var flavorNames = [...]string{"", "allocate", "create", "shared", "dynamic"}
+
+func (f Flavor) String() string {
+	if int(f) < len(flavorNames) && f != 0 {
+		return flavorNames[f]
+	}
+	return "Flavor(?)"
+}
+
+// Option configures a window at creation. Every rank must pass the same options.
+type Option func(*options)
+
+type options struct {
+	pageSize int
+	cache    bool
+	dynSlots int
+}
+
+// PageSize sets the page size (bytes, a power of two from 512 to 1 MiB; default 4096) of
+// the coherent page cache for cross-host targets.
+func PageSize(n int) Option { return func(o *options) { o.pageSize = n } }
+
+// NoCache switches the coherent page cache off: every Get from a cross-host target reads
+// the target's memory.
+func NoCache() Option { return func(o *options) { o.cache = false } }
+
+// Win is an RMA window: memory of every rank of a World that every rank may access with
+// one-sided operations, in epochs opened and closed by its synchronization calls.
+//
+// Concurrency: RMA calls (Put, Get, the accumulates, the request-based calls) on one
+// window may run concurrently from several goroutines; a synchronization call (Fence,
+// Lock, Unlock, Flush..., Post, Start, Complete, Wait, Free) must not run concurrently
+// with RMA calls that it is meant to order, as in MPI. The buffers of Put, Get and the
+// accumulates belong to the window until the call that completes the operation (Flush,
+// Unlock, Fence, Complete, or the Request's Wait) has returned.
+type Win[T runtime.Elem] struct {
+	comm   *runtime.World
+	rank   int
+	size   int
+	esize  int
+	flavor Flavor
+	opt    options
+	lay    layout
+
+	local []T
+	data  *runtime.Region // nil for dynamic windows
+	meta  *runtime.Region
+	mw    []uint64 // this rank's metadata words
+	tg    []target[T]
+	flags bool // every rank maps every other rank's metadata: fences by flags
+	freed atomic.Bool
+
+	// Epoch state: changed by synchronization calls only.
+	fenceSeq uint64
+	fenceOn  bool // a Fence opened an epoch that no Fence with NoSucceed closed
+	locks    int  // targets locked by this rank (passive epoch)
+	lockAll  bool
+	pscw     pscwState
+
+	mu sync.Mutex // guards the bookkeeping of the transport path (pending lists)
+}
+
+// target is what a rank knows of one rank's window (itself included).
+type target[T runtime.Elem] struct {
+	rank int
+	n    int             // elements
+	data *runtime.Remote // nil for self, for dynamic windows and in a world of one
+	meta *runtime.Remote // nil for self
+	mem  []T             // direct view (self, or a mapped peer), else nil
+	mw   []uint64        // direct view of its metadata, else nil
+	ctr  *runtime.Counter
+
+	open  uint8 // openFence | openStart | openLock: an access epoch includes this rank
+	lock  uint8 // lockShared, lockExcl (held), or lockNoCheck
+	dirty bool  // the transport path wrote to it since the last flush
+	res   [16]byte
+}
+
+const (
+	openFence uint8 = 1 << iota
+	openStart
+	openLock
+)
+
+// Local returns this rank's window memory (nil for a dynamic window).
+func (w *Win[T]) Local() []T { return w.local }
+
+// Rank is this rank; Size the number of ranks of the window.
+func (w *Win[T]) Rank() int { return w.rank }
+
+// Size is the number of ranks sharing the window.
+func (w *Win[T]) Size() int { return w.size }
+
+// Flavor tells how the window's memory was obtained.
+func (w *Win[T]) Flavor() Flavor { return w.flavor }
+
+// Len returns the number of elements of rank's window memory.
+func (w *Win[T]) Len(rank int) int {
+	if rank < 0 || rank >= w.size {
+		return 0
+	}
+	return w.tg[rank].n
+}
+
+// Allocate creates a window of n elements per rank (ranks may pass different n) from the
+// pre-registered arena: the fast path. Collective over w.
+func Allocate[T runtime.Elem](ctx context.Context, w *runtime.World, n int, opts ...Option) (*Win[T], error) {
+	return create[T](ctx, w, FlavorAllocate, n, nil, opts)
+}
+
+// AllocateShared is Allocate with SharedQuery: every rank on the same host may load and
+// store a peer's memory directly. Collective over w.
+func AllocateShared[T runtime.Elem](ctx context.Context, w *runtime.World, n int, opts ...Option) (*Win[T], error) {
+	return create[T](ctx, w, FlavorShared, n, nil, opts)
+}
+
+// Create creates a window over buf, the caller's memory (kept alive, and reachable by
+// peers, until Free): peers on this host reach it by cross-memory attach, peers on other
+// hosts through the transport's target-side progress. Collective over w.
+func Create[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, opts ...Option) (*Win[T], error) {
+	return create[T](ctx, w, FlavorCreate, len(buf), buf, opts)
+}
+
+func elemSize[T runtime.Elem]() int {
+	var z T
+	return int(unsafe.Sizeof(z))
+}
+
+func asBytes[T runtime.Elem](b []T) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b)*elemSize[T]())
+}
+
+func asElems[T runtime.Elem](b []byte) []T {
+	n := len(b) / elemSize[T]()
+	if n == 0 {
+		return []T{}
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// comms holds, per World, the World the windows created from it communicate on.
+var comms sync.Map // *runtime.World -> *runtime.World
+
+func commOf(w *runtime.World) (*runtime.World, error) {
+	if c, ok := comms.Load(w); ok {
+		return c.(*runtime.World), nil
+	}
+	c, err := w.Dup()
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := comms.LoadOrStore(w, c)
+	return actual.(*runtime.World), nil
+}
+
+func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n int, buf []T, opts []Option) (win *Win[T], err error) {
+	op := "create"
+	if n < 0 {
+		return nil, werrf(op, -1, -1, ErrInvalid, "%d elements", n)
+	}
+	o := options{pageSize: 4096, cache: true}
+	if fl == FlavorDynamic {
+		o.dynSlots = defaultDynSlots
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.pageSize < 512 || o.pageSize > 1<<20 || o.pageSize&(o.pageSize-1) != 0 {
+		return nil, werrf(op, -1, -1, ErrInvalid, "page size %d: want a power of two from 512 to 1 MiB", o.pageSize)
+	}
+	comm, err := commOf(rw)
+	if err != nil {
+		return nil, werr(op, -1, -1, err)
+	}
+	w := &Win[T]{comm: comm, rank: rw.Rank(), size: rw.Size(), esize: elemSize[T](), flavor: fl, opt: o,
+		lay: newLayout(rw.Size(), o.dynSlots)}
+	w.tg = make([]target[T], w.size)
+	defer func() {
+		if err != nil {
+			w.releaseFailed()
+		}
+	}()
+	switch fl {
+	case FlavorAllocate, FlavorShared:
+		if w.data, err = rw.AllocRegion(n * w.esize); err != nil {
+			return nil, werr(op, -1, -1, err)
+		}
+		w.local = asElems[T](w.data.Bytes())[:n:n]
+	case FlavorCreate:
+		if w.data, err = rw.RegisterRegion(asBytes(buf)); err != nil {
+			return nil, werr(op, -1, -1, err)
+		}
+		w.local = buf
+	}
+	w.coherenceLayout() // cache.go: extends w.lay before the metadata is carved
+	if w.meta, err = rw.AllocRegion(w.lay.words * wordLen); err != nil {
+		return nil, werr(op, -1, -1, err)
+	}
+	w.mw = words(w.meta.Bytes())
+	clear(w.mw)
+	recs, err := w.exchange(ctx, n)
+	if err != nil {
+		return nil, werr(op, -1, -1, err)
+	}
+	if err := w.attach(recs); err != nil {
+		return nil, werr(op, -1, -1, err)
+	}
+	w.flags = true
+	for r := range w.size {
+		if w.tg[r].mw == nil {
+			w.flags = false
+		}
+		w.tg[r].ctr = rw.NewCounter()
+	}
+	// Every rank must agree on how fences synchronize: mapped metadata of every rank is
+	// the same fact seen from every rank (all ranks on one host), so no vote is needed.
+	if err := w.initCoherence(); err != nil {
+		return nil, werr(op, -1, -1, err)
+	}
+	// Nobody accesses a peer's metadata before the peer has cleared it.
+	if err := runtime.Barrier(ctx, w.comm); err != nil {
+		return nil, werr(op, -1, -1, err)
+	}
+	return w, nil
+}
+
+// A rank's record in the creation exchange: its element count and the descriptions of
+// its data and metadata regions.
+const recLen = 96
+
+func (w *Win[T]) exchange(ctx context.Context, n int) ([][]byte, error) {
+	rec := make([]byte, 0, recLen)
+	rec = binary.LittleEndian.AppendUint64(rec, uint64(n))
+	var d []byte
+	if w.data != nil {
+		d = w.data.AppendDesc(nil)
+	}
+	rec = append(rec, byte(len(d)))
+	rec = append(rec, d...)
+	m := w.meta.AppendDesc(nil)
+	rec = append(rec, byte(len(m)))
+	rec = append(rec, m...)
+	if len(rec) > recLen {
+		return nil, fmt.Errorf("internal: window record of %d bytes", len(rec))
+	}
+	rec = rec[:recLen]
+	recs := make([][]byte, w.size)
+	recs[w.rank] = rec
+	reqs := make([]*runtime.Request, 0, w.size)
+	for r := range w.size {
+		if r == w.rank {
+			continue
+		}
+		q, err := runtime.Isend(w.comm, rec, r, tagCreate)
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, q)
+	}
+	for r := range w.size {
+		if r == w.rank {
+			continue
+		}
+		recs[r] = make([]byte, recLen)
+		if _, err := runtime.Recv(ctx, w.comm, recs[r], r, tagCreate); err != nil {
+			return nil, err
+		}
+	}
+	for _, q := range reqs {
+		if _, err := q.Wait(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
+const tagCreate = 1
+
+func (w *Win[T]) attach(recs [][]byte) error {
+	for r := range w.size {
+		t := &w.tg[r]
+		t.rank = r
+		rec := recs[r]
+		t.n = int(binary.LittleEndian.Uint64(rec))
+		if r == w.rank {
+			t.mem, t.mw = w.local, w.mw
+			continue
+		}
+		dl := int(rec[8])
+		ddesc := rec[9 : 9+dl]
+		ml := int(rec[9+dl])
+		mdesc := rec[10+dl : 10+dl+ml]
+		var err error
+		if t.meta, err = w.comm.Attach(r, mdesc); err != nil {
+			return fmt.Errorf("metadata of rank %d: %w", r, err)
+		}
+		t.mw = words(t.meta.Mapped())
+		if dl > 0 {
+			if t.data, err = w.comm.Attach(r, ddesc); err != nil {
+				return fmt.Errorf("memory of rank %d: %w", r, err)
+			}
+			if b := t.data.Mapped(); b != nil {
+				t.mem = asElems[T](b)[:t.n:t.n]
+			}
+		}
+	}
+	return nil
+}
+
+// Free frees the window: collective over its World. No epoch may be open. Afterwards
+// every call on the window fails with ErrFreed, and the keys of its memory stop working
+// at every rank (the arena bytes are reused, never reachable through an old key).
+func (w *Win[T]) Free(ctx context.Context) error {
+	const op = "free"
+	if w.freed.Load() {
+		return werr(op, -1, -1, ErrFreed)
+	}
+	if w.locks > 0 || w.lockAll || w.pscw.active() {
+		return werrf(op, -1, -1, ErrEpoch, "an access or exposure epoch is still open (Unlock, Complete or Wait first)")
+	}
+	if err := w.flushAll(ctx, op); err != nil {
+		return err
+	}
+	w.freed.Store(true)
+	w.closeRemotes()
+	// After the barrier nobody holds a pin on our regions: Free revokes at once.
+	err := runtime.Barrier(ctx, w.comm)
+	w.releaseRegions()
+	return werr(op, -1, -1, err)
+}
+
+func (w *Win[T]) closeRemotes() {
+	w.closeCoherence()
+	for r := range w.tg {
+		t := &w.tg[r]
+		if t.data != nil {
+			t.data.Close()
+		}
+		if t.meta != nil {
+			t.meta.Close()
+		}
+		if t.ctr != nil {
+			t.ctr.Close()
+		}
+		t.mem, t.mw, t.open = nil, nil, 0
+	}
+}
+
+func (w *Win[T]) releaseRegions() {
+	w.freeDynamic()
+	if w.data != nil {
+		w.data.Free()
+	}
+	if w.meta != nil {
+		w.meta.Free()
+	}
+	w.local = nil
+}
+
+// releaseFailed undoes a creation that failed midway.
+func (w *Win[T]) releaseFailed() {
+	w.freed.Store(true)
+	w.closeRemotes()
+	w.releaseRegions()
+}

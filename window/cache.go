@@ -12,10 +12,10 @@ func (w *Win[T]) closeCoherence() {}
 
 // cacheGet serves a Get of len(result) elements at byte offset off of t from a coherent
 // cached copy, and reports whether it did.
-func (w *Win[T]) cacheGet(t *target[T], result []T, off uint64) bool { return false }
+func (w *Win[T]) cacheGet(s span[T], result []T, off uint64) bool { return false }
 
 // noteWrite records a transport-path write of n bytes at off of t. w.mu is held.
-func (w *Win[T]) noteWrite(t *target[T], off uint64, n int) {}
+func (w *Win[T]) noteWrite(s span[T], off uint64, n int) {}
 
 // completeWrites runs the invalidations of t's recorded writes.
 func (w *Win[T]) completeWrites(ctx context.Context, t *target[T]) error { return nil }

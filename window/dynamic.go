@@ -7,3 +7,8 @@ const (
 )
 
 func (w *Win[T]) freeDynamic() {}
+
+// dynSpan resolves an access to a dynamic window.
+func (w *Win[T]) dynSpan(op string, t *target[T], disp, n int) (span[T], error) {
+	return span[T]{}, werrf(op, t.rank, disp, ErrFlavor, "dynamic windows are not built yet")
+}

@@ -1,88 +1,105 @@
 package window
 
+import "github.com/gorma-hpc/gorma/runtime"
+
 // Put copies origin into rank's window memory at displacement disp (in elements). On a
 // rank whose memory is mapped (this host, arena memory) it is a copy into the target's
 // memory and complete when Put returns; otherwise it is an RDMA write, complete at the
 // next Flush, Unlock, Fence or Complete, and origin belongs to the window until then.
 func (w *Win[T]) Put(origin []T, rank, disp int) error {
-	t, err := w.access("put", rank, disp, len(origin))
+	s, err := w.access("put", rank, disp, len(origin))
 	if err != nil {
 		return err
 	}
-	if t.mem != nil {
-		copy(t.mem[disp:disp+len(origin)], origin)
+	if s.mem != nil {
+		copy(s.mem[s.off:s.off+len(origin)], origin)
 		return nil
 	}
-	return w.putRemote(t, origin, disp)
+	return w.putRemote(s, origin, disp)
 }
 
 // Get copies len(result) elements of rank's window memory at disp into result. From a
 // mapped rank it is complete when Get returns; otherwise result is filled by the next
 // Flush, Unlock, Fence or Complete (or at once when a cached copy serves it).
 func (w *Win[T]) Get(result []T, rank, disp int) error {
-	t, err := w.access("get", rank, disp, len(result))
+	s, err := w.access("get", rank, disp, len(result))
 	if err != nil {
 		return err
 	}
-	if t.mem != nil {
-		copy(result, t.mem[disp:disp+len(result)])
+	if s.mem != nil {
+		copy(result, s.mem[s.off:s.off+len(result)])
 		return nil
 	}
-	return w.getRemote(t, result, disp)
+	return w.getRemote(s, result, disp)
 }
 
-// access checks a call on rank's memory at disp for n elements and returns the target.
-func (w *Win[T]) access(op string, rank, disp, n int) (*target[T], error) {
+// span is where an access lands: the target, and either its memory mapped here (mem,
+// with the access at element off) or its region reached through the transport (data,
+// at element off).
+type span[T runtime.Elem] struct {
+	t    *target[T]
+	mem  []T
+	data *runtime.Remote
+	off  int
+}
+
+// access checks a call on rank's memory at disp for n elements and returns where it
+// lands.
+func (w *Win[T]) access(op string, rank, disp, n int) (span[T], error) {
 	if w.freed.Load() {
-		return nil, werr(op, rank, disp, ErrFreed)
+		return span[T]{}, werr(op, rank, disp, ErrFreed)
 	}
 	if uint(rank) >= uint(w.size) {
-		return nil, werrf(op, rank, disp, ErrInvalid, "rank %d of a window of %d ranks", rank, w.size)
+		return span[T]{}, werrf(op, rank, disp, ErrInvalid, "rank %d of a window of %d ranks", rank, w.size)
 	}
 	t := &w.tg[rank]
 	if t.open == 0 {
-		return nil, werrf(op, rank, disp, ErrEpoch, "no Fence, Start or Lock epoch includes rank %d", rank)
+		return span[T]{}, werrf(op, rank, disp, ErrEpoch, "no Fence, Start or Lock epoch includes rank %d", rank)
+	}
+	if w.flavor == FlavorDynamic {
+		return w.dynSpan(op, t, disp, n) // dynamic.go
 	}
 	if disp < 0 || n < 0 || disp > t.n || n > t.n-disp {
-		return nil, werrf(op, rank, disp, ErrRange, "%d elements at displacement %d of rank %d's %d", n, disp, rank, t.n)
+		return span[T]{}, werrf(op, rank, disp, ErrRange, "%d elements at displacement %d of rank %d's %d", n, disp, rank, t.n)
 	}
 	if t.data != nil && !t.data.Live() {
-		return nil, werrf(op, rank, disp, ErrFreed, "the World was finalized")
+		return span[T]{}, werrf(op, rank, disp, ErrFreed, "the World was finalized")
 	}
-	return t, nil
+	return span[T]{t: t, mem: t.mem, data: t.data, off: disp}, nil
 }
 
-func (w *Win[T]) putRemote(t *target[T], origin []T, disp int) error {
+func (w *Win[T]) putRemote(s span[T], origin []T, disp int) error {
 	if len(origin) == 0 {
 		return nil
 	}
-	off := uint64(disp * w.esize)
-	if err := t.data.Write(t.ctr, off, asBytes(origin)); err != nil {
-		return werr("put", t.rank, disp, err)
+	off := uint64(s.off * w.esize)
+	if err := s.data.Write(s.t.ctr, off, asBytes(origin)); err != nil {
+		return werr("put", s.t.rank, disp, err)
 	}
-	w.wroteRemote(t, off, len(origin)*w.esize)
+	w.wroteRemote(s, off, len(origin)*w.esize)
 	return nil
 }
 
-func (w *Win[T]) getRemote(t *target[T], result []T, disp int) error {
+func (w *Win[T]) getRemote(s span[T], result []T, disp int) error {
 	if len(result) == 0 {
 		return nil
 	}
-	off := uint64(disp * w.esize)
-	if w.cacheGet(t, result, off) { // cache.go: served from a coherent cached copy
+	off := uint64(s.off * w.esize)
+	if w.cacheGet(s, result, off) { // cache.go: served from a coherent cached copy
 		return nil
 	}
-	if err := t.data.Read(t.ctr, off, asBytes(result)); err != nil {
-		return werr("get", t.rank, disp, err)
+	if err := s.data.Read(s.t.ctr, off, asBytes(result)); err != nil {
+		return werr("get", s.t.rank, disp, err)
 	}
 	return nil
 }
 
-// wroteRemote records that bytes [off, off+n) of t were written through the transport:
-// the next flush of t completes the write's coherence (invalidations) as well.
-func (w *Win[T]) wroteRemote(t *target[T], off uint64, n int) {
+// wroteRemote records that bytes [off, off+n) of s's region were written through the
+// transport: the next flush of the target completes the write's coherence work
+// (invalidations of cached copies) as well.
+func (w *Win[T]) wroteRemote(s span[T], off uint64, n int) {
 	w.mu.Lock()
-	t.dirty = true
-	w.noteWrite(t, off, n) // cache.go
+	s.t.dirty = true
+	w.noteWrite(s, off, n) // cache.go
 	w.mu.Unlock()
 }

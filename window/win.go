@@ -390,3 +390,9 @@ func (w *Win[T]) releaseFailed() {
 	w.closeRemotes()
 	w.releaseRegions()
 }
+
+// CreateDynamic creates a window without memory: each rank attaches memory later
+// (Attach) and detaches it (Detach). Collective over w.
+func CreateDynamic[T runtime.Elem](ctx context.Context, w *runtime.World, opts ...Option) (*Win[T], error) {
+	return create[T](ctx, w, FlavorDynamic, 0, nil, opts)
+}

@@ -1,5 +1,65 @@
-// Package window provides MPI-3 style RMA windows: Win[T], memory of every rank of a
-// World that every rank accesses with one-sided Put, Get, accumulates and atomics, in
-// epochs opened and closed by Fence, PSCW (Post/Start/Complete/Wait) or passive-target
-// Lock/Unlock with Flush.
+// Package window provides MPI-3 one-sided communication: Win[T], memory of every rank of
+// a World that every rank reads and writes with Put, Get, accumulates and atomics, in
+// epochs opened and closed by Fence, by PSCW (Post, Start, Complete, Wait) or by
+// passive-target Lock/Unlock with Flush.
+//
+//	win, err := window.Allocate[float64](ctx, w, 1<<20)   // arena memory: the fast path
+//	defer win.Free(ctx)
+//	win.Fence(ctx, 0)
+//	win.Put(buf, (w.Rank()+1)%w.Size(), 0)                 // origin slice, target rank, displacement
+//	win.Fence(ctx, 0)
+//	win.Lock(ctx, window.Shared, target, 0)
+//	win.Get(dst, target, 64)
+//	win.Unlock(ctx, target)                                // dst is filled when Unlock returns
+//
+// # Flavors
+//
+// Allocate carves each rank's memory from the pre-registered arena of its transport
+// device: allocation and Free reuse mapped, faulted-in memory (no mmap, munmap or page
+// fault on reuse), and ranks on one host map each other's memory, so that a Put is a copy
+// into the target's memory and a Get a copy out of it. AllocateShared adds SharedQuery, a
+// []T view of a same-host rank's memory for direct loads and stores. Create exposes the
+// caller's slice: peers on the same host reach it by cross-memory attach
+// (process_vm_readv/writev), peers on other hosts through the transport. CreateDynamic
+// starts without memory; Attach and Detach add and remove slices.
+//
+// Displacements are in elements of T; Len(rank) is a rank's element count (ranks may
+// differ). Every access is checked against it before anything is sent: an out-of-range
+// access fails with ErrRange, and the target's memory is untouched.
+//
+// # Completion
+//
+// An operation on a mapped rank (same host, arena memory) is complete when the call
+// returns. An operation through the transport (another host, or user memory) is complete
+// at the next Flush or Unlock of its target, Fence, or Complete; until then its buffer
+// belongs to the window. The memory model is MPI's unified model: a rank's own loads and
+// stores of Local() see remote writes once they are complete, and its own stores become
+// visible to others (including their cached copies) at its next Fence, Sync or Unlock of
+// itself.
+//
+// # Synchronization without the target
+//
+// Every synchronization word lives in the target's metadata region (meta.go): the lock
+// word, the accumulate lock, fence and PSCW counters. Origins change them with CPU
+// atomics on a mapped rank and with remote atomics otherwise, so no synchronization, and
+// no passive-target operation, ever waits for the target's code to run: a target that
+// computes without calling the runtime serves Lock, Get and Unlock all the same (on tcp
+// the transport's progress goroutine plays the NIC). Waiting for such a word polls with a
+// bounded spin and then sleeps (wait.go), checking the context and the peers' liveness.
+//
+// On one host Fence is a barrier through the metadata words (one store per peer); across
+// hosts it is the runtime's Barrier after every operation has completed.
+//
+// # Errors
+//
+// Calls return a *Error naming the operation, the target rank and the displacement, and
+// wrapping a sentinel (ErrEpoch, ErrRange, ErrFreed, ErrNotShared, ErrFlavor, ErrInvalid)
+// or the runtime's error (a *runtime.ProcError for a failed peer) or a context error.
+//
+// # Concurrency contract
+//
+// RMA calls on one window may run concurrently from several goroutines. A synchronization
+// call must not run concurrently with the RMA calls it is meant to order (as in MPI).
+// Collective calls (the constructors, Fence, Free) must be made by every rank in the same
+// order for all the windows created from one World. The window holds no goroutine.
 package window

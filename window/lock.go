@@ -292,17 +292,21 @@ func (w *Win[T]) Sync(ctx context.Context) error {
 
 // flush completes the transport-path operations to t and their coherence work.
 func (w *Win[T]) flush(ctx context.Context, t *target[T], op string) error {
-	if t.ctr == nil {
-		return nil
+	if t.ctr == nil || !t.pend.Load() {
+		return nil // mapped targets complete every operation in the call
 	}
+	t.pend.Store(false)
 	if err := t.ctr.Wait(ctx); err != nil {
 		return werr(op, t.rank, -1, err)
 	}
-	if t.dirty {
+	w.mu.Lock()
+	dirty := t.dirty
+	t.dirty = false
+	w.mu.Unlock()
+	if dirty {
 		if err := w.completeWrites(ctx, t); err != nil { // cache.go
 			return werr(op, t.rank, -1, err)
 		}
-		t.dirty = false
 	}
 	return nil
 }

@@ -73,6 +73,7 @@ func (w *Win[T]) putRemote(s span[T], origin []T, disp int) error {
 		return nil
 	}
 	off := uint64(s.off * w.esize)
+	s.t.pend.Store(true)
 	if err := s.data.Write(s.t.ctr, off, asBytes(origin)); err != nil {
 		return werr("put", s.t.rank, disp, err)
 	}
@@ -88,6 +89,7 @@ func (w *Win[T]) getRemote(s span[T], result []T, disp int) error {
 	if w.cacheGet(s, result, off) { // cache.go: served from a coherent cached copy
 		return nil
 	}
+	s.t.pend.Store(true)
 	if err := s.data.Read(s.t.ctr, off, asBytes(result)); err != nil {
 		return werr("get", s.t.rank, disp, err)
 	}
@@ -98,6 +100,7 @@ func (w *Win[T]) getRemote(s span[T], result []T, disp int) error {
 // transport: the next flush of the target completes the write's coherence work
 // (invalidations of cached copies) as well.
 func (w *Win[T]) wroteRemote(s span[T], off uint64, n int) {
+	s.t.pend.Store(true)
 	w.mu.Lock()
 	s.t.dirty = true
 	w.noteWrite(s, off, n) // cache.go

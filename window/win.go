@@ -96,7 +96,8 @@ type target[T runtime.Elem] struct {
 
 	open  uint8 // openFence | openStart | openLock: an access epoch includes this rank
 	lock  uint8 // lockShared, lockExcl (held), or lockNoCheck
-	dirty bool  // the transport path wrote to it since the last flush
+	dirty bool        // the transport path wrote to it since the last flush (w.mu)
+	pend  atomic.Bool // transport-path requests were posted since the last flush
 	res   [16]byte
 }
 

@@ -199,7 +199,10 @@ func (w *World) Attach(rank int, desc []byte) (*Remote, error) {
 	}
 	rm := &Remote{e: e, rank: rank, p: p, rkey: key, size: int(size)}
 	if mp, ok := p.qp.(verbs.Mapper); ok && size > 0 {
-		m, err := mp.Map(key, 0, int(size), rmaAccess)
+		// Read and write rights only: user memory (RegisterRegion) lacks the atomic right
+		// where the provider cannot run atomics on it, and Map must get as far as saying
+		// ErrUnsupported for it. Arena regions have every right (AllocRegion).
+		m, err := mp.Map(key, 0, int(size), verbs.RemoteRead|verbs.RemoteWrite)
 		switch {
 		case err == nil:
 			rm.m, rm.mem = m, m.Bytes()

@@ -1,14 +1,419 @@
 package window
 
-// Dynamic windows: the attachment directory in the metadata.
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Dynamic windows (CreateDynamic, Attach, Detach).
+//
+// Each rank's metadata holds a directory of dynSlots entries of dynEntryWords words, which
+// only the owner writes and every peer reads (mapped: atomic loads; otherwise RDMA reads):
+//
+//	word 0      generation: attach count << 1 | 1 while attached, attach count << 1 after
+//	word 1      element count | description length << 56
+//	words 2-7   the region description (runtime.Region.AppendDesc, at most 48 bytes)
+//
+// The owner writes words 1-7 while word 0 says "not attached" and publishes the entry by
+// storing word 0 last; a reader checks word 0 again after reading the rest (a seqlock).
+//
+// A displacement names slot, generation and element: the element offset in the low
+// dynOffBits bits, the slot above it, and the attach count of the slot (modulo
+// 1<<dynGenBits, never 0) above that. An access to a detached or reattached slot therefore
+// never reaches the new memory: its generation no longer matches.
+//
+// Every access checks the generation word of its entry: on a mapped target one atomic
+// load; otherwise one RDMA read of the entry (and, when the attachment is new to this
+// rank, a second read of word 0) before the operation is posted, so that a stale key is
+// never sent (a refused key would break the connection to the target, as in InfiniBand).
+// Resolved attachments (a runtime.Remote each) are cached per target and slot, with their
+// generation.
 const (
 	defaultDynSlots = 64
 	dynEntryWords   = 8
+
+	dynOffBits  = 40
+	dynSlotBits = 6
+	dynGenBits  = 17
+	dynGenShift = dynOffBits + dynSlotBits
+	dynMaxElems = 1 << dynOffBits
+	dynDescMax  = (dynEntryWords - 2) * wordLen
 )
 
-func (w *Win[T]) freeDynamic() {}
+// A compile-time check that every slot fits its bits.
+var _ [1<<dynSlotBits - defaultDynSlots]struct{}
 
-// dynSpan resolves an access to a dynamic window.
+// dynState is the dynamic-window state of a Win: this rank's attachments and the peers'
+// attachments it resolved. Safe for concurrent use: mu guards every field, and no call
+// into the runtime is made while it is held (it nests with no other lock).
+type dynState[T runtime.Elem] struct {
+	mu      sync.Mutex
+	own     []dynOwn[T]  // by slot: this rank's attachments
+	next    int          // the slot the next Attach tries first (round robin)
+	peers   [][]dynPeer  // [rank][slot]: resolved attachments of peers
+	readers []*dynReader // idle directory readers (transport path)
+	all     []*dynReader // every reader, closed by Free
+}
+
+// dynOwn is an attachment of this rank.
+type dynOwn[T runtime.Elem] struct {
+	gen uint64 // attach count of the slot
+	buf []T    // nil when detached
+	reg *runtime.Region
+}
+
+// dynPeer is a peer's attachment as resolved here.
+type dynPeer struct {
+	gen uint64 // the generation word it was resolved under
+	n   int    // elements
+	rm  *runtime.Remote
+}
+
+// dynReader reads directory entries of peers through the transport. It is owned by one
+// goroutine between taking it from dynState.readers and putting it back.
+type dynReader struct {
+	ctr *runtime.Counter
+	buf [dynEntryWords]uint64
+}
+
+// Attach makes buf (the caller's memory, which peers reach through the transport: by
+// cross-memory attach on this host, by the transport's target-side progress on others)
+// part of this rank's dynamic window, and returns the displacement of buf[0] as peers
+// must name it: the element buf[i] is at base+i. Not collective: peers learn base from
+// the program (a message, say). Until Detach or Free, buf is window memory: this rank's
+// own loads and stores of it follow the rules of Local() (order them with the window's
+// synchronization calls), and it stays reachable by peers. At most 64 buffers are
+// attached at a time. Attach does not block (ctx is for symmetry with the other calls). Safe
+// for concurrent use with RMA calls and with Attach and Detach.
+//
+// Errors (*Error): ErrFlavor for a window that is not dynamic; ErrInvalid for an empty or
+// too long buffer (2^40 elements) or when every slot is taken; ErrFreed; the runtime's
+// registration error.
+func (w *Win[T]) Attach(ctx context.Context, buf []T) (base int, err error) {
+	const op = "attach"
+	if err := w.dynCheck(op); err != nil {
+		return 0, err
+	}
+	if len(buf) == 0 || len(buf) >= dynMaxElems {
+		return 0, werrf(op, -1, -1, ErrInvalid, "buffer of %d elements (want 1 to 2^%d-1)", len(buf), dynOffBits)
+	}
+	reg, err := w.comm.RegisterRegion(asBytes(buf))
+	if err != nil {
+		return 0, werr(op, -1, -1, err)
+	}
+	var pad [dynDescMax]byte
+	desc := reg.AppendDesc(nil)
+	if len(desc) > dynDescMax {
+		reg.Free()
+		return 0, werrf(op, -1, -1, ErrInvalid, "internal: region description of %d bytes", len(desc))
+	}
+	copy(pad[:], desc)
+	d := &w.dyn
+	d.mu.Lock()
+	slot := w.dynFreeSlot()
+	if slot < 0 {
+		d.mu.Unlock()
+		reg.Free()
+		return 0, werrf(op, -1, -1, ErrInvalid, "all %d attachment slots are in use (Detach first)", w.lay.dynSlots)
+	}
+	gen := d.own[slot].gen + 1
+	if gen&(1<<dynGenBits-1) == 0 {
+		gen++ // a displacement's generation bits are never 0
+	}
+	e := w.lay.dyn + slot*dynEntryWords
+	store(w.mw, e+1, uint64(len(buf))|uint64(len(desc))<<56)
+	for i := range dynEntryWords - 2 {
+		store(w.mw, e+2+i, binary.NativeEndian.Uint64(pad[i*wordLen:]))
+	}
+	store(w.mw, e, gen<<1|1) // publish
+	d.own[slot] = dynOwn[T]{gen: gen, buf: buf, reg: reg}
+	d.next = (slot + 1) % len(d.own)
+	d.mu.Unlock()
+	return dynBase(slot, gen), nil
+}
+
+// Detach removes the buffer attached at base (Attach's result) from this rank's dynamic
+// window: afterwards the buffer belongs to the caller again, and every access of a peer
+// to it in a later epoch fails with ErrRange (the buffer's key is revoked as well). A
+// peer must not access the buffer in an epoch that Detach overlaps (MPI calls it
+// erroneous): such an access may fail, and on a peer reaching it through the transport
+// may break that peer's connection to this rank. Detach does not block (ctx is for
+// symmetry with the other calls).
+//
+// Errors (*Error): ErrFlavor for a window that is not dynamic; ErrRange if base is not
+// the base of an attached buffer; ErrFreed.
+func (w *Win[T]) Detach(ctx context.Context, base int) error {
+	const op = "detach"
+	if err := w.dynCheck(op); err != nil {
+		return err
+	}
+	slot, gb, off := dynSplit(base)
+	d := &w.dyn
+	d.mu.Lock()
+	if base < 0 || off != 0 || slot >= len(d.own) || d.own[slot].buf == nil || d.own[slot].gen&(1<<dynGenBits-1) != gb {
+		d.mu.Unlock()
+		return werrf(op, w.rank, base, ErrRange, "displacement %d is not the base of an attached buffer", base)
+	}
+	a := &d.own[slot]
+	store(w.mw, w.lay.dyn+slot*dynEntryWords, a.gen<<1) // unpublish before the key dies
+	reg := a.reg
+	a.buf, a.reg = nil, nil
+	d.mu.Unlock()
+	return werr(op, w.rank, base, reg.Free())
+}
+
+// dynFreeSlot returns a free slot of this rank's directory, the one after the last taken
+// first (round robin: a slot is reused as late as possible), or -1. d.mu is held.
+func (w *Win[T]) dynFreeSlot() int {
+	d := &w.dyn
+	if d.own == nil {
+		d.own = make([]dynOwn[T], w.lay.dynSlots)
+	}
+	for i := range d.own {
+		if s := (d.next + i) % len(d.own); d.own[s].buf == nil {
+			return s
+		}
+	}
+	return -1
+}
+
+func (w *Win[T]) dynCheck(op string) error {
+	if w.freed.Load() {
+		return werr(op, -1, -1, ErrFreed)
+	}
+	if w.flavor != FlavorDynamic {
+		return werrf(op, -1, -1, ErrFlavor, "%s on a %v window (CreateDynamic makes dynamic ones)", op, w.flavor)
+	}
+	return nil
+}
+
+func dynBase(slot int, gen uint64) int {
+	return int((gen&(1<<dynGenBits-1))<<dynGenShift | uint64(slot)<<dynOffBits)
+}
+
+// dynSplit decodes a displacement into slot, generation bits and element offset.
+func dynSplit(disp int) (slot int, gen uint64, off int) {
+	u := uint64(disp)
+	return int(u >> dynOffBits & (1<<dynSlotBits - 1)), u >> dynGenShift & (1<<dynGenBits - 1), int(u & (dynMaxElems - 1))
+}
+
+// freeDynamic releases this rank's attachments and the resolved ones of peers (Free, and
+// a failed creation).
+func (w *Win[T]) freeDynamic() {
+	d := &w.dyn
+	d.mu.Lock()
+	own, peers, readers := d.own, d.peers, d.all
+	d.own, d.peers, d.readers, d.all = nil, nil, nil, nil
+	d.mu.Unlock()
+	for _, a := range own {
+		if a.reg != nil {
+			a.reg.Free()
+		}
+	}
+	for _, row := range peers {
+		for _, p := range row {
+			if p.rm != nil {
+				p.rm.Close()
+			}
+		}
+	}
+	for _, r := range readers {
+		r.ctr.Close()
+	}
+}
+
+// dynSpan resolves an access to a dynamic window (called by access, rma.go).
 func (w *Win[T]) dynSpan(op string, t *target[T], disp, n int) (span[T], error) {
-	return span[T]{}, werrf(op, t.rank, disp, ErrFlavor, "dynamic windows are not built yet")
+	slot, gb, off := dynSplit(disp)
+	if disp < 0 || n < 0 || gb == 0 || slot >= w.lay.dynSlots {
+		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "displacement %d names no attachment of rank %d", disp, t.rank)
+	}
+	if t.rank == w.rank {
+		return w.dynSelf(op, t, disp, n)
+	}
+	var p dynPeer
+	var err error
+	if t.mw != nil {
+		p, err = w.dynMapped(t, slot, gb)
+	} else {
+		p, err = w.dynRemote(t, slot, gb)
+	}
+	if err != nil {
+		return span[T]{}, werr(op, t.rank, disp, err)
+	}
+	if p.rm == nil {
+		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "displacement %d names no buffer attached at rank %d (detached, or never attached)", disp, t.rank)
+	}
+	if off > p.n || n > p.n-off {
+		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "%d elements at element %d of a buffer of %d attached at rank %d", n, off, p.n, t.rank)
+	}
+	if !p.rm.Live() {
+		return span[T]{}, werrf(op, t.rank, disp, ErrFreed, "the World was finalized")
+	}
+	return span[T]{t: t, data: p.rm, off: off}, nil
+}
+
+// dynSelf resolves an access to this rank's own attachment: its memory, directly.
+func (w *Win[T]) dynSelf(op string, t *target[T], disp, n int) (span[T], error) {
+	slot, gb, off := dynSplit(disp)
+	d := &w.dyn
+	d.mu.Lock()
+	var buf []T
+	if slot < len(d.own) && d.own[slot].gen&(1<<dynGenBits-1) == gb {
+		buf = d.own[slot].buf
+	}
+	d.mu.Unlock()
+	if buf == nil {
+		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "displacement %d names no buffer attached at rank %d (detached, or never attached)", disp, t.rank)
+	}
+	if off > len(buf) || n > len(buf)-off {
+		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "%d elements at element %d of a buffer of %d attached at rank %d", n, off, len(buf), t.rank)
+	}
+	return span[T]{t: t, mem: buf, off: off}, nil
+}
+
+// dynMapped resolves slot of t, whose metadata is mapped: the generation word is one
+// atomic load. A zero dynPeer means no matching attachment.
+func (w *Win[T]) dynMapped(t *target[T], slot int, gb uint64) (dynPeer, error) {
+	e := w.lay.dyn + slot*dynEntryWords
+	for {
+		g := load(t.mw, e)
+		if !dynMatch(g, gb) {
+			return dynPeer{}, nil
+		}
+		if p, ok := w.dynCached(t.rank, slot, g); ok {
+			return p, nil
+		}
+		var ent [dynEntryWords]uint64
+		for i := 1; i < dynEntryWords; i++ {
+			ent[i] = load(t.mw, e+i)
+		}
+		if load(t.mw, e) != g {
+			continue // changed while read: read again
+		}
+		ent[0] = g
+		return w.dynResolve(t, slot, &ent)
+	}
+}
+
+// dynRemote resolves slot of t through the transport: one RDMA read of the entry; a
+// second read of its generation word when the attachment is new here.
+func (w *Win[T]) dynRemote(t *target[T], slot int, gb uint64) (dynPeer, error) {
+	off := uint64((w.lay.dyn + slot*dynEntryWords) * wordLen)
+	r := w.dynReader()
+	defer w.dynPutReader(r)
+	for {
+		if err := w.dynRead(r, t, off, r.buf[:]); err != nil {
+			return dynPeer{}, err
+		}
+		g := r.buf[0]
+		if !dynMatch(g, gb) {
+			return dynPeer{}, nil
+		}
+		if p, ok := w.dynCached(t.rank, slot, g); ok {
+			return p, nil
+		}
+		ent := r.buf
+		if err := w.dynRead(r, t, off, r.buf[:1]); err != nil {
+			return dynPeer{}, err
+		}
+		if r.buf[0] != g {
+			continue
+		}
+		return w.dynResolve(t, slot, &ent)
+	}
+}
+
+// dynRead reads len(dst) words at byte offset off of t's metadata and waits for them. A
+// failed peer fails the counter: it never hangs.
+func (w *Win[T]) dynRead(r *dynReader, t *target[T], off uint64, dst []uint64) error {
+	if err := t.meta.Read(r.ctr, off, asBytes(dst)); err != nil {
+		return err
+	}
+	return r.ctr.Wait(context.Background())
+}
+
+func dynMatch(g, gb uint64) bool { return g&1 == 1 && (g>>1)&(1<<dynGenBits-1) == gb }
+
+// dynCached returns the cached attachment of rank's slot if it was resolved under
+// generation word g.
+func (w *Win[T]) dynCached(rank, slot int, g uint64) (dynPeer, bool) {
+	d := &w.dyn
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.peers == nil || d.peers[rank] == nil {
+		return dynPeer{}, false
+	}
+	p := d.peers[rank][slot]
+	return p, p.rm != nil && p.gen == g
+}
+
+// dynResolve attaches the region described by entry ent of t's slot and caches it,
+// replacing (and closing) an attachment of an older generation.
+func (w *Win[T]) dynResolve(t *target[T], slot int, ent *[dynEntryWords]uint64) (dynPeer, error) {
+	n := int(ent[1] & (dynMaxElems - 1))
+	dl := int(ent[1] >> 56)
+	if dl > dynDescMax {
+		return dynPeer{}, fmt.Errorf("rank %d's directory entry %d is corrupt (description of %d bytes)", t.rank, slot, dl)
+	}
+	desc := asBytes(ent[2:])[:dl]
+	rm, err := w.comm.Attach(t.rank, desc)
+	if err != nil {
+		return dynPeer{}, err
+	}
+	if rm.Size() < n*w.esize {
+		rm.Close()
+		return dynPeer{}, fmt.Errorf("rank %d's attachment %d: region of %d bytes for %d elements", t.rank, slot, rm.Size(), n)
+	}
+	p := dynPeer{gen: ent[0], n: n, rm: rm}
+	d := &w.dyn
+	d.mu.Lock()
+	if d.peers == nil {
+		d.peers = make([][]dynPeer, w.size)
+	}
+	if d.peers[t.rank] == nil {
+		d.peers[t.rank] = make([]dynPeer, w.lay.dynSlots)
+	}
+	cur := &d.peers[t.rank][slot]
+	var drop *runtime.Remote
+	switch {
+	case cur.rm != nil && cur.gen == p.gen: // another goroutine was first
+		drop, p = rm, *cur
+	default:
+		drop, *cur = cur.rm, p // an older generation: its operations completed earlier
+	}
+	d.mu.Unlock()
+	if drop != nil {
+		drop.Close()
+	}
+	return p, nil
+}
+
+// dynReader returns an idle directory reader, making one if none is idle.
+func (w *Win[T]) dynReader() *dynReader {
+	d := &w.dyn
+	d.mu.Lock()
+	if n := len(d.readers); n > 0 {
+		r := d.readers[n-1]
+		d.readers = d.readers[:n-1]
+		d.mu.Unlock()
+		return r
+	}
+	d.mu.Unlock()
+	r := &dynReader{ctr: w.comm.NewCounter()}
+	d.mu.Lock()
+	d.all = append(d.all, r)
+	d.mu.Unlock()
+	return r
+}
+
+func (w *Win[T]) dynPutReader(r *dynReader) {
+	d := &w.dyn
+	d.mu.Lock()
+	d.readers = append(d.readers, r)
+	d.mu.Unlock()
 }

@@ -292,6 +292,9 @@ func (w *Win[T]) Sync(ctx context.Context) error {
 
 // flush completes the transport-path operations to t and their coherence work.
 func (w *Win[T]) flush(ctx context.Context, t *target[T], op string) error {
+	if err := w.flushRequests(ctx, t); err != nil { // request.go
+		return werr(op, t.rank, -1, err)
+	}
 	if t.ctr == nil || !t.pend.Load() {
 		return nil // mapped targets complete every operation in the call
 	}

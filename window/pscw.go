@@ -1,11 +1,286 @@
 package window
 
-// pscwState is the state of general active-target synchronization (Post, Start,
-// Complete, Wait).
+import (
+	"context"
+	"errors"
+)
+
+// General active-target synchronization (MPI_Win_post, start, complete, wait, test).
+//
+// The handshake runs entirely on metadata words (meta.go), never on messages, so no
+// call waits for code of another rank to run except for the matching PSCW call itself:
+//
+//	Post(group)    target: adds 1 to word post+me in the metadata of every origin in group
+//	Start(group)   origin: waits until its own word post+t counts more Posts than it has
+//	               consumed from each target t, and consumes one
+//	Complete()     origin: completes its operations to each target (flush), then adds 1 to
+//	               word done+me in the target's metadata
+//	Wait(), Test() target: waits until its own word done+o counts more Completes than it
+//	               has consumed from each origin o, and consumes one
+//
+// The words count epochs, so a target may post again before an origin has started the
+// previous epoch and nothing is lost. On a mapped rank an increment is a CPU atomic add on
+// its metadata; otherwise a remote fetch-and-add. Complete's increment is posted only after
+// the flush has returned: the target sees the Complete after the data.
+
+// pscwState is the state of general active-target synchronization. Changed by the PSCW
+// calls only (synchronization calls: never concurrent with each other or with RMA calls).
 type pscwState struct {
-	access   []int // the group of the open access epoch (Start), nil when none
-	exposure []int // the group of the open exposure epoch (Post), nil when none
+	accessOn   bool  // Start opened an access epoch that Complete has not closed
+	exposureOn bool  // Post opened an exposure epoch that Wait or Test has not closed
+	access     []int // the group of the access epoch (reused storage)
+	exposure   []int // the group of the exposure epoch (reused storage)
+
+	started []uint64 // per target: Posts consumed by Start
+	waited  []uint64 // per origin: Completes consumed by Wait and Test
+	seen    []bool   // scratch for group validation
 }
 
 // active reports whether an access or exposure epoch is open.
-func (s *pscwState) active() bool { return s.access != nil || s.exposure != nil }
+func (s *pscwState) active() bool { return s.accessOn || s.exposureOn }
+
+// Post opens an exposure epoch of this rank's window for the origins in group (ranks of
+// the window, each at most once; this rank may be one of them): each origin's matching
+// Start may return once Post has run. This rank's stores to its window memory before Post
+// are visible to the origins' Gets (unless assert has NoStore, which promises there were
+// none). With NoCheck the origins' matching Starts must carry NoCheck too: neither call
+// then touches the handshake words (MPI_MODE_NOCHECK: the program knows the Post came
+// first). Post does not wait for the origins.
+//
+// Errors (*Error): ErrEpoch if an exposure epoch is open already, or inside a Fence or
+// passive-target epoch; ErrInvalid for a bad group; ErrFreed; a failed origin's error.
+// After a failed Post (a failed origin) no exposure epoch is open, but the other origins
+// may already have been told.
+func (w *Win[T]) Post(ctx context.Context, group []int, assert Assert) error {
+	const op = "post"
+	if err := w.pscwCheck(op, group); err != nil {
+		return err
+	}
+	s := &w.pscw
+	if s.exposureOn {
+		return werrf(op, -1, -1, ErrEpoch, "an exposure epoch is already open (Wait first)")
+	}
+	if assert&NoStore == 0 {
+		if err := w.ownerSync(ctx); err != nil { // cache.go: own stores reach cached copies
+			return werr(op, w.rank, -1, err)
+		}
+	}
+	if assert&NoCheck == 0 {
+		for _, r := range group {
+			if err := w.addMeta(ctx, &w.tg[r], w.lay.post+w.rank); err != nil {
+				return werr(op, r, -1, err)
+			}
+		}
+	}
+	s.exposure = append(s.exposure[:0], group...)
+	s.exposureOn = true
+	return nil
+}
+
+// Start opens an access epoch to the targets in group (ranks of the window, each at most
+// once; this rank may be one of them): afterwards Put, Get and the accumulates may name
+// them. Start returns once every target has posted the matching exposure epoch (with
+// NoCheck at once: the matching Posts carry NoCheck too and came first). While it waits
+// it checks ctx and the targets' liveness: a failed target's error is returned, never a
+// hang. A failed Start changes nothing: it may be called again.
+//
+// Errors (*Error): ErrEpoch if an access epoch is open already, or inside a Fence or
+// passive-target epoch; ErrInvalid for a bad group; ErrFreed; ctx's error; a failed
+// target's error.
+func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
+	const op = "start"
+	if err := w.pscwCheck(op, group); err != nil {
+		return err
+	}
+	s := &w.pscw
+	if s.accessOn {
+		return werrf(op, -1, -1, ErrEpoch, "an access epoch is already open (Complete first)")
+	}
+	if assert&NoCheck == 0 {
+		for _, r := range group {
+			t := &w.tg[r]
+			i, want := w.lay.post+r, s.started[r]+1
+			err := pollUntil(ctx, func() bool { return load(w.mw, i) >= want }, func() error { return w.targetErr(t) })
+			if err != nil {
+				return werr(op, r, -1, err)
+			}
+		}
+		for _, r := range group { // consumed only once all have posted: a failed Start is undone
+			s.started[r]++
+		}
+	}
+	s.access = append(s.access[:0], group...)
+	s.accessOn = true
+	for _, r := range group {
+		w.tg[r].open |= openStart
+	}
+	return nil
+}
+
+// Complete closes the access epoch opened by Start: every operation of the epoch is
+// complete at its target (the origin buffers may be reused) when Complete returns, and
+// each target's Wait can return once Complete has told it. The epoch is closed even when
+// Complete fails; a target whose operations could not be completed (it failed) is not
+// told, the others are.
+//
+// Errors (*Error): ErrEpoch without an open access epoch; ErrFreed; ctx's error; a failed
+// target's error (the first).
+func (w *Win[T]) Complete(ctx context.Context) error {
+	const op = "complete"
+	if w.freed.Load() {
+		return werr(op, -1, -1, ErrFreed)
+	}
+	s := &w.pscw
+	if !s.accessOn {
+		return werrf(op, -1, -1, ErrEpoch, "no access epoch is open (Start first)")
+	}
+	var first error
+	for _, r := range s.access {
+		t := &w.tg[r]
+		err := w.flush(ctx, t, op)
+		if err == nil && r == w.rank {
+			err = werr(op, r, -1, w.ownerSync(ctx)) // Puts to self reach cached copies
+		}
+		if err == nil {
+			err = werr(op, r, -1, w.addMeta(ctx, t, w.lay.done+w.rank))
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+		t.open &^= openStart
+	}
+	s.accessOn = false
+	return first
+}
+
+// Wait closes the exposure epoch opened by Post once every origin of its group has called
+// Complete: their operations on this rank's window memory are then complete and visible to
+// this rank's loads. While it waits it checks ctx and the origins' liveness: a failed
+// origin's error is returned, never a hang, and the epoch stays open.
+//
+// Errors (*Error): ErrEpoch without an open exposure epoch; ErrFreed; ctx's error; a
+// failed origin's error.
+func (w *Win[T]) Wait(ctx context.Context) error {
+	const op = "wait"
+	if err := w.exposureCheck(op); err != nil {
+		return err
+	}
+	if err := pollUntil(ctx, w.completed, func() error { return w.originsErr(op) }); err != nil {
+		return werr(op, -1, -1, err)
+	}
+	w.endExposure()
+	return nil
+}
+
+// Test is Wait without waiting: it reports whether every origin has called Complete, and
+// closes the exposure epoch if so. It returns false and a failed origin's error if one of
+// those that have not completed failed.
+//
+// Errors (*Error): as Wait, without ctx's.
+func (w *Win[T]) Test() (bool, error) {
+	const op = "test"
+	if err := w.exposureCheck(op); err != nil {
+		return false, err
+	}
+	if !w.completed() {
+		return false, w.originsErr(op)
+	}
+	w.endExposure()
+	return true, nil
+}
+
+func (w *Win[T]) exposureCheck(op string) error {
+	if w.freed.Load() {
+		return werr(op, -1, -1, ErrFreed)
+	}
+	if !w.pscw.exposureOn {
+		return werrf(op, -1, -1, ErrEpoch, "no exposure epoch is open (Post first)")
+	}
+	return nil
+}
+
+// completed reports whether every origin of the exposure epoch has completed.
+func (w *Win[T]) completed() bool {
+	s := &w.pscw
+	for _, r := range s.exposure {
+		if load(w.mw, w.lay.done+r) < s.waited[r]+1 {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *Win[T]) endExposure() {
+	s := &w.pscw
+	for _, r := range s.exposure {
+		s.waited[r]++
+	}
+	s.exposureOn = false
+}
+
+// originsErr returns the error (naming it) of a failed origin of the exposure epoch that
+// has not completed, or nil.
+func (w *Win[T]) originsErr(op string) error {
+	s := &w.pscw
+	for _, r := range s.exposure {
+		if load(w.mw, w.lay.done+r) > s.waited[r] {
+			continue // it completed: its failure no longer matters to this epoch
+		}
+		if err := w.targetErr(&w.tg[r]); err != nil {
+			return werr(op, r, -1, err)
+		}
+	}
+	return nil
+}
+
+// pscwCheck checks the state and the group of a Post or Start.
+func (w *Win[T]) pscwCheck(op string, group []int) error {
+	if w.freed.Load() {
+		return werr(op, -1, -1, ErrFreed)
+	}
+	if w.locks > 0 || w.lockAll {
+		return werrf(op, -1, -1, ErrEpoch, "PSCW inside a passive-target epoch (Unlock first)")
+	}
+	if w.fenceOn {
+		return werrf(op, -1, -1, ErrEpoch, "PSCW inside a Fence epoch (Fence with NoSucceed first)")
+	}
+	s := &w.pscw
+	if s.seen == nil {
+		s.seen = make([]bool, w.size)
+		s.started = make([]uint64, w.size)
+		s.waited = make([]uint64, w.size)
+	}
+	var err error
+	for _, r := range group {
+		switch {
+		case uint(r) >= uint(w.size):
+			err = werrf(op, r, -1, ErrInvalid, "group names rank %d of a window of %d ranks", r, w.size)
+		case s.seen[r]:
+			err = werrf(op, r, -1, ErrInvalid, "group names rank %d twice", r)
+		default:
+			s.seen[r] = true
+			continue
+		}
+		break
+	}
+	for _, r := range group {
+		if uint(r) < uint(w.size) {
+			s.seen[r] = false
+		}
+	}
+	return err
+}
+
+// addMeta adds 1 to metadata word i of t: a CPU atomic on mapped metadata (this rank's
+// own included), a remote fetch-and-add otherwise.
+func (w *Win[T]) addMeta(ctx context.Context, t *target[T], i int) error {
+	if t.mw != nil {
+		add(t.mw, i, 1)
+		return nil
+	}
+	if t.meta == nil {
+		return errors.New("internal: no metadata for rank") // unreachable: every peer has one
+	}
+	_, err := w.remoteAdd(ctx, t, i, 1)
+	return err
+}

@@ -80,6 +80,9 @@ type Win[T runtime.Elem] struct {
 	locks    int  // targets locked by this rank (passive epoch)
 	lockAll  bool
 	pscw     pscwState
+	dyn      dynState[T] // dynamic windows (dynamic.go)
+
+	reqs reqState // request-based operations (request.go)
 
 	mu sync.Mutex // guards the bookkeeping of the transport path (pending lists)
 }
@@ -94,11 +97,12 @@ type target[T runtime.Elem] struct {
 	mw   []uint64        // direct view of its metadata, else nil
 	ctr  *runtime.Counter
 
-	open  uint8 // openFence | openStart | openLock: an access epoch includes this rank
-	lock  uint8 // lockShared, lockExcl (held), or lockNoCheck
+	open  uint8       // openFence | openStart | openLock: an access epoch includes this rank
+	lock  uint8       // lockShared, lockExcl (held), or lockNoCheck
 	dirty bool        // the transport path wrote to it since the last flush (w.mu)
 	pend  atomic.Bool // transport-path requests were posted since the last flush
 	res   [16]byte
+	acc   accState[T] // accumulate-type operations (accumulate.go)
 }
 
 const (
@@ -359,6 +363,7 @@ func (w *Win[T]) Free(ctx context.Context) error {
 
 func (w *Win[T]) closeRemotes() {
 	w.closeCoherence()
+	w.closeRequests() // request.go
 	for r := range w.tg {
 		t := &w.tg[r]
 		if t.data != nil {

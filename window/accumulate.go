@@ -1,0 +1,322 @@
+package window
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Accumulate-type operations (Accumulate, GetAccumulate, FetchAndOp, CompareAndSwap) are
+// element-wise atomic with respect to each other, from every origin and on every provider,
+// because every one of them holds the target's accumulate word (metadata word mAcc: 0
+// free, rank+1 of the holder) while it reads and writes the target's memory:
+//
+//   - mapped target (this host, arena memory; or this rank itself): the word is taken by a
+//     CPU compare-and-swap on the target's mapped metadata, the operator runs directly on
+//     the target's memory, and an atomic store of 0 releases the word;
+//   - otherwise (another host, or user memory of a Create window reached by cross-memory
+//     attach): the word is taken by a CPU compare-and-swap where the target's metadata is
+//     mapped, else by a remote compare-and-swap; the range is read by RDMA into a scratch
+//     buffer, computed, and written back by RDMA; the word is released after the write
+//     (by a remote compare-and-swap posted behind the write on the same connection, which
+//     the target executes in order, or by a CPU store once the write has completed).
+//
+// Long transport-path operations are cut into chunks of accChunk bytes, each under the
+// word on its own (MPI's atomicity is per element), so the scratch stays bounded.
+//
+// These calls take no context: waiting for the word (whose holder releases it within one
+// operation) ends when it is free or when the target or the holder fails (failure
+// detection: pollUntil's check), never by a deadline.
+
+// accChunk is the largest range (bytes) one transport-path read-modify-write covers.
+var accChunk = 1 << 20
+
+// accState is this rank's accumulate machinery for one target.
+//
+// Concurrency: one goroutine of this rank at a time holds the target's accumulate word
+// (a second one waits for it like any other origin), and the fields are used only with
+// the word held: one by the mapped path; mu serializes the transport path, whose fields
+// it guards.
+type accState[T runtime.Elem] struct {
+	one [1]T // mapped path: the operand of FetchAndOp
+
+	mu  sync.Mutex
+	ctr *runtime.Counter // transport path's requests: its Wait must not wait for Puts (t.ctr)
+	res [8]byte          // old value of the word's remote atomics
+	buf []T              // read-modify-write scratch: up to accChunk bytes, at least 2 elements
+}
+
+// rmw describes one accumulate-type operation on elements [disp, disp+n) of a target.
+type rmw[T runtime.Elem] struct {
+	name   string // the call, for errors
+	op     collectives.Op[T]
+	origin []T // the operand (len n), or nil for NoOp
+	result []T // receives the old values (len n), or nil
+	// FetchAndOp and CompareAndSwap: one element, operand x, old value returned in old;
+	// CompareAndSwap (cas) swaps x in where the old value has compare's bits.
+	single     bool
+	cas        bool
+	x, compare T
+	old        T
+}
+
+// Accumulate combines origin into rank's window memory at disp, element by element:
+// target[disp+i] = target[disp+i] op origin[i], atomically per element with respect to
+// every accumulate-type operation of every rank. op is any valid operator (Sum, Prod,
+// Min, Max, Band, Bor, Bxor, Replace, NoOp, or a user operator from collectives.NewOp);
+// the zero Op fails with ErrInvalid.
+//
+// Completion: the operation is complete at the target when Accumulate returns (gorma
+// runs it under the target's accumulate word, see above); as in MPI, origin may be reused
+// at once, and Gets of other ranks are promised to see it after the next Flush, Unlock,
+// Fence or Complete, which also completes the coherence work of cached copies.
+func (w *Win[T]) Accumulate(origin []T, rank, disp int, op collectives.Op[T]) error {
+	a := rmw[T]{name: "accumulate", op: op, origin: origin}
+	return w.accumulate(&a, rank, disp, len(origin))
+}
+
+// GetAccumulate stores rank's window memory at disp into result and combines origin into
+// it, as one atomic step per element (MPI_Get_accumulate): result[i] = target[disp+i];
+// target[disp+i] = target[disp+i] op origin[i]. With collectives.NoOp the target is not
+// changed (origin is ignored and may be nil): an atomic read. Otherwise origin and result
+// must have the same length, and must not overlap.
+//
+// Completion: result holds the old values when GetAccumulate returns (MPI promises them
+// only after a flush; here they are valid at once); on error its contents are
+// unspecified. The target is updated as by Accumulate.
+func (w *Win[T]) GetAccumulate(origin, result []T, rank, disp int, op collectives.Op[T]) error {
+	return w.getAccumulate("get_accumulate", origin, result, rank, disp, op)
+}
+
+func (w *Win[T]) getAccumulate(name string, origin, result []T, rank, disp int, op collectives.Op[T]) error {
+	if op.Kind() == collectives.OpNoOp {
+		origin = nil
+	} else if len(origin) != len(result) && op.Valid() {
+		return werrf(name, rank, disp, ErrInvalid, "origin of %d elements, result of %d", len(origin), len(result))
+	}
+	a := rmw[T]{name: name, op: op, origin: origin, result: result}
+	return w.accumulate(&a, rank, disp, len(result))
+}
+
+// accumulate checks a and runs it on n elements of rank's memory at disp.
+func (w *Win[T]) accumulate(a *rmw[T], rank, disp, n int) error {
+	s, err := w.access(a.name, rank, disp, n)
+	if err != nil {
+		return err
+	}
+	if !a.cas && !a.op.Valid() {
+		return werrf(a.name, rank, disp, ErrInvalid, "the zero Op (use collectives.Sum, NoOp, NewOp...)")
+	}
+	if n == 0 {
+		return nil
+	}
+	if s.mem != nil && s.t.mw != nil {
+		err = w.rmwMapped(s, a, n)
+	} else {
+		err = w.rmwRemote(s, a, n)
+	}
+	return werr(a.name, rank, disp, err)
+}
+
+// rmwMapped runs a on n elements of s's mapped memory under the accumulate word.
+func (w *Win[T]) rmwMapped(s span[T], a *rmw[T], n int) error {
+	t := s.t
+	if err := w.lockAcc(t); err != nil {
+		return err
+	}
+	defer store(t.mw, mAcc, 0)
+	mem := s.mem[s.off : s.off+n]
+	switch {
+	case a.single:
+		a.old = mem[0]
+		if a.cas {
+			if sameBits(mem[0], a.compare) {
+				mem[0] = a.x
+			}
+			return nil
+		}
+		t.acc.one[0] = a.x
+		a.op.Apply(mem, t.acc.one[:])
+	default:
+		if a.result != nil {
+			copy(a.result, mem)
+		}
+		if a.origin != nil {
+			a.op.Apply(mem, a.origin)
+		}
+	}
+	return nil
+}
+
+// rmwRemote runs a on n elements of s's region through the transport, chunk by chunk.
+func (w *Win[T]) rmwRemote(s span[T], a *rmw[T], n int) error {
+	if s.data == nil {
+		return fmt.Errorf("internal: rank %d's memory is neither mapped with its metadata nor remote", s.t.rank)
+	}
+	st := &s.t.acc
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	w.accInit(s.t)
+	chunk := max(1, accChunk/w.esize)
+	if want := max(2, min(n, chunk)); len(st.buf) < want {
+		st.buf = make([]T, want)
+	}
+	c := *a
+	for done := 0; done < n; done += chunk {
+		k := min(n-done, chunk)
+		if a.origin != nil {
+			c.origin = a.origin[done : done+k]
+		}
+		if a.result != nil {
+			c.result = a.result[done : done+k]
+		}
+		if err := w.rmwChunk(s, &c, s.off+done, k); err != nil {
+			return err
+		}
+	}
+	a.old = c.old
+	return nil
+}
+
+// accInit readies t's transport-path state. t.acc.mu is held.
+func (w *Win[T]) accInit(t *target[T]) {
+	if t.acc.ctr == nil {
+		t.acc.ctr = w.comm.NewCounter()
+	}
+}
+
+// rmwChunk runs a on k elements of s's region at element off, under the accumulate
+// word. t.acc.mu is held.
+func (w *Win[T]) rmwChunk(s span[T], a *rmw[T], off, k int) error {
+	t := s.t
+	st := &t.acc
+	if err := w.lockAcc(t); err != nil {
+		return err
+	}
+	cur := st.buf[:k]
+	boff := uint64(off * w.esize)
+	err := s.data.Read(st.ctr, boff, asBytes(cur))
+	if err == nil {
+		err = st.ctr.Wait(context.Background())
+	}
+	if err != nil {
+		return w.abandonAcc(t, err)
+	}
+	write := a.origin != nil && a.op.Kind() != collectives.OpNoOp
+	switch {
+	case a.single && a.cas:
+		a.old = cur[0]
+		write = sameBits(cur[0], a.compare)
+		cur[0] = a.x
+	case a.single:
+		a.old = cur[0]
+		st.buf[1] = a.x
+		a.op.Apply(cur, st.buf[1:2])
+		write = a.op.Kind() != collectives.OpNoOp
+	default:
+		if a.result != nil {
+			copy(a.result, cur)
+		}
+		if write {
+			a.op.Apply(cur, a.origin)
+		}
+	}
+	if write {
+		if err := s.data.Write(st.ctr, boff, asBytes(cur)); err != nil {
+			return w.abandonAcc(t, err)
+		}
+	}
+	if err := w.unlockAccRemote(t); err != nil {
+		return err
+	}
+	if write {
+		w.wroteRemote(s, boff, k*w.esize)
+	}
+	return nil
+}
+
+// abandonAcc gives up an operation that failed holding t's accumulate word: the word
+// is released if the target can still be reached, and err is returned.
+func (w *Win[T]) abandonAcc(t *target[T], err error) error {
+	w.unlockAccRemote(t)
+	return err
+}
+
+// accID is this rank's value in an accumulate word it holds.
+func (w *Win[T]) accID() uint64 { return uint64(w.rank) + 1 }
+
+// lockAcc takes t's accumulate word: by CPU atomics where t's metadata is mapped, else by
+// remote compare-and-swap (t.acc.mu held). It waits while another origin holds it, until
+// the target or the holder fails.
+func (w *Win[T]) lockAcc(t *target[T]) error {
+	me := w.accID()
+	if mw := t.mw; mw != nil {
+		if cas(mw, mAcc, 0, me) {
+			return nil
+		}
+		return pollUntil(context.Background(),
+			func() bool { return load(mw, mAcc) == 0 && cas(mw, mAcc, 0, me) },
+			func() error { return w.holderErr(t, load(mw, mAcc)) })
+	}
+	var holder uint64
+	var err error
+	ready := func() bool {
+		holder, err = w.accCAS(t, 0, me)
+		return err != nil || holder == 0
+	}
+	if perr := pollUntil(context.Background(), ready, func() error { return w.holderErr(t, holder) }); perr != nil {
+		return perr
+	}
+	return err
+}
+
+// unlockAccRemote releases t's accumulate word after this rank's transport-path
+// requests to t: by a CPU store once they have completed where t's metadata is mapped,
+// else by a remote compare-and-swap (this rank's id to 0) posted behind them on the same
+// connection, which the target executes after them. t.acc.mu is held.
+func (w *Win[T]) unlockAccRemote(t *target[T]) error {
+	st := &t.acc
+	if t.mw != nil {
+		err := st.ctr.Wait(context.Background())
+		store(t.mw, mAcc, 0)
+		return err
+	}
+	err := t.meta.CmpSwap(st.ctr, uint64(mAcc*wordLen), w.accID(), 0, st.res[:])
+	if werr := st.ctr.Wait(context.Background()); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
+	}
+	if old := binary.NativeEndian.Uint64(st.res[:]); old != w.accID() {
+		return fmt.Errorf("internal: rank %d's accumulate word held by id %d at this rank's release", t.rank, old)
+	}
+	return nil
+}
+
+// accCAS runs a compare-and-swap on t's accumulate word and waits for it.
+func (w *Win[T]) accCAS(t *target[T], old, new uint64) (uint64, error) {
+	st := &t.acc
+	if err := t.meta.CmpSwap(st.ctr, uint64(mAcc*wordLen), old, new, st.res[:]); err != nil {
+		return 0, err
+	}
+	if err := st.ctr.Wait(context.Background()); err != nil {
+		return 0, err
+	}
+	return binary.NativeEndian.Uint64(st.res[:]), nil
+}
+
+// holderErr returns the failure of t, or of the rank whose id (rank+1) holder is, or nil.
+func (w *Win[T]) holderErr(t *target[T], holder uint64) error {
+	if err := w.targetErr(t); err != nil {
+		return err
+	}
+	if holder == 0 || holder > uint64(w.size) || int(holder-1) == w.rank {
+		return nil
+	}
+	return w.targetErr(&w.tg[holder-1])
+}

@@ -73,6 +73,7 @@ compare: ## side by side with Open MPI (installed via apt-get if mpicc is missin
 	scripts/compare-startup.sh
 	scripts/compare-p2p.sh
 	scripts/progress-modes.sh
+	scripts/compare-rma.sh
 
 clean: ## remove built binaries and benchmark output
 	rm -rf $(BIN) $(BENCH_OUT)

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gorma-hpc/gorma/collectives"
+)
+
+// accFloat64 and accInt64: rank 0 accumulates (sum) size bytes of elements into rank 1
+// and flushes, in one LockAll epoch.
+func accFloat64(ctx context.Context, b *bench, size int) (row, error) {
+	n, sum := max(size/8, 1), collectives.Sum[float64]()
+	return lockAllDo(ctx, b, b.f64, size, func(int) error {
+		if err := b.f64.Accumulate(b.fsrc[:n], 1, 0, sum); err != nil {
+			return err
+		}
+		return b.f64.Flush(ctx, 1)
+	})
+}
+
+func accInt64(ctx context.Context, b *bench, size int) (row, error) {
+	n, sum := max(size/8, 1), collectives.Sum[int64]()
+	return lockAllDo(ctx, b, b.i64, size, func(int) error {
+		if err := b.i64.Accumulate(b.isrc[:n], 1, 0, sum); err != nil {
+			return err
+		}
+		return b.i64.Flush(ctx, 1)
+	})
+}
+
+// fopLat: FetchAndOp(sum) of one int64 at displacement 0 of rank 1, and a Flush.
+func fopLat(ctx context.Context, b *bench, size int) (row, error) {
+	sum := collectives.Sum[int64]()
+	var res int64
+	return lockAllDo(ctx, b, b.i64, size, func(int) error {
+		if err := b.i64.FetchAndOp(1, &res, 1, 0, sum); err != nil {
+			return err
+		}
+		return b.i64.Flush(ctx, 1)
+	})
+}
+
+// casLat: CompareAndSwap of one int64 at displacement 1 of rank 1, and a Flush. Each
+// swap replaces the value it read last with that value plus one, so every swap after the
+// first succeeds (rank 1 idles); a failed swap is checked to have read a changed value.
+func casLat(ctx context.Context, b *bench, size int) (row, error) {
+	var cur, res int64
+	var fails int
+	r, err := lockAllDo(ctx, b, b.i64, size, func(int) error {
+		if err := b.i64.CompareAndSwap(cur+1, cur, &res, 1, 1); err != nil {
+			return err
+		}
+		if err := b.i64.Flush(ctx, 1); err != nil {
+			return err
+		}
+		if res == cur {
+			cur++
+		} else {
+			cur = res
+			fails++
+		}
+		return nil
+	})
+	if err == nil && fails > 1 {
+		err = fmt.Errorf("compare-and-swap: %d swaps failed with no other rank writing", fails)
+	}
+	return r, err
+}

@@ -1,0 +1,43 @@
+// Command rmabench measures one-sided (RMA) operations between two ranks, the way the OSU
+// micro-benchmarks do (osu_put_latency, osu_get_latency, osu_put_bw, osu_get_bw,
+// osu_acc_latency, osu_fop_latency, osu_cas_latency), plus the synchronization and window
+// costs that the project's targets name. Rank 0 is the origin, rank 1 the target.
+//
+//	golaunch -n 2 ./bin/rmabench                                  # every case, 8 B to 1 MiB
+//	golaunch -n 2 ./bin/rmabench --test put_lat,get_lat.lock_all --max-size 4K
+//	golaunch -n 2 ./bin/rmabench --test busy_get --busy 200ms --json=busy.json
+//	golaunch -n 2 --transport tcp ./bin/rmabench --test put_lat.lock_all,fence
+//
+// Cases (--test takes a comma-separated list of case names, or of the part before the
+// dot, such as put_lat for the four put_lat.* cases; "all" is every case):
+//
+//	put_lat.MODE, get_lat.MODE   latency of one Put or Get of each size, in four modes:
+//	    lock      Lock(Exclusive) + op + Unlock per operation
+//	    lock_all  LockAll once, then op + Flush per operation
+//	    fence     Fence + op + Fence: both ranks take turns (rank 0 in one epoch, rank 1
+//	              in the next: osu_put_latency's fence mode), the time of an epoch pair / 2
+//	    pscw      Post/Start/op/Complete/Wait, both ranks taking turns as in fence mode
+//	put_bw, get_bw               bandwidth: 64 operations of the size, then Flush (LockAll)
+//	acc_lat.float64, acc_lat.int64   Accumulate(Sum) of each size + Flush (LockAll)
+//	fop_lat, cas_lat             FetchAndOp(Sum) or CompareAndSwap of one int64 + Flush
+//	busy_get                     Lock(Shared) + Get 8 B + Unlock while the target computes
+//	                             for --busy without calling the runtime: median and max
+//	fence                        an empty Fence, both ranks
+//	lock_put                     Lock(Exclusive) + Put 8 B + Unlock
+//	alloc_free.allocate          Allocate + Free of a 1 MiB window (--window-size), per pair
+//	alloc_free.create            Create + Free over a 1 MiB slice of the caller
+//
+// Method: every latency figure is timed in batches long enough that reading the clock does
+// not matter (a sample is the mean of up to 256 operations, calibrated in the warmup);
+// the median, the mean and the 99th percentile of the samples are reported in
+// microseconds. --iters operations per size up to 16 KiB, scaled down in proportion above
+// (at least 20), a tenth of that (at least 3) as warmup. Bandwidth is MB/s = 10^6 bytes
+// per second over --bw-iters rounds of 64 operations. Buffers and windows hold non-zero
+// bytes before anything is measured. In the busy_get case the target fills its window
+// with a known pattern, and the origin checks every Get against it.
+//
+// bench/mpi/rmabench.c is the C twin (same cases, flags, iteration counts and output);
+// scripts/compare-rma.sh runs both side by side. Output is one table per case after a
+// header naming the transport, the progress mode and the hosts; --json prints one JSON
+// document instead, --json=FILE writes it to FILE beside the text.
+package main

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// options are the command's flags.
+type options struct {
+	tests      []string
+	minSize    int
+	maxSize    int
+	iters      int
+	bwIters    int
+	allocIters int
+	busy       time.Duration
+	busyReps   int
+	winSize    int
+	jsonOut    string
+	jsonFlag   bool
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := pflag.NewFlagSet("rmabench", pflag.ContinueOnError)
+	test := fs.String("test", "all", "comma-separated cases (put_lat, put_lat.lock, ..., or all); see the package doc")
+	o.minSize, o.maxSize, o.winSize = 8, 1<<20, 1<<20
+	fs.Var((*sizeValue)(&o.minSize), "min-size", "smallest transfer in bytes, such as 8, 4K or 1M (powers of two from here)")
+	fs.Var((*sizeValue)(&o.maxSize), "max-size", "largest transfer in bytes (default 1M)")
+	fs.IntVar(&o.iters, "iters", 10000, "latency operations per size up to 16 KiB (scaled down above)")
+	fs.IntVar(&o.bwIters, "bw-iters", 100, "bandwidth rounds of 64 operations per size up to 16 KiB (a fifth above)")
+	fs.IntVar(&o.allocIters, "alloc-iters", 100, "window allocate+free pairs (a tenth more as warmup)")
+	fs.DurationVar(&o.busy, "busy", 200*time.Millisecond, "busy_get: how long the target computes per round")
+	fs.IntVar(&o.busyReps, "busy-reps", 3, "busy_get: rounds")
+	fs.Var((*sizeValue)(&o.winSize), "window-size", "alloc_free: window size in bytes (default 1M)")
+	fs.StringVar(&o.jsonOut, "json", "", "print one JSON document instead of text; --json=FILE writes it to FILE as well as the text")
+	fs.Lookup("json").NoOptDefVal = "-"
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.jsonFlag = o.jsonOut == "-"
+	for _, t := range strings.Split(*test, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			o.tests = append(o.tests, t)
+		}
+	}
+	switch {
+	case len(o.tests) == 0:
+		return o, errors.New("--test: want at least one case")
+	case o.minSize < 1 || o.maxSize < o.minSize:
+		return o, fmt.Errorf("--min-size %d and --max-size %d: want 1 <= min <= max", o.minSize, o.maxSize)
+	case o.iters < 1 || o.bwIters < 1 || o.allocIters < 1 || o.busyReps < 1:
+		return o, errors.New("--iters, --bw-iters, --alloc-iters and --busy-reps must be at least 1")
+	case o.busy <= 0 || o.winSize < 8:
+		return o, errors.New("--busy must be positive and --window-size at least 8")
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for _, t := range o.tests {
+		if !knownSelector(t) {
+			return o, fmt.Errorf("--test %q: no such case (want all, %s)", t, strings.Join(caseNames(), ", "))
+		}
+	}
+	return o, nil
+}
+
+// sizeValue is a byte count flag accepting the suffixes K, M and G (powers of 1024).
+type sizeValue int
+
+func (v *sizeValue) String() string { return strconv.Itoa(int(*v)) }
+func (v *sizeValue) Type() string   { return "size" }
+
+func (v *sizeValue) Set(s string) error {
+	mult := 1
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'K', 'k':
+			mult = 1 << 10
+		case 'M', 'm':
+			mult = 1 << 20
+		case 'G', 'g':
+			mult = 1 << 30
+		}
+		if mult > 1 {
+			s = s[:n-1]
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > (1<<31)/mult {
+		return fmt.Errorf("want a byte count such as 8, 4K or 1M")
+	}
+	*v = sizeValue(n * mult)
+	return nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, pflag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rmabench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "rmabench:", err)
+		os.Exit(1)
+	}
+}
+
+// report is the JSON document.
+type report struct {
+	Benchmark string   `json:"benchmark"`
+	Transport string   `json:"transport"`
+	Progress  string   `json:"progress"`
+	Hosts     []string `json:"hosts"`
+	Tables    []table  `json:"tables"`
+}
+
+// table is one case's results.
+type table struct {
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	Rows  []row  `json:"rows"`
+}
+
+// row is one line of a table: latency figures (microseconds) or a bandwidth.
+type row struct {
+	Bytes      int     `json:"bytes"`
+	Iterations int     `json:"iterations"`
+	Batch      int     `json:"batch,omitempty"`
+	MedianUS   float64 `json:"median_us,omitempty"`
+	AvgUS      float64 `json:"avg_us,omitempty"`
+	P99US      float64 `json:"p99_us,omitempty"`
+	MaxUS      float64 `json:"max_us,omitempty"`
+	MBps       float64 `json:"MB_per_s,omitempty"`
+}
+
+func run(ctx context.Context, o options) error {
+	w, err := runtime.Init(ctx)
+	if err != nil {
+		return err
+	}
+	if w.Size() != 2 {
+		w.Finalize(ctx)
+		return fmt.Errorf("needs exactly 2 ranks, the job has %d (run it as: golaunch -n 2 rmabench)", w.Size())
+	}
+	text := io.Writer(os.Stdout)
+	if w.Rank() != 0 || o.jsonFlag {
+		text = io.Discard
+	}
+	rep, err := measureAll(ctx, w, o, text)
+	if err != nil {
+		return err
+	}
+	if w.Rank() == 0 && o.jsonOut != "" {
+		if err := writeJSON(rep, o.jsonOut); err != nil {
+			return err
+		}
+	}
+	fctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return w.Finalize(fctx)
+}
+
+// measureAll runs the selected cases and returns the report: complete at rank 0, which
+// also prints the tables to text.
+func measureAll(ctx context.Context, w *runtime.World, o options, text io.Writer) (report, error) {
+	rep := report{Benchmark: "rmabench", Transport: w.Transport(1 - w.Rank()), Progress: os.Getenv(runtime.EnvProgress),
+		Hosts: []string{w.HostOf(0), w.HostOf(1)}}
+	if rep.Progress == "" {
+		rep.Progress = "hybrid"
+	}
+	fmt.Fprintf(text, "# gorma rmabench (OSU one-sided method): transport %s, progress %s, hosts %s and %s\n",
+		rep.Transport, rep.Progress, rep.Hosts[0], rep.Hosts[1])
+	fmt.Fprintf(text, "# latency: median/avg/p99 in microseconds; a sample is the mean of a batch of up to %d operations\n", maxBatch)
+	b, err := newBench(ctx, w, o)
+	if err != nil {
+		return rep, err
+	}
+	for _, c := range cases {
+		if !selected(o.tests, c.name) {
+			continue
+		}
+		tab := table{Name: c.name, Title: c.title}
+		fmt.Fprintf(text, "\n# %s: %s\n%s\n", c.name, c.title, header(c.kind))
+		for _, size := range b.sizesOf(c) {
+			if err := runtime.Barrier(ctx, w); err != nil {
+				return rep, err
+			}
+			r, err := c.run(ctx, b, size)
+			if err != nil {
+				return rep, fmt.Errorf("%s at %d bytes: %w", c.name, size, err)
+			}
+			tab.Rows = append(tab.Rows, r)
+			fmt.Fprintln(text, formatRow(c.kind, r))
+		}
+		rep.Tables = append(rep.Tables, tab)
+	}
+	return rep, b.free(ctx)
+}
+
+// header is the column header of a table of kind k.
+func header(k kind) string {
+	switch k {
+	case kindBandwidth:
+		return fmt.Sprintf("%-12s %12s %12s", "#bytes", "iterations", "MB/s")
+	case kindMax:
+		return fmt.Sprintf("%-12s %12s %12s %12s", "#bytes", "iterations", "median_us", "max_us")
+	}
+	return fmt.Sprintf("%-12s %12s %12s %12s %12s", "#bytes", "iterations", "median_us", "avg_us", "p99_us")
+}
+
+func formatRow(k kind, r row) string {
+	switch k {
+	case kindBandwidth:
+		return fmt.Sprintf("%-12d %12d %12.2f", r.Bytes, r.Iterations, r.MBps)
+	case kindMax:
+		return fmt.Sprintf("%-12d %12d %12.3f %12.3f", r.Bytes, r.Iterations, r.MedianUS, r.MaxUS)
+	}
+	return fmt.Sprintf("%-12d %12d %12.3f %12.3f %12.3f", r.Bytes, r.Iterations, r.MedianUS, r.AvgUS, r.P99US)
+}
+
+func writeJSON(rep report, dest string) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if dest == "-" {
+		_, err = os.Stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(dest, b, 0o644)
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/window"
+)
+
+// emptyFence: both ranks call Fence with nothing in the epochs.
+func emptyFence(ctx context.Context, b *bench, _ int) (row, error) {
+	m, err := measure(warmupOf(b.o.iters), b.o.iters, func(int) error { return b.bytes.Fence(ctx, 0) })
+	if ferr := b.bytes.Fence(ctx, window.NoSucceed); err == nil {
+		err = ferr
+	}
+	return m.latency(0, 1), err
+}
+
+// allocFree: both ranks create and free a window of --window-size bytes, collectively.
+func allocFree(create bool) func(context.Context, *bench, int) (row, error) {
+	return func(ctx context.Context, b *bench, size int) (row, error) {
+		buf := make([]byte, size)
+		for i := range buf {
+			buf[i] = byte(i + 1)
+		}
+		iters := b.o.allocIters
+		m, err := measure(warmupOf(iters), iters, func(int) error {
+			var win *window.Win[byte]
+			var err error
+			if create {
+				win, err = window.Create(ctx, b.w, buf)
+			} else {
+				win, err = window.Allocate[byte](ctx, b.w, size)
+			}
+			if err != nil {
+				return err
+			}
+			return win.Free(ctx)
+		})
+		return m.latency(size, 1), err
+	}
+}
+
+// check returns an error naming what differs between got and want.
+func check(what string, got, want []byte) error {
+	for i := range want {
+		if got[i] != want[i] {
+			return fmt.Errorf("%s: byte %d is %d, want %d", what, i, got[i], want[i])
+		}
+	}
+	return nil
+}
+
+// busyOps bounds the operations timed per busy_get round.
+const busyOps = 100
+
+// busyGet: per round, rank 1 computes for --busy in a loop that never calls the runtime,
+// while rank 0 times single Lock(shared) + Get 8 B + Unlock, starting 1 ms into the
+// round and stopping after busyOps of them or half of --busy. A peer whose passive target
+// needs the target's code to run completes its first operation only when the target is
+// done computing: one sample per round. Every Get is checked against the pattern that
+// rank 1 stored before the round.
+func busyGet(ctx context.Context, b *bench, size int) (row, error) {
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i*11 + 5)
+	}
+	if b.me == 1 {
+		// The pattern, stored locally and published by an epoch on this rank itself.
+		if err := b.bytes.Lock(ctx, window.Exclusive, 1, 0); err != nil {
+			return row{}, err
+		}
+		copy(b.bytes.Local(), want)
+		if err := b.bytes.Unlock(ctx, 1); err != nil {
+			return row{}, err
+		}
+	}
+	var samples []float64 // microseconds
+	for range b.o.busyReps {
+		if err := runtime.Barrier(ctx, b.w); err != nil {
+			return row{}, err
+		}
+		if b.me == 1 {
+			sink.Store(spin(b.o.busy))
+		} else if err := busyRound(ctx, b, want, &samples); err != nil {
+			return row{}, err
+		}
+		if err := runtime.Barrier(ctx, b.w); err != nil {
+			return row{}, err
+		}
+	}
+	if b.me != 0 {
+		return row{}, nil
+	}
+	slices.Sort(samples)
+	return row{Bytes: size, Iterations: len(samples), MedianUS: round3(percentile(samples, 50)),
+		MaxUS: round3(samples[len(samples)-1])}, nil
+}
+
+func busyRound(ctx context.Context, b *bench, want []byte, samples *[]float64) error {
+	t0 := time.Now()
+	time.Sleep(time.Millisecond)
+	got := b.dst[:len(want)]
+	for n := 0; n < busyOps && time.Since(t0) < b.o.busy/2; n++ {
+		clear(got)
+		t := time.Now()
+		if err := b.bytes.Lock(ctx, window.Shared, 1, 0); err != nil {
+			return err
+		}
+		if err := b.bytes.Get(got, 1, 0); err != nil {
+			return err
+		}
+		if err := b.bytes.Unlock(ctx, 1); err != nil {
+			return err
+		}
+		*samples = append(*samples, float64(time.Since(t).Nanoseconds())/1e3)
+		if err := check("busy_get", got, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sink keeps the result of spin alive.
+var sink atomic.Uint64
+
+// spin computes for d without calling the runtime (time.Now is a vDSO read).
+func spin(d time.Duration) uint64 {
+	end := time.Now().Add(d)
+	x := uint64(1)
+	for time.Now().Before(end) {
+		for range 1000 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	return x
+}

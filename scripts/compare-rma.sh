@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# One-sided (RMA), side by side in one run: apps/rmabench through golaunch (shm) against
+# its C twin (bench/mpi/rmabench.c) under Open MPI's mpirun, twice: with osc/sm forced
+# (the peer of the targets: one-sided operations as loads and stores on shared memory)
+# and with Open MPI's default one-sided component (osc/rdma over vader here); under
+# MPICH too when mpicc.mpich and mpiexec.mpich are installed. The tools alternate within
+# each repetition, under flock /tmp/gorma-bench.lock (other sessions benchmark too), so a
+# change of the machine's speed state hits all of them; the tables give the medians over
+# the repetitions (median_us of each row, MB/s for the bandwidth cases) and the ratio
+# gorma / peer. Then the targets:
+#   Put and Get 8 B + Flush (LockAll)           no slower than Open MPI osc/sm
+#   Lock(exclusive) + Put 8 B + Unlock          no slower than Open MPI osc/sm
+#   empty Fence, 2 ranks                        no slower than the best peer (and 0.6 us)
+#   window Allocate + Free, 1 MiB               under 50 us
+#   Lock + Get + Unlock, target computing       under 5 us (median; the max is shown)
+# Open MPI 4.1.4's default component crashes (SIGSEGV at the target) in
+# MPI_Compare_and_swap, and osc/sm cannot MPI_Win_create: those runs skip the case.
+# Usage: scripts/compare-rma.sh [REPS]   (environment: TESTS, MAX_SIZE, ITERS, BUSY)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+reps=${1:-3}
+tests=${TESTS:-all}
+max_size=${MAX_SIZE:-1M}
+iters=${ITERS:-10000}
+busy=${BUSY:-200ms}
+for tool in mpirun mpicc; do
+	command -v "$tool" >/dev/null || { echo "compare-rma: $tool missing: apt-get install openmpi-bin libopenmpi-dev" >&2; exit 2; }
+done
+read -r load1 _ < /proc/loadavg
+if awk -v l="$load1" -v n="$(nproc)" 'BEGIN {exit !(l >= n / 2)}'; then
+	echo "compare-rma: WARNING: load average $load1 on $(nproc) cores: other work shares the machine, read the ratios, not the figures" >&2
+fi
+mkdir -p bin
+CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/rmabench
+mpicc -O2 -Wall -o bin/rmabench_mpi bench/mpi/rmabench.c
+mpich=0
+if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
+	mpicc.mpich -O2 -Wall -o bin/rmabench_mpich bench/mpi/rmabench.c && mpich=1
+else
+	echo "compare-rma: MPICH not installed (mpicc.mpich, mpiexec.mpich): skipping it" >&2
+fi
+
+args=(--max-size "$max_size" --iters "$iters" --busy "$busy")
+# rmabench_mpi takes sizes with K/M suffixes and durations in ms, like rmabench.
+gorma() { bin/golaunch -n 2 --timeout 10m --tag-output=false bin/rmabench "${args[@]}" --test "$1"; }
+ompi() { mpirun --allow-run-as-root -n 2 "${@:2}" bin/rmabench_mpi "${args[@]}" --test "$1"; }
+mpich_run() { mpiexec.mpich -n 2 bin/rmabench_mpich "${args[@]}" --test "$1"; }
+# rows: "TOOL CASE BYTES FIGURE" from a run's text output
+# (busy_get adds a row for its max: case busy_get.max)
+rows() { awk -v t="$1" '/^# [a-z_.0-9]+: / {c = $2; sub(/:$/, "", c)} /^[0-9]/ && c != "" {print t, c, $1, $3; if (c == "busy_get") print t, c ".max", $1, $4}'; }
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+all_groups=put_lat,get_lat,put_bw,get_bw,acc_lat,fop_lat,cas_lat,busy_get,fence,lock_put,alloc_free
+list=$tests
+[[ $list == all ]] && list=$all_groups
+# drop NAME...: the list without the named cases (a group name expands to its cases first)
+drop() { tr ',' '\n' <<<"$list" | sed 's/^alloc_free$/alloc_free.allocate\nalloc_free.create/' | grep -vxF -f <(printf '%s\n' "$@") | paste -sd, -; }
+sm_tests=$(drop alloc_free.create)
+default_tests=$(drop cas_lat)
+fail() { echo "compare-rma: rep $i: the $1 run failed (its rows so far are kept)" >&2; }
+for ((i = 1; i <= reps; i++)); do
+	(
+		flock 9
+		gorma "$list" | rows gorma >>"$out/rows" || fail gorma
+		ompi "$sm_tests" --mca osc sm | rows ompi-sm >>"$out/rows" || fail "Open MPI osc/sm"
+		ompi "$default_tests" | rows ompi >>"$out/rows" || fail "Open MPI"
+		if ((mpich)); then mpich_run "$list" | rows mpich >>"$out/rows" || fail MPICH; fi
+	) 9>/tmp/gorma-bench.lock
+	echo "rep $i of $reps done ($(cut -d' ' -f1-3 /proc/loadavg))" >&2
+done
+
+echo "# $(date -u +%FT%TZ) $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r), $(go env GOVERSION), $(mpirun --version | head -1); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# medians of $reps alternating repetitions; latency in us (median of the run's samples), bandwidth in MB/s"
+echo "# ompi-sm: Open MPI with --mca osc sm; ompi: Open MPI's default osc component"
+tools="gorma ompi-sm ompi"
+((mpich)) && tools+=" mpich"
+awk -v tools="$tools" '
+function med(key,   n, a, i, j, t) {
+	n = split(vals[key], a, " ")
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+	return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+}
+{ key = $1 SUBSEP $2 SUBSEP $3; vals[key] = vals[key] " " $4; if (!(($2 SUBSEP $3) in seen)) { seen[$2 SUBSEP $3] = 1; order[++n] = $2 SUBSEP $3 }; if (!($2 in cs)) { cs[$2] = 1; corder[++nc] = $2 } }
+END {
+	nt = split(tools, tl, " ")
+	for (c = 1; c <= nc; c++) {
+		name = corder[c]; bw = name ~ /_bw$/
+		printf "\n## %s (%s)\n", name, bw ? "MB/s, higher is better" : "us, lower is better"
+		hdr = sprintf("| %-8s |", "bytes"); sep = "|----------|"
+		for (t = 1; t <= nt; t++) { hdr = hdr sprintf(" %10s |", tl[t]); sep = sep "------------|" }
+		for (t = 2; t <= nt; t++) { hdr = hdr sprintf(" %13s |", "gorma/" tl[t]); sep = sep "---------------|" }
+		print hdr; print sep
+		for (k = 1; k <= n; k++) {
+			split(order[k], p, SUBSEP); if (p[1] != name) continue
+			line = sprintf("| %-8s |", p[2])
+			for (t = 1; t <= nt; t++) { key = tl[t] SUBSEP p[1] SUBSEP p[2]; f[t] = (key in vals) ? med(key) : ""
+				line = line (f[t] == "" ? sprintf(" %10s |", "-") : sprintf(" %10.3f |", f[t])) }
+			for (t = 2; t <= nt; t++) line = line ((f[1] == "" || f[t] == "" || f[t] == 0) ? sprintf(" %13s |", "-") : sprintf(" %12.2fx |", f[1] / f[t]))
+			print line
+		}
+	}
+}' "$out/rows"
+
+# the targets
+fig() { awk -v t="$1" -v c="$2" -v b="$3" '$1 == t && $2 == c && $3 == b {v = v " " $4} END {n = split(v, a, " "); if (!n) {print ""; exit}
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) {x = a[j]; a[j] = a[j-1]; a[j-1] = x}
+	print (n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2)}' "$out/rows"; }
+echo
+echo "## targets"
+printf '| %-50s | %10s | %10s | %8s | %-24s |\n' "figure" "gorma" "peer" "ratio" "target"
+printf '|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..52})" "$(printf -- '-%.0s' {1..12})" "$(printf -- '-%.0s' {1..12})" "$(printf -- '-%.0s' {1..10})" "$(printf -- '-%.0s' {1..26})"
+target() { # LABEL GORMA PEER LIMIT-KIND
+	awk -v l="$1" -v g="$2" -v p="$3" -v k="$4" 'BEGIN {
+		if (g == "") { printf "| %-50s | %10s | %10s | %8s | %-24s |\n", l, "-", p, "-", "not measured"; exit }
+		if (k == "peer") { ok = p != "" && g <= p; printf "| %-50s | %7.3f us | %7.3f us | %7.2fx | %-24s |\n", l, g, p, g / p, "<= 1.00x " (ok ? "ok" : "MISS"); exit }
+		split(k, lim, ":"); ok = g < lim[2]
+		printf "| %-50s | %7.3f us | %10s | %8s | %-24s |\n", l, g, (p == "" ? "-" : sprintf("%7.3f us", p)), "-", "< " lim[2] " us " (ok ? "ok" : "MISS") }'
+}
+best_fence=$(for t in ompi-sm ompi mpich; do fig "$t" fence 0; done | grep . | sort -g | head -1)
+target "Put 8 B + Flush (vs osc/sm)" "$(fig gorma put_lat.lock_all 8)" "$(fig ompi-sm put_lat.lock_all 8)" peer
+target "Get 8 B + Flush (vs osc/sm)" "$(fig gorma get_lat.lock_all 8)" "$(fig ompi-sm get_lat.lock_all 8)" peer
+target "Lock(excl) + Put 8 B + Unlock (vs osc/sm)" "$(fig gorma lock_put 8)" "$(fig ompi-sm lock_put 8)" peer
+target "empty Fence (vs the best peer)" "$(fig gorma fence 0)" "$best_fence" peer
+target "empty Fence (absolute)" "$(fig gorma fence 0)" "" "abs:0.6"
+target "Allocate + Free 1 MiB (peer: osc/sm)" "$(fig gorma alloc_free.allocate 1048576)" "$(fig ompi-sm alloc_free.allocate 1048576)" "abs:50"
+target "busy target Lock+Get+Unlock, median (peer: ompi)" "$(fig gorma busy_get 8)" "$(fig ompi busy_get 8)" "abs:5"
+target "busy target Lock+Get+Unlock, max (peer: ompi)" "$(fig gorma busy_get.max 8)" "$(fig ompi busy_get.max 8)" "abs:5"

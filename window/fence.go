@@ -58,7 +58,8 @@ func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 }
 
 // barrier synchronizes every rank of the window: through the metadata's fence words
-// when every rank maps every other's metadata (one store per peer, then polling), or
+// when every rank maps every other's metadata (one store per peer, then waiting on this
+// rank's doorbell), or
 // through the runtime's Barrier.
 func (w *Win[T]) barrier(ctx context.Context) error {
 	if !w.flags {
@@ -68,8 +69,9 @@ func (w *Win[T]) barrier(ctx context.Context) error {
 	seq := w.fenceSeq
 	for r := range w.tg {
 		store(w.tg[r].mw, mFence+w.rank, seq)
+		ring(w.tg[r].mw)
 	}
-	return pollUntil(ctx, func() bool {
+	return waitOwn(ctx, w.mw, func() bool {
 		for r := range w.size {
 			if load(w.mw, mFence+r) < seq {
 				return false

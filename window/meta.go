@@ -11,7 +11,9 @@ import (
 //
 //	word 0                    passive-target lock: lockExcl, or the number of shared holders
 //	word 8                    accumulate lock: 0 free, rank+1 of the holder
-//	word 16 + r               fence: the number of Fences rank r has entered
+//	word 16                   doorbell: bumped by a peer that changed a word this rank waits for
+//	word 17                   sleepers: goroutines of this rank asleep on the doorbell
+//	word 24 + r               fence: the number of Fences rank r has entered
 //	word 16 + size + r        PSCW: the number of Posts rank r (a target) made to this rank
 //	word 16 + 2*size + r      PSCW: the number of Completes rank r (an origin) made here
 //	then                      dynamic windows: the attachment directory (dynamic.go)
@@ -22,7 +24,9 @@ import (
 const (
 	mLock   = 0
 	mAcc    = 8
-	mFence  = 16
+	mBell   = 16
+	mSleep  = 17
+	mFence  = 24
 	lineW   = 8 // words per cache line
 	wordLen = 8
 )

@@ -3,16 +3,27 @@ package window
 import (
 	"context"
 	goruntime "runtime"
+	"sync/atomic"
 	"time"
 )
 
 // Waiting for a word of shared memory (a lock word, a fence or PSCW counter) to change.
-// The word is changed by a peer's CPU (mapped) or by the transport's target-side progress
-// (RDMA), neither of which can wake this goroutine, so waiting polls: it spins, yielding
-// the processor, for spinFor; then it sleeps between polls, from sleepMin doubling up to
-// sleepMax, so that ranks outnumbering cores do not starve each other. Every pollCheck
-// polls (and before each sleep) it checks ctx and the liveness of the peers involved:
-// nothing waits forever on a dead peer or an ended context.
+//
+// pollUntil serves words that no one can wake this rank for (another rank's lock word):
+// it spins, yielding the processor, for spinFor, then sleeps between polls, from
+// sleepMin doubling up to sleepMax. Go's timers round sleeps below a millisecond up when
+// the thread must block, so this phase reacts in about a millisecond.
+//
+// waitOwn serves conditions on this rank's own metadata: it spins the same way, then
+// sleeps on the doorbell word (a shared futex) after announcing itself in the sleepers
+// word; a peer that changes a word this rank waits for, and sees a sleeper, bumps the
+// doorbell and wakes it (ring). The order (sleepers, then doorbell, then the condition;
+// and at the peer: the word, then sleepers) makes a lost wake-up impossible with Go's
+// sequentially consistent atomics. Words changed through the transport (a peer on
+// another host) ring no bell; their sleeps are bounded by sleepMax.
+//
+// Every pollCheck polls, and around each sleep, both check ctx and the liveness of the
+// peers involved: nothing waits forever on a dead peer or an ended context.
 const (
 	spinFor   = 50 * time.Microsecond
 	sleepMin  = 5 * time.Microsecond
@@ -22,6 +33,16 @@ const (
 
 // pollUntil returns nil once ready reports true, or the error of ctx or of check.
 func pollUntil(ctx context.Context, ready func() bool, check func() error) error {
+	return wait(ctx, nil, ready, check)
+}
+
+// waitOwn is pollUntil for a condition on own, this rank's metadata words, sleeping on
+// its doorbell.
+func waitOwn(ctx context.Context, own []uint64, ready func() bool, check func() error) error {
+	return wait(ctx, own, ready, check)
+}
+
+func wait(ctx context.Context, own []uint64, ready func() bool, check func() error) error {
 	if ready() {
 		return nil
 	}
@@ -44,11 +65,39 @@ func pollUntil(ctx context.Context, ready func() bool, check func() error) error
 				sleep = sleepMin
 			}
 		}
-		if sleep == 0 {
+		switch {
+		case sleep == 0:
 			goruntime.Gosched()
-			continue
+		case own != nil:
+			if sleepOwn(own, ready) {
+				return nil
+			}
+		default:
+			time.Sleep(sleep)
+			sleep = min(2*sleep, sleepMax)
 		}
-		time.Sleep(sleep)
-		sleep = min(2*sleep, sleepMax)
 	}
+}
+
+// sleepOwn sleeps on own's doorbell until rung (or sleepMax), and reports whether ready
+// held before it slept.
+func sleepOwn(own []uint64, ready func() bool) bool {
+	atomic.AddUint64(&own[mSleep], 1)
+	defer atomic.AddUint64(&own[mSleep], ^uint64(0))
+	bell := uint32(atomic.LoadUint64(&own[mBell]))
+	if ready() {
+		return true
+	}
+	futexSleep(&own[mBell], bell, sleepMax)
+	return false
+}
+
+// ring wakes the sleepers of the rank whose mapped metadata is mw, after a word they may
+// wait for was changed. One atomic load when nobody sleeps.
+func ring(mw []uint64) {
+	if atomic.LoadUint64(&mw[mSleep]) == 0 {
+		return
+	}
+	atomic.AddUint64(&mw[mBell], 1)
+	futexWakeAll(&mw[mBell])
 }

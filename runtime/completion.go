@@ -37,9 +37,7 @@ func (e *engine) handleLocked(wc *verbs.WC) {
 	case wrRx:
 		e.messageLocked(p, p.rxBuf(idx)[:wc.ByteLen])
 		if p.failed == nil {
-			if err := p.postRecv(idx); err != nil {
-				e.peerFailedLocked(p, err)
-			}
+			e.repostLaterLocked(p, idx)
 		}
 	}
 	if p.out.n > 0 {

@@ -49,7 +49,9 @@
 // copy) and sends RTS; the receiver RDMA-reads straight into its receive buffer and
 // answers FIN, which completes the sender. A message that arrives before its receive
 // waits in the unexpected queue (eager payloads copied into pooled buffers, rendezvous
-// offers as they are). A message to this rank itself is copied, and never blocks.
+// offers as they are). A message to this rank itself is copied, and never blocks. The
+// receive slots a rank has handled are posted again in batches, before it next waits or
+// once half of a peer's slots are handled, which keeps that work off a message's path.
 //
 // Hot paths allocate nothing: a blocking Send or Recv of an eager message, Barrier, and
 // IsendWith/IrecvWith on reused Requests make no allocation in steady state
@@ -64,8 +66,9 @@
 // has a core), hybrid (spin for GORMA_SPIN, default 50us, then sleep until woken; the
 // default) or block (sleep at once: best when ranks outnumber cores). A bad value makes
 // Init fail with an ErrConfig error naming the variable and the choices. The runtime
-// spins itself, polling every device, and sleeps in the device's CQ.Wait (a rank that
-// uses both shm and tcp sleeps through one relay goroutine per queue); a rank whose only
+// spins itself, polling every device without holding its lock, and sleeps in the
+// device's CQ.Wait (a rank that uses both shm and tcp sleeps through one relay goroutine
+// per queue); a rank whose only
 // device is tcp leaves hybrid waiting to tcp's CQ.Wait, whose spin leaves the processor
 // to the reader goroutines that deliver tcp's completions. Spinning over tcp needs a
 // spare core for those goroutines: with ranks on every core (or GOMAXPROCS=1) a spin

@@ -27,6 +27,8 @@ type peer struct {
 	sqFree   int      // send queue entries not in use
 	maxSend  int
 	out      outQueue // operations waiting for a send slot or queue entry, in order
+	rxLater  []uint32 // receive slots handled but not yet posted again (repostLaterLocked)
+	inLater  bool     // p is in engine.rxLater
 
 	swr verbs.SendWR // reused for every post: providers do not retain it
 	rwr verbs.RecvWR
@@ -70,6 +72,7 @@ func newPeer(d *device, rank int, c card, eagerMine, eagerTheirs, slots int) (*p
 		return nil, fmt.Errorf("%w: %s connection to rank %d: %w", ErrTransport, d.name, rank, err)
 	}
 	p.sqFree = p.maxSend
+	p.rxLater = make([]uint32, 0, slots)
 	p.txFree = make([]uint32, 0, slots)
 	for i := slots - 1; i >= 0; i-- {
 		p.txFree = append(p.txFree, uint32(i))
@@ -95,6 +98,48 @@ func (p *peer) rxBuf(i uint32) []byte {
 func (p *peer) postRecv(i uint32) error {
 	p.rwr = verbs.RecvWR{WRID: wrid(wrRx, p.rank, i), Local: p.rxBuf(i), LKey: p.rxMR.LKey()}
 	return p.qp.PostRecv(&p.rwr)
+}
+
+// Receive slots are posted again in batches, off the critical path of a message: a
+// handled slot waits in p.rxLater until the poller is about to wait (repostAllLocked, in
+// untilLocked), or until half of the peer's slots wait, so that a rank that only polls
+// (Test, Iprobe) still returns its peer's credits. The peer therefore always has at least
+// half of the slots to send into while this rank drains its messages.
+
+// repostLaterLocked records that receive slot idx of p is free for reposting.
+func (e *engine) repostLaterLocked(p *peer, idx uint32) {
+	p.rxLater = append(p.rxLater, idx)
+	if len(p.rxLater) >= max(p.slots/2, 1) {
+		e.repostLocked(p)
+		return
+	}
+	if !p.inLater {
+		p.inLater = true
+		e.rxLater = append(e.rxLater, p)
+	}
+}
+
+// repostLocked posts p's waiting receive slots.
+func (e *engine) repostLocked(p *peer) {
+	for _, i := range p.rxLater {
+		if p.failed != nil {
+			break
+		}
+		if err := p.postRecv(i); err != nil {
+			e.peerFailedLocked(p, err)
+		}
+	}
+	p.rxLater = p.rxLater[:0]
+}
+
+// repostAllLocked posts every waiting receive slot.
+func (e *engine) repostAllLocked() {
+	for i, p := range e.rxLater {
+		e.repostLocked(p)
+		p.inLater = false
+		e.rxLater[i] = nil
+	}
+	e.rxLater = e.rxLater[:0]
 }
 
 // canSend reports whether a message (which needs a send slot) can be posted now.

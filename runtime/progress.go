@@ -20,7 +20,10 @@ import (
 //
 // GORMA_PROGRESS decides whether the poller spins: spin polls for ever, hybrid polls for
 // GORMA_SPIN (default 50us) and then sleeps, block sleeps at once. The runtime spins
-// itself (spinning), polling every device; devices are opened in verbs.WaitBlock mode and
+// itself (spin), polling every device without mu: the poller role alone entitles it to
+// CQ.Poll into e.wcs, and it takes mu only to handle what it found, so an idle round
+// costs no lock and a message is handled as soon as the poll sees it. Devices are opened
+// in verbs.WaitBlock mode and
 // used for sleeping only. The exception is a rank whose only device is tcp, in hybrid
 // mode (providerSpins): tcp's CQ.Wait spins there (opened with verbs.WaitHybrid), as its
 // completions come from reader goroutines that a spin in the runtime would compete with
@@ -44,7 +47,7 @@ func (e *engine) waitLocked(ctx context.Context, r *Request) error {
 func (e *engine) untilLocked(ctx context.Context, r *Request, quiet bool) error {
 	first := true
 	for {
-		if !e.polling {
+		if !e.polling && (quiet || !r.done) {
 			e.progressLocked()
 		}
 		if r.done || (quiet && e.quietLocked()) {
@@ -64,11 +67,18 @@ func (e *engine) untilLocked(ctx context.Context, r *Request, quiet bool) error 
 			e.quietWait = nil
 			continue
 		}
+		if len(e.rxLater) > 0 {
+			e.repostAllLocked()
+		}
 		e.polling = true
+		live := e.liveDevsLocked()
 		e.mu.Unlock()
-		e.block(ctx, first)
+		got := e.block(ctx, first, live)
 		first = false
 		e.mu.Lock()
+		if got.n > 0 || got.err != nil {
+			e.handlePolledLocked(got)
+		}
 		e.polling = false
 	}
 }
@@ -144,6 +154,12 @@ func (e *engine) progressLocked() {
 			}
 		}
 	}
+	e.polledLocked()
+}
+
+// polledLocked tells the relays that a poll pass happened and wakes Finalize's parked
+// request if nothing is outstanding any more.
+func (e *engine) polledLocked() {
 	for _, rl := range e.relays {
 		select {
 		case rl.polled <- struct{}{}:
@@ -158,21 +174,64 @@ func (e *engine) progressLocked() {
 	}
 }
 
-// Spinning: the poller polls the completion queues itself (one progressLocked pass per
-// round of untilLocked, about 50 ns on an idle shm queue), yielding to other goroutines
-// every spinYield polls and, in spin mode, the processor to other processes every
-// sysYield polls, so that ranks outnumbering cores still progress.
+// polled is what the poller's spin found outside mu: n completions of device dev in
+// e.wcs, or the error of its Poll.
+type polled struct {
+	dev int
+	n   int
+	err error
+}
+
+// liveDevsLocked returns the devices the poller may poll, as a bit set of e.devs indexes,
+// so that the spin outside mu reads no field that mu guards.
+func (e *engine) liveDevsLocked() uint64 {
+	var live uint64
+	for i, d := range e.devs {
+		if !d.closed && !d.broken && i < 64 {
+			live |= 1 << i
+		}
+	}
+	return live
+}
+
+// handlePolledLocked handles what the poller's spin found.
+func (e *engine) handlePolledLocked(got polled) {
+	d := e.devs[got.dev]
+	if got.err != nil {
+		if !d.broken {
+			e.deviceFailedLocked(d, got.err)
+		}
+	} else {
+		for i := 0; i < got.n; i++ {
+			e.handleLocked(&e.wcs[i])
+		}
+	}
+	e.polledLocked()
+}
+
+// Spinning: the poller polls the completion queues itself, outside mu (the poller role
+// gives it e.wcs), and takes mu only when a poll found something: an idle round on shm
+// costs a few tens of nanoseconds and no lock. It yields to other goroutines every
+// spinYield rounds (and checks its context and, in hybrid mode, its budget then) and, in
+// spin mode, the processor to other processes every sysYield rounds, so that ranks
+// outnumbering cores still progress.
 const (
-	spinYield = 16
-	sysYield  = 256
+	spinYield = 64
+	sysYield  = 1024
 )
 
 // block waits, without mu, until progress may be possible: a completion, a kick, or the
 // end of ctx. While the poller spins (GORMA_PROGRESS=spin, or hybrid within its budget)
-// it returns at once, for another poll. first is true on the first wait of a call.
-func (e *engine) block(ctx context.Context, first bool) {
-	if (e.kicked.Load() && e.kicked.Swap(false)) || e.spinning(first) { // Load first: no locked op per spin round
-		return
+// it polls the devices in live and returns what it found (in e.wcs). first is true on the
+// first wait of a call.
+func (e *engine) block(ctx context.Context, first bool, live uint64) polled {
+	if e.kicked.Load() && e.kicked.Swap(false) { // Load first: no locked op when not kicked
+		return polled{}
+	}
+	if e.spinMode(first) {
+		if got, ok := e.spin(ctx, live); ok {
+			return got
+		}
 	}
 	switch len(e.devs) {
 	case 0:
@@ -199,11 +258,12 @@ func (e *engine) block(ctx context.Context, first bool) {
 		case <-ctx.Done():
 		}
 	}
+	return polled{}
 }
 
-// spinning reports whether the poller should poll again rather than sleep, and paces the
-// spin. Poller only.
-func (e *engine) spinning(first bool) bool {
+// spinMode reports whether the poller spins rather than sleeps, starting the spin budget
+// on the first wait of a call. Poller only.
+func (e *engine) spinMode(first bool) bool {
 	mode := e.cfg.progress
 	if mode == verbs.WaitBlock || e.providerSpins {
 		return false
@@ -214,18 +274,41 @@ func (e *engine) spinning(first bool) bool {
 			e.spinStart = time.Now()
 		}
 	}
-	e.spins++
-	if e.spins%spinYield != 0 {
-		return true
+	return mode == verbs.WaitSpin || time.Since(e.spinStart) < e.cfg.spin
+}
+
+// spin polls the devices in live until one has completions or fails (ok, with what it
+// found), the poller is kicked or ctx ends (ok, nothing found), or the hybrid budget is
+// spent (not ok: sleep). Poller only, without mu.
+func (e *engine) spin(ctx context.Context, live uint64) (polled, bool) {
+	mode := e.cfg.progress
+	for {
+		for i, d := range e.devs {
+			if live&(1<<i) == 0 {
+				continue
+			}
+			if n, err := d.cq.Poll(e.wcs[:]); n > 0 || err != nil {
+				return polled{dev: i, n: n, err: err}, true
+			}
+		}
+		if e.kicked.Load() && e.kicked.Swap(false) {
+			return polled{}, true
+		}
+		e.spins++
+		if e.spins%spinYield != 0 {
+			continue
+		}
+		if ctx.Err() != nil {
+			return polled{}, true
+		}
+		if mode == verbs.WaitHybrid && time.Since(e.spinStart) >= e.cfg.spin {
+			return polled{}, false
+		}
+		goruntime.Gosched()
+		if mode == verbs.WaitSpin && e.spins%sysYield == 0 {
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		}
 	}
-	if mode == verbs.WaitHybrid && time.Since(e.spinStart) >= e.cfg.spin {
-		return false
-	}
-	goruntime.Gosched()
-	if mode == verbs.WaitSpin && e.spins%sysYield == 0 {
-		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-	}
-	return true
 }
 
 // watch makes the end of ctx kick the poller, registering once per distinct context so

@@ -130,6 +130,7 @@ type engine struct {
 	finalized  bool
 	nextCtx    uint16
 	wcs        [32]verbs.WC
+	rxLater    []*peer // peers with receive slots to repost before the next wait (peers.go)
 
 	// One-sided substrate (rma.go, rma_ops.go).
 	remotes     map[*Remote]struct{}

@@ -34,8 +34,10 @@
 // between sibling processes): where it refuses, the request completes with RemAccessErr.
 //
 // Sends, SendWithImm and the immediate of RDMAWriteWithImm travel through the peer's
-// inbound ring (see ring.go for the layout): the sender writes records into it, the
-// receiver's CQ.Poll (or Wait) drains them into posted receives in order.
+// inbound ring (see ring.go for the layout): the sender writes records into it and
+// publishes each with a release store (a plain MOV on amd64: the XCHG of an atomic store
+// stalls on the line the receiver polls), and the receiver's CQ.Poll (or Wait) drains
+// them into posted receives in order.
 // Messages larger than a record travel as fragments, so any size streams through the
 // ring. Messages go against credits: the receiver publishes how many receives it has
 // posted, and a message starts only when one is posted for it. A Send completes once its
@@ -67,7 +69,9 @@
 // up posted receives), so a CQ sized to the sum of its QPs' queues never holds more; if it
 // is smaller, the excess is kept in an overflow list (allocated then) instead of being
 // lost. Poll drives progress (drains rings, resumes waiting sends, notices peers) unless
-// the completions already waiting fill its slice.
+// the completions already waiting fill its slice; a receive completion it produces while
+// the CQ holds nothing goes straight into its slice (no push and pop), which keeps each
+// QP's completions in order since they enter only under the QP's lock.
 //
 // # Waiting
 //

@@ -277,11 +277,16 @@ func (q *qp) execWriteImm(e *sqe) (bool, verbs.Status) {
 	return true, verbs.Success
 }
 
-// progressRecv drains the inbound ring; Poll and Wait call it when a record is there.
-func (q *qp) progressRecv() {
+// progressRecv drains the inbound ring; Poll and Wait call it when a record is there. It
+// returns how many receive completions it wrote into direct (see cq.progress).
+func (q *qp) progressRecv(direct []verbs.WC) int {
 	q.mu.Lock()
+	q.direct, q.ndirect = direct, 0
 	q.drainLocked()
+	n := q.ndirect
+	q.direct, q.ndirect = nil, 0
 	q.mu.Unlock()
+	return n
 }
 
 // drainLocked moves records from the inbound ring into posted receives, in order. A
@@ -318,8 +323,9 @@ func (q *qp) drainLocked() {
 	}
 	if pos != q.rxp {
 		q.rxp = pos
-		q.rx.head.Store(pos)
-		q.rxPos.Store(pos)
+		publish(q.rx.head, pos)
+		publish(&q.rxPos, pos)
+		fence() // the head before txWait: the sender stores txWait, then reads head
 		if q.rx.txWait.Load() != 0 && q.rx.txWait.Swap(0) != 0 {
 			q.peerBell.ring()
 		}
@@ -370,6 +376,13 @@ func (q *qp) finishRecvLocked(rec *record) verbs.Status {
 	}
 	st := a.status
 	q.asm = assembly{}
-	q.rcq.push(cqe{wc: wc, qp: q})
+	if q.ndirect < len(q.direct) && q.rcq.avail.Load() == 0 {
+		// Nothing of this QP waits in the CQ (its completions enter under q.mu, which we
+		// hold): hand the completion to the polling caller without push and pop.
+		q.direct[q.ndirect] = wc
+		q.ndirect++
+	} else {
+		q.rcq.push(cqe{wc: wc, qp: q})
+	}
 	return st
 }

@@ -70,7 +70,9 @@ type qp struct {
 	rxp          uint64 // receiver position in rx
 	rxPosted     uint64 // receives ever posted (published in rx.posted as the sender's credit)
 	asm          assembly
-	tx           tx // the peer's ring, once connected
+	direct       []verbs.WC // progressRecv: the polling caller's free completions
+	ndirect      int        // completions written into direct
+	tx           tx         // the peer's ring, once connected
 	maxRec       uint64
 	peer         *peer
 	rmem         []byte       // the peer's arena in our mapping

@@ -24,8 +24,10 @@ import (
 //	word1 (8 bytes): length uint32 | imm uint32
 //
 // followed by the payload, which continues into the following slots. The sender writes
-// word1 and the payload with plain stores and publishes the record with one atomic store of
-// word0; the receiver polls that single word of the slot at its position. An 8-byte message
+// word1 and the payload with plain stores and publishes the record with one release store
+// of word0 (publish: a plain MOV on amd64, not the XCHG of an atomic Store, which stalls
+// while the receiver polls the line); the receiver polls that single word of the slot at
+// its position. An 8-byte message
 // is header plus payload in one cache line. After consuming a record the receiver zeroes
 // word0 of each of its slots but the first (so stale payload bytes can never pose as a
 // header on a later lap; see consume) and then publishes its position in the header's head word, which the sender reads
@@ -220,12 +222,13 @@ func (t *tx) fit(want uint64) uint64 {
 	return n
 }
 
-// put writes a record of n slots at the sender's position and publishes it.
+// put writes a record of n slots at the sender's position and publishes it with a release
+// store of word0 (publish). The caller rings the peer's doorbell afterwards, which fences.
 func (t *tx) put(kind uint8, n uint64, payload []byte, length, imm uint32) {
 	off := (t.pos & t.r.mask) << slotShift
 	copy(t.r.data[off+recHdrSize:], payload)
 	binary.LittleEndian.PutUint64(t.r.data[off+8:], uint64(length)|uint64(imm)<<32)
-	t.r.word0(t.pos & t.r.mask).Store((t.pos+1)&seqMask | uint64(kind)<<seqBits)
+	publish(t.r.word0(t.pos&t.r.mask), (t.pos+1)&seqMask|uint64(kind)<<seqBits)
 	t.pos += n
 }
 
@@ -270,8 +273,8 @@ func (r *ring) peek(pos uint64) (rec record, ok, bad bool) {
 //
 // Plain stores suffice (an aligned 8-byte store is atomic on every platform Go supports
 // shared memory on): nobody writes these slots until the receiver publishes its head with
-// an atomic store after them, and a concurrent peek that reads the old word0 only takes
-// the QP's lock to find the record gone.
+// a release store (publish) after them, and a concurrent peek that reads the old word0
+// only takes the QP's lock to find the record gone.
 func (r *ring) consume(pos, n uint64) {
 	idx := pos & r.mask
 	for i := idx + 1; i < idx+n; i++ {

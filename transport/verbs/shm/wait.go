@@ -22,8 +22,10 @@ import (
 // a local completion, a peer's death or close) publishes the work first and then rings the
 // bell: if waiters is non-zero it bumps seq and issues FUTEX_WAKE. With all operations
 // sequentially consistent, either the ringer sees the sleeper registered (and wakes it), or
-// the sleeper's re-check sees the work. Nobody asleep means no store to seq and no system
-// call: ringing costs one load of a read-mostly word.
+// the sleeper's re-check sees the work. Records are published with release stores
+// (publish), so ring fences before it loads waiters, which restores that order. Nobody
+// asleep means no store to seq and no system call: ringing costs a fence and one load of
+// a read-mostly word.
 //
 // The futex is a shared (not process-private) futex on the memfd mapping, so it works
 // across processes and across two mappings of one segment in one process.
@@ -45,8 +47,11 @@ type doorbell struct {
 	seq, waiters *atomic.Uint32
 }
 
-// ring wakes the doorbell's sleepers, if there are any. Call it after publishing work.
+// ring wakes the doorbell's sleepers, if there are any. Call it after publishing work. It
+// fences first, so that work published with a release store (publish) is visible before
+// the waiters count is read: the sleeper's protocol needs that store-load order.
 func (d doorbell) ring() {
+	fence()
 	if d.waiters == nil || d.waiters.Load() == 0 {
 		return
 	}
@@ -90,7 +95,7 @@ func (c *cq) waitStep(ctx context.Context) error {
 	if c.closed.Load() {
 		return opError("wait cq", 0, verbs.ErrClosed, "the completion queue was closed")
 	}
-	c.progress()
+	c.progress(nil)
 	if c.ready() {
 		return nil
 	}

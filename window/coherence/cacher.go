@@ -31,6 +31,7 @@ type entry struct {
 	ver     uint64 // the version read in this phase
 	reqs    []ReqID
 	group   int // reqs[:group] started before the current reads were posted
+	hits    int // reqs[:hits] started before the Filling->Valid CAS was posted
 
 	// The cache buffer of the page at this rank.
 	buf       bool   // the driver holds a cache buffer (a fill read into it)
@@ -221,18 +222,21 @@ func (m *Machine) revalidated(e *entry) {
 
 func (m *Machine) postValidate(e *entry) {
 	m.setPhase(e, phaseValidate, 1)
+	e.hits = len(e.reqs)
 	m.post(Op{Kind: CAS, Target: m.cfg.Self, Word: m.flagWord(m.cfg.Self, e.key.home, e.key.page),
 		Expect: FillingFlag(e.tok), Value: ValidFlag(e.tok)}, opRef{role: roleFillValidate, e: e})
 }
 
 // finishFill serves the Gets after the Filling->Valid CAS: the group from the copy in any
-// case; everyone if the copy was installed (they are hits at the moment of the CAS).
-// Gets that joined after the reads were posted and were not served start the next fill.
+// case; if the copy was installed also those that started before the CAS was posted (they
+// are hits at the moment the CAS executed). Gets that joined later start the next fill:
+// the flag may have been cleared between the CAS and its completion. (A driver that runs
+// local operations at once never lets a Get join then.)
 func (m *Machine) finishFill(e *entry, installed bool) {
 	e.installed = installed
 	n := e.group
 	if installed {
-		n = len(e.reqs)
+		n = e.hits
 	}
 	for _, r := range e.reqs[:n] {
 		m.outcome(Outcome{Kind: Served, Req: r, Home: e.key.home, Page: e.key.page, FromCache: true, Installed: installed})
@@ -254,7 +258,7 @@ func (m *Machine) failFill(e *entry, err error) {
 // next fill for Gets that were not served.
 func (m *Machine) toIdle(e *entry) {
 	m.setPhase(e, phaseIdle, 0)
-	e.group = 0
+	e.group, e.hits = 0, 0
 	switch {
 	case m.dead[e.key.home]:
 		m.dropEntry(e)
@@ -299,11 +303,12 @@ func (m *Machine) evictFlagDone(e *entry) {
 // dropEntry forgets a page (its home is dead, or it was evicted): its flag is cleared,
 // its buffer released and waiting Gets failed.
 func (m *Machine) dropEntry(e *entry) {
-	if e.tok != 0 {
+	switch {
+	case e.tok != 0:
+		// Released only once the flag is cleared: until then hits may use the buffer.
 		m.post(Op{Kind: Write, Target: m.cfg.Self, Word: m.flagWord(m.cfg.Self, e.key.home, e.key.page)},
-			opRef{role: roleCrashFlag})
-	}
-	if e.buf {
+			opRef{role: roleDropFlag, release: e.buf})
+	case e.buf:
 		m.outcome(Outcome{Kind: Released, Home: e.key.home, Page: e.key.page})
 	}
 	for _, r := range e.reqs {

@@ -105,9 +105,13 @@ func (m *Machine) dispatch(s opSlot, result uint64, words []uint64, err error) {
 		m.evictFlagDone(s.ref.e)
 	case roleWriteVersion, roleWriteSlots, roleWriteFlag:
 		m.writeStepDone(s, words, err)
-	case roleCleanup, roleCrashFlag:
-		// Results ignored: a failed slot clear leaves a registration that costs a spurious
-		// invalidation later; a crash flag store is local and cannot fail.
+	case roleDropFlag:
+		if s.ref.release {
+			m.outcome(Outcome{Kind: Released, Home: s.op.Word.Home, Page: s.op.Word.Page})
+		}
+	case roleCleanup:
+		// Result ignored: a failed slot clear leaves a registration that costs a spurious
+		// invalidation later.
 	default:
 		panic(fmt.Sprintf("coherence: op %v has no role", s.op))
 	}
@@ -216,7 +220,7 @@ const (
 	roleWriteSlots
 	roleWriteFlag
 	roleCleanup
-	roleCrashFlag
+	roleDropFlag
 )
 
 // opRef says what an operation is for.
@@ -226,6 +230,8 @@ type opRef struct {
 	w    *write
 	req  ReqID  // rolePlainRead: the request
 	tok  uint64 // roleWriteFlag: the token seen in the slot
+	// roleDropFlag: report Released when the flag store completed
+	release bool
 }
 
 type opSlot struct {

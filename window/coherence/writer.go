@@ -8,7 +8,8 @@ type write struct {
 	home    int
 	first   int
 	n       int
-	owner   bool // an owner sync: versions are bumped after the slot read, for registered pages only
+	owner   bool // an owner sync: a first slot read finds the pages to count (bumpRegistered)
+	bumped  bool // owner sync: versions counted, the invalidating slot read posted
 	pending int
 	err     error
 }
@@ -102,32 +103,67 @@ func (m *Machine) writeStepDone(s opSlot, words []uint64, err error) {
 }
 
 // invalidate acts on the slot rows a write read: for each registration t of cacher c it
-// stores 0 into c's flag; the slot is cleared (CAS t->0) after that store completes.
+// stores 0 into c's flag; the slot is cleared (CAS t->0) after that store completes. The
+// first read of an owner sync only discovers the registered pages: they are counted in
+// their versions and read again (see bumpRegistered).
 func (m *Machine) invalidate(w *write, words []uint64) {
 	ranks := m.cfg.Ranks
 	if len(words) != w.n*ranks {
 		panic(fmt.Sprintf("coherence: ReadSlots returned %d words, want %d", len(words), w.n*ranks))
 	}
+	if w.owner && !w.bumped {
+		m.bumpRegistered(w, words)
+		return
+	}
+	for i, t := range words {
+		if t == 0 {
+			continue
+		}
+		p, c := w.first+i/ranks, i%ranks
+		if m.dead[c] {
+			m.clearSlot(w.home, p, c, t)
+			continue
+		}
+		m.post(Op{Kind: Write, Target: c, Word: m.flagWord(c, w.home, p)}, opRef{role: roleWriteFlag, w: w, tok: t})
+		w.pending++
+	}
+}
+
+// bumpRegistered counts an owner sync in the version of every page that had a
+// registration, then posts the invalidating slot read over those pages. The order matters
+// as for a remote write (FetchAdd before ReadSlots): a registration that misses the read
+// was made after the count, so a revalidation under it sees the new version.
+func (m *Machine) bumpRegistered(w *write, words []uint64) {
+	ranks := m.cfg.Ranks
+	lo, hi := -1, -1
 	for i := 0; i < w.n; i++ {
-		p, row := w.first+i, words[i*ranks:(i+1)*ranks]
-		bumped := false
-		for c, t := range row {
-			if t == 0 {
-				continue
-			}
-			if w.owner && !bumped {
-				m.post(Op{Kind: FetchAdd, Target: w.home, Word: versionWord(w.home, p), Value: 1}, opRef{role: roleWriteVersion, w: w})
-				w.pending++
-				bumped = true
-			}
-			if m.dead[c] {
-				m.clearSlot(w.home, p, c, t)
-				continue
-			}
-			m.post(Op{Kind: Write, Target: c, Word: m.flagWord(c, w.home, p)}, opRef{role: roleWriteFlag, w: w, tok: t})
-			w.pending++
+		p := w.first + i
+		if !anyNonzero(words[i*ranks : (i+1)*ranks]) {
+			continue
+		}
+		if lo < 0 {
+			lo = p
+		}
+		hi = p
+		m.post(Op{Kind: FetchAdd, Target: w.home, Word: versionWord(w.home, p), Value: 1}, opRef{role: roleWriteVersion, w: w})
+		w.pending++
+	}
+	w.bumped = true
+	if lo < 0 {
+		return
+	}
+	w.first, w.n = lo, hi-lo+1
+	m.post(Op{Kind: ReadSlots, Target: w.home, Page: w.first, N: w.n}, opRef{role: roleWriteSlots, w: w})
+	w.pending++
+}
+
+func anyNonzero(row []uint64) bool {
+	for _, t := range row {
+		if t != 0 {
+			return true
 		}
 	}
+	return false
 }
 
 // clearSlot removes registration t of cacher c from slot[page][c] at home, unless c has

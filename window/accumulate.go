@@ -116,6 +116,9 @@ func (w *Win[T]) accumulate(a *rmw[T], rank, disp, n int) error {
 	}
 	if s.mem != nil && s.t.mw != nil {
 		err = w.rmwMapped(s, a, n)
+		if err == nil && w.coh != nil {
+			w.wroteMapped(s, n) // cache.go
+		}
 	} else {
 		err = w.rmwRemote(s, a, n)
 	}

@@ -13,6 +13,9 @@ func (w *Win[T]) Put(origin []T, rank, disp int) error {
 	}
 	if s.mem != nil {
 		copy(s.mem[s.off:s.off+len(origin)], origin)
+		if w.coh != nil {
+			w.wroteMapped(s, len(origin)) // cache.go
+		}
 		return nil
 	}
 	return w.putRemote(s, origin, disp)

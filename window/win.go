@@ -71,7 +71,8 @@ type Win[T runtime.Elem] struct {
 	meta  *runtime.Region
 	mw    []uint64 // this rank's metadata words
 	tg    []target[T]
-	flags bool // every rank maps every other rank's metadata: fences by flags
+	coh   *coh[T] // the page cache (cache.go); nil when off
+	flags bool    // every rank maps every other rank's metadata: fences by flags
 	freed atomic.Bool
 
 	// Epoch state: changed by synchronization calls only.
@@ -224,7 +225,6 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 		}
 		w.local = buf
 	}
-	w.coherenceLayout() // cache.go: extends w.lay before the metadata is carved
 	if w.meta, err = rw.AllocRegion(w.lay.words * wordLen); err != nil {
 		return nil, werr(op, -1, -1, err)
 	}
@@ -246,7 +246,7 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	}
 	// Every rank must agree on how fences synchronize: mapped metadata of every rank is
 	// the same fact seen from every rank (all ranks on one host), so no vote is needed.
-	if err := w.initCoherence(); err != nil {
+	if err := w.initCoherence(ctx); err != nil { // cache.go
 		return nil, werr(op, -1, -1, err)
 	}
 	// Nobody accesses a peer's metadata before the peer has cleared it.
@@ -381,6 +381,7 @@ func (w *Win[T]) closeRemotes() {
 
 func (w *Win[T]) releaseRegions() {
 	w.freeDynamic()
+	w.freeCoherence()
 	if w.data != nil {
 		w.data.Free()
 	}

@@ -72,7 +72,6 @@ type coh[T runtime.Elem] struct {
 	curLo   int    // Get: offset of curDst within its page
 	curDone bool
 	curErr  error
-	curHit  bool
 
 	// Writes recorded since the last flush, by rank: page ranges.
 	dirty [][][2]int

@@ -7,6 +7,24 @@ import "github.com/gorma-hpc/gorma/runtime"
 // memory and complete when Put returns; otherwise it is an RDMA write, complete at the
 // next Flush, Unlock, Fence or Complete, and origin belongs to the window until then.
 func (w *Win[T]) Put(origin []T, rank, disp int) error {
+	// The fast path: a mapped rank in an open epoch, in range, with the cache off. Every
+	// other case (errors included) takes the checked path.
+	if uint(rank) < uint(len(w.tg)) {
+		t := &w.tg[rank]
+		if m := t.mem; m != nil && t.open != 0 && w.coh == nil && uint(disp) <= uint(len(m)) &&
+			uint(len(origin)) <= uint(len(m)-disp) && (t.data == nil || t.data.Live()) {
+			if len(origin) == 1 {
+				m[disp] = origin[0]
+			} else {
+				copy(m[disp:], origin)
+			}
+			return nil
+		}
+	}
+	return w.put(origin, rank, disp)
+}
+
+func (w *Win[T]) put(origin []T, rank, disp int) error {
 	s, err := w.access("put", rank, disp, len(origin))
 	if err != nil {
 		return err
@@ -25,6 +43,22 @@ func (w *Win[T]) Put(origin []T, rank, disp int) error {
 // mapped rank it is complete when Get returns; otherwise result is filled by the next
 // Flush, Unlock, Fence or Complete (or at once when a cached copy serves it).
 func (w *Win[T]) Get(result []T, rank, disp int) error {
+	if uint(rank) < uint(len(w.tg)) { // the fast path, as Put's
+		t := &w.tg[rank]
+		if m := t.mem; m != nil && t.open != 0 && uint(disp) <= uint(len(m)) &&
+			uint(len(result)) <= uint(len(m)-disp) && (t.data == nil || t.data.Live()) {
+			if len(result) == 1 {
+				result[0] = m[disp]
+			} else {
+				copy(result, m[disp:])
+			}
+			return nil
+		}
+	}
+	return w.get(result, rank, disp)
+}
+
+func (w *Win[T]) get(result []T, rank, disp int) error {
 	s, err := w.access("get", rank, disp, len(result))
 	if err != nil {
 		return err

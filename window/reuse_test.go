@@ -1,0 +1,90 @@
+package window_test
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/window"
+)
+
+func minorFaults() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Minflt
+}
+
+// Allocate+Free of a 1 MiB window reuses mapped, faulted-in arena memory: the same bytes
+// come back, and a hundred cycles fault no arena page (a fresh 1 MiB would fault 256
+// pages, per rank, per cycle).
+func TestAllocateFreeReusesMemory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	j, err := runtimetest.Start(ctx, 2, runtimetest.Options{Transport: "shm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	const n = 1 << 17 // elements of 8 bytes: 1 MiB
+	cycle := func(w *runtime.World) (*int64, error) {
+		win, err := window.Allocate[int64](ctx, w, n)
+		if err != nil {
+			return nil, err
+		}
+		p := &win.Local()[0]
+		win.Local()[n-1] = 1 // touch: the memory is resident
+		return p, win.Free(ctx)
+	}
+	run := func(cycles int) ([]*int64, error) {
+		errs := make(chan error, 2)
+		first := make([]*int64, 2)
+		for r, w := range j.Worlds {
+			go func() {
+				var err error
+				for range cycles {
+					var p *int64
+					if p, err = cycle(w); err != nil {
+						break
+					}
+					if first[r] == nil {
+						first[r] = p
+					} else if p != first[r] {
+						err = fmt.Errorf("rank %d: a window came at %p, the first at %p", r, p, first[r])
+						break
+					}
+				}
+				errs <- err
+			}()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				return nil, err
+			}
+		}
+		return first, nil
+	}
+	if _, err := run(3); err != nil { // warm up: fault the bytes in once
+		t.Fatal(err)
+	}
+	before := minorFaults()
+	if _, err := run(100); err != nil {
+		t.Fatal(err)
+	}
+	faults := minorFaults() - before
+	t.Logf("100 allocate+free cycles of 1 MiB on 2 ranks: %d minor faults in the process", faults)
+	// A fresh 1 MiB would fault 256 pages per rank and cycle (51200 here). What remains
+	// is the Go heap of the creation itself (records, target tables: a few KiB per
+	// cycle, faulted in as the heap grows; more with the race detector's shadow memory):
+	// measured 0.6 per rank and cycle, 5.7 with -race. strace shows no mmap or munmap per
+	// cycle.
+	if faults > 16*2*100 {
+		t.Errorf("%d page faults over 100 cycles of 2 ranks: the reuse path faults", faults)
+	}
+	if err := j.Finalize(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -75,6 +75,14 @@ type cq struct {
 	// registers once and allocates nothing.
 	watched     context.Context
 	watchedStop func() bool
+
+	// Leader/follower reading (lead.go).
+	conns      int         // connections whose QPs complete here
+	sole       *qconn      // the only one, if it may lead (its QP's scq and rcq are this CQ)
+	offer      *qconn      // its reader offered the role to the eventfd waiter
+	leading    *qconn      // a waiter reads it
+	ldKicked   bool        // the leader's read deadline was set to wake it
+	leaderBusy atomic.Bool // the leader is handling a frame: its pushes need no kick
 }
 
 func newCQ(d *device, depth int) *cq {
@@ -102,11 +110,14 @@ func (c *cq) signalLocked() {
 	}
 }
 
-// kick wakes the eventfd waiter: its ctx is done.
+// kick wakes the eventfd waiter or the leader: its ctx is done.
 func (c *cq) kick() {
 	c.mu.Lock()
 	c.efStop = true
 	c.signalLocked()
+	if c.leading != nil {
+		c.kickLeaderLocked()
+	}
 	c.mu.Unlock()
 }
 
@@ -116,7 +127,7 @@ func (c *cq) efReady(uintptr) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.efPosted = false
-	return c.n > 0 || c.closed || c.efStop
+	return c.n > 0 || c.closed || c.efStop || c.offer != nil
 }
 
 // push queues a completion. Called with q.mu held.
@@ -137,6 +148,9 @@ func (c *cq) push(wc verbs.WC, q *qp, rel int32) {
 	c.n++
 	c.avail.Store(int32(c.n))
 	c.wakeLocked(1)
+	if c.leading != nil && !c.leaderBusy.Load() {
+		c.kickLeaderLocked() // pushed by another goroutine while the leader may be parked
+	}
 	c.mu.Unlock()
 }
 
@@ -234,12 +248,33 @@ func (c *cq) checkDone(ctx context.Context) error {
 	}
 }
 
-// block sleeps until a push, ctx or Close: on the eventfd if no other waiter has it, else
-// on the wake channel.
+// block sleeps until a push, ctx or Close: reading the sole connection itself when its
+// role is idle (lead.go), else on the eventfd if no other waiter has it, else on the wake
+// channel.
 func (c *cq) block(ctx context.Context) error {
 	c.mu.Lock()
-	if c.n == 0 && !c.closed && !c.efBusy && c.ef != nil {
-		return c.blockFD(ctx)
+	for c.n == 0 && !c.closed && ctx.Err() == nil {
+		if cn := c.idleLeadLocked(); cn != nil {
+			again, err := c.lead(ctx, cn)
+			if !again {
+				return err
+			}
+			c.mu.Lock()
+			continue
+		}
+		if !c.efBusy && c.leading == nil && c.ef != nil {
+			cn, err := c.blockFD(ctx)
+			if cn == nil {
+				return err
+			}
+			c.mu.Lock()
+			if again, err := c.lead(ctx, cn); !again {
+				return err
+			}
+			c.mu.Lock()
+			continue
+		}
+		break
 	}
 	c.waiters++
 	defer func() {
@@ -272,12 +307,14 @@ func (c *cq) block(ctx context.Context) error {
 }
 
 // blockFD waits for the eventfd to become readable. Called with mu held; returns with it
-// released.
-func (c *cq) blockFD(ctx context.Context) error {
+// released. If the connection's reader offered its role meanwhile and nothing is ready
+// yet, it returns that connection for the caller to lead (with mu released).
+func (c *cq) blockFD(ctx context.Context) (*qconn, error) {
 	c.efBusy, c.efStop = true, false
 	stop := c.watchLocked(ctx)
 	c.mu.Unlock()
 	var err error
+	var lead *qconn
 	for {
 		if ctx.Err() == nil { // checked after efStop was reset: a kick cannot be missed
 			err = c.efRaw.Read(c.efFn)
@@ -290,6 +327,8 @@ func (c *cq) blockFD(ctx context.Context) error {
 			err = &verbs.Error{Op: "wait cq", Provider: providerName, Err: verbs.ErrClosed}
 		case ctx.Err() != nil:
 			err = &verbs.Error{Op: "wait cq", Provider: providerName, Err: ctx.Err()}
+		case c.offer != nil:
+			lead = c.takeOfferLocked()
 		default:
 			c.efStop = false // a kick for an earlier wait
 			c.mu.Unlock()
@@ -298,6 +337,9 @@ func (c *cq) blockFD(ctx context.Context) error {
 		break
 	}
 	c.efBusy = false
+	if cn := c.takeOfferLocked(); cn != nil {
+		c.releaseLocked(cn) // offered, but not needed: back to the reader
+	}
 	if c.n > 0 {
 		c.wakeLocked(c.n) // completions are there for the other waiters too
 	}
@@ -305,7 +347,7 @@ func (c *cq) blockFD(ctx context.Context) error {
 	if stop != nil {
 		stop()
 	}
-	return err
+	return lead, err
 }
 
 // watchLocked makes ctx's end kick the eventfd waiter. It returns a stop function the
@@ -338,6 +380,9 @@ func (c *cq) Close() error {
 	clear(c.ring)
 	c.n = 0
 	close(c.done)
+	if c.leading != nil {
+		c.kickLeaderLocked()
+	}
 	if c.watchedStop != nil {
 		c.watchedStop()
 		c.watched, c.watchedStop = nil, nil

@@ -41,11 +41,14 @@
 //
 // After the handshake each direction is a stream of frames (wire.go): a fixed 64-byte
 // little-endian header (version, opcode, flags, status, payload length, sequence number,
-// rkey, offset, length, immediate, compare/add, swap, credits) and a payload. Requests are
-// numbered per direction and answered in order: one cumulative ack for successful writes
-// and Sends, a read response with the data, an atomic response with the old value, or an
-// error status in the answer of the request's kind. A disconnect frame tells the peer
-// that this side's QP is in Err. Sends and writes with immediate consume a receive at the
+// rkey, offset, length, immediate, compare/add, swap or piggybacked ack, credits) and a
+// payload. Requests are numbered per direction and answered in order: a cumulative ack
+// for successful writes and Sends, a read response with the data, an atomic response with
+// the old value, or an error status in the answer of the request's kind. The cumulative
+// ack rides on the next frame this side sends (flagAck; any frame but a compare-and-swap
+// or an error ack), so a Send/Recv ping-pong costs one frame per direction; it goes as a
+// frame of its own only when whoever reads the connection is about to block. A
+// disconnect frame tells the peer that this side's QP is in Err. Sends and writes with immediate consume a receive at the
 // target; the receiver grants one credit per posted receive (on any frame it sends, or in
 // a credit frame when the peer has none left), and the sender never sends without one, so
 // an arriving Send always finds its receive. Sends beyond the credits wait in the send
@@ -60,27 +63,36 @@
 // a misaligned atomic RemInvReqErr), so passive-target operations never wait for the
 // application. Atomics are CPU atomics on the target word, atomic with respect to local
 // and shm-provider atomics on the same memory. The same reader completes this side's
-// requests when their answers arrive. Payloads move with one copy each way: the sender's
-// writev goes straight from the caller's buffer (or pinned target memory, for read
-// responses), and the reader reads large payloads straight into target memory, the
-// receive buffer or the read's Local. PostSend writes its frame itself with one
-// non-blocking writev; only a frame the socket cannot take at once goes to the writer
-// goroutine (conn.go), so PostSend never blocks on the network and neither does the
-// reader, which keeps two peers that both write heavily from deadlocking. A target pins
-// an MR only for the duration of one access; for an RDMA write that is while its payload
-// streams in, so Dereg of the target MR waits for that payload (the arena quarantines the
-// bytes if a pin outlives its drain timeout).
+// requests when their answers arrive. While a goroutine waits in CQ.Wait on the CQ that
+// the connection alone feeds, the reader lends it the reading role (lead.go, leader/
+// follower): the waiter reads and handles frames itself, so the completion it waits for
+// is produced on its own goroutine with no hand-off, as in a raw socket ping-pong. The
+// role stays with the application between waits and returns to the reader goroutine when
+// the process idles. Payloads move with one copy each way: the sender's writev goes
+// straight from the caller's buffer (or pinned target memory, for read responses), and
+// the reader reads large payloads straight into target memory, the receive buffer or the
+// read's Local. PostSend writes its frame itself with one non-blocking writev; only a
+// frame the socket cannot take at once goes to the writer goroutine (conn.go), so
+// PostSend never blocks on the network and neither does the reader, which keeps two peers
+// that both write heavily from deadlocking. A target pins an MR only for the duration of
+// one access; for an RDMA write that is while its payload streams in, so Dereg of the
+// target MR waits for that payload (the arena quarantines the bytes if a pin outlives its
+// drain timeout).
 //
 // # Waiting
 //
 // CQ.Wait honours Config.Wait. WaitSpin polls, yielding the processor now and then.
-// WaitBlock and WaitHybrid park at once: the first waiter in the network poller on an
-// eventfd that the reader goroutine writes when it queues a completion, so the reader's
-// own thread hands the waiter over when it next parks, without waking another thread;
-// further concurrent waiters park on a channel. WaitHybrid does not spin in this
-// provider (Config.Spin is not used): a completion always arrives through a reader
-// goroutine of this process, so a spinning waiter only takes the core that goroutine
-// (and, on one host, the peer's process) needs. On a 2-core machine its 50 µs spin
+// WaitBlock and WaitHybrid park at once. A waiter on a CQ fed by one connection whose
+// reading role is idle takes the role and reads the socket itself (parked in the network
+// poller on the socket, as a raw ping-pong is); ctx, Close and completions pushed by
+// other goroutines wake it with a past read deadline, honoured between frames. Otherwise
+// the first waiter parks in the network poller on an eventfd that the reader goroutine
+// writes when it queues a completion, so the reader's own thread hands the waiter over
+// when it next parks, without waking another thread; the reader, about to block again,
+// offers that waiter its role. Further concurrent waiters park on a channel. WaitHybrid
+// does not spin in this provider (Config.Spin is not used): a completion always comes
+// from this process reading its sockets, so a spinning waiter only takes the core that
+// the reading goroutine (and, on one host, the peer's process) needs. On a 2-core machine its 50 µs spin
 // doubled the latency of an 8-byte RDMA read between two processes.
 //
 // # Failure
@@ -112,7 +124,11 @@
 // inbound connection ends with its handshake (5 s deadline; Device.Close closes its
 // connection); a connection's reader stops when the connection fails or is closed
 // (QP.Close, Device.Close, a flush that must abort a transfer, the peer), and before it
-// exits it stops the connection's writer goroutine and waits for it. Each CQ holds one
+// exits it stops the connection's writer goroutine and waits for it. A reader that lent
+// its role parks on its role eventfd and takes the role back when the leader leaves Wait
+// (or stops at a fault, which the reader then exits with); a closed connection fails a
+// leader's read, so the reader always learns of it. Acks and the reading role add no
+// goroutine. Each CQ holds one
 // eventfd, closed by CQ.Close or Device.Close. Device.Close waits for all of them before it releases the
 // arena. The provider reads SendWR.Local until the request completes (a queued frame
 // references it, it is not copied) and writes RecvWR.Local and a read's or atomic's Local

@@ -140,6 +140,7 @@ func (q *qp) encodeLocked(e *sqe, seq uint64) []byte {
 		h.op, h.compareAdd, h.swap = opCmpSwap, e.compareAdd, e.swap
 	}
 	h.payloadLen = uint32(len(pay))
+	q.takeAckLocked(&h)
 	h.put(&q.hdr)
 	return pay
 }
@@ -241,6 +242,7 @@ func (q *qp) takeGrantLocked() uint32 {
 // sendCreditLocked sends a credit-only frame.
 func (q *qp) sendCreditLocked() {
 	h := header{op: opCredit, credits: q.takeGrantLocked()}
+	q.takeAckLocked(&h)
 	h.put(&q.hdr)
 	q.cn.tx.send(&q.hdr, nil, 0) // an error means the reader is about to flush everything
 }
@@ -251,12 +253,4 @@ func (q *qp) addCredits(n uint32) {
 	q.credits += n
 	q.pumpLocked()
 	q.mu.Unlock()
-}
-
-// grant takes the receives to advertise on a frame the reader sends.
-func (q *qp) grant() uint32 {
-	q.mu.Lock()
-	g := q.takeGrantLocked()
-	q.mu.Unlock()
-	return g
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"os"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -12,7 +14,8 @@ import (
 )
 
 // qconn is a QP's live connection. Its reader goroutine (run) is the provider's progress
-// engine for the QP, in both roles:
+// engine for the QP (or, while a CQ waiter holds the reading role, that waiter: lead.go),
+// in both roles:
 //
 //   - target: it executes the peer's requests against this device's memory (RDMA write,
 //     read, fetch-add, cmp-swap, each behind a key table Pin/Unpin) and its posted
@@ -32,11 +35,18 @@ type qconn struct {
 	peer peerInfo
 	done chan struct{}
 
-	// Reader goroutine only.
-	rd         frameReader
-	hdr        [hdrSize]byte
-	ackPending bool
-	ackSeq     uint64
+	// Whoever holds the reading role (lead.go).
+	rd        frameReader
+	hdr       [hdrSize]byte
+	leadFault *fault // why a leader stopped; the reader exits with it
+
+	// Reading role (lead.go): role is guarded by q.rcq.mu; bgFault is the reader's.
+	role     int
+	bgFault  *fault
+	roleFD   int
+	roleFile *os.File // nil: the connection never leads
+	roleRaw  syscall.RawConn
+	roleFn   func(uintptr) bool
 }
 
 func newQconn(q *qp, c *net.TCPConn, peer peerInfo) (*qconn, error) {
@@ -49,7 +59,9 @@ func newQconn(q *qp, c *net.TCPConn, peer peerInfo) (*qconn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &qconn{q: q, d: q.d, c: c, tx: tx, peer: peer, done: make(chan struct{}), rd: newFrameReader(c, raw)}, nil
+	cn := &qconn{q: q, d: q.d, c: c, tx: tx, peer: peer, done: make(chan struct{}), rd: newFrameReader(c, raw)}
+	cn.initRole()
+	return cn, nil
 }
 
 // fault ends the reader: first is the status of the next request flushed; drain asks to
@@ -82,6 +94,7 @@ func (cn *qconn) run() {
 		cn.tx.drain(time.Second)
 	}
 	cn.tx.shutdown()
+	cn.unregister()
 	q := cn.q
 	q.mu.Lock()
 	q.setErrLocked(f.first)
@@ -94,29 +107,49 @@ func (cn *qconn) run() {
 
 func (cn *qconn) loop() *fault {
 	for {
-		if cn.rd.buffered() < hdrSize && cn.flushAck() != nil {
-			return faultIO
+		if cn.rd.buffered() < hdrSize {
+			if cn.flushAck() != nil {
+				return faultIO
+			}
+			if cn.yieldRole() { // back from a leader
+				if f := cn.bgFault; f != nil {
+					return f
+				}
+				continue
+			}
 		}
 		h, err := cn.rd.header()
 		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				cn.c.SetReadDeadline(time.Time{}) // a leader's stale kick
+				continue
+			}
 			if errors.Is(err, errBadFrame) {
 				return faultProtocol
 			}
 			return faultIO
 		}
-		if h.credits != 0 {
-			cn.q.addCredits(h.credits)
-		}
-		var f *fault
-		if h.op.isRequest() && cn.q.errd.Load() {
-			f = cn.refuse(&h)
-		} else {
-			f = cn.dispatch(&h)
-		}
-		if f != nil {
+		if f := cn.frame(&h); f != nil {
 			return f
 		}
 	}
+}
+
+// frame handles one frame whose header was read: its credits, its piggybacked ack (which
+// comes before the frame), then the frame itself.
+func (cn *qconn) frame(h *header) *fault {
+	if h.credits != 0 {
+		cn.q.addCredits(h.credits)
+	}
+	if h.flags&flagAck != 0 {
+		if f := cn.q.ackThrough(h.ack); f != nil {
+			return f
+		}
+	}
+	if h.op.isRequest() && cn.q.errd.Load() {
+		return cn.refuse(h)
+	}
+	return cn.dispatch(h)
 }
 
 func (cn *qconn) dispatch(h *header) *fault {
@@ -155,36 +188,64 @@ func (cn *qconn) refuse(h *header) *fault {
 	return cn.nak(h, verbs.RetryExcErr)
 }
 
-// respond sends an answer frame, after any pending cumulative ack.
+// respond sends an answer frame, carrying any owed ack (or after it, for an opAck).
 func (cn *qconn) respond(h *header, pay []byte, pin uint64) *fault {
-	if cn.flushAck() != nil {
-		if pin != 0 {
-			cn.d.tab.Unpin(pin)
-		}
-		return faultIO
+	q := cn.q
+	q.mu.Lock()
+	var err error
+	if h.op == opAck {
+		err = cn.flushAckLocked()
 	}
-	h.credits = cn.q.grant()
+	h.credits = q.takeGrantLocked()
+	q.takeAckLocked(h)
 	h.put(&cn.hdr)
-	if cn.tx.send(&cn.hdr, pay, pin) != nil {
+	q.mu.Unlock()
+	if err == nil {
+		err = cn.tx.send(&cn.hdr, pay, pin)
+	} else if pin != 0 {
+		cn.d.tab.Unpin(pin)
+	}
+	if err != nil {
 		return faultIO
 	}
 	return nil
 }
 
-// ack records that request seq succeeded; acks are coalesced into one cumulative ack,
-// sent before any other answer and before the reader would block.
+// ack records that the peer's request seq succeeded (see lead.go on acks).
 func (cn *qconn) ack(seq uint64) {
-	cn.ackPending, cn.ackSeq = true, seq
+	q := cn.q
+	q.mu.Lock()
+	q.ackOwed, q.ackSeq = true, seq
+	q.mu.Unlock()
 }
 
+// flushAck sends the owed ack as a frame of its own: the role holder is about to block.
 func (cn *qconn) flushAck() error {
-	if !cn.ackPending {
+	q := cn.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return cn.flushAckLocked()
+}
+
+func (cn *qconn) flushAckLocked() error {
+	q := cn.q
+	if !q.ackOwed {
 		return nil
 	}
-	cn.ackPending = false
-	h := header{op: opAck, seq: cn.ackSeq, credits: cn.q.grant()}
-	h.put(&cn.hdr)
-	return cn.tx.send(&cn.hdr, nil, 0)
+	q.ackOwed = false
+	h := header{op: opAck, seq: q.ackSeq, credits: q.takeGrantLocked()}
+	h.put(&q.hdr)
+	return cn.tx.send(&q.hdr, nil, 0)
+}
+
+// takeAckLocked attaches the owed ack to h when its opcode can carry one.
+func (q *qp) takeAckLocked(h *header) {
+	if !q.ackOwed || h.op == opCmpSwap || h.op == opAck {
+		return
+	}
+	h.flags |= flagAck
+	h.ack = q.ackSeq
+	q.ackOwed = false
 }
 
 // nak answers request h with an error status: an ack for reads and atomics would be
@@ -264,11 +325,16 @@ func (cn *qconn) claimRecv() (rqe, bool) {
 }
 
 // release clears busy and completes the claimed receive with st and op, unless op is 0
-// (WCSend, never a receive's) and st Success: then the receive stays posted.
+// (WCSend, never a receive's) and st Success: then the receive stays posted. A successful
+// completion makes the request's ack owed first, so that a reply posted as soon as the
+// completion is polled carries it.
 func (cn *qconn) release(st verbs.Status, op verbs.WCOpcode, n int, h *header) {
 	q := cn.q
 	q.mu.Lock()
 	q.busy = false
+	if op != 0 && st == verbs.Success {
+		q.ackOwed, q.ackSeq = true, h.seq
+	}
 	if op != 0 || st != verbs.Success {
 		q.completeRecvLocked(st, op, n, h.imm, h.flags&flagImm != 0)
 	}
@@ -304,7 +370,6 @@ func (cn *qconn) serveSend(h *header) *fault {
 		return f
 	}
 	cn.release(verbs.Success, verbs.WCRecv, n, h)
-	cn.ack(h.seq)
 	return nil
 }
 
@@ -329,15 +394,17 @@ func (cn *qconn) serveWrite(h *header) *fault {
 	if f != nil {
 		return f
 	}
-	if imm {
-		q := cn.q
-		q.mu.Lock()
-		if q.state != verbs.Err && q.rqHead < q.rqTail { // unless a flush took it meanwhile
-			q.completeRecvLocked(verbs.Success, verbs.WCRecvRDMAWithImm, int(h.payloadLen), h.imm, true)
-		}
-		q.mu.Unlock()
+	if !imm {
+		cn.ack(h.seq)
+		return nil
 	}
-	cn.ack(h.seq)
+	q := cn.q
+	q.mu.Lock()
+	q.ackOwed, q.ackSeq = true, h.seq                // before the completion
+	if q.state != verbs.Err && q.rqHead < q.rqTail { // unless a flush took it meanwhile
+		q.completeRecvLocked(verbs.Success, verbs.WCRecvRDMAWithImm, int(h.payloadLen), h.imm, true)
+	}
+	q.mu.Unlock()
 	return nil
 }
 
@@ -404,10 +471,25 @@ func (cn *qconn) onAck(h *header) *fault {
 		q.completeHeadLocked(h.status, 0)
 		return q.failFromReaderLocked()
 	}
-	if h.seq >= q.sqSent {
+	return q.ackThroughLocked(h.seq)
+}
+
+// ackThrough completes requests acknowledged by an ack piggybacked on a frame.
+func (q *qp) ackThrough(seq uint64) *fault {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ackThroughLocked(seq)
+}
+
+// ackThroughLocked completes the Sends and writes through seq, which succeeded.
+func (q *qp) ackThroughLocked(seq uint64) *fault {
+	if seq < q.sqHead {
+		return nil // answers requests that were flushed
+	}
+	if seq >= q.sqSent {
 		return faultProtocol
 	}
-	for q.sqHead <= h.seq {
+	for q.sqHead <= seq {
 		e := &q.sq[q.sqHead%uint64(len(q.sq))]
 		if e.readOrAtomic() {
 			return faultProtocol

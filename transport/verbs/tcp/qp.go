@@ -80,6 +80,11 @@ type qp struct {
 	consumed  uint64
 	ungranted uint32
 
+	// Cumulative ack owed to the peer for its Sends and writes: set by the role holder,
+	// taken by the next frame sent (flagAck) or flushed before the role holder blocks.
+	ackOwed bool
+	ackSeq  uint64
+
 	hdr [hdrSize]byte // frame header scratch, guarded by mu
 }
 
@@ -303,6 +308,7 @@ func (q *qp) failLocked(first verbs.Status) *qconn {
 	if !q.discSent {
 		q.discSent = true
 		h := header{op: opDisconnect}
+		q.takeAckLocked(&h)
 		h.put(&q.hdr)
 		cn.tx.send(&q.hdr, nil, 0)
 	}
@@ -371,6 +377,7 @@ func (q *qp) attachLocked(c *net.TCPConn, peer peerInfo) {
 		return
 	}
 	q.cn = cn
+	cn.register()
 	close(q.up)
 	go cn.tx.run()
 	go cn.run()

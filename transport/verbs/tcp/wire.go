@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -17,7 +19,7 @@ import (
 // handshake and the frames. Peers of different versions refuse each other in the
 // handshake. Wire enums (frame opcodes, flags, handshake statuses, and verbs.Status, which
 // travels in frames) are append-only.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // MaxMessageSize bounds one work request's payload (and so one frame's payload).
 const MaxMessageSize = 1 << 30
@@ -58,7 +60,8 @@ func (o wireOp) isRequest() bool { return o >= opSend && o <= opCmpSwap }
 // Frame flags. Append-only.
 const (
 	flagImm    uint8 = 1 << 0 // imm is valid (opSend, opWrite)
-	knownFlags       = flagImm
+	flagAck    uint8 = 1 << 1 // word 48 holds a piggybacked cumulative ack (any op but opCmpSwap, opAck)
+	knownFlags       = flagImm | flagAck
 )
 
 // maxStatus is the largest verbs.Status this build knows.
@@ -73,7 +76,9 @@ const maxStatus = verbs.FatalErr
 //	32 length u32     (bytes an opRead asks for)
 //	36 imm u32
 //	40 compare/add u64 (opFetchAdd, opCmpSwap; the old value in opAtomicResp)
-//	48 swap u64
+//	48 swap u64       (opCmpSwap) or, with flagAck, ack u64: every request of the
+//	                  receiver's through this sequence number succeeded; the receiver
+//	                  applies it before the frame itself
 //	56 credits u32    (receives the sender newly grants its peer, on any frame)
 //	60 reserved u32   (zero)
 //
@@ -90,6 +95,7 @@ type header struct {
 	imm        uint32
 	compareAdd uint64
 	swap       uint64
+	ack        uint64 // with flagAck
 	credits    uint32
 }
 
@@ -107,7 +113,11 @@ func (h *header) put(b *[hdrSize]byte) {
 	le.PutUint32(b[32:], h.length)
 	le.PutUint32(b[36:], h.imm)
 	le.PutUint64(b[40:], h.compareAdd)
-	le.PutUint64(b[48:], h.swap)
+	if h.flags&flagAck != 0 {
+		le.PutUint64(b[48:], h.ack)
+	} else {
+		le.PutUint64(b[48:], h.swap)
+	}
 	le.PutUint32(b[56:], h.credits)
 	le.PutUint32(b[60:], 0)
 }
@@ -155,6 +165,12 @@ func decodeHeader(b []byte) (header, error) {
 	}
 	if h.flags&flagImm != 0 && h.op != opSend && h.op != opWrite {
 		return header{}, frameErr("immediate flag on %v", h.op)
+	}
+	if h.flags&flagAck != 0 {
+		if h.op == opCmpSwap || h.op == opAck {
+			return header{}, frameErr("piggybacked ack on %v", h.op)
+		}
+		h.ack, h.swap = h.swap, 0
 	}
 	if h.status > maxStatus {
 		return header{}, frameErr("unknown status %d", b[3])
@@ -211,6 +227,11 @@ type frameReader struct {
 	buf    []byte
 	lo, hi int
 
+	// boundary is set while header reads: a read deadline error there is returned (the
+	// partial header stays buffered); mid-frame it is cleared and the read resumed, as a
+	// leader's kick may only end its wait between frames (lead.go).
+	boundary bool
+
 	dst  []byte // rawRead's destination
 	n    int
 	errn syscall.Errno
@@ -259,6 +280,9 @@ func (f *frameReader) direct(dst []byte) error {
 		f.dst = nil
 		switch {
 		case err != nil:
+			if f.resume(err) {
+				continue
+			}
 			return err
 		case f.errn != 0:
 			return f.errn
@@ -268,6 +292,17 @@ func (f *frameReader) direct(dst []byte) error {
 		dst = dst[f.n:]
 	}
 	return nil
+}
+
+// resume reports whether err is a read deadline set to kick a leader, met mid-frame: the
+// deadline is cleared and the read goes on.
+func (f *frameReader) resume(err error) bool {
+	dl, ok := f.r.(interface{ SetReadDeadline(time.Time) error })
+	if f.boundary || !ok || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	dl.SetReadDeadline(time.Time{})
+	return true
 }
 
 // buffered is how many bytes are read but not consumed.
@@ -289,6 +324,9 @@ func (f *frameReader) fill(n int) error {
 			if f.hi-f.lo >= n {
 				return nil
 			}
+			if f.resume(err) {
+				continue
+			}
 			if err == io.EOF && f.hi > f.lo {
 				return io.ErrUnexpectedEOF
 			}
@@ -308,7 +346,10 @@ func (f *frameReader) consume(n int) {
 
 // header reads and decodes the next frame header.
 func (f *frameReader) header() (header, error) {
-	if err := f.fill(hdrSize); err != nil {
+	f.boundary = true
+	err := f.fill(hdrSize)
+	f.boundary = false
+	if err != nil {
 		return header{}, err
 	}
 	h, err := decodeHeader(f.buf[f.lo : f.lo+hdrSize])

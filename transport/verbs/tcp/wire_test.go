@@ -39,6 +39,10 @@ func TestDecodeHeader(t *testing.T) {
 		{"unknown opcode", mod(func(b []byte) { b[1] = byte(opLimit) }), false},
 		{"unknown flag", mod(func(b []byte) { b[2] = 0x80 }), false},
 		{"immediate on a read", encode(header{op: opRead, flags: flagImm}), false},
+		{"ack on a send", encode(header{op: opSend, flags: flagAck, ack: 1 << 40}), true},
+		{"ack on a read response", encode(header{op: opReadResp, flags: flagAck, ack: 3}), true},
+		{"ack on a cmp-swap", encode(header{op: opCmpSwap, flags: flagAck, ack: 3}), false},
+		{"ack on an ack", encode(header{op: opAck, flags: flagAck, ack: 3}), false},
 		{"unknown status", encode(header{op: opAck, status: maxStatus + 1}), false},
 		{"status on a request", encode(header{op: opWrite, status: verbs.RemAccessErr}), false},
 		{"reserved set", mod(func(b []byte) { b[63] = 1 }), false},
@@ -133,6 +137,7 @@ func FuzzDecodeEndpoint(f *testing.F) {
 func FuzzDecodeFrame(f *testing.F) {
 	f.Add(encode(header{op: opWrite, payloadLen: 3, rkey: 5}))
 	f.Add(append(encode(header{op: opSend, payloadLen: 2, flags: flagImm, imm: 1}), 'h', 'i'))
+	f.Add(encode(header{op: opCredit, flags: flagAck, ack: 5, credits: 1}))
 	f.Add(encode(header{op: opAck, status: verbs.RemAccessErr}))
 	f.Add(encode(header{op: opRead, length: 1 << 20}))
 	f.Add([]byte{1, 2, 3})

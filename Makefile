@@ -64,9 +64,11 @@ bench: build ## Benchmark* of the hot paths, then a full verbsperf run writing J
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(BENCH_PKGS) | tee $(BENCH_OUT)/gobench.txt
 	set -o pipefail; $(BIN)/verbsperf --provider all --json=$(BENCH_OUT)/verbsperf.json | tee $(BENCH_OUT)/verbsperf.txt
 
-soak: ## the process-kill, multi-process and multi-host tests SOAK_COUNT (20) times each, with the race detector
+soak: ## the process-kill, multi-process, multi-host and RMA tests SOAK_COUNT (20) times each (race detector), and the coherence soak (30000 seeds, deep DFS)
 	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m -run 'TestConformance/MultiProcess' ./transport/verbs/shm ./transport/verbs/tcp
 	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m -run 'Process|Kill|Netns|Stranger' ./transport/verbs/shm ./transport/verbs/tcp ./launcher
+	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m -run 'TestLaunchRMA|TestStaleReadChecker|TestCache' ./window
+	$(GO) test -timeout 30m -run 'Sim|DFS' ./window/coherence -coherence.soak
 
 compare: ## side by side with Open MPI (installed via apt-get if mpicc is missing): startup, point-to-point, progress modes
 	@command -v mpicc >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev; }

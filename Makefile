@@ -68,7 +68,7 @@ soak: ## the process-kill, multi-process, multi-host and RMA tests SOAK_COUNT (2
 	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m -run 'TestConformance/MultiProcess' ./transport/verbs/shm ./transport/verbs/tcp
 	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m -run 'Process|Kill|Netns|Stranger' ./transport/verbs/shm ./transport/verbs/tcp ./launcher
 	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m -run 'TestLaunchRMA|TestStaleReadChecker|TestCache' ./window
-	$(GO) test -timeout 30m -run 'Sim|DFS' ./window/coherence -coherence.soak
+	$(GO) test -timeout 30m -run 'TestSim|TestExhaustive' ./window/coherence -coherence.soak
 
 compare: ## side by side with Open MPI (installed via apt-get if mpicc is missing): startup, point-to-point, progress modes
 	@command -v mpicc >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev; }

@@ -60,6 +60,7 @@ type coh[T runtime.Elem] struct {
 	base    []int          // by rank: first flag of its pages in every flag array
 	cached  []bool         // by rank: Gets from it may be cached
 	bufs    [][][]byte     // by rank, page: cache buffers
+	seen    [][]uint8      // by rank, page: 1 once the page missed (the next miss caches it)
 	fifo    []coherence.Op // installed pages, oldest first (only Home/Page used)
 	nextID  coherence.ReqID
 	pend    []pendingOp
@@ -102,7 +103,7 @@ func (w *Win[T]) initCoherence(ctx context.Context) error {
 	ps := w.opt.pageSize
 	c := &coh[T]{rem: make([]*runtime.Remote, w.size), mapped: make([][]uint64, w.size),
 		pages: make([]int, w.size), base: make([]int, w.size), cached: make([]bool, w.size),
-		bufs: make([][][]byte, w.size), dirty: make([][][2]int, w.size)}
+		bufs: make([][][]byte, w.size), seen: make([][]uint8, w.size), dirty: make([][][2]int, w.size)}
 	total := 0
 	for r := range w.size {
 		c.pages[r] = (w.tg[r].n*w.esize + ps - 1) / ps
@@ -111,6 +112,7 @@ func (w *Win[T]) initCoherence(ctx context.Context) error {
 		c.cached[r] = r != w.rank && w.comm.Transport(r) == "tcp"
 		if c.cached[r] {
 			c.bufs[r] = make([][]byte, c.pages[r])
+			c.seen[r] = make([]uint8, c.pages[r])
 		}
 	}
 	me := c.pages[w.rank]
@@ -137,7 +139,7 @@ func (w *Win[T]) initCoherence(ctx context.Context) error {
 		c.mapped[r] = words(c.rem[r].Mapped())
 	}
 	c.ctr = w.comm.NewCounter()
-	c.m = coherence.New(coherence.Config{Self: w.rank, Ranks: w.size, Pages: me})
+	c.m = coherence.New(coherence.Config{Self: w.rank, Ranks: w.size, Pages: me, Promote: 1})
 	return nil
 }
 
@@ -247,6 +249,26 @@ func (w *Win[T]) cacheGet(s span[T], result []T, off uint64) bool {
 		}
 	}
 	flags := c.words[c.pages[w.rank]*(1+w.size)+c.base[h]:]
+	// A page is cached from its second miss on. The Machine caches every page it is
+	// asked for (Promote 1); this rank counts first misses itself, so that a miss that
+	// would not cache costs what a Get costs without the cache: a read completed by the
+	// next flush, not a protocol step.
+	cold, misses := false, int64(0)
+	for p := first; p <= last; p++ {
+		if c.bufs[h][p] == nil || !coherence.Usable(atomic.LoadUint64(&flags[p])) {
+			misses++
+			if c.seen[h][p] == 0 {
+				cold = true
+			}
+		}
+	}
+	if cold {
+		for p := first; p <= last; p++ {
+			c.seen[h][p] = 1
+		}
+		c.stats.misses.Add(misses)
+		return false
+	}
 	for len(dst) > 0 {
 		page, lo := int(off)/ps, int(off)%ps
 		n := min(len(dst), ps-lo)

@@ -32,6 +32,7 @@ var scenarios = map[string]scenario{
 	"dynamic":      dynamic,
 	"shared":       shared,
 	"request":      requests,
+	"stale":        staleRun,
 }
 
 // errSkip means the scenario needs a window API that is not built yet.

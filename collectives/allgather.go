@@ -1,0 +1,44 @@
+package collectives
+
+import (
+	"context"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Allgather gathers every rank's send into every rank's recv, rank r's block at
+// recv[r*n:(r+1)*n] with n = len(send); len(recv) must be Size()*n. With send nil the
+// operation is in place: rank r's block is already in recv (n = len(recv)/Size()). Every
+// rank must pass the same n.
+//
+// A power-of-two rank count with less than allgatherLongMsg bytes in all uses recursive
+// doubling (log2(p) rounds); anything else the ring (p-1 steps, bandwidth-optimal).
+func Allgather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T) error {
+	c, err := begin(ctx, w, "allgather")
+	if err != nil {
+		return err
+	}
+	return c.end(allgather(c, send, recv))
+}
+
+func allgather[T runtime.Elem](c call, send, recv []T) error {
+	p, r := c.s.size, c.s.rank
+	n := len(send)
+	switch {
+	case send == nil && len(recv)%p != 0:
+		return invalid("in place: len(recv) %d is not a multiple of %d ranks", len(recv), p)
+	case send == nil:
+		n = len(recv) / p
+	case len(recv) != p*n:
+		return invalid("len(recv) %d != %d ranks * len(send) %d", len(recv), p, n)
+	default:
+		copy(recv[r*n:(r+1)*n], send)
+	}
+	if p == 1 || n == 0 {
+		return nil
+	}
+	if p&(p-1) == 0 && len(recv)*elemSize[T]() < allgatherLongMsg {
+		return allgatherRecdbl(c, recv, n)
+	}
+	return allgatherRing(c, recv, n)
+}

@@ -1,0 +1,65 @@
+package collectives
+
+import "github.com/gorma-hpc/gorma/runtime"
+
+// allreduceRabenseifner is Rabenseifner's algorithm (MPICH's
+// allreduce_intra_reduce_scatter_allgather): after folding the extra ranks of a non power
+// of two (foldExtra), a reduce-scatter by recursive halving — in round k (k = 0, 1, ...)
+// partners whose new ranks differ in bit k split their current range in two, each sends
+// the half the other keeps and combines the half it keeps — leaves each rank with a
+// 1/pof2 share of the result; an allgather by recursive doubling retraces the rounds in
+// reverse to assemble the whole vector; the extra ranks get it back. Rounds go from the
+// lowest bit up, so the groups combined are always contiguous runs of ranks and rank
+// order holds for non-commutative operators. Cost: 2 log2(p) rounds moving 2n(p-1)/p
+// elements: the choice for long vectors on a power of two.
+func allreduceRabenseifner[T runtime.Elem](c call, buf []T, op Op[T]) error {
+	pof2 := pof2Below(c.s.size)
+	rem := c.s.size - pof2
+	tmp := scratchOf[T](c, 0, len(buf))
+	newrank, err := foldExtra(c, buf, tmp, op, pof2)
+	if err != nil {
+		return err
+	}
+	if newrank >= 0 {
+		if err := rabenseifnerCore(c, buf, tmp, op, newrank, pof2, rem); err != nil {
+			return err
+		}
+	}
+	return unfoldExtra(c, buf, pof2)
+}
+
+func rabenseifnerCore[T runtime.Elem](c call, buf, tmp []T, op Op[T], newrank, pof2, rem int) error {
+	var ranges [64][2]int // the range held before each round, for the allgather
+	lo, hi, round := 0, len(buf), 0
+	for mask := 1; mask < pof2; mask <<= 1 {
+		np := newrank ^ mask
+		partner := realRank(np, rem)
+		mid := lo + (hi-lo)/2
+		keepLo, keepHi, sendLo, sendHi := lo, mid, mid, hi // the lower new rank keeps the lower half
+		if np < newrank {
+			keepLo, keepHi, sendLo, sendHi = mid, hi, lo, mid
+		}
+		in := tmp[:keepHi-keepLo]
+		if err := exchange(c, buf[sendLo:sendHi], partner, in, partner); err != nil {
+			return err
+		}
+		combine(op, buf[keepLo:keepHi], in, np < newrank)
+		ranges[round] = [2]int{lo, hi}
+		round++
+		lo, hi = keepLo, keepHi
+	}
+	for mask := pof2 / 2; mask > 0; mask >>= 1 {
+		round--
+		plo, phi := ranges[round][0], ranges[round][1]
+		partner := realRank(newrank^mask, rem)
+		olo, ohi := plo, lo // the partner holds the other part of [plo, phi)
+		if lo == plo {
+			olo, ohi = hi, phi
+		}
+		if err := exchange(c, buf[lo:hi], partner, buf[olo:ohi], partner); err != nil {
+			return err
+		}
+		lo, hi = plo, phi
+	}
+	return nil
+}

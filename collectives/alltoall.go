@@ -1,0 +1,49 @@
+package collectives
+
+import (
+	"context"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Alltoall sends block d of every rank's send to rank d, which stores it as block s of
+// its recv (s the sender): with n = len(send)/Size(), recv[s*n:(s+1)*n] at rank d gets
+// send[d*n:(d+1)*n] of rank s. len(send) must equal len(recv) and be a multiple of
+// Size(); every rank must pass the same length. With send nil the operation is in place
+// (recv holds the input; it is copied to scratch first).
+//
+// The algorithm is the pairwise exchange (MPICH's alltoall_intra_pairwise): in step s
+// rank r sends to r+s and receives from r-s. p-1 steps of n elements.
+func Alltoall[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T) error {
+	c, err := begin(ctx, w, "alltoall")
+	if err != nil {
+		return err
+	}
+	return c.end(alltoall(c, send, recv))
+}
+
+func alltoall[T runtime.Elem](c call, send, recv []T) error {
+	p, r := c.s.size, c.s.rank
+	switch {
+	case send != nil && len(send) != len(recv):
+		return invalid("len(send) %d != len(recv) %d", len(send), len(recv))
+	case len(recv)%p != 0:
+		return invalid("len(recv) %d is not a multiple of %d ranks", len(recv), p)
+	}
+	n := len(recv) / p
+	if n == 0 {
+		return nil
+	}
+	if send == nil {
+		send = scratchOf[T](c, 0, len(recv))
+		copy(send, recv)
+	}
+	copy(recv[r*n:(r+1)*n], send[r*n:(r+1)*n])
+	for s := 1; s < p; s++ {
+		dst, src := (r+s)%p, (r-s+p)%p
+		if err := exchange(c, send[dst*n:(dst+1)*n], dst, recv[src*n:(src+1)*n], src); err != nil {
+			return err
+		}
+	}
+	return nil
+}

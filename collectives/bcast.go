@@ -1,0 +1,58 @@
+package collectives
+
+import (
+	"context"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Bcast copies root's buf into every other rank's buf. Every rank must pass the same
+// len(buf) and root; a different length fails with ErrMismatch (or ends when ctx does).
+// Short vectors (or p <= 2) go down a binomial tree; from bcastLongMsg bytes they are
+// scattered down the tree and gathered around a ring.
+func Bcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, root int) error {
+	c, err := begin(ctx, w, "bcast")
+	if err != nil {
+		return err
+	}
+	return c.end(bcast(c, buf, root))
+}
+
+func bcast[T runtime.Elem](c call, buf []T, root int) error {
+	p := c.s.size
+	if root < 0 || root >= p {
+		return invalid("root %d of %d ranks", root, p)
+	}
+	if p == 1 || len(buf) == 0 {
+		return nil
+	}
+	if len(buf)*elemSize[T]() < bcastLongMsg || p <= 2 || len(buf) < p {
+		return bcastBinomial(c, buf, root)
+	}
+	return bcastScatterAllgather(c, buf, root)
+}
+
+// bcastBinomial is the binomial tree (MPICH's bcast_intra_binomial): with ranks relative
+// to root, rank v receives from v minus its lowest set bit, then sends to v+mask for each
+// smaller power of two mask. log2(p) rounds.
+func bcastBinomial[T runtime.Elem](c call, buf []T, root int) error {
+	p, r := c.s.size, c.s.rank
+	vr := (r - root + p) % p
+	mask := 1
+	for ; mask < p; mask <<= 1 {
+		if vr&mask != 0 {
+			if err := recv(c, buf, (r-mask+p)%p); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if vr+mask < p {
+			if err := send(c, buf, (r+mask)%p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,258 @@
+package collectives
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+)
+
+// forceAllreduce makes this rank's Allreduce calls on w use a (algoAuto: the selection).
+// Each rank sets its own World's state, so there is no shared knob to race on.
+func forceAllreduce(w *runtime.World, a algo) {
+	s, err := stateOf(w)
+	if err != nil {
+		panic(err)
+	}
+	s.force = a
+}
+
+// rankEnv is one rank's view in a test.
+type rankEnv struct {
+	ctx  context.Context
+	w    *runtime.World
+	p, r int
+}
+
+// runJob runs f on every rank of an n-rank job with options opt.
+func runJob(t *testing.T, n int, opt runtimetest.Options, timeout time.Duration, f func(e rankEnv) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	opt.Timeout = timeout + 5*time.Second
+	runtimetest.Run(t, n, opt, func(w *runtime.World) error {
+		return f(rankEnv{ctx: ctx, w: w, p: w.Size(), r: w.Rank()})
+	})
+}
+
+// opCase is an operator with the input generator that suits it: gen(r, i) is rank r's
+// i-th element. Inputs are small integers (in every type) so that floating-point sums and
+// products are exact whatever the order.
+type opCase[T runtime.Elem] struct {
+	op  Op[T]
+	gen func(r, i int) T
+}
+
+func input[T runtime.Elem](gen func(r, i int) T, r, n int) []T {
+	x := make([]T, n)
+	for i := range x {
+		x[i] = gen(r, i)
+	}
+	return x
+}
+
+// reference is x0 ∘ x1 ∘ ... ∘ x(p-1), element by element, in rank order.
+func reference[T runtime.Elem](oc opCase[T], p, n int) []T {
+	acc := input(oc.gen, 0, n)
+	for r := 1; r < p; r++ {
+		oc.op.Apply(acc, input(oc.gen, r, n))
+	}
+	return acc
+}
+
+func small(r, i int) int { return (r*131+i*7)%5 - 2 }
+
+func wide(r, i int) int { return (r*7919+i*104729)%1000 - 500 }
+
+type integer interface {
+	Integer
+	Ordered
+}
+
+func intCases[T integer]() []opCase[T] {
+	w := func(r, i int) T { return T(wide(r, i)) }
+	return []opCase[T]{
+		{Sum[T](), w}, {Prod[T](), w}, {Min[T](), w}, {Max[T](), w},
+		{Band[T](), w}, {Bor[T](), w}, {Bxor[T](), w},
+	}
+}
+
+func floatCases[T interface {
+	Ordered
+	~float32 | ~float64
+}]() []opCase[T] {
+	s := func(r, i int) T { return T(small(r, i)) }
+	return []opCase[T]{{Sum[T](), s}, {Prod[T](), s}, {Min[T](), s}, {Max[T](), s}}
+}
+
+func complexCases() []opCase[complex128] {
+	s := func(r, i int) complex128 { return complex(float64(small(r, i)), float64(small(r+1, i+3))) }
+	return []opCase[complex128]{{Sum[complex128](), s}, {Prod[complex128](), s}}
+}
+
+// affine is an associative, non-commutative operator: an element packs the map
+// x -> a*x + b mod 2^32 (a in the high half, b in the low half), and a ∘ b applies a first,
+// then b.
+func affine[T ~uint64 | ~int64]() Op[T] {
+	return NewOp("affine", func(inout, in []T) {
+		for i := range inout {
+			a1, b1 := uint32(uint64(inout[i])>>32), uint32(inout[i])
+			a2, b2 := uint32(uint64(in[i])>>32), uint32(in[i])
+			inout[i] = T(uint64(a1*a2)<<32 | uint64(a2*b1+b2))
+		}
+	}, false)
+}
+
+func affineCase[T ~uint64 | ~int64]() opCase[T] {
+	return opCase[T]{affine[T](), func(r, i int) T {
+		a := uint64(2*(r*31+i)+3) & 0xffffffff
+		b := uint64(r*1000003+i*17) & 0xffffffff
+		return T(a<<32 | b)
+	}}
+}
+
+func compare[T runtime.Elem](what string, got, want []T) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%s: %d elements, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return fmt.Errorf("%s: [%d] = %v, want %v (of %d)", what, i, got[i], want[i], len(got))
+		}
+	}
+	return nil
+}
+
+func name[T runtime.Elem](op string, n int, inPlace bool) string {
+	var z T
+	return fmt.Sprintf("%s %T n=%d in-place=%v", op, z, n, inPlace)
+}
+
+func checkAllreduce[T runtime.Elem](e rankEnv, oc opCase[T], n int, inPlace bool) error {
+	what := name[T]("allreduce "+oc.op.Name(), n, inPlace)
+	send, recv := input(oc.gen, e.r, n), make([]T, n)
+	if inPlace {
+		copy(recv, send)
+		send = nil
+	}
+	if err := Allreduce(e.ctx, e.w, send, recv, oc.op); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return compare(what, recv, reference(oc, e.p, n))
+}
+
+func checkReduce[T runtime.Elem](e rankEnv, oc opCase[T], n, root int, inPlace bool) error {
+	what := name[T](fmt.Sprintf("reduce %s root=%d", oc.op.Name(), root), n, inPlace)
+	send, recv := input(oc.gen, e.r, n), make([]T, n)
+	if inPlace && e.r == root {
+		copy(recv, send)
+		send = nil
+	}
+	if err := Reduce(e.ctx, e.w, send, recv, oc.op, root); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if e.r != root {
+		return nil
+	}
+	return compare(what, recv, reference(oc, e.p, n))
+}
+
+func checkBcast[T runtime.Elem](e rankEnv, gen func(r, i int) T, n, root int) error {
+	what := name[T](fmt.Sprintf("bcast root=%d", root), n, true)
+	buf := make([]T, n)
+	if e.r == root {
+		buf = input(gen, root, n)
+	}
+	if err := Bcast(e.ctx, e.w, buf, root); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return compare(what, buf, input(gen, root, n))
+}
+
+func checkAllgather[T runtime.Elem](e rankEnv, gen func(r, i int) T, n int, inPlace bool) error {
+	what := name[T]("allgather", n, inPlace)
+	send, recv := input(gen, e.r, n), make([]T, e.p*n)
+	if inPlace {
+		copy(recv[e.r*n:], send)
+		send = nil
+	}
+	if err := Allgather(e.ctx, e.w, send, recv); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	var want []T
+	for r := range e.p {
+		want = append(want, input(gen, r, n)...)
+	}
+	return compare(what, recv, want)
+}
+
+func checkReduceScatter[T runtime.Elem](e rankEnv, oc opCase[T], n int, inPlace bool) error {
+	what := name[T]("reduce_scatter "+oc.op.Name(), n, inPlace)
+	send, recv := input(oc.gen, e.r, e.p*n), make([]T, n)
+	if inPlace {
+		recv = slices.Clone(send)
+		send = nil
+	}
+	if err := ReduceScatter(e.ctx, e.w, send, recv, oc.op); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	want := reference(oc, e.p, e.p*n)[e.r*n : (e.r+1)*n]
+	return compare(what, recv[:n], want)
+}
+
+func checkAlltoall[T runtime.Elem](e rankEnv, gen func(r, i int) T, n int, inPlace bool) error {
+	what := name[T]("alltoall", n, inPlace)
+	send, recv := input(gen, e.r, e.p*n), make([]T, e.p*n)
+	if inPlace {
+		copy(recv, send)
+		send = nil
+	}
+	if err := Alltoall(e.ctx, e.w, send, recv); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	var want []T
+	for s := range e.p {
+		want = append(want, input(gen, s, e.p*n)[e.r*n:(e.r+1)*n]...)
+	}
+	return compare(what, recv, want)
+}
+
+// suite runs every collective for one element type over counts, with every operator in
+// cases (Allgather, ReduceScatter and Alltoall, whose vectors hold p blocks, get blocks
+// of count/p from 1000 on); the first case's generator feeds the collectives that do not reduce.
+func suite[T runtime.Elem](e rankEnv, cases []opCase[T], counts []int) error {
+	gen := cases[0].gen
+	roots := []int{0, e.p - 1, e.p / 2}
+	for k, n := range counts {
+		inPlace := k%2 == 1
+		nb := n // blocks of the collectives whose vectors hold p of them
+		if n >= 1000 {
+			nb = n / e.p
+		}
+		for j, oc := range cases {
+			if err := checkAllreduce(e, oc, n, inPlace != (j%2 == 1)); err != nil {
+				return err
+			}
+			if err := checkReduce(e, oc, n, roots[j%3], inPlace); err != nil {
+				return err
+			}
+			if err := checkReduceScatter(e, oc, nb, inPlace != (j%2 == 0)); err != nil {
+				return err
+			}
+		}
+		if err := checkBcast(e, gen, n, roots[k%3]); err != nil {
+			return err
+		}
+		if err := checkAllgather(e, gen, nb, inPlace); err != nil {
+			return err
+		}
+		if err := checkAlltoall(e, gen, nb, !inPlace); err != nil {
+			return err
+		}
+	}
+	return Barrier(e.ctx, e.w)
+}

@@ -1,0 +1,83 @@
+package collectives
+
+import (
+	"context"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Reduce combines the ranks' send vectors element by element with op, in rank order, and
+// leaves the result in root's recv (recv is not used at other ranks). At root, send nil
+// means in place: root's recv holds its input. Every rank must pass the same len(send)
+// (at root: len(recv)), op and root.
+//
+// The algorithm is a binomial tree (MPICH's reduce_intra_binomial) rooted at root for
+// commutative operators; a non-commutative one is reduced to rank 0, where rank order
+// holds, and sent to root.
+func Reduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T], root int) error {
+	c, err := begin(ctx, w, "reduce")
+	if err != nil {
+		return err
+	}
+	return c.end(reduce(c, send, recv, op, root))
+}
+
+func reduce[T runtime.Elem](c call, sendBuf, recvBuf []T, op Op[T], root int) error {
+	p, r := c.s.size, c.s.rank
+	switch {
+	case !op.Valid():
+		return invalid("zero Op")
+	case root < 0 || root >= p:
+		return invalid("root %d of %d ranks", root, p)
+	case r != root && sendBuf == nil:
+		return invalid("nil send at a rank other than root (in place is for root only)")
+	case r == root && sendBuf != nil && len(sendBuf) != len(recvBuf):
+		return invalid("len(send) %d != len(recv) %d at root", len(sendBuf), len(recvBuf))
+	}
+	n := len(sendBuf)
+	if r == root {
+		n = len(recvBuf)
+		if sendBuf != nil {
+			copy(recvBuf, sendBuf)
+		}
+	}
+	if p == 1 || n == 0 {
+		return nil
+	}
+	treeRoot := root
+	if !op.commutative {
+		treeRoot = 0
+	}
+	vr := (r - treeRoot + p) % p
+	acc := sendBuf // leaves send their input as it is
+	if r == root {
+		acc = recvBuf
+	} else if vr&1 == 0 && vr+1 < p {
+		acc = scratchOf[T](c, 0, n)
+		copy(acc, sendBuf)
+	}
+	tmp := scratchOf[T](c, 1, n)
+	for mask := 1; mask < p; mask <<= 1 {
+		if vr&mask != 0 {
+			if err := send(c, acc, (vr-mask+treeRoot)%p); err != nil {
+				return err
+			}
+			break
+		}
+		if vr+mask < p {
+			if err := recv(c, tmp, (vr+mask+treeRoot)%p); err != nil {
+				return err
+			}
+			combine(op, acc, tmp, false)
+		}
+	}
+	if treeRoot != root { // non-commutative: rank 0 holds the result
+		switch r {
+		case 0:
+			return send(c, acc, root)
+		case root:
+			return recv(c, recvBuf, 0)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+package collectives
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// state is what the collectives keep per World: the communication context they use (a
+// Dup of the user's World, so collective messages never match user receives), the call
+// sequence number that tags each call's messages, reusable Requests and scratch buffers.
+//
+// Calls on one World are sequential (the package's concurrency contract); busy catches a
+// second goroutine entering while a call is running, which would otherwise deadlock or
+// mix two calls' messages.
+type state struct {
+	comm       *runtime.World
+	rank, size int
+	force      algo  // GORMA_ALLREDUCE, algoAuto if unset
+	cfgErr     error // a bad GORMA_ALLREDUCE, returned by every Allreduce
+
+	busy atomic.Bool
+	seq  uint32 // calls made on this World; guarded by busy
+
+	reqs    []*runtime.Request // reusable; replaced after a failed call
+	scratch [2][]uint64        // reusable scratch; replaced after a failed call
+}
+
+// states maps a user's *runtime.World to its *state.
+var states sync.Map
+
+// stateOf returns w's state, making it (and its Dup) on first use. Every rank makes its
+// first collective call on w at the same point of its Dup sequence (calls are collective),
+// so the Dups agree.
+func stateOf(w *runtime.World) (*state, error) {
+	if s, ok := states.Load(w); ok {
+		return s.(*state), nil
+	}
+	c, err := w.Dup()
+	if err != nil {
+		return nil, err
+	}
+	s := &state{comm: c, rank: w.Rank(), size: w.Size()}
+	s.force, s.cfgErr = parseAllreduceEnv(os.Getenv(EnvAllreduce))
+	actual, _ := states.LoadOrStore(w, s)
+	return actual.(*state), nil
+}
+
+// call is one collective call in progress: its state, context, name and message tag.
+type call struct {
+	s    *state
+	ctx  context.Context
+	name string
+	tag  int
+}
+
+// begin starts the collective name on w. The caller must call c.end.
+func begin(ctx context.Context, w *runtime.World, name string) (call, error) {
+	if w == nil {
+		return call{}, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
+	}
+	s, err := stateOf(w)
+	if err != nil {
+		return call{}, fmt.Errorf("collectives: %s: %w", name, err)
+	}
+	if !s.busy.CompareAndSwap(false, true) {
+		return call{}, fmt.Errorf("collectives: %s: %w: another collective call is running on this World", name, ErrConcurrent)
+	}
+	s.seq++
+	return call{s: s, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag)}, nil
+}
+
+// end finishes the call and wraps err with the collective's name. After a failure the
+// call's Requests and scratch may still be in the runtime's hands (a receive withdrawn
+// too late, a rendezvous send still offered), so they are dropped, not reused.
+func (c call) end(err error) error {
+	if err != nil {
+		c.s.reqs = nil
+		c.s.scratch = [2][]uint64{}
+		err = fmt.Errorf("collectives: %s: %w", c.name, err)
+	}
+	c.s.busy.Store(false)
+	return err
+}
+
+// invalid returns an ErrInvalid error for a bad argument.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", runtime.ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// req returns the i-th reusable Request.
+func (c call) req(i int) *runtime.Request {
+	for len(c.s.reqs) <= i {
+		c.s.reqs = append(c.s.reqs, new(runtime.Request))
+	}
+	return c.s.reqs[i]
+}
+
+// scratchOf returns n elements of the call's scratch slot (0 or 1), reused across calls:
+// it grows to the largest size used and stays allocated. Its contents are undefined.
+func scratchOf[T runtime.Elem](c call, slot, n int) []T {
+	var z T
+	words := (n*int(unsafe.Sizeof(z)) + 7) / 8
+	b := &c.s.scratch[slot]
+	if cap(*b) < words {
+		*b = make([]uint64, max(words, 2*cap(*b)))
+	}
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(*b))), n)
+}
+
+// checkStatus verifies that a message from src had exactly the expected length.
+func (c call) checkStatus(st runtime.Status, err error, src, want int) error {
+	if err != nil {
+		return fmt.Errorf("rank %d receiving %d elements from rank %d: %w", c.s.rank, want, src, err)
+	}
+	if st.Count != want {
+		return fmt.Errorf("%w: rank %d received %d elements from rank %d, expected %d (do all ranks pass the same counts?)",
+			ErrMismatch, c.s.rank, st.Count, src, want)
+	}
+	return nil
+}
+
+// send sends buf to dst.
+func send[T runtime.Elem](c call, buf []T, dst int) error {
+	if err := runtime.Send(c.ctx, c.s.comm, buf, dst, c.tag); err != nil {
+		return fmt.Errorf("rank %d sending %d elements to rank %d: %w", c.s.rank, len(buf), dst, err)
+	}
+	return nil
+}
+
+// recv receives exactly len(buf) elements from src into buf.
+func recv[T runtime.Elem](c call, buf []T, src int) error {
+	st, err := runtime.Recv(c.ctx, c.s.comm, buf, src, c.tag)
+	return c.checkStatus(st, err, src, len(buf))
+}
+
+// exchange sends sbuf to dst while receiving exactly len(rbuf) elements from src into
+// rbuf. The receive is posted first, so that two ranks exchanging large (rendezvous)
+// messages with each other, or a ring of them, cannot deadlock.
+func exchange[T runtime.Elem](c call, sbuf []T, dst int, rbuf []T, src int) error {
+	r := c.req(0)
+	if err := runtime.IrecvWith(r, c.s.comm, rbuf, src, c.tag); err != nil {
+		return fmt.Errorf("rank %d receiving from rank %d: %w", c.s.rank, src, err)
+	}
+	if err := send(c, sbuf, dst); err != nil {
+		return err
+	}
+	st, err := r.Wait(c.ctx)
+	return c.checkStatus(st, err, src, len(rbuf))
+}
+
+// combine sets acc = in ∘ acc (inFirst: in holds lower ranks' contribution) or
+// acc = acc ∘ in. It may overwrite in. len(in) == len(acc).
+func combine[T runtime.Elem](op Op[T], acc, in []T, inFirst bool) {
+	if len(acc) == 0 {
+		return
+	}
+	if !inFirst || op.commutative {
+		op.fn(acc, in)
+		return
+	}
+	op.fn(in, acc)
+	copy(acc, in)
+}
+
+// pof2Below returns the largest power of two <= n (n >= 1).
+func pof2Below(n int) int {
+	p := 1
+	for p*2 <= n {
+		p *= 2
+	}
+	return p
+}
+
+// block returns the bounds of block i of n elements split into p nearly equal blocks.
+func block(n, p, i int) (lo, hi int) {
+	return i * n / p, (i + 1) * n / p
+}
+
+func elemSize[T runtime.Elem]() int {
+	var z T
+	return int(unsafe.Sizeof(z))
+}

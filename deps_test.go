@@ -42,6 +42,7 @@ var externalModules = []string{
 	"github.com/hashicorp/memberlist",
 	"github.com/spf13/pflag",
 	"golang.org/x/sys",
+	"gonum.org/v1/plot", // bench/chart only: the comparison's SVG charts (DESIGN.md: "a plotting library for benchmark charts is reasonable")
 }
 
 // layerOf returns the index in layers of the module-relative package path rel, or -1.

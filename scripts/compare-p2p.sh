@@ -8,7 +8,9 @@
 #   1 MiB bandwidth, shm (gorma) vs Open MPI             target: gorma no lower
 #   8 B half round trip, tcp (gorma) vs raw TCP RTT/2    target: within 1.2x
 # pingpong's latency is OSU's (total time / 2 / round trips, a mean); tcp_pp's is the
-# median of single round trips, halved here. Needs openmpi-bin and libopenmpi-dev.
+# median of single round trips, halved here. Needs openmpi-bin and libopenmpi-dev (named
+# explicitly: mpicc.openmpi, mpirun.openmpi); MPICH's figures are added when mpicc.mpich
+# and mpiexec.mpich are installed.
 # Usage: scripts/compare-p2p.sh [REPS]   (environment: LAT_ITERS, TCP_ITERS, BW_ITERS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,20 +18,25 @@ reps=${1:-3}
 lat_iters=${LAT_ITERS:-100000} # 8 B round trips per shm run (a tenth more as warmup)
 tcp_iters=${TCP_ITERS:-20000}  # 8 B round trips per tcp run
 bw_iters=${BW_ITERS:-500}      # bandwidth windows below 16 KiB; a fifth of that at 1 MiB
-for tool in mpirun mpicc; do
+for tool in mpirun.openmpi mpicc.openmpi; do
 	command -v "$tool" >/dev/null || { echo "compare-p2p: $tool missing: apt-get install openmpi-bin libopenmpi-dev" >&2; exit 2; }
 done
 mkdir -p bin
 CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/pingpong ./apps/verbsperf
-mpicc -O2 -o bin/pingpong_mpi bench/mpi/pingpong.c
+mpicc.openmpi -O2 -o bin/pingpong_mpi bench/mpi/pingpong.c
+mpich=0
+if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
+	mpicc.mpich -O2 -o bin/pingpong_mpich bench/mpi/pingpong.c && mpich=1
+fi
 
 gorma() { bin/golaunch -n 2 --timeout 5m --tag-output=false "$@"; }
-ompi() { mpirun --allow-run-as-root -n 2 bin/pingpong_mpi "$@"; }
+ompi() { mpirun.openmpi --allow-run-as-root -n 2 bin/pingpong_mpi "$@"; }
+mpich_run() { mpiexec.mpich -n 2 bin/pingpong_mpich "$@"; }
 row() { awk -v n="$1" '$1 == n {v = $2} END {if (v == "") exit 1; print v}'; } # figure of size n
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 tcp_floor() { bin/verbsperf --provider tcp --test tcp_pp --max-size 8 | awk '/^# raw tcp_pp/ {t=1} t && $1 == 8 {print $3 / 2; exit}'; }
 
-declare -a gl ol gb ob tl fl
+declare -a gl ol gb ob tl fl hl hb
 lat=(--test latency --min-size 8 --max-size 8)
 for ((i = 0; i < reps; i++)); do
 	gl+=("$(gorma bin/pingpong "${lat[@]}" --iters "$lat_iters" | row 8)")
@@ -38,15 +45,24 @@ for ((i = 0; i < reps; i++)); do
 	ob+=("$(ompi --test bw --min-size 1048576 --max-size 1048576 --bw-iters "$bw_iters" | row 1048576)")
 	tl+=("$(gorma --transport tcp bin/pingpong "${lat[@]}" --iters "$tcp_iters" | row 8)")
 	fl+=("$(tcp_floor)")
+	if ((mpich)); then
+		hl+=("$(mpich_run "${lat[@]}" --iters "$lat_iters" | row 8)")
+		hb+=("$(mpich_run --test bw --min-size 1048576 --max-size 1048576 --bw-iters "$bw_iters" | row 1048576)")
+	fi
 	echo "rep $((i + 1)): shm 8B us gorma ${gl[i]} ompi ${ol[i]}; 1MiB MB/s gorma ${gb[i]} ompi ${ob[i]}; tcp 8B us gorma ${tl[i]} raw/2 ${fl[i]}"
 done
 m() { printf '%s\n' "$@" | median; }
 glm=$(m "${gl[@]}") olm=$(m "${ol[@]}") gbm=$(m "${gb[@]}") obm=$(m "${ob[@]}") tlm=$(m "${tl[@]}") flm=$(m "${fl[@]}")
 echo
-echo "# $(date -u +%FT%TZ) $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r), $(go env GOVERSION), $(mpirun --version | head -1); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%FT%TZ) $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r), $(go env GOVERSION), $(mpirun.openmpi --version | head -1); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# medians of $reps alternating repetitions"
 printf '| %-34s | %12s | %12s | %8s | %-18s |\n' "figure" "gorma" "peer" "ratio" "target"
 printf '|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..36})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..10})" "$(printf -- '-%.0s' {1..20})"
 awk -v g="$glm" -v p="$olm" 'BEGIN {printf "| %-34s | %9.2f us | %9.2f us | %7.2fx | %-18s |\n", "8 B half RTT, shm vs Open MPI", g, p, g / p, "<= 1.00x " (g <= p ? "ok" : "MISS")}'
 awk -v g="$gbm" -v p="$obm" 'BEGIN {printf "| %-34s | %7.0f MB/s | %7.0f MB/s | %7.2fx | %-18s |\n", "1 MiB bandwidth, shm vs Open MPI", g, p, g / p, ">= 1.00x " (g >= p ? "ok" : "MISS")}'
 awk -v g="$tlm" -v p="$flm" 'BEGIN {printf "| %-34s | %9.2f us | %9.2f us | %7.2fx | %-18s |\n", "8 B half RTT, tcp vs raw TCP RTT/2", g, p, g / p, "<= 1.20x " (g <= 1.2 * p ? "ok" : "MISS")}'
+if ((mpich)); then
+	hlm=$(m "${hl[@]}") hbm=$(m "${hb[@]}")
+	awk -v g="$glm" -v p="$hlm" 'BEGIN {printf "| %-34s | %9.2f us | %9.2f us | %7.2fx | %-18s |\n", "8 B half RTT, shm vs MPICH", g, p, g / p, "<= 1.00x " (g <= p ? "ok" : "MISS")}'
+	awk -v g="$gbm" -v p="$hbm" 'BEGIN {printf "| %-34s | %7.0f MB/s | %7.0f MB/s | %7.2fx | %-18s |\n", "1 MiB bandwidth, shm vs MPICH", g, p, g / p, ">= 1.00x " (g >= p ? "ok" : "MISS")}'
+fi

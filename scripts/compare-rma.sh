@@ -23,7 +23,7 @@ tests=${TESTS:-all}
 max_size=${MAX_SIZE:-1M}
 iters=${ITERS:-10000}
 busy=${BUSY:-200ms}
-for tool in mpirun mpicc; do
+for tool in mpirun.openmpi mpicc.openmpi; do
 	command -v "$tool" >/dev/null || { echo "compare-rma: $tool missing: apt-get install openmpi-bin libopenmpi-dev" >&2; exit 2; }
 done
 read -r load1 _ < /proc/loadavg
@@ -32,7 +32,7 @@ if awk -v l="$load1" -v n="$(nproc)" 'BEGIN {exit !(l >= n / 2)}'; then
 fi
 mkdir -p bin
 CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/rmabench
-mpicc -O2 -Wall -o bin/rmabench_mpi bench/mpi/rmabench.c
+mpicc.openmpi -O2 -Wall -o bin/rmabench_mpi bench/mpi/rmabench.c
 mpich=0
 if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
 	mpicc.mpich -O2 -Wall -o bin/rmabench_mpich bench/mpi/rmabench.c && mpich=1
@@ -43,7 +43,7 @@ fi
 args=(--max-size "$max_size" --iters "$iters" --busy "$busy")
 # rmabench_mpi takes sizes with K/M suffixes and durations in ms, like rmabench.
 gorma() { bin/golaunch -n 2 --timeout 10m --tag-output=false bin/rmabench "${args[@]}" --test "$1"; }
-ompi() { mpirun --allow-run-as-root -n 2 "${@:2}" bin/rmabench_mpi "${args[@]}" --test "$1"; }
+ompi() { mpirun.openmpi --allow-run-as-root -n 2 "${@:2}" bin/rmabench_mpi "${args[@]}" --test "$1"; }
 mpich_run() { mpiexec.mpich -n 2 bin/rmabench_mpich "${args[@]}" --test "$1"; }
 # rows: "TOOL CASE BYTES FIGURE" from a run's text output
 # (busy_get adds a row for its max: case busy_get.max)
@@ -70,7 +70,7 @@ for ((i = 1; i <= reps; i++)); do
 	echo "rep $i of $reps done ($(cut -d' ' -f1-3 /proc/loadavg))" >&2
 done
 
-echo "# $(date -u +%FT%TZ) $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r), $(go env GOVERSION), $(mpirun --version | head -1); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%FT%TZ) $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r), $(go env GOVERSION), $(mpirun.openmpi --version | head -1); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# medians of $reps alternating repetitions; latency in us (median of the run's samples), bandwidth in MB/s"
 echo "# ompi-sm: Open MPI with --mca osc sm; ompi: Open MPI's default osc component"
 tools="gorma ompi-sm ompi"

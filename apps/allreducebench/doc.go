@@ -1,0 +1,47 @@
+// Command allreducebench measures Allreduce (float64, Sum) over all the ranks of a job the
+// way the OSU micro-benchmark osu_allreduce does, and Barrier as osu_barrier does.
+//
+//	golaunch -n 2 ./bin/allreducebench                             # 8 B to 64 MiB, then Barrier
+//	golaunch -n 4 ./bin/allreducebench --max-size 1M --json=ar.json
+//	golaunch -n 2 ./bin/allreducebench --algo ring --min-size 1M
+//	golaunch -n 2 -x GORMA_ALLREDUCE=rabenseifner ./bin/allreducebench --test allreduce
+//	golaunch -n 2 ./bin/allreducebench --fresh --min-size 1M         # new buffers per call
+//
+// Method (as osu_allreduce): for each size (powers of two from --min-size to --max-size,
+// 8 B to 64 MiB by default, or the list of --sizes such as 8,1M,24M), every rank times
+// each call on its own clock (time.Now before and after collectives.Allreduce) and a
+// Barrier follows each call, outside the timed region, so that calls do not pipeline; warmup calls (a tenth, at least 3) are not
+// timed. Each rank's mean over the measured calls is reduced over the ranks: the table
+// gives their average (avg_us, OSU's "Avg Latency(us)"), minimum and maximum, and the
+// bandwidths from the average: algorithm bandwidth algbw = bytes / avg_us (GB/s, 10^9
+// bytes per second) and bus bandwidth busbw = algbw * 2(p-1)/p, the fraction of the
+// link or memory bandwidth that a bandwidth-optimal Allreduce moves (the nccl-tests
+// convention). --iters calls per size up to 16 KiB, scaled down in proportion above (at
+// least --min-iters); --size-time caps a size's measured calls by the time the warmup
+// says they would take (the slowest rank's warmup mean decides, so every rank agrees),
+// never below 3. Each size's result is checked against the exact sum after the
+// measured calls (the inputs are small integers, so the float64 sums are exact).
+//
+// Barrier (--test barrier or all) is osu_barrier: --iters Barriers after a tenth of that
+// as warmup, each timed; the same average, minimum and maximum over the ranks.
+//
+// --algo forces an Allreduce algorithm by setting GORMA_ALLREDUCE before the first
+// collective call (collectives reads it then): auto, recdbl, rabenseifner, ring, or any
+// algorithm a later collectives package names (shm, hier); an unknown name makes the
+// first call fail with the collectives' configuration error. Without --algo, a
+// GORMA_ALLREDUCE set in the environment (golaunch -x) applies.
+//
+// --fresh allocates new send and receive buffers for every call (Go's make; the send
+// buffer is filled before the timed region, the receive buffer is left as allocated, so
+// its pages are first touched by the Allreduce), instead of reusing one pair: it shows
+// what reusing memory buys, since a fresh buffer costs page faults and, for messages
+// above the eager limit, a registration-cache miss in the runtime's rendezvous. The
+// collectives' own scratch is reused either way: they expose no switch to allocate it per
+// call (see docs/benchmarks.md).
+//
+// Output: a header (ranks, hosts, transport, algorithm, progress mode), one table per
+// test ("#bytes iterations avg_us min_us max_us algbw_GB/s busbw_GB/s"), at rank 0;
+// --json prints one JSON document instead, --json=FILE writes it to FILE beside the text.
+// bench/mpi/allreducebench.c is the C twin (same flags, method, output and JSON);
+// scripts/compare-allreduce.sh runs both side by side under Open MPI and MPICH.
+package main

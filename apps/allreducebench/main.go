@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// options are the command's flags.
+type options struct {
+	test     string
+	sizes    []int // the vector sizes in bytes, from --sizes or --min-size..--max-size
+	minSize  int
+	maxSize  int
+	iters    int
+	minIters int
+	sizeTime time.Duration
+	algo     string
+	fresh    bool
+	jsonOut  string
+	jsonFlag bool
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := pflag.NewFlagSet("allreducebench", pflag.ContinueOnError)
+	fs.StringVar(&o.test, "test", "all", "allreduce, barrier or all")
+	o.minSize, o.maxSize = 8, 64<<20
+	fs.Var((*sizeValue)(&o.minSize), "min-size", "smallest vector in bytes, a multiple of 8 such as 8, 4K or 1M (powers of two from here)")
+	fs.Var((*sizeValue)(&o.maxSize), "max-size", "largest vector in bytes (default 64M)")
+	sizeList := fs.String("sizes", "", "comma-separated vector sizes in bytes (multiples of 8, such as 8,1M,24M) instead of the powers of two from --min-size to --max-size")
+	fs.IntVar(&o.iters, "iters", 1000, "calls per size up to 16 KiB (scaled down above); Barriers")
+	fs.IntVar(&o.minIters, "min-iters", 20, "fewest calls per size when scaling down")
+	fs.DurationVar(&o.sizeTime, "size-time", 0, "cap each size's measured calls at about this long (0: no cap; never below 3 calls)")
+	fs.StringVar(&o.algo, "algo", "", "force an Allreduce algorithm (sets "+collectives.EnvAllreduce+"): auto, recdbl, rabenseifner, ring, ...")
+	fs.BoolVar(&o.fresh, "fresh", false, "allocate new send and receive buffers for every call instead of reusing one pair")
+	fs.StringVar(&o.jsonOut, "json", "", "print one JSON document instead of text; --json=FILE writes it to FILE as well as the text")
+	fs.Lookup("json").NoOptDefVal = "-"
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.jsonFlag = o.jsonOut == "-"
+	switch {
+	case o.test != "all" && o.test != "allreduce" && o.test != "barrier":
+		return o, fmt.Errorf("--test %q: want allreduce, barrier or all", o.test)
+	case o.minSize < 8 || o.minSize%8 != 0 || o.maxSize < o.minSize:
+		return o, fmt.Errorf("--min-size %d and --max-size %d: want 8 <= min <= max, min a multiple of 8", o.minSize, o.maxSize)
+	case o.iters < 1 || o.minIters < 1:
+		return o, errors.New("--iters and --min-iters must be at least 1")
+	case o.sizeTime < 0:
+		return o, errors.New("--size-time must not be negative")
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *sizeList == "" {
+		for s := o.minSize; s <= o.maxSize; s *= 2 {
+			o.sizes = append(o.sizes, s)
+		}
+		return o, nil
+	}
+	for _, f := range strings.Split(*sizeList, ",") {
+		var v sizeValue
+		if err := v.Set(strings.TrimSpace(f)); err != nil || v < 8 || v%8 != 0 {
+			return o, fmt.Errorf("--sizes: %q: want a multiple of 8 bytes such as 8, 4K or 24M", f)
+		}
+		o.sizes = append(o.sizes, int(v))
+	}
+	o.maxSize = slices.Max(o.sizes)
+	return o, nil
+}
+
+// sizeValue is a byte count flag accepting the suffixes K, M and G (powers of 1024).
+type sizeValue int
+
+func (v *sizeValue) String() string { return strconv.Itoa(int(*v)) }
+func (v *sizeValue) Type() string   { return "size" }
+
+func (v *sizeValue) Set(s string) error {
+	mult := 1
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'K', 'k':
+			mult = 1 << 10
+		case 'M', 'm':
+			mult = 1 << 20
+		case 'G', 'g':
+			mult = 1 << 30
+		}
+		if mult > 1 {
+			s = s[:n-1]
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > (1<<31)/mult {
+		return fmt.Errorf("want a byte count such as 8, 4K or 1M")
+	}
+	*v = sizeValue(n * mult)
+	return nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, pflag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "allreducebench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "allreducebench:", err)
+		os.Exit(1)
+	}
+}
+
+// report is the JSON document; bench/mpi/allreducebench.c writes the same shape.
+type report struct {
+	Benchmark string   `json:"benchmark"`
+	System    string   `json:"system"`
+	Ranks     int      `json:"ranks"`
+	Hosts     []string `json:"hosts"`
+	Transport string   `json:"transport"`
+	Algorithm string   `json:"algorithm"`
+	Progress  string   `json:"progress"`
+	Fresh     bool     `json:"fresh"`
+	Allreduce []row    `json:"allreduce,omitempty"`
+	Barrier   []row    `json:"barrier,omitempty"`
+}
+
+// row is one size's figures: latency in microseconds over the ranks, bandwidth in GB/s.
+type row struct {
+	Bytes      int     `json:"bytes"`
+	Iterations int     `json:"iterations"`
+	AvgUS      float64 `json:"avg_us"`
+	MinUS      float64 `json:"min_us"`
+	MaxUS      float64 `json:"max_us"`
+	AlgBW      float64 `json:"algbw_GBps,omitempty"`
+	BusBW      float64 `json:"busbw_GBps,omitempty"`
+}
+
+func run(ctx context.Context, o options) error {
+	if o.algo != "" {
+		// collectives reads the variable at a World's first collective call.
+		if err := os.Setenv(collectives.EnvAllreduce, o.algo); err != nil {
+			return err
+		}
+	}
+	w, err := runtime.Init(ctx)
+	if err != nil {
+		return err
+	}
+	text := io.Writer(os.Stdout)
+	if w.Rank() != 0 || o.jsonFlag {
+		text = io.Discard
+	}
+	rep, err := measure(ctx, w, o, text)
+	if err != nil {
+		w.Abort(1, err.Error())
+		return err
+	}
+	if w.Rank() == 0 && o.jsonOut != "" {
+		if err := writeJSON(rep, o.jsonOut); err != nil {
+			return err
+		}
+	}
+	fctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return w.Finalize(fctx)
+}
+
+// newReport describes the job.
+func newReport(w *runtime.World, o options) report {
+	rep := report{Benchmark: "allreducebench", System: "gorma", Ranks: w.Size(),
+		Algorithm: os.Getenv(collectives.EnvAllreduce), Progress: os.Getenv(runtime.EnvProgress), Fresh: o.fresh}
+	hosts := map[string]bool{}
+	for r := range w.Size() {
+		if h := w.HostOf(r); !hosts[h] {
+			hosts[h] = true
+			rep.Hosts = append(rep.Hosts, h)
+		}
+	}
+	rep.Transport = "self"
+	if w.Size() > 1 {
+		rep.Transport = w.Transport((w.Rank() + 1) % w.Size())
+	}
+	if rep.Algorithm == "" {
+		rep.Algorithm = "auto"
+	}
+	if rep.Progress == "" {
+		rep.Progress = "hybrid"
+	}
+	return rep
+}
+
+func writeJSON(rep report, dest string) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if dest == "-" {
+		_, err = os.Stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(dest, b, 0o644)
+}

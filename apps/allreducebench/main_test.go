@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+)
+
+func TestParseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{nil, true},
+		{[]string{"--test", "allreduce", "--min-size", "1K", "--max-size", "4M", "--fresh"}, true},
+		{[]string{"--test", "barrier", "--iters", "10", "--size-time", "500ms"}, true},
+		{[]string{"--algo", "ring", "--json=x.json"}, true},
+		{[]string{"--test", "bcast"}, false},
+		{[]string{"--min-size", "4"}, false},
+		{[]string{"--min-size", "12"}, false},
+		{[]string{"--min-size", "8K", "--max-size", "4K"}, false},
+		{[]string{"--iters", "0"}, false},
+		{[]string{"--size-time", "-1s"}, false},
+		{[]string{"--sizes", "8,1M,24M"}, true},
+		{[]string{"--sizes", "8,12"}, false},
+		{[]string{"--sizes", "8,,16"}, false},
+		{[]string{"extra"}, false},
+	} {
+		if _, err := parseFlags(tc.args); (err == nil) != tc.ok {
+			t.Errorf("parseFlags(%q) = %v, want ok %v", tc.args, err, tc.ok)
+		}
+	}
+}
+
+func TestSizes(t *testing.T) {
+	o, err := parseFlags([]string{"--min-size", "8", "--max-size", "64"})
+	if err != nil || !slices.Equal(o.sizes, []int{8, 16, 32, 64}) {
+		t.Errorf("powers of two: %v, %v", o.sizes, err)
+	}
+	o, err = parseFlags([]string{"--sizes", "16M,24M,8"})
+	if err != nil || !slices.Equal(o.sizes, []int{16 << 20, 24 << 20, 8}) || o.maxSize != 24<<20 {
+		t.Errorf("--sizes: %v (max %d), %v", o.sizes, o.maxSize, err)
+	}
+}
+
+func TestScaled(t *testing.T) {
+	for _, tc := range []struct{ base, minIters, size, want int }{
+		{1000, 20, 8, 1000}, {1000, 20, 16 << 10, 1000}, {1000, 20, 32 << 10, 500},
+		{1000, 20, 64 << 20, 20}, {10, 20, 1 << 20, 10},
+	} {
+		if got := scaled(tc.base, tc.minIters, tc.size); got != tc.want {
+			t.Errorf("scaled(%d, %d, %d) = %d, want %d", tc.base, tc.minIters, tc.size, got, tc.want)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	const ranks = 3
+	acc := make([]float64, 300)
+	for r := range ranks {
+		v := make([]float64, len(acc))
+		fill(v, r)
+		for i := range acc {
+			acc[i] += v[i]
+		}
+	}
+	if err := check(acc, ranks); err != nil {
+		t.Fatal(err)
+	}
+	acc[7]++
+	if err := check(acc, ranks); err == nil {
+		t.Fatal("check accepted a wrong sum")
+	}
+}
+
+// TestRun measures a few sizes over 3 ranks in one process, reused and fresh buffers,
+// and checks the rows rank 0 reports.
+func TestRun(t *testing.T) {
+	for _, fresh := range []string{"--fresh=false", "--fresh=true"} {
+		o, err := parseFlags([]string{fresh, "--min-size", "8", "--max-size", "64K", "--iters", "20", "--min-iters", "3", "--size-time", "1s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		runtimetest.Run(t, 3, runtimetest.Options{}, func(w *runtime.World) error {
+			text := &bytes.Buffer{}
+			if w.Rank() == 0 {
+				text = &out
+			}
+			rep, err := measure(context.Background(), w, o, text)
+			if err != nil {
+				return err
+			}
+			if w.Rank() == 0 {
+				if rep.Ranks != 3 || len(rep.Allreduce) != 14 || len(rep.Barrier) != 1 {
+					t.Errorf("%s: report of %d ranks with %d allreduce and %d barrier rows; want 3, 14, 1", fresh, rep.Ranks, len(rep.Allreduce), len(rep.Barrier))
+				}
+				for _, r := range append(rep.Allreduce, rep.Barrier...) {
+					if r.AvgUS <= 0 || r.MinUS > r.AvgUS || r.AvgUS > r.MaxUS {
+						t.Errorf("%s: row %+v: want 0 < min <= avg <= max", fresh, r)
+					}
+				}
+				if r := rep.Allreduce[len(rep.Allreduce)-1]; r.BusBW <= 0 || r.BusBW < r.AlgBW {
+					t.Errorf("%s: row %+v: want busbw = algbw * 4/3 > 0", fresh, r)
+				}
+			}
+			return nil
+		})
+		if s := out.String(); !strings.Contains(s, "# allreduce") || !strings.Contains(s, "\n65536 ") || !strings.Contains(s, "# barrier") {
+			t.Errorf("%s: rank 0 output lacks a table or the 64 KiB row:\n%s", fresh, s)
+		}
+	}
+}

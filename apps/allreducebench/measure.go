@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// measure runs the selected tests and returns the report: complete at rank 0, which also
+// prints the tables to text.
+func measure(ctx context.Context, w *runtime.World, o options, text io.Writer) (report, error) {
+	rep := newReport(w, o)
+	fmt.Fprintf(text, "# gorma allreducebench (OSU method): %d ranks on %d host(s), transport %s, algorithm %s, progress %s, fresh buffers %v\n",
+		rep.Ranks, len(rep.Hosts), rep.Transport, rep.Algorithm, rep.Progress, rep.Fresh)
+	fmt.Fprintf(text, "# latency: each rank's mean per call in microseconds, averaged (min, max) over the ranks; GB/s = 10^9 bytes/s\n")
+	if o.test != "barrier" {
+		fmt.Fprintf(text, "\n# allreduce: float64 sum\n%s\n", header)
+		b := newBuffers(w, o)
+		for _, size := range o.sizes {
+			r, err := allreduceSize(ctx, w, o, b, size)
+			if err != nil {
+				return rep, fmt.Errorf("allreduce at %d bytes: %w", size, err)
+			}
+			rep.Allreduce = append(rep.Allreduce, r)
+			fmt.Fprintln(text, formatRow(r))
+		}
+	}
+	if o.test != "allreduce" {
+		fmt.Fprintf(text, "\n# barrier\n%s\n", header)
+		r, err := barrier(ctx, w, o)
+		if err != nil {
+			return rep, fmt.Errorf("barrier: %w", err)
+		}
+		rep.Barrier = append(rep.Barrier, r)
+		fmt.Fprintln(text, formatRow(r))
+	}
+	return rep, nil
+}
+
+var header = fmt.Sprintf("%-12s %10s %12s %12s %12s %12s %12s", "#bytes", "iterations", "avg_us", "min_us", "max_us", "algbw_GB/s", "busbw_GB/s")
+
+func formatRow(r row) string {
+	return fmt.Sprintf("%-12d %10d %12.3f %12.3f %12.3f %12.3f %12.3f", r.Bytes, r.Iterations, r.AvgUS, r.MinUS, r.MaxUS, r.AlgBW, r.BusBW)
+}
+
+// buffers are the reused send and receive vectors, with the value every element of a
+// result must have.
+type buffers struct {
+	send, recv []float64
+	rank, size int
+}
+
+func newBuffers(w *runtime.World, o options) *buffers {
+	b := &buffers{rank: w.Rank(), size: w.Size()}
+	if !o.fresh {
+		b.send, b.recv = make([]float64, o.maxSize/8), make([]float64, o.maxSize/8)
+		fill(b.send, b.rank)
+		fill(b.recv, b.rank+100)
+	}
+	return b
+}
+
+// fill writes rank r's input: small non-zero integers, so that sums are exact.
+func fill(v []float64, r int) {
+	for i := range v {
+		v[i] = float64(i%251 + r + 1)
+	}
+}
+
+// check verifies a result of size ranks' inputs.
+func check(v []float64, size int) error {
+	for i, x := range v {
+		want := float64(size*(i%251+1) + size*(size-1)/2)
+		if x != want {
+			return fmt.Errorf("element %d is %v, want %v", i, x, want)
+		}
+	}
+	return nil
+}
+
+// scaled is the number of calls for size: base up to 16 KiB, in proportion above.
+func scaled(base, minIters, size int) int {
+	if size <= 16<<10 {
+		return base
+	}
+	return max(base*(16<<10)/size, min(minIters, base))
+}
+
+// allreduceSize measures one size.
+func allreduceSize(ctx context.Context, w *runtime.World, o options, b *buffers, size int) (row, error) {
+	n := size / 8
+	iters := scaled(o.iters, o.minIters, size)
+	warmup := max(iters/10, 3)
+	send, recv := b.send[:min(n, len(b.send))], b.recv[:min(n, len(b.recv))]
+	sum := collectives.Sum[float64]()
+	call := func() (time.Duration, error) {
+		if o.fresh {
+			send, recv = make([]float64, n), make([]float64, n)
+			fill(send, b.rank)
+		}
+		t0 := time.Now()
+		err := collectives.Allreduce(ctx, w, send, recv, sum)
+		d := time.Since(t0)
+		if err == nil {
+			err = collectives.Barrier(ctx, w)
+		}
+		return d, err
+	}
+	var warm time.Duration
+	for range warmup {
+		d, err := call()
+		if err != nil {
+			return row{}, err
+		}
+		warm += d
+	}
+	iters, err := capIters(ctx, w, o, iters, warm, warmup)
+	if err != nil {
+		return row{}, err
+	}
+	var total time.Duration
+	for range iters {
+		d, err := call()
+		if err != nil {
+			return row{}, err
+		}
+		total += d
+	}
+	if err := check(recv, b.size); err != nil {
+		return row{}, fmt.Errorf("wrong result: %w", err)
+	}
+	r, err := reduceRow(ctx, w, total, iters)
+	r.Bytes = size
+	if r.AvgUS > 0 {
+		r.AlgBW = float64(size) / r.AvgUS / 1e3
+		r.BusBW = r.AlgBW * 2 * float64(b.size-1) / float64(b.size)
+	}
+	return r, err
+}
+
+// capIters applies --size-time: the slowest rank's warmup mean per call decides, so that
+// every rank runs the same number of calls.
+func capIters(ctx context.Context, w *runtime.World, o options, iters int, warm time.Duration, warmup int) (int, error) {
+	if o.sizeTime <= 0 {
+		return iters, nil
+	}
+	per := []float64{warm.Seconds() / float64(warmup)}
+	if err := collectives.Allreduce(ctx, w, nil, per, collectives.Max[float64]()); err != nil {
+		return 0, err
+	}
+	if per[0] > 0 {
+		iters = min(iters, max(int(o.sizeTime.Seconds()/per[0]), 3))
+	}
+	return iters, nil
+}
+
+// reduceRow turns this rank's total over iters calls into the row of figures over the
+// ranks (complete at every rank).
+func reduceRow(ctx context.Context, w *runtime.World, total time.Duration, iters int) (row, error) {
+	us := float64(total.Nanoseconds()) / 1e3 / float64(iters)
+	sum, lo, hi := []float64{us}, []float64{us}, []float64{us}
+	if err := collectives.Allreduce(ctx, w, nil, sum, collectives.Sum[float64]()); err != nil {
+		return row{}, err
+	}
+	if err := collectives.Allreduce(ctx, w, nil, lo, collectives.Min[float64]()); err != nil {
+		return row{}, err
+	}
+	if err := collectives.Allreduce(ctx, w, nil, hi, collectives.Max[float64]()); err != nil {
+		return row{}, err
+	}
+	return row{Iterations: iters, AvgUS: sum[0] / float64(w.Size()), MinUS: lo[0], MaxUS: hi[0]}, nil
+}
+
+// barrier measures Barrier as osu_barrier does.
+func barrier(ctx context.Context, w *runtime.World, o options) (row, error) {
+	warmup := max(o.iters/10, 3)
+	timed := func(n int) (time.Duration, error) {
+		var total time.Duration
+		for range n {
+			t0 := time.Now()
+			if err := collectives.Barrier(ctx, w); err != nil {
+				return 0, err
+			}
+			total += time.Since(t0)
+		}
+		return total, nil
+	}
+	warm, err := timed(warmup)
+	if err != nil {
+		return row{}, err
+	}
+	iters, err := capIters(ctx, w, o, o.iters, warm, warmup)
+	if err != nil {
+		return row{}, err
+	}
+	total, err := timed(iters)
+	if err != nil {
+		return row{}, err
+	}
+	return reduceRow(ctx, w, total, iters)
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "chart:", err)
+		os.Exit(2)
+	}
+}
+
+// options are the flags of both subcommands.
+type options struct {
+	series         []string
+	out, title     string
+	xlabel, ylabel string
+	logy           bool
+	sizes          []string
+	digits         int
+}
+
+func run(args []string, stdout io.Writer) error {
+	if len(args) == 0 || (args[0] != "svg" && args[0] != "table") {
+		return errors.New("usage: chart svg|table --series NAME=GLOB[@TABLE]:FIELD ... (chart svg --help)")
+	}
+	cmd := args[0]
+	var o options
+	fs := pflag.NewFlagSet("chart "+cmd, pflag.ContinueOnError)
+	fs.StringArrayVar(&o.series, "series", nil, "NAME=GLOB[@TABLE]:FIELD, repeated: one line or column each")
+	fs.StringVar(&o.out, "out", "", "svg: the SVG file to write (.png: a PNG preview)")
+	fs.StringVar(&o.title, "title", "", "svg: chart title")
+	fs.StringVar(&o.xlabel, "xlabel", "message size (bytes)", "svg: x axis label")
+	fs.StringVar(&o.ylabel, "ylabel", "", "svg: y axis label")
+	fs.BoolVar(&o.logy, "logy", false, "svg: logarithmic y axis")
+	fs.StringSliceVar(&o.sizes, "sizes", nil, "table: the sizes to list (such as 8,1M,24M; default all)")
+	fs.IntVar(&o.digits, "digits", 3, "table: significant digits")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if len(o.series) == 0 {
+		return errors.New("at least one --series is needed")
+	}
+	var ss []series
+	for _, spec := range o.series {
+		s, err := parseSeries(spec)
+		if err != nil {
+			return err
+		}
+		ss = append(ss, s)
+	}
+	if cmd == "table" {
+		sizes, err := parseSizes(o.sizes)
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(stdout, markdown(ss, sizes, o.digits))
+		return err
+	}
+	if !strings.HasSuffix(o.out, ".svg") && !strings.HasSuffix(o.out, ".png") {
+		return errors.New("svg: --out FILE.svg is needed (FILE.png for a preview)")
+	}
+	return drawSVG(ss, o)
+}

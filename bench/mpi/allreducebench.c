@@ -1,0 +1,277 @@
+/* C twin of apps/allreducebench: OSU osu_allreduce and osu_barrier method, with the same
+ * flags, sizes, iteration counts, output format and JSON document, so one script runs
+ * both side by side (scripts/compare-allreduce.sh).
+ *   allreducebench_mpi [--test allreduce|barrier|all] [--min-size N] [--max-size N]
+ *       [--sizes LIST] [--iters N] [--min-iters N] [--size-time DUR] [--fresh] [--json[=FILE]]
+ * Sizes take the suffixes K, M, G (8 B to 64 MiB by default, powers of two; --sizes
+ * 8,1M,24M lists them instead); --size-time
+ * takes ms or s (0: no cap). MPI_Allreduce of MPI_DOUBLE with MPI_SUM; each call timed
+ * with MPI_Wtime on every rank, an MPI_Barrier after each call outside the timed region;
+ * warmup a tenth of the calls (at least 3); --iters calls up to 16 KiB, scaled down in
+ * proportion above (at least --min-iters), capped by --size-time from the slowest rank's
+ * warmup mean (never below 3). Each rank's mean per call is reduced over the ranks:
+ * average, minimum and maximum in microseconds; algbw = bytes / avg (GB/s), busbw =
+ * algbw * 2(p-1)/p. --fresh mallocs new send and receive buffers for every call (send
+ * filled before the timed region, receive left as allocated) and frees them after.
+ * --algo is accepted for symmetry with the Go program, "auto" only: the MPIs' own knobs
+ * (OMPI_MCA_coll_tuned_allreduce_algorithm, MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM) force
+ * theirs. See apps/allreducebench/doc.go for the method. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct row {
+	long bytes;
+	int iters;
+	double avg, min, max, algbw, busbw;
+};
+
+static int rank, nranks, fresh;
+static long min_size = 8, max_size = 64L << 20;
+static int iters = 1000, min_iters = 20;
+static double size_time;
+static long sizes[64];
+static int nsizes;
+
+static int imax(int a, int b) { return a > b ? a : b; }
+static int imin(int a, int b) { return a < b ? a : b; }
+
+static int scaled(int base, long size) {
+	if (size <= 16 << 10) return base;
+	return imax((int)((long)base * (16 << 10) / size), imin(min_iters, base));
+}
+
+static long parse_size(const char *s) {
+	char *end;
+	long n = strtol(s, &end, 10), mult = 1;
+	if (*end == 'K' || *end == 'k') mult = 1L << 10;
+	else if (*end == 'M' || *end == 'm') mult = 1L << 20;
+	else if (*end == 'G' || *end == 'g') mult = 1L << 30;
+	else if (*end) return -1;
+	if (mult > 1 && end[1]) return -1;
+	return end == s ? -1 : n * mult;
+}
+
+static double parse_secs(const char *s) { /* 200ms, 1.5s, 0 */
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s) return -1;
+	if (!strcmp(end, "ms")) return v / 1e3;
+	if (!strcmp(end, "s") || !*end) return v;
+	return -1;
+}
+
+static void fill(double *v, long n, int r) {
+	for (long i = 0; i < n; i++) v[i] = (double)(i % 251 + r + 1);
+}
+
+static int check(const double *v, long n) {
+	for (long i = 0; i < n; i++)
+		if (v[i] != (double)(nranks * (i % 251 + 1) + nranks * (nranks - 1) / 2)) return 0;
+	return 1;
+}
+
+/* the slowest rank's warmup mean decides, so every rank runs the same number of calls */
+static int cap_iters(int it, double warm, int warmup) {
+	if (size_time <= 0) return it;
+	double per = warm / warmup;
+	MPI_Allreduce(MPI_IN_PLACE, &per, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	if (per > 0 && size_time / per < it) it = imax((int)(size_time / per), 3);
+	return it;
+}
+
+static struct row reduce_row(double total, int it) {
+	struct row r = {0};
+	double us = total * 1e6 / it, sum;
+	MPI_Allreduce(&us, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+	MPI_Allreduce(&us, &r.min, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+	MPI_Allreduce(&us, &r.max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	r.avg = sum / nranks;
+	r.iters = it;
+	return r;
+}
+
+/* one call: returns its time; *sp and *rp are the buffers (replaced when fresh) */
+static double one_call(double **sp, double **rp, long n) {
+	if (fresh) {
+		free(*sp);
+		free(*rp);
+		*sp = malloc(n * sizeof(double));
+		*rp = malloc(n * sizeof(double));
+		if (!*sp || !*rp) MPI_Abort(MPI_COMM_WORLD, 1);
+		fill(*sp, n, rank);
+	}
+	double t0 = MPI_Wtime();
+	MPI_Allreduce(*sp, *rp, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+	double d = MPI_Wtime() - t0;
+	MPI_Barrier(MPI_COMM_WORLD);
+	return d;
+}
+
+static struct row allreduce_size(double **sp, double **rp, long size) {
+	long n = size / 8;
+	int it = scaled(iters, size), warmup = imax(it / 10, 3);
+	double warm = 0, total = 0;
+	for (int i = 0; i < warmup; i++) warm += one_call(sp, rp, n);
+	it = cap_iters(it, warm, warmup);
+	for (int i = 0; i < it; i++) total += one_call(sp, rp, n);
+	if (!check(*rp, n)) {
+		fprintf(stderr, "allreducebench_mpi: rank %d: wrong result at %ld bytes\n", rank, size);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	struct row r = reduce_row(total, it);
+	r.bytes = size;
+	if (r.avg > 0) {
+		r.algbw = size / r.avg / 1e3;
+		r.busbw = r.algbw * 2 * (nranks - 1) / nranks;
+	}
+	return r;
+}
+
+static double barriers(int n) {
+	double total = 0;
+	for (int i = 0; i < n; i++) {
+		double t0 = MPI_Wtime();
+		MPI_Barrier(MPI_COMM_WORLD);
+		total += MPI_Wtime() - t0;
+	}
+	return total;
+}
+
+static void print_row(FILE *f, const struct row *r) {
+	fprintf(f, "%-12ld %10d %12.3f %12.3f %12.3f %12.3f %12.3f\n", r->bytes, r->iters, r->avg, r->min, r->max, r->algbw, r->busbw);
+}
+
+static void json_rows(FILE *f, const char *name, const struct row *rows, int n) {
+	fprintf(f, ",\n  \"%s\": [", name);
+	for (int i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		fprintf(f, "%s\n    {\n      \"bytes\": %ld,\n      \"iterations\": %d,\n      \"avg_us\": %.6g,\n      \"min_us\": %.6g,\n      \"max_us\": %.6g",
+			i ? "," : "", r->bytes, r->iters, r->avg, r->min, r->max);
+		if (r->algbw > 0) fprintf(f, ",\n      \"algbw_GBps\": %.6g,\n      \"busbw_GBps\": %.6g", r->algbw, r->busbw);
+		fprintf(f, "\n    }");
+	}
+	fprintf(f, "\n  ]");
+}
+
+static int usage(const char *msg, const char *arg) {
+	if (rank == 0) fprintf(stderr, "allreducebench_mpi: %s%s\n", msg, arg ? arg : "");
+	MPI_Finalize();
+	return 2;
+}
+
+int main(int argc, char **argv) {
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	const char *test = "all", *json = NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--fresh") || !strcmp(a, "--fresh=true")) fresh = 1;
+		else if (!strcmp(a, "--fresh=false")) fresh = 0;
+		else if (!strcmp(a, "--json")) json = "-";
+		else if (!strncmp(a, "--json=", 7)) json = a + 7;
+		else if (!v) return usage("missing value for ", a);
+		else {
+			i++;
+			if (!strcmp(a, "--test")) test = v;
+			else if (!strcmp(a, "--min-size")) min_size = parse_size(v);
+			else if (!strcmp(a, "--max-size")) max_size = parse_size(v);
+			else if (!strcmp(a, "--sizes")) {
+				char *list = strdup(v);
+				for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+					long n = parse_size(t);
+					if (n < 8 || n % 8 || nsizes == 64) return usage("--sizes: want multiples of 8 bytes such as 8,1M,24M, not ", v);
+					sizes[nsizes++] = n;
+				}
+				free(list);
+				if (!nsizes) return usage("--sizes: empty list", NULL);
+			} else if (!strcmp(a, "--iters")) iters = atoi(v);
+			else if (!strcmp(a, "--min-iters")) min_iters = atoi(v);
+			else if (!strcmp(a, "--size-time")) size_time = parse_secs(v);
+			else if (!strcmp(a, "--algo")) {
+				if (strcmp(v, "auto")) return usage("--algo: only auto here; force the MPI's algorithm with its own variables, not ", v);
+			} else return usage("unknown flag ", a);
+		}
+	}
+	int do_ar = strcmp(test, "barrier") != 0, do_bar = strcmp(test, "allreduce") != 0;
+	if (strcmp(test, "all") && strcmp(test, "allreduce") && strcmp(test, "barrier")) return usage("--test: want allreduce, barrier or all, not ", test);
+	if (min_size < 8 || min_size % 8 || max_size < min_size || max_size > (1L << 31)) return usage("want 8 <= min-size <= max-size, min-size a multiple of 8", NULL);
+	if (nsizes) {
+		max_size = 0;
+		for (int i = 0; i < nsizes; i++) max_size = sizes[i] > max_size ? sizes[i] : max_size;
+	} else
+		for (long size = min_size; size <= max_size && nsizes < 64; size *= 2) sizes[nsizes++] = size;
+	if (iters < 1 || min_iters < 1 || size_time < 0) return usage("--iters and --min-iters must be at least 1, --size-time a duration such as 200ms", NULL);
+
+	char lib[MPI_MAX_LIBRARY_VERSION_STRING], host[MPI_MAX_PROCESSOR_NAME] = {0};
+	int len;
+	MPI_Get_library_version(lib, &len);
+	const char *system = strstr(lib, "Open MPI") ? "Open MPI" : strstr(lib, "MPICH") ? "MPICH" : "MPI";
+	MPI_Get_processor_name(host, &len);
+	char *hosts = calloc((size_t)nranks, MPI_MAX_PROCESSOR_NAME);
+	MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+	int nhosts = 0;
+	for (int r = 0; r < nranks; r++) {
+		int seen = 0;
+		for (int q = 0; q < r; q++) seen |= !strcmp(hosts + (size_t)q * MPI_MAX_PROCESSOR_NAME, hosts + (size_t)r * MPI_MAX_PROCESSOR_NAME);
+		nhosts += !seen;
+	}
+
+	FILE *text = rank == 0 && !(json && !strcmp(json, "-")) ? stdout : NULL;
+	if (text) {
+		fprintf(text, "# %s allreducebench (OSU method): %d ranks on %d host(s), transport mpi, algorithm auto, progress mpi, fresh buffers %s\n",
+			system, nranks, nhosts, fresh ? "true" : "false");
+		fprintf(text, "# latency: each rank's mean per call in microseconds, averaged (min, max) over the ranks; GB/s = 10^9 bytes/s\n");
+	}
+	const char *hdr = "#bytes       iterations       avg_us       min_us       max_us   algbw_GB/s   busbw_GB/s";
+	struct row ar[64], bar;
+	int nar = 0;
+	if (do_ar) {
+		if (text) fprintf(text, "\n# allreduce: float64 sum\n%s\n", hdr);
+		double *s = NULL, *r = NULL;
+		if (!fresh) {
+			s = malloc(max_size);
+			r = malloc(max_size);
+			if (!s || !r) MPI_Abort(MPI_COMM_WORLD, 1);
+			fill(s, max_size / 8, rank);
+			fill(r, max_size / 8, rank + 100);
+		}
+		for (int k = 0; k < nsizes; k++) {
+			ar[nar] = allreduce_size(&s, &r, sizes[k]);
+			if (text) print_row(text, &ar[nar]), fflush(text);
+			nar++;
+		}
+		free(s);
+		free(r);
+	}
+	if (do_bar) {
+		if (text) fprintf(text, "\n# barrier\n%s\n", hdr);
+		int warmup = imax(iters / 10, 3);
+		int it = cap_iters(iters, barriers(warmup), warmup);
+		bar = reduce_row(barriers(it), it);
+		if (text) print_row(text, &bar);
+	}
+	if (rank == 0 && json) {
+		FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
+		if (!f) {
+			perror(json);
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+		fprintf(f, "{\n  \"benchmark\": \"allreducebench\",\n  \"system\": \"%s\",\n  \"ranks\": %d,\n  \"hosts\": [", system, nranks);
+		for (int r = 0, first = 1; r < nranks; r++) {
+			int seen = 0;
+			for (int q = 0; q < r; q++) seen |= !strcmp(hosts + (size_t)q * MPI_MAX_PROCESSOR_NAME, hosts + (size_t)r * MPI_MAX_PROCESSOR_NAME);
+			if (!seen) fprintf(f, "%s\"%s\"", first ? "" : ", ", hosts + (size_t)r * MPI_MAX_PROCESSOR_NAME), first = 0;
+		}
+		fprintf(f, "],\n  \"transport\": \"mpi\",\n  \"algorithm\": \"auto\",\n  \"progress\": \"mpi\",\n  \"fresh\": %s", fresh ? "true" : "false");
+		if (nar) json_rows(f, "allreduce", ar, nar);
+		if (do_bar) json_rows(f, "barrier", &bar, 1);
+		fprintf(f, "\n}\n");
+		if (f != stdout) fclose(f);
+	}
+	free(hosts);
+	MPI_Finalize();
+	return 0;
+}

@@ -33,20 +33,35 @@ func allreduce[T runtime.Elem](c call, send, recv []T, op Op[T]) error {
 	case c.s.cfgErr != nil:
 		return c.s.cfgErr
 	}
-	if send != nil {
-		copy(recv, send)
+	src := send
+	if src == nil {
+		src = recv
 	}
 	if c.s.size == 1 || len(recv) == 0 {
+		copy(recv, src)
 		return nil
 	}
-	a := selectAllreduce(c.s.force, len(recv)*elemSize[T](), len(recv), c.s.size, op.commutative)
+	loc := localOf(c.s).loc
+	a := selectAllreduce(c.s.force, len(recv)*elemSize[T](), len(recv), c.s.size, op.commutative, loc)
+	switch a {
+	case algoSHM:
+		return allreduceWorldSHM(c, src, recv, op)
+	case algoHier:
+		return allreduceHier(c, src, recv, op)
+	}
+	copy(recv, src)
+	return allreduceP2P(c, a, recv, op)
+}
+
+// allreduceP2P runs the point-to-point algorithm a on buf, in place.
+func allreduceP2P[T runtime.Elem](c call, a algo, buf []T, op Op[T]) error {
 	switch a {
 	case algoRecdbl:
-		return allreduceRecdbl(c, recv, op)
+		return allreduceRecdbl(c, buf, op)
 	case algoRabenseifner:
-		return allreduceRabenseifner(c, recv, op)
+		return allreduceRabenseifner(c, buf, op)
 	case algoRing:
-		return allreduceRing(c, recv, op)
+		return allreduceRing(c, buf, op)
 	}
 	return fmt.Errorf("allreduce algorithm %v not available", a)
 }

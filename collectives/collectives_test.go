@@ -212,7 +212,7 @@ func TestSelect(t *testing.T) {
 		{algoRecdbl, 1 << 20, 3, true, algoRecdbl},
 	}
 	for _, c := range cases {
-		if got := selectAllreduce(c.force, c.bytes, c.bytes/8, c.p, c.commutative); got != c.want {
+		if got := selectAllreduce(c.force, c.bytes, c.bytes/8, c.p, c.commutative, locality{}); got != c.want {
 			t.Errorf("selectAllreduce(%v, %d B, p=%d, commutative %v) = %v, want %v", c.force, c.bytes, c.p, c.commutative, got, c.want)
 		}
 	}

@@ -26,6 +26,19 @@
 //
 // One file per algorithm, as MPICH's coll directory:
 //
+//   - allreduce_shm.go: ranks on one host, through shared memory (every rank maps every
+//     other's arena scratch, set up at the first call and reused; shm.go). Up to 8 KiB,
+//     one step: each rank copies its vector into its scratch and publishes a sequence
+//     counter; each combines all the vectors, in rank order, into its recv. Longer
+//     vectors go in chunks of up to 256 KiB through two alternating buffers, two steps a
+//     chunk: copy in and publish; rank r reduces block r by loading it from every rank's
+//     scratch (in rank order) and publishes; every rank copies the reduced chunk out.
+//     Flags, not messages: a waiting rank spins briefly (yielding the OS thread too when
+//     the host has more ranks than processors), then sleeps on the publisher's doorbell
+//     (a shared futex) while checking ctx and the publisher's liveness.
+//   - allreduce_hier.go: jobs spanning hosts: the ranks of each host reduce to the host's
+//     lowest rank through shared memory, those leaders run a point-to-point Allreduce
+//     among themselves, and each broadcasts the result on its host through shared memory.
 //   - allreduce_recdbl.go: recursive doubling, log2(p) rounds of the whole vector; the
 //     extra ranks of a non power of two fold into their neighbours first and get the
 //     result back last. Short vectors.
@@ -42,12 +55,18 @@
 //     reducescatter_pairwise.go (any operator, combined in rank order); alltoall.go
 //     (pairwise exchange); barrier.go (the runtime's dissemination barrier).
 //
-// select.go decides Allreduce's algorithm in one function, selectAllreduce: recursive
-// doubling up to 4 KiB per rank (or fewer elements than ranks), then Rabenseifner on a
-// power of two or with a non-commutative operator, ring otherwise. The environment
-// variable GORMA_ALLREDUCE (EnvAllreduce) overrides it: auto (default), recdbl,
-// rabenseifner or ring — except that ring, which combines in ring order, gives way to
-// Rabenseifner for a non-commutative operator. Any other value makes every Allreduce fail
+// select.go decides Allreduce's algorithm in one function, selectAllreduce: shm when
+// every rank is on this host and reached through shm; hier when the job spans hosts and
+// some host holds more than one rank (unless the operator is not commutative and a
+// host's ranks are not consecutive); otherwise recursive doubling up to 4 KiB per rank
+// (or fewer elements than ranks), then Rabenseifner on a power of two or with a
+// non-commutative operator, ring otherwise. Ranks are on one host when the World names
+// the same host for them (World.HostOf) and reach each other through shm
+// (World.Transport). The environment variable GORMA_ALLREDUCE (EnvAllreduce) overrides
+// the choice: auto (default), recdbl, rabenseifner, ring, shm or hier — except that ring,
+// which combines in ring order, and a hier that could not keep rank order give way to
+// Rabenseifner for a non-commutative operator, and that shm on a job that is not on one
+// host makes every Allreduce fail with an error wrapping runtime.ErrConfig. Any other value makes every Allreduce fail
 // with an error wrapping runtime.ErrConfig that names the variable and the choices. The
 // variable is read at a World's first collective call.
 //
@@ -59,8 +78,12 @@
 // tag, so a message left over from a failed call never matches a later one. Scratch
 // buffers and Requests are kept per World and reused: a small Allreduce allocates nothing
 // in steady state, and a large one allocates only when it is the largest so far (the
-// scratch stays allocated at that size). Shared-memory arena scratch comes with the shm
-// algorithm.
+// scratch stays allocated at that size). The shm and hier algorithms use arena scratch
+// instead (about 16 KiB plus two buffers of up to 256 KiB per rank), allocated and mapped
+// by every rank at their first call — a collective step with point-to-point messages —
+// grown the same way when a longer vector first needs bigger buffers, set up again after
+// a failed call, and otherwise reused: they allocate nothing per call. A mismatched
+// count is seen by every rank of the shm algorithm (each publishes its byte count).
 //
 // Every receive checks the length of what arrives. A call whose ranks pass different
 // counts fails with ErrMismatch (a message shorter than expected) or runtime.ErrTruncated

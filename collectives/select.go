@@ -7,7 +7,7 @@ import (
 )
 
 // EnvAllreduce names the environment variable that forces an Allreduce algorithm:
-// auto (the default: selectAllreduce decides), recdbl, rabenseifner or ring.
+// auto (the default: selectAllreduce decides), recdbl, rabenseifner, ring, shm or hier.
 const EnvAllreduce = "GORMA_ALLREDUCE"
 
 // algo identifies an Allreduce algorithm.
@@ -18,10 +18,11 @@ const (
 	algoRecdbl
 	algoRabenseifner
 	algoRing
-	// Next: algoShm and algoHier, for allreduce_shm.go and allreduce_hier.go.
+	algoSHM
+	algoHier
 )
 
-var algoNames = [...]string{"auto", "recdbl", "rabenseifner", "ring"}
+var algoNames = [...]string{"auto", "recdbl", "rabenseifner", "ring", "shm", "hier"}
 
 func (a algo) String() string {
 	if int(a) < len(algoNames) {
@@ -41,8 +42,12 @@ func parseAllreduceEnv(v string) (algo, error) {
 		return algoRabenseifner, nil
 	case "ring":
 		return algoRing, nil
+	case "shm":
+		return algoSHM, nil
+	case "hier":
+		return algoHier, nil
 	}
-	return algoAuto, fmt.Errorf("%w: %s=%q: want auto, recdbl, rabenseifner or ring", runtime.ErrConfig, EnvAllreduce, v)
+	return algoAuto, fmt.Errorf("%w: %s=%q: want auto, recdbl, rabenseifner, ring, shm or hier", runtime.ErrConfig, EnvAllreduce, v)
 }
 
 // Thresholds of the selection, in bytes of one rank's vector.
@@ -59,15 +64,25 @@ const (
 	reduceScatterShortMsg = 64 << 10
 )
 
-// selectAllreduce picks the Allreduce algorithm for a vector of bytes bytes over p ranks,
-// honouring force (GORMA_ALLREDUCE). It is the only place that decides. Ring reduces in
-// ring order, so a non-commutative operator never gets it (Rabenseifner instead, which
-// keeps rank order).
-func selectAllreduce(force algo, bytes, count, p int, commutative bool) algo {
+// selectAllreduce picks the Allreduce algorithm for a vector of bytes bytes over p ranks
+// placed as loc says, honouring force (GORMA_ALLREDUCE). It is the only place that
+// decides. With every rank on this host and mapped: shm. With several hosts of which one
+// at least holds more than one rank: hier, unless the operator is not commutative and
+// some host's ranks are not consecutive (the host partials could not be combined in rank
+// order). Otherwise the point-to-point algorithms by size. Ring reduces in ring order, so
+// a non-commutative operator never gets it (Rabenseifner instead, which keeps rank
+// order); a forced hier that cannot keep rank order gives way the same way. A forced shm
+// is kept even where it cannot run: the call then fails with an error saying why.
+func selectAllreduce(force algo, bytes, count, p int, commutative bool, loc locality) algo {
+	hierOK := commutative || loc.contiguous
 	a := force
 	if a == algoAuto {
 		pof2 := p&(p-1) == 0
 		switch {
+		case loc.oneHost && p > 1:
+			a = algoSHM
+		case loc.hosts > 1 && loc.shared && hierOK:
+			a = algoHier
 		case bytes <= allreduceShortMsg || count < p:
 			a = algoRecdbl
 		case pof2 || !commutative:
@@ -76,7 +91,7 @@ func selectAllreduce(force algo, bytes, count, p int, commutative bool) algo {
 			a = algoRing
 		}
 	}
-	if a == algoRing && !commutative {
+	if (a == algoRing && !commutative) || (a == algoHier && !hierOK) {
 		a = algoRabenseifner
 	}
 	return a

@@ -29,6 +29,17 @@ type state struct {
 
 	reqs    []*runtime.Request // reusable; replaced after a failed call
 	scratch [2][]uint64        // reusable scratch; replaced after a failed call
+
+	ranks []int       // a sub-group's World ranks by member index (nil: the World itself)
+	local *localState // locality and shared-memory scratch (allreduce_hier.go), made on first use
+}
+
+// world returns the World rank of member r (the rank itself unless s is a sub-group).
+func (s *state) world(r int) int {
+	if s.ranks == nil {
+		return r
+	}
+	return s.ranks[r]
 }
 
 // states maps a user's *runtime.World to its *state.
@@ -82,6 +93,9 @@ func (c call) end(err error) error {
 	if err != nil {
 		c.s.reqs = nil
 		c.s.scratch = [2][]uint64{}
+		if c.s.local != nil {
+			c.s.local.fail()
+		}
 		err = fmt.Errorf("collectives: %s: %w", c.name, err)
 	}
 	c.s.busy.Store(false)
@@ -130,7 +144,7 @@ func (c call) checkStatus(st runtime.Status, err error, src, want int) error {
 
 // send sends buf to dst.
 func send[T runtime.Elem](c call, buf []T, dst int) error {
-	if err := runtime.Send(c.ctx, c.s.comm, buf, dst, c.tag); err != nil {
+	if err := runtime.Send(c.ctx, c.s.comm, buf, c.s.world(dst), c.tag); err != nil {
 		return fmt.Errorf("rank %d sending %d elements to rank %d: %w", c.s.rank, len(buf), dst, err)
 	}
 	return nil
@@ -138,7 +152,7 @@ func send[T runtime.Elem](c call, buf []T, dst int) error {
 
 // recv receives exactly len(buf) elements from src into buf.
 func recv[T runtime.Elem](c call, buf []T, src int) error {
-	st, err := runtime.Recv(c.ctx, c.s.comm, buf, src, c.tag)
+	st, err := runtime.Recv(c.ctx, c.s.comm, buf, c.s.world(src), c.tag)
 	return c.checkStatus(st, err, src, len(buf))
 }
 
@@ -147,7 +161,7 @@ func recv[T runtime.Elem](c call, buf []T, src int) error {
 // messages with each other, or a ring of them, cannot deadlock.
 func exchange[T runtime.Elem](c call, sbuf []T, dst int, rbuf []T, src int) error {
 	r := c.req(0)
-	if err := runtime.IrecvWith(r, c.s.comm, rbuf, src, c.tag); err != nil {
+	if err := runtime.IrecvWith(r, c.s.comm, rbuf, c.s.world(src), c.tag); err != nil {
 		return fmt.Errorf("rank %d receiving from rank %d: %w", c.s.rank, src, err)
 	}
 	if err := send(c, sbuf, dst); err != nil {

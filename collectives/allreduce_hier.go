@@ -1,0 +1,142 @@
+package collectives
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// locality is what the selection needs to know about where the ranks are.
+type locality struct {
+	oneHost    bool // every rank on this host, reached through shm (the shm algorithm applies)
+	hosts      int  // number of hosts
+	shared     bool // some host has more than one rank (the hierarchical algorithm pays)
+	contiguous bool // each host's ranks are consecutive (hier keeps rank order)
+}
+
+// localState is what a World's collectives keep about locality: the hosts, and the
+// shared-memory groups and leaders' sub-group the shm and hierarchical algorithms use.
+// Like the rest of state, it is used by one call at a time.
+type localState struct {
+	loc     locality
+	host    []int // World ranks on this rank's host, ascending
+	hostIdx int   // this rank's index in host
+	leaders []int // the lowest rank of every host, ascending
+	lead    int   // this rank's index in leaders, or -1
+
+	world   *shmGroup // every rank (allreduceSHM on a one-host job)
+	onHost  *shmGroup // the ranks of this host (allreduceHier)
+	leaderS *state    // the leaders' sub-group, for the point-to-point step of hier
+}
+
+// localOf returns s's locality state, working it out on first use. Ranks are on the same
+// host when the World names the same host for them; a host can share memory when this
+// rank reaches all of its other ranks through shm (the runtime's choice, the same on
+// every rank of a host).
+func localOf(s *state) *localState {
+	if s.local != nil {
+		return s.local
+	}
+	w := s.comm
+	l := &localState{lead: -1}
+	byHost := map[string][]int{}
+	var order []string
+	for r := range s.size {
+		h := w.HostOf(r)
+		if _, ok := byHost[h]; !ok {
+			order = append(order, h)
+		}
+		byHost[h] = append(byHost[h], r)
+	}
+	l.host = byHost[w.HostOf(s.rank)]
+	l.hostIdx = slices.Index(l.host, s.rank)
+	mapped := true
+	for _, r := range l.host {
+		if t := w.Transport(r); t != "shm" && t != "self" {
+			mapped = false
+		}
+	}
+	l.loc = locality{hosts: len(order), contiguous: true}
+	for _, h := range order {
+		rs := byHost[h]
+		l.leaders = append(l.leaders, rs[0])
+		l.loc.shared = l.loc.shared || len(rs) > 1
+		l.loc.contiguous = l.loc.contiguous && rs[len(rs)-1]-rs[0] == len(rs)-1
+	}
+	l.loc.oneHost = len(order) == 1 && mapped
+	l.loc.shared = l.loc.shared && mapped
+	l.lead = slices.Index(l.leaders, s.rank)
+	if l.lead >= 0 && len(l.leaders) > 1 {
+		l.leaderS = &state{comm: s.comm, rank: l.lead, size: len(l.leaders), ranks: l.leaders}
+	}
+	s.local = l
+	return l
+}
+
+// fail drops what a failed call may have left inconsistent: the shared-memory groups are
+// set up again at their next use, and the leaders' Requests and scratch are replaced.
+func (l *localState) fail() {
+	l.world.fail()
+	l.onHost.fail()
+	if l.leaderS != nil {
+		l.leaderS.reqs = nil
+		l.leaderS.scratch = [2][]uint64{}
+	}
+}
+
+// allreduceWorldSHM runs allreduceSHM over the whole World, which must be on one host.
+func allreduceWorldSHM[T runtime.Elem](c call, src, recv []T, op Op[T]) error {
+	l := localOf(c.s)
+	if !l.loc.oneHost {
+		return fmt.Errorf("%w: %s=shm needs every rank on this host, reached through shm (%d hosts; ranks %v here)",
+			runtime.ErrConfig, EnvAllreduce, l.loc.hosts, l.host)
+	}
+	if l.world == nil {
+		l.world = &shmGroup{ranks: l.host, me: l.hostIdx}
+	}
+	if err := l.world.prepare(c, len(recv)*elemSize[T]()); err != nil {
+		return err
+	}
+	return allreduceSHM(c, l.world, src, recv, op, -1)
+}
+
+// allreduceHier is the hierarchical Allreduce for jobs spanning hosts: the ranks of each
+// host reduce their vectors to the host's leader (its lowest rank) through shared memory
+// (allreduceSHM with a root), the leaders run a point-to-point Allreduce among themselves
+// (the algorithm selectAllreduce picks for their number, on a sub-group addressed by
+// World rank), and each leader broadcasts the result to its host through shared memory
+// (shmBcast). Only the leaders' step crosses hosts. Rank order holds for non-commutative
+// operators when each host's ranks are consecutive (the selection falls back otherwise).
+func allreduceHier[T runtime.Elem](c call, src, recv []T, op Op[T]) error {
+	l := localOf(c.s)
+	if !l.loc.contiguous && !op.commutative {
+		return fmt.Errorf("%w: hierarchical allreduce of a non-commutative operator needs each host's ranks consecutive",
+			runtime.ErrInvalid)
+	}
+	local := len(l.host) > 1
+	if local {
+		if l.onHost == nil {
+			l.onHost = &shmGroup{ranks: l.host, me: l.hostIdx}
+		}
+		if err := l.onHost.prepare(c, len(recv)*elemSize[T]()); err != nil {
+			return err
+		}
+		if err := allreduceSHM(c, l.onHost, src, recv, op, 0); err != nil {
+			return err
+		}
+	} else {
+		copy(recv, src)
+	}
+	if l.leaderS != nil {
+		sc := call{s: l.leaderS, ctx: c.ctx, name: c.name, tag: c.tag}
+		a := selectAllreduce(algoAuto, len(recv)*elemSize[T](), len(recv), l.leaderS.size, op.commutative, locality{})
+		if err := allreduceP2P(sc, a, recv, op); err != nil {
+			return fmt.Errorf("among host leaders: %w", err)
+		}
+	}
+	if local {
+		return shmBcast(c, l.onHost, recv, 0)
+	}
+	return nil
+}

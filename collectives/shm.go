@@ -1,0 +1,342 @@
+package collectives
+
+import (
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Shared-memory scratch and flags for the collectives of ranks on one host.
+//
+// A shmGroup is a set of ranks (the whole World, or the ranks of one host) that map each
+// other's arena scratch. Each member owns one arena region, laid out as
+//
+//	[ctr | sleepers bell | meta[2] | small slot 0, 1 | big buffer 0, 1]
+//
+// ctr is the member's sequence counter: it publishes a step by storing the step's number
+// there (steps are numbered 1, 2, ... in the same order by every member, since collective
+// calls are made in the same order with the same counts). Every step is a full barrier
+// over the group: after publishing v a member waits until every other member's ctr is at
+// least v. The data a member writes before publishing v lives in a small slot (by v's
+// parity) or a big buffer (alternating; bigFree records when its readers are done), and
+// is read by the others before they publish their next step; so when a member is about to
+// publish v, every member has published v-1 and the slot of v-2 is free again. meta[v&1]
+// holds the byte count of a call's first step, so that mismatched counts are seen.
+//
+// Waiting is a bounded spin (yielding to the Go scheduler; when the host has more ranks
+// than processors, also to the OS scheduler after a microsecond, so that oversubscribed
+// ranks let their peers run — otherwise a yield would hand the core to unrelated
+// processes for a time slice), then sleeps on the publisher's doorbell
+// word, a shared futex: the sleeper counts itself in the publisher's sleepers word, reads
+// the bell, checks the condition once more and sleeps while the bell is unchanged; the
+// publisher stores ctr, then rings (bumps bell and wakes) only if it sees a sleeper. With
+// Go's sequentially consistent atomics no wake-up is lost. Sleeps are bounded (shmSleep)
+// and every few polls, and after each sleep, the waiter checks ctx and the publisher's
+// liveness (runtime.Remote.Err): nothing waits forever on a dead peer.
+const (
+	shmOffCtr   = 0
+	shmOffSleep = 64
+	shmOffBell  = 72
+	shmOffMeta  = 128
+	shmOffSmall = 256
+
+	// shmSmallMax is the largest vector (bytes) reduced in a single step: every member
+	// copies it into a small slot, and every member reduces all of them.
+	shmSmallMax = 8 << 10
+	// shmChunkMin and shmChunkMax bound a big buffer (bytes): long vectors are pipelined
+	// through the two big buffers in chunks of at most shmChunkMax.
+	shmChunkMin = 64 << 10
+	shmChunkMax = 256 << 10
+
+	shmSpinFor   = 30 * time.Microsecond // polling, then futex sleeps
+	shmYieldFrom = time.Microsecond      // oversubscribed: from here the spin yields the OS thread too
+	shmSleep     = time.Millisecond      // bound of one futex sleep
+	shmPollCheck = 128                   // polls between checks of ctx and liveness
+)
+
+// shmGroup is one rank's view of a group sharing scratch. It is used by one collective
+// call at a time (the state's busy flag); the shared words are touched only through
+// sync/atomic.
+type shmGroup struct {
+	ranks   []int // World ranks of the members, ascending
+	me      int   // this rank's index in ranks
+	chunk   int   // bytes of each big buffer
+	oversub bool  // more ranks on this host than processors: yield while spinning
+
+	region  *runtime.Region
+	old     *runtime.Region // the previous region, freed at the next setup
+	remotes []*runtime.Remote
+	mem     [][]byte // every member's region (own included), by member index
+
+	seq     uint64    // last step published
+	bigNext int       // big buffer of the next step that writes one
+	bigFree [2]uint64 // step after which each big buffer's readers are done
+	broken  bool      // a call failed: set up again before the next use
+}
+
+// shmRegionSize is the size of a region whose big buffers hold chunk bytes each.
+func shmRegionSize(chunk int) int { return shmOffSmall + 2*shmSmallMax + 2*chunk }
+
+// shmChunkFor returns the big buffer size that suits vectors of bytes bytes.
+func shmChunkFor(bytes int) int {
+	c := shmChunkMin
+	for c < bytes && c < shmChunkMax {
+		c *= 2
+	}
+	return c
+}
+
+// prepare makes g ready for a call on vectors of bytes bytes, setting it up (a
+// collective step over the group's members, with point-to-point messages) on first use,
+// after a failure, or to grow the big buffers. Every member decides alike, since they
+// pass the same byte counts.
+func (g *shmGroup) prepare(c call, bytes int) error {
+	want := 0
+	if bytes > shmSmallMax {
+		want = shmChunkFor(bytes)
+	}
+	if g.mem != nil && !g.broken && g.chunk >= want {
+		return nil
+	}
+	return g.setup(c, max(want, g.chunk))
+}
+
+// setup allocates this member's region (big buffers of chunk bytes), exchanges region
+// descriptions with every member and maps theirs. The previous region, if any, is freed
+// once every member has sent its new description (each closes its old mappings first).
+func (g *shmGroup) setup(c call, chunk int) error {
+	g.closeRemotes()
+	if g.region != nil {
+		g.old, g.region = g.region, nil
+	}
+	w := c.s.comm
+	r, err := w.AllocRegion(shmRegionSize(chunk))
+	if err != nil {
+		return fmt.Errorf("shared-memory scratch: %w", err)
+	}
+	b := r.Bytes()
+	for _, off := range []int{shmOffCtr, shmOffSleep, shmOffBell, shmOffMeta, shmOffMeta + 8} {
+		atomic.StoreUint64(word(b, off), 0)
+	}
+	g.oversub = w.LocalSize() > goruntime.NumCPU()
+	g.region, g.chunk, g.seq, g.bigNext, g.bigFree = r, chunk, 0, 0, [2]uint64{}
+	g.broken = true // until the exchange below completes
+	desc := r.AppendDesc(make([]byte, 0, 64))
+	descs := make([][]byte, len(g.ranks))
+	n := 0
+	for i, peer := range g.ranks {
+		if i == g.me {
+			continue
+		}
+		descs[i] = make([]byte, 64)
+		if err := runtime.IrecvWith(c.req(n), c.s.comm, descs[i], peer, c.tag); err != nil {
+			return fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", w.Rank(), peer, err)
+		}
+		n++
+	}
+	for i, peer := range g.ranks {
+		if i != g.me {
+			if err := runtime.Send(c.ctx, c.s.comm, desc, peer, c.tag); err != nil {
+				return fmt.Errorf("rank %d sending its scratch description to rank %d: %w", w.Rank(), peer, err)
+			}
+		}
+	}
+	g.remotes = make([]*runtime.Remote, len(g.ranks))
+	g.mem = make([][]byte, len(g.ranks))
+	g.mem[g.me] = b
+	n = 0
+	for i, peer := range g.ranks {
+		if i == g.me {
+			continue
+		}
+		st, err := c.req(n).Wait(c.ctx)
+		n++
+		if err != nil {
+			return fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", w.Rank(), peer, err)
+		}
+		rm, err := w.Attach(peer, descs[i][:st.Count])
+		if err != nil {
+			return fmt.Errorf("rank %d mapping rank %d's scratch: %w", w.Rank(), peer, err)
+		}
+		g.remotes[i] = rm
+		if rm.Mapped() == nil || len(rm.Mapped()) < len(b) {
+			return fmt.Errorf("%w: rank %d cannot map rank %d's scratch (transport %s): shared memory needs every rank on one host",
+				runtime.ErrInvalid, w.Rank(), peer, w.Transport(peer))
+		}
+		g.mem[i] = rm.Mapped()
+	}
+	if g.old != nil {
+		g.old.Free()
+		g.old = nil
+	}
+	g.broken = false
+	return nil
+}
+
+// closeRemotes releases the mappings of the members' regions.
+func (g *shmGroup) closeRemotes() {
+	for i, rm := range g.remotes {
+		if rm != nil {
+			rm.Close()
+			g.remotes[i] = nil
+		}
+	}
+	g.mem = nil
+}
+
+// fail marks g for a new setup after a failed call, and releases its mappings (a peer
+// may have failed).
+func (g *shmGroup) fail() {
+	if g != nil {
+		g.broken = true
+		g.closeRemotes()
+	}
+}
+
+func word(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
+
+// view returns n elements of member i's region from byte offset off.
+func view[T runtime.Elem](g *shmGroup, i, off, n int) []T {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&g.mem[i][off])), n)
+}
+
+// smallSlot returns n elements of member i's small slot for step v.
+func smallSlot[T runtime.Elem](g *shmGroup, i int, v uint64, n int) []T {
+	return view[T](g, i, shmOffSmall+int(v&1)*shmSmallMax, n)
+}
+
+// big returns n elements of member i's big buffer b.
+func big[T runtime.Elem](g *shmGroup, i, b, n int) []T {
+	return view[T](g, i, shmOffSmall+2*shmSmallMax+b*g.chunk, n)
+}
+
+// takeBig returns the big buffer for a step v that writes one and whose data is read
+// until the members publish step free; it waits for the buffer's previous readers if they
+// may not be done (never with the alternation the algorithms use).
+func (g *shmGroup) takeBig(c call, v, free uint64) (int, error) {
+	b := g.bigNext
+	g.bigNext ^= 1
+	if g.bigFree[b] > v-1 {
+		if err := g.waitAll(c, g.bigFree[b], -1); err != nil {
+			return 0, err
+		}
+	}
+	g.bigFree[b] = free
+	return b, nil
+}
+
+// setMeta records this call's byte count for step v (a call's first step).
+func (g *shmGroup) setMeta(v uint64, bytes int) {
+	atomic.StoreUint64(word(g.mem[g.me], shmOffMeta+8*int(v&1)), uint64(bytes))
+}
+
+// publish announces step v: ctr = v, then a ring if someone sleeps on this member.
+func (g *shmGroup) publish(v uint64) {
+	b := g.mem[g.me]
+	atomic.StoreUint64(word(b, shmOffCtr), v)
+	if atomic.LoadUint64(word(b, shmOffSleep)) != 0 {
+		atomic.AddUint64(word(b, shmOffBell), 1)
+		futexWakeAll(word(b, shmOffBell))
+	}
+}
+
+// step publishes v and waits until every member has; bytes >= 0 checks that the members'
+// call byte counts (setMeta) match.
+func (g *shmGroup) step(c call, v uint64, bytes int) error {
+	g.publish(v)
+	if err := g.waitAll(c, v, bytes); err != nil {
+		return err
+	}
+	g.seq = v
+	return nil
+}
+
+// waitAll waits until every other member has published step v; bytes >= 0 also checks
+// their call byte counts for step v.
+func (g *shmGroup) waitAll(c call, v uint64, bytes int) error {
+	for i := range g.ranks {
+		if i == g.me {
+			continue
+		}
+		if err := g.wait(c, i, v); err != nil {
+			return err
+		}
+		if bytes < 0 {
+			continue
+		}
+		if got := atomic.LoadUint64(word(g.mem[i], shmOffMeta+8*int(v&1))); got != uint64(bytes) {
+			return fmt.Errorf("%w: rank %d passed %d bytes, rank %d passed %d (do all ranks pass the same counts?)",
+				ErrMismatch, g.ranks[i], got, g.ranks[g.me], bytes)
+		}
+	}
+	return nil
+}
+
+// wait waits until member i has published step v (see the type's documentation).
+func (g *shmGroup) wait(c call, i int, v uint64) error {
+	b := g.mem[i]
+	ctr := word(b, shmOffCtr)
+	if atomic.LoadUint64(ctr) >= v {
+		return nil
+	}
+	start := time.Now()
+	yield := false
+	for n := 1; ; n++ {
+		if atomic.LoadUint64(ctr) >= v {
+			return nil
+		}
+		if n%shmPollCheck == 0 {
+			if err := g.check(c, i); err != nil {
+				return err
+			}
+			d := time.Since(start)
+			yield = g.oversub && d > shmYieldFrom
+			if d > shmSpinFor {
+				break
+			}
+		}
+		goruntime.Gosched()
+		if yield {
+			osYield()
+		}
+	}
+	for {
+		atomic.AddUint64(word(b, shmOffSleep), 1)
+		bell := uint32(atomic.LoadUint64(word(b, shmOffBell)))
+		if atomic.LoadUint64(ctr) >= v {
+			atomic.AddUint64(word(b, shmOffSleep), ^uint64(0))
+			return nil
+		}
+		futexSleep(word(b, shmOffBell), bell, shmSleep)
+		atomic.AddUint64(word(b, shmOffSleep), ^uint64(0))
+		if atomic.LoadUint64(ctr) >= v {
+			return nil
+		}
+		if err := g.check(c, i); err != nil {
+			return err
+		}
+	}
+}
+
+// check returns ctx's error or member i's failure.
+func (g *shmGroup) check(c call, i int) error {
+	if err := c.ctx.Err(); err != nil {
+		return err
+	}
+	if err := g.remotes[i].Err(); err != nil {
+		var pe *runtime.ProcError
+		if errors.As(err, &pe) {
+			return err
+		}
+		return fmt.Errorf("rank %d waiting for rank %d: %w", g.ranks[g.me], g.ranks[i], err)
+	}
+	return nil
+}

@@ -6,13 +6,27 @@ import (
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
-// Barrier returns once every rank of w has entered it. It is the runtime's dissemination
-// barrier (ceil(log2 p) rounds of empty messages) on the collectives' own communication
-// context, and counts as a collective call in the order every rank must keep.
+// Barrier returns once every rank of w has entered it, and counts as a collective call in
+// the order every rank must keep. When every rank is on this host (reached through shm)
+// it is one step of the shared-memory scratch's flags (each rank stores its counter and
+// waits for the others': no message); otherwise it is the runtime's dissemination
+// barrier (ceil(log2 p) rounds of empty messages) on the collectives' own context.
 func Barrier(ctx context.Context, w *runtime.World) error {
 	c, err := begin(ctx, w, "barrier")
 	if err != nil {
 		return err
+	}
+	if w.Size() > 1 {
+		if l := localOf(c.s); l.loc.oneHost {
+			if l.world == nil {
+				l.world = &shmGroup{ranks: l.host, me: l.hostIdx}
+			}
+			err := l.world.prepare(c, 0)
+			if err == nil {
+				err = l.world.step(c, l.world.seq+1, -1)
+			}
+			return c.end(err)
+		}
 	}
 	return c.end(runtime.Barrier(ctx, c.s.comm))
 }

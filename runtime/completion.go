@@ -29,8 +29,7 @@ func (e *engine) handleLocked(wc *verbs.WC) {
 	}
 	switch kind {
 	case wrTx:
-		p.txFree = append(p.txFree, idx)
-		p.sqFree++
+		p.txDone(idx)
 	case wrRead:
 		p.sqFree++
 		e.readDoneLocked(p, idx)
@@ -55,6 +54,7 @@ func (e *engine) messageLocked(p *peer, msg []byte) {
 	switch h.kind {
 	case msgFIN:
 		e.finLocked(p, h.cookie)
+	case msgNop:
 	case msgEager, msgRTS:
 		e.incomingLocked(p.rank, &h, msg)
 	}

@@ -15,7 +15,7 @@ import (
 // Queue sizes per peer. The eager slots of a peer connection are registered arena memory:
 // txSlots send buffers and rxSlots pre-posted receive buffers, each hdrLen plus the eager
 // limit long. Every Send, RTS, FIN and RDMA read holds one send queue entry until its
-// completion is polled.
+// completion, or for an unsignaled message that of a later signaled one, is polled.
 const (
 	maxSlots     = 32
 	minSlots     = 8

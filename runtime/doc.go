@@ -52,6 +52,10 @@
 // offers as they are). A message to this rank itself is copied, and never blocks. The
 // receive slots a rank has handled are posted again in batches, before it next waits or
 // once half of a peer's slots are handled, which keeps that work off a message's path.
+// Likewise only one message in a quarter of a peer's slots (every 8th with 32 slots) asks
+// the provider for a send completion, which frees its slot and those of the messages
+// posted before it; at Finalize a peer whose last messages went without one gets a no-op
+// message that does.
 //
 // Hot paths allocate nothing: a blocking Send or Recv of an eager message, Barrier, and
 // IsendWith/IrecvWith on reused Requests make no allocation in steady state

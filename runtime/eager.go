@@ -3,8 +3,9 @@ package runtime
 // Eager protocol: a message of at most the receiver's eager limit is copied into a
 // registered send slot behind an 8-byte header and posted as one verbs Send, which lands
 // in one of the receiver's pre-posted receive slots. The send completes when the copy is
-// made (the caller may reuse its buffer at once); the slot is free again when the
-// provider reports the Send complete. A message to this rank itself never touches the
+// made (the caller may reuse its buffer at once); the slot is free again once the
+// provider reports that Send, or a later signaled one, complete (most messages are posted
+// unsignaled: see postMessage in peers.go). A message to this rank itself never touches the
 // transport: it is copied into the matching posted receive, or into the unexpected queue.
 
 // sendLocked starts send r: self, eager or rendezvous.
@@ -36,7 +37,7 @@ func (e *engine) postEagerLocked(p *peer, r *Request) {
 	b := p.txBuf(i)
 	putHeader(b, msgEager, r.ctx, int32(r.tag))
 	n := copy(b[hdrLen:], r.buf)
-	if err := p.postMessage(i, hdrLen+n); err != nil {
+	if err := p.postMessage(i, hdrLen+n, false); err != nil {
 		e.peerFailedLocked(p, err)
 		e.completeLocked(r, p.failed)
 		return
@@ -74,10 +75,26 @@ func (e *engine) queueFINLocked(p *peer, cookie uint64) {
 	p.out.push(outOp{kind: opFIN, cookie: cookie})
 }
 
+// flushSendsLocked posts a signaled no-op to every peer whose last messages went
+// unsignaled, so that their completion, and so quietLocked, follows (see postMessage). A
+// peer with queued operations or no free slot gets it on a later call.
+func (e *engine) flushSendsLocked() {
+	for _, p := range e.peers {
+		if p == nil || p.unsig == 0 || p.failed != nil || p.out.n > 0 || !p.canSend() {
+			continue
+		}
+		i := p.takeSlot()
+		putHeader(p.txBuf(i), msgNop, 0, 0)
+		if err := p.postMessage(i, hdrLen, true); err != nil {
+			e.peerFailedLocked(p, err)
+		}
+	}
+}
+
 func (e *engine) postFINLocked(p *peer, cookie uint64) {
 	i := p.takeSlot()
 	putFIN(p.txBuf(i), cookie)
-	if err := p.postMessage(i, finLen); err != nil {
+	if err := p.postMessage(i, finLen, false); err != nil {
 		e.peerFailedLocked(p, err)
 	}
 }

@@ -24,7 +24,12 @@ type peer struct {
 	rxSize   int // bytes per receive slot
 	slots    int
 	txFree   []uint32 // free send slots
-	sqFree   int      // send queue entries not in use
+	txPend   []uint32 // posted send slots in post order, circular (len slots)
+	txHead   int
+	txN      int
+	unsig    int // messages posted unsignaled since the last signaled one
+	sigEvery int // every sigEvery-th message is posted signaled
+	sqFree   int // send queue entries not in use
 	maxSend  int
 	out      outQueue // operations waiting for a send slot or queue entry, in order
 	rxLater  []uint32 // receive slots handled but not yet posted again (repostLaterLocked)
@@ -74,6 +79,8 @@ func newPeer(d *device, rank int, c card, eagerMine, eagerTheirs, slots int) (*p
 	p.sqFree = p.maxSend
 	p.rxLater = make([]uint32, 0, slots)
 	p.txFree = make([]uint32, 0, slots)
+	p.txPend = make([]uint32, slots)
+	p.sigEvery = max(1, slots/4)
 	for i := slots - 1; i >= 0; i-- {
 		p.txFree = append(p.txFree, uint32(i))
 	}
@@ -153,12 +160,43 @@ func (p *peer) takeSlot() uint32 {
 	return i
 }
 
-// postMessage sends the first n bytes of send slot i.
-func (p *peer) postMessage(i uint32, n int) error {
-	p.swr = verbs.SendWR{WRID: wrid(wrTx, p.rank, i), Op: verbs.OpSend, Flags: verbs.Signaled,
+// Send completions. Messages (eager, RTS, FIN) are posted unsignaled but for every
+// sigEvery-th, as verbs allows: the completion of a signaled Send means every Send posted
+// before it on the QP is complete too, so it frees its own slot and the slots of the
+// unsignaled messages before it (txDone). That spares the provider a completion per
+// message (on shm: a locked push and pop, and a fence). At most sigEvery-1 slots
+// (a quarter) wait for a later signaled message; Finalize, which waits until nothing is
+// outstanding, posts a signaled msgNop to a peer whose last messages went unsignaled
+// (flushSendsLocked).
+
+// postMessage sends the first n bytes of send slot i, signaled if signal or if sigEvery
+// messages went unsignaled.
+func (p *peer) postMessage(i uint32, n int, signal bool) error {
+	var flags verbs.SendFlags
+	if p.unsig++; signal || p.unsig >= p.sigEvery {
+		flags, p.unsig = verbs.Signaled, 0
+	}
+	p.swr = verbs.SendWR{WRID: wrid(wrTx, p.rank, i), Op: verbs.OpSend, Flags: flags,
 		Local: p.txBuf(i)[:n], LKey: p.txMR.LKey()}
 	p.sqFree--
+	p.txPend[(p.txHead+p.txN)%len(p.txPend)] = i
+	p.txN++
 	return p.qp.PostSend(&p.swr)
+}
+
+// txDone handles the completion of the signaled message in send slot idx: that slot and
+// those of every message posted before it are free again.
+func (p *peer) txDone(idx uint32) {
+	for p.txN > 0 {
+		i := p.txPend[p.txHead]
+		p.txHead = (p.txHead + 1) % len(p.txPend)
+		p.txN--
+		p.txFree = append(p.txFree, i)
+		p.sqFree++
+		if i == idx {
+			return
+		}
+	}
 }
 
 // quiet reports whether nothing this rank sent to p is outstanding.

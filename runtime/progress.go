@@ -56,6 +56,9 @@ func (e *engine) untilLocked(ctx context.Context, r *Request, quiet bool) error 
 		if quiet && e.aborted != nil {
 			return e.aborted
 		}
+		if quiet {
+			e.flushSendsLocked()
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -8,7 +8,7 @@ import (
 // Messages between ranks travel as verbs Sends into the peer's pre-posted receive slots.
 // Every message starts with an 8-byte header (little-endian):
 //
-//	0  kind    u8   msgEager, msgRTS or msgFIN (append-only)
+//	0  kind    u8   msgEager, msgRTS, msgFIN or msgNop (append-only)
 //	1  version u8   wireVersion
 //	2  ctx     u16  communication context: user point-to-point, barrier, ... (see World)
 //	4  tag     i32  the message tag (0 for FIN)
@@ -19,6 +19,8 @@ import (
 //	msgRTS    cookie u64, rkey u64, offset u64, length u64: a rendezvous offer; the
 //	          receiver RDMA-reads length bytes at (rkey, offset) and answers with FIN
 //	msgFIN    cookie u64: the rendezvous read of the offer with this cookie is done
+//	msgNop    nothing: posted signaled to learn that earlier unsignaled messages are
+//	          complete (see postMessage); the receiver ignores it
 //
 // The payload of an eager message starts 8 bytes in, so it keeps the 8-byte alignment of
 // the slot.
@@ -34,6 +36,7 @@ const (
 	msgEager = 1
 	msgRTS   = 2
 	msgFIN   = 3
+	msgNop   = 4
 )
 
 var le = binary.LittleEndian
@@ -97,6 +100,10 @@ func decodeHeader(msg []byte) (header, error) {
 			return h, &errWire{fmt.Sprintf("FIN of %d bytes, want %d", len(msg), finLen)}
 		}
 		h.cookie = le.Uint64(msg[8:])
+	case msgNop:
+		if len(msg) != hdrLen {
+			return h, &errWire{fmt.Sprintf("no-op of %d bytes, want %d", len(msg), hdrLen)}
+		}
 	default:
 		return h, &errWire{fmt.Sprintf("unknown message kind %d", h.kind)}
 	}

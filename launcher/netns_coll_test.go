@@ -1,0 +1,71 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/launcher/internal/netns"
+)
+
+// collprogProg is the collectives' rank program, built once (without -race) on first use.
+var collprogProg = &program{pkg: "../collectives/internal/collprog"}
+
+// Every collective across real processes on uneven hosts: 3 network-namespace hosts, one
+// agent each with 2, 2 and 1 slots, so the 5 ranks reach each other through shm on a host
+// and tcp between hosts, and Allreduce's automatic selection picks the hierarchical
+// algorithm. collprog checks every result against a sequential reference and prints the
+// PASS line at rank 0 when every rank agreed.
+func TestNetnsCollectives(t *testing.T) {
+	if ok, why := netns.Available(); !ok {
+		t.Skip(why)
+	}
+	binaries(t)
+	collprog := collprogProg.path(t)
+	c, err := netns.New(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	key := writeKey(t)
+	seed := c.Hosts[0].Addr + ":7946"
+	for i, h := range c.Hosts {
+		slots := []string{"2", "2", "1"}[i]
+		args := []string{"agent", "--bind", h.Addr + ":7946", "--slots", slots, "--keyfile", key, "--name", fmt.Sprintf("h%d", i)}
+		if i > 0 {
+			args = append(args, "--join", seed)
+		}
+		a := startCmd(t, h.Command(ctx, golaunchBin, args...))
+		a.line(t, fmt.Sprintf("golaunch agent h%d: gossip %s", i, h.Addr), 10*time.Second)
+	}
+	start := time.Now()
+	gl := startCmd(t, c.Hosts[0].Command(ctx, golaunchBin, "--join", seed, "--keyfile", key, "-n", "5", "--timeout", "40s", collprog))
+	code := gl.wait(t, 45*time.Second)
+	var out []string
+	for l := range gl.lines {
+		out = append(out, l)
+	}
+	stdout := strings.Join(out, "\n")
+	if code != 0 {
+		t.Fatalf("golaunch collprog: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, gl.stderr.String())
+	}
+	mustContain(t, "collprog output", stdout, "PASS collprog 5 ranks")
+	// The layout must be the uneven one the test is about: 3 hosts, 2 of them with 2 ranks.
+	m := regexp.MustCompile(`collprog: 5 ranks on hosts (.*)`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no hosts line in the output:\n%s", stdout)
+	}
+	perHost := map[string]int{}
+	for _, h := range strings.Fields(m[1]) {
+		perHost[h]++
+	}
+	if len(perHost) != 3 || perHost["h0"] != 2 || perHost["h1"] != 2 || perHost["h2"] != 1 {
+		t.Errorf("ranks per host %v, want h0:2 h1:2 h2:1", perHost)
+	}
+	t.Logf("%s; took %v", m[0], time.Since(start).Round(time.Millisecond))
+}

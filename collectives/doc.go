@@ -29,12 +29,15 @@
 //   - allreduce_shm.go: ranks on one host, through shared memory (every rank maps every
 //     other's arena scratch, set up at the first call and reused; shm.go). Up to 8 KiB,
 //     one step: each rank copies its vector into its scratch and publishes a sequence
-//     counter; each combines all the vectors, in rank order, into its recv. Longer
+//     number; each combines all the vectors, in rank order, into its recv. Up to 48
+//     bytes the vector travels in the cache line of the sequence number itself (one
+//     line per rank and step: a peer fetches one line, and polls only that). Longer
 //     vectors go in chunks of up to 256 KiB through two alternating buffers, two steps a
 //     chunk: copy in and publish; rank r reduces block r by loading it from every rank's
 //     scratch (in rank order) and publishes; every rank copies the reduced chunk out.
-//     Flags, not messages: a waiting rank spins briefly (yielding the OS thread too when
-//     the host has more ranks than processors), then sleeps on the publisher's doorbell
+//     Flags, not messages: a waiting rank spins briefly (a bare spin when every rank has
+//     a processor; yielding, and the OS thread too, when the host has more ranks than
+//     processors), then sleeps on the publisher's doorbell
 //     (a shared futex) while checking ctx and the publisher's liveness.
 //   - allreduce_hier.go: jobs spanning hosts: the ranks of each host reduce to the host's
 //     lowest rank through shared memory, those leaders run a point-to-point Allreduce

@@ -16,34 +16,52 @@ import (
 // A shmGroup is a set of ranks (the whole World, or the ranks of one host) that map each
 // other's arena scratch. Each member owns one arena region, laid out as
 //
-//	[ctr | sleepers bell | meta[2] | small slot 0, 1 | big buffer 0, 1]
+//	[flag line 0, 1 | sleepers bell | small slot 0, 1 | big buffer 0, 1]
 //
-// ctr is the member's sequence counter: it publishes a step by storing the step's number
-// there (steps are numbered 1, 2, ... in the same order by every member, since collective
-// calls are made in the same order with the same counts). Every step is a full barrier
-// over the group: after publishing v a member waits until every other member's ctr is at
-// least v. The data a member writes before publishing v lives in a small slot (by v's
-// parity) or a big buffer (alternating; bigFree records when its readers are done), and
-// is read by the others before they publish their next step; so when a member is about to
-// publish v, every member has published v-1 and the slot of v-2 is free again. meta[v&1]
-// holds the byte count of a call's first step, so that mismatched counts are seen.
+// where a flag line is one 64-byte cache line [seq | bytes | inline data (48 bytes)].
+// A member publishes a step by storing the step's number in the seq word of the flag line
+// of the step's parity (steps are numbered 1, 2, ... in the same order by every member,
+// since collective calls are made in the same order with the same counts); "member i has
+// published v" reads as "the seq of i's flag line v&1 is at least v" (each line's seq only
+// grows, and every step is published). Every step is a full barrier over the group: after
+// publishing v a member waits until every other member has. The data a member writes
+// before publishing v lives in its flag line v&1 (up to 48 bytes: the one line a peer
+// fetches carries the step's number, byte count and data), in a small slot (by v's
+// parity), or in a big buffer (alternating; bigFree records when its readers are done),
+// and is read by the others before they publish their next step; so when a member is
+// about to publish v, every member has published v-1 and the line and slot of v-2 are
+// free again. The bytes word of flag line v&1 holds the byte count of a call's first
+// step, so that mismatched counts are seen. A waiting member reads only the publisher's
+// flag line (and, to sleep, its sleepers and bell line, which the publisher only reads).
 //
-// Waiting is a bounded spin (yielding to the Go scheduler; when the host has more ranks
-// than processors, also to the OS scheduler after a microsecond, so that oversubscribed
-// ranks let their peers run — otherwise a yield would hand the core to unrelated
-// processes for a time slice), then sleeps on the publisher's doorbell
-// word, a shared futex: the sleeper counts itself in the publisher's sleepers word, reads
-// the bell, checks the condition once more and sleeps while the bell is unchanged; the
-// publisher stores ctr, then rings (bumps bell and wakes) only if it sees a sleeper. With
-// Go's sequentially consistent atomics no wake-up is lost. Sleeps are bounded (shmSleep)
-// and every few polls, and after each sleep, the waiter checks ctx and the publisher's
-// liveness (runtime.Remote.Err): nothing waits forever on a dead peer.
+// Waiting is a bounded spin, then sleeps on the publisher's doorbell word, a shared
+// futex. When every rank has a processor the spin is bare (polling the one flag line,
+// yielding to the Go scheduler only every shmSpinCheck polls: a yield wakes another of
+// the process's threads, which then competes with the ranks for the processors); when the
+// host has more ranks than processors it yields at every poll, and to the OS scheduler
+// too after a microsecond, so that oversubscribed ranks let their peers run (otherwise a
+// yield would hand the core to unrelated processes for a time slice). To sleep, the
+// waiter counts itself in the publisher's sleepers word, reads the bell, checks the
+// condition once more and sleeps while the bell is unchanged; the publisher stores its
+// seq with a release store (on amd64 a plain store, so that it does not stall until the
+// peers give up the line), then rings (bumps bell and wakes) only if it sees a sleeper.
+// With no fence between that store and that look, a sleeper that counts itself at that
+// very moment can be missed while it misses the store: its first sleep is therefore short
+// (shmSleepFirst), later ones bounded by shmSleep. Every few polls, and after each sleep,
+// the waiter checks ctx and the publisher's liveness (runtime.Remote.Err): nothing waits
+// forever on a dead peer.
 const (
-	shmOffCtr   = 0
-	shmOffSleep = 64
-	shmOffBell  = 72
-	shmOffMeta  = 128
+	shmOffFlag  = 0   // flag line 0; flag line 1 follows
+	shmLine     = 64  // bytes of a flag line (a cache line)
+	shmFlagSeq  = 0   // in a flag line: the step number
+	shmFlagMeta = 8   // in a flag line: a call's byte count
+	shmFlagData = 16  // in a flag line: inline data
+	shmOffSleep = 128 // waiters sleeping on this member's bell
+	shmOffBell  = 136 // the futex word
 	shmOffSmall = 256
+
+	// shmInlineMax is the largest vector (bytes) that travels in the flag line itself.
+	shmInlineMax = shmLine - shmFlagData
 
 	// shmSmallMax is the largest vector (bytes) reduced in a single step: every member
 	// copies it into a small slot, and every member reduces all of them.
@@ -53,10 +71,12 @@ const (
 	shmChunkMin = 64 << 10
 	shmChunkMax = 256 << 10
 
-	shmSpinFor   = 30 * time.Microsecond // polling, then futex sleeps
-	shmYieldFrom = time.Microsecond      // oversubscribed: from here the spin yields the OS thread too
-	shmSleep     = time.Millisecond      // bound of one futex sleep
-	shmPollCheck = 128                   // polls between checks of ctx and liveness
+	shmSpinFor    = 30 * time.Microsecond // polling, then futex sleeps
+	shmYieldFrom  = time.Microsecond      // oversubscribed: from here the spin yields the OS thread too
+	shmSleep      = time.Millisecond      // bound of one futex sleep
+	shmSleepFirst = 50 * time.Microsecond // bound of a wait's first futex sleep (see publish)
+	shmPollCheck  = 128                   // polls between checks of ctx and liveness
+	shmSpinCheck  = 4096                  // the same when every rank has a processor (a bare spin)
 )
 
 // shmGroup is one rank's view of a group sharing scratch. It is used by one collective
@@ -120,7 +140,8 @@ func (g *shmGroup) setup(c call, chunk int) error {
 		return fmt.Errorf("shared-memory scratch: %w", err)
 	}
 	b := r.Bytes()
-	for _, off := range []int{shmOffCtr, shmOffSleep, shmOffBell, shmOffMeta, shmOffMeta + 8} {
+	for _, off := range []int{shmOffFlag + shmFlagSeq, shmOffFlag + shmFlagMeta, shmOffFlag + shmLine + shmFlagSeq,
+		shmOffFlag + shmLine + shmFlagMeta, shmOffSleep, shmOffBell} {
 		atomic.StoreUint64(word(b, off), 0)
 	}
 	g.oversub = w.LocalSize() > goruntime.NumCPU()
@@ -208,8 +229,15 @@ func view[T runtime.Elem](g *shmGroup, i, off, n int) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(&g.mem[i][off])), n)
 }
 
-// smallSlot returns n elements of member i's small slot for step v.
+// flagOff returns the offset of the flag line of step v.
+func flagOff(v uint64) int { return shmOffFlag + int(v&1)*shmLine }
+
+// smallSlot returns n elements of member i's slot for step v: inline in the step's flag
+// line up to shmInlineMax bytes, a small slot otherwise.
 func smallSlot[T runtime.Elem](g *shmGroup, i int, v uint64, n int) []T {
+	if n*elemSize[T]() <= shmInlineMax {
+		return view[T](g, i, flagOff(v)+shmFlagData, n)
+	}
 	return view[T](g, i, shmOffSmall+int(v&1)*shmSmallMax, n)
 }
 
@@ -235,13 +263,18 @@ func (g *shmGroup) takeBig(c call, v, free uint64) (int, error) {
 
 // setMeta records this call's byte count for step v (a call's first step).
 func (g *shmGroup) setMeta(v uint64, bytes int) {
-	atomic.StoreUint64(word(g.mem[g.me], shmOffMeta+8*int(v&1)), uint64(bytes))
+	storeRelease(word(g.mem[g.me], flagOff(v)+shmFlagMeta), uint64(bytes))
 }
 
-// publish announces step v: ctr = v, then a ring if someone sleeps on this member.
+// publish announces step v: seq of flag line v&1 = v, with a release store (on amd64 a
+// plain store, which does not stall the member until the peers give up the line: it goes
+// on to poll them meanwhile), then a ring if someone is seen sleeping on this member.
+// Without a fence between the store and the look, a sleeper that counts itself just then
+// may be missed while it misses the store; its first sleep is short (shmSleepFirst), so
+// that costs it at most that, in that rare race.
 func (g *shmGroup) publish(v uint64) {
 	b := g.mem[g.me]
-	atomic.StoreUint64(word(b, shmOffCtr), v)
+	storeRelease(word(b, flagOff(v)+shmFlagSeq), v)
 	if atomic.LoadUint64(word(b, shmOffSleep)) != 0 {
 		atomic.AddUint64(word(b, shmOffBell), 1)
 		futexWakeAll(word(b, shmOffBell))
@@ -272,7 +305,7 @@ func (g *shmGroup) waitAll(c call, v uint64, bytes int) error {
 		if bytes < 0 {
 			continue
 		}
-		if got := atomic.LoadUint64(word(g.mem[i], shmOffMeta+8*int(v&1))); got != uint64(bytes) {
+		if got := atomic.LoadUint64(word(g.mem[i], flagOff(v)+shmFlagMeta)); got != uint64(bytes) {
 			return fmt.Errorf("%w: rank %d passed %d bytes, rank %d passed %d (do all ranks pass the same counts?)",
 				ErrMismatch, g.ranks[i], got, g.ranks[g.me], bytes)
 		}
@@ -283,39 +316,52 @@ func (g *shmGroup) waitAll(c call, v uint64, bytes int) error {
 // wait waits until member i has published step v (see the type's documentation).
 func (g *shmGroup) wait(c call, i int, v uint64) error {
 	b := g.mem[i]
-	ctr := word(b, shmOffCtr)
-	if atomic.LoadUint64(ctr) >= v {
-		return nil
+	ctr := word(b, flagOff(v)+shmFlagSeq)
+	// Each rank has a processor: a bare spin, so that the publisher's store is seen one
+	// line transfer after it happens, yielding to the Go scheduler only at the checks (a
+	// yield wakes another of this process's threads, which then competes with the ranks
+	// for the processors). Oversubscribed: yield at every poll.
+	every := shmPollCheck
+	var start time.Time // from the first check when the spin is bare (most waits end before)
+	if !g.oversub {
+		every = shmSpinCheck
+	} else {
+		start = time.Now()
 	}
-	start := time.Now()
 	yield := false
 	for n := 1; ; n++ {
 		if atomic.LoadUint64(ctr) >= v {
 			return nil
 		}
-		if n%shmPollCheck == 0 {
+		if n%every == 0 {
 			if err := g.check(c, i); err != nil {
 				return err
+			}
+			if start.IsZero() {
+				start = time.Now()
 			}
 			d := time.Since(start)
 			yield = g.oversub && d > shmYieldFrom
 			if d > shmSpinFor {
 				break
 			}
+			goruntime.Gosched()
 		}
-		goruntime.Gosched()
-		if yield {
-			osYield()
+		if g.oversub {
+			goruntime.Gosched()
+			if yield {
+				osYield()
+			}
 		}
 	}
-	for {
+	for d := shmSleepFirst; ; d = shmSleep {
 		atomic.AddUint64(word(b, shmOffSleep), 1)
 		bell := uint32(atomic.LoadUint64(word(b, shmOffBell)))
 		if atomic.LoadUint64(ctr) >= v {
 			atomic.AddUint64(word(b, shmOffSleep), ^uint64(0))
 			return nil
 		}
-		futexSleep(word(b, shmOffBell), bell, shmSleep)
+		futexSleep(word(b, shmOffBell), bell, d)
 		atomic.AddUint64(word(b, shmOffSleep), ^uint64(0))
 		if atomic.LoadUint64(ctr) >= v {
 			return nil

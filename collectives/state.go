@@ -19,6 +19,7 @@ import (
 // second goroutine entering while a call is running, which would otherwise deadlock or
 // mix two calls' messages.
 type state struct {
+	user       *runtime.World // the World the calls are made on (nil for a sub-group)
 	comm       *runtime.World
 	rank, size int
 	force      algo  // GORMA_ALLREDUCE, algoAuto if unset
@@ -42,23 +43,32 @@ func (s *state) world(r int) int {
 	return s.ranks[r]
 }
 
-// states maps a user's *runtime.World to its *state.
-var states sync.Map
+// states maps a user's *runtime.World to its *state; lastState is the state of the World
+// used last, which saves the map lookup when one World makes call after call.
+var (
+	states    sync.Map
+	lastState atomic.Pointer[state]
+)
 
 // stateOf returns w's state, making it (and its Dup) on first use. Every rank makes its
 // first collective call on w at the same point of its Dup sequence (calls are collective),
 // so the Dups agree.
 func stateOf(w *runtime.World) (*state, error) {
+	if s := lastState.Load(); s != nil && s.user == w {
+		return s, nil
+	}
 	if s, ok := states.Load(w); ok {
+		lastState.Store(s.(*state))
 		return s.(*state), nil
 	}
 	c, err := w.Dup()
 	if err != nil {
 		return nil, err
 	}
-	s := &state{comm: c, rank: w.Rank(), size: w.Size()}
+	s := &state{user: w, comm: c, rank: w.Rank(), size: w.Size()}
 	s.force, s.cfgErr = parseAllreduceEnv(os.Getenv(EnvAllreduce))
 	actual, _ := states.LoadOrStore(w, s)
+	lastState.Store(actual.(*state))
 	return actual.(*state), nil
 }
 

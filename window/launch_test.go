@@ -19,7 +19,7 @@ import (
 
 // launchBins are golaunch and rmaprog, built once per test binary (without -race: the
 // rank programs' races are the window package's own tests' business, and building is
-// quicker), removed when the test that built them ends.
+// quicker), removed by TestMain when every test (and every -count repetition) has run.
 var launchBins struct {
 	once     sync.Once
 	dir      string
@@ -80,7 +80,6 @@ func launchMatrix() []struct {
 // own results and names the mismatch on stderr; the test shows the job's output.
 func TestLaunchRMA(t *testing.T) {
 	golaunch, rmaprog := buildLaunchBins(t)
-	t.Cleanup(func() { os.RemoveAll(launchBins.dir) })
 	for _, sc := range rmaScenarios {
 		t.Run(sc, func(t *testing.T) {
 			for _, c := range launchMatrix() {

@@ -2,6 +2,7 @@ package verbs_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -69,9 +70,14 @@ func (p fakeProvider) Name() string                            { return p.name }
 func (p fakeProvider) Caps() verbs.Caps                        { return verbs.CapSend }
 func (p fakeProvider) Open(verbs.Config) (verbs.Device, error) { return nil, errors.New("fake") }
 
+// registerRuns makes each run's provider name fresh, so that -count > 1 works.
+var registerRuns int
+
 func TestRegisterTwicePanics(t *testing.T) {
-	verbs.Register(fakeProvider{"fake-once"})
-	if _, ok := verbs.Lookup("fake-once"); !ok {
+	registerRuns++
+	name := fmt.Sprintf("fake-once-%d", registerRuns)
+	verbs.Register(fakeProvider{name})
+	if _, ok := verbs.Lookup(name); !ok {
 		t.Fatal("registered provider not found")
 	}
 	defer func() {
@@ -79,7 +85,7 @@ func TestRegisterTwicePanics(t *testing.T) {
 			t.Fatal("second Register of one name did not panic")
 		}
 	}()
-	verbs.Register(fakeProvider{"fake-once"})
+	verbs.Register(fakeProvider{name})
 }
 
 func TestStringsAndDefaults(t *testing.T) {

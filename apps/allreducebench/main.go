@@ -9,13 +9,13 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -40,8 +40,8 @@ func parseFlags(args []string) (options, error) {
 	fs := pflag.NewFlagSet("allreducebench", pflag.ContinueOnError)
 	fs.StringVar(&o.test, "test", "all", "allreduce, barrier or all")
 	o.minSize, o.maxSize = 8, 64<<20
-	fs.Var((*sizeValue)(&o.minSize), "min-size", "smallest vector in bytes, a multiple of 8 such as 8, 4K or 1M (powers of two from here)")
-	fs.Var((*sizeValue)(&o.maxSize), "max-size", "largest vector in bytes (default 64M)")
+	fs.Var((*benchkit.Size)(&o.minSize), "min-size", "smallest vector in bytes, a multiple of 8 such as 8, 4K or 1M (powers of two from here)")
+	fs.Var((*benchkit.Size)(&o.maxSize), "max-size", "largest vector in bytes (default 64M)")
 	sizeList := fs.String("sizes", "", "comma-separated vector sizes in bytes (multiples of 8, such as 8,1M,24M) instead of the powers of two from --min-size to --max-size")
 	fs.IntVar(&o.iters, "iters", 1000, "calls per size up to 16 KiB (scaled down above); Barriers")
 	fs.IntVar(&o.minIters, "min-iters", 20, "fewest calls per size when scaling down")
@@ -73,7 +73,7 @@ func parseFlags(args []string) (options, error) {
 		return o, nil
 	}
 	for _, f := range strings.Split(*sizeList, ",") {
-		var v sizeValue
+		var v benchkit.Size
 		if err := v.Set(strings.TrimSpace(f)); err != nil || v < 8 || v%8 != 0 {
 			return o, fmt.Errorf("--sizes: %q: want a multiple of 8 bytes such as 8, 4K or 24M", f)
 		}
@@ -81,35 +81,6 @@ func parseFlags(args []string) (options, error) {
 	}
 	o.maxSize = slices.Max(o.sizes)
 	return o, nil
-}
-
-// sizeValue is a byte count flag accepting the suffixes K, M and G (powers of 1024).
-type sizeValue int
-
-func (v *sizeValue) String() string { return strconv.Itoa(int(*v)) }
-func (v *sizeValue) Type() string   { return "size" }
-
-func (v *sizeValue) Set(s string) error {
-	mult := 1
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'K', 'k':
-			mult = 1 << 10
-		case 'M', 'm':
-			mult = 1 << 20
-		case 'G', 'g':
-			mult = 1 << 30
-		}
-		if mult > 1 {
-			s = s[:n-1]
-		}
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > (1<<31)/mult {
-		return fmt.Errorf("want a byte count such as 8, 4K or 1M")
-	}
-	*v = sizeValue(n * mult)
-	return nil
 }
 
 func main() {

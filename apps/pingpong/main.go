@@ -10,12 +10,12 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -38,8 +38,8 @@ func parseFlags(args []string) (options, error) {
 	fs := pflag.NewFlagSet("pingpong", pflag.ContinueOnError)
 	fs.StringVar(&o.test, "test", "all", "latency, bw or all")
 	o.minSize, o.maxSize = 8, 4<<20
-	fs.Var((*sizeValue)(&o.minSize), "min-size", "smallest message in bytes, such as 8, 4K or 1M (powers of two from here)")
-	fs.Var((*sizeValue)(&o.maxSize), "max-size", "largest message in bytes (default 4M)")
+	fs.Var((*benchkit.Size)(&o.minSize), "min-size", "smallest message in bytes, such as 8, 4K or 1M (powers of two from here)")
+	fs.Var((*benchkit.Size)(&o.maxSize), "max-size", "largest message in bytes (default 4M)")
 	fs.IntVar(&o.iters, "iters", 10000, "latency round trips per size up to 16 KiB (scaled down above)")
 	fs.IntVar(&o.bwIters, "bw-iters", 100, "bandwidth windows per size up to 16 KiB (a fifth above)")
 	fs.IntVar(&o.window, "window", 64, "messages in flight per bandwidth window")
@@ -62,35 +62,6 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	return o, nil
-}
-
-// sizeValue is a byte count flag accepting the suffixes K, M and G (powers of 1024).
-type sizeValue int
-
-func (v *sizeValue) String() string { return strconv.Itoa(int(*v)) }
-func (v *sizeValue) Type() string   { return "size" }
-
-func (v *sizeValue) Set(s string) error {
-	mult := 1
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'K', 'k':
-			mult = 1 << 10
-		case 'M', 'm':
-			mult = 1 << 20
-		case 'G', 'g':
-			mult = 1 << 30
-		}
-		if mult > 1 {
-			s = s[:n-1]
-		}
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > (1<<31)/mult {
-		return fmt.Errorf("want a byte count such as 8, 4K or 1M")
-	}
-	*v = sizeValue(n * mult)
-	return nil
 }
 
 func main() {

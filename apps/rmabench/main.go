@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -38,14 +38,14 @@ func parseFlags(args []string) (options, error) {
 	fs := pflag.NewFlagSet("rmabench", pflag.ContinueOnError)
 	test := fs.String("test", "all", "comma-separated cases (put_lat, put_lat.lock, ..., or all); see the package doc")
 	o.minSize, o.maxSize, o.winSize = 8, 1<<20, 1<<20
-	fs.Var((*sizeValue)(&o.minSize), "min-size", "smallest transfer in bytes, such as 8, 4K or 1M (powers of two from here)")
-	fs.Var((*sizeValue)(&o.maxSize), "max-size", "largest transfer in bytes (default 1M)")
+	fs.Var((*benchkit.Size)(&o.minSize), "min-size", "smallest transfer in bytes, such as 8, 4K or 1M (powers of two from here)")
+	fs.Var((*benchkit.Size)(&o.maxSize), "max-size", "largest transfer in bytes (default 1M)")
 	fs.IntVar(&o.iters, "iters", 10000, "latency operations per size up to 16 KiB (scaled down above)")
 	fs.IntVar(&o.bwIters, "bw-iters", 100, "bandwidth rounds of 64 operations per size up to 16 KiB (a fifth above)")
 	fs.IntVar(&o.allocIters, "alloc-iters", 100, "window allocate+free pairs (a tenth more as warmup)")
 	fs.DurationVar(&o.busy, "busy", 200*time.Millisecond, "busy_get: how long the target computes per round")
 	fs.IntVar(&o.busyReps, "busy-reps", 3, "busy_get: rounds")
-	fs.Var((*sizeValue)(&o.winSize), "window-size", "alloc_free: window size in bytes (default 1M)")
+	fs.Var((*benchkit.Size)(&o.winSize), "window-size", "alloc_free: window size in bytes (default 1M)")
 	fs.StringVar(&o.jsonOut, "json", "", "print one JSON document instead of text; --json=FILE writes it to FILE as well as the text")
 	fs.Lookup("json").NoOptDefVal = "-"
 	if err := fs.Parse(args); err != nil {
@@ -75,35 +75,6 @@ func parseFlags(args []string) (options, error) {
 		}
 	}
 	return o, nil
-}
-
-// sizeValue is a byte count flag accepting the suffixes K, M and G (powers of 1024).
-type sizeValue int
-
-func (v *sizeValue) String() string { return strconv.Itoa(int(*v)) }
-func (v *sizeValue) Type() string   { return "size" }
-
-func (v *sizeValue) Set(s string) error {
-	mult := 1
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'K', 'k':
-			mult = 1 << 10
-		case 'M', 'm':
-			mult = 1 << 20
-		case 'G', 'g':
-			mult = 1 << 30
-		}
-		if mult > 1 {
-			s = s[:n-1]
-		}
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > (1<<31)/mult {
-		return fmt.Errorf("want a byte count such as 8, 4K or 1M")
-	}
-	*v = sizeValue(n * mult)
-	return nil
 }
 
 func main() {

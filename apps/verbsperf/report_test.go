@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 )
 
 func TestPercentile(t *testing.T) {
@@ -43,7 +45,7 @@ func TestMeasure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls != 110 || m.iters != 100 || m.batch < 1 || m.batch > maxBatch || len(m.samples) == 0 {
+	if calls != 110 || m.Iters != 100 || m.Batch < 1 || m.Batch > maxBatch || len(m.Samples) == 0 {
 		t.Errorf("calls %d, measurement %+v", calls, m)
 	}
 	boom := errors.New("boom")
@@ -58,7 +60,7 @@ func TestMeasure(t *testing.T) {
 }
 
 func TestLatencyRow(t *testing.T) {
-	m := measurement{samples: []float64{1000, 2000, 3000, 4000}, batch: 2, iters: 8, total: 20 * time.Microsecond}
+	m := measurement{benchkit.Measurement{Samples: []float64{1000, 2000, 3000, 4000}, Batch: 2, Iters: 8, Total: 20 * time.Microsecond}}
 	row := m.latency(64, 0.5)
 	want := Row{Bytes: 64, Iterations: 8, Batch: 2, MedianUS: 1.25, AvgUS: 1.25, P99US: 2}
 	if row.Bytes != want.Bytes || row.Iterations != want.Iterations || row.Batch != want.Batch ||

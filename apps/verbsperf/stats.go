@@ -2,103 +2,37 @@ package main
 
 import (
 	"math"
-	"slices"
 	"time"
+
+	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 )
 
-// batchTarget is how long one timed batch of operations should take at least. Reading the
-// clock costs some tens of nanoseconds, so operations shorter than this are timed in
-// batches and a sample is the mean of one batch.
-const batchTarget = 2 * time.Microsecond
+// The timing method (batches of operations as one sample, calibrated in the warmup) is
+// benchkit's, shared with the other benchmark programs.
 
-// maxBatch bounds the batch size so that percentiles still see variation.
-const maxBatch = 256
+const maxBatch = benchkit.MaxBatch
 
-// measurement is the outcome of timing one operation at one size.
-type measurement struct {
-	samples []float64     // nanoseconds per operation, one per batch
-	batch   int           // operations per sample
-	iters   int           // measured operations
-	total   time.Duration // time of all measured operations
-}
+// measurement is benchkit's Measurement with this program's latency row.
+type measurement struct{ benchkit.Measurement }
 
-// measure runs op warmup times untimed, then iters times timed in batches. op gets the
-// running iteration number, counting the warmup.
+// measure runs op warmup times untimed, then iters times timed in batches (benchkit.Measure).
 func measure(warmup, iters int, op func(i int) error) (measurement, error) {
-	// The first warmup iterations include the peer's start and cold caches: calibrate the
-	// batch size on the second half only.
-	i := 0
-	var t0 time.Time
-	for ; i < warmup; i++ {
-		if i == warmup/2 {
-			t0 = time.Now()
-		}
-		if err := op(i); err != nil {
-			return measurement{}, err
-		}
-	}
-	batch := 1
-	if calib := warmup - warmup/2; calib > 0 {
-		per := time.Since(t0) / time.Duration(calib)
-		if per < batchTarget {
-			batch = min(int(batchTarget/max(per, 1)), maxBatch)
-		}
-	}
-	m := measurement{batch: batch, iters: iters, samples: make([]float64, 0, iters/batch+1)}
-	for done := 0; done < iters; {
-		b := min(batch, iters-done)
-		t := time.Now()
-		for j := 0; j < b; j++ {
-			if err := op(i); err != nil {
-				return measurement{}, err
-			}
-			i++
-		}
-		d := time.Since(t)
-		m.total += d
-		m.samples = append(m.samples, float64(d)/float64(b))
-		done += b
-	}
-	return m, nil
+	m, err := benchkit.Measure(warmup, iters, op)
+	return measurement{m}, err
 }
 
 // latency summarises a measurement in microseconds, each figure multiplied by scale (0.5
 // turns a round trip into a half round trip).
 func (m measurement) latency(bytes int, scale float64) Row {
-	s := slices.Clone(m.samples)
-	slices.Sort(s)
-	us := func(ns float64) float64 { return round3(ns * scale / 1e3) }
-	avg := 0.0
-	if m.iters > 0 {
-		avg = float64(m.total) / float64(m.iters)
-	}
-	return Row{Bytes: bytes, Iterations: m.iters, Batch: m.batch,
-		MedianUS: us(percentile(s, 50)), AvgUS: us(avg), P99US: us(percentile(s, 99))}
+	med, avg, p99 := m.Latency(scale)
+	return Row{Bytes: bytes, Iterations: m.Iters, Batch: m.Batch, MedianUS: med, AvgUS: avg, P99US: p99}
 }
 
-// percentile returns the p-th percentile of sorted by the nearest-rank method, with the
-// median of an even count taken as the mean of the middle two.
-func percentile(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return math.NaN()
-	}
-	if p == 50 {
-		if n%2 == 1 {
-			return sorted[n/2]
-		}
-		return (sorted[n/2-1] + sorted[n/2]) / 2
-	}
-	rank := int(math.Ceil(p / 100 * float64(n)))
-	return sorted[min(max(rank, 1), n)-1]
-}
-
-// median of unsorted values.
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return percentile(s, 50)
-}
+var (
+	percentile = benchkit.Percentile
+	median     = benchkit.Median
+	round3     = benchkit.Round3
+)
 
 // gbps is bytes per second in units of 10^9.
 func gbps(bytes int64, d time.Duration) float64 {
@@ -107,8 +41,6 @@ func gbps(bytes int64, d time.Duration) float64 {
 	}
 	return float64(bytes) / d.Seconds() / 1e9
 }
-
-func round3(x float64) float64 { return math.Round(x*1e3) / 1e3 }
 
 // roundSig rounds x to 4 significant digits: bandwidths span 0.0001 to 100 GB/s.
 func roundSig(x float64) float64 {

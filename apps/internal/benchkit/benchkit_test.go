@@ -1,0 +1,59 @@
+package benchkit
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestSize(t *testing.T) {
+	for in, want := range map[string]int{"8": 8, "4K": 4096, "1m": 1 << 20, "2G": 2 << 30} {
+		var s Size
+		if err := s.Set(in); err != nil || int(s) != want {
+			t.Errorf("Set(%q) = %d, %v; want %d", in, s, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "-1", "3T", "4G"} {
+		var s Size
+		if err := s.Set(in); err == nil {
+			t.Errorf("Set(%q) accepted (%d)", in, s)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	s := []float64{1, 2, 3, 4}
+	if p := Percentile(s, 50); p != 2.5 {
+		t.Errorf("median %v", p)
+	}
+	if p := Percentile(s, 99); p != 4 {
+		t.Errorf("p99 %v", p)
+	}
+	if !math.IsNaN(Percentile(nil, 50)) {
+		t.Error("empty is not NaN")
+	}
+	if m := Median([]float64{3, 1, 2}); m != 2 {
+		t.Errorf("Median %v", m)
+	}
+}
+
+func TestMeasure(t *testing.T) {
+	calls := 0
+	m, err := Measure(10, 100, func(i int) error {
+		if i != calls {
+			t.Fatalf("op got %d at call %d", i, calls)
+		}
+		calls++
+		return nil
+	})
+	if err != nil || calls != 110 || m.Iters != 100 || m.Batch < 1 || m.Batch > MaxBatch || len(m.Samples) == 0 {
+		t.Fatalf("Measure: %v, %d calls, %+v", err, calls, m)
+	}
+	if med, avg, p99 := m.Latency(1); med < 0 || avg < 0 || p99 < med {
+		t.Errorf("Latency %v %v %v", med, avg, p99)
+	}
+	boom := errors.New("boom")
+	if _, err := Measure(0, 5, func(int) error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("error not returned: %v", err)
+	}
+}

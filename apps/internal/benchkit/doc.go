@@ -1,0 +1,9 @@
+// Package benchkit is what gorma's benchmark programs (apps/verbsperf, apps/pingpong,
+// apps/rmabench, apps/allreducebench) share: the byte-count flag type (Size: 8, 4K, 1M)
+// and the OSU/perftest timing method (Measure: a warmup that calibrates a batch size, then
+// batches of operations timed as one sample, since a clock read costs tens of
+// nanoseconds; Latency: median, mean and 99th percentile in microseconds).
+//
+// It holds no state; everything is safe for concurrent use. Only packages under apps/
+// import it.
+package benchkit

@@ -39,7 +39,10 @@ func (b *bench) bandwidth(ctx context.Context, test string) error {
 				return err
 			}
 		}
-		var gb, fl []float64
+		if paired {
+			reps = max(reps, pairedReps)
+		}
+		var gb, fl, ratios []float64
 		for range reps {
 			if paired {
 				g, err := floor(ctx, n, iters)
@@ -52,16 +55,27 @@ func (b *bench) bandwidth(ctx context.Context, test string) error {
 			if err != nil {
 				return fmt.Errorf("%s %d B: %w", test, n, err)
 			}
-			gb = append(gb, gbps(int64(n)*int64(iters), d))
+			g := gbps(int64(n)*int64(iters), d)
+			gb = append(gb, g)
+			if paired {
+				ratios = append(ratios, g/fl[len(fl)-1])
+			}
 		}
 		row := bwRow(n, iters, gb)
 		if paired {
 			row.FloorGBps = roundSig(median(fl))
+			row.FloorRatio = round3(median(ratios))
 		}
 		b.r.row(row)
 	}
 	return nil
 }
+
+// pairedReps is the least number of repetitions at the sizes compared with a floor: each
+// repetition of the test follows one of the floor, and the ratio reported is the median of
+// the ratios of these adjacent pairs, so that a change of the machine's speed between
+// repetitions (frequent on shared machines) cancels out rather than landing on one side.
+const pairedReps = 5
 
 // pairedBWFloor returns the bandwidth floor compared with this provider's bandwidth, if
 // the run measures it: its name and a function measuring it in GB/s. Repetitions of the

@@ -45,7 +45,11 @@
 // paired with it: the floor is measured again just before the row (shm send_lat 8 B after
 // flag_pp, tcp read_lat 8 B after tcp_pp) or in alternation with each repetition (write_bw
 // and read_bw from 1 MiB with memcpy on shm and tcp_stream on tcp), and shown in an extra
-// column named after the floor. Pairing happens when the floor test is selected too.
+// column named after the floor. Pairing happens when the floor test is selected too. A
+// paired bandwidth row has at least five repetitions, and its ratio to the floor (the
+// paired_ratio column, and the summary's check) is the median of the ratios of each
+// repetition to the floor repetition just before it: a change of speed between
+// repetitions then cancels out instead of landing on the test or on the floor.
 //
 // Output is stable text, one header per table, or with --json one JSON document holding
 // every table, the machine description, the Go version and a timestamp.

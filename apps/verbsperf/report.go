@@ -33,6 +33,9 @@ type Row struct {
 	// GB/s for bandwidth (median of as many repetitions), median microseconds for latency.
 	FloorGBps float64 `json:"floor_gbps,omitempty"`
 	FloorUS   float64 `json:"floor_median_us,omitempty"`
+	// FloorRatio is the median over the repetitions of GB/s divided by the GB/s of the
+	// floor repetition just before it (bandwidth rows with a paired floor).
+	FloorRatio float64 `json:"floor_ratio,omitempty"`
 }
 
 // Result is one table: one test, in one mode, on one provider (or a floor).
@@ -120,7 +123,8 @@ func (r *reporter) begin(res Result) {
 }
 
 // formatHeader returns the column header of res's table. A table with a paired floor has
-// one more column, named after the floor.
+// one more column, named after the floor, and for bandwidth one more: the median of the
+// ratios of adjacent test and floor repetitions.
 func formatHeader(res *Result) string {
 	var h string
 	if res.Kind == kindLatency {
@@ -134,6 +138,9 @@ func formatHeader(res *Result) string {
 			unit = "_GB/s"
 		}
 		h += fmt.Sprintf(" %14s", res.Floor+unit)
+		if res.Kind == kindBandwidth {
+			h += fmt.Sprintf(" %12s", "paired_ratio")
+		}
 	}
 	return h + "\n"
 }
@@ -160,6 +167,13 @@ func formatRow(res *Result, row Row) string {
 			l += fmt.Sprintf(" %14.3f", floor)
 		} else {
 			l += fmt.Sprintf(" %14s", "-")
+		}
+		if res.Kind == kindBandwidth {
+			if row.FloorRatio > 0 {
+				l += fmt.Sprintf(" %12.3f", row.FloorRatio)
+			} else {
+				l += fmt.Sprintf(" %12s", "-")
+			}
 		}
 	}
 	return l + "\n"

@@ -90,8 +90,13 @@ func TestLatencyRow(t *testing.T) {
 	if got := formatRow(paired, row); !strings.HasSuffix(got, " 2.000          0.500\n") {
 		t.Errorf("paired row = %q", got)
 	}
-	if got := formatHeader(&Result{Kind: kindBandwidth, Floor: "memcpy"}); !strings.HasSuffix(got, "Mmsg/s    memcpy_GB/s\n") {
+	bwRes := &Result{Kind: kindBandwidth, Floor: "memcpy"}
+	if got := formatHeader(bwRes); !strings.HasSuffix(got, "Mmsg/s    memcpy_GB/s paired_ratio\n") {
 		t.Errorf("paired bandwidth header = %q", got)
+	}
+	bwLine := Row{Bytes: 1 << 20, GBps: 9, FloorGBps: 10, FloorRatio: 0.875}
+	if got := formatRow(bwRes, bwLine); !strings.HasSuffix(got, "10.000        0.875\n") {
+		t.Errorf("paired bandwidth row = %q", got)
 	}
 }
 
@@ -248,6 +253,11 @@ func TestRatiosPreferPairedFloors(t *testing.T) {
 	}
 	if v, n, ok := worstRatio(res, nil, 1<<20); !ok || n != 1<<20 || v != 0.8 {
 		t.Errorf("worstRatio, paired only = %v at %d, %v; want 0.8 at 1M", v, n, ok)
+	}
+	// The median of the paired repetitions' ratios wins over the ratio of the medians.
+	pairs := &Result{Rows: []Row{{Bytes: 1 << 20, GBps: 8, FloorGBps: 10, FloorRatio: 0.9}, {Bytes: 2 << 20, GBps: 9, FloorGBps: 10, FloorRatio: 0.85}}}
+	if v, n, ok := worstRatio(pairs, nil, 1<<20); !ok || n != 2<<20 || v != 0.85 {
+		t.Errorf("worstRatio of paired ratios = %v at %d, %v; want 0.85 at 2M", v, n, ok)
 	}
 	small := &Result{Rows: []Row{{Bytes: 4096, GBps: 3, FloorGBps: 4}, {Bytes: 65536, GBps: 3, FloorGBps: 6}}}
 	if v, n, ok := worstRatio(small, nil, 1<<20); !ok || n != 65536 || v != 0.5 {

@@ -110,7 +110,8 @@ func latRatio(row, floorRow *Row) (ratio float64, detail string, ok bool) {
 
 // worstRatio returns the smallest GB/s ratio of res to its floor over the sizes at or
 // above from, and that size; with no such size, it compares the largest size. Each row is
-// compared with the floor paired with it when it has one, else with the floor table.
+// compared with the floor paired with it when it has one (the median of the adjacent
+// pairs' ratios), else with the floor table.
 func worstRatio(res, floor *Result, from int) (ratio float64, size int, ok bool) {
 	if res == nil {
 		return 0, 0, false
@@ -134,15 +135,24 @@ func worstRatio(res, floor *Result, from int) (ratio float64, size int, ok bool)
 		if largest < 0 || row.Bytes > res.Rows[largest].Bytes {
 			largest = i
 		}
-		if row.Bytes >= from && row.GBps/f < ratio {
-			ratio, size, ok = row.GBps/f, row.Bytes, true
+		if r := rowRatio(&res.Rows[i], f); row.Bytes >= from && r < ratio {
+			ratio, size, ok = r, row.Bytes, true
 		}
 	}
 	if !ok && largest >= 0 {
 		row := &res.Rows[largest]
-		return row.GBps / floorAt(row), row.Bytes, true
+		return rowRatio(row, floorAt(row)), row.Bytes, true
 	}
 	return ratio, size, ok
+}
+
+// rowRatio is a bandwidth row's ratio to its floor f: the median of its paired
+// repetitions' ratios when it has them, else the ratio of the medians.
+func rowRatio(row *Row, f float64) float64 {
+	if row.FloorRatio > 0 {
+		return row.FloorRatio
+	}
+	return row.GBps / f
 }
 
 // printSummary prints the checks as an aligned block.

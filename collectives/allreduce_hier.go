@@ -98,7 +98,10 @@ func allreduceWorldSHM[T runtime.Elem](c call, src, recv []T, op Op[T]) error {
 	if err := l.world.prepare(c, len(recv)*elemSize[T]()); err != nil {
 		return err
 	}
-	return allreduceSHM(c, l.world, src, recv, op, -1)
+	if err := allreduceSHM(c, l.world, src, recv, op, -1); err != nil {
+		return err
+	}
+	return l.world.releaseBig(c)
 }
 
 // allreduceHier is the hierarchical Allreduce for jobs spanning hosts: the ranks of each
@@ -106,7 +109,8 @@ func allreduceWorldSHM[T runtime.Elem](c call, src, recv []T, op Op[T]) error {
 // (allreduceSHM with a root), the leaders run a point-to-point Allreduce among themselves
 // (the algorithm selectAllreduce picks for their number, on a sub-group addressed by
 // World rank), and each leader broadcasts the result to its host through shared memory
-// (shmBcast). Only the leaders' step crosses hosts. Rank order holds for non-commutative
+// (shmBcast). Only the leaders' step crosses hosts. Under ScratchFresh each host's big
+// buffers are acquired before the on-host reduce and released after the broadcast. Rank order holds for non-commutative
 // operators when each host's ranks are consecutive (the selection falls back otherwise).
 func allreduceHier[T runtime.Elem](c call, src, recv []T, op Op[T]) error {
 	l := localOf(c.s)
@@ -136,7 +140,10 @@ func allreduceHier[T runtime.Elem](c call, src, recv []T, op Op[T]) error {
 		}
 	}
 	if local {
-		return shmBcast(c, l.onHost, recv, 0)
+		if err := shmBcast(c, l.onHost, recv, 0); err != nil {
+			return err
+		}
+		return l.onHost.releaseBig(c)
 	}
 	return nil
 }

@@ -11,11 +11,16 @@ import "github.com/gorma-hpc/gorma/runtime"
 // reverse to assemble the whole vector; the extra ranks get it back. Rounds go from the
 // lowest bit up, so the groups combined are always contiguous runs of ranks and rank
 // order holds for non-commutative operators. Cost: 2 log2(p) rounds moving 2n(p-1)/p
-// elements: the choice for long vectors on a power of two.
-func allreduceRabenseifner[T runtime.Elem](c call, buf []T, op Op[T]) error {
+// elements: the choice for long vectors on a power of two. The scratch (a whole vector)
+// is reused, or acquired per call under ScratchFresh (tempOf).
+func allreduceRabenseifner[T runtime.Elem](c call, buf []T, op Op[T]) (err error) {
 	pof2 := pof2Below(c.s.size)
 	rem := c.s.size - pof2
-	tmp := scratchOf[T](c, 0, len(buf))
+	tmp, fresh, err := tempOf[T](c, 0, len(buf))
+	if err != nil {
+		return err
+	}
+	defer func() { fresh.release(err == nil) }()
 	newrank, err := foldExtra(c, buf, tmp, op, pof2)
 	if err != nil {
 		return err

@@ -7,11 +7,16 @@ import "github.com/gorma-hpc/gorma/runtime"
 // neighbour, receive another from the left and combine it) leaves rank r with the result
 // of block r+1; a ring allgather (p-1 more steps) passes the finished blocks around.
 // Cost: 2(p-1) steps moving 2n(p-1)/p elements, for any p. Blocks are combined in ring
-// order, so it serves commutative operators only (selectAllreduce sees to that).
-func allreduceRing[T runtime.Elem](c call, buf []T, op Op[T]) error {
+// order, so it serves commutative operators only (selectAllreduce sees to that). The
+// scratch (one block) is reused, or acquired per call under ScratchFresh (tempOf).
+func allreduceRing[T runtime.Elem](c call, buf []T, op Op[T]) (err error) {
 	p, r, n := c.s.size, c.s.rank, len(buf)
 	right, left := (r+1)%p, (r-1+p)%p
-	tmp := scratchOf[T](c, 0, (n+p-1)/p)
+	tmp, fresh, err := tempOf[T](c, 0, (n+p-1)/p)
+	if err != nil {
+		return err
+	}
+	defer func() { fresh.release(err == nil) }()
 	for s := 0; s < p-1; s++ {
 		slo, shi := block(n, p, (r-s+p)%p)
 		rlo, rhi := block(n, p, (r-s-1+2*p)%p)

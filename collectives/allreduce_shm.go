@@ -12,12 +12,15 @@ import "github.com/gorma-hpc/gorma/runtime"
 //     order, into its recv. At p=2 and 8 bytes this is one cache-line exchange each way.
 //   - Longer vectors go in chunks of up to the big buffer's size (so that the working set
 //     stays in cache, and the scratch stays small whatever the vector), two steps per
-//     chunk: every rank copies its chunk into a big buffer and publishes; rank r reduces
-//     block r of the chunk by loading that block from every rank's buffer, combining in
-//     rank order into rank 0's buffer (block r of rank 0's buffer is read by rank r only),
-//     and publishes; then every rank copies the reduced chunk from rank 0's buffer into
-//     its recv. Consecutive chunks alternate between the two big buffers, so a buffer is
-//     written again only after every rank has finished reading it.
+//     chunk: every rank copies into its big buffer the blocks of its chunk that the others
+//     reduce, and publishes; rank r reduces block r, loading its own from src and the
+//     others' from their buffers, combining in rank order, into its recv (or its buffer,
+//     see shmReduceChunk), copies the result into block r of its buffer and publishes;
+//     then every rank copies block j of the chunk from rank j's buffer into its recv.
+//     Every rank reads (p-1)/p of the chunk from peers twice and stores only into its
+//     own scratch, with copyShared. Consecutive chunks alternate between the two big
+//     buffers, so a buffer is written again only after every rank has finished reading
+//     it.
 //
 // src is the input (recv itself when in place); recv receives the result. With root >= 0
 // (a member index) only that member gets the result (the on-host reduce of the
@@ -54,15 +57,19 @@ func shmReduceSmall[T runtime.Elem](c call, g *shmGroup, src, recv []T, op Op[T]
 	if root >= 0 && root != g.me {
 		return nil
 	}
-	copy(recv, smallSlot[T](g, 0, v, n))
-	for i := 1; i < len(g.ranks); i++ {
-		op.fn(recv, smallSlot[T](g, i, v, n))
-	}
+	reduceInto(recv, op, len(g.ranks), func(i int) []T { return smallSlot[T](g, i, v, n) })
 	return nil
 }
 
 // shmReduceChunk reduces one chunk through a big buffer (two steps). bytes >= 0 on a
 // call's first chunk: the call's byte count, checked against the other ranks'.
+//
+// Only the blocks the other members reduce are copied in, and member r's reduction goes
+// into its recv and from there into block r of its own buffer: no member ever stores to
+// another's scratch, and scratch is written only by copyShared (non-temporal stores on
+// amd64), so that no store waits for a line a peer holds. When the reduction may not go
+// to recv (in place, where block r of recv is still rank r's operand and rank 0's comes
+// first; or a member that is not root), it goes to the buffer directly.
 func shmReduceChunk[T runtime.Elem](c call, g *shmGroup, src, recv []T, op Op[T], root, bytes int) error {
 	n, p := len(recv), len(g.ranks)
 	v := g.seq + 1
@@ -70,27 +77,66 @@ func shmReduceChunk[T runtime.Elem](c call, g *shmGroup, src, recv []T, op Op[T]
 	if err != nil {
 		return err
 	}
-	copy(big[T](g, g.me, b, n), src)
+	mine := big[T](g, g.me, b, n)
+	for j := range p {
+		if j != g.me {
+			lo, hi := block(n, p, j)
+			copyShared(mine[lo:hi], src[lo:hi])
+		}
+	}
 	if bytes >= 0 {
 		g.setMeta(v, bytes)
 	}
 	if err := g.step(c, v, bytes); err != nil {
 		return err
 	}
-	lo, hi := block(n, p, g.me)
-	if hi > lo {
-		acc := big[T](g, 0, b, n)[lo:hi]
-		for i := 1; i < p; i++ {
-			op.fn(acc, big[T](g, i, b, n)[lo:hi])
+	gets := root < 0 || root == g.me
+	if lo, hi := block(n, p, g.me); hi > lo {
+		in := func(i int) []T {
+			if i == g.me {
+				return src[lo:hi]
+			}
+			return big[T](g, i, b, n)[lo:hi]
+		}
+		inPlace := &src[0] == &recv[0]
+		acc := mine[lo:hi]
+		if gets && (!inPlace || g.me == 0) {
+			acc = recv[lo:hi]
+		}
+		reduceInto(acc, op, p, in)
+		if &acc[0] == &recv[lo] {
+			copyShared(mine[lo:hi], acc)
+		} else if gets {
+			copy(recv[lo:hi], acc)
 		}
 	}
 	if err := g.step(c, v+1, -1); err != nil {
 		return err
 	}
-	if root < 0 || root == g.me {
-		copy(recv, big[T](g, 0, b, n))
+	if gets {
+		for j := range p {
+			if j != g.me {
+				lo, hi := block(n, p, j)
+				copy(recv[lo:hi], big[T](g, j, b, n)[lo:hi])
+			}
+		}
 	}
 	return nil
+}
+
+// reduceInto sets acc to in(0) ∘ in(1) ∘ ... ∘ in(p-1), in rank order; acc may be in(0)
+// itself, not another operand.
+func reduceInto[T runtime.Elem](acc []T, op Op[T], p int, in func(int) []T) {
+	if p == 1 {
+		if x := in(0); len(acc) > 0 && &acc[0] != &x[0] {
+			copy(acc, x)
+		}
+		return
+	}
+	op.combine(acc, in(0), in(1))
+	for i := 2; i < p; i++ {
+		op.fn(acc, in(i))
+	}
 }
 
 // shmBcast copies member root's buf into every member's buf through the scratch: one
@@ -119,7 +165,7 @@ func shmBcast[T runtime.Elem](c call, g *shmGroup, buf []T, root int) error {
 			return err
 		}
 		if g.me == root {
-			copy(big[T](g, g.me, b, len(part)), part)
+			copyShared(big[T](g, g.me, b, len(part)), part)
 		}
 		if err := g.step(c, v, -1); err != nil {
 			return err

@@ -33,12 +33,19 @@
 //     bytes the vector travels in the cache line of the sequence number itself (one
 //     line per rank and step: a peer fetches one line, and polls only that). Longer
 //     vectors go in chunks of up to 256 KiB through two alternating buffers, two steps a
-//     chunk: copy in and publish; rank r reduces block r by loading it from every rank's
-//     scratch (in rank order) and publishes; every rank copies the reduced chunk out.
-//     Flags, not messages: a waiting rank spins briefly (a bare spin when every rank has
-//     a processor; yielding, and the OS thread too, when the host has more ranks than
-//     processors), then sleeps on the publisher's doorbell
-//     (a shared futex) while checking ctx and the publisher's liveness.
+//     chunk: each rank copies in the blocks the others reduce and publishes; rank r
+//     reduces block r, its own from its send buffer and the others' from their scratch
+//     (in rank order), into its recv, copies it into its scratch and publishes; every
+//     rank copies the other blocks out. No rank stores into another's scratch, and the
+//     copies into scratch use non-temporal stores on amd64 (no store waits for a cache
+//     line a peer still holds: when the cores share no cache, that wait was most of a
+//     long Allreduce). Flags, not messages: a waiting rank spins briefly (a bare spin
+//     when every rank has a processor), then sleeps on the publisher's doorbell (a shared
+//     futex) while checking ctx and the publisher's liveness. When the host has more
+//     ranks than processors (GOLAUNCH_LOCAL_SIZE above the processors this process may
+//     run on), a waiting rank instead gives its processor away (sched_yield) at every
+//     poll, for up to a millisecond before it sleeps, so that the ranks sharing a core
+//     take turns at once, as Open MPI does when it knows it oversubscribes.
 //   - allreduce_hier.go: jobs spanning hosts: the ranks of each host reduce to the host's
 //     lowest rank through shared memory, those leaders run a point-to-point Allreduce
 //     among themselves, and each broadcasts the result on its host through shared memory.
@@ -56,12 +63,15 @@
 //     all) and allgather_ring.go; reducescatter_halving.go (power-of-two p, commutative,
 //     up to 64 KiB in all), reducescatter_ring.go (commutative) and
 //     reducescatter_pairwise.go (any operator, combined in rank order); alltoall.go
-//     (pairwise exchange); barrier.go (the runtime's dissemination barrier).
+//     (pairwise exchange); barrier.go (one step of the shm algorithm's flags when every
+//     rank is on this host, the runtime's dissemination barrier otherwise).
 //
 // select.go decides Allreduce's algorithm in one function, selectAllreduce: shm when
 // every rank is on this host and reached through shm; hier when the job spans hosts and
 // some host holds more than one rank (unless the operator is not commutative and a
-// host's ranks are not consecutive); otherwise recursive doubling up to 4 KiB per rank
+// host's ranks are not consecutive, or the vector has 1 MiB or more, p is a power of two
+// and each host's ranks are consecutive: then Rabenseifner, whose first rounds pair ranks
+// of one host); otherwise recursive doubling up to 4 KiB per rank
 // (or fewer elements than ranks), then Rabenseifner on a power of two or with a
 // non-commutative operator, ring otherwise. Ranks are on one host when the World names
 // the same host for them (World.HostOf) and reach each other through shm
@@ -96,6 +106,46 @@
 // sentinels (runtime.ErrInvalid for bad arguments, *runtime.ProcError for a failed rank)
 // or ctx's error. After a failed call the World's collectives may be used again, but the
 // ranks' results are only as good as their agreement on what failed.
+//
+// # Scratch policy: arena or fresh
+//
+// The environment variable GORMA_SCRATCH (EnvScratch), read at the process's first
+// collective call that needs scratch, or SetScratch, chooses how Allreduce gets its
+// scratch: arena (ScratchArena, the default: as above, acquired once and reused) or fresh
+// (ScratchFresh), which pays per call what Open MPI and MPICH pay — their temporary
+// vectors come from malloc, which above glibc's mmap threshold (dynamic, at most 32 MiB)
+// maps fresh pages and unmaps them at free, and a registration dies with its mapping. It
+// exists to measure what pre-registration buys (apps/allreducebench --scratch). Under
+// fresh, every Allreduce call that needs data scratch acquires it and releases it before
+// it returns:
+//
+//   - shm and hier, vectors above 8 KiB (scratch_shm.go): each rank carves a new region
+//     for its two big buffers from its arena (AllocRegion: a new key, registered with
+//     every device), writes a byte of every page (each a page fault and a zeroed page,
+//     since the last release gave the pages back), and publishes the region's description
+//     with one step of the flags; every rank attaches (validates and pins the key, maps)
+//     each peer's region and reads a byte of every page (a fault per page in its own
+//     page table). At the end each rank unpins the peers' regions, all take one step,
+//     and each gives its region's pages back to the kernel (madvise MADV_REMOVE: a hole
+//     punched in the shared memory, dropped from every process's mapping) and frees the
+//     region (the key is revoked). The flag lines and small slots stay set up, as the
+//     control segments of the MPIs' shared-memory collectives do; vectors of up to 8 KiB
+//     therefore cost the same under both policies (so do Barrier and the other
+//     collectives, which keep their reused scratch). The big buffers keep their size (two
+//     of up to 256 KiB per rank): the policy changes how scratch is acquired, not how
+//     much the algorithm uses.
+//   - ring and Rabenseifner, and the leaders' step of hier (scratch_fresh.go): the
+//     temporary vector (a block for ring, the whole vector for Rabenseifner) is a new
+//     anonymous mmap, written a byte per page (the faults a registration's pinning
+//     takes), registered with every device (World.RegisterRegion), and at the end
+//     deregistered and unmapped. A call that fails leaks it rather than unmapping memory
+//     a withdrawn receive might still write.
+//   - Recursive doubling (vectors up to 4 KiB, which malloc serves from its heap) keeps
+//     its reused scratch.
+//
+// A bad GORMA_SCRATCH makes the Allreduce calls that acquire scratch fail with an error
+// wrapping runtime.ErrConfig. Every rank must use the same policy: a rank of the shm
+// algorithm whose policy differs from its peers' makes the call fail with ErrMismatch.
 //
 // # Concurrency contract and buffer ownership
 //

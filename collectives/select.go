@@ -62,6 +62,12 @@ const (
 	// reduceScatterShortMsg: up to this total size (p blocks) ReduceScatter halves
 	// recursively (power-of-two rank counts).
 	reduceScatterShortMsg = 64 << 10
+	// allreduceHierLongMsg: from this size a job spanning hosts whose ranks are
+	// consecutive on each host, on a power of two, uses Rabenseifner instead of hier: its
+	// first rounds pair ranks of one host (through shm), every rank reduces and sends its
+	// share, and no on-host broadcast follows (2 ranks on each of 4 netns hosts: 1.5x
+	// faster from 1 MiB, docs/benchmarks.md).
+	allreduceHierLongMsg = 1 << 20
 )
 
 // selectAllreduce picks the Allreduce algorithm for a vector of bytes bytes over p ranks
@@ -69,10 +75,12 @@ const (
 // decides. With every rank on this host and mapped: shm. With several hosts of which one
 // at least holds more than one rank: hier, unless the operator is not commutative and
 // some host's ranks are not consecutive (the host partials could not be combined in rank
-// order). Otherwise the point-to-point algorithms by size. Ring reduces in ring order, so
-// a non-commutative operator never gets it (Rabenseifner instead, which keeps rank
-// order); a forced hier that cannot keep rank order gives way the same way. A forced shm
-// is kept even where it cannot run: the call then fails with an error saying why.
+// order), or the vector has allreduceHierLongMsg bytes or more, p is a power of two and
+// each host's ranks are consecutive (then Rabenseifner). Otherwise the point-to-point
+// algorithms by size. Ring reduces in ring order, so a non-commutative operator never
+// gets it (Rabenseifner instead, which keeps rank order); a forced hier that cannot keep
+// rank order gives way the same way. A forced shm is kept even where it cannot run: the
+// call then fails with an error saying why.
 func selectAllreduce(force algo, bytes, count, p int, commutative bool, loc locality) algo {
 	hierOK := commutative || loc.contiguous
 	a := force
@@ -81,7 +89,7 @@ func selectAllreduce(force algo, bytes, count, p int, commutative bool, loc loca
 		switch {
 		case loc.oneHost && p > 1:
 			a = algoSHM
-		case loc.hosts > 1 && loc.shared && hierOK:
+		case loc.hosts > 1 && loc.shared && hierOK && !(pof2 && loc.contiguous && bytes >= allreduceHierLongMsg):
 			a = algoHier
 		case bytes <= allreduceShortMsg || count < p:
 			a = algoRecdbl

@@ -38,18 +38,22 @@ import (
 // futex. When every rank has a processor the spin is bare (polling the one flag line,
 // yielding to the Go scheduler only every shmSpinCheck polls: a yield wakes another of
 // the process's threads, which then competes with the ranks for the processors); when the
-// host has more ranks than processors it yields at every poll, and to the OS scheduler
-// too after a microsecond, so that oversubscribed ranks let their peers run (otherwise a
-// yield would hand the core to unrelated processes for a time slice). To sleep, the
-// waiter counts itself in the publisher's sleepers word, reads the bell, checks the
-// condition once more and sleeps while the bell is unchanged; the publisher stores its
-// seq with a release store (on amd64 a plain store, so that it does not stall until the
-// peers give up the line), then rings (bumps bell and wakes) only if it sees a sleeper.
-// With no fence between that store and that look, a sleeper that counts itself at that
-// very moment can be missed while it misses the store: its first sleep is therefore short
-// (shmSleepFirst), later ones bounded by shmSleep. Every few polls, and after each sleep,
-// the waiter checks ctx and the publisher's liveness (runtime.Remote.Err): nothing waits
-// forever on a dead peer.
+// host has more ranks than processors it gives the processor away (sched_yield) at every
+// poll, for up to shmYieldFor (waitYield), so that the ranks sharing a core take turns at
+// once. To sleep, the waiter counts itself in the publisher's sleepers word, reads the
+// bell, checks the condition once more and sleeps while the bell is unchanged; the
+// publisher stores its seq with a release store (on amd64 a plain store, so that it does
+// not stall until the peers give up the line), then rings (bumps bell and wakes) only if
+// it sees a sleeper. With no fence between that store and that look, a sleeper that
+// counts itself at that very moment can be missed while it misses the store: its first
+// sleep is therefore short (shmSleepFirst), later ones bounded by shmSleep. Every few
+// polls, and after each sleep, the waiter checks ctx and the publisher's liveness
+// (runtime.Remote.Err): nothing waits forever on a dead peer.
+//
+// Data goes to scratch through copyShared (non-temporal stores on amd64) and every
+// member stores only into its own region (allreduce_shm.go): a plain store to a line a
+// peer has read must wait for the peer to give the line up, line after line, which costs
+// most when the cores share no cache.
 const (
 	shmOffFlag  = 0   // flag line 0; flag line 1 follows
 	shmLine     = 64  // bytes of a flag line (a cache line)
@@ -72,11 +76,9 @@ const (
 	shmChunkMax = 256 << 10
 
 	shmSpinFor    = 30 * time.Microsecond // polling, then futex sleeps
-	shmYieldFrom  = time.Microsecond      // oversubscribed: from here the spin yields the OS thread too
 	shmSleep      = time.Millisecond      // bound of one futex sleep
 	shmSleepFirst = 50 * time.Microsecond // bound of a wait's first futex sleep (see publish)
-	shmPollCheck  = 128                   // polls between checks of ctx and liveness
-	shmSpinCheck  = 4096                  // the same when every rank has a processor (a bare spin)
+	shmSpinCheck  = 4096                  // polls between checks of ctx and liveness (a bare spin)
 )
 
 // shmGroup is one rank's view of a group sharing scratch. It is used by one collective
@@ -97,6 +99,15 @@ type shmGroup struct {
 	bigNext int       // big buffer of the next step that writes one
 	bigFree [2]uint64 // step after which each big buffer's readers are done
 	broken  bool      // a call failed: set up again before the next use
+
+	// Under ScratchFresh the region holds no big buffers: they live in a region of their
+	// own per member, acquired by a call that needs them and released before it returns
+	// (scratch_shm.go).
+	fresh   bool              // set up for ScratchFresh
+	bigReg  *runtime.Region   // this call's big buffers (fresh), or nil
+	bigOld  *runtime.Region   // big buffers left by a failed call, freed at the next setup
+	bigRems []*runtime.Remote // the peers' big buffers, by member index
+	bigMem  [][]byte          // every member's big buffers (own included), or nil: in the region
 }
 
 // shmRegionSize is the size of a region whose big buffers hold chunk bytes each.
@@ -115,25 +126,47 @@ func shmChunkFor(bytes int) int {
 // collective step over the group's members, with point-to-point messages) on first use,
 // after a failure, or to grow the big buffers. Every member decides alike, since they
 // pass the same byte counts.
+//
+// Under ScratchFresh the region is set up once (flag lines and small slots only: the
+// control structure that Open MPI's and MPICH's shared-memory collectives also keep for
+// the job's life), and a call on a vector too long for one step acquires its big buffers
+// (acquireBig); the caller releases them with releaseBig before the call returns.
 func (g *shmGroup) prepare(c call, bytes int) error {
+	fresh, err := freshScratch()
+	if err != nil {
+		return err
+	}
 	want := 0
 	if bytes > shmSmallMax {
 		want = shmChunkFor(bytes)
 	}
-	if g.mem != nil && !g.broken && g.chunk >= want {
+	if fresh {
+		if g.mem == nil || g.broken || !g.fresh {
+			if err := g.setup(c, 0, true); err != nil {
+				return err
+			}
+		}
+		if want == 0 {
+			return nil
+		}
+		return g.acquireBig(c, want, bytes)
+	}
+	if g.mem != nil && !g.broken && !g.fresh && g.chunk >= want {
 		return nil
 	}
-	return g.setup(c, max(want, g.chunk))
+	return g.setup(c, max(want, g.chunk), false)
 }
 
-// setup allocates this member's region (big buffers of chunk bytes), exchanges region
-// descriptions with every member and maps theirs. The previous region, if any, is freed
-// once every member has sent its new description (each closes its old mappings first).
-func (g *shmGroup) setup(c call, chunk int) error {
+// setup allocates this member's region (big buffers of chunk bytes, none if fresh),
+// exchanges region descriptions with every member and maps theirs. The previous region,
+// if any, is freed once every member has sent its new description (each closes its old
+// mappings first); so are big buffers a failed call left (fresh).
+func (g *shmGroup) setup(c call, chunk int, fresh bool) error {
 	g.closeRemotes()
 	if g.region != nil {
 		g.old, g.region = g.region, nil
 	}
+	g.fresh = fresh
 	w := c.s.comm
 	r, err := w.AllocRegion(shmRegionSize(chunk))
 	if err != nil {
@@ -195,11 +228,12 @@ func (g *shmGroup) setup(c call, chunk int) error {
 		g.old.Free()
 		g.old = nil
 	}
+	g.freeBigOld()
 	g.broken = false
 	return nil
 }
 
-// closeRemotes releases the mappings of the members' regions.
+// closeRemotes releases the mappings of the members' regions (and big buffers).
 func (g *shmGroup) closeRemotes() {
 	for i, rm := range g.remotes {
 		if rm != nil {
@@ -208,14 +242,20 @@ func (g *shmGroup) closeRemotes() {
 		}
 	}
 	g.mem = nil
+	g.closeBigRemotes()
 }
 
 // fail marks g for a new setup after a failed call, and releases its mappings (a peer
-// may have failed).
+// may have failed). This call's fresh big buffers, which a peer may still be reading, are
+// freed at the next setup.
 func (g *shmGroup) fail() {
 	if g != nil {
 		g.broken = true
 		g.closeRemotes()
+		if g.bigReg != nil {
+			g.freeBigOld()
+			g.bigOld, g.bigReg = g.bigReg, nil
+		}
 	}
 }
 
@@ -243,6 +283,9 @@ func smallSlot[T runtime.Elem](g *shmGroup, i int, v uint64, n int) []T {
 
 // big returns n elements of member i's big buffer b.
 func big[T runtime.Elem](g *shmGroup, i, b, n int) []T {
+	if g.bigMem != nil {
+		return unsafe.Slice((*T)(unsafe.Pointer(&g.bigMem[i][b*g.chunk])), n)
+	}
 	return view[T](g, i, shmOffSmall+2*shmSmallMax+b*g.chunk, n)
 }
 
@@ -320,37 +363,27 @@ func (g *shmGroup) wait(c call, i int, v uint64) error {
 	// Each rank has a processor: a bare spin, so that the publisher's store is seen one
 	// line transfer after it happens, yielding to the Go scheduler only at the checks (a
 	// yield wakes another of this process's threads, which then competes with the ranks
-	// for the processors). Oversubscribed: yield at every poll.
-	every := shmPollCheck
-	var start time.Time // from the first check when the spin is bare (most waits end before)
-	if !g.oversub {
-		every = shmSpinCheck
+	// for the processors). Oversubscribed: waitYield.
+	if g.oversub {
+		if done, err := g.waitYield(c, i, ctr, v); done || err != nil {
+			return err
+		}
 	} else {
-		start = time.Now()
-	}
-	yield := false
-	for n := 1; ; n++ {
-		if atomic.LoadUint64(ctr) >= v {
-			return nil
-		}
-		if n%every == 0 {
-			if err := g.check(c, i); err != nil {
-				return err
+		var start time.Time // from the first check (most waits end before)
+		for n := 1; ; n++ {
+			if atomic.LoadUint64(ctr) >= v {
+				return nil
 			}
-			if start.IsZero() {
-				start = time.Now()
-			}
-			d := time.Since(start)
-			yield = g.oversub && d > shmYieldFrom
-			if d > shmSpinFor {
-				break
-			}
-			goruntime.Gosched()
-		}
-		if g.oversub {
-			goruntime.Gosched()
-			if yield {
-				osYield()
+			if n%shmSpinCheck == 0 {
+				if err := g.check(c, i); err != nil {
+					return err
+				}
+				if start.IsZero() {
+					start = time.Now()
+				} else if time.Since(start) > shmSpinFor {
+					break
+				}
+				goruntime.Gosched()
 			}
 		}
 	}

@@ -2,8 +2,16 @@
 
 package collectives
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
 
 // storeRelease stores v at *p with (at least) release ordering: no earlier store is seen
 // after it.
 func storeRelease(p *uint64, v uint64) { atomic.StoreUint64(p, v) }
+
+// copyShared copies src into dst, scratch that peers will read, and returns the number of
+// elements copied (a plain copy here; non-temporal stores on amd64).
+func copyShared[T runtime.Elem](dst, src []T) int { return copy(dst, src) }

@@ -6,6 +6,7 @@
 //	golaunch -n 2 ./bin/allreducebench --algo ring --min-size 1M
 //	golaunch -n 2 -x GORMA_ALLREDUCE=rabenseifner ./bin/allreducebench --test allreduce
 //	golaunch -n 2 ./bin/allreducebench --fresh --min-size 1M         # new buffers per call
+//	golaunch -n 2 ./bin/allreducebench --scratch fresh --sizes 1M,16M,64M  # scratch per call
 //
 // Method (as osu_allreduce): for each size (powers of two from --min-size to --max-size,
 // 8 B to 64 MiB by default, or the list of --sizes such as 8,1M,24M), every rank times
@@ -36,12 +37,20 @@
 // its pages are first touched by the Allreduce), instead of reusing one pair: it shows
 // what reusing memory buys, since a fresh buffer costs page faults and, for messages
 // above the eager limit, a registration-cache miss in the runtime's rendezvous. The
-// collectives' own scratch is reused either way: they expose no switch to allocate it per
-// call (see docs/benchmarks.md).
+// collectives' own scratch is reused either way; --scratch is the switch for that.
 //
-// Output: a header (ranks, hosts, transport, algorithm, progress mode), one table per
+// --scratch arena|fresh sets the collectives' scratch policy (collectives.SetScratch, on
+// every rank before its first collective call; without the flag GORMA_SCRATCH applies,
+// else arena). arena reuses scratch acquired once from the pre-registered arena; fresh
+// makes every Allreduce call map, fault in, register (and, for the shared-memory
+// algorithm, exchange with and map at its peers) its scratch and release it before it
+// returns, as Open MPI and MPICH do (see the collectives package documentation): the
+// difference between the two is what pre-registration buys.
+//
+// Output: a header (ranks, hosts, transport, algorithm, progress mode, fresh buffers,
+// scratch policy; the JSON's "fresh" and "scratch"), one table per
 // test ("#bytes iterations avg_us min_us max_us algbw_GB/s busbw_GB/s"), at rank 0;
 // --json prints one JSON document instead, --json=FILE writes it to FILE beside the text.
-// bench/mpi/allreducebench.c is the C twin (same flags, method, output and JSON);
+// bench/mpi/allreducebench.c is the C twin (same flags but --scratch, method, output and JSON);
 // scripts/compare-allreduce.sh runs both side by side under Open MPI and MPICH.
 package main

@@ -31,6 +31,7 @@ type options struct {
 	sizeTime time.Duration
 	algo     string
 	fresh    bool
+	scratch  string
 	jsonOut  string
 	jsonFlag bool
 }
@@ -48,6 +49,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.sizeTime, "size-time", 0, "cap each size's measured calls at about this long (0: no cap; never below 3 calls)")
 	fs.StringVar(&o.algo, "algo", "", "force an Allreduce algorithm (sets "+collectives.EnvAllreduce+"): auto, recdbl, rabenseifner, ring, ...")
 	fs.BoolVar(&o.fresh, "fresh", false, "allocate new send and receive buffers for every call instead of reusing one pair")
+	fs.StringVar(&o.scratch, "scratch", "", "the collectives' scratch (sets "+collectives.EnvScratch+"): arena (reused, pre-registered) or fresh (mapped, registered and released by every call); default: "+collectives.EnvScratch+", else arena")
 	fs.StringVar(&o.jsonOut, "json", "", "print one JSON document instead of text; --json=FILE writes it to FILE as well as the text")
 	fs.Lookup("json").NoOptDefVal = "-"
 	if err := fs.Parse(args); err != nil {
@@ -65,6 +67,11 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--size-time must not be negative")
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.scratch != "" {
+		if _, err := collectives.ParseScratch(o.scratch); err != nil {
+			return o, fmt.Errorf("--scratch %q: want arena or fresh", o.scratch)
+		}
 	}
 	if *sizeList == "" {
 		for s := o.minSize; s <= o.maxSize; s *= 2 {
@@ -110,6 +117,7 @@ type report struct {
 	Algorithm string   `json:"algorithm"`
 	Progress  string   `json:"progress"`
 	Fresh     bool     `json:"fresh"`
+	Scratch   string   `json:"scratch"`
 	Allreduce []row    `json:"allreduce,omitempty"`
 	Barrier   []row    `json:"barrier,omitempty"`
 }
@@ -129,6 +137,12 @@ func run(ctx context.Context, o options) error {
 	if o.algo != "" {
 		// collectives reads the variable at a World's first collective call.
 		if err := os.Setenv(collectives.EnvAllreduce, o.algo); err != nil {
+			return err
+		}
+	}
+	if o.scratch != "" {
+		// For the record (the report reads it back) and for anything started later.
+		if err := os.Setenv(collectives.EnvScratch, o.scratch); err != nil {
 			return err
 		}
 	}
@@ -155,10 +169,24 @@ func run(ctx context.Context, o options) error {
 	return w.Finalize(fctx)
 }
 
+// setScratch applies --scratch (every rank does, before its first collective call) and
+// returns the policy in force: --scratch, else GORMA_SCRATCH, else arena.
+func setScratch(o options) (collectives.Scratch, error) {
+	if o.scratch != "" {
+		s, err := collectives.ParseScratch(o.scratch)
+		if err != nil {
+			return s, err
+		}
+		collectives.SetScratch(s)
+	}
+	return collectives.ScratchPolicy()
+}
+
 // newReport describes the job.
-func newReport(w *runtime.World, o options) report {
+func newReport(w *runtime.World, o options, scratch collectives.Scratch) report {
 	rep := report{Benchmark: "allreducebench", System: "gorma", Ranks: w.Size(),
-		Algorithm: os.Getenv(collectives.EnvAllreduce), Progress: os.Getenv(runtime.EnvProgress), Fresh: o.fresh}
+		Algorithm: os.Getenv(collectives.EnvAllreduce), Progress: os.Getenv(runtime.EnvProgress), Fresh: o.fresh,
+		Scratch: scratch.String()}
 	hosts := map[string]bool{}
 	for r := range w.Size() {
 		if h := w.HostOf(r); !hosts[h] {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -20,6 +21,9 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--test", "allreduce", "--min-size", "1K", "--max-size", "4M", "--fresh"}, true},
 		{[]string{"--test", "barrier", "--iters", "10", "--size-time", "500ms"}, true},
 		{[]string{"--algo", "ring", "--json=x.json"}, true},
+		{[]string{"--scratch", "fresh"}, true},
+		{[]string{"--scratch=arena"}, true},
+		{[]string{"--scratch", "mmap"}, false},
 		{[]string{"--test", "bcast"}, false},
 		{[]string{"--min-size", "4"}, false},
 		{[]string{"--min-size", "12"}, false},
@@ -78,16 +82,29 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// TestRun measures a few sizes over 3 ranks in one process, reused and fresh buffers,
-// and checks the rows rank 0 reports.
+// TestRun measures a few sizes over 3 ranks in one process — reused and fresh buffers,
+// arena and fresh scratch for the shm algorithm, fresh scratch for the point-to-point
+// ones over tcp — and checks the rows rank 0 reports (each size's result is checked by
+// measure itself).
 func TestRun(t *testing.T) {
-	for _, fresh := range []string{"--fresh=false", "--fresh=true"} {
-		o, err := parseFlags([]string{fresh, "--min-size", "8", "--max-size", "64K", "--iters", "20", "--min-iters", "3", "--size-time", "1s"})
+	t.Cleanup(func() { collectives.SetScratch(collectives.ScratchArena) })
+	for _, tc := range []struct {
+		fresh, scratch, transport, algo string
+	}{
+		{"--fresh=false", "--scratch=arena", "shm", "auto"},
+		{"--fresh=true", "--scratch=arena", "shm", "auto"},
+		{"--fresh=false", "--scratch=fresh", "shm", "auto"},
+		{"--fresh=false", "--scratch=fresh", "tcp", "ring"},
+		{"--fresh=false", "--scratch=fresh", "tcp", "rabenseifner"},
+	} {
+		fresh := strings.Join([]string{tc.fresh, tc.scratch, tc.transport, tc.algo}, " ")
+		o, err := parseFlags([]string{tc.fresh, tc.scratch, "--min-size", "8", "--max-size", "64K", "--iters", "20", "--min-iters", "3", "--size-time", "1s"})
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Setenv(collectives.EnvAllreduce, tc.algo) // read at each new World's first call
 		var out bytes.Buffer
-		runtimetest.Run(t, 3, runtimetest.Options{}, func(w *runtime.World) error {
+		runtimetest.Run(t, 3, runtimetest.Options{Transport: tc.transport}, func(w *runtime.World) error {
 			text := &bytes.Buffer{}
 			if w.Rank() == 0 {
 				text = &out
@@ -97,6 +114,9 @@ func TestRun(t *testing.T) {
 				return err
 			}
 			if w.Rank() == 0 {
+				if want := strings.TrimPrefix(tc.scratch, "--scratch="); rep.Scratch != want {
+					t.Errorf("%s: report says scratch %q, want %q", fresh, rep.Scratch, want)
+				}
 				if rep.Ranks != 3 || len(rep.Allreduce) != 14 || len(rep.Barrier) != 1 {
 					t.Errorf("%s: report of %d ranks with %d allreduce and %d barrier rows; want 3, 14, 1", fresh, rep.Ranks, len(rep.Allreduce), len(rep.Barrier))
 				}
@@ -111,7 +131,8 @@ func TestRun(t *testing.T) {
 			}
 			return nil
 		})
-		if s := out.String(); !strings.Contains(s, "# allreduce") || !strings.Contains(s, "\n65536 ") || !strings.Contains(s, "# barrier") {
+		if s := out.String(); !strings.Contains(s, "# allreduce") || !strings.Contains(s, "\n65536 ") || !strings.Contains(s, "# barrier") ||
+			!strings.Contains(s, ", "+strings.Replace(tc.scratch[2:], "=", " ", 1)+"\n") {
 			t.Errorf("%s: rank 0 output lacks a table or the 64 KiB row:\n%s", fresh, s)
 		}
 	}

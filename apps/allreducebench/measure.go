@@ -13,9 +13,13 @@ import (
 // measure runs the selected tests and returns the report: complete at rank 0, which also
 // prints the tables to text.
 func measure(ctx context.Context, w *runtime.World, o options, text io.Writer) (report, error) {
-	rep := newReport(w, o)
-	fmt.Fprintf(text, "# gorma allreducebench (OSU method): %d ranks on %d host(s), transport %s, algorithm %s, progress %s, fresh buffers %v\n",
-		rep.Ranks, len(rep.Hosts), rep.Transport, rep.Algorithm, rep.Progress, rep.Fresh)
+	scratch, err := setScratch(o)
+	if err != nil {
+		return report{}, err
+	}
+	rep := newReport(w, o, scratch)
+	fmt.Fprintf(text, "# gorma allreducebench (OSU method): %d ranks on %d host(s), transport %s, algorithm %s, progress %s, fresh buffers %v, scratch %s\n",
+		rep.Ranks, len(rep.Hosts), rep.Transport, rep.Algorithm, rep.Progress, rep.Fresh, rep.Scratch)
 	fmt.Fprintf(text, "# latency: each rank's mean per call in microseconds, averaged (min, max) over the ranks; GB/s = 10^9 bytes/s\n")
 	if o.test != "barrier" {
 		fmt.Fprintf(text, "\n# allreduce: float64 sum\n%s\n", header)

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLoopback streams over loopback and checks the report.
+func TestLoopback(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sink(ctx, ln) }()
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"send", "--to", ln.Addr().String(), "--duration", "300ms", "--msg", "64K",
+		"--start-at", strconv.FormatInt(time.Now().Add(50*time.Millisecond).UnixNano(), 10)}, &out)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, " GB/s (") || !strings.Contains(s, "-> "+ln.Addr().String()) {
+		t.Errorf("report %q", s)
+	}
+}
+
+func TestBadArgs(t *testing.T) {
+	for _, args := range [][]string{nil, {"bogus"}, {"sink"}, {"send"}, {"send", "--to", "x:1", "--duration", "1ms"}} {
+		if err := run(context.Background(), args, &bytes.Buffer{}); err == nil {
+			t.Errorf("run(%q) accepted", args)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package collectives
+
+import (
+	"fmt"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Fresh big buffers of the shared-memory algorithm (ScratchFresh). Each call that needs
+// big buffers acquires a region of its own per member and releases it before returning:
+//
+//   - acquireBig: the member carves a region of two big buffers from its arena
+//     (AllocRegion: a new key, registered with every device), writes a byte of every
+//     page (its pages were given back to the kernel by the last release, so each is a
+//     page fault and a zeroed page), and publishes the region's description in its
+//     small slot with one step of the flags; each member then attaches every peer's
+//     region (Attach: validate and pin the key, map) and reads a byte of every page (a
+//     fault per page in its own page table).
+//   - releaseBig: each member closes its mappings of the peers' regions (unpin), takes
+//     one step (after which no member reads or pins another's buffers), gives the pages
+//     of its region back to the kernel (MADV_REMOVE, which drops them from every
+//     process's mapping) and frees the region (deregistration: the key is revoked).
+//
+// The flag lines and small slots stay set up across calls, as the control segments of
+// Open MPI's and MPICH's shared-memory collectives do; so a vector of up to shmSmallMax
+// bytes (one step through the small slots) costs nothing more under ScratchFresh.
+
+// shmFreshMeta marks the byte count of acquireBig's step, so that a member whose policy
+// differs (its first step of the call carries the bare count) sees a mismatch.
+const shmFreshMeta = 1 << 62
+
+// acquireBig sets up this call's big buffers, chunk bytes each, for a call on vectors of
+// bytes bytes (a collective step over the group).
+func (g *shmGroup) acquireBig(c call, chunk, bytes int) error {
+	w := c.s.comm
+	r, err := w.AllocRegion(2 * chunk)
+	if err != nil {
+		return fmt.Errorf("fresh shared-memory scratch: %w", err)
+	}
+	freshAcquired.Add(1)
+	b := r.Bytes()
+	touchPages(b)
+	g.bigReg, g.chunk, g.bigNext, g.bigFree = r, chunk, 0, [2]uint64{}
+	v := g.seq + 1
+	slot := smallSlot[byte](g, g.me, v, shmSmallMax)
+	desc := r.AppendDesc(slot[1:1])
+	slot[0] = byte(len(desc))
+	g.setMeta(v, bytes|shmFreshMeta)
+	if err := g.step(c, v, bytes|shmFreshMeta); err != nil {
+		return err
+	}
+	n := len(g.ranks)
+	if len(g.bigRems) != n {
+		g.bigRems = make([]*runtime.Remote, n)
+	}
+	g.bigMem = make([][]byte, n)
+	g.bigMem[g.me] = b
+	for i, peer := range g.ranks {
+		if i == g.me {
+			continue
+		}
+		ps := smallSlot[byte](g, i, v, shmSmallMax)
+		rm, err := w.Attach(peer, ps[1:1+int(ps[0])])
+		if err != nil {
+			g.bigMem = nil
+			return fmt.Errorf("rank %d mapping rank %d's fresh scratch: %w", w.Rank(), peer, err)
+		}
+		g.bigRems[i] = rm
+		if m := rm.Mapped(); len(m) < 2*chunk {
+			g.bigMem = nil
+			return fmt.Errorf("%w: rank %d cannot map rank %d's fresh scratch", runtime.ErrInvalid, w.Rank(), peer)
+		}
+		g.bigMem[i] = rm.Mapped()
+		readPages(g.bigMem[i])
+	}
+	return nil
+}
+
+// releaseBig releases this call's big buffers, if any (a collective step over the group).
+func (g *shmGroup) releaseBig(c call) error {
+	if g.bigReg == nil {
+		return nil
+	}
+	g.closeBigRemotes()
+	if err := g.step(c, g.seq+1, -1); err != nil {
+		return err
+	}
+	r := g.bigReg
+	g.bigReg = nil
+	err := removePages(r.Bytes())
+	if ferr := r.Free(); err == nil && ferr != nil {
+		err = fmt.Errorf("free fresh scratch: %w", ferr)
+	}
+	return err
+}
+
+// closeBigRemotes releases the mappings of the peers' big buffers.
+func (g *shmGroup) closeBigRemotes() {
+	for i, rm := range g.bigRems {
+		if rm != nil {
+			rm.Close()
+			g.bigRems[i] = nil
+		}
+	}
+	g.bigMem = nil
+}
+
+// freeBigOld frees the big buffers a failed call left, which no peer maps any more.
+func (g *shmGroup) freeBigOld() {
+	if g.bigOld != nil {
+		removePages(g.bigOld.Bytes())
+		g.bigOld.Free()
+		g.bigOld = nil
+	}
+}

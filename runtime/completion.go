@@ -56,7 +56,18 @@ func (e *engine) messageLocked(p *peer, msg []byte) {
 		e.finLocked(p, h.cookie)
 	case msgNop:
 	case msgEager, msgRTS:
-		e.incomingLocked(p.rank, &h, msg)
+		// Fast box messages sent before this one go first, and those that waited for it
+		// follow it (fastbox.go).
+		e.drainFastboxLocked(p)
+		if p.failed != nil {
+			return
+		}
+		e.incomingLocked(p.rank, &h, msg[hdrLen:])
+		p.qrecv++
+		if p.fin.box != nil {
+			p.fin.gate.Store(p.qrecv)
+			e.drainFastboxLocked(p)
+		}
 	}
 }
 

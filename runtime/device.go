@@ -31,13 +31,16 @@ func slotsPerPeer(peers int) int {
 // device is one opened provider with its protection domain, its completion queue (shared
 // by all its peers' QPs) and a registration cache for rendezvous sends.
 type device struct {
-	name   string
-	dev    verbs.Device
-	pd     verbs.PD
-	cq     verbs.CQ
-	regs   *arena.RegCache
-	closed bool // closed by this rank (Finalize); guarded by engine.mu
-	broken bool // its CQ failed: no longer polled; guarded by engine.mu
+	name string
+	dev  verbs.Device
+	pd   verbs.PD
+	cq   verbs.CQ
+	regs *arena.RegCache
+	// fastbox is true when the provider offers what fast boxes need (fastbox.go): its CQ
+	// takes a wait check, and its QPs map peer memory and ring the peer's doorbell.
+	fastbox bool
+	closed  bool // closed by this rank (Finalize); guarded by engine.mu
+	broken  bool // its CQ failed: no longer polled; guarded by engine.mu
 }
 
 // openDevice opens provider name for npeers connections.
@@ -63,6 +66,7 @@ func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slo
 		dev.Close()
 		return nil, fmt.Errorf("%w: %s device: %w", ErrTransport, name, err)
 	}
+	_, d.fastbox = d.cq.(waitChecker)
 	pd := d.pd
 	d.regs = arena.NewRegCache(func(buf []byte, a verbs.Access) (verbs.MR, error) { return pd.RegMR(buf, a) }, regCacheSize)
 	return d, nil

@@ -45,8 +45,8 @@
 // tcp; the receiver's limit applies) are copied into a registered send slot and land in
 // one of the receiver's pre-posted receive slots (eager.go); a Send of such a message
 // returns at once. Larger ones use rendezvous (rndv.go): the sender exposes its buffer
-// (registration cache; on shm where the kernel forbids reading its memory, a private
-// copy) and sends RTS; the receiver RDMA-reads straight into its receive buffer and
+// (registration cache, which on shm also backs large buffers with huge pages; where the
+// kernel forbids reading its memory, a private copy) and sends RTS; the receiver RDMA-reads straight into its receive buffer and
 // answers FIN, which completes the sender. A message that arrives before its receive
 // waits in the unexpected queue (eager payloads copied into pooled buffers, rendezvous
 // offers as they are). A message to this rank itself is copied, and never blocks. The
@@ -56,6 +56,18 @@
 // the provider for a send completion, which frees its slot and those of the messages
 // posted before it; at Finalize a peer whose last messages went without one gets a no-op
 // message that does.
+//
+// On shm, a message of at most 232 bytes skips the queue pair altogether (fastbox.go): each
+// rank allocates, for every shm peer, a fast box in its arena — a single-producer
+// single-consumer ring of 64 cells of 256 bytes — and publishes its key with its endpoint;
+// the peer maps it at Init. Send writes the message into the box with one copy and a
+// release store, and rings the receiver's doorbell (a fence, and a system call only if the
+// receiver sleeps); the receiver's poller sees it with one load per peer and matches it
+// from the box, again with one copy. No queue-pair or completion-queue lock, no work
+// request, no slot to repost. When the box is full, or the message is larger, the queue
+// pair carries it, and a count of queue-pair messages in each box cell keeps MPI's
+// non-overtaking order across the two paths. Box cells are checked like any message: a
+// malformed one fails the peer.
 //
 // Hot paths allocate nothing: a blocking Send or Recv of an eager message, Barrier, and
 // IsendWith/IrecvWith on reused Requests make no allocation in steady state
@@ -68,11 +80,14 @@
 // until the poller completes their request or hands the role over. How the poller waits
 // is GORMA_PROGRESS: spin (poll, yielding the processor: lowest latency when every rank
 // has a core), hybrid (spin for GORMA_SPIN, default 50us, then sleep until woken; the
-// default) or block (sleep at once: best when ranks outnumber cores). A bad value makes
+// default; while this rank's rendezvous sends are being read it spins longer, as long as
+// copying their bytes at 4 GB/s would take, up to 1 ms, unless the host's ranks
+// outnumber its processors) or block (sleep at once: best when ranks outnumber cores). A bad value makes
 // Init fail with an ErrConfig error naming the variable and the choices. The runtime
 // spins itself, polling every device without holding its lock, and sleeps in the
 // device's CQ.Wait (a rank that uses both shm and tcp sleeps through one relay goroutine
-// per queue); a rank whose only
+// per queue); the spin and the shm CQ's wait also look into the fast boxes, whose senders
+// ring the same doorbell as queue-pair messages. A rank whose only
 // device is tcp leaves hybrid waiting to tcp's CQ.Wait, whose spin leaves the processor
 // to the reader goroutines that deliver tcp's completions. Spinning over tcp needs a
 // spare core for those goroutines: with ranks on every core (or GOMAXPROCS=1) a spin

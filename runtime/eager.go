@@ -23,6 +23,10 @@ func (e *engine) sendLocked(r *Request) {
 		e.offerLocked(p, r)
 		return
 	}
+	if p.out.n == 0 && e.postFastLocked(p, r.ctx, r.tag, r.buf) {
+		e.completeLocked(r, nil)
+		return
+	}
 	if p.out.n == 0 && p.canSend() {
 		e.postEagerLocked(p, r)
 		return
@@ -37,6 +41,7 @@ func (e *engine) postEagerLocked(p *peer, r *Request) {
 	b := p.txBuf(i)
 	putHeader(b, msgEager, r.ctx, int32(r.tag))
 	n := copy(b[hdrLen:], r.buf)
+	p.qsent++
 	if err := p.postMessage(i, hdrLen+n, false); err != nil {
 		e.peerFailedLocked(p, err)
 		e.completeLocked(r, p.failed)

@@ -5,9 +5,7 @@ package runtime
 func KillTransport(w *World) {
 	w.e.halt()
 	w.e.mu.Lock()
-	for _, d := range w.e.devs {
-		d.close()
-	}
+	w.e.closeDevicesLocked()
 	w.e.mu.Unlock()
 }
 
@@ -30,4 +28,14 @@ func ForceCopyRendezvous(w *World) {
 			p.cma = false
 		}
 	}
+}
+
+// FastboxSent reports how many messages w sent to rank r through r's fast box.
+func FastboxSent(w *World, r int) uint64 {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	if p := w.e.peers[r]; p != nil {
+		return p.fout.pos
+	}
+	return 0
 }

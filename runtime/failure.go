@@ -35,6 +35,7 @@ func (e *engine) peerFailedLocked(p *peer, cause error) {
 	}
 	pe := &ProcError{Rank: p.rank, Host: p.host, Err: ErrProcFailed, Cause: cause}
 	p.failed = pe
+	p.fin.off.Store(true)
 	if e.failed == nil {
 		e.failed = pe
 	}

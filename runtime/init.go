@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -150,7 +151,7 @@ func initWith(ctx context.Context, o options) (*World, error) {
 }
 
 func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine {
-	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit,
+	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit, ncpu: goruntime.NumCPU(),
 		kickCh: make(chan struct{}, 1), nextCtx: 2, hosts: make([]string, size)}
 	e.hosts[rank] = host
 	e.stop, e.halt = context.WithCancel(context.Background())
@@ -249,18 +250,27 @@ func (e *engine) connect(ctx context.Context, id hostIdentity) error {
 		}
 		p.cma = d.name == "shm" && cmaPossible(&cards[r])
 		e.peers[r] = p
-		if err := cl.Put(ctx, keyEP+strconv.Itoa(r), p.qp.Endpoint()); err != nil {
+		fbKey, err := newFastboxIn(d, p)
+		if err != nil {
+			return err
+		}
+		if err := cl.Put(ctx, keyEP+strconv.Itoa(r), encodeEP(p.qp.Endpoint(), fbKey)); err != nil {
 			return err
 		}
 	}
 	if err := cl.Fence(ctx); err != nil {
 		return err
 	}
+	fbKeys := make([]uint64, e.size)
 	for r, p := range e.peers {
 		if p == nil {
 			continue
 		}
-		ep, err := cl.Get(ctx, r, keyEP+strconv.Itoa(e.rank))
+		b, err := cl.Get(ctx, r, keyEP+strconv.Itoa(e.rank))
+		var ep []byte
+		if err == nil {
+			ep, fbKeys[r], err = decodeEP(b)
+		}
 		if err == nil {
 			err = p.qp.ToRTR(ctx, ep)
 		}
@@ -276,7 +286,49 @@ func (e *engine) connect(ctx context.Context, id hostIdentity) error {
 			return fmt.Errorf("connect to rank %d (%s, host %s): %w", r, p.dev.name, p.host, err)
 		}
 	}
+	return e.connectFastboxes(fbKeys)
+}
+
+// connectFastboxes maps every peer's fast box for this rank's messages (keys from their
+// endpoint cards) and makes the poller, spinning or asleep in the CQ, look into the boxes
+// the peers write into here.
+func (e *engine) connectFastboxes(keys []uint64) error {
+	for r, p := range e.peers {
+		if p == nil {
+			continue
+		}
+		if err := mapFastboxOut(p, keys[r]); err != nil {
+			return fmt.Errorf("connect to rank %d (%s, host %s): %w", r, p.dev.name, p.host, err)
+		}
+		if p.fin.box != nil {
+			e.fbPeers = append(e.fbPeers, p)
+		}
+	}
+	if len(e.fbPeers) == 0 {
+		return nil
+	}
+	for _, d := range e.devs {
+		if wc, ok := d.cq.(waitChecker); ok && d.fastbox {
+			wc.SetWaitCheck(e.fastboxReady)
+		}
+	}
 	return nil
+}
+
+// encodeEP is the value a rank publishes under keyEP for one peer: the QP's endpoint
+// bytes, then the key of the fast box it allocated for that peer (0: none), u64
+// little-endian.
+func encodeEP(ep []byte, fbKey uint64) []byte {
+	return le.AppendUint64(append([]byte(nil), ep...), fbKey)
+}
+
+// decodeEP splits a keyEP value; it never panics.
+func decodeEP(b []byte) (ep []byte, fbKey uint64, err error) {
+	if len(b) < 8 {
+		return nil, 0, fmt.Errorf("endpoint card of %d bytes, shorter than its 8-byte fast box key", len(b))
+	}
+	n := len(b) - 8
+	return b[:n:n], le.Uint64(b[n:]), nil
 }
 
 // start launches the engine's goroutines: the agent event watcher and, with two devices,
@@ -306,6 +358,22 @@ func (e *engine) shutdown() {
 		e.watchStop, e.watched = nil, nil
 	}
 	e.closeRemotesLocked() // mappings of peers' arenas go before the devices
+	e.closeDevicesLocked()
+}
+
+// closeDevicesLocked closes the devices once no poller spins any more: the spin reads the
+// fast boxes, which are arena memory, without mu.
+func (e *engine) closeDevicesLocked() {
+	for _, p := range e.fbPeers {
+		p.fin.off.Store(true)
+	}
+	for e.polling {
+		e.kick()
+		e.mu.Unlock()
+		time.Sleep(10 * time.Microsecond)
+		e.mu.Lock()
+	}
+	e.closeFastboxesLocked()
 	for _, d := range e.devs {
 		d.close()
 	}

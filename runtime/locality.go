@@ -54,7 +54,7 @@ type card struct {
 
 const (
 	cardMagic   = "GRMC"
-	cardVersion = 1
+	cardVersion = 2 // 2: keyEP values end with a fast box key (encodeEP)
 )
 
 func (c *card) encode() []byte {

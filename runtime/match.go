@@ -88,13 +88,13 @@ func (e *engine) matchUnexpected(r *Request) *uxMsg {
 }
 
 // incomingLocked handles an eager message or RTS from src: it goes to the first matching
-// posted receive, or else to the unexpected queue (waking matching probes). msg is the
-// whole message in its receive slot, which the caller reposts afterwards.
-func (e *engine) incomingLocked(src int, h *header, msg []byte) {
+// posted receive, or else to the unexpected queue (waking matching probes). payload is an
+// eager message's payload, in a receive slot or fast box the caller reuses afterwards.
+func (e *engine) incomingLocked(src int, h *header, payload []byte) {
 	if r := e.matchPosted(h.ctx, src, h.tag); r != nil {
 		e.posted.remove(r)
 		if h.kind == msgEager {
-			e.deliverEagerLocked(r, src, h.tag, msg[hdrLen:])
+			e.deliverEagerLocked(r, src, h.tag, payload)
 		} else {
 			e.startReadLocked(r, src, h.tag, h.cookie, h.rkey, h.off, h.length)
 		}
@@ -103,8 +103,8 @@ func (e *engine) incomingLocked(src int, h *header, msg []byte) {
 	m := e.newUxLocked()
 	m.src, m.ctx, m.tag, m.kind = src, h.ctx, h.tag, h.kind
 	if h.kind == msgEager {
-		m.data = e.bufs.get(len(msg) - hdrLen)
-		copy(m.data, msg[hdrLen:])
+		m.data = e.bufs.get(len(payload))
+		copy(m.data, payload)
 	} else {
 		m.cookie, m.rkey, m.off, m.length = h.cookie, h.rkey, h.off, h.length
 	}

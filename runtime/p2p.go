@@ -199,6 +199,14 @@ func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest
 	if err := e.checkArgsLocked(dest, tag, false); err != nil {
 		return err
 	}
+	if dest != e.rank {
+		// The fast box path needs no Request (sendLocked would take it too).
+		p := e.peers[dest]
+		if p.failed == nil && len(buf) <= p.eagerMax && p.out.n == 0 && e.postFastLocked(p, ctxID, tag, buf) {
+			e.handoffLocked()
+			return nil
+		}
+	}
 	r := e.newRequestLocked(reqSend)
 	r.ctx, r.peer, r.tag, r.buf, r.esize = ctxID, dest, tag, buf, esize
 	e.sendLocked(r)

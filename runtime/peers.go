@@ -37,6 +37,14 @@ type peer struct {
 
 	swr verbs.SendWR // reused for every post: providers do not retain it
 	rwr verbs.RecvWR
+
+	// Fast boxes (fastbox.go): fin is the box p writes into (in our arena), fout p's box
+	// for our messages (in our mapping of p's arena). qsent and qrecv count the matchable
+	// messages (eager, RTS) posted to p and handled from p through the queue pair.
+	fin   fbIn
+	fout  fbOut
+	qsent uint64
+	qrecv uint64
 }
 
 // WRIDs name what a completion belongs to: kind in the top byte, the peer's rank in the

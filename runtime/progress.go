@@ -75,11 +75,14 @@ func (e *engine) untilLocked(ctx context.Context, r *Request, quiet bool) error 
 		}
 		e.polling = true
 		live := e.liveDevsLocked()
+		if first {
+			e.spinBudget = e.spinBudgetLocked()
+		}
 		e.mu.Unlock()
 		got := e.block(ctx, first, live)
 		first = false
 		e.mu.Lock()
-		if got.n > 0 || got.err != nil {
+		if got.n > 0 || got.err != nil || got.fb {
 			e.handlePolledLocked(got)
 		}
 		e.polling = false
@@ -139,6 +142,7 @@ func (e *engine) parkLocked(ctx context.Context, r *Request) {
 // progressLocked polls every completion queue until it is empty and handles what it
 // found. The caller holds mu and no other goroutine is the poller.
 func (e *engine) progressLocked() {
+	e.drainFastboxesLocked()
 	for _, d := range e.devs {
 		if d.closed || d.broken {
 			continue
@@ -178,11 +182,12 @@ func (e *engine) polledLocked() {
 }
 
 // polled is what the poller's spin found outside mu: n completions of device dev in
-// e.wcs, or the error of its Poll.
+// e.wcs, or the error of its Poll; or fb: a fast box message can be handled.
 type polled struct {
 	dev int
 	n   int
 	err error
+	fb  bool
 }
 
 // liveDevsLocked returns the devices the poller may poll, as a bit set of e.devs indexes,
@@ -199,6 +204,11 @@ func (e *engine) liveDevsLocked() uint64 {
 
 // handlePolledLocked handles what the poller's spin found.
 func (e *engine) handlePolledLocked(got polled) {
+	if got.fb {
+		e.drainFastboxesLocked()
+		e.polledLocked()
+		return
+	}
 	d := e.devs[got.dev]
 	if got.err != nil {
 		if !d.broken {
@@ -214,10 +224,14 @@ func (e *engine) handlePolledLocked(got polled) {
 
 // Spinning: the poller polls the completion queues itself, outside mu (the poller role
 // gives it e.wcs), and takes mu only when a poll found something: an idle round on shm
-// costs a few tens of nanoseconds and no lock. It yields to other goroutines every
-// spinYield rounds (and checks its context and, in hybrid mode, its budget then) and, in
-// spin mode, the processor to other processes every sysYield rounds, so that ranks
-// outnumbering cores still progress.
+// costs a few tens of nanoseconds and no lock. A round first looks into the fast boxes
+// (fastbox.go: one load per peer). It yields to other goroutines every spinYield rounds
+// (and checks its context and, in hybrid mode, its budget then) and, in spin mode, the
+// processor to other processes every sysYield rounds, so that ranks outnumbering cores
+// still progress. (Measured without gain: polling the completion queues only every few
+// rounds, to see box messages sooner; yielding to goroutines only every 100 us, although
+// each Gosched wakes an idle thread of the Go scheduler: neither latency nor context
+// switches changed.)
 const (
 	spinYield = 64
 	sysYield  = 1024
@@ -277,7 +291,28 @@ func (e *engine) spinMode(first bool) bool {
 			e.spinStart = time.Now()
 		}
 	}
-	return mode == verbs.WaitSpin || time.Since(e.spinStart) < e.cfg.spin
+	return mode == verbs.WaitSpin || time.Since(e.spinStart) < e.spinBudget
+}
+
+// Hybrid mode spins for GORMA_SPIN before it sleeps, and longer while this rank's
+// rendezvous sends are being read: their FIN comes once the receiver has copied the bytes,
+// which takes longer than the default spin for large messages (1 MiB: about 70 us), and a
+// sender asleep by then costs a futex wake-up (about 17 us) per message (measured: 1 MiB
+// half round trips of 80-100 us against Open MPI's 70-75 us, whose ranks always spin).
+// The extension assumes at least rndvSpinRate bytes per second, stops at maxRndvSpin, and
+// applies only when this host's ranks do not outnumber its processors.
+const (
+	rndvSpinRate = 4 << 30 // bytes per second
+	maxRndvSpin  = time.Millisecond
+)
+
+// spinBudgetLocked is how long hybrid mode spins in the wait that starts now.
+func (e *engine) spinBudgetLocked() time.Duration {
+	b := e.cfg.spin
+	if e.table.sendBytes > 0 && e.localSize <= e.ncpu {
+		b += min(time.Duration(e.table.sendBytes)*time.Second/rndvSpinRate, maxRndvSpin)
+	}
+	return b
 }
 
 // spin polls the devices in live until one has completions or fails (ok, with what it
@@ -286,6 +321,9 @@ func (e *engine) spinMode(first bool) bool {
 func (e *engine) spin(ctx context.Context, live uint64) (polled, bool) {
 	mode := e.cfg.progress
 	for {
+		if len(e.fbPeers) > 0 && e.fastboxReady() {
+			return polled{fb: true}, true
+		}
 		for i, d := range e.devs {
 			if live&(1<<i) == 0 {
 				continue
@@ -304,7 +342,7 @@ func (e *engine) spin(ctx context.Context, live uint64) (polled, bool) {
 		if ctx.Err() != nil {
 			return polled{}, true
 		}
-		if mode == verbs.WaitHybrid && time.Since(e.spinStart) >= e.cfg.spin {
+		if mode == verbs.WaitHybrid && time.Since(e.spinStart) >= e.spinBudget {
 			return polled{}, false
 		}
 		goruntime.Gosched()

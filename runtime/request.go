@@ -223,10 +223,11 @@ func (q *reqQueue) remove(r *Request) {
 // by the WRID of an RDMA read. A cookie is slot | generation<<32, so a stale or forged
 // cookie finds nothing.
 type reqTable struct {
-	slots []*Request
-	gens  []uint32
-	free  []uint32
-	sends int // send requests in the table (awaiting FIN)
+	slots     []*Request
+	gens      []uint32
+	free      []uint32
+	sends     int // send requests in the table (awaiting FIN)
+	sendBytes int // their bytes
 }
 
 func (t *reqTable) add(r *Request) {
@@ -244,6 +245,7 @@ func (t *reqTable) add(r *Request) {
 	r.slot, r.gen, r.inTable = i, t.gens[i], true
 	if r.kind == reqSend {
 		t.sends++
+		t.sendBytes += len(r.buf)
 	}
 }
 
@@ -253,6 +255,7 @@ func (t *reqTable) release(r *Request) {
 	r.inTable = false
 	if r.kind == reqSend {
 		t.sends--
+		t.sendBytes -= len(r.buf)
 	}
 }
 

@@ -63,6 +63,7 @@ func exposeBuffer(p *peer, buf []byte) (verbs.MR, uint64, bool, error) {
 func (e *engine) postRTSLocked(p *peer, r *Request) {
 	i := p.takeSlot()
 	putRTS(p.txBuf(i), r.ctx, int32(r.tag), r.cookie(), r.mr.RKey(), r.roff, uint64(len(r.buf)))
+	p.qsent++
 	if err := p.postMessage(i, rtsLen, false); err != nil {
 		e.peerFailedLocked(p, err)
 	}

@@ -106,8 +106,10 @@ type engine struct {
 	waitCancel context.CancelFunc
 	watched    context.Context // poller only: the user context whose end kicks
 	watchStop  func() bool
-	spinStart  time.Time // poller only
-	spins      int       // poller only
+	spinStart  time.Time     // poller only
+	spinBudget time.Duration // poller only: hybrid mode's spin in this wait (spinBudgetLocked)
+	ncpu       int           // processors this process may use (at Init)
+	spins      int           // poller only
 	// providerSpins is true when the rank's only device is tcp: its CQ.Wait spins (its
 	// completions come from reader goroutines, which a spin in the runtime would starve).
 	providerSpins bool
@@ -131,6 +133,9 @@ type engine struct {
 	nextCtx    uint16
 	wcs        [32]verbs.WC
 	rxLater    []*peer // peers with receive slots to repost before the next wait (peers.go)
+	// fbPeers are the peers that have a fast box in this rank (fastbox.go); set at Init,
+	// read without mu by the poller's spin and the shm CQ's wait check.
+	fbPeers []*peer
 
 	// One-sided substrate (rma.go, rma_ops.go).
 	remotes     map[*Remote]struct{}

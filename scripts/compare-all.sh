@@ -81,7 +81,7 @@ section=$out/section.md
 	echo "rank count; point-to-point 50000 round trips at 8 B; RMA 5000 operations per size and a"
 	echo "100 ms busy target; Allreduce 1000 calls up to 16 KiB scaled down above (at least 10), each"
 	echo "size capped at about 150 ms of calls (\`--size-time\`: MPICH busy-polls, and with 4 ranks on"
-	echo "2 cores one of its calls takes milliseconds), warmup a tenth; gorma's \`--fresh\` run from"
+	echo "2 cores one of its calls takes milliseconds), warmup a tenth; gorma's \`--fresh\` and \`--scratch fresh\` runs from"
 	echo "64 KiB only; the chart sweeps of the point-to-point and RMA twins one run each with 2000"
 	echo "operations per size. MPI runs use each library's defaults (Open MPI: vader, osc/sm forced"
 	echo "for RMA as the targets name it; \`--oversubscribe\` at 4 ranks)."

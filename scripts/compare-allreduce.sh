@@ -2,7 +2,9 @@
 # Allreduce and Barrier, side by side in one run: apps/allreducebench through golaunch
 # against its C twin (bench/mpi/allreducebench.c) under Open MPI (mpirun.openmpi) and
 # MPICH (mpiexec.mpich, when installed), at each rank count of NPS on this host, plus
-# gorma with --fresh (new buffers per call) from 64 KiB. Each repetition runs every
+# gorma with --fresh (new user buffers per call) and with --scratch fresh (scratch mapped,
+# faulted in, registered and released per call, as the MPIs do: what the arena buys)
+# from 64 KiB. Each repetition runs every
 # configuration once, under flock /tmp/gorma-bench.lock, so a change of the machine's
 # speed state hits all of them; every run writes its JSON to OUT. Then bench/chart
 # prints the medians over the repetitions (Markdown) and draws docs/charts/allreduce_*.svg.
@@ -54,6 +56,7 @@ for ((i = 1; i <= reps; i++)); do
 				timeout 10m mpiexec.mpich -n "$p" bin/allreducebench_mpich "${args[@]}" --sizes "$sizes" --json="$out/ar_mpich_p${p}_$i.json" >/dev/null || fail "MPICH p=$p"
 			fi
 			bin/golaunch -n "$p" --timeout 10m --tag-output=false bin/allreducebench "${args[@]}" --test allreduce --fresh --sizes "$fresh_sizes" --json="$out/ar_gormafresh_p${p}_$i.json" >/dev/null || fail "gorma --fresh p=$p"
+			bin/golaunch -n "$p" --timeout 10m --tag-output=false bin/allreducebench "${args[@]}" --test allreduce --scratch fresh --sizes "$fresh_sizes" --json="$out/ar_gormascratch_p${p}_$i.json" >/dev/null || fail "gorma --scratch fresh p=$p"
 		) 9>/tmp/gorma-bench.lock
 		echo "compare-allreduce: rep $i of $reps, p=$p done ($(cut -d' ' -f1-3 /proc/loadavg))" >&2
 	done
@@ -73,7 +76,7 @@ for p in $nps; do
 	mapfile -d '' lat < <(systems avg_us)
 	mapfile -d '' bw < <(systems busbw_GBps)
 	mapfile -d '' bar < <(systems avg_us barrier)
-	mapfile -d '' fr < <(series "gorma, reused buffers" gorma busbw_GBps; series "gorma, fresh buffers" gormafresh busbw_GBps)
+	mapfile -d '' fr < <(series "gorma, reused buffers" gorma busbw_GBps; series "gorma, fresh buffers" gormafresh busbw_GBps; series "gorma, fresh scratch" gormascratch busbw_GBps)
 	echo
 	echo "### Allreduce, $p ranks: latency (us, lower is better)"
 	echo
@@ -89,10 +92,10 @@ for p in $nps; do
 	echo
 	bin/chart table "${bar[@]}"
 	echo
-	echo "### gorma with fresh buffers per call (--fresh), $p ranks: bus bandwidth (GB/s)"
+	echo "### gorma with fresh buffers (--fresh) or fresh scratch (--scratch fresh) per call, $p ranks: bus bandwidth (GB/s)"
 	echo
 	bin/chart table --sizes 64K,1M,16M,24M,64M "${fr[@]}"
-	mapfile -d '' frl < <(series "gorma, fresh buffers" gormafresh busbw_GBps)
+	mapfile -d '' frl < <(series "gorma, fresh buffers" gormafresh busbw_GBps; series "gorma, fresh scratch" gormascratch busbw_GBps)
 	bin/chart svg --out "$charts/allreduce_p${p}_latency.svg" --title "Allreduce (float64 sum), $p ranks on $(nproc) cores" --ylabel "latency (us)" --logy "${lat[@]}"
 	bin/chart svg --out "$charts/allreduce_p${p}_busbw.svg" --title "Allreduce (float64 sum), $p ranks on $(nproc) cores" --ylabel "bus bandwidth (GB/s)" "${bw[@]}" "${frl[@]}"
 done

@@ -35,6 +35,11 @@ type cq struct {
 
 	listMu sync.Mutex // serializes updates of qps
 
+	// waitCheck, when set (SetWaitCheck), is a further condition that ends Wait: work the
+	// CQ's owner polls itself, outside the CQ, in memory that peers write through their
+	// mappings (the runtime's fast boxes). Peers announce such work with QP.NotifyPeer.
+	waitCheck atomic.Pointer[func() bool]
+
 	// avail counts the completions in ring and overflow (written under mu with release
 	// stores, publish32), so that Poll and Wait find an empty CQ without taking mu. A
 	// sleeper's re-check is ordered after it by the fence of the doorbell's ring.
@@ -76,6 +81,30 @@ func (c *cq) push(e cqe) {
 // ready reports whether a completion can be polled.
 func (c *cq) ready() bool {
 	return c.avail.Load() > 0
+}
+
+// SetWaitCheck makes Wait also return (nil) when check reports true. check is called by
+// the goroutines in Wait, without any lock of the provider, after each progress pass and
+// in a sleeper's re-check before it sleeps; it must be cheap, must not block, and must be
+// safe to call concurrently with anything its owner does. Work it looks for must be
+// published before the publisher calls NotifyPeer on its QP to this device (which rings
+// the doorbell), so that a sleeper either sees the work or is woken. A nil check removes it.
+func (c *cq) SetWaitCheck(check func() bool) {
+	if check == nil {
+		c.waitCheck.Store(nil)
+		return
+	}
+	c.waitCheck.Store(&check)
+}
+
+// waitReady reports whether Wait may return: a completion can be polled, or the wait
+// check holds.
+func (c *cq) waitReady() bool {
+	if c.ready() {
+		return true
+	}
+	f := c.waitCheck.Load()
+	return f != nil && (*f)()
 }
 
 // Poll moves up to len(wcs) completions into wcs. If ready completions do not fill wcs it

@@ -26,6 +26,7 @@ type device struct {
 	host  hostID
 	mrs   mrTable
 	peers peerCache
+	huge  hugeRegions // stretches of registered user memory collapsed into huge pages (huge.go)
 
 	nextQPN atomic.Uint32
 
@@ -139,7 +140,7 @@ func (d *device) Close() error {
 		q.Close()
 	}
 	for _, p := range pds {
-		p.Close()
+		p.close(true)
 	}
 	for _, c := range cqs {
 		c.shutdown()

@@ -79,6 +79,7 @@ func (p *pd) RegMR(buf []byte, access verbs.Access) (verbs.MR, error) {
 	if err != nil {
 		return nil, opError("reg mr", 0, err, "")
 	}
+	p.dev.huge.collapse(buf) // peers' process_vm_readv of it pins huge pages (huge.go)
 	m := &mr{pd: p, key: key, access: access, kind: arena.KindUser, buf: buf}
 	if err := p.addMR(m); err != nil {
 		p.dev.arena.Deregister(key)
@@ -109,7 +110,14 @@ func (p *pd) addMR(m *mr) error {
 
 // Dereg revokes the region's key (waiting for in-flight remote accesses to finish) and
 // returns arena memory for reuse. Later work naming the key fails.
-func (m *mr) Dereg() error {
+func (m *mr) Dereg() error { return m.dereg(false) }
+
+// dereg deregisters m. closing is true when the whole device is closing: arena memory is
+// then not freed, which would wait (up to the arena's drain bound) for peers' pins — a
+// peer's Mapping of a region, which a dead or slower peer may hold for a long time. The
+// arena is closed right after, so the memory is never reused; peers' mappings keep the
+// segment's pages until they unmap.
+func (m *mr) dereg(closing bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.dead {
@@ -122,6 +130,9 @@ func (m *mr) Dereg() error {
 	delete(p.mrs, m)
 	p.mu.Unlock()
 	var err error
+	if m.kind == arena.KindArena && closing {
+		return nil
+	}
 	if m.kind == arena.KindArena {
 		err = p.dev.arena.Free(m.region)
 	} else {
@@ -134,7 +145,10 @@ func (m *mr) Dereg() error {
 }
 
 // Close destroys the PD's QPs and deregisters its MRs.
-func (p *pd) Close() error {
+func (p *pd) Close() error { return p.close(false) }
+
+// close is Close; closing is true when the device is closing (see mr.dereg).
+func (p *pd) close(closing bool) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -147,7 +161,7 @@ func (p *pd) Close() error {
 		q.Close()
 	}
 	for _, m := range mrs {
-		m.Dereg()
+		m.dereg(closing)
 	}
 	p.dev.removePD(p)
 	return nil

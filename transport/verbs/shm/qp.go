@@ -373,5 +373,17 @@ func (q *qp) flushRecvLocked(wrid uint64) {
 	q.rcq.push(cqe{wc: verbs.WC{WRID: wrid, Status: verbs.WRFlushErr, Op: verbs.WCRecv, QPN: q.num}})
 }
 
+// NotifyPeer rings the doorbell of the connected peer's device, waking its sleeping CQ
+// waiters so that they re-check: for work the caller published in the peer's memory
+// through a Mapping, which the peer's CQ finds with the check of SetWaitCheck. It fences
+// first (publish the work, then call it) and makes no system call unless the peer
+// sleeps. Before the QP is connected it does nothing. Safe for concurrent use.
+func (q *qp) NotifyPeer() {
+	if q.peerBell.waiters == nil {
+		return
+	}
+	q.peerBell.ring()
+}
+
 // claimOf is the value a sender QP writes into the claim word of the ring it connects to.
 func claimOf(nonce uint64, qpn uint32) uint64 { return nonce&^0xffffffff | uint64(qpn) }

@@ -66,8 +66,9 @@ func (d doorbell) sleep(val uint32, dur time.Duration) {
 		uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
-// Wait blocks until a completion can be polled, ctx is done or the CQ is closed. It drives
-// progress while it waits (as Poll does) and does not consume the completion.
+// Wait blocks until a completion can be polled (or the check set with SetWaitCheck
+// holds), ctx is done or the CQ is closed. It drives progress while it waits (as Poll
+// does) and does not consume the completion.
 func (c *cq) Wait(ctx context.Context) error {
 	c.pollers.Add(1)
 	defer c.pollers.Add(-1)
@@ -96,7 +97,7 @@ func (c *cq) waitStep(ctx context.Context) error {
 		return opError("wait cq", 0, verbs.ErrClosed, "the completion queue was closed")
 	}
 	c.progress(nil)
-	if c.ready() {
+	if c.waitReady() {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {

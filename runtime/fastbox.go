@@ -1,0 +1,270 @@
+package runtime
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// Fast boxes. A small eager message to a peer on shm bypasses the verbs queue pair: the
+// sender writes it straight into a fast box, a single-producer single-consumer ring of
+// fbCells fixed cells that the receiver allocated for that one sender in its own arena and
+// that the sender maps (verbs.Mapper); the receiver's poller reads the box directly. No QP
+// or CQ lock, no work request, no send slot, no receive slot to repost, one copy on each
+// side. (Open MPI's vader BTL has per-peer "fast boxes" for the same reason.) Everything
+// else — larger eager messages, RTS, FIN, and small messages when the box is full — goes
+// through the queue pair as before.
+//
+// Layout of a box (receiver's arena memory, 64-byte aligned, fbSize bytes):
+//
+//	0     head  u64   cells the receiver has consumed (receiver writes; the sender reads
+//	                  it only when its cached copy says the box is full)
+//	64    cell 0, cell 1, ... each fbCellSize bytes; message number pos (counting from 0)
+//	      sits in cell pos % fbCells:
+//	  0   seq   u64   pos+1, stored last (release): the cell holds message pos
+//	  8   tag   i32
+//	  12  len   u16   payload bytes, at most fbMaxPayload
+//	  14  ctx   u16   communication context
+//	  16  qseq  u64   matchable messages (eager, RTS) the sender had posted through the
+//	                  queue pair before this one
+//	  24  payload
+//
+// A cell's seq word from an earlier lap holds a smaller position, so it never passes for a
+// later message, and payload never sits where a seq word is read: the receiver writes
+// nothing into a cell. The sender writes only the cache lines a message needs.
+//
+// Order. MPI's non-overtaking rule spans both paths: a receive must take a peer's
+// messages in the order they were sent, whichever way each travelled. The receiver counts
+// the matchable messages it has handled from the queue pair (peer.qrecv). A box message
+// is handled only once qrecv has reached its qseq (every queue-pair message sent before it
+// was handled); and before handling a queue-pair message the receiver handles every box
+// message whose qseq allows it (those sent before that message: they were published
+// before it, so a load after seeing it sees them). The sender uses the box only when
+// nothing waits in its out queue for the peer.
+//
+// Waiting. The poller's spin checks the boxes with one load per peer and takes mu only
+// when a message can be handled (fastboxReady). To sleep, the device's CQ.Wait is given
+// the same check (shm's SetWaitCheck), and the sender rings the receiver's doorbell after
+// publishing (shm's NotifyPeer: a fence and, only when the receiver sleeps, a futex wake),
+// so block and hybrid modes sleep and wake exactly as for queue-pair messages. A record
+// waiting for its qseq does not count as ready, so a sleeper does not spin on it.
+//
+// Failure. A dead peer is detected through its queue pair as before (its flushed
+// receives, or the launcher); its box is then no longer read (fbOff). A malformed record
+// (length out of range) fails the peer like a malformed message. The sender checks the
+// mapping's PeerAlive before writing and falls back to the queue pair, which reports the
+// death.
+const (
+	fbCells      = 64
+	fbCellSize   = 256
+	fbHdrSize    = 64
+	fbRecHdr     = 24
+	fbMaxPayload = fbCellSize - fbRecHdr
+	fbSize       = fbHdrSize + fbCells*fbCellSize
+)
+
+// peerNotifier and waitChecker are what a provider offers for fast boxes besides
+// verbs.Mapper (shm's QP and CQ).
+type (
+	peerNotifier interface{ NotifyPeer() }
+	waitChecker  interface{ SetWaitCheck(func() bool) }
+)
+
+// fbRecord is a decoded fast box record.
+type fbRecord struct {
+	tag  int32
+	ctx  uint16
+	n    int
+	qseq uint64
+}
+
+// decodeFastbox decodes the record in cell (fbCellSize bytes, seq already checked). It
+// never panics; a length out of range is an *errWire.
+func decodeFastbox(cell []byte) (fbRecord, error) {
+	if len(cell) < fbRecHdr {
+		return fbRecord{}, &errWire{fmt.Sprintf("fast box cell of %d bytes", len(cell))}
+	}
+	rec := fbRecord{tag: int32(le.Uint32(cell[8:])), n: int(le.Uint16(cell[12:])), ctx: le.Uint16(cell[14:]), qseq: le.Uint64(cell[16:])}
+	if rec.n > fbMaxPayload || fbRecHdr+rec.n > len(cell) {
+		return rec, &errWire{fmt.Sprintf("fast box message of %d bytes, at most %d fit", rec.n, fbMaxPayload)}
+	}
+	return rec, nil
+}
+
+// encodeFastbox writes everything of a record but its seq word into cell.
+func encodeFastbox(cell []byte, ctx uint16, tag int32, qseq uint64, payload []byte) {
+	copy(cell[fbRecHdr:], payload)
+	le.PutUint32(cell[8:], uint32(tag))
+	le.PutUint16(cell[12:], uint16(len(payload)))
+	le.PutUint16(cell[14:], ctx)
+	le.PutUint64(cell[16:], qseq)
+}
+
+// word64 is the shared 8-byte word at b[0:8] (8-byte aligned: boxes are).
+func word64(b []byte) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&b[0])) }
+
+func fbCell(box []byte, pos uint64) []byte {
+	off := fbHdrSize + int(pos%fbCells)*fbCellSize
+	return box[off : off+fbCellSize : off+fbCellSize]
+}
+
+// fbIn is the receiving side of a peer's fast box. box and mr are set at Init; pos and
+// gate are written under engine.mu and read without it by the poller's spin and the CQ's
+// wait check (fastboxReady), hence atomics.
+type fbIn struct {
+	box  []byte   // our arena memory, which the peer writes through its mapping
+	mr   verbs.MR // box's region
+	pos  atomic.Uint64
+	gate atomic.Uint64 // peer.qrecv
+	off  atomic.Bool   // the peer failed: its box is no longer read
+}
+
+// fbOut is the sending side of a fast box in the peer's memory. Guarded by engine.mu.
+type fbOut struct {
+	box    []byte // the peer's box in our mapping; nil when the peer has none
+	m      verbs.Mapping
+	notify peerNotifier
+	pos    uint64 // next message number
+	head   uint64 // the peer's head as last read
+}
+
+// newFastboxIn allocates the box in which peer p will write (zeroed: arena memory may be
+// reused). It returns the key to publish to p, or 0 when d has no fast boxes.
+func newFastboxIn(d *device, p *peer) (uint64, error) {
+	if !d.fastbox {
+		return 0, nil
+	}
+	mr, err := d.pd.AllocMR(fbSize, verbs.LocalWrite|verbs.RemoteRead|verbs.RemoteWrite)
+	if err != nil {
+		return 0, fmt.Errorf("%w: fast box for rank %d: %w", ErrTransport, p.rank, err)
+	}
+	b := mr.Bytes()
+	if len(b) < fbSize || uintptr(unsafe.Pointer(&b[0]))%64 != 0 {
+		mr.Dereg()
+		return 0, nil
+	}
+	clear(b[:fbSize])
+	p.fin.box, p.fin.mr = b[:fbSize:fbSize], mr
+	return mr.RKey(), nil
+}
+
+// mapFastboxOut maps p's box for this rank's messages (key from p's endpoint card; 0: none).
+func mapFastboxOut(p *peer, key uint64) error {
+	if key == 0 || !p.dev.fastbox {
+		return nil
+	}
+	mp, ok1 := p.qp.(verbs.Mapper)
+	nt, ok2 := p.qp.(peerNotifier)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	m, err := mp.Map(key, 0, fbSize, verbs.RemoteRead|verbs.RemoteWrite)
+	if err != nil {
+		return fmt.Errorf("map rank %d's fast box: %w", p.rank, err)
+	}
+	b := m.Bytes()
+	if len(b) != fbSize || uintptr(unsafe.Pointer(&b[0]))%64 != 0 {
+		m.Unmap()
+		return nil
+	}
+	p.fout = fbOut{box: b, m: m, notify: nt}
+	return nil
+}
+
+// postFastLocked sends an eager message (buf, on communication context ctx with tag) to p
+// through p's fast box, if it fits and the box has room, and reports whether it did. The
+// caller checked that p has not failed, that buf is within p's eager limit, and that p's
+// out queue is empty.
+func (e *engine) postFastLocked(p *peer, ctx uint16, tag int, buf []byte) bool {
+	f := &p.fout
+	if f.box == nil || len(buf) > fbMaxPayload {
+		return false
+	}
+	if f.pos-f.head >= fbCells {
+		h := word64(f.box).Load()
+		if h > f.pos || f.pos-h > fbCells {
+			f.box = nil // the peer's head makes no sense: stop using the box
+			return false
+		}
+		f.head = h
+		if f.pos-h >= fbCells {
+			return false
+		}
+	}
+	if !f.m.PeerAlive() {
+		return false // the queue pair reports the death
+	}
+	cell := fbCell(f.box, f.pos)
+	encodeFastbox(cell, ctx, int32(tag), p.qsent, buf)
+	publish(word64(cell), f.pos+1)
+	f.pos++
+	f.notify.NotifyPeer()
+	return true
+}
+
+// drainFastboxLocked handles the messages waiting in p's box that the order allows.
+func (e *engine) drainFastboxLocked(p *peer) {
+	f := &p.fin
+	if f.box == nil || p.failed != nil || p.dev.closed {
+		return
+	}
+	start := f.pos.Load()
+	pos := start
+	for {
+		cell := fbCell(f.box, pos)
+		if word64(cell).Load() != pos+1 {
+			break
+		}
+		rec, err := decodeFastbox(cell)
+		if err != nil {
+			e.peerFailedLocked(p, err)
+			return
+		}
+		if rec.qseq > p.qrecv {
+			break // a queue-pair message sent before it has not been handled yet
+		}
+		h := header{kind: msgEager, ctx: rec.ctx, tag: rec.tag}
+		e.incomingLocked(p.rank, &h, cell[fbRecHdr:fbRecHdr+rec.n])
+		pos++
+	}
+	if pos != start {
+		publish(&f.pos, pos) // read in this process only, but without mu
+		publish(word64(f.box), pos)
+	}
+}
+
+// drainFastboxesLocked drains every peer's box.
+func (e *engine) drainFastboxesLocked() {
+	for _, p := range e.fbPeers {
+		e.drainFastboxLocked(p)
+	}
+}
+
+// fastboxReady reports whether some peer's box holds a message that can be handled now.
+// It takes no lock: the poller's spin and the CQ's wait check call it.
+func (e *engine) fastboxReady() bool {
+	for _, p := range e.fbPeers {
+		f := &p.fin
+		if f.off.Load() {
+			continue
+		}
+		pos := f.pos.Load()
+		cell := fbCell(f.box, pos)
+		if word64(cell).Load() == pos+1 && le.Uint64(cell[16:]) <= f.gate.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// closeFastboxesLocked unmaps the peers' boxes before the devices close.
+func (e *engine) closeFastboxesLocked() {
+	for _, p := range e.peers {
+		if p != nil && p.fout.m != nil {
+			p.fout.m.Unmap()
+			p.fout = fbOut{}
+		}
+	}
+}

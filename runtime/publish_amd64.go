@@ -1,0 +1,18 @@
+//go:build amd64 && !race
+
+package runtime
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// publish stores v into *p with release semantics: every store before it becomes visible
+// to other cores no later than v. On amd64 (TSO) a plain MOV is a release store, whereas
+// p.Store compiles to XCHG, a locked instruction that stalls while the peer polls the line
+// (as in the shm provider's ring). The compiler keeps stores in program order, and a plain
+// store of an aligned word is atomic. It is not ordered before later loads: the fast box
+// sender's NotifyPeer fences before it reads the peer's sleeper count.
+func publish(p *atomic.Uint64, v uint64) {
+	*(*uint64)(unsafe.Pointer(p)) = v
+}

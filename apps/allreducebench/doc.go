@@ -12,7 +12,8 @@
 // 8 B to 64 MiB by default, or the list of --sizes such as 8,1M,24M), every rank times
 // each call on its own clock (time.Now before and after collectives.Allreduce) and a
 // Barrier follows each call, outside the timed region, so that calls do not pipeline; warmup calls (a tenth, at least 3) are not
-// timed. Each rank's mean over the measured calls is reduced over the ranks: the table
+// timed. Before the first size the job warms up for 50 ms (rank 0's clock) with untimed
+// calls of the first size, so that the job's start-up does not land on the first row. Each rank's mean over the measured calls is reduced over the ranks: the table
 // gives their average (avg_us, OSU's "Avg Latency(us)"), minimum and maximum, and the
 // bandwidths from the average: algorithm bandwidth algbw = bytes / avg_us (GB/s, 10^9
 // bytes per second) and bus bandwidth busbw = algbw * 2(p-1)/p, the fraction of the

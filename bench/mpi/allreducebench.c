@@ -7,7 +7,8 @@
  * 8,1M,24M lists them instead); --size-time
  * takes ms or s (0: no cap). MPI_Allreduce of MPI_DOUBLE with MPI_SUM; each call timed
  * with MPI_Wtime on every rank, an MPI_Barrier after each call outside the timed region;
- * warmup a tenth of the calls (at least 3); --iters calls up to 16 KiB, scaled down in
+ * warmup a tenth of the calls (at least 3), and before the first size 50 ms of untimed
+ * calls of the first size (the job's warm-up); --iters calls up to 16 KiB, scaled down in
  * proportion above (at least --min-iters), capped by --size-time from the slowest rank's
  * warmup mean (never below 3). Each rank's mean per call is reduced over the ranks:
  * average, minimum and maximum in microseconds; algbw = bytes / avg (GB/s), busbw =
@@ -107,6 +108,28 @@ static double one_call(double **sp, double **rp, long n) {
 	double d = MPI_Wtime() - t0;
 	MPI_Barrier(MPI_COMM_WORLD);
 	return d;
+}
+
+/* the job's warm-up, as in apps/allreducebench (jobWarmup): Allreduce of the first size,
+ * untimed, in batches of 64 until rank 0 has spent 50 ms; rank 0's decision is broadcast
+ * with each batch, so every rank makes the same calls */
+static void warm_job(double **sp, double **rp, long size) {
+	long n = size / 8;
+	double *s = *sp, *r = *rp;
+	if (fresh) {
+		s = malloc(n * sizeof(double));
+		r = malloc(n * sizeof(double));
+		if (!s || !r) MPI_Abort(MPI_COMM_WORLD, 1);
+		fill(s, n, rank);
+	}
+	double start = MPI_Wtime();
+	for (int more = 1; more;) {
+		for (int i = 0; i < 64; i++) MPI_Allreduce(s, r, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		if (rank == 0 && MPI_Wtime() - start >= 0.05) more = 0;
+		MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	}
+	if (fresh) free(s), free(r);
+	MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static struct row allreduce_size(double **sp, double **rp, long size) {
@@ -238,6 +261,7 @@ int main(int argc, char **argv) {
 			fill(s, max_size / 8, rank);
 			fill(r, max_size / 8, rank + 100);
 		}
+		if (nsizes) warm_job(&s, &r, sizes[0]);
 		for (int k = 0; k < nsizes; k++) {
 			ar[nar] = allreduce_size(&s, &r, sizes[k]);
 			if (text) print_row(text, &ar[nar]), fflush(text);

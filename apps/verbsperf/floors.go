@@ -186,8 +186,9 @@ func (f *floors) tcpMeasure(ctx context.Context, n int) (measurement, error) {
 	return m, err
 }
 
-// tcpStream: the parent writes iters messages of each size, the peer reads them into a
-// buffer and acknowledges the last byte; timed up to the acknowledgement.
+// tcpStream: the parent writes iters messages of each size, the peer reads each into the
+// same buffer of that size (as write_bw's writes all land on the same bytes of the target)
+// and acknowledges the last byte; timed up to the acknowledgement.
 func (f *floors) tcpStream(ctx context.Context) error {
 	f.r.begin(Result{Test: "tcp_stream", Provider: "raw", Kind: kindBandwidth,
 		Title: "TCP loopback stream, one write per message, to an acknowledgement of the last byte"})
@@ -220,7 +221,7 @@ func (f *floors) streamRate(ctx context.Context, n, iters int) (float64, error) 
 		}
 	}
 	msgBuf := f.scratch[0][:n]
-	if err := f.peer.start(msg{Op: "tcp_sink", Total: int64(n) * int64(iters)}); err != nil {
+	if err := f.peer.start(msg{Op: "tcp_sink", Size: n, Total: int64(n) * int64(iters)}); err != nil {
 		return 0, err
 	}
 	start := time.Now()
@@ -301,15 +302,29 @@ func (fp *floorPeer) handle(ctx context.Context, m msg) error {
 		}
 		return nil
 	case "tcp_sink":
-		if fp.buf == nil {
-			fp.buf = make([]byte, 1<<20)
+		// Each message lands on the same m.Size bytes, as every write of write_bw lands on
+		// the same m.Size bytes of the target's region: a message larger than the cache
+		// then costs the sink what it costs the target.
+		size := max(m.Size, 1<<20)
+		if len(fp.buf) < size {
+			fp.buf = make([]byte, size)
+			for i := range fp.buf { // fault in before the timing starts
+				fp.buf[i] = 1
+			}
 		}
-		for left := m.Total; left > 0; {
-			k, err := fp.conn.Read(fp.buf[:min(int64(len(fp.buf)), left)])
+		msgLen := int64(len(fp.buf))
+		if m.Size > 0 {
+			msgLen = int64(m.Size)
+		}
+		for left, off := m.Total, int64(0); left > 0; {
+			k, err := fp.conn.Read(fp.buf[off:min(msgLen, off+left)])
 			if err != nil {
 				return err
 			}
 			left -= int64(k)
+			if off += int64(k); off == msgLen {
+				off = 0
+			}
 		}
 		_, err := fp.conn.Write([]byte{1})
 		return err

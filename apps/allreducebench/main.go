@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -90,22 +88,7 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	if errors.Is(err, pflag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "allreducebench:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "allreducebench:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchkit.Main("allreducebench", os.Args[1:], parseFlags, run) }
 
 // report is the JSON document; bench/mpi/allreducebench.c writes the same shape.
 type report struct {

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/pprof"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -64,22 +62,7 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	if errors.Is(err, pflag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "pingpong:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "pingpong:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchkit.Main("pingpong", os.Args[1:], parseFlags, run) }
 
 // report is the JSON document.
 type report struct {

@@ -1,9 +1,13 @@
 package benchkit
 
 import (
+	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func TestSize(t *testing.T) {
@@ -55,5 +59,41 @@ func TestMeasure(t *testing.T) {
 	boom := errors.New("boom")
 	if _, err := Measure(0, 5, func(int) error { return boom }); !errors.Is(err, boom) {
 		t.Errorf("error not returned: %v", err)
+	}
+}
+
+func TestMainCode(t *testing.T) {
+	parse := func(args []string) (string, error) {
+		switch args[0] {
+		case "help":
+			return "", pflag.ErrHelp
+		case "bad":
+			return "", errors.New("--bad: no such flag")
+		}
+		return args[0], nil
+	}
+	run := func(ctx context.Context, o string) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if o == "fail" {
+			return errors.New("rank 1 died")
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		arg  string
+		code int
+		out  string
+	}{
+		{"help", 0, ""},
+		{"bad", 2, "prog: --bad: no such flag\n"},
+		{"fail", 1, "prog: rank 1 died\n"},
+		{"ok", 0, ""},
+	} {
+		var out strings.Builder
+		if code := mainCode("prog", []string{tc.arg}, &out, parse, run); code != tc.code || out.String() != tc.out {
+			t.Errorf("mainCode(%q) = %d, %q; want %d, %q", tc.arg, code, out.String(), tc.code, tc.out)
+		}
 	}
 }

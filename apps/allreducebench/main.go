@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -143,7 +142,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if w.Rank() == 0 && o.jsonOut != "" {
-		if err := writeJSON(rep, o.jsonOut); err != nil {
+		if err := benchkit.WriteJSON(rep, o.jsonOut); err != nil {
 			return err
 		}
 	}
@@ -188,17 +187,4 @@ func newReport(w *runtime.World, o options, scratch collectives.Scratch) report 
 		rep.Progress = "hybrid"
 	}
 	return rep
-}
-
-func writeJSON(rep report, dest string) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	if dest == "-" {
-		_, err = os.Stdout.Write(b)
-		return err
-	}
-	return os.WriteFile(dest, b, 0o644)
 }

@@ -2,18 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -180,17 +179,11 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if o.profile != "" {
-		f, err := os.Create(fmt.Sprintf("%s.%d", o.profile, w.Rank()))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchkit.StartProfile(o.profile, w.Rank())
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	text := io.Writer(os.Stdout)
 	if w.Rank() != 0 || o.jsonFlag {
 		text = io.Discard
@@ -200,24 +193,11 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}
 	if w.Rank() == 0 && o.jsonOut != "" {
-		if err := writeJSON(rep, o.jsonOut); err != nil {
+		if err := benchkit.WriteJSON(rep, o.jsonOut); err != nil {
 			return err
 		}
 	}
 	fctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	return w.Finalize(fctx)
-}
-
-func writeJSON(rep report, dest string) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	if dest == "-" {
-		_, err = os.Stdout.Write(b)
-		return err
-	}
-	return os.WriteFile(dest, b, 0o644)
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -97,17 +95,11 @@ func run(ctx context.Context, o options) error {
 		w.Finalize(ctx)
 		return err
 	}
-	if o.profile != "" {
-		f, err := os.Create(fmt.Sprintf("%s.%d", o.profile, w.Rank()))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchkit.StartProfile(o.profile, w.Rank())
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	text := io.Writer(os.Stdout)
 	if w.Rank() != 0 || o.jsonFlag {
 		text = io.Discard
@@ -117,7 +109,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if w.Rank() == 0 && o.jsonOut != "" {
-		if err := writeJSON(rep, o.jsonOut); err != nil {
+		if err := benchkit.WriteJSON(rep, o.jsonOut); err != nil {
 			return err
 		}
 	}
@@ -321,17 +313,4 @@ func bandwidth(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, o optio
 	secs := time.Since(start).Seconds()
 	mbps := float64(len(sbuf)) * float64(o.window) * float64(iters) / secs / 1e6
 	return bwRow{Bytes: len(sbuf), Iterations: iters, MBps: mbps}, nil
-}
-
-func writeJSON(rep report, dest string) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	if dest == "-" {
-		_, err = os.Stdout.Write(b)
-		return err
-	}
-	return os.WriteFile(dest, b, 0o644)
 }

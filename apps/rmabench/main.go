@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,7 +122,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if w.Rank() == 0 && o.jsonOut != "" {
-		if err := writeJSON(rep, o.jsonOut); err != nil {
+		if err := benchkit.WriteJSON(rep, o.jsonOut); err != nil {
 			return err
 		}
 	}
@@ -188,17 +187,4 @@ func formatRow(k kind, r row) string {
 		return fmt.Sprintf("%-12d %12d %12.3f %12.3f", r.Bytes, r.Iterations, r.MedianUS, r.MaxUS)
 	}
 	return fmt.Sprintf("%-12d %12d %12.3f %12.3f %12.3f", r.Bytes, r.Iterations, r.MedianUS, r.AvgUS, r.P99US)
-}
-
-func writeJSON(rep report, dest string) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	if dest == "-" {
-		_, err = os.Stdout.Write(b)
-		return err
-	}
-	return os.WriteFile(dest, b, 0o644)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -96,4 +98,34 @@ func TestMainCode(t *testing.T) {
 			t.Errorf("mainCode(%q) = %d, %q; want %d, %q", tc.arg, code, out.String(), tc.code, tc.out)
 		}
 	}
+}
+
+func TestWriteJSONAndProfile(t *testing.T) {
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "r.json")
+	if err := WriteJSON(map[string]int{"ranks": 2}, dest); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(dest); err != nil || string(b) != "{\n  \"ranks\": 2\n}\n" {
+		t.Errorf("WriteJSON wrote %q, %v", b, err)
+	}
+	if err := WriteJSON(func() {}, dest); err == nil {
+		t.Error("WriteJSON of a func: no error")
+	}
+	stop, err := StartProfile(filepath.Join(dir, "cpu"), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if fi, err := os.Stat(filepath.Join(dir, "cpu.3")); err != nil || fi.Size() == 0 {
+		t.Errorf("profile cpu.3: %v, %v", fi, err)
+	}
+	if _, err := StartProfile(filepath.Join(dir, "missing", "cpu"), 0); err == nil {
+		t.Error("StartProfile into a missing directory: no error")
+	}
+	stop, err = StartProfile("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
 }

@@ -44,6 +44,7 @@ type Arena struct {
 	nextGen   uint64
 	st        verbs.ArenaStats
 	closed    bool
+	retired   bool // closed by Retire; Close still unmaps
 }
 
 // New creates an arena with a fresh segment.
@@ -300,13 +301,28 @@ func (a *Arena) Stats() verbs.ArenaStats {
 	return st
 }
 
-// Close releases the segment. Memory regions carved from it become invalid.
+// Close releases the segment. Memory regions carved from it become invalid. After Retire
+// it unmaps the retired range.
 func (a *Arena) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed && !a.retired {
+		return nil
+	}
+	a.closed, a.retired = true, false
+	return a.seg.Close()
+}
+
+// Retire closes the arena as Close does, except that its address range stays mapped to
+// inert zero-filled memory (Segment.Retire) until a later Close: for an owner whose
+// lock-free readers (a CQ poll that raced the close) may still look at the arena's
+// memory for a moment. The memory itself, and the segment's fd, are released now.
+func (a *Arena) Retire() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return nil
 	}
-	a.closed = true
-	return a.seg.Close()
+	a.closed, a.retired = true, true
+	return a.seg.Retire()
 }

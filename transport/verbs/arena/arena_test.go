@@ -405,3 +405,52 @@ func BenchmarkPinUnpin(b *testing.B) {
 		tab.Unpin(r.Key)
 	}
 }
+
+// TestRetire: a retired arena's memory and fd are released at once (its memfd is gone from
+// the process's descriptors, a fallback file from /dev/shm) while its range reads as
+// zeros, without a fault, until Close unmaps it.
+func TestRetire(t *testing.T) {
+	if os.Getenv("ARENA_CHILD") != "" {
+		return
+	}
+	for _, fallback := range []bool{false, true} {
+		forceShmFallback = fallback
+		a, err := New(Config{Name: "retire", Size: 1 << 20})
+		forceShmFallback = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		seg := a.Segment()
+		desc, mem := seg.Desc(), seg.Bytes()
+		for i := range mem {
+			mem[i] = 0xa5
+		}
+		if err := a.Retire(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Alloc(4096, verbs.LocalWrite); err == nil {
+			t.Errorf("fallback=%v: Alloc on a retired arena succeeded", fallback)
+		}
+		for i := 0; i < len(mem); i += 4096 {
+			if mem[i] != 0 {
+				t.Fatalf("fallback=%v: byte %d of a retired arena reads %#x, want 0", fallback, i, mem[i])
+			}
+		}
+		if desc.Path != "" {
+			if _, err := os.Stat(desc.Path); !os.IsNotExist(err) {
+				t.Errorf("fallback segment %s survived Retire", desc.Path)
+			}
+		} else if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(desc.FD))); err == nil && strings.Contains(target, "memfd:gorma-") {
+			t.Errorf("memfd %d (%s) still open after Retire", desc.FD, target)
+		}
+		if err := a.Retire(); err != nil {
+			t.Errorf("second Retire: %v", err)
+		}
+		if err := a.Close(); err != nil {
+			t.Fatalf("Close after Retire: %v", err)
+		}
+		if err := a.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+	}
+}

@@ -16,6 +16,11 @@
 // Memory goes back to the kernel (fallocate PUNCH_HOLE, seen by every mapper) only when the
 // freed-but-resident bytes pass the configured high-water mark.
 //
+// [Arena.Close] unmaps the segment. [Arena.Retire] is a close for owners whose lock-free
+// readers may still look at the memory for a moment: the memory and the memfd are released
+// at once, but the range stays mapped to private zero pages (one mmap with MAP_FIXED, so
+// it is never unmapped in between) until a later Close.
+//
 // # Keys
 //
 // Every memory region owns a slot in the key table. A key is slot<<44 | generation, with a

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -80,6 +81,7 @@ type Segment struct {
 	desc    SegmentDesc
 	created string // fallback path to unlink on Close, if this process created it
 	closed  atomic.Bool
+	retired atomic.Bool
 }
 
 var segSeq atomic.Uint64
@@ -175,7 +177,37 @@ func (s *Segment) Punch(off, n int64) error {
 	return nil
 }
 
+// Retire releases the segment's memory but keeps its address range readable: the mapping
+// is replaced, atomically, by private zero-filled memory (reserved, not committed), and
+// the fd is closed and a fallback file unlinked as Close does. A goroutine that still
+// reads the segment without a lock after its owner closed it (a poll that raced the
+// close) reads zeros instead of faulting. Close unmaps the inert range later; call it
+// once nothing can still read it (for example from a cleanup of the owning object).
+func (s *Segment) Retire() error {
+	if s.closed.Load() || s.retired.Swap(true) {
+		return nil
+	}
+	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(s.mem)), uintptr(len(s.mem)),
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
+	if err != nil {
+		// The shared mapping stays (and with it the memory) until Close.
+		err = fmt.Errorf("arena: retire %d-byte segment: %w", len(s.mem), err)
+	}
+	if s.fd >= 0 {
+		unix.Close(s.fd)
+		s.fd = -1
+	}
+	if s.created != "" {
+		if rerr := os.Remove(s.created); rerr != nil && err == nil {
+			err = rerr
+		}
+		s.created = ""
+	}
+	return err
+}
+
 // Close unmaps the segment (and closes the fd, and unlinks a fallback file it created).
+// After Retire it unmaps the inert range.
 func (s *Segment) Close() error {
 	if s.closed.Swap(true) {
 		return nil

@@ -29,7 +29,7 @@ type cq struct {
 	dev   *device
 	depth int
 
-	pollers atomic.Int32 // Poll progress and Wait calls in progress, for Close
+	pollers atomic.Int32 // Wait calls in progress, for Close
 	closed  atomic.Bool
 	qps     atomic.Pointer[[]*qp] // QPs whose progress Poll drives (copy on write)
 
@@ -40,9 +40,10 @@ type cq struct {
 	// mappings (the runtime's fast boxes). Peers announce such work with QP.NotifyPeer.
 	waitCheck atomic.Pointer[func() bool]
 
-	// avail counts the completions in ring and overflow (written under mu with release
-	// stores, publish32), so that Poll and Wait find an empty CQ without taking mu. A
-	// sleeper's re-check is ordered after it by the fence of the doorbell's ring.
+	// avail counts the completions in ring and overflow (written under mu: an atomic add
+	// by push, a release store by pop, publish32), so that Poll and Wait find an empty CQ
+	// without taking mu. A sleeper's re-check is ordered after push's add by the add
+	// itself (doorbell.ringAfterAdd).
 	avail atomic.Int32
 
 	mu       sync.Mutex // also guards qp.retired of the QPs whose SendCQ this is
@@ -70,12 +71,14 @@ func (c *cq) push(e cqe) {
 	} else {
 		c.overflow = append(c.overflow, e)
 	}
-	publish32(&c.avail, c.avail.Load()+1) // written only under mu; read without it
+	// A full atomic add, not publish32's release store: it also orders the record before
+	// ringAfterAdd's load of the sleepers count, which saves ring's separate fence.
+	c.avail.Add(1)
 	if e.send {
 		e.qp.retiredCache = e.qp.retired
 	}
 	c.mu.Unlock()
-	c.dev.bell.ring()
+	c.dev.bell.ringAfterAdd()
 }
 
 // ready reports whether a completion can be polled.
@@ -117,16 +120,14 @@ func (c *cq) Poll(wcs []verbs.WC) (int, error) {
 	if n == len(wcs) && n > 0 {
 		return n, nil
 	}
-	c.pollers.Add(1)
-	if c.closed.Load() { // Close may be unmapping the rings that progress reads
-		c.pollers.Add(-1)
-		return n, nil
-	}
+	// No registration in pollers: two atomic adds were most of an empty Poll (a spinning
+	// waiter's loop). A Poll that races the device's Close reads inert memory (Close
+	// retires the arena rather than unmapping it), and a QP's state, checked under its
+	// lock, stops anything more.
 	if did, direct := c.progress(wcs[n:]); did {
 		n += direct
 		n += c.pop(wcs[n:])
 	}
-	c.pollers.Add(-1)
 	return n, nil
 }
 
@@ -224,8 +225,9 @@ func (c *cq) Close() error {
 	return nil
 }
 
-// shutdown marks the CQ closed, wakes its waiters and waits for Poll and Wait calls to
-// leave, after which nothing of this CQ touches the arena.
+// shutdown marks the CQ closed, wakes its waiters and waits for Wait calls to leave. A
+// Poll that passed its closed check may still read the arena's rings for a moment; the
+// device's Close retires the arena (inert memory) rather than unmapping it under one.
 func (c *cq) shutdown() {
 	c.closed.Store(true)
 	c.dev.bell.seq.Add(1)

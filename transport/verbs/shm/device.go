@@ -3,6 +3,7 @@ package shm
 import (
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,7 +150,12 @@ func (d *device) Close() error {
 	d.mu.Lock()
 	d.zombies = nil
 	d.mu.Unlock()
-	if err := d.arena.Close(); err != nil {
+	// Poll reads the arena's rings without a lock or a registration (cq.Poll), so one that
+	// raced this Close may still be looking: the arena's memory and fd are released now,
+	// but its address range stays mapped to inert zeros until the device is unreachable.
+	err := d.arena.Retire()
+	runtime.AddCleanup(d, func(a *arena.Arena) { a.Close() }, d.arena)
+	if err != nil {
 		return opError("close device", 0, err, "")
 	}
 	return nil

@@ -92,13 +92,19 @@
 // provider beyond the verbs interfaces; a caller finds them with a type assertion.
 //
 // Device.Close frees no arena memory region one by one (that would wait for peers' pins
-// of mapped regions, which a dead peer never drops): the arena closes as a whole.
+// of mapped regions, which a dead peer never drops): the arena closes as a whole. It
+// retires the arena rather than unmapping it (arena.Arena.Retire): the memory and the
+// memfd are released at once, but the address range stays mapped to inert zeros until
+// the device is unreachable, because Poll reads the rings without registering itself
+// (registration was two atomic adds, most of an empty Poll's cost), and a Poll that
+// raced the Close must find zeros there, not a fault.
 //
 // # Concurrency
 //
 // All objects are safe for concurrent use. Each QP has one mutex and each CQ one; a QP's
 // lock is held while it pushes to a CQ (LOCKING.md, section shm). Poll takes a QP's lock
-// only if that QP has something to do. Byte ownership is as the verbs package says: Local
+// only if that QP has something to do, and no lock and no atomic read-modify-write when
+// nothing is. Byte ownership is as the verbs package says: Local
 // of a queued request is read (or, for RDMA reads and atomics, written) until its
 // completion. A device's monitor goroutine stops in Device.Close.
 package shm

@@ -59,6 +59,13 @@ type doorbell struct {
 // the waiters count is read: the sleeper's protocol needs that store-load order.
 func (d doorbell) ring() {
 	fence()
+	d.ringAfterAdd()
+}
+
+// ringAfterAdd is ring for a caller whose last publication was a sequentially consistent
+// atomic read-modify-write (an Add): that already orders it before the load of waiters
+// (on amd64 a locked instruction is a full barrier), so the fence is left out.
+func (d doorbell) ringAfterAdd() {
 	if d.waiters == nil || d.waiters.Load() == 0 {
 		return
 	}

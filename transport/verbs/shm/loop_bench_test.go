@@ -1,0 +1,36 @@
+package shm
+
+import (
+	"testing"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// BenchmarkSendLoopback8 is the software cost of one 8-byte Send: one goroutine posts it,
+// polls the receive completion, reposts the receive (and polls every 32nd send's
+// completion), so no cache line crosses cores. Unlike the ping-pongs, which mostly
+// measure the machine's cross-core latency, it moves with every instruction and atomic
+// the send and receive paths execute.
+func BenchmarkSendLoopback8(b *testing.B) {
+	x, y := pair(b, verbs.Config{}, verbs.QPAttr{})
+	local := x.allocMR(b, 4096, verbs.LocalWrite)
+	rb := y.allocMR(b, 64, verbs.LocalWrite)
+	rwr := verbs.RecvWR{Local: rb.Bytes(), LKey: rb.LKey()}
+	y.qp.PostRecv(&rwr)
+	swr := verbs.SendWR{Op: verbs.OpSend, Local: local.Bytes()[:8], LKey: local.LKey()}
+	wcs := make([]verbs.WC, 4)
+	i := 0
+	for b.Loop() {
+		i++
+		swr.Flags = 0
+		if i%32 == 0 {
+			swr.Flags = verbs.Signaled
+		}
+		x.qp.PostSend(&swr)
+		pollOne(y.cq, wcs)
+		y.qp.PostRecv(&rwr)
+		if i%32 == 0 {
+			pollOne(x.cq, wcs)
+		}
+	}
+}

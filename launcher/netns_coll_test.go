@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -25,26 +24,11 @@ func TestNetnsCollectives(t *testing.T) {
 	}
 	binaries(t)
 	collprog := collprogProg.path(t)
-	c, err := netns.New(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	key := writeKey(t)
-	seed := c.Hosts[0].Addr + ":7946"
-	for i, h := range c.Hosts {
-		slots := []string{"2", "2", "1"}[i]
-		args := []string{"agent", "--bind", h.Addr + ":7946", "--slots", slots, "--keyfile", key, "--name", fmt.Sprintf("h%d", i)}
-		if i > 0 {
-			args = append(args, "--join", seed)
-		}
-		a := startCmd(t, h.Command(ctx, golaunchBin, args...))
-		a.line(t, fmt.Sprintf("golaunch agent h%d: gossip %s", i, h.Addr), 10*time.Second)
-	}
+	c := startNetnsCluster(t, ctx, 2, 2, 1)
 	start := time.Now()
-	gl := startCmd(t, c.Hosts[0].Command(ctx, golaunchBin, "--join", seed, "--keyfile", key, "-n", "5", "--timeout", "40s", collprog))
+	gl := c.submitFrom0(t, ctx, "-n", "5", "--timeout", "40s", collprog)
 	code := gl.wait(t, 45*time.Second)
 	var out []string
 	for l := range gl.lines {

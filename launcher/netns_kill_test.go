@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,26 +31,11 @@ func TestNetnsHostKilled(t *testing.T) {
 }
 
 func netnsHostKilled(t *testing.T, job []string) {
-	c, err := netns.New(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	key := writeKey(t)
-	seed := c.Hosts[0].Addr + ":7946"
-	agents := make([]*running, len(c.Hosts))
-	for i, h := range c.Hosts {
-		args := []string{"agent", "--bind", h.Addr + ":7946", "--slots", "2", "--keyfile", key, "--name", fmt.Sprintf("h%d", i)}
-		if i > 0 {
-			args = append(args, "--join", seed)
-		}
-		agents[i] = startCmd(t, h.Command(ctx, golaunchBin, args...))
-		agents[i].line(t, fmt.Sprintf("golaunch agent h%d: gossip %s", i, h.Addr), 10*time.Second)
-	}
-	all := append([]string{"--join", seed, "--keyfile", key, "-n", "8"}, job...)
-	gl := startCmd(t, c.Hosts[0].Command(ctx, golaunchBin, all...))
+	c := startNetnsCluster(t, ctx, 2, 2, 2, 2)
+	agents := c.agentList
+	gl := c.submitFrom0(t, ctx, append([]string{"-n", "8"}, job...)...)
 	pids := gl.readyPids(t, 8)
 	time.Sleep(200 * time.Millisecond) // let the ranks block
 

@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -32,28 +31,13 @@ func TestNetnsRMA(t *testing.T) {
 	}
 	binaries(t)
 	rmaprog, dht := rmaprogProg.path(t), dhtProg.path(t)
-	c, err := netns.New(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	key := writeKey(t)
-	seed := c.Hosts[0].Addr + ":7946"
-	for i, h := range c.Hosts {
-		args := []string{"agent", "--bind", h.Addr + ":7946", "--slots", "2", "--keyfile", key, "--name", fmt.Sprintf("h%d", i)}
-		if i > 0 {
-			args = append(args, "--join", seed)
-		}
-		a := startCmd(t, h.Command(ctx, golaunchBin, args...))
-		a.line(t, fmt.Sprintf("golaunch agent h%d: gossip %s", i, h.Addr), 10*time.Second)
-	}
+	c := startNetnsCluster(t, ctx, 2, 2, 2, 2)
 	// job runs a job of 8 ranks from host 0 and returns its stdout once it exited 0.
 	job := func(t *testing.T, args ...string) string {
 		t.Helper()
-		all := append([]string{"--join", seed, "--keyfile", key, "-n", "8", "--timeout", "30s"}, args...)
-		gl := startCmd(t, c.Hosts[0].Command(ctx, golaunchBin, all...))
+		gl := c.submitFrom0(t, ctx, append([]string{"-n", "8", "--timeout", "30s"}, args...)...)
 		code := gl.wait(t, 35*time.Second)
 		var out []string
 		for l := range gl.lines {

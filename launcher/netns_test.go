@@ -20,27 +20,10 @@ func TestNetnsHosts(t *testing.T) {
 	}
 	binaries(t)
 	helloPath := hello(t)
-	c, err := netns.New(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	key := writeKey(t)
-	seed := c.Hosts[0].Addr + ":7946"
-	for i, h := range c.Hosts {
-		args := []string{"agent", "--bind", h.Addr + ":7946", "--slots", "2", "--keyfile", key, "--name", fmt.Sprintf("h%d", i)}
-		if i > 0 {
-			args = append(args, "--join", seed)
-		}
-		a := startCmd(t, h.Command(ctx, golaunchBin, args...))
-		a.line(t, fmt.Sprintf("golaunch agent h%d: gossip %s", i, h.Addr), 10*time.Second)
-	}
-	submit := func(args ...string) *running {
-		all := append([]string{"--join", seed, "--keyfile", key}, args...)
-		return startCmd(t, c.Hosts[0].Command(ctx, golaunchBin, all...))
-	}
+	c := startNetnsCluster(t, ctx, 2, 2, 2, 2)
+	submit := func(args ...string) *running { return c.submitFrom0(t, ctx, args...) }
 
 	gl := submit("-n", "8", helloPath)
 	if code := gl.wait(t, 30*time.Second); code != 0 {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -99,7 +98,7 @@ func (f *floors) close() {
 // answers in another. Half round trip.
 func (f *floors) flagPingPong(ctx context.Context) error {
 	f.r.begin(Result{Test: "flag_pp", Provider: "raw", Kind: kindLatency,
-		Title: "shared-memory flag ping-pong between the two processes (memfd, atomic stores and spins); half round trip"})
+		Title: "shared-memory flag ping-pong between the two processes (memfd, release stores and spins); half round trip"})
 	m, err := f.flagMeasure(ctx, 8)
 	if err != nil {
 		return err
@@ -119,7 +118,7 @@ func (f *floors) flagMeasure(ctx context.Context, n int) (measurement, error) {
 	ping, pong := flagWord(f.flag.mem, pingOff), flagWord(f.flag.mem, pongOff)
 	m, err := measure(warm, iters, func(i int) error {
 		v := seq + uint64(i) + 1
-		atomic.StoreUint64(ping, v)
+		storeRelease(ping, v)
 		return spinUntil(ctx, pong, v)
 	})
 	if err != nil {
@@ -271,7 +270,7 @@ func (fp *floorPeer) handle(ctx context.Context, m msg) error {
 			if err := spinUntil(ctx, ping, v); err != nil {
 				return err
 			}
-			atomic.StoreUint64(pong, v)
+			storeRelease(pong, v)
 		}
 		return nil
 	case "tcp_dial":

@@ -84,6 +84,10 @@
 // still progress); WaitBlock sleeps at once. A peer that delivers into one of our rings
 // wakes us with FUTEX_WAKE only if somebody sleeps, so the fast path makes no system call.
 // Sleeps last at most 10 ms, which bounds how late a cancelled context is noticed.
+// Wait ends, without draining it, when a ring's head holds a whole message (first and last
+// fragment in one record; the sender's credit promised a receive): the Poll that follows
+// then takes it straight into the caller's slice instead of through the CQ's own ring.
+// Each record ends at most one Wait this way; a later Wait drains as usual.
 //
 // Work that bypasses the queues can use the same doorbell: a process that writes into a
 // peer's memory through a Mapping (the runtime's fast boxes) calls QP.NotifyPeer, which

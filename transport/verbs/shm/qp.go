@@ -53,6 +53,7 @@ type qp struct {
 	retired uint64        // send WRs released by polled completions (a sequence number); scq.mu
 	queued  atomic.Int32  // 1 while the send queue holds work that waits
 	rxPos   atomic.Uint64 // copy of rxp for Poll's peek
+	waitPos atomic.Uint64 // 1 + the ring position whose whole message last ended a Wait (cq.waitStep)
 	failed  atomic.Bool   // state is Err
 	noticed atomic.Bool   // the peer's close (rx.senderState) has been handled
 

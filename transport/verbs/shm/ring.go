@@ -152,6 +152,13 @@ func (r *ring) ready(pos uint64) bool {
 	return r.word0(pos&r.mask).Load()&seqMask == (pos+1)&seqMask
 }
 
+// wholeAt reports whether a record at position pos holds a whole message (its first and
+// last fragment), which a receive the sender's credit promised completes at once.
+func (r *ring) wholeAt(pos uint64) bool {
+	w0 := r.word0(pos & r.mask).Load()
+	return w0&seqMask == (pos+1)&seqMask && (w0>>seqBits)&(recFirst|recLast) == recFirst|recLast
+}
+
 // recSlots is the number of slots of a record with n payload bytes.
 func recSlots(n int) uint64 { return uint64(recHdrSize+n+slotSize-1) >> slotShift }
 

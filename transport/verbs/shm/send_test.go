@@ -316,3 +316,45 @@ func TestRingReuse(t *testing.T) {
 		t.Fatalf("arena use grew by %d bytes over 20 QP lifetimes", grown)
 	}
 }
+
+// TestWaitLeavesWholeMessageToPoll: a Wait that finds a whole message at a ring's head
+// ends without draining it, and the Poll after it takes the completion straight from the
+// ring (nothing passes through the CQ's own ring). A second Wait on the same record, with
+// no Poll between, drains as usual, so a record a Poll would not take never makes Wait
+// return at once forever.
+func TestWaitLeavesWholeMessageToPoll(t *testing.T) {
+	for _, mode := range []verbs.WaitMode{verbs.WaitSpin, verbs.WaitHybrid, verbs.WaitBlock} {
+		a, b := pair(t, verbs.Config{Wait: mode}, verbs.QPAttr{})
+		src := a.allocMR(t, 8, 0)
+		dst := b.allocMR(t, 8, verbs.LocalWrite)
+		b.recv(t, verbs.RecvWR{WRID: 7, Local: dst.Bytes(), LKey: dst.LKey()})
+		copy(src.Bytes(), "whole!!!")
+		if err := a.qp.PostSend(&verbs.SendWR{Op: verbs.OpSend, Local: src.Bytes(), LKey: src.LKey()}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := b.cq.Wait(ctx); err != nil {
+			t.Fatalf("%v: Wait: %v", mode, err)
+		}
+		c := b.cq.(*cq)
+		if n := c.avail.Load(); n != 0 {
+			t.Errorf("%v: Wait drained the message into the CQ (%d completions there)", mode, n)
+		}
+		if err := b.cq.Wait(ctx); err != nil { // no Poll between: this one drains
+			t.Fatalf("%v: second Wait: %v", mode, err)
+		}
+		if n := c.avail.Load(); n != 1 {
+			t.Errorf("%v: second Wait left %d completions in the CQ, want 1", mode, n)
+		}
+		cancel()
+		wcs := make([]verbs.WC, 4)
+		n, err := b.cq.Poll(wcs)
+		if err != nil || n != 1 {
+			t.Fatalf("%v: Poll = %d, %v; want the one receive", mode, n, err)
+		}
+		wantWC(t, wcs[0], 7, verbs.Success, verbs.WCRecv)
+		if string(dst.Bytes()) != "whole!!!" {
+			t.Errorf("%v: received %q", mode, dst.Bytes())
+		}
+	}
+}

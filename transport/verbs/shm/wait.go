@@ -110,6 +110,9 @@ func (c *cq) waitStep(ctx context.Context) error {
 	if c.closed.Load() {
 		return opError("wait cq", 0, verbs.ErrClosed, "the completion queue was closed")
 	}
+	if c.ready() || c.wholeWaiting() {
+		return nil
+	}
 	c.progress(nil)
 	if c.waitReady() {
 		return nil
@@ -118,6 +121,26 @@ func (c *cq) waitStep(ctx context.Context) error {
 		return err
 	}
 	return errNotYet
+}
+
+// wholeWaiting reports whether a QP of this CQ has a whole message at its ring's head that
+// no earlier Wait reported: the caller's next Poll drains it straight into its slice (the
+// sender's credit promised a posted receive), so Wait ends now rather than drain it into
+// the CQ's ring for Poll to take out again (a push and a pop: two lock round trips and an
+// atomic add on a ping-pong's path). Each record ends at most one Wait this way: if a Poll
+// did not take it (the QP is in error, say), later Waits drain and check as usual.
+func (c *cq) wholeWaiting() bool {
+	for _, q := range *c.qps.Load() {
+		if q.rcq != c {
+			continue
+		}
+		pos := q.rxPos.Load()
+		if q.rx.wholeAt(pos) && q.waitPos.Load() != pos+1 {
+			q.waitPos.Store(pos + 1)
+			return true
+		}
+	}
+	return false
 }
 
 // spin polls for budget (forever if negative), yielding now and then between polls.

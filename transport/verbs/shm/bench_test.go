@@ -203,13 +203,13 @@ func BenchmarkFlagPingPong(b *testing.B) {
 		for i := uint64(1); i <= n; i++ {
 			for flags.ping.Load() != i {
 			}
-			flags.pong.Store(i)
+			publish(&flags.pong, i) // a release store, as the rings publish (an atomic Store is XCHG)
 		}
 		close(done)
 	}()
 	start := time.Now()
 	for i := uint64(1); i <= n; i++ {
-		flags.ping.Store(i)
+		publish(&flags.ping, i)
 		for flags.pong.Load() != i {
 		}
 		now := time.Now()

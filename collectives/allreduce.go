@@ -62,6 +62,8 @@ func allreduceP2P[T runtime.Elem](c call, a algo, buf []T, op Op[T]) error {
 		return allreduceRabenseifner(c, buf, op)
 	case algoRing:
 		return allreduceRing(c, buf, op)
+	case algoDirect:
+		return allreduceDirect(c, buf, op)
 	}
 	return fmt.Errorf("allreduce algorithm %v not available", a)
 }

@@ -134,7 +134,9 @@ func allreduceHier[T runtime.Elem](c call, src, recv []T, op Op[T]) error {
 	}
 	if l.leaderS != nil {
 		sc := call{s: l.leaderS, ctx: c.ctx, name: c.name, tag: c.tag}
-		a := selectAllreduce(algoAuto, len(recv)*elemSize[T](), len(recv), l.leaderS.size, op.commutative, locality{})
+		// The leaders are on a host each.
+		a := selectAllreduce(algoAuto, len(recv)*elemSize[T](), len(recv), l.leaderS.size, op.commutative,
+			locality{hosts: l.leaderS.size})
 		if err := allreduceP2P(sc, a, recv, op); err != nil {
 			return fmt.Errorf("among host leaders: %w", err)
 		}

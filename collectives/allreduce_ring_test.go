@@ -28,11 +28,11 @@ func TestAllreduceLongP2P(t *testing.T) {
 			SetScratch(tc.scratch)
 			t.Cleanup(func() { SetScratch(ScratchArena) })
 			runJob(t, tc.p, runtimetest.Options{Transport: tc.transport}, 60*time.Second, func(e rankEnv) error {
-				for _, a := range []algo{algoRing, algoRabenseifner} {
+				for _, a := range []algo{algoRing, algoRabenseifner, algoDirect} {
 					forceAllreduce(e.w, a)
 					for _, err := range []error{
 						checkAllreduce(e, sum, n, a == algoRing),
-						checkAllreduce(e, aff, n, a != algoRing), // ring gives way to Rabenseifner
+						checkAllreduce(e, aff, n, a == algoRabenseifner), // ring and direct give way to Rabenseifner
 						checkAllreduce(e, i8, 3<<20+1, false),
 					} {
 						if err != nil {

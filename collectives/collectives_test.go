@@ -13,7 +13,7 @@ import (
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
 
-var algos = []algo{algoRecdbl, algoRabenseifner, algoRing}
+var algos = []algo{algoRecdbl, algoRabenseifner, algoRing, algoDirect}
 
 // everyType runs suite for every element type and operator.
 func everyType(e rankEnv, counts []int) error {
@@ -82,7 +82,7 @@ func TestLarge(t *testing.T) {
 			runJob(t, p, runtimetest.Options{Transport: "shm"}, 40*time.Second, func(e rankEnv) error {
 				for _, a := range algos {
 					forceAllreduce(e.w, a)
-					if err := checkAllreduce(e, sum, n, a == algoRing); err != nil {
+					if err := checkAllreduce(e, sum, n, a == algoRing || a == algoDirect); err != nil {
 						return fmt.Errorf("%v: %w", a, err)
 					}
 				}

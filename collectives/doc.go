@@ -57,6 +57,13 @@
 //     with a non-commutative operator.
 //   - allreduce_ring.go: ring reduce-scatter then ring allgather, any p, commutative
 //     operators only. Long vectors when p is not a power of two.
+//   - allreduce_direct.go: reduce-scatter and allgather in one round each, every rank
+//     sending to and receiving from every other at once (p-1 messages each way per
+//     round), commutative operators only. The same bytes as ring and Rabenseifner, but
+//     2 message latencies on the critical path instead of 2(p-1) or 2 log2(p): long
+//     vectors on a few ranks each on a host of its own, where every large message is a
+//     tcp rendezvous whose offer and read request each wait for a process to be
+//     scheduled.
 //   - bcast.go (binomial tree), bcast_scatter.go (binomial scatter + ring allgather, from
 //     64 KiB with p > 2); reduce.go (binomial tree; a non-commutative operator is reduced
 //     at rank 0 and sent to root); allgather_recdbl.go (power-of-two p, under 256 KiB in
@@ -72,13 +79,14 @@
 // host's ranks are not consecutive, or the vector has 1 MiB or more, p is a power of two
 // and each host's ranks are consecutive: then Rabenseifner, whose first rounds pair ranks
 // of one host); otherwise recursive doubling up to 4 KiB per rank
-// (or fewer elements than ranks), then Rabenseifner on a power of two or with a
-// non-commutative operator, ring otherwise. Ranks are on one host when the World names
+// (or fewer elements than ranks), then direct when every rank (at most 4) has a host of
+// its own and the operator is commutative (so the leaders' step of hier, too), then
+// Rabenseifner on a power of two or with a non-commutative operator, ring otherwise. Ranks are on one host when the World names
 // the same host for them (World.HostOf) and reach each other through shm
 // (World.Transport). The environment variable GORMA_ALLREDUCE (EnvAllreduce) overrides
-// the choice: auto (default), recdbl, rabenseifner, ring, shm or hier — except that ring,
-// which combines in ring order, and a hier that could not keep rank order give way to
-// Rabenseifner for a non-commutative operator, and that shm on a job that is not on one
+// the choice: auto (default), recdbl, rabenseifner, ring, shm, hier or direct — except
+// that ring and direct, which combine in ring or arrival order, and a hier that could not
+// keep rank order give way to Rabenseifner for a non-commutative operator, and that shm on a job that is not on one
 // host makes every Allreduce fail with an error wrapping runtime.ErrConfig. Any other value makes every Allreduce fail
 // with an error wrapping runtime.ErrConfig that names the variable and the choices. The
 // variable is read at a World's first collective call.
@@ -134,8 +142,9 @@
 //     collectives, which keep their reused scratch). The big buffers keep their size (two
 //     of up to 256 KiB per rank): the policy changes how scratch is acquired, not how
 //     much the algorithm uses.
-//   - ring and Rabenseifner, and the leaders' step of hier (scratch_fresh.go): the
-//     temporary vector (a block for ring, the whole vector for Rabenseifner) is a new
+//   - ring, direct and Rabenseifner, and the leaders' step of hier (scratch_fresh.go):
+//     the temporary vector (a block for ring, p-1 blocks for direct, the whole vector for
+//     Rabenseifner) is a new
 //     anonymous mmap, written a byte per page (the faults a registration's pinning
 //     takes), registered with every device (World.RegisterRegion), and at the end
 //     deregistered and unmapped. A call that fails leaks it rather than unmapping memory

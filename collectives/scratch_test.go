@@ -121,7 +121,7 @@ func TestAllreduceFreshScratch(t *testing.T) {
 	}{
 		{"shm/p=2", 2, runtimetest.Options{Transport: "shm"}, []algo{algoSHM, algoRabenseifner, algoRing}},
 		{"shm/p=3", 3, runtimetest.Options{Transport: "shm"}, []algo{algoSHM, algoRabenseifner, algoRing}},
-		{"tcp/p=4", 4, runtimetest.Options{Transport: "tcp"}, []algo{algoRabenseifner, algoRing}},
+		{"tcp/p=4", 4, runtimetest.Options{Transport: "tcp"}, []algo{algoRabenseifner, algoRing, algoDirect}},
 		{"hier/aabbb", 5, runtimetest.Options{Hosts: []string{"a", "a", "b", "b", "b"}}, []algo{algoHier}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

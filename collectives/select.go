@@ -7,7 +7,8 @@ import (
 )
 
 // EnvAllreduce names the environment variable that forces an Allreduce algorithm:
-// auto (the default: selectAllreduce decides), recdbl, rabenseifner, ring, shm or hier.
+// auto (the default: selectAllreduce decides), recdbl, rabenseifner, ring, shm, hier or
+// direct.
 const EnvAllreduce = "GORMA_ALLREDUCE"
 
 // algo identifies an Allreduce algorithm.
@@ -20,9 +21,10 @@ const (
 	algoRing
 	algoSHM
 	algoHier
+	algoDirect
 )
 
-var algoNames = [...]string{"auto", "recdbl", "rabenseifner", "ring", "shm", "hier"}
+var algoNames = [...]string{"auto", "recdbl", "rabenseifner", "ring", "shm", "hier", "direct"}
 
 func (a algo) String() string {
 	if int(a) < len(algoNames) {
@@ -46,8 +48,10 @@ func parseAllreduceEnv(v string) (algo, error) {
 		return algoSHM, nil
 	case "hier":
 		return algoHier, nil
+	case "direct":
+		return algoDirect, nil
 	}
-	return algoAuto, fmt.Errorf("%w: %s=%q: want auto, recdbl, rabenseifner, ring, shm or hier", runtime.ErrConfig, EnvAllreduce, v)
+	return algoAuto, fmt.Errorf("%w: %s=%q: want auto, recdbl, rabenseifner, ring, shm, hier or direct", runtime.ErrConfig, EnvAllreduce, v)
 }
 
 // Thresholds of the selection, in bytes of one rank's vector.
@@ -68,6 +72,11 @@ const (
 	// share, and no on-host broadcast follows (2 ranks on each of 4 netns hosts: 1.5x
 	// faster from 1 MiB, docs/benchmarks.md).
 	allreduceHierLongMsg = 1 << 20
+	// allreduceDirectMaxRanks: up to this many ranks, each on a host of its own, a
+	// long Allreduce with a commutative operator uses the direct algorithm (2 rounds, p-1
+	// messages in flight each way) instead of Rabenseifner or ring: 4 netns hosts over
+	// tcp, 1 and 4 MiB: 1.2x faster (docs/benchmarks.md). Not measured beyond 4 hosts.
+	allreduceDirectMaxRanks = 4
 )
 
 // selectAllreduce picks the Allreduce algorithm for a vector of bytes bytes over p ranks
@@ -77,10 +86,12 @@ const (
 // some host's ranks are not consecutive (the host partials could not be combined in rank
 // order), or the vector has allreduceHierLongMsg bytes or more, p is a power of two and
 // each host's ranks are consecutive (then Rabenseifner). Otherwise the point-to-point
-// algorithms by size. Ring reduces in ring order, so a non-commutative operator never
-// gets it (Rabenseifner instead, which keeps rank order); a forced hier that cannot keep
-// rank order gives way the same way. A forced shm is kept even where it cannot run: the
-// call then fails with an error saying why.
+// algorithms by size: recursive doubling for short vectors; for long ones direct when
+// every rank has a host of its own and there are at most allreduceDirectMaxRanks, else
+// Rabenseifner or ring. Ring and direct do not combine in rank order, so a
+// non-commutative operator never gets them (Rabenseifner instead, which keeps rank
+// order); a forced hier that cannot keep rank order gives way the same way. A forced shm
+// is kept even where it cannot run: the call then fails with an error saying why.
 func selectAllreduce(force algo, bytes, count, p int, commutative bool, loc locality) algo {
 	hierOK := commutative || loc.contiguous
 	a := force
@@ -93,13 +104,15 @@ func selectAllreduce(force algo, bytes, count, p int, commutative bool, loc loca
 			a = algoHier
 		case bytes <= allreduceShortMsg || count < p:
 			a = algoRecdbl
+		case loc.hosts == p && p <= allreduceDirectMaxRanks && commutative:
+			a = algoDirect
 		case pof2 || !commutative:
 			a = algoRabenseifner
 		default:
 			a = algoRing
 		}
 	}
-	if (a == algoRing && !commutative) || (a == algoHier && !hierOK) {
+	if ((a == algoRing || a == algoDirect) && !commutative) || (a == algoHier && !hierOK) {
 		a = algoRabenseifner
 	}
 	return a

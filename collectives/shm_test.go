@@ -251,13 +251,20 @@ func TestSelectLocality(t *testing.T) {
 		{algoHier, 8, 4, false, mixed, algoRabenseifner},
 		{algoSHM, 8, 4, true, two, algoSHM}, // fails at the call, saying why
 		{algoRing, 1 << 20, 3, true, one, algoRing},
+		{algoAuto, 1 << 20, 3, true, solo, algoDirect},
+		{algoAuto, 8 << 10, 4, true, locality{hosts: 4}, algoDirect},
+		{algoAuto, 4 << 10, 4, true, locality{hosts: 4}, algoRecdbl},
+		{algoAuto, 1 << 20, 3, false, solo, algoRabenseifner},                                              // arrival order
+		{algoAuto, 1 << 20, 5, true, locality{hosts: 5}, algoRing},                                         // beyond allreduceDirectMaxRanks
+		{algoAuto, 1 << 20, 8, true, locality{hosts: 4, shared: true, contiguous: true}, algoRabenseifner}, // not a host each
+		{algoDirect, 1 << 20, 4, false, one, algoRabenseifner},
 	}
 	for _, c := range cases {
 		if got := selectAllreduce(c.force, c.bytes, c.bytes/8, c.p, c.commutative, c.loc); got != c.want {
 			t.Errorf("selectAllreduce(%v, %d B, p=%d, commutative %v, %+v) = %v, want %v", c.force, c.bytes, c.p, c.commutative, c.loc, got, c.want)
 		}
 	}
-	for _, v := range []string{"shm", "hier"} {
+	for _, v := range []string{"shm", "hier", "direct"} {
 		if _, err := parseAllreduceEnv(v); err != nil {
 			t.Errorf("%q: %v", v, err)
 		}

@@ -26,6 +26,8 @@
 #   environment: SIZES=1M,4M,16M,64M  PPH="1 2"  ALGO=auto (GORMA_ALLREDUCE)
 #                SCRATCH=arena  STREAM=3s (each B measurement)  MIN_ITERS=10
 #                OUT=results/netns-allreduce  BIN=bin (make build first)
+#                XENV="NAME=VALUE ..." (more environment for the ranks, such as
+#                GORMA_EAGER_LIMIT=1M or GORMA_PROGRESS=block, each passed with -x)
 # Cleans up every namespace and process it made on exit (trap).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +40,11 @@ stream=${STREAM:-3s}
 min_iters=${MIN_ITERS:-10}
 out=${OUT:-results/netns-allreduce}
 bin=$(cd "${BIN:-bin}" && pwd)
+xenv=()
+for kv in ${XENV:-}; do
+	[[ $kv == *=* ]] || { echo "netns-allreduce: XENV: want NAME=VALUE, got $kv" >&2; exit 2; }
+	xenv+=(-x "$kv")
+done
 lock=/tmp/gorma-bench.lock
 
 [[ $(id -u) == 0 ]] || { echo "netns-allreduce: network namespaces need root" >&2; exit 2; }
@@ -125,7 +132,7 @@ stream() {
 ar() { # ar NP HOSTLIST REP
 	local np=$1 hl=$2 rep=$3
 	in_host 0 env GORMA_ALLREDUCE="$algo" "$bin/golaunch" --join "$seed" --keyfile "$out/cluster.key" -n "$np" -H "$hl" \
-		--timeout 10m --tag-output=false -x GORMA_ALLREDUCE \
+		--timeout 10m --tag-output=false -x GORMA_ALLREDUCE "${xenv[@]}" \
 		"$bin/allreducebench" --test allreduce --sizes "$sizes" --min-iters "$min_iters" --scratch "$scratch" \
 		--json="$out/ar_n${np}_$rep.json" >"$out/ar_n${np}_$rep.txt" 2>&1 ||
 		{ echo "netns-allreduce: rep $rep, n=$np failed:" >&2; cat "$out/ar_n${np}_$rep.txt" >&2; exit 1; }
@@ -159,6 +166,8 @@ busy = [statistics.mean(rates(f"{out}/b_busy_{r}.txt")) for r in range(1, reps +
 busy_after = [statistics.mean(rates(f"{out}/b_busy_after_{r}.txt")) for r in range(1, reps + 1)]
 busy_min = [min(rates(f"{out}/b_busy_{r}.txt")) for r in range(1, reps + 1)]
 print(f"# netns-allreduce: 4 namespace hosts, {reps} repetitions (medians)")
+if os.environ.get("XENV"):
+    print(f"rank environment: {os.environ['XENV']}")
 print(f"B single stream h0->h1:           {med(single):.3f} GB/s  (runs: {', '.join(f'{x:.3f}' for x in single)})")
 print(f"B busy, 4 ring links at once:     {med(busy):.3f} GB/s per link before, {med(busy_after):.3f} after; slowest link {med(busy_min):.3f}")
 for k in pph:

@@ -28,8 +28,8 @@
 // as warmup, each timed; the same average, minimum and maximum over the ranks.
 //
 // --algo forces an Allreduce algorithm by setting GORMA_ALLREDUCE before the first
-// collective call (collectives reads it then): auto, recdbl, rabenseifner, ring, or any
-// algorithm a later collectives package names (shm, hier); an unknown name makes the
+// collective call (collectives reads it then): auto, recdbl, rabenseifner, ring, direct,
+// shm or hier (whatever the collectives package names); an unknown name makes the
 // first call fail with the collectives' configuration error. Without --algo, a
 // GORMA_ALLREDUCE set in the environment (golaunch -x) applies.
 //

@@ -1,0 +1,108 @@
+package collectives
+
+import (
+	"fmt"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// allreduceDirect is a reduce-scatter and an allgather in one round each, every rank
+// talking to every other at once (the direct, or "all-to-all", variant of the
+// reduce-scatter/allgather Allreduce): the vector is cut into p nearly equal blocks; rank
+// r sends block d to every rank d and receives block r from every rank, combining each
+// contribution as it arrives; then it sends its finished block r to every rank and
+// receives every other finished block in place. Cost: 2 rounds moving 2n(p-1)/p elements
+// each way, as ring and Rabenseifner, but with 2 message latencies on the critical path
+// instead of 2(p-1) or 2 log2(p): over tcp, where each large message is a rendezvous (an
+// offer, then a read request, each a wake-up of a process the scheduler may have set
+// aside), those latencies are what a long Allreduce of a few hosts loses. Each rank has
+// p-1 messages in flight each way, so it serves small p only (selectAllreduce). A rank
+// combines the contributions to its block in the order of their distance from it, not in
+// rank order: commutative operators only. The scratch (p-1 blocks,
+// one per contribution) is reused, or acquired per call under ScratchFresh (tempOf).
+func allreduceDirect[T runtime.Elem](c call, buf []T, op Op[T]) (err error) {
+	p, r, n := c.s.size, c.s.rank, len(buf)
+	bmax := (n + p - 1) / p
+	tmp, fresh, err := tempOf[T](c, 0, (p-1)*bmax)
+	if err != nil {
+		return err
+	}
+	defer func() { fresh.release(err == nil) }()
+	lo, hi := block(n, p, r)
+	own := buf[lo:hi]
+	// Round 1: block r from every peer (into scratch), block d to every peer d.
+	for k := 1; k < p; k++ {
+		src := (r - k + p) % p
+		if err := postRecv(c, c.req(k-1), tmp[(k-1)*bmax:(k-1)*bmax+hi-lo], src); err != nil {
+			return err
+		}
+	}
+	for k := 1; k < p; k++ {
+		d := (r + k) % p
+		dlo, dhi := block(n, p, d)
+		if err := postSend(c, c.req(p-1+k-1), buf[dlo:dhi], d); err != nil {
+			return err
+		}
+	}
+	for k := 1; k < p; k++ {
+		src := (r - k + p) % p
+		in := tmp[(k-1)*bmax : (k-1)*bmax+hi-lo]
+		st, err := c.req(k - 1).Wait(c.ctx)
+		if err := c.checkStatus(st, err, src, len(in)); err != nil {
+			return err
+		}
+		op.fn(own, in)
+	}
+	// The sends of round 1 read the blocks that round 2 receives into.
+	if err := waitSends(c, p-1, p, r); err != nil {
+		return err
+	}
+	// Round 2: every finished block into place, ours to every peer.
+	for k := 1; k < p; k++ {
+		src := (r - k + p) % p
+		slo, shi := block(n, p, src)
+		if err := postRecv(c, c.req(k-1), buf[slo:shi], src); err != nil {
+			return err
+		}
+	}
+	for k := 1; k < p; k++ {
+		if err := postSend(c, c.req(p-1+k-1), own, (r+k)%p); err != nil {
+			return err
+		}
+	}
+	for k := 1; k < p; k++ {
+		src := (r - k + p) % p
+		slo, shi := block(n, p, src)
+		st, err := c.req(k - 1).Wait(c.ctx)
+		if err := c.checkStatus(st, err, src, shi-slo); err != nil {
+			return err
+		}
+	}
+	return waitSends(c, p-1, p, r)
+}
+
+// postRecv posts a receive of exactly len(buf) elements from src on request q.
+func postRecv[T runtime.Elem](c call, q *runtime.Request, buf []T, src int) error {
+	if err := runtime.IrecvWith(q, c.s.comm, buf, c.s.world(src), c.tag); err != nil {
+		return fmt.Errorf("rank %d receiving from rank %d: %w", c.s.rank, src, err)
+	}
+	return nil
+}
+
+// postSend starts sending buf to dst on request q.
+func postSend[T runtime.Elem](c call, q *runtime.Request, buf []T, dst int) error {
+	if err := runtime.IsendWith(q, c.s.comm, buf, c.s.world(dst), c.tag); err != nil {
+		return fmt.Errorf("rank %d sending %d elements to rank %d: %w", c.s.rank, len(buf), dst, err)
+	}
+	return nil
+}
+
+// waitSends waits for the sends on requests first .. first+p-2, to ranks r+1 .. r+p-1.
+func waitSends(c call, first, p, r int) error {
+	for k := 1; k < p; k++ {
+		if _, err := c.req(first + k - 1).Wait(c.ctx); err != nil {
+			return fmt.Errorf("rank %d sending to rank %d: %w", c.s.rank, (r+k)%p, err)
+		}
+	}
+	return nil
+}

@@ -30,7 +30,8 @@
 //   - arena: PD.AllocMR + MR.Dereg on reuse, with the arena counters of Device.Stats.
 //
 // The floors, without gorma: flag_pp (a cache-line flag ping-pong over a memfd mapped in
-// both processes: the machine's cross-core round trip), tcp_pp (8-byte TCP loopback round
+// both processes, with release stores as a raw C one has: the machine's cross-core round
+// trip), tcp_pp (8-byte TCP loopback round
 // trip), tcp_stream (TCP loopback stream bandwidth; the sink reads every message into
 // the same buffer of the message's size, as write_bw's writes land on the same target
 // bytes), memcpy (copy bandwidth per size) and segment (memfd_create + ftruncate + mmap +

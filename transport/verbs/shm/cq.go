@@ -29,7 +29,7 @@ type cq struct {
 	dev   *device
 	depth int
 
-	pollers atomic.Int32 // Wait calls in progress, for Close
+	pollers atomic.Int32 // Wait calls that may sleep (block), for Close
 	closed  atomic.Bool
 	qps     atomic.Pointer[[]*qp] // QPs whose progress Poll drives (copy on write)
 
@@ -225,9 +225,10 @@ func (c *cq) Close() error {
 	return nil
 }
 
-// shutdown marks the CQ closed, wakes its waiters and waits for Wait calls to leave. A
-// Poll that passed its closed check may still read the arena's rings for a moment; the
-// device's Close retires the arena (inert memory) rather than unmapping it under one.
+// shutdown marks the CQ closed, wakes its sleeping waiters and waits for them to leave. A
+// Poll, or a Wait that has not gone to sleep, that passed its closed check may still read
+// the arena's rings for a moment; the device's Close retires the arena (inert memory)
+// rather than unmapping it under one.
 func (c *cq) shutdown() {
 	c.closed.Store(true)
 	c.dev.bell.seq.Add(1)

@@ -83,9 +83,11 @@ func (d doorbell) sleep(val uint32, dur time.Duration) {
 // Wait blocks until a completion can be polled (or the check set with SetWaitCheck
 // holds), ctx is done or the CQ is closed. It drives progress while it waits (as Poll
 // does) and does not consume the completion.
+//
+// Only a Wait that goes to sleep registers in pollers (for Close to wait for): until then
+// it reads the rings as Poll does, which a racing Close leaves readable (Device.Close
+// retires the arena), and a Wait that ends at once costs no atomic read-modify-write.
 func (c *cq) Wait(ctx context.Context) error {
-	c.pollers.Add(1)
-	defer c.pollers.Add(-1)
 	if err := c.waitStep(ctx); err != errNotYet {
 		return err
 	}
@@ -174,6 +176,8 @@ func (c *cq) spin(ctx context.Context, budget time.Duration) error {
 // would find a registered caller and wake it with a system call: registered first, it
 // woke itself on every message it found.
 func (c *cq) block(ctx context.Context) error {
+	c.pollers.Add(1)
+	defer c.pollers.Add(-1)
 	bell := c.dev.bell
 	for {
 		if err := c.waitStep(ctx); err != errNotYet {

@@ -48,6 +48,10 @@ func allreduce[T runtime.Elem](c call, send, recv []T, op Op[T]) error {
 		return allreduceWorldSHM(c, src, recv, op)
 	case algoHier:
 		return allreduceHier(c, src, recv, op)
+	case algoDirect:
+		return allreduceDirect(c, src, recv, op)
+	case algoLanes:
+		return allreduceLanes(c, src, recv, op)
 	}
 	copy(recv, src)
 	return allreduceP2P(c, a, recv, op)
@@ -63,7 +67,7 @@ func allreduceP2P[T runtime.Elem](c call, a algo, buf []T, op Op[T]) error {
 	case algoRing:
 		return allreduceRing(c, buf, op)
 	case algoDirect:
-		return allreduceDirect(c, buf, op)
+		return allreduceDirect(c, buf, buf, op)
 	}
 	return fmt.Errorf("allreduce algorithm %v not available", a)
 }

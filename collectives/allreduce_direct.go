@@ -18,9 +18,24 @@ import (
 // aside), those latencies are what a long Allreduce of a few hosts loses. Each rank has
 // p-1 messages in flight each way, so it serves small p only (selectAllreduce). A rank
 // combines the contributions to its block in the order of their distance from it, not in
-// rank order: commutative operators only. The scratch (p-1 blocks,
-// one per contribution) is reused, or acquired per call under ScratchFresh (tempOf).
-func allreduceDirect[T runtime.Elem](c call, buf []T, op Op[T]) (err error) {
+// rank order: commutative operators only. It reads the input from src (buf itself for
+// in place) and leaves the result in buf, with no copy of src into buf
+// (reduceScatterDirect). The scratch (p-1 blocks, one per contribution) is reused, or
+// acquired per call under ScratchFresh (tempOf).
+func allreduceDirect[T runtime.Elem](c call, src, buf []T, op Op[T]) error {
+	if err := reduceScatterDirect(c, src, buf, op); err != nil {
+		return err
+	}
+	return allgatherDirect(c, buf)
+}
+
+// reduceScatterDirect is the first round of allreduceDirect: rank r sends block d of src
+// to every rank d and sets block r of buf (of p nearly equal blocks, block) to block r of
+// src combined with every other rank's block r; the other blocks of buf are left as they
+// were. src is buf (in place) or a vector of the same length that does not overlap it:
+// the first contribution is combined with src's block into buf's in one pass
+// (Op.combine), which saves copying src into buf first.
+func reduceScatterDirect[T runtime.Elem](c call, src, buf []T, op Op[T]) (err error) {
 	p, r, n := c.s.size, c.s.rank, len(buf)
 	bmax := (n + p - 1) / p
 	tmp, fresh, err := tempOf[T](c, 0, (p-1)*bmax)
@@ -30,34 +45,42 @@ func allreduceDirect[T runtime.Elem](c call, buf []T, op Op[T]) (err error) {
 	defer func() { fresh.release(err == nil) }()
 	lo, hi := block(n, p, r)
 	own := buf[lo:hi]
-	// Round 1: block r from every peer (into scratch), block d to every peer d.
 	for k := 1; k < p; k++ {
-		src := (r - k + p) % p
-		if err := postRecv(c, c.req(k-1), tmp[(k-1)*bmax:(k-1)*bmax+hi-lo], src); err != nil {
+		from := (r - k + p) % p
+		if err := postRecv(c, c.req(k-1), tmp[(k-1)*bmax:(k-1)*bmax+hi-lo], from); err != nil {
 			return err
 		}
 	}
 	for k := 1; k < p; k++ {
 		d := (r + k) % p
 		dlo, dhi := block(n, p, d)
-		if err := postSend(c, c.req(p-1+k-1), buf[dlo:dhi], d); err != nil {
+		if err := postSend(c, c.req(p-1+k-1), src[dlo:dhi], d); err != nil {
 			return err
 		}
 	}
 	for k := 1; k < p; k++ {
-		src := (r - k + p) % p
+		from := (r - k + p) % p
 		in := tmp[(k-1)*bmax : (k-1)*bmax+hi-lo]
 		st, err := c.req(k - 1).Wait(c.ctx)
-		if err := c.checkStatus(st, err, src, len(in)); err != nil {
+		if err := c.checkStatus(st, err, from, len(in)); err != nil {
 			return err
 		}
-		op.fn(own, in)
+		if k == 1 {
+			op.combine(own, src[lo:hi], in)
+		} else {
+			op.fn(own, in)
+		}
 	}
-	// The sends of round 1 read the blocks that round 2 receives into.
-	if err := waitSends(c, p-1, p, r); err != nil {
-		return err
-	}
-	// Round 2: every finished block into place, ours to every peer.
+	// The allgather reuses the Requests and, in place, receives into the blocks these
+	// sends read.
+	return waitSends(c, p-1, p, r)
+}
+
+// allgatherDirect is the second round of allreduceDirect: rank r sends its block r of
+// buf to every rank and receives every other block in place.
+func allgatherDirect[T runtime.Elem](c call, buf []T) error {
+	p, r, n := c.s.size, c.s.rank, len(buf)
+	lo, hi := block(n, p, r)
 	for k := 1; k < p; k++ {
 		src := (r - k + p) % p
 		slo, shi := block(n, p, src)
@@ -66,7 +89,7 @@ func allreduceDirect[T runtime.Elem](c call, buf []T, op Op[T]) (err error) {
 		}
 	}
 	for k := 1; k < p; k++ {
-		if err := postSend(c, c.req(p-1+k-1), own, (r+k)%p); err != nil {
+		if err := postSend(c, c.req(p-1+k-1), buf[lo:hi], (r+k)%p); err != nil {
 			return err
 		}
 	}

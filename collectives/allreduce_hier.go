@@ -13,6 +13,7 @@ type locality struct {
 	hosts      int  // number of hosts
 	shared     bool // some host has more than one rank (the hierarchical algorithm pays)
 	contiguous bool // each host's ranks are consecutive (hier keeps rank order)
+	even       bool // every host has the same number of ranks (lanes applies)
 }
 
 // localState is what a World's collectives keep about locality: the hosts, and the
@@ -28,6 +29,8 @@ type localState struct {
 	world   *shmGroup // every rank (allreduceSHM on a one-host job)
 	onHost  *shmGroup // the ranks of this host (allreduceHier)
 	leaderS *state    // the leaders' sub-group, for the point-to-point step of hier
+	hostS   *state    // this host's ranks, for the on-host steps of lanes (nil: not even)
+	laneS   *state    // the ranks of every host with this rank's index there (lanes)
 }
 
 // localOf returns s's locality state, working it out on first use. Ranks are on the same
@@ -57,18 +60,27 @@ func localOf(s *state) *localState {
 			mapped = false
 		}
 	}
-	l.loc = locality{hosts: len(order), contiguous: true}
+	l.loc = locality{hosts: len(order), contiguous: true, even: true}
 	for _, h := range order {
 		rs := byHost[h]
 		l.leaders = append(l.leaders, rs[0])
 		l.loc.shared = l.loc.shared || len(rs) > 1
 		l.loc.contiguous = l.loc.contiguous && rs[len(rs)-1]-rs[0] == len(rs)-1
+		l.loc.even = l.loc.even && len(rs) == len(l.host)
 	}
 	l.loc.oneHost = len(order) == 1 && mapped
 	l.loc.shared = l.loc.shared && mapped
 	l.lead = slices.Index(l.leaders, s.rank)
 	if l.lead >= 0 && len(l.leaders) > 1 {
 		l.leaderS = &state{comm: s.comm, rank: l.lead, size: len(l.leaders), ranks: l.leaders}
+	}
+	if l.loc.even && len(order) > 1 && len(l.host) > 1 {
+		lane := make([]int, len(order))
+		for i, h := range order {
+			lane[i] = byHost[h][l.hostIdx]
+		}
+		l.hostS = &state{comm: s.comm, rank: l.hostIdx, size: len(l.host), ranks: l.host}
+		l.laneS = &state{comm: s.comm, rank: slices.Index(lane, s.rank), size: len(lane), ranks: lane}
 	}
 	s.local = l
 	return l
@@ -79,9 +91,11 @@ func localOf(s *state) *localState {
 func (l *localState) fail() {
 	l.world.fail()
 	l.onHost.fail()
-	if l.leaderS != nil {
-		l.leaderS.reqs = nil
-		l.leaderS.scratch = [2][]uint64{}
+	for _, sub := range []*state{l.leaderS, l.hostS, l.laneS} {
+		if sub != nil {
+			sub.reqs = nil
+			sub.scratch = [2][]uint64{}
+		}
 	}
 }
 

@@ -63,7 +63,15 @@
 //     2 message latencies on the critical path instead of 2(p-1) or 2 log2(p): long
 //     vectors on a few ranks each on a host of its own, where every large message is a
 //     tcp rendezvous whose offer and read request each wait for a process to be
-//     scheduled.
+//     scheduled. It reads the input from send and combines it with the first
+//     contribution to arrive in one pass: unlike the other point-to-point algorithms it
+//     does not copy send into recv first.
+//   - allreduce_lanes.go: jobs spanning a few hosts with as many ranks on each: the ranks
+//     of a host reduce-scatter the vector among themselves (one round of direct's, over
+//     point-to-point messages, through shm), the i-th ranks of every host run direct
+//     across the hosts on block i, and one round of direct's allgather on each host puts
+//     the blocks together. Every rank takes part in the step across hosts, which costs 2
+//     message latencies; commutative operators only.
 //   - bcast.go (binomial tree), bcast_scatter.go (binomial scatter + ring allgather, from
 //     64 KiB with p > 2); reduce.go (binomial tree; a non-commutative operator is reduced
 //     at rank 0 and sent to root); allgather_recdbl.go (power-of-two p, under 256 KiB in
@@ -77,18 +85,22 @@
 // every rank is on this host and reached through shm; hier when the job spans hosts and
 // some host holds more than one rank (unless the operator is not commutative and a
 // host's ranks are not consecutive, or the vector has 1 MiB or more, p is a power of two
-// and each host's ranks are consecutive: then Rabenseifner, whose first rounds pair ranks
-// of one host); otherwise recursive doubling up to 4 KiB per rank
+// and each host's ranks are consecutive: then lanes when the operator is commutative,
+// every host has as many ranks and there are at most 4 hosts, else Rabenseifner, whose
+// first rounds pair ranks of one host); otherwise recursive doubling up to 4 KiB per rank
 // (or fewer elements than ranks), then direct when every rank (at most 4) has a host of
-// its own and the operator is commutative (so the leaders' step of hier, too), then
-// Rabenseifner on a power of two or with a non-commutative operator, ring otherwise. Ranks are on one host when the World names
+// its own and the operator is commutative (so the leaders' step of hier and the step
+// across hosts of lanes, too), then Rabenseifner on a power of two or with a
+// non-commutative operator, ring otherwise. Ranks are on one host when the World names
 // the same host for them (World.HostOf) and reach each other through shm
 // (World.Transport). The environment variable GORMA_ALLREDUCE (EnvAllreduce) overrides
-// the choice: auto (default), recdbl, rabenseifner, ring, shm, hier or direct — except
-// that ring and direct, which combine in ring or arrival order, and a hier that could not
-// keep rank order give way to Rabenseifner for a non-commutative operator, and that shm on a job that is not on one
-// host makes every Allreduce fail with an error wrapping runtime.ErrConfig. Any other value makes every Allreduce fail
-// with an error wrapping runtime.ErrConfig that names the variable and the choices. The
+// the choice: auto (default), recdbl, rabenseifner, ring, shm, hier, direct or lanes —
+// except that ring, direct and lanes, which combine in ring or arrival order, and a hier
+// that could not keep rank order give way to Rabenseifner for a non-commutative
+// operator, and that shm on a job that is not on one host, or lanes on one whose hosts
+// have different numbers of ranks (or one each), makes every Allreduce fail with an
+// error wrapping runtime.ErrConfig. Any other value makes every Allreduce fail with an
+// error wrapping runtime.ErrConfig that names the variable and the choices. The
 // variable is read at a World's first collective call.
 //
 // # Messages, scratch and errors
@@ -142,12 +154,11 @@
 //     collectives, which keep their reused scratch). The big buffers keep their size (two
 //     of up to 256 KiB per rank): the policy changes how scratch is acquired, not how
 //     much the algorithm uses.
-//   - ring, direct and Rabenseifner, and the leaders' step of hier (scratch_fresh.go):
-//     the temporary vector (a block for ring, p-1 blocks for direct, the whole vector for
-//     Rabenseifner) is a new
-//     anonymous mmap, written a byte per page (the faults a registration's pinning
-//     takes), registered with every device (World.RegisterRegion), and at the end
-//     deregistered and unmapped. A call that fails leaks it rather than unmapping memory
+//   - ring, direct and Rabenseifner, the leaders' step of hier and the steps of lanes
+//     (scratch_fresh.go): the temporary vector (a block for ring, p-1 blocks for direct,
+//     the whole vector for Rabenseifner) is a new anonymous mmap, written a byte per
+//     page (the faults a registration's pinning takes), registered with every device
+//     (World.RegisterRegion), and at the end deregistered and unmapped. A call that fails leaks it rather than unmapping memory
 //     a withdrawn receive might still write.
 //   - Recursive doubling (vectors up to 4 KiB, which malloc serves from its heap) keeps
 //     its reused scratch.

@@ -7,8 +7,8 @@ import (
 )
 
 // EnvAllreduce names the environment variable that forces an Allreduce algorithm:
-// auto (the default: selectAllreduce decides), recdbl, rabenseifner, ring, shm, hier or
-// direct.
+// auto (the default: selectAllreduce decides), recdbl, rabenseifner, ring, shm, hier,
+// direct or lanes.
 const EnvAllreduce = "GORMA_ALLREDUCE"
 
 // algo identifies an Allreduce algorithm.
@@ -22,9 +22,10 @@ const (
 	algoSHM
 	algoHier
 	algoDirect
+	algoLanes
 )
 
-var algoNames = [...]string{"auto", "recdbl", "rabenseifner", "ring", "shm", "hier", "direct"}
+var algoNames = [...]string{"auto", "recdbl", "rabenseifner", "ring", "shm", "hier", "direct", "lanes"}
 
 func (a algo) String() string {
 	if int(a) < len(algoNames) {
@@ -50,8 +51,10 @@ func parseAllreduceEnv(v string) (algo, error) {
 		return algoHier, nil
 	case "direct":
 		return algoDirect, nil
+	case "lanes":
+		return algoLanes, nil
 	}
-	return algoAuto, fmt.Errorf("%w: %s=%q: want auto, recdbl, rabenseifner, ring, shm, hier or direct", runtime.ErrConfig, EnvAllreduce, v)
+	return algoAuto, fmt.Errorf("%w: %s=%q: want auto, recdbl, rabenseifner, ring, shm, hier, direct or lanes", runtime.ErrConfig, EnvAllreduce, v)
 }
 
 // Thresholds of the selection, in bytes of one rank's vector.
@@ -70,12 +73,16 @@ const (
 	// consecutive on each host, on a power of two, uses Rabenseifner instead of hier: its
 	// first rounds pair ranks of one host (through shm), every rank reduces and sends its
 	// share, and no on-host broadcast follows (2 ranks on each of 4 netns hosts: 1.5x
-	// faster from 1 MiB, docs/benchmarks.md).
+	// faster from 1 MiB, docs/benchmarks.md). With a commutative operator, the same
+	// number of ranks on every host and at most allreduceDirectMaxRanks hosts, lanes
+	// instead (2 ranks on each of 4 netns hosts: as fast as Rabenseifner at 1 and 4 MiB,
+	// 1.1x faster at 16 and 64 MiB, where it saves the copy of the input).
 	allreduceHierLongMsg = 1 << 20
 	// allreduceDirectMaxRanks: up to this many ranks, each on a host of its own, a
 	// long Allreduce with a commutative operator uses the direct algorithm (2 rounds, p-1
 	// messages in flight each way) instead of Rabenseifner or ring: 4 netns hosts over
 	// tcp, 1 and 4 MiB: 1.2x faster (docs/benchmarks.md). Not measured beyond 4 hosts.
+	// It bounds the hosts of lanes, whose step across hosts is direct, likewise.
 	allreduceDirectMaxRanks = 4
 )
 
@@ -85,13 +92,15 @@ const (
 // at least holds more than one rank: hier, unless the operator is not commutative and
 // some host's ranks are not consecutive (the host partials could not be combined in rank
 // order), or the vector has allreduceHierLongMsg bytes or more, p is a power of two and
-// each host's ranks are consecutive (then Rabenseifner). Otherwise the point-to-point
-// algorithms by size: recursive doubling for short vectors; for long ones direct when
-// every rank has a host of its own and there are at most allreduceDirectMaxRanks, else
-// Rabenseifner or ring. Ring and direct do not combine in rank order, so a
-// non-commutative operator never gets them (Rabenseifner instead, which keeps rank
-// order); a forced hier that cannot keep rank order gives way the same way. A forced shm
-// is kept even where it cannot run: the call then fails with an error saying why.
+// each host's ranks are consecutive (then lanes when the operator is commutative, every
+// host has as many ranks and there are at most allreduceDirectMaxRanks hosts;
+// Rabenseifner otherwise). Otherwise the point-to-point algorithms by size: recursive
+// doubling for short vectors; for long ones direct when every rank has a host of its own
+// and there are at most allreduceDirectMaxRanks, else Rabenseifner or ring. Ring, direct
+// and lanes do not combine in rank order, so a non-commutative operator never gets them
+// (Rabenseifner instead, which keeps rank order); a forced hier that cannot keep rank
+// order gives way the same way. A forced shm or lanes is kept even where its placement
+// does not allow it: the call then fails with an error saying why.
 func selectAllreduce(force algo, bytes, count, p int, commutative bool, loc locality) algo {
 	hierOK := commutative || loc.contiguous
 	a := force
@@ -102,6 +111,8 @@ func selectAllreduce(force algo, bytes, count, p int, commutative bool, loc loca
 			a = algoSHM
 		case loc.hosts > 1 && loc.shared && hierOK && !(pof2 && loc.contiguous && bytes >= allreduceHierLongMsg):
 			a = algoHier
+		case loc.hosts > 1 && loc.shared && loc.even && loc.hosts <= allreduceDirectMaxRanks && commutative:
+			a = algoLanes // long, on a power of two, each host's ranks consecutive
 		case bytes <= allreduceShortMsg || count < p:
 			a = algoRecdbl
 		case loc.hosts == p && p <= allreduceDirectMaxRanks && commutative:
@@ -112,7 +123,7 @@ func selectAllreduce(force algo, bytes, count, p int, commutative bool, loc loca
 			a = algoRing
 		}
 	}
-	if ((a == algoRing || a == algoDirect) && !commutative) || (a == algoHier && !hierOK) {
+	if ((a == algoRing || a == algoDirect || a == algoLanes) && !commutative) || (a == algoHier && !hierOK) {
 		a = algoRabenseifner
 	}
 	return a

@@ -234,6 +234,7 @@ func TestSelectLocality(t *testing.T) {
 	two := locality{hosts: 2, shared: true, contiguous: true}
 	mixed := locality{hosts: 2, shared: true}
 	solo := locality{hosts: 3, contiguous: true}
+	lanes4 := locality{hosts: 4, shared: true, contiguous: true, even: true}
 	cases := []struct {
 		force       algo
 		bytes, p    int
@@ -258,13 +259,20 @@ func TestSelectLocality(t *testing.T) {
 		{algoAuto, 1 << 20, 5, true, locality{hosts: 5}, algoRing},                                         // beyond allreduceDirectMaxRanks
 		{algoAuto, 1 << 20, 8, true, locality{hosts: 4, shared: true, contiguous: true}, algoRabenseifner}, // not a host each
 		{algoDirect, 1 << 20, 4, false, one, algoRabenseifner},
+		{algoAuto, 1 << 20, 8, true, lanes4, algoLanes},
+		{algoAuto, 1<<20 - 8, 8, true, lanes4, algoHier},
+		{algoAuto, 1 << 20, 8, false, lanes4, algoRabenseifner},                                                         // arrival order
+		{algoAuto, 1 << 20, 16, true, locality{hosts: 8, shared: true, contiguous: true, even: true}, algoRabenseifner}, // beyond allreduceDirectMaxRanks hosts
+		{algoAuto, 1 << 20, 12, true, locality{hosts: 4, shared: true, contiguous: true, even: true}, algoHier},         // not a power of two
+		{algoLanes, 1 << 20, 8, false, lanes4, algoRabenseifner},
+		{algoLanes, 8, 3, true, mixed, algoLanes}, // fails at the call, saying why
 	}
 	for _, c := range cases {
 		if got := selectAllreduce(c.force, c.bytes, c.bytes/8, c.p, c.commutative, c.loc); got != c.want {
 			t.Errorf("selectAllreduce(%v, %d B, p=%d, commutative %v, %+v) = %v, want %v", c.force, c.bytes, c.p, c.commutative, c.loc, got, c.want)
 		}
 	}
-	for _, v := range []string{"shm", "hier", "direct"} {
+	for _, v := range []string{"shm", "hier", "direct", "lanes"} {
 		if _, err := parseAllreduceEnv(v); err != nil {
 			t.Errorf("%q: %v", v, err)
 		}

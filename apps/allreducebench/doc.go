@@ -29,7 +29,7 @@
 //
 // --algo forces an Allreduce algorithm by setting GORMA_ALLREDUCE before the first
 // collective call (collectives reads it then): auto, recdbl, rabenseifner, ring, direct,
-// shm or hier (whatever the collectives package names); an unknown name makes the
+// lanes, shm or hier (whatever the collectives package names); an unknown name makes the
 // first call fail with the collectives' configuration error. Without --algo, a
 // GORMA_ALLREDUCE set in the environment (golaunch -x) applies.
 //

@@ -44,7 +44,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.iters, "iters", 1000, "calls per size up to 16 KiB (scaled down above); Barriers")
 	fs.IntVar(&o.minIters, "min-iters", 20, "fewest calls per size when scaling down")
 	fs.DurationVar(&o.sizeTime, "size-time", 0, "cap each size's measured calls at about this long (0: no cap; never below 3 calls)")
-	fs.StringVar(&o.algo, "algo", "", "force an Allreduce algorithm (sets "+collectives.EnvAllreduce+"): auto, recdbl, rabenseifner, ring, direct, shm, hier")
+	fs.StringVar(&o.algo, "algo", "", "force an Allreduce algorithm (sets "+collectives.EnvAllreduce+"): auto, recdbl, rabenseifner, ring, direct, lanes, shm, hier")
 	fs.BoolVar(&o.fresh, "fresh", false, "allocate new send and receive buffers for every call instead of reusing one pair")
 	fs.StringVar(&o.scratch, "scratch", "", "the collectives' scratch (sets "+collectives.EnvScratch+"): arena (reused, pre-registered) or fresh (mapped, registered and released by every call); default: "+collectives.EnvScratch+", else arena")
 	fs.StringVar(&o.jsonOut, "json", "", "print one JSON document instead of text; --json=FILE writes it to FILE as well as the text")

@@ -52,6 +52,8 @@ func allreduce[T runtime.Elem](c call, send, recv []T, op Op[T]) error {
 		return allreduceDirect(c, src, recv, op)
 	case algoLanes:
 		return allreduceLanes(c, src, recv, op)
+	case algoRabenseifner:
+		return allreduceRabenseifner(c, src, recv, op)
 	}
 	copy(recv, src)
 	return allreduceP2P(c, a, recv, op)
@@ -63,7 +65,7 @@ func allreduceP2P[T runtime.Elem](c call, a algo, buf []T, op Op[T]) error {
 	case algoRecdbl:
 		return allreduceRecdbl(c, buf, op)
 	case algoRabenseifner:
-		return allreduceRabenseifner(c, buf, op)
+		return allreduceRabenseifner(c, buf, buf, op)
 	case algoRing:
 		return allreduceRing(c, buf, op)
 	case algoDirect:

@@ -8,10 +8,12 @@ import (
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
 
-// TestAllreduceDirectFromSend: the direct algorithm reads its input from send, never
-// copying it into recv first: the result is right whatever recv held before, send is
-// left as it was, for a predefined operator (combined in one pass, Op.combine) and a
-// user-defined one (copied, then combined), including counts below p (empty blocks).
+// TestAllreduceDirectFromSend: the direct and Rabenseifner algorithms read their input
+// from send, never copying it into recv first (Rabenseifner: on a power of two; at p = 3
+// it folds, on a copy): the result is right whatever recv held before, send is left as it
+// was, for a predefined operator (combined in one pass, Op.combine), a user-defined one
+// (copied, then combined) and a non-commutative one (combined in rank order; direct gives
+// way to Rabenseifner for it), including counts below p (empty blocks).
 func TestAllreduceDirectFromSend(t *testing.T) {
 	userSum := NewOp("usersum", func(inout, in []int64) {
 		for i := range inout {
@@ -22,11 +24,16 @@ func TestAllreduceDirectFromSend(t *testing.T) {
 		{Sum[int64](), func(r, i int) int64 { return int64(wide(r, i)) }},
 		{userSum, func(r, i int) int64 { return int64(wide(r, i)) }},
 		{Max[int64](), func(r, i int) int64 { return int64(wide(r, i)) }},
+		affineCase[int64](),
 	}
-	for _, p := range []int{2, 3, 4} {
-		t.Run(fmt.Sprintf("p=%d", p), func(t *testing.T) {
+	for _, tc := range []struct {
+		a algo
+		p int
+	}{{algoDirect, 2}, {algoDirect, 3}, {algoDirect, 4}, {algoRabenseifner, 2}, {algoRabenseifner, 3}, {algoRabenseifner, 4}} {
+		a, p := tc.a, tc.p
+		t.Run(fmt.Sprintf("%v/p=%d", a, p), func(t *testing.T) {
 			runJob(t, p, runtimetest.Options{Transport: "tcp"}, 40*time.Second, func(e rankEnv) error {
-				forceAllreduce(e.w, algoDirect)
+				forceAllreduce(e.w, a)
 				defer forceAllreduce(e.w, algoAuto)
 				for _, oc := range cases {
 					for _, n := range []int{1, p - 1, p + 1, 3001, 70001} {

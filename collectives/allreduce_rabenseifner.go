@@ -11,11 +11,19 @@ import "github.com/gorma-hpc/gorma/runtime"
 // reverse to assemble the whole vector; the extra ranks get it back. Rounds go from the
 // lowest bit up, so the groups combined are always contiguous runs of ranks and rank
 // order holds for non-commutative operators. Cost: 2 log2(p) rounds moving 2n(p-1)/p
-// elements: the choice for long vectors on a power of two. The scratch (a whole vector)
-// is reused, or acquired per call under ScratchFresh (tempOf).
-func allreduceRabenseifner[T runtime.Elem](c call, buf []T, op Op[T]) (err error) {
+// elements: the choice for long vectors on a power of two. It reads the input from src
+// (buf itself for in place) and leaves the result in buf: on a power of two the first
+// round sends from src and combines src's kept half with the partner's into buf in one
+// pass (Op.combine), so src is never copied into buf (the allgather fills the rest of
+// buf); otherwise the folding works on buf, and src is copied there first. The scratch
+// (a whole vector) is reused, or acquired per call under ScratchFresh (tempOf).
+func allreduceRabenseifner[T runtime.Elem](c call, src, buf []T, op Op[T]) (err error) {
 	pof2 := pof2Below(c.s.size)
 	rem := c.s.size - pof2
+	if rem > 0 && len(buf) > 0 && &src[0] != &buf[0] {
+		copy(buf, src)
+		src = buf
+	}
 	tmp, fresh, err := tempOf[T](c, 0, len(buf))
 	if err != nil {
 		return err
@@ -26,14 +34,17 @@ func allreduceRabenseifner[T runtime.Elem](c call, buf []T, op Op[T]) (err error
 		return err
 	}
 	if newrank >= 0 {
-		if err := rabenseifnerCore(c, buf, tmp, op, newrank, pof2, rem); err != nil {
+		if err := rabenseifnerCore(c, src, buf, tmp, op, newrank, pof2, rem); err != nil {
 			return err
 		}
 	}
 	return unfoldExtra(c, buf, pof2)
 }
 
-func rabenseifnerCore[T runtime.Elem](c call, buf, tmp []T, op Op[T], newrank, pof2, rem int) error {
+// rabenseifnerCore runs the halving and doubling rounds; the first reads from src (which
+// is buf, or a vector of buf's length that does not overlap it, when there are no extra
+// ranks).
+func rabenseifnerCore[T runtime.Elem](c call, src, buf, tmp []T, op Op[T], newrank, pof2, rem int) error {
 	var ranges [64][2]int // the range held before each round, for the allgather
 	lo, hi, round := 0, len(buf), 0
 	for mask := 1; mask < pof2; mask <<= 1 {
@@ -44,11 +55,22 @@ func rabenseifnerCore[T runtime.Elem](c call, buf, tmp []T, op Op[T], newrank, p
 		if np < newrank {
 			keepLo, keepHi, sendLo, sendHi = mid, hi, lo, mid
 		}
+		from := buf
+		if mask == 1 {
+			from = src
+		}
 		in := tmp[:keepHi-keepLo]
-		if err := exchange(c, buf[sendLo:sendHi], partner, in, partner); err != nil {
+		if err := exchange(c, from[sendLo:sendHi], partner, in, partner); err != nil {
 			return err
 		}
-		combine(op, buf[keepLo:keepHi], in, np < newrank)
+		switch out, own := buf[keepLo:keepHi], from[keepLo:keepHi]; {
+		case len(out) == 0 || &own[0] == &out[0]:
+			combine(op, out, in, np < newrank)
+		case np < newrank && !op.commutative:
+			op.combine(out, in, own) // the partner's lower ranks first
+		default:
+			op.combine(out, own, in)
+		}
 		ranges[round] = [2]int{lo, hi}
 		round++
 		lo, hi = keepLo, keepHi

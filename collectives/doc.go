@@ -54,7 +54,8 @@
 //     result back last. Short vectors.
 //   - allreduce_rabenseifner.go: reduce-scatter by recursive halving, then allgather by
 //     recursive doubling (same fold). Long vectors on a power of two, and long vectors
-//     with a non-commutative operator.
+//     with a non-commutative operator. On a power of two its first round reads from send
+//     and combines in one pass, so it does not copy send into recv first either.
 //   - allreduce_ring.go: ring reduce-scatter then ring allgather, any p, commutative
 //     operators only. Long vectors when p is not a power of two.
 //   - allreduce_direct.go: reduce-scatter and allgather in one round each, every rank
@@ -64,8 +65,8 @@
 //     vectors on a few ranks each on a host of its own, where every large message is a
 //     tcp rendezvous whose offer and read request each wait for a process to be
 //     scheduled. It reads the input from send and combines it with the first
-//     contribution to arrive in one pass: unlike the other point-to-point algorithms it
-//     does not copy send into recv first.
+//     contribution to arrive in one pass: like Rabenseifner on a power of two, and unlike
+//     recursive doubling and ring, it does not copy send into recv first.
 //   - allreduce_lanes.go: jobs spanning a few hosts with as many ranks on each: the ranks
 //     of a host reduce-scatter the vector among themselves (one round of direct's, over
 //     point-to-point messages, through shm), the i-th ranks of every host run direct

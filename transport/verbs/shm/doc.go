@@ -99,9 +99,10 @@
 // of mapped regions, which a dead peer never drops): the arena closes as a whole. It
 // retires the arena rather than unmapping it (arena.Arena.Retire): the memory and the
 // memfd are released at once, but the address range stays mapped to inert zeros until
-// the device is unreachable, because Poll reads the rings without registering itself
-// (registration was two atomic adds, most of an empty Poll's cost), and a Poll that
-// raced the Close must find zeros there, not a fault.
+// the device is unreachable, because Poll, and Wait until it goes to sleep, read the
+// rings without registering themselves (registration was two atomic adds, most of an
+// empty Poll's cost), and one that raced the Close must find zeros there, not a fault.
+// Close waits only for the Waits that sleep, which it wakes.
 //
 // # Concurrency
 //

@@ -2,8 +2,14 @@ package shm
 
 import (
 	"errors"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
@@ -62,4 +68,51 @@ func TestPollRacesDeviceClose(t *testing.T) {
 			t.Errorf("round %d: Poll after Close: %v, want ErrClosed", round, err)
 		}
 	}
+}
+
+// TestRetiredArenaUnmappedOnceUnreachable: Device.Close leaves the arena's range mapped
+// (inert) for racing polls, and a cleanup unmaps it once the device is unreachable, so
+// closing devices leaks no address space.
+func TestRetiredArenaUnmappedOnceUnreachable(t *testing.T) {
+	dev, err := verbs.Open(Name, testCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(dev.(*device).arena.Segment().Bytes())))
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dev = nil
+	if !mapped(t, base) {
+		t.Fatal("the retired arena's range is not mapped right after Close")
+	}
+	for deadline := time.Now().Add(5 * time.Second); mapped(t, base); {
+		if time.Now().After(deadline) {
+			t.Fatal("the retired arena's range is still mapped after the device became unreachable")
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// mapped reports whether addr lies in a mapping of this process (/proc/self/maps).
+func mapped(t *testing.T, addr uintptr) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		r, _, _ := strings.Cut(l, " ")
+		lo, hi, ok := strings.Cut(r, "-")
+		if !ok {
+			continue
+		}
+		a, err1 := strconv.ParseUint(lo, 16, 64)
+		z, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 == nil && err2 == nil && uint64(addr) >= a && uint64(addr) < z {
+			return true
+		}
+	}
+	return false
 }

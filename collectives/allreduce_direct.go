@@ -9,8 +9,8 @@ import (
 // allreduceDirect is a reduce-scatter and an allgather in one round each, every rank
 // talking to every other at once (the direct, or "all-to-all", variant of the
 // reduce-scatter/allgather Allreduce): the vector is cut into p nearly equal blocks; rank
-// r sends block d to every rank d and receives block r from every rank, combining each
-// contribution as it arrives; then it sends its finished block r to every rank and
+// r sends block d to every rank d and receives block r from every rank, then combines
+// them all, a cache-sized chunk at a time; then it sends its finished block r to every rank and
 // receives every other finished block in place. Cost: 2 rounds moving 2n(p-1)/p elements
 // each way, as ring and Rabenseifner, but with 2 message latencies on the critical path
 // instead of 2(p-1) or 2 log2(p): over tcp, where each large message is a rendezvous (an
@@ -28,6 +28,10 @@ func allreduceDirect[T runtime.Elem](c call, src, buf []T, op Op[T]) error {
 	}
 	return allgatherDirect(c, buf)
 }
+
+// directChunkBytes is the chunk of reduceScatterDirect's combination: with up to
+// allreduceDirectMaxRanks inputs and the block, its chunks stay in a core's L2 cache.
+const directChunkBytes = 32 << 10
 
 // reduceScatterDirect is the first round of allreduceDirect: rank r sends block d of src
 // to every rank d and sets block r of buf (of p nearly equal blocks, block) to block r of
@@ -60,15 +64,27 @@ func reduceScatterDirect[T runtime.Elem](c call, src, buf []T, op Op[T]) (err er
 	}
 	for k := 1; k < p; k++ {
 		from := (r - k + p) % p
-		in := tmp[(k-1)*bmax : (k-1)*bmax+hi-lo]
 		st, err := c.req(k - 1).Wait(c.ctx)
-		if err := c.checkStatus(st, err, from, len(in)); err != nil {
+		if err := c.checkStatus(st, err, from, hi-lo); err != nil {
 			return err
 		}
-		if k == 1 {
-			op.combine(own, src[lo:hi], in)
-		} else {
-			op.fn(own, in)
+	}
+	// Every contribution is in: combine them a cache-sized chunk at a time, each chunk
+	// of the block and of the p-1 contributions combined while it is in cache. The
+	// vector is then read once per input and written once, where a pass per
+	// contribution as it arrived wrote the block p-1 times and read it p-2 times more
+	// (on cores the links keep busy, that traffic is time); the combinations and their
+	// order are the same.
+	step := max(directChunkBytes/elemSize[T](), 1)
+	for off := 0; off < hi-lo; off += step {
+		end := min(off+step, hi-lo)
+		for k := 1; k < p; k++ {
+			in := tmp[(k-1)*bmax+off : (k-1)*bmax+end]
+			if k == 1 {
+				op.combine(own[off:end], src[lo+off:lo+end], in)
+			} else {
+				op.fn(own[off:end], in)
+			}
 		}
 	}
 	// The allgather reuses the Requests and, in place, receives into the blocks these

@@ -64,9 +64,10 @@
 //     2 message latencies on the critical path instead of 2(p-1) or 2 log2(p): long
 //     vectors on a few ranks each on a host of its own, where every large message is a
 //     tcp rendezvous whose offer and read request each wait for a process to be
-//     scheduled. It reads the input from send and combines it with the first
-//     contribution to arrive in one pass: like Rabenseifner on a power of two, and unlike
-//     recursive doubling and ring, it does not copy send into recv first.
+//     scheduled. Once every contribution is in, it combines send's block with them a
+//     cache-sized chunk at a time, so the vector is read once per input and written
+//     once; like Rabenseifner on a power of two, and unlike recursive doubling and ring,
+//     it does not copy send into recv first.
 //   - allreduce_lanes.go: jobs spanning a few hosts with as many ranks on each: the ranks
 //     of a host reduce-scatter the vector among themselves (one round of direct's, over
 //     point-to-point messages, through shm), the i-th ranks of every host run direct

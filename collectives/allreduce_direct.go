@@ -120,22 +120,6 @@ func allgatherDirect[T runtime.Elem](c call, buf []T) error {
 	return waitSends(c, p-1, p, r)
 }
 
-// postRecv posts a receive of exactly len(buf) elements from src on request q.
-func postRecv[T runtime.Elem](c call, q *runtime.Request, buf []T, src int) error {
-	if err := runtime.IrecvWith(q, c.s.comm, buf, c.s.world(src), c.tag); err != nil {
-		return fmt.Errorf("rank %d receiving from rank %d: %w", c.s.rank, src, err)
-	}
-	return nil
-}
-
-// postSend starts sending buf to dst on request q.
-func postSend[T runtime.Elem](c call, q *runtime.Request, buf []T, dst int) error {
-	if err := runtime.IsendWith(q, c.s.comm, buf, c.s.world(dst), c.tag); err != nil {
-		return fmt.Errorf("rank %d sending %d elements to rank %d: %w", c.s.rank, len(buf), dst, err)
-	}
-	return nil
-}
-
 // waitSends waits for the sends on requests first .. first+p-2, to ranks r+1 .. r+p-1.
 func waitSends(c call, first, p, r int) error {
 	for k := 1; k < p; k++ {

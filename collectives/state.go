@@ -166,13 +166,29 @@ func recv[T runtime.Elem](c call, buf []T, src int) error {
 	return c.checkStatus(st, err, src, len(buf))
 }
 
+// postRecv posts a receive of exactly len(buf) elements from src on request q.
+func postRecv[T runtime.Elem](c call, q *runtime.Request, buf []T, src int) error {
+	if err := runtime.IrecvWith(q, c.s.comm, buf, c.s.world(src), c.tag); err != nil {
+		return fmt.Errorf("rank %d receiving from rank %d: %w", c.s.rank, src, err)
+	}
+	return nil
+}
+
+// postSend starts sending buf to dst on request q.
+func postSend[T runtime.Elem](c call, q *runtime.Request, buf []T, dst int) error {
+	if err := runtime.IsendWith(q, c.s.comm, buf, c.s.world(dst), c.tag); err != nil {
+		return fmt.Errorf("rank %d sending %d elements to rank %d: %w", c.s.rank, len(buf), dst, err)
+	}
+	return nil
+}
+
 // exchange sends sbuf to dst while receiving exactly len(rbuf) elements from src into
 // rbuf. The receive is posted first, so that two ranks exchanging large (rendezvous)
 // messages with each other, or a ring of them, cannot deadlock.
 func exchange[T runtime.Elem](c call, sbuf []T, dst int, rbuf []T, src int) error {
 	r := c.req(0)
-	if err := runtime.IrecvWith(r, c.s.comm, rbuf, c.s.world(src), c.tag); err != nil {
-		return fmt.Errorf("rank %d receiving from rank %d: %w", c.s.rank, src, err)
+	if err := postRecv(c, r, rbuf, src); err != nil {
+		return err
 	}
 	if err := send(c, sbuf, dst); err != nil {
 		return err

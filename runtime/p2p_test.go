@@ -463,3 +463,48 @@ func TestRequestReuse(t *testing.T) {
 		})
 	})
 }
+
+// TestManyRendezvousInFlight keeps more rendezvous sends outstanding than the
+// registration cache holds (64), each from its own segment of one buffer, and lets the
+// receiver read them only once all are offered: the registrations of the first ones must
+// still be valid then (they were evicted, and their reads failed with RemAccessErr).
+func TestManyRendezvousInFlight(t *testing.T) {
+	forEach(t, []int{2}, func(t *testing.T, tr string, n int) {
+		run(t, tr, n, func(ctx context.Context, w *runtime.World) error {
+			const count, seg = 100, 96 << 10 // above the eager limit
+			buf := make([]byte, count*seg)
+			if w.Rank() == 0 {
+				reqs := make([]runtime.Request, count)
+				for i := range count {
+					b := buf[i*seg : (i+1)*seg]
+					pattern(b, i)
+					if err := runtime.IsendWith(&reqs[i], w, b, 1, 3); err != nil {
+						return err
+					}
+				}
+				if err := runtime.Send(ctx, w, []byte{1}, 1, 4); err != nil { // all offered
+					return err
+				}
+				for i := range reqs {
+					if _, err := reqs[i].Wait(ctx); err != nil {
+						return fmt.Errorf("send %d: %w", i, err)
+					}
+				}
+				return nil
+			}
+			if _, err := runtime.Recv(ctx, w, make([]byte, 1), 0, 4); err != nil {
+				return err
+			}
+			for i := range count {
+				b := buf[i*seg : (i+1)*seg]
+				if _, err := runtime.Recv(ctx, w, b, 0, 3); err != nil {
+					return fmt.Errorf("receive %d: %w", i, err)
+				}
+				if err := checkPattern(b, i); err != nil {
+					return fmt.Errorf("message %d: %w", i, err)
+				}
+			}
+			return nil
+		})
+	})
+}

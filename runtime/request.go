@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
+	"github.com/gorma-hpc/gorma/transport/verbs/arena"
 )
 
 // reqKind is what a Request does.
@@ -42,9 +43,10 @@ type Request struct {
 	slot    uint32
 	gen     uint32
 	inTable bool
-	mr      verbs.MR // send: the buffer's registration
-	mrOwned bool     // send: mr is a private copy, deregistered at completion
-	rkey    uint64   // receive: the offered buffer
+	mr      verbs.MR        // send: the buffer's registration
+	mrOwned bool            // send: mr is a private copy, deregistered at completion
+	mrCache *arena.RegCache // send: mr came from this cache, put back at completion
+	rkey    uint64          // receive: the offered buffer
 	roff    uint64
 	rlen    int    // receive: bytes to read (len(buf) or less)
 	reads   int    // receive: RDMA reads outstanding
@@ -141,10 +143,14 @@ func (e *engine) completeLocked(r *Request, err error) {
 	if r.inTable {
 		e.table.release(r)
 	}
-	if r.mr != nil && r.mrOwned {
+	switch {
+	case r.mr == nil:
+	case r.mrOwned:
 		r.mr.Dereg()
+	case r.mrCache != nil:
+		r.mrCache.Put(r.mr)
 	}
-	r.mr = nil
+	r.mr, r.mrCache = nil, nil
 	if r.waiting {
 		select {
 		case r.wake <- struct{}{}:

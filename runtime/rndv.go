@@ -29,6 +29,9 @@ func (e *engine) offerLocked(p *peer, r *Request) {
 		return
 	}
 	r.mr, r.mrOwned, r.roff = mr, owned, off
+	if !owned {
+		r.mrCache = p.dev.regs
+	}
 	e.table.add(r)
 	if p.out.n == 0 && p.canSend() {
 		e.postRTSLocked(p, r)
@@ -39,7 +42,8 @@ func (e *engine) offerLocked(p *peer, r *Request) {
 }
 
 // exposeBuffer returns a memory region that peer p may RDMA-read buf from, with buf's
-// offset in it. owned is true for a private copy, to be deregistered at completion.
+// offset in it. owned is true for a private copy, to be deregistered at completion;
+// otherwise the region is a reference on p.dev.regs, put back at completion.
 func exposeBuffer(p *peer, buf []byte) (verbs.MR, uint64, bool, error) {
 	if p.dev.name == "shm" && !p.cma {
 		mr, err := p.dev.pd.AllocMR(len(buf), verbs.RemoteRead)
@@ -55,6 +59,7 @@ func exposeBuffer(p *peer, buf []byte) (verbs.MR, uint64, bool, error) {
 	}
 	off, ok := verbs.SliceOffset(mr.Bytes(), buf)
 	if !ok {
+		p.dev.regs.Put(mr)
 		return nil, 0, false, fmt.Errorf("registration cache returned a region that does not cover the buffer")
 	}
 	return mr, uint64(off), false, nil

@@ -11,6 +11,14 @@ import (
 // cache: the function that registers is a parameter, the cache deregisters through
 // MR.Dereg, and hits, misses and evictions are counted. It is safe for concurrent use.
 //
+// Every Get takes a reference on the registration it returns, which its caller gives back
+// with Put once no peer may use the key any more (a rendezvous send: at its FIN). Only
+// idle registrations are evicted: when all are in use the cache holds more than its
+// capacity until enough are put back, so a key stays valid as long as it is referenced,
+// however many transfers are in flight (evicting a registration that a peer was still
+// reading made the read fail with RemAccessErr once more than the capacity of rendezvous
+// sends were outstanding).
+//
 // The caller must Invalidate a buffer before its memory is reused for something that must
 // not stay remotely reachable; Go memory held by a cached MR is kept alive by the MR.
 type RegCache struct {
@@ -18,7 +26,8 @@ type RegCache struct {
 	cap int
 
 	mu      sync.Mutex
-	entries []cacheEntry // most recently used last
+	entries []*cacheEntry // most recently used last
+	retired []*cacheEntry // invalidated while referenced: deregistered at their last Put
 	hits    int64
 	misses  int64
 	evicted int64
@@ -27,9 +36,10 @@ type RegCache struct {
 type cacheEntry struct {
 	start, end uintptr
 	mr         verbs.MR
+	refs       int
 }
 
-// NewRegCache returns a cache of at most capacity registrations made by reg.
+// NewRegCache returns a cache of at most capacity idle registrations made by reg.
 func NewRegCache(reg func(buf []byte, access verbs.Access) (verbs.MR, error), capacity int) *RegCache {
 	return &RegCache{reg: reg, cap: max(capacity, 1)}
 }
@@ -39,8 +49,9 @@ func span(buf []byte) (uintptr, uintptr) {
 	return p, p + uintptr(len(buf))
 }
 
-// Get returns a registration covering buf with at least access, registering on a miss.
-// Empty buffers are registered each time and not cached.
+// Get returns a registration covering buf with at least access, registering on a miss,
+// and takes a reference on it (give it back with Put). Empty buffers are registered each
+// time and not cached; Put deregisters them.
 func (c *RegCache) Get(buf []byte, access verbs.Access) (verbs.MR, error) {
 	if len(buf) == 0 {
 		return c.reg(buf, access)
@@ -52,6 +63,7 @@ func (c *RegCache) Get(buf []byte, access verbs.Access) (verbs.MR, error) {
 		e := c.entries[i]
 		if e.start <= start && end <= e.end && e.mr.Access().Has(access) {
 			c.hits++
+			e.refs++
 			copy(c.entries[i:], c.entries[i+1:])
 			c.entries[len(c.entries)-1] = e
 			return e.mr, nil
@@ -62,24 +74,24 @@ func (c *RegCache) Get(buf []byte, access verbs.Access) (verbs.MR, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(c.entries) == c.cap {
-		c.entries[0].mr.Dereg()
-		c.entries = append(c.entries[:0], c.entries[1:]...)
-		c.evicted++
-	}
-	c.entries = append(c.entries, cacheEntry{start, end, mr})
+	c.trimLocked(c.cap - 1)
+	c.entries = append(c.entries, &cacheEntry{start: start, end: end, mr: mr, refs: 1})
 	return mr, nil
 }
 
-// Invalidate deregisters cached registrations overlapping buf.
-func (c *RegCache) Invalidate(buf []byte) {
-	start, end := span(buf)
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// trimLocked evicts idle registrations, least recently used first, until at most keep
+// entries are left or none is idle.
+func (c *RegCache) trimLocked(keep int) {
+	excess := len(c.entries) - keep
+	if excess <= 0 {
+		return
+	}
 	kept := c.entries[:0]
 	for _, e := range c.entries {
-		if e.start < end && start < e.end {
+		if excess > 0 && e.refs == 0 {
 			e.mr.Dereg()
+			c.evicted++
+			excess--
 			continue
 		}
 		kept = append(kept, e)
@@ -88,14 +100,65 @@ func (c *RegCache) Invalidate(buf []byte) {
 	c.entries = kept
 }
 
-// Close deregisters everything.
+// Put gives back the reference that Get took on mr. A registration the cache holds more
+// of than its capacity, or that was invalidated meanwhile, is deregistered when its last
+// reference goes.
+func (c *RegCache) Put(mr verbs.MR) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		if e.mr == mr {
+			e.refs--
+			if len(c.entries) > c.cap {
+				c.trimLocked(c.cap)
+			}
+			return
+		}
+	}
+	for i, e := range c.retired {
+		if e.mr == mr {
+			if e.refs--; e.refs == 0 {
+				e.mr.Dereg()
+				c.retired = append(c.retired[:i], c.retired[i+1:]...)
+			}
+			return
+		}
+	}
+	mr.Dereg() // an uncached (empty) registration
+}
+
+// Invalidate removes cached registrations overlapping buf: idle ones are deregistered now,
+// referenced ones at their last Put.
+func (c *RegCache) Invalidate(buf []byte) {
+	start, end := span(buf)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept := c.entries[:0]
+	for _, e := range c.entries {
+		switch {
+		case e.start >= end || start >= e.end:
+			kept = append(kept, e)
+		case e.refs > 0:
+			c.retired = append(c.retired, e)
+		default:
+			e.mr.Dereg()
+		}
+	}
+	clear(c.entries[len(kept):])
+	c.entries = kept
+}
+
+// Close deregisters everything, referenced or not: the keys stop working.
 func (c *RegCache) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.entries {
 		e.mr.Dereg()
 	}
-	c.entries = nil
+	for _, e := range c.retired {
+		e.mr.Dereg()
+	}
+	c.entries, c.retired = nil, nil
 }
 
 // Stats returns hits, misses and evictions.

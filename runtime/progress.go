@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	goruntime "runtime"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -114,6 +115,12 @@ func (e *engine) handoffLocked() {
 
 // parkLocked waits, without mu, until r's waiter is woken (r completed, or the poller
 // left) or ctx ends.
+//
+// Several goroutines may wait for one Request: they share its wake channel, which holds
+// one token, so completeLocked wakes only one of them. A goroutine that leaves while
+// others still wait for a completed r passes the wake-up on, and r.waiting stays true
+// until the last one has left. (Without that, the others slept until their context
+// ended, or for ever: TestStressWaitOneRequestFromManyGoroutines.)
 func (e *engine) parkLocked(ctx context.Context, r *Request) {
 	if r.wake == nil {
 		r.wake = make(chan struct{}, 1)
@@ -126,16 +133,16 @@ func (e *engine) parkLocked(ctx context.Context, r *Request) {
 	case <-ctx.Done():
 	}
 	e.mu.Lock()
-	for i, x := range e.waiters {
-		if x == r {
-			e.waiters = append(e.waiters[:i], e.waiters[i+1:]...)
-			break
-		}
+	if i := slices.Index(e.waiters, r); i >= 0 {
+		e.waiters = slices.Delete(e.waiters, i, i+1)
 	}
-	r.waiting = false
+	r.waiting = slices.Contains(e.waiters, r)
 	select {
 	case <-r.wake:
 	default:
+	}
+	if r.waiting && r.done {
+		r.wake <- struct{}{} // drained just above: never blocks
 	}
 }
 

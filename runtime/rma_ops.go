@@ -75,7 +75,11 @@ func (c *Counter) Wait(ctx context.Context) error {
 	defer e.mu.Unlock()
 	if c.pending > 0 {
 		c.req.done = false
-		if err := e.waitLocked(ctx, &c.req); err != nil {
+		err := e.waitLocked(ctx, &c.req)
+		// It may have been the poller: hand the role to a parked goroutine, or that one
+		// sleeps until its context ends (TestStressCounterWaitHandsOff).
+		e.handoffLocked()
+		if err != nil {
 			return fmt.Errorf("wait for one-sided requests: %w", err)
 		}
 	}
@@ -161,10 +165,9 @@ func (e *engine) postRMALocked(c *Counter, r *Remote, op verbs.Opcode, off uint6
 func (e *engine) rmaRoomLocked(c *Counter, p *peer) error {
 	if c.byRank[p.rank] > 0 {
 		c.req.done = false
-		if err := e.waitLocked(context.Background(), &c.req); err != nil {
-			return err
-		}
-		return nil
+		err := e.waitLocked(context.Background(), &c.req)
+		e.handoffLocked() // as in Wait
+		return err
 	}
 	for i := 0; p.sqFree == 0 && p.failed == nil; i++ {
 		if err := e.checkLocked(); err != nil {

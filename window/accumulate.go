@@ -126,8 +126,17 @@ func (w *Win[T]) accumulate(a *rmw[T], rank, disp, n int) error {
 }
 
 // rmwMapped runs a on n elements of s's mapped memory under the accumulate word.
+//
+// In race builds it also holds t.acc.mu (before the word, as rmwRemote does). The word
+// orders this rank's goroutines too, but it lives in mmap'd memory, whose atomics the race
+// detector does not see, so it reported two goroutines' accumulates on one target as a
+// race (on t.acc.one, and on the memory of a Create window targeting itself).
 func (w *Win[T]) rmwMapped(s span[T], a *rmw[T], n int) error {
 	t := s.t
+	if raceEnabled {
+		t.acc.mu.Lock()
+		defer t.acc.mu.Unlock()
+	}
 	if err := w.lockAcc(t); err != nil {
 		return err
 	}

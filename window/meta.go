@@ -14,8 +14,8 @@ import (
 //	word 16                   doorbell: bumped by a peer that changed a word this rank waits for
 //	word 17                   sleepers: goroutines of this rank asleep on the doorbell
 //	word 24 + r               fence: the number of Fences rank r has entered
-//	word 16 + size + r        PSCW: the number of Posts rank r (a target) made to this rank
-//	word 16 + 2*size + r      PSCW: the number of Completes rank r (an origin) made here
+//	word 24 + size + r        PSCW: the number of Posts rank r (a target) made to this rank
+//	word 24 + 2*size + r      PSCW: the number of Completes rank r (an origin) made here
 //	then                      dynamic windows: the attachment directory (dynamic.go)
 //	then                      coherence: versions and copyset slots of this rank's pages,
 //	                          and flags of the pages it caches (cache.go)

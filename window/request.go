@@ -264,6 +264,11 @@ func (w *Win[T]) Rput(origin []T, rank, disp int) (*Request, error) {
 	}
 	if s.mem != nil {
 		copy(s.mem[s.off:s.off+len(origin)], origin)
+		if w.coh != nil {
+			// As Put's: the next flush of rank invalidates the pages' cached copies at
+			// other hosts (without it they would serve the old bytes forever).
+			w.wroteMapped(s, len(origin)) // cache.go
+		}
 		return completed, nil
 	}
 	if len(origin) == 0 {

@@ -341,7 +341,10 @@ func (w *Win[T]) attach(recs [][]byte) error {
 
 // Free frees the window: collective over its World. No epoch may be open. Afterwards
 // every call on the window fails with ErrFreed, and the keys of its memory stop working
-// at every rank (the arena bytes are reused, never reachable through an old key).
+// at every rank (the arena bytes are reused, never reachable through an old key). If the
+// closing barrier fails (ctx ends while a peer has not called Free, or a peer failed),
+// Free returns its error and keeps the window's memory allocated, since a peer still in
+// an epoch may write it.
 func (w *Win[T]) Free(ctx context.Context) error {
 	const op = "free"
 	if w.freed.Load() {
@@ -356,9 +359,15 @@ func (w *Win[T]) Free(ctx context.Context) error {
 	w.freed.Store(true)
 	w.closeRemotes()
 	// After the barrier nobody holds a pin on our regions: Free revokes at once.
-	err := runtime.Barrier(ctx, w.comm)
+	if err := runtime.Barrier(ctx, w.comm); err != nil {
+		// A peer may still be in an epoch on this window (ctx ended first): one on this
+		// host writes our memory through its mapping, which no key revocation stops, so
+		// the memory stays allocated rather than handed out again under its writes. A
+		// failed Free leaks the window's memory.
+		return werr(op, -1, -1, err)
+	}
 	w.releaseRegions()
-	return werr(op, -1, -1, err)
+	return nil
 }
 
 func (w *Win[T]) closeRemotes() {

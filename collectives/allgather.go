@@ -31,6 +31,8 @@ func allgather[T runtime.Elem](c call, send, recv []T) error {
 		n = len(recv) / p
 	case len(recv) != p*n:
 		return invalid("len(recv) %d != %d ranks * len(send) %d", len(recv), p, n)
+	case overlap(send, recv):
+		return errOverlap()
 	default:
 		copy(recv[r*n:(r+1)*n], send)
 	}

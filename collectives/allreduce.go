@@ -30,6 +30,8 @@ func allreduce[T runtime.Elem](c call, send, recv []T, op Op[T]) error {
 		return invalid("zero Op")
 	case send != nil && len(send) != len(recv):
 		return invalid("len(send) %d != len(recv) %d", len(send), len(recv))
+	case overlap(send, recv):
+		return errOverlap()
 	case c.s.cfgErr != nil:
 		return c.s.cfgErr
 	}

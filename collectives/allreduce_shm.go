@@ -50,7 +50,7 @@ func shmReduceSmall[T runtime.Elem](c call, g *shmGroup, src, recv []T, op Op[T]
 	n := len(recv)
 	v := g.seq + 1
 	copy(smallSlot[T](g, g.me, v, n), src)
-	g.setMeta(v, n*elemSize[T]())
+	g.setMeta(c, v, n*elemSize[T]())
 	if err := g.step(c, v, n*elemSize[T]()); err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func shmReduceChunk[T runtime.Elem](c call, g *shmGroup, src, recv []T, op Op[T]
 		}
 	}
 	if bytes >= 0 {
-		g.setMeta(v, bytes)
+		g.setMeta(c, v, bytes)
 	}
 	if err := g.step(c, v, bytes); err != nil {
 		return err

@@ -29,6 +29,8 @@ func alltoall[T runtime.Elem](c call, send, recv []T) error {
 		return invalid("len(send) %d != len(recv) %d", len(send), len(recv))
 	case len(recv)%p != 0:
 		return invalid("len(recv) %d is not a multiple of %d ranks", len(recv), p)
+	case overlap(send, recv):
+		return errOverlap()
 	}
 	n := len(recv) / p
 	if n == 0 {

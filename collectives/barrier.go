@@ -23,7 +23,10 @@ func Barrier(ctx context.Context, w *runtime.World) error {
 			}
 			err := l.world.prepare(c, 0)
 			if err == nil {
-				err = l.world.step(c, l.world.seq+1, -1)
+				// A call's first step: the call number is checked (shm.go, setMeta).
+				v := l.world.seq + 1
+				l.world.setMeta(c, v, 0)
+				err = l.world.step(c, v, 0)
 			}
 			return c.end(err)
 		}

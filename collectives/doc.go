@@ -107,7 +107,7 @@
 //
 // # Messages, scratch and errors
 //
-// The collectives talk on their own communication context (a Dup of the World, made at
+// The collectives talk on their own communication context (the World's Sibling, taken at
 // the World's first collective call and kept for the process's life), so their messages
 // never match user receives; each call's messages carry the call's sequence number as
 // tag, so a message left over from a failed call never matches a later one. Scratch
@@ -118,7 +118,10 @@
 // by every rank at their first call — a collective step with point-to-point messages —
 // grown the same way when a longer vector first needs bigger buffers, set up again after
 // a failed call, and otherwise reused: they allocate nothing per call. A mismatched
-// count is seen by every rank of the shm algorithm (each publishes its byte count).
+// count is seen by every rank of the shm algorithm (each publishes its byte count and
+// the call's number, so that a rank whose count of 0 let it go on to its next call is not
+// taken for one of this call, and ranks whose scratch was sized for different counts are
+// told so).
 //
 // Every receive checks the length of what arrives. A call whose ranks pass different
 // counts fails with ErrMismatch (a message shorter than expected) or runtime.ErrTruncated
@@ -175,9 +178,13 @@
 // matching arguments (counts, root, operator). They may come from any goroutine, but not
 // concurrently on one World: a call that starts while another runs on the same World
 // fails with ErrConcurrent. Calls on different Worlds (w.Dup()) are independent and may
-// run concurrently. Point-to-point traffic on the World may go on meanwhile.
+// run concurrently, first calls included: the collectives' messages travel on the World's
+// Sibling, whose context the World determines, not the order of calls. Point-to-point
+// traffic on the World may go on meanwhile.
 //
 // The buffers are the caller's again when a call returns; during the call send is only
 // read and recv is written (in place: recv is both). send and recv must not overlap
-// unless send is nil (in place). On error the contents of recv are undefined.
+// unless send is nil (in place): a call whose send and recv share memory, even the same
+// slice, fails with an error wrapping runtime.ErrInvalid at the ranks that pass them
+// (the others end when their ctx does). On error the contents of recv are undefined.
 package collectives

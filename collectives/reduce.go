@@ -33,6 +33,8 @@ func reduce[T runtime.Elem](c call, sendBuf, recvBuf []T, op Op[T], root int) er
 		return invalid("nil send at a rank other than root (in place is for root only)")
 	case r == root && sendBuf != nil && len(sendBuf) != len(recvBuf):
 		return invalid("len(send) %d != len(recv) %d at root", len(sendBuf), len(recvBuf))
+	case r == root && overlap(sendBuf, recvBuf):
+		return errOverlap()
 	}
 	n := len(sendBuf)
 	if r == root {

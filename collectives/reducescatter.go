@@ -36,6 +36,8 @@ func reduceScatter[T runtime.Elem](c call, send, recv []T, op Op[T]) error {
 		in, n = recv, len(recv)/p
 	case len(send) != p*n:
 		return invalid("len(send) %d != %d ranks * len(recv) %d", len(send), p, n)
+	case overlap(send, recv):
+		return errOverlap()
 	}
 	out := recv[:n]
 	switch {

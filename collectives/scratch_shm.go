@@ -45,7 +45,7 @@ func (g *shmGroup) acquireBig(c call, chunk, bytes int) error {
 	slot := smallSlot[byte](g, g.me, v, shmSmallMax)
 	desc := r.AppendDesc(slot[1:1])
 	slot[0] = byte(len(desc))
-	g.setMeta(v, bytes|shmFreshMeta)
+	g.setMeta(c, v, bytes|shmFreshMeta)
 	if err := g.step(c, v, bytes|shmFreshMeta); err != nil {
 		return err
 	}

@@ -218,9 +218,16 @@ func (g *shmGroup) setup(c call, chunk int, fresh bool) error {
 			return fmt.Errorf("rank %d mapping rank %d's scratch: %w", w.Rank(), peer, err)
 		}
 		g.remotes[i] = rm
-		if rm.Mapped() == nil || len(rm.Mapped()) < len(b) {
+		if rm.Mapped() == nil {
 			return fmt.Errorf("%w: rank %d cannot map rank %d's scratch (transport %s): shared memory needs every rank on one host",
 				runtime.ErrInvalid, w.Rank(), peer, w.Transport(peer))
+		}
+		// Every member sizes its region alike when the calls match (same counts, same
+		// history, same policy); a peer whose region differs was set up for another
+		// count (or policy) in this very call.
+		if len(rm.Mapped()) != len(b) {
+			return fmt.Errorf("%w: rank %d's scratch has %d bytes, rank %d's %d (do all ranks pass the same counts and scratch policy?)",
+				ErrMismatch, peer, len(rm.Mapped()), w.Rank(), len(b))
 		}
 		g.mem[i] = rm.Mapped()
 	}
@@ -248,9 +255,15 @@ func (g *shmGroup) closeRemotes() {
 // fail marks g for a new setup after a failed call, and releases its mappings (a peer
 // may have failed). This call's fresh big buffers, which a peer may still be reading, are
 // freed at the next setup.
+//
+// The big buffer size is forgotten as well: in a call whose counts did not match, some
+// members may have grown theirs (setup) and others not, and a size kept from it would
+// make every later setup's regions differ between members. The next setup sizes the
+// buffers for its own call's count, on which the members agree.
 func (g *shmGroup) fail() {
 	if g != nil {
 		g.broken = true
+		g.chunk = 0
 		g.closeRemotes()
 		if g.bigReg != nil {
 			g.freeBigOld()
@@ -304,9 +317,28 @@ func (g *shmGroup) takeBig(c call, v, free uint64) (int, error) {
 	return b, nil
 }
 
-// setMeta records this call's byte count for step v (a call's first step).
-func (g *shmGroup) setMeta(v uint64, bytes int) {
-	storeRelease(word(g.mem[g.me], flagOff(v)+shmFlagMeta), uint64(bytes))
+// A call's first step carries a meta word: the call's byte count (low shmMetaCallShift
+// bits, plus shmFreshMeta under ScratchFresh) and the low bits of the call's number on
+// its World (c.tag). Steps are numbered by the group, not by call: a rank whose call
+// takes no step (a count of 0 returns at once) goes on to its next call, whose first
+// step then has the number the others' call is waiting for; with the byte count alone,
+// a next call of the same count (or the stale meta word of the step two before, under
+// a Barrier, which stores none otherwise) passed for the others' call, which then
+// returned a result mixed from two calls, as a success. The call number tells them apart.
+const (
+	shmMetaCallShift = 40
+	shmMetaCallMask  = 1<<20 - 1
+)
+
+// shmMeta is the meta word of call c on vectors of bytes bytes.
+func shmMeta(c call, bytes int) uint64 {
+	return uint64(c.tag&shmMetaCallMask)<<shmMetaCallShift | uint64(bytes)
+}
+
+// setMeta records call c's meta word (byte count and call number) for step v (a call's
+// first step).
+func (g *shmGroup) setMeta(c call, v uint64, bytes int) {
+	storeRelease(word(g.mem[g.me], flagOff(v)+shmFlagMeta), shmMeta(c, bytes))
 }
 
 // publish announces step v: seq of flag line v&1 = v, with a release store (on amd64 a
@@ -325,7 +357,7 @@ func (g *shmGroup) publish(v uint64) {
 }
 
 // step publishes v and waits until every member has; bytes >= 0 checks that the members'
-// call byte counts (setMeta) match.
+// call numbers and byte counts (setMeta) match.
 func (g *shmGroup) step(c call, v uint64, bytes int) error {
 	g.publish(v)
 	if err := g.waitAll(c, v, bytes); err != nil {
@@ -336,7 +368,7 @@ func (g *shmGroup) step(c call, v uint64, bytes int) error {
 }
 
 // waitAll waits until every other member has published step v; bytes >= 0 also checks
-// their call byte counts for step v.
+// their call numbers and byte counts for step v.
 func (g *shmGroup) waitAll(c call, v uint64, bytes int) error {
 	for i := range g.ranks {
 		if i == g.me {
@@ -348,9 +380,15 @@ func (g *shmGroup) waitAll(c call, v uint64, bytes int) error {
 		if bytes < 0 {
 			continue
 		}
-		if got := atomic.LoadUint64(word(g.mem[i], flagOff(v)+shmFlagMeta)); got != uint64(bytes) {
+		got, want := atomic.LoadUint64(word(g.mem[i], flagOff(v)+shmFlagMeta)), shmMeta(c, bytes)
+		switch {
+		case got>>shmMetaCallShift != want>>shmMetaCallShift:
+			return fmt.Errorf("%w: rank %d is at another collective call than rank %d (do all ranks pass the same counts? a count of 0 returns without a step)",
+				ErrMismatch, g.ranks[i], g.ranks[g.me])
+		case got != want:
+			bytesOf := func(m uint64) uint64 { return m & (1<<shmMetaCallShift - 1) }
 			return fmt.Errorf("%w: rank %d passed %d bytes, rank %d passed %d (do all ranks pass the same counts?)",
-				ErrMismatch, g.ranks[i], got, g.ranks[g.me], bytes)
+				ErrMismatch, g.ranks[i], bytesOf(got), g.ranks[g.me], bytesOf(want))
 		}
 	}
 	return nil

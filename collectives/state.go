@@ -50,9 +50,9 @@ var (
 	lastState atomic.Pointer[state]
 )
 
-// stateOf returns w's state, making it (and its Dup) on first use. Every rank makes its
-// first collective call on w at the same point of its Dup sequence (calls are collective),
-// so the Dups agree.
+// stateOf returns w's state, making it on first use, with w's Sibling as the World of its
+// messages: a context of its own that w determines, so that ranks agree on it whatever
+// the order in which their goroutines first call on their Worlds.
 func stateOf(w *runtime.World) (*state, error) {
 	if s := lastState.Load(); s != nil && s.user == w {
 		return s, nil
@@ -61,7 +61,7 @@ func stateOf(w *runtime.World) (*state, error) {
 		lastState.Store(s.(*state))
 		return s.(*state), nil
 	}
-	c, err := w.Dup()
+	c, err := w.Sibling()
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +110,24 @@ func (c call) end(err error) error {
 	}
 	c.s.busy.Store(false)
 	return err
+}
+
+// overlap reports whether send and recv share memory (empty slices share none). A
+// collective's send and recv must not overlap unless send is nil (in place): the
+// algorithms read send while they write recv, and some (direct, shm) read send after
+// writing recv, so an overlap would give a wrong result silently.
+func overlap[T runtime.Elem](send, recv []T) bool {
+	if len(send) == 0 || len(recv) == 0 {
+		return false
+	}
+	es := uintptr(elemSize[T]())
+	s, r := uintptr(unsafe.Pointer(&send[0])), uintptr(unsafe.Pointer(&recv[0]))
+	return s < r+uintptr(len(recv))*es && r < s+uintptr(len(send))*es
+}
+
+// errOverlap is the ErrInvalid error of a call whose send and recv overlap.
+func errOverlap() error {
+	return invalid("send and recv overlap (pass a nil send for in place)")
 }
 
 // invalid returns an ErrInvalid error for a bad argument.

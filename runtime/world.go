@@ -27,6 +27,9 @@ const MaxTag = 1<<31 - 1
 type World struct {
 	e   *engine
 	ctx uint16 // user messages; ctx+1 carries the World's internal traffic (Barrier)
+	// Every World made by Init or Dup reserves four contexts: ctx and ctx+1 for itself,
+	// ctx+2 and ctx+3 for its sibling (Sibling), which has none of its own.
+	sibling bool
 }
 
 // Rank is this process's rank, in [0, Size).
@@ -69,17 +72,35 @@ func (w *World) Transport(r int) string {
 // Dup returns a World with the same ranks and a communication context of its own:
 // messages sent on one never match receives on the other. Every rank must call Dup the
 // same number of times in the same order (as with MPI_Comm_dup); Dup itself does not
-// communicate. At most 32767 Worlds can be derived.
+// communicate. At most 16383 Worlds can be derived.
 func (w *World) Dup() (*World, error) {
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.nextCtx == 0 || e.nextCtx >= 1<<16-2 {
+	if e.nextCtx == 0 || e.nextCtx > 1<<16-ctxPerWorld {
 		return nil, withOp("dup", invalidf("too many Worlds derived"))
 	}
 	d := &World{e: e, ctx: e.nextCtx}
-	e.nextCtx += 2
+	e.nextCtx += ctxPerWorld
 	return d, nil
+}
+
+// ctxPerWorld is how many communication contexts Init and Dup reserve per World (see
+// World).
+const ctxPerWorld = 4
+
+// Sibling returns a World with the same ranks as w and a communication context of its
+// own that w's determines: messages on one never match receives on the other, and unlike
+// Dup's, the context does not depend on the order of calls, so ranks may ask for it at
+// different points, from concurrent goroutines. It is meant for a library that keeps its
+// traffic apart from the user's (package collectives makes its calls on a World's
+// sibling). Every call returns a World on the same context. A sibling has no sibling
+// (ErrInvalid); Dup it instead.
+func (w *World) Sibling() (*World, error) {
+	if w.sibling {
+		return nil, withOp("sibling", invalidf("a sibling World has no sibling of its own (Dup it)"))
+	}
+	return &World{e: w.e, ctx: w.ctx + 2, sibling: true}, nil
 }
 
 // engine is the state a rank's Worlds share: peers, devices, matching queues, progress.

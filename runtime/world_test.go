@@ -178,6 +178,54 @@ func TestDup(t *testing.T) {
 	})
 }
 
+// TestSibling: a World's sibling is one context whatever the order of calls (rank 1 takes
+// its siblings in the opposite order, after a Dup rank 0 makes later), its messages match
+// neither the World's nor a Dup's, and a sibling has no sibling.
+func TestSibling(t *testing.T) {
+	run(t, "shm", 2, func(ctx context.Context, w *runtime.World) error {
+		var d, sw, sd *runtime.World
+		var err error
+		if w.Rank() == 0 {
+			if sw, err = w.Sibling(); err == nil {
+				if d, err = w.Dup(); err == nil {
+					sd, err = d.Sibling()
+				}
+			}
+		} else {
+			if d, err = w.Dup(); err == nil {
+				if sd, err = d.Sibling(); err == nil {
+					sw, err = w.Sibling()
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := sw.Sibling(); !errors.Is(err, runtime.ErrInvalid) {
+			return fmt.Errorf("a sibling's Sibling: %v, want ErrInvalid", err)
+		}
+		worlds := []*runtime.World{w, d, sw, sd}
+		if w.Rank() == 0 {
+			for i := len(worlds) - 1; i >= 0; i-- { // reverse order: unexpected at rank 1
+				if err := runtime.Send(ctx, worlds[i], []int32{int32(i)}, 1, 5); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		for i, x := range worlds {
+			buf := []int32{-1}
+			if _, err := runtime.Recv(ctx, x, buf, 0, 5); err != nil {
+				return err
+			}
+			if buf[0] != int32(i) {
+				return fmt.Errorf("world %d received the message of world %d", i, buf[0])
+			}
+		}
+		return nil
+	})
+}
+
 // TestMixedHosts places 4 ranks on 2 pretend hosts: shm within a host, tcp across, and
 // one rank polling both devices.
 func TestMixedHosts(t *testing.T) {

@@ -104,7 +104,11 @@
 // enters Err itself (ToErr, an error completion such as RemAccessErr, LocLenErr) flushes
 // at once but keeps its connection in Err mode, like an InfiniBand QP in Error: it refuses
 // every later request of the peer with RetryExcErr and tells the peer to stop waiting for
-// credits, so the peer's QP fails when, and only when, it asks for something. ToErr,
+// credits, so the peer's QP fails when, and only when, it asks for something. A target
+// that answers one of the peer's requests with an error (RemAccessErr, RemInvReqErr)
+// refuses every later request on that connection as well, even those already on the
+// wire: the peer's QP goes to Err when the error arrives and completes them with
+// WRFlushErr, so none of them may run. ToErr,
 // QP.Close and Device.Close flush with WRFlushErr and return after the QP's goroutines
 // have stopped (Close) or its buffers are released (ToErr).
 //

@@ -39,6 +39,12 @@ type qconn struct {
 	rd        frameReader
 	hdr       [hdrSize]byte
 	leadFault *fault // why a leader stopped; the reader exits with it
+	// refusing is set once this side has answered one of the peer's requests with an
+	// error status. The peer's QP goes to Err when that answer arrives and completes the
+	// requests it sent after the refused one with WRFlushErr, which says they did not
+	// run: so they must not run here either, even though they are already on the wire.
+	// Every later request is refused as in Err mode (its answer is stale at the peer).
+	refusing bool
 
 	// Reading role (lead.go): role is guarded by q.rcq.mu; bgFault is the reader's.
 	role     int
@@ -146,7 +152,7 @@ func (cn *qconn) frame(h *header) *fault {
 			return f
 		}
 	}
-	if h.op.isRequest() && cn.q.errd.Load() {
+	if h.op.isRequest() && (cn.refusing || cn.q.errd.Load()) {
 		return cn.refuse(h)
 	}
 	return cn.dispatch(h)
@@ -190,6 +196,9 @@ func (cn *qconn) refuse(h *header) *fault {
 
 // respond sends an answer frame, carrying any owed ack (or after it, for an opAck).
 func (cn *qconn) respond(h *header, pay []byte, pin uint64) *fault {
+	if h.status != verbs.Success {
+		cn.refusing = true // see qconn.refusing
+	}
 	q := cn.q
 	q.mu.Lock()
 	var err error

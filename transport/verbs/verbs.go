@@ -119,7 +119,11 @@ type Device interface {
 	Caps() Caps
 	// AllocPD allocates a protection domain.
 	AllocPD() (PD, error)
-	// CreateCQ creates a completion queue holding up to depth completions.
+	// CreateCQ creates a completion queue holding up to depth completions. Size it for
+	// the sum of the MaxSendWR and MaxRecvWR of the QPs completing on it: what a
+	// provider does with more is its own (tcp drops them and every later Poll reports
+	// ErrCQOverrun, as libibverbs' CQ overrun is fatal; shm keeps them in an overflow
+	// list), so portable code never relies on either.
 	CreateCQ(depth int) (CQ, error)
 	// Stats returns the arena's counters.
 	Stats() ArenaStats

@@ -25,6 +25,9 @@ type localState struct {
 	hostIdx int   // this rank's index in host
 	leaders []int // the lowest rank of every host, ascending
 	lead    int   // this rank's index in leaders, or -1
+	// unmapped: some host's ranks do not share memory (golaunch --transport tcp), the
+	// same at every rank; a forced hier then fails with ErrConfig
+	unmapped bool
 
 	world   *shmGroup // every rank (allreduceSHM on a one-host job)
 	onHost  *shmGroup // the ranks of this host (allreduceHier)
@@ -54,21 +57,27 @@ func localOf(s *state) *localState {
 	}
 	l.host = byHost[w.HostOf(s.rank)]
 	l.hostIdx = slices.Index(l.host, s.rank)
+	// Whether the ranks of every host share memory, decided alike at every rank: from
+	// TransportBetween, not from this rank's own Transport, which a rank alone on its host
+	// cannot use to see that the others do not (golaunch --transport tcp). Deciding it per
+	// host made such a rank pick hier while its peers picked another algorithm, and every
+	// rank waited for the others forever (TestAllreduceHierUnmappedIsConfigError).
 	mapped := true
-	for _, r := range l.host {
-		if t := w.Transport(r); t != "shm" && t != "self" {
-			mapped = false
-		}
-	}
 	l.loc = locality{hosts: len(order), contiguous: true, even: true}
 	for _, h := range order {
 		rs := byHost[h]
+		for _, r := range rs[1:] {
+			if w.TransportBetween(rs[0], r) != "shm" {
+				mapped = false
+			}
+		}
 		l.leaders = append(l.leaders, rs[0])
 		l.loc.shared = l.loc.shared || len(rs) > 1
 		l.loc.contiguous = l.loc.contiguous && rs[len(rs)-1]-rs[0] == len(rs)-1
 		l.loc.even = l.loc.even && len(rs) == len(l.host)
 	}
 	l.loc.oneHost = len(order) == 1 && mapped
+	l.unmapped = !mapped
 	l.loc.shared = l.loc.shared && mapped
 	l.lead = slices.Index(l.leaders, s.rank)
 	if l.lead >= 0 && len(l.leaders) > 1 {
@@ -128,6 +137,11 @@ func allreduceWorldSHM[T runtime.Elem](c call, src, recv []T, op Op[T]) error {
 // operators when each host's ranks are consecutive (the selection falls back otherwise).
 func allreduceHier[T runtime.Elem](c call, src, recv []T, op Op[T]) error {
 	l := localOf(c.s)
+	if l.unmapped {
+		// Every rank sees it (localOf), so every rank fails alike instead of waiting.
+		return fmt.Errorf("%w: %s=hier needs the ranks of each host to reach each other through shm (hosts %d; ranks %v here)",
+			runtime.ErrConfig, EnvAllreduce, l.loc.hosts, l.host)
+	}
 	if !l.loc.contiguous && !op.commutative {
 		return fmt.Errorf("%w: hierarchical allreduce of a non-commutative operator needs each host's ranks consecutive",
 			runtime.ErrInvalid)

@@ -21,7 +21,8 @@ import (
 //     without its acknowledge call; receive from named sources to go on);
 //   - Barrier fails at every rank once any peer has failed (each rank holds a connection
 //     to every peer and sees every death), so that no rank waits for a live rank that
-//     left the barrier with an error;
+//     left the barrier with an error; so do receives on a Sibling World (the collectives'
+//     traffic), which are not yet matched;
 //   - operations that involve only live peers go on.
 //
 // When the job is aborted (pmi.Aborted, or this rank's Abort) every pending and later

@@ -247,3 +247,43 @@ func TestBarrierPeerDies(t *testing.T) {
 		})
 	}
 }
+
+// TestSiblingReceivesFailOnAnyFailure: receives on a Sibling World (the collectives'
+// traffic) from a live rank fail, naming the dead one, once any peer dies, as Barrier's
+// do; on the World itself they wait on (operations among live ranks go on).
+func TestSiblingReceivesFailOnAnyFailure(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			j := start(t, tr, 3)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			s1, err := j.Worlds[1].Sibling()
+			if err != nil {
+				t.Fatal(err)
+			}
+			blocking := result(func() error { // from rank 2, which lives
+				_, err := runtime.Recv(ctx, s1, make([]byte, 8), 2, 1)
+				return err
+			})
+			posted, err := runtime.Irecv(s1, make([]byte, 1<<20), 2, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := runtime.Irecv(j.Worlds[1], make([]byte, 8), 2, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond)
+			runtime.KillTransport(j.Worlds[0])
+			wantProcError(t, blocking, runtime.ErrProcFailed, 0, 3*time.Second)
+			wantProcError(t, result(func() error { _, err := posted.Wait(ctx); return err }), runtime.ErrProcFailed, 0, 3*time.Second)
+			// The World's own receive from the live rank 2 still completes.
+			if err := runtime.Send(ctx, j.Worlds[2], []byte("stillok!"), 1, 1); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := plain.Wait(ctx); err != nil || st.Bytes != 8 {
+				t.Fatalf("receive on the World from a live rank: %+v %v", st, err)
+			}
+		})
+	}
+}

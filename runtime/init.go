@@ -215,6 +215,8 @@ func (e *engine) connect(ctx context.Context, id hostIdentity) error {
 		}
 		count[prov[r]]++
 	}
+	cards[e.rank] = me
+	e.cards = cards
 	// Who spins (progress.go): the runtime, over every device, which then only sleeps in
 	// CQ.Wait; or, when tcp is the only device and the mode is hybrid, tcp's CQ.Wait,
 	// whose spin leaves the processor to the reader goroutines that produce completions.

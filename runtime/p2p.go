@@ -41,7 +41,7 @@ func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
 // being written into buf).
 func Recv[T Elem](ctx context.Context, w *World, buf []T, src, tag int) (Status, error) {
 	b, size := asBytes(buf)
-	st, err := w.e.recv(ctx, w.ctx, b, size, src, tag, false)
+	st, err := w.e.recv(ctx, w.ctx, b, size, src, tag, w.sibling)
 	return st, withOp("recv", err)
 }
 
@@ -100,6 +100,7 @@ func IrecvWith[T Elem](r *Request, w *World, buf []T, src, tag int) error {
 		return withOp("irecv", err)
 	}
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize = reqRecv, w.ctx, src, tag, b, size
+	r.anyFail = w.sibling // see Sibling
 	e.receiveLocked(r)
 	return nil
 }

@@ -70,7 +70,7 @@ type Request struct {
 	detached  bool // a pooled request whose caller gave up (ctx): recycle at completion
 	canceled  bool // a queued send whose caller gave up before it was posted
 	outQueued bool // a send waiting in its peer's out queue (eager message or RTS)
-	anyFail   bool // a receive of a collective (Barrier): fails when any peer fails
+	anyFail   bool // a receive of a collective (Barrier, a Sibling World): fails when any peer fails
 }
 
 // Status describes a received (or probed) message.

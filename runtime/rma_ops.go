@@ -201,12 +201,12 @@ func (e *engine) rmaDoneLocked(p *peer, idx uint32, wc *verbs.WC) {
 	}
 	c := e.counters[idx]
 	if wc.Status != verbs.Success {
-		cause := statusCause(p.dev.name, wc)
-		if c.err == nil {
-			c.err = fmt.Errorf("one-sided request to rank %d: %w", p.rank, cause)
-		}
-		c.countDoneLocked(p.rank, 1)
-		e.peerFailedLocked(p, cause)
+		// Fail the peer first: its failCountersLocked then completes this request, and
+		// the others to p, with p's *ProcError, so that the caller sees ErrProcFailed
+		// naming the rank, as for every other operation with a failed peer. (It used to
+		// set a plain error wrapping only the verbs status: a window Lock or atomic to a
+		// SIGKILLed rank over tcp failed without ErrProcFailed; TestE2ERankKilled/tcp.)
+		e.peerFailedLocked(p, statusCause(p.dev.name, wc))
 		return
 	}
 	c.countDoneLocked(p.rank, 1)

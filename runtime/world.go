@@ -69,6 +69,32 @@ func (w *World) Transport(r int) string {
 	return e.peers[r].dev.name
 }
 
+// TransportBetween returns the transport rank a uses to reach rank b: what Transport(b)
+// returns at rank a ("shm" or "tcp", "self" when a == b, "" out of range). Every rank
+// computes the same answer, from the endpoint cards all ranks exchanged at Init and the
+// job's transport setting, so that a library can agree on the layout without messages:
+// package collectives asks whether other hosts' ranks share memory (they do not under
+// golaunch --transport tcp), which Transport, seen from a rank alone on its host, cannot
+// tell (see collectives' TestAllreduceHierUnmappedIsConfigError).
+func (w *World) TransportBetween(a, b int) string {
+	e := w.e
+	switch {
+	case a < 0 || a >= e.size || b < 0 || b >= e.size:
+		return ""
+	case a == b:
+		return "self"
+	case a == e.rank:
+		return w.Transport(b)
+	case e.cards == nil:
+		return ""
+	}
+	p, err := chooseProvider(e.cfg.transport, &e.cards[a], &e.cards[b], b)
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
 // Dup returns a World with the same ranks and a communication context of its own:
 // messages sent on one never match receives on the other. Every rank must call Dup the
 // same number of times in the same order (as with MPI_Comm_dup); Dup itself does not
@@ -96,6 +122,10 @@ const ctxPerWorld = 4
 // traffic apart from the user's (package collectives makes its calls on a World's
 // sibling). Every call returns a World on the same context. A sibling has no sibling
 // (ErrInvalid); Dup it instead.
+//
+// Receives on a sibling fail, as Barrier's do, once any peer has failed, not only when
+// their source has: a library's collective call cannot complete without every rank, and a
+// rank waiting on a live peer that left the call with the error would wait for ever.
 func (w *World) Sibling() (*World, error) {
 	if w.sibling {
 		return nil, withOp("sibling", invalidf("a sibling World has no sibling of its own (Dup it)"))
@@ -109,6 +139,7 @@ type engine struct {
 	host                 string
 	localRank, localSize int
 	hosts                []string
+	cards                []card      // every rank's card (this rank's too), kept for TransportBetween; nil in a world of one
 	client               *pmi.Client // nil in a world of one
 	exit                 func(code int)
 	cfg                  config

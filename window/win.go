@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -294,8 +295,12 @@ func (w *Win[T]) exchange(ctx context.Context, n int) ([][]byte, error) {
 			continue
 		}
 		recs[r] = make([]byte, recLen)
-		if _, err := runtime.Recv(ctx, w.comm, recs[r], r, tagCreate); err != nil {
+		st, err := runtime.Recv(ctx, w.comm, recs[r], r, tagCreate)
+		if err != nil {
 			return nil, err
+		}
+		if st.Bytes != recLen {
+			return nil, fmt.Errorf("%w: rank %d's window record has %d bytes, want %d (mixed gorma builds in one job?)", ErrInvalid, r, st.Bytes, recLen)
 		}
 	}
 	for _, q := range reqs {
@@ -308,21 +313,40 @@ func (w *Win[T]) exchange(ctx context.Context, n int) ([][]byte, error) {
 
 const tagCreate = 1
 
+// decodeRecord decodes a rank's record of the creation exchange (exchange): its element
+// count and its data and metadata descriptions (aliasing rec). It never panics; a record
+// that does not parse is an error.
+func decodeRecord(rec []byte) (n int, ddesc, mdesc []byte, err error) {
+	if len(rec) != recLen {
+		return 0, nil, nil, fmt.Errorf("window record of %d bytes, want %d", len(rec), recLen)
+	}
+	u := binary.LittleEndian.Uint64(rec)
+	dl := int(rec[8])
+	if u > math.MaxInt/16 || 10+dl > len(rec) { // 16: the largest element
+		return 0, nil, nil, fmt.Errorf("malformed window record (count %d, data description of %d bytes)", u, dl)
+	}
+	ml := int(rec[9+dl])
+	if 10+dl+ml > len(rec) {
+		return 0, nil, nil, fmt.Errorf("malformed window record (metadata description of %d bytes)", ml)
+	}
+	return int(u), rec[9 : 9+dl], rec[10+dl : 10+dl+ml], nil
+}
+
 func (w *Win[T]) attach(recs [][]byte) error {
 	for r := range w.size {
 		t := &w.tg[r]
 		t.rank = r
-		rec := recs[r]
-		t.n = int(binary.LittleEndian.Uint64(rec))
 		if r == w.rank {
+			t.n = int(binary.LittleEndian.Uint64(recs[r]))
 			t.mem, t.mw = w.local, w.mw
 			continue
 		}
-		dl := int(rec[8])
-		ddesc := rec[9 : 9+dl]
-		ml := int(rec[9+dl])
-		mdesc := rec[10+dl : 10+dl+ml]
-		var err error
+		n, ddesc, mdesc, err := decodeRecord(recs[r])
+		if err != nil {
+			return fmt.Errorf("%w: rank %d: %w (mixed gorma builds in one job?)", ErrInvalid, r, err)
+		}
+		t.n = n
+		dl := len(ddesc)
 		if t.meta, err = w.comm.Attach(r, mdesc); err != nil {
 			return fmt.Errorf("metadata of rank %d: %w", r, err)
 		}
@@ -332,6 +356,9 @@ func (w *Win[T]) attach(recs [][]byte) error {
 				return fmt.Errorf("memory of rank %d: %w", r, err)
 			}
 			if b := t.data.Mapped(); b != nil {
+				if t.n > len(b)/elemSize[T]() {
+					return fmt.Errorf("%w: rank %d's window of %d elements does not fit its %d-byte region", ErrInvalid, r, t.n, len(b))
+				}
 				t.mem = asElems[T](b)[:t.n:t.n]
 			}
 		}

@@ -62,7 +62,8 @@
 // Aborting tells the surviving ranks through PMI (a ProcFailed or Aborted event), fails
 // pending fences, sends SIGTERM (then SIGCONT) to every rank's process group, and
 // SIGKILL after --grace (at once on a second Ctrl-C). An agent that loses its submitter
-// aborts its ranks by itself. The job directory (PMI socket) of an agent killed by
+// aborts its ranks by itself. An aborted job gives the ranks' last output at most
+// outputStall to reach a stdout nobody reads, then golaunch exits anyway. The job directory (PMI socket) of an agent killed by
 // SIGKILL is removed by the next agent (or local golaunch) started on that host. golaunch prints one summary line on stderr, such as
 //
 //	golaunch: rank 3 (host h1, pid 1234) exited with code 7; job aborted

@@ -125,6 +125,12 @@ func ParseArgs(args []string, getenv func(string) (string, bool)) (*Options, err
 	if fs.Changed("np") && o.NP < 1 {
 		return nil, usagef("-n %d: want at least 1 rank", o.NP)
 	}
+	// A local run gives this host -n slots; bound it as an agent's --slots is bound, so
+	// that a typo is a usage error instead of a rank table of billions (an out-of-memory
+	// crash). With --join, the cluster's slots bound -n.
+	if o.Join == "" && o.NP > maxSlots {
+		return nil, usagef("-n %d: a local run starts at most %d ranks (use --join to spread more over agents)", o.NP, maxSlots)
+	}
 	switch o.Transport {
 	case "auto", "shm", "tcp":
 	default:

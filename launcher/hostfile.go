@@ -41,7 +41,8 @@ func ReadHostfile(path string) ([]HostSlots, error) {
 }
 
 // ParseHostfile parses a hostfile read from r (name is used in errors). Each line is
-// blank, a comment (# to the end of the line), `host`, `host slots=N` or `host:N`; a
+// blank, a comment (# to the end of the line), `host`, `host slots=N` or `host:N`
+// (CRLF line ends and a leading UTF-8 byte-order mark are accepted); a
 // host listed twice gets the sum of its slots at its first position. A bad line yields a
 // *HostfileError naming the file, the line and the problem.
 func ParseHostfile(name string, r io.Reader) ([]HostSlots, error) {
@@ -52,6 +53,9 @@ func ParseHostfile(name string, r io.Reader) ([]HostSlots, error) {
 	for sc.Scan() {
 		n++
 		line := sc.Text()
+		if n == 1 {
+			line = strings.TrimPrefix(line, "\ufeff") // the byte-order mark of Windows editors
+		}
 		if i := strings.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
 		}

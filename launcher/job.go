@@ -493,9 +493,31 @@ func (s *submitter) broadcast(t frameType, v any) {
 	}
 }
 
+// outputStall bounds how long a failed job waits, at its end, for golaunch's own stdout
+// or stderr to take the ranks' last output: a consumer that stopped reading (a pager left
+// open, `| slow`) holds the sink's lock in a blocked write, and must not keep golaunch
+// alive after the job was aborted. A job that succeeded waits for its output as long as
+// it takes, unless golaunch gets a signal meanwhile.
+const outputStall = 2 * time.Second
+
 // finish prints the summary and returns the exit code.
 func (s *submitter) finish() int {
-	err := s.out.close()
+	flushed := make(chan error, 1)
+	go func() { flushed <- s.out.close() }()
+	var stall <-chan time.Time
+	if s.fail != nil {
+		stall = time.After(outputStall)
+	}
+	var err error
+	select {
+	case err = <-flushed:
+	case <-stall:
+	case sig := <-s.signals:
+		if s.fail == nil {
+			s.fail = jobFailure(ExitSignalBase+int(sig.(syscall.Signal)),
+				fmt.Sprintf("received %s while writing the ranks' output", describeSignal(int(sig.(syscall.Signal)))))
+		}
+	}
 	if s.fail != nil {
 		fmt.Fprintln(s.stderr, s.fail.summary())
 		return s.fail.code

@@ -88,7 +88,8 @@
 //	125      the job failed without an exit code of its own: an agent unreachable, a rank
 //	         that exited without Finalize, never reached PMI init, or could not start
 //	128+N    the first failing rank was killed by signal N; or golaunch itself got
-//	         SIGTERM (143), SIGHUP (129) or a second SIGINT (130)
+//	         SIGTERM (143), SIGHUP (129) or a second SIGINT (130); or its stdout was
+//	         closed by its reader (golaunch ... | head: 141, the job ends)
 //
 // A rank's own exit code can of course collide with 2, 124 or 125; the summary line tells.
 //

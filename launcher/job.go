@@ -122,10 +122,16 @@ func (s *submitter) run() int {
 		defer startupTimer.Stop()
 		startup = startupTimer.C
 	}
+	gone := s.out.gone
 	for s.ended < s.roster.Size {
 		select {
 		case ev := <-s.events:
 			s.handle(ev)
+		case <-gone:
+			// Like a pipeline's writer killed by SIGPIPE (exit 128+13), without leaving
+			// the ranks running.
+			gone = nil
+			s.failWith(jobFailure(ExitSignalBase+int(syscall.SIGPIPE), "standard output was closed (broken pipe)"))
 		case lv, ok := <-s.leaves:
 			if ok {
 				s.agentLeft(lv)

@@ -2,12 +2,14 @@ package launcher
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 )
 
 // maxPartial bounds a line held back waiting for its newline; a longer one is emitted
@@ -31,11 +33,17 @@ type outputSink struct {
 	created map[int]bool     // rank -> its file exists (created by this job)
 	broken  [3]bool          // stdout or stderr failed (EPIPE): discard further writes
 	err     error            // the first file error
+
+	// gone is closed when a write to stdout fails with EPIPE (golaunch ... | head): the
+	// job then ends as a pipeline's writer would, instead of running on with its output
+	// dropped (a rank printing for ever kept the pipeline from ending).
+	gone chan struct{}
 }
 
 func newOutputSink(stdout, stderr io.Writer, tag, lines bool, dir string) *outputSink {
 	return &outputSink{stdout: stdout, stderr: stderr, tag: tag, lines: lines || tag, dir: dir,
-		partial: make(map[int][]byte), files: make(map[int]*os.File), created: make(map[int]bool)}
+		partial: make(map[int][]byte), files: make(map[int]*os.File), created: make(map[int]bool),
+		gone: make(chan struct{})}
 }
 
 // prepareOutputDir creates dir (if needed) and checks it is writable.
@@ -181,7 +189,10 @@ func (s *outputSink) emit(stream int, b []byte) {
 		w = s.stderr
 	}
 	if _, err := w.Write(b); err != nil {
-		s.broken[stream] = true // a closed pipe (| head): keep the job running, drop output
+		s.broken[stream] = true // drop further output of this stream
+		if stream == 1 && errors.Is(err, syscall.EPIPE) {
+			close(s.gone) // a closed pipe (| head): the job ends (submitter.wait)
+		}
 	}
 }
 

@@ -30,7 +30,7 @@ type Stdio struct {
 func Main(args []string) int {
 	sigs := make(chan os.Signal, 4)
 	// SIGPIPE too: a closed stdout (| head) then fails writes instead of killing golaunch
-	// while its ranks run on.
+	// while its ranks run on; the failed write ends the job (outputSink.gone).
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	filtered := make(chan os.Signal, 4)

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -515,6 +516,49 @@ func TestStressLaunchSIGTERMWithStdoutNotRead(t *testing.T) {
 		t.Errorf("exit %d, want 143\n%s", code, stderr.String())
 	}
 	mustContain(t, "stderr", stderr.String(), "golaunch: received 15 (SIGTERM); job aborted")
+	requireGone(t, pids, 2*time.Second)
+	requireNoDirs(t, jobDirs)
+}
+
+// TestStressLaunchStdoutClosed: golaunch ... | head. Once the reader of golaunch's
+// stdout is gone, the job ends as a pipeline's writer would (exit 141, SIGPIPE's), with
+// its summary on stderr and no rank left, instead of its ranks flooding on for ever with
+// their output dropped.
+func TestStressLaunchStdoutClosed(t *testing.T) {
+	bin := stressBin(t)
+	dir := t.TempDir()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, golaunchBin, "-n", "2", bin, "flood", dir)
+	cmd.Env = glEnv()
+	var stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = pw, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	pids, jobDirs := rankFiles(t, dir, 2, 20*time.Second)
+	if _, err := io.ReadFull(pr, make([]byte, 4096)); err != nil { // head: some output, then gone
+		t.Fatal(err)
+	}
+	pr.Close()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second): // the contract: promptly; generous on a loaded machine
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("golaunch still running 20 s after its stdout was closed\n%s", stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 141 {
+		t.Errorf("exit %d, want 141\n%s", code, stderr.String())
+	}
+	mustContain(t, "stderr", stderr.String(), "golaunch: standard output was closed (broken pipe); job aborted")
 	requireGone(t, pids, 2*time.Second)
 	requireNoDirs(t, jobDirs)
 }

@@ -106,8 +106,8 @@
 // # Gaps
 //
 // Agents do not reserve slots: concurrent jobs on one cluster may oversubscribe a host.
-// A rank's descendants that leave its process group are not tracked, and Pdeathsig
-// covers only the rank itself when its agent is SIGKILLed (the rank's own children then
-// survive unless the rank sees to them). Agents are started by the user (or systemd),
-// never over ssh.
+// A rank's descendants that leave its process group are not tracked. (Those that stay in
+// it die with the job, even when golaunch or the agent is SIGKILLed: Pdeathsig kills the
+// rank, and the spawner's watchdog process, watchdog.go, kills the rank's group.) Agents
+// are started by the user (or systemd), never over ssh.
 package launcher

@@ -31,6 +31,7 @@ type spawner struct {
 	reqs chan spawnReq
 	quit chan struct{}
 	done chan struct{}
+	dog  *watchdog // kills the ranks' groups if this process dies first (watchdog.go); may be nil
 }
 
 type spawnReq struct {
@@ -39,7 +40,7 @@ type spawnReq struct {
 }
 
 func newSpawner() *spawner {
-	s := &spawner{reqs: make(chan spawnReq), quit: make(chan struct{}), done: make(chan struct{})}
+	s := &spawner{reqs: make(chan spawnReq), quit: make(chan struct{}), done: make(chan struct{}), dog: startWatchdog()}
 	go s.loop()
 	return s
 }
@@ -50,7 +51,11 @@ func (s *spawner) loop() {
 	for {
 		select {
 		case r := <-s.reqs:
-			r.res <- r.cmd.Start()
+			err := r.cmd.Start()
+			if err == nil {
+				s.dog.watch(r.cmd.Process.Pid) // each rank leads its own group
+			}
+			r.res <- err
 		case <-s.quit:
 			return
 		}
@@ -68,10 +73,11 @@ func (s *spawner) start(cmd *exec.Cmd) error {
 	}
 }
 
-// stop ends the spawner's thread.
+// stop ends the spawner's thread and its watchdog.
 func (s *spawner) stop() {
 	close(s.quit)
 	<-s.done
+	s.dog.done()
 }
 
 // rankProc is one running rank on this agent.

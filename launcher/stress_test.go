@@ -444,6 +444,20 @@ func TestStressLaunchSignalKillsStubbornRanks(t *testing.T) {
 	}
 }
 
+// TestStressLaunchSIGKILLLeavesNoOrphan: SIGKILL of golaunch itself. Pdeathsig kills the
+// ranks; the children they started in their process groups (a sleep here) used to live
+// on as orphans. The spawner's watchdog (watchdog.go) sees golaunch's end and kills the
+// groups, so nothing is left (DESIGN.md: no orphan even after SIGKILL of golaunch).
+func TestStressLaunchSIGKILLLeavesNoOrphan(t *testing.T) {
+	bin := stressBin(t)
+	dir := t.TempDir()
+	gl := startGL(t, "-n", "2", bin, "ignoreterm", dir)
+	pids, _ := rankFiles(t, dir, 2, 20*time.Second)
+	gl.cmd.Process.Kill()
+	gl.wait(t, 10*time.Second)
+	requireGone(t, pids, 5*time.Second)
+}
+
 // --timeout with ranks that ignore SIGTERM: exit 124, everything gone.
 func TestStressLaunchTimeoutStubbornRanks(t *testing.T) {
 	bin := stressBin(t)

@@ -164,10 +164,12 @@ func programFor(o *Options) (string, error) {
 	return o.Program, nil
 }
 
-// localNames are the -H names that mean this host in a local run.
+// localNames are the -H names that mean this host in a local run, in lower case (host
+// names are case-insensitive: -H LOCALHOST is this host too).
 func localNames(agentName string) map[string]bool {
-	names := map[string]bool{"localhost": true, "127.0.0.1": true, agentName: true}
+	names := map[string]bool{"localhost": true, "127.0.0.1": true, strings.ToLower(agentName): true}
 	if h, err := os.Hostname(); err == nil {
+		h = strings.ToLower(h)
 		names[h] = true
 		if short, _, ok := strings.Cut(h, "."); ok {
 			names[short] = true
@@ -189,7 +191,7 @@ func startLocal(o *Options, lg *log.Logger, logw io.Writer) (*Agent, []HostSlots
 		local := localNames(name)
 		slots = 0
 		for _, h := range o.Hosts {
-			if !local[h.Name] {
+			if !local[strings.ToLower(h.Name)] {
 				return nil, nil, usagef("host %q is not this host: a local run uses this host only (start `golaunch agent` on each host and submit with --join)", h.Name)
 			}
 			slots += h.Slots

@@ -165,6 +165,10 @@ func TestStressLaunchLocalHostLists(t *testing.T) {
 	if r.code != 0 || strings.Count(r.stdout, "\n") != 3 {
 		t.Errorf("-H summing to 3 slots without -n: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
 	}
+	r = runGL(t, "", "-H", "LocalHost:2", bin, "partial") // host names are case-insensitive
+	if r.code != 0 || strings.Count(r.stdout, "\n") != 2 {
+		t.Errorf("-H LocalHost:2: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // golaunch -n 2000000000 must be a quick usage error, not an out-of-memory crash.

@@ -70,6 +70,13 @@ func newTable(ctx context.Context, w *runtime.World, keys, pageSize int, cache b
 	return &table{win: win, size: w.Size(), nb: nb, buf: make([]uint64, groupElems), put: make([]uint64, bucketElems)}, nil
 }
 
+// probeSteps is the number of groups a probe of a shard of nb buckets reads: every group
+// once, and the home group a second time, since the probe starts at the home bucket, in
+// the middle of its group, and the buckets before it come last. (Probing nb/groupBuckets
+// groups skipped them: a shard with free buckets reported itself full, for example two
+// keys homed at the last bucket of a one-group shard.)
+func probeSteps(nb int) int { return nb/groupBuckets + 1 }
+
 // home returns key's owner rank and first bucket.
 func (tb *table) home(key uint64) (owner, bucket int) {
 	h := mix(key)
@@ -116,7 +123,7 @@ func (tb *table) build(ctx context.Context, me, keys, batch int, local bool) err
 // already wrote (their Puts are complete only at Unlock, so they are not read back).
 func (tb *table) insert(ctx context.Context, owner int, key uint64, written map[int]uint64) error {
 	_, b := tb.home(key)
-	for range tb.nb / groupBuckets {
+	for range probeSteps(tb.nb) {
 		g := b &^ (groupBuckets - 1)
 		if err := tb.win.Get(tb.buf, owner, g*bucketElems); err != nil {
 			return err
@@ -153,7 +160,7 @@ func (e *errWrong) Error() string { return e.msg }
 // buckets. It returns the key's bucket and value.
 func (tb *table) find(ctx context.Context, key uint64) (owner, bucket int, value uint64, err error) {
 	owner, b := tb.home(key)
-	for range tb.nb / groupBuckets {
+	for range probeSteps(tb.nb) {
 		g := b &^ (groupBuckets - 1)
 		if err := tb.win.Get(tb.buf, owner, g*bucketElems); err != nil {
 			return 0, 0, 0, err

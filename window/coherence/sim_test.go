@@ -354,6 +354,10 @@ func (w *world) enqueue(src, dst int, o simOp) {
 }
 
 // drain takes the Machine's output: outcomes are delivered, ops posted on their pairs.
+// Under syncLocal, the batch's local ops execute and complete after Advance, as
+// window.drive does: completing one inside the loop let the Machine's next output be read
+// before Advance (which its contract forbids), and the batch being handled came back,
+// delivered twice.
 func (w *world) drain(r *simRank) {
 	for r.m.HasReady() {
 		rd := r.m.Ready()
@@ -361,17 +365,20 @@ func (w *world) drain(r *simRank) {
 			w.tracef("  r%d outcome %+v", r.id, o)
 			w.outcome(r, o)
 		}
+		var local []simOp
 		for _, op := range rd.Ops {
 			if w.cfg.syncLocal && op.Target == r.id {
-				o := simOp{op: op}
-				w.apply(r, &o)
-				w.complete(r, &o)
+				local = append(local, simOp{op: op})
 				continue
 			}
 			w.tracef("  r%d post %v", r.id, op)
 			w.enqueue(r.id, op.Target, simOp{op: op})
 		}
 		r.m.Advance()
+		for i := range local {
+			w.apply(r, &local[i])
+			w.complete(r, &local[i])
+		}
 	}
 }
 

@@ -198,6 +198,7 @@ type cluster struct {
 	meta  []byte
 	nodes map[string]member // live members, copied in the event callbacks
 	subs  map[chan leaveEvent]struct{}
+	taken string // gossip address of another live member with this member's name
 }
 
 // leaveEvent is a member that left (gracefully) or was declared dead.
@@ -243,6 +244,7 @@ func newCluster(cfg clusterConfig) (*cluster, error) {
 	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
 	mc.Delegate = (*metaDelegate)(c)
 	mc.Events = (*eventDelegate)(c)
+	mc.Conflict = (*conflictDelegate)(c)
 	mc.Logger = log.New(&logFilter{w: cfg.Log, debug: cfg.Debug}, "", log.LstdFlags)
 	ml, err := memberlist.Create(mc)
 	if err != nil {
@@ -351,6 +353,19 @@ func (c *cluster) close() {
 	})
 }
 
+// nameTaken returns the gossip address of a live member with this member's name at
+// another address, "" when none was seen. memberlist keeps the first member it knew by a
+// name and only logs the newcomer's conflicting address; a newcomer that stayed would
+// confuse -H and the rank table, and its gossip and its goodbye in that name get the live
+// member declared dead or gone, aborting its jobs (TestNetnsClusterMisuse). A joiner
+// learns the cluster's members during join, so checking right after join catches the
+// clash.
+func (c *cluster) nameTaken() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.taken
+}
+
 // vanish stops without a goodbye, as a crashed host would (tests).
 func (c *cluster) vanish() {
 	c.stopped.Do(func() { _ = c.ml.Shutdown() })
@@ -399,6 +414,21 @@ func (d *eventDelegate) NotifyLeave(n *memberlist.Node) {
 		default:
 		}
 	}
+}
+
+// conflictDelegate records a live member that has this member's name at another address
+// (see nameTaken). memberlist calls it under its node lock.
+type conflictDelegate cluster
+
+func (d *conflictDelegate) NotifyConflict(existing, other *memberlist.Node) {
+	if existing.Name != d.self {
+		return
+	}
+	d.mu.Lock()
+	if d.taken == "" {
+		d.taken = other.Address()
+	}
+	d.mu.Unlock()
 }
 
 // logFilter passes memberlist's log lines to w, without [DEBUG] lines unless debug.

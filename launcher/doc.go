@@ -32,7 +32,10 @@
 //
 // Agents gossip with hashicorp/memberlist, encrypted with the cluster key (16, 24 or 32
 // bytes from --keyfile, raw or hex, mode 0600) and labelled "gorma", so two clusters never
-// mix and a member with another key never joins. Node metadata ([NodeMeta]) carries each
+// mix and a member with another key never joins. An agent that joins with the name of a
+// live agent at another address gives up at once (exit 125, "the name h1 is taken by the
+// agent at ADDR") and without a goodbye in that name: left running, it got the live agent
+// declared dead, aborting its jobs. Node metadata ([NodeMeta]) carries each
 // agent's slots, control address and control protocol version. memberlist is tuned to
 // declare a dead agent in about 1-2 s (see cluster.go for the arithmetic), against about
 // 5 s with its defaults. The submitter talks to each agent over one TCP connection
@@ -64,7 +67,9 @@
 // SIGKILL after --grace (at once on a second Ctrl-C). An agent that loses its submitter
 // aborts its ranks by itself. An aborted job gives the ranks' last output at most
 // outputStall to reach a stdout nobody reads, then golaunch exits anyway. The job directory (PMI socket) of an agent killed by
-// SIGKILL is removed by the next agent (or local golaunch) started on that host. golaunch prints one summary line on stderr, such as
+// SIGKILL is removed by the next agent (or local golaunch) started on that host once the
+// directory is a minute old (a younger one is left alone, as a job being set up has one
+// for a moment with its socket not yet listening). golaunch prints one summary line on stderr, such as
 //
 //	golaunch: rank 3 (host h1, pid 1234) exited with code 7; job aborted
 //	golaunch: rank 1 (host h1, pid 1230) killed by signal 9 (SIGKILL); job aborted

@@ -316,6 +316,13 @@ func AgentMain(args []string, stdio Stdio, sigs <-chan os.Signal) int {
 			fmt.Fprintf(stdio.Err, "golaunch agent: %v\n", err)
 			return ExitFailure
 		}
+		if other := a.cl.nameTaken(); other != "" {
+			// No goodbye: a leave in this name would tell the cluster the other agent left.
+			a.cl.vanish()
+			a.close()
+			fmt.Fprintf(stdio.Err, "golaunch agent: the name %s is taken by the agent at %s; pick another --name\n", a.name, other)
+			return ExitFailure
+		}
 	}
 	fmt.Fprintf(stdio.Out, "golaunch agent %s: gossip %s, control %s, %d slots, %d members\n",
 		a.name, a.cl.addr(), a.controlAddr(), o.Slots, len(a.cl.members()))

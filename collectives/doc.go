@@ -129,7 +129,8 @@
 // those end when their ctx does. Only Bcast cannot always tell: ranks whose count equals
 // root's get root's vector. Errors read "collectives: <name>: ..." and wrap the runtime's
 // sentinels (runtime.ErrInvalid for bad arguments, *runtime.ProcError for a failed rank)
-// or ctx's error. Once any rank has failed, a call fails at every rank that waits for a
+// or ctx's error; a call on a finalized World fails at once with runtime.ErrFinalized
+// (its shared-memory scratch is not touched). Once any rank has failed, a call fails at every rank that waits for a
 // message, naming the failed rank, whoever it waits for (the receives of the World's
 // Sibling fail on any failure, as Barrier's). After a failed call the World's collectives may be used again, but the
 // ranks' results are only as good as their agreement on what failed.

@@ -132,6 +132,17 @@ func shmChunkFor(bytes int) int {
 // the job's life), and a call on a vector too long for one step acquires its big buffers
 // (acquireBig); the caller releases them with releaseBig before the call returns.
 func (g *shmGroup) prepare(c call, bytes int) error {
+	// The members' mappings end at Finalize (or when a peer's Remote closes): touching
+	// them then would fault, so a call on a finalized World fails here with the runtime's
+	// error (ErrFinalized) instead. One atomic load per member.
+	for _, rm := range g.remotes {
+		if rm != nil && !rm.Live() {
+			if err := rm.Err(); err != nil {
+				return err
+			}
+			return runtime.ErrFinalized
+		}
+	}
 	fresh, err := freshScratch()
 	if err != nil {
 		return err

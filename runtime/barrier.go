@@ -9,6 +9,9 @@ import "context"
 // context, so they never match user receives (AnySource and AnyTag included). Once any
 // peer has failed, Barrier fails at every rank with a *ProcError naming it.
 func Barrier(ctx context.Context, w *World) error {
+	if w == nil {
+		return withOp("barrier", errNilWorld())
+	}
 	e := w.e
 	n := e.size
 	e.mu.Lock()

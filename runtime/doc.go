@@ -126,7 +126,11 @@
 // Finalize waits until this rank's sends are complete (rendezvous sends read, eager
 // sends delivered), then fences through the agent while still serving peers, then closes
 // the devices and tells the agent this rank finished. Operations after Finalize fail
-// with ErrFinalized. A Request still pending at Finalize fails with ErrFinalized.
+// with ErrFinalized (Dup, Sibling, AllocRegion and RegisterRegion included). A Request
+// still pending at Finalize fails with ErrFinalized (receives and probes as Finalize
+// starts: left posted, they could fail with ErrProcFailed instead when a peer that passed
+// the fence closes its transport). A nil World is an ErrInvalid error in every call that
+// returns one.
 //
 // # Concurrency contract
 //

@@ -173,6 +173,17 @@ func (e *engine) agentLost() {
 	e.failAllLocked(e.aborted)
 }
 
+// agentErr gives an error of the agent's protocol the runtime's sentinel: the agent's
+// pmi.ErrAborted (the job is being aborted, or a rank left without Finalize, during
+// Finalize's fence) becomes a *ProcError wrapping ErrAborted, so that callers can test
+// Finalize's error with errors.Is(err, ErrAborted) like every other call's.
+func agentErr(err error) error {
+	if errors.Is(err, pmi.ErrAborted) {
+		return &ProcError{Rank: -1, Err: ErrAborted, Cause: err}
+	}
+	return err
+}
+
 func eventCause(ev pmi.Event) string {
 	if ev.Cause != "" {
 		return ev.Cause

@@ -30,6 +30,9 @@ func asBytes[T Elem](buf []T) ([]byte, int) {
 // message stays offered: the receiver may still read buf, so its contents must stay as
 // they are if the message is to be intact.
 func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
+	if w == nil {
+		return withOp("send", errNilWorld())
+	}
 	b, size := asBytes(buf)
 	return withOp("send", w.e.send(ctx, w.ctx, b, size, dest, tag))
 }
@@ -40,6 +43,9 @@ func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
 // error; once a rendezvous message has matched, Recv waits for its data regardless (it is
 // being written into buf).
 func Recv[T Elem](ctx context.Context, w *World, buf []T, src, tag int) (Status, error) {
+	if w == nil {
+		return Status{}, withOp("recv", errNilWorld())
+	}
 	b, size := asBytes(buf)
 	st, err := w.e.recv(ctx, w.ctx, b, size, src, tag, w.sibling)
 	return st, withOp("recv", err)
@@ -61,6 +67,9 @@ func Isend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 // (Wait returned, or Test reported true), so that a loop of non-blocking sends allocates
 // nothing. Reusing a Request that has not completed fails with ErrInvalid.
 func IsendWith[T Elem](r *Request, w *World, buf []T, dest, tag int) error {
+	if w == nil {
+		return withOp("isend", errNilWorld())
+	}
 	b, size := asBytes(buf)
 	e := w.e
 	e.mu.Lock()
@@ -89,6 +98,9 @@ func Irecv[T Elem](w *World, buf []T, src, tag int) (*Request, error) {
 
 // IrecvWith is Irecv into r, a Request that is new or has completed (see IsendWith).
 func IrecvWith[T Elem](r *Request, w *World, buf []T, src, tag int) error {
+	if w == nil {
+		return withOp("irecv", errNilWorld())
+	}
 	b, size := asBytes(buf)
 	e := w.e
 	e.mu.Lock()
@@ -128,6 +140,9 @@ func (e *engine) resetLocked(r *Request) error {
 // received, and returns its Status without receiving it. Probe knows no element type:
 // Status.Count and Status.Bytes both hold the message's length in bytes (see CountOf).
 func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
+	if w == nil {
+		return Status{}, withOp("probe", errNilWorld())
+	}
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -152,6 +167,9 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 // Iprobe reports whether a message from src (or AnySource) with tag (or AnyTag) can be
 // received now, and its Status if so (lengths in bytes, as Probe). It never blocks.
 func Iprobe(w *World, src, tag int) (bool, Status, error) {
+	if w == nil {
+		return false, Status{}, withOp("iprobe", errNilWorld())
+	}
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -85,8 +85,8 @@ type Status struct {
 // receive, Status describes the message; for a send it is the zero Status. When ctx ends
 // first, Wait returns ctx's error and the request stays outstanding: Wait or Test again.
 func (r *Request) Wait(ctx context.Context) (Status, error) {
-	if r == nil || r.e == nil {
-		return Status{}, withOp("wait", invalidf("nil Request"))
+	if err := r.check(); err != nil {
+		return Status{}, withOp("wait", err)
 	}
 	e := r.e
 	e.mu.Lock()
@@ -104,8 +104,8 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 // Test reports whether the request has completed, and if so its outcome. It makes
 // progress on the way but never blocks.
 func (r *Request) Test() (bool, Status, error) {
-	if r == nil || r.e == nil {
-		return false, Status{}, withOp("test", invalidf("nil Request"))
+	if err := r.check(); err != nil {
+		return false, Status{}, withOp("test", err)
 	}
 	e := r.e
 	e.mu.Lock()
@@ -117,6 +117,17 @@ func (r *Request) Test() (bool, Status, error) {
 		return false, Status{}, nil
 	}
 	return true, r.status, r.err
+}
+
+// check returns the ErrInvalid error of a nil or never-started Request, or nil.
+func (r *Request) check() error {
+	switch {
+	case r == nil:
+		return invalidf("nil Request")
+	case r.e == nil:
+		return invalidf("the Request has not been started (pass it to IsendWith or IrecvWith first)")
+	}
+	return nil
 }
 
 func (r *Request) opName() string {

@@ -61,6 +61,9 @@ func (w *World) AllocRegion(n int) (*Region, error) {
 		return nil, invalidf("region of %d bytes", n)
 	}
 	e := w.e
+	if err := e.check(); err != nil {
+		return nil, err
+	}
 	r := &Region{e: e, owned: true}
 	if len(e.devs) == 0 {
 		r.buf = alignedBytes(n)
@@ -86,6 +89,9 @@ func (w *World) AllocRegion(n int) (*Region, error) {
 // attach, which the kernel may forbid (Yama ptrace scope): the error then says so.
 func (w *World) RegisterRegion(buf []byte) (*Region, error) {
 	e := w.e
+	if err := e.check(); err != nil {
+		return nil, err
+	}
 	r := &Region{e: e, buf: buf, mrs: make([]verbs.MR, len(e.devs))}
 	if len(buf) == 0 {
 		return r, nil

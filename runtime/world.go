@@ -98,11 +98,18 @@ func (w *World) TransportBetween(a, b int) string {
 // Dup returns a World with the same ranks and a communication context of its own:
 // messages sent on one never match receives on the other. Every rank must call Dup the
 // same number of times in the same order (as with MPI_Comm_dup); Dup itself does not
-// communicate. At most 16383 Worlds can be derived.
+// communicate. At most 16383 Worlds can be derived. After Finalize (or an abort) Dup
+// fails as every call does.
 func (w *World) Dup() (*World, error) {
+	if w == nil {
+		return nil, withOp("dup", errNilWorld())
+	}
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if err := e.checkLocked(); err != nil {
+		return nil, withOp("dup", err)
+	}
 	if e.nextCtx == 0 || e.nextCtx > 1<<16-ctxPerWorld {
 		return nil, withOp("dup", invalidf("too many Worlds derived"))
 	}
@@ -118,7 +125,8 @@ const ctxPerWorld = 4
 // Sibling returns a World with the same ranks as w and a communication context of its
 // own that w's determines: messages on one never match receives on the other, and unlike
 // Dup's, the context does not depend on the order of calls, so ranks may ask for it at
-// different points, from concurrent goroutines. It is meant for a library that keeps its
+// different points, from concurrent goroutines. After Finalize (or an abort) it fails
+// as every call does. It is meant for a library that keeps its
 // traffic apart from the user's (package collectives makes its calls on a World's
 // sibling). Every call returns a World on the same context. A sibling has no sibling
 // (ErrInvalid); Dup it instead.
@@ -127,6 +135,15 @@ const ctxPerWorld = 4
 // their source has: a library's collective call cannot complete without every rank, and a
 // rank waiting on a live peer that left the call with the error would wait for ever.
 func (w *World) Sibling() (*World, error) {
+	if w == nil {
+		return nil, withOp("sibling", errNilWorld())
+	}
+	w.e.mu.Lock()
+	err := w.e.checkLocked()
+	w.e.mu.Unlock()
+	if err != nil {
+		return nil, withOp("sibling", err)
+	}
 	if w.sibling {
 		return nil, withOp("sibling", invalidf("a sibling World has no sibling of its own (Dup it)"))
 	}
@@ -206,13 +223,27 @@ func (e *engine) checkLocked() error {
 	return nil
 }
 
+// check is checkLocked for a caller that does not hold mu: AllocRegion and
+// RegisterRegion fail with ErrFinalized (or the abort) rather than with the closed
+// device's ErrTransport.
+func (e *engine) check() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.checkLocked()
+}
+
 // Finalize ends this rank's part in the job. It waits until this rank's sends have
 // completed (a rendezvous send until the receiver has read it), then until every rank
 // has reached Finalize (through the launcher, while still serving peers), closes the
-// transport and tells the launcher that this rank finished cleanly. Calls after Finalize
-// fail with ErrFinalized; a second Finalize returns nil. If ctx ends first, Finalize
-// returns its error and the World is left unusable.
+// transport and tells the launcher that this rank finished cleanly. Receives and probes
+// still pending when it starts fail with ErrFinalized at once, and so do pending sends
+// when it ends. Calls after Finalize fail with ErrFinalized; a second Finalize returns
+// nil. If ctx ends first, Finalize returns its error and the World is left unusable
+// (every later call fails with ErrFinalized).
 func (w *World) Finalize(ctx context.Context) error {
+	if w == nil {
+		return withOp("finalize", errNilWorld())
+	}
 	e := w.e
 	e.mu.Lock()
 	if e.finalized || e.finalizing {
@@ -220,6 +251,12 @@ func (w *World) Finalize(ctx context.Context) error {
 		return nil
 	}
 	e.finalizing = true
+	// Receives and probes still posted fail now, with ErrFinalized, as documented. Left
+	// posted until the end, they could instead fail with ErrProcFailed: a peer that has
+	// passed the fence closes its transport, which this rank sees as its connection
+	// failing (over tcp, WRFlushErr) while it still waits for the fence itself.
+	e.failQueueLocked(&e.posted, -1, ErrFinalized)
+	e.failQueueLocked(&e.probes, -1, ErrFinalized)
 	err := e.drainLocked(ctx)
 	if err == nil && e.client != nil {
 		err = e.fenceLocked(ctx)
@@ -232,7 +269,7 @@ func (w *World) Finalize(ctx context.Context) error {
 	if e.client != nil {
 		if err == nil {
 			if ferr := e.client.Finalize(ctx); ferr != nil {
-				err = ferr
+				err = agentErr(ferr)
 			}
 		}
 		e.client.Close()
@@ -281,7 +318,7 @@ func (e *engine) fenceLocked(ctx context.Context) error {
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
-		err := cl.Fence(ctx)
+		err := agentErr(cl.Fence(ctx))
 		e.mu.Lock()
 		e.completeLocked(r, err)
 		e.kickLocked()

@@ -172,21 +172,6 @@ func asElems[T runtime.Elem](b []byte) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
-// comms holds, per World, the World the windows created from it communicate on.
-var comms sync.Map // *runtime.World -> *runtime.World
-
-func commOf(w *runtime.World) (*runtime.World, error) {
-	if c, ok := comms.Load(w); ok {
-		return c.(*runtime.World), nil
-	}
-	c, err := w.Dup()
-	if err != nil {
-		return nil, err
-	}
-	actual, _ := comms.LoadOrStore(w, c)
-	return actual.(*runtime.World), nil
-}
-
 func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n int, buf []T, opts []Option) (win *Win[T], err error) {
 	op := "create"
 	if n < 0 {

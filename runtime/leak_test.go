@@ -1,0 +1,290 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	goruntime "runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	gorma "github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// Leak tests: run many cycles of an operation and check that what it uses comes back to
+// where it was. Goroutines, fds and /dev/shm entries must be back to the baseline exactly
+// (after a bounded settle); mappings and heap may move a little with the Go runtime's own
+// growth, so they get a slack far below what one leaked resource per cycle would add.
+
+// usage is what a leak check counts in this process.
+type usage struct {
+	goroutines int
+	fds        int    // entries of /proc/self/fd
+	maps       int    // lines of /proc/self/maps
+	shm        int    // this process's /dev/shm/gorma-<pid>-* files
+	heap       uint64 // HeapInuse after a GC
+}
+
+func (u usage) String() string {
+	return fmt.Sprintf("goroutines %d, fds %d, mappings %d, /dev/shm files %d, heap %d KiB",
+		u.goroutines, u.fds, u.maps, u.shm, u.heap>>10)
+}
+
+func measure() usage {
+	goruntime.GC()
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	fds, _ := os.ReadDir("/proc/self/fd")
+	maps, _ := os.ReadFile("/proc/self/maps")
+	shm, _ := filepath.Glob(fmt.Sprintf("/dev/shm/gorma-%d-*", os.Getpid()))
+	return usage{goruntime.NumGoroutine(), len(fds), bytes.Count(maps, []byte("\n")), len(shm), ms.HeapInuse}
+}
+
+// settle polls, for at most 5 s, until goroutines, fds and /dev/shm files are back to
+// base, and returns the last reading.
+func settle(base usage) usage {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		u := measure()
+		if u.goroutines <= base.goroutines && u.fds <= base.fds && u.shm <= base.shm || time.Now().After(deadline) {
+			return u
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkUsage fails t if now exceeds base: exactly for goroutines, fds and /dev/shm files,
+// by more than mapSlack mappings or heapSlack bytes otherwise.
+func checkUsage(t *testing.T, what string, base, now usage, mapSlack int, heapSlack uint64) {
+	t.Helper()
+	if now.goroutines > base.goroutines || now.fds > base.fds || now.shm > base.shm ||
+		now.maps > base.maps+mapSlack || now.heap > base.heap+heapSlack {
+		t.Errorf("%s:\n  before: %v\n  after:  %v\n  (allowed: +%d mappings, +%d KiB heap)", what, base, now, mapSlack, heapSlack>>10)
+		buf := make([]byte, 1<<20)
+		if now.goroutines > base.goroutines {
+			t.Logf("goroutines:\n%s", buf[:goruntime.Stack(buf, true)])
+		}
+	}
+}
+
+// arenaStats returns the arena counters of every device of w's rank. The runtime exports
+// no accessor, so this reads World.e.devs[i].dev by reflection; it fails t loudly if the
+// fields move.
+func arenaStats(t testing.TB, w *gorma.World) []verbs.ArenaStats {
+	t.Helper()
+	e := reflect.ValueOf(w).Elem().FieldByName("e")
+	if !e.IsValid() || e.Kind() != reflect.Pointer {
+		t.Fatal("leak test: runtime.World has no engine field e")
+	}
+	devs := e.Elem().FieldByName("devs")
+	if !devs.IsValid() || devs.Kind() != reflect.Slice {
+		t.Fatal("leak test: runtime engine has no devs slice")
+	}
+	var out []verbs.ArenaStats
+	for i := range devs.Len() {
+		f := devs.Index(i).Elem().FieldByName("dev")
+		if !f.IsValid() {
+			t.Fatal("leak test: runtime device has no dev field")
+		}
+		dev := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(verbs.Device)
+		out = append(out, dev.Stats())
+	}
+	return out
+}
+
+// inUse sums the bytes in use and the live MRs of stats.
+func inUse(stats []verbs.ArenaStats) (bytes, mrs int64) {
+	for _, s := range stats {
+		bytes += s.InUse
+		mrs += s.LiveMRs
+	}
+	return bytes, mrs
+}
+
+// TestLeakJobCycles starts and finalizes whole jobs in this process, over shm, over tcp
+// between pretend hosts and mixed, and checks that every job gives back its goroutines,
+// fds, mappings, shared segments and heap.
+func TestLeakJobCycles(t *testing.T) {
+	cases := []struct {
+		name  string
+		opt   runtimetest.Options
+		n     int
+		jobs  int
+		large bool
+	}{
+		{"shm", runtimetest.Options{Transport: "shm"}, 2, 30, true},
+		{"tcp", runtimetest.Options{Transport: "tcp", Hosts: []string{"a", "b"}}, 2, 30, true},
+		{"mixed", runtimetest.Options{Hosts: []string{"a", "a", "b"}}, 3, 20, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			job := func() {
+				runtimetest.Run(t, c.n, c.opt, func(w *gorma.World) error {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					// Eager, fast-box and rendezvous traffic in a ring, then a barrier.
+					for _, size := range []int{8, 1000, 100_000} {
+						buf := make([]byte, size)
+						next, prev := (w.Rank()+1)%w.Size(), (w.Rank()+w.Size()-1)%w.Size()
+						q, err := gorma.Isend(w, buf, next, size%gorma.MaxTag)
+						if err != nil {
+							return err
+						}
+						if _, err := gorma.Recv(ctx, w, make([]byte, size), prev, size%gorma.MaxTag); err != nil {
+							return err
+						}
+						if _, err := q.Wait(ctx); err != nil {
+							return err
+						}
+					}
+					return gorma.Barrier(ctx, w)
+				})
+			}
+			job() // warm up: first-use allocations of the Go runtime and the packages
+			base := measure()
+			for range c.jobs {
+				job()
+			}
+			now := settle(base)
+			checkUsage(t, fmt.Sprintf("after %d jobs of %d ranks", c.jobs, c.n), base, now, 32, 4<<20)
+		})
+	}
+}
+
+// TestLeakRendezvousCancel cancels rendezvous sends by context before their receive is
+// posted, lets the receiver take them afterwards, and checks that the rendezvous table,
+// the queues, the registrations and the arena come back to where they were.
+func TestLeakRendezvousCancel(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  runtimetest.Options
+		copy bool
+	}{
+		{"shm", runtimetest.Options{Transport: "shm"}, false},
+		{"shm-copy", runtimetest.Options{Transport: "shm"}, true},
+		{"tcp", runtimetest.Options{Transport: "tcp", Hosts: []string{"a", "b"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const cycles = 100
+			const size = 256 << 10 // past every eager limit
+			runtimetest.Run(t, 2, tc.opt, func(w *gorma.World) error {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if tc.copy {
+					gorma.ForceCopyRendezvous(w)
+				}
+				buf := make([]byte, size)
+				round := func() error {
+					if w.Rank() == 0 {
+						sctx, scancel := context.WithTimeout(ctx, time.Millisecond)
+						err := gorma.Send(sctx, w, buf, 1, 1)
+						scancel()
+						if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+							return fmt.Errorf("cancelled send: %w", err)
+						}
+						// The offer stands; the receiver takes it after this message.
+						return gorma.Send(ctx, w, []byte{1}, 1, 2)
+					}
+					if _, err := gorma.Recv(ctx, w, make([]byte, 1), 0, 2); err != nil {
+						return err
+					}
+					_, err := gorma.Recv(ctx, w, make([]byte, size), 0, 1)
+					return err
+				}
+				if err := round(); err != nil { // warm up: the registration cache entry
+					return err
+				}
+				if err := gorma.Barrier(ctx, w); err != nil {
+					return err
+				}
+				bytes0, mrs0 := inUse(arenaStats(t, w))
+				for i := range cycles {
+					if err := round(); err != nil {
+						return fmt.Errorf("cycle %d: %w", i, err)
+					}
+				}
+				if err := gorma.Barrier(ctx, w); err != nil {
+					return err
+				}
+				// The sender's table entry is freed at the FIN, which the barrier's
+				// messages follow on the same connection; poll briefly all the same.
+				var posted, ux, table int
+				for deadline := time.Now().Add(5 * time.Second); ; {
+					posted, ux, table = gorma.Pending(w)
+					if posted+ux+table == 0 || time.Now().After(deadline) {
+						break
+					}
+					if err := gorma.Barrier(ctx, w); err != nil {
+						return err
+					}
+				}
+				if posted+ux+table != 0 {
+					return fmt.Errorf("after %d cancelled rendezvous sends: %d posted, %d unexpected, %d rendezvous table entries, want none", cycles, posted, ux, table)
+				}
+				if bytes1, mrs1 := inUse(arenaStats(t, w)); bytes1 != bytes0 || mrs1 != mrs0 {
+					return fmt.Errorf("after %d cancelled rendezvous sends: arena %d bytes in use and %d live MRs, want %d and %d", cycles, bytes1, mrs1, bytes0, mrs0)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestLeakCancelledReceives withdraws receives by context and checks that no posted
+// receive, Request or table entry stays behind.
+func TestLeakCancelledReceives(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			runtimetest.Run(t, 2, runtimetest.Options{Transport: tr, Hosts: hostsFor(tr), Timeout: 30 * time.Second}, func(w *gorma.World) error {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				for i := range 200 {
+					rctx, rcancel := context.WithCancel(ctx)
+					rcancel()
+					if _, err := gorma.Recv(rctx, w, make([]byte, 64<<10), gorma.AnySource, 3); !errors.Is(err, context.Canceled) {
+						return fmt.Errorf("cycle %d: cancelled receive returned %v", i, err)
+					}
+					q, err := gorma.Irecv(w, make([]byte, 64), 1-w.Rank(), 4)
+					if err != nil {
+						return err
+					}
+					rctx, rcancel = context.WithCancel(ctx)
+					rcancel()
+					// The peer's message may be in already: then Wait succeeds.
+					if _, err := q.Wait(rctx); err != nil && !errors.Is(err, context.Canceled) {
+						return fmt.Errorf("cycle %d: cancelled wait returned %v", i, err)
+					}
+					// The Irecv stays posted: satisfy it so the next cycle starts clean.
+					if err := gorma.Send(ctx, w, []byte{byte(i)}, 1-w.Rank(), 4); err != nil {
+						return err
+					}
+					if _, err := q.Wait(ctx); err != nil {
+						return err
+					}
+				}
+				if err := gorma.Barrier(ctx, w); err != nil {
+					return err
+				}
+				if posted, ux, table := gorma.Pending(w); posted+ux+table != 0 {
+					return fmt.Errorf("after 200 cancelled receives: %d posted, %d unexpected, %d rendezvous table entries, want none", posted, ux, table)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// hostsFor places two ranks on pretend hosts of their own for tcp.
+func hostsFor(tr string) []string {
+	if tr == "tcp" {
+		return []string{"a", "b"}
+	}
+	return nil
+}

@@ -199,6 +199,7 @@ type engine struct {
 	aborted    *ProcError // the job is aborting: every call fails with it
 	finalizing bool
 	finalized  bool
+	over       atomic.Bool // Finalize has begun (Finalized): set with finalizing, never cleared
 	nextCtx    uint16
 	wcs        [32]verbs.WC
 	rxLater    []*peer // peers with receive slots to repost before the next wait (peers.go)
@@ -251,6 +252,7 @@ func (w *World) Finalize(ctx context.Context) error {
 		return nil
 	}
 	e.finalizing = true
+	e.over.Store(true)
 	// Receives and probes still posted fail now, with ErrFinalized, as documented. Left
 	// posted until the end, they could instead fail with ErrProcFailed: a peer that has
 	// passed the fence closes its transport, which this rank sees as its connection
@@ -280,6 +282,12 @@ func (w *World) Finalize(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Finalized reports whether Finalize has begun on w's job: one atomic load. A layer that
+// touches mapped memory directly (package window: this rank's arena and peers' mappings,
+// which Finalize unmaps) checks it first and fails instead of faulting. Calls racing
+// Finalize from other goroutines are the caller's error, as in MPI.
+func (w *World) Finalized() bool { return w.e.over.Load() }
 
 // Abort aborts the job: it tells the launcher (which stops every rank and exits with
 // code, printing msg in its summary line) and then exits this process with code. It does

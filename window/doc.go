@@ -55,6 +55,9 @@
 // Calls return a *Error naming the operation, the target rank and the displacement, and
 // wrapping a sentinel (ErrEpoch, ErrRange, ErrFreed, ErrNotShared, ErrFlavor, ErrInvalid)
 // or the runtime's error (a *runtime.ProcError for a failed peer) or a context error.
+// Once the World's Finalize has begun, every call fails with an error wrapping
+// runtime.ErrFinalized (World.Finalized), before it touches memory that Finalize unmaps;
+// a call racing Finalize from another goroutine is the caller's error, as in MPI.
 //
 // # Concurrency contract
 //

@@ -182,8 +182,8 @@ func (w *Win[T]) dynFreeSlot() int {
 }
 
 func (w *Win[T]) dynCheck(op string) error {
-	if w.freed.Load() {
-		return werr(op, -1, -1, ErrFreed)
+	if err := w.usable(op, -1, -1); err != nil {
+		return err
 	}
 	if w.flavor != FlavorDynamic {
 		return werrf(op, -1, -1, ErrFlavor, "%s on a %v window (CreateDynamic makes dynamic ones)", op, w.flavor)
@@ -252,7 +252,7 @@ func (w *Win[T]) dynSpan(op string, t *target[T], disp, n int) (span[T], error) 
 		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "%d elements at element %d of a buffer of %d attached at rank %d", n, off, p.n, t.rank)
 	}
 	if !p.rm.Live() {
-		return span[T]{}, werrf(op, t.rank, disp, ErrFreed, "the World was finalized")
+		return span[T]{}, werrf(op, t.rank, disp, runtime.ErrFinalized, "the World was finalized")
 	}
 	return span[T]{t: t, data: p.rm, off: off}, nil
 }

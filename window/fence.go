@@ -26,8 +26,8 @@ const (
 // ErrEpoch.
 func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 	const op = "fence"
-	if w.freed.Load() {
-		return werr(op, -1, -1, ErrFreed)
+	if err := w.usable(op, -1, -1); err != nil {
+		return err
 	}
 	if w.locks > 0 || w.lockAll {
 		return werrf(op, -1, -1, ErrEpoch, "Fence inside a passive-target epoch (Unlock first)")

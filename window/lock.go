@@ -83,8 +83,8 @@ func (w *Win[T]) Unlock(ctx context.Context, rank int) error {
 // LockAll opens a shared passive-target epoch to every rank (MPI_Win_lock_all).
 func (w *Win[T]) LockAll(ctx context.Context, assert Assert) error {
 	const op = "lock_all"
-	if w.freed.Load() {
-		return werr(op, -1, -1, ErrFreed)
+	if err := w.usable(op, -1, -1); err != nil {
+		return err
 	}
 	if w.lockAll || w.locks > 0 {
 		return werrf(op, -1, -1, ErrEpoch, "a passive-target epoch is already open")
@@ -117,8 +117,8 @@ func (w *Win[T]) LockAll(ctx context.Context, assert Assert) error {
 // UnlockAll completes every operation of this rank and releases the locks of LockAll.
 func (w *Win[T]) UnlockAll(ctx context.Context) error {
 	const op = "unlock_all"
-	if w.freed.Load() {
-		return werr(op, -1, -1, ErrFreed)
+	if err := w.usable(op, -1, -1); err != nil {
+		return err
 	}
 	if !w.lockAll {
 		return werrf(op, -1, -1, ErrEpoch, "no LockAll epoch is open")
@@ -141,8 +141,8 @@ func (w *Win[T]) UnlockAll(ctx context.Context) error {
 
 // syncTarget checks a synchronization call naming rank.
 func (w *Win[T]) syncTarget(op string, rank int) (*target[T], error) {
-	if w.freed.Load() {
-		return nil, werr(op, rank, -1, ErrFreed)
+	if err := w.usable(op, rank, -1); err != nil {
+		return nil, err
 	}
 	if uint(rank) >= uint(w.size) {
 		return nil, werrf(op, rank, -1, ErrInvalid, "rank %d of a window of %d ranks", rank, w.size)
@@ -272,8 +272,8 @@ func (w *Win[T]) Flush(ctx context.Context, rank int) error {
 // FlushAll is Flush for every rank.
 func (w *Win[T]) FlushAll(ctx context.Context) error {
 	const op = "flush_all"
-	if w.freed.Load() {
-		return werr(op, -1, -1, ErrFreed)
+	if err := w.usable(op, -1, -1); err != nil {
+		return err
 	}
 	if w.locks == 0 && !w.lockAll {
 		return werrf(op, -1, -1, ErrEpoch, "FlushAll outside a passive-target epoch")
@@ -293,8 +293,8 @@ func (w *Win[T]) FlushLocalAll(ctx context.Context) error { return w.FlushAll(ct
 // cached copies included (MPI_Win_sync in the unified model).
 func (w *Win[T]) Sync(ctx context.Context) error {
 	const op = "sync"
-	if w.freed.Load() {
-		return werr(op, -1, -1, ErrFreed)
+	if err := w.usable(op, -1, -1); err != nil {
+		return err
 	}
 	return werr(op, w.rank, -1, w.ownerSync(ctx))
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,16 +14,6 @@ import (
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
 )
-
-// knownBug skips a test that reproduces a bug of window's non-test files that crashes the
-// whole test binary (a fault no recover can catch) or fails, until the bug is fixed; set
-// GORMA_WINDOW_BUGS=1 to run it and see the failure.
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("GORMA_WINDOW_BUGS") == "" {
-		t.Skipf("known bug, not yet fixed (GORMA_WINDOW_BUGS=1 runs it): %s", what)
-	}
-}
 
 // misuseCall runs f with a bound and turns a panic into an error, so that one misuse that
 // panics or hangs does not hide the others.
@@ -93,7 +82,6 @@ func TestMisuseWindowNilWorld(t *testing.T) {
 // TestMisuseWindowHugeCount asks for windows whose byte size overflows int: each fails
 // with ErrInvalid (or an allocation error), never a panic or a window smaller than asked.
 func TestMisuseWindowHugeCount(t *testing.T) {
-	knownBug(t, "Allocate(1<<61) of float64 panics: n*elemSize overflows to 0 in create (win.go), then asElems(...)[:n:n] slices past capacity")
 	runtimetest.Run(t, 1, runtimetest.Options{Transport: "shm"}, func(w *runtime.World) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -271,7 +259,6 @@ func TestMisuseWindowEpochs(t *testing.T) {
 // call: each must fail at once with an error (runtime.ErrFinalized, or ErrFreed for a
 // window whose World is gone), never panic, hang, or touch memory that Finalize unmapped.
 func TestMisuseWindowAfterFinalize(t *testing.T) {
-	knownBug(t, "after Finalize a Put to a same-host rank copies into the peer's arena mapping, which Finalize unmapped: SIGSEGV (access in rma.go checks Live only for t.data, nil for mapped targets)")
 	for _, tr := range []string{"shm", "tcp"} {
 		t.Run(tr, func(t *testing.T) {
 			j, err := runtimetest.Start(context.Background(), 2, runtimetest.Options{Transport: tr})

@@ -127,8 +127,8 @@ func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
 // target's error (the first).
 func (w *Win[T]) Complete(ctx context.Context) error {
 	const op = "complete"
-	if w.freed.Load() {
-		return werr(op, -1, -1, ErrFreed)
+	if err := w.usable(op, -1, -1); err != nil {
+		return err
 	}
 	s := &w.pscw
 	if !s.accessOn {
@@ -190,8 +190,8 @@ func (w *Win[T]) Test() (bool, error) {
 }
 
 func (w *Win[T]) exposureCheck(op string) error {
-	if w.freed.Load() {
-		return werr(op, -1, -1, ErrFreed)
+	if err := w.usable(op, -1, -1); err != nil {
+		return err
 	}
 	if !w.pscw.exposureOn {
 		return werrf(op, -1, -1, ErrEpoch, "no exposure epoch is open (Post first)")
@@ -235,8 +235,8 @@ func (w *Win[T]) originsErr(op string) error {
 
 // pscwCheck checks the state and the group of a Post or Start.
 func (w *Win[T]) pscwCheck(op string, group []int) error {
-	if w.freed.Load() {
-		return werr(op, -1, -1, ErrFreed)
+	if err := w.usable(op, -1, -1); err != nil {
+		return err
 	}
 	if w.locks > 0 || w.lockAll {
 		return werrf(op, -1, -1, ErrEpoch, "PSCW inside a passive-target epoch (Unlock first)")

@@ -12,7 +12,7 @@ func (w *Win[T]) Put(origin []T, rank, disp int) error {
 	if uint(rank) < uint(len(w.tg)) {
 		t := &w.tg[rank]
 		if m := t.mem; m != nil && t.open != 0 && w.coh == nil && uint(disp) <= uint(len(m)) &&
-			uint(len(origin)) <= uint(len(m)-disp) && (t.data == nil || t.data.Live()) {
+			uint(len(origin)) <= uint(len(m)-disp) && (t.data == nil && !w.comm.Finalized() || t.data != nil && t.data.Live()) {
 			if len(origin) == 1 {
 				m[disp] = origin[0]
 			} else {
@@ -46,7 +46,7 @@ func (w *Win[T]) Get(result []T, rank, disp int) error {
 	if uint(rank) < uint(len(w.tg)) { // the fast path, as Put's
 		t := &w.tg[rank]
 		if m := t.mem; m != nil && t.open != 0 && uint(disp) <= uint(len(m)) &&
-			uint(len(result)) <= uint(len(m)-disp) && (t.data == nil || t.data.Live()) {
+			uint(len(result)) <= uint(len(m)-disp) && (t.data == nil && !w.comm.Finalized() || t.data != nil && t.data.Live()) {
 			if len(result) == 1 {
 				result[0] = m[disp]
 			} else {
@@ -80,11 +80,25 @@ type span[T runtime.Elem] struct {
 	off  int
 }
 
+// usable returns ErrFreed after Free, and an error wrapping runtime.ErrFinalized once the
+// World's Finalize has begun: Finalize unmaps this rank's arena and its peers' mappings,
+// which the window reads and writes directly, so every call checks first rather than
+// fault (a Put to this rank, a Fence on shm, a Sync did).
+func (w *Win[T]) usable(op string, rank, disp int) error {
+	if w.freed.Load() {
+		return werr(op, rank, disp, ErrFreed)
+	}
+	if w.comm.Finalized() {
+		return werrf(op, rank, disp, runtime.ErrFinalized, "the World was finalized")
+	}
+	return nil
+}
+
 // access checks a call on rank's memory at disp for n elements and returns where it
 // lands.
 func (w *Win[T]) access(op string, rank, disp, n int) (span[T], error) {
-	if w.freed.Load() {
-		return span[T]{}, werr(op, rank, disp, ErrFreed)
+	if err := w.usable(op, rank, disp); err != nil {
+		return span[T]{}, err
 	}
 	if uint(rank) >= uint(w.size) {
 		return span[T]{}, werrf(op, rank, disp, ErrInvalid, "rank %d of a window of %d ranks", rank, w.size)
@@ -100,7 +114,7 @@ func (w *Win[T]) access(op string, rank, disp, n int) (span[T], error) {
 		return span[T]{}, werrf(op, rank, disp, ErrRange, "%d elements at displacement %d of rank %d's %d", n, disp, rank, t.n)
 	}
 	if t.data != nil && !t.data.Live() {
-		return span[T]{}, werrf(op, rank, disp, ErrFreed, "the World was finalized")
+		return span[T]{}, werrf(op, rank, disp, runtime.ErrFinalized, "the World was finalized")
 	}
 	return span[T]{t: t, mem: t.mem, data: t.data, off: disp}, nil
 }

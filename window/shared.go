@@ -12,8 +12,8 @@ package window
 // made by AllocateShared; ErrInvalid for a rank out of range; ErrFreed.
 func (w *Win[T]) SharedQuery(rank int) ([]T, error) {
 	const op = "shared_query"
-	if w.freed.Load() {
-		return nil, werr(op, rank, -1, ErrFreed)
+	if err := w.usable(op, rank, -1); err != nil {
+		return nil, err
 	}
 	if w.flavor != FlavorShared {
 		return nil, werrf(op, rank, -1, ErrFlavor, "SharedQuery on a %v window (AllocateShared makes shared ones)", w.flavor)

@@ -174,7 +174,7 @@ func asElems[T runtime.Elem](b []byte) []T {
 
 func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n int, buf []T, opts []Option) (win *Win[T], err error) {
 	op := "create"
-	if n < 0 {
+	if n < 0 || n > math.MaxInt/elemSize[T]() { // the byte count must not overflow
 		return nil, werrf(op, -1, -1, ErrInvalid, "%d elements", n)
 	}
 	o := options{pageSize: 4096, cache: true}
@@ -359,8 +359,8 @@ func (w *Win[T]) attach(recs [][]byte) error {
 // an epoch may write it.
 func (w *Win[T]) Free(ctx context.Context) error {
 	const op = "free"
-	if w.freed.Load() {
-		return werr(op, -1, -1, ErrFreed)
+	if err := w.usable(op, -1, -1); err != nil {
+		return err
 	}
 	if w.locks > 0 || w.lockAll || w.pscw.active() {
 		return werrf(op, -1, -1, ErrEpoch, "an access or exposure epoch is still open (Unlock, Complete or Wait first)")

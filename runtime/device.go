@@ -22,6 +22,10 @@ const (
 	slotBudget   = 512 // receive slots per rank, spread over its peers
 	readChunk    = 64 << 20
 	regCacheSize = 64
+	// regCacheIdle bounds the bytes of idle cached registrations of user buffers, which
+	// keep those buffers alive: a program sending from a fresh large buffer each time
+	// would otherwise hold regCacheSize of them (1 GiB at 16 MiB).
+	regCacheIdle = 256 << 20
 )
 
 func slotsPerPeer(peers int) int {
@@ -69,6 +73,7 @@ func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slo
 	_, d.fastbox = d.cq.(waitChecker)
 	pd := d.pd
 	d.regs = arena.NewRegCache(func(buf []byte, a verbs.Access) (verbs.MR, error) { return pd.RegMR(buf, a) }, regCacheSize)
+	d.regs.SetIdleLimit(regCacheIdle)
 	return d, nil
 }
 

@@ -47,7 +47,8 @@
 // returns at once. Larger ones use rendezvous (rndv.go): the sender exposes its buffer
 // (registration cache, which on shm also backs large buffers with huge pages; each send
 // holds a reference on its registration until FIN, and only registrations no send holds
-// are evicted, so any number of rendezvous sends may be in flight; where the kernel
+// are evicted, at most 64 and 256 MiB of them kept idle, so any number of rendezvous sends
+// may be in flight; where the kernel
 // forbids reading its memory, a private copy) and sends RTS; the receiver RDMA-reads straight into its receive buffer and
 // answers FIN, which completes the sender. A message that arrives before its receive
 // waits in the unexpected queue (eager payloads copied into pooled buffers, rendezvous

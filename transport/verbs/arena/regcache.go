@@ -22,12 +22,14 @@ import (
 // The caller must Invalidate a buffer before its memory is reused for something that must
 // not stay remotely reachable; Go memory held by a cached MR is kept alive by the MR.
 type RegCache struct {
-	reg func(buf []byte, access verbs.Access) (verbs.MR, error)
-	cap int
+	reg       func(buf []byte, access verbs.Access) (verbs.MR, error)
+	cap       int
+	idleLimit int64 // bytes of idle registrations kept at most (SetIdleLimit); 0: no limit
 
 	mu      sync.Mutex
 	entries []*cacheEntry // most recently used last
 	retired []*cacheEntry // invalidated while referenced: deregistered at their last Put
+	idle    int64         // bytes of the idle (unreferenced) registrations in entries
 	hits    int64
 	misses  int64
 	evicted int64
@@ -37,6 +39,17 @@ type cacheEntry struct {
 	start, end uintptr
 	mr         verbs.MR
 	refs       int
+}
+
+// SetIdleLimit bounds the bytes of idle registrations the cache keeps (0: no bound, the
+// default): a registration of Go memory keeps that memory alive, so a program that sends
+// from a fresh large buffer each time would otherwise hold capacity times the largest
+// buffer. Least recently used idle registrations go first.
+func (c *RegCache) SetIdleLimit(bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.idleLimit = bytes
+	c.trimLocked(c.cap)
 }
 
 // NewRegCache returns a cache of at most capacity idle registrations made by reg.
@@ -63,6 +76,9 @@ func (c *RegCache) Get(buf []byte, access verbs.Access) (verbs.MR, error) {
 		e := c.entries[i]
 		if e.start <= start && end <= e.end && e.mr.Access().Has(access) {
 			c.hits++
+			if e.refs == 0 {
+				c.idle -= int64(e.end - e.start)
+			}
 			e.refs++
 			copy(c.entries[i:], c.entries[i+1:])
 			c.entries[len(c.entries)-1] = e
@@ -83,14 +99,16 @@ func (c *RegCache) Get(buf []byte, access verbs.Access) (verbs.MR, error) {
 // entries are left or none is idle.
 func (c *RegCache) trimLocked(keep int) {
 	excess := len(c.entries) - keep
-	if excess <= 0 {
+	over := func() bool { return excess > 0 || c.idleLimit > 0 && c.idle > c.idleLimit }
+	if !over() {
 		return
 	}
 	kept := c.entries[:0]
 	for _, e := range c.entries {
-		if excess > 0 && e.refs == 0 {
+		if over() && e.refs == 0 {
 			e.mr.Dereg()
 			c.evicted++
+			c.idle -= int64(e.end - e.start)
 			excess--
 			continue
 		}
@@ -108,10 +126,10 @@ func (c *RegCache) Put(mr verbs.MR) {
 	defer c.mu.Unlock()
 	for _, e := range c.entries {
 		if e.mr == mr {
-			e.refs--
-			if len(c.entries) > c.cap {
-				c.trimLocked(c.cap)
+			if e.refs--; e.refs == 0 {
+				c.idle += int64(e.end - e.start)
 			}
+			c.trimLocked(c.cap)
 			return
 		}
 	}
@@ -142,6 +160,7 @@ func (c *RegCache) Invalidate(buf []byte) {
 			c.retired = append(c.retired, e)
 		default:
 			e.mr.Dereg()
+			c.idle -= int64(e.end - e.start)
 		}
 	}
 	clear(c.entries[len(kept):])
@@ -158,7 +177,7 @@ func (c *RegCache) Close() {
 	for _, e := range c.retired {
 		e.mr.Dereg()
 	}
-	c.entries, c.retired = nil, nil
+	c.entries, c.retired, c.idle = nil, nil, 0
 }
 
 // Stats returns hits, misses and evictions.

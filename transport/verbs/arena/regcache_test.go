@@ -105,3 +105,35 @@ func TestRegCacheKeepsReferenced(t *testing.T) {
 		t.Fatalf("Close left %d of 11 registered", 11-dereged)
 	}
 }
+
+// TestRegCacheIdleLimit: idle registrations beyond the byte limit are evicted, least
+// recently used first; referenced ones stay whatever their size.
+func TestRegCacheIdleLimit(t *testing.T) {
+	dereged := 0
+	reg := func(buf []byte, acc verbs.Access) (verbs.MR, error) {
+		return &fakeMR{buf: buf, acc: acc, dereged: &dereged}, nil
+	}
+	c := NewRegCache(reg, 64)
+	c.SetIdleLimit(3 << 20)
+	bufs := make([][]byte, 5)
+	mrs := make([]verbs.MR, 5)
+	for i := range bufs {
+		bufs[i] = make([]byte, 1<<20)
+		mrs[i], _ = c.Get(bufs[i], verbs.RemoteRead)
+	}
+	if dereged != 0 {
+		t.Fatalf("%d referenced registrations evicted", dereged)
+	}
+	for _, mr := range mrs {
+		c.Put(mr) // 5 MiB idle against a 3 MiB limit: the 2 oldest go
+	}
+	if dereged != 2 {
+		t.Fatalf("%d evicted, want 2", dereged)
+	}
+	if again, _ := c.Get(bufs[0], verbs.RemoteRead); again == mrs[0] {
+		t.Fatal("the least recently used idle registration was kept")
+	}
+	if again, _ := c.Get(bufs[4], verbs.RemoteRead); again != mrs[4] {
+		t.Fatal("a recent idle registration was evicted")
+	}
+}

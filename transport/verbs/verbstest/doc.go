@@ -38,7 +38,9 @@
 // right-less keys with the target untouched, RemInvReqErr, LocProtErr, LocLenErr,
 // WRFlushErr, RetryExcErr) and the Err state that follows; concurrent atomics from several
 // devices and processes and a compare-swap lock; every wait mode and CQ.Wait's context
-// handling; and helper processes that are SIGKILLed while a transfer is under way. Cases
+// handling; helper processes that are SIGKILLed while a transfer is under way; and
+// hundreds of device and queue-pair open/use/close cycles, after which goroutines, fds,
+// mappings, /dev/shm files and arena bytes must be back to their baseline. Cases
 // needing a capability the provider does not advertise in its Caps are skipped.
 //
 // # Bounds

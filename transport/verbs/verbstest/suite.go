@@ -65,6 +65,8 @@ var cases = []testCase{
 	{"WaitModes", testWaitModes},
 	{"CQWait", testCQWait},
 	{"MultiProcess", testMultiProcess},
+	{"DeviceCycles", testDeviceCycles},
+	{"QPCycles", testQPCycles},
 }
 
 // Run runs every conformance case as subtests of t. Cases needing a capability the

@@ -1,4 +1,4 @@
-package tcp
+package verbstest
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
-// Leak tests: devices opened and closed, and queue pairs created, connected and closed,
+// Cycle cases (DeviceCycles, QPCycles): devices opened and closed, and queue pairs created, connected and closed,
 // many times in one process; afterwards goroutines, fds, /dev/shm files and mappings must
 // be back to the baseline (mappings within a small slack for the Go heap's own growth),
 // and a device's arena bytes in use and live MRs back to where they were.
@@ -111,16 +111,16 @@ func leakWrite(t testing.TB, a, b leakQP, src, dst verbs.MR) {
 	}
 }
 
-// TestLeakDeviceCycles opens two devices, connects a queue pair of each to the other,
+// testDeviceCycles opens two devices, connects a queue pair of each to the other,
 // writes through it and closes both devices, 100 times.
-func TestLeakDeviceCycles(t *testing.T) {
+func testDeviceCycles(t *testing.T, f Factory) {
 	const cycles = 100
 	cycle := func() {
 		var devs [2]verbs.Device
 		var qps [2]leakQP
 		var mrs [2]verbs.MR
 		for i := range devs {
-			dev, err := verbs.Open(providerName, leakCfg())
+			dev, err := verbs.Open(f.Provider, leakCfg(f))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,14 +149,14 @@ func TestLeakDeviceCycles(t *testing.T) {
 	checkLeakUsage(t, fmt.Sprintf("after %d device cycles", cycles), base, leakSettle(base))
 }
 
-// TestLeakQPCycles keeps two devices open and creates, connects, uses and closes a queue
+// testQPCycles keeps two devices open and creates, connects, uses and closes a queue
 // pair on each (with its CQ and MRs) 200 times.
-func TestLeakQPCycles(t *testing.T) {
+func testQPCycles(t *testing.T, f Factory) {
 	const cycles = 200
 	var devs [2]verbs.Device
 	var pds [2]verbs.PD
 	for i := range devs {
-		dev, err := verbs.Open(providerName, leakCfg())
+		dev, err := verbs.Open(f.Provider, leakCfg(f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,5 +204,9 @@ func TestLeakQPCycles(t *testing.T) {
 	}
 }
 
-// leakCfg is a small device, as this package's tests open many.
-func leakCfg() verbs.Config { return testCfg() }
+// leakCfg is a small device, as these cases open many.
+func leakCfg(f Factory) verbs.Config {
+	cfg := factoryConfig(f, "cycles")
+	cfg.ArenaSize, cfg.MaxMRs = 64<<20, 256
+	return cfg
+}

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
@@ -23,41 +21,8 @@ import (
 // come back to where they were after a warm-up (arena scratch stays allocated at its
 // high-water size by design, so the warm-up reaches the largest size first).
 
-// leakArena sums the arena counters of every device of w's rank. The runtime exports no
-// accessor, so this reads World.e.devs[i].dev by reflection; it fails t loudly if the
-// fields move.
-func leakArena(t testing.TB, w *runtime.World) (inUse, mrs int64) {
-	t.Helper()
-	e := reflect.ValueOf(w).Elem().FieldByName("e")
-	if !e.IsValid() || e.Kind() != reflect.Pointer {
-		t.Fatal("leak test: runtime.World has no engine field e")
-	}
-	devs := e.Elem().FieldByName("devs")
-	if !devs.IsValid() || devs.Kind() != reflect.Slice {
-		t.Fatal("leak test: runtime engine has no devs slice")
-	}
-	for i := range devs.Len() {
-		f := devs.Index(i).Elem().FieldByName("dev")
-		if !f.IsValid() {
-			t.Fatal("leak test: runtime device has no dev field")
-		}
-		// Stats by name: collectives may not import transport/verbs (deps_test.go), not
-		// even in tests.
-		dev := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
-		stats := dev.MethodByName("Stats")
-		if !stats.IsValid() {
-			t.Fatal("leak test: runtime device's dev has no Stats method")
-		}
-		st := stats.Call(nil)[0]
-		in, live := st.FieldByName("InUse"), st.FieldByName("LiveMRs")
-		if !in.IsValid() || !live.IsValid() {
-			t.Fatal("leak test: arena stats have no InUse or LiveMRs")
-		}
-		inUse += in.Int()
-		mrs += live.Int()
-	}
-	return inUse, mrs
-}
+// leakArena sums the arena counters of every device of w's rank.
+func leakArena(_ testing.TB, w *runtime.World) (inUse, mrs int64) { return runtimetest.ArenaUse(w) }
 
 // leakUsage is what a leak check counts in this process.
 type leakUsage struct{ goroutines, fds, maps int }

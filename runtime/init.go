@@ -95,6 +95,14 @@ func init() {
 	testhook.Init = func(ctx context.Context, o testhook.Options) (any, error) {
 		return initWith(ctx, options{getenv: o.Getenv, hostSalt: o.HostSalt, exit: o.Exit})
 	}
+	testhook.ArenaUse = func(w any) (inUse, liveMRs int64) {
+		for _, d := range w.(*World).e.devs {
+			st := d.dev.Stats()
+			inUse += st.InUse
+			liveMRs += st.LiveMRs
+		}
+		return inUse, liveMRs
+	}
 }
 
 // Init joins the job this process was launched into by golaunch, and returns the World.

@@ -7,15 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	goruntime "runtime"
 	"testing"
 	"time"
-	"unsafe"
 
 	gorma "github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
-	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
 // Leak tests: run many cycles of an operation and check that what it uses comes back to
@@ -72,40 +69,6 @@ func checkUsage(t *testing.T, what string, base, now usage, mapSlack int, heapSl
 			t.Logf("goroutines:\n%s", buf[:goruntime.Stack(buf, true)])
 		}
 	}
-}
-
-// arenaStats returns the arena counters of every device of w's rank. The runtime exports
-// no accessor, so this reads World.e.devs[i].dev by reflection; it fails t loudly if the
-// fields move.
-func arenaStats(t testing.TB, w *gorma.World) []verbs.ArenaStats {
-	t.Helper()
-	e := reflect.ValueOf(w).Elem().FieldByName("e")
-	if !e.IsValid() || e.Kind() != reflect.Pointer {
-		t.Fatal("leak test: runtime.World has no engine field e")
-	}
-	devs := e.Elem().FieldByName("devs")
-	if !devs.IsValid() || devs.Kind() != reflect.Slice {
-		t.Fatal("leak test: runtime engine has no devs slice")
-	}
-	var out []verbs.ArenaStats
-	for i := range devs.Len() {
-		f := devs.Index(i).Elem().FieldByName("dev")
-		if !f.IsValid() {
-			t.Fatal("leak test: runtime device has no dev field")
-		}
-		dev := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(verbs.Device)
-		out = append(out, dev.Stats())
-	}
-	return out
-}
-
-// inUse sums the bytes in use and the live MRs of stats.
-func inUse(stats []verbs.ArenaStats) (bytes, mrs int64) {
-	for _, s := range stats {
-		bytes += s.InUse
-		mrs += s.LiveMRs
-	}
-	return bytes, mrs
 }
 
 // TestLeakJobCycles starts and finalizes whole jobs in this process, over shm, over tcp
@@ -204,7 +167,7 @@ func TestLeakRendezvousCancel(t *testing.T) {
 				if err := gorma.Barrier(ctx, w); err != nil {
 					return err
 				}
-				bytes0, mrs0 := inUse(arenaStats(t, w))
+				bytes0, mrs0 := runtimetest.ArenaUse(w)
 				for i := range cycles {
 					if err := round(); err != nil {
 						return fmt.Errorf("cycle %d: %w", i, err)
@@ -228,7 +191,7 @@ func TestLeakRendezvousCancel(t *testing.T) {
 				if posted+ux+table != 0 {
 					return fmt.Errorf("after %d cancelled rendezvous sends: %d posted, %d unexpected, %d rendezvous table entries, want none", cycles, posted, ux, table)
 				}
-				if bytes1, mrs1 := inUse(arenaStats(t, w)); bytes1 != bytes0 || mrs1 != mrs0 {
+				if bytes1, mrs1 := runtimetest.ArenaUse(w); bytes1 != bytes0 || mrs1 != mrs0 {
 					return fmt.Errorf("after %d cancelled rendezvous sends: arena %d bytes in use and %d live MRs, want %d and %d", cycles, bytes1, mrs1, bytes0, mrs0)
 				}
 				return nil

@@ -5,16 +5,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"reflect"
 	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
-	"github.com/gorma-hpc/gorma/transport/verbs"
 	"github.com/gorma-hpc/gorma/window"
 )
 
@@ -34,30 +31,8 @@ var leakLayouts = []struct {
 	{"mixed", 3, runtimetest.Options{Hosts: []string{"a", "a", "b"}}},
 }
 
-// leakArena returns the arena counters of every device of w's rank. The runtime exports
-// no accessor, so this reads World.e.devs[i].dev by reflection; it fails t loudly if the
-// fields move.
-func leakArena(t testing.TB, w *runtime.World) (inUse, mrs int64) {
-	t.Helper()
-	e := reflect.ValueOf(w).Elem().FieldByName("e")
-	if !e.IsValid() || e.Kind() != reflect.Pointer {
-		t.Fatal("leak test: runtime.World has no engine field e")
-	}
-	devs := e.Elem().FieldByName("devs")
-	if !devs.IsValid() || devs.Kind() != reflect.Slice {
-		t.Fatal("leak test: runtime engine has no devs slice")
-	}
-	for i := range devs.Len() {
-		f := devs.Index(i).Elem().FieldByName("dev")
-		if !f.IsValid() {
-			t.Fatal("leak test: runtime device has no dev field")
-		}
-		st := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(verbs.Device).Stats()
-		inUse += st.InUse
-		mrs += st.LiveMRs
-	}
-	return inUse, mrs
-}
+// leakArena sums the arena counters of every device of w's rank.
+func leakArena(_ testing.TB, w *runtime.World) (inUse, mrs int64) { return runtimetest.ArenaUse(w) }
 
 // leakUsage is what a leak check counts in this process.
 type leakUsage struct{ goroutines, fds, maps int }

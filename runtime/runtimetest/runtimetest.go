@@ -293,3 +293,7 @@ func (h *handler) Gone(rank int) {
 	h.srv.Notify(-1, pmi.Event{Kind: pmi.ProcFailed, Rank: rank, Cause: "exited without Finalize"})
 	h.x.Fail(fmt.Errorf("rank %d exited without Finalize", rank))
 }
+
+// ArenaUse returns the bytes in use and the live MRs of the arenas of w's rank, summed
+// over its devices: what a leak test compares before and after many cycles.
+func ArenaUse(w *runtime.World) (inUse, liveMRs int64) { return testhook.ArenaUse(w) }

@@ -19,3 +19,7 @@ type Options struct {
 
 // Init is runtime's internal Init; it returns a *runtime.World.
 var Init func(ctx context.Context, opt Options) (any, error)
+
+// ArenaUse returns the bytes in use and the live MRs of the arenas of every device of a
+// *runtime.World's rank, for leak tests (runtimetest.ArenaUse). Package runtime sets it.
+var ArenaUse func(w any) (inUse, liveMRs int64)

@@ -1,7 +1,6 @@
 package collectives
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,30 +20,6 @@ import (
 // come back to where they were after a warm-up (arena scratch stays allocated at its
 // high-water size by design, so the warm-up reaches the largest size first).
 
-// leakArena sums the arena counters of every device of w's rank.
-func leakArena(_ testing.TB, w *runtime.World) (inUse, mrs int64) { return runtimetest.ArenaUse(w) }
-
-// leakUsage is what a leak check counts in this process.
-type leakUsage struct{ goroutines, fds, maps int }
-
-func leakMeasure() leakUsage {
-	fds, _ := os.ReadDir("/proc/self/fd")
-	maps, _ := os.ReadFile("/proc/self/maps")
-	return leakUsage{goruntime.NumGoroutine(), len(fds), bytes.Count(maps, []byte("\n"))}
-}
-
-// leakSettle polls, for at most 5 s, until goroutines and fds are back to base.
-func leakSettle(base leakUsage) leakUsage {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		u := leakMeasure()
-		if u.goroutines <= base.goroutines && u.fds <= base.fds || time.Now().After(deadline) {
-			return u
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 var leakLayouts = []struct {
 	name string
 	n    int
@@ -61,17 +36,17 @@ var leakSizes = []int{1, 600, 1 << 12, 1 << 16, 1 << 9, 1 << 15, 3, 70_000, 1 <<
 // checkRank compares a rank's arena with its baseline; rank 0 also checks the process
 // (the other ranks wait in a barrier, as they did at the baseline). Every rank takes both
 // barriers whatever it finds, so that a failure does not leave the others waiting.
-func checkRank(t *testing.T, ctx context.Context, w *runtime.World, what string, inUse0, mrs0 int64, base *atomic.Pointer[leakUsage]) error {
+func checkRank(t *testing.T, ctx context.Context, w *runtime.World, what string, inUse0, mrs0 int64, base *atomic.Pointer[runtimetest.Usage]) error {
 	if err := runtime.Barrier(ctx, w); err != nil {
 		return err
 	}
 	var errs []error
-	if inUse, mrs := leakArena(t, w); inUse != inUse0 || mrs != mrs0 {
+	if inUse, mrs := runtimetest.ArenaUse(w); inUse != inUse0 || mrs != mrs0 {
 		errs = append(errs, fmt.Errorf("after %s: arena %d bytes in use and %d live MRs, want %d and %d", what, inUse, mrs, inUse0, mrs0))
 	}
 	if w.Rank() == 0 && base != nil {
 		b := *base.Load()
-		if u := leakSettle(b); u.goroutines > b.goroutines || u.fds > b.fds || u.maps > b.maps+32 {
+		if u := runtimetest.SettleUsage(b); u.Goroutines > b.Goroutines || u.FDs > b.FDs || u.Maps > b.Maps+32 {
 			errs = append(errs, fmt.Errorf("after %s: %+v, baseline %+v", what, u, b))
 		}
 	}
@@ -103,7 +78,7 @@ func TestLeakAllreduceScratch(t *testing.T) {
 			t.Run(fmt.Sprintf("%v/%s", pol, l.name), func(t *testing.T) {
 				SetScratch(pol)
 				t.Cleanup(func() { SetScratch(ScratchArena) })
-				var base atomic.Pointer[leakUsage]
+				var base atomic.Pointer[runtimetest.Usage]
 				runJob(t, l.n, l.opt, 30*time.Second, func(e rankEnv) error {
 					send, recv := leakBufs(e.r)
 					sweep := func() error {
@@ -121,10 +96,10 @@ func TestLeakAllreduceScratch(t *testing.T) {
 						return err
 					}
 					if e.r == 0 {
-						u := leakMeasure()
+						u := runtimetest.MeasureUsage()
 						base.Store(&u)
 					}
-					inUse0, mrs0 := leakArena(t, e.w)
+					inUse0, mrs0 := runtimetest.ArenaUse(e.w)
 					if err := runtime.Barrier(e.ctx, e.w); err != nil {
 						return err
 					}
@@ -174,7 +149,7 @@ func TestLeakAllreduceMismatch(t *testing.T) {
 				if err := runtime.Barrier(e.ctx, e.w); err != nil {
 					return err
 				}
-				inUse0, mrs0 := leakArena(t, e.w)
+				inUse0, mrs0 := runtimetest.ArenaUse(e.w)
 				for i := range cycles {
 					if err := round(); err != nil {
 						return fmt.Errorf("cycle %d: %w", i, err)
@@ -196,7 +171,7 @@ func TestLeakDupWorlds(t *testing.T) {
 	const dups = 30
 	var live atomic.Int64
 	runJob(t, 2, runtimetest.Options{Transport: "shm"}, 30*time.Second, func(e rankEnv) error {
-		inUse0, mrs0 := leakArena(t, e.w)
+		inUse0, mrs0 := runtimetest.ArenaUse(e.w)
 		for range dups {
 			d, err := e.w.Dup()
 			if err != nil {
@@ -215,7 +190,7 @@ func TestLeakDupWorlds(t *testing.T) {
 		if err := runtime.Barrier(e.ctx, e.w); err != nil {
 			return err
 		}
-		if inUse, mrs := leakArena(t, e.w); inUse != inUse0 || mrs != mrs0 {
+		if inUse, mrs := runtimetest.ArenaUse(e.w); inUse != inUse0 || mrs != mrs0 {
 			return fmt.Errorf("after collectives on %d dropped Dup'd Worlds: arena %d bytes in use and %d live MRs, want %d and %d", dups, inUse, mrs, inUse0, mrs0)
 		}
 		return nil

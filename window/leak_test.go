@@ -1,10 +1,8 @@
 package window_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	goruntime "runtime"
 	"sync/atomic"
 	"testing"
@@ -29,30 +27,6 @@ var leakLayouts = []struct {
 	{"shm", 2, runtimetest.Options{Transport: "shm"}},
 	{"tcp", 2, runtimetest.Options{Transport: "tcp", Hosts: []string{"a", "b"}}},
 	{"mixed", 3, runtimetest.Options{Hosts: []string{"a", "a", "b"}}},
-}
-
-// leakArena sums the arena counters of every device of w's rank.
-func leakArena(_ testing.TB, w *runtime.World) (inUse, mrs int64) { return runtimetest.ArenaUse(w) }
-
-// leakUsage is what a leak check counts in this process.
-type leakUsage struct{ goroutines, fds, maps int }
-
-func leakMeasure() leakUsage {
-	fds, _ := os.ReadDir("/proc/self/fd")
-	maps, _ := os.ReadFile("/proc/self/maps")
-	return leakUsage{goruntime.NumGoroutine(), len(fds), bytes.Count(maps, []byte("\n"))}
-}
-
-// leakSettle polls, for at most 5 s, until goroutines and fds are back to base.
-func leakSettle(base leakUsage) leakUsage {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		u := leakMeasure()
-		if u.goroutines <= base.goroutines && u.fds <= base.fds || time.Now().After(deadline) {
-			return u
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // windowCycle creates a window of the given flavor, accesses it under Fence and Lock,
@@ -144,7 +118,7 @@ func TestLeakWindowCycles(t *testing.T) {
 			defer cancel()
 			opt := l.opt
 			opt.Timeout = 40 * time.Second
-			var base atomic.Pointer[leakUsage]
+			var base atomic.Pointer[runtimetest.Usage]
 			runtimetest.Run(t, l.n, opt, func(w *runtime.World) error {
 				// Warm up: the window package's World and first-use allocations.
 				for _, fl := range flavors {
@@ -156,17 +130,17 @@ func TestLeakWindowCycles(t *testing.T) {
 					return err
 				}
 				if w.Rank() == 0 {
-					u := leakMeasure()
+					u := runtimetest.MeasureUsage()
 					base.Store(&u)
 				}
-				inUse0, mrs0 := leakArena(t, w)
+				inUse0, mrs0 := runtimetest.ArenaUse(w)
 				for _, fl := range flavors {
 					for i := range cycles {
 						if err := windowCycle(ctx, w, fl, sizes[i%len(sizes)]); err != nil {
 							return fmt.Errorf("%v cycle %d: %w", fl, i, err)
 						}
 					}
-					inUse, mrs := leakArena(t, w)
+					inUse, mrs := runtimetest.ArenaUse(w)
 					if inUse != inUse0 || mrs != mrs0 {
 						return fmt.Errorf("after %d %v windows: arena %d bytes in use and %d live MRs, want %d and %d",
 							cycles, fl, inUse, mrs, inUse0, mrs0)
@@ -179,7 +153,7 @@ func TestLeakWindowCycles(t *testing.T) {
 					b := *base.Load()
 					// The other ranks are parked in the barrier below, as they were at the
 					// baseline.
-					if u := leakSettle(b); u.goroutines > b.goroutines || u.fds > b.fds || u.maps > b.maps+32 {
+					if u := runtimetest.SettleUsage(b); u.Goroutines > b.Goroutines || u.FDs > b.FDs || u.Maps > b.Maps+32 {
 						return fmt.Errorf("after %d windows per flavor: %+v, baseline %+v", cycles, u, b)
 					}
 				}

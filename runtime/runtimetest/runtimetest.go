@@ -1,12 +1,14 @@
 package runtimetest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -297,3 +299,27 @@ func (h *handler) Gone(rank int) {
 // ArenaUse returns the bytes in use and the live MRs of the arenas of w's rank, summed
 // over its devices: what a leak test compares before and after many cycles.
 func ArenaUse(w *runtime.World) (inUse, liveMRs int64) { return testhook.ArenaUse(w) }
+
+// Usage is what a leak test counts in this process besides the arena: goroutines, open
+// file descriptors and lines of /proc/self/maps.
+type Usage struct{ Goroutines, FDs, Maps int }
+
+// MeasureUsage reads the process's Usage now.
+func MeasureUsage() Usage {
+	fds, _ := os.ReadDir("/proc/self/fd")
+	maps, _ := os.ReadFile("/proc/self/maps")
+	return Usage{goruntime.NumGoroutine(), len(fds), bytes.Count(maps, []byte("\n"))}
+}
+
+// SettleUsage polls, for at most 5 s, until goroutines and fds are back to base (what
+// ends with a job may take a moment to exit), and returns the last reading.
+func SettleUsage(base Usage) Usage {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		u := MeasureUsage()
+		if u.Goroutines <= base.Goroutines && u.FDs <= base.FDs || time.Now().After(deadline) {
+			return u
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

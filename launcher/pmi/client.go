@@ -96,7 +96,10 @@ func Dial(ctx context.Context, path string, rank int, job string) (*Client, erro
 	}
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("pmi: init rank %d: %w", rank, err)
+		if oe, ok := err.(*opError); ok {
+			err = oe.err // named below with the rank
+		}
+		return nil, &opError{op: "init rank " + strconv.Itoa(rank), err: err}
 	}
 	return c, nil
 }
@@ -165,7 +168,7 @@ func (c *Client) call(ctx context.Context, req msg) (msg, error) {
 	default:
 	}
 	if _, err := c.conn.Write([]byte(EncodeLine(req))); err != nil {
-		return nil, fmt.Errorf("pmi: %s: %w", req["cmd"], c.closedErr(err))
+		return nil, &opError{op: req["cmd"], err: c.closedErr(err)}
 	}
 	for {
 		select {
@@ -191,9 +194,9 @@ func (c *Client) call(ctx context.Context, req msg) (msg, error) {
 				}
 			default:
 			}
-			return nil, fmt.Errorf("pmi: %s: %w", req["cmd"], c.closedErr(nil))
+			return nil, &opError{op: req["cmd"], err: c.closedErr(nil)}
 		case <-ctx.Done():
-			return nil, fmt.Errorf("pmi: %s: %w", req["cmd"], ctx.Err())
+			return nil, &opError{op: req["cmd"], err: ctx.Err()}
 		}
 	}
 }

@@ -313,3 +313,52 @@ func FuzzDecodeLine(f *testing.F) {
 		}
 	})
 }
+
+// TestErrorTexts: every error a rank can get from the client says "pmi:" once, names the
+// request, and still matches its sentinel.
+func TestErrorTexts(t *testing.T) {
+	h := newJob(2)
+	s := serve(t, h)
+	c, err := Dial(ctx(t), s.Path(), 0, "job1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	once := func(what string, err error, sentinel error, want ...string) {
+		t.Helper()
+		if !errors.Is(err, sentinel) {
+			t.Fatalf("%s: %v does not match %v", what, err, sentinel)
+		}
+		if n := strings.Count(err.Error(), "pmi:"); n != 1 {
+			t.Errorf("%s: %q says pmi: %d times", what, err, n)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not say %q", what, err, w)
+			}
+		}
+	}
+	_, err = c.Get(ctx(t), 1, "nokey")
+	once("get", err, ErrNotFound, "key not found", `"nokey"`)
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	once("fence timeout", c.Fence(short), context.DeadlineExceeded, "fence")
+	h.x.Fail(errors.New("rank 1 died"))
+	once("aborted fence", c.Fence(ctx(t)), ErrAborted, "job aborted", "rank 1 died")
+	s.Close()
+	once("after close", c.Put(ctx(t), "k", nil), ErrClosed, "connection closed")
+
+	// init against an agent that hangs up at once.
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "mute.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if conn, err := ln.Accept(); err == nil {
+			conn.Close()
+		}
+	}()
+	_, err = Dial(ctx(t), ln.Addr().String(), 3, "job1")
+	once("init", err, ErrClosed, "init rank 3")
+}

@@ -107,12 +107,41 @@ func (m msg) hex(key string) ([]byte, error) {
 func (m msg) remoteError() error {
 	switch m["code"] {
 	case "notfound":
-		return fmt.Errorf("%w: %s", ErrNotFound, m["msg"])
+		return newRemoteError(ErrNotFound, m["msg"])
 	case "aborted":
-		return fmt.Errorf("%w: %s", ErrAborted, m["msg"])
+		return newRemoteError(ErrAborted, m["msg"])
 	}
-	return fmt.Errorf("pmi: agent refused: %s (%s)", m["msg"], m["code"])
+	return fmt.Errorf("pmi: agent refused: %s (%s)", strings.TrimPrefix(m["msg"], "pmi: "), m["code"])
 }
+
+// remoteError is an error the agent answered with: the agent's text, which already
+// begins with the sentinel's (errorLine sends err.Error()), matching the sentinel.
+type remoteError struct {
+	text     string
+	sentinel error
+}
+
+func newRemoteError(sentinel error, text string) *remoteError {
+	if !strings.HasPrefix(text, sentinel.Error()) { // an agent that sent only the detail
+		text = sentinel.Error() + ": " + text
+	}
+	return &remoteError{text: text, sentinel: sentinel}
+}
+
+func (e *remoteError) Error() string { return e.text }
+func (e *remoteError) Unwrap() error { return e.sentinel }
+
+// opError is a request that failed on this side: "pmi: OP: cause", without the cause's
+// own "pmi: " prefix (ErrClosed and the like carry one).
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string {
+	return "pmi: " + e.op + ": " + strings.TrimPrefix(e.err.Error(), "pmi: ")
+}
+func (e *opError) Unwrap() error { return e.err }
 
 func errorLine(err error) msg {
 	code := "failed"

@@ -40,8 +40,15 @@ type Job struct {
 	h   *handler
 	dir string
 
+	exits *exitLog
+}
+
+// exitLog records the codes ranks passed to Abort. The ranks' Exit hooks hold it, not
+// the Job, so that a World's engine does not keep its Job (and every other rank's World)
+// reachable.
+type exitLog struct {
 	mu    sync.Mutex
-	exits map[int]int
+	codes map[int]int
 }
 
 // Start initializes n ranks and returns when all have (or the first error).
@@ -77,7 +84,8 @@ func Start(ctx context.Context, n int, opt Options) (*Job, error) {
 		return nil, err
 	}
 	h.srv = srv
-	j := &Job{Worlds: make([]*runtime.World, n), srv: srv, h: h, dir: dir, exits: map[int]int{}}
+	j := &Job{Worlds: make([]*runtime.World, n), srv: srv, h: h, dir: dir, exits: &exitLog{codes: map[int]int{}}}
+	exits := j.exits
 
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
@@ -92,7 +100,7 @@ func Start(ctx context.Context, n int, opt Options) (*Job, error) {
 			w, err := testhook.Init(ctx, testhook.Options{
 				Getenv:   func(k string) string { return env[k] },
 				HostSalt: opt.Hosts[r],
-				Exit:     func(code int) { j.recordExit(r, code) },
+				Exit:     func(code int) { exits.record(r, code) },
 			})
 			if err != nil {
 				errs[r] = fmt.Errorf("rank %d: %w", r, err)
@@ -147,17 +155,17 @@ func contracts(n int, opt Options, sock string) []map[string]string {
 	return envs
 }
 
-func (j *Job) recordExit(rank, code int) {
-	j.mu.Lock()
-	j.exits[rank] = code
-	j.mu.Unlock()
+func (l *exitLog) record(rank, code int) {
+	l.mu.Lock()
+	l.codes[rank] = code
+	l.mu.Unlock()
 }
 
 // Exit returns the code rank passed to Abort, if it did.
 func (j *Job) Exit(rank int) (int, bool) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	c, ok := j.exits[rank]
+	j.exits.mu.Lock()
+	defer j.exits.mu.Unlock()
+	c, ok := j.exits.codes[rank]
 	return c, ok
 }
 

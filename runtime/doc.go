@@ -41,6 +41,13 @@
 // (Dup makes more), so messages of one never match receives of another, and Barrier's
 // messages never match user receives.
 //
+// Sendrecv posts its receive before its send starts (MPI_Sendrecv), so exchanges in pairs
+// or rings never deadlock. WaitAny, TestAny, WaitAll and TestAll work on sets of Requests
+// (nil entries skipped, as MPI_REQUEST_NULL); WaitAny and TestAny set the entry they
+// report to nil. A goroutine parked in WaitAny while another goroutine polls is woken by
+// any completion of its set: each Request of the set lists the call's parking token
+// (Request.watchers) for that time (multi.go).
+//
 // Messages up to the eager limit (GORMA_EAGER_LIMIT; default 16 KiB on shm, 64 KiB on
 // tcp; the receiver's limit applies) are copied into a registered send slot and land in
 // one of the receiver's pre-posted receive slots (eager.go); a Send of such a message

@@ -128,7 +128,7 @@ func (e *engine) resetLocked(r *Request) error {
 	if r.e != nil && r.e != e {
 		return invalidf("the Request belongs to another World's job")
 	}
-	if r.waiting {
+	if r.waiting || len(r.watchers) > 0 {
 		return invalidf("a goroutine is still waiting for the Request")
 	}
 	wake := r.wake
@@ -218,27 +218,42 @@ func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest
 	if err := e.checkArgsLocked(dest, tag, false); err != nil {
 		return err
 	}
+	var err error
+	if r := e.startSendLocked(ctxID, buf, esize, dest, tag); r != nil {
+		err = e.finishSendLocked(ctx, r)
+	}
+	e.handoffLocked()
+	return err
+}
+
+// startSendLocked starts a blocking send whose arguments were checked. It returns nil
+// when the message went out through a fast box (no Request needed), else the engine's
+// Request for finishSendLocked.
+func (e *engine) startSendLocked(ctxID uint16, buf []byte, esize, dest, tag int) *Request {
 	if dest != e.rank {
 		// The fast box path needs no Request (sendLocked would take it too).
 		p := e.peers[dest]
 		if p.failed == nil && len(buf) <= p.eagerMax && p.out.n == 0 && e.postFastLocked(p, ctxID, tag, buf) {
-			e.handoffLocked()
 			return nil
 		}
 	}
 	r := e.newRequestLocked(reqSend)
 	r.ctx, r.peer, r.tag, r.buf, r.esize = ctxID, dest, tag, buf, esize
 	e.sendLocked(r)
+	return r
+}
+
+// finishSendLocked waits for the send r of startSendLocked and recycles it (or leaves it
+// to be recycled at completion, if ctx ended first).
+func (e *engine) finishSendLocked(ctx context.Context, r *Request) error {
 	if !r.done {
 		if err := e.waitLocked(ctx, r); err != nil {
 			e.abandonSendLocked(r)
-			e.handoffLocked()
 			return err
 		}
 	}
 	err := r.err
 	e.recycleLocked(r)
-	e.handoffLocked()
 	return err
 }
 
@@ -253,6 +268,13 @@ func (e *engine) recv(ctx context.Context, ctxID uint16, buf []byte, esize, src,
 	r := e.newRequestLocked(reqRecv)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.anyFail = ctxID, src, tag, buf, esize, collective
 	e.receiveLocked(r)
+	st, err := e.finishRecvLocked(ctx, r)
+	e.handoffLocked()
+	return st, err
+}
+
+// finishRecvLocked waits for the engine's receive r and recycles it.
+func (e *engine) finishRecvLocked(ctx context.Context, r *Request) (Status, error) {
 	var err error
 	if !r.done {
 		err = e.waitLocked(ctx, r)
@@ -269,7 +291,6 @@ func (e *engine) recv(ctx context.Context, ctxID uint16, buf []byte, esize, src,
 	}
 	st := r.status
 	e.recycleLocked(r)
-	e.handoffLocked()
 	return st, err
 }
 

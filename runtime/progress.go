@@ -40,18 +40,19 @@ import (
 
 // waitLocked blocks until r is done or ctx ends. It is called and returns with mu held.
 func (e *engine) waitLocked(ctx context.Context, r *Request) error {
-	return e.untilLocked(ctx, r, false)
+	return e.untilLocked(ctx, r, false, nil)
 }
 
-// untilLocked blocks until r is done (quiet false) or until nothing this rank sent is
-// outstanding (quiet true, for Finalize; r then only serves for parking), or ctx ends.
-func (e *engine) untilLocked(ctx context.Context, r *Request, quiet bool) error {
+// untilLocked blocks until r is done (quiet false, set nil), until nothing this rank sent
+// is outstanding (quiet true, for Finalize), or until a request of set is done (WaitAny),
+// or ctx ends. In the last two cases r only serves for parking.
+func (e *engine) untilLocked(ctx context.Context, r *Request, quiet bool, set []*Request) error {
 	first := true
 	for {
-		if !e.polling && (quiet || !r.done) {
+		if !e.polling && (quiet || !e.reachedLocked(r, set)) {
 			e.progressLocked()
 		}
-		if r.done || (quiet && e.quietLocked()) {
+		if e.reachedLocked(r, set) || (quiet && e.quietLocked()) {
 			return nil
 		}
 		if quiet && e.aborted != nil {
@@ -67,7 +68,9 @@ func (e *engine) untilLocked(ctx context.Context, r *Request, quiet bool) error 
 			if quiet {
 				e.quietWait = r
 			}
+			watch(set, r)
 			e.parkLocked(ctx, r)
+			unwatch(set, r)
 			e.quietWait = nil
 			continue
 		}
@@ -87,6 +90,45 @@ func (e *engine) untilLocked(ctx context.Context, r *Request, quiet bool) error 
 			e.handlePolledLocked(got)
 		}
 		e.polling = false
+	}
+}
+
+// reachedLocked reports whether r is done, or with a set, whether one of set is.
+func (e *engine) reachedLocked(r *Request, set []*Request) bool {
+	if set != nil {
+		return doneIndex(set) >= 0
+	}
+	return r.done
+}
+
+// doneIndex returns the index of the first completed request of set, or -1.
+func doneIndex(set []*Request) int {
+	for i, x := range set {
+		if x != nil && x.done {
+			return i
+		}
+	}
+	return -1
+}
+
+// watch makes the completion of every request of set wake tok's parked goroutine, and
+// unwatch undoes it. The caller holds mu.
+func watch(set []*Request, tok *Request) {
+	for _, x := range set {
+		if x != nil {
+			x.watchers = append(x.watchers, tok)
+		}
+	}
+}
+
+func unwatch(set []*Request, tok *Request) {
+	for _, x := range set {
+		if x == nil {
+			continue
+		}
+		if i := slices.Index(x.watchers, tok); i >= 0 {
+			x.watchers = slices.Delete(x.watchers, i, i+1)
+		}
 	}
 }
 

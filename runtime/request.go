@@ -65,6 +65,9 @@ type Request struct {
 	// Waiting goroutines that are not the poller park on wake.
 	wake    chan struct{}
 	waiting bool
+	// watchers are the parking tokens of WaitAny calls parked on a set holding this
+	// request: its completion wakes them too.
+	watchers []*Request
 
 	pooled    bool // owned by the engine: recycled once done and no longer referenced
 	detached  bool // a pooled request whose caller gave up (ctx): recycle at completion
@@ -165,6 +168,12 @@ func (e *engine) completeLocked(r *Request, err error) {
 	if r.waiting {
 		select {
 		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+	for _, w := range r.watchers {
+		select {
+		case w.wake <- struct{}{}:
 		default:
 		}
 	}

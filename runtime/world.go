@@ -312,7 +312,7 @@ func osExit(code int) { os.Exit(code) }
 // drainLocked waits (making progress) until nothing this rank sent is outstanding.
 func (e *engine) drainLocked(ctx context.Context) error {
 	r := e.newRequestLocked(reqSync)
-	err := e.untilLocked(ctx, r, true)
+	err := e.untilLocked(ctx, r, true, nil)
 	e.recycleLocked(r)
 	return err
 }

@@ -1,0 +1,201 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Calls on several Requests at once (MPI_Waitany, MPI_Waitall, MPI_Testany, MPI_Testall)
+// and the combined send and receive (MPI_Sendrecv).
+//
+// Nil entries of a set are skipped, as MPI skips MPI_REQUEST_NULL. Every Request of one
+// set must belong to one job (Worlds made by Dup or Sibling share their job).
+
+// WaitAny blocks until one Request of rs has completed, or ctx ends, and returns its index
+// with its Status and error. The Request reported is set to nil in rs, as MPI sets it to
+// MPI_REQUEST_NULL, so that a loop of WaitAny over one slice reports every Request once.
+// When every entry is nil WaitAny returns -1 (MPI_UNDEFINED) at once. When ctx ends
+// first it returns -1 and ctx's error, and the Requests stay outstanding.
+func WaitAny(ctx context.Context, rs []*Request) (int, Status, error) {
+	e, err := setEngine(rs)
+	if e == nil || err != nil {
+		return -1, Status{}, withOp("waitany", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	i := doneIndex(rs)
+	if i < 0 {
+		tok := &Request{e: e, kind: reqSync, wake: make(chan struct{}, 1)}
+		if err := e.untilLocked(ctx, tok, false, rs); err != nil {
+			e.handoffLocked()
+			return -1, Status{}, withOp("waitany", err)
+		}
+		i = doneIndex(rs)
+	}
+	r := rs[i]
+	rs[i] = nil
+	e.handoffLocked()
+	return i, r.status, withOp(r.opName(), r.err)
+}
+
+// TestAny is WaitAny without blocking: it makes progress once and reports the index of a
+// completed Request (set to nil in rs, as by WaitAny) with ok true, or ok false when none
+// has completed or every entry is nil.
+func TestAny(rs []*Request) (i int, ok bool, st Status, err error) {
+	e, err := setEngine(rs)
+	if e == nil || err != nil {
+		return -1, false, Status{}, withOp("testany", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if doneIndex(rs) < 0 && !e.polling {
+		e.progressLocked()
+	}
+	if i = doneIndex(rs); i < 0 {
+		return -1, false, Status{}, nil
+	}
+	r := rs[i]
+	rs[i] = nil
+	return i, true, r.status, withOp(r.opName(), r.err)
+}
+
+// WaitAll blocks until every Request of rs has completed, or ctx ends. statuses, if not
+// nil, must be as long as rs; statuses[i] receives rs[i]'s Status (the zero Status for a
+// nil entry or a send). The error joins the errors of the Requests that failed, each
+// naming its index ("runtime: waitall: request 3 (recv): ..."). When ctx ends first WaitAll returns ctx's
+// error and the Requests not completed stay outstanding. WaitAll leaves rs as it is.
+func WaitAll(ctx context.Context, rs []*Request, statuses []Status) error {
+	e, err := setEngine(rs)
+	if err == nil && statuses != nil && len(statuses) != len(rs) {
+		err = invalidf("%d statuses for %d requests", len(statuses), len(rs))
+	}
+	if err != nil {
+		return withOp("waitall", err)
+	}
+	clear(statuses)
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range rs {
+		if r != nil && !r.done {
+			if err := e.waitLocked(ctx, r); err != nil {
+				e.handoffLocked()
+				return withOp("waitall", err)
+			}
+		}
+	}
+	e.handoffLocked()
+	return collectLocked("waitall", rs, statuses)
+}
+
+// TestAll makes progress once and reports whether every Request of rs has completed; if
+// so it fills statuses and returns the joined errors as WaitAll does.
+func TestAll(rs []*Request, statuses []Status) (bool, error) {
+	e, err := setEngine(rs)
+	if err == nil && statuses != nil && len(statuses) != len(rs) {
+		err = invalidf("%d statuses for %d requests", len(statuses), len(rs))
+	}
+	if err != nil {
+		return false, withOp("testall", err)
+	}
+	if e == nil {
+		clear(statuses)
+		return true, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.polling {
+		e.progressLocked()
+	}
+	for _, r := range rs {
+		if r != nil && !r.done {
+			return false, nil
+		}
+	}
+	clear(statuses)
+	return true, collectLocked("testall", rs, statuses)
+}
+
+// collectLocked fills statuses from completed rs and joins their errors, each as
+// "runtime: OP: request I (recv): cause".
+func collectLocked(op string, rs []*Request, statuses []Status) error {
+	var errs []error
+	for i, r := range rs {
+		if r == nil {
+			continue
+		}
+		if statuses != nil {
+			statuses[i] = r.status
+		}
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("runtime: %s: request %d (%s): %w", op, i, r.opName(), r.err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// setEngine returns the engine of the non-nil Requests of rs (nil if there are none), or
+// the ErrInvalid error of a Request never started or of Requests of different jobs.
+func setEngine(rs []*Request) (*engine, error) {
+	var e *engine
+	for i, r := range rs {
+		if r == nil {
+			continue
+		}
+		if err := r.check(); err != nil {
+			return nil, fmt.Errorf("request %d: %w", i, err)
+		}
+		if e != nil && r.e != e {
+			return nil, invalidf("request %d belongs to another job than request 0's (every Request of a set must come from Worlds of one job)", i)
+		}
+		e = r.e
+	}
+	return e, nil
+}
+
+// Sendrecv sends sbuf to dest with stag and receives into rbuf from src (or AnySource)
+// with rtag (or AnyTag), and returns the receive's Status once both are done
+// (MPI_Sendrecv). The receive is posted before the send starts, so two ranks that
+// Sendrecv to each other, or a ring of ranks that each send to the next and receive from
+// the previous, never deadlock, whatever the message sizes. The element types of the two
+// buffers may differ. The receive's error is returned first; if ctx ends, Sendrecv
+// behaves as Recv and Send do then.
+func Sendrecv[S, R Elem](ctx context.Context, w *World, sbuf []S, dest, stag int, rbuf []R, src, rtag int) (Status, error) {
+	if w == nil {
+		return Status{}, withOp("sendrecv", errNilWorld())
+	}
+	sb, ssize := asBytes(sbuf)
+	rb, rsize := asBytes(rbuf)
+	st, err := w.e.sendrecv(ctx, w.ctx, sb, ssize, dest, stag, rb, rsize, src, rtag, w.sibling)
+	return st, withOp("sendrecv", err)
+}
+
+func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize, dest, stag int,
+	rbuf []byte, rsize, src, rtag int, collective bool) (Status, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkArgsLocked(dest, stag, false); err != nil {
+		return Status{}, err
+	}
+	if err := e.checkArgsLocked(src, rtag, true); err != nil {
+		return Status{}, err
+	}
+	rr := e.newRequestLocked(reqRecv)
+	rr.ctx, rr.peer, rr.tag, rr.buf, rr.esize, rr.anyFail = ctxID, src, rtag, rbuf, rsize, collective
+	e.receiveLocked(rr)
+	sr := e.startSendLocked(ctxID, sbuf, ssize, dest, stag)
+
+	st, rerr := e.finishRecvLocked(ctx, rr)
+	var serr error
+	if sr != nil {
+		serr = e.finishSendLocked(ctx, sr)
+	}
+	e.handoffLocked()
+	if rerr != nil {
+		return st, rerr
+	}
+	return st, serr
+}

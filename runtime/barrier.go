@@ -13,7 +13,7 @@ func Barrier(ctx context.Context, w *World) error {
 		return withOp("barrier", errNilWorld())
 	}
 	e := w.e
-	n := e.size
+	n, me := w.Size(), w.Rank()
 	e.mu.Lock()
 	err := e.checkLocked()
 	if err == nil && e.failed != nil {
@@ -24,7 +24,8 @@ func Barrier(ctx context.Context, w *World) error {
 		return withOp("barrier", err)
 	}
 	for round, k := 0, 1; k < n; round, k = round+1, k<<1 {
-		dst, src := (e.rank+k)%n, (e.rank-k+n)%n
+		dst, _ := w.jobRank((me + k) % n)
+		src, _ := w.jobRank((me - k + n) % n)
 		if err := e.send(ctx, w.ctx+1, nil, 1, dst, round); err != nil {
 			return withOp("barrier", err)
 		}

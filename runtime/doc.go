@@ -41,6 +41,16 @@
 // (Dup makes more), so messages of one never match receives of another, and Barrier's
 // messages never match user receives.
 //
+// Split (MPI_Comm_split) makes Worlds over subsets of the job's ranks, with their own
+// rank numbering in every call (split.go): a World made by Split carries its group (the
+// job ranks by group rank and the reverse map), and each call translates ranks at the
+// World's edge, so the engine below speaks job ranks only. Communication contexts are
+// 16-bit: Init's World and its Dups take four each counting up (Dup does not
+// communicate, so every rank counts alike); Split agrees among the parent's ranks on a
+// block of 32 below the lowest top any of them has used and above the highest bottom,
+// which no World any of them is in can hold, and disjoint groups of one Split share the
+// block. A split World's Dups come from its block.
+//
 // Sendrecv posts its receive before its send starts (MPI_Sendrecv), so exchanges in pairs
 // or rings never deadlock. WaitAny, TestAny, WaitAll and TestAll work on sets of Requests
 // (nil entries skipped, as MPI_REQUEST_NULL); WaitAny and TestAny set the entry they

@@ -36,7 +36,7 @@ func WaitAny(ctx context.Context, rs []*Request) (int, Status, error) {
 	r := rs[i]
 	rs[i] = nil
 	e.handoffLocked()
-	return i, r.status, withOp(r.opName(), r.err)
+	return i, r.statusOut(), withOp(r.opName(), r.err)
 }
 
 // TestAny is WaitAny without blocking: it makes progress once and reports the index of a
@@ -57,7 +57,7 @@ func TestAny(rs []*Request) (i int, ok bool, st Status, err error) {
 	}
 	r := rs[i]
 	rs[i] = nil
-	return i, true, r.status, withOp(r.opName(), r.err)
+	return i, true, r.statusOut(), withOp(r.opName(), r.err)
 }
 
 // WaitAll blocks until every Request of rs has completed, or ctx ends. statuses, if not
@@ -128,7 +128,7 @@ func collectLocked(op string, rs []*Request, statuses []Status) error {
 			continue
 		}
 		if statuses != nil {
-			statuses[i] = r.status
+			statuses[i] = r.statusOut()
 		}
 		if r.err != nil {
 			errs = append(errs, fmt.Errorf("runtime: %s: request %d (%s): %w", op, i, r.opName(), r.err))
@@ -167,10 +167,17 @@ func Sendrecv[S, R Elem](ctx context.Context, w *World, sbuf []S, dest, stag int
 	if w == nil {
 		return Status{}, withOp("sendrecv", errNilWorld())
 	}
+	dest, err := w.peerArg(dest, false)
+	if err == nil {
+		src, err = w.peerArg(src, true)
+	}
+	if err != nil {
+		return Status{}, withOp("sendrecv", err)
+	}
 	sb, ssize := asBytes(sbuf)
 	rb, rsize := asBytes(rbuf)
 	st, err := w.e.sendrecv(ctx, w.ctx, sb, ssize, dest, stag, rb, rsize, src, rtag, w.sibling)
-	return st, withOp("sendrecv", err)
+	return w.out(st), withOp("sendrecv", err)
 }
 
 func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize, dest, stag int,

@@ -33,6 +33,10 @@ func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
 	if w == nil {
 		return withOp("send", errNilWorld())
 	}
+	dest, err := w.peerArg(dest, false)
+	if err != nil {
+		return withOp("send", err)
+	}
 	b, size := asBytes(buf)
 	return withOp("send", w.e.send(ctx, w.ctx, b, size, dest, tag))
 }
@@ -46,9 +50,13 @@ func Recv[T Elem](ctx context.Context, w *World, buf []T, src, tag int) (Status,
 	if w == nil {
 		return Status{}, withOp("recv", errNilWorld())
 	}
+	src, err := w.peerArg(src, true)
+	if err != nil {
+		return Status{}, withOp("recv", err)
+	}
 	b, size := asBytes(buf)
 	st, err := w.e.recv(ctx, w.ctx, b, size, src, tag, w.sibling)
-	return st, withOp("recv", err)
+	return w.out(st), withOp("recv", err)
 }
 
 // Isend starts sending buf to dest with tag and returns its Request. buf belongs to the
@@ -69,6 +77,10 @@ func Isend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 func IsendWith[T Elem](r *Request, w *World, buf []T, dest, tag int) error {
 	if w == nil {
 		return withOp("isend", errNilWorld())
+	}
+	dest, err := w.peerArg(dest, false)
+	if err != nil {
+		return withOp("isend", err)
 	}
 	b, size := asBytes(buf)
 	e := w.e
@@ -101,6 +113,10 @@ func IrecvWith[T Elem](r *Request, w *World, buf []T, src, tag int) error {
 	if w == nil {
 		return withOp("irecv", errNilWorld())
 	}
+	src, err := w.peerArg(src, true)
+	if err != nil {
+		return withOp("irecv", err)
+	}
 	b, size := asBytes(buf)
 	e := w.e
 	e.mu.Lock()
@@ -113,6 +129,7 @@ func IrecvWith[T Elem](r *Request, w *World, buf []T, src, tag int) error {
 	}
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize = reqRecv, w.ctx, src, tag, b, size
 	r.anyFail = w.sibling // see Sibling
+	r.grp = w.g
 	e.receiveLocked(r)
 	return nil
 }
@@ -143,6 +160,10 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 	if w == nil {
 		return Status{}, withOp("probe", errNilWorld())
 	}
+	src, err := w.peerArg(src, true)
+	if err != nil {
+		return Status{}, withOp("probe", err)
+	}
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -152,13 +173,13 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 	r := e.newRequestLocked(reqProbe)
 	r.ctx, r.peer, r.tag = w.ctx, src, tag
 	e.probeLocked(r)
-	err := e.waitLocked(ctx, r)
+	err = e.waitLocked(ctx, r)
 	if err != nil {
 		e.probes.remove(r)
 	} else {
 		err = r.err
 	}
-	st := r.status
+	st := w.out(r.status)
 	e.recycleLocked(r)
 	e.handoffLocked()
 	return st, withOp("probe", err)
@@ -169,6 +190,10 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 func Iprobe(w *World, src, tag int) (bool, Status, error) {
 	if w == nil {
 		return false, Status{}, withOp("iprobe", errNilWorld())
+	}
+	src, err := w.peerArg(src, true)
+	if err != nil {
+		return false, Status{}, withOp("iprobe", err)
 	}
 	e := w.e
 	e.mu.Lock()
@@ -181,7 +206,7 @@ func Iprobe(w *World, src, tag int) (bool, Status, error) {
 	}
 	r := Request{ctx: w.ctx, peer: src, tag: tag}
 	if m := e.matchUnexpected(&r); m != nil {
-		return true, Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}, nil
+		return true, w.out(Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}), nil
 	}
 	if err := e.sourceFailedLocked(&r); err != nil {
 		return false, Status{}, withOp("iprobe", err)

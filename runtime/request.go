@@ -69,11 +69,21 @@ type Request struct {
 	// request: its completion wakes them too.
 	watchers []*Request
 
-	pooled    bool // owned by the engine: recycled once done and no longer referenced
-	detached  bool // a pooled request whose caller gave up (ctx): recycle at completion
-	canceled  bool // a queued send whose caller gave up before it was posted
-	outQueued bool // a send waiting in its peer's out queue (eager message or RTS)
-	anyFail   bool // a receive of a collective (Barrier, a Sibling World): fails when any peer fails
+	pooled    bool   // owned by the engine: recycled once done and no longer referenced
+	detached  bool   // a pooled request whose caller gave up (ctx): recycle at completion
+	canceled  bool   // a queued send whose caller gave up before it was posted
+	outQueued bool   // a send waiting in its peer's out queue (eager message or RTS)
+	anyFail   bool   // a receive of a collective (Barrier, a Sibling World): fails when any peer fails
+	grp       *group // a receive on a World made by Split: Status.Source is translated
+}
+
+// statusOut is the Status the caller sees: Source in the numbering of the request's World.
+func (r *Request) statusOut() Status {
+	st := r.status
+	if r.grp != nil && st.Source >= 0 && st.Source < len(r.grp.of) {
+		st.Source = int(r.grp.of[st.Source])
+	}
+	return st
 }
 
 // Status describes a received (or probed) message.
@@ -96,7 +106,7 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 	err := e.waitLocked(ctx, r)
 	var st Status
 	if err == nil {
-		st, err = r.status, r.err
+		st, err = r.statusOut(), r.err
 	}
 	err = withOp(r.opName(), err)
 	e.handoffLocked()
@@ -119,7 +129,7 @@ func (r *Request) Test() (bool, Status, error) {
 	if !r.done {
 		return false, Status{}, nil
 	}
-	return true, r.status, r.err
+	return true, r.statusOut(), r.err
 }
 
 // check returns the ErrInvalid error of a nil or never-started Request, or nil.

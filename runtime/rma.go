@@ -188,10 +188,11 @@ func (w *World) Attach(rank int, desc []byte) (*Remote, error) {
 	if err := e.checkLocked(); err != nil {
 		return nil, err
 	}
-	if rank < 0 || rank >= e.size || rank == e.rank {
-		return nil, invalidf("attach to rank %d (size %d, self %d): the peer must be another rank", rank, e.size, e.rank)
+	jr, ok := w.jobRank(rank)
+	if !ok || jr == e.rank {
+		return nil, invalidf("attach to rank %d (size %d, self %d): the peer must be another rank", rank, w.Size(), w.Rank())
 	}
-	p := e.peers[rank]
+	p := e.peers[jr]
 	if p.failed != nil {
 		return nil, p.failed
 	}

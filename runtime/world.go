@@ -30,41 +30,64 @@ type World struct {
 	// Every World made by Init or Dup reserves four contexts: ctx and ctx+1 for itself,
 	// ctx+2 and ctx+3 for its sibling (Sibling), which has none of its own.
 	sibling bool
+	g       *group // the ranks of a World made by Split; nil: every rank of the job
 }
 
 // Rank is this process's rank, in [0, Size).
-func (w *World) Rank() int { return w.e.rank }
+func (w *World) Rank() int {
+	if w.g != nil {
+		return w.g.me
+	}
+	return w.e.rank
+}
 
-// Size is the number of ranks in the job.
-func (w *World) Size() int { return w.e.size }
+// Size is the number of ranks of the World: of the job, or of a World made by Split.
+func (w *World) Size() int {
+	if w.g != nil {
+		return len(w.g.ranks)
+	}
+	return w.e.size
+}
 
 // Host is the name of this rank's host (the launcher's name for it; the OS host name in a
 // world of one).
 func (w *World) Host() string { return w.e.host }
 
-// LocalRank is this rank's index among the ranks on its host.
-func (w *World) LocalRank() int { return w.e.localRank }
+// LocalRank is this rank's index among the World's ranks on its host.
+func (w *World) LocalRank() int {
+	if w.g != nil {
+		return w.g.localRank
+	}
+	return w.e.localRank
+}
 
-// LocalSize is the number of ranks on this rank's host.
-func (w *World) LocalSize() int { return w.e.localSize }
+// LocalSize is the number of the World's ranks on this rank's host.
+func (w *World) LocalSize() int {
+	if w.g != nil {
+		return w.g.localSize
+	}
+	return w.e.localSize
+}
 
 // HostOf returns the host name of rank r ("" if r is out of range).
 func (w *World) HostOf(r int) string {
-	if r < 0 || r >= len(w.e.hosts) {
+	jr, ok := w.jobRank(r)
+	if !ok || jr >= len(w.e.hosts) {
 		return ""
 	}
-	return w.e.hosts[r]
+	return w.e.hosts[jr]
 }
 
 // Transport returns the provider ("shm" or "tcp") that carries messages to rank r, "self"
 // for this rank, or "" if r is out of range.
 func (w *World) Transport(r int) string {
 	e := w.e
+	r, ok := w.jobRank(r)
 	switch {
+	case !ok:
+		return ""
 	case r == e.rank:
 		return "self"
-	case r < 0 || r >= e.size:
-		return ""
 	}
 	return e.peers[r].dev.name
 }
@@ -78,13 +101,15 @@ func (w *World) Transport(r int) string {
 // tell (see collectives' TestAllreduceHierUnmappedIsConfigError).
 func (w *World) TransportBetween(a, b int) string {
 	e := w.e
+	a, okA := w.jobRank(a)
+	b, okB := w.jobRank(b)
 	switch {
-	case a < 0 || a >= e.size || b < 0 || b >= e.size:
+	case !okA || !okB:
 		return ""
 	case a == b:
 		return "self"
 	case a == e.rank:
-		return w.Transport(b)
+		return e.peers[b].dev.name
 	case e.cards == nil:
 		return ""
 	}
@@ -110,7 +135,15 @@ func (w *World) Dup() (*World, error) {
 	if err := e.checkLocked(); err != nil {
 		return nil, withOp("dup", err)
 	}
-	if e.nextCtx == 0 || e.nextCtx > 1<<16-ctxPerWorld {
+	if g := w.g; g != nil {
+		if int(g.fam.next)+ctxPerWorld > int(g.fam.end) {
+			return nil, withOp("dup", invalidf("a World made by Split has room for %d Dups (Split it again for more)", splitBlock/ctxPerWorld-1))
+		}
+		d := &World{e: e, ctx: g.fam.next, g: g}
+		g.fam.next += ctxPerWorld
+		return d, nil
+	}
+	if e.nextCtx == 0 || int(e.nextCtx)+ctxPerWorld > int(e.topCtx) {
 		return nil, withOp("dup", invalidf("too many Worlds derived"))
 	}
 	d := &World{e: e, ctx: e.nextCtx}
@@ -147,7 +180,7 @@ func (w *World) Sibling() (*World, error) {
 	if w.sibling {
 		return nil, withOp("sibling", invalidf("a sibling World has no sibling of its own (Dup it)"))
 	}
-	return &World{e: w.e, ctx: w.ctx + 2, sibling: true}, nil
+	return &World{e: w.e, ctx: w.ctx + 2, sibling: true, g: w.g}, nil
 }
 
 // engine is the state a rank's Worlds share: peers, devices, matching queues, progress.
@@ -200,7 +233,9 @@ type engine struct {
 	finalizing bool
 	finalized  bool
 	over       atomic.Bool // Finalize has begun (Finalized): set with finalizing, never cleared
-	nextCtx    uint16
+	nextCtx    uint16      // Dup's next context (Init's World and its Dups), counting up
+	topCtx     uint16      // Split's contexts are below it, counting down (split.go)
+	splitMu    sync.Mutex
 	wcs        [32]verbs.WC
 	rxLater    []*peer // peers with receive slots to repost before the next wait (peers.go)
 	// fbPeers are the peers that have a fast box in this rank (fastbox.go); set at Init,

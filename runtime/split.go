@@ -1,0 +1,255 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
+
+// NoColor is the color a rank passes to Split to be in no new World (MPI_UNDEFINED):
+// Split then returns a nil World and a nil error.
+const NoColor = -1
+
+// group is the subset of the job's ranks that a World made by Split spans. A World with
+// no group spans every rank, each with its job rank.
+type group struct {
+	ranks                []int   // by group rank: the job rank
+	of                   []int32 // by job rank: the group rank, or -1
+	me                   int     // this rank's group rank
+	localRank, localSize int     // among the group's ranks on this host
+	fam                  *family // the contexts of this group's Dups
+}
+
+// family holds the communication contexts that Split reserved for the Worlds on one
+// group: the first World takes the first four, each Dup of any of them the next four
+// (Dup itself does not communicate, so the block is fixed at Split). Guarded by the
+// engine's mu.
+type family struct {
+	next, end uint16
+}
+
+// splitBlock is how many contexts Split reserves per new group: the World itself and
+// splitBlock/ctxPerWorld-1 Dups of it.
+const splitBlock = 8 * ctxPerWorld
+
+// splitTag is the tag of Split's exchange in the parent World's internal context, where
+// Barrier's tags are its round numbers (below 64).
+const splitTag = MaxTag - 1
+
+// jobRank returns the job rank of w's rank r, and whether r is one of w's ranks.
+func (w *World) jobRank(r int) (int, bool) {
+	if w.g == nil {
+		return r, r >= 0 && r < w.e.size
+	}
+	if r < 0 || r >= len(w.g.ranks) {
+		return r, false
+	}
+	return w.g.ranks[r], true
+}
+
+// worldRank returns w's rank of job rank jr, or -1 if jr is not one of w's ranks.
+func (w *World) worldRank(jr int) int {
+	if w.g == nil || jr < 0 {
+		return jr
+	}
+	if jr >= len(w.g.of) {
+		return -1
+	}
+	return int(w.g.of[jr])
+}
+
+// peerArg turns a rank argument of w (AnySource allowed when recv) into a job rank, or
+// returns the ErrInvalid error that names it.
+func (w *World) peerArg(r int, recv bool) (int, error) {
+	if recv && r == AnySource {
+		return r, nil
+	}
+	jr, ok := w.jobRank(r)
+	if !ok {
+		return r, invalidf("rank %d out of range [0, %d)", r, w.Size())
+	}
+	return jr, nil
+}
+
+// out translates a Status's job rank into w's rank.
+func (w *World) out(st Status) Status {
+	if w.g != nil {
+		st.Source = w.worldRank(st.Source)
+	}
+	return st
+}
+
+// Split partitions w's ranks into new Worlds, one per color (MPI_Comm_split): the ranks
+// that pass the same color (>= 0) get a World of their own, ranked by key and, for equal
+// keys, by their rank in w. A rank that passes NoColor gets a nil World (and a nil
+// error). Every rank of w must call Split, in the same order as its other collective
+// calls on w; Split exchanges the colors and keys among w's ranks (so it fails, naming
+// the rank, if one of them has failed, and returns ctx's error if ctx ends first).
+//
+// A rank runs its Splits one at a time (concurrent calls from several goroutines wait
+// for each other), so ranks whose Worlds overlap must split them in the same order.
+//
+// A World from Split behaves as Init's does over its ranks: Rank and Size, ranks in
+// point-to-point calls, Status.Source, Barrier, HostOf, LocalRank and LocalSize,
+// Transport, Attach, and the collectives and windows built on it are all in its own rank
+// numbering. ProcError.Rank keeps naming the failed process by its rank in the job
+// (Init's World). Its contexts are reserved at Split, eight Worlds' worth: the World
+// itself, and seven Dups made from it or its Dups (Dup fails with ErrInvalid past that;
+// Split it again instead). Its Sibling has the same ranks.
+func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
+	if w == nil {
+		return nil, withOp("split", errNilWorld())
+	}
+	if color < 0 && color != NoColor {
+		return nil, withOp("split", invalidf("color %d (use a color >= 0, or NoColor)", color))
+	}
+	e := w.e
+	// One Split at a time per rank: each reads the context counters that the previous
+	// one left (two overlapping Splits of Worlds sharing a rank could pick one context).
+	e.splitMu.Lock()
+	defer e.splitMu.Unlock()
+	e.mu.Lock()
+	err := e.checkLocked()
+	if err == nil && e.failed != nil {
+		err = e.failed
+	}
+	top, next := e.topCtx, e.nextCtx
+	e.mu.Unlock()
+	if err != nil {
+		return nil, withOp("split", err)
+	}
+
+	// Every rank of w learns every rank's color, key and context counters.
+	n, me := w.Size(), w.Rank()
+	recs := make([]byte, n*splitRec)
+	putSplitRec(recs[me*splitRec:], color, key, top, next)
+	if err := w.exchange(ctx, recs); err != nil {
+		return nil, withOp("split", err)
+	}
+
+	// Agree on the contexts: below the lowest top of any rank of w, above every rank's
+	// next, the same at every rank of w whatever group it joins.
+	minTop, maxNext := uint16(1<<16-1), uint16(0)
+	for r := range n {
+		_, _, t, x := splitRecAt(recs, r)
+		minTop, maxNext = min(minTop, t), max(maxNext, x)
+	}
+	if int(minTop)-splitBlock < int(maxNext) {
+		return nil, withOp("split", invalidf("too many Worlds derived (no communication context left)"))
+	}
+	base := minTop - splitBlock
+	e.mu.Lock()
+	e.topCtx = min(e.topCtx, base)
+	e.mu.Unlock()
+	if color == NoColor {
+		return nil, nil
+	}
+
+	// This rank's group: the ranks of its color, by key then rank in w.
+	var members []int // ranks of w
+	for r := range n {
+		if c, _, _, _ := splitRecAt(recs, r); c == color {
+			members = append(members, r)
+		}
+	}
+	slices.SortStableFunc(members, func(a, b int) int {
+		_, ka, _, _ := splitRecAt(recs, a)
+		_, kb, _, _ := splitRecAt(recs, b)
+		return cmpInt(ka, kb)
+	})
+	g := &group{ranks: make([]int, len(members)), of: make([]int32, e.size),
+		fam: &family{next: base + ctxPerWorld, end: base + splitBlock}}
+	for i := range g.of {
+		g.of[i] = -1
+	}
+	for i, r := range members {
+		jr, _ := w.jobRank(r)
+		g.ranks[i], g.of[jr] = jr, int32(i)
+		if r == me {
+			g.me = i
+		}
+	}
+	for i, jr := range g.ranks {
+		if e.hosts[jr] == e.host {
+			if i == g.me {
+				g.localRank = g.localSize
+			}
+			g.localSize++
+		}
+	}
+	return &World{e: e, ctx: base, g: g}, nil
+}
+
+// splitRec is the size of one rank's record in Split's exchange: color, key, and its
+// engine's top and next context counters.
+const splitRec = 20
+
+func putSplitRec(b []byte, color, key int, top, next uint16) {
+	binary.LittleEndian.PutUint64(b, uint64(int64(color)))
+	binary.LittleEndian.PutUint64(b[8:], uint64(int64(key)))
+	binary.LittleEndian.PutUint16(b[16:], top)
+	binary.LittleEndian.PutUint16(b[18:], next)
+}
+
+func splitRecAt(recs []byte, r int) (color, key int, top, next uint16) {
+	b := recs[r*splitRec:]
+	return int(int64(binary.LittleEndian.Uint64(b))), int(int64(binary.LittleEndian.Uint64(b[8:]))),
+		binary.LittleEndian.Uint16(b[16:]), binary.LittleEndian.Uint16(b[18:])
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// exchange gives every rank of w the records of all: rank r's splitRec bytes of recs are
+// sent to every other rank, and the others' arrive in place. It runs in w's internal
+// context, whose receives fail once any peer has failed.
+func (w *World) exchange(ctx context.Context, recs []byte) error {
+	e, n, me := w.e, w.Size(), w.Rank()
+	mine := recs[me*splitRec : (me+1)*splitRec]
+	reqs := make([]Request, 0, n)
+	for r := range n {
+		if r == me {
+			continue
+		}
+		jr, _ := w.jobRank(r)
+		reqs = append(reqs, Request{})
+		sr := &reqs[len(reqs)-1]
+		e.mu.Lock()
+		err := e.resetLocked(sr)
+		if err == nil {
+			sr.kind, sr.ctx, sr.peer, sr.tag, sr.buf, sr.esize = reqSend, w.ctx+1, jr, splitTag, mine, 1
+			e.sendLocked(sr)
+		}
+		e.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	for r := range n {
+		if r == me {
+			continue
+		}
+		jr, _ := w.jobRank(r)
+		st, err := e.recv(ctx, w.ctx+1, recs[r*splitRec:(r+1)*splitRec], 1, jr, splitTag, true)
+		if err == nil && st.Bytes != splitRec {
+			err = fmt.Errorf("%w: rank %d sent a %d-byte split record (mismatched versions?)", ErrInvalid, r, st.Bytes)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for i := range reqs {
+		if _, err := reqs[i].Wait(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

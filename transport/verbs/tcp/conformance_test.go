@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
-	_ "github.com/gorma-hpc/gorma/transport/verbs/tcp"
+	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 	"github.com/gorma-hpc/gorma/transport/verbs/verbstest"
 )
 
@@ -12,8 +12,10 @@ import (
 var secret = []byte("verbstest-tcp-conformance-secret")
 
 var factory = verbstest.Factory{
-	Provider: "tcp",
-	Config:   func() verbs.Config { return verbs.Config{ArenaSize: 256 << 20, Secret: secret} },
+	Provider:   "tcp",
+	Config:     func() verbs.Config { return verbs.Config{ArenaSize: 256 << 20, Secret: secret} },
+	CQHeld:     tcp.CQHeld,
+	CQOverflow: verbstest.CQOverflowOverrun,
 }
 
 func TestMain(m *testing.M) { verbstest.Main(m, factory) }

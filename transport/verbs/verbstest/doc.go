@@ -38,10 +38,19 @@
 // right-less keys with the target untouched, RemInvReqErr, LocProtErr, LocLenErr,
 // WRFlushErr, RetryExcErr) and the Err state that follows; concurrent atomics from several
 // devices and processes and a compare-swap lock; every wait mode and CQ.Wait's context
-// handling; helper processes that are SIGKILLed while a transfer is under way; and
+// handling; helper processes that are SIGKILLed while a transfer is under way;
 // hundreds of device and queue-pair open/use/close cycles, after which goroutines, fds,
-// mappings, /dev/shm files and arena bytes must be back to their baseline. Cases
+// mappings, /dev/shm files and arena bytes must be back to their baseline; and stress
+// cases (Stress/...): error runs among unsignaled requests that must not land, CQs filled
+// to exactly their depth and one beyond, eight posters on one QP under back-pressure,
+// waiters cancelled and closed under a stream of completions, Dereg racing RDMA, atomics
+// at the edges of an MR, zero-length operations and QP transitions out of order. Cases
 // needing a capability the provider does not advertise in its Caps are skipped.
+//
+// Stress/SharedCQDepth needs what the verbs API does not expose and is skipped unless
+// the Factory supplies it: [Factory.CQHeld] (how many completions a CQ holds, from the
+// provider's internal test files) and, for its Undersized half, [Factory.CQOverflow]
+// (what the provider does beyond a CQ's depth, which CreateCQ leaves to it).
 //
 // # Bounds
 //

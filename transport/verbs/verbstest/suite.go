@@ -18,7 +18,31 @@ type Factory struct {
 	// must return the same Secret on every call: every device of a case, and every helper
 	// process (which receives the parent's Secret), must be able to connect to every other.
 	Config func() verbs.Config
+
+	// CQHeld reports how many completions cq holds that Poll has not returned yet, and
+	// whether it has dropped one (overrun). Nothing in the verbs API tells, so a provider's
+	// test package supplies it from an internal test file. Stress/SharedCQDepth uses it to
+	// fill a CQ to exactly its depth before the first Poll; nil skips that case.
+	CQHeld func(cq verbs.CQ) (held int, overrun bool)
+	// CQOverflow is what the provider does with completions beyond a CQ's depth, which
+	// verbs.Device.CreateCQ leaves to the provider. Stress/SharedCQDepth/Undersized checks
+	// it; CQOverflowUnknown skips that case.
+	CQOverflow CQOverflow
 }
+
+// CQOverflow names what a provider does with completions beyond a CQ's depth.
+type CQOverflow int
+
+const (
+	// CQOverflowUnknown: the Factory does not say.
+	CQOverflowUnknown CQOverflow = iota
+	// CQOverflowKept: the excess is kept (shm's overflow list) and polled in order after
+	// the completions that fitted; nothing fails.
+	CQOverflowKept
+	// CQOverflowOverrun: the excess is dropped and every later Poll reports ErrCQOverrun,
+	// after returning the completions the CQ held (tcp, as libibverbs).
+	CQOverflowOverrun
+)
 
 // mainCalled records that Main runs this test binary, so helper processes can be started.
 var mainCalled atomic.Bool
@@ -67,6 +91,7 @@ var cases = []testCase{
 	{"MultiProcess", testMultiProcess},
 	{"DeviceCycles", testDeviceCycles},
 	{"QPCycles", testQPCycles},
+	{"Stress", testStress},
 }
 
 // Run runs every conformance case as subtests of t. Cases needing a capability the

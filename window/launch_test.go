@@ -57,6 +57,7 @@ func buildLaunchBins(t *testing.T) (golaunch, rmaprog string) {
 // rmaScenarios are rmaprog's scenarios (see its doc.go).
 var rmaScenarios = []string{
 	"acc", "fop-acc", "cas-mutex", "lock-counter", "fence", "pscw", "dynamic", "shared", "request", "passive",
+	"split",
 }
 
 // launchMatrix is where each scenario runs: shm with 2, 4 and 8 ranks, tcp with 2 and 4.

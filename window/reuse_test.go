@@ -88,3 +88,34 @@ func TestAllocateFreeReusesMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAllocateZeroed: Allocate and AllocateShared give zeroed memory, as make does, also
+// when the arena hands out a freed window's bytes again.
+func TestAllocateZeroed(t *testing.T) {
+	forLayouts(t, func(ctx context.Context, w *runtime.World) error {
+		for round := range 3 {
+			for _, shared := range []bool{false, true} {
+				alloc := window.Allocate[int64]
+				if shared {
+					alloc = window.AllocateShared[int64]
+				}
+				win, err := alloc(ctx, w, 5000)
+				if err != nil {
+					return err
+				}
+				for i, v := range win.Local() {
+					if v != 0 {
+						return fmt.Errorf("round %d, shared %v: element %d of a new window is %d", round, shared, i, v)
+					}
+				}
+				for i := range win.Local() {
+					win.Local()[i] = int64(i + 1)
+				}
+				if err := win.Free(ctx); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}

@@ -134,7 +134,8 @@ func (w *Win[T]) Len(rank int) int {
 }
 
 // Allocate creates a window of n elements per rank (ranks may pass different n) from the
-// pre-registered arena: the fast path. Collective over w.
+// pre-registered arena: the fast path. The memory starts zeroed, as make's does (MPI
+// leaves it undefined; the arena reuses freed windows' bytes). Collective over w.
 func Allocate[T runtime.Elem](ctx context.Context, w *runtime.World, n int, opts ...Option) (*Win[T], error) {
 	return create[T](ctx, w, FlavorAllocate, n, nil, opts)
 }
@@ -205,6 +206,7 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 			return nil, werr(op, -1, -1, err)
 		}
 		w.local = asElems[T](w.data.Bytes())[:n:n]
+		clear(w.local) // arena bytes may hold a freed window's data
 	case FlavorCreate:
 		if w.data, err = rw.RegisterRegion(asBytes(buf)); err != nil {
 			return nil, werr(op, -1, -1, err)

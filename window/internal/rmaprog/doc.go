@@ -21,6 +21,8 @@
 //	             runtime while the others Lock+Get+Unlock its memory; each origin sends
 //	             the time its Gets completed, and rank 0 checks that all of them came
 //	             before it finished computing (no absolute threshold)
+//	split        lock-counter, fence and acc on the two Worlds that Split makes of the
+//	             even and the odd ranks (reversed), with a Sendrecv ring between them
 //	stale        the stale-read checker (window/internal/stalecheck) with the page cache
 //	             on: zero stale reads and no lost update, with the cache counts
 //

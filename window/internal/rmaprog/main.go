@@ -33,6 +33,7 @@ var scenarios = map[string]scenario{
 	"shared":       shared,
 	"request":      requests,
 	"stale":        staleRun,
+	"split":        splitRun,
 }
 
 // errSkip means the scenario needs a window API that is not built yet.

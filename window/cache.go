@@ -56,12 +56,15 @@ type coh[T runtime.Elem] struct {
 	rem     []*runtime.Remote // by rank: nil for self
 	mapped  [][]uint64        // by rank: mapped coherence words, own included
 	ctr     *runtime.Counter
-	pages   []int          // by rank
-	base    []int          // by rank: first flag of its pages in every flag array
-	cached  []bool         // by rank: Gets from it may be cached
-	bufs    [][][]byte     // by rank, page: cache buffers
-	seen    [][]uint8      // by rank, page: 1 once the page missed (the next miss caches it)
-	fifo    []coherence.Op // installed pages, oldest first (only Home/Page used)
+	pages   []int       // by rank
+	base    []int       // by rank: first flag of its pages in every flag array
+	cached  []bool      // by rank: Gets from it may be cached
+	bufs    [][][]byte  // by rank, page: cache buffers
+	seen    [][]uint8   // by rank, page: 1 once the page missed (the next miss caches it)
+	fifo    []fifoEntry // installed pages, oldest first; entries may be stale (see install)
+	qgen    [][]uint32  // by rank, page: the generation of its live fifo entry, 0 for none
+	lastGen uint32
+	queued  int // live fifo entries: the pages counted against cacheMaxPages
 	nextID  coherence.ReqID
 	pend    []pendingOp
 	scratch []byte
@@ -78,6 +81,12 @@ type coh[T runtime.Elem] struct {
 	dirty [][][2]int
 
 	stats struct{ hits, misses, installs, invals, evictions atomic.Int64 }
+}
+
+// fifoEntry is a page in the eviction order; it is live while qgen holds its gen.
+type fifoEntry struct {
+	home, page int
+	gen        uint32
 }
 
 type pendingOp struct {
@@ -103,7 +112,8 @@ func (w *Win[T]) initCoherence(ctx context.Context) error {
 	ps := w.opt.pageSize
 	c := &coh[T]{rem: make([]*runtime.Remote, w.size), mapped: make([][]uint64, w.size),
 		pages: make([]int, w.size), base: make([]int, w.size), cached: make([]bool, w.size),
-		bufs: make([][][]byte, w.size), seen: make([][]uint8, w.size), dirty: make([][][2]int, w.size)}
+		bufs: make([][][]byte, w.size), seen: make([][]uint8, w.size), dirty: make([][][2]int, w.size),
+		qgen: make([][]uint32, w.size)}
 	total := 0
 	for r := range w.size {
 		c.pages[r] = (w.tg[r].n*w.esize + ps - 1) / ps
@@ -113,6 +123,7 @@ func (w *Win[T]) initCoherence(ctx context.Context) error {
 		if c.cached[r] {
 			c.bufs[r] = make([][]byte, c.pages[r])
 			c.seen[r] = make([]uint8, c.pages[r])
+			c.qgen[r] = make([]uint32, c.pages[r])
 		}
 	}
 	me := c.pages[w.rank]
@@ -423,13 +434,7 @@ func (w *Win[T]) outcome(o coherence.Outcome) {
 		}
 		if o.Installed {
 			c.stats.installs.Add(1)
-			c.fifo = append(c.fifo, coherence.Op{Target: o.Home, Page: o.Page})
-			if len(c.fifo) > cacheMaxPages {
-				old := c.fifo[0]
-				c.fifo = c.fifo[1:]
-				c.stats.evictions.Add(1)
-				c.m.Evict(old.Target, old.Page)
-			}
+			c.install(o.Home, o.Page)
 		}
 	case coherence.Completed:
 		if o.Req == c.cur {
@@ -441,6 +446,48 @@ func (w *Win[T]) outcome(o coherence.Outcome) {
 		}
 	case coherence.Released:
 		c.bufs[o.Home][o.Page] = nil
+		if c.qgen[o.Home][o.Page] != 0 {
+			c.qgen[o.Home][o.Page] = 0 // its entry goes stale
+			c.queued--
+		}
+	}
+}
+
+// install counts a page installed in the cache against its budget and evicts the oldest
+// live pages past it. A page installed again (after an invalidation kept its buffer)
+// keeps its place and counts once; a released one leaves a stale entry, skipped when it
+// comes to the front (or dropped when stale entries outnumber live ones), so that a
+// page released and installed again is not evicted on its old entry's account.
+func (c *coh[T]) install(home, page int) {
+	if c.qgen[home][page] == 0 {
+		c.lastGen++
+		if c.lastGen == 0 {
+			c.lastGen = 1
+		}
+		c.qgen[home][page] = c.lastGen
+		c.fifo = append(c.fifo, fifoEntry{home, page, c.lastGen})
+		c.queued++
+	}
+	for c.queued > cacheMaxPages {
+		e := c.fifo[0]
+		c.fifo = c.fifo[1:]
+		if c.qgen[e.home][e.page] != e.gen {
+			continue
+		}
+		c.qgen[e.home][e.page] = 0
+		c.queued--
+		c.stats.evictions.Add(1)
+		c.m.Evict(e.home, e.page)
+	}
+	if len(c.fifo) > 2*c.queued+1024 {
+		live := c.fifo[:0]
+		for _, e := range c.fifo {
+			if c.qgen[e.home][e.page] == e.gen {
+				live = append(live, e)
+			}
+		}
+		clear(c.fifo[len(live):])
+		c.fifo = live
 	}
 }
 

@@ -417,3 +417,79 @@ func TestCacheStressCapacity(t *testing.T) {
 		return errors.Join(errors.Join(bad...), win.Free(ctx))
 	})
 }
+
+// TestCacheReinstallKeepsBudget: pages invalidated by the home's writes and installed
+// again count once against the cache's budget. The reader caches three quarters of the
+// budget, the home rewrites everything, the reader re-reads it all (every page installs
+// again) and then once more: nothing may be evicted, and the last pass must hit on every
+// page. (The FIFO counted a re-installed page twice, so the second install pass pushed
+// the live pages out past the budget.)
+func TestCacheReinstallKeepsBudget(t *testing.T) {
+	const page = 512
+	const per = page / 8
+	const pages = 16384 * 3 / 4
+	const n = pages * per
+	stressRun(t, 2, runtimetest.Options{Hosts: []string{"a", "b"}}, func(ctx context.Context, w *runtime.World) error {
+		win, err := window.Allocate[int64](ctx, w, n, window.PageSize(page))
+		if err != nil {
+			return err
+		}
+		const home, reader = 0, 1
+		buf := make([]int64, 64*per)
+		readAll := func(gen int64) error {
+			return locked(ctx, win, window.Shared, home, func() error {
+				for lo := 0; lo < n; lo += len(buf) {
+					if err := win.Get(buf, home, lo); err != nil {
+						return err
+					}
+					if err := win.Flush(ctx, home); err != nil {
+						return err
+					}
+					for i, v := range buf {
+						if want := gen<<32 | int64(lo+i); v != want {
+							return fmt.Errorf("generation %d: element %d = %#x, want %#x", gen, lo+i, v, want)
+						}
+					}
+				}
+				return nil
+			})
+		}
+		var stats []window.CacheStats
+		for gen := int64(1); gen <= 2; gen++ {
+			if w.Rank() == home {
+				for i := range win.Local() {
+					win.Local()[i] = gen<<32 | int64(i)
+				}
+				if err := win.Sync(ctx); err != nil {
+					return err
+				}
+			}
+			if err := runtime.Barrier(ctx, w); err != nil {
+				return err
+			}
+			if w.Rank() == reader {
+				for range 2 { // the first miss of a page reads through, the second caches it
+					if err := readAll(gen); err != nil {
+						return err
+					}
+				}
+				stats = append(stats, win.CacheStats())
+			}
+			if err := runtime.Barrier(ctx, w); err != nil {
+				return err
+			}
+		}
+		var bad error
+		if w.Rank() == reader {
+			if err := readAll(2); err != nil {
+				return err
+			}
+			last := win.CacheStats()
+			if last.Evictions != 0 || last.Misses != stats[1].Misses || last.Installs < 2*pages {
+				bad = fmt.Errorf("%d pages, budget 16384: after the first pass %+v, after re-installing %+v, after one more pass %+v: want no eviction and no miss in the last pass",
+					pages, stats[0], stats[1], last)
+			}
+		}
+		return errors.Join(bad, win.Free(ctx))
+	})
+}

@@ -175,6 +175,9 @@ func asElems[T runtime.Elem](b []byte) []T {
 
 func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n int, buf []T, opts []Option) (win *Win[T], err error) {
 	op := "create"
+	if rw == nil {
+		return nil, werrf(op, -1, -1, ErrInvalid, "nil World (pass the World that runtime.Init, Dup or Split returned)")
+	}
 	if n < 0 || n > math.MaxInt/elemSize[T]() { // the byte count must not overflow
 		return nil, werrf(op, -1, -1, ErrInvalid, "%d elements", n)
 	}

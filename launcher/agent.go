@@ -266,6 +266,11 @@ func (a *Agent) runJob(cc *ctlConn) {
 		return
 	}
 	spec := v.(*jobSpec)
+	// From now on the submitter's departure ends the job, during its setup too (a cut link
+	// leaves the TCP connection open for minutes, and the start frame may never come).
+	leaves, unwatch := a.cl.watchLeaves(spec.Submitter)
+	defer unwatch()
+	go a.watchSubmitter(cc, spec.ID, leaves)
 	j, err := a.prepare(cc, spec)
 	if err != nil {
 		var ue *UsageError
@@ -282,9 +287,6 @@ func (a *Agent) runJob(cc *ctlConn) {
 		return // the submitter cancelled (another agent refused) or vanished
 	}
 	cc.c.SetReadDeadline(time.Time{})
-	leaves, unwatch := a.cl.watchLeaves()
-	defer unwatch()
-	go j.watchSubmitter(leaves)
 	j.startRanks()
 	j.serve()
 }
@@ -455,15 +457,13 @@ func (j *agentJob) stdinWriter(w *os.File) {
 	w.Close()
 }
 
-// watchSubmitter closes the control connection when memberlist declares the submitter
-// dead (a cut link leaves the TCP connection open for minutes); serve then aborts.
-func (j *agentJob) watchSubmitter(leaves <-chan leaveEvent) {
-	for ev := range leaves {
-		if ev.Name == j.spec.Submitter {
-			j.a.log.Printf("job %s: submitter %s %s", j.spec.ID, ev.Name, ev.how())
-			j.conn.close()
-			return
-		}
+// watchSubmitter closes the control connection of job id when memberlist declares its
+// submitter dead or gone (leaves watches it alone); runJob or serve then ends the job.
+// It returns when the subscription ends.
+func (a *Agent) watchSubmitter(cc *ctlConn, id string, leaves <-chan leaveEvent) {
+	if ev, ok := <-leaves; ok {
+		a.log.Printf("job %s: submitter %s %s", id, ev.Name, ev.how())
+		cc.close()
 	}
 }
 

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -55,13 +57,24 @@ type NodeMeta struct {
 	Version int    // control protocol version (controlVersion)
 	Slots   int    // ranks the agent runs
 	Control string // control listener host:port, "" when Slots is 0
+	Boot    string // random id of the member's process (hex), also in its acks; "" if absent
+	Leaving bool   // the member is saying goodbye: its departure is a leave, not a death
 }
 
-// Encode formats m as `v=1 slots=4 ctl=10.0.0.2:41234`.
+// maxBootLen bounds the boot id (hex digits) in metadata.
+const maxBootLen = 32
+
+// Encode formats m as `v=1 slots=4 ctl=10.0.0.2:41234 boot=9f2c41d07be3a815`.
 func (m NodeMeta) Encode() []byte {
 	s := fmt.Sprintf("v=%d slots=%d", m.Version, m.Slots)
 	if m.Control != "" {
 		s += " ctl=" + m.Control
+	}
+	if m.Boot != "" {
+		s += " boot=" + m.Boot
+	}
+	if m.Leaving {
+		s += " bye=1"
 	}
 	return []byte(s)
 }
@@ -105,6 +118,16 @@ func DecodeMeta(b []byte) (NodeMeta, error) {
 				err = fmt.Errorf("port 0")
 			}
 			m.Control = v
+		case "boot":
+			if _, herr := hex.DecodeString(v); herr != nil || v == "" || len(v) > maxBootLen || strings.ToLower(v) != v {
+				err = fmt.Errorf("want 2 to %d lower-case hex digits", maxBootLen)
+			}
+			m.Boot = v
+		case "bye":
+			if v != "1" {
+				err = fmt.Errorf("want 1")
+			}
+			m.Leaving = true
 		}
 		if err != nil {
 			return NodeMeta{}, fmt.Errorf("node metadata: %s=%q: %v", k, truncate(v, 40), err)
@@ -187,18 +210,31 @@ type member struct {
 // cluster is this process's memberlist membership. Its methods are safe for concurrent
 // use. memberlist calls the delegates from its own goroutines: the event delegate keeps
 // a copy of every live member (memberlist's own Node structs are updated in place under
-// its lock, so reading them outside a callback would race) and hands leave events to
-// subscribers through buffered channels, never blocking memberlist.
+// its lock, so reading them outside a callback would race) and of the members that
+// departed, and hands leave events to subscribers through buffered channels, never
+// blocking memberlist. rejoin.go keeps an agent joined (keepJoined) and settles name
+// clashes.
 type cluster struct {
 	ml      *memberlist.Memberlist
 	self    string
+	boot    []byte // this process's boot id: in its metadata (hex) and in its acks
 	stopped sync.Once
+	quit    chan struct{}  // closed when the member stops: the rejoin loop ends
+	loop    sync.WaitGroup // the rejoin loop
+	nudge   chan struct{}  // wakes the rejoin loop (a restarted member was found)
+	clash   chan string    // the address of an agent that won this member's name (rejoin.go)
 
-	mu    sync.Mutex
-	meta  []byte
-	nodes map[string]member // live members, copied in the event callbacks
-	subs  map[chan leaveEvent]struct{}
-	taken string // gossip address of another live member with this member's name
+	lastPing atomic.Int64 // when this member last acked a ping (unix ns): the cluster probes it
+
+	mu           sync.Mutex
+	meta         []byte
+	nodes        map[string]member    // live members, copied in the event callbacks
+	departed     map[string]departure // members that left or died, by name, until they are back
+	peersSince   time.Time            // since when some other member has been live (zero: none now)
+	restarted    map[string]bool      // gossip addresses of members that answered with a new boot id
+	unprobedJoin time.Time            // when the rejoin loop last joined because no member probed this one
+	subs         map[chan leaveEvent]map[string]bool
+	taken        string // gossip address of another live member with this member's name
 }
 
 // leaveEvent is a member that left (gracefully) or was declared dead.
@@ -212,6 +248,15 @@ func (e leaveEvent) how() string {
 		return "left the cluster"
 	}
 	return "declared dead by memberlist (no answer to probes)"
+}
+
+// departure is a member that left or was declared dead, as the event delegate saw it.
+type departure struct {
+	ev    leaveEvent
+	addr  string    // its gossip address
+	agent bool      // it ran ranks (Slots > 0): the rejoin loop tries its address again
+	at    time.Time // when it departed
+	next  time.Time // the rejoin loop's next try of its address
 }
 
 // newCluster creates the member (a cluster of one until it joins another).
@@ -228,8 +273,14 @@ func newCluster(cfg clusterConfig) (*cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster key: %w", err)
 	}
-	c := &cluster{self: cfg.Name, meta: cfg.Meta.Encode(), nodes: make(map[string]member),
-		subs: make(map[chan leaveEvent]struct{})}
+	c := &cluster{self: cfg.Name, boot: make([]byte, 8), quit: make(chan struct{}),
+		nudge: make(chan struct{}, 1), clash: make(chan string, 1), nodes: make(map[string]member),
+		departed: make(map[string]departure), restarted: make(map[string]bool),
+		subs: make(map[chan leaveEvent]map[string]bool)}
+	if _, err := rand.Read(c.boot); err != nil {
+		return nil, fmt.Errorf("boot id: %w", err)
+	}
+	c.setMeta(cfg.Meta)
 	if len(c.meta) > maxMetaSize {
 		return nil, fmt.Errorf("node metadata of %d bytes exceeds %d", len(c.meta), maxMetaSize)
 	}
@@ -245,6 +296,7 @@ func newCluster(cfg clusterConfig) (*cluster, error) {
 	mc.Delegate = (*metaDelegate)(c)
 	mc.Events = (*eventDelegate)(c)
 	mc.Conflict = (*conflictDelegate)(c)
+	mc.Ping = (*pingDelegate)(c)
 	mc.Logger = log.New(&logFilter{w: cfg.Log, debug: cfg.Debug}, "", log.LstdFlags)
 	ml, err := memberlist.Create(mc)
 	if err != nil {
@@ -315,8 +367,10 @@ func (c *cluster) advertiseIP() string {
 	return c.nodes[c.self].IP
 }
 
-// setMeta replaces this member's metadata (the caller then calls ml.UpdateNode).
+// setMeta replaces this member's metadata (the caller then calls ml.UpdateNode); the
+// boot id is always this process's.
 func (c *cluster) setMeta(m NodeMeta) {
+	m.Boot = hex.EncodeToString(c.boot)
 	c.mu.Lock()
 	c.meta = m.Encode()
 	c.mu.Unlock()
@@ -328,12 +382,21 @@ func (c *cluster) currentMeta() []byte {
 	return c.meta
 }
 
-// watchLeaves returns a channel of the members that leave or are declared dead from now
-// on, and a function that ends the subscription (the channel is then closed).
-func (c *cluster) watchLeaves() (<-chan leaveEvent, func()) {
+// watchLeaves returns a channel of the departures (left or declared dead) of the named
+// members, and a function that ends the subscription (the channel is then closed). A
+// named member that has already departed, and has not come back since, is on the channel
+// at once: what happened between reading the member list and subscribing is not lost.
+func (c *cluster) watchLeaves(names ...string) (<-chan leaveEvent, func()) {
 	ch := make(chan leaveEvent, 64)
+	want := make(map[string]bool, len(names))
 	c.mu.Lock()
-	c.subs[ch] = struct{}{}
+	for _, n := range names {
+		if d, ok := c.departed[n]; ok && !want[n] {
+			ch <- d.ev // at most one per name: never more than the buffer for 64 names
+		}
+		want[n] = true
+	}
+	c.subs[ch] = want
 	c.mu.Unlock()
 	return ch, func() {
 		c.mu.Lock()
@@ -345,9 +408,19 @@ func (c *cluster) watchLeaves() (<-chan leaveEvent, func()) {
 	}
 }
 
-// close leaves the cluster (telling the others, for at most leaveTimeout) and stops.
+// close leaves the cluster (telling the others, for at most twice leaveTimeout) and
+// stops. memberlist's leave callback does not say whether a member left or died (the
+// Node's State field is never set there), so a leaving agent first gossips metadata
+// marked Leaving; the others then report its departure as a leave. (A submitter has
+// ended its jobs when it leaves: it does not wait for that.)
 func (c *cluster) close() {
 	c.stopped.Do(func() {
+		c.stopLoop()
+		if m, err := DecodeMeta(c.currentMeta()); err == nil && m.Slots > 0 {
+			m.Leaving = true
+			c.setMeta(m)
+			_ = c.ml.UpdateNode(leaveTimeout)
+		}
 		_ = c.ml.Leave(leaveTimeout)
 		_ = c.ml.Shutdown()
 	})
@@ -359,16 +432,27 @@ func (c *cluster) close() {
 // confuse -H and the rank table, and its gossip and its goodbye in that name get the live
 // member declared dead or gone, aborting its jobs (TestNetnsClusterMisuse). A joiner
 // learns the cluster's members during join, so checking right after join catches the
-// clash.
+// clash; a clash found later is settled by nameClash (rejoin.go).
 func (c *cluster) nameTaken() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.taken
 }
 
-// vanish stops without a goodbye, as a crashed host would (tests).
+// vanish stops without a goodbye, as a crashed host would: an agent that gives up a name
+// another agent holds, and tests.
 func (c *cluster) vanish() {
-	c.stopped.Do(func() { _ = c.ml.Shutdown() })
+	c.stopped.Do(func() {
+		c.stopLoop()
+		_ = c.ml.Shutdown()
+	})
+}
+
+// stopLoop ends the rejoin loop (if it runs) and waits for it: at most one join attempt
+// (streamTimeout).
+func (c *cluster) stopLoop() {
+	close(c.quit)
+	c.loop.Wait()
 }
 
 // metaDelegate serves this member's metadata; memberlist calls it from its goroutines.
@@ -386,10 +470,10 @@ func (d *metaDelegate) GetBroadcasts(int, int) [][]byte { return nil }
 func (d *metaDelegate) LocalState(bool) []byte          { return nil }
 func (d *metaDelegate) MergeRemoteState([]byte, bool)   {}
 
-// eventDelegate keeps the member table and forwards leaves and deaths to the
-// subscribers. memberlist calls it from one goroutine at a time, under its node lock (so
-// reading the Node here is safe); a full subscriber channel drops the event (64 pending
-// leaves means the subscriber is long past caring).
+// eventDelegate keeps the member table and the departures, and forwards leaves and
+// deaths to the subscribers. memberlist calls it from one goroutine at a time, under its
+// node lock (so reading the Node here is safe); a full subscriber channel drops the event
+// (64 pending leaves of the members it watches means the subscriber is long past caring).
 type eventDelegate cluster
 
 func (d *eventDelegate) NotifyJoin(n *memberlist.Node)   { d.store(n) }
@@ -400,15 +484,30 @@ func (d *eventDelegate) store(n *memberlist.Node) {
 	m.Meta, m.MetaErr = DecodeMeta(n.Meta)
 	d.mu.Lock()
 	d.nodes[n.Name] = m
+	delete(d.departed, n.Name)
+	if n.Name != d.self && d.peersSince.IsZero() {
+		d.peersSince = time.Now()
+	}
 	d.mu.Unlock()
 }
 
 func (d *eventDelegate) NotifyLeave(n *memberlist.Node) {
-	ev := leaveEvent{Name: n.Name, Left: n.State == memberlist.StateLeft}
+	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	m, known := d.nodes[n.Name]
+	ev := leaveEvent{Name: n.Name, Left: known && m.Meta.Leaving}
 	delete(d.nodes, n.Name)
-	for ch := range d.subs {
+	if !(*cluster)(d).hasPeersLocked() {
+		d.peersSince = time.Time{}
+	}
+	(*cluster)(d).pruneDepartedLocked(now)
+	d.departed[n.Name] = departure{ev: ev, addr: n.Address(), agent: known && m.Meta.Slots > 0, at: now,
+		next: now.Add(rejoinInterval)}
+	for ch, want := range d.subs {
+		if !want[n.Name] {
+			continue
+		}
 		select {
 		case ch <- ev:
 		default:
@@ -417,18 +516,15 @@ func (d *eventDelegate) NotifyLeave(n *memberlist.Node) {
 }
 
 // conflictDelegate records a live member that has this member's name at another address
-// (see nameTaken). memberlist calls it under its node lock.
+// (see nameTaken), and settles the clash (rejoin.go). memberlist calls it under its node
+// lock.
 type conflictDelegate cluster
 
 func (d *conflictDelegate) NotifyConflict(existing, other *memberlist.Node) {
 	if existing.Name != d.self {
 		return
 	}
-	d.mu.Lock()
-	if d.taken == "" {
-		d.taken = other.Address()
-	}
-	d.mu.Unlock()
+	(*cluster)(d).nameClash(other.Address())
 }
 
 // logFilter passes memberlist's log lines to w, without [DEBUG] lines unless debug.

@@ -16,6 +16,8 @@ func TestNodeMeta(t *testing.T) {
 		{Version: 1, Slots: 4, Control: "10.0.0.2:41234"},
 		{Version: 1, Slots: 0},
 		{Version: 7, Slots: maxSlots, Control: "[::1]:9"},
+		{Version: 1, Slots: 2, Control: "10.0.0.2:41234", Boot: "9f2c41d07be3a815"},
+		{Version: 1, Slots: 0, Boot: "00", Leaving: true},
 	} {
 		got, err := DecodeMeta(m.Encode())
 		if err != nil || got != m {
@@ -27,7 +29,9 @@ func TestNodeMeta(t *testing.T) {
 	}
 	for _, in := range []string{"", "slots=2", "v=1", "v=x slots=1", "v=0 slots=1", "v=1 slots=-1",
 		"v=1 slots=2", "v=1 slots=2 ctl=nohost", "v=1 slots=2 ctl=h:0", "v=1 slots=2 ctl=h:000", "v=1 slots=2 ctl=h:99999",
-		"v=1 slots=1 slots=2 ctl=h:1", "v=1 slots", "v=1 slots=1 ctl=:5", strings.Repeat("v=1 ", 200)} {
+		"v=1 slots=1 slots=2 ctl=h:1", "v=1 slots", "v=1 slots=1 ctl=:5", strings.Repeat("v=1 ", 200),
+		"v=1 slots=0 boot=", "v=1 slots=0 boot=xyz", "v=1 slots=0 boot=ABCD", "v=1 slots=0 boot=abc",
+		"v=1 slots=0 boot=" + strings.Repeat("ab", 17), "v=1 slots=0 bye=0", "v=1 slots=0 bye="} {
 		if m, err := DecodeMeta([]byte(in)); err == nil {
 			t.Errorf("DecodeMeta(%q) = %+v, want an error", in, m)
 		}
@@ -38,6 +42,7 @@ func FuzzNodeMeta(f *testing.F) {
 	f.Add([]byte("v=1 slots=4 ctl=10.0.0.2:41234"))
 	f.Add([]byte("v=1 slots=0"))
 	f.Add([]byte("v=2 slots=3 ctl=[::1]:80 x=y"))
+	f.Add([]byte("v=1 slots=1 ctl=h:7 boot=0123456789abcdef bye=1"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := DecodeMeta(b)
 		if err != nil {
@@ -149,7 +154,7 @@ func TestClusterDeathDetected(t *testing.T) {
 	if err := b.cl.join([]string{a.cl.addr()}); err != nil {
 		t.Fatal(err)
 	}
-	leaves, stop := a.cl.watchLeaves()
+	leaves, stop := a.cl.watchLeaves("b")
 	defer stop()
 	start := time.Now()
 	b.cl.vanish() // no goodbye: as if the host died

@@ -35,10 +35,21 @@
 // mix and a member with another key never joins. An agent that joins with the name of a
 // live agent at another address gives up at once (exit 125, "the name h1 is taken by the
 // agent at ADDR") and without a goodbye in that name: left running, it got the live agent
-// declared dead, aborting its jobs. Node metadata ([NodeMeta]) carries each
-// agent's slots, control address and control protocol version. memberlist is tuned to
-// declare a dead agent in about 1-2 s (see cluster.go for the arithmetic), against about
-// 5 s with its defaults. The submitter talks to each agent over one TCP connection
+// declared dead, aborting its jobs. Two agents that end up with one name after both
+// joined (a restart with the same --name while the old agent was only suspected, or an
+// agent cut off, replaced and back) are settled by memberlist's failure detector, which
+// probes one address per name: the agent that no member has probed for 15 probe
+// intervals although it has had live peers for as long gives up the same way, the other
+// keeps the name and its jobs (rejoin.go). Node metadata ([NodeMeta]) carries each
+// agent's slots, control address, control protocol version and a random boot id (also in
+// its acks). memberlist is tuned to declare a dead agent in about 1-2 s (see cluster.go
+// for the arithmetic), against about 5 s with its defaults. memberlist never contacts a
+// member it declared dead or that left, so each agent runs a rejoin loop (rejoin.go): it
+// joins the addresses of departed agents again (after 1 s, then at a tenth of their
+// absence, at most a minute apart, for a day), its own --join addresses while no other
+// agent is live, and at once an agent whose acks carry a new boot id (restarted before its
+// death was noticed). A restarted agent, the seed included (restarted without --join), is
+// back in every member's list within about 1-2 s. The submitter talks to each agent over one TCP connection
 // authenticated by a mutual HMAC-SHA256 challenge-response with a key derived from the
 // cluster key; the agent reads only a fixed-size hello from a peer that cannot prove the
 // key, writes nothing to it, and never reads its frames. Frames are then sealed with
@@ -55,7 +66,10 @@
 //     reaching PMI init (or while other ranks use PMI);
 //   - a rank calls Abort(code) through PMI;
 //   - an agent becomes unreachable: its control connection ends (a killed agent, at once)
-//     or memberlist declares it dead (a hung host or a cut link, in about 1-2 s);
+//     or memberlist declares it dead or gone (a hung host or a cut link, in about 1-2 s),
+//     also before the ranks start (while golaunch connects to the agents and while they
+//     set the job up: then no rank starts), and at once for an agent that departed after
+//     golaunch read the member list;
 //   - at a startup check (--startup-timeout after the start, then every such period
 //     until some rank has reached PMI init), a running rank has not reached PMI init
 //     while another has;
@@ -65,7 +79,8 @@
 // Aborting tells the surviving ranks through PMI (a ProcFailed or Aborted event), fails
 // pending fences, sends SIGTERM (then SIGCONT) to every rank's process group, and
 // SIGKILL after --grace (at once on a second Ctrl-C). An agent that loses its submitter
-// aborts its ranks by itself. An aborted job gives the ranks' last output at most
+// (its control connection ends, or memberlist declares it dead or gone) aborts its ranks
+// by itself, or drops the job it was setting up. An aborted job gives the ranks' last output at most
 // outputStall to reach a stdout nobody reads, then golaunch exits anyway. The job directory (PMI socket) of an agent killed by
 // SIGKILL is removed by the next agent (or local golaunch) started on that host once the
 // directory is a minute old (a younger one is left alone, as a job being set up has one
@@ -75,6 +90,7 @@
 //	golaunch: rank 1 (host h1, pid 1230) killed by signal 9 (SIGKILL); job aborted
 //	golaunch: rank 0 (host h1, pid 1229) exited without calling Finalize; job aborted
 //	golaunch: agent h2 unreachable (declared dead by memberlist (no answer to probes)); job aborted
+//	golaunch: agent h2 unreachable (left the cluster); job aborted
 //
 // The line names the root cause. Survivors of a killed rank see the failure within
 // milliseconds and may exit non-zero before the killed rank's report arrives; a root cause
@@ -105,8 +121,10 @@
 // output pumps and PMI handlers report to the submitter through the connection's
 // serialized writes. The submitter (submitter) keeps all job state in one event-loop
 // goroutine, fed by one reader goroutine per agent connection (which also writes output,
-// so a rank's output always precedes its exit report). Every goroutine ends with its
-// connection, its process, or the job; no blocking wait is without a bound.
+// so a rank's output always precedes its exit report). An agent's rejoin loop is one
+// goroutine, woken by a ticker and by the ping delegate. Every goroutine ends with its
+// connection, its process, the job, or the cluster member (the rejoin loop); no blocking
+// wait is without a bound.
 //
 // # Gaps
 //

@@ -168,13 +168,16 @@ func startGL(t *testing.T, args ...string) *running {
 	return startCmd(t, exec.Command(golaunchBin, args...))
 }
 
-// startCmd starts cmd (a golaunch command line, perhaps wrapped) and collects its output.
+// startCmd starts cmd (a golaunch command line, perhaps wrapped) and collects its output:
+// its stdout by lines, and its stderr unless cmd.Stderr is set.
 func startCmd(t *testing.T, cmd *exec.Cmd) *running {
 	t.Helper()
 	args := cmd.Args
 	cmd.Env = glEnv()
 	r := &running{cmd: cmd, lines: make(chan string, 1024), stderr: &lockedBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = r.stderr
+	if cmd.Stderr == nil {
+		cmd.Stderr = r.stderr
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

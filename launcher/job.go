@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"syscall"
 	"time"
 
@@ -94,9 +93,8 @@ func (s *submitter) run() int {
 	s.done = make(chan struct{})
 	defer close(s.done)
 	s.ranks = make([]rankState, s.roster.Size)
-	if f := s.connect(); f != nil {
-		fmt.Fprintln(s.stderr, "golaunch: "+f.what)
-		return f.code
+	if code, ok := s.connect(); !ok {
+		return code
 	}
 	defer s.closeLinks()
 	if code, ok := s.setup(); !ok {
@@ -153,88 +151,6 @@ func (s *submitter) run() int {
 		}
 	}
 	return s.finish()
-}
-
-// connect dials every agent of the roster in parallel.
-func (s *submitter) connect() *failure {
-	s.links = make([]*agentLink, len(s.roster.Hosts))
-	errs := make([]error, len(s.links))
-	var wg sync.WaitGroup
-	for i, host := range s.roster.Hosts {
-		s.links[i] = &agentLink{idx: i, host: host, credit: make(chan struct{}, stdinWindow)}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.links[i].cc, errs[i] = dialControl(s.addrs[i], s.key, dialTimeout)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			s.closeLinks()
-			return agentFailure(s.links[i].host, fmt.Sprintf("control connection to %s: %v", s.addrs[i], err))
-		}
-	}
-	for _, l := range s.links {
-		go s.read(l)
-	}
-	return nil
-}
-
-// setup pushes the job to every agent and waits until all are ready. It returns false
-// (with the exit code) when one refused or vanished; then no rank has started.
-func (s *submitter) setup() (int, bool) {
-	for i, l := range s.links {
-		spec := s.spec
-		spec.Node = i
-		if err := l.cc.send(fJob, &spec); err != nil {
-			fmt.Fprintf(s.stderr, "golaunch: agent %s unreachable (send job: %v)\n", l.host, err)
-			return ExitFailure, false
-		}
-	}
-	// Wait for every agent's answer, then report the first refusal in host order (so the
-	// message does not depend on which agent answered first).
-	answers := make([]*rejectMsg, len(s.links))
-	ok := &rejectMsg{}
-	pending := len(s.links)
-	timer := time.NewTimer(readyTimeout)
-	defer timer.Stop()
-	for pending > 0 {
-		select {
-		case ev := <-s.events:
-			l := s.links[ev.link]
-			if answers[ev.link] != nil {
-				continue
-			}
-			switch {
-			case ev.err != nil:
-				answers[ev.link] = &rejectMsg{Msg: fmt.Sprintf("agent %s unreachable (%v)", l.host, ev.err)}
-			case ev.t == fReady:
-				answers[ev.link] = ok
-			case ev.t == fReject:
-				answers[ev.link] = ev.msg.(*rejectMsg)
-			default:
-				answers[ev.link] = &rejectMsg{Msg: fmt.Sprintf("agent %s: unexpected %v frame during setup", l.host, ev.t)}
-			}
-			pending--
-		case <-timer.C:
-			fmt.Fprintf(s.stderr, "golaunch: agents not ready within %v\n", readyTimeout)
-			return ExitFailure, false
-		case sig := <-s.signals:
-			fmt.Fprintf(s.stderr, "golaunch: %v during setup; no rank started\n", sig)
-			return ExitSignalBase + int(sig.(syscall.Signal)), false
-		}
-	}
-	for _, a := range answers {
-		if a != ok {
-			fmt.Fprintln(s.stderr, "golaunch: "+a.Msg)
-			if a.Usage {
-				return ExitUsage, false
-			}
-			return ExitFailure, false
-		}
-	}
-	return 0, true
 }
 
 // read is a link's reader goroutine.

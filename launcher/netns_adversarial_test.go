@@ -25,11 +25,21 @@ import (
 // (none when ""), and waits for its gossip line.
 func netnsAgent(t *testing.T, ctx context.Context, h *netns.Host, name string, slots int, keyfile, join string) *running {
 	t.Helper()
+	return netnsAgentTo(t, ctx, h, name, slots, keyfile, join, nil)
+}
+
+// netnsAgentTo is netnsAgent with the agent's stderr on stderr (collected when nil).
+func netnsAgentTo(t *testing.T, ctx context.Context, h *netns.Host, name string, slots int, keyfile, join string, stderr *os.File) *running {
+	t.Helper()
 	args := []string{"agent", "--bind", h.Addr + ":7946", "--slots", strconv.Itoa(slots), "--keyfile", keyfile, "--name", name}
 	if join != "" {
 		args = append(args, "--join", join)
 	}
-	a := startCmd(t, h.Command(ctx, golaunchBin, args...))
+	cmd := h.Command(ctx, golaunchBin, args...)
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+	a := startCmd(t, cmd)
 	a.line(t, fmt.Sprintf("golaunch agent %s: gossip %s", name, h.Addr), 10*time.Second)
 	return a
 }

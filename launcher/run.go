@@ -131,7 +131,8 @@ func Launch(args []string, stdio Stdio, sigs <-chan os.Signal) int {
 	for _, h := range roster.Hosts {
 		s.addrs = append(s.addrs, addrs[h])
 	}
-	leaves, unwatch := node.cl.watchLeaves()
+	// Departures of the roster's hosts since the member list was read come first.
+	leaves, unwatch := node.cl.watchLeaves(roster.Hosts...)
 	defer unwatch()
 	s.leaves = leaves
 	lg.Printf("job %s: %d ranks on %s", id, roster.Size, strings.Join(roster.Hosts, ", "))
@@ -240,6 +241,8 @@ func startJoined(o *Options, id string, lg *log.Logger, logw io.Writer) (*Agent,
 			lg.Printf("ignoring member %s: %v", m.Name, m.MetaErr)
 		case m.Meta.Version != controlVersion:
 			lg.Printf("ignoring member %s: control protocol v%d (this golaunch: v%d)", m.Name, m.Meta.Version, controlVersion)
+		case m.Meta.Leaving:
+			lg.Printf("ignoring member %s: it is leaving the cluster", m.Name)
 		case m.Meta.Slots > 0:
 			agents[m.Name] = m
 			names = append(names, m.Name)
@@ -317,22 +320,35 @@ func AgentMain(args []string, stdio Stdio, sigs <-chan os.Signal) int {
 			return ExitFailure
 		}
 		if other := a.cl.nameTaken(); other != "" {
-			// No goodbye: a leave in this name would tell the cluster the other agent left.
-			a.cl.vanish()
-			a.close()
-			fmt.Fprintf(stdio.Err, "golaunch agent: the name %s is taken by the agent at %s; pick another --name\n", a.name, other)
-			return ExitFailure
+			return nameTakenExit(a, stdio.Err, other)
 		}
 	}
+	a.cl.keepJoined(o.Join, lg)
 	fmt.Fprintf(stdio.Out, "golaunch agent %s: gossip %s, control %s, %d slots, %d members\n",
 		a.name, a.cl.addr(), a.controlAddr(), o.Slots, len(a.cl.members()))
 	if f, ok := stdio.Out.(*os.File); ok {
 		f.Sync()
 	}
-	sig := <-sigs
-	lg.Printf("%v: leaving the cluster", sig)
+	select {
+	case sig := <-sigs:
+		lg.Printf("%v: leaving the cluster", sig)
+		a.close()
+		return ExitOK
+	case other := <-a.cl.clashes():
+		// Found after the join: the cluster probes the other agent by this name, not this
+		// one (rejoin.go). Its jobs are aborted, as a lost agent's would be.
+		lg.Printf("the cluster knows the agent at %s by this name, not this one: giving up", other)
+		return nameTakenExit(a, stdio.Err, other)
+	}
+}
+
+// nameTakenExit ends an agent whose name belongs to the agent at other: without a
+// goodbye, as a leave in this name would tell the cluster the other agent left.
+func nameTakenExit(a *Agent, stderr io.Writer, other string) int {
+	a.cl.vanish()
 	a.close()
-	return ExitOK
+	fmt.Fprintf(stderr, "golaunch agent: the name %s is taken by the agent at %s; pick another --name\n", a.name, other)
+	return ExitFailure
 }
 
 func versionText() string {

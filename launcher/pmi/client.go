@@ -3,9 +3,11 @@ package pmi
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -204,13 +206,14 @@ func (c *Client) call(ctx context.Context, req msg) (msg, error) {
 func (c *Client) closedErr(err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err != nil {
-		return fmt.Errorf("%w (%v)", ErrClosed, c.err)
+	cause := c.err
+	if cause == nil {
+		cause = err
 	}
-	if err != nil {
-		return fmt.Errorf("%w (%v)", ErrClosed, err)
+	if cause == nil || errors.Is(cause, ErrClosed) {
+		return ErrClosed // the agent hung up: nothing more to say
 	}
-	return ErrClosed
+	return fmt.Errorf("%w (%s)", ErrClosed, strings.TrimPrefix(cause.Error(), "pmi: "))
 }
 
 // Info returns what the agent said at init.

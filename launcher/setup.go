@@ -1,0 +1,198 @@
+package launcher
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The submitter's setup phase: before any rank starts, connect dials every agent of the
+// roster and setup pushes the job and waits until every agent has set up its part. Both
+// watch memberlist's verdicts on the roster's hosts (submitter.leaves) as the running job
+// does: a host declared dead or gone fails the job at once with the same summary line,
+// instead of after the dial, handshake or ready timeouts.
+
+// setupFailed prints the summary of a job that failed before any rank started, and
+// returns its exit code and false.
+func (s *submitter) setupFailed(f *failure) (int, bool) {
+	fmt.Fprintln(s.stderr, f.summary())
+	return f.code, false
+}
+
+// setupSignal handles a signal before any rank started: the job ends at once.
+func (s *submitter) setupSignal(sig os.Signal) (int, bool) {
+	fmt.Fprintf(s.stderr, "golaunch: %v during setup; no rank started\n", sig)
+	return ExitSignalBase + int(sig.(syscall.Signal)), false
+}
+
+// hostIndex returns the index of host in the roster, or -1.
+func (s *submitter) hostIndex(host string) int {
+	for i, h := range s.roster.Hosts {
+		if h == host {
+			return i
+		}
+	}
+	return -1
+}
+
+// departedHost returns the departure of a roster host that memberlist has already
+// declared dead or gone (watchLeaves also delivers those that happened before the
+// subscription), or false. It does not wait.
+func (s *submitter) departedHost() (leaveEvent, bool) {
+	for {
+		select {
+		case lv, ok := <-s.leaves:
+			if !ok {
+				s.leaves = nil
+				return leaveEvent{}, false
+			}
+			if s.hostIndex(lv.Name) >= 0 {
+				return lv, true
+			}
+		default:
+			return leaveEvent{}, false
+		}
+	}
+}
+
+// connect dials every agent of the roster in parallel. A roster host that memberlist has
+// declared dead or gone, before or while dialing, fails the job at once: a cut link or a
+// hung agent would otherwise hold the dial or the handshake for their whole timeouts.
+func (s *submitter) connect() (int, bool) {
+	if lv, ok := s.departedHost(); ok {
+		return s.setupFailed(agentFailure(lv.Name, lv.how()))
+	}
+	type dialed struct {
+		idx int
+		cc  *ctlConn
+		err error
+	}
+	s.links = make([]*agentLink, len(s.roster.Hosts))
+	results := make(chan dialed, len(s.links))
+	for i, host := range s.roster.Hosts {
+		s.links[i] = &agentLink{idx: i, host: host, credit: make(chan struct{}, stdinWindow)}
+		go func() {
+			cc, err := dialControl(s.addrs[i], s.key, dialTimeout)
+			results <- dialed{i, cc, err}
+		}()
+	}
+	pending := len(s.links)
+	abandon := func() {
+		// The dials still running end within dialTimeout and handshakeTimeout.
+		go func(n int) {
+			for range n {
+				if d := <-results; d.cc != nil {
+					d.cc.close()
+				}
+			}
+		}(pending)
+		for _, l := range s.links {
+			if l.cc != nil {
+				l.cc.close()
+			}
+		}
+		s.links = nil
+	}
+	for pending > 0 {
+		select {
+		case d := <-results:
+			pending--
+			if d.err != nil {
+				abandon()
+				return s.setupFailed(agentFailure(s.roster.Hosts[d.idx], fmt.Sprintf("control connection to %s: %v", s.addrs[d.idx], d.err)))
+			}
+			s.links[d.idx].cc = d.cc
+		case lv, ok := <-s.leaves:
+			if !ok {
+				s.leaves = nil
+			} else if s.hostIndex(lv.Name) >= 0 {
+				abandon()
+				return s.setupFailed(agentFailure(lv.Name, lv.how()))
+			}
+		case sig := <-s.signals:
+			abandon()
+			return s.setupSignal(sig)
+		}
+	}
+	for _, l := range s.links {
+		go s.read(l)
+	}
+	return 0, true
+}
+
+// setup pushes the job to every agent and waits until all are ready. It returns false
+// (with the exit code) when one refused, was lost (its connection ended, or memberlist
+// declared it dead or gone: at once, not after readyTimeout), or did not answer in time;
+// then no rank has started, and closeLinks tells the others to drop the job.
+func (s *submitter) setup() (int, bool) {
+	for i, l := range s.links {
+		spec := s.spec
+		spec.Node = i
+		if err := l.cc.send(fJob, &spec); err != nil {
+			return s.setupFailed(agentFailure(l.host, fmt.Sprintf("send job: %v", err)))
+		}
+	}
+	// Wait for every agent's answer, then report the first refusal in host order (so the
+	// message does not depend on which agent answered first). A lost agent fails the job
+	// at once.
+	answers := make([]*rejectMsg, len(s.links))
+	ok := &rejectMsg{}
+	pending := len(s.links)
+	timer := time.NewTimer(readyTimeout)
+	defer timer.Stop()
+	for pending > 0 {
+		select {
+		case ev := <-s.events:
+			l := s.links[ev.link]
+			switch {
+			case ev.err != nil && answers[ev.link] != ok && answers[ev.link] != nil:
+				continue // a refusal, then the agent closed the connection
+			case ev.err != nil:
+				l.lost = true
+				return s.setupFailed(agentFailure(l.host, "control connection lost: "+ev.err.Error()))
+			case answers[ev.link] != nil:
+				continue
+			case ev.t == fReady:
+				answers[ev.link] = ok
+			case ev.t == fReject:
+				answers[ev.link] = ev.msg.(*rejectMsg)
+			default:
+				answers[ev.link] = &rejectMsg{Msg: fmt.Sprintf("agent %s: unexpected %v frame during setup", l.host, ev.t)}
+			}
+			pending--
+		case lv, open := <-s.leaves:
+			if !open {
+				s.leaves = nil
+			} else if i := s.hostIndex(lv.Name); i >= 0 {
+				s.links[i].lost = true
+				return s.setupFailed(agentFailure(lv.Name, lv.how()))
+			}
+		case <-timer.C:
+			var late []string
+			for i, a := range answers {
+				if a == nil {
+					late = append(late, s.links[i].host)
+				}
+			}
+			what := fmt.Sprintf("agent %s did not set up the job within %v", late[0], readyTimeout)
+			if len(late) > 1 {
+				what += fmt.Sprintf(" (nor did %s)", strings.Join(late[1:], ", "))
+			}
+			return s.setupFailed(&failure{code: ExitFailure, what: what, rank: -1, host: late[0]})
+		case sig := <-s.signals:
+			return s.setupSignal(sig)
+		}
+	}
+	for _, a := range answers {
+		if a != ok {
+			fmt.Fprintln(s.stderr, "golaunch: "+a.Msg)
+			if a.Usage {
+				return ExitUsage, false
+			}
+			return ExitFailure, false
+		}
+	}
+	return 0, true
+}

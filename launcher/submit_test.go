@@ -1,0 +1,113 @@
+package launcher
+
+import (
+	"io"
+	"log"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A job whose roster names an agent that memberlist already declared dead or gone (its
+// departure was delivered before the job is pushed: watchLeaves replays it) fails at once
+// with the summary naming that agent, and no agent gets the job, even though agent b's
+// control listener still answers (its gossip is what is gone, as behind a firewall that
+// drops UDP): memberlist's verdict stands.
+func TestSubmitToDepartedAgent(t *testing.T) {
+	key := randomKey(t)
+	var agentLog lockedBuffer
+	var agents []*Agent
+	for _, name := range []string{"a", "b"} {
+		a, err := startAgent(agentConfig{Name: name, Bind: "127.0.0.1:0", Slots: 1, Key: key,
+			Log: log.New(&agentLog, name+": ", 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(a.close)
+		agents = append(agents, a)
+	}
+	roster, err := PlanRanks([]HostSlots{{Name: "a", Slots: 1}, {Name: "b", Slots: 1}}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, secret, err := newJobID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, left := range []bool{false, true} {
+		leaves := make(chan leaveEvent, 1)
+		leaves <- leaveEvent{Name: "b", Left: left}
+		var stderr lockedBuffer
+		s := &submitter{
+			spec: jobSpec{ID: id, Submitter: "tester", Program: "true", Secret: secret, Roster: roster,
+				Transport: "auto", Grace: time.Second},
+			roster: roster, addrs: []string{agents[0].controlAddr(), agents[1].controlAddr()}, key: agents[0].ckey,
+			out: newOutputSink(io.Discard, io.Discard, true, true, ""), stderr: &stderr, grace: time.Second,
+			leaves: leaves,
+		}
+		start := time.Now()
+		code := s.run()
+		want := "golaunch: agent b unreachable (" + leaveEvent{Left: left}.how() + "); job aborted\n"
+		if code != ExitFailure || stderr.String() != want {
+			t.Errorf("exit %d, stderr %q; want %d, %q", code, stderr.String(), ExitFailure, want)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("run took %v, want at once", took)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if strings.Contains(agentLog.String(), id) {
+		t.Errorf("an agent got the job:\n%s", agentLog.String())
+	}
+}
+
+// An agent that hangs (its kernel accepts the control connection, nobody answers the
+// handshake) and that memberlist then declares dead while golaunch dials it: the job fails
+// at once with the summary naming it, not after the handshake timeout with a misleading
+// "wrong cluster key?".
+func TestSubmitAgentDeclaredDeadWhileDialing(t *testing.T) {
+	key := randomKey(t)
+	a := testAgent(t, "a", 1, key)
+	hung, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hung.Close()
+	go func() {
+		for {
+			c, err := hung.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	roster, err := PlanRanks([]HostSlots{{Name: "a", Slots: 1}, {Name: "b", Slots: 1}}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, secret, err := newJobID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaves := make(chan leaveEvent, 1)
+	time.AfterFunc(200*time.Millisecond, func() { leaves <- leaveEvent{Name: "b"} })
+	var stderr lockedBuffer
+	s := &submitter{
+		spec: jobSpec{ID: id, Submitter: "tester", Program: "true", Secret: secret, Roster: roster,
+			Transport: "auto", Grace: time.Second},
+		roster: roster, addrs: []string{a.controlAddr(), hung.Addr().String()}, key: a.ckey,
+		out: newOutputSink(io.Discard, io.Discard, true, true, ""), stderr: &stderr, grace: time.Second,
+		leaves: leaves,
+	}
+	start := time.Now()
+	code := s.run()
+	want := "golaunch: agent b unreachable (declared dead by memberlist (no answer to probes)); job aborted\n"
+	if code != ExitFailure || stderr.String() != want {
+		t.Errorf("exit %d, stderr %q; want %d, %q", code, stderr.String(), ExitFailure, want)
+	}
+	if took := time.Since(start); took > handshakeTimeout/2 {
+		t.Errorf("run took %v, want about 200 ms", took)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // maxPartial bounds a line held back waiting for its newline; a longer one is emitted
@@ -217,4 +218,44 @@ func (s *outputSink) toFile(rank int, data []byte) {
 	if _, err := f.Write(data); err != nil && s.err == nil {
 		s.err = err
 	}
+}
+
+// stallWriter is golaunch's own stderr (its summary line and notices): each write goes
+// through a goroutine and is given up after d when the reader of stderr stopped reading,
+// so that a message never keeps golaunch from ending a job (SIGTERM included). While a
+// write it gave up on is still blocked, later messages are dropped; they are written
+// again once it completes. Writes keep their order.
+type stallWriter struct {
+	w io.Writer
+	d time.Duration
+
+	mu      sync.Mutex
+	pending chan struct{} // closed when the write in flight completes; nil if none
+}
+
+func newStallWriter(w io.Writer, d time.Duration) *stallWriter { return &stallWriter{w: w, d: d} }
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending != nil {
+		select {
+		case <-s.pending:
+			s.pending = nil
+		default:
+			return len(p), nil // stderr is still stuck: drop
+		}
+	}
+	buf := append([]byte(nil), p...)
+	done := make(chan struct{})
+	go func() {
+		s.w.Write(buf)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(s.d):
+		s.pending = done
+	}
+	return len(p), nil
 }

@@ -2,10 +2,12 @@ package launcher
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writes.
@@ -104,5 +106,56 @@ func TestOutputDir(t *testing.T) {
 	}
 	if b, err := os.ReadFile(rankFile(dir, 0)); err != nil || len(b) != 0 {
 		t.Errorf("rank 0 file: %q %v", b, err)
+	}
+}
+
+// gateWriter blocks every write until open is closed, then records it.
+type gateWriter struct {
+	open chan struct{}
+	mu   sync.Mutex
+	got  []string
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	<-g.open
+	g.mu.Lock()
+	g.got = append(g.got, string(p))
+	g.mu.Unlock()
+	return len(p), nil
+}
+
+// TestStallWriter: a write to a stuck stderr returns after the bound, messages written
+// while it is stuck are dropped, and writing resumes in order once it drains.
+func TestStallWriter(t *testing.T) {
+	g := &gateWriter{open: make(chan struct{})}
+	s := newStallWriter(g, 50*time.Millisecond)
+	start := time.Now()
+	fmt.Fprint(s, "first")
+	if d := time.Since(start); d < 50*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("a stuck write returned after %v, want the 50ms bound", d)
+	}
+	fmt.Fprint(s, "dropped") // at once: still stuck
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("a write behind a stuck one took %v", d)
+	}
+	close(g.open)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		g.mu.Lock()
+		n := len(g.got)
+		g.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stuck write never completed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Fprint(s, "third")
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if strings.Join(g.got, ",") != "first,third" {
+		t.Fatalf("written %q, want first,third", g.got)
 	}
 }

@@ -538,6 +538,63 @@ func TestStressLaunchSIGTERMWithStdoutNotRead(t *testing.T) {
 	requireNoDirs(t, jobDirs)
 }
 
+// TestStressLaunchSIGTERMWithStderrNotRead: the same with the ranks flooding stderr into
+// a pipe nobody reads: golaunch, blocked writing their lines (and then its own summary),
+// must still end on SIGTERM and leave no rank behind.
+func TestStressLaunchSIGTERMWithStderrNotRead(t *testing.T) {
+	bin := stressBin(t)
+	dir := t.TempDir()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, golaunchBin, "-n", "2", "--grace", "500ms", bin, "flooderr", dir)
+	cmd.Env = glEnv()
+	var stdout lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	pids, jobDirs := rankFiles(t, dir, 2, 20*time.Second)
+	size, err := unix.FcntlInt(pr.Fd(), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		n, err := unix.IoctlGetInt(int(pr.Fd()), unix.TIOCINQ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= size-16<<10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stderr pipe holds %d of %d bytes after 20 s", n, size)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("golaunch still running 20 s after SIGTERM with its stderr not read")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 143 {
+		t.Errorf("exit %d, want 143", code)
+	}
+	requireGone(t, pids, 2*time.Second)
+	requireNoDirs(t, jobDirs)
+}
+
 // TestStressLaunchStdoutClosed: golaunch ... | head. Once the reader of golaunch's
 // stdout is gone, the job ends as a pipeline's writer would (exit 141, SIGPIPE's), with
 // its summary on stderr and no rank left, instead of its ranks flooding on for ever with

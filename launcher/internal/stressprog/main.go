@@ -62,11 +62,15 @@ func main() {
 			syscall.Kill(os.Getpid(), syscall.Signal(atoi(args[0])))
 		}
 		time.Sleep(time.Hour)
-	case "flood":
+	case "flood", "flooderr":
 		writeFile(args[0], rank, fmt.Sprintf("%d 0 %s", os.Getpid(), os.Getenv("GOLAUNCH_AGENT_SOCK")))
 		chunk := []byte(strings.Repeat(fmt.Sprintf("flood %d ", rank), 1000) + "\n")
+		out := os.Stdout
+		if mode == "flooderr" {
+			out = os.Stderr
+		}
 		for {
-			if _, err := os.Stdout.Write(chunk); err != nil {
+			if _, err := out.Write(chunk); err != nil {
 				os.Exit(3)
 			}
 		}

@@ -60,7 +60,7 @@ const (
 	shmFlagSeq  = 0   // in a flag line: the step number
 	shmFlagMeta = 8   // in a flag line: a call's byte count
 	shmFlagData = 16  // in a flag line: inline data
-	shmOffSleep = 128 // waiters sleeping on this member's bell
+	shmOffSleep = 128 // low half: waiters sleeping on this member's bell; high half: peers that let go (state_cleanup.go)
 	shmOffBell  = 136 // the futex word
 	shmOffSmall = 256
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -18,8 +20,12 @@ import (
 // Calls on one World are sequential (the package's concurrency contract); busy catches a
 // second goroutine entering while a call is running, which would otherwise deadlock or
 // mix two calls' messages.
+//
+// A state does not keep its World alive: user is weak, and when the World becomes
+// unreachable its cleanup (forget, state_cleanup.go) drops the state and releases its
+// shared-memory scratch.
 type state struct {
-	user       *runtime.World // the World the calls are made on (nil for a sub-group)
+	user       weak.Pointer[runtime.World] // the World of the calls (zero for a sub-group)
 	comm       *runtime.World
 	rank, size int
 	force      algo  // GORMA_ALLREDUCE, algoAuto if unset
@@ -43,38 +49,88 @@ func (s *state) world(r int) int {
 	return s.ranks[r]
 }
 
-// states maps a user's *runtime.World to its *state; lastState is the state of the World
-// used last, which saves the map lookup when one World makes call after call.
+// states maps a user's World, by weak pointer, to its *state; lastState is the state of
+// the World used last, which saves the map lookup when one World makes call after call.
+//
+// Neither keeps a World alive: the key is weak, the state's user is weak, and a cleanup on
+// the World (forget) deletes its entry and clears lastState if it holds the state.
+// Holding the World itself, as the key and as state.user, kept every World that ever made
+// a collective call (a Dup'd World, the Worlds of finished in-process jobs) reachable for
+// the process's life, with its Sibling, its rank's engine and its shared-memory scratch
+// (TestLeakDupWorlds).
 var (
-	states    sync.Map
+	states    stateMap
 	lastState atomic.Pointer[state]
 )
 
-// stateOf returns w's state, making it on first use, with w's Sibling as the World of its
-// messages: a context of its own that w determines, so that ranks agree on it whatever
-// the order in which their goroutines first call on their Worlds.
+// stateMap maps weak pointers to Worlds to their states. Its methods are safe for
+// concurrent use.
+type stateMap struct {
+	m sync.Map // weak.Pointer[runtime.World] -> *state
+}
+
+// Load returns w's state, if it has one.
+func (m *stateMap) Load(w *runtime.World) (*state, bool) { return m.load(weak.Make(w)) }
+
+func (m *stateMap) load(key weak.Pointer[runtime.World]) (*state, bool) {
+	s, ok := m.m.Load(key)
+	if !ok {
+		return nil, false
+	}
+	return s.(*state), true
+}
+
+// loadOrStore returns key's state if it has one (loaded), and otherwise stores s.
+func (m *stateMap) loadOrStore(key weak.Pointer[runtime.World], s *state) (actual *state, loaded bool) {
+	a, loaded := m.m.LoadOrStore(key, s)
+	return a.(*state), loaded
+}
+
+// delete deletes key's entry if it holds s.
+func (m *stateMap) delete(key weak.Pointer[runtime.World], s *state) { m.m.CompareAndDelete(key, s) }
+
+// stateOf returns w's state (w non-nil), making it on first use, with w's Sibling as the
+// World of its messages: a context of its own that w determines, so that ranks agree on
+// it whatever the order in which their goroutines first call on their Worlds.
+//
+// The fast path compares lastState's user with w through the weak pointer (one
+// dereference, no allocation), not by address: a dropped World's memory may hold a new
+// World before the dropped one's cleanup has cleared lastState, and the weak pointer,
+// cleared before that memory is reused, tells the two apart.
 func stateOf(w *runtime.World) (*state, error) {
-	if s := lastState.Load(); s != nil && s.user == w {
+	if s := lastState.Load(); s != nil && s.user.Value() == w {
 		return s, nil
 	}
-	if s, ok := states.Load(w); ok {
-		lastState.Store(s.(*state))
-		return s.(*state), nil
+	key := weak.Make(w)
+	if s, ok := states.load(key); ok {
+		lastState.Store(s)
+		return s, nil
 	}
 	c, err := w.Sibling()
 	if err != nil {
 		return nil, err
 	}
-	s := &state{user: w, comm: c, rank: w.Rank(), size: w.Size()}
+	s := &state{user: key, comm: c, rank: w.Rank(), size: w.Size()}
 	s.force, s.cfgErr = parseAllreduceEnv(os.Getenv(EnvAllreduce))
-	actual, _ := states.LoadOrStore(w, s)
-	lastState.Store(actual.(*state))
-	return actual.(*state), nil
+	s, loaded := states.loadOrStore(key, s)
+	if !loaded {
+		// s reaches w only through the weak pointer, and c shares w's engine but not w.
+		goruntime.AddCleanup(w, forget, stateEntry{key: key, s: s})
+	}
+	lastState.Store(s)
+	// w stays reachable until its state is in lastState, so that its cleanup, which
+	// clears lastState, cannot run before this Store.
+	goruntime.KeepAlive(w)
+	return s, nil
 }
 
-// call is one collective call in progress: its state, context, name and message tag.
+// call is one collective call in progress: its state, context, name and message tag,
+// and the World it was made on (w), which end keeps reachable until the call is over:
+// the collective functions need only c after begin, and a World collected in the middle
+// of a call would have its state's scratch released under it (forget).
 type call struct {
 	s    *state
+	w    *runtime.World // nil for a sub-group's call within a call
 	ctx  context.Context
 	name string
 	tag  int
@@ -93,7 +149,7 @@ func begin(ctx context.Context, w *runtime.World, name string) (call, error) {
 		return call{}, fmt.Errorf("collectives: %s: %w: another collective call is running on this World", name, ErrConcurrent)
 	}
 	s.seq++
-	return call{s: s, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag)}, nil
+	return call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag)}, nil
 }
 
 // end finishes the call and wraps err with the collective's name. After a failure the
@@ -109,6 +165,7 @@ func (c call) end(err error) error {
 		err = fmt.Errorf("collectives: %s: %w", c.name, err)
 	}
 	c.s.busy.Store(false)
+	goruntime.KeepAlive(c.w)
 	return err
 }
 

@@ -1,0 +1,220 @@
+package collectives
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+	"weak"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Releasing the state of a World its program dropped.
+//
+// stateOf registers forget as a cleanup on each World that makes a collective call. It
+// runs on the Go runtime's cleanup goroutine once the World is unreachable, which is after
+// the World's last call has ended (call.end keeps the World reachable until then), so no
+// call uses the state any more. It deletes the World's entry in states, clears lastState
+// if it holds the state, and, if the state holds shared-memory scratch, starts release.
+//
+// What is not plain Go memory is the shmGroups' (shm.go): this rank's arena regions
+// (registered with every device), and its Remotes of the peers' regions, which the rank's
+// engine keeps in its table, mapped and pinned, until they are closed. The Remotes are
+// closed at once: this rank will not touch the peers' regions again. This rank's own
+// regions are not freed at once: a peer may still be reading them (the end of the last
+// call, which a rank may still be copying out of this rank's buffers after this rank
+// returned) and still maps and pins them until its own World is dropped, perhaps much
+// later, in another process; an arena Free then waits (up to two seconds, with the arena
+// locked) for the pins to drain and quarantines the memory for good if they do not. So a
+// region is freed only once every peer has said that it let go of it:
+//
+//   - Each rank, releasing its state of a group, adds shmDetached to the sleepers word of
+//     every peer's region it still maps (an RDMA fetch-and-add through its Remote, which
+//     the runtime orders with Finalize's unmapping under the engine's lock; a plain store
+//     through the mapping could hit an unmapped page), after closing its mappings of the
+//     peer's fresh big buffers and before closing its mapping of the region. setup zeroes
+//     that word in every new region before describing it to peers; the waiters' counts in
+//     its low half always go back to zero, so the high half counts the peers that let go.
+//   - The owner frees its regions (the current one, one a failed setup left, and fresh big
+//     buffers a failed call left) when its own state is dropped and the count has reached
+//     the number of its peers: every peer then mapped the current region (so it had closed
+//     any older one first, as setup does) and has closed every mapping of this rank's
+//     memory, or is about to (the Free waits for that last moment).
+//   - Until then the state waits in the reaper's list, tried again after every release
+//     and on a timer (reapFirst, doubling up to reapMax) while the list is not empty.
+//
+// A peer that never says so keeps the owner's regions allocated: one that failed a call
+// (its mappings closed by shmGroup.fail, not here), one that died, or one whose program
+// keeps its World. Nothing is freed or unmapped once the World's job is finalized:
+// Finalize closes every Remote and the device releases its arena as a whole, so release
+// and the reaper then only forget the state. Requests and the point-to-point scratch are
+// plain Go memory and go with the state.
+
+// shmDetached is what a peer adds to the sleepers word of a region it let go of: the high
+// half, from bit shmDetachedShift, counts such peers; waiters count themselves in the low
+// half.
+const (
+	shmDetachedShift = 32
+	shmDetached      = 1 << shmDetachedShift
+)
+
+// Bounds of the reaper's timer, and of a release's wait for its fetch-and-adds.
+const (
+	reapFirst  = time.Millisecond
+	reapMax    = time.Second
+	detachWait = 10 * time.Second
+)
+
+// stateEntry is the argument of a World's cleanup: its key in states and its state,
+// neither of which reaches the World.
+type stateEntry struct {
+	key weak.Pointer[runtime.World]
+	s   *state
+}
+
+// forget is the cleanup of a World that made collective calls (see above). It runs on the
+// runtime's cleanup goroutine and does not block: release, which communicates, runs on a
+// goroutine of its own.
+func forget(e stateEntry) {
+	states.delete(e.key, e.s)
+	lastState.CompareAndSwap(e.s, nil)
+	if len(e.s.groups()) > 0 {
+		go release(e.s)
+	}
+}
+
+// groups returns the shared-memory groups of s and of its sub-groups.
+func (s *state) groups() []*shmGroup {
+	l := s.local
+	if l == nil {
+		return nil
+	}
+	var gs []*shmGroup
+	for _, g := range []*shmGroup{l.world, l.onHost} {
+		if g != nil {
+			gs = append(gs, g)
+		}
+	}
+	for _, sub := range []*state{l.leaderS, l.hostS, l.laneS} {
+		if sub != nil {
+			gs = append(gs, sub.groups()...)
+		}
+	}
+	return gs
+}
+
+// release lets go of the peers' scratch of the dropped state s, then frees s's own when
+// its peers have let go of it too, now or later (reap). It ends when the fetch-and-adds
+// have completed, at most detachWait after it started.
+func release(s *state) {
+	if s.comm.Finalized() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), detachWait)
+	defer cancel()
+	for _, g := range s.groups() {
+		g.detach(ctx, s.comm)
+	}
+	reaper.mu.Lock()
+	reaper.pending = append(reaper.pending, s)
+	reaper.mu.Unlock()
+	if reap() {
+		reapLater()
+	}
+}
+
+// detach tells every peer whose region g still maps that this rank let go of it, and
+// closes g's mappings. Errors are dropped: a peer that cannot be told keeps its region.
+func (g *shmGroup) detach(ctx context.Context, w *runtime.World) {
+	g.closeBigRemotes()
+	ctr := w.NewCounter()
+	defer ctr.Close()
+	res := make([]byte, 8*len(g.remotes)) // the runtime's until Wait returns
+	for i, rm := range g.remotes {
+		if rm != nil && rm.Live() {
+			_ = rm.FetchAdd(ctr, shmOffSleep, shmDetached, res[8*i:8*i+8])
+		}
+	}
+	_ = ctr.Wait(ctx)
+	g.closeRemotes()
+}
+
+// freeOwn frees this rank's regions of g, whose state was dropped and detached, if every
+// peer has let go of them; it reports whether nothing is left to wait for.
+func (g *shmGroup) freeOwn(w *runtime.World) bool {
+	switch {
+	case w.Finalized():
+		return true // the device releases the whole arena
+	case g.region == nil:
+		// No region (or only one a failed setup left, which the peers may still map
+		// without saying so when they let go: they say it on the current one).
+		return true
+	case atomic.LoadUint64(word(g.region.Bytes(), shmOffSleep))>>shmDetachedShift < uint64(len(g.ranks)-1):
+		return false
+	}
+	for _, r := range []*runtime.Region{g.region, g.old} {
+		if r != nil {
+			r.Free()
+		}
+	}
+	g.region, g.old = nil, nil
+	if g.bigReg != nil { // a call that failed in releaseBig's step
+		removePages(g.bigReg.Bytes())
+		g.bigReg.Free()
+		g.bigReg = nil
+	}
+	g.freeBigOld()
+	return true
+}
+
+// reaper holds the dropped states whose own regions wait for their peers (release).
+var reaper struct {
+	mu      sync.Mutex
+	pending []*state
+	armed   bool          // a reapTick is scheduled
+	delay   time.Duration // until the next reapTick
+}
+
+// reap tries to free the pending states' regions, and reports whether some still wait.
+func reap() bool {
+	reaper.mu.Lock()
+	defer reaper.mu.Unlock()
+	keep := reaper.pending[:0]
+	for _, s := range reaper.pending {
+		done := true
+		for _, g := range s.groups() {
+			done = g.freeOwn(s.comm) && done
+		}
+		if !done {
+			keep = append(keep, s)
+		}
+	}
+	clear(reaper.pending[len(keep):])
+	reaper.pending = keep
+	return len(keep) > 0
+}
+
+// reapLater schedules reapTick unless it is scheduled already.
+func reapLater() {
+	reaper.mu.Lock()
+	defer reaper.mu.Unlock()
+	if !reaper.armed {
+		reaper.armed, reaper.delay = true, reapFirst
+		time.AfterFunc(reaper.delay, reapTick)
+	}
+}
+
+// reapTick runs reap on the timer, and schedules itself again, later each time, while
+// some state still waits; it stops when none does.
+func reapTick() {
+	reap()
+	reaper.mu.Lock()
+	defer reaper.mu.Unlock()
+	if len(reaper.pending) == 0 {
+		reaper.armed = false
+		return
+	}
+	reaper.delay = min(2*reaper.delay, reapMax)
+	time.AfterFunc(reaper.delay, reapTick)
+}

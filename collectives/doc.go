@@ -1,6 +1,7 @@
 // Package collectives holds gorma's collective operations — Allreduce, Reduce, Bcast,
-// Allgather, ReduceScatter, Alltoall, Barrier — and the reduction operators they (and
-// window accumulates) apply. They are built on the runtime's point-to-point messages.
+// Allgather, ReduceScatter, Alltoall, Gather, Scatter, Scan, Exscan, Barrier — and the
+// reduction operators they (and window accumulates) apply. They are built on the
+// runtime's point-to-point messages.
 //
 //	err := collectives.Allreduce(ctx, w, send, recv, collectives.Sum[float64]())
 //	err = collectives.Bcast(ctx, w, buf, 0)
@@ -82,6 +83,20 @@
 //     reducescatter_pairwise.go (any operator, combined in rank order); alltoall.go
 //     (pairwise exchange); barrier.go (one step of the shm algorithm's flags when every
 //     rank is on this host, the runtime's dissemination barrier otherwise).
+//   - gather.go and scatter.go: binomial trees (binomial.go; MPICH's gather and scatter
+//     intra_binomial), log2(p) rounds, at any size: root receives straight into recv and
+//     sends straight from send, but for the one subtree whose ranks wrap past p-1 when
+//     root is not 0 (through scratch); an inner rank forwards its subtree's blocks
+//     through scratch. Their messages' tag mixes the root into the call's number
+//     (rootTag), so that ranks passing different roots never take each other's blocks;
+//     a message a failed rooted call left could then match a call about 2^31/(3p) calls
+//     later rather than 2^31.
+//   - scan.go: Scan and Exscan by recursive doubling (MPICH's
+//     scan_intra_recursive_doubling), log2(p) rounds of the whole vector instead of a
+//     chain's p-1, in rank order for any operator (a partial from a lower rank is put in
+//     front of this rank's). Unlike the other collectives, Gather, Scatter, Scan and
+//     Exscan still exchange their (empty) messages when the count is 0, so that a rank
+//     passing 0 while others pass more is told.
 //
 // select.go decides Allreduce's algorithm in one function, selectAllreduce: shm when
 // every rank is on this host and reached through shm; hier when the job spans hosts and
@@ -108,7 +123,7 @@
 // # Messages, scratch and errors
 //
 // The collectives talk on their own communication context (the World's Sibling, taken at
-// the World's first collective call and kept for the process's life), so their messages
+// the World's first collective call and kept while the World lives), so their messages
 // never match user receives; each call's messages carry the call's sequence number as
 // tag, so a message left over from a failed call never matches a later one. Scratch
 // buffers and Requests are kept per World and reused: a small Allreduce allocates nothing
@@ -122,6 +137,15 @@
 // the call's number, so that a rank whose count of 0 let it go on to its next call is not
 // taken for one of this call, and ranks whose scratch was sized for different counts are
 // told so).
+//
+// A World's state goes with the World: once the program has dropped it (a Dup'd World it
+// is done with, the World of a finished job) and the garbage collector finds it
+// unreachable, a cleanup forgets its Sibling, Requests and scratch (state_cleanup.go). Its
+// mappings of the peers' arena scratch are closed at once; its own arena scratch, which a
+// peer may still be reading at the end of the last call, is freed when every peer has
+// dropped its World too and said so (a peer that failed a call, died or keeps its World
+// keeps it allocated; a finalized job's arena goes as a whole). A call keeps its World
+// reachable until it returns.
 //
 // Every receive checks the length of what arrives. A call whose ranks pass different
 // counts fails with ErrMismatch (a message shorter than expected) or runtime.ErrTruncated

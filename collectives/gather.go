@@ -1,0 +1,97 @@
+package collectives
+
+import (
+	"context"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Gather collects every rank's send into root's recv, in rank order: rank r's block is
+// recv[r*n:(r+1)*n] with n = len(send), and len(recv) must be Size()*n at root (recv is
+// not used at other ranks). At root, send nil means in place: root's block is already in
+// recv at its place (n = len(recv)/Size()); elsewhere send must not be nil.
+//
+// Every rank must pass the same n and root. A different n fails with ErrMismatch or
+// runtime.ErrTruncated at the rank that receives it (root, or a rank that forwards a
+// subtree), and the ranks waiting for that one end when ctx does. Ranks that pass
+// different roots never take each other's messages (rootTag): those left waiting end when
+// ctx does. A count of 0 still takes the tree's (empty) messages, so that a root passing
+// 0 while others pass more is told.
+//
+// The algorithm is the binomial tree (MPICH's gather_intra_binomial): log2(p) rounds,
+// the fewest message latencies, and each block travels log2(p) hops at most; at root the
+// blocks land in recv directly (but for one subtree when root is not 0: the one whose
+// ranks wrap past p-1, received in scratch and copied).
+func Gather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
+	c, err := begin(ctx, w, "gather")
+	if err != nil {
+		return err
+	}
+	return c.end(gather(c, send, recv, root))
+}
+
+func gather[T runtime.Elem](c call, sendBuf, recvBuf []T, root int) error {
+	p, r := c.s.size, c.s.rank
+	n := len(sendBuf)
+	switch {
+	case root < 0 || root >= p:
+		return invalid("root %d of %d ranks", root, p)
+	case r != root && sendBuf == nil:
+		return invalid("nil send at a rank other than root (in place is for root only)")
+	case r != root:
+	case sendBuf == nil && len(recvBuf)%p != 0:
+		return invalid("in place: len(recv) %d at root is not a multiple of %d ranks", len(recvBuf), p)
+	case sendBuf == nil:
+		n = len(recvBuf) / p
+	case len(recvBuf) != p*n:
+		return invalid("len(recv) %d at root != %d ranks * len(send) %d", len(recvBuf), p, n)
+	case overlap(sendBuf, recvBuf):
+		return errOverlap()
+	default:
+		copy(recvBuf[r*n:(r+1)*n], sendBuf)
+	}
+	if p == 1 {
+		return nil
+	}
+	c.tag = rootTag(c.tag, root)
+	return gatherBinomial(c, sendBuf, recvBuf, n, root)
+}
+
+// gatherBinomial runs the tree (binomial.go): rank v receives the blocks of its children
+// v+1, v+2, v+4, ... (each child's whole subtree, smallest first, as they complete in that
+// order) behind its own, then sends its subtree's blocks to its parent. A leaf sends
+// straight from send; an inner rank gathers in scratch; root gathers in recv.
+func gatherBinomial[T runtime.Elem](c call, sendBuf, recvBuf []T, n, root int) error {
+	p, r := c.s.size, c.s.rank
+	v := (r - root + p) % p
+	cnt := subtree(v, p)
+	buf := sendBuf // the subtree's blocks in relative order (not used at root)
+	if v != 0 && cnt > 1 {
+		buf = scratchOf[T](c, 0, cnt*n)
+		copy(buf, sendBuf)
+	}
+	for mask := 1; mask < cnt; mask <<= 1 {
+		child, k := v+mask, min(mask, cnt-mask)
+		src := (child + root) % p // the child's rank, and its block's place at root
+		var err error
+		switch {
+		case v != 0:
+			err = recv(c, buf[mask*n:(mask+k)*n], src)
+		case src+k <= p:
+			err = recv(c, recvBuf[src*n:(src+k)*n], src)
+		default: // the subtree wraps past rank p-1
+			tmp := scratchOf[T](c, 1, k*n)
+			if err = recv(c, tmp, src); err == nil {
+				unwrapBlocks(p, recvBuf, tmp, src, k, n)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if v == 0 {
+		return nil
+	}
+	parent := v - v&-v
+	return send(c, buf, (parent+root)%p)
+}

@@ -7,7 +7,9 @@ import (
 )
 
 // Bcast copies root's buf into every other rank's buf. Every rank must pass the same
-// len(buf) and root; a different length fails with ErrMismatch (or ends when ctx does).
+// len(buf) and root; a different length fails with ErrMismatch (or ends when ctx does),
+// and ranks that name different roots never take each other's messages (rootTag): those
+// left waiting end when ctx does.
 // Short vectors (or p <= 2) go down a binomial tree; from bcastLongMsg bytes they are
 // scattered down the tree and gathered around a ring.
 func Bcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, root int) error {
@@ -23,6 +25,7 @@ func bcast[T runtime.Elem](c call, buf []T, root int) error {
 	if root < 0 || root >= p {
 		return invalid("root %d of %d ranks", root, p)
 	}
+	c.tag = rootTag(c.tag, root) // ranks that name different roots never match
 	if p == 1 || len(buf) == 0 {
 		return nil
 	}

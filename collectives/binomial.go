@@ -21,7 +21,7 @@ func subtree(v, p int) int {
 // far from those of another root's calls (see rootTag).
 const rootTagStride = 0x4F1BBCDD
 
-// rootTag returns the tag of a rooted call (Gather, Scatter) made with tag and root: the
+// rootTag returns the tag of a rooted call (Gather, Scatter, Bcast, Reduce) made with tag and root: the
 // root is mixed into the call's tag, so that the messages of ranks that passed different
 // roots never match each other. Without it such a call could hand a rank the blocks of a
 // root it did not name, silently (a rank that names itself root sends to the ranks that

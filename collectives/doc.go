@@ -88,7 +88,8 @@
 //     sends straight from send, but for the one subtree whose ranks wrap past p-1 when
 //     root is not 0 (through scratch); an inner rank forwards its subtree's blocks
 //     through scratch. Their messages' tag mixes the root into the call's number
-//     (rootTag), so that ranks passing different roots never take each other's blocks;
+//     (rootTag), so that ranks passing different roots never take each other's blocks
+//     (Bcast and Reduce mix it in as well);
 //     a message a failed rooted call left could then match a call about 2^31/(3p) calls
 //     later rather than 2^31.
 //   - scan.go: Scan and Exscan by recursive doubling (MPICH's

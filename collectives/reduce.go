@@ -9,7 +9,8 @@ import (
 // Reduce combines the ranks' send vectors element by element with op, in rank order, and
 // leaves the result in root's recv (recv is not used at other ranks). At root, send nil
 // means in place: root's recv holds its input. Every rank must pass the same len(send)
-// (at root: len(recv)), op and root.
+// (at root: len(recv)), op and root; ranks that name different roots never take each
+// other's messages (rootTag): those left waiting end when ctx does.
 //
 // The algorithm is a binomial tree (MPICH's reduce_intra_binomial) rooted at root for
 // commutative operators; a non-commutative one is reduced to rank 0, where rank order
@@ -36,6 +37,7 @@ func reduce[T runtime.Elem](c call, sendBuf, recvBuf []T, op Op[T], root int) er
 	case r == root && overlap(sendBuf, recvBuf):
 		return errOverlap()
 	}
+	c.tag = rootTag(c.tag, root) // ranks that name different roots never match
 	n := len(sendBuf)
 	if r == root {
 		n = len(recvBuf)

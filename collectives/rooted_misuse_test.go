@@ -110,6 +110,41 @@ func scatterCase(n, root func(r int) int) mismatchCase {
 	}}
 }
 
+// bcastCase is a Bcast of n elements where rank r names root(r); a root's buf holds its
+// own rank's values, so that a rank given another root's buffer can tell.
+func bcastCase(n int, root func(r int) int) mismatchCase {
+	return mismatchCase{"bcast", func(e rankEnv) (func() error, error) {
+		gen := affineCase[int64]().gen
+		rt := root(e.r)
+		buf := make([]int64, n)
+		if e.r == rt {
+			buf = input(gen, rt, n)
+		}
+		err := Bcast(e.ctx, e.w, buf, rt)
+		return func() error { return compare("bcast", buf, input(gen, rt, n)) }, err
+	}}
+}
+
+// reduceCase is a Reduce (sum) of n elements where rank r names root(r): a rank that
+// names itself root must get the sum of all, never a partial one.
+func reduceCase(n int, root func(r int) int) mismatchCase {
+	return mismatchCase{"reduce", func(e rankEnv) (func() error, error) {
+		oc := intCases[int64]()[0]
+		rt := root(e.r)
+		var recv []int64
+		if e.r == rt {
+			recv = make([]int64, n)
+		}
+		err := Reduce(e.ctx, e.w, input(oc.gen, e.r, n), recv, oc.op, rt)
+		return func() error {
+			if e.r != rt {
+				return nil
+			}
+			return compare("reduce", recv, reference(oc, e.p, n))
+		}, err
+	}}
+}
+
 // scanCase is a Scan (Exscan) where rank r passes n(r) elements.
 func scanCase(exclusive bool, n func(r int) int) mismatchCase {
 	name, f := "scan", Scan[int64]
@@ -173,6 +208,12 @@ func TestRootedMismatch(t *testing.T) {
 		{gatherCase(same(5), but(0, 2, 2)), false},
 		{scatterCase(same(5), but(3, 0, 1)), false},
 		{gatherCase(same(5), but(3, 4, 4)), false},
+		// The same for Bcast and Reduce: rank 3 took rank 2's buffer (or partial sum)
+		// for root 0's before they mixed the root into their tags too.
+		{bcastCase(5, but(0, 2, 2)), false},
+		{bcastCase(1000, but(0, 2, 3)), false}, // eager messages (a rendezvous offer left unmatched would hold Finalize until its ctx)
+		{reduceCase(5, but(0, 2, 2)), false},
+		{reduceCase(5, but(3, 0, 0)), false},
 	}
 	seen := make([]atomic.Int32, len(cases)) // ranks that saw ErrMismatch or ErrTruncated
 	failed := make([]atomic.Int32, len(cases))

@@ -29,7 +29,40 @@ func reductions[T runtime.Elem](t *tester, k kind[T], n int, inPlace bool) error
 	if err := reduce(t, k, n, inPlace); err != nil {
 		return err
 	}
-	return reduceScatter(t, k, n, inPlace)
+	if err := reduceScatter(t, k, n, inPlace); err != nil {
+		return err
+	}
+	if err := scan(t, k, n, false); err != nil {
+		return err
+	}
+	return scan(t, k, n, true)
+}
+
+// scan checks Scan (Exscan when exclusive): rank r gets x0 ∘ ... ∘ xr (x(r-1) for
+// Exscan, whose rank 0 keeps its recv as it was).
+func scan[T runtime.Elem](t *tester, k kind[T], n int, exclusive bool) error {
+	seq := t.next()
+	name, f := "Scan", collectives.Scan[T]
+	if exclusive {
+		name, f = "Exscan", collectives.Exscan[T]
+	}
+	what := describe(name, k.name, n, false, seq)
+	send, recv := inputs(k, t.me, 0, n, seq), make([]T, n)
+	poison(k, recv)
+	if err := f(t.ctx, t.w, send, recv, k.op); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := unchanged(what, k, send, t.me, 0, seq); err != nil {
+		return err
+	}
+	upto := t.me + 1
+	if exclusive {
+		upto = t.me
+	}
+	if upto == 0 {
+		return check(what, recv, func(int) T { return k.poison() })
+	}
+	return check(what, recv, func(i int) T { return k.reduced(upto, i, seq) })
 }
 
 // movements checks Bcast (root rotating), Allgather and Alltoall on n elements (per rank
@@ -41,7 +74,77 @@ func movements[T runtime.Elem](t *tester, k kind[T], n int, inPlace bool) error 
 	if err := allgather(t, k, n, inPlace); err != nil {
 		return err
 	}
+	if err := gather(t, k, n, inPlace); err != nil {
+		return err
+	}
+	if err := scatter(t, k, n, inPlace); err != nil {
+		return err
+	}
 	return alltoall(t, k, n, inPlace)
+}
+
+// gather: root's recv holds every rank's n elements in rank order (root rotating).
+func gather[T runtime.Elem](t *tester, k kind[T], n int, inPlace bool) error {
+	seq := t.next()
+	root := seq % t.p
+	what := describe(fmt.Sprintf("Gather to %d", root), k.name, n, inPlace, seq)
+	send := inputs(k, t.me, 0, n, seq)
+	var recv []T
+	var err error
+	switch {
+	case t.me != root:
+		err = collectives.Gather(t.ctx, t.w, send, nil, root)
+	case inPlace:
+		recv = make([]T, t.p*n)
+		poison(k, recv)
+		copy(recv[root*n:], send)
+		err = collectives.Gather(t.ctx, t.w, nil, recv, root)
+	default:
+		recv = make([]T, t.p*n)
+		poison(k, recv)
+		err = collectives.Gather(t.ctx, t.w, send, recv, root)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := unchanged(what, k, send, t.me, 0, seq); err != nil {
+		return err
+	}
+	if t.me != root {
+		return nil
+	}
+	n1 := max(n, 1)
+	return check(what, recv, func(i int) T { return k.input(i/n1, i%n1, seq) })
+}
+
+// scatter: rank r gets block r of root's p*n elements (root rotating; root's send holds
+// its own values).
+func scatter[T runtime.Elem](t *tester, k kind[T], n int, inPlace bool) error {
+	seq := t.next()
+	root := (seq + 1) % t.p
+	what := describe(fmt.Sprintf("Scatter from %d", root), k.name, n, inPlace, seq)
+	var send, recv []T
+	if t.me == root {
+		send = inputs(k, root, 0, t.p*n, seq)
+	}
+	var err error
+	if t.me == root && inPlace {
+		err = collectives.Scatter(t.ctx, t.w, send, nil, root)
+		recv = send[root*n : (root+1)*n]
+	} else {
+		recv = make([]T, n)
+		poison(k, recv)
+		err = collectives.Scatter(t.ctx, t.w, send, recv, root)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if t.me == root {
+		if err := unchanged(what, k, send, root, 0, seq); err != nil {
+			return err
+		}
+	}
+	return check(what, recv, func(i int) T { return k.input(root, t.me*n+i, seq) })
 }
 
 func allreduce[T runtime.Elem](t *tester, k kind[T], n int, inPlace bool) error {

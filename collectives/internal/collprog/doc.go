@@ -2,7 +2,8 @@
 // (launcher/netns_coll_test.go): golaunch runs it across network-namespace hosts, and it
 // runs every collective — Allreduce (the algorithm picked by the automatic selection:
 // the hierarchical one when ranks span hosts with several on a host), Reduce, Bcast,
-// Allgather, ReduceScatter, Alltoall and Barrier — over a few counts, in place and not,
+// Allgather, ReduceScatter, Gather, Scatter, Scan, Exscan, Alltoall and Barrier — over a
+// few counts, in place and not,
 // and checks every result against a sequential reference.
 //
 // Each rank's input is a deterministic function of its rank, the element index and the
@@ -10,7 +11,8 @@
 // the ranks' vectors combined element by element in rank order. The reductions run with
 // int64 Sum, float64 Max (on values exact in binary), int32 Bxor and a non-commutative
 // user operator (collectives.NewOp: affine maps x -> a*x + b mod 2^32 packed in an
-// int64, composed in rank order); the data movements (Bcast, Allgather, Alltoall) with
+// int64, composed in rank order); the data movements (Bcast, Allgather, Gather, Scatter,
+// Alltoall) with
 // int64, float64 and int32. A receive buffer is poisoned before every call, and a send
 // buffer is checked to be unchanged after it.
 //

@@ -167,9 +167,9 @@ func Sendrecv[S, R Elem](ctx context.Context, w *World, sbuf []S, dest, stag int
 	if w == nil {
 		return Status{}, withOp("sendrecv", errNilWorld())
 	}
-	dest, err := w.peerArg(dest, false)
+	dest, err := w.destArg(dest)
 	if err == nil {
-		src, err = w.peerArg(src, true)
+		src, err = w.srcArg(src)
 	}
 	if err != nil {
 		return Status{}, withOp("sendrecv", err)

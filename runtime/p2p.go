@@ -33,7 +33,7 @@ func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
 	if w == nil {
 		return withOp("send", errNilWorld())
 	}
-	dest, err := w.peerArg(dest, false)
+	dest, err := w.destArg(dest)
 	if err != nil {
 		return withOp("send", err)
 	}
@@ -50,7 +50,7 @@ func Recv[T Elem](ctx context.Context, w *World, buf []T, src, tag int) (Status,
 	if w == nil {
 		return Status{}, withOp("recv", errNilWorld())
 	}
-	src, err := w.peerArg(src, true)
+	src, err := w.srcArg(src)
 	if err != nil {
 		return Status{}, withOp("recv", err)
 	}
@@ -78,7 +78,7 @@ func IsendWith[T Elem](r *Request, w *World, buf []T, dest, tag int) error {
 	if w == nil {
 		return withOp("isend", errNilWorld())
 	}
-	dest, err := w.peerArg(dest, false)
+	dest, err := w.destArg(dest)
 	if err != nil {
 		return withOp("isend", err)
 	}
@@ -113,7 +113,7 @@ func IrecvWith[T Elem](r *Request, w *World, buf []T, src, tag int) error {
 	if w == nil {
 		return withOp("irecv", errNilWorld())
 	}
-	src, err := w.peerArg(src, true)
+	src, err := w.srcArg(src)
 	if err != nil {
 		return withOp("irecv", err)
 	}
@@ -160,7 +160,7 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 	if w == nil {
 		return Status{}, withOp("probe", errNilWorld())
 	}
-	src, err := w.peerArg(src, true)
+	src, err := w.srcArg(src)
 	if err != nil {
 		return Status{}, withOp("probe", err)
 	}
@@ -191,7 +191,7 @@ func Iprobe(w *World, src, tag int) (bool, Status, error) {
 	if w == nil {
 		return false, Status{}, withOp("iprobe", errNilWorld())
 	}
-	src, err := w.peerArg(src, true)
+	src, err := w.srcArg(src)
 	if err != nil {
 		return false, Status{}, withOp("iprobe", err)
 	}

@@ -60,7 +60,8 @@ func (w *World) worldRank(jr int) int {
 }
 
 // peerArg turns a rank argument of w (AnySource allowed when recv) into a job rank, or
-// returns the ErrInvalid error that names it.
+// returns the ErrInvalid error that names it. destArg and srcArg are its fronts: on the
+// job's World a valid rank costs one compare.
 func (w *World) peerArg(r int, recv bool) (int, error) {
 	if recv && r == AnySource {
 		return r, nil
@@ -70,6 +71,20 @@ func (w *World) peerArg(r int, recv bool) (int, error) {
 		return r, invalidf("rank %d out of range [0, %d)", r, w.Size())
 	}
 	return jr, nil
+}
+
+func (w *World) destArg(r int) (int, error) {
+	if w.g == nil && uint(r) < uint(w.e.size) {
+		return r, nil
+	}
+	return w.peerArg(r, false)
+}
+
+func (w *World) srcArg(r int) (int, error) {
+	if w.g == nil && uint(r) < uint(w.e.size) {
+		return r, nil
+	}
+	return w.peerArg(r, true)
 }
 
 // out translates a Status's job rank into w's rank.

@@ -482,6 +482,22 @@ func TestStressLaunchTimeoutStubbornRanks(t *testing.T) {
 // open) must not make golaunch unkillable: SIGTERM still ends the job, golaunch exits 143
 // within grace + a few seconds, and nothing is left behind.
 func TestStressLaunchSIGTERMWithStdoutNotRead(t *testing.T) {
+	out := sigtermWithPipeNotRead(t, "flood")
+	mustContain(t, "stderr", out, "golaunch: received 15 (SIGTERM); job aborted")
+}
+
+// TestStressLaunchSIGTERMWithStderrNotRead: the same with the ranks flooding stderr into
+// a pipe nobody reads: golaunch, blocked writing their lines (and then its own notices),
+// must still end on SIGTERM and leave no rank behind.
+func TestStressLaunchSIGTERMWithStderrNotRead(t *testing.T) {
+	sigtermWithPipeNotRead(t, "flooderr")
+}
+
+// sigtermWithPipeNotRead runs stressprog's mode (flood: stdout, flooderr: stderr) on 2
+// ranks with that stream of golaunch going into a pipe nobody reads, waits until the pipe
+// is all but full (golaunch is then blocked writing to it), sends golaunch SIGTERM and
+// checks the exit code and that nothing is left. It returns golaunch's other stream.
+func sigtermWithPipeNotRead(t *testing.T, mode string) string {
 	bin := stressBin(t)
 	dir := t.TempDir()
 	pr, pw, err := os.Pipe()
@@ -491,10 +507,13 @@ func TestStressLaunchSIGTERMWithStdoutNotRead(t *testing.T) {
 	defer pr.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, golaunchBin, "-n", "2", "--grace", "500ms", bin, "flood", dir)
+	cmd := exec.CommandContext(ctx, golaunchBin, "-n", "2", "--grace", "500ms", bin, mode, dir)
 	cmd.Env = glEnv()
-	var stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = pw, &stderr
+	var other lockedBuffer
+	cmd.Stdout, cmd.Stderr = pw, &other
+	if mode == "flooderr" {
+		cmd.Stdout, cmd.Stderr = &other, pw
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -502,8 +521,7 @@ func TestStressLaunchSIGTERMWithStdoutNotRead(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	pids, jobDirs := rankFiles(t, dir, 2, 20*time.Second)
-	// Wait until the pipe is all but full (the ranks write 8 KB lines, and more is queued
-	// behind them): golaunch is then blocked writing to it.
+	// The ranks write 8 KB lines, and more is queued behind them.
 	size, err := unix.FcntlInt(pr.Fd(), unix.F_GETPIPE_SZ, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -518,7 +536,7 @@ func TestStressLaunchSIGTERMWithStdoutNotRead(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("stdout pipe holds %d of %d bytes after 20 s", n, size)
+			t.Fatalf("%s: the pipe holds %d of %d bytes after 20 s", mode, n, size)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -528,71 +546,14 @@ func TestStressLaunchSIGTERMWithStdoutNotRead(t *testing.T) {
 	case <-time.After(20 * time.Second): // grace 0.5 s + exitSlack 3 s + the output bound
 		cmd.Process.Kill()
 		<-done
-		t.Fatalf("golaunch still running 20 s after SIGTERM with its stdout not read\n%s", stderr.String())
+		t.Fatalf("%s: golaunch still running 20 s after SIGTERM with its output not read\n%s", mode, other.String())
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 143 {
-		t.Errorf("exit %d, want 143\n%s", code, stderr.String())
-	}
-	mustContain(t, "stderr", stderr.String(), "golaunch: received 15 (SIGTERM); job aborted")
-	requireGone(t, pids, 2*time.Second)
-	requireNoDirs(t, jobDirs)
-}
-
-// TestStressLaunchSIGTERMWithStderrNotRead: the same with the ranks flooding stderr into
-// a pipe nobody reads: golaunch, blocked writing their lines (and then its own summary),
-// must still end on SIGTERM and leave no rank behind.
-func TestStressLaunchSIGTERMWithStderrNotRead(t *testing.T) {
-	bin := stressBin(t)
-	dir := t.TempDir()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, golaunchBin, "-n", "2", "--grace", "500ms", bin, "flooderr", dir)
-	cmd.Env = glEnv()
-	var stdout lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	pids, jobDirs := rankFiles(t, dir, 2, 20*time.Second)
-	size, err := unix.FcntlInt(pr.Fd(), unix.F_GETPIPE_SZ, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		n, err := unix.IoctlGetInt(int(pr.Fd()), unix.TIOCINQ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n >= size-16<<10 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stderr pipe holds %d of %d bytes after 20 s", n, size)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatal("golaunch still running 20 s after SIGTERM with its stderr not read")
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 143 {
-		t.Errorf("exit %d, want 143", code)
+		t.Errorf("%s: exit %d, want 143\n%s", mode, code, other.String())
 	}
 	requireGone(t, pids, 2*time.Second)
 	requireNoDirs(t, jobDirs)
+	return other.String()
 }
 
 // TestStressLaunchStdoutClosed: golaunch ... | head. Once the reader of golaunch's

@@ -1,6 +1,6 @@
 // Package collectives holds gorma's collective operations — Allreduce, Reduce, Bcast,
-// Allgather, ReduceScatter, Alltoall, Gather, Scatter, Scan, Exscan, Barrier — and the
-// reduction operators they (and window accumulates) apply. They are built on the
+// Allgather, Allgatherv, ReduceScatter, Alltoall, Alltoallv, Gather, Scatter, Scan,
+// Exscan, Barrier — and the reduction operators they (and window accumulates) apply. They are built on the
 // runtime's point-to-point messages.
 //
 //	err := collectives.Allreduce(ctx, w, send, recv, collectives.Sum[float64]())
@@ -98,6 +98,12 @@
 //     front of this rank's). Unlike the other collectives, Gather, Scatter, Scan and
 //     Exscan still exchange their (empty) messages when the count is 0, so that a rank
 //     passing 0 while others pass more is told.
+//   - allgatherv.go and alltoallv.go: the variable-count versions, a count per rank
+//     (Allgatherv) or per pair of ranks (Alltoallv), blocks in rank order at the prefix
+//     sums of the counts. Allgatherv is the ring (MPICH's allgatherv_intra_ring), p-1
+//     steps; Alltoallv posts every receive, then every send, and waits for them all
+//     (MPICH's alltoallv_intra_scattered). Both send their zero-length blocks as empty
+//     messages, so that counts that differ across ranks are told as well.
 //
 // select.go decides Allreduce's algorithm in one function, selectAllreduce: shm when
 // every rank is on this host and reached through shm; hier when the job spans hosts and

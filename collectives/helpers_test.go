@@ -256,3 +256,57 @@ func suite[T runtime.Elem](e rankEnv, cases []opCase[T], counts []int) error {
 	}
 	return Barrier(e.ctx, e.w)
 }
+
+// zeroAllocsInStep checks that call, made by every rank of j with a runtime.Barrier after
+// each call, allocates nothing per call at rank m once warm. testing.AllocsPerRun counts
+// every goroutine's allocations, so the other ranks make the same calls alongside, in
+// step: a rank running calls ahead would queue sends, and the queue's growth would count.
+func zeroAllocsInStep(t *testing.T, j *runtimetest.Job, m int, name string, call func(r int, w *runtime.World) error) {
+	t.Helper()
+	const warm, runs = 10, 50
+	ctx := context.Background()
+	step := func(r int) error {
+		if err := call(r, j.Worlds[r]); err != nil {
+			return err
+		}
+		return runtime.Barrier(ctx, j.Worlds[r])
+	}
+	others := make(chan error, len(j.Worlds))
+	for r := range j.Worlds {
+		if r == m {
+			continue
+		}
+		go func() {
+			for range warm + runs + 1 { // AllocsPerRun calls its function runs+1 times
+				if err := step(r); err != nil {
+					others <- err
+					return
+				}
+			}
+			others <- nil
+		}()
+	}
+	var failed error
+	for range warm {
+		if failed = step(m); failed != nil {
+			break
+		}
+	}
+	if failed == nil {
+		if n := testing.AllocsPerRun(runs, func() {
+			if err := step(m); err != nil && failed == nil {
+				failed = err
+			}
+		}); n != 0 {
+			t.Errorf("%s: %v allocations per call at rank %d", name, n, m)
+		}
+	}
+	if failed != nil {
+		t.Fatalf("%s at rank %d: %v", name, m, failed)
+	}
+	for range len(j.Worlds) - 1 {
+		if err := <-others; err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}

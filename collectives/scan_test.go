@@ -96,7 +96,7 @@ func TestScan(t *testing.T) {
 // AllocsPerRun slows down; past 96 messages ahead (a fast box and the send slots) its
 // last messages wait in its out queue until it calls into the runtime again.
 func TestRootedZeroAllocs(t *testing.T) {
-	const p, warm, runs = 4, 10, 50
+	const p = 4
 	ctx := context.Background()
 	mat := mat2[int64]()
 	calls := map[string]func(w *runtime.World, a, b []int64) error{
@@ -117,48 +117,7 @@ func TestRootedZeroAllocs(t *testing.T) {
 	}
 	for name, f := range calls {
 		for _, m := range []int{1, 3} {
-			others := make(chan error, p)
-			for r, w := range j.Worlds {
-				if r == m {
-					continue
-				}
-				go func() {
-					for range warm + runs + 1 { // AllocsPerRun calls its function runs+1 times
-						if err := f(w, bufs[r][0], bufs[r][1]); err != nil {
-							others <- err
-							return
-						}
-						// In step with rank m: a leaf running calls ahead would queue sends
-						// past the peer's slots, and its queue's growth would count here
-						// (AllocsPerRun counts every goroutine's allocations).
-						if err := runtime.Barrier(ctx, w); err != nil {
-							others <- err
-							return
-						}
-					}
-					others <- nil
-				}()
-			}
-			w, a, b := j.Worlds[m], bufs[m][0], bufs[m][1]
-			step := func() {
-				if err := f(w, a, b); err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
-				if err := runtime.Barrier(ctx, w); err != nil {
-					t.Fatalf("%s: barrier: %v", name, err)
-				}
-			}
-			for range warm {
-				step()
-			}
-			if n := testing.AllocsPerRun(runs, step); n != 0 {
-				t.Errorf("%s: %v allocations per call at rank %d", name, n, m)
-			}
-			for range p - 1 {
-				if err := <-others; err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
-			}
+			zeroAllocsInStep(t, j, m, name, func(r int, w *runtime.World) error { return f(w, bufs[r][0], bufs[r][1]) })
 		}
 	}
 }

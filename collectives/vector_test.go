@@ -389,7 +389,7 @@ func TestVectorMismatch(t *testing.T) {
 // same calls, every rank in step (runtime.Barrier after each call: AllocsPerRun counts
 // every goroutine's allocations, and a rank running calls ahead would queue sends).
 func TestVectorZeroAllocs(t *testing.T) {
-	const p, m, warm, runs = 4, 1, 10, 50
+	const p, m = 4, 1
 	ctx := context.Background()
 	counts := []int{1, 0, 3, 2}
 	pairs := [p][]int{{1, 0, 2, 1}, {0, 0, 1, 3}, {2, 1, 0, 0}, {1, 3, 0, 2}} // rank s sends pairs[s][d] to d
@@ -418,44 +418,6 @@ func TestVectorZeroAllocs(t *testing.T) {
 	defer j.Close()
 	defer j.Finalize(ctx)
 	for name, f := range calls {
-		others := make(chan error, p)
-		for r, w := range j.Worlds {
-			if r == m {
-				continue
-			}
-			go func() {
-				for range warm + runs + 1 { // AllocsPerRun calls its function runs+1 times
-					if err := f(w, b[r]); err != nil {
-						others <- err
-						return
-					}
-					if err := runtime.Barrier(ctx, w); err != nil {
-						others <- err
-						return
-					}
-				}
-				others <- nil
-			}()
-		}
-		w := j.Worlds[m]
-		step := func() {
-			if err := f(w, b[m]); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if err := runtime.Barrier(ctx, w); err != nil {
-				t.Fatalf("%s: barrier: %v", name, err)
-			}
-		}
-		for range warm {
-			step()
-		}
-		if n := testing.AllocsPerRun(runs, step); n != 0 {
-			t.Errorf("%s: %v allocations per call at rank %d", name, n, m)
-		}
-		for range p - 1 {
-			if err := <-others; err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-		}
+		zeroAllocsInStep(t, j, m, name, func(r int, w *runtime.World) error { return f(w, b[r]) })
 	}
 }

@@ -251,6 +251,11 @@ func TestVectorBadArguments(t *testing.T) {
 				return fmt.Errorf("case %d (%s): got %v, want an ErrInvalid error naming %q", i, c.name, c.err, c.want)
 			}
 		}
+		// Nothing to send at all: a nil send (and recv) is no elements, not a misuse.
+		zero := []int{0, 0, 0}
+		if err := Alltoallv[int64](ctx, w, nil, zero, nil, zero); err != nil {
+			return fmt.Errorf("Alltoallv of nothing, nil buffers: %w", err)
+		}
 		if err := checkAllgatherv(e, mat2Case[int16]().gen, []int{3, 0, 2}, true); err != nil {
 			return fmt.Errorf("after misuse: %w", err)
 		}

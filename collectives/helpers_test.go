@@ -2,8 +2,10 @@ package collectives
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -309,4 +311,45 @@ func zeroAllocsInStep(t *testing.T, j *runtimetest.Job, m int, name string, call
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
+}
+
+// mismatchOutcome is how one rank left a call whose ranks disagree (a mismatch test).
+type mismatchOutcome int
+
+const (
+	mismatchSucceeded mismatchOutcome = iota // with the result its own arguments ask for
+	mismatchSeen                             // ErrMismatch or runtime.ErrTruncated
+	mismatchDeadline                         // the call's context ended
+)
+
+// runMismatched runs one call of a mismatch test at this rank with a context of wait,
+// then brings the ranks together again with runtime.Barrier, and classifies how the
+// call ended. run returns the call's error and a check of its result for when it
+// succeeded. The resync is not the collectives' Barrier: on one host that is a step of
+// the shm scratch, which the ranks whose call failed set up again and the others do not.
+// Anything but the three outcomes (a wrong result, an error not naming the call, another
+// error) is returned as an error.
+func runMismatched(e rankEnv, wait time.Duration, name string, run func(e rankEnv) (func() error, error)) (mismatchOutcome, error) {
+	ctx, cancel := context.WithTimeout(e.ctx, wait)
+	ce := e
+	ce.ctx = ctx
+	check, err := run(ce)
+	cancel()
+	if berr := runtime.Barrier(e.ctx, e.w); berr != nil {
+		return 0, fmt.Errorf("barrier after: %w", berr)
+	}
+	switch {
+	case err == nil:
+		if cerr := check(); cerr != nil {
+			return 0, fmt.Errorf("mismatched call succeeded with a wrong result: %w", cerr)
+		}
+		return mismatchSucceeded, nil
+	case !strings.HasPrefix(err.Error(), "collectives: "+name+": "):
+		return 0, fmt.Errorf("error does not name the call: %v", err)
+	case errors.Is(err, ErrMismatch) || errors.Is(err, runtime.ErrTruncated):
+		return mismatchSeen, nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return mismatchDeadline, nil
+	}
+	return 0, fmt.Errorf("%w, want ErrMismatch, ErrTruncated or the deadline", err)
 }

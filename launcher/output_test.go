@@ -139,18 +139,18 @@ func TestStallWriter(t *testing.T) {
 		t.Fatalf("a write behind a stuck one took %v", d)
 	}
 	close(g.open)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		g.mu.Lock()
-		n := len(g.got)
-		g.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the stuck write never completed")
-		}
-		time.Sleep(time.Millisecond)
+	// The stuck write completes once the gate opens; the writer notices it when its
+	// goroutine has returned, which is after gateWriter recorded the bytes.
+	s.mu.Lock()
+	pending := s.pending
+	s.mu.Unlock()
+	if pending == nil {
+		t.Fatal("no write was left pending behind the stuck stderr")
+	}
+	select {
+	case <-pending:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stuck write never completed")
 	}
 	fmt.Fprint(s, "third")
 	g.mu.Lock()

@@ -49,10 +49,13 @@
 // flag_pp, tcp read_lat 8 B after tcp_pp) or in alternation with each repetition (write_bw
 // and read_bw from 1 MiB with memcpy on shm and tcp_stream on tcp), and shown in an extra
 // column named after the floor. Pairing happens when the floor test is selected too. A
-// paired bandwidth row has at least five repetitions, and its ratio to the floor (the
-// paired_ratio column, and the summary's check) is the median of the ratios of each
-// repetition to the floor repetition just before it: a change of speed between
-// repetitions then cancels out instead of landing on the test or on the floor.
+// paired bandwidth row has eight repetitions, each paired with one of the floor; the
+// floor goes first in half of the pairs and second in the other half, and each run of a
+// pair starts after a rest of 100 ms, because on this machine kind the second of two
+// back-to-back runs is 10-30% slower, whichever it is. The row's ratio to the floor (the
+// paired_ratio column, and the summary's check) is the median of the pairs' ratios: a
+// change of speed between repetitions then cancels out instead of landing on the test or
+// on the floor.
 //
 // Output is stable text, one header per table, or with --json one JSON document holding
 // every table, the machine description, the Go version and a timestamp.

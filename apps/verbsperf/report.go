@@ -29,12 +29,13 @@ type Row struct {
 	AvgGBps    float64   `json:"avg_gbps,omitempty"`   // mean of the repetitions
 	MmsgPerS   float64   `json:"mmsg_per_s,omitempty"` // millions of messages per second, at the median
 	RepsGBps   []float64 `json:"reps_gbps,omitempty"`
-	// The paired floor (Result.Floor), measured just before this row, same size and count:
-	// GB/s for bandwidth (median of as many repetitions), median microseconds for latency.
+	// The paired floor (Result.Floor), same size and count, measured just before this row
+	// (latency: median microseconds) or in pairs with its repetitions (bandwidth: median
+	// GB/s of as many repetitions).
 	FloorGBps float64 `json:"floor_gbps,omitempty"`
 	FloorUS   float64 `json:"floor_median_us,omitempty"`
 	// FloorRatio is the median over the repetitions of GB/s divided by the GB/s of the
-	// floor repetition just before it (bandwidth rows with a paired floor).
+	// floor repetition paired with it (bandwidth rows with a paired floor).
 	FloorRatio float64 `json:"floor_ratio,omitempty"`
 }
 

@@ -12,6 +12,9 @@ func Barrier(ctx context.Context, w *World) error {
 	if w == nil {
 		return withOp("barrier", errNilWorld())
 	}
+	if err := w.freedErr(); err != nil {
+		return withOp("barrier", err)
+	}
 	e := w.e
 	n, me := w.Size(), w.Rank()
 	e.mu.Lock()

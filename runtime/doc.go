@@ -47,9 +47,13 @@
 // World's edge, so the engine below speaks job ranks only. Communication contexts are
 // 16-bit: Init's World and its Dups take four each counting up (Dup does not
 // communicate, so every rank counts alike); Split agrees among the parent's ranks on a
-// block of 32 below the lowest top any of them has used and above the highest bottom,
-// which no World any of them is in can hold, and disjoint groups of one Split share the
-// block. A split World's Dups come from its block.
+// block of 32 that none of them uses (each reports a bitmap of its blocks in use) and
+// above the highest bottom, and disjoint groups of one Split share the block. A split
+// World's Dups come from its block. Free (free.go, MPI_Comm_free) gives a World's
+// contexts back: its unreceived messages are discarded, now and on arrival, and each
+// rank sends the World's other ranks a free mark; freed contexts are reused (by Dup,
+// lowest first, waiting for the marks; by Split, when every rank reports the block free)
+// only once every mark has arrived, so no message of the old World reaches the new one.
 //
 // Sendrecv posts its receive before its send starts (MPI_Sendrecv), so exchanges in pairs
 // or rings never deadlock. WaitAny, TestAny, WaitAll and TestAll work on sets of Requests

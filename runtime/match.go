@@ -91,6 +91,9 @@ func (e *engine) matchUnexpected(r *Request) *uxMsg {
 // posted receive, or else to the unexpected queue (waking matching probes). payload is an
 // eager message's payload, in a receive slot or fast box the caller reuses afterwards.
 func (e *engine) incomingLocked(src int, h *header, payload []byte) {
+	if e.discardFreedLocked(src, h) || (h.ctx == ctlCtx && e.markLocked(src, uint16(h.tag))) {
+		return
+	}
 	if r := e.matchPosted(h.ctx, src, h.tag); r != nil {
 		e.posted.remove(r)
 		if h.kind == msgEager {

@@ -169,6 +169,9 @@ func Sendrecv[S, R Elem](ctx context.Context, w *World, sbuf []S, dest, stag int
 	}
 	dest, err := w.destArg(dest)
 	if err == nil {
+		err = w.freedErr()
+	}
+	if err == nil {
 		src, err = w.srcArg(src)
 	}
 	if err != nil {

@@ -33,6 +33,9 @@ func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
 	if w == nil {
 		return withOp("send", errNilWorld())
 	}
+	if err := w.freedErr(); err != nil {
+		return withOp("send", err)
+	}
 	dest, err := w.destArg(dest)
 	if err != nil {
 		return withOp("send", err)
@@ -49,6 +52,9 @@ func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
 func Recv[T Elem](ctx context.Context, w *World, buf []T, src, tag int) (Status, error) {
 	if w == nil {
 		return Status{}, withOp("recv", errNilWorld())
+	}
+	if err := w.freedErr(); err != nil {
+		return Status{}, withOp("recv", err)
 	}
 	src, err := w.srcArg(src)
 	if err != nil {
@@ -77,6 +83,9 @@ func Isend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 func IsendWith[T Elem](r *Request, w *World, buf []T, dest, tag int) error {
 	if w == nil {
 		return withOp("isend", errNilWorld())
+	}
+	if err := w.freedErr(); err != nil {
+		return withOp("isend", err)
 	}
 	dest, err := w.destArg(dest)
 	if err != nil {
@@ -112,6 +121,9 @@ func Irecv[T Elem](w *World, buf []T, src, tag int) (*Request, error) {
 func IrecvWith[T Elem](r *Request, w *World, buf []T, src, tag int) error {
 	if w == nil {
 		return withOp("irecv", errNilWorld())
+	}
+	if err := w.freedErr(); err != nil {
+		return withOp("irecv", err)
 	}
 	src, err := w.srcArg(src)
 	if err != nil {
@@ -160,6 +172,9 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 	if w == nil {
 		return Status{}, withOp("probe", errNilWorld())
 	}
+	if err := w.freedErr(); err != nil {
+		return Status{}, withOp("probe", err)
+	}
 	src, err := w.srcArg(src)
 	if err != nil {
 		return Status{}, withOp("probe", err)
@@ -190,6 +205,9 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 func Iprobe(w *World, src, tag int) (bool, Status, error) {
 	if w == nil {
 		return false, Status{}, withOp("iprobe", errNilWorld())
+	}
+	if err := w.freedErr(); err != nil {
+		return false, Status{}, withOp("iprobe", err)
 	}
 	src, err := w.srcArg(src)
 	if err != nil {

@@ -248,6 +248,9 @@ func (q *outQueue) push(op outOp) {
 
 func (q *outQueue) front() *outOp { return &q.ops[q.head] }
 
+// at returns the i-th queued operation (0 is the front).
+func (q *outQueue) at(i int) *outOp { return &q.ops[(q.head+i)%len(q.ops)] }
+
 func (q *outQueue) pop() {
 	q.ops[q.head] = outOp{}
 	q.head = (q.head + 1) % len(q.ops)

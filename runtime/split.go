@@ -111,10 +111,15 @@ func (w *World) out(st Status) Status {
 // numbering. ProcError.Rank keeps naming the failed process by its rank in the job
 // (Init's World). Its contexts are reserved at Split, eight Worlds' worth: the World
 // itself, and seven Dups made from it or its Dups (Dup fails with ErrInvalid past that;
-// Split it again instead). Its Sibling has the same ranks.
+// Split it again instead). Its Sibling has the same ranks. Free gives the contexts back
+// (Free every World of the block: the split World and its Dups); a later Split reuses
+// them once all of its ranks are done with them.
 func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
 	if w == nil {
 		return nil, withOp("split", errNilWorld())
+	}
+	if err := w.freedErr(); err != nil {
+		return nil, withOp("split", err)
 	}
 	if color < 0 && color != NoColor {
 		return nil, withOp("split", invalidf("color %d (use a color >= 0, or NoColor)", color))
@@ -129,33 +134,49 @@ func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
 	if err == nil && e.failed != nil {
 		err = e.failed
 	}
-	top, next := e.topCtx, e.nextCtx
+	n, me := w.Size(), w.Rank()
+	recs := make([]byte, n*splitRec)
+	if err == nil {
+		putSplitRec(recs[me*splitRec:], color, key, e.topCtx, e.nextCtx)
+		e.busyBlocksLocked(recs[me*splitRec+splitHead : (me+1)*splitRec])
+	}
 	e.mu.Unlock()
 	if err != nil {
 		return nil, withOp("split", err)
 	}
 
-	// Every rank of w learns every rank's color, key and context counters.
-	n, me := w.Size(), w.Rank()
-	recs := make([]byte, n*splitRec)
-	putSplitRec(recs[me*splitRec:], color, key, top, next)
+	// Every rank of w learns every rank's color, key, context counters and busy blocks.
 	if err := w.exchange(ctx, recs); err != nil {
 		return nil, withOp("split", err)
 	}
 
-	// Agree on the contexts: below the lowest top of any rank of w, above every rank's
-	// next, the same at every rank of w whatever group it joins.
-	minTop, maxNext := uint16(1<<16-1), uint16(0)
+	// Agree on the contexts, the same at every rank of w whatever group it joins: the
+	// first block that no rank of w uses, above every rank's Dups.
+	maxNext := uint16(0)
 	for r := range n {
-		_, _, t, x := splitRecAt(recs, r)
-		minTop, maxNext = min(minTop, t), max(maxNext, x)
+		_, _, _, x := splitRecAt(recs, r)
+		maxNext = max(maxNext, x)
 	}
-	if int(minTop)-splitBlock < int(maxNext) {
-		return nil, withOp("split", invalidf("too many Worlds derived (no communication context left)"))
+	k := 0
+	for ; k < splitBlocks && int(blockBase(k)) >= int(maxNext); k++ {
+		free := true
+		for r := 0; r < n && free; r++ {
+			free = !blockBusy(recs[r*splitRec+splitHead:(r+1)*splitRec], k)
+		}
+		if free {
+			break
+		}
 	}
-	base := minTop - splitBlock
+	if k == splitBlocks || int(blockBase(k)) < int(maxNext) {
+		return nil, withOp("split", invalidf("too many Worlds derived and not freed (no communication context left; Free those no longer used)"))
+	}
+	base := blockBase(k)
 	e.mu.Lock()
 	e.topCtx = min(e.topCtx, base)
+	e.reuseLocked(base, splitBlock)
+	if color != NoColor {
+		e.blockLive[base]++
+	}
 	e.mu.Unlock()
 	if color == NoColor {
 		return nil, nil
@@ -193,12 +214,16 @@ func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
 			g.localSize++
 		}
 	}
-	return &World{e: e, ctx: base, g: g}, nil
+	return &World{e: e, ctx: base, g: g, life: &worldLife{}}, nil
 }
 
-// splitRec is the size of one rank's record in Split's exchange: color, key, and its
-// engine's top and next context counters.
-const splitRec = 20
+// splitRec is the size of one rank's record in Split's exchange: color, key, its
+// engine's top and next context counters (splitHead bytes), then a bitmap of the Split
+// blocks it uses (busyBlocksLocked).
+const (
+	splitHead = 20
+	splitRec  = splitHead + busyBytes
+)
 
 func putSplitRec(b []byte, color, key int, top, next uint16) {
 	binary.LittleEndian.PutUint64(b, uint64(int64(color)))

@@ -30,7 +30,8 @@ type World struct {
 	// Every World made by Init or Dup reserves four contexts: ctx and ctx+1 for itself,
 	// ctx+2 and ctx+3 for its sibling (Sibling), which has none of its own.
 	sibling bool
-	g       *group // the ranks of a World made by Split; nil: every rank of the job
+	g       *group     // the ranks of a World made by Split; nil: every rank of the job
+	life    *worldLife // shared with its siblings; nil for Init's World (free.go)
 }
 
 // Rank is this process's rank, in [0, Size).
@@ -122,12 +123,17 @@ func (w *World) TransportBetween(a, b int) string {
 
 // Dup returns a World with the same ranks and a communication context of its own:
 // messages sent on one never match receives on the other. Every rank must call Dup the
-// same number of times in the same order (as with MPI_Comm_dup); Dup itself does not
-// communicate. At most 16383 Worlds can be derived. After Finalize (or an abort) Dup
-// fails as every call does.
+// same number of times in the same order, and in the same order relative to its Free
+// calls (as with MPI_Comm_dup). Dup does not communicate, except that reusing the
+// contexts of a freed World waits until every rank of that World has freed it (see
+// Free). At most 16383 Worlds can be derived from Init's and live at once; a World made
+// by Split has room for 7 Dups. After Finalize (or an abort) Dup fails as every call does.
 func (w *World) Dup() (*World, error) {
 	if w == nil {
 		return nil, withOp("dup", errNilWorld())
+	}
+	if err := w.freedErr(); err != nil {
+		return nil, withOp("dup", err)
 	}
 	e := w.e
 	e.mu.Lock()
@@ -139,14 +145,20 @@ func (w *World) Dup() (*World, error) {
 		if int(g.fam.next)+ctxPerWorld > int(g.fam.end) {
 			return nil, withOp("dup", invalidf("a World made by Split has room for %d Dups (Split it again for more)", splitBlock/ctxPerWorld-1))
 		}
-		d := &World{e: e, ctx: g.fam.next, g: g}
+		d := &World{e: e, ctx: g.fam.next, g: g, life: &worldLife{}}
 		g.fam.next += ctxPerWorld
+		e.blockLive[blockOf(d.ctx)]++
 		return d, nil
 	}
-	if e.nextCtx == 0 || int(e.nextCtx)+ctxPerWorld > int(e.topCtx) {
-		return nil, withOp("dup", invalidf("too many Worlds derived"))
+	if base, ok, err := e.dupReuseLocked(); err != nil {
+		return nil, withOp("dup", err)
+	} else if ok {
+		return &World{e: e, ctx: base, life: &worldLife{}}, nil
 	}
-	d := &World{e: e, ctx: e.nextCtx}
+	if e.nextCtx == 0 || int(e.nextCtx)+ctxPerWorld > int(e.topCtx) {
+		return nil, withOp("dup", invalidf("too many Worlds derived and not freed (Free those no longer used)"))
+	}
+	d := &World{e: e, ctx: e.nextCtx, life: &worldLife{}}
 	e.nextCtx += ctxPerWorld
 	return d, nil
 }
@@ -171,6 +183,9 @@ func (w *World) Sibling() (*World, error) {
 	if w == nil {
 		return nil, withOp("sibling", errNilWorld())
 	}
+	if err := w.freedErr(); err != nil {
+		return nil, withOp("sibling", err)
+	}
 	w.e.mu.Lock()
 	err := w.e.checkLocked()
 	w.e.mu.Unlock()
@@ -180,7 +195,7 @@ func (w *World) Sibling() (*World, error) {
 	if w.sibling {
 		return nil, withOp("sibling", invalidf("a sibling World has no sibling of its own (Dup it)"))
 	}
-	return &World{e: w.e, ctx: w.ctx + 2, sibling: true, g: w.g}, nil
+	return &World{e: w.e, ctx: w.ctx + 2, sibling: true, g: w.g, life: w.life}, nil
 }
 
 // engine is the state a rank's Worlds share: peers, devices, matching queues, progress.
@@ -236,8 +251,13 @@ type engine struct {
 	nextCtx    uint16      // Dup's next context (Init's World and its Dups), counting up
 	topCtx     uint16      // Split's contexts are below it, counting down (split.go)
 	splitMu    sync.Mutex
-	wcs        [32]verbs.WC
-	rxLater    []*peer // peers with receive slots to repost before the next wait (peers.go)
+	// Freed Worlds (free.go).
+	freedCtx  [1 << 16 / 64]uint64 // contexts freed and not reused: messages on them are discarded
+	awaits    map[uint16][]int     // by World context: ranks whose free mark is awaited
+	dupFree   []uint16             // freed contexts of Worlds without a group, ascending
+	blockLive map[uint16]int       // by Split block base: this rank's live Worlds in it
+	wcs       [32]verbs.WC
+	rxLater   []*peer // peers with receive slots to repost before the next wait (peers.go)
 	// fbPeers are the peers that have a fast box in this rank (fastbox.go); set at Init,
 	// read without mu by the poller's spin and the shm CQ's wait check.
 	fbPeers []*peer

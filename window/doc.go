@@ -65,4 +65,8 @@
 // call must not run concurrently with the RMA calls it is meant to order (as in MPI).
 // Collective calls (the constructors, Fence, Free) must be made by every rank in the same
 // order for all the windows created from one World. The window holds no goroutine.
+//
+// The windows of a World talk on a Dup of it, made at the first window. Freeing the World
+// (runtime's World.Free) frees that Dup too (World.OnFree), once its last open window is
+// freed: as in MPI, a window stays usable after its World is freed.
 package window

@@ -59,13 +59,14 @@ func NoCache() Option { return func(o *options) { o.cache = false } }
 // accumulates belong to the window until the call that completes the operation (Flush,
 // Unlock, Fence, Complete, or the Request's Wait) has returned.
 type Win[T runtime.Elem] struct {
-	comm   *runtime.World
-	rank   int
-	size   int
-	esize  int
-	flavor Flavor
-	opt    options
-	lay    layout
+	comm    *runtime.World
+	commRef *commEntry // comm's entry: counts this window while it is open (comm.go)
+	rank    int
+	size    int
+	esize   int
+	flavor  Flavor
+	opt     options
+	lay     layout
 
 	local []T
 	data  *runtime.Region // nil for dynamic windows
@@ -191,16 +192,18 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	if o.pageSize < 512 || o.pageSize > 1<<20 || o.pageSize&(o.pageSize-1) != 0 {
 		return nil, werrf(op, -1, -1, ErrInvalid, "page size %d: want a power of two from 512 to 1 MiB", o.pageSize)
 	}
-	comm, err := commOf(rw)
+	ce, err := commOf(rw)
 	if err != nil {
 		return nil, werr(op, -1, -1, err)
 	}
-	w := &Win[T]{comm: comm, rank: rw.Rank(), size: rw.Size(), esize: elemSize[T](), flavor: fl, opt: o,
+	w := &Win[T]{comm: ce.c, commRef: ce, rank: rw.Rank(), size: rw.Size(), esize: elemSize[T](), flavor: fl, opt: o,
 		lay: newLayout(rw.Size(), o.dynSlots)}
 	w.tg = make([]target[T], w.size)
 	defer func() {
 		if err != nil {
 			w.releaseFailed()
+		} else {
+			ce.retain()
 		}
 	}()
 	switch fl {
@@ -384,6 +387,7 @@ func (w *Win[T]) Free(ctx context.Context) error {
 		return werr(op, -1, -1, err)
 	}
 	w.releaseRegions()
+	w.commRef.release()
 	return nil
 }
 

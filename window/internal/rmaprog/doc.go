@@ -22,7 +22,8 @@
 //	             the time its Gets completed, and rank 0 checks that all of them came
 //	             before it finished computing (no absolute threshold)
 //	split        lock-counter, fence and acc on the two Worlds that Split makes of the
-//	             even and the odd ranks (reversed), with a Sendrecv ring between them
+//	             even and the odd ranks (reversed), with a Sendrecv ring between them;
+//	             three rounds, each freeing its Worlds (the later ones reuse contexts)
 //	stale        the stale-read checker (window/internal/stalecheck) with the page cache
 //	             on: zero stale reads and no lost update, with the cache counts
 //

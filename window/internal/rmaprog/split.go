@@ -9,8 +9,19 @@ import (
 
 // splitRun runs lock-counter, fence and acc on two Worlds made by Split (the even and the
 // odd ranks, each in reverse order), whose ranks the windows address in the group's
-// numbering, while a Sendrecv ring runs on each group between the scenarios.
+// numbering, while a Sendrecv ring runs on each group between the scenarios. It does so
+// three times, freeing the split Worlds after each round (World.Free), so that the later
+// rounds run on reused contexts.
 func splitRun(ctx context.Context, w *runtime.World, o opts) error {
+	for round := range 3 {
+		if err := splitRound(ctx, w, o); err != nil {
+			return fmt.Errorf("round %d: %w", round, err)
+		}
+	}
+	return nil
+}
+
+func splitRound(ctx context.Context, w *runtime.World, o opts) error {
 	g, err := w.Split(ctx, w.Rank()%2, -w.Rank())
 	if err != nil {
 		return err
@@ -37,5 +48,8 @@ func splitRun(ctx context.Context, w *runtime.World, o opts) error {
 			return fmt.Errorf("ring after %s: job rank %d from group rank %d, want group rank %d", sc.name, got[0], st.Source, prev)
 		}
 	}
-	return runtime.Barrier(ctx, g)
+	if err := runtime.Barrier(ctx, g); err != nil {
+		return err
+	}
+	return g.Free()
 }

@@ -1,0 +1,350 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+)
+
+// Freeing Worlds and reusing their contexts (MPI_Comm_free).
+//
+// Contexts are 16-bit, so a program that made Worlds without ever giving them back would
+// run out: about 16000 Dups of Init's World, about 2000 Splits. Free gives a World's four
+// contexts back, and later Dups and Splits reuse them. The danger of reuse is a message
+// of the freed World that is still on its way: received on a new World that has the same
+// context, it would be taken for one of its messages. So a context is reused at a rank
+// only once every other rank of the freed World has said that it is done with it:
+//
+//   - Free discards this rank's unexpected messages on the World's contexts (a rendezvous
+//     offer is answered with FIN, so its sender completes), marks the contexts freed (a
+//     message arriving on a freed context later is discarded the same way), and sends
+//     every other rank of the World a free mark: an empty message in the engine's control
+//     context (ctlCtx) whose tag is the World's context. A peer's messages arrive in the
+//     order it sent them, so once its mark for a World has arrived, nothing it sent on
+//     that World can still be on the way.
+//   - Dup on a World without a group takes the lowest freed context of such Worlds
+//     before counting up, and waits for the marks of that context's previous World (it
+//     is collective in any case: every rank frees and dups in the same order).
+//   - Split reuses a block of contexts when every rank of the splitting World reports it
+//     free: no live World of that rank in it, and every mark it awaits for the block
+//     received. A block one rank still uses can then only be reused among ranks that
+//     share no World on it with that rank.
+
+// ctlCtx is the engine's control context (free marks). Split's blocks lie below the
+// initial top, 1<<16 - ctxPerWorld, so no World ever has it.
+const ctlCtx = 1<<16 - 1
+
+// worldLife is shared by a World made by Dup or Split and its siblings: Free sets freed,
+// after which every call on any of them fails. Init's World has none (it cannot be freed).
+type worldLife struct {
+	freed  atomic.Bool
+	onFree []func() // run by Free, in order; guarded by the engine's mu
+}
+
+// errFreed is the error of a call on a freed World.
+func errFreed() error {
+	return invalidf("the World was freed (Free); use a World that Dup or Split returned since")
+}
+
+// freedErr returns errFreed if w was freed, else nil. No lock: Free's store is enough, a
+// call racing with Free being the caller's error anyway.
+func (w *World) freedErr() error {
+	if w.life != nil && w.life.freed.Load() {
+		return errFreed()
+	}
+	return nil
+}
+
+// OnFree registers f to run when w is freed, before Free returns. It is for libraries
+// that derive Worlds of their own from w (package window's Dup of it): f frees them, so
+// that their contexts return too. Every rank must register the same functions in the
+// same order, as every rank frees in the same order; f runs with no lock held and may call
+// Free on other Worlds, not on w. It fails as every call does after Finalize, and with
+// ErrInvalid on Init's World (never freed) or a freed one.
+func (w *World) OnFree(f func()) error {
+	if w == nil {
+		return withOp("onfree", errNilWorld())
+	}
+	if err := w.freedErr(); err != nil {
+		return withOp("onfree", err)
+	}
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkLocked(); err != nil {
+		return withOp("onfree", err)
+	}
+	if w.life == nil {
+		return nil // Init's World is never freed: f would never run
+	}
+	w.life.onFree = append(w.life.onFree, f)
+	return nil
+}
+
+// Free gives w's communication contexts back for later Dups and Splits to reuse
+// (MPI_Comm_free). Every rank of w must call it once, after its last call on w, in the
+// same order relative to its other Dup, Split and Free calls; it does not wait for the
+// other ranks. Afterwards every call on w or its sibling fails with ErrInvalid.
+//
+// Free fails with ErrInvalid, and frees nothing, while a receive or probe on w (or its
+// sibling) is posted or a send on it has not completed at this rank: wait for them first.
+// A message sent on w that this rank never received is discarded (a rendezvous offer is
+// released, so that its sender completes), now or when it arrives: as with MPI, a
+// program should receive every message it sends before the World is freed. Init's World
+// cannot be freed (Finalize ends it); a sibling is freed with its World.
+func (w *World) Free() error {
+	if w == nil {
+		return withOp("free", errNilWorld())
+	}
+	if w.sibling {
+		return withOp("free", invalidf("a sibling World is freed with the World it belongs to"))
+	}
+	if w.life == nil {
+		return withOp("free", invalidf("Init's World cannot be freed (Finalize ends it)"))
+	}
+	e := w.e
+	e.mu.Lock()
+	if err := e.checkLocked(); err != nil {
+		e.mu.Unlock()
+		return withOp("free", err)
+	}
+	if w.life.freed.Load() {
+		e.mu.Unlock()
+		return withOp("free", invalidf("the World was freed already"))
+	}
+	base := w.ctx
+	if n := e.pendingOnLocked(base); n != "" {
+		e.mu.Unlock()
+		return withOp("free", invalidf("%s on this World at this rank; wait for it before Free", n))
+	}
+	hooks := w.life.onFree
+	w.life.onFree = nil
+	e.mu.Unlock()
+	// Derived Worlds first (package window's), as their traffic is the same World's.
+	for _, f := range hooks {
+		f()
+	}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w.life.freed.Store(true)
+	e.discardUnexpectedLocked(base)
+	for c := base; c < base+ctxPerWorld; c++ {
+		e.setFreed(c, true)
+	}
+	members := w.g.membersOrAll(e.size)
+	for _, jr := range members {
+		if jr == e.rank {
+			continue
+		}
+		early := Request{ctx: ctlCtx, peer: jr, tag: int(base)}
+		if m := e.matchUnexpected(&early); m != nil {
+			e.ux.remove(m) // jr freed the World first: nothing of it is on the way
+			e.freeUxLocked(m)
+		} else {
+			e.awaits[base] = append(e.awaits[base], jr)
+		}
+		if r := e.startSendLocked(ctlCtx, nil, 1, jr, int(base)); r != nil {
+			if r.done {
+				e.recycleLocked(r)
+			} else {
+				r.detached = true
+			}
+		}
+	}
+	if w.g == nil {
+		i, _ := slices.BinarySearch(e.dupFree, base)
+		e.dupFree = slices.Insert(e.dupFree, i, base)
+	} else {
+		e.blockLive[blockOf(base)]--
+	}
+	e.handoffLocked()
+	return nil
+}
+
+// membersOrAll returns the job ranks of g, or of a job of size n for a nil group.
+func (g *group) membersOrAll(n int) []int {
+	if g != nil {
+		return g.ranks
+	}
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
+// pendingOnLocked describes what this rank still has under way on the World whose
+// contexts start at base ("" if nothing): posted receives and probes, sends waiting in
+// an out queue, rendezvous sends and reads not yet finished.
+func (e *engine) pendingOnLocked(base uint16) string {
+	on := func(ctx uint16) bool { return ctx >= base && ctx < base+ctxPerWorld }
+	for r := e.posted.head; r != nil; r = r.next {
+		if on(r.ctx) {
+			return fmt.Sprintf("a receive (source %d, tag %d) is posted", r.peer, r.tag)
+		}
+	}
+	for r := e.probes.head; r != nil; r = r.next {
+		if on(r.ctx) {
+			return "a probe is waiting"
+		}
+	}
+	for _, r := range e.table.slots {
+		if r != nil && !r.done && on(r.ctx) {
+			if r.kind == reqSend {
+				return fmt.Sprintf("a send to rank %d (tag %d) has not been read by its receiver", r.peer, r.tag)
+			}
+			return fmt.Sprintf("a receive from rank %d (tag %d) is still being read", r.peer, r.tag)
+		}
+	}
+	for _, p := range e.peers {
+		if p == nil {
+			continue
+		}
+		for i := 0; i < p.out.n; i++ {
+			if r := p.out.at(i).r; r != nil && !r.done && !r.canceled && on(r.ctx) && r.kind == reqSend {
+				return fmt.Sprintf("a send to rank %d (tag %d) waits to go out", r.peer, r.tag)
+			}
+		}
+	}
+	return ""
+}
+
+// discardUnexpectedLocked drops the unexpected messages on the contexts of the World at
+// base, releasing rendezvous offers.
+func (e *engine) discardUnexpectedLocked(base uint16) {
+	for m := e.ux.head; m != nil; {
+		next := m.next
+		if m.ctx >= base && m.ctx < base+ctxPerWorld {
+			e.ux.remove(m)
+			if m.kind == msgRTS {
+				e.queueFINLocked(e.peers[m.src], m.cookie)
+			}
+			e.freeUxLocked(m)
+		}
+		m = next
+	}
+}
+
+// discardFreedLocked handles a message of src on a freed context: one that src sent on
+// the freed World (before its free mark) is dropped, a rendezvous offer released. One
+// that follows src's mark belongs to the World that src already made on the same
+// contexts (a Dup or Split here will make it too) and is kept. It reports whether the
+// message was dropped.
+func (e *engine) discardFreedLocked(src int, h *header) bool {
+	if !e.isFreed(h.ctx) {
+		return false
+	}
+	if !slices.Contains(e.awaits[h.ctx&^(ctxPerWorld-1)], src) {
+		return false // src's mark came first: the message is of the next World
+	}
+	if h.kind == msgRTS && src != e.rank {
+		e.queueFINLocked(e.peers[src], h.cookie)
+	}
+	return true
+}
+
+func (e *engine) isFreed(ctx uint16) bool { return e.freedCtx[ctx>>6]&(1<<(ctx&63)) != 0 }
+
+func (e *engine) setFreed(ctx uint16, on bool) {
+	if on {
+		e.freedCtx[ctx>>6] |= 1 << (ctx & 63)
+	} else {
+		e.freedCtx[ctx>>6] &^= 1 << (ctx & 63)
+	}
+}
+
+// markLocked handles a free mark from src for the World at base, and reports whether it
+// took it: awaited, it ends the wait for src (and completes the Dup waiting for it, if
+// any); otherwise src freed the World before this rank did, and the mark waits in the
+// unexpected queue for this rank's Free.
+func (e *engine) markLocked(src int, base uint16) bool {
+	aw := e.awaits[base]
+	i := slices.Index(aw, src)
+	if i < 0 {
+		return false
+	}
+	if aw = slices.Delete(aw, i, i+1); len(aw) == 0 {
+		delete(e.awaits, base)
+	} else {
+		e.awaits[base] = aw
+	}
+	if r := e.matchPosted(ctlCtx, src, int32(base)); r != nil {
+		e.posted.remove(r)
+		e.deliverEagerLocked(r, src, int32(base), nil)
+	}
+	return true
+}
+
+// reuseLocked makes the contexts of the World at base live again.
+func (e *engine) reuseLocked(base uint16, n int) {
+	for c := base; c < base+uint16(n); c++ {
+		e.setFreed(c, false)
+	}
+}
+
+// dupReuseLocked returns a freed context of a World without a group for Dup, once every
+// other rank of that World has sent its free mark (waiting for them, failing if one of
+// them failed), or ok false when there is none. Called with mu held, which it releases
+// while it waits.
+func (e *engine) dupReuseLocked() (base uint16, ok bool, err error) {
+	if len(e.dupFree) == 0 {
+		return 0, false, nil
+	}
+	base = e.dupFree[0]
+	for len(e.awaits[base]) > 0 {
+		jr := e.awaits[base][0]
+		r := e.newRequestLocked(reqRecv)
+		r.ctx, r.peer, r.tag, r.esize, r.anyFail = ctlCtx, jr, int(base), 1, true
+		e.receiveLocked(r) // posted: an awaited mark is never queued (markLocked)
+		if _, err := e.finishRecvLocked(context.Background(), r); err != nil {
+			return 0, false, err
+		}
+	}
+	e.dupFree = e.dupFree[1:]
+	e.reuseLocked(base, ctxPerWorld)
+	return base, true, nil
+}
+
+// Split blocks. Block k holds the contexts [splitTop-(k+1)*splitBlock,
+// splitTop-k*splitBlock).
+const (
+	splitTop    = 1<<16 - ctxPerWorld
+	splitBlocks = splitTop / splitBlock
+	busyBytes   = (splitBlocks + 7) / 8
+)
+
+func blockBase(k int) uint16 { return uint16(splitTop - (k+1)*splitBlock) }
+
+// blockIndex returns k of the block whose base is b.
+func blockIndex(b uint16) int { return (splitTop-int(b))/splitBlock - 1 }
+
+// blockOf returns the base of the Split block holding context c.
+func blockOf(c uint16) uint16 {
+	k := (splitTop - 1 - int(c)) / splitBlock
+	return blockBase(k)
+}
+
+// busyBlocksLocked fills busy (busyBytes bytes) with this rank's Split blocks in use: a
+// live World in them, or a free mark still awaited for one of their Worlds.
+func (e *engine) busyBlocksLocked(busy []byte) {
+	clear(busy)
+	mark := func(b uint16) {
+		if k := blockIndex(b); k >= 0 && k < splitBlocks {
+			busy[k/8] |= 1 << (k % 8)
+		}
+	}
+	for b, n := range e.blockLive {
+		if n > 0 {
+			mark(b)
+		}
+	}
+	for base := range e.awaits {
+		if base >= e.topCtx && base < splitTop {
+			mark(blockOf(base))
+		}
+	}
+}
+
+func blockBusy(busy []byte, k int) bool { return busy[k/8]&(1<<(k%8)) != 0 }

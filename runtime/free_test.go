@@ -1,0 +1,264 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// ring sends this rank's number around w (tag) and checks what arrives from the previous
+// rank, in w's numbering.
+func ring(ctx context.Context, w *runtime.World, tag int, salt int64) error {
+	n, r := w.Size(), w.Rank()
+	if n == 1 {
+		return nil
+	}
+	got := []int64{-1}
+	st, err := runtime.Sendrecv(ctx, w, []int64{int64(r) + salt}, (r+1)%n, tag, got, runtime.AnySource, runtime.AnyTag)
+	if err != nil {
+		return err
+	}
+	prev := (r + n - 1) % n
+	if st.Source != prev || st.Tag != tag || got[0] != int64(prev)+salt {
+		return fmt.Errorf("ring: %d from %d tag %d, want %d from %d tag %d", got[0], st.Source, st.Tag, int64(prev)+salt, prev, tag)
+	}
+	return nil
+}
+
+// TestFreeDupReuse: Dup and Free far more Worlds than there are contexts (16383 Dups
+// failed "too many Worlds derived" before Free existed), each carrying messages.
+func TestFreeDupReuse(t *testing.T) {
+	forEach(t, []int{1, 2, 3}, func(t *testing.T, tr string, n int) {
+		rounds := 17000
+		if tr == "tcp" || testing.Short() {
+			rounds = 600 // the reuse itself is the same; the long loop runs over shm
+		}
+		run(t, tr, n, func(_ context.Context, w *runtime.World) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			keep, err := w.Dup() // a live World below the reused ones
+			if err != nil {
+				return err
+			}
+			for i := range rounds {
+				d, err := w.Dup()
+				if err != nil {
+					return fmt.Errorf("round %d: %w", i, err)
+				}
+				if i%97 == 0 || i == rounds-1 {
+					if err := ring(ctx, d, i%1000, int64(i)); err != nil {
+						return fmt.Errorf("round %d: %w", i, err)
+					}
+				}
+				if err := d.Free(); err != nil {
+					return fmt.Errorf("round %d: %w", i, err)
+				}
+			}
+			return ring(ctx, keep, 1, 7)
+		})
+	})
+}
+
+// TestFreeSplitReuse: Split and Free more often than Split has blocks (about 2047 Splits
+// failed before), with groups of changing membership, each group used and Dup'd.
+func TestFreeSplitReuse(t *testing.T) {
+	forEach(t, []int{1, 3, 4}, func(t *testing.T, tr string, n int) {
+		rounds := 2100
+		if tr == "tcp" || testing.Short() {
+			rounds = 150
+		}
+		run(t, tr, n, func(_ context.Context, w *runtime.World) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			r := w.Rank()
+			for i := range rounds {
+				g, err := w.Split(ctx, (r+i)%2, -r)
+				if err != nil {
+					return fmt.Errorf("round %d: %w", i, err)
+				}
+				d, err := g.Dup()
+				if err != nil {
+					return fmt.Errorf("round %d: %w", i, err)
+				}
+				if i%50 == 0 || i == rounds-1 {
+					if err := ring(ctx, g, 3, int64(i)); err != nil {
+						return fmt.Errorf("round %d: %w", i, err)
+					}
+					if err := ring(ctx, d, 4, int64(-i)); err != nil {
+						return fmt.Errorf("round %d: dup: %w", i, err)
+					}
+				}
+				if err := d.Free(); err != nil {
+					return err
+				}
+				if err := g.Free(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// TestFreeDiscardsStale: a message sent on a World and never received is discarded at
+// Free (eager) or released (rendezvous: its sender completes), and never reaches the
+// World that reuses the contexts.
+func TestFreeDiscardsStale(t *testing.T) {
+	forEach(t, []int{2, 3}, func(t *testing.T, tr string, n int) {
+		run(t, tr, n, func(ctx context.Context, w *runtime.World) error {
+			r := w.Rank()
+			big := make([]byte, 1<<20) // above the eager limit: a rendezvous offer
+			for round := range 3 {
+				d, err := w.Dup()
+				if err != nil {
+					return err
+				}
+				if r == 0 {
+					if err := runtime.Send(ctx, d, []int64{-1}, 1, 9); err != nil {
+						return err
+					}
+					req, err := runtime.Isend(d, big, 1, 10)
+					if err != nil {
+						return err
+					}
+					// The offer is released when rank 1 frees the World (or when it
+					// arrives there after that): the send completes without being read.
+					if _, err := req.Wait(ctx); err != nil {
+						return fmt.Errorf("round %d: stale rendezvous send: %w", round, err)
+					}
+				}
+				if r == 1 && round == 1 {
+					// Let the messages arrive before Free, this round; in the others
+					// they may arrive before or after.
+					if _, err := runtime.Probe(ctx, d, 0, 10); err != nil {
+						return err
+					}
+				}
+				if err := d.Free(); err != nil {
+					return fmt.Errorf("round %d: %w", round, err)
+				}
+				// The next Dup reuses d's contexts: only its own messages arrive on it.
+				d2, err := w.Dup()
+				if err != nil {
+					return err
+				}
+				if r == 0 {
+					if err := runtime.Send(ctx, d2, []int64{int64(100 + round)}, 1, 11); err != nil {
+						return err
+					}
+				}
+				if r == 1 {
+					got := []int64{0}
+					st, err := runtime.Recv(ctx, d2, got, runtime.AnySource, runtime.AnyTag)
+					if err != nil {
+						return err
+					}
+					if st.Tag != 11 || got[0] != int64(100+round) {
+						return fmt.Errorf("round %d: the reused World received tag %d value %d: a stale message of the freed one", round, st.Tag, got[0])
+					}
+					if ok, st, err := runtime.Iprobe(d2, runtime.AnySource, runtime.AnyTag); err != nil || ok {
+						return fmt.Errorf("round %d: a further message on the reused World: %v %+v %v", round, ok, st, err)
+					}
+				}
+				if err := runtime.Barrier(ctx, d2); err != nil {
+					return err
+				}
+				if err := d2.Free(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// TestFreeErrors: what cannot be freed, what Free refuses while traffic is under way,
+// and every call on a freed World (and its sibling) failing with ErrInvalid.
+func TestFreeErrors(t *testing.T) {
+	run(t, "shm", 2, func(ctx context.Context, w *runtime.World) error {
+		wantInvalid := func(what string, err error, frag string) error {
+			if !errors.Is(err, runtime.ErrInvalid) || !strings.Contains(err.Error(), frag) {
+				return fmt.Errorf("%s: %v, want ErrInvalid mentioning %q", what, err, frag)
+			}
+			return nil
+		}
+		if err := wantInvalid("Free of Init's World", w.Free(), "Init's World"); err != nil {
+			return err
+		}
+		var nilW *runtime.World
+		if err := wantInvalid("Free of nil", nilW.Free(), "nil World"); err != nil {
+			return err
+		}
+		d, err := w.Dup()
+		if err != nil {
+			return err
+		}
+		sib, err := d.Sibling()
+		if err != nil {
+			return err
+		}
+		if err := wantInvalid("Free of a sibling", sib.Free(), "sibling"); err != nil {
+			return err
+		}
+
+		// A posted receive keeps the World from being freed until it completes.
+		r := d.Rank()
+		buf := []int64{0}
+		req, err := runtime.Irecv(d, buf, 1-r, 3)
+		if err != nil {
+			return err
+		}
+		if err := wantInvalid("Free with a posted receive", d.Free(), "receive"); err != nil {
+			return err
+		}
+		if err := runtime.Send(ctx, d, []int64{5}, 1-r, 3); err != nil {
+			return err
+		}
+		if _, err := req.Wait(ctx); err != nil || buf[0] != 5 {
+			return fmt.Errorf("receive: %v %v", buf, err)
+		}
+		ran := 0
+		if err := d.OnFree(func() { ran++ }); err != nil {
+			return err
+		}
+		if err := d.Free(); err != nil {
+			return err
+		}
+		if ran != 1 {
+			return fmt.Errorf("OnFree function ran %d times", ran)
+		}
+		if err := wantInvalid("second Free", d.Free(), "freed already"); err != nil {
+			return err
+		}
+
+		// Every call on the freed World and its sibling.
+		_, _, ipErr := runtime.Iprobe(d, 0, 0)
+		calls := map[string]error{
+			"Send":         runtime.Send(ctx, d, buf, 0, 0),
+			"Barrier":      runtime.Barrier(ctx, d),
+			"sibling Send": runtime.Send(ctx, sib, buf, 0, 0),
+			"Iprobe":       ipErr,
+			"OnFree":       d.OnFree(func() {}),
+		}
+		_, calls["Recv"] = runtime.Recv(ctx, d, buf, 0, 0)
+		_, calls["Isend"] = runtime.Isend(d, buf, 0, 0)
+		_, calls["Irecv"] = runtime.Irecv(d, buf, 0, 0)
+		_, calls["Probe"] = runtime.Probe(ctx, d, 0, 0)
+		_, calls["Sendrecv"] = runtime.Sendrecv(ctx, d, buf, 0, 0, buf, 0, 0)
+		_, calls["Dup"] = d.Dup()
+		_, calls["Sibling"] = d.Sibling()
+		_, calls["Split"] = d.Split(ctx, 0, 0)
+		_, calls["sibling Recv"] = runtime.Recv(ctx, sib, buf, 0, 0)
+		for name, err := range calls {
+			if err := wantInvalid(name+" on a freed World", err, "freed"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -118,6 +118,7 @@ func (w *World) Free() error {
 		e.mu.Unlock()
 		return withOp("free", invalidf("%s on this World at this rank; wait for it before Free", n))
 	}
+	w.life.freed.Store(true) // from here on every call on w fails, a second Free too
 	hooks := w.life.onFree
 	w.life.onFree = nil
 	e.mu.Unlock()
@@ -128,7 +129,6 @@ func (w *World) Free() error {
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	w.life.freed.Store(true)
 	e.discardUnexpectedLocked(base)
 	for c := base; c < base+ctxPerWorld; c++ {
 		e.setFreed(c, true)

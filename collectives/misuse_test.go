@@ -161,3 +161,33 @@ func TestMisuseCollectivesAfterFinalize(t *testing.T) {
 		}
 	}
 }
+
+// TestMisuseCollectivesFreedWorld: after World.Free every collective on the World fails
+// with runtime.ErrInvalid at once, the shared-memory paths included (they send no
+// runtime message that would fail by itself).
+func TestMisuseCollectivesFreedWorld(t *testing.T) {
+	runtimetest.Run(t, 2, runtimetest.Options{Transport: "shm"}, func(w *runtime.World) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d, err := w.Dup()
+		if err != nil {
+			return err
+		}
+		send, recv := make([]int64, 2), make([]int64, 4)
+		if err := collectives.Allreduce(ctx, d, send, recv[:2], collectives.Sum[int64]()); err != nil {
+			return err // the World's state (shm scratch) exists before the Free
+		}
+		if err := collectives.Barrier(ctx, d); err != nil {
+			return err
+		}
+		if err := d.Free(); err != nil {
+			return err
+		}
+		for name, f := range collectiveCalls(ctx, d, send, recv, 0, collectives.Sum[int64]()) {
+			if err := misuse(name, f); !errors.Is(err, runtime.ErrInvalid) || !strings.Contains(err.Error(), "freed") {
+				return fmt.Errorf("%s on a freed World: %v, want runtime.ErrInvalid naming the Free", name, err)
+			}
+		}
+		return nil
+	})
+}

@@ -141,6 +141,9 @@ func begin(ctx context.Context, w *runtime.World, name string) (call, error) {
 	if w == nil {
 		return call{}, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
 	}
+	if err := w.FreedErr(); err != nil {
+		return call{}, fmt.Errorf("collectives: %s: %w", name, err)
+	}
 	s, err := stateOf(w)
 	if err != nil {
 		return call{}, fmt.Errorf("collectives: %s: %w", name, err)

@@ -56,6 +56,17 @@ func (w *World) freedErr() error {
 	return nil
 }
 
+// FreedErr returns the ErrInvalid error of a call on w after w (or, for a sibling, its
+// World) was freed, else nil: one atomic load. Libraries whose calls do not all go
+// through the runtime's messages (package collectives' shared-memory steps) check it
+// first, so that every call on a freed World fails alike.
+func (w *World) FreedErr() error {
+	if w == nil {
+		return errNilWorld()
+	}
+	return w.freedErr()
+}
+
 // OnFree registers f to run when w is freed, before Free returns. It is for libraries
 // that derive Worlds of their own from w (package window's Dup of it): f frees them, so
 // that their contexts return too. Every rank must register the same functions in the

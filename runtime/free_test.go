@@ -262,3 +262,27 @@ func TestFreeErrors(t *testing.T) {
 		return nil
 	})
 }
+
+// TestFreedErr: FreedErr reports a freed World and its sibling, and only those.
+func TestFreedErr(t *testing.T) {
+	run(t, "shm", 1, func(ctx context.Context, w *runtime.World) error {
+		d, err := w.Dup()
+		if err != nil {
+			return err
+		}
+		sib, err := d.Sibling()
+		if err != nil {
+			return err
+		}
+		if w.FreedErr() != nil || d.FreedErr() != nil || sib.FreedErr() != nil {
+			return errors.New("FreedErr before Free")
+		}
+		if err := d.Free(); err != nil {
+			return err
+		}
+		if !errors.Is(d.FreedErr(), runtime.ErrInvalid) || !errors.Is(sib.FreedErr(), runtime.ErrInvalid) || w.FreedErr() != nil {
+			return fmt.Errorf("FreedErr after Free: %v %v %v", d.FreedErr(), sib.FreedErr(), w.FreedErr())
+		}
+		return nil
+	})
+}

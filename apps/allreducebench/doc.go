@@ -10,7 +10,8 @@
 //
 // Method (as osu_allreduce): for each size (powers of two from --min-size to --max-size,
 // 8 B to 64 MiB by default, or the list of --sizes such as 8,1M,24M), every rank times
-// each call on its own clock (time.Now before and after collectives.Allreduce) and a
+// each call on its own monotonic clock (read before and after collectives.Allreduce: two
+// clock reads, as the C twin's MPI_Wtime pair) and a
 // Barrier follows each call, outside the timed region, so that calls do not pipeline; warmup calls (a tenth, at least 3) are not
 // timed. Before the first size the job warms up for 50 ms (rank 0's clock) with untimed
 // calls of the first size, so that the job's start-up does not land on the first row. Each rank's mean over the measured calls is reduced over the ranks: the table

@@ -279,8 +279,9 @@ func checkHostPort(s string) error {
 
 // AgentOptions are the flags of `golaunch agent`.
 type AgentOptions struct {
-	Bind        string   // gossip address host:port (port 0 picks one)
-	Join        []string // agents to join
+	Bind        string        // gossip address host:port (port 0 picks one)
+	Join        []string      // agents to join
+	JoinRetry   time.Duration // keep trying the first join this long (0: fail at once)
 	Slots       int
 	Keyfile     string
 	Name        string // memberlist name, default the host name
@@ -298,6 +299,7 @@ func ParseAgentArgs(args []string) (*AgentOptions, *pflag.FlagSet, error) {
 	fs.SortFlags = false
 	fs.StringVar(&o.Bind, "bind", "", "gossip `address` host:port to listen on (UDP and TCP); port 0 picks one")
 	fs.StringSliceVar(&o.Join, "join", nil, "`address` of an agent already in the cluster (repeatable or comma-separated)")
+	fs.DurationVar(&o.JoinRetry, "join-retry", 0, "keep trying --join every second for this `duration` when no agent answers (agents started in any order); 0 fails at once")
 	fs.IntVar(&o.Slots, "slots", runtime.NumCPU(), "ranks this host runs")
 	fs.StringVar(&o.Keyfile, "keyfile", "", "cluster key `file`: 16, 24 or 32 bytes, raw or hex (mode 0600)")
 	fs.StringVar(&o.Name, "name", "", "this agent's `name` in the cluster (default: the host name); -H and GOLAUNCH_HOST use it")
@@ -323,6 +325,9 @@ func ParseAgentArgs(args []string) (*AgentOptions, *pflag.FlagSet, error) {
 	}
 	if err := checkHostPort(o.Bind); err != nil {
 		return nil, fs, usagef("agent: --bind %q: %v", o.Bind, err)
+	}
+	if o.JoinRetry < 0 || (o.JoinRetry > 0 && len(o.Join) == 0) {
+		return nil, fs, usagef("agent: --join-retry %v: want a duration >= 0, with --join", o.JoinRetry)
 	}
 	for _, j := range o.Join {
 		if err := checkHostPort(j); err != nil {

@@ -113,11 +113,11 @@ func TestParseArgsErrors(t *testing.T) {
 
 func TestParseAgentArgs(t *testing.T) {
 	o, _, err := ParseAgentArgs([]string{"--bind", "127.0.0.1:0", "--join", "a:1,b:2", "--join", "c:3",
-		"--slots", "3", "--keyfile", "k", "--name", "h1"})
+		"--slots", "3", "--keyfile", "k", "--name", "h1", "--join-retry", "1m"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Bind != "127.0.0.1:0" || !reflect.DeepEqual(o.Join, []string{"a:1", "b:2", "c:3"}) || o.Slots != 3 || o.Name != "h1" {
+	if o.Bind != "127.0.0.1:0" || !reflect.DeepEqual(o.Join, []string{"a:1", "b:2", "c:3"}) || o.Slots != 3 || o.Name != "h1" || o.JoinRetry != time.Minute {
 		t.Errorf("got %+v", o)
 	}
 	for _, tt := range []struct {
@@ -131,6 +131,9 @@ func TestParseAgentArgs(t *testing.T) {
 		{[]string{"--bind", "h:1", "--keyfile", "k", "--name", "a b"}, "--name"},
 		{[]string{"--bind", "h:1", "--keyfile", "k", "extra"}, "unexpected argument"},
 		{[]string{"--bind", "h:1", "--keyfile", "k", "--join", "nojoinport"}, "--join"},
+		{[]string{"--bind", "h:1", "--keyfile", "k", "--join-retry", "5s"}, "--join-retry"},
+		{[]string{"--bind", "h:1", "--keyfile", "k", "--join", "a:1", "--join-retry", "-1s"}, "--join-retry"},
+		{[]string{"--bind", "h:1", "--keyfile", "k", "--join", "a:1", "--join-retry", "soon"}, "join-retry"},
 	} {
 		_, _, err := ParseAgentArgs(tt.args)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

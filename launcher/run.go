@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -292,6 +293,10 @@ func localIPToward(addr string) string {
 	return c.LocalAddr().(*net.UDPAddr).IP.String()
 }
 
+// joinRetryEvery is the pause between an agent's attempts at its first join with
+// --join-retry.
+const joinRetryEvery = time.Second
+
 // AgentMain runs `golaunch agent` with args until a signal ends it.
 func AgentMain(args []string, stdio Stdio, sigs <-chan os.Signal) int {
 	o, fs, err := ParseAgentArgs(args)
@@ -314,7 +319,24 @@ func AgentMain(args []string, stdio Stdio, sigs <-chan os.Signal) int {
 		return ExitFailure
 	}
 	if len(o.Join) > 0 {
-		if err := a.cl.join(o.Join); err != nil {
+		err := a.cl.join(o.Join)
+		if err != nil && o.JoinRetry > 0 {
+			lg.Printf("%v: retrying every second for %v (--join-retry)", err, o.JoinRetry)
+			for deadline := time.Now().Add(o.JoinRetry); err != nil && time.Now().Before(deadline); {
+				select {
+				case sig := <-sigs:
+					lg.Printf("%v while joining: exiting", sig)
+					a.close()
+					return ExitOK
+				case <-time.After(joinRetryEvery):
+				}
+				err = a.cl.join(o.Join)
+			}
+			if err != nil {
+				err = fmt.Errorf("%w; gave up after --join-retry %v", err, o.JoinRetry)
+			}
+		}
+		if err != nil {
 			a.close()
 			fmt.Fprintf(stdio.Err, "golaunch agent: %v\n", err)
 			return ExitFailure

@@ -34,8 +34,9 @@ type Row struct {
 	// GB/s of as many repetitions).
 	FloorGBps float64 `json:"floor_gbps,omitempty"`
 	FloorUS   float64 `json:"floor_median_us,omitempty"`
-	// FloorRatio is the median over the repetitions of GB/s divided by the GB/s of the
-	// floor repetition paired with it (bandwidth rows with a paired floor).
+	// FloorRatio is the median over the pairs of the row's figure divided by its floor's:
+	// GB/s over the floor repetition paired with it (bandwidth rows with a paired floor),
+	// or the median latency over the floor's (the paired 8-byte latency rows).
 	FloorRatio float64 `json:"floor_ratio,omitempty"`
 }
 

@@ -98,6 +98,9 @@ func latRatio(row, floorRow *Row) (ratio float64, detail string, ok bool) {
 	if row == nil {
 		return 0, "", false
 	}
+	if row.FloorRatio > 0 {
+		return row.FloorRatio, fmt.Sprintf("%.3f us, floor %.3f us, median of %d alternated pairs", row.MedianUS, row.FloorUS, latPairs), true
+	}
 	floor, how := row.FloorUS, "paired"
 	if floor <= 0 && floorRow != nil {
 		floor, how = floorRow.MedianUS, "floor table"

@@ -103,7 +103,10 @@ func (w *World) OnFree(f func()) error {
 // A message sent on w that this rank never received is discarded (a rendezvous offer is
 // released, so that its sender completes), now or when it arrives: as with MPI, a
 // program should receive every message it sends before the World is freed. Init's World
-// cannot be freed (Finalize ends it); a sibling is freed with its World.
+// cannot be freed (Finalize ends it); a sibling is freed with its World. A Dup that reuses
+// the contexts waits for every other rank's Free of that World, as a collective waits for
+// its ranks: a rank that never frees it keeps that Dup waiting until the rank fails or the
+// job's --timeout ends it.
 func (w *World) Free() error {
 	if w == nil {
 		return withOp("free", errNilWorld())
@@ -167,8 +170,10 @@ func (w *World) Free() error {
 	if w.g == nil {
 		i, _ := slices.BinarySearch(e.dupFree, base)
 		e.dupFree = slices.Insert(e.dupFree, i, base)
+	} else if b := blockOf(base); e.blockLive[b] > 1 {
+		e.blockLive[b]--
 	} else {
-		e.blockLive[blockOf(base)]--
+		delete(e.blockLive, b)
 	}
 	e.handoffLocked()
 	return nil

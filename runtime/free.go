@@ -96,7 +96,10 @@ func (w *World) OnFree(f func()) error {
 // Free gives w's communication contexts back for later Dups and Splits to reuse
 // (MPI_Comm_free). Every rank of w must call it once, after its last call on w, in the
 // same order relative to its other Dup, Split and Free calls; it does not wait for the
-// other ranks. Afterwards every call on w or its sibling fails with ErrInvalid.
+// other ranks. Afterwards every communication call on w or its sibling (point-to-point,
+// Barrier, Dup, Sibling, Split, Attach, OnFree, and package collectives' calls) fails
+// with ErrInvalid; the memory calls (AllocRegion, RegisterRegion, NewCounter) and the
+// accessors (Rank, Size, HostOf...) work on, being the rank's rather than the World's.
 //
 // Free fails with ErrInvalid, and frees nothing, while a receive or probe on w (or its
 // sibling) is posted or a send on it has not completed at this rank: wait for them first.

@@ -254,6 +254,7 @@ func TestFreeErrors(t *testing.T) {
 		_, calls["Sibling"] = d.Sibling()
 		_, calls["Split"] = d.Split(ctx, 0, 0)
 		_, calls["sibling Recv"] = runtime.Recv(ctx, sib, buf, 0, 0)
+		_, calls["Attach"] = d.Attach(1-r, nil)
 		for name, err := range calls {
 			if err := wantInvalid(name+" on a freed World", err, "freed"); err != nil {
 				return err

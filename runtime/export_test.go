@@ -39,3 +39,6 @@ func FastboxSent(w *World, r int) uint64 {
 	}
 	return 0
 }
+
+// Context returns w's communication context (free_test.go checks which ones are reused).
+func Context(w *World) uint16 { return w.ctx }

@@ -287,3 +287,78 @@ func TestFreedErr(t *testing.T) {
 		return nil
 	})
 }
+
+// TestFreeSplitReuseDisjoint: a Split block that one group freed is reused by a Split
+// among that group's ranks while another group, on other ranks, still lives on the same
+// block; traffic on both stays apart. A Split over all ranks passes the block over while
+// any rank still uses it.
+func TestFreeSplitReuseDisjoint(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			run(t, tr, 4, func(ctx context.Context, w *runtime.World) error {
+				r := w.Rank()
+				half := r / 2                   // 0 for ranks 0, 1; 1 for ranks 2, 3
+				g, err := w.Split(ctx, half, r) // both groups on one block
+				if err != nil {
+					return err
+				}
+				if err := ring(ctx, g, 1, int64(100*half)); err != nil {
+					return err
+				}
+				if half == 0 {
+					if err := g.Free(); err != nil { // group 0 is done with the block
+						return err
+					}
+				}
+				// A World of ranks 0 and 1 only, and a Split of it: only they report, and
+				// they freed the block, so it is reused while ranks 2, 3 still use it.
+				sub, err := w.Split(ctx, map[bool]int{true: 0, false: runtime.NoColor}[half == 0], r)
+				if err != nil {
+					return err
+				}
+				// A Split over all four ranks must not take the block group 1 still uses.
+				all, err := w.Split(ctx, 0, r)
+				if err != nil {
+					return err
+				}
+				var again *runtime.World
+				if half == 0 {
+					if again, err = sub.Split(ctx, 0, -r); err != nil {
+						return err
+					}
+					if runtime.Context(again) != runtime.Context(g) {
+						return fmt.Errorf("the Split among ranks 0, 1 took context %d, not %d, the block they freed (still live at ranks 2, 3)",
+							runtime.Context(again), runtime.Context(g))
+					}
+				}
+				if runtime.Context(all) == runtime.Context(g) || (sub != nil && runtime.Context(sub) == runtime.Context(g)) {
+					return fmt.Errorf("a Split over ranks 2, 3 took the block they still use (%d)", runtime.Context(g))
+				}
+				// Traffic on all of them at once, each with its own values.
+				for round := range 20 {
+					if half == 0 {
+						if err := ring(ctx, again, 2, int64(1000+round)); err != nil {
+							return fmt.Errorf("reused block: %w", err)
+						}
+					} else if err := ring(ctx, g, 2, int64(2000+round)); err != nil {
+						return fmt.Errorf("live group: %w", err)
+					}
+					if err := ring(ctx, all, 2, int64(3000+round)); err != nil {
+						return fmt.Errorf("all ranks: %w", err)
+					}
+				}
+				if half == 0 {
+					if err := again.Free(); err != nil {
+						return err
+					}
+					if err := sub.Free(); err != nil {
+						return err
+					}
+				} else if err := g.Free(); err != nil {
+					return err
+				}
+				return all.Free()
+			})
+		})
+	}
+}

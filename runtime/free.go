@@ -18,7 +18,9 @@ import (
 //
 //   - Free discards this rank's unexpected messages on the World's contexts (a rendezvous
 //     offer is answered with FIN, so its sender completes), marks the contexts freed (a
-//     message arriving on a freed context later is discarded the same way), and sends
+//     message that a peer sent on them before its own mark, arriving later, is discarded
+//     the same way; one that follows the peer's mark belongs to the World the peer has
+//     already made on the same contexts and is kept: discardFreedLocked), and sends
 //     every other rank of the World a free mark: an empty message in the engine's control
 //     context (ctlCtx) whose tag is the World's context. A peer's messages arrive in the
 //     order it sent them, so once its mark for a World has arrived, nothing it sent on
@@ -31,8 +33,8 @@ import (
 //     received. A block one rank still uses can then only be reused among ranks that
 //     share no World on it with that rank.
 
-// ctlCtx is the engine's control context (free marks). Split's blocks lie below the
-// initial top, 1<<16 - ctxPerWorld, so no World ever has it.
+// ctlCtx is the engine's control context (free marks). Split's blocks lie below
+// splitTop, so no World ever has it.
 const ctlCtx = 1<<16 - 1
 
 // worldLife is shared by a World made by Dup or Split and its siblings: Free sets freed,

@@ -46,8 +46,8 @@ type cq struct {
 	// itself (doorbell.ringAfterAdd).
 	avail atomic.Int32
 
-	mu       sync.Mutex // also guards qp.retired of the QPs whose SendCQ this is
-	ring     []cqe      // power-of-two capacity >= depth
+	mu       qlock // also guards qp.retired of the QPs whose SendCQ this is
+	ring     []cqe // power-of-two capacity >= depth
 	mask     int
 	head     int
 	n        int

@@ -323,11 +323,14 @@ func (q *qp) drainLocked() {
 	}
 	if pos != q.rxp {
 		q.rxp = pos
-		publish(q.rx.head, pos)
 		publish(&q.rxPos, pos)
-		fence() // the head before txWait: the sender stores txWait, then reads head
-		if q.rx.txWait.Load() != 0 && q.rx.txWait.Swap(0) != 0 {
-			q.peerBell.ring()
+		if pos-q.rxPub >= q.rx.slots/headLagDiv {
+			q.rxPub = pos
+			publish(q.rx.head, pos)
+			fence() // the head before txWait: the sender stores txWait, then reads head
+			if q.rx.txWait.Load() != 0 && q.rx.txWait.Swap(0) != 0 {
+				q.peerBell.ring()
+			}
 		}
 	}
 	if fail != verbs.Success {

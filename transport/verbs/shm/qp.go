@@ -3,7 +3,6 @@ package shm
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
@@ -57,7 +56,7 @@ type qp struct {
 	failed  atomic.Bool   // state is Err
 	noticed atomic.Bool   // the peer's close (rx.senderState) has been handled
 
-	mu           sync.Mutex
+	mu           qlock
 	state        verbs.QPState
 	closed       bool
 	posted       uint64 // sequence of the next send WR
@@ -69,6 +68,7 @@ type qp struct {
 	rqHead       int
 	rqLen        int
 	rxp          uint64 // receiver position in rx
+	rxPub        uint64 // rxp as last published in rx.head (see headLagDiv)
 	rxPosted     uint64 // receives ever posted (published in rx.posted as the sender's credit)
 	asm          assembly
 	direct       []verbs.WC // progressRecv: the polling caller's free completions

@@ -30,8 +30,9 @@ import (
 // its position. An 8-byte message
 // is header plus payload in one cache line. After consuming a record the receiver zeroes
 // word0 of each of its slots but the first (so stale payload bytes can never pose as a
-// header on a later lap; see consume) and then publishes its position in the header's head word, which the sender reads
-// only when its cached copy says the ring is full.
+// header on a later lap; see consume) and then publishes its position in the header's head word (every
+// slots/headLagDiv slots), which the sender reads only when its cached copy says the ring
+// is full.
 const (
 	slotSize   = 64
 	slotShift  = 6
@@ -43,6 +44,17 @@ const (
 	maxRingSlots     = 1 << 20
 	maxRecordSlots   = defaultRingSlots / 4 // fragment size limit, so both sides pipeline
 	minChunkSlots    = 16                   // don't trickle fragments smaller than this into a nearly full ring
+
+	// headLagDiv sets how far the published head may lag the receiver's position: the
+	// receiver publishes it (a store, a fence and a check of txWait) only once it has
+	// consumed slots/headLagDiv slots since it last did, not after every record, which
+	// takes a fence off every small message's path. A sender never waits on the lag: it
+	// waits only while its view of the head leaves less than a record's slots (at most
+	// slots/4) free, and with a lag below slots/8 that view leaves more than 7/8 of the
+	// ring free once the receiver has drained it. So a sender that waits has records
+	// still in the ring, and the receiver's draining of them publishes the head again,
+	// sees txWait and rings, as it always did.
+	headLagDiv = 8
 
 	seqBits = 56
 	seqMask = 1<<seqBits - 1

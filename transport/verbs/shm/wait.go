@@ -143,7 +143,7 @@ func (c *cq) wholeWaiting() bool {
 		}
 		pos := q.rxPos.Load()
 		if q.rx.wholeAt(pos) && q.waitPos.Load() != pos+1 {
-			q.waitPos.Store(pos + 1)
+			publish(&q.waitPos, pos+1) // a racing Wait that also ends costs one empty Poll
 			return true
 		}
 	}

@@ -26,7 +26,9 @@
 // measured calls (the inputs are small integers, so the float64 sums are exact).
 //
 // Barrier (--test barrier or all) is osu_barrier: --iters Barriers after a tenth of that
-// as warmup, each timed; the same average, minimum and maximum over the ranks.
+// as warmup, each timed; the same average, minimum and maximum over the ranks. With
+// --test barrier the job first warms up for 50 ms with untimed Barriers, as it does with
+// Allreduce before the first size.
 //
 // --algo forces an Allreduce algorithm by setting GORMA_ALLREDUCE before the first
 // collective call (collectives reads it then): auto, recdbl, rabenseifner, ring, direct,

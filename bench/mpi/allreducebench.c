@@ -8,7 +8,8 @@
  * takes ms or s (0: no cap). MPI_Allreduce of MPI_DOUBLE with MPI_SUM; each call timed
  * with MPI_Wtime on every rank, an MPI_Barrier after each call outside the timed region;
  * warmup a tenth of the calls (at least 3), and before the first size 50 ms of untimed
- * calls of the first size (the job's warm-up); --iters calls up to 16 KiB, scaled down in
+ * calls of the first size (the job's warm-up; with --test barrier, 50 ms of untimed
+ * Barriers instead); --iters calls up to 16 KiB, scaled down in
  * proportion above (at least --min-iters), capped by --size-time from the slowest rank's
  * warmup mean (never below 3). Each rank's mean per call is reduced over the ranks:
  * average, minimum and maximum in microseconds; algbw = bytes / avg (GB/s), busbw =
@@ -152,6 +153,18 @@ static struct row allreduce_size(double **sp, double **rp, long size) {
 	return r;
 }
 
+/* the Barrier test's job warm-up when no Allreduce ran before it (--test barrier), as
+ * warmBarrier in apps/allreducebench: Barriers in batches of 256 until rank 0 has spent
+ * 50 ms */
+static void warm_barrier(void) {
+	double start = MPI_Wtime();
+	for (int more = 1; more;) {
+		for (int i = 0; i < 256; i++) MPI_Barrier(MPI_COMM_WORLD);
+		if (rank == 0 && MPI_Wtime() - start >= 0.05) more = 0;
+		MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	}
+}
+
 static double barriers(int n) {
 	double total = 0;
 	for (int i = 0; i < n; i++) {
@@ -272,6 +285,7 @@ int main(int argc, char **argv) {
 	}
 	if (do_bar) {
 		if (text) fprintf(text, "\n# barrier\n%s\n", hdr);
+		if (!do_ar) warm_barrier();
 		int warmup = imax(iters / 10, 3);
 		int it = cap_iters(iters, barriers(warmup), warmup);
 		bar = reduce_row(barriers(it), it);

@@ -40,7 +40,10 @@
 // inbound ring (see ring.go for the layout): the sender writes records into it and
 // publishes each with a release store (a plain MOV on amd64: the XCHG of an atomic store
 // stalls on the line the receiver polls), and the receiver's CQ.Poll (or Wait) drains
-// them into posted receives in order.
+// them into posted receives in order. The receiver publishes how far it has drained (the
+// ring's head, which the sender reads only when its cached copy says the ring is full)
+// every eighth of the ring rather than after every record: a sender never waits on that
+// lag (ring.go, headLagDiv), and a small message's path saves a fence.
 // Messages larger than a record travel as fragments, so any size streams through the
 // ring. Messages go against credits: the receiver publishes how many receives it has
 // posted, and a message starts only when one is posted for it. A Send completes once its
@@ -106,8 +109,10 @@
 //
 // # Concurrency
 //
-// All objects are safe for concurrent use. Each QP has one mutex and each CQ one; a QP's
-// lock is held while it pushes to a CQ (LOCKING.md, section shm). Poll takes a QP's lock
+// All objects are safe for concurrent use. Each QP has one mutex and each CQ one (qlock,
+// lock.go: a compare-and-swap to lock and a plain release store to unlock, which saves a
+// locked instruction on every post and poll; a waiter spins, yields, then sleeps in short
+// steps); a QP's lock is held while it pushes to a CQ (LOCKING.md, section shm). Poll takes a QP's lock
 // only if that QP has something to do, and no lock and no atomic read-modify-write when
 // nothing is. Byte ownership is as the verbs package says: Local
 // of a queued request is read (or, for RDMA reads and atomics, written) until its

@@ -45,6 +45,15 @@ func startNetnsCluster(t *testing.T, ctx context.Context, slots ...int) *netnsCl
 		a.line(t, fmt.Sprintf("golaunch agent h%d: gossip %s", i, h.Addr), 10*time.Second)
 		nc.agentList = append(nc.agentList, a)
 	}
+	// On failure, show what every agent logged: memberlist's warnings (a suspected or
+	// refuted member, a failed probe) say why an agent was declared dead.
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, a := range nc.agentList {
+				t.Logf("agent h%d stderr:\n%s", i, a.stderr.String())
+			}
+		}
+	})
 	return nc
 }
 

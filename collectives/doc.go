@@ -12,7 +12,9 @@
 // inout[i] = inout[i] ∘ in[i]. The predefined operators are Sum, Prod, Min, Max (ordered
 // types), Band, Bor, Bxor (integer types), and the two that MPI defines for one-sided
 // accumulates: Replace (inout[i] = in[i]) and NoOp (inout unchanged, for fetching with
-// GetAccumulate). NewOp makes a user-defined operator with a commutativity flag.
+// GetAccumulate). NewOp makes a user-defined operator with a commutativity flag. Sum of
+// float64 runs on the vector unit where it can (AVX2 on amd64, op_amd64.s: four adds to
+// an instruction, bit for bit the scalar sums); the other operators are Go loops.
 //
 //	sum := collectives.Sum[float64]()
 //	a, b := []float64{1, 2}, []float64{10, 20}

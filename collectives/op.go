@@ -126,6 +126,9 @@ func NoOp[T runtime.Elem]() Op[T] { return Op[T]{"no_op", OpNoOp, false, func(_,
 
 func sumOf[T runtime.Elem](inout, in []T) {
 	in = in[:len(inout)]
+	if addVec(inout, inout, in) {
+		return
+	}
 	for i := range inout {
 		inout[i] += in[i]
 	}
@@ -180,6 +183,9 @@ func replaceOf[T runtime.Elem](inout, in []T) { copy(inout, in) }
 // 6.7 us rolled, and 12.5 us for the copy and the in-place loop it replaces.
 func sum2[T runtime.Elem](out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
+	if addVec(out, a, b) {
+		return
+	}
 	i := 0
 	for ; i+4 <= len(out); i += 4 {
 		o, x, y := out[i:i+4:i+4], a[i:i+4:i+4], b[i:i+4:i+4]

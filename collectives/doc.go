@@ -13,8 +13,9 @@
 // types), Band, Bor, Bxor (integer types), and the two that MPI defines for one-sided
 // accumulates: Replace (inout[i] = in[i]) and NoOp (inout unchanged, for fetching with
 // GetAccumulate). NewOp makes a user-defined operator with a commutativity flag. Sum of
-// float64 runs on the vector unit where it can (AVX2 on amd64, op_amd64.s: four adds to
-// an instruction, bit for bit the scalar sums); the other operators are Go loops.
+// float64 and float32 runs on the vector unit where it can (AVX2 on amd64, op_amd64.s:
+// four or eight adds to an instruction, bit for bit the scalar sums); the other operators
+// and types are Go loops.
 //
 //	sum := collectives.Sum[float64]()
 //	a, b := []float64{1, 2}, []float64{10, 20}

@@ -104,9 +104,7 @@ func scaled(base, minIters, size int) int {
 // absorbed or not from run to run (8 B at p=2: 0.5 or 1-3 us). The C twin does the same.
 const jobWarmup = 50 * time.Millisecond
 
-// warmJob calls Allreduce of the first size in batches of 64 until rank 0 has spent
-// jobWarmup; rank 0's decision goes to the others with each batch (Bcast), so every rank
-// makes the same calls.
+// warmJob calls Allreduce of the first size, untimed, for jobWarmup (warmFor).
 func warmJob(ctx context.Context, w *runtime.World, o options, b *buffers) error {
 	if len(o.sizes) == 0 {
 		return nil
@@ -119,11 +117,21 @@ func warmJob(ctx context.Context, w *runtime.World, o options, b *buffers) error
 	}
 	send, recv = send[:min(n, len(send))], recv[:min(n, len(recv))]
 	sum := collectives.Sum[float64]()
+	err := warmFor(ctx, w, 64, func() error { return collectives.Allreduce(ctx, w, send, recv, sum) })
+	if err != nil {
+		return err
+	}
+	return collectives.Barrier(ctx, w)
+}
+
+// warmFor makes call in batches of batch until rank 0 has spent jobWarmup; rank 0's
+// decision goes to the others with each batch (Bcast), so every rank makes the same calls.
+func warmFor(ctx context.Context, w *runtime.World, batch int, call func() error) error {
 	more := []int64{1}
 	start := time.Now()
 	for more[0] != 0 {
-		for range 64 {
-			if err := collectives.Allreduce(ctx, w, send, recv, sum); err != nil {
+		for range batch {
+			if err := call(); err != nil {
 				return err
 			}
 		}
@@ -134,7 +142,7 @@ func warmJob(ctx context.Context, w *runtime.World, o options, b *buffers) error
 			return err
 		}
 	}
-	return collectives.Barrier(ctx, w)
+	return nil
 }
 
 // clockBase anchors mono.
@@ -231,33 +239,12 @@ func reduceRow(ctx context.Context, w *runtime.World, total time.Duration, iters
 	return row{Iterations: iters, AvgUS: sum[0] / float64(w.Size()), MinUS: lo[0], MaxUS: hi[0]}, nil
 }
 
-// warmBarrier is warmJob for the Barrier test when no Allreduce ran before it (--test
-// barrier): Barriers in batches of 256 until rank 0 has spent jobWarmup. Measured from
-// the job's start, 2000 Barriers at p=2 took 0.6-0.8 us each (and once 1.9) where the
-// same ranks 30 ms later took 0.37-0.42.
-func warmBarrier(ctx context.Context, w *runtime.World) error {
-	more := []int64{1}
-	start := time.Now()
-	for more[0] != 0 {
-		for range 256 {
-			if err := collectives.Barrier(ctx, w); err != nil {
-				return err
-			}
-		}
-		if w.Rank() == 0 && time.Since(start) >= jobWarmup {
-			more[0] = 0
-		}
-		if err := collectives.Bcast(ctx, w, more, 0); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // barrier measures Barrier as osu_barrier does.
 func barrier(ctx context.Context, w *runtime.World, o options) (row, error) {
 	if o.test == "barrier" {
-		if err := warmBarrier(ctx, w); err != nil {
+		// No Allreduce warmed the job up: Barriers measured from its start took 0.6-0.8 us
+		// each at p=2 (once 1.9) where the same ranks 30 ms later took 0.37-0.42.
+		if err := warmFor(ctx, w, 256, func() error { return collectives.Barrier(ctx, w) }); err != nil {
 			return row{}, err
 		}
 	}

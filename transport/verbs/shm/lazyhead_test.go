@@ -2,7 +2,6 @@ package shm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -115,7 +114,7 @@ func streamRecv(ctx context.Context, s *side, bufs []verbs.MR, sizes []int, msgs
 				return fmt.Errorf("receive %d: %+v, want wrid %d, %d bytes", got, wc, got, n)
 			}
 			if string(bufs[got%len(bufs)].Bytes()[:n]) != string(pattern(n, byte(got))) {
-				return errors.New("receive " + fmt.Sprint(got) + ": payload differs")
+				return fmt.Errorf("receive %d: payload differs", got)
 			}
 			got++
 		}

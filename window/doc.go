@@ -18,7 +18,9 @@
 // device: allocation and Free reuse mapped, faulted-in memory (no mmap, munmap or page
 // fault on reuse), and ranks on one host map each other's memory, so that a Put is a copy
 // into the target's memory and a Get a copy out of it. AllocateShared adds SharedQuery, a
-// []T view of a same-host rank's memory for direct loads and stores. Create exposes the
+// []T view of a same-host rank's memory for direct loads and stores. Both clear the
+// memory first, as make does, unless given NoZero (MPI's semantics: what a freed window
+// left in the arena shows). Create exposes the
 // caller's slice: peers on the same host reach it by cross-memory attach
 // (process_vm_readv/writev), peers on other hosts through the transport. CreateDynamic
 // starts without memory; Attach and Detach add and remove slices.

@@ -119,3 +119,61 @@ func TestAllocateZeroed(t *testing.T) {
 		return nil
 	})
 }
+
+// TestAllocateNoZero: a window made with NoZero works like any other (every rank fills its
+// memory, the others read it back through Fence epochs), and NoZero stays with the
+// window it was given to: the default Allocate that follows, on the bytes NoZero windows
+// left behind, is zeroed again.
+func TestAllocateNoZero(t *testing.T) {
+	forLayouts(t, func(ctx context.Context, w *runtime.World) error {
+		const n = 3000
+		me, size := w.Rank(), w.Size()
+		next := (me + 1) % size
+		for round := range 3 {
+			for _, shared := range []bool{false, true} {
+				alloc := window.Allocate[int64]
+				if shared {
+					alloc = window.AllocateShared[int64]
+				}
+				win, err := alloc(ctx, w, n, window.NoZero())
+				if err != nil {
+					return err
+				}
+				for i := range win.Local() {
+					win.Local()[i] = int64(me*1_000_000 + round*10_000 + i)
+				}
+				if err := win.Fence(ctx, 0); err != nil {
+					return err
+				}
+				got := make([]int64, n)
+				if err := win.Get(got, next, 0); err != nil {
+					return err
+				}
+				if err := win.Fence(ctx, 0); err != nil {
+					return err
+				}
+				for i, v := range got {
+					if want := int64(next*1_000_000 + round*10_000 + i); v != want {
+						return fmt.Errorf("round %d, shared %v: element %d of rank %d is %d, want %d", round, shared, i, next, v, want)
+					}
+				}
+				if err := win.Free(ctx); err != nil {
+					return err
+				}
+				z, err := alloc(ctx, w, n)
+				if err != nil {
+					return err
+				}
+				for i, v := range z.Local() {
+					if v != 0 {
+						return fmt.Errorf("round %d, shared %v: element %d of a default window after a NoZero one is %d", round, shared, i, v)
+					}
+				}
+				if err := z.Free(ctx); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}

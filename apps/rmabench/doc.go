@@ -25,6 +25,8 @@
 //	fence                        an empty Fence, both ranks
 //	lock_put                     Lock(Exclusive) + Put 8 B + Unlock
 //	alloc_free.allocate          Allocate + Free of a 1 MiB window (--window-size), per pair
+//	alloc_free.nozero            the same with window.NoZero: not cleared, as MPI_Win_allocate's (no C twin:
+//	                             the C twin's alloc_free.allocate is its peer)
 //	alloc_free.create            Create + Free over a 1 MiB slice of the caller
 //
 // Method: every latency figure is timed in batches long enough that reading the clock does

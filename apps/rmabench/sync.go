@@ -20,8 +20,15 @@ func emptyFence(ctx context.Context, b *bench, _ int) (row, error) {
 	return m.latency(0, 1), err
 }
 
+// How alloc_free makes its window.
+const (
+	allocZeroed = iota // Allocate: cleared, gorma's default
+	allocNoZero        // Allocate with NoZero: left as the arena holds it, as MPI's
+	allocCreate        // Create over the caller's memory
+)
+
 // allocFree: both ranks create and free a window of --window-size bytes, collectively.
-func allocFree(create bool) func(context.Context, *bench, int) (row, error) {
+func allocFree(how int) func(context.Context, *bench, int) (row, error) {
 	return func(ctx context.Context, b *bench, size int) (row, error) {
 		buf := make([]byte, size)
 		for i := range buf {
@@ -31,9 +38,12 @@ func allocFree(create bool) func(context.Context, *bench, int) (row, error) {
 		m, err := measure(warmupOf(iters), iters, func(int) error {
 			var win *window.Win[byte]
 			var err error
-			if create {
+			switch how {
+			case allocCreate:
 				win, err = window.Create(ctx, b.w, buf)
-			} else {
+			case allocNoZero:
+				win, err = window.Allocate[byte](ctx, b.w, size, window.NoZero())
+			default:
 				win, err = window.Allocate[byte](ctx, b.w, size)
 			}
 			if err != nil {

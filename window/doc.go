@@ -20,10 +20,10 @@
 // into the target's memory and a Get a copy out of it. AllocateShared adds SharedQuery, a
 // []T view of a same-host rank's memory for direct loads and stores. Both clear the
 // memory first, as make does, unless given NoZero (MPI's semantics: what a freed window
-// left in the arena shows). Create exposes the
-// caller's slice: peers on the same host reach it by cross-memory attach
-// (process_vm_readv/writev), peers on other hosts through the transport. CreateDynamic
-// starts without memory; Attach and Detach add and remove slices.
+// left in the arena shows). Create exposes the caller's slice: peers on the same host
+// reach it by cross-memory attach (process_vm_readv/writev), peers on other hosts through
+// the transport. CreateDynamic starts without memory; Attach and Detach add and remove
+// slices.
 //
 // Displacements are in elements of T; Len(rank) is a rank's element count (ranks may
 // differ). Every access is checked against it before anything is sent: an out-of-range

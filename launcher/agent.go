@@ -325,7 +325,7 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 	}
 	a.jobs[j] = struct{}{}
 	a.mu.Unlock()
-	j.sp = newSpawner()
+	j.sp = newSpawner(j.spec.Transport != "shm")
 	return j, nil
 }
 

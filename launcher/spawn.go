@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/launcher/pmi"
+	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 )
 
 // outputDrain bounds how long a rank's exit report waits for its output pipes to reach
@@ -27,11 +28,16 @@ const outputDrain = 500 * time.Millisecond
 //
 // start may be called from any goroutine; stop must be called once, after every child
 // has been reaped (the thread then exits).
+//
+// The spawner also holds the job's idle-role watcher (tcp.Watcher), which gives each rank
+// it starts a watch: ranks that use the tcp provider then leave CQ.Wait without waking
+// their reader goroutines, and this process hands idle reading roles back a tick later.
 type spawner struct {
-	reqs chan spawnReq
-	quit chan struct{}
-	done chan struct{}
-	dog  *watchdog // kills the ranks' groups if this process dies first (watchdog.go); may be nil
+	reqs  chan spawnReq
+	quit  chan struct{}
+	done  chan struct{}
+	dog   *watchdog    // kills the ranks' groups if this process dies first (watchdog.go); may be nil
+	watch *tcp.Watcher // nil: ranks get no idle-role watch
 }
 
 type spawnReq struct {
@@ -39,8 +45,13 @@ type spawnReq struct {
 	res chan error
 }
 
-func newSpawner() *spawner {
+// newSpawner starts a spawner; watch gives each rank an idle-role watch (for jobs that may
+// use the tcp provider).
+func newSpawner(watch bool) *spawner {
 	s := &spawner{reqs: make(chan spawnReq), quit: make(chan struct{}), done: make(chan struct{}), dog: startWatchdog()}
+	if watch {
+		s.watch = tcp.NewWatcher(0)
+	}
 	go s.loop()
 	return s
 }
@@ -73,11 +84,14 @@ func (s *spawner) start(cmd *exec.Cmd) error {
 	}
 }
 
-// stop ends the spawner's thread and its watchdog.
+// stop ends the spawner's thread, its watchdog and its watcher.
 func (s *spawner) stop() {
 	close(s.quit)
 	<-s.done
 	s.dog.done()
+	if s.watch != nil {
+		s.watch.Close()
+	}
 }
 
 // rankProc is one running rank on this agent.
@@ -88,6 +102,7 @@ type rankProc struct {
 	stdin       *os.File      // write end of rank 0's stdin, else nil
 	outDone     chan struct{} // closed when both output pipes reached EOF
 	ended       chan struct{} // closed once the exit is reported
+	unwatch     func()        // ends the rank's idle-role watch; nil if it has none
 }
 
 // rankEnv builds a rank's environment: the agent's own (without GOLAUNCH_*), then the
@@ -144,9 +159,21 @@ func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, l
 		childEnds, ours = append(childEnds, inR), append(ours, inW)
 		cmd.Stdin, p.stdin = inR, inW
 	}
+	if sp.watch != nil {
+		// Best effort: without a watch the rank's tcp device wakes its readers itself.
+		if files, remove, err := sp.watch.Add(); err == nil {
+			cmd.ExtraFiles = []*os.File{files.Page, files.Bell} // descriptors 3 and 4
+			cmd.Env = append(cmd.Env, pmi.EnvIdleWatch+"=3,4")
+			childEnds = append(childEnds, files.Page, files.Bell)
+			p.unwatch = remove
+		}
+	}
 	err = sp.start(cmd)
 	closeAll(childEnds)
 	if err != nil {
+		if p.unwatch != nil {
+			p.unwatch()
+		}
 		closeAll(ours)
 		return nil, err
 	}
@@ -183,6 +210,9 @@ func pump(r *os.File, stream int, forward func(int, []byte), done chan<- struct{
 // code (or -1) and the killing signal (or 0).
 func (p *rankProc) wait() (code, sig int) {
 	p.cmd.Wait()
+	if p.unwatch != nil {
+		p.unwatch()
+	}
 	select {
 	case <-p.outDone:
 	case <-time.After(outputDrain):

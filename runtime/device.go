@@ -57,6 +57,7 @@ func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slo
 		}
 		vc.Addr = net.JoinHostPort(host, "0")
 		vc.Secret = secret
+		vc.IdleWatch, cfg.idleWatch = cfg.idleWatch, nil
 	}
 	dev, err := verbs.Open(name, vc)
 	if err != nil {

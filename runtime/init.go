@@ -9,6 +9,7 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gorma-hpc/gorma/launcher/pmi"
@@ -38,6 +39,29 @@ type config struct {
 	eagerTCP  int
 	transport string // from the launch contract
 	tcpAddr   string
+	// idleWatch is the rank's idle-role watch from the launch contract, until the tcp
+	// device takes it (openDevice); nil if none or taken.
+	idleWatch *verbs.IdleWatch
+}
+
+// inheritIdleWatch wraps the inherited descriptors of an idle-role watch, close-on-exec so
+// that the rank's own children do not inherit them.
+func inheritIdleWatch(fds [2]int) *verbs.IdleWatch {
+	for _, fd := range fds {
+		syscall.CloseOnExec(fd)
+	}
+	return &verbs.IdleWatch{
+		Page: os.NewFile(uintptr(fds[0]), "idle-watch-page"),
+		Bell: os.NewFile(uintptr(fds[1]), "idle-watch-bell"),
+	}
+}
+
+// closeIdleWatch closes a watch that no device took.
+func closeIdleWatch(w *verbs.IdleWatch) {
+	if w != nil {
+		w.Page.Close()
+		w.Bell.Close()
+	}
 }
 
 func readConfig(getenv func(string) string) (config, error) {
@@ -138,18 +162,26 @@ func initWith(ctx context.Context, o options) (*World, error) {
 		return nil, fmt.Errorf("runtime: init: %w", err)
 	}
 	cfg.transport, cfg.tcpAddr = c.Transport, c.TCPAddr
+	if c.IdleWatch != [2]int{} {
+		cfg.idleWatch = inheritIdleWatch(c.IdleWatch)
+	}
 	client, err := pmi.Dial(ctx, c.AgentSock, c.Rank, c.JobID)
 	if err != nil {
+		closeIdleWatch(cfg.idleWatch)
 		return nil, fmt.Errorf("runtime: init rank %d: %w", c.Rank, err)
 	}
 	if size := client.Info().Size; size != c.Size {
+		closeIdleWatch(cfg.idleWatch)
 		client.Close()
 		return nil, fmt.Errorf("runtime: init rank %d: the agent says the job has %d ranks, %s says %d", c.Rank, size, pmi.EnvSize, c.Size)
 	}
 	e := newEngine(cfg, c.Rank, c.Size, c.Host, o.exit)
 	e.localRank, e.localSize = c.LocalRank, c.LocalSize
 	e.client = client
-	if err := e.connect(ctx, identityWith(o.hostSalt)); err != nil {
+	err = e.connect(ctx, identityWith(o.hostSalt))
+	closeIdleWatch(e.cfg.idleWatch) // not taken: no tcp device
+	e.cfg.idleWatch = nil
+	if err != nil {
 		e.shutdown()
 		client.Close()
 		return nil, fmt.Errorf("runtime: init rank %d: %w", c.Rank, err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Environment variables of the launch contract.
@@ -19,6 +20,7 @@ const (
 	EnvAgentSock = "GOLAUNCH_AGENT_SOCK" // the agent's Unix socket
 	EnvTransport = "GOLAUNCH_TRANSPORT"  // auto, shm or tcp
 	EnvTCPAddr   = "GOLAUNCH_TCP_ADDR"   // IP a rank's tcp device listens on (port 0)
+	EnvIdleWatch = "GOLAUNCH_IDLE_WATCH" // "page,bell": inherited descriptors of the rank's idle-role watch (tcp)
 )
 
 // Contract is a rank's place in a job, from the GOLAUNCH_* environment.
@@ -31,6 +33,9 @@ type Contract struct {
 	AgentSock            string
 	Transport            string // "auto", "shm" or "tcp"
 	TCPAddr              string // IP to listen on, e.g. "10.0.0.2"; "" means 127.0.0.1
+	// IdleWatch holds the descriptors (page, bell) of the rank's idle-role watch, which
+	// the spawner passes as inherited files; both 0 when there is none.
+	IdleWatch [2]int
 }
 
 // ErrNoContract means the GOLAUNCH_* variables are absent: the program was not started by
@@ -67,6 +72,13 @@ func ReadContract(getenv func(string) string) (Contract, error) {
 		if v == "" {
 			errs = append(errs, fmt.Errorf("%s is empty", name))
 		}
+	}
+	if v := getenv(EnvIdleWatch); v != "" {
+		w, err := parseIdleWatch(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", EnvIdleWatch, v, err))
+		}
+		c.IdleWatch = w
 	}
 	switch c.Transport {
 	case "":
@@ -111,5 +123,28 @@ func (c Contract) Environ() []string {
 	if c.TCPAddr != "" {
 		env = append(env, EnvTCPAddr+"="+c.TCPAddr)
 	}
+	if c.IdleWatch != [2]int{} {
+		env = append(env, EnvIdleWatch+"="+itoa(c.IdleWatch[0])+","+itoa(c.IdleWatch[1]))
+	}
 	return env
+}
+
+// parseIdleWatch parses "page,bell": two distinct descriptor numbers past stderr.
+func parseIdleWatch(v string) ([2]int, error) {
+	var w [2]int
+	a, b, ok := strings.Cut(v, ",")
+	if !ok {
+		return w, errors.New("want two descriptors, page,bell")
+	}
+	for i, s := range []string{a, b} {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 3 {
+			return [2]int{}, fmt.Errorf("descriptor %q: want an integer >= 3", s)
+		}
+		w[i] = n
+	}
+	if w[0] == w[1] {
+		return [2]int{}, errors.New("the two descriptors must differ")
+	}
+	return w, nil
 }

@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"context"
+	"os"
 	"time"
 )
 
@@ -88,6 +89,19 @@ type Config struct {
 	Addr string
 	// Name labels the device in errors and diagnostics (for example "rank 3").
 	Name string
+	// IdleWatch, if set, hands the tcp provider's idle reading roles to a watcher in
+	// another process (the launcher's): a CQ waiter then leaves Wait without a system call,
+	// and the watcher wakes the connection's reader when a role stayed idle through one
+	// of its ticks. The device takes ownership of both files. nil: the provider wakes the
+	// reader itself as each wait ends.
+	IdleWatch *IdleWatch
+}
+
+// IdleWatch is the rank's end of an idle-role watch (tcp provider; tcp.Watcher creates
+// both files and keeps their other ends).
+type IdleWatch struct {
+	Page *os.File // memfd of tcp.WatchPageSize bytes, mapped shared by both processes
+	Bell *os.File // eventfd the watcher writes to ask the device to hand idle roles back
 }
 
 // WithDefaults returns cfg with every zero field replaced by its default.

@@ -22,3 +22,20 @@ func TestMain(m *testing.M) { verbstest.Main(m, factory) }
 
 // TestConformance runs the shared verbs conformance suite against tcp.
 func TestConformance(t *testing.T) { verbstest.Run(t, factory) }
+
+// TestConformanceIdleWatch runs the suite again with an idle-role watch on every device
+// this process opens, as a rank started by golaunch has (the suite's helper processes
+// open factory's devices). The watcher ends each watch when its device closes.
+func TestConformanceIdleWatch(t *testing.T) {
+	w := tcp.NewWatcher(0)
+	defer w.Close()
+	f := factory
+	f.Config = func() verbs.Config {
+		cfg := factory.Config()
+		if files, _, err := w.Add(); err == nil {
+			cfg.IdleWatch = &files
+		}
+		return cfg
+	}
+	verbstest.Run(t, f)
+}

@@ -338,7 +338,7 @@ func (c *cq) blockFD(ctx context.Context) (*qconn, error) {
 	}
 	c.efBusy = false
 	if cn := c.takeOfferLocked(); cn != nil {
-		c.releaseLocked(cn) // offered, but not needed: back to the reader
+		c.releaseLocked(cn, false) // offered, but not needed: back to the reader
 	}
 	if c.n > 0 {
 		c.wakeLocked(c.n) // completions are there for the other waiters too

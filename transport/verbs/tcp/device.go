@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,7 @@ type device struct {
 	ln       *net.TCPListener
 	addr     string // advertised listen address
 	rejected atomic.Int64
+	watch    *watch // the idle-role watch (watch.go), or nil
 
 	mrMu sync.RWMutex
 	mrs  map[uint64]*mr // live MRs by key: LKey checks and KindUser targets
@@ -46,7 +48,17 @@ type device struct {
 	wg sync.WaitGroup // accept loop and handshake goroutines
 }
 
-func openDevice(cfg verbs.Config) (*device, error) {
+func openDevice(cfg verbs.Config) (d *device, err error) {
+	watchTaken := false // the device owns cfg.IdleWatch's files: newWatch takes them
+	defer func() {
+		if iw := cfg.IdleWatch; iw != nil && !watchTaken {
+			for _, f := range []*os.File{iw.Page, iw.Bell} {
+				if f != nil {
+					f.Close()
+				}
+			}
+		}
+	}()
 	if len(cfg.Secret) < MinSecretLen {
 		return nil, newErr("open", 0, verbs.ErrInvalid,
 			"Config.Secret is %d bytes; the tcp provider authenticates every connection with it and needs at least %d random bytes shared by the job (the launcher distributes one)",
@@ -71,18 +83,29 @@ func openDevice(cfg verbs.Config) (*device, error) {
 	if err != nil {
 		return nil, wrapErr("open", 0, err, "create the device arena; lower Config.ArenaSize or MaxMRs")
 	}
+	var w *watch
+	if cfg.IdleWatch != nil {
+		watchTaken = true
+		if w, err = newWatch(cfg.IdleWatch, name); err != nil {
+			a.Close()
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		if w != nil {
+			w.close()
+		}
 		a.Close()
 		return nil, wrapErr("open", 0, fmt.Errorf("%w: %w", verbs.ErrInvalid, err),
 			"listen on Config.Addr "+cfg.Addr+"; use host:0 for a free port")
 	}
-	d := &device{
+	d = &device{
 		cfg: cfg, secret: append([]byte(nil), cfg.Secret...), id: id,
 		arena: a, tab: a.Table(), seg: a.Segment().Bytes(),
 		ln: ln.(*net.TCPListener), addr: advertiseAddr(ln.Addr()),
 		mrs: make(map[uint64]*mr), qps: make(map[uint32]*qp), pds: make(map[*pd]struct{}),
-		cqs: make(map[*cq]struct{}), inbound: make(map[*net.TCPConn]struct{}),
+		cqs: make(map[*cq]struct{}), inbound: make(map[*net.TCPConn]struct{}), watch: w,
 	}
 	d.wg.Add(1)
 	go d.acceptLoop()
@@ -148,6 +171,9 @@ func (d *device) Close() error {
 		q.Close()
 	}
 	d.wg.Wait()
+	if d.watch != nil {
+		d.watch.close() // every reader has exited and released its slot
+	}
 
 	d.mu.Lock()
 	cqs := make([]*cq, 0, len(d.cqs))

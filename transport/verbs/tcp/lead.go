@@ -52,6 +52,7 @@ const (
 
 // initRole creates the role eventfd; without one the connection never leads.
 func (cn *qconn) initRole() {
+	cn.wslot = -1
 	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
 		return
@@ -98,6 +99,10 @@ func (cn *qconn) unregister() {
 		}
 		if c == q.rcq {
 			cn.role = roleFault // never idle again: no waiter takes it
+			if cn.wslot >= 0 {
+				cn.d.watch.release(cn.wslot)
+				cn.wslot = -1
+			}
 		}
 		c.mu.Unlock()
 	}
@@ -108,6 +113,7 @@ func (cn *qconn) unregister() {
 
 // postRole makes the reader look at the role again. Called with the CQ's mu held.
 func (cn *qconn) postRole() {
+	cn.rolePosted = true
 	unix.Write(cn.roleFD, eventOne[:])
 }
 
@@ -124,6 +130,7 @@ func (cn *qconn) roleBack(uintptr) bool {
 		cn.bgFault = cn.leadFault
 	}
 	cn.role = roleBG
+	cn.takenLocked()
 	return true
 }
 
@@ -165,9 +172,10 @@ func (c *cq) idleLeadLocked() *qconn {
 }
 
 // releaseLocked leaves cn's role idle (or to the reader, after a fault) and wakes the
-// reader's poller. A leader that was kicked clears its read deadline first, under mu, so
-// that no later leader's kick is lost.
-func (c *cq) releaseLocked(cn *qconn) {
+// reader's poller, or, if watch is true and the device has an idle-role watch, leaves
+// the wake-up to the watcher (watch.go). A leader that was kicked clears its read
+// deadline first, under mu, so that no later leader's kick is lost.
+func (c *cq) releaseLocked(cn *qconn, watch bool) {
 	if c.leading == cn {
 		c.leading = nil
 		if c.ldKicked {
@@ -178,6 +186,8 @@ func (c *cq) releaseLocked(cn *qconn) {
 	cn.role = roleIdle
 	if cn.leadFault != nil {
 		cn.role = roleFault
+	} else if watch && cn.deferRoleLocked() {
+		return
 	}
 	cn.postRole()
 }
@@ -193,13 +203,14 @@ func (c *cq) kickLeaderLocked() {
 // Called with mu held and cn's role taken (idle or offered); returns with mu released.
 func (c *cq) lead(ctx context.Context, cn *qconn) (again bool, err error) {
 	cn.role = roleLead
+	cn.takenLocked()
 	c.leading = cn
 	c.efStop = false
 	stop := c.watchLocked(ctx)
 	c.mu.Unlock()
 	again, err = cn.lead(ctx)
 	c.mu.Lock()
-	c.releaseLocked(cn)
+	c.releaseLocked(cn, true)
 	if c.n > 0 {
 		c.wakeLocked(c.n) // completions are there for the other waiters too
 	}

@@ -53,6 +53,11 @@ type qconn struct {
 	roleFile *os.File // nil: the connection never leads
 	roleRaw  syscall.RawConn
 	roleFn   func(uintptr) bool
+	// Idle-role watch (watch.go), guarded like role: the connection's slot in the
+	// device's watch page (-1: none yet), and whether the role eventfd was written since
+	// the role was last left idle.
+	wslot      int
+	rolePosted bool
 }
 
 func newQconn(q *qp, c *net.TCPConn, peer peerInfo) (*qconn, error) {

@@ -256,6 +256,7 @@ func (q *qp) Close() error {
 	q.failLocked(verbs.WRFlushErr)
 	cn := q.cn
 	if cn != nil {
+		cn.wakeIdle()
 		cn.c.Close()
 	}
 	q.mu.Unlock()
@@ -301,6 +302,7 @@ func (q *qp) failLocked(first verbs.Status) *qconn {
 	}
 	if q.busy || q.sqHead < q.sqSent && !cn.tx.idle() {
 		q.exiting = true
+		cn.wakeIdle()
 		cn.c.Close()
 		return cn
 	}

@@ -1,0 +1,411 @@
+package tcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// testWatcher is the in-process watcher of the tests' watched devices (in a job it is the
+// launcher's, in another process).
+var testWatcher = sync.OnceValue(func() *Watcher { return NewWatcher(0) })
+
+// watchedCfg is leaderCfg with a new watch of w; the watch ends with the test.
+func watchedCfg(t testing.TB, w *Watcher) verbs.Config {
+	t.Helper()
+	files, remove, err := w.Add()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(remove)
+	cfg := leaderCfg()
+	cfg.IdleWatch = &files
+	return cfg
+}
+
+func TestStaleSlots(t *testing.T) {
+	last := make([]uint64, 4)
+	scan := func(n int, v ...uint64) bool { return staleSlots(func(i int) uint64 { return v[i] }, n, last) }
+	steps := []struct {
+		slots []uint64
+		n     int
+		want  bool
+		why   string
+	}{
+		{[]uint64{0, 0, 0, 0}, 4, false, "nothing idle"},
+		{[]uint64{1, 0, 0, 0}, 4, false, "slot 0 just left idle"},
+		{[]uint64{1, 0, 0, 0}, 4, true, "slot 0 idle at the same count a tick later"},
+		{[]uint64{3, 0, 0, 0}, 4, false, "slot 0 taken and left idle again in between"},
+		{[]uint64{4, 0, 0, 0}, 4, false, "slot 0 taken"},
+		{[]uint64{4, 0, 7, 0}, 2, false, "slot 2 is past the slots in use"},
+		{[]uint64{4, 0, 7, 0}, 3, false, "slot 2 seen for the first time"},
+		{[]uint64{4, 0, 7, 0}, 3, true, "slot 2 stale"},
+		{[]uint64{4, 0, 7, 0}, -1, false, "a negative count scans nothing"},
+		{[]uint64{4, 0, 7, 0}, 1 << 20, true, "a count past the page is clamped"},
+	}
+	for i, s := range steps {
+		if got := scan(s.n, s.slots...); got != s.want {
+			t.Fatalf("step %d (%s): stale = %v, want %v", i, s.why, got, s.want)
+		}
+	}
+}
+
+// qconnOf returns s's connection.
+func qconnOf(t *testing.T, s *side) *qconn {
+	t.Helper()
+	q := s.qp.(*qp)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.cn == nil {
+		t.Fatal("the QP has no connection")
+	}
+	return q.cn
+}
+
+// idleSlot returns the count in cn's watch slot, and -1 if it has none.
+func idleSlot(cn *qconn) int64 {
+	c := cn.q.rcq
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cn.wslot < 0 {
+		return -1
+	}
+	return int64(cn.d.watch.slot(cn.wslot).Load())
+}
+
+// leadOnce gets a's reading role to a's application and leaves it idle there: b sends,
+// a waits for the receive, until a wait returns from leading (the reader lends its role
+// to a waiter only at a frame boundary, so the first waits may get their completion from
+// the reader).
+func leadOnce(t *testing.T, a, b *side, src, dst buf, wrid uint64) {
+	t.Helper()
+	cn := qconnOf(t, a)
+	for range 50 {
+		postRecv(t, a.qp, verbs.RecvWR{WRID: wrid, Local: dst.b, LKey: dst.key})
+		got := make(chan verbs.WC, 1)
+		go func() {
+			wc, err := waitWCErr(a.cq)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- wc
+		}()
+		time.Sleep(5 * time.Millisecond) // a waits first
+		post(t, b.qp, verbs.SendWR{WRID: wrid, Op: verbs.OpSend, Local: src.b[:8], LKey: src.key})
+		wantWC(t, <-got, wrid, verbs.Success, verbs.WCRecv)
+		if v := idleSlot(cn); v >= 0 && v%2 == 1 {
+			return
+		}
+	}
+	t.Fatal("no wait of a's led: its role never went idle")
+}
+
+// TestIdleWatchHandsRoleBack: a leader leaving Wait leaves its role idle without waking
+// the reader; the peer's read of its memory is served only once the watcher rings, which
+// it does for a role idle at the same count on two scans.
+func TestIdleWatchHandsRoleBack(t *testing.T) {
+	w := NewWatcher(time.Hour) // scanned by hand
+	defer w.Close()
+	a := newSide(t, openDev(t, watchedCfg(t, w)), verbs.QPAttr{})
+	b := newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
+	connect(t, a, b)
+	src, dst := newBuf(t, b, arenaMem, 64), newBuf(t, a, arenaMem, 64)
+	cn := qconnOf(t, a)
+	for i := range uint64(3) {
+		leadOnce(t, a, b, src, dst, i)
+		post(t, b.qp, verbs.SendWR{WRID: 100 + i, Op: verbs.OpRDMARead, Flags: verbs.Signaled, Local: src.b[8:16],
+			LKey: src.key, Remote: verbs.RemoteAddr{RKey: dst.key}})
+		quiet(t, b.cq, 100*time.Millisecond, "a read of a's memory while a's role is idle and the watcher has not rung")
+		w.scan()
+		w.scan() // the same odd count twice: rings
+		wantWC(t, waitWC(t, b.cq), 100+i, verbs.Success, verbs.WCRDMARead)
+		if v := idleSlot(cn); v%2 != 0 {
+			t.Fatalf("round %d: after the hand-back the slot is %d, want an even count", i, v)
+		}
+	}
+}
+
+// TestIdleWatchCloseIdleRole: closing a QP (and its device) whose role was left to the
+// watcher, which never rings, returns at once: the close wakes the reader itself. The
+// watcher then ends the device's watch.
+func TestIdleWatchCloseIdleRole(t *testing.T) {
+	w := NewWatcher(time.Hour)
+	defer w.Close()
+	a := newSide(t, openDev(t, watchedCfg(t, w)), verbs.QPAttr{})
+	b := newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
+	connect(t, a, b)
+	src, dst := newBuf(t, b, arenaMem, 64), newBuf(t, a, arenaMem, 64)
+	leadOnce(t, a, b, src, dst, 1)
+	done := make(chan struct{})
+	go func() {
+		a.qp.Close()
+		a.dev.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("closing a QP whose reading role was idle did not return")
+	}
+	post(t, b.qp, verbs.SendWR{WRID: 2, Op: verbs.OpRDMARead, Flags: verbs.Signaled, Local: src.b[8:16],
+		LKey: src.key, Remote: verbs.RemoteAddr{RKey: dst.key}})
+	if wc := waitWC(t, b.cq); wc.Status == verbs.Success {
+		t.Fatalf("a read from a closed peer succeeded: %+v", wc)
+	}
+	w.scan() // the device closed: the watcher ends its watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.pages) != 0 {
+		t.Fatalf("the watcher still has %d watches after the device closed", len(w.pages))
+	}
+}
+
+// TestIdleWatchRejectsBadFiles: Open refuses files that are not a fresh watch and names
+// the problem; it closes the files it was given either way.
+func TestIdleWatchRejectsBadFiles(t *testing.T) {
+	w := NewWatcher(time.Hour)
+	defer w.Close()
+	memfd := func(size int64) *os.File {
+		fd, err := unix.MemfdCreate("test", unix.MFD_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := os.NewFile(uintptr(fd), "test")
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	eventfd := func() *os.File {
+		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return os.NewFile(uintptr(fd), "bell")
+	}
+	used := func() verbs.IdleWatch { // a watch page a device already took
+		files, remove, err := w.Add()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(remove)
+		page, err := unix.Mmap(int(files.Page.Fd()), 0, WatchPageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		watchWord(page, 1).Store(1)
+		unix.Munmap(page)
+		return files
+	}
+	r, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	cases := []struct {
+		name string
+		iw   verbs.IdleWatch
+		want string
+	}{
+		{"no bell", verbs.IdleWatch{Page: memfd(WatchPageSize)}, "needs both Page and Bell"},
+		{"short page", verbs.IdleWatch{Page: memfd(100), Bell: eventfd()}, "not a 4096-byte memfd"},
+		{"pipe bell", verbs.IdleWatch{Page: memfd(WatchPageSize), Bell: r}, "the bell is not an eventfd"},
+		{"no magic", verbs.IdleWatch{Page: memfd(WatchPageSize), Bell: eventfd()}, "not a fresh watch page"},
+		{"used page", used(), "not a fresh watch page"},
+	}
+	for _, c := range cases {
+		cfg := leaderCfg()
+		iw := c.iw
+		cfg.IdleWatch = &iw
+		_, err := verbs.Open(providerName, cfg)
+		if !errors.Is(err, verbs.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Open = %v, want ErrInvalid saying %q", c.name, err, c.want)
+		}
+		for _, f := range []*os.File{iw.Page, iw.Bell} {
+			if f != nil && f.Close() == nil {
+				t.Errorf("%s: Open left a file of the watch open", c.name)
+			}
+		}
+	}
+}
+
+// watchedChildEnv makes the test binary the watched process of TestIdleWatchProcess.
+const watchedChildEnv = "GORMA_TCP_TEST_WATCHED"
+
+// TestWatchedChild is the child of TestIdleWatchProcess: a device whose idle-role watch
+// comes from the parent as descriptors 3 and 4. It connects, leads one wait (a receive),
+// says LED and then computes without calling the provider until stdin closes.
+func TestWatchedChild(t *testing.T) {
+	if os.Getenv(watchedChildEnv) == "" {
+		t.Skip("helper process for TestIdleWatchProcess")
+	}
+	cfg := leaderCfg()
+	cfg.IdleWatch = &verbs.IdleWatch{Page: os.NewFile(3, "page"), Bell: os.NewFile(4, "bell")}
+	s := newSide(t, openDev(t, cfg), verbs.QPAttr{})
+	mem := newBuf(t, s, arenaMem, 4096)
+	fmt.Printf("EP %s %d\n", hex.EncodeToString(s.qp.Endpoint()), mem.key)
+	in := bufio.NewScanner(os.Stdin)
+	if !in.Scan() {
+		os.Exit(2)
+	}
+	ep, err := hex.DecodeString(strings.TrimSpace(in.Text()))
+	if err != nil {
+		os.Exit(3)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := verbs.Connect(ctx, s.qp, ep); err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(4)
+	}
+	const recvs = 100
+	for i := range uint64(recvs) {
+		postRecv(t, s.qp, verbs.RecvWR{WRID: i, Local: mem.b[:64], LKey: mem.key})
+	}
+	fmt.Println("READY")
+	cn := qconnOf(t, s)
+	for i := 0; ; i++ { // the parent sends until a wait returns from leading
+		if i == recvs {
+			fmt.Println("ERR no wait led")
+			os.Exit(5)
+		}
+		waitWC(t, s.cq)
+		if v := idleSlot(cn); v >= 0 && v%2 == 1 {
+			break
+		}
+	}
+	fmt.Println("LED")
+	stop := make(chan struct{})
+	go func() {
+		for in.Scan() {
+		}
+		close(stop)
+	}()
+	for x := 0; ; x++ { // compute: never call the provider again
+		if x%4096 == 0 {
+			select {
+			case <-stop:
+				os.Exit(0)
+			default:
+			}
+		}
+	}
+}
+
+// TestIdleWatchProcess: a watched device in another process leads one wait and then
+// computes. Its memory is served to this process's reads only thanks to this process's
+// watcher: with a watcher that does not tick the reads stay unanswered, with a ticking
+// one each completes, and the child's page shows the role going idle and coming back.
+func TestIdleWatchProcess(t *testing.T) {
+	if os.Getenv(watchedChildEnv) != "" {
+		t.Skip()
+	}
+	for _, tick := range []time.Duration{time.Hour, 0} {
+		t.Run(fmt.Sprintf("tick=%v", tick), func(t *testing.T) {
+			w := NewWatcher(tick)
+			defer w.Close()
+			files, remove, err := w.Add()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer remove()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestWatchedChild$")
+			cmd.Env = append(os.Environ(), watchedChildEnv+"=1")
+			cmd.ExtraFiles = []*os.File{files.Page, files.Bell}
+			cmd.Stderr = os.Stderr
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			files.Page.Close()
+			files.Bell.Close()
+			defer func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() }()
+			lines := bufio.NewScanner(stdout)
+			next := func(want string) []string {
+				t.Helper()
+				if !lines.Scan() {
+					t.Fatalf("child said nothing: %v", lines.Err())
+				}
+				f := strings.Fields(lines.Text())
+				if len(f) == 0 || f[0] != want {
+					t.Fatalf("child said %q, want %s", lines.Text(), want)
+				}
+				return f
+			}
+			f := next("EP")
+			ep, _ := hex.DecodeString(f[1])
+			rkey, _ := strconv.ParseUint(f[2], 10, 64)
+			a := newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
+			fmt.Fprintf(stdin, "%s\n", hex.EncodeToString(a.qp.Endpoint()))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := verbs.Connect(ctx, a.qp, ep); err != nil {
+				t.Fatal(err)
+			}
+			next("READY")
+			src := newBuf(t, a, arenaMem, 64)
+			led := make(chan struct{})
+			sent := make(chan struct{})
+			go func() { // until the child leads
+				defer close(sent)
+				for i := range uint64(90) {
+					select {
+					case <-led:
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
+					if err := a.qp.PostSend(&verbs.SendWR{WRID: i, Op: verbs.OpSend, Local: src.b[:8], LKey: src.key}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+			next("LED")
+			close(led)
+			<-sent
+			slot := func() uint64 {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				for p := range w.pages {
+					if watchWord(p.page, 1).Load() != 1 {
+						t.Fatalf("the child uses %d slots, want 1", watchWord(p.page, 1).Load())
+					}
+					return watchWord(p.page, watchHdrWords).Load()
+				}
+				t.Fatal("the watch is gone")
+				return 0
+			}
+			if tick == time.Hour {
+				if v := slot(); v%2 != 1 {
+					t.Fatalf("after the child's wait its slot is %d, want odd (idle)", v)
+				}
+				post(t, a.qp, verbs.SendWR{WRID: 2, Op: verbs.OpRDMARead, Flags: verbs.Signaled, Local: src.b[8:16],
+					LKey: src.key, Remote: verbs.RemoteAddr{RKey: rkey}})
+				quiet(t, a.cq, 300*time.Millisecond, "a read of the child's memory without a ticking watcher")
+				return
+			}
+			for i := range uint64(50) {
+				post(t, a.qp, verbs.SendWR{WRID: 10 + i, Op: verbs.OpAtomicFetchAdd, Flags: verbs.Signaled, Local: src.b[8:16],
+					LKey: src.key, Remote: verbs.RemoteAddr{RKey: rkey, Offset: 64}, CompareAdd: 1})
+				wantWC(t, waitWC(t, a.cq), 10+i, verbs.Success, verbs.WCFetchAdd)
+			}
+			if v := slot(); v%2 != 0 || v < 2 {
+				t.Fatalf("after the hand-back the child's slot is %d, want an even count >= 2", v)
+			}
+		})
+	}
+}

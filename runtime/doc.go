@@ -26,9 +26,10 @@
 // — and tcp otherwise. golaunch --transport (GOLAUNCH_TRANSPORT) overrides the choice;
 // shm with a peer on another host is an ErrTransport error naming the peer. It then opens
 // one device per provider in use (the tcp one listening on GOLAUNCH_TCP_ADDR, default
-// 127.0.0.1, port 0, authenticated with the job secret from the agent), creates one queue
-// pair per peer with its eager slots, publishes the endpoints under "gorma/ep/<rank>",
-// fences again and connects every queue pair. Init therefore fences twice and Finalize
+// 127.0.0.1, port 0, authenticated with the job secret from the agent, and given the
+// idle-role watch whose descriptors GOLAUNCH_IDLE_WATCH names: verbs.Config.IdleWatch),
+// creates one queue pair per peer with its eager slots, publishes the endpoints under
+// "gorma/ep/<rank>", fences again and connects every queue pair. Init therefore fences twice and Finalize
 // once through the agent. The connections are all-to-all and made at Init.
 //
 // # Messages

@@ -68,7 +68,9 @@
 // follower): the waiter reads and handles frames itself, so the completion it waits for
 // is produced on its own goroutine with no hand-off, as in a raw socket ping-pong. The
 // role stays with the application between waits and returns to the reader goroutine when
-// the process idles. Payloads move with one copy each way: the sender's writev goes
+// the process idles or, on a device with an idle-role watch (Config.IdleWatch, watch.go:
+// golaunch gives every rank one), when the launcher's watcher finds it idle on two of its
+// 1 ms ticks, so that leaving Wait costs no system call. Payloads move with one copy each way: the sender's writev goes
 // straight from the caller's buffer (or pinned target memory, for read responses), and
 // the reader reads large payloads straight into target memory, the receive buffer or the
 // read's Local. PostSend writes its frame itself with one non-blocking writev; only a
@@ -124,14 +126,16 @@
 // # Concurrency and buffer ownership
 //
 // Every object is safe for concurrent use. Goroutines and how each stops: the device's
-// accept loop stops when Device.Close closes the listener; a handshake goroutine per
+// accept loop stops when Device.Close closes the listener; its idle-watch sweeper (only
+// with Config.IdleWatch) stops when Device.Close closes the watch's bell, after the QPs; a handshake goroutine per
 // inbound connection ends with its handshake (5 s deadline; Device.Close closes its
 // connection); a connection's reader stops when the connection fails or is closed
 // (QP.Close, Device.Close, a flush that must abort a transfer, the peer), and before it
 // exits it stops the connection's writer goroutine and waits for it. A reader that lent
 // its role parks on its role eventfd and takes the role back when the leader leaves Wait
-// (or stops at a fault, which the reader then exits with); a closed connection fails a
-// leader's read, so the reader always learns of it. Acks and the reading role add no
+// (or stops at a fault, which the reader then exits with), or when the watcher's sweep or
+// a QP close writes the eventfd of a role left idle under a watch; a closed connection
+// fails a leader's read, so the reader always learns of it. Acks and the reading role add no
 // goroutine. Each CQ holds one
 // eventfd, closed by CQ.Close or Device.Close. Device.Close waits for all of them before it releases the
 // arena. The provider reads SendWR.Local until the request completes (a queued frame

@@ -22,7 +22,11 @@ import (
 //   - The reader offers the role at a frame boundary, just before it would block in Read,
 //     if a waiter is parked on the CQ's eventfd (roleOffered); the waiter takes it when it
 //     wakes. The reader then parks in the network poller on the connection's role eventfd.
-//   - A leader leaving Wait leaves the role idle (roleIdle) and writes the role eventfd.
+//   - A leader leaving Wait leaves the role idle (roleIdle) and writes the role eventfd,
+//     or, on a device with an idle-role watch (watch.go), only marks the role idle in the
+//     watch's page: the watcher process asks for the eventfd write a tick later if no
+//     waiter took the role back meanwhile, and QP.Close and a flush that closes the
+//     connection write it at once.
 //     The write makes the reader runnable in the poller but wakes no thread while this
 //     process's threads are busy: the reader takes the role back (roleBG) when the
 //     process idles (a thread looks for work and polls the network; at worst the

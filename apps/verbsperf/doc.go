@@ -8,12 +8,18 @@
 //	verbsperf [--provider shm|tcp|all] [--test all|floors|lat|bw|NAME,...]
 //	          [--min-size 8] [--max-size 64M] [--iters N] [--quick]
 //	          [--json[=FILE]] [--wait spin|hybrid|block] [--window 64] [--timeout 10m]
+//	          [--idle-watch=true|false]
 //
 // The program re-executes itself as the peer (a hidden --peer flag) and talks to it over
 // the peer's stdin and stdout: endpoint bytes, remote keys and commands that start the
 // peer's half of each ping-pong travel there; benchmark traffic goes only through the
 // provider under test (opened with verbs.Open, as any user would). The tcp provider's
-// secret is made per run and handed to the peer in its environment.
+// secret is made per run and handed to the peer in its environment. Ranks started by
+// golaunch get an idle-role watch for their tcp device, served by the launcher's process
+// (transport/verbs/tcp/watch.go), so with --idle-watch (the default) a third process, the
+// program again with a hidden --watcher flag, serves the watches of both tcp devices the
+// same way; --idle-watch=false measures the provider waking its reader itself after each
+// wait. The header line says which.
 //
 // # Tests
 //

@@ -42,7 +42,9 @@ type options struct {
 	wait      verbs.WaitMode
 	window    int
 	timeout   time.Duration
+	idleWatch bool // tcp devices get idle-role watches served by a third process
 	peer      bool // hidden: run as the peer process
+	watcher   bool // hidden: run as the idle-role watcher process
 }
 
 // has reports whether test t was selected.
@@ -73,8 +75,11 @@ func parseFlags(args []string, errOut io.Writer) (*options, error) {
 	fs.StringVar(&wait, "wait", "hybrid", "how completion queues wait: spin, hybrid or block")
 	fs.IntVar(&o.window, "window", 64, "outstanding work requests in bandwidth tests (1..128)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up when the whole run takes longer")
+	fs.BoolVar(&o.idleWatch, "idle-watch", true, "give both tcp devices an idle-role watch served by a third process, as golaunch gives every rank")
 	fs.BoolVar(&o.peer, "peer", false, "run as the peer process (internal)")
 	_ = fs.MarkHidden("peer")
+	fs.BoolVar(&o.watcher, "watcher", false, "run as the idle-role watcher process (internal)")
+	_ = fs.MarkHidden("watcher")
 	fs.Usage = func() {
 		fmt.Fprintf(errOut, "usage: verbsperf [flags]\n\nLatency and bandwidth of gorma's verbs providers between two processes, with\nthe raw floors measured by the same program.\n\nflags:\n%s", fs.FlagUsages())
 	}
@@ -84,7 +89,7 @@ func parseFlags(args []string, errOut io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (verbsperf takes flags only)", fs.Arg(0))
 	}
-	if o.peer {
+	if o.peer || o.watcher {
 		return &o, nil
 	}
 	var err error

@@ -16,6 +16,9 @@ type bench struct {
 	peer *peerProc
 	f    *floors // for the floors paired with some rows
 	seq  uint64  // last value written in a ping-pong word; unique over the run
+	// watch holds the parent's idle-role watch until its tcp device takes it; nil
+	// without --idle-watch.
+	watch *watchers
 }
 
 // pairedLatFloor returns the latency floor compared with test on this provider, if the run

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
@@ -26,9 +27,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "verbsperf: %v\n", err)
 		return 2
 	}
-	if o.peer {
+	switch {
+	case o.watcher:
+		err = runWatcher(stdin)
+	case o.peer:
 		err = runPeer(stdin, stdout)
-	} else {
+	default:
 		err = runBench(o, stdout, stderr)
 	}
 	if err != nil {
@@ -68,7 +72,18 @@ func runBench(o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer flag.close()
-	peer, err := startPeer(secret, flag.file, stderr)
+	// The watcher and the peer start before any device opens: starting a process with a
+	// watch's bell as an inherited file makes the bell blocking until its device opens.
+	var watch *watchers
+	var peerWatch *verbs.IdleWatch
+	if o.idleWatch && slices.Contains(o.providers, "tcp") && anyProviderTest(o) {
+		if watch, err = startWatcher(stderr); err != nil {
+			return err
+		}
+		defer watch.stop()
+		peerWatch = &watch.peer
+	}
+	peer, err := startPeer(secret, flag.file, peerWatch, stderr)
 	if err != nil {
 		return err
 	}
@@ -85,7 +100,7 @@ func runBench(o *options, stdout, stderr io.Writer) error {
 		if !anyProviderTest(o) {
 			break
 		}
-		b := &bench{o: o, r: r, peer: peer, f: f, seq: seq}
+		b := &bench{o: o, r: r, peer: peer, f: f, seq: seq, watch: watch}
 		err := runProvider(ctx, b, p, secret)
 		seq = b.seq
 		if err != nil {
@@ -140,7 +155,7 @@ func runProvider(ctx context.Context, b *bench, provider string, secret []byte) 
 	o := b.o
 	sizes := o.sizes()
 	bufSize := sizes[len(sizes)-1]
-	s, err := openSession(provider, deviceConfig(o.wait, secret, "verbsperf"), bufSize)
+	s, err := openSession(provider, b.watch.config(provider, deviceConfig(o.wait, secret, "verbsperf")), bufSize)
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}

@@ -108,4 +108,26 @@ func TestProvidersEndToEnd(t *testing.T) {
 	if !strings.Contains(text, "# summary:") {
 		t.Errorf("no summary in:\n%s", text)
 	}
+	if !strings.Contains(text, "idle-watch=true") {
+		t.Errorf("the header does not say that tcp ran with idle-role watches:\n%s", text)
+	}
+}
+
+// TestIdleWatchOff: tcp without the watcher process (each wait wakes the reader itself).
+func TestIdleWatchOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two processes")
+	}
+	out := verbsperf(t, "--quick", "--provider", "tcp", "--test", "read_lat,send_lat,read_bw", "--iters", "20",
+		"--max-size", "64K", "--idle-watch=false", "--json")
+	var doc Document
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, out)
+	}
+	if doc.Config.IdleWatch {
+		t.Error("the JSON config says idle_watch although --idle-watch=false")
+	}
+	if len(doc.Results) < 3 {
+		t.Errorf("%d results, want read_lat, send_lat and read_bw: %+v", len(doc.Results), doc.Results)
+	}
 }

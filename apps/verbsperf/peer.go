@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
 // The parent runs the benchmark; the peer is the same program re-executed with the hidden
@@ -69,8 +71,9 @@ type peerProc struct {
 }
 
 // startPeer re-executes this program as the peer. flag is the memfd of the flag ping-pong
-// floor; secret authenticates provider connections.
-func startPeer(secret []byte, flag *os.File, stderr io.Writer) (*peerProc, error) {
+// floor; secret authenticates provider connections; watch, if not nil, is the peer's
+// idle-role watch (watch.go), closed here once the peer has it.
+func startPeer(secret []byte, flag *os.File, watch *verbs.IdleWatch, stderr io.Writer) (*peerProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable to start the peer: %w", err)
@@ -79,6 +82,11 @@ func startPeer(secret []byte, flag *os.File, stderr io.Writer) (*peerProc, error
 	cmd.Env = append(os.Environ(), secretEnv+"="+hex.EncodeToString(secret))
 	cmd.Stderr = stderr
 	cmd.ExtraFiles = []*os.File{flag}
+	if watch != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, watch.Page, watch.Bell) // watchFDs
+		cmd.Env = append(cmd.Env, watchEnv+"=1")
+		defer closeWatch(watch)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -187,8 +195,9 @@ func runPeer(in io.Reader, out io.Writer) error {
 
 // peerState is what the peer holds between commands.
 type peerState struct {
-	s     *session
-	floor floorPeer
+	s          *session
+	floor      floorPeer
+	watchTaken bool // the tcp device took the watch the parent passed (watch.go)
 }
 
 func (ps *peerState) close() {
@@ -237,7 +246,9 @@ func (ps *peerState) open(m msg) (msg, error) {
 	if err != nil {
 		return msg{}, fmt.Errorf("bad %s: %w", secretEnv, err)
 	}
-	s, err := openSession(m.Provider, peerConfig(m, secret), m.MaxSize)
+	cfg := peerConfig(m, secret)
+	cfg.IdleWatch = ps.peerWatch(m.Provider)
+	s, err := openSession(m.Provider, cfg, m.MaxSize)
 	if err != nil {
 		return msg{}, err
 	}

@@ -73,6 +73,7 @@ type RunConfig struct {
 	Quick     bool     `json:"quick"`
 	Wait      string   `json:"wait"`
 	Window    int      `json:"window"`
+	IdleWatch bool     `json:"idle_watch"` // tcp devices had idle-role watches (--idle-watch)
 }
 
 // Document is the --json output.
@@ -99,10 +100,11 @@ func newReporter(text io.Writer, o *options) *reporter {
 	r.doc = Document{Tool: "verbsperf", Timestamp: time.Now().UTC().Format(time.RFC3339),
 		GoVersion: runtime.Version(), Machine: describeMachine(),
 		Config: RunConfig{Providers: o.providers, Tests: o.tests, MinSize: o.minSize,
-			MaxSize: o.maxSize, Iters: o.iters, Quick: o.quick, Wait: o.wait.String(), Window: o.window}}
+			MaxSize: o.maxSize, Iters: o.iters, Quick: o.quick, Wait: o.wait.String(), Window: o.window,
+			IdleWatch: o.idleWatch}}
 	m := r.doc.Machine
-	fmt.Fprintf(r.w, "# verbsperf %s  %s  nproc=%d  cpu=%q  kernel=%s  wait=%s\n",
-		r.doc.Timestamp, r.doc.GoVersion, m.NProc, m.CPUModel, m.Kernel, o.wait)
+	fmt.Fprintf(r.w, "# verbsperf %s  %s  nproc=%d  cpu=%q  kernel=%s  wait=%s  idle-watch=%v\n",
+		r.doc.Timestamp, r.doc.GoVersion, m.NProc, m.CPUModel, m.Kernel, o.wait, o.idleWatch)
 	fmt.Fprintf(r.w, "# latency: median/avg/p99 in microseconds; a sample is the mean of a batch of up to %d operations\n", maxBatch)
 	fmt.Fprintf(r.w, "# bandwidth: GB/s = 10^9 bytes per second, median of the repetitions\n")
 	fmt.Fprintf(r.w, "# a last column names a floor measured just before the row, for the summary's ratios\n")

@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -113,25 +114,30 @@ func newWatch(iw *verbs.IdleWatch, name string) (*watch, error) {
 	if err != nil || st.Size() != WatchPageSize {
 		return nil, bad("the page file is not a %d-byte memfd (stat: %v)", WatchPageSize, err)
 	}
-	if link, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", iw.Bell.Fd())); err != nil || link != "anon_inode:[eventfd]" {
+	fd, err := dupFile(iw.Bell)
+	if err != nil {
+		return nil, bad("the bell: %v", err)
+	}
+	if link, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)); err != nil || link != "anon_inode:[eventfd]" {
+		unix.Close(fd)
 		return nil, bad("the bell is not an eventfd (%q, %v)", link, err)
 	}
-	page, err := unix.Mmap(int(iw.Page.Fd()), 0, WatchPageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	page, err := mapPage(iw.Page)
 	if err != nil {
+		unix.Close(fd)
 		return nil, bad("map the page: %v", err)
 	}
 	if watchWord(page, 0).Load() != watchMagic || watchWord(page, 1).Load() != 0 || watchWord(page, 2).Load() != 0 {
 		unix.Munmap(page)
+		unix.Close(fd)
 		return nil, bad("the page is not a fresh watch page")
 	}
-	fd, err := unix.FcntlInt(iw.Bell.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	if err == nil {
-		if err = unix.SetNonblock(fd, true); err != nil {
-			unix.Close(fd)
-		}
-	}
-	if err != nil {
+	// O_NONBLOCK belongs to the eventfd's open file description, which the watcher's
+	// process shares: nothing may make it blocking later (os.File.Fd and os/exec's
+	// ExtraFiles do), or the sweeper's read would block its thread.
+	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Munmap(page)
+		unix.Close(fd)
 		return nil, bad("the bell: %v", err)
 	}
 	bell := os.NewFile(uintptr(fd), "tcp-idle-watch-bell") // non-blocking: served by the poller
@@ -145,6 +151,31 @@ func newWatch(iw *verbs.IdleWatch, name string) (*watch, error) {
 	w.ringFn = w.rung
 	go w.sweep()
 	return w, nil
+}
+
+// dupFile duplicates f's descriptor (close-on-exec) without os.File.Fd, which would make
+// a non-blocking file blocking.
+func dupFile(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	cerr := rc.Control(func(raw uintptr) { fd, err = unix.FcntlInt(raw, unix.F_DUPFD_CLOEXEC, 0) })
+	if cerr != nil {
+		return -1, cerr
+	}
+	return fd, err
+}
+
+// mapPage maps f's first WatchPageSize bytes shared.
+func mapPage(f *os.File) ([]byte, error) {
+	fd, err := dupFile(f)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return unix.Mmap(fd, 0, WatchPageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 }
 
 // rung is the sweeper's RawConn callback: it drains the bell, without blocking.
@@ -307,38 +338,69 @@ func NewWatcher(tick time.Duration) *Watcher {
 	return w
 }
 
-// Add creates a watch: a page and a bell for one rank, which the caller passes to the
-// rank's process and then closes (the Watcher keeps its own). The watch ends when the
-// rank's device closes, or with remove; call remove once the rank has exited.
+// Add creates a watch (NewIdleWatch) and watches it (Watch): the caller passes the
+// returned files to the rank's process and then closes them.
 func (w *Watcher) Add() (files verbs.IdleWatch, remove func(), err error) {
+	if files, err = NewIdleWatch(); err != nil {
+		return files, nil, err
+	}
+	if remove, err = w.Watch(files); err != nil {
+		files.Page.Close()
+		files.Bell.Close()
+		return verbs.IdleWatch{}, nil, err
+	}
+	return files, remove, nil
+}
+
+// NewIdleWatch creates the files of an idle-role watch for one device: a fresh page and a
+// bell, both close-on-exec. Give them to a Watcher (Watch) and to the rank's process
+// (Config.IdleWatch, through inheritance), then close them; each keeps its own
+// references.
+func NewIdleWatch() (verbs.IdleWatch, error) {
 	pfd, err := unix.MemfdCreate("gorma-idle-watch", unix.MFD_CLOEXEC)
 	if err != nil {
-		return files, nil, fmt.Errorf("tcp: idle watch: memfd_create: %w", err)
+		return verbs.IdleWatch{}, fmt.Errorf("tcp: idle watch: memfd_create: %w", err)
 	}
-	pageFile := os.NewFile(uintptr(pfd), "gorma-idle-watch")
+	page := os.NewFile(uintptr(pfd), "gorma-idle-watch")
 	if err := unix.Ftruncate(pfd, WatchPageSize); err != nil {
-		pageFile.Close()
-		return files, nil, fmt.Errorf("tcp: idle watch: size the page: %w", err)
+		page.Close()
+		return verbs.IdleWatch{}, fmt.Errorf("tcp: idle watch: size the page: %w", err)
 	}
-	page, err := unix.Mmap(pfd, 0, WatchPageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := unix.Mmap(pfd, 0, WatchPageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		pageFile.Close()
-		return files, nil, fmt.Errorf("tcp: idle watch: map the page: %w", err)
+		page.Close()
+		return verbs.IdleWatch{}, fmt.Errorf("tcp: idle watch: map the page: %w", err)
 	}
-	watchWord(page, 0).Store(watchMagic)
+	watchWord(mem, 0).Store(watchMagic)
+	unix.Munmap(mem)
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		unix.Munmap(page)
-		pageFile.Close()
-		return files, nil, fmt.Errorf("tcp: idle watch: eventfd: %w", err)
+		page.Close()
+		return verbs.IdleWatch{}, fmt.Errorf("tcp: idle watch: eventfd: %w", err)
 	}
-	bellFile := os.NewFile(uintptr(efd), "gorma-idle-watch-bell")
-	own, err := unix.FcntlInt(uintptr(efd), unix.F_DUPFD_CLOEXEC, 0)
+	return verbs.IdleWatch{Page: page, Bell: os.NewFile(uintptr(efd), "gorma-idle-watch-bell")}, nil
+}
+
+// Watch starts watching the watch files (from NewIdleWatch, possibly inherited from the
+// process that created them); the Watcher maps the page and keeps a duplicate of the
+// bell, so the caller may close the files. The watch ends when the rank's device closes,
+// or with remove; call remove once the rank has exited.
+func (w *Watcher) Watch(files verbs.IdleWatch) (remove func(), err error) {
+	if files.Page == nil || files.Bell == nil {
+		return nil, errors.New("tcp: idle watch: Watch needs both Page and Bell")
+	}
+	page, err := mapPage(files.Page)
+	if err != nil {
+		return nil, fmt.Errorf("tcp: idle watch: map the page: %w", err)
+	}
+	if watchWord(page, 0).Load() != watchMagic {
+		unix.Munmap(page)
+		return nil, errors.New("tcp: idle watch: the page is not a watch page (create watches with NewIdleWatch)")
+	}
+	own, err := dupFile(files.Bell)
 	if err != nil {
 		unix.Munmap(page)
-		pageFile.Close()
-		bellFile.Close()
-		return files, nil, fmt.Errorf("tcp: idle watch: dup the bell: %w", err)
+		return nil, fmt.Errorf("tcp: idle watch: dup the bell: %w", err)
 	}
 	p := &watchedPage{page: page, bell: own}
 	w.mu.Lock()
@@ -346,9 +408,7 @@ func (w *Watcher) Add() (files verbs.IdleWatch, remove func(), err error) {
 		w.mu.Unlock()
 		unix.Munmap(page)
 		unix.Close(own)
-		pageFile.Close()
-		bellFile.Close()
-		return files, nil, fmt.Errorf("tcp: idle watch: the watcher is closed")
+		return nil, errors.New("tcp: idle watch: the watcher is closed")
 	}
 	w.pages[p] = struct{}{}
 	w.mu.Unlock()
@@ -357,7 +417,7 @@ func (w *Watcher) Add() (files verbs.IdleWatch, remove func(), err error) {
 	default:
 	}
 	var once sync.Once
-	remove = func() {
+	return func() {
 		once.Do(func() {
 			w.mu.Lock()
 			if _, ok := w.pages[p]; ok {
@@ -367,8 +427,7 @@ func (w *Watcher) Add() (files verbs.IdleWatch, remove func(), err error) {
 			}
 			w.mu.Unlock()
 		})
-	}
-	return verbs.IdleWatch{Page: pageFile, Bell: bellFile}, remove, nil
+	}, nil
 }
 
 // Close stops the watcher and ends every watch.

@@ -429,7 +429,18 @@ func TestChildTarget(t *testing.T) {
 	cfg.Wait = verbs.WaitBlock
 	s := newSide(t, openDev(t, cfg), verbs.QPAttr{})
 	mr := allocMR(t, s, 1<<20)
-	fmt.Printf("EP %s %d\n", hex.EncodeToString(s.qp.Endpoint()), mr.RKey())
+	in := childConnect(s, mr.RKey())
+	fmt.Println("READY")
+	for in.Scan() { // until the parent closes stdin or kills us
+	}
+	os.Exit(0)
+}
+
+// childConnect is a helper process's side of the connection to its parent: it prints
+// "EP <endpoint hex> <rkey>", reads the parent's endpoint from stdin and connects s to it.
+// It exits the process on failure and returns stdin for what follows.
+func childConnect(s *side, rkey uint64) *bufio.Scanner {
+	fmt.Printf("EP %s %d\n", hex.EncodeToString(s.qp.Endpoint()), rkey)
 	in := bufio.NewScanner(os.Stdin)
 	if !in.Scan() {
 		os.Exit(2)
@@ -444,10 +455,7 @@ func TestChildTarget(t *testing.T) {
 		fmt.Println("ERR", err)
 		os.Exit(4)
 	}
-	fmt.Println("READY")
-	for in.Scan() { // until the parent closes stdin or kills us
-	}
-	os.Exit(0)
+	return in
 }
 
 // TestKilledPeerProcess SIGKILLs a target process under a stream of 1 MiB RDMA reads.

@@ -256,21 +256,7 @@ func TestWatchedChild(t *testing.T) {
 	cfg.IdleWatch = &verbs.IdleWatch{Page: os.NewFile(3, "page"), Bell: os.NewFile(4, "bell")}
 	s := newSide(t, openDev(t, cfg), verbs.QPAttr{})
 	mem := newBuf(t, s, arenaMem, 4096)
-	fmt.Printf("EP %s %d\n", hex.EncodeToString(s.qp.Endpoint()), mem.key)
-	in := bufio.NewScanner(os.Stdin)
-	if !in.Scan() {
-		os.Exit(2)
-	}
-	ep, err := hex.DecodeString(strings.TrimSpace(in.Text()))
-	if err != nil {
-		os.Exit(3)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := verbs.Connect(ctx, s.qp, ep); err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(4)
-	}
+	in := childConnect(s, mem.key)
 	const recvs = 100
 	for i := range uint64(recvs) {
 		postRecv(t, s.qp, verbs.RecvWR{WRID: i, Local: mem.b[:64], LKey: mem.key})

@@ -159,13 +159,14 @@ func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, l
 		childEnds, ours = append(childEnds, inR), append(ours, inW)
 		cmd.Stdin, p.stdin = inR, inW
 	}
+	var watch *tcp.Watch
 	if sp.watch != nil {
 		// Best effort: without a watch the rank's tcp device wakes its readers itself.
-		if files, remove, err := sp.watch.Add(); err == nil {
+		if files, h, err := sp.watch.Add(); err == nil {
 			cmd.ExtraFiles = []*os.File{files.Page, files.Bell} // descriptors 3 and 4
 			cmd.Env = append(cmd.Env, pmi.EnvIdleWatch+"=3,4")
 			childEnds = append(childEnds, files.Page, files.Bell)
-			p.unwatch = remove
+			watch, p.unwatch = h, h.Remove
 		}
 	}
 	err = sp.start(cmd)
@@ -176,6 +177,9 @@ func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, l
 		}
 		closeAll(ours)
 		return nil, err
+	}
+	if watch != nil {
+		watch.Signal(cmd.Process)
 	}
 	p.pid = cmd.Process.Pid
 	outs := make(chan struct{}, 2)

@@ -70,7 +70,10 @@
 // role stays with the application between waits and returns to the reader goroutine when
 // the process idles or, on a device with an idle-role watch (Config.IdleWatch, watch.go:
 // golaunch gives every rank one), when the launcher's watcher finds it idle on two of its
-// 1 ms ticks, so that leaving Wait costs no system call. Payloads move with one copy each way: the sender's writev goes
+// 1 ms ticks, so that leaving Wait costs no system call. The watcher also rings a rank
+// whose reader has unread data on its socket through a tick: Go polls the network only
+// from an otherwise idle thread or every 10 ms, so a reader can be stranded while the
+// application computes (watch.go). Payloads move with one copy each way: the sender's writev goes
 // straight from the caller's buffer (or pinned target memory, for read responses), and
 // the reader reads large payloads straight into target memory, the receive buffer or the
 // read's Local. PostSend writes its frame itself with one non-blocking writev; only a

@@ -87,6 +87,16 @@ func (cn *qconn) register() {
 		}
 		c.mu.Unlock()
 	}
+	if w := cn.d.watch; w != nil && cn.roleRaw != nil {
+		fd := -1
+		cn.rd.raw.Control(func(s uintptr) { fd = int(s) })
+		c := q.rcq
+		c.mu.Lock()
+		if cn.wslot < 0 && fd >= 0 {
+			cn.wslot = w.alloc(cn, fd)
+		}
+		c.mu.Unlock()
+	}
 }
 
 // unregister forgets the connection; the reader calls it as it exits, holding the role.
@@ -192,6 +202,8 @@ func (c *cq) releaseLocked(cn *qconn, watch bool) {
 		cn.role = roleFault
 	} else if watch && cn.deferRoleLocked() {
 		return
+	} else {
+		cn.idleLocked() // if nobody polls the network the eventfd is not seen: watch it too
 	}
 	cn.postRole()
 }

@@ -129,7 +129,14 @@ func (cn *qconn) loop() *fault {
 				continue
 			}
 		}
+		wait := cn.rd.buffered() < hdrSize
+		if wait {
+			cn.parked(true) // the watcher may see the socket fill with nobody polling
+		}
 		h, err := cn.rd.header()
+		if wait {
+			cn.parked(false)
+		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				cn.c.SetReadDeadline(time.Time{}) // a leader's stale kick

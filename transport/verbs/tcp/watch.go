@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,12 +24,29 @@ import (
 // timer that fires every millisecond changes how the process's idle threads park and
 // added 3 to 5 µs to the round trip (docs/benchmarks.md). A watcher in another process
 // costs the rank nothing: the leader records in a shared page that the role is idle (one
-// store), and the watcher, which ticks every WatchTick, rings the device's bell (an
-// eventfd) for a role it found idle at the same count on two ticks in a row. The device's
-// sweeper goroutine, parked on the bell in the network poller, then writes the role
+// store), and the watcher, which ticks every WatchTick, rings the rank for a role it
+// found idle in the same state on two ticks in a row. The rank then writes the role
 // eventfds of the connections still idle. A role is thus handed back within two ticks of
 // the wait that left it, and at once when a waiter comes first (it takes the idle role
 // and leads).
+//
+// A reader parked in the network poller has the opposite problem. Go polls the network
+// only from a thread that has nothing else to run, or from sysmon every 10 ms. When the
+// thread blocked in the poller wakes the application's goroutine (its last completion)
+// and that goroutine then computes, no thread polls until sysmon does, and a request that
+// arrives meanwhile waits up to 10 ms: rmabench busy_get over tcp measured 10-20 ms for a
+// target's first Lock+Get+Unlock after its last wait, with or without a watch (golang/go
+// pull request 51651 describes the same gap). So a reader also marks its slot while it
+// waits for its socket, the rank records each slot's socket descriptor, and the watcher,
+// which holds a pidfd of the rank (Watch.Signal), takes a duplicate of the socket
+// (pidfd_getfd) and rings when a parked reader's socket has had unread data for a tick.
+//
+// A ring is the bell (an eventfd in the rank's poller, enough while the rank polls) and
+// WatchSignal. The rank's signal goroutine (os/signal: its thread sleeps outside the
+// poller and gives up its processor while it sleeps) writes the role eventfds; the
+// processor it ran on then polls the network as soon as it has nothing else to run, which
+// starts the readers, and a thread sleeps in the poller again, so later requests are
+// served at once.
 //
 // The page is WatchPageSize bytes of little-endian uint64 words, accessed atomically by
 // both processes:
@@ -36,24 +54,38 @@ import (
 //	word 0         watchMagic, written by the watcher
 //	word 1         slots in use (a high-water mark), written by the rank, <= watchSlots
 //	word 2         1 once the rank's device closed: the watcher ends the watch
-//	words 3..7     reserved (zero)
-//	word 8+i       slot i: a count of the role's transitions, odd while it is idle and
-//	               not handed back; written by the rank only
+//	word 3         the signal that rings the rank with the bell (WatchSignal), or 0
+//	word 4         1 once the rank's device opened: the watcher ticks at WatchTick
+//	words 5..7     reserved (zero)
+//	word 8+i       slot i: a count of transitions << 2 | a state (slotBusy, slotIdle,
+//	               slotParked); written by the rank only
+//	word 8+S+i     slot i's socket: a generation << 32 | the descriptor in the rank, 0
+//	               if none (S = watchSlots)
 //
-// The rank gives a slot to a connection the first time its role is left idle and frees it
-// when the connection's reader exits. A connection without a slot (all in use) wakes its
-// reader itself, as without a watch.
+// The rank gives each connection a slot when it starts and frees it when the reader
+// exits. A connection without a slot (all in use) wakes its reader itself, as without a
+// watch, and its parked reader is not watched.
 const (
 	// WatchPageSize is the size of an idle-role watch's page.
 	WatchPageSize = 4096
 	// WatchTick is the period of a Watcher: a role left idle is handed back within two.
 	WatchTick = time.Millisecond
-	// watchSlow is a Watcher's period while no page has a slot in use (shm-only jobs).
-	watchSlow = 50 * time.Millisecond
+	// watchSlow is a Watcher's period while no rank has opened a tcp device (shm-only
+	// jobs).
+	watchSlow = 10 * time.Millisecond
+
+	// WatchSignal is the real-time signal that rings a watch together with its bell
+	// (SIGRTMIN+6 on Linux). A rank's tcp device with a watch handles it; Go ignores a
+	// real-time signal nobody asked for, so a stray one harms no Go process.
+	WatchSignal = syscall.Signal(40)
 
 	watchMagic    = 0x746177616d726f67 // "gormawat", little-endian
 	watchHdrWords = 8
-	watchSlots    = WatchPageSize/8 - watchHdrWords
+	watchSlots    = (WatchPageSize/8 - watchHdrWords) / 2
+
+	slotBusy   = 0 // the role is held and its holder is not parked on the socket
+	slotIdle   = 1 // a leader left the role idle; nobody reads the socket
+	slotParked = 2 // the reader waits for the socket in the network poller
 )
 
 // watchWord returns word i of a mapped watch page.
@@ -61,21 +93,32 @@ func watchWord(page []byte, i int) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&page[8*i]))
 }
 
-// staleSlots reads the counts of the first n slots (n is clamped to watchSlots and
-// len(last)) and reports whether one of them is odd and equal to its count in last (the
-// previous scan): a role left idle and still idle a whole tick later. It records the
-// counts in last. A pure function of the page, for the watcher and its tests.
-func staleSlots(slot func(i int) uint64, n int, last []uint64) bool {
+// slotWord and fdWord return slot i's state word and socket word.
+func slotWord(page []byte, i int) *atomic.Uint64 { return watchWord(page, watchHdrWords+i) }
+func fdWord(page []byte, i int) *atomic.Uint64 {
+	return watchWord(page, watchHdrWords+watchSlots+i)
+}
+
+// staleSlots reads the first n slots (n is clamped to watchSlots and len(last)) and
+// finds those in the same state and count as at the previous scan (last): it reports
+// whether one of them is idle, and appends the parked ones to parked (the caller rings if
+// one of their sockets holds data). It records the words in last. A pure function of the
+// page, for the watcher and its tests.
+func staleSlots(slot func(i int) uint64, n int, last []uint64, parked []int) (idle bool, _ []int) {
 	n = min(max(n, 0), watchSlots, len(last))
-	stale := false
 	for i := range n {
 		v := slot(i)
-		if v&1 == 1 && v == last[i] {
-			stale = true
+		if v == last[i] {
+			switch v & 3 {
+			case slotIdle:
+				idle = true
+			case slotParked:
+				parked = append(parked, i)
+			}
 		}
 		last[i] = v
 	}
-	return stale
+	return idle, parked
 }
 
 // watch is a device's end of an idle-role watch.
@@ -85,11 +128,18 @@ type watch struct {
 	raw    syscall.RawConn
 	ringFn func(uintptr) bool
 
+	sig    syscall.Signal // WatchSignal, if the page names it; else 0
+	sweeps atomic.Int64   // sweeps run (tests)
+
+	sweepMu sync.Mutex // one sweep at a time; guards snap and dead
+	snap    []*qconn   // the sweep's copy of conns
+	dead    bool       // closed
+
 	mu    sync.Mutex
 	conns []*qconn // by slot; nil: free
+	gens  []uint32 // by slot: allocations so far (the socket word's generation)
 	used  int      // slots handed out so far (the page's word 1)
 	free  []int    // freed slots below used
-	snap  []*qconn // the sweeper's copy of conns
 	done  chan struct{}
 }
 
@@ -149,8 +199,64 @@ func newWatch(iw *verbs.IdleWatch, name string) (*watch, error) {
 	}
 	w := &watch{page: page, bell: bell, raw: raw, done: make(chan struct{})}
 	w.ringFn = w.rung
+	watchWord(page, 4).Store(1) // attached: the watcher ticks fast
+	if sig := watchWord(page, 3).Load(); sig != 0 {
+		if sig < 34 || sig > 64 {
+			unix.Munmap(page)
+			bell.Close()
+			return nil, bad("the page names signal %d, not a real-time signal", sig)
+		}
+		w.sig = syscall.Signal(sig)
+		watchSignals.add(w)
+	}
 	go w.sweep()
 	return w, nil
+}
+
+// watchSignals runs the sweep of every device whose watch names a signal, when the
+// signal arrives. One goroutine per signal number serves the process for its lifetime
+// (as os/signal's own does): a device registers at open and unregisters at close.
+var watchSignals = struct {
+	mu      sync.Mutex
+	started map[syscall.Signal]bool
+	watches map[*watch]struct{}
+	add     func(*watch)
+	remove  func(*watch)
+}{started: map[syscall.Signal]bool{}, watches: map[*watch]struct{}{}}
+
+func init() {
+	ws := &watchSignals
+	ws.add = func(w *watch) {
+		ws.mu.Lock()
+		defer ws.mu.Unlock()
+		ws.watches[w] = struct{}{}
+		if ws.started[w.sig] {
+			return
+		}
+		ws.started[w.sig] = true
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, w.sig)
+		go func() {
+			var snap []*watch
+			for range ch {
+				ws.mu.Lock()
+				for w := range ws.watches {
+					snap = append(snap, w)
+				}
+				ws.mu.Unlock()
+				for i, w := range snap {
+					w.sweepOnce()
+					snap[i] = nil
+				}
+				snap = snap[:0]
+			}
+		}()
+	}
+	ws.remove = func(w *watch) {
+		ws.mu.Lock()
+		delete(ws.watches, w)
+		ws.mu.Unlock()
+	}
 }
 
 // dupFile duplicates f's descriptor (close-on-exec) without os.File.Fd, which would make
@@ -193,58 +299,87 @@ func (w *watch) sweep() {
 		if err := w.raw.Read(w.ringFn); err != nil {
 			return
 		}
-		w.mu.Lock()
-		w.snap = append(w.snap[:0], w.conns...)
-		w.mu.Unlock()
-		for i, cn := range w.snap {
-			if cn == nil {
-				continue
-			}
-			c := cn.q.rcq
-			c.mu.Lock()
-			cn.wakeIdleLocked()
-			c.mu.Unlock()
-			w.snap[i] = nil
-		}
+		w.sweepOnce()
 	}
+}
+
+// sweepOnce wakes the readers of the roles still idle: the bell's sweeper and the signal
+// goroutine call it.
+func (w *watch) sweepOnce() {
+	w.sweepMu.Lock()
+	defer w.sweepMu.Unlock()
+	if w.dead {
+		return
+	}
+	w.mu.Lock()
+	w.snap = append(w.snap[:0], w.conns...)
+	w.mu.Unlock()
+	for i, cn := range w.snap {
+		if cn == nil {
+			continue
+		}
+		c := cn.q.rcq
+		c.mu.Lock()
+		cn.wakeIdleLocked()
+		c.mu.Unlock()
+		w.snap[i] = nil
+	}
+	w.sweeps.Add(1)
 }
 
 // slot returns slot i's word.
-func (w *watch) slot(i int) *atomic.Uint64 { return watchWord(w.page, watchHdrWords+i) }
+func (w *watch) slot(i int) *atomic.Uint64 { return slotWord(w.page, i) }
 
-// alloc gives cn a slot, or returns -1 if none is free.
-func (w *watch) alloc(cn *qconn) int {
+// alloc gives cn, whose socket is descriptor fd, a slot, or returns -1 if none is free.
+func (w *watch) alloc(cn *qconn, fd int) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	i := -1
 	if n := len(w.free); n > 0 {
-		i := w.free[n-1]
+		i = w.free[n-1]
 		w.free = w.free[:n-1]
 		w.conns[i] = cn
-		return i
-	}
-	if w.used == watchSlots {
+	} else if w.used < watchSlots {
+		i = w.used
+		w.conns = append(w.conns, cn)
+		w.gens = append(w.gens, 0)
+		w.used++
+	} else {
 		return -1
 	}
-	i := w.used
-	w.conns = append(w.conns, cn)
-	w.used++
-	watchWord(w.page, 1).Store(uint64(w.used))
+	w.gens[i]++
+	fdWord(w.page, i).Store(uint64(w.gens[i])<<32 | uint64(uint32(fd)))
+	if i == w.used-1 {
+		watchWord(w.page, 1).Store(uint64(w.used))
+	}
 	return i
 }
 
-// release frees slot i, even (not idle) as it is left.
+// release frees slot i, busy as it is left.
 func (w *watch) release(i int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if s := w.slot(i); s.Load()&1 == 1 {
-		s.Add(1)
-	}
+	setSlot(w.slot(i), slotBusy)
+	fdWord(w.page, i).Store(0)
 	w.conns[i] = nil
 	w.free = append(w.free, i)
 }
 
+// setSlot moves a slot word to state, counting the transition.
+func setSlot(s *atomic.Uint64, state uint64) {
+	if v := s.Load(); v&3 != state {
+		s.Store((v>>2+1)<<2 | state)
+	}
+}
+
 // close stops the sweeper and unmaps the page. Every connection has released its slot.
 func (w *watch) close() {
+	if w.sig != 0 {
+		watchSignals.remove(w)
+	}
+	w.sweepMu.Lock()
+	w.dead = true // a sweep the signal goroutine started late does nothing
+	w.sweepMu.Unlock()
 	w.bell.Close()
 	<-w.done
 	watchWord(w.page, 2).Store(1) // detached: the watcher ends the watch
@@ -255,33 +390,42 @@ func (w *watch) close() {
 // of writing the role eventfd. It reports false when cn has no slot and none is free.
 // Called with the CQ's mu held, cn.role idle.
 func (cn *qconn) deferRoleLocked() bool {
-	w := cn.d.watch
-	if w == nil {
+	if cn.wslot < 0 {
 		return false
 	}
-	if cn.wslot < 0 {
-		if cn.wslot = w.alloc(cn); cn.wslot < 0 {
-			return false
-		}
-	}
-	s := w.slot(cn.wslot)
-	if v := s.Load(); v&1 == 0 {
-		s.Store(v + 1)
-	}
+	setSlot(cn.d.watch.slot(cn.wslot), slotIdle)
 	cn.rolePosted = false
 	return true
+}
+
+// idleLocked marks cn's slot idle for a role left idle with its eventfd written. Called
+// with the CQ's mu held.
+func (cn *qconn) idleLocked() {
+	if cn.wslot >= 0 {
+		setSlot(cn.d.watch.slot(cn.wslot), slotIdle)
+	}
 }
 
 // takenLocked records that cn's role was taken (by a leader or the reader). Called with
 // the CQ's mu held.
 func (cn *qconn) takenLocked() {
+	if cn.wslot >= 0 {
+		setSlot(cn.d.watch.slot(cn.wslot), slotBusy)
+	}
+}
+
+// parked marks whether the reader goroutine, which holds the role, is about to wait for
+// its socket (or has its header). The reader alone writes the slot while it holds the
+// role, so this needs no lock.
+func (cn *qconn) parked(p bool) {
 	if cn.wslot < 0 {
 		return
 	}
-	s := cn.d.watch.slot(cn.wslot)
-	if v := s.Load(); v&1 == 1 {
-		s.Store(v + 1)
+	st := uint64(slotBusy)
+	if p {
+		st = slotParked
 	}
+	setSlot(cn.d.watch.slot(cn.wslot), st)
 }
 
 // wakeIdleLocked writes the role eventfd of an idle role left to the watcher: the
@@ -304,26 +448,39 @@ func (cn *qconn) wakeIdle() {
 
 // Watcher is the other end of idle-role watches: the process that starts ranks (the
 // launcher's agent) creates one watch per rank with Add, passes the returned files to
-// the rank (verbs.Config.IdleWatch, through the launch contract), and the Watcher's
-// goroutine rings a rank's bell when one of its roles stayed idle through a tick. It must
-// run in another process than the rank: in the rank itself its timer costs more than it
-// saves. Safe for concurrent use.
+// the rank (verbs.Config.IdleWatch, through the launch contract), gives the watch the
+// started process (Watch.Signal), and the Watcher's goroutine rings a rank when one of
+// its roles stayed idle through a tick, or a parked reader's socket held unread data
+// through one. It must run in another process than the rank: in the rank itself its
+// timer costs more than it saves. Safe for concurrent use.
 type Watcher struct {
 	tick time.Duration
 
 	mu     sync.Mutex
-	pages  map[*watchedPage]struct{}
+	pages  map[*Watch]struct{}
 	closed bool
 	wake   chan struct{} // a page was added
 	stop   chan struct{}
 	done   chan struct{}
 }
 
-// watchedPage is a Watcher's end of one watch.
-type watchedPage struct {
-	page []byte
-	bell int // the watcher's own descriptor of the eventfd
-	last [watchSlots]uint64
+// Watch is a Watcher's end of one watch. Its fields are guarded by the Watcher's mu.
+type Watch struct {
+	w     *Watcher
+	page  []byte
+	bell  int         // the watcher's own descriptor of the eventfd
+	proc  *os.Process // signalled with WatchSignal when rung; nil: the bell only
+	pidfd int         // the rank's pidfd, for its sockets; -1: none
+	socks [watchSlots]watchedSock
+	last  [watchSlots]uint64
+	cand  []int         // stale parked slots of a scan
+	pfds  []unix.PollFd // their sockets
+}
+
+// watchedSock is the watcher's duplicate of a slot's socket.
+type watchedSock struct {
+	word uint64 // the slot's socket word it was taken for
+	fd   int    // -1: none (or pidfd_getfd failed for this word)
 }
 
 // NewWatcher starts a watcher that scans its pages every tick (WatchTick if tick <= 0),
@@ -332,24 +489,25 @@ func NewWatcher(tick time.Duration) *Watcher {
 	if tick <= 0 {
 		tick = WatchTick
 	}
-	w := &Watcher{tick: tick, pages: make(map[*watchedPage]struct{}), wake: make(chan struct{}, 1),
+	w := &Watcher{tick: tick, pages: make(map[*Watch]struct{}), wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
 }
 
 // Add creates a watch (NewIdleWatch) and watches it (Watch): the caller passes the
-// returned files to the rank's process and then closes them.
-func (w *Watcher) Add() (files verbs.IdleWatch, remove func(), err error) {
+// returned files to the rank's process and then closes them, and gives the watch the
+// process once started (Watch.Signal).
+func (w *Watcher) Add() (files verbs.IdleWatch, h *Watch, err error) {
 	if files, err = NewIdleWatch(); err != nil {
 		return files, nil, err
 	}
-	if remove, err = w.Watch(files); err != nil {
+	if h, err = w.Watch(files); err != nil {
 		files.Page.Close()
 		files.Bell.Close()
 		return verbs.IdleWatch{}, nil, err
 	}
-	return files, remove, nil
+	return files, h, nil
 }
 
 // NewIdleWatch creates the files of an idle-role watch for one device: a fresh page and a
@@ -371,6 +529,7 @@ func NewIdleWatch() (verbs.IdleWatch, error) {
 		page.Close()
 		return verbs.IdleWatch{}, fmt.Errorf("tcp: idle watch: map the page: %w", err)
 	}
+	watchWord(mem, 3).Store(uint64(WatchSignal))
 	watchWord(mem, 0).Store(watchMagic)
 	unix.Munmap(mem)
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
@@ -384,8 +543,8 @@ func NewIdleWatch() (verbs.IdleWatch, error) {
 // Watch starts watching the watch files (from NewIdleWatch, possibly inherited from the
 // process that created them); the Watcher maps the page and keeps a duplicate of the
 // bell, so the caller may close the files. The watch ends when the rank's device closes,
-// or with remove; call remove once the rank has exited.
-func (w *Watcher) Watch(files verbs.IdleWatch) (remove func(), err error) {
+// or with Remove; call Remove once the rank has exited.
+func (w *Watcher) Watch(files verbs.IdleWatch) (*Watch, error) {
 	if files.Page == nil || files.Bell == nil {
 		return nil, errors.New("tcp: idle watch: Watch needs both Page and Bell")
 	}
@@ -402,7 +561,10 @@ func (w *Watcher) Watch(files verbs.IdleWatch) (remove func(), err error) {
 		unix.Munmap(page)
 		return nil, fmt.Errorf("tcp: idle watch: dup the bell: %w", err)
 	}
-	p := &watchedPage{page: page, bell: own}
+	p := &Watch{w: w, page: page, bell: own, pidfd: -1}
+	for i := range p.socks {
+		p.socks[i].fd = -1
+	}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -416,18 +578,101 @@ func (w *Watcher) Watch(files verbs.IdleWatch) (remove func(), err error) {
 	case w.wake <- struct{}{}:
 	default:
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			w.mu.Lock()
-			if _, ok := w.pages[p]; ok {
-				delete(w.pages, p)
-				unix.Munmap(p.page)
-				unix.Close(p.bell)
+	return p, nil
+}
+
+// Signal makes the watcher send proc WatchSignal with every ring of the bell, which
+// reaches the rank even while none of its threads polls the network (see the package's
+// watch.go). proc must be the rank's process; os.Process signals through a pidfd, so a
+// process that exited is never confused with a later one.
+func (h *Watch) Signal(proc *os.Process) {
+	pidfd, err := unix.PidfdOpen(proc.Pid, 0)
+	if err != nil {
+		pidfd = -1 // the bell and the signal still work; parked readers are not watched
+	}
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	if _, ok := h.w.pages[h]; !ok || h.proc != nil {
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
+		return
+	}
+	h.proc, h.pidfd = proc, pidfd
+}
+
+// sock returns the watcher's duplicate of slot i's socket, or -1: it takes one from the
+// rank when the slot names a new socket. Called with mu held.
+func (h *Watch) sock(i int) int {
+	word := fdWord(h.page, i).Load()
+	s := &h.socks[i]
+	if s.word != word {
+		h.dropSock(i)
+		s.word = word
+		if word != 0 && h.pidfd >= 0 {
+			if fd, err := unix.PidfdGetfd(h.pidfd, int(uint32(word)), 0); err == nil {
+				s.fd = fd // close-on-exec, as pidfd_getfd makes it
 			}
-			w.mu.Unlock()
-		})
-	}, nil
+		}
+	}
+	return s.fd
+}
+
+// dropSock closes the duplicate of slot i's socket. Called with mu held.
+func (h *Watch) dropSock(i int) {
+	if s := &h.socks[i]; s.fd >= 0 {
+		unix.Close(s.fd)
+		s.fd = -1
+	}
+}
+
+// forgetClosed closes the duplicates of sockets the rank has released, so that a
+// duplicate never keeps a connection open past the next scan. Called with mu held.
+func (h *Watch) forgetClosed(n int) {
+	for i := range h.socks {
+		if s := &h.socks[i]; s.fd >= 0 && (i >= n || fdWord(h.page, i).Load() != s.word) {
+			h.dropSock(i)
+			s.word = 0
+		}
+	}
+}
+
+// anyReadable reports whether one of the slots' sockets holds unread data, in one poll
+// that consumes nothing. Called with mu held.
+func (h *Watch) anyReadable(slots []int) bool {
+	h.pfds = h.pfds[:0]
+	for _, i := range slots {
+		if fd := h.sock(i); fd >= 0 {
+			h.pfds = append(h.pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+		}
+	}
+	if len(h.pfds) == 0 {
+		return false
+	}
+	n, err := unix.Poll(h.pfds, 0)
+	return err == nil && n > 0
+}
+
+// Remove ends the watch. It may be called more than once.
+func (h *Watch) Remove() {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	h.w.dropLocked(h)
+}
+
+// dropLocked ends watch p if it is still watched. Called with mu held.
+func (w *Watcher) dropLocked(p *Watch) {
+	if _, ok := w.pages[p]; ok {
+		delete(w.pages, p)
+		unix.Munmap(p.page)
+		unix.Close(p.bell)
+		if p.pidfd >= 0 {
+			unix.Close(p.pidfd)
+		}
+		for i := range p.socks {
+			p.dropSock(i)
+		}
+	}
 }
 
 // Close stops the watcher and ends every watch.
@@ -444,9 +689,7 @@ func (w *Watcher) Close() {
 	<-w.done
 	w.mu.Lock()
 	for p := range w.pages {
-		delete(w.pages, p)
-		unix.Munmap(p.page)
-		unix.Close(p.bell)
+		w.dropLocked(p)
 	}
 	w.mu.Unlock()
 }
@@ -467,26 +710,30 @@ func (w *Watcher) run() {
 	}
 }
 
-// scan rings the bell of every page with a stale slot and returns the time to the next
-// scan: a tick while some page has slots in use, else the slow period.
+// scan rings every rank with a stale slot and returns the time to the next scan: a tick
+// while some rank has its device open, else the slow period.
 func (w *Watcher) scan() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	next := watchSlow
 	for p := range w.pages {
 		if watchWord(p.page, 2).Load() != 0 { // the device closed
-			delete(w.pages, p)
-			unix.Munmap(p.page)
-			unix.Close(p.bell)
+			w.dropLocked(p)
 			continue
 		}
-		n := int(watchWord(p.page, 1).Load())
-		if n == 0 {
-			continue
+		if watchWord(p.page, 4).Load() == 0 {
+			continue // not attached yet
 		}
 		next = w.tick
-		if staleSlots(func(i int) uint64 { return watchWord(p.page, watchHdrWords+i).Load() }, n, p.last[:]) {
+		n := int(watchWord(p.page, 1).Load())
+		p.forgetClosed(n)
+		var idle bool
+		idle, p.cand = staleSlots(func(i int) uint64 { return slotWord(p.page, i).Load() }, n, p.last[:], p.cand[:0])
+		if idle || len(p.cand) > 0 && p.anyReadable(p.cand) {
 			unix.Write(p.bell, eventOne[:])
+			if p.proc != nil {
+				p.proc.Signal(WatchSignal) // fails only once the rank is gone
+			}
 		}
 	}
 	return next

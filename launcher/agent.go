@@ -325,7 +325,10 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 	}
 	a.jobs[j] = struct{}{}
 	a.mu.Unlock()
-	j.sp = newSpawner(j.spec.Transport != "shm")
+	// Ranks use tcp only with --transport tcp or across hosts: only then do they get
+	// idle-role watches (a one-host auto job runs on shm, and its watcher would only tick).
+	tcpMaybe := j.spec.Transport == "tcp" || j.spec.Transport != "shm" && len(j.spec.Roster.Hosts) > 1
+	j.sp = newSpawner(tcpMaybe)
 	return j, nil
 }
 

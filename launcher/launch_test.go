@@ -134,6 +134,26 @@ func TestLaunchEnvForwarding(t *testing.T) {
 	}
 }
 
+// TestLaunchIdleWatch: a job that may use tcp gives every rank an idle-role watch (a page
+// memfd and an eventfd on descriptors 3 and 4, named by GOLAUNCH_IDLE_WATCH); a one-host
+// job with the default transport, which runs on shm, gets none.
+func TestLaunchIdleWatch(t *testing.T) {
+	r := runGL(t, "", "-n", "2", "--transport", "tcp", testprogBinPath(t), "watchfds")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for rank := range 2 {
+		mustContain(t, "stdout", r.stdout, fmt.Sprintf("[%d] watch %d \"3,4\" page=/memfd:gorma-idle-watch (deleted) bell=anon_inode:[eventfd]\n", rank, rank))
+	}
+	r = runGL(t, "", "-n", "2", testprogBinPath(t), "watchfds")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for rank := range 2 {
+		mustContain(t, "stdout", r.stdout, fmt.Sprintf("[%d] watch %d \"\"\n", rank, rank))
+	}
+}
+
 func TestLaunchTagOutput(t *testing.T) {
 	const lines = 300
 	r := runGL(t, "", "-n", "3", testprogBinPath(t), "lines", fmt.Sprint(lines))

@@ -105,6 +105,21 @@ func main() {
 		for _, n := range args {
 			fmt.Printf("env %d %s=%s\n", c.Rank, n, os.Getenv(n))
 		}
+	case "watchfds":
+		// The idle-role watch's contract: the variable and what its descriptors are.
+		link := func(fd string) string {
+			l, err := os.Readlink("/proc/self/fd/" + fd)
+			if err != nil {
+				return "none"
+			}
+			return l
+		}
+		fmt.Printf("watch %d %q", c.Rank, os.Getenv("GOLAUNCH_IDLE_WATCH"))
+		if w := os.Getenv("GOLAUNCH_IDLE_WATCH"); w != "" {
+			page, bell, _ := strings.Cut(w, ",")
+			fmt.Printf(" page=%s bell=%s", link(page), link(bell))
+		}
+		fmt.Println()
 	case "lines":
 		pad := strings.Repeat(string(rune('a'+c.Rank%26)), 200)
 		for i := 0; i < atoi(args[0]); i++ {

@@ -128,8 +128,7 @@ type watch struct {
 	raw    syscall.RawConn
 	ringFn func(uintptr) bool
 
-	sig    syscall.Signal // WatchSignal, if the page names it; else 0
-	sweeps atomic.Int64   // sweeps run (tests)
+	sig syscall.Signal // WatchSignal, if the page names it; else 0
 
 	sweepMu sync.Mutex // one sweep at a time; guards snap and dead
 	snap    []*qconn   // the sweep's copy of conns
@@ -199,7 +198,6 @@ func newWatch(iw *verbs.IdleWatch, name string) (*watch, error) {
 	}
 	w := &watch{page: page, bell: bell, raw: raw, done: make(chan struct{})}
 	w.ringFn = w.rung
-	watchWord(page, 4).Store(1) // attached: the watcher ticks fast
 	if sig := watchWord(page, 3).Load(); sig != 0 {
 		if sig < 34 || sig > 64 {
 			unix.Munmap(page)
@@ -207,8 +205,9 @@ func newWatch(iw *verbs.IdleWatch, name string) (*watch, error) {
 			return nil, bad("the page names signal %d, not a real-time signal", sig)
 		}
 		w.sig = syscall.Signal(sig)
-		watchSignals.add(w)
+		listenWatchSignal(w)
 	}
+	watchWord(page, 4).Store(1) // attached: the watcher ticks fast
 	go w.sweep()
 	return w, nil
 }
@@ -216,47 +215,49 @@ func newWatch(iw *verbs.IdleWatch, name string) (*watch, error) {
 // watchSignals runs the sweep of every device whose watch names a signal, when the
 // signal arrives. One goroutine per signal number serves the process for its lifetime
 // (as os/signal's own does): a device registers at open and unregisters at close.
-var watchSignals = struct {
+var watchSignals struct {
 	mu      sync.Mutex
 	started map[syscall.Signal]bool
 	watches map[*watch]struct{}
-	add     func(*watch)
-	remove  func(*watch)
-}{started: map[syscall.Signal]bool{}, watches: map[*watch]struct{}{}}
+}
 
-func init() {
+// listenWatchSignal registers w for its signal.
+func listenWatchSignal(w *watch) {
 	ws := &watchSignals
-	ws.add = func(w *watch) {
-		ws.mu.Lock()
-		defer ws.mu.Unlock()
-		ws.watches[w] = struct{}{}
-		if ws.started[w.sig] {
-			return
-		}
-		ws.started[w.sig] = true
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, w.sig)
-		go func() {
-			var snap []*watch
-			for range ch {
-				ws.mu.Lock()
-				for w := range ws.watches {
-					snap = append(snap, w)
-				}
-				ws.mu.Unlock()
-				for i, w := range snap {
-					w.sweepOnce()
-					snap[i] = nil
-				}
-				snap = snap[:0]
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.watches == nil {
+		ws.started, ws.watches = map[syscall.Signal]bool{}, map[*watch]struct{}{}
+	}
+	ws.watches[w] = struct{}{}
+	if ws.started[w.sig] {
+		return
+	}
+	ws.started[w.sig] = true
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, w.sig)
+	go func() {
+		var snap []*watch
+		for range ch {
+			ws.mu.Lock()
+			for w := range ws.watches {
+				snap = append(snap, w)
 			}
-		}()
-	}
-	ws.remove = func(w *watch) {
-		ws.mu.Lock()
-		delete(ws.watches, w)
-		ws.mu.Unlock()
-	}
+			ws.mu.Unlock()
+			for i, w := range snap {
+				w.sweepOnce()
+				snap[i] = nil
+			}
+			snap = snap[:0]
+		}
+	}()
+}
+
+// unlistenWatchSignal unregisters w.
+func unlistenWatchSignal(w *watch) {
+	watchSignals.mu.Lock()
+	delete(watchSignals.watches, w)
+	watchSignals.mu.Unlock()
 }
 
 // dupFile duplicates f's descriptor (close-on-exec) without os.File.Fd, which would make
@@ -324,7 +325,6 @@ func (w *watch) sweepOnce() {
 		c.mu.Unlock()
 		w.snap[i] = nil
 	}
-	w.sweeps.Add(1)
 }
 
 // slot returns slot i's word.
@@ -375,7 +375,7 @@ func setSlot(s *atomic.Uint64, state uint64) {
 // close stops the sweeper and unmaps the page. Every connection has released its slot.
 func (w *watch) close() {
 	if w.sig != 0 {
-		watchSignals.remove(w)
+		unlistenWatchSignal(w)
 	}
 	w.sweepMu.Lock()
 	w.dead = true // a sweep the signal goroutine started late does nothing

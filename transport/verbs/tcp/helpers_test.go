@@ -182,3 +182,17 @@ func waitWCErr(cq verbs.CQ) (verbs.WC, error) {
 }
 
 func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
+
+// waitWCAsync waits for one completion on cq on a goroutine of its own (waitWCErr's
+// bound) and delivers it on the returned channel; an error fails the test.
+func waitWCAsync(t testing.TB, cq verbs.CQ) <-chan verbs.WC {
+	got := make(chan verbs.WC, 1)
+	go func() {
+		wc, err := waitWCErr(cq)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- wc
+	}()
+	return got
+}

@@ -105,14 +105,7 @@ func TestLeaderOwedAck(t *testing.T) {
 		src, dst := newBuf(t, a, arenaMem, 64), newBuf(t, b, arenaMem, 64)
 		for i := range uint64(30) {
 			postRecv(t, b.qp, verbs.RecvWR{WRID: i, Local: dst.b, LKey: dst.key})
-			got := make(chan verbs.WC, 1)
-			go func() {
-				wc, err := waitWCErr(b.cq)
-				if err != nil {
-					t.Error(err)
-				}
-				got <- wc
-			}()
+			got := waitWCAsync(t, b.cq)
 			post(t, a.qp, verbs.SendWR{WRID: i, Op: verbs.OpSend, Flags: verbs.Signaled, Local: src.b[:8], LKey: src.key})
 			wantWC(t, waitWC(t, a.cq), i, verbs.Success, verbs.WCSend)
 			wantWC(t, <-got, i, verbs.Success, verbs.WCRecv)

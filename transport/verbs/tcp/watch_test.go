@@ -113,14 +113,7 @@ func leadOnce(t *testing.T, a, b *side, src, dst buf, wrid uint64) {
 	cn := qconnOf(t, a)
 	for range 50 {
 		postRecv(t, a.qp, verbs.RecvWR{WRID: wrid, Local: dst.b, LKey: dst.key})
-		got := make(chan verbs.WC, 1)
-		go func() {
-			wc, err := waitWCErr(a.cq)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- wc
-		}()
+		got := waitWCAsync(t, a.cq)
 		time.Sleep(5 * time.Millisecond) // a waits first
 		post(t, b.qp, verbs.SendWR{WRID: wrid, Op: verbs.OpSend, Local: src.b[:8], LKey: src.key})
 		wantWC(t, <-got, wrid, verbs.Success, verbs.WCRecv)

@@ -268,9 +268,17 @@ func (a *Agent) runJob(cc *ctlConn) {
 	spec := v.(*jobSpec)
 	// From now on the submitter's departure ends the job, during its setup too (a cut link
 	// leaves the TCP connection open for minutes, and the start frame may never come).
-	leaves, unwatch := a.cl.watchLeaves(spec.Submitter)
+	// So does this host's isolation from every other host of the job: a host cut off
+	// right after the start may never have learned of the submitter through gossip.
+	var others []string
+	for _, h := range spec.Roster.Hosts {
+		if h != a.name {
+			others = append(others, h)
+		}
+	}
+	leaves, unwatch := a.cl.watchLeaves(append([]string{spec.Submitter}, others...)...)
 	defer unwatch()
-	go a.watchSubmitter(cc, spec.ID, leaves)
+	go a.watchSubmitter(cc, spec.ID, spec.Submitter, len(others), leaves)
 	j, err := a.prepare(cc, spec)
 	if err != nil {
 		var ue *UsageError
@@ -460,13 +468,38 @@ func (j *agentJob) stdinWriter(w *os.File) {
 	w.Close()
 }
 
+// isolatedGrace is how long an agent that has lost every other host of a job waits for
+// the submitter to end the job (it does so, naming the host it lost, when it can still
+// reach this agent) before it ends the job's ranks here itself.
+const isolatedGrace = 3 * time.Second
+
 // watchSubmitter closes the control connection of job id when memberlist declares its
-// submitter dead or gone (leaves watches it alone); runJob or serve then ends the job.
-// It returns when the subscription ends.
-func (a *Agent) watchSubmitter(cc *ctlConn, id string, leaves <-chan leaveEvent) {
-	if ev, ok := <-leaves; ok {
-		a.log.Printf("job %s: submitter %s %s", id, ev.Name, ev.how())
-		cc.close()
+// submitter dead or gone, or, after isolatedGrace, once all nOthers other hosts of the
+// job are (leaves watches the submitter and those hosts); runJob or serve then ends the
+// job. It returns when the subscription ends.
+func (a *Agent) watchSubmitter(cc *ctlConn, id, submitter string, nOthers int, leaves <-chan leaveEvent) {
+	gone := map[string]bool{}
+	var isolated <-chan time.Time
+	for {
+		select {
+		case ev, ok := <-leaves:
+			if !ok {
+				return
+			}
+			if ev.Name == submitter {
+				a.log.Printf("job %s: submitter %s %s", id, ev.Name, ev.how())
+				cc.close()
+				return
+			}
+			gone[ev.Name] = true
+			if len(gone) == nOthers && isolated == nil {
+				isolated = time.After(isolatedGrace)
+			}
+		case <-isolated:
+			a.log.Printf("job %s: every other host of the job is gone and the submitter has not ended it: ending it here", id)
+			cc.close()
+			return
+		}
 	}
 }
 

@@ -41,3 +41,55 @@ func TestSweepStaleDirs(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchSubmitterIsolation: the job's control connection is closed when the
+// submitter departs; when only other hosts of the job depart it stays open while one
+// remains, and is closed isolatedGrace after the last one (a host cut off before gossip
+// told it of the submitter still ends its ranks).
+func TestWatchSubmitterIsolation(t *testing.T) {
+	a := &Agent{log: log.New(io.Discard, "", 0)}
+	closedWithin := func(c net.Conn, d time.Duration) bool {
+		c.SetReadDeadline(time.Now().Add(d))
+		_, err := c.Read(make([]byte, 1))
+		return err == io.EOF || err == io.ErrClosedPipe
+	}
+	run := func(events ...string) (peer net.Conn, leaves chan leaveEvent, done chan struct{}) {
+		mine, peer := net.Pipe()
+		leaves, done = make(chan leaveEvent, 8), make(chan struct{})
+		go func() {
+			a.watchSubmitter(&ctlConn{c: mine}, "job", "sub", 2, leaves)
+			close(done)
+		}()
+		for _, n := range events {
+			leaves <- leaveEvent{Name: n}
+		}
+		return peer, leaves, done
+	}
+
+	peer, _, done := run("sub")
+	if !closedWithin(peer, 5*time.Second) {
+		t.Fatal("the submitter's departure left the control connection open")
+	}
+	<-done
+
+	peer, leaves, done := run("h1")
+	if closedWithin(peer, isolatedGrace+time.Second) {
+		t.Fatal("one other host's departure closed the control connection: the submitter names it")
+	}
+	start := time.Now()
+	leaves <- leaveEvent{Name: "h2"}
+	if !closedWithin(peer, isolatedGrace+5*time.Second) {
+		t.Fatal("losing every other host of the job left the control connection open")
+	}
+	if d := time.Since(start); d < isolatedGrace/2 {
+		t.Fatalf("closed %v after isolation, before the submitter's grace", d)
+	}
+	<-done
+
+	peer, leaves, done = run("h1", "h2")
+	close(leaves) // the job ended first
+	<-done
+	if closedWithin(peer, 100*time.Millisecond) {
+		t.Fatal("a watch whose job ended closed the control connection")
+	}
+}

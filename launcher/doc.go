@@ -69,7 +69,9 @@
 //     or memberlist declares it dead or gone (a hung host or a cut link, in about 1-2 s),
 //     also before the ranks start (while golaunch connects to the agents and while they
 //     set the job up: then no rank starts), and at once for an agent that departed after
-//     golaunch read the member list;
+//     golaunch read the member list (the agent on the far side of a cut ends its own
+//     ranks when memberlist declares the submitter dead, or isolatedGrace after it lost
+//     every other host of the job);
 //   - at a startup check (--startup-timeout after the start, then every such period
 //     until some rank has reached PMI init), a running rank has not reached PMI init
 //     while another has;

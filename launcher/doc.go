@@ -125,11 +125,12 @@
 // goroutine, fed by one reader goroutine per agent connection (which also writes output,
 // so a rank's output always precedes its exit report). An agent's rejoin loop is one
 // goroutine, woken by a ticker and by the ping delegate. A job's spawner (spawn.go) holds
-// the ranks' idle-role watcher (tcp.Watcher: one goroutine on a timer, 1 ms once a rank
-// has opened its tcp device, 10 ms before; only for jobs that may use tcp: --transport
-// tcp, or ranks on several hosts), which hands the tcp reading roles that ranks leave
-// idle back to their progress goroutines and rings ranks whose progress goroutines are
-// stranded (docs/launcher.md "Idle-role watch"); it stops with the spawner. Every
+// the ranks' idle-role watcher (tcp.Watcher: one goroutine on a timer, 1 ms while a
+// rank needs it (it led a tcp wait, or has a window), 50 ms otherwise; only for jobs that
+// may use tcp: --transport tcp, or ranks on several hosts), which hands the tcp reading
+// roles that ranks leave idle back to their progress goroutines and rings ranks whose
+// progress goroutines are stranded (docs/launcher.md "Idle-role watch"); it stops with
+// the spawner. Every
 // goroutine ends with its connection, its process, the job, or the cluster member (the
 // rejoin loop); no blocking wait is without a bound.
 //

@@ -71,9 +71,11 @@
 // the process idles or, on a device with an idle-role watch (Config.IdleWatch, watch.go:
 // golaunch gives every rank one), when the launcher's watcher finds it idle on two of its
 // 1 ms ticks, so that leaving Wait costs no system call. The watcher also rings a rank
-// whose reader has unread data on its socket through a tick: Go polls the network only
-// from an otherwise idle thread or every 10 ms, so a reader can be stranded while the
-// application computes (watch.go). Payloads move with one copy each way: the sender's writev goes
+// whose reader has left unread data on its socket through a tick: Go polls the network
+// only from an otherwise idle thread or every 10 ms, so a reader can be stranded while
+// the application computes (watch.go). It ticks every 1 ms only for a rank that has led
+// a wait or holds memory peers may write or update (windows), else every 50 ms: its
+// wake-ups cost the cores that ranks need. Payloads move with one copy each way: the sender's writev goes
 // straight from the caller's buffer (or pinned target memory, for read responses), and
 // the reader reads large payloads straight into target memory, the receive buffer or the
 // read's Local. PostSend writes its frame itself with one non-blocking writev; only a

@@ -95,6 +95,9 @@ func (p *pd) register(m *mr) error {
 	p.d.mrMu.Lock()
 	p.d.mrs[m.key] = m
 	p.d.mrMu.Unlock()
+	if p.d.watch != nil && exposes(m.access) {
+		p.d.watch.expose(1)
+	}
 	return nil
 }
 
@@ -180,6 +183,9 @@ func (m *mr) Dereg() error {
 		return newErr("dereg mr", 0, verbs.ErrInvalid, "key %#x is already deregistered", m.key)
 	}
 	m.pd.forget(m, nil)
+	if m.d.watch != nil && exposes(m.access) {
+		m.d.watch.expose(-1)
+	}
 	if m.d.isClosed() {
 		return nil // the arena and every key went with the device
 	}

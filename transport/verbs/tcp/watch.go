@@ -39,7 +39,18 @@ import (
 // pull request 51651 describes the same gap). So a reader also marks its slot while it
 // waits for its socket, the rank records each slot's socket descriptor, and the watcher,
 // which holds a pidfd of the rank (Watch.Signal), takes a duplicate of the socket
-// (pidfd_getfd) and rings when a parked reader's socket has had unread data for a tick.
+// (pidfd_getfd) and rings when a parked reader's socket held unread data at two ticks in
+// a row (data that came just before a scan is most often read at once).
+//
+// The watcher ticks every WatchTick only for ranks that need it: a rank whose device led
+// a wait and left a role idle (a connection alone on its CQ), or that holds memory peers
+// may write or update on their own (windows: regions with the RemoteWrite or RemoteAtomic
+// right). For the others it scans every watchSlow and does not watch parked readers
+// (Go's sysmon polls every 10 ms anyway). A wake-up every millisecond is not free: on
+// this machine's virtual CPUs each one, with the Go runtime's own reaction to it, costs
+// the process tens of microseconds, and the four watchers of a job over four
+// network-namespace hosts sharing 2 cores made its large Allreduce 15-25% slower, as
+// rings for data that was about to be read did (docs/benchmarks.md).
 //
 // A ring is the bell (an eventfd in the rank's poller, enough while the rank polls) and
 // WatchSignal. The rank's signal goroutine (os/signal: its thread sleeps outside the
@@ -55,8 +66,11 @@ import (
 //	word 1         slots in use (a high-water mark), written by the rank, <= watchSlots
 //	word 2         1 once the rank's device closed: the watcher ends the watch
 //	word 3         the signal that rings the rank with the bell (WatchSignal), or 0
-//	word 4         1 once the rank's device opened: the watcher ticks at WatchTick
-//	words 5..7     reserved (zero)
+//	word 4         1 once the rank's device opened: the watcher scans
+//	word 5         the device's memory regions that peers may write or update (the
+//	               RemoteWrite or RemoteAtomic right: windows), written by the rank
+//	word 6         1 once a leader of the device left a role idle, written by the rank
+//	word 7         reserved (zero)
 //	word 8+i       slot i: a count of transitions << 2 | a state (slotBusy, slotIdle,
 //	               slotParked); written by the rank only
 //	word 8+S+i     slot i's socket: a generation << 32 | the descriptor in the rank, 0
@@ -68,11 +82,14 @@ import (
 const (
 	// WatchPageSize is the size of an idle-role watch's page.
 	WatchPageSize = 4096
-	// WatchTick is the period of a Watcher: a role left idle is handed back within two.
+	// WatchTick is the period of a Watcher while a rank needs it: a role left idle is
+	// handed back within two.
 	WatchTick = time.Millisecond
-	// watchSlow is a Watcher's period while no rank has opened a tcp device (shm-only
-	// jobs).
-	watchSlow = 10 * time.Millisecond
+	// watchSlow is a Watcher's period while no rank needs a fast one: none has led a wait
+	// or exposed memory to one-sided writes yet (shm-only jobs, Allreduce over tcp with a
+	// connection per peer). A rank's first idle role is handed back within about
+	// watchSlow.
+	watchSlow = 50 * time.Millisecond
 
 	// WatchSignal is the real-time signal that rings a watch together with its bell
 	// (SIGRTMIN+6 on Linux). A rank's tcp device with a watch handles it; Go ignores a
@@ -134,12 +151,16 @@ type watch struct {
 	snap    []*qconn   // the sweep's copy of conns
 	dead    bool       // closed
 
-	mu    sync.Mutex
-	conns []*qconn // by slot; nil: free
-	gens  []uint32 // by slot: allocations so far (the socket word's generation)
-	used  int      // slots handed out so far (the page's word 1)
-	free  []int    // freed slots below used
-	done  chan struct{}
+	leads atomic.Bool // the page's word 6 is set
+
+	mu       sync.Mutex
+	exposed  uint64   // the page's word 5
+	unmapped bool     // the page is gone (close)
+	conns    []*qconn // by slot; nil: free
+	gens     []uint32 // by slot: allocations so far (the socket word's generation)
+	used     int      // slots handed out so far (the page's word 1)
+	free     []int    // freed slots below used
+	done     chan struct{}
 }
 
 // newWatch maps an IdleWatch's page, checks it and starts the sweeper. It takes
@@ -383,8 +404,38 @@ func (w *watch) close() {
 	w.bell.Close()
 	<-w.done
 	watchWord(w.page, 2).Store(1) // detached: the watcher ends the watch
+	w.mu.Lock()
+	w.unmapped = true // a late expose leaves the page alone
+	w.mu.Unlock()
 	unix.Munmap(w.page)
 }
+
+// expose counts a memory region with the RemoteWrite or RemoteAtomic right in (delta 1)
+// or out (-1): while the device has one, the watcher ticks fast for it.
+func (w *watch) expose(delta int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.unmapped {
+		return
+	}
+	w.exposed += uint64(delta)
+	watchWord(w.page, 5).Store(w.exposed)
+}
+
+// led records in the page, once, that a leader of the device left a role idle: the
+// watcher ticks fast for the device from then on. Called with a slot held (the page is
+// mapped).
+func (w *watch) led() {
+	if !w.leads.Load() {
+		w.leads.Store(true)
+		watchWord(w.page, 6).Store(1)
+	}
+}
+
+// exposes reports whether a region with access counts for the watch: one that peers may
+// change without the rank taking part, which only the rank's progress (its reader
+// goroutines) serves.
+func exposes(access verbs.Access) bool { return access&(verbs.RemoteWrite|verbs.RemoteAtomic) != 0 }
 
 // deferRoleLocked leaves cn's idle role to the watcher: it marks cn's slot idle instead
 // of writing the role eventfd. It reports false when cn has no slot and none is free.
@@ -393,6 +444,7 @@ func (cn *qconn) deferRoleLocked() bool {
 	if cn.wslot < 0 {
 		return false
 	}
+	cn.d.watch.led()
 	setSlot(cn.d.watch.slot(cn.wslot), slotIdle)
 	cn.rolePosted = false
 	return true
@@ -402,6 +454,7 @@ func (cn *qconn) deferRoleLocked() bool {
 // with the CQ's mu held.
 func (cn *qconn) idleLocked() {
 	if cn.wslot >= 0 {
+		cn.d.watch.led()
 		setSlot(cn.d.watch.slot(cn.wslot), slotIdle)
 	}
 }
@@ -451,7 +504,7 @@ func (cn *qconn) wakeIdle() {
 // the rank (verbs.Config.IdleWatch, through the launch contract), gives the watch the
 // started process (Watch.Signal), and the Watcher's goroutine rings a rank when one of
 // its roles stayed idle through a tick, or a parked reader's socket held unread data
-// through one. It must run in another process than the rank: in the rank itself its
+// through one (ticking fast only for ranks that need it). It must run in another process than the rank: in the rank itself its
 // timer costs more than it saves. Safe for concurrent use.
 type Watcher struct {
 	tick time.Duration
@@ -466,15 +519,24 @@ type Watcher struct {
 
 // Watch is a Watcher's end of one watch. Its fields are guarded by the Watcher's mu.
 type Watch struct {
-	w     *Watcher
-	page  []byte
-	bell  int         // the watcher's own descriptor of the eventfd
-	proc  *os.Process // signalled with WatchSignal when rung; nil: the bell only
-	pidfd int         // the rank's pidfd, for its sockets; -1: none
-	socks [watchSlots]watchedSock
-	last  [watchSlots]uint64
-	cand  []int         // stale parked slots of a scan
-	pfds  []unix.PollFd // their sockets
+	w      *Watcher
+	page   []byte
+	bell   int         // the watcher's own descriptor of the eventfd
+	proc   *os.Process // signalled with WatchSignal when rung; nil: the bell only
+	pidfd  int         // the rank's pidfd, for its sockets; -1: none
+	socks  [watchSlots]watchedSock
+	last   [watchSlots]uint64
+	held   [watchSlots]heldData
+	cand   []int         // stale parked slots of a scan
+	pfds   []unix.PollFd // their sockets
+	pslots []int         // the slots of pfds
+}
+
+// heldData records that a slot's socket held unread data at a scan, in the parked wait
+// whose slot word was word.
+type heldData struct {
+	word uint64
+	ok   bool
 }
 
 // watchedSock is the watcher's duplicate of a slot's socket.
@@ -483,8 +545,9 @@ type watchedSock struct {
 	fd   int    // -1: none (or pidfd_getfd failed for this word)
 }
 
-// NewWatcher starts a watcher that scans its pages every tick (WatchTick if tick <= 0),
-// and every 50 ms while no page has a slot in use.
+// NewWatcher starts a watcher that scans its pages every tick (WatchTick if tick <= 0)
+// while one of its ranks needs it (a leader of the rank left a role idle, or the rank
+// exposes memory to one-sided writes), else every 50 ms.
 func NewWatcher(tick time.Duration) *Watcher {
 	if tick <= 0 {
 		tick = WatchTick
@@ -637,20 +700,38 @@ func (h *Watch) forgetClosed(n int) {
 	}
 }
 
-// anyReadable reports whether one of the slots' sockets holds unread data, in one poll
-// that consumes nothing. Called with mu held.
-func (h *Watch) anyReadable(slots []int) bool {
-	h.pfds = h.pfds[:0]
+// heldReadable reports whether one of the slots' sockets holds unread data that it held
+// at the previous scan too, in the same parked wait (its slot's word unchanged): data
+// left unread for a whole tick. Data that came a moment before a scan does not count: the
+// rank's poller is likely about to hand it to the reader, and on a machine whose cores
+// are all busy nearly every scan would ring (a fifth of them did, measured across four
+// network-namespace hosts). One poll, which consumes nothing; it records which sockets
+// hold data now. Called with mu held, after staleSlots recorded the slots' words in last.
+func (h *Watch) heldReadable(slots []int) bool {
+	h.pfds, h.pslots = h.pfds[:0], h.pslots[:0]
 	for _, i := range slots {
 		if fd := h.sock(i); fd >= 0 {
 			h.pfds = append(h.pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+			h.pslots = append(h.pslots, i)
+		} else {
+			h.held[i].ok = false
 		}
 	}
 	if len(h.pfds) == 0 {
 		return false
 	}
 	n, err := unix.Poll(h.pfds, 0)
-	return err == nil && n > 0
+	ring := false
+	for k, i := range h.pslots {
+		s := &h.held[i]
+		if err != nil || n == 0 || h.pfds[k].Revents == 0 {
+			s.ok = false
+			continue
+		}
+		ring = ring || s.ok && s.word == h.last[i]
+		s.ok, s.word = true, h.last[i]
+	}
+	return ring
 }
 
 // Remove ends the watch. It may be called more than once.
@@ -711,7 +792,7 @@ func (w *Watcher) run() {
 }
 
 // scan rings every rank with a stale slot and returns the time to the next scan: a tick
-// while some rank has its device open, else the slow period.
+// while some rank needs it (see the page's words 5 and 6), else the slow period.
 func (w *Watcher) scan() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -724,12 +805,20 @@ func (w *Watcher) scan() time.Duration {
 		if watchWord(p.page, 4).Load() == 0 {
 			continue // not attached yet
 		}
-		next = w.tick
 		n := int(watchWord(p.page, 1).Load())
-		p.forgetClosed(n)
-		var idle bool
-		idle, p.cand = staleSlots(func(i int) uint64 { return slotWord(p.page, i).Load() }, n, p.last[:], p.cand[:0])
-		if idle || len(p.cand) > 0 && p.anyReadable(p.cand) {
+		fast := watchWord(p.page, 5).Load() != 0 || watchWord(p.page, 6).Load() != 0
+		if fast {
+			next = w.tick
+			p.forgetClosed(n)
+		} else {
+			p.forgetClosed(0) // parked readers are watched only while fast
+		}
+		var ring bool
+		ring, p.cand = staleSlots(func(i int) uint64 { return slotWord(p.page, i).Load() }, n, p.last[:], p.cand[:0])
+		if fast && !ring && len(p.cand) > 0 {
+			ring = p.heldReadable(p.cand)
+		}
+		if ring {
 			unix.Write(p.bell, eventOne[:])
 			if p.proc != nil {
 				p.proc.Signal(WatchSignal) // fails only once the rank is gone

@@ -149,6 +149,67 @@ func TestIdleWatchHandsRoleBack(t *testing.T) {
 	}
 }
 
+// TestWatchPace: the watcher ticks fast only for a rank that needs it: one whose device
+// holds memory peers may write or update (RemoteWrite or RemoteAtomic rights; read-only
+// memory does not count), and, for good, one whose leader has left a role idle. For the
+// others it scans at the slow period and holds no duplicate of their sockets.
+func TestWatchPace(t *testing.T) {
+	w := NewWatcher(time.Hour) // scanned by hand: a fast scan asks for an hour
+	defer w.Close()
+	a := newSide(t, openDev(t, watchedCfg(t, w)), verbs.QPAttr{})
+	b := newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
+	connect(t, a, b)
+	pace := func(want time.Duration, why string) {
+		t.Helper()
+		if got := w.scan(); got != want {
+			t.Fatalf("%s: the next scan is in %v, want %v", why, got, want)
+		}
+	}
+	pace(watchSlow, "a fresh device")
+	ro, err := a.pd.AllocMR(64, verbs.LocalWrite|verbs.RemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pace(watchSlow, "memory peers may only read")
+	for _, access := range []verbs.Access{verbs.RemoteWrite, verbs.RemoteAtomic} {
+		mr, err := a.pd.AllocMR(64, access)
+		if err != nil {
+			t.Fatal(err)
+		}
+		user, err := a.pd.RegMR(make([]byte, 64), access)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pace(time.Hour, fmt.Sprintf("memory with the %v right", access))
+		mr.Dereg()
+		pace(time.Hour, "user memory still registered")
+		user.Dereg()
+		pace(watchSlow, "every such region deregistered")
+	}
+	ro.Dereg()
+	w.mu.Lock()
+	for h := range w.pages {
+		for i := range h.socks {
+			if h.socks[i].fd >= 0 {
+				t.Errorf("the watcher holds a duplicate of slot %d's socket of a rank it scans slowly", i)
+			}
+		}
+	}
+	w.mu.Unlock()
+	src := newBuf(t, b, arenaMem, 64)
+	local, err := a.pd.AllocMR(8, verbs.LocalWrite) // exposes nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := buf{local.Bytes(), local.LKey()}
+	leadOnce(t, a, b, src, dst, 1)
+	pace(time.Hour, "a leader left a role idle")
+	post(t, b.qp, verbs.SendWR{WRID: 2, Op: verbs.OpSend, Local: src.b[:8], LKey: src.key})
+	postRecv(t, a.qp, verbs.RecvWR{WRID: 2, Local: dst.b, LKey: dst.key})
+	wantWC(t, waitWC(t, a.cq), 2, verbs.Success, verbs.WCRecv)
+	pace(time.Hour, "the role taken back: the rank leads, and stays watched")
+}
+
 // TestIdleWatchCloseIdleRole: closing a QP (and its device) whose role was left to the
 // watcher, which never rings, returns at once: the close wakes the reader itself. The
 // watcher then ends the device's watch.
@@ -414,7 +475,8 @@ func TestIdleWatchProcess(t *testing.T) {
 
 // TestWatchReadable: the watcher takes a duplicate of a slot's socket from the rank
 // (pidfd_getfd; here the rank is this process) and sees unread data on it without
-// consuming any, and takes a new duplicate when the slot names another socket.
+// consuming any; it rings for data unread at two scans of one parked wait, and takes a
+// new duplicate when the slot names another socket.
 func TestWatchReadable(t *testing.T) {
 	w := NewWatcher(time.Hour)
 	defer w.Close()
@@ -449,40 +511,49 @@ func TestWatchReadable(t *testing.T) {
 		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
 		return fds[0], fds[1]
 	}
-	readable := func() bool {
+	scan := func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		return h.anyReadable([]int{0})
+		return h.heldReadable([]int{0})
 	}
 	a, b := pair()
 	fdWord(h.page, 0).Store(1<<32 | uint64(a))
-	if readable() {
+	if scan() {
 		t.Fatal("an empty socket reads as readable")
 	}
 	if _, err := unix.Write(b, []byte("request")); err != nil {
 		t.Fatal(err)
 	}
+	if scan() {
+		t.Fatal("data seen at one scan only rings")
+	}
 	for range 2 {
-		if !readable() {
-			t.Fatal("a socket with unread data reads as not readable")
+		if !scan() {
+			t.Fatal("a socket with data unread since the previous scan does not ring")
 		}
+	}
+	h.last[0] += 4 // the reader read and parked again: its slot's count moved on
+	if scan() {
+		t.Fatal("data seen in an earlier parked wait rings")
 	}
 	buf := make([]byte, 16)
 	if n, err := unix.Read(a, buf); err != nil || string(buf[:n]) != "request" {
 		t.Fatalf("the rank's read got %q, %v: the watcher consumed data", buf[:n], err)
 	}
-	if readable() {
-		t.Fatal("a drained socket reads as readable")
+	for range 2 {
+		if scan() {
+			t.Fatal("a drained socket reads as readable")
+		}
 	}
 	c, d := pair()
 	fdWord(h.page, 0).Store(2<<32 | uint64(c)) // the slot now names another socket
 	unix.Write(d, []byte("x"))
 	unix.Write(b, nil)
-	if !readable() {
+	if scan() || !scan() {
 		t.Fatal("the watcher kept the old socket's duplicate")
 	}
 	fdWord(h.page, 0).Store(0)
-	if readable() {
+	if scan() {
 		t.Fatal("a slot without a socket reads as readable")
 	}
 
@@ -495,7 +566,7 @@ func TestWatchReadable(t *testing.T) {
 	e, f := ef[0], ef[1]
 	defer unix.Close(f)
 	fdWord(h.page, 0).Store(3<<32 | uint64(e))
-	readable()
+	scan()
 	fdWord(h.page, 0).Store(0) // the rank released the slot
 	w.mu.Lock()
 	h.forgetClosed(1)

@@ -182,8 +182,8 @@
 // it returns:
 //
 //   - shm and hier, vectors above 8 KiB (scratch_shm.go): each rank carves a new region
-//     for its two big buffers from its arena (AllocRegion: a new key, registered with
-//     every device), writes a byte of every page (each a page fault and a zeroed page,
+//     for its two big buffers from its arena (AllocHostRegion: a new key, registered
+//     with the shared-memory device), writes a byte of every page (each a page fault and a zeroed page,
 //     since the last release gave the pages back), and publishes the region's description
 //     with one step of the flags; every rank attaches (validates and pins the key, maps)
 //     each peer's region and reads a byte of every page (a fault per page in its own

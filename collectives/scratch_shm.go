@@ -10,9 +10,9 @@ import (
 // big buffers acquires a region of its own per member and releases it before returning:
 //
 //   - acquireBig: the member carves a region of two big buffers from its arena
-//     (AllocRegion: a new key, registered with every device), writes a byte of every
-//     page (its pages were given back to the kernel by the last release, so each is a
-//     page fault and a zeroed page), and publishes the region's description in its
+//     (AllocHostRegion: a new key, registered with the shared-memory device), writes a
+//     byte of every page (its pages were given back to the kernel by the last release,
+//     so each is a page fault and a zeroed page), and publishes the region's description in its
 //     small slot with one step of the flags; each member then attaches every peer's
 //     region (Attach: validate and pin the key, map) and reads a byte of every page (a
 //     fault per page in its own page table).
@@ -33,7 +33,7 @@ const shmFreshMeta = 1 << 62
 // bytes bytes (a collective step over the group).
 func (g *shmGroup) acquireBig(c call, chunk, bytes int) error {
 	w := c.s.comm
-	r, err := w.AllocRegion(2 * chunk)
+	r, err := w.AllocHostRegion(2 * chunk)
 	if err != nil {
 		return fmt.Errorf("fresh shared-memory scratch: %w", err)
 	}

@@ -179,7 +179,7 @@ func (g *shmGroup) setup(c call, chunk int, fresh bool) error {
 	}
 	g.fresh = fresh
 	w := c.s.comm
-	r, err := w.AllocRegion(shmRegionSize(chunk))
+	r, err := w.AllocHostRegion(shmRegionSize(chunk))
 	if err != nil {
 		return fmt.Errorf("shared-memory scratch: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -56,7 +57,18 @@ type Region struct {
 
 // AllocRegion returns n bytes of pre-registered arena memory (zeroed on first use; it may
 // hold old data on reuse), accessible to every peer. In a world of one it is plain memory.
-func (w *World) AllocRegion(n int) (*Region, error) {
+func (w *World) AllocRegion(n int) (*Region, error) { return w.allocRegion(n, false) }
+
+// AllocHostRegion is AllocRegion for memory that only the ranks on this host use (they
+// map it): it is carved from the shared-memory device's arena and registered with that
+// device alone, so its description carries no tcp key and a peer over tcp cannot attach
+// it. A rank's tcp device then holds no memory that peers may write for it, and
+// golaunch's idle-role watcher stays slow for the rank (docs/launcher.md). It fails with
+// ErrTransport on a rank without a shared-memory device; in a world of one it is plain
+// memory.
+func (w *World) AllocHostRegion(n int) (*Region, error) { return w.allocRegion(n, true) }
+
+func (w *World) allocRegion(n int, host bool) (*Region, error) {
 	if n < 0 {
 		return nil, invalidf("region of %d bytes", n)
 	}
@@ -69,13 +81,24 @@ func (w *World) AllocRegion(n int) (*Region, error) {
 		r.buf = alignedBytes(n)
 		return r, nil
 	}
-	r.mrs = make([]verbs.MR, len(e.devs))
-	mr, err := e.devs[0].pd.AllocMR(max(n, 8), rmaAccess)
-	if err != nil {
-		return nil, fmt.Errorf("%w: allocate %d bytes of window memory from the %s arena: %w", ErrTransport, n, e.devs[0].name, err)
+	first := 0 // the device whose arena the memory comes from
+	if host {
+		first = slices.IndexFunc(e.devs, func(d *device) bool { return d.name != "tcp" })
+		if first < 0 {
+			return nil, fmt.Errorf("%w: a host-local region needs the shared-memory device, and this rank has only %s",
+				ErrTransport, e.devs[0].name)
+		}
 	}
-	r.mrs[0], r.buf = mr, mr.Bytes()[:n:n]
-	for i := 1; i < len(e.devs); i++ {
+	r.mrs = make([]verbs.MR, len(e.devs))
+	mr, err := e.devs[first].pd.AllocMR(max(n, 8), rmaAccess)
+	if err != nil {
+		return nil, fmt.Errorf("%w: allocate %d bytes of window memory from the %s arena: %w", ErrTransport, n, e.devs[first].name, err)
+	}
+	r.mrs[first], r.buf = mr, mr.Bytes()[:n:n]
+	for i := range e.devs {
+		if i == first || host && e.devs[i].name == "tcp" {
+			continue
+		}
 		if r.mrs[i], err = e.devs[i].pd.RegMR(mr.Bytes(), rmaAccess); err != nil {
 			r.Free()
 			return nil, fmt.Errorf("%w: register window memory with %s: %w", ErrTransport, e.devs[i].name, err)

@@ -504,8 +504,9 @@ func (cn *qconn) wakeIdle() {
 // the rank (verbs.Config.IdleWatch, through the launch contract), gives the watch the
 // started process (Watch.Signal), and the Watcher's goroutine rings a rank when one of
 // its roles stayed idle through a tick, or a parked reader's socket held unread data
-// through one (ticking fast only for ranks that need it). It must run in another process than the rank: in the rank itself its
-// timer costs more than it saves. Safe for concurrent use.
+// through one (ticking fast only for ranks that need it). It must run in another
+// process than the rank: in the rank itself its timer costs more than it saves. Safe for
+// concurrent use.
 type Watcher struct {
 	tick time.Duration
 

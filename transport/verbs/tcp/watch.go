@@ -151,8 +151,6 @@ type watch struct {
 	snap    []*qconn   // the sweep's copy of conns
 	dead    bool       // closed
 
-	leads atomic.Bool // the page's word 6 is set
-
 	mu       sync.Mutex
 	exposed  uint64   // the page's word 5
 	unmapped bool     // the page is gone (close)
@@ -426,9 +424,8 @@ func (w *watch) expose(delta int) {
 // watcher ticks fast for the device from then on. Called with a slot held (the page is
 // mapped).
 func (w *watch) led() {
-	if !w.leads.Load() {
-		w.leads.Store(true)
-		watchWord(w.page, 6).Store(1)
+	if word := watchWord(w.page, 6); word.Load() == 0 {
+		word.Store(1)
 	}
 }
 

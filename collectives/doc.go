@@ -46,8 +46,8 @@
 //     long Allreduce). Flags, not messages: a waiting rank spins briefly (a bare spin
 //     when every rank has a processor), then sleeps on the publisher's doorbell (a shared
 //     futex) while checking ctx and the publisher's liveness. When the host has more
-//     ranks than processors (GOLAUNCH_LOCAL_SIZE above the processors this process may
-//     run on), a waiting rank instead gives its processor away (sched_yield) at every
+//     ranks than processors (World.LocalSize above World.HostCPUs, the processors the
+//     host gives the job, which golaunch passes), a waiting rank instead gives its processor away (sched_yield) at every
 //     poll, for up to a millisecond before it sleeps, so that the ranks sharing a core
 //     take turns at once, as Open MPI does when it knows it oversubscribes.
 //   - allreduce_hier.go: jobs spanning hosts: the ranks of each host reduce to the host's

@@ -188,7 +188,7 @@ func (g *shmGroup) setup(c call, chunk int, fresh bool) error {
 		shmOffFlag + shmLine + shmFlagMeta, shmOffSleep, shmOffBell} {
 		atomic.StoreUint64(word(b, off), 0)
 	}
-	g.oversub = w.LocalSize() > goruntime.NumCPU()
+	g.oversub = w.LocalSize() > w.HostCPUs()
 	g.region, g.chunk, g.seq, g.bigNext, g.bigFree = r, chunk, 0, 0, [2]uint64{}
 	g.broken = true // until the exchange below completes
 	desc := r.AppendDesc(make([]byte, 0, 64))

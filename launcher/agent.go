@@ -233,6 +233,7 @@ type agentJob struct {
 	srv   *pmi.Server
 	sp    *spawner
 	local []int // this host's ranks, in order
+	cpus  []int // the processors this agent may use, which its ranks are bound within (bind.go)
 
 	mu         sync.Mutex
 	procs      map[int]*rankProc
@@ -337,6 +338,7 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 	// idle-role watches (a one-host auto job runs on shm, and its watcher would only tick).
 	tcpMaybe := j.spec.Transport == "tcp" || j.spec.Transport != "shm" && len(j.spec.Roster.Hosts) > 1
 	j.sp = newSpawner(tcpMaybe)
+	j.cpus = agentCPUs()
 	return j, nil
 }
 
@@ -357,7 +359,7 @@ func (j *agentJob) startRanks() {
 		c := pmi.Contract{JobID: j.spec.ID, Rank: rank, Size: j.spec.Roster.Size,
 			LocalRank: j.spec.Roster.LocalRank[rank], LocalSize: j.spec.Roster.LocalSize[j.spec.Node],
 			NodeRank: j.spec.Node, NumNodes: len(j.spec.Roster.Hosts), Host: j.host(),
-			AgentSock: j.sock, Transport: j.spec.Transport, TCPAddr: j.a.cl.advertiseIP()}
+			AgentSock: j.sock, Transport: j.spec.Transport, TCPAddr: j.a.cl.advertiseIP(), HostCPUs: len(j.cpus)}
 		j.mu.Lock()
 		aborting := j.aborting
 		j.mu.Unlock()
@@ -367,8 +369,9 @@ func (j *agentJob) startRanks() {
 			continue
 		}
 		r := rank
-		p, err := spawnRank(j.sp, j.path, j.spec.Args, rankEnv(base, j.spec.Env, c), dir, rank,
-			c.LocalRank, func(stream int, data []byte) { j.send(fOutput, encodeOutput(r, stream, data)) })
+		cpus, env := bindRank(j.spec.BindTo, j.cpus, c.LocalRank, c.LocalSize, rankEnv(base, j.spec.Env, c))
+		p, err := spawnRank(j.sp, j.path, j.spec.Args, env, dir, rank,
+			c.LocalRank, cpus, func(stream int, data []byte) { j.send(fOutput, encodeOutput(r, stream, data)) })
 		if err != nil {
 			failed = err
 			j.send(fExit, exitMsg{Rank: rank, Code: -1, Err: err.Error()})

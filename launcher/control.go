@@ -243,6 +243,7 @@ type jobSpec struct {
 	Roster    Roster   // the whole rank table
 	Node      int      // the receiving agent's index in Roster.Hosts
 	Transport string   // auto, shm or tcp
+	BindTo    string   // auto, core or none (bind.go); "" from an older submitter: auto
 	Grace     time.Duration
 }
 
@@ -259,7 +260,10 @@ func (s *jobSpec) check() error {
 	if s.Grace < 0 || s.Grace > time.Hour {
 		return fmt.Errorf("grace %v out of range", s.Grace)
 	}
-	return nil
+	if s.BindTo == "" {
+		s.BindTo = BindAuto
+	}
+	return checkBindTo(s.BindTo)
 }
 
 type rejectMsg struct {

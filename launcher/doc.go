@@ -28,6 +28,14 @@
 // the submitter, which prints the output (tagged "[rank] " per whole line when N>1, or to
 // --output-dir/rank.N.log) and forwards its stdin to rank 0.
 //
+// The spawning thread binds itself to a rank's processors for the fork, so the rank
+// starts bound (--bind-to, bind.go): by default only on a host whose ranks outnumber the
+// agent's processors, the ranks then dealt to the processors in turn (local rank l on
+// processor l mod c), except ranks that sleep for every message (GORMA_PROGRESS=block).
+// A rank bound to one processor gets GOMAXPROCS=2 unless its environment sets one, and
+// every rank gets GOLAUNCH_HOST_CPUS, the agent's processor count, which its own affinity
+// no longer tells.
+//
 // # Cluster and control protocol
 //
 // Agents gossip with hashicorp/memberlist, encrypted with the cluster key (16, 24 or 32

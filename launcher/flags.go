@@ -31,6 +31,7 @@ type Options struct {
 	StartupTimeout time.Duration
 	Grace          time.Duration
 	Transport      string // auto, shm or tcp
+	BindTo         string // auto, core or none: binding of ranks to processors (bind.go)
 	Join           string // agent address to submit to; "" runs locally
 	Keyfile        string // cluster key, with Join
 	Bind           string // gossip address of the submitter, with Join
@@ -79,7 +80,7 @@ func jobFlags(o *Options) (*pflag.FlagSet, *string, *string, *[]string) {
 	fs.SortFlags = false
 	hostList, hostfile := new(string), new(string)
 	env := new([]string)
-	o.Grace, o.StartupTimeout, o.Transport = DefaultGrace, DefaultStartupTimeout, "auto"
+	o.Grace, o.StartupTimeout, o.Transport, o.BindTo = DefaultGrace, DefaultStartupTimeout, "auto", BindAuto
 	fs.IntVarP(&o.NP, "np", "n", 0, "number of ranks (also -np N); default: the slots of -H/--hostfile, the cluster's slots with --join, else the CPUs")
 	fs.StringVarP(hostList, "host", "H", "", "`host:slots,...` to place ranks on, in order (with --join: agent names; locally: this host only)")
 	fs.StringVar(hostfile, "hostfile", "", "`file` of hosts, one per line: \"host slots=N\" or \"host:N\", # comments")
@@ -90,6 +91,7 @@ func jobFlags(o *Options) (*pflag.FlagSet, *string, *string, *[]string) {
 	fs.Var(durationFlag{&o.StartupTimeout}, "startup-timeout", "every rank must reach PMI init within this `duration` of the start (checked again each period until one rank has reached it); 0 means no limit")
 	fs.Var(durationFlag{&o.Grace}, "grace", "delay between SIGTERM and SIGKILL when the job is aborted")
 	fs.StringVar(&o.Transport, "transport", "auto", "transport between ranks: auto, shm or tcp")
+	fs.StringVar(&o.BindTo, "bind-to", BindAuto, "bind ranks to processors: auto (hosts with more ranks than processors, the ranks in turn), core (every host) or none")
 	fs.StringVar(&o.Join, "join", "", "submit to the agent cluster at `host:port` instead of running locally")
 	fs.StringVar(&o.Keyfile, "keyfile", "", "cluster key `file` (with --join): 16, 24 or 32 bytes, raw or hex")
 	fs.StringVar(&o.Bind, "bind", "", "gossip `address` of this submitter with --join (default: the local address that reaches --join, port 0)")
@@ -135,6 +137,9 @@ func ParseArgs(args []string, getenv func(string) (string, bool)) (*Options, err
 	case "auto", "shm", "tcp":
 	default:
 		return nil, usagef("--transport %q: want auto, shm or tcp", o.Transport)
+	}
+	if err := checkBindTo(o.BindTo); err != nil {
+		return nil, usagef("%v", err)
 	}
 	if err := o.parseHosts(*hostList, *hostfile); err != nil {
 		return nil, err
@@ -373,6 +378,7 @@ Examples:
   golaunch -np 8 --timeout 10m ./solver in.dat
   golaunch -n 2 -x OMP_NUM_THREADS=1 -x PATH ./bench --json
   golaunch -n 4 --output-dir logs ./prog    logs/rank.0.log ... logs/rank.3.log
+  golaunch -n 8 --bind-to none ./prog       more ranks than cores, left unbound
   golaunch -n 16 --join node1:7946 --keyfile ~/.gorma.key ./prog
   golaunch -H node1:4,node2:4 --join node1:7946 --keyfile ~/.gorma.key ./prog
 

@@ -51,8 +51,10 @@ func TestParseArgs(t *testing.T) {
 		}},
 		{"defaults", []string{"prog"}, func(o *Options) bool {
 			return o.NP == 0 && o.Grace == DefaultGrace && o.StartupTimeout == DefaultStartupTimeout &&
-				o.Transport == "auto" && o.tagDefault && o.Timeout == 0
+				o.Transport == "auto" && o.BindTo == BindAuto && o.tagDefault && o.Timeout == 0
 		}},
+		{"bind-to", []string{"--bind-to", "core", "prog"}, func(o *Options) bool { return o.BindTo == BindCore }},
+		{"bind-to none", []string{"--bind-to=none", "prog"}, func(o *Options) bool { return o.BindTo == BindNone }},
 		{"tag off", []string{"--tag-output=false", "prog"}, func(o *Options) bool { return !o.TagOutput && !o.tagDefault }},
 		{"join", []string{"--join", "h:7946", "--keyfile", "k", "prog"}, func(o *Options) bool { return o.Join == "h:7946" }},
 		{"help", []string{"--help"}, func(o *Options) bool { return o.Help }},
@@ -84,6 +86,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--bogus", "prog"}, "unknown flag: --bogus"},
 		{[]string{"-q", "prog"}, "unknown shorthand flag: 'q'"},
 		{[]string{"--transport", "ib", "prog"}, "want auto, shm or tcp"},
+		{[]string{"--bind-to", "socket", "prog"}, `--bind-to "socket": want auto, core or none`},
 		{[]string{"-x", "NOPE", "prog"}, "NOPE is not set"},
 		{[]string{"-x", "1A=2", "prog"}, "not a valid variable name"},
 		{[]string{"-x", "GOLAUNCH_RANK=2", "prog"}, "contract"},

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -329,4 +331,70 @@ func TestLaunchHello(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	mustContain(t, "stdout", r.stdout, "[0] token came back around the ring of 4 ranks")
+}
+
+// TestLaunchBindTo runs golaunch on at most 2 of this machine's processors (so that the
+// host is oversubscribed with twice as many ranks whatever the machine) and checks each
+// rank's processor set as the kernel reports it, GOLAUNCH_HOST_CPUS and GOMAXPROCS.
+func TestLaunchBindTo(t *testing.T) {
+	binaries(t)
+	cpus := agentCPUs()
+	if len(cpus) > 2 {
+		cpus = cpus[:2]
+	}
+	c := len(cpus)
+	list := func(set []int) string {
+		s := make([]string, len(set))
+		for i, p := range set {
+			s[i] = strconv.Itoa(p)
+		}
+		return strings.Join(s, ",")
+	}
+	procs := func(bound bool) string {
+		if v := os.Getenv("GOMAXPROCS"); v != "" {
+			return v
+		}
+		if bound {
+			return boundProcs
+		}
+		return strconv.Itoa(c)
+	}
+	run := func(args ...string) result {
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
+		restore, err := pinThread(cpus) // golaunch inherits the set
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer restore()
+		r := runGL(t, "", append(args, testprogBinPath(t), "cpus")...)
+		if r.code != 0 {
+			t.Fatalf("golaunch %q: exit %d\n%s", args, r.code, r.stderr)
+		}
+		return r
+	}
+	n := 2 * c
+	for _, tc := range []struct {
+		name string
+		args []string
+		n    int
+		want func(l int) (set []int, bound bool)
+	}{
+		{"auto oversubscribed: in turn", []string{"-n", strconv.Itoa(n)}, n,
+			func(l int) ([]int, bool) { return cpus[l%c : l%c+1], true }},
+		{"none", []string{"-n", strconv.Itoa(n), "--bind-to", "none"}, n,
+			func(int) ([]int, bool) { return cpus, false }},
+		{"auto, ranks that sleep", []string{"-n", strconv.Itoa(n), "-x", "GORMA_PROGRESS=block"}, n,
+			func(int) ([]int, bool) { return cpus, false }},
+		{"core, a processor each", []string{"-n", strconv.Itoa(c), "--bind-to", "core"}, c,
+			func(l int) ([]int, bool) { return cpus[l : l+1], true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(tc.args...)
+			for l := range tc.n {
+				set, bound := tc.want(l)
+				mustContain(t, "stdout", r.stdout, fmt.Sprintf("[%d] cpus %d %s %d %s\n", l, l, list(set), c, procs(bound)))
+			}
+		})
+	}
 }

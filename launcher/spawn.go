@@ -41,8 +41,9 @@ type spawner struct {
 }
 
 type spawnReq struct {
-	cmd *exec.Cmd
-	res chan error
+	cmd  *exec.Cmd
+	cpus []int // processors to bind the child to (bind.go); nil: the spawner's own
+	res  chan error
 }
 
 // newSpawner starts a spawner; watch gives each rank an idle-role watch (for jobs that may
@@ -62,7 +63,13 @@ func (s *spawner) loop() {
 	for {
 		select {
 		case r := <-s.reqs:
-			err := r.cmd.Start()
+			// The child inherits the forking thread's processor set: bind this thread
+			// for the fork, then restore it.
+			restore, err := pinThread(r.cpus)
+			if err == nil {
+				err = r.cmd.Start()
+				restore()
+			}
 			if err == nil {
 				s.dog.watch(r.cmd.Process.Pid) // each rank leads its own group
 			}
@@ -73,11 +80,11 @@ func (s *spawner) loop() {
 	}
 }
 
-// start starts cmd on the spawner's thread.
-func (s *spawner) start(cmd *exec.Cmd) error {
+// start starts cmd on the spawner's thread, bound to cpus unless that is nil.
+func (s *spawner) start(cmd *exec.Cmd, cpus []int) error {
 	res := make(chan error, 1)
 	select {
-	case s.reqs <- spawnReq{cmd, res}:
+	case s.reqs <- spawnReq{cmd, cpus, res}:
 		return <-res
 	case <-s.done:
 		return errors.New("spawner stopped")
@@ -120,8 +127,8 @@ func rankEnv(base, extra []string, c pmi.Contract) []string {
 
 // spawnRank starts one rank with its stdout and stderr on pipes read by forward (which
 // gets stream 1 or 2 and a chunk it may keep), in its own process group, with
-// Pdeathsig. Rank 0 also gets a stdin pipe.
-func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, local int,
+// Pdeathsig, bound to cpus unless that is nil. Rank 0 also gets a stdin pipe.
+func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, local int, cpus []int,
 	forward func(stream int, data []byte)) (*rankProc, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Args[0] = path
@@ -169,7 +176,7 @@ func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, l
 			watch, p.unwatch = h, h.Remove
 		}
 	}
-	err = sp.start(cmd)
+	err = sp.start(cmd, cpus)
 	closeAll(childEnds)
 	if err != nil {
 		if p.unwatch != nil {

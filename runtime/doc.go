@@ -107,7 +107,13 @@
 // has a core), hybrid (spin for GORMA_SPIN, default 50us, then sleep until woken; the
 // default; while this rank's rendezvous sends are being read it spins longer, as long as
 // copying their bytes at 4 GB/s would take, up to 1 ms, unless the host's ranks
-// outnumber its processors) or block (sleep at once: best when ranks outnumber cores). A bad value makes
+// outnumber its processors) or block (sleep at once). When the host's ranks outnumber its
+// processors (World.LocalSize above World.HostCPUs, which golaunch passes in
+// GOLAUNCH_HOST_CPUS), a spin may hold the processor the awaited rank needs: a wait for a
+// peer bound to this rank's own processor (the endpoint cards carry it; golaunch binds
+// such ranks to the cores in turn, --bind-to) gives the processor away at every round
+// (sched_yield), a wait for a peer bound elsewhere never does, and any other wait does
+// after a few microseconds. A bad value makes
 // Init fail with an ErrConfig error naming the variable and the choices. The runtime
 // spins itself, polling every device without holding its lock, and sleeps in the
 // device's CQ.Wait (a rank that uses both shm and tcp sleeps through one relay goroutine

@@ -177,6 +177,9 @@ func initWith(ctx context.Context, o options) (*World, error) {
 	}
 	e := newEngine(cfg, c.Rank, c.Size, c.Host, o.exit)
 	e.localRank, e.localSize = c.LocalRank, c.LocalSize
+	if c.HostCPUs > 0 {
+		e.ncpu = c.HostCPUs
+	}
 	e.client = client
 	err = e.connect(ctx, identityWith(o.hostSalt))
 	closeIdleWatch(e.cfg.idleWatch) // not taken: no tcp device
@@ -229,7 +232,7 @@ const (
 func (e *engine) connect(ctx context.Context, id hostIdentity) error {
 	cl := e.client
 	me := card{host: e.host, id: id, pid: int32(os.Getpid()), probe: probeAddr(),
-		eagerSHM: uint32(e.cfg.eagerSHM), eagerTCP: uint32(e.cfg.eagerTCP)}
+		eagerSHM: uint32(e.cfg.eagerSHM), eagerTCP: uint32(e.cfg.eagerTCP), cpu: boundCPU()}
 	if err := cl.Put(ctx, keyCard, me.encode()); err != nil {
 		return err
 	}

@@ -50,11 +50,12 @@ type card struct {
 	probe    uint64 // address of cmaProbe in this process (see cmaPossible)
 	eagerSHM uint32 // largest eager payload this rank accepts over shm
 	eagerTCP uint32 // ... over tcp
+	cpu      int32  // the one processor this rank may run on (boundCPU), or -1
 }
 
 const (
 	cardMagic   = "GRMC"
-	cardVersion = 2 // 2: keyEP values end with a fast box key (encodeEP)
+	cardVersion = 3 // 2: keyEP values end with a fast box key (encodeEP); 3: cpu
 )
 
 func (c *card) encode() []byte {
@@ -69,11 +70,12 @@ func (c *card) encode() []byte {
 	b = le.AppendUint64(b, c.probe)
 	b = le.AppendUint32(b, c.eagerSHM)
 	b = le.AppendUint32(b, c.eagerTCP)
+	b = le.AppendUint32(b, uint32(c.cpu))
 	b = le.AppendUint16(b, uint16(len(c.host)))
 	return append(b, c.host...)
 }
 
-const cardFixed = 4 + 1 + 16 + 8 + 8 + 4 + 4 + 8 + 4 + 4 + 2
+const cardFixed = 4 + 1 + 16 + 8 + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 2
 
 func decodeCard(b []byte) (card, error) {
 	var c card
@@ -88,14 +90,38 @@ func decodeCard(b []byte) (card, error) {
 	p = p[16:]
 	c.id.netNS, c.id.pidNS, c.id.uid = le.Uint64(p), le.Uint64(p[8:]), le.Uint32(p[16:])
 	c.pid, c.probe = int32(le.Uint32(p[20:])), le.Uint64(p[24:])
-	c.eagerSHM, c.eagerTCP = le.Uint32(p[32:]), le.Uint32(p[36:])
-	n := int(le.Uint16(p[40:]))
-	p = p[42:]
+	c.eagerSHM, c.eagerTCP, c.cpu = le.Uint32(p[32:]), le.Uint32(p[36:]), int32(le.Uint32(p[40:]))
+	n := int(le.Uint16(p[44:]))
+	p = p[46:]
 	if len(p) != n {
 		return c, fmt.Errorf("card host name of %d bytes, %d present", n, len(p))
 	}
 	c.host = string(p)
 	return c, nil
+}
+
+// sameCPU reports whether two cards describe processes bound to one and the same
+// processor (golaunch --bind-to with more ranks than processors, or a user's taskset): a
+// wait for the other must give the processor away at once (progress.go).
+func sameCPU(a, b *card) bool { return a.cpu >= 0 && a.cpu == b.cpu && sameHost(a, b) }
+
+// apartCPU reports whether two cards describe processes that never compete for a
+// processor: on different hosts, or bound to different single processors.
+func apartCPU(a, b *card) bool { return !sameHost(a, b) || a.cpu >= 0 && b.cpu >= 0 && a.cpu != b.cpu }
+
+// boundCPU returns the one processor this process may run on, or -1 when it may run on
+// several (or its affinity cannot be read).
+func boundCPU() int32 {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) != nil || set.Count() != 1 {
+		return -1
+	}
+	for i := 0; i < len(set)*64; i++ {
+		if set.IsSet(i) {
+			return int32(i)
+		}
+	}
+	return -1
 }
 
 // sameHost reports whether two cards describe processes that can share memory.

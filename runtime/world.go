@@ -70,6 +70,13 @@ func (w *World) LocalSize() int {
 	return w.e.localSize
 }
 
+// HostCPUs is the number of processors this rank's host gives the job's ranks: the
+// launching agent's (golaunch passes it), else what this process may use. A rank that
+// golaunch bound to fewer processors (--bind-to) sees only those in runtime.NumCPU, so
+// compare LocalSize with HostCPUs to learn whether the host's ranks outnumber its
+// processors.
+func (w *World) HostCPUs() int { return w.e.ncpu }
+
 // HostOf returns the host name of rank r ("" if r is out of range).
 func (w *World) HostOf(r int) string {
 	jr, ok := w.jobRank(r)
@@ -225,7 +232,8 @@ type engine struct {
 	watchStop  func() bool
 	spinStart  time.Time     // poller only
 	spinBudget time.Duration // poller only: hybrid mode's spin in this wait (spinBudgetLocked)
-	ncpu       int           // processors this process may use (at Init)
+	yieldAfter int           // poller only: the spin round from which this wait yields the processor (yieldAfterLocked)
+	ncpu       int           // processors this host's ranks share (HostCPUs)
 	spins      int           // poller only
 	// providerSpins is true when the rank's only device is tcp: its CQ.Wait spins (its
 	// completions come from reader goroutines, which a spin in the runtime would starve).

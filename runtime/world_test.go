@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/launcher/pmi"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/internal/testhook"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
@@ -352,4 +354,31 @@ func TestConcurrentGoroutines(t *testing.T) {
 			return errors.Join(errs...)
 		})
 	})
+}
+
+// TestHostCPUs: a World reports the processors its host gives the job's ranks from
+// golaunch's contract (GOLAUNCH_HOST_CPUS), else this process's. Three ranks told that
+// their host has one processor count as oversubscribed, so their waits give the
+// processor away after a few microseconds (progress.go): messages still flow, in every
+// progress mode.
+func TestHostCPUs(t *testing.T) {
+	runtimetest.Run(t, 2, runtimetest.Options{}, func(w *runtime.World) error {
+		if got := w.HostCPUs(); got != goruntime.NumCPU() {
+			return fmt.Errorf("HostCPUs %d without a contract value, want NumCPU %d", got, goruntime.NumCPU())
+		}
+		return nil
+	})
+	for _, mode := range []string{"spin", "hybrid", "block"} {
+		t.Run(mode, func(t *testing.T) {
+			opt := runtimetest.Options{Env: map[string]string{pmi.EnvHostCPUs: "1", runtime.EnvProgress: mode}}
+			runtimetest.Run(t, 3, opt, func(w *runtime.World) error {
+				if got := w.HostCPUs(); got != 1 {
+					return fmt.Errorf("HostCPUs %d, want the contract's 1", got)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				return ringExchange(ctx, w, []int{8, 300, 100_000}, 50)
+			})
+		})
+	}
 }

@@ -21,6 +21,7 @@ const (
 	EnvTransport = "GOLAUNCH_TRANSPORT"  // auto, shm or tcp
 	EnvTCPAddr   = "GOLAUNCH_TCP_ADDR"   // IP a rank's tcp device listens on (port 0)
 	EnvIdleWatch = "GOLAUNCH_IDLE_WATCH" // "page,bell": inherited descriptors of the rank's idle-role watch (tcp)
+	EnvHostCPUs  = "GOLAUNCH_HOST_CPUS"  // processors this host's ranks share (the agent's), whatever this rank is bound to
 )
 
 // Contract is a rank's place in a job, from the GOLAUNCH_* environment.
@@ -36,6 +37,10 @@ type Contract struct {
 	// IdleWatch holds the descriptors (page, bell) of the rank's idle-role watch, which
 	// the spawner passes as inherited files; both 0 when there is none.
 	IdleWatch [2]int
+	// HostCPUs is the number of processors this host's ranks share (the agent's own set),
+	// which a rank bound to fewer (golaunch --bind-to) cannot learn from its own
+	// affinity; 0 when not given.
+	HostCPUs int
 }
 
 // ErrNoContract means the GOLAUNCH_* variables are absent: the program was not started by
@@ -79,6 +84,9 @@ func ReadContract(getenv func(string) string) (Contract, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: %w", EnvIdleWatch, v, err))
 		}
 		c.IdleWatch = w
+	}
+	if v := getenv(EnvHostCPUs); v != "" {
+		num(EnvHostCPUs, &c.HostCPUs, 1)
 	}
 	switch c.Transport {
 	case "":
@@ -125,6 +133,9 @@ func (c Contract) Environ() []string {
 	}
 	if c.IdleWatch != [2]int{} {
 		env = append(env, EnvIdleWatch+"="+itoa(c.IdleWatch[0])+","+itoa(c.IdleWatch[1]))
+	}
+	if c.HostCPUs > 0 {
+		env = append(env, EnvHostCPUs+"="+itoa(c.HostCPUs))
 	}
 	return env
 }

@@ -259,7 +259,7 @@ func TestEventsAbortAndClose(t *testing.T) {
 
 func TestContract(t *testing.T) {
 	good := Contract{JobID: "ab12", Rank: 2, Size: 4, LocalRank: 0, LocalSize: 2, NodeRank: 1, NumNodes: 2,
-		Host: "h1", AgentSock: "/tmp/x/agent.sock", Transport: "tcp", TCPAddr: "10.9.0.2", IdleWatch: [2]int{3, 4}}
+		Host: "h1", AgentSock: "/tmp/x/agent.sock", Transport: "tcp", TCPAddr: "10.9.0.2", IdleWatch: [2]int{3, 4}, HostCPUs: 8}
 	env := map[string]string{}
 	for _, kv := range good.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
@@ -283,6 +283,8 @@ func TestContract(t *testing.T) {
 		{EnvIdleWatch, "2,4", "integer >= 3"},
 		{EnvIdleWatch, "3,x", "integer >= 3"},
 		{EnvIdleWatch, "5,5", "must differ"},
+		{EnvHostCPUs, "0", EnvHostCPUs},
+		{EnvHostCPUs, "two", "integer >= 1"},
 	} {
 		bad := map[string]string{}
 		for k, v := range env {

@@ -7,10 +7,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gorma-hpc/gorma/launcher/pmi"
 )
@@ -28,6 +31,8 @@ import (
 //	stdin              rank 0 echoes its stdin as "stdin: LINE", then finalize
 //	nopmi              print "nopmi RANK" and exit 0 without PMI
 //	late WHO D         rank WHO sleeps D before PMI init
+//	cpus               print "cpus RANK LIST HOSTCPUS GOMAXPROCS": the processors the rank may
+//	                   run on (its affinity), GOLAUNCH_HOST_CPUS and Go's GOMAXPROCS
 func main() {
 	if len(os.Args) < 2 {
 		fail("usage: testprog MODE [ARGS]")
@@ -120,6 +125,18 @@ func main() {
 			fmt.Printf(" page=%s bell=%s", link(page), link(bell))
 		}
 		fmt.Println()
+	case "cpus":
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil {
+			fail("affinity: %v", err)
+		}
+		var ids []string
+		for i := 0; i < len(set)*64; i++ {
+			if set.IsSet(i) {
+				ids = append(ids, strconv.Itoa(i))
+			}
+		}
+		fmt.Printf("cpus %d %s %d %d\n", c.Rank, strings.Join(ids, ","), c.HostCPUs, goruntime.GOMAXPROCS(0))
 	case "lines":
 		pad := strings.Repeat(string(rune('a'+c.Rank%26)), 200)
 		for i := 0; i < atoi(args[0]); i++ {

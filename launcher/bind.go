@@ -1,0 +1,136 @@
+package launcher
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Binding ranks to processors (--bind-to). An agent binds each rank it starts within the
+// processors it may use itself. When the host's n ranks outnumber its c processors, they
+// are dealt out in turn, as mpirun's --map-by core wraps around: local rank l runs on
+// processor l mod c (4 ranks on 2: 0 and 2 on the first, 1 and 3 on the second), so that
+// neighbours, the usual partners, sit on different processors. Otherwise each rank gets a
+// block of its own: processors l·c/n up to (l+1)·c/n. The default, auto, binds only a
+// host whose ranks outnumber its processors. There the kernel otherwise moves ranks that
+// spin and yield for each other as it sees fit, and can leave three of four on one core
+// for tens of milliseconds (an 8-byte Allreduce of 4 ranks on 2 cores: 9.4-10.8 us bound,
+// 9.5-21.6 us unbound; two pairs ping-ponging 8 bytes: 0.4-2.1 us bound, 0.4-86 us
+// unbound, in alternated runs). Unoversubscribed ranks stay unbound under auto: a Go rank
+// computes with goroutines on every processor it may use (GOMAXPROCS follows the
+// binding), which binding would take away. core binds every host; none binds nothing.
+const (
+	BindAuto = "auto"
+	BindCore = "core"
+	BindNone = "none"
+)
+
+// boundProcs is the GOMAXPROCS of a rank bound to a single processor, unless its
+// environment sets one. Go sizes GOMAXPROCS by the processors a process may use, and with
+// 1 a rank computing in one goroutine keeps the tcp provider's goroutines, which serve
+// passive-target operations, from running until Go preempts it (10 ms and more: measured
+// with 2 ranks bound to a core each, the median Lock+Get+Unlock on a computing target took
+// 40 ms with 1, 0.19 ms with 2; unbound 0.05-0.06 ms). With 2 those goroutines get a
+// thread of their own, which the kernel runs beside the computing one.
+const boundProcs = "2"
+
+// envProgress is the runtime's progress mode variable (runtime.EnvProgress; the launcher
+// does not link the runtime).
+const envProgress = "GORMA_PROGRESS"
+
+// bindRank returns the processors local rank l of n is bound to (nil: unbound) and its
+// environment, env with GOMAXPROCS=boundProcs added when it is bound to a single
+// processor and env sets no GOMAXPROCS. Under auto, ranks that sleep for every message
+// (GORMA_PROGRESS=block in env) stay unbound: they leave their processors idle while
+// they wait, so the kernel places them well, and bound, each wake-up would have to cross
+// to the sleeper's own processor (4 ranks on 2 cores, two pairs ping-ponging: 38-45 us
+// a half round trip bound, 9-10.5 us unbound).
+func bindRank(policy string, cpus []int, l, n int, env []string) ([]int, []string) {
+	if policy == BindAuto && envValue(env, envProgress) == "block" {
+		return nil, env
+	}
+	set := bindSet(policy, cpus, l, n)
+	if len(set) != 1 || envValue(env, "GOMAXPROCS") != "" {
+		return set, env
+	}
+	return set, append(env, "GOMAXPROCS="+boundProcs)
+}
+
+// envValue returns the value of name in env (the last one, as the child would see it).
+func envValue(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// checkBindTo validates a --bind-to policy.
+func checkBindTo(policy string) error {
+	switch policy {
+	case BindAuto, BindCore, BindNone:
+		return nil
+	}
+	return fmt.Errorf("--bind-to %q: want auto, core or none", policy)
+}
+
+// bindSet returns the processors that local rank l of n ranks on this host is bound to
+// under policy, from cpus, the processors the agent may use (ascending); nil means
+// unbound.
+func bindSet(policy string, cpus []int, l, n int) []int {
+	c := len(cpus)
+	if c == 0 || n < 1 || l < 0 || l >= n || policy == BindNone || policy == BindAuto && n <= c {
+		return nil
+	}
+	if n > c {
+		return cpus[l%c : l%c+1 : l%c+1]
+	}
+	lo, hi := l*c/n, (l+1)*c/n
+	return cpus[lo:hi:hi]
+}
+
+// agentCPUs returns the processors this process may run on, ascending: the set ranks are
+// bound within and whose size is their host's processor count. It falls back to
+// 0..NumCPU-1 if the affinity cannot be read.
+func agentCPUs() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err == nil {
+		var cpus []int
+		for i := 0; i < len(set)*64; i++ {
+			if set.IsSet(i) {
+				cpus = append(cpus, i)
+			}
+		}
+		if len(cpus) > 0 {
+			return cpus
+		}
+	}
+	cpus := make([]int, runtime.NumCPU())
+	for i := range cpus {
+		cpus[i] = i
+	}
+	return cpus
+}
+
+// pinThread binds the calling thread (locked to its goroutine) to cpus, so that a child
+// it forks inherits the binding, and returns the function that restores the thread's
+// former set. Nothing is done for an empty cpus.
+func pinThread(cpus []int) (restore func(), err error) {
+	if len(cpus) == 0 {
+		return func() {}, nil
+	}
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		return nil, fmt.Errorf("read the spawner's processor set: %w", err)
+	}
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("bind to processors %v: %w (run with --bind-to none)", cpus, err)
+	}
+	return func() { unix.SchedSetaffinity(0, &old) }, nil
+}

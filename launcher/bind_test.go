@@ -1,0 +1,159 @@
+package launcher
+
+import (
+	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestBindSet(t *testing.T) {
+	two, eight := []int{0, 1}, []int{0, 1, 2, 3, 4, 5, 6, 7}
+	odd := []int{2, 5, 9} // an agent run under taskset: its own set, not 0..c-1
+	tests := []struct {
+		policy string
+		cpus   []int
+		n      int
+		want   [][]int // by local rank; nil entries: unbound
+	}{
+		{BindAuto, two, 4, [][]int{{0}, {1}, {0}, {1}}},
+		{BindAuto, two, 3, [][]int{{0}, {1}, {0}}},
+		{BindAuto, odd, 5, [][]int{{2}, {5}, {9}, {2}, {5}}},
+		{BindAuto, two, 2, [][]int{nil, nil}},
+		{BindAuto, eight, 3, [][]int{nil, nil, nil}},
+		{BindCore, two, 2, [][]int{{0}, {1}}},
+		{BindCore, eight, 3, [][]int{{0, 1}, {2, 3, 4}, {5, 6, 7}}},
+		{BindCore, eight, 8, [][]int{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}}},
+		{BindCore, odd, 1, [][]int{{2, 5, 9}}},
+		{BindCore, two, 5, [][]int{{0}, {1}, {0}, {1}, {0}}},
+		{BindNone, two, 4, [][]int{nil, nil, nil, nil}},
+		{BindCore, nil, 2, [][]int{nil, nil}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%v/%d", tt.policy, tt.cpus, tt.n), func(t *testing.T) {
+			for l := range tt.n {
+				if got := bindSet(tt.policy, tt.cpus, l, tt.n); !reflect.DeepEqual(got, tt.want[l]) {
+					t.Errorf("local rank %d: %v, want %v", l, got, tt.want[l])
+				}
+			}
+		})
+	}
+	// Blocks cover the processors once, without gaps, for every count up to the
+	// processors; beyond, every processor carries ceil or floor of n/c ranks.
+	for c := 1; c <= 9; c++ {
+		cpus := make([]int, c)
+		for i := range cpus {
+			cpus[i] = 10 + i
+		}
+		for n := 1; n <= 3*c; n++ {
+			load := map[int]int{}
+			var seen []int
+			for l := range n {
+				set := bindSet(BindCore, cpus, l, n)
+				if len(set) == 0 {
+					t.Fatalf("c=%d n=%d: local rank %d unbound", c, n, l)
+				}
+				seen = append(seen, set...)
+				for _, p := range set {
+					load[p]++
+				}
+			}
+			if n <= c && !reflect.DeepEqual(seen, cpus) {
+				t.Errorf("c=%d n=%d: blocks %v, want each of %v once, in order", c, n, seen, cpus)
+			}
+			if n > c {
+				for _, p := range cpus {
+					if load[p] < n/c || load[p] > (n+c-1)/c {
+						t.Errorf("c=%d n=%d: processor %d carries %d ranks", c, n, p, load[p])
+					}
+				}
+			}
+		}
+	}
+	if bindSet(BindCore, two, 2, 2) != nil || bindSet(BindCore, two, -1, 2) != nil {
+		t.Error("a local rank out of range was bound")
+	}
+}
+
+func TestBindRank(t *testing.T) {
+	two := []int{0, 1}
+	env := []string{"PATH=/bin", "GOLAUNCH_RANK=3"}
+	set, got := bindRank(BindAuto, two, 3, 4, env)
+	if !reflect.DeepEqual(set, []int{1}) || !reflect.DeepEqual(got, append(env[:2:2], "GOMAXPROCS=2")) {
+		t.Errorf("oversubscribed: %v %q", set, got)
+	}
+	// The user's GOMAXPROCS wins, from -x or the agent's own environment.
+	withProcs := append(env[:2:2], "GOMAXPROCS=1")
+	if _, got := bindRank(BindAuto, two, 0, 4, withProcs); !reflect.DeepEqual(got, withProcs) {
+		t.Errorf("GOMAXPROCS set: %q", got)
+	}
+	// Blocks of several processors leave GOMAXPROCS to Go.
+	if set, got := bindRank(BindCore, []int{0, 1, 2, 3}, 1, 2, env); !reflect.DeepEqual(set, []int{2, 3}) || !reflect.DeepEqual(got, env) {
+		t.Errorf("block: %v %q", set, got)
+	}
+	// Ranks that sleep for every message stay unbound under auto, not under core; the
+	// last setting of the variable counts, as in the child.
+	block := append(env[:2:2], "GORMA_PROGRESS=hybrid", "GORMA_PROGRESS=block")
+	if set, got := bindRank(BindAuto, two, 0, 4, block); set != nil || !reflect.DeepEqual(got, block) {
+		t.Errorf("auto, block mode: %v %q", set, got)
+	}
+	if set, _ := bindRank(BindCore, two, 0, 4, block); !reflect.DeepEqual(set, []int{0}) {
+		t.Errorf("core, block mode: %v", set)
+	}
+	hybrid := append(env[:2:2], "GORMA_PROGRESS=block", "GORMA_PROGRESS=hybrid")
+	if set, _ := bindRank(BindAuto, two, 0, 4, hybrid); !reflect.DeepEqual(set, []int{0}) {
+		t.Errorf("auto, hybrid mode after block: %v", set)
+	}
+	if set, got := bindRank(BindNone, two, 0, 4, env); set != nil || !reflect.DeepEqual(got, env) {
+		t.Errorf("none: %v %q", set, got)
+	}
+}
+
+func TestJobSpecBindTo(t *testing.T) {
+	spec := jobSpec{ID: "j", Program: "/bin/true", Secret: make([]byte, 32)}
+	spec.Roster, _ = PlanRanks([]HostSlots{{"a", 1}}, 1)
+	if err := spec.check(); err != nil || spec.BindTo != BindAuto {
+		t.Fatalf("a spec without BindTo (an older submitter): %v, BindTo %q", err, spec.BindTo)
+	}
+	spec.BindTo = "numa"
+	if err := spec.check(); err == nil || !strings.Contains(err.Error(), `"numa"`) {
+		t.Fatalf("BindTo numa: %v", err)
+	}
+}
+
+func TestPinThread(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var before, during, after unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &before); err != nil {
+		t.Fatal(err)
+	}
+	cpus := agentCPUs()
+	if len(cpus) == 0 || len(cpus) != before.Count() {
+		t.Fatalf("agentCPUs %v, the thread's set holds %d", cpus, before.Count())
+	}
+	restore, err := pinThread(cpus[len(cpus)-1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.SchedGetaffinity(0, &during)
+	restore()
+	unix.SchedGetaffinity(0, &after)
+	if during.Count() != 1 || !during.IsSet(cpus[len(cpus)-1]) || after != before {
+		t.Fatalf("pinned to %d: during %v, after %v (before %v)", cpus[len(cpus)-1], during, after, before)
+	}
+	if restore, err := pinThread(nil); err != nil {
+		t.Fatal(err)
+	} else {
+		restore()
+	}
+	if _, err := pinThread([]int{1 << 20}); err == nil || !strings.Contains(err.Error(), "--bind-to none") {
+		t.Fatalf("binding to a processor that does not exist: %v", err)
+	}
+	if unix.SchedGetaffinity(0, &after); after != before {
+		t.Fatal("a failed binding changed the thread's set")
+	}
+}

@@ -1,0 +1,63 @@
+package runtime
+
+import "testing"
+
+// TestYieldAfter pins when a spinning wait gives its processor away (progress.go): only
+// on a host with more ranks than processors; at once for a peer bound to this rank's
+// processor, never for one that cannot compete for it, after oversubYieldAfter rounds
+// otherwise.
+func TestYieldAfter(t *testing.T) {
+	id := hostIdentity{netNS: 1}
+	cards := []card{
+		{host: "a", id: id, cpu: 0}, // this rank
+		{host: "a", id: id, cpu: 0}, // bound to the same processor
+		{host: "a", id: id, cpu: 1}, // bound to another
+		{host: "a", id: id, cpu: -1},
+		{host: "b", id: id, cpu: 0}, // another host
+	}
+	e := &engine{rank: 0, localSize: 4, ncpu: 2, cards: cards, peers: make([]*peer, len(cards))}
+	for r := 1; r < len(cards); r++ {
+		e.peers[r] = &peer{rank: r, card: cards[r]}
+	}
+	for _, tc := range []struct {
+		name  string
+		r     Request
+		quiet bool
+		set   []*Request
+		want  int
+	}{
+		{"recv from the same processor", Request{kind: reqRecv, peer: 1}, false, nil, 0},
+		{"send to the same processor", Request{kind: reqSend, peer: 1}, false, nil, 0},
+		{"probe of the same processor", Request{kind: reqProbe, peer: 1}, false, nil, 0},
+		{"recv from another processor", Request{kind: reqRecv, peer: 2}, false, nil, neverYield},
+		{"recv from an unbound rank", Request{kind: reqRecv, peer: 3}, false, nil, oversubYieldAfter},
+		{"recv from another host", Request{kind: reqRecv, peer: 4}, false, nil, neverYield},
+		{"recv from any source", Request{kind: reqRecv, peer: AnySource}, false, nil, oversubYieldAfter},
+		{"self", Request{kind: reqRecv, peer: 0}, false, nil, oversubYieldAfter},
+		{"engine's own request", Request{kind: reqSync}, false, nil, oversubYieldAfter},
+		{"Finalize's quiet wait", Request{kind: reqRecv, peer: 1}, true, nil, oversubYieldAfter},
+		{"WaitAny", Request{kind: reqRecv, peer: 1}, false, []*Request{{}}, oversubYieldAfter},
+	} {
+		if got := e.yieldAfterLocked(&tc.r, tc.quiet, tc.set); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	e.localSize = 2 // a processor per rank: no wait yields
+	if got := e.yieldAfterLocked(&Request{kind: reqRecv, peer: 1}, false, nil); got != neverYield {
+		t.Errorf("unoversubscribed: %d, want never", got)
+	}
+}
+
+// TestCardCPU: the bound processor travels in the card, -1 (unbound) included.
+func TestCardCPU(t *testing.T) {
+	for _, cpu := range []int32{-1, 0, 7, 1023} {
+		c := card{host: "h", cpu: cpu}
+		got, err := decodeCard(c.encode())
+		if err != nil || got.cpu != cpu {
+			t.Errorf("cpu %d: got %d, %v", cpu, got.cpu, err)
+		}
+	}
+	if got := boundCPU(); got < -1 {
+		t.Errorf("boundCPU %d", got)
+	}
+}

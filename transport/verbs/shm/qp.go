@@ -312,7 +312,7 @@ func (q *qp) failLocked(first verbs.Status, code peerCode) {
 	}
 	for q.sqLen > 0 {
 		e := &q.sq[q.sqHead]
-		q.sqHead = (q.sqHead + 1) % q.maxSend
+		q.sqHead = wrap(q.sqHead+1, q.maxSend)
 		q.sqLen--
 		q.completeSendLocked(e, first)
 		first = verbs.WRFlushErr
@@ -324,7 +324,7 @@ func (q *qp) failLocked(first verbs.Status, code peerCode) {
 	}
 	for q.rqLen > 0 {
 		r := &q.rq[q.rqHead]
-		q.rqHead = (q.rqHead + 1) % q.maxRecv
+		q.rqHead = wrap(q.rqHead+1, q.maxRecv)
 		q.rqLen--
 		q.flushRecvLocked(r.wrid)
 		r.local = nil
@@ -384,6 +384,15 @@ func (q *qp) NotifyPeer() {
 		return
 	}
 	q.peerBell.ring()
+}
+
+// wrap returns i, an index at most one lap past a circular queue of n entries, within
+// it: a compare, where i % n divides (tens of cycles on a send's path).
+func wrap(i, n int) int {
+	if i >= n {
+		i -= n
+	}
+	return i
 }
 
 // claimOf is the value a sender QP writes into the claim word of the ring it connects to.

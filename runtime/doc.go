@@ -164,9 +164,10 @@
 // # Concurrency contract
 //
 // A World, its Requests and every function of this package are safe for concurrent use by
-// any number of goroutines (MPI_THREAD_MULTIPLE). One mutex per rank (engine.mu) guards
-// the matching queues and the peers; it is never held across a wait, and no provider lock
-// is held when it is taken. Messages sent concurrently by different goroutines to one peer
+// any number of goroutines (MPI_THREAD_MULTIPLE). One lock per rank (engine.mu, lock.go: a
+// compare-and-swap to take it, a plain store to release it) guards the matching queues
+// and the peers; it is never held across a wait, and no provider lock is held when it is
+// taken. A goroutine that finds it held spins, then yields, then sleeps between tries. Messages sent concurrently by different goroutines to one peer
 // with one tag are ordered as the calls took the lock. Buffer ownership: a Send's buffer
 // is the caller's again when Send returns; an Isend's or Irecv's buffer belongs to the
 // runtime until its Request completes (Wait returned, or Test reported true); a Recv's

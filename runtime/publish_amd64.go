@@ -16,3 +16,8 @@ import (
 func publish(p *atomic.Uint64, v uint64) {
 	*(*uint64)(unsafe.Pointer(p)) = v
 }
+
+// unlockStore stores 0 into *p with release semantics (engineLock.Unlock).
+func unlockStore(p *atomic.Int32) {
+	*(*int32)(unsafe.Pointer(p)) = 0
+}

@@ -239,8 +239,8 @@ type engine struct {
 	// completions come from reader goroutines, which a spin in the runtime would starve).
 	providerSpins bool
 
-	mu         sync.Mutex
-	peers      []*peer // by rank; nil for this rank
+	mu         engineLock // lock.go
+	peers      []*peer    // by rank; nil for this rank
 	posted     reqQueue
 	probes     reqQueue
 	ux         uxQueue

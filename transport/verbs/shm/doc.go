@@ -46,7 +46,11 @@
 // lag (ring.go, headLagDiv), and a small message's path saves a fence.
 // Messages larger than a record travel as fragments, so any size streams through the
 // ring. Messages go against credits: the receiver publishes how many receives it has
-// posted, and a message starts only when one is posted for it. A Send completes once its
+// posted, and a message starts only when one is posted for it. The count is published
+// with a release store; the receiver fences and looks whether the sender waits for a
+// credit only where the sender may have used every credit it could have seen (see
+// creditFenceLocked), so a receiver that keeps receives to spare reposts without a full
+// barrier. A Send completes once its
 // last fragment is in the peer's ring. A Send that cannot go yet (no receive posted at the
 // peer, or no room in its ring) waits in the send queue, counted against MaxSendWR, and
 // the sender's later PostSend, Poll and Wait calls resume it; requests posted behind it

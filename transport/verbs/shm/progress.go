@@ -110,11 +110,37 @@ func (q *qp) PostRecv(wr *verbs.RecvWR) error {
 	r.wrid, r.local, r.lkey = wr.WRID, wr.Local, wr.LKey
 	q.rqLen++
 	q.rxPosted++
-	q.rx.posted.Store(q.rxPosted) // a credit for the sender
-	if q.peer != nil && q.rx.txWait.Load() != 0 && q.rx.txWait.Swap(0) != 0 {
-		q.peerBell.ring() // the sender waits for this credit
+	publish(q.rx.posted, q.rxPosted) // a credit for the sender
+	if q.rxStarted >= q.rxFenced {
+		q.creditFenceLocked() // the sender may wait for this credit
 	}
 	return nil
+}
+
+// creditFenceLocked makes the credits published so far visible and wakes the sender if
+// it announced in txWait that it waits for one.
+//
+// The sender's side of that handshake is credit: it stores txWait with a full barrier and
+// then reads posted. Ours is to publish posted, fence, and read txWait: either the sender
+// sees the credit or we see txWait. The fence is needed only where the sender may have
+// used up every credit it could have seen, so PostRecv and drainLocked call this only
+// then, and a receiver with receives to spare publishes them with a release store alone.
+// rxFenced is rxPosted as of the last call; the sender's credit count, read after our
+// fence, is at least that. Hence a sender can wait for a credit only once it has
+// started rxFenced messages, and the receiver, which counts the messages it has started
+// in rxStarted, calls this in whichever comes last of the two events that leave such a
+// sender waiting in vain: the PostRecv after it started the message that used the last
+// credit (rxStarted >= rxFenced there), or the drain that started that message after
+// later credits were published (rxStarted >= rxFenced and rxPosted > rxStarted there).
+func (q *qp) creditFenceLocked() {
+	fence()
+	if q.peer == nil {
+		return // no sender to wake yet: stay due until the QP is connected
+	}
+	q.rxFenced = q.rxPosted
+	if q.rx.txWait.Load() != 0 && q.rx.txWait.Swap(0) != 0 {
+		q.peerBell.ring() // the sender waits for a credit (or for room in the ring)
+	}
 }
 
 // progressSend resumes waiting send work; Poll and Wait call it.
@@ -330,13 +356,14 @@ func (q *qp) drainLocked() {
 	if pos != q.rxp {
 		q.rxp = pos
 		publish(&q.rxPos, pos)
+		credit := q.rxStarted >= q.rxFenced && q.rxPosted > q.rxStarted
 		if pos-q.rxPub >= q.rx.slots/headLagDiv {
 			q.rxPub = pos
 			publish(q.rx.head, pos)
-			fence() // the head before txWait: the sender stores txWait, then reads head
-			if q.rx.txWait.Load() != 0 && q.rx.txWait.Swap(0) != 0 {
-				q.peerBell.ring()
-			}
+			credit = true // the head before txWait: the sender stores txWait, then reads head
+		}
+		if credit {
+			q.creditFenceLocked()
 		}
 	}
 	if fail != verbs.Success {
@@ -353,6 +380,7 @@ func (q *qp) startRecvLocked() {
 	r.local = nil
 	q.rqHead = wrap(q.rqHead+1, q.maxRecv)
 	q.rqLen--
+	q.rxStarted++
 	if len(a.r.local) > 0 && (a.r.lkey == 0 || !q.localOK(a.r.local, a.r.lkey, verbs.LocalWrite)) {
 		a.status = verbs.LocProtErr
 	}

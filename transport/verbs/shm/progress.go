@@ -54,6 +54,7 @@ func (q *qp) PostSend(wr *verbs.SendWR) error {
 			q.queued.Store(1)
 		}
 	}
+	q.ringPeerLocked()
 	q.mu.Unlock()
 	return nil
 }
@@ -139,7 +140,7 @@ func (q *qp) creditFenceLocked() {
 	}
 	q.rxFenced = q.rxPosted
 	if q.rx.txWait.Load() != 0 && q.rx.txWait.Swap(0) != 0 {
-		q.peerBell.ring() // the sender waits for a credit (or for room in the ring)
+		q.peerBell.ringAfterAdd() // the sender waits for a credit (or room); the swap fenced
 	}
 }
 
@@ -147,7 +148,18 @@ func (q *qp) creditFenceLocked() {
 func (q *qp) progressSend() {
 	q.mu.Lock()
 	q.progressSendLocked()
+	q.ringPeerLocked()
 	q.mu.Unlock()
+}
+
+// ringPeerLocked rings the peer's doorbell if a record went into its ring since the last
+// ring. The send path defers its rings to here (or to completeSendLocked, whose push
+// already made the fence that ring needs), once a post or a progress pass is done.
+func (q *qp) ringPeerLocked() {
+	if q.bellOwed {
+		q.bellOwed = false
+		q.peerBell.ring()
+	}
 }
 
 func (q *qp) progressSendLocked() {
@@ -226,6 +238,12 @@ func (q *qp) completeSendLocked(e *sqe, st verbs.Status) {
 			seq:  e.seq,
 			send: true,
 		})
+		if q.bellOwed {
+			// push's atomic add orders the record before the load of the peer's
+			// sleepers count, as ring's fence would.
+			q.bellOwed = false
+			q.peerBell.ringAfterAdd()
+		}
 	}
 	e.wr.Local = nil
 }
@@ -248,15 +266,11 @@ func (q *qp) execSend(e *sqe) (bool, verbs.Status) {
 	if e.wr.Op == verbs.OpSendWithImm {
 		typ = recSendImm
 	}
-	wrote := false
 	for {
 		rem := len(buf) - e.sent
 		want := min(recSlots(rem), q.maxRec)
 		n := q.tx.space(want)
 		if n == 0 {
-			if wrote {
-				q.peerBell.ring()
-			}
 			if q.tx.corrupt {
 				return true, verbs.RemOpErr
 			}
@@ -271,12 +285,12 @@ func (q *qp) execSend(e *sqe) (bool, verbs.Status) {
 			kind |= recLast
 		}
 		q.tx.put(kind, recSlots(p), buf[e.sent:e.sent+p], uint32(p), e.wr.Imm)
+		q.bellOwed = true
 		if !e.started {
 			q.tx.msgs++
 		}
-		e.started, e.sent, wrote = true, e.sent+p, true
+		e.started, e.sent = true, e.sent+p
 		if kind&recLast != 0 {
-			q.peerBell.ring()
 			return true, verbs.Success
 		}
 	}
@@ -304,7 +318,7 @@ func (q *qp) execWriteImm(e *sqe) (bool, verbs.Status) {
 		return false, 0
 	}
 	q.tx.put(recWriteImm|recFirst|recLast, 1, nil, uint32(len(e.wr.Local)), e.wr.Imm)
-	q.peerBell.ring()
+	q.bellOwed = true
 	return true, verbs.Success
 }
 

@@ -76,6 +76,7 @@ type qp struct {
 	direct       []verbs.WC // progressRecv: the polling caller's free completions
 	ndirect      int        // completions written into direct
 	tx           tx         // the peer's ring, once connected
+	bellOwed     bool       // a record went into tx since the peer's doorbell last rang
 	maxRec       uint64
 	peer         *peer
 	rmem         []byte       // the peer's arena in our mapping

@@ -232,12 +232,11 @@ func (q *qp) completeSendLocked(e *sqe, st verbs.Status) {
 		if st == verbs.Success {
 			n = uint32(len(e.wr.Local))
 		}
-		q.scq.push(cqe{
-			wc:   verbs.WC{WRID: e.wr.WRID, Status: st, Op: verbs.WCOpcodeOf(e.wr.Op), QPN: q.num, ByteLen: n},
-			qp:   q,
-			seq:  e.seq,
-			send: true,
-		})
+		c := q.scq.reserve()
+		c.wc.WRID, c.wc.Status, c.wc.Op, c.wc.QPN, c.wc.ByteLen = e.wr.WRID, st, verbs.WCOpcodeOf(e.wr.Op), q.num, n
+		c.wc.Imm, c.wc.HasImm = 0, false
+		c.qp, c.seq, c.send = q, e.seq, true
+		q.scq.commit(c)
 		if q.bellOwed {
 			// push's atomic add orders the record before the load of the peer's
 			// sleepers count, as ring's fence would.

@@ -90,6 +90,9 @@
 // (runtime.Gosched, and sched_yield every few dozen polls so that ranks outnumbering cores
 // still progress); WaitBlock sleeps at once. A peer that delivers into one of our rings
 // wakes us with FUTEX_WAKE only if somebody sleeps, so the fast path makes no system call.
+// A post or a progress pass rings the peer's doorbell once, after its last record, and a
+// signaled Send rings it after pushing its completion, whose atomic add stands in for the
+// doorbell's fence.
 // Sleeps last at most 10 ms, which bounds how late a cancelled context is noticed.
 // Wait ends, without draining it, when a ring's head holds a whole message (first and last
 // fragment in one record; the sender's credit promised a receive): the Poll that follows

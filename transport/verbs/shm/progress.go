@@ -153,7 +153,7 @@ func (q *qp) progressSend() {
 }
 
 // ringPeerLocked rings the peer's doorbell if a record went into its ring since the last
-// ring. The send path defers its rings to here (or to completeSendLocked, whose push
+// ring. The send path defers its rings to here (or to completeSendLocked, whose commit
 // already made the fence that ring needs), once a post or a progress pass is done.
 func (q *qp) ringPeerLocked() {
 	if q.bellOwed {
@@ -238,7 +238,7 @@ func (q *qp) completeSendLocked(e *sqe, st verbs.Status) {
 		c.qp, c.seq, c.send = q, e.seq, true
 		q.scq.commit(c)
 		if q.bellOwed {
-			// push's atomic add orders the record before the load of the peer's
+			// commit's atomic add orders the record before the load of the peer's
 			// sleepers count, as ring's fence would.
 			q.bellOwed = false
 			q.peerBell.ringAfterAdd()

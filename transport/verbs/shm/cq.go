@@ -64,14 +64,29 @@ func newCQ(d *device, depth int) *cq {
 // push adds a completion. Callers hold the QP's mu, which keeps each QP's completions in
 // order. A send completion also refreshes the QP's cached count of retired requests.
 func (c *cq) push(e cqe) {
+	p := c.reserve()
+	*p = e
+	c.commit(p)
+}
+
+// reserve locks c and returns the entry of the next completion, for the caller to fill
+// and hand to commit. Callers hold the QP's mu, as for push. Filling the entry in place,
+// field by field, saves push's copy of a completion built on the stack, whose wide loads
+// of the narrow stores just made there stall (a failed store forward).
+func (c *cq) reserve() *cqe {
 	c.mu.Lock()
 	if c.n < c.depth && len(c.overflow) == 0 {
-		c.ring[(c.head+c.n)&c.mask] = e
+		e := &c.ring[(c.head+c.n)&c.mask]
 		c.n++
-	} else {
-		c.overflow = append(c.overflow, e)
+		return e
 	}
-	// A full atomic add, not publish32's release store: it also orders the record before
+	c.overflow = append(c.overflow, cqe{})
+	return &c.overflow[len(c.overflow)-1]
+}
+
+// commit publishes the completion e that reserve returned, unlocks c and wakes sleepers.
+func (c *cq) commit(e *cqe) {
+	// A full atomic add, not publish32's release store: it also orders the entry before
 	// ringAfterAdd's load of the sleepers count, which saves ring's separate fence.
 	c.avail.Add(1)
 	if e.send {

@@ -46,7 +46,11 @@
 // lag (ring.go, headLagDiv), and a small message's path saves a fence.
 // Messages larger than a record travel as fragments, so any size streams through the
 // ring. Messages go against credits: the receiver publishes how many receives it has
-// posted, and a message starts only when one is posted for it. A Send completes once its
+// posted, and a message starts only when one is posted for it. The count is published
+// with a release store; the receiver fences and looks whether the sender waits for a
+// credit only where the sender may have used every credit it could have seen (see
+// creditFenceLocked), so a receiver that keeps receives to spare reposts without a full
+// barrier. A Send completes once its
 // last fragment is in the peer's ring. A Send that cannot go yet (no receive posted at the
 // peer, or no room in its ring) waits in the send queue, counted against MaxSendWR, and
 // the sender's later PostSend, Poll and Wait calls resume it; requests posted behind it
@@ -86,6 +90,9 @@
 // (runtime.Gosched, and sched_yield every few dozen polls so that ranks outnumbering cores
 // still progress); WaitBlock sleeps at once. A peer that delivers into one of our rings
 // wakes us with FUTEX_WAKE only if somebody sleeps, so the fast path makes no system call.
+// A post or a progress pass rings the peer's doorbell once, after its last record, and a
+// signaled Send rings it after pushing its completion, whose atomic add stands in for the
+// doorbell's fence.
 // Sleeps last at most 10 ms, which bounds how late a cancelled context is noticed.
 // Wait ends, without draining it, when a ring's head holds a whole message (first and last
 // fragment in one record; the sender's credit promised a receive): the Poll that follows

@@ -54,6 +54,7 @@ func (q *qp) PostSend(wr *verbs.SendWR) error {
 			q.queued.Store(1)
 		}
 	}
+	q.ringPeerLocked()
 	q.mu.Unlock()
 	return nil
 }
@@ -110,18 +111,55 @@ func (q *qp) PostRecv(wr *verbs.RecvWR) error {
 	r.wrid, r.local, r.lkey = wr.WRID, wr.Local, wr.LKey
 	q.rqLen++
 	q.rxPosted++
-	q.rx.posted.Store(q.rxPosted) // a credit for the sender
-	if q.peer != nil && q.rx.txWait.Load() != 0 && q.rx.txWait.Swap(0) != 0 {
-		q.peerBell.ring() // the sender waits for this credit
+	publish(q.rx.posted, q.rxPosted) // a credit for the sender
+	if q.rxStarted >= q.rxFenced {
+		q.creditFenceLocked() // the sender may wait for this credit
 	}
 	return nil
+}
+
+// creditFenceLocked makes the credits published so far visible and wakes the sender if
+// it announced in txWait that it waits for one.
+//
+// The sender's side of that handshake is credit: it stores txWait with a full barrier and
+// then reads posted. Ours is to publish posted, fence, and read txWait: either the sender
+// sees the credit or we see txWait. The fence is needed only where the sender may have
+// used up every credit it could have seen, so PostRecv and drainLocked call this only
+// then, and a receiver with receives to spare publishes them with a release store alone.
+// rxFenced is rxPosted as of the last call; the sender's credit count, read after our
+// fence, is at least that. Hence a sender can wait for a credit only once it has
+// started rxFenced messages, and the receiver, which counts the messages it has started
+// in rxStarted, calls this in whichever comes last of the two events that leave such a
+// sender waiting in vain: the PostRecv after it started the message that used the last
+// credit (rxStarted >= rxFenced there), or the drain that started that message after
+// later credits were published (rxStarted >= rxFenced and rxPosted > rxStarted there).
+func (q *qp) creditFenceLocked() {
+	fence()
+	if q.peer == nil {
+		return // no sender to wake yet: stay due until the QP is connected
+	}
+	q.rxFenced = q.rxPosted
+	if q.rx.txWait.Load() != 0 && q.rx.txWait.Swap(0) != 0 {
+		q.peerBell.ringAfterAdd() // the sender waits for a credit (or room); the swap fenced
+	}
 }
 
 // progressSend resumes waiting send work; Poll and Wait call it.
 func (q *qp) progressSend() {
 	q.mu.Lock()
 	q.progressSendLocked()
+	q.ringPeerLocked()
 	q.mu.Unlock()
+}
+
+// ringPeerLocked rings the peer's doorbell if a record went into its ring since the last
+// ring. The send path defers its rings to here (or to completeSendLocked, whose commit
+// already made the fence that ring needs), once a post or a progress pass is done.
+func (q *qp) ringPeerLocked() {
+	if q.bellOwed {
+		q.bellOwed = false
+		q.peerBell.ring()
+	}
 }
 
 func (q *qp) progressSendLocked() {
@@ -194,12 +232,17 @@ func (q *qp) completeSendLocked(e *sqe, st verbs.Status) {
 		if st == verbs.Success {
 			n = uint32(len(e.wr.Local))
 		}
-		q.scq.push(cqe{
-			wc:   verbs.WC{WRID: e.wr.WRID, Status: st, Op: verbs.WCOpcodeOf(e.wr.Op), QPN: q.num, ByteLen: n},
-			qp:   q,
-			seq:  e.seq,
-			send: true,
-		})
+		c := q.scq.reserve()
+		c.wc.WRID, c.wc.Status, c.wc.Op, c.wc.QPN, c.wc.ByteLen = e.wr.WRID, st, verbs.WCOpcodeOf(e.wr.Op), q.num, n
+		c.wc.Imm, c.wc.HasImm = 0, false
+		c.qp, c.seq, c.send = q, e.seq, true
+		q.scq.commit(c)
+		if q.bellOwed {
+			// commit's atomic add orders the record before the load of the peer's
+			// sleepers count, as ring's fence would.
+			q.bellOwed = false
+			q.peerBell.ringAfterAdd()
+		}
 	}
 	e.wr.Local = nil
 }
@@ -222,15 +265,11 @@ func (q *qp) execSend(e *sqe) (bool, verbs.Status) {
 	if e.wr.Op == verbs.OpSendWithImm {
 		typ = recSendImm
 	}
-	wrote := false
 	for {
 		rem := len(buf) - e.sent
 		want := min(recSlots(rem), q.maxRec)
 		n := q.tx.space(want)
 		if n == 0 {
-			if wrote {
-				q.peerBell.ring()
-			}
 			if q.tx.corrupt {
 				return true, verbs.RemOpErr
 			}
@@ -245,12 +284,12 @@ func (q *qp) execSend(e *sqe) (bool, verbs.Status) {
 			kind |= recLast
 		}
 		q.tx.put(kind, recSlots(p), buf[e.sent:e.sent+p], uint32(p), e.wr.Imm)
+		q.bellOwed = true
 		if !e.started {
 			q.tx.msgs++
 		}
-		e.started, e.sent, wrote = true, e.sent+p, true
+		e.started, e.sent = true, e.sent+p
 		if kind&recLast != 0 {
-			q.peerBell.ring()
 			return true, verbs.Success
 		}
 	}
@@ -278,7 +317,7 @@ func (q *qp) execWriteImm(e *sqe) (bool, verbs.Status) {
 		return false, 0
 	}
 	q.tx.put(recWriteImm|recFirst|recLast, 1, nil, uint32(len(e.wr.Local)), e.wr.Imm)
-	q.peerBell.ring()
+	q.bellOwed = true
 	return true, verbs.Success
 }
 
@@ -330,13 +369,14 @@ func (q *qp) drainLocked() {
 	if pos != q.rxp {
 		q.rxp = pos
 		publish(&q.rxPos, pos)
+		credit := q.rxStarted >= q.rxFenced && q.rxPosted > q.rxStarted
 		if pos-q.rxPub >= q.rx.slots/headLagDiv {
 			q.rxPub = pos
 			publish(q.rx.head, pos)
-			fence() // the head before txWait: the sender stores txWait, then reads head
-			if q.rx.txWait.Load() != 0 && q.rx.txWait.Swap(0) != 0 {
-				q.peerBell.ring()
-			}
+			credit = true // the head before txWait: the sender stores txWait, then reads head
+		}
+		if credit {
+			q.creditFenceLocked()
 		}
 	}
 	if fail != verbs.Success {
@@ -353,6 +393,7 @@ func (q *qp) startRecvLocked() {
 	r.local = nil
 	q.rqHead = wrap(q.rqHead+1, q.maxRecv)
 	q.rqLen--
+	q.rxStarted++
 	if len(a.r.local) > 0 && (a.r.lkey == 0 || !q.localOK(a.r.local, a.r.lkey, verbs.LocalWrite)) {
 		a.status = verbs.LocProtErr
 	}

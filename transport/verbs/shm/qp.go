@@ -70,10 +70,13 @@ type qp struct {
 	rxp          uint64 // receiver position in rx
 	rxPub        uint64 // rxp as last published in rx.head (see headLagDiv)
 	rxPosted     uint64 // receives ever posted (published in rx.posted as the sender's credit)
+	rxStarted    uint64 // receives an arriving message started (startRecvLocked)
+	rxFenced     uint64 // rxPosted at the last creditFenceLocked
 	asm          assembly
 	direct       []verbs.WC // progressRecv: the polling caller's free completions
 	ndirect      int        // completions written into direct
 	tx           tx         // the peer's ring, once connected
+	bellOwed     bool       // a record went into tx since the peer's doorbell last rang
 	maxRec       uint64
 	peer         *peer
 	rmem         []byte       // the peer's arena in our mapping

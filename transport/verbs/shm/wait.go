@@ -34,9 +34,6 @@ const (
 	futexWait = 0 // FUTEX_WAIT without FUTEX_PRIVATE_FLAG: keyed on the shared page
 	futexWake = 1
 
-	// maxSleep bounds one futex sleep, so that context cancellation (which rings no bell)
-	// is honoured within it. A sleeper wakes at most 100 times a second for this.
-	maxSleep = 10 * time.Millisecond
 	// spinGoschedEvery is how many polls a spinning waiter makes between yields to other
 	// goroutines (runtime.Gosched). A Gosched takes the scheduler's run queue lock and may
 	// wake an idle P: after every poll it made up most of the loop (measured: the run
@@ -53,6 +50,12 @@ const (
 	// ranks still let the others run.
 	spinYieldEvery = 256
 )
+
+// maxSleep bounds one futex sleep, so that context cancellation (which rings no bell)
+// is honoured within it. A sleeper wakes at most 100 times a second for this. It is a
+// variable only so that tests can make a lost wake-up hang rather than cost 10 ms; it
+// is set before any device opens and never changed while one is open.
+var maxSleep = 10 * time.Millisecond
 
 // doorbell is a device's pair of doorbell words, in some process's mapping.
 type doorbell struct {

@@ -19,7 +19,9 @@
 //     Send and Recv; after warmup round trips, the time of the measured ones is divided by
 //     twice their number: the half round trip in microseconds. --iters round trips up to
 //     16 KiB, scaled down in proportion above (at least 20), a tenth of that (at least 3)
-//     for warmup.
+//     for warmup. Before the first size, each pair ping-pongs 8 bytes, untimed, for 50 ms
+//     (the job's warm-up: a job's first milliseconds are slower, whichever runtime); the
+//     C twin does the same.
 //   - bandwidth: rank 0 posts a window of --window (64) Isends of the size, waits for all
 //     of them, and waits for a 4-byte acknowledgement from rank 1, which had posted 64
 //     Irecvs; repeated --bw-iters times (a fifth of that above 16 KiB) after warmup.

@@ -2,7 +2,6 @@ package shm
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,8 +20,9 @@ func noSleepCap(t *testing.T) {
 // receives posted and reposts them in bursts while the sender waits for each message's
 // completion, so both sides keep going to sleep, the sender mostly for a credit. The
 // receiver publishes most credits without a fence (creditFenceLocked); a credit whose
-// wake-up it failed to send would leave the sender asleep for good, which the test's
-// deadline turns into a failure. Every message must arrive once, in order, intact.
+// wake-up it failed to send would leave the sender asleep for good (sleeps are uncapped
+// here), which the test binary's timeout turns into a failure. Every message must arrive
+// once, in order, intact.
 func TestCreditWakeStream(t *testing.T) {
 	noSleepCap(t)
 	sizes := []int{8, 8, 8, 100, 8, 5000, 8}
@@ -33,22 +33,7 @@ func TestCreditWakeStream(t *testing.T) {
 				a, b := pair(t, verbs.Config{Wait: mode, Spin: time.Microsecond}, verbs.QPAttr{})
 				ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 				defer cancel()
-				src := a.allocMR(t, 5000, 0)
-				bufs := make([]verbs.MR, depth)
-				for i := range bufs {
-					bufs[i] = b.allocMR(t, 5000, verbs.LocalWrite)
-				}
-				var wg sync.WaitGroup
-				errs := make(chan error, 2)
-				wg.Go(func() { errs <- streamSend(ctx, a, src, sizes, msgs) })
-				wg.Go(func() { errs <- streamRecv(ctx, b, bufs, sizes, msgs) })
-				wg.Wait()
-				close(errs)
-				for err := range errs {
-					if err != nil {
-						t.Fatal(err)
-					}
-				}
+				stream(ctx, t, a, b, 5000, depth, sizes, msgs)
 			})
 		}
 	}

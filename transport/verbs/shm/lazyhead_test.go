@@ -25,23 +25,7 @@ func TestHeadLagStream(t *testing.T) {
 			a, b := pair(t, verbs.Config{Wait: mode}, verbs.QPAttr{})
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
-			src := a.allocMR(t, 70000, 0)
-			const depth = 64
-			bufs := make([]verbs.MR, depth)
-			for i := range bufs {
-				bufs[i] = b.allocMR(t, 70000, verbs.LocalWrite)
-			}
-			var wg sync.WaitGroup
-			errs := make(chan error, 2)
-			wg.Go(func() { errs <- streamSend(ctx, a, src, sizes, msgs) })
-			wg.Go(func() { errs <- streamRecv(ctx, b, bufs, sizes, msgs) })
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			stream(ctx, t, a, b, 70000, 64, sizes, msgs)
 			q := a.qp.(*qp)
 			q.mu.Lock()
 			ok := q.tx.refresh()
@@ -51,6 +35,29 @@ func TestHeadLagStream(t *testing.T) {
 				t.Fatalf("drained ring: the sender's view of the published head fits %d of %d slots (refresh ok %v)", n, q.maxRec, ok)
 			}
 		})
+	}
+}
+
+// stream sends msgs messages of sizes (in turn, at most maxSize bytes) from a to b, the
+// sender and the receiver each in a goroutine of its own, b keeping depth receives posted,
+// and fails t if a message is lost, reordered or damaged or ctx ends first.
+func stream(ctx context.Context, t *testing.T, a, b *side, maxSize, depth int, sizes []int, msgs int) {
+	t.Helper()
+	src := a.allocMR(t, maxSize, 0)
+	bufs := make([]verbs.MR, depth)
+	for i := range bufs {
+		bufs[i] = b.allocMR(t, maxSize, verbs.LocalWrite)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Go(func() { errs <- streamSend(ctx, a, src, sizes, msgs) })
+	wg.Go(func() { errs <- streamRecv(ctx, b, bufs, sizes, msgs) })
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

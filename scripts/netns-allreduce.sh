@@ -22,8 +22,17 @@
 # "hosts" share the machine's cores, a single stream gets CPU that four concurrent ones
 # must share: B busy is the fair B for an Allreduce that keeps every link busy at once.
 #
+# RATE shapes every link: a token bucket (tc tbf) of that rate on both ends of each host's
+# veth, so each host gets a full-duplex link of its own, as hosts on a switch do. Without
+# it a "link" runs as fast as the 2 cores copy, and every host's on-host work (the shm
+# phases at 2 ranks per host, the combination) takes CPU from every other host's link,
+# which no real network does; with a rate well below what the cores copy (1gbit: the four
+# links together need about a quarter of them), the links are the bottleneck the bound
+# is about. B is measured through the shaped links in the same run, as without RATE.
+#
 # Usage (as root): scripts/netns-allreduce.sh [REPS]
 #   environment: SIZES=1M,4M,16M,64M  PPH="1 2"  ALGO=auto (GORMA_ALLREDUCE)
+#                RATE= (unshaped; or a tc rate such as 1gbit)
 #                SCRATCH=arena  STREAM=3s (each B measurement)  MIN_ITERS=10
 #                OUT=results/netns-allreduce  BIN=bin (make build first)
 #                XENV="NAME=VALUE ..." (more environment for the ranks, such as
@@ -37,6 +46,8 @@ pph=${PPH:-1 2}
 algo=${ALGO:-auto}
 scratch=${SCRATCH:-arena}
 stream=${STREAM:-3s}
+rate=${RATE:-}
+qdelay=${QDELAY:-50ms}
 min_iters=${MIN_ITERS:-10}
 out=${OUT:-results/netns-allreduce}
 bin=$(cd "${BIN:-bin}" && pwd)
@@ -49,6 +60,7 @@ lock=/tmp/gorma-bench.lock
 
 [[ $(id -u) == 0 ]] || { echo "netns-allreduce: network namespaces need root" >&2; exit 2; }
 command -v ip >/dev/null || { echo "netns-allreduce: needs iproute2 (ip)" >&2; exit 2; }
+[[ -z $rate ]] || command -v tc >/dev/null || { echo "netns-allreduce: RATE needs tc (iproute2)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "netns-allreduce: needs python3 for the summary" >&2; exit 2; }
 for b in golaunch allreducebench tcpstream; do
 	[[ -x $bin/$b ]] || { echo "netns-allreduce: $bin/$b missing: run make build" >&2; exit 2; }
@@ -92,6 +104,12 @@ for i in 0 1 2 3; do
 	ip -n "$sw" link set "$link" master br0 up
 	ip -n "$h" addr add "${addr[i]}/24" dev eth0
 	ip -n "$h" link set eth0 up
+	if [[ -n $rate ]]; then
+		# Both directions: the host's egress, and the switch port's egress towards it.
+		# A 256 KiB burst: 2 ms at 1gbit, several GSO packets of 64 KiB.
+		ip netns exec "$h" tc qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency "$qdelay"
+		ip netns exec "$sw" tc qdisc add dev "$link" root tbf rate "$rate" burst 256kb latency "$qdelay"
+	fi
 done
 in_host() { local i=$1; shift; ip netns exec "${hosts[i]}" "$@"; }
 
@@ -166,6 +184,8 @@ busy = [statistics.mean(rates(f"{out}/b_busy_{r}.txt")) for r in range(1, reps +
 busy_after = [statistics.mean(rates(f"{out}/b_busy_after_{r}.txt")) for r in range(1, reps + 1)]
 busy_min = [min(rates(f"{out}/b_busy_{r}.txt")) for r in range(1, reps + 1)]
 print(f"# netns-allreduce: 4 namespace hosts, {reps} repetitions (medians)")
+if os.environ.get("RATE"):
+    print(f"links shaped to {os.environ['RATE']} each way (tc tbf on both ends of every veth)")
 if os.environ.get("XENV"):
     print(f"rank environment: {os.environ['XENV']}")
 print(f"B single stream h0->h1:           {med(single):.3f} GB/s  (runs: {', '.join(f'{x:.3f}' for x in single)})")

@@ -13,7 +13,7 @@ import (
 // with the raw TCP ones of the same run (BenchmarkRawTCP*): the machine's speed drifts.
 
 // tcpPair returns a connected loopback pair with TCP_NODELAY.
-func tcpPair(b *testing.B) (client, server *net.TCPConn) {
+func tcpPair(b testing.TB) (client, server *net.TCPConn) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

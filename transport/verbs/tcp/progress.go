@@ -39,6 +39,8 @@ type qconn struct {
 	rd        frameReader
 	hdr       [hdrSize]byte
 	leadFault *fault // why a leader stopped; the reader exits with it
+	rdSeq     uint64 // the read whose sliced response is arriving
+	rdGot     int    // bytes of it landed so far (0: none is)
 	// refusing is set once this side has answered one of the peer's requests with an
 	// error status. The peer's QP goes to Err when that answer arrives and completes the
 	// requests it sent after the refused one with WRFlushErr, which says they did not
@@ -521,20 +523,29 @@ func (q *qp) ackThroughLocked(seq uint64) *fault {
 	return nil
 }
 
-// onReadResp lands read data in the request's Local and completes it.
+// onReadResp lands read data in the request's Local and completes it. A long read's
+// data comes in slices (flagMore on all but the last; see streamReq), landed in turn:
+// rdSeq and rdGot say how much of which read has arrived.
 func (cn *qconn) onReadResp(h *header) *fault {
 	q := cn.q
+	more := h.flags&flagMore != 0
 	q.mu.Lock()
 	e, stale, ok := q.answerLocked(h.seq)
 	if stale {
 		q.mu.Unlock()
 		return cn.skip(h.payloadLen)
 	}
-	if !ok || e.op != verbs.OpRDMARead || (h.status == verbs.Success && int(h.payloadLen) != len(e.local)) {
+	got := 0
+	if cn.rdGot > 0 && cn.rdSeq == h.seq {
+		got = cn.rdGot
+	}
+	n := int(h.payloadLen)
+	if !ok || e.op != verbs.OpRDMARead || h.status != verbs.Success && got > 0 ||
+		h.status == verbs.Success && (n > len(e.local)-got || !more && got+n != len(e.local)) {
 		q.mu.Unlock()
 		return faultProtocol
 	}
-	local := e.local
+	local, total := e.local[got:got+n], len(e.local)
 	q.busy = true
 	q.mu.Unlock()
 	var f *fault
@@ -547,7 +558,12 @@ func (cn *qconn) onReadResp(h *header) *fault {
 	if f != nil {
 		return f
 	}
-	return q.finishLocked(h.status, uint32(len(local)))
+	if more {
+		cn.rdSeq, cn.rdGot = h.seq, got+n
+		return nil
+	}
+	cn.rdGot = 0
+	return q.finishLocked(h.status, uint32(total))
 }
 
 // onAtomicResp stores the old value in the request's Local and completes it.

@@ -19,7 +19,7 @@ import (
 // handshake and the frames. Peers of different versions refuse each other in the
 // handshake. Wire enums (frame opcodes, flags, handshake statuses, and verbs.Status, which
 // travels in frames) are append-only.
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // MaxMessageSize bounds one work request's payload (and so one frame's payload).
 const MaxMessageSize = 1 << 30
@@ -61,7 +61,8 @@ func (o wireOp) isRequest() bool { return o >= opSend && o <= opCmpSwap }
 const (
 	flagImm    uint8 = 1 << 0 // imm is valid (opSend, opWrite)
 	flagAck    uint8 = 1 << 1 // word 48 holds a piggybacked cumulative ack (any op but opCmpSwap, opAck)
-	knownFlags       = flagImm | flagAck
+	flagMore   uint8 = 1 << 2 // opReadResp: a slice of the data; more slices of the same read follow
+	knownFlags       = flagImm | flagAck | flagMore
 )
 
 // maxStatus is the largest verbs.Status this build knows.
@@ -166,6 +167,9 @@ func decodeHeader(b []byte) (header, error) {
 	if h.flags&flagImm != 0 && h.op != opSend && h.op != opWrite {
 		return header{}, frameErr("immediate flag on %v", h.op)
 	}
+	if h.flags&flagMore != 0 && h.op != opReadResp {
+		return header{}, frameErr("slice flag on %v", h.op)
+	}
 	if h.flags&flagAck != 0 {
 		if h.op == opCmpSwap || h.op == opAck {
 			return header{}, frameErr("piggybacked ack on %v", h.op)
@@ -186,6 +190,9 @@ func decodeHeader(b []byte) (header, error) {
 	case opReadResp:
 		if h.status != verbs.Success && h.payloadLen != 0 {
 			return header{}, frameErr("failed read response carries %d bytes", h.payloadLen)
+		}
+		if h.flags&flagMore != 0 && (h.status != verbs.Success || h.payloadLen == 0) {
+			return header{}, frameErr("read response slice with status %v and %d bytes", h.status, h.payloadLen)
 		}
 	case opRead:
 		if h.length > MaxMessageSize {

@@ -53,6 +53,11 @@ func TestDecodeHeader(t *testing.T) {
 		{"payload on a failed read", encode(header{op: opReadResp, status: verbs.RemAccessErr, payloadLen: 8}), false},
 		{"ack with status", encode(header{op: opAck, status: verbs.RemAccessErr, seq: 3}), true},
 		{"max payload", encode(header{op: opReadResp, payloadLen: MaxMessageSize}), true},
+		{"read response slice", encode(header{op: opReadResp, flags: flagMore | flagAck, ack: 2, payloadLen: respSlice}), true},
+		{"empty slice", encode(header{op: opReadResp, flags: flagMore}), false},
+		{"failed slice", encode(header{op: opReadResp, flags: flagMore, status: verbs.RemAccessErr}), false},
+		{"slice flag on a write", encode(header{op: opWrite, flags: flagMore, payloadLen: 8}), false},
+		{"slice flag on an ack", encode(header{op: opAck, flags: flagMore}), false},
 	}
 	for _, c := range cases {
 		h, err := decodeHeader(c.b)
@@ -140,6 +145,7 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add(encode(header{op: opCredit, flags: flagAck, ack: 5, credits: 1}))
 	f.Add(encode(header{op: opAck, status: verbs.RemAccessErr}))
 	f.Add(encode(header{op: opRead, length: 1 << 20}))
+	f.Add(append(encode(header{op: opReadResp, flags: flagMore, payloadLen: 1}), 'x'))
 	f.Add([]byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rest := b

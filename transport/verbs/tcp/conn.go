@@ -173,11 +173,11 @@ type txq struct {
 	limit int
 
 	mu      sync.Mutex
-	qs      [2]frameRing // by stream
-	n       int          // frames in qs
-	last    int          // the stream whose piece was written last
-	lowat   bool         // TCP_NOTSENT_LOWAT is set (see streamReq)
-	err     error        // sticky; set on the first write error or on stop
+	qs      [2]frameRing  // by stream
+	n       int           // frames in qs
+	last    int           // the stream whose piece was written last
+	lowat   bool          // TCP_NOTSENT_LOWAT is set (see streamReq)
+	err     error         // sticky; set on the first write error or on stop
 	drained chan struct{} // closed by the writer when the queue empties, if non-nil
 	fast    txFrame       // fast-path frame, guarded by mu
 	fIov    [2]unix.Iovec // fast-path scratch, guarded by mu

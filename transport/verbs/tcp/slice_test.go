@@ -3,7 +3,7 @@ package tcp
 import (
 	"bytes"
 	"fmt"
-		"testing"
+	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"

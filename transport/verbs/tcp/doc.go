@@ -48,9 +48,23 @@
 // ack rides on the next frame this side sends (flagAck; any frame but a compare-and-swap
 // or an error ack), so a Send/Recv ping-pong costs one frame per direction; it goes as a
 // frame of its own only when whoever reads the connection is about to block. A
-// disconnect frame tells the peer that this side's QP is in Err. Sends and writes with immediate consume a receive at the
-// target; the receiver grants one credit per posted receive (on any frame it sends, or in
-// a credit frame when the peer has none left), and the sender never sends without one, so
+// disconnect frame tells the peer that this side's QP is in Err.
+//
+// The frames of one direction form two streams, each in order: this side's requests
+// (with credit frames) and its answers to the peer's requests (conn.go). A read response
+// longer than 512 KiB goes out as slices, frames with flagMore on all but the last, and a
+// request waiting to be written goes between two slices rather than after the whole
+// response; a request that passes answers leaves its piggybacked ack behind them as an
+// opAck frame, since the ack answers too. Without that, two ranks that exchange large
+// messages by rendezvous (each reads from the other) serialize on their link: one's read
+// request waits behind the other's read response, and one direction idles. The kernel's
+// send buffer would hold the same queue, so a connection on which a request once had to
+// wait behind an answer gets TCP_NOTSENT_LOWAT (256 KiB of unsent data in the kernel; the
+// rest waits in the provider's queue, where requests can pass it).
+//
+// Sends and writes with immediate consume a receive at the target; the receiver grants
+// one credit per posted receive (on any frame it sends, or in a credit frame when the
+// peer has none left), and the sender never sends without one, so
 // an arriving Send always finds its receive. Sends beyond the credits wait in the send
 // queue, counted against MaxSendWR. Frames are bounded (MaxMessageSize), decoding never
 // panics and the reader allocates nothing per frame.

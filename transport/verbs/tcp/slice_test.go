@@ -171,3 +171,50 @@ func TestSlicedReads(t *testing.T) {
 		})
 	}
 }
+
+// TestToErrMidSlicedRead moves the reader's QP to Err while a long read's slices are
+// landing: the read completes with WRFlushErr, and its buffer is never written after that
+// completion (the later slices are answers to a flushed request and are skipped).
+func TestToErrMidSlicedRead(t *testing.T) {
+	const n = 24 << 20
+	a, b := pair(t, testCfg(), verbs.QPAttr{})
+	loc, rem := allocMR(t, a, n), allocMR(t, b, n)
+	pattern(rem.Bytes(), 3)
+	clear(loc.Bytes())
+	post(t, a.qp, verbs.SendWR{WRID: 1, Op: verbs.OpRDMARead, Flags: verbs.Signaled,
+		Local: loc.Bytes(), LKey: loc.LKey(), Remote: verbs.RemoteAddr{RKey: rem.RKey()}})
+	// Wait for the first slice to land, so the flush comes between slices or in one.
+	deadline := time.Now().Add(10 * time.Second)
+	for loc.Bytes()[respSlice-1] == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
+	}
+	if err := a.qp.ToErr(); err != nil {
+		t.Fatal(err)
+	}
+	wc := waitWC(t, a.cq)
+	if wc.WRID != 1 || wc.Status == verbs.Success && wc.ByteLen != n {
+		t.Fatalf("completion %+v", wc)
+	}
+	if wc.Status == verbs.Success {
+		t.Skip("the whole read landed before ToErr") // nothing to check about a flush
+	}
+	if wc.Status != verbs.WRFlushErr {
+		t.Fatalf("read completed with %v, want WRFlushErr", wc.Status)
+	}
+	snap := bytes.Clone(loc.Bytes())
+	time.Sleep(200 * time.Millisecond)
+	if !bytes.Equal(snap, loc.Bytes()) {
+		t.Fatal("the read's buffer changed after its flush completion")
+	}
+}
+
+// TestPeerDeviceCloseMidSlicedReads closes the target's device under a stream of 4 MiB
+// reads, each answered in slices: the oldest outstanding read fails with RetryExcErr,
+// the rest flush, nothing hangs.
+func TestPeerDeviceCloseMidSlicedReads(t *testing.T) {
+	a, b := pair(t, testCfg(), verbs.QPAttr{MaxSendWR: 16})
+	dst := newBuf(t, a, arenaMem, 4<<20)
+	src := newBuf(t, b, arenaMem, 4<<20)
+	checkFailingStream(t, a, verbs.SendWR{Op: verbs.OpRDMARead, Local: dst.b, LKey: dst.key, Remote: verbs.RemoteAddr{RKey: src.key}},
+		func() { b.dev.Close() })
+}

@@ -54,12 +54,14 @@ func tuneConn(c *net.TCPConn) error {
 // rendezvous (each reads from the other) serialize on a link: the read request of one
 // waits behind the other's whole read response, so one direction of the link idles while
 // the other carries its data, and the exchange takes twice its time. The kernel's socket
-// buffer hides the same queue (it takes up to megabytes ahead of the request), so the
-// first time a request has to queue behind an answer on a connection, the connection
-// gets TCP_NOTSENT_LOWAT: the kernel then holds about notsentLowat unsent bytes, the rest
-// waits in the txq where requests can pass it; bytes on the wire are not limited, so the
-// window still covers the path. Not before: the writer then wakes every notsentLowat/2
-// bytes, which cost a one-way stream on loopback a third of its rate (3.3 -> 2.2 GB/s).
+// buffer hides the same queue (it takes up to megabytes ahead of the request), so
+// TCP_NOTSENT_LOWAT keeps about notsentLowat unsent bytes there and the rest waits in
+// the txq, where requests can pass it; bytes on the wire are not limited, so the window
+// still covers the path. Both start the first time a request has to queue behind an
+// answer on a connection (mixLocked), not before: a connection that only streams one
+// way loses to them and gains nothing (on loopback, the lowat's wake-ups every
+// notsentLowat/2 bytes cost a one-way stream a third of its rate, 3.3 -> 2.2 GB/s, and
+// slices about a tenth of a read stream's).
 //
 // Requests never overtake answers in ways that matter: the peer matches answers to its
 // requests by stream order alone, and requests to it only by theirs. The exception is the
@@ -94,10 +96,10 @@ type txFrame struct {
 	pin  uint64 // key to unpin once the payload is written or dropped; 0 for none
 }
 
-// setFrame makes f the frame hdr+pay, sliced if it is a long read response.
-func (f *txFrame) set(hdr *[hdrSize]byte, pay []byte, pin uint64) {
+// set makes f the frame hdr+pay, sliced if slice is set and it is a long read response.
+func (f *txFrame) set(hdr *[hdrSize]byte, pay []byte, pin uint64, slice bool) {
 	f.hdr, f.pay, f.cut, f.more, f.done, f.pin = *hdr, pay, len(pay), false, 0, pin
-	if wireOp(hdr[1]) == opReadResp && len(pay) > respSlice {
+	if slice && wireOp(hdr[1]) == opReadResp && len(pay) > respSlice {
 		f.cut, f.more = respSlice, true
 		f.hdr[2] |= flagMore
 		binary.LittleEndian.PutUint32(f.hdr[4:], respSlice)
@@ -176,7 +178,7 @@ type txq struct {
 	qs      [2]frameRing  // by stream
 	n       int           // frames in qs
 	last    int           // the stream whose piece was written last
-	lowat   bool          // TCP_NOTSENT_LOWAT is set (see streamReq)
+	mixed   bool          // a request had to queue behind an answer: slice, and TCP_NOTSENT_LOWAT is set
 	err     error         // sticky; set on the first write error or on stop
 	drained chan struct{} // closed by the writer when the queue empties, if non-nil
 	fast    txFrame       // fast-path frame, guarded by mu
@@ -271,7 +273,7 @@ func (t *txq) send(hdr *[hdrSize]byte, pay []byte, pin uint64) error {
 		// Nothing queued, so nothing is being written: write at once, piece by piece,
 		// while the socket takes whole pieces.
 		f := &t.fast
-		f.set(hdr, pay, pin)
+		f.set(hdr, pay, pin, t.mixed)
 		for {
 			t.fCnt = setIov(&t.fIov, f)
 			err := t.raw.Write(t.fFn)
@@ -312,14 +314,11 @@ func (t *txq) send(hdr *[hdrSize]byte, pay []byte, pin uint64) error {
 		t.unpin(pin)
 		return errTxOverflow
 	}
-	if s == streamReq && t.qs[streamResp].n > 0 && !t.lowat {
-		t.lowat = true
-		t.raw.Control(func(fd uintptr) {
-			unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, notsentLowat)
-		})
+	if s == streamReq && t.qs[streamResp].n > 0 && !t.mixed {
+		t.mixLocked()
 	}
 	f := t.qs[s].push()
-	f.set(hdr, pay, pin)
+	f.set(hdr, pay, pin, t.mixed)
 	t.n++
 	if s == streamReq && f.hdr[2]&flagAck != 0 && t.qs[streamResp].n > 0 {
 		// The ack answers: it may not pass the answers queued before it.
@@ -329,12 +328,28 @@ func (t *txq) send(hdr *[hdrSize]byte, pay []byte, pin uint64) error {
 		le.PutUint64(f.hdr[48:], 0)
 		var b [hdrSize]byte
 		ack.put(&b)
-		t.qs[streamResp].push().set(&b, nil, 0)
+		t.qs[streamResp].push().set(&b, nil, 0, false)
 		t.n++
 	}
 	t.mu.Unlock()
 	t.kickWriter()
 	return nil
+}
+
+// mixLocked switches the connection to mixed traffic, the first time a request queues
+// behind an answer: from then on long read responses go in slices (those queued and not
+// begun too), and the kernel holds about notsentLowat unsent bytes (see streamReq).
+func (t *txq) mixLocked() {
+	t.mixed = true
+	t.raw.Control(func(fd uintptr) {
+		unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, notsentLowat)
+	})
+	r := &t.qs[streamResp]
+	for i := range r.n {
+		if f := &r.ring[(r.head+i)%len(r.ring)]; f.done == 0 && !f.more {
+			f.set(&f.hdr, f.pay, f.pin, true)
+		}
+	}
 }
 
 func (t *txq) kickWriter() {

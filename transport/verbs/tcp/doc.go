@@ -51,16 +51,18 @@
 // disconnect frame tells the peer that this side's QP is in Err.
 //
 // The frames of one direction form two streams, each in order: this side's requests
-// (with credit frames) and its answers to the peer's requests (conn.go). A read response
-// longer than 512 KiB goes out as slices, frames with flagMore on all but the last, and a
-// request waiting to be written goes between two slices rather than after the whole
-// response; a request that passes answers leaves its piggybacked ack behind them as an
-// opAck frame, since the ack answers too. Without that, two ranks that exchange large
+// (with credit frames) and its answers to the peer's requests (conn.go). Once a request
+// has had to queue behind an answer on a connection, the connection carries mixed
+// traffic: from then on a read response longer than 512 KiB goes out as slices, frames
+// with flagMore on all but the last, and a request waiting to be written goes between two
+// slices rather than after the whole response; the kernel keeps about 256 KiB of unsent
+// data (TCP_NOTSENT_LOWAT), the rest waiting in the provider's queue, where requests can
+// pass it. A request that passes answers leaves its piggybacked ack behind them as an
+// opAck frame, since the ack answers too. Without this, two ranks that exchange large
 // messages by rendezvous (each reads from the other) serialize on their link: one's read
-// request waits behind the other's read response, and one direction idles. The kernel's
-// send buffer would hold the same queue, so a connection on which a request once had to
-// wait behind an answer gets TCP_NOTSENT_LOWAT (256 KiB of unsent data in the kernel; the
-// rest waits in the provider's queue, where requests can pass it).
+// request waits behind the other's read response, and one direction idles. A connection
+// that only streams one way never switches, as slices and the lowat's wake-ups cost a
+// loopback stream a tenth to a third of its rate.
 //
 // Sends and writes with immediate consume a receive at the target; the receiver grants
 // one credit per posted receive (on any frame it sends, or in a credit frame when the

@@ -3,6 +3,7 @@ package tcp
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -11,12 +12,70 @@ import (
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
-// TestRequestPassesReadResponse queues a read response far longer than the socket
-// buffers while the peer reads nothing, then a request that carries a piggybacked ack.
-// The peer must see the response in slices, the request before the response's last
-// slice (it waits for one slice at most, not for the whole response), and the ack moved
-// behind the response as an opAck frame of its own; and the connection must have
-// TCP_NOTSENT_LOWAT from then on.
+// frameLog reads frames from r until stop says the log is complete, landing read
+// response payloads at land[seq] (slices in turn), and returns one line per frame.
+func frameLog(t *testing.T, r *net.TCPConn, land map[uint64][]byte, stop func(log []string) bool) []string {
+	t.Helper()
+	r.SetReadDeadline(time.Now().Add(20 * time.Second))
+	rd := newFrameReader(r, nil)
+	got := map[uint64]int{}
+	var log []string
+	for !stop(log) {
+		h, err := rd.header()
+		if err != nil {
+			t.Fatalf("after %v: %v", log, err)
+		}
+		switch h.op {
+		case opReadResp:
+			dst := land[h.seq]
+			at := got[h.seq]
+			more := h.flags&flagMore != 0
+			if dst == nil || at+int(h.payloadLen) > len(dst) || more != (at+int(h.payloadLen) < len(dst)) {
+				t.Fatalf("read response %+v at %d", h, at)
+			}
+			if more && h.payloadLen != respSlice {
+				t.Fatalf("slice of %d bytes, want %d", h.payloadLen, respSlice)
+			}
+			if (at == 0) != (h.credits != 0) {
+				t.Fatalf("credits %d on a slice at %d; only the first slice carries them", h.credits, at)
+			}
+			if err := rd.readFull(dst[at : at+int(h.payloadLen)]); err != nil {
+				t.Fatal(err)
+			}
+			got[h.seq] = at + int(h.payloadLen)
+			switch {
+			case !more && at == 0:
+				log = append(log, fmt.Sprintf("whole %d", h.seq))
+			case !more:
+				log = append(log, fmt.Sprintf("last slice %d", h.seq))
+			case at == 0:
+				log = append(log, fmt.Sprintf("first slice %d", h.seq))
+			}
+		case opSend:
+			b := make([]byte, h.payloadLen)
+			if err := rd.readFull(b); err != nil {
+				t.Fatal(err)
+			}
+			ack := ""
+			if h.flags&flagAck != 0 {
+				ack = fmt.Sprintf(" ack %d", h.ack)
+			}
+			log = append(log, fmt.Sprintf("request %d%s", h.seq, ack))
+		case opAck:
+			log = append(log, fmt.Sprintf("ack %d", h.seq))
+		default:
+			t.Fatalf("unexpected frame %+v", h)
+		}
+	}
+	return log
+}
+
+// TestRequestPassesReadResponse queues read responses far longer than the socket
+// buffers while the peer reads nothing, then requests. The first request to queue behind
+// an answer switches the connection to mixed traffic: it waits for the response being
+// written (whole, as begun), but passes the one queued behind it, which goes in slices
+// from then on, and its piggybacked ack moves behind both as an opAck frame. Later long
+// responses go in slices, and a request waits for one slice at most.
 func TestRequestPassesReadResponse(t *testing.T) {
 	w, r := tcpPair(t)
 	if err := tuneConn(w); err != nil {
@@ -28,95 +87,90 @@ func TestRequestPassesReadResponse(t *testing.T) {
 	}
 	go tx.run()
 	t.Cleanup(tx.shutdown)
-
-	const n = 24 << 20 // more than the 4 MiB send and the 128 KiB receive buffers hold
-	data := make([]byte, n)
-	pattern(data, 7)
-	var hb [hdrSize]byte
-	(&header{op: opReadResp, seq: 5, payloadLen: n, credits: 3}).put(&hb)
-	if err := tx.send(&hb, data, 0); err != nil {
-		t.Fatal(err)
-	}
-	// Let the writer fill the socket, so the response is partly queued in tx.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		tx.mu.Lock()
-		queued := tx.qs[streamResp].n
-		tx.mu.Unlock()
-		if queued == 1 || time.Now().After(deadline) {
-			break
+	send := func(h header, pay []byte) {
+		t.Helper()
+		var b [hdrSize]byte
+		h.put(&b)
+		if err := tx.send(&b, pay, 0); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond)
 	}
+	// queued waits until the answers stream holds n frames: the socket is full.
+	queued := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			tx.mu.Lock()
+			q := tx.qs[streamResp].n
+			tx.mu.Unlock()
+			if q == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d answers queued, want %d", q, n)
+			}
+		}
+	}
+	const big, small = 24 << 20, 8 << 20 // more than the 4 MiB send and 128 KiB receive buffers hold
+	data := map[uint64][]byte{5: make([]byte, big), 6: make([]byte, small), 7: make([]byte, big)}
+	for seq, b := range data {
+		pattern(b, byte(seq))
+	}
+	land := map[uint64][]byte{5: make([]byte, big), 6: make([]byte, small), 7: make([]byte, big)}
 	req := []byte("rendezvous offer")
-	(&header{op: opSend, seq: 11, payloadLen: uint32(len(req)), flags: flagAck, ack: 4}).put(&hb)
-	if err := tx.send(&hb, req, 0); err != nil {
-		t.Fatal(err)
-	}
+
+	send(header{op: opReadResp, seq: 5, payloadLen: big, credits: 3}, data[5])
+	send(header{op: opReadResp, seq: 6, payloadLen: small, credits: 1}, data[6])
+	queued(2)
+	send(header{op: opSend, seq: 11, payloadLen: uint32(len(req)), flags: flagAck, ack: 4}, req)
 	tx.mu.Lock()
-	lowat := tx.lowat
+	mixed := tx.mixed
 	tx.mu.Unlock()
-	if !lowat {
-		t.Error("the connection did not get TCP_NOTSENT_LOWAT when a request queued behind an answer")
+	if !mixed {
+		t.Fatal("the connection did not switch to mixed traffic when a request queued behind an answer")
 	}
 	raw, _ := w.SyscallConn()
-	var got int
-	raw.Control(func(fd uintptr) { got, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT) })
-	if got != notsentLowat {
-		t.Errorf("TCP_NOTSENT_LOWAT is %d, want %d", got, notsentLowat)
+	var lowat int
+	raw.Control(func(fd uintptr) { lowat, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT) })
+	if lowat != notsentLowat {
+		t.Errorf("TCP_NOTSENT_LOWAT is %d, want %d", lowat, notsentLowat)
+	}
+	log := frameLog(t, r, land, func(log []string) bool { return len(log) > 0 && log[len(log)-1] == "ack 4" })
+	want := []string{"whole 5", "request 11", "first slice 6", "last slice 6", "ack 4"}
+	if fmt.Sprint(log) != fmt.Sprint(want) {
+		t.Fatalf("frames %v, want %v", log, want)
 	}
 
-	// The peer reads everything and logs the frames.
-	r.SetReadDeadline(time.Now().Add(10 * time.Second))
-	rd := newFrameReader(r, nil)
-	land := make([]byte, n)
-	var log []string
-	at, reqAt, slices := 0, -1, 0
-	for at < n || reqAt < 0 || len(log) == 0 || log[len(log)-1] != "ack 4" {
-		h, err := rd.header()
-		if err != nil {
-			t.Fatalf("after %v: %v", log, err)
-		}
-		switch h.op {
-		case opReadResp:
-			if h.seq != 5 || h.payloadLen > respSlice || (h.flags&flagMore != 0) != (at+int(h.payloadLen) < n) {
-				t.Fatalf("slice %d: %+v at %d", slices, h, at)
-			}
-			if (slices == 0) != (h.credits == 3) {
-				t.Fatalf("slice %d carries credits %d; only the first should", slices, h.credits)
-			}
-			if err := rd.readFull(land[at : at+int(h.payloadLen)]); err != nil {
-				t.Fatal(err)
-			}
-			at += int(h.payloadLen)
-			slices++
-			log = append(log, fmt.Sprintf("slice to %d", at))
-		case opSend:
-			if h.flags&flagAck != 0 || h.seq != 11 {
-				t.Fatalf("request %+v: its ack should have been left behind the response", h)
-			}
-			b := make([]byte, h.payloadLen)
-			if err := rd.readFull(b); err != nil || !bytes.Equal(b, req) {
-				t.Fatalf("request payload %q, %v", b, err)
-			}
-			reqAt = at
-			log = append(log, "request")
-		case opAck:
-			if at != n {
-				t.Fatalf("ack %d before the response's end (%d of %d bytes)", h.seq, at, n)
-			}
-			log = append(log, fmt.Sprintf("ack %d", h.seq))
-		default:
-			t.Fatalf("unexpected frame %+v", h)
+	send(header{op: opReadResp, seq: 7, payloadLen: big, credits: 2}, data[7])
+	queued(1)
+	send(header{op: opSend, seq: 12, payloadLen: uint32(len(req))}, req)
+	log = frameLog(t, r, land, func(log []string) bool { return len(log) == 3 })
+	want = []string{"first slice 7", "request 12", "last slice 7"}
+	if fmt.Sprint(log) != fmt.Sprint(want) {
+		t.Fatalf("frames %v, want %v", log, want)
+	}
+	for seq := range data {
+		if !bytes.Equal(land[seq], data[seq]) {
+			t.Fatalf("read response %d: the slices do not add up to its data", seq)
 		}
 	}
-	if !bytes.Equal(land, data) {
-		t.Fatal("the response's slices do not add up to its data")
+}
+
+// mix switches the connections of both sides to mixed traffic, as the first request to
+// queue behind an answer would, so that their long read responses go in slices.
+func mix(t *testing.T, sides ...*side) {
+	t.Helper()
+	for _, s := range sides {
+		q := s.qp.(*qp)
+		q.mu.Lock()
+		cn := q.cn
+		q.mu.Unlock()
+		if cn == nil {
+			t.Fatal("no connection")
+		}
+		cn.tx.mu.Lock()
+		cn.tx.mixLocked()
+		cn.tx.mu.Unlock()
 	}
-	if reqAt < 0 || reqAt >= n {
-		t.Fatalf("the request came after the whole response (%d of %d bytes)", reqAt, n)
-	}
-	t.Logf("request after %d of %d response bytes, %d slices", reqAt, n, slices)
 }
 
 // TestSlicedReads reads sizes around the slice length and, at the same time, in the
@@ -124,6 +178,7 @@ func TestRequestPassesReadResponse(t *testing.T) {
 // frames of the peer's own requests come between them.
 func TestSlicedReads(t *testing.T) {
 	a, b := pair(t, testCfg(), verbs.QPAttr{})
+	mix(t, a, b)
 	for _, n := range []int{respSlice - 1, respSlice, respSlice + 1, 3*respSlice + 7, 9 << 20} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			la, ra := allocMR(t, a, n), allocMR(t, a, n)
@@ -178,6 +233,7 @@ func TestSlicedReads(t *testing.T) {
 func TestToErrMidSlicedRead(t *testing.T) {
 	const n = 24 << 20
 	a, b := pair(t, testCfg(), verbs.QPAttr{})
+	mix(t, a, b)
 	loc, rem := allocMR(t, a, n), allocMR(t, b, n)
 	pattern(rem.Bytes(), 3)
 	clear(loc.Bytes())
@@ -213,6 +269,7 @@ func TestToErrMidSlicedRead(t *testing.T) {
 // the rest flush, nothing hangs.
 func TestPeerDeviceCloseMidSlicedReads(t *testing.T) {
 	a, b := pair(t, testCfg(), verbs.QPAttr{MaxSendWR: 16})
+	mix(t, a, b)
 	dst := newBuf(t, a, arenaMem, 4<<20)
 	src := newBuf(t, b, arenaMem, 4<<20)
 	checkFailingStream(t, a, verbs.SendWR{Op: verbs.OpRDMARead, Local: dst.b, LKey: dst.key, Remote: verbs.RemoteAddr{RKey: src.key}},

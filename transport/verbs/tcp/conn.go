@@ -65,8 +65,11 @@ func tuneConn(c *net.TCPConn) error {
 //
 // Requests never overtake answers in ways that matter: the peer matches answers to its
 // requests by stream order alone, and requests to it only by theirs. The exception is the
-// cumulative ack that a request may carry (flagAck): it answers too, so a request that
-// would overtake queued answers leaves its ack behind them as an opAck frame.
+// cumulative ack that a request may carry (flagAck): it answers too, and must keep its
+// place among the answers. A request that would pass queued answers (all of them for
+// requests the ack covers: an answer takes the ack owed when it is made) leaves its ack
+// behind them as an opAck frame; and an answer queued while a request still holds an ack
+// (the answer is for a later request) first moves that ack ahead of itself, the same way.
 const (
 	streamReq  = 0
 	streamResp = 1
@@ -317,6 +320,9 @@ func (t *txq) send(hdr *[hdrSize]byte, pay []byte, pin uint64) error {
 	if s == streamReq && t.qs[streamResp].n > 0 && !t.mixed {
 		t.mixLocked()
 	}
+	if s == streamResp && t.qs[streamReq].n > 0 {
+		t.unackLocked()
+	}
 	f := t.qs[s].push()
 	f.set(hdr, pay, pin, t.mixed)
 	t.n++
@@ -334,6 +340,31 @@ func (t *txq) send(hdr *[hdrSize]byte, pay []byte, pin uint64) error {
 	t.mu.Unlock()
 	t.kickWriter()
 	return nil
+}
+
+// unackLocked moves the acks of queued requests not yet begun into an opAck frame at
+// the end of the answers, before an answer to a later request is queued behind it. A
+// request the writer is writing at the moment keeps its ack as well (the writer holds a
+// copy), and the peer ignores the second, stale, one.
+func (t *txq) unackLocked() {
+	r := &t.qs[streamReq]
+	var ack uint64
+	found := false
+	le := binary.LittleEndian
+	for i := range r.n {
+		f := &r.ring[(r.head+i)%len(r.ring)]
+		if f.done == 0 && f.hdr[2]&flagAck != 0 {
+			ack, found = max(ack, le.Uint64(f.hdr[48:])), true
+			f.hdr[2] &^= flagAck
+			le.PutUint64(f.hdr[48:], 0)
+		}
+	}
+	if found {
+		var b [hdrSize]byte
+		(&header{op: opAck, seq: ack}).put(&b)
+		t.qs[streamResp].push().set(&b, nil, 0, false)
+		t.n++
+	}
 }
 
 // mixLocked switches the connection to mixed traffic, the first time a request queues

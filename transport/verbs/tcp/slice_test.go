@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,11 @@ func frameLog(t *testing.T, r *net.TCPConn, land map[uint64][]byte, stop func(lo
 			log = append(log, fmt.Sprintf("request %d%s", h.seq, ack))
 		case opAck:
 			log = append(log, fmt.Sprintf("ack %d", h.seq))
+		case opWrite:
+			if err := rd.discard(int(h.payloadLen)); err != nil {
+				t.Fatal(err)
+			}
+			log = append(log, fmt.Sprintf("write %d", h.seq))
 		default:
 			t.Fatalf("unexpected frame %+v", h)
 		}
@@ -170,6 +176,63 @@ func mix(t *testing.T, sides ...*side) {
 		cn.tx.mu.Lock()
 		cn.tx.mixLocked()
 		cn.tx.mu.Unlock()
+	}
+}
+
+// TestAnswerWaitsForQueuedAck queues a request that carries an ack behind a long write
+// (the socket is full), then an answer, which is for a later request than the ack covers:
+// the ack must reach the peer before the answer, though the answer may pass the request.
+func TestAnswerWaitsForQueuedAck(t *testing.T) {
+	w, r := tcpPair(t)
+	tx, err := newTxq(w, nil, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go tx.run()
+	t.Cleanup(tx.shutdown)
+	send := func(h header, pay []byte) {
+		t.Helper()
+		var b [hdrSize]byte
+		h.put(&b)
+		if err := tx.send(&b, pay, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(header{op: opWrite, seq: 10, payloadLen: 24 << 20}, make([]byte, 24<<20))
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		tx.mu.Lock()
+		q := tx.qs[streamReq].n
+		tx.mu.Unlock()
+		if q == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the write never queued")
+		}
+	}
+	req := []byte("offer")
+	send(header{op: opSend, seq: 11, payloadLen: uint32(len(req)), flags: flagAck, ack: 4}, req)
+	send(header{op: opReadResp, seq: 9, payloadLen: 8, credits: 1}, make([]byte, 8))
+	land := map[uint64][]byte{9: make([]byte, 8)}
+	log := frameLog(t, r, land, func(log []string) bool {
+		var answered, requested bool
+		for _, l := range log {
+			answered = answered || l == "whole 9"
+			requested = requested || strings.HasPrefix(l, "request 11")
+		}
+		return answered && requested
+	})
+	ack, answer := -1, -1
+	for i, l := range log {
+		switch l {
+		case "ack 4", "request 11 ack 4":
+			ack = i
+		case "whole 9":
+			answer = i
+		}
+	}
+	if ack < 0 || answer < 0 || ack > answer || log[0] != "write 10" {
+		t.Fatalf("frames %v: the ack must come before the answer, after the begun write", log)
 	}
 }
 

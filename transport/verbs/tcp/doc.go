@@ -57,8 +57,9 @@
 // with flagMore on all but the last, and a request waiting to be written goes between two
 // slices rather than after the whole response; the kernel keeps about 256 KiB of unsent
 // data (TCP_NOTSENT_LOWAT), the rest waiting in the provider's queue, where requests can
-// pass it. A request that passes answers leaves its piggybacked ack behind them as an
-// opAck frame, since the ack answers too. Without this, two ranks that exchange large
+// pass it. The ack a request may carry answers too and keeps its place among the
+// answers: a request that passes answers leaves it behind them as an opAck frame, and an
+// answer queued while a request still holds one moves it ahead of itself. Without this, two ranks that exchange large
 // messages by rendezvous (each reads from the other) serialize on their link: one's read
 // request waits behind the other's read response, and one direction idles. A connection
 // that only streams one way never switches, as slices and the lowat's wake-ups cost a

@@ -33,6 +33,9 @@
 # Usage (as root): scripts/netns-allreduce.sh [REPS]
 #   environment: SIZES=1M,4M,16M,64M  PPH="1 2"  ALGO=auto (GORMA_ALLREDUCE)
 #                RATE= (unshaped; or a tc rate such as 1gbit)
+#                QDELAY=50ms (with RATE, the tbf queue; deep enough that the bursts in
+#                which the shared cores run the senders do not overflow it: 2 ms with a
+#                64 KiB burst left four concurrent streams 0.05 GB/s each)
 #                SCRATCH=arena  STREAM=3s (each B measurement)  MIN_ITERS=10
 #                OUT=results/netns-allreduce  BIN=bin (make build first)
 #                XENV="NAME=VALUE ..." (more environment for the ranks, such as
@@ -185,7 +188,7 @@ busy_after = [statistics.mean(rates(f"{out}/b_busy_after_{r}.txt")) for r in ran
 busy_min = [min(rates(f"{out}/b_busy_{r}.txt")) for r in range(1, reps + 1)]
 print(f"# netns-allreduce: 4 namespace hosts, {reps} repetitions (medians)")
 if os.environ.get("RATE"):
-    print(f"links shaped to {os.environ['RATE']} each way (tc tbf on both ends of every veth)")
+    print(f"links shaped to {os.environ['RATE']} each way (tc tbf on both ends of every veth, queue {os.environ.get('QDELAY', '50ms')})")
 if os.environ.get("XENV"):
     print(f"rank environment: {os.environ['XENV']}")
 print(f"B single stream h0->h1:           {med(single):.3f} GB/s  (runs: {', '.join(f'{x:.3f}' for x in single)})")

@@ -326,16 +326,11 @@ func (t *txq) send(hdr *[hdrSize]byte, pay []byte, pin uint64) error {
 	f := t.qs[s].push()
 	f.set(hdr, pay, pin, t.mixed)
 	t.n++
-	if s == streamReq && f.hdr[2]&flagAck != 0 && t.qs[streamResp].n > 0 {
+	if s == streamReq && t.qs[streamResp].n > 0 {
 		// The ack answers: it may not pass the answers queued before it.
-		le := binary.LittleEndian
-		ack := header{op: opAck, seq: le.Uint64(f.hdr[48:])}
-		f.hdr[2] &^= flagAck
-		le.PutUint64(f.hdr[48:], 0)
-		var b [hdrSize]byte
-		ack.put(&b)
-		t.qs[streamResp].push().set(&b, nil, 0, false)
-		t.n++
+		if ack, ok := f.takeAck(); ok {
+			t.pushAckLocked(ack)
+		}
 	}
 	t.mu.Unlock()
 	t.kickWriter()
@@ -350,21 +345,36 @@ func (t *txq) unackLocked() {
 	r := &t.qs[streamReq]
 	var ack uint64
 	found := false
-	le := binary.LittleEndian
 	for i := range r.n {
-		f := &r.ring[(r.head+i)%len(r.ring)]
-		if f.done == 0 && f.hdr[2]&flagAck != 0 {
-			ack, found = max(ack, le.Uint64(f.hdr[48:])), true
-			f.hdr[2] &^= flagAck
-			le.PutUint64(f.hdr[48:], 0)
+		if f := &r.ring[(r.head+i)%len(r.ring)]; f.done == 0 {
+			if a, ok := f.takeAck(); ok {
+				ack, found = max(ack, a), true
+			}
 		}
 	}
 	if found {
-		var b [hdrSize]byte
-		(&header{op: opAck, seq: ack}).put(&b)
-		t.qs[streamResp].push().set(&b, nil, 0, false)
-		t.n++
+		t.pushAckLocked(ack)
 	}
+}
+
+// takeAck removes the piggybacked ack from f's header, if it carries one.
+func (f *txFrame) takeAck() (uint64, bool) {
+	if f.hdr[2]&flagAck == 0 {
+		return 0, false
+	}
+	le := binary.LittleEndian
+	ack := le.Uint64(f.hdr[48:])
+	f.hdr[2] &^= flagAck
+	le.PutUint64(f.hdr[48:], 0)
+	return ack, true
+}
+
+// pushAckLocked queues an opAck frame for ack at the end of the answers.
+func (t *txq) pushAckLocked(ack uint64) {
+	var b [hdrSize]byte
+	(&header{op: opAck, seq: ack}).put(&b)
+	t.qs[streamResp].push().set(&b, nil, 0, false)
+	t.n++
 }
 
 // mixLocked switches the connection to mixed traffic, the first time a request queues

@@ -13,6 +13,47 @@ import (
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
+// startTxq runs a txq on one end of a loopback connection and returns it, the other
+// end, and a function that sends a frame through it.
+func startTxq(t *testing.T) (tx *txq, r *net.TCPConn, send func(h header, pay []byte)) {
+	t.Helper()
+	w, r := tcpPair(t)
+	if err := tuneConn(w); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := newTxq(w, nil, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go tx.run()
+	t.Cleanup(tx.shutdown)
+	send = func(h header, pay []byte) {
+		t.Helper()
+		var b [hdrSize]byte
+		h.put(&b)
+		if err := tx.send(&b, pay, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tx, r, send
+}
+
+// waitQueued waits until stream s of tx holds n frames: the socket is full.
+func waitQueued(t *testing.T, tx *txq, s, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		tx.mu.Lock()
+		q := tx.qs[s].n
+		tx.mu.Unlock()
+		if q == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream %d holds %d frames, want %d", s, q, n)
+		}
+	}
+}
+
 // frameLog reads frames from r until stop says the log is complete, landing read
 // response payloads at land[seq] (slices in turn), and returns one line per frame.
 func frameLog(t *testing.T, r *net.TCPConn, land map[uint64][]byte, stop func(log []string) bool) []string {
@@ -83,39 +124,8 @@ func frameLog(t *testing.T, r *net.TCPConn, land map[uint64][]byte, stop func(lo
 // from then on, and its piggybacked ack moves behind both as an opAck frame. Later long
 // responses go in slices, and a request waits for one slice at most.
 func TestRequestPassesReadResponse(t *testing.T) {
-	w, r := tcpPair(t)
-	if err := tuneConn(w); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := newTxq(w, nil, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go tx.run()
-	t.Cleanup(tx.shutdown)
-	send := func(h header, pay []byte) {
-		t.Helper()
-		var b [hdrSize]byte
-		h.put(&b)
-		if err := tx.send(&b, pay, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// queued waits until the answers stream holds n frames: the socket is full.
-	queued := func(n int) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			tx.mu.Lock()
-			q := tx.qs[streamResp].n
-			tx.mu.Unlock()
-			if q == n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d answers queued, want %d", q, n)
-			}
-		}
-	}
+	tx, r, send := startTxq(t)
+	queued := func(n int) { t.Helper(); waitQueued(t, tx, streamResp, n) }
 	const big, small = 24 << 20, 8 << 20 // more than the 4 MiB send and 128 KiB receive buffers hold
 	data := map[uint64][]byte{5: make([]byte, big), 6: make([]byte, small), 7: make([]byte, big)}
 	for seq, b := range data {
@@ -134,9 +144,8 @@ func TestRequestPassesReadResponse(t *testing.T) {
 	if !mixed {
 		t.Fatal("the connection did not switch to mixed traffic when a request queued behind an answer")
 	}
-	raw, _ := w.SyscallConn()
 	var lowat int
-	raw.Control(func(fd uintptr) { lowat, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT) })
+	tx.raw.Control(func(fd uintptr) { lowat, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT) })
 	if lowat != notsentLowat {
 		t.Errorf("TCP_NOTSENT_LOWAT is %d, want %d", lowat, notsentLowat)
 	}
@@ -183,33 +192,9 @@ func mix(t *testing.T, sides ...*side) {
 // (the socket is full), then an answer, which is for a later request than the ack covers:
 // the ack must reach the peer before the answer, though the answer may pass the request.
 func TestAnswerWaitsForQueuedAck(t *testing.T) {
-	w, r := tcpPair(t)
-	tx, err := newTxq(w, nil, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go tx.run()
-	t.Cleanup(tx.shutdown)
-	send := func(h header, pay []byte) {
-		t.Helper()
-		var b [hdrSize]byte
-		h.put(&b)
-		if err := tx.send(&b, pay, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tx, r, send := startTxq(t)
 	send(header{op: opWrite, seq: 10, payloadLen: 24 << 20}, make([]byte, 24<<20))
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		tx.mu.Lock()
-		q := tx.qs[streamReq].n
-		tx.mu.Unlock()
-		if q == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the write never queued")
-		}
-	}
+	waitQueued(t, tx, streamReq, 1)
 	req := []byte("offer")
 	send(header{op: opSend, seq: 11, payloadLen: uint32(len(req)), flags: flagAck, ack: 4}, req)
 	send(header{op: opReadResp, seq: 9, payloadLen: 8, credits: 1}, make([]byte, 8))

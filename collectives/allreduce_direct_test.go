@@ -13,7 +13,7 @@ import (
 // it folds, on a copy): the result is right whatever recv held before, send is left as it
 // was, for a predefined operator (combined in one pass, Op.combine), a user-defined one
 // (copied, then combined) and a non-commutative one (combined in rank order; direct gives
-// way to Rabenseifner for it), including counts below p (empty blocks).
+// way to Rabenseifner for it), including counts below p (empty blocks); and in place.
 func TestAllreduceDirectFromSend(t *testing.T) {
 	userSum := NewOp("usersum", func(inout, in []int64) {
 		for i := range inout {
@@ -50,6 +50,14 @@ func TestAllreduceDirectFromSend(t *testing.T) {
 							return err
 						}
 						if err := compare(what+" send", send, input(oc.gen, e.r, n)); err != nil {
+							return err
+						}
+						// In place, where direct's second round receives into the
+						// blocks its first-round sends read from.
+						if err := Allreduce(e.ctx, e.w, nil, send, oc.op); err != nil {
+							return err
+						}
+						if err := compare(name[int64]("allreduce "+oc.op.Name(), n, true), send, reference(oc, p, n)); err != nil {
 							return err
 						}
 					}

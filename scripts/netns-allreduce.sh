@@ -40,6 +40,7 @@
 #                OUT=results/netns-allreduce  BIN=bin (make build first)
 #                XENV="NAME=VALUE ..." (more environment for the ranks, such as
 #                GORMA_EAGER_LIMIT=1M or GORMA_PROGRESS=block, each passed with -x)
+#                ARGS="..." (more allreducebench flags, such as --cpuprofile /tmp/ar.prof)
 # Cleans up every namespace and process it made on exit (trap).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -155,7 +156,7 @@ ar() { # ar NP HOSTLIST REP
 	in_host 0 env GORMA_ALLREDUCE="$algo" "$bin/golaunch" --join "$seed" --keyfile "$out/cluster.key" -n "$np" -H "$hl" \
 		--timeout 10m --tag-output=false -x GORMA_ALLREDUCE "${xenv[@]}" \
 		"$bin/allreducebench" --test allreduce --sizes "$sizes" --min-iters "$min_iters" --scratch "$scratch" \
-		--json="$out/ar_n${np}_$rep.json" >"$out/ar_n${np}_$rep.txt" 2>&1 ||
+		--json="$out/ar_n${np}_$rep.json" ${ARGS:-} >"$out/ar_n${np}_$rep.txt" 2>&1 ||
 		{ echo "netns-allreduce: rep $rep, n=$np failed:" >&2; cat "$out/ar_n${np}_$rep.txt" >&2; exit 1; }
 }
 

@@ -55,6 +55,8 @@
 // scratch policy; the JSON's "fresh" and "scratch"), one table per
 // test ("#bytes iterations avg_us min_us max_us algbw_GB/s busbw_GB/s"), at rank 0;
 // --json prints one JSON document instead, --json=FILE writes it to FILE beside the text.
-// bench/mpi/allreducebench.c is the C twin (same flags but --scratch, method, output and JSON);
+// --cpuprofile FILE writes a CPU profile of each rank to FILE.RANK (go tool pprof).
+// bench/mpi/allreducebench.c is the C twin (same flags but --scratch and --cpuprofile,
+// method, output and JSON);
 // scripts/compare-allreduce.sh runs both side by side under Open MPI and MPICH.
 package main

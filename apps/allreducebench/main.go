@@ -31,6 +31,7 @@ type options struct {
 	scratch  string
 	jsonOut  string
 	jsonFlag bool
+	profile  string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -49,6 +50,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.scratch, "scratch", "", "the collectives' scratch (sets "+collectives.EnvScratch+"): arena (reused, pre-registered) or fresh (mapped, registered and released by every call); default: "+collectives.EnvScratch+", else arena")
 	fs.StringVar(&o.jsonOut, "json", "", "print one JSON document instead of text; --json=FILE writes it to FILE as well as the text")
 	fs.Lookup("json").NoOptDefVal = "-"
+	fs.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of each rank to FILE.RANK")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -132,6 +134,12 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	stopProfile, err := benchkit.StartProfile(o.profile, w.Rank())
+	if err != nil {
+		w.Abort(1, err.Error())
+		return err
+	}
+	defer stopProfile()
 	text := io.Writer(os.Stdout)
 	if w.Rank() != 0 || o.jsonFlag {
 		text = io.Discard

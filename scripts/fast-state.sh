@@ -7,7 +7,9 @@
 # This script measures the floor (verbsperf --test flag_pp) every PERIOD seconds and,
 # whenever it is under FAST_US, runs each command of the file CMDS (one per line, in
 # turn, ROUNDS times), appending their output to LOG with timestamps. Put several builds
-# (and the MPI twins) in CMDS to compare them in the same seconds.
+# (and the MPI twins) in CMDS to compare them in the same seconds. Each command's standard
+# input is /dev/null: golaunch forwards its input to rank 0, so with the list as its input
+# it swallowed the commands after it.
 #
 # Usage: scripts/fast-state.sh CMDS [DURATION]      (DURATION in seconds, default 900)
 #   environment: VP=bin/verbsperf  FAST_US=0.2  PERIOD=10  ROUNDS=3  LOG=results/fast-state.log
@@ -38,7 +40,7 @@ while ((SECONDS < end)); do
 			while IFS= read -r cmd; do
 				[[ -z $cmd || $cmd == \#* ]] && continue
 				echo "-- $(stamp) round $r: $cmd" >>"$log"
-				bash -c "$cmd" >>"$log" 2>&1 || echo "-- $(stamp) exit $?" >>"$log"
+				bash -c "$cmd" </dev/null >>"$log" 2>&1 || echo "-- $(stamp) exit $?" >>"$log"
 			done <"$cmds"
 		done
 		echo "== $(stamp) end, floor $(floor) us" | tee -a "$log"

@@ -12,6 +12,10 @@
 #   - B busy: four streams at once, every host to its ring successor (h0->h1, h1->h2,
 #     h2->h3, h3->h0), each host sending and receiving, as a ring Allreduce loads every
 #     link; B busy is their mean per link;
+#   - with A2A=1, B all-to-all: twelve streams at once, every host to each of the three
+#     others, as a round of the direct algorithm loads the links (three flows each way on
+#     every link); reported per host (the sum of its three streams), for comparison only:
+#     it checks that the links, shaped or not, carry that pattern as fast as the ring's;
 #   - golaunch --join ... -n 4 -H h0:1,h1:1,h2:1,h3:1 allreducebench (1 rank per host, tcp
 #     between all ranks), and, with PPH containing 2, -n 8 with 2 ranks per host (shm on
 #     a host, the hierarchical algorithm).
@@ -41,6 +45,7 @@
 #                XENV="NAME=VALUE ..." (more environment for the ranks, such as
 #                GORMA_EAGER_LIMIT=1M or GORMA_PROGRESS=block, each passed with -x)
 #                ARGS="..." (more allreducebench flags, such as --cpuprofile /tmp/ar.prof)
+#                A2A= (1: measure B all-to-all too)
 # Cleans up every namespace and process it made on exit (trap).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -151,6 +156,22 @@ stream() {
 	rm -f "$file".h*
 }
 
+# stream_a2a FILE: from every host to each of the three others at once.
+stream_a2a() {
+	local file=$1 i k
+	local at=$(($(date +%s%N) + 300000000))
+	local pids=()
+	for i in 0 1 2 3; do
+		for k in 1 2 3; do
+			in_host "$i" "$bin/tcpstream" send --to "${addr[(i + k) % 4]}:9000" --duration "$stream" --start-at "$at" >"$file.h$i$k" &
+			pids+=($!)
+		done
+	done
+	for p in "${pids[@]}"; do wait "$p"; done
+	cat "$file".h* >"$file"
+	rm -f "$file".h*
+}
+
 ar() { # ar NP HOSTLIST REP
 	local np=$1 hl=$2 rep=$3
 	in_host 0 env GORMA_ALLREDUCE="$algo" "$bin/golaunch" --join "$seed" --keyfile "$out/cluster.key" -n "$np" -H "$hl" \
@@ -165,6 +186,7 @@ for ((rep = 1; rep <= reps; rep++)); do
 		flock 9
 		stream "$out/b_single_$rep.txt" 0
 		stream "$out/b_busy_$rep.txt" 0 1 2 3
+		[[ -z ${A2A:-} ]] || stream_a2a "$out/b_a2a_$rep.txt"
 		for k in $pph; do
 			case $k in
 			1) ar 4 h0:1,h1:1,h2:1,h3:1 "$rep" ;;
@@ -194,6 +216,9 @@ if os.environ.get("XENV"):
     print(f"rank environment: {os.environ['XENV']}")
 print(f"B single stream h0->h1:           {med(single):.3f} GB/s  (runs: {', '.join(f'{x:.3f}' for x in single)})")
 print(f"B busy, 4 ring links at once:     {med(busy):.3f} GB/s per link before, {med(busy_after):.3f} after; slowest link {med(busy_min):.3f}")
+if os.environ.get("A2A"):
+    a2a = [sum(rates(f"{out}/b_a2a_{r}.txt")) / 4 for r in range(1, reps + 1)]
+    print(f"B all-to-all, 12 streams at once: {med(a2a):.3f} GB/s per host each way (not used in the bound)")
 for k in pph:
     np = 4 * int(k)
     runs = [json.load(open(f"{out}/ar_n{np}_{r}.json")) for r in range(1, reps + 1)]

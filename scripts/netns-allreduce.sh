@@ -141,36 +141,23 @@ for i in 0 1 2 3; do
 done
 sleep 0.5
 
-# stream FILE FROM... : one sender per FROM (to its ring successor), started together.
+# stream FILE I:J... : one raw TCP stream per pair, host I to host J, started together.
 stream() {
-	local file=$1 i
+	local file=$1 pair i j
 	shift
 	local at=$(($(date +%s%N) + 300000000))
 	local pids=()
-	for i in "$@"; do
-		in_host "$i" "$bin/tcpstream" send --to "${addr[(i + 1) % 4]}:9000" --duration "$stream" --start-at "$at" >"$file.h$i" &
+	for pair in "$@"; do
+		i=${pair%:*} j=${pair#*:}
+		in_host "$i" "$bin/tcpstream" send --to "${addr[j]}:9000" --duration "$stream" --start-at "$at" >"$file.h$i$j" &
 		pids+=($!)
 	done
 	for p in "${pids[@]}"; do wait "$p"; done
 	cat "$file".h* >"$file"
 	rm -f "$file".h*
 }
-
-# stream_a2a FILE: from every host to each of the three others at once.
-stream_a2a() {
-	local file=$1 i k
-	local at=$(($(date +%s%N) + 300000000))
-	local pids=()
-	for i in 0 1 2 3; do
-		for k in 1 2 3; do
-			in_host "$i" "$bin/tcpstream" send --to "${addr[(i + k) % 4]}:9000" --duration "$stream" --start-at "$at" >"$file.h$i$k" &
-			pids+=($!)
-		done
-	done
-	for p in "${pids[@]}"; do wait "$p"; done
-	cat "$file".h* >"$file"
-	rm -f "$file".h*
-}
+ring=(0:1 1:2 2:3 3:0)
+a2a=(0:1 0:2 0:3 1:0 1:2 1:3 2:0 2:1 2:3 3:0 3:1 3:2)
 
 ar() { # ar NP HOSTLIST REP
 	local np=$1 hl=$2 rep=$3
@@ -184,9 +171,9 @@ ar() { # ar NP HOSTLIST REP
 for ((rep = 1; rep <= reps; rep++)); do
 	(
 		flock 9
-		stream "$out/b_single_$rep.txt" 0
-		stream "$out/b_busy_$rep.txt" 0 1 2 3
-		[[ -z ${A2A:-} ]] || stream_a2a "$out/b_a2a_$rep.txt"
+		stream "$out/b_single_$rep.txt" 0:1
+		stream "$out/b_busy_$rep.txt" "${ring[@]}"
+		[[ -z ${A2A:-} ]] || stream "$out/b_a2a_$rep.txt" "${a2a[@]}"
 		for k in $pph; do
 			case $k in
 			1) ar 4 h0:1,h1:1,h2:1,h3:1 "$rep" ;;
@@ -194,7 +181,7 @@ for ((rep = 1; rep <= reps; rep++)); do
 			*) echo "netns-allreduce: PPH: want 1 and/or 2, got $k" >&2; exit 2 ;;
 			esac
 		done
-		stream "$out/b_busy_after_$rep.txt" 0 1 2 3
+		stream "$out/b_busy_after_$rep.txt" "${ring[@]}"
 	) 9>"$lock"
 	echo "netns-allreduce: rep $rep of $reps done ($(cut -d' ' -f1-3 /proc/loadavg))" >&2
 done

@@ -382,8 +382,10 @@ func (t *txq) pushAckLocked(ack uint64) {
 // begun too), and the kernel holds about notsentLowat unsent bytes (see streamReq).
 func (t *txq) mixLocked() {
 	t.mixed = true
-	t.raw.Control(func(fd uintptr) {
-		unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, notsentLowat)
+	// Best effort: without the lowat (a kernel before 3.12) the slices still let
+	// requests pass what waits in the txq, only not what the socket buffer took.
+	_ = t.raw.Control(func(fd uintptr) {
+		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, notsentLowat)
 	})
 	r := &t.qs[streamResp]
 	for i := range r.n {

@@ -3,7 +3,7 @@
 // cross-host Allreduce against.
 //
 //	tcpstream sink --listen 10.231.7.2:9000                  # on the receiving host, until killed
-//	tcpstream send --to 10.231.7.2:9000 --duration 3s [--start-at UNIXNANO] [--msg 1M]
+//	tcpstream send --to 10.231.7.2:9000 --duration 3s [--start-at UNIXNANO] [--msg 1M] [--notsent-lowat 32K]
 //
 // The sink accepts any number of connections and reads each into one reused buffer until
 // the sender closes it. The sender waits until --start-at (wall-clock nanoseconds since
@@ -14,7 +14,10 @@
 // the socket buffers' filling do not count): bytes written in that window over its
 // length, in GB/s (10^9 bytes per second). In steady state the bytes written and the
 // bytes delivered differ only by what the socket buffers hold, which stays constant.
-// The socket options are those of gorma's tcp provider (TCP_NODELAY).
+// The socket options are those of gorma's tcp provider (TCP_NODELAY), and --notsent-lowat
+// sets TCP_NOTSENT_LOWAT as the provider does on a connection that carries traffic both
+// ways: with it the kernel keeps only that much unsent data queued, which on links that
+// are CPU time (veths on one machine) also changes what a byte costs.
 //
 // Output: one line, "tcpstream FROM -> TO: X.XXX GB/s (N bytes in Ts window, M bytes in all)".
 package main

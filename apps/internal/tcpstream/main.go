@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 )
@@ -34,11 +35,12 @@ type sendOpts struct {
 	duration time.Duration
 	startAt  int64
 	msg      int
+	lowat    int // TCP_NOTSENT_LOWAT in bytes; 0 leaves the kernel's default
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: tcpstream sink --listen ADDR | tcpstream send --to ADDR [--duration 3s] [--start-at UNIXNANO] [--msg 1M]")
+		return errors.New("usage: tcpstream sink --listen ADDR | tcpstream send --to ADDR [--duration 3s] [--start-at UNIXNANO] [--msg 1M] [--notsent-lowat 32K]")
 	}
 	fs := pflag.NewFlagSet("tcpstream "+args[0], pflag.ContinueOnError)
 	switch args[0] {
@@ -62,11 +64,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fs.DurationVar(&o.duration, "duration", 3*time.Second, "how long to stream")
 		fs.Int64Var(&o.startAt, "start-at", 0, "start at this wall-clock time, nanoseconds since the epoch (0: now)")
 		fs.Var((*benchkit.Size)(&o.msg), "msg", "bytes per write")
+		fs.Var((*benchkit.Size)(&o.lowat), "notsent-lowat", "set TCP_NOTSENT_LOWAT to this many bytes, as gorma's tcp provider does on connections that carry traffic both ways (0: the kernel's default)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
-		if o.to == "" || o.duration < 6*time.Millisecond || o.msg < 1 {
-			return errors.New("send: want --to, a --duration of at least 6ms and a positive --msg")
+		if o.to == "" || o.duration < 6*time.Millisecond || o.msg < 1 || o.lowat < 0 {
+			return errors.New("send: want --to, a --duration of at least 6ms, a positive --msg and a --notsent-lowat of 0 or more")
 		}
 		r, err := send(ctx, o)
 		if err != nil {
@@ -125,6 +128,11 @@ func send(ctx context.Context, o sendOpts) (result, error) {
 	defer c.Close()
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+		if o.lowat > 0 {
+			if err := setLowat(tc, o.lowat); err != nil {
+				return result{}, fmt.Errorf("send: TCP_NOTSENT_LOWAT %d: %w", o.lowat, err)
+			}
+		}
 	}
 	start := time.Now()
 	if o.startAt > 0 {
@@ -166,4 +174,19 @@ func send(ctx context.Context, o sendOpts) (result, error) {
 	}
 	r.window, r.windowBytes = t1.Sub(t0), b1-b0
 	return r, nil
+}
+
+// setLowat sets TCP_NOTSENT_LOWAT on c.
+func setLowat(c *net.TCPConn, n int) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, n)
+	}); err != nil {
+		return err
+	}
+	return serr
 }

@@ -10,8 +10,15 @@ import (
 	"time"
 )
 
-// TestLoopback streams over loopback and checks the report.
+// TestLoopback streams over loopback and checks the report, with the kernel's default
+// TCP_NOTSENT_LOWAT and with the provider's.
 func TestLoopback(t *testing.T) {
+	for _, extra := range [][]string{nil, {"--notsent-lowat", "32K"}} {
+		t.Run(strings.Join(extra, "="), func(t *testing.T) { testLoopback(t, extra) })
+	}
+}
+
+func testLoopback(t *testing.T, extra []string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -20,8 +27,9 @@ func TestLoopback(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- sink(ctx, ln) }()
 	var out bytes.Buffer
-	err = run(context.Background(), []string{"send", "--to", ln.Addr().String(), "--duration", "300ms", "--msg", "64K",
-		"--start-at", strconv.FormatInt(time.Now().Add(50*time.Millisecond).UnixNano(), 10)}, &out)
+	args := append([]string{"send", "--to", ln.Addr().String(), "--duration", "300ms", "--msg", "64K",
+		"--start-at", strconv.FormatInt(time.Now().Add(50*time.Millisecond).UnixNano(), 10)}, extra...)
+	err = run(context.Background(), args, &out)
 	cancel()
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +43,8 @@ func TestLoopback(t *testing.T) {
 }
 
 func TestBadArgs(t *testing.T) {
-	for _, args := range [][]string{nil, {"bogus"}, {"sink"}, {"send"}, {"send", "--to", "x:1", "--duration", "1ms"}} {
+	for _, args := range [][]string{nil, {"bogus"}, {"sink"}, {"send"}, {"send", "--to", "x:1", "--duration", "1ms"},
+		{"send", "--to", "x:1", "--notsent-lowat", "-1"}} {
 		if err := run(context.Background(), args, &bytes.Buffer{}); err == nil {
 			t.Errorf("run(%q) accepted", args)
 		}

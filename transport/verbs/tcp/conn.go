@@ -59,9 +59,19 @@ func tuneConn(c *net.TCPConn) error {
 // the txq, where requests can pass it; bytes on the wire are not limited, so the window
 // still covers the path. Both start the first time a request has to queue behind an
 // answer on a connection (mixLocked), not before: a connection that only streams one
-// way loses to them and gains nothing (on loopback, the lowat's wake-ups every
-// notsentLowat/2 bytes cost a one-way stream a third of its rate, 3.3 -> 2.2 GB/s, and
-// slices about a tenth of a read stream's).
+// way loses to them and gains nothing (on loopback, the lowat's wake-ups cost a one-way
+// stream a third of its rate, 3.3 -> 2.2 GB/s, and slices about a tenth of a read
+// stream's).
+//
+// Why so short a queue: where links are fast and several streams share the cores (four
+// network-namespace hosts on 2 cores, each host sending on three connections), the
+// kernel's default lets each connection queue megabytes, and a byte leaves the caches
+// between the sender's copy and the receiver's. With 32 KiB unsent at most, four raw
+// streams at once moved 0.74-0.80 GB/s each against 0.47-0.52 (64 KiB: 0.42-0.59;
+// 256 KiB: 0.39-0.53), and the 16 MiB Allreduce of 4 such hosts took 41-60 ms against
+// 58-66 ms with 256 KiB and 512 KiB slices (docs/benchmarks.md). On 1 Gbit/s links the
+// requests waiting behind less data gained too (16 MiB: 1.14-1.15 of the bound against
+// 1.18-1.20).
 //
 // Requests never overtake answers in ways that matter: the peer matches answers to its
 // requests by stream order alone, and requests to it only by theirs. The exception is the
@@ -74,8 +84,8 @@ const (
 	streamReq  = 0
 	streamResp = 1
 
-	respSlice    = 512 << 10
-	notsentLowat = 256 << 10
+	respSlice    = 256 << 10
+	notsentLowat = 32 << 10
 )
 
 // streamOf classifies an encoded frame header.

@@ -53,9 +53,9 @@
 // The frames of one direction form two streams, each in order: this side's requests
 // (with credit frames) and its answers to the peer's requests (conn.go). Once a request
 // has had to queue behind an answer on a connection, the connection carries mixed
-// traffic: from then on a read response longer than 512 KiB goes out as slices, frames
+// traffic: from then on a read response longer than 256 KiB goes out as slices, frames
 // with flagMore on all but the last, and a request waiting to be written goes between two
-// slices rather than after the whole response; the kernel keeps about 256 KiB of unsent
+// slices rather than after the whole response; the kernel keeps about 32 KiB of unsent
 // data (TCP_NOTSENT_LOWAT), the rest waiting in the provider's queue, where requests can
 // pass it. The ack a request may carry answers too and keeps its place among the
 // answers: a request that passes answers leaves it behind them as an opAck frame, and an

@@ -8,32 +8,43 @@ import (
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
-// Fast boxes. A small eager message to a peer on shm bypasses the verbs queue pair: the
-// sender writes it straight into a fast box, a single-producer single-consumer ring of
-// fbCells fixed cells that the receiver allocated for that one sender in its own arena and
-// that the sender maps (verbs.Mapper); the receiver's poller reads the box directly. No QP
-// or CQ lock, no work request, no send slot, no receive slot to repost, one copy on each
-// side. (Open MPI's vader BTL has per-peer "fast boxes" for the same reason.) Everything
-// else — larger eager messages, RTS, FIN, and small messages when the box is full — goes
-// through the queue pair as before.
+// Fast boxes. An eager message of up to fbMaxPayload bytes to a peer on shm bypasses the
+// verbs queue pair: the sender writes it straight into a fast box, a single-producer
+// single-consumer ring of fbCells fixed cells that the receiver allocated for that one
+// sender in its own arena and that the sender maps (verbs.Mapper); the receiver's poller
+// reads the box directly. No QP or CQ lock, no work request, no send slot, no receive slot
+// to repost, one copy on each side. (Open MPI's vader BTL has per-peer "fast boxes" for the
+// same reason.) Everything else — larger eager messages, RTS, FIN, and messages that find
+// the box full — goes through the queue pair as before.
 //
 // Layout of a box (receiver's arena memory, 64-byte aligned, fbSize bytes):
 //
 //	0     head  u64   cells the receiver has consumed (receiver writes; the sender reads
-//	                  it only when its cached copy says the box is full)
-//	64    cell 0, cell 1, ... each fbCellSize bytes; message number pos (counting from 0)
-//	      sits in cell pos % fbCells:
-//	  0   seq   u64   pos+1, stored last (release): the cell holds message pos
+//	                  it only when its cached copy says the box is too full)
+//	64    cell 0, cell 1, ... each fbCellSize bytes. A record starts at cell position
+//	      pos (counting from 0; cell pos % fbCells) and fills fbRecCells(len) cells in a
+//	      row, never past the last cell:
+//	  0   seq   u64   pos+1, stored last (release): a record starts here
 //	  8   tag   i32
-//	  12  len   u16   payload bytes, at most fbMaxPayload
+//	  12  len   u16   payload bytes, at most fbMaxPayload; fbPad for a pad record
 //	  14  ctx   u16   communication context
 //	  16  qseq  u64   matchable messages (eager, RTS) the sender had posted through the
 //	                  queue pair before this one
-//	  24  payload
+//	  24  payload, continuing through the record's later cells
 //
-// A cell's seq word from an earlier lap holds a smaller position, so it never passes for a
-// later message, and payload never sits where a seq word is read: the receiver writes
-// nothing into a cell. The sender writes only the cache lines a message needs.
+// A record that would run past the last cell is preceded by a pad record (len fbPad, qseq
+// 0), which stands for the cells to the end of the lap: the receiver skips them.
+//
+// Stale words never pass for a record. The receiver only reads a seq word where a record
+// must start. A word there is pos+1 of an earlier lap (smaller than any later position's),
+// zero, or payload of a record's later cell; the receiver zeroes the seq word of a record's
+// later cells once it has taken the record, before it publishes the head that lets the
+// sender reuse them, so payload never outlives its record in a seq word (as the verbs
+// ring's consume does). A pad writes only its first cell; the cells it skips keep words of
+// earlier laps, which are zero or smaller positions. A one-cell record, every message of
+// up to fbCellSize-fbRecHdr bytes, is read and never written by the receiver: the sender's
+// next store to the cell only invalidates the receiver's copy instead of fetching a line
+// it dirtied.
 //
 // Order. MPI's non-overtaking rule spans both paths: a receive must take a peer's
 // messages in the order they were sent, whichever way each travelled. The receiver counts
@@ -53,24 +64,32 @@ import (
 //
 // Failure. A dead peer is detected through its queue pair as before (its flushed
 // receives, or the launcher); its box is then no longer read (fbOff). A malformed record
-// (length out of range) fails the peer like a malformed message. The sender checks the
-// mapping's PeerAlive before writing and falls back to the queue pair, which reports the
-// death.
+// (length out of range, or running past the last cell) fails the peer like a malformed
+// message. The sender checks the mapping's PeerAlive before writing and falls back to the
+// queue pair, which reports the death.
 //
-// A cell holds 5 cache lines, so that OSU's 256-byte message fits (296 bytes of payload):
-// with 4 (232 bytes) it took the queue pair, at 0.70-0.75 us a half round trip against
-// 0.56-0.62 through the box and Open MPI's 0.52 (alternated runs, slow state). A message
-// that spills into a second line costs about 0.1 us more than one that fits the first
-// (the receiver's load of the second line waits for the first): 64 bytes take 0.50-0.55
-// us, 32 bytes 0.38-0.42.
+// Sizes. A cell holds 5 cache lines, so that OSU's 256-byte message fits one (296 bytes of
+// payload): with 4 (232 bytes) it took the queue pair, at 0.70-0.75 us a half round trip
+// against 0.56-0.62 through the box and Open MPI's 0.52 (alternated runs, slow state). A
+// message that spills into a second line costs about 0.1 us more than one that fits the
+// first (the receiver's load of the second line waits for the first): 64 bytes take
+// 0.50-0.55 us, 32 bytes 0.38-0.42. Messages of up to 4 KiB take several cells since the
+// sixteenth session: through the queue pair (a copy into a send slot, one into the peer's
+// ring, one out of it into a receive slot and one into the user's buffer, and the QP's
+// and CQ's locks) 512 bytes and 1 KiB took 0.48 and 0.54 us in the machine's fast state
+// against Open MPI's 0.27 and 0.31 (see docs/benchmarks.md for the box's figures).
 const (
-	fbCells      = 64
+	fbCells      = 128
 	fbCellSize   = 320
 	fbHdrSize    = 64
 	fbRecHdr     = 24
-	fbMaxPayload = fbCellSize - fbRecHdr
+	fbMaxPayload = 4096
+	fbPad        = 0xffff // len of a pad record
 	fbSize       = fbHdrSize + fbCells*fbCellSize
 )
+
+// fbRecCells is the number of cells of a record of n payload bytes.
+func fbRecCells(n int) uint64 { return uint64(fbRecHdr+n+fbCellSize-1) / fbCellSize }
 
 // peerNotifier and waitChecker are what a provider offers for fast boxes besides
 // verbs.Mapper (shm's QP and CQ).
@@ -85,36 +104,48 @@ type fbRecord struct {
 	ctx  uint16
 	n    int
 	qseq uint64
+	pad  bool // a pad record: the cells to the end of the lap are skipped
 }
 
-// decodeFastbox decodes the record in cell (fbCellSize bytes, seq already checked). It
-// never panics; a length out of range is an *errWire.
-func decodeFastbox(cell []byte) (fbRecord, error) {
-	if len(cell) < fbRecHdr {
-		return fbRecord{}, &errWire{fmt.Sprintf("fast box cell of %d bytes", len(cell))}
+// decodeFastbox decodes the record at the start of b, which runs from the record's first
+// cell to the end of the box (seq already checked). It never panics; a length out of range
+// or a record running past the end of b is an *errWire.
+func decodeFastbox(b []byte) (fbRecord, error) {
+	if len(b) < fbRecHdr {
+		return fbRecord{}, &errWire{fmt.Sprintf("fast box cell of %d bytes", len(b))}
 	}
-	rec := fbRecord{tag: int32(le.Uint32(cell[8:])), n: int(le.Uint16(cell[12:])), ctx: le.Uint16(cell[14:]), qseq: le.Uint64(cell[16:])}
-	if rec.n > fbMaxPayload || fbRecHdr+rec.n > len(cell) {
-		return rec, &errWire{fmt.Sprintf("fast box message of %d bytes, at most %d fit", rec.n, fbMaxPayload)}
+	rec := fbRecord{tag: int32(le.Uint32(b[8:])), n: int(le.Uint16(b[12:])), ctx: le.Uint16(b[14:]), qseq: le.Uint64(b[16:])}
+	if rec.n == fbPad {
+		return fbRecord{pad: true}, nil
+	}
+	if rec.n > fbMaxPayload || fbRecHdr+rec.n > len(b) {
+		return rec, &errWire{fmt.Sprintf("fast box message of %d bytes with %d bytes to the end of the box, at most %d fit", rec.n, len(b)-fbRecHdr, fbMaxPayload)}
 	}
 	return rec, nil
 }
 
-// encodeFastbox writes everything of a record but its seq word into cell.
-func encodeFastbox(cell []byte, ctx uint16, tag int32, qseq uint64, payload []byte) {
-	copy(cell[fbRecHdr:], payload)
-	le.PutUint32(cell[8:], uint32(tag))
-	le.PutUint16(cell[12:], uint16(len(payload)))
-	le.PutUint16(cell[14:], ctx)
-	le.PutUint64(cell[16:], qseq)
+// encodeFastbox writes everything of a record but its seq word into b (the record's cells).
+func encodeFastbox(b []byte, ctx uint16, tag int32, qseq uint64, payload []byte) {
+	copy(b[fbRecHdr:], payload)
+	le.PutUint32(b[8:], uint32(tag))
+	le.PutUint16(b[12:], uint16(len(payload)))
+	le.PutUint16(b[14:], ctx)
+	le.PutUint64(b[16:], qseq)
 }
 
 // word64 is the shared 8-byte word at b[0:8] (8-byte aligned: boxes are).
 func word64(b []byte) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&b[0])) }
 
+// fbCell is the first cell of position pos.
 func fbCell(box []byte, pos uint64) []byte {
 	off := fbHdrSize + int(pos%fbCells)*fbCellSize
 	return box[off : off+fbCellSize : off+fbCellSize]
+}
+
+// fbTail is the box from position pos's cell to its end: where a record starting at pos
+// must fit.
+func fbTail(box []byte, pos uint64) []byte {
+	return box[fbHdrSize+int(pos%fbCells)*fbCellSize:]
 }
 
 // fbIn is the receiving side of a peer's fast box. box and mr are set at Init; pos and
@@ -189,24 +220,36 @@ func (e *engine) postFastLocked(p *peer, ctx uint16, tag int, buf []byte) bool {
 	if f.box == nil || len(buf) > fbMaxPayload {
 		return false
 	}
-	if f.pos-f.head >= fbCells {
+	need := fbRecCells(len(buf))
+	var pad uint64
+	if idx := f.pos % fbCells; idx+need > fbCells {
+		pad = fbCells - idx
+	}
+	if f.pos+pad+need-f.head > fbCells {
 		h := word64(f.box).Load()
 		if h > f.pos || f.pos-h > fbCells {
 			f.box = nil // the peer's head makes no sense: stop using the box
 			return false
 		}
 		f.head = h
-		if f.pos-h >= fbCells {
+		if f.pos+pad+need-h > fbCells {
 			return false
 		}
 	}
 	if !f.m.PeerAlive() {
 		return false // the queue pair reports the death
 	}
-	cell := fbCell(f.box, f.pos)
-	encodeFastbox(cell, ctx, int32(tag), p.qsent, buf)
-	publish(word64(cell), f.pos+1)
-	f.pos++
+	if pad > 0 {
+		cell := fbCell(f.box, f.pos)
+		le.PutUint16(cell[12:], fbPad)
+		le.PutUint64(cell[16:], 0)
+		publish(word64(cell), f.pos+1)
+		f.pos += pad
+	}
+	rec := fbTail(f.box, f.pos)
+	encodeFastbox(rec, ctx, int32(tag), p.qsent, buf)
+	publish(word64(rec), f.pos+1)
+	f.pos += need
 	f.notify.NotifyPeer()
 	return true
 }
@@ -220,21 +263,29 @@ func (e *engine) drainFastboxLocked(p *peer) {
 	start := f.pos.Load()
 	pos := start
 	for {
-		cell := fbCell(f.box, pos)
-		if word64(cell).Load() != pos+1 {
+		rec := fbTail(f.box, pos)
+		if word64(rec).Load() != pos+1 {
 			break
 		}
-		rec, err := decodeFastbox(cell)
+		r, err := decodeFastbox(rec)
 		if err != nil {
 			e.peerFailedLocked(p, err)
 			return
 		}
-		if rec.qseq > p.qrecv {
+		if r.pad {
+			pos += fbCells - pos%fbCells
+			continue
+		}
+		if r.qseq > p.qrecv {
 			break // a queue-pair message sent before it has not been handled yet
 		}
-		h := header{kind: msgEager, ctx: rec.ctx, tag: rec.tag}
-		e.incomingLocked(p.rank, &h, cell[fbRecHdr:fbRecHdr+rec.n])
-		pos++
+		h := header{kind: msgEager, ctx: r.ctx, tag: r.tag}
+		e.incomingLocked(p.rank, &h, rec[fbRecHdr:fbRecHdr+r.n])
+		k := fbRecCells(r.n)
+		for i := uint64(1); i < k; i++ {
+			le.PutUint64(rec[i*fbCellSize:], 0) // payload must not pose as a later seq word
+		}
+		pos += k
 	}
 	if pos != start {
 		publish(&f.pos, pos) // read in this process only, but without mu

@@ -7,20 +7,43 @@ import (
 )
 
 func TestDecodeFastbox(t *testing.T) {
-	cell := make([]byte, fbCellSize)
+	b := make([]byte, fbRecHdr+fbMaxPayload)
 	payload := bytes.Repeat([]byte{7}, fbMaxPayload)
-	encodeFastbox(cell, 3, -5, 42, payload)
-	rec, err := decodeFastbox(cell)
+	encodeFastbox(b, 3, -5, 42, payload)
+	rec, err := decodeFastbox(b)
 	if err != nil || rec != (fbRecord{tag: -5, ctx: 3, n: fbMaxPayload, qseq: 42}) {
 		t.Fatalf("got %+v, %v", rec, err)
 	}
-	le.PutUint16(cell[12:], fbMaxPayload+1)
 	var we *errWire
-	if _, err := decodeFastbox(cell); !errors.As(err, &we) {
+	if _, err := decodeFastbox(b[:len(b)-1]); !errors.As(err, &we) {
+		t.Fatalf("record past the end of the box: got %v, want an *errWire", err)
+	}
+	le.PutUint16(b[12:], fbMaxPayload+1)
+	if _, err := decodeFastbox(append(b, 0)); !errors.As(err, &we) {
 		t.Fatalf("oversized record: got %v, want an *errWire", err)
 	}
-	if _, err := decodeFastbox(cell[:fbRecHdr-1]); !errors.As(err, &we) {
+	if _, err := decodeFastbox(b[:fbRecHdr-1]); !errors.As(err, &we) {
 		t.Fatalf("short cell: got %v, want an *errWire", err)
+	}
+	le.PutUint16(b[12:], fbPad)
+	if rec, err := decodeFastbox(b[:fbRecHdr]); err != nil || !rec.pad {
+		t.Fatalf("pad record: got %+v, %v", rec, err)
+	}
+}
+
+// TestFastboxCells pins the record sizes: every message of up to 296 bytes (OSU's 256
+// included) fits one cell, and the largest record fits the box with room for more.
+func TestFastboxCells(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want uint64
+	}{{0, 1}, {8, 1}, {fbCellSize - fbRecHdr, 1}, {fbCellSize - fbRecHdr + 1, 2}, {1024, 4}, {fbMaxPayload, 13}} {
+		if got := fbRecCells(c.n); got != c.want {
+			t.Errorf("fbRecCells(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+	if fbMaxPayload >= fbPad || 2*fbRecCells(fbMaxPayload) > fbCells {
+		t.Fatalf("fbMaxPayload %d: records of %d cells in a box of %d", fbMaxPayload, fbRecCells(fbMaxPayload), fbCells)
 	}
 }
 
@@ -35,9 +58,9 @@ func TestEndpointValue(t *testing.T) {
 	}
 }
 
-// FuzzDecodeFastbox feeds arbitrary cells (as a hostile or broken peer could write them)
-// to the receiver's decoder: it must never panic, and an accepted record must lie within
-// the cell.
+// FuzzDecodeFastbox feeds arbitrary box tails (as a hostile or broken peer could write
+// them) to the receiver's decoder: it must never panic, and an accepted record must lie
+// within the tail.
 func FuzzDecodeFastbox(f *testing.F) {
 	cell := make([]byte, fbCellSize)
 	encodeFastbox(cell, 1, 2, 3, []byte("payload"))
@@ -46,7 +69,7 @@ func FuzzDecodeFastbox(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rec, err := decodeFastbox(b)
-		if err == nil && (rec.n < 0 || rec.n > fbMaxPayload || fbRecHdr+rec.n > len(b)) {
+		if err == nil && !rec.pad && (rec.n < 0 || rec.n > fbMaxPayload || fbRecHdr+rec.n > len(b)) {
 			t.Fatalf("accepted %+v from %d bytes", rec, len(b))
 		}
 	})

@@ -10,13 +10,14 @@ import (
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
 
-// TestFastboxOrder mixes messages that travel through the fast box (up to 296 bytes, while
-// it has room) with eager messages through the queue pair (297 bytes and more) and
-// rendezvous offers, on one tag, in every progress mode, with the receiver first late (the
+// TestFastboxOrder mixes messages that travel through the fast box (up to 4096 bytes, while
+// it has room: one cell up to 296 bytes, several above, with pad records where a record
+// would pass the box's last cell) with eager messages through the queue pair (4097 bytes
+// and more) and rendezvous offers, on one tag, in every progress mode, with the receiver first late (the
 // box fills and later small messages take the queue pair) and then keeping up. Every
 // message must arrive intact and in the order it was sent, by name and from AnySource.
 func TestFastboxOrder(t *testing.T) {
-	sizes := []int{8, 296, 297, 1000, 0, 16, 70_000, 100, 295, 4096, 256}
+	sizes := []int{8, 296, 297, 1000, 0, 16, 70_000, 100, 295, 4096, 256, 4097, 2000, 616}
 	const count = 600
 	sizeOf := func(i int) int { return sizes[(i*7+i/len(sizes))%len(sizes)] }
 	for _, mode := range []string{"spin", "hybrid", "block"} {

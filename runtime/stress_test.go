@@ -20,7 +20,7 @@ import (
 // so a message delivered to the wrong receive, out of order or damaged is seen.
 
 // fbLimit is the largest message a fast box carries (fastbox.go).
-const fbLimit = 296
+const fbLimit = 4096
 
 // stamp fills b with bytes derived from id (and position): messages with different ids
 // differ in every byte position with overwhelming likelihood.

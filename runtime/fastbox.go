@@ -74,7 +74,7 @@ import (
 // message that spills into a second line costs about 0.1 us more than one that fits the
 // first (the receiver's load of the second line waits for the first): 64 bytes take
 // 0.50-0.55 us, 32 bytes 0.38-0.42. Messages of up to 4 KiB take several cells since the
-// sixteenth session: through the queue pair (a copy into a send slot, one into the peer's
+// seventeenth session: through the queue pair (a copy into a send slot, one into the peer's
 // ring, one out of it into a receive slot and one into the user's buffer, and the QP's
 // and CQ's locks) 512 bytes and 1 KiB took 0.48 and 0.54 us in the machine's fast state
 // against Open MPI's 0.27 and 0.31 (see docs/benchmarks.md for the box's figures).

@@ -84,7 +84,7 @@
 //
 // On shm, a message of at most 4 KiB skips the queue pair altogether (fastbox.go): each
 // rank allocates, for every shm peer, a fast box in its arena — a single-producer
-// single-consumer ring of 128 cells of 320 bytes, a message taking one cell up to 296
+// single-consumer ring of 64 cells of 320 bytes, a message taking one cell up to 296
 // bytes and several in a row above — and publishes its key with its endpoint;
 // the peer maps it at Init. Send writes the message into the box with one copy and a
 // release store, and rings the receiver's doorbell (a fence, and a system call only if the

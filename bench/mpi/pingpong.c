@@ -75,7 +75,11 @@ int main(int argc, char **argv) {
 	}
 	int peer = 1 - rank;
 	warm_job(rank, peer);
-	if (rank == 0) printf("# Open MPI pingpong (OSU method): C twin of apps/pingpong\n");
+	char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+	int len;
+	MPI_Get_library_version(lib, &len);
+	const char *name = strstr(lib, "Open MPI") ? "Open MPI" : strstr(lib, "MPICH") ? "MPICH" : "MPI";
+	if (rank == 0) printf("# %s pingpong (OSU method): C twin of apps/pingpong\n", name);
 	if (lat) {
 		if (rank == 0) printf("# latency: half round trip\n%-12s %12s\n", "#bytes", "latency_us");
 		for (long n = min_size; n <= max_size; n *= 2) {

@@ -30,7 +30,15 @@ func ForceCopyRendezvous(w *World) {
 	}
 }
 
-// FastboxSent reports how many messages w sent to rank r through r's fast box.
+// The fast box geometry (fastbox.go), for tests that place records at chosen cells.
+const (
+	FastboxCells    = fbCells
+	FastboxCellSize = fbCellSize
+	FastboxRecHdr   = fbRecHdr
+)
+
+// FastboxSent reports the position w has reached in rank r's fast box: the cells its
+// messages (and pad records) have filled, 0 when it sent nothing through the box.
 func FastboxSent(w *World, r int) uint64 {
 	w.e.mu.Lock()
 	defer w.e.mu.Unlock()

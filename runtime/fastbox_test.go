@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"testing"
 	"time"
@@ -81,6 +82,78 @@ func TestFastboxOrder(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestFastboxStalePayload plants, in the second cell of a two-cell message, the header of
+// a record that would be valid one lap later at that cell (the seq word it would carry,
+// this world's context, tag 77, no payload), then sends one-cell messages in lockstep
+// until the receiver's position reaches that cell again, and a last message with tag 9.
+// The receiver must get the real messages only: if the planted words survived the first
+// message (the receiver must zero a later cell's seq word when it takes a record), the
+// receiver takes them for a message of tag 77 or loses its place in the box.
+func TestFastboxStalePayload(t *testing.T) {
+	const cells, cellSize, recHdr = runtime.FastboxCells, runtime.FastboxCellSize, runtime.FastboxRecHdr
+	opt := runtimetest.Options{Transport: "shm", Timeout: 30 * time.Second}
+	runtimetest.Run(t, 2, opt, func(w *runtime.World) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		one := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+		ack := []byte{0}
+		if w.Rank() == 1 {
+			buf := make([]byte, 2*cellSize)
+			for i := 0; ; i++ {
+				st, err := runtime.Recv(ctx, w, buf, 0, runtime.AnyTag)
+				if err != nil {
+					return err
+				}
+				if st.Tag == 9 {
+					return nil
+				}
+				if st.Tag != 5 {
+					return fmt.Errorf("message %d: tag %d (%d bytes), want 5: a stale record was taken", i, st.Tag, st.Bytes)
+				}
+				if err := runtime.Send(ctx, w, ack, 0, 6); err != nil {
+					return err
+				}
+			}
+		}
+		send := func(b []byte, tag int) error {
+			if err := runtime.Send(ctx, w, b, 1, tag); err != nil {
+				return err
+			}
+			if tag == 9 {
+				return nil
+			}
+			_, err := runtime.Recv(ctx, w, ack, 1, 6)
+			return err
+		}
+		pos := runtime.FastboxSent(w, 1)
+		if pos%cells == cells-1 { // the two-cell record must not need a pad
+			if err := send(one, 5); err != nil {
+				return err
+			}
+			pos++
+		}
+		long := make([]byte, cellSize) // two cells: the second starts at payload byte cellSize-recHdr
+		h := long[cellSize-recHdr:]
+		binary.LittleEndian.PutUint64(h[0:], pos+1+cells+1) // the seq of position pos+1+cells
+		binary.LittleEndian.PutUint32(h[8:], 77)
+		binary.LittleEndian.PutUint16(h[12:], 0)
+		binary.LittleEndian.PutUint16(h[14:], runtime.Context(w))
+		binary.LittleEndian.PutUint64(h[16:], 0)
+		if err := send(long, 5); err != nil {
+			return err
+		}
+		for runtime.FastboxSent(w, 1) < pos+1+cells {
+			if err := send(one, 5); err != nil {
+				return err
+			}
+		}
+		if got := runtime.FastboxSent(w, 1); got != pos+1+cells {
+			return fmt.Errorf("box position %d, want %d: the messages did not all take the box", got, pos+1+cells)
+		}
+		return send(one, 9)
+	})
 }
 
 // TestFastboxPingPong sends small messages back and forth between four ranks on the fast

@@ -21,8 +21,12 @@ import (
 // rank order: commutative operators only. It reads the input from src (buf itself for
 // in place) and leaves the result in buf, with no copy of src into buf
 // (reduceScatterDirect). The scratch (p-1 blocks, one per contribution) is reused, or
-// acquired per call under ScratchFresh (tempOf).
+// acquired per call under ScratchFresh (tempOf). A block of 2 directSegMin bytes or more
+// goes through the pipelined form instead (allreduceDirectPipelined).
 func allreduceDirect[T runtime.Elem](c call, src, buf []T, op Op[T]) error {
+	if segs := directSegments(len(buf) / c.s.size * elemSize[T]()); segs > 1 {
+		return allreduceDirectPipelined(c, src, buf, op, segs)
+	}
 	if err := reduceScatterDirect(c, src, buf, op); err != nil {
 		return err
 	}
@@ -118,6 +122,133 @@ func allgatherDirect[T runtime.Elem](c call, buf []T) error {
 		}
 	}
 	return waitSends(c, p-1, p, r)
+}
+
+// The pipelined form of allreduceDirect cuts each block into segments, up to
+// directMaxSegments of at least directSegMin bytes, each a message of its own. A rank
+// posts every receive of both rounds and every first-round send at the start; it combines
+// segment s as soon as every contribution to it is in, and sends the finished segment on
+// at once, while the later segments of the first round are still on the links. Without
+// it a host's link idles at the end of each round: the round ends only when the slowest
+// of the host's incoming flows does, and the next round starts a rendezvous round trip
+// later. On 4 netns hosts with links shaped to 1 Gbit/s (scripts/netns-allreduce.sh,
+// builds alternated) it took time/bound from 1.12-1.14 to 1.06-1.08 at 16 MiB and from
+// 1.07-1.09 to 1.04-1.06 at 64 MiB; on unshaped links, where the two cores and not the
+// links are the bottleneck, the figures move by more than the change (docs/benchmarks.md).
+// Two segments measured as fast as four on shaped links, and sent half the messages.
+// Posting the second round's receives early without segments measured 0.03 slower on
+// shaped links: the finished blocks of the ranks ahead then compete with the laggard's
+// last contributions on its link.
+const (
+	directSegMin      = 1 << 20
+	directMaxSegments = 2
+)
+
+// directSegMinBytes is directSegMin; tests lower it to pipeline small vectors.
+var directSegMinBytes = directSegMin
+
+// directSegments is the number of segments of a block of blockBytes bytes.
+func directSegments(blockBytes int) int {
+	return min(directMaxSegments, blockBytes/directSegMinBytes)
+}
+
+// allreduceDirectPipelined is allreduceDirect with each block cut into segs segments,
+// each a message of its own. Requests: for the peer k ranks away and segment s, index
+// (k-1)·segs + s in four ranges of (p-1)·segs: first-round receives, first-round sends,
+// second-round receives, second-round sends. Each source's first-round receives are
+// posted before its second-round ones, so message order matches them. In place, a
+// second-round segment lands in memory that a first-round send read; it arrives only
+// after its sender received (read) that first-round segment in full, so no byte is
+// overwritten before it was sent.
+func allreduceDirectPipelined[T runtime.Elem](c call, src, buf []T, op Op[T], segs int) (err error) {
+	p, r, n := c.s.size, c.s.rank, len(buf)
+	bmax := (n + p - 1) / p
+	tmp, fresh, err := tempOf[T](c, 0, (p-1)*bmax)
+	if err != nil {
+		return err
+	}
+	defer func() { fresh.release(err == nil) }()
+	lo, hi := block(n, p, r)
+	own := buf[lo:hi]
+	span := (p - 1) * segs
+	rsRecv, rsSend, agRecv, agSend := 0, span, 2*span, 3*span
+	idx := func(k, s int) int { return (k-1)*segs + s }
+	for k := 1; k < p; k++ {
+		from := (r - k + p) % p
+		for s := range segs {
+			a, b := block(hi-lo, segs, s)
+			if err := postRecv(c, c.req(rsRecv+idx(k, s)), tmp[(k-1)*bmax+a:(k-1)*bmax+b], from); err != nil {
+				return err
+			}
+		}
+	}
+	for k := 1; k < p; k++ {
+		from := (r - k + p) % p
+		flo, fhi := block(n, p, from)
+		for s := range segs {
+			a, b := block(fhi-flo, segs, s)
+			if err := postRecv(c, c.req(agRecv+idx(k, s)), buf[flo+a:flo+b], from); err != nil {
+				return err
+			}
+		}
+	}
+	for k := 1; k < p; k++ {
+		d := (r + k) % p
+		dlo, dhi := block(n, p, d)
+		for s := range segs {
+			a, b := block(dhi-dlo, segs, s)
+			if err := postSend(c, c.req(rsSend+idx(k, s)), src[dlo+a:dlo+b], d); err != nil {
+				return err
+			}
+		}
+	}
+	step := max(directChunkBytes/elemSize[T](), 1)
+	for s := range segs {
+		a, b := block(hi-lo, segs, s)
+		for k := 1; k < p; k++ {
+			st, err := c.req(rsRecv + idx(k, s)).Wait(c.ctx)
+			if err := c.checkStatus(st, err, (r-k+p)%p, b-a); err != nil {
+				return err
+			}
+		}
+		for off := a; off < b; off += step {
+			end := min(off+step, b)
+			for k := 1; k < p; k++ {
+				in := tmp[(k-1)*bmax+off : (k-1)*bmax+end]
+				if k == 1 {
+					op.combine(own[off:end], src[lo+off:lo+end], in)
+				} else {
+					op.fn(own[off:end], in)
+				}
+			}
+		}
+		for k := 1; k < p; k++ {
+			if err := postSend(c, c.req(agSend+idx(k, s)), own[a:b], (r+k)%p); err != nil {
+				return err
+			}
+		}
+	}
+	for k := 1; k < p; k++ {
+		from := (r - k + p) % p
+		flo, fhi := block(n, p, from)
+		for s := range segs {
+			a, b := block(fhi-flo, segs, s)
+			st, err := c.req(agRecv + idx(k, s)).Wait(c.ctx)
+			if err := c.checkStatus(st, err, from, b-a); err != nil {
+				return err
+			}
+		}
+	}
+	for _, first := range []int{rsSend, agSend} {
+		for k := 1; k < p; k++ {
+			for s := range segs {
+				if _, err := c.req(first + idx(k, s)).Wait(c.ctx); err != nil {
+					return fmt.Errorf("rank %d sending to rank %d: %w", c.s.rank, (r+k)%p, err)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // waitSends waits for the sends on requests first .. first+p-2, to ranks r+1 .. r+p-1.

@@ -14,6 +14,8 @@ import (
 // was, for a predefined operator (combined in one pass, Op.combine), a user-defined one
 // (copied, then combined) and a non-commutative one (combined in rank order; direct gives
 // way to Rabenseifner for it), including counts below p (empty blocks); and in place.
+// "direct-pipelined" lowers directSegMinBytes to 64 so that the larger counts take
+// allreduceDirectPipelined, in segments of equal and (odd block lengths) unequal lengths.
 func TestAllreduceDirectFromSend(t *testing.T) {
 	userSum := NewOp("usersum", func(inout, in []int64) {
 		for i := range inout {
@@ -26,17 +28,46 @@ func TestAllreduceDirectFromSend(t *testing.T) {
 		{Max[int64](), func(r, i int) int64 { return int64(wide(r, i)) }},
 		affineCase[int64](),
 	}
-	for _, tc := range []struct {
-		a algo
-		p int
-	}{{algoDirect, 2}, {algoDirect, 3}, {algoDirect, 4}, {algoRabenseifner, 2}, {algoRabenseifner, 3}, {algoRabenseifner, 4}} {
+	type job struct {
+		a         algo
+		p         int
+		pipelined bool
+	}
+	var jobs []job
+	for _, a := range []algo{algoDirect, algoRabenseifner} {
+		for p := 2; p <= 4; p++ {
+			jobs = append(jobs, job{a, p, false})
+			if a == algoDirect {
+				jobs = append(jobs, job{a, p, true})
+			}
+		}
+	}
+	for _, tc := range jobs {
 		a, p := tc.a, tc.p
-		t.Run(fmt.Sprintf("%v/p=%d", a, p), func(t *testing.T) {
+		counts := []int{1, p - 1, p + 1, 3001, 70001}
+		label := a.String()
+		if tc.pipelined {
+			label = "direct-pipelined"
+			counts = append(counts, 16*p, 24*p+1, 32*p+p-1)
+		}
+		t.Run(fmt.Sprintf("%s/p=%d", label, p), func(t *testing.T) {
+			if tc.pipelined {
+				old := directSegMinBytes
+				directSegMinBytes = 64
+				defer func() { directSegMinBytes = old }()
+				segs := map[int]bool{}
+				for _, n := range counts {
+					segs[directSegments(n/p*8)] = true
+				}
+				if !segs[directMaxSegments] || !segs[0] {
+					t.Fatalf("counts %v: want some in %d segments and some not pipelined, got segment counts %v", counts, directMaxSegments, segs)
+				}
+			}
 			runJob(t, p, runtimetest.Options{Transport: "tcp"}, 40*time.Second, func(e rankEnv) error {
 				forceAllreduce(e.w, a)
 				defer forceAllreduce(e.w, algoAuto)
 				for _, oc := range cases {
-					for _, n := range []int{1, p - 1, p + 1, 3001, 70001} {
+					for _, n := range counts {
 						send := input(oc.gen, e.r, n)
 						recv := make([]int64, n)
 						for i := range recv {

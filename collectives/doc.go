@@ -71,7 +71,10 @@
 //     scheduled. Once every contribution is in, it combines send's block with them a
 //     cache-sized chunk at a time, so the vector is read once per input and written
 //     once; like Rabenseifner on a power of two, and unlike recursive doubling and ring,
-//     it does not copy send into recv first.
+//     it does not copy send into recv first. Blocks of 2 MiB or more are pipelined: each
+//     is sent in two segments, every receive of both rounds is posted at the start, and a
+//     rank combines a segment and sends it on as soon as its contributions are in, so
+//     that a host's link does not idle while the slowest flow of a round finishes.
 //   - allreduce_lanes.go: jobs spanning a few hosts with as many ranks on each: the ranks
 //     of a host reduce-scatter the vector among themselves (one round of direct's, over
 //     point-to-point messages, through shm), the i-th ranks of every host run direct

@@ -73,24 +73,7 @@ func reduceScatterDirect[T runtime.Elem](c call, src, buf []T, op Op[T]) (err er
 			return err
 		}
 	}
-	// Every contribution is in: combine them a cache-sized chunk at a time, each chunk
-	// of the block and of the p-1 contributions combined while it is in cache. The
-	// vector is then read once per input and written once, where a pass per
-	// contribution as it arrived wrote the block p-1 times and read it p-2 times more
-	// (on cores the links keep busy, that traffic is time); the combinations and their
-	// order are the same.
-	step := max(directChunkBytes/elemSize[T](), 1)
-	for off := 0; off < hi-lo; off += step {
-		end := min(off+step, hi-lo)
-		for k := 1; k < p; k++ {
-			in := tmp[(k-1)*bmax+off : (k-1)*bmax+end]
-			if k == 1 {
-				op.combine(own[off:end], src[lo+off:lo+end], in)
-			} else {
-				op.fn(own[off:end], in)
-			}
-		}
-	}
+	combineDirect(op, own, src[lo:hi], tmp, bmax, p, 0, hi-lo)
 	// The allgather reuses the Requests and, in place, receives into the blocks these
 	// sends read.
 	return waitSends(c, p-1, p, r)
@@ -202,7 +185,6 @@ func allreduceDirectPipelined[T runtime.Elem](c call, src, buf []T, op Op[T], se
 			}
 		}
 	}
-	step := max(directChunkBytes/elemSize[T](), 1)
 	for s := range segs {
 		a, b := block(hi-lo, segs, s)
 		for k := 1; k < p; k++ {
@@ -211,17 +193,7 @@ func allreduceDirectPipelined[T runtime.Elem](c call, src, buf []T, op Op[T], se
 				return err
 			}
 		}
-		for off := a; off < b; off += step {
-			end := min(off+step, b)
-			for k := 1; k < p; k++ {
-				in := tmp[(k-1)*bmax+off : (k-1)*bmax+end]
-				if k == 1 {
-					op.combine(own[off:end], src[lo+off:lo+end], in)
-				} else {
-					op.fn(own[off:end], in)
-				}
-			}
-		}
+		combineDirect(op, own, src[lo:hi], tmp, bmax, p, a, b)
 		for k := 1; k < p; k++ {
 			if err := postSend(c, c.req(agSend+idx(k, s)), own[a:b], (r+k)%p); err != nil {
 				return err
@@ -249,6 +221,28 @@ func allreduceDirectPipelined[T runtime.Elem](c call, src, buf []T, op Op[T], se
 		}
 	}
 	return nil
+}
+
+// combineDirect sets own[a:b] to srcBlock[a:b] combined with the p-1 contributions in
+// tmp (the k-th at tmp[(k-1)·bmax:], in its elements a to b), a cache-sized chunk at a
+// time: each chunk of the block and of the contributions is combined while it is in
+// cache, so the vector is read once per input and written once, where a pass per
+// contribution as it arrived wrote the block p-1 times and read it p-2 times more (on
+// cores the links keep busy, that traffic is time). The first contribution is combined
+// with srcBlock into own in one pass (Op.combine); srcBlock may be own (in place).
+func combineDirect[T runtime.Elem](op Op[T], own, srcBlock, tmp []T, bmax, p, a, b int) {
+	step := max(directChunkBytes/elemSize[T](), 1)
+	for off := a; off < b; off += step {
+		end := min(off+step, b)
+		for k := 1; k < p; k++ {
+			in := tmp[(k-1)*bmax+off : (k-1)*bmax+end]
+			if k == 1 {
+				op.combine(own[off:end], srcBlock[off:end], in)
+			} else {
+				op.fn(own[off:end], in)
+			}
+		}
+	}
 }
 
 // waitSends waits for the sends on requests first .. first+p-2, to ranks r+1 .. r+p-1.

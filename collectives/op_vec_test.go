@@ -79,14 +79,8 @@ func benchDirectCombine[T float32 | float64](b *testing.B) {
 	n := 16 << 20 / es
 	own, src, tmp := make([]T, n), make([]T, n), make([]T, 3*n)
 	op := Sum[T]()
-	step := directChunkBytes / es
 	b.SetBytes(int64(5 * es * n))
 	for b.Loop() {
-		for off := 0; off < n; off += step {
-			end := min(off+step, n)
-			op.combine(own[off:end], src[off:end], tmp[off:end])
-			op.fn(own[off:end], tmp[n+off:n+end])
-			op.fn(own[off:end], tmp[2*n+off:2*n+end])
-		}
+		combineDirect(op, own, src, tmp, n, 4, 0, n)
 	}
 }

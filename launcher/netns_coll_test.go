@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -28,17 +29,7 @@ func TestNetnsCollectives(t *testing.T) {
 	defer cancel()
 	c := startNetnsCluster(t, ctx, 2, 2, 1)
 	start := time.Now()
-	gl := c.submitFrom0(t, ctx, "-n", "5", "--timeout", "40s", collprog)
-	code := gl.wait(t, 45*time.Second)
-	var out []string
-	for l := range gl.lines {
-		out = append(out, l)
-	}
-	stdout := strings.Join(out, "\n")
-	if code != 0 {
-		t.Fatalf("golaunch collprog: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, gl.stderr.String())
-	}
-	mustContain(t, "collprog output", stdout, "PASS collprog 5 ranks")
+	stdout := runCollprog(t, ctx, c, 5, 40*time.Second, collprog)
 	// The layout must be the uneven one the test is about: 3 hosts, 2 of them with 2 ranks.
 	m := regexp.MustCompile(`collprog: 5 ranks on hosts (.*)`).FindStringSubmatch(stdout)
 	if m == nil {
@@ -72,8 +63,18 @@ func TestNetnsCollectivesDirect(t *testing.T) {
 	defer cancel()
 	c := startNetnsCluster(t, ctx, 1, 1, 1)
 	start := time.Now()
-	gl := c.submitFrom0(t, ctx, "-n", "3", "--timeout", "70s", collprog, "--counts", "7,800003")
-	code := gl.wait(t, 75*time.Second)
+	stdout := runCollprog(t, ctx, c, 3, 70*time.Second, collprog, "--counts", "7,800003")
+	mustContain(t, "collprog output", stdout, "collprog: 3 ranks on hosts h0 h1 h2")
+	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// runCollprog runs collprog (args: its path and flags) on n ranks of cluster c with a job
+// timeout of timeout, fails the test unless it exits 0 with the PASS line of n ranks, and
+// returns its standard output.
+func runCollprog(t *testing.T, ctx context.Context, c *netnsCluster, n int, timeout time.Duration, args ...string) string {
+	t.Helper()
+	gl := c.submitFrom0(t, ctx, append([]string{"-n", fmt.Sprint(n), "--timeout", timeout.String()}, args...)...)
+	code := gl.wait(t, timeout+5*time.Second)
 	var out []string
 	for l := range gl.lines {
 		out = append(out, l)
@@ -82,7 +83,6 @@ func TestNetnsCollectivesDirect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("golaunch collprog: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, gl.stderr.String())
 	}
-	mustContain(t, "collprog output", stdout, "PASS collprog 3 ranks")
-	mustContain(t, "collprog output", stdout, "collprog: 3 ranks on hosts h0 h1 h2")
-	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+	mustContain(t, "collprog output", stdout, fmt.Sprintf("PASS collprog %d ranks", n))
+	return stdout
 }

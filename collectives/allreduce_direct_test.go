@@ -15,7 +15,8 @@ import (
 // (copied, then combined) and a non-commutative one (combined in rank order; direct gives
 // way to Rabenseifner for it), including counts below p (empty blocks); and in place.
 // "direct-pipelined" lowers directSegMinBytes to 64 so that the larger counts take
-// allreduceDirectPipelined, in segments of equal and (odd block lengths) unequal lengths.
+// allreduceDirectPipelined, in segments of equal and (odd block lengths) unequal lengths;
+// at p = 3 with scratch acquired per call (ScratchFresh).
 func TestAllreduceDirectFromSend(t *testing.T) {
 	userSum := NewOp("usersum", func(inout, in []int64) {
 		for i := range inout {
@@ -61,6 +62,10 @@ func TestAllreduceDirectFromSend(t *testing.T) {
 				}
 				if !segs[directMaxSegments] || !segs[0] {
 					t.Fatalf("counts %v: want some in %d segments and some not pipelined, got segment counts %v", counts, directMaxSegments, segs)
+				}
+				if p == 3 {
+					SetScratch(ScratchFresh)
+					defer SetScratch(ScratchArena)
 				}
 			}
 			runJob(t, p, runtimetest.Options{Transport: "tcp"}, 40*time.Second, func(e rankEnv) error {

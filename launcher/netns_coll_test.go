@@ -68,6 +68,28 @@ func TestNetnsCollectivesDirect(t *testing.T) {
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }
 
+// Lanes across real processes: 2 network-namespace hosts of 2 ranks each, so the
+// automatic selection takes lanes for long vectors of a commutative operator: an on-host
+// reduce-scatter through shm, direct across the hosts over tcp, an on-host allgather,
+// at 300003 elements per rank (2.4 MB of int64 or float64, 1.2 MB of int32: over the
+// 1 MiB from which lanes applies), in place and not; the count of 7 takes recursive
+// doubling, the non-commutative operator Rabenseifner. collprog checks every result, and
+// every other collective, against a sequential reference.
+func TestNetnsCollectivesLanes(t *testing.T) {
+	if ok, why := netns.Available(); !ok {
+		t.Skip(why)
+	}
+	binaries(t)
+	collprog := collprogProg.path(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := startNetnsCluster(t, ctx, 2, 2)
+	start := time.Now()
+	stdout := runCollprog(t, ctx, c, 4, 70*time.Second, collprog, "--counts", "7,300003")
+	mustContain(t, "collprog output", stdout, "collprog: 4 ranks on hosts h0 h0 h1 h1")
+	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
+
 // runCollprog runs collprog (args: its path and flags) on n ranks of cluster c with a job
 // timeout of timeout, fails the test unless it exits 0 with the PASS line of n ranks, and
 // returns its standard output.

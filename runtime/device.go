@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"net"
 
@@ -58,9 +59,13 @@ func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slo
 		vc.Addr = net.JoinHostPort(host, "0")
 		vc.Secret = secret
 		vc.IdleWatch, cfg.idleWatch = cfg.idleWatch, nil
+		vc.Congestion = cfg.tcpCC
 	}
 	dev, err := verbs.Open(name, vc)
 	if err != nil {
+		if name == "tcp" && cfg.tcpCC != "" && errors.Is(err, verbs.ErrUnsupported) {
+			return nil, fmt.Errorf("%w: %s=%q: open %s device: %w", ErrConfig, EnvTCPCongestion, cfg.tcpCC, name, err)
+		}
 		return nil, fmt.Errorf("%w: open %s device: %w", ErrTransport, name, err)
 	}
 	d := &device{name: name, dev: dev}

@@ -22,6 +22,10 @@ const (
 	EnvProgress   = "GORMA_PROGRESS"    // spin, hybrid (default) or block
 	EnvEagerLimit = "GORMA_EAGER_LIMIT" // bytes; suffixes K and M (powers of 1024)
 	EnvSpin       = "GORMA_SPIN"        // hybrid mode's spin budget, a Go duration (default 50us)
+	// EnvTCPCongestion is the TCP congestion control of the tcp transport's connections:
+	// cubic (the default, verbs.DefaultCongestion), system for the kernel's default, or
+	// another algorithm the kernel allows (verbs.Config.Congestion).
+	EnvTCPCongestion = "GORMA_TCP_CONGESTION"
 )
 
 // Default eager limits: the largest message sent by copy; larger ones use rendezvous.
@@ -37,6 +41,7 @@ type config struct {
 	spin      time.Duration
 	eagerSHM  int
 	eagerTCP  int
+	tcpCC     string // GORMA_TCP_CONGESTION, "" for the provider's default
 	transport string // from the launch contract
 	tcpAddr   string
 	// idleWatch is the rank's idle-role watch from the launch contract, until the tcp
@@ -90,7 +95,27 @@ func readConfig(getenv func(string) string) (config, error) {
 		}
 		cfg.eagerSHM, cfg.eagerTCP = n, n
 	}
+	if v := getenv(EnvTCPCongestion); v != "" {
+		if !validCongestion(v) {
+			return cfg, fmt.Errorf("%w: %s=%q: want the name of a TCP congestion control such as cubic or reno (see /proc/sys/net/ipv4/tcp_allowed_congestion_control), or system for the kernel's default", ErrConfig, EnvTCPCongestion, v)
+		}
+		cfg.tcpCC = v
+	}
 	return cfg, nil
+}
+
+// validCongestion reports whether v can name a TCP congestion control: 1 to 15 lower-case
+// letters, digits, '_' or '-' (the kernel's names fit in 16 bytes with their NUL).
+func validCongestion(v string) bool {
+	if len(v) == 0 || len(v) > 15 {
+		return false
+	}
+	for _, c := range v {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func parseSize(s string) (int, error) {

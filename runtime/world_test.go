@@ -104,11 +104,23 @@ func TestBadEnvironment(t *testing.T) {
 		{runtime.EnvProgress, "fast", "spin, hybrid or block"},
 		{runtime.EnvEagerLimit, "lots", runtime.EnvEagerLimit},
 		{runtime.EnvEagerLimit, "1G", runtime.EnvEagerLimit},
+		{runtime.EnvTCPCongestion, "Cubic!", "system for the kernel's default"},
+		{runtime.EnvTCPCongestion, "sixteen-letters1", "cubic or reno"},
 	} {
 		_, err := single(t, map[string]string{c.name: c.value})
 		if !errors.Is(err, runtime.ErrConfig) || indexOf(err.Error(), c.name) < 0 || indexOf(err.Error(), c.mention) < 0 {
 			t.Errorf("%s=%s: %v", c.name, c.value, err)
 		}
+	}
+}
+
+// TestTCPCongestionRefused: a congestion control the kernel refuses fails Init of a job
+// over tcp with ErrConfig naming the variable and the value.
+func TestTCPCongestionRefused(t *testing.T) {
+	_, err := runtimetest.Start(context.Background(), 2, runtimetest.Options{Transport: "tcp",
+		Env: map[string]string{runtime.EnvTCPCongestion: "nosuchcc"}})
+	if !errors.Is(err, runtime.ErrConfig) || indexOf(err.Error(), runtime.EnvTCPCongestion+`="nosuchcc"`) < 0 {
+		t.Fatalf("Init with %s=nosuchcc: %v; want ErrConfig naming it", runtime.EnvTCPCongestion, err)
 	}
 }
 

@@ -11,13 +11,15 @@
 #   - B single: one raw TCP stream h0 -> h1 (the others idle);
 #   - B busy: four streams at once, every host to its ring successor (h0->h1, h1->h2,
 #     h2->h3, h3->h0), each host sending and receiving, as a ring Allreduce loads every
-#     link; B busy is their mean per link; and the same four streams again with
-#     TCP_NOTSENT_LOWAT set as gorma's tcp provider sets it on connections that carry
-#     traffic both ways (LOWAT, tcpstream --notsent-lowat): on these links, which are CPU
-#     time, a short unsent queue keeps the bytes in cache between the sender's copy and
-#     the receiver's, so the tuned streams may move more than the default ones. The bound
-#     takes whichever of the two is higher, so the transport's socket tuning cannot pass
-#     for a better algorithm;
+#     link; B busy is their mean per link; and the same four streams again tuned as
+#     gorma's tcp provider tunes its connections: TCP_NOTSENT_LOWAT as set on those that
+#     carry traffic both ways (LOWAT, tcpstream --notsent-lowat), and the provider's TCP
+#     congestion control (CC, tcpstream --congestion; the kernel's default may differ):
+#     on these links, which are CPU time, a short unsent queue keeps the bytes in cache
+#     between the sender's copy and the receiver's, and BBR, where it is the kernel's
+#     default, moved half of what CUBIC did, so the tuned streams may move more than the
+#     default ones. The bound takes whichever of the two is higher, so the transport's
+#     socket tuning cannot pass for a better algorithm;
 #   - with A2A=1, B all-to-all: twelve streams at once, every host to each of the three
 #     others, as a round of the direct algorithm loads the links (three flows each way on
 #     every link); reported per host (the sum of its three streams), for comparison only:
@@ -54,6 +56,8 @@
 #                ARGS="..." (more allreducebench flags, such as --cpuprofile /tmp/ar.prof)
 #                A2A= (1: measure B all-to-all too)
 #                LOWAT=32K (the tuned streams' TCP_NOTSENT_LOWAT: the tcp provider's value)
+#                CC=cubic (the tuned streams' congestion control: the tcp provider's default;
+#                set it alike when XENV sets GORMA_TCP_CONGESTION; empty: the kernel's)
 # Cleans up every namespace and process it made on exit (trap).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +71,9 @@ rate=${RATE:-}
 qdelay=${QDELAY:-50ms}
 min_iters=${MIN_ITERS:-10}
 lowat=${LOWAT:-32K}
+cc=${CC-cubic}
+tuned=(--notsent-lowat "$lowat")
+[[ -z $cc ]] || tuned+=(--congestion "$cc")
 out=${OUT:-results/netns-allreduce}
 bin=$(cd "${BIN:-bin}" && pwd)
 xenv=()
@@ -184,12 +191,12 @@ for ((rep = 1; rep <= reps; rep++)); do
 		flock 9
 		stream "$out/b_single_$rep.txt" 0:1
 		stream "$out/b_busy_$rep.txt" "${ring[@]}"
-		sopt=(--notsent-lowat "$lowat")
+		sopt=("${tuned[@]}")
 		stream "$out/b_busyl_$rep.txt" "${ring[@]}"
 		sopt=()
 		if [[ -n ${A2A:-} ]]; then
 			stream "$out/b_a2a_$rep.txt" "${a2a[@]}"
-			sopt=(--notsent-lowat "$lowat")
+			sopt=("${tuned[@]}")
 			stream "$out/b_a2al_$rep.txt" "${a2a[@]}"
 			sopt=()
 		fi
@@ -201,7 +208,7 @@ for ((rep = 1; rep <= reps; rep++)); do
 			esac
 		done
 		stream "$out/b_busy_after_$rep.txt" "${ring[@]}"
-		sopt=(--notsent-lowat "$lowat")
+		sopt=("${tuned[@]}")
 		stream "$out/b_busyl_after_$rep.txt" "${ring[@]}"
 	) 9>"$lock"
 	echo "netns-allreduce: rep $rep of $reps done ($(cut -d' ' -f1-3 /proc/loadavg))" >&2
@@ -229,12 +236,13 @@ if os.environ.get("XENV"):
     print(f"rank environment: {os.environ['XENV']}")
 print(f"B single stream h0->h1:           {med(single):.3f} GB/s  (runs: {', '.join(f'{x:.3f}' for x in single)})")
 print(f"B busy, 4 ring links at once:     {med(busy):.3f} GB/s per link before, {med(busy_after):.3f} after; slowest link {med(busy_min):.3f}")
-print(f"  same, TCP_NOTSENT_LOWAT {os.environ.get('LOWAT', '32K')}:    {med(busyl):.3f} GB/s per link before, {med(busyl_after):.3f} after")
+cc = os.environ.get('CC', 'cubic') or "the kernel's congestion control"
+print(f"  same, TCP_NOTSENT_LOWAT {os.environ.get('LOWAT', '32K')}, {cc}: {med(busyl):.3f} GB/s per link before, {med(busyl_after):.3f} after")
 print(f"  B busy of the bound (the higher): {med(bbusy):.3f} GB/s  (runs: {', '.join(f'{x:.3f}' for x in bbusy)})")
 if os.environ.get("A2A"):
     a2a = [sum(rates(f"{out}/b_a2a_{r}.txt")) / 4 for r in range(1, reps + 1)]
     a2al = [sum(rates(f"{out}/b_a2al_{r}.txt")) / 4 for r in range(1, reps + 1)]
-    print(f"B all-to-all, 12 streams at once: {med(a2a):.3f} GB/s per host each way, {med(a2al):.3f} with TCP_NOTSENT_LOWAT (not used in the bound)")
+    print(f"B all-to-all, 12 streams at once: {med(a2a):.3f} GB/s per host each way, {med(a2al):.3f} tuned (not used in the bound)")
 for k in pph:
     np = 4 * int(k)
     runs = [json.load(open(f"{out}/ar_n{np}_{r}.json")) for r in range(1, reps + 1)]

@@ -65,6 +65,16 @@ const (
 	DefaultMaxMRs    = 16384     // key table slots per arena
 	DefaultSpin      = 50 * time.Microsecond
 	DefaultTCPAddr   = "127.0.0.1:0"
+	// DefaultCongestion is the TCP congestion control the tcp provider sets on its
+	// connections unless Config.Congestion says otherwise. A collective keeps several
+	// flows per link that start and stop together; with BBR (the kernel default on some
+	// systems) the flows left at a round's end took long to claim the bandwidth the others
+	// freed, and an Allreduce across 4 netns hosts of 2 ranks on links shaped to 1 Gbit/s
+	// took 1.13-1.14 of the bound at 64 MiB against 1.08 with CUBIC (docs/benchmarks.md).
+	DefaultCongestion = "cubic"
+	// CongestionSystem as Config.Congestion leaves the kernel's default
+	// (net.ipv4.tcp_congestion_control) on the tcp provider's connections.
+	CongestionSystem = "system"
 )
 
 // Config configures a device. The zero value is valid for providers that need no secret.
@@ -89,6 +99,12 @@ type Config struct {
 	Addr string
 	// Name labels the device in errors and diagnostics (for example "rank 3").
 	Name string
+	// Congestion is the TCP congestion control of the tcp provider's connections
+	// (TCP_CONGESTION): "" for DefaultCongestion (the kernel's default where the kernel
+	// refuses it), CongestionSystem for the kernel's default, or the name of an algorithm
+	// the kernel lets this process use (net.ipv4.tcp_allowed_congestion_control; root may
+	// use any available one), which Open checks.
+	Congestion string
 	// IdleWatch, if set, hands the tcp provider's idle reading roles to a watcher in
 	// another process (the launcher's): a CQ waiter then leaves Wait without a system call,
 	// and the watcher wakes the connection's reader when a role stayed idle through one

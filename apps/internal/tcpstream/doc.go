@@ -3,7 +3,7 @@
 // cross-host Allreduce against.
 //
 //	tcpstream sink --listen 10.231.7.2:9000                  # on the receiving host, until killed
-//	tcpstream send --to 10.231.7.2:9000 --duration 3s [--start-at UNIXNANO] [--msg 1M] [--notsent-lowat 32K]
+//	tcpstream send --to 10.231.7.2:9000 --duration 3s [--start-at UNIXNANO] [--msg 1M] [--notsent-lowat 32K] [--congestion cubic]
 //
 // The sink accepts any number of connections and reads each into one reused buffer until
 // the sender closes it. The sender waits until --start-at (wall-clock nanoseconds since
@@ -17,7 +17,9 @@
 // The socket options are those of gorma's tcp provider (TCP_NODELAY), and --notsent-lowat
 // sets TCP_NOTSENT_LOWAT as the provider does on a connection that carries traffic both
 // ways: with it the kernel keeps only that much unsent data queued, which on links that
-// are CPU time (veths on one machine) also changes what a byte costs.
+// are CPU time (veths on one machine) also changes what a byte costs. --congestion sets
+// TCP_CONGESTION, as the provider does (cubic unless GORMA_TCP_CONGESTION says
+// otherwise); without it the kernel's default applies.
 //
 // Output: one line, "tcpstream FROM -> TO: X.XXX GB/s (N bytes in Ts window, M bytes in all)".
 package main

@@ -35,12 +35,13 @@ type sendOpts struct {
 	duration time.Duration
 	startAt  int64
 	msg      int
-	lowat    int // TCP_NOTSENT_LOWAT in bytes; 0 leaves the kernel's default
+	lowat    int    // TCP_NOTSENT_LOWAT in bytes; 0 leaves the kernel's default
+	cc       string // TCP_CONGESTION; "" leaves the kernel's default
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: tcpstream sink --listen ADDR | tcpstream send --to ADDR [--duration 3s] [--start-at UNIXNANO] [--msg 1M] [--notsent-lowat 32K]")
+		return errors.New("usage: tcpstream sink --listen ADDR | tcpstream send --to ADDR [--duration 3s] [--start-at UNIXNANO] [--msg 1M] [--notsent-lowat 32K] [--congestion cubic]")
 	}
 	fs := pflag.NewFlagSet("tcpstream "+args[0], pflag.ContinueOnError)
 	switch args[0] {
@@ -65,6 +66,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fs.Int64Var(&o.startAt, "start-at", 0, "start at this wall-clock time, nanoseconds since the epoch (0: now)")
 		fs.Var((*benchkit.Size)(&o.msg), "msg", "bytes per write")
 		fs.Var((*benchkit.Size)(&o.lowat), "notsent-lowat", "set TCP_NOTSENT_LOWAT to this many bytes, as gorma's tcp provider does on connections that carry traffic both ways (0: the kernel's default)")
+		fs.StringVar(&o.cc, "congestion", "", "set TCP_CONGESTION to this algorithm, as gorma's tcp provider does (cubic unless GORMA_TCP_CONGESTION says otherwise; empty: the kernel's default)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -129,8 +131,17 @@ func send(ctx context.Context, o sendOpts) (result, error) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 		if o.lowat > 0 {
-			if err := setLowat(tc, o.lowat); err != nil {
+			if err := setsockopt(tc, func(fd int) error {
+				return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, o.lowat)
+			}); err != nil {
 				return result{}, fmt.Errorf("send: TCP_NOTSENT_LOWAT %d: %w", o.lowat, err)
+			}
+		}
+		if o.cc != "" {
+			if err := setsockopt(tc, func(fd int) error {
+				return unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.cc)
+			}); err != nil {
+				return result{}, fmt.Errorf("send: --congestion %s (TCP_CONGESTION): %w", o.cc, err)
 			}
 		}
 	}
@@ -176,16 +187,14 @@ func send(ctx context.Context, o sendOpts) (result, error) {
 	return r, nil
 }
 
-// setLowat sets TCP_NOTSENT_LOWAT on c.
-func setLowat(c *net.TCPConn, n int) error {
+// setsockopt runs set on c's descriptor.
+func setsockopt(c *net.TCPConn, set func(fd int) error) error {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return err
 	}
 	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, n)
-	}); err != nil {
+	if err := raw.Control(func(fd uintptr) { serr = set(int(fd)) }); err != nil {
 		return err
 	}
 	return serr

@@ -11,9 +11,9 @@ import (
 )
 
 // TestLoopback streams over loopback and checks the report, with the kernel's default
-// TCP_NOTSENT_LOWAT and with the provider's.
+// TCP_NOTSENT_LOWAT and congestion control and with the provider's.
 func TestLoopback(t *testing.T) {
-	for _, extra := range [][]string{nil, {"--notsent-lowat", "32K"}} {
+	for _, extra := range [][]string{nil, {"--notsent-lowat", "32K"}, {"--notsent-lowat", "32K", "--congestion", "reno"}} {
 		t.Run(strings.Join(extra, "="), func(t *testing.T) { testLoopback(t, extra) })
 	}
 }
@@ -48,5 +48,20 @@ func TestBadArgs(t *testing.T) {
 		if err := run(context.Background(), args, &bytes.Buffer{}); err == nil {
 			t.Errorf("run(%q) accepted", args)
 		}
+	}
+}
+
+// TestBadCongestion: a congestion control the kernel refuses fails the sender, naming it.
+func TestBadCongestion(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go sink(ctx, ln)
+	err = run(context.Background(), []string{"send", "--to", ln.Addr().String(), "--duration", "60ms", "--congestion", "nosuchcc"}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "--congestion nosuchcc") {
+		t.Fatalf("send --congestion nosuchcc: %v, want an error naming it", err)
 	}
 }

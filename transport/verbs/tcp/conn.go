@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -12,11 +14,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorma-hpc/gorma/transport/verbs"
 	"github.com/gorma-hpc/gorma/transport/verbs/arena"
 )
 
 // Socket tuning: TCP_NODELAY for latency; keepalive and TCP_USER_TIMEOUT so that a cut
-// link or a dead host is detected within a few seconds even when the connection is idle.
+// link or a dead host is detected within a few seconds even when the connection is idle;
+// the device's congestion control (Config.Congestion, resolved by congestionOf), if any.
 const (
 	keepAliveIdle     = 2 * time.Second
 	keepAliveInterval = time.Second
@@ -24,7 +28,7 @@ const (
 	userTimeout       = 5 * time.Second
 )
 
-func tuneConn(c *net.TCPConn) error {
+func tuneConn(c *net.TCPConn, cc string) error {
 	if err := c.SetNoDelay(true); err != nil {
 		return err
 	}
@@ -39,10 +43,42 @@ func tuneConn(c *net.TCPConn) error {
 	var serr error
 	if err := raw.Control(func(fd uintptr) {
 		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(userTimeout/time.Millisecond))
+		if serr == nil && cc != "" {
+			serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc)
+		}
 	}); err != nil {
 		return err
 	}
 	return serr
+}
+
+// congestionOf resolves Config.Congestion to the algorithm the device sets on its
+// connections ("" for the kernel's default), checking on a socket of its own that the
+// kernel accepts it: a choice the kernel refuses is an error, naming what it offers,
+// except the default, which then gives way to the kernel's default.
+func congestionOf(want string) (string, error) {
+	explicit := want != ""
+	switch want {
+	case "":
+		want = verbs.DefaultCongestion
+	case verbs.CongestionSystem:
+		return "", nil
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return "", wrapErr("open", 0, err, "a socket to check the congestion control")
+	}
+	defer unix.Close(fd)
+	if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, want); err != nil {
+		if !explicit {
+			return "", nil
+		}
+		allowed, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+		return "", newErr("open", 0, verbs.ErrUnsupported,
+			"Config.Congestion %q: the kernel refuses it (%v); name one of those it allows (%s), or %q for the kernel's default",
+			want, err, strings.TrimSpace(string(allowed)), verbs.CongestionSystem)
+	}
+	return want, nil
 }
 
 // Streams and slices. The frames of one direction belong to two streams: this side's

@@ -31,6 +31,7 @@ type device struct {
 	seg      []byte // the arena's whole mapping, resolving KindArena targets
 	ln       *net.TCPListener
 	addr     string // advertised listen address
+	cc       string // TCP_CONGESTION of every connection ("" leaves the kernel's default)
 	rejected atomic.Int64
 	watch    *watch // the idle-role watch (watch.go), or nil
 
@@ -66,6 +67,10 @@ func openDevice(cfg verbs.Config) (d *device, err error) {
 	}
 	if cfg.MaxMRs < 0 || cfg.ArenaSize < 0 {
 		return nil, newErr("open", 0, verbs.ErrInvalid, "negative MaxMRs (%d) or ArenaSize (%d)", cfg.MaxMRs, cfg.ArenaSize)
+	}
+	cc, err := congestionOf(cfg.Congestion)
+	if err != nil {
+		return nil, err
 	}
 	var idb [8]byte
 	var id uint64
@@ -103,7 +108,7 @@ func openDevice(cfg verbs.Config) (d *device, err error) {
 	d = &device{
 		cfg: cfg, secret: append([]byte(nil), cfg.Secret...), id: id,
 		arena: a, tab: a.Table(), seg: a.Segment().Bytes(),
-		ln: ln.(*net.TCPListener), addr: advertiseAddr(ln.Addr()),
+		ln: ln.(*net.TCPListener), addr: advertiseAddr(ln.Addr()), cc: cc,
 		mrs: make(map[uint64]*mr), qps: make(map[uint32]*qp), pds: make(map[*pd]struct{}),
 		cqs: make(map[*cq]struct{}), inbound: make(map[*net.TCPConn]struct{}), watch: w,
 	}
@@ -282,7 +287,7 @@ func (d *device) serveInbound(c *net.TCPConn) {
 			d.rejected.Add(1)
 		}
 	}()
-	if tuneConn(c) != nil || c.SetDeadline(time.Now().Add(handshakeTimeout)) != nil {
+	if tuneConn(c, d.cc) != nil || c.SetDeadline(time.Now().Add(handshakeTimeout)) != nil {
 		return
 	}
 	var q *qp
@@ -345,7 +350,7 @@ func (d *device) dial(ctx context.Context, q *qp, ep endpoint) (*net.TCPConn, pe
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
-	if err := tuneConn(c); err != nil || c.SetDeadline(deadline) != nil {
+	if err := tuneConn(c, d.cc); err != nil || c.SetDeadline(deadline) != nil {
 		c.Close()
 		return nil, peerInfo{}, wrapErr("to rtr", q.num, fmt.Errorf("%w: %v", verbs.ErrPeer, err), "configure the socket")
 	}

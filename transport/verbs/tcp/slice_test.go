@@ -18,7 +18,7 @@ import (
 func startTxq(t *testing.T) (tx *txq, r *net.TCPConn, send func(h header, pay []byte)) {
 	t.Helper()
 	w, r := tcpPair(t)
-	if err := tuneConn(w); err != nil {
+	if err := tuneConn(w, ""); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := newTxq(w, nil, 64)

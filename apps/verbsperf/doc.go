@@ -40,7 +40,8 @@
 // trip), tcp_pp (8-byte TCP loopback round
 // trip), tcp_stream (TCP loopback stream bandwidth; the sink reads every message into
 // the same buffer of the message's size, as write_bw's writes land on the same target
-// bytes), memcpy (copy bandwidth per size) and segment (memfd_create + ftruncate + mmap +
+// bytes; both TCP floors use the tcp provider's congestion control, CUBIC, as its
+// connections do), memcpy (copy bandwidth per size) and segment (memfd_create + ftruncate + mmap +
 // fault in + munmap + close).
 //
 // # Method

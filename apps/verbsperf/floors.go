@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
 // The floors: what the providers are measured against, taken by the same program in the
@@ -144,8 +146,28 @@ func (f *floors) dial(ctx context.Context) error {
 	if d, ok := ctx.Deadline(); ok {
 		ln.(*net.TCPListener).SetDeadline(d)
 	}
-	f.conn, err = ln.Accept()
-	return err
+	if f.conn, err = ln.Accept(); err != nil {
+		return err
+	}
+	return tuneRaw(f.conn)
+}
+
+// tuneRaw gives a raw TCP floor connection the tcp provider's congestion control
+// (verbs.DefaultCongestion, as a device opened without Config.Congestion sets it), so
+// that the floor and the provider run the same kernel algorithm; where the kernel refuses
+// it, the provider keeps the kernel's default and so does the floor.
+func tuneRaw(c net.Conn) error {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return raw.Control(func(fd uintptr) {
+		_ = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, verbs.DefaultCongestion)
+	})
 }
 
 // tcpPingPong: 8-byte messages over TCP loopback (Nagle off), echoed by the peer. Full
@@ -280,7 +302,7 @@ func (fp *floorPeer) handle(ctx context.Context, m msg) error {
 			return err
 		}
 		fp.conn = c
-		return nil
+		return tuneRaw(c)
 	}
 	if fp.conn == nil {
 		return errors.New(m.Op + " before tcp_dial")

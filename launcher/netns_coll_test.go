@@ -20,16 +20,8 @@ var collprogProg = &program{pkg: "../collectives/internal/collprog"}
 // algorithm. collprog checks every result against a sequential reference and prints the
 // PASS line at rank 0 when every rank agreed.
 func TestNetnsCollectives(t *testing.T) {
-	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
-	}
-	binaries(t)
-	collprog := collprogProg.path(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c := startNetnsCluster(t, ctx, 2, 2, 1)
 	start := time.Now()
-	stdout := runCollprog(t, ctx, c, 5, 40*time.Second, collprog)
+	stdout := collprogOnNetns(t, []int{2, 2, 1}, 40*time.Second)
 	// The layout must be the uneven one the test is about: 3 hosts, 2 of them with 2 ranks.
 	m := regexp.MustCompile(`collprog: 5 ranks on hosts (.*)`).FindStringSubmatch(stdout)
 	if m == nil {
@@ -54,16 +46,8 @@ func TestNetnsCollectives(t *testing.T) {
 // collprog checks every result, and every other collective, against a sequential
 // reference.
 func TestNetnsCollectivesDirect(t *testing.T) {
-	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
-	}
-	binaries(t)
-	collprog := collprogProg.path(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	c := startNetnsCluster(t, ctx, 1, 1, 1)
 	start := time.Now()
-	stdout := runCollprog(t, ctx, c, 3, 70*time.Second, collprog, "--counts", "7,800003")
+	stdout := collprogOnNetns(t, []int{1, 1, 1}, 70*time.Second, "--counts", "7,800003")
 	mustContain(t, "collprog output", stdout, "collprog: 3 ranks on hosts h0 h1 h2")
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }
@@ -76,26 +60,32 @@ func TestNetnsCollectivesDirect(t *testing.T) {
 // doubling, the non-commutative operator Rabenseifner. collprog checks every result, and
 // every other collective, against a sequential reference.
 func TestNetnsCollectivesLanes(t *testing.T) {
+	start := time.Now()
+	stdout := collprogOnNetns(t, []int{2, 2}, 70*time.Second, "--counts", "7,300003")
+	mustContain(t, "collprog output", stdout, "collprog: 4 ranks on hosts h0 h0 h1 h1")
+	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// collprogOnNetns starts a cluster of network-namespace hosts with the given slots (one
+// agent each; the test is skipped where namespaces are not available), runs collprog
+// with flags on every slot with a job timeout of timeout, fails the test unless it exits
+// 0 with the PASS line of every rank, and returns its standard output.
+func collprogOnNetns(t *testing.T, slots []int, timeout time.Duration, flags ...string) string {
+	t.Helper()
 	if ok, why := netns.Available(); !ok {
 		t.Skip(why)
 	}
 	binaries(t)
 	collprog := collprogProg.path(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+20*time.Second)
 	defer cancel()
-	c := startNetnsCluster(t, ctx, 2, 2)
-	start := time.Now()
-	stdout := runCollprog(t, ctx, c, 4, 70*time.Second, collprog, "--counts", "7,300003")
-	mustContain(t, "collprog output", stdout, "collprog: 4 ranks on hosts h0 h0 h1 h1")
-	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
-}
-
-// runCollprog runs collprog (args: its path and flags) on n ranks of cluster c with a job
-// timeout of timeout, fails the test unless it exits 0 with the PASS line of n ranks, and
-// returns its standard output.
-func runCollprog(t *testing.T, ctx context.Context, c *netnsCluster, n int, timeout time.Duration, args ...string) string {
-	t.Helper()
-	gl := c.submitFrom0(t, ctx, append([]string{"-n", fmt.Sprint(n), "--timeout", timeout.String()}, args...)...)
+	c := startNetnsCluster(t, ctx, slots...)
+	n := 0
+	for _, k := range slots {
+		n += k
+	}
+	args := append([]string{"-n", fmt.Sprint(n), "--timeout", timeout.String(), collprog}, flags...)
+	gl := c.submitFrom0(t, ctx, args...)
 	code := gl.wait(t, timeout+5*time.Second)
 	var out []string
 	for l := range gl.lines {

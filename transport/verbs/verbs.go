@@ -70,7 +70,7 @@ const (
 	// flows per link that start and stop together; with BBR (the kernel default on some
 	// systems) the flows left at a round's end took long to claim the bandwidth the others
 	// freed, and an Allreduce across 4 netns hosts of 2 ranks on links shaped to 1 Gbit/s
-	// took 1.13-1.14 of the bound at 64 MiB against 1.08 with CUBIC (docs/benchmarks.md).
+	// took 1.13-1.16 of the bound at 64 MiB against 1.08 with CUBIC (docs/benchmarks.md).
 	DefaultCongestion = "cubic"
 	// CongestionSystem as Config.Congestion leaves the kernel's default
 	// (net.ipv4.tcp_congestion_control) on the tcp provider's connections.

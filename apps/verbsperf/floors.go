@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -149,25 +150,16 @@ func (f *floors) dial(ctx context.Context) error {
 	if f.conn, err = ln.Accept(); err != nil {
 		return err
 	}
-	return tuneRaw(f.conn)
+	tuneRaw(f.conn)
+	return nil
 }
 
 // tuneRaw gives a raw TCP floor connection the tcp provider's congestion control
 // (verbs.DefaultCongestion, as a device opened without Config.Congestion sets it), so
 // that the floor and the provider run the same kernel algorithm; where the kernel refuses
 // it, the provider keeps the kernel's default and so does the floor.
-func tuneRaw(c net.Conn) error {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		return nil
-	}
-	raw, err := tc.SyscallConn()
-	if err != nil {
-		return err
-	}
-	return raw.Control(func(fd uintptr) {
-		_ = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, verbs.DefaultCongestion)
-	})
+func tuneRaw(c net.Conn) {
+	_ = benchkit.SetCongestion(c, verbs.DefaultCongestion)
 }
 
 // tcpPingPong: 8-byte messages over TCP loopback (Nagle off), echoed by the peer. Full
@@ -302,7 +294,8 @@ func (fp *floorPeer) handle(ctx context.Context, m msg) error {
 			return err
 		}
 		fp.conn = c
-		return tuneRaw(c)
+		tuneRaw(c)
+		return nil
 	}
 	if fp.conn == nil {
 		return errors.New(m.Op + " before tcp_dial")

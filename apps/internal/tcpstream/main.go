@@ -131,16 +131,14 @@ func send(ctx context.Context, o sendOpts) (result, error) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 		if o.lowat > 0 {
-			if err := setsockopt(tc, func(fd int) error {
+			if err := benchkit.Setsockopt(tc, func(fd int) error {
 				return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, o.lowat)
 			}); err != nil {
 				return result{}, fmt.Errorf("send: TCP_NOTSENT_LOWAT %d: %w", o.lowat, err)
 			}
 		}
 		if o.cc != "" {
-			if err := setsockopt(tc, func(fd int) error {
-				return unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.cc)
-			}); err != nil {
+			if err := benchkit.SetCongestion(tc, o.cc); err != nil {
 				return result{}, fmt.Errorf("send: --congestion %s (TCP_CONGESTION): %w", o.cc, err)
 			}
 		}
@@ -185,17 +183,4 @@ func send(ctx context.Context, o sendOpts) (result, error) {
 	}
 	r.window, r.windowBytes = t1.Sub(t0), b1-b0
 	return r, nil
-}
-
-// setsockopt runs set on c's descriptor.
-func setsockopt(c *net.TCPConn, set func(fd int) error) error {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) { serr = set(int(fd)) }); err != nil {
-		return err
-	}
-	return serr
 }

@@ -14,14 +14,7 @@ import (
 // congestionOfConn reads TCP_CONGESTION of s's live connection.
 func congestionOfConn(t *testing.T, s *side) string {
 	t.Helper()
-	q := s.qp.(*qp)
-	q.mu.Lock()
-	cn := q.cn
-	q.mu.Unlock()
-	if cn == nil {
-		t.Fatal("the queue pair has no connection")
-	}
-	raw, err := cn.c.SyscallConn()
+	raw, err := liveConn(t, s).c.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,17 +175,24 @@ func TestRequestPassesReadResponse(t *testing.T) {
 func mix(t *testing.T, sides ...*side) {
 	t.Helper()
 	for _, s := range sides {
-		q := s.qp.(*qp)
-		q.mu.Lock()
-		cn := q.cn
-		q.mu.Unlock()
-		if cn == nil {
-			t.Fatal("no connection")
-		}
+		cn := liveConn(t, s)
 		cn.tx.mu.Lock()
 		cn.tx.mixLocked()
 		cn.tx.mu.Unlock()
 	}
+}
+
+// liveConn returns s's live connection, failing the test if it has none.
+func liveConn(t *testing.T, s *side) *qconn {
+	t.Helper()
+	q := s.qp.(*qp)
+	q.mu.Lock()
+	cn := q.cn
+	q.mu.Unlock()
+	if cn == nil {
+		t.Fatal("the queue pair has no connection")
+	}
+	return cn
 }
 
 // TestAnswerWaitsForQueuedAck queues a request that carries an ack behind a long write

@@ -24,7 +24,11 @@ import (
 // acquired per call under ScratchFresh (tempOf). A block of 2 directSegMin bytes or more
 // goes through the pipelined form instead (allreduceDirectPipelined).
 func allreduceDirect[T runtime.Elem](c call, src, buf []T, op Op[T]) error {
-	if segs := directSegments(len(buf) / c.s.size * elemSize[T]()); segs > 1 {
+	segs := directSegments(len(buf) / c.s.size * elemSize[T]())
+	if pushable(c, (len(buf)+c.s.size-1)/c.s.size*elemSize[T](), max(segs, 1)) {
+		return allreduceDirectPush(c, src, buf, op, max(segs, 1))
+	}
+	if segs > 1 {
 		return allreduceDirectPipelined(c, src, buf, op, segs)
 	}
 	if err := reduceScatterDirect(c, src, buf, op); err != nil {

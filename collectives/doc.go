@@ -75,6 +75,13 @@
 //     is sent in two segments, every receive of both rounds is posted at the start, and a
 //     rank combines a segment and sends it on as soon as its contributions are in, so
 //     that a host's link does not idle while the slowest flow of a round finishes.
+//     When every member reaches every other over tcp and a block is 64 KiB or more in
+//     segments of at most 1 MiB, it pushes instead (allreduce_direct_push.go): each
+//     segment goes as an RDMA write straight into the receiver's scratch (2(p-1) slots
+//     of a block, registered once and kept with the group), followed on the same
+//     connection by an 8-byte note with its count, so no segment waits for an offer and
+//     a read request to cross loaded links. A failed call leaves the scratch to be set
+//     up again at the next one, and keeps it until then, since peers may still write.
 //   - allreduce_lanes.go: jobs spanning a few hosts with as many ranks on each: the ranks
 //     of a host reduce-scatter the vector among themselves (one round of direct's, over
 //     point-to-point messages, through shm), the i-th ranks of every host run direct
@@ -200,7 +207,8 @@
 //     of up to 256 KiB per rank): the policy changes how scratch is acquired, not how
 //     much the algorithm uses.
 //   - ring, direct and Rabenseifner, the leaders' step of hier and the steps of lanes
-//     (scratch_fresh.go): the temporary vector (a block for ring, p-1 blocks for direct,
+//     (scratch_fresh.go; direct keeps its rendezvous form, as its push form needs
+//     scratch that peers have attached): the temporary vector (a block for ring, p-1 blocks for direct,
 //     the whole vector for Rabenseifner) is a new anonymous mmap, written a byte per
 //     page (the faults a registration's pinning takes), registered with every device
 //     (World.RegisterRegion), and at the end deregistered and unmapped. A call that fails leaks it rather than unmapping memory

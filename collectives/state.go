@@ -37,8 +37,10 @@ type state struct {
 	reqs    []*runtime.Request // reusable; replaced after a failed call
 	scratch [2][]uint64        // reusable scratch; replaced after a failed call
 
-	ranks []int       // a sub-group's World ranks by member index (nil: the World itself)
-	local *localState // locality and shared-memory scratch (allreduce_hier.go), made on first use
+	ranks  []int        // a sub-group's World ranks by member index (nil: the World itself)
+	local  *localState  // locality and shared-memory scratch (allreduce_hier.go), made on first use
+	push   *pushScratch // allreduceDirect's scratch in its push form (allreduce_direct_push.go)
+	allTCP int8         // every pair of members talks over tcp: 1 yes, -1 no, 0 not known yet
 }
 
 // world returns the World rank of member r (the rank itself unless s is a sub-group).
@@ -165,6 +167,7 @@ func (c call) end(err error) error {
 		if c.s.local != nil {
 			c.s.local.fail()
 		}
+		c.s.failPush() // set up again at the next call
 		err = fmt.Errorf("collectives: %s: %w", c.name, err)
 	}
 	c.s.busy.Store(false)

@@ -79,6 +79,9 @@ type stateEntry struct {
 func forget(e stateEntry) {
 	states.delete(e.key, e.s)
 	lastState.CompareAndSwap(e.s, nil)
+	if !e.s.comm.Finalized() {
+		e.s.dropPush()
+	}
 	if len(e.s.groups()) > 0 {
 		go release(e.s)
 	}

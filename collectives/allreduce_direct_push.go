@@ -1,0 +1,301 @@
+package collectives
+
+import (
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// The push form of allreduceDirect, for groups whose members all reach each other over
+// tcp (different hosts) and blocks whose segments are at most pushMaxSegment: the data of
+// both rounds goes as RDMA writes straight into the receivers' scratch, each segment
+// followed by an 8-byte note on the same connection, instead of as rendezvous messages.
+//
+// A rendezvous message over tcp waits for two frames before its data moves: the offer,
+// then the receiver's read request, which the sender's process must be scheduled to
+// serve. On loaded links each frame also waits behind the data already queued (3-7 ms on
+// 1 Gbit/s links), and with more ranks than cores the sender may not run for a while. A
+// write moves at once, and the note, which the connection delivers after the write's
+// data, tells the receiver the segment is in. On 4 netns hosts with links shaped to
+// 1 Gbit/s (scripts/netns-allreduce.sh, builds alternated), time/bound went from 1.14 to
+// 1.08-1.10 at 16 MiB with 2 ranks per host (lanes, whose step across hosts is this
+// algorithm on 1 MiB segments), and from 1.25-1.31 to 0.96-1.06 at 1 and 4 MiB with 1;
+// pushing 4 MiB segments too (64 MiB) measured 1.08-1.09 against 1.07-1.08, so longer
+// segments keep the rendezvous (docs/benchmarks.md).
+//
+// Scratch: each member holds one region of 2(p-1) slots of the largest block, registered
+// for remote writes, set up at the first call that needs it (or a larger one) by an
+// exchange of descriptions, and kept with the group's state. Slot k-1 of the first half
+// receives the contribution of the member k ranks before this one, slot k-1 of the second
+// half its finished block. A slot is written again only in a later call, and every member
+// has read it by then: a member starts call k+1 only after it received every other
+// member's finished block of call k, which each sent after combining the contributions in
+// its first-half slots; and it writes second-half slots in call k+1 only after receiving
+// the first-round contributions of call k+1, which their senders made after copying out
+// their second-half slots of call k.
+const (
+	pushMinBlock   = 64 << 10
+	pushMaxSegment = 1 << 20
+)
+
+// pushMinBlockBytes is pushMinBlock; tests lower it to push small vectors.
+var pushMinBlockBytes = pushMinBlock
+
+// pushScratch is a group's scratch for the push form.
+type pushScratch struct {
+	region  *runtime.Region
+	remotes []*runtime.Remote // by member index; nil for this rank
+	slot    int               // bytes of a slot (a multiple of 64)
+	rs, ag  *runtime.Counter  // the first and second round's writes
+	notes   [][8]byte         // the notes' buffers, by request index
+	// broken is set when a call on the scratch failed (or its setup did): the next call
+	// sets the scratch up again. Until then it is kept, with older ones (prev): a peer
+	// may still write into it for the failed call, and a write to a freed region would
+	// fail with a remote access error, which breaks the connection to the writer.
+	broken bool
+	prev   *pushScratch
+}
+
+// drop releases the scratch and the older ones it kept.
+func (ps *pushScratch) drop() {
+	for ; ps != nil; ps = ps.prev {
+		for _, rm := range ps.remotes {
+			if rm != nil {
+				rm.Close()
+			}
+		}
+		ps.rs.Close()
+		ps.ag.Close()
+		ps.region.Free()
+	}
+}
+
+// eachState calls f for s and its sub-groups' states.
+func (s *state) eachState(f func(*state)) {
+	f(s)
+	if l := s.local; l != nil {
+		for _, sub := range []*state{l.leaderS, l.hostS, l.laneS} {
+			if sub != nil {
+				sub.eachState(f)
+			}
+		}
+	}
+}
+
+// failPush marks the push scratch of s and of its sub-groups broken, after a failed call.
+func (s *state) failPush() {
+	s.eachState(func(s *state) {
+		if s.push != nil {
+			s.push.broken = true
+		}
+	})
+}
+
+// dropPush releases the push scratch of s and of its sub-groups (the World was dropped).
+func (s *state) dropPush() {
+	s.eachState(func(s *state) {
+		if s.push != nil {
+			s.push.drop()
+			s.push = nil
+		}
+	})
+}
+
+// pushable reports whether allreduceDirect on blocks of at most bmaxBytes in segs
+// segments takes the push form. Every member decides alike: from the call's count, the
+// scratch policy (the push form keeps its scratch, so ScratchFresh keeps the rendezvous)
+// and the transports between all members (TransportBetween, the same at every rank).
+func pushable(c call, bmaxBytes, segs int) bool {
+	if bmaxBytes < pushMinBlockBytes || bmaxBytes > pushMaxSegment*segs {
+		return false
+	}
+	if fresh, err := freshScratch(); err != nil || fresh {
+		return false
+	}
+	s := c.s
+	if s.allTCP == 0 {
+		s.allTCP = 1
+		for a := 0; a < s.size && s.allTCP == 1; a++ {
+			for b := 0; b < s.size; b++ {
+				if a != b && s.comm.TransportBetween(s.world(a), s.world(b)) != "tcp" {
+					s.allTCP = -1
+					break
+				}
+			}
+		}
+	}
+	return s.allTCP == 1
+}
+
+// pushSetup returns the group's push scratch with slots of at least slot bytes, setting
+// it up (again) if needed.
+func pushSetup(c call, slot int) (*pushScratch, error) {
+	s := c.s
+	if ps := s.push; ps != nil && !ps.broken && ps.slot >= slot {
+		return ps, nil
+	}
+	p, r, w := s.size, s.rank, s.comm
+	slot = (slot + 63) &^ 63
+	reg, err := w.AllocRegion(2 * (p - 1) * slot)
+	if err != nil {
+		return nil, fmt.Errorf("push scratch: %w", err)
+	}
+	// Until the exchange below completes, peers may still write into the old scratch;
+	// the new one is kept as broken if the exchange fails, as peers may have attached it.
+	ps := &pushScratch{region: reg, remotes: make([]*runtime.Remote, p), slot: slot, rs: w.NewCounter(),
+		ag: w.NewCounter(), broken: true, prev: s.push}
+	s.push = ps
+	desc := reg.AppendDesc(nil)
+	descs := make([][]byte, p)
+	for k := 1; k < p; k++ {
+		from := (r - k + p) % p
+		descs[from] = make([]byte, 2*len(desc)+64)
+		if err := runtime.IrecvWith(c.req(k-1), w, descs[from], s.world(from), c.tag); err != nil {
+			return nil, fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", r, from, err)
+		}
+	}
+	for k := 1; k < p; k++ {
+		if err := postSend(c, c.req(p-1+k-1), desc, (r+k)%p); err != nil {
+			return nil, err
+		}
+	}
+	for k := 1; k < p; k++ {
+		from := (r - k + p) % p
+		st, err := c.req(k - 1).Wait(c.ctx)
+		if err != nil {
+			return nil, fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", r, from, err)
+		}
+		rm, err := w.Attach(s.world(from), descs[from][:st.Count])
+		if err != nil {
+			return nil, fmt.Errorf("rank %d attaching rank %d's scratch: %w", r, from, err)
+		}
+		ps.remotes[from] = rm
+		// Members size their slots alike when the calls match.
+		if rm.Size() != len(reg.Bytes()) {
+			return nil, fmt.Errorf("%w: rank %d's scratch has %d bytes, rank %d's %d (do all ranks pass the same counts?)",
+				ErrMismatch, from, rm.Size(), r, len(reg.Bytes()))
+		}
+	}
+	if err := waitSends(c, p-1, p, r); err != nil {
+		return nil, err
+	}
+	// Each peer sent its description after its last write into the older scratch, on
+	// the same connection: those writes have landed, and nothing writes there again.
+	ps.prev.drop()
+	ps.prev, ps.broken = nil, false
+	return ps, nil
+}
+
+// allreduceDirectPush is allreduceDirect in its push form (see above), in segs segments
+// per block as allreduceDirectPipelined: a member combines segment s as soon as every
+// contribution to it is in and writes the finished segment on at once. Requests: for the
+// member k ranks away and segment s, index (k-1)·segs + s in four ranges of (p-1)·segs:
+// first-round notes in, first-round notes out, second-round notes in, second-round notes
+// out. A note carries the segment's element count, checked against the receiver's.
+func allreduceDirectPush[T runtime.Elem](c call, src, buf []T, op Op[T], segs int) error {
+	p, r, n, es := c.s.size, c.s.rank, len(buf), elemSize[T]()
+	bmax := (n + p - 1) / p
+	ps, err := pushSetup(c, bmax*es)
+	if err != nil {
+		return err
+	}
+	mem := ps.region.Bytes()
+	per := ps.slot / es // elements of a slot
+	rsIn := unsafe.Slice((*T)(unsafe.Pointer(&mem[0])), (p-1)*per)
+	agIn := unsafe.Slice((*T)(unsafe.Pointer(&mem[(p-1)*ps.slot])), (p-1)*per)
+	lo, hi := block(n, p, r)
+	own := buf[lo:hi]
+	span := (p - 1) * segs
+	if len(ps.notes) < 4*span {
+		ps.notes = make([][8]byte, 4*span)
+	}
+	rsRecv, rsSend, agRecv, agSend := 0, span, 2*span, 3*span
+	idx := func(k, s int) int { return (k-1)*segs + s }
+	for _, first := range []int{rsRecv, agRecv} {
+		for k := 1; k < p; k++ {
+			for s := range segs {
+				i := first + idx(k, s)
+				if err := postRecv(c, c.req(i), ps.notes[i][:], (r-k+p)%p); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	push := func(ctr *runtime.Counter, i, k, half, a int, seg []T) error {
+		d := (r + k) % p
+		off := uint64(half*(p-1)*ps.slot + (k-1)*ps.slot + a*es)
+		if err := ps.remotes[d].Write(ctr, off, bytesOf(seg)); err != nil {
+			return fmt.Errorf("rank %d writing %d elements to rank %d: %w", r, len(seg), d, err)
+		}
+		binary.LittleEndian.PutUint64(ps.notes[i][:], uint64(len(seg)))
+		return postSend(c, c.req(i), ps.notes[i][:], d)
+	}
+	note := func(i, from, want int) error {
+		st, err := c.req(i).Wait(c.ctx)
+		if err == nil && st.Count == 8 {
+			st.Count = int(binary.LittleEndian.Uint64(ps.notes[i][:]))
+		}
+		return c.checkStatus(st, err, from, want)
+	}
+	for k := 1; k < p; k++ {
+		dlo, dhi := block(n, p, (r+k)%p)
+		for s := range segs {
+			a, b := block(dhi-dlo, segs, s)
+			if err := push(ps.rs, rsSend+idx(k, s), k, 0, a, src[dlo+a:dlo+b]); err != nil {
+				return err
+			}
+		}
+	}
+	for s := range segs {
+		a, b := block(hi-lo, segs, s)
+		for k := 1; k < p; k++ {
+			if err := note(rsRecv+idx(k, s), (r-k+p)%p, b-a); err != nil {
+				return err
+			}
+		}
+		combineDirect(op, own, src[lo:hi], rsIn, per, p, a, b)
+		for k := 1; k < p; k++ {
+			if err := push(ps.ag, agSend+idx(k, s), k, 1, a, own[a:b]); err != nil {
+				return err
+			}
+		}
+	}
+	// In place, the second round's blocks land where the first round's writes read.
+	if err := ps.rs.Wait(c.ctx); err != nil {
+		return fmt.Errorf("rank %d writing its contributions: %w", r, err)
+	}
+	for k := 1; k < p; k++ {
+		from := (r - k + p) % p
+		flo, fhi := block(n, p, from)
+		for s := range segs {
+			a, b := block(fhi-flo, segs, s)
+			if err := note(agRecv+idx(k, s), from, b-a); err != nil {
+				return err
+			}
+			copy(buf[flo+a:flo+b], agIn[(k-1)*per+a:(k-1)*per+b])
+		}
+	}
+	if err := ps.ag.Wait(c.ctx); err != nil {
+		return fmt.Errorf("rank %d writing its block: %w", r, err)
+	}
+	for _, first := range []int{rsSend, agSend} {
+		for k := 1; k < p; k++ {
+			for s := range segs {
+				if _, err := c.req(first + idx(k, s)).Wait(c.ctx); err != nil {
+					return fmt.Errorf("rank %d sending to rank %d: %w", r, (r+k)%p, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// bytesOf is x's memory as bytes.
+func bytesOf[T runtime.Elem](x []T) []byte {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), len(x)*elemSize[T]())
+}

@@ -28,16 +28,7 @@ func lowerPush(segs bool) func() {
 // that fits reuses it (calls alternate). With segs, blocks go in directMaxSegments
 // segments of equal and unequal lengths.
 func TestAllreduceDirectPush(t *testing.T) {
-	userSum := NewOp("usersum", func(inout, in []int64) {
-		for i := range inout {
-			inout[i] += in[i]
-		}
-	}, true)
-	cases := []opCase[int64]{
-		{Sum[int64](), func(r, i int) int64 { return int64(wide(r, i)) }},
-		{userSum, func(r, i int) int64 { return int64(wide(r, i)) }},
-		{Max[int64](), func(r, i int) int64 { return int64(wide(r, i)) }},
-	}
+	cases := fromSendCases()
 	for _, segs := range []bool{false, true} {
 		for p := 2; p <= 4; p++ {
 			t.Run(fmt.Sprintf("segments=%v/p=%d", segs, p), func(t *testing.T) {
@@ -48,30 +39,8 @@ func TestAllreduceDirectPush(t *testing.T) {
 				runJob(t, p, runtimetest.Options{Transport: "tcp"}, 60*time.Second, func(e rankEnv) error {
 					forceAllreduce(e.w, algoDirect)
 					defer forceAllreduce(e.w, algoAuto)
-					for _, oc := range cases {
-						for _, n := range counts {
-							send := input(oc.gen, e.r, n)
-							recv := make([]int64, n)
-							for i := range recv {
-								recv[i] = 1 << 40
-							}
-							if err := Allreduce(e.ctx, e.w, send, recv, oc.op); err != nil {
-								return err
-							}
-							what := name[int64]("allreduce "+oc.op.Name(), n, false)
-							if err := compare(what, recv, reference(oc, p, n)); err != nil {
-								return err
-							}
-							if err := compare(what+" send", send, input(oc.gen, e.r, n)); err != nil {
-								return err
-							}
-							if err := Allreduce(e.ctx, e.w, nil, send, oc.op); err != nil {
-								return err
-							}
-							if err := compare(name[int64]("allreduce "+oc.op.Name(), n, true), send, reference(oc, p, n)); err != nil {
-								return err
-							}
-						}
+					if err := checkFromSend(e, cases, counts); err != nil {
+						return err
 					}
 					s, err := stateOf(e.w)
 					if err != nil {

@@ -18,17 +18,7 @@ import (
 // allreduceDirectPipelined, in segments of equal and (odd block lengths) unequal lengths;
 // at p = 3 with scratch acquired per call (ScratchFresh).
 func TestAllreduceDirectFromSend(t *testing.T) {
-	userSum := NewOp("usersum", func(inout, in []int64) {
-		for i := range inout {
-			inout[i] += in[i]
-		}
-	}, true)
-	cases := []opCase[int64]{
-		{Sum[int64](), func(r, i int) int64 { return int64(wide(r, i)) }},
-		{userSum, func(r, i int) int64 { return int64(wide(r, i)) }},
-		{Max[int64](), func(r, i int) int64 { return int64(wide(r, i)) }},
-		affineCase[int64](),
-	}
+	cases := append(fromSendCases(), affineCase[int64]())
 	type job struct {
 		a         algo
 		p         int
@@ -71,35 +61,56 @@ func TestAllreduceDirectFromSend(t *testing.T) {
 			runJob(t, p, runtimetest.Options{Transport: "tcp"}, 40*time.Second, func(e rankEnv) error {
 				forceAllreduce(e.w, a)
 				defer forceAllreduce(e.w, algoAuto)
-				for _, oc := range cases {
-					for _, n := range counts {
-						send := input(oc.gen, e.r, n)
-						recv := make([]int64, n)
-						for i := range recv {
-							recv[i] = 1 << 40 // garbage a copy-free algorithm must not combine
-						}
-						if err := Allreduce(e.ctx, e.w, send, recv, oc.op); err != nil {
-							return err
-						}
-						what := name[int64]("allreduce "+oc.op.Name(), n, false)
-						if err := compare(what, recv, reference(oc, p, n)); err != nil {
-							return err
-						}
-						if err := compare(what+" send", send, input(oc.gen, e.r, n)); err != nil {
-							return err
-						}
-						// In place, where direct's second round receives into the
-						// blocks its first-round sends read from.
-						if err := Allreduce(e.ctx, e.w, nil, send, oc.op); err != nil {
-							return err
-						}
-						if err := compare(name[int64]("allreduce "+oc.op.Name(), n, true), send, reference(oc, p, n)); err != nil {
-							return err
-						}
-					}
-				}
-				return nil
+				return checkFromSend(e, cases, counts)
 			})
 		})
+	}
+}
+
+// checkFromSend runs Allreduce for every case and count, with recv holding garbage that
+// a copy-free algorithm must not combine, and checks the result and that send is left as
+// it was; then again in place, where direct's second round lands in the blocks its first
+// round read.
+func checkFromSend(e rankEnv, cases []opCase[int64], counts []int) error {
+	for _, oc := range cases {
+		for _, n := range counts {
+			send := input(oc.gen, e.r, n)
+			recv := make([]int64, n)
+			for i := range recv {
+				recv[i] = 1 << 40
+			}
+			if err := Allreduce(e.ctx, e.w, send, recv, oc.op); err != nil {
+				return err
+			}
+			what := name[int64]("allreduce "+oc.op.Name(), n, false)
+			if err := compare(what, recv, reference(oc, e.p, n)); err != nil {
+				return err
+			}
+			if err := compare(what+" send", send, input(oc.gen, e.r, n)); err != nil {
+				return err
+			}
+			if err := Allreduce(e.ctx, e.w, nil, send, oc.op); err != nil {
+				return err
+			}
+			if err := compare(name[int64]("allreduce "+oc.op.Name(), n, true), send, reference(oc, e.p, n)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fromSendCases are checkFromSend's cases: a predefined operator (combined in one pass,
+// Op.combine), a user-defined one (copied, then combined) and Max.
+func fromSendCases() []opCase[int64] {
+	userSum := NewOp("usersum", func(inout, in []int64) {
+		for i := range inout {
+			inout[i] += in[i]
+		}
+	}, true)
+	return []opCase[int64]{
+		{Sum[int64](), func(r, i int) int64 { return int64(wide(r, i)) }},
+		{userSum, func(r, i int) int64 { return int64(wide(r, i)) }},
+		{Max[int64](), func(r, i int) int64 { return int64(wide(r, i)) }},
 	}
 }

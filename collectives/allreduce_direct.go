@@ -26,7 +26,7 @@ import (
 func allreduceDirect[T runtime.Elem](c call, src, buf []T, op Op[T]) error {
 	segs := directSegments(len(buf) / c.s.size * elemSize[T]())
 	if pushable(c, (len(buf)+c.s.size-1)/c.s.size*elemSize[T](), max(segs, 1)) {
-		return allreduceDirectPush(c, src, buf, op, max(segs, 1))
+		return allreduceDirectPush(c, src, buf, op, max(segs, 1)) // one segment at least
 	}
 	if segs > 1 {
 		return allreduceDirectPipelined(c, src, buf, op, segs)

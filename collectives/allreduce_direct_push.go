@@ -72,18 +72,6 @@ func (ps *pushScratch) drop() {
 	}
 }
 
-// eachState calls f for s and its sub-groups' states.
-func (s *state) eachState(f func(*state)) {
-	f(s)
-	if l := s.local; l != nil {
-		for _, sub := range []*state{l.leaderS, l.hostS, l.laneS} {
-			if sub != nil {
-				sub.eachState(f)
-			}
-		}
-	}
-}
-
 // failPush marks the push scratch of s and of its sub-groups broken, after a failed call.
 func (s *state) failPush() {
 	s.eachState(func(s *state) {
@@ -290,12 +278,4 @@ func allreduceDirectPush[T runtime.Elem](c call, src, buf []T, op Op[T], segs in
 		}
 	}
 	return nil
-}
-
-// bytesOf is x's memory as bytes.
-func bytesOf[T runtime.Elem](x []T) []byte {
-	if len(x) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), len(x)*elemSize[T]())
 }

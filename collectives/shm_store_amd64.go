@@ -32,8 +32,7 @@ func copyShared[T runtime.Elem](dst, src []T) int {
 	if nb < copyNTMin {
 		return copy(dst, src)
 	}
-	d := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), nb)
-	s := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(src))), nb)
+	d, s := bytesOf(dst[:n]), bytesOf(src[:n])
 	head := int(-uintptr(unsafe.Pointer(&d[0])) & 63)
 	lines := (nb - head) / 64
 	copy(d[:head], s[:head])

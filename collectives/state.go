@@ -310,3 +310,11 @@ func elemSize[T runtime.Elem]() int {
 	var z T
 	return int(unsafe.Sizeof(z))
 }
+
+// bytesOf is x's memory as bytes.
+func bytesOf[T runtime.Elem](x []T) []byte {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), len(x)*elemSize[T]())
+}

@@ -87,23 +87,30 @@ func forget(e stateEntry) {
 	}
 }
 
+// eachState calls f for s and then, depth first, its sub-groups' states.
+func (s *state) eachState(f func(*state)) {
+	f(s)
+	if l := s.local; l != nil {
+		for _, sub := range []*state{l.leaderS, l.hostS, l.laneS} {
+			if sub != nil {
+				sub.eachState(f)
+			}
+		}
+	}
+}
+
 // groups returns the shared-memory groups of s and of its sub-groups.
 func (s *state) groups() []*shmGroup {
-	l := s.local
-	if l == nil {
-		return nil
-	}
 	var gs []*shmGroup
-	for _, g := range []*shmGroup{l.world, l.onHost} {
-		if g != nil {
-			gs = append(gs, g)
+	s.eachState(func(s *state) {
+		if l := s.local; l != nil {
+			for _, g := range []*shmGroup{l.world, l.onHost} {
+				if g != nil {
+					gs = append(gs, g)
+				}
+			}
 		}
-	}
-	for _, sub := range []*state{l.leaderS, l.hostS, l.laneS} {
-		if sub != nil {
-			gs = append(gs, sub.groups()...)
-		}
-	}
+	})
 	return gs
 }
 

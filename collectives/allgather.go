@@ -21,7 +21,7 @@ func Allgather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv
 	return c.end(allgather(c, send, recv))
 }
 
-func allgather[T runtime.Elem](c call, send, recv []T) error {
+func allgather[T runtime.Elem](c *call, send, recv []T) error {
 	p, r := c.s.size, c.s.rank
 	n := len(send)
 	switch {

@@ -5,7 +5,7 @@ import "github.com/gorma-hpc/gorma/runtime"
 // allgatherRing is the ring allgather (MPICH's allgather_intra_ring): in step s each rank
 // passes block r-s to its right neighbour and receives block r-s-1 from its left one.
 // p-1 steps of n elements.
-func allgatherRing[T runtime.Elem](c call, buf []T, n int) error {
+func allgatherRing[T runtime.Elem](c *call, buf []T, n int) error {
 	p, r := c.s.size, c.s.rank
 	right, left := (r+1)%p, (r-1+p)%p
 	for s := 0; s < p-1; s++ {

@@ -33,7 +33,7 @@ func Allgatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, rec
 	return c.end(allgatherv(c, send, recv, counts))
 }
 
-func allgatherv[T runtime.Elem](c call, send, recv []T, counts []int) error {
+func allgatherv[T runtime.Elem](c *call, send, recv []T, counts []int) error {
 	p, r := c.s.size, c.s.rank
 	total, err := checkCounts("counts", counts, p)
 	if err != nil {
@@ -60,7 +60,7 @@ func allgatherv[T runtime.Elem](c call, send, recv []T, counts []int) error {
 // sum(counts). The offset of the block received in a step is that of the block sent in
 // the same step minus the received block's count (it is the block just before), or, when
 // the ring wraps, the total minus the last count.
-func allgathervRing[T runtime.Elem](c call, buf []T, counts []int, off, total int) error {
+func allgathervRing[T runtime.Elem](c *call, buf []T, counts []int, off, total int) error {
 	p, r := c.s.size, c.s.rank
 	right, left := (r+1)%p, (r-1+p)%p
 	sb, soff := r, off

@@ -24,7 +24,7 @@ func Allreduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv
 	return c.end(allreduce(c, send, recv, op))
 }
 
-func allreduce[T runtime.Elem](c call, send, recv []T, op Op[T]) error {
+func allreduce[T runtime.Elem](c *call, send, recv []T, op Op[T]) error {
 	switch {
 	case !op.Valid():
 		return invalid("zero Op")
@@ -62,7 +62,7 @@ func allreduce[T runtime.Elem](c call, send, recv []T, op Op[T]) error {
 }
 
 // allreduceP2P runs the point-to-point algorithm a on buf, in place.
-func allreduceP2P[T runtime.Elem](c call, a algo, buf []T, op Op[T]) error {
+func allreduceP2P[T runtime.Elem](c *call, a algo, buf []T, op Op[T]) error {
 	switch a {
 	case algoRecdbl:
 		return allreduceRecdbl(c, buf, op)
@@ -82,7 +82,7 @@ func allreduceP2P[T runtime.Elem](c call, a algo, buf []T, op Op[T]) error {
 // in the power-of-two algorithm as rank i; ranks from 2*rem on take part as rank r-rem.
 // It returns this rank's new rank, or -1 for a rank that sits out (and gets the result
 // back from unfoldExtra).
-func foldExtra[T runtime.Elem](c call, buf, tmp []T, op Op[T], pof2 int) (int, error) {
+func foldExtra[T runtime.Elem](c *call, buf, tmp []T, op Op[T], pof2 int) (int, error) {
 	r, rem := c.s.rank, c.s.size-pof2
 	switch {
 	case r >= 2*rem:
@@ -98,7 +98,7 @@ func foldExtra[T runtime.Elem](c call, buf, tmp []T, op Op[T], pof2 int) (int, e
 }
 
 // unfoldExtra returns the result to the ranks that sat out.
-func unfoldExtra[T runtime.Elem](c call, buf []T, pof2 int) error {
+func unfoldExtra[T runtime.Elem](c *call, buf []T, pof2 int) error {
 	r, rem := c.s.rank, c.s.size-pof2
 	switch {
 	case r >= 2*rem:

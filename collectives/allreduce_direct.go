@@ -23,7 +23,7 @@ import (
 // (reduceScatterDirect). The scratch (p-1 blocks, one per contribution) is reused, or
 // acquired per call under ScratchFresh (tempOf). A block of 2 directSegMin bytes or more
 // goes through the pipelined form instead (allreduceDirectPipelined).
-func allreduceDirect[T runtime.Elem](c call, src, buf []T, op Op[T]) error {
+func allreduceDirect[T runtime.Elem](c *call, src, buf []T, op Op[T]) error {
 	segs := directSegments(len(buf) / c.s.size * elemSize[T]())
 	if pushable(c, (len(buf)+c.s.size-1)/c.s.size*elemSize[T](), max(segs, 1)) {
 		return allreduceDirectPush(c, src, buf, op, max(segs, 1)) // one segment at least
@@ -47,7 +47,7 @@ const directChunkBytes = 32 << 10
 // were. src is buf (in place) or a vector of the same length that does not overlap it:
 // the first contribution is combined with src's block into buf's in one pass
 // (Op.combine), which saves copying src into buf first.
-func reduceScatterDirect[T runtime.Elem](c call, src, buf []T, op Op[T]) (err error) {
+func reduceScatterDirect[T runtime.Elem](c *call, src, buf []T, op Op[T]) (err error) {
 	p, r, n := c.s.size, c.s.rank, len(buf)
 	bmax := (n + p - 1) / p
 	tmp, fresh, err := tempOf[T](c, 0, (p-1)*bmax)
@@ -85,7 +85,7 @@ func reduceScatterDirect[T runtime.Elem](c call, src, buf []T, op Op[T]) (err er
 
 // allgatherDirect is the second round of allreduceDirect: rank r sends its block r of
 // buf to every rank and receives every other block in place.
-func allgatherDirect[T runtime.Elem](c call, buf []T) error {
+func allgatherDirect[T runtime.Elem](c *call, buf []T) error {
 	p, r, n := c.s.size, c.s.rank, len(buf)
 	lo, hi := block(n, p, r)
 	for k := 1; k < p; k++ {
@@ -147,7 +147,7 @@ func directSegments(blockBytes int) int {
 // second-round segment lands in memory that a first-round send read; it arrives only
 // after its sender received (read) that first-round segment in full, so no byte is
 // overwritten before it was sent.
-func allreduceDirectPipelined[T runtime.Elem](c call, src, buf []T, op Op[T], segs int) (err error) {
+func allreduceDirectPipelined[T runtime.Elem](c *call, src, buf []T, op Op[T], segs int) (err error) {
 	p, r, n := c.s.size, c.s.rank, len(buf)
 	bmax := (n + p - 1) / p
 	tmp, fresh, err := tempOf[T](c, 0, (p-1)*bmax)
@@ -250,7 +250,7 @@ func combineDirect[T runtime.Elem](op Op[T], own, srcBlock, tmp []T, bmax, p, a,
 }
 
 // waitSends waits for the sends on requests first .. first+p-2, to ranks r+1 .. r+p-1.
-func waitSends(c call, first, p, r int) error {
+func waitSends(c *call, first, p, r int) error {
 	for k := 1; k < p; k++ {
 		if _, err := c.req(first + k - 1).Wait(c.ctx); err != nil {
 			return fmt.Errorf("rank %d sending to rank %d: %w", c.s.rank, (r+k)%p, err)

@@ -95,7 +95,7 @@ func (s *state) dropPush() {
 // segments takes the push form. Every member decides alike: from the call's count, the
 // scratch policy (the push form keeps its scratch, so ScratchFresh keeps the rendezvous)
 // and the transports between all members (TransportBetween, the same at every rank).
-func pushable(c call, bmaxBytes, segs int) bool {
+func pushable(c *call, bmaxBytes, segs int) bool {
 	if bmaxBytes < pushMinBlockBytes || bmaxBytes > pushMaxSegment*segs {
 		return false
 	}
@@ -119,7 +119,7 @@ func pushable(c call, bmaxBytes, segs int) bool {
 
 // pushSetup returns the group's push scratch with slots of at least slot bytes, setting
 // it up (again) if needed.
-func pushSetup(c call, slot int) (*pushScratch, error) {
+func pushSetup(c *call, slot int) (*pushScratch, error) {
 	s := c.s
 	if ps := s.push; ps != nil && !ps.broken && ps.slot >= slot {
 		return ps, nil
@@ -182,7 +182,7 @@ func pushSetup(c call, slot int) (*pushScratch, error) {
 // member k ranks away and segment s, index (k-1)·segs + s in four ranges of (p-1)·segs:
 // first-round notes in, first-round notes out, second-round notes in, second-round notes
 // out. A note carries the segment's element count, checked against the receiver's.
-func allreduceDirectPush[T runtime.Elem](c call, src, buf []T, op Op[T], segs int) error {
+func allreduceDirectPush[T runtime.Elem](c *call, src, buf []T, op Op[T], segs int) error {
 	p, r, n, es := c.s.size, c.s.rank, len(buf), elemSize[T]()
 	bmax := (n + p - 1) / p
 	ps, err := pushSetup(c, bmax*es)

@@ -109,7 +109,7 @@ func (l *localState) fail() {
 }
 
 // allreduceWorldSHM runs allreduceSHM over the whole World, which must be on one host.
-func allreduceWorldSHM[T runtime.Elem](c call, src, recv []T, op Op[T]) error {
+func allreduceWorldSHM[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 	l := localOf(c.s)
 	if !l.loc.oneHost {
 		return fmt.Errorf("%w: %s=shm needs every rank on this host, reached through shm (%d hosts; ranks %v here)",
@@ -135,7 +135,7 @@ func allreduceWorldSHM[T runtime.Elem](c call, src, recv []T, op Op[T]) error {
 // (shmBcast). Only the leaders' step crosses hosts. Under ScratchFresh each host's big
 // buffers are acquired before the on-host reduce and released after the broadcast. Rank order holds for non-commutative
 // operators when each host's ranks are consecutive (the selection falls back otherwise).
-func allreduceHier[T runtime.Elem](c call, src, recv []T, op Op[T]) error {
+func allreduceHier[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 	l := localOf(c.s)
 	if l.unmapped {
 		// Every rank sees it (localOf), so every rank fails alike instead of waiting.
@@ -161,7 +161,7 @@ func allreduceHier[T runtime.Elem](c call, src, recv []T, op Op[T]) error {
 		copy(recv, src)
 	}
 	if l.leaderS != nil {
-		sc := call{s: l.leaderS, ctx: c.ctx, name: c.name, tag: c.tag}
+		sc := c.sub(l.leaderS)
 		// The leaders are on a host each.
 		a := selectAllreduce(algoAuto, len(recv)*elemSize[T](), len(recv), l.leaderS.size, op.commutative,
 			locality{hosts: l.leaderS.size})

@@ -22,19 +22,19 @@ import (
 // (docs/benchmarks.md). The contributions are combined out of rank order: commutative
 // operators only (selectAllreduce). Scratch: that of the host's and the lane's
 // sub-groups, reused or fresh as tempOf says.
-func allreduceLanes[T runtime.Elem](c call, src, buf []T, op Op[T]) error {
+func allreduceLanes[T runtime.Elem](c *call, src, buf []T, op Op[T]) error {
 	l := localOf(c.s)
 	if l.hostS == nil || !op.commutative {
 		return fmt.Errorf("%w: %s=lanes needs a commutative operator and the same number (more than one) of ranks on every host",
 			runtime.ErrConfig, EnvAllreduce)
 	}
-	hc := call{s: l.hostS, ctx: c.ctx, name: c.name, tag: c.tag}
+	hc := c.sub(l.hostS)
 	if err := reduceScatterDirect(hc, src, buf, op); err != nil {
 		return fmt.Errorf("on-host reduce-scatter: %w", err)
 	}
 	lo, hi := block(len(buf), l.hostS.size, l.hostS.rank)
 	if hi > lo {
-		lc := call{s: l.laneS, ctx: c.ctx, name: c.name, tag: c.tag}
+		lc := c.sub(l.laneS)
 		a := selectAllreduce(algoAuto, (hi-lo)*elemSize[T](), hi-lo, l.laneS.size, op.commutative,
 			locality{hosts: l.laneS.size})
 		if err := allreduceP2P(lc, a, buf[lo:hi], op); err != nil {

@@ -17,7 +17,7 @@ import "github.com/gorma-hpc/gorma/runtime"
 // pass (Op.combine), so src is never copied into buf (the allgather fills the rest of
 // buf); otherwise the folding works on buf, and src is copied there first. The scratch
 // (a whole vector) is reused, or acquired per call under ScratchFresh (tempOf).
-func allreduceRabenseifner[T runtime.Elem](c call, src, buf []T, op Op[T]) (err error) {
+func allreduceRabenseifner[T runtime.Elem](c *call, src, buf []T, op Op[T]) (err error) {
 	pof2 := pof2Below(c.s.size)
 	rem := c.s.size - pof2
 	if rem > 0 && len(buf) > 0 && &src[0] != &buf[0] {
@@ -44,7 +44,7 @@ func allreduceRabenseifner[T runtime.Elem](c call, src, buf []T, op Op[T]) (err 
 // rabenseifnerCore runs the halving and doubling rounds; the first reads from src (which
 // is buf, or a vector of buf's length that does not overlap it, when there are no extra
 // ranks).
-func rabenseifnerCore[T runtime.Elem](c call, src, buf, tmp []T, op Op[T], newrank, pof2, rem int) error {
+func rabenseifnerCore[T runtime.Elem](c *call, src, buf, tmp []T, op Op[T], newrank, pof2, rem int) error {
 	var ranges [64][2]int // the range held before each round, for the allgather
 	lo, hi, round := 0, len(buf), 0
 	for mask := 1; mask < pof2; mask <<= 1 {

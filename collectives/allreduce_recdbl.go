@@ -9,7 +9,7 @@ import "github.com/gorma-hpc/gorma/runtime"
 // back. Each rank combines with the group of ranks below or above its own contiguous
 // group, so rank order holds for non-commutative operators. Cost: log2(p) (+2) rounds of
 // the whole vector: the choice for short vectors.
-func allreduceRecdbl[T runtime.Elem](c call, buf []T, op Op[T]) error {
+func allreduceRecdbl[T runtime.Elem](c *call, buf []T, op Op[T]) error {
 	pof2 := pof2Below(c.s.size)
 	rem := c.s.size - pof2
 	tmp := scratchOf[T](c, 0, len(buf))

@@ -9,7 +9,7 @@ import "github.com/gorma-hpc/gorma/runtime"
 // Cost: 2(p-1) steps moving 2n(p-1)/p elements, for any p. Blocks are combined in ring
 // order, so it serves commutative operators only (selectAllreduce sees to that). The
 // scratch (one block) is reused, or acquired per call under ScratchFresh (tempOf).
-func allreduceRing[T runtime.Elem](c call, buf []T, op Op[T]) (err error) {
+func allreduceRing[T runtime.Elem](c *call, buf []T, op Op[T]) (err error) {
 	p, r, n := c.s.size, c.s.rank, len(buf)
 	right, left := (r+1)%p, (r-1+p)%p
 	tmp, fresh, err := tempOf[T](c, 0, (n+p-1)/p)

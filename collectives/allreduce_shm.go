@@ -25,7 +25,7 @@ import "github.com/gorma-hpc/gorma/runtime"
 // src is the input (recv itself when in place); recv receives the result. With root >= 0
 // (a member index) only that member gets the result (the on-host reduce of the
 // hierarchical algorithm). Rank order holds for non-commutative operators.
-func allreduceSHM[T runtime.Elem](c call, g *shmGroup, src, recv []T, op Op[T], root int) error {
+func allreduceSHM[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T], root int) error {
 	n, es := len(recv), elemSize[T]()
 	bytes := n * es
 	if bytes <= shmSmallMax {
@@ -46,7 +46,7 @@ func allreduceSHM[T runtime.Elem](c call, g *shmGroup, src, recv []T, op Op[T], 
 }
 
 // shmReduceSmall is the one-step reduction of a short vector.
-func shmReduceSmall[T runtime.Elem](c call, g *shmGroup, src, recv []T, op Op[T], root int) error {
+func shmReduceSmall[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T], root int) error {
 	n := len(recv)
 	v := g.seq + 1
 	copy(smallSlot[T](g, g.me, v, n), src)
@@ -70,7 +70,7 @@ func shmReduceSmall[T runtime.Elem](c call, g *shmGroup, src, recv []T, op Op[T]
 // amd64), so that no store waits for a line a peer holds. When the reduction may not go
 // to recv (in place, where block r of recv is still rank r's operand and rank 0's comes
 // first; or a member that is not root), it goes to the buffer directly.
-func shmReduceChunk[T runtime.Elem](c call, g *shmGroup, src, recv []T, op Op[T], root, bytes int) error {
+func shmReduceChunk[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T], root, bytes int) error {
 	n, p := len(recv), len(g.ranks)
 	v := g.seq + 1
 	b, err := g.takeBig(c, v, v+2)
@@ -141,7 +141,7 @@ func reduceInto[T runtime.Elem](acc []T, op Op[T], p int, in func(int) []T) {
 
 // shmBcast copies member root's buf into every member's buf through the scratch: one
 // step per chunk (the small slot for short vectors, the big buffers otherwise).
-func shmBcast[T runtime.Elem](c call, g *shmGroup, buf []T, root int) error {
+func shmBcast[T runtime.Elem](c *call, g *shmGroup, buf []T, root int) error {
 	n, es := len(buf), elemSize[T]()
 	if n*es <= shmSmallMax {
 		v := g.seq + 1

@@ -22,7 +22,7 @@ func Alltoall[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv 
 	return c.end(alltoall(c, send, recv))
 }
 
-func alltoall[T runtime.Elem](c call, send, recv []T) error {
+func alltoall[T runtime.Elem](c *call, send, recv []T) error {
 	p, r := c.s.size, c.s.rank
 	switch {
 	case send != nil && len(send) != len(recv):

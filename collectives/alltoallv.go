@@ -32,7 +32,7 @@ func Alltoallv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, 
 	return c.end(alltoallv(c, send, sendCounts, recv, recvCounts))
 }
 
-func alltoallv[T runtime.Elem](c call, send []T, sendCounts []int, recv []T, recvCounts []int) error {
+func alltoallv[T runtime.Elem](c *call, send []T, sendCounts []int, recv []T, recvCounts []int) error {
 	p, r := c.s.size, c.s.rank
 	stotal, err := checkCounts("sendCounts", sendCounts, p)
 	if err != nil {
@@ -77,7 +77,7 @@ func alltoallv[T runtime.Elem](c call, send []T, sendCounts []int, recv []T, rec
 // displacements of rank r's own blocks in send and recv, and rtotal is len(recv): going
 // down from r, a block starts where the one after it started minus its count, and going
 // up, where the one before it ended, but for the wrap past rank p-1.
-func alltoallvPost[T runtime.Elem](c call, send []T, sendCounts []int, soff int, recv []T, recvCounts []int, roff, rtotal int) error {
+func alltoallvPost[T runtime.Elem](c *call, send []T, sendCounts []int, soff int, recv []T, recvCounts []int, roff, rtotal int) error {
 	p, r := c.s.size, c.s.rank
 	off := roff
 	for k := 1; k < p; k++ {

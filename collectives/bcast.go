@@ -20,7 +20,7 @@ func Bcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, root 
 	return c.end(bcast(c, buf, root))
 }
 
-func bcast[T runtime.Elem](c call, buf []T, root int) error {
+func bcast[T runtime.Elem](c *call, buf []T, root int) error {
 	p := c.s.size
 	if root < 0 || root >= p {
 		return invalid("root %d of %d ranks", root, p)
@@ -38,7 +38,7 @@ func bcast[T runtime.Elem](c call, buf []T, root int) error {
 // bcastBinomial is the binomial tree (MPICH's bcast_intra_binomial): with ranks relative
 // to root, rank v receives from v minus its lowest set bit, then sends to v+mask for each
 // smaller power of two mask. log2(p) rounds.
-func bcastBinomial[T runtime.Elem](c call, buf []T, root int) error {
+func bcastBinomial[T runtime.Elem](c *call, buf []T, root int) error {
 	p, r := c.s.size, c.s.rank
 	vr := (r - root + p) % p
 	mask := 1

@@ -7,7 +7,7 @@ import "github.com/gorma-hpc/gorma/runtime"
 // (relative rank v owns block v); a binomial scatter hands each subtree its run of blocks,
 // then a ring allgather over relative ranks completes every rank's copy. It moves about
 // 2n elements per rank instead of n log2(p).
-func bcastScatterAllgather[T runtime.Elem](c call, buf []T, root int) error {
+func bcastScatterAllgather[T runtime.Elem](c *call, buf []T, root int) error {
 	p, r, n := c.s.size, c.s.rank, len(buf)
 	vr := (r - root + p) % p
 	chunk := (n + p - 1) / p

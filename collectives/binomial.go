@@ -40,7 +40,7 @@ func rootTag(tag, root int) int {
 // wrappedBlocks returns the k blocks of n elements of the ranks a, a+1, ... (mod p) of
 // buf, p blocks in rank order, as one slice: buf itself when they do not wrap past rank
 // p-1, else a copy in scratch slot 1 (below the root, at most one subtree wraps).
-func wrappedBlocks[T runtime.Elem](c call, buf []T, a, k, n int) []T {
+func wrappedBlocks[T runtime.Elem](c *call, buf []T, a, k, n int) []T {
 	p := c.s.size
 	if a+k <= p {
 		return buf[a*n : (a+k)*n]

@@ -30,7 +30,7 @@ func Gather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []
 	return c.end(gather(c, send, recv, root))
 }
 
-func gather[T runtime.Elem](c call, sendBuf, recvBuf []T, root int) error {
+func gather[T runtime.Elem](c *call, sendBuf, recvBuf []T, root int) error {
 	p, r := c.s.size, c.s.rank
 	n := len(sendBuf)
 	switch {
@@ -61,7 +61,7 @@ func gather[T runtime.Elem](c call, sendBuf, recvBuf []T, root int) error {
 // v+1, v+2, v+4, ... (each child's whole subtree, smallest first, as they complete in that
 // order) behind its own, then sends its subtree's blocks to its parent. A leaf sends
 // straight from send; an inner rank gathers in scratch; root gathers in recv.
-func gatherBinomial[T runtime.Elem](c call, sendBuf, recvBuf []T, n, root int) error {
+func gatherBinomial[T runtime.Elem](c *call, sendBuf, recvBuf []T, n, root int) error {
 	p, r := c.s.size, c.s.rank
 	v := (r - root + p) % p
 	cnt := subtree(v, p)

@@ -23,7 +23,7 @@ func Reduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []
 	return c.end(reduce(c, send, recv, op, root))
 }
 
-func reduce[T runtime.Elem](c call, sendBuf, recvBuf []T, op Op[T], root int) error {
+func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) error {
 	p, r := c.s.size, c.s.rank
 	switch {
 	case !op.Valid():

@@ -24,7 +24,7 @@ func ReduceScatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, 
 	return c.end(reduceScatter(c, send, recv, op))
 }
 
-func reduceScatter[T runtime.Elem](c call, send, recv []T, op Op[T]) error {
+func reduceScatter[T runtime.Elem](c *call, send, recv []T, op Op[T]) error {
 	p := c.s.size
 	in, n := send, len(recv)
 	switch {

@@ -8,7 +8,7 @@ import "github.com/gorma-hpc/gorma/runtime"
 // round's bit send each other the half of their current run of blocks that the other
 // keeps, and combine the half they keep. The groups combined are not contiguous runs of
 // ranks, hence commutative operators only.
-func reduceScatterHalving[T runtime.Elem](c call, in, out []T, op Op[T]) error {
+func reduceScatterHalving[T runtime.Elem](c *call, in, out []T, op Op[T]) error {
 	p, r, n := c.s.size, c.s.rank, len(out)
 	acc := scratchOf[T](c, 0, p*n)
 	copy(acc, in)

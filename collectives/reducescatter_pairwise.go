@@ -10,7 +10,7 @@ import (
 // of its input to every rank d at once (non-blocking), then receives block r from ranks
 // 0, 1, ..., p-1 in that order and combines them in that order. p-1 messages of n
 // elements each way, like the ring, in one round.
-func reduceScatterPairwise[T runtime.Elem](c call, in, out []T, op Op[T]) error {
+func reduceScatterPairwise[T runtime.Elem](c *call, in, out []T, op Op[T]) error {
 	p, r, n := c.s.size, c.s.rank, len(out)
 	posted := 0
 	var err error
@@ -39,7 +39,7 @@ func reduceScatterPairwise[T runtime.Elem](c call, in, out []T, op Op[T]) error 
 
 // reduceScatterGather receives block r from every rank and combines the blocks in rank
 // order into scratch (out may be block 0 of in, which may still be being sent).
-func reduceScatterGather[T runtime.Elem](c call, in []T, n int, op Op[T]) ([]T, error) {
+func reduceScatterGather[T runtime.Elem](c *call, in []T, n int, op Op[T]) ([]T, error) {
 	p, r := c.s.size, c.s.rank
 	own := in[r*n : (r+1)*n]
 	acc, tmp := scratchOf[T](c, 1, n), scratchOf[T](c, 0, n)

@@ -7,7 +7,7 @@ import "github.com/gorma-hpc/gorma/runtime"
 // partial sum of block r-s-2, to which it adds its own contribution; after p-1 steps the
 // partial sum received is block r's, complete. p-1 steps of n elements. The partial sums
 // alternate between two scratch blocks so that in is never written (unless in place).
-func reduceScatterRing[T runtime.Elem](c call, in, out []T, op Op[T], inPlace bool) error {
+func reduceScatterRing[T runtime.Elem](c *call, in, out []T, op Op[T], inPlace bool) error {
 	p, r, n := c.s.size, c.s.rank, len(out)
 	right, left := (r+1)%p, (r-1+p)%p
 	bufs := [2][]T{scratchOf[T](c, 0, n), scratchOf[T](c, 1, n)}

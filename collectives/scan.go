@@ -37,7 +37,7 @@ func Exscan[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []
 	return c.end(scan(c, send, recv, op, true))
 }
 
-func scan[T runtime.Elem](c call, sendBuf, recvBuf []T, op Op[T], exclusive bool) error {
+func scan[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], exclusive bool) error {
 	switch {
 	case !op.Valid():
 		return invalid("zero Op")
@@ -70,7 +70,7 @@ func scan[T runtime.Elem](c call, sendBuf, recvBuf []T, op Op[T], exclusive bool
 //
 // in may be out (in place): it is read before out is written. For an exclusive scan out
 // gets the first partial from below as it is, and rank 0 never writes it.
-func scanRecdbl[T runtime.Elem](c call, in, out []T, op Op[T], exclusive bool) error {
+func scanRecdbl[T runtime.Elem](c *call, in, out []T, op Op[T], exclusive bool) error {
 	p, r, n := c.s.size, c.s.rank, len(out)
 	m := n
 	if !op.commutative {

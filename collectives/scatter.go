@@ -29,7 +29,7 @@ func Scatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv [
 	return c.end(scatter(c, send, recv, root))
 }
 
-func scatter[T runtime.Elem](c call, sendBuf, recvBuf []T, root int) error {
+func scatter[T runtime.Elem](c *call, sendBuf, recvBuf []T, root int) error {
 	p, r := c.s.size, c.s.rank
 	n := len(recvBuf)
 	switch {
@@ -60,7 +60,7 @@ func scatter[T runtime.Elem](c call, sendBuf, recvBuf []T, root int) error {
 // its parent (a leaf straight into recv, an inner rank into scratch), then sends each
 // child its subtree's blocks, the largest subtree first (it has the most left to do), and
 // keeps its own block.
-func scatterBinomial[T runtime.Elem](c call, sendBuf, recvBuf []T, n, root int) error {
+func scatterBinomial[T runtime.Elem](c *call, sendBuf, recvBuf []T, n, root int) error {
 	p, r := c.s.size, c.s.rank
 	v := (r - root + p) % p
 	cnt := subtree(v, p)

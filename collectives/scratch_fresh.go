@@ -62,7 +62,7 @@ func (f *freshMem) release(ok bool) {
 // tempOf returns n elements of scratch for a point-to-point algorithm's call, from the
 // World's reused slot (scratchOf) or, under ScratchFresh, freshly acquired: then f is
 // non-nil and the caller must f.release(ok) before the call returns.
-func tempOf[T runtime.Elem](c call, slot, n int) (tmp []T, f *freshMem, err error) {
+func tempOf[T runtime.Elem](c *call, slot, n int) (tmp []T, f *freshMem, err error) {
 	fresh, err := freshScratch()
 	if err != nil {
 		return nil, nil, err

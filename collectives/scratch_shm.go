@@ -31,7 +31,7 @@ const shmFreshMeta = 1 << 62
 
 // acquireBig sets up this call's big buffers, chunk bytes each, for a call on vectors of
 // bytes bytes (a collective step over the group).
-func (g *shmGroup) acquireBig(c call, chunk, bytes int) error {
+func (g *shmGroup) acquireBig(c *call, chunk, bytes int) error {
 	w := c.s.comm
 	r, err := w.AllocHostRegion(2 * chunk)
 	if err != nil {
@@ -77,7 +77,7 @@ func (g *shmGroup) acquireBig(c call, chunk, bytes int) error {
 }
 
 // releaseBig releases this call's big buffers, if any (a collective step over the group).
-func (g *shmGroup) releaseBig(c call) error {
+func (g *shmGroup) releaseBig(c *call) error {
 	if g.bigReg == nil {
 		return nil
 	}

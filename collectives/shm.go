@@ -35,11 +35,16 @@ import (
 // flag line (and, to sleep, its sleepers and bell line, which the publisher only reads).
 //
 // Waiting is a bounded spin, then sleeps on the publisher's doorbell word, a shared
-// futex. When every rank has a processor the spin is bare (polling the one flag line,
-// yielding to the Go scheduler only every shmSpinCheck polls: a yield wakes another of
-// the process's threads, which then competes with the ranks for the processors); when the
-// host has more ranks than processors it gives the processor away (sched_yield) at every
-// poll, for up to shmYieldFor (waitYield), so that the ranks sharing a core take turns at
+// futex. When every rank has a processor the spin is bare: it polls the one flag line
+// and does not yield to the Go scheduler. A yield (runtime.Gosched) wakes an idle thread
+// of the process, which takes a processor from a spinning rank; that rank's peer then
+// waits long enough to yield too, and so on (8-byte Allreduces at p=2: runs with up to
+// 5000 context switches, against 600-1000 without the yield). The spin holds its P for
+// at most shmSpinFor; a wait yields only after each futex sleep of the full bound
+// (shmSleep), so that even with GOMAXPROCS=1 the rank's other goroutines get a turn in
+// a long wait (one that outlasts a peer's computation). When the host has more
+// ranks than processors the spin gives the processor away (sched_yield) at every poll,
+// for up to shmYieldFor (waitYield), so that the ranks sharing a core take turns at
 // once. To sleep, the waiter counts itself in the publisher's sleepers word, reads the
 // bell, checks the condition once more and sleeps while the bell is unchanged; the
 // publisher stores its seq with a release store (on amd64 a plain store, so that it does
@@ -131,7 +136,7 @@ func shmChunkFor(bytes int) int {
 // control structure that Open MPI's and MPICH's shared-memory collectives also keep for
 // the job's life), and a call on a vector too long for one step acquires its big buffers
 // (acquireBig); the caller releases them with releaseBig before the call returns.
-func (g *shmGroup) prepare(c call, bytes int) error {
+func (g *shmGroup) prepare(c *call, bytes int) error {
 	// The members' mappings end at Finalize (or when a peer's Remote closes): touching
 	// them then would fault, so a call on a finalized World fails here with the runtime's
 	// error (ErrFinalized) instead. One atomic load per member.
@@ -172,7 +177,7 @@ func (g *shmGroup) prepare(c call, bytes int) error {
 // exchanges region descriptions with every member and maps theirs. The previous region,
 // if any, is freed once every member has sent its new description (each closes its old
 // mappings first); so are big buffers a failed call left (fresh).
-func (g *shmGroup) setup(c call, chunk int, fresh bool) error {
+func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 	g.closeRemotes()
 	if g.region != nil {
 		g.old, g.region = g.region, nil
@@ -316,7 +321,7 @@ func big[T runtime.Elem](g *shmGroup, i, b, n int) []T {
 // takeBig returns the big buffer for a step v that writes one and whose data is read
 // until the members publish step free; it waits for the buffer's previous readers if they
 // may not be done (never with the alternation the algorithms use).
-func (g *shmGroup) takeBig(c call, v, free uint64) (int, error) {
+func (g *shmGroup) takeBig(c *call, v, free uint64) (int, error) {
 	b := g.bigNext
 	g.bigNext ^= 1
 	if g.bigFree[b] > v-1 {
@@ -342,13 +347,13 @@ const (
 )
 
 // shmMeta is the meta word of call c on vectors of bytes bytes.
-func shmMeta(c call, bytes int) uint64 {
+func shmMeta(c *call, bytes int) uint64 {
 	return uint64(c.tag&shmMetaCallMask)<<shmMetaCallShift | uint64(bytes)
 }
 
 // setMeta records call c's meta word (byte count and call number) for step v (a call's
 // first step).
-func (g *shmGroup) setMeta(c call, v uint64, bytes int) {
+func (g *shmGroup) setMeta(c *call, v uint64, bytes int) {
 	storeRelease(word(g.mem[g.me], flagOff(v)+shmFlagMeta), shmMeta(c, bytes))
 }
 
@@ -369,7 +374,7 @@ func (g *shmGroup) publish(v uint64) {
 
 // step publishes v and waits until every member has; bytes >= 0 checks that the members'
 // call numbers and byte counts (setMeta) match.
-func (g *shmGroup) step(c call, v uint64, bytes int) error {
+func (g *shmGroup) step(c *call, v uint64, bytes int) error {
 	g.publish(v)
 	if err := g.waitAll(c, v, bytes); err != nil {
 		return err
@@ -380,7 +385,7 @@ func (g *shmGroup) step(c call, v uint64, bytes int) error {
 
 // waitAll waits until every other member has published step v; bytes >= 0 also checks
 // their call numbers and byte counts for step v.
-func (g *shmGroup) waitAll(c call, v uint64, bytes int) error {
+func (g *shmGroup) waitAll(c *call, v uint64, bytes int) error {
 	for i := range g.ranks {
 		if i == g.me {
 			continue
@@ -406,13 +411,12 @@ func (g *shmGroup) waitAll(c call, v uint64, bytes int) error {
 }
 
 // wait waits until member i has published step v (see the type's documentation).
-func (g *shmGroup) wait(c call, i int, v uint64) error {
+func (g *shmGroup) wait(c *call, i int, v uint64) error {
 	b := g.mem[i]
 	ctr := word(b, flagOff(v)+shmFlagSeq)
 	// Each rank has a processor: a bare spin, so that the publisher's store is seen one
-	// line transfer after it happens, yielding to the Go scheduler only at the checks (a
-	// yield wakes another of this process's threads, which then competes with the ranks
-	// for the processors). Oversubscribed: waitYield.
+	// line transfer after it happens, with no yield to the Go scheduler (see the type's
+	// documentation). Oversubscribed: waitYield.
 	if g.oversub {
 		if done, err := g.waitYield(c, i, ctr, v); done || err != nil {
 			return err
@@ -432,7 +436,6 @@ func (g *shmGroup) wait(c call, i int, v uint64) error {
 				} else if time.Since(start) > shmSpinFor {
 					break
 				}
-				goruntime.Gosched()
 			}
 		}
 	}
@@ -451,11 +454,14 @@ func (g *shmGroup) wait(c call, i int, v uint64) error {
 		if err := g.check(c, i); err != nil {
 			return err
 		}
+		if d == shmSleep {
+			goruntime.Gosched() // a long wait: the rank's other goroutines get a turn
+		}
 	}
 }
 
 // check returns ctx's error or member i's failure.
-func (g *shmGroup) check(c call, i int) error {
+func (g *shmGroup) check(c *call, i int) error {
 	if err := c.ctx.Err(); err != nil {
 		return err
 	}

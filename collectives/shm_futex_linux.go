@@ -55,7 +55,7 @@ const (
 // time slice ends, and a futex sleep costs a wake-up (about 17 us here) per step. It
 // reports whether member i has published v; false once shmYieldFor has passed (the
 // caller then sleeps).
-func (g *shmGroup) waitYield(c call, i int, ctr *uint64, v uint64) (bool, error) {
+func (g *shmGroup) waitYield(c *call, i int, ctr *uint64, v uint64) (bool, error) {
 	start := time.Now()
 	for n := 1; ; n++ {
 		if atomic.LoadUint64(ctr) >= v {

@@ -33,6 +33,7 @@ type state struct {
 
 	busy atomic.Bool
 	seq  uint32 // calls made on this World; guarded by busy
+	cur  call   // the call in progress (begin, or sub for a sub-group), passed by pointer
 
 	reqs    []*runtime.Request // reusable; replaced after a failed call
 	scratch [2][]uint64        // reusable scratch; replaced after a failed call
@@ -130,6 +131,12 @@ func stateOf(w *runtime.World) (*state, error) {
 // and the World it was made on (w), which end keeps reachable until the call is over:
 // the collective functions need only c after begin, and a World collected in the middle
 // of a call would have its state's scratch released under it (forget).
+//
+// A call lives in its state (state.cur; a sub-group's call in the sub-group's state, see
+// sub) and the functions pass it by pointer. Passed by value, its seven words were copied
+// at every level of the call chain, and the first copy of one just built field by field
+// stalled on a failed store forward: an 8-byte Allreduce at p=2 took 0.22-0.25 us against
+// 0.18-0.20 us by pointer (docs/benchmarks.md, twenty-first session).
 type call struct {
 	s    *state
 	w    *runtime.World // nil for a sub-group's call within a call
@@ -139,28 +146,29 @@ type call struct {
 }
 
 // begin starts the collective name on w. The caller must call c.end.
-func begin(ctx context.Context, w *runtime.World, name string) (call, error) {
+func begin(ctx context.Context, w *runtime.World, name string) (*call, error) {
 	if w == nil {
-		return call{}, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
+		return nil, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
 	}
 	if err := w.FreedErr(); err != nil {
-		return call{}, fmt.Errorf("collectives: %s: %w", name, err)
+		return nil, fmt.Errorf("collectives: %s: %w", name, err)
 	}
 	s, err := stateOf(w)
 	if err != nil {
-		return call{}, fmt.Errorf("collectives: %s: %w", name, err)
+		return nil, fmt.Errorf("collectives: %s: %w", name, err)
 	}
 	if !s.busy.CompareAndSwap(false, true) {
-		return call{}, fmt.Errorf("collectives: %s: %w: another collective call is running on this World", name, ErrConcurrent)
+		return nil, fmt.Errorf("collectives: %s: %w: another collective call is running on this World", name, ErrConcurrent)
 	}
 	s.seq++
-	return call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag)}, nil
+	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag)}
+	return &s.cur, nil
 }
 
 // end finishes the call and wraps err with the collective's name. After a failure the
 // call's Requests and scratch may still be in the runtime's hands (a receive withdrawn
 // too late, a rendezvous send still offered), so they are dropped, not reused.
-func (c call) end(err error) error {
+func (c *call) end(err error) error {
 	if err != nil {
 		c.s.reqs = nil
 		c.s.scratch = [2][]uint64{}
@@ -170,8 +178,18 @@ func (c call) end(err error) error {
 		c.s.failPush() // set up again at the next call
 		err = fmt.Errorf("collectives: %s: %w", c.name, err)
 	}
-	c.s.busy.Store(false)
-	goruntime.KeepAlive(c.w)
+	s, w := c.s, c.w
+	// The states must keep neither the World (its cleanup is what frees them) nor ctx.
+	*c = call{}
+	if l := s.local; l != nil {
+		for _, sub := range [...]*state{l.leaderS, l.hostS, l.laneS} {
+			if sub != nil {
+				sub.cur = call{}
+			}
+		}
+	}
+	s.busy.Store(false)
+	goruntime.KeepAlive(w)
 	return err
 }
 
@@ -198,8 +216,15 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", runtime.ErrInvalid, fmt.Sprintf(format, args...))
 }
 
+// sub returns the call on sub-group state s within c: same context, name and tag. It
+// lives in s.cur, which c's end clears.
+func (c *call) sub(s *state) *call {
+	s.cur = call{s: s, ctx: c.ctx, name: c.name, tag: c.tag}
+	return &s.cur
+}
+
 // req returns the i-th reusable Request.
-func (c call) req(i int) *runtime.Request {
+func (c *call) req(i int) *runtime.Request {
 	for len(c.s.reqs) <= i {
 		c.s.reqs = append(c.s.reqs, new(runtime.Request))
 	}
@@ -208,7 +233,7 @@ func (c call) req(i int) *runtime.Request {
 
 // scratchOf returns n elements of the call's scratch slot (0 or 1), reused across calls:
 // it grows to the largest size used and stays allocated. Its contents are undefined.
-func scratchOf[T runtime.Elem](c call, slot, n int) []T {
+func scratchOf[T runtime.Elem](c *call, slot, n int) []T {
 	var z T
 	words := (n*int(unsafe.Sizeof(z)) + 7) / 8
 	b := &c.s.scratch[slot]
@@ -222,7 +247,7 @@ func scratchOf[T runtime.Elem](c call, slot, n int) []T {
 }
 
 // checkStatus verifies that a message from src had exactly the expected length.
-func (c call) checkStatus(st runtime.Status, err error, src, want int) error {
+func (c *call) checkStatus(st runtime.Status, err error, src, want int) error {
 	if err != nil {
 		return fmt.Errorf("rank %d receiving %d elements from rank %d: %w", c.s.rank, want, src, err)
 	}
@@ -234,7 +259,7 @@ func (c call) checkStatus(st runtime.Status, err error, src, want int) error {
 }
 
 // send sends buf to dst.
-func send[T runtime.Elem](c call, buf []T, dst int) error {
+func send[T runtime.Elem](c *call, buf []T, dst int) error {
 	if err := runtime.Send(c.ctx, c.s.comm, buf, c.s.world(dst), c.tag); err != nil {
 		return fmt.Errorf("rank %d sending %d elements to rank %d: %w", c.s.rank, len(buf), dst, err)
 	}
@@ -242,13 +267,13 @@ func send[T runtime.Elem](c call, buf []T, dst int) error {
 }
 
 // recv receives exactly len(buf) elements from src into buf.
-func recv[T runtime.Elem](c call, buf []T, src int) error {
+func recv[T runtime.Elem](c *call, buf []T, src int) error {
 	st, err := runtime.Recv(c.ctx, c.s.comm, buf, c.s.world(src), c.tag)
 	return c.checkStatus(st, err, src, len(buf))
 }
 
 // postRecv posts a receive of exactly len(buf) elements from src on request q.
-func postRecv[T runtime.Elem](c call, q *runtime.Request, buf []T, src int) error {
+func postRecv[T runtime.Elem](c *call, q *runtime.Request, buf []T, src int) error {
 	if err := runtime.IrecvWith(q, c.s.comm, buf, c.s.world(src), c.tag); err != nil {
 		return fmt.Errorf("rank %d receiving from rank %d: %w", c.s.rank, src, err)
 	}
@@ -256,7 +281,7 @@ func postRecv[T runtime.Elem](c call, q *runtime.Request, buf []T, src int) erro
 }
 
 // postSend starts sending buf to dst on request q.
-func postSend[T runtime.Elem](c call, q *runtime.Request, buf []T, dst int) error {
+func postSend[T runtime.Elem](c *call, q *runtime.Request, buf []T, dst int) error {
 	if err := runtime.IsendWith(q, c.s.comm, buf, c.s.world(dst), c.tag); err != nil {
 		return fmt.Errorf("rank %d sending %d elements to rank %d: %w", c.s.rank, len(buf), dst, err)
 	}
@@ -266,7 +291,7 @@ func postSend[T runtime.Elem](c call, q *runtime.Request, buf []T, dst int) erro
 // exchange sends sbuf to dst while receiving exactly len(rbuf) elements from src into
 // rbuf. The receive is posted first, so that two ranks exchanging large (rendezvous)
 // messages with each other, or a ring of them, cannot deadlock.
-func exchange[T runtime.Elem](c call, sbuf []T, dst int, rbuf []T, src int) error {
+func exchange[T runtime.Elem](c *call, sbuf []T, dst int, rbuf []T, src int) error {
 	r := c.req(0)
 	if err := postRecv(c, r, rbuf, src); err != nil {
 		return err

@@ -44,8 +44,10 @@
 //     copies into scratch use non-temporal stores on amd64 (no store waits for a cache
 //     line a peer still holds: when the cores share no cache, that wait was most of a
 //     long Allreduce). Flags, not messages: a waiting rank spins briefly (a bare spin
-//     when every rank has a processor), then sleeps on the publisher's doorbell (a shared
-//     futex) while checking ctx and the publisher's liveness. When the host has more
+//     when every rank has a processor, which does not yield to the Go scheduler: a yield
+//     wakes an idle thread that takes a processor from a rank), then sleeps on the
+//     publisher's doorbell (a shared futex) while checking ctx and the publisher's
+//     liveness, and yields after each long sleep. When the host has more
 //     ranks than processors (World.LocalSize above World.HostCPUs, the processors the
 //     host gives the job, which golaunch passes), a waiting rank instead gives its processor away (sched_yield) at every
 //     poll, for up to a millisecond before it sleeps, so that the ranks sharing a core

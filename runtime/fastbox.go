@@ -108,20 +108,25 @@ type fbRecord struct {
 }
 
 // decodeFastbox decodes the record at the start of b, which runs from the record's first
-// cell to the end of the box (seq already checked). It never panics; a length out of range
-// or a record running past the end of b is an *errWire.
-func decodeFastbox(b []byte) (fbRecord, error) {
+// cell to the end of the box (seq already checked), into rec. It never panics; a length
+// out of range or a record running past the end of b is an *errWire. It fills the
+// caller's rec rather than returning one: a returned record, stored field by field and
+// copied at once with wider loads, stalled the receiver on every message (a failed store
+// forward; docs/benchmarks.md, twenty-first session).
+func decodeFastbox(b []byte, rec *fbRecord) error {
 	if len(b) < fbRecHdr {
-		return fbRecord{}, &errWire{fmt.Sprintf("fast box cell of %d bytes", len(b))}
+		*rec = fbRecord{}
+		return &errWire{fmt.Sprintf("fast box cell of %d bytes", len(b))}
 	}
-	rec := fbRecord{tag: int32(le.Uint32(b[8:])), n: int(le.Uint16(b[12:])), ctx: le.Uint16(b[14:]), qseq: le.Uint64(b[16:])}
+	rec.tag, rec.n, rec.ctx, rec.qseq, rec.pad = int32(le.Uint32(b[8:])), int(le.Uint16(b[12:])), le.Uint16(b[14:]), le.Uint64(b[16:]), false
 	if rec.n == fbPad {
-		return fbRecord{pad: true}, nil
+		*rec = fbRecord{pad: true}
+		return nil
 	}
 	if rec.n > fbMaxPayload || fbRecHdr+rec.n > len(b) {
-		return rec, &errWire{fmt.Sprintf("fast box message of %d bytes with %d bytes to the end of the box, at most %d fit", rec.n, len(b)-fbRecHdr, fbMaxPayload)}
+		return &errWire{fmt.Sprintf("fast box message of %d bytes with %d bytes to the end of the box, at most %d fit", rec.n, len(b)-fbRecHdr, fbMaxPayload)}
 	}
-	return rec, nil
+	return nil
 }
 
 // encodeFastbox writes everything of a record but its seq word into b (the record's cells).
@@ -290,8 +295,8 @@ func (e *engine) drainFastboxLocked(p *peer) {
 		if long {
 			rec = fbTail(f.box, pos)
 		}
-		r, err := decodeFastbox(rec)
-		if err != nil {
+		var r fbRecord
+		if err := decodeFastbox(rec, &r); err != nil {
 			e.peerFailedLocked(p, err)
 			return
 		}

@@ -10,23 +10,24 @@ func TestDecodeFastbox(t *testing.T) {
 	b := make([]byte, fbRecHdr+fbMaxPayload)
 	payload := bytes.Repeat([]byte{7}, fbMaxPayload)
 	encodeFastbox(b, 3, -5, 42, payload)
-	rec, err := decodeFastbox(b)
+	var rec fbRecord
+	err := decodeFastbox(b, &rec)
 	if err != nil || rec != (fbRecord{tag: -5, ctx: 3, n: fbMaxPayload, qseq: 42}) {
 		t.Fatalf("got %+v, %v", rec, err)
 	}
 	var we *errWire
-	if _, err := decodeFastbox(b[:len(b)-1]); !errors.As(err, &we) {
+	if err := decodeFastbox(b[:len(b)-1], &rec); !errors.As(err, &we) {
 		t.Fatalf("record past the end of the box: got %v, want an *errWire", err)
 	}
 	le.PutUint16(b[12:], fbMaxPayload+1)
-	if _, err := decodeFastbox(append(b, 0)); !errors.As(err, &we) {
+	if err := decodeFastbox(append(b, 0), &rec); !errors.As(err, &we) {
 		t.Fatalf("oversized record: got %v, want an *errWire", err)
 	}
-	if _, err := decodeFastbox(b[:fbRecHdr-1]); !errors.As(err, &we) {
+	if err := decodeFastbox(b[:fbRecHdr-1], &rec); !errors.As(err, &we) {
 		t.Fatalf("short cell: got %v, want an *errWire", err)
 	}
 	le.PutUint16(b[12:], fbPad)
-	if rec, err := decodeFastbox(b[:fbRecHdr]); err != nil || !rec.pad {
+	if err := decodeFastbox(b[:fbRecHdr], &rec); err != nil || !rec.pad {
 		t.Fatalf("pad record: got %+v, %v", rec, err)
 	}
 }
@@ -68,7 +69,8 @@ func FuzzDecodeFastbox(f *testing.F) {
 	f.Add(cell[:fbRecHdr])
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rec, err := decodeFastbox(b)
+		var rec fbRecord
+		err := decodeFastbox(b, &rec)
 		if err == nil && !rec.pad && (rec.n < 0 || rec.n > fbMaxPayload || fbRecHdr+rec.n > len(b)) {
 			t.Fatalf("accepted %+v from %d bytes", rec, len(b))
 		}

@@ -85,11 +85,12 @@ func (e *engine) untilLocked(ctx context.Context, r *Request, quiet bool, set []
 			e.yieldAfter = e.yieldAfterLocked(r, quiet, set)
 		}
 		e.mu.Unlock()
-		got := e.block(ctx, first, live)
+		var got polled
+		e.block(ctx, first, live, &got)
 		first = false
 		e.mu.Lock()
 		if got.n > 0 || got.err != nil || got.fb {
-			e.handlePolledLocked(got)
+			e.handlePolledLocked(&got)
 		}
 		e.polling = false
 	}
@@ -233,7 +234,11 @@ func (e *engine) polledLocked() {
 }
 
 // polled is what the poller's spin found outside mu: n completions of device dev in
-// e.wcs, or the error of its Poll; or fb: a fast box message can be handled.
+// e.wcs, or the error of its Poll; or fb: a fast box message can be handled. The spin
+// fills the poller's variable through a pointer, field by field: returned by value, it
+// was built with narrow stores and copied at once with 16-byte loads that spanned them,
+// a failed store forward on every message (as the twelfth session found in the shm
+// provider; docs/benchmarks.md, twenty-first session).
 type polled struct {
 	dev int
 	n   int
@@ -254,7 +259,7 @@ func (e *engine) liveDevsLocked() uint64 {
 }
 
 // handlePolledLocked handles what the poller's spin found.
-func (e *engine) handlePolledLocked(got polled) {
+func (e *engine) handlePolledLocked(got *polled) {
 	if got.fb {
 		e.drainFastboxesLocked()
 		e.polledLocked()
@@ -347,16 +352,14 @@ func (e *engine) yieldAfterLocked(r *Request, quiet bool, set []*Request) int {
 
 // block waits, without mu, until progress may be possible: a completion, a kick, or the
 // end of ctx. While the poller spins (GORMA_PROGRESS=spin, or hybrid within its budget)
-// it polls the devices in live and returns what it found (in e.wcs). first is true on the
-// first wait of a call.
-func (e *engine) block(ctx context.Context, first bool, live uint64) polled {
+// it polls the devices in live and records in got what it found (in e.wcs); got starts
+// zero. first is true on the first wait of a call.
+func (e *engine) block(ctx context.Context, first bool, live uint64, got *polled) {
 	if e.kicked.Load() && e.kicked.Swap(false) { // Load first: no locked op when not kicked
-		return polled{}
+		return
 	}
-	if e.spinMode(first) {
-		if got, ok := e.spin(ctx, live); ok {
-			return got
-		}
+	if e.spinMode(first) && e.spin(ctx, live, got) {
+		return
 	}
 	switch len(e.devs) {
 	case 0:
@@ -383,7 +386,6 @@ func (e *engine) block(ctx context.Context, first bool, live uint64) polled {
 		case <-ctx.Done():
 		}
 	}
-	return polled{}
 }
 
 // spinMode reports whether the poller spins rather than sleeps, starting the spin budget
@@ -424,13 +426,14 @@ func (e *engine) spinBudgetLocked() time.Duration {
 }
 
 // spin polls the devices in live until one has completions or fails (ok, with what it
-// found), the poller is kicked or ctx ends (ok, nothing found), or the hybrid budget is
-// spent (not ok: sleep). Poller only, without mu.
-func (e *engine) spin(ctx context.Context, live uint64) (polled, bool) {
+// found in got, which starts zero), the poller is kicked or ctx ends (ok, nothing found),
+// or the hybrid budget is spent (not ok: sleep). Poller only, without mu.
+func (e *engine) spin(ctx context.Context, live uint64, got *polled) bool {
 	mode := e.cfg.progress
 	for {
 		if len(e.fbPeers) > 0 && e.fastboxReady() {
-			return polled{fb: true}, true
+			got.fb = true
+			return true
 		}
 		if len(e.fbPeers) == 0 || e.spins%cqPollEvery == 0 || e.spins >= e.yieldAfter {
 			for i, d := range e.devs {
@@ -438,12 +441,13 @@ func (e *engine) spin(ctx context.Context, live uint64) (polled, bool) {
 					continue
 				}
 				if n, err := d.cq.Poll(e.wcs[:]); n > 0 || err != nil {
-					return polled{dev: i, n: n, err: err}, true
+					got.dev, got.n, got.err = i, n, err
+					return true
 				}
 			}
 		}
 		if e.kicked.Load() && e.kicked.Swap(false) {
-			return polled{}, true
+			return true
 		}
 		e.spins++
 		// A yielding round may last a time slice of another rank: its checks come at
@@ -456,10 +460,10 @@ func (e *engine) spin(ctx context.Context, live uint64) (polled, bool) {
 			continue
 		}
 		if ctx.Err() != nil {
-			return polled{}, true
+			return true
 		}
 		if mode == verbs.WaitHybrid && time.Since(e.spinStart) >= e.spinBudget {
-			return polled{}, false
+			return false
 		}
 		if e.spins%spinYield != 0 {
 			continue

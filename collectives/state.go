@@ -179,15 +179,9 @@ func (c *call) end(err error) error {
 		err = fmt.Errorf("collectives: %s: %w", c.name, err)
 	}
 	s, w := c.s, c.w
-	// The states must keep neither the World (its cleanup is what frees them) nor ctx.
-	*c = call{}
-	if l := s.local; l != nil {
-		for _, sub := range [...]*state{l.leaderS, l.hostS, l.laneS} {
-			if sub != nil {
-				sub.cur = call{}
-			}
-		}
-	}
+	// The states must keep neither the World (its cleanup is what frees them) nor ctx:
+	// clear this call (*c is s.cur) and those sub made on the sub-groups.
+	s.eachState(clearCall)
 	s.busy.Store(false)
 	goruntime.KeepAlive(w)
 	return err
@@ -215,6 +209,9 @@ func errOverlap() error {
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", runtime.ErrInvalid, fmt.Sprintf(format, args...))
 }
+
+// clearCall clears s's call (end, through eachState).
+func clearCall(s *state) { s.cur = call{} }
 
 // sub returns the call on sub-group state s within c: same context, name and tag. It
 // lives in s.cur, which c's end clears.

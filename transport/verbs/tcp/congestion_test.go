@@ -14,10 +14,7 @@ import (
 // congestionOfConn reads TCP_CONGESTION of s's live connection.
 func congestionOfConn(t *testing.T, s *side) string {
 	t.Helper()
-	raw, err := liveConn(t, s).c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := liveConn(t, s).c
 	var name string
 	var serr error
 	if err := raw.Control(func(fd uintptr) {

@@ -218,8 +218,7 @@ func (r *frameRing) pop() {
 // frames that must stay ordered). The writer goroutine (run) stops when stop is closed;
 // it then unpins every frame still queued and closes exited.
 type txq struct {
-	conn  *net.TCPConn
-	raw   syscall.RawConn
+	conn  *sock
 	tab   *arena.Table
 	limit int
 
@@ -250,16 +249,12 @@ type txq struct {
 	sFn  func(fd uintptr) bool
 }
 
-func newTxq(c *net.TCPConn, tab *arena.Table, limit int) (*txq, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	t := &txq{conn: c, raw: raw, tab: tab, limit: limit,
+func newTxq(c *sock, tab *arena.Table, limit int) *txq {
+	t := &txq{conn: c, tab: tab, limit: limit,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
 	t.fFn = t.fastWritev
 	t.sFn = t.slowWritev
-	return t, nil
+	return t
 }
 
 // setIov points iov at the unwritten part of f's current piece.
@@ -325,7 +320,7 @@ func (t *txq) send(hdr *[hdrSize]byte, pay []byte, pin uint64) error {
 		f.set(hdr, pay, pin, t.mixed)
 		for {
 			t.fCnt = setIov(&t.fIov, f)
-			err := t.raw.Write(t.fFn)
+			err := t.conn.Write(t.fFn)
 			t.fIov = [2]unix.Iovec{}
 			if err == nil && t.fErr != 0 && t.fErr != unix.EAGAIN {
 				err = t.fErr
@@ -430,7 +425,7 @@ func (t *txq) mixLocked() {
 	t.mixed = true
 	// Best effort: without the lowat (a kernel before 3.12) the slices still let
 	// requests pass what waits in the txq, only not what the socket buffer took.
-	_ = t.raw.Control(func(fd uintptr) {
+	_ = t.conn.Control(func(fd uintptr) {
 		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, notsentLowat)
 	})
 	r := &t.qs[streamResp]
@@ -510,7 +505,7 @@ func (t *txq) writePiece() bool {
 	var err error
 	for total := t.cur.pieceLen(); t.cur.done < total && err == nil; {
 		t.sCnt = setIov(&t.sIov, &t.cur)
-		err = t.raw.Write(t.sFn)
+		err = t.conn.Write(t.sFn)
 		if err == nil && t.sErr != 0 {
 			err = t.sErr
 		} else if err == nil && t.sN == 0 {

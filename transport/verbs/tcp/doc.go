@@ -115,9 +115,13 @@
 //
 // CQ.Wait honours Config.Wait. WaitSpin polls, yielding the processor now and then.
 // WaitBlock and WaitHybrid park at once. A waiter on a CQ fed by one connection whose
-// reading role is idle takes the role and reads the socket itself (parked in the network
-// poller on the socket, as a raw ping-pong is); ctx, Close and completions pushed by
-// other goroutines wake it with a past read deadline, honoured between frames. Otherwise
+// reading role is idle takes the role and reads the socket itself, blocked in ppoll(2) on
+// its own thread, which the kernel wakes directly when the peer's bytes land, as a raw
+// blocking ping-pong is (sock.go: the socket is kept out of Go's network poller, whose
+// thread hops cost a wake-up of a halted vCPU each on the machines this was measured on;
+// the reader and writer goroutines still park in the poller, through two epoll instances
+// of the socket's own); ctx, Close and completions pushed by other goroutines wake it with
+// a past read deadline (an eventfd write), honoured between frames. Otherwise
 // the first waiter parks in the network poller on an eventfd that the reader goroutine
 // writes when it queues a completion, so the reader's own thread hands the waiter over
 // when it next parks, without waking another thread; the reader, about to block again,

@@ -145,6 +145,7 @@ func (cn *qconn) roleBack(uintptr) bool {
 	}
 	cn.role = roleBG
 	cn.takenLocked()
+	cn.c.setDirect(false) // the reader parks in the network poller again
 	return true
 }
 
@@ -240,6 +241,7 @@ func (c *cq) lead(ctx context.Context, cn *qconn) (again bool, err error) {
 // lead is the leader's loop; see cq.lead.
 func (cn *qconn) lead(ctx context.Context) (bool, error) {
 	c := cn.q.rcq
+	cn.c.setDirect(true) // wait in ppoll on this thread (sock.go)
 	for {
 		c.mu.Lock()
 		switch {

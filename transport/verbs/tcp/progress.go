@@ -30,7 +30,7 @@ import (
 type qconn struct {
 	q    *qp
 	d    *device
-	c    *net.TCPConn
+	c    *sock
 	tx   *txq
 	peer peerInfo
 	done chan struct{}
@@ -64,15 +64,12 @@ type qconn struct {
 
 func newQconn(q *qp, c *net.TCPConn, peer peerInfo) (*qconn, error) {
 	limit := 2*(q.maxSend+int(min(peer.maxSend, maxQueueDepth))+q.maxRecv) + 64
-	tx, err := newTxq(c, q.d.tab, limit)
+	s, err := newSock(c)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	cn := &qconn{q: q, d: q.d, c: c, tx: tx, peer: peer, done: make(chan struct{}), rd: newFrameReader(c, raw)}
+	tx := newTxq(s, q.d.tab, limit)
+	cn := &qconn{q: q, d: q.d, c: s, tx: tx, peer: peer, done: make(chan struct{}), rd: newFrameReader(nil, s)}
 	cn.initRole()
 	return cn, nil
 }

@@ -21,10 +21,11 @@ func startTxq(t *testing.T) (tx *txq, r *net.TCPConn, send func(h header, pay []
 	if err := tuneConn(w, ""); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := newTxq(w, nil, 64)
+	ws, err := newSock(w)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tx = newTxq(ws, nil, 64)
 	go tx.run()
 	t.Cleanup(tx.shutdown)
 	send = func(h header, pay []byte) {
@@ -145,7 +146,7 @@ func TestRequestPassesReadResponse(t *testing.T) {
 		t.Fatal("the connection did not switch to mixed traffic when a request queued behind an answer")
 	}
 	var lowat int
-	tx.raw.Control(func(fd uintptr) { lowat, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT) })
+	tx.conn.Control(func(fd uintptr) { lowat, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT) })
 	if lowat != notsentLowat {
 		t.Errorf("TCP_NOTSENT_LOWAT is %d, want %d", lowat, notsentLowat)
 	}

@@ -304,7 +304,11 @@ func (f *frameReader) direct(dst []byte) error {
 // resume reports whether err is a read deadline set to kick a leader, met mid-frame: the
 // deadline is cleared and the read goes on.
 func (f *frameReader) resume(err error) bool {
-	dl, ok := f.r.(interface{ SetReadDeadline(time.Time) error })
+	type deadliner interface{ SetReadDeadline(time.Time) error }
+	dl, ok := f.raw.(deadliner)
+	if !ok {
+		dl, ok = f.r.(deadliner)
+	}
 	if f.boundary || !ok || !errors.Is(err, os.ErrDeadlineExceeded) {
 		return false
 	}
@@ -325,7 +329,7 @@ func (f *frameReader) fill(n int) error {
 		f.lo = 0
 	}
 	for f.hi-f.lo < n {
-		m, err := f.r.Read(f.buf[f.hi:])
+		m, err := f.read(f.buf[f.hi:])
 		f.hi += m
 		if err != nil {
 			if f.hi-f.lo >= n {
@@ -341,6 +345,28 @@ func (f *frameReader) fill(n int) error {
 		}
 	}
 	return nil
+}
+
+// read is one read of the connection into dst: what has arrived, or a wait for data.
+func (f *frameReader) read(dst []byte) (int, error) {
+	if f.raw == nil {
+		return f.r.Read(dst)
+	}
+	if f.fn == nil {
+		f.fn = f.rawRead
+	}
+	f.dst = dst
+	err := f.raw.Read(f.fn)
+	f.dst = nil
+	switch {
+	case err != nil:
+		return 0, err
+	case f.errn != 0:
+		return 0, f.errn
+	case f.n == 0:
+		return 0, io.EOF
+	}
+	return f.n, nil
 }
 
 // consume drops n buffered bytes.

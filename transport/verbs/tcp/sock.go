@@ -1,0 +1,330 @@
+package tcp
+
+import (
+	"net"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// sock is a connected socket whose readiness this package routes itself, so that a
+// leader (lead.go) can wait for the peer's bytes in ppoll(2) on its own thread, woken
+// directly by the kernel, as a blocking raw socket ping-pong is, while the connection's
+// reader and writer goroutines still park in Go's network poller and hold no thread.
+//
+// The socket is not in the network poller itself: two epoll instances of its own are,
+// each registered there as a file. in holds the socket for EPOLLIN while the reading role
+// is the reader goroutine's (direct off), and out holds it for EPOLLOUT always; a
+// goroutine that must wait for data or room parks on in or out in the poller, which the
+// socket's readiness reaches through the nested epoll. A leader turns direct on, which
+// takes the socket out of in (one epoll_ctl at each change of the role between the
+// reader and a leader, not at each wait), and waits in ppoll on the socket and an
+// eventfd (rwake) that kicks it. With the socket in no epoll set that a poller thread
+// sleeps on, an arrival wakes the leader's thread and no other.
+//
+// Why. Through the network poller, an arrival first wakes the thread parked in
+// epoll_pwait, which readies the waiting goroutine and, with an idle P, wakes a further
+// thread to look for work. Each hop between the two vCPUs of this machine kind is the
+// wake-up of a halted vCPU. On TCP loopback between two processes, an 8-byte ping-pong
+// with blocking system calls on their own threads measured 7.2 us median half round trip,
+// steadily, against 9.5 or 30 us (alternating from run to run) for the same ping-pong
+// through the poller (docs/benchmarks.md, twenty-second session). A leader is a goroutine
+// that would block anyway (CQ.Wait), so holding its thread costs nothing; the Go runtime
+// hands its processor to other goroutines if it stays blocked.
+//
+// Closing. Close marks the socket closed and wakes every waiter (through rwake and past
+// deadlines on in and out), whose operations then fail with net.ErrClosed; the
+// descriptors are closed when the last operation in progress (Read, Write, Control)
+// returns, so that no waiter ever polls a descriptor number that was closed and reused.
+// Close never blocks: it is called under the QP's and the send queue's locks.
+type sock struct {
+	fd    int // the socket (non-blocking), a duplicate of the dialled or accepted one
+	rwake int // eventfd: wakes a leader waiting in ppoll (Close, SetReadDeadline)
+
+	in, out       *os.File // epoll instances holding the socket, in Go's network poller
+	inFD          int      // in's descriptor, for epoll_ctl
+	inRaw, outRaw syscall.RawConn
+	inFn, outFn   func(uintptr) bool // inCall and outCall, bound once
+	rfn, wfn      func(fd uintptr) bool
+	rok           bool // rfn reported done
+	missed        bool // the last direct attempt found nothing to read (reader only)
+
+	// state is refs<<1 | closed: refs counts operations in progress.
+	state atomic.Int64
+	// rdl is the read deadline of direct waits in Unix nanoseconds, 0 for none.
+	rdl atomic.Int64
+	// direct: the socket is out of in, and reads wait in ppoll. Changed only by the
+	// goroutine that holds the reading role, as it takes the role (lead.go).
+	direct atomic.Bool
+}
+
+// newSock takes c's socket out of the network poller: the socket gets a descriptor of
+// its own, registered in in and out, and c is closed (which removes c's descriptor from
+// the poller, and not the socket, which the duplicate keeps open). c is closed whatever
+// the outcome.
+func newSock(c *net.TCPConn) (*sock, error) {
+	defer c.Close()
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	fd := -1
+	var derr error
+	if err := raw.Control(func(s uintptr) {
+		fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, os.NewSyscallError("fcntl", derr)
+	}
+	s := &sock{fd: fd, rwake: -1, inFD: -1}
+	fail := func(op string, err error) (*sock, error) {
+		s.closeFDs()
+		return nil, os.NewSyscallError(op, err)
+	}
+	// The duplicate shares the socket's open file description, so it is non-blocking
+	// like c's descriptor; set it anyway, as every wait relies on it.
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return fail("fcntl", err)
+	}
+	if s.rwake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		return fail("eventfd", err)
+	}
+	for i, ev := range [2]uint32{unix.EPOLLIN | unix.EPOLLRDHUP, unix.EPOLLOUT} {
+		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			return fail("epoll_create1", err)
+		}
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: ev, Fd: int32(fd)}); err != nil {
+			unix.Close(ep)
+			return fail("epoll_ctl", err)
+		}
+		if err := unix.SetNonblock(ep, true); err != nil { // so that os.NewFile polls it
+			unix.Close(ep)
+			return fail("fcntl", err)
+		}
+		f := os.NewFile(uintptr(ep), "tcp-socket-epoll")
+		r, err := f.SyscallConn()
+		if err != nil {
+			f.Close()
+			s.closeFDs()
+			return nil, err
+		}
+		if i == 0 {
+			s.in, s.inFD, s.inRaw = f, ep, r
+		} else {
+			s.out, s.outRaw = f, r
+		}
+	}
+	s.inFn, s.outFn = s.inCall, s.outCall
+	return s, nil
+}
+
+func (s *sock) closeFDs() {
+	for _, fd := range [2]int{s.fd, s.rwake} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+	for _, f := range [2]*os.File{s.in, s.out} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// incref starts an operation; false if the socket is closed.
+func (s *sock) incref() bool {
+	for {
+		st := s.state.Load()
+		if st&1 != 0 {
+			return false
+		}
+		if s.state.CompareAndSwap(st, st+2) {
+			return true
+		}
+	}
+}
+
+// decref ends an operation; the last one after Close closes the descriptors.
+func (s *sock) decref() {
+	if s.state.Add(-2) == 1 {
+		s.closeFDs()
+	}
+}
+
+// Close marks the socket closed, wakes its waiters (whose operations then fail with
+// net.ErrClosed) and closes the descriptors once no operation is in progress. Later
+// calls do nothing.
+func (s *sock) Close() error {
+	for {
+		st := s.state.Load()
+		if st&1 != 0 {
+			return nil
+		}
+		if s.state.CompareAndSwap(st, (st+2)|1) {
+			break
+		}
+	}
+	unix.Write(s.rwake, eventOne[:])
+	s.in.SetReadDeadline(aLongTimeAgo)
+	s.out.SetReadDeadline(aLongTimeAgo)
+	s.decref()
+	return nil
+}
+
+// setDirect moves the socket out of in (on) or back into it (off), if it is not there
+// already. The goroutine taking the reading role calls it, before it reads.
+func (s *sock) setDirect(on bool) {
+	if s.direct.Load() == on || !s.incref() {
+		return
+	}
+	s.direct.Store(on)
+	if on {
+		unix.EpollCtl(s.inFD, unix.EPOLL_CTL_DEL, s.fd, nil)
+	} else {
+		unix.EpollCtl(s.inFD, unix.EPOLL_CTL_ADD, s.fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(s.fd)})
+	}
+	s.decref()
+}
+
+// SetReadDeadline sets the deadline of direct read waits, and wakes such a waiter so that
+// it sees it: a deadline in the past ends the wait in progress with
+// os.ErrDeadlineExceeded (a leader's kick, lead.go); the zero time clears it.
+func (s *sock) SetReadDeadline(t time.Time) error {
+	var ns int64
+	if !t.IsZero() {
+		ns = max(t.UnixNano(), 1)
+	}
+	s.rdl.Store(ns)
+	if !s.incref() {
+		return net.ErrClosed
+	}
+	unix.Write(s.rwake, eventOne[:])
+	s.decref()
+	return nil
+}
+
+// Control calls f with the socket's descriptor (syscall.RawConn).
+func (s *sock) Control(f func(fd uintptr)) error {
+	if !s.incref() {
+		return net.ErrClosed
+	}
+	f(uintptr(s.fd))
+	s.decref()
+	return nil
+}
+
+// Read calls f until it reports done, waiting for the socket to be readable whenever it
+// reports not done (syscall.RawConn): in ppoll when direct, else parked in the network
+// poller on in. It fails with net.ErrClosed once the socket is closed and, when direct,
+// with os.ErrDeadlineExceeded past the read deadline. One reader at a time (the holder
+// of the reading role).
+func (s *sock) Read(f func(fd uintptr) bool) error {
+	if !s.incref() {
+		return net.ErrClosed
+	}
+	defer s.decref()
+	for {
+		if s.direct.Load() {
+			// Wait first if the last attempt found nothing, as in a ping-pong, where
+			// the first read of every wait would fail: that saves it. A stream's
+			// attempts find data and keep trying first.
+			if s.missed {
+				if err := s.waitDirect(); err != nil {
+					return err
+				}
+			}
+			if s.missed = !f(uintptr(s.fd)); !s.missed {
+				return nil
+			}
+			continue
+		}
+		s.rfn, s.rok = f, false
+		err := s.inRaw.Read(s.inFn)
+		s.rfn = nil
+		switch {
+		case s.state.Load()&1 != 0:
+			return net.ErrClosed
+		case err != nil:
+			return err
+		case s.rok:
+			return nil
+		}
+	}
+}
+
+// Write calls f until it reports done, parked in the network poller on out whenever it
+// reports not done (syscall.RawConn). It fails with net.ErrClosed once the socket is
+// closed. One waiting writer at a time (the send queue's writer goroutine; PostSend's
+// attempts never wait).
+func (s *sock) Write(f func(fd uintptr) bool) error {
+	if !s.incref() {
+		return net.ErrClosed
+	}
+	defer s.decref()
+	s.wfn = f
+	err := s.outRaw.Read(s.outFn)
+	s.wfn = nil
+	if s.state.Load()&1 != 0 {
+		return net.ErrClosed
+	}
+	return err
+}
+
+// inCall and outCall are the callbacks given to in's and out's RawConn: the caller's f on
+// the socket, until it is done; also done when the socket was closed, or (a read) when
+// the role went direct meanwhile, so that Read waits the other way.
+func (s *sock) inCall(uintptr) bool {
+	if s.state.Load()&1 != 0 || s.direct.Load() {
+		return true
+	}
+	s.rok = s.rfn(uintptr(s.fd))
+	return s.rok
+}
+
+func (s *sock) outCall(uintptr) bool {
+	return s.state.Load()&1 != 0 || s.wfn(uintptr(s.fd))
+}
+
+// waitDirect blocks in ppoll until the socket is readable (or reports an error or a
+// hang-up, which the caller's next attempt meets), the socket is closed, or the read
+// deadline passes. A wake-up on rwake drains it and checks again, so a Close or a
+// deadline set between the checks and the ppoll is never missed. The caller holds a
+// reference, which keeps the descriptors open.
+func (s *sock) waitDirect() error {
+	for {
+		if s.state.Load()&1 != 0 {
+			return net.ErrClosed
+		}
+		var tsp uintptr
+		var ts unix.Timespec
+		if dl := s.rdl.Load(); dl != 0 {
+			left := dl - time.Now().UnixNano()
+			if left <= 0 {
+				return os.ErrDeadlineExceeded
+			}
+			ts = unix.NsecToTimespec(left)
+			tsp = uintptr(unsafe.Pointer(&ts))
+		}
+		fds := [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN | unix.POLLRDHUP}, {Fd: int32(s.rwake), Events: unix.POLLIN}}
+		_, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 2, tsp, 0, 0, 0)
+		switch {
+		case e == unix.EINTR:
+			continue
+		case e != 0:
+			return os.NewSyscallError("ppoll", e)
+		case fds[1].Revents != 0:
+			var b [8]byte
+			unix.Read(s.rwake, b[:])
+			continue
+		case fds[0].Revents != 0:
+			return nil
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package tcp
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// sockPair returns a sock on one end of a loopback connection and the plain other end.
+func sockPair(t *testing.T) (*sock, *net.TCPConn) {
+	t.Helper()
+	a, b := tcpPair(t)
+	s, err := newSock(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, b
+}
+
+// readOnce is one read(2) through s.Read: what arrived, or a wait for data.
+func readOnce(s *sock, buf []byte) (int, error) {
+	var n int
+	var rerr error
+	err := s.Read(func(fd uintptr) bool {
+		m, err := unix.Read(int(fd), buf)
+		if err == unix.EAGAIN {
+			return false
+		}
+		n, rerr = m, err
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, rerr
+}
+
+// readAfter starts readOnce in a goroutine, checks that it is still waiting after a
+// pause, and returns its result channel.
+func readAfter(t *testing.T, s *sock, buf []byte) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		n, err := readOnce(s, buf)
+		if err == nil && n == 0 {
+			err = io.EOF
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the read returned (%v) before any data was sent", err)
+	case <-time.After(30 * time.Millisecond):
+	}
+	return done
+}
+
+func waitErr(t *testing.T, done <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: the waiter never returned", what)
+		return nil
+	}
+}
+
+// TestSockReadBothWays: a read waits for data in the network poller (direct off) and in
+// ppoll (direct on), and sees the bytes in both.
+func TestSockReadBothWays(t *testing.T) {
+	s, peer := sockPair(t)
+	for _, direct := range []bool{false, true, false} {
+		s.setDirect(direct)
+		buf := make([]byte, 8)
+		done := readAfter(t, s, buf)
+		if _, err := peer.Write([]byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitErr(t, done, "read"); err != nil {
+			t.Fatalf("direct %v: %v", direct, err)
+		}
+		if string(buf[:4]) != "ping" {
+			t.Fatalf("direct %v: read %q, want ping", direct, buf[:4])
+		}
+	}
+}
+
+// TestSockKick: a past read deadline ends a direct wait with os.ErrDeadlineExceeded (a
+// leader's kick), and clearing it lets the next wait block again.
+func TestSockKick(t *testing.T) {
+	s, peer := sockPair(t)
+	s.setDirect(true)
+	done := readAfter(t, s, make([]byte, 8))
+	s.SetReadDeadline(aLongTimeAgo)
+	if err := waitErr(t, done, "kicked read"); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("kicked read: %v, want os.ErrDeadlineExceeded", err)
+	}
+	s.SetReadDeadline(time.Time{})
+	buf := make([]byte, 8)
+	done = readAfter(t, s, buf)
+	peer.Write([]byte("x"))
+	if err := waitErr(t, done, "read after the kick"); err != nil || buf[0] != 'x' {
+		t.Fatalf("read after the kick: %v, %q", err, buf[:1])
+	}
+}
+
+// TestSockCloseWakes: Close ends a read waiting in either way and a write waiting for
+// room with net.ErrClosed, and the socket's descriptor is closed once they are gone.
+func TestSockCloseWakes(t *testing.T) {
+	for _, direct := range []bool{false, true} {
+		s, peer := sockPair(t)
+		s.setDirect(direct)
+		reading := readAfter(t, s, make([]byte, 8))
+		// Fill the socket until a write would block, then wait for room.
+		chunk := make([]byte, 1<<20)
+		writing := make(chan error, 1)
+		go func() {
+			writing <- s.Write(func(fd uintptr) bool {
+				_, err := unix.Write(int(fd), chunk)
+				return err != unix.EAGAIN
+			})
+		}()
+		time.Sleep(30 * time.Millisecond)
+		s.Close()
+		if err := waitErr(t, reading, "read at Close"); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("direct %v: read at Close: %v, want net.ErrClosed", direct, err)
+		}
+		if err := waitErr(t, writing, "write at Close"); err != nil && !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("direct %v: write at Close: %v, want nil or net.ErrClosed", direct, err)
+		}
+		if st := s.state.Load(); st != 1 {
+			t.Fatalf("direct %v: state %#x after the waiters left, want closed with no operation", direct, st)
+		}
+		// The socket itself is closed: the peer reads to the end of the stream.
+		peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.Copy(io.Discard, peer); err != nil {
+			t.Fatalf("direct %v: the peer's read did not end at the close: %v", direct, err)
+		}
+		if err := s.Control(func(uintptr) {}); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Control after Close: %v, want net.ErrClosed", err)
+		}
+	}
+}
+
+// TestSockCloseKeepsFDWhileInUse: a Close during an operation does not close the
+// descriptor under it; the operation's end does.
+func TestSockCloseKeepsFDWhileInUse(t *testing.T) {
+	s, _ := sockPair(t)
+	var inside error
+	s.Control(func(fd uintptr) {
+		s.Close()
+		_, inside = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TYPE)
+	})
+	if inside != nil {
+		t.Fatalf("the descriptor was closed under Control: %v", inside)
+	}
+	if st := s.state.Load(); st != 1 {
+		t.Fatalf("state after the last operation %#x, want closed with no references", st)
+	}
+}

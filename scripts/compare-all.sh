@@ -92,7 +92,7 @@ section=$out/section.md
 	cat "$out/startup_p2.txt" "$out/startup_p4.txt"
 	echo '```'
 	echo
-	echo "### Point-to-point, 2 ranks (medians of $reps repetitions)"
+	echo "### Point-to-point, 2 ranks (medians of $reps repetitions; ${TCP_REPS:-15} for the tcp pair)"
 	echo
 	grep '^|' "$out/p2p.txt" || echo "(failed: see $out/p2p.err)"
 	echo

@@ -15,10 +15,10 @@
 # explicitly: mpicc.openmpi, mpirun.openmpi); MPICH's figures are added when mpicc.mpich
 # and mpiexec.mpich are installed.
 # The tcp pair runs TCP_REPS times (15 by default), more than the shm figures' REPS: on
-# this machine kind both sides of it are bimodal from run to run (raw TCP RTT/2 of 9.5-10
-# or 24-35 us in consecutive runs, gorma's likewise), so the median of three pairs is
-# a draw between the two levels; over 15 or more it settles (18 alternated pairs on
-# 2026-11-24: 24.5 against 24.1 us, 1.02x). The order within a tcp pair alternates.
+# this machine kind the raw floor is bimodal from run to run (RTT/2 of 9.5-10 or 22-35 us
+# in consecutive runs; gorma's figure was too until its leaders left Go's network poller),
+# so the median of three pairs is a draw between the two levels. The order within a tcp
+# pair alternates.
 # Usage: scripts/compare-p2p.sh [REPS]   (environment: TCP_REPS, LAT_ITERS, TCP_ITERS, BW_ITERS)
 set -euo pipefail
 cd "$(dirname "$0")/.."

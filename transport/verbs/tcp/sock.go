@@ -50,7 +50,6 @@ type sock struct {
 	inRaw, outRaw syscall.RawConn
 	inFn, outFn   func(uintptr) bool // inCall and outCall, bound once
 	rfn, wfn      func(fd uintptr) bool
-	rok           bool // rfn reported done
 	missed        bool // the last direct attempt found nothing to read (reader only)
 
 	// state is refs<<1 | closed: refs counts operations in progress.
@@ -139,13 +138,17 @@ func (s *sock) closeFDs() {
 }
 
 // incref starts an operation; false if the socket is closed.
-func (s *sock) incref() bool {
+func (s *sock) incref() bool { return s.ref(0) }
+
+// ref takes a reference and ors mark (1: closed) into the state, unless the socket is
+// already closed.
+func (s *sock) ref(mark int64) bool {
 	for {
 		st := s.state.Load()
 		if st&1 != 0 {
 			return false
 		}
-		if s.state.CompareAndSwap(st, st+2) {
+		if s.state.CompareAndSwap(st, (st+2)|mark) {
 			return true
 		}
 	}
@@ -162,14 +165,8 @@ func (s *sock) decref() {
 // net.ErrClosed) and closes the descriptors once no operation is in progress. Later
 // calls do nothing.
 func (s *sock) Close() error {
-	for {
-		st := s.state.Load()
-		if st&1 != 0 {
-			return nil
-		}
-		if s.state.CompareAndSwap(st, (st+2)|1) {
-			break
-		}
+	if !s.ref(1) {
+		return nil
 	}
 	unix.Write(s.rwake, eventOne[:])
 	s.in.SetReadDeadline(aLongTimeAgo)
@@ -205,7 +202,9 @@ func (s *sock) SetReadDeadline(t time.Time) error {
 	if !s.incref() {
 		return net.ErrClosed
 	}
-	unix.Write(s.rwake, eventOne[:])
+	if ns != 0 { // clearing it needs no wake-up
+		unix.Write(s.rwake, eventOne[:])
+	}
 	s.decref()
 	return nil
 }
@@ -224,36 +223,28 @@ func (s *sock) Control(f func(fd uintptr)) error {
 // reports not done (syscall.RawConn): in ppoll when direct, else parked in the network
 // poller on in. It fails with net.ErrClosed once the socket is closed and, when direct,
 // with os.ErrDeadlineExceeded past the read deadline. One reader at a time (the holder
-// of the reading role).
+// of the reading role, which alone changes direct).
 func (s *sock) Read(f func(fd uintptr) bool) error {
 	if !s.incref() {
 		return net.ErrClosed
 	}
 	defer s.decref()
-	for {
-		if s.direct.Load() {
-			// Wait first if the last attempt found nothing, as in a ping-pong, where
-			// the first read of every wait would fail: that saves it. A stream's
-			// attempts find data and keep trying first.
-			if s.missed {
-				if err := s.waitDirect(); err != nil {
-					return err
-				}
-			}
-			if s.missed = !f(uintptr(s.fd)); !s.missed {
-				return nil
-			}
-			continue
-		}
-		s.rfn, s.rok = f, false
+	if !s.direct.Load() {
+		s.rfn = f
 		err := s.inRaw.Read(s.inFn)
 		s.rfn = nil
-		switch {
-		case s.state.Load()&1 != 0:
-			return net.ErrClosed
-		case err != nil:
-			return err
-		case s.rok:
+		return s.closedOr(err)
+	}
+	for {
+		// Wait first if the last attempt found nothing, as in a ping-pong, where the
+		// first read of every wait would fail: that saves it. A stream's attempts find
+		// data and keep trying first.
+		if s.missed {
+			if err := s.waitDirect(); err != nil {
+				return err
+			}
+		}
+		if s.missed = !f(uintptr(s.fd)); !s.missed {
 			return nil
 		}
 	}
@@ -261,8 +252,10 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 
 // Write calls f until it reports done, parked in the network poller on out whenever it
 // reports not done (syscall.RawConn). It fails with net.ErrClosed once the socket is
-// closed. One waiting writer at a time (the send queue's writer goroutine; PostSend's
-// attempts never wait).
+// closed. One writer at a time: PostSend's attempt (done at once) writes only while the
+// send queue is empty, its writer goroutine only while it is not. f runs inside out's RawConn, after the poller has reset
+// out's readiness: an attempt made before that could fail just before the socket got room,
+// and the reset would then lose the wake-up.
 func (s *sock) Write(f func(fd uintptr) bool) error {
 	if !s.incref() {
 		return net.ErrClosed
@@ -271,6 +264,11 @@ func (s *sock) Write(f func(fd uintptr) bool) error {
 	s.wfn = f
 	err := s.outRaw.Read(s.outFn)
 	s.wfn = nil
+	return s.closedOr(err)
+}
+
+// closedOr is err, or net.ErrClosed if the socket was closed (a wait that Close ended).
+func (s *sock) closedOr(err error) error {
 	if s.state.Load()&1 != 0 {
 		return net.ErrClosed
 	}
@@ -278,14 +276,9 @@ func (s *sock) Write(f func(fd uintptr) bool) error {
 }
 
 // inCall and outCall are the callbacks given to in's and out's RawConn: the caller's f on
-// the socket, until it is done; also done when the socket was closed, or (a read) when
-// the role went direct meanwhile, so that Read waits the other way.
+// the socket until it is done, or until the socket is closed.
 func (s *sock) inCall(uintptr) bool {
-	if s.state.Load()&1 != 0 || s.direct.Load() {
-		return true
-	}
-	s.rok = s.rfn(uintptr(s.fd))
-	return s.rok
+	return s.state.Load()&1 != 0 || s.rfn(uintptr(s.fd))
 }
 
 func (s *sock) outCall(uintptr) bool {

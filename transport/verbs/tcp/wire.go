@@ -271,32 +271,17 @@ func (f *frameReader) rawRead(fd uintptr) bool {
 
 // direct fills dst from the connection, bypassing the buffer.
 func (f *frameReader) direct(dst []byte) error {
-	if f.raw == nil {
-		_, err := io.ReadFull(f.r, dst)
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return err
-	}
-	if f.fn == nil {
-		f.fn = f.rawRead
-	}
 	for len(dst) > 0 {
-		f.dst = dst
-		err := f.raw.Read(f.fn)
-		f.dst = nil
+		n, err := f.read(dst)
+		dst = dst[n:]
 		switch {
-		case err != nil:
-			if f.resume(err) {
-				continue
-			}
-			return err
-		case f.errn != 0:
-			return f.errn
-		case f.n == 0:
+		case err == nil || len(dst) == 0:
+		case f.resume(err):
+		case err == io.EOF:
 			return io.ErrUnexpectedEOF
+		default:
+			return err
 		}
-		dst = dst[f.n:]
 	}
 	return nil
 }

@@ -3,7 +3,10 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
 	"github.com/gorma-hpc/gorma/transport/verbs/arena"
@@ -46,11 +49,47 @@ type device struct {
 	fastbox bool
 	closed  bool // closed by this rank (Finalize); guarded by engine.mu
 	broken  bool // its CQ failed: no longer polled; guarded by engine.mu
+
+	// atomicHooks maps the keys of regions that set Region.OnRemoteAtomic to their
+	// function: a copy-on-write map (hooksMu serializes writers), read by the provider's
+	// goroutines through remoteAtomic without a lock.
+	atomicHooks atomic.Pointer[map[uint64]func()]
+	hooksMu     sync.Mutex
+}
+
+// remoteAtomic is the device's Config.OnRemoteAtomic: the region's function, if it has one.
+func (d *device) remoteAtomic(key, _ uint64) {
+	if m := d.atomicHooks.Load(); m != nil {
+		if fn := (*m)[key]; fn != nil {
+			fn()
+		}
+	}
+}
+
+// setAtomicHook sets (fn non-nil) or removes the function of key.
+func (d *device) setAtomicHook(key uint64, fn func()) {
+	d.hooksMu.Lock()
+	defer d.hooksMu.Unlock()
+	cur := d.atomicHooks.Load()
+	if fn == nil && (cur == nil || (*cur)[key] == nil) {
+		return // nothing to remove: most regions never set one
+	}
+	next := make(map[uint64]func())
+	if cur != nil {
+		maps.Copy(next, *cur)
+	}
+	if fn == nil {
+		delete(next, key)
+	} else {
+		next[key] = fn
+	}
+	d.atomicHooks.Store(&next)
 }
 
 // openDevice opens provider name for npeers connections.
 func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slots int, secret []byte) (*device, error) {
-	vc := verbs.Config{Wait: wait, Spin: cfg.spin, Name: fmt.Sprintf("rank %d", rank)}
+	d := &device{name: name}
+	vc := verbs.Config{Wait: wait, Spin: cfg.spin, Name: fmt.Sprintf("rank %d", rank), OnRemoteAtomic: d.remoteAtomic}
 	if name == "tcp" {
 		host := cfg.tcpAddr
 		if host == "" {
@@ -68,7 +107,7 @@ func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slo
 		}
 		return nil, fmt.Errorf("%w: open %s device: %w", ErrTransport, name, err)
 	}
-	d := &device{name: name, dev: dev}
+	d.dev = dev
 	if d.pd, err = dev.AllocPD(); err == nil {
 		d.cq, err = dev.CreateCQ(max(npeers*(2*slots+slots), 64))
 	}

@@ -92,10 +92,12 @@ const (
 func fbRecCells(n int) uint64 { return uint64(fbRecHdr+n+fbCellSize-1) / fbCellSize }
 
 // peerNotifier and waitChecker are what a provider offers for fast boxes besides
-// verbs.Mapper (shm's QP and CQ).
+// verbs.Mapper (shm's QP and CQ). roleReturner is a CQ whose waiters may take over the
+// serving of peers' requests (tcp's leader; see World.ServePeers).
 type (
 	peerNotifier interface{ NotifyPeer() }
 	waitChecker  interface{ SetWaitCheck(func() bool) }
+	roleReturner interface{ HandBack() }
 )
 
 // fbRecord is a decoded fast box record.

@@ -161,11 +161,51 @@ func (r *Region) AppendDesc(b []byte) []byte {
 // devices; descriptions of one job all have the same length on one rank.
 func (w *World) DescLen() int { return 2 + len(w.e.devs)*17 }
 
+// OnRemoteAtomic makes fn run after each remote atomic that a peer makes on the region
+// through a transport whose target side is this process: over tcp, the rank's connection
+// goroutine calls fn once the word holds its new value (and after the peer's answer is
+// queued). A peer that maps the region (shm) changes it with its own CPU's atomics, and
+// nothing runs here: such a peer must wake this rank itself. So a rank asleep until a
+// word of the region changes (a window's metadata) can be woken by peers on other hosts
+// too. fn must be quick and must neither block nor call the runtime; it may run
+// concurrently with anything, including a moment after Free. A nil fn removes it.
+func (r *Region) OnRemoteAtomic(fn func()) {
+	if r.freed.Load() {
+		return
+	}
+	for i, mr := range r.mrs {
+		if mr != nil {
+			r.e.devs[i].setAtomicHook(mr.RKey(), fn)
+		}
+	}
+}
+
+// ServePeers makes this rank's transports serve peers' requests while the caller waits
+// outside the runtime (on a word of shared memory that a peer changes by a remote atomic,
+// say), as they do while a goroutine waits in the runtime. Over tcp, a wait for a
+// completion reads the connection itself (it leads) and leaves the reading to the
+// connection's goroutine only lazily once it returns: within a millisecond or two, or
+// when the process idles. ServePeers hands it back now. Call it before such a wait; it
+// costs a system call per connection whose reading is waiting to be handed back, and a
+// lock per tcp device otherwise.
+func (w *World) ServePeers() {
+	for _, d := range w.e.devs {
+		if r, ok := d.cq.(roleReturner); ok {
+			r.HandBack()
+		}
+	}
+}
+
 // Free deregisters the region (every key stops working at once, even for bytes reused
 // later) and returns arena memory for reuse. A second Free returns an error.
 func (r *Region) Free() error {
 	if r.freed.Swap(true) {
 		return errRegionFreed
+	}
+	for i, mr := range r.mrs {
+		if mr != nil {
+			r.e.devs[i].setAtomicHook(mr.RKey(), nil)
+		}
 	}
 	var first error
 	for i := len(r.mrs) - 1; i >= 0; i-- {

@@ -270,7 +270,7 @@ func (w *Win[T]) lockAcc(t *target[T]) error {
 		if cas(mw, mAcc, 0, me) {
 			return nil
 		}
-		return pollUntil(context.Background(),
+		return pollUntil(context.Background(), w.comm,
 			func() bool { return load(mw, mAcc) == 0 && cas(mw, mAcc, 0, me) },
 			func() error { return w.holderErr(t, load(mw, mAcc)) })
 	}
@@ -280,7 +280,7 @@ func (w *Win[T]) lockAcc(t *target[T]) error {
 		holder, err = w.accCAS(t, 0, me)
 		return err != nil || holder == 0
 	}
-	if perr := pollUntil(context.Background(), ready, func() error { return w.holderErr(t, holder) }); perr != nil {
+	if perr := pollUntil(context.Background(), w.comm, ready, func() error { return w.holderErr(t, holder) }); perr != nil {
 		return perr
 	}
 	return err

@@ -28,7 +28,9 @@ import (
 // cachers (Put, the accumulates, through the transport or into mapped memory) tells the
 // Machine at the next flush of that rank, which invalidates the cached copies before the
 // flush returns; a rank's own stores are published the same way at its Fence, Sync,
-// Unlock of itself and UnlockAll (OwnerSync).
+// Unlock of itself and UnlockAll (OwnerSync). The flush posts that work before it waits
+// for the writes themselves (flush in lock.go): the target executes it after them, in
+// posting order, and one round trip serves both.
 //
 // The Machine is driven under w.mu, synchronously: operations on this rank's own words
 // and on mapped ranks' words are CPU atomics, fed back at once; the others are posted on

@@ -48,6 +48,12 @@
 // computes without calling the runtime serves Lock, Get and Unlock all the same (on tcp
 // the transport's progress goroutine plays the NIC). Waiting for such a word polls with a
 // bounded spin and then sleeps (wait.go), checking the context and the peers' liveness.
+// A word of this rank's own (Start's, Wait's, a same-host Fence's) wakes the sleeper
+// when it changes: a same-host peer rings the rank's doorbell after its CPU atomic, and
+// a peer over tcp has the rank's own transport ring it after executing the peer's
+// remote atomic (runtime.Region.OnRemoteAtomic). Before it waits, a rank hands its
+// transport's reading back to its connection goroutines (runtime.World.ServePeers), so
+// that peers' requests are served while it sleeps.
 //
 // On one host Fence is a barrier through the metadata words (one store per peer); across
 // hosts it is the runtime's Barrier after every operation has completed.

@@ -71,7 +71,7 @@ func (w *Win[T]) barrier(ctx context.Context) error {
 		store(w.tg[r].mw, mFence+w.rank, seq)
 		ring(w.tg[r].mw)
 	}
-	return waitOwn(ctx, w.mw, func() bool {
+	return waitOwn(ctx, w.comm, w.mw, func() bool {
 		for r := range w.size {
 			if load(w.mw, mFence+r) < seq {
 				return false

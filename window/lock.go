@@ -165,9 +165,9 @@ func (w *Win[T]) acquireMapped(ctx context.Context, t *target[T], lt LockType) e
 	}
 	check := func() error { return w.targetErr(t) }
 	if lt == Exclusive {
-		return pollUntil(ctx, func() bool { return load(mw, mLock) == 0 && cas(mw, mLock, 0, lockExcl) }, check)
+		return pollUntil(ctx, w.comm, func() bool { return load(mw, mLock) == 0 && cas(mw, mLock, 0, lockExcl) }, check)
 	}
-	return pollUntil(ctx, func() bool {
+	return pollUntil(ctx, w.comm, func() bool {
 		if load(mw, mLock)&lockExcl != 0 {
 			return false
 		}
@@ -194,7 +194,7 @@ func (w *Win[T]) acquireRemote(ctx context.Context, t *target[T], lt LockType) e
 		_, err = w.remoteAdd(ctx, t, mLock, ^uint64(0))
 		return err != nil
 	}
-	if perr := pollUntil(ctx, ready, nil); perr != nil {
+	if perr := pollUntil(ctx, w.comm, ready, nil); perr != nil {
 		return perr
 	}
 	return err
@@ -308,17 +308,24 @@ func (w *Win[T]) flush(ctx context.Context, t *target[T], op string) error {
 		return nil // mapped targets complete every operation in the call
 	}
 	t.pend.Store(false)
-	if err := t.ctr.Wait(ctx); err != nil {
-		return werr(op, t.rank, -1, err)
-	}
 	w.mu.Lock()
 	dirty := t.dirty
 	t.dirty = false
 	w.mu.Unlock()
+	// The writes' coherence work (cache.go: a fetch-and-add and a read at the target) goes
+	// out before the wait for the operations, not after it: work requests to one rank
+	// execute in the order they were posted, so the target runs it after the writes, as
+	// the protocol needs, and one round trip carries both. Waiting for the writes first
+	// made a Put + Flush to a rank over tcp two round trips.
+	var cerr error
 	if dirty {
-		if err := w.completeWrites(ctx, t); err != nil { // cache.go
-			return werr(op, t.rank, -1, err)
-		}
+		cerr = w.completeWrites(ctx, t)
+	}
+	if err := t.ctr.Wait(ctx); err != nil {
+		return werr(op, t.rank, -1, err) // the operations' own error comes first
+	}
+	if cerr != nil {
+		return werr(op, t.rank, -1, cerr)
 	}
 	return nil
 }

@@ -416,3 +416,60 @@ func TestPSCWPeerFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestPSCWWakeOverTransport: a Start and a Wait asleep on their doorbell wake when a peer
+// over tcp posts or completes, as they do for a peer on the same host that rings the
+// bell itself: the peer's remote atomic, executed by the sleeper's own transport, rings
+// it (runtime.Region.OnRemoteAtomic). Sleeps are made a minute long, so that a wake-up
+// that does not come fails the test instead of costing a millisecond.
+func TestPSCWWakeOverTransport(t *testing.T) {
+	defer window.SetSleepMax(time.Minute)()
+	for _, l := range []struct {
+		name string
+		n    int
+		opt  runtimetest.Options
+	}{
+		{"tcp", 2, runtimetest.Options{Transport: "tcp"}},
+		{"hosts", 4, runtimetest.Options{Hosts: []string{"a", "a", "b", "b"}}},
+	} {
+		t.Run(l.name, func(t *testing.T) {
+			origin := l.n - 1 // on the other host from rank 0
+			runtimetest.Run(t, l.n, l.opt, func(w *runtime.World) error {
+				ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+				defer cancel()
+				win, err := window.Allocate[int64](ctx, w, 1)
+				if err != nil {
+					return err
+				}
+				const late = 100 * time.Millisecond // the other side is well asleep by then
+				for epoch := range int64(3) {
+					switch w.Rank() {
+					case 0:
+						time.Sleep(late) // the origin's Start sleeps meanwhile
+						if err := win.Post(ctx, []int{origin}, 0); err != nil {
+							return err
+						}
+						if err := win.Wait(ctx); err != nil { // sleeps until the Complete
+							return err
+						}
+						if v := win.Local()[0]; v != 100+epoch {
+							return fmt.Errorf("epoch %d: element 0 = %d", epoch, v)
+						}
+					case origin:
+						if err := win.Start(ctx, []int{0}, 0); err != nil {
+							return err
+						}
+						if err := win.Put([]int64{100 + epoch}, 0, 0); err != nil {
+							return err
+						}
+						time.Sleep(late) // the target's Wait sleeps meanwhile
+						if err := win.Complete(ctx); err != nil {
+							return err
+						}
+					}
+				}
+				return win.Free(ctx)
+			})
+		})
+	}
+}

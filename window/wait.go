@@ -5,6 +5,8 @@ import (
 	goruntime "runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/gorma-hpc/gorma/runtime"
 )
 
 // Waiting for a word of shared memory (a lock word, a fence or PSCW counter) to change.
@@ -19,33 +21,45 @@ import (
 // word; a peer that changes a word this rank waits for, and sees a sleeper, bumps the
 // doorbell and wakes it (ring). The order (sleepers, then doorbell, then the condition;
 // and at the peer: the word, then sleepers) makes a lost wake-up impossible with Go's
-// sequentially consistent atomics. Words changed through the transport (a peer on
-// another host) ring no bell; their sleeps are bounded by sleepMax.
+// sequentially consistent atomics. A peer reached through a transport (on another host,
+// or over tcp) changes a word by a remote atomic, which this rank's own transport
+// executes (tcp: its connection goroutine plays the NIC); the transport then rings the
+// bell for it (runtime.Region.OnRemoteAtomic on the metadata region, set at allocation),
+// after the word changed, which keeps the same order. Sleeps are bounded by sleepMax all
+// the same, for the words no one rings for (pollUntil's).
 //
 // Every pollCheck polls, and around each sleep, both check ctx and the liveness of the
 // peers involved: nothing waits forever on a dead peer or an ended context.
 const (
 	spinFor   = 50 * time.Microsecond
 	sleepMin  = 5 * time.Microsecond
-	sleepMax  = time.Millisecond
 	pollCheck = 256
 )
 
-// pollUntil returns nil once ready reports true, or the error of ctx or of check.
-func pollUntil(ctx context.Context, ready func() bool, check func() error) error {
-	return wait(ctx, nil, ready, check)
+// sleepMax bounds one sleep. A variable only so that a test can make a lost wake-up
+// hang instead of costing a millisecond; set before any window is used.
+var sleepMax = time.Millisecond
+
+// pollUntil returns nil once ready reports true, or the error of ctx or of check. rt is
+// the window's World, whose transports must keep serving peers meanwhile.
+func pollUntil(ctx context.Context, rt *runtime.World, ready func() bool, check func() error) error {
+	return wait(ctx, rt, nil, ready, check)
 }
 
 // waitOwn is pollUntil for a condition on own, this rank's metadata words, sleeping on
 // its doorbell.
-func waitOwn(ctx context.Context, own []uint64, ready func() bool, check func() error) error {
-	return wait(ctx, own, ready, check)
+func waitOwn(ctx context.Context, rt *runtime.World, own []uint64, ready func() bool, check func() error) error {
+	return wait(ctx, rt, own, ready, check)
 }
 
-func wait(ctx context.Context, own []uint64, ready func() bool, check func() error) error {
+func wait(ctx context.Context, rt *runtime.World, own []uint64, ready func() bool, check func() error) error {
 	if ready() {
 		return nil
 	}
+	// The peer we wait for may need this rank's transport to serve it (its remote atomic
+	// on own, a Get of ours before it completes): a tcp connection whose reading the
+	// last completion wait took over goes back to its goroutine now, not a tick later.
+	rt.ServePeers()
 	start := time.Now()
 	sleep := time.Duration(0)
 	for i := 1; ; i++ {

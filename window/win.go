@@ -235,6 +235,10 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	}
 	w.mw = words(w.meta.Bytes())
 	clear(w.mw)
+	// A peer over a transport changes our words without ringing our doorbell (ring); our
+	// transport wakes our sleepers for it (wait.go).
+	mw := w.mw
+	w.meta.OnRemoteAtomic(func() { ring(mw) })
 	recs, err := w.exchange(ctx, n)
 	if err != nil {
 		return nil, werr(op, -1, -1, err)

@@ -111,6 +111,15 @@ type Config struct {
 	// of its ticks. The device takes ownership of both files. nil: the provider wakes the
 	// reader itself as each wait ends.
 	IdleWatch *IdleWatch
+	// OnRemoteAtomic, if set, is called after each successful remote atomic that this
+	// device served as the target, with the key of the MR and the offset of the word,
+	// by providers whose target side runs in this process (tcp: the connection's reader
+	// goroutine, after the answer is queued). It tells the process that a peer changed
+	// one of its words, so that a goroutine asleep waiting for that word can be woken.
+	// It must be quick and must not block or call the device. Providers whose remote
+	// atomics run on the initiator's CPU (shm) never call it: there the initiator itself
+	// must wake whoever waits at the target.
+	OnRemoteAtomic func(key, offset uint64)
 }
 
 // IdleWatch is the rank's end of an idle-role watch (tcp provider; tcp.Watcher creates

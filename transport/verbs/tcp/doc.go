@@ -87,7 +87,10 @@
 // table (Table.Pin/Unpin; a failed Pin answers RemAccessErr and leaves memory untouched,
 // a misaligned atomic RemInvReqErr), so passive-target operations never wait for the
 // application. Atomics are CPU atomics on the target word, atomic with respect to local
-// and shm-provider atomics on the same memory. The same reader completes this side's
+// and shm-provider atomics on the same memory; after each one the reader calls
+// Config.OnRemoteAtomic, if set, so that the process can wake whoever sleeps until that
+// word changes (a window's PSCW counters: the origin's CPU cannot reach a futex here,
+// as a shm peer's does). The same reader completes this side's
 // requests when their answers arrive. While a goroutine waits in CQ.Wait on the CQ that
 // the connection alone feeds, the reader lends it the reading role (lead.go, leader/
 // follower): the waiter reads and handles frames itself, so the completion it waits for
@@ -95,7 +98,9 @@
 // role stays with the application between waits and returns to the reader goroutine when
 // the process idles or, on a device with an idle-role watch (Config.IdleWatch, watch.go:
 // golaunch gives every rank one), when the launcher's watcher finds it idle on two of its
-// 1 ms ticks, so that leaving Wait costs no system call. The watcher also rings a rank
+// 1 ms ticks, so that leaving Wait costs no system call; a process about to block
+// elsewhere (a futex) hands it back at once with the CQ's HandBack (runtime's
+// World.ServePeers). The watcher also rings a rank
 // whose reader has left unread data on its socket through a tick: Go polls the network
 // only from an otherwise idle thread or every 10 ms, so a reader can be stranded while
 // the application computes (watch.go). It ticks every 1 ms only for a rank that has led

@@ -209,6 +209,21 @@ func (c *cq) releaseLocked(cn *qconn, watch bool) {
 	cn.postRole()
 }
 
+// HandBack gives the reading role of the CQ's sole connection back to its reader
+// goroutine now if a leader left it idle for the idle-role watch to hand back later
+// (within two of its ticks). A process about to block somewhere other than CQ.Wait (a
+// futex, a sleep) calls it so that peers' requests, passive-target ones included, are
+// served while it sleeps rather than a tick or two later. It costs the role eventfd's
+// write when there is an idle role, and nothing else otherwise; a later waiter leads
+// again once the reader offers it the role.
+func (c *cq) HandBack() {
+	c.mu.Lock()
+	if cn := c.sole; cn != nil && !c.closed {
+		cn.wakeIdleLocked()
+	}
+	c.mu.Unlock()
+}
+
 // kickLeaderLocked wakes a leader parked in Read.
 func (c *cq) kickLeaderLocked() {
 	c.ldKicked = true

@@ -440,7 +440,7 @@ func (cn *qconn) serveRead(h *header) *fault {
 
 // serveAtomic runs a fetch-add or compare-and-swap with CPU atomics on the target word,
 // so it is atomic with respect to local atomics and to the shm provider's on the same
-// memory.
+// memory, and then calls Config.OnRemoteAtomic.
 func (cn *qconn) serveAtomic(h *header) *fault {
 	mem, st := cn.d.target(h.rkey, h.offset, 8, verbs.RemoteAtomic)
 	var old uint64
@@ -460,7 +460,11 @@ func (cn *qconn) serveAtomic(h *header) *fault {
 		}
 		cn.d.tab.Unpin(h.rkey)
 	}
-	return cn.respond(&header{op: opAtomicResp, seq: h.seq, status: st, compareAdd: old}, nil, 0)
+	f := cn.respond(&header{op: opAtomicResp, seq: h.seq, status: st, compareAdd: old}, nil, 0)
+	if hook := cn.d.cfg.OnRemoteAtomic; hook != nil && st == verbs.Success {
+		hook(h.rkey, h.offset) // after the answer is queued: the initiator does not wait for it
+	}
+	return f
 }
 
 // answerLocked classifies an answer for request seq: stale (its request was flushed),

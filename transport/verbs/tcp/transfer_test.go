@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
@@ -153,6 +155,52 @@ func TestAtomics(t *testing.T) {
 			do(verbs.OpAtomicCmpSwap, 42, 9, 7, 7)  // miss
 			do(verbs.OpAtomicFetchAdd, ^uint64(0), 0, 7, 6)
 		})
+	}
+}
+
+// TestOnRemoteAtomic: the target device's Config.OnRemoteAtomic runs after each remote
+// atomic it served, with the MR's key and the word's offset, once the word holds its new
+// value; an atomic refused for its key does not call it.
+func TestOnRemoteAtomic(t *testing.T) {
+	type call struct{ key, off, now uint64 }
+	calls := make(chan call, 8)
+	var word atomic.Pointer[[]byte] // set before the first atomic; read by the reader goroutine
+	tcfg := testCfg()
+	tcfg.OnRemoteAtomic = func(key, off uint64) {
+		calls <- call{key, off, binary.NativeEndian.Uint64(*word.Load())}
+	}
+	a := newSide(t, openDev(t, testCfg()), verbs.QPAttr{})
+	b := newSide(t, openDev(t, tcfg), verbs.QPAttr{})
+	connect(t, a, b)
+	rem := newBuf(t, b, arenaMem, 64)
+	w := rem.b[24:32]
+	word.Store(&w)
+	loc := newBuf(t, a, arenaMem, 8)
+	do := func(op verbs.Opcode, key, cmpAdd uint64, st verbs.Status) {
+		t.Helper()
+		post(t, a.qp, verbs.SendWR{WRID: 3, Op: op, Flags: verbs.Signaled, Local: loc.b, LKey: loc.key,
+			Remote: verbs.RemoteAddr{RKey: key, Offset: 24}, CompareAdd: cmpAdd, Swap: 9})
+		if wc := waitWC(t, a.cq); wc.Status != st {
+			t.Fatalf("%v: %+v, want %v", op, wc, st)
+		}
+	}
+	do(verbs.OpAtomicFetchAdd, rem.key, 5, verbs.Success)
+	do(verbs.OpAtomicCmpSwap, rem.key, 5, verbs.Success) // hit: 5 -> 9
+	for _, want := range []uint64{5, 9} {
+		select {
+		case c := <-calls:
+			if c.key != rem.key || c.off != 24 || c.now != want {
+				t.Fatalf("hook got key %#x offset %d word %d, want %#x 24 %d", c.key, c.off, c.now, rem.key, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("OnRemoteAtomic not called")
+		}
+	}
+	do(verbs.OpAtomicFetchAdd, rem.key^1<<40, 1, verbs.RemAccessErr) // a forged key; the QP is in Err after it
+	select {
+	case c := <-calls:
+		t.Fatalf("hook called for a refused atomic: %+v", c)
+	case <-time.After(50 * time.Millisecond):
 	}
 }
 

@@ -305,6 +305,9 @@ func (e *engine) connect(ctx context.Context, id hostIdentity) error {
 		}
 		devs[name] = d
 		e.devs = append(e.devs, d)
+		if r, ok := d.cq.(roleReturner); ok {
+			e.returners = append(e.returners, r)
+		}
 	}
 	for r := range e.size {
 		if r == e.rank {

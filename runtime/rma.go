@@ -186,13 +186,11 @@ func (r *Region) OnRemoteAtomic(fn func()) {
 // completion reads the connection itself (it leads) and leaves the reading to the
 // connection's goroutine only lazily once it returns: within a millisecond or two, or
 // when the process idles. ServePeers hands it back now. Call it before such a wait; it
-// costs a system call per connection whose reading is waiting to be handed back, and a
-// lock per tcp device otherwise.
+// costs a system call per connection whose reading is waiting to be handed back, a lock
+// per tcp device otherwise, and nothing on a rank without one.
 func (w *World) ServePeers() {
-	for _, d := range w.e.devs {
-		if r, ok := d.cq.(roleReturner); ok {
-			r.HandBack()
-		}
+	for _, r := range w.e.returners {
+		r.HandBack()
 	}
 }
 

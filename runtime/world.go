@@ -216,11 +216,14 @@ type engine struct {
 	exit                 func(code int)
 	cfg                  config
 
-	devs   []*device
-	relays []*relay
-	stop   context.Context // ends at Finalize: stops relays and the event watcher
-	halt   context.CancelFunc
-	bg     sync.WaitGroup
+	devs []*device
+	// returners are the devices' CQs that a waiter may lead (tcp), for ServePeers; set
+	// with devs.
+	returners []roleReturner
+	relays    []*relay
+	stop      context.Context // ends at Finalize: stops relays and the event watcher
+	halt      context.CancelFunc
+	bg        sync.WaitGroup
 
 	// Waking the poller (progress.go).
 	kicked     atomic.Bool

@@ -288,10 +288,16 @@ func (e *engine) connect(ctx context.Context, id hostIdentity) error {
 	e.cards = cards
 	// Who spins (progress.go): the runtime, over every device, which then only sleeps in
 	// CQ.Wait; or, when tcp is the only device and the mode is hybrid, tcp's CQ.Wait,
-	// whose spin leaves the processor to the reader goroutines that produce completions.
+	// whose spin leaves the processor to the reader goroutines that produce completions,
+	// and whose leader (a wait on the only connection) tries its socket for GORMA_SPIN
+	// before it sleeps, unless this host's ranks outnumber its processors: the peer may
+	// need the very processor such a spin holds.
 	wait := verbs.WaitBlock
 	if count["tcp"] > 0 && count["shm"] == 0 && e.cfg.progress == verbs.WaitHybrid {
-		e.providerSpins, wait = true, e.cfg.progress
+		e.providerSpins = true
+		if e.localSize <= e.ncpu {
+			wait = verbs.WaitHybrid
+		}
 	}
 	slots := slotsPerPeer(e.size - 1)
 	devs := map[string]*device{}

@@ -23,7 +23,9 @@ type WaitMode int
 const (
 	// WaitHybrid spins for Config.Spin and then blocks (on a futex or channel). Default.
 	// A provider whose completions come from its own goroutines in this process (tcp)
-	// blocks at once instead: spinning would take the core those goroutines need.
+	// blocks at once instead, as spinning would take the core those goroutines need,
+	// unless the waiter reads the connection itself (tcp's leader): it then tries the
+	// socket without blocking for Config.Spin before it blocks.
 	WaitHybrid WaitMode = iota
 	// WaitSpin only spins (yielding the processor between polls). Lowest latency when every
 	// rank has a core of its own.

@@ -205,11 +205,13 @@ func (c *cq) Poll(wcs []verbs.WC) (int, error) {
 // honours the device's Config.Wait: WaitSpin polls (yielding the processor); WaitBlock
 // and WaitHybrid block at once (on the eventfd or the wake channel).
 //
-// WaitHybrid does not spin here, whatever Config.Spin says: every completion of a tcp CQ
-// is produced by a reader goroutine of this process, so a spinning waiter can only
-// delay it, by holding the core (and the P) that the reader, and on one host the peer's
-// process, need. Measured with verbsperf read_lat on 2 cores: a 50 µs spin made an 8 B
-// read take about 70 µs against about 32 µs when blocking at once.
+// WaitHybrid does not spin on the ring here, whatever Config.Spin says: a completion
+// produced by a reader goroutine of this process would only be delayed by a waiter
+// holding the core (and the P) that the reader, and on one host the peer's process,
+// need. Measured with verbsperf read_lat on 2 cores: a 50 µs spin made an 8 B read take
+// about 70 µs against about 32 µs when blocking at once. A waiter that leads (lead.go)
+// is the reader itself, and it does spin: it tries the socket without blocking for
+// Config.Spin before it blocks in ppoll (sock.spinRead).
 func (c *cq) Wait(ctx context.Context) error {
 	if c.avail.Load() > 0 {
 		return nil

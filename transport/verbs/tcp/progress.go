@@ -68,6 +68,7 @@ func newQconn(q *qp, c *net.TCPConn, peer peerInfo) (*qconn, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.spin = spinOf(q.d.cfg.Wait, q.d.cfg.Spin)
 	tx := newTxq(s, q.d.tab, limit)
 	cn := &qconn{q: q, d: q.d, c: s, tx: tx, peer: peer, done: make(chan struct{}), rd: newFrameReader(nil, s)}
 	cn.initRole()

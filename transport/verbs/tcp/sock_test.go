@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
 // sockPair returns a sock on one end of a loopback connection and the plain other end.
@@ -163,5 +165,65 @@ func TestSockCloseKeepsFDWhileInUse(t *testing.T) {
 	}
 	if st := s.state.Load(); st != 1 {
 		t.Fatalf("state after the last operation %#x, want closed with no references", st)
+	}
+}
+
+// TestSockSpin: a direct read with a spin budget keeps trying the socket and takes data
+// that comes within the budget without waiting in ppoll; past the budget it waits there;
+// a kick and Close end a spin as they end a wait.
+func TestSockSpin(t *testing.T) {
+	s, peer := sockPair(t)
+	s.setDirect(true)
+	s.spin = time.Minute // longer than the test: only data, a kick or Close ends it
+	buf := make([]byte, 8)
+	done := readAfter(t, s, buf)
+	peer.Write([]byte("spun"))
+	if err := waitErr(t, done, "spinning read"); err != nil || string(buf[:4]) != "spun" {
+		t.Fatalf("spinning read: %v, %q", err, buf[:4])
+	}
+	if n := s.spinHits.Load(); n != 1 {
+		t.Fatalf("%d reads served by the spin, want 1", n)
+	}
+
+	done = readAfter(t, s, buf)
+	s.SetReadDeadline(aLongTimeAgo)
+	if err := waitErr(t, done, "kicked spin"); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("kicked spin: %v, want os.ErrDeadlineExceeded", err)
+	}
+	s.SetReadDeadline(time.Time{})
+
+	s.spin = time.Millisecond // spent long before the data comes: the read waits in ppoll
+	done = readAfter(t, s, buf)
+	peer.Write([]byte("late"))
+	if err := waitErr(t, done, "read after the spin"); err != nil || string(buf[:4]) != "late" {
+		t.Fatalf("read after the spin: %v, %q", err, buf[:4])
+	}
+	if n := s.spinHits.Load(); n != 1 {
+		t.Fatalf("%d reads served by the spin, want still 1", n)
+	}
+
+	s.spin = time.Minute
+	done = readAfter(t, s, buf)
+	s.Close()
+	if err := waitErr(t, done, "spin at Close"); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("spin at Close: %v, want net.ErrClosed", err)
+	}
+}
+
+// TestSpinOf: only a hybrid wait gives its leaders a spin, of Config.Spin.
+func TestSpinOf(t *testing.T) {
+	for _, c := range []struct {
+		mode verbs.WaitMode
+		spin time.Duration
+		want time.Duration
+	}{
+		{verbs.WaitHybrid, 50 * time.Microsecond, 50 * time.Microsecond},
+		{verbs.WaitBlock, 50 * time.Microsecond, 0},
+		{verbs.WaitSpin, 50 * time.Microsecond, 0},
+		{verbs.WaitHybrid, -time.Second, 0},
+	} {
+		if got := spinOf(c.mode, c.spin); got != c.want {
+			t.Errorf("spinOf(%v, %v) = %v, want %v", c.mode, c.spin, got, c.want)
+		}
 	}
 }

@@ -31,6 +31,21 @@ func run(t *testing.T, tr string, n int, f func(ctx context.Context, w *runtime.
 	})
 }
 
+// attachFrom receives the description of a region of rank owner (tag 1) and attaches it,
+// with a counter for requests on it; done closes both.
+func attachFrom(ctx context.Context, w *runtime.World, owner int) (rm *runtime.Remote, c *runtime.Counter, done func(), err error) {
+	desc := make([]byte, 256) // at least any rank's DescLen
+	st, err := runtime.Recv(ctx, w, desc, owner, 1)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if rm, err = w.Attach(owner, desc[:st.Bytes]); err != nil {
+		return nil, nil, nil, err
+	}
+	c = w.NewCounter()
+	return rm, c, func() { c.Close(); rm.Close() }, nil
+}
+
 // pattern fills b with bytes that depend on seed and position.
 func pattern(b []byte, seed int) {
 	for i := range b {

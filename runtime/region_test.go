@@ -70,94 +70,70 @@ func TestAllocHostRegion(t *testing.T) {
 // over tcp makes on it, once the word changed, and no longer once removed; a peer on the
 // same host (shm) changes the word with its own atomics, and nothing runs at the owner.
 func TestRegionOnRemoteAtomic(t *testing.T) {
+	// The steps, a Barrier after each: rank adds add to the owner's word (rank 0: checks).
+	steps := []struct {
+		rank int
+		add  uint64
+	}{{1, 1}, {2, 10}, {0, 0}, {2, 100}}
 	opt := runtimetest.Options{Hosts: []string{"a", "a", "b"}, Timeout: 30 * time.Second}
 	runtimetest.Run(t, 3, opt, func(w *runtime.World) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		desc := make([]byte, 256)
-		if w.Rank() == 0 {
-			r, err := w.AllocRegion(64)
+		if w.Rank() != 0 {
+			rm, c, done, err := attachFrom(ctx, w, 0)
 			if err != nil {
 				return err
 			}
-			defer r.Free()
-			word := (*atomic.Uint64)(unsafe.Pointer(&r.Bytes()[8]))
-			word.Store(0)
-			seen := make(chan uint64, 16)
-			r.OnRemoteAtomic(func() { seen <- word.Load() })
-			for peer := 1; peer <= 2; peer++ {
-				if err := runtime.Send(ctx, w, r.AppendDesc(nil), peer, 1); err != nil {
+			defer done()
+			res := make([]byte, 8)
+			for _, s := range steps {
+				if s.rank == w.Rank() {
+					if err := rm.FetchAdd(c, 8, s.add, res); err != nil {
+						return err
+					}
+					if err := c.Wait(ctx); err != nil {
+						return err
+					}
+				}
+				if err := runtime.Barrier(ctx, w); err != nil {
 					return err
 				}
 			}
-			if err := runtime.Barrier(ctx, w); err != nil { // rank 1 (shm) added 1
-				return err
-			}
-			if err := runtime.Barrier(ctx, w); err != nil { // rank 2 (tcp) added 10
-				return err
-			}
-			select {
-			case v := <-seen:
-				if v != 11 {
-					return fmt.Errorf("the hook saw %d, want 11", v)
-				}
-			case <-ctx.Done():
-				return errors.New("the hook did not run for the tcp peer's atomic")
-			}
-			r.OnRemoteAtomic(nil)
-			if err := runtime.Barrier(ctx, w); err != nil { // removed before rank 2 adds 100
-				return err
-			}
-			if err := runtime.Barrier(ctx, w); err != nil { // rank 2 added 100
-				return err
-			}
-			if v := word.Load(); v != 111 || len(seen) != 0 {
-				return fmt.Errorf("word %d (want 111), %d more hook calls (want none: removed, and shm calls none)", v, len(seen))
-			}
 			return nil
 		}
-		st, err := runtime.Recv(ctx, w, desc, 0, 1)
+		r, err := w.AllocRegion(64)
 		if err != nil {
 			return err
 		}
-		rm, err := w.Attach(0, desc[:st.Bytes])
-		if err != nil {
-			return err
-		}
-		defer rm.Close()
-		c := w.NewCounter()
-		defer c.Close()
-		res := make([]byte, 8)
-		add := func(v uint64) error {
-			if err := rm.FetchAdd(c, 8, v, res); err != nil {
-				return err
-			}
-			return c.Wait(ctx)
-		}
-		if w.Rank() == 1 {
-			if err := add(1); err != nil {
+		defer r.Free()
+		word := (*atomic.Uint64)(unsafe.Pointer(&r.Bytes()[8]))
+		word.Store(0)
+		seen := make(chan uint64, 16)
+		r.OnRemoteAtomic(func() { seen <- word.Load() })
+		for peer := 1; peer <= 2; peer++ {
+			if err := runtime.Send(ctx, w, r.AppendDesc(nil), peer, 1); err != nil {
 				return err
 			}
 		}
-		if err := runtime.Barrier(ctx, w); err != nil {
-			return err
-		}
-		if w.Rank() == 2 {
-			if err := add(10); err != nil {
+		for i := range steps {
+			if i == 2 { // after rank 1's (shm) and rank 2's (tcp) adds
+				select {
+				case v := <-seen:
+					if v != 11 {
+						return fmt.Errorf("the hook saw %d, want 11", v)
+					}
+				case <-ctx.Done():
+					return errors.New("the hook did not run for the tcp peer's atomic")
+				}
+				r.OnRemoteAtomic(nil) // before rank 2 adds 100
+			}
+			if err := runtime.Barrier(ctx, w); err != nil {
 				return err
 			}
 		}
-		if err := runtime.Barrier(ctx, w); err != nil {
-			return err
+		if v := word.Load(); v != 111 || len(seen) != 0 {
+			return fmt.Errorf("word %d (want 111), %d more hook calls (want none: removed, and shm calls none)", v, len(seen))
 		}
-		if err := runtime.Barrier(ctx, w); err != nil {
-			return err
-		}
-		if w.Rank() == 2 {
-			if err := add(100); err != nil {
-				return err
-			}
-		}
-		return runtime.Barrier(ctx, w)
+		return nil
 	})
 }

@@ -950,18 +950,11 @@ func TestStressCounterWaitHandsOff(t *testing.T) {
 				}
 				return runtime.Barrier(ctx, w)
 			}
-			desc := make([]byte, w.DescLen())
-			st, err := runtime.Recv(ctx, w, desc, 0, 1)
+			rm, c, done, err := attachFrom(ctx, w, 0)
 			if err != nil {
 				return err
 			}
-			rm, err := w.Attach(0, desc[:st.Bytes])
-			if err != nil {
-				return err
-			}
-			defer rm.Close()
-			c := w.NewCounter()
-			defer c.Close()
+			defer done()
 			dst := make([]byte, size)
 			for round := range 3 {
 				if err := runtime.Send(ctx, w, []byte{1}, 0, 2); err != nil {

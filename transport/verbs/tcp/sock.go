@@ -53,11 +53,11 @@ type sock struct {
 	inFn, outFn   func(uintptr) bool // inCall and outCall, bound once
 	rfn, wfn      func(fd uintptr) bool
 	missed        bool // the last direct attempt found nothing to read (reader only)
-	// spin is how long a direct Read keeps trying before it waits in ppoll, 0 not at all,
-	// negative until data comes; set at creation (spinOf).
+	// spin is how long a direct Read keeps trying before it waits in ppoll (0: not at
+	// all); set at creation (spinOf).
 	spin time.Duration
-	// spinHits counts direct Reads that the spin served (tests).
-	spinHits atomic.Int64
+	// spinHits counts direct Reads that the spin served (reader only; for tests).
+	spinHits int64
 
 	// state is refs<<1 | closed: refs counts operations in progress.
 	state atomic.Int64
@@ -246,9 +246,9 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 		// Wait first if the last attempt found nothing, as in a ping-pong, where the
 		// first read of every wait would fail: that saves it. A stream's attempts find
 		// data and keep trying first. A device that spins tries for its budget first.
-		if s.missed && s.spin != 0 && s.spinRead(f) {
+		if s.missed && s.spin > 0 && s.spinRead(f) {
 			s.missed = false
-			s.spinHits.Add(1)
+			s.spinHits++
 			return nil
 		}
 		if s.missed {
@@ -262,9 +262,9 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 	}
 }
 
-// spinRead calls f (a non-blocking attempt) until it reports done, for at most s.spin
-// (forever if negative), and reports whether it did. It stops at once when the socket is
-// closed or a read deadline is set (a leader's kick), which the wait then reports.
+// spinRead calls f (a non-blocking attempt) until it reports done, for at most s.spin,
+// and reports whether it did. It stops at once when the socket is closed or a read
+// deadline is set (a leader's kick), which the wait then reports.
 //
 // Why. A leader blocked in ppoll sleeps on its processor, and the peer's answer must
 // wake it: on this machine kind a halted virtual CPU, whose wake-up is most of a
@@ -274,10 +274,7 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 // Open MPI's tcp transport, which polls, 5.6 us (docs/benchmarks.md, twenty-third
 // session). Each attempt is a read(2) of a non-blocking socket, about a microsecond.
 func (s *sock) spinRead(f func(fd uintptr) bool) bool {
-	var end time.Time
-	if s.spin > 0 {
-		end = time.Now().Add(s.spin)
-	}
+	end := time.Now().Add(s.spin)
 	for i := 1; ; i++ {
 		if f(uintptr(s.fd)) {
 			return true
@@ -285,7 +282,7 @@ func (s *sock) spinRead(f func(fd uintptr) bool) bool {
 		if s.state.Load()&1 != 0 || s.rdl.Load() != 0 {
 			return false
 		}
-		if s.spin > 0 && i%spinCheckEvery == 0 && time.Now().After(end) {
+		if i%spinCheckEvery == 0 && time.Now().After(end) {
 			return false
 		}
 	}

@@ -181,7 +181,7 @@ func TestSockSpin(t *testing.T) {
 	if err := waitErr(t, done, "spinning read"); err != nil || string(buf[:4]) != "spun" {
 		t.Fatalf("spinning read: %v, %q", err, buf[:4])
 	}
-	if n := s.spinHits.Load(); n != 1 {
+	if n := s.spinHits; n != 1 {
 		t.Fatalf("%d reads served by the spin, want 1", n)
 	}
 
@@ -198,7 +198,7 @@ func TestSockSpin(t *testing.T) {
 	if err := waitErr(t, done, "read after the spin"); err != nil || string(buf[:4]) != "late" {
 		t.Fatalf("read after the spin: %v, %q", err, buf[:4])
 	}
-	if n := s.spinHits.Load(); n != 1 {
+	if n := s.spinHits; n != 1 {
 		t.Fatalf("%d reads served by the spin, want still 1", n)
 	}
 

@@ -3,6 +3,7 @@ package tcp
 import (
 	"net"
 	"os"
+	"runtime/metrics"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -56,8 +57,11 @@ type sock struct {
 	// spin is how long a direct Read keeps trying before it waits in ppoll (0: not at
 	// all); set at creation (spinOf).
 	spin time.Duration
-	// spinHits counts direct Reads that the spin served (reader only; for tests).
+	// spinHits counts Reads that a spin served (reader only; for tests).
 	spinHits int64
+	// idle gates the reader goroutine's spin (spinIdle): othersIdle on sched, or a test's.
+	idle  func() bool
+	sched schedSamples
 
 	// state is refs<<1 | closed: refs counts operations in progress.
 	state atomic.Int64
@@ -89,6 +93,7 @@ func newSock(c *net.TCPConn) (*sock, error) {
 		return nil, os.NewSyscallError("fcntl", derr)
 	}
 	s := &sock{fd: fd, rwake: -1, inFD: -1}
+	s.idle = func() bool { return othersIdle(&s.sched) }
 	fail := func(op string, err error) (*sock, error) {
 		s.closeFDs()
 		return nil, os.NewSyscallError(op, err)
@@ -237,6 +242,10 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 	}
 	defer s.decref()
 	if !s.direct.Load() {
+		if s.spin > 0 && s.spinIdle(f) {
+			s.spinHits++
+			return nil
+		}
 		s.rfn = f
 		err := s.inRaw.Read(s.inFn)
 		s.rfn = nil
@@ -286,6 +295,58 @@ func (s *sock) spinRead(f func(fd uintptr) bool) bool {
 			return false
 		}
 	}
+}
+
+// spinIdle is the reader goroutine's spin (direct off): while no other goroutine of the
+// process runs or waits to run, it calls f, a non-blocking attempt, until f reports done,
+// for at most s.spin, and reports whether it did. After each empty attempt it gives its
+// core to any other thread waiting for it (sched_yield). It stops at once when the
+// socket is closed or a read deadline is set, when another goroutine starts to run, and
+// past its budget; the caller then parks in the network poller.
+//
+// Why. A passive target's requests are served by this goroutine, and a goroutine parked
+// in the poller is woken through the poller's thread: on this machine kind the wake-up of
+// a halted virtual CPU, and then a hand-off to the thread that runs the goroutine. With
+// the target's application blocked, an 8-byte RDMA read took 23.5-24.5 us against a raw
+// Go socket round trip of 19-21 us; with this spin, 9.4-9.7 us (docs/benchmarks.md,
+// twenty-fourth session). The gates keep it off a core that has other work: a spin
+// without them, while the application polled memory (write ping-pong), made 4 spinning
+// threads on 2 cores and took 78-82 us per half round trip against 27-33 us; with them,
+// 19.1-19.4 us. The yield matters when this goroutine's own completion woke a thread of
+// its process (a waiter in CQ.Wait): that thread may be queued on this core.
+func (s *sock) spinIdle(f func(fd uintptr) bool) bool {
+	if !s.idle() {
+		return false
+	}
+	end := time.Now().Add(s.spin)
+	for i := 1; ; i++ {
+		if f(uintptr(s.fd)) {
+			return true
+		}
+		if s.state.Load()&1 != 0 || s.rdl.Load() != 0 {
+			return false
+		}
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		if i%spinCheckEvery == 0 && (time.Now().After(end) || !s.idle()) {
+			return false
+		}
+	}
+}
+
+// schedSamples are the runtime's counts of goroutines running and runnable, read by
+// othersIdle; a goroutine in a system call (blocked in a futex, a ppoll, a read) is in
+// neither.
+type schedSamples [2]metrics.Sample
+
+// othersIdle reports whether the calling goroutine is the only one of the process that
+// runs Go code or waits to: one read of runtime/metrics, about 60 ns.
+func othersIdle(s *schedSamples) bool {
+	if s[0].Name == "" {
+		s[0].Name = "/sched/goroutines/running:goroutines"
+		s[1].Name = "/sched/goroutines/runnable:goroutines"
+	}
+	metrics.Read(s[:])
+	return s[0].Value.Uint64()+s[1].Value.Uint64() <= 1
 }
 
 // spinCheckEvery is how many attempts of spinRead pass between looks at the clock.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,6 +208,99 @@ func TestSockSpin(t *testing.T) {
 	s.Close()
 	if err := waitErr(t, done, "spin at Close"); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("spin at Close: %v, want net.ErrClosed", err)
+	}
+}
+
+// TestSockReaderSpin: a read of the reader goroutine (direct off) with a spin budget
+// keeps trying the socket while its gate says the process is otherwise idle, and takes
+// data that comes meanwhile without parking in the network poller. A gate that closes
+// (before the read or during its spin), a spent budget and a kick send it to the poller,
+// which still serves it; Close ends it.
+func TestSockReaderSpin(t *testing.T) {
+	s, peer := sockPair(t)
+	var open atomic.Bool
+	open.Store(true)
+	s.idle = open.Load
+	buf := make([]byte, 8)
+	read := func(what, data string, hits int64) {
+		t.Helper()
+		done := readAfter(t, s, buf)
+		switch what {
+		case "gate closing":
+			open.Store(false)
+		case "kick":
+			s.SetReadDeadline(aLongTimeAgo)
+		}
+		time.Sleep(10 * time.Millisecond) // the spin sees the change
+		if _, err := peer.Write([]byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitErr(t, done, what); err != nil || string(buf[:len(data)]) != data {
+			t.Fatalf("%s: %v, %q", what, err, buf[:len(data)])
+		}
+		if s.spinHits != hits {
+			t.Fatalf("%s: %d reads served by the spin, want %d", what, s.spinHits, hits)
+		}
+	}
+
+	s.spin = time.Minute // longer than the test: only data, the gate, a kick or Close end it
+	read("idle process", "spun", 1)
+	read("gate closing", "gate", 1)
+	read("gate closed", "shut", 1)
+	open.Store(true)
+	read("kick", "kick", 1)
+	s.SetReadDeadline(time.Time{})
+	s.spin = time.Millisecond // spent long before the data comes
+	read("budget spent", "late", 1)
+	s.spin = time.Minute
+	read("idle again", "anew", 2)
+
+	done := readAfter(t, s, buf)
+	s.Close()
+	if err := waitErr(t, done, "spin at Close"); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("spin at Close: %v, want net.ErrClosed", err)
+	}
+}
+
+// TestOthersIdle: the reader's gate sees a goroutine that computes, and sees the process
+// quiet again once it stops.
+func TestOthersIdle(t *testing.T) {
+	var sched schedSamples
+	quiet := func() bool {
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if othersIdle(&sched) {
+				return true
+			}
+		}
+		return false
+	}
+	if !quiet() {
+		t.Fatal("the test process never looked idle")
+	}
+	var stop atomic.Bool
+	started, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		close(started)
+		for n := 0; !stop.Load(); n++ {
+		}
+		close(ended)
+	}()
+	<-started
+	busy := 0
+	for range 100 {
+		if !othersIdle(&sched) {
+			busy++
+		}
+	}
+	stop.Store(true)
+	<-ended
+	// The count is the runtime's approximation (a goroutine between states is in
+	// neither count): allow a few misses.
+	if busy < 90 {
+		t.Errorf("a computing goroutine was seen in %d of 100 reads, want at least 90", busy)
+	}
+	if !quiet() {
+		t.Error("the process never looked idle after the goroutine stopped")
 	}
 }
 

@@ -35,7 +35,7 @@ import (
 // blocking for GORMA_SPIN before it sleeps (8-byte half round trip 6 us against 16-18);
 // and tcp's reader goroutines try their sockets for GORMA_SPIN before they park while
 // nothing else of the rank runs, which serves passive-target requests of peers without a
-// wake-up (8-byte RDMA read 9.4-10.4 us against 22.5-34).
+// wake-up (8-byte RDMA read 9.6-10.4 us against 22.5-34.2).
 // How the poller sleeps depends on
 // how many devices (completion queues) the rank uses:
 //

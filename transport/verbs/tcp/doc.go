@@ -141,7 +141,7 @@
 // no other goroutine of the process runs or waits to run (runtime/metrics), giving its
 // core away (sched_yield) after each empty attempt (sock.go, spinIdle). A passive
 // target whose application is blocked so answers a request without a wake-up through the
-// poller: an 8-byte RDMA read took 9.4-10.4 us against 22.5-34 us parking at once, and
+// poller: an 8-byte RDMA read took 9.6-10.4 us against 22.5-34.2 us parking at once, and
 // a raw Go socket round trip 19-24 us.
 //
 // # Failure

@@ -307,13 +307,13 @@ func (s *sock) spinRead(f func(fd uintptr) bool) bool {
 // Why. A passive target's requests are served by this goroutine, and a goroutine parked
 // in the poller is woken through the poller's thread: on this machine kind the wake-up of
 // a halted virtual CPU, and then a hand-off to the thread that runs the goroutine. With
-// the target's application blocked, an 8-byte RDMA read took 23.5-24.5 us against a raw
-// Go socket round trip of 19-21 us; with this spin, 9.4-9.7 us (docs/benchmarks.md,
-// twenty-fourth session). The gates keep it off a core that has other work: a spin
-// without them, while the application polled memory (write ping-pong), made 4 spinning
-// threads on 2 cores and took 78-82 us per half round trip against 27-33 us; with them,
-// 19.1-19.4 us. The yield matters when this goroutine's own completion woke a thread of
-// its process (a waiter in CQ.Wait): that thread may be queued on this core.
+// the target's application blocked, an 8-byte RDMA read took 22.5-34.2 us, more than a
+// raw Go socket round trip (19-24 us); with this spin, 9.6-10.4 us (docs/benchmarks.md,
+// twenty-fourth session). The gates keep it off a core that has other work: without
+// them, with each process's application polling its memory (write ping-pong), 4 threads
+// spun on 2 cores, 78-82 us per half round trip against 28-35 us parking at once; with
+// both, 16.6-19.6 us. The first gate alone was not enough (77-82 us): a waiter that this
+// goroutine's completion woke waited for the core the spin kept, which the yield gives.
 func (s *sock) spinIdle(f func(fd uintptr) bool) bool {
 	if !s.idle() {
 		return false

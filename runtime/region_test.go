@@ -137,3 +137,60 @@ func TestRegionOnRemoteAtomic(t *testing.T) {
 		return nil
 	})
 }
+
+// TestPollPeers: a rank that waits for a word of its region outside the runtime, calling
+// only PollPeers in its spin, sees every remote atomic of a peer over tcp land: the
+// requests are served by the spin (a connection a wait left idle) or by the connection's
+// goroutine, never stranded. On a rank with no tcp, PollPeers serves nothing.
+func TestPollPeers(t *testing.T) {
+	for _, transport := range []string{"tcp", "shm"} {
+		t.Run(transport, func(t *testing.T) {
+			const adds = 200
+			runtimetest.Run(t, 2, runtimetest.Options{Transport: transport}, func(w *runtime.World) error {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				if w.Rank() == 1 {
+					rm, c, done, err := attachFrom(ctx, w, 0)
+					if err != nil {
+						return err
+					}
+					defer done()
+					res := make([]byte, 8)
+					for range adds {
+						if err := rm.FetchAdd(c, 0, 1, res); err != nil {
+							return err
+						}
+						if err := c.Wait(ctx); err != nil {
+							return err
+						}
+					}
+					return runtime.Barrier(ctx, w)
+				}
+				r, err := w.AllocRegion(64)
+				if err != nil {
+					return err
+				}
+				defer r.Free()
+				word := (*atomic.Uint64)(unsafe.Pointer(&r.Bytes()[0]))
+				word.Store(0)
+				if err := runtime.Send(ctx, w, r.AppendDesc(nil), 1, 1); err != nil {
+					return err
+				}
+				served := 0
+				for word.Load() != adds {
+					if ctx.Err() != nil {
+						return fmt.Errorf("the word reached %d of %d: a peer's atomic was stranded", word.Load(), adds)
+					}
+					if w.PollPeers() {
+						served++
+					}
+				}
+				if transport == "shm" && served != 0 {
+					return fmt.Errorf("PollPeers served %d times on a rank without tcp", served)
+				}
+				t.Logf("%s: %d of %d adds found by PollPeers", transport, served, adds)
+				return runtime.Barrier(ctx, w)
+			})
+		})
+	}
+}

@@ -194,6 +194,24 @@ func (w *World) ServePeers() {
 	}
 }
 
+// PollPeers serves, on the calling goroutine and without waiting, the requests that peers
+// have already sent over connections that nobody reads at the moment, and reports whether
+// it served any. Over tcp those are connections whose reading a completion wait took over
+// and left idle (see ServePeers). A goroutine that spins outside the runtime on a
+// condition that a peer's request sets (a remote atomic on this rank's memory) calls it
+// in its spin, and ServePeers before it sleeps: the request is served as soon as it
+// lands, without a wake-up of the connection's goroutine. It costs a lock per tcp device,
+// and a system call per idle connection; nothing on a rank without tcp.
+func (w *World) PollPeers() bool {
+	served := false
+	for _, r := range w.e.returners {
+		if r.Progress() {
+			served = true
+		}
+	}
+	return served
+}
+
 // Free deregisters the region (every key stops working at once, even for bytes reused
 // later) and returns arena memory for reuse. A second Free returns an error.
 func (r *Region) Free() error {

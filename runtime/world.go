@@ -217,8 +217,8 @@ type engine struct {
 	cfg                  config
 
 	devs []*device
-	// returners are the devices' CQs that a waiter may lead (tcp), for ServePeers; set
-	// with devs.
+	// returners are the devices' CQs that a waiter may lead (tcp), for ServePeers and
+	// PollPeers; set with devs.
 	returners []roleReturner
 	relays    []*relay
 	stop      context.Context // ends at Finalize: stops relays and the event watcher

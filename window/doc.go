@@ -51,9 +51,12 @@
 // A word of this rank's own (Start's, Wait's, a same-host Fence's) wakes the sleeper
 // when it changes: a same-host peer rings the rank's doorbell after its CPU atomic, and
 // a peer over tcp has the rank's own transport ring it after executing the peer's
-// remote atomic (runtime.Region.OnRemoteAtomic). Before it waits, a rank hands its
-// transport's reading back to its connection goroutines (runtime.World.ServePeers), so
-// that peers' requests are served while it sleeps.
+// remote atomic (runtime.Region.OnRemoteAtomic). While it spins, a rank serves peers'
+// requests itself on a connection nobody reads (runtime.World.PollPeers: over tcp, one
+// whose reading the last completion wait took over), so a peer's Post or Complete is
+// executed as it lands; before it sleeps, it hands that reading back to its connection
+// goroutines (runtime.World.ServePeers), so that peers' requests are served while it
+// sleeps.
 //
 // On one host Fence is a barrier through the metadata words (one store per peer); across
 // hosts it is the runtime's Barrier after every operation has completed.

@@ -28,12 +28,22 @@ import (
 // after the word changed, which keeps the same order. Sleeps are bounded by sleepMax all
 // the same, for the words no one rings for (pollUntil's).
 //
+// The word may change only when this rank's transport serves a peer's request (a remote
+// atomic over tcp). While it spins, the wait serves such requests itself if nobody else
+// reads their connection (runtime.World.PollPeers: over tcp, a connection whose reading
+// the last completion wait took over and left idle), so that a request is served as soon
+// as it lands; before it sleeps, it hands that reading back to the connection's own
+// goroutine (ServePeers), so that peers are served while it sleeps.
+//
 // Every pollCheck polls, and around each sleep, both check ctx and the liveness of the
-// peers involved: nothing waits forever on a dead peer or an ended context.
+// peers involved: nothing waits forever on a dead peer or an ended context. The spin's
+// end is looked for every clockCheck polls, as a poll that serves a connection costs a
+// system call.
 const (
-	spinFor   = 50 * time.Microsecond
-	sleepMin  = 5 * time.Microsecond
-	pollCheck = 256
+	spinFor    = 50 * time.Microsecond
+	sleepMin   = 5 * time.Microsecond
+	pollCheck  = 256
+	clockCheck = 16
 )
 
 // sleepMax bounds one sleep. A variable only so that a test can make a lost wake-up
@@ -56,10 +66,6 @@ func wait(ctx context.Context, rt *runtime.World, own []uint64, ready func() boo
 	if ready() {
 		return nil
 	}
-	// The peer we wait for may need this rank's transport to serve it (its remote atomic
-	// on own, a Get of ours before it completes): a tcp connection whose reading the
-	// last completion wait took over goes back to its goroutine now, not a tick later.
-	rt.ServePeers()
 	start := time.Now()
 	sleep := time.Duration(0)
 	for i := 1; ; i++ {
@@ -75,13 +81,20 @@ func wait(ctx context.Context, rt *runtime.World, own []uint64, ready func() boo
 					return err
 				}
 			}
-			if sleep == 0 && time.Since(start) > spinFor {
-				sleep = sleepMin
-			}
+		}
+		if sleep == 0 && i%clockCheck == 0 && time.Since(start) > spinFor {
+			sleep = sleepMin
+			// The peer we wait for may need this rank's transport to serve it (its remote
+			// atomic on own, a Get of ours before it completes): a tcp connection whose
+			// reading the last completion wait took over goes back to its goroutine now,
+			// not a tick later.
+			rt.ServePeers()
 		}
 		switch {
 		case sleep == 0:
-			goruntime.Gosched()
+			if !rt.PollPeers() {
+				goruntime.Gosched()
+			}
 		case own != nil:
 			if sleepOwn(own, ready) {
 				return nil

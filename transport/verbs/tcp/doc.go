@@ -100,7 +100,9 @@
 // golaunch gives every rank one), when the launcher's watcher finds it idle on two of its
 // 1 ms ticks, so that leaving Wait costs no system call; a process about to block
 // elsewhere (a futex) hands it back at once with the CQ's HandBack (runtime's
-// World.ServePeers). The watcher also rings a rank
+// World.ServePeers), and a goroutine spinning on a word that a peer's request changes
+// serves the idle role itself, without waiting, with the CQ's Progress (runtime's
+// World.PollPeers). The watcher also rings a rank
 // whose reader has left unread data on its socket through a tick: Go polls the network
 // only from an otherwise idle thread or every 10 ms, so a reader can be stranded while
 // the application computes (watch.go). It ticks every 1 ms only for a rank that has led

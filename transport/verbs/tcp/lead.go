@@ -224,6 +224,78 @@ func (c *cq) HandBack() {
 	c.mu.Unlock()
 }
 
+// Progress handles what the peer of the CQ's sole connection has already sent, on the
+// calling goroutine, if nobody reads that connection (a leader left its role idle): it
+// takes the role, reads and handles the frames that have arrived, without waiting for
+// more at a frame boundary (it does wait for the rest of a frame that has begun), and
+// leaves the role idle again, or hands it to the reader goroutine if a waiter came
+// meanwhile. It reports whether it handled a frame. It does nothing when the role is held
+// (by a leader, or by the reader goroutine, which then serves the peer itself).
+//
+// A goroutine that spins on a condition that a peer's request sets (a remote atomic on
+// this process's memory) calls it in its spin: the request is then served as soon as it
+// lands, by the spinning goroutine, instead of by the reader goroutine after its wake-up
+// through the network poller, or after the idle-role watcher's hand-back. Each call costs
+// the CQ's lock and, with the role idle, a read(2).
+func (c *cq) Progress() bool {
+	c.mu.Lock()
+	cn := c.idleLeadLocked()
+	if cn == nil || c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	cn.role = roleLead
+	cn.takenLocked()
+	c.leading = cn
+	c.mu.Unlock()
+	served := cn.serveReady()
+	c.mu.Lock()
+	// A waiter that came meanwhile sleeps on the eventfd or the channel, where nothing
+	// but a push wakes it: the reader goroutine takes the role and reads for it.
+	c.releaseLocked(cn, c.waiters == 0 && !c.efBusy)
+	if c.n > 0 {
+		c.wakeLocked(c.n)
+	}
+	c.mu.Unlock()
+	return served
+}
+
+// serveReady is Progress's loop: it handles frames until a frame boundary finds nothing
+// more to read, or a fault (left in leadFault, as a leader leaves it), and reports whether
+// it handled one. Owed acks are flushed before each look, as the role is left idle after.
+func (cn *qconn) serveReady() bool {
+	c := cn.q.rcq
+	cn.c.setDirect(true) // as for a leader: the socket stays out of the reader's poller
+	cn.rd.poll = true
+	defer func() { cn.rd.poll = false }()
+	served := false
+	for {
+		if cn.rd.buffered() < hdrSize && cn.flushAck() != nil {
+			cn.leadFault = faultIO
+			return served
+		}
+		h, err := cn.rd.header()
+		if err != nil {
+			switch {
+			case errors.Is(err, errNothing):
+			case errors.Is(err, errBadFrame):
+				cn.leadFault = faultProtocol
+			default:
+				cn.leadFault = faultIO
+			}
+			return served
+		}
+		c.leaderBusy.Store(true)
+		f := cn.frame(&h)
+		c.leaderBusy.Store(false)
+		if f != nil {
+			cn.leadFault = f
+			return served
+		}
+		served = true
+	}
+}
+
 // kickLeaderLocked wakes a leader parked in Read.
 func (c *cq) kickLeaderLocked() {
 	c.ldKicked = true

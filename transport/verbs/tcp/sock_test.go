@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -319,5 +320,60 @@ func TestSpinOf(t *testing.T) {
 		if got := spinOf(c.mode, c.spin); got != c.want {
 			t.Errorf("spinOf(%v, %v) = %v, want %v", c.mode, c.spin, got, c.want)
 		}
+	}
+}
+
+// TestFrameReaderPoll: in poll mode a header read that finds nothing, or only part of a
+// header, fails with errNothing at once and keeps what arrived; a frame that has begun is
+// read to its end, waiting for the rest of its payload.
+func TestFrameReaderPoll(t *testing.T) {
+	s, peer := sockPair(t)
+	s.setDirect(true)
+	f := newFrameReader(nil, s)
+	f.poll = true
+	if _, err := f.header(); !errors.Is(err, errNothing) {
+		t.Fatalf("header with nothing sent: %v, want errNothing", err)
+	}
+	pay := bytes.Repeat([]byte("poll"), 2500) // 10000 B: partly buffered, partly direct
+	frame := append(encode(header{op: opSend, payloadLen: uint32(len(pay))}), pay...)
+	write := func(b []byte) {
+		t.Helper()
+		if _, err := peer.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(frame[:10])
+	for end := time.Now().Add(5 * time.Second); f.buffered() < 10; {
+		if _, err := f.header(); !errors.Is(err, errNothing) {
+			t.Fatalf("header with 10 bytes sent: %v, want errNothing", err)
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%d bytes buffered, want 10", f.buffered())
+		}
+	}
+	write(frame[10 : hdrSize+100])
+	var h header
+	for end := time.Now().Add(5 * time.Second); ; {
+		var err error
+		if h, err = f.header(); err == nil {
+			break
+		} else if !errors.Is(err, errNothing) || time.Now().After(end) {
+			t.Fatalf("header once sent: %v", err)
+		}
+	}
+	if h.op != opSend || int(h.payloadLen) != len(pay) {
+		t.Fatalf("header %+v", h)
+	}
+	got := make([]byte, len(pay))
+	done := make(chan error, 1)
+	go func() { done <- f.readFull(got) }()
+	select {
+	case err := <-done:
+		t.Fatalf("the payload read returned (%v) before the rest was sent", err)
+	case <-time.After(30 * time.Millisecond):
+	}
+	write(frame[hdrSize+100:])
+	if err := waitErr(t, done, "payload"); err != nil || !bytes.Equal(got, pay) {
+		t.Fatalf("payload: %v, equal %v", err, bytes.Equal(got, pay))
 	}
 }

@@ -3,6 +3,7 @@ package tcp
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -580,4 +581,82 @@ func TestWatchReadable(t *testing.T) {
 	if n, err := unix.Read(f, buf); n != 0 || err != nil {
 		t.Fatalf("the peer read %d bytes, %v after the rank closed its end; want end of file", n, err)
 	}
+}
+
+// TestCQProgress: a role that a leader left idle (the watcher never rings here) is served
+// by Progress on the calling goroutine: the peer's read and fetch-add of a's memory wait
+// in the socket until a call, which serves them, reports it, and leaves the role idle
+// again. A call with nothing arrived serves nothing and returns at once. While a leader
+// holds the role, Progress leaves it alone and the leader serves the peer.
+func TestCQProgress(t *testing.T) {
+	w := NewWatcher(time.Hour) // never scanned: only Progress serves the idle role
+	defer w.Close()
+	a := newSide(t, openDev(t, watchedCfg(t, w)), verbs.QPAttr{})
+	b := newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
+	connect(t, a, b)
+	src, dst := newBuf(t, b, arenaMem, 64), newBuf(t, a, arenaMem, 64)
+	cn, ac := qconnOf(t, a), a.cq.(*cq)
+	leadOnce(t, a, b, src, dst, 1)
+
+	start := time.Now()
+	if ac.Progress() {
+		t.Fatal("Progress served a frame when the peer had sent none")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Progress with nothing to read took %v", d)
+	}
+	progress := func(what string) {
+		t.Helper()
+		for end := time.Now().Add(10 * time.Second); !ac.Progress(); {
+			if time.Now().After(end) {
+				t.Fatalf("%s: Progress never served it", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if v := idleSlot(cn); v&3 != slotIdle {
+			t.Fatalf("%s: after Progress the slot is %#x, not idle", what, v)
+		}
+	}
+
+	binary.LittleEndian.PutUint64(dst.b[16:24], 40)
+	post(t, b.qp, verbs.SendWR{WRID: 2, Op: verbs.OpRDMARead, Flags: verbs.Signaled, Local: src.b[8:16],
+		LKey: src.key, Remote: verbs.RemoteAddr{RKey: dst.key, Offset: 16}})
+	quiet(t, b.cq, 50*time.Millisecond, "a read of a's memory while a's role is idle")
+	progress("the read")
+	wantWC(t, waitWC(t, b.cq), 2, verbs.Success, verbs.WCRDMARead)
+	if got := binary.LittleEndian.Uint64(src.b[8:16]); got != 40 {
+		t.Fatalf("the read returned %d, want 40", got)
+	}
+
+	post(t, b.qp, verbs.SendWR{WRID: 3, Op: verbs.OpAtomicFetchAdd, Flags: verbs.Signaled, Local: src.b[24:32],
+		LKey: src.key, Remote: verbs.RemoteAddr{RKey: dst.key, Offset: 16}, CompareAdd: 2})
+	quiet(t, b.cq, 50*time.Millisecond, "a fetch-add of a's memory while a's role is idle")
+	progress("the fetch-add")
+	wantWC(t, waitWC(t, b.cq), 3, verbs.Success, verbs.WCFetchAdd)
+	if got, now := binary.LittleEndian.Uint64(src.b[24:32]), binary.LittleEndian.Uint64(dst.b[16:24]); got != 40 || now != 42 {
+		t.Fatalf("the fetch-add returned %d and left %d, want 40 and 42", got, now)
+	}
+
+	// A leader: a waits for a receive, and serves b's read meanwhile.
+	postRecv(t, a.qp, verbs.RecvWR{WRID: 4, Local: dst.b[:8], LKey: dst.key})
+	got := waitWCAsync(t, a.cq)
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		ac.mu.Lock()
+		led := ac.leading == cn
+		ac.mu.Unlock()
+		if led {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("a's waiter never took the role")
+		}
+	}
+	post(t, b.qp, verbs.SendWR{WRID: 5, Op: verbs.OpRDMARead, Flags: verbs.Signaled, Local: src.b[8:16],
+		LKey: src.key, Remote: verbs.RemoteAddr{RKey: dst.key, Offset: 16}})
+	wantWC(t, waitWC(t, b.cq), 5, verbs.Success, verbs.WCRDMARead)
+	if ac.Progress() {
+		t.Fatal("Progress served a frame while a leader held the role")
+	}
+	post(t, b.qp, verbs.SendWR{WRID: 6, Op: verbs.OpSend, Local: src.b[:8], LKey: src.key})
+	wantWC(t, <-got, 4, verbs.Success, verbs.WCRecv)
 }

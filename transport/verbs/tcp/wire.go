@@ -126,6 +126,10 @@ func (h *header) put(b *[hdrSize]byte) {
 // errBadFrame is wrapped by every frame decoding error.
 var errBadFrame = errors.New("bad frame")
 
+// errNothing is a frame reader's answer, in poll mode, to a header read that would have
+// to wait: nothing more has arrived at a frame boundary.
+var errNothing = errors.New("tcp: nothing to read")
+
 func frameErr(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errBadFrame}, args...)...)
 }
@@ -238,11 +242,16 @@ type frameReader struct {
 	// partial header stays buffered); mid-frame it is cleared and the read resumed, as a
 	// leader's kick may only end its wait between frames (lead.go).
 	boundary bool
+	// poll: a header read that finds nothing does not wait but fails with errNothing (the
+	// partial header stays buffered); reads mid-frame wait as usual (cq.Progress).
+	poll bool
 
-	dst  []byte // rawRead's destination
-	n    int
-	errn syscall.Errno
-	fn   func(fd uintptr) bool
+	dst   []byte // rawRead's destination
+	n     int
+	errn  syscall.Errno
+	fn    func(fd uintptr) bool
+	try   func(fd uintptr) // rawTry, bound once
+	tried bool
 }
 
 const (
@@ -268,6 +277,9 @@ func (f *frameReader) rawRead(fd uintptr) bool {
 		return true
 	}
 }
+
+// rawTry is the Control callback of a poll-mode header read: one attempt.
+func (f *frameReader) rawTry(fd uintptr) { f.tried = f.rawRead(fd) }
 
 // direct fills dst from the connection, bypassing the buffer.
 func (f *frameReader) direct(dst []byte) error {
@@ -338,10 +350,18 @@ func (f *frameReader) read(dst []byte) (int, error) {
 		return f.r.Read(dst)
 	}
 	if f.fn == nil {
-		f.fn = f.rawRead
+		f.fn, f.try = f.rawRead, f.rawTry
 	}
 	f.dst = dst
-	err := f.raw.Read(f.fn)
+	var err error
+	if f.poll && f.boundary {
+		f.tried = false
+		if err = f.raw.Control(f.try); err == nil && !f.tried {
+			err = errNothing
+		}
+	} else {
+		err = f.raw.Read(f.fn)
+	}
 	f.dst = nil
 	switch {
 	case err != nil:

@@ -20,7 +20,9 @@ import (
 //     the target's memory, and an atomic store of 0 releases the word;
 //   - otherwise (another host, or user memory of a Create window reached by cross-memory
 //     attach): the word is taken by a CPU compare-and-swap where the target's metadata is
-//     mapped, else by a remote compare-and-swap; the range is read by RDMA into a scratch
+//     mapped, else by a remote compare-and-swap, with the read of a range of up to 64 KiB
+//     posted right behind it (lockAccRead: one round trip instead of two, the read wasted
+//     when the word was held); the range is read by RDMA into a scratch
 //     buffer, computed, and written back by RDMA; the word is released after the write
 //     (by a remote compare-and-swap posted behind the write on the same connection, which
 //     the target executes in order, or by a CPU store once the write has completed).
@@ -206,17 +208,23 @@ func (w *Win[T]) accInit(t *target[T]) {
 func (w *Win[T]) rmwChunk(s span[T], a *rmw[T], off, k int) error {
 	t := s.t
 	st := &t.acc
-	if err := w.lockAcc(t); err != nil {
-		return err
-	}
 	cur := st.buf[:k]
 	boff := uint64(off * w.esize)
-	err := s.data.Read(st.ctr, boff, asBytes(cur))
-	if err == nil {
-		err = st.ctr.Wait(context.Background())
-	}
+	got, err := w.lockAccRead(t, s, boff, cur)
 	if err != nil {
-		return w.abandonAcc(t, err)
+		return err
+	}
+	if !got {
+		if err := w.lockAcc(t); err != nil {
+			return err
+		}
+		err := s.data.Read(st.ctr, boff, asBytes(cur))
+		if err == nil {
+			err = st.ctr.Wait(context.Background())
+		}
+		if err != nil {
+			return w.abandonAcc(t, err)
+		}
 	}
 	write := a.origin != nil && a.op.Kind() != collectives.OpNoOp
 	switch {
@@ -285,6 +293,42 @@ func (w *Win[T]) lockAcc(t *target[T]) error {
 	}
 	return err
 }
+
+// lockAccRead tries once to take t's accumulate word by remote compare-and-swap and to
+// read the range at boff into cur, in one round trip: the read is posted behind the
+// compare-and-swap on the same connection, so the target runs it after, under the word
+// when the swap succeeded. It reports whether it took the word (cur then holds the range).
+// It does not try where t's metadata is mapped (a CPU compare-and-swap costs nothing
+// there) or for a range over accPipelined bytes (a failed try would have read it for
+// nothing); the caller then takes the word and reads as usual. On an error the word is
+// released if it was taken. t.acc.mu is held.
+//
+// Why. An accumulate-type operation over tcp took three round trips (take the word, read,
+// write and release). With the first two in one, taking the word and reading 8 bytes
+// went from 22.8 to 19.4-21.0 us over tcp loopback (an instrumented build), where the
+// system calls at both ends, not the wire, make most of a round trip; on a network whose
+// round trip is longer, a whole one is saved.
+func (w *Win[T]) lockAccRead(t *target[T], s span[T], boff uint64, cur []T) (bool, error) {
+	if t.mw != nil || len(cur)*w.esize > accPipelined {
+		return false, nil
+	}
+	st := &t.acc
+	err := t.meta.CmpSwap(st.ctr, uint64(mAcc*wordLen), 0, w.accID(), st.res[:])
+	if err != nil {
+		return false, err
+	}
+	err = s.data.Read(st.ctr, boff, asBytes(cur))
+	if werr := st.ctr.Wait(context.Background()); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return false, w.abandonAcc(t, err)
+	}
+	return binary.NativeEndian.Uint64(st.res[:]) == 0, nil
+}
+
+// accPipelined is the largest range (bytes) whose read lockAccRead posts with its try.
+const accPipelined = 64 << 10
 
 // unlockAccRemote releases t's accumulate word after this rank's transport-path
 // requests to t: by a CPU store once they have completed where t's metadata is mapped,

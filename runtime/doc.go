@@ -117,10 +117,9 @@
 // such ranks to the cores in turn, --bind-to) gives the processor away at every round
 // (sched_yield), a wait for a peer bound elsewhere never does, and any other wait does
 // after a few microseconds. Over tcp a hybrid wait on a rank's only connection reads
-// the socket itself and tries it for GORMA_SPIN before it sleeps, and tcp's reader
-// goroutines, which serve peers' requests, try their sockets for GORMA_SPIN before they
-// sleep while nothing else of the rank runs, unless the host's ranks outnumber its
-// processors. A bad value makes
+// the socket itself and tries it for GORMA_SPIN before it sleeps, and that connection's
+// goroutine, which serves the peer's requests, tries it for GORMA_SPIN before it sleeps
+// while nothing else of the rank runs, unless the host's ranks outnumber its processors. A bad value makes
 // Init fail with an ErrConfig error naming the variable and the choices. The runtime
 // spins itself, polling every device without holding its lock, and sleeps in the
 // device's CQ.Wait (a rank that uses both shm and tcp sleeps through one relay goroutine

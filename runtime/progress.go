@@ -33,8 +33,8 @@ import (
 // the host is oversubscribed, spins in the one place that helps: a wait on the only
 // connection reads its socket itself (the provider's leader) and tries it without
 // blocking for GORMA_SPIN before it sleeps (8-byte half round trip 6 us against 16-18);
-// and tcp's reader goroutines try their sockets for GORMA_SPIN before they park while
-// nothing else of the rank runs, which serves passive-target requests of peers without a
+// and that connection's reader goroutine tries its socket for GORMA_SPIN before it parks
+// while nothing else of the rank runs, which serves passive-target requests of peers without a
 // wake-up (8-byte RDMA read 9.6-10.4 us against 22.5-34.2).
 // How the poller sleeps depends on
 // how many devices (completion queues) the rank uses:

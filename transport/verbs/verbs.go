@@ -25,9 +25,9 @@ const (
 	// A provider whose completions come from its own goroutines in this process (tcp)
 	// blocks at once instead, as spinning would take the core those goroutines need,
 	// unless the waiter reads the connection itself (tcp's leader): it then tries the
-	// socket without blocking for Config.Spin before it blocks. tcp's reader goroutines,
-	// which serve the peer's requests, also try their socket for Config.Spin before they
-	// park, while no other goroutine of the process runs.
+	// socket without blocking for Config.Spin before it blocks. The reader goroutine of
+	// such a connection, which serves the peer's requests, also tries its socket for
+	// Config.Spin before it parks, while no other goroutine of the process runs.
 	WaitHybrid WaitMode = iota
 	// WaitSpin only spins (yielding the processor between polls). Lowest latency when every
 	// rank has a core of its own.

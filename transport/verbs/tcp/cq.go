@@ -83,6 +83,8 @@ type cq struct {
 	leading    *qconn      // a waiter reads it
 	ldKicked   bool        // the leader's read deadline was set to wake it
 	leaderBusy atomic.Bool // the leader is handling a frame: its pushes need no kick
+	// solo mirrors sole for readers outside mu (the reader goroutine's spin gate).
+	solo atomic.Pointer[qconn]
 }
 
 func newCQ(d *device, depth int) *cq {
@@ -211,8 +213,9 @@ func (c *cq) Poll(wcs []verbs.WC) (int, error) {
 // need. Measured with verbsperf read_lat on 2 cores: a 50 µs spin made an 8 B read take
 // about 70 µs against about 32 µs when blocking at once. A waiter that leads (lead.go)
 // is the reader itself, and it does spin: it tries the socket without blocking for
-// Config.Spin before it blocks in ppoll (sock.spinRead). So do reader goroutines while
-// the rest of the process is idle, as it is with its waiters blocked (sock.spinIdle).
+// Config.Spin before it blocks in ppoll (sock.spinRead). So does the connection's reader
+// goroutine while the rest of the process is idle, as it is with its waiters blocked
+// (sock.spinIdle).
 func (c *cq) Wait(ctx context.Context) error {
 	if c.avail.Load() > 0 {
 		return nil

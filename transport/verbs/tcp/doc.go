@@ -138,9 +138,10 @@
 // reading goroutine (and, on one host, the peer's process) needs. On a 2-core machine its
 // 50 µs spin doubled the latency of an 8-byte RDMA read between two processes. The
 // readers spin instead, in WaitHybrid with a Config.Spin budget: a leader tries its
-// socket without blocking for the budget before it blocks in ppoll, and a reader
-// goroutine about to park in the network poller tries its socket for the budget while
-// no other goroutine of the process runs or waits to run (runtime/metrics), giving its
+// socket without blocking for the budget before it blocks in ppoll, and the reader
+// goroutine of a connection alone on its CQ (the one a waiter could lead), about to park
+// in the network poller, tries its socket for the budget while no other goroutine of the
+// process runs or waits to run (runtime/metrics), giving its
 // core away (sched_yield) after each empty attempt (sock.go, spinIdle). A passive
 // target whose application is blocked so answers a request without a wake-up through the
 // poller: an 8-byte RDMA read took 9.6-10.4 us against 22.5-34.2 us parking at once, and

@@ -85,6 +85,7 @@ func (cn *qconn) register() {
 		if c.conns == 1 && leadable {
 			c.sole = cn
 		}
+		c.solo.Store(c.sole)
 		c.mu.Unlock()
 	}
 	if w := cn.d.watch; w != nil && cn.roleRaw != nil {
@@ -110,6 +111,7 @@ func (cn *qconn) unregister() {
 		c.conns--
 		if c.sole == cn {
 			c.sole = nil
+			c.solo.Store(nil)
 		}
 		if c == q.rcq {
 			cn.role = roleFault // never idle again: no waiter takes it

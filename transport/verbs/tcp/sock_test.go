@@ -377,3 +377,40 @@ func TestFrameReaderPoll(t *testing.T) {
 		t.Fatalf("payload: %v, equal %v", err, bytes.Equal(got, pay))
 	}
 }
+
+// TestReaderSpinSoleOnly: a connection's reader may spin only while it is alone on its
+// CQ, as a leader may only lead such one: with a second connection on the CQ (a rank with
+// several peers, which on hosts sharing cores would spin one reader per process) its gate
+// stays shut.
+func TestReaderSpinSoleOnly(t *testing.T) {
+	cfg := testCfg()
+	cfg.Wait, cfg.Spin = verbs.WaitHybrid, 50*time.Microsecond
+	a := newSide(t, openDev(t, cfg), verbs.QPAttr{})
+	b := newSide(t, openDev(t, cfg), verbs.QPAttr{})
+	connect(t, a, b)
+	cn, ac := qconnOf(t, a), a.cq.(*cq)
+	if cn.c.spin != cfg.Spin {
+		t.Fatalf("the reader's spin budget is %v, want %v", cn.c.spin, cfg.Spin)
+	}
+	if !cn.soleOnCQ() {
+		t.Fatal("a connection alone on its CQ is not its sole one")
+	}
+	// A second QP of a on the same CQ, to a third device.
+	qp2, err := a.pd.CreateQP(verbs.QPAttr{SendCQ: a.cq, RecvCQ: a.cq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := qp2.ToInit(); err != nil {
+		t.Fatal(err)
+	}
+	c := newSide(t, openDev(t, cfg), verbs.QPAttr{})
+	connect(t, &side{dev: a.dev, pd: a.pd, cq: a.cq, qp: qp2}, c)
+	if cn.soleOnCQ() || ac.solo.Load() != nil {
+		t.Fatal("a CQ with two connections still has a sole one")
+	}
+	for range 100 { // whatever the rest of the process does
+		if cn.c.idle() {
+			t.Fatal("the spin gate of a connection that shares its CQ opened")
+		}
+	}
+}

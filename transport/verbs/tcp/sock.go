@@ -282,20 +282,7 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 // ping-pong measured 6.2-8.5 us half round trip against 18-20 us blocking at once, and
 // Open MPI's tcp transport, which polls, 5.6 us (docs/benchmarks.md, twenty-third
 // session). Each attempt is a read(2) of a non-blocking socket, about a microsecond.
-func (s *sock) spinRead(f func(fd uintptr) bool) bool {
-	end := time.Now().Add(s.spin)
-	for i := 1; ; i++ {
-		if f(uintptr(s.fd)) {
-			return true
-		}
-		if s.state.Load()&1 != 0 || s.rdl.Load() != 0 {
-			return false
-		}
-		if i%spinCheckEvery == 0 && time.Now().After(end) {
-			return false
-		}
-	}
-}
+func (s *sock) spinRead(f func(fd uintptr) bool) bool { return s.spinLoop(f, false, nil) }
 
 // spinIdle is the reader goroutine's spin (direct off): while no other goroutine of the
 // process runs or waits to run, it calls f, a non-blocking attempt, until f reports done,
@@ -315,9 +302,15 @@ func (s *sock) spinRead(f func(fd uintptr) bool) bool {
 // both, 16.6-19.6 us. The first gate alone was not enough (77-82 us): a waiter that this
 // goroutine's completion woke waited for the core the spin kept, which the yield gives.
 func (s *sock) spinIdle(f func(fd uintptr) bool) bool {
-	if !s.idle() {
-		return false
-	}
+	return s.idle() && s.spinLoop(f, true, s.idle)
+}
+
+// spinLoop is both spins: it calls f until f reports done, for at most s.spin, and
+// reports whether it did; it stops at once when the socket is closed or a read deadline
+// is set. yield gives the processor away (sched_yield) after each empty attempt; gate,
+// if not nil, is looked at with the clock, every spinCheckEvery attempts, and ends the
+// spin when false.
+func (s *sock) spinLoop(f func(fd uintptr) bool, yield bool, gate func() bool) bool {
 	end := time.Now().Add(s.spin)
 	for i := 1; ; i++ {
 		if f(uintptr(s.fd)) {
@@ -326,8 +319,10 @@ func (s *sock) spinIdle(f func(fd uintptr) bool) bool {
 		if s.state.Load()&1 != 0 || s.rdl.Load() != 0 {
 			return false
 		}
-		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-		if i%spinCheckEvery == 0 && (time.Now().After(end) || !s.idle()) {
+		if yield {
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		}
+		if i%spinCheckEvery == 0 && (time.Now().After(end) || gate != nil && !gate()) {
 			return false
 		}
 	}

@@ -70,7 +70,8 @@ import (
 //	word 5         the device's memory regions that peers may write or update (the
 //	               RemoteWrite or RemoteAtomic right: windows), written by the rank
 //	word 6         1 once a leader of the device left a role idle, written by the rank
-//	word 7         reserved (zero)
+//	word 7         1 while the watcher scans the page every tick (it read word 5 or 6
+//	               non-zero at its last scan), written by the watcher; 0 before
 //	word 8+i       slot i: a count of transitions << 2 | a state (slotBusy, slotIdle,
 //	               slotParked); written by the rank only
 //	word 8+S+i     slot i's socket: a generation << 32 | the descriptor in the rank, 0
@@ -429,19 +430,31 @@ func (w *watch) led() {
 	}
 }
 
+// ticking reports whether the watcher scans the page every tick (page word 7): until it
+// does, a role left to it could wait a whole watchSlow (50 ms) for its hand-back, as the
+// first passive-target request to a rank that had just allocated a window did (rmabench
+// busy_get over tcp: 10-40 ms in its first round, 0.2-2.2 ms in the others). A watcher
+// that predates the word never sets it, and roles are then handed back at once, as
+// without a watch.
+func (w *watch) ticking() bool { return watchWord(w.page, 7).Load() != 0 }
+
 // exposes reports whether a region with access counts for the watch: one that peers may
 // change without the rank taking part, which only the rank's progress (its reader
 // goroutines) serves.
 func exposes(access verbs.Access) bool { return access&(verbs.RemoteWrite|verbs.RemoteAtomic) != 0 }
 
 // deferRoleLocked leaves cn's idle role to the watcher: it marks cn's slot idle instead
-// of writing the role eventfd. It reports false when cn has no slot and none is free.
+// of writing the role eventfd. It reports false when cn has no slot (none was free) or
+// the watcher does not tick for the page yet (ticking): the caller writes the eventfd.
 // Called with the CQ's mu held, cn.role idle.
 func (cn *qconn) deferRoleLocked() bool {
 	if cn.wslot < 0 {
 		return false
 	}
 	cn.d.watch.led()
+	if !cn.d.watch.ticking() {
+		return false // the watcher may scan only in watchSlow: hand the role back now
+	}
 	setSlot(cn.d.watch.slot(cn.wslot), slotIdle)
 	cn.rolePosted = false
 	return true
@@ -810,6 +823,12 @@ func (w *Watcher) scan() time.Duration {
 			p.forgetClosed(n)
 		} else {
 			p.forgetClosed(0) // parked readers are watched only while fast
+		}
+		if v := uint64(0); fast != (watchWord(p.page, 7).Load() != 0) {
+			if fast {
+				v = 1
+			}
+			watchWord(p.page, 7).Store(v) // the rank leaves roles to the watcher only then
 		}
 		var ring bool
 		ring, p.cand = staleSlots(func(i int) uint64 { return slotWord(p.page, i).Load() }, n, p.last[:], p.cand[:0])

@@ -105,24 +105,40 @@ func leftToWatcher(cn *qconn) bool {
 		cn.d.watch.slot(cn.wslot).Load()&3 == slotIdle
 }
 
-// leadOnce gets a's reading role to a's application and leaves it idle there: b sends,
-// a waits for the receive, until a wait returns from leading (the reader lends its role
-// to a waiter only at a frame boundary, so the first waits may get their completion from
-// the reader).
+// leadOnce gets a's reading role to a's application and leaves it idle there: a waits
+// for a receive, b reads a's memory and then sends, until a wait returns from leading
+// (the reader lends its role to a waiter only at a frame boundary; a also leaves the
+// role idle only once its watcher ticks for it).
 func leadOnce(t *testing.T, a, b *side, src, dst buf, wrid uint64) {
 	t.Helper()
 	cn := qconnOf(t, a)
+	ro, err := a.pd.AllocMR(8, verbs.RemoteRead) // read-only: exposes nothing to the watch
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Dereg()
 	for range 50 {
-		postRecv(t, a.qp, verbs.RecvWR{WRID: wrid, Local: dst.b, LKey: dst.key})
+		postRecv(t, a.qp, verbs.RecvWR{WRID: wrid, Local: dst.b[:8], LKey: dst.key})
 		got := waitWCAsync(t, a.cq)
 		time.Sleep(5 * time.Millisecond) // a waits first
+		// A read of a's memory wakes a's reader without a completion at a: back at its
+		// frame boundary, it finds a's waiter parked and offers it the role, and the waiter
+		// leads for the Send. (Woken by the Send itself, the reader would complete the
+		// wait first, and a wait would lead only when it won a race with the reader.)
+		post(t, b.qp, verbs.SendWR{WRID: wrid, Op: verbs.OpRDMARead, Local: src.b[16:24], LKey: src.key,
+			Remote: verbs.RemoteAddr{RKey: ro.RKey()}})
+		time.Sleep(5 * time.Millisecond)
 		post(t, b.qp, verbs.SendWR{WRID: wrid, Op: verbs.OpSend, Local: src.b[:8], LKey: src.key})
 		wantWC(t, <-got, wrid, verbs.Success, verbs.WCRecv)
 		if leftToWatcher(cn) {
 			return
 		}
 	}
-	t.Fatal("no wait of a's led: its role never went idle")
+	c := cn.q.rcq
+	c.mu.Lock()
+	role, posted, slot, w7 := cn.role, cn.rolePosted, cn.d.watch.slot(cn.wslot).Load(), watchWord(cn.d.watch.page, 7).Load()
+	c.mu.Unlock()
+	t.Fatalf("no wait of a's led: its role never went idle (role %d posted %v slot %#x word7 %d)", role, posted, slot, w7)
 }
 
 // TestIdleWatchHandsRoleBack: a leader leaving Wait leaves its role idle without waking
@@ -659,4 +675,46 @@ func TestCQProgress(t *testing.T) {
 	}
 	post(t, b.qp, verbs.SendWR{WRID: 6, Op: verbs.OpSend, Local: src.b[:8], LKey: src.key})
 	wantWC(t, <-got, 4, verbs.Success, verbs.WCRecv)
+}
+
+// TestDeferRoleWaitsForTicking: a leader leaves its idle role to the watcher only once
+// the watcher scans the rank's page every tick (page word 7, which the watcher sets at a
+// scan that finds the page needs it and clears when it no longer does); before that, the
+// role is handed back at once, as without a watch.
+func TestDeferRoleWaitsForTicking(t *testing.T) {
+	w := NewWatcher(time.Hour) // scanned by hand
+	defer w.Close()
+	a := newSide(t, openDev(t, watchedCfg(t, w)), verbs.QPAttr{})
+	b := newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
+	connect(t, a, b)
+	newBuf(t, a, arenaMem, 64) // exposed memory: the page needs fast ticks
+	cn, wa := qconnOf(t, a), a.dev.watch
+	word := watchWord(wa.page, 7)
+	deferred := func() bool {
+		c := cn.q.rcq
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		slot, posted := wa.slot(cn.wslot).Load(), cn.rolePosted
+		ok := cn.deferRoleLocked()
+		wa.slot(cn.wslot).Store(slot) // the reader holds the role: undo the marks
+		cn.rolePosted = posted
+		return ok
+	}
+	word.Store(0) // as before the watcher's first fast scan, or with a watcher without the word
+	if deferred() {
+		t.Fatal("a role was left to a watcher that does not tick for the page")
+	}
+	w.scan()
+	if word.Load() != 1 {
+		t.Fatalf("after a scan of a page that needs ticks, word 7 is %d, want 1", word.Load())
+	}
+	if !deferred() {
+		t.Fatal("a role was not left to a watcher that ticks for the page")
+	}
+	watchWord(wa.page, 5).Store(0) // forged: no exposed memory, and never led
+	watchWord(wa.page, 6).Store(0)
+	w.scan()
+	if word.Load() != 0 {
+		t.Fatalf("after a scan of a page that needs no ticks, word 7 is %d, want 0", word.Load())
+	}
 }

@@ -135,8 +135,9 @@
 // goroutine, woken by a ticker and by the ping delegate. A job's spawner (spawn.go) holds
 // the ranks' idle-role watcher (tcp.Watcher: one goroutine on a timer, 1 ms while a
 // rank needs it (it led a tcp wait, or has a window), 50 ms otherwise; only for jobs that
-// may use tcp: --transport tcp, or ranks on several hosts), which hands the tcp reading
-// roles that ranks leave idle back to their progress goroutines and rings ranks whose
+// may use tcp: --transport tcp, or ranks on several hosts; a rank leaves roles to it
+// only once it ticks for the rank), which hands the tcp reading roles that ranks leave
+// idle back to their progress goroutines and rings ranks whose
 // progress goroutines are stranded (docs/launcher.md "Idle-role watch"); it stops with
 // the spawner. Every
 // goroutine ends with its connection, its process, the job, or the cluster member (the

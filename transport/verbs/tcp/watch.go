@@ -46,7 +46,9 @@ import (
 // a wait and left a role idle (a connection alone on its CQ), or that holds memory peers
 // may write or update on their own (windows: regions with the RemoteWrite or RemoteAtomic
 // right). For the others it scans every watchSlow and does not watch parked readers
-// (Go's sysmon polls every 10 ms anyway). A wake-up every millisecond is not free: on
+// (Go's sysmon polls every 10 ms anyway). It marks the pages it ticks for (word 7), and
+// a leader leaves its role idle to the watcher only on such a page; before, it writes
+// the reader's role eventfd itself, so a role is never left to a scan 50 ms away. A wake-up every millisecond is not free: on
 // this machine's virtual CPUs each one, with the Go runtime's own reaction to it, costs
 // the process tens of microseconds, and the four watchers of a job over four
 // network-namespace hosts sharing 2 cores made its large Allreduce 15-25% slower, as

@@ -59,7 +59,8 @@ type sock struct {
 	spin time.Duration
 	// spinHits counts Reads that a spin served (reader only; for tests).
 	spinHits int64
-	// idle gates the reader goroutine's spin (spinIdle): othersIdle on sched, or a test's.
+	// idle gates the reader goroutine's spin (spinIdle), set by its connection (newQconn:
+	// soleOnCQ and othersIdle on sched) or a test; nil: the reader never spins.
 	idle  func() bool
 	sched schedSamples
 
@@ -93,7 +94,6 @@ func newSock(c *net.TCPConn) (*sock, error) {
 		return nil, os.NewSyscallError("fcntl", derr)
 	}
 	s := &sock{fd: fd, rwake: -1, inFD: -1}
-	s.idle = func() bool { return othersIdle(&s.sched) }
 	fail := func(op string, err error) (*sock, error) {
 		s.closeFDs()
 		return nil, os.NewSyscallError(op, err)
@@ -242,7 +242,7 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 	}
 	defer s.decref()
 	if !s.direct.Load() {
-		if s.spin > 0 && s.spinIdle(f) {
+		if s.spin > 0 && s.idle != nil && s.spinIdle(f) {
 			s.spinHits++
 			return nil
 		}

@@ -105,11 +105,24 @@ func leftToWatcher(cn *qconn) bool {
 		cn.d.watch.slot(cn.wslot).Load()&3 == slotIdle
 }
 
+// handWatchedPair connects a, on a device watched by a watcher the test scans by hand
+// (its own timer asks for a scan only every hour once a page needs ticks), to b.
+func handWatchedPair(t *testing.T) (w *Watcher, a, b *side) {
+	t.Helper()
+	w = NewWatcher(time.Hour)
+	t.Cleanup(func() { w.Close() })
+	a = newSide(t, openDev(t, watchedCfg(t, w)), verbs.QPAttr{})
+	b = newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
+	connect(t, a, b)
+	return w, a, b
+}
+
 // leadOnce gets a's reading role to a's application and leaves it idle there: a waits
 // for a receive, b reads a's memory and then sends, until a wait returns from leading
-// (the reader lends its role to a waiter only at a frame boundary; a also leaves the
-// role idle only once its watcher ticks for it).
-func leadOnce(t *testing.T, a, b *side, src, dst buf, wrid uint64) {
+// (the reader lends its role to a waiter only at a frame boundary). a leaves the role
+// idle only once its watcher ticks for it: w, which the test scans by hand, is scanned
+// while it does not.
+func leadOnce(t *testing.T, w *Watcher, a, b *side, src, dst buf, wrid uint64) {
 	t.Helper()
 	cn := qconnOf(t, a)
 	ro, err := a.pd.AllocMR(8, verbs.RemoteRead) // read-only: exposes nothing to the watch
@@ -118,6 +131,9 @@ func leadOnce(t *testing.T, a, b *side, src, dst buf, wrid uint64) {
 	}
 	defer ro.Dereg()
 	for range 50 {
+		if !a.dev.watch.ticking() {
+			w.scan()
+		}
 		postRecv(t, a.qp, verbs.RecvWR{WRID: wrid, Local: dst.b[:8], LKey: dst.key})
 		got := waitWCAsync(t, a.cq)
 		time.Sleep(5 * time.Millisecond) // a waits first
@@ -145,15 +161,11 @@ func leadOnce(t *testing.T, a, b *side, src, dst buf, wrid uint64) {
 // the reader; the peer's read of its memory is served only once the watcher rings, which
 // it does for a role idle at the same count on two scans.
 func TestIdleWatchHandsRoleBack(t *testing.T) {
-	w := NewWatcher(time.Hour) // scanned by hand
-	defer w.Close()
-	a := newSide(t, openDev(t, watchedCfg(t, w)), verbs.QPAttr{})
-	b := newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
-	connect(t, a, b)
+	w, a, b := handWatchedPair(t)
 	src, dst := newBuf(t, b, arenaMem, 64), newBuf(t, a, arenaMem, 64)
 	cn := qconnOf(t, a)
 	for i := range uint64(3) {
-		leadOnce(t, a, b, src, dst, i)
+		leadOnce(t, w, a, b, src, dst, i)
 		post(t, b.qp, verbs.SendWR{WRID: 100 + i, Op: verbs.OpRDMARead, Flags: verbs.Signaled, Local: src.b[8:16],
 			LKey: src.key, Remote: verbs.RemoteAddr{RKey: dst.key}})
 		quiet(t, b.cq, 100*time.Millisecond, "a read of a's memory while a's role is idle and the watcher has not rung")
@@ -171,11 +183,7 @@ func TestIdleWatchHandsRoleBack(t *testing.T) {
 // memory does not count), and, for good, one whose leader has left a role idle. For the
 // others it scans at the slow period and holds no duplicate of their sockets.
 func TestWatchPace(t *testing.T) {
-	w := NewWatcher(time.Hour) // scanned by hand: a fast scan asks for an hour
-	defer w.Close()
-	a := newSide(t, openDev(t, watchedCfg(t, w)), verbs.QPAttr{})
-	b := newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
-	connect(t, a, b)
+	w, a, b := handWatchedPair(t)
 	pace := func(want time.Duration, why string) {
 		t.Helper()
 		if got := w.scan(); got != want {
@@ -219,7 +227,7 @@ func TestWatchPace(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := buf{local.Bytes(), local.LKey()}
-	leadOnce(t, a, b, src, dst, 1)
+	leadOnce(t, w, a, b, src, dst, 1)
 	pace(time.Hour, "a leader left a role idle")
 	post(t, b.qp, verbs.SendWR{WRID: 2, Op: verbs.OpSend, Local: src.b[:8], LKey: src.key})
 	postRecv(t, a.qp, verbs.RecvWR{WRID: 2, Local: dst.b, LKey: dst.key})
@@ -231,13 +239,9 @@ func TestWatchPace(t *testing.T) {
 // watcher, which never rings, returns at once: the close wakes the reader itself. The
 // watcher then ends the device's watch.
 func TestIdleWatchCloseIdleRole(t *testing.T) {
-	w := NewWatcher(time.Hour)
-	defer w.Close()
-	a := newSide(t, openDev(t, watchedCfg(t, w)), verbs.QPAttr{})
-	b := newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
-	connect(t, a, b)
+	w, a, b := handWatchedPair(t)
 	src, dst := newBuf(t, b, arenaMem, 64), newBuf(t, a, arenaMem, 64)
-	leadOnce(t, a, b, src, dst, 1)
+	leadOnce(t, w, a, b, src, dst, 1)
 	done := make(chan struct{})
 	go func() {
 		a.qp.Close()
@@ -605,14 +609,10 @@ func TestWatchReadable(t *testing.T) {
 // again. A call with nothing arrived serves nothing and returns at once. While a leader
 // holds the role, Progress leaves it alone and the leader serves the peer.
 func TestCQProgress(t *testing.T) {
-	w := NewWatcher(time.Hour) // never scanned: only Progress serves the idle role
-	defer w.Close()
-	a := newSide(t, openDev(t, watchedCfg(t, w)), verbs.QPAttr{})
-	b := newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
-	connect(t, a, b)
+	w, a, b := handWatchedPair(t)
 	src, dst := newBuf(t, b, arenaMem, 64), newBuf(t, a, arenaMem, 64)
 	cn, ac := qconnOf(t, a), a.cq.(*cq)
-	leadOnce(t, a, b, src, dst, 1)
+	leadOnce(t, w, a, b, src, dst, 1)
 
 	start := time.Now()
 	if ac.Progress() {
@@ -682,11 +682,7 @@ func TestCQProgress(t *testing.T) {
 // scan that finds the page needs it and clears when it no longer does); before that, the
 // role is handed back at once, as without a watch.
 func TestDeferRoleWaitsForTicking(t *testing.T) {
-	w := NewWatcher(time.Hour) // scanned by hand
-	defer w.Close()
-	a := newSide(t, openDev(t, watchedCfg(t, w)), verbs.QPAttr{})
-	b := newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
-	connect(t, a, b)
+	w, a, _ := handWatchedPair(t)
 	newBuf(t, a, arenaMem, 64) // exposed memory: the page needs fast ticks
 	cn, wa := qconnOf(t, a), a.dev.watch
 	word := watchWord(wa.page, 7)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -224,7 +225,8 @@ type txq struct {
 
 	mu      sync.Mutex
 	qs      [2]frameRing  // by stream
-	n       int           // frames in qs
+	n       int           // frames in qs; change it with addLocked
+	queued  atomic.Bool   // n > 0, for readers without mu (quiet)
 	last    int           // the stream whose piece was written last
 	mixed   bool          // a request had to queue behind an answer: slice, and TCP_NOTSENT_LOWAT is set
 	err     error         // sticky; set on the first write error or on stop
@@ -347,7 +349,7 @@ func (t *txq) send(hdr *[hdrSize]byte, pay []byte, pin uint64) error {
 		}
 		*t.qs[s].push() = *f
 		*f = txFrame{}
-		t.n++
+		t.addLocked(1)
 		t.mu.Unlock()
 		t.kickWriter()
 		return nil
@@ -366,7 +368,7 @@ func (t *txq) send(hdr *[hdrSize]byte, pay []byte, pin uint64) error {
 	}
 	f := t.qs[s].push()
 	f.set(hdr, pay, pin, t.mixed)
-	t.n++
+	t.addLocked(1)
 	if s == streamReq && t.qs[streamResp].n > 0 {
 		// The ack answers: it may not pass the answers queued before it.
 		if ack, ok := f.takeAck(); ok {
@@ -415,7 +417,7 @@ func (t *txq) pushAckLocked(ack uint64) {
 	var b [hdrSize]byte
 	(&header{op: opAck, seq: ack}).put(&b)
 	t.qs[streamResp].push().set(&b, nil, 0, false)
-	t.n++
+	t.addLocked(1)
 }
 
 // mixLocked switches the connection to mixed traffic, the first time a request queues
@@ -500,6 +502,9 @@ func (t *txq) writePiece() bool {
 	}
 	s := t.pickLocked()
 	t.cur = *t.qs[s].front()
+	if s == streamReq && t.cur.done == 0 && t.qs[s].n-1 > ackBatch && wireOp(t.cur.hdr[1]) == opWrite && t.cur.hdr[2]&flagImm == 0 {
+		t.cur.hdr[2] |= flagLater // see ackBatch
+	}
 	t.mu.Unlock()
 
 	var err error
@@ -525,7 +530,7 @@ func (t *txq) writePiece() bool {
 	} else {
 		pin = f.pin
 		t.qs[s].pop()
-		t.n--
+		t.addLocked(-1)
 	}
 	if err != nil {
 		t.failLocked(err)
@@ -548,12 +553,22 @@ func (t *txq) dropAll() {
 			t.unpin(r.front().pin)
 		}
 	}
-	t.n = 0
+	t.addLocked(-t.n)
 	if t.drained != nil {
 		close(t.drained)
 		t.drained = nil
 	}
 }
+
+// addLocked changes the count of queued frames by d.
+func (t *txq) addLocked(d int) {
+	t.n += d
+	t.queued.Store(t.n > 0)
+}
+
+// quiet reports whether no frame waits for the writer goroutine or is being written by
+// it, without taking mu: a leader spins only then (sock.spinRead).
+func (t *txq) quiet() bool { return !t.queued.Load() }
 
 // idle reports whether no frame is queued or being written by the writer goroutine.
 func (t *txq) idle() bool {

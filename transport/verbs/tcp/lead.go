@@ -42,10 +42,26 @@ import (
 // Acks owed for the peer's Sends and writes ride on the next frame this side sends
 // (flagAck): in a ping-pong, the reply. Whoever holds the role flushes them as an ack
 // frame of their own before it blocks in Read, so an ack waits at most until this process
-// waits or idles.
+// waits or idles. In a stream of RDMA writes a receiver that keeps up blocks after every
+// frame, so this is an ack frame per write, and at the writer a completion, a wake-up
+// and a post per write: the peer's marks let acks wait a few frames (ackBatch).
 //
 // cn.role and cq's conns, sole, offer, leading and ldKicked are guarded by the CQ's mu (the
 // QP's rcq, which is its scq when the connection can lead).
+// ackBatch is how many writes of a stream one ack may cover. The writer goroutine marks
+// an RDMA write without immediate flagLater when more than ackBatch frames of requests
+// are queued behind it as it starts the write: the application keeps a deep window, and
+// those frames follow whatever this side does. The receiver of a marked write holds the
+// owed ack (qconn.hold) until ackBatch-1 more request frames have arrived, or a write
+// without the mark, and then flushes it as before; a role holder that leaves the role
+// (a leader returning, Progress finding nothing) flushes it at once (flushHeld), since
+// nobody may read the promised frames for a while. A write's completion is thus late by
+// at most the arrival of ackBatch-1 frames that were already queued when it was sent, and
+// a window shallower than ackBatch never sees a mark. The ack per write cost a 1 MiB
+// write stream about a tenth of its rate on loopback (docs/benchmarks.md, twenty-fifth
+// session).
+const ackBatch = 8
+
 const (
 	roleBG      = iota // the reader goroutine reads
 	roleOffered        // offered to the CQ's eventfd waiter; the reader parks
@@ -280,6 +296,9 @@ func (cn *qconn) serveReady() bool {
 		if err != nil {
 			switch {
 			case errors.Is(err, errNothing):
+				if cn.hold > 0 && cn.flushHeld() != nil {
+					cn.leadFault = faultIO
+				}
 			case errors.Is(err, errBadFrame):
 				cn.leadFault = faultProtocol
 			default:
@@ -336,6 +355,10 @@ func (cn *qconn) lead(ctx context.Context) (bool, error) {
 		switch {
 		case c.n > 0:
 			c.mu.Unlock()
+			if cn.hold > 0 && cn.flushHeld() != nil { // the role may be left idle next
+				cn.leadFault = faultIO
+				return true, nil
+			}
 			return false, nil
 		case c.closed:
 			c.mu.Unlock()

@@ -47,6 +47,9 @@ type qconn struct {
 	// run: so they must not run here either, even though they are already on the wire.
 	// Every later request is refused as in Err mode (its answer is stale at the peer).
 	refusing bool
+	// hold is how many more frames of the peer's requests may be read before an owed ack
+	// must go (flushAck); set by a write with flagLater (see ackBatch).
+	hold int
 
 	// Reading role (lead.go): role is guarded by q.rcq.mu; bgFault is the reader's.
 	role     int
@@ -72,6 +75,7 @@ func newQconn(q *qp, c *net.TCPConn, peer peerInfo) (*qconn, error) {
 	tx := newTxq(s, q.d.tab, limit)
 	cn := &qconn{q: q, d: q.d, c: s, tx: tx, peer: peer, done: make(chan struct{}), rd: newFrameReader(nil, s)}
 	s.idle = func() bool { return cn.soleOnCQ() && othersIdle(&s.sched) }
+	s.quiet = tx.quiet
 	cn.initRole()
 	return cn, nil
 }
@@ -164,6 +168,11 @@ func (cn *qconn) loop() *fault {
 // frame handles one frame whose header was read: its credits, its piggybacked ack (which
 // comes before the frame), then the frame itself.
 func (cn *qconn) frame(h *header) *fault {
+	if cn.hold > 0 && (h.op.isRequest() || h.op == opCredit) {
+		if cn.hold--; cn.hold == 0 && cn.flushAck() != nil { // the ackBatch-th frame: the held ack goes
+			return faultIO
+		}
+	}
 	if h.credits != 0 {
 		cn.q.addCredits(h.credits)
 	}
@@ -249,7 +258,19 @@ func (cn *qconn) ack(seq uint64) {
 }
 
 // flushAck sends the owed ack as a frame of its own: the role holder is about to block.
+// While a hold runs (the peer's last writes promised more requests behind them) the ack
+// waits for them instead; see ackBatch.
 func (cn *qconn) flushAck() error {
+	if cn.hold > 0 {
+		return nil
+	}
+	return cn.flushHeld()
+}
+
+// flushHeld sends the owed ack even during a hold, and ends the hold: the role holder
+// leaves the role, and nobody may read the promised requests for a while.
+func (cn *qconn) flushHeld() error {
+	cn.hold = 0
 	q := cn.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -424,6 +445,11 @@ func (cn *qconn) serveWrite(h *header) *fault {
 		return f
 	}
 	if !imm {
+		if h.flags&flagLater == 0 {
+			cn.hold = 0
+		} else if cn.hold == 0 {
+			cn.hold = ackBatch - 1
+		}
 		cn.ack(h.seq)
 		return nil
 	}

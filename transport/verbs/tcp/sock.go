@@ -63,6 +63,9 @@ type sock struct {
 	// soleOnCQ and othersIdle on sched) or a test; nil: the reader never spins.
 	idle  func() bool
 	sched schedSamples
+	// quiet gates a leader's spin (spinRead): it reports whether the connection has
+	// nothing queued to send (txq.quiet); nil: no gate.
+	quiet func() bool
 
 	// state is refs<<1 | closed: refs counts operations in progress.
 	state atomic.Int64
@@ -282,7 +285,21 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 // ping-pong measured 6.2-8.5 us half round trip against 18-20 us blocking at once, and
 // Open MPI's tcp transport, which polls, 5.6 us (docs/benchmarks.md, twenty-third
 // session). Each attempt is a read(2) of a non-blocking socket, about a microsecond.
-func (s *sock) spinRead(f func(fd uintptr) bool) bool { return s.spinLoop(f, false, nil) }
+//
+// It does not spin while the connection's writer goroutine has frames to send (quiet
+// false, before the spin or at a look at the clock): the waiter's answers then come
+// behind the stream it is sending, and each read(2) takes the socket's lock, which the
+// writer's writev(2) holds while it copies: a read waits up to a whole copy, and the
+// copy waits for the reads. An RDMA write stream of 1 MiB messages (verbsperf write_bw,
+// window 64) moved 5.2-5.5 GB/s (medians of 36 repetitions) with the spin and 6.2-6.4
+// without, against 7.1 for the raw stream of the same run (docs/benchmarks.md,
+// twenty-fifth session).
+func (s *sock) spinRead(f func(fd uintptr) bool) bool {
+	if s.quiet != nil && !s.quiet() {
+		return false
+	}
+	return s.spinLoop(f, false, s.quiet)
+}
 
 // spinIdle is the reader goroutine's spin (direct off): while no other goroutine of the
 // process runs or waits to run, it calls f, a non-blocking attempt, until f reports done,

@@ -172,7 +172,8 @@ func TestSockCloseKeepsFDWhileInUse(t *testing.T) {
 
 // TestSockSpin: a direct read with a spin budget keeps trying the socket and takes data
 // that comes within the budget without waiting in ppoll; past the budget it waits there;
-// a kick and Close end a spin as they end a wait.
+// a kick and Close end a spin as they end a wait; it does not spin while its quiet gate
+// (the connection has frames to send) is closed.
 func TestSockSpin(t *testing.T) {
 	s, peer := sockPair(t)
 	s.setDirect(true)
@@ -204,7 +205,37 @@ func TestSockSpin(t *testing.T) {
 		t.Fatalf("%d reads served by the spin, want still 1", n)
 	}
 
+	// While the connection has frames to send, the read waits in ppoll at once; a gate
+	// that closes during a spin ends it.
+	var quiet atomic.Bool
+	s.quiet = quiet.Load
 	s.spin = time.Minute
+	for _, c := range []struct {
+		what    string
+		closing bool
+	}{{"sending", false}, {"sending from mid-spin", true}} {
+		quiet.Store(c.closing)
+		done = readAfter(t, s, buf)
+		if c.closing {
+			time.Sleep(10 * time.Millisecond) // spinning
+			quiet.Store(false)
+		}
+		time.Sleep(10 * time.Millisecond) // the spin sees the change
+		peer.Write([]byte("busy"))
+		if err := waitErr(t, done, c.what); err != nil || string(buf[:4]) != "busy" {
+			t.Fatalf("%s: %v, %q", c.what, err, buf[:4])
+		}
+		if n := s.spinHits; n != 1 {
+			t.Fatalf("%s: %d reads served by the spin, want still 1", c.what, n)
+		}
+	}
+	quiet.Store(true)
+	done = readAfter(t, s, buf)
+	peer.Write([]byte("idle"))
+	if err := waitErr(t, done, "quiet again"); err != nil || string(buf[:4]) != "idle" || s.spinHits != 2 {
+		t.Fatalf("quiet again: %v, %q, %d reads served by the spin, want 2", err, buf[:4], s.spinHits)
+	}
+
 	done = readAfter(t, s, buf)
 	s.Close()
 	if err := waitErr(t, done, "spin at Close"); !errors.Is(err, net.ErrClosed) {

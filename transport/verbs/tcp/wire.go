@@ -19,7 +19,7 @@ import (
 // handshake and the frames. Peers of different versions refuse each other in the
 // handshake. Wire enums (frame opcodes, flags, handshake statuses, and verbs.Status, which
 // travels in frames) are append-only.
-const ProtocolVersion = 3
+const ProtocolVersion = 4
 
 // MaxMessageSize bounds one work request's payload (and so one frame's payload).
 const MaxMessageSize = 1 << 30
@@ -62,7 +62,8 @@ const (
 	flagImm    uint8 = 1 << 0 // imm is valid (opSend, opWrite)
 	flagAck    uint8 = 1 << 1 // word 48 holds a piggybacked cumulative ack (any op but opCmpSwap, opAck)
 	flagMore   uint8 = 1 << 2 // opReadResp: a slice of the data; more slices of the same read follow
-	knownFlags       = flagImm | flagAck | flagMore
+	flagLater  uint8 = 1 << 3 // opWrite: at least ackBatch frames of requests follow it; its ack may wait for them
+	knownFlags       = flagImm | flagAck | flagMore | flagLater
 )
 
 // maxStatus is the largest verbs.Status this build knows.
@@ -173,6 +174,9 @@ func decodeHeader(b []byte) (header, error) {
 	}
 	if h.flags&flagMore != 0 && h.op != opReadResp {
 		return header{}, frameErr("slice flag on %v", h.op)
+	}
+	if h.flags&flagLater != 0 && h.op != opWrite {
+		return header{}, frameErr("later flag on %v", h.op)
 	}
 	if h.flags&flagAck != 0 {
 		if h.op == opCmpSwap || h.op == opAck {

@@ -58,6 +58,10 @@ func TestDecodeHeader(t *testing.T) {
 		{"failed slice", encode(header{op: opReadResp, flags: flagMore, status: verbs.RemAccessErr}), false},
 		{"slice flag on a write", encode(header{op: opWrite, flags: flagMore, payloadLen: 8}), false},
 		{"slice flag on an ack", encode(header{op: opAck, flags: flagMore}), false},
+		{"marked write", encode(header{op: opWrite, flags: flagLater | flagAck, ack: 4, payloadLen: 8}), true},
+		{"later flag on a send", encode(header{op: opSend, flags: flagLater, payloadLen: 8}), false},
+		{"later flag on a read", encode(header{op: opRead, flags: flagLater, length: 8}), false},
+		{"later flag on an ack", encode(header{op: opAck, flags: flagLater}), false},
 	}
 	for _, c := range cases {
 		h, err := decodeHeader(c.b)
@@ -146,6 +150,7 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add(encode(header{op: opAck, status: verbs.RemAccessErr}))
 	f.Add(encode(header{op: opRead, length: 1 << 20}))
 	f.Add(append(encode(header{op: opReadResp, flags: flagMore, payloadLen: 1}), 'x'))
+	f.Add(append(encode(header{op: opWrite, flags: flagLater, payloadLen: 1}), 'w'))
 	f.Add([]byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rest := b

@@ -213,7 +213,8 @@ func (c *cq) Poll(wcs []verbs.WC) (int, error) {
 // need. Measured with verbsperf read_lat on 2 cores: a 50 µs spin made an 8 B read take
 // about 70 µs against about 32 µs when blocking at once. A waiter that leads (lead.go)
 // is the reader itself, and it does spin: it tries the socket without blocking for
-// Config.Spin before it blocks in ppoll (sock.spinRead). So does the connection's reader
+// Config.Spin before it blocks in ppoll (sock.spinRead), unless the connection has
+// frames queued to send. So does the connection's reader
 // goroutine while the rest of the process is idle, as it is with its waiters blocked
 // (sock.spinIdle).
 func (c *cq) Wait(ctx context.Context) error {

@@ -47,8 +47,14 @@
 // the old value, or an error status in the answer of the request's kind. The cumulative
 // ack rides on the next frame this side sends (flagAck; any frame but a compare-and-swap
 // or an error ack), so a Send/Recv ping-pong costs one frame per direction; it goes as a
-// frame of its own only when whoever reads the connection is about to block. A
-// disconnect frame tells the peer that this side's QP is in Err.
+// frame of its own only when whoever reads the connection is about to block. In a deep
+// stream of RDMA writes, whose receiver blocks after each one, that would be an ack frame
+// per write; so the writer marks a write without immediate that more than 8 request
+// frames follow in its queue (flagLater), and the receiver holds the ack of marked writes
+// until 7 more request frames have arrived (or a role holder leaves its role): one ack
+// per 7 writes, a completion late by at most frames already on their way (lead.go,
+// ackBatch). The mark came with protocol version 4. A disconnect frame tells the peer
+// that this side's QP is in Err.
 //
 // The frames of one direction form two streams, each in order: this side's requests
 // (with credit frames) and its answers to the peer's requests (conn.go). Once a request
@@ -138,7 +144,9 @@
 // reading goroutine (and, on one host, the peer's process) needs. On a 2-core machine its
 // 50 µs spin doubled the latency of an 8-byte RDMA read between two processes. The
 // readers spin instead, in WaitHybrid with a Config.Spin budget: a leader tries its
-// socket without blocking for the budget before it blocks in ppoll, and the reader
+// socket without blocking for the budget before it blocks in ppoll (unless its
+// connection has frames queued to send: each read(2) takes the socket's lock, which the
+// writer's writev(2) holds while it copies), and the reader
 // goroutine of a connection alone on its CQ (the one a waiter could lead), about to park
 // in the network poller, tries its socket for the budget while no other goroutine of the
 // process runs or waits to run (runtime/metrics), giving its

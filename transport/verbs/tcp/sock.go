@@ -290,10 +290,11 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 // false, before the spin or at a look at the clock): the waiter's answers then come
 // behind the stream it is sending, and each read(2) takes the socket's lock, which the
 // writer's writev(2) holds while it copies: a read waits up to a whole copy, and the
-// copy waits for the reads. An RDMA write stream of 1 MiB messages (verbsperf write_bw,
-// window 64) moved 5.2-5.5 GB/s (medians of 36 repetitions) with the spin and 6.2-6.4
-// without, against 7.1 for the raw stream of the same run (docs/benchmarks.md,
-// twenty-fifth session).
+// copy waits for the reads. In a trace of an RDMA write stream of 1 MiB messages
+// (verbsperf write_bw, window 64) the spin's reads took 64 ms of system calls against
+// 130 ms of writev, one of them 5.9 ms; without the spin the stream moved 6.39 GB/s
+// against 5.49 (medians of 36 repetitions; the raw stream 7.06), though not in every
+// set (docs/benchmarks.md, twenty-fifth session).
 func (s *sock) spinRead(f func(fd uintptr) bool) bool {
 	if s.quiet != nil && !s.quiet() {
 		return false

@@ -207,19 +207,10 @@ func TestLeaderFlushesHeldAck(t *testing.T) {
 	got := waitWCAsync(t, b.cq)
 	// The reader offers the role to the waiter as it comes back to a frame boundary: each
 	// unmarked write brings it there.
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		bc.mu.Lock()
-		led := bc.leading == cn
-		bc.mu.Unlock()
-		if led {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatal("the waiter never took the role")
-		}
+	waitLeading(t, bc, cn, "the waiter", func() {
 		f.write(0)
 		f.expect(int64(f.seq-1), "an unmarked write")
-	}
+	})
 	f.write(flagLater)
 	var hb [hdrSize]byte // a write with immediate: a completion at the target
 	(&header{op: opWrite, flags: flagImm, imm: 7, seq: f.seq, rkey: f.mem.key, offset: 2048}).put(&hb)

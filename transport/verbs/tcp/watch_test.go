@@ -84,6 +84,26 @@ func qconnOf(t *testing.T, s *side) *qconn {
 	return q.cn
 }
 
+// waitLeading waits until a waiter on c leads cn, calling poke (if not nil) between
+// looks, and fails the test after 10 s.
+func waitLeading(t *testing.T, c *cq, cn *qconn, who string, poke func()) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		led := c.leading == cn
+		c.mu.Unlock()
+		if led {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s never took the role", who)
+		}
+		if poke != nil {
+			poke()
+		}
+	}
+}
+
 // idleSlot returns cn's watch slot word, and -1 if it has none.
 func idleSlot(cn *qconn) int64 {
 	c := cn.q.rcq
@@ -656,17 +676,7 @@ func TestCQProgress(t *testing.T) {
 	// A leader: a waits for a receive, and serves b's read meanwhile.
 	postRecv(t, a.qp, verbs.RecvWR{WRID: 4, Local: dst.b[:8], LKey: dst.key})
 	got := waitWCAsync(t, a.cq)
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		ac.mu.Lock()
-		led := ac.leading == cn
-		ac.mu.Unlock()
-		if led {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatal("a's waiter never took the role")
-		}
-	}
+	waitLeading(t, ac, cn, "a's waiter", nil)
 	post(t, b.qp, verbs.SendWR{WRID: 5, Op: verbs.OpRDMARead, Flags: verbs.Signaled, Local: src.b[8:16],
 		LKey: src.key, Remote: verbs.RemoteAddr{RKey: dst.key, Offset: 16}})
 	wantWC(t, waitWC(t, b.cq), 5, verbs.Success, verbs.WCRDMARead)

@@ -48,6 +48,14 @@ import (
 //
 // cn.role and cq's conns, sole, offer, leading and ldKicked are guarded by the CQ's mu (the
 // QP's rcq, which is its scq when the connection can lead).
+const (
+	roleBG      = iota // the reader goroutine reads
+	roleOffered        // offered to the CQ's eventfd waiter; the reader parks
+	roleLead           // a waiter reads (cq.leading)
+	roleIdle           // nobody reads; the role eventfd is posted
+	roleFault          // a leader stopped at a fault (leadFault); the reader must exit
+)
+
 // ackBatch is how many writes of a stream one ack may cover. The writer goroutine marks
 // an RDMA write without immediate flagLater when more than ackBatch frames of requests
 // are queued behind it as it starts the write: the application keeps a deep window, and
@@ -57,18 +65,10 @@ import (
 // (a leader returning, Progress finding nothing) flushes it at once (flushHeld), since
 // nobody may read the promised frames for a while. A write's completion is thus late by
 // at most the arrival of ackBatch-1 frames that were already queued when it was sent, and
-// a window shallower than ackBatch never sees a mark. The ack per write cost a 1 MiB
+// a window of at most ackBatch+1 outstanding writes never sees a mark. The ack per write cost a 1 MiB
 // write stream about a tenth of its rate on loopback (docs/benchmarks.md, twenty-fifth
 // session).
 const ackBatch = 8
-
-const (
-	roleBG      = iota // the reader goroutine reads
-	roleOffered        // offered to the CQ's eventfd waiter; the reader parks
-	roleLead           // a waiter reads (cq.leading)
-	roleIdle           // nobody reads; the role eventfd is posted
-	roleFault          // a leader stopped at a fault (leadFault); the reader must exit
-)
 
 // initRole creates the role eventfd; without one the connection never leads.
 func (cn *qconn) initRole() {

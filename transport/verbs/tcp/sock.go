@@ -295,12 +295,7 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 // 130 ms of writev, one of them 5.9 ms; without the spin the stream moved 6.39 GB/s
 // against 5.49 (medians of 36 repetitions; the raw stream 7.06), though not in every
 // set (docs/benchmarks.md, twenty-fifth session).
-func (s *sock) spinRead(f func(fd uintptr) bool) bool {
-	if s.quiet != nil && !s.quiet() {
-		return false
-	}
-	return s.spinLoop(f, false, s.quiet)
-}
+func (s *sock) spinRead(f func(fd uintptr) bool) bool { return s.spinLoop(f, false, s.quiet) }
 
 // spinIdle is the reader goroutine's spin (direct off): while no other goroutine of the
 // process runs or waits to run, it calls f, a non-blocking attempt, until f reports done,
@@ -320,15 +315,18 @@ func (s *sock) spinRead(f func(fd uintptr) bool) bool {
 // both, 16.6-19.6 us. The first gate alone was not enough (77-82 us): a waiter that this
 // goroutine's completion woke waited for the core the spin kept, which the yield gives.
 func (s *sock) spinIdle(f func(fd uintptr) bool) bool {
-	return s.idle() && s.spinLoop(f, true, s.idle)
+	return s.spinLoop(f, true, s.idle)
 }
 
 // spinLoop is both spins: it calls f until f reports done, for at most s.spin, and
 // reports whether it did; it stops at once when the socket is closed or a read deadline
 // is set. yield gives the processor away (sched_yield) after each empty attempt; gate,
-// if not nil, is looked at with the clock, every spinCheckEvery attempts, and ends the
-// spin when false.
+// if not nil, is looked at before the first attempt and then with the clock, every
+// spinCheckEvery attempts, and ends the spin when false.
 func (s *sock) spinLoop(f func(fd uintptr) bool, yield bool, gate func() bool) bool {
+	if gate != nil && !gate() {
+		return false
+	}
 	end := time.Now().Add(s.spin)
 	for i := 1; ; i++ {
 		if f(uintptr(s.fd)) {

@@ -62,7 +62,7 @@ const (
 	flagImm    uint8 = 1 << 0 // imm is valid (opSend, opWrite)
 	flagAck    uint8 = 1 << 1 // word 48 holds a piggybacked cumulative ack (any op but opCmpSwap, opAck)
 	flagMore   uint8 = 1 << 2 // opReadResp: a slice of the data; more slices of the same read follow
-	flagLater  uint8 = 1 << 3 // opWrite: at least ackBatch frames of requests follow it; its ack may wait for them
+	flagLater  uint8 = 1 << 3 // opWrite without flagImm: at least ackBatch frames of requests follow it; its ack may wait for them
 	knownFlags       = flagImm | flagAck | flagMore | flagLater
 )
 
@@ -175,8 +175,8 @@ func decodeHeader(b []byte) (header, error) {
 	if h.flags&flagMore != 0 && h.op != opReadResp {
 		return header{}, frameErr("slice flag on %v", h.op)
 	}
-	if h.flags&flagLater != 0 && h.op != opWrite {
-		return header{}, frameErr("later flag on %v", h.op)
+	if h.flags&flagLater != 0 && (h.op != opWrite || h.flags&flagImm != 0) {
+		return header{}, frameErr("later flag on %v (flags %#x)", h.op, h.flags)
 	}
 	if h.flags&flagAck != 0 {
 		if h.op == opCmpSwap || h.op == opAck {

@@ -60,6 +60,7 @@ func TestDecodeHeader(t *testing.T) {
 		{"slice flag on an ack", encode(header{op: opAck, flags: flagMore}), false},
 		{"marked write", encode(header{op: opWrite, flags: flagLater | flagAck, ack: 4, payloadLen: 8}), true},
 		{"later flag on a send", encode(header{op: opSend, flags: flagLater, payloadLen: 8}), false},
+		{"later flag on a write with immediate", encode(header{op: opWrite, flags: flagLater | flagImm, payloadLen: 8}), false},
 		{"later flag on a read", encode(header{op: opRead, flags: flagLater, length: 8}), false},
 		{"later flag on an ack", encode(header{op: opAck, flags: flagLater}), false},
 	}

@@ -39,27 +39,18 @@
 // visible to others (including their cached copies) at its next Fence, Sync or Unlock of
 // itself.
 //
+// When the job spans hosts, Gets in passive-target epochs from ranks reached over tcp
+// may be served from a coherent page cache (package window/coherence) unless the window
+// is created with NoCache; PageSize sets its page and CacheStats reports it.
+//
 // # Synchronization without the target
 //
-// Every synchronization word lives in the target's metadata region (meta.go): the lock
-// word, the accumulate lock, fence and PSCW counters. Origins change them with CPU
-// atomics on a mapped rank and with remote atomics otherwise, so no synchronization, and
-// no passive-target operation, ever waits for the target's code to run: a target that
-// computes without calling the runtime serves Lock, Get and Unlock all the same (on tcp
-// the transport's progress goroutine plays the NIC). Waiting for such a word polls with a
-// bounded spin and then sleeps (wait.go), checking the context and the peers' liveness.
-// A word of this rank's own (Start's, Wait's, a same-host Fence's) wakes the sleeper
-// when it changes: a same-host peer rings the rank's doorbell after its CPU atomic, and
-// a peer over tcp has the rank's own transport ring it after executing the peer's
-// remote atomic (runtime.Region.OnRemoteAtomic). While it spins, a rank serves peers'
-// requests itself on a connection nobody reads (runtime.World.PollPeers: over tcp, one
-// whose reading the last completion wait took over), so a peer's Post or Complete is
-// executed as it lands; before it sleeps, it hands that reading back to its connection
-// goroutines (runtime.World.ServePeers), so that peers' requests are served while it
-// sleeps.
-//
-// On one host Fence is a barrier through the metadata words (one store per peer); across
-// hosts it is the runtime's Barrier after every operation has completed.
+// Every synchronization word (the lock word, fence and PSCW counters) lives in the
+// target's memory, and origins change it with one-sided atomics, so no synchronization
+// and no passive-target operation waits for the target's code to run: a target that
+// computes without calling the runtime serves Lock, Get and Unlock all the same. Waits
+// spin briefly and then sleep, checking the context and the peers' liveness. design.md
+// describes the metadata words, the waits and the page cache.
 //
 // # Errors
 //

@@ -28,29 +28,32 @@
 //
 // # Cases
 //
-// [Run] runs, as subtests, cases for: device and memory-region basics and arena counters;
-// the QP state machine and junk endpoint bytes; every opcode at sizes 0 B to 1 MiB and at
-// unaligned offsets, to arena and user memory, from registered and unregistered buffers,
-// checked byte for byte with canaries around the target; atomics; ordering (writes visible
-// when a later Send arrives, Sends and completions in post order, Fence); unsignaled
-// requests and send-queue slot accounting; ErrQueueFull on both queues and held Sends;
-// every reachable error status (RemAccessErr for stale, reused, forged, out-of-range and
-// right-less keys with the target untouched, RemInvReqErr, LocProtErr, LocLenErr,
-// WRFlushErr, RetryExcErr) and the Err state that follows; concurrent atomics from several
-// devices and processes and a compare-swap lock; every wait mode and CQ.Wait's context
-// handling; helper processes that are SIGKILLed while a transfer is under way;
-// hundreds of device and queue-pair open/use/close cycles, after which goroutines, fds,
-// mappings, /dev/shm files and arena bytes must be back to their baseline; and stress
-// cases (Stress/...): error runs among unsignaled requests that must not land, CQs filled
-// to exactly their depth and one beyond, eight posters on one QP under back-pressure,
-// waiters cancelled and closed under a stream of completions, Dereg racing RDMA, atomics
-// at the edges of an MR, zero-length operations and QP transitions out of order. Cases
-// needing a capability the provider does not advertise in its Caps are skipped.
+// [Run] runs, as subtests: device, memory-region and arena basics; the QP state machine
+// and junk endpoint bytes; every opcode from 0 B to 1 MiB, at unaligned offsets, to arena
+// and user memory, checked byte for byte with canaries around the target; atomics;
+// ordering; unsignaled requests and send-queue accounting; ErrQueueFull; every reachable
+// error status and the Err state that follows; concurrent atomics from several devices
+// and processes; every wait mode and CQ.Wait's context handling; helper processes
+// SIGKILLed mid-transfer; open/use/close cycles after which goroutines, fds, mappings,
+// /dev/shm files and arena bytes are back to their baseline; and stress cases (Stress/...).
+// Cases needing a capability the provider does not advertise in its Caps are skipped.
+// Stress/SharedCQDepth runs only when the Factory supplies [Factory.CQHeld] and, for its
+// Undersized half, [Factory.CQOverflow].
 //
-// Stress/SharedCQDepth needs what the verbs API does not expose and is skipped unless
-// the Factory supplies it: [Factory.CQHeld] (how many completions a CQ holds, from the
-// provider's internal test files) and, for its Undersized half, [Factory.CQOverflow]
-// (what the provider does beyond a CQ's depth, which CreateCQ leaves to it).
+// # Details the suite pins
+//
+//   - An illegal state transition returns an error and leaves the state unchanged; a post
+//     the state does not allow fails with ErrQPState.
+//   - Once an error completion has been polled, the QP's State is Err.
+//   - The first failure after a peer dies or closes its QP is RetryExcErr, never a bare
+//     WRFlushErr, so the application learns why its QP failed.
+//   - A non-empty Send with LKey 0, or a receive buffer outside its MR, fails either at
+//     the post (ErrInvalid) or as a LocProtErr completion; nothing arrives.
+//   - WC.ByteLen of an initiator completion is the number of bytes transferred.
+//
+// Left to the provider: the sender's status when the receiver's buffer is too small (shm
+// reports Success and fails the next request; tcp reports RemInvReqErr), and whether a
+// local error also fails the peer's QP.
 //
 // # Bounds
 //

@@ -1,8 +1,8 @@
 // Package gorma is the root of a pure-Go, MPI-style parallel runtime.
 //
 // The root package holds no code of its own: it documents the module and carries the
-// architecture tests (deps_test.go enforces the import direction of DESIGN.md, and
-// pkgdoc_test.go requires a doc.go in every package). The runtime lives in the
+// architecture tests (deps_test.go enforces the import direction between packages,
+// pkgdoc_test.go requires a short doc.go in every package). The runtime lives in the
 // sub-packages:
 //
 //   - transport/verbs: the transport API, modelled on InfiniBand verbs, with the providers
@@ -13,6 +13,6 @@
 //   - launcher: golaunch and its per-host agents.
 //   - apps: rank programs and benchmarks, such as apps/verbsperf.
 //
-// The README shows how to build, run and test; docs/ holds the design notes and
-// benchmark method.
+// The README shows how to build, run and test; docs/ holds the guides and the benchmark
+// reference, and a design.md beside a package explains its protocol.
 package gorma

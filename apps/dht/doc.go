@@ -34,13 +34,13 @@
 // Figures per cache setting, at rank 0 (every rank sends its own with runtime.Send):
 // ops/s, the sum over ranks of each rank's operations over its elapsed time; mean latency
 // (total time over operations) and median latency (of the per-operation means of batches
-// of 64 operations, pooled over ranks: a clock read costs 30-50 ns, a cached lookup about
-// a hundred); the page cache's hits, misses, installs, invalidations (window.CacheStats,
-// measured operations only, summed over ranks); the build time; and with --cache both the
-// speedup: ops/s on over off, and mean latency off over on (the sum of per-rank rates
-// weighs a rank that finished fast, say the owner of the hottest keys, more than the
-// ratio of mean latencies does). The cache counts per page touched by a Get: a lookup that
-// reads two groups counts twice.
+// of 64 operations, pooled over ranks, so that a clock read is small against a batch); the
+// page cache's hits, misses, installs, invalidations (window.CacheStats, measured
+// operations only, summed over ranks); the build time; and with --cache both the speedup:
+// ops/s on over off, and mean latency off over on (the sum of per-rank rates weighs a rank
+// that finished fast, say the owner of the hottest keys, more than the ratio of mean
+// latencies does). The cache counts per page touched by a Get: a lookup that reads two
+// groups counts twice.
 //
 // The cache serves only Gets from ranks reached over tcp (other hosts, or every rank with
 // golaunch --transport tcp); Gets from ranks on the same host are copies from mapped

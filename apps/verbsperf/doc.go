@@ -50,18 +50,18 @@
 // 16 KiB by default). Latency is timed in batches long enough that reading the clock does
 // not matter (a sample is the mean of up to 256 operations); the median, the mean and the
 // 99th percentile of the samples are reported in microseconds. Bandwidth is the median of
-// three repetitions. A summary block compares the figures with the project's targets.
-// This machine kind changes speed within minutes, so a figure compared with a floor is
-// paired with it: the floor is measured in alternation with the row, four times for
-// shm send_lat 8 B (with flag_pp) and tcp read_lat 8 B (with tcp_pp), the floor first in
-// two of the pairs and second in the others, the row reporting its pair nearest the
-// median ratio and that median ratio (floor_ratio in the JSON); or in alternation with
-// each repetition (write_bw and read_bw from 1 MiB with memcpy on shm and tcp_stream on
-// tcp). The floor is shown in an extra column named after it. Pairing happens when the floor test is selected too. A
-// paired bandwidth row has eight repetitions, each paired with one of the floor; the
-// floor goes first in half of the pairs and second in the other half, and each run of a
-// pair starts after a rest of 100 ms, because on this machine kind the second of two
-// back-to-back runs is 10-30% slower, whichever it is. The row's ratio to the floor (the
+// three repetitions. A summary block compares the figures with the project's targets. A
+// virtual machine may change speed within minutes, so a figure compared with a floor is
+// paired with it: the floor is measured in alternation with the row, four times for shm
+// send_lat 8 B (with flag_pp) and tcp read_lat 8 B (with tcp_pp), the floor first in two
+// of the pairs and second in the others, the row reporting its pair nearest the median
+// ratio and that median ratio (floor_ratio in the JSON); or in alternation with each
+// repetition (write_bw and read_bw from 1 MiB with memcpy on shm and tcp_stream on tcp).
+// The floor is shown in an extra column named after it. Pairing happens when the floor
+// test is selected too. A paired bandwidth row has eight repetitions, each paired with one
+// of the floor; the floor goes first in half of the pairs and second in the other half,
+// and each run of a pair starts after a rest of 100 ms, because the second of two
+// back-to-back runs can be slower, whichever it is. The row's ratio to the floor (the
 // paired_ratio column, and the summary's check) is the median of the pairs' ratios: a
 // change of speed between repetitions then cancels out instead of landing on the test or
 // on the floor.

@@ -118,14 +118,12 @@ func allgatherDirect[T runtime.Elem](c *call, buf []T) error {
 // at once, while the later segments of the first round are still on the links. Without
 // it a host's link idles at the end of each round: the round ends only when the slowest
 // of the host's incoming flows does, and the next round starts a rendezvous round trip
-// later. On 4 netns hosts with links shaped to 1 Gbit/s (scripts/netns-allreduce.sh,
-// builds alternated) it took time/bound from 1.12-1.15 to 1.06-1.09 at 16 MiB and from
-// 1.07-1.09 to 1.03-1.06 at 64 MiB; on unshaped links, where the two cores and not the
-// links are the bottleneck, the figures move by more than the change (docs/benchmarks.md).
-// Two segments measured as fast as four on shaped links, and sent half the messages.
-// Posting the second round's receives early without segments measured 0.03 slower on
-// shaped links: the finished blocks of the ranks ahead then compete with the laggard's
-// last contributions on its link.
+// later. scripts/netns-allreduce.sh (4 network-namespace hosts, ALGO=direct; RATE=1gbit
+// shapes the links) measures it against the bandwidth bound; on unshaped links, where the
+// cores and not the links are the bottleneck, run-to-run noise hides it. Two segments are
+// as fast as four on shaped links, with half the messages. Posting the second round's
+// receives early without segments is slower on shaped links: the finished blocks of the
+// ranks ahead then compete with the laggard's last contributions on its link.
 const (
 	directSegMin      = 1 << 20
 	directMaxSegments = 2

@@ -15,15 +15,14 @@ import (
 //
 // A rendezvous message over tcp waits for two frames before its data moves: the offer,
 // then the receiver's read request, which the sender's process must be scheduled to
-// serve. On loaded links each frame also waits behind the data already queued (3-7 ms on
-// 1 Gbit/s links), and with more ranks than cores the sender may not run for a while. A
-// write moves at once, and the note, which the connection delivers after the write's
-// data, tells the receiver the segment is in. On 4 netns hosts with links shaped to
-// 1 Gbit/s (scripts/netns-allreduce.sh, builds alternated), time/bound went from 1.14 to
-// 1.08-1.10 at 16 MiB with 2 ranks per host (lanes, whose step across hosts is this
-// algorithm on 1 MiB segments), and from 1.25-1.31 to 0.96-1.06 at 1 and 4 MiB with 1;
-// pushing 4 MiB segments too (64 MiB) measured 1.08-1.09 against 1.07-1.08, so longer
-// segments keep the rendezvous (docs/benchmarks.md).
+// serve. On loaded links each frame also waits behind the data already queued
+// (milliseconds on 1 Gbit/s links), and with more ranks than cores the sender may not run
+// for a while. A write moves at once, and the note, which the connection delivers after
+// the write's data, tells the receiver the segment is in. scripts/netns-allreduce.sh
+// (4 network-namespace hosts; RATE=1gbit shapes the links) measures the gain against the
+// bandwidth bound, with PPH=1 (direct) and PPH=2 (lanes, whose step across hosts is this
+// algorithm on 1 MiB segments). Segments longer than pushMaxSegment gain nothing there,
+// so they keep the rendezvous.
 //
 // Scratch: each member holds one region of 2(p-1) slots of the largest block, registered
 // for remote writes, set up at the first call that needs it (or a larger one) by an

@@ -12,17 +12,19 @@ import (
 )
 
 // TestAllreduceHierUnmappedIsConfigError: under golaunch --transport tcp the ranks of a
-// host do not share memory. Found by launcher's TestE2EStress:
+// host do not share memory, and the shared-memory algorithms cannot run. Two failures it
+// guards against (launcher's TestE2EStress reaches both):
 //
-//   - with a host of one rank (hosts a, a, b), the automatic choice hung: rank 2, alone
-//     on its host, judged sharing by its own Transport (nothing to see) and picked hier,
-//     while ranks 0 and 1 saw tcp between them and picked recursive doubling, so every
-//     rank waited for the others until its context ended;
-//   - GORMA_ALLREDUCE=hier failed with runtime.ErrInvalid ("invalid argument ... cannot
-//     map rank 0's scratch") at the ranks that share a host, as if the caller had passed
-//     a bad argument, and hung at a rank alone on its host. Like a forced shm there, it
-//     is now a configuration error (ErrConfig, naming the variable) at every rank, and
-//     the World's collectives go on working afterwards.
+//   - with a host of one rank (hosts a, a, b), the automatic choice must judge sharing by
+//     what every rank sees: rank 2, alone on its host, judging by its own Transport
+//     (nothing to see) would pick hier while ranks 0 and 1 see tcp between them and pick
+//     recursive doubling, and every rank would wait for the others until its context
+//     ended;
+//   - GORMA_ALLREDUCE=hier must not fail with runtime.ErrInvalid ("cannot map rank 0's
+//     scratch") at the ranks that share a host, as if the caller had passed a bad
+//     argument, and hang at a rank alone on its host. Like a forced shm there, it is a
+//     configuration error (ErrConfig, naming the variable) at every rank, and the
+//     World's collectives go on working afterwards.
 func TestAllreduceHierUnmappedIsConfigError(t *testing.T) {
 	for _, hosts := range [][]string{{"a", "a", "a"}, {"a", "a", "b"}} {
 		t.Run(strings.Join(hosts, ""), func(t *testing.T) {

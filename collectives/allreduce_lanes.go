@@ -17,11 +17,11 @@ import (
 // its k ranks, with 2 inter-host message latencies on the critical path for direct
 // (Rabenseifner over the same ranks has 2·log2(H)). The on-host rounds are point-to-point
 // messages over the runtime's shm transport. The input is read from src (buf itself for
-// in place) and the result left in buf, with no copy of src into buf: on 2 ranks on each
-// of 4 netns hosts that copy was what made Rabenseifner 1.1x slower at 16 and 64 MiB
-// (docs/benchmarks.md). The contributions are combined out of rank order: commutative
-// operators only (selectAllreduce). Scratch: that of the host's and the lane's
-// sub-groups, reused or fresh as tempOf says.
+// in place) and the result left in buf, with no copy of src into buf: at 16 MiB and up
+// that copy is what separates Rabenseifner from lanes (scripts/netns-allreduce.sh with
+// PPH=2 and ALGO=rabenseifner or ALGO=lanes measures both). The contributions are
+// combined out of rank order: commutative operators only (selectAllreduce). Scratch: that
+// of the host's and the lane's sub-groups, reused or fresh as tempOf says.
 func allreduceLanes[T runtime.Elem](c *call, src, buf []T, op Op[T]) error {
 	l := localOf(c.s)
 	if l.hostS == nil || !op.commutative {

@@ -169,7 +169,8 @@ func TestLeakAllreduceMismatch(t *testing.T) {
 // on-host group and the leaders' sub-group) and two hosts of two ranks (lanes: the host's
 // and the lane's sub-groups). The vectors are long enough for the shm big buffers and
 // short enough to go eager between ranks, so that no registration cache entry counts as
-// a live MR. Before the fix, states kept every World that made a call, with its scratch.
+// a live MR. The leak it guards against: a state that keeps every World that made a call,
+// with its scratch.
 func TestLeakDupWorlds(t *testing.T) {
 	const dups = 30
 	for _, l := range []struct {

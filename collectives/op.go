@@ -179,8 +179,8 @@ func bxorOf[T Integer](inout, in []T) {
 func replaceOf[T runtime.Elem](inout, in []T) { copy(inout, in) }
 
 // sum2 and the other two-operand loops below (Op.fn2) make out[i] = a[i] ∘ b[i]. sum2,
-// the common case, is unrolled by four: measured on 16 Ki float64 in cache, 5 us against
-// 6.7 us rolled, and 12.5 us for the copy and the in-place loop it replaces.
+// the common case, is unrolled by four, which beats the rolled loop on vectors in cache
+// (`go test -bench DirectCombine ./collectives` measures it).
 func sum2[T runtime.Elem](out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
 	if addVec(out, a, b) {

@@ -72,17 +72,19 @@ const (
 	// allreduceHierLongMsg: from this size a job spanning hosts whose ranks are
 	// consecutive on each host, on a power of two, uses Rabenseifner instead of hier: its
 	// first rounds pair ranks of one host (through shm), every rank reduces and sends its
-	// share, and no on-host broadcast follows (2 ranks on each of 4 netns hosts: 1.5x
-	// faster from 1 MiB, docs/benchmarks.md). With a commutative operator, the same
+	// share, and no on-host broadcast follows. With a commutative operator, the same
 	// number of ranks on every host and at most allreduceDirectMaxRanks hosts, lanes
-	// instead (2 ranks on each of 4 netns hosts: as fast as Rabenseifner at 1 and 4 MiB,
-	// 1.1x faster at 16 and 64 MiB, where it saves the copy of the input).
+	// instead, which saves Rabenseifner's copy of the input. scripts/netns-allreduce.sh
+	// with PPH=2 (2 ranks on each of 4 network-namespace hosts) and ALGO=hier,
+	// rabenseifner or lanes measures each.
 	allreduceHierLongMsg = 1 << 20
-	// allreduceDirectMaxRanks: up to this many ranks, each on a host of its own, a
-	// long Allreduce with a commutative operator uses the direct algorithm (2 rounds, p-1
-	// messages in flight each way) instead of Rabenseifner or ring: 4 netns hosts over
-	// tcp, 1 and 4 MiB: 1.2x faster (docs/benchmarks.md). Not measured beyond 4 hosts.
-	// It bounds the hosts of lanes, whose step across hosts is direct, likewise.
+	// allreduceDirectMaxRanks: up to this many ranks, each on a host of its own, a long
+	// Allreduce with a commutative operator uses the direct algorithm (2 rounds, p-1
+	// messages in flight each way) instead of Rabenseifner or ring
+	// (scripts/netns-allreduce.sh with PPH=1 and ALGO=direct, rabenseifner or ring
+	// measures each on 4 hosts). Beyond 4 hosts its p-1 concurrent flows per link are
+	// unmeasured. It bounds the hosts of lanes, whose step across hosts is direct,
+	// likewise.
 	allreduceDirectMaxRanks = 4
 )
 

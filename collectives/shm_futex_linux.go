@@ -35,9 +35,10 @@ func futexWakeAll(word *uint64) {
 // It is a raw system call, not announced to the Go scheduler: when the yield hands the
 // core to a peer rank for a while, an announced call looks to sysmon like a blocking one,
 // which takes the P away (back from the call through the slow exitsyscall path) and keeps
-// sysmon waking every 20 us, stealing the oversubscribed cores in turn. Measured with 4
-// ranks on 2 cores: Barrier 23 us announced, 9 us raw (sched_yield per Barrier: 10.7 and
-// 3.5). A sched_yield never blocks, so the runtime need not know.
+// sysmon waking every 20 us, stealing the oversubscribed cores in turn: an oversubscribed
+// Barrier slows down and yields several times as often (4 ranks on 2 cores: `golaunch -n 4
+// bin/allreducebench --test barrier` measures it). A sched_yield never blocks, so the
+// runtime need not know.
 func osYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
 const (
@@ -52,7 +53,7 @@ const (
 // the same when it knows it oversubscribes: mpi_yield_when_idle): poll member i's flag
 // line, giving the processor to another ready thread at every miss, so that the ranks
 // sharing a core take turns at once; a bare spin would hold the core until the kernel's
-// time slice ends, and a futex sleep costs a wake-up (about 17 us here) per step. It
+// time slice ends, and a futex sleep costs a thread wake-up per step. It
 // reports whether member i has published v; false once shmYieldFor has passed (the
 // caller then sleeps).
 func (g *shmGroup) waitYield(c *call, i int, ctr *uint64, v uint64) (bool, error) {

@@ -133,10 +133,10 @@ func stateOf(w *runtime.World) (*state, error) {
 // of a call would have its state's scratch released under it (forget).
 //
 // A call lives in its state (state.cur; a sub-group's call in the sub-group's state, see
-// sub) and the functions pass it by pointer. Passed by value, its seven words were copied
-// at every level of the call chain, and the first copy of one just built field by field
-// stalled on a failed store forward: an 8-byte Allreduce at p=2 took 0.22-0.25 us against
-// 0.18-0.20 us by pointer (docs/benchmarks.md, twenty-first session).
+// sub) and the functions pass it by pointer: by value, its seven words would be copied at
+// every level of the call chain, and the first copy of one just built field by field
+// stalls on a failed store forward, which a short Allreduce feels (`go test -bench
+// Allreduce8B ./collectives` measures it).
 type call struct {
 	s    *state
 	w    *runtime.World // nil for a sub-group's call within a call

@@ -452,11 +452,10 @@ func TestStressConcurrentWorlds(t *testing.T) {
 }
 
 // TestStressConcurrentFirstCalls: two Dup'd Worlds whose first collective calls race
-// from concurrent goroutines, in a different order on each rank. When the collectives
-// took each World's context from its Dup at the first call, that context depended on the
-// order of the races, differed between ranks, and the Worlds' calls met each other's
-// messages: wrong results, silently. They now use the World's Sibling, which the World
-// itself determines.
+// from concurrent goroutines, in a different order on each rank. The collectives use the
+// World's Sibling, which the World itself determines: a context taken from a Dup at the
+// first call would depend on the order of the races, differ between ranks, and let the
+// Worlds' calls meet each other's messages (wrong results, silently).
 func TestStressConcurrentFirstCalls(t *testing.T) {
 	runJob(t, 2, runtimetest.Options{Transport: "shm"}, 20*time.Second, func(e rankEnv) error {
 		ws, err := stressWorlds(e, 3)

@@ -16,11 +16,12 @@ import (
 // block of its own: processors l·c/n up to (l+1)·c/n. The default, auto, binds only a
 // host whose ranks outnumber its processors. There the kernel otherwise moves ranks that
 // spin and yield for each other as it sees fit, and can leave three of four on one core
-// for tens of milliseconds (an 8-byte Allreduce of 4 ranks on 2 cores: 9.4-10.8 us bound,
-// 9.5-21.6 us unbound; two pairs ping-ponging 8 bytes: 0.4-2.1 us bound, 0.4-86 us
-// unbound, in alternated runs). Unoversubscribed ranks stay unbound under auto: a Go rank
-// computes with goroutines on every processor it may use (GOMAXPROCS follows the
-// binding), which binding would take away. core binds every host; none binds nothing.
+// for tens of milliseconds, so that unbound latencies vary by orders of magnitude from
+// run to run (4 ranks on 2 cores: `golaunch -n 4 --bind-to none|auto bin/pingpong
+// --pairs`, or bin/allreducebench, alternated, shows it). Unoversubscribed ranks stay
+// unbound under auto: a Go rank computes with goroutines on every processor it may use
+// (GOMAXPROCS follows the binding), which binding would take away. core binds every host;
+// none binds nothing.
 const (
 	BindAuto = "auto"
 	BindCore = "core"
@@ -30,10 +31,10 @@ const (
 // boundProcs is the GOMAXPROCS of a rank bound to a single processor, unless its
 // environment sets one. Go sizes GOMAXPROCS by the processors a process may use, and with
 // 1 a rank computing in one goroutine keeps the tcp provider's goroutines, which serve
-// passive-target operations, from running until Go preempts it (10 ms and more: measured
-// with 2 ranks bound to a core each, the median Lock+Get+Unlock on a computing target took
-// 40 ms with 1, 0.19 ms with 2; unbound 0.05-0.06 ms). With 2 those goroutines get a
-// thread of their own, which the kernel runs beside the computing one.
+// passive-target operations, from running until Go preempts it (10 ms and more, per
+// operation on a computing target: `golaunch -n 2 --bind-to core -x GOMAXPROCS=1
+// bin/rmabench --test busy_get` measures it). With 2 those goroutines get a thread of
+// their own, which the kernel runs beside the computing one.
 const boundProcs = "2"
 
 // envProgress is the runtime's progress mode variable (runtime.EnvProgress; the launcher
@@ -45,8 +46,9 @@ const envProgress = "GORMA_PROGRESS"
 // processor and env sets no GOMAXPROCS. Under auto, ranks that sleep for every message
 // (GORMA_PROGRESS=block in env) stay unbound: they leave their processors idle while
 // they wait, so the kernel places them well, and bound, each wake-up would have to cross
-// to the sleeper's own processor (4 ranks on 2 cores, two pairs ping-ponging: 38-45 us
-// a half round trip bound, 9-10.5 us unbound).
+// to the sleeper's own processor, which makes every message several times slower (4
+// ranks on 2 cores: `golaunch -n 4 --bind-to core -x GORMA_PROGRESS=block bin/pingpong
+// --pairs` against --bind-to none measures it).
 func bindRank(policy string, cpus []int, l, n int, env []string) ([]int, []string) {
 	if policy == BindAuto && envValue(env, envProgress) == "block" {
 		return nil, env

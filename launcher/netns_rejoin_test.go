@@ -88,8 +88,8 @@ func submitUntil(t *testing.T, ctx context.Context, h *netns.Host, keyfile, via 
 //   - cut-replaced-restored: h1's link is cut, memberlist declares h1 dead, and an agent
 //     named h1 starts on h3 and joins; jobs for h1 then run on h3. When h1's link comes
 //     back, h1 rejoins (it tries its --join address while no other agent is live to it),
-//     finds its name held by h3, and gives up. (Before, the new h1 stayed unknown to the
-//     cluster for 15 s or more, and the old h1 never came back.)
+//     finds its name held by h3, and gives up. (The failure it guards against: the new
+//     h1 unknown to the cluster for 15 s or more, and the old h1 never back.)
 //   - stopped-replaced-resumed: h1's agent is stopped (SIGSTOP) and, once the cluster
 //     suspects it, an agent named h1 starts on h3 and joins (memberlist reports no clash
 //     with a suspected or freshly dead member). h1 is resumed at once and refutes its

@@ -16,10 +16,10 @@ import (
 //   - cut: h1's link is cut (memberlist declares it dead);
 //   - submitter-cut: the submitter runs on a host of its own (h3), which is cut.
 //
-// A lost agent aborts the job within the detection bound (checked as 10 s; a cut used to
-// wait for the 30 s ready timeout and to say only "agents not ready within 30s"), with one
-// summary line naming h1 and exit 125. A lost submitter makes the ready agents drop the
-// job within the detection bound (checked as 10 s; they used to wait 30 s for the start).
+// A lost agent aborts the job within the detection bound (checked as 10 s, well inside
+// the 30 s ready timeout, whose message "agents not ready within 30s" names no host), with
+// one summary line naming h1 and exit 125. A lost submitter makes the ready agents drop
+// the job within the detection bound (checked as 10 s, not the 30 s start timeout).
 // No rank starts anywhere, the job directories go (h1's once it can write again), and
 // the next job runs; a cut h1 is back in the cluster soon after its link (checked as 10
 // s; it never came back).

@@ -449,9 +449,10 @@ func TestStressLaunchSignalKillsStubbornRanks(t *testing.T) {
 }
 
 // TestStressLaunchSIGKILLLeavesNoOrphan: SIGKILL of golaunch itself. Pdeathsig kills the
-// ranks; the children they started in their process groups (a sleep here) used to live
-// on as orphans. The spawner's watchdog (watchdog.go) sees golaunch's end and kills the
-// groups, so nothing is left (DESIGN.md: no orphan even after SIGKILL of golaunch).
+// ranks, but not the children they started in their process groups (a sleep here), which
+// would live on as orphans. The spawner's watchdog (watchdog.go) sees golaunch's end and
+// kills the groups, so nothing is left (DESIGN.md: no orphan even after SIGKILL of
+// golaunch).
 func TestStressLaunchSIGKILLLeavesNoOrphan(t *testing.T) {
 	bin := stressBin(t)
 	dir := t.TempDir()

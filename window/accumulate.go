@@ -303,11 +303,11 @@ func (w *Win[T]) lockAcc(t *target[T]) error {
 // nothing); the caller then takes the word and reads as usual. On an error the word is
 // released if it was taken. t.acc.mu is held.
 //
-// Why. An accumulate-type operation over tcp took three round trips (take the word, read,
-// write and release). With the first two in one, taking the word and reading 8 bytes
-// went from 22.8 to 19.4-21.0 us over tcp loopback (an instrumented build), where the
-// system calls at both ends, not the wire, make most of a round trip; on a network whose
-// round trip is longer, a whole one is saved.
+// Why. Without it an accumulate-type operation over tcp takes three round trips (take the
+// word, read, write and release); with the first two in one it takes two. Over loopback
+// the system calls at both ends, not the wire, make most of a round trip, so the gain is
+// small there (`golaunch -n 2 --transport tcp bin/rmabench --test fop_lat` measures it);
+// on a network whose round trip is longer, a whole one is saved.
 func (w *Win[T]) lockAccRead(t *target[T], s span[T], boff uint64, cur []T) (bool, error) {
 	if t.mw != nil || len(cur)*w.esize > accPipelined {
 		return false, nil

@@ -100,8 +100,8 @@ func scaled(base, minIters, size int) int {
 // jobWarmup is how long, by rank 0's clock, the job calls Allreduce of the first size,
 // untimed, before it measures anything: the first milliseconds of a job pay for its
 // start-up (the other ranks and the launcher still starting or printing, first-touch
-// faults), which a first size measured with its own warm-up of a tenth of its calls
-// absorbed or not from run to run (8 B at p=2: 0.5 or 1-3 us). The C twin does the same.
+// faults), which a first size measured with only its own warm-up of a tenth of its calls
+// absorbs or not from run to run. The C twin does the same.
 const jobWarmup = 50 * time.Millisecond
 
 // warmJob calls Allreduce of the first size, untimed, for jobWarmup (warmFor).
@@ -149,9 +149,8 @@ func warmFor(ctx context.Context, w *runtime.World, batch int, call func() error
 var clockBase = time.Now()
 
 // mono reads the monotonic clock: time.Since of a fixed Time reads only that clock, where
-// time.Now reads the wall clock too. A call's timing then costs two clock reads, as the C
-// twin's pair of MPI_Wtime calls: measured here, 59 ns for a pair of mono against 85 ns
-// for time.Now and time.Since, and 66 ns for MPI_Wtime's pair (Open MPI).
+// time.Now reads the wall clock too. A call's timing then costs two clock reads, close to
+// the C twin's pair of MPI_Wtime calls, where time.Now and time.Since cost more.
 func mono() time.Duration { return time.Since(clockBase) }
 
 // allreduceSize measures one size.
@@ -242,8 +241,8 @@ func reduceRow(ctx context.Context, w *runtime.World, total time.Duration, iters
 // barrier measures Barrier as osu_barrier does.
 func barrier(ctx context.Context, w *runtime.World, o options) (row, error) {
 	if o.test == "barrier" {
-		// No Allreduce warmed the job up: Barriers measured from its start took 0.6-0.8 us
-		// each at p=2 (once 1.9) where the same ranks 30 ms later took 0.37-0.42.
+		// No Allreduce warmed the job up: Barriers measured from the job's start are
+		// slower than the same ranks' Barriers tens of milliseconds later.
 		if err := warmFor(ctx, w, 256, func() error { return collectives.Barrier(ctx, w) }); err != nil {
 			return row{}, err
 		}

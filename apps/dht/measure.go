@@ -14,8 +14,8 @@ import (
 	"github.com/gorma-hpc/gorma/window"
 )
 
-// timeBatch is the number of operations timed together: a clock read costs 30-50 ns, a
-// cached lookup a few hundred.
+// timeBatch is the number of operations timed together: a clock read costs a sizeable
+// fraction of a cached lookup.
 const timeBatch = 64
 
 // updateBit marks an operation of the sequence as an update (keys stay below it).

@@ -241,12 +241,11 @@ func scaled(base, size int) int {
 }
 
 // jobWarmup is how long each pair ping-pongs, untimed, before the first measurement. A
-// job's first milliseconds are slower than the rest, whichever runtime: 8-byte round trips
-// timed in batches of 2000 from the job's first Barrier took 1-2.5 us a half round trip
-// for the first 5-15 ms, then 0.36-0.45 us. With 50000 round trips (the compare's count,
-// about 20 ms), gorma's figure was 0.44-0.46 us where 400000 gave 0.38-0.43. The tenth of
-// the iterations warmed up per size does not cover it at small sizes. The C twin warms
-// up the same way.
+// job's first milliseconds (tens of them) are slower than the rest, whichever runtime:
+// short round trips timed in batches from the job's first Barrier take several times
+// their steady time at first, and a run of the compare's length would carry that into
+// its figure. The tenth of the iterations warmed up per size does not cover it at small
+// sizes. The C twin warms up the same way.
 const jobWarmup = 50 * time.Millisecond
 
 // warmJob ping-pongs 8 bytes with the pair's other rank until the even rank has spent

@@ -54,7 +54,7 @@ func (b *bench) bandwidth(ctx context.Context, test string) error {
 			}
 			// The floor goes first in even pairs and second in odd ones, each run after
 			// a rest (pairGap): a fixed order biases the ratio against whichever goes
-			// second (by about 8% for write_bw against tcp_stream).
+			// second.
 			var g, gf float64
 			for _, floorTurn := range [2]bool{i%2 == 0, i%2 != 0} {
 				pause()
@@ -92,9 +92,9 @@ func (b *bench) bandwidth(ctx context.Context, test string) error {
 const pairedReps = 8
 
 // pairGap is the rest before each repetition of a pair. Without it the second run of a
-// back-to-back pair is slower by 10-30% on this machine kind, whichever it is (why is
-// not known: the host's scheduling of the vCPUs after a burst is the likely cause); with
-// it the two start alike.
+// back-to-back pair is slower on virtual machines, whichever it is (why is not known: the
+// host's scheduling of the vCPUs after a burst is the likely cause); with it the two
+// start alike.
 const pairGap = 100 * time.Millisecond
 
 func pause() { time.Sleep(pairGap) }

@@ -140,9 +140,9 @@ func (b *bench) completionLat(ctx context.Context, test string, set func(n int),
 
 // latPairs is how many pairs of a paired latency row and its floor are measured, the
 // floor first in half of them (even) and second in the others: the row's floor ratio is
-// the median of the pairs' ratios. One pair, the floor always first, gave ratios that
-// moved by half from run to run over tcp (the floor and the test each land on one of two
-// levels, about 27 or 34 us for tcp_pp).
+// the median of the pairs' ratios. With one pair, the floor always first, the ratio
+// moves by half from run to run over tcp: the floor and the test each land on one of two
+// levels (tcp_pp shows them).
 const latPairs = 4
 
 // pairedLatRow measures one latency row with one (scale turns a round trip into a half

@@ -106,7 +106,7 @@ func fill(b []byte, seed byte) {
 	}
 }
 
-// info returns what the peer needs to connect to this session.
+// info returns what the peer needs to connect to s.
 func (s *session) info() endpointInfo {
 	return endpointInfo{Endpoint: s.qp.Endpoint(), BufKey: s.buf.RKey(), AtomKey: s.atom.RKey()}
 }

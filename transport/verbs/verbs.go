@@ -72,9 +72,10 @@ const (
 	// DefaultCongestion is the TCP congestion control the tcp provider sets on its
 	// connections unless Config.Congestion says otherwise. A collective keeps several
 	// flows per link that start and stop together; with BBR (the kernel default on some
-	// systems) the flows left at a round's end took long to claim the bandwidth the others
-	// freed, and an Allreduce across 4 netns hosts of 2 ranks on links shaped to 1 Gbit/s
-	// took 1.13-1.16 of the bound at 64 MiB against 1.08 with CUBIC (docs/benchmarks.md).
+	// systems) the flows left at a round's end take long to claim the bandwidth the others
+	// freed, and a large Allreduce across hosts is slower than with CUBIC
+	// (scripts/netns-allreduce.sh with XENV=GORMA_TCP_CONGESTION=bbr against the default
+	// measures it).
 	DefaultCongestion = "cubic"
 	// CongestionSystem as Config.Congestion leaves the kernel's default
 	// (net.ipv4.tcp_congestion_control) on the tcp provider's connections.

@@ -9,9 +9,9 @@ import (
 
 // publish stores v into *p with release semantics: every store before it becomes visible
 // to other cores no later than v. On amd64 (TSO) an ordinary MOV is a release store,
-// whereas p.Store compiles to XCHG, a locked read-modify-write that costs about 180 ns
-// per half round trip when the peer is polling the line (measured: a flag ping-pong takes
-// 0.49 us with XCHG, 0.31 us with MOV). The compiler keeps stores in program order, and a
+// whereas p.Store compiles to XCHG, a locked read-modify-write that adds to every half
+// round trip when the peer is polling the line (`go test -bench FlagPingPong
+// ./transport/verbs/shm` measures it). The compiler keeps stores in program order, and a
 // plain store of an aligned word is atomic.
 //
 // A publish is not ordered before later loads: call fence between a publish and a load

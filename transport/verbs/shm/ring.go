@@ -264,8 +264,8 @@ type record struct {
 // is; bad is true when the header is inconsistent (a corrupt or hostile sender). It
 // fills the caller's rec rather than returning one: a returned record is stored field by
 // field and then copied whole into the caller's variable (whose address its users take),
-// and that copy of lines just written in pieces stalls (a failed store forward, about
-// 10 ns a message).
+// and that copy of lines just written in pieces stalls (a failed store forward) at every
+// message.
 func (r *ring) peek(pos uint64, rec *record) (ok, bad bool) {
 	idx := pos & r.mask
 	w0 := r.word0(idx).Load()

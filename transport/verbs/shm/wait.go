@@ -36,14 +36,11 @@ const (
 
 	// spinGoschedEvery is how many polls a spinning waiter makes between yields to other
 	// goroutines (runtime.Gosched). A Gosched takes the scheduler's run queue lock and may
-	// wake an idle P: after every poll it made up most of the loop (measured: the run
-	// queue lock and goroutine status changes were 30% of a send ping-pong's samples), and
-	// a completion waited on average half a loop before it was seen. Every 16 polls it
-	// still showed (lock2, unlock2, casgstatus, wakep: about a fifth of an 8-byte send
-	// ping-pong's samples, and a message landing during a Gosched waits for it): every
-	// 256 polls (a few microseconds) send_lat's median went from 0.418-0.421 to
-	// 0.408-0.413 us in 5 alternated runs. Go's asynchronous preemption bounds what
-	// other goroutines wait for a spinning one in any case.
+	// wake an idle P: yielding often puts lock2, unlock2, casgstatus and wakep high in a
+	// send ping-pong's profile, and a message landing during a Gosched waits for it.
+	// Every 256 polls (a few microseconds) keeps them out of the way (`bin/verbsperf
+	// --provider shm --test send_lat` measures it); Go's asynchronous preemption bounds
+	// what other goroutines wait for a spinning one in any case.
 	spinGoschedEvery = 256
 	// spinYieldEvery is how many polls a spinning waiter makes between checks of its
 	// budget or, in WaitSpin, sched_yield calls, so that spinning ranks on fewer cores than

@@ -96,19 +96,18 @@ func congestionOf(want string) (string, error) {
 // the txq, where requests can pass it; bytes on the wire are not limited, so the window
 // still covers the path. Both start the first time a request has to queue behind an
 // answer on a connection (mixLocked), not before: a connection that only streams one
-// way loses to them and gains nothing (on loopback, the lowat's wake-ups cost a one-way
-// stream a third of its rate, 3.3 -> 2.2 GB/s, and slices about a tenth of a read
-// stream's).
+// way loses to them and gains nothing (on loopback the lowat's wake-ups cost a one-way
+// stream a large part of its rate; `bin/verbsperf --provider tcp --test write_bw,read_bw`
+// measures it).
 //
 // Why so short a queue: where links are fast and several streams share the cores (four
 // network-namespace hosts on 2 cores, each host sending on three connections), the
 // kernel's default lets each connection queue megabytes, and a byte leaves the caches
 // between the sender's copy and the receiver's. With 32 KiB unsent at most, four raw
-// streams at once moved 0.74-0.80 GB/s each against 0.47-0.52 (64 KiB: 0.42-0.59;
-// 256 KiB: 0.39-0.53), and the 16 MiB Allreduce of 4 such hosts took 41-60 ms against
-// 58-66 ms with 256 KiB and 512 KiB slices (docs/benchmarks.md). On 1 Gbit/s links the
-// requests waiting behind less data gained too (16 MiB: 1.14-1.15 of the bound against
-// 1.18-1.20).
+// streams at once move more each than with 64 or 256 KiB, and a large Allreduce of 4 such
+// hosts is faster; on shaped 1 Gbit/s links the requests waiting behind less data gain
+// too. scripts/netns-allreduce.sh measures both (its "B busy" streams with and without
+// LOWAT, and the Allreduce against the bandwidth bound; RATE shapes the links).
 //
 // Requests never overtake answers in ways that matter: the peer matches answers to its
 // requests by stream order alone, and requests to it only by theirs. The exception is the

@@ -209,14 +209,13 @@ func (c *cq) Poll(wcs []verbs.WC) (int, error) {
 //
 // WaitHybrid does not spin on the ring here, whatever Config.Spin says: a completion
 // produced by a reader goroutine of this process would only be delayed by a waiter
-// holding the core (and the P) that the reader, and on one host the peer's process,
-// need. Measured with verbsperf read_lat on 2 cores: a 50 µs spin made an 8 B read take
-// about 70 µs against about 32 µs when blocking at once. A waiter that leads (lead.go)
-// is the reader itself, and it does spin: it tries the socket without blocking for
-// Config.Spin before it blocks in ppoll (sock.spinRead), unless the connection has
-// frames queued to send. So does the connection's reader
-// goroutine while the rest of the process is idle, as it is with its waiters blocked
-// (sock.spinIdle).
+// holding the core (and the P) that the reader, and on one host the peer's process, need:
+// on 2 cores such a spin makes a short read slower than blocking at once (`bin/verbsperf
+// --provider tcp --test read_lat` measures it). A waiter that leads (lead.go) is the
+// reader itself, and it does spin: it tries the socket without blocking for Config.Spin
+// before it blocks in ppoll (sock.spinRead), unless the connection has frames queued to
+// send. So does the connection's reader goroutine while the rest of the process is idle,
+// as it is with its waiters blocked (sock.spinIdle).
 func (c *cq) Wait(ctx context.Context) error {
 	if c.avail.Load() > 0 {
 		return nil

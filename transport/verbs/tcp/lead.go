@@ -65,9 +65,9 @@ const (
 // (a leader returning, Progress finding nothing) flushes it at once (flushHeld), since
 // nobody may read the promised frames for a while. A write's completion is thus late by
 // at most the arrival of ackBatch-1 frames that were already queued when it was sent, and
-// a window of at most ackBatch+1 outstanding writes never sees a mark. The ack per write cost a 1 MiB
-// write stream about a tenth of its rate on loopback (docs/benchmarks.md, twenty-fifth
-// session).
+// a window of at most ackBatch+1 outstanding writes never sees a mark. An ack per write
+// costs a stream of large writes part of its rate (`bin/verbsperf --provider tcp --test
+// write_bw` measures it).
 const ackBatch = 8
 
 // initRole creates the role eventfd; without one the connection never leads.

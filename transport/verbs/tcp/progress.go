@@ -83,8 +83,8 @@ func newQconn(q *qp, c *net.TCPConn, peer peerInfo) (*qconn, error) {
 // soleOnCQ reports whether the connection is alone on its CQ. Only then does its reader
 // spin (sock.spinIdle), as only then may a waiter lead it: a rank with several peers
 // would spin a reader per process, and hosts that share cores (network-namespace hosts,
-// containers) would then take each other's (scripts/netns-allreduce.sh, 4 hosts of one
-// rank on 2 cores: Allreduce 8 B 374-375 us against 205-231 us without).
+// containers) would then take each other's cores (scripts/netns-allreduce.sh with SIZES=8
+// and PPH=1, 4 hosts of one rank on 2 cores, shows a small Allreduce slowing down).
 func (cn *qconn) soleOnCQ() bool { return cn.q.rcq.solo.Load() == cn }
 
 // fault ends the reader: first is the status of the next request flushed; drain asks to

@@ -31,13 +31,13 @@ import (
 //
 // Why. Through the network poller, an arrival first wakes the thread parked in
 // epoll_pwait, which readies the waiting goroutine and, with an idle P, wakes a further
-// thread to look for work. Each hop between the two vCPUs of this machine kind is the
-// wake-up of a halted vCPU. On TCP loopback between two processes, an 8-byte ping-pong
-// with blocking system calls on their own threads measured 7.2 us median half round trip,
-// steadily, against 9.5 or 30 us (alternating from run to run) for the same ping-pong
-// through the poller (docs/benchmarks.md, twenty-second session). A leader is a goroutine
-// that would block anyway (CQ.Wait), so holding its thread costs nothing; the Go runtime
-// hands its processor to other goroutines if it stays blocked.
+// thread to look for work. On a virtual machine each hop between vCPUs may be the wake-up
+// of a halted vCPU, so on TCP loopback between two processes a short ping-pong with
+// blocking system calls on their own threads is faster, and steadier from run to run,
+// than the same ping-pong through the poller (`go test -bench
+// 'ProcRead8|ProcRawTCPPingPong8' ./transport/verbs/tcp` measures both). A leader is a
+// goroutine that would block anyway (CQ.Wait), so holding its thread costs nothing; the
+// Go runtime hands its processor to other goroutines if it stays blocked.
 //
 // Closing. Close marks the socket closed and wakes every waiter (through rwake and past
 // deadlines on in and out), whose operations then fail with net.ErrClosed; the
@@ -279,22 +279,20 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 // deadline is set (a leader's kick), which the wait then reports.
 //
 // Why. A leader blocked in ppoll sleeps on its processor, and the peer's answer must
-// wake it: on this machine kind a halted virtual CPU, whose wake-up is most of a
-// loopback round trip. One that keeps asking the socket sees the answer as the peer's
-// system call queues it. With both ranks of a pair on their own cores, an 8-byte tcp
-// ping-pong measured 6.2-8.5 us half round trip against 18-20 us blocking at once, and
-// Open MPI's tcp transport, which polls, 5.6 us (docs/benchmarks.md, twenty-third
-// session). Each attempt is a read(2) of a non-blocking socket, about a microsecond.
+// wake it: on a virtual machine a halted virtual CPU, whose wake-up is most of a loopback
+// round trip. One that keeps asking the socket sees the answer as the peer's system call
+// queues it, as Open MPI's tcp transport, which polls, does. With both ranks of a pair on
+// their own cores this makes a short tcp ping-pong much faster than blocking at once
+// (`golaunch -n 2 --transport tcp bin/pingpong`, against -x GORMA_PROGRESS=block, measures
+// it; `make compare` sets it beside Open MPI). Each attempt is a read(2) of a non-blocking
+// socket.
 //
 // It does not spin while the connection's writer goroutine has frames to send (quiet
 // false, before the spin or at a look at the clock): the waiter's answers then come
 // behind the stream it is sending, and each read(2) takes the socket's lock, which the
 // writer's writev(2) holds while it copies: a read waits up to a whole copy, and the
-// copy waits for the reads. In a trace of an RDMA write stream of 1 MiB messages
-// (verbsperf write_bw, window 64) the spin's reads took 64 ms of system calls against
-// 130 ms of writev, one of them 5.9 ms; without the spin the stream moved 6.39 GB/s
-// against 5.49 (medians of 36 repetitions; the raw stream 7.06), though not in every
-// set (docs/benchmarks.md, twenty-fifth session).
+// copy waits for the reads, which slows a stream of large RDMA writes (`bin/verbsperf
+// --provider tcp --test write_bw` measures it).
 func (s *sock) spinRead(f func(fd uintptr) bool) bool { return s.spinLoop(f, false, s.quiet) }
 
 // spinIdle is the reader goroutine's spin (direct off): while no other goroutine of the
@@ -306,14 +304,15 @@ func (s *sock) spinRead(f func(fd uintptr) bool) bool { return s.spinLoop(f, fal
 //
 // Why. A passive target's requests are served by this goroutine, and a goroutine parked
 // in the poller is woken through the poller's thread: on this machine kind the wake-up of
-// a halted virtual CPU, and then a hand-off to the thread that runs the goroutine. With
-// the target's application blocked, an 8-byte RDMA read took 22.5-34.2 us, more than a
-// raw Go socket round trip (19-24 us); with this spin, 9.6-10.4 us (docs/benchmarks.md,
-// twenty-fourth session). The gates keep it off a core that has other work: without
-// them, with each process's application polling its memory (write ping-pong), 4 threads
-// spun on 2 cores, 78-82 us per half round trip against 28-35 us parking at once; with
-// both, 16.6-19.6 us. The first gate alone was not enough (77-82 us): a waiter that this
-// goroutine's completion woke waited for the core the spin kept, which the yield gives.
+// a halted virtual CPU, and then a hand-off to the thread that runs the goroutine: with
+// the target's application blocked, a short RDMA read takes longer than a raw Go socket
+// round trip without this spin, and far less with it (`go test -bench
+// 'ProcRead8Hybrid|ProcRawTCPPingPong8' ./transport/verbs/tcp` measures both). The gates
+// keep it off a core that has other work: with each process's application polling its
+// memory (`bin/verbsperf --provider tcp --test write_pp` on 2 cores), an ungated spin runs
+// 4 threads on 2 cores and is slower than parking at once. Both gates are needed: with
+// the idle check alone, a waiter that this goroutine's completion woke waits for the core
+// the spin keeps, which the yield gives.
 func (s *sock) spinIdle(f func(fd uintptr) bool) bool {
 	return s.spinLoop(f, true, s.idle)
 }
@@ -350,7 +349,7 @@ func (s *sock) spinLoop(f func(fd uintptr) bool, yield bool, gate func() bool) b
 type schedSamples [2]metrics.Sample
 
 // othersIdle reports whether the calling goroutine is the only one of the process that
-// runs Go code or waits to: one read of runtime/metrics, about 60 ns.
+// runs Go code or waits to: one read of runtime/metrics, cheap next to a system call.
 func othersIdle(s *schedSamples) bool {
 	if s[0].Name == "" {
 		s[0].Name = "/sched/goroutines/running:goroutines"

@@ -12,9 +12,9 @@ import (
 )
 
 // Adversarial tests of what only tcp has: its listener, fed garbage. The provider-agnostic
-// stress tests that used to sit here (flushed writes, shared CQ depth, concurrent posters,
-// role hand-off under cancellation, Dereg during RDMA, atomic edges, zero length) run as
-// the conformance suite's Stress cases (verbstest, stress*.go), with the hook below.
+// stress tests (flushed writes, shared CQ depth, concurrent posters, role hand-off under
+// cancellation, Dereg during RDMA, atomic edges, zero length) run as the conformance
+// suite's Stress cases (verbstest, stress*.go), with the hook below.
 
 // CQHeld reports how many completions cq holds that Poll has not returned, and whether
 // it has overrun (dropped one). It is verbstest.Factory.CQHeld for the conformance suite

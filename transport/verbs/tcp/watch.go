@@ -19,28 +19,28 @@ import (
 // Idle-role watch. A leader leaving CQ.Wait must give the reading role back to the
 // connection's reader goroutine (lead.go), or passive-target requests wait until the
 // application waits again. Writing the reader's role eventfd costs a system call on every
-// wait (about 1.8 µs here) plus the reader's wake-up (about 1.5 µs), a fifth of a loopback
-// round trip. A timer in the rank process to hand the role back later costs more: any Go
-// timer that fires every millisecond changes how the process's idle threads park and
-// added 3 to 5 µs to the round trip (docs/benchmarks.md). A watcher in another process
-// costs the rank nothing: the leader records in a shared page that the role is idle (one
-// store), and the watcher, which ticks every WatchTick, rings the rank for a role it
-// found idle in the same state on two ticks in a row. The rank then writes the role
-// eventfds of the connections still idle. A role is thus handed back within two ticks of
-// the wait that left it, and at once when a waiter comes first (it takes the idle role
-// and leads).
+// wait plus the reader's wake-up, a sizeable part of a loopback round trip. A timer in
+// the rank process to hand the role back later costs more: any Go timer that fires every
+// millisecond changes how the process's idle threads park and lengthens every round trip
+// (`bin/verbsperf --provider tcp --test read_lat` measures the round trip). A watcher in
+// another process costs the rank nothing: the leader records in a shared page that the
+// role is idle (one store), and the watcher, which ticks every WatchTick, rings the rank
+// for a role it found idle in the same state on two ticks in a row. The rank then writes
+// the role eventfds of the connections still idle. A role is thus handed back within two
+// ticks of the wait that left it, and at once when a waiter comes first (it takes the
+// idle role and leads).
 //
 // A reader parked in the network poller has the opposite problem. Go polls the network
 // only from a thread that has nothing else to run, or from sysmon every 10 ms. When the
 // thread blocked in the poller wakes the application's goroutine (its last completion)
 // and that goroutine then computes, no thread polls until sysmon does, and a request that
-// arrives meanwhile waits up to 10 ms: rmabench busy_get over tcp measured 10-20 ms for a
-// target's first Lock+Get+Unlock after its last wait, with or without a watch (golang/go
-// pull request 51651 describes the same gap). So a reader also marks its slot while it
-// waits for its socket, the rank records each slot's socket descriptor, and the watcher,
-// which holds a pidfd of the rank (Watch.Signal), takes a duplicate of the socket
-// (pidfd_getfd) and rings when a parked reader's socket held unread data at two ticks in
-// a row (data that came just before a scan is most often read at once).
+// arrives meanwhile waits up to 10 ms, as a target's first Lock+Get+Unlock after its last
+// wait shows (`golaunch -n 2 --transport tcp bin/rmabench --test busy_get` measures it;
+// golang/go pull request 51651 describes the same gap). So a reader also marks its slot
+// while it waits for its socket, the rank records each slot's socket descriptor, and the
+// watcher, which holds a pidfd of the rank (Watch.Signal), takes a duplicate of the
+// socket (pidfd_getfd) and rings when a parked reader's socket held unread data at two
+// ticks in a row (data that came just before a scan is most often read at once).
 //
 // The watcher ticks every WatchTick only for ranks that need it: a rank whose device led
 // a wait and left a role idle (a connection alone on its CQ), or that holds memory peers
@@ -48,11 +48,11 @@ import (
 // right). For the others it scans every watchSlow and does not watch parked readers
 // (Go's sysmon polls every 10 ms anyway). It marks the pages it ticks for (word 7), and
 // a leader leaves its role idle to the watcher only on such a page; before, it writes
-// the reader's role eventfd itself, so a role is never left to a scan 50 ms away. A wake-up every millisecond is not free: on
-// this machine's virtual CPUs each one, with the Go runtime's own reaction to it, costs
-// the process tens of microseconds, and the four watchers of a job over four
-// network-namespace hosts sharing 2 cores made its large Allreduce 15-25% slower, as
-// rings for data that was about to be read did (docs/benchmarks.md).
+// the reader's role eventfd itself, so a role is never left to a scan 50 ms away. A
+// wake-up every millisecond is not free: on virtual CPUs each one, with the Go runtime's
+// own reaction to it, costs the process a wake-up of its own, and four watchers ticking
+// for a job over four network-namespace hosts sharing 2 cores slow its large Allreduce,
+// as rings for data that was about to be read do (scripts/netns-allreduce.sh measures it).
 //
 // A ring is the bell (an eventfd in the rank's poller, enough while the rank polls) and
 // WatchSignal. The rank's signal goroutine (os/signal: its thread sleeps outside the
@@ -434,8 +434,9 @@ func (w *watch) led() {
 
 // ticking reports whether the watcher scans the page every tick (page word 7): until it
 // does, a role left to it could wait a whole watchSlow (50 ms) for its hand-back, as the
-// first passive-target request to a rank that had just allocated a window did (rmabench
-// busy_get over tcp: 10-40 ms in its first round, 0.2-2.2 ms in the others). A watcher
+// first passive-target request to a rank that has just allocated a window would
+// (`golaunch -n 2 --transport tcp bin/rmabench --test busy_get` measures its first
+// round). A watcher
 // that predates the word never sets it, and roles are then handed back at once, as
 // without a watch.
 func (w *watch) ticking() bool { return watchWord(w.page, 7).Load() != 0 }
@@ -717,8 +718,8 @@ func (h *Watch) forgetClosed(n int) {
 // at the previous scan too, in the same parked wait (its slot's word unchanged): data
 // left unread for a whole tick. Data that came a moment before a scan does not count: the
 // rank's poller is likely about to hand it to the reader, and on a machine whose cores
-// are all busy nearly every scan would ring (a fifth of them did, measured across four
-// network-namespace hosts). One poll, which consumes nothing; it records which sockets
+// are all busy many scans would ring (across four network-namespace hosts sharing 2
+// cores, a sizeable fraction). One poll, which consumes nothing; it records which sockets
 // hold data now. Called with mu held, after staleSlots recorded the slots' words in last.
 func (h *Watch) heldReadable(slots []int) bool {
 	h.pfds, h.pslots = h.pfds[:0], h.pslots[:0]

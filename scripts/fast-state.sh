@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Waits for this machine kind's fast speed state and measures in it.
+# Waits for the machine's fast speed state and measures in it.
 #
-# The machine switches, for seconds to minutes at a time, between a slow state (shared-
-# memory flag ping-pong half round trip 0.28-0.32 us) and a fast one (0.05-0.13 us); the
-# targets are ratios within one run, and software costs show mostly in the fast state.
+# Some virtual machines switch, for seconds to minutes at a time, between a slow state and
+# a fast one in which the shared-memory flag ping-pong's half round trip is several times
+# shorter (FAST_US, in microseconds, lies between the two); the targets are ratios within
+# one run, and software costs show mostly in the fast state.
 # This script measures the floor (verbsperf --test flag_pp) every PERIOD seconds and,
 # whenever it is under FAST_US, runs each command of the file CMDS (one per line, in
 # turn, ROUNDS times), appending their output to LOG with timestamps. Put several builds
 # (and the MPI twins) in CMDS to compare them in the same seconds. Each command's standard
 # input is /dev/null: golaunch forwards its input to rank 0, so with the list as its input
-# it swallowed the commands after it.
+# it would swallow the commands after it.
 #
 # Usage: scripts/fast-state.sh CMDS [DURATION]      (DURATION in seconds, default 900)
 #   environment: VP=bin/verbsperf  FAST_US=0.2  PERIOD=10  ROUNDS=3  LOG=results/fast-state.log

@@ -48,7 +48,7 @@
 #                RATE= (unshaped; or a tc rate such as 1gbit)
 #                QDELAY=50ms (with RATE, the tbf queue; deep enough that the bursts in
 #                which the shared cores run the senders do not overflow it: 2 ms with a
-#                64 KiB burst left four concurrent streams 0.05 GB/s each)
+#                64 KiB burst starves four concurrent streams)
 #                SCRATCH=arena  STREAM=3s (each B measurement)  MIN_ITERS=10
 #                OUT=results/netns-allreduce  BIN=bin (make build first)
 #                XENV="NAME=VALUE ..." (more environment for the ranks, such as

@@ -6,14 +6,13 @@
 //
 // # The protocol
 //
-// Every page has a home (its target rank). The home's directory is made of words in its
-// registered memory, touched only by one-sided operations, so a busy home never delays
-// anyone: ver[p] counts the writes to page p and slot[p][c] holds cacher c's registration
-// token (0: none). Each cacher C holds flag[H][p] per remote page (see Usable and
-// DecodeFlag). A fill registers a fresh token, reads version and data in one round trip
-// and installs the copy by CAS Filling->Valid; a write (or the home's own sync) bumps the
-// versions, reads the slot rows and stores 0 into every registered cacher's flag before it
-// completes. design.md has the state diagram, the invariants and the ordering proof.
+// Every page has a home (its target rank), whose directory is words in its registered
+// memory touched only by one-sided operations, so a busy home never delays anyone: a
+// version per page and a registration slot per (page, cacher); each cacher keeps a flag
+// per remote page (see Usable and DecodeFlag). A fill registers a token, reads version
+// and data in one round trip and installs the copy; a write bumps the versions and
+// invalidates every registered copy before it completes. design.md has the state
+// diagram, the invariants and the ordering proof.
 //
 // # Memory words the driver lays out
 //

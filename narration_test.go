@@ -58,6 +58,8 @@ var narrationRules = []narrationRule{
 		fix: "an ordinal this high counts work periods (\"the twenty-fifth figures\"): name the benchmark command that measures the figure instead",
 	},
 	{
+		// Comments on verbsperf's session type name it by its receiver ("connect to s"), as
+		// "this session" reads as a work period.
 		name: "session reference",
 		re:   regexp.MustCompile(`(?i)\b(?:this|last|previous|prior|earlier|later|next|that)\s+(?:work\s+)?sessions?\b`),
 		fix:  "a reference to a work session is history: describe the code as it is",

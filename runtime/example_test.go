@@ -37,3 +37,53 @@ func Example() {
 	}
 	// Output: rank 0 of 1 got 0 from rank 0
 }
+
+// Nonblocking messages: post the receive and the send, then wait for both. The buffers
+// belong to the runtime until WaitAll returns.
+func ExampleIsend() {
+	ctx := context.Background()
+	w, err := runtime.Init(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer w.Finalize(ctx)
+	next, prev := (w.Rank()+1)%w.Size(), (w.Rank()+w.Size()-1)%w.Size()
+	in := make([]float32, 3)
+	rr, err := runtime.Irecv(w, in, prev, 5)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sr, err := runtime.Isend(w, []float32{1, 2, 3}, next, 5)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	st := make([]runtime.Status, 2)
+	if err := runtime.WaitAll(ctx, []*runtime.Request{rr, sr}, st); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(in, st[0].Source, st[0].Tag)
+	// Output: [1 2 3] 0 5
+}
+
+// Split makes a World over the ranks that pass the same color, numbered by key.
+func ExampleWorld_Split() {
+	ctx := context.Background()
+	w, err := runtime.Init(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer w.Finalize(ctx)
+	half, err := w.Split(ctx, w.Rank()%2, w.Rank())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer half.Free()
+	fmt.Printf("rank %d of %d in the World of color %d\n", half.Rank(), half.Size(), w.Rank()%2)
+	// Output: rank 0 of 1 in the World of color 0
+}

@@ -70,6 +70,7 @@ measure() {
 }
 
 if [[ ${RENDER_ONLY:-0} != 1 ]]; then measure; fi
+[[ -f $out/run.env ]] || { echo "compare-all: no $out/run.env: run once without RENDER_ONLY=1" >&2; exit 2; }
 # shellcheck source=/dev/null
 source "$out/run.env"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prints a verbsperf JSON document (verbsperf --json=FILE) as Markdown for docs/benchmarks.md:
+# Prints a verbsperf JSON document (verbsperf --json=FILE) as Markdown:
 # the machine, the summary checks, and one table per test.
 # Usage: scripts/bench-summary.sh results/verbsperf.json [--tables]
 set -euo pipefail

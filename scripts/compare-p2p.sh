@@ -10,15 +10,15 @@
 # pingpong's latency is OSU's (total time / 2 / round trips, a mean), so the tcp floor is
 # tcp_pp's mean too (its avg column: total time / round trips), halved: the same statistic
 # on both sides (scheduling hiccups weigh in both). tcp_pp's median, which leaves them out
-# of the floor alone, gives a second, stricter row for reference (before the fourth
-# session it was the only one). Needs openmpi-bin and libopenmpi-dev (named
-# explicitly: mpicc.openmpi, mpirun.openmpi); MPICH's figures are added when mpicc.mpich
-# and mpiexec.mpich are installed.
+# of the floor alone, gives a second, stricter row for reference. Needs openmpi-bin and
+# libopenmpi-dev (named explicitly: mpicc.openmpi, mpirun.openmpi); MPICH's figures are
+# added when mpicc.mpich and mpiexec.mpich are installed.
 # The tcp pair runs TCP_REPS times (15 by default), more than the shm figures' REPS: on
-# this machine kind the raw floor is bimodal from run to run (RTT/2 of 9.5-10 or 22-35 us
-# in consecutive runs; gorma's figure was too until its leaders left Go's network poller),
-# so the median of three pairs is a draw between the two levels. The order within a tcp
-# pair alternates.
+# this machine kind the raw floor is bimodal from run to run (two levels about a factor
+# of two apart in consecutive runs), so the median of three pairs would be a draw between
+# the two levels. The order within a tcp pair alternates.
+# The last lines are a Markdown table (figure | gorma | peer | ratio | target) that
+# bench/chart collect parses.
 # Usage: scripts/compare-p2p.sh [REPS]   (environment: TCP_REPS, LAT_ITERS, TCP_ITERS, BW_ITERS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,14 +74,14 @@ glm=$(m "${gl[@]}") olm=$(m "${ol[@]}") gbm=$(m "${gb[@]}") obm=$(m "${ob[@]}") 
 echo
 echo "# $(date -u +%FT%TZ) $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r), $(go env GOVERSION), $(mpirun.openmpi --version | head -1); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# medians of $reps alternating repetitions ($tcp_reps for the tcp pair)"
-printf '| %-34s | %12s | %12s | %8s | %-18s |\n' "figure" "gorma" "peer" "ratio" "target"
-printf '|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..36})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..10})" "$(printf -- '-%.0s' {1..20})"
-awk -v g="$glm" -v p="$olm" 'BEGIN {printf "| %-34s | %9.2f us | %9.2f us | %7.2fx | %-18s |\n", "8 B half RTT, shm vs Open MPI", g, p, g / p, "<= 1.00x " (g <= p ? "ok" : "MISS")}'
-awk -v g="$gbm" -v p="$obm" 'BEGIN {printf "| %-34s | %7.0f MB/s | %7.0f MB/s | %7.2fx | %-18s |\n", "1 MiB bandwidth, shm vs Open MPI", g, p, g / p, ">= 1.00x " (g >= p ? "ok" : "MISS")}'
-awk -v g="$tlm" -v p="$flm" 'BEGIN {printf "| %-34s | %9.2f us | %9.2f us | %7.2fx | %-18s |\n", "8 B half RTT, tcp vs raw TCP RTT/2", g, p, g / p, "<= 1.20x " (g <= 1.2 * p ? "ok" : "MISS")}'
-awk -v g="$tlm" -v p="$fdm" 'BEGIN {printf "| %-34s | %9.2f us | %9.2f us | %7.2fx | %-18s |\n", "  same, raw as a median (stricter)", g, p, g / p, "(reference)"}'
+printf '| %-38s | %12s | %12s | %8s | %-18s |\n' "figure" "gorma" "peer" "ratio" "target"
+printf '|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..40})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..10})" "$(printf -- '-%.0s' {1..20})"
+awk -v g="$glm" -v p="$olm" 'BEGIN {printf "| %-38s | %9.3f us | %9.3f us | %7.2fx | %-18s |\n", "8 B half RTT, shm vs Open MPI", g, p, g / p, "<= 1.00x " (g <= p ? "ok" : "MISS")}'
+awk -v g="$gbm" -v p="$obm" 'BEGIN {printf "| %-38s | %7.0f MB/s | %7.0f MB/s | %7.2fx | %-18s |\n", "1 MiB bandwidth, shm vs Open MPI", g, p, g / p, ">= 1.00x " (g >= p ? "ok" : "MISS")}'
+awk -v g="$tlm" -v p="$flm" 'BEGIN {printf "| %-38s | %9.3f us | %9.3f us | %7.2fx | %-18s |\n", "8 B half RTT, tcp vs raw TCP RTT/2", g, p, g / p, "<= 1.20x " (g <= 1.2 * p ? "ok" : "MISS")}'
+awk -v g="$tlm" -v p="$fdm" 'BEGIN {printf "| %-38s | %9.3f us | %9.3f us | %7.2fx | %-18s |\n", "8 B half RTT, tcp vs raw median RTT/2", g, p, g / p, "(reference)"}'
 if ((mpich)); then
 	hlm=$(m "${hl[@]}") hbm=$(m "${hb[@]}")
-	awk -v g="$glm" -v p="$hlm" 'BEGIN {printf "| %-34s | %9.2f us | %9.2f us | %7.2fx | %-18s |\n", "8 B half RTT, shm vs MPICH", g, p, g / p, "<= 1.00x " (g <= p ? "ok" : "MISS")}'
-	awk -v g="$gbm" -v p="$hbm" 'BEGIN {printf "| %-34s | %7.0f MB/s | %7.0f MB/s | %7.2fx | %-18s |\n", "1 MiB bandwidth, shm vs MPICH", g, p, g / p, ">= 1.00x " (g >= p ? "ok" : "MISS")}'
+	awk -v g="$glm" -v p="$hlm" 'BEGIN {printf "| %-38s | %9.3f us | %9.3f us | %7.2fx | %-18s |\n", "8 B half RTT, shm vs MPICH", g, p, g / p, "<= 1.00x " (g <= p ? "ok" : "MISS")}'
+	awk -v g="$gbm" -v p="$hbm" 'BEGIN {printf "| %-38s | %7.0f MB/s | %7.0f MB/s | %7.2fx | %-18s |\n", "1 MiB bandwidth, shm vs MPICH", g, p, g / p, ">= 1.00x " (g >= p ? "ok" : "MISS")}'
 fi

@@ -4,7 +4,7 @@
 # (the peer of the targets: one-sided operations as loads and stores on shared memory)
 # and with Open MPI's default one-sided component (osc/rdma over vader here); under
 # MPICH too when mpicc.mpich and mpiexec.mpich are installed. The tools alternate within
-# each repetition, under flock /tmp/gorma-bench.lock (other sessions benchmark too), so a
+# each repetition, under flock /tmp/gorma-bench.lock (other benchmarks share the machine), so a
 # change of the machine's speed state hits all of them; the tables give the medians over
 # the repetitions (median_us of each row, MB/s for the bandwidth cases) and the ratio
 # gorma / peer. Then the targets:
@@ -15,6 +15,7 @@
 #   Lock + Get + Unlock, target computing       under 5 us (median; the max is shown)
 # Open MPI 4.1.4's default component crashes (SIGSEGV at the target) in
 # MPI_Compare_and_swap, and osc/sm cannot MPI_Win_create: those runs skip the case.
+# The output (a Markdown table per case, then the targets) is what bench/chart collect parses.
 # Usage: scripts/compare-rma.sh [REPS]   (environment: TESTS, MAX_SIZE, ITERS, BUSY)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -127,6 +128,6 @@ target "empty Fence (absolute)" "$(fig gorma fence 0)" "" "abs:0.6"
 # MPI_Win_allocate leaves the memory as it finds it; gorma's Allocate clears it unless
 # given NoZero, so the like-for-like figure is alloc_free.nozero; the cleared one follows.
 target "Allocate + Free 1 MiB, not zeroed (peer: osc/sm)" "$(fig gorma alloc_free.nozero 1048576)" "$(fig ompi-sm alloc_free.allocate 1048576)" "abs:50"
-target "  same, zeroed (gorma's default Allocate)" "$(fig gorma alloc_free.allocate 1048576)" "" ref
+target "Allocate + Free 1 MiB, zeroed (gorma's default)" "$(fig gorma alloc_free.allocate 1048576)" "" ref
 target "busy target Lock+Get+Unlock, median (peer: ompi)" "$(fig gorma busy_get 8)" "$(fig ompi busy_get 8)" "abs:5"
 target "busy target Lock+Get+Unlock, max (peer: ompi)" "$(fig gorma busy_get.max 8)" "$(fig ompi busy_get.max 8)" "abs:5"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Startup wall time, side by side in one run: golaunch -n N apps/hello against Open MPI's
 # mpirun -n N of its C twin (bench/mpi/hello.c), and MPICH's mpiexec when mpicc.mpich is
-# installed. Prints each run's milliseconds and the medians. Needs openmpi-bin and
+# installed. Prints each run's milliseconds, the medians and the ratios (bench/chart
+# collect parses these lines). Needs openmpi-bin and
 # libopenmpi-dev (apt-get install openmpi-bin libopenmpi-dev); Debian's mpicc and mpirun
 # point to one MPI, so the Open MPI tools are named explicitly (mpicc.openmpi).
 # Usage: scripts/compare-startup.sh [N] [RUNS]
@@ -42,9 +43,9 @@ gm=$(printf '%s\n' "${g[@]}" | median)
 mm=$(printf '%s\n' "${m[@]}" | median)
 echo "golaunch -n $n apps/hello: ${g[*]} ms; median $gm ms"
 echo "mpirun   -n $n hello_mpi:  ${m[*]} ms; median $mm ms"
-awk -v g="$gm" -v m="$mm" 'BEGIN {printf "ratio golaunch/mpirun: %.2f (target <= 1.00)\n", g / m}'
+awk -v g="$gm" -v m="$mm" 'BEGIN {printf "ratio golaunch/mpirun: %.2f (target <= 1.00x %s)\n", g / m, (g <= m ? "ok" : "MISS")}'
 if ((mpich)); then
 	hm=$(printf '%s\n' "${h[@]}" | median)
 	echo "mpiexec.mpich -n $n hello_mpich: ${h[*]} ms; median $hm ms"
-	awk -v g="$gm" -v m="$hm" 'BEGIN {printf "ratio golaunch/mpiexec.mpich: %.2f (target <= 1.00)\n", g / m}'
+	awk -v g="$gm" -v m="$hm" 'BEGIN {printf "ratio golaunch/mpiexec.mpich: %.2f (target <= 1.00x %s)\n", g / m, (g <= m ? "ok" : "MISS")}'
 fi

@@ -31,10 +31,19 @@ type options struct {
 }
 
 func run(args []string, stdout io.Writer) error {
-	if len(args) == 0 || (args[0] != "svg" && args[0] != "table") {
-		return errors.New("usage: chart svg|table --series NAME=GLOB[@TABLE]:FIELD ... (chart svg --help)")
+	if len(args) == 0 {
+		return errors.New("usage: chart svg|table|collect|page [flags] (chart svg --help)")
 	}
 	cmd := args[0]
+	switch cmd {
+	case "collect":
+		return runCollect(args[1:])
+	case "page":
+		return runPage(args[1:], stdout)
+	case "svg", "table":
+	default:
+		return fmt.Errorf("unknown subcommand %q: want svg, table, collect or page", cmd)
+	}
 	var o options
 	fs := pflag.NewFlagSet("chart "+cmd, pflag.ContinueOnError)
 	fs.StringArrayVar(&o.series, "series", nil, "NAME=GLOB[@TABLE]:FIELD, repeated: one line or column each")

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Report is docs/benchmarks.json: one run of make compare, the single source of
+// docs/benchmarks.md (chart page).
+type Report struct {
+	Command  string    `json:"command"` // what produced it: "make compare"
+	Machine  Machine   `json:"machine"`
+	Run      Run       `json:"run"`
+	Sections []Section `json:"sections"`
+}
+
+// Machine describes the host and the software of the run.
+type Machine struct {
+	Cores   int    `json:"cores"`
+	CPU     string `json:"cpu"`
+	Kernel  string `json:"kernel"`
+	Go      string `json:"go"`
+	OpenMPI string `json:"openmpi"`
+	MPICH   string `json:"mpich"`
+}
+
+// Run describes when and how long the run was.
+type Run struct {
+	Start       string     `json:"start"` // UTC, RFC 3339
+	DurationS   int        `json:"duration_s"`
+	Repetitions int        `json:"repetitions"` // of each comparison (REPS)
+	LoadStart   [3]float64 `json:"load_start"`  // load average over 1, 5, 15 min
+	LoadEnd     [3]float64 `json:"load_end"`
+}
+
+// Section is one comparison: its tables, the raw samples it keeps and its charts.
+type Section struct {
+	ID      string    `json:"id"`
+	Title   string    `json:"title"`
+	Intro   string    `json:"intro,omitempty"`
+	Failed  string    `json:"failed,omitempty"` // why the step left no result
+	Samples []Samples `json:"samples,omitempty"`
+	Tables  []Table   `json:"tables"`
+	Charts  []Chart   `json:"charts,omitempty"`
+}
+
+// Samples are every measurement of one figure and their median.
+type Samples struct {
+	Label  string    `json:"label"`
+	Unit   string    `json:"unit"`
+	Values []float64 `json:"values"`
+	Median float64   `json:"median"`
+}
+
+// Chart is an SVG drawn by chart svg, its path relative to docs/.
+type Chart struct {
+	File string `json:"file"`
+	Alt  string `json:"alt"`
+}
+
+// Table has a row per figure (or size) and a value column per system. The ratios of a
+// row are its first value over each other one (gorma / peer).
+type Table struct {
+	Title   string   `json:"title"`
+	Key     string   `json:"key"`              // heading of the label column: "figure", "bytes"
+	Unit    string   `json:"unit,omitempty"`   // of every value, unless a row names its own
+	Better  string   `json:"better,omitempty"` // "lower" or "higher"
+	Columns []string `json:"columns"`
+	Rows    []Row    `json:"rows"`
+	Note    string   `json:"note,omitempty"`
+}
+
+// Row is one figure. A nil value was not measured; a nil ratio was not stated.
+type Row struct {
+	Label  string     `json:"label"`
+	Unit   string     `json:"unit,omitempty"`
+	Values []*float64 `json:"values"`
+	Ratios []*float64 `json:"ratios,omitempty"` // values[0] / values[i], i >= 1
+	Target *Target    `json:"target,omitempty"`
+}
+
+// Target is what the step requires of a row, and whether the row meets it (nil: the
+// row is a reference or was not measured).
+type Target struct {
+	Text string `json:"text"`
+	OK   *bool  `json:"ok"`
+}
+
+// decodeReport reads a Report strictly: unknown fields, trailing data and tables whose
+// rows do not fit their columns are errors.
+func decodeReport(r io.Reader) (*Report, error) {
+	dec := newStrictDecoder(r)
+	var rep Report
+	if err := dec.Decode(&rep); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("report: data after the document")
+	}
+	return &rep, rep.validate()
+}
+
+func (rep *Report) validate() error {
+	for _, s := range rep.Sections {
+		if s.ID == "" || s.Title == "" {
+			return fmt.Errorf("report: a section needs an id and a title (%q)", s.ID)
+		}
+		for _, t := range s.Tables {
+			if err := t.validate(); err != nil {
+				return fmt.Errorf("report: section %s: %w", s.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (t Table) validate() error {
+	if len(t.Columns) == 0 {
+		return fmt.Errorf("table %q: no columns", t.Title)
+	}
+	for _, r := range t.Rows {
+		if len(r.Values) != len(t.Columns) {
+			return fmt.Errorf("table %q, row %q: %d values for %d columns", t.Title, r.Label, len(r.Values), len(t.Columns))
+		}
+		if len(r.Ratios) != 0 && len(r.Ratios) != len(t.Columns)-1 {
+			return fmt.Errorf("table %q, row %q: %d ratios for %d columns", t.Title, r.Label, len(r.Ratios), len(t.Columns))
+		}
+	}
+	return nil
+}
+
+// newStrictDecoder is a JSON decoder that rejects unknown fields.
+func newStrictDecoder(r io.Reader) *json.Decoder {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	return dec
+}
+
+// encode writes rep as indented JSON.
+func (rep *Report) encode() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rep); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

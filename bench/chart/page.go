@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"text/template"
-	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -48,7 +47,6 @@ func runPage(args []string, stdout io.Writer) error {
 func renderPage(rep *Report) ([]byte, error) {
 	t, err := template.New("page").Funcs(template.FuncMap{
 		"section":  renderSection,
-		"start":    startText,
 		"duration": func(s int) string { return fmt.Sprintf("%d min %d s", s/60, s%60) },
 		"load":     func(l [3]float64) string { return fmt.Sprintf("%.2f %.2f %.2f", l[0], l[1], l[2]) },
 	}).Parse(pageTemplate)
@@ -60,15 +58,6 @@ func renderPage(rep *Report) ([]byte, error) {
 		return nil, err
 	}
 	return append(bytes.TrimRight(b.Bytes(), "\n"), '\n'), nil
-}
-
-// startText writes an RFC 3339 time as "2006-01-02 15:04 UTC".
-func startText(s string) string {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return s
-	}
-	return t.UTC().Format("2006-01-02 15:04 UTC")
 }
 
 // renderSection writes a section: heading, introduction, samples, tables, charts.

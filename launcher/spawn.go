@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorma-hpc/gorma/launcher/pmi"
+	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 )
 

@@ -17,7 +17,7 @@
 //
 // # What it owns
 //
-// Init reads the launch contract (launcher/pmi.ReadContract), connects to the local agent
+// Init reads the launch contract (pmi.ReadContract), connects to the local agent
 // (pmi.Dial), publishes this rank's card (host name, host identity, pid, eager limits)
 // under "gorma/card", fences, reads every peer's card, and picks the transport per peer
 // in one function (chooseProvider, locality.go): shm when the peer runs on the same host

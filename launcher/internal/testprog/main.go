@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gorma-hpc/gorma/launcher/pmi"
+	"github.com/gorma-hpc/gorma/pmi"
 )
 
 // Behaviours (argument 1):

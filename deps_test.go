@@ -23,6 +23,7 @@ const modulePath = "github.com/gorma-hpc/gorma"
 var layers = []string{
 	"transport/verbs",
 	"transport/verbs/arena",
+	"transport/verbs/idlewatch",
 	"transport/verbs/shm",
 	"transport/verbs/tcp",
 	"transport/verbs/sim",

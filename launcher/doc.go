@@ -133,7 +133,7 @@
 // goroutine, fed by one reader goroutine per agent connection (which also writes output,
 // so a rank's output always precedes its exit report). An agent's rejoin loop is one
 // goroutine, woken by a ticker and by the ping delegate. A job's spawner (spawn.go) holds
-// the ranks' idle-role watcher (tcp.Watcher: one goroutine on a timer, 1 ms while a
+// the ranks' idle-role watcher (idlewatch.Watcher: one goroutine on a timer, 1 ms while a
 // rank needs it (it led a tcp wait, or has a window), 50 ms otherwise; only for jobs that
 // may use tcp: --transport tcp, or ranks on several hosts; a rank leaves roles to it
 // only once it ticks for the rank), which hands the tcp reading roles that ranks leave

@@ -8,7 +8,7 @@ import (
 	"syscall"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
-	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
+	"github.com/gorma-hpc/gorma/transport/verbs/idlewatch"
 )
 
 // A job's tcp devices run under golaunch with an idle-role watch served by the launcher's
@@ -37,7 +37,7 @@ type watchers struct {
 func startWatcher(stderr io.Writer) (*watchers, error) {
 	var ws [2]verbs.IdleWatch
 	for i := range ws {
-		w, err := tcp.NewIdleWatch()
+		w, err := idlewatch.NewFiles()
 		if err != nil {
 			closeWatch(&ws[0])
 			return nil, err
@@ -95,7 +95,7 @@ func closeWatch(w *verbs.IdleWatch) {
 // runWatcher is the watcher process: it serves the watches on descriptors 3..6 until
 // stdin closes.
 func runWatcher(stdin io.Reader) error {
-	w := tcp.NewWatcher(0)
+	w := idlewatch.NewWatcher(0)
 	defer w.Close()
 	for i := range 2 {
 		files := verbs.IdleWatch{Page: os.NewFile(uintptr(3+2*i), "page"), Bell: os.NewFile(uintptr(4+2*i), "bell")}

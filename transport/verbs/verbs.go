@@ -126,10 +126,10 @@ type Config struct {
 	OnRemoteAtomic func(key, offset uint64)
 }
 
-// IdleWatch is the rank's end of an idle-role watch (tcp provider; tcp.Watcher creates
+// IdleWatch is the rank's end of an idle-role watch (tcp provider; idlewatch.Watcher creates
 // both files and keeps their other ends).
 type IdleWatch struct {
-	Page *os.File // memfd of tcp.WatchPageSize bytes, mapped shared by both processes
+	Page *os.File // memfd of idlewatch.PageSize bytes, mapped shared by both processes
 	Bell *os.File // eventfd the watcher writes to ask the device to hand idle roles back
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
+	"github.com/gorma-hpc/gorma/transport/verbs/idlewatch"
 	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 	"github.com/gorma-hpc/gorma/transport/verbs/verbstest"
 )
@@ -27,7 +28,7 @@ func TestConformance(t *testing.T) { verbstest.Run(t, factory) }
 // this process opens, as a rank started by golaunch has (the suite's helper processes
 // open factory's devices). The watcher ends each watch when its device closes.
 func TestConformanceIdleWatch(t *testing.T) {
-	w := tcp.NewWatcher(0)
+	w := idlewatch.NewWatcher(0)
 	defer w.Close()
 	f := factory
 	f.Config = func() verbs.Config {

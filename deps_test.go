@@ -34,6 +34,7 @@ var layers = []string{
 	"window/coherence",
 	"window",
 	"launcher",
+	"internal/testprog",
 	"apps",
 }
 

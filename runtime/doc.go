@@ -27,9 +27,9 @@
 // shm with a peer on another host is an ErrTransport error naming the peer. It then opens
 // one device per provider in use (the tcp one listening on GOLAUNCH_TCP_ADDR, default
 // 127.0.0.1, port 0, authenticated with the job secret from the agent, and given the
-// idle-role watch whose descriptors GOLAUNCH_IDLE_WATCH names: verbs.Config.IdleWatch;
+// idle-role watch whose descriptors GOLAUNCH_IDLE_WATCH names: tcp.Options.IdleWatch;
 // its connections use the congestion control GORMA_TCP_CONGESTION names, cubic by
-// default, system for the kernel's: verbs.Config.Congestion),
+// default, system for the kernel's: tcp.Options.Congestion),
 // creates one queue pair per peer with its eager slots, publishes the endpoints under
 // "gorma/ep/<rank>", fences again and connects every queue pair. Init therefore fences twice and Finalize
 // once through the agent. The connections are all-to-all and made at Init.

@@ -17,7 +17,7 @@
 // # Use
 //
 // The process that starts a rank creates a Watcher once (NewWatcher), and per rank calls
-// Add, passes the returned files to the rank's process (inherited descriptors; the rank
+// Add, passes the returned Files to the rank's process (inherited descriptors; the rank
 // hands them to its tcp device), closes its copies, and gives the started process to the
 // Watch (Watch.Signal). Remove ends a watch once the rank exited; Close ends them all.
 // The rank side (mapping the page, marking slots) lives in the tcp provider and uses the

@@ -8,16 +8,22 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/gorma-hpc/gorma/transport/verbs"
 )
+
+// Files are the rank's end of one watch: the page and the bell. NewFiles (or Add) creates
+// them; the rank's device takes them (tcp.Options.IdleWatch), usually inherited as
+// descriptors from the process that created them.
+type Files struct {
+	Page *os.File // memfd of PageSize bytes, mapped shared by both processes
+	Bell *os.File // eventfd the watcher writes to ask the device to hand idle roles back
+}
 
 // one is the 8-byte value written to an eventfd to ring it.
 var one = [8]byte{1}
 
 // Watcher is the other end of idle-role watches: the process that starts ranks (the
 // launcher's agent) creates one watch per rank with Add, passes the returned files to
-// the rank (verbs.Config.IdleWatch, through the launch contract), gives the watch the
+// the rank (tcp.Options.IdleWatch, through the launch contract), gives the watch the
 // started process (Watch.Signal), and the Watcher's goroutine rings a rank when one of
 // its roles stayed idle through a tick, or a parked reader's socket held unread data
 // through one (ticking fast only for ranks that need it). It must run in another
@@ -78,36 +84,36 @@ func NewWatcher(tick time.Duration) *Watcher {
 // Add creates a watch (NewFiles) and watches it (Watch): the caller passes the
 // returned files to the rank's process and then closes them, and gives the watch the
 // process once started (Watch.Signal).
-func (w *Watcher) Add() (files verbs.IdleWatch, h *Watch, err error) {
+func (w *Watcher) Add() (files Files, h *Watch, err error) {
 	if files, err = NewFiles(); err != nil {
 		return files, nil, err
 	}
 	if h, err = w.Watch(files); err != nil {
 		files.Page.Close()
 		files.Bell.Close()
-		return verbs.IdleWatch{}, nil, err
+		return Files{}, nil, err
 	}
 	return files, h, nil
 }
 
 // NewFiles creates the files of an idle-role watch for one device: a fresh page and a
 // bell, both close-on-exec. Give them to a Watcher (Watch) and to the rank's process
-// (Config.IdleWatch, through inheritance), then close them; each keeps its own
+// (tcp.Options.IdleWatch, through inheritance), then close them; each keeps its own
 // references.
-func NewFiles() (verbs.IdleWatch, error) {
+func NewFiles() (Files, error) {
 	pfd, err := unix.MemfdCreate("gorma-idle-watch", unix.MFD_CLOEXEC)
 	if err != nil {
-		return verbs.IdleWatch{}, fmt.Errorf("idlewatch: memfd_create: %w", err)
+		return Files{}, fmt.Errorf("idlewatch: memfd_create: %w", err)
 	}
 	page := os.NewFile(uintptr(pfd), "gorma-idle-watch")
 	if err := unix.Ftruncate(pfd, PageSize); err != nil {
 		page.Close()
-		return verbs.IdleWatch{}, fmt.Errorf("idlewatch: size the page: %w", err)
+		return Files{}, fmt.Errorf("idlewatch: size the page: %w", err)
 	}
 	mem, err := unix.Mmap(pfd, 0, PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		page.Close()
-		return verbs.IdleWatch{}, fmt.Errorf("idlewatch: map the page: %w", err)
+		return Files{}, fmt.Errorf("idlewatch: map the page: %w", err)
 	}
 	Word(mem, WordSignal).Store(uint64(Signal))
 	Word(mem, WordMagic).Store(Magic)
@@ -115,16 +121,16 @@ func NewFiles() (verbs.IdleWatch, error) {
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		page.Close()
-		return verbs.IdleWatch{}, fmt.Errorf("idlewatch: eventfd: %w", err)
+		return Files{}, fmt.Errorf("idlewatch: eventfd: %w", err)
 	}
-	return verbs.IdleWatch{Page: page, Bell: os.NewFile(uintptr(efd), "gorma-idle-watch-bell")}, nil
+	return Files{Page: page, Bell: os.NewFile(uintptr(efd), "gorma-idle-watch-bell")}, nil
 }
 
 // Watch starts watching the watch files (from NewFiles, possibly inherited from the
 // process that created them); the Watcher maps the page and keeps a duplicate of the
 // bell, so the caller may close the files. The watch ends when the rank's device closes,
 // or with Remove; call Remove once the rank has exited.
-func (w *Watcher) Watch(files verbs.IdleWatch) (*Watch, error) {
+func (w *Watcher) Watch(files Files) (*Watch, error) {
 	if files.Page == nil || files.Bell == nil {
 		return nil, errors.New("idlewatch: Watch needs both Page and Bell")
 	}

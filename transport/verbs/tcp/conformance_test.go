@@ -14,7 +14,7 @@ var secret = []byte("verbstest-tcp-conformance-secret")
 
 var factory = verbstest.Factory{
 	Provider:   "tcp",
-	Config:     func() verbs.Config { return verbs.Config{ArenaSize: 256 << 20, Secret: secret} },
+	Config:     func() verbs.Config { return verbs.Config{ArenaSize: 256 << 20, Provider: tcp.Options{Secret: secret}} },
 	CQHeld:     tcp.CQHeld,
 	CQOverflow: verbstest.CQOverflowOverrun,
 }
@@ -34,7 +34,7 @@ func TestConformanceIdleWatch(t *testing.T) {
 	f.Config = func() verbs.Config {
 		cfg := factory.Config()
 		if files, _, err := w.Add(); err == nil {
-			cfg.IdleWatch = &files
+			cfg.Provider = tcp.Options{Secret: secret, IdleWatch: &files}
 		}
 		return cfg
 	}

@@ -1,11 +1,11 @@
 // Package tcp is gorma's cross-host verbs provider: reliable-connected queue pairs over
 // TCP, with the target side of RDMA played by a progress goroutine.
 //
-// Import it for its side effect and open a device by name:
+// Import it (its init registers the provider) and open a device by name, with its Options:
 //
-//	import _ "github.com/gorma-hpc/gorma/transport/verbs/tcp"
+//	import "github.com/gorma-hpc/gorma/transport/verbs/tcp"
 //
-//	dev, err := verbs.Open("tcp", verbs.Config{Secret: jobSecret, Addr: "10.0.0.5:0"})
+//	dev, err := verbs.Open("tcp", verbs.Config{Provider: tcp.Options{Secret: jobSecret, Addr: "10.0.0.5:0"}})
 //	pd, _ := dev.AllocPD()
 //	cq, _ := dev.CreateCQ(256)
 //	qp, _ := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
@@ -19,7 +19,7 @@
 // region's key is its LKey and RKey. PD.RegMR registers ordinary Go memory in the same key
 // table (arena.RegisterUser) and keeps the slice referenced until Dereg. Keys carry
 // generations: after Dereg every access with the old key fails with RemAccessErr, even
-// once the bytes belong to a new region. A device also owns a TCP listener on Config.Addr
+// once the bytes belong to a new region. A device also owns a TCP listener on Options.Addr
 // (default 127.0.0.1:0; a listener on 0.0.0.0 advertises the host's first global unicast
 // address) and one TCP connection per connected QP.
 //
@@ -31,7 +31,7 @@
 // inbound connection to its QP by the QPN in the handshake, and its ToRTS waits (honouring
 // ctx) until that connection is up. The handshake (handshake.go) is a mutual
 // HMAC-SHA256 challenge-response over both nonces, direction labels, device ids and QPNs,
-// keyed by Config.Secret (at least MinSecretLen bytes), under a 5 s deadline. A connection
+// keyed by Options.Secret (at least MinSecretLen bytes), under a 5 s deadline. A connection
 // that fails it is closed before a single frame is read or any memory is touched, and
 // counted (see Rejections). The handshake authenticates the peers; it does not encrypt
 // or integrity-protect the frames that follow, so the network between hosts must be
@@ -72,7 +72,7 @@
 // loopback stream a tenth to a third of its rate.
 //
 // Every connection gets the device's TCP congestion control (TCP_CONGESTION;
-// Config.Congestion, CUBIC by default, checked at Open). A collective runs several flows
+// Options.Congestion, CUBIC by default, checked at Open). A collective runs several flows
 // per link that start and end together; under BBR, the kernel default of some systems,
 // the flows left at a round's end took long to take up the bandwidth the others freed
 // (a link sampled every 10 ms during an Allreduce across 4 netns hosts on 1 Gbit/s
@@ -102,7 +102,7 @@
 // follower): the waiter reads and handles frames itself, so the completion it waits for
 // is produced on its own goroutine with no hand-off, as in a raw socket ping-pong. The
 // role stays with the application between waits and returns to the reader goroutine when
-// the process idles or, on a device with an idle-role watch (Config.IdleWatch, watch.go:
+// the process idles or, on a device with an idle-role watch (Options.IdleWatch, watch.go:
 // golaunch gives every rank one), when the launcher's watcher finds it idle on two of its
 // 1 ms ticks, so that leaving Wait costs no system call; a process about to block
 // elsewhere (a futex) hands it back at once with the CQ's HandBack (runtime's
@@ -185,7 +185,7 @@
 //
 // Every object is safe for concurrent use. Goroutines and how each stops: the device's
 // accept loop stops when Device.Close closes the listener; its idle-watch sweeper (only
-// with Config.IdleWatch) stops when Device.Close closes the watch's bell, after the QPs; a handshake goroutine per
+// with Options.IdleWatch) stops when Device.Close closes the watch's bell, after the QPs; a handshake goroutine per
 // inbound connection ends with its handshake (5 s deadline; Device.Close closes its
 // connection); a connection's reader stops when the connection fails or is closed
 // (QP.Close, Device.Close, a flush that must abort a transfer, the peer), and before it

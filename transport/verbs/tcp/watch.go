@@ -83,11 +83,11 @@ type watch struct {
 	done     chan struct{}
 }
 
-// newWatch maps an IdleWatch's page, checks it and starts the sweeper. It takes
+// newWatch maps the watch's page, checks it and starts the sweeper. It takes
 // ownership of both files, also on error.
-func newWatch(iw *verbs.IdleWatch, name string) (*watch, error) {
+func newWatch(iw *idlewatch.Files, name string) (*watch, error) {
 	bad := func(format string, args ...any) error {
-		return newErr("open", 0, verbs.ErrInvalid, "Config.IdleWatch of %s: "+format+"; create watches with idlewatch.Watcher",
+		return newErr("open", 0, verbs.ErrInvalid, "tcp.Options.IdleWatch of %s: "+format+"; create watches with idlewatch.Watcher",
 			append([]any{name}, args...)...)
 	}
 	if iw.Page == nil || iw.Bell == nil {

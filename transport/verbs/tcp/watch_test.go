@@ -34,7 +34,7 @@ func watchedCfg(t testing.TB, w *idlewatch.Watcher) verbs.Config {
 	}
 	t.Cleanup(h.Remove)
 	cfg := leaderCfg()
-	cfg.IdleWatch = &files
+	cfg = withOptions(cfg, func(o *Options) { o.IdleWatch = &files })
 	return cfg
 }
 
@@ -265,7 +265,7 @@ func TestIdleWatchRejectsBadFiles(t *testing.T) {
 		}
 		return os.NewFile(uintptr(fd), "bell")
 	}
-	used := func() verbs.IdleWatch { // a watch page a device already took
+	used := func() idlewatch.Files { // a watch page a device already took
 		files, h, err := w.Add()
 		if err != nil {
 			t.Fatal(err)
@@ -286,19 +286,19 @@ func TestIdleWatchRejectsBadFiles(t *testing.T) {
 	defer pw.Close()
 	cases := []struct {
 		name string
-		iw   verbs.IdleWatch
+		iw   idlewatch.Files
 		want string
 	}{
-		{"no bell", verbs.IdleWatch{Page: memfd(idlewatch.PageSize)}, "needs both Page and Bell"},
-		{"short page", verbs.IdleWatch{Page: memfd(100), Bell: eventfd()}, "not a 4096-byte memfd"},
-		{"pipe bell", verbs.IdleWatch{Page: memfd(idlewatch.PageSize), Bell: r}, "the bell is not an eventfd"},
-		{"no magic", verbs.IdleWatch{Page: memfd(idlewatch.PageSize), Bell: eventfd()}, "not a fresh watch page"},
+		{"no bell", idlewatch.Files{Page: memfd(idlewatch.PageSize)}, "needs both Page and Bell"},
+		{"short page", idlewatch.Files{Page: memfd(100), Bell: eventfd()}, "not a 4096-byte memfd"},
+		{"pipe bell", idlewatch.Files{Page: memfd(idlewatch.PageSize), Bell: r}, "the bell is not an eventfd"},
+		{"no magic", idlewatch.Files{Page: memfd(idlewatch.PageSize), Bell: eventfd()}, "not a fresh watch page"},
 		{"used page", used(), "not a fresh watch page"},
 	}
 	for _, c := range cases {
 		cfg := leaderCfg()
 		iw := c.iw
-		cfg.IdleWatch = &iw
+		cfg = withOptions(cfg, func(o *Options) { o.IdleWatch = &iw })
 		_, err := verbs.Open(providerName, cfg)
 		if !errors.Is(err, verbs.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Open = %v, want ErrInvalid saying %q", c.name, err, c.want)
@@ -322,7 +322,9 @@ func TestWatchedChild(t *testing.T) {
 		t.Skip("helper process for TestIdleWatchProcess")
 	}
 	cfg := leaderCfg()
-	cfg.IdleWatch = &verbs.IdleWatch{Page: os.NewFile(3, "page"), Bell: os.NewFile(4, "bell")}
+	cfg = withOptions(cfg, func(o *Options) {
+		o.IdleWatch = &idlewatch.Files{Page: os.NewFile(3, "page"), Bell: os.NewFile(4, "bell")}
+	})
 	s := newSide(t, openDev(t, cfg), verbs.QPAttr{})
 	mem := newBuf(t, s, arenaMem, 4096)
 	in := childConnect(s, mem.key)

@@ -1,7 +1,7 @@
 // Package gorma is the root of a pure-Go, MPI-style parallel runtime.
 //
 // The root package holds no code of its own: it documents the module and carries the
-// architecture tests (deps_test.go enforces the import direction of DESIGN.md, and
+// architecture tests (deps_test.go enforces the layer list of ARCHITECTURE.md, and
 // pkgdoc_test.go requires a doc.go in every package). The runtime lives in the
 // sub-packages:
 //

@@ -227,8 +227,8 @@ func (h *Watch) forgetClosed(n int) {
 // at the previous scan too, in the same parked wait (its slot's word unchanged): data
 // left unread for a whole tick. Data that came a moment before a scan does not count: the
 // rank's poller is likely about to hand it to the reader, and on a machine whose cores
-// are all busy nearly every scan would ring (a fifth of them did, measured across four
-// network-namespace hosts). One poll, which consumes nothing; it records which sockets
+// are all busy many scans would ring for data about to be read. One poll, which
+// consumes nothing; it records which sockets
 // hold data now. Called with mu held, after staleSlots recorded the slots' words in last.
 func (h *Watch) heldReadable(slots []int) bool {
 	h.pfds, h.pslots = h.pfds[:0], h.pslots[:0]

@@ -37,9 +37,9 @@ const (
 	// DefaultCongestion is the TCP congestion control a device sets on its connections
 	// unless Options.Congestion says otherwise. A collective keeps several flows per link
 	// that start and stop together; with BBR (the kernel default on some systems) the
-	// flows left at a round's end took long to claim the bandwidth the others freed, and
-	// an Allreduce across 4 netns hosts of 2 ranks on links shaped to 1 Gbit/s took
-	// 1.13-1.16 of the bound at 64 MiB against 1.08 with CUBIC (docs/benchmarks.md).
+	// flows left at a round's end are slow to claim the bandwidth the others freed, and a
+	// large Allreduce across hosts stays further from its bandwidth bound than with CUBIC
+	// (scripts/netns-allreduce.sh measures it against the bound).
 	DefaultCongestion = "cubic"
 	// CongestionSystem as Options.Congestion leaves the kernel's default
 	// (net.ipv4.tcp_congestion_control) on the device's connections.

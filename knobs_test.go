@@ -24,8 +24,7 @@ const (
 // internalKnobs are GORMA_* variables the code reads that users do not set, with the
 // reason; the table leaves them out.
 var internalKnobs = map[string]string{
-	"GORMA_VERBSTEST_ROLE":   "set by the verbstest conformance suite for the helper processes it starts",
-	"GORMA_VERBSTEST_SECRET": "set by the verbstest conformance suite for the helper processes it starts",
+	"GORMA_VERBSTEST_ROLE": "set by the verbstest conformance suite for the helper processes it starts",
 }
 
 var (

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorma-hpc/gorma/launcher/pmi"
+	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )

@@ -5,7 +5,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorma-hpc/gorma/launcher/pmi"
+	"github.com/gorma-hpc/gorma/pmi"
 )
 
 // Exit codes of golaunch (see the package documentation).

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorma-hpc/gorma/launcher/pmi"
+	"github.com/gorma-hpc/gorma/pmi"
 )
 
 // jobSetupTimeout bounds the wait for a submitter's job frame and its start frame.

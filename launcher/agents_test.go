@@ -53,7 +53,7 @@ func (c *testCluster) submit(args ...string) []string {
 
 func TestAgentsJob(t *testing.T) {
 	c := startCluster(t, 3, 2)
-	r := runGL(t, "", c.submit("-n", "6", "--transport", "tcp", testprogBinPath(t), "ok")...)
+	r := runGL(t, "", c.submit("-n", "6", "--transport", "tcp", pmiprogBinPath(t), "ok")...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -65,7 +65,7 @@ func TestAgentsJob(t *testing.T) {
 	t.Logf("6 ranks on 3 agents in %v", r.took)
 
 	// -H picks and orders the hosts, with its own slots.
-	r = runGL(t, "", c.submit("-H", "a3:1,a1:2", testprogBinPath(t), "env", "GOLAUNCH_HOST", "GOLAUNCH_NODE_RANK")...)
+	r = runGL(t, "", c.submit("-H", "a3:1,a1:2", pmiprogBinPath(t), "env", "GOLAUNCH_HOST", "GOLAUNCH_NODE_RANK")...)
 	if r.code != 0 {
 		t.Fatalf("-H: exit %d\n%s", r.code, r.stderr)
 	}
@@ -81,11 +81,11 @@ func TestAgentsJobErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{c.submit("-n", "3", testprogBin, "ok"), ExitUsage, "-n 3 needs 3 slots but the hosts offer 2 (a1:1, a2:1)"},
-		{c.submit("-H", "a9:1", testprogBin, "ok"), ExitUsage, `host "a9" is not an agent of the cluster`},
+		{c.submit("-n", "3", pmiprogBin, "ok"), ExitUsage, "-n 3 needs 3 slots but the hosts offer 2 (a1:1, a2:1)"},
+		{c.submit("-H", "a9:1", pmiprogBin, "ok"), ExitUsage, `host "a9" is not an agent of the cluster`},
 		{c.submit("-n", "2", "no-such-program-gorma"), ExitUsage, `agent a1: program "no-such-program-gorma" not found in PATH`},
-		{c.submit("-n", "2", "--transport", "shm", testprogBin, "ok"), ExitUsage, "--transport shm needs every rank on one host"},
-		{[]string{"--join", c.seed, "--keyfile", writeKey(t), testprogBin}, ExitFailure, "same key"},
+		{c.submit("-n", "2", "--transport", "shm", pmiprogBin, "ok"), ExitUsage, "--transport shm needs every rank on one host"},
+		{[]string{"--join", c.seed, "--keyfile", writeKey(t), pmiprogBin}, ExitFailure, "same key"},
 	}
 	for _, tt := range tests {
 		r := runGL(t, "", tt.args...)
@@ -102,7 +102,7 @@ func TestAgentWrongKeyNeverJoins(t *testing.T) {
 		t.Errorf("an agent with another key: exit %d\n%s", r.code, r.stderr)
 	}
 	// The cluster still has one agent: a job of 2 ranks does not fit.
-	r = runGL(t, "", c.submit("-n", "2", testprogBin, "ok")...)
+	r = runGL(t, "", c.submit("-n", "2", pmiprogBin, "ok")...)
 	if r.code != ExitUsage || !strings.Contains(r.stderr, "offer 1 (a1:1)") {
 		t.Errorf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -112,7 +112,7 @@ func TestAgentWrongKeyNeverJoins(t *testing.T) {
 // host; its ranks die with it (Pdeathsig), the others are killed.
 func TestAgentKilledAbortsJob(t *testing.T) {
 	c := startCluster(t, 3, 2)
-	gl := startGL(t, c.submit("-n", "6", testprogBinPath(t), "hang")...)
+	gl := startGL(t, c.submit("-n", "6", pmiprogBinPath(t), "hang")...)
 	pids := gl.readyPids(t, 6)
 	start := time.Now()
 	c.agents["a2"].cmd.Process.Kill()
@@ -128,7 +128,7 @@ func TestAgentKilledAbortsJob(t *testing.T) {
 // the job aborts naming the host.
 func TestAgentHungDetectedByMemberlist(t *testing.T) {
 	c := startCluster(t, 3, 1)
-	gl := startGL(t, c.submit("-n", "3", testprogBinPath(t), "hang")...)
+	gl := startGL(t, c.submit("-n", "3", pmiprogBinPath(t), "hang")...)
 	pids := gl.readyPids(t, 3)
 	a3 := c.agents["a3"].cmd.Process
 	start := time.Now()
@@ -161,7 +161,7 @@ func TestAgentsHello(t *testing.T) {
 // SIGKILL of the submitter: every agent loses its control connection and aborts its ranks.
 func TestSubmitterKilled(t *testing.T) {
 	c := startCluster(t, 2, 2)
-	gl := startGL(t, c.submit("-n", "4", "--grace", "200ms", testprogBinPath(t), "hang")...)
+	gl := startGL(t, c.submit("-n", "4", "--grace", "200ms", pmiprogBinPath(t), "hang")...)
 	pids := gl.readyPids(t, 4)
 	gl.cmd.Process.Kill()
 	requireGone(t, pids, 2*time.Second)

@@ -23,7 +23,7 @@ var raceEnabled bool
 // Binaries built once by TestMain.
 var (
 	golaunchBin string
-	testprogBin string
+	pmiprogBin  string
 	buildErr    error
 	binDir      string
 )
@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 
 var buildOnce sync.Once
 
-// binaries builds golaunch and testprog (once per test binary), or skips with -short.
+// binaries builds golaunch and pmiprog (once per test binary), or skips with -short.
 func binaries(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
@@ -50,12 +50,12 @@ func binaries(t *testing.T) {
 			return
 		}
 		golaunchBin = filepath.Join(binDir, "golaunch")
-		testprogBin = filepath.Join(binDir, "testprog")
+		pmiprogBin = filepath.Join(binDir, "pmiprog")
 		args := []string{"build", "-o", golaunchBin}
 		if raceEnabled {
 			args = append(args, "-race")
 		}
-		for _, b := range [][]string{append(args, "./cmd/golaunch"), {"build", "-o", testprogBin, "./internal/testprog"}} {
+		for _, b := range [][]string{append(args, "./cmd/golaunch"), {"build", "-o", pmiprogBin, "../internal/testprog/pmiprog"}} {
 			out, err := exec.Command("go", b...).CombinedOutput()
 			if err != nil {
 				buildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(b, " "), err, out)
@@ -78,7 +78,7 @@ type program struct {
 
 var (
 	helloProg  = &program{pkg: "../apps/hello"}
-	rtprogProg = &program{pkg: "./internal/rtprog"}
+	rtprogProg = &program{pkg: "../internal/testprog/rtprog"}
 )
 
 // path builds the program into binDir on first use and returns its path.

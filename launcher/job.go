@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorma-hpc/gorma/launcher/pmi"
+	"github.com/gorma-hpc/gorma/pmi"
 )
 
 // Submitter timing.

@@ -43,7 +43,7 @@ func TestAgentJoinRetry(t *testing.T) {
 	if l := early.line(t, "golaunch agent b1: gossip ", 15*time.Second); !strings.HasSuffix(l, "2 members") {
 		t.Errorf("the late join: %q, want 2 members", l)
 	}
-	r := runGL(t, "", "--join", seed, "--keyfile", key, "-n", "2", testprogBinPath(t), "env", "GOLAUNCH_HOST")
+	r := runGL(t, "", "--join", seed, "--keyfile", key, "-n", "2", pmiprogBinPath(t), "env", "GOLAUNCH_HOST")
 	if r.code != 0 {
 		t.Fatalf("job over both agents: exit %d\n%s", r.code, r.stderr)
 	}

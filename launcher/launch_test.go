@@ -13,7 +13,7 @@ import (
 )
 
 func TestLaunchOK(t *testing.T) {
-	r := runGL(t, "", "-n", "4", testprogBinPath(t), "ok")
+	r := runGL(t, "", "-n", "4", pmiprogBinPath(t), "ok")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -27,14 +27,14 @@ func TestLaunchOK(t *testing.T) {
 	t.Logf("4 ranks in %v", r.took)
 }
 
-// testprogBinPath builds the binaries and returns testprog's path.
-func testprogBinPath(t *testing.T) string {
+// pmiprogBinPath builds the binaries and returns pmiprog's path.
+func pmiprogBinPath(t *testing.T) string {
 	binaries(t)
-	return testprogBin
+	return pmiprogBin
 }
 
 func TestLaunchRankExitCode(t *testing.T) {
-	r := runGL(t, "", "-np", "4", testprogBinPath(t), "exit", "3", "2")
+	r := runGL(t, "", "-np", "4", pmiprogBinPath(t), "exit", "3", "2")
 	if r.code != 3 {
 		t.Fatalf("exit %d, want 3\n%s", r.code, r.stderr)
 	}
@@ -47,7 +47,7 @@ func TestLaunchRankExitCode(t *testing.T) {
 // The survivors of a failure are told through PMI, and ranks that ignore SIGTERM get
 // SIGKILL after --grace.
 func TestLaunchAbortEventsAndGrace(t *testing.T) {
-	gl := startGL(t, "-n", "3", "--grace", "300ms", testprogBinPath(t), "survive")
+	gl := startGL(t, "-n", "3", "--grace", "300ms", pmiprogBinPath(t), "survive")
 	pids := gl.readyPids(t, 3)
 	start := time.Now()
 	syscall.Kill(pids[2], syscall.SIGKILL)
@@ -64,7 +64,7 @@ func TestLaunchAbortEventsAndGrace(t *testing.T) {
 }
 
 func TestLaunchRankKilled(t *testing.T) {
-	gl := startGL(t, "-n", "4", "--grace", "5s", testprogBinPath(t), "hang")
+	gl := startGL(t, "-n", "4", "--grace", "5s", pmiprogBinPath(t), "hang")
 	pids := gl.readyPids(t, 4)
 	start := time.Now()
 	syscall.Kill(pids[1], syscall.SIGKILL)
@@ -78,7 +78,7 @@ func TestLaunchRankKilled(t *testing.T) {
 }
 
 func TestLaunchNoFinalize(t *testing.T) {
-	r := runGL(t, "", "-n", "3", testprogBinPath(t), "nofinalize", "1")
+	r := runGL(t, "", "-n", "3", pmiprogBinPath(t), "nofinalize", "1")
 	if r.code != ExitFailure {
 		t.Fatalf("exit %d, want %d\n%s", r.code, ExitFailure, r.stderr)
 	}
@@ -87,15 +87,15 @@ func TestLaunchNoFinalize(t *testing.T) {
 }
 
 func TestLaunchAbort(t *testing.T) {
-	r := runGL(t, "", "-n", "3", testprogBinPath(t), "abort", "7", "1")
+	r := runGL(t, "", "-n", "3", pmiprogBinPath(t), "abort", "7", "1")
 	if r.code != 7 {
 		t.Fatalf("exit %d, want 7\n%s", r.code, r.stderr)
 	}
-	mustContain(t, "stderr", r.stderr, "called Abort(7): testprog abort; job aborted")
+	mustContain(t, "stderr", r.stderr, "called Abort(7): pmiprog abort; job aborted")
 }
 
 func TestLaunchTimeout(t *testing.T) {
-	r := runGL(t, "", "-n", "2", "--timeout", "500ms", testprogBinPath(t), "hang")
+	r := runGL(t, "", "-n", "2", "--timeout", "500ms", pmiprogBinPath(t), "hang")
 	if r.code != ExitTimeout {
 		t.Fatalf("exit %d, want %d\n%s", r.code, ExitTimeout, r.stderr)
 	}
@@ -105,7 +105,7 @@ func TestLaunchTimeout(t *testing.T) {
 }
 
 func TestLaunchStartupTimeout(t *testing.T) {
-	r := runGL(t, "", "-n", "3", "--startup-timeout", "500ms", testprogBinPath(t), "late", "2", "30s")
+	r := runGL(t, "", "-n", "3", "--startup-timeout", "500ms", pmiprogBinPath(t), "late", "2", "30s")
 	if r.code != ExitFailure {
 		t.Fatalf("exit %d, want %d\n%s", r.code, ExitFailure, r.stderr)
 	}
@@ -114,7 +114,7 @@ func TestLaunchStartupTimeout(t *testing.T) {
 }
 
 func TestLaunchNoPMIProgram(t *testing.T) {
-	r := runGL(t, "", "-n", "3", testprogBinPath(t), "nopmi")
+	r := runGL(t, "", "-n", "3", pmiprogBinPath(t), "nopmi")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -125,7 +125,7 @@ func TestLaunchNoPMIProgram(t *testing.T) {
 
 func TestLaunchEnvForwarding(t *testing.T) {
 	t.Setenv("GL_FORWARDED", "from launcher")
-	r := runGL(t, "", "-n", "2", "-x", "GL_SET=a b=c", "-x", "GL_FORWARDED", testprogBinPath(t), "env", "GL_SET", "GL_FORWARDED", "GOLAUNCH_SIZE")
+	r := runGL(t, "", "-n", "2", "-x", "GL_SET=a b=c", "-x", "GL_FORWARDED", pmiprogBinPath(t), "env", "GL_SET", "GL_FORWARDED", "GOLAUNCH_SIZE")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -140,14 +140,14 @@ func TestLaunchEnvForwarding(t *testing.T) {
 // memfd and an eventfd on descriptors 3 and 4, named by GOLAUNCH_IDLE_WATCH); a one-host
 // job with the default transport, which runs on shm, gets none.
 func TestLaunchIdleWatch(t *testing.T) {
-	r := runGL(t, "", "-n", "2", "--transport", "tcp", testprogBinPath(t), "watchfds")
+	r := runGL(t, "", "-n", "2", "--transport", "tcp", pmiprogBinPath(t), "watchfds")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	for rank := range 2 {
 		mustContain(t, "stdout", r.stdout, fmt.Sprintf("[%d] watch %d \"3,4\" page=/memfd:gorma-idle-watch (deleted) bell=anon_inode:[eventfd]\n", rank, rank))
 	}
-	r = runGL(t, "", "-n", "2", testprogBinPath(t), "watchfds")
+	r = runGL(t, "", "-n", "2", pmiprogBinPath(t), "watchfds")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -158,7 +158,7 @@ func TestLaunchIdleWatch(t *testing.T) {
 
 func TestLaunchTagOutput(t *testing.T) {
 	const lines = 300
-	r := runGL(t, "", "-n", "3", testprogBinPath(t), "lines", fmt.Sprint(lines))
+	r := runGL(t, "", "-n", "3", pmiprogBinPath(t), "lines", fmt.Sprint(lines))
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -177,11 +177,11 @@ func TestLaunchTagOutput(t *testing.T) {
 		next[rank]++
 	}
 	// One rank, or --tag-output=false: no tags.
-	r = runGL(t, "", "-n", "1", testprogBinPath(t), "nopmi")
+	r = runGL(t, "", "-n", "1", pmiprogBinPath(t), "nopmi")
 	if r.stdout != "nopmi 0\n" {
 		t.Errorf("-n 1 output %q", r.stdout)
 	}
-	r = runGL(t, "", "-n", "2", "--tag-output=false", testprogBinPath(t), "nopmi")
+	r = runGL(t, "", "-n", "2", "--tag-output=false", pmiprogBinPath(t), "nopmi")
 	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "nopmi ") {
 		t.Errorf("untagged output %q", r.stdout)
 	}
@@ -189,7 +189,7 @@ func TestLaunchTagOutput(t *testing.T) {
 
 func TestLaunchOutputDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "logs")
-	r := runGL(t, "", "-n", "3", "--output-dir", dir, testprogBinPath(t), "env", "GOLAUNCH_RANK")
+	r := runGL(t, "", "-n", "3", "--output-dir", dir, pmiprogBinPath(t), "env", "GOLAUNCH_RANK")
 	if r.code != 0 || r.stdout != "" {
 		t.Fatalf("exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -202,7 +202,7 @@ func TestLaunchOutputDir(t *testing.T) {
 }
 
 func TestLaunchStdinToRank0(t *testing.T) {
-	r := runGL(t, "first\nsecond\n", "-n", "2", testprogBinPath(t), "stdin")
+	r := runGL(t, "first\nsecond\n", "-n", "2", pmiprogBinPath(t), "stdin")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -228,10 +228,10 @@ func TestLaunchUsageErrors(t *testing.T) {
 		{[]string{"-n", "2", filepath.Join(dir, "missing")}, "not found"},
 		{[]string{"-n", "2", notExec}, "is not executable (mode 0644)"},
 		{[]string{"-n", "2", dir}, "is a directory"},
-		{[]string{"--hostfile", hostfile, testprogBin}, hostfile + `:3: slots "two"`},
-		{[]string{"-H", "elsewhere:2", testprogBin}, `host "elsewhere" is not this host`},
-		{[]string{"-H", "localhost:2", "-n", "3", testprogBin}, "-n 3 needs 3 slots"},
-		{[]string{"--timeout", "forever", testprogBin}, "--timeout"},
+		{[]string{"--hostfile", hostfile, pmiprogBin}, hostfile + `:3: slots "two"`},
+		{[]string{"-H", "elsewhere:2", pmiprogBin}, `host "elsewhere" is not this host`},
+		{[]string{"-H", "localhost:2", "-n", "3", pmiprogBin}, "-n 3 needs 3 slots"},
+		{[]string{"--timeout", "forever", pmiprogBin}, "--timeout"},
 	}
 	for _, tt := range tests {
 		r := runGL(t, "", tt.args...)
@@ -263,7 +263,7 @@ func TestLaunchHelpVersion(t *testing.T) {
 
 // SIGKILL of golaunch: the ranks die with it (Pdeathsig from the locked spawner thread).
 func TestLaunchGolaunchKilled(t *testing.T) {
-	gl := startGL(t, "-n", "3", testprogBinPath(t), "hang")
+	gl := startGL(t, "-n", "3", pmiprogBinPath(t), "hang")
 	pids := gl.readyPids(t, 3)
 	time.Sleep(100 * time.Millisecond) // let Go retire idle threads, if it would
 	gl.cmd.Process.Kill()
@@ -273,7 +273,7 @@ func TestLaunchGolaunchKilled(t *testing.T) {
 
 func TestLaunchSignals(t *testing.T) {
 	// SIGTERM to golaunch aborts the job cleanly.
-	gl := startGL(t, "-n", "2", testprogBinPath(t), "hang")
+	gl := startGL(t, "-n", "2", pmiprogBinPath(t), "hang")
 	pids := gl.readyPids(t, 2)
 	gl.cmd.Process.Signal(syscall.SIGTERM)
 	if code := gl.wait(t, 3*time.Second); code != 143 {
@@ -283,7 +283,7 @@ func TestLaunchSignals(t *testing.T) {
 	requireGone(t, pids, time.Second)
 
 	// SIGINT is forwarded: the ranks die of it.
-	gl = startGL(t, "-n", "2", testprogBinPath(t), "hang")
+	gl = startGL(t, "-n", "2", pmiprogBinPath(t), "hang")
 	pids = gl.readyPids(t, 2)
 	gl.cmd.Process.Signal(syscall.SIGINT)
 	if code := gl.wait(t, 3*time.Second); code != 130 {
@@ -294,7 +294,7 @@ func TestLaunchSignals(t *testing.T) {
 
 	// Ranks that ignore SIGINT (and SIGTERM): a second Ctrl-C kills them at once, whatever
 	// the grace period.
-	gl = startGL(t, "-n", "2", "--grace", "30s", testprogBinPath(t), "survive")
+	gl = startGL(t, "-n", "2", "--grace", "30s", pmiprogBinPath(t), "survive")
 	pids = gl.readyPids(t, 2)
 	gl.cmd.Process.Signal(syscall.SIGINT)
 	gl.waitStderr(t, "golaunch: forwarding SIGINT to the ranks", 2*time.Second)
@@ -367,7 +367,7 @@ func TestLaunchBindTo(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer restore()
-		r := runGL(t, "", append(args, testprogBinPath(t), "cpus")...)
+		r := runGL(t, "", append(args, pmiprogBinPath(t), "cpus")...)
 		if r.code != 0 {
 			t.Fatalf("golaunch %q: exit %d\n%s", args, r.code, r.stderr)
 		}

@@ -143,7 +143,7 @@ func oneSummaryPrefix(t *testing.T, r *running, gotCode, code int, prefix string
 	}
 }
 
-// uniqueMarker is an argument no other process has: testprog ignores extra arguments.
+// uniqueMarker is an argument no other process has: pmiprog ignores extra arguments.
 func uniqueMarker(t *testing.T) string {
 	return fmt.Sprintf("gorma-adv-%d-%s", os.Getpid(), strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()))
 }
@@ -162,8 +162,8 @@ func TestNetnsConcurrentJobs(t *testing.T) {
 	binaries(t)
 	c := startNetnsCluster(t, ctx, 2, 2, 2)
 	ma, mb := uniqueMarker(t)+"-A", uniqueMarker(t)+"-B"
-	ga := c.submitFrom0(t, ctx, "-n", "6", "--grace", "500ms", testprogBin, "hang", ma)
-	gb := c.submitFrom0(t, ctx, "-n", "6", "--grace", "500ms", testprogBin, "hang", mb)
+	ga := c.submitFrom0(t, ctx, "-n", "6", "--grace", "500ms", pmiprogBin, "hang", ma)
+	gb := c.submitFrom0(t, ctx, "-n", "6", "--grace", "500ms", pmiprogBin, "hang", mb)
 	ga.readyPids(t, 6)
 	gb.readyPids(t, 6)
 	pa, da := waitMarked(t, ma, 6)
@@ -183,7 +183,7 @@ func TestNetnsConcurrentJobs(t *testing.T) {
 	requireGone(t, pb, 5*time.Second)
 	requireDirsGone(t, db, 5*time.Second)
 
-	gc := c.submitFrom0(t, ctx, "-n", "6", "--transport", "tcp", testprogBin, "ok")
+	gc := c.submitFrom0(t, ctx, "-n", "6", "--transport", "tcp", pmiprogBin, "ok")
 	if code := gc.wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("job C beside job A: exit %d\n%s", code, gc.stderr.String())
 	}
@@ -228,7 +228,7 @@ func TestNetnsAgentLostAtStartup(t *testing.T) {
 			binaries(t)
 			c := startNetnsCluster(t, ctx, 2, 2, 2)
 			m := uniqueMarker(t)
-			gl := c.submitFrom0(t, ctx, "-n", "6", "--grace", "500ms", testprogBin, "late", "5", "30s", m)
+			gl := c.submitFrom0(t, ctx, "-n", "6", "--grace", "500ms", pmiprogBin, "late", "5", "30s", m)
 			pids, dirs := waitMarked(t, m, 6)
 			time.Sleep(300 * time.Millisecond) // ranks 0-4 reach their fence
 			start := time.Now()
@@ -252,7 +252,7 @@ func TestNetnsAgentLostAtStartup(t *testing.T) {
 			}
 			requireDirsGone(t, dirs, 5*time.Second)
 
-			next := c.submitFrom0(t, ctx, "-H", "h0:2,h2:2", testprogBin, "ok")
+			next := c.submitFrom0(t, ctx, "-H", "h0:2,h2:2", pmiprogBin, "ok")
 			if code := next.wait(t, 30*time.Second); code != 0 {
 				t.Errorf("next job on h0 and h2: exit %d\n%s", code, next.stderr.String())
 			}
@@ -291,7 +291,7 @@ func TestNetnsAgentRestarted(t *testing.T) {
 			binaries(t)
 			c := startNetnsCluster(t, ctx, 2, 2, 2)
 			m := uniqueMarker(t)
-			gl := c.submitFrom0(t, ctx, "-n", "6", "--grace", "500ms", testprogBin, "hang", m)
+			gl := c.submitFrom0(t, ctx, "-n", "6", "--grace", "500ms", pmiprogBin, "hang", m)
 			gl.readyPids(t, 6)
 			pids, dirs := waitMarked(t, m, 6)
 			c.agentList[2].cmd.Process.Kill()
@@ -310,7 +310,7 @@ func TestNetnsAgentRestarted(t *testing.T) {
 			// Gossip carries the restarted agent's new control address to the seed within
 			// a few 50 ms rounds.
 			time.Sleep(time.Second)
-			next := c.submitFrom0(t, ctx, "-n", "6", testprogBin, "env", "GOLAUNCH_HOST", "GOLAUNCH_TCP_ADDR")
+			next := c.submitFrom0(t, ctx, "-n", "6", pmiprogBin, "env", "GOLAUNCH_HOST", "GOLAUNCH_TCP_ADDR")
 			if code := next.wait(t, 30*time.Second); code != 0 {
 				t.Fatalf("job after the restart: exit %d\n%s", code, next.stderr.String())
 			}
@@ -342,7 +342,7 @@ func TestNetnsSubmitterLost(t *testing.T) {
 			netnsAgent(t, ctx, c.Hosts[1], "h1", 2, key, seed)
 			m := uniqueMarker(t)
 			gl := startCmd(t, c.Hosts[2].Command(ctx, golaunchBin, "--join", seed, "--keyfile", key,
-				"-n", "4", "--grace", "500ms", testprogBin, "hang", m))
+				"-n", "4", "--grace", "500ms", pmiprogBin, "hang", m))
 			gl.readyPids(t, 4)
 			pids, dirs := waitMarked(t, m, 4)
 			start := time.Now()
@@ -362,7 +362,7 @@ func TestNetnsSubmitterLost(t *testing.T) {
 				code := gl.wait(t, 10*time.Second)
 				oneSummaryPrefix(t, gl, code, ExitFailure, "golaunch: agent h")
 			}
-			next := startCmd(t, c.Hosts[0].Command(ctx, golaunchBin, "--join", seed, "--keyfile", key, "-n", "4", testprogBin, "ok"))
+			next := startCmd(t, c.Hosts[0].Command(ctx, golaunchBin, "--join", seed, "--keyfile", key, "-n", "4", pmiprogBin, "ok"))
 			if code := next.wait(t, 30*time.Second); code != 0 {
 				t.Errorf("next job: exit %d\n%s", code, next.stderr.String())
 			}
@@ -411,8 +411,8 @@ func TestNetnsClusterMisuse(t *testing.T) {
 		return strings.Join(out, "\n")
 	}
 
-	expect(ExitUsage, "-n 7 needs 7 slots but the hosts offer 6 (h0:2, h1:2, h2:2)", "-n", "7", testprogBin, "ok")
-	stale := startCmd(t, c.Hosts[0].Command(ctx, golaunchBin, "--join", seed, "--keyfile", writeKey(t), "-n", "2", testprogBin, "ok"))
+	expect(ExitUsage, "-n 7 needs 7 slots but the hosts offer 6 (h0:2, h1:2, h2:2)", "-n", "7", pmiprogBin, "ok")
+	stale := startCmd(t, c.Hosts[0].Command(ctx, golaunchBin, "--join", seed, "--keyfile", writeKey(t), "-n", "2", pmiprogBin, "ok"))
 	if code := stale.wait(t, 30*time.Second); code != ExitFailure || !strings.Contains(stale.stderr.String(), "same key") {
 		t.Errorf("stale key: exit %d\n%s", code, stale.stderr.String())
 	}
@@ -422,12 +422,12 @@ func TestNetnsClusterMisuse(t *testing.T) {
 	if code := wrong.wait(t, 30*time.Second); code == 0 || !strings.Contains(wrong.stderr.String(), "join") {
 		t.Errorf("agent with the wrong key: exit %d\n%s", code, wrong.stderr.String())
 	}
-	expect(ExitUsage, `host "h3" is not an agent of the cluster`, "-H", "h3:1", testprogBin, "ok")
+	expect(ExitUsage, `host "h3" is not an agent of the cluster`, "-H", "h3:1", pmiprogBin, "ok")
 
 	// A job runs on h1 meanwhile: the clash must not touch it.
 	m := uniqueMarker(t)
 	onH1 := startCmd(t, c.Hosts[0].Command(ctx, golaunchBin, "--join", seed, "--keyfile", key,
-		"-H", "h1:2", "--grace", "500ms", testprogBin, "hang", m))
+		"-H", "h1:2", "--grace", "500ms", pmiprogBin, "hang", m))
 	onH1.readyPids(t, 2)
 	pids, dirs := waitMarked(t, m, 2)
 	clash := startCmd(t, c.Hosts[3].Command(ctx, golaunchBin, "agent", "--bind", c.Hosts[3].Addr+":7946", "--slots", "2",
@@ -458,7 +458,7 @@ func TestNetnsClusterMisuse(t *testing.T) {
 	requireGone(t, pids, 5*time.Second)
 	requireDirsGone(t, dirs, 5*time.Second)
 	for range 3 {
-		out := expect(0, "", "-H", "h1:2", testprogBin, "env", "GOLAUNCH_TCP_ADDR")
+		out := expect(0, "", "-H", "h1:2", pmiprogBin, "env", "GOLAUNCH_TCP_ADDR")
 		mustContain(t, "output", out, "[1] env 1 GOLAUNCH_TCP_ADDR="+c.Hosts[1].Addr)
 	}
 
@@ -466,6 +466,6 @@ func TestNetnsClusterMisuse(t *testing.T) {
 	if code := agents[2].wait(t, 10*time.Second); code != 0 {
 		t.Errorf("agent h2 after SIGTERM: exit %d\n%s", code, agents[2].stderr.String())
 	}
-	expect(ExitUsage, `host "h2" is not an agent of the cluster`, "-H", "h2:1", testprogBin, "ok")
-	expect(0, "", "-n", "4", testprogBin, "ok")
+	expect(ExitUsage, `host "h2" is not an agent of the cluster`, "-H", "h2:1", pmiprogBin, "ok")
+	expect(0, "", "-n", "4", pmiprogBin, "ok")
 }

@@ -13,7 +13,7 @@ import (
 // A job over 4 hosts (network namespaces), 2 ranks each; then one host dies: its agent
 // and its ranks are SIGKILLed. The submitter loses that agent's control connection at
 // once: the job aborts within 2 s with one summary line naming the host, exit 125, and
-// every rank on every host ends. With testprog the other ranks just wait; with rtprog
+// every rank on every host ends. With pmiprog the other ranks just wait; with rtprog
 // they are blocked in the runtime's Barrier (over shm and tcp) and ignore SIGTERM, so
 // they must notice the dead host's ranks by themselves.
 func TestNetnsHostKilled(t *testing.T) {
@@ -22,10 +22,10 @@ func TestNetnsHostKilled(t *testing.T) {
 	}
 	binaries(t)
 	progs := map[string][]string{
-		"testprog": {"--grace", "500ms", testprogBin, "hang"},
-		"runtime":  {"--grace", "20s", rtprog(t), "barrier", "4"},
+		"pmiprog": {"--grace", "500ms", pmiprogBin, "hang"},
+		"runtime": {"--grace", "20s", rtprog(t), "barrier", "4"},
 	}
-	for _, name := range []string{"testprog", "runtime"} {
+	for _, name := range []string{"pmiprog", "runtime"} {
 		t.Run(name, func(t *testing.T) { netnsHostKilled(t, progs[name]) })
 	}
 }

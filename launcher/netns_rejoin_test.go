@@ -47,7 +47,7 @@ func TestNetnsSeedRestarted(t *testing.T) {
 			start := time.Now()
 			netnsAgent(t, ctx, c.Hosts[0], "h0", 2, c.keyfile, "")
 			for i, via := range []string{c.seed, c.Hosts[2].Addr + ":7946"} {
-				out := submitUntil(t, ctx, c.Hosts[0], c.keyfile, via, 10*time.Second, "-n", "6", testprogBin, "env", "GOLAUNCH_HOST")
+				out := submitUntil(t, ctx, c.Hosts[0], c.keyfile, via, 10*time.Second, "-n", "6", pmiprogBin, "env", "GOLAUNCH_HOST")
 				mustContain(t, "output", out, "[0] env 0 GOLAUNCH_HOST=h0")
 				mustContain(t, "output", out, "[5] env 5 GOLAUNCH_HOST=h2")
 				if i == 0 {
@@ -142,7 +142,7 @@ func netnsNameClash(t *testing.T, how string) {
 	if how == "cut-replaced-restored" {
 		// A join within memberlist's reclaim time of the old h1's death leaves the name
 		// with the dead h1 until the new one is found unprobed (3 s) and rejoins.
-		out := submitUntil(t, ctx, c.Hosts[0], key, seed, 10*time.Second, "-H", "h1:1", testprogBin, "env", "GOLAUNCH_TCP_ADDR")
+		out := submitUntil(t, ctx, c.Hosts[0], key, seed, 10*time.Second, "-H", "h1:1", pmiprogBin, "env", "GOLAUNCH_TCP_ADDR")
 		mustContain(t, "output", out, "env 0 GOLAUNCH_TCP_ADDR="+c.Hosts[3].Addr)
 		start = time.Now()
 		if err := c.Hosts[1].Restore(); err != nil {
@@ -165,7 +165,7 @@ func netnsNameClash(t *testing.T, how string) {
 	default:
 	}
 	for _, via := range []string{seed, c.Hosts[2].Addr + ":7946", ownerAddr + ":7946"} {
-		out := submitUntil(t, ctx, c.Hosts[0], key, via, 5*time.Second, "-H", "h1:2", testprogBin, "env", "GOLAUNCH_TCP_ADDR")
+		out := submitUntil(t, ctx, c.Hosts[0], key, via, 5*time.Second, "-H", "h1:2", pmiprogBin, "env", "GOLAUNCH_TCP_ADDR")
 		mustContain(t, "output through "+via, out, "[1] env 1 GOLAUNCH_TCP_ADDR="+ownerAddr)
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 // Rank programs of the RMA jobs across hosts, built once (without -race) on first use.
 var (
-	rmaprogProg = &program{pkg: "../window/internal/rmaprog"}
+	rmaprogProg = &program{pkg: "../internal/testprog/rmaprog"}
 	dhtProg     = &program{pkg: "../apps/dht"}
 )
 

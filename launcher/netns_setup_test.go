@@ -44,7 +44,7 @@ func TestNetnsHostLostDuringSetup(t *testing.T) {
 				from = c.Hosts[3]
 			}
 			gl := startCmd(t, from.Command(ctx, golaunchBin, "--join", seed, "--keyfile", key,
-				"-n", "6", "--grace", "500ms", testprogBin, "hang", m))
+				"-n", "6", "--grace", "500ms", pmiprogBin, "hang", m))
 			dirs := waitJobDirs(t, before, 3)  // every agent has prepared its part
 			time.Sleep(100 * time.Millisecond) // h0 and h2 answer ready; h1 blocks
 			select {
@@ -103,11 +103,11 @@ func TestNetnsHostLostDuringSetup(t *testing.T) {
 
 			if how == "cut" {
 				// h1 rejoins once its link is back (rejoin.go).
-				submitUntil(t, ctx, c.Hosts[0], key, seed, 10*time.Second, "-n", "6", testprogBin, "ok")
+				submitUntil(t, ctx, c.Hosts[0], key, seed, 10*time.Second, "-n", "6", pmiprogBin, "ok")
 				t.Logf("h1 back in the cluster %v after its link came back", time.Since(restored))
 			}
 			next := startCmd(t, c.Hosts[0].Command(ctx, golaunchBin, "--join", seed, "--keyfile", key,
-				"-H", "h0:2,h2:2", testprogBin, "ok"))
+				"-H", "h0:2,h2:2", pmiprogBin, "ok"))
 			if code := next.wait(t, 30*time.Second); code != 0 {
 				t.Errorf("next job on h0 and h2: exit %d\n%s", code, next.stderr.String())
 			}

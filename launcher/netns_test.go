@@ -43,7 +43,7 @@ func TestNetnsHosts(t *testing.T) {
 		mustContain(t, "hello output", all, fmt.Sprintf("local rank %d of 2, transport to the next rank: %s)", rank%2, next))
 	}
 
-	gl = submit("-n", "8", "--grace", "500ms", testprogBin, "hang")
+	gl = submit("-n", "8", "--grace", "500ms", pmiprogBin, "hang")
 	pids := gl.readyPids(t, 8)
 	start := time.Now()
 	if err := c.Hosts[2].Cut(); err != nil {

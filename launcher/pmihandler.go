@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gorma-hpc/gorma/launcher/pmi"
+	"github.com/gorma-hpc/gorma/pmi"
 )
 
 // pmiHandler is an agent job's side of the PMI protocol (pmi.Handler). The pmi.Server

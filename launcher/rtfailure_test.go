@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// rtprog builds launcher/internal/rtprog, the rank program that uses the real runtime.
+// rtprog builds internal/testprog/rtprog, the rank program that uses the real runtime.
 func rtprog(t *testing.T) string {
 	t.Helper()
 	return rtprogProg.path(t)

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorma-hpc/gorma/launcher/pmi"
-	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
+	"github.com/gorma-hpc/gorma/pmi"
+	"github.com/gorma-hpc/gorma/transport/verbs/idlewatch"
 )
 
 // outputDrain bounds how long a rank's exit report waits for its output pipes to reach
@@ -29,15 +29,15 @@ const outputDrain = 500 * time.Millisecond
 // start may be called from any goroutine; stop must be called once, after every child
 // has been reaped (the thread then exits).
 //
-// The spawner also holds the job's idle-role watcher (tcp.Watcher), which gives each rank
+// The spawner also holds the job's idle-role watcher (idlewatch.Watcher), which gives each rank
 // it starts a watch: ranks that use the tcp provider then leave CQ.Wait without waking
 // their reader goroutines, and this process hands idle reading roles back a tick later.
 type spawner struct {
 	reqs  chan spawnReq
 	quit  chan struct{}
 	done  chan struct{}
-	dog   *watchdog    // kills the ranks' groups if this process dies first (watchdog.go); may be nil
-	watch *tcp.Watcher // nil: ranks get no idle-role watch
+	dog   *watchdog          // kills the ranks' groups if this process dies first (watchdog.go); may be nil
+	watch *idlewatch.Watcher // nil: ranks get no idle-role watch
 }
 
 type spawnReq struct {
@@ -51,7 +51,7 @@ type spawnReq struct {
 func newSpawner(watch bool) *spawner {
 	s := &spawner{reqs: make(chan spawnReq), quit: make(chan struct{}), done: make(chan struct{}), dog: startWatchdog()}
 	if watch {
-		s.watch = tcp.NewWatcher(0)
+		s.watch = idlewatch.NewWatcher(0)
 	}
 	go s.loop()
 	return s
@@ -166,7 +166,7 @@ func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, l
 		childEnds, ours = append(childEnds, inR), append(ours, inW)
 		cmd.Stdin, p.stdin = inR, inW
 	}
-	var watch *tcp.Watch
+	var watch *idlewatch.Watch
 	if sp.watch != nil {
 		// Best effort: without a watch the rank's tcp device wakes its readers itself.
 		if files, h, err := sp.watch.Add(); err == nil {

@@ -25,9 +25,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var stressProg = &program{pkg: "./internal/stressprog"}
+var stressProg = &program{pkg: "../internal/testprog/stressprog"}
 
-// stressBin builds launcher/internal/stressprog (and golaunch) once.
+// stressBin builds internal/testprog/stressprog (and golaunch) once.
 func stressBin(t *testing.T) string {
 	t.Helper()
 	return stressProg.path(t)
@@ -602,7 +602,7 @@ func TestStressLaunchStdoutClosed(t *testing.T) {
 
 // Sixteen ranks on two cores, with PMI fences: all start, all finish, exit 0.
 func TestStressLaunchManyRanks(t *testing.T) {
-	r := runGL(t, "", "-n", "16", testprogBinPath(t), "ok")
+	r := runGL(t, "", "-n", "16", pmiprogBinPath(t), "ok")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -658,7 +658,7 @@ func TestStressLaunchEnv(t *testing.T) {
 	t.Setenv("GL_INHERITED", "inherited")
 	t.Setenv("GL_OVERRIDE", "old")
 	r := runGL(t, "", "-n", "2", "-x", "GL_OVERRIDE=new", "-x", "GL_TWICE=1", "-x", "GL_TWICE=2",
-		"-x", "GL_ODD=a=b c\td", testprogBinPath(t), "env", "GL_INHERITED", "GL_OVERRIDE", "GL_TWICE", "GL_ODD")
+		"-x", "GL_ODD=a=b c\td", pmiprogBinPath(t), "env", "GL_INHERITED", "GL_OVERRIDE", "GL_TWICE", "GL_ODD")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -676,7 +676,7 @@ func TestStressLaunchJoinHostLists(t *testing.T) {
 	bin := stressBin(t)
 	c := startCluster(t, 2, 2)
 	// a2 is listed twice: it gets 2 slots at its first position, ahead of a1.
-	r := runGL(t, "", c.submit("-H", "a2:1,a1:2,a2:1", "-n", "4", testprogBinPath(t), "ok")...)
+	r := runGL(t, "", c.submit("-H", "a2:1,a1:2,a2:1", "-n", "4", pmiprogBinPath(t), "ok")...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}

@@ -13,7 +13,7 @@ import (
 
 	// The providers register themselves with the verbs registry.
 	_ "github.com/gorma-hpc/gorma/transport/verbs/shm"
-	_ "github.com/gorma-hpc/gorma/transport/verbs/tcp"
+	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 )
 
 // Queue sizes per peer. The eager slots of a peer connection are registered arena memory:
@@ -95,10 +95,9 @@ func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slo
 		if host == "" {
 			host = "127.0.0.1"
 		}
-		vc.Addr = net.JoinHostPort(host, "0")
-		vc.Secret = secret
-		vc.IdleWatch, cfg.idleWatch = cfg.idleWatch, nil
-		vc.Congestion = cfg.tcpCC
+		opts := tcp.Options{Secret: secret, Addr: net.JoinHostPort(host, "0"), Congestion: cfg.tcpCC}
+		opts.IdleWatch, cfg.idleWatch = cfg.idleWatch, nil
+		vc.Provider = opts
 	}
 	dev, err := verbs.Open(name, vc)
 	if err != nil {

@@ -12,9 +12,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorma-hpc/gorma/launcher/pmi"
+	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime/internal/testhook"
 	"github.com/gorma-hpc/gorma/transport/verbs"
+	"github.com/gorma-hpc/gorma/transport/verbs/idlewatch"
 )
 
 // Environment variables read by Init.
@@ -23,8 +24,8 @@ const (
 	EnvEagerLimit = "GORMA_EAGER_LIMIT" // bytes; suffixes K and M (powers of 1024)
 	EnvSpin       = "GORMA_SPIN"        // hybrid mode's spin budget, a Go duration (default 50us)
 	// EnvTCPCongestion is the TCP congestion control of the tcp transport's connections:
-	// cubic (the default, verbs.DefaultCongestion), system for the kernel's default, or
-	// another algorithm the kernel allows (verbs.Config.Congestion).
+	// cubic (the default, tcp.DefaultCongestion), system for the kernel's default, or
+	// another algorithm the kernel allows (tcp.Options.Congestion).
 	EnvTCPCongestion = "GORMA_TCP_CONGESTION"
 )
 
@@ -46,23 +47,23 @@ type config struct {
 	tcpAddr   string
 	// idleWatch is the rank's idle-role watch from the launch contract, until the tcp
 	// device takes it (openDevice); nil if none or taken.
-	idleWatch *verbs.IdleWatch
+	idleWatch *idlewatch.Files
 }
 
 // inheritIdleWatch wraps the inherited descriptors of an idle-role watch, close-on-exec so
 // that the rank's own children do not inherit them.
-func inheritIdleWatch(fds [2]int) *verbs.IdleWatch {
+func inheritIdleWatch(fds [2]int) *idlewatch.Files {
 	for _, fd := range fds {
 		syscall.CloseOnExec(fd)
 	}
-	return &verbs.IdleWatch{
+	return &idlewatch.Files{
 		Page: os.NewFile(uintptr(fds[0]), "idle-watch-page"),
 		Bell: os.NewFile(uintptr(fds[1]), "idle-watch-bell"),
 	}
 }
 
 // closeIdleWatch closes a watch that no device took.
-func closeIdleWatch(w *verbs.IdleWatch) {
+func closeIdleWatch(w *idlewatch.Files) {
 	if w != nil {
 		w.Page.Close()
 		w.Bell.Close()

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testprog/stalecheck"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
-	"github.com/gorma-hpc/gorma/window/internal/stalecheck"
 )
 
 // The page cache serves repeated Gets from another host and stays coherent: a write's

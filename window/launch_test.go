@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// The RMA scenarios of window/internal/rmaprog, run as real jobs through golaunch: each
+// The RMA scenarios of internal/testprog/rmaprog, run as real jobs through golaunch: each
 // rank a process, over shm (the default on one host) and over tcp (--transport tcp).
 
 // launchBins are golaunch and rmaprog, built once per test binary (without -race: the
@@ -38,7 +38,7 @@ func buildLaunchBins(t *testing.T) (golaunch, rmaprog string) {
 		b.golaunch, b.rmaprog = filepath.Join(b.dir, "golaunch"), filepath.Join(b.dir, "rmaprog")
 		for _, args := range [][]string{
 			{"build", "-o", b.golaunch, "../launcher/cmd/golaunch"},
-			{"build", "-o", b.rmaprog, "./internal/rmaprog"},
+			{"build", "-o", b.rmaprog, "../internal/testprog/rmaprog"},
 		} {
 			cmd := exec.Command("go", args...)
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

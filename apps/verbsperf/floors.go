@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
-	"github.com/gorma-hpc/gorma/transport/verbs"
+	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 )
 
 // The floors: what the providers are measured against, taken by the same program in the
@@ -155,11 +155,11 @@ func (f *floors) dial(ctx context.Context) error {
 }
 
 // tuneRaw gives a raw TCP floor connection the tcp provider's congestion control
-// (verbs.DefaultCongestion, as a device opened without Config.Congestion sets it), so
+// (tcp.DefaultCongestion, as a device opened without tcp.Options.Congestion sets it), so
 // that the floor and the provider run the same kernel algorithm; where the kernel refuses
 // it, the provider keeps the kernel's default and so does the floor.
 func tuneRaw(c net.Conn) {
-	_ = benchkit.SetCongestion(c, verbs.DefaultCongestion)
+	_ = benchkit.SetCongestion(c, tcp.DefaultCongestion)
 }
 
 // tcpPingPong: 8-byte messages over TCP loopback (Nagle off), echoed by the peer. Full

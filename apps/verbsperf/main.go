@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
+	"github.com/gorma-hpc/gorma/transport/verbs/idlewatch"
+	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 )
 
 func main() {
@@ -42,13 +44,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// deviceConfig is the verbs configuration of both processes.
-func deviceConfig(wait verbs.WaitMode, secret []byte, name string) verbs.Config {
-	return verbs.Config{Wait: wait, Secret: secret, Name: name}
+// deviceConfig is the verbs configuration of both processes' devices of provider.
+func deviceConfig(provider string, wait verbs.WaitMode, secret []byte, name string) verbs.Config {
+	cfg := verbs.Config{Wait: wait, Name: name}
+	if provider == "tcp" {
+		cfg.Provider = tcp.Options{Secret: secret}
+	}
+	return cfg
 }
 
 func peerConfig(m msg, secret []byte) verbs.Config {
-	return deviceConfig(verbs.WaitMode(m.Wait), secret, "verbsperf peer")
+	return deviceConfig(m.Provider, verbs.WaitMode(m.Wait), secret, "verbsperf peer")
 }
 
 // runBench starts the peer, measures the floors and then each provider, and reports.
@@ -75,7 +81,7 @@ func runBench(o *options, stdout, stderr io.Writer) error {
 	// The watcher and the peer start before any device opens: starting a process with a
 	// watch's bell as an inherited file makes the bell blocking until its device opens.
 	var watch *watchers
-	var peerWatch *verbs.IdleWatch
+	var peerWatch *idlewatch.Files
 	if o.idleWatch && slices.Contains(o.providers, "tcp") && anyProviderTest(o) {
 		if watch, err = startWatcher(stderr); err != nil {
 			return err
@@ -155,7 +161,7 @@ func runProvider(ctx context.Context, b *bench, provider string, secret []byte) 
 	o := b.o
 	sizes := o.sizes()
 	bufSize := sizes[len(sizes)-1]
-	s, err := openSession(provider, b.watch.config(provider, deviceConfig(o.wait, secret, "verbsperf")), bufSize)
+	s, err := openSession(provider, b.watch.config(provider, deviceConfig(provider, o.wait, secret, "verbsperf")), bufSize)
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}

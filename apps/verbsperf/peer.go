@@ -13,7 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorma-hpc/gorma/transport/verbs"
+	"github.com/gorma-hpc/gorma/transport/verbs/idlewatch"
+	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 )
 
 // The parent runs the benchmark; the peer is the same program re-executed with the hidden
@@ -73,7 +74,7 @@ type peerProc struct {
 // startPeer re-executes this program as the peer. flag is the memfd of the flag ping-pong
 // floor; secret authenticates provider connections; watch, if not nil, is the peer's
 // idle-role watch (watch.go), closed here once the peer has it.
-func startPeer(secret []byte, flag *os.File, watch *verbs.IdleWatch, stderr io.Writer) (*peerProc, error) {
+func startPeer(secret []byte, flag *os.File, watch *idlewatch.Files, stderr io.Writer) (*peerProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable to start the peer: %w", err)
@@ -247,7 +248,11 @@ func (ps *peerState) open(m msg) (msg, error) {
 		return msg{}, fmt.Errorf("bad %s: %w", secretEnv, err)
 	}
 	cfg := peerConfig(m, secret)
-	cfg.IdleWatch = ps.peerWatch(m.Provider)
+	if iw := ps.peerWatch(m.Provider); iw != nil {
+		o, _ := cfg.Provider.(tcp.Options)
+		o.IdleWatch = iw
+		cfg.Provider = o
+	}
 	s, err := openSession(m.Provider, cfg, m.MaxSize)
 	if err != nil {
 		return msg{}, err

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
+	"github.com/gorma-hpc/gorma/transport/verbs/idlewatch"
 	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 )
 
@@ -29,15 +30,15 @@ var watchFDs = [2]uintptr{flagFD + 1, flagFD + 2}
 type watchers struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
-	mine  *verbs.IdleWatch // for the parent's tcp device; nil once taken
-	peer  verbs.IdleWatch  // for the peer; closed once the peer started
+	mine  *idlewatch.Files // for the parent's tcp device; nil once taken
+	peer  idlewatch.Files  // for the peer; closed once the peer started
 }
 
 // startWatcher creates the two watches and the watcher process.
 func startWatcher(stderr io.Writer) (*watchers, error) {
-	var ws [2]verbs.IdleWatch
+	var ws [2]idlewatch.Files
 	for i := range ws {
-		w, err := tcp.NewIdleWatch()
+		w, err := idlewatch.NewFiles()
 		if err != nil {
 			closeWatch(&ws[0])
 			return nil, err
@@ -65,7 +66,9 @@ func startWatcher(stderr io.Writer) (*watchers, error) {
 // config gives cfg the parent's watch, once, for its tcp device.
 func (w *watchers) config(provider string, cfg verbs.Config) verbs.Config {
 	if w != nil && provider == "tcp" && w.mine != nil {
-		cfg.IdleWatch, w.mine = w.mine, nil
+		o, _ := cfg.Provider.(tcp.Options)
+		o.IdleWatch, w.mine = w.mine, nil
+		cfg.Provider = o
 	}
 	return cfg
 }
@@ -81,7 +84,7 @@ func (w *watchers) stop() {
 	w.cmd.Wait()
 }
 
-func closeWatch(w *verbs.IdleWatch) {
+func closeWatch(w *idlewatch.Files) {
 	if w == nil {
 		return
 	}
@@ -95,10 +98,10 @@ func closeWatch(w *verbs.IdleWatch) {
 // runWatcher is the watcher process: it serves the watches on descriptors 3..6 until
 // stdin closes.
 func runWatcher(stdin io.Reader) error {
-	w := tcp.NewWatcher(0)
+	w := idlewatch.NewWatcher(0)
 	defer w.Close()
 	for i := range 2 {
-		files := verbs.IdleWatch{Page: os.NewFile(uintptr(3+2*i), "page"), Bell: os.NewFile(uintptr(4+2*i), "bell")}
+		files := idlewatch.Files{Page: os.NewFile(uintptr(3+2*i), "page"), Bell: os.NewFile(uintptr(4+2*i), "bell")}
 		_, err := w.Watch(files)
 		closeWatch(&files)
 		if err != nil {
@@ -110,10 +113,10 @@ func runWatcher(stdin io.Reader) error {
 }
 
 // peerWatch returns the peer's watch for its tcp device, once, if the parent gave it one.
-func (ps *peerState) peerWatch(provider string) *verbs.IdleWatch {
+func (ps *peerState) peerWatch(provider string) *idlewatch.Files {
 	if provider != "tcp" || ps.watchTaken || os.Getenv(watchEnv) == "" {
 		return nil
 	}
 	ps.watchTaken = true
-	return &verbs.IdleWatch{Page: os.NewFile(watchFDs[0], "page"), Bell: os.NewFile(watchFDs[1], "bell")}
+	return &idlewatch.Files{Page: os.NewFile(watchFDs[0], "page"), Bell: os.NewFile(watchFDs[1], "bell")}
 }

@@ -16,7 +16,7 @@ const (
 	CapSameHost                       // connects processes on one host
 	CapCrossHost                      // connects processes on different hosts
 	CapZeroCopy                       // RDMA reads and writes are single copies by the initiator; the target CPU does nothing
-	CapAuth                           // connections are authenticated with Config.Secret
+	CapAuth                           // connections are authenticated with a per-job secret (a provider option)
 	CapMap                            // QPs implement Mapper: a peer's arena regions can be mapped and accessed directly
 )
 

@@ -2,7 +2,6 @@ package verbs
 
 import (
 	"context"
-	"os"
 	"time"
 )
 
@@ -68,21 +67,10 @@ const (
 	DefaultHighWater = 256 << 20 // free, faulted-in arena bytes kept before trimming
 	DefaultMaxMRs    = 16384     // key table slots per arena
 	DefaultSpin      = 50 * time.Microsecond
-	DefaultTCPAddr   = "127.0.0.1:0"
-	// DefaultCongestion is the TCP congestion control the tcp provider sets on its
-	// connections unless Config.Congestion says otherwise. A collective keeps several
-	// flows per link that start and stop together; with BBR (the kernel default on some
-	// systems) the flows left at a round's end take long to claim the bandwidth the others
-	// freed, and a large Allreduce across hosts is slower than with CUBIC
-	// (scripts/netns-allreduce.sh with XENV=GORMA_TCP_CONGESTION=bbr against the default
-	// measures it).
-	DefaultCongestion = "cubic"
-	// CongestionSystem as Config.Congestion leaves the kernel's default
-	// (net.ipv4.tcp_congestion_control) on the tcp provider's connections.
-	CongestionSystem = "system"
 )
 
-// Config configures a device. The zero value is valid for providers that need no secret.
+// Config configures a device: the settings every provider reads, and Provider for a
+// provider's own. The zero value is valid for providers that need no options (shm).
 type Config struct {
 	// ArenaSize is the sparse size of the device's pre-registered arena in bytes; memory is
 	// committed only when touched. Default DefaultArenaSize.
@@ -97,25 +85,8 @@ type Config struct {
 	Wait WaitMode
 	// Spin is the spin budget of WaitHybrid. Default DefaultSpin.
 	Spin time.Duration
-	// Secret is the per-job secret that authenticates connections (tcp). Providers that
-	// authenticate require at least 16 bytes.
-	Secret []byte
-	// Addr is the address a network provider listens on. Default DefaultTCPAddr.
-	Addr string
 	// Name labels the device in errors and diagnostics (for example "rank 3").
 	Name string
-	// Congestion is the TCP congestion control of the tcp provider's connections
-	// (TCP_CONGESTION): "" for DefaultCongestion (the kernel's default where the kernel
-	// refuses it), CongestionSystem for the kernel's default, or the name of an algorithm
-	// the kernel lets this process use (net.ipv4.tcp_allowed_congestion_control; root may
-	// use any available one), which Open checks.
-	Congestion string
-	// IdleWatch, if set, hands the tcp provider's idle reading roles to a watcher in
-	// another process (the launcher's): a CQ waiter then leaves Wait without a system call,
-	// and the watcher wakes the connection's reader when a role stayed idle through one
-	// of its ticks. The device takes ownership of both files. nil: the provider wakes the
-	// reader itself as each wait ends.
-	IdleWatch *IdleWatch
 	// OnRemoteAtomic, if set, is called after each successful remote atomic that this
 	// device served as the target, with the key of the MR and the offset of the word,
 	// by providers whose target side runs in this process (tcp: the connection's reader
@@ -125,13 +96,10 @@ type Config struct {
 	// atomics run on the initiator's CPU (shm) never call it: there the initiator itself
 	// must wake whoever waits at the target.
 	OnRemoteAtomic func(key, offset uint64)
-}
-
-// IdleWatch is the rank's end of an idle-role watch (tcp provider; tcp.Watcher creates
-// both files and keeps their other ends).
-type IdleWatch struct {
-	Page *os.File // memfd of tcp.WatchPageSize bytes, mapped shared by both processes
-	Bell *os.File // eventfd the watcher writes to ask the device to hand idle roles back
+	// Provider holds provider-specific options; each provider documents the type it
+	// accepts (tcp: tcp.Options), and nil gives its defaults. A value of the wrong type
+	// fails Open with a *Error wrapping ErrInvalid.
+	Provider any
 }
 
 // WithDefaults returns cfg with every zero field replaced by its default.
@@ -147,9 +115,6 @@ func (cfg Config) WithDefaults() Config {
 	}
 	if cfg.Spin == 0 {
 		cfg.Spin = DefaultSpin
-	}
-	if cfg.Addr == "" {
-		cfg.Addr = DefaultTCPAddr
 	}
 	return cfg
 }

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -66,6 +67,10 @@ func (z *zombie) quiet() bool {
 }
 
 func openDevice(cfg verbs.Config) (*device, error) {
+	if cfg.Provider != nil {
+		return nil, opError("open", 0, verbs.ErrInvalid,
+			fmt.Sprintf("Config.Provider is a %T; the shm provider takes no provider options (nil)", cfg.Provider))
+	}
 	name := cfg.Name
 	if name == "" {
 		name = "shm"

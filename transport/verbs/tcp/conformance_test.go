@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
+	"github.com/gorma-hpc/gorma/transport/verbs/idlewatch"
 	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 	"github.com/gorma-hpc/gorma/transport/verbs/verbstest"
 )
@@ -13,7 +14,7 @@ var secret = []byte("verbstest-tcp-conformance-secret")
 
 var factory = verbstest.Factory{
 	Provider:   "tcp",
-	Config:     func() verbs.Config { return verbs.Config{ArenaSize: 256 << 20, Secret: secret} },
+	Config:     func() verbs.Config { return verbs.Config{ArenaSize: 256 << 20, Provider: tcp.Options{Secret: secret}} },
 	CQHeld:     tcp.CQHeld,
 	CQOverflow: verbstest.CQOverflowOverrun,
 }
@@ -27,13 +28,13 @@ func TestConformance(t *testing.T) { verbstest.Run(t, factory) }
 // this process opens, as a rank started by golaunch has (the suite's helper processes
 // open factory's devices). The watcher ends each watch when its device closes.
 func TestConformanceIdleWatch(t *testing.T) {
-	w := tcp.NewWatcher(0)
+	w := idlewatch.NewWatcher(0)
 	defer w.Close()
 	f := factory
 	f.Config = func() verbs.Config {
 		cfg := factory.Config()
 		if files, _, err := w.Add(); err == nil {
-			cfg.IdleWatch = &files
+			cfg.Provider = tcp.Options{Secret: secret, IdleWatch: &files}
 		}
 		return cfg
 	}

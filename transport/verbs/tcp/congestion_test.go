@@ -47,19 +47,19 @@ func TestCongestion(t *testing.T) {
 		t.Skipf("no congestion control sysctl: %v", err)
 	}
 	for _, tc := range []struct{ cfg, want string }{
-		{"", verbs.DefaultCongestion},
-		{verbs.CongestionSystem, strings.TrimSpace(string(sysDefault))},
+		{"", DefaultCongestion},
+		{CongestionSystem, strings.TrimSpace(string(sysDefault))},
 		{"reno", "reno"},
 	} {
 		t.Run("cfg="+tc.cfg, func(t *testing.T) {
-			if tc.want == verbs.DefaultCongestion && !kernelAllows(tc.want) {
+			if tc.want == DefaultCongestion && !kernelAllows(tc.want) {
 				t.Skipf("the kernel refuses %s here; the device keeps the kernel's default", tc.want)
 			}
 			if tc.cfg == "reno" && !kernelAllows("reno") {
 				t.Skip("the kernel refuses reno here")
 			}
 			cfg := testCfg()
-			cfg.Congestion = tc.cfg
+			cfg = withOptions(cfg, func(o *Options) { o.Congestion = tc.cfg })
 			a, b := pair(t, cfg, verbs.QPAttr{})
 			for _, s := range []*side{a, b} {
 				if got := congestionOfConn(t, s); got != tc.want {
@@ -69,13 +69,13 @@ func TestCongestion(t *testing.T) {
 		})
 	}
 	cfg := testCfg()
-	cfg.Congestion = "nosuchcc"
+	cfg = withOptions(cfg, func(o *Options) { o.Congestion = "nosuchcc" })
 	d, err := verbs.Open(providerName, cfg)
 	if err == nil {
 		d.Close()
 		t.Fatal("Open with Congestion nosuchcc succeeded")
 	}
-	if !errors.Is(err, verbs.ErrUnsupported) || !strings.Contains(err.Error(), `"nosuchcc"`) || !strings.Contains(err.Error(), verbs.CongestionSystem) {
+	if !errors.Is(err, verbs.ErrUnsupported) || !strings.Contains(err.Error(), `"nosuchcc"`) || !strings.Contains(err.Error(), CongestionSystem) {
 		t.Errorf("Open with Congestion nosuchcc: %v; want ErrUnsupported naming it and the alternatives", err)
 	}
 }

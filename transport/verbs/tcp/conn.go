@@ -21,7 +21,7 @@ import (
 
 // Socket tuning: TCP_NODELAY for latency; keepalive and TCP_USER_TIMEOUT so that a cut
 // link or a dead host is detected within a few seconds even when the connection is idle;
-// the device's congestion control (Config.Congestion, resolved by congestionOf), if any.
+// the device's congestion control (Options.Congestion, resolved by congestionOf), if any.
 const (
 	keepAliveIdle     = 2 * time.Second
 	keepAliveInterval = time.Second
@@ -53,7 +53,7 @@ func tuneConn(c *net.TCPConn, cc string) error {
 	return serr
 }
 
-// congestionOf resolves Config.Congestion to the algorithm the device sets on its
+// congestionOf resolves Options.Congestion to the algorithm the device sets on its
 // connections ("" for the kernel's default), checking on a socket of its own that the
 // kernel accepts it: a choice the kernel refuses is an error, naming what it offers,
 // except the default, which then gives way to the kernel's default.
@@ -61,8 +61,8 @@ func congestionOf(want string) (string, error) {
 	explicit := want != ""
 	switch want {
 	case "":
-		want = verbs.DefaultCongestion
-	case verbs.CongestionSystem:
+		want = DefaultCongestion
+	case CongestionSystem:
 		return "", nil
 	}
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -76,8 +76,8 @@ func congestionOf(want string) (string, error) {
 		}
 		allowed, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
 		return "", newErr("open", 0, verbs.ErrUnsupported,
-			"Config.Congestion %q: the kernel refuses it (%v); name one of those it allows (%s), or %q for the kernel's default",
-			want, err, strings.TrimSpace(string(allowed)), verbs.CongestionSystem)
+			"Options.Congestion %q: the kernel refuses it (%v); name one of those it allows (%s), or %q for the kernel's default",
+			want, err, strings.TrimSpace(string(allowed)), CongestionSystem)
 	}
 	return want, nil
 }

@@ -50,9 +50,13 @@ type device struct {
 }
 
 func openDevice(cfg verbs.Config) (d *device, err error) {
-	watchTaken := false // the device owns cfg.IdleWatch's files: newWatch takes them
+	opts, err := optionsOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	watchTaken := false // the device owns opts.IdleWatch's files: newWatch takes them
 	defer func() {
-		if iw := cfg.IdleWatch; iw != nil && !watchTaken {
+		if iw := opts.IdleWatch; iw != nil && !watchTaken {
 			for _, f := range []*os.File{iw.Page, iw.Bell} {
 				if f != nil {
 					f.Close()
@@ -60,15 +64,15 @@ func openDevice(cfg verbs.Config) (d *device, err error) {
 			}
 		}
 	}()
-	if len(cfg.Secret) < MinSecretLen {
+	if len(opts.Secret) < MinSecretLen {
 		return nil, newErr("open", 0, verbs.ErrInvalid,
-			"Config.Secret is %d bytes; the tcp provider authenticates every connection with it and needs at least %d random bytes shared by the job (the launcher distributes one)",
-			len(cfg.Secret), MinSecretLen)
+			"tcp.Options.Secret is %d bytes; the tcp provider authenticates every connection with it and needs at least %d random bytes shared by the job (the launcher distributes one)",
+			len(opts.Secret), MinSecretLen)
 	}
 	if cfg.MaxMRs < 0 || cfg.ArenaSize < 0 {
 		return nil, newErr("open", 0, verbs.ErrInvalid, "negative MaxMRs (%d) or ArenaSize (%d)", cfg.MaxMRs, cfg.ArenaSize)
 	}
-	cc, err := congestionOf(cfg.Congestion)
+	cc, err := congestionOf(opts.Congestion)
 	if err != nil {
 		return nil, err
 	}
@@ -89,24 +93,24 @@ func openDevice(cfg verbs.Config) (d *device, err error) {
 		return nil, wrapErr("open", 0, err, "create the device arena; lower Config.ArenaSize or MaxMRs")
 	}
 	var w *watch
-	if cfg.IdleWatch != nil {
+	if opts.IdleWatch != nil {
 		watchTaken = true
-		if w, err = newWatch(cfg.IdleWatch, name); err != nil {
+		if w, err = newWatch(opts.IdleWatch, name); err != nil {
 			a.Close()
 			return nil, err
 		}
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		if w != nil {
 			w.close()
 		}
 		a.Close()
 		return nil, wrapErr("open", 0, fmt.Errorf("%w: %w", verbs.ErrInvalid, err),
-			"listen on Config.Addr "+cfg.Addr+"; use host:0 for a free port")
+			"listen on tcp.Options.Addr "+opts.Addr+"; use host:0 for a free port")
 	}
 	d = &device{
-		cfg: cfg, secret: append([]byte(nil), cfg.Secret...), id: id,
+		cfg: cfg, secret: append([]byte(nil), opts.Secret...), id: id,
 		arena: a, tab: a.Table(), seg: a.Segment().Bytes(),
 		ln: ln.(*net.TCPListener), addr: advertiseAddr(ln.Addr()), cc: cc,
 		mrs: make(map[uint64]*mr), qps: make(map[uint32]*qp), pds: make(map[*pd]struct{}),

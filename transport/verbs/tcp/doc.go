@@ -2,11 +2,11 @@
 // TCP, with the target side of RDMA played by goroutines of the target process, so that
 // passive-target operations never wait for the target's application code.
 //
-// Import it for its side effect and open a device by name:
+// Import it (its init registers the provider) and open a device by name, with its Options:
 //
-//	import _ "github.com/gorma-hpc/gorma/transport/verbs/tcp"
+//	import "github.com/gorma-hpc/gorma/transport/verbs/tcp"
 //
-//	dev, err := verbs.Open("tcp", verbs.Config{Secret: jobSecret, Addr: "10.0.0.5:0"})
+//	dev, err := verbs.Open("tcp", verbs.Config{Provider: tcp.Options{Secret: jobSecret, Addr: "10.0.0.5:0"}})
 //	pd, _ := dev.AllocPD()
 //	cq, _ := dev.CreateCQ(256)
 //	qp, _ := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
@@ -18,9 +18,9 @@
 //
 // A device owns one arena (package arena) from which PD.AllocMR carves memory regions;
 // PD.RegMR registers ordinary Go memory in the same key table and keeps the slice
-// referenced until Dereg. A device also owns a TCP listener (Config.Addr, default
+// referenced until Dereg. A device also owns a TCP listener (Options.Addr, default
 // 127.0.0.1:0) and one TCP connection per connected QP. Connections are authenticated by
-// a mutual HMAC challenge-response keyed by Config.Secret (at least MinSecretLen bytes);
+// a mutual HMAC challenge-response keyed by Options.Secret (at least MinSecretLen bytes);
 // a connection that fails it is closed before any frame is read and counted (Rejections).
 // Frames after the handshake are not encrypted: the network between hosts must be
 // trusted not to tamper with established connections.
@@ -28,9 +28,9 @@
 // Each connection has a reader goroutine that executes the peer's requests against this
 // device's memory and completes this side's requests, and a writer goroutine for frames
 // the socket could not take at once. A goroutine waiting in CQ.Wait on a CQ fed by one
-// connection reads that connection itself. A Watcher, run by another process (golaunch),
+// connection reads that connection itself. An idlewatch.Watcher, run by another process (golaunch),
 // hands reading roles that a rank leaves idle back to its reader goroutines and wakes
-// stranded readers; a device joins it through Config.IdleWatch. Beyond the verbs
+// stranded readers; a device joins it through Options.IdleWatch. Beyond the verbs
 // interfaces, a CQ offers HandBack and Progress (found by type assertion) for callers that
 // block or spin elsewhere. design.md describes the wire protocol, the reading role, the
 // idle watch, the wait modes and the failure rules.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
-	_ "github.com/gorma-hpc/gorma/transport/verbs/tcp"
+	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 )
 
 // Two tcp devices connect a QP each (both sides call Connect; one dials, one accepts and
@@ -15,7 +15,7 @@ import (
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cfg := verbs.Config{ArenaSize: 16 << 20, Secret: []byte("per-job secret, 16+ bytes")}
+	cfg := verbs.Config{ArenaSize: 16 << 20, Provider: tcp.Options{Secret: []byte("per-job secret, 16+ bytes")}}
 	open := func() (verbs.Device, verbs.PD, verbs.CQ, verbs.QP) {
 		dev, err := verbs.Open("tcp", cfg)
 		if err != nil {

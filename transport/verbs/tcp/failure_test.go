@@ -22,9 +22,29 @@ import (
 
 func TestOpenRejectsShortSecret(t *testing.T) {
 	for _, s := range [][]byte{nil, []byte("short")} {
-		_, err := verbs.Open(providerName, verbs.Config{Secret: s})
+		_, err := verbs.Open(providerName, verbs.Config{Provider: Options{Secret: s}})
 		if !errors.Is(err, verbs.ErrInvalid) || !strings.Contains(err.Error(), "Secret") {
-			t.Errorf("Open with a %d-byte secret: %v, want ErrInvalid naming Config.Secret", len(s), err)
+			t.Errorf("Open with a %d-byte secret: %v, want ErrInvalid naming tcp.Options.Secret", len(s), err)
+		}
+	}
+}
+
+// TestOpenProviderOptions: Open takes tcp.Options as a value or a non-nil pointer, and
+// refuses any other type of Config.Provider with ErrInvalid naming the type it got.
+func TestOpenProviderOptions(t *testing.T) {
+	opts := Options{Secret: testSecret}
+	for _, p := range []any{opts, &opts} {
+		d, err := verbs.Open(providerName, verbs.Config{ArenaSize: 16 << 20, Provider: p})
+		if err != nil {
+			t.Fatalf("Open with Provider %T: %v", p, err)
+		}
+		d.Close()
+	}
+	for _, p := range []any{(*Options)(nil), struct{ Secret []byte }{testSecret}, "secret"} {
+		_, err := verbs.Open(providerName, verbs.Config{Provider: p})
+		var ve *verbs.Error
+		if !errors.Is(err, verbs.ErrInvalid) || !errors.As(err, &ve) || !strings.Contains(err.Error(), fmt.Sprintf("%T", p)) {
+			t.Errorf("Open with Provider %T: %v, want a *verbs.Error with ErrInvalid naming the type", p, err)
 		}
 	}
 }
@@ -41,7 +61,7 @@ func acceptor(a, b *side) (acc, dialer *side) {
 // with ErrAuth, the acceptor counts a rejection and never connects.
 func TestWrongSecret(t *testing.T) {
 	other := testCfg()
-	other.Secret = []byte("a-different-secret-of-32-bytes!!")
+	other = withOptions(other, func(o *Options) { o.Secret = []byte("a-different-secret-of-32-bytes!!") })
 	a := newSide(t, openDev(t, testCfg()), verbs.QPAttr{})
 	b := newSide(t, openDev(t, other), verbs.QPAttr{})
 	acc, dial := acceptor(a, b)

@@ -234,7 +234,7 @@ func clientHandshake(c io.ReadWriter, secret []byte, me peerInfo, to endpoint) (
 	}
 	want := transcriptMAC(secret, serverLabel, chb[:], shb[:])
 	if !hmac.Equal(shb[serverMACOff:], want[:]) {
-		return fail(verbs.ErrAuth, "the listener does not hold this job's secret; check that both sides use the same Config.Secret")
+		return fail(verbs.ErrAuth, "the listener does not hold this job's secret; check that both sides use the same tcp.Options.Secret")
 	}
 	var pb [proofSize]byte
 	copy(pb[0:], proofMagic)
@@ -253,7 +253,7 @@ func clientHandshake(c io.ReadWriter, secret []byte, me peerInfo, to endpoint) (
 	switch st := hsStatus(binary.LittleEndian.Uint16(fb[4:])); st {
 	case hsOK:
 	case hsAuth:
-		return fail(verbs.ErrAuth, "the listener rejected our proof; check that both sides use the same Config.Secret")
+		return fail(verbs.ErrAuth, "the listener rejected our proof; check that both sides use the same tcp.Options.Secret")
 	default:
 		return fail(verbs.ErrPeer, "%v", st)
 	}

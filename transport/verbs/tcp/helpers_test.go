@@ -16,7 +16,7 @@ var testSecret = []byte("tcp-provider-unit-test-secret-0123")
 
 // testCfg is a small device: tests open many.
 func testCfg() verbs.Config {
-	return verbs.Config{ArenaSize: 64 << 20, MaxMRs: 256, Secret: testSecret}
+	return verbs.Config{ArenaSize: 64 << 20, MaxMRs: 256, Provider: Options{Secret: testSecret}}
 }
 
 // side is one end of a connected pair.
@@ -195,4 +195,12 @@ func waitWCAsync(t testing.TB, cq verbs.CQ) <-chan verbs.WC {
 		got <- wc
 	}()
 	return got
+}
+
+// withOptions returns cfg with its tcp Options (cfg.Provider) changed by set.
+func withOptions(cfg verbs.Config, set func(*Options)) verbs.Config {
+	o, _ := cfg.Provider.(Options)
+	set(&o)
+	cfg.Provider = o
+	return cfg
 }

@@ -8,7 +8,7 @@ import (
 
 const providerName = "tcp"
 
-// MinSecretLen is the shortest Config.Secret the provider accepts.
+// MinSecretLen is the shortest Options.Secret the provider accepts.
 const MinSecretLen = 16
 
 // providerCaps is what the tcp provider offers. It is not CapZeroCopy: the target's
@@ -30,7 +30,7 @@ func init() { verbs.Register(provider{}) }
 func (provider) Name() string     { return providerName }
 func (provider) Caps() verbs.Caps { return providerCaps }
 
-// Open opens a device: an arena, a listener on cfg.Addr and its accept loop.
+// Open opens a device: an arena, a listener on Options.Addr and its accept loop.
 func (provider) Open(cfg verbs.Config) (verbs.Device, error) { return openDevice(cfg.WithDefaults()) }
 
 // newErr builds the provider's call errors.

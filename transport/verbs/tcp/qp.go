@@ -221,7 +221,7 @@ func (q *qp) ToRTS(ctx context.Context) error {
 	case <-dead:
 	case <-ctx.Done():
 		return wrapErr("to rts", q.num, ctx.Err(),
-			"the peer QP never connected; did it call ToRTR with this QP's endpoint, with the same Config.Secret?")
+			"the peer QP never connected; did it call ToRTR with this QP's endpoint, with the same tcp.Options.Secret?")
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,14 +18,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
+	"github.com/gorma-hpc/gorma/transport/verbs/idlewatch"
 )
 
 // testWatcher is the in-process watcher of the tests' watched devices (in a job it is the
 // launcher's, in another process).
-var testWatcher = sync.OnceValue(func() *Watcher { return NewWatcher(0) })
+var testWatcher = sync.OnceValue(func() *idlewatch.Watcher { return idlewatch.NewWatcher(0) })
 
 // watchedCfg is leaderCfg with a new watch of w; the watch ends with the test.
-func watchedCfg(t testing.TB, w *Watcher) verbs.Config {
+func watchedCfg(t testing.TB, w *idlewatch.Watcher) verbs.Config {
 	t.Helper()
 	files, h, err := w.Add()
 	if err != nil {
@@ -34,42 +34,8 @@ func watchedCfg(t testing.TB, w *Watcher) verbs.Config {
 	}
 	t.Cleanup(h.Remove)
 	cfg := leaderCfg()
-	cfg.IdleWatch = &files
+	cfg = withOptions(cfg, func(o *Options) { o.IdleWatch = &files })
 	return cfg
-}
-
-func TestStaleSlots(t *testing.T) {
-	last := make([]uint64, 4)
-	w := func(count, state uint64) uint64 { return count<<2 | state }
-	steps := []struct {
-		slots  []uint64
-		n      int
-		idle   bool
-		parked []int
-		why    string
-	}{
-		{[]uint64{0, 0, 0, 0}, 4, false, nil, "nothing idle or parked"},
-		{[]uint64{w(1, slotIdle), 0, 0, 0}, 4, false, nil, "slot 0 just left idle"},
-		{[]uint64{w(1, slotIdle), 0, 0, 0}, 4, true, nil, "slot 0 idle at the same count a tick later"},
-		{[]uint64{w(3, slotIdle), 0, 0, 0}, 4, false, nil, "slot 0 taken and left idle again in between"},
-		{[]uint64{w(4, slotBusy), 0, 0, 0}, 4, false, nil, "slot 0 taken"},
-		{[]uint64{w(4, slotBusy), w(1, slotParked), 0, 0}, 4, false, nil, "slot 1's reader just parked"},
-		{[]uint64{w(4, slotBusy), w(1, slotParked), 0, 0}, 4, false, []int{1}, "slot 1 parked a whole tick: its socket is checked"},
-		{[]uint64{w(4, slotBusy), w(3, slotParked), 0, 0}, 4, false, nil, "slot 1's reader ran in between"},
-		{[]uint64{w(4, slotBusy), w(3, slotParked), 0, w(1, slotIdle)}, 3, false, []int{1}, "slot 3 is past the slots in use"},
-		{[]uint64{w(4, slotBusy), w(3, slotParked), 0, w(1, slotIdle)}, 4, false, []int{1}, "slot 3 seen for the first time"},
-		{[]uint64{w(4, slotBusy), w(3, slotParked), 0, w(1, slotIdle)}, 4, true, []int{1}, "slot 3 stale"},
-		{[]uint64{w(4, slotBusy), w(3, slotParked), 0, w(1, slotIdle)}, -1, false, nil, "a negative count scans nothing"},
-		{[]uint64{w(4, slotBusy), w(3, slotParked), 0, w(1, slotIdle)}, 1 << 20, true, []int{1}, "a count past the page is clamped"},
-	}
-	var parked []int
-	for i, s := range steps {
-		var idle bool
-		idle, parked = staleSlots(func(i int) uint64 { return s.slots[i] }, s.n, last, parked[:0])
-		if idle != s.idle || !slices.Equal(parked, s.parked) {
-			t.Fatalf("step %d (%s): idle %v, parked %v; want %v, %v", i, s.why, idle, parked, s.idle, s.parked)
-		}
-	}
 }
 
 // qconnOf returns s's connection.
@@ -122,14 +88,14 @@ func leftToWatcher(cn *qconn) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return cn.wslot >= 0 && cn.role == roleIdle && !cn.rolePosted &&
-		cn.d.watch.slot(cn.wslot).Load()&3 == slotIdle
+		cn.d.watch.slot(cn.wslot).Load()&3 == idlewatch.SlotIdle
 }
 
 // handWatchedPair connects a, on a device watched by a watcher the test scans by hand
 // (its own timer asks for a scan only every hour once a page needs ticks), to b.
-func handWatchedPair(t *testing.T) (w *Watcher, a, b *side) {
+func handWatchedPair(t *testing.T) (w *idlewatch.Watcher, a, b *side) {
 	t.Helper()
-	w = NewWatcher(time.Hour)
+	w = idlewatch.NewWatcher(time.Hour)
 	t.Cleanup(func() { w.Close() })
 	a = newSide(t, openDev(t, watchedCfg(t, w)), verbs.QPAttr{})
 	b = newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
@@ -142,7 +108,7 @@ func handWatchedPair(t *testing.T) (w *Watcher, a, b *side) {
 // (the reader lends its role to a waiter only at a frame boundary). a leaves the role
 // idle only once its watcher ticks for it: w, which the test scans by hand, is scanned
 // while it does not.
-func leadOnce(t *testing.T, w *Watcher, a, b *side, src, dst buf, wrid uint64) {
+func leadOnce(t *testing.T, w *idlewatch.Watcher, a, b *side, src, dst buf, wrid uint64) {
 	t.Helper()
 	cn := qconnOf(t, a)
 	ro, err := a.pd.AllocMR(8, verbs.RemoteRead) // read-only: exposes nothing to the watch
@@ -152,7 +118,7 @@ func leadOnce(t *testing.T, w *Watcher, a, b *side, src, dst buf, wrid uint64) {
 	defer ro.Dereg()
 	for range 50 {
 		if !a.dev.watch.ticking() {
-			w.scan()
+			w.Scan()
 		}
 		postRecv(t, a.qp, verbs.RecvWR{WRID: wrid, Local: dst.b[:8], LKey: dst.key})
 		got := waitWCAsync(t, a.cq)
@@ -172,7 +138,7 @@ func leadOnce(t *testing.T, w *Watcher, a, b *side, src, dst buf, wrid uint64) {
 	}
 	c := cn.q.rcq
 	c.mu.Lock()
-	role, posted, slot, w7 := cn.role, cn.rolePosted, cn.d.watch.slot(cn.wslot).Load(), watchWord(cn.d.watch.page, 7).Load()
+	role, posted, slot, w7 := cn.role, cn.rolePosted, cn.d.watch.slot(cn.wslot).Load(), idlewatch.Word(cn.d.watch.page, idlewatch.WordTicking).Load()
 	c.mu.Unlock()
 	t.Fatalf("no wait of a's led: its role never went idle (role %d posted %v slot %#x word7 %d)", role, posted, slot, w7)
 }
@@ -189,10 +155,10 @@ func TestIdleWatchHandsRoleBack(t *testing.T) {
 		post(t, b.qp, verbs.SendWR{WRID: 100 + i, Op: verbs.OpRDMARead, Flags: verbs.Signaled, Local: src.b[8:16],
 			LKey: src.key, Remote: verbs.RemoteAddr{RKey: dst.key}})
 		quiet(t, b.cq, 100*time.Millisecond, "a read of a's memory while a's role is idle and the watcher has not rung")
-		w.scan()
-		w.scan() // the same odd count twice: rings
+		w.Scan()
+		w.Scan() // the same odd count twice: rings
 		wantWC(t, waitWC(t, b.cq), 100+i, verbs.Success, verbs.WCRDMARead)
-		if v := idleSlot(cn); v&3 == slotIdle {
+		if v := idleSlot(cn); v&3 == idlewatch.SlotIdle {
 			t.Fatalf("round %d: after the hand-back the slot is %#x, still idle", i, v)
 		}
 	}
@@ -201,21 +167,22 @@ func TestIdleWatchHandsRoleBack(t *testing.T) {
 // TestWatchPace: the watcher ticks fast only for a rank that needs it: one whose device
 // holds memory peers may write or update (RemoteWrite or RemoteAtomic rights; read-only
 // memory does not count), and, for good, one whose leader has left a role idle. For the
-// others it scans at the slow period and holds no duplicate of their sockets.
+// others it scans at the slow period (idlewatch's TestSlowScanDropsSockets: and holds no
+// duplicate of their sockets).
 func TestWatchPace(t *testing.T) {
 	w, a, b := handWatchedPair(t)
 	pace := func(want time.Duration, why string) {
 		t.Helper()
-		if got := w.scan(); got != want {
+		if got := w.Scan(); got != want {
 			t.Fatalf("%s: the next scan is in %v, want %v", why, got, want)
 		}
 	}
-	pace(watchSlow, "a fresh device")
+	pace(idlewatch.SlowTick, "a fresh device")
 	ro, err := a.pd.AllocMR(64, verbs.LocalWrite|verbs.RemoteRead)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pace(watchSlow, "memory peers may only read")
+	pace(idlewatch.SlowTick, "memory peers may only read")
 	for _, access := range []verbs.Access{verbs.RemoteWrite, verbs.RemoteAtomic} {
 		mr, err := a.pd.AllocMR(64, access)
 		if err != nil {
@@ -229,18 +196,9 @@ func TestWatchPace(t *testing.T) {
 		mr.Dereg()
 		pace(time.Hour, "user memory still registered")
 		user.Dereg()
-		pace(watchSlow, "every such region deregistered")
+		pace(idlewatch.SlowTick, "every such region deregistered")
 	}
 	ro.Dereg()
-	w.mu.Lock()
-	for h := range w.pages {
-		for i := range h.socks {
-			if h.socks[i].fd >= 0 {
-				t.Errorf("the watcher holds a duplicate of slot %d's socket of a rank it scans slowly", i)
-			}
-		}
-	}
-	w.mu.Unlock()
 	src := newBuf(t, b, arenaMem, 64)
 	local, err := a.pd.AllocMR(8, verbs.LocalWrite) // exposes nothing
 	if err != nil {
@@ -278,18 +236,16 @@ func TestIdleWatchCloseIdleRole(t *testing.T) {
 	if wc := waitWC(t, b.cq); wc.Status == verbs.Success {
 		t.Fatalf("a read from a closed peer succeeded: %+v", wc)
 	}
-	w.scan() // the device closed: the watcher ends its watch
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.pages) != 0 {
-		t.Fatalf("the watcher still has %d watches after the device closed", len(w.pages))
+	w.Scan() // the device closed: the watcher ends its watch
+	if n := w.Len(); n != 0 {
+		t.Fatalf("the watcher still has %d watches after the device closed", n)
 	}
 }
 
 // TestIdleWatchRejectsBadFiles: Open refuses files that are not a fresh watch and names
 // the problem; it closes the files it was given either way.
 func TestIdleWatchRejectsBadFiles(t *testing.T) {
-	w := NewWatcher(time.Hour)
+	w := idlewatch.NewWatcher(time.Hour)
 	defer w.Close()
 	memfd := func(size int64) *os.File {
 		fd, err := unix.MemfdCreate("test", unix.MFD_CLOEXEC)
@@ -309,17 +265,17 @@ func TestIdleWatchRejectsBadFiles(t *testing.T) {
 		}
 		return os.NewFile(uintptr(fd), "bell")
 	}
-	used := func() verbs.IdleWatch { // a watch page a device already took
+	used := func() idlewatch.Files { // a watch page a device already took
 		files, h, err := w.Add()
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(h.Remove)
-		page, err := unix.Mmap(int(files.Page.Fd()), 0, WatchPageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		page, err := unix.Mmap(int(files.Page.Fd()), 0, idlewatch.PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 		if err != nil {
 			t.Fatal(err)
 		}
-		watchWord(page, 1).Store(1)
+		idlewatch.Word(page, idlewatch.WordUsed).Store(1)
 		unix.Munmap(page)
 		return files
 	}
@@ -330,19 +286,19 @@ func TestIdleWatchRejectsBadFiles(t *testing.T) {
 	defer pw.Close()
 	cases := []struct {
 		name string
-		iw   verbs.IdleWatch
+		iw   idlewatch.Files
 		want string
 	}{
-		{"no bell", verbs.IdleWatch{Page: memfd(WatchPageSize)}, "needs both Page and Bell"},
-		{"short page", verbs.IdleWatch{Page: memfd(100), Bell: eventfd()}, "not a 4096-byte memfd"},
-		{"pipe bell", verbs.IdleWatch{Page: memfd(WatchPageSize), Bell: r}, "the bell is not an eventfd"},
-		{"no magic", verbs.IdleWatch{Page: memfd(WatchPageSize), Bell: eventfd()}, "not a fresh watch page"},
+		{"no bell", idlewatch.Files{Page: memfd(idlewatch.PageSize)}, "needs both Page and Bell"},
+		{"short page", idlewatch.Files{Page: memfd(100), Bell: eventfd()}, "not a 4096-byte memfd"},
+		{"pipe bell", idlewatch.Files{Page: memfd(idlewatch.PageSize), Bell: r}, "the bell is not an eventfd"},
+		{"no magic", idlewatch.Files{Page: memfd(idlewatch.PageSize), Bell: eventfd()}, "not a fresh watch page"},
 		{"used page", used(), "not a fresh watch page"},
 	}
 	for _, c := range cases {
 		cfg := leaderCfg()
 		iw := c.iw
-		cfg.IdleWatch = &iw
+		cfg = withOptions(cfg, func(o *Options) { o.IdleWatch = &iw })
 		_, err := verbs.Open(providerName, cfg)
 		if !errors.Is(err, verbs.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Open = %v, want ErrInvalid saying %q", c.name, err, c.want)
@@ -366,7 +322,9 @@ func TestWatchedChild(t *testing.T) {
 		t.Skip("helper process for TestIdleWatchProcess")
 	}
 	cfg := leaderCfg()
-	cfg.IdleWatch = &verbs.IdleWatch{Page: os.NewFile(3, "page"), Bell: os.NewFile(4, "bell")}
+	cfg = withOptions(cfg, func(o *Options) {
+		o.IdleWatch = &idlewatch.Files{Page: os.NewFile(3, "page"), Bell: os.NewFile(4, "bell")}
+	})
 	s := newSide(t, openDev(t, cfg), verbs.QPAttr{})
 	mem := newBuf(t, s, arenaMem, 4096)
 	in := childConnect(s, mem.key)
@@ -414,13 +372,18 @@ func TestIdleWatchProcess(t *testing.T) {
 	}
 	for _, tick := range []time.Duration{time.Hour, 0} {
 		t.Run(fmt.Sprintf("tick=%v", tick), func(t *testing.T) {
-			w := NewWatcher(tick)
+			w := idlewatch.NewWatcher(tick)
 			defer w.Close()
 			files, h, err := w.Add()
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer h.Remove()
+			page, err := idlewatch.MapPage(files.Page) // the test's own view of the child's page
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Munmap(page)
 			cmd := exec.Command(os.Args[0], "-test.run=^TestWatchedChild$")
 			cmd.Env = append(os.Environ(), watchedChildEnv+"=1")
 			cmd.ExtraFiles = []*os.File{files.Page, files.Bell}
@@ -432,7 +395,7 @@ func TestIdleWatchProcess(t *testing.T) {
 			}
 			files.Page.Close()
 			files.Bell.Close()
-			h.Signal(cmd.Process) // as the launcher does: rings also send WatchSignal
+			h.Signal(cmd.Process) // as the launcher does: rings also send idlewatch.Signal
 			defer func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() }()
 			lines := bufio.NewScanner(stdout)
 			next := func(want string) []string {
@@ -478,19 +441,13 @@ func TestIdleWatchProcess(t *testing.T) {
 			close(led)
 			<-sent
 			slot := func() uint64 {
-				w.mu.Lock()
-				defer w.mu.Unlock()
-				for p := range w.pages {
-					if watchWord(p.page, 1).Load() != 1 {
-						t.Fatalf("the child uses %d slots, want 1", watchWord(p.page, 1).Load())
-					}
-					return slotWord(p.page, 0).Load()
+				if n := idlewatch.Word(page, idlewatch.WordUsed).Load(); n != 1 {
+					t.Fatalf("the child uses %d slots, want 1", n)
 				}
-				t.Fatal("the watch is gone")
-				return 0
+				return idlewatch.SlotWord(page, 0).Load()
 			}
 			if tick == time.Hour {
-				if v := slot(); v&3 != slotIdle {
+				if v := slot(); v&3 != idlewatch.SlotIdle {
 					t.Fatalf("after the child's wait its slot is %#x, want idle", v)
 				}
 				post(t, a.qp, verbs.SendWR{WRID: 2, Op: verbs.OpRDMARead, Flags: verbs.Signaled, Local: src.b[8:16],
@@ -507,119 +464,10 @@ func TestIdleWatchProcess(t *testing.T) {
 					t.Logf("the first fetch-add of the computing child's memory took %v", time.Since(start))
 				}
 			}
-			if v := slot(); v&3 == slotIdle || v>>2 < 2 {
+			if v := slot(); v&3 == idlewatch.SlotIdle || v>>2 < 2 {
 				t.Fatalf("after the hand-back the child's slot is %#x, want it no longer idle, after 2 transitions or more", v)
 			}
 		})
-	}
-}
-
-// TestWatchReadable: the watcher takes a duplicate of a slot's socket from the rank
-// (pidfd_getfd; here the rank is this process) and sees unread data on it without
-// consuming any; it rings for data unread at two scans of one parked wait, and takes a
-// new duplicate when the slot names another socket.
-func TestWatchReadable(t *testing.T) {
-	w := NewWatcher(time.Hour)
-	defer w.Close()
-	files, h, err := w.Add()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Remove()
-	files.Page.Close()
-	files.Bell.Close()
-	self, err := os.FindProcess(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Signal(self)
-	w.mu.Lock()
-	pidfd := h.pidfd
-	w.mu.Unlock()
-	if pidfd < 0 {
-		t.Skip("pidfd_open is not available here")
-	}
-	if fd, err := unix.PidfdGetfd(pidfd, 0, 0); err != nil {
-		t.Skipf("pidfd_getfd is not allowed here (%v): the watcher then watches idle roles only", err)
-	} else {
-		unix.Close(fd)
-	}
-	pair := func() (a, b int) {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
-		return fds[0], fds[1]
-	}
-	scan := func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return h.heldReadable([]int{0})
-	}
-	a, b := pair()
-	fdWord(h.page, 0).Store(1<<32 | uint64(a))
-	if scan() {
-		t.Fatal("an empty socket reads as readable")
-	}
-	if _, err := unix.Write(b, []byte("request")); err != nil {
-		t.Fatal(err)
-	}
-	if scan() {
-		t.Fatal("data seen at one scan only rings")
-	}
-	for range 2 {
-		if !scan() {
-			t.Fatal("a socket with data unread since the previous scan does not ring")
-		}
-	}
-	h.last[0] += 4 // the reader read and parked again: its slot's count moved on
-	if scan() {
-		t.Fatal("data seen in an earlier parked wait rings")
-	}
-	buf := make([]byte, 16)
-	if n, err := unix.Read(a, buf); err != nil || string(buf[:n]) != "request" {
-		t.Fatalf("the rank's read got %q, %v: the watcher consumed data", buf[:n], err)
-	}
-	for range 2 {
-		if scan() {
-			t.Fatal("a drained socket reads as readable")
-		}
-	}
-	c, d := pair()
-	fdWord(h.page, 0).Store(2<<32 | uint64(c)) // the slot now names another socket
-	unix.Write(d, []byte("x"))
-	unix.Write(b, nil)
-	if scan() || !scan() {
-		t.Fatal("the watcher kept the old socket's duplicate")
-	}
-	fdWord(h.page, 0).Store(0)
-	if scan() {
-		t.Fatal("a slot without a socket reads as readable")
-	}
-
-	// A released slot's duplicate is closed at the next scan, so the rank's close of the
-	// socket reaches the peer.
-	ef, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, f := ef[0], ef[1]
-	defer unix.Close(f)
-	fdWord(h.page, 0).Store(3<<32 | uint64(e))
-	scan()
-	fdWord(h.page, 0).Store(0) // the rank released the slot
-	w.mu.Lock()
-	h.forgetClosed(1)
-	held := h.socks[0].fd >= 0
-	w.mu.Unlock()
-	if held {
-		t.Fatal("the watcher still holds a duplicate of a released slot's socket")
-	}
-	unix.Close(e)
-	unix.SetNonblock(f, false)
-	if n, err := unix.Read(f, buf); n != 0 || err != nil {
-		t.Fatalf("the peer read %d bytes, %v after the rank closed its end; want end of file", n, err)
 	}
 }
 
@@ -649,7 +497,7 @@ func TestCQProgress(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
-		if v := idleSlot(cn); v&3 != slotIdle {
+		if v := idleSlot(cn); v&3 != idlewatch.SlotIdle {
 			t.Fatalf("%s: after Progress the slot is %#x, not idle", what, v)
 		}
 	}
@@ -695,7 +543,7 @@ func TestDeferRoleWaitsForTicking(t *testing.T) {
 	w, a, _ := handWatchedPair(t)
 	newBuf(t, a, arenaMem, 64) // exposed memory: the page needs fast ticks
 	cn, wa := qconnOf(t, a), a.dev.watch
-	word := watchWord(wa.page, 7)
+	word := idlewatch.Word(wa.page, idlewatch.WordTicking)
 	deferred := func() bool {
 		c := cn.q.rcq
 		c.mu.Lock()
@@ -710,16 +558,16 @@ func TestDeferRoleWaitsForTicking(t *testing.T) {
 	if deferred() {
 		t.Fatal("a role was left to a watcher that does not tick for the page")
 	}
-	w.scan()
+	w.Scan()
 	if word.Load() != 1 {
 		t.Fatalf("after a scan of a page that needs ticks, word 7 is %d, want 1", word.Load())
 	}
 	if !deferred() {
 		t.Fatal("a role was not left to a watcher that ticks for the page")
 	}
-	watchWord(wa.page, 5).Store(0) // forged: no exposed memory, and never led
-	watchWord(wa.page, 6).Store(0)
-	w.scan()
+	idlewatch.Word(wa.page, idlewatch.WordExposed).Store(0) // forged: no exposed memory, and never led
+	idlewatch.Word(wa.page, idlewatch.WordLed).Store(0)
+	w.Scan()
 	if word.Load() != 0 {
 		t.Fatalf("after a scan of a page that needs no ticks, word 7 is %d, want 0", word.Load())
 	}

@@ -26,8 +26,7 @@ import (
 // not used: Linux sends it when the forking thread exits, which in Go can happen at any time.)
 
 const (
-	roleEnv    = "GORMA_VERBSTEST_ROLE"   // role of a helper process
-	secretEnv  = "GORMA_VERBSTEST_SECRET" // the parent's Config.Secret, hex
+	roleEnv    = "GORMA_VERBSTEST_ROLE" // role of a helper process
 	linePrefix = "@verbstest "
 	childLife  = 2 * time.Minute
 )
@@ -138,11 +137,6 @@ func startProc(t testing.TB, f Factory, role string) *proc {
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), roleEnv+"="+role)
-	if f.Config != nil {
-		if s := f.Config().Secret; len(s) > 0 {
-			cmd.Env = append(cmd.Env, secretEnv+"="+hex.EncodeToString(s))
-		}
-	}
 	p := &proc{t: t, role: role, cmd: cmd, lines: make(chan string, 64), done: make(chan struct{})}
 	cmd.Stderr = &p.output
 	stdout, err := cmd.StdoutPipe()

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
+	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 	"github.com/gorma-hpc/gorma/transport/verbs/verbstest"
 )
 
@@ -16,7 +17,7 @@ func ExampleRun() {
 	factory := verbstest.Factory{
 		Provider: "tcp",
 		Config: func() verbs.Config {
-			return verbs.Config{Secret: []byte("the same secret for every device")}
+			return verbs.Config{Provider: tcp.Options{Secret: []byte("the same secret for every device")}}
 		},
 	}
 	testMain := func(m *testing.M) { verbstest.Main(m, factory) }

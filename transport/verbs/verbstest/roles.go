@@ -2,7 +2,6 @@ package verbstest
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,7 +13,8 @@ import (
 )
 
 // The roles helper processes play. Each opens its own device with the Factory's
-// configuration (and the parent's Secret), so the processes share nothing but the provider.
+// configuration, so the processes share nothing but the provider (and its options, such as
+// a secret, which Factory.Config returns alike in every process).
 func init() {
 	roles["target"] = roleTarget
 	roles["fetchadd"] = roleFetchAdd
@@ -30,13 +30,6 @@ const (
 // open opens a device in a helper process.
 func (c *child) open(name string) (*node, error) {
 	cfg := factoryConfig(c.f, fmt.Sprintf("%s[pid %d]", name, os.Getpid()))
-	if s := os.Getenv(secretEnv); s != "" {
-		secret, err := hex.DecodeString(s)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", secretEnv, err)
-		}
-		cfg.Secret = secret
-	}
 	dev, err := verbs.Open(c.f.Provider, cfg)
 	if err != nil {
 		return nil, err

@@ -15,8 +15,10 @@ type Factory struct {
 	// Provider is the registry name passed to verbs.Open, such as "shm".
 	Provider string
 	// Config returns the configuration of each new device; nil means the zero Config. It
-	// must return the same Secret on every call: every device of a case, and every helper
-	// process (which receives the parent's Secret), must be able to connect to every other.
+	// must return the same provider options (Config.Provider: a secret, for a provider
+	// that authenticates) on every call and in every process of the test binary: every
+	// device of a case, and every helper process (which calls it too), must be able to
+	// connect to every other.
 	Config func() verbs.Config
 
 	// CQHeld reports how many completions cq holds that Poll has not returned yet, and

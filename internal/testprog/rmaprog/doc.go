@@ -24,7 +24,7 @@
 //	split        lock-counter, fence and acc on the two Worlds that Split makes of the
 //	             even and the odd ranks (reversed), with a Sendrecv ring between them;
 //	             three rounds, each freeing its Worlds (the later ones reuse contexts)
-//	stale        the stale-read checker (window/internal/stalecheck) with the page cache
+//	stale        the stale-read checker (internal/testprog/stalecheck) with the page cache
 //	             on: zero stale reads and no lost update, with the cache counts
 //
 // A scenario whose window API is not built yet exits 3 with "SKIP".

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gorma-hpc/gorma/launcher/pmi"
+	"github.com/gorma-hpc/gorma/pmi"
 )
 
 // Behaviours (argument 1):
@@ -35,7 +35,7 @@ import (
 //	                   run on (its affinity), GOLAUNCH_HOST_CPUS and Go's GOMAXPROCS
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: testprog MODE [ARGS]")
+		fail("usage: pmiprog MODE [ARGS]")
 	}
 	mode, args := os.Args[1], os.Args[2:]
 	c, err := pmi.ReadContract(os.Getenv)
@@ -97,7 +97,7 @@ func main() {
 			case "nofinalize":
 				os.Exit(0)
 			case "abort":
-				cl.Abort(atoi(args[0]), "testprog abort")
+				cl.Abort(atoi(args[0]), "pmiprog abort")
 			}
 		}
 		hang(c)
@@ -173,6 +173,6 @@ func atoi(s string) int {
 }
 
 func fail(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "testprog: "+format+"\n", a...)
+	fmt.Fprintf(os.Stderr, "pmiprog: "+format+"\n", a...)
 	os.Exit(99)
 }

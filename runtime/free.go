@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+
+	"github.com/gorma-hpc/gorma/runtime/internal/matching"
 )
 
 // Freeing Worlds and reusing their contexts (MPI_Comm_free).
@@ -157,10 +159,9 @@ func (w *World) Free() error {
 		if jr == e.rank {
 			continue
 		}
-		early := Request{ctx: ctlCtx, peer: jr, tag: int(base)}
-		if m := e.matchUnexpected(&early); m != nil {
-			e.ux.remove(m) // jr freed the World first: nothing of it is on the way
-			e.freeUxLocked(m)
+		early := matching.Envelope{Ctx: ctlCtx, Src: jr, Tag: int32(base)}
+		if m := e.ux.Take(early); m != nil {
+			e.freeUxLocked(m) // jr freed the World first: nothing of it is on the way
 		} else {
 			e.awaits[base] = append(e.awaits[base], jr)
 		}
@@ -201,12 +202,12 @@ func (g *group) membersOrAll(n int) []int {
 // an out queue, rendezvous sends and reads not yet finished.
 func (e *engine) pendingOnLocked(base uint16) string {
 	on := func(ctx uint16) bool { return ctx >= base && ctx < base+ctxPerWorld }
-	for r := e.posted.head; r != nil; r = r.next {
+	for r := range e.posted.All() {
 		if on(r.ctx) {
 			return fmt.Sprintf("a receive (source %d, tag %d) is posted", r.peer, r.tag)
 		}
 	}
-	for r := e.probes.head; r != nil; r = r.next {
+	for r := range e.probes.All() {
 		if on(r.ctx) {
 			return "a probe is waiting"
 		}
@@ -235,16 +236,14 @@ func (e *engine) pendingOnLocked(base uint16) string {
 // discardUnexpectedLocked drops the unexpected messages on the contexts of the World at
 // base, releasing rendezvous offers.
 func (e *engine) discardUnexpectedLocked(base uint16) {
-	for m := e.ux.head; m != nil; {
-		next := m.next
+	for m := range e.ux.All() {
 		if m.ctx >= base && m.ctx < base+ctxPerWorld {
-			e.ux.remove(m)
+			e.ux.Remove(&m.link)
 			if m.kind == msgRTS {
 				e.queueFINLocked(e.peers[m.src], m.cookie)
 			}
 			e.freeUxLocked(m)
 		}
-		m = next
 	}
 }
 
@@ -291,8 +290,7 @@ func (e *engine) markLocked(src int, base uint16) bool {
 	} else {
 		e.awaits[base] = aw
 	}
-	if r := e.matchPosted(ctlCtx, src, int32(base)); r != nil {
-		e.posted.remove(r)
+	if r := e.posted.Take(matching.Envelope{Ctx: ctlCtx, Src: src, Tag: int32(base)}); r != nil {
 		e.deliverEagerLocked(r, src, int32(base), nil)
 	}
 	return true

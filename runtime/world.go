@@ -244,9 +244,9 @@ type engine struct {
 
 	mu         engineLock // lock.go
 	peers      []*peer    // by rank; nil for this rank
-	posted     reqQueue
-	probes     reqQueue
-	ux         uxQueue
+	posted     reqQueue   // receives waiting for a message (match.go)
+	probes     reqQueue   // probes waiting for a message
+	ux         uxQueue    // messages waiting for a receive
 	uxFree     []*uxMsg
 	bufs       bufPool
 	table      reqTable

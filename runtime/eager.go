@@ -53,7 +53,8 @@ func (e *engine) postEagerLocked(p *peer, r *Request) {
 // sendSelfLocked delivers a message from this rank to itself.
 func (e *engine) sendSelfLocked(r *Request) {
 	tag := int32(r.tag)
-	if rr := e.posted.Take(envelope(r.ctx, e.rank, tag)); rr != nil {
+	if rr := e.posted.Match(envelope(r.ctx, e.rank, tag)); rr != nil {
+		e.posted.Remove(&rr.link)
 		e.deliverEagerLocked(rr, e.rank, tag, r.buf)
 	} else {
 		m := e.newUxLocked()

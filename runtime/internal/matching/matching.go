@@ -80,6 +80,16 @@ func (q *list[T]) Remove(l *Link[T]) bool {
 	return true
 }
 
+// take removes l, if not nil, and returns its item.
+func (q *list[T]) take(l *Link[T]) *T {
+	if l == nil {
+		return nil
+	}
+	item := l.item
+	q.Remove(l)
+	return item
+}
+
 // All yields the queued items in order. The loop may Remove the item it was given (and
 // only that one).
 func (q *list[T]) All() iter.Seq[*T] {
@@ -113,14 +123,11 @@ func (q *Posted[T]) Match(m Envelope) *T {
 
 // Take removes and returns the first item that takes a message carrying m, or nil.
 func (q *Posted[T]) Take(m Envelope) *T {
-	for l := q.head; l != nil; l = l.next {
-		if l.env.Takes(m) {
-			item := l.item
-			q.Remove(l)
-			return item
-		}
+	l := q.head
+	for l != nil && !l.env.Takes(m) {
+		l = l.next
 	}
-	return nil
+	return q.take(l)
 }
 
 // Unexpected is the queue of messages that arrived before a receive took them: each item
@@ -142,12 +149,9 @@ func (q *Unexpected[T]) Match(want Envelope) *T {
 
 // Take removes and returns the first item that a receive asking for want takes, or nil.
 func (q *Unexpected[T]) Take(want Envelope) *T {
-	for l := q.head; l != nil; l = l.next {
-		if want.Takes(l.env) {
-			item := l.item
-			q.Remove(l)
-			return item
-		}
+	l := q.head
+	for l != nil && !want.Takes(l.env) {
+		l = l.next
 	}
-	return nil
+	return q.take(l)
 }

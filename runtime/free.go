@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync/atomic"
 
 	"github.com/gorma-hpc/gorma/runtime/internal/matching"
@@ -34,10 +33,6 @@ import (
 //     free: no live World of that rank in it, and every mark it awaits for the block
 //     received. A block one rank still uses can then only be reused among ranks that
 //     share no World on it with that rank.
-
-// ctlCtx is the engine's control context (free marks). Split's blocks lie below
-// splitTop, so no World ever has it.
-const ctlCtx = 1<<16 - 1
 
 // worldLife is shared by a World made by Dup or Split and its siblings: Free sets freed,
 // after which every call on any of them fails. Init's World has none (it cannot be freed).
@@ -151,9 +146,7 @@ func (w *World) Free() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.discardUnexpectedLocked(base)
-	for c := base; c < base+ctxPerWorld; c++ {
-		e.setFreed(c, true)
-	}
+	e.ctxs.markFreed(base)
 	members := w.g.membersOrAll(e.size)
 	for _, jr := range members {
 		if jr == e.rank {
@@ -163,7 +156,7 @@ func (w *World) Free() error {
 		if m := e.ux.Take(early); m != nil {
 			e.freeUxLocked(m) // jr freed the World first: nothing of it is on the way
 		} else {
-			e.awaits[base] = append(e.awaits[base], jr)
+			e.ctxs.await(base, jr)
 		}
 		if r := e.startSendLocked(ctlCtx, nil, 1, jr, int(base)); r != nil {
 			if r.done {
@@ -173,14 +166,7 @@ func (w *World) Free() error {
 			}
 		}
 	}
-	if w.g == nil {
-		i, _ := slices.BinarySearch(e.dupFree, base)
-		e.dupFree = slices.Insert(e.dupFree, i, base)
-	} else if b := blockOf(base); e.blockLive[b] > 1 {
-		e.blockLive[b]--
-	} else {
-		delete(e.blockLive, b)
-	}
+	e.ctxs.release(base, w.g != nil)
 	e.handoffLocked()
 	return nil
 }
@@ -253,10 +239,10 @@ func (e *engine) discardUnexpectedLocked(base uint16) {
 // contexts (a Dup or Split here will make it too) and is kept. It reports whether the
 // message was dropped.
 func (e *engine) discardFreedLocked(src int, h *header) bool {
-	if !e.isFreed(h.ctx) {
+	if !e.ctxs.isFreed(h.ctx) {
 		return false
 	}
-	if !slices.Contains(e.awaits[h.ctx&^(ctxPerWorld-1)], src) {
+	if !e.ctxs.awaiting(h.ctx&^(ctxPerWorld-1), src) {
 		return false // src's mark came first: the message is of the next World
 	}
 	if h.kind == msgRTS && src != e.rank {
@@ -265,30 +251,13 @@ func (e *engine) discardFreedLocked(src int, h *header) bool {
 	return true
 }
 
-func (e *engine) isFreed(ctx uint16) bool { return e.freedCtx[ctx>>6]&(1<<(ctx&63)) != 0 }
-
-func (e *engine) setFreed(ctx uint16, on bool) {
-	if on {
-		e.freedCtx[ctx>>6] |= 1 << (ctx & 63)
-	} else {
-		e.freedCtx[ctx>>6] &^= 1 << (ctx & 63)
-	}
-}
-
 // markLocked handles a free mark from src for the World at base, and reports whether it
 // took it: awaited, it ends the wait for src (and completes the Dup waiting for it, if
 // any); otherwise src freed the World before this rank did, and the mark waits in the
 // unexpected queue for this rank's Free.
 func (e *engine) markLocked(src int, base uint16) bool {
-	aw := e.awaits[base]
-	i := slices.Index(aw, src)
-	if i < 0 {
+	if !e.ctxs.markArrived(src, base) {
 		return false
-	}
-	if aw = slices.Delete(aw, i, i+1); len(aw) == 0 {
-		delete(e.awaits, base)
-	} else {
-		e.awaits[base] = aw
 	}
 	if r := e.posted.Take(matching.Envelope{Ctx: ctlCtx, Src: src, Tag: int32(base)}); r != nil {
 		e.deliverEagerLocked(r, src, int32(base), nil)
@@ -296,24 +265,20 @@ func (e *engine) markLocked(src int, base uint16) bool {
 	return true
 }
 
-// reuseLocked makes the contexts of the World at base live again.
-func (e *engine) reuseLocked(base uint16, n int) {
-	for c := base; c < base+uint16(n); c++ {
-		e.setFreed(c, false)
-	}
-}
-
 // dupReuseLocked returns a freed context of a World without a group for Dup, once every
 // other rank of that World has sent its free mark (waiting for them, failing if one of
 // them failed), or ok false when there is none. Called with mu held, which it releases
 // while it waits.
 func (e *engine) dupReuseLocked() (base uint16, ok bool, err error) {
-	if len(e.dupFree) == 0 {
+	base, ok = e.ctxs.freedDup()
+	if !ok {
 		return 0, false, nil
 	}
-	base = e.dupFree[0]
-	for len(e.awaits[base]) > 0 {
-		jr := e.awaits[base][0]
+	for {
+		jr, waiting := e.ctxs.firstAwaited(base)
+		if !waiting {
+			break
+		}
 		r := e.newRequestLocked(reqRecv)
 		r.ctx, r.peer, r.tag, r.esize, r.anyFail = ctlCtx, jr, int(base), 1, true
 		e.receiveLocked(r) // posted: an awaited mark is never queued (markLocked)
@@ -321,49 +286,5 @@ func (e *engine) dupReuseLocked() (base uint16, ok bool, err error) {
 			return 0, false, err
 		}
 	}
-	e.dupFree = e.dupFree[1:]
-	e.reuseLocked(base, ctxPerWorld)
-	return base, true, nil
+	return e.ctxs.reuseDup(), true, nil
 }
-
-// Split blocks. Block k holds the contexts [splitTop-(k+1)*splitBlock,
-// splitTop-k*splitBlock).
-const (
-	splitTop    = 1<<16 - ctxPerWorld
-	splitBlocks = splitTop / splitBlock
-	busyBytes   = (splitBlocks + 7) / 8
-)
-
-func blockBase(k int) uint16 { return uint16(splitTop - (k+1)*splitBlock) }
-
-// blockIndex returns k of the block whose base is b.
-func blockIndex(b uint16) int { return (splitTop-int(b))/splitBlock - 1 }
-
-// blockOf returns the base of the Split block holding context c.
-func blockOf(c uint16) uint16 {
-	k := (splitTop - 1 - int(c)) / splitBlock
-	return blockBase(k)
-}
-
-// busyBlocksLocked fills busy (busyBytes bytes) with this rank's Split blocks in use: a
-// live World in them, or a free mark still awaited for one of their Worlds.
-func (e *engine) busyBlocksLocked(busy []byte) {
-	clear(busy)
-	mark := func(b uint16) {
-		if k := blockIndex(b); k >= 0 && k < splitBlocks {
-			busy[k/8] |= 1 << (k % 8)
-		}
-	}
-	for b, n := range e.blockLive {
-		if n > 0 {
-			mark(b)
-		}
-	}
-	for base := range e.awaits {
-		if base >= e.topCtx && base < splitTop {
-			mark(blockOf(base))
-		}
-	}
-}
-
-func blockBusy(busy []byte, k int) bool { return busy[k/8]&(1<<(k%8)) != 0 }

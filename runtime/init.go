@@ -220,8 +220,7 @@ func initWith(ctx context.Context, o options) (*World, error) {
 
 func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine {
 	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit, ncpu: goruntime.NumCPU(),
-		kickCh: make(chan struct{}, 1), nextCtx: ctxPerWorld, topCtx: splitTop, hosts: make([]string, size),
-		awaits: map[uint16][]int{}, blockLive: map[uint16]int{}}
+		kickCh: make(chan struct{}, 1), ctxs: newCtxAlloc(), hosts: make([]string, size)}
 	e.hosts[rank] = host
 	e.stop, e.halt = context.WithCancel(context.Background())
 	e.waitCtx, e.waitCancel = context.WithCancel(context.Background())

@@ -149,30 +149,23 @@ func (w *World) Dup() (*World, error) {
 		return nil, withOp("dup", err)
 	}
 	if g := w.g; g != nil {
-		if int(g.fam.next)+ctxPerWorld > int(g.fam.end) {
+		c, ok := e.ctxs.takeFamily(g.fam)
+		if !ok {
 			return nil, withOp("dup", invalidf("a World made by Split has room for %d Dups (Split it again for more)", splitBlock/ctxPerWorld-1))
 		}
-		d := &World{e: e, ctx: g.fam.next, g: g, life: &worldLife{}}
-		g.fam.next += ctxPerWorld
-		e.blockLive[blockOf(d.ctx)]++
-		return d, nil
+		return &World{e: e, ctx: c, g: g, life: &worldLife{}}, nil
 	}
 	if base, ok, err := e.dupReuseLocked(); err != nil {
 		return nil, withOp("dup", err)
 	} else if ok {
 		return &World{e: e, ctx: base, life: &worldLife{}}, nil
 	}
-	if e.nextCtx == 0 || int(e.nextCtx)+ctxPerWorld > int(e.topCtx) {
+	c, ok := e.ctxs.takeDup()
+	if !ok {
 		return nil, withOp("dup", invalidf("too many Worlds derived and not freed (Free those no longer used)"))
 	}
-	d := &World{e: e, ctx: e.nextCtx, life: &worldLife{}}
-	e.nextCtx += ctxPerWorld
-	return d, nil
+	return &World{e: e, ctx: c, life: &worldLife{}}, nil
 }
-
-// ctxPerWorld is how many communication contexts Init and Dup reserve per World (see
-// World).
-const ctxPerWorld = 4
 
 // Sibling returns a World with the same ranks as w and a communication context of its
 // own that w's determines: messages on one never match receives on the other, and unlike
@@ -259,16 +252,10 @@ type engine struct {
 	finalizing bool
 	finalized  bool
 	over       atomic.Bool // Finalize has begun (Finalized): set with finalizing, never cleared
-	nextCtx    uint16      // Dup's next context (Init's World and its Dups), counting up
-	topCtx     uint16      // Split's contexts are below it, counting down (split.go)
+	ctxs       ctxAlloc    // communication contexts: handed out, freed, awaiting marks (ctxalloc.go)
 	splitMu    sync.Mutex
-	// Freed Worlds (free.go).
-	freedCtx  [1 << 16 / 64]uint64 // contexts freed and not reused: messages on them are discarded
-	awaits    map[uint16][]int     // by World context: ranks whose free mark is awaited
-	dupFree   []uint16             // freed contexts of Worlds without a group, ascending
-	blockLive map[uint16]int       // by Split block base: this rank's live Worlds in it
-	wcs       [32]verbs.WC
-	rxLater   []*peer // peers with receive slots to repost before the next wait (peers.go)
+	wcs        [32]verbs.WC
+	rxLater    []*peer // peers with receive slots to repost before the next wait (peers.go)
 	// fbPeers are the peers that have a fast box in this rank (fastbox.go); set at Init,
 	// read without mu by the poller's spin and the shm CQ's wait check.
 	fbPeers []*peer

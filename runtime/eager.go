@@ -57,10 +57,8 @@ func (e *engine) sendSelfLocked(r *Request) {
 		e.posted.Remove(&rr.link)
 		e.deliverEagerLocked(rr, e.rank, tag, r.buf)
 	} else {
-		m := e.newUxLocked()
+		m := e.uxMem.getWith(r.buf)
 		m.src, m.ctx, m.tag, m.kind = e.rank, r.ctx, tag, msgEager
-		m.data = e.bufs.get(len(r.buf))
-		copy(m.data, r.buf)
 		e.queueUxLocked(m)
 	}
 	e.completeLocked(r, nil)

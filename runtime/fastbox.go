@@ -332,15 +332,19 @@ func (e *engine) drainFastboxLocked(p *peer) {
 
 // drainFastboxesLocked drains every peer's box.
 func (e *engine) drainFastboxesLocked() {
-	for _, p := range e.fbPeers {
+	for _, p := range e.poll.boxes {
 		e.drainFastboxLocked(p)
 	}
 }
 
 // fastboxReady reports whether some peer's box holds a message that can be handled now.
-// It takes no lock: the poller's spin and the CQ's wait check call it.
-func (e *engine) fastboxReady() bool {
-	for _, p := range e.fbPeers {
+// It takes no lock: the shm CQ's wait check calls it.
+func (e *engine) fastboxReady() bool { return boxesReady(e.poll.boxes) }
+
+// boxesReady reports whether the box of one of peers holds a message that can be handled
+// now. It takes no lock: the poller's spin calls it.
+func boxesReady(peers []*peer) bool {
+	for _, p := range peers {
 		f := &p.fin
 		if f.off.Load() {
 			continue

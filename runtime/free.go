@@ -154,7 +154,7 @@ func (w *World) Free() error {
 		}
 		early := matching.Envelope{Ctx: ctlCtx, Src: jr, Tag: int32(base)}
 		if m := e.ux.Take(early); m != nil {
-			e.freeUxLocked(m) // jr freed the World first: nothing of it is on the way
+			e.uxMem.put(m) // jr freed the World first: nothing of it is on the way
 		} else {
 			e.ctxs.await(base, jr)
 		}
@@ -228,7 +228,7 @@ func (e *engine) discardUnexpectedLocked(base uint16) {
 			if m.kind == msgRTS {
 				e.queueFINLocked(e.peers[m.src], m.cookie)
 			}
-			e.freeUxLocked(m)
+			e.uxMem.put(m)
 		}
 	}
 }

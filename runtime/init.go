@@ -220,12 +220,12 @@ func initWith(ctx context.Context, o options) (*World, error) {
 
 func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine {
 	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit, ncpu: goruntime.NumCPU(),
-		kickCh: make(chan struct{}, 1), ctxs: newCtxAlloc(), hosts: make([]string, size)}
+		ctxs: newCtxAlloc(), hosts: make([]string, size)}
+	e.poll.init(cfg.progress, cfg.spin)
 	e.hosts[rank] = host
 	e.stop, e.halt = context.WithCancel(context.Background())
-	e.waitCtx, e.waitCancel = context.WithCancel(context.Background())
 	e.peers = make([]*peer, size)
-	e.remotes = map[*Remote]struct{}{}
+	e.rma.remotes = map[*Remote]struct{}{}
 	return e
 }
 
@@ -293,7 +293,7 @@ func (e *engine) connect(ctx context.Context, id hostIdentity) error {
 	// need the very processor such a spin holds.
 	wait := verbs.WaitBlock
 	if count["tcp"] > 0 && count["shm"] == 0 && e.cfg.progress == verbs.WaitHybrid {
-		e.providerSpins = true
+		e.poll.providerSpins = true
 		if e.localSize <= e.ncpu {
 			wait = verbs.WaitHybrid
 		}
@@ -310,6 +310,7 @@ func (e *engine) connect(ctx context.Context, id hostIdentity) error {
 		}
 		devs[name] = d
 		e.devs = append(e.devs, d)
+		e.poll.cqs = append(e.poll.cqs, d.cq)
 		if r, ok := d.cq.(roleReturner); ok {
 			e.returners = append(e.returners, r)
 		}
@@ -380,10 +381,10 @@ func (e *engine) connectFastboxes(keys []uint64) error {
 			return fmt.Errorf("connect to rank %d (%s, host %s): %w", r, p.dev.name, p.host, err)
 		}
 		if p.fin.box != nil {
-			e.fbPeers = append(e.fbPeers, p)
+			e.poll.boxes = append(e.poll.boxes, p)
 		}
 	}
-	if len(e.fbPeers) == 0 {
+	if len(e.poll.boxes) == 0 {
 		return nil
 	}
 	for _, d := range e.devs {
@@ -420,9 +421,12 @@ func (e *engine) start() {
 	if len(e.devs) > 1 {
 		for _, d := range e.devs {
 			rl := &relay{cq: d.cq, polled: make(chan struct{}, 1)}
-			e.relays = append(e.relays, rl)
+			e.poll.relays = append(e.poll.relays, rl)
 			e.bg.Add(1)
-			go e.runRelay(rl)
+			go func() {
+				defer e.bg.Done()
+				e.poll.runRelay(rl, e.stop)
+			}()
 		}
 	}
 }
@@ -432,9 +436,8 @@ func (e *engine) shutdown() {
 	e.halt()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.watchStop != nil && !e.polling {
-		e.watchStop() // the last context the poller watched
-		e.watchStop, e.watched = nil, nil
+	if !e.polling {
+		e.poll.unwatch() // the last context the poller watched
 	}
 	e.closeRemotesLocked() // mappings of peers' arenas go before the devices
 	e.closeDevicesLocked()
@@ -443,7 +446,7 @@ func (e *engine) shutdown() {
 // closeDevicesLocked closes the devices once no poller spins any more: the spin reads the
 // fast boxes, which are arena memory, without mu.
 func (e *engine) closeDevicesLocked() {
-	for _, p := range e.fbPeers {
+	for _, p := range e.poll.boxes {
 		p.fin.off.Store(true)
 	}
 	for e.polling {

@@ -62,14 +62,14 @@ func (e *engine) incomingLocked(src int, h *header, payload []byte) {
 		}
 		return
 	}
-	m := e.newUxLocked()
-	m.src, m.ctx, m.tag, m.kind = src, h.ctx, h.tag, h.kind
+	var m *uxMsg
 	if h.kind == msgEager {
-		m.data = e.bufs.get(len(payload))
-		copy(m.data, payload)
+		m = e.uxMem.getWith(payload)
 	} else {
+		m = e.uxMem.get()
 		m.cookie, m.rkey, m.off, m.length = h.cookie, h.rkey, h.off, h.length
 	}
+	m.src, m.ctx, m.tag, m.kind = src, h.ctx, h.tag, h.kind
 	e.queueUxLocked(m)
 }
 
@@ -92,7 +92,7 @@ func (e *engine) receiveLocked(r *Request) {
 		} else {
 			e.startReadLocked(r, m.src, m.tag, m.cookie, m.rkey, m.off, m.length)
 		}
-		e.freeUxLocked(m)
+		e.uxMem.put(m)
 		return
 	}
 	if err := e.sourceFailedLocked(r); err != nil {
@@ -146,29 +146,46 @@ func (e *engine) wakeProbesLocked(m *uxMsg) {
 	}
 }
 
-func (e *engine) newUxLocked() *uxMsg {
-	if n := len(e.uxFree); n > 0 {
-		m := e.uxFree[n-1]
-		e.uxFree = e.uxFree[:n-1]
+// uxPool keeps unexpected messages and their eager payloads for reuse, so that a steady
+// stream of unexpected messages allocates nothing. Guarded by the engine's mu.
+type uxPool struct {
+	free []*uxMsg
+	bufs bufPool
+}
+
+const maxPooledUx = 256
+
+// get returns a zero message.
+func (p *uxPool) get() *uxMsg {
+	if n := len(p.free); n > 0 {
+		m := p.free[n-1]
+		p.free = p.free[:n-1]
 		return m
 	}
 	return new(uxMsg)
 }
 
-func (e *engine) freeUxLocked(m *uxMsg) {
+// getWith returns a zero eager message holding a copy of payload.
+func (p *uxPool) getWith(payload []byte) *uxMsg {
+	m := p.get()
+	m.data = p.bufs.get(len(payload))
+	copy(m.data, payload)
+	return m
+}
+
+// put takes back m, which no queue holds any more, and its payload.
+func (p *uxPool) put(m *uxMsg) {
 	if m.data != nil {
-		e.bufs.put(m.data)
+		p.bufs.put(m.data)
 	}
 	*m = uxMsg{}
-	if len(e.uxFree) < maxPooledUx {
-		e.uxFree = append(e.uxFree, m)
+	if len(p.free) < maxPooledUx {
+		p.free = append(p.free, m)
 	}
 }
 
-const maxPooledUx = 256
-
 // bufPool keeps the buffers of unexpected eager payloads for reuse, by power-of-two size
-// class, so that a steady stream of unexpected messages allocates nothing.
+// class.
 type bufPool struct {
 	free [bufClasses][][]byte
 }

@@ -5,10 +5,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/gorma-hpc/gorma/launcher/pmi"
-	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
 // AnySource and AnyTag are wildcards for Recv, Irecv and Probe.
@@ -198,72 +196,52 @@ func (w *World) Sibling() (*World, error) {
 	return &World{e: w.e, ctx: w.ctx + 2, sibling: true, g: w.g, life: w.life}, nil
 }
 
-// engine is the state a rank's Worlds share: peers, devices, matching queues, progress.
+// engine is the state a rank's Worlds share. The fields above mu are set at Init and
+// only read afterwards, or guard themselves; mu guards every field below it. Each part of
+// the runtime keeps its state in a type of its own: poller (progress), ctxAlloc
+// (communication contexts), the matching queues, reqTable (rendezvous), rmaState
+// (one-sided), peer (per connection).
 type engine struct {
 	rank, size           int
 	host                 string
 	localRank, localSize int
+	ncpu                 int // processors this host's ranks share (HostCPUs)
 	hosts                []string
 	cards                []card      // every rank's card (this rank's too), kept for TransportBetween; nil in a world of one
 	client               *pmi.Client // nil in a world of one
 	exit                 func(code int)
 	cfg                  config
-
-	devs []*device
+	devs                 []*device // their closed and broken flags are guarded by mu
 	// returners are the devices' CQs that a waiter may lead (tcp), for ServePeers and
 	// PollPeers; set with devs.
 	returners []roleReturner
-	relays    []*relay
-	stop      context.Context // ends at Finalize: stops relays and the event watcher
-	halt      context.CancelFunc
-	bg        sync.WaitGroup
 
-	// Waking the poller (progress.go).
-	kicked     atomic.Bool
-	kickCh     chan struct{}
-	kickMu     sync.Mutex
-	waitCtx    context.Context
-	waitCancel context.CancelFunc
-	watched    context.Context // poller only: the user context whose end kicks
-	watchStop  func() bool
-	spinStart  time.Time     // poller only
-	spinBudget time.Duration // poller only: hybrid mode's spin in this wait (spinBudgetLocked)
-	yieldAfter int           // poller only: the spin round from which this wait yields the processor (yieldAfterLocked)
-	ncpu       int           // processors this host's ranks share (HostCPUs)
-	spins      int           // poller only
-	// providerSpins is true when the rank's only device is tcp: its CQ.Wait spins (its
-	// completions come from reader goroutines, which a spin in the runtime would starve).
-	providerSpins bool
+	stop context.Context // ends at Finalize: stops relays and the event watcher
+	halt context.CancelFunc
+	bg   sync.WaitGroup // the engine's goroutines (start, fenceLocked)
+
+	poll    poller      // the poller role's spin, sleep and wake-up (poller.go)
+	over    atomic.Bool // Finalize has begun (Finalized): set with finalizing, never cleared
+	splitMu sync.Mutex  // one Split at a time (split.go); taken before mu
 
 	mu         engineLock // lock.go
+	polling    bool       // a goroutine holds the poller role
 	peers      []*peer    // by rank; nil for this rank
+	rxLater    []*peer    // peers with receive slots to repost before the next wait (peers.go)
 	posted     reqQueue   // receives waiting for a message (match.go)
 	probes     reqQueue   // probes waiting for a message
 	ux         uxQueue    // messages waiting for a receive
-	uxFree     []*uxMsg
-	bufs       bufPool
-	table      reqTable
-	pool       []*Request
-	waiters    []*Request
-	quietWait  *Request // Finalize's parked request, woken when quietLocked holds
-	polling    bool
+	uxMem      uxPool     // unexpected messages and their payloads, for reuse
+	table      reqTable   // requests in a rendezvous, by cookie (request.go)
+	pool       []*Request // the engine's own requests, for reuse
+	waiters    []*Request // parked goroutines' requests, in parking order
+	quietWait  *Request   // Finalize's parked request, woken when quietLocked holds
 	failed     *ProcError // the first failed peer (AnySource receives fail with it)
 	aborted    *ProcError // the job is aborting: every call fails with it
 	finalizing bool
 	finalized  bool
-	over       atomic.Bool // Finalize has begun (Finalized): set with finalizing, never cleared
-	ctxs       ctxAlloc    // communication contexts: handed out, freed, awaiting marks (ctxalloc.go)
-	splitMu    sync.Mutex
-	wcs        [32]verbs.WC
-	rxLater    []*peer // peers with receive slots to repost before the next wait (peers.go)
-	// fbPeers are the peers that have a fast box in this rank (fastbox.go); set at Init,
-	// read without mu by the poller's spin and the shm CQ's wait check.
-	fbPeers []*peer
-
-	// One-sided substrate (rma.go, rma_ops.go).
-	remotes     map[*Remote]struct{}
-	counters    []*Counter // by table slot; nil when free
-	counterFree []uint32
+	ctxs       ctxAlloc // communication contexts: handed out, freed, awaiting marks (ctxalloc.go)
+	rma        rmaState // one-sided substrate (rma.go, rma_ops.go)
 }
 
 // checkLocked returns the error every call must fail with, or nil.

@@ -21,7 +21,7 @@ import (
 const (
 	EnvProgress   = "GORMA_PROGRESS"    // spin, hybrid (default) or block
 	EnvEagerLimit = "GORMA_EAGER_LIMIT" // bytes; suffixes K and M (powers of 1024)
-	EnvSpin       = "GORMA_SPIN"        // hybrid mode's spin budget, a Go duration (default 50us)
+	EnvSpin       = "GORMA_SPIN"        // hybrid mode's spin budget, a Go duration (default verbs.DefaultSpin)
 	// EnvTCPCongestion is the TCP congestion control of the tcp transport's connections:
 	// cubic (the default, verbs.DefaultCongestion), system for the kernel's default, or
 	// another algorithm the kernel allows (verbs.Config.Congestion).

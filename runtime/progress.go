@@ -153,8 +153,8 @@ func (e *engine) handoffLocked() {
 // Several goroutines may wait for one Request: they share its wake channel, which holds
 // one token, so completeLocked wakes only one of them. A goroutine that leaves while
 // others still wait for a completed r passes the wake-up on, and r.waiting stays true
-// until the last one has left. (Without that, the others slept until their context
-// ended, or for ever: TestStressWaitOneRequestFromManyGoroutines.)
+// until the last one has left; otherwise the others would sleep until their context
+// ends, or for ever (TestStressWaitOneRequestFromManyGoroutines).
 func (e *engine) parkLocked(ctx context.Context, r *Request) {
 	if r.wake == nil {
 		r.wake = make(chan struct{}, 1)

@@ -203,9 +203,8 @@ func (e *engine) rmaDoneLocked(p *peer, idx uint32, wc *verbs.WC) {
 	if wc.Status != verbs.Success {
 		// Fail the peer first: its failCountersLocked then completes this request, and
 		// the others to p, with p's *ProcError, so that the caller sees ErrProcFailed
-		// naming the rank, as for every other operation with a failed peer. (It used to
-		// set a plain error wrapping only the verbs status: a window Lock or atomic to a
-		// SIGKILLed rank over tcp failed without ErrProcFailed; TestE2ERankKilled/tcp.)
+		// naming the rank, as for every other operation with a failed peer (a window Lock
+		// or atomic to a SIGKILLed rank over tcp: TestE2ERankKilled/tcp).
 		e.peerFailedLocked(p, statusCause(p.dev.name, wc))
 		return
 	}

@@ -43,7 +43,7 @@ func (r *ref) post(p *item, want Envelope) *item {
 // wildcards and collisions are common, and checks every outcome and both queues'
 // contents against the reference after every step. Messages carry a per-sender
 // sequence number in their id, and the test also checks non-overtaking: a receive never
-// gets a message of a sender while an earlier message of that sender it also takes
+// gets a message of a sender while an older message of that sender it also takes
 // still waits.
 func TestModel(t *testing.T) {
 	seeds := 200

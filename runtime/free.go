@@ -147,7 +147,15 @@ func (w *World) Free() error {
 	defer e.mu.Unlock()
 	e.discardUnexpectedLocked(base)
 	e.ctxs.markFreed(base)
-	members := w.g.membersOrAll(e.size)
+	e.exchangeMarksLocked(base, w.g.membersOrAll(e.size))
+	e.ctxs.release(base, w.g != nil)
+	e.handoffLocked()
+	return nil
+}
+
+// exchangeMarksLocked sends the free mark of the World at base to every other rank of
+// members, and awaits theirs, unless a rank's has arrived already.
+func (e *engine) exchangeMarksLocked(base uint16, members []int) {
 	for _, jr := range members {
 		if jr == e.rank {
 			continue
@@ -166,9 +174,6 @@ func (w *World) Free() error {
 			}
 		}
 	}
-	e.ctxs.release(base, w.g != nil)
-	e.handoffLocked()
-	return nil
 }
 
 // membersOrAll returns the job ranks of g, or of a job of size n for a nil group.

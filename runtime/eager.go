@@ -53,16 +53,13 @@ func (e *engine) postEagerLocked(p *peer, r *Request) {
 // sendSelfLocked delivers a message from this rank to itself.
 func (e *engine) sendSelfLocked(r *Request) {
 	tag := int32(r.tag)
-	if rr := e.matchPosted(r.ctx, e.rank, tag); rr != nil {
-		e.posted.remove(rr)
+	if rr := e.posted.Match(envelope(r.ctx, e.rank, tag)); rr != nil {
+		e.posted.Remove(&rr.link)
 		e.deliverEagerLocked(rr, e.rank, tag, r.buf)
 	} else {
-		m := e.newUxLocked()
+		m := e.uxMem.getWith(r.buf)
 		m.src, m.ctx, m.tag, m.kind = e.rank, r.ctx, tag, msgEager
-		m.data = e.bufs.get(len(r.buf))
-		copy(m.data, r.buf)
-		e.ux.push(m)
-		e.wakeProbesLocked(m)
+		e.queueUxLocked(m)
 	}
 	e.completeLocked(r, nil)
 	e.kickLocked() // the poller may be waiting for the receive or probe just completed

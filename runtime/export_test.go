@@ -15,7 +15,7 @@ func Pending(w *World) (posted, unexpected, table int) {
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.posted.n, e.ux.n, len(e.table.slots) - len(e.table.free)
+	return e.posted.Len(), e.ux.Len(), len(e.table.slots) - len(e.table.free)
 }
 
 // ForceCopyRendezvous makes w's shm rendezvous sends offer a private arena copy, as where

@@ -64,13 +64,11 @@ func (e *engine) peerFailedLocked(p *peer, cause error) {
 
 // failQueueLocked fails the requests of q that name rank or AnySource.
 func (e *engine) failQueueLocked(q *reqQueue, rank int, err error) {
-	for r := q.head; r != nil; {
-		next := r.next
+	for r := range q.All() {
 		if r.peer == rank || r.peer == AnySource || r.anyFail || rank < 0 {
-			q.remove(r)
+			q.Remove(&r.link)
 			e.completeLocked(r, err)
 		}
-		r = next
 	}
 }
 

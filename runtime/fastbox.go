@@ -36,12 +36,12 @@ import (
 // 0), which stands for the cells to the end of the lap: the receiver skips them.
 //
 // Stale words never pass for a record. The receiver only reads a seq word where a record
-// must start. A word there is pos+1 of an earlier lap (smaller than any later position's),
+// must start. A word there is pos+1 of an older lap (smaller than any later position's),
 // zero, or payload of a record's later cell; the receiver zeroes the seq word of a record's
 // later cells once it has taken the record, before it publishes the head that lets the
 // sender reuse them, so payload never outlives its record in a seq word (as the verbs
 // ring's consume does). A pad writes only its first cell; the cells it skips keep words of
-// earlier laps, which are zero or smaller positions. A one-cell record, every message of
+// older laps, which are zero or smaller positions. A one-cell record, every message of
 // up to fbCellSize-fbRecHdr bytes, is read and never written by the receiver: the sender's
 // next store to the cell only invalidates the receiver's copy instead of fetching a line
 // it dirtied.
@@ -62,22 +62,19 @@ import (
 // so block and hybrid modes sleep and wake exactly as for queue-pair messages. A record
 // waiting for its qseq does not count as ready, so a sleeper does not spin on it.
 //
-// Failure. A dead peer is detected through its queue pair as before (its flushed
+// Failure. A dead peer is detected through its queue pair, as without boxes (its flushed
 // receives, or the launcher); its box is then no longer read (fbOff). A malformed record
 // (length out of range, or running past the last cell) fails the peer like a malformed
 // message. The sender checks the mapping's PeerAlive before writing and falls back to the
 // queue pair, which reports the death.
 //
 // Sizes. A cell holds 5 cache lines, so that OSU's 256-byte message fits one (296 bytes of
-// payload): with 4 (232 bytes) it took the queue pair, at 0.70-0.75 us a half round trip
-// against 0.56-0.62 through the box and Open MPI's 0.52 (alternated runs, slow state). A
-// message that spills into a second line costs about 0.1 us more than one that fits the
-// first (the receiver's load of the second line waits for the first): 64 bytes take
-// 0.50-0.55 us, 32 bytes 0.38-0.42. Messages of up to 4 KiB take several cells since the
-// seventeenth session: through the queue pair (a copy into a send slot, one into the peer's
-// ring, one out of it into a receive slot and one into the user's buffer, and the QP's
-// and CQ's locks) 512 bytes and 1 KiB took 0.48 and 0.54 us in the machine's fast state
-// against Open MPI's 0.27 and 0.31 (see docs/benchmarks.md for the box's figures).
+// payload) and does not take the queue pair. A message that spills into a second
+// line costs more than one that fits the first (the receiver's load of the second line
+// waits for the first). Messages of up to 4 KiB take several cells, which saves the queue
+// pair's four copies (into a send slot, into the peer's ring, out of it into a receive
+// slot, into the user's buffer) and the QP's and CQ's locks. `bin/golaunch -n 2
+// bin/pingpong --test latency --max-size 8K` measures both sides of fbMaxPayload.
 const (
 	fbCells      = 64
 	fbCellSize   = 320
@@ -116,8 +113,8 @@ type fbRecord struct {
 // cell to the end of the box (seq already checked), into rec. It never panics; a length
 // out of range or a record running past the end of b is an *errWire. It fills the
 // caller's rec rather than returning one: a returned record, stored field by field and
-// copied at once with wider loads, stalled the receiver on every message (a failed store
-// forward; docs/benchmarks.md, twenty-first session).
+// copied at once with wider loads, stalls the receiver on every message (a failed store
+// forward; BenchmarkSoftware8B measures that path).
 func decodeFastbox(b []byte, rec *fbRecord) error {
 	if len(b) < fbRecHdr {
 		*rec = fbRecord{}
@@ -332,15 +329,19 @@ func (e *engine) drainFastboxLocked(p *peer) {
 
 // drainFastboxesLocked drains every peer's box.
 func (e *engine) drainFastboxesLocked() {
-	for _, p := range e.fbPeers {
+	for _, p := range e.poll.boxes {
 		e.drainFastboxLocked(p)
 	}
 }
 
 // fastboxReady reports whether some peer's box holds a message that can be handled now.
-// It takes no lock: the poller's spin and the CQ's wait check call it.
-func (e *engine) fastboxReady() bool {
-	for _, p := range e.fbPeers {
+// It takes no lock: the shm CQ's wait check calls it.
+func (e *engine) fastboxReady() bool { return boxesReady(e.poll.boxes) }
+
+// boxesReady reports whether the box of one of peers holds a message that can be handled
+// now. It takes no lock: the poller's spin calls it.
+func boxesReady(peers []*peer) bool {
+	for _, p := range peers {
 		f := &p.fin
 		if f.off.Load() {
 			continue

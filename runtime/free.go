@@ -3,8 +3,9 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync/atomic"
+
+	"github.com/gorma-hpc/gorma/runtime/internal/matching"
 )
 
 // Freeing Worlds and reusing their contexts (MPI_Comm_free).
@@ -32,10 +33,6 @@ import (
 //     free: no live World of that rank in it, and every mark it awaits for the block
 //     received. A block one rank still uses can then only be reused among ranks that
 //     share no World on it with that rank.
-
-// ctlCtx is the engine's control context (free marks). Split's blocks lie below
-// splitTop, so no World ever has it.
-const ctlCtx = 1<<16 - 1
 
 // worldLife is shared by a World made by Dup or Split and its siblings: Free sets freed,
 // after which every call on any of them fails. Init's World has none (it cannot be freed).
@@ -149,20 +146,25 @@ func (w *World) Free() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.discardUnexpectedLocked(base)
-	for c := base; c < base+ctxPerWorld; c++ {
-		e.setFreed(c, true)
-	}
-	members := w.g.membersOrAll(e.size)
+	e.ctxs.markFreed(base)
+	e.exchangeMarksLocked(base, w.g.membersOrAll(e.size))
+	e.ctxs.release(base, w.g != nil)
+	e.handoffLocked()
+	return nil
+}
+
+// exchangeMarksLocked sends the free mark of the World at base to every other rank of
+// members, and awaits theirs, unless a rank's has arrived already.
+func (e *engine) exchangeMarksLocked(base uint16, members []int) {
 	for _, jr := range members {
 		if jr == e.rank {
 			continue
 		}
-		early := Request{ctx: ctlCtx, peer: jr, tag: int(base)}
-		if m := e.matchUnexpected(&early); m != nil {
-			e.ux.remove(m) // jr freed the World first: nothing of it is on the way
-			e.freeUxLocked(m)
+		early := matching.Envelope{Ctx: ctlCtx, Src: jr, Tag: int32(base)}
+		if m := e.ux.Take(early); m != nil {
+			e.uxMem.put(m) // jr freed the World first: nothing of it is on the way
 		} else {
-			e.awaits[base] = append(e.awaits[base], jr)
+			e.ctxs.await(base, jr)
 		}
 		if r := e.startSendLocked(ctlCtx, nil, 1, jr, int(base)); r != nil {
 			if r.done {
@@ -172,16 +174,6 @@ func (w *World) Free() error {
 			}
 		}
 	}
-	if w.g == nil {
-		i, _ := slices.BinarySearch(e.dupFree, base)
-		e.dupFree = slices.Insert(e.dupFree, i, base)
-	} else if b := blockOf(base); e.blockLive[b] > 1 {
-		e.blockLive[b]--
-	} else {
-		delete(e.blockLive, b)
-	}
-	e.handoffLocked()
-	return nil
 }
 
 // membersOrAll returns the job ranks of g, or of a job of size n for a nil group.
@@ -201,12 +193,12 @@ func (g *group) membersOrAll(n int) []int {
 // an out queue, rendezvous sends and reads not yet finished.
 func (e *engine) pendingOnLocked(base uint16) string {
 	on := func(ctx uint16) bool { return ctx >= base && ctx < base+ctxPerWorld }
-	for r := e.posted.head; r != nil; r = r.next {
+	for r := range e.posted.All() {
 		if on(r.ctx) {
 			return fmt.Sprintf("a receive (source %d, tag %d) is posted", r.peer, r.tag)
 		}
 	}
-	for r := e.probes.head; r != nil; r = r.next {
+	for r := range e.probes.All() {
 		if on(r.ctx) {
 			return "a probe is waiting"
 		}
@@ -235,16 +227,14 @@ func (e *engine) pendingOnLocked(base uint16) string {
 // discardUnexpectedLocked drops the unexpected messages on the contexts of the World at
 // base, releasing rendezvous offers.
 func (e *engine) discardUnexpectedLocked(base uint16) {
-	for m := e.ux.head; m != nil; {
-		next := m.next
+	for m := range e.ux.All() {
 		if m.ctx >= base && m.ctx < base+ctxPerWorld {
-			e.ux.remove(m)
+			e.ux.Remove(&m.link)
 			if m.kind == msgRTS {
 				e.queueFINLocked(e.peers[m.src], m.cookie)
 			}
-			e.freeUxLocked(m)
+			e.uxMem.put(m)
 		}
-		m = next
 	}
 }
 
@@ -254,10 +244,10 @@ func (e *engine) discardUnexpectedLocked(base uint16) {
 // contexts (a Dup or Split here will make it too) and is kept. It reports whether the
 // message was dropped.
 func (e *engine) discardFreedLocked(src int, h *header) bool {
-	if !e.isFreed(h.ctx) {
+	if !e.ctxs.isFreed(h.ctx) {
 		return false
 	}
-	if !slices.Contains(e.awaits[h.ctx&^(ctxPerWorld-1)], src) {
+	if !e.ctxs.awaiting(h.ctx&^(ctxPerWorld-1), src) {
 		return false // src's mark came first: the message is of the next World
 	}
 	if h.kind == msgRTS && src != e.rank {
@@ -266,43 +256,18 @@ func (e *engine) discardFreedLocked(src int, h *header) bool {
 	return true
 }
 
-func (e *engine) isFreed(ctx uint16) bool { return e.freedCtx[ctx>>6]&(1<<(ctx&63)) != 0 }
-
-func (e *engine) setFreed(ctx uint16, on bool) {
-	if on {
-		e.freedCtx[ctx>>6] |= 1 << (ctx & 63)
-	} else {
-		e.freedCtx[ctx>>6] &^= 1 << (ctx & 63)
-	}
-}
-
 // markLocked handles a free mark from src for the World at base, and reports whether it
 // took it: awaited, it ends the wait for src (and completes the Dup waiting for it, if
 // any); otherwise src freed the World before this rank did, and the mark waits in the
 // unexpected queue for this rank's Free.
 func (e *engine) markLocked(src int, base uint16) bool {
-	aw := e.awaits[base]
-	i := slices.Index(aw, src)
-	if i < 0 {
+	if !e.ctxs.markArrived(src, base) {
 		return false
 	}
-	if aw = slices.Delete(aw, i, i+1); len(aw) == 0 {
-		delete(e.awaits, base)
-	} else {
-		e.awaits[base] = aw
-	}
-	if r := e.matchPosted(ctlCtx, src, int32(base)); r != nil {
-		e.posted.remove(r)
+	if r := e.posted.Take(matching.Envelope{Ctx: ctlCtx, Src: src, Tag: int32(base)}); r != nil {
 		e.deliverEagerLocked(r, src, int32(base), nil)
 	}
 	return true
-}
-
-// reuseLocked makes the contexts of the World at base live again.
-func (e *engine) reuseLocked(base uint16, n int) {
-	for c := base; c < base+uint16(n); c++ {
-		e.setFreed(c, false)
-	}
 }
 
 // dupReuseLocked returns a freed context of a World without a group for Dup, once every
@@ -310,12 +275,15 @@ func (e *engine) reuseLocked(base uint16, n int) {
 // them failed), or ok false when there is none. Called with mu held, which it releases
 // while it waits.
 func (e *engine) dupReuseLocked() (base uint16, ok bool, err error) {
-	if len(e.dupFree) == 0 {
+	base, ok = e.ctxs.freedDup()
+	if !ok {
 		return 0, false, nil
 	}
-	base = e.dupFree[0]
-	for len(e.awaits[base]) > 0 {
-		jr := e.awaits[base][0]
+	for {
+		jr, waiting := e.ctxs.firstAwaited(base)
+		if !waiting {
+			break
+		}
 		r := e.newRequestLocked(reqRecv)
 		r.ctx, r.peer, r.tag, r.esize, r.anyFail = ctlCtx, jr, int(base), 1, true
 		e.receiveLocked(r) // posted: an awaited mark is never queued (markLocked)
@@ -323,49 +291,5 @@ func (e *engine) dupReuseLocked() (base uint16, ok bool, err error) {
 			return 0, false, err
 		}
 	}
-	e.dupFree = e.dupFree[1:]
-	e.reuseLocked(base, ctxPerWorld)
-	return base, true, nil
+	return e.ctxs.reuseDup(), true, nil
 }
-
-// Split blocks. Block k holds the contexts [splitTop-(k+1)*splitBlock,
-// splitTop-k*splitBlock).
-const (
-	splitTop    = 1<<16 - ctxPerWorld
-	splitBlocks = splitTop / splitBlock
-	busyBytes   = (splitBlocks + 7) / 8
-)
-
-func blockBase(k int) uint16 { return uint16(splitTop - (k+1)*splitBlock) }
-
-// blockIndex returns k of the block whose base is b.
-func blockIndex(b uint16) int { return (splitTop-int(b))/splitBlock - 1 }
-
-// blockOf returns the base of the Split block holding context c.
-func blockOf(c uint16) uint16 {
-	k := (splitTop - 1 - int(c)) / splitBlock
-	return blockBase(k)
-}
-
-// busyBlocksLocked fills busy (busyBytes bytes) with this rank's Split blocks in use: a
-// live World in them, or a free mark still awaited for one of their Worlds.
-func (e *engine) busyBlocksLocked(busy []byte) {
-	clear(busy)
-	mark := func(b uint16) {
-		if k := blockIndex(b); k >= 0 && k < splitBlocks {
-			busy[k/8] |= 1 << (k % 8)
-		}
-	}
-	for b, n := range e.blockLive {
-		if n > 0 {
-			mark(b)
-		}
-	}
-	for base := range e.awaits {
-		if base >= e.topCtx && base < splitTop {
-			mark(blockOf(base))
-		}
-	}
-}
-
-func blockBusy(busy []byte, k int) bool { return busy[k/8]&(1<<(k%8)) != 0 }

@@ -22,7 +22,7 @@ import (
 const (
 	EnvProgress   = "GORMA_PROGRESS"    // spin, hybrid (default) or block
 	EnvEagerLimit = "GORMA_EAGER_LIMIT" // bytes; suffixes K and M (powers of 1024)
-	EnvSpin       = "GORMA_SPIN"        // hybrid mode's spin budget, a Go duration (default 50us)
+	EnvSpin       = "GORMA_SPIN"        // hybrid mode's spin budget, a Go duration (default verbs.DefaultSpin)
 	// EnvTCPCongestion is the TCP congestion control of the tcp transport's connections:
 	// cubic (the default, tcp.DefaultCongestion), system for the kernel's default, or
 	// another algorithm the kernel allows (tcp.Options.Congestion).
@@ -221,13 +221,12 @@ func initWith(ctx context.Context, o options) (*World, error) {
 
 func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine {
 	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit, ncpu: goruntime.NumCPU(),
-		kickCh: make(chan struct{}, 1), nextCtx: ctxPerWorld, topCtx: splitTop, hosts: make([]string, size),
-		awaits: map[uint16][]int{}, blockLive: map[uint16]int{}}
+		ctxs: newCtxAlloc(), hosts: make([]string, size)}
+	e.poll.init(cfg.progress, cfg.spin)
 	e.hosts[rank] = host
 	e.stop, e.halt = context.WithCancel(context.Background())
-	e.waitCtx, e.waitCancel = context.WithCancel(context.Background())
 	e.peers = make([]*peer, size)
-	e.remotes = map[*Remote]struct{}{}
+	e.rma.remotes = map[*Remote]struct{}{}
 	return e
 }
 
@@ -247,171 +246,6 @@ func identityWith(salt string) hostIdentity {
 	return id
 }
 
-// Keys under which ranks publish through the agent.
-const (
-	keyCard = "gorma/card"
-	keyEP   = "gorma/ep/" // + the rank the endpoint is for
-)
-
-// connect publishes this rank's card, reads every peer's, opens the devices the peers
-// need, and connects one QP to every peer.
-func (e *engine) connect(ctx context.Context, id hostIdentity) error {
-	cl := e.client
-	me := card{host: e.host, id: id, pid: int32(os.Getpid()), probe: probeAddr(),
-		eagerSHM: uint32(e.cfg.eagerSHM), eagerTCP: uint32(e.cfg.eagerTCP), cpu: boundCPU()}
-	if err := cl.Put(ctx, keyCard, me.encode()); err != nil {
-		return err
-	}
-	if err := cl.Fence(ctx); err != nil {
-		return err
-	}
-	cards := make([]card, e.size)
-	prov := make([]string, e.size)
-	count := map[string]int{}
-	for r := range e.size {
-		if r == e.rank {
-			continue
-		}
-		b, err := cl.Get(ctx, r, keyCard)
-		if err == nil {
-			cards[r], err = decodeCard(b)
-		}
-		if err != nil {
-			return fmt.Errorf("card of rank %d: %w", r, err)
-		}
-		e.hosts[r] = cards[r].host
-		if prov[r], err = chooseProvider(e.cfg.transport, &me, &cards[r], r); err != nil {
-			return err
-		}
-		count[prov[r]]++
-	}
-	cards[e.rank] = me
-	e.cards = cards
-	// Who spins (progress.go): the runtime, over every device, which then only sleeps in
-	// CQ.Wait; or, when tcp is the only device and the mode is hybrid, tcp's CQ.Wait,
-	// whose spin leaves the processor to the reader goroutines that produce completions,
-	// and whose leader (a wait on the only connection) tries its socket for GORMA_SPIN
-	// before it sleeps, unless this host's ranks outnumber its processors: the peer may
-	// need the very processor such a spin holds.
-	wait := verbs.WaitBlock
-	if count["tcp"] > 0 && count["shm"] == 0 && e.cfg.progress == verbs.WaitHybrid {
-		e.providerSpins = true
-		if e.localSize <= e.ncpu {
-			wait = verbs.WaitHybrid
-		}
-	}
-	slots := slotsPerPeer(e.size - 1)
-	devs := map[string]*device{}
-	for _, name := range []string{"shm", "tcp"} {
-		if count[name] == 0 {
-			continue
-		}
-		d, err := openDevice(name, &e.cfg, wait, e.rank, count[name], slots, cl.Info().Secret)
-		if err != nil {
-			return err
-		}
-		devs[name] = d
-		e.devs = append(e.devs, d)
-		if r, ok := d.cq.(roleReturner); ok {
-			e.returners = append(e.returners, r)
-		}
-	}
-	for r := range e.size {
-		if r == e.rank {
-			continue
-		}
-		d := devs[prov[r]]
-		mine, theirs := e.cfg.eagerTCP, int(cards[r].eagerTCP)
-		if d.name == "shm" {
-			mine, theirs = e.cfg.eagerSHM, int(cards[r].eagerSHM)
-		}
-		p, err := newPeer(d, r, cards[r], mine, theirs, slots)
-		if err != nil {
-			return err
-		}
-		p.cma = d.name == "shm" && cmaPossible(&cards[r])
-		e.peers[r] = p
-		fbKey, err := newFastboxIn(d, p)
-		if err != nil {
-			return err
-		}
-		if err := cl.Put(ctx, keyEP+strconv.Itoa(r), encodeEP(p.qp.Endpoint(), fbKey)); err != nil {
-			return err
-		}
-	}
-	if err := cl.Fence(ctx); err != nil {
-		return err
-	}
-	fbKeys := make([]uint64, e.size)
-	for r, p := range e.peers {
-		if p == nil {
-			continue
-		}
-		b, err := cl.Get(ctx, r, keyEP+strconv.Itoa(e.rank))
-		var ep []byte
-		if err == nil {
-			ep, fbKeys[r], err = decodeEP(b)
-		}
-		if err == nil {
-			err = p.qp.ToRTR(ctx, ep)
-		}
-		if err != nil {
-			return fmt.Errorf("connect to rank %d (%s, host %s): %w", r, p.dev.name, p.host, err)
-		}
-	}
-	for r, p := range e.peers {
-		if p == nil {
-			continue
-		}
-		if err := p.qp.ToRTS(ctx); err != nil {
-			return fmt.Errorf("connect to rank %d (%s, host %s): %w", r, p.dev.name, p.host, err)
-		}
-	}
-	return e.connectFastboxes(fbKeys)
-}
-
-// connectFastboxes maps every peer's fast box for this rank's messages (keys from their
-// endpoint cards) and makes the poller, spinning or asleep in the CQ, look into the boxes
-// the peers write into here.
-func (e *engine) connectFastboxes(keys []uint64) error {
-	for r, p := range e.peers {
-		if p == nil {
-			continue
-		}
-		if err := mapFastboxOut(p, keys[r]); err != nil {
-			return fmt.Errorf("connect to rank %d (%s, host %s): %w", r, p.dev.name, p.host, err)
-		}
-		if p.fin.box != nil {
-			e.fbPeers = append(e.fbPeers, p)
-		}
-	}
-	if len(e.fbPeers) == 0 {
-		return nil
-	}
-	for _, d := range e.devs {
-		if wc, ok := d.cq.(waitChecker); ok && d.fastbox {
-			wc.SetWaitCheck(e.fastboxReady)
-		}
-	}
-	return nil
-}
-
-// encodeEP is the value a rank publishes under keyEP for one peer: the QP's endpoint
-// bytes, then the key of the fast box it allocated for that peer (0: none), u64
-// little-endian.
-func encodeEP(ep []byte, fbKey uint64) []byte {
-	return le.AppendUint64(append([]byte(nil), ep...), fbKey)
-}
-
-// decodeEP splits a keyEP value; it never panics.
-func decodeEP(b []byte) (ep []byte, fbKey uint64, err error) {
-	if len(b) < 8 {
-		return nil, 0, fmt.Errorf("endpoint card of %d bytes, shorter than its 8-byte fast box key", len(b))
-	}
-	n := len(b) - 8
-	return b[:n:n], le.Uint64(b[n:]), nil
-}
-
 // start launches the engine's goroutines: the agent event watcher and, with two devices,
 // one relay per completion queue.
 func (e *engine) start() {
@@ -422,9 +256,12 @@ func (e *engine) start() {
 	if len(e.devs) > 1 {
 		for _, d := range e.devs {
 			rl := &relay{cq: d.cq, polled: make(chan struct{}, 1)}
-			e.relays = append(e.relays, rl)
+			e.poll.relays = append(e.poll.relays, rl)
 			e.bg.Add(1)
-			go e.runRelay(rl)
+			go func() {
+				defer e.bg.Done()
+				e.poll.runRelay(rl, e.stop)
+			}()
 		}
 	}
 }
@@ -434,9 +271,8 @@ func (e *engine) shutdown() {
 	e.halt()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.watchStop != nil && !e.polling {
-		e.watchStop() // the last context the poller watched
-		e.watchStop, e.watched = nil, nil
+	if !e.polling {
+		e.poll.unwatch() // the last context the poller watched
 	}
 	e.closeRemotesLocked() // mappings of peers' arenas go before the devices
 	e.closeDevicesLocked()
@@ -445,7 +281,7 @@ func (e *engine) shutdown() {
 // closeDevicesLocked closes the devices once no poller spins any more: the spin reads the
 // fast boxes, which are arena memory, without mu.
 func (e *engine) closeDevicesLocked() {
-	for _, p := range e.fbPeers {
+	for _, p := range e.poll.boxes {
 		p.fin.off.Store(true)
 	}
 	for e.polling {

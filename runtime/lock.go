@@ -11,7 +11,7 @@ import (
 // Unlock is a release store (unlockStore: a plain MOV on amd64), where sync.Mutex's Unlock
 // is a locked add that drains the store buffer. An 8-byte Send and Recv take it three
 // times in all, the receiver's last release sitting between the message's arrival and the
-// reply: BenchmarkSoftware8B (two such messages) went from 178 to 154 ns with it.
+// reply: BenchmarkSoftware8B (two such messages) measures it.
 //
 // The price is that Unlock does not know of waiters, so a waiter cannot sleep until
 // woken: it retries briefly (lockSpin), then yields to other goroutines between retries

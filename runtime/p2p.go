@@ -190,7 +190,7 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 	e.probeLocked(r)
 	err = e.waitLocked(ctx, r)
 	if err != nil {
-		e.probes.remove(r)
+		e.probes.Remove(&r.link)
 	} else {
 		err = r.err
 	}
@@ -223,7 +223,7 @@ func Iprobe(w *World, src, tag int) (bool, Status, error) {
 		e.progressLocked()
 	}
 	r := Request{ctx: w.ctx, peer: src, tag: tag}
-	if m := e.matchUnexpected(&r); m != nil {
+	if m := e.ux.Match(r.want()); m != nil {
 		return true, w.out(Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}), nil
 	}
 	if err := e.sourceFailedLocked(&r); err != nil {
@@ -321,12 +321,12 @@ func (e *engine) finishRecvLocked(ctx context.Context, r *Request) (Status, erro
 	var err error
 	if !r.done {
 		err = e.waitLocked(ctx, r)
-		if err != nil && !r.queued {
+		if err != nil && !r.link.Queued() {
 			// Matched: a rendezvous read into buf is under way and must finish first.
 			err = e.waitLocked(context.Background(), r)
 		}
 		if err != nil {
-			e.posted.remove(r)
+			e.posted.Remove(&r.link)
 		}
 	}
 	if err == nil {

@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 
+	"github.com/gorma-hpc/gorma/runtime/internal/matching"
+
 	"github.com/gorma-hpc/gorma/transport/verbs"
 	"github.com/gorma-hpc/gorma/transport/verbs/arena"
 )
@@ -58,9 +60,8 @@ type Request struct {
 	status Status
 	err    error
 
-	// Queue links (posted receives, probes) guarded by mu.
-	next, prev *Request
-	queued     bool
+	// The request's place in the posted or probe queue, guarded by mu.
+	link matching.Link[Request]
 
 	// Waiting goroutines that are not the poller park on wake.
 	wake    chan struct{}
@@ -75,6 +76,11 @@ type Request struct {
 	outQueued bool   // a send waiting in its peer's out queue (eager message or RTS)
 	anyFail   bool   // a receive of a collective (Barrier, a Sibling World): fails when any peer fails
 	grp       *group // a receive on a World made by Split: Status.Source is translated
+}
+
+// want is the Envelope receive (or probe) r asks for.
+func (r *Request) want() matching.Envelope {
+	return matching.Envelope{Ctx: r.ctx, Src: r.peer, Tag: int32(r.tag)}
 }
 
 // statusOut is the Status the caller sees: Source in the numbering of the request's World.
@@ -219,41 +225,6 @@ func (e *engine) recycleLocked(r *Request) {
 }
 
 const maxPooledRequests = 64
-
-// reqQueue is an intrusive FIFO of requests (posted receives, probes).
-type reqQueue struct {
-	head, tail *Request
-	n          int
-}
-
-func (q *reqQueue) push(r *Request) {
-	r.prev, r.next, r.queued = q.tail, nil, true
-	if q.tail != nil {
-		q.tail.next = r
-	} else {
-		q.head = r
-	}
-	q.tail = r
-	q.n++
-}
-
-func (q *reqQueue) remove(r *Request) {
-	if !r.queued {
-		return
-	}
-	if r.prev != nil {
-		r.prev.next = r.next
-	} else {
-		q.head = r.next
-	}
-	if r.next != nil {
-		r.next.prev = r.prev
-	} else {
-		q.tail = r.prev
-	}
-	r.next, r.prev, r.queued = nil, nil, false
-	q.n--
-}
 
 // reqTable holds requests in a rendezvous, found by the cookie carried in RTS and FIN, or
 // by the WRID of an RDMA read. A cookie is slot | generation<<32, so a stale or forged

@@ -32,6 +32,13 @@ import (
 // accesses) breaks the connection to that peer as it does in InfiniBand: the QP enters
 // Err. A Remote whose peer fails fails its counters with a *ProcError.
 
+// rmaState is the engine's one-sided bookkeeping, guarded by the engine's mu.
+type rmaState struct {
+	remotes     map[*Remote]struct{} // attached, not closed: closed before the devices
+	counters    []*Counter           // by table slot (the WRID of a request); nil when free
+	counterFree []uint32
+}
+
 const wrRMA = 4 // a one-sided work request of a Counter (index: counter table slot)
 
 // rmaAccess are the rights of every region: the window layer checks what a rank may do.
@@ -301,7 +308,7 @@ func (w *World) Attach(rank int, desc []byte) (*Remote, error) {
 		}
 	}
 	rm.live.Store(true)
-	e.remotes[rm] = struct{}{}
+	e.rma.remotes[rm] = struct{}{}
 	return rm, nil
 }
 
@@ -370,7 +377,7 @@ func (r *Remote) closeLocked() {
 	if !r.live.Swap(false) {
 		return
 	}
-	delete(r.e.remotes, r)
+	delete(r.e.rma.remotes, r)
 	if r.m != nil {
 		r.m.Unmap()
 	}
@@ -378,7 +385,7 @@ func (r *Remote) closeLocked() {
 
 // closeRemotesLocked closes every Remote before the devices close (Finalize).
 func (e *engine) closeRemotesLocked() {
-	for r := range e.remotes {
+	for r := range e.rma.remotes {
 		r.closeLocked()
 	}
 }

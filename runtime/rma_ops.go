@@ -33,13 +33,13 @@ func (w *World) NewCounter() *Counter {
 	c := &Counter{e: e, byRank: make([]int32, e.size)}
 	c.req.e = e
 	c.req.kind = reqSync
-	if n := len(e.counterFree); n > 0 {
-		c.idx = e.counterFree[n-1]
-		e.counterFree = e.counterFree[:n-1]
-		e.counters[c.idx] = c
+	if n := len(e.rma.counterFree); n > 0 {
+		c.idx = e.rma.counterFree[n-1]
+		e.rma.counterFree = e.rma.counterFree[:n-1]
+		e.rma.counters[c.idx] = c
 	} else {
-		c.idx = uint32(len(e.counters))
-		e.counters = append(e.counters, c)
+		c.idx = uint32(len(e.rma.counters))
+		e.rma.counters = append(e.rma.counters, c)
 	}
 	return c
 }
@@ -54,8 +54,8 @@ func (c *Counter) Close() {
 	}
 	c.closed = true
 	if c.pending == 0 {
-		e.counters[c.idx] = nil
-		e.counterFree = append(e.counterFree, c.idx)
+		e.rma.counters[c.idx] = nil
+		e.rma.counterFree = append(e.rma.counterFree, c.idx)
 	}
 	// Otherwise the slot stays taken: late completions find a closed counter.
 }
@@ -196,16 +196,15 @@ func (e *engine) rmaDoneLocked(p *peer, idx uint32, wc *verbs.WC) {
 		return // its counters were failed with the peer
 	}
 	p.sqFree++
-	if int(idx) >= len(e.counters) || e.counters[idx] == nil {
+	if int(idx) >= len(e.rma.counters) || e.rma.counters[idx] == nil {
 		return
 	}
-	c := e.counters[idx]
+	c := e.rma.counters[idx]
 	if wc.Status != verbs.Success {
 		// Fail the peer first: its failCountersLocked then completes this request, and
 		// the others to p, with p's *ProcError, so that the caller sees ErrProcFailed
-		// naming the rank, as for every other operation with a failed peer. (It used to
-		// set a plain error wrapping only the verbs status: a window Lock or atomic to a
-		// SIGKILLed rank over tcp failed without ErrProcFailed; TestE2ERankKilled/tcp.)
+		// naming the rank, as for every other operation with a failed peer (a window Lock
+		// or atomic to a SIGKILLed rank over tcp: TestE2ERankKilled/tcp).
 		e.peerFailedLocked(p, statusCause(p.dev.name, wc))
 		return
 	}
@@ -218,8 +217,8 @@ func (c *Counter) countDoneLocked(rank int, n int32) {
 	if c.pending == 0 {
 		e := c.e
 		if c.closed {
-			e.counters[c.idx] = nil
-			e.counterFree = append(e.counterFree, c.idx)
+			e.rma.counters[c.idx] = nil
+			e.rma.counterFree = append(e.rma.counterFree, c.idx)
 			return
 		}
 		e.completeLocked(&c.req, nil)
@@ -228,7 +227,7 @@ func (c *Counter) countDoneLocked(rank int, n int32) {
 
 // failCountersLocked fails every counter's requests to the failed peer p.
 func (e *engine) failCountersLocked(p *peer) {
-	for _, c := range e.counters {
+	for _, c := range e.rma.counters {
 		if c == nil || c.byRank[p.rank] == 0 {
 			continue
 		}
@@ -241,7 +240,7 @@ func (e *engine) failCountersLocked(p *peer) {
 
 // failAllCountersLocked fails every counter (abort, finalize).
 func (e *engine) failAllCountersLocked(err error) {
-	for _, c := range e.counters {
+	for _, c := range e.rma.counters {
 		if c == nil || c.pending == 0 {
 			continue
 		}

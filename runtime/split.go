@@ -21,18 +21,6 @@ type group struct {
 	fam                  *family // the contexts of this group's Dups
 }
 
-// family holds the communication contexts that Split reserved for the Worlds on one
-// group: the first World takes the first four, each Dup of any of them the next four
-// (Dup itself does not communicate, so the block is fixed at Split). Guarded by the
-// engine's mu.
-type family struct {
-	next, end uint16
-}
-
-// splitBlock is how many contexts Split reserves per new group: the World itself and
-// splitBlock/ctxPerWorld-1 Dups of it.
-const splitBlock = 8 * ctxPerWorld
-
 // splitTag is the tag of Split's exchange in the parent World's internal context, where
 // Barrier's tags are its round numbers (below 64).
 const splitTag = MaxTag - 1
@@ -129,61 +117,54 @@ func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
 	// one left (two overlapping Splits of Worlds sharing a rank could pick one context).
 	e.splitMu.Lock()
 	defer e.splitMu.Unlock()
-	e.mu.Lock()
-	err := e.checkLocked()
-	if err == nil && e.failed != nil {
-		err = e.failed
-	}
-	n, me := w.Size(), w.Rank()
-	recs := make([]byte, n*splitRec)
-	if err == nil {
-		putSplitRec(recs[me*splitRec:], color, key, e.topCtx, e.nextCtx)
-		e.busyBlocksLocked(recs[me*splitRec+splitHead : (me+1)*splitRec])
-	}
-	e.mu.Unlock()
+	recs, err := w.splitRecords(color, key)
 	if err != nil {
 		return nil, withOp("split", err)
 	}
-
 	// Every rank of w learns every rank's color, key, context counters and busy blocks.
 	if err := w.exchange(ctx, recs); err != nil {
 		return nil, withOp("split", err)
 	}
-
-	// Agree on the contexts, the same at every rank of w whatever group it joins: the
-	// first block that no rank of w uses, above every rank's Dups.
-	maxNext := uint16(0)
-	for r := range n {
-		_, _, _, x := splitRecAt(recs, r)
-		maxNext = max(maxNext, x)
-	}
-	k := 0
-	for ; k < splitBlocks && int(blockBase(k)) >= int(maxNext); k++ {
-		free := true
-		for r := 0; r < n && free; r++ {
-			free = !blockBusy(recs[r*splitRec+splitHead:(r+1)*splitRec], k)
-		}
-		if free {
-			break
-		}
-	}
-	if k == splitBlocks || int(blockBase(k)) < int(maxNext) {
+	// The same block at every rank of w, whatever group it joins.
+	base, ok := agreeBlock(w.Size(),
+		func(r int) uint16 { _, _, _, next := splitRecAt(recs, r); return next },
+		func(r int) []byte { return recs[r*splitRec+splitHead : (r+1)*splitRec] })
+	if !ok {
 		return nil, withOp("split", invalidf("too many Worlds derived and not freed (no communication context left; Free those no longer used)"))
 	}
-	base := blockBase(k)
 	e.mu.Lock()
-	e.topCtx = min(e.topCtx, base)
-	e.reuseLocked(base, splitBlock)
-	if color != NoColor {
-		e.blockLive[base]++
-	}
+	fam := e.ctxs.takeSplit(base, color != NoColor)
 	e.mu.Unlock()
 	if color == NoColor {
 		return nil, nil
 	}
+	g := w.newGroup(splitMembers(recs, w.Size(), color), fam)
+	return &World{e: e, ctx: base, g: g, life: &worldLife{}}, nil
+}
 
-	// This rank's group: the ranks of its color, by key then rank in w.
-	var members []int // ranks of w
+// splitRecords returns the buffer of Split's exchange with this rank's record filled in,
+// or the error Split fails with before it communicates.
+func (w *World) splitRecords(color, key int) ([]byte, error) {
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkLocked(); err != nil {
+		return nil, err
+	}
+	if e.failed != nil {
+		return nil, e.failed
+	}
+	n, me := w.Size(), w.Rank()
+	recs := make([]byte, n*splitRec)
+	putSplitRec(recs[me*splitRec:], color, key, e.ctxs.top, e.ctxs.next)
+	e.ctxs.busyBlocks(recs[me*splitRec+splitHead : (me+1)*splitRec])
+	return recs, nil
+}
+
+// splitMembers returns the ranks (of the splitting World, n of them) that passed color,
+// by key then rank.
+func splitMembers(recs []byte, n, color int) []int {
+	var members []int
 	for r := range n {
 		if c, _, _, _ := splitRecAt(recs, r); c == color {
 			members = append(members, r)
@@ -194,8 +175,14 @@ func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
 		_, kb, _, _ := splitRecAt(recs, b)
 		return cmpInt(ka, kb)
 	})
-	g := &group{ranks: make([]int, len(members)), of: make([]int32, e.size),
-		fam: &family{next: base + ctxPerWorld, end: base + splitBlock}}
+	return members
+}
+
+// newGroup returns the group of members (ranks of w, in the new World's order), whose
+// Worlds take their contexts from fam.
+func (w *World) newGroup(members []int, fam *family) *group {
+	e, me := w.e, w.Rank()
+	g := &group{ranks: make([]int, len(members)), of: make([]int32, e.size), fam: fam}
 	for i := range g.of {
 		g.of[i] = -1
 	}
@@ -214,12 +201,12 @@ func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
 			g.localSize++
 		}
 	}
-	return &World{e: e, ctx: base, g: g, life: &worldLife{}}, nil
+	return g
 }
 
 // splitRec is the size of one rank's record in Split's exchange: color, key, its
 // engine's top and next context counters (splitHead bytes), then a bitmap of the Split
-// blocks it uses (busyBlocksLocked).
+// blocks it uses (ctxAlloc.busyBlocks).
 const (
 	splitHead = 20
 	splitRec  = splitHead + busyBytes

@@ -19,7 +19,7 @@ import (
 //	msgRTS    cookie u64, rkey u64, offset u64, length u64: a rendezvous offer; the
 //	          receiver RDMA-reads length bytes at (rkey, offset) and answers with FIN
 //	msgFIN    cookie u64: the rendezvous read of the offer with this cookie is done
-//	msgNop    nothing: posted signaled to learn that earlier unsignaled messages are
+//	msgNop    nothing: posted signaled to learn that the unsignaled messages before it are
 //	          complete (see postMessage); the receiver ignores it
 //
 // The payload of an eager message starts 8 bytes in, so it keeps the 8-byte alignment of

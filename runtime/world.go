@@ -5,10 +5,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/gorma-hpc/gorma/pmi"
-	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
 // AnySource and AnyTag are wildcards for Recv, Irecv and Probe.
@@ -149,30 +147,23 @@ func (w *World) Dup() (*World, error) {
 		return nil, withOp("dup", err)
 	}
 	if g := w.g; g != nil {
-		if int(g.fam.next)+ctxPerWorld > int(g.fam.end) {
+		c, ok := e.ctxs.takeFamily(g.fam)
+		if !ok {
 			return nil, withOp("dup", invalidf("a World made by Split has room for %d Dups (Split it again for more)", splitBlock/ctxPerWorld-1))
 		}
-		d := &World{e: e, ctx: g.fam.next, g: g, life: &worldLife{}}
-		g.fam.next += ctxPerWorld
-		e.blockLive[blockOf(d.ctx)]++
-		return d, nil
+		return &World{e: e, ctx: c, g: g, life: &worldLife{}}, nil
 	}
 	if base, ok, err := e.dupReuseLocked(); err != nil {
 		return nil, withOp("dup", err)
 	} else if ok {
 		return &World{e: e, ctx: base, life: &worldLife{}}, nil
 	}
-	if e.nextCtx == 0 || int(e.nextCtx)+ctxPerWorld > int(e.topCtx) {
+	c, ok := e.ctxs.takeDup()
+	if !ok {
 		return nil, withOp("dup", invalidf("too many Worlds derived and not freed (Free those no longer used)"))
 	}
-	d := &World{e: e, ctx: e.nextCtx, life: &worldLife{}}
-	e.nextCtx += ctxPerWorld
-	return d, nil
+	return &World{e: e, ctx: c, life: &worldLife{}}, nil
 }
-
-// ctxPerWorld is how many communication contexts Init and Dup reserve per World (see
-// World).
-const ctxPerWorld = 4
 
 // Sibling returns a World with the same ranks as w and a communication context of its
 // own that w's determines: messages on one never match receives on the other, and unlike
@@ -205,78 +196,52 @@ func (w *World) Sibling() (*World, error) {
 	return &World{e: w.e, ctx: w.ctx + 2, sibling: true, g: w.g, life: w.life}, nil
 }
 
-// engine is the state a rank's Worlds share: peers, devices, matching queues, progress.
+// engine is the state a rank's Worlds share. The fields above mu are set at Init and
+// only read afterwards, or guard themselves; mu guards every field below it. Each part of
+// the runtime keeps its state in a type of its own: poller (progress), ctxAlloc
+// (communication contexts), the matching queues, reqTable (rendezvous), rmaState
+// (one-sided), peer (per connection).
 type engine struct {
 	rank, size           int
 	host                 string
 	localRank, localSize int
+	ncpu                 int // processors this host's ranks share (HostCPUs)
 	hosts                []string
 	cards                []card      // every rank's card (this rank's too), kept for TransportBetween; nil in a world of one
 	client               *pmi.Client // nil in a world of one
 	exit                 func(code int)
 	cfg                  config
-
-	devs []*device
+	devs                 []*device // their closed and broken flags are guarded by mu
 	// returners are the devices' CQs that a waiter may lead (tcp), for ServePeers and
 	// PollPeers; set with devs.
 	returners []roleReturner
-	relays    []*relay
-	stop      context.Context // ends at Finalize: stops relays and the event watcher
-	halt      context.CancelFunc
-	bg        sync.WaitGroup
 
-	// Waking the poller (progress.go).
-	kicked     atomic.Bool
-	kickCh     chan struct{}
-	kickMu     sync.Mutex
-	waitCtx    context.Context
-	waitCancel context.CancelFunc
-	watched    context.Context // poller only: the user context whose end kicks
-	watchStop  func() bool
-	spinStart  time.Time     // poller only
-	spinBudget time.Duration // poller only: hybrid mode's spin in this wait (spinBudgetLocked)
-	yieldAfter int           // poller only: the spin round from which this wait yields the processor (yieldAfterLocked)
-	ncpu       int           // processors this host's ranks share (HostCPUs)
-	spins      int           // poller only
-	// providerSpins is true when the rank's only device is tcp: its CQ.Wait spins (its
-	// completions come from reader goroutines, which a spin in the runtime would starve).
-	providerSpins bool
+	stop context.Context // ends at Finalize: stops relays and the event watcher
+	halt context.CancelFunc
+	bg   sync.WaitGroup // the engine's goroutines (start, fenceLocked)
+
+	poll    poller      // the poller role's spin, sleep and wake-up (poller.go)
+	over    atomic.Bool // Finalize has begun (Finalized): set with finalizing, never cleared
+	splitMu sync.Mutex  // one Split at a time (split.go); taken before mu
 
 	mu         engineLock // lock.go
+	polling    bool       // a goroutine holds the poller role
 	peers      []*peer    // by rank; nil for this rank
-	posted     reqQueue
-	probes     reqQueue
-	ux         uxQueue
-	uxFree     []*uxMsg
-	bufs       bufPool
-	table      reqTable
-	pool       []*Request
-	waiters    []*Request
-	quietWait  *Request // Finalize's parked request, woken when quietLocked holds
-	polling    bool
+	rxLater    []*peer    // peers with receive slots to repost before the next wait (peers.go)
+	posted     reqQueue   // receives waiting for a message (match.go)
+	probes     reqQueue   // probes waiting for a message
+	ux         uxQueue    // messages waiting for a receive
+	uxMem      uxPool     // unexpected messages and their payloads, for reuse
+	table      reqTable   // requests in a rendezvous, by cookie (request.go)
+	pool       []*Request // the engine's own requests, for reuse
+	waiters    []*Request // parked goroutines' requests, in parking order
+	quietWait  *Request   // Finalize's parked request, woken when quietLocked holds
 	failed     *ProcError // the first failed peer (AnySource receives fail with it)
 	aborted    *ProcError // the job is aborting: every call fails with it
 	finalizing bool
 	finalized  bool
-	over       atomic.Bool // Finalize has begun (Finalized): set with finalizing, never cleared
-	nextCtx    uint16      // Dup's next context (Init's World and its Dups), counting up
-	topCtx     uint16      // Split's contexts are below it, counting down (split.go)
-	splitMu    sync.Mutex
-	// Freed Worlds (free.go).
-	freedCtx  [1 << 16 / 64]uint64 // contexts freed and not reused: messages on them are discarded
-	awaits    map[uint16][]int     // by World context: ranks whose free mark is awaited
-	dupFree   []uint16             // freed contexts of Worlds without a group, ascending
-	blockLive map[uint16]int       // by Split block base: this rank's live Worlds in it
-	wcs       [32]verbs.WC
-	rxLater   []*peer // peers with receive slots to repost before the next wait (peers.go)
-	// fbPeers are the peers that have a fast box in this rank (fastbox.go); set at Init,
-	// read without mu by the poller's spin and the shm CQ's wait check.
-	fbPeers []*peer
-
-	// One-sided substrate (rma.go, rma_ops.go).
-	remotes     map[*Remote]struct{}
-	counters    []*Counter // by table slot; nil when free
-	counterFree []uint32
+	ctxs       ctxAlloc // communication contexts: handed out, freed, awaiting marks (ctxalloc.go)
+	rma        rmaState // one-sided substrate (rma.go, rma_ops.go)
 }
 
 // checkLocked returns the error every call must fail with, or nil.

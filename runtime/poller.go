@@ -1,0 +1,310 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"math"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// poller is the state of the poller role (progress.go): how the goroutine that holds it
+// (engine.polling) spins over the completion queues and fast boxes, sleeps, and is woken.
+// It owns no lock but mu, which guards the single-CQ wait's context.
+//
+// GORMA_PROGRESS decides whether it spins: spin polls for ever, hybrid polls for
+// GORMA_SPIN (verbs.DefaultSpin) and then sleeps, block sleeps at once. How it sleeps
+// depends on how many completion queues the rank uses:
+//
+//   - none (a world of one): on kickCh.
+//   - one: in CQ.Wait. Anything else that must wake it (a peer failure reported by the
+//     launcher, a self-send that completes its receive, its context ending) cancels
+//     waitCtx, the context it waits with.
+//   - two (shm and tcp): on kickCh; one relay goroutine per CQ sleeps in CQ.Wait and
+//     kicks the poller when its CQ has completions.
+type poller struct {
+	mode    verbs.WaitMode // GORMA_PROGRESS
+	spinFor time.Duration  // GORMA_SPIN: hybrid mode's spin before it sleeps
+	// providerSpins is true when the rank's only device is tcp, in hybrid mode: tcp's
+	// CQ.Wait spins (its completions come from reader goroutines, which a spin in the
+	// runtime would compete with), and the poller does not.
+	providerSpins bool
+	cqs           []verbs.CQ // the devices' CQs, indexed as engine.devs; set at Init
+	// boxes are the peers that have a fast box in this rank (fastbox.go); set at Init,
+	// read without engine.mu by the spin and the shm CQ's wait check.
+	boxes  []*peer
+	relays []*relay // one per CQ with two devices; set by engine.start
+
+	// Waking: kick is safe from any goroutine, with or without engine.mu.
+	kicked     atomic.Bool
+	kickCh     chan struct{}
+	mu         sync.Mutex
+	waitCtx    context.Context // the single-CQ wait's context, canceled by kick
+	waitCancel context.CancelFunc
+
+	// The role holder only.
+	watched    context.Context // the user context whose end kicks
+	watchStop  func() bool
+	spinStart  time.Time
+	spinBudget time.Duration // hybrid mode's spin in this wait (spinBudget)
+	yieldAfter int           // the spin round from which this wait yields the processor (engine.yieldAfterLocked)
+	spins      int
+	wcs        [32]verbs.WC // what a poll found, handled under engine.mu
+}
+
+// init readies a zero poller for the given GORMA_PROGRESS and GORMA_SPIN.
+func (p *poller) init(mode verbs.WaitMode, spin time.Duration) {
+	p.mode, p.spinFor, p.kickCh = mode, spin, make(chan struct{}, 1)
+	p.waitCtx, p.waitCancel = context.WithCancel(context.Background())
+}
+
+// polled is what the poller's spin found outside engine.mu: n completions of CQ dev in
+// wcs, or the error of its Poll; or fb: a fast box message can be handled. The spin fills
+// the poller's variable through a pointer, field by field: a struct returned by value is
+// built with narrow stores and copied with wide loads that span them, a failed store
+// forward on every message (BenchmarkSoftware8B measures that path).
+type polled struct {
+	dev int
+	n   int
+	err error
+	fb  bool
+}
+
+// wait waits, without engine.mu, until progress may be possible: a completion, a kick,
+// or the end of ctx. While the poller spins (GORMA_PROGRESS=spin, or hybrid within its
+// budget) it polls the CQs in live (a bit set of cqs indexes) and records in got what it
+// found (in wcs); got starts zero. first is true on the first wait of a call.
+func (p *poller) wait(ctx context.Context, first bool, live uint64, got *polled) {
+	if p.kicked.Load() && p.kicked.Swap(false) { // Load first: no locked op when not kicked
+		return
+	}
+	if p.spinning(first) && p.spin(ctx, live, got) {
+		return
+	}
+	p.sleep(ctx)
+}
+
+// sleep blocks until the poller is kicked, a CQ has completions (one CQ) or ctx ends.
+func (p *poller) sleep(ctx context.Context) {
+	if len(p.cqs) != 1 {
+		select {
+		case <-p.kickCh:
+		case <-ctx.Done():
+		}
+		return
+	}
+	p.watch(ctx)
+	p.mu.Lock()
+	wctx := p.waitCtx
+	p.mu.Unlock()
+	p.cqs[0].Wait(wctx) // errors (closed) show up in the next Poll
+	if wctx.Err() != nil {
+		p.mu.Lock()
+		if p.waitCtx.Err() != nil {
+			p.waitCtx, p.waitCancel = context.WithCancel(context.Background())
+		}
+		p.mu.Unlock()
+	}
+}
+
+// spinning reports whether the poller spins rather than sleeps, starting the spin budget
+// on the first wait of a call.
+func (p *poller) spinning(first bool) bool {
+	if p.mode == verbs.WaitBlock || p.providerSpins {
+		return false
+	}
+	if first {
+		p.spins = 0
+		if p.mode == verbs.WaitHybrid {
+			p.spinStart = time.Now()
+		}
+	}
+	return p.mode == verbs.WaitSpin || time.Since(p.spinStart) < p.spinBudget
+}
+
+// Spinning: the poller polls the completion queues itself, outside engine.mu (the role
+// gives it wcs), and takes engine.mu only when a poll found something, so an idle round
+// costs no lock. A round first looks into the fast boxes (one load per peer); the
+// completion queues, whose poll costs several times the boxes' loads, only every
+// cqPollEvery rounds (and at every round when the rank has no fast boxes, or once the
+// rounds yield the processor: each of those may last another rank's time slice). A
+// queue-pair message thus waits for at most cqPollEvery-1 rounds of box loads. The spin
+// yields to other goroutines every spinYield rounds (and checks its context and, in
+// hybrid mode, its budget then) and, in spin mode, the processor to other processes
+// every sysYield rounds, so that ranks outnumbering cores still progress.
+// `go test -bench PingPong8B ./runtime` and `bin/golaunch -n 2 bin/pingpong --test
+// latency` measure cqPollEvery.
+//
+// When this host's ranks outnumber its processors (LocalSize > HostCPUs), a spinning
+// wait may hold the very processor the rank it waits for needs. It then gives the
+// processor away (sched_yield, as Open MPI's yield_when_idle does) at every round from
+// round yieldAfter on (engine.yieldAfterLocked):
+//   - at once when it waits for one peer bound to this rank's own processor (the cards'
+//     cpu: golaunch binds oversubscribed ranks to the cores in turn);
+//   - never when that peer never competes for this processor (bound to another one, or
+//     on another host): the wait spins its budget and sleeps, as with a core per rank;
+//   - after oversubYieldAfter rounds (longer than a round trip between two running
+//     ranks) when the peer is not known or the wait is for any source or several
+//     requests.
+//
+// `bin/golaunch -n 4 bin/pingpong --pairs --test latency` on a host with half as many
+// cores measures it (with --bind-to none, the unbound case). The yield is a raw system
+// call, unannounced to the Go scheduler, for the reason the collectives' osYield gives.
+const (
+	cqPollEvery       = 4
+	spinYield         = 64
+	sysYield          = 1024
+	oversubYieldAfter = 256
+	neverYield        = math.MaxInt
+)
+
+// spin polls the CQs in live until one has completions or fails (true, with what it
+// found in got, which starts zero), the poller is kicked or ctx ends (true, nothing
+// found), or the hybrid budget is spent (false: sleep).
+func (p *poller) spin(ctx context.Context, live uint64, got *polled) bool {
+	mode := p.mode
+	for {
+		if len(p.boxes) > 0 && boxesReady(p.boxes) {
+			got.fb = true
+			return true
+		}
+		if len(p.boxes) == 0 || p.spins%cqPollEvery == 0 || p.spins >= p.yieldAfter {
+			for i, cq := range p.cqs {
+				if live&(1<<i) == 0 {
+					continue
+				}
+				if n, err := cq.Poll(p.wcs[:]); n > 0 || err != nil {
+					got.dev, got.n, got.err = i, n, err
+					return true
+				}
+			}
+		}
+		if p.kicked.Load() && p.kicked.Swap(false) {
+			return true
+		}
+		p.spins++
+		// A yielding round may last a time slice of another rank: its checks come at
+		// every round, so that hybrid mode goes to sleep (and is woken when the message
+		// comes) once its budget is spent rather than up to spinYield slices later.
+		yielding := p.spins >= p.yieldAfter
+		if yielding {
+			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		} else if p.spins%spinYield != 0 {
+			continue
+		}
+		if ctx.Err() != nil {
+			return true
+		}
+		if mode == verbs.WaitHybrid && time.Since(p.spinStart) >= p.spinBudget {
+			return false
+		}
+		if p.spins%spinYield != 0 {
+			continue
+		}
+		goruntime.Gosched()
+		if mode == verbs.WaitSpin && p.spins%sysYield == 0 && !yielding {
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		}
+	}
+}
+
+// Hybrid mode spins for GORMA_SPIN before it sleeps, and longer while this rank's
+// rendezvous sends are being read: their FIN comes once the receiver has copied the
+// bytes, which for large messages takes longer than the default spin, and a sender asleep
+// by then pays a futex wake-up per message. The extension assumes at least rndvSpinRate
+// bytes per second, stops at maxRndvSpin, and applies only when this host's ranks do not
+// outnumber its processors. `bin/golaunch -n 2 bin/pingpong --test latency --min-size 1M`
+// measures it.
+const (
+	rndvSpinRate = 4 << 30 // bytes per second
+	maxRndvSpin  = time.Millisecond
+)
+
+// spinBudget is how long hybrid mode spins in a wait that starts with sendBytes of
+// rendezvous sends awaiting FIN, on a host whose ranks outnumber its processors or not.
+func spinBudget(spin time.Duration, sendBytes int, oversubscribed bool) time.Duration {
+	if sendBytes > 0 && !oversubscribed {
+		spin += min(time.Duration(sendBytes)*time.Second/rndvSpinRate, maxRndvSpin)
+	}
+	return spin
+}
+
+// watch makes the end of ctx kick the poller, registering once per distinct context so
+// that waiting repeatedly with one context allocates nothing. The role holder only.
+func (p *poller) watch(ctx context.Context) {
+	if ctx == p.watched || ctx.Done() == nil {
+		return
+	}
+	if p.watchStop != nil {
+		p.watchStop()
+	}
+	p.watched = ctx
+	p.watchStop = context.AfterFunc(ctx, p.kick)
+}
+
+// unwatch drops the last context the poller watched. Only while no goroutine holds the
+// role.
+func (p *poller) unwatch() {
+	if p.watchStop != nil {
+		p.watchStop()
+		p.watchStop, p.watched = nil, nil
+	}
+}
+
+// kick wakes the poller (or the next one) so that it looks at the engine's state again.
+// Safe from any goroutine, with or without engine.mu.
+func (p *poller) kick() {
+	p.kicked.Store(true)
+	select {
+	case p.kickCh <- struct{}{}:
+	default:
+	}
+	p.mu.Lock()
+	if p.waitCancel != nil {
+		p.waitCancel()
+	}
+	p.mu.Unlock()
+}
+
+// relay sleeps on one device's CQ for a poller that serves two devices.
+type relay struct {
+	cq     verbs.CQ
+	polled chan struct{} // a poll pass happened since the relay last kicked
+}
+
+// runRelay kicks the poller whenever rl's CQ has completions, waiting after each kick for
+// a poll pass, until stop ends or the CQ closes.
+func (p *poller) runRelay(rl *relay, stop context.Context) {
+	for {
+		err := rl.cq.Wait(stop)
+		if stop.Err() != nil || errors.Is(err, verbs.ErrClosed) {
+			return
+		}
+		if err != nil {
+			time.Sleep(time.Millisecond) // a transient error: do not spin on it
+			continue
+		}
+		p.kick()
+		select {
+		case <-rl.polled:
+		case <-stop.Done():
+			return
+		}
+	}
+}
+
+// polledPass tells the relays that a poll pass happened.
+func (p *poller) polledPass() {
+	for _, rl := range p.relays {
+		select {
+		case rl.polled <- struct{}{}:
+		default:
+		}
+	}
+}

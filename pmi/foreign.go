@@ -311,7 +311,10 @@ func (f *Foreign) write(op, req string) error {
 
 // ioErr names a failed read or write: the server hung up, or something else.
 func (f *Foreign) ioErr(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed) {
+	if errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed) {
+		return fmt.Errorf("%w (by Close on this side)", ErrClosed)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("%w (the process manager hung up: the job may be ending, or another rank failed)", ErrClosed)
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {

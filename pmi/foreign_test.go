@@ -381,6 +381,37 @@ func TestForeignBadServer(t *testing.T) {
 			t.Fatalf("after an abandoned request: %v", err)
 		}
 	})
+	t.Run("context during init", func(t *testing.T) {
+		pm := newFakePM(t, func(*fakePM, string, Field2, string) string { return "" }) // never answers
+		cctx, cancel := context.WithCancel(ctx)
+		go func() {
+			waitRequest(ctx, t, pm, "cmd=init")
+			cancel()
+		}()
+		_, err := Connect(cctx, pm.env())
+		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "PMI-1 init") {
+			t.Fatalf("got %v, want context.Canceled naming init", err)
+		}
+	})
+	t.Run("closed on this side", func(t *testing.T) {
+		pm := newFakePM(t, func(p *fakePM, cmd string, _ Field2, def string) string {
+			if cmd == "barrier_in" {
+				return ""
+			}
+			return def
+		})
+		f, err := Connect(ctx, pm.env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			waitRequest(ctx, t, pm, "barrier_in")
+			f.Close()
+		}()
+		if err := f.Fence(ctx); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "by Close on this side") {
+			t.Fatalf("got %v", err)
+		}
+	})
 	t.Run("answer cut short", func(t *testing.T) {
 		pm := newFakePM(t, func(p *fakePM, cmd string, _ Field2, def string) string {
 			if cmd == "get_appnum" {
@@ -517,6 +548,46 @@ func waitRequest(ctx context.Context, t *testing.T, pm *fakePM, sub string) stri
 		case <-ctx.Done():
 			t.Fatalf("no request with %q: %v", sub, ctx.Err())
 			return ""
+		}
+	}
+}
+
+// TestForeignConcurrent: requests from several goroutines are serialized on the one
+// lock-step connection.
+func TestForeignConcurrent(t *testing.T) {
+	ctx := testCtx(t)
+	pm := newFakePM(t, func(p *fakePM, cmd string, _ Field2, def string) string {
+		if cmd == "get_maxes" {
+			return "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=200"
+		}
+		return def
+	})
+	f, err := Connect(ctx, pm.env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := 0; i < 8; i++ {
+		if err := f.Put(ctx, fmt.Sprintf("k%d", i), blob(1000+i, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Fence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			v, err := f.Get(ctx, 0, fmt.Sprintf("k%d", i))
+			if err == nil && !bytes.Equal(v, blob(1000+i, i)) {
+				err = fmt.Errorf("k%d: wrong value", i)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }

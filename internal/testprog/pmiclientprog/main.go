@@ -39,6 +39,9 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer f.Close()
+	if len(os.Args) == 3 && os.Args[1] == "abort" {
+		return abort(ctx, f)
+	}
 	if err := f.Put(ctx, "card", value(f.Rank())); err != nil {
 		return err
 	}
@@ -80,4 +83,17 @@ func nodeList(nodes []int) string {
 		b = strconv.AppendInt(b, int64(n), 10)
 	}
 	return string(b)
+}
+
+// abort: the rank named by the second argument asks the server to end the job with code
+// 7; the others wait in a fence that never completes, until the server kills them.
+func abort(ctx context.Context, f *pmi.Foreign) error {
+	if strconv.Itoa(f.Rank()) == os.Args[2] {
+		if err := f.Abort(7, "pmiclientprog: abort on request"); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return fmt.Errorf("rank %d: still running after Abort: %w", f.Rank(), ctx.Err())
+	}
+	return f.Fence(ctx)
 }

@@ -393,6 +393,15 @@ func TestForeignBadServer(t *testing.T) {
 			t.Fatalf("got %v, want context.Canceled naming init", err)
 		}
 	})
+	t.Run("deadline", func(t *testing.T) {
+		pm := newFakePM(t, func(*fakePM, string, Field2, string) string { return "" }) // never answers
+		dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		_, err := Connect(dctx, pm.env())
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "PMI-1 init") {
+			t.Fatalf("got %v, want context.DeadlineExceeded naming init", err)
+		}
+	})
 	t.Run("closed on this side", func(t *testing.T) {
 		pm := newFakePM(t, func(p *fakePM, cmd string, _ Field2, def string) string {
 			if cmd == "barrier_in" {

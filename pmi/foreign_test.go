@@ -600,3 +600,36 @@ func TestForeignConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestForeignValueSizes puts values of every length around the part boundaries of a
+// small vallen_max and reads them back.
+func TestForeignValueSizes(t *testing.T) {
+	ctx := testCtx(t)
+	for _, wire := range []string{"1", "2"} {
+		pm := newFakePM(t, func(p *fakePM, cmd string, _ Field2, def string) string {
+			if cmd == "get_maxes" {
+				return "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=90"
+			}
+			return def
+		})
+		f, err := Connect(ctx, pm.env(EnvPMIWire, wire))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := 0; n <= 400; n++ {
+			if err := f.Put(ctx, fmt.Sprintf("v%d", n), blob(n, n)); err != nil {
+				t.Fatalf("PMI-%s put of %d bytes: %v", wire, n, err)
+			}
+		}
+		if err := f.Fence(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for n := 0; n <= 400; n++ {
+			v, err := f.Get(ctx, 0, fmt.Sprintf("v%d", n))
+			if err != nil || !bytes.Equal(v, blob(n, n)) {
+				t.Fatalf("PMI-%s get of %d bytes: %d bytes, %v", wire, n, len(v), err)
+			}
+		}
+		f.Close()
+	}
+}

@@ -97,6 +97,8 @@ type Client struct {
 	err   error    // why the reader stopped
 }
 
+var _ Session = (*Client)(nil)
+
 // Dial connects to the agent socket at path and performs init for rank of job.
 func Dial(ctx context.Context, path string, rank int, job string) (*Client, error) {
 	var d net.Dialer
@@ -203,7 +205,7 @@ func (c *Client) call(ctx context.Context, cmd string, f kv) (msg, error) {
 			return nil, m.remoteError()
 		}
 		if m["cmd"] != want {
-			return nil, fmt.Errorf("%w: answer %q to %q", ErrProtocol, trunc(m["cmd"]), cmd)
+			return nil, fmt.Errorf("%w: answer %q to %q", ErrProtocol, Truncate(m["cmd"]), cmd)
 		}
 		return m, nil
 	}

@@ -8,10 +8,6 @@ import (
 	"strings"
 )
 
-// ProcessMappingKey is the key whose value tells an MPI library which ranks share a node
-// ([Info.ProcessMapping]); the agent answers a PMI-1 get of it itself.
-const ProcessMappingKey = "PMI_process_mapping"
-
 // answer is the line the dispatcher writes back (nil: none); hangup closes the
 // connection after it.
 type answer struct {
@@ -46,7 +42,7 @@ func (s *Server) dispatch(ctx context.Context, sc *sconn, m msg) *answer {
 		a.hangup = sc.rank < 0 // a refused first init ends the connection
 		return a
 	case sc.rank < 0:
-		return sc.fail(cmd, fmt.Errorf("%w: %s before init", ErrProtocol, trunc(cmd)))
+		return sc.fail(cmd, fmt.Errorf("%w: %s before init", ErrProtocol, Truncate(cmd)))
 	}
 	switch cmd {
 	case cmdMaxes:
@@ -72,7 +68,7 @@ func (s *Server) dispatch(ctx context.Context, sc *sconn, m msg) *answer {
 	case cmdPublish, cmdUnpublish, cmdLookup, cmdSpawn:
 		return sc.fail(cmd, fmt.Errorf("pmi: %s is not supported by golaunch", cmd))
 	}
-	return sc.fail(cmd, fmt.Errorf("%w: unknown command %q", ErrProtocol, trunc(cmd)))
+	return sc.fail(cmd, fmt.Errorf("%w: unknown command %q", ErrProtocol, Truncate(cmd)))
 }
 
 // init admits the connection: PMI-1's init (a connection handed to a rank) or gorma-init
@@ -85,7 +81,7 @@ func (s *Server) init(ctx context.Context, sc *sconn, m msg) *answer {
 	rank, job, mode := sc.assigned, "", modePMI1
 	if cmd == cmdInit {
 		if v := m["pmi_version"]; v != "1" {
-			a := sc.fail(cmd, fmt.Errorf("pmi: client speaks PMI %s.%s; golaunch serves PMI 1.1 on PMI_FD", trunc(v), trunc(m["pmi_subversion"])))
+			a := sc.fail(cmd, fmt.Errorf("pmi: client speaks PMI %s.%s; golaunch serves PMI 1.1 on PMI_FD", Truncate(v), Truncate(m["pmi_subversion"])))
 			a.f = append(kv{"pmi_version", "1", "pmi_subversion", "1"}, a.f...)
 			return a
 		}
@@ -96,7 +92,7 @@ func (s *Server) init(ctx context.Context, sc *sconn, m msg) *answer {
 		mode = modeGorma
 		if v := m["version"]; v != strconv.Itoa(ProtocolVersion) {
 			sc.mode = mode
-			return sc.fail(cmd, fmt.Errorf("%w: rank speaks PMI version %s, agent %d (mixed gorma builds?)", ErrProtocol, trunc(v), ProtocolVersion))
+			return sc.fail(cmd, fmt.Errorf("%w: rank speaks PMI version %s, agent %d (mixed gorma builds?)", ErrProtocol, Truncate(v), ProtocolVersion))
 		}
 		var err error
 		if rank, err = m.int("rank"); err != nil {
@@ -105,7 +101,7 @@ func (s *Server) init(ctx context.Context, sc *sconn, m msg) *answer {
 		}
 		if job = untext(m["job"]); job == "" || sc.assigned >= 0 && rank != sc.assigned {
 			sc.mode = mode
-			return sc.fail(cmd, fmt.Errorf("%w: gorma-init of rank %d names job %q on a connection of rank %d", ErrProtocol, rank, trunc(job), sc.assigned))
+			return sc.fail(cmd, fmt.Errorf("%w: gorma-init of rank %d names job %q on a connection of rank %d", ErrProtocol, rank, Truncate(job), sc.assigned))
 		}
 	}
 	sc.mode = mode
@@ -134,7 +130,7 @@ func (s *Server) put(sc *sconn, m msg) *answer {
 		return sc.fail(cmdPut, fmt.Errorf("%w: put without key", ErrProtocol))
 	}
 	if strings.HasPrefix(key, "PMI_") {
-		return sc.fail(cmdPut, fmt.Errorf("pmi: key %q: keys with the PMI_ prefix are the process manager's", trunc(key)))
+		return sc.fail(cmdPut, fmt.Errorf("pmi: key %q: keys with the PMI_ prefix are the process manager's", Truncate(key)))
 	}
 	sc.puts[key] = []byte(m["value"])
 	return reply("put_result", "rc", "0", "msg", "success")

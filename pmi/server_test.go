@@ -2,10 +2,15 @@ package pmi
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
+	"fmt"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -256,4 +261,68 @@ func FuzzServerLine(f *testing.F) {
 		}
 		t.Fatalf("after %q: the next request was not answered in step", req)
 	})
+}
+
+// TestForeignOnAgent: the package's own PMI-1 client of foreign process managers
+// (Connect, as a gorma rank under Slurm or Hydra) works against the agent's server over
+// an inherited socketpair, as PMI_FD: values longer than vallen_max, the fence, and the
+// process mapping.
+func TestForeignOnAgent(t *testing.T) {
+	const n = 2
+	h := newJob(n)
+	s := NewServer(h)
+	defer s.Close()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for r := range n {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours := os.NewFile(uintptr(fds[0]), "agent")
+		conn, err := net.FileConn(ours)
+		ours.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.ServeConn(conn, r)
+		env := map[string]string{EnvPMIFD: strconv.Itoa(fds[1]), EnvPMIRank: strconv.Itoa(r), EnvPMISize: strconv.Itoa(n)}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[r] = func() error {
+				f, err := Connect(ctx(t), func(k string) string { return env[k] })
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				long := bytes.Repeat([]byte{byte(r), 0xff, '='}, 1500)
+				if err := f.Put(ctx(t), "card", long); err != nil {
+					return err
+				}
+				if err := f.Fence(ctx(t)); err != nil {
+					return err
+				}
+				other := (r + 1) % n
+				v, err := f.Get(ctx(t), other, "card")
+				if err != nil || !bytes.Equal(v, bytes.Repeat([]byte{byte(other), 0xff, '='}, 1500)) {
+					return fmt.Errorf("rank %d: get of rank %d's card: %d bytes, %v", r, other, len(v), err)
+				}
+				nodes, err := f.Nodes(ctx(t))
+				if err != nil || len(nodes) != n || nodes[0] != 0 || nodes[1] != 0 {
+					return fmt.Errorf("rank %d: nodes %v, %v", r, nodes, err)
+				}
+				if f.Version() != "1.1" || f.KVSName() != "kvs_job1" || f.Rank() != r || f.Size() != n {
+					return fmt.Errorf("rank %d: version %s kvs %s rank %d size %d", r, f.Version(), f.KVSName(), f.Rank(), f.Size())
+				}
+				return f.Finalize(ctx(t))
+			}()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
 }

@@ -15,8 +15,8 @@ import (
 // another version.
 const ProtocolVersion = 2
 
-// MaxLine bounds a protocol line in bytes.
-const MaxLine = 1 << 20
+// MaxLine bounds a protocol line in bytes, newline excluded: the PMI-1 codec's bound.
+const MaxLine = MaxSimpleLine
 
 // Errors.
 var (
@@ -115,11 +115,21 @@ func token(s string) string {
 	}, s)
 }
 
-func trunc(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "..."
+// parseLine parses one line with the PMI-1 codec (ParseSimpleLine) into its fields,
+// values as they travel: the first of a repeated key is kept.
+func parseLine(s string) (msg, error) {
+	l, err := ParseSimpleLine(s)
+	if err != nil {
+		return nil, err
 	}
-	return s
+	m := make(msg, len(l.Fields)+1)
+	m["cmd"] = l.Cmd
+	for _, f := range l.Fields {
+		if _, dup := m[f.Key]; !dup && f.Key != "cmd" {
+			m[f.Key] = f.Value
+		}
+	}
+	return m, nil
 }
 
 func newReader(r interface{ Read([]byte) (int, error) }) *bufio.Scanner {
@@ -131,7 +141,7 @@ func newReader(r interface{ Read([]byte) (int, error) }) *bufio.Scanner {
 func (m msg) int(key string) (int, error) {
 	n, err := strconv.Atoi(m[key])
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s=%q is not an integer", ErrProtocol, key, trunc(m[key]))
+		return 0, fmt.Errorf("%w: %s=%q is not an integer", ErrProtocol, key, Truncate(m[key]))
 	}
 	return n, nil
 }

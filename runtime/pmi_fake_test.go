@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -63,25 +64,56 @@ func (pm *fakePM) connect(rank int, extra map[string]string) map[string]string {
 	return env
 }
 
-// parseLine splits a PMI-1 line into its cmd and its other keys.
-func parseLine(line string) (string, map[string]string) {
+// parseLine splits a PMI-1 line (or, with sep ';', a PMI-2 frame's body) into its cmd
+// and its other keys.
+func parseLine(line string, sep string) (string, map[string]string) {
 	kv := map[string]string{}
-	for _, f := range strings.Fields(line) {
-		k, v, _ := strings.Cut(f, "=")
-		kv[k] = v
+	for _, f := range strings.Split(strings.TrimSpace(line), sep) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(f), "="); ok {
+			kv[k] = v
+		}
 	}
 	return kv["cmd"], kv
+}
+
+// readRequest reads a PMI-1 line or, once the client chose PMI-2, a frame.
+func readRequest(rd *bufio.Reader, v2 bool) (string, map[string]string, error) {
+	if !v2 {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return "", nil, err
+		}
+		cmd, kv := parseLine(line, " ")
+		return cmd, kv, nil
+	}
+	var hdr [6]byte
+	if _, err := io.ReadFull(rd, hdr[:]); err != nil {
+		return "", nil, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(hdr[:])))
+	if err != nil || n < 0 || n > 1<<16 {
+		return "", nil, fmt.Errorf("bad frame length %q", hdr)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(rd, body); err != nil {
+		return "", nil, err
+	}
+	cmd, kv := parseLine(string(body), ";")
+	return cmd, kv, nil
 }
 
 func (pm *fakePM) serve(rank int, conn net.Conn) {
 	defer conn.Close()
 	rd := bufio.NewReader(conn)
+	v2 := false
 	for {
-		line, err := rd.ReadString('\n')
+		cmd, kv, err := readRequest(rd, v2)
 		if err != nil {
 			return
 		}
-		cmd, kv := parseLine(line)
+		if cmd == "init" && kv["pmi_version"] == "2" {
+			v2 = true
+		}
 		reply, handled, closeIt := "", false, false
 		if pm.onLine != nil {
 			reply, handled, closeIt = pm.onLine(rank, cmd, kv)

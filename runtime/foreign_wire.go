@@ -18,15 +18,15 @@ import (
 // per peer instead of 60 to 150.
 //
 //	magic     "GRMW"
-//	version   u8 (wireVersion)
+//	version   u8 (pmiValueVersion)
 //	card      uvarint length, bytes (empty in the second round)
 //	secret    uvarint length, bytes (rank 0's first round only)
 //	table     deflate of: repeated uvarint rank, uvarint length, endpoint (encodeEP)
 const (
-	wireMagic   = "GRMW"
-	wireVersion = 1
-	// maxWireTable bounds the inflated table: 1<<16 ranks of 512 bytes each.
-	maxWireTable = 32 << 20
+	pmiValueMagic   = "GRMW"
+	pmiValueVersion = 1
+	// maxPMITable bounds the inflated table: 1<<16 ranks of 512 bytes each.
+	maxPMITable = 32 << 20
 )
 
 // wireEP is one endpoint of a table: the value (encodeEP) rank is to connect with.
@@ -42,10 +42,10 @@ type wire struct {
 	ep     []byte // nil: the table holds none for that rank
 }
 
-var errWire = errors.New("malformed gorma wire value")
+var errPMIValue = errors.New("malformed gorma wire value")
 
 func encodeWire(cardBytes, secret []byte, eps []wireEP) []byte {
-	b := append([]byte(wireMagic), wireVersion)
+	b := append([]byte(pmiValueMagic), pmiValueVersion)
 	b = binary.AppendUvarint(b, uint64(len(cardBytes)))
 	b = append(b, cardBytes...)
 	b = binary.AppendUvarint(b, uint64(len(secret)))
@@ -65,16 +65,16 @@ func encodeWire(cardBytes, secret []byte, eps []wireEP) []byte {
 }
 
 // decodeWire decodes a wire value, keeping the endpoint for rank want. It never panics;
-// every error wraps errWire and says what was wrong.
+// every error wraps errPMIValue and says what was wrong.
 func decodeWire(b []byte, want int) (wire, error) {
 	var w wire
-	if len(b) < len(wireMagic)+1 || string(b[:len(wireMagic)]) != wireMagic {
-		return w, fmt.Errorf("%w: %d bytes without the %q magic (another program's key, or not a gorma rank?)", errWire, len(b), wireMagic)
+	if len(b) < len(pmiValueMagic)+1 || string(b[:len(pmiValueMagic)]) != pmiValueMagic {
+		return w, fmt.Errorf("%w: %d bytes without the %q magic (another program's key, or not a gorma rank?)", errPMIValue, len(b), pmiValueMagic)
 	}
-	if v := b[len(wireMagic)]; v != wireVersion {
-		return w, fmt.Errorf("%w: version %d, this build speaks %d (mixed gorma builds in one job?)", errWire, v, wireVersion)
+	if v := b[len(pmiValueMagic)]; v != pmiValueVersion {
+		return w, fmt.Errorf("%w: version %d, this build speaks %d (mixed gorma builds in one job?)", errPMIValue, v, pmiValueVersion)
 	}
-	p := b[len(wireMagic)+1:]
+	p := b[len(pmiValueMagic)+1:]
 	var err error
 	if w.card, p, err = wireField(p, "card"); err != nil {
 		return w, err
@@ -82,17 +82,17 @@ func decodeWire(b []byte, want int) (wire, error) {
 	if w.secret, p, err = wireField(p, "secret"); err != nil {
 		return w, err
 	}
-	table, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(p)), maxWireTable+1))
+	table, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(p)), maxPMITable+1))
 	if err != nil {
-		return w, fmt.Errorf("%w: endpoint table: %w", errWire, err)
+		return w, fmt.Errorf("%w: endpoint table: %w", errPMIValue, err)
 	}
-	if len(table) > maxWireTable {
-		return w, fmt.Errorf("%w: endpoint table inflates past %d bytes", errWire, maxWireTable)
+	if len(table) > maxPMITable {
+		return w, fmt.Errorf("%w: endpoint table inflates past %d bytes", errPMIValue, maxPMITable)
 	}
 	for len(table) > 0 {
 		r, n := binary.Uvarint(table)
 		if n <= 0 {
-			return w, fmt.Errorf("%w: endpoint table: bad rank", errWire)
+			return w, fmt.Errorf("%w: endpoint table: bad rank", errPMIValue)
 		}
 		var ep []byte
 		if ep, table, err = wireField(table[n:], "endpoint"); err != nil {
@@ -100,7 +100,7 @@ func decodeWire(b []byte, want int) (wire, error) {
 		}
 		if r == uint64(want) {
 			if w.ep != nil {
-				return w, fmt.Errorf("%w: two endpoints for rank %d", errWire, want)
+				return w, fmt.Errorf("%w: two endpoints for rank %d", errPMIValue, want)
 			}
 			w.ep = ep
 		}
@@ -112,7 +112,7 @@ func decodeWire(b []byte, want int) (wire, error) {
 func wireField(p []byte, what string) (field, rest []byte, err error) {
 	n, k := binary.Uvarint(p)
 	if k <= 0 || n > uint64(len(p)-k) {
-		return nil, nil, fmt.Errorf("%w: %s length runs past the value's %d bytes", errWire, what, len(p))
+		return nil, nil, fmt.Errorf("%w: %s length runs past the value's %d bytes", errPMIValue, what, len(p))
 	}
 	end := k + int(n)
 	return p[k:end:end], p[end:], nil

@@ -193,6 +193,7 @@ func wantErr(t *testing.T, err error, words ...string) {
 	if err == nil || err.Error() == "Init succeeded" {
 		t.Fatalf("Init: %v, want an error", err)
 	}
+	t.Logf("Init: %v", err)
 	for _, w := range append([]string{"PMI"}, words...) {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("Init's error %q does not name %q", err, w)
@@ -255,7 +256,7 @@ func pmi2Fullinit(size int) func(int, string, map[string]string) (string, bool, 
 }
 
 // TestWireRoundTrip: a wire value keeps the card, the secret and the endpoint meant for
-// one rank; junk fails with errWire and never panics.
+// one rank; junk fails with errPMIValue and never panics.
 func TestWireRoundTrip(t *testing.T) {
 	eps := []wireEP{{1, []byte("one")}, {5, []byte("five!")}, {70000, []byte("far")}}
 	b := encodeWire([]byte("card"), []byte("secret"), eps)
@@ -269,7 +270,7 @@ func TestWireRoundTrip(t *testing.T) {
 		t.Errorf("decode for rank 2 (no endpoint): %+v, %v", w, err)
 	}
 	for i := range len(b) {
-		if _, err := decodeWire(b[:i], 1); err == nil || !errors.Is(err, errWire) {
+		if _, err := decodeWire(b[:i], 1); err == nil || !errors.Is(err, errPMIValue) {
 			t.Errorf("decode of %d of %d bytes: %v", i, len(b), err)
 		}
 	}

@@ -49,8 +49,8 @@ func check(ctx context.Context, w *runtime.World, want int) (string, error) {
 	if err := putRing(ctx, w); err != nil {
 		return "", err
 	}
-	sum := []int64{int64(me + 1)}
-	if err := collectives.Allreduce(ctx, w, sum, sum, collectives.Sum[int64]()); err != nil {
+	sum := []int64{0}
+	if err := collectives.Allreduce(ctx, w, []int64{int64(me + 1)}, sum, collectives.Sum[int64]()); err != nil {
 		return "", fmt.Errorf("allreduce: %w", err)
 	}
 	if got, exp := sum[0], int64(size*(size+1)/2); got != exp {
@@ -66,9 +66,9 @@ func checkRanks(ctx context.Context, w *runtime.World) error {
 	if me < 0 || me >= size {
 		return fmt.Errorf("rank %d out of [0, %d)", me, size)
 	}
-	bits := make([]int64, size)
-	bits[me] = 1
-	if err := collectives.Allreduce(ctx, w, bits, bits, collectives.Sum[int64]()); err != nil {
+	mine, bits := make([]int64, size), make([]int64, size)
+	mine[me] = 1
+	if err := collectives.Allreduce(ctx, w, mine, bits, collectives.Sum[int64]()); err != nil {
 		return fmt.Errorf("allreduce of the rank bitmap: %w", err)
 	}
 	for r, n := range bits {

@@ -14,14 +14,15 @@ import (
 // one value, so that a rank makes one PMI put per round whatever the job's size (the
 // session splits a value longer than the server's vallen_max over several PMI keys).
 // The endpoints a rank makes for its peers on one device differ in a few bytes (queue
-// pair numbers, ring offsets, fast box keys), so the table is deflated: about 20 bytes
-// per peer instead of 60 to 150.
+// pair numbers, ring offsets, fast box keys), so each is XORed with the one before and
+// the table is deflated: a few bytes per peer instead of 60 to 150.
 //
 //	magic     "GRMW"
 //	version   u8 (pmiValueVersion)
 //	card      uvarint length, bytes (empty in the second round)
 //	secret    uvarint length, bytes (rank 0's first round only)
-//	table     deflate of: repeated uvarint rank, uvarint length, endpoint (encodeEP)
+//	table     deflate of: repeated uvarint rank, uvarint length, endpoint (encodeEP),
+//	          XORed with the previous entry's when both have the same length
 const (
 	pmiValueMagic   = "GRMW"
 	pmiValueVersion = 1
@@ -50,11 +51,18 @@ func encodeWire(cardBytes, secret []byte, eps []wireEP) []byte {
 	b = append(b, cardBytes...)
 	b = binary.AppendUvarint(b, uint64(len(secret)))
 	b = append(b, secret...)
-	var table []byte
+	var table, prev []byte
 	for _, x := range eps {
 		table = binary.AppendUvarint(table, uint64(x.rank))
 		table = binary.AppendUvarint(table, uint64(len(x.ep)))
-		table = append(table, x.ep...)
+		if len(prev) == len(x.ep) {
+			for i, c := range x.ep {
+				table = append(table, c^prev[i])
+			}
+		} else {
+			table = append(table, x.ep...)
+		}
+		prev = x.ep
 	}
 	var buf bytes.Buffer
 	buf.Write(b)
@@ -89,6 +97,7 @@ func decodeWire(b []byte, want int) (wire, error) {
 	if len(table) > maxPMITable {
 		return w, fmt.Errorf("%w: endpoint table inflates past %d bytes", errPMIValue, maxPMITable)
 	}
+	var prev []byte
 	for len(table) > 0 {
 		r, n := binary.Uvarint(table)
 		if n <= 0 {
@@ -98,6 +107,12 @@ func decodeWire(b []byte, want int) (wire, error) {
 		if ep, table, err = wireField(table[n:], "endpoint"); err != nil {
 			return w, err
 		}
+		if len(prev) == len(ep) {
+			for i := range ep {
+				ep[i] ^= prev[i]
+			}
+		}
+		prev = ep
 		if r == uint64(want) {
 			if w.ep != nil {
 				return w, fmt.Errorf("%w: two endpoints for rank %d", errPMIValue, want)

@@ -33,10 +33,11 @@ type fakePM struct {
 	arrived  int
 	round    int
 	barriers []int // barrier_in count by rank
+	puts     []int // put count by rank
 }
 
 func newFakePM(t *testing.T, size int, mapping string) *fakePM {
-	pm := &fakePM{t: t, size: size, mapping: mapping, kvs: map[string]string{}, barriers: make([]int, size)}
+	pm := &fakePM{t: t, size: size, mapping: mapping, kvs: map[string]string{}, barriers: make([]int, size), puts: make([]int, size)}
 	pm.barrier = sync.NewCond(&pm.mu)
 	return pm
 }
@@ -149,6 +150,7 @@ func (pm *fakePM) answer(rank int, cmd string, kv map[string]string) string {
 	case "put":
 		pm.mu.Lock()
 		pm.kvs[kv["key"]] = kv["value"]
+		pm.puts[rank]++
 		pm.mu.Unlock()
 		return "cmd=put_result rc=0 msg=success\n"
 	case "get":
@@ -200,6 +202,13 @@ func (pm *fakePM) barrierCounts() []int {
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
 	return append([]int(nil), pm.barriers...)
+}
+
+// putCounts returns the PMI puts each rank made so far.
+func (pm *fakePM) putCounts() []int {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	return append([]int(nil), pm.puts...)
 }
 
 // startFake initializes size ranks through pm in goroutines (ranks with different

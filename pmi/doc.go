@@ -25,9 +25,26 @@
 //
 // Any request may be answered with cmd=error code=CODE msg=M.
 //
+// # Foreign process managers
+//
+// A rank started by Slurm's srun, MPICH's mpiexec.hydra or Flux finds a PMI server in its
+// environment ([Detect]: PMI_FD, or PMI_PORT with PMI_ID) and talks to it through
+// [Connect], which returns a [*Foreign]. Both *Client and *Foreign are a [Session]: rank,
+// size, put, fence, get, abort, finalize. Foreign speaks PMI-1 (the simple wire, 1.1) or
+// PMI-2, chosen by GORMA_PMI (auto, 1 or 2); it stores binary values as base64url split
+// to the server's vallen_max under keys "gorma-RANK-KEY", and reads the node of every
+// rank from PMI_process_mapping ([Foreign.Nodes], [ParseProcessMapping]).
+//
+// The PMI-1 line codec ([ParseSimpleLine], [FormatSimpleLine], [SimpleReader]) and the
+// PMI-2 frame codec ([ParseFrame], [FormatFrame], [ReadFrame]) serve both ends: a client
+// of a foreign server, and a server that MPICH-built programs talk to. design.md gives
+// the wire as gorma speaks it.
+//
 // # Concurrency
 //
-// A Client is safe for concurrent use; requests are serialized. Blocking calls take a
-// context and return when it ends; ranks wait on the socket, never spin. A Server runs one
-// goroutine per connection and calls its Handler from them; Close stops them all.
+// A Client and a Foreign are safe for concurrent use; requests are serialized. Blocking
+// calls take a context and return when it ends; ranks wait on the socket, never spin. A
+// Foreign request abandoned by its context leaves the session unusable (PMI is
+// lock-step). A Server runs one goroutine per connection and calls its Handler from them;
+// Close stops them all.
 package pmi

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/gorma-hpc/gorma/pmi"
@@ -25,17 +24,12 @@ const (
 	secretLen = 32
 )
 
-// The PMI contract's variables that Init checks against the server's answers.
-const (
-	envPMIRank = "PMI_RANK"
-	envPMISize = "PMI_SIZE"
-)
-
 // abortWait bounds how long a failed Init waits for the PMI server to take its abort.
 const abortWait = 2 * time.Second
 
 // initForeign joins a job that Slurm, Hydra or Flux started, through the PMI server the
-// environment names (pmi.Connect).
+// environment names (pmi.Connect, which checks the server's rank and size against
+// PMI_RANK and PMI_SIZE).
 func initForeign(ctx context.Context, cfg config, o options) (*World, error) {
 	f, err := pmi.Connect(ctx, o.getenv)
 	if err != nil {
@@ -47,12 +41,9 @@ func initForeign(ctx context.Context, cfg config, o options) (*World, error) {
 		abortSession(f, err.Error())
 		return nil, err
 	}
-	if err := checkPMIEnv(o.getenv, rank, size); err != nil {
-		return fail(err)
-	}
 	nodes, err := f.Nodes(ctx)
 	if err != nil {
-		return fail(fmt.Errorf("node map (PMI_process_mapping) of a job of %d ranks (PMI_SIZE): %w", size, err))
+		return fail(fmt.Errorf("node map (%s) of a job of %d ranks (%s): %w", pmi.ProcessMappingKey, size, pmi.EnvPMISize, err))
 	}
 	if nodes != nil && len(nodes) != size {
 		return fail(fmt.Errorf("%w: PMI_process_mapping places %d ranks, the PMI server says the job has %d", pmi.ErrProtocol, len(nodes), size))
@@ -87,23 +78,6 @@ func abortSession(s pmi.Session, msg string) {
 	case <-time.After(abortWait):
 	}
 	s.Close()
-}
-
-// checkPMIEnv checks PMI_RANK and PMI_SIZE, where set, against what the server said.
-func checkPMIEnv(getenv func(string) string, rank, size int) error {
-	for _, v := range [...]struct {
-		name string
-		got  int
-	}{{envPMISize, size}, {envPMIRank, rank}} {
-		s := getenv(v.name)
-		if s == "" {
-			continue
-		}
-		if n, err := strconv.Atoi(s); err != nil || n != v.got {
-			return fmt.Errorf("%w: %s=%s but the PMI server says %d", pmi.ErrProtocol, v.name, s, v.got)
-		}
-	}
-	return nil
 }
 
 // connectForeign wires the job up through a foreign PMI server. Round one, before the

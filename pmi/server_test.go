@@ -326,3 +326,30 @@ func TestForeignOnAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestGormaOnHandedConn: a gorma client may use the connection the agent handed to its
+// rank (its PMI_FD) instead of the socket, naming that rank; another rank is refused.
+func TestGormaOnHandedConn(t *testing.T) {
+	h := newJob(2)
+	s := NewServer(h)
+	defer s.Close()
+	ours, theirs := net.Pipe()
+	s.ServeConn(ours, 1)
+	if _, err := DialConn(ctx(t), theirs, 0, "job1"); err == nil || !strings.Contains(err.Error(), "connection of rank 1") {
+		t.Fatalf("gorma-init of rank 0 on rank 1's connection: %v", err)
+	}
+	ours, theirs = net.Pipe()
+	s.ServeConn(ours, 1)
+	c, err := DialConn(ctx(t), theirs, 1, "job1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Rank() != 1 || c.Size() != 2 || string(c.Info().Secret) != "0123456789abcdef" || c.Info().KVSName != "kvs_job1" {
+		t.Fatalf("rank %d size %d info %+v", c.Rank(), c.Size(), c.Info())
+	}
+	s.Notify(1, Event{Kind: Aborted, Rank: 0, Code: 3, Cause: "rank 0 called Abort(3)"})
+	if ev := <-c.Events(); ev.Kind != Aborted || ev.Code != 3 || ev.Cause != "rank 0 called Abort(3)" {
+		t.Fatalf("event %+v", ev)
+	}
+}

@@ -292,6 +292,14 @@ func (f *Foreign) roundTrip(ctx context.Context, op, req string, read func() err
 		err = read()
 	}
 	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The connection's deadline is the context's: the context ends at once, if
+			// it has not already.
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
 		if ctx.Err() != nil {
 			err = f.fail(op, "", fmt.Errorf("%w while waiting for the server's answer", ctx.Err()))
 		}

@@ -220,3 +220,37 @@ func (p *fakePM) requests() []string {
 	}
 	return append([]string(nil), p.seen...)
 }
+
+// scriptedPM answers the n-th PMI-1 request of a client with the n-th line of script
+// (raw bytes, newline added), then hangs up; it reports nothing itself.
+func scriptedPM(t testing.TB, script []string) (fd int) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := os.NewFile(uintptr(fds[1]), "scripted-pm")
+	conn, err := net.FileConn(file)
+	file.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer conn.Close()
+		r := NewSimpleReader(conn)
+		for _, ans := range script {
+			if _, err := r.ReadLine(); err != nil {
+				return
+			}
+			if _, err := io.WriteString(conn, ans+"\n"); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		conn.Close()
+		<-done
+	})
+	return fds[0]
+}

@@ -160,9 +160,10 @@ func TestPMIEnvironment(t *testing.T) {
 	}
 }
 
-// The MPICH programs over the netns agent cluster: 2 hosts of 2 ranks. UCX keeps its
-// defaults (ranks in different network namespaces of one machine still reach each other
-// over shared memory); every run is bounded by --timeout.
+// The MPICH programs over the netns agent cluster: 2 hosts of 2 ranks, then a rank on
+// the second host killed by SIGKILL (137) and one calling MPI_Abort (its code). UCX keeps
+// its defaults (ranks in different network namespaces of one machine still reach each
+// other over shared memory); every run is bounded by --timeout.
 func TestNetnsMPI(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
 		t.Skip(why)
@@ -182,6 +183,18 @@ func TestNetnsMPI(t *testing.T) {
 			checkMPIRun(t, name, 4, code, strings.Join(out, "\n")+"\n", gl.stderr.String())
 		})
 	}
+	t.Run("killed", func(t *testing.T) {
+		gl := c.submitFrom0(t, ctx, "-n", "4", "--grace", "500ms", "--timeout", "45s", progs["abort"], "hang")
+		pids := gl.readyPids(t, 4)
+		syscall.Kill(pids[3], syscall.SIGKILL)
+		code := gl.wait(t, 30*time.Second)
+		sum := summaryLines(gl.stderr.String())
+		want := fmt.Sprintf("golaunch: rank 3 (host h1, pid %d) killed by signal 9 (SIGKILL); job aborted", pids[3])
+		if code != ExitSignalBase+9 || len(sum) != 1 || sum[0] != want {
+			t.Fatalf("exit %d, summary %q; want %d and %q\nstderr:\n%s", code, sum, ExitSignalBase+9, want, gl.stderr.String())
+		}
+		requireGone(t, pids, 5*time.Second)
+	})
 	t.Run("abort", func(t *testing.T) {
 		gl := c.submitFrom0(t, ctx, "-n", "4", "--grace", "500ms", "--timeout", "45s", progs["abort"], "abort", "3", "2")
 		code := gl.wait(t, 60*time.Second)

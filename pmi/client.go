@@ -106,6 +106,13 @@ func Dial(ctx context.Context, path string, rank int, job string) (*Client, erro
 	if err != nil {
 		return nil, fmt.Errorf("pmi: connect to agent socket %s: %w (is golaunch still running?)", path, err)
 	}
+	return DialConn(ctx, conn, rank, job)
+}
+
+// DialConn performs init for rank of job on conn, a connection to the agent: the socket,
+// or the rank's own PMI_FD, which golaunch's agent serves to gorma clients as well. The
+// Client owns conn from then on, and closes it if init fails.
+func DialConn(ctx context.Context, conn net.Conn, rank int, job string) (*Client, error) {
 	c := &Client{conn: conn, rank: rank, events: make(chan Event, eventBuffer), done: make(chan struct{}), reply: make(chan msg, 1)}
 	go c.read()
 	m, err := c.call(ctx, cmdGormaInit, kv{"version", strconv.Itoa(ProtocolVersion), "rank", strconv.Itoa(rank), "job", text(job)})
@@ -117,6 +124,7 @@ func Dial(ctx context.Context, path string, rank int, job string) (*Client, erro
 	}
 	if err != nil {
 		conn.Close()
+		<-c.done
 		if oe, ok := err.(*opError); ok {
 			err = oe.err // named below with the rank
 		}

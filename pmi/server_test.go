@@ -230,13 +230,13 @@ func FuzzServerLine(f *testing.F) {
 		"cmd=put kvsname=kvs_job1 key=k value=v", "cmd=get kvsname=kvs_job1 key=PMI_process_mapping",
 		"cmd=barrier_in", "cmd=abort exitcode=3", "cmd=abort exitcode=x", "cmd=finalize", "cmd=init pmi_version=1",
 		"cmd=gorma-init version=2 rank=0 job=job1 id=1", "cmd=get key=k rank=9 id=2", "cmd==", "x", "cmd=get rank=-5 key=",
-		"cmd=put key=" + strings.Repeat("k", 300) + " value=" + strings.Repeat("v", 5000),
+		"cmd=put key=" + strings.Repeat("k", 80) + " value=" + strings.Repeat("v", 1100),
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, req string) {
-		if strings.ContainsAny(req, "\n\r") || strings.HasPrefix(strings.TrimSpace(req), "mcmd=") {
-			return // one line; a multi-line command waits for its endcmd
+		if len(req) > 2048 || strings.ContainsAny(req, "\n\r") || strings.HasPrefix(strings.TrimSpace(req), "mcmd=") {
+			return // one line, of a size worth minimizing; a multi-line command waits for its endcmd
 		}
 		h := newJob(1)
 		s := NewServer(h)
@@ -324,5 +324,32 @@ func TestForeignOnAgent(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestGormaOnHandedConn: a gorma client may use the connection the agent handed to its
+// rank (its PMI_FD) instead of the socket, naming that rank; another rank is refused.
+func TestGormaOnHandedConn(t *testing.T) {
+	h := newJob(2)
+	s := NewServer(h)
+	defer s.Close()
+	ours, theirs := net.Pipe()
+	s.ServeConn(ours, 1)
+	if _, err := DialConn(ctx(t), theirs, 0, "job1"); err == nil || !strings.Contains(err.Error(), "connection of rank 1") {
+		t.Fatalf("gorma-init of rank 0 on rank 1's connection: %v", err)
+	}
+	ours, theirs = net.Pipe()
+	s.ServeConn(ours, 1)
+	c, err := DialConn(ctx(t), theirs, 1, "job1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Rank() != 1 || c.Size() != 2 || string(c.Info().Secret) != "0123456789abcdef" || c.Info().KVSName != "kvs_job1" {
+		t.Fatalf("rank %d size %d info %+v", c.Rank(), c.Size(), c.Info())
+	}
+	s.Notify(1, Event{Kind: Aborted, Rank: 0, Code: 3, Cause: "rank 0 called Abort(3)"})
+	if ev := <-c.Events(); ev.Kind != Aborted || ev.Code != 3 || ev.Cause != "rank 0 called Abort(3)" {
+		t.Fatalf("event %+v", ev)
 	}
 }

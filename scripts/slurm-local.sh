@@ -264,7 +264,7 @@ down() {
 	if [[ -n $lease ]]; then
 		rm -f "$dir/leases/$lease"
 		local left
-		left=$(live_leases | tr '\n' ' ')
+		left=$(live_leases | xargs)
 		if [[ -n $left ]]; then
 			echo "slurm-local: still used (leases: $left); left running" >&2
 			return 0

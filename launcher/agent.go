@@ -223,17 +223,18 @@ func (a *Agent) close() {
 // The control connection's reader goroutine (runJob) owns the job's lifecycle; the rank
 // waiters, output pumps and PMI handlers report through send; mu guards the fields below.
 type agentJob struct {
-	a     *Agent
-	spec  jobSpec
-	conn  *ctlConn
-	path  string // resolved program
-	dir   string // 0700 directory of the PMI socket
-	sock  string
-	x     *pmi.Exchange
-	srv   *pmi.Server
-	sp    *spawner
-	local []int // this host's ranks, in order
-	cpus  []int // the processors this agent may use, which its ranks are bound within (bind.go)
+	a       *Agent
+	spec    jobSpec
+	conn    *ctlConn
+	path    string // resolved program
+	dir     string // 0700 directory of the PMI socket
+	sock    string
+	x       *pmi.Exchange
+	srv     *pmi.Server
+	sp      *spawner
+	local   []int  // this host's ranks, in order
+	mapping string // PMI_process_mapping: which ranks share a host
+	cpus    []int  // the processors this agent may use, which its ranks are bound within (bind.go)
 
 	mu         sync.Mutex
 	procs      map[int]*rankProc
@@ -321,6 +322,7 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 	}
 	j.sock = filepath.Join(j.dir, "agent.sock")
 	j.x = pmi.NewExchange(spec.Roster.Size)
+	j.mapping = pmi.FormatProcessMapping(spec.Roster.RankHost)
 	if j.srv, err = pmi.Listen(j.sock, (*pmiHandler)(j)); err != nil {
 		os.RemoveAll(j.dir)
 		return nil, fmt.Errorf("agent %s: %w", a.name, err)
@@ -370,8 +372,13 @@ func (j *agentJob) startRanks() {
 		}
 		r := rank
 		cpus, env := bindRank(j.spec.BindTo, j.cpus, c.LocalRank, c.LocalSize, rankEnv(base, j.spec.Env, c))
-		p, err := spawnRank(j.sp, j.path, j.spec.Args, env, dir, rank,
-			c.LocalRank, cpus, func(stream int, data []byte) { j.send(fOutput, encodeOutput(r, stream, data)) })
+		conn, pmiEnd, err := pmiSocketpair()
+		var p *rankProc
+		if err == nil {
+			j.srv.ServeConn(conn, rank) // ends when the rank's end is closed (by spawnRank, or at its exit)
+			p, err = spawnRank(j.sp, j.path, j.spec.Args, env, dir, rank,
+				c.LocalRank, cpus, pmiEnd, func(stream int, data []byte) { j.send(fOutput, encodeOutput(r, stream, data)) })
+		}
 		if err != nil {
 			failed = err
 			j.send(fExit, exitMsg{Rank: rank, Code: -1, Err: err.Error()})

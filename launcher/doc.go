@@ -10,7 +10,9 @@
 //
 // The rank table ([PlanRanks], [Roster]) is computed, not negotiated: ranks fill the hosts
 // in host order, each up to its slots, and golaunch never oversubscribes. Each agent
-// serves package pmi to its ranks, which learn their place from the GOLAUNCH_* contract.
+// serves package pmi to its ranks, which learn their place from the GOLAUNCH_* contract;
+// every rank also gets PMI_FD, PMI_RANK and PMI_SIZE and is served PMI-1 on PMI_FD, so an
+// MPI program built with MPICH runs under golaunch as under mpiexec.hydra.
 // Agents gossip with hashicorp/memberlist under the cluster key, and the submitter talks
 // to each agent over an authenticated, encrypted control connection. design.md describes
 // the roster, spawning, the cluster, the control protocol and the abort rules.

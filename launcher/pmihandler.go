@@ -24,10 +24,12 @@ var _ pmi.Handler = (*pmiHandler)(nil)
 
 func (h *pmiHandler) job() *agentJob { return (*agentJob)(h) }
 
-// Init admits a local rank of this job, once.
+// Init admits a local rank of this job, once: a gorma rank on the agent socket (naming
+// the job), or any rank on the PMI_FD socketpair the agent gave it (job "": PMI-1 names
+// none). A rank that reaches init on either is a PMI rank for the abort rules.
 func (h *pmiHandler) Init(ctx context.Context, rank int, job string) (pmi.Info, error) {
 	j := h.job()
-	if job != j.spec.ID {
+	if job != "" && job != j.spec.ID {
 		return pmi.Info{}, fmt.Errorf("job %q is not running on this agent (it runs %s)", truncate(job, 40), j.spec.ID)
 	}
 	if rank < 0 || rank >= j.spec.Roster.Size || j.spec.Roster.RankHost[rank] != j.spec.Node {
@@ -45,7 +47,8 @@ func (h *pmiHandler) Init(ctx context.Context, rank int, job string) (pmi.Info, 
 	j.connected[rank] = true
 	j.mu.Unlock()
 	j.send(fInit, rankMsg{Rank: rank}) // never under j.mu: a send may wait on the network
-	return pmi.Info{Size: j.spec.Roster.Size, Secret: j.spec.Secret}, nil
+	return pmi.Info{Size: j.spec.Roster.Size, Secret: j.spec.Secret, KVSName: "kvs_" + j.spec.ID,
+		UniverseSize: j.spec.Roster.Size, ProcessMapping: j.mapping}, nil
 }
 
 // Fence publishes rank's puts and waits for the job-wide round.
@@ -59,7 +62,7 @@ func (h *pmiHandler) Fence(ctx context.Context, rank int, puts map[string][]byte
 	return j.x.Fence(ctx, rank, puts)
 }
 
-// Get reads a value of the last completed round.
+// Get reads a value of the last completed round (rank pmi.AnyRank: PMI-1's job-wide key).
 func (h *pmiHandler) Get(ctx context.Context, rank int, key string) ([]byte, error) {
 	return h.job().x.Get(rank, key)
 }

@@ -3,9 +3,11 @@ package launcher
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -112,31 +114,66 @@ type rankProc struct {
 	unwatch     func()        // ends the rank's idle-role watch; nil if it has none
 }
 
-// rankEnv builds a rank's environment: the agent's own (without GOLAUNCH_*), then the
-// job's -x variables, then the contract (later entries win).
+// rankEnv builds a rank's environment: the agent's own (without GOLAUNCH_*, and without
+// PMI_* and PMIX_*, which describe the process manager that started the agent, not the
+// rank's), then the job's -x variables, then the contract, PMI_RANK and PMI_SIZE, and
+// the local rank and count as Hydra gives them (later entries win). spawnRank adds
+// PMI_FD.
 func rankEnv(base, extra []string, c pmi.Contract) []string {
-	env := make([]string, 0, len(base)+len(extra)+12)
+	env := make([]string, 0, len(base)+len(extra)+16)
 	for _, kv := range base {
-		if !strings.HasPrefix(kv, "GOLAUNCH_") {
+		if !strings.HasPrefix(kv, "GOLAUNCH_") && !strings.HasPrefix(kv, "PMI_") && !strings.HasPrefix(kv, "PMIX_") {
 			env = append(env, kv)
 		}
 	}
 	env = append(env, extra...)
-	return append(env, c.Environ()...)
+	env = append(env, c.Environ()...)
+	itoa := strconv.Itoa
+	return append(env, envPMIRank+"="+itoa(c.Rank), envPMISize+"="+itoa(c.Size),
+		envLocalRankID+"="+itoa(c.LocalRank), envLocalNRanks+"="+itoa(c.LocalSize))
+}
+
+// The PMI-1 variables every rank gets (an MPI library's PMI client reads them), and
+// Hydra's names for the rank's place on its host (some libraries read those).
+const (
+	envPMIFD       = "PMI_FD"
+	envPMIRank     = "PMI_RANK"
+	envPMISize     = "PMI_SIZE"
+	envLocalRankID = "MPI_LOCALRANKID"
+	envLocalNRanks = "MPI_LOCALNRANKS"
+)
+
+// pmiSocketpair returns the two ends of a new socketpair: the agent's as a net.Conn, the
+// rank's as a file to inherit (close-on-exec here; exec gives the child its own copy).
+func pmiSocketpair() (net.Conn, *os.File, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("PMI socketpair: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "pmi-agent")
+	conn, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		syscall.Close(fds[1])
+		return nil, nil, fmt.Errorf("PMI socketpair: %w", err)
+	}
+	return conn, os.NewFile(uintptr(fds[1]), "pmi-rank"), nil
 }
 
 // spawnRank starts one rank with its stdout and stderr on pipes read by forward (which
 // gets stream 1 or 2 and a chunk it may keep), in its own process group, with
-// Pdeathsig, bound to cpus unless that is nil. Rank 0 also gets a stdin pipe.
+// Pdeathsig, bound to cpus unless that is nil. Rank 0 also gets a stdin pipe. pmiEnd,
+// the rank's end of its PMI socketpair, becomes its PMI_FD; spawnRank closes it.
 func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, local int, cpus []int,
-	forward func(stream int, data []byte)) (*rankProc, error) {
+	pmiEnd *os.File, forward func(stream int, data []byte)) (*rankProc, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Args[0] = path
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p := &rankProc{rank: rank, local: local, cmd: cmd, outDone: make(chan struct{}), ended: make(chan struct{})}
-	var childEnds, ours []*os.File
+	childEnds := []*os.File{pmiEnd}
+	var ours []*os.File
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
 			f.Close()
@@ -148,11 +185,12 @@ func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, l
 	}
 	outR, outW, err := pipe()
 	if err != nil {
+		pmiEnd.Close()
 		return nil, err
 	}
 	errR, errW, err := pipe()
 	if err != nil {
-		closeAll([]*os.File{outR, outW})
+		closeAll([]*os.File{outR, outW, pmiEnd})
 		return nil, err
 	}
 	childEnds, ours = append(childEnds, outW, errW), append(ours, outR, errR)
@@ -176,6 +214,8 @@ func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, l
 			watch, p.unwatch = h, h.Remove
 		}
 	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, pmiEnd) // the descriptor after those above
+	cmd.Env = append(cmd.Env, envPMIFD+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
 	err = sp.start(cmd, cpus)
 	closeAll(childEnds)
 	if err != nil {

@@ -16,6 +16,22 @@ import (
 type Info struct {
 	Size   int
 	Secret []byte // per-job secret that authenticates transport connections
+
+	// What a PMI-1 client (an MPI library) asks for; zero values get defaults.
+	KVSName        string // the job's key-value space ("kvs_0")
+	AppNum         int    // the rank's application number (0: golaunch runs one program)
+	UniverseSize   int    // ranks the job may grow to (Size)
+	ProcessMapping string // PMI_process_mapping of the job ([FormatProcessMapping]); "": not served
+}
+
+func (i Info) withDefaults() Info {
+	if i.KVSName == "" {
+		i.KVSName = "kvs_0"
+	}
+	if i.UniverseSize <= 0 {
+		i.UniverseSize = i.Size
+	}
+	return i
 }
 
 // EventKind tells what an Event reports.
@@ -55,9 +71,9 @@ type Event struct {
 	Cause string // human-readable cause
 }
 
-func (ev Event) line() msg {
-	return msg{"cmd": "event", "kind": ev.Kind.String(), "rank": strconv.Itoa(ev.Rank),
-		"host": ev.Host, "code": strconv.Itoa(ev.Code), "cause": ev.Cause}
+func (ev Event) line() string {
+	return line(cmdEvent, kv{"kind", ev.Kind.String(), "rank", strconv.Itoa(ev.Rank),
+		"host", text(ev.Host), "code", strconv.Itoa(ev.Code), "cause", text(ev.Cause)})
 }
 
 // eventBuffer bounds the events queued for a rank that does not read them; the agent
@@ -69,6 +85,7 @@ const eventBuffer = 256
 // routes answers to the waiting request and events to Events.
 type Client struct {
 	conn   net.Conn
+	rank   int
 	info   Info
 	events chan Event
 	done   chan struct{} // closed when the reader stops
@@ -80,6 +97,8 @@ type Client struct {
 	err   error    // why the reader stopped
 }
 
+var _ Session = (*Client)(nil)
+
 // Dial connects to the agent socket at path and performs init for rank of job.
 func Dial(ctx context.Context, path string, rank int, job string) (*Client, error) {
 	var d net.Dialer
@@ -87,9 +106,9 @@ func Dial(ctx context.Context, path string, rank int, job string) (*Client, erro
 	if err != nil {
 		return nil, fmt.Errorf("pmi: connect to agent socket %s: %w (is golaunch still running?)", path, err)
 	}
-	c := &Client{conn: conn, events: make(chan Event, eventBuffer), done: make(chan struct{}), reply: make(chan msg, 1)}
+	c := &Client{conn: conn, rank: rank, events: make(chan Event, eventBuffer), done: make(chan struct{}), reply: make(chan msg, 1)}
 	go c.read()
-	m, err := c.call(ctx, msg{"cmd": "init", "version": strconv.Itoa(ProtocolVersion), "rank": strconv.Itoa(rank), "job": job})
+	m, err := c.call(ctx, cmdGormaInit, kv{"version", strconv.Itoa(ProtocolVersion), "rank", strconv.Itoa(rank), "job", text(job)})
 	if err == nil {
 		c.info.Size, err = m.int("size")
 	}
@@ -103,6 +122,7 @@ func Dial(ctx context.Context, path string, rank int, job string) (*Client, erro
 		}
 		return nil, &opError{op: "init rank " + strconv.Itoa(rank), err: err}
 	}
+	c.info.KVSName = m["kvsname"]
 	return c, nil
 }
 
@@ -111,13 +131,13 @@ func (c *Client) read() {
 	defer close(c.events)
 	sc := newReader(c.conn)
 	for sc.Scan() {
-		m, err := DecodeLine(sc.Text())
+		m, err := parseLine(sc.Text())
 		if err != nil {
 			c.stop(err)
 			return
 		}
-		if m["cmd"] == "event" {
-			ev := Event{Kind: parseEventKind(m["kind"]), Host: m["host"], Cause: m["cause"]}
+		if m["cmd"] == cmdEvent {
+			ev := Event{Kind: parseEventKind(m["kind"]), Host: untext(m["host"]), Cause: untext(m["cause"])}
 			ev.Rank, _ = strconv.Atoi(m["rank"])
 			ev.Code, _ = strconv.Atoi(m["code"])
 			select {
@@ -158,47 +178,55 @@ func (c *Client) stop(err error) {
 }
 
 // call sends one request and waits for its answer.
-func (c *Client) call(ctx context.Context, req msg) (msg, error) {
+func (c *Client) call(ctx context.Context, cmd string, f kv) (msg, error) {
 	c.reqMu.Lock()
 	defer c.reqMu.Unlock()
 	c.mu.Lock()
 	c.seq++
-	req["id"] = strconv.FormatUint(c.seq, 10)
+	id := strconv.FormatUint(c.seq, 10)
 	c.mu.Unlock()
 	select {
 	case <-c.reply: // an answer to an abandoned request that slipped in: drop it
 	default:
 	}
-	if _, err := c.conn.Write([]byte(EncodeLine(req))); err != nil {
-		return nil, &opError{op: req["cmd"], err: c.closedErr(err)}
+	op := cmd // what errors call the request: the Client method's name
+	switch cmd {
+	case cmdBarrier:
+		op = "fence"
+	case cmdGormaInit:
+		op = "init"
+	}
+	if _, err := c.conn.Write([]byte(line(cmd, append(f, "id", id)))); err != nil {
+		return nil, &opError{op: op, err: c.closedErr(err)}
+	}
+	want := replyTo[cmd]
+	answer := func(m msg) (msg, error) {
+		if m.failed() {
+			return nil, m.remoteError()
+		}
+		if m["cmd"] != want {
+			return nil, fmt.Errorf("%w: answer %q to %q", ErrProtocol, Truncate(m["cmd"]), cmd)
+		}
+		return m, nil
 	}
 	for {
 		select {
 		case m := <-c.reply:
-			if m["id"] != req["id"] {
+			if m["id"] != id {
 				continue // the late answer of an abandoned request
 			}
-			if m["cmd"] == "error" {
-				return nil, m.remoteError()
-			}
-			if m["cmd"] != req["cmd"]+"-ok" {
-				return nil, fmt.Errorf("%w: answer %q to %q", ErrProtocol, m["cmd"], req["cmd"])
-			}
-			return m, nil
+			return answer(m)
 		case <-c.done:
 			select {
 			case m := <-c.reply: // the answer came just before the agent hung up
-				if m["id"] == req["id"] && m["cmd"] == "error" {
-					return nil, m.remoteError()
-				}
-				if m["id"] == req["id"] && m["cmd"] == req["cmd"]+"-ok" {
-					return m, nil
+				if m["id"] == id {
+					return answer(m)
 				}
 			default:
 			}
-			return nil, &opError{op: req["cmd"], err: c.closedErr(nil)}
+			return nil, &opError{op: op, err: c.closedErr(nil)}
 		case <-ctx.Done():
-			return nil, &opError{op: req["cmd"], err: ctx.Err()}
+			return nil, &opError{op: op, err: ctx.Err()}
 		}
 	}
 }
@@ -219,9 +247,15 @@ func (c *Client) closedErr(err error) error {
 // Info returns what the agent said at init.
 func (c *Client) Info() Info { return c.info }
 
+// Rank is this rank, as given to Dial.
+func (c *Client) Rank() int { return c.rank }
+
+// Size is the number of ranks in the job, as the agent said at init.
+func (c *Client) Size() int { return c.info.Size }
+
 // Put publishes value under key for this rank; visible to others after the next Fence.
 func (c *Client) Put(ctx context.Context, key string, value []byte) error {
-	_, err := c.call(ctx, msg{"cmd": "put", "key": key, "value": hex.EncodeToString(value)})
+	_, err := c.call(ctx, cmdPut, kv{"key", text(key), "value", hex.EncodeToString(value)})
 	return err
 }
 
@@ -229,13 +263,13 @@ func (c *Client) Put(ctx context.Context, key string, value []byte) error {
 // ctx ends first, Fence returns its error but the agent still counts this rank as fenced in
 // the current round: later requests are answered once that round completes.
 func (c *Client) Fence(ctx context.Context) error {
-	_, err := c.call(ctx, msg{"cmd": "fence"})
+	_, err := c.call(ctx, cmdBarrier, nil)
 	return err
 }
 
 // Get returns the value rank put under key before the last Fence, or ErrNotFound.
 func (c *Client) Get(ctx context.Context, rank int, key string) ([]byte, error) {
-	m, err := c.call(ctx, msg{"cmd": "get", "rank": strconv.Itoa(rank), "key": key})
+	m, err := c.call(ctx, cmdGet, kv{"key", text(key), "rank", strconv.Itoa(rank)})
 	if err != nil {
 		return nil, err
 	}
@@ -249,13 +283,13 @@ const abortWait = 5 * time.Second
 func (c *Client) Abort(code int, msg string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), abortWait)
 	defer cancel()
-	_, err := c.call(ctx, map[string]string{"cmd": "abort", "code": strconv.Itoa(code), "msg": msg})
+	_, err := c.call(ctx, cmdAbort, kv{"exitcode", strconv.Itoa(code), "message", text(msg)})
 	return err
 }
 
 // Finalize tells the agent this rank finished cleanly (it may now exit 0).
 func (c *Client) Finalize(ctx context.Context) error {
-	_, err := c.call(ctx, msg{"cmd": "finalize"})
+	_, err := c.call(ctx, cmdFinalize, nil)
 	return err
 }
 

@@ -1,4 +1,6 @@
-// Package pmi is the protocol between a rank and its host's agent (PMI-style), both ends.
+// Package pmi is the protocol between a rank and its process manager, both ends: the
+// PMI-1 simple wire that MPI libraries, Slurm, Hydra and Flux speak, with gorma's
+// extensions on top.
 //
 // A rank learns its place from the GOLAUNCH_* environment ([ReadContract]) and connects
 // to its agent's Unix socket ([Dial]). Over that one connection it publishes endpoint
@@ -7,27 +9,60 @@
 // is done ([Client.Finalize]). The agent pushes events the other way at any time
 // ([Client.Events]): a peer rank failed, or the job is being aborted.
 //
+// The agent's [Server] answers gorma clients and PMI-1 clients alike, with one
+// dispatcher and one key-value store ([Exchange]): on its socket ([Listen]) and on the
+// socketpair end whose other end a rank got as PMI_FD ([Server.ServeConn]), so that an
+// unmodified MPICH program runs under golaunch.
+//
 // # Wire protocol
 //
-// Lines of space-separated key=value fields, each line at most [MaxLine] bytes, values
-// percent-encoded (url.QueryEscape), binary values hex. Every line has cmd=. The rank sends
-// one request at a time and the agent answers it in order; event lines (cmd=event) may
-// come between. Version [ProtocolVersion] is checked at init.
+// Lines of space-separated key=value fields (PMI-1's simple wire), each line at most
+// [MaxLine] bytes, keys in any order, unknown keys ignored. Every line has cmd=; an
+// answer that failed has rc=-1 and msg=. The client sends one request at a time and the
+// agent answers it in order. A PMI-1 connection gets exactly the answers below and no
+// other line; a gorma connection (one that began with gorma-init) also gets event lines
+// at any time, an id= echoed on every answer, and text values percent-encoded (binary
+// values hex).
 //
-//	rank → agent                              agent → rank
-//	cmd=init version=1 rank=R job=J           cmd=init-ok size=N secret=HEX
-//	cmd=put key=K value=HEX                   cmd=put-ok
-//	cmd=fence                                 cmd=fence-ok              (after every rank fenced)
-//	cmd=get rank=R key=K                      cmd=get-ok value=HEX | cmd=error code=notfound msg=...
-//	cmd=abort code=C msg=M                    cmd=abort-ok
-//	cmd=finalize                              cmd=finalize-ok
-//	                                          cmd=event kind=proc-failed|abort rank=R host=H code=C cause=M
+//	rank → agent                                agent → rank
+//	cmd=init pmi_version=1 pmi_subversion=1     cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0
+//	cmd=get_maxes                               cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024
+//	cmd=get_appnum                              cmd=appnum appnum=0
+//	cmd=get_my_kvsname                          cmd=my_kvsname kvsname=K
+//	cmd=get_universe_size                       cmd=universe_size size=N
+//	cmd=put kvsname=K key=KEY value=V           cmd=put_result rc=0 msg=success
+//	cmd=get kvsname=K key=KEY [rank=R]          cmd=get_result rc=0 msg=success value=V
+//	cmd=barrier_in                              cmd=barrier_out           (after every rank fenced)
+//	cmd=abort exitcode=C [message=M]            (none; a gorma client: cmd=abort_ack rc=0)
+//	cmd=finalize                                cmd=finalize_ack
+//	cmd=gorma-init version=2 rank=R job=J       cmd=gorma-init_ack rc=0 size=N secret=HEX kvsname=K
+//	                                            cmd=gorma-event kind=proc-failed|abort rank=R host=H code=C cause=M
 //
-// Any request may be answered with cmd=error code=CODE msg=M.
+// A get without rank= is PMI-1's: the job's value of KEY ([AnyRank]); the agent answers
+// PMI_process_mapping itself ([Info.ProcessMapping]). A PMI-1 get of a missing key is
+// answered as Hydra does: cmd=get_result rc=-1 msg=key_KEY_not_found value=unknown.
+// design.md has the reasoning.
+//
+// # Foreign process managers
+//
+// A rank started by Slurm's srun, MPICH's mpiexec.hydra or Flux finds a PMI server in its
+// environment ([Detect]: PMI_FD, or PMI_PORT with PMI_ID) and talks to it through
+// [Connect], which returns a [*Foreign]. Both *Client and *Foreign are a [Session]: rank,
+// size, put, fence, get, abort, finalize. Foreign speaks PMI-1 (the simple wire, 1.1) or
+// PMI-2, chosen by GORMA_PMI (auto, 1 or 2); it stores binary values as base64url split
+// to the server's vallen_max under keys "gorma-RANK-KEY", and reads the node of every
+// rank from PMI_process_mapping ([Foreign.Nodes], [ParseProcessMapping]).
+//
+// The PMI-1 line codec ([ParseSimpleLine], [FormatSimpleLine], [SimpleReader]) and the
+// PMI-2 frame codec ([ParseFrame], [FormatFrame], [ReadFrame]) serve both ends: a client
+// of a foreign server, and a server that MPICH-built programs talk to. design.md gives
+// the wire as gorma speaks it.
 //
 // # Concurrency
 //
-// A Client is safe for concurrent use; requests are serialized. Blocking calls take a
-// context and return when it ends; ranks wait on the socket, never spin. A Server runs one
-// goroutine per connection and calls its Handler from them; Close stops them all.
+// A Client and a Foreign are safe for concurrent use; requests are serialized. Blocking
+// calls take a context and return when it ends; ranks wait on the socket, never spin. A
+// Foreign request abandoned by its context leaves the session unusable (PMI is
+// lock-step). A Server runs one goroutine per connection and calls its Handler from them;
+// Close stops them all.
 package pmi

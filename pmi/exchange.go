@@ -3,13 +3,22 @@ package pmi
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 )
+
+// AnyRank as the rank of a Get asks for the job's value of key, whichever rank put it:
+// PMI-1's key-value space is job-wide, its get names no rank.
+const AnyRank = -1
 
 // Exchange is a job-wide put/fence/get store for Handlers whose ranks are all local (a
 // one-host job, and tests), or for an agent that merges other hosts' puts (Merge). Fence
 // blocks until size ranks have fenced in the current round; then every put of the round
-// becomes visible to Get. It is safe for concurrent use.
+// becomes visible to Get. Values are kept per rank (gorma's Get names the rank) and
+// indexed by key for [AnyRank] (PMI-1's get does not): of the ranks that put a key in
+// one round the lowest wins, and a later round's put replaces an earlier round's, so
+// every agent that merged the same rounds answers the same. It is safe for concurrent
+// use.
 type Exchange struct {
 	size int
 
@@ -17,6 +26,7 @@ type Exchange struct {
 	pending map[int]map[string][]byte // this round's puts, by rank
 	fenced  map[int]bool              // ranks fenced this round
 	store   map[int]map[string][]byte // everything published by completed rounds
+	owner   map[string]int            // key -> the rank whose value a Get of AnyRank returns
 	round   chan struct{}             // closed when the current round completes
 	err     error
 }
@@ -28,6 +38,7 @@ func NewExchange(size int) *Exchange {
 		pending: make(map[int]map[string][]byte),
 		fenced:  make(map[int]bool),
 		store:   make(map[int]map[string][]byte),
+		owner:   make(map[string]int),
 		round:   make(chan struct{}),
 	}
 }
@@ -82,7 +93,13 @@ func (x *Exchange) addLocked(rank int, puts map[string][]byte) {
 	if len(x.fenced) < x.size {
 		return
 	}
-	for r, p := range x.pending {
+	ranks := make([]int, 0, len(x.pending))
+	for r := range x.pending {
+		ranks = append(ranks, r)
+	}
+	slices.Sort(ranks)
+	for _, r := range slices.Backward(ranks) { // the lowest rank's key last: it owns the key
+		p := x.pending[r]
 		s := x.store[r]
 		if s == nil {
 			s = make(map[string][]byte, len(p))
@@ -90,6 +107,7 @@ func (x *Exchange) addLocked(rank int, puts map[string][]byte) {
 		}
 		for k, v := range p {
 			s[k] = v
+			x.owner[k] = r
 		}
 	}
 	x.pending = make(map[int]map[string][]byte)
@@ -110,10 +128,18 @@ func (x *Exchange) Merge(puts map[int]map[string][]byte) {
 	}
 }
 
-// Get returns a value from the last completed round.
+// Get returns a value from the last completed round, put by rank, or by any rank for
+// [AnyRank].
 func (x *Exchange) Get(rank int, key string) ([]byte, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if rank == AnyRank {
+		r, ok := x.owner[key]
+		if !ok {
+			return nil, fmt.Errorf("%w: key %q (no rank put it, or not fenced yet)", ErrNotFound, key)
+		}
+		rank = r
+	}
 	v, ok := x.store[rank][key]
 	if !ok {
 		return nil, fmt.Errorf("%w: rank %d key %q (not put, or not fenced yet)", ErrNotFound, rank, key)

@@ -2,12 +2,11 @@ package pmi
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -16,10 +15,13 @@ import (
 // disconnects or the server closes.
 type Handler interface {
 	// Init admits rank of job (checking it belongs to this agent) and returns its Info.
+	// job is "" for a PMI-1 client on a connection the agent handed to rank itself
+	// ([Server.ServeConn]): its rank is known, and PMI-1 names no job.
 	Init(ctx context.Context, rank int, job string) (Info, error)
 	// Fence records rank's puts and blocks until every rank of the job has fenced.
 	Fence(ctx context.Context, rank int, puts map[string][]byte) error
-	// Get returns a value put by rank before the last completed fence.
+	// Get returns a value put by rank before the last completed fence; rank is
+	// [AnyRank] for a PMI-1 get, whose key names a value of the whole job.
 	Get(ctx context.Context, rank int, key string) ([]byte, error)
 	// Abort starts a job abort requested by rank.
 	Abort(rank, code int, msg string)
@@ -29,34 +31,56 @@ type Handler interface {
 	Gone(rank int)
 }
 
-// Server serves the protocol on a Unix socket. Each connection has a reader goroutine and
-// a dispatcher goroutine; Close stops them all and waits for them.
+// Server serves the protocol: PMI-1 clients (an MPI library) and gorma clients ([Dial]),
+// on a Unix socket ([Listen]) and on connections handed to it ([Server.ServeConn]). Each
+// connection has a reader goroutine and a dispatcher goroutine; Close stops them all and
+// waits for them.
 type Server struct {
-	ln   net.Listener
+	ln   net.Listener // nil: only connections given to ServeConn
 	h    Handler
 	path string
 	wg   sync.WaitGroup
 
 	mu     sync.Mutex
 	conns  map[*sconn]struct{}
-	ranks  map[int]*sconn
+	ranks  map[int]*sconn // initialized connections
 	closed bool
 }
 
+type connMode int
+
+const (
+	modeNew   connMode = iota // before init
+	modePMI1                  // an MPI library: lock-step, never an unsolicited line
+	modeGorma                 // a gorma client: id= on answers, percent-encoded text, events
+)
+
 type sconn struct {
-	c    net.Conn
-	wmu  sync.Mutex
+	c        net.Conn
+	wmu      sync.Mutex
+	assigned int // the rank this connection was handed to (ServeConn), or -1 (a socket)
+
+	// Set by the dispatcher goroutine at init, before the connection enters ranks.
 	rank int // -1 until init
+	mode connMode
+	info Info
+	puts map[string][]byte // this rank's puts since its last fence (dispatcher only)
 }
 
-func (sc *sconn) send(m msg) error {
+func (sc *sconn) send(s string) error {
 	sc.wmu.Lock()
 	defer sc.wmu.Unlock()
-	_, err := sc.c.Write([]byte(EncodeLine(m)))
+	_, err := sc.c.Write([]byte(s))
 	return err
 }
 
-// Listen creates the socket at path (mode 0600, its directory should be 0700) and serves h.
+// NewServer returns a server for connections handed to ServeConn only.
+func NewServer(h Handler) *Server {
+	return &Server{h: h, conns: make(map[*sconn]struct{}), ranks: make(map[int]*sconn)}
+}
+
+// Listen creates the socket at path (mode 0600, its directory should be 0700) and serves h
+// on it, as well as on connections handed to ServeConn.
 func Listen(path string, h Handler) (*Server, error) {
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -66,13 +90,14 @@ func Listen(path string, h Handler) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("pmi: restrict %s to its owner: %w", path, err)
 	}
-	s := &Server{ln: ln, h: h, path: path, conns: make(map[*sconn]struct{}), ranks: make(map[int]*sconn)}
+	s := NewServer(h)
+	s.ln, s.path = ln, path
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
 }
 
-// Path is the socket's path.
+// Path is the socket's path ("" without a socket).
 func (s *Server) Path() string { return s.path }
 
 func (s *Server) accept() {
@@ -82,17 +107,59 @@ func (s *Server) accept() {
 		if err != nil {
 			return // closed
 		}
-		sc := &sconn{c: c, rank: -1}
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			c.Close()
+		s.add(c, -1)
+	}
+}
+
+// ServeConn serves conn, whose other end the agent gave to rank (one end of a
+// socketpair, the rank's PMI_FD). A PMI-1 client on it needs no rank of its own; a gorma
+// client on it must name this rank. It returns at once; Close closes conn.
+func (s *Server) ServeConn(conn net.Conn, rank int) {
+	s.add(conn, rank)
+}
+
+func (s *Server) add(c net.Conn, rank int) {
+	sc := &sconn{c: c, assigned: rank, rank: -1, puts: make(map[string][]byte)}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		c.Close()
+		return
+	}
+	s.conns[sc] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.serve(sc)
+}
+
+// readLines reads sc's lines and sends them to lines until EOF, an error or ctx ends. A
+// multi-line command (mcmd=spawn ... endcmd) arrives as one message.
+func (s *Server) readLines(ctx context.Context, sc *sconn, lines chan<- msg) {
+	rd := newReader(sc.c)
+	var multi bool
+	for rd.Scan() {
+		raw := rd.Text()
+		var m msg
+		switch {
+		case multi:
+			if strings.TrimSpace(raw) != "endcmd" {
+				continue
+			}
+			multi, m = false, msg{"cmd": cmdSpawn}
+		case strings.HasPrefix(raw, "mcmd="):
+			multi = true
+			continue
+		default:
+			var err error
+			if m, err = parseLine(raw); err != nil {
+				m = msg{"cmd": cmdError, "err": err.Error()}
+			}
+		}
+		select {
+		case lines <- m:
+		case <-ctx.Done():
 			return
 		}
-		s.conns[sc] = struct{}{}
-		s.mu.Unlock()
-		s.wg.Add(1)
-		go s.serve(sc)
 	}
 }
 
@@ -105,25 +172,18 @@ func (s *Server) serve(sc *sconn) {
 	go func() {
 		defer cancel()
 		defer close(lines)
-		rd := newReader(sc.c)
-		for rd.Scan() {
-			m, err := DecodeLine(rd.Text())
-			if err != nil {
-				sc.send(errorLine(err))
-				return
-			}
-			select {
-			case lines <- m:
-			case <-ctx.Done():
-				return
-			}
-		}
+		s.readLines(ctx, sc, lines)
 	}()
-	puts := make(map[string][]byte)
 	for m := range lines {
-		reply := s.dispatch(ctx, sc, m, puts)
-		reply["id"] = m["id"]
-		if sc.send(reply) != nil || (m["cmd"] == "init" && reply["cmd"] == "error") {
+		a := s.dispatch(ctx, sc, m)
+		if a == nil {
+			continue // no answer (PMI-1 abort, a PMI-1 fence of an aborting job)
+		}
+		f := a.f
+		if id, ok := m["id"]; ok {
+			f = append(f, "id", id)
+		}
+		if sc.send(line(a.cmd, f)) != nil || a.hangup {
 			break
 		}
 	}
@@ -143,91 +203,16 @@ func (s *Server) serve(sc *sconn) {
 	}
 }
 
-func (s *Server) dispatch(ctx context.Context, sc *sconn, m msg, puts map[string][]byte) msg {
-	cmd := m["cmd"]
-	if cmd != "init" && sc.rank < 0 {
-		return errorLine(fmt.Errorf("%w: %s before init", ErrProtocol, cmd))
-	}
-	switch cmd {
-	case "init":
-		if sc.rank >= 0 {
-			return errorLine(fmt.Errorf("%w: second init", ErrProtocol))
-		}
-		if v := m["version"]; v != strconv.Itoa(ProtocolVersion) {
-			return errorLine(fmt.Errorf("%w: rank speaks PMI version %s, agent %d (mixed gorma builds?)", ErrProtocol, v, ProtocolVersion))
-		}
-		rank, err := m.int("rank")
-		if err != nil {
-			return errorLine(err)
-		}
-		info, err := s.h.Init(ctx, rank, m["job"])
-		if err != nil {
-			return errorLine(err)
-		}
-		s.mu.Lock()
-		if _, taken := s.ranks[rank]; taken {
-			s.mu.Unlock()
-			return errorLine(fmt.Errorf("pmi: rank %d is already connected", rank))
-		}
-		sc.rank = rank
-		s.ranks[rank] = sc
-		s.mu.Unlock()
-		return msg{"cmd": "init-ok", "size": strconv.Itoa(info.Size), "secret": hex.EncodeToString(info.Secret)}
-	case "put":
-		v, err := m.hex("value")
-		if err != nil {
-			return errorLine(err)
-		}
-		if m["key"] == "" {
-			return errorLine(fmt.Errorf("%w: put without key", ErrProtocol))
-		}
-		puts[m["key"]] = v
-		return msg{"cmd": "put-ok"}
-	case "fence":
-		batch := make(map[string][]byte, len(puts))
-		for k, v := range puts {
-			batch[k] = v
-		}
-		clear(puts)
-		if err := s.h.Fence(ctx, sc.rank, batch); err != nil {
-			return errorLine(err)
-		}
-		return msg{"cmd": "fence-ok"}
-	case "get":
-		rank, err := m.int("rank")
-		if err != nil {
-			return errorLine(err)
-		}
-		v, err := s.h.Get(ctx, rank, m["key"])
-		if err != nil {
-			return errorLine(err)
-		}
-		return msg{"cmd": "get-ok", "value": hex.EncodeToString(v)}
-	case "abort":
-		code, err := m.int("code")
-		if err != nil {
-			return errorLine(err)
-		}
-		s.h.Abort(sc.rank, code, m["msg"])
-		return msg{"cmd": "abort-ok"}
-	case "finalize":
-		s.h.Finalize(sc.rank)
-		return msg{"cmd": "finalize-ok"}
-	}
-	return errorLine(fmt.Errorf("%w: unknown command %q", ErrProtocol, trunc(cmd)))
-}
-
-// Notify pushes ev to rank's connection (or to every connection if rank < 0). It does not
-// wait for the rank to read it.
+// Notify pushes ev to rank's connection (or to every connection if rank < 0), if it is
+// a gorma client's: a PMI-1 client never gets a line it did not ask for. It does not wait
+// for the rank to read it.
 func (s *Server) Notify(rank int, ev Event) {
 	s.mu.Lock()
 	var targets []*sconn
-	if rank < 0 {
-		for _, sc := range s.ranks {
+	for r, sc := range s.ranks {
+		if (rank < 0 || r == rank) && sc.mode == modeGorma {
 			targets = append(targets, sc)
 		}
-	} else if sc, ok := s.ranks[rank]; ok {
-		targets = append(targets, sc)
 	}
 	s.mu.Unlock()
 	for _, sc := range targets {
@@ -243,7 +228,10 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := s.ln.Close()
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
 	for sc := range s.conns {
 		sc.c.Close()
 	}

@@ -6,16 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 )
 
-// ProtocolVersion is the version of the line protocol.
-const ProtocolVersion = 1
+// ProtocolVersion is the version of gorma's extensions to the PMI-1 wire (gorma-init,
+// gorma-event, rank= on get, id= on every request); the agent refuses a gorma client of
+// another version.
+const ProtocolVersion = 2
 
-// MaxLine bounds a protocol line in bytes.
-const MaxLine = 1 << 20
+// MaxLine bounds a protocol line in bytes, newline excluded: the PMI-1 codec's bound.
+const MaxLine = MaxSimpleLine
 
 // Errors.
 var (
@@ -25,60 +26,110 @@ var (
 	ErrAborted  = errors.New("pmi: job aborted")
 )
 
-// msg is one protocol line: cmd plus fields.
-type msg map[string]string
+// The limits the agent announces in its PMI-1 maxes answer: Hydra's, so that an MPI
+// library splits its values as it does under mpiexec.hydra.
+const (
+	KVSNameMax = 256
+	KeyLenMax  = 64
+	ValLenMax  = 1024
+)
 
-// DecodeLine parses one line (without its newline) into its fields. It rejects lines
-// without cmd=, fields without '=', repeated keys, bad escapes and over-long lines.
-func DecodeLine(line string) (map[string]string, error) {
-	if len(line) > MaxLine {
-		return nil, fmt.Errorf("%w: line of %d bytes exceeds %d", ErrProtocol, len(line), MaxLine)
-	}
-	m := make(map[string]string)
-	for _, f := range strings.Fields(line) {
-		k, v, ok := strings.Cut(f, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("%w: field %q is not key=value", ErrProtocol, trunc(f))
-		}
-		if _, dup := m[k]; dup {
-			return nil, fmt.Errorf("%w: field %q repeated", ErrProtocol, trunc(k))
-		}
-		uv, err := url.QueryUnescape(v)
-		if err != nil {
-			return nil, fmt.Errorf("%w: field %q: %v", ErrProtocol, trunc(k), err)
-		}
-		m[k] = uv
-	}
-	if m["cmd"] == "" {
-		return nil, fmt.Errorf("%w: line without cmd=", ErrProtocol)
-	}
-	return m, nil
+// The wire's command names. A request is answered by the command paired with it (PMI-1's
+// names); abort has no answer on a PMI-1 connection (the process manager ends the rank).
+const (
+	cmdInit      = "init"
+	cmdMaxes     = "get_maxes"
+	cmdAppnum    = "get_appnum"
+	cmdKVSName   = "get_my_kvsname"
+	cmdUniverse  = "get_universe_size"
+	cmdPut       = "put"
+	cmdGet       = "get"
+	cmdBarrier   = "barrier_in"
+	cmdAbort     = "abort"
+	cmdFinalize  = "finalize"
+	cmdPublish   = "publish_name"
+	cmdUnpublish = "unpublish_name"
+	cmdLookup    = "lookup_name"
+	cmdSpawn     = "spawn"
+	cmdGormaInit = "gorma-init"  // gorma: rank, job, version; the answer carries size and the job secret
+	cmdEvent     = "gorma-event" // gorma: pushed by the agent, only to gorma-init connections
+	cmdError     = "error"       // the answer to a request the agent cannot name
+)
+
+var replyTo = map[string]string{
+	cmdInit:      "response_to_init",
+	cmdMaxes:     "maxes",
+	cmdAppnum:    "appnum",
+	cmdKVSName:   "my_kvsname",
+	cmdUniverse:  "universe_size",
+	cmdPut:       "put_result",
+	cmdGet:       "get_result",
+	cmdBarrier:   "barrier_out",
+	cmdAbort:     "abort_ack", // gorma clients only
+	cmdFinalize:  "finalize_ack",
+	cmdPublish:   "publish_result",
+	cmdUnpublish: "unpublish_result",
+	cmdLookup:    "lookup_result",
+	cmdSpawn:     "spawn_result",
+	cmdGormaInit: "gorma-init_ack",
 }
 
-// EncodeLine formats fields as one line with a trailing newline, cmd first and the rest
-// sorted, so that DecodeLine(EncodeLine(m)) == m.
-func EncodeLine(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		if k != "cmd" {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
+// msg is one protocol line: cmd plus fields, values as they travel (not unescaped).
+type msg map[string]string
+
+// kv is an ordered field list for a line the agent or a gorma client writes: PMI-1
+// answers keep the order Hydra writes them in.
+type kv []string
+
+// line formats cmd and the pairs of f as one line with its newline.
+func line(cmd string, f kv) string {
 	var b strings.Builder
-	b.WriteString("cmd=" + url.QueryEscape(m["cmd"]))
-	for _, k := range keys {
-		b.WriteString(" " + k + "=" + url.QueryEscape(m[k]))
+	b.WriteString("cmd=" + cmd)
+	for i := 0; i+1 < len(f); i += 2 {
+		b.WriteString(" " + f[i] + "=" + f[i+1])
 	}
 	b.WriteByte('\n')
 	return b.String()
 }
 
-func trunc(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "..."
+// text makes s a PMI value: percent-encoded (url.QueryEscape), so it has no space, no '='
+// and no byte a PMI-1 parser would choke on. gorma's own fields (messages, causes, hosts)
+// travel this way; untext reverses it.
+func text(s string) string { return url.QueryEscape(s) }
+
+func untext(s string) string {
+	if u, err := url.QueryUnescape(s); err == nil {
+		return u
 	}
 	return s
+}
+
+// token makes s a PMI-1 message value for an MPI library's parser, which unescapes
+// nothing: spaces and '=' become '_' (as Hydra's "key_K_not_found").
+func token(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r <= ' ' || r == '=' || r > '~' {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// parseLine parses one line with the PMI-1 codec (ParseSimpleLine) into its fields,
+// values as they travel: the first of a repeated key is kept.
+func parseLine(s string) (msg, error) {
+	l, err := ParseSimpleLine(s)
+	if err != nil {
+		return nil, err
+	}
+	m := make(msg, len(l.Fields)+1)
+	m["cmd"] = l.Cmd
+	for _, f := range l.Fields {
+		if _, dup := m[f.Key]; !dup && f.Key != "cmd" {
+			m[f.Key] = f.Value
+		}
+	}
+	return m, nil
 }
 
 func newReader(r interface{ Read([]byte) (int, error) }) *bufio.Scanner {
@@ -90,7 +141,7 @@ func newReader(r interface{ Read([]byte) (int, error) }) *bufio.Scanner {
 func (m msg) int(key string) (int, error) {
 	n, err := strconv.Atoi(m[key])
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s=%q is not an integer", ErrProtocol, key, m[key])
+		return 0, fmt.Errorf("%w: %s=%q is not an integer", ErrProtocol, key, Truncate(m[key]))
 	}
 	return n, nil
 }
@@ -103,19 +154,31 @@ func (m msg) hex(key string) ([]byte, error) {
 	return b, nil
 }
 
-// remoteError turns a cmd=error line into an error.
+// failed reports whether an answer carries a non-zero rc (PMI-1's error form) or is an
+// error line.
+func (m msg) failed() bool {
+	rc, ok := m["rc"]
+	return m["cmd"] == cmdError || ok && rc != "0"
+}
+
+// remoteError turns a failed answer (rc != 0, with code= and msg=) into an error.
 func (m msg) remoteError() error {
+	text := untext(m["msg"])
 	switch m["code"] {
 	case "notfound":
-		return newRemoteError(ErrNotFound, m["msg"])
+		return newRemoteError(ErrNotFound, text)
 	case "aborted":
-		return newRemoteError(ErrAborted, m["msg"])
+		return newRemoteError(ErrAborted, text)
 	}
-	return fmt.Errorf("pmi: agent refused: %s (%s)", strings.TrimPrefix(m["msg"], "pmi: "), m["code"])
+	code := m["code"]
+	if code == "" {
+		code = "rc=" + m["rc"]
+	}
+	return fmt.Errorf("pmi: agent refused: %s (%s)", strings.TrimPrefix(text, "pmi: "), code)
 }
 
 // remoteError is an error the agent answered with: the agent's text, which already
-// begins with the sentinel's (errorLine sends err.Error()), matching the sentinel.
+// begins with the sentinel's (the server sends err.Error()), matching the sentinel.
 type remoteError struct {
 	text     string
 	sentinel error
@@ -143,15 +206,15 @@ func (e *opError) Error() string {
 }
 func (e *opError) Unwrap() error { return e.err }
 
-func errorLine(err error) msg {
-	code := "failed"
+// errorCode is the code= of a gorma client's failed answer.
+func errorCode(err error) string {
 	switch {
 	case errors.Is(err, ErrNotFound):
-		code = "notfound"
+		return "notfound"
 	case errors.Is(err, ErrAborted):
-		code = "aborted"
+		return "aborted"
 	case errors.Is(err, ErrProtocol):
-		code = "protocol"
+		return "protocol"
 	}
-	return msg{"cmd": "error", "code": code, "msg": err.Error()}
+	return "failed"
 }

@@ -19,12 +19,11 @@ const (
 // need, and connects one QP (and, on shm, a pair of fast boxes) to every peer. Every rank
 // runs the same steps, meeting at the agent's fences.
 func (e *engine) connect(ctx context.Context, id hostIdentity) error {
-	me := card{host: e.host, id: id, pid: int32(os.Getpid()), probe: probeAddr(),
-		eagerSHM: uint32(e.cfg.eagerSHM), eagerTCP: uint32(e.cfg.eagerTCP), cpu: boundCPU()}
-	if err := e.client.Put(ctx, keyCard, me.encode()); err != nil {
+	me := e.myCard(id)
+	if err := e.pm.Put(ctx, keyCard, me.encode()); err != nil {
 		return err
 	}
-	if err := e.client.Fence(ctx); err != nil {
+	if err := e.pm.Fence(ctx); err != nil {
 		return err
 	}
 	prov, count, err := e.readCards(ctx, me)
@@ -39,14 +38,22 @@ func (e *engine) connect(ctx context.Context, id hostIdentity) error {
 	if err := e.publishEndpoints(ctx, devs, prov, slots); err != nil {
 		return err
 	}
-	if err := e.client.Fence(ctx); err != nil {
+	if err := e.pm.Fence(ctx); err != nil {
 		return err
 	}
-	fbKeys, err := e.connectQPs(ctx)
+	fbKeys, err := e.connectQPs(ctx, func(r int) ([]byte, error) {
+		return e.pm.Get(ctx, r, keyEP+strconv.Itoa(e.rank))
+	})
 	if err != nil {
 		return err
 	}
 	return e.connectFastboxes(fbKeys)
+}
+
+// myCard is this rank's card, with host identity id.
+func (e *engine) myCard(id hostIdentity) card {
+	return card{host: e.host, id: id, pid: int32(os.Getpid()), probe: probeAddr(),
+		eagerSHM: uint32(e.cfg.eagerSHM), eagerTCP: uint32(e.cfg.eagerTCP), cpu: boundCPU()}
 }
 
 // readCards reads every peer's card (after the fence that follows this rank's own card,
@@ -60,7 +67,7 @@ func (e *engine) readCards(ctx context.Context, me card) (prov []string, count m
 		if r == e.rank {
 			continue
 		}
-		b, err := e.client.Get(ctx, r, keyCard)
+		b, err := e.pm.Get(ctx, r, keyCard)
 		if err == nil {
 			cards[r], err = decodeCard(b)
 		}
@@ -105,18 +112,28 @@ func (e *engine) openDevices(count map[string]int, wait verbs.WaitMode, slots in
 		if count[name] == 0 {
 			continue
 		}
-		d, err := openDevice(name, &e.cfg, wait, e.rank, count[name], slots, e.client.Info().Secret)
+		d, err := e.addDevice(name, wait, count[name], slots)
 		if err != nil {
 			return nil, err
 		}
 		devs[name] = d
-		e.devs = append(e.devs, d)
-		e.poll.cqs = append(e.poll.cqs, d.cq)
-		if r, ok := d.cq.(roleReturner); ok {
-			e.returners = append(e.returners, r)
-		}
 	}
 	return devs, nil
+}
+
+// addDevice opens provider name for npeers peers and adds it to e.devs, the returners
+// and the poller's CQs.
+func (e *engine) addDevice(name string, wait verbs.WaitMode, npeers, slots int) (*device, error) {
+	d, err := openDevice(name, &e.cfg, wait, e.rank, npeers, slots, e.secret)
+	if err != nil {
+		return nil, err
+	}
+	e.devs = append(e.devs, d)
+	e.poll.cqs = append(e.poll.cqs, d.cq)
+	if r, ok := d.cq.(roleReturner); ok {
+		e.returners = append(e.returners, r)
+	}
+	return d, nil
 }
 
 // publishEndpoints makes every peer (on the device of its provider, prov by rank) with
@@ -132,33 +149,43 @@ func (e *engine) publishEndpoints(ctx context.Context, devs map[string]*device, 
 		if d.name == "shm" {
 			mine, theirs = e.cfg.eagerSHM, int(c.eagerSHM)
 		}
-		p, err := newPeer(d, r, *c, mine, theirs, slots)
+		ep, err := e.makePeer(d, r, *c, mine, theirs, slots)
 		if err != nil {
 			return err
 		}
-		p.cma = d.name == "shm" && cmaPossible(c)
-		e.peers[r] = p
-		fbKey, err := newFastboxIn(d, p)
-		if err != nil {
-			return err
-		}
-		if err := e.client.Put(ctx, keyEP+strconv.Itoa(r), encodeEP(p.qp.Endpoint(), fbKey)); err != nil {
+		e.peers[r].cma = d.name == "shm" && cmaPossible(c)
+		if err := e.pm.Put(ctx, keyEP+strconv.Itoa(r), ep); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// connectQPs reads every peer's endpoint for this rank (after the fence that follows
-// publishEndpoints), moves every QP to RTR and then to RTS, and returns the keys of the
-// peers' fast boxes for this rank's messages, by rank.
-func (e *engine) connectQPs(ctx context.Context) ([]uint64, error) {
+// makePeer makes the peer of rank r on d (see newPeer) with its fast box, sets
+// e.peers[r], and returns the endpoint value to send to r (encodeEP).
+func (e *engine) makePeer(d *device, r int, c card, mine, theirs, slots int) ([]byte, error) {
+	p, err := newPeer(d, r, c, mine, theirs, slots)
+	if err != nil {
+		return nil, err
+	}
+	e.peers[r] = p
+	fbKey, err := newFastboxIn(d, p)
+	if err != nil {
+		return nil, err
+	}
+	return encodeEP(p.qp.Endpoint(), fbKey), nil
+}
+
+// connectQPs reads every peer's endpoint for this rank with get (after the fence that
+// follows the endpoints' publication), moves every QP to RTR and then to RTS, and
+// returns the keys of the peers' fast boxes for this rank's messages, by rank.
+func (e *engine) connectQPs(ctx context.Context, get func(r int) ([]byte, error)) ([]uint64, error) {
 	fbKeys := make([]uint64, e.size)
 	for r, p := range e.peers {
 		if p == nil {
 			continue
 		}
-		b, err := e.client.Get(ctx, r, keyEP+strconv.Itoa(e.rank))
+		b, err := get(r)
 		var ep []byte
 		if err == nil {
 			ep, fbKeys[r], err = decodeEP(b)

@@ -3,7 +3,7 @@
 //
 // A rank program calls Init, communicates, and calls Finalize:
 //
-//	w, err := runtime.Init(ctx)        // reads golaunch's GOLAUNCH_* contract
+//	w, err := runtime.Init(ctx)        // golaunch's contract, else a PMI server
 //	if err != nil { ... }
 //	next := (w.Rank() + 1) % w.Size()
 //	err = runtime.Send(ctx, w, []float64{1, 2, 3}, next, 0)
@@ -13,8 +13,10 @@
 //
 // Started by golaunch (golaunch -n 4 ./prog), Init joins the job: it connects to the
 // local agent (package pmi), exchanges endpoints and connects every pair of ranks, over
-// shm for peers on the same host and tcp otherwise. Started on its own, the program gets
-// a world of one rank in which everything works.
+// shm for peers on the same host and tcp otherwise. Started by Slurm (srun --mpi=pmi2),
+// MPICH's Hydra (mpiexec.hydra) or Flux, it does the same through their PMI server
+// (PMI-1 or PMI-2), in one PMI fence on one node. Started on its own, the program gets a
+// world of one rank in which everything works.
 //
 // # Messages and communicators
 //
@@ -53,7 +55,7 @@
 // engine's lock. Buffer ownership: a Send's buffer is the caller's again when Send
 // returns; an Isend's or Irecv's buffer belongs to the runtime until its Request
 // completes (Wait returned, or Test reported true); a Recv's buffer is written only
-// during the Recv. Goroutines and how they stop: the agent event watcher and, with two
-// devices, one relay per completion queue, all stopped by Finalize (or when the agent
-// connection ends).
+// during the Recv. Goroutines and how they stop: the agent event watcher (golaunch only)
+// and, with two devices, one relay per completion queue, all stopped by Finalize (or
+// when the agent connection ends).
 package runtime

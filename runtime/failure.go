@@ -127,10 +127,16 @@ func (e *engine) deviceFailedLocked(d *device, err error) {
 	}
 }
 
+// eventSource is a process manager that pushes events: golaunch's agent (*pmi.Client).
+// A foreign PMI server pushes none (PMI-1 and PMI-2 are lock-step), so under Slurm, Hydra
+// or Flux a peer's death is seen by the transport alone, and the PM ends the job.
+type eventSource interface {
+	Events() <-chan pmi.Event
+}
+
 // watchEvents applies the agent's events until the connection ends or the World stops.
-func (e *engine) watchEvents() {
+func (e *engine) watchEvents(events <-chan pmi.Event) {
 	defer e.bg.Done()
-	events := e.client.Events()
 	for {
 		select {
 		case ev, ok := <-events:

@@ -155,19 +155,27 @@ func init() {
 	}
 }
 
-// Init joins the job this process was launched into by golaunch, and returns the World.
-// It reads the launch contract (the GOLAUNCH_* variables), connects to the local agent,
-// exchanges endpoint cards with every other rank through it (two fences), picks the
-// transport for each peer (shm on the same host, tcp otherwise, or the launcher's
-// --transport), and connects one queue pair to every peer. It returns once every
-// connection is up, or with an error when ctx ends first. Without the contract (the
-// program was not started by golaunch) Init returns a world of one rank.
+// Init joins the job this process was launched into, and returns the World. It finds
+// the job's process manager in this order:
+//
+//  1. golaunch's launch contract (the GOLAUNCH_* variables): Init connects to the local
+//     agent and exchanges endpoint cards with every other rank through it (two fences);
+//  2. a PMI server of Slurm, MPICH's Hydra or Flux (PMI_FD, or PMI_PORT with PMI_ID; see
+//     pmi.Detect): Init speaks PMI-1 or PMI-2 to it (GORMA_PMI), takes rank and size
+//     from it, and exchanges cards and endpoints in one PMI fence (two when the job
+//     spans several nodes), placing ranks by PMI_process_mapping;
+//  3. neither: a world of one rank.
+//
+// It picks the transport for each peer (shm on the same host, tcp otherwise, or the
+// launcher's --transport) and connects one queue pair to every peer. It returns once
+// every connection is up, or with an error when ctx ends first.
 //
 // It reads GORMA_PROGRESS (spin, hybrid or block; default hybrid), GORMA_SPIN (hybrid's
 // spin budget, a duration such as 50us, the default) and GORMA_EAGER_LIMIT (bytes, as
 // 8192, 16K or 1M; default 16K on shm and 64K on tcp); a bad value is an ErrConfig error
 // naming the variable. If Init fails after reaching the agent, it closes the connection
-// without Finalize, which golaunch treats as a failed rank (the job is aborted).
+// without Finalize, which golaunch treats as a failed rank (the job is aborted); after
+// reaching a foreign PMI server, it asks it to abort the job (PMI abort).
 func Init(ctx context.Context) (*World, error) {
 	return initWith(ctx, options{getenv: os.Getenv})
 }
@@ -181,12 +189,19 @@ func initWith(ctx context.Context, o options) (*World, error) {
 		return nil, fmt.Errorf("runtime: init: %w", err)
 	}
 	c, err := pmi.ReadContract(o.getenv)
-	if errors.Is(err, pmi.ErrNoContract) {
-		return worldOfOne(cfg, o), nil
-	}
-	if err != nil {
+	switch {
+	case err == nil:
+		return initAgent(ctx, cfg, c, o)
+	case !errors.Is(err, pmi.ErrNoContract):
 		return nil, fmt.Errorf("runtime: init: %w", err)
+	case pmi.Detect(o.getenv):
+		return initForeign(ctx, cfg, o)
 	}
+	return worldOfOne(cfg, o), nil
+}
+
+// initAgent joins a job that golaunch started, through the agent named by contract c.
+func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*World, error) {
 	cfg.transport, cfg.tcpAddr = c.Transport, c.TCPAddr
 	if c.IdleWatch != [2]int{} {
 		cfg.idleWatch = inheritIdleWatch(c.IdleWatch)
@@ -206,7 +221,7 @@ func initWith(ctx context.Context, o options) (*World, error) {
 	if c.HostCPUs > 0 {
 		e.ncpu = c.HostCPUs
 	}
-	e.client = client
+	e.pm, e.secret = client, client.Info().Secret
 	err = e.connect(ctx, identityWith(o.hostSalt))
 	closeIdleWatch(e.cfg.idleWatch) // not taken: no tcp device
 	e.cfg.idleWatch = nil
@@ -246,12 +261,12 @@ func identityWith(salt string) hostIdentity {
 	return id
 }
 
-// start launches the engine's goroutines: the agent event watcher and, with two devices,
-// one relay per completion queue.
+// start launches the engine's goroutines: the agent event watcher (golaunch's agent
+// only) and, with two devices, one relay per completion queue.
 func (e *engine) start() {
-	if e.client != nil {
+	if es, ok := e.pm.(eventSource); ok {
 		e.bg.Add(1)
-		go e.watchEvents()
+		go e.watchEvents(es.Events())
 	}
 	if len(e.devs) > 1 {
 		for _, d := range e.devs {

@@ -152,6 +152,29 @@ func chooseProvider(transport string, me, peer *card, peerRank int) (string, err
 	return "", fmt.Errorf("%w: unknown transport %q (want auto, shm or tcp)", ErrTransport, transport)
 }
 
+// between is the provider rank a uses to reach rank b (a != b), as every rank computes
+// it from the cards: chooseProvider under golaunch; under a foreign PM (e.nodes set),
+// shm only when PMI_process_mapping puts both on one node AND their cards say they
+// share memory, tcp otherwise (foreignProvider).
+func (e *engine) between(a, b int) (string, error) {
+	if e.nodes != nil {
+		return foreignProvider(e.nodes, e.cards, a, b), nil
+	}
+	return chooseProvider(e.cfg.transport, &e.cards[a], &e.cards[b], b)
+}
+
+// foreignProvider is chooseProvider under a foreign process manager: the node map
+// (PMI_process_mapping) proposes, the cards' host identity (boot id, namespaces, user)
+// confirms. Ranks the map puts on one node whose cards differ (another network
+// namespace, a container) talk over tcp, and so do ranks on one host that the map puts
+// on different nodes: tcp works between any two ranks.
+func foreignProvider(nodes []int, cards []card, a, b int) string {
+	if nodes[a] == nodes[b] && sameHost(&cards[a], &cards[b]) {
+		return "shm"
+	}
+	return "tcp"
+}
+
 func (id hostIdentity) short() string {
 	return fmt.Sprintf("boot %x, netns %d, pidns %d, uid %d", id.bootID[:4], id.netNS, id.pidNS, id.uid)
 }

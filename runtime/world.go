@@ -119,7 +119,7 @@ func (w *World) TransportBetween(a, b int) string {
 	case e.cards == nil:
 		return ""
 	}
-	p, err := chooseProvider(e.cfg.transport, &e.cards[a], &e.cards[b], b)
+	p, err := e.between(a, b)
 	if err != nil {
 		return ""
 	}
@@ -208,10 +208,14 @@ type engine struct {
 	ncpu                 int // processors this host's ranks share (HostCPUs)
 	hosts                []string
 	cards                []card      // every rank's card (this rank's too), kept for TransportBetween; nil in a world of one
-	client               *pmi.Client // nil in a world of one
-	exit                 func(code int)
-	cfg                  config
-	devs                 []*device // their closed and broken flags are guarded by mu
+	pm                   pmi.Session // the process manager: golaunch's agent or a foreign PMI server; nil in a world of one
+	secret               []byte      // the job secret that authenticates tcp connections
+	// nodes is every rank's node index from a foreign PM's PMI_process_mapping, which
+	// decides the transport together with the cards (between); nil under golaunch.
+	nodes []int
+	exit  func(code int)
+	cfg   config
+	devs  []*device // their closed and broken flags are guarded by mu
 	// returners are the devices' CQs that a waiter may lead (tcp), for ServePeers and
 	// PollPeers; set with devs.
 	returners []roleReturner
@@ -291,7 +295,7 @@ func (w *World) Finalize(ctx context.Context) error {
 	e.failQueueLocked(&e.posted, -1, ErrFinalized)
 	e.failQueueLocked(&e.probes, -1, ErrFinalized)
 	err := e.drainLocked(ctx)
-	if err == nil && e.client != nil {
+	if err == nil && e.pm != nil {
 		err = e.fenceLocked(ctx)
 	}
 	e.finalized = true
@@ -299,13 +303,13 @@ func (w *World) Finalize(ctx context.Context) error {
 	e.mu.Unlock()
 
 	e.shutdown()
-	if e.client != nil {
+	if e.pm != nil {
 		if err == nil {
-			if ferr := e.client.Finalize(ctx); ferr != nil {
+			if ferr := e.pm.Finalize(ctx); ferr != nil {
 				err = agentErr(ferr)
 			}
 		}
-		e.client.Close()
+		e.pm.Close()
 	}
 	e.bg.Wait()
 	if err != nil {
@@ -321,8 +325,8 @@ func (w *World) Finalize(ctx context.Context) error {
 func (w *World) Finalized() bool { return w.e.over.Load() }
 
 // Abort aborts the job: it tells the launcher (which stops every rank and exits with
-// code, printing msg in its summary line) and then exits this process with code. It does
-// not return. In a world of one it only exits.
+// code, printing msg in its summary line; under Slurm, Hydra or Flux, PMI abort) and then
+// exits this process with code. It does not return. In a world of one it only exits.
 func (w *World) Abort(code int, msg string) {
 	e := w.e
 	e.mu.Lock()
@@ -332,8 +336,8 @@ func (w *World) Abort(code int, msg string) {
 	}
 	e.mu.Unlock()
 	e.kick()
-	if e.client != nil {
-		e.client.Abort(code, msg)
+	if e.pm != nil {
+		e.pm.Abort(code, msg)
 	}
 	e.exit(code)
 }
@@ -353,7 +357,7 @@ func (e *engine) drainLocked(ctx context.Context) error {
 // in this rank's receive slots, is not stuck behind the fence.
 func (e *engine) fenceLocked(ctx context.Context) error {
 	r := e.newRequestLocked(reqSync)
-	cl := e.client
+	cl := e.pm
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()

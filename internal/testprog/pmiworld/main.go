@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/window"
+)
+
+func main() {
+	size := flag.Int("size", 0, "the World size every rank must see (0: any)")
+	timeout := flag.Duration("timeout", time.Minute, "bound on the whole run")
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	w, err := runtime.Init(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pmiworld: init: %v\n", err)
+		os.Exit(1)
+	}
+	line, err := check(ctx, w, *size)
+	if err == nil {
+		err = w.Finalize(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pmiworld: rank %d of %d: %v\n", w.Rank(), w.Size(), err)
+		os.Exit(1)
+	}
+	if w.Rank() == 0 {
+		fmt.Println(line)
+	}
+}
+
+// check runs every check and returns rank 0's summary line.
+func check(ctx context.Context, w *runtime.World, want int) (string, error) {
+	me, size := w.Rank(), w.Size()
+	if want > 0 && size != want {
+		return "", fmt.Errorf("World size %d, want %d (one world per rank: was the PMI server not detected?)", size, want)
+	}
+	if err := checkRanks(ctx, w); err != nil {
+		return "", err
+	}
+	if err := putRing(ctx, w); err != nil {
+		return "", err
+	}
+	sum := []int64{0}
+	if err := collectives.Allreduce(ctx, w, []int64{int64(me + 1)}, sum, collectives.Sum[int64]()); err != nil {
+		return "", fmt.Errorf("allreduce: %w", err)
+	}
+	if got, exp := sum[0], int64(size*(size+1)/2); got != exp {
+		return "", fmt.Errorf("allreduce of rank+1 gave %d, want %d", got, exp)
+	}
+	return summary(ctx, w)
+}
+
+// checkRanks checks that the ranks are 0..size-1, each once: every rank sets its bit of
+// a bitmap, and a sum Allreduce of the bitmaps must have every bit exactly once.
+func checkRanks(ctx context.Context, w *runtime.World) error {
+	me, size := w.Rank(), w.Size()
+	if me < 0 || me >= size {
+		return fmt.Errorf("rank %d out of [0, %d)", me, size)
+	}
+	mine, bits := make([]int64, size), make([]int64, size)
+	mine[me] = 1
+	if err := collectives.Allreduce(ctx, w, mine, bits, collectives.Sum[int64]()); err != nil {
+		return fmt.Errorf("allreduce of the rank bitmap: %w", err)
+	}
+	for r, n := range bits {
+		if n != 1 {
+			return fmt.Errorf("rank %d is held by %d processes, want 1", r, n)
+		}
+	}
+	return nil
+}
+
+// putRing has every rank Put its rank into the next rank's window, Fence, and check what
+// the previous rank put.
+func putRing(ctx context.Context, w *runtime.World) error {
+	me, size := w.Rank(), w.Size()
+	win, err := window.Allocate[int64](ctx, w, 2)
+	if err != nil {
+		return fmt.Errorf("window: %w", err)
+	}
+	if err := win.Fence(ctx, 0); err != nil {
+		return fmt.Errorf("window fence: %w", err)
+	}
+	next, prev := (me+1)%size, (me+size-1)%size
+	if err := win.Put([]int64{int64(me), 1000 + int64(me)}, next, 0); err != nil {
+		return fmt.Errorf("put to rank %d: %w", next, err)
+	}
+	if err := win.Fence(ctx, window.NoSucceed); err != nil {
+		return fmt.Errorf("window fence: %w", err)
+	}
+	if got := win.Local(); got[0] != int64(prev) || got[1] != 1000+int64(prev) {
+		return fmt.Errorf("window holds %v after the ring of Puts, want [%d %d] from rank %d", got, prev, 1000+prev, prev)
+	}
+	if err := win.Free(ctx); err != nil {
+		return errors.Join(errors.New("window free"), err)
+	}
+	return nil
+}
+
+// summary counts the hosts and the transports this rank uses, for rank 0's line.
+func summary(ctx context.Context, w *runtime.World) (string, error) {
+	hosts := map[string]bool{}
+	count := map[string]int{}
+	for r := range w.Size() {
+		hosts[w.HostOf(r)] = true
+		if r != w.Rank() {
+			count[w.Transport(r)]++
+		}
+	}
+	if err := runtime.Barrier(ctx, w); err != nil {
+		return "", fmt.Errorf("barrier: %w", err)
+	}
+	return fmt.Sprintf("pmiworld: ok: %d ranks, %d hosts, transports shm=%d tcp=%d, local size %d",
+		w.Size(), len(hosts), count["shm"], count["tcp"], w.LocalSize()), nil
+}

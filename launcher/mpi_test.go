@@ -1,0 +1,206 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/launcher/internal/netns"
+)
+
+// MPI programs that other people's MPI (Debian's MPICH) builds: golaunch serves them
+// PMI-1 on PMI_FD, as mpiexec.hydra would. Built with mpicc.mpich once per test binary;
+// the tests skip, saying which package to install, where it is absent.
+var mpiSources = map[string]string{
+	"hello":     "../bench/mpi/hello.c",
+	"allreduce": "../internal/testprog/mpi/allreduce.c",
+	"putfence":  "../internal/testprog/mpi/putfence.c",
+	"split":     "../internal/testprog/mpi/split.c",
+	"abort":     "../internal/testprog/mpi/abort.c",
+}
+
+var mpiBuild struct {
+	once sync.Once
+	bins map[string]string
+	err  error
+}
+
+// mpiProgs builds the C programs (or skips) and returns their paths by name.
+func mpiProgs(t *testing.T) map[string]string {
+	t.Helper()
+	binaries(t)
+	mpicc, err := exec.LookPath("mpicc.mpich")
+	if err != nil {
+		t.Skip("mpicc.mpich not found: install Debian's mpich and libmpich-dev to run MPI programs under golaunch")
+	}
+	mpiBuild.once.Do(func() {
+		mpiBuild.bins = map[string]string{}
+		for name, src := range mpiSources {
+			bin := filepath.Join(binDir, name+"_c")
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			out, err := exec.CommandContext(ctx, mpicc, "-O1", "-o", bin, src).CombinedOutput()
+			cancel()
+			if err != nil {
+				mpiBuild.err = fmt.Errorf("mpicc.mpich %s: %v\n%s", src, err, out)
+				return
+			}
+			mpiBuild.bins[name] = bin
+		}
+	})
+	if mpiBuild.err != nil {
+		t.Fatal(mpiBuild.err)
+	}
+	return mpiBuild.bins
+}
+
+// mpiWant is what each checked program prints on success, per rank r of n.
+func mpiWant(name string, r, n int) string {
+	switch name {
+	case "hello":
+		return fmt.Sprintf("hello from rank %d of %d on ", r, n)
+	case "allreduce":
+		return fmt.Sprintf("allreduce ok rank %d of %d sum %d", r, n, n*(n+1)/2)
+	case "putfence":
+		return fmt.Sprintf("putfence ok rank %d of %d", r, n)
+	case "split":
+		return fmt.Sprintf("split ok rank %d color %d", r, r%2)
+	}
+	panic(name)
+}
+
+// checkMPIRun fails unless a run of name with n ranks exited 0 and every rank printed its
+// success line.
+func checkMPIRun(t *testing.T, name string, n, code int, stdout, stderr string) {
+	t.Helper()
+	if code != 0 {
+		t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", name, code, stdout, stderr)
+	}
+	for r := range n {
+		mustContain(t, name+" output", stdout, fmt.Sprintf("[%d] ", r)+mpiWant(name, r, n))
+	}
+	if name == "hello" {
+		mustContain(t, "hello output", stdout, fmt.Sprintf("[0] ring token %d ok", n*(n-1)/2))
+	}
+}
+
+// The MPICH programs run under golaunch -n 4 on one host: one world of 4, every check
+// passed, exit 0.
+func TestMPIOneHost(t *testing.T) {
+	progs := mpiProgs(t)
+	for _, name := range []string{"hello", "allreduce", "putfence", "split"} {
+		t.Run(name, func(t *testing.T) {
+			r := runGL(t, "", "-n", "4", "--timeout", "45s", progs[name])
+			checkMPIRun(t, name, 4, r.code, r.stdout, r.stderr)
+		})
+	}
+}
+
+// An MPI rank killed by SIGKILL ends the job with 137 and one summary line naming it,
+// as a gorma rank does; no rank survives.
+func TestMPIRankKilled(t *testing.T) {
+	progs := mpiProgs(t)
+	gl := startGL(t, "-n", "4", "--grace", "500ms", "--timeout", "45s", progs["abort"], "hang")
+	pids := gl.readyPids(t, 4)
+	syscall.Kill(pids[2], syscall.SIGKILL)
+	code := gl.wait(t, 30*time.Second)
+	sum := summaryLines(gl.stderr.String())
+	want := fmt.Sprintf("golaunch: rank 2 (host %s, pid %d) killed by signal 9 (SIGKILL); job aborted", hostName(), pids[2])
+	if code != ExitSignalBase+9 || len(sum) != 1 || sum[0] != want {
+		t.Fatalf("exit %d, summary %q; want %d and %q\nstderr:\n%s", code, sum, ExitSignalBase+9, want, gl.stderr.String())
+	}
+	requireGone(t, pids, 5*time.Second)
+}
+
+// MPI_Abort(MPI_COMM_WORLD, 3) reaches golaunch as a PMI abort: the job ends with 3 and
+// a summary naming the rank; MPI_Abort never returns to the rank, which the abort ends.
+// A rank that leaves with exit(0) after MPI_Init but without MPI_Finalize fails the
+// job (125), as a gorma rank that skips Finalize does.
+func TestMPIAbortRules(t *testing.T) {
+	progs := mpiProgs(t)
+	r := runGL(t, "", "-n", "4", "--grace", "500ms", "--timeout", "45s", progs["abort"], "abort", "3", "1")
+	sum := summaryLines(r.stderr)
+	if r.code != 3 || len(sum) != 1 || !strings.HasPrefix(sum[0], "golaunch: rank 1 (host ") || !strings.HasSuffix(sum[0], "called Abort(3); job aborted") {
+		t.Fatalf("MPI_Abort: exit %d, summary %q\nstderr:\n%s", r.code, sum, r.stderr)
+	}
+	r = runGL(t, "", "-n", "4", "--grace", "500ms", "--timeout", "45s", progs["abort"], "nofinalize", "2")
+	sum = summaryLines(r.stderr)
+	if r.code != ExitFailure || len(sum) != 1 || !strings.Contains(sum[0], "rank 2 (host ") || !strings.HasSuffix(sum[0], "exited without calling Finalize; job aborted") {
+		t.Fatalf("exit without MPI_Finalize: exit %d, summary %q\nstderr:\n%s", r.code, sum, r.stderr)
+	}
+}
+
+// Every rank gets PMI_FD, PMI_RANK and PMI_SIZE (and Hydra's MPI_LOCALRANKID and
+// MPI_LOCALNRANKS), whatever PMI_* variables golaunch itself inherited (they describe
+// golaunch's own process manager); -x still sets one.
+func TestPMIEnvironment(t *testing.T) {
+	binaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, golaunchBin, "-n", "2", "-x", "PMI_DEBUG=0",
+		pmiprogBin, "env", "PMI_RANK", "PMI_SIZE", "PMI_FD", "PMI_PORT", "PMI_ID", "PMI_DEBUG", "MPI_LOCALRANKID", "MPI_LOCALNRANKS")
+	cmd.Env = append(glEnv(), "PMI_PORT=bogus:1", "PMI_ID=7", "PMI_FD=99", "PMI_RANK=5")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("golaunch: %v\n%s", err, out)
+	}
+	for rank := range 2 {
+		for _, want := range []string{"PMI_RANK=" + fmt.Sprint(rank), "PMI_SIZE=2", "PMI_PORT=", "PMI_ID=", "PMI_DEBUG=0",
+			"MPI_LOCALRANKID=" + fmt.Sprint(rank), "MPI_LOCALNRANKS=2"} {
+			mustContain(t, "output", string(out), fmt.Sprintf("env %d %s\n", rank, want))
+		}
+		if strings.Contains(string(out), fmt.Sprintf("env %d PMI_FD=\n", rank)) || strings.Contains(string(out), fmt.Sprintf("env %d PMI_FD=99\n", rank)) {
+			t.Errorf("rank %d has no PMI_FD of its own:\n%s", rank, out)
+		}
+	}
+}
+
+// The MPICH programs over the netns agent cluster: 2 hosts of 2 ranks, then a rank on
+// the second host killed by SIGKILL (137) and one calling MPI_Abort (its code). UCX keeps
+// its defaults (ranks in different network namespaces of one machine still reach each
+// other over shared memory); every run is bounded by --timeout.
+func TestNetnsMPI(t *testing.T) {
+	if ok, why := netns.Available(); !ok {
+		t.Skip(why)
+	}
+	progs := mpiProgs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := startNetnsCluster(t, ctx, 2, 2)
+	for _, name := range []string{"hello", "allreduce", "putfence", "split"} {
+		t.Run(name, func(t *testing.T) {
+			gl := c.submitFrom0(t, ctx, "-n", "4", "--timeout", "45s", progs[name])
+			code := gl.wait(t, 60*time.Second)
+			var out []string
+			for l := range gl.lines {
+				out = append(out, l)
+			}
+			checkMPIRun(t, name, 4, code, strings.Join(out, "\n")+"\n", gl.stderr.String())
+		})
+	}
+	t.Run("killed", func(t *testing.T) {
+		gl := c.submitFrom0(t, ctx, "-n", "4", "--grace", "500ms", "--timeout", "45s", progs["abort"], "hang")
+		pids := gl.readyPids(t, 4)
+		syscall.Kill(pids[3], syscall.SIGKILL)
+		code := gl.wait(t, 30*time.Second)
+		sum := summaryLines(gl.stderr.String())
+		want := fmt.Sprintf("golaunch: rank 3 (host h1, pid %d) killed by signal 9 (SIGKILL); job aborted", pids[3])
+		if code != ExitSignalBase+9 || len(sum) != 1 || sum[0] != want {
+			t.Fatalf("exit %d, summary %q; want %d and %q\nstderr:\n%s", code, sum, ExitSignalBase+9, want, gl.stderr.String())
+		}
+		requireGone(t, pids, 5*time.Second)
+	})
+	t.Run("abort", func(t *testing.T) {
+		gl := c.submitFrom0(t, ctx, "-n", "4", "--grace", "500ms", "--timeout", "45s", progs["abort"], "abort", "3", "2")
+		code := gl.wait(t, 60*time.Second)
+		sum := summaryLines(gl.stderr.String())
+		if code != 3 || len(sum) != 1 || !strings.HasPrefix(sum[0], "golaunch: rank 2 (host h1, ") {
+			t.Fatalf("MPI_Abort on h1: exit %d, summary %q\nstderr:\n%s", code, sum, gl.stderr.String())
+		}
+	})
+}

@@ -1,0 +1,324 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/gorma-hpc/gorma/pmi"
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
+
+// Keys a rank publishes through a foreign PMI server. The "gorma-" prefix keeps them
+// apart from an MPI library's; the session puts the rank into the PMI key.
+const (
+	// keyWire1 holds this rank's card, rank 0's job secret, and the shm endpoints for
+	// the peers PMI_process_mapping puts on this rank's node (encodeWire).
+	keyWire1 = "gorma-w1"
+	// keyWire2 holds the endpoints for every other peer, in the second round that only a
+	// job spanning several nodes (or without a node map) needs.
+	keyWire2 = "gorma-w2"
+	// secretLen is the length of the job secret rank 0 draws for the tcp transport.
+	secretLen = 32
+)
+
+// abortWait bounds how long a failed Init waits for the PMI server to take its abort.
+const abortWait = 2 * time.Second
+
+// initForeign joins a job that Slurm, Hydra or Flux started, through the PMI server the
+// environment names (pmi.Connect, which checks the server's rank and size against
+// PMI_RANK and PMI_SIZE).
+func initForeign(ctx context.Context, cfg config, o options) (*World, error) {
+	f, err := pmi.Connect(ctx, o.getenv)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: init: %w", err)
+	}
+	rank, size := f.Rank(), f.Size()
+	fail := func(err error) (*World, error) {
+		err = fmt.Errorf("runtime: init rank %d (PMI %s): %w", rank, f.Version(), err)
+		abortSession(f, err.Error())
+		return nil, err
+	}
+	nodes, err := f.Nodes(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("node map (%s) of a job of %d ranks (%s): %w", pmi.ProcessMappingKey, size, pmi.EnvPMISize, err))
+	}
+	if nodes != nil && len(nodes) != size {
+		return fail(fmt.Errorf("%w: PMI_process_mapping places %d ranks, the PMI server says the job has %d", pmi.ErrProtocol, len(nodes), size))
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return fail(fmt.Errorf("host name: %w", err))
+	}
+	// tcp peers are on other nodes: listen on every interface (the device advertises the
+	// first global unicast address).
+	cfg.transport, cfg.tcpAddr = "auto", "0.0.0.0"
+	e := newEngine(cfg, rank, size, host, o.exit)
+	e.pm = f
+	if err := e.connectForeign(ctx, identityWith(o.hostSalt), nodes); err != nil {
+		e.shutdown()
+		return fail(err)
+	}
+	e.start()
+	return &World{e: e}, nil
+}
+
+// abortSession asks the PMI server to end the job (bounded by abortWait: a server that
+// answers garbage may not read it) and closes the session.
+func abortSession(s pmi.Session, msg string) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Abort(1, msg)
+	}()
+	select {
+	case <-done:
+	case <-time.After(abortWait):
+	}
+	s.Close()
+}
+
+// connectForeign wires the job up through a foreign PMI server. Round one, before the
+// only fence of a one-node job: this rank opens the shm device for the peers that the
+// node map (nodes, from PMI_process_mapping; nil without one) puts on its node, makes
+// their QPs and fast boxes, and publishes its card, its endpoints for them and (rank 0)
+// the job secret in one value. After the fence it reads every card; the peers whose
+// cards confirm the map are settled. A second round (tcp peers, or peers the map and the
+// cards disagree on) happens only if some pair of ranks is unsettled, which every rank
+// decides alike from the same cards. Then every QP connects.
+func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []int) error {
+	me := e.myCard(id)
+	slots := slotsPerPeer(e.size - 1)
+	var secret []byte
+	if e.rank == 0 {
+		secret = make([]byte, secretLen)
+		rand.Read(secret)
+		e.secret = secret
+	}
+	near, err := e.openNear(nodes, slots)
+	if err != nil {
+		return err
+	}
+	if err := e.pm.Put(ctx, keyWire1, encodeWire(me.encode(), secret, near)); err != nil {
+		return fmt.Errorf("publish this rank's card and endpoints (PMI put %s): %w", keyWire1, err)
+	}
+	if err := e.pm.Fence(ctx); err != nil {
+		return fmt.Errorf("exchange cards and endpoints (PMI fence): %w", err)
+	}
+	first, err := e.readWires(ctx, keyWire1, nil)
+	if err != nil {
+		return err
+	}
+	if err := e.adoptCards(me, first); err != nil {
+		return err
+	}
+	e.nodes = nodes
+	e.settleNear()
+	var second []wire
+	late := make([]bool, e.size) // peers connected by the second round
+	if needSecondRound(nodes, e.cards) {
+		if second, late, err = e.secondRound(ctx, slots); err != nil {
+			return err
+		}
+	}
+	fbKeys, err := e.connectQPs(ctx, func(r int) ([]byte, error) {
+		w, key := first[r], keyWire1
+		if late[r] {
+			w, key = second[r], keyWire2
+		}
+		if w.ep == nil {
+			return nil, fmt.Errorf("%w: rank %d published no endpoint for rank %d under PMI key %s (does every rank see the same PMI_process_mapping?)",
+				pmi.ErrProtocol, r, e.rank, key)
+		}
+		return w.ep, nil
+	})
+	if err != nil {
+		return err
+	}
+	return e.connectFastboxes(fbKeys)
+}
+
+// openNear opens the shm device for the peers nodes puts on this rank's node and makes
+// their peers, assuming they take this rank's own eager limit (settleNear lowers it to
+// theirs). It returns the endpoint entries to publish.
+func (e *engine) openNear(nodes []int, slots int) ([]wireEP, error) {
+	var near []int
+	for r := range nodes {
+		if r != e.rank && nodes[r] == nodes[e.rank] {
+			near = append(near, r)
+		}
+	}
+	if len(near) == 0 {
+		return nil, nil
+	}
+	d, err := e.addDevice("shm", verbs.WaitBlock, len(near), slots)
+	if err != nil {
+		return nil, err
+	}
+	eps := make([]wireEP, 0, len(near))
+	for _, r := range near {
+		ep, err := e.makePeer(d, r, card{}, e.cfg.eagerSHM, e.cfg.eagerSHM, slots)
+		if err != nil {
+			return nil, err
+		}
+		eps = append(eps, wireEP{rank: r, ep: ep})
+	}
+	return eps, nil
+}
+
+// readWires reads key of every peer (of the peers with want[r] set, if want is not nil)
+// and returns them by rank, each holding the endpoint meant for this rank.
+func (e *engine) readWires(ctx context.Context, key string, want []bool) ([]wire, error) {
+	wires := make([]wire, e.size)
+	for r := range e.size {
+		if r == e.rank || want != nil && !want[r] {
+			continue
+		}
+		b, err := e.pm.Get(ctx, r, key)
+		if err != nil {
+			return nil, fmt.Errorf("read rank %d's card and endpoints (PMI get %s): %w", r, key, err)
+		}
+		if wires[r], err = decodeWire(b, e.rank); err != nil {
+			return nil, fmt.Errorf("%w: rank %d's value under PMI key %s: %w", pmi.ErrProtocol, r, key, err)
+		}
+	}
+	return wires, nil
+}
+
+// adoptCards decodes every peer's card from the first round's wires, and sets e.cards,
+// e.hosts, the local rank and size (the ranks whose cards say they share this rank's
+// host) and, from rank 0's wire, the job secret.
+func (e *engine) adoptCards(me card, wires []wire) error {
+	cards := make([]card, e.size)
+	cards[e.rank] = me
+	for r := range e.size {
+		if r == e.rank {
+			continue
+		}
+		c, err := decodeCard(wires[r].card)
+		if err != nil {
+			return fmt.Errorf("%w: card of rank %d (PMI key %s): %w", pmi.ErrProtocol, r, keyWire1, err)
+		}
+		cards[r] = c
+		e.hosts[r] = c.host
+	}
+	if e.rank != 0 {
+		if n := len(wires[0].secret); n != secretLen {
+			return fmt.Errorf("%w: rank 0 published a job secret of %d bytes under PMI key %s, want %d (mixed gorma builds in one job?)",
+				pmi.ErrProtocol, n, keyWire1, secretLen)
+		}
+		e.secret = wires[0].secret
+	}
+	e.cards = cards
+	e.localRank, e.localSize = 0, 0
+	for r := range cards {
+		if sameHost(&cards[r], &me) {
+			if r < e.rank {
+				e.localRank++
+			}
+			e.localSize++
+		}
+	}
+	return nil
+}
+
+// settleNear completes the first round's peers with their cards, and drops those the
+// cards refuse shm with (foreignProvider): the second round connects them over tcp. A
+// dropped peer's QP stays in Init, unconnected, until the shm device closes.
+func (e *engine) settleNear() {
+	for r, p := range e.peers {
+		if p == nil {
+			continue
+		}
+		if foreignProvider(e.nodes, e.cards, e.rank, r) != "shm" {
+			e.peers[r] = nil
+			continue
+		}
+		c := &e.cards[r]
+		p.card, p.host = *c, c.host
+		p.eagerMax = min(p.eagerMax, int(c.eagerSHM))
+		p.cma = cmaPossible(c)
+	}
+}
+
+// needSecondRound reports whether some pair of ranks is not settled by the first round:
+// there is no node map, it names several nodes, or two ranks' cards differ in host. Every
+// rank computes the same answer from the same cards.
+func needSecondRound(nodes []int, cards []card) bool {
+	if len(cards) < 2 {
+		return false
+	}
+	if nodes == nil {
+		return true
+	}
+	for r := range cards {
+		if nodes[r] != nodes[0] || !sameHost(&cards[r], &cards[0]) {
+			return true
+		}
+	}
+	return false
+}
+
+// secondRound makes the peers the first round left unconnected, on the devices their
+// providers need (e.between), publishes their endpoints in one value, fences, and
+// returns the peers' second-round wires by rank and which peers it made.
+func (e *engine) secondRound(ctx context.Context, slots int) ([]wire, []bool, error) {
+	prov := make([]string, e.size)
+	count, later := map[string]int{}, map[string]int{}
+	want := make([]bool, e.size)
+	for r := range e.size {
+		if r == e.rank {
+			continue
+		}
+		var err error
+		if prov[r], err = e.between(e.rank, r); err != nil {
+			return nil, nil, err
+		}
+		count[prov[r]]++
+		if e.peers[r] == nil {
+			later[prov[r]]++
+			want[r] = true
+		}
+	}
+	wait := e.deviceWait(count)
+	devs := map[string]*device{}
+	for _, d := range e.devs {
+		devs[d.name] = d
+	}
+	for _, name := range []string{"shm", "tcp"} {
+		if later[name] > 0 && devs[name] == nil {
+			d, err := e.addDevice(name, wait, later[name], slots)
+			if err != nil {
+				return nil, nil, err
+			}
+			devs[name] = d
+		}
+	}
+	var eps []wireEP
+	for r := range e.size {
+		if !want[r] {
+			continue
+		}
+		d, c := devs[prov[r]], &e.cards[r]
+		mine, theirs := e.cfg.eagerTCP, int(c.eagerTCP)
+		if d.name == "shm" {
+			mine, theirs = e.cfg.eagerSHM, int(c.eagerSHM)
+		}
+		ep, err := e.makePeer(d, r, *c, mine, theirs, slots)
+		if err != nil {
+			return nil, nil, err
+		}
+		e.peers[r].cma = d.name == "shm" && cmaPossible(c)
+		eps = append(eps, wireEP{rank: r, ep: ep})
+	}
+	if err := e.pm.Put(ctx, keyWire2, encodeWire(nil, nil, eps)); err != nil {
+		return nil, nil, fmt.Errorf("publish this rank's endpoints (PMI put %s): %w", keyWire2, err)
+	}
+	if err := e.pm.Fence(ctx); err != nil {
+		return nil, nil, fmt.Errorf("exchange endpoints (PMI fence, second round): %w", err)
+	}
+	wires, err := e.readWires(ctx, keyWire2, want)
+	return wires, want, err
+}

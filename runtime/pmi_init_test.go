@@ -1,0 +1,307 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ringAndFinalize sends a token around the ranks' ring, runs a Barrier, and finalizes
+// every World concurrently.
+func ringAndFinalize(t *testing.T, ctx context.Context, worlds []*World) {
+	t.Helper()
+	n := len(worlds)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r, w := range worlds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[r] = func() error {
+				next, prev := (r+1)%n, (r+n-1)%n
+				if err := Send(ctx, w, []int64{int64(r)}, next, 7); err != nil {
+					return err
+				}
+				got := []int64{-1}
+				if _, err := Recv(ctx, w, got, prev, 7); err != nil {
+					return err
+				}
+				if got[0] != int64(prev) {
+					return fmt.Errorf("got %d from rank %d", got[0], prev)
+				}
+				if err := Barrier(ctx, w); err != nil {
+					return err
+				}
+				return w.Finalize(ctx)
+			}()
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+}
+
+// checkTransports checks every rank's transport to every other against want(a, b), and
+// that TransportBetween agrees everywhere.
+func checkTransports(t *testing.T, worlds []*World, want func(a, b int) string) {
+	t.Helper()
+	for a, w := range worlds {
+		for b := range worlds {
+			if a == b {
+				continue
+			}
+			if got := w.Transport(b); got != want(a, b) {
+				t.Errorf("rank %d reaches rank %d over %q, want %q", a, b, got, want(a, b))
+			}
+			for c := range worlds {
+				if got := worlds[c].TransportBetween(a, b); c != a && got != want(a, b) {
+					t.Errorf("rank %d says rank %d reaches rank %d over %q, want %q", c, a, b, got, want(a, b))
+				}
+			}
+		}
+	}
+}
+
+func wantFences(t *testing.T, pm *fakePM, n int, when string) {
+	t.Helper()
+	for r, got := range pm.barrierCounts() {
+		if got != n {
+			t.Errorf("rank %d entered %d PMI barriers %s, want %d", r, got, when, n)
+		}
+	}
+}
+
+// TestForeignOneNode: four ranks that PMI_process_mapping puts on one node connect over
+// shm with one PMI barrier at Init (and one at Finalize).
+func TestForeignOneNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pm := newFakePM(t, 4, "(vector,(0,1,4))")
+	worlds := startFake(t, ctx, pm, make([]string, 4))
+	wantFences(t, pm, 1, "in Init")
+	for r, w := range worlds {
+		if w.Rank() != r || w.Size() != 4 || w.LocalSize() != 4 || w.LocalRank() != r {
+			t.Errorf("rank %d: World rank %d size %d, local %d of %d", r, w.Rank(), w.Size(), w.LocalRank(), w.LocalSize())
+		}
+	}
+	checkTransports(t, worlds, func(a, b int) string { return "shm" })
+	ringAndFinalize(t, ctx, worlds)
+	wantFences(t, pm, 2, "after Finalize")
+}
+
+// TestForeignPutsPerRank: at 64 ranks on one node a rank still publishes its card and
+// its 63 endpoints in one or two PMI puts (values of at most vallen_max, 1024 here), with
+// one fence.
+func TestForeignPutsPerRank(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const n = 64
+	pm := newFakePM(t, n, fmt.Sprintf("(vector,(0,1,%d))", n))
+	worlds := startFake(t, ctx, pm, make([]string, n))
+	wantFences(t, pm, 1, "in Init")
+	puts := pm.putCounts()
+	t.Logf("PMI puts by rank: %v", puts)
+	for r, p := range puts {
+		if p < 1 || p > 2 {
+			t.Errorf("rank %d made %d PMI puts at Init, want 1 or 2", r, p)
+		}
+	}
+	ringAndFinalize(t, ctx, worlds)
+}
+
+// TestForeignTwoNodes: a job over two nodes (two host identities) connects the nodes
+// over tcp, which takes a second PMI barrier (the tcp transport needs the job secret
+// before its device opens).
+func TestForeignTwoNodes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pm := newFakePM(t, 4, "(vector,(0,2,2))")
+	worlds := startFake(t, ctx, pm, []string{"a", "a", "b", "b"})
+	wantFences(t, pm, 2, "in Init")
+	checkTransports(t, worlds, func(a, b int) string {
+		if a/2 == b/2 {
+			return "shm"
+		}
+		return "tcp"
+	})
+	if ls := worlds[3].LocalSize(); ls != 2 {
+		t.Errorf("rank 3's local size %d, want 2", ls)
+	}
+	ringAndFinalize(t, ctx, worlds)
+}
+
+// TestForeignMapDisagrees: the node map puts every rank on one node, but rank 3's card
+// says another host (another network namespace): the cards win, and rank 3 talks tcp.
+func TestForeignMapDisagrees(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pm := newFakePM(t, 4, "(vector,(0,1,4))")
+	worlds := startFake(t, ctx, pm, []string{"a", "a", "a", "b"})
+	checkTransports(t, worlds, func(a, b int) string {
+		if a == 3 || b == 3 {
+			return "tcp"
+		}
+		return "shm"
+	})
+	ringAndFinalize(t, ctx, worlds)
+}
+
+// TestForeignNoMapping: without PMI_process_mapping the cards alone place the ranks.
+func TestForeignNoMapping(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pm := newFakePM(t, 3, "")
+	worlds := startFake(t, ctx, pm, []string{"a", "a", "b"})
+	checkTransports(t, worlds, func(a, b int) string {
+		if a < 2 && b < 2 {
+			return "shm"
+		}
+		return "tcp"
+	})
+	ringAndFinalize(t, ctx, worlds)
+}
+
+// TestForeignWorldOfOne: a one-rank job under a PMI server.
+func TestForeignWorldOfOne(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pm := newFakePM(t, 1, "(vector,(0,1,1))")
+	worlds := startFake(t, ctx, pm, []string{""})
+	if worlds[0].Size() != 1 {
+		t.Fatalf("size %d", worlds[0].Size())
+	}
+	ringAndFinalize(t, ctx, worlds)
+}
+
+// initBad runs Init for rank 0 of pm with the extra environment, bounded by a context
+// of d, and returns its error; it fails the test if Init succeeds or outlives the
+// context by far (a hang).
+func initBad(t *testing.T, pm *fakePM, extra map[string]string, d time.Duration) error {
+	t.Helper()
+	env := pm.connect(0, extra)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		w, err := initWith(ctx, options{getenv: func(k string) string { return env[k] }, exit: func(int) {}})
+		if err == nil {
+			w.Finalize(ctx)
+			err = errors.New("Init succeeded")
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d + 30*time.Second):
+		t.Fatalf("Init did not return within its context (%v) and 30 s more", d)
+		return nil
+	}
+}
+
+// wantErr checks that err names PMI and every one of words.
+func wantErr(t *testing.T, err error, words ...string) {
+	t.Helper()
+	if err == nil || err.Error() == "Init succeeded" {
+		t.Fatalf("Init: %v, want an error", err)
+	}
+	t.Logf("Init: %v", err)
+	for _, w := range append([]string{"PMI"}, words...) {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("Init's error %q does not name %q", err, w)
+		}
+	}
+}
+
+// TestForeignBadServer: a PMI server that answers garbage, closes the connection in the
+// fence, never answers, or disagrees with PMI_SIZE makes Init fail, naming PMI and what
+// was wrong, within its context.
+func TestForeignBadServer(t *testing.T) {
+	t.Run("garbage", func(t *testing.T) {
+		pm := newFakePM(t, 2, "(vector,(0,1,2))")
+		pm.onLine = func(int, string, map[string]string) (string, bool, bool) {
+			return "\x00\x01 this is not PMI \xff\n", true, false
+		}
+		wantErr(t, initBad(t, pm, nil, 5*time.Second))
+	})
+	t.Run("close-in-fence", func(t *testing.T) {
+		pm := newFakePM(t, 2, "(vector,(0,1,2))")
+		pm.onLine = func(_ int, cmd string, _ map[string]string) (string, bool, bool) {
+			return "", false, cmd == "barrier_in"
+		}
+		err := initBad(t, pm, nil, 5*time.Second)
+		wantErr(t, err, "fence")
+	})
+	t.Run("silent", func(t *testing.T) {
+		pm := newFakePM(t, 2, "(vector,(0,1,2))")
+		pm.onLine = func(int, string, map[string]string) (string, bool, bool) { return "", true, false }
+		err := initBad(t, pm, nil, 2*time.Second)
+		wantErr(t, err)
+		// The session's socket deadline is the context's, and may fire first.
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("Init's error %q wraps neither the context's nor the socket deadline's", err)
+		}
+	})
+	t.Run("short-size", func(t *testing.T) {
+		// PMI_SIZE says 3; the server's process map places 4 ranks.
+		pm := newFakePM(t, 4, "(vector,(0,1,4))")
+		err := initBad(t, pm, map[string]string{"PMI_SIZE": "3"}, 5*time.Second)
+		wantErr(t, err, "PMI_SIZE")
+	})
+	t.Run("short-size-pmi2", func(t *testing.T) {
+		pm := newFakePM(t, 4, "")
+		pm.onLine = pmi2Fullinit(4)
+		err := initBad(t, pm, map[string]string{"PMI_SIZE": "3", "GORMA_PMI": "2"}, 5*time.Second)
+		wantErr(t, err, "PMI_SIZE=3")
+	})
+}
+
+// pmi2Fullinit answers a PMI-2 client's init line and fullinit frame with a job of size
+// ranks (Slurm's answer), and nothing else.
+func pmi2Fullinit(size int) func(int, string, map[string]string) (string, bool, bool) {
+	return func(rank int, cmd string, kv map[string]string) (string, bool, bool) {
+		if cmd == "init" {
+			return "cmd=response_to_init pmi_version=2 pmi_subversion=0 rc=0\n", true, false
+		}
+		body := fmt.Sprintf("cmd=fullinit-response;pmi-version=2;pmi-subversion=0;rank=%d;size=%d;appnum=0;debugged=FALSE;pmiverbose=FALSE;rc=0;", rank, size)
+		return fmt.Sprintf("%-6d%s", len(body), body), true, false
+	}
+}
+
+// TestWireRoundTrip: a wire value keeps the card, the secret and the endpoint meant for
+// one rank; junk fails with errPMIValue and never panics.
+func TestWireRoundTrip(t *testing.T) {
+	eps := []wireEP{{1, []byte("one")}, {2, []byte("two")}, {5, []byte("five!")}, {6, []byte("six!!")}, {70000, []byte("far")}}
+	b := encodeWire([]byte("card"), []byte("secret"), eps)
+	for _, x := range eps {
+		w, err := decodeWire(b, x.rank)
+		if err != nil || string(w.card) != "card" || string(w.secret) != "secret" || !slices.Equal(w.ep, x.ep) {
+			t.Errorf("decode for rank %d: %+v, %v", x.rank, w, err)
+		}
+	}
+	if w, err := decodeWire(b, 3); err != nil || w.ep != nil {
+		t.Errorf("decode for rank 3 (no endpoint): %+v, %v", w, err)
+	}
+	for i := range len(b) {
+		if _, err := decodeWire(b[:i], 1); err == nil || !errors.Is(err, errPMIValue) {
+			t.Errorf("decode of %d of %d bytes: %v", i, len(b), err)
+		}
+	}
+}
+
+func FuzzDecodeWire(f *testing.F) {
+	f.Add(encodeWire([]byte("card"), nil, []wireEP{{0, []byte("x")}}), 0)
+	f.Add([]byte("GRMW\x01\x00\x00"), 3)
+	f.Fuzz(func(t *testing.T, b []byte, want int) {
+		decodeWire(b, want) // must not panic
+	})
+}

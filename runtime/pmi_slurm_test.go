@@ -1,0 +1,66 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/internal/slurmtest"
+)
+
+// TestMain stops the one-node Slurm that the srun tests start (slurmtest), once the
+// package's tests are done.
+func TestMain(m *testing.M) { os.Exit(slurmtest.Run(m)) }
+
+// runSrun runs srun with args and the extra environment under a timeout and returns its
+// stdout; it fails the test with both streams when srun fails or times out.
+func runSrun(t *testing.T, srun slurmtest.Srun, timeout time.Duration, env []string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := srun(ctx, args...)
+	cmd.Env = append(cmd.Env, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%v; did not end within %v", err, timeout)
+	}
+	if err != nil {
+		t.Fatalf("srun %s (env %v): %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), env, err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+// srunArgs are srun's arguments for n ranks of prog over Slurm's PMI-2 plugin.
+func srunArgs(n int, prog string, args ...string) []string {
+	return append([]string{"-n", fmt.Sprint(n), "--mpi=pmi2", "--oversubscribe", prog}, args...)
+}
+
+// TestSlurmHello runs apps/hello under srun -n 4 --mpi=pmi2: one world of 4.
+func TestSlurmHello(t *testing.T) {
+	srun := slurmtest.Up(t)
+	hello, _ := buildPMIBins(t)
+	checkHello(t, runSrun(t, srun, 3*time.Minute, []string{"GORMA_PROGRESS=block"}, srunArgs(4, hello)...), 4)
+}
+
+// TestSlurmWorld runs the RMA and Allreduce check program under srun, over PMI-2 and
+// over PMI-1 (Slurm's pmi2 plugin answers both on PMI_FD), and as a 64-rank job.
+func TestSlurmWorld(t *testing.T) {
+	srun := slurmtest.Up(t)
+	_, prog := buildPMIBins(t)
+	for _, tc := range []struct {
+		pmi string
+		n   int
+	}{{"2", 4}, {"1", 4}, {"", 64}} {
+		t.Run(fmt.Sprintf("pmi=%q/n=%d", tc.pmi, tc.n), func(t *testing.T) {
+			env := []string{"GORMA_PMI=" + tc.pmi, "GORMA_PROGRESS=block"}
+			out := runSrun(t, srun, 4*time.Minute, env, srunArgs(tc.n, prog, "--size", fmt.Sprint(tc.n), "--timeout", "3m")...)
+			checkWorld(t, out, tc.n)
+		})
+	}
+}

@@ -305,3 +305,27 @@ func FuzzDecodeWire(f *testing.F) {
 		decodeWire(b, want) // must not panic
 	})
 }
+
+// TestForeignContractFirst: golaunch's contract wins over a PMI server in the same
+// environment (golaunch gives its ranks PMI_FD too, for MPI programs): a broken
+// contract is reported as such, and the PMI server hears nothing.
+func TestForeignContractFirst(t *testing.T) {
+	pm := newFakePM(t, 2, "(vector,(0,1,2))")
+	heard := make(chan string, 1)
+	pm.onLine = func(_ int, cmd string, _ map[string]string) (string, bool, bool) {
+		select {
+		case heard <- cmd:
+		default:
+		}
+		return "", false, false
+	}
+	err := initBad(t, pm, map[string]string{"GOLAUNCH_RANK": "0"}, 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "GOLAUNCH_") {
+		t.Errorf("Init: %v, want the launch contract's error", err)
+	}
+	select {
+	case cmd := <-heard:
+		t.Errorf("the PMI server heard cmd=%s", cmd)
+	default:
+	}
+}

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -60,10 +61,22 @@ func needHydra(t *testing.T) string {
 	return p
 }
 
-// launch runs a launcher command line under a timeout, in a process group of its own
-// that the timeout kills whole, and returns its stdout; it fails the test with both
-// streams when the command fails or times out.
+// launch runs a launcher command line under a timeout and returns its stdout; it fails
+// the test with both streams when the command fails or times out.
 func launch(t *testing.T, timeout time.Duration, env []string, name string, args ...string) string {
+	t.Helper()
+	out, errb, err := launchErr(t, timeout, env, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s (env %v): %v\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), env, err, out, errb)
+	}
+	return out
+}
+
+// launchErr runs a launcher command line under a timeout, in a process group of its own
+// that the timeout kills whole, and returns its output and its error (an
+// *exec.ExitError for a non-zero status); it fails the test when the command does not
+// end within timeout.
+func launchErr(t *testing.T, timeout time.Duration, env []string, name string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -74,14 +87,11 @@ func launch(t *testing.T, timeout time.Duration, env []string, name string, args
 	cmd.WaitDelay = 5 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err = cmd.Run()
 	if ctx.Err() != nil {
-		err = fmt.Errorf("%v; did not end within %v", err, timeout)
+		t.Fatalf("%s %s (env %v) did not end within %v: %v\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), env, timeout, err, out.String(), errb.String())
 	}
-	if err != nil {
-		t.Fatalf("%s %s (env %v): %v\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), env, err, out.String(), errb.String())
-	}
-	return out.String()
+	return out.String(), errb.String(), err
 }
 
 // checkHello checks hello's output for a world of n: every rank's line, and the token.
@@ -138,6 +148,24 @@ func TestHydraWorld(t *testing.T) {
 			env := []string{"GORMA_PMI=" + tc.pmi, "GORMA_PROGRESS=block"}
 			out := launch(t, 2*time.Minute, env, hydra, hydraArgs(tc.n, prog, "--size", fmt.Sprint(tc.n))...)
 			checkWorld(t, out, tc.n)
+		})
+	}
+}
+
+// TestHydraAbort: a rank's Abort under mpiexec.hydra ends the job while the other ranks
+// wait in a Barrier. Over PMI-1 Hydra exits with the Abort's code; Hydra 4.0.2 does not
+// know PMI-2's abort command and ends the job with an error of its own (255).
+func TestHydraAbort(t *testing.T) {
+	hydra := needHydra(t)
+	_, prog := buildPMIBins(t)
+	for _, pmi := range []string{"1", "2"} {
+		t.Run("pmi="+pmi, func(t *testing.T) {
+			env := []string{"GORMA_PMI=" + pmi, "GORMA_PROGRESS=block"}
+			out, errb, err := launchErr(t, 2*time.Minute, env, hydra, hydraArgs(4, prog, "--abort", "1")...)
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() == 0 || pmi == "1" && ee.ExitCode() != 3 {
+				t.Errorf("mpiexec.hydra ended with %v, want exit status 3 (PMI-1) or another failure (PMI-2)\nstdout:\n%s\nstderr:\n%s", err, out, errb)
+			}
 		})
 	}
 }

@@ -3,8 +3,10 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +63,26 @@ func TestSlurmWorld(t *testing.T) {
 			env := []string{"GORMA_PMI=" + tc.pmi, "GORMA_PROGRESS=block"}
 			out := runSrun(t, srun, 4*time.Minute, env, srunArgs(tc.n, prog, "--size", fmt.Sprint(tc.n), "--timeout", "3m")...)
 			checkWorld(t, out, tc.n)
+		})
+	}
+}
+
+// TestSlurmAbort: a rank's Abort under srun ends the step with the Abort's code while
+// the other ranks wait in a Barrier, over both wires.
+func TestSlurmAbort(t *testing.T) {
+	srun := slurmtest.Up(t)
+	_, prog := buildPMIBins(t)
+	for _, pmi := range []string{"1", "2"} {
+		t.Run("pmi="+pmi, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			cmd := srun(ctx, srunArgs(4, prog, "--abort", "1")...)
+			cmd.Env = append(cmd.Env, "GORMA_PMI="+pmi, "GORMA_PROGRESS=block")
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if ctx.Err() != nil || !errors.As(err, &ee) || ee.ExitCode() != 3 {
+				t.Errorf("srun ended with %v (context: %v), want exit status 3\n%s", err, ctx.Err(), out)
+			}
 		})
 	}
 }

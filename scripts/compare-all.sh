@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole comparison with Open MPI and MPICH on this host (make compare): startup at 2
-# and 4 ranks (compare-startup.sh), point-to-point (compare-p2p.sh), one-sided
+# and 4 ranks (compare-startup.sh), startup under srun, mpiexec.hydra and golaunch at 4 and
+# 16 ranks when srun or mpiexec.hydra is installed (compare-launchers.sh, a section JSON
+# that `chart collect --section` appends), point-to-point (compare-p2p.sh), one-sided
 # (compare-rma.sh), Allreduce and Barrier at 2 and 4 ranks (compare-allreduce.sh), plus
 # one sweep over sizes of the point-to-point and RMA twins for the charts. Every step's
 # output goes to OUT (results/compare), with the run's machine and times in OUT/run.env;
@@ -11,11 +13,12 @@
 # parser). Benchmarks run under flock /tmp/gorma-bench.lock (the step scripts take it
 # per repetition themselves).
 # Budget: under 15 minutes on the 2-core machine kind; the counts below are chosen for it.
-# Usage: scripts/compare-all.sh   (environment: REPS=3, STARTUP_RUNS=9, OUT, RENDER_ONLY)
+# Usage: scripts/compare-all.sh   (environment: REPS=3, STARTUP_RUNS=9, LAUNCHER_RUNS=5, OUT, RENDER_ONLY)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${REPS:-3}
 startup_runs=${STARTUP_RUNS:-9}
+launcher_runs=${LAUNCHER_RUNS:-5}
 out=${OUT:-results/compare}
 charts=docs/charts
 json=docs/benchmarks.json
@@ -46,6 +49,9 @@ measure() {
 	}
 	step startup_p2 flock "$lock" scripts/compare-startup.sh 2 "$startup_runs"
 	step startup_p4 flock "$lock" scripts/compare-startup.sh 4 "$startup_runs"
+	if command -v srun >/dev/null || command -v mpiexec.hydra >/dev/null; then
+		step launchers env JSON="$out/launchers.json" flock "$lock" scripts/compare-launchers.sh "$launcher_runs"
+	fi
 	step p2p env LAT_ITERS=50000 flock "$lock" scripts/compare-p2p.sh "$reps"
 	step rma env ITERS=5000 BUSY=100ms scripts/compare-rma.sh "$reps"
 	sweeps() { # one run of each twin over the sizes, for the charts
@@ -91,7 +97,9 @@ mapfile -d '' intros < <(
 	intro rma "\`apps/rmabench\` against \`bench/mpi/rmabench.c\` (\`scripts/compare-rma.sh\`): 5000 operations a size, a 100 ms busy target, medians of $reps repetitions; latency is the median of a run's samples. ompi-sm is Open MPI with \`--mca osc sm\`, ompi its default one-sided component (it crashes in MPI_Compare_and_swap, and osc/sm cannot MPI_Win_create: those cells are empty). Every size of every case is in \`results/compare/rma.txt\` after a run; the charts are one sweep, 2000 operations a size."
 	intro allreduce "\`apps/allreducebench\` against \`bench/mpi/allreducebench.c\` (\`scripts/compare-allreduce.sh\`): float64 sum, 1000 calls a size up to 16 KiB and fewer above (at least 10), each size capped at about 150 ms of calls (\`--size-time\`: MPICH busy-polls, and with 4 ranks on 2 cores one of its calls can take milliseconds); medians of $reps repetitions. gorma with \`--fresh\` (new buffers per call) and \`--scratch fresh\` (scratch mapped, registered and released per call, as the MPIs do) runs from 64 KiB."
 )
-bin/chart collect --dir "$out" --out "$json" "${intros[@]}" \
+extra=()
+if [[ -s $out/launchers.json ]]; then extra=(--section "$out/launchers.json"); fi
+bin/chart collect --dir "$out" --out "$json" "${intros[@]}" "${extra[@]}" \
 	--cpu "$cpu" --kernel "$kernel" --go "$gover" --openmpi "$ompi" --mpich "$mpich" \
 	--start "$start" --duration "$secs" --reps "$reps" --load-start "$load0" --load-end "$load1" \
 	--chart "p2p:charts/p2p_latency.svg:point-to-point latency" --chart "p2p:charts/p2p_bandwidth.svg:point-to-point bandwidth" \

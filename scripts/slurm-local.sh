@@ -32,7 +32,7 @@
 # Leases: `up --lease PID` and `down --lease PID` let several test binaries share one
 # cluster. `down --lease PID` drops PID's lease and stops the daemons only when no live
 # lease is left; a plain `up` holds a lease of its own that only a plain `down` drops.
-# Calls are serialized with flock on DIR.lock.
+# Calls are serialized with flock on DIR.flock (the daemons do not inherit it).
 #
 # Environment: DIR, CPUS, CTLD_PORT (16817), SLURMD_PORT (16818), UP_WAIT (seconds, 60).
 set -euo pipefail
@@ -153,7 +153,7 @@ start_munged() {
 	setpriv --reuid=munge --regid=munge --init-groups \
 		munged --foreground --socket="$msock" --key-file="$key" \
 		--log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed" \
-		--pid-file="$dir/munge/munged.pid" </dev/null >>"$dir/log/munged.log" 2>&1 &
+		--pid-file="$dir/munge/munged.pid" </dev/null >>"$dir/log/munged.log" 2>&1 9>&- &
 	record munged $! "$(command -v munged)"
 	local i
 	for ((i = 0; i < 50; i++)); do
@@ -168,9 +168,10 @@ start_munged() {
 }
 
 start_slurm() {
-	slurmctld -D -f "$conf" </dev/null >>"$dir/log/slurmctld.out" 2>&1 &
+	# 9>&-: the daemons must not inherit the lock of this script (flock on DIR.flock).
+	slurmctld -D -f "$conf" </dev/null >>"$dir/log/slurmctld.out" 2>&1 9>&- &
 	record slurmctld $! "$(command -v slurmctld)"
-	slurmd -D -f "$conf" -N "$host" </dev/null >>"$dir/log/slurmd.out" 2>&1 &
+	slurmd -D -f "$conf" -N "$host" </dev/null >>"$dir/log/slurmd.out" 2>&1 9>&- &
 	record slurmd $! "$(command -v slurmd)"
 }
 
@@ -263,7 +264,7 @@ down() {
 	if [[ -n $lease ]]; then
 		rm -f "$dir/leases/$lease"
 		local left
-		left=$(live_leases | tr '\n' ' ')
+		left=$(live_leases | xargs)
 		if [[ -n $left ]]; then
 			echo "slurm-local: still used (leases: $left); left running" >&2
 			return 0
@@ -288,7 +289,7 @@ status() {
 	done
 	if ((rc == 0)); then
 		timeout 10 sinfo -N || rc=3
-		echo "leases: $(live_leases | tr '\n' ' ')"
+		echo "leases: $(live_leases | xargs)"
 	fi
 	return $rc
 }
@@ -304,8 +305,8 @@ fi
 case $cmd in
 up | down)
 	mkdir -p "$dir"
-	exec 9>"$dir.lock"
-	flock -w 300 9 || die "another slurm-local.sh holds $dir.lock"
+	exec 9>"$dir.flock"
+	flock -w 300 9 || die "another slurm-local.sh holds $dir.flock"
 	"$cmd"
 	if [[ $cmd == up ]]; then
 		mkdir -p "$dir/leases"

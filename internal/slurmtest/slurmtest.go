@@ -115,7 +115,7 @@ func start() {
 	}
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool.name); err != nil {
-			state.skip = fmt.Sprintf("%s not found: apt-get install %s (scripts/slurm-local.sh needs slurm-wlm and munge)", tool.name, tool.pkg)
+			state.skip = fmt.Sprintf("%s not found on PATH: apt-get install %s (scripts/slurm-local.sh needs slurm-wlm and munge)", tool.name, tool.pkg)
 			return
 		}
 	}

@@ -90,3 +90,31 @@ func TestUpAgain(t *testing.T) {
 		t.Fatalf("status: %v; want exit 0 while up; output:\n%s", err, out)
 	}
 }
+
+// TestSrunContextEnds checks that the end of srun's context ends srun and its job: a step
+// that would sleep for 10 minutes is gone from squeue soon after its context expires.
+func TestSrunContextEnds(t *testing.T) {
+	srun := slurmtest.Up(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	name := "slurmtest-ctx-" + strconv.Itoa(os.Getpid())
+	cmd := srun(ctx, "-n", "2", "--job-name", name, "sleep", "600")
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() == nil {
+		t.Fatalf("%s: %v (context: %v); want srun ended by its context; output:\n%s", cmd, err, ctx.Err(), out)
+	}
+	wait, cancelWait := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelWait()
+	for {
+		q := exec.CommandContext(wait, "squeue", "-h", "-n", name, "-o", "%i %T")
+		q.Env = slurmtest.Env()
+		jobs, err := q.Output()
+		if err == nil && len(bytes.TrimSpace(jobs)) == 0 {
+			return
+		}
+		if wait.Err() != nil {
+			t.Fatalf("job %s still listed a minute after srun's context ended (squeue: %v):\n%s", name, err, jobs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

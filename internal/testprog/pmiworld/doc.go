@@ -6,7 +6,9 @@
 //
 //	pmiworld: ok: 4 ranks, 1 hosts, transports shm=3 tcp=0, local size 4
 //
-// Any failed check prints the rank and what differed to stderr and exits 1. The
+// Any failed check prints the rank and what differed to stderr and exits 1. With
+// --abort R, rank R calls Abort(3) right after Init instead, and the others wait in a
+// Barrier that the abort must end. The
 // runtime's tests build it and run it under the real process managers.
 //
 //	mpiexec.hydra -n 4 ./pmiworld --size 4

@@ -16,6 +16,7 @@ import (
 func main() {
 	size := flag.Int("size", 0, "the World size every rank must see (0: any)")
 	timeout := flag.Duration("timeout", time.Minute, "bound on the whole run")
+	abort := flag.Int("abort", -1, "this rank calls Abort(3) right after Init; the others wait in a Barrier")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -23,6 +24,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "pmiworld: init: %v\n", err)
 		os.Exit(1)
+	}
+	if *abort >= 0 {
+		abortJob(ctx, w, *abort)
 	}
 	line, err := check(ctx, w, *size)
 	if err == nil {
@@ -121,4 +125,15 @@ func summary(ctx context.Context, w *runtime.World) (string, error) {
 	}
 	return fmt.Sprintf("pmiworld: ok: %d ranks, %d hosts, transports shm=%d tcp=%d, local size %d",
 		w.Size(), len(hosts), count["shm"], count["tcp"], w.LocalSize()), nil
+}
+
+// abortJob has rank r Abort the job with code 3 while the others wait in a Barrier,
+// which the abort must end (the process manager kills them, or the Barrier fails).
+func abortJob(ctx context.Context, w *runtime.World, r int) {
+	if w.Rank() == r {
+		w.Abort(3, fmt.Sprintf("pmiworld: rank %d aborts on purpose", r))
+	}
+	err := runtime.Barrier(ctx, w)
+	fmt.Fprintf(os.Stderr, "pmiworld: rank %d: barrier after rank %d's Abort returned %v\n", w.Rank(), r, err)
+	os.Exit(1)
 }

@@ -136,7 +136,6 @@ func rankEnv(base, extra []string, c pmi.Contract) []string {
 // The PMI-1 variables every rank gets (an MPI library's PMI client reads them), and
 // Hydra's names for the rank's place on its host (some libraries read those).
 const (
-	envPMIFD       = "PMI_FD"
 	envPMIRank     = "PMI_RANK"
 	envPMISize     = "PMI_SIZE"
 	envLocalRankID = "MPI_LOCALRANKID"
@@ -215,7 +214,7 @@ func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, l
 		}
 	}
 	cmd.ExtraFiles = append(cmd.ExtraFiles, pmiEnd) // the descriptor after those above
-	cmd.Env = append(cmd.Env, envPMIFD+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
+	cmd.Env = append(cmd.Env, pmi.EnvPMIFD+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
 	err = sp.start(cmd, cpus)
 	closeAll(childEnds)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -200,13 +201,35 @@ func initWith(ctx context.Context, o options) (*World, error) {
 	return worldOfOne(cfg, o), nil
 }
 
+// dialAgent connects rank c.Rank to its agent: over the rank's own PMI_FD, the end of a
+// socketpair that golaunch's agent gives every rank it starts and serves with the same
+// server as its socket, or, without PMI_FD, over the agent's socket. Taking PMI_FD also
+// keeps the descriptor from leaking into programs the rank starts.
+func dialAgent(ctx context.Context, c pmi.Contract, getenv func(string) string) (*pmi.Client, error) {
+	v := getenv(pmi.EnvPMIFD)
+	if v == "" {
+		return pmi.Dial(ctx, c.AgentSock, c.Rank, c.JobID)
+	}
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return nil, fmt.Errorf("%w: %s=%q: want the descriptor golaunch passed (an integer >= 3)", ErrConfig, pmi.EnvPMIFD, v)
+	}
+	f := os.NewFile(uintptr(fd), pmi.EnvPMIFD)
+	conn, err := net.FileConn(f)
+	f.Close() // FileConn holds its own duplicate
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s=%d is not the agent's socket: %w", ErrConfig, pmi.EnvPMIFD, fd, err)
+	}
+	return pmi.DialConn(ctx, conn, c.Rank, c.JobID)
+}
+
 // initAgent joins a job that golaunch started, through the agent named by contract c.
 func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*World, error) {
 	cfg.transport, cfg.tcpAddr = c.Transport, c.TCPAddr
 	if c.IdleWatch != [2]int{} {
 		cfg.idleWatch = inheritIdleWatch(c.IdleWatch)
 	}
-	client, err := pmi.Dial(ctx, c.AgentSock, c.Rank, c.JobID)
+	client, err := dialAgent(ctx, c, o.getenv)
 	if err != nil {
 		closeIdleWatch(cfg.idleWatch)
 		return nil, fmt.Errorf("runtime: init rank %d: %w", c.Rank, err)

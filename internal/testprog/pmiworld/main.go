@@ -45,7 +45,7 @@ func main() {
 func check(ctx context.Context, w *runtime.World, want int) (string, error) {
 	me, size := w.Rank(), w.Size()
 	if want > 0 && size != want {
-		return "", fmt.Errorf("World size %d, want %d (one world per rank: was the PMI server not detected?)", size, want)
+		return "", fmt.Errorf("world size %d, want %d (one world per rank: was the PMI server not detected?)", size, want)
 	}
 	if err := checkRanks(ctx, w); err != nil {
 		return "", err

@@ -16,7 +16,7 @@ import (
 func main() {
 	size := flag.Int("size", 0, "the World size every rank must see (0: any)")
 	timeout := flag.Duration("timeout", time.Minute, "bound on the whole run")
-	abort := flag.Int("abort", -1, "this rank calls Abort(3) right after Init; the others wait in a Barrier")
+	abort := flag.Int("abort", -1, "this rank calls Abort(3) once every rank finished Init; the others wait in a Barrier")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -128,8 +128,14 @@ func summary(ctx context.Context, w *runtime.World) (string, error) {
 }
 
 // abortJob has rank r Abort the job with code 3 while the others wait in a Barrier,
-// which the abort must end (the process manager kills them, or the Barrier fails).
+// which the abort must end (the process manager kills them, or the Barrier fails). A
+// first Barrier makes sure every rank finished Init: a rank still mapping rank r's
+// memory when r exits would fail its own Init and race the abort for the job's code.
 func abortJob(ctx context.Context, w *runtime.World, r int) {
+	if err := runtime.Barrier(ctx, w); err != nil {
+		fmt.Fprintf(os.Stderr, "pmiworld: rank %d: barrier before the abort: %v\n", w.Rank(), err)
+		os.Exit(1)
+	}
 	if w.Rank() == r {
 		w.Abort(3, fmt.Sprintf("pmiworld: rank %d aborts on purpose", r))
 	}

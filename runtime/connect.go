@@ -112,7 +112,7 @@ func (e *engine) openDevices(count map[string]int, wait verbs.WaitMode, slots in
 		if count[name] == 0 {
 			continue
 		}
-		d, err := e.addDevice(name, wait, count[name], slots)
+		d, err := e.addDevice(name, wait, count[name], slots, false)
 		if err != nil {
 			return nil, err
 		}
@@ -122,9 +122,14 @@ func (e *engine) openDevices(count map[string]int, wait verbs.WaitMode, slots in
 }
 
 // addDevice opens provider name for npeers peers and adds it to e.devs, the returners
-// and the poller's CQs.
-func (e *engine) addDevice(name string, wait verbs.WaitMode, npeers, slots int) (*device, error) {
-	d, err := openDevice(name, &e.cfg, wait, e.rank, npeers, slots, e.secret)
+// and the poller's CQs. A tcp device takes the job secret e.secret, or with deferSecret
+// none: it gets it later through setSecret.
+func (e *engine) addDevice(name string, wait verbs.WaitMode, npeers, slots int, deferSecret bool) (*device, error) {
+	secret := e.secret
+	if deferSecret {
+		secret = nil
+	}
+	d, err := openDevice(name, &e.cfg, wait, e.rank, npeers, slots, secret, deferSecret)
 	if err != nil {
 		return nil, err
 	}

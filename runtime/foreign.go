@@ -14,11 +14,13 @@ import (
 // Keys a rank publishes through a foreign PMI server. The "gorma-" prefix keeps them
 // apart from an MPI library's; the session puts the rank into the PMI key.
 const (
-	// keyWire1 holds this rank's card, rank 0's job secret, and the shm endpoints for
-	// the peers PMI_process_mapping puts on this rank's node (encodeWire).
+	// keyWire1 holds this rank's card, rank 0's job secret, and the endpoints for every
+	// peer PMI_process_mapping places: shm for those on this rank's node, tcp for the
+	// others (encodeWire).
 	keyWire1 = "gorma-w1"
-	// keyWire2 holds the endpoints for every other peer, in the second round that only a
-	// job spanning several nodes (or without a node map) needs.
+	// keyWire2 holds the endpoints for the peers the first round left unsettled, in the
+	// second round that only a job without a node map, or whose cards contradict it,
+	// needs.
 	keyWire2 = "gorma-w2"
 	// secretLen is the length of the job secret rank 0 draws for the tcp transport.
 	secretLen = 32
@@ -81,13 +83,15 @@ func abortSession(s pmi.Session, msg string) {
 }
 
 // connectForeign wires the job up through a foreign PMI server. Round one, before the
-// only fence of a one-node job: this rank opens the shm device for the peers that the
-// node map (nodes, from PMI_process_mapping; nil without one) puts on its node, makes
-// their QPs and fast boxes, and publishes its card, its endpoints for them and (rank 0)
-// the job secret in one value. After the fence it reads every card; the peers whose
-// cards confirm the map are settled. A second round (tcp peers, or peers the map and the
-// cards disagree on) happens only if some pair of ranks is unsettled, which every rank
-// decides alike from the same cards. Then every QP connects.
+// only fence: this rank opens the shm device for the peers that the node map (nodes,
+// from PMI_process_mapping; nil without one) puts on its node and the tcp device, its
+// job secret deferred, for the peers on other nodes, makes their QPs and fast boxes,
+// and publishes its card, its endpoints for them and (rank 0) the job secret in one
+// value. After the fence it takes rank 0's secret, gives it to the tcp device, and reads
+// every card; the peers whose cards confirm the map are settled. A second round (peers
+// the map and the cards disagree on, or every peer without a map) happens only if some
+// pair of ranks is unsettled, which every rank decides alike from the same cards. Then
+// every QP connects.
 func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []int) error {
 	me := e.myCard(id)
 	slots := slotsPerPeer(e.size - 1)
@@ -101,13 +105,17 @@ func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []in
 	if err != nil {
 		return err
 	}
-	if err := e.pm.Put(ctx, keyWire1, encodeWire(me.encode(), secret, near)); err != nil {
+	far, tcpDev, err := e.openFar(nodes, slots)
+	if err != nil {
+		return err
+	}
+	if err := e.pm.Put(ctx, keyWire1, encodeWire(me.encode(), secret, append(near, far...))); err != nil {
 		return fmt.Errorf("publish this rank's card and endpoints (PMI put %s): %w", keyWire1, err)
 	}
 	if err := e.pm.Fence(ctx); err != nil {
 		return fmt.Errorf("exchange cards and endpoints (PMI fence): %w", err)
 	}
-	first, err := e.readWires(ctx, keyWire1, nil)
+	first, err := e.readFirst(ctx, tcpDev)
 	if err != nil {
 		return err
 	}
@@ -115,7 +123,7 @@ func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []in
 		return err
 	}
 	e.nodes = nodes
-	e.settleNear()
+	e.settleFirst()
 	var second []wire
 	late := make([]bool, e.size) // peers connected by the second round
 	if needSecondRound(nodes, e.cards) {
@@ -153,7 +161,7 @@ func (e *engine) openNear(nodes []int, slots int) ([]wireEP, error) {
 	if len(near) == 0 {
 		return nil, nil
 	}
-	d, err := e.addDevice("shm", verbs.WaitBlock, len(near), slots)
+	d, err := e.addDevice("shm", verbs.WaitBlock, len(near), slots, false)
 	if err != nil {
 		return nil, err
 	}
@@ -168,12 +176,84 @@ func (e *engine) openNear(nodes []int, slots int) ([]wireEP, error) {
 	return eps, nil
 }
 
+// openFar opens the tcp device for the peers nodes puts on other nodes than this rank's,
+// before the job secret is known (tcp.Options.DeferSecret; rank 0 has it already), and
+// makes their peers assuming they take this rank's own eager limit (settleFirst lowers
+// it to theirs). The device is sized for every peer: the second round may add to it the
+// peers on this node whose cards refuse shm. It returns the endpoint entries to
+// publish, and the device if it waits for its secret.
+func (e *engine) openFar(nodes []int, slots int) ([]wireEP, *device, error) {
+	var far []int
+	for r := range nodes {
+		if nodes[r] != nodes[e.rank] {
+			far = append(far, r)
+		}
+	}
+	if len(far) == 0 {
+		return nil, nil, nil
+	}
+	e.localSize = len(nodes) - len(far) // as the map says, for deviceWait; adoptCards sets it from the cards
+	wait := e.deviceWait(map[string]int{"shm": e.localSize - 1, "tcp": len(far)})
+	deferSecret := e.secret == nil
+	d, err := e.addDevice("tcp", wait, e.size-1, slots, deferSecret)
+	if err != nil {
+		return nil, nil, err
+	}
+	eps := make([]wireEP, 0, len(far))
+	for _, r := range far {
+		ep, err := e.makePeer(d, r, card{}, e.cfg.eagerTCP, e.cfg.eagerTCP, slots)
+		if err != nil {
+			return nil, nil, err
+		}
+		eps = append(eps, wireEP{rank: r, ep: ep})
+	}
+	if !deferSecret {
+		d = nil
+	}
+	return eps, d, nil
+}
+
+// readFirst reads every peer's first-round value, rank 0's first: its job secret goes
+// to the tcp device waiting for it (tcpDev, nil if none) before the other values are
+// read, so that peers which connect early do not wait long.
+func (e *engine) readFirst(ctx context.Context, tcpDev *device) ([]wire, error) {
+	want := make([]bool, e.size)
+	for r := range want {
+		want[r] = r != 0
+	}
+	var w0 wire
+	if e.rank != 0 {
+		w, err := e.readWires(ctx, keyWire1, []bool{true})
+		if err != nil {
+			return nil, err
+		}
+		w0 = w[0]
+		if n := len(w0.secret); n != secretLen {
+			return nil, fmt.Errorf("%w: rank 0 published a job secret of %d bytes under PMI key %s, want %d (mixed gorma builds in one job?)",
+				pmi.ErrProtocol, n, keyWire1, secretLen)
+		}
+		e.secret = w0.secret
+	}
+	if tcpDev != nil {
+		if err := tcpDev.setSecret(e.secret); err != nil {
+			return nil, err
+		}
+	}
+	wires, err := e.readWires(ctx, keyWire1, want)
+	if err != nil {
+		return nil, err
+	}
+	wires[0] = w0
+	return wires, nil
+}
+
 // readWires reads key of every peer (of the peers with want[r] set, if want is not nil)
-// and returns them by rank, each holding the endpoint meant for this rank.
+// (want may be shorter than the job) and returns them by rank, each holding the endpoint
+// meant for this rank.
 func (e *engine) readWires(ctx context.Context, key string, want []bool) ([]wire, error) {
 	wires := make([]wire, e.size)
 	for r := range e.size {
-		if r == e.rank || want != nil && !want[r] {
+		if r == e.rank || want != nil && (r >= len(want) || !want[r]) {
 			continue
 		}
 		b, err := e.pm.Get(ctx, r, key)
@@ -188,8 +268,8 @@ func (e *engine) readWires(ctx context.Context, key string, want []bool) ([]wire
 }
 
 // adoptCards decodes every peer's card from the first round's wires, and sets e.cards,
-// e.hosts, the local rank and size (the ranks whose cards say they share this rank's
-// host) and, from rank 0's wire, the job secret.
+// e.hosts and the local rank and size (the ranks whose cards say they share this rank's
+// host).
 func (e *engine) adoptCards(me card, wires []wire) error {
 	cards := make([]card, e.size)
 	cards[e.rank] = me
@@ -204,13 +284,6 @@ func (e *engine) adoptCards(me card, wires []wire) error {
 		cards[r] = c
 		e.hosts[r] = c.host
 	}
-	if e.rank != 0 {
-		if n := len(wires[0].secret); n != secretLen {
-			return fmt.Errorf("%w: rank 0 published a job secret of %d bytes under PMI key %s, want %d (mixed gorma builds in one job?)",
-				pmi.ErrProtocol, n, keyWire1, secretLen)
-		}
-		e.secret = wires[0].secret
-	}
 	e.cards = cards
 	e.localRank, e.localSize = 0, 0
 	for r := range cards {
@@ -224,28 +297,33 @@ func (e *engine) adoptCards(me card, wires []wire) error {
 	return nil
 }
 
-// settleNear completes the first round's peers with their cards, and drops those the
+// settleFirst completes the first round's peers with their cards, and drops those the
 // cards refuse shm with (foreignProvider): the second round connects them over tcp. A
-// dropped peer's QP stays in Init, unconnected, until the shm device closes.
-func (e *engine) settleNear() {
+// dropped peer's QP stays in Init, unconnected, until the shm device closes. The map
+// puts the tcp peers on other nodes, which the cards cannot refuse.
+func (e *engine) settleFirst() {
 	for r, p := range e.peers {
 		if p == nil {
 			continue
 		}
-		if foreignProvider(e.nodes, e.cards, e.rank, r) != "shm" {
+		if foreignProvider(e.nodes, e.cards, e.rank, r) != p.dev.name {
 			e.peers[r] = nil
 			continue
 		}
 		c := &e.cards[r]
 		p.card, p.host = *c, c.host
-		p.eagerMax = min(p.eagerMax, int(c.eagerSHM))
-		p.cma = cmaPossible(c)
+		if p.dev.name == "shm" {
+			p.eagerMax = min(p.eagerMax, int(c.eagerSHM))
+			p.cma = cmaPossible(c)
+		} else {
+			p.eagerMax = min(p.eagerMax, int(c.eagerTCP))
+		}
 	}
 }
 
 // needSecondRound reports whether some pair of ranks is not settled by the first round:
-// there is no node map, it names several nodes, or two ranks' cards differ in host. Every
-// rank computes the same answer from the same cards.
+// there is no node map, or the map puts two ranks on one node whose cards differ in
+// host. Every rank computes the same answer from the same cards.
 func needSecondRound(nodes []int, cards []card) bool {
 	if len(cards) < 2 {
 		return false
@@ -253,8 +331,14 @@ func needSecondRound(nodes []int, cards []card) bool {
 	if nodes == nil {
 		return true
 	}
+	first := map[int]int{} // a node's first rank
 	for r := range cards {
-		if nodes[r] != nodes[0] || !sameHost(&cards[r], &cards[0]) {
+		f, ok := first[nodes[r]]
+		if !ok {
+			first[nodes[r]] = r
+			continue
+		}
+		if !sameHost(&cards[r], &cards[f]) {
 			return true
 		}
 	}
@@ -289,7 +373,7 @@ func (e *engine) secondRound(ctx context.Context, slots int) ([]wire, []bool, er
 	}
 	for _, name := range []string{"shm", "tcp"} {
 		if later[name] > 0 && devs[name] == nil {
-			d, err := e.addDevice(name, wait, later[name], slots)
+			d, err := e.addDevice(name, wait, later[name], slots, false)
 			if err != nil {
 				return nil, nil, err
 			}

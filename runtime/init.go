@@ -163,8 +163,9 @@ func init() {
 //     agent and exchanges endpoint cards with every other rank through it (two fences);
 //  2. a PMI server of Slurm, MPICH's Hydra or Flux (PMI_FD, or PMI_PORT with PMI_ID; see
 //     pmi.Detect): Init speaks PMI-1 or PMI-2 to it (GORMA_PMI), takes rank and size
-//     from it, and exchanges cards and endpoints in one PMI fence (two when the job
-//     spans several nodes), placing ranks by PMI_process_mapping;
+//     from it, and exchanges cards and endpoints in one PMI fence, on one node or
+//     several (two when PMI_process_mapping is missing or the ranks' cards contradict
+//     it), placing ranks by PMI_process_mapping;
 //  3. neither: a world of one rank.
 //
 // It picks the transport for each peer (shm on the same host, tcp otherwise, or the

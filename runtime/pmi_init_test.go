@@ -119,14 +119,14 @@ func TestForeignPutsPerRank(t *testing.T) {
 }
 
 // TestForeignTwoNodes: a job over two nodes (two host identities) connects the nodes
-// over tcp, which takes a second PMI barrier (the tcp transport needs the job secret
-// before its device opens).
+// over tcp with one PMI barrier at Init: the tcp devices open before rank 0's job
+// secret arrives, and take it after the fence.
 func TestForeignTwoNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pm := newFakePM(t, 4, "(vector,(0,2,2))")
 	worlds := startFake(t, ctx, pm, []string{"a", "a", "b", "b"})
-	wantFences(t, pm, 2, "in Init")
+	wantFences(t, pm, 1, "in Init")
 	checkTransports(t, worlds, func(a, b int) string {
 		if a/2 == b/2 {
 			return "shm"
@@ -139,13 +139,44 @@ func TestForeignTwoNodes(t *testing.T) {
 	ringAndFinalize(t, ctx, worlds)
 }
 
+// TestForeignOnePerNode: one rank on each of three nodes: tcp only, one PMI barrier.
+func TestForeignOnePerNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pm := newFakePM(t, 3, "(vector,(0,3,1))")
+	worlds := startFake(t, ctx, pm, []string{"a", "b", "c"})
+	wantFences(t, pm, 1, "in Init")
+	checkTransports(t, worlds, func(a, b int) string { return "tcp" })
+	ringAndFinalize(t, ctx, worlds)
+}
+
+// TestForeignTwoNodesMapDisagrees: the map puts ranks 2 and 3 on a second node, but
+// their cards say different hosts: the second round connects them over the tcp devices
+// the first round opened for the other node.
+func TestForeignTwoNodesMapDisagrees(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pm := newFakePM(t, 4, "(vector,(0,2,2))")
+	worlds := startFake(t, ctx, pm, []string{"a", "a", "b", "c"})
+	wantFences(t, pm, 2, "in Init")
+	checkTransports(t, worlds, func(a, b int) string {
+		if a < 2 && b < 2 {
+			return "shm"
+		}
+		return "tcp"
+	})
+	ringAndFinalize(t, ctx, worlds)
+}
+
 // TestForeignMapDisagrees: the node map puts every rank on one node, but rank 3's card
-// says another host (another network namespace): the cards win, and rank 3 talks tcp.
+// says another host (another network namespace): the cards win, and rank 3 talks tcp,
+// connected in a second round.
 func TestForeignMapDisagrees(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pm := newFakePM(t, 4, "(vector,(0,1,4))")
 	worlds := startFake(t, ctx, pm, []string{"a", "a", "a", "b"})
+	wantFences(t, pm, 2, "in Init")
 	checkTransports(t, worlds, func(a, b int) string {
 		if a == 3 || b == 3 {
 			return "tcp"
@@ -161,6 +192,7 @@ func TestForeignNoMapping(t *testing.T) {
 	defer cancel()
 	pm := newFakePM(t, 3, "")
 	worlds := startFake(t, ctx, pm, []string{"a", "a", "b"})
+	wantFences(t, pm, 2, "in Init")
 	checkTransports(t, worlds, func(a, b int) string {
 		if a < 2 && b < 2 {
 			return "shm"

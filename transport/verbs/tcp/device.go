@@ -24,8 +24,11 @@ import (
 // deadline, and Close closes its connection). QPs own their connections' goroutines.
 type device struct {
 	cfg      verbs.Config
-	secret   []byte
-	id       uint64 // random, identifies this device in endpoints and handshakes
+	secret   []byte        // written once, before secretOK closes; read after it closed
+	secretMu sync.Mutex    // serialises SetSecret
+	secretOK chan struct{} // closed once the secret is set
+	closing  chan struct{} // closed by Close
+	id       uint64        // random, identifies this device in endpoints and handshakes
 	arena    *arena.Arena
 	tab      *arena.Table
 	seg      []byte // the arena's whole mapping, resolving KindArena targets
@@ -64,7 +67,11 @@ func openDevice(cfg verbs.Config) (d *device, err error) {
 			}
 		}
 	}()
-	if len(opts.Secret) < MinSecretLen {
+	if opts.DeferSecret && len(opts.Secret) > 0 {
+		return nil, newErr("open", 0, verbs.ErrInvalid,
+			"tcp.Options has both a Secret and DeferSecret; pass the secret either at Open or later through SetSecret")
+	}
+	if !opts.DeferSecret && len(opts.Secret) < MinSecretLen {
 		return nil, newErr("open", 0, verbs.ErrInvalid,
 			"tcp.Options.Secret is %d bytes; the tcp provider authenticates every connection with it and needs at least %d random bytes shared by the job (the launcher distributes one)",
 			len(opts.Secret), MinSecretLen)
@@ -110,11 +117,15 @@ func openDevice(cfg verbs.Config) (d *device, err error) {
 			"listen on tcp.Options.Addr "+opts.Addr+"; use host:0 for a free port")
 	}
 	d = &device{
-		cfg: cfg, secret: append([]byte(nil), opts.Secret...), id: id,
+		cfg: cfg, id: id, secretOK: make(chan struct{}), closing: make(chan struct{}),
 		arena: a, tab: a.Table(), seg: a.Segment().Bytes(),
 		ln: ln.(*net.TCPListener), addr: advertiseAddr(ln.Addr()), cc: cc,
 		mrs: make(map[uint64]*mr), qps: make(map[uint32]*qp), pds: make(map[*pd]struct{}),
 		cqs: make(map[*cq]struct{}), inbound: make(map[*net.TCPConn]struct{}), watch: w,
+	}
+	if !opts.DeferSecret {
+		d.secret = append([]byte(nil), opts.Secret...)
+		close(d.secretOK)
 	}
 	d.wg.Add(1)
 	go d.acceptLoop()
@@ -166,6 +177,7 @@ func (d *device) Close() error {
 		return nil
 	}
 	d.closed = true
+	close(d.closing)
 	qps := make([]*qp, 0, len(d.qps))
 	for _, q := range d.qps {
 		qps = append(qps, q)
@@ -291,7 +303,8 @@ func (d *device) serveInbound(c *net.TCPConn) {
 			d.rejected.Add(1)
 		}
 	}()
-	if tuneConn(c, d.cc) != nil || c.SetDeadline(time.Now().Add(handshakeTimeout)) != nil {
+	deadline := time.Now().Add(handshakeTimeout)
+	if tuneConn(c, d.cc) != nil || c.SetDeadline(deadline) != nil || !d.awaitSecret(deadline) {
 		return
 	}
 	var q *qp

@@ -20,7 +20,8 @@
 // PD.RegMR registers ordinary Go memory in the same key table and keeps the slice
 // referenced until Dereg. A device also owns a TCP listener (Options.Addr, default
 // 127.0.0.1:0) and one TCP connection per connected QP. Connections are authenticated by
-// a mutual HMAC challenge-response keyed by Options.Secret (at least MinSecretLen bytes);
+// a mutual HMAC challenge-response keyed by Options.Secret (at least MinSecretLen bytes;
+// or, with Options.DeferSecret, set later through the device's SetSecret, SecretSetter);
 // a connection that fails it is closed before any frame is read and counted (Rejections).
 // Frames after the handshake are not encrypted: the network between hosts must be
 // trusted not to tamper with established connections.

@@ -14,6 +14,12 @@ type Options struct {
 	// MinSecretLen random bytes shared by every device of the job (the launcher
 	// distributes one).
 	Secret []byte
+	// DeferSecret opens the device without a secret (Secret must then be empty): the
+	// device listens and its endpoints can be published at once, and the secret comes
+	// later, once, through the device's SetSecret method (see SecretSetter). Until then
+	// ToRTR on the dialing side fails with verbs.ErrInvalid and an inbound connection
+	// waits for the secret within the handshake deadline before its handshake starts.
+	DeferSecret bool
 	// Addr is the address the device listens on. Default DefaultAddr.
 	Addr string
 	// Congestion is the TCP congestion control of the device's connections

@@ -175,8 +175,14 @@ func (q *qp) ToRTR(ctx context.Context, remote []byte) error {
 		q.mu.Unlock()
 		return newErr("to rtr", q.num, verbs.ErrInvalid, "connecting a QP to itself; connect two QPs")
 	}
+	dials := dialsTo(q.d.id, q.num, ep.devID, ep.qpn)
+	if dials && !q.d.hasSecret() {
+		q.mu.Unlock()
+		return newErr("to rtr", q.num, verbs.ErrInvalid,
+			"the device was opened with tcp.Options.DeferSecret and its secret is not set yet; call SetSecret before connecting")
+	}
 	q.remote, q.hasRemote = ep, true
-	if !dialsTo(q.d.id, q.num, ep.devID, ep.qpn) {
+	if !dials {
 		q.state = verbs.RTR
 		q.matchParkedLocked()
 		q.mu.Unlock()

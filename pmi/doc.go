@@ -2,8 +2,9 @@
 // PMI-1 simple wire that MPI libraries, Slurm, Hydra and Flux speak, with gorma's
 // extensions on top.
 //
-// A rank learns its place from the GOLAUNCH_* environment ([ReadContract]) and connects
-// to its agent's Unix socket ([Dial]), or talks on its PMI_FD ([DialConn]). Over that one connection it publishes endpoint
+// A rank started by golaunch learns its place from the GOLAUNCH_* environment
+// ([ReadContract]) and talks to its agent over its PMI_FD ([DialConn]; [Dial] connects
+// to the agent's Unix socket instead). Over that one connection it publishes endpoint
 // cards ([Client.Put]), waits for the job-wide exchange ([Client.Fence]), reads other
 // ranks' cards ([Client.Get]), asks for the job to be aborted ([Client.Abort]) and says it
 // is done ([Client.Finalize]). The agent pushes events the other way at any time

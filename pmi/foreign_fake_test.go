@@ -37,17 +37,8 @@ type Field2 func(key string) string
 // descriptor is fake.fd (Connect takes it over and closes it).
 func newFakePM(t *testing.T, answer func(p *fakePM, cmd string, req Field2, def string) string) *fakePM {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := os.NewFile(uintptr(fds[1]), "fake-pm")
-	conn, err := net.FileConn(file)
-	file.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &fakePM{t: t, conn: conn, fd: fds[0], answer: answer, kvs: map[string]string{},
+	conn, fd := serverPair(t)
+	p := &fakePM{t: t, conn: conn, fd: fd, answer: answer, kvs: map[string]string{},
 		reqs: make(chan string, 1000), done: make(chan struct{})}
 	go p.serve()
 	t.Cleanup(func() {
@@ -224,16 +215,7 @@ func (p *fakePM) requests() []string {
 // scriptedPM answers the n-th PMI-1 request of a client with the n-th line of script
 // (raw bytes, newline added), then hangs up; it reports nothing itself.
 func scriptedPM(t testing.TB, script []string) (fd int) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := os.NewFile(uintptr(fds[1]), "scripted-pm")
-	conn, err := net.FileConn(file)
-	file.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, fd := serverPair(t)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -252,5 +234,22 @@ func scriptedPM(t testing.TB, script []string) (fd int) {
 		conn.Close()
 		<-done
 	})
-	return fds[0]
+	return fd
+}
+
+// serverPair makes a socketpair: the server's end as a net.Conn, and the descriptor of
+// the client's end (a rank's PMI_FD), which the test hands to the client.
+func serverPair(t testing.TB) (net.Conn, int) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := os.NewFile(uintptr(fds[1]), "pmi-server")
+	conn, err := net.FileConn(file)
+	file.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, fds[0]
 }

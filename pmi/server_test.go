@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -275,18 +273,9 @@ func TestForeignOnAgent(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for r := range n {
-		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ours := os.NewFile(uintptr(fds[0]), "agent")
-		conn, err := net.FileConn(ours)
-		ours.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn, fd := serverPair(t)
 		s.ServeConn(conn, r)
-		env := map[string]string{EnvPMIFD: strconv.Itoa(fds[1]), EnvPMIRank: strconv.Itoa(r), EnvPMISize: strconv.Itoa(n)}
+		env := map[string]string{EnvPMIFD: strconv.Itoa(fd), EnvPMIRank: strconv.Itoa(r), EnvPMISize: strconv.Itoa(n)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

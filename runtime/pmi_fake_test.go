@@ -15,6 +15,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// testPM is a PMI server for in-process tests of Init: the agent's real server
+// (agentPM), or a scripted one that can misbehave or speak PMI-2 (fakePM).
+type testPM interface {
+	// connect serves rank over a new socketpair and returns the environment of a rank
+	// started with PMI_FD, as Slurm and Hydra start theirs.
+	connect(rank int, extra map[string]string) map[string]string
+	barrierCounts() []int // PMI barriers each rank entered so far
+	putCounts() []int     // PMI puts each rank made so far
+}
+
 // fakePM is a PMI-1 server over real socketpairs, one per rank, for in-process tests of
 // Init under a foreign process manager: a job-wide KVS, barrier_in/barrier_out across
 // the ranks, and PMI_process_mapping. Hooks make it misbehave. It counts the barriers
@@ -42,27 +52,32 @@ func newFakePM(t *testing.T, size int, mapping string) *fakePM {
 	return pm
 }
 
-// connect makes rank's socketpair, serves its end, and returns the environment of a rank
-// started with PMI_FD (as Slurm and Hydra start theirs).
 func (pm *fakePM) connect(rank int, extra map[string]string) map[string]string {
+	conn, env := pmiSocketpair(pm.t, rank, pm.size, extra)
+	go pm.serve(rank, conn)
+	return env
+}
+
+// pmiSocketpair makes rank's socketpair and returns the server's end and the environment
+// of a rank started with the other end as PMI_FD.
+func pmiSocketpair(t *testing.T, rank, size int, extra map[string]string) (net.Conn, map[string]string) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		pm.t.Fatal(err)
+		t.Fatal(err)
 	}
 	f := os.NewFile(uintptr(fds[0]), "pmi-server")
 	conn, err := net.FileConn(f)
 	f.Close()
 	if err != nil {
-		pm.t.Fatal(err)
+		t.Fatal(err)
 	}
-	pm.t.Cleanup(func() { conn.Close() })
-	go pm.serve(rank, conn)
+	t.Cleanup(func() { conn.Close() })
 	env := map[string]string{"PMI_FD": strconv.Itoa(fds[1]), "PMI_RANK": strconv.Itoa(rank),
-		"PMI_SIZE": strconv.Itoa(pm.size), "GORMA_PROGRESS": "block"}
+		"PMI_SIZE": strconv.Itoa(size), "GORMA_PROGRESS": "block"}
 	for k, v := range extra {
 		env[k] = v
 	}
-	return env
+	return conn, env
 }
 
 // parseLine splits a PMI-1 line (or, with sep ';', a PMI-2 frame's body) into its cmd
@@ -214,12 +229,12 @@ func (pm *fakePM) putCounts() []int {
 // startFake initializes size ranks through pm in goroutines (ranks with different
 // salts count as different hosts) and returns their Worlds, failing the test on any
 // error.
-func startFake(t *testing.T, ctx context.Context, pm *fakePM, salts []string) []*World {
+func startFake(t *testing.T, ctx context.Context, pm testPM, salts []string) []*World {
 	t.Helper()
-	worlds := make([]*World, pm.size)
-	errs := make([]error, pm.size)
+	worlds := make([]*World, len(salts))
+	errs := make([]error, len(salts))
 	var wg sync.WaitGroup
-	for r := range pm.size {
+	for r := range salts {
 		env := pm.connect(r, nil)
 		wg.Add(1)
 		go func() {

@@ -71,7 +71,7 @@ func checkTransports(t *testing.T, worlds []*World, want func(a, b int) string) 
 	}
 }
 
-func wantFences(t *testing.T, pm *fakePM, n int, when string) {
+func wantFences(t *testing.T, pm testPM, n int, when string) {
 	t.Helper()
 	for r, got := range pm.barrierCounts() {
 		if got != n {
@@ -85,7 +85,7 @@ func wantFences(t *testing.T, pm *fakePM, n int, when string) {
 func TestForeignOneNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pm := newFakePM(t, 4, "(vector,(0,1,4))")
+	pm := newAgentPM(t, 4, "(vector,(0,1,4))")
 	worlds := startFake(t, ctx, pm, make([]string, 4))
 	wantFences(t, pm, 1, "in Init")
 	for r, w := range worlds {
@@ -105,7 +105,7 @@ func TestForeignPutsPerRank(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const n = 64
-	pm := newFakePM(t, n, fmt.Sprintf("(vector,(0,1,%d))", n))
+	pm := newAgentPM(t, n, fmt.Sprintf("(vector,(0,1,%d))", n))
 	worlds := startFake(t, ctx, pm, make([]string, n))
 	wantFences(t, pm, 1, "in Init")
 	puts := pm.putCounts()
@@ -118,95 +118,57 @@ func TestForeignPutsPerRank(t *testing.T) {
 	ringAndFinalize(t, ctx, worlds)
 }
 
-// TestForeignTwoNodes: a job over two nodes (two host identities) connects the nodes
-// over tcp with one PMI barrier at Init: the tcp devices open before rank 0's job
-// secret arrives, and take it after the fence.
-func TestForeignTwoNodes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pm := newFakePM(t, 4, "(vector,(0,2,2))")
-	worlds := startFake(t, ctx, pm, []string{"a", "a", "b", "b"})
-	wantFences(t, pm, 1, "in Init")
-	checkTransports(t, worlds, func(a, b int) string {
-		if a/2 == b/2 {
-			return "shm"
-		}
-		return "tcp"
-	})
-	if ls := worlds[3].LocalSize(); ls != 2 {
-		t.Errorf("rank 3's local size %d, want 2", ls)
+// TestForeignPlacement: where PMI_process_mapping and the ranks' cards put the ranks,
+// which transport each pair uses, and how many PMI barriers Init takes. A rank's host
+// stands for its host identity (its card): ranks with the same host use shm, the others
+// tcp. When the map and the cards agree, Init fences once, also across nodes (the tcp
+// devices open before rank 0's job secret arrives and take it after the fence); when the
+// map is missing or the cards contradict it, a second round connects the rest.
+func TestForeignPlacement(t *testing.T) {
+	for _, tc := range []struct {
+		name, mapping string
+		hosts         []string
+		fences        int
+	}{
+		{"two nodes", "(vector,(0,2,2))", []string{"a", "a", "b", "b"}, 1},
+		{"one per node", "(vector,(0,3,1))", []string{"a", "b", "c"}, 1},
+		{"map splits a node the cards split further", "(vector,(0,2,2))", []string{"a", "a", "b", "c"}, 2},
+		{"map says one node, a card says another host", "(vector,(0,1,4))", []string{"a", "a", "a", "b"}, 2},
+		{"no map", "", []string{"a", "a", "b"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			pm := newAgentPM(t, len(tc.hosts), tc.mapping)
+			worlds := startFake(t, ctx, pm, tc.hosts)
+			wantFences(t, pm, tc.fences, "in Init")
+			checkTransports(t, worlds, func(a, b int) string {
+				if tc.hosts[a] == tc.hosts[b] {
+					return "shm"
+				}
+				return "tcp"
+			})
+			for r, w := range worlds {
+				local := 0
+				for _, h := range tc.hosts {
+					if h == tc.hosts[r] {
+						local++
+					}
+				}
+				if w.LocalSize() != local {
+					t.Errorf("rank %d's local size %d, want %d", r, w.LocalSize(), local)
+				}
+			}
+			ringAndFinalize(t, ctx, worlds)
+		})
 	}
-	ringAndFinalize(t, ctx, worlds)
-}
-
-// TestForeignOnePerNode: one rank on each of three nodes: tcp only, one PMI barrier.
-func TestForeignOnePerNode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pm := newFakePM(t, 3, "(vector,(0,3,1))")
-	worlds := startFake(t, ctx, pm, []string{"a", "b", "c"})
-	wantFences(t, pm, 1, "in Init")
-	checkTransports(t, worlds, func(a, b int) string { return "tcp" })
-	ringAndFinalize(t, ctx, worlds)
-}
-
-// TestForeignTwoNodesMapDisagrees: the map puts ranks 2 and 3 on a second node, but
-// their cards say different hosts: the second round connects them over the tcp devices
-// the first round opened for the other node.
-func TestForeignTwoNodesMapDisagrees(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pm := newFakePM(t, 4, "(vector,(0,2,2))")
-	worlds := startFake(t, ctx, pm, []string{"a", "a", "b", "c"})
-	wantFences(t, pm, 2, "in Init")
-	checkTransports(t, worlds, func(a, b int) string {
-		if a < 2 && b < 2 {
-			return "shm"
-		}
-		return "tcp"
-	})
-	ringAndFinalize(t, ctx, worlds)
-}
-
-// TestForeignMapDisagrees: the node map puts every rank on one node, but rank 3's card
-// says another host (another network namespace): the cards win, and rank 3 talks tcp,
-// connected in a second round.
-func TestForeignMapDisagrees(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pm := newFakePM(t, 4, "(vector,(0,1,4))")
-	worlds := startFake(t, ctx, pm, []string{"a", "a", "a", "b"})
-	wantFences(t, pm, 2, "in Init")
-	checkTransports(t, worlds, func(a, b int) string {
-		if a == 3 || b == 3 {
-			return "tcp"
-		}
-		return "shm"
-	})
-	ringAndFinalize(t, ctx, worlds)
-}
-
-// TestForeignNoMapping: without PMI_process_mapping the cards alone place the ranks.
-func TestForeignNoMapping(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pm := newFakePM(t, 3, "")
-	worlds := startFake(t, ctx, pm, []string{"a", "a", "b"})
-	wantFences(t, pm, 2, "in Init")
-	checkTransports(t, worlds, func(a, b int) string {
-		if a < 2 && b < 2 {
-			return "shm"
-		}
-		return "tcp"
-	})
-	ringAndFinalize(t, ctx, worlds)
 }
 
 // TestForeignWorldOfOne: a one-rank job under a PMI server.
 func TestForeignWorldOfOne(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pm := newFakePM(t, 1, "(vector,(0,1,1))")
+	pm := newAgentPM(t, 1, "(vector,(0,1,1))")
 	worlds := startFake(t, ctx, pm, []string{""})
 	if worlds[0].Size() != 1 {
 		t.Fatalf("size %d", worlds[0].Size())

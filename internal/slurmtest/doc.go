@@ -22,7 +22,7 @@
 // lets a test pass without Slurm.
 //
 // Every srun runs under a context: a step whose PMI server crashed (Slurm's step daemon
-// does on a KVS value of about 3 KB or more) leaves srun waiting forever. When the context
+// does on a KVS value far beyond its vallen_max) leaves srun waiting forever. When the context
 // ends, the command gets SIGTERM, which makes srun end its step, and SIGKILL 10 s later.
 // srun's environment is the test's minus every SLURM_*, PMI_*, PMIX_* and GOLAUNCH_*
 // variable, plus SLURM_CONF naming the generated configuration.

@@ -116,6 +116,10 @@ func TestForgetDroppedWorld(t *testing.T) {
 func TestReleaseWaitsForPeers(t *testing.T) {
 	var dropped atomic.Bool
 	runJob(t, 2, runtimetest.Options{Transport: "shm"}, 30*time.Second, func(e rankEnv) error {
+		// Connect first: the connection's slots and fast box stay in the arena.
+		if err := runtime.Barrier(e.ctx, e.w); err != nil {
+			return err
+		}
 		inUse0, mrs0 := runtimetest.ArenaUse(e.w)
 		send, recv := make([]float64, 4096), make([]float64, 4096)
 		d, err := e.w.Dup()

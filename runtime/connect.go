@@ -4,21 +4,20 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
-// Keys under which ranks publish through the agent.
-const (
-	keyCard = "gorma/card"
-	keyEP   = "gorma/ep/" // + the rank the endpoint is for
-)
+// keyCard is the key under which a rank publishes its card through the agent.
+const keyCard = "gorma/card"
 
-// connect publishes this rank's card, reads every peer's, opens the devices the peers
-// need, and connects one QP (and, on shm, a pair of fast boxes) to every peer. Every rank
-// runs the same steps, meeting at the agent's fences.
+// connect opens this rank's connection listener, publishes its card, reads every peer's
+// after the agent's fence, and opens the devices the peers need. Queue pairs connect on
+// first contact (cm.go).
 func (e *engine) connect(ctx context.Context, id hostIdentity) error {
+	if err := e.listenCM(e.cfg.tcpAddr); err != nil {
+		return err
+	}
 	me := e.myCard(id)
 	if err := e.pm.Put(ctx, keyCard, me.encode()); err != nil {
 		return err
@@ -26,63 +25,50 @@ func (e *engine) connect(ctx context.Context, id hostIdentity) error {
 	if err := e.pm.Fence(ctx); err != nil {
 		return err
 	}
-	prov, count, err := e.readCards(ctx, me)
+	count, err := e.readCards(ctx, me)
 	if err != nil {
 		return err
 	}
-	slots := slotsPerPeer(e.size - 1)
-	devs, err := e.openDevices(count, e.deviceWait(count), slots)
-	if err != nil {
-		return err
-	}
-	if err := e.publishEndpoints(ctx, devs, prov, slots); err != nil {
-		return err
-	}
-	if err := e.pm.Fence(ctx); err != nil {
-		return err
-	}
-	fbKeys, err := e.connectQPs(ctx, func(r int) ([]byte, error) {
-		return e.pm.Get(ctx, r, keyEP+strconv.Itoa(e.rank))
-	})
-	if err != nil {
-		return err
-	}
-	return e.connectFastboxes(fbKeys)
+	e.slots = slotsPerPeer(e.size - 1)
+	return e.openDevices(count, e.deviceWait(count))
 }
 
 // myCard is this rank's card, with host identity id.
 func (e *engine) myCard(id hostIdentity) card {
 	return card{host: e.host, id: id, pid: int32(os.Getpid()), probe: probeAddr(),
-		eagerSHM: uint32(e.cfg.eagerSHM), eagerTCP: uint32(e.cfg.eagerTCP), cpu: boundCPU()}
+		eagerSHM: uint32(e.cfg.eagerSHM), eagerTCP: uint32(e.cfg.eagerTCP), cpu: boundCPU(), cm: e.cm.addr}
 }
 
 // readCards reads every peer's card (after the fence that follows this rank's own card,
-// me) and chooses the provider of each: prov by rank, and how many peers each provider
-// serves. It sets e.cards and e.hosts.
-func (e *engine) readCards(ctx context.Context, me card) (prov []string, count map[string]int, err error) {
-	cards := make([]card, e.size)
-	prov = make([]string, e.size)
-	count = map[string]int{}
+// me), records them, and counts the peers each provider serves.
+func (e *engine) readCards(ctx context.Context, me card) (count map[string]int, err error) {
+	e.learnCardLocked(e.rank, me)
 	for r := range e.size {
 		if r == e.rank {
 			continue
 		}
 		b, err := e.pm.Get(ctx, r, keyCard)
+		var c card
 		if err == nil {
-			cards[r], err = decodeCard(b)
+			c, err = decodeCard(b)
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("card of rank %d: %w", r, err)
+			return nil, fmt.Errorf("card of rank %d: %w", r, err)
 		}
-		e.hosts[r] = cards[r].host
-		if prov[r], err = chooseProvider(e.cfg.transport, &me, &cards[r], r); err != nil {
-			return nil, nil, err
-		}
-		count[prov[r]]++
+		e.learnCardLocked(r, c)
 	}
-	cards[e.rank] = me
-	e.cards = cards
-	return prov, count, nil
+	count = map[string]int{}
+	for r := range e.size {
+		if r == e.rank {
+			continue
+		}
+		prov, err := chooseProvider(e.cfg.transport, &me, &e.cards[r], r)
+		if err != nil {
+			return nil, err
+		}
+		count[prov]++
+	}
+	return count, nil
 }
 
 // deviceWait decides who spins (progress.go), given how many peers each provider serves:
@@ -104,32 +90,24 @@ func (e *engine) deviceWait(count map[string]int) verbs.WaitMode {
 }
 
 // openDevices opens a device per provider that serves peers (count), shm first, each
-// waiting in mode wait, and returns them by provider name. It sets e.devs, e.returners
-// and the poller's CQs.
-func (e *engine) openDevices(count map[string]int, wait verbs.WaitMode, slots int) (map[string]*device, error) {
-	devs := map[string]*device{}
+// waiting in mode wait.
+func (e *engine) openDevices(count map[string]int, wait verbs.WaitMode) error {
 	for _, name := range []string{"shm", "tcp"} {
 		if count[name] == 0 {
 			continue
 		}
-		d, err := e.addDevice(name, wait, count[name], slots, false)
-		if err != nil {
-			return nil, err
+		if _, err := e.addDevice(name, wait, count[name]); err != nil {
+			return err
 		}
-		devs[name] = d
 	}
-	return devs, nil
+	return nil
 }
 
-// addDevice opens provider name for npeers peers and adds it to e.devs, the returners
-// and the poller's CQs. A tcp device takes the job secret e.secret, or with deferSecret
-// none: it gets it later through setSecret.
-func (e *engine) addDevice(name string, wait verbs.WaitMode, npeers, slots int, deferSecret bool) (*device, error) {
-	secret := e.secret
-	if deferSecret {
-		secret = nil
-	}
-	d, err := openDevice(name, &e.cfg, wait, e.rank, npeers, slots, secret, deferSecret)
+// addDevice opens provider name for npeers peers, with the job secret, and adds it to
+// e.devs, the returners and the poller's CQs. A device that offers fast boxes checks
+// the boxes before its CQ.Wait sleeps.
+func (e *engine) addDevice(name string, wait verbs.WaitMode, npeers int) (*device, error) {
+	d, err := openDevice(name, &e.cfg, wait, e.rank, npeers, e.slots, e.secret)
 	if err != nil {
 		return nil, err
 	}
@@ -138,110 +116,15 @@ func (e *engine) addDevice(name string, wait verbs.WaitMode, npeers, slots int, 
 	if r, ok := d.cq.(roleReturner); ok {
 		e.returners = append(e.returners, r)
 	}
+	if wc, ok := d.cq.(waitChecker); ok && d.fastbox {
+		wc.SetWaitCheck(e.fastboxReady)
+	}
 	return d, nil
 }
 
-// publishEndpoints makes every peer (on the device of its provider, prov by rank) with
-// its QP and, on shm, the fast box it writes into here, and publishes the QP's endpoint
-// and the box's key for that peer.
-func (e *engine) publishEndpoints(ctx context.Context, devs map[string]*device, prov []string, slots int) error {
-	for r := range e.size {
-		if r == e.rank {
-			continue
-		}
-		d, c := devs[prov[r]], &e.cards[r]
-		mine, theirs := e.cfg.eagerTCP, int(c.eagerTCP)
-		if d.name == "shm" {
-			mine, theirs = e.cfg.eagerSHM, int(c.eagerSHM)
-		}
-		ep, err := e.makePeer(d, r, *c, mine, theirs, slots)
-		if err != nil {
-			return err
-		}
-		e.peers[r].cma = d.name == "shm" && cmaPossible(c)
-		if err := e.pm.Put(ctx, keyEP+strconv.Itoa(r), ep); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// makePeer makes the peer of rank r on d (see newPeer) with its fast box, sets
-// e.peers[r], and returns the endpoint value to send to r (encodeEP).
-func (e *engine) makePeer(d *device, r int, c card, mine, theirs, slots int) ([]byte, error) {
-	p, err := newPeer(d, r, c, mine, theirs, slots)
-	if err != nil {
-		return nil, err
-	}
-	e.peers[r] = p
-	fbKey, err := newFastboxIn(d, p)
-	if err != nil {
-		return nil, err
-	}
-	return encodeEP(p.qp.Endpoint(), fbKey), nil
-}
-
-// connectQPs reads every peer's endpoint for this rank with get (after the fence that
-// follows the endpoints' publication), moves every QP to RTR and then to RTS, and
-// returns the keys of the peers' fast boxes for this rank's messages, by rank.
-func (e *engine) connectQPs(ctx context.Context, get func(r int) ([]byte, error)) ([]uint64, error) {
-	fbKeys := make([]uint64, e.size)
-	for r, p := range e.peers {
-		if p == nil {
-			continue
-		}
-		b, err := get(r)
-		var ep []byte
-		if err == nil {
-			ep, fbKeys[r], err = decodeEP(b)
-		}
-		if err == nil {
-			err = p.qp.ToRTR(ctx, ep)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("connect to rank %d (%s, host %s): %w", r, p.dev.name, p.host, err)
-		}
-	}
-	for r, p := range e.peers {
-		if p == nil {
-			continue
-		}
-		if err := p.qp.ToRTS(ctx); err != nil {
-			return nil, fmt.Errorf("connect to rank %d (%s, host %s): %w", r, p.dev.name, p.host, err)
-		}
-	}
-	return fbKeys, nil
-}
-
-// connectFastboxes maps every peer's fast box for this rank's messages (keys from their
-// endpoint cards) and makes the poller, spinning or asleep in the CQ, look into the boxes
-// the peers write into here.
-func (e *engine) connectFastboxes(keys []uint64) error {
-	for r, p := range e.peers {
-		if p == nil {
-			continue
-		}
-		if err := mapFastboxOut(p, keys[r]); err != nil {
-			return fmt.Errorf("connect to rank %d (%s, host %s): %w", r, p.dev.name, p.host, err)
-		}
-		if p.fin.box != nil {
-			e.poll.boxes = append(e.poll.boxes, p)
-		}
-	}
-	if len(e.poll.boxes) == 0 {
-		return nil
-	}
-	for _, d := range e.devs {
-		if wc, ok := d.cq.(waitChecker); ok && d.fastbox {
-			wc.SetWaitCheck(e.fastboxReady)
-		}
-	}
-	return nil
-}
-
-// encodeEP is the value a rank publishes under keyEP for one peer: the QP's endpoint
-// bytes, then the key of the fast box it allocated for that peer (0: none), u64
-// little-endian.
+// encodeEP is the endpoint value a rank sends a peer in the connection handshake
+// (cm_wire.go): the QP's endpoint bytes, then the key of the fast box it allocated for
+// that peer (0: none), u64 little-endian.
 func encodeEP(ep []byte, fbKey uint64) []byte {
 	return le.AppendUint64(append([]byte(nil), ep...), fbKey)
 }

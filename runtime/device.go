@@ -87,9 +87,8 @@ func (d *device) setAtomicHook(key uint64, fn func()) {
 }
 
 // openDevice opens provider name for npeers connections. A tcp device authenticates them
-// with secret, or with deferSecret waits for setSecret to supply it
-// (tcp.Options.DeferSecret): its endpoints can be published before the secret is known.
-func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slots int, secret []byte, deferSecret bool) (*device, error) {
+// with secret.
+func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slots int, secret []byte) (*device, error) {
 	d := &device{name: name}
 	vc := verbs.Config{Wait: wait, Spin: cfg.spin, Name: fmt.Sprintf("rank %d", rank), OnRemoteAtomic: d.remoteAtomic}
 	if name == "tcp" {
@@ -97,7 +96,7 @@ func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slo
 		if host == "" {
 			host = "127.0.0.1"
 		}
-		opts := tcp.Options{Secret: secret, DeferSecret: deferSecret, Addr: net.JoinHostPort(host, "0"), Congestion: cfg.tcpCC}
+		opts := tcp.Options{Secret: secret, Addr: net.JoinHostPort(host, "0"), Congestion: cfg.tcpCC}
 		opts.IdleWatch, cfg.idleWatch = cfg.idleWatch, nil
 		vc.Provider = opts
 	}
@@ -121,18 +120,6 @@ func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slo
 	d.regs = arena.NewRegCache(func(buf []byte, a verbs.Access) (verbs.MR, error) { return pd.RegMR(buf, a) }, regCacheSize)
 	d.regs.SetIdleLimit(regCacheIdle)
 	return d, nil
-}
-
-// setSecret gives a tcp device opened with deferSecret the job secret.
-func (d *device) setSecret(secret []byte) error {
-	s, ok := d.dev.(tcp.SecretSetter)
-	if !ok {
-		return fmt.Errorf("%w: the %s device (%T) takes no deferred secret", ErrTransport, d.name, d.dev)
-	}
-	if err := s.SetSecret(secret); err != nil {
-		return fmt.Errorf("%w: %s device: %w", ErrTransport, d.name, err)
-	}
-	return nil
 }
 
 func (d *device) close() {

@@ -14,9 +14,14 @@ func (e *engine) sendLocked(r *Request) {
 		e.sendSelfLocked(r)
 		return
 	}
-	p := e.peers[r.peer]
+	p := e.peerLocked(r.peer)
 	if p.failed != nil {
 		e.completeLocked(r, p.failed)
+		return
+	}
+	if !p.ready {
+		p.out.push(outOp{kind: opSend, r: r})
+		r.outQueued = true
 		return
 	}
 	if len(r.buf) > p.eagerMax {
@@ -128,6 +133,19 @@ func (e *engine) pumpLocked(p *peer) {
 		kind, cookie := op.kind, op.cookie
 		p.out.pop()
 		switch kind {
+		case opSend:
+			// Nothing sent before r waits any more: it may take the fast box.
+			r.outQueued = false
+			switch {
+			case len(r.buf) > p.eagerMax:
+				if e.exposeLocked(p, r) {
+					e.postRTSLocked(p, r)
+				}
+			case e.postFastLocked(p, r.ctx, r.tag, r.buf):
+				e.completeLocked(r, nil)
+			default:
+				e.postEagerLocked(p, r)
+			}
 		case opEager:
 			r.outQueued = false
 			e.postEagerLocked(p, r)

@@ -1,12 +1,17 @@
 package runtime
 
-// KillTransport closes w's devices as a dying process's would, without Finalize: its
-// peers see their connections fail.
+// KillTransport closes w's connection listener, devices and process manager session as a
+// dying process's would, without Finalize: its connected peers see their connections
+// fail, and the agent reports it failed to every rank.
 func KillTransport(w *World) {
 	w.e.halt()
+	w.e.closeCM()
 	w.e.mu.Lock()
 	w.e.closeDevicesLocked()
 	w.e.mu.Unlock()
+	if w.e.pm != nil {
+		w.e.pm.Close()
+	}
 }
 
 // Pending reports the engine's queue lengths: posted receives, unexpected messages, and

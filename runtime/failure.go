@@ -19,8 +19,8 @@ import (
 //     AnySource receive fails unless a matching message is already waiting: once any peer
 //     has failed, an AnySource receive never blocks (as ULFM's MPI_ERR_PROC_FAILED_PENDING,
 //     without its acknowledge call; receive from named sources to go on);
-//   - Barrier fails at every rank once any peer has failed (each rank holds a connection
-//     to every peer and sees every death), so that no rank waits for a live rank that
+//   - Barrier fails at every rank once any peer has failed (under golaunch the agent
+//     reports every death to every rank), so that no rank waits for a live rank that
 //     left the barrier with an error; so do receives on a Sibling World (the collectives'
 //     traffic), which are not yet matched;
 //   - operations that involve only live peers go on.
@@ -40,7 +40,8 @@ func (e *engine) peerFailedLocked(p *peer, cause error) {
 	if e.failed == nil {
 		e.failed = pe
 	}
-	if !p.dev.closed {
+	p.wakeLocked()
+	if p.qp != nil && !p.dev.closed {
 		p.qp.ToErr() // no more DMA into our buffers once this returns; flushes are ignored
 	}
 	for p.out.n > 0 {
@@ -110,7 +111,7 @@ func (e *engine) sourceFailedLocked(r *Request) error {
 			return e.failed
 		}
 	case src != e.rank:
-		if p := e.peers[src]; p.failed != nil {
+		if p := e.peers[src]; p != nil && p.failed != nil {
 			return p.failed
 		}
 	}
@@ -157,7 +158,11 @@ func (e *engine) onEvent(ev pmi.Event) {
 	switch ev.Kind {
 	case pmi.ProcFailed:
 		if ev.Rank >= 0 && ev.Rank < e.size && ev.Rank != e.rank {
-			e.peerFailedLocked(e.peers[ev.Rank], fmt.Errorf("launcher reports: %s", eventCause(ev)))
+			p := e.peers[ev.Rank]
+			if p == nil {
+				p = e.placeholderLocked(ev.Rank)
+			}
+			e.peerFailedLocked(p, fmt.Errorf("launcher reports: %s", eventCause(ev)))
 		}
 	case pmi.Aborted:
 		if e.aborted == nil {

@@ -329,14 +329,14 @@ func (e *engine) drainFastboxLocked(p *peer) {
 
 // drainFastboxesLocked drains every peer's box.
 func (e *engine) drainFastboxesLocked() {
-	for _, p := range e.poll.boxes {
+	for _, p := range e.poll.boxList() {
 		e.drainFastboxLocked(p)
 	}
 }
 
 // fastboxReady reports whether some peer's box holds a message that can be handled now.
 // It takes no lock: the shm CQ's wait check calls it.
-func (e *engine) fastboxReady() bool { return boxesReady(e.poll.boxes) }
+func (e *engine) fastboxReady() bool { return boxesReady(e.poll.boxList()) }
 
 // boxesReady reports whether the box of one of peers holds a message that can be handled
 // now. It takes no lock: the poller's spin calls it.

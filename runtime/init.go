@@ -160,17 +160,20 @@ func init() {
 // the job's process manager in this order:
 //
 //  1. golaunch's launch contract (the GOLAUNCH_* variables): Init connects to the local
-//     agent and exchanges endpoint cards with every other rank through it (two fences);
+//     agent and exchanges cards with every other rank through it (one fence);
 //  2. a PMI server of Slurm, MPICH's Hydra or Flux (PMI_FD, or PMI_PORT with PMI_ID; see
 //     pmi.Detect): Init speaks PMI-1 or PMI-2 to it (GORMA_PMI), takes rank and size
-//     from it, and exchanges cards and endpoints in one PMI fence, on one node or
-//     several (two when PMI_process_mapping is missing or the ranks' cards contradict
-//     it), placing ranks by PMI_process_mapping;
+//     from it, publishes its card with one put, fences once, and reads rank 0's value
+//     (the job secret) and its node's first rank's card: a constant number of PMI round
+//     trips whatever the job's size. It places ranks by PMI_process_mapping (without
+//     one, it reads every card); a rank whose card contradicts the map fails Init;
 //  3. neither: a world of one rank.
 //
 // It picks the transport for each peer (shm on the same host, tcp otherwise, or the
-// launcher's --transport) and connects one queue pair to every peer. It returns once
-// every connection is up, or with an error when ctx ends first.
+// launcher's --transport) and opens the devices those need; a queue pair to a peer
+// connects on first contact (a send, a receive naming the peer, an Attach), through the
+// peer's connection listener. It returns once the devices are open, or with an error
+// when ctx ends first.
 //
 // It reads GORMA_PROGRESS (spin, hybrid or block; default hybrid), GORMA_SPIN (hybrid's
 // spin budget, a duration such as 50us, the default) and GORMA_EAGER_LIMIT (bytes, as
@@ -260,7 +263,8 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 
 func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine {
 	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit, ncpu: goruntime.NumCPU(),
-		ctxs: newCtxAlloc(), hosts: make([]string, size)}
+		ctxs: newCtxAlloc(), hosts: make([]string, size), cards: make([]card, size), cardOK: make([]bool, size)}
+	e.cm.opened = make(chan struct{})
 	e.poll.init(cfg.progress, cfg.spin)
 	e.hosts[rank] = host
 	e.stop, e.halt = context.WithCancel(context.Background())
@@ -286,8 +290,12 @@ func identityWith(salt string) hostIdentity {
 }
 
 // start launches the engine's goroutines: the agent event watcher (golaunch's agent
-// only) and, with two devices, one relay per completion queue.
+// only) and, with two devices, one relay per completion queue; and lets the connection
+// listener answer.
 func (e *engine) start() {
+	if e.cm.ln != nil {
+		e.openCM()
+	}
 	if es, ok := e.pm.(eventSource); ok {
 		e.bg.Add(1)
 		go e.watchEvents(es.Events())
@@ -308,6 +316,7 @@ func (e *engine) start() {
 // shutdown stops the engine's goroutines and closes its devices.
 func (e *engine) shutdown() {
 	e.halt()
+	e.closeCM() // no set-up is under way once it returns
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.polling {
@@ -320,7 +329,7 @@ func (e *engine) shutdown() {
 // closeDevicesLocked closes the devices once no poller spins any more: the spin reads the
 // fast boxes, which are arena memory, without mu.
 func (e *engine) closeDevicesLocked() {
-	for _, p := range e.poll.boxes {
+	for _, p := range e.poll.boxList() {
 		p.fin.off.Store(true)
 	}
 	for e.polling {

@@ -161,6 +161,11 @@ func TestLeakRendezvousCancel(t *testing.T) {
 					_, err := gorma.Recv(ctx, w, make([]byte, size), 0, 1)
 					return err
 				}
+				// Connect first: a send cancelled while its connection is still being made
+				// never goes out, and the rounds need the offer to stand.
+				if err := gorma.Barrier(ctx, w); err != nil {
+					return err
+				}
 				if err := round(); err != nil { // warm up: the registration cache entry
 					return err
 				}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -51,15 +52,16 @@ type card struct {
 	eagerSHM uint32 // largest eager payload this rank accepts over shm
 	eagerTCP uint32 // ... over tcp
 	cpu      int32  // the one processor this rank may run on (boundCPU), or -1
+	cm       string // host:port of this rank's connection listener (cm.go)
 }
 
 const (
 	cardMagic   = "GRMC"
-	cardVersion = 3 // 2: keyEP values end with a fast box key (encodeEP); 3: cpu
+	cardVersion = 4 // 3: cpu; 4: the connection listener's address
 )
 
 func (c *card) encode() []byte {
-	b := make([]byte, 0, 64+len(c.host))
+	b := make([]byte, 0, 64+len(c.host)+len(c.cm))
 	b = append(b, cardMagic...)
 	b = append(b, cardVersion)
 	b = append(b, c.id.bootID[:]...)
@@ -72,7 +74,9 @@ func (c *card) encode() []byte {
 	b = le.AppendUint32(b, c.eagerTCP)
 	b = le.AppendUint32(b, uint32(c.cpu))
 	b = le.AppendUint16(b, uint16(len(c.host)))
-	return append(b, c.host...)
+	b = append(b, c.host...)
+	b = le.AppendUint16(b, uint16(len(c.cm)))
+	return append(b, c.cm...)
 }
 
 const cardFixed = 4 + 1 + 16 + 8 + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 2
@@ -93,10 +97,16 @@ func decodeCard(b []byte) (card, error) {
 	c.eagerSHM, c.eagerTCP, c.cpu = le.Uint32(p[32:]), le.Uint32(p[36:]), int32(le.Uint32(p[40:]))
 	n := int(le.Uint16(p[44:]))
 	p = p[46:]
-	if len(p) != n {
+	if len(p) < n+2 {
 		return c, fmt.Errorf("card host name of %d bytes, %d present", n, len(p))
 	}
-	c.host = string(p)
+	c.host = string(p[:n])
+	p = p[n:]
+	n = int(le.Uint16(p))
+	if p = p[2:]; len(p) != n {
+		return c, fmt.Errorf("card listener address of %d bytes, %d present", n, len(p))
+	}
+	c.cm = string(p)
 	return c, nil
 }
 
@@ -158,21 +168,53 @@ func chooseProvider(transport string, me, peer *card, peerRank int) (string, err
 // share memory, tcp otherwise (foreignProvider).
 func (e *engine) between(a, b int) (string, error) {
 	if e.nodes != nil {
-		return foreignProvider(e.nodes, e.cards, a, b), nil
+		if e.nodes[a] == e.nodes[b] {
+			return "shm", nil
+		}
+		return "tcp", nil
 	}
 	return chooseProvider(e.cfg.transport, &e.cards[a], &e.cards[b], b)
 }
 
-// foreignProvider is chooseProvider under a foreign process manager: the node map
-// (PMI_process_mapping) proposes, the cards' host identity (boot id, namespaces, user)
-// confirms. Ranks the map puts on one node whose cards differ (another network
-// namespace, a container) talk over tcp, and so do ranks on one host that the map puts
-// on different nodes: tcp works between any two ranks.
-func foreignProvider(nodes []int, cards []card, a, b int) string {
-	if nodes[a] == nodes[b] && sameHost(&cards[a], &cards[b]) {
-		return "shm"
+// local reports whether rank r runs on this rank's host (node).
+func (e *engine) local(r int) bool {
+	if e.nodes != nil {
+		return e.nodes[r] == e.nodes[e.rank]
 	}
-	return "tcp"
+	return e.hosts[r] == e.host
+}
+
+// hostName returns rank r's host name. Under a foreign PM it is the name in the card of
+// the first rank of r's node, read with a PMI get the first time.
+func (e *engine) hostName(r int) string {
+	e.mu.Lock()
+	h := e.hosts[r]
+	leader := r
+	if h == "" && e.nodes != nil {
+		leader = nodeLeader(e.nodes, r)
+		h = e.hosts[leader]
+	}
+	e.mu.Unlock()
+	if h != "" || e.pm == nil {
+		return h
+	}
+	ctx, cancel := context.WithTimeout(e.stop, cmConnectTime)
+	defer cancel()
+	c, err := e.cardOf(ctx, leader)
+	if err != nil {
+		return ""
+	}
+	return c.host
+}
+
+// nodeLeader is the first rank on rank r's node.
+func nodeLeader(nodes []int, r int) int {
+	for x, n := range nodes {
+		if n == nodes[r] {
+			return x
+		}
+	}
+	return r
 }
 
 func (id hostIdentity) short() string {

@@ -28,7 +28,9 @@ func asBytes[T Elem](buf []T) ([]byte, int) {
 // read it for a larger one (rendezvous). A send to this rank itself is copied and never
 // blocks. If ctx ends while a rendezvous send waits, Send returns ctx's error and the
 // message stays offered: the receiver may still read buf, so its contents must stay as
-// they are if the message is to be intact.
+// they are if the message is to be intact. If ctx ends before the message could leave
+// (the first contact's connection is still being made, or every send slot is taken),
+// Send returns ctx's error and the message is never sent.
 func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
 	if w == nil {
 		return withOp("send", errNilWorld())
@@ -276,7 +278,7 @@ func (e *engine) startSendLocked(ctxID uint16, buf []byte, esize, dest, tag int)
 	if dest != e.rank {
 		// The fast box path needs no Request (sendLocked would take it too).
 		p := e.peers[dest]
-		if p.failed == nil && len(buf) <= p.eagerMax && p.out.n == 0 && e.postFastLocked(p, ctxID, tag, buf) {
+		if p != nil && p.ready && p.failed == nil && len(buf) <= p.eagerMax && p.out.n == 0 && e.postFastLocked(p, ctxID, tag, buf) {
 			return nil
 		}
 	}

@@ -7,15 +7,26 @@ import (
 )
 
 // peer is the connection to one other rank: a QP of one device, its eager slots, and
-// the operations waiting for send resources. All fields are guarded by engine.mu.
+// the operations waiting for send resources. All fields are guarded by engine.mu, but
+// for dev, qp and the fast boxes, which are set once under it, before the connection's
+// set-up (cm.go) uses them outside it.
 type peer struct {
 	rank   int
 	host   string
 	card   card
-	dev    *device
-	qp     verbs.QP
-	cma    bool // rendezvous sends may offer user memory (the peer can read it)
+	dev    *device  // nil until the QP is made (makeQPLocked)
+	qp     verbs.QP // nil until the QP is made
+	cma    bool     // rendezvous sends may offer user memory (the peer can read it)
 	failed *ProcError
+
+	// Connection set-up (cm.go). Until ready, sends wait in out (as opSend) and the QP
+	// posts nothing (sqFree is 0). readyCh is closed once ready or failed (wakeLocked).
+	ready     bool
+	dialing   bool // this rank asked the peer to connect
+	accepting bool // this rank connects for the peer's request
+	readyCh   chan struct{}
+	woken     bool
+	myEP      []byte // this rank's endpoint value for the peer (encodeEP)
 
 	eagerMax int // largest eager payload the peer accepts
 	txMR     verbs.MR
@@ -63,13 +74,14 @@ func splitWRID(id uint64) (kind uint64, rank int, idx uint32) {
 	return id >> 56, int(id >> 32 & 0xffffff), uint32(id)
 }
 
-// newPeer creates the QP to rank on d, carves its slots and posts its receives. The QP
-// is left in Init, ready for connect.
-func newPeer(d *device, rank int, c card, eagerMine, eagerTheirs, slots int) (*peer, error) {
-	p := &peer{rank: rank, host: c.host, card: c, dev: d, slots: slots, maxSend: 2 * slots,
-		eagerMax: eagerTheirs, txSize: hdrLen + max(eagerTheirs, rtsLen), rxSize: hdrLen + max(eagerMine, rtsLen)}
-	p.txSize = (p.txSize + 63) &^ 63
-	p.rxSize = (p.rxSize + 63) &^ 63
+// initPeer gives p (its rank, card and host set) its QP to p.rank on d, carves its slots
+// and posts its receives. The QP is left in Init, ready for connect.
+func initPeer(p *peer, d *device, eagerMine, eagerTheirs, slots int) error {
+	p.dev, p.slots, p.maxSend = d, slots, 2*slots
+	p.eagerMax = eagerTheirs
+	p.txSize = (hdrLen + max(eagerTheirs, rtsLen) + 63) &^ 63
+	p.rxSize = (hdrLen + max(eagerMine, rtsLen) + 63) &^ 63
+	rank := p.rank
 	var err error
 	p.qp, err = d.pd.CreateQP(verbs.QPAttr{SendCQ: d.cq, RecvCQ: d.cq, MaxSendWR: p.maxSend, MaxRecvWR: slots})
 	if err == nil {
@@ -82,7 +94,7 @@ func newPeer(d *device, rank int, c card, eagerMine, eagerTheirs, slots int) (*p
 		p.rxMR, err = d.pd.AllocMR(slots*p.rxSize, verbs.LocalWrite)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s connection to rank %d: %w", ErrTransport, d.name, rank, err)
+		return fmt.Errorf("%w: %s connection to rank %d: %w", ErrTransport, d.name, rank, err)
 	}
 	p.sqFree = p.maxSend
 	p.rxLater = make([]uint32, 0, slots)
@@ -94,10 +106,10 @@ func newPeer(d *device, rank int, c card, eagerMine, eagerTheirs, slots int) (*p
 	}
 	for i := 0; i < slots; i++ {
 		if err := p.postRecv(uint32(i)); err != nil {
-			return nil, fmt.Errorf("%w: %s connection to rank %d: post receive: %w", ErrTransport, d.name, rank, err)
+			return fmt.Errorf("%w: %s connection to rank %d: post receive: %w", ErrTransport, d.name, rank, err)
 		}
 	}
-	return p, nil
+	return nil
 }
 
 func (p *peer) txBuf(i uint32) []byte {
@@ -209,12 +221,20 @@ func (p *peer) txDone(idx uint32) {
 
 // quiet reports whether nothing this rank sent to p is outstanding.
 func (p *peer) quiet() bool {
-	return p.failed != nil || (p.out.n == 0 && p.sqFree == p.maxSend)
+	return p.failed != nil || (p.out.n == 0 && (!p.ready || p.sqFree == p.maxSend))
+}
+
+// wakeLocked closes p.readyCh, once: p is ready or failed.
+func (p *peer) wakeLocked() {
+	if !p.woken && p.readyCh != nil {
+		p.woken = true
+		close(p.readyCh)
+	}
 }
 
 // outOp is an operation waiting in a peer's out queue.
 type outOp struct {
-	kind   uint8 // opEager, opRTS, opFIN, opRead
+	kind   uint8 // opEager, opRTS, opFIN, opRead, opSend
 	r      *Request
 	cookie uint64 // opFIN
 	chunk  int    // opRead: index of the chunk
@@ -225,6 +245,7 @@ const (
 	opRTS
 	opFIN
 	opRead
+	opSend // a send queued before the connection was up: eager or RTS, decided when it goes
 )
 
 // outQueue is a FIFO ring of outOps that grows when full.

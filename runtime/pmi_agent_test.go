@@ -20,6 +20,8 @@ type agentPM struct {
 	mu       sync.Mutex
 	barriers []int
 	puts     []int
+	gets     int
+	abort    bool
 }
 
 func newAgentPM(t *testing.T, size int, mapping string) *agentPM {
@@ -40,6 +42,18 @@ func (pm *agentPM) barrierCounts() []int {
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
 	return append([]int(nil), pm.barriers...)
+}
+
+func (pm *agentPM) getCount() int {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	return pm.gets
+}
+
+func (pm *agentPM) aborted() bool {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	return pm.abort
 }
 
 func (pm *agentPM) putCounts() []int {
@@ -63,9 +77,17 @@ func (pm *agentPM) Fence(ctx context.Context, rank int, puts map[string][]byte) 
 }
 
 func (pm *agentPM) Get(_ context.Context, rank int, key string) ([]byte, error) {
+	pm.mu.Lock()
+	pm.gets++
+	pm.mu.Unlock()
 	return pm.x.Get(rank, key)
 }
 
-func (pm *agentPM) Abort(rank, code int, msg string) { pm.x.Fail(pmi.ErrAborted) }
-func (pm *agentPM) Finalize(int)                     {}
-func (pm *agentPM) Gone(int)                         {}
+func (pm *agentPM) Abort(rank, code int, msg string) {
+	pm.mu.Lock()
+	pm.abort = true
+	pm.mu.Unlock()
+	pm.x.Fail(pmi.ErrAborted)
+}
+func (pm *agentPM) Finalize(int) {}
+func (pm *agentPM) Gone(int)     {}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -98,9 +99,9 @@ func TestForeignOneNode(t *testing.T) {
 	wantFences(t, pm, 2, "after Finalize")
 }
 
-// TestForeignPutsPerRank: at 64 ranks on one node a rank still publishes its card and
-// its 63 endpoints in one or two PMI puts (values of at most vallen_max, 1024 here), with
-// one fence.
+// TestForeignPutsPerRank: at 64 ranks on one node a rank still joins with one PMI put
+// (values of at most vallen_max, 1024 here), one fence and at most three gets, and holds
+// no connection when Init returns.
 func TestForeignPutsPerRank(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -111,37 +112,46 @@ func TestForeignPutsPerRank(t *testing.T) {
 	puts := pm.putCounts()
 	t.Logf("PMI puts by rank: %v", puts)
 	for r, p := range puts {
-		if p < 1 || p > 2 {
-			t.Errorf("rank %d made %d PMI puts at Init, want 1 or 2", r, p)
+		if p != 1 {
+			t.Errorf("rank %d made %d PMI puts at Init, want 1", r, p)
+		}
+	}
+	if got := pm.getCount(); got > 3*n {
+		t.Errorf("the ranks made %d PMI gets at Init, want at most %d", got, 3*n)
+	}
+	for r, w := range worlds {
+		if c := w.Connections(); c != 0 {
+			t.Errorf("rank %d holds %d connections after Init, want 0", r, c)
 		}
 	}
 	ringAndFinalize(t, ctx, worlds)
 }
 
 // TestForeignPlacement: where PMI_process_mapping and the ranks' cards put the ranks,
-// which transport each pair uses, and how many PMI barriers Init takes. A rank's host
-// stands for its host identity (its card): ranks with the same host use shm, the others
-// tcp. When the map and the cards agree, Init fences once, also across nodes (the tcp
-// devices open before rank 0's job secret arrives and take it after the fence); when the
-// map is missing or the cards contradict it, a second round connects the rest.
+// which transport each pair uses, and what Init costs. A rank's host stands for its host
+// identity (its card): ranks with the same host use shm, the others tcp. Init fences
+// once, on one node or several; with a map it makes at most two PMI gets (rank 0's value,
+// the map) plus one for its node's first rank's card, and without one it reads every
+// card.
 func TestForeignPlacement(t *testing.T) {
 	for _, tc := range []struct {
 		name, mapping string
 		hosts         []string
-		fences        int
+		maxGets       int // PMI gets of the whole job at Init
 	}{
-		{"two nodes", "(vector,(0,2,2))", []string{"a", "a", "b", "b"}, 1},
-		{"one per node", "(vector,(0,3,1))", []string{"a", "b", "c"}, 1},
-		{"map splits a node the cards split further", "(vector,(0,2,2))", []string{"a", "a", "b", "c"}, 2},
-		{"map says one node, a card says another host", "(vector,(0,1,4))", []string{"a", "a", "a", "b"}, 2},
-		{"no map", "", []string{"a", "a", "b"}, 2},
+		{"two nodes", "(vector,(0,2,2))", []string{"a", "a", "b", "b"}, 3 * 4},
+		{"one per node", "(vector,(0,3,1))", []string{"a", "b", "c"}, 3 * 3},
+		{"no map", "", []string{"a", "a", "b"}, 3 * 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			pm := newAgentPM(t, len(tc.hosts), tc.mapping)
 			worlds := startFake(t, ctx, pm, tc.hosts)
-			wantFences(t, pm, tc.fences, "in Init")
+			wantFences(t, pm, 1, "in Init")
+			if got := pm.getCount(); got > tc.maxGets {
+				t.Errorf("the ranks made %d PMI gets at Init, want at most %d", got, tc.maxGets)
+			}
 			checkTransports(t, worlds, func(a, b int) string {
 				if tc.hosts[a] == tc.hosts[b] {
 					return "shm"
@@ -160,6 +170,66 @@ func TestForeignPlacement(t *testing.T) {
 				}
 			}
 			ringAndFinalize(t, ctx, worlds)
+		})
+	}
+}
+
+// TestForeignMapContradicted: a map that puts on one node ranks whose cards cannot share
+// memory fails Init at a rank that sees it (comparing its card with its node's first
+// rank's), with an error that names the map and the rank; that rank's PMI abort ends
+// the job.
+func TestForeignMapContradicted(t *testing.T) {
+	for _, tc := range []struct {
+		name, mapping string
+		hosts         []string
+		bad, leader   int // the rank that fails, and its node's first rank
+	}{
+		{"map splits a node the cards split further", "(vector,(0,2,2))", []string{"a", "a", "b", "c"}, 3, 2},
+		{"map says one node, a card says another host", "(vector,(0,1,4))", []string{"a", "a", "a", "b"}, 3, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			pm := newAgentPM(t, len(tc.hosts), tc.mapping)
+			worlds := make([]*World, len(tc.hosts))
+			errs := make([]error, len(tc.hosts))
+			var wg sync.WaitGroup
+			for r := range tc.hosts {
+				env := pm.connect(r, nil)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					worlds[r], errs[r] = initWith(ctx, options{getenv: func(k string) string { return env[k] }, hostSalt: tc.hosts[r], exit: func(int) {}})
+				}()
+			}
+			wg.Wait()
+			for r, err := range errs {
+				if r != tc.bad {
+					if err != nil {
+						t.Errorf("rank %d: %v", r, err)
+					}
+					continue
+				}
+				if err == nil {
+					t.Fatalf("rank %d: Init succeeded", r)
+				}
+				for _, want := range []string{"PMI_process_mapping", fmt.Sprintf("rank %d", tc.leader), "share memory"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("rank %d's error %q does not say %q", r, err, want)
+					}
+				}
+			}
+			for deadline := time.Now().Add(10 * time.Second); !pm.aborted(); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the failing rank did not abort the job")
+				}
+			}
+			for _, w := range worlds {
+				if w != nil { // as the process manager ends them
+					w.e.shutdown()
+					w.e.pm.Close()
+				}
+			}
 		})
 	}
 }
@@ -271,32 +341,40 @@ func pmi2Fullinit(size int) func(int, string, map[string]string) (string, bool, 
 	}
 }
 
-// TestWireRoundTrip: a wire value keeps the card, the secret and the endpoint meant for
-// one rank; junk fails with errPMIValue and never panics.
+// TestWireRoundTrip: a wire value keeps the card and the secret; junk fails with
+// errPMIValue and never panics.
 func TestWireRoundTrip(t *testing.T) {
-	eps := []wireEP{{1, []byte("one")}, {2, []byte("two")}, {5, []byte("five!")}, {6, []byte("six!!")}, {70000, []byte("far")}}
-	b := encodeWire([]byte("card"), []byte("secret"), eps)
-	for _, x := range eps {
-		w, err := decodeWire(b, x.rank)
-		if err != nil || string(w.card) != "card" || string(w.secret) != "secret" || !slices.Equal(w.ep, x.ep) {
-			t.Errorf("decode for rank %d: %+v, %v", x.rank, w, err)
+	for _, secret := range [][]byte{nil, []byte("secret")} {
+		b := encodeWire([]byte("card"), secret)
+		w, err := decodeWire(b)
+		if err != nil || string(w.card) != "card" || !slices.Equal(w.secret, secret) {
+			t.Errorf("decode: %+v, %v", w, err)
 		}
-	}
-	if w, err := decodeWire(b, 3); err != nil || w.ep != nil {
-		t.Errorf("decode for rank 3 (no endpoint): %+v, %v", w, err)
-	}
-	for i := range len(b) {
-		if _, err := decodeWire(b[:i], 1); err == nil || !errors.Is(err, errPMIValue) {
-			t.Errorf("decode of %d of %d bytes: %v", i, len(b), err)
+		for i := range len(b) {
+			if _, err := decodeWire(b[:i]); err == nil || !errors.Is(err, errPMIValue) {
+				t.Errorf("decode of %d of %d bytes: %v", i, len(b), err)
+			}
+		}
+		if _, err := decodeWire(append(b, 0)); err == nil || !errors.Is(err, errPMIValue) {
+			t.Errorf("decode with a trailing byte: %v", err)
 		}
 	}
 }
 
+// FuzzDecodeWire: a value under a gorma PMI key never makes decodeWire panic, and what
+// it accepts survives encoding and decoding again.
 func FuzzDecodeWire(f *testing.F) {
-	f.Add(encodeWire([]byte("card"), nil, []wireEP{{0, []byte("x")}}), 0)
-	f.Add([]byte("GRMW\x01\x00\x00"), 3)
-	f.Fuzz(func(t *testing.T, b []byte, want int) {
-		decodeWire(b, want) // must not panic
+	f.Add(encodeWire([]byte("card"), []byte("secret")))
+	f.Add([]byte("GRMW\x02\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		w, err := decodeWire(b)
+		if err != nil {
+			return
+		}
+		again, err := decodeWire(encodeWire(w.card, w.secret))
+		if err != nil || !bytes.Equal(again.card, w.card) || !bytes.Equal(again.secret, w.secret) {
+			t.Fatalf("%x decodes to %+v, which does not survive a round trip: %+v, %v", b, w, again, err)
+		}
 	})
 }
 

@@ -36,9 +36,10 @@ type poller struct {
 	// runtime would compete with), and the poller does not.
 	providerSpins bool
 	cqs           []verbs.CQ // the devices' CQs, indexed as engine.devs; set at Init
-	// boxes are the peers that have a fast box in this rank (fastbox.go); set at Init,
-	// read without engine.mu by the spin and the shm CQ's wait check.
-	boxes  []*peer
+	// boxes holds the connected peers that have a fast box in this rank (fastbox.go):
+	// a copy-on-write list that peerReadyLocked extends under engine.mu, read without
+	// it by the spin and the shm CQ's wait check.
+	boxes  atomic.Pointer[[]*peer]
 	relays []*relay // one per CQ with two devices; set by engine.start
 
 	// Waking: kick is safe from any goroutine, with or without engine.mu.
@@ -170,11 +171,12 @@ const (
 func (p *poller) spin(ctx context.Context, live uint64, got *polled) bool {
 	mode := p.mode
 	for {
-		if len(p.boxes) > 0 && boxesReady(p.boxes) {
+		boxes := p.boxList()
+		if len(boxes) > 0 && boxesReady(boxes) {
 			got.fb = true
 			return true
 		}
-		if len(p.boxes) == 0 || p.spins%cqPollEvery == 0 || p.spins >= p.yieldAfter {
+		if len(boxes) == 0 || p.spins%cqPollEvery == 0 || p.spins >= p.yieldAfter {
 			for i, cq := range p.cqs {
 				if live&(1<<i) == 0 {
 					continue
@@ -307,4 +309,19 @@ func (p *poller) polledPass() {
 		default:
 		}
 	}
+}
+
+// boxList returns the peers whose fast boxes the poller reads.
+func (p *poller) boxList() []*peer {
+	if b := p.boxes.Load(); b != nil {
+		return *b
+	}
+	return nil
+}
+
+// addBox adds peer q's fast box to those the poller reads. The caller holds engine.mu,
+// which serializes writers.
+func (p *poller) addBox(q *peer) {
+	next := append(append([]*peer(nil), p.boxList()...), q)
+	p.boxes.Store(&next)
 }

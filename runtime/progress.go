@@ -256,8 +256,8 @@ func (e *engine) yieldAfterLocked(r *Request, quiet bool, set []*Request) int {
 		return neverYield
 	}
 	if !quiet && set == nil && (r.kind == reqSend || r.kind == reqRecv || r.kind == reqProbe) &&
-		r.peer >= 0 && r.peer < len(e.peers) && e.peers[r.peer] != nil {
-		me, them := &e.cards[e.rank], &e.peers[r.peer].card
+		r.peer >= 0 && r.peer != e.rank && r.peer < len(e.cardOK) && e.cardOK[r.peer] {
+		me, them := &e.cards[e.rank], &e.cards[r.peer]
 		switch {
 		case sameCPU(me, them):
 			return 0

@@ -281,9 +281,12 @@ func (w *World) Attach(rank int, desc []byte) (*Remote, error) {
 	if !ok || jr == e.rank {
 		return nil, invalidf("attach to rank %d (size %d, self %d): the peer must be another rank", rank, w.Size(), w.Rank())
 	}
-	p := e.peers[jr]
-	if p.failed != nil {
-		return nil, p.failed
+	p, err := e.awaitPeerLocked(e.stop, jr)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.checkLocked(); err != nil {
+		return nil, err
 	}
 	want := byte(descSHM)
 	if p.dev.name == "tcp" {

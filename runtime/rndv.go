@@ -23,22 +23,31 @@ import (
 
 // offerLocked starts a rendezvous send: it exposes r's buffer and sends RTS.
 func (e *engine) offerLocked(p *peer, r *Request) {
-	mr, off, owned, err := exposeBuffer(p, r.buf)
-	if err != nil {
-		e.completeLocked(r, fmt.Errorf("%w: expose %d-byte send buffer to rank %d: %w", ErrTransport, len(r.buf), p.rank, err))
+	if !e.exposeLocked(p, r) {
 		return
 	}
-	r.mr, r.mrOwned, r.roff = mr, owned, off
-	if !owned {
-		r.mrCache = p.dev.regs
-	}
-	e.table.add(r)
 	if p.out.n == 0 && p.canSend() {
 		e.postRTSLocked(p, r)
 		return
 	}
 	p.out.push(outOp{kind: opRTS, r: r})
 	r.outQueued = true
+}
+
+// exposeLocked exposes r's buffer to p for a rendezvous and enters r in the table. On
+// failure it completes r with the error and returns false.
+func (e *engine) exposeLocked(p *peer, r *Request) bool {
+	mr, off, owned, err := exposeBuffer(p, r.buf)
+	if err != nil {
+		e.completeLocked(r, fmt.Errorf("%w: expose %d-byte send buffer to rank %d: %w", ErrTransport, len(r.buf), p.rank, err))
+		return false
+	}
+	r.mr, r.mrOwned, r.roff = mr, owned, off
+	if !owned {
+		r.mrCache = p.dev.regs
+	}
+	e.table.add(r)
+	return true
 }
 
 // exposeBuffer returns a memory region that peer p may RDMA-read buf from, with buf's

@@ -194,7 +194,7 @@ func (w *World) newGroup(members []int, fam *family) *group {
 		}
 	}
 	for i, jr := range g.ranks {
-		if e.hosts[jr] == e.host {
+		if e.local(jr) {
 			if i == g.me {
 				g.localRank = g.localSize
 			}

@@ -103,6 +103,11 @@ func TestStressCancelMidRendezvous(t *testing.T) {
 		run(t, tr, n, func(ctx context.Context, w *runtime.World) error {
 			const size = 8 << 20
 			buf := make([]byte, size)
+			// Connect first: a send canceled while its connection is still being made
+			// never goes out, and every round's message must arrive.
+			if err := runtime.Barrier(ctx, w); err != nil {
+				return err
+			}
 			for round := range 8 {
 				delay := time.Duration(round) * 250 * time.Microsecond
 				if w.Rank() == 0 {

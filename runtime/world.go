@@ -75,13 +75,14 @@ func (w *World) LocalSize() int {
 // processors.
 func (w *World) HostCPUs() int { return w.e.ncpu }
 
-// HostOf returns the host name of rank r ("" if r is out of range).
+// HostOf returns the host name of rank r ("" if r is out of range). Under a foreign
+// process manager the first call for a node may read a card with a PMI get.
 func (w *World) HostOf(r int) string {
 	jr, ok := w.jobRank(r)
-	if !ok || jr >= len(w.e.hosts) {
+	if !ok || jr >= w.e.size {
 		return ""
 	}
-	return w.e.hosts[jr]
+	return w.e.hostName(jr)
 }
 
 // Transport returns the provider ("shm" or "tcp") that carries messages to rank r, "self"
@@ -95,13 +96,15 @@ func (w *World) Transport(r int) string {
 	case r == e.rank:
 		return "self"
 	}
-	return e.peers[r].dev.name
+	p, _ := e.between(e.rank, r)
+	return p
 }
 
 // TransportBetween returns the transport rank a uses to reach rank b: what Transport(b)
 // returns at rank a ("shm" or "tcp", "self" when a == b, "" out of range). Every rank
-// computes the same answer, from the endpoint cards all ranks exchanged at Init and the
-// job's transport setting, so that a library can agree on the layout without messages:
+// computes the same answer, from the cards all ranks exchanged at Init (under golaunch)
+// or the node map (under a foreign process manager) and the job's transport setting, so
+// that a library can agree on the layout without messages:
 // package collectives asks whether other hosts' ranks share memory (they do not under
 // golaunch --transport tcp), which Transport, seen from a rank alone on its host, cannot
 // tell (see collectives' TestAllreduceHierUnmappedIsConfigError).
@@ -114,16 +117,28 @@ func (w *World) TransportBetween(a, b int) string {
 		return ""
 	case a == b:
 		return "self"
-	case a == e.rank:
-		return e.peers[b].dev.name
-	case e.cards == nil:
-		return ""
 	}
 	p, err := e.between(a, b)
 	if err != nil {
 		return ""
 	}
 	return p
+}
+
+// Connections returns how many ranks of the job this rank holds a connection to. A
+// connection is made on first contact (a send, a receive naming the rank, an Attach), so
+// right after Init it is 0, and a rank that talks to a few peers holds a few.
+func (w *World) Connections() int {
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, p := range e.peers {
+		if p != nil && p.ready {
+			n++
+		}
+	}
+	return n
 }
 
 // Dup returns a World with the same ranks and a communication context of its own:
@@ -205,17 +220,18 @@ type engine struct {
 	rank, size           int
 	host                 string
 	localRank, localSize int
-	ncpu                 int // processors this host's ranks share (HostCPUs)
-	hosts                []string
-	cards                []card      // every rank's card (this rank's too), kept for TransportBetween; nil in a world of one
+	ncpu                 int         // processors this host's ranks share (HostCPUs)
 	pm                   pmi.Session // the process manager: golaunch's agent or a foreign PMI server; nil in a world of one
-	secret               []byte      // the job secret that authenticates tcp connections
-	// nodes is every rank's node index from a foreign PM's PMI_process_mapping, which
-	// decides the transport together with the cards (between); nil under golaunch.
+	secret               []byte      // the job secret that authenticates connections; set once (setSecret)
+	// nodes is every rank's node index under a foreign PM (PMI_process_mapping, or the
+	// cards where the PM gives none), which decides locality and transports (between);
+	// nil under golaunch, where every card is read at Init.
 	nodes []int
+	slots int // eager slots per peer connection
 	exit  func(code int)
 	cfg   config
 	devs  []*device // their closed and broken flags are guarded by mu
+	cm    cmServer  // connections made on first contact (cm.go)
 	// returners are the devices' CQs that a waiter may lead (tcp), for ServePeers and
 	// PollPeers; set with devs.
 	returners []roleReturner
@@ -228,9 +244,14 @@ type engine struct {
 	over    atomic.Bool // Finalize has begun (Finalized): set with finalizing, never cleared
 	splitMu sync.Mutex  // one Split at a time (split.go); taken before mu
 
-	mu         engineLock // lock.go
-	polling    bool       // a goroutine holds the poller role
-	peers      []*peer    // by rank; nil for this rank
+	mu      engineLock // lock.go
+	polling bool       // a goroutine holds the poller role
+	peers   []*peer    // by rank; nil for this rank and for ranks never contacted (cm.go)
+	// cards holds the cards known (cardOK): every rank's under golaunch, this rank's,
+	// rank 0's and those read on first contact under a foreign PM; hosts their names.
+	cards      []card
+	cardOK     []bool
+	hosts      []string
 	rxLater    []*peer    // peers with receive slots to repost before the next wait (peers.go)
 	posted     reqQueue   // receives waiting for a message (match.go)
 	probes     reqQueue   // probes waiting for a message

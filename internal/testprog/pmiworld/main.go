@@ -25,6 +25,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "pmiworld: init: %v\n", err)
 		os.Exit(1)
 	}
+	if n := w.Connections(); n != 0 {
+		fmt.Fprintf(os.Stderr, "pmiworld: rank %d: %d connections right after Init, want none (connections are made on first contact)\n", w.Rank(), n)
+		os.Exit(1)
+	}
 	if *abort >= 0 {
 		abortJob(ctx, w, *abort)
 	}
@@ -123,8 +127,8 @@ func summary(ctx context.Context, w *runtime.World) (string, error) {
 	if err := runtime.Barrier(ctx, w); err != nil {
 		return "", fmt.Errorf("barrier: %w", err)
 	}
-	return fmt.Sprintf("pmiworld: ok: %d ranks, %d hosts, transports shm=%d tcp=%d, local size %d",
-		w.Size(), len(hosts), count["shm"], count["tcp"], w.LocalSize()), nil
+	return fmt.Sprintf("pmiworld: ok: %d ranks, %d hosts, transports shm=%d tcp=%d, local size %d, connections %d",
+		w.Size(), len(hosts), count["shm"], count["tcp"], w.LocalSize(), w.Connections()), nil
 }
 
 // abortJob has rank r Abort the job with code 3 while the others wait in a Barrier,

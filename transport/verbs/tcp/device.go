@@ -119,7 +119,7 @@ func openDevice(cfg verbs.Config) (d *device, err error) {
 	d = &device{
 		cfg: cfg, id: id, secretOK: make(chan struct{}), closing: make(chan struct{}),
 		arena: a, tab: a.Table(), seg: a.Segment().Bytes(),
-		ln: ln.(*net.TCPListener), addr: advertiseAddr(ln.Addr()), cc: cc,
+		ln: ln.(*net.TCPListener), addr: AdvertiseAddr(ln.Addr()), cc: cc,
 		mrs: make(map[uint64]*mr), qps: make(map[uint32]*qp), pds: make(map[*pd]struct{}),
 		cqs: make(map[*cq]struct{}), inbound: make(map[*net.TCPConn]struct{}), watch: w,
 	}

@@ -83,11 +83,11 @@ func decodeEndpoint(b []byte) (endpoint, error) {
 	return e, nil
 }
 
-// advertiseAddr is the address peers dial to reach a listener bound to ln. A listener on
+// AdvertiseAddr is the address peers dial to reach a listener bound to ln. A listener on
 // an unspecified address (0.0.0.0, ::) advertises the host's first global unicast
 // interface address, so endpoints are dialable from other hosts; if there is none, it
 // advertises loopback.
-func advertiseAddr(ln net.Addr) string {
+func AdvertiseAddr(ln net.Addr) string {
 	ta, ok := ln.(*net.TCPAddr)
 	if !ok || !ta.IP.IsUnspecified() {
 		return ln.String()

@@ -1,0 +1,564 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorma-hpc/gorma/pmi"
+	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
+)
+
+// Connection management. Init opens the devices but connects no queue pair: a rank's
+// connection to a peer is made on first contact, in either direction, so that a job's
+// start-up costs one fence and no connections, and a rank that talks to a few peers
+// (a stencil's neighbours, a collective's O(log N) partners) holds only those.
+//
+//   - The origin, the first of the pair to need the connection (a send, an Attach, a
+//     receive naming the peer), makes a placeholder peer at once (peerLocked): sends to it
+//     wait in its out queue as opSend. A goroutine (dialPeer) reads the peer's card (from
+//     the cards Init read under golaunch, or with one PMI get under a foreign process
+//     manager), makes the queue pair and the fast box on the device the pair's transport
+//     needs (makeQPLocked), and sends its card and endpoint to the peer's connection
+//     listener, whose address the card carries (cm_wire.go: authenticated with the job
+//     secret).
+//   - The target's listener goroutine (serveCM) answers without the target's
+//     application: it makes its queue pair, moves it to RTR (and on shm to RTS, mapping
+//     the origin's fast box) and replies with its endpoint. Both then finish the pair
+//     (tcp's ToRTS waits for the provider's own connection) and mark the peer ready
+//     (peerReadyLocked), which posts what waited in its out queue, in order.
+//   - Two ranks that ask each other at once agree through cmDecide: the lower rank's
+//     request wins, and both use the queue pair each side made first.
+//
+// A failed set-up (the peer's listener unreachable, a refused or timed-out handshake)
+// fails the peer as a dead connection would (peerFailedLocked), naming the rank and what
+// went wrong. The listener survives any Accept error (backing off), and a stranger's
+// connection costs a count in cm.rejected, never a log line.
+
+// cmConnectTime bounds the set-up of one connection, from the first contact to ready.
+const cmConnectTime = 60 * time.Second
+
+// cmHandshakeTime bounds one handshake on a listener's socket.
+var cmHandshakeTime = 5 * time.Second
+
+// cmServer is a rank's connection listener.
+type cmServer struct {
+	ln       *net.TCPListener
+	addr     string        // advertised in the card
+	opened   chan struct{} // closed once Init has set the secret and opened the devices
+	wg       sync.WaitGroup
+	rejected atomic.Int64 // connections closed before or during the handshake
+}
+
+// listenCM opens the connection listener on host (empty: loopback) and starts serving
+// it. Requests wait until Init has opened the devices (openCM).
+func (e *engine) listenCM(host string) error {
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return fmt.Errorf("%w: open the connection listener on %s: %w", ErrTransport, host, err)
+	}
+	e.cm.ln = ln.(*net.TCPListener)
+	e.cm.addr = tcp.AdvertiseAddr(ln.Addr())
+	e.cm.wg.Add(1)
+	go e.acceptCM()
+	return nil
+}
+
+// openCM lets the listener answer requests: Init has set the job secret and opened the
+// devices.
+func (e *engine) openCM() { close(e.cm.opened) }
+
+// closeCM closes the listener and waits for every set-up under way, which e.stop (ended
+// first) cuts short.
+func (e *engine) closeCM() {
+	if e.cm.ln != nil {
+		e.cm.ln.Close()
+	}
+	e.cm.wg.Wait()
+}
+
+// acceptCM serves the listener until it is closed. An Accept error (out of descriptors,
+// say) never ends it: it backs off and tries again.
+func (e *engine) acceptCM() {
+	defer e.cm.wg.Done()
+	backoff := time.Millisecond
+	for {
+		c, err := e.cm.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(backoff)
+			backoff = min(2*backoff, 100*time.Millisecond)
+			continue
+		}
+		backoff = time.Millisecond
+		e.cm.wg.Add(1)
+		go func() {
+			defer e.cm.wg.Done()
+			if !e.serveCM(c) {
+				e.cm.rejected.Add(1)
+			}
+		}()
+	}
+}
+
+// serveCM answers one connection request on c, and reports whether it was well formed
+// and authentic.
+func (e *engine) serveCM(c net.Conn) bool {
+	defer c.Close()
+	// A peer that finished Init may ask before this rank has: wait for Init, which the
+	// origin's own bound (cmConnectTime) covers, then bound the exchange.
+	select {
+	case <-e.cm.opened:
+	case <-e.stop.Done():
+		return false
+	}
+	c.SetDeadline(time.Now().Add(cmHandshakeTime))
+	hb := make([]byte, cmHelloSize)
+	if _, err := io.ReadFull(c, hb); err != nil {
+		return false
+	}
+	hello, err := decodeCMHello(hb)
+	if err != nil || hello.to != e.rank || hello.from >= e.size || hello.from == e.rank {
+		return false
+	}
+	var nonce [cmNonceSize]byte
+	rand.Read(nonce[:])
+	chall := encodeCMChallenge(&nonce)
+	if _, err := c.Write(chall); err != nil {
+		return false
+	}
+	transcript := append(hb, chall...)
+	raw := make([]byte, cmHeadSize)
+	if _, err := io.ReadFull(c, raw); err != nil {
+		return false
+	}
+	head, err := decodeCMHead(raw, cmReqMagic)
+	if err != nil {
+		return false
+	}
+	body := make([]byte, head.n)
+	if _, err := io.ReadFull(c, body); err != nil {
+		return false
+	}
+	if !checkCMMAC(&head, raw, body, e.secret, cmReqLabel, transcript) {
+		return false
+	}
+	cardBytes, ep, err := decodeCMRequestBody(body)
+	if err != nil {
+		return false
+	}
+	from := hello.from
+	pc, err := decodeCard(cardBytes)
+	if err != nil {
+		e.reply(c, cmRefuse, []byte(fmt.Sprintf("rank %d cannot read rank %d's card: %v", e.rank, from, err)), transcript)
+		return true
+	}
+	ctx, cancel := context.WithTimeout(e.stop, cmConnectTime)
+	defer cancel()
+	status, out, finish := e.acceptPeer(ctx, from, pc, ep)
+	if err := e.reply(c, status, out, transcript); err != nil && finish != nil {
+		e.connectFailed(from, fmt.Errorf("reply to rank %d's connection request: %w", from, err))
+		return true
+	}
+	if finish != nil {
+		finish(ctx)
+	}
+	return true
+}
+
+// reply writes a reply of status with body.
+func (e *engine) reply(c net.Conn, status uint8, body, transcript []byte) error {
+	_, err := c.Write(encodeCMMessage(cmReplyMagic, status, body, e.secret, cmReplyLabel, transcript))
+	return err
+}
+
+// stateLocked is what this rank knows of its connection to rank r (cmDecide).
+func (e *engine) stateLocked(r int) cmState {
+	p := e.peers[r]
+	switch {
+	case p == nil:
+		return cmNone
+	case p.failed != nil:
+		return cmFailed
+	case p.ready:
+		return cmReady
+	case p.accepting:
+		return cmAccepting
+	case p.dialing:
+		return cmDialing
+	}
+	return cmNone
+}
+
+// acceptPeer answers rank from's request (its card pc, its endpoint ep) as the target.
+// On acceptance it makes (or takes, if this rank's own request made it) the queue pair,
+// moves it to RTR, and returns this rank's endpoint; finish, when not nil, completes the
+// pair after the reply is written.
+func (e *engine) acceptPeer(ctx context.Context, from int, pc card, ep []byte) (uint8, []byte, func(context.Context)) {
+	e.mu.Lock()
+	st := e.stateLocked(from)
+	switch cmDecide(e.rank, from, st) {
+	case cmYield:
+		e.mu.Unlock()
+		return cmYield, nil, nil
+	case cmRefuse:
+		e.mu.Unlock()
+		why := "it is connecting already"
+		if st == cmFailed {
+			why = "it has failed, for this rank"
+		}
+		return cmRefuse, []byte(fmt.Sprintf("rank %d refuses rank %d's connection request: %s", e.rank, from, why)), nil
+	}
+	if err := e.checkLocked(); err != nil {
+		e.mu.Unlock()
+		if e.aborted != nil {
+			// The abort reaches the origin through its process manager; failing the
+			// peer here would race it with a lesser error.
+			return cmAborting, []byte(err.Error()), nil
+		}
+		return cmRefuse, []byte(fmt.Sprintf("rank %d refuses rank %d's connection request: %v", e.rank, from, err)), nil
+	}
+	e.learnCardLocked(from, pc)
+	p := e.peers[from]
+	if p == nil {
+		p = e.placeholderLocked(from)
+	}
+	p.accepting = true
+	mine := p.myEP
+	if p.qp == nil {
+		var err error
+		if mine, err = e.makeQPLocked(p, pc); err != nil {
+			e.peerFailedLocked(p, err)
+			e.mu.Unlock()
+			return cmRefuse, []byte(err.Error()), nil
+		}
+	}
+	e.mu.Unlock()
+	fbKey, err := e.finishRTR(ctx, p, ep)
+	if err != nil {
+		e.connectFailed(from, err)
+		return cmRefuse, []byte(fmt.Sprintf("rank %d: %v", e.rank, err)), nil
+	}
+	if p.dev.name == "shm" {
+		// The peer may write into its queue pair and fast box as soon as it has the
+		// reply: both are ready before it goes.
+		if err := e.finishRTS(ctx, p, fbKey); err != nil {
+			e.connectFailed(from, err)
+			return cmRefuse, []byte(fmt.Sprintf("rank %d: %v", e.rank, err)), nil
+		}
+		return cmAccept, mine, nil
+	}
+	return cmAccept, mine, func(ctx context.Context) {
+		if err := e.finishRTS(ctx, p, fbKey); err != nil {
+			e.connectFailed(from, err)
+		}
+	}
+}
+
+// finishRTR moves p's queue pair to RTR with the peer's endpoint value ep (encodeEP),
+// and returns the key of the peer's fast box for this rank's messages.
+func (e *engine) finishRTR(ctx context.Context, p *peer, ep []byte) (uint64, error) {
+	qpEP, fbKey, err := decodeEP(ep)
+	if err == nil {
+		err = p.qp.ToRTR(ctx, qpEP)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("connect to rank %d (%s, host %s): %w", p.rank, p.dev.name, p.host, err)
+	}
+	return fbKey, nil
+}
+
+// finishRTS moves p's queue pair to RTS, maps the peer's fast box (fbKey) and marks p
+// ready.
+func (e *engine) finishRTS(ctx context.Context, p *peer, fbKey uint64) error {
+	err := p.qp.ToRTS(ctx)
+	if err == nil {
+		err = mapFastboxOut(p, fbKey)
+	}
+	if err != nil {
+		return fmt.Errorf("connect to rank %d (%s, host %s): %w", p.rank, p.dev.name, p.host, err)
+	}
+	e.mu.Lock()
+	e.peerReadyLocked(p)
+	e.mu.Unlock()
+	return nil
+}
+
+// connectFailed fails rank r's peer, unless it became ready meanwhile.
+func (e *engine) connectFailed(r int, err error) {
+	if !errors.Is(err, ErrTransport) {
+		err = fmt.Errorf("%w: %w", ErrTransport, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.peers[r]; p != nil && !p.ready {
+		e.peerFailedLocked(p, err)
+	}
+}
+
+// peerLocked returns rank r's peer, making a placeholder and starting its connection if
+// there is none.
+func (e *engine) peerLocked(r int) *peer {
+	if p := e.peers[r]; p != nil {
+		return p
+	}
+	p := e.placeholderLocked(r)
+	p.dialing = true
+	e.cm.wg.Add(1)
+	go e.dialPeer(p)
+	return p
+}
+
+// placeholderLocked makes and records rank r's peer before its connection exists.
+func (e *engine) placeholderLocked(r int) *peer {
+	p := &peer{rank: r, host: e.hosts[r], readyCh: make(chan struct{})}
+	if e.cardOK[r] {
+		p.card = e.cards[r]
+	}
+	e.peers[r] = p
+	return p
+}
+
+// awaitPeerLocked returns rank r's peer once it is connected, connecting it first if
+// needed; it releases mu while it waits. It fails with the peer's failure, or when ctx
+// ends.
+func (e *engine) awaitPeerLocked(ctx context.Context, r int) (*peer, error) {
+	p := e.peerLocked(r)
+	for !p.ready && p.failed == nil {
+		ch := p.readyCh
+		e.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		e.mu.Lock()
+		if err := ctx.Err(); err != nil && !p.ready && p.failed == nil {
+			return nil, fmt.Errorf("connect to rank %d: %w", r, err)
+		}
+	}
+	if p.failed != nil {
+		return nil, p.failed
+	}
+	return p, nil
+}
+
+// dialPeer connects placeholder p as the origin, and fails it if that fails.
+func (e *engine) dialPeer(p *peer) {
+	defer e.cm.wg.Done()
+	ctx, cancel := context.WithTimeout(e.stop, cmConnectTime)
+	defer cancel()
+	if err := e.dial(ctx, p); err != nil {
+		e.connectFailed(p.rank, err)
+	}
+}
+
+func (e *engine) dial(ctx context.Context, p *peer) error {
+	c, err := e.cardOf(ctx, p.rank)
+	if err != nil {
+		return fmt.Errorf("%w: connect to rank %d: read its card: %w", ErrTransport, p.rank, err)
+	}
+	e.mu.Lock()
+	if p.ready || p.failed != nil || p.accepting {
+		e.mu.Unlock()
+		return nil // the listener's side connects it, or has
+	}
+	mine := p.myEP
+	if p.qp == nil {
+		if mine, err = e.makeQPLocked(p, c); err != nil {
+			e.mu.Unlock()
+			return err
+		}
+	}
+	me := e.cards[e.rank].encode()
+	e.mu.Unlock()
+	status, body, err := e.request(ctx, p.rank, c.cm, encodeCMRequestBody(me, mine))
+	if err != nil {
+		return fmt.Errorf("%w: connect to rank %d (host %s, listener %s): %w", ErrTransport, p.rank, c.host, c.cm, err)
+	}
+	switch status {
+	case cmAccept:
+		fbKey, err := e.finishRTR(ctx, p, body)
+		if err != nil {
+			return err
+		}
+		return e.finishRTS(ctx, p, fbKey)
+	case cmYield:
+		select {
+		case <-p.readyCh:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("%w: connect to rank %d: its own request to this rank never completed: %w", ErrTransport, p.rank, ctx.Err())
+		}
+	case cmAborting:
+		<-ctx.Done() // the abort fails what waits for the peer, or ends the process
+		return fmt.Errorf("%w: connect to rank %d: it is aborting the job (%s)", ErrTransport, p.rank, body)
+	}
+	return fmt.Errorf("%w: connect to rank %d: %s", ErrTransport, p.rank, body)
+}
+
+// request runs the origin's side of the handshake with rank to's listener at addr, and
+// returns its reply.
+func (e *engine) request(ctx context.Context, to int, addr string, body []byte) (uint8, []byte, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w (has rank %d exited?)", err, to)
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl) // the target answers once its own Init is done
+	}
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	h := cmHello{from: e.rank, to: to}
+	rand.Read(h.nonce[:])
+	hb := h.encode()
+	if _, err := c.Write(hb); err != nil {
+		return 0, nil, err
+	}
+	cb := make([]byte, cmChallSize)
+	if _, err := io.ReadFull(c, cb); err != nil {
+		return 0, nil, fmt.Errorf("read the challenge: %w (a listener of another job, or a wrong rank?)", err)
+	}
+	if _, err := decodeCMChallenge(cb); err != nil {
+		return 0, nil, err
+	}
+	transcript := append(hb, cb...)
+	if _, err := c.Write(encodeCMMessage(cmReqMagic, 0, body, e.secret, cmReqLabel, transcript)); err != nil {
+		return 0, nil, err
+	}
+	raw := make([]byte, cmHeadSize)
+	if _, err := io.ReadFull(c, raw); err != nil {
+		return 0, nil, fmt.Errorf("read the reply: %w (a listener of another job, whose secret differs?)", err)
+	}
+	head, err := decodeCMHead(raw, cmReplyMagic)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make([]byte, head.n)
+	if _, err := io.ReadFull(c, out); err != nil {
+		return 0, nil, fmt.Errorf("read the reply: %w", err)
+	}
+	if !checkCMMAC(&head, raw, out, e.secret, cmReplyLabel, transcript) {
+		return 0, nil, fmt.Errorf("%w: the reply's proof of the job secret is wrong (a listener of another job?)", errCMFrame)
+	}
+	return head.status, out, nil
+}
+
+// makeQPLocked gives placeholder p (rank p.rank, card c) its queue pair, receive slots
+// and fast box on the device of the pair's transport, and returns this rank's endpoint
+// value for it (encodeEP). p sends nothing until peerReadyLocked.
+func (e *engine) makeQPLocked(p *peer, c card) ([]byte, error) {
+	prov, err := e.between(e.rank, p.rank)
+	if err != nil {
+		return nil, err
+	}
+	if prov == "shm" && !sameHost(&e.cards[e.rank], &c) {
+		return nil, fmt.Errorf("%w: rank %d should share memory with this rank, but its card says it runs on host %q (%s), this rank on %q (%s)",
+			ErrTransport, p.rank, c.host, c.id.short(), e.host, e.cards[e.rank].id.short())
+	}
+	var d *device
+	for _, x := range e.devs {
+		if x.name == prov && !x.closed {
+			d = x
+		}
+	}
+	if d == nil {
+		return nil, fmt.Errorf("%w: rank %d needs the %s transport, which this rank did not open", ErrTransport, p.rank, prov)
+	}
+	mine, theirs := e.cfg.eagerTCP, int(c.eagerTCP)
+	if prov == "shm" {
+		mine, theirs = e.cfg.eagerSHM, int(c.eagerSHM)
+	}
+	p.card, p.host = c, c.host
+	if err := initPeer(p, d, mine, theirs, e.slots); err != nil {
+		return nil, err
+	}
+	p.sqFree = 0 // until ready
+	p.cma = prov == "shm" && cmaPossible(&c)
+	fbKey, err := newFastboxIn(d, p)
+	if err != nil {
+		return nil, err
+	}
+	p.myEP = encodeEP(p.qp.Endpoint(), fbKey)
+	return p.myEP, nil
+}
+
+// peerReadyLocked marks p connected: its fast box joins the poller's, and what waited
+// in its out queue is posted.
+func (e *engine) peerReadyLocked(p *peer) {
+	if p.ready || p.failed != nil {
+		return
+	}
+	p.ready, p.dialing, p.accepting = true, false, false
+	p.sqFree = p.maxSend
+	p.wakeLocked()
+	if p.fin.box != nil {
+		e.poll.addBox(p)
+	}
+	e.pumpLocked(p)
+	e.kickLocked()
+}
+
+// cardOf returns rank r's card, reading it from the process manager the first time.
+func (e *engine) cardOf(ctx context.Context, r int) (card, error) {
+	e.mu.Lock()
+	if e.cardOK[r] {
+		c := e.cards[r]
+		e.mu.Unlock()
+		return c, nil
+	}
+	e.mu.Unlock()
+	c, err := e.fetchCard(ctx, r)
+	if err != nil {
+		return c, err
+	}
+	e.mu.Lock()
+	e.learnCardLocked(r, c)
+	e.mu.Unlock()
+	return c, nil
+}
+
+// fetchCard reads rank r's card from the process manager.
+func (e *engine) fetchCard(ctx context.Context, r int) (card, error) {
+	if _, ok := e.pm.(*pmi.Foreign); ok {
+		b, err := e.pm.Get(ctx, r, keyWire1)
+		if err != nil {
+			return card{}, fmt.Errorf("PMI get %s of rank %d: %w", keyWire1, r, err)
+		}
+		w, err := decodeWire(b)
+		if err != nil {
+			return card{}, fmt.Errorf("%w: rank %d's value under PMI key %s: %w", pmi.ErrProtocol, r, keyWire1, err)
+		}
+		c, err := decodeCard(w.card)
+		if err != nil {
+			return card{}, fmt.Errorf("%w: card of rank %d (PMI key %s): %w", pmi.ErrProtocol, r, keyWire1, err)
+		}
+		return c, nil
+	}
+	b, err := e.pm.Get(ctx, r, keyCard)
+	if err == nil {
+		var c card
+		if c, err = decodeCard(b); err == nil {
+			return c, nil
+		}
+	}
+	return card{}, fmt.Errorf("card of rank %d: %w", r, err)
+}
+
+// learnCardLocked records rank r's card.
+func (e *engine) learnCardLocked(r int, c card) {
+	e.cards[r], e.cardOK[r] = c, true
+	e.hosts[r] = c.host
+}

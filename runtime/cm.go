@@ -44,8 +44,9 @@ import (
 // cmConnectTime bounds the set-up of one connection, from the first contact to ready.
 const cmConnectTime = 60 * time.Second
 
-// cmHandshakeTime bounds one handshake on a listener's socket.
-var cmHandshakeTime = 5 * time.Second
+// cmHandshakeTime bounds the unauthenticated part of a handshake on a listener's socket
+// (a stranger holds a goroutine no longer), with room for a busy, oversubscribed host.
+const cmHandshakeTime = 30 * time.Second
 
 // cmServer is a rank's connection listener.
 type cmServer struct {
@@ -154,6 +155,11 @@ func (e *engine) serveCM(c net.Conn) bool {
 	if !checkCMMAC(&head, raw, body, e.secret, cmReqLabel, transcript) {
 		return false
 	}
+	ctx, cancel := context.WithTimeout(e.stop, cmConnectTime)
+	defer cancel()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl) // a rank of the job: the set-up's own bound applies
+	}
 	cardBytes, ep, err := decodeCMRequestBody(body)
 	if err != nil {
 		return false
@@ -164,11 +170,17 @@ func (e *engine) serveCM(c net.Conn) bool {
 		e.reply(c, cmRefuse, []byte(fmt.Sprintf("rank %d cannot read rank %d's card: %v", e.rank, from, err)), transcript)
 		return true
 	}
-	ctx, cancel := context.WithTimeout(e.stop, cmConnectTime)
-	defer cancel()
 	status, out, finish := e.acceptPeer(ctx, from, pc, ep)
-	if err := e.reply(c, status, out, transcript); err != nil && finish != nil {
-		e.connectFailed(from, fmt.Errorf("reply to rank %d's connection request: %w", from, err))
+	if err := e.reply(c, status, out, transcript); err != nil {
+		if status == cmAccept {
+			// The origin gives its side up without the reply: so does this one, ready
+			// or not.
+			e.mu.Lock()
+			if p := e.peers[from]; p != nil {
+				e.peerFailedLocked(p, fmt.Errorf("%w: reply to rank %d's connection request: %w", ErrTransport, from, err))
+			}
+			e.mu.Unlock()
+		}
 		return true
 	}
 	if finish != nil {
@@ -557,8 +569,12 @@ func (e *engine) fetchCard(ctx context.Context, r int) (card, error) {
 	return card{}, fmt.Errorf("card of rank %d: %w", r, err)
 }
 
-// learnCardLocked records rank r's card.
+// learnCardLocked records rank r's card, unless it is known: a known card is read
+// without mu (between, under golaunch), so it is never written again.
 func (e *engine) learnCardLocked(r int, c card) {
+	if e.cardOK[r] {
+		return
+	}
 	e.cards[r], e.cardOK[r] = c, true
 	e.hosts[r] = c.host
 }

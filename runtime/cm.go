@@ -54,7 +54,8 @@ type cmServer struct {
 	addr     string        // advertised in the card
 	opened   chan struct{} // closed once Init has set the secret and opened the devices
 	wg       sync.WaitGroup
-	rejected atomic.Int64 // connections closed before or during the handshake
+	rejected atomic.Int64             // connections closed before or during the handshake
+	named    map[string]*rankListener // World.Listen's listeners by name; guarded by engine.mu
 }
 
 // listenCM opens the connection listener on host (empty: loopback) and starts serving
@@ -114,9 +115,14 @@ func (e *engine) acceptCM() {
 }
 
 // serveCM answers one connection request on c, and reports whether it was well formed
-// and authentic.
+// and authentic. It closes c, unless a rank listener took it.
 func (e *engine) serveCM(c net.Conn) bool {
-	defer c.Close()
+	kept := false
+	defer func() {
+		if !kept {
+			c.Close()
+		}
+	}()
 	// A peer that finished Init may ask before this rank has: wait for Init, which the
 	// origin's own bound (cmConnectTime) covers, then bound the exchange.
 	select {
@@ -159,6 +165,10 @@ func (e *engine) serveCM(c net.Conn) bool {
 	defer cancel()
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl) // a rank of the job: the set-up's own bound applies
+	}
+	if hello.kind == cmKindSocket {
+		kept = e.serveSocket(ctx, c, hello.from, string(body), transcript)
+		return true
 	}
 	cardBytes, ep, err := decodeCMRequestBody(body)
 	if err != nil {
@@ -394,7 +404,7 @@ func (e *engine) dial(ctx context.Context, p *peer) error {
 	}
 	me := e.cards[e.rank].encode()
 	e.mu.Unlock()
-	status, body, err := e.request(ctx, p.rank, c.cm, encodeCMRequestBody(me, mine))
+	status, body, err := e.request(ctx, cmKindQP, p.rank, c.cm, encodeCMRequestBody(me, mine))
 	if err != nil {
 		return fmt.Errorf("%w: connect to rank %d (host %s, listener %s): %w", ErrTransport, p.rank, c.host, c.cm, err)
 	}
@@ -419,53 +429,72 @@ func (e *engine) dial(ctx context.Context, p *peer) error {
 	return fmt.Errorf("%w: connect to rank %d: %s", ErrTransport, p.rank, body)
 }
 
-// request runs the origin's side of the handshake with rank to's listener at addr, and
-// returns its reply.
-func (e *engine) request(ctx context.Context, to int, addr string, body []byte) (uint8, []byte, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return 0, nil, fmt.Errorf("%w (has rank %d exited?)", err, to)
+// request runs the origin's side of a handshake of kind with rank to's listener at
+// addr, and returns the reply.
+func (e *engine) request(ctx context.Context, kind uint8, to int, addr string, body []byte) (uint8, []byte, error) {
+	c, status, out, err := e.handshake(ctx, kind, to, addr, body)
+	if c != nil {
+		c.Close()
 	}
-	defer c.Close()
+	return status, out, err
+}
+
+// handshake runs the origin's side of a handshake and returns the reply with the
+// connection, still open (nil on error).
+func (e *engine) handshake(ctx context.Context, kind uint8, to int, addr string, body []byte) (c net.Conn, status uint8, out []byte, err error) {
+	var d net.Dialer
+	c, err = d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("%w (has rank %d exited?)", err, to)
+	}
+	defer func() {
+		if err != nil {
+			c.Close()
+			c = nil
+		}
+	}()
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl) // the target answers once its own Init is done
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	h := cmHello{from: e.rank, to: to}
+	h := cmHello{kind: kind, from: e.rank, to: to}
 	rand.Read(h.nonce[:])
 	hb := h.encode()
 	if _, err := c.Write(hb); err != nil {
-		return 0, nil, err
+		return nil, 0, nil, err
 	}
 	cb := make([]byte, cmChallSize)
 	if _, err := io.ReadFull(c, cb); err != nil {
-		return 0, nil, fmt.Errorf("read the challenge: %w (a listener of another job, or a wrong rank?)", err)
+		return nil, 0, nil, fmt.Errorf("read the challenge: %w (a listener of another job, or a wrong rank?)", err)
 	}
 	if _, err := decodeCMChallenge(cb); err != nil {
-		return 0, nil, err
+		return nil, 0, nil, err
 	}
 	transcript := append(hb, cb...)
 	if _, err := c.Write(encodeCMMessage(cmReqMagic, 0, body, e.secret, cmReqLabel, transcript)); err != nil {
-		return 0, nil, err
+		return nil, 0, nil, err
 	}
 	raw := make([]byte, cmHeadSize)
 	if _, err := io.ReadFull(c, raw); err != nil {
-		return 0, nil, fmt.Errorf("read the reply: %w (a listener of another job, whose secret differs?)", err)
+		return nil, 0, nil, fmt.Errorf("read the reply: %w (a listener of another job, whose secret differs?)", err)
 	}
 	head, err := decodeCMHead(raw, cmReplyMagic)
 	if err != nil {
-		return 0, nil, err
+		return nil, 0, nil, err
 	}
-	out := make([]byte, head.n)
+	out = make([]byte, head.n)
 	if _, err := io.ReadFull(c, out); err != nil {
-		return 0, nil, fmt.Errorf("read the reply: %w", err)
+		return nil, 0, nil, fmt.Errorf("read the reply: %w", err)
 	}
 	if !checkCMMAC(&head, raw, out, e.secret, cmReplyLabel, transcript) {
-		return 0, nil, fmt.Errorf("%w: the reply's proof of the job secret is wrong (a listener of another job?)", errCMFrame)
+		return nil, 0, nil, fmt.Errorf("%w: the reply's proof of the job secret is wrong (a listener of another job?)", errCMFrame)
 	}
-	return head.status, out, nil
+	if !stop() {
+		return nil, 0, nil, ctx.Err()
+	}
+	c.SetDeadline(time.Time{})
+	return c, head.status, out, nil
 }
 
 // makeQPLocked gives placeholder p (rank p.rank, card c) its queue pair, receive slots

@@ -10,12 +10,18 @@ import (
 // The connection handshake (cm.go) on the target's listener socket. Origin O asks target
 // T to connect a queue pair to it:
 //
-//	O → T  hello (48 B): "GRCH", version u8, 0 u8 ×3, O's rank u32, T's rank u32, nonce O [32]
+//	O → T  hello (48 B): "GRCH", version u8, kind u8, 0 u8 ×2, O's rank u32, T's rank u32,
+//	       nonce O [32]
 //	T → O  challenge (40 B): "GRCC", version u8, 0 u8 ×3, nonce T [32]
 //	O → T  request: "GRCR", body length u16, 0 u16, mac [32], body
-//	       body: card length u16, O's card, endpoint length u16, O's endpoint (encodeEP)
+//	       body (kind cmKindQP): card length u16, O's card, endpoint length u16, O's
+//	       endpoint (encodeEP); (kind cmKindSocket): the name of T's rank listener
 //	T → O  reply: "GRCA", status u8, 0 u8, body length u16, mac [32], body
-//	       body: T's endpoint (cmAccept) or why T refused (cmRefuse), else empty
+//	       body: T's endpoint (cmAccept of a queue pair) or why T refused (cmRefuse),
+//	       else empty
+//
+// A socket request that T accepts leaves the connection to the byte streams of the two
+// ranks' net.Conns (netconn.go).
 //
 // The request's mac is HMAC-SHA256(secret, "gorma/cm v1 request" || hello || challenge ||
 // the request's first 8 bytes || body), the reply's the same with "gorma/cm v1 reply" and
@@ -39,10 +45,17 @@ const (
 
 // Reply statuses. Append-only.
 const (
-	cmAccept   uint8 = iota // T connected its queue pair for O; the body is its endpoint
+	cmAccept   uint8 = iota // T connected its queue pair for O (the body is its endpoint), or took the socket
 	cmYield                 // T's own request to O wins, or T is connected to O already: O waits
 	cmRefuse                // the body says why
 	cmAborting              // T's job is aborting: O waits for the abort to reach it
+	cmNotYet                // T has no rank listener of that name (yet): O may ask again
+)
+
+// Request kinds (the hello's kind byte). Append-only.
+const (
+	cmKindQP     uint8 = iota // connect a queue pair
+	cmKindSocket              // a byte stream to a rank listener (World.Listen)
 )
 
 var errCMFrame = errors.New("malformed connection handshake message")
@@ -53,6 +66,7 @@ func cmFrameErr(format string, args ...any) error {
 
 // cmHello is the origin's first message.
 type cmHello struct {
+	kind     uint8
 	from, to int
 	nonce    [cmNonceSize]byte
 }
@@ -60,7 +74,7 @@ type cmHello struct {
 func (h *cmHello) encode() []byte {
 	b := make([]byte, 0, cmHelloSize)
 	b = append(b, cmHelloMagic...)
-	b = append(b, cmVersion, 0, 0, 0)
+	b = append(b, cmVersion, h.kind, 0, 0)
 	b = le.AppendUint32(b, uint32(h.from))
 	b = le.AppendUint32(b, uint32(h.to))
 	return append(b, h.nonce[:]...)
@@ -74,9 +88,10 @@ func decodeCMHello(b []byte) (cmHello, error) {
 	if b[4] != cmVersion {
 		return h, cmFrameErr("hello of version %d, this build speaks %d (mixed gorma builds in one job?)", b[4], cmVersion)
 	}
-	if b[5]|b[6]|b[7] != 0 {
-		return h, cmFrameErr("hello with reserved bits set")
+	if b[5] > cmKindSocket || b[6]|b[7] != 0 {
+		return h, cmFrameErr("hello of kind %d or with reserved bits set", b[5])
 	}
+	h.kind = b[5]
 	from, to := le.Uint32(b[8:]), le.Uint32(b[12:])
 	if from > 1<<24 || to > 1<<24 {
 		return h, cmFrameErr("hello names rank %d or %d, beyond any job", from, to)
@@ -142,7 +157,7 @@ func decodeCMHead(b []byte, magic string) (cmHead, error) {
 		}
 	} else {
 		h.status, h.n = b[4], int(le.Uint16(b[6:]))
-		if b[5] != 0 || h.status > cmAborting {
+		if b[5] != 0 || h.status > cmNotYet {
 			return h, cmFrameErr("reply of status %d or with reserved bits set", h.status)
 		}
 	}

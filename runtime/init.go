@@ -322,6 +322,7 @@ func (e *engine) shutdown() {
 	if !e.polling {
 		e.poll.unwatch() // the last context the poller watched
 	}
+	e.closeListenersLocked()
 	e.closeRemotesLocked() // mappings of peers' arenas go before the devices
 	e.closeDevicesLocked()
 }

@@ -1,0 +1,180 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// Byte streams between ranks. A rank listener (World.Listen) has a name; World.Dial asks
+// the rank's connection listener (cm.go) for a stream to the rank listener of that name,
+// with the same handshake as a queue pair's (kind cmKindSocket: both ranks prove the job
+// secret), and the connection that carried the handshake becomes the stream. So any Go
+// code that speaks net.Conn (net/rpc, gRPC, net/http) runs between ranks, on one host or
+// several, authenticated by the job and without a port of its own. The streams are the
+// kernel's TCP: authenticated, not encrypted.
+
+// rankListener is a World.Listen listener.
+type rankListener struct {
+	e     *engine
+	addr  RankAddr
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+// RankAddr is the address of a rank listener: the job rank and the listener's name.
+type RankAddr struct {
+	Rank int
+	Name string
+}
+
+// Network is "gorma".
+func (a RankAddr) Network() string { return "gorma" }
+
+func (a RankAddr) String() string { return fmt.Sprintf("rank %d/%s", a.Rank, a.Name) }
+
+const maxListenerName = 200
+
+func checkListenerName(name string) error {
+	if name == "" || len(name) > maxListenerName {
+		return invalidf("listener name of %d bytes: want 1 to %d", len(name), maxListenerName)
+	}
+	for _, c := range []byte(name) {
+		if c < 0x21 || c > 0x7e {
+			return invalidf("listener name %q: want printable ASCII without spaces", name)
+		}
+	}
+	return nil
+}
+
+// Listen returns a listener for byte streams that the job's ranks open to this rank with
+// Dial and name. Accept returns them as net.Conns; Close stops accepting (streams
+// already accepted stay open). One listener per name at a time; Finalize closes it.
+func (w *World) Listen(name string) (net.Listener, error) {
+	if err := checkListenerName(name); err != nil {
+		return nil, withOp("listen", err)
+	}
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkLocked(); err != nil {
+		return nil, withOp("listen", err)
+	}
+	if e.cm.ln == nil {
+		return nil, withOp("listen", invalidf("a world of one rank has no peers to accept from"))
+	}
+	if e.cm.named == nil {
+		e.cm.named = map[string]*rankListener{}
+	}
+	if _, ok := e.cm.named[name]; ok {
+		return nil, withOp("listen", invalidf("this rank already listens on %q (Close that listener first)", name))
+	}
+	l := &rankListener{e: e, addr: RankAddr{Rank: e.rank, Name: name}, conns: make(chan net.Conn), done: make(chan struct{})}
+	e.cm.named[name] = l
+	return l, nil
+}
+
+func (l *rankListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, &net.OpError{Op: "accept", Net: "gorma", Addr: l.addr, Err: net.ErrClosed}
+	}
+}
+
+func (l *rankListener) Close() error {
+	l.once.Do(func() {
+		l.e.mu.Lock()
+		if l.e.cm.named[l.addr.Name] == l {
+			delete(l.e.cm.named, l.addr.Name)
+		}
+		l.e.mu.Unlock()
+		close(l.done)
+	})
+	return nil
+}
+
+func (l *rankListener) Addr() net.Addr { return l.addr }
+
+// closeListenersLocked closes every rank listener (Finalize, shutdown).
+func (e *engine) closeListenersLocked() {
+	for name, l := range e.cm.named {
+		delete(e.cm.named, name)
+		l.once.Do(func() { close(l.done) })
+	}
+}
+
+// serveSocket answers rank from's request for a stream to the rank listener name, and
+// reports whether that listener took c.
+func (e *engine) serveSocket(ctx context.Context, c net.Conn, from int, name string, transcript []byte) bool {
+	e.mu.Lock()
+	l := e.cm.named[name]
+	e.mu.Unlock()
+	if l == nil {
+		e.reply(c, cmNotYet, nil, transcript)
+		return false
+	}
+	if err := e.reply(c, cmAccept, nil, transcript); err != nil {
+		return false
+	}
+	c.SetDeadline(time.Time{})
+	select {
+	case l.conns <- c:
+		return true
+	case <-l.done:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// Dial opens a byte stream to the listener that rank (of w) opened with Listen(name),
+// waiting (until ctx ends) for that rank to open it. The stream is a net.Conn with
+// deadlines and half-close (CloseWrite on its *net.TCPConn).
+func (w *World) Dial(ctx context.Context, rank int, name string) (net.Conn, error) {
+	if err := checkListenerName(name); err != nil {
+		return nil, withOp("dial", err)
+	}
+	jr, ok := w.jobRank(rank)
+	if !ok {
+		return nil, withOp("dial", invalidf("rank %d out of range [0, %d)", rank, w.Size()))
+	}
+	e := w.e
+	e.mu.Lock()
+	err := e.checkLocked()
+	e.mu.Unlock()
+	if err != nil {
+		return nil, withOp("dial", err)
+	}
+	if jr == e.rank {
+		return nil, withOp("dial", invalidf("rank %d dialing itself: use a net.Pipe", rank))
+	}
+	c, err := e.cardOf(ctx, jr)
+	if err != nil {
+		return nil, withOp("dial", fmt.Errorf("%w: read rank %d's card: %w", ErrTransport, rank, err))
+	}
+	backoff := time.Millisecond
+	for {
+		conn, status, body, err := e.handshake(ctx, cmKindSocket, jr, c.cm, []byte(name))
+		switch {
+		case err != nil:
+			return nil, withOp("dial", fmt.Errorf("%w: stream to rank %d's listener %q (listener %s): %w", ErrTransport, rank, name, c.cm, err))
+		case status == cmAccept:
+			return conn, nil
+		case status == cmNotYet:
+			conn.Close()
+		default:
+			conn.Close()
+			return nil, withOp("dial", fmt.Errorf("%w: rank %d refuses a stream to %q: %s", ErrTransport, rank, name, body))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, withOp("dial", fmt.Errorf("rank %d has no listener named %q (does it call Listen?): %w", rank, name, ctx.Err()))
+		case <-time.After(backoff):
+			backoff = min(2*backoff, 50*time.Millisecond)
+		}
+	}
+}

@@ -12,11 +12,13 @@
 //	err = w.Finalize(ctx)
 //
 // Started by golaunch (golaunch -n 4 ./prog), Init joins the job: it connects to the
-// local agent (package pmi), exchanges endpoints and connects every pair of ranks, over
-// shm for peers on the same host and tcp otherwise. Started by Slurm (srun --mpi=pmi2),
-// MPICH's Hydra (mpiexec.hydra) or Flux, it does the same through their PMI server
-// (PMI-1 or PMI-2), in one PMI fence on one node. Started on its own, the program gets a
-// world of one rank in which everything works.
+// local agent (package pmi), exchanges cards in one fence and opens the transports, shm
+// for peers on the same host and tcp otherwise; a pair of ranks connects on first
+// contact. Started by Slurm (srun --mpi=pmi2), MPICH's Hydra (mpiexec.hydra) or Flux, it
+// does the same through their PMI server (PMI-1 or PMI-2) with one fence and a few PMI
+// round trips whatever the job's size. Started on its own, the program gets a world of
+// one rank in which everything works. World.Listen and World.Dial give ranks net.Conn
+// streams to each other, for net/rpc, gRPC or net/http code.
 //
 // # Messages and communicators
 //
@@ -55,7 +57,8 @@
 // engine's lock. Buffer ownership: a Send's buffer is the caller's again when Send
 // returns; an Isend's or Irecv's buffer belongs to the runtime until its Request
 // completes (Wait returned, or Test reported true); a Recv's buffer is written only
-// during the Recv. Goroutines and how they stop: the agent event watcher (golaunch only)
-// and, with two devices, one relay per completion queue, all stopped by Finalize (or
-// when the agent connection ends).
+// during the Recv. Goroutines and how they stop: the agent event watcher (golaunch only),
+// with two devices one relay per completion queue, and the connection listener with a
+// goroutine per connection being made, all stopped by Finalize (or when the agent
+// connection ends).
 package runtime

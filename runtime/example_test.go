@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"net/rpc"
 
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -86,4 +87,41 @@ func ExampleWorld_Split() {
 	defer half.Free()
 	fmt.Printf("rank %d of %d in the World of color %d\n", half.Rank(), half.Size(), w.Rank()%2)
 	// Output: rank 0 of 1 in the World of color 0
+}
+
+// Rank 0 serves net/rpc to the other ranks over World.Listen (register the services on
+// srv); they reach it with World.Dial and call it as any net/rpc client. Run with
+// golaunch -n 4.
+func ExampleWorld_Listen() {
+	ctx := context.Background()
+	w, err := runtime.Init(ctx)
+	if err != nil || w.Size() == 1 {
+		return // a world of one has nobody to serve
+	}
+	defer w.Finalize(ctx)
+	if w.Rank() == 0 {
+		ln, err := w.Listen("rpc")
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer ln.Close()
+		srv := rpc.NewServer()
+		for range w.Size() - 1 {
+			c, err := ln.Accept()
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			go srv.ServeConn(c)
+		}
+		return
+	}
+	c, err := w.Dial(ctx, 0, "rpc")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	client := rpc.NewClient(c)
+	defer client.Close()
 }

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/rpc"
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,6 +24,9 @@ import (
 //	serve           every rank prints "ready RANK PID"; rank 0 waits for a line on its
 //	                stdin, then all meet in a Barrier, pass a token around the ring,
 //	                print "done RANK" and finalize
+//	rpc             rank 0 serves net/rpc on World.Listen("rpc"); every other rank dials
+//	                it with World.Dial, calls Arith.Mul(rank, 7) and prints
+//	                "rpc RANK RESULT"; all finalize
 //
 // In barrier and recv modes the ranks ignore SIGTERM and SIGINT: they end only when their
 // blocked call fails (printing "rtprog: rank R: ERROR" on stderr and exiting 1), or by
@@ -97,9 +102,72 @@ func main() {
 		if err := w.Finalize(fctx); err != nil {
 			fail("rank %d: finalize: %v", rank, err)
 		}
+	case "rpc":
+		if err := serveRPC(ctx, w); err != nil {
+			fail("rank %d: rpc: %v", rank, err)
+		}
+		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := w.Finalize(fctx); err != nil {
+			fail("rank %d: finalize: %v", rank, err)
+		}
 	default:
 		fail("unknown mode %q", mode)
 	}
+}
+
+// Arith is the net/rpc service of mode rpc.
+type Arith struct{}
+
+// Args are Arith.Mul's operands.
+type Args struct{ A, B int }
+
+// Mul multiplies.
+func (Arith) Mul(a Args, reply *int) error {
+	*reply = a.A * a.B
+	return nil
+}
+
+// serveRPC runs mode rpc: rank 0 serves every other rank one connection of net/rpc
+// until each has hung up; the others call Arith.Mul once and print the result.
+func serveRPC(ctx context.Context, w *runtime.World) error {
+	if w.Rank() != 0 {
+		c, err := w.Dial(ctx, 0, "rpc")
+		if err != nil {
+			return err
+		}
+		client := rpc.NewClient(c)
+		defer client.Close()
+		var got int
+		if err := client.Call("Arith.Mul", Args{w.Rank(), 7}, &got); err != nil {
+			return err
+		}
+		fmt.Printf("rpc %d %d\n", w.Rank(), got)
+		return nil
+	}
+	ln, err := w.Listen("rpc")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	srv := rpc.NewServer()
+	if err := srv.Register(Arith{}); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for range w.Size() - 1 {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			srv.ServeConn(c) // returns when the client hangs up
+		}()
+	}
+	wg.Wait()
+	return nil
 }
 
 func fail(format string, args ...any) {

@@ -31,6 +31,7 @@ var externalModules = []string{
 	"github.com/spf13/pflag",
 	"golang.org/x/sys",
 	"gonum.org/v1/plot", // bench/chart only: the comparison's SVG charts
+	"golang.org/x/net",  // transport/sockets tests only: the nettest conformance suite
 }
 
 // layering is the layer list of ARCHITECTURE.md: a package may import packages of its

@@ -20,13 +20,16 @@ func (a Addr) String() string { return a.Name }
 const abstractPrefix = "gorma/shm/"
 
 // Listen listens on network "shm" at address, a name of 1 to 100 bytes of
-// [A-Za-z0-9._:/@-], with the default ListenConfig.
+// [A-Za-z0-9._:/@-], or on "tcp" (tcp4, tcp6) at a TCP address, offering shm to this
+// package's dialers on the same host as well (tcp.go), with the default ListenConfig.
 func Listen(network, address string) (net.Listener, error) {
 	var lc ListenConfig
 	return lc.Listen(context.Background(), network, address)
 }
 
-// Dial connects to the listener named address on network "shm".
+// Dial connects to the listener named address on network "shm", or to a TCP address on
+// "tcp" (tcp4, tcp6): over shm when a listener of this package serves it on this host,
+// else over TCP.
 func Dial(network, address string) (net.Conn, error) {
 	var d Dialer
 	return d.DialContext(context.Background(), network, address)
@@ -43,6 +46,8 @@ func DialContext(ctx context.Context, network, address string) (net.Conn, error)
 type Dialer struct {
 	// Timeout bounds the whole set-up (rendezvous and handshake); 0 means none.
 	Timeout time.Duration
+	// NoUpgrade makes "tcp" always dial TCP, never this host's shm offer (tcp.go).
+	NoUpgrade bool
 }
 
 // DialContext connects to address on network; its signature fits
@@ -64,6 +69,8 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 			return nil, err
 		}
 		return c, nil
+	case "tcp", "tcp4", "tcp6":
+		return d.dialTCP(ctx, network, address)
 	}
 	return nil, unknownNetwork("dial", network, address)
 }
@@ -93,6 +100,8 @@ func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (ne
 			return nil, err
 		}
 		return l, nil
+	case "tcp", "tcp4", "tcp6":
+		return lc.listenTCP(ctx, network, address)
 	}
 	return nil, unknownNetwork("listen", network, address)
 }

@@ -30,7 +30,9 @@ var externalModules = []string{
 	"github.com/hashicorp/memberlist",
 	"github.com/spf13/pflag",
 	"golang.org/x/sys",
-	"gonum.org/v1/plot", // bench/chart only: the comparison's SVG charts
+	"gonum.org/v1/plot",      // bench/chart only: the comparison's SVG charts
+	"golang.org/x/net",       // transport/sockets tests only: the nettest conformance suite
+	"google.golang.org/grpc", // transport/sockets tests only: gRPC over upgraded connections
 }
 
 // layering is the layer list of ARCHITECTURE.md: a package may import packages of its

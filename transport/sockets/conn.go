@@ -1,0 +1,262 @@
+package sockets
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Conn is one end of a shared-memory connection. It implements net.Conn, plus
+// half-close (CloseWrite, CloseRead) and the io.ReaderFrom and io.WriterTo fast paths.
+//
+// One goroutine may read (Read, WriteTo) while another writes (Write, ReadFrom,
+// WriteBuffers); further readers or writers queue behind the first. Close, the deadline
+// setters and the address getters may be called from any goroutine at any time.
+type Conn struct {
+	uc           *net.UnixConn // the rendezvous socket, kept open as the liveness channel
+	mem          []byte        // the whole mapped segment
+	laddr, raddr net.Addr
+
+	rmu sync.Mutex // serializes the read side; guards in.pos
+	in  *ring      // the ring this side reads
+
+	wmu sync.Mutex // serializes the write side; guards out.pos and out.published
+	out *ring      // the ring this side writes
+
+	readDeadline, writeDeadline atomic.Int64 // UnixNano; 0 means none
+
+	// users counts operations that touch the mapping, plus closedBit once Close ran; the
+	// mapping is unmapped by whoever brings it to exactly closedBit.
+	users    atomic.Int64
+	unmapped atomic.Bool
+
+	closing    atomic.Bool           // Close ran on this side
+	peerGone   atomic.Bool           // the liveness socket saw EOF or an error
+	broken     atomic.Pointer[error] // a protocol error that ended the connection
+	readShut   atomic.Bool           // CloseRead or Close ran on this side
+	writeShut  atomic.Bool           // CloseWrite or Close ran on this side
+	livenessWG sync.WaitGroup
+}
+
+const closedBit = 1 << 62
+
+// newConn builds a Conn over a mapped segment; dialer tells which ring is whose.
+func newConn(uc *net.UnixConn, mem []byte, ringSize int, dialer bool, laddr, raddr net.Addr) *Conn {
+	c := &Conn{uc: uc, mem: mem, laddr: laddr, raddr: raddr}
+	r0, r1 := newRing(mem, 0, ringSize), newRing(mem, 1, ringSize)
+	if dialer {
+		c.out, c.in = r0, r1
+	} else {
+		c.in, c.out = r0, r1
+	}
+	c.livenessWG.Add(1)
+	go c.watchPeer()
+	return c
+}
+
+// watchPeer blocks on the liveness socket until the peer closes it (or dies, which
+// closes it) or this side's Close does; then it wakes this side's sleepers. Nothing is
+// ever sent on the socket after the handshake, so any byte is a protocol error.
+func (c *Conn) watchPeer() {
+	defer c.livenessWG.Done()
+	var b [1]byte
+	n, _ := c.uc.Read(b[:])
+	if n > 0 {
+		c.fail(errors.New("peer sent bytes on the liveness socket: protocol error"))
+	}
+	c.peerGone.Store(true)
+	c.wakeLocal()
+}
+
+// acquire registers an operation on the mapping; it fails once Close ran.
+func (c *Conn) acquire() bool {
+	if c.users.Add(1)&closedBit != 0 {
+		c.release()
+		return false
+	}
+	return true
+}
+
+// release ends an operation registered by acquire; the last one after Close unmaps.
+func (c *Conn) release() {
+	if c.users.Add(-1) == closedBit {
+		c.unmap()
+	}
+}
+
+func (c *Conn) unmap() {
+	if c.unmapped.CompareAndSwap(false, true) {
+		unix.Munmap(c.mem)
+	}
+}
+
+// wakeLocal wakes this side's sleepers (a reader waiting for data, a writer waiting for
+// space), after a state change they must see: Close, a deadline, the peer's death.
+func (c *Conn) wakeLocal() {
+	if !c.acquire() {
+		return
+	}
+	wake(c.in.readerSleeping)
+	wake(c.out.writerSleeping)
+	c.release()
+}
+
+// fail records a protocol error (the first one wins) and wakes the local sleepers.
+func (c *Conn) fail(err error) {
+	c.broken.CompareAndSwap(nil, &err)
+	c.wakeLocal()
+}
+
+func (c *Conn) brokenErr() error {
+	if p := c.broken.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// wait blocks until ready reports true or an error, spinning first and then sleeping on
+// word. deadline is the side's deadline; the error is os.ErrDeadlineExceeded when it
+// passes, or ready's error.
+func (c *Conn) wait(word *atomic.Uint32, deadline *atomic.Int64, ready func() (bool, error)) error {
+	for round := 0; ; round++ {
+		if ok, err := ready(); ok || err != nil {
+			return err
+		}
+		if spin(round) {
+			continue
+		}
+		word.Store(1)
+		ok, err := ready()
+		if ok || err != nil {
+			word.Store(0)
+			return err
+		}
+		d := maxSleep
+		if dl := deadline.Load(); dl != 0 {
+			if d = time.Until(time.Unix(0, dl)); d <= 0 {
+				word.Store(0)
+				return os.ErrDeadlineExceeded
+			}
+		}
+		futexSleep(word, 1, d)
+	}
+}
+
+// deadlinePassed reports whether the deadline in d has passed.
+func deadlinePassed(d *atomic.Int64) bool {
+	dl := d.Load()
+	return dl != 0 && time.Now().UnixNano() >= dl
+}
+
+// readState is what a reader finds: bytes to read (n > 0), or why there are none.
+func (c *Conn) readState() (n uint64, err error) {
+	switch {
+	case c.closing.Load():
+		return 0, net.ErrClosed
+	case c.readShut.Load():
+		return 0, io.EOF
+	}
+	if err := c.brokenErr(); err != nil {
+		return 0, err
+	}
+	if deadlinePassed(&c.readDeadline) {
+		return 0, os.ErrDeadlineExceeded
+	}
+	n, err = c.in.readable()
+	if err != nil {
+		c.fail(err)
+		return 0, err
+	}
+	if n > 0 {
+		return n, nil
+	}
+	if c.in.writeClosed.Load() != 0 {
+		// Re-read tail: the writer publishes its last bytes before the flag.
+		if n, err = c.in.readable(); n > 0 || err != nil {
+			return n, err
+		}
+		return 0, io.EOF
+	}
+	if c.peerGone.Load() {
+		return 0, errPeerGone
+	}
+	return 0, nil
+}
+
+// awaitReadable waits until bytes are readable and returns how many.
+func (c *Conn) awaitReadable() (uint64, error) {
+	var n uint64
+	err := c.wait(c.in.readerSleeping, &c.readDeadline, func() (bool, error) {
+		var err error
+		n, err = c.readState()
+		return n > 0, err
+	})
+	return n, err
+}
+
+// Read reads what is available, at least one byte, blocking until there is some. It
+// returns io.EOF once the peer closed its write side and the ring is drained.
+func (c *Conn) Read(p []byte) (int, error) {
+	if !c.acquire() {
+		return 0, c.readErr(net.ErrClosed)
+	}
+	defer c.release()
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if deadlinePassed(&c.readDeadline) {
+		return 0, c.readErr(os.ErrDeadlineExceeded)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := c.awaitReadable()
+	if err != nil {
+		return 0, c.readErr(err)
+	}
+	return c.in.consume(p, n), nil
+}
+
+// WriteTo writes the connection's bytes to w straight from the ring until EOF or an
+// error. It implements io.WriterTo; io.EOF ends it without an error.
+func (c *Conn) WriteTo(w io.Writer) (int64, error) {
+	if !c.acquire() {
+		return 0, c.readErr(net.ErrClosed)
+	}
+	defer c.release()
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	var total int64
+	for {
+		n, err := c.awaitReadable()
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, c.readErr(err)
+		}
+		m, werr := w.Write(c.in.readSpan(n))
+		if m < 0 || uint64(m) > n {
+			m = 0
+			werr = errors.New("sockets: invalid Write result")
+		}
+		c.in.pos += uint64(m)
+		c.in.release()
+		total += int64(m)
+		if werr != nil {
+			return total, werr
+		}
+	}
+}
+
+func (c *Conn) readErr(err error) error {
+	if err == io.EOF {
+		return io.EOF
+	}
+	return opError("read", c.laddr, c.raddr, err)
+}

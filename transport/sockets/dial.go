@@ -1,0 +1,142 @@
+package sockets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// handshakeTimeout bounds a handshake whose context has no deadline, on both sides.
+const handshakeTimeout = 10 * time.Second
+
+// aLongTimeAgo is a deadline that has passed: setting it unblocks pending I/O.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// dialSHM connects to the listener bound at the abstract Unix socket "\x00"+abstractName
+// and returns the connection over the segment it sends. raddr is what LocalAddr and
+// RemoteAddr report (nil: Addr{"shm", name}).
+func dialSHM(ctx context.Context, abstractName string, raddr net.Addr) (*Conn, error) {
+	name := strings.TrimPrefix(abstractName, abstractPrefix)
+	if raddr == nil {
+		raddr = Addr{Net: netName, Name: name}
+	}
+	var nd net.Dialer
+	nc, err := nd.DialContext(ctx, "unix", "@"+abstractName)
+	if err != nil {
+		return nil, opError("dial", nil, raddr, dialErr(ctx, name, err))
+	}
+	uc := nc.(*net.UnixConn)
+	mem, ringSize, err := handshakeDial(ctx, uc)
+	if err != nil {
+		uc.Close()
+		return nil, opError("dial", nil, raddr, err)
+	}
+	return newConn(uc, mem, ringSize, true, raddr, raddr), nil
+}
+
+// dialErr explains a failed connect to the rendezvous socket.
+func dialErr(ctx context.Context, name string, err error) error {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOENT):
+		return fmt.Errorf("no listener named %q in this network namespace (is the server running?)", name)
+	case errors.Is(err, syscall.EAGAIN):
+		return fmt.Errorf("listener %q has a full backlog (it is not accepting): %w", name, err)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Err
+	}
+	return err
+}
+
+// handshakeDial sends the hello, reads the reply and maps the segment it carries. The
+// handshake is bounded by ctx, or by handshakeTimeout when ctx has no deadline. On
+// success uc has no deadline left.
+func handshakeDial(ctx context.Context, uc *net.UnixConn) ([]byte, int, error) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(handshakeTimeout)
+	}
+	uc.SetDeadline(dl)
+	stop := context.AfterFunc(ctx, func() { uc.SetDeadline(aLongTimeAgo) })
+	defer stop()
+	ioErr := func(what string, err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("listener closed the connection during the handshake (%s)", what)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("listener did not answer the handshake in time: %w", err)
+		}
+		return fmt.Errorf("handshake %s: %w", what, err)
+	}
+	hello := message{version: protocolVersion, kind: kindHello}.encode()
+	if _, err := uc.Write(hello[:]); err != nil {
+		return nil, 0, ioErr("sending hello", err)
+	}
+	var b [messageSize]byte
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, flags, _, err := uc.ReadMsgUnix(b[:], oob)
+	fds := parseRights(oob[:oobn])
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	if err == nil && n < messageSize {
+		_, err = io.ReadFull(uc, b[n:])
+	}
+	if err != nil {
+		closeAll()
+		return nil, 0, ioErr("reading reply", err)
+	}
+	reply, err := decodeReply(b[:], os.Geteuid())
+	switch {
+	case err != nil:
+	case flags&unix.MSG_CTRUNC != 0 || len(fds) != 1:
+		err = fmt.Errorf("listener's reply carries %d descriptors, want 1", len(fds))
+	}
+	if err != nil {
+		closeAll()
+		return nil, 0, err
+	}
+	mem, err := mapSegment(fds[0], int(reply.ringSize))
+	closeAll()
+	if err != nil {
+		return nil, 0, err
+	}
+	if stop(); ctx.Err() != nil {
+		unix.Munmap(mem)
+		return nil, 0, ctx.Err()
+	}
+	uc.SetDeadline(time.Time{})
+	return mem, int(reply.ringSize), nil
+}
+
+// parseRights returns every descriptor passed in the control messages of oob, so that
+// the caller can close the ones it does not use.
+func parseRights(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if got, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, got...)
+		}
+	}
+	return fds
+}

@@ -1,0 +1,56 @@
+// Package sockets provides net.Conn and net.Listener over shared memory for any two
+// processes of one host (network "shm"), so that a program written against net (net/http,
+// gRPC, net/rpc) changes only its listener and dialer:
+//
+//	l, err := sockets.Listen("shm", "myservice")       // server
+//	go http.Serve(l, handler)
+//
+//	c, err := sockets.Dial("shm", "myservice")         // client, another process
+//	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+//		return (&sockets.Dialer{}).DialContext(ctx, "shm", "myservice")
+//	}}
+//
+// A name is 1 to 100 bytes of [A-Za-z0-9._:/@-] and is bound as the abstract Unix
+// socket "\x00gorma/shm/"+name, so it lives in the caller's network namespace and
+// disappears with the listener: there is no file to clean up. Only processes of the
+// listener's uid may connect, plus the users in ListenConfig.AllowUIDs (checked with
+// SO_PEERCRED).
+//
+// # What it owns
+//
+// A listener owns its rendezvous socket and one goroutine that accepts from it; each
+// incoming connection is handshaken in its own goroutine, bounded in time, so a stalled
+// or hostile client holds up nobody, and Accept returns only good connections. Each Conn
+// owns one memfd mapping (a header page and a ring per direction, ListenConfig.RingSize
+// bytes each, 1 MiB by default), the rendezvous socket, which stays open as the liveness
+// channel, and one goroutine blocked on it (in the netpoller, not on an OS thread). No
+// file is ever created in /dev/shm: nothing is left behind when a process crashes.
+//
+// Data moves with copies into and out of the rings and no system call while both sides
+// are busy; a side with nothing to do spins briefly, then sleeps on a shared futex that
+// the other side wakes. Read returns what is available (at least one byte); Write
+// returns once every byte is in the ring, blocking while the ring is full. ReadFrom and
+// WriteTo (used by io.Copy) and WriteBuffers copy straight between the ring and the
+// other end.
+//
+// # Semantics
+//
+// A Conn behaves as a TCP connection: deadlines (os.ErrDeadlineExceeded, Timeout() true;
+// a deadline changed while a Read or Write is blocked takes effect at once), CloseWrite
+// (the peer reads io.EOF after the bytes written before it) and CloseRead, Close
+// (blocked Reads and Writes on this side return net.ErrClosed, the peer reads io.EOF
+// then gets a broken pipe on Write). If the peer process dies, a blocked Read returns
+// an error matching syscall.ECONNRESET ("peer process gone") and a Write one matching
+// it too. Every error is a *net.OpError with Net "shm"; the inner error says what went
+// wrong and how to fix it.
+//
+// # Concurrency
+//
+// One goroutine may read (Read, WriteTo) while another writes (Write, ReadFrom,
+// WriteBuffers); further concurrent readers or writers are serialized. Close, CloseRead,
+// CloseWrite, the deadline setters and the address getters may be called from any
+// goroutine at any time. A listener's methods are safe for concurrent use. A Conn that
+// is never closed keeps its mapping and goroutine until the peer closes its end.
+//
+// The segment layout, the handshake bytes and the invariants are in design.md.
+package sockets

@@ -1,0 +1,243 @@
+package sockets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxPending bounds the handshakes in progress plus the connections handshaken but not
+// yet accepted; past it the accept loop stops accepting and the kernel's backlog holds
+// further dialers.
+const maxPending = 64
+
+// Accept-error back-off bounds (EMFILE and the like).
+const (
+	minBackoff = 5 * time.Millisecond
+	maxBackoff = time.Second
+)
+
+// shmListener is the "shm" network's net.Listener. One goroutine accepts from the
+// rendezvous socket; each accepted socket gets its own handshake goroutine, so a stalled
+// or hostile client holds up nobody; good connections reach Accept through conns.
+type shmListener struct {
+	ul       *net.UnixListener
+	laddr    net.Addr
+	ringSize int // 0: the dialer's request or the default
+	uid      uint32
+	allow    []uint32
+
+	conns  chan *Conn    // handshaken connections, unbuffered
+	slots  chan struct{} // one per pending handshake or unaccepted connection
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the accept loop and the handshake goroutines
+	once   sync.Once
+}
+
+// acceptHook, when set, replaces AcceptUnix in the accept loop (tests inject errors).
+var acceptHook func(*net.UnixListener) (*net.UnixConn, error)
+
+// listenSHM binds the abstract Unix socket "\x00"+abstractName and serves shm
+// handshakes on it. laddr is what the listener's and its connections' addresses report
+// (nil: Addr{"shm", name}).
+func listenSHM(ctx context.Context, cfg *ListenConfig, abstractName string, laddr net.Addr) (*shmListener, error) {
+	if laddr == nil {
+		laddr = Addr{Net: netName, Name: abstractName[min(len(abstractName), len(abstractPrefix)):]}
+	}
+	if cfg == nil {
+		cfg = &ListenConfig{}
+	}
+	if cfg.RingSize != 0 && !validRingSize(uint64(cfg.RingSize)) {
+		return nil, opError("listen", nil, laddr, fmt.Errorf("ListenConfig.RingSize %d is not a power of two in [%d, %d]", cfg.RingSize, minRingSize, maxRingSize))
+	}
+	var lc net.ListenConfig
+	nl, err := lc.Listen(ctx, "unix", "@"+abstractName)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			err = fmt.Errorf("a listener named %q already exists in this network namespace (pick another name or stop it)", laddr.String())
+		} else if oe := (*net.OpError)(nil); errors.As(err, &oe) {
+			err = oe.Err
+		}
+		return nil, opError("listen", nil, laddr, err)
+	}
+	l := &shmListener{
+		ul:       nl.(*net.UnixListener),
+		laddr:    laddr,
+		ringSize: cfg.RingSize,
+		uid:      uint32(os.Geteuid()),
+		allow:    slices.Clone(cfg.AllowUIDs),
+		conns:    make(chan *Conn),
+		slots:    make(chan struct{}, maxPending),
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.wg.Add(1)
+	go l.acceptLoop()
+	return l, nil
+}
+
+// Accept returns the next handshaken connection.
+func (l *shmListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		<-l.slots
+		return c, nil
+	case <-l.ctx.Done():
+		return nil, opError("accept", nil, l.laddr, net.ErrClosed)
+	}
+}
+
+// Close stops the listener: Accept returns net.ErrClosed, handshakes in progress are
+// cut, and connections not yet accepted are closed. Accepted connections live on.
+func (l *shmListener) Close() error {
+	err := error(net.ErrClosed)
+	l.once.Do(func() {
+		l.cancel()
+		err = l.ul.Close()
+		l.wg.Wait()
+	})
+	if err != nil {
+		return opError("close", nil, l.laddr, err)
+	}
+	return nil
+}
+
+// Addr returns the listener's address.
+func (l *shmListener) Addr() net.Addr { return l.laddr }
+
+// acceptLoop accepts rendezvous sockets until Close. An accept error (EMFILE, ENFILE,
+// ENOBUFS, ...) never ends it: it backs off and retries.
+func (l *shmListener) acceptLoop() {
+	defer l.wg.Done()
+	var backoff time.Duration
+	for {
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.ctx.Done():
+			return
+		}
+		uc, err := l.accept()
+		if err != nil {
+			<-l.slots
+			if l.ctx.Err() != nil {
+				return
+			}
+			backoff = min(max(2*backoff, minBackoff), maxBackoff)
+			select {
+			case <-time.After(backoff):
+			case <-l.ctx.Done():
+				return
+			}
+			continue
+		}
+		backoff = 0
+		l.wg.Add(1)
+		go l.serve(uc)
+	}
+}
+
+func (l *shmListener) accept() (*net.UnixConn, error) {
+	if acceptHook != nil {
+		return acceptHook(l.ul)
+	}
+	return l.ul.AcceptUnix()
+}
+
+// serve runs one handshake and hands the connection to Accept. It gives its slot back
+// unless Accept took the connection (Accept gives it back then).
+func (l *shmListener) serve(uc *net.UnixConn) {
+	defer l.wg.Done()
+	uc.SetDeadline(time.Now().Add(handshakeTimeout))
+	stop := context.AfterFunc(l.ctx, func() { uc.SetDeadline(aLongTimeAgo) })
+	mem, ringSize, err := l.handshake(uc)
+	if !stop() && err == nil {
+		unix.Munmap(mem)
+		err = net.ErrClosed
+	}
+	if err != nil {
+		uc.Close()
+		<-l.slots
+		return
+	}
+	uc.SetDeadline(time.Time{})
+	c := newConn(uc, mem, ringSize, false, l.laddr, l.laddr)
+	select {
+	case l.conns <- c:
+	case <-l.ctx.Done():
+		c.Close()
+		<-l.slots
+	}
+}
+
+// handshake reads the hello, checks the peer's credentials, creates the segment and
+// sends the reply with the memfd. A refusal is answered with its status before the
+// error returns.
+func (l *shmListener) handshake(uc *net.UnixConn) ([]byte, int, error) {
+	var b [messageSize]byte
+	if _, err := io.ReadFull(uc, b[:]); err != nil {
+		return nil, 0, err
+	}
+	refuse := func(status uint16, err error) ([]byte, int, error) {
+		r := message{version: protocolVersion, kind: kindReply, status: status}.encode()
+		uc.Write(r[:])
+		return nil, 0, err
+	}
+	hello, err := decodeHello(b[:])
+	if err != nil {
+		return refuse(statusBadHello, err)
+	}
+	if hello.version != protocolVersion {
+		return refuse(statusBadVersion, fmt.Errorf("hello of version %d", hello.version))
+	}
+	uid, err := peerUID(uc)
+	if err != nil {
+		return nil, 0, err
+	}
+	if uid != l.uid && !slices.Contains(l.allow, uid) {
+		return refuse(statusRefusedUID, fmt.Errorf("peer uid %d not allowed (ListenConfig.AllowUIDs)", uid))
+	}
+	ringSize := chooseRingSize(l.ringSize, hello.ringSize)
+	fd, mem, err := createSegment(ringSize)
+	if err != nil {
+		return refuse(statusNoMemory, err)
+	}
+	defer unix.Close(fd)
+	r := message{version: protocolVersion, kind: kindReply, ringSize: uint32(ringSize)}.encode()
+	n, _, err := uc.WriteMsgUnix(r[:], unix.UnixRights(fd), nil)
+	if err == nil && n != len(r) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		unix.Munmap(mem)
+		return nil, 0, err
+	}
+	return mem, ringSize, nil
+}
+
+// peerUID returns the effective uid of the process at the other end of uc.
+func peerUID(uc *net.UnixConn) (uint32, error) {
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, fmt.Errorf("SO_PEERCRED: %w", cerr)
+	}
+	return cred.Uid, nil
+}

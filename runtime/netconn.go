@@ -2,24 +2,32 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/gorma-hpc/gorma/transport/sockets"
 )
 
-// Byte streams between ranks. A rank listener (World.Listen) has a name; World.Dial asks
-// the rank's connection listener (cm.go) for a stream to the rank listener of that name,
-// with the same handshake as a queue pair's (kind cmKindSocket: both ranks prove the job
-// secret), and the connection that carried the handshake becomes the stream. So any Go
+// Byte streams between ranks. A rank listener (World.Listen) has a name. Between ranks
+// that share memory, World.Dial connects to the rank listener's shm listener (package
+// transport/sockets: rings in a memfd, no system call while both sides are busy), named
+// after the job secret's digest, the rank and the name, which only the job's own user
+// may reach (SO_PEERCRED). Otherwise it asks the rank's connection listener (cm.go) for
+// a stream to the rank listener, with the same handshake as a queue pair's (kind
+// cmKindSocket: both ranks prove the job secret), and the connection that carried the
+// handshake becomes the stream: the kernel's TCP, authenticated, not encrypted. So any Go
 // code that speaks net.Conn (net/rpc, gRPC, net/http) runs between ranks, on one host or
-// several, authenticated by the job and without a port of its own. The streams are the
-// kernel's TCP: authenticated, not encrypted.
+// several, without a port of its own.
 
 // rankListener is a World.Listen listener.
 type rankListener struct {
 	e     *engine
 	addr  RankAddr
+	shm   net.Listener // the shm side, for ranks that share memory with this one; nil if none
 	conns chan net.Conn
 	done  chan struct{}
 	once  sync.Once
@@ -36,18 +44,30 @@ func (a RankAddr) Network() string { return "gorma" }
 
 func (a RankAddr) String() string { return fmt.Sprintf("rank %d/%s", a.Rank, a.Name) }
 
-const maxListenerName = 200
+const maxListenerName = 64
 
 func checkListenerName(name string) error {
 	if name == "" || len(name) > maxListenerName {
 		return invalidf("listener name of %d bytes: want 1 to %d", len(name), maxListenerName)
 	}
 	for _, c := range []byte(name) {
-		if c < 0x21 || c > 0x7e {
-			return invalidf("listener name %q: want printable ASCII without spaces", name)
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:@-", c) >= 0) {
+			return invalidf("listener name %q: want letters, digits and . _ : @ -", name)
 		}
 	}
 	return nil
+}
+
+// shmStreamName is the shm address of rank's listener name in this job.
+func (e *engine) shmStreamName(rank int, name string) string {
+	d := sha256.Sum256(e.secret)
+	return fmt.Sprintf("gorma-rank/%x/%d/%s", d[:8], rank, name)
+}
+
+// sharesMemory reports whether this rank reaches rank r over shm.
+func (e *engine) sharesMemory(r int) bool {
+	p, err := e.between(e.rank, r)
+	return err == nil && p == "shm"
 }
 
 // Listen returns a listener for byte streams that the job's ranks open to this rank with
@@ -73,8 +93,32 @@ func (w *World) Listen(name string) (net.Listener, error) {
 		return nil, withOp("listen", invalidf("this rank already listens on %q (Close that listener first)", name))
 	}
 	l := &rankListener{e: e, addr: RankAddr{Rank: e.rank, Name: name}, conns: make(chan net.Conn), done: make(chan struct{})}
+	if e.localSize > 1 && e.cfg.transport != "tcp" {
+		shm, err := sockets.Listen("shm", e.shmStreamName(e.rank, name))
+		if err != nil {
+			return nil, withOp("listen", fmt.Errorf("%w: %w", ErrTransport, err))
+		}
+		l.shm = shm
+		go l.forward()
+	}
 	e.cm.named[name] = l
 	return l, nil
+}
+
+// forward hands the shm side's connections to Accept until the listener closes.
+func (l *rankListener) forward() {
+	for {
+		c, err := l.shm.Accept()
+		if err != nil {
+			return // closed (Close), or never again
+		}
+		select {
+		case l.conns <- c:
+		case <-l.done:
+			c.Close()
+			return
+		}
+	}
 }
 
 func (l *rankListener) Accept() (net.Conn, error) {
@@ -93,9 +137,17 @@ func (l *rankListener) Close() error {
 			delete(l.e.cm.named, l.addr.Name)
 		}
 		l.e.mu.Unlock()
-		close(l.done)
+		l.stop()
 	})
 	return nil
+}
+
+// stop ends Accept and the shm side.
+func (l *rankListener) stop() {
+	close(l.done)
+	if l.shm != nil {
+		l.shm.Close()
+	}
 }
 
 func (l *rankListener) Addr() net.Addr { return l.addr }
@@ -104,7 +156,7 @@ func (l *rankListener) Addr() net.Addr { return l.addr }
 func (e *engine) closeListenersLocked() {
 	for name, l := range e.cm.named {
 		delete(e.cm.named, name)
-		l.once.Do(func() { close(l.done) })
+		l.once.Do(l.stop)
 	}
 }
 
@@ -152,6 +204,9 @@ func (w *World) Dial(ctx context.Context, rank int, name string) (net.Conn, erro
 	if jr == e.rank {
 		return nil, withOp("dial", invalidf("rank %d dialing itself: use a net.Pipe", rank))
 	}
+	if e.sharesMemory(jr) {
+		return e.dialSHMStream(ctx, rank, jr, name)
+	}
 	c, err := e.cardOf(ctx, jr)
 	if err != nil {
 		return nil, withOp("dial", fmt.Errorf("%w: read rank %d's card: %w", ErrTransport, rank, err))
@@ -173,6 +228,25 @@ func (w *World) Dial(ctx context.Context, rank int, name string) (net.Conn, erro
 		select {
 		case <-ctx.Done():
 			return nil, withOp("dial", fmt.Errorf("rank %d has no listener named %q (does it call Listen?): %w", rank, name, ctx.Err()))
+		case <-time.After(backoff):
+			backoff = min(2*backoff, 50*time.Millisecond)
+		}
+	}
+}
+
+// dialSHMStream connects to the shm side of rank's (job rank jr's) listener name, asking
+// again until it exists or ctx ends.
+func (e *engine) dialSHMStream(ctx context.Context, rank, jr int, name string) (net.Conn, error) {
+	addr := e.shmStreamName(jr, name)
+	backoff := time.Millisecond
+	for {
+		c, err := sockets.DialContext(ctx, "shm", addr)
+		if err == nil {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, withOp("dial", fmt.Errorf("rank %d has no listener named %q (does it call Listen?): %w (last attempt: %v)", rank, name, ctx.Err(), err))
 		case <-time.After(backoff):
 			backoff = min(2*backoff, 50*time.Millisecond)
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/transport/sockets"
 )
 
 // Arith is the net/rpc service of TestWorldRPC.
@@ -26,7 +28,8 @@ func (a *Arith) Mul(args Args, reply *string) error {
 }
 
 // TestWorldRPC: rank 0 serves net/rpc on a rank listener; the other ranks, on its host
-// and on another, dial it (before it listens, too) and call it, unchanged net/rpc code.
+// (over shm) and on another (over tcp), dial it (before it listens, too) and call it,
+// unchanged net/rpc code.
 func TestWorldRPC(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -55,6 +58,10 @@ func TestWorldRPC(t *testing.T) {
 		c, err := w.Dial(ctx, 0, "rpc")
 		if err != nil {
 			return err
+		}
+		_, shm := c.(*sockets.Conn)
+		if want := w.Rank() == 1; shm != want {
+			return fmt.Errorf("a %T to rank 0, want shm %v", c, want)
 		}
 		client := rpc.NewClient(c)
 		defer client.Close()

@@ -441,16 +441,15 @@ func (e *engine) request(ctx context.Context, kind uint8, to int, addr string, b
 
 // handshake runs the origin's side of a handshake and returns the reply with the
 // connection, still open (nil on error).
-func (e *engine) handshake(ctx context.Context, kind uint8, to int, addr string, body []byte) (c net.Conn, status uint8, out []byte, err error) {
+func (e *engine) handshake(ctx context.Context, kind uint8, to int, addr string, body []byte) (_ net.Conn, status uint8, out []byte, err error) {
 	var d net.Dialer
-	c, err = d.DialContext(ctx, "tcp", addr)
+	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("%w (has rank %d exited?)", err, to)
 	}
 	defer func() {
 		if err != nil {
 			c.Close()
-			c = nil
 		}
 	}()
 	if dl, ok := ctx.Deadline(); ok {

@@ -117,6 +117,11 @@ func handshakeDial(ctx context.Context, uc *net.UnixConn) ([]byte, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	ready := message{version: protocolVersion, kind: kindReady, ringSize: reply.ringSize}.encode()
+	if _, err := uc.Write(ready[:]); err != nil {
+		unix.Munmap(mem)
+		return nil, 0, ioErr("sending ready", err)
+	}
 	if stop(); ctx.Err() != nil {
 		unix.Munmap(mem)
 		return nil, 0, ctx.Err()

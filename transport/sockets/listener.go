@@ -44,6 +44,10 @@ type shmListener struct {
 	once   sync.Once
 }
 
+// euid returns the uid a listener admits besides ListenConfig.AllowUIDs (tests
+// replace it to play another user).
+var euid = os.Geteuid
+
 // acceptHook, when set, replaces AcceptUnix in the accept loop (tests inject errors).
 var acceptHook func(*net.UnixListener) (*net.UnixConn, error)
 
@@ -74,7 +78,7 @@ func listenSHM(ctx context.Context, cfg *ListenConfig, abstractName string, ladd
 		ul:       nl.(*net.UnixListener),
 		laddr:    laddr,
 		ringSize: cfg.RingSize,
-		uid:      uint32(os.Geteuid()),
+		uid:      uint32(euid()),
 		allow:    slices.Clone(cfg.AllowUIDs),
 		conns:    make(chan *Conn),
 		slots:    make(chan struct{}, maxPending),
@@ -178,8 +182,8 @@ func (l *shmListener) serve(uc *net.UnixConn) {
 	}
 }
 
-// handshake reads the hello, checks the peer's credentials, creates the segment and
-// sends the reply with the memfd. A refusal is answered with its status before the
+// handshake reads the hello, checks the peer's credentials, creates the segment, sends
+// the reply with the memfd and waits for the dialer's ready. A refusal is answered with its status before the
 // error returns.
 func (l *shmListener) handshake(uc *net.UnixConn) ([]byte, int, error) {
 	var b [messageSize]byte
@@ -215,6 +219,12 @@ func (l *shmListener) handshake(uc *net.UnixConn) ([]byte, int, error) {
 	n, _, err := uc.WriteMsgUnix(r[:], unix.UnixRights(fd), nil)
 	if err == nil && n != len(r) {
 		err = io.ErrShortWrite
+	}
+	if err == nil {
+		_, err = io.ReadFull(uc, b[:])
+	}
+	if err == nil {
+		err = decodeReady(b[:], ringSize)
 	}
 	if err != nil {
 		unix.Munmap(mem)

@@ -71,14 +71,13 @@ func handshakeDial(ctx context.Context, uc *net.UnixConn) ([]byte, int, error) {
 	stop := context.AfterFunc(ctx, func() { uc.SetDeadline(aLongTimeAgo) })
 	defer stop()
 	ioErr := func(what string, err error) error {
-		if ctx.Err() != nil {
+		switch {
+		case errors.Is(ctx.Err(), context.Canceled):
 			return ctx.Err()
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		case errors.Is(err, os.ErrDeadlineExceeded), ctx.Err() != nil:
+			return fmt.Errorf("listener did not answer the handshake in time (%s): %w", what, os.ErrDeadlineExceeded)
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 			return fmt.Errorf("listener closed the connection during the handshake (%s)", what)
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return fmt.Errorf("listener did not answer the handshake in time: %w", err)
 		}
 		return fmt.Errorf("handshake %s: %w", what, err)
 	}

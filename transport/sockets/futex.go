@@ -18,8 +18,10 @@ const (
 
 	// spinRounds is how many times a waiter polls its ring before it announces that it
 	// sleeps; it yields with runtime.Gosched every spinGoschedEvery polls, so a spinning
-	// waiter lets the goroutine it waits for run on the same P.
-	spinRounds       = 256
+	// waiter lets the goroutine it waits for run on the same P. Frequent yields matter
+	// most when the host has fewer idle cores than busy goroutines; `go test -run XXX
+	// -bench RoundTrip64 ./transport/sockets` compares budgets.
+	spinRounds       = 1024
 	spinGoschedEvery = 16
 )
 

@@ -82,9 +82,9 @@ func handshakeDial(ctx context.Context, uc *net.UnixConn) ([]byte, int, error) {
 		return fmt.Errorf("handshake %s: %w", what, err)
 	}
 	hello := message{version: protocolVersion, kind: kindHello}.encode()
-	if _, err := uc.Write(hello[:]); err != nil {
-		return nil, 0, ioErr("sending hello", err)
-	}
+	// A listener that refuses this uid answers without reading the hello and may have
+	// closed before it is sent: a failed write is reported only if no reply is there.
+	_, werr := uc.Write(hello[:])
 	var b [messageSize]byte
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, flags, _, err := uc.ReadMsgUnix(b[:], oob)
@@ -99,6 +99,9 @@ func handshakeDial(ctx context.Context, uc *net.UnixConn) ([]byte, int, error) {
 	}
 	if err != nil {
 		closeAll()
+		if werr != nil {
+			return nil, 0, ioErr("sending hello", werr)
+		}
 		return nil, 0, ioErr("reading reply", err)
 	}
 	reply, err := decodeReply(b[:], os.Geteuid())

@@ -182,17 +182,25 @@ func (l *shmListener) serve(uc *net.UnixConn) {
 	}
 }
 
-// handshake reads the hello, checks the peer's credentials, creates the segment, sends
-// the reply with the memfd and waits for the dialer's ready. A refusal is answered with its status before the
+// handshake checks the peer's credentials (before reading anything, so that another
+// user's process costs no wait), reads the hello, creates the segment, sends the reply
+// with the memfd and waits for the dialer's ready. A refusal is answered with its status before the
 // error returns.
 func (l *shmListener) handshake(uc *net.UnixConn) ([]byte, int, error) {
-	var b [messageSize]byte
-	if _, err := io.ReadFull(uc, b[:]); err != nil {
-		return nil, 0, err
-	}
 	refuse := func(status uint16, err error) ([]byte, int, error) {
 		r := message{version: protocolVersion, kind: kindReply, status: status}.encode()
 		uc.Write(r[:])
+		return nil, 0, err
+	}
+	uid, err := peerUID(uc)
+	if err != nil {
+		return nil, 0, err
+	}
+	if uid != l.uid && !slices.Contains(l.allow, uid) {
+		return refuse(statusRefusedUID, fmt.Errorf("peer uid %d not allowed (ListenConfig.AllowUIDs)", uid))
+	}
+	var b [messageSize]byte
+	if _, err := io.ReadFull(uc, b[:]); err != nil {
 		return nil, 0, err
 	}
 	hello, err := decodeHello(b[:])
@@ -201,13 +209,6 @@ func (l *shmListener) handshake(uc *net.UnixConn) ([]byte, int, error) {
 	}
 	if hello.version != protocolVersion {
 		return refuse(statusBadVersion, fmt.Errorf("hello of version %d", hello.version))
-	}
-	uid, err := peerUID(uc)
-	if err != nil {
-		return nil, 0, err
-	}
-	if uid != l.uid && !slices.Contains(l.allow, uid) {
-		return refuse(statusRefusedUID, fmt.Errorf("peer uid %d not allowed (ListenConfig.AllowUIDs)", uid))
 	}
 	ringSize := chooseRingSize(l.ringSize, hello.ringSize)
 	fd, mem, err := createSegment(ringSize)

@@ -168,8 +168,10 @@ func (r *ring) produce(p []byte, free uint64) int {
 }
 
 // publish makes the produced bytes visible to the reader and wakes it if it sleeps.
+// After this side closed the ring for writing nothing more is published: the reader
+// may already have reported io.EOF.
 func (r *ring) publish() {
-	if r.published == r.pos {
+	if r.published == r.pos || r.writeClosed.Load() != 0 {
 		return
 	}
 	r.published = r.pos

@@ -24,8 +24,72 @@ func TestHelperDial(t *testing.T) {
 	if err != nil {
 		os.Exit(2)
 	}
+	if os.Getenv(helperEchoEnv) != "" {
+		io.Copy(c, c)
+		c.Close()
+		os.Exit(0)
+	}
 	c.Write([]byte{1})
 	select {}
+}
+
+// helperEchoEnv makes TestHelperDial echo what it reads until EOF, then exit.
+const helperEchoEnv = "GORMA_SOCKETS_HELPER_ECHO"
+
+// TestCrossProcess streams through an echo in another process: the rings and the
+// shared futexes work across two address spaces.
+func TestCrossProcess(t *testing.T) {
+	l, name := listen(t, &ListenConfig{RingSize: 16 << 10})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperDial$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+name, helperEchoEnv+"=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	nc, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	const total = 8 << 20
+	go func() {
+		buf := make([]byte, 10_000)
+		for off := 0; off < total; off += len(buf) {
+			n := min(len(buf), total-off)
+			for i := range n {
+				buf[i] = pattern(int64(off + i))
+			}
+			if _, err := nc.Write(buf[:n]); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		nc.(*Conn).CloseWrite()
+	}()
+	buf := make([]byte, 1500)
+	var off int64
+	for {
+		n, err := nc.Read(buf)
+		for i := range n {
+			if buf[i] != pattern(off+int64(i)) {
+				t.Fatalf("byte %d is %#x, want %#x", off+int64(i), buf[i], pattern(off+int64(i)))
+			}
+		}
+		off += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if off != total {
+		t.Fatalf("echoed %d bytes, want %d", off, total)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("echo process: %v", err)
+	}
 }
 
 // TestPeerKilled: a Read blocked on a peer that is killed with SIGKILL returns an error

@@ -27,8 +27,8 @@
 // file is ever created in /dev/shm: nothing is left behind when a process crashes.
 //
 // Data moves with copies into and out of the rings and no system call while both sides
-// are busy; a side with nothing to do spins briefly, then sleeps on a shared futex that
-// the other side wakes. Read returns what is available (at least one byte); Write
+// are busy; a side with nothing to do spins briefly, sleeps on a shared futex that the
+// other side wakes, and past a millisecond parks its goroutine (no OS thread held). Read returns what is available (at least one byte); Write
 // returns once every byte is in the ring, blocking while the ring is full. ReadFrom and
 // WriteTo (used by io.Copy) and WriteBuffers copy straight between the ring and the
 // other end.

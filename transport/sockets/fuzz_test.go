@@ -79,7 +79,7 @@ func FuzzRing(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pos, tail, head, wpos uint64, rn, wn int) {
 		const size = minRingSize
 		mem := alignedSegment(size)
-		r, w := newRing(mem, 0, size), newRing(mem, 1, size)
+		r, w := newRing(mem, 0, size, nil), newRing(mem, 1, size, nil)
 		r.pos, w.pos, w.published = pos, wpos, wpos
 		r.tail.Store(tail)
 		w.head.Store(head)

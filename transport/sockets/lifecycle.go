@@ -21,8 +21,7 @@ func (c *Conn) Close() error {
 	c.shutWrite()
 	c.shutRead()
 	c.users.Or(closedBit)
-	wake(c.in.readerSleeping)
-	wake(c.out.writerSleeping)
+	c.wakeLocalHeld()
 	c.release() // the mapping goes with the last operation still using it
 	err := c.uc.Close()
 	c.livenessWG.Wait()
@@ -63,13 +62,13 @@ func (c *Conn) shutWrite() {
 	if c.writeShut.Swap(true) {
 		return
 	}
-	wake(c.out.writerSleeping) // a local writer blocked on a full ring fails now
+	wake(c.out.writerSleeping, c.kickWrite, struct{}{}) // a blocked local writer fails now
 	if c.wmu.TryLock() {
 		c.out.publish()
 		c.wmu.Unlock()
 	}
 	c.out.writeClosed.Store(1)
-	wake(c.out.readerSleeping)
+	wake(c.out.readerSleeping, c.kickPeer, kickReader)
 }
 
 // shutRead raises the read-closed flag of the ring this side reads and wakes the peer's
@@ -79,8 +78,8 @@ func (c *Conn) shutRead() {
 		return
 	}
 	c.in.readClosed.Store(1)
-	wake(c.in.writerSleeping)
-	wake(c.in.readerSleeping)
+	wake(c.in.writerSleeping, c.kickPeer, kickWriter)
+	wake(c.in.readerSleeping, c.kickRead, struct{}{})
 }
 
 // LocalAddr returns this side's address: Addr{"shm", name} or the one given at set-up.

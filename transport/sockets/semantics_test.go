@@ -280,3 +280,34 @@ func TestConcurrentReadWriteClose(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// TestParkedWake: a reader and a writer idle long enough to park (past the futex spell)
+// are woken by the peer's data and the peer's reads.
+func TestParkedWake(t *testing.T) {
+	d, a := pair(t, &ListenConfig{RingSize: minRingSize})
+	for range 3 {
+		got := make(chan string, 1)
+		go func() {
+			b := make([]byte, 8)
+			n, err := a.Read(b)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- string(b[:n])
+		}()
+		time.Sleep(10 * futexSpell) // let the reader park (the test holds either way)
+		d.Write([]byte("wake"))
+		if s := <-got; s != "wake" {
+			t.Fatalf("parked reader got %q", s)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { _, err := d.Write(make([]byte, 3*minRingSize)); done <- err }()
+	time.Sleep(10 * futexSpell) // let the writer fill the ring and park
+	if _, err := io.ReadFull(a, make([]byte, 3*minRingSize)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("parked writer: %v", err)
+	}
+}

@@ -38,7 +38,7 @@ func (c *Conn) writeState() (n uint64, err error) {
 func (c *Conn) awaitWritable() (uint64, error) {
 	c.out.publish()
 	var n uint64
-	err := c.wait(c.out.writerSleeping, &c.writeDeadline, func() (bool, error) {
+	err := c.wait(c.out.writerSleeping, c.writeKick, &c.writeDeadline, func() (bool, error) {
 		var err error
 		n, err = c.writeState()
 		return n > 0, err

@@ -10,7 +10,12 @@ import (
 // ring, its Write fails with a broken pipe. Every Read and Write blocked on this side
 // returns net.ErrClosed. The mapping is released when the last operation using it
 // returns.
-func (c *Conn) Close() error {
+func (c *Conn) Close() error { return c.close(true) }
+
+// close closes the connection; unless clean, it leaves the peer's view as if this
+// process had died (a reset): the listener uses that for connections it never handed
+// to Accept.
+func (c *Conn) close(clean bool) error {
 	if !c.acquire() {
 		return opError("close", c.laddr, c.raddr, net.ErrClosed)
 	}
@@ -18,8 +23,10 @@ func (c *Conn) Close() error {
 		c.release()
 		return opError("close", c.laddr, c.raddr, net.ErrClosed)
 	}
-	c.shutWrite()
-	c.shutRead()
+	if clean {
+		c.shutWrite()
+		c.shutRead()
+	}
 	c.users.Or(closedBit)
 	c.wakeLocalHeld()
 	c.release() // the mapping goes with the last operation still using it

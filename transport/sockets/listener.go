@@ -101,7 +101,8 @@ func (l *shmListener) Accept() (net.Conn, error) {
 }
 
 // Close stops the listener: Accept returns net.ErrClosed, handshakes in progress are
-// cut, and connections not yet accepted are closed. Accepted connections live on.
+// cut, and connections not yet accepted are reset (their dialers' Reads fail with
+// ECONNRESET, as with TCP). Accepted connections live on.
 func (l *shmListener) Close() error {
 	err := error(net.ErrClosed)
 	l.once.Do(func() {
@@ -177,7 +178,7 @@ func (l *shmListener) serve(uc *net.UnixConn) {
 	select {
 	case l.conns <- c:
 	case <-l.ctx.Done():
-		c.Close()
+		c.close(false)
 		<-l.slots
 	}
 }

@@ -194,3 +194,49 @@ func TestAcceptErrors(t *testing.T) {
 		t.Fatalf("Accept after Close: %v", err)
 	}
 }
+
+// TestListenerClose: a connection the acceptor closes reads io.EOF at the dialer, Close
+// unblocks Accept, and the name is free afterwards.
+func TestListenerClose(t *testing.T) {
+	l, name := listen(t, nil)
+	d, err := Dial("shm", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	errc := make(chan error, 1)
+	go func() {
+		// Take the pending connection first, then block.
+		c, err := l.Accept()
+		if err == nil {
+			c.Close()
+			_, err = l.Accept()
+		}
+		errc <- err
+	}()
+	if _, err := d.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("Read on a connection the listener closed: %v", err)
+	}
+	l.Close()
+	if err := <-errc; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept blocked across Close: %v", err)
+	}
+	if _, err := Dial("shm", name); err == nil || !strings.Contains(err.Error(), "no listener") {
+		t.Fatalf("Dial after the listener closed: %v", err)
+	}
+}
+
+// TestListenerCloseUnaccepted: Close resets a connection that was handshaken but never
+// accepted, as TCP does.
+func TestListenerCloseUnaccepted(t *testing.T) {
+	l, name := listen(t, nil)
+	d, err := Dial("shm", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	l.Close()
+	if _, err := d.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("Read on a connection never accepted after the listener closed: %v", err)
+	}
+}

@@ -7,8 +7,8 @@ import (
 	"unsafe"
 )
 
-// FuzzHandshake feeds arbitrary bytes to every handshake decoder: none may panic, and
-// what decodes re-encodes to the same bytes.
+// FuzzHandshake feeds arbitrary bytes to every handshake decoder (and the control
+// message parser): none may panic, and what decodes re-encodes to the same bytes.
 func FuzzHandshake(f *testing.F) {
 	for _, m := range []message{
 		{version: protocolVersion, kind: kindHello},
@@ -41,6 +41,7 @@ func FuzzHandshake(f *testing.F) {
 		if err := decodeReady(b, defaultRingSize); err == nil && len(b) != messageSize {
 			t.Fatal("ready accepted with a bad length")
 		}
+		parseRights(b) // control messages: never closes, only lists what decodes
 	})
 }
 

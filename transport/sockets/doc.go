@@ -14,7 +14,7 @@
 // socket "\x00gorma/shm/"+name, so it lives in the caller's network namespace and
 // disappears with the listener: there is no file to clean up. Only processes of the
 // listener's uid may connect, plus the users in ListenConfig.AllowUIDs (checked with
-// SO_PEERCRED).
+// SO_PEERCRED). A dialer does not check which user runs the listener it reaches.
 //
 // # What it owns
 //

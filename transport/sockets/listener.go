@@ -94,10 +94,14 @@ func (l *shmListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
 		<-l.slots
+		if l.ctx.Err() != nil { // Close raced with the hand-over
+			c.close(false)
+			break
+		}
 		return c, nil
 	case <-l.ctx.Done():
-		return nil, opError("accept", nil, l.laddr, net.ErrClosed)
 	}
+	return nil, opError("accept", nil, l.laddr, net.ErrClosed)
 }
 
 // Close stops the listener: Accept returns net.ErrClosed, handshakes in progress are

@@ -2,11 +2,13 @@ package sockets
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -20,7 +22,8 @@ import (
 // setters and the address getters may be called from any goroutine at any time.
 type Conn struct {
 	uc           *net.UnixConn // the rendezvous socket, kept open as the liveness channel
-	mem          []byte        // the whole mapped segment
+	raw          syscall.RawConn
+	mem          []byte // the whole mapped segment
 	laddr, raddr net.Addr
 
 	rmu sync.Mutex // serializes the read side; guards in.pos
@@ -30,6 +33,9 @@ type Conn struct {
 	out *ring      // the ring this side writes
 
 	readDeadline, writeDeadline atomic.Int64 // UnixNano; 0 means none
+
+	// readKick and writeKick wake this side's reader and writer parked in sleepPoll.
+	readKick, writeKick chan struct{}
 
 	// users counts operations that touch the mapping, plus closedBit once Close ran; the
 	// mapping is unmapped by whoever brings it to exactly closedBit.
@@ -48,8 +54,10 @@ const closedBit = 1 << 62
 
 // newConn builds a Conn over a mapped segment; dialer tells which ring is whose.
 func newConn(uc *net.UnixConn, mem []byte, ringSize int, dialer bool, laddr, raddr net.Addr) *Conn {
-	c := &Conn{uc: uc, mem: mem, laddr: laddr, raddr: raddr}
-	r0, r1 := newRing(mem, 0, ringSize), newRing(mem, 1, ringSize)
+	c := &Conn{uc: uc, mem: mem, laddr: laddr, raddr: raddr,
+		readKick: make(chan struct{}, 1), writeKick: make(chan struct{}, 1)}
+	c.raw, _ = uc.SyscallConn()
+	r0, r1 := newRing(mem, 0, ringSize, c.kickPeer), newRing(mem, 1, ringSize, c.kickPeer)
 	if dialer {
 		c.out, c.in = r0, r1
 	} else {
@@ -61,18 +69,47 @@ func newConn(uc *net.UnixConn, mem []byte, ringSize int, dialer bool, laddr, rad
 }
 
 // watchPeer blocks on the liveness socket until the peer closes it (or dies, which
-// closes it) or this side's Close does; then it wakes this side's sleepers. Nothing is
-// ever sent on the socket after the handshake, so any byte is a protocol error.
+// closes it) or this side's Close does; then it wakes this side's sleepers. The peer
+// sends only kick bytes, which wake this side's parked reader or writer; any other byte
+// is a protocol error.
 func (c *Conn) watchPeer() {
 	defer c.livenessWG.Done()
-	var b [1]byte
-	n, _ := c.uc.Read(b[:])
-	if n > 0 {
-		c.fail(errors.New("peer sent bytes on the liveness socket: protocol error"))
+	var b [64]byte
+	for {
+		n, err := c.uc.Read(b[:])
+		for _, k := range b[:n] {
+			switch k {
+			case kickReader:
+				kickChan(c.readKick)
+			case kickWriter:
+				kickChan(c.writeKick)
+			default:
+				c.fail(fmt.Errorf("peer sent byte %#x on the liveness socket: protocol error", k))
+			}
+		}
+		if err != nil {
+			break
+		}
 	}
 	c.peerGone.Store(true)
 	c.wakeLocal()
 }
+
+// kickPeer sends kick byte k to the peer without blocking: if the socket buffer is full,
+// the peer has kicks enough to read.
+func (c *Conn) kickPeer(k byte) {
+	if c.raw == nil {
+		return
+	}
+	c.raw.Write(func(fd uintptr) bool {
+		unix.Send(int(fd), []byte{k}, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+		return true
+	})
+}
+
+// kickRead and kickWrite wake this side's parked reader and writer.
+func (c *Conn) kickRead(struct{})  { kickChan(c.readKick) }
+func (c *Conn) kickWrite(struct{}) { kickChan(c.writeKick) }
 
 // acquire registers an operation on the mapping; it fails once Close ran.
 func (c *Conn) acquire() bool {
@@ -102,9 +139,14 @@ func (c *Conn) wakeLocal() {
 	if !c.acquire() {
 		return
 	}
-	wake(c.in.readerSleeping)
-	wake(c.out.writerSleeping)
+	c.wakeLocalHeld()
 	c.release()
+}
+
+// wakeLocalHeld is wakeLocal for a caller that holds the mapping (acquire).
+func (c *Conn) wakeLocalHeld() {
+	wake(c.in.readerSleeping, c.kickRead, struct{}{})
+	wake(c.out.writerSleeping, c.kickWrite, struct{}{})
 }
 
 // fail records a protocol error (the first one wins) and wakes the local sleepers.
@@ -120,10 +162,10 @@ func (c *Conn) brokenErr() error {
 	return nil
 }
 
-// wait blocks until ready reports true or an error, spinning first and then sleeping on
-// word. deadline is the side's deadline; the error is os.ErrDeadlineExceeded when it
-// passes, or ready's error.
-func (c *Conn) wait(word *atomic.Uint32, deadline *atomic.Int64, ready func() (bool, error)) error {
+// wait blocks until ready reports true or an error: it spins first, then sleeps in
+// FUTEX_WAIT on word for futexSpell, then parks on kick (see design.md). deadline is the
+// side's deadline; the error is os.ErrDeadlineExceeded when it passes, or ready's error.
+func (c *Conn) wait(word *atomic.Uint32, kick chan struct{}, deadline *atomic.Int64, ready func() (bool, error)) error {
 	for round := 0; ; round++ {
 		if ok, err := ready(); ok || err != nil {
 			return err
@@ -131,20 +173,40 @@ func (c *Conn) wait(word *atomic.Uint32, deadline *atomic.Int64, ready func() (b
 		if spin(round) {
 			continue
 		}
-		word.Store(1)
-		ok, err := ready()
-		if ok || err != nil {
-			word.Store(0)
-			return err
-		}
-		d := maxSleep
+		spell := futexSpell
 		if dl := deadline.Load(); dl != 0 {
-			if d = time.Until(time.Unix(0, dl)); d <= 0 {
-				word.Store(0)
+			if spell = min(spell, time.Until(time.Unix(0, dl))); spell <= 0 {
 				return os.ErrDeadlineExceeded
 			}
 		}
-		futexSleep(word, 1, d)
+		word.Store(sleepFutex)
+		if ok, err := ready(); ok || err != nil {
+			word.Store(awake)
+			return err
+		}
+		futexSleep(word, sleepFutex, spell)
+		if !word.CompareAndSwap(sleepFutex, sleepPoll) {
+			continue // woken, or the word was overwritten: re-check
+		}
+		if ok, err := ready(); ok || err != nil {
+			word.Store(awake)
+			return err
+		}
+		park(kick, deadline)
+	}
+}
+
+// park blocks the goroutine until a kick or the deadline.
+func park(kick chan struct{}, deadline *atomic.Int64) {
+	var timeout <-chan time.Time
+	if dl := deadline.Load(); dl != 0 {
+		t := time.NewTimer(time.Until(time.Unix(0, dl)))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-kick:
+	case <-timeout:
 	}
 }
 
@@ -192,7 +254,7 @@ func (c *Conn) readState() (n uint64, err error) {
 // awaitReadable waits until bytes are readable and returns how many.
 func (c *Conn) awaitReadable() (uint64, error) {
 	var n uint64
-	err := c.wait(c.in.readerSleeping, &c.readDeadline, func() (bool, error) {
+	err := c.wait(c.in.readerSleeping, c.readKick, &c.readDeadline, func() (bool, error) {
 		var err error
 		n, err = c.readState()
 		return n > 0, err

@@ -71,21 +71,20 @@ func handshakeDial(ctx context.Context, uc *net.UnixConn) ([]byte, int, error) {
 	stop := context.AfterFunc(ctx, func() { uc.SetDeadline(aLongTimeAgo) })
 	defer stop()
 	ioErr := func(what string, err error) error {
-		if ctx.Err() != nil {
+		switch {
+		case errors.Is(ctx.Err(), context.Canceled):
 			return ctx.Err()
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		case errors.Is(err, os.ErrDeadlineExceeded), ctx.Err() != nil:
+			return fmt.Errorf("listener did not answer the handshake in time (%s): %w", what, os.ErrDeadlineExceeded)
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 			return fmt.Errorf("listener closed the connection during the handshake (%s)", what)
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return fmt.Errorf("listener did not answer the handshake in time: %w", err)
 		}
 		return fmt.Errorf("handshake %s: %w", what, err)
 	}
 	hello := message{version: protocolVersion, kind: kindHello}.encode()
-	if _, err := uc.Write(hello[:]); err != nil {
-		return nil, 0, ioErr("sending hello", err)
-	}
+	// A listener that refuses this uid answers without reading the hello and may have
+	// closed before it is sent: a failed write is reported only if no reply is there.
+	_, werr := uc.Write(hello[:])
 	var b [messageSize]byte
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, flags, _, err := uc.ReadMsgUnix(b[:], oob)
@@ -100,6 +99,9 @@ func handshakeDial(ctx context.Context, uc *net.UnixConn) ([]byte, int, error) {
 	}
 	if err != nil {
 		closeAll()
+		if werr != nil {
+			return nil, 0, ioErr("sending hello", werr)
+		}
 		return nil, 0, ioErr("reading reply", err)
 	}
 	reply, err := decodeReply(b[:], os.Geteuid())
@@ -116,6 +118,11 @@ func handshakeDial(ctx context.Context, uc *net.UnixConn) ([]byte, int, error) {
 	closeAll()
 	if err != nil {
 		return nil, 0, err
+	}
+	ready := message{version: protocolVersion, kind: kindReady, ringSize: reply.ringSize}.encode()
+	if _, err := uc.Write(ready[:]); err != nil {
+		unix.Munmap(mem)
+		return nil, 0, ioErr("sending ready", err)
 	}
 	if stop(); ctx.Err() != nil {
 		unix.Munmap(mem)

@@ -14,7 +14,7 @@
 // socket "\x00gorma/shm/"+name, so it lives in the caller's network namespace and
 // disappears with the listener: there is no file to clean up. Only processes of the
 // listener's uid may connect, plus the users in ListenConfig.AllowUIDs (checked with
-// SO_PEERCRED).
+// SO_PEERCRED). A dialer does not check which user runs the listener it reaches.
 //
 // # What it owns
 //
@@ -27,8 +27,8 @@
 // file is ever created in /dev/shm: nothing is left behind when a process crashes.
 //
 // Data moves with copies into and out of the rings and no system call while both sides
-// are busy; a side with nothing to do spins briefly, then sleeps on a shared futex that
-// the other side wakes. Read returns what is available (at least one byte); Write
+// are busy; a side with nothing to do spins briefly, sleeps on a shared futex that the
+// other side wakes, and past a millisecond parks its goroutine (no OS thread held). Read returns what is available (at least one byte); Write
 // returns once every byte is in the ring, blocking while the ring is full. ReadFrom and
 // WriteTo (used by io.Copy) and WriteBuffers copy straight between the ring and the
 // other end.

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The futex words live in the shared mapping, so the futexes are shared (keyed on the
+// The sleep words live in the shared mapping, so the futexes are shared (keyed on the
 // physical page), never FUTEX_PRIVATE: a process wakes its peer's sleeper through its
 // own mapping of the segment.
 const (
@@ -18,22 +18,29 @@ const (
 
 	// spinRounds is how many times a waiter polls its ring before it announces that it
 	// sleeps; it yields with runtime.Gosched every spinGoschedEvery polls, so a spinning
-	// waiter lets the goroutine it waits for run on the same P.
-	spinRounds       = 256
+	// waiter lets the goroutine it waits for run on the same P. Frequent yields matter
+	// most when the host has fewer idle cores than busy goroutines; `go test -run XXX
+	// -bench RoundTrip64 ./transport/sockets` compares budgets.
+	spinRounds       = 1024
 	spinGoschedEvery = 16
 )
 
-// maxSleep bounds one FUTEX_WAIT. Every event that must end a sleep wakes it explicitly;
-// the bound only limits what a lost wake-up (a peer that dies between publishing and
-// waking) can cost.
-const maxSleep = 50 * time.Millisecond
+// A sleep word holds awake, or how its waiter sleeps. Any other value (a peer's
+// garbage) wakes nobody and is overwritten by the next sleep.
+const (
+	awake      = 0
+	sleepFutex = 1 // in FUTEX_WAIT on the word: woken by FUTEX_WAKE
+	sleepPoll  = 2 // parked on a channel: woken by a kick (a byte on the socket, or local)
+)
+
+// futexSpell is how long a waiter sleeps in FUTEX_WAIT before it parks its goroutine
+// instead: a futex sleep is the fastest to wake but holds an OS thread, so a connection
+// idle for longer waits in the Go scheduler and costs no thread.
+const futexSpell = time.Millisecond
 
 // futexSleep sleeps on word while it holds val, for at most d. Spurious returns are
 // fine: every caller re-checks its condition.
 func futexSleep(word *atomic.Uint32, val uint32, d time.Duration) {
-	if d > maxSleep {
-		d = maxSleep
-	}
 	if d <= 0 {
 		return
 	}
@@ -42,16 +49,36 @@ func futexSleep(word *atomic.Uint32, val uint32, d time.Duration) {
 		uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
-// wake wakes the sleeper announced in word, if there is one. The sleeper stores 1 in the
-// word and then re-checks its condition; a waker publishes its event and then calls wake.
-// Go's atomics are sequentially consistent, so either the waker sees the 1 (and clears it
-// and wakes) or the sleeper's re-check sees the event. The load first keeps the common
-// case (nobody asleep) to one read of the word.
-func wake(word *atomic.Uint32) {
-	if word.Load() == 0 || word.Swap(0) == 0 {
+// wake wakes the sleeper announced in word, if there is one: FUTEX_WAKE for a futex
+// sleeper, kick for a parked one. A sleeper stores its mode in the word and then
+// re-checks its condition; a waker publishes its event and then calls wake. Go's atomics
+// are sequentially consistent, so either the waker sees the mode (and clears it and
+// wakes) or the sleeper's re-check sees the event. The load first keeps the common case
+// (nobody asleep) to one read of the word.
+func wake[T any](word *atomic.Uint32, kick func(T), arg T) {
+	if word.Load() == awake {
 		return
 	}
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWake, 1, 0, 0, 0)
+	switch word.Swap(awake) {
+	case sleepFutex:
+		unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWake, 1, 0, 0, 0)
+	case sleepPoll:
+		kick(arg)
+	}
+}
+
+// Kick bytes, the only bytes sent on the liveness socket after the handshake.
+const (
+	kickReader = 'r' // wake your reader: data or a write-closed flag was published
+	kickWriter = 'w' // wake your writer: space or a read-closed flag was published
+)
+
+// kickChan wakes a goroutine parked on ch (buffered, capacity 1) without blocking.
+func kickChan(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // spin is the busy part of a wait: it yields every spinGoschedEvery rounds and reports

@@ -6,21 +6,25 @@ import (
 )
 
 // The handshake: the dialer sends a hello, the listener answers with a reply and, when
-// the status is statusOK, the segment's memfd by SCM_RIGHTS. Both messages are
-// messageSize bytes, little endian:
+// the status is statusOK, the segment's memfd by SCM_RIGHTS; the dialer maps and checks
+// the segment and confirms with a ready. Only then does the listener hand the connection
+// to Accept, so Accept never returns a connection whose dialer gave up during the
+// handshake. All messages are messageSize bytes, little endian:
 //
 //	0  [4]byte  "gshm"
 //	4  uint16   protocol version
-//	6  uint16   kind (kindHello, kindReply)
+//	6  uint16   kind (kindHello, kindReply, kindReady)
 //	8  uint16   status (reply; zero in a hello)
 //	10 uint16   reserved, zero
-//	12 uint32   ring size in bytes (hello: requested, 0 = listener's choice; reply: chosen)
+//	12 uint32   ring size in bytes (hello: requested, 0 = listener's choice; reply and
+//	            ready: chosen)
 const (
 	protocolVersion = 1
 	messageSize     = 16
 
 	kindHello = 1
 	kindReply = 2
+	kindReady = 3
 )
 
 // Reply statuses. Append-only: the values are on the wire.
@@ -118,6 +122,18 @@ func decodeReply(b []byte, uid int) (message, error) {
 		return message{}, fmt.Errorf("listener chose ring size %d; want a power of two in [%d, %d]", m.ringSize, minRingSize, maxRingSize)
 	}
 	return m, nil
+}
+
+// decodeReady decodes the dialer's confirmation; it must repeat the ring size.
+func decodeReady(b []byte, ringSize int) error {
+	m, err := decodeMessage(b, kindReady)
+	if err != nil {
+		return err
+	}
+	if m.version != protocolVersion || m.status != 0 || int(m.ringSize) != ringSize {
+		return fmt.Errorf("ready message (version %d, status %d, ring size %d) does not match the reply", m.version, m.status, m.ringSize)
+	}
+	return nil
 }
 
 // chooseRingSize picks the ring size for a hello's request: the listener's configured

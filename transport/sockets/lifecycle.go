@@ -10,7 +10,12 @@ import (
 // ring, its Write fails with a broken pipe. Every Read and Write blocked on this side
 // returns net.ErrClosed. The mapping is released when the last operation using it
 // returns.
-func (c *Conn) Close() error {
+func (c *Conn) Close() error { return c.close(true) }
+
+// close closes the connection; unless clean, it leaves the peer's view as if this
+// process had died (a reset): the listener uses that for connections it never handed
+// to Accept.
+func (c *Conn) close(clean bool) error {
 	if !c.acquire() {
 		return opError("close", c.laddr, c.raddr, net.ErrClosed)
 	}
@@ -18,11 +23,12 @@ func (c *Conn) Close() error {
 		c.release()
 		return opError("close", c.laddr, c.raddr, net.ErrClosed)
 	}
-	c.shutWrite()
-	c.shutRead()
+	if clean {
+		c.shutWrite()
+		c.shutRead()
+	}
 	c.users.Or(closedBit)
-	wake(c.in.readerSleeping)
-	wake(c.out.writerSleeping)
+	c.wakeLocalHeld()
 	c.release() // the mapping goes with the last operation still using it
 	err := c.uc.Close()
 	c.livenessWG.Wait()
@@ -63,13 +69,13 @@ func (c *Conn) shutWrite() {
 	if c.writeShut.Swap(true) {
 		return
 	}
-	wake(c.out.writerSleeping) // a local writer blocked on a full ring fails now
+	wake(c.out.writerSleeping, c.kickWrite, struct{}{}) // a blocked local writer fails now
 	if c.wmu.TryLock() {
 		c.out.publish()
 		c.wmu.Unlock()
 	}
 	c.out.writeClosed.Store(1)
-	wake(c.out.readerSleeping)
+	wake(c.out.readerSleeping, c.kickPeer, kickReader)
 }
 
 // shutRead raises the read-closed flag of the ring this side reads and wakes the peer's
@@ -79,8 +85,8 @@ func (c *Conn) shutRead() {
 		return
 	}
 	c.in.readClosed.Store(1)
-	wake(c.in.writerSleeping)
-	wake(c.in.readerSleeping)
+	wake(c.in.writerSleeping, c.kickPeer, kickWriter)
+	wake(c.in.readerSleeping, c.kickRead, struct{}{})
 }
 
 // LocalAddr returns this side's address: Addr{"shm", name} or the one given at set-up.

@@ -44,6 +44,10 @@ type shmListener struct {
 	once   sync.Once
 }
 
+// euid returns the uid a listener admits besides ListenConfig.AllowUIDs (tests
+// replace it to play another user).
+var euid = os.Geteuid
+
 // acceptHook, when set, replaces AcceptUnix in the accept loop (tests inject errors).
 var acceptHook func(*net.UnixListener) (*net.UnixConn, error)
 
@@ -74,7 +78,7 @@ func listenSHM(ctx context.Context, cfg *ListenConfig, abstractName string, ladd
 		ul:       nl.(*net.UnixListener),
 		laddr:    laddr,
 		ringSize: cfg.RingSize,
-		uid:      uint32(os.Geteuid()),
+		uid:      uint32(euid()),
 		allow:    slices.Clone(cfg.AllowUIDs),
 		conns:    make(chan *Conn),
 		slots:    make(chan struct{}, maxPending),
@@ -90,14 +94,19 @@ func (l *shmListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
 		<-l.slots
+		if l.ctx.Err() != nil { // Close raced with the hand-over
+			c.close(false)
+			break
+		}
 		return c, nil
 	case <-l.ctx.Done():
-		return nil, opError("accept", nil, l.laddr, net.ErrClosed)
 	}
+	return nil, opError("accept", nil, l.laddr, net.ErrClosed)
 }
 
 // Close stops the listener: Accept returns net.ErrClosed, handshakes in progress are
-// cut, and connections not yet accepted are closed. Accepted connections live on.
+// cut, and connections not yet accepted are reset (their dialers' Reads fail with
+// ECONNRESET, as with TCP). Accepted connections live on.
 func (l *shmListener) Close() error {
 	err := error(net.ErrClosed)
 	l.once.Do(func() {
@@ -173,22 +182,30 @@ func (l *shmListener) serve(uc *net.UnixConn) {
 	select {
 	case l.conns <- c:
 	case <-l.ctx.Done():
-		c.Close()
+		c.close(false)
 		<-l.slots
 	}
 }
 
-// handshake reads the hello, checks the peer's credentials, creates the segment and
-// sends the reply with the memfd. A refusal is answered with its status before the
+// handshake checks the peer's credentials (before reading anything, so that another
+// user's process costs no wait), reads the hello, creates the segment, sends the reply
+// with the memfd and waits for the dialer's ready. A refusal is answered with its status before the
 // error returns.
 func (l *shmListener) handshake(uc *net.UnixConn) ([]byte, int, error) {
-	var b [messageSize]byte
-	if _, err := io.ReadFull(uc, b[:]); err != nil {
-		return nil, 0, err
-	}
 	refuse := func(status uint16, err error) ([]byte, int, error) {
 		r := message{version: protocolVersion, kind: kindReply, status: status}.encode()
 		uc.Write(r[:])
+		return nil, 0, err
+	}
+	uid, err := peerUID(uc)
+	if err != nil {
+		return nil, 0, err
+	}
+	if uid != l.uid && !slices.Contains(l.allow, uid) {
+		return refuse(statusRefusedUID, fmt.Errorf("peer uid %d not allowed (ListenConfig.AllowUIDs)", uid))
+	}
+	var b [messageSize]byte
+	if _, err := io.ReadFull(uc, b[:]); err != nil {
 		return nil, 0, err
 	}
 	hello, err := decodeHello(b[:])
@@ -197,13 +214,6 @@ func (l *shmListener) handshake(uc *net.UnixConn) ([]byte, int, error) {
 	}
 	if hello.version != protocolVersion {
 		return refuse(statusBadVersion, fmt.Errorf("hello of version %d", hello.version))
-	}
-	uid, err := peerUID(uc)
-	if err != nil {
-		return nil, 0, err
-	}
-	if uid != l.uid && !slices.Contains(l.allow, uid) {
-		return refuse(statusRefusedUID, fmt.Errorf("peer uid %d not allowed (ListenConfig.AllowUIDs)", uid))
 	}
 	ringSize := chooseRingSize(l.ringSize, hello.ringSize)
 	fd, mem, err := createSegment(ringSize)
@@ -215,6 +225,12 @@ func (l *shmListener) handshake(uc *net.UnixConn) ([]byte, int, error) {
 	n, _, err := uc.WriteMsgUnix(r[:], unix.UnixRights(fd), nil)
 	if err == nil && n != len(r) {
 		err = io.ErrShortWrite
+	}
+	if err == nil {
+		_, err = io.ReadFull(uc, b[:])
+	}
+	if err == nil {
+		err = decodeReady(b[:], ringSize)
 	}
 	if err != nil {
 		unix.Munmap(mem)

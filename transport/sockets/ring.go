@@ -76,6 +76,10 @@ type ring struct {
 	data []byte // ringSize bytes of the mapping
 	mask uint64
 
+	// kickPeer wakes the peer's waiter parked in sleepPoll with a byte on the liveness
+	// socket: kickReader for its reader, kickWriter for its writer.
+	kickPeer func(byte)
+
 	tail, head                     *atomic.Uint64
 	writeClosed, readClosed        *atomic.Uint32
 	readerSleeping, writerSleeping *atomic.Uint32
@@ -87,12 +91,13 @@ type ring struct {
 }
 
 // newRing maps direction dir (0 or 1) of a segment of rings of size bytes.
-func newRing(mem []byte, dir, size int) *ring {
+func newRing(mem []byte, dir, size int, kickPeer func(byte)) *ring {
 	ctl := mem[ctlBase+dir*ctlStride : ctlBase+(dir+1)*ctlStride]
 	data := mem[headerSize+dir*size : headerSize+(dir+1)*size]
 	u64 := func(off int) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&ctl[off])) }
 	u32 := func(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&ctl[off])) }
 	r := &ring{
+		kickPeer:       kickPeer,
 		data:           data,
 		mask:           uint64(size - 1),
 		tail:           u64(ctlTail),
@@ -152,7 +157,7 @@ func (r *ring) consume(p []byte, avail uint64) int {
 // release publishes head after the reader consumed bytes in place.
 func (r *ring) release() {
 	r.head.Store(r.pos)
-	wake(r.writerSleeping)
+	wake(r.writerSleeping, r.kickPeer, kickWriter)
 }
 
 // produce copies up to free bytes of p into the ring without publishing them.
@@ -168,11 +173,13 @@ func (r *ring) produce(p []byte, free uint64) int {
 }
 
 // publish makes the produced bytes visible to the reader and wakes it if it sleeps.
+// After this side closed the ring for writing nothing more is published: the reader
+// may already have reported io.EOF.
 func (r *ring) publish() {
-	if r.published == r.pos {
+	if r.published == r.pos || r.writeClosed.Load() != 0 {
 		return
 	}
 	r.published = r.pos
 	r.tail.Store(r.pos)
-	wake(r.readerSleeping)
+	wake(r.readerSleeping, r.kickPeer, kickReader)
 }

@@ -38,7 +38,7 @@ func (c *Conn) writeState() (n uint64, err error) {
 func (c *Conn) awaitWritable() (uint64, error) {
 	c.out.publish()
 	var n uint64
-	err := c.wait(c.out.writerSleeping, &c.writeDeadline, func() (bool, error) {
+	err := c.wait(c.out.writerSleeping, c.writeKick, &c.writeDeadline, func() (bool, error) {
 		var err error
 		n, err = c.writeState()
 		return n > 0, err
@@ -46,8 +46,10 @@ func (c *Conn) awaitWritable() (uint64, error) {
 	return n, err
 }
 
-// writeLocked copies p into the ring, waiting for space while it is full, and leaves the
-// last bytes unpublished (the caller publishes). It returns how many bytes went in.
+// writeLocked copies p into the ring, waiting for space while it is full. It publishes
+// whenever a quarter of the ring is unpublished, so a long write streams, and leaves
+// the last bytes unpublished (the caller publishes, so that many small buffers cost one
+// publication). It returns how many bytes went in.
 func (c *Conn) writeLocked(p []byte) (int, error) {
 	done := 0
 	for done < len(p) {
@@ -65,6 +67,9 @@ func (c *Conn) writeLocked(p []byte) (int, error) {
 			return done, err
 		}
 		done += c.out.produce(p[done:], free)
+		if c.out.pos-c.out.published >= uint64(len(c.out.data))/4 {
+			c.out.publish() // let the reader start on a long write's first quarter
+		}
 	}
 	return done, nil
 }

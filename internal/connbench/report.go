@@ -42,15 +42,15 @@ const (
 
 // Document is the --json output.
 type Document struct {
-	Program    string    `json:"program"`
-	Transport  string    `json:"transport"`
-	Time       string    `json:"time"`
-	Go         string    `json:"go"`
-	GOMAXPROCS int       `json:"gomaxprocs"`
-	NumCPU     int       `json:"num_cpu"`
-	Options    *Options  `json:"options"`
-	Seconds    float64   `json:"seconds"`
-	Results    []Result  `json:"results"`
+	Program    string   `json:"program"`
+	Transport  string   `json:"transport"`
+	Time       string   `json:"time"`
+	Go         string   `json:"go"`
+	GOMAXPROCS int      `json:"gomaxprocs"`
+	NumCPU     int      `json:"num_cpu"`
+	Options    *Options `json:"options"`
+	Seconds    float64  `json:"seconds"`
+	Results    []Result `json:"results"`
 }
 
 func newDocument(o *Options) *Document {

@@ -8,7 +8,7 @@ import (
 // runConnRate counts dial + close of new connections for --duration, one at a time,
 // after a warmup of 100. The server accepts each and closes it at its end of stream.
 func runConnRate(ctx context.Context, env *Env) (Result, error) {
-	r := Result{Name: "connrate", Kind: kindRate, Title: "connections per second (dial + close, one at a time)"}
+	r := Result{Name: "connrate", Kind: KindRate, Title: "connections per second (dial + close, one at a time)"}
 	once := func() error {
 		c, err := env.Dial(ctx)
 		if err != nil {

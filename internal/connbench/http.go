@@ -16,7 +16,7 @@ import (
 
 // serveHTTP answers every request with --response bytes.
 func serveHTTP(l net.Listener, o *Options) error {
-	body := fill(make([]byte, o.Response))
+	body := Fill(make([]byte, o.Response))
 	size := strconv.Itoa(len(body))
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Length", size)
@@ -33,7 +33,7 @@ func serveHTTP(l net.Listener, o *Options) error {
 // runHTTP runs --clients keep-alive clients, each GETting in a loop for --duration, and
 // counts the requests whose bodies were read in full.
 func runHTTP(ctx context.Context, env *Env) (Result, error) {
-	r := Result{Name: "http", Kind: kindRate, Title: fmt.Sprintf("net/http requests per second, %d keep-alive clients", env.O.Clients)}
+	r := Result{Name: "http", Kind: KindRate, Title: fmt.Sprintf("net/http requests per second, %d keep-alive clients", env.O.Clients)}
 	tr := &http.Transport{
 		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return env.DialServed(ctx) },
 		MaxIdleConnsPerHost: env.O.Clients,

@@ -67,6 +67,16 @@ func median(v []float64) float64 {
 // round3 rounds to three decimals.
 func round3(x float64) float64 { return math.Round(x*1e3) / 1e3 }
 
+// Time runs the round trip op warmup times, then iters times in timed batches, and
+// returns the row of size: the median and percentiles of the batches' means.
+func Time(size, warmup, iters int, op func() error) (Row, error) {
+	samples, err := measure(warmup, iters, op)
+	if err != nil {
+		return Row{}, err
+	}
+	return latencyRow(size, iters, samples), nil
+}
+
 // latencyRow turns sorted nanosecond samples into a row in microseconds.
 func latencyRow(bytes, iters int, sorted []float64) Row {
 	us := func(p float64) float64 { return round3(percentile(sorted, p) / 1e3) }

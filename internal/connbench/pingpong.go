@@ -9,7 +9,7 @@ import (
 // runPingPong times round trips of each size over one connection: write, then read the
 // echo back in full.
 func runPingPong(ctx context.Context, env *Env) (Result, error) {
-	r := Result{Name: "pingpong", Kind: kindLatency, Title: "round trip (write, read the echo)"}
+	r := Result{Name: "pingpong", Kind: KindLatency, Title: "round trip (write, read the echo)"}
 	c, err := env.Dial(ctx)
 	if err != nil {
 		return r, err
@@ -23,8 +23,8 @@ func runPingPong(ctx context.Context, env *Env) (Result, error) {
 		if err := writeHeader(c, header{op: opEcho, size: uint32(size), count: uint64(warmup + iters)}); err != nil {
 			return r, err
 		}
-		out, in := fill(make([]byte, size)), make([]byte, size)
-		samples, err := measure(warmup, iters, func() error {
+		out, in := Fill(make([]byte, size)), make([]byte, size)
+		row, err := Time(size, warmup, iters, func() error {
 			if _, err := c.Write(out); err != nil {
 				return err
 			}
@@ -34,13 +34,13 @@ func runPingPong(ctx context.Context, env *Env) (Result, error) {
 		if err != nil {
 			return r, fmt.Errorf("%d bytes: %w", size, err)
 		}
-		r.Rows = append(r.Rows, latencyRow(size, iters, samples))
+		r.Rows = append(r.Rows, row)
 	}
 	return r, nil
 }
 
-// fill writes non-zero bytes into b and returns it.
-func fill(b []byte) []byte {
+// Fill writes non-zero bytes into b and returns it.
+func Fill(b []byte) []byte {
 	for i := range b {
 		b[i] = byte(i*7 + 1)
 	}

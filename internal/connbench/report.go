@@ -33,11 +33,12 @@ type Result struct {
 	Rows      []Row  `json:"rows"`
 }
 
-// Result kinds: the columns of the text table.
+// Result kinds: the columns of the text table (latency: round trip percentiles in us;
+// bandwidth: MB/s of the repetitions; rate: operations per second).
 const (
-	kindLatency   = "latency"
-	kindBandwidth = "bandwidth"
-	kindRate      = "rate"
+	KindLatency   = "latency"
+	KindBandwidth = "bandwidth"
+	KindRate      = "rate"
 )
 
 // Document is the --json output.
@@ -71,18 +72,18 @@ func (d *Document) write(file string) error {
 func (r Result) writeText(w io.Writer) {
 	fmt.Fprintf(w, "# %s over %s: %s\n", r.Name, r.Transport, r.Title)
 	switch r.Kind {
-	case kindLatency:
+	case KindLatency:
 		fmt.Fprintf(w, "# %-10s %12s %12s %12s %12s %12s\n", "Size", "Median(us)", "P5(us)", "P95(us)", "P99(us)", "Iterations")
 		for _, x := range r.Rows {
 			fmt.Fprintf(w, "%-12d %12.3f %12.3f %12.3f %12.3f %12d\n", x.Bytes, x.MedianUS, x.P5US, x.P95US, x.P99US, x.Iterations)
 		}
-	case kindBandwidth:
+	case KindBandwidth:
 		fmt.Fprintf(w, "# %-10s %12s %12s %12s %12s\n", "Size", "MB/s", "Min(MB/s)", "Max(MB/s)", "Reps")
 		for _, x := range r.Rows {
 			lo, hi := spread(x.RepsMBps)
 			fmt.Fprintf(w, "%-12d %12.1f %12.1f %12.1f %12d\n", x.Bytes, x.MBps, lo, hi, len(x.RepsMBps))
 		}
-	case kindRate:
+	case KindRate:
 		fmt.Fprintf(w, "# %-10s %12s %12s\n", "Size", "Per(s)", "Count")
 		for _, x := range r.Rows {
 			fmt.Fprintf(w, "%-12d %12.1f %12d\n", x.Bytes, x.PerS, x.Count)

@@ -129,9 +129,10 @@ func startServer(ctx context.Context, t Transport, o *Options, stderr io.Writer)
 	c := &child{cmd: cmd, stdin: in, dir: dir}
 	ready := make(chan string, 1)
 	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
+		br := bufio.NewReader(out)
+		line, _ := br.ReadString('\n')
 		ready <- line
-		io.Copy(io.Discard, out)
+		io.Copy(stderr, br) // what the server prints later, such as a library's log
 	}()
 	select {
 	case line := <-ready:

@@ -11,7 +11,7 @@ import (
 // from the first write to the server's one-byte answer after the last byte, --reps
 // times per size, over one connection.
 func runStream(ctx context.Context, env *Env) (Result, error) {
-	r := Result{Name: "stream", Kind: kindBandwidth, Title: fmt.Sprintf("one-way throughput, %d bytes a repetition", env.O.StreamBytes)}
+	r := Result{Name: "stream", Kind: KindBandwidth, Title: fmt.Sprintf("one-way throughput, %d bytes a repetition", env.O.StreamBytes)}
 	c, err := env.Dial(ctx)
 	if err != nil {
 		return r, err
@@ -21,7 +21,7 @@ func runStream(ctx context.Context, env *Env) (Result, error) {
 	defer stop()
 	ack := make([]byte, 1)
 	for _, size := range env.O.StreamSizes {
-		buf := fill(make([]byte, size))
+		buf := Fill(make([]byte, size))
 		total := max(env.O.StreamBytes/size, 1) * size
 		row := Row{Bytes: size}
 		for rep := -1; rep < env.O.Reps; rep++ { // rep -1 warms up

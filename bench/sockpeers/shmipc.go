@@ -58,5 +58,13 @@ func init() {
 			return sm.GetStream()
 		},
 		Addr: func(dir string) string { return filepath.Join(dir, "shmipc.sock") },
+		Close: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for addr, sm := range sessions {
+				sm.Close()
+				delete(sessions, addr)
+			}
+		},
 	})
 }

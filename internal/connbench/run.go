@@ -34,6 +34,9 @@ func Run(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
 		defer srv.stop()
 		addr = a
 	}
+	if t.Close != nil {
+		defer t.Close()
+	}
 	doc := newDocument(o)
 	start := time.Now()
 	all := registeredTests()

@@ -18,6 +18,9 @@ type Transport struct {
 	// Addr is the address a server started by the client listens at; dir is a fresh
 	// directory of the run, removed after it.
 	Addr func(dir string) string
+	// Close, if set, releases what Dial keeps between connections; the client calls it
+	// after its last test, before it stops the server.
+	Close func()
 }
 
 var (

@@ -19,7 +19,7 @@
 # (compare-all.sh), and each transport's last sockbench JSON beside it
 # (sockets_TRANSPORT.json, the chart's input).
 # Usage: scripts/compare-sockets.sh [REPS]   (environment: JSON, TRANSPORTS, ITERS=5000,
-#        STREAM_BYTES=64M, STREAM_REPS=3, DURATION=500ms)
+#        STREAM_BYTES=64M, STREAM_REPS=3, DURATION=500ms, RUN_TIMEOUT=300 seconds a program)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-3}
@@ -49,19 +49,21 @@ read -r -a transports <<<"${TRANSPORTS:-${gorma[*]} unix tcp shmipc}"
 columns=(gorma-shm gorma-tcp unix tcp shmipc)
 
 common=(--iters "$iters" --stream-bytes "$stream_bytes" --reps "$stream_reps" --duration "$duration")
+run_timeout=${RUN_TIMEOUT:-300}
 # cell TRANSPORT REP: this transport's tests, the JSON documents to $tmp/TRANSPORT.REP.*.json.
 cell() {
 	local t=$1 r=$2
+	local to=(timeout --kill-after=10 "$run_timeout")
 	if [[ $t == shmipc ]]; then
-		bin/sockpeers --transport "$t" "${common[@]}" --json="$tmp/$t.$r.main.json" >/dev/null
+		"${to[@]}" bin/sockpeers --transport "$t" "${common[@]}" --json="$tmp/$t.$r.main.json" >/dev/null
 	else
-		bin/sockbench --transport "$t" "${common[@]}" --json="$tmp/$t.$r.main.json" >/dev/null
-		bin/sockpeers --transport "$t" --test grpc "${common[@]}" --json="$tmp/$t.$r.grpc.json" >/dev/null
+		"${to[@]}" bin/sockbench --transport "$t" "${common[@]}" --json="$tmp/$t.$r.main.json" >/dev/null
+		"${to[@]}" bin/sockpeers --transport "$t" --test grpc "${common[@]}" --json="$tmp/$t.$r.grpc.json" >/dev/null
 	fi
 }
 for ((r = 0; r < reps; r++)); do
 	for t in "${transports[@]}"; do
-		flock "$lock" bash -c "$(declare -p common tmp); $(declare -f cell); cell $t $r" ||
+		flock "$lock" bash -c "$(declare -p common tmp run_timeout); $(declare -f cell); cell $t $r" ||
 			echo "compare-sockets: $t, repetition $r: failed" >&2
 	done
 done
@@ -135,7 +137,21 @@ done
 # JSON helpers: a number or null; a string.
 jnum() { if [[ -n $1 ]]; then echo "$1"; else echo null; fi; }
 jstr() { printf '"%s"' "$(sed 's/\\/\\\\/g; s/"/\\"/g' <<<"$1")"; }
-# rowjson ID LABEL UNIT: a row of every column's median, and the first column's ratio to each other one.
+# target_json ID: the target of figure ID's row (its targets' texts, ok when all are met), or nothing.
+target_json() {
+	local text="" all=true label id a b op x q o
+	for tg in "${targets[@]}"; do
+		IFS='|' read -r label id a b op x _ <<<"$tg"
+		[[ $id == "$1" ]] || continue
+		q=$(ratio "$(med "$id" "$a")" "$(med "$id" "$b")")
+		o=$(ok "$q" "$op" "$x")
+		if [[ $text == "$a "* ]]; then text+=", $op ${x}x $b"; else text+="${text:+; }$a $op ${x}x $b"; fi
+		if [[ $o == null ]]; then all=null; elif [[ $o == false && $all != null ]]; then all=false; fi
+	done
+	[[ -z $text ]] || printf ', "target": {"text": %s, "ok": %s}' "$(jstr "$text")" "$all"
+}
+# rowjson ID LABEL UNIT: a row of every column's median, the first column's ratio to each
+# other one, and the row's target.
 rowjson() {
 	local id=$1 vs=() qs=() first c v
 	first=$(med "$id" "${columns[0]}")
@@ -144,8 +160,8 @@ rowjson() {
 		vs+=("$(jnum "$v")")
 		[[ $c == "${columns[0]}" ]] || qs+=("$(jnum "$(ratio "$first" "$v")")")
 	done
-	printf '{"label": %s, "unit": %s, "values": [%s], "ratios": [%s]}' "$(jstr "$2")" "$(jstr "$3")" \
-		"$(IFS=,; echo "${vs[*]}")" "$(IFS=,; echo "${qs[*]}")"
+	printf '{"label": %s, "unit": %s, "values": [%s], "ratios": [%s]%s}' "$(jstr "$2")" "$(jstr "$3")" \
+		"$(IFS=,; echo "${vs[*]}")" "$(IFS=,; echo "${qs[*]}")" "$(target_json "$id")"
 }
 # table TITLE UNIT BETTER IDS...: a table of the figures IDS.
 table() {
@@ -172,19 +188,8 @@ if ((${#missing[@]})); then note="Not in this run: ${missing[*]}."; fi
 
 {
 	printf '{\n"id": "sockets",\n"title": "net.Conn: gorma'"'"'s sockets, Unix and TCP sockets, shmipc-go",\n'
-	printf '"intro": %s,\n' "$(jstr "\`apps/sockbench\` and \`bench/sockpeers\` (shmipc-go, and gRPC over every transport) between two processes (\`scripts/compare-sockets.sh\`): round trips (median of $iters at up to 4 KiB, fewer above), one-way streams of $stream_bytes (median of $stream_reps), connections and HTTP requests for $duration. Medians of $reps repetitions, each running every transport once, in turn; every repetition is in \`results/compare/sockets.txt\`. gorma-tcp is a TCP listener whose gorma dialers on the same host get shm; shmipc's Dial opens a stream of one session, without a round trip.${note:+ $note}")"
+	printf '"intro": %s,\n' "$(jstr "\`apps/sockbench\` and \`bench/sockpeers\` (shmipc-go, and gRPC over every transport) between two processes (\`scripts/compare-sockets.sh\`): round trips (median of $iters at up to 4 KiB, fewer above), one-way streams of $stream_bytes bytes (median of $stream_reps), connections and HTTP requests for $duration. Medians of $reps repetitions, each running every transport once, in turn; every repetition is in \`results/compare/sockets.txt\`. gorma-tcp is a TCP listener whose gorma dialers on the same host get shm; shmipc's Dial opens a stream of one session, without a round trip.${note:+ $note}")"
 	printf '"tables": [\n'
-	printf '{"title": "Targets", "key": "figure", "columns": ["gorma", "peer"], "rows": [\n'
-	sep=""
-	for tg in "${targets[@]}"; do
-		IFS='|' read -r label id a b op x unit <<<"$tg"
-		ga=$(med "$id" "$a") pb=$(med "$id" "$b")
-		q=$(ratio "$ga" "$pb")
-		printf '%s{"label": %s, "unit": %s, "values": [%s, %s], "ratios": [%s], "target": {"text": %s, "ok": %s}}' "$sep" \
-			"$(jstr "$label")" "$(jstr "$unit")" "$(jnum "$ga")" "$(jnum "$pb")" "$(jnum "$q")" "$(jstr "$op ${x}x")" "$(ok "$q" "$op" "$x")"
-		sep=$',\n'
-	done
-	printf '\n]},\n'
 	table "Round trip" us lower rt64 rt4k rt64k rt1m grpc
 	printf ',\n'
 	table "Throughput and rates (higher is better)" "" "" st64k st4k st1m conn http

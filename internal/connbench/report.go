@@ -59,12 +59,18 @@ func newDocument(o *Options) *Document {
 		Go: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), Options: o}
 }
 
-func (d *Document) write(file string) error {
+// write writes d to file, or to stdout when file is "-".
+func (d *Document) write(file string, stdout io.Writer) error {
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(file, append(b, '\n'), 0o644)
+	b = append(b, '\n')
+	if file == "-" {
+		_, err = stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
 }
 
 // writeText prints r as an OSU-style table: a "# " title line, a "# " column line, and

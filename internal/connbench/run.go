@@ -37,6 +37,10 @@ func Run(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
 	if t.Close != nil {
 		defer t.Close()
 	}
+	text := stdout
+	if o.JSON == "-" {
+		text = io.Discard
+	}
 	doc := newDocument(o)
 	start := time.Now()
 	all := registeredTests()
@@ -50,12 +54,12 @@ func Run(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%s over %s: %w", test.Name, t.Name, err)
 		}
 		r.Test, r.Transport = test.Name, t.Name
-		r.writeText(stdout)
+		r.writeText(text)
 		doc.Results = append(doc.Results, r)
 	}
 	doc.Seconds = time.Since(start).Seconds()
 	if o.JSON != "" {
-		return doc.write(o.JSON)
+		return doc.write(o.JSON, stdout)
 	}
 	return nil
 }

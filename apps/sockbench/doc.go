@@ -14,11 +14,10 @@
 //
 // Without --addr the program starts itself as the server (no launcher) and stops it at
 // the end. Each test prints an OSU-style table ("# " header lines, then one row per
-// size); --json=FILE writes every table as one document, and --json alone prints
-// it instead of the text. The same tests over
-// shmipc-go, and a gRPC unary round trip over every transport, are bench/sockpeers'
-// (a module of its own). scripts/compare-sockets.sh runs every transport in turn and
-// sets the ratios against their targets.
+// size); --json=FILE writes every table as one document, and --json alone prints it
+// instead of the text. The same tests over shmipc-go, and a gRPC unary round trip over
+// every transport, are bench/sockpeers' (a module of its own). scripts/compare-sockets.sh
+// runs every transport in turn and sets the ratios against their targets.
 //
 // The test code is internal/connbench's; this command adds gorma's transports to it.
 package main

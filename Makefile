@@ -76,8 +76,8 @@ soak: ## the process-kill, multi-process, multi-host and RMA tests SOAK_COUNT (2
 	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m -run 'TestLaunchRMA|TestStaleReadChecker|TestCache' ./window
 	$(GO) test -timeout 30m -run 'TestSim|TestExhaustive' ./window/coherence -coherence.soak
 
-compare: ## gorma side by side with Open MPI and MPICH (apt-get installs them if missing): startup (also under srun and mpiexec.hydra), p2p, RMA, Allreduce; writes docs/benchmarks.json, docs/charts and the page docs/benchmarks.md generated from them (under 15 min)
-	@command -v mpicc.openmpi >/dev/null && command -v mpicc.mpich >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev mpich libmpich-dev; }
+compare: ## gorma side by side with Open MPI and MPICH (apt-get installs them and jq if missing): startup (also under srun and mpiexec.hydra), p2p, RMA, Allreduce, and net.Conn against Unix/TCP sockets and shmipc-go; writes docs/benchmarks.json, docs/charts and the page docs/benchmarks.md generated from them (under 15 min)
+	@command -v mpicc.openmpi >/dev/null && command -v mpicc.mpich >/dev/null && command -v jq >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev mpich libmpich-dev jq; }
 	scripts/compare-all.sh
 
 clean: ## remove built binaries and benchmark output

@@ -3,8 +3,10 @@
 # and 4 ranks (compare-startup.sh), startup under srun, mpiexec.hydra and golaunch at 4 and
 # 16 ranks when srun or mpiexec.hydra is installed (compare-launchers.sh, a section JSON
 # that `chart collect --section` appends), point-to-point (compare-p2p.sh), one-sided
-# (compare-rma.sh), Allreduce and Barrier at 2 and 4 ranks (compare-allreduce.sh), plus
-# one sweep over sizes of the point-to-point and RMA twins for the charts. Every step's
+# (compare-rma.sh), Allreduce and Barrier at 2 and 4 ranks (compare-allreduce.sh),
+# net.Conn over gorma's sockets against Unix and TCP sockets and shmipc-go
+# (compare-sockets.sh, a section JSON too), plus one sweep over sizes of the
+# point-to-point and RMA twins for the charts. Every step's
 # output goes to OUT (results/compare), with the run's machine and times in OUT/run.env;
 # the charts (SVG, drawn by bench/chart) to docs/charts. Then `chart collect` parses the
 # step outputs into docs/benchmarks.json and `chart page` renders docs/benchmarks.md
@@ -65,6 +67,7 @@ measure() {
 	}
 	step sweeps flock "$lock" bash -c "$(declare -f sweeps); out=$out; sweeps"
 	step allreduce env OUT="$out" CHARTS="$charts" scripts/compare-allreduce.sh "$reps"
+	step sockets env JSON="$out/sockets.json" scripts/compare-sockets.sh "$reps"
 
 	secs=$(($(date +%s) - t0))
 	{
@@ -90,6 +93,14 @@ chart --out "$charts/rma_put_latency.svg" --title "Put + Flush (LockAll), 2 rank
 chart --out "$charts/rma_put_bandwidth.svg" --title "Put bandwidth (64 Puts + Flush), 2 ranks" --ylabel "bandwidth (MB/s)" \
 	--series "gorma=$out/rma_gorma.json@put_bw:MB_per_s" --series "Open MPI osc/sm=$out/rma_ompi.txt@put_bw:3" --series "MPICH=$out/rma_mpich.txt@put_bw:3"
 
+sockets=()
+for t in gorma-shm gorma-tcp unix tcp shmipc; do
+	if [[ -s $out/sockets_$t.json ]]; then sockets+=(--series "$t=$out/sockets_$t.json@pingpong:median_us"); fi
+done
+if ((${#sockets[@]})); then
+	chart --out "$charts/sockets_rtt.svg" --title "net.Conn round trip, two processes" --ylabel "round trip (us, median)" --logy "${sockets[@]}"
+fi
+
 intro() { printf -- '--intro\0%s=%s\0' "$1" "$2"; }
 mapfile -d '' intros < <(
 	intro startup "\`golaunch -n N apps/hello\` against \`mpirun.openmpi\` and \`mpiexec.mpich -n N\` of \`bench/mpi/hello.c\` (\`scripts/compare-startup.sh\`): the wall time of the whole job, $startup_runs runs per launcher and rank count, in turn."
@@ -98,13 +109,18 @@ mapfile -d '' intros < <(
 	intro allreduce "\`apps/allreducebench\` against \`bench/mpi/allreducebench.c\` (\`scripts/compare-allreduce.sh\`): float64 sum, 1000 calls a size up to 16 KiB and fewer above (at least 10), each size capped at about 150 ms of calls (\`--size-time\`: MPICH busy-polls, and with 4 ranks on 2 cores one of its calls can take milliseconds); medians of $reps repetitions. gorma's runs with \`--fresh\` (new buffers per call) and \`--scratch fresh\` (scratch mapped, registered and released per call, as the MPIs do), from 64 KiB, are in \`results/compare/allreduce.txt\` after a run."
 )
 extra=()
-if [[ -s $out/launchers.json ]]; then extra=(--section "$out/launchers.json"); fi
+for f in launchers sockets; do
+	if [[ -s $out/$f.json ]]; then extra+=(--section "$out/$f.json"); fi
+done
+sockets_chart=()
+if [[ -s $out/sockets.json ]]; then sockets_chart=(--chart "sockets:charts/sockets_rtt.svg:net.Conn round trip"); fi
 bin/chart collect --dir "$out" --out "$json" "${intros[@]}" "${extra[@]}" \
 	--cpu "$cpu" --kernel "$kernel" --go "$gover" --openmpi "$ompi" --mpich "$mpich" \
 	--start "$start" --duration "$secs" --reps "$reps" --load-start "$load0" --load-end "$load1" \
 	--chart "p2p:charts/p2p_latency.svg:point-to-point latency" --chart "p2p:charts/p2p_bandwidth.svg:point-to-point bandwidth" \
 	--chart "rma:charts/rma_put_latency.svg:Put latency" --chart "rma:charts/rma_put_bandwidth.svg:Put bandwidth" \
 	--chart "allreduce:charts/allreduce_p2_latency.svg:Allreduce latency, 2 ranks" --chart "allreduce:charts/allreduce_p2_busbw.svg:Allreduce bus bandwidth, 2 ranks" \
-	--chart "allreduce:charts/allreduce_p4_latency.svg:Allreduce latency, 4 ranks" --chart "allreduce:charts/allreduce_p4_busbw.svg:Allreduce bus bandwidth, 4 ranks"
+	--chart "allreduce:charts/allreduce_p4_latency.svg:Allreduce latency, 4 ranks" --chart "allreduce:charts/allreduce_p4_busbw.svg:Allreduce bus bandwidth, 4 ranks" \
+	"${sockets_chart[@]}"
 bin/chart page --in "$json" --out "$doc"
 echo "compare-all: done in $((secs / 60)) min $((secs % 60)) s; wrote $json, $doc and $charts/*.svg" >&2

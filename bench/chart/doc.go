@@ -11,8 +11,8 @@
 //	chart page --in docs/benchmarks.json --out docs/benchmarks.md
 //
 // A series is NAME=GLOB[@TABLE]:FIELD. GLOB names one or more files (repetitions of one
-// run), each a program's JSON document (apps/allreducebench, apps/pingpong, apps/rmabench
-// and their C twins) or an OSU-style text table. In JSON the points are the objects with
+// run), each a program's JSON document (apps/allreducebench, apps/pingpong, apps/rmabench,
+// apps/sockbench and the C twins) or an OSU-style text table. In JSON the points are the objects with
 // a numeric "bytes" and FIELD, taken from the array under the key TABLE, from the "rows"
 // of the table whose "name" is TABLE, or without @TABLE from the first such array. In a
 // text table FIELD is a column number (1 is the size), read after the first "# " line

@@ -87,7 +87,7 @@ func TestCollectTestdata(t *testing.T) {
 	}
 	out := filepath.Join(docs, "benchmarks.json")
 	args := []string{"collect", "--dir", "testdata", "--out", out, "--cpu", "AMD EPYC", "--start", "2026-01-02T03:04:05Z",
-		"--load-start", "1 2 3", "--intro", "p2p=Intro.", "--chart", "rma:charts/a.svg:A chart", "--chart", "rma:charts/missing.svg:gone"}
+		"--load-start", "1 2 3", "--intro", "p2p=Intro.", "--section", "testdata/sockets.json", "--chart", "rma:charts/a.svg:A chart", "--chart", "rma:charts/missing.svg:gone"}
 	if err := run(args, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestCollectTestdata(t *testing.T) {
 			t.Errorf("section %s: failed %q, %d tables", s.ID, s.Failed, len(s.Tables))
 		}
 	}
-	if strings.Join(ids, ",") != "startup,p2p,rma,allreduce" {
+	if strings.Join(ids, ",") != "startup,p2p,rma,allreduce,sockets" {
 		t.Errorf("sections %v", ids)
 	}
 	rma := rep.Sections[2]
@@ -128,6 +128,11 @@ func TestCollectTestdata(t *testing.T) {
 		"repetitions of each comparison (its start time is `run.start` in docs/benchmarks.json) |",
 		"Intro.\n",
 		"![A chart](charts/a.svg)",
+		"## net.Conn: gorma's sockets, Unix and TCP sockets, shmipc-go\n\nSockets intro.\n",
+		"| figure | gorma-shm | gorma-tcp | unix | tcp | shmipc | gorma-shm / gorma-tcp | gorma-shm / unix | gorma-shm / tcp | gorma-shm / shmipc | target |",
+		"| 64 B | 4 | - | 20 | 25 | 10 | - | 0.20x | 0.16x | 0.40x | gorma-shm <= 0.50x unix, < 1.00x shmipc ok |",
+		"| 1 MiB | - | - | 300 | 250 | 280 | - | - | - | - |  |",
+		"| HTTP requests, 16 clients | 30000 req/s | 28000 req/s | 20000 req/s | 10000 req/s | 17000 req/s | 1.07x | 1.50x | 3.00x | 1.76x | gorma-tcp >= 1.50x tcp **MISS** |",
 	} {
 		if !strings.Contains(page.String(), want) {
 			t.Errorf("the page lacks %q", want)

@@ -2,7 +2,6 @@ package gorma_test
 
 import (
 	"fmt"
-	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -269,27 +268,6 @@ func goDirs(root string, fn func(rel, dir string) error) error {
 	})
 }
 
-// pendingTags are build tags that keep a file out of every build because it imports a
-// package this tree does not hold (apps/sockbench/gorma.go and transport/sockets).
-// moduleImports leaves out a file whose build line is one of them alone; the file is
-// checked once its tag is removed.
-var pendingTags = []string{"sockets"}
-
-// pending reports whether f's build line is "//go:build TAG" for a pending tag.
-func pending(f *ast.File) bool {
-	for _, g := range f.Comments {
-		if g.Pos() > f.Package {
-			break
-		}
-		for _, c := range g.List {
-			if tag, ok := strings.CutPrefix(c.Text, "//go:build "); ok && slices.Contains(pendingTags, strings.TrimSpace(tag)) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // moduleImports parses the imports of every Go file of the module.
 func moduleImports(t *testing.T, root string) []importEdge {
 	t.Helper()
@@ -305,12 +283,9 @@ func moduleImports(t *testing.T, root string) []importEdge {
 				continue
 			}
 			path := filepath.Join(dir, e.Name())
-			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly|parser.ParseComments)
+			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
 			if err != nil {
 				return err
-			}
-			if pending(f) {
-				continue
 			}
 			for _, is := range f.Imports {
 				imp, err := strconv.Unquote(is.Path.Value)

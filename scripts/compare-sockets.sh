@@ -35,17 +35,9 @@ trap 'rm -rf "$tmp"' EXIT
 command -v jq >/dev/null || { echo "compare-sockets: jq missing: apt-get install jq" >&2; exit 2; }
 
 mkdir -p bin "$out"
-tags=()
-gorma=(gorma-shm gorma-tcp)
-if go list ./transport/sockets >/dev/null 2>&1; then
-	tags=(-tags sockets) # apps/sockbench/gorma.go and bench/sockpeers/gorma.go
-else
-	echo "compare-sockets: no transport/sockets in this tree: gorma's cells stay empty" >&2
-	gorma=()
-fi
-CGO_ENABLED=0 go build "${tags[@]}" -o bin/ ./apps/sockbench
-(cd bench/sockpeers && CGO_ENABLED=0 go build "${tags[@]}" -o ../../bin/sockpeers .)
-read -r -a transports <<<"${TRANSPORTS:-${gorma[*]} unix tcp shmipc}"
+CGO_ENABLED=0 go build -o bin/ ./apps/sockbench
+(cd bench/sockpeers && CGO_ENABLED=0 go build -o ../../bin/sockpeers .)
+read -r -a transports <<<"${TRANSPORTS:-gorma-shm gorma-tcp unix tcp shmipc}"
 columns=(gorma-shm gorma-tcp unix tcp shmipc)
 
 common=(--iters "$iters" --stream-bytes "$stream_bytes" --reps "$stream_reps" --duration "$duration")

@@ -1,5 +1,3 @@
-//go:build sockets
-
 package main
 
 import (

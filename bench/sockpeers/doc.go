@@ -10,6 +10,6 @@
 //
 // The flags and the output are sockbench's (go doc ./apps/sockbench). shmipc-go's Dial
 // opens a stream of a session made at the first Dial, so its connrate counts stream
-// opens without a round trip. It runs gorma-shm and gorma-tcp too (gorma.go, as in
-// apps/sockbench). scripts/compare-sockets.sh builds and runs it.
+// opens without a round trip. gorma-shm and gorma-tcp come with internal/connbench.
+// scripts/compare-sockets.sh builds and runs it.
 package main

@@ -1,4 +1,4 @@
-package main
+package connbench
 
 import (
 	"context"
@@ -7,15 +7,15 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/gorma-hpc/gorma/internal/connbench"
 	"github.com/gorma-hpc/gorma/transport/sockets"
 )
 
-// gorma's sockets: gorma-shm rendezvouses on a name (the run directory's base name,
-// unique per run), gorma-tcp listens on loopback and offers shm to gorma dialers.
+// gorma's sockets, registered for every program that uses this package: gorma-shm
+// rendezvouses on a name (the run directory's base name, unique per run), gorma-tcp
+// listens on loopback and offers shm to gorma dialers.
 func init() {
 	for _, network := range []string{"shm", "tcp"} {
-		connbench.Register(connbench.Transport{
+		Register(Transport{
 			Name:   "gorma-" + network,
 			Listen: func(addr string) (net.Listener, error) { return sockets.Listen(network, addr) },
 			Dial: func(ctx context.Context, addr string) (net.Conn, error) {

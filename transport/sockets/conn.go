@@ -78,14 +78,15 @@ func (c *Conn) watchPeer() {
 	for {
 		n, err := c.uc.Read(b[:])
 		for _, k := range b[:n] {
-			switch k {
-			case kickReader:
-				kickChan(c.readKick)
-			case kickWriter:
-				kickChan(c.writeKick)
-			default:
+			if k != kickReader && k != kickWriter {
 				c.fail(fmt.Errorf("peer sent byte %#x on the liveness socket: protocol error", k))
 			}
+		}
+		if n > 0 {
+			// Both waiters: a kick the peer could not send (full socket buffer) may have
+			// been for either; a spurious wake costs one round of the wait loop.
+			kickChan(c.readKick)
+			kickChan(c.writeKick)
 		}
 		if err != nil {
 			break
@@ -145,8 +146,22 @@ func (c *Conn) wakeLocal() {
 
 // wakeLocalHeld is wakeLocal for a caller that holds the mapping (acquire).
 func (c *Conn) wakeLocalHeld() {
+	c.wakeReader()
+	c.wakeWriter()
+}
+
+// wakeReader and wakeWriter wake this side's reader and writer after a local event.
+// Besides clearing the sleep word they always kick the channel: the word may have been
+// cleared by a peer whose kick byte will never arrive (it died, or this side closed its
+// socket first), and a parked waiter must still see the local event.
+func (c *Conn) wakeReader() {
 	wake(c.in.readerSleeping, c.kickRead, struct{}{})
+	kickChan(c.readKick)
+}
+
+func (c *Conn) wakeWriter() {
 	wake(c.out.writerSleeping, c.kickWrite, struct{}{})
+	kickChan(c.writeKick)
 }
 
 // fail records a protocol error (the first one wins) and wakes the local sleepers.

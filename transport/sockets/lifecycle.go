@@ -69,7 +69,7 @@ func (c *Conn) shutWrite() {
 	if c.writeShut.Swap(true) {
 		return
 	}
-	wake(c.out.writerSleeping, c.kickWrite, struct{}{}) // a blocked local writer fails now
+	c.wakeWriter() // a blocked local writer fails now
 	if c.wmu.TryLock() {
 		c.out.publish()
 		c.wmu.Unlock()
@@ -86,7 +86,7 @@ func (c *Conn) shutRead() {
 	}
 	c.in.readClosed.Store(1)
 	wake(c.in.writerSleeping, c.kickPeer, kickWriter)
-	wake(c.in.readerSleeping, c.kickRead, struct{}{})
+	c.wakeReader()
 }
 
 // LocalAddr returns this side's address: Addr{"shm", name} or the one given at set-up.

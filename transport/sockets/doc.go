@@ -1,14 +1,20 @@
 // Package sockets provides net.Conn and net.Listener over shared memory for any two
-// processes of one host (network "shm"), so that a program written against net (net/http,
-// gRPC, net/rpc) changes only its listener and dialer:
+// processes of one host (network "shm"), and TCP that upgrades to it by itself (network
+// "tcp"), so that a program written against net (net/http, gRPC, net/rpc) changes only
+// its listener and dialer:
 //
-//	l, err := sockets.Listen("shm", "myservice")       // server
+//	l, err := sockets.Listen("tcp", ":8080")  // TCP clients as usual, shm for sockets' dialers here
 //	go http.Serve(l, handler)
+//	tr := &http.Transport{DialContext: (&sockets.Dialer{}).DialContext}
 //
-//	c, err := sockets.Dial("shm", "myservice")         // client, another process
-//	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-//		return (&sockets.Dialer{}).DialContext(ctx, "shm", "myservice")
-//	}}
+//	l, err := sockets.Listen("shm", "myservice")       // or by name, for any two processes
+//	c, err := sockets.Dial("shm", "myservice")
+//
+// "tcp" (tcp4, tcp6): the listener binds its TCP address and, beside it, an shm listener
+// on the abstract socket named after that address; a Dialer given an address of this
+// host tries the shm listener first and falls back to TCP when there is none, when it
+// refuses, or for a remote address (Dialer.NoUpgrade: always TCP). Accept returns a
+// *net.TCPConn for a TCP client and a *Conn for an upgraded one (tcp.go).
 //
 // A name is 1 to 100 bytes of [A-Za-z0-9._:/@-] and is bound as the abstract Unix
 // socket "\x00gorma/shm/"+name, so it lives in the caller's network namespace and

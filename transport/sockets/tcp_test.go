@@ -46,8 +46,8 @@ func echo(l net.Listener) {
 	}
 }
 
-// roundTrip sends msg over c, half-closes, and returns what comes back.
-func roundTrip(t *testing.T, c net.Conn, msg []byte) []byte {
+// echoBack sends msg over c, half-closes, and returns what comes back.
+func echoBack(t *testing.T, c net.Conn, msg []byte) []byte {
 	t.Helper()
 	go func() {
 		c.Write(msg)
@@ -89,7 +89,7 @@ func TestTCPUpgrade(t *testing.T) {
 			if ra, ok := c.RemoteAddr().(*net.TCPAddr); !ok || fmt.Sprint(ra.Port) != port {
 				t.Errorf("RemoteAddr %v, want the TCP address", c.RemoteAddr())
 			}
-			if back := roundTrip(t, c, msg); !bytes.Equal(back, msg) {
+			if back := echoBack(t, c, msg); !bytes.Equal(back, msg) {
 				t.Errorf("shm: %d bytes back of %d", len(back), len(msg))
 			}
 			for name, dial := range map[string]func() (net.Conn, error){
@@ -103,7 +103,7 @@ func TestTCPUpgrade(t *testing.T) {
 				if _, ok := c.(*net.TCPConn); !ok {
 					t.Errorf("%s gave a %T, want a *net.TCPConn", name, c)
 				}
-				if back := roundTrip(t, c, msg); !bytes.Equal(back, msg) {
+				if back := echoBack(t, c, msg); !bytes.Equal(back, msg) {
 					t.Errorf("%s: %d bytes back of %d", name, len(back), len(msg))
 				}
 				c.Close()
@@ -128,7 +128,7 @@ func TestTCPFallback(t *testing.T) {
 	if _, ok := c.(*net.TCPConn); !ok {
 		t.Errorf("Dial of a plain TCP server gave a %T", c)
 	}
-	if back := roundTrip(t, c, []byte("hello")); string(back) != "hello" {
+	if back := echoBack(t, c, []byte("hello")); string(back) != "hello" {
 		t.Errorf("got %q back", back)
 	}
 	c.Close()
@@ -164,10 +164,10 @@ func TestTCPUpgradeConn(t *testing.T) {
 	})
 }
 
-// TestHTTP: net/http unchanged but for its listener and its Transport's DialContext:
+// TestHTTPUpgrade: net/http unchanged but for its listener and its Transport's DialContext:
 // 16 concurrent keep-alive clients, large request and response bodies, and a streamed
 // response, every connection upgraded to shm.
-func TestHTTP(t *testing.T) {
+func TestHTTPUpgrade(t *testing.T) {
 	l := listenTCPTest(t, "127.0.0.1:0")
 	var shmConns, tcpConns atomic.Int64
 	mux := http.NewServeMux()
@@ -223,7 +223,7 @@ func TestHTTP(t *testing.T) {
 	}
 }
 
-// httpClient runs one client's requests against the TestHTTP server.
+// httpClient runs one client's requests against the TestHTTPUpgrade server.
 func httpClient(client *http.Client, base string, i int) error {
 	body := bytes.Repeat([]byte{byte('a' + i)}, 1<<20+i)
 	for range 5 {

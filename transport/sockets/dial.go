@@ -34,12 +34,34 @@ func dialSHM(ctx context.Context, abstractName string, raddr net.Addr) (*Conn, e
 		return nil, opError("dial", nil, raddr, dialErr(ctx, name, err))
 	}
 	uc := nc.(*net.UnixConn)
+	if err := checkListenerUID(uc); err != nil {
+		uc.Close()
+		return nil, opError("dial", nil, raddr, err)
+	}
 	mem, ringSize, err := handshakeDial(ctx, uc)
 	if err != nil {
 		uc.Close()
 		return nil, opError("dial", nil, raddr, err)
 	}
 	return newConn(uc, mem, ringSize, true, raddr, raddr), nil
+}
+
+// trustListener reports whether a dialer connects to a listener run by uid: this
+// process's uid or root (a variable for tests).
+var trustListener = func(uid uint32) bool { return uid == uint32(os.Geteuid()) || uid == 0 }
+
+// checkListenerUID refuses a listener run by another user than this process's (or
+// root): abstract sockets have no permissions, so a name could be bound first by a
+// process that means to read what its clients send (for "tcp", a TCP client's traffic).
+func checkListenerUID(uc *net.UnixConn) error {
+	uid, err := peerUID(uc)
+	if err != nil {
+		return fmt.Errorf("read the listener's credentials: %w", err)
+	}
+	if !trustListener(uid) {
+		return fmt.Errorf("the listener runs as uid %d, not as this process's uid %d or root: refused", uid, os.Geteuid())
+	}
+	return nil
 }
 
 // dialErr explains a failed connect to the rendezvous socket.

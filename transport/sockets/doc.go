@@ -20,7 +20,8 @@
 // socket "\x00gorma/shm/"+name, so it lives in the caller's network namespace and
 // disappears with the listener: there is no file to clean up. Only processes of the
 // listener's uid may connect, plus the users in ListenConfig.AllowUIDs (checked with
-// SO_PEERCRED). A dialer does not check which user runs the listener it reaches.
+// SO_PEERCRED); a dialer connects only to a listener run by its own uid or root (a
+// "tcp" dialer then falls back to TCP), so another user cannot squat a name.
 //
 // # What it owns
 //

@@ -310,3 +310,25 @@ func TestGRPC(t *testing.T) {
 		t.Error("the gRPC client's connection was not upgraded to shm")
 	}
 }
+
+// TestDialerRefusesOtherUsers: a listener run by another user (as the dialer sees it)
+// is refused: "shm" fails naming the uids, "tcp" falls back to TCP.
+func TestDialerRefusesOtherUsers(t *testing.T) {
+	l := listenTCPTest(t, "127.0.0.1:0")
+	go echo(l)
+	shm, name := listen(t, nil)
+	defer shm.Close()
+	defer func(f func(uint32) bool) { trustListener = f }(trustListener)
+	trustListener = func(uint32) bool { return false }
+	if _, err := Dial("shm", name); err == nil || !strings.Contains(err.Error(), "runs as uid") {
+		t.Errorf("Dial(shm) of another user's listener: %v", err)
+	}
+	c, err := Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*net.TCPConn); !ok {
+		t.Errorf("Dial(tcp) of another user's upgrade gave a %T, want TCP", c)
+	}
+}

@@ -14,29 +14,29 @@ import (
 	"github.com/gorma-hpc/gorma/internal/connbench"
 )
 
-// shmipcBufferCap is the shared memory of a dialer's session.
+// shmipcBufferCap is the shared memory of a dialer's shmipc link.
 const shmipcBufferCap = 256 << 20
 
-// shmipcInitTimeout bounds a session's handshake on both sides. shmipc-go's default of
-// one second fails on a loaded machine, and its Listen cannot change it: a session that
+// shmipcInitTimeout bounds a shmipc link's handshake on both sides. shmipc-go's default of
+// one second fails on a loaded machine, and its Listen cannot change it: a link that
 // one side gave up on leaves the other side's streams waiting for ever.
 const shmipcInitTimeout = 30 * time.Second
 
-// shmipc-go's net.Conn face: a listener takes a Unix socket connection per session and
-// hands out each stream the session opens (a *shmipc.Stream is a net.Conn), as shmipc's
-// Listen does but with shmipcInitTimeout; a dialer's session comes from a SessionManager
-// (one session over a Unix socket, shared memory in a memfd), and each Dial opens a
-// stream of it, whose Close closes the stream.
+// shmipc-go's net.Conn face: a listener takes a Unix socket connection per link (a
+// shmipc.Session) and hands out each stream the link opens (a *shmipc.Stream is a
+// net.Conn), as shmipc's Listen does but with shmipcInitTimeout; a dialer's link comes
+// from a SessionManager (one link over a Unix socket, shared memory in a memfd), and
+// each Dial opens a stream of it, whose Close closes the stream.
 func init() {
 	shmipc.SetLogLevel(4) // errors only: shmipc-go logs to standard output, the tables' place
 	var (
 		mu       sync.Mutex
-		sessions = map[string]*shmipc.SessionManager{}
+		managers = map[string]*shmipc.SessionManager{}
 	)
 	manager := func(addr string) (*shmipc.SessionManager, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if sm := sessions[addr]; sm != nil {
+		if sm := managers[addr]; sm != nil {
 			return sm, nil
 		}
 		conf := shmipc.DefaultSessionManagerConfig()
@@ -46,14 +46,14 @@ func init() {
 		conf.ShareMemoryPathPrefix = "/dev/shm/sockpeers"
 		conf.LogOutput = os.Stderr
 		// A write that finds no free shared buffer goes over the Unix socket instead and
-		// makes the session refuse new streams for 30 s: room for a stream test's burst.
+		// makes the link refuse new streams for 30 s: room for a stream test's burst.
 		conf.ShareMemoryBufferCap = shmipcBufferCap
 		conf.InitializeTimeout = shmipcInitTimeout
 		sm, err := shmipc.NewSessionManager(conf)
 		if err != nil {
 			return nil, err
 		}
-		sessions[addr] = sm
+		managers[addr] = sm
 		return sm, nil
 	}
 	connbench.Register(connbench.Transport{
@@ -70,9 +70,9 @@ func init() {
 		Close: func() {
 			mu.Lock()
 			defer mu.Unlock()
-			for addr, sm := range sessions {
+			for addr, sm := range managers {
 				sm.Close()
-				delete(sessions, addr)
+				delete(managers, addr)
 			}
 		},
 	})
@@ -80,7 +80,7 @@ func init() {
 
 var _ net.Conn = (*shmipc.Stream)(nil)
 
-// shmipcListener is a net.Listener of the streams of the sessions its Unix socket accepts.
+// shmipcListener is a net.Listener of the streams of the links its Unix socket accepts.
 type shmipcListener struct {
 	l       net.Listener
 	streams chan net.Conn
@@ -94,29 +94,29 @@ func listenShmipc(addr string) (net.Listener, error) {
 		return nil, err
 	}
 	l := &shmipcListener{l: ul, streams: make(chan net.Conn), done: make(chan struct{})}
-	go l.acceptSessions()
+	go l.acceptLinks()
 	return l, nil
 }
 
-// acceptSessions runs until the listener closes; each session's streams are handed
-// to Accept by a goroutine of the session.
-func (l *shmipcListener) acceptSessions() {
+// acceptLinks runs until the listener closes; each link's streams are handed to
+// Accept by a goroutine of the link.
+func (l *shmipcListener) acceptLinks() {
 	for {
 		c, err := l.l.Accept()
 		if err != nil {
 			return
 		}
-		go l.serveSession(c)
+		go l.serveLink(c)
 	}
 }
 
-func (l *shmipcListener) serveSession(c net.Conn) {
+func (l *shmipcListener) serveLink(c net.Conn) {
 	conf := shmipc.DefaultConfig()
 	conf.InitializeTimeout = shmipcInitTimeout
 	conf.LogOutput = os.Stderr
 	s, err := shmipc.Server(c, conf)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "sockpeers: shmipc session: %v\n", err)
+		fmt.Fprintf(os.Stderr, "sockpeers: shmipc link: %v\n", err)
 		c.Close()
 		return
 	}

@@ -2,6 +2,7 @@ package sockets
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync/atomic"
@@ -53,4 +54,30 @@ func pair(t testing.TB, lc *ListenConfig) (*Conn, *Conn) {
 	}
 	t.Cleanup(func() { d.Close(); r.c.Close() })
 	return d.(*Conn), r.c.(*Conn)
+}
+
+// readPattern reads c until io.EOF with reads of bufSize bytes, checking that byte k is
+// pattern(k) and that total bytes came.
+func readPattern(t *testing.T, c net.Conn, bufSize int, total int64) {
+	t.Helper()
+	buf := make([]byte, bufSize)
+	var off int64
+	for {
+		n, err := c.Read(buf)
+		for i := range n {
+			if buf[i] != pattern(off+int64(i)) {
+				t.Fatalf("byte %d is %#x, want %#x", off+int64(i), buf[i], pattern(off+int64(i)))
+			}
+		}
+		off += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if off != total {
+		t.Fatalf("read %d bytes, want %d", off, total)
+	}
 }

@@ -67,26 +67,7 @@ func TestCrossProcess(t *testing.T) {
 		}
 		nc.(*Conn).CloseWrite()
 	}()
-	buf := make([]byte, 1500)
-	var off int64
-	for {
-		n, err := nc.Read(buf)
-		for i := range n {
-			if buf[i] != pattern(off+int64(i)) {
-				t.Fatalf("byte %d is %#x, want %#x", off+int64(i), buf[i], pattern(off+int64(i)))
-			}
-		}
-		off += int64(n)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if off != total {
-		t.Fatalf("echoed %d bytes, want %d", off, total)
-	}
+	readPattern(t, nc, 1500, total)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("echo process: %v", err)
 	}

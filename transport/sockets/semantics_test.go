@@ -163,26 +163,7 @@ func TestBackpressure(t *testing.T) {
 		}
 		d.CloseWrite()
 	}()
-	buf := make([]byte, 777)
-	var off int64
-	for {
-		n, err := a.Read(buf)
-		for i := range n {
-			if buf[i] != pattern(off+int64(i)) {
-				t.Fatalf("byte %d is %#x, want %#x", off+int64(i), buf[i], pattern(off+int64(i)))
-			}
-		}
-		off += int64(n)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if off != total {
-		t.Fatalf("read %d bytes, want %d", off, total)
-	}
+	readPattern(t, a, 777, total)
 }
 
 // onlyReader hides a reader's WriteTo, so that io.Copy must use the Conn's ReadFrom.

@@ -335,6 +335,11 @@ func TestSendContextCancel(t *testing.T) {
 	forEach(t, []int{2}, func(t *testing.T, tr string, n int) {
 		run(t, tr, n, func(ctx context.Context, w *runtime.World) error {
 			big := make([]byte, 1<<20)
+			// Connect first: a send canceled while its connection is still being made
+			// never goes out, and this one's offer must stand.
+			if err := runtime.Barrier(ctx, w); err != nil {
+				return err
+			}
 			if w.Rank() == 0 {
 				pattern(big, 3)
 				short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)

@@ -91,8 +91,12 @@ func parseLayers(src string) (*layering, error) {
 			}
 		}
 	}
-	if len(l.layers) == 0 || l.layers[0] != "transport/verbs" {
-		return nil, fmt.Errorf("the first layer must be transport/verbs")
+	first := l.layers
+	if len(first) > 0 && first[0] == "internal/accept" {
+		first = first[1:] // the accept loop every listener may use sits below the transport
+	}
+	if len(first) == 0 || first[0] != "transport/verbs" {
+		return nil, fmt.Errorf("the first layer must be transport/verbs (internal/accept alone may come before it)")
 	}
 	return l, nil
 }
@@ -157,7 +161,7 @@ func explicitRule(from, to string) error {
 		return fmt.Errorf("launcher imports no transport provider (the idle watcher is transport/verbs/idlewatch)")
 	case under(from, "runtime") && under(to, "launcher"):
 		return fmt.Errorf("runtime imports nothing under launcher/; it reaches its agent through pmi")
-	case under(from, "pmi") && !under(to, "pmi") && !under(to, "transport"):
+	case under(from, "pmi") && !under(to, "pmi") && !under(to, "transport") && !under(to, "internal/accept"):
 		return fmt.Errorf("pmi imports nothing of the layers that use it (runtime and those after it)")
 	case under(from, "collectives") && (under(to, "window") || under(to, "transport")):
 		return fmt.Errorf("collectives never imports window or transport")
@@ -176,7 +180,8 @@ func (l *layering) checkImport(from, imp string, test bool) error {
 	if imp == "C" {
 		return fmt.Errorf("cgo (import \"C\"): gorma has no cgo (ARCHITECTURE.md)")
 	}
-	verbsCore := from != "" && l.layerOf(from) == 0 && !test // transport/verbs itself, not its tests
+	verbs := slices.Index(l.layers, "transport/verbs")
+	verbsCore := from != "" && l.layerOf(from) == verbs && !test // transport/verbs itself, not its tests
 	if imp != modulePath && !strings.HasPrefix(imp, modulePath+"/") {
 		if isStdlib(imp) {
 			return nil
@@ -196,7 +201,7 @@ func (l *layering) checkImport(from, imp string, test bool) error {
 	if err := explicitRule(from, to); err != nil {
 		return err
 	}
-	if verbsCore && l.layerOf(to) != 0 {
+	if verbsCore && l.layerOf(to) != verbs {
 		return fmt.Errorf("transport/verbs imports only the standard library")
 	}
 	if from == "" {

@@ -29,7 +29,10 @@ type localState struct {
 	// same at every rank; a forced hier then fails with ErrConfig
 	unmapped bool
 
-	world   *shmGroup // every rank (allreduceSHM on a one-host job)
+	world   *shmGroup // every rank (allreduceSHM on a one-host job of at most shmTeamMax ranks)
+	team    *shmGroup // this rank's team (a one-host job of more ranks: teams.go)
+	heads   *shmGroup // the teams' first ranks, when this rank is one; else nil
+	flat    bool      // the host's ranks are one group: no teams (teamed said so)
 	onHost  *shmGroup // the ranks of this host (allreduceHier)
 	leaderS *state    // the leaders' sub-group, for the point-to-point step of hier
 	hostS   *state    // this host's ranks, for the on-host steps of lanes (nil: not even)
@@ -99,6 +102,8 @@ func localOf(s *state) *localState {
 // set up again at their next use, and the leaders' Requests and scratch are replaced.
 func (l *localState) fail() {
 	l.world.fail()
+	l.team.fail()
+	l.heads.fail()
 	l.onHost.fail()
 	for _, sub := range []*state{l.leaderS, l.hostS, l.laneS} {
 		if sub != nil {
@@ -114,6 +119,9 @@ func allreduceWorldSHM[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 	if !l.loc.oneHost {
 		return fmt.Errorf("%w: %s=shm needs every rank on this host, reached through shm (%d hosts; ranks %v here)",
 			runtime.ErrConfig, EnvAllreduce, l.loc.hosts, l.host)
+	}
+	if l.teamed() {
+		return allreduceTeams(c, l, src, recv, op)
 	}
 	if l.world == nil {
 		l.world = &shmGroup{ranks: l.host, me: l.hostIdx}

@@ -17,7 +17,9 @@ func Barrier(ctx context.Context, w *runtime.World) error {
 		return err
 	}
 	if w.Size() > 1 {
-		if l := localOf(c.s); l.loc.oneHost {
+		if l := localOf(c.s); l.loc.oneHost && l.teamed() {
+			return c.end(barrierTeams(c, l))
+		} else if l.loc.oneHost {
 			if l.world == nil {
 				l.world = &shmGroup{ranks: l.host, me: l.hostIdx}
 			}

@@ -104,7 +104,7 @@ func (s *state) groups() []*shmGroup {
 	var gs []*shmGroup
 	s.eachState(func(s *state) {
 		if l := s.local; l != nil {
-			for _, g := range []*shmGroup{l.world, l.onHost} {
+			for _, g := range []*shmGroup{l.world, l.team, l.heads, l.onHost} {
 				if g != nil {
 					gs = append(gs, g)
 				}

@@ -25,11 +25,30 @@ type failure struct {
 	kind pmi.EventKind
 	rank int // the failed rank, or -1
 	host string
-	// root marks a cause in its own right (a signal from outside the job, an agent lost, an
-	// Abort, a timeout), as opposed to a non-zero exit or a missing Finalize, which may be a
-	// rank giving up because a peer failed a moment earlier.
-	root bool
+	// weight ranks the failures of ranks and agents as root causes (failWith): a later
+	// failure of greater weight that arrives within rootCauseWindow takes the place of the
+	// first one; early, one that happened before its agent heard of the abort, whenever
+	// it arrives.
+	weight causeWeight
+	early  bool
 }
+
+// causeWeight ranks how surely a failure is the root cause of a job's end rather than a
+// consequence of another failure just before it.
+type causeWeight int
+
+const (
+	// weightExit: a non-zero exit or a missing Finalize, which may be a rank giving up
+	// because a peer failed.
+	weightExit causeWeight = iota
+	// weightAbort: a rank's Abort, which may be its reaction to a peer's failure (an MPI
+	// program's error handler, apps/allreducebench).
+	weightAbort
+	// weightOutside: a rank killed by a signal its agent did not send, or an agent lost: a
+	// cause from outside the job; and the job's own causes (timeout, a signal to
+	// golaunch), which no later failure replaces.
+	weightOutside
+)
 
 // summary is the line golaunch prints on stderr.
 func (f *failure) summary() string {
@@ -52,14 +71,16 @@ func rankLabel(rank int, host string, pid int) string {
 // pmiJob tells whether any rank has reached PMI init; the caller re-judges such ranks if
 // one does later).
 func rankFailure(m *exitMsg, host string, pmiJob bool) *failure {
-	f := &failure{kind: pmi.ProcFailed, rank: m.Rank, host: host}
+	f := &failure{kind: pmi.ProcFailed, rank: m.Rank, host: host, weight: weightExit}
 	label := rankLabel(m.Rank, host, m.Pid)
 	switch {
 	case m.Err != "":
 		f.code, f.what = ExitFailure, fmt.Sprintf("rank %d (host %s) could not be started: %s", m.Rank, host, m.Err)
 	case m.Signal != 0:
 		f.code, f.what = ExitSignalBase+m.Signal, fmt.Sprintf("%s killed by signal %s", label, describeSignal(m.Signal))
-		f.root = !m.OwnSignal
+		if !m.OwnSignal {
+			f.weight, f.early = weightOutside, m.Early
+		}
 	case m.Code != 0:
 		f.code, f.what = m.Code&0xff, fmt.Sprintf("%s exited with code %d", label, m.Code)
 		if f.code == 0 {
@@ -83,18 +104,18 @@ func abortFailure(m *abortReqMsg, host string, pid int) *failure {
 	if m.Msg != "" {
 		what += ": " + m.Msg
 	}
-	return &failure{code: code, what: what, kind: pmi.Aborted, rank: m.Rank, host: host, root: true}
+	return &failure{code: code, what: what, kind: pmi.Aborted, rank: m.Rank, host: host, weight: weightAbort}
 }
 
 // agentFailure is an agent that became unreachable.
 func agentFailure(host, how string) *failure {
 	return &failure{code: ExitFailure, what: fmt.Sprintf("agent %s unreachable (%s)", host, how),
-		kind: pmi.ProcFailed, rank: -1, host: host, root: true}
+		kind: pmi.ProcFailed, rank: -1, host: host, weight: weightOutside}
 }
 
 // jobFailure is a cause that is no rank's (timeout, signal to golaunch).
 func jobFailure(code int, what string) *failure {
-	return &failure{code: code, what: what, kind: pmi.Aborted, rank: -1, root: true}
+	return &failure{code: code, what: what, kind: pmi.Aborted, rank: -1, weight: weightOutside}
 }
 
 // abort ends the agent's part of a job: the ranks get ev through PMI, fences fail, every

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/accept"
 	"github.com/gorma-hpc/gorma/pmi"
 )
 
@@ -35,20 +37,27 @@ type agentConfig struct {
 	Debug       bool        // memberlist [DEBUG] lines too
 }
 
+// maxHandshakes bounds an agent's control connections in their handshake: one accepted
+// while as many are pending is closed at once (internal/accept).
+const maxHandshakes = 64
+
 // Agent is one host's member of the cluster: it accepts jobs from submitters over
 // authenticated control connections and runs its part of each (agentJob). Its methods
 // are safe for concurrent use. Goroutines: the accept loop (ends when close closes the
 // listener) and one per control connection (ends with its job; close aborts every job).
 type Agent struct {
-	name string
-	cfg  agentConfig
-	cl   *cluster
-	ln   net.Listener // nil for a submitter's member
-	ckey []byte
-	log  *log.Logger
-	wg   sync.WaitGroup
+	name       string
+	cfg        agentConfig
+	cl         *cluster
+	ln         net.Listener // nil for a submitter's member
+	stopAccept context.CancelFunc
+	ckey       []byte
+	log        *log.Logger
+	strangers  *rateLog // refused and dropped control connections, failed accepts
+	wg         sync.WaitGroup
 
 	rejected atomic.Int64      // control connections refused by the handshake
+	shed     atomic.Int64      // control connections closed at once: maxHandshakes pending
 	peers    map[string]member // a submitter's member: the agents it learned of at join
 
 	mu     sync.Mutex
@@ -65,6 +74,7 @@ func startAgent(cfg agentConfig) (*Agent, error) {
 	if a.log == nil {
 		a.log = log.New(io.Discard, "", 0)
 	}
+	a.strangers = newRateLog(summaryEvery, func(line string) { a.log.Print(line) })
 	host, _, err := net.SplitHostPort(cfg.Bind)
 	if err != nil {
 		return nil, fmt.Errorf("bind address %q: %w", cfg.Bind, err)
@@ -106,8 +116,10 @@ func startAgent(cfg agentConfig) (*Agent, error) {
 	a.cl = cl
 	if a.ln != nil {
 		sweepStaleDirs(os.TempDir(), a.log)
+		var ctx context.Context
+		ctx, a.stopAccept = context.WithCancel(context.Background())
 		a.wg.Add(1)
-		go a.accept()
+		go a.accept(ctx)
 	}
 	return a, nil
 }
@@ -153,39 +165,55 @@ func (a *Agent) controlAddr() string {
 	return m.Control
 }
 
-func (a *Agent) accept() {
+// accept serves the control listener until close (internal/accept): an Accept error
+// (out of descriptors, say) is retried after a back-off, and at most maxHandshakes
+// connections are in their handshake at once. Strangers' connections and failed
+// accepts are logged as rate-limited summaries.
+func (a *Agent) accept(ctx context.Context) {
 	defer a.wg.Done()
-	for {
-		c, err := a.ln.Accept()
-		if err != nil {
-			return // closed
-		}
+	cfg := accept.Config{
+		MaxPending: maxHandshakes,
+		Shed: func(from net.Addr) {
+			a.shed.Add(1)
+			a.strangers.note(logShed, fmt.Sprintf("from %s: %d handshakes already pending", from, maxHandshakes))
+		},
+		Retry: func(err error, backoff time.Duration) {
+			a.strangers.note(logAcceptFailed, fmt.Sprintf("%v; retrying in %v", err, backoff))
+		},
+	}
+	accept.Serve(ctx, a.ln, cfg, func(c net.Conn, release func()) {
 		a.mu.Lock()
 		if a.closed {
 			a.mu.Unlock()
+			release()
 			c.Close()
 			return
 		}
 		a.conns[c] = struct{}{}
 		a.wg.Add(1)
 		a.mu.Unlock()
-		go a.serveConn(c)
-	}
+		go a.serveConn(c, release)
+	})
 }
 
 // serveConn authenticates a control connection and runs the job it submits. Nothing is
-// read from an unauthenticated peer but its hello, and nothing is written to it.
-func (a *Agent) serveConn(c net.Conn) {
+// read from an unauthenticated peer but its hello, and nothing is written to it. release
+// ends the connection's place among the pending handshakes.
+func (a *Agent) serveConn(c net.Conn, release func()) {
 	defer a.wg.Done()
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
 	cc, err := serverHandshake(c, a.ckey)
+	release()
 	a.mu.Lock()
 	delete(a.conns, c)
 	closed := a.closed
 	a.mu.Unlock()
 	if err != nil || closed {
 		a.rejected.Add(1)
-		a.log.Printf("refused control connection from %s: %v", c.RemoteAddr(), err)
+		if err == nil {
+			err = errors.New("the agent is shutting down")
+		}
+		a.strangers.note(logRefused, fmt.Sprintf("from %s: %v", c.RemoteAddr(), err))
 		c.Close()
 		return
 	}
@@ -202,6 +230,7 @@ func (a *Agent) close() {
 	}
 	a.closed = true
 	if a.ln != nil {
+		a.stopAccept()
 		a.ln.Close()
 	}
 	for c := range a.conns {
@@ -216,6 +245,7 @@ func (a *Agent) close() {
 		j.conn.close() // the job's reader sees it and aborts its ranks
 	}
 	a.wg.Wait()
+	a.strangers.flush()
 	a.cl.close()
 }
 
@@ -281,6 +311,9 @@ func (a *Agent) runJob(cc *ctlConn) {
 	leaves, unwatch := a.cl.watchLeaves(append([]string{spec.Submitter}, others...)...)
 	defer unwatch()
 	go a.watchSubmitter(cc, spec.ID, spec.Submitter, len(others), leaves)
+	beating := make(chan struct{})
+	defer close(beating)
+	go cc.beat(beating)
 	j, err := a.prepare(cc, spec)
 	if err != nil {
 		var ue *UsageError
@@ -402,7 +435,8 @@ func (j *agentJob) waitRank(p *rankProc) {
 	code, sig := p.wait()
 	j.mu.Lock()
 	m := exitMsg{Rank: p.rank, Pid: p.pid, Code: code, Signal: sig,
-		Finalized: j.finalized[p.rank], Connected: j.connected[p.rank], OwnSignal: sig != 0 && j.sent[sig]}
+		Finalized: j.finalized[p.rank], Connected: j.connected[p.rank], OwnSignal: sig != 0 && j.sent[sig],
+		Early: !j.aborting}
 	j.mu.Unlock()
 	j.send(fExit, m)
 	close(p.ended)
@@ -476,41 +510,6 @@ func (j *agentJob) stdinWriter(w *os.File) {
 		}
 	}
 	w.Close()
-}
-
-// isolatedGrace is how long an agent that has lost every other host of a job waits for
-// the submitter to end the job (it does so, naming the host it lost, when it can still
-// reach this agent) before it ends the job's ranks here itself.
-const isolatedGrace = 3 * time.Second
-
-// watchSubmitter closes the control connection of job id when memberlist declares its
-// submitter dead or gone, or, after isolatedGrace, once all nOthers other hosts of the
-// job are (leaves watches the submitter and those hosts); runJob or serve then ends the
-// job. It returns when the subscription ends.
-func (a *Agent) watchSubmitter(cc *ctlConn, id, submitter string, nOthers int, leaves <-chan leaveEvent) {
-	gone := map[string]bool{}
-	var isolated <-chan time.Time
-	for {
-		select {
-		case ev, ok := <-leaves:
-			if !ok {
-				return
-			}
-			if ev.Name == submitter {
-				a.log.Printf("job %s: submitter %s %s", id, ev.Name, ev.how())
-				cc.close()
-				return
-			}
-			gone[ev.Name] = true
-			if len(gone) == nOthers && isolated == nil {
-				isolated = time.After(isolatedGrace)
-			}
-		case <-isolated:
-			a.log.Printf("job %s: every other host of the job is gone and the submitter has not ended it: ending it here", id)
-			cc.close()
-			return
-		}
-	}
 }
 
 // cleanup kills whatever is left of the job's process groups, waits for every rank,

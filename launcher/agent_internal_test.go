@@ -43,9 +43,11 @@ func TestSweepStaleDirs(t *testing.T) {
 }
 
 // TestWatchSubmitterIsolation: the job's control connection is closed when the
-// submitter departs; when only other hosts of the job depart it stays open while one
-// remains, and is closed isolatedGrace after the last one (a host cut off before gossip
-// told it of the submitter still ends its ranks).
+// submitter departs and the connection stays silent for deadSilence, but not while the
+// submitter's pings keep arriving; when only other hosts of the job depart it stays open
+// while one remains, and is closed isolatedGrace after the last one once the connection
+// is silent too (a host cut off before gossip told it of the submitter still ends its
+// ranks).
 func TestWatchSubmitterIsolation(t *testing.T) {
 	a := &Agent{log: log.New(io.Discard, "", 0)}
 	closedWithin := func(c net.Conn, d time.Duration) bool {
@@ -53,11 +55,21 @@ func TestWatchSubmitterIsolation(t *testing.T) {
 		_, err := c.Read(make([]byte, 1))
 		return err == io.EOF || err == io.ErrClosedPipe
 	}
+	// run watches a connection whose reader waits for frames (as serve does), so that
+	// its silence grows unless the test's side pings.
 	run := func(events ...string) (peer net.Conn, leaves chan leaveEvent, done chan struct{}) {
 		mine, peer := net.Pipe()
+		cc := &ctlConn{c: mine}
+		go func() {
+			for {
+				if _, _, err := cc.recv(); err != nil {
+					return
+				}
+			}
+		}()
 		leaves, done = make(chan leaveEvent, 8), make(chan struct{})
 		go func() {
-			a.watchSubmitter(&ctlConn{c: mine}, "job", "sub", 2, leaves)
+			a.watchSubmitter(cc, "job", "sub", 2, leaves)
 			close(done)
 		}()
 		for _, n := range events {
@@ -66,17 +78,37 @@ func TestWatchSubmitterIsolation(t *testing.T) {
 		return peer, leaves, done
 	}
 
+	start := time.Now()
 	peer, _, done := run("sub")
-	if !closedWithin(peer, 5*time.Second) {
-		t.Fatal("the submitter's departure left the control connection open")
+	if !closedWithin(peer, deadSilence+5*time.Second) {
+		t.Fatal("the submitter's departure and silence left the control connection open")
+	}
+	if d := time.Since(start); d < deadSilence/2 {
+		t.Fatalf("closed %v after the submitter's departure, before its connection was silent for %v", d, deadSilence)
 	}
 	<-done
 
-	peer, leaves, done := run("h1")
+	// The submitter is declared dead but keeps pinging: the connection stays open.
+	peer, leaves, done := run("sub")
+	ping, err := encodeFrameForTest(fPing, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 * int(deadSilence/heartbeatInterval) {
+		if _, err := peer.Write(ping); err != nil {
+			t.Fatalf("a live submitter's connection was closed: %v", err)
+		}
+		time.Sleep(heartbeatInterval)
+	}
+	close(leaves)
+	<-done
+	peer.Close()
+
+	peer, leaves, done = run("h1")
 	if closedWithin(peer, isolatedGrace+time.Second) {
 		t.Fatal("one other host's departure closed the control connection: the submitter names it")
 	}
-	start := time.Now()
+	start = time.Now()
 	leaves <- leaveEvent{Name: "h2"}
 	if !closedWithin(peer, isolatedGrace+5*time.Second) {
 		t.Fatal("losing every other host of the job left the control connection open")

@@ -31,16 +31,24 @@ const clusterLabel = "gorma"
 // and declared dead, which gossip (every GossipInterval) spreads in tens of ms. A dead
 // agent is thus declared dead about 1-2 s after it stops answering (the first probe of it
 // comes within about one interval, as every member probes). A suspected member that is
-// alive refutes within a few gossip rounds (50 ms each), far inside its 600 ms, so a busy
-// but live agent is not declared dead: that is the margin against false positives. The
-// defaults (1 s interval, 500 ms timeout, SuspicionMult 4) take about 5 s. A killed agent
-// is seen faster still, through its control connection (EOF); memberlist is what catches
-// a cut link or a hung host.
+// alive refutes within a few gossip rounds (one GossipInterval each). memberlist's default
+// LAN timing would take several times longer to declare a dead agent.
+//
+// Health awareness (Lifeguard) stays on: a member that misses its own probes' acks or
+// must refute suspicions of itself (its host is loaded, or its own packets are late)
+// stretches its probe timeouts and intervals up to awarenessMaxMult times, so that a
+// slow member does not declare live ones dead. Timing this tight still declares a live
+// agent dead now and then on a host under heavy load, so a verdict alone never ends a
+// job: the control connection to the agent must be silent too (liveness.go). A killed
+// agent is seen faster still, through its control connection (EOF); memberlist is what
+// catches a cut link or a hung host. TestNetnsLoadNoFalseDeaths runs jobs with every
+// core saturated and measures both.
 const (
 	probeInterval     = 200 * time.Millisecond
 	probeTimeout      = 100 * time.Millisecond
 	suspicionMult     = 3
 	suspicionMaxMult  = 2
+	awarenessMaxMult  = 8 // memberlist's default; 0 would turn health awareness off
 	gossipInterval    = 50 * time.Millisecond
 	streamTimeout     = 2 * time.Second
 	pushPullInterval  = 15 * time.Second
@@ -297,7 +305,7 @@ func newCluster(cfg clusterConfig) (*cluster, error) {
 	mc.Events = (*eventDelegate)(c)
 	mc.Conflict = (*conflictDelegate)(c)
 	mc.Ping = (*pingDelegate)(c)
-	mc.Logger = log.New(&logFilter{w: cfg.Log, debug: cfg.Debug}, "", log.LstdFlags)
+	mc.Logger = log.New(newGossipLog(&logFilter{w: cfg.Log, debug: cfg.Debug}), "", log.LstdFlags)
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		return nil, fmt.Errorf("gossip on %s: %w", cfg.Bind, err)
@@ -313,6 +321,7 @@ func tunedConfig() *memberlist.Config {
 	mc.ProbeTimeout = probeTimeout
 	mc.SuspicionMult = suspicionMult
 	mc.SuspicionMaxTimeoutMult = suspicionMaxMult
+	mc.AwarenessMaxMultiplier = awarenessMaxMult
 	mc.GossipInterval = gossipInterval
 	mc.TCPTimeout = streamTimeout
 	mc.PushPullInterval = pushPullInterval

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,9 +49,17 @@ import (
 // a frame cannot be forged, altered, replayed, reordered or moved to another connection.
 // Plain payloads are JSON, except output and stdin data (raw bytes after a small binary
 // header). Frame types are append-only.
+//
+// # Liveness
+//
+// Each side sends a ping frame every heartbeatInterval for as long as the job lasts, and
+// recv passes over pings; the connection's silence (liveness.go) is how long its reader
+// has waited for the next frame, which is what decides whether an agent that memberlist
+// declared dead is really gone.
 
 // controlVersion is the control protocol version, also advertised in node metadata.
-const controlVersion = 1
+// Version 2 adds the ping frame, which a version-1 peer would refuse.
+const controlVersion = 2
 
 // maxFrame bounds a frame's payload (a fence of many ranks' endpoint cards fits easily).
 const maxFrame = 64 << 20
@@ -217,12 +226,13 @@ const (
 	fStdinAck                       // A→S: one stdin frame written (flow control)
 	fStdinEOF                       // S→A: close rank 0's stdin
 	fDone                           // S→A: the job is over; clean up
+	fPing                           // both ways: the sender is alive (no body; recv skips it)
 	fTypeEnd                        // first unused type
 )
 
 var frameNames = [...]string{"", "job", "ready", "reject", "start", "started", "output", "init",
 	"fence", "fence-done", "abort-request", "exit", "abort", "signal", "stdin", "stdin-ack",
-	"stdin-eof", "done"}
+	"stdin-eof", "done", "ping"}
 
 func (t frameType) String() string {
 	if t > 0 && t < fTypeEnd {
@@ -298,6 +308,7 @@ type exitMsg struct {
 	Connected bool   // it reached PMI init
 	Err       string // it could not be started at all
 	OwnSignal bool   // the signal that killed it came from its agent (an abort or a forwarded Ctrl-C)
+	Early     bool   // it ended before its agent heard of the job's abort
 }
 
 type abortMsg struct {
@@ -359,7 +370,7 @@ func decodeBody(t frameType, p []byte) (any, error) {
 		v = new(signalMsg)
 	case fOutput, fStdin:
 		return nil, nil
-	case fReady, fStart, fStdinAck, fStdinEOF, fDone:
+	case fReady, fStart, fStdinAck, fStdinEOF, fDone, fPing:
 		if len(p) != 0 {
 			return nil, fmt.Errorf("%v frame with a %d-byte body", t, len(p))
 		}
@@ -375,12 +386,16 @@ func decodeBody(t frameType, p []byte) (any, error) {
 
 // ctlConn is an authenticated control connection. send may be called from any goroutine
 // (each frame is written whole under mu); recv only from the one reader goroutine, which
-// owns the returned payload until its next recv.
+// owns the returned payload until its next recv; silence from any goroutine.
 type ctlConn struct {
 	c    net.Conn
 	rd   cipher.AEAD // opens received frames (nil: plain frames, in tests)
 	rseq uint64      // next received frame's sequence number
 	hdr  [5]byte     // recv's header buffer
+
+	// waitingSince is when the reader began waiting for the frame it waits for now (unix
+	// ns; 0 while it is not in recv): the peer's silence, written by the reader only.
+	waitingSince atomic.Int64
 
 	mu   sync.Mutex  // serializes frame writes and guards wseq
 	wr   cipher.AEAD // seals sent frames (nil: plain)
@@ -446,8 +461,23 @@ func (cc *ctlConn) send(t frameType, v any) error {
 	return err
 }
 
-// recv reads and opens one frame.
+// recv reads and opens the next frame that is not a ping.
 func (cc *ctlConn) recv() (frameType, []byte, error) {
+	defer cc.waitingSince.Store(0)
+	for {
+		cc.waitingSince.Store(time.Now().UnixNano())
+		t, p, err := cc.recvOne()
+		if err != nil || t != fPing {
+			return t, p, err
+		}
+		if len(p) != 0 {
+			return 0, nil, fmt.Errorf("%v frame with a %d-byte body", t, len(p))
+		}
+	}
+}
+
+// recvOne reads and opens one frame.
+func (cc *ctlConn) recvOne() (frameType, []byte, error) {
 	t, p, err := readFrame(cc.c, cc.hdr[:])
 	if err != nil || cc.rd == nil {
 		return t, p, err

@@ -32,19 +32,25 @@
 // and exits with
 //
 //	0        every rank called Finalize and exited 0 (ExitOK)
-//	N        the first failing rank's exit code N (1-255), or the code it passed to
-//	         Abort (Abort(0) and codes outside 1-255 become 1)
+//	N        the failing rank's exit code N (1-255), or the code it passed to Abort
+//	         (Abort(0) and codes outside 1-255 become 1)
 //	2        usage error; no rank was started (ExitUsage)
 //	124      --timeout expired (ExitTimeout)
 //	125      the job failed without an exit code of its own: an agent unreachable, a rank
 //	         that exited without Finalize, never reached PMI init, or could not start
-//	128+N    the first failing rank was killed by signal N; or golaunch itself got
+//	128+N    the failing rank was killed by signal N; or golaunch itself got
 //	         SIGTERM (143), SIGHUP (129) or a second SIGINT (130), or its stdout closed (141)
 //
-// A rank's own exit code can collide with 2, 124 or 125; the summary line tells. No rank
-// process survives its job, even when golaunch or an agent is SIGKILLed, unless it left
-// its process group. Agents do not reserve slots: concurrent jobs on one cluster may
-// oversubscribe a host.
+// The failing rank is the root cause rather than the first report: a rank killed from
+// outside or a lost agent outranks the Aborts and non-zero exits of ranks that saw it
+// fail, if its report arrives within a second of theirs. A rank's own exit code can
+// collide with 2, 124 or 125; the summary line tells. No rank process survives its job,
+// even when golaunch or an agent is SIGKILLed, unless it left its process group; the
+// ranks of a stopped (SIGSTOP) agent end when it resumes, or by themselves once their
+// runtime has seen a peer fail and heard nothing from the agent for a while. memberlist's
+// verdict that an agent is dead ends a job only once the agent's control connection is
+// silent too (design.md, Liveness). Agents do not reserve slots: concurrent jobs on one
+// cluster may oversubscribe a host.
 //
 // # Concurrency
 //

@@ -59,6 +59,12 @@ type agentLink struct {
 	cc     *ctlConn
 	lost   bool
 	credit chan struct{} // stdin flow control: one token per frame in flight
+
+	// memberlist declared the agent dead or gone (at suspectAt); its connection decides
+	// (liveness.go). noted: the verdict on a live connection was noted on stderr.
+	suspect   *leaveEvent
+	suspectAt time.Time
+	noted     bool
 }
 
 type rankState struct {
@@ -120,11 +126,15 @@ func (s *submitter) run() int {
 		defer startupTimer.Stop()
 		startup = startupTimer.C
 	}
+	check := time.NewTicker(heartbeatInterval)
+	defer check.Stop()
 	gone := s.out.gone
 	for s.ended < s.roster.Size {
 		select {
 		case ev := <-s.events:
 			s.handle(ev)
+		case <-check.C:
+			s.checkLinks()
 		case <-gone:
 			// Like a pipeline's writer killed by SIGPIPE (exit 128+13), without leaving
 			// the ranks running.
@@ -329,11 +339,51 @@ func (s *submitter) fence(l *agentLink, m *fenceMsg) {
 	s.round = nil
 }
 
-// agentLeft handles memberlist's verdict on a member.
+// agentLeft handles memberlist's verdict on a member: the agent is lost when its control
+// connection has been silent for deadSilence, now or at a later check (checkLinks).
 func (s *submitter) agentLeft(ev leaveEvent) {
+	if l, lost, why := s.suspectLink(ev); lost {
+		s.lose(l, why)
+	}
+}
+
+// suspectLink records memberlist's verdict ev on a roster host's link, and returns the
+// link (nil when it has no connection or is lost already) and whether it is lost now,
+// and why.
+func (s *submitter) suspectLink(ev leaveEvent) (*agentLink, bool, string) {
+	i := s.hostIndex(ev.Name)
+	if i < 0 || i >= len(s.links) || s.links[i].lost || s.links[i].cc == nil {
+		return nil, false, ""
+	}
+	l := s.links[i]
+	if l.suspect == nil {
+		l.suspect, l.suspectAt = &ev, time.Now()
+	}
+	lost, why := s.checkLink(l)
+	return l, lost, why
+}
+
+// checkLink tells whether l is lost (liveness.go), and why. A verdict that has stood for
+// deadSilence on a connection that stayed live is noted once on stderr: the cluster is
+// flaky, and the job goes on.
+func (s *submitter) checkLink(l *agentLink) (bool, string) {
+	lost, why := verdict(l.suspect, l.cc)
+	if !lost && l.suspect != nil && !l.noted && time.Since(l.suspectAt) >= deadSilence {
+		l.noted = true
+		fmt.Fprintln(s.stderr, "golaunch: note: "+liveNote("agent "+l.host, *l.suspect, l.cc))
+	}
+	return lost, why
+}
+
+// checkLinks loses every agent whose control connection has been silent too long
+// (liveness.go): deadSilence after memberlist's verdict on it, maxSilence otherwise.
+func (s *submitter) checkLinks() {
 	for _, l := range s.links {
-		if l.host == ev.Name {
-			s.lose(l, ev.how())
+		if l.lost || l.cc == nil {
+			continue
+		}
+		if lost, why := s.checkLink(l); lost {
+			s.lose(l, why)
 		}
 	}
 }
@@ -377,21 +427,27 @@ func (s *submitter) signal(sig syscall.Signal) {
 	s.failWith(jobFailure(ExitSignalBase+int(sig), fmt.Sprintf("received %s", describeSignal(int(sig)))))
 }
 
-// rootCauseWindow is how long after a first failure that was only a non-zero exit (or a
-// missing Finalize) a root cause (a rank killed from outside, an agent lost, an Abort) may
-// still take its place in the summary and the exit code: survivors of a killed rank see
-// the failure within milliseconds and may exit before the killed rank's report arrives.
-const rootCauseWindow = 250 * time.Millisecond
+// rootCauseWindow is how long after a job's first failure a failure of a rank or an
+// agent that is more surely a root cause (causeWeight) may still take its place in the
+// summary and the exit code. Survivors of a killed rank see the failure within
+// milliseconds over the transport and exit non-zero or call Abort, and their reports race
+// the killed rank's own report, which its agent sends once it has reaped the rank. A rank
+// killed from outside that its agent reaped before it heard of the abort (exitMsg.Early)
+// takes the place whenever its report arrives: it died before the job was aborted. No
+// report is waited for: the job ends only once every rank's end is reported anyway, and
+// this only decides which report names the cause (TestBlameKilledRank provokes the race).
+const rootCauseWindow = time.Second
 
 // failWith records the job's first failure and aborts the job on every agent; a later
-// killing failure (second Ctrl-C) still escalates to SIGKILL, and a root cause arriving
-// within rootCauseWindow of a mere non-zero exit replaces it as the reported cause.
+// killing failure (second Ctrl-C) still escalates to SIGKILL, and a rank's or an agent's
+// failure of greater weight arriving within rootCauseWindow (or an early one) replaces
+// the reported cause.
 func (s *submitter) failWith(f *failure) {
 	if s.fail != nil {
 		if f.kill && !s.fail.kill {
 			s.broadcast(fSignal, signalMsg{Signal: int(syscall.SIGKILL)})
 		}
-		if f.root && !s.fail.root && time.Since(s.failAt) < rootCauseWindow {
+		if f.host != "" && f.weight > s.fail.weight && (f.early || time.Since(s.failAt) < rootCauseWindow) {
 			f.kill = f.kill || s.fail.kill
 			s.fail = f
 		}

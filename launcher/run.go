@@ -233,21 +233,13 @@ func startJoined(o *Options, id string, lg *log.Logger, logw io.Writer) (*Agent,
 		a.close()
 		return nil, nil, err
 	}
-	agents := map[string]member{}
-	var names []string
-	for _, m := range a.cl.members() {
-		switch {
-		case m.Name == a.name:
-		case m.MetaErr != nil:
-			lg.Printf("ignoring member %s: %v", m.Name, m.MetaErr)
-		case m.Meta.Version != controlVersion:
-			lg.Printf("ignoring member %s: control protocol v%d (this golaunch: v%d)", m.Name, m.Meta.Version, controlVersion)
-		case m.Meta.Leaving:
-			lg.Printf("ignoring member %s: it is leaving the cluster", m.Name)
-		case m.Meta.Slots > 0:
-			agents[m.Name] = m
-			names = append(names, m.Name)
-		}
+	agents, names := liveAgents(a, lg)
+	// An agent that memberlist declared dead although it is alive (a loaded host) is
+	// missing from the list until it is back, within seconds: a job that the listed agents
+	// cannot hold waits for it a little before it is refused.
+	for deadline := time.Now().Add(agentSettle); !enoughAgents(o, agents) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		agents, names = liveAgents(a, lg)
 	}
 	var hosts []HostSlots
 	if o.Hosts == nil {
@@ -268,6 +260,50 @@ func startJoined(o *Options, id string, lg *log.Logger, logw io.Writer) (*Agent,
 	}
 	a.peers = agents
 	return a, hosts, nil
+}
+
+// agentSettle bounds how long a submitter waits, after its join, for the agents a job
+// needs (named by -H, or enough slots for -n) to be in its member list.
+const agentSettle = 3 * time.Second
+
+// liveAgents returns the live agents a submitter's member a knows of, by name, and their
+// names, sorted.
+func liveAgents(a *Agent, lg *log.Logger) (map[string]member, []string) {
+	agents := map[string]member{}
+	var names []string
+	for _, m := range a.cl.members() {
+		switch {
+		case m.Name == a.name:
+		case m.MetaErr != nil:
+			lg.Printf("ignoring member %s: %v", m.Name, m.MetaErr)
+		case m.Meta.Version != controlVersion:
+			lg.Printf("ignoring member %s: control protocol v%d (this golaunch: v%d)", m.Name, m.Meta.Version, controlVersion)
+		case m.Meta.Leaving:
+			lg.Printf("ignoring member %s: it is leaving the cluster", m.Name)
+		case m.Meta.Slots > 0:
+			agents[m.Name] = m
+			names = append(names, m.Name)
+		}
+	}
+	return agents, names
+}
+
+// enoughAgents tells whether agents can hold the job of o: every -H host is one of them,
+// or, without -H, their slots cover -n.
+func enoughAgents(o *Options, agents map[string]member) bool {
+	if o.Hosts != nil {
+		for _, h := range o.Hosts {
+			if _, ok := agents[h.Name]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	slots := 0
+	for _, m := range agents {
+		slots += m.Meta.Slots
+	}
+	return o.NP <= slots
 }
 
 // controlAddrs maps host names to control addresses: the agent itself in a local run,

@@ -11,8 +11,9 @@ import (
 // The submitter's setup phase: before any rank starts, connect dials every agent of the
 // roster and setup pushes the job and waits until every agent has set up its part. Both
 // watch memberlist's verdicts on the roster's hosts (submitter.leaves) as the running job
-// does: a host declared dead or gone fails the job at once with the same summary line,
-// instead of after the dial, handshake or ready timeouts.
+// does: a host declared dead or gone fails the job with the same summary line, instead of
+// after the dial, handshake or ready timeouts: at once while it has no control connection
+// yet, and once its connection has been silent for deadSilence otherwise (liveness.go).
 
 // setupFailed prints the summary of a job that failed before any rank started, and
 // returns its exit code and false.
@@ -58,8 +59,9 @@ func (s *submitter) departedHost() (leaveEvent, bool) {
 }
 
 // connect dials every agent of the roster in parallel. A roster host that memberlist has
-// declared dead or gone, before or while dialing, fails the job at once: a cut link or a
-// hung agent would otherwise hold the dial or the handshake for their whole timeouts.
+// declared dead or gone, before or while dialing it, fails the job at once: a cut link or
+// a hung agent would otherwise hold the dial or the handshake for their whole timeouts. A
+// verdict on a host already connected is left to its connection's silence.
 func (s *submitter) connect() (int, bool) {
 	if lv, ok := s.departedHost(); ok {
 		return s.setupFailed(agentFailure(lv.Name, lv.how()))
@@ -107,7 +109,8 @@ func (s *submitter) connect() (int, bool) {
 		case lv, ok := <-s.leaves:
 			if !ok {
 				s.leaves = nil
-			} else if s.hostIndex(lv.Name) >= 0 {
+			} else if l, _, _ := s.suspectLink(lv); l == nil && s.hostIndex(lv.Name) >= 0 {
+				// Still dialing: no connection vouches for the agent.
 				abandon()
 				return s.setupFailed(agentFailure(lv.Name, lv.how()))
 			}
@@ -118,14 +121,16 @@ func (s *submitter) connect() (int, bool) {
 	}
 	for _, l := range s.links {
 		go s.read(l)
+		go l.cc.beat(s.done)
 	}
 	return 0, true
 }
 
 // setup pushes the job to every agent and waits until all are ready. It returns false
 // (with the exit code) when one refused, was lost (its connection ended, or memberlist
-// declared it dead or gone: at once, not after readyTimeout), or did not answer in time;
-// then no rank has started, and closeLinks tells the others to drop the job.
+// declared it dead or gone and its connection stayed silent for deadSilence: not after
+// readyTimeout), or did not answer in time; then no rank has started, and closeLinks
+// tells the others to drop the job.
 func (s *submitter) setup() (int, bool) {
 	for i, l := range s.links {
 		spec := s.spec
@@ -142,6 +147,12 @@ func (s *submitter) setup() (int, bool) {
 	pending := len(s.links)
 	timer := time.NewTimer(readyTimeout)
 	defer timer.Stop()
+	check := time.NewTicker(heartbeatInterval)
+	defer check.Stop()
+	lost := func(l *agentLink, why string) (int, bool) {
+		l.lost = true
+		return s.setupFailed(agentFailure(l.host, why))
+	}
 	for pending > 0 {
 		select {
 		case ev := <-s.events:
@@ -165,9 +176,14 @@ func (s *submitter) setup() (int, bool) {
 		case lv, open := <-s.leaves:
 			if !open {
 				s.leaves = nil
-			} else if i := s.hostIndex(lv.Name); i >= 0 {
-				s.links[i].lost = true
-				return s.setupFailed(agentFailure(lv.Name, lv.how()))
+			} else if l, gone, why := s.suspectLink(lv); gone {
+				return lost(l, why)
+			}
+		case <-check.C:
+			for _, l := range s.links {
+				if gone, why := s.checkLink(l); gone {
+					return lost(l, why)
+				}
 			}
 		case <-timer.C:
 			var late []string

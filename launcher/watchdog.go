@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -22,7 +23,9 @@ import (
 // sends SIGKILL to every group it was told of and exits. The pipe's write end is
 // close-on-exec, so no rank holds it open. The watchdog has a process group of its own
 // and ignores the signals of a terminal or of an abort, so that it outlives its parent.
-// Starting it is best effort: without it (no executable to run) the job runs as before.
+// Starting it is best effort: without it (no executable to run) the job runs unguarded.
+// A watchdog that exits while its job runs (someone killed it) is reported on stderr
+// and restarted, told of every group again (watchdog.reap).
 const envWatchdog = "GOLAUNCH_WATCHDOG"
 
 func init() {
@@ -59,38 +62,103 @@ func watchGroups(r io.Reader) []int {
 	return groups
 }
 
-// watchdog is the spawner's end of a watchdog process.
+// watchdogRestarts bounds how many times a spawner restarts a watchdog that exited
+// before the job ended.
+const watchdogRestarts = 5
+
+// watchdog is the spawner's end of a watchdog process. A watchdog that exits before done
+// (killed by someone, say) is reported on stderr and restarted, up to watchdogRestarts
+// times, and the new one is told of every group announced so far. Its methods may be
+// called from any goroutine; each watchdog process has a reaper goroutine that ends
+// with the process.
 type watchdog struct {
-	w   *os.File
-	cmd *exec.Cmd
+	warn io.Writer // where a watchdog's early exit is reported
+
+	mu       sync.Mutex
+	w        *os.File      // the current process's pipe; nil once none runs
+	cmd      *exec.Cmd     // the current process
+	reaped   chan struct{} // closed when the current process has been waited for
+	groups   []int         // every group announced
+	ending   bool          // done was called
+	restarts int
 }
 
 // startWatchdog starts a watchdog, or returns nil when it cannot.
 func startWatchdog() *watchdog {
+	d := &watchdog{warn: os.Stderr}
+	if err := d.spawnLocked(); err != nil {
+		return nil
+	}
+	return d
+}
+
+// spawnLocked starts a watchdog process and its reaper, and tells it of d.groups; d.mu
+// is held (or d not yet shared).
+func (d *watchdog) spawnLocked() error {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil
+		return err
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil
+		return err
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), envWatchdog+"=1")
 	cmd.ExtraFiles = []*os.File{r}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
-		return nil
-	}
+	err = cmd.Start()
 	r.Close()
-	return &watchdog{w: w, cmd: cmd}
+	if err != nil {
+		w.Close()
+		return err
+	}
+	d.w, d.cmd, d.reaped = w, cmd, make(chan struct{})
+	for _, g := range d.groups {
+		fmt.Fprintf(w, "+%d\n", g)
+	}
+	go d.reap(cmd, d.reaped)
+	return nil
+}
+
+// reap waits for the watchdog process cmd; if it exited before done, it reports that
+// and starts another.
+func (d *watchdog) reap(cmd *exec.Cmd, reaped chan struct{}) {
+	err := cmd.Wait()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	defer close(reaped)
+	if d.ending {
+		return
+	}
+	d.w.Close()
+	d.w = nil
+	why := "exit status 0"
+	if err != nil {
+		why = err.Error()
+	}
+	msg := fmt.Sprintf("golaunch: warning: watchdog process %d exited (%s)", cmd.Process.Pid, why)
+	if d.restarts >= watchdogRestarts {
+		fmt.Fprintf(d.warn, "%s, not restarted after %d restarts; ranks will not be killed if golaunch dies\n", msg, d.restarts)
+		return
+	}
+	d.restarts++
+	if err := d.spawnLocked(); err != nil {
+		fmt.Fprintf(d.warn, "%s and cannot be restarted (%v); ranks will not be killed if golaunch dies\n", msg, err)
+		return
+	}
+	fmt.Fprintf(d.warn, "%s; restarted as process %d\n", msg, d.cmd.Process.Pid)
 }
 
 // watch tells the watchdog of a rank's process group.
 func (d *watchdog) watch(pgid int) {
-	if d != nil {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.groups = append(d.groups, pgid)
+	if d.w != nil {
 		fmt.Fprintf(d.w, "+%d\n", pgid)
 	}
 }
@@ -100,7 +168,14 @@ func (d *watchdog) done() {
 	if d == nil {
 		return
 	}
-	io.WriteString(d.w, "done\n")
-	d.w.Close()
-	d.cmd.Wait()
+	d.mu.Lock()
+	d.ending = true
+	if d.w != nil {
+		io.WriteString(d.w, "done\n")
+		d.w.Close()
+		d.w = nil
+	}
+	reaped := d.reaped
+	d.mu.Unlock()
+	<-reaped
 }

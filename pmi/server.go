@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/gorma-hpc/gorma/internal/accept"
 )
 
 // Handler is the agent's side of the protocol; Server calls it from the connection's
@@ -36,10 +38,11 @@ type Handler interface {
 // connection has a reader goroutine and a dispatcher goroutine; Close stops them all and
 // waits for them.
 type Server struct {
-	ln   net.Listener // nil: only connections given to ServeConn
-	h    Handler
-	path string
-	wg   sync.WaitGroup
+	ln         net.Listener // nil: only connections given to ServeConn
+	stopAccept context.CancelFunc
+	h          Handler
+	path       string
+	wg         sync.WaitGroup
 
 	mu     sync.Mutex
 	conns  map[*sconn]struct{}
@@ -92,23 +95,26 @@ func Listen(path string, h Handler) (*Server, error) {
 	}
 	s := NewServer(h)
 	s.ln, s.path = ln, path
+	var ctx context.Context
+	ctx, s.stopAccept = context.WithCancel(context.Background())
 	s.wg.Add(1)
-	go s.accept()
+	go s.accept(ctx)
 	return s, nil
 }
 
 // Path is the socket's path ("" without a socket).
 func (s *Server) Path() string { return s.path }
 
-func (s *Server) accept() {
+// accept serves the socket until Close (internal/accept): an Accept error (out of
+// descriptors, say) is retried after a back-off, never the end of the socket. Pending
+// connections are not bounded: only the job's user can reach the socket (mode 0600 in
+// a 0700 directory), and a connection is a rank's for as long as the rank lives.
+func (s *Server) accept(ctx context.Context) {
 	defer s.wg.Done()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return // closed
-		}
+	accept.Serve(ctx, s.ln, accept.Config{}, func(c net.Conn, release func()) {
+		release()
 		s.add(c, -1)
-	}
+	})
 }
 
 // ServeConn serves conn, whose other end the agent gave to rank (one end of a
@@ -231,6 +237,7 @@ func (s *Server) Close() error {
 	var err error
 	if s.ln != nil {
 		err = s.ln.Close()
+		s.stopAccept()
 	}
 	for sc := range s.conns {
 		sc.c.Close()

@@ -3,6 +3,8 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/gorma-hpc/gorma/pmi"
 )
@@ -27,7 +29,9 @@ import (
 //
 // When the job is aborted (pmi.Aborted, or this rank's Abort) every pending and later
 // call fails with a *ProcError wrapping ErrAborted that names the aborting rank. Losing
-// the connection to the agent (outside Finalize) counts as an abort.
+// the connection to the agent (outside Finalize) counts as an abort. Under golaunch, a
+// peer failure the agent says nothing of for agentWordBound ends this process
+// (watchEvents).
 
 // peerFailedLocked marks p failed with cause and fails everything that waits on it.
 func (e *engine) peerFailedLocked(p *peer, cause error) {
@@ -135,9 +139,27 @@ type eventSource interface {
 	Events() <-chan pmi.Event
 }
 
-// watchEvents applies the agent's events until the connection ends or the World stops.
+// agentWordBound is how long a rank under golaunch waits, after its transport reported a
+// peer failed, for any word of the failure from its agent (a ProcFailed or Aborted
+// event). A peer failure under golaunch always aborts the job, and a live agent tells
+// every rank and then ends it; an agent that stays silent this long is stopped or hung
+// (SIGSTOP, a frozen host), and would leave this rank running after the rest of its job
+// is gone, so the rank exits by itself (agentSilent). TestAgentSilentAfterPeerFailure and
+// launcher's TestNetnsLoadStoppedAgent check it.
+const agentWordBound = 10 * time.Second
+
+// agentCheckEvery is how often the event watcher looks for a peer failure the agent has
+// said nothing of.
+const agentCheckEvery = 500 * time.Millisecond
+
+// watchEvents applies the agent's events until the connection ends or the World stops,
+// and ends this process when a peer failure seen by the transport gets no word from the
+// agent within agentWordBound.
 func (e *engine) watchEvents(events <-chan pmi.Event) {
 	defer e.bg.Done()
+	tick := time.NewTicker(agentCheckEvery)
+	defer tick.Stop()
+	var since time.Time // when the watcher first saw a peer failure the agent has not told of
 	for {
 		select {
 		case ev, ok := <-events:
@@ -146,10 +168,43 @@ func (e *engine) watchEvents(events <-chan pmi.Event) {
 				return
 			}
 			e.onEvent(ev)
+			tick.Stop() // the agent is alive: it ends the job itself
+			since = time.Time{}
+		case <-tick.C:
+			pe := e.unheardFailure()
+			switch {
+			case pe == nil:
+				since = time.Time{}
+			case since.IsZero():
+				since = time.Now()
+			case time.Since(since) >= agentWordBound:
+				e.agentSilent(pe, time.Since(since))
+				return
+			}
 		case <-e.stop.Done():
 			return
 		}
 	}
+}
+
+// unheardFailure returns the first peer failure while the job has not been aborted and
+// this rank is not finalizing, or nil.
+func (e *engine) unheardFailure() *ProcError {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.finalizing || e.aborted != nil {
+		return nil
+	}
+	return e.failed
+}
+
+// agentSilent ends this process (exit code 1) after a peer failure pe its agent has said
+// nothing of for d, naming both on stderr.
+func (e *engine) agentSilent(pe *ProcError, d time.Duration) {
+	fmt.Fprintf(os.Stderr, "gorma: rank %d (host %s): %v, and the launcher's agent has said nothing of it for %v "+
+		"(is the agent stopped or hung?): exiting, as golaunch aborts the rest of the job\n",
+		e.rank, e.host, pe, d.Round(time.Millisecond))
+	e.exit(1)
 }
 
 func (e *engine) onEvent(ev pmi.Event) {

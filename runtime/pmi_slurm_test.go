@@ -68,7 +68,8 @@ func TestSlurmWorld(t *testing.T) {
 }
 
 // TestSlurmAbort: a rank's Abort under srun ends the step with the Abort's code while
-// the other ranks wait in a Barrier, over both wires.
+// the other ranks wait in a Barrier, over both wires: no rank hangs, and srun reports
+// the Abort's code.
 func TestSlurmAbort(t *testing.T) {
 	srun := slurmtest.Up(t)
 	_, prog := buildPMIBins(t)
@@ -79,9 +80,13 @@ func TestSlurmAbort(t *testing.T) {
 			cmd := srun(ctx, srunArgs(4, prog, "--abort", "1")...)
 			cmd.Env = append(cmd.Env, "GORMA_PMI="+pmi, "GORMA_PROGRESS=block")
 			out, err := cmd.CombinedOutput()
+			// srun's status is the highest of its tasks': 3, unless Slurm's kill of the
+			// step (SIGKILL) reached the waiting ranks before they ended themselves, when it
+			// is 137 and srun's report still names the aborting task's code.
 			var ee *exec.ExitError
-			if ctx.Err() != nil || !errors.As(err, &ee) || ee.ExitCode() != 3 {
-				t.Errorf("srun ended with %v (context: %v), want exit status 3\n%s", err, ctx.Err(), out)
+			reported := strings.Contains(string(out), "task 1: Exited with exit code 3")
+			if ctx.Err() != nil || !errors.As(err, &ee) || ee.ExitCode() != 3 && !(ee.ExitCode() == 137 && reported) {
+				t.Errorf("srun ended with %v (context: %v), want exit status 3 (or 137 with task 1's exit code 3 reported)\n%s", err, ctx.Err(), out)
 			}
 		})
 	}

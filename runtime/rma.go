@@ -342,6 +342,11 @@ func (r *Remote) Mapped() []byte { return r.mem }
 // Mapped bytes may be touched only while it holds. One atomic load.
 func (r *Remote) Live() bool { return r.live.Load() }
 
+// Gone reports, in atomic loads, that the peer is known to have failed: its process
+// exited (seen at once for a mapped region), or the runtime marked it failed. Err says
+// why.
+func (r *Remote) Gone() bool { return r.m != nil && !r.m.PeerAlive() || r.p.fin.off.Load() }
+
 // Err returns why the peer cannot be reached: its failure (a *ProcError wrapping
 // ErrProcFailed), the job's abort, ErrFinalized; or nil while it can. For a mapped peer
 // the death of its process is seen at once (one atomic load), without waiting for the

@@ -5,8 +5,9 @@
 # that `chart collect --section` appends), point-to-point (compare-p2p.sh), one-sided
 # (compare-rma.sh), Allreduce and Barrier at 2 and 4 ranks (compare-allreduce.sh),
 # net.Conn over gorma's sockets against Unix and TCP sockets and shmipc-go
-# (compare-sockets.sh, a section JSON too), plus one sweep over sizes of the
-# point-to-point and RMA twins for the charts. Every step's
+# (compare-sockets.sh, a section JSON too), one job at 8 to 256 ranks on this host
+# (compare-scale.sh, SCALE_REPS repetitions; a section JSON too), plus one sweep over sizes
+# of the point-to-point and RMA twins for the charts. Every step's
 # output goes to OUT (results/compare), with the run's machine and times in OUT/run.env;
 # the charts (SVG, drawn by bench/chart) to docs/charts. Then `chart collect` parses the
 # step outputs into docs/benchmarks.json and `chart page` renders docs/benchmarks.md
@@ -14,8 +15,10 @@
 # renders the last run's outputs in OUT again (after a change of the template or of a
 # parser). Benchmarks run under flock /tmp/gorma-bench.lock (the step scripts take it
 # per repetition themselves).
-# Budget: under 15 minutes on the 2-core machine kind; the counts below are chosen for it.
-# Usage: scripts/compare-all.sh   (environment: REPS=3, STARTUP_RUNS=9, LAUNCHER_RUNS=5, OUT, RENDER_ONLY)
+# Budget: under 15 minutes on the 2-core machine kind without the scale step, which takes
+# about 25 minutes more (most of it MPICH's 256-rank job; its cells time out at 900 s).
+# Usage: scripts/compare-all.sh   (environment: REPS=3, STARTUP_RUNS=9, LAUNCHER_RUNS=5,
+#        SCALE_REPS=1, SCALE_NS="8 16 32 64 128 256", OUT, RENDER_ONLY)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${REPS:-3}
@@ -68,6 +71,7 @@ measure() {
 	step sweeps flock "$lock" bash -c "$(declare -f sweeps); out=$out; sweeps"
 	step allreduce env OUT="$out" CHARTS="$charts" scripts/compare-allreduce.sh "$reps"
 	step sockets env JSON="$out/sockets.json" scripts/compare-sockets.sh "$reps"
+	step scale env JSON="$out/scale.json" NS="${SCALE_NS:-8 16 32 64 128 256}" scripts/compare-scale.sh "${SCALE_REPS:-1}"
 
 	secs=$(($(date +%s) - t0))
 	{
@@ -101,6 +105,20 @@ if ((${#sockets[@]})); then
 	chart --out "$charts/sockets_rtt.svg" --title "net.Conn round trip, two processes" --ylabel "round trip (us, median)" --logy "${sockets[@]}"
 fi
 
+scale=()
+for s in gorma ompi mpich; do
+	f=$out/scale_chart_$s.json
+	if [[ -s $f ]]; then scale+=("$(jq -r .system "$f")=$f@scale"); fi
+done
+if ((${#scale[@]})); then
+	for fig in "shm|shared memory per host (MB)|scale_shm" "wall|job wall time, launch to exit (s)|scale_wall"; do
+		IFS='|' read -r field ylabel file <<<"$fig"
+		series=()
+		for x in "${scale[@]}"; do series+=(--series "$x:$field"); done
+		chart --out "$charts/$file.svg" --title "One job on one host, oversubscribed" --ylabel "$ylabel" --logy --x ranks --xlabel ranks "${series[@]}"
+	done
+fi
+
 intro() { printf -- '--intro\0%s=%s\0' "$1" "$2"; }
 mapfile -d '' intros < <(
 	intro startup "\`golaunch -n N apps/hello\` against \`mpirun.openmpi\` and \`mpiexec.mpich -n N\` of \`bench/mpi/hello.c\` (\`scripts/compare-startup.sh\`): the wall time of the whole job, $startup_runs runs per launcher and rank count, in turn."
@@ -109,11 +127,14 @@ mapfile -d '' intros < <(
 	intro allreduce "\`apps/allreducebench\` against \`bench/mpi/allreducebench.c\` (\`scripts/compare-allreduce.sh\`): float64 sum, 1000 calls a size up to 16 KiB and fewer above (at least 10), each size capped at about 150 ms of calls (\`--size-time\`: MPICH busy-polls, and with 4 ranks on 2 cores one of its calls can take milliseconds); medians of $reps repetitions. gorma's runs with \`--fresh\` (new buffers per call) and \`--scratch fresh\` (scratch mapped, registered and released per call, as the MPIs do), from 64 KiB, are in \`results/compare/allreduce.txt\` after a run."
 )
 extra=()
-for f in launchers sockets; do
+for f in launchers sockets scale; do
 	if [[ -s $out/$f.json ]]; then extra+=(--section "$out/$f.json"); fi
 done
-sockets_chart=()
-if [[ -s $out/sockets.json ]]; then sockets_chart=(--chart "sockets:charts/sockets_rtt.svg:net.Conn round trip"); fi
+section_charts=()
+if [[ -s $out/sockets.json ]]; then section_charts=(--chart "sockets:charts/sockets_rtt.svg:net.Conn round trip"); fi
+if [[ -s $out/scale.json ]]; then
+	section_charts+=(--chart "scale:charts/scale_shm.svg:shared memory per host against ranks" --chart "scale:charts/scale_wall.svg:job wall time against ranks")
+fi
 bin/chart collect --dir "$out" --out "$json" "${intros[@]}" "${extra[@]}" \
 	--cpu "$cpu" --kernel "$kernel" --go "$gover" --openmpi "$ompi" --mpich "$mpich" \
 	--start "$start" --duration "$secs" --reps "$reps" --load-start "$load0" --load-end "$load1" \
@@ -121,6 +142,6 @@ bin/chart collect --dir "$out" --out "$json" "${intros[@]}" "${extra[@]}" \
 	--chart "rma:charts/rma_put_latency.svg:Put latency" --chart "rma:charts/rma_put_bandwidth.svg:Put bandwidth" \
 	--chart "allreduce:charts/allreduce_p2_latency.svg:Allreduce latency, 2 ranks" --chart "allreduce:charts/allreduce_p2_busbw.svg:Allreduce bus bandwidth, 2 ranks" \
 	--chart "allreduce:charts/allreduce_p4_latency.svg:Allreduce latency, 4 ranks" --chart "allreduce:charts/allreduce_p4_busbw.svg:Allreduce bus bandwidth, 4 ranks" \
-	"${sockets_chart[@]}"
+	"${section_charts[@]}"
 bin/chart page --in "$json" --out "$doc"
 echo "compare-all: done in $((secs / 60)) min $((secs % 60)) s; wrote $json, $doc and $charts/*.svg" >&2

@@ -180,7 +180,7 @@ if ((${#missing[@]})); then note="Not in this run: ${missing[*]}."; fi
 
 {
 	printf '{\n"id": "sockets",\n"title": "net.Conn: gorma'"'"'s sockets, Unix and TCP sockets, shmipc-go",\n'
-	printf '"intro": %s,\n' "$(jstr "\`apps/sockbench\` and \`bench/sockpeers\` (shmipc-go, and gRPC over every transport) between two processes (\`scripts/compare-sockets.sh\`): round trips (median of $iters at up to 4 KiB, fewer above), one-way streams of $stream_bytes bytes (median of $stream_reps), connections and HTTP requests for $duration. Medians of $reps repetitions, each running every transport once, in turn; every repetition is in \`results/compare/sockets.txt\`. gorma-tcp is a TCP listener whose gorma dialers on the same host get shm; shmipc's Dial opens a stream of one shared link, without a round trip.${note:+ $note}")"
+	printf '"intro": %s,\n' "$(jstr "\`apps/sockbench\` and \`bench/sockpeers\` (shmipc-go, and gRPC over every transport) between two processes (\`scripts/compare-sockets.sh\`): round trips (median of $iters at up to 4 KiB, fewer above), one-way streams of $stream_bytes bytes (median of $stream_reps), connections for $duration, HTTP requests for $duration after a 1 s warm-up (every connection's buffers in use). Medians of $reps repetitions, each running every transport once, in turn; every repetition is in \`results/compare/sockets.txt\`. gorma-tcp is a TCP listener whose gorma dialers on the same host get shm; shmipc's Dial opens a stream of one shared link, without a round trip.${note:+ $note}")"
 	printf '"tables": [\n'
 	table "Round trip" us lower rt64 rt4k rt64k rt1m grpc
 	printf ',\n'

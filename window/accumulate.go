@@ -374,5 +374,9 @@ func (w *Win[T]) holderErr(t *target[T], holder uint64) error {
 	if holder == 0 || holder > uint64(w.size) || int(holder-1) == w.rank {
 		return nil
 	}
-	return w.targetErr(&w.tg[holder-1])
+	h := &w.tg[holder-1]
+	if err := w.reach(h); err != nil {
+		return err
+	}
+	return w.targetErr(h)
 }

@@ -156,7 +156,7 @@ func (w *Win[T]) initCoherence(ctx context.Context) error {
 	return nil
 }
 
-// allgather sends rec (at most recLen bytes) to every rank and returns everyone's.
+// allgather gives every rank everyone's rec (at most recLen-1 bytes).
 func (w *Win[T]) allgather(ctx context.Context, rec []byte) ([][]byte, error) {
 	if len(rec) > recLen-1 {
 		return nil, fmt.Errorf("internal: record of %d bytes", len(rec))
@@ -164,32 +164,15 @@ func (w *Win[T]) allgather(ctx context.Context, rec []byte) ([][]byte, error) {
 	out := make([]byte, recLen)
 	out[0] = byte(len(rec))
 	copy(out[1:], rec)
-	recs := make([][]byte, w.size)
-	reqs := make([]*runtime.Request, 0, w.size)
-	for r := range w.size {
-		if r == w.rank {
-			continue
-		}
-		q, err := runtime.Isend(w.comm, out, r, tagCreate)
-		if err != nil {
-			return nil, err
-		}
-		reqs = append(reqs, q)
+	recs, err := w.gatherRecords(ctx, out)
+	if err != nil {
+		return nil, err
 	}
-	for r := range w.size {
-		if r == w.rank {
-			continue
-		}
-		b := make([]byte, recLen)
-		if _, err := runtime.Recv(ctx, w.comm, b, r, tagCreate); err != nil {
-			return nil, err
+	for r, b := range recs {
+		if int(b[0]) > recLen-1 {
+			return nil, fmt.Errorf("%w: rank %d's coherence record claims %d bytes", ErrInvalid, r, b[0])
 		}
 		recs[r] = b[1 : 1+int(b[0])]
-	}
-	for _, q := range reqs {
-		if _, err := q.Wait(ctx); err != nil {
-			return nil, err
-		}
 	}
 	return recs, nil
 }

@@ -23,7 +23,8 @@
 // left in the arena shows). Create exposes the caller's slice: peers on the same host
 // reach it by cross-memory attach (process_vm_readv/writev), peers on other hosts through
 // the transport. CreateDynamic starts without memory; Attach and Detach add and remove
-// slices.
+// slices. A window of more than GORMA_WINDOW_EAGER ranks (16) maps and connects to a rank
+// when this rank first uses it, not at creation.
 //
 // Displacements are in elements of T; Len(rank) is a rank's element count (ranks may
 // differ). Every access is checked against it before anything is sent: an out-of-range

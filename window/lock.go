@@ -152,6 +152,9 @@ func (w *Win[T]) syncTarget(op string, rank int) (*target[T], error) {
 
 // acquire takes t's lock word.
 func (w *Win[T]) acquire(ctx context.Context, t *target[T], lt LockType) error {
+	if err := w.reach(t); err != nil {
+		return err
+	}
 	if t.mw != nil {
 		return w.acquireMapped(ctx, t, lt)
 	}
@@ -242,8 +245,11 @@ func (w *Win[T]) remoteCAS(ctx context.Context, t *target[T], i int, old, new ui
 }
 
 // targetErr returns the error of t's failed rank, or nil.
+// gone reports, in atomic loads, that t's rank is reached and known to have failed.
+func (t *target[T]) gone() bool { return t.ready.Load() && t.meta != nil && t.meta.Gone() }
+
 func (w *Win[T]) targetErr(t *target[T]) error {
-	if t.meta == nil {
+	if !t.ready.Load() || t.meta == nil {
 		return nil
 	}
 	return t.meta.Err()
@@ -255,7 +261,7 @@ func (w *Win[T]) Flush(ctx context.Context, rank int) error {
 	const op = "flush"
 	if uint(rank) < uint(len(w.tg)) {
 		// Nothing outstanding (always the case for mapped ranks): one check per kind.
-		if t := &w.tg[rank]; t.lock != 0 && !t.pend.Load() && w.reqs.n.Load() == 0 {
+		if t := &w.tg[rank]; t.lock != 0 && !t.pend.Load() && w.reqs.n.Load() == 0 && !t.gone() {
 			return nil
 		}
 	}
@@ -305,7 +311,9 @@ func (w *Win[T]) flush(ctx context.Context, t *target[T], op string) error {
 		return werr(op, t.rank, -1, err)
 	}
 	if t.ctr == nil || !t.pend.Load() {
-		return nil // mapped targets complete every operation in the call
+		// Mapped targets complete every operation in the call; a target known to have
+		// failed fails the call that would complete them (ErrProcFailed, naming it).
+		return werr(op, t.rank, -1, w.targetErr(t))
 	}
 	t.pend.Store(false)
 	w.mu.Lock()

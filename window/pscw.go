@@ -67,6 +67,9 @@ func (w *Win[T]) Post(ctx context.Context, group []int, assert Assert) error {
 	}
 	if assert&NoCheck == 0 {
 		for _, r := range group {
+			if err := w.reach(&w.tg[r]); err != nil {
+				return werr(op, r, -1, err)
+			}
 			if err := w.addMeta(ctx, &w.tg[r], w.lay.post+w.rank); err != nil {
 				return werr(op, r, -1, err)
 			}
@@ -95,6 +98,11 @@ func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
 	s := &w.pscw
 	if s.accessOn {
 		return werrf(op, -1, -1, ErrEpoch, "an access epoch is already open (Complete first)")
+	}
+	for _, r := range group { // Complete tells every target through its metadata
+		if err := w.reach(&w.tg[r]); err != nil {
+			return werr(op, r, -1, err)
+		}
 	}
 	if assert&NoCheck == 0 {
 		for _, r := range group {

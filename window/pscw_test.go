@@ -365,30 +365,8 @@ func TestPSCWPeerFailure(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			j, err := runtimetest.Start(ctx, 3, runtimetest.Options{Transport: tr})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				fctx, stop := context.WithTimeout(context.Background(), 2*time.Second)
-				defer stop()
-				j.Finalize(fctx) // rank 0 counts as failed: errors expected
-				j.Close()
-			}()
-			wins := make([]*window.Win[int64], 3)
+			j, wins := failureJob(t, ctx, tr)
 			errs := make(chan error, 3)
-			for r, w := range j.Worlds {
-				go func() {
-					var err error
-					wins[r], err = window.Allocate[int64](ctx, w, 4)
-					errs <- err
-				}()
-			}
-			for range 3 {
-				if err := <-errs; err != nil {
-					t.Fatal(err)
-				}
-			}
 			go func() { errs <- wins[1].Start(ctx, []int{0}, 0) }() // rank 0 never posts
 			go func() {
 				if err := wins[2].Post(ctx, []int{0}, 0); err != nil {
@@ -472,4 +450,35 @@ func TestPSCWWakeOverTransport(t *testing.T) {
 			})
 		})
 	}
+}
+
+// failureJob starts a 3-rank job on transport tr, each rank with a window of 4 int64s,
+// for tests that then report rank 0 failed (Notify). Cleanup finalizes and closes it.
+func failureJob(t *testing.T, ctx context.Context, tr string) (*runtimetest.Job, []*window.Win[int64]) {
+	t.Helper()
+	j, err := runtimetest.Start(ctx, 3, runtimetest.Options{Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		fctx, stop := context.WithTimeout(context.Background(), 2*time.Second)
+		defer stop()
+		j.Finalize(fctx) // rank 0 counts as failed: errors expected
+		j.Close()
+	})
+	wins := make([]*window.Win[int64], 3)
+	errs := make(chan error, 3)
+	for r, w := range j.Worlds {
+		go func() {
+			var err error
+			wins[r], err = window.Allocate[int64](ctx, w, 4)
+			errs <- err
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return j, wins
 }

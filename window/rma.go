@@ -11,7 +11,7 @@ func (w *Win[T]) Put(origin []T, rank, disp int) error {
 	// other case (errors included) takes the checked path.
 	if uint(rank) < uint(len(w.tg)) {
 		t := &w.tg[rank]
-		if m := t.mem; m != nil && t.open != 0 && w.coh == nil && uint(disp) <= uint(len(m)) &&
+		if m := t.memReady(); m != nil && t.open != 0 && w.coh == nil && uint(disp) <= uint(len(m)) &&
 			uint(len(origin)) <= uint(len(m)-disp) && (t.data == nil && !w.comm.Finalized() || t.data != nil && t.data.Live()) {
 			if len(origin) == 1 {
 				m[disp] = origin[0]
@@ -45,7 +45,7 @@ func (w *Win[T]) put(origin []T, rank, disp int) error {
 func (w *Win[T]) Get(result []T, rank, disp int) error {
 	if uint(rank) < uint(len(w.tg)) { // the fast path, as Put's
 		t := &w.tg[rank]
-		if m := t.mem; m != nil && t.open != 0 && uint(disp) <= uint(len(m)) &&
+		if m := t.memReady(); m != nil && t.open != 0 && uint(disp) <= uint(len(m)) &&
 			uint(len(result)) <= uint(len(m)-disp) && (t.data == nil && !w.comm.Finalized() || t.data != nil && t.data.Live()) {
 			if len(result) == 1 {
 				result[0] = m[disp]
@@ -106,6 +106,9 @@ func (w *Win[T]) access(op string, rank, disp, n int) (span[T], error) {
 	t := &w.tg[rank]
 	if t.open == 0 {
 		return span[T]{}, werrf(op, rank, disp, ErrEpoch, "no Fence, Start or Lock epoch includes rank %d", rank)
+	}
+	if err := w.reach(t); err != nil {
+		return span[T]{}, werr(op, rank, disp, err)
 	}
 	if w.flavor == FlavorDynamic {
 		return w.dynSpan(op, t, disp, n) // dynamic.go

@@ -5,10 +5,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -76,14 +79,16 @@ type Win[T runtime.Elem] struct {
 	opt     options
 	lay     layout
 
-	local []T
-	data  *runtime.Region // nil for dynamic windows
-	meta  *runtime.Region
-	mw    []uint64 // this rank's metadata words
-	tg    []target[T]
-	coh   *coh[T] // the page cache (cache.go); nil when off
-	flags bool    // every rank maps every other rank's metadata: fences by flags
-	freed atomic.Bool
+	local   []T
+	data    *runtime.Region // nil for dynamic windows
+	meta    *runtime.Region
+	mw      []uint64 // this rank's metadata words
+	tg      []target[T]
+	coh     *coh[T]    // the page cache (cache.go); nil when off
+	flags   bool       // every rank maps every other rank's metadata: fences by flags
+	lazy    bool       // ranks are reached on first use (reach), not at creation
+	reachMu sync.Mutex // serializes reach
+	freed   atomic.Bool
 
 	// Epoch state: changed by synchronization calls only.
 	fenceSeq uint64
@@ -114,6 +119,9 @@ type target[T runtime.Elem] struct {
 	pend  atomic.Bool // transport-path requests were posted since the last flush
 	res   [16]byte
 	acc   accState[T] // accumulate-type operations (accumulate.go)
+
+	rec   []byte      // its creation record, kept until the rank is reached (reach)
+	ready atomic.Bool // data, meta, mem, mw and ctr are set: the rank is reached
 }
 
 const (
@@ -243,18 +251,19 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	if err != nil {
 		return nil, werr(op, -1, -1, err)
 	}
+	w.lazy = fl != FlavorShared && w.size > eagerRanks()
 	if err := w.attach(recs); err != nil {
 		return nil, werr(op, -1, -1, err)
 	}
-	w.flags = true
+	w.flags = !w.lazy
 	for r := range w.size {
-		if w.tg[r].mw == nil {
+		if w.tg[r].ready.Load() && w.tg[r].mw == nil {
 			w.flags = false
 		}
-		w.tg[r].ctr = rw.NewCounter()
 	}
 	// Every rank must agree on how fences synchronize: mapped metadata of every rank is
-	// the same fact seen from every rank (all ranks on one host), so no vote is needed.
+	// the same fact seen from every rank (all ranks on one host), and the window's size
+	// decides lazy for all, so no vote is needed.
 	if err := w.initCoherence(ctx); err != nil { // cache.go
 		return nil, werr(op, -1, -1, err)
 	}
@@ -284,42 +293,22 @@ func (w *Win[T]) exchange(ctx context.Context, n int) ([][]byte, error) {
 	if len(rec) > recLen {
 		return nil, fmt.Errorf("internal: window record of %d bytes", len(rec))
 	}
-	rec = rec[:recLen]
+	return w.gatherRecords(ctx, rec[:recLen])
+}
+
+// gatherRecords gives every rank every rank's record of recLen bytes, through Allgather: a
+// collective that reaches O(log N) partners, so creation connects no other pair.
+func (w *Win[T]) gatherRecords(ctx context.Context, rec []byte) ([][]byte, error) {
+	all := make([]byte, recLen*w.size)
+	if err := collectives.Allgather(ctx, w.comm, rec, all); err != nil {
+		return nil, err
+	}
 	recs := make([][]byte, w.size)
-	recs[w.rank] = rec
-	reqs := make([]*runtime.Request, 0, w.size)
-	for r := range w.size {
-		if r == w.rank {
-			continue
-		}
-		q, err := runtime.Isend(w.comm, rec, r, tagCreate)
-		if err != nil {
-			return nil, err
-		}
-		reqs = append(reqs, q)
-	}
-	for r := range w.size {
-		if r == w.rank {
-			continue
-		}
-		recs[r] = make([]byte, recLen)
-		st, err := runtime.Recv(ctx, w.comm, recs[r], r, tagCreate)
-		if err != nil {
-			return nil, err
-		}
-		if st.Bytes != recLen {
-			return nil, fmt.Errorf("%w: rank %d's window record has %d bytes, want %d (mixed gorma builds in one job?)", ErrInvalid, r, st.Bytes, recLen)
-		}
-	}
-	for _, q := range reqs {
-		if _, err := q.Wait(ctx); err != nil {
-			return nil, err
-		}
+	for r := range recs {
+		recs[r] = all[r*recLen : (r+1)*recLen : (r+1)*recLen]
 	}
 	return recs, nil
 }
-
-const tagCreate = 1
 
 // decodeRecord decodes a rank's record of the creation exchange (exchange): its element
 // count and its data and metadata descriptions (aliasing rec). It never panics; a record
@@ -340,6 +329,8 @@ func decodeRecord(rec []byte) (n int, ddesc, mdesc []byte, err error) {
 	return int(u), rec[9 : 9+dl], rec[10+dl : 10+dl+ml], nil
 }
 
+// attach records every rank's element count and reaches every rank, or only this one
+// when the window is lazy (the others on first use: reach).
 func (w *Win[T]) attach(recs [][]byte) error {
 	for r := range w.size {
 		t := &w.tg[r]
@@ -347,30 +338,92 @@ func (w *Win[T]) attach(recs [][]byte) error {
 		if r == w.rank {
 			t.n = int(binary.LittleEndian.Uint64(recs[r]))
 			t.mem, t.mw = w.local, w.mw
+			t.ctr = w.comm.NewCounter()
+			t.ready.Store(true)
 			continue
 		}
-		n, ddesc, mdesc, err := decodeRecord(recs[r])
+		n, _, _, err := decodeRecord(recs[r])
 		if err != nil {
 			return fmt.Errorf("%w: rank %d: %w (mixed gorma builds in one job?)", ErrInvalid, r, err)
 		}
-		t.n = n
-		dl := len(ddesc)
-		if t.meta, err = w.comm.Attach(r, mdesc); err != nil {
-			return fmt.Errorf("metadata of rank %d: %w", r, err)
-		}
-		t.mw = words(t.meta.Mapped())
-		if dl > 0 {
-			if t.data, err = w.comm.Attach(r, ddesc); err != nil {
-				return fmt.Errorf("memory of rank %d: %w", r, err)
-			}
-			if b := t.data.Mapped(); b != nil {
-				if t.n > len(b)/elemSize[T]() {
-					return fmt.Errorf("%w: rank %d's window of %d elements does not fit its %d-byte region", ErrInvalid, r, t.n, len(b))
-				}
-				t.mem = asElems[T](b)[:t.n:t.n]
+		t.n, t.rec = n, recs[r]
+		if !w.lazy {
+			if err := w.reachTarget(t); err != nil {
+				return err
 			}
 		}
 	}
+	return nil
+}
+
+// memReady is t.mem once the rank is reached, else nil: the RMA fast paths' view, safe
+// against a reach by a concurrent RMA call.
+func (t *target[T]) memReady() []T {
+	if !t.ready.Load() {
+		return nil
+	}
+	return t.mem
+}
+
+// eagerRanks is the largest window that reaches every rank at creation
+// (GORMA_WINDOW_EAGER, default 16): a larger window maps a rank's memory and metadata,
+// and connects to it, when this rank first needs it (reach), so that a window costs
+// memory, mappings and connections for the ranks it is used with, not for every pair.
+func eagerRanks() int {
+	if v, err := strconv.Atoi(os.Getenv("GORMA_WINDOW_EAGER")); err == nil && v >= 0 {
+		return v
+	}
+	return 16
+}
+
+// reach makes sure t's rank is reached: its memory and metadata attached and mapped
+// where the transport maps them. Safe for concurrent use; the check of a reached rank is
+// one atomic load. Every path that touches t.data, t.meta, t.mem, t.mw or t.ctr of
+// another rank calls it first, or reads ready (the RMA fast paths).
+func (w *Win[T]) reach(t *target[T]) error {
+	if t.ready.Load() {
+		return nil
+	}
+	w.reachMu.Lock()
+	defer w.reachMu.Unlock()
+	if t.ready.Load() {
+		return nil
+	}
+	return w.reachTarget(t)
+}
+
+// reachTarget attaches t's rank from its record (under reachMu, or at creation). On an
+// error nothing stays attached, and a later reach tries again.
+func (w *Win[T]) reachTarget(t *target[T]) error {
+	r := t.rank
+	_, ddesc, mdesc, err := decodeRecord(t.rec)
+	if err != nil {
+		return fmt.Errorf("%w: rank %d: %w (mixed gorma builds in one job?)", ErrInvalid, r, err)
+	}
+	meta, err := w.comm.Attach(r, mdesc)
+	if err != nil {
+		return fmt.Errorf("metadata of rank %d: %w", r, err)
+	}
+	var data *runtime.Remote
+	var mem []T
+	if len(ddesc) > 0 {
+		if data, err = w.comm.Attach(r, ddesc); err != nil {
+			meta.Close()
+			return fmt.Errorf("memory of rank %d: %w", r, err)
+		}
+		if b := data.Mapped(); b != nil {
+			if t.n > len(b)/elemSize[T]() {
+				meta.Close()
+				data.Close()
+				return fmt.Errorf("%w: rank %d's window of %d elements does not fit its %d-byte region", ErrInvalid, r, t.n, len(b))
+			}
+			mem = asElems[T](b)[:t.n:t.n]
+		}
+	}
+	t.meta, t.data, t.mem, t.mw = meta, data, mem, words(meta.Mapped())
+	t.ctr = w.comm.NewCounter()
+	t.rec = nil
+	t.ready.Store(true)
 	return nil
 }
 

@@ -22,6 +22,7 @@
 //	fop_lat, cas_lat             FetchAndOp(Sum) or CompareAndSwap of one int64 + Flush
 //	busy_get                     Lock(Shared) + Get 8 B + Unlock while the target computes
 //	                             for --busy without calling the runtime: median and max
+//	                             ("-" when no operation started: --busy of 2 ms or less)
 //	fence                        an empty Fence, both ranks
 //	lock_put                     Lock(Exclusive) + Put 8 B + Unlock
 //	alloc_free.allocate          Allocate + Free of a 1 MiB window (--window-size), per pair

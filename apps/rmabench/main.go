@@ -184,6 +184,9 @@ func formatRow(k kind, r row) string {
 	case kindBandwidth:
 		return fmt.Sprintf("%-12d %12d %12.2f", r.Bytes, r.Iterations, r.MBps)
 	case kindMax:
+		if r.Iterations == 0 {
+			return fmt.Sprintf("%-12d %12d %12s %12s", r.Bytes, r.Iterations, "-", "-")
+		}
 		return fmt.Sprintf("%-12d %12d %12.3f %12.3f", r.Bytes, r.Iterations, r.MedianUS, r.MaxUS)
 	}
 	return fmt.Sprintf("%-12d %12d %12.3f %12.3f %12.3f", r.Bytes, r.Iterations, r.MedianUS, r.AvgUS, r.P99US)

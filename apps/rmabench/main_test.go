@@ -52,15 +52,10 @@ func TestSelected(t *testing.T) {
 	}
 }
 
-// TestEveryCase runs every case once with tiny counts in an in-process world of two
-// ranks: each must complete and print its table (the figures are not checked: this is a
-// benchmark, timed only by its runs).
-func TestEveryCase(t *testing.T) {
-	o, err := parseFlags([]string{"--max-size", "16", "--iters", "20", "--bw-iters", "2", "--alloc-iters", "2",
-		"--busy", "20ms", "--busy-reps", "1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+// measureInProcess runs the cases of o in an in-process world of two ranks and returns
+// rank 0's text output.
+func measureInProcess(t *testing.T, o options) *bytes.Buffer {
+	t.Helper()
 	var out bytes.Buffer
 	runtimetest.Run(t, 2, runtimetest.Options{}, func(w *runtime.World) error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -72,9 +67,56 @@ func TestEveryCase(t *testing.T) {
 		_, err := measureAll(ctx, w, o, text)
 		return err
 	})
+	return &out
+}
+
+// TestEveryCase runs every case once with tiny counts in an in-process world of two
+// ranks: each must complete and print its table (the figures are not checked: this is a
+// benchmark, timed only by its runs).
+func TestEveryCase(t *testing.T) {
+	o, err := parseFlags([]string{"--max-size", "16", "--iters", "20", "--bw-iters", "2", "--alloc-iters", "2",
+		"--busy", "20ms", "--busy-reps", "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := measureInProcess(t, o)
 	for _, c := range cases {
 		if !strings.Contains(out.String(), "\n# "+c.name+": ") {
 			t.Errorf("no table for case %s in:\n%s", c.name, out.String())
 		}
+	}
+}
+
+func TestBusyRow(t *testing.T) {
+	for _, tc := range []struct {
+		samples  []float64
+		want     row
+		wantText string
+	}{
+		{nil, row{Bytes: 8}, "8                       0            -            -"},
+		{[]float64{3, 1, 2}, row{Bytes: 8, Iterations: 3, MedianUS: 2, MaxUS: 3},
+			"8                       3        2.000        3.000"},
+	} {
+		got := busyRow(8, tc.samples)
+		if got != tc.want {
+			t.Errorf("busyRow(8, %v) = %+v, want %+v", tc.samples, got, tc.want)
+		}
+		if s := formatRow(kindMax, got); s != tc.wantText {
+			t.Errorf("formatRow(%+v) = %q, want %q", got, s, tc.wantText)
+		}
+	}
+}
+
+// TestBusyGetNoSample runs busy_get with a --busy too short for any operation to start
+// (the sampling stops at half of --busy, the first operation starts 1 ms into the round):
+// the case must print a row without figures rather than fail.
+func TestBusyGetNoSample(t *testing.T) {
+	o, err := parseFlags([]string{"--test", "busy_get", "--busy", "1ms", "--busy-reps", "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := measureInProcess(t, o)
+	if want := formatRow(kindMax, row{Bytes: 8}); !strings.Contains(out.String(), "\n"+want+"\n") {
+		t.Errorf("no empty busy_get row %q in:\n%s", want, out.String())
 	}
 }

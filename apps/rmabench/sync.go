@@ -106,9 +106,20 @@ func busyGet(ctx context.Context, b *bench, size int) (row, error) {
 	if b.me != 0 {
 		return row{}, nil
 	}
+	return busyRow(size, samples), nil
+}
+
+// busyRow summarises busy_get's samples (microseconds, any order). Rounds can take no
+// sample at all (a --busy of at most 2 ms ends the sampling before the first operation
+// starts, 1 ms into the round): the row then has no figures and Iterations 0, which the
+// table prints as "-".
+func busyRow(size int, samples []float64) row {
+	if len(samples) == 0 {
+		return row{Bytes: size}
+	}
 	slices.Sort(samples)
 	return row{Bytes: size, Iterations: len(samples), MedianUS: round3(percentile(samples, 50)),
-		MaxUS: round3(samples[len(samples)-1])}, nil
+		MaxUS: round3(samples[len(samples)-1])}
 }
 
 func busyRound(ctx context.Context, b *bench, want []byte, samples *[]float64) error {

@@ -50,7 +50,7 @@ func sockbench(t *testing.T, args ...string) (stdout, stderr string, err error) 
 // program and checks the tables and the JSON document (never the figures).
 func TestEveryTest(t *testing.T) {
 	small := []string{"--sizes", "64,4K,64K,1M", "--iters", "50", "--stream-sizes", "64K,4K",
-		"--stream-bytes", "256K", "--reps", "2", "--duration", "50ms", "--clients", "4"}
+		"--stream-bytes", "256K", "--reps", "2", "--duration", "50ms", "--warmup", "20ms", "--clients", "4"}
 	for _, tr := range []string{"unix", "tcp"} {
 		for _, test := range []string{"pingpong", "stream", "connrate", "http"} {
 			t.Run(tr+"/"+test, func(t *testing.T) {

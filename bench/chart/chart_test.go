@@ -13,18 +13,21 @@ func TestExtract(t *testing.T) {
 		"barrier": [{"bytes": 0, "avg_us": 0.5}]}`
 	rma := `{"tables": [{"name": "put_lat.lock", "rows": [{"bytes": 8, "median_us": 9}]},
 		{"name": "put_lat.lock_all", "rows": [{"bytes": 8, "median_us": 0.02}]}]}`
+	scale := `{"system": "gorma", "scale": [{"ranks": 8, "shm": 20}, {"ranks": 16, "shm": 41}]}`
 	text := "# x header\n# put_lat.lock: a\n#bytes it median_us\n8 10 0.5\n\n# put_lat.lock_all: b\n#bytes it median_us\n8 10 0.25\n16 10 0.3\n"
 	for _, tc := range []struct {
-		name, in, table, field string
-		want                   map[float64]float64
+		name, in, table, field, x string
+		want                      map[float64]float64
 	}{
-		{"json first array", ar, "", "avg_us", map[float64]float64{8: 1.5, 16: 2}},
-		{"json keyed array", ar, "barrier", "avg_us", map[float64]float64{0: 0.5}},
-		{"json named table", rma, "put_lat.lock_all", "median_us", map[float64]float64{8: 0.02}},
-		{"text table", text, "put_lat.lock_all", "3", map[float64]float64{8: 0.25, 16: 0.3}},
-		{"text all rows", text, "", "3", map[float64]float64{8: 0.25, 16: 0.3}},
+		{"json first array", ar, "", "avg_us", "bytes", map[float64]float64{8: 1.5, 16: 2}},
+		{"json keyed array", ar, "barrier", "avg_us", "bytes", map[float64]float64{0: 0.5}},
+		{"json named table", rma, "put_lat.lock_all", "median_us", "bytes", map[float64]float64{8: 0.02}},
+		{"json by ranks", scale, "scale", "shm", "ranks", map[float64]float64{8: 20, 16: 41}},
+		{"json without the x field", scale, "scale", "shm", "bytes", map[float64]float64{}},
+		{"text table", text, "put_lat.lock_all", "3", "bytes", map[float64]float64{8: 0.25, 16: 0.3}},
+		{"text all rows", text, "", "3", "bytes", map[float64]float64{8: 0.25, 16: 0.3}},
 	} {
-		got, err := extract([]byte(tc.in), tc.table, tc.field)
+		got, err := extract([]byte(tc.in), tc.table, tc.field, tc.x)
 		if err != nil || len(got) != len(tc.want) {
 			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, tc.want)
 			continue
@@ -35,7 +38,7 @@ func TestExtract(t *testing.T) {
 			}
 		}
 	}
-	if _, err := extract([]byte("8 1\n"), "", "avg_us"); err == nil {
+	if _, err := extract([]byte("8 1\n"), "", "avg_us", "bytes"); err == nil {
 		t.Error("a text table with a field name: want an error")
 	}
 }
@@ -68,6 +71,16 @@ func TestRun(t *testing.T) {
 	}
 	if b, err := os.ReadFile(svg); err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), ">gorma<") {
 		t.Errorf("svg: %v, %.200s", err, b)
+	}
+	scale := filepath.Join(dir, "scale.json")
+	if err := os.WriteFile(scale, []byte(`{"scale": [{"ranks": 8, "wall": 1}, {"ranks": 256, "wall": 30}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"svg", "--out", svg, "--logy", "--x", "ranks", "--series", "g=" + scale + "@scale:wall"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(svg); err != nil || !strings.Contains(string(b), ">256<") {
+		t.Errorf("svg by ranks: %v, no tick label 256 in %.200s", err, b)
 	}
 	if err := run([]string{"svg", "--out", svg, "--series", "x=" + dir + "/none*.json:avg_us"}, &out); err == nil {
 		t.Error("a series without files: want an error")

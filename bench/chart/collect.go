@@ -281,52 +281,51 @@ func rmaSection(dir string) (Section, error) {
 	return s, nil
 }
 
-// allreduceSection reads allreduce.txt (compare-allreduce.sh): its side-by-side tables
-// (gorma's runs with fresh buffers or scratch stay in allreduce.txt), the Barrier
-// tables of each rank count as one, and the bus bandwidth at 64 MiB over that at 24 MiB
-// per rank count (target for gorma: at least 0.80).
+// allreduceSection reads allreduce.txt (compare-allreduce.sh): its latency tables (gorma's
+// runs with fresh buffers or scratch stay in allreduce.txt, and so do the bus bandwidth
+// tables: bus bandwidth is bytes / latency x 2(p-1)/p of the latency rows, and the charts
+// draw it at every size), then one table of the Barrier of each rank count and the bus
+// bandwidth at 64 MiB over that at 24 MiB per rank count (target for gorma: at least 0.80).
 func allreduceSection(dir string) (Section, error) {
 	tables, err := readTables(filepath.Join(dir, "allreduce.txt"))
 	if err != nil {
 		return Section{}, err
 	}
 	var s Section
-	scaling := Table{Title: "Bus bandwidth at 64 MiB over 24 MiB", Key: "ranks"}
-	barrier := Table{Title: "Barrier", Key: "ranks", Unit: "us", Better: "lower"}
+	var barrier, scaling []Row
+	var columns []string
 	for _, md := range tables {
 		t, err := sweepTable(md)
 		if err != nil {
 			return Section{}, err
 		}
 		if ranks, ok := strings.CutPrefix(t.Title, "Barrier, "); ok && len(t.Rows) == 1 &&
-			(barrier.Columns == nil || strings.Join(barrier.Columns, "|") == strings.Join(t.Columns, "|")) {
-			barrier.Columns = t.Columns
+			(columns == nil || strings.Join(columns, "|") == strings.Join(t.Columns, "|")) {
+			columns = t.Columns
 			r := t.Rows[0]
-			r.Label = ranks
-			barrier.Rows = append(barrier.Rows, r)
+			r.Label, r.Unit = "Barrier, "+ranks, t.Unit
+			barrier = append(barrier, r)
 			continue
 		}
 		if strings.HasPrefix(t.Title, "gorma with fresh") {
 			continue // gorma against itself: kept in allreduce.txt, off the side-by-side page
 		}
-		s.Tables = append(s.Tables, t)
 		ranks, ok := strings.CutPrefix(t.Title, "Allreduce, ")
-		ranks, ok2 := strings.CutSuffix(ranks, ": bus bandwidth")
-		if !ok || !ok2 {
+		if ranks, ok2 := strings.CutSuffix(ranks, ": bus bandwidth"); ok && ok2 {
+			if r, ok := busbwScaling(t, ranks); ok && (columns == nil || strings.Join(columns, "|") == strings.Join(t.Columns, "|")) {
+				columns = t.Columns
+				r.Label = "bus bandwidth 64 MiB / 24 MiB, " + ranks
+				scaling = append(scaling, r)
+			}
 			continue
 		}
-		if r, ok := busbwScaling(t, ranks); ok {
-			scaling.Columns = t.Columns
-			scaling.Rows = append(scaling.Rows, r)
-		}
+		s.Tables = append(s.Tables, t)
 	}
 	if len(s.Tables) == 0 {
 		return Section{}, errors.New("allreduce.txt: no tables")
 	}
-	for _, t := range []Table{barrier, scaling} {
-		if len(t.Rows) > 0 {
-			s.Tables = append(s.Tables, t)
-		}
+	if rows := append(barrier, scaling...); len(rows) > 0 {
+		s.Tables = append(s.Tables, Table{Title: "Barrier; bus bandwidth at 64 MiB over 24 MiB", Key: "figure", Columns: columns, Rows: rows})
 	}
 	return s, nil
 }

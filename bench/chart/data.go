@@ -20,8 +20,9 @@ type series struct {
 	Files  int
 }
 
-// parseSeries reads the series that spec (NAME=GLOB[@TABLE]:FIELD) names.
-func parseSeries(spec string) (series, error) {
+// parseSeries reads the series that spec (NAME=GLOB[@TABLE]:FIELD) names, against the
+// JSON field x ("bytes" but for --x).
+func parseSeries(spec, x string) (series, error) {
 	name, rest, ok := strings.Cut(spec, "=")
 	i := strings.LastIndex(rest, ":")
 	if !ok || name == "" || i < 0 || i == len(rest)-1 {
@@ -42,7 +43,7 @@ func parseSeries(spec string) (series, error) {
 		if err != nil {
 			return series{}, err
 		}
-		pts, err := extract(b, table, field)
+		pts, err := extract(b, table, field, x)
 		if err != nil {
 			return series{}, fmt.Errorf("%s: %w", f, err)
 		}
@@ -81,14 +82,15 @@ func (s series) xs() []float64 {
 	return out
 }
 
-// extract returns size -> value from one file's contents: JSON or a text table.
-func extract(b []byte, table, field string) (map[float64]float64, error) {
+// extract returns x -> value from one file's contents: JSON (x the field of each row) or a
+// text table (x its first column).
+func extract(b []byte, table, field, x string) (map[float64]float64, error) {
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
 		var doc any
 		if err := json.Unmarshal(t, &doc); err != nil {
 			return nil, err
 		}
-		return fromJSON(doc, table, field), nil
+		return fromJSON(doc, table, field, x), nil
 	}
 	col, err := strconv.Atoi(field)
 	if err != nil || col < 2 {
@@ -98,7 +100,7 @@ func extract(b []byte, table, field string) (map[float64]float64, error) {
 }
 
 // fromJSON finds the points in doc (see the package documentation).
-func fromJSON(doc any, table, field string) map[float64]float64 {
+func fromJSON(doc any, table, field, x string) map[float64]float64 {
 	var found map[float64]float64
 	var walk func(v any, key string) bool
 	walk = func(v any, key string) bool {
@@ -106,7 +108,7 @@ func fromJSON(doc any, table, field string) map[float64]float64 {
 		case map[string]any:
 			if table != "" && v["name"] == table {
 				if rows, ok := v["rows"].([]any); ok {
-					found = points(rows, field)
+					found = points(rows, field, x)
 					return true
 				}
 			}
@@ -122,7 +124,7 @@ func fromJSON(doc any, table, field string) map[float64]float64 {
 			}
 		case []any:
 			if table == "" || key == table {
-				if p := points(v, field); len(p) > 0 {
+				if p := points(v, field, x); len(p) > 0 {
 					found = p
 					return true
 				}
@@ -139,14 +141,14 @@ func fromJSON(doc any, table, field string) map[float64]float64 {
 	return found
 }
 
-func points(rows []any, field string) map[float64]float64 {
+func points(rows []any, field, xfield string) map[float64]float64 {
 	p := map[float64]float64{}
 	for _, r := range rows {
 		o, ok := r.(map[string]any)
 		if !ok {
 			continue
 		}
-		x, ok1 := o["bytes"].(float64)
+		x, ok1 := o[xfield].(float64)
 		y, ok2 := o[field].(float64)
 		if ok1 && ok2 {
 			p[x] = y

@@ -12,13 +12,14 @@
 //
 // A series is NAME=GLOB[@TABLE]:FIELD. GLOB names one or more files (repetitions of one
 // run), each a program's JSON document (apps/allreducebench, apps/pingpong, apps/rmabench,
-// apps/sockbench and the C twins) or an OSU-style text table. In JSON the points are the objects with
-// a numeric "bytes" and FIELD, taken from the array under the key TABLE, from the "rows"
-// of the table whose "name" is TABLE, or without @TABLE from the first such array. In a
-// text table FIELD is a column number (1 is the size), read after the first "# " line
-// containing TABLE up to the next one. A size's value is the median over the files. svg
-// draws the series on a log2 size axis; table prints a row per size, a column per series
-// and the ratio of the first series to each other one.
+// apps/sockbench, compare-scale.sh's scale_chart_*.json and the C twins) or an OSU-style text
+// table. In JSON the points are the objects with a numeric "bytes" (or the field --x
+// names, such as ranks) and FIELD, taken from the array under the key TABLE, from the
+// "rows" of the table whose "name" is TABLE, or without @TABLE from the first such array.
+// In a text table FIELD is a column number (1 is the size), read after the first "# "
+// line containing TABLE up to the next one. A size's value is the median over the files.
+// svg draws the series on a log2 size axis (a log2 count axis with --x); table prints a
+// row per size, a column per series and the ratio of the first series to each other one.
 //
 // collect parses the step outputs in --dir (startup_p*.txt, p2p.txt, rma.txt,
 // allreduce.txt: their Markdown tables and the startup lines) into a Report: the machine,

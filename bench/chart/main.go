@@ -25,6 +25,7 @@ type options struct {
 	series         []string
 	out, title     string
 	xlabel, ylabel string
+	x              string // the JSON field of the x axis
 	logy           bool
 	sizes          []string
 	digits         int
@@ -50,6 +51,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.out, "out", "", "svg: the SVG file to write (.png: a PNG preview)")
 	fs.StringVar(&o.title, "title", "", "svg: chart title")
 	fs.StringVar(&o.xlabel, "xlabel", "message size (bytes)", "svg: x axis label")
+	fs.StringVar(&o.x, "x", "bytes", "the JSON field of the x axis (log2): bytes, or a count such as ranks")
 	fs.StringVar(&o.ylabel, "ylabel", "", "svg: y axis label")
 	fs.BoolVar(&o.logy, "logy", false, "svg: logarithmic y axis")
 	fs.StringSliceVar(&o.sizes, "sizes", nil, "table: the sizes to list (such as 8,1M,24M; default all)")
@@ -62,7 +64,7 @@ func run(args []string, stdout io.Writer) error {
 	}
 	var ss []series
 	for _, spec := range o.series {
-		s, err := parseSeries(spec)
+		s, err := parseSeries(spec, o.x)
 		if err != nil {
 			return err
 		}

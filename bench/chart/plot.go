@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -22,6 +23,9 @@ func drawSVG(ss []series, o options) error {
 	p.Y.Label.Text = o.ylabel
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sizeTicks{}
+	if o.x != "bytes" {
+		p.X.Tick.Marker = countTicks{}
+	}
 	if o.logy {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
@@ -83,6 +87,19 @@ func (sizeTicks) Ticks(lo, hi float64) []plot.Tick {
 			t.Label = sizeLabel(x)
 		}
 		ts = append(ts, t)
+	}
+	return ts
+}
+
+// countTicks labels a log2 count axis (ranks) at every power of two.
+type countTicks struct{}
+
+func (countTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for e := math.Floor(math.Log2(lo)); e <= math.Ceil(math.Log2(hi)); e++ {
+		if x := math.Exp2(e); x >= lo && x <= hi {
+			ts = append(ts, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'f', -1, 64)})
+		}
 	}
 	return ts
 }

@@ -9,7 +9,7 @@
 //	bin/sockpeers --transport unix --test grpc
 //
 // The flags and the output are sockbench's (go doc ./apps/sockbench). shmipc-go's Dial
-// opens a stream of a link (a shmipc.Session) made at the first Dial, so its connrate
+// opens a stream of one multiplexed link that its first Dial sets up, so its connrate
 // counts stream opens without a round trip. gorma-shm and gorma-tcp come with internal/connbench.
 // scripts/compare-sockets.sh builds and runs it.
 package main

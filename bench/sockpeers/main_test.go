@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 // the real two-process program (no timing is checked).
 func TestPeers(t *testing.T) {
 	small := []string{"--sizes", "64,4K", "--iters", "50", "--stream-sizes", "64K", "--stream-bytes", "1M",
-		"--reps", "1", "--duration", "50ms", "--clients", "4"}
+		"--reps", "1", "--duration", "50ms", "--warmup", "20ms", "--clients", "4"}
 	for _, tc := range []struct{ transport, tests string }{
 		{"unix", "grpc"},
 		{"shmipc", "pingpong,stream,connrate,http,grpc"},

@@ -22,10 +22,10 @@ const shmipcBufferCap = 256 << 20
 // one side gave up on leaves the other side's streams waiting for ever.
 const shmipcInitTimeout = 30 * time.Second
 
-// shmipc-go's net.Conn face: a listener takes a Unix socket connection per link (a
-// shmipc.Session) and hands out each stream the link opens (a *shmipc.Stream is a
+// shmipc-go's net.Conn face: a listener takes a Unix socket connection per link (its
+// multiplexed connection type) and hands out every stream the link opens (a stream is a
 // net.Conn), as shmipc's Listen does but with shmipcInitTimeout; a dialer's link comes
-// from a SessionManager (one link over a Unix socket, shared memory in a memfd), and
+// from shmipc's manager type (one link over a Unix socket, shared memory in a memfd), and
 // each Dial opens a stream of it, whose Close closes the stream.
 func init() {
 	shmipc.SetLogLevel(4) // errors only: shmipc-go logs to standard output, the tables' place

@@ -30,8 +30,8 @@ func serveHTTP(l net.Listener, o *Options) error {
 	return err
 }
 
-// runHTTP runs --clients keep-alive clients, each GETting in a loop for --duration, and
-// counts the requests whose bodies were read in full.
+// runHTTP runs --clients keep-alive clients, each GETting in a loop for --warmup and then
+// --duration, and counts the requests of the second span whose bodies were read in full.
 func runHTTP(ctx context.Context, env *Env) (Result, error) {
 	r := Result{Name: "http", Kind: KindRate, Title: fmt.Sprintf("net/http requests per second, %d keep-alive clients", env.O.Clients)}
 	tr := &http.Transport{
@@ -88,7 +88,7 @@ func runHTTP(ctx context.Context, env *Env) (Result, error) {
 			}
 		}()
 	}
-	time.Sleep(min(env.O.Duration/5, 200*time.Millisecond)) // warmup: every client connected
+	time.Sleep(env.O.Warmup)
 	measured.Store(true)
 	t0 := time.Now()
 	time.Sleep(env.O.Duration)

@@ -22,8 +22,9 @@ type Options struct {
 	StreamBytes int   // bytes a stream repetition sends
 	Reps        int   // stream repetitions
 	Duration    time.Duration
-	Clients     int // concurrent HTTP clients
-	Response    int // HTTP response body bytes
+	Warmup      time.Duration // http clients run this long before the count starts
+	Clients     int           // concurrent HTTP clients
+	Response    int           // HTTP response body bytes
 	JSON        string
 	Timeout     time.Duration
 	Role        string // client (default) or server
@@ -50,6 +51,7 @@ func ParseFlags(prog string, args []string, errOut io.Writer) (*Options, error) 
 	fs.StringVar(&streamBytes, "stream-bytes", "256M", "bytes one stream repetition sends")
 	fs.IntVar(&o.Reps, "reps", 5, "stream repetitions per write size (the median is reported)")
 	fs.DurationVar(&o.Duration, "duration", time.Second, "how long connrate, http and grpc run")
+	fs.DurationVar(&o.Warmup, "warmup", time.Second, "how long the http clients run before they are counted: every client connects and each connection's buffers come into use (a fresh shm ring faults its pages in on its first pass, TCP grows its socket buffers)")
 	fs.IntVar(&o.Clients, "clients", 16, "concurrent keep-alive HTTP clients")
 	fs.StringVar(&response, "response", "1K", "HTTP response body size")
 	fs.StringVar(&o.JSON, "json", "", "also write every result as one JSON document to `FILE`; --json alone prints it on stdout instead of the text")
@@ -91,6 +93,8 @@ func ParseFlags(prog string, args []string, errOut io.Writer) (*Options, error) 
 		return nil, errors.New("--role server needs --addr")
 	case o.Iters < 1 || o.Reps < 1 || o.Clients < 1:
 		return nil, errors.New("--iters, --reps and --clients must be at least 1")
+	case o.Warmup < 0:
+		return nil, errors.New("--warmup must not be negative")
 	case o.Duration <= 0 || o.Timeout <= 0:
 		return nil, errors.New("--duration and --timeout must be positive")
 	case o.StreamBytes < 1:

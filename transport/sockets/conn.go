@@ -178,8 +178,9 @@ func (c *Conn) brokenErr() error {
 }
 
 // wait blocks until ready reports true or an error: it spins first, then sleeps in
-// FUTEX_WAIT on word for futexSpell, then parks on kick (see design.md). deadline is the
-// side's deadline; the error is os.ErrDeadlineExceeded when it passes, or ready's error.
+// FUTEX_WAIT on word for futexSpell if a futex sleeper's place is free, then parks on
+// kick (see design.md). deadline is the side's deadline; the error is
+// os.ErrDeadlineExceeded when it passes, or ready's error.
 func (c *Conn) wait(word *atomic.Uint32, kick chan struct{}, deadline *atomic.Int64, ready func() (bool, error)) error {
 	for round := 0; ; round++ {
 		if ok, err := ready(); ok || err != nil {
@@ -194,14 +195,20 @@ func (c *Conn) wait(word *atomic.Uint32, kick chan struct{}, deadline *atomic.In
 				return os.ErrDeadlineExceeded
 			}
 		}
-		word.Store(sleepFutex)
-		if ok, err := ready(); ok || err != nil {
-			word.Store(awake)
-			return err
-		}
-		futexSleep(word, sleepFutex, spell)
-		if !word.CompareAndSwap(sleepFutex, sleepPoll) {
-			continue // woken, or the word was overwritten: re-check
+		if enterFutex() {
+			word.Store(sleepFutex)
+			if ok, err := ready(); ok || err != nil {
+				word.Store(awake)
+				leaveFutex()
+				return err
+			}
+			futexSleep(word, sleepFutex, spell)
+			leaveFutex()
+			if !word.CompareAndSwap(sleepFutex, sleepPoll) {
+				continue // woken, or the word was overwritten: re-check
+			}
+		} else {
+			word.Store(sleepPoll)
 		}
 		if ok, err := ready(); ok || err != nil {
 			word.Store(awake)

@@ -21,7 +21,7 @@ const (
 	// waiter lets the goroutine it waits for run on the same P. Frequent yields matter
 	// most when the host has fewer idle cores than busy goroutines; `go test -run XXX
 	// -bench RoundTrip64 ./transport/sockets` compares budgets.
-	spinRounds       = 1024
+	spinRounds       = 2048
 	spinGoschedEvery = 16
 )
 
@@ -37,6 +37,25 @@ const (
 // instead: a futex sleep is the fastest to wake but holds an OS thread, so a connection
 // idle for longer waits in the Go scheduler and costs no thread.
 const futexSpell = time.Millisecond
+
+// futexSleepers counts this process's goroutines in FUTEX_WAIT. A goroutine in a system
+// call keeps its P until the Go scheduler's monitor takes it back, so a futex sleeper
+// stalls runnable goroutines: at most GOMAXPROCS-1 sleep in futexes at once, and the
+// others park at once (`sockbench --transport gorma-tcp --test http` is the case of many
+// connections on few cores; `--test pingpong` the case of one).
+var futexSleepers atomic.Int32
+
+// enterFutex reserves a futex sleeper's place and reports whether it got one; the caller
+// that got one calls leaveFutex.
+func enterFutex() bool {
+	if futexSleepers.Add(1) < int32(runtime.GOMAXPROCS(0)) {
+		return true
+	}
+	futexSleepers.Add(-1)
+	return false
+}
+
+func leaveFutex() { futexSleepers.Add(-1) }
 
 // futexSleep sleeps on word while it holds val, for at most d. Spurious returns are
 // fine: every caller re-checks its condition.

@@ -145,14 +145,22 @@ func (r *ring) writeSpan(n uint64) []byte { return r.readSpan(n) }
 func (r *ring) consume(p []byte, avail uint64) int {
 	done := 0
 	for done < len(p) && avail > 0 {
-		n := copy(p[done:], r.readSpan(avail))
+		n := copy(p[done:], r.readSpan(min(avail, r.chunk())))
 		done += n
 		avail -= uint64(n)
 		r.pos += uint64(n)
+		if done < len(p) && avail > 0 {
+			r.release() // hand a long read's first chunk back to the writer
+		}
 	}
 	r.release()
 	return done
 }
+
+// chunk is how many bytes one side copies before it publishes them: a quarter of the
+// ring, so that on a long write or read the other side works on one quarter while this
+// side copies the next.
+func (r *ring) chunk() uint64 { return uint64(len(r.data)) / 4 }
 
 // release publishes head after the reader consumed bytes in place.
 func (r *ring) release() {

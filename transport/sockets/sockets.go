@@ -82,7 +82,9 @@ type ListenConfig struct {
 	// SO_PEERCRED on the rendezvous socket).
 	AllowUIDs []uint32
 	// RingSize is the size in bytes of each direction's ring: a power of two from 4 KiB
-	// to 256 MiB; 0 means 1 MiB.
+	// to 256 MiB; 0 means 1 MiB. A connection maps twice this, its pages allocated as the
+	// rings are first used. A larger ring lets long writes overlap more; a smaller one
+	// costs many long-lived connections less memory.
 	RingSize int
 }
 

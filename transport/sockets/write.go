@@ -66,8 +66,8 @@ func (c *Conn) writeLocked(p []byte) (int, error) {
 			}
 			return done, err
 		}
-		done += c.out.produce(p[done:], free)
-		if c.out.pos-c.out.published >= uint64(len(c.out.data))/4 {
+		done += c.out.produce(p[done:], min(free, c.out.chunk()))
+		if c.out.pos-c.out.published >= c.out.chunk() {
 			c.out.publish() // let the reader start on a long write's first quarter
 		}
 	}

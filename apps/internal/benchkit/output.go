@@ -14,9 +14,24 @@ func WriteJSON(v any, dest string) error {
 	if err != nil {
 		return err
 	}
+	return writeOut(b, dest)
+}
+
+// WriteJSONLine writes v as one line of JSON to the file dest, or to standard output
+// when dest is "-".
+func WriteJSONLine(v any, dest string) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeOut(b, dest)
+}
+
+// writeOut writes b and a newline to the file dest, or to standard output for "-".
+func writeOut(b []byte, dest string) error {
 	b = append(b, '\n')
 	if dest == "-" {
-		_, err = os.Stdout.Write(b)
+		_, err := os.Stdout.Write(b)
 		return err
 	}
 	return os.WriteFile(dest, b, 0o644)

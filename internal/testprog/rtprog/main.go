@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/rpc"
 	"os"
 	"os/signal"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -27,6 +29,17 @@ import (
 //	rpc             rank 0 serves net/rpc on World.Listen("rpc"); every other rank dials
 //	                it with World.Dial, calls Arith.Mul(rank, 7) and prints
 //	                "rpc RANK RESULT"; all finalize
+//	allreduce VICTIM MIB
+//	                every rank prints "ready RANK PID", then all run Allreduces (Sum) of
+//	                MIB MiB of float64 in a loop; after two of them rank VICTIM SIGKILLs
+//	                itself a random 0-30 ms into the third. A rank whose Allreduce fails
+//	                calls World.Abort(1, ERROR), as an MPI program's error handler would
+//	                (apps/allreducebench does)
+//	stranded        every rank prints "ready RANK PID"; rank 0 then sleeps, the others
+//	                enter a Barrier (which cannot complete). A rank whose Barrier fails
+//	                prints "rtprog: rank R: ERROR" on stderr and then waits for ever, as a
+//	                program that does not exit on errors would: only a signal or the
+//	                runtime itself ends it
 //
 // In barrier and recv modes the ranks ignore SIGTERM and SIGINT: they end only when their
 // blocked call fails (printing "rtprog: rank R: ERROR" on stderr and exiting 1), or by
@@ -102,6 +115,23 @@ func main() {
 		if err := w.Finalize(fctx); err != nil {
 			fail("rank %d: finalize: %v", rank, err)
 		}
+	case "allreduce":
+		if len(os.Args) < 4 {
+			fail("usage: rtprog allreduce VICTIM MIB")
+		}
+		victim, _ := strconv.Atoi(os.Args[2])
+		mib, _ := strconv.Atoi(os.Args[3])
+		allreduceLoop(ctx, w, victim, mib)
+	case "stranded":
+		if rank == 0 {
+			time.Sleep(time.Hour)
+			fail("rank 0 not killed")
+		}
+		if err := runtime.Barrier(ctx, w); err != nil {
+			fmt.Fprintf(os.Stderr, "rtprog: rank %d: %v\n", rank, err)
+			select {}
+		}
+		fail("rank %d: stranded: Barrier returned without error", rank)
 	case "rpc":
 		if err := serveRPC(ctx, w); err != nil {
 			fail("rank %d: rpc: %v", rank, err)
@@ -168,6 +198,26 @@ func serveRPC(ctx context.Context, w *runtime.World) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// allreduceLoop runs mode allreduce: it returns only by exiting the process.
+func allreduceLoop(ctx context.Context, w *runtime.World, victim, mib int) {
+	n := max(1, mib) << 20 / 8
+	send, recv := make([]float64, n), make([]float64, n)
+	for i := range send {
+		send[i] = float64(w.Rank() + 1)
+	}
+	for iter := 0; ; iter++ {
+		if w.Rank() == victim && iter == 2 {
+			go func() {
+				time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}()
+		}
+		if err := collectives.Allreduce(ctx, w, send, recv, collectives.Sum[float64]()); err != nil {
+			w.Abort(1, fmt.Sprintf("rtprog: rank %d: allreduce %d: %v", w.Rank(), iter, err))
+		}
+	}
 }
 
 func fail(format string, args ...any) {

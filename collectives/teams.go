@@ -1,0 +1,110 @@
+package collectives
+
+import (
+	"os"
+	"strconv"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Teams. A shmGroup's members map each other's scratch and every step waits for every
+// member, so one group over every rank of a large host would connect and map every pair
+// of ranks. A one-host job of more than shmTeamMax ranks therefore splits its ranks into
+// teams of consecutive ranks (as equal as the count allows, at least shmTeamMax/2 each):
+// each team is a shmGroup, and the teams' first ranks, the heads, form one more. A rank
+// then maps and connects to the members of its team, and a head also to the other heads:
+// O(T + N/T) peers instead of N-1. A collective runs in the team, among the heads, then in
+// the team again:
+//
+//   - Barrier: a team step, a heads' step, a team step.
+//   - Allreduce: the team reduces to its head (allreduceSHM with a root), the heads
+//     allreduce in place, each head broadcasts to its team (shmBcast). Teams and heads are
+//     in rank order, so the result is combined in rank order.
+
+// shmTeamMax is the most ranks of one shmGroup on a host (GORMA_SHM_TEAM, at least 4,
+// default 16). `apps/scalebench` measures the cost of a job at 8 to 256 ranks.
+func shmTeamMax() int {
+	if v, err := strconv.Atoi(os.Getenv("GORMA_SHM_TEAM")); err == nil && v >= 4 {
+		return v
+	}
+	return 16
+}
+
+// teamed reports whether this one-host job's shared-memory collectives run in teams,
+// and sets the groups up the first time it says yes.
+func (l *localState) teamed() bool {
+	if l.team != nil || l.flat {
+		return l.team != nil
+	}
+	n, t := len(l.host), shmTeamMax()
+	if n <= t {
+		l.flat = true
+		return false
+	}
+	k := (n + t - 1) / t // teams; team i holds host[i*n/k : (i+1)*n/k]
+	heads := make([]int, k)
+	for i := range k {
+		lo, hi := i*n/k, (i+1)*n/k
+		heads[i] = l.host[lo]
+		if l.hostIdx >= lo && l.hostIdx < hi {
+			l.team = &shmGroup{ranks: append([]int(nil), l.host[lo:hi]...), me: l.hostIdx - lo}
+			if l.hostIdx == lo {
+				l.heads = &shmGroup{me: i}
+			}
+		}
+	}
+	if l.heads != nil {
+		l.heads.ranks = heads
+	}
+	return true
+}
+
+// barrierTeams is Barrier of a one-host job in teams.
+func barrierTeams(c *call, l *localState) error {
+	if err := l.team.prepare(c, 0); err != nil {
+		return err
+	}
+	v := l.team.seq + 1
+	l.team.setMeta(c, v, 0) // a call's first step: the call number is checked
+	if err := l.team.step(c, v, 0); err != nil {
+		return err
+	}
+	if h := l.heads; h != nil {
+		if err := h.prepare(c, 0); err != nil {
+			return err
+		}
+		v := h.seq + 1
+		h.setMeta(c, v, 0)
+		if err := h.step(c, v, 0); err != nil {
+			return err
+		}
+	}
+	// Until the heads' step is over, each team's head keeps the team here.
+	return l.team.step(c, l.team.seq+1, -1)
+}
+
+// allreduceTeams is the shared-memory Allreduce of a one-host job in teams.
+func allreduceTeams[T runtime.Elem](c *call, l *localState, src, recv []T, op Op[T]) error {
+	bytes := len(recv) * elemSize[T]()
+	if err := l.team.prepare(c, bytes); err != nil {
+		return err
+	}
+	if err := allreduceSHM(c, l.team, src, recv, op, 0); err != nil {
+		return err
+	}
+	if h := l.heads; h != nil {
+		if err := h.prepare(c, bytes); err != nil {
+			return err
+		}
+		if err := allreduceSHM(c, h, recv, recv, op, -1); err != nil {
+			return err
+		}
+		if err := h.releaseBig(c); err != nil {
+			return err
+		}
+	}
+	if err := shmBcast(c, l.team, recv, 0); err != nil {
+		return err
+	}
+	return l.team.releaseBig(c)
+}

@@ -18,3 +18,11 @@ func SetSleepMax(d time.Duration) (restore func()) {
 	sleepMax = d
 	return func() { sleepMax = old }
 }
+
+// SetCacheMaxPages sets the page cache's per-window budget and returns a function
+// restoring it. Call it before starting the ranks.
+func SetCacheMaxPages(n int) (restore func()) {
+	old := cacheMaxPages
+	cacheMaxPages = n
+	return func() { cacheMaxPages = old }
+}

@@ -39,8 +39,8 @@ import (
 // completion): they end when the operations complete or their rank fails.
 
 // cacheMaxPages bounds the number of pages a rank caches per window; past it the oldest
-// installed page is evicted.
-const cacheMaxPages = 16384
+// installed page is evicted. Tests lower it (SetCacheMaxPages) to reach the bound cheaply.
+var cacheMaxPages = 16384
 
 // CacheStats are the page cache's counters at this rank.
 type CacheStats struct {

@@ -321,16 +321,21 @@ func closeSync(ctx context.Context, win *window.Win[int64], mode string, me, wri
 	return nil
 }
 
+// cacheBudget is the per-window page budget the capacity tests set, small enough that
+// filling it costs little under the race detector.
+const cacheBudget = 1024
+
 // TestCacheStressCapacity: the reader caches more pages of one home than the cache holds
-// (16384 per window), so the oldest are evicted while newer ones install; it re-reads
+// (cacheBudget per window), so the oldest are evicted while newer ones install; it re-reads
 // evicted pages (refilled, evicting others) and the newest (hits). The home then changes
 // every element and publishes with Sync, and the reader must see the new values on
 // evicted, re-installed and still cached pages alike.
 func TestCacheStressCapacity(t *testing.T) {
 	const page = 512
-	const pages = 16384 + 64
+	const pages = cacheBudget + 64
 	const per = page / 8    // int64 elements per page
 	const n = pages*per - 5 // a partial last page
+	defer window.SetCacheMaxPages(cacheBudget)()
 	stressRun(t, 2, runtimetest.Options{Hosts: []string{"a", "b"}}, func(ctx context.Context, w *runtime.World) error {
 		win, err := window.Allocate[int64](ctx, w, n, window.PageSize(page))
 		if err != nil {
@@ -427,8 +432,9 @@ func TestCacheStressCapacity(t *testing.T) {
 func TestCacheReinstallKeepsBudget(t *testing.T) {
 	const page = 512
 	const per = page / 8
-	const pages = 16384 * 3 / 4
+	const pages = cacheBudget * 3 / 4
 	const n = pages * per
+	defer window.SetCacheMaxPages(cacheBudget)()
 	stressRun(t, 2, runtimetest.Options{Hosts: []string{"a", "b"}}, func(ctx context.Context, w *runtime.World) error {
 		win, err := window.Allocate[int64](ctx, w, n, window.PageSize(page))
 		if err != nil {
@@ -486,8 +492,8 @@ func TestCacheReinstallKeepsBudget(t *testing.T) {
 			}
 			last := win.CacheStats()
 			if last.Evictions != 0 || last.Misses != stats[1].Misses || last.Installs < 2*pages {
-				bad = fmt.Errorf("%d pages, budget 16384: after the first pass %+v, after re-installing %+v, after one more pass %+v: want no eviction and no miss in the last pass",
-					pages, stats[0], stats[1], last)
+				bad = fmt.Errorf("%d pages, budget %d: after the first pass %+v, after re-installing %+v, after one more pass %+v: want no eviction and no miss in the last pass",
+					pages, cacheBudget, stats[0], stats[1], last)
 			}
 		}
 		return errors.Join(bad, win.Free(ctx))

@@ -235,7 +235,7 @@ func Run(t testing.TB, n int, opt Options, f func(w *runtime.World) error) {
 	select {
 	case <-done:
 	case <-time.After(opt.Timeout):
-		t.Fatalf("runtimetest: ranks still running after %v", opt.Timeout)
+		t.Fatalf("runtimetest: ranks still running after %v; goroutines:\n%s", opt.Timeout, stacks())
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -247,6 +247,14 @@ func Run(t testing.TB, n int, opt Options, f func(w *runtime.World) error) {
 	if err := j.Finalize(ctx); err != nil {
 		t.Errorf("finalize: %v", err)
 	}
+}
+
+// stacks returns every goroutine's stack, cut at maxStacks bytes, so that a hung test
+// shows where its ranks wait.
+func stacks() []byte {
+	const maxStacks = 256 << 10
+	buf := make([]byte, maxStacks)
+	return buf[:goruntime.Stack(buf, true)]
 }
 
 // handler is the fake agent.

@@ -79,6 +79,10 @@ const (
 	// through the two big buffers in chunks of at most shmChunkMax.
 	shmChunkMin = 64 << 10
 	shmChunkMax = 256 << 10
+	// shmHostBig bounds the big buffers of one group's members on a host (bytes, two per
+	// member) beyond shmChunkMin each: a host of many ranks gets smaller chunks, so that
+	// its shared memory grows by a fixed share per rank.
+	shmHostBig = 8 << 20
 
 	shmSpinFor    = 30 * time.Microsecond // polling, then futex sleeps
 	shmSleep      = time.Millisecond      // bound of one futex sleep
@@ -118,10 +122,11 @@ type shmGroup struct {
 // shmRegionSize is the size of a region whose big buffers hold chunk bytes each.
 func shmRegionSize(chunk int) int { return shmOffSmall + 2*shmSmallMax + 2*chunk }
 
-// shmChunkFor returns the big buffer size that suits vectors of bytes bytes.
-func shmChunkFor(bytes int) int {
+// shmChunkFor returns the big buffer size that suits vectors of bytes bytes on a host
+// of local ranks.
+func shmChunkFor(bytes, local int) int {
 	c := shmChunkMin
-	for c < bytes && c < shmChunkMax {
+	for c < bytes && c < shmChunkMax && 2*c*2*local <= shmHostBig {
 		c *= 2
 	}
 	return c
@@ -154,7 +159,7 @@ func (g *shmGroup) prepare(c *call, bytes int) error {
 	}
 	want := 0
 	if bytes > shmSmallMax {
-		want = shmChunkFor(bytes)
+		want = shmChunkFor(bytes, c.s.comm.LocalSize())
 	}
 	if fresh {
 		if g.mem == nil || g.broken || !g.fresh {

@@ -24,6 +24,10 @@ type Region struct {
 	Key   uint64 // 0 for raw regions
 	Off   int64  // segment offset
 	Bytes []byte // aliases the segment
+	// Zero reports that every byte reads zero: no page of the region was handed out
+	// since the segment was made or the page was last returned to the kernel. Clearing
+	// such a region would only fault its pages in.
+	Zero bool
 }
 
 // Arena is the owner's side of a device's pre-registered memory. Its methods are safe for
@@ -135,14 +139,15 @@ func (a *Arena) carve(n int, access verbs.Access, keyed bool) (Region, error) {
 			n, verbs.ErrNoMemory, a.st.InUse, a.st.Reserved)
 	}
 	size := blockSize(order)
-	if warm := a.markResident(rel, size); warm > 0 {
+	warm := a.markResident(rel, size)
+	if warm > 0 {
 		a.st.Reuses++
 		a.st.PageInsAvoided += warm
 		a.st.ResidentFree = max(0, a.st.ResidentFree-min(size, warm*pageSize))
 	}
 	a.st.InUse += size
 	off := a.hdr.dataOff + rel
-	r := Region{Off: off, Bytes: a.seg.Bytes()[off : off+int64(n) : off+int64(n)]}
+	r := Region{Off: off, Bytes: a.seg.Bytes()[off : off+int64(n) : off+int64(n)], Zero: warm == 0}
 	if keyed {
 		idx := a.freeSlots[len(a.freeSlots)-1]
 		a.freeSlots = a.freeSlots[:len(a.freeSlots)-1]

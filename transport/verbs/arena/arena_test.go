@@ -179,6 +179,53 @@ func TestTrimPastHighWater(t *testing.T) {
 	}
 }
 
+// TestRegionZero: a region reported Zero reads zero in every byte, through allocations,
+// writes, frees and trims of random sizes; a fresh region is Zero and a reused one is not.
+func TestRegionZero(t *testing.T) {
+	a := newArena(t, Config{Name: "z", Size: 16 << 20, HighWater: 1 << 20})
+	r, err := a.AllocRaw(64 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Zero {
+		t.Fatal("a region of never-used pages is not reported Zero")
+	}
+	r.Bytes[100] = 7
+	a.Free(r)
+	if r, _ = a.AllocRaw(64 << 10); r.Zero {
+		t.Fatal("a reused, written region is reported Zero")
+	}
+	a.Free(r)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var live []Region
+	zeros := 0
+	for range 2000 {
+		if len(live) > 0 && rng.IntN(2) == 0 {
+			i := rng.IntN(len(live))
+			a.Free(live[i])
+			live = append(live[:i], live[i+1:]...)
+			continue
+		}
+		r, err := a.AllocRaw(1 + rng.IntN(256<<10))
+		if err != nil {
+			continue // full for now
+		}
+		if r.Zero {
+			zeros++
+			if i := bytes.IndexFunc(r.Bytes, func(c rune) bool { return c != 0 }); i >= 0 {
+				t.Fatalf("a region reported Zero holds a non-zero byte at %d of %d", i, len(r.Bytes))
+			}
+		}
+		for i := 0; i < len(r.Bytes); i += 509 {
+			r.Bytes[i] = 0xA5
+		}
+		live = append(live, r)
+	}
+	if zeros == 0 {
+		t.Fatal("no allocation was reported Zero")
+	}
+}
+
 func TestErrors(t *testing.T) {
 	a := newArena(t, Config{Name: "t", Size: 1 << 20, MaxMRs: 2})
 	if _, err := a.Alloc(2<<20, verbs.AccessAll); !errors.Is(err, verbs.ErrNoMemory) {

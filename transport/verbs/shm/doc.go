@@ -22,7 +22,7 @@
 // memory are refused with ErrUnsupported). Each QP owns an inbound ring in its arena
 // through which Sends and immediates travel, against credits for posted receives. The
 // device also owns its mappings of peer arenas and one monitor goroutine that watches
-// peer processes through pidfds.
+// peer processes (through a bounded number of pidfds; the others are polled).
 //
 // RDMA writes, reads and atomics run inside PostSend, in the caller's goroutine. A Send
 // completes once its data is in the peer's ring; a Send that cannot go yet waits in the

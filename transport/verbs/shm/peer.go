@@ -17,15 +17,23 @@ import (
 // unmapping). The cache is keyed by (pid, fd, path, nonce): the nonce is random per
 // device, so a reused pid or fd never aliases an old mapping.
 //
-// Liveness: for each peer in another process the device holds a pidfd. One monitor
-// goroutine per device polls them; when one becomes readable the peer has exited, and
-// every QP connected to it fails (its first waiting request with RetryExcErr, the rest
-// with WRFlushErr) and the device's sleepers are woken. Where pidfd_open is unavailable
-// the monitor checks such peers with kill(pid, 0) every monitorFallbackPoll instead. The
-// monitor starts with the first remote peer and stops in Device.Close (an eventfd wakes
-// its poll).
+// Liveness: for the first pidfdBudget peers in other processes the device holds a
+// pidfd. One monitor goroutine per device polls them; when one becomes readable the peer
+// has exited, and every QP connected to it fails (its first waiting request with
+// RetryExcErr, the rest with WRFlushErr) and the device's sleepers are woken. Peers
+// beyond the budget are checked every monitorFallbackPoll instead (exited: a pidfd opened
+// and closed for the check, or kill(pid, 0) where pidfd_open is unavailable), so that a
+// rank's descriptors stay bounded however many peers it maps; the pidfd opened at attach
+// and closed once the arena is mapped still proves that the pid named the segment's
+// owner. The monitor starts with the first remote peer and stops in Device.Close (an
+// eventfd wakes its poll).
 
 const monitorFallbackPoll = 100 * time.Millisecond
+
+// pidfdBudget bounds the pidfds a device holds (one per watched peer): with teams in
+// the collectives and lazy connections, most ranks of a large job connect to fewer
+// peers than this, and the rest are polled. A variable for tests, which set it to 0.
+var pidfdBudget = 16
 
 type peerKey struct {
 	pid   int32
@@ -56,6 +64,7 @@ type peerCache struct {
 	closed bool
 	m      map[peerKey]*peer
 	mon    *monitor
+	pidfds int // peers holding a pidfd
 }
 
 type monitor struct {
@@ -117,6 +126,14 @@ func (c *peerCache) attach(key peerKey, ep *endpoint) (*peer, error) {
 		}
 		return nil, fmt.Errorf("map the arena of process %d: %w", key.pid, err)
 	}
+	if p.pidfd >= 0 {
+		if c.pidfds < pidfdBudget {
+			c.pidfds++
+		} else {
+			unix.Close(p.pidfd) // over budget: polled
+			p.pidfd = -1
+		}
+	}
 	p.remote, p.mem, p.tab = r, r.Bytes(), r.Table()
 	p.bell.seq, p.bell.waiters = r.Doorbell()
 	return p, nil
@@ -148,6 +165,9 @@ func (c *peerCache) release(p *peer, q *qp) {
 	p.refs--
 	if p.refs == 0 && p.dead.Load() && !c.closed {
 		delete(c.m, p.key)
+		if p.pidfd >= 0 {
+			c.pidfds--
+		}
 		p.unmap()
 	}
 }
@@ -210,6 +230,19 @@ func (c *peerCache) startMonitorLocked() {
 	go c.watch(c.mon)
 }
 
+// exited reports whether process pid has exited (a zombie not yet reaped included):
+// through a pidfd opened for the check where pidfd_open works, else kill(pid, 0).
+func exited(pid int32) bool {
+	fd, err := unix.PidfdOpen(int(pid), 0)
+	if err != nil {
+		return err == unix.ESRCH || unix.Kill(int(pid), 0) == unix.ESRCH
+	}
+	defer unix.Close(fd)
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(pfd, 0)
+	return err == nil && n > 0 && pfd[0].Revents != 0
+}
+
 func (m *monitor) kick() {
 	var one = [8]byte{1}
 	unix.Write(m.wakefd, one[:])
@@ -253,7 +286,7 @@ func (c *peerCache) watch(m *monitor) {
 			}
 		}
 		for _, p := range polled {
-			if unix.Kill(int(p.key.pid), 0) == unix.ESRCH {
+			if exited(p.key.pid) {
 				c.died(p)
 			}
 		}

@@ -69,10 +69,23 @@ func (c *childProc) expect(t *testing.T, word string) []string {
 	return nil
 }
 
+// TestTwoProcesses runs RDMA, atomics and sends against a child process, then kills it
+// while this side sleeps in Wait: with the child watched through a pidfd, and polled
+// (no pidfd left in the device's budget).
 func TestTwoProcesses(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
 		t.Skip("in the child")
 	}
+	t.Run("pidfd", twoProcesses)
+	t.Run("polled", func(t *testing.T) {
+		old := pidfdBudget
+		pidfdBudget = 0
+		defer func() { pidfdBudget = old }()
+		twoProcesses(t)
+	})
+}
+
+func twoProcesses(t *testing.T) {
 	c := startChild(t)
 	f := c.expect(t, "HELLO")
 	childEP, _ := hex.DecodeString(f[0])

@@ -147,7 +147,7 @@ func (q *qp) allocRing(slots int) error {
 		return opError(op, 0, err, "no arena memory for the QP's inbound ring")
 	}
 	q.rxRegs = [2]arena.Region{hdr, data}
-	q.rx = initRing(hdr.Bytes, data.Bytes, d.nonce, q.num)
+	q.rx = initRing(hdr.Bytes, data.Bytes, data.Zero, d.nonce, q.num)
 	ep := endpoint{host: d.host, pid: d.pid, nonce: d.nonce, qpn: q.num, hdrOff: uint64(hdr.Off),
 		dataOff: uint64(data.Off), slots: uint32(slots), desc: d.desc}
 	if q.ep, err = ep.appendBinary(nil); err != nil {

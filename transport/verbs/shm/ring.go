@@ -134,11 +134,14 @@ func newRing(hdr, data []byte) ring {
 	}
 }
 
-// initRing clears a freshly allocated ring (arena memory may be reused), records its
-// owner, and publishes its magic last.
-func initRing(hdr, data []byte, nonce uint64, qpn uint32) ring {
+// initRing clears a freshly allocated ring (arena memory may be reused; data known to
+// read zero is left untouched, so that a ring's pages fault in only as records reach
+// them), records its owner, and publishes its magic last.
+func initRing(hdr, data []byte, zero bool, nonce uint64, qpn uint32) ring {
 	clear(hdr)
-	clear(data)
+	if !zero {
+		clear(data)
+	}
 	binary.LittleEndian.PutUint32(hdr[rhSlots:], uint32(len(data)>>slotShift))
 	binary.LittleEndian.PutUint64(hdr[rhNonce:], nonce)
 	binary.LittleEndian.PutUint32(hdr[rhQPN:], qpn)

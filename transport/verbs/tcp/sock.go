@@ -59,6 +59,8 @@ type sock struct {
 	spin time.Duration
 	// spinHits counts Reads that a spin served (reader only; for tests).
 	spinHits int64
+	// spinMisses counts spins that ended without data (for tests, which wait for one).
+	spinMisses atomic.Int64
 	// idle gates the reader goroutine's spin (spinIdle), set by its connection (newQconn:
 	// soleOnCQ and othersIdle on sched) or a test; nil: the reader never spins.
 	idle  func() bool
@@ -245,9 +247,12 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 	}
 	defer s.decref()
 	if !s.direct.Load() {
-		if s.spin > 0 && s.idle != nil && s.spinIdle(f) {
-			s.spinHits++
-			return nil
+		if s.spin > 0 && s.idle != nil {
+			if s.spinIdle(f) {
+				s.spinHits++
+				return nil
+			}
+			s.spinMisses.Add(1)
 		}
 		s.rfn = f
 		err := s.inRaw.Read(s.inFn)
@@ -258,10 +263,13 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 		// Wait first if the last attempt found nothing, as in a ping-pong, where the
 		// first read of every wait would fail: that saves it. A stream's attempts find
 		// data and keep trying first. A device that spins tries for its budget first.
-		if s.missed && s.spin > 0 && s.spinRead(f) {
-			s.missed = false
-			s.spinHits++
-			return nil
+		if s.missed && s.spin > 0 {
+			if s.spinRead(f) {
+				s.missed = false
+				s.spinHits++
+				return nil
+			}
+			s.spinMisses.Add(1)
 		}
 		if s.missed {
 			if err := s.waitDirect(); err != nil {

@@ -256,6 +256,7 @@ func TestSockReaderSpin(t *testing.T) {
 	buf := make([]byte, 8)
 	read := func(what, data string, hits int64) {
 		t.Helper()
+		misses, before := s.spinMisses.Load(), s.spinHits
 		done := readAfter(t, s, buf)
 		switch what {
 		case "gate closing":
@@ -263,7 +264,14 @@ func TestSockReaderSpin(t *testing.T) {
 		case "kick":
 			s.SetReadDeadline(aLongTimeAgo)
 		}
-		time.Sleep(10 * time.Millisecond) // the spin sees the change
+		if hits == before { // the spin must end without data: wait until it has
+			for deadline := time.Now().Add(10 * time.Second); s.spinMisses.Load() == misses; {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: the spin did not end", what)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
 		if _, err := peer.Write([]byte(data)); err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ type childProc struct {
 	out *bufio.Scanner
 }
 
-func startChild(t *testing.T) *childProc {
+func startChild(t testing.TB) *childProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"=1")
@@ -57,7 +57,7 @@ func startChild(t *testing.T) *childProc {
 }
 
 // expect reads lines until one starts with word and returns its fields after word.
-func (c *childProc) expect(t *testing.T, word string) []string {
+func (c *childProc) expect(t testing.TB, word string) []string {
 	t.Helper()
 	for c.out.Scan() {
 		f := strings.Fields(c.out.Text())

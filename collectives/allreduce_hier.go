@@ -140,7 +140,9 @@ func allreduceWorldSHM[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 // (allreduceSHM with a root), the leaders run a point-to-point Allreduce among themselves
 // (the algorithm selectAllreduce picks for their number, on a sub-group addressed by
 // World rank), and each leader broadcasts the result to its host through shared memory
-// (shmBcast). Only the leaders' step crosses hosts. Under ScratchFresh each host's big
+// (shmBcast). A host of more than shmTeamMax ranks does both on-host steps in teams
+// (reduceTeams, bcastTeams): its leader is the first team's head. Only the leaders' step
+// crosses hosts. Under ScratchFresh each host's big
 // buffers are acquired before the on-host reduce and released after the broadcast. Rank order holds for non-commutative
 // operators when each host's ranks are consecutive (the selection falls back otherwise).
 func allreduceHier[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
@@ -155,7 +157,13 @@ func allreduceHier[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 			runtime.ErrInvalid)
 	}
 	local := len(l.host) > 1
-	if local {
+	teams := local && l.teamed()
+	switch {
+	case teams:
+		if err := reduceTeams(c, l, src, recv, op); err != nil {
+			return err
+		}
+	case local:
 		if l.onHost == nil {
 			l.onHost = &shmGroup{ranks: l.host, me: l.hostIdx}
 		}
@@ -165,7 +173,7 @@ func allreduceHier[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 		if err := allreduceSHM(c, l.onHost, src, recv, op, 0); err != nil {
 			return err
 		}
-	} else {
+	default:
 		copy(recv, src)
 	}
 	if l.leaderS != nil {
@@ -177,7 +185,10 @@ func allreduceHier[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 			return fmt.Errorf("among host leaders: %w", err)
 		}
 	}
-	if local {
+	switch {
+	case teams:
+		return bcastTeams(c, l, recv)
+	case local:
 		if err := shmBcast(c, l.onHost, recv, 0); err != nil {
 			return err
 		}

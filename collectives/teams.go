@@ -9,17 +9,20 @@ import (
 
 // Teams. A shmGroup's members map each other's scratch and every step waits for every
 // member, so one group over every rank of a large host would connect and map every pair
-// of ranks. A one-host job of more than shmTeamMax ranks therefore splits its ranks into
-// teams of consecutive ranks (as equal as the count allows, at least shmTeamMax/2 each):
-// each team is a shmGroup, and the teams' first ranks, the heads, form one more. A rank
-// then maps and connects to the members of its team, and a head also to the other heads:
+// of ranks. A host of more than shmTeamMax ranks therefore splits its ranks into teams of
+// consecutive ranks (as equal as the count allows, at least shmTeamMax/2 each): each
+// team is a shmGroup, and the teams' first ranks, the heads, form one more. A rank then
+// maps and connects to the members of its team, and a head also to the other heads:
 // O(T + N/T) peers instead of N-1. A collective runs in the team, among the heads, then in
 // the team again:
 //
-//   - Barrier: a team step, a heads' step, a team step.
-//   - Allreduce: the team reduces to its head (allreduceSHM with a root), the heads
-//     allreduce in place, each head broadcasts to its team (shmBcast). Teams and heads are
-//     in rank order, so the result is combined in rank order.
+//   - Barrier (a one-host job): a team step, a heads' step, a team step.
+//   - Allreduce (a one-host job): the team reduces to its head (allreduceSHM with a
+//     root), the heads allreduce in place, each head broadcasts to its team (shmBcast).
+//     Teams and heads are in rank order, so the result is combined in rank order.
+//   - The hierarchical Allreduce of a job spanning hosts: the heads reduce to the host's
+//     first rank instead (reduceTeams), which takes part in the leaders' step and
+//     broadcasts back through the heads and the teams (bcastTeams).
 
 // shmTeamMax is the most ranks of one shmGroup on a host (GORMA_SHM_TEAM, at least 4,
 // default 16). `apps/scalebench` measures the cost of a job at 8 to 256 ranks.
@@ -30,8 +33,8 @@ func shmTeamMax() int {
 	return 16
 }
 
-// teamed reports whether this one-host job's shared-memory collectives run in teams,
-// and sets the groups up the first time it says yes.
+// teamed reports whether the shared-memory collectives of this rank's host run in
+// teams, and sets the groups up the first time it says yes.
 func (l *localState) teamed() bool {
 	if l.team != nil || l.flat {
 		return l.team != nil
@@ -97,6 +100,43 @@ func allreduceTeams[T runtime.Elem](c *call, l *localState, src, recv []T, op Op
 			return err
 		}
 		if err := allreduceSHM(c, h, recv, recv, op, -1); err != nil {
+			return err
+		}
+		if err := h.releaseBig(c); err != nil {
+			return err
+		}
+	}
+	if err := shmBcast(c, l.team, recv, 0); err != nil {
+		return err
+	}
+	return l.team.releaseBig(c)
+}
+
+// reduceTeams reduces the vectors of this host's ranks, in teams, to the host's first
+// rank (the first team's head): each team to its head, then the heads to the first. The
+// big buffers stay held until bcastTeams.
+func reduceTeams[T runtime.Elem](c *call, l *localState, src, recv []T, op Op[T]) error {
+	bytes := len(recv) * elemSize[T]()
+	if err := l.team.prepare(c, bytes); err != nil {
+		return err
+	}
+	if err := allreduceSHM(c, l.team, src, recv, op, 0); err != nil {
+		return err
+	}
+	if h := l.heads; h != nil {
+		if err := h.prepare(c, bytes); err != nil {
+			return err
+		}
+		return allreduceSHM(c, h, recv, recv, op, 0)
+	}
+	return nil
+}
+
+// bcastTeams gives every rank of this host the host's first rank's recv: to the heads,
+// then each head to its team; it releases the big buffers reduceTeams held.
+func bcastTeams[T runtime.Elem](c *call, l *localState, recv []T) error {
+	if h := l.heads; h != nil {
+		if err := shmBcast(c, h, recv, 0); err != nil {
 			return err
 		}
 		if err := h.releaseBig(c); err != nil {

@@ -12,7 +12,8 @@ import (
 // shared-memory Allreduce in teams (teams.go): every type and operator, in place and not,
 // short and chunked vectors, the non-commutative affine operator in rank order; and
 // Barriers and Allreduces connect a rank only to its team and, as a head, to the other
-// heads.
+// heads. The hierarchical Allreduce of a job spanning hosts runs its on-host steps in
+// teams too.
 func TestTeams(t *testing.T) {
 	t.Setenv("GORMA_SHM_TEAM", "4")
 	for _, p := range []int{5, 11} {
@@ -36,4 +37,22 @@ func TestTeams(t *testing.T) {
 			})
 		})
 	}
+	// Two hosts of 9 ranks: the selection picks the hierarchical Allreduce, whose on-host
+	// steps run in teams, the host's first rank leading.
+	hosts := make([]string, 18)
+	for i := range hosts {
+		hosts[i] = string(rune('a' + i/9))
+	}
+	t.Run("hier", func(t *testing.T) {
+		runJob(t, len(hosts), runtimetest.Options{Hosts: hosts}, 90*time.Second, func(e rankEnv) error {
+			if err := shmSuite(e, []int{0, 7, shmSmallMax/8 + 1, 70001}); err != nil {
+				return err
+			}
+			s, _ := stateOf(e.w)
+			if l := s.local; l.team == nil || l.onHost != nil {
+				return fmt.Errorf("rank %d: the hierarchical algorithm did not run in teams on host %v", e.r, l.host)
+			}
+			return Barrier(e.ctx, e.w)
+		})
+	})
 }

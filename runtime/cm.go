@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/accept"
 	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 )
@@ -38,8 +39,10 @@ import (
 //
 // A failed set-up (the peer's listener unreachable, a refused or timed-out handshake)
 // fails the peer as a dead connection would (peerFailedLocked), naming the rank and what
-// went wrong. The listener survives any Accept error (backing off), and a stranger's
-// connection costs a count in cm.rejected, never a log line.
+// went wrong. The listener runs on accept.Serve: it survives any Accept error (backing
+// off), and it bounds the connections not yet authenticated (cmMaxPending), closing any
+// past the bound at once. A stranger's connection, shed or refused, costs a count in
+// cm.rejected, never a log line.
 
 // cmConnectTime bounds the set-up of one connection, from the first contact to ready.
 const cmConnectTime = 60 * time.Second
@@ -48,13 +51,26 @@ const cmConnectTime = 60 * time.Second
 // (a stranger holds a goroutine no longer), with room for a busy, oversubscribed host.
 const cmHandshakeTime = 30 * time.Second
 
+// cmStrangers is how many connections beyond two per other rank of the job may be
+// pending on a listener at once: accepted, and neither authenticated (the request's
+// proof of the job secret checked) nor closed; those waiting for Init count.
+const cmStrangers = 64
+
+// cmMaxPending bounds a listener's pending connections in a job of size ranks: every
+// other rank may be asking at once for its queue pair and for a stream (World.Dial),
+// before this rank's Init is done, without being shed. A shed origin fails as it would
+// on a refused handshake: it does not ask again.
+func cmMaxPending(size int) int { return 2*(size-1) + cmStrangers }
+
 // cmServer is a rank's connection listener.
 type cmServer struct {
 	ln       *net.TCPListener
 	addr     string        // advertised in the card
 	opened   chan struct{} // closed once Init has set the secret and opened the devices
 	wg       sync.WaitGroup
-	rejected atomic.Int64             // connections closed before or during the handshake
+	rejected atomic.Int64             // connections shed, or closed before or during the handshake
+	shed     atomic.Int64             // of those, the ones closed at once past cmMaxPending
+	retried  atomic.Int64             // Accept errors the listener backed off from
 	named    map[string]*rankListener // World.Listen's listeners by name; guarded by engine.mu
 }
 
@@ -88,35 +104,35 @@ func (e *engine) closeCM() {
 	e.cm.wg.Wait()
 }
 
-// acceptCM serves the listener until it is closed. An Accept error (out of descriptors,
-// say) never ends it: it backs off and tries again.
+// acceptCM serves the listener until it is closed or e.stop ends. An Accept error (out
+// of descriptors, say) never ends it: it backs off and tries again. A connection
+// accepted while cmMaxPending are pending is closed at once and counted as rejected.
 func (e *engine) acceptCM() {
 	defer e.cm.wg.Done()
-	backoff := time.Millisecond
-	for {
-		c, err := e.cm.ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			time.Sleep(backoff)
-			backoff = min(2*backoff, 100*time.Millisecond)
-			continue
-		}
-		backoff = time.Millisecond
+	cfg := accept.Config{
+		MaxPending: cmMaxPending(e.size),
+		Shed: func(net.Addr) {
+			e.cm.shed.Add(1)
+			e.cm.rejected.Add(1)
+		},
+		Retry: func(error, time.Duration) { e.cm.retried.Add(1) },
+	}
+	accept.Serve(e.stop, e.cm.ln, cfg, func(c net.Conn, release func()) {
 		e.cm.wg.Add(1)
 		go func() {
 			defer e.cm.wg.Done()
-			if !e.serveCM(c) {
+			defer release()
+			if !e.serveCM(c, release) {
 				e.cm.rejected.Add(1)
 			}
 		}()
-	}
+	})
 }
 
 // serveCM answers one connection request on c, and reports whether it was well formed
-// and authentic. It closes c, unless a rank listener took it.
-func (e *engine) serveCM(c net.Conn) bool {
+// and authentic. It calls release once the request has proven the job secret; it closes
+// c, unless a rank listener took it.
+func (e *engine) serveCM(c net.Conn, release func()) bool {
 	kept := false
 	defer func() {
 		if !kept {
@@ -161,6 +177,7 @@ func (e *engine) serveCM(c net.Conn) bool {
 	if !checkCMMAC(&head, raw, body, e.secret, cmReqLabel, transcript) {
 		return false
 	}
+	release() // a rank of the job: no longer a stranger
 	ctx, cancel := context.WithTimeout(e.stop, cmConnectTime)
 	defer cancel()
 	if dl, ok := ctx.Deadline(); ok {

@@ -12,19 +12,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/accept"
 	"golang.org/x/sys/unix"
 )
 
 // maxPending bounds the handshakes in progress plus the connections handshaken but not
-// yet accepted; past it the accept loop stops accepting and the kernel's backlog holds
-// further dialers.
+// yet accepted; past it the accept loop stops accepting (gate) and the kernel's backlog
+// holds further dialers.
 const maxPending = 64
-
-// Accept-error back-off bounds (EMFILE and the like).
-const (
-	minBackoff = 5 * time.Millisecond
-	maxBackoff = time.Second
-)
 
 // shmListener is the "shm" network's net.Listener. One goroutine accepts from the
 // rendezvous socket; each accepted socket gets its own handshake goroutine, so a stalled
@@ -123,36 +118,44 @@ func (l *shmListener) Close() error {
 // Addr returns the listener's address.
 func (l *shmListener) Addr() net.Addr { return l.laddr }
 
-// acceptLoop accepts rendezvous sockets until Close. An accept error (EMFILE, ENFILE,
-// ENOBUFS, ...) never ends it: it backs off and retries.
+// acceptLoop accepts rendezvous sockets until Close, on accept.Serve: an accept error
+// (EMFILE, ENFILE, ENOBUFS, ...) never ends it, it backs off and retries. Each socket's
+// handshake runs in a goroutine of its own; the bound on pending sockets is gate's.
 func (l *shmListener) acceptLoop() {
 	defer l.wg.Done()
-	var backoff time.Duration
-	for {
-		select {
-		case l.slots <- struct{}{}:
-		case <-l.ctx.Done():
-			return
-		}
-		uc, err := l.accept()
-		if err != nil {
-			<-l.slots
-			if l.ctx.Err() != nil {
-				return
-			}
-			backoff = min(max(2*backoff, minBackoff), maxBackoff)
-			select {
-			case <-time.After(backoff):
-			case <-l.ctx.Done():
-				return
-			}
-			continue
-		}
-		backoff = 0
+	accept.Serve(l.ctx, gate{l}, accept.Config{}, func(c net.Conn, _ func()) {
 		l.wg.Add(1)
-		go l.serve(uc)
-	}
+		go l.serve(c.(*net.UnixConn))
+	})
 }
+
+// gate is the rendezvous socket as acceptLoop's accept.Serve sees it. Its Accept takes
+// a slot (waiting while maxPending sockets are pending, so that the kernel's backlog
+// holds further dialers instead of a shedding loop closing them) and then accepts; the
+// slot goes back on an accept error, and otherwise when serve gives up the socket or
+// Accept takes its connection. Close does nothing: shmListener.Close closes the socket.
+type gate struct{ l *shmListener }
+
+// Accept waits for a slot, then accepts a socket; after Close it returns net.ErrClosed.
+func (g gate) Accept() (net.Conn, error) {
+	select {
+	case g.l.slots <- struct{}{}:
+	case <-g.l.ctx.Done():
+		return nil, net.ErrClosed
+	}
+	uc, err := g.l.accept()
+	if err != nil {
+		<-g.l.slots
+		return nil, err
+	}
+	return uc, nil
+}
+
+// Close does nothing: the listener's Close cancels its context and closes the socket.
+func (g gate) Close() error { return nil }
+
+// Addr returns the rendezvous socket's address.
+func (g gate) Addr() net.Addr { return g.l.ul.Addr() }
 
 func (l *shmListener) accept() (*net.UnixConn, error) {
 	if acceptHook != nil {

@@ -173,9 +173,9 @@ func (a *Agent) accept(ctx context.Context) {
 	defer a.wg.Done()
 	cfg := accept.Config{
 		MaxPending: maxHandshakes,
-		Shed: func(from net.Addr) {
+		Shed: func(c net.Conn) {
 			a.shed.Add(1)
-			a.strangers.note(logShed, fmt.Sprintf("from %s: %d handshakes already pending", from, maxHandshakes))
+			a.strangers.note(logShed, fmt.Sprintf("from %s: %d handshakes already pending", c.RemoteAddr(), maxHandshakes))
 		},
 		Retry: func(err error, backoff time.Duration) {
 			a.strangers.note(logAcceptFailed, fmt.Sprintf("%v; retrying in %v", err, backoff))

@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/accept"
@@ -50,6 +51,10 @@ const cmConnectTime = 60 * time.Second
 // cmHandshakeTime bounds the unauthenticated part of a handshake on a listener's socket
 // (a stranger holds a goroutine no longer), with room for a busy, oversubscribed host.
 const cmHandshakeTime = 30 * time.Second
+
+// cmBusyWrite bounds the write of a busy frame to a shed connection (a fresh socket's
+// buffer takes it at once).
+const cmBusyWrite = 10 * time.Millisecond
 
 // cmStrangers is how many connections beyond two per other rank of the job may be
 // pending on a listener at once: accepted, and neither authenticated (the request's
@@ -106,14 +111,18 @@ func (e *engine) closeCM() {
 
 // acceptCM serves the listener until it is closed or e.stop ends. An Accept error (out
 // of descriptors, say) never ends it: it backs off and tries again. A connection
-// accepted while cmMaxPending are pending is closed at once and counted as rejected.
+// accepted while cmMaxPending are pending gets a busy frame instead of a challenge, is
+// closed at once and counted as rejected; an origin of the job tries again (handshake).
 func (e *engine) acceptCM() {
 	defer e.cm.wg.Done()
 	cfg := accept.Config{
 		MaxPending: cmMaxPending(e.size),
-		Shed: func(net.Addr) {
+		Shed: func(c net.Conn) {
 			e.cm.shed.Add(1)
 			e.cm.rejected.Add(1)
+			// A rank of the job comes back later (handshake): tell it so.
+			c.SetWriteDeadline(time.Now().Add(cmBusyWrite))
+			c.Write(encodeCMBusy())
 		},
 		Retry: func(error, time.Duration) { e.cm.retried.Add(1) },
 	}
@@ -457,8 +466,33 @@ func (e *engine) request(ctx context.Context, kind uint8, to int, addr string, b
 }
 
 // handshake runs the origin's side of a handshake and returns the reply with the
-// connection, still open (nil on error).
-func (e *engine) handshake(ctx context.Context, kind uint8, to int, addr string, body []byte) (_ net.Conn, status uint8, out []byte, err error) {
+// connection, still open (nil on error). A listener that shed the connection (a busy
+// frame, or a reset before any byte: it closed with the hello unread) is asked again
+// after a back-off, until ctx ends: strangers flooding a rank's listener delay its
+// peers, they do not fail them.
+func (e *engine) handshake(ctx context.Context, kind uint8, to int, addr string, body []byte) (net.Conn, uint8, []byte, error) {
+	backoff := accept.MinBackoff
+	for {
+		c, status, out, err := e.handshakeOnce(ctx, kind, to, addr, body)
+		if !errors.Is(err, errCMBusy) {
+			return c, status, out, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, 0, nil, fmt.Errorf("rank %d's listener stayed busy: %w", to, ctx.Err())
+		}
+		backoff = min(2*backoff, accept.MaxBackoff)
+	}
+}
+
+// errCMBusy marks a handshake the listener shed (handshake tries again).
+var errCMBusy = errors.New("the listener is busy with other handshakes")
+
+// handshakeOnce is one attempt of handshake.
+func (e *engine) handshakeOnce(ctx context.Context, kind uint8, to int, addr string, body []byte) (_ net.Conn, status uint8, out []byte, err error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -481,8 +515,14 @@ func (e *engine) handshake(ctx context.Context, kind uint8, to int, addr string,
 		return nil, 0, nil, err
 	}
 	cb := make([]byte, cmChallSize)
-	if _, err := io.ReadFull(c, cb); err != nil {
+	if n, err := io.ReadFull(c, cb); err != nil {
+		if n == 0 && errors.Is(err, syscall.ECONNRESET) {
+			return nil, 0, nil, fmt.Errorf("%w: read the challenge: %w", errCMBusy, err)
+		}
 		return nil, 0, nil, fmt.Errorf("read the challenge: %w (a listener of another job, or a wrong rank?)", err)
+	}
+	if isCMBusy(cb) {
+		return nil, 0, nil, errCMBusy
 	}
 	if _, err := decodeCMChallenge(cb); err != nil {
 		return nil, 0, nil, err

@@ -61,9 +61,11 @@ func TestCMFloodHelper(t *testing.T) {
 //     fills up and the listener's Accept fails (EMFILE) until the flood ends;
 //   - bound: the limit admits more, so the listener sheds the connections past the bound.
 //
-// Then the flood ends: every connection of it must be counted as rejected, and the two
-// ranks, on two hosts, must connect over tcp through the flooded listener and exchange
-// messages under the lowered limit.
+// While the flood holds the listener, rank 1 asks rank 0 for a connection: it waits
+// behind the full descriptor table, or is shed, told the listener is busy, and tries
+// again. Then the flood ends: rank 1's send must arrive, every flood connection must be
+// counted as rejected, and the two ranks, on two hosts, must exchange messages over tcp
+// through the flooded listener under the lowered limit.
 func TestCMFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a flooding process")
@@ -131,19 +133,39 @@ func floodCM(t *testing.T, spare int, emfile bool) {
 	if !out.Scan() || out.Text() != "flooded" {
 		t.Fatalf("the flooding process said %q, %v", out.Text(), out.Err())
 	}
+	// Rank 1 asks rank 0 for a connection during the flood (rank 0 does nothing that
+	// would ask rank 1 first): it waits in the backlog behind the full descriptor table,
+	// or is shed and told the listener is busy, and tries again.
+	sent := make(chan error, 1)
 	if emfile {
 		waitFor(t, "an Accept error of the flooded listener (descriptor table full)", func() bool { return e.cm.retried.Load() > 0 })
+		go func() { sent <- Send(ctx, worlds[1], []int64{42}, 0, 9) }()
 	} else {
 		waitFor(t, fmt.Sprintf("%d connections shed past the bound of %d", n-bound, bound),
 			func() bool { return e.cm.shed.Load() >= int64(n-bound) })
+		go func() { sent <- Send(ctx, worlds[1], []int64{42}, 0, 9) }()
+		waitFor(t, "rank 1's request shed while the flood holds the listener",
+			func() bool { return e.cm.shed.Load() > int64(n-bound) })
 	}
 	stdin.Close()
 	if err := flood.Wait(); err != nil {
 		t.Fatalf("flooding process: %v", err)
 	}
-	waitFor(t, fmt.Sprintf("all %d flood connections counted as rejected", n), func() bool { return e.cm.rejected.Load() >= int64(n) })
-	if got := e.cm.rejected.Load(); got != int64(n) {
-		t.Errorf("%d connections counted as rejected, want the flood's %d", got, n)
+	if err := <-sent; err != nil {
+		t.Fatalf("rank 1's send to rank 0 through the flooded listener: %v", err)
+	}
+	got := make([]int64, 1)
+	if _, err := Recv(ctx, worlds[0], got, 1, 9); err != nil || got[0] != 42 {
+		t.Fatalf("rank 0 received %v, %v from rank 1, want 42", got, err)
+	}
+	// Every flood connection is rejected, and so is every attempt of rank 1 that was shed.
+	strangers := int64(n) + e.cm.shed.Load() - int64(n-bound)
+	if emfile {
+		strangers = int64(n) + e.cm.shed.Load()
+	}
+	waitFor(t, fmt.Sprintf("all %d flood connections counted as rejected", n), func() bool { return e.cm.rejected.Load() >= strangers })
+	if got := e.cm.rejected.Load(); got != strangers {
+		t.Errorf("%d connections counted as rejected, want the flood's %d and rank 1's shed attempts, %d in all", got, n, strangers)
 	}
 
 	// Both ranks through the flooded listener, still under the lowered limit.
@@ -175,8 +197,8 @@ func floodCM(t *testing.T, spare int, emfile bool) {
 		}
 		return nil
 	})
-	if got := e.cm.rejected.Load(); got != int64(n) {
-		t.Errorf("%d connections counted as rejected after the exchange, want %d: the rank's own request was refused", got, n)
+	if got := e.cm.rejected.Load(); got != strangers {
+		t.Errorf("%d connections counted as rejected after the exchange, want %d: the rank's own request was refused", got, strangers)
 	}
 	runAll(t, worlds, func(w *World) error { return w.Finalize(ctx) })
 }

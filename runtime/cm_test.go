@@ -108,6 +108,7 @@ func FuzzCMFrames(f *testing.F) {
 	h := cmHello{from: 3, to: 7}
 	f.Add(h.encode())
 	f.Add(encodeCMChallenge(&h.nonce))
+	f.Add(encodeCMBusy())
 	f.Add(encodeCMMessage(cmReqMagic, 0, encodeCMRequestBody([]byte("card"), []byte("ep")), []byte("s"), cmReqLabel, nil)[:cmHeadSize])
 	f.Add(encodeCMMessage(cmReplyMagic, cmYield, nil, []byte("s"), cmReplyLabel, nil))
 	f.Add(encodeCMRequestBody([]byte("card"), []byte("endpoint")))
@@ -117,6 +118,9 @@ func FuzzCMFrames(f *testing.F) {
 		}
 		if n, err := decodeCMChallenge(b); err == nil && !bytes.Equal(encodeCMChallenge(&n), b) {
 			t.Fatalf("challenge %x does not encode back", b)
+		}
+		if _, err := decodeCMChallenge(b); err == nil && isCMBusy(b) {
+			t.Fatalf("%x is both a challenge and a busy frame", b)
 		}
 		for _, magic := range []string{cmReqMagic, cmReplyMagic} {
 			if h, err := decodeCMHead(b, magic); err == nil && (h.n > cmMaxBody || h.status > cmNotYet) {

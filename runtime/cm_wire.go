@@ -37,6 +37,7 @@ const (
 	cmMaxBody    = 4096
 	cmHelloMagic = "GRCH"
 	cmChallMagic = "GRCC"
+	cmBusyMagic  = "GRCB" // in place of a challenge: the listener holds too many handshakes
 	cmReqMagic   = "GRCR"
 	cmReplyMagic = "GRCA"
 	cmReqLabel   = "gorma/cm v1 request"
@@ -107,6 +108,19 @@ func encodeCMChallenge(nonce *[cmNonceSize]byte) []byte {
 	b = append(b, cmVersion, 0, 0, 0)
 	return append(b, nonce[:]...)
 }
+
+// encodeCMBusy returns the frame a listener sends in place of a challenge when it sheds
+// a connection (too many handshakes pending): as long as a challenge, so that an origin
+// reads either in one go.
+func encodeCMBusy() []byte {
+	b := make([]byte, cmChallSize)
+	copy(b, cmBusyMagic)
+	b[4] = cmVersion
+	return b
+}
+
+// isCMBusy reports whether b, a challenge-sized frame, is a busy frame.
+func isCMBusy(b []byte) bool { return len(b) == cmChallSize && string(b[:4]) == cmBusyMagic }
 
 func decodeCMChallenge(b []byte) ([cmNonceSize]byte, error) {
 	var n [cmNonceSize]byte

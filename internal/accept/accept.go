@@ -20,9 +20,10 @@ type Config struct {
 	// MaxPending bounds the connections accepted and not yet released. A connection
 	// accepted while MaxPending are pending is closed at once. 0 sets no bound.
 	MaxPending int
-	// Shed, if not nil, is called with the remote address of each connection closed
-	// because MaxPending were pending.
-	Shed func(remote net.Addr)
+	// Shed, if not nil, is called with each connection accepted while MaxPending were
+	// pending, before Serve closes it; it may write the peer a short notice (a few bytes
+	// into a fresh socket's buffer, which never blocks) but must not read or close it.
+	Shed func(c net.Conn)
 	// Retry, if not nil, is called with each Accept error that Serve retries and the
 	// back-off it waits first.
 	Retry func(err error, backoff time.Duration)
@@ -67,7 +68,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config, handle Handler) {
 		backoff = 0
 		if cfg.MaxPending > 0 && pending.Load() >= int64(cfg.MaxPending) {
 			if cfg.Shed != nil {
-				cfg.Shed(c.RemoteAddr())
+				cfg.Shed(c)
 			}
 			c.Close()
 			continue

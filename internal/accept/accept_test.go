@@ -33,7 +33,7 @@ func serve(t *testing.T, maxPending int) *served {
 	s := &served{addr: ln.Addr().String(), conns: make(chan net.Conn, 64), releases: make(chan func(), 64),
 		shed: make(chan net.Addr, 64), errs: make(chan error, 64), done: make(chan struct{})}
 	cfg := Config{MaxPending: maxPending,
-		Shed: func(a net.Addr) { s.shed <- a },
+		Shed: func(c net.Conn) { s.shed <- c.RemoteAddr() },
 		Retry: func(err error, _ time.Duration) {
 			select {
 			case s.errs <- err:

@@ -8,7 +8,8 @@
 // [MinBackoff] and doubles up to [MaxBackoff]; a successful Accept resets it. Each
 // accepted connection goes to the [Handler] with a release function; a connection counts
 // as pending from its Accept until release is called, and one accepted while
-// [Config.MaxPending] are pending is closed at once and reported to [Config.Shed].
+// [Config.MaxPending] are pending is handed to [Config.Shed] (which may tell the peer to
+// come back later) and closed at once.
 //
 //	go accept.Serve(ctx, ln, accept.Config{MaxPending: 64}, func(c net.Conn, release func()) {
 //		go func() {

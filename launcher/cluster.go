@@ -224,6 +224,7 @@ type member struct {
 // clashes.
 type cluster struct {
 	ml      *memberlist.Memberlist
+	streams *cappedTransport // ml's transport
 	self    string
 	boot    []byte // this process's boot id: in its metadata (hex) and in its acks
 	stopped sync.Once
@@ -305,9 +306,23 @@ func newCluster(cfg clusterConfig) (*cluster, error) {
 	mc.Events = (*eventDelegate)(c)
 	mc.Conflict = (*conflictDelegate)(c)
 	mc.Ping = (*pingDelegate)(c)
-	mc.Logger = log.New(newGossipLog(&logFilter{w: cfg.Log, debug: cfg.Debug}), "", log.LstdFlags)
+	gl := newGossipLog(&logFilter{w: cfg.Log, debug: cfg.Debug})
+	mc.Logger = log.New(gl, "", log.LstdFlags)
+	tr, err := newCappedTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: portNum, Logger: mc.Logger},
+		func(from net.Addr) { gl.rl.note(logGossipShed, shedStream(from)) })
+	if err != nil {
+		return nil, fmt.Errorf("gossip on %s: %w", cfg.Bind, err)
+	}
+	mc.Transport, c.streams = tr, tr
+	if portNum == 0 {
+		mc.BindPort = tr.GetAutoBindPort()
+		if cfg.Advertise != "" {
+			mc.AdvertisePort = mc.BindPort
+		}
+	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
+		tr.Shutdown()
 		return nil, fmt.Errorf("gossip on %s: %w", cfg.Bind, err)
 	}
 	c.ml = ml

@@ -18,7 +18,8 @@ var floodKinds = []string{"control connection", "control listener", "gossip pack
 // TestFloodAgent floods a real `golaunch agent`, whose RLIMIT_NOFILE is lowered, with
 // more idle control connections than it may hold (so that its Accept fails with EMFILE,
 // or, under a higher limit, so that it sheds connections beyond its handshake bound),
-// and with garbage gossip datagrams and streams; then it ends the flood and runs a job
+// and with garbage gossip datagrams and streams and idle gossip streams (more than it
+// serves at once, so that it drops the rest); then it ends the flood and runs a job
 // through the agent, which must succeed. The agent logs the flood in a few lines.
 func TestFloodAgent(t *testing.T) {
 	for _, tc := range []struct {
@@ -42,7 +43,7 @@ func floodAgent(t *testing.T, nofile int, sign string) {
 	f := strings.Fields(a.line(t, "golaunch agent fa: gossip ", 10*time.Second))
 	gossip, control := strings.TrimSuffix(f[4], ","), strings.TrimSuffix(f[6], ",")
 
-	const nControl, nPackets, nStreams = 300, 2000, 100
+	const nControl, nPackets, nStreams, nIdle = 300, 2000, 100, 2 * maxGossipStreams
 	var flood []net.Conn
 	defer func() {
 		for _, c := range flood {
@@ -72,7 +73,19 @@ func floodAgent(t *testing.T, nofile int, sign string) {
 		fmt.Fprintf(c, "garbage stream %d\n", i)
 		flood = append(flood, c)
 	}
+	// Idle gossip streams, each held by memberlist for the stream timeout: past
+	// maxGossipStreams the agent drops them at once (where its table has room for them).
+	for range nIdle {
+		c, err := net.Dial("tcp", gossip)
+		if err != nil {
+			continue
+		}
+		flood = append(flood, c)
+	}
 	a.waitStderr(t, sign, 30*time.Second)
+	if nofile > 2*maxGossipStreams+nControl+nIdle {
+		a.waitStderr(t, fmt.Sprintf("%d streams already being served", maxGossipStreams), 30*time.Second)
+	}
 	for _, c := range flood {
 		c.Close()
 	}

@@ -110,6 +110,8 @@ var (
 		summary: "dropped %d gossip streams in %v (last %s)"}
 	logGossipAccept = &logKind{first: "gossip listener: %s",
 		summary: "gossip listener: %d accept errors in %v (last: %s)"}
+	logGossipShed = &logKind{first: "gossip listener: dropped stream %s",
+		summary: "gossip listener: dropped %d streams past the bound in %v (last %s)"}
 )
 
 // gossipKinds maps a fragment of memberlist's (v0.7) log lines to the kind it

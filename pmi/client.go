@@ -38,8 +38,9 @@ func (i Info) withDefaults() Info {
 type EventKind int
 
 const (
-	ProcFailed EventKind = iota + 1 // a rank died or exited without Finalize
-	Aborted                         // the job is being aborted
+	ProcFailed  EventKind = iota + 1 // a rank died or exited without Finalize
+	Aborted                          // the job is being aborted
+	ReportAsked                      // the launcher asks what the rank is blocked in ([Client.Report])
 )
 
 func (k EventKind) String() string {
@@ -48,6 +49,8 @@ func (k EventKind) String() string {
 		return "proc-failed"
 	case Aborted:
 		return "abort"
+	case ReportAsked:
+		return "report"
 	}
 	return "event(" + strconv.Itoa(int(k)) + ")"
 }
@@ -58,6 +61,8 @@ func parseEventKind(s string) EventKind {
 		return ProcFailed
 	case "abort":
 		return Aborted
+	case "report":
+		return ReportAsked
 	}
 	return 0
 }
@@ -69,11 +74,17 @@ type Event struct {
 	Host  string // its host
 	Code  int    // exit or abort code
 	Cause string // human-readable cause
+	// Stacks asks a ReportAsked's answer to carry the rank's goroutine stacks.
+	Stacks bool
 }
 
 func (ev Event) line() string {
-	return line(cmdEvent, kv{"kind", ev.Kind.String(), "rank", strconv.Itoa(ev.Rank),
-		"host", text(ev.Host), "code", strconv.Itoa(ev.Code), "cause", text(ev.Cause)})
+	f := kv{"kind", ev.Kind.String(), "rank", strconv.Itoa(ev.Rank),
+		"host", text(ev.Host), "code", strconv.Itoa(ev.Code), "cause", text(ev.Cause)}
+	if ev.Stacks {
+		f = append(f, "stacks", "1")
+	}
+	return line(cmdEvent, f)
 }
 
 // eventBuffer bounds the events queued for a rank that does not read them; the agent
@@ -145,7 +156,7 @@ func (c *Client) read() {
 			return
 		}
 		if m["cmd"] == cmdEvent {
-			ev := Event{Kind: parseEventKind(m["kind"]), Host: untext(m["host"]), Cause: untext(m["cause"])}
+			ev := Event{Kind: parseEventKind(m["kind"]), Host: untext(m["host"]), Cause: untext(m["cause"]), Stacks: m["stacks"] == "1"}
 			ev.Rank, _ = strconv.Atoi(m["rank"])
 			ev.Code, _ = strconv.Atoi(m["code"])
 			select {
@@ -292,6 +303,20 @@ func (c *Client) Abort(code int, msg string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), abortWait)
 	defer cancel()
 	_, err := c.call(ctx, cmdAbort, kv{"exitcode", strconv.Itoa(code), "message", text(msg)})
+	return err
+}
+
+// MaxReport bounds the text of one report (Client.Report): a line must fit MaxLine
+// once percent-encoded.
+const MaxReport = MaxLine / 4
+
+// Report answers a ReportAsked event with text, what this rank is blocked in (the
+// runtime's hang records, and its stacks when asked), cut to MaxReport bytes.
+func (c *Client) Report(ctx context.Context, report string) error {
+	if len(report) > MaxReport {
+		report = report[:MaxReport]
+	}
+	_, err := c.call(ctx, cmdReport, kv{"text", text(report)})
 	return err
 }
 

@@ -8,7 +8,8 @@
 // cards ([Client.Put]), waits for the job-wide exchange ([Client.Fence]), reads other
 // ranks' cards ([Client.Get]), asks for the job to be aborted ([Client.Abort]) and says it
 // is done ([Client.Finalize]). The agent pushes events the other way at any time
-// ([Client.Events]): a peer rank failed, or the job is being aborted.
+// ([Client.Events]): a peer rank failed, the job is being aborted, or the launcher asks
+// what the rank is blocked in, which the rank answers with [Client.Report].
 //
 // The agent's [Server] answers gorma clients and PMI-1 clients alike, with one
 // dispatcher and one key-value store ([Exchange]): on its socket ([Listen]) and on the
@@ -38,6 +39,8 @@
 //	cmd=finalize                                cmd=finalize_ack
 //	cmd=gorma-init version=2 rank=R job=J       cmd=gorma-init_ack rc=0 size=N secret=HEX kvsname=K
 //	                                            cmd=gorma-event kind=proc-failed|abort rank=R host=H code=C cause=M
+//	                                            cmd=gorma-event kind=report ... [stacks=1]
+//	cmd=gorma-report text=T                     cmd=gorma-report_ack rc=0
 //
 // A get without rank= is PMI-1's: the job's value of KEY ([AnyRank]); the agent answers
 // PMI_process_mapping itself ([Info.ProcessMapping]). A PMI-1 get of a missing key is

@@ -33,6 +33,12 @@ type Handler interface {
 	Gone(rank int)
 }
 
+// Reporter is implemented by a Handler that takes ranks' reports: a gorma rank's answer
+// to a ReportAsked event (what it is blocked in). A Handler without it drops them.
+type Reporter interface {
+	Report(rank int, text string)
+}
+
 // Server serves the protocol: PMI-1 clients (an MPI library) and gorma clients ([Dial]),
 // on a Unix socket ([Listen]) and on connections handed to it ([Server.ServeConn]). Each
 // connection has a reader goroutine and a dispatcher goroutine; Close stops them all and

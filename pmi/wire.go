@@ -51,9 +51,10 @@ const (
 	cmdUnpublish = "unpublish_name"
 	cmdLookup    = "lookup_name"
 	cmdSpawn     = "spawn"
-	cmdGormaInit = "gorma-init"  // gorma: rank, job, version; the answer carries size and the job secret
-	cmdEvent     = "gorma-event" // gorma: pushed by the agent, only to gorma-init connections
-	cmdError     = "error"       // the answer to a request the agent cannot name
+	cmdGormaInit = "gorma-init"   // gorma: rank, job, version; the answer carries size and the job secret
+	cmdEvent     = "gorma-event"  // gorma: pushed by the agent, only to gorma-init connections
+	cmdReport    = "gorma-report" // gorma: a rank's answer to a report event (what it is blocked in)
+	cmdError     = "error"        // the answer to a request the agent cannot name
 )
 
 var replyTo = map[string]string{
@@ -72,6 +73,7 @@ var replyTo = map[string]string{
 	cmdLookup:    "lookup_result",
 	cmdSpawn:     "spawn_result",
 	cmdGormaInit: "gorma-init_ack",
+	cmdReport:    "gorma-report_ack",
 }
 
 // msg is one protocol line: cmd plus fields, values as they travel (not unescaped).

@@ -31,8 +31,9 @@ type state struct {
 	force      algo  // GORMA_ALLREDUCE, algoAuto if unset
 	cfgErr     error // a bad GORMA_ALLREDUCE, returned by every Allreduce
 
-	busy atomic.Bool
-	seq  uint32 // calls made on this World; guarded by busy
+	busy  atomic.Bool
+	seq   uint32         // calls made on this World; guarded by busy
+	track *runtime.Track // names the call under way in hang reports (nil for a sub-group)
 	cur  call   // the call in progress (begin, or sub for a sub-group), passed by pointer
 
 	reqs    []*runtime.Request // reusable; replaced after a failed call
@@ -113,10 +114,12 @@ func stateOf(w *runtime.World) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &state{user: key, comm: c, rank: w.Rank(), size: w.Size()}
-	s.force, s.cfgErr = parseAllreduceEnv(os.Getenv(EnvAllreduce))
-	s, loaded := states.loadOrStore(key, s)
-	if !loaded {
+	mine := &state{user: key, comm: c, rank: w.Rank(), size: w.Size(), track: w.NewTrack()}
+	mine.force, mine.cfgErr = parseAllreduceEnv(os.Getenv(EnvAllreduce))
+	s, loaded := states.loadOrStore(key, mine)
+	if loaded {
+		mine.track.Close() // another goroutine's state won
+	} else {
 		// s reaches w only through the weak pointer, and c shares w's engine but not w.
 		goruntime.AddCleanup(w, forget, stateEntry{key: key, s: s})
 	}
@@ -161,8 +164,42 @@ func begin(ctx context.Context, w *runtime.World, name string) (*call, error) {
 		return nil, fmt.Errorf("collectives: %s: %w: another collective call is running on this World", name, ErrConcurrent)
 	}
 	s.seq++
+	s.track.Begin(trackName(name), true)
 	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag)}
 	return &s.cur, nil
+}
+
+// trackName is the name a hang report gives the collective begin calls name.
+func trackName(name string) string {
+	switch name {
+	case "allgather":
+		return "Allgather"
+	case "allgatherv":
+		return "Allgatherv"
+	case "allreduce":
+		return "Allreduce"
+	case "alltoall":
+		return "Alltoall"
+	case "alltoallv":
+		return "Alltoallv"
+	case "barrier":
+		return "Barrier"
+	case "bcast":
+		return "Bcast"
+	case "exscan":
+		return "Exscan"
+	case "gather":
+		return "Gather"
+	case "reduce":
+		return "Reduce"
+	case "reduce_scatter":
+		return "ReduceScatter"
+	case "scan":
+		return "Scan"
+	case "scatter":
+		return "Scatter"
+	}
+	return name
 }
 
 // end finishes the call and wraps err with the collective's name. After a failure the
@@ -182,6 +219,7 @@ func (c *call) end(err error) error {
 	// The states must keep neither the World (its cleanup is what frees them) nor ctx:
 	// clear this call (*c is s.cur) and those sub made on the sub-groups.
 	s.eachState(clearCall)
+	s.track.End()
 	s.busy.Store(false)
 	goruntime.KeepAlive(w)
 	return err

@@ -77,6 +77,7 @@ type stateEntry struct {
 // runtime's cleanup goroutine and does not block: release, which communicates, runs on a
 // goroutine of its own.
 func forget(e stateEntry) {
+	e.s.track.Close()
 	states.delete(e.key, e.s)
 	lastState.CompareAndSwap(e.s, nil)
 	if !e.s.comm.Finalized() {

@@ -159,6 +159,8 @@ func (e *engine) watchEvents(events <-chan pmi.Event) {
 	defer e.bg.Done()
 	tick := time.NewTicker(agentCheckEvery)
 	defer tick.Stop()
+	clock := time.NewTicker(clockTick)
+	defer clock.Stop()
 	var since time.Time // when the watcher first saw a peer failure the agent has not told of
 	for {
 		select {
@@ -167,9 +169,15 @@ func (e *engine) watchEvents(events <-chan pmi.Event) {
 				e.agentLost()
 				return
 			}
+			if ev.Kind == pmi.ReportAsked {
+				e.answerReport(ev.Stacks)
+				continue
+			}
 			e.onEvent(ev)
 			tick.Stop() // the agent is alive: it ends the job itself
 			since = time.Time{}
+		case <-clock.C:
+			tickClock()
 		case <-tick.C:
 			pe := e.unheardFailure()
 			switch {

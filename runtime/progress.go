@@ -37,6 +37,14 @@ func (e *engine) waitLocked(ctx context.Context, r *Request) error {
 // is outstanding (quiet true, for Finalize), or until a request of set is done (WaitAny),
 // or ctx ends. In the last two cases r only serves for parking.
 func (e *engine) untilLocked(ctx context.Context, r *Request, quiet bool, set []*Request) error {
+	e.startWaitLocked(r, waitName(r, quiet, set, e.finalizing))
+	err := e.untilWaitingLocked(ctx, r, quiet, set)
+	e.endWaitLocked(r)
+	return err
+}
+
+// untilWaitingLocked is untilLocked's loop, with r listed as waiting.
+func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool, set []*Request) error {
 	first := true
 	for {
 		if !e.polling && (quiet || !e.reachedLocked(r, set)) {

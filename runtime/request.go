@@ -55,6 +55,11 @@ type Request struct {
 	fin     uint64 // receive: the sender's cookie, returned in FIN
 	truncTo int    // receive: the full message length when it did not fit, else -1
 
+	// A blocking wait on it (hang.go), guarded by the engine's mu.
+	waitFrom int64  // coarseNow when the wait began; 0: not waited on
+	waitCall string // the call that waits
+	waitIdx  int    // its index in engine.waiting
+
 	// Completion, guarded by the engine's mu.
 	done   bool
 	status Status
@@ -170,6 +175,7 @@ func (e *engine) completeLocked(r *Request, err error) {
 		r.err = err
 	}
 	r.done = true
+	e.progress++
 	if r.inTable {
 		e.table.release(r)
 	}

@@ -30,6 +30,9 @@ type World struct {
 	sibling bool
 	g       *group     // the ranks of a World made by Split; nil: every rank of the job
 	life    *worldLife // shared with its siblings; nil for Init's World (free.go)
+	// calls counts the collective calls its Tracks began (hang.go), made by the first
+	// NewTrack; Tracks hold the counter, not the World, which they must not keep alive.
+	calls atomic.Pointer[atomic.Uint64]
 }
 
 // Rank is this process's rank, in [0, Size).
@@ -265,8 +268,13 @@ type engine struct {
 	aborted    *ProcError // the job is aborting: every call fails with it
 	finalizing bool
 	finalized  bool
-	ctxs       ctxAlloc // communication contexts: handed out, freed, awaiting marks (ctxalloc.go)
-	rma        rmaState // one-sided substrate (rma.go, rma_ops.go)
+	ctxs       ctxAlloc   // communication contexts: handed out, freed, awaiting marks (ctxalloc.go)
+	rma        rmaState   // one-sided substrate (rma.go, rma_ops.go)
+	waiting    []*Request // requests of blocking waits under way (hang.go)
+	progress   uint64     // requests completed (hang.go)
+
+	tracksMu sync.Mutex
+	tracks   []*Track // the upper layers' calls (hang.go), guarded by tracksMu
 }
 
 // checkLocked returns the error every call must fail with, or nil.

@@ -25,6 +25,8 @@ const (
 // this rank holds a lock (passive-target epoch) or has a PSCW epoch open fails with
 // ErrEpoch.
 func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
+	w.track.Begin("window.Fence", true)
+	defer w.track.End()
 	const op = "fence"
 	if err := w.usable(op, -1, -1); err != nil {
 		return err

@@ -52,6 +52,8 @@ func (s *pscwState) active() bool { return s.accessOn || s.exposureOn }
 // After a failed Post (a failed origin) no exposure epoch is open, but the other origins
 // may already have been told.
 func (w *Win[T]) Post(ctx context.Context, group []int, assert Assert) error {
+	w.track.Begin("window.Post", false)
+	defer w.track.End()
 	const op = "post"
 	if err := w.pscwCheck(op, group); err != nil {
 		return err
@@ -91,6 +93,8 @@ func (w *Win[T]) Post(ctx context.Context, group []int, assert Assert) error {
 // passive-target epoch; ErrInvalid for a bad group; ErrFreed; ctx's error; a failed
 // target's error.
 func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
+	w.track.Begin("window.Start", false)
+	defer w.track.End()
 	const op = "start"
 	if err := w.pscwCheck(op, group); err != nil {
 		return err
@@ -134,6 +138,8 @@ func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
 // Errors (*Error): ErrEpoch without an open access epoch; ErrFreed; ctx's error; a failed
 // target's error (the first).
 func (w *Win[T]) Complete(ctx context.Context) error {
+	w.track.Begin("window.Complete", false)
+	defer w.track.End()
 	const op = "complete"
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
@@ -169,6 +175,8 @@ func (w *Win[T]) Complete(ctx context.Context) error {
 // Errors (*Error): ErrEpoch without an open exposure epoch; ErrFreed; ctx's error; a
 // failed origin's error.
 func (w *Win[T]) Wait(ctx context.Context) error {
+	w.track.Begin("window.Wait", false)
+	defer w.track.End()
 	const op = "wait"
 	if err := w.exposureCheck(op); err != nil {
 		return err

@@ -28,6 +28,9 @@ const (
 
 var flavorNames = [...]string{"", "allocate", "create", "shared", "dynamic"}
 
+// trackNames are the hang reports' names of the creation calls, by flavor.
+var trackNames = [...]string{"", "window.Allocate", "window.Create", "window.AllocateShared", "window.CreateDynamic"}
+
 func (f Flavor) String() string {
 	if int(f) < len(flavorNames) && f != 0 {
 		return flavorNames[f]
@@ -78,6 +81,8 @@ type Win[T runtime.Elem] struct {
 	flavor  Flavor
 	opt     options
 	lay     layout
+
+	track *runtime.Track // names its calls in hang reports; closed by Free
 
 	local   []T
 	data    *runtime.Region // nil for dynamic windows
@@ -214,10 +219,13 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 		return nil, werr(op, -1, -1, err)
 	}
 	w := &Win[T]{comm: ce.c, commRef: ce, rank: rw.Rank(), size: rw.Size(), esize: elemSize[T](), flavor: fl, opt: o,
-		lay: newLayout(rw.Size(), o.dynSlots)}
+		lay: newLayout(rw.Size(), o.dynSlots), track: rw.NewTrack()}
 	w.tg = make([]target[T], w.size)
+	w.track.Begin(trackNames[fl], true)
 	defer func() {
+		w.track.End()
 		if err != nil {
+			w.track.Close()
 			w.releaseFailed()
 		} else {
 			ce.retain()
@@ -441,6 +449,8 @@ func (w *Win[T]) Free(ctx context.Context) error {
 	if w.locks > 0 || w.lockAll || w.pscw.active() {
 		return werrf(op, -1, -1, ErrEpoch, "an access or exposure epoch is still open (Unlock, Complete or Wait first)")
 	}
+	w.track.Begin("window.Free", true)
+	defer w.track.End()
 	if err := w.flushAll(ctx, op); err != nil {
 		return err
 	}
@@ -456,6 +466,7 @@ func (w *Win[T]) Free(ctx context.Context) error {
 	}
 	w.releaseRegions()
 	w.commRef.release()
+	w.track.Close()
 	return nil
 }
 

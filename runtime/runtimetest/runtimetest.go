@@ -77,7 +77,7 @@ func Start(ctx context.Context, n int, opt Options) (*Job, error) {
 	}
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	h := &handler{x: pmi.NewExchange(n), size: n, secret: secret, finalized: map[int]bool{}}
+	h := &handler{x: pmi.NewExchange(n), size: n, secret: secret, finalized: map[int]bool{}, reports: make(chan Report, 4*n)}
 	srv, err := pmi.Listen(filepath.Join(dir, "agent.sock"), h)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -171,6 +171,22 @@ func (j *Job) Exit(rank int) (int, bool) {
 
 // Notify pushes an agent event to rank (every rank if rank < 0).
 func (j *Job) Notify(rank int, ev pmi.Event) { j.srv.Notify(rank, ev) }
+
+// AskReports asks every rank what it is blocked in (pmi.ReportAsked, with stacks if
+// asked) and returns their reports by rank, once all have answered or ctx ends.
+func (j *Job) AskReports(ctx context.Context, stacks bool) ([]string, error) {
+	j.srv.Notify(-1, pmi.Event{Kind: pmi.ReportAsked, Rank: -1, Stacks: stacks})
+	out := make([]string, len(j.Worlds))
+	for got := 0; got < len(out); got++ {
+		select {
+		case r := <-j.h.reports:
+			out[r.Rank] = r.Text
+		case <-ctx.Done():
+			return out, fmt.Errorf("runtimetest: %d of %d reports: %w", got, len(out), ctx.Err())
+		}
+	}
+	return out, nil
+}
 
 // Finalize finalizes every rank concurrently and returns their errors joined.
 func (j *Job) Finalize(ctx context.Context) error {
@@ -267,6 +283,21 @@ type handler struct {
 	mu        sync.Mutex
 	finalized map[int]bool
 	aborted   bool
+	reports   chan Report
+}
+
+// Report is a rank's answer to a report event (Job.AskReports).
+type Report struct {
+	Rank int
+	Text string
+}
+
+// Report takes a rank's report (pmi.Reporter).
+func (h *handler) Report(rank int, text string) {
+	select {
+	case h.reports <- Report{rank, text}:
+	default: // nobody asked for this many
+	}
 }
 
 func (h *handler) Init(ctx context.Context, rank int, job string) (pmi.Info, error) {

@@ -34,7 +34,7 @@ type state struct {
 	busy  atomic.Bool
 	seq   uint32         // calls made on this World; guarded by busy
 	track *runtime.Track // names the call under way in hang reports (nil for a sub-group)
-	cur  call   // the call in progress (begin, or sub for a sub-group), passed by pointer
+	cur   call           // the call in progress (begin, or sub for a sub-group), passed by pointer
 
 	reqs    []*runtime.Request // reusable; replaced after a failed call
 	scratch [2][]uint64        // reusable scratch; replaced after a failed call

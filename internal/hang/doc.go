@@ -27,8 +27,10 @@
 //
 // The text form (AppendRecord, ParseRecord, AppendReport, ParseReport) is bounded
 // ([MaxRecordLen], [MaxString], [MaxMembers], [MaxRecords], [MaxStacks]); the appenders
-// cut what exceeds the bounds, so what they write always parses, and the parsers reject
-// anything else with an error wrapping [ErrSyntax]. design.md describes the forms and
+// cut what exceeds the bounds, so that a value whose numbers are in range (int32, Peer
+// from NoRank, Tag, Root and Count from -1, Rank and Omitted from 0, a named State)
+// encodes to text the parsers accept, and the parsers reject anything else with an error
+// wrapping [ErrSyntax]. design.md describes the forms and
 // the model Diagnose applies.
 //
 // Concurrency: the package is pure and holds no state; every function may be called from

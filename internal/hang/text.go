@@ -10,7 +10,8 @@ import (
 
 // Bounds of the text form. AppendRecord and AppendReport cut what exceeds them (strings to
 // MaxString bytes, Members to MaxMembers entries, Records to MaxRecords with the rest
-// counted in Omitted, Stacks to MaxStacks bytes), so what they write always parses.
+// counted in Omitted, Stacks to MaxStacks bytes), so what they write parses whenever the
+// numbers are in range (doc.go lists the ranges).
 const (
 	MaxString    = 256     // bytes of one string field (Call, Comm, Type, Op, Win, Host), decoded
 	MaxMembers   = 4096    // entries of Members

@@ -1,0 +1,124 @@
+package hang
+
+import (
+	"strconv"
+	"strings"
+)
+
+// AppendReport appends r's text form to b and returns the extended buffer: a header line,
+// one line per record (AppendRecord's form), then, when Stacks is not empty, a block of
+// exactly as many bytes as the header's stacks field says, followed by a newline:
+//
+//	rank=0 host=node1 state=blocked progress=12 omitted=0 records=2 stacks=0
+//	call=Recv comm=World peer=1 tag=0 since=31200000000
+//	call=Send comm=World peer=2 tag=7 since=2000000000
+//
+// Every line ends in a newline. Host is percent-encoded like a record's strings. At most
+// MaxRecords records are written (the rest add to omitted) and at most MaxStacks bytes of
+// Stacks.
+func AppendReport(b []byte, r Report) []byte {
+	recs, omitted := r.Records, r.Omitted
+	if len(recs) > MaxRecords {
+		omitted += len(recs) - MaxRecords
+		recs = recs[:MaxRecords]
+	}
+	stacks := r.Stacks
+	if len(stacks) > MaxStacks {
+		stacks = stacks[:MaxStacks]
+	}
+	b = strconv.AppendInt(append(b, "rank="...), int64(r.Rank), 10)
+	b = appendEscaped(append(b, " host="...), r.Host)
+	b = append(append(b, " state="...), r.State.String()...)
+	b = strconv.AppendUint(append(b, " progress="...), r.Progress, 10)
+	b = strconv.AppendInt(append(b, " omitted="...), int64(omitted), 10)
+	b = strconv.AppendInt(append(b, " records="...), int64(len(recs)), 10)
+	b = strconv.AppendInt(append(b, " stacks="...), int64(len(stacks)), 10)
+	b = append(b, '\n')
+	for _, rec := range recs {
+		b = append(AppendRecord(b, rec), '\n')
+	}
+	if stacks != "" {
+		b = append(append(b, stacks...), '\n')
+	}
+	return b
+}
+
+var headerKeys = map[string]bool{"rank": true, "host": true, "state": true, "progress": true,
+	"omitted": true, "records": true, "stacks": true}
+
+// ParseReport parses exactly one report in AppendReport's form: the header's fields may
+// come in any order (unknown keys are skipped; rank, state, records and stacks are
+// required), records and stacks say how many record lines and stack bytes follow, and
+// nothing may follow them. Errors wrap ErrSyntax.
+func ParseReport(s string) (Report, error) {
+	head, rest, ok := strings.Cut(s, "\n")
+	if !ok {
+		return Report{}, syntaxf("no header line")
+	}
+	if len(head) > maxHeaderLen {
+		return Report{}, syntaxf("header longer than %d bytes", maxHeaderLen)
+	}
+	fs, err := fields(head, headerKeys)
+	if err != nil {
+		return Report{}, err
+	}
+	var r Report
+	nrec, nstacks := -1, -1
+	hasRank, hasState := false, false
+	for _, f := range fs {
+		k, v := f[0], f[1]
+		switch k {
+		case "rank":
+			r.Rank, err = parseInt(v, 0)
+			hasRank = true
+		case "host":
+			r.Host, err = unescape(v)
+		case "state":
+			var ok bool
+			if r.State, ok = parseState(v); !ok {
+				err = syntaxf("unknown state %.20q", v)
+			}
+			hasState = true
+		case "progress":
+			r.Progress, err = strconv.ParseUint(v, 10, 64)
+		case "omitted":
+			r.Omitted, err = parseInt(v, 0)
+		case "records":
+			if nrec, err = parseInt(v, 0); err == nil && nrec > MaxRecords {
+				err = syntaxf("more than %d records", MaxRecords)
+			}
+		case "stacks":
+			if nstacks, err = parseInt(v, 0); err == nil && nstacks > MaxStacks {
+				err = syntaxf("stacks longer than %d bytes", MaxStacks)
+			}
+		}
+		if err != nil {
+			return Report{}, wrap("header "+k, err)
+		}
+	}
+	if !hasRank || !hasState || nrec < 0 || nstacks < 0 {
+		return Report{}, syntaxf("header lacks rank, state, records or stacks")
+	}
+	for i := 0; i < nrec; i++ {
+		line, more, ok := strings.Cut(rest, "\n")
+		if !ok {
+			return Report{}, syntaxf("%d of %d records", i, nrec)
+		}
+		rec, err := ParseRecord(line)
+		if err != nil {
+			return Report{}, wrap("record "+strconv.Itoa(i), err)
+		}
+		r.Records = append(r.Records, rec)
+		rest = more
+	}
+	if nstacks > 0 {
+		if len(rest) < nstacks+1 || rest[nstacks] != '\n' {
+			return Report{}, syntaxf("stacks block shorter than %d bytes or not ended by a newline", nstacks)
+		}
+		r.Stacks, rest = rest[:nstacks], rest[nstacks+1:]
+	}
+	if rest != "" {
+		return Report{}, syntaxf("%d bytes after the report", len(rest))
+	}
+	return r, nil
+}

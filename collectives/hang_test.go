@@ -2,10 +2,10 @@ package collectives
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/hang"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -33,9 +33,9 @@ func TestHangReportNamesCollectives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for r, want := range []string{"\nAllreduce #1(World) for ", "\nRecv(src=0, tag=5, World) for "} {
-		if !strings.Contains(reps[r], want) || strings.Count(reps[r], "\n") != 2 {
-			t.Errorf("rank %d reported %q, want %q alone", r, reps[r], want)
+	for r, want := range []string{"Allreduce #1 (World)", "Recv(src=0, tag=5, World)"} {
+		if rep, err := hang.ParseReport(reps[r]); err != nil || len(rep.Records) != 1 || rep.Records[0].String() != want {
+			t.Errorf("rank %d reported %q (%v), want %s alone", r, reps[r], err, want)
 		}
 	}
 	unstick()

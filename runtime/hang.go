@@ -1,14 +1,18 @@
 package runtime
 
 import (
+	"bytes"
+	"cmp"
 	"context"
-	"fmt"
 	goruntime "runtime"
+	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/gorma-hpc/gorma/internal/hang"
+	"github.com/gorma-hpc/gorma/pmi"
 )
 
 // Hang records. Each rank keeps, at little cost, what its goroutines are blocked in, so
@@ -92,12 +96,13 @@ func waitName(r *Request, quiet bool, set []*Request, finalizing bool) string {
 // this rank's hang reports. One goroutine at a time runs a Track's calls (Begin ... End);
 // reports read it from another goroutine.
 type Track struct {
-	e     *engine
-	calls *atomic.Uint64 // the World's collective calls
-	comm  string
-	name  atomic.Pointer[byte] // the call's name (static text), nil between calls
-	word  atomic.Uint64        // len(name)<<48 | the call's number on the World
-	since atomic.Int64         // coarseNow at Begin
+	e       *engine
+	calls   *atomic.Uint64 // the World's collective calls
+	comm    string
+	members []int                // the World's ranks in the job, nil for every rank
+	name    atomic.Pointer[byte] // the call's name (static text), nil between calls
+	word    atomic.Uint64        // len(name)<<48 | the call's number on the World
+	since   atomic.Int64         // coarseNow at Begin
 }
 
 // NewTrack returns a Track for calls on w, reported until Close.
@@ -108,6 +113,9 @@ func (w *World) NewTrack() *Track {
 		calls = w.calls.Load()
 	}
 	t := &Track{e: w.e, calls: calls, comm: w.commName()}
+	if w.g != nil {
+		t.members = w.g.ranks
+	}
 	w.e.tracksMu.Lock()
 	w.e.tracks = append(w.e.tracks, t)
 	w.e.tracksMu.Unlock()
@@ -163,20 +171,10 @@ func ctxName(ctx uint16) string {
 	return name
 }
 
-// HangRecord is one call a rank is blocked in, as HangReport gives it.
-type HangRecord struct {
-	Call  string        // "Recv", "Send", "Probe", "WaitAny", "Barrier", "Finalize", or a Track's call
-	Comm  string        // the World ("World", "World#2", ...)
-	Seq   uint64        // a Track's call number on Comm, 0 for the runtime's own waits
-	Peer  int           // the peer rank (AnySource for any), or -2 when the call names none
-	Tag   int           // the tag (AnyTag for any), meaningful with Peer >= -1
-	Since time.Duration // how long it has been blocked (0 where the clock does not run)
-}
-
 // hangRecords returns what this rank is blocked in: the Tracks' calls under way, then
 // the engine's waits, longest first. A wait on a Sibling's context (the collectives' and
 // windows' own traffic) is left out while a Track names the call it serves.
-func (e *engine) hangRecords() (recs []HangRecord, progress uint64) {
+func (e *engine) hangRecords() (recs []hang.Record, progress uint64) {
 	e.tracksMu.Lock()
 	for _, t := range e.tracks {
 		p := t.name.Load()
@@ -184,8 +182,8 @@ func (e *engine) hangRecords() (recs []HangRecord, progress uint64) {
 			continue
 		}
 		w := t.word.Load()
-		recs = append(recs, HangRecord{Call: unsafe.String(p, int(w>>48)), Comm: t.comm, Seq: w & (1<<48 - 1),
-			Peer: -2, Since: sinceCoarse(t.since.Load())})
+		recs = append(recs, hang.Record{Call: unsafe.String(p, int(w>>48)), Comm: t.comm, Members: t.members,
+			Seq: w & (1<<48 - 1), Peer: hang.NoRank, Root: -1, Count: -1, Since: sinceCoarse(t.since.Load())})
 	}
 	e.tracksMu.Unlock()
 	tracked := len(recs) > 0
@@ -198,52 +196,17 @@ func (e *engine) hangRecords() (recs []HangRecord, progress uint64) {
 		if r.ctx%4 >= 2 && tracked {
 			continue
 		}
-		rec := HangRecord{Call: call, Comm: ctxName(r.ctx &^ 1), Peer: r.peer, Tag: r.tag, Since: sinceCoarse(r.waitFrom)}
+		rec := hang.Record{Call: call, Comm: ctxName(r.ctx &^ 1), Peer: r.peer, Tag: r.tag, Root: -1, Count: -1,
+			Since: sinceCoarse(r.waitFrom)}
 		if call == "Finalize" || call == "Barrier" || call == "WaitAny" {
-			rec.Peer = -2
+			rec.Peer = hang.NoRank
 		}
 		recs = append(recs, rec)
 	}
 	progress = e.progress
 	e.mu.Unlock()
-	sortBySince(recs)
+	slices.SortStableFunc(recs, func(a, b hang.Record) int { return cmp.Compare(b.Since, a.Since) })
 	return recs, progress
-}
-
-func sortBySince(recs []HangRecord) {
-	for i := 1; i < len(recs); i++ {
-		for j := i; j > 0 && recs[j].Since > recs[j-1].Since; j-- {
-			recs[j], recs[j-1] = recs[j-1], recs[j]
-		}
-	}
-}
-
-// String formats r as a report line shows it: "Recv(src=1, tag=0, World)".
-func (r HangRecord) String() string {
-	var b strings.Builder
-	b.WriteString(r.Call)
-	if r.Seq > 0 {
-		b.WriteString(" #")
-		b.WriteString(strconv.FormatUint(r.Seq, 10))
-	}
-	b.WriteString("(")
-	if r.Peer >= -1 {
-		dir := "src"
-		if r.Call == "Send" {
-			dir = "dest"
-		}
-		peer := strconv.Itoa(r.Peer)
-		if r.Peer == AnySource {
-			peer = "any"
-		}
-		tag := strconv.Itoa(r.Tag)
-		if r.Tag == AnyTag {
-			tag = "any"
-		}
-		b.WriteString(dir + "=" + peer + ", tag=" + tag + ", ")
-	}
-	b.WriteString(r.Comm + ")")
-	return b.String()
 }
 
 // reportWait bounds the delivery of one report to the agent.
@@ -263,18 +226,28 @@ func (e *engine) answerReport(stacks bool) {
 	rp.Report(ctx, e.hangReport(stacks))
 }
 
-// hangReport is this rank's report: a header line (rank, host, progress), one line per
-// record, then the stacks when asked.
+// hangReport is this rank's report (hang.AppendReport's text): its records and
+// progress, and every goroutine's stack when stacks is set.
 func (e *engine) hangReport(stacks bool) string {
 	recs, progress := e.hangRecords()
-	var b strings.Builder
-	fmt.Fprintf(&b, "rank=%d host=%s progress=%d\n", e.rank, e.host, progress)
-	for _, r := range recs {
-		fmt.Fprintf(&b, "%s for %.1fs\n", r, r.Since.Seconds())
+	rep := hang.Report{Rank: e.rank, Host: e.host, State: hang.Running, Records: recs, Progress: progress}
+	if len(recs) > 0 {
+		rep.State = hang.Blocked
 	}
 	if stacks {
+		// The stacks fill what the report line leaves (pmi.MaxReport), cut after the
+		// last whole goroutine that fits.
+		room := pmi.MaxReport - len(hang.AppendReport(nil, rep)) - 64
 		buf := make([]byte, 1<<20)
-		b.Write(buf[:goruntime.Stack(buf, true)])
+		st := buf[:goruntime.Stack(buf, true)]
+		if len(st) > room {
+			st = st[:max(room, 0)]
+			if i := bytes.LastIndex(st, []byte("\n\ngoroutine ")); i >= 0 {
+				st = st[:i+1]
+			}
+			st = append(st, "(more goroutines left out)\n"...)
+		}
+		rep.Stacks = string(st)
 	}
-	return b.String()
+	return string(hang.AppendReport(nil, rep))
 }

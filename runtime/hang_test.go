@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/hang"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -39,9 +40,11 @@ func TestHangReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for r, want := range []string{"Recv(src=1, tag=7, World) for ", "Barrier(World) for ", "Probe(src=any, tag=any, World#1) for "} {
-		if !strings.Contains(reps[r], want) || !strings.Contains(reps[r], "goroutine ") {
-			t.Errorf("rank %d reported %q, want a line with %q and stacks", r, reps[r], want)
+	for r, want := range []string{"Recv(src=1, tag=7, World)", "Barrier(World)", "Probe(src=any, tag=any, World#1)"} {
+		rep, err := hang.ParseReport(reps[r])
+		if err != nil || rep.Rank != r || rep.State != hang.Blocked || len(rep.Records) != 1 ||
+			rep.Records[0].String() != want || rep.Records[0].Since < 300*time.Millisecond || !strings.Contains(rep.Stacks, "goroutine ") {
+			t.Errorf("rank %d reported %.300q (%v, %v), want %s blocked for 0.3 s or more, with stacks", r, reps[r], rep.Records, err, want)
 		}
 	}
 	unstick()
@@ -54,9 +57,9 @@ func TestHangReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for r, rep := range reps {
-		if lines := strings.Split(strings.TrimSpace(rep), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "rank=") {
-			t.Errorf("rank %d, no longer blocked, reported %q", r, rep)
+	for r, text := range reps {
+		if rep, err := hang.ParseReport(text); err != nil || rep.State != hang.Running || len(rep.Records) != 0 || rep.Stacks != "" {
+			t.Errorf("rank %d, no longer blocked, reported %q (%v)", r, text, err)
 		}
 	}
 }

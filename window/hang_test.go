@@ -2,11 +2,11 @@ package window_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/internal/hang"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
 )
@@ -47,10 +47,17 @@ func TestHangReportNamesWindowCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for r, want := range []string{"\nwindow.Fence #2(World) for ", "\nAllreduce #2(World) for "} {
-		if !strings.Contains(reps[r], want) {
-			t.Errorf("rank %d reported %q, want %q", r, reps[r], want)
+	var all []hang.Report
+	for r, want := range []string{"window.Fence #2 (World)", "Allreduce #2 (World)"} {
+		rep, err := hang.ParseReport(reps[r])
+		if err != nil || len(rep.Records) != 1 || rep.Records[0].String() != want {
+			t.Errorf("rank %d reported %q (%v), want %s", r, reps[r], err, want)
 		}
+		all = append(all, rep)
+	}
+	// From these reports the launcher names the mismatch.
+	if got := hang.Diagnose(all); len(got) == 0 || got[0] != "mismatch: rank 0 is in window.Fence #2, rank 1 in Allreduce #2 on World" {
+		t.Errorf("diagnosis %q", got)
 	}
 	unstick()
 	<-errs

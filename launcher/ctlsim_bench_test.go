@@ -1,0 +1,248 @@
+package launcher
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/pmi"
+)
+
+// simRanksPerAgent is the ranks per agent of the control-plane simulation.
+const simRanksPerAgent = 10
+
+// ctlModel is the control protocol's message count for one agent with r ranks in a job
+// that starts, fences f times and is aborted: what the agent receives (job, start, one
+// fence-done per round, abort, done) and what it sends (ready, then per rank: started,
+// init, one fence per round, exit). Pings are apart: 1/heartbeatInterval each way.
+func ctlModel(r, f int) (toAgent, fromAgent int64) {
+	return int64(4 + f), int64(1 + (3+f)*r)
+}
+
+// TestCtlSim runs the control-plane simulation at 20 agents of 10 ranks and checks what
+// the job must do at any scale: every agent got the job and its start, every rank reads
+// every other rank's card after the fence, the abort reached every rank, the submitter
+// named the failing rank, and every agent exchanged the model's count of messages.
+func TestCtlSim(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const agents = 20
+	res, err := runCtlSim(ctx, agents, simRanksPerAgent, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trigger := agents*simRanksPerAgent - 1
+	if res.Code != 1 || !strings.Contains(res.Summary, fmt.Sprintf("rank %d (host a%04d, pid %d) exited with code 1; job aborted", trigger, agents-1, simPid(trigger))) {
+		t.Errorf("submitter: exit %d, summary %q; want 1 and rank %d's exit", res.Code, res.Summary, trigger)
+	}
+	wantIn, wantOut := ctlModel(simRanksPerAgent, 1)
+	for i := range agents {
+		if res.AgentIn[i] != wantIn || res.AgentOut[i] != wantOut {
+			t.Errorf("agent %d: %d frames in, %d out; the model says %d and %d", i, res.AgentIn[i], res.AgentOut[i], wantIn, wantOut)
+		}
+	}
+	for _, c := range []struct {
+		t    frameType
+		to   bool
+		want int64
+	}{
+		{fJob, true, agents}, {fStart, true, agents}, {fFenceDone, true, agents}, {fAbort, true, agents}, {fDone, true, agents},
+		{fReady, false, agents}, {fStarted, false, int64(res.Ranks)}, {fInit, false, int64(res.Ranks)},
+		{fFence, false, int64(res.Ranks)}, {fExit, false, int64(res.Ranks)},
+	} {
+		got := res.FromAgents[c.t]
+		if c.to {
+			got = res.ToAgents[c.t]
+		}
+		if got != c.want {
+			t.Errorf("%v frames: %d, want %d", c.t, got, c.want)
+		}
+	}
+}
+
+// BenchmarkControlPlane runs the control-plane simulation (ctlsim_test.go) once per size
+// and reports its times and message counts as metrics: run it with
+//
+//	go test -run '^$' -bench 'BenchmarkControlPlane$' -benchtime 1x ./launcher
+//
+// Each rank reads three cards after the fence (TestCtlSim reads them all).
+func BenchmarkControlPlane(b *testing.B) {
+	for _, agents := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("agents=%d", agents), func(b *testing.B) {
+			for range b.N {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				res, err := runCtlSim(ctx, agents, simRanksPerAgent, false)
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+				b.ReportMetric(float64(res.Ranks), "ranks")
+				b.ReportMetric(ms(res.Start), "start-ms")
+				b.ReportMetric(ms(res.Init), "init-ms")
+				b.ReportMetric(ms(res.Fence), "fence-ms")
+				b.ReportMetric(ms(res.Abort), "abort-ms")
+				b.ReportMetric(ms(res.End), "end-ms")
+				b.ReportMetric(float64(res.MaxAgentMsgs), "msgs/agent")
+				b.ReportMetric(float64(res.MaxAgentBytes), "B/agent")
+				b.ReportMetric(float64(res.ToAgentsB[fJob])/float64(agents), "job-B/agent")
+				b.ReportMetric(float64(res.ToAgentsB[fFenceDone])/float64(agents), "fence-B/agent")
+				b.ReportMetric(float64(res.ToAgents[fFenceDone]+res.FromAgents[fFence]), "fence-msgs@submitter")
+				b.ReportMetric(float64(res.BytesToAgents+res.BytesFromAgents), "B@submitter")
+				b.ReportMetric(0, "ns/op")
+			}
+		})
+	}
+}
+
+// TestGossipSim runs the gossip simulation at 20 members: every member list becomes
+// whole, and every live member declares the member cut off dead. It needs the timing of
+// the agents' memberlist configuration (a probe answered within 100 ms), which the race
+// detector's slowdown on a loaded host does not keep: under -race it is skipped.
+func TestGossipSim(t *testing.T) {
+	if raceEnabled {
+		t.Skip("memberlist's 100 ms probe timeout does not hold under the race detector")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := runGossipSim(ctx, 20, 1, 500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Detect <= 0 || res.Spread < res.Detect || res.PacketsPerSec <= 0 {
+		t.Errorf("detection %v, spread %v, %.1f packets/s per member", res.Detect, res.Spread, res.PacketsPerSec)
+	}
+}
+
+// BenchmarkControlPlaneGossip runs the gossip simulation (ctlsim_gossip_test.go) once per
+// size and reports join, convergence, steady-state traffic and failure detection:
+//
+//	go test -run '^$' -bench 'BenchmarkControlPlaneGossip' -benchtime 1x ./launcher
+//
+// Every member must answer its probes within 100 ms (times the scale), so the sizes stop
+// where the members, all in this process, still do: on a 2-core machine 300 members
+// (scale 3) and 1,000 members (scale 10) suspect each other falsely and never settle.
+func BenchmarkControlPlaneGossip(b *testing.B) {
+	for _, c := range []struct{ n, scale int }{{10, 1}, {100, 1}} {
+		b.Run(fmt.Sprintf("members=%d", c.n), func(b *testing.B) {
+			for range b.N {
+				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+				res, err := runGossipSim(ctx, c.n, c.scale, time.Duration(c.scale)*2*time.Second)
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+				b.ReportMetric(float64(res.Scale), "time-scale")
+				b.ReportMetric(ms(res.Join), "join-ms")
+				b.ReportMetric(ms(res.Converge), "converge-ms")
+				b.ReportMetric(res.PacketsPerSec, "pkts/member/s")
+				b.ReportMetric(res.BytesPerSec, "B/member/s")
+				b.ReportMetric(res.StreamsPerSec, "streams/member/s")
+				b.ReportMetric(ms(res.Detect), "detect-ms")
+				b.ReportMetric(ms(res.Spread), "all-dead-ms")
+				b.ReportMetric(float64(res.Dropped), "dropped-pkts")
+				b.ReportMetric(0, "ns/op")
+			}
+		})
+	}
+}
+
+// discardConn is a control connection's socket that takes every write and keeps only its
+// size: the submitter's side of a fence without the agents.
+type discardConn struct {
+	net.Conn // nil: only Write and Close are called
+	n        atomic.Int64
+}
+
+func (c *discardConn) Write(p []byte) (int, error) { c.n.Add(int64(len(p))); return len(p), nil }
+func (c *discardConn) Close() error                { return nil }
+
+// simWireCard is rank's card as an agent keeps it: the PMI wire's text (hex), which the
+// fence frames carry.
+func simWireCard(rank int) []byte { return []byte(hex.EncodeToString(simCard(rank))) }
+
+// BenchmarkControlPlaneFence times the two serial steps of a multi-host PMI fence at
+// agents × 10 ranks, each rank putting one card, apart from everything else: the
+// submitter's (the real submitter.fence: merging the round as its events arrive, then
+// encoding and sealing one fence-done frame per agent, each with every other agent's
+// cards), and one agent's (decoding its fence-done frame and merging it into its
+// pmi.Exchange). In a cluster the agents do their step in parallel, so one fence costs
+// about the sum of the two plus the network's time:
+//
+//	go test -run '^$' -bench 'BenchmarkControlPlaneFence' -benchtime 1x ./launcher
+func BenchmarkControlPlaneFence(b *testing.B) {
+	for _, agents := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("agents=%d", agents), func(b *testing.B) {
+			hosts := make([]HostSlots, agents)
+			for i := range hosts {
+				hosts[i] = HostSlots{Name: fmt.Sprintf("a%04d", i), Slots: simRanksPerAgent}
+			}
+			roster, err := PlanRanks(hosts, agents*simRanksPerAgent)
+			if err != nil {
+				b.Fatal(err)
+			}
+			key := controlKey(make([]byte, 32))
+			hello, reply := make([]byte, helloSize), make([]byte, replySize)
+			var sub, agent time.Duration
+			var sent int64
+			for range b.N {
+				s := &submitter{roster: roster, ranks: make([]rankState, roster.Size)}
+				conns := make([]*discardConn, agents)
+				for i := range agents {
+					conns[i] = &discardConn{}
+					cc, err := newCtlConn(conns[i], key, hello, reply, true)
+					if err != nil {
+						b.Fatal(err)
+					}
+					s.links = append(s.links, &agentLink{idx: i, host: hosts[i].Name, cc: cc})
+				}
+				events := make([]subEvent, roster.Size)
+				for rank := range roster.Size {
+					events[rank] = subEvent{link: roster.RankHost[rank], t: fFence,
+						msg: &fenceMsg{Rank: rank, Puts: map[string][]byte{simCardKey: simWireCard(rank)}}}
+				}
+				t0 := time.Now()
+				for _, ev := range events {
+					s.handle(ev)
+				}
+				sub += time.Since(t0)
+				for i, c := range conns {
+					if s.links[i].lost {
+						b.Fatalf("agent %d lost in the fence", i)
+					}
+					sent += c.n.Load()
+				}
+
+				// Agent 0's step: its fence-done frame, as the submitter encodes it.
+				remote := make(map[int]map[string][]byte)
+				for rank := simRanksPerAgent; rank < roster.Size; rank++ {
+					remote[rank] = map[string][]byte{simCardKey: simWireCard(rank)}
+				}
+				p, err := json.Marshal(fenceDoneMsg{Puts: remote})
+				if err != nil {
+					b.Fatal(err)
+				}
+				x := pmi.NewExchange(roster.Size)
+				t0 = time.Now()
+				v, err := decodeBody(fFenceDone, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				x.Merge(v.(*fenceDoneMsg).Puts)
+				agent += time.Since(t0)
+			}
+			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
+			b.ReportMetric(ms(sub), "submitter-ms")
+			b.ReportMetric(ms(agent), "agent-ms")
+			b.ReportMetric(float64(sent)/float64(b.N), "B-sent@submitter")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -1,0 +1,452 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gorma-hpc/gorma/pmi"
+)
+
+// The control-plane simulation: one job of agents × perAgent ranks, started, fenced once
+// and aborted, all in this process. What runs is the real code wherever it can run here,
+// and only the OS processes are modelled:
+//
+//   - real: the submitter (submitter.run: connect, setup, start, its event loop, the
+//     fence merge, failWith's abort broadcast, closeLinks), over loopback TCP to one
+//     listener per agent; the control handshake and sealed frames (control.go); each
+//     agent's job frame decoding and checks (decodeBody, jobSpec.check), its PMI server
+//     (pmi.Server, pmiHandler, pmi.Exchange) and its frame loop (agentJob.serve: fence
+//     merges, the abort); the heartbeats (ctlConn.beat); each rank's PMI client
+//     (pmi.DialConn, Put, Fence, Get) on a net.Pipe, where a real rank has a socketpair.
+//   - modelled: an agent's setup and spawn (agentJob.prepare and startRanks make a job
+//     directory and fork processes): the simulated agent builds the same agentJob without
+//     them and starts one goroutine per rank instead of a process; a rank's end, which
+//     the real agent learns by reaping it (waitRank), is reported by the rank goroutine
+//     itself. The job's abort is triggered by one rank exiting with code 1; every other
+//     rank ends on the PMI event the abort brings, as if killed by its agent's SIGTERM.
+//
+// All agents share this process's processors, so the times add up the work that a real
+// cluster does in parallel on its hosts: they bound the real times from above.
+
+// simCardKey and simCardSize are a rank's business card as the runtime publishes it:
+// runtime's card is 67 fixed bytes, the host name and the listener's host:port.
+const (
+	simCardKey  = "gorma/card"
+	simCardSize = 92
+)
+
+// simCard is rank's card: distinct per rank, so a check can tell whose it got.
+func simCard(rank int) []byte {
+	b := make([]byte, simCardSize)
+	copy(b, "GRMC")
+	binary.LittleEndian.PutUint32(b[4:], uint32(rank))
+	for i := 8; i < len(b); i++ {
+		b[i] = byte(rank*31 + i)
+	}
+	return b
+}
+
+// ctlResult is what one simulated job measured.
+type ctlResult struct {
+	Agents, Ranks int
+
+	Start time.Duration // submitter's start to the last agent's start frame (job pushed, ready, started)
+	Init  time.Duration // submitter's start to the last rank's PMI init
+	Fence time.Duration // every rank put its card and was let go, to the last rank out of the fence
+	Abort time.Duration // the failing rank's exit report sent, to the last rank holding the abort event
+	End   time.Duration // the failing rank's exit report sent, to the submitter's return
+
+	Code    int    // the submitter's exit code
+	Summary string // its summary line
+
+	// Frames and bytes by direction, summed over the agents; pings are counted apart.
+	ToAgents, FromAgents           [fTypeEnd]int64
+	ToAgentsB, FromAgentsB         [fTypeEnd]int64 // bytes of those frames
+	BytesToAgents, BytesFromAgents int64
+	// Per agent: the largest message count (both directions, pings excluded) and byte count.
+	MaxAgentMsgs, MaxAgentBytes int64
+	// Messages per agent in each direction, by agent (pings excluded).
+	AgentIn, AgentOut []int64
+}
+
+// ctlSim is one simulated job. Its fields are set before the agents and ranks start,
+// except those under mu.
+type ctlSim struct {
+	ctx      context.Context
+	ckey     []byte
+	perAgent int
+	fullGet  bool // every rank reads every card after the fence (else three per rank)
+	size     int
+	trigger  int // the rank whose exit aborts the job
+
+	fenceGate chan struct{} // closed: ranks may fence
+	abortGate chan struct{} // closed: the trigger rank exits
+
+	inited, fenced, aborted sync.WaitGroup // one count per rank each
+	agentsDone              sync.WaitGroup // one count per agent
+
+	mu       sync.Mutex
+	err      error
+	lastInit time.Time
+	lastFin  time.Time // last return from the fence
+	lastAbrt time.Time // last abort event at a rank
+	lastStrt time.Time // last start frame at an agent
+	conns    []net.Conn
+}
+
+func (sim *ctlSim) fail(err error) {
+	sim.mu.Lock()
+	defer sim.mu.Unlock()
+	if sim.err == nil {
+		sim.err = err
+	}
+}
+
+func (sim *ctlSim) failed() error {
+	sim.mu.Lock()
+	defer sim.mu.Unlock()
+	return sim.err
+}
+
+// mark moves *t to now if now is later.
+func (sim *ctlSim) mark(t *time.Time) {
+	now := time.Now()
+	sim.mu.Lock()
+	if now.After(*t) {
+		*t = now
+	}
+	sim.mu.Unlock()
+}
+
+// simAgent is one simulated agent: a control listener and the real job code behind it.
+type simAgent struct {
+	sim  *ctlSim
+	name string
+	ln   net.Listener
+	tap  *tapConn // set once the submitter connected
+	a    *Agent   // what agentJob needs of an agent: its name and log
+}
+
+// runCtlSim runs one job of agents × perAgent ranks and returns its measurements.
+func runCtlSim(ctx context.Context, agents, perAgent int, fullGet bool) (*ctlResult, error) {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("cluster key: %w", err)
+	}
+	sim := &ctlSim{ctx: ctx, ckey: controlKey(key), perAgent: perAgent, fullGet: fullGet,
+		size: agents * perAgent, trigger: agents*perAgent - 1,
+		fenceGate: make(chan struct{}), abortGate: make(chan struct{})}
+	sas := make([]*simAgent, agents)
+	hosts := make([]HostSlots, agents)
+	addrs := make([]string, agents)
+	defer func() {
+		for _, sa := range sas {
+			if sa != nil {
+				sa.ln.Close()
+			}
+		}
+	}()
+	for i := range sas {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("control listener of simulated agent %d: %w", i, err)
+		}
+		name := fmt.Sprintf("a%04d", i)
+		sas[i] = &simAgent{sim: sim, name: name, ln: ln,
+			a: &Agent{name: name, log: log.New(io.Discard, "", 0)}}
+		hosts[i], addrs[i] = HostSlots{Name: name, Slots: perAgent}, ln.Addr().String()
+	}
+	roster, err := PlanRanks(hosts, sim.size)
+	if err != nil {
+		return nil, err
+	}
+	id, secret, err := newJobID()
+	if err != nil {
+		return nil, err
+	}
+	sim.inited.Add(sim.size)
+	sim.fenced.Add(sim.size)
+	sim.aborted.Add(sim.size)
+	sim.agentsDone.Add(agents)
+	for _, sa := range sas {
+		go sa.serve()
+	}
+	stderr := &lockedBuffer{}
+	s := &submitter{
+		spec: jobSpec{ID: id, Submitter: "submitter", Program: "/simulated/rank", Secret: secret,
+			Roster: roster, Transport: "auto", BindTo: BindNone, Grace: time.Second},
+		roster: roster, addrs: addrs, key: sim.ckey, stderr: stderr, grace: time.Second,
+		out: newOutputSink(io.Discard, io.Discard, false, true, ""),
+	}
+	start := time.Now()
+	code := make(chan int, 1)
+	go func() { code <- s.run() }()
+
+	res := &ctlResult{Agents: agents, Ranks: sim.size}
+	abortAll := func(err error) (*ctlResult, error) {
+		sim.fail(err)
+		sim.mu.Lock()
+		for _, c := range sim.conns {
+			c.Close() // the submitter loses every agent and returns
+		}
+		sim.mu.Unlock()
+		<-code
+		return nil, sim.failed()
+	}
+	if err := sim.wait(&sim.inited, "every rank's PMI init and put"); err != nil {
+		return abortAll(err)
+	}
+	res.Start, res.Init = sim.lastStrt.Sub(start), sim.lastInit.Sub(start)
+	fenceAt := time.Now()
+	close(sim.fenceGate)
+	if err := sim.wait(&sim.fenced, "the fence"); err != nil {
+		return abortAll(err)
+	}
+	res.Fence = sim.lastFin.Sub(fenceAt)
+	abortAt := time.Now()
+	close(sim.abortGate)
+	if err := sim.wait(&sim.aborted, "the abort event at every rank"); err != nil {
+		return abortAll(err)
+	}
+	res.Abort = sim.lastAbrt.Sub(abortAt)
+	select {
+	case res.Code = <-code:
+	case <-ctx.Done():
+		return abortAll(fmt.Errorf("the submitter did not return after the abort: %w", ctx.Err()))
+	}
+	res.End = time.Since(abortAt)
+	res.Summary = stderr.String()
+	if err := sim.wait(&sim.agentsDone, "the agents' end"); err != nil {
+		return nil, err
+	}
+	res.count(sas)
+	return res, sim.failed()
+}
+
+// wait waits for wg, or fails naming what it waited for.
+func (sim *ctlSim) wait(wg *sync.WaitGroup, what string) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return sim.failed()
+	case <-sim.ctx.Done():
+		if err := sim.failed(); err != nil {
+			return err
+		}
+		return fmt.Errorf("simulated job: waiting for %s: %w", what, sim.ctx.Err())
+	}
+}
+
+// count sums the taps of every agent.
+func (r *ctlResult) count(sas []*simAgent) {
+	for _, sa := range sas {
+		in, out := sa.tap.in, sa.tap.out
+		for t := range r.ToAgents {
+			r.ToAgents[t] += in.frames[t].Load()
+			r.FromAgents[t] += out.frames[t].Load()
+			r.ToAgentsB[t] += in.frameBytes[t].Load()
+			r.FromAgentsB[t] += out.frameBytes[t].Load()
+		}
+		r.BytesToAgents += in.bytes.Load()
+		r.BytesFromAgents += out.bytes.Load()
+		r.AgentIn = append(r.AgentIn, in.messages())
+		r.AgentOut = append(r.AgentOut, out.messages())
+		r.MaxAgentMsgs = max(r.MaxAgentMsgs, in.messages()+out.messages())
+		r.MaxAgentBytes = max(r.MaxAgentBytes, in.bytes.Load()+out.bytes.Load())
+	}
+}
+
+// serve accepts the submitter's connection and runs the agent's part of the job as
+// Agent.runJob does, with the spawn modelled.
+func (sa *simAgent) serve() {
+	sim := sa.sim
+	defer sim.agentsDone.Done()
+	c, err := sa.ln.Accept()
+	if err != nil {
+		sim.fail(fmt.Errorf("agent %s: accept: %w", sa.name, err))
+		return
+	}
+	sim.mu.Lock()
+	sim.conns = append(sim.conns, c)
+	sim.mu.Unlock()
+	sa.tap = newTapConn(c)
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	cc, err := serverHandshake(sa.tap, sim.ckey)
+	if err != nil {
+		sim.fail(fmt.Errorf("agent %s: %w", sa.name, err))
+		c.Close()
+		return
+	}
+	c.SetDeadline(time.Time{})
+	defer cc.close()
+	beating := make(chan struct{})
+	defer close(beating)
+	go cc.beat(beating)
+	j, err := sa.setup(cc)
+	if err != nil {
+		sim.fail(err)
+		return
+	}
+	defer func() {
+		j.mu.Lock()
+		if j.killTimer != nil {
+			j.killTimer.Stop()
+		}
+		j.mu.Unlock()
+		j.srv.Close()
+	}()
+	if t, _, err := cc.recv(); err != nil || t != fStart {
+		sim.fail(fmt.Errorf("agent %s: waiting for the start frame: got %v, %v", sa.name, t, err))
+		return
+	}
+	sim.mark(&sim.lastStrt)
+	for _, rank := range j.local {
+		srvEnd, rankEnd := net.Pipe()
+		j.srv.ServeConn(srvEnd, rank)
+		if err := j.send(fStarted, startedMsg{Rank: rank, Pid: simPid(rank)}); err != nil {
+			sim.fail(fmt.Errorf("agent %s: report rank %d started: %w", sa.name, rank, err))
+		}
+		go sa.rank(j, rank, rankEnd)
+	}
+	j.serve() // the real frame loop, until the submitter's done frame
+}
+
+// setup receives and checks the job (as runJob and prepare do) and answers ready.
+func (sa *simAgent) setup(cc *ctlConn) (*agentJob, error) {
+	t, p, err := cc.recv()
+	if err != nil || t != fJob {
+		return nil, fmt.Errorf("agent %s: waiting for the job frame: got %v, %v", sa.name, t, err)
+	}
+	v, err := decodeBody(t, p)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", sa.name, err)
+	}
+	spec := v.(*jobSpec)
+	if err := spec.check(); err != nil {
+		return nil, fmt.Errorf("agent %s: bad job: %w", sa.name, err)
+	}
+	if h := spec.Roster.Hosts[spec.Node]; h != sa.name {
+		return nil, fmt.Errorf("agent %s: job for host %q pushed here", sa.name, h)
+	}
+	j := &agentJob{a: sa.a, spec: *spec, conn: cc, path: spec.Program, local: spec.Roster.RanksOn(spec.Node),
+		procs: make(map[int]*rankProc), connected: make(map[int]bool), finalized: make(map[int]bool),
+		stdinQ: make(chan []byte, stdinWindow+1)}
+	j.x = pmi.NewExchange(spec.Roster.Size)
+	j.mapping = pmi.FormatProcessMapping(spec.Roster.RankHost)
+	j.srv = pmi.NewServer((*pmiHandler)(j))
+	if err := cc.send(fReady, nil); err != nil {
+		return nil, fmt.Errorf("agent %s: send ready: %w", sa.name, err)
+	}
+	return j, nil
+}
+
+func simPid(rank int) int { return 100000 + rank }
+
+// rank models one rank process: the runtime's start-up over PMI (init, put its card,
+// fence, read cards), then its end: the trigger rank exits with code 1, the others end on
+// the abort event as if killed by their agent's SIGTERM.
+func (sa *simAgent) rank(j *agentJob, rank int, conn net.Conn) {
+	sim := sa.sim
+	left := []*sync.WaitGroup{&sim.inited, &sim.fenced, &sim.aborted}
+	defer func() {
+		for _, wg := range left {
+			wg.Done()
+		}
+	}()
+	next := func() { left[0].Done(); left = left[1:] }
+	fail := func(err error) { sim.fail(fmt.Errorf("rank %d (agent %s): %w", rank, sa.name, err)) }
+	c, err := pmi.DialConn(sim.ctx, conn, rank, j.spec.ID)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer c.Close()
+	if err := c.Put(sim.ctx, simCardKey, simCard(rank)); err != nil {
+		fail(err)
+		return
+	}
+	sim.mark(&sim.lastInit)
+	next()
+	select {
+	case <-sim.fenceGate:
+	case <-sim.ctx.Done():
+		return
+	}
+	if err := c.Fence(sim.ctx); err != nil {
+		fail(err)
+		return
+	}
+	sim.mark(&sim.lastFin)
+	if err := sa.readCards(c, rank); err != nil {
+		fail(err)
+		return
+	}
+	next()
+	if rank == sim.trigger {
+		select {
+		case <-sim.abortGate:
+		case <-sim.ctx.Done():
+			return
+		}
+		sa.exit(j, rank, exitMsg{Code: 1})
+		return
+	}
+	select {
+	case ev, ok := <-c.Events():
+		if !ok {
+			fail(errors.New("PMI connection closed before the abort event"))
+			return
+		}
+		if ev.Rank != sim.trigger {
+			fail(fmt.Errorf("abort event names rank %d, not %d", ev.Rank, sim.trigger))
+		}
+	case <-sim.ctx.Done():
+		return
+	}
+	sim.mark(&sim.lastAbrt)
+	sa.exit(j, rank, exitMsg{Code: -1, Signal: int(syscall.SIGTERM), OwnSignal: true})
+}
+
+// readCards checks what the fence published: every card (fullGet), or rank 0's, the next
+// rank's and the one half the job away (on another agent), over the rank's PMI client.
+func (sa *simAgent) readCards(c *pmi.Client, rank int) error {
+	n := sa.sim.size
+	peers := []int{0, (rank + 1) % n, (rank + n/2) % n}
+	if sa.sim.fullGet {
+		peers = peers[:0]
+		for r := range n {
+			peers = append(peers, r)
+		}
+	}
+	for _, r := range peers {
+		b, err := c.Get(sa.sim.ctx, r, simCardKey)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(b, simCard(r)) {
+			return fmt.Errorf("card of rank %d: got %d bytes that are not its card", r, len(b))
+		}
+	}
+	return nil
+}
+
+// exit reports a rank's end to the submitter as waitRank does after reaping it.
+func (sa *simAgent) exit(j *agentJob, rank int, m exitMsg) {
+	j.mu.Lock()
+	m.Rank, m.Pid, m.Finalized, m.Connected, m.Early = rank, simPid(rank), j.finalized[rank], j.connected[rank], !j.aborting
+	j.mu.Unlock()
+	if err := j.send(fExit, m); err != nil {
+		sa.sim.fail(fmt.Errorf("agent %s: report rank %d's exit: %w", sa.name, rank, err))
+	}
+}

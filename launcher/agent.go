@@ -483,6 +483,8 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 		j.abort(pmi.Event{Kind: pmi.EventKind(m.Kind), Rank: m.Rank, Host: m.Host, Code: m.Code, Cause: m.Cause}, j.spec.Grace)
 	case *signalMsg:
 		j.signalAll(syscall.Signal(m.Signal))
+	case *reportReqMsg:
+		j.srv.Notify(-1, pmi.Event{Kind: pmi.ReportAsked, Rank: -1, Stacks: m.Stacks})
 	default:
 		return fmt.Errorf("unexpected %v frame from the submitter", t)
 	}

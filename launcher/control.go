@@ -59,7 +59,7 @@ import (
 
 // controlVersion is the control protocol version, also advertised in node metadata.
 // Version 2 adds the ping frame, which a version-1 peer would refuse.
-const controlVersion = 2
+const controlVersion = 3
 
 // maxFrame bounds a frame's payload (a fence of many ranks' endpoint cards fits easily).
 const maxFrame = 64 << 20
@@ -227,12 +227,14 @@ const (
 	fStdinEOF                       // S→A: close rank 0's stdin
 	fDone                           // S→A: the job is over; clean up
 	fPing                           // both ways: the sender is alive (no body; recv skips it)
+	fReportReq                      // S→A reportReqMsg: ask every rank what it is blocked in
+	fReport                         // A→S reportMsg: a rank's answer (internal/hang's text)
 	fTypeEnd                        // first unused type
 )
 
 var frameNames = [...]string{"", "job", "ready", "reject", "start", "started", "output", "init",
 	"fence", "fence-done", "abort-request", "exit", "abort", "signal", "stdin", "stdin-ack",
-	"stdin-eof", "done", "ping"}
+	"stdin-eof", "done", "ping", "report-request", "report"}
 
 func (t frameType) String() string {
 	if t > 0 && t < fTypeEnd {
@@ -321,6 +323,13 @@ type abortMsg struct {
 
 type signalMsg struct{ Signal int }
 
+type reportReqMsg struct{ Stacks bool }
+
+type reportMsg struct {
+	Rank int
+	Text string // hang.AppendReport's text
+}
+
 // outputHeader is the binary header of an fOutput payload: rank u32, stream u8.
 const outputHeader = 5
 
@@ -368,6 +377,10 @@ func decodeBody(t frameType, p []byte) (any, error) {
 		v = new(abortMsg)
 	case fSignal:
 		v = new(signalMsg)
+	case fReportReq:
+		v = new(reportReqMsg)
+	case fReport:
+		v = new(reportMsg)
 	case fOutput, fStdin:
 		return nil, nil
 	case fReady, fStart, fStdinAck, fStdinEOF, fDone, fPing:

@@ -82,3 +82,8 @@ func (h *pmiHandler) Finalize(rank int) {
 
 // Gone needs no action: the rank's exit (reaped by its waiter) is what counts.
 func (h *pmiHandler) Gone(rank int) {}
+
+// Report passes a rank's hang report on to the submitter (pmi.Reporter).
+func (h *pmiHandler) Report(rank int, text string) {
+	h.job().send(fReport, reportMsg{Rank: rank, Text: text})
+}

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
+	"github.com/gorma-hpc/gorma/transport/verbs/arena"
 )
 
 // One-sided substrate. Package window (and the collectives) build on three things the
@@ -220,7 +221,9 @@ func (w *World) PollPeers() bool {
 }
 
 // Free deregisters the region (every key stops working at once, even for bytes reused
-// later) and returns arena memory for reuse. A second Free returns an error.
+// later) and returns arena memory for reuse: through the arena's quarantine, so that the
+// bytes come back only when the arena has no other free space (package arena). A second
+// Free returns an error.
 func (r *Region) Free() error {
 	if r.freed.Swap(true) {
 		return errRegionFreed
@@ -240,6 +243,21 @@ func (r *Region) Free() error {
 	}
 	return first
 }
+
+// EnvCheck turns on checked memory when set to "1", read once per process: freed arena
+// regions that peers may write (AllocRegion's) are made inaccessible in this process
+// until the arena hands their bytes out again, so that a write through a stale slice of
+// one faults at the write. The arena's quarantine (package arena) decides when.
+const EnvCheck = arena.EnvCheck
+
+// MemCheck reports whether GORMA_CHECK=1 is in force in this process.
+func MemCheck() bool { return arena.Checking() }
+
+// Guarded reports whether the freed region's memory is inaccessible in this process
+// (GORMA_CHECK=1): false for a live region, for user memory, in a world of one (plain
+// memory), and for a region its arena reused or did not quarantine (larger than the
+// quarantine's cap, or less than a page).
+func (r *Region) Guarded() bool { return r.owned && r.freed.Load() && arena.Guarded(r.buf) }
 
 func alignedBytes(n int) []byte {
 	b := make([]uint64, (n+7)/8)

@@ -26,6 +26,11 @@
 // slices. A window of more than GORMA_WINDOW_EAGER ranks (16) maps and connects to a rank
 // when this rank first uses it, not at creation.
 //
+// The slice Local returns dies with the window: do not use it after Free. The arena
+// keeps a freed window's memory from the next allocations while it has other free space
+// (a quarantine), and under GORMA_CHECK=1 a write through the stale slice faults (arena
+// flavors only: Create's and dynamic windows' memory is the caller's).
+//
 // Displacements are in elements of T; Len(rank) is a rank's element count (ranks may
 // differ). Every access is checked against it before anything is sent: an out-of-range
 // access fails with ErrRange, and the target's memory is untouched.

@@ -78,6 +78,7 @@ type Win[T runtime.Elem] struct {
 	rank    int
 	size    int
 	esize   int
+	seq     uint64 // this process's count of windows at creation (check.go)
 	flavor  Flavor
 	opt     options
 	lay     layout
@@ -135,7 +136,14 @@ const (
 	openLock
 )
 
-// Local returns this rank's window memory (nil for a dynamic window).
+// Local returns this rank's window memory (nil for a dynamic window). The slice dies
+// with the window: it must not be used after Free. For Allocate and AllocateShared
+// windows, a write through it after Free lands in arena memory that the arena holds back
+// from reuse (its quarantine) until it runs out of other space or the quarantine passes
+// its cap (64 MiB by default), after which the write would corrupt whatever the memory
+// serves next; under GORMA_CHECK=1 the write faults
+// instead, and Free has named the window and its address range on stderr. For Create,
+// the slice is the caller's own memory again after Free.
 func (w *Win[T]) Local() []T { return w.local }
 
 // Rank is this rank; Size the number of ranks of the window.
@@ -219,7 +227,7 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 		return nil, werr(op, -1, -1, err)
 	}
 	w := &Win[T]{comm: ce.c, commRef: ce, rank: rw.Rank(), size: rw.Size(), esize: elemSize[T](), flavor: fl, opt: o,
-		lay: newLayout(rw.Size(), o.dynSlots), track: rw.NewTrack()}
+		lay: newLayout(rw.Size(), o.dynSlots), seq: winSeq.Add(1), track: rw.NewTrack()}
 	w.tg = make([]target[T], w.size)
 	w.track.Begin(trackNames[fl], true)
 	defer func() {
@@ -233,7 +241,7 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	}()
 	switch fl {
 	case FlavorAllocate, FlavorShared:
-		if w.data, err = rw.AllocRegion(n * w.esize); err != nil {
+		if w.data, err = rw.AllocRegion(dataBytes(n * w.esize)); err != nil {
 			return nil, werr(op, -1, -1, err)
 		}
 		w.local = asElems[T](w.data.Bytes())[:n:n]
@@ -437,7 +445,12 @@ func (w *Win[T]) reachTarget(t *target[T]) error {
 
 // Free frees the window: collective over its World. No epoch may be open. Afterwards
 // every call on the window fails with ErrFreed, and the keys of its memory stop working
-// at every rank (the arena bytes are reused, never reachable through an old key). If the
+// at every rank (the arena bytes are reused, never reachable through an old key). The
+// slice Local returned dies here: arena memory goes to the arena's quarantine, reused
+// only when the arena has no other free space or the quarantine is full, and under
+// GORMA_CHECK=1 it is made inaccessible in this process until then, so that a stale
+// write faults (Free prints one line naming the window and its range on stderr for the
+// fault to be traced). If the
 // closing barrier fails (ctx ends while a peer has not called Free, or a peer failed),
 // Free returns its error and keeps the window's memory allocated, since a peer still in
 // an epoch may write it.
@@ -464,7 +477,9 @@ func (w *Win[T]) Free(ctx context.Context) error {
 		// failed Free leaks the window's memory.
 		return werr(op, -1, -1, err)
 	}
+	desc, local := w.describe(), w.local
 	w.releaseRegions()
+	w.reportGuarded(desc, local)
 	w.commRef.release()
 	w.track.Close()
 	return nil

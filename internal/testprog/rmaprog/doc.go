@@ -26,6 +26,9 @@
 //	             three rounds, each freeing its Worlds (the later ones reuse contexts)
 //	stale        the stale-read checker (internal/testprog/stalecheck) with the page cache
 //	             on: zero stale reads and no lost update, with the cache counts
+//	freed-write  every rank writes through the Local() slice of a freed window after
+//	             allocating a new one: the new windows stay zero (the arena's quarantine);
+//	             under GORMA_CHECK=1 the write faults instead and the rank dies
 //
 // A scenario whose window API is not built yet exits 3 with "SKIP".
 package main

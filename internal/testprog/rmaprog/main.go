@@ -34,6 +34,7 @@ var scenarios = map[string]scenario{
 	"request":      requests,
 	"stale":        staleRun,
 	"split":        splitRun,
+	"freed-write":  freedWrite,
 }
 
 // errSkip means the scenario needs a window API that is not built yet.

@@ -17,6 +17,10 @@ type Config struct {
 	Size      int64  // data bytes, rounded up to a power of two; default verbs.DefaultArenaSize
 	HighWater int64  // resident free bytes kept before trimming; 0 default, <0 never trims
 	MaxMRs    int    // key table slots; default verbs.DefaultMaxMRs
+	// Quarantine caps the bytes of freed blocks held back from reuse (quarantine.go);
+	// 0 means a quarter of the high-water mark, at most an eighth of the arena; <0 turns
+	// the quarantine off.
+	Quarantine int64
 }
 
 // Region is an allocation from the arena.
@@ -28,6 +32,8 @@ type Region struct {
 	// since the segment was made or the page was last returned to the kernel. Clearing
 	// such a region would only fault its pages in.
 	Zero bool
+
+	held bool // freed into the quarantine (rights that let peers write)
 }
 
 // Arena is the owner's side of a device's pre-registered memory. Its methods are safe for
@@ -49,6 +55,11 @@ type Arena struct {
 	st        verbs.ArenaStats
 	closed    bool
 	retired   bool // closed by Retire; Close still unmaps
+
+	quar      []quarBlock // freed blocks withheld from reuse; quar[quarHead] is the oldest
+	quarHead  int
+	quarBytes int64
+	quarCap   int64 // <0: no quarantine
 }
 
 // New creates an arena with a fresh segment.
@@ -91,6 +102,10 @@ func New(cfg Config) (*Arena, error) {
 		slotOf:   make(map[int64]uint64),
 		userLen:  make(map[uint64]int64),
 		nextGen:  1,
+		quarCap:  cfg.Quarantine,
+	}
+	if a.quarCap == 0 {
+		a.quarCap = defaultQuarantine(cfg.HighWater, dataSize)
 	}
 	for i := slots - 1; i >= 1; i-- {
 		a.freeSlots = append(a.freeSlots, uint64(i))
@@ -134,6 +149,9 @@ func (a *Arena) carve(n int, access verbs.Access, keyed bool) (Region, error) {
 		return Region{}, a.errorf("allocate: %w (%d live MRs; raise MaxMRs)", verbs.ErrTooManyMRs, a.st.LiveMRs)
 	}
 	rel, order, ok := a.alloc.alloc(int64(max(n, 1)))
+	for !ok && a.releaseOldest() { // the quarantine serves only what other space cannot
+		rel, order, ok = a.alloc.alloc(int64(max(n, 1)))
+	}
 	if !ok {
 		return Region{}, a.errorf("allocate %d bytes: %w (%d of %d bytes in use; raise the arena size)",
 			n, verbs.ErrNoMemory, a.st.InUse, a.st.Reserved)
@@ -152,6 +170,7 @@ func (a *Arena) carve(n int, access verbs.Access, keyed bool) (Region, error) {
 		idx := a.freeSlots[len(a.freeSlots)-1]
 		a.freeSlots = a.freeSlots[:len(a.freeSlots)-1]
 		r.Key = a.tab.publish(idx, a.gen(), KindArena, uint64(off), uint64(n), access)
+		r.held = a.quarCap >= 0 && held(access)
 		a.slotOf[off] = idx
 		a.st.LiveMRs++
 		a.st.Allocs++
@@ -183,6 +202,9 @@ func (a *Arena) markResident(rel, size int64) int64 {
 }
 
 // Free revokes r's key (waiting for pins to drain) and keeps the bytes mapped for reuse.
+// A region with remote write or atomic rights goes to the quarantine first
+// (quarantine.go): its bytes are reused only when no other free space serves an
+// allocation.
 func (a *Arena) Free(r Region) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -205,14 +227,15 @@ func (a *Arena) Free(r Region) error {
 			return nil
 		}
 	}
-	order := a.alloc.release(rel)
-	if order < 0 {
+	order, ok := a.alloc.used[rel]
+	if !ok {
 		return a.errorf("free region at %d: %w (not allocated, or freed twice)", r.Off, verbs.ErrInvalid)
 	}
 	a.st.InUse -= blockSize(order)
-	a.st.ResidentFree += blockSize(order)
-	if a.high >= 0 && a.st.ResidentFree > a.high {
-		a.trim()
+	if r.held {
+		a.quarantine(rel, order)
+	} else {
+		a.releaseBlock(rel)
 	}
 	return nil
 }
@@ -314,6 +337,9 @@ func (a *Arena) Close() error {
 	if a.closed && !a.retired {
 		return nil
 	}
+	if !a.closed {
+		a.unguardAll()
+	}
 	a.closed, a.retired = true, false
 	return a.seg.Close()
 }
@@ -328,6 +354,7 @@ func (a *Arena) Retire() error {
 	if a.closed {
 		return nil
 	}
+	a.unguardAll()
 	a.closed, a.retired = true, true
 	return a.seg.Retire()
 }

@@ -29,7 +29,7 @@ func newArena(t testing.TB, cfg Config) *Arena {
 }
 
 func TestAllocKeysAndReuse(t *testing.T) {
-	a := newArena(t, Config{Name: "t"})
+	a := newArena(t, Config{Name: "t", Quarantine: -1}) // freed bytes are reused at once
 	r1, err := a.Alloc(1<<20, verbs.AccessAll)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestQuarantineWhenPinNeverDrains(t *testing.T) {
 }
 
 func TestTrimPastHighWater(t *testing.T) {
-	a := newArena(t, Config{Name: "t", HighWater: 2 << 20})
+	a := newArena(t, Config{Name: "t", HighWater: 2 << 20, Quarantine: -1})
 	var rs []Region
 	for range 4 {
 		r, err := a.Alloc(1<<20, verbs.AccessAll)

@@ -21,6 +21,19 @@
 // at once, but the range stays mapped to private zero pages (one mmap with MAP_FIXED, so
 // it is never unmapped in between) until a later Close.
 //
+// # Quarantine
+//
+// A freed region whose rights let peers write it (RemoteWrite or RemoteAtomic: window
+// memory, collective scratch) is not reused at once: it waits in a FIFO quarantine and
+// comes back only when an allocation finds no other free space (oldest first), or when
+// the quarantine passes Config.Quarantine bytes (default a quarter of the high-water mark,
+// at most an eighth of the arena; the last freed block always stays). A program that
+// keeps a slice of such a region past Free then writes into memory nobody else uses while
+// the arena has other space. Other regions (send and receive buffers) are reused at once.
+// Under GORMA_CHECK=1 (EnvCheck, read once per process) each quarantined block of whole
+// pages is made inaccessible in this process (mprotect PROT_NONE) until it leaves the
+// quarantine, so that a stale write faults; Guarded reports such a block.
+//
 // # Keys
 //
 // Every memory region owns a slot in the key table. A key is slot<<44 | generation, with a
@@ -30,8 +43,9 @@
 // bounds and rights and pins the slot with one compare-and-swap; [Table.Unpin] releases it.
 // Deregistration first revokes the generation and then waits for the pins to drain before
 // the bytes can be reused, so a remote access never touches memory that changed owner. If
-// pins do not drain (the pinning process died mid-access), the bytes are quarantined
-// instead of reused. Every refusal is counted in the shared header.
+// pins do not drain (the pinning process died mid-access), the bytes are withheld for
+// good instead of reused (ArenaStats.Quarantined). Every refusal is counted in the shared
+// header.
 //
 // # Concurrency
 //

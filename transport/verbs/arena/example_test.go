@@ -8,7 +8,8 @@ import (
 )
 
 // An arena hands out keyed regions; freed bytes stay mapped and come back warm, under a new
-// key, while the old key stops working.
+// key, while the old key stops working. (Regions that peers may write go to the
+// quarantine first and come back only when no other free space serves an allocation.)
 func Example() {
 	a, err := arena.New(arena.Config{Name: "example", Size: 64 << 20})
 	if err != nil {
@@ -16,12 +17,12 @@ func Example() {
 	}
 	defer a.Close()
 
-	r, _ := a.Alloc(1<<20, verbs.RemoteRead|verbs.RemoteWrite)
+	r, _ := a.Alloc(1<<20, verbs.RemoteRead)
 	clear(r.Bytes) // fault the pages in
 	old := r.Key
 	a.Free(r)
 
-	r2, _ := a.Alloc(1<<20, verbs.RemoteRead|verbs.RemoteWrite)
+	r2, _ := a.Alloc(1<<20, verbs.RemoteRead)
 	_, staleOK := a.Table().Pin(old, 0, 8, verbs.RemoteRead)
 	st := a.Stats()
 	fmt.Println("same bytes:", r2.Off == r.Off)

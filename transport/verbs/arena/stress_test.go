@@ -18,7 +18,7 @@ import (
 // never pins again, and a write made under a pin never lands in the bytes' next owner.
 func TestStressKeyGenerations(t *testing.T) {
 	const cycles, sz = 3000, 256
-	a := newArena(t, Config{Name: "gen", Size: 1 << 20, MaxMRs: 8})
+	a := newArena(t, Config{Name: "gen", Size: 1 << 20, MaxMRs: 8, Quarantine: -1}) // reuse at once
 	rem, err := Attach(a.Segment().Desc())
 	if err != nil {
 		t.Fatal(err)

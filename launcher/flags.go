@@ -18,6 +18,7 @@ import (
 const (
 	DefaultGrace          = 3 * time.Second
 	DefaultStartupTimeout = 60 * time.Second
+	DefaultHangReport     = 30 * time.Second
 )
 
 // Options are golaunch's job flags, parsed.
@@ -29,6 +30,8 @@ type Options struct {
 	OutputDir      string      // one file per rank instead of the terminal
 	Timeout        time.Duration
 	StartupTimeout time.Duration
+	HangReport     time.Duration // quiet period after which a hang is reported; 0: never
+	Stacks         bool          // hang reports carry the ranks' goroutine stacks
 	Grace          time.Duration
 	Transport      string // auto, shm or tcp
 	BindTo         string // auto, core or none: binding of ranks to processors (bind.go)
@@ -81,6 +84,7 @@ func jobFlags(o *Options) (*pflag.FlagSet, *string, *string, *[]string) {
 	hostList, hostfile := new(string), new(string)
 	env := new([]string)
 	o.Grace, o.StartupTimeout, o.Transport, o.BindTo = DefaultGrace, DefaultStartupTimeout, "auto", BindAuto
+	o.HangReport = DefaultHangReport
 	fs.IntVarP(&o.NP, "np", "n", 0, "number of ranks (also -np N); default: the slots of -H/--hostfile, the cluster's slots with --join, else the CPUs")
 	fs.StringVarP(hostList, "host", "H", "", "`host:slots,...` to place ranks on, in order (with --join: agent names; locally: this host only)")
 	fs.StringVar(hostfile, "hostfile", "", "`file` of hosts, one per line: \"host slots=N\" or \"host:N\", # comments")
@@ -90,6 +94,8 @@ func jobFlags(o *Options) (*pflag.FlagSet, *string, *string, *[]string) {
 	fs.Var(durationFlag{&o.Timeout}, "timeout", "abort the job after this wall-clock `duration` (exit 124); 0 means none")
 	fs.Var(durationFlag{&o.StartupTimeout}, "startup-timeout", "every rank must reach PMI init within this `duration` of the start (checked again each period until one rank has reached it); 0 means no limit")
 	fs.Var(durationFlag{&o.Grace}, "grace", "delay between SIGTERM and SIGKILL when the job is aborted")
+	fs.Var(durationFlag{&o.HangReport}, "hang-report", "print where every rank is blocked once no rank has made progress for this `duration` (also on SIGUSR1 or SIGQUIT, and at --timeout); 0 means only on those")
+	fs.BoolVar(&o.Stacks, "stacks", false, "hang reports include every rank's goroutine stacks")
 	fs.StringVar(&o.Transport, "transport", "auto", "transport between ranks: auto, shm or tcp")
 	fs.StringVar(&o.BindTo, "bind-to", BindAuto, "bind ranks to processors: auto (hosts with more ranks than processors, the ranks in turn), core (every host) or none")
 	fs.StringVar(&o.Join, "join", "", "submit to the agent cluster at `host:port` instead of running locally")

@@ -51,6 +51,9 @@ type submitter struct {
 	interrupt int
 	round     map[int]map[string][]byte // multi-host fence: puts of the ranks fenced this round
 	deadline  <-chan time.Time          // after an abort: stop waiting for exit reports
+	report    *reportRound              // hang reports asked for (report.go), or nil
+	hang      hangWatch                 // the quiet-period check (report.go)
+	stacks    bool                      // --stacks: reports carry the ranks' goroutine stacks
 }
 
 type agentLink struct {
@@ -70,6 +73,7 @@ type agentLink struct {
 type rankState struct {
 	pid                      int
 	started, connected, done bool
+	finalized                bool // it ended after Finalize
 	earlyExit                bool // exited 0 without PMI before any rank reached PMI init
 }
 
@@ -128,6 +132,12 @@ func (s *submitter) run() int {
 	}
 	check := time.NewTicker(heartbeatInterval)
 	defer check.Stop()
+	var quiet <-chan time.Time
+	if s.hang.every > 0 {
+		t := time.NewTicker(s.hang.every / 2)
+		defer t.Stop()
+		quiet = t.C
+	}
 	gone := s.out.gone
 	for s.ended < s.roster.Size {
 		select {
@@ -147,7 +157,15 @@ func (s *submitter) run() int {
 				s.leaves = nil
 			}
 		case <-timeout:
-			s.failWith(jobFailure(ExitTimeout, fmt.Sprintf("job timed out after %v", s.timeout)))
+			timeout = nil
+			why := fmt.Sprintf("job timed out after %v", s.timeout)
+			s.askReports(why, s.stacks, func() { s.failWith(jobFailure(ExitTimeout, why)) })
+		case <-s.reportDue():
+			s.endReport()
+		case <-quiet:
+			if s.report == nil && s.fail == nil && s.pmiJob {
+				s.askReports("", false, nil)
+			}
 		case <-startup:
 			if !s.checkStartup() {
 				startupTimer.Reset(s.startup) // no rank uses PMI yet: check again later
@@ -222,6 +240,8 @@ func (s *submitter) handle(ev subEvent) {
 		}
 	case *exitMsg:
 		s.rankEnded(l, m)
+	case *reportMsg:
+		s.gotReport(l, m)
 	default:
 		s.lose(l, fmt.Sprintf("protocol error: unexpected %v frame", ev.t))
 	}
@@ -240,7 +260,7 @@ func (s *submitter) rankEnded(l *agentLink, m *exitMsg) {
 	if !ok || r.done {
 		return
 	}
-	r.done = true
+	r.done, r.finalized = true, m.Finalized
 	if m.Pid > 0 {
 		r.pid = m.Pid
 	}
@@ -412,6 +432,12 @@ func (s *submitter) lose(l *agentLink, how string) {
 // signal handles a signal to golaunch: SIGINT is forwarded to the ranks, a second one
 // kills them; SIGTERM and SIGHUP abort the job.
 func (s *submitter) signal(sig syscall.Signal) {
+	if sig == syscall.SIGUSR1 || sig == syscall.SIGQUIT {
+		if s.fail == nil {
+			s.askReports(signalNames[sig]+" to golaunch", s.stacks, nil)
+		}
+		return
+	}
 	if sig == syscall.SIGINT {
 		s.interrupt++
 		if s.interrupt == 1 {
@@ -487,14 +513,21 @@ func (s *submitter) finish() int {
 		stall = time.After(outputStall)
 	}
 	var err error
-	select {
-	case err = <-flushed:
-	case <-stall:
-	case sig := <-s.signals:
-		if s.fail == nil {
-			s.fail = jobFailure(ExitSignalBase+int(sig.(syscall.Signal)),
-				fmt.Sprintf("received %s while writing the ranks' output", describeSignal(int(sig.(syscall.Signal)))))
+wait:
+	for {
+		select {
+		case err = <-flushed:
+		case <-stall:
+		case sig := <-s.signals:
+			if reportSignal(sig) {
+				continue // no ranks left to ask
+			}
+			if s.fail == nil {
+				s.fail = jobFailure(ExitSignalBase+int(sig.(syscall.Signal)),
+					fmt.Sprintf("received %s while writing the ranks' output", describeSignal(int(sig.(syscall.Signal)))))
+			}
 		}
+		break wait
 	}
 	if s.fail != nil {
 		fmt.Fprintln(s.stderr, s.fail.summary())

@@ -32,7 +32,7 @@ func Main(args []string) int {
 	sigs := make(chan os.Signal, 4)
 	// SIGPIPE too: a closed stdout (| head) then fails writes instead of killing golaunch
 	// while its ranks run on; the failed write ends the job (outputSink.gone).
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGUSR1, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 	filtered := make(chan os.Signal, 4)
 	go func() {
@@ -44,7 +44,15 @@ func Main(args []string) int {
 	}()
 	io := Stdio{In: stdinToForward(), Out: os.Stdout, Err: os.Stderr}
 	if len(args) > 0 && args[0] == "agent" {
-		return AgentMain(args[1:], io, filtered)
+		agentSigs := make(chan os.Signal, 4)
+		go func() {
+			for s := range filtered {
+				if !reportSignal(s) { // a hang report is asked of golaunch, not of its agents
+					agentSigs <- s
+				}
+			}
+		}()
+		return AgentMain(args[1:], io, agentSigs)
 	}
 	return Launch(args, io, filtered)
 }
@@ -128,6 +136,7 @@ func Launch(args []string, stdio Stdio, sigs <-chan os.Signal) int {
 		roster: roster, key: node.ckey, stderr: newStallWriter(stdio.Err, outputStall), stdin: stdio.In, grace: o.Grace,
 		out:     newOutputSink(stdio.Out, stdio.Err, o.TagOutput, roster.Size > 1, o.OutputDir),
 		timeout: o.Timeout, startup: o.StartupTimeout, signals: sigs,
+		hang: hangWatch{every: o.HangReport}, stacks: o.Stacks,
 	}
 	for _, h := range roster.Hosts {
 		s.addrs = append(s.addrs, addrs[h])

@@ -115,6 +115,9 @@ func (s *submitter) connect() (int, bool) {
 				return s.setupFailed(agentFailure(lv.Name, lv.how()))
 			}
 		case sig := <-s.signals:
+			if reportSignal(sig) {
+				break // no rank runs yet
+			}
 			abandon()
 			return s.setupSignal(sig)
 		}
@@ -198,6 +201,9 @@ func (s *submitter) setup() (int, bool) {
 			}
 			return s.setupFailed(&failure{code: ExitFailure, what: what, rank: -1, host: late[0]})
 		case sig := <-s.signals:
+			if reportSignal(sig) {
+				break // no rank runs yet
+			}
 			return s.setupSignal(sig)
 		}
 	}

@@ -311,13 +311,18 @@ func (c *Client) Abort(code int, msg string) error {
 const MaxReport = MaxLine / 4
 
 // Report answers a ReportAsked event with text, what this rank is blocked in (the
-// runtime's hang records, and its stacks when asked), cut to MaxReport bytes.
-func (c *Client) Report(ctx context.Context, report string) error {
+// runtime's hang records, and its stacks when asked), cut to MaxReport bytes. It is one
+// way (the agent answers nothing) and does not wait for a request under way, such as a
+// Fence the rank is blocked in.
+func (c *Client) Report(report string) error {
 	if len(report) > MaxReport {
 		report = report[:MaxReport]
 	}
-	_, err := c.call(ctx, cmdReport, kv{"text", text(report)})
-	return err
+	_, err := c.conn.Write([]byte(line(cmdReport, kv{"text", text(report)})))
+	if err != nil {
+		return &opError{op: cmdReport, err: c.closedErr(err)}
+	}
+	return nil
 }
 
 // Finalize tells the agent this rank finished cleanly (it may now exit 0).

@@ -65,14 +65,7 @@ func (s *Server) dispatch(ctx context.Context, sc *sconn, m msg) *answer {
 	case cmdFinalize:
 		s.h.Finalize(sc.rank)
 		return reply("finalize_ack")
-	case cmdReport:
-		if sc.mode != modeGorma {
-			break
-		}
-		if r, ok := s.h.(Reporter); ok {
-			r.Report(sc.rank, untext(m["text"]))
-		}
-		return reply(replyTo[cmdReport], "rc", "0")
+
 	case cmdPublish, cmdUnpublish, cmdLookup, cmdSpawn:
 		return sc.fail(cmd, fmt.Errorf("pmi: %s is not supported by golaunch", cmd))
 	}

@@ -40,7 +40,7 @@
 //	cmd=gorma-init version=2 rank=R job=J       cmd=gorma-init_ack rc=0 size=N secret=HEX kvsname=K
 //	                                            cmd=gorma-event kind=proc-failed|abort rank=R host=H code=C cause=M
 //	                                            cmd=gorma-event kind=report ... [stacks=1]
-//	cmd=gorma-report text=T                     cmd=gorma-report_ack rc=0
+//	cmd=gorma-report text=T                     (none: one way, taken even while a fence waits)
 //
 // A get without rank= is PMI-1's: the job's value of KEY ([AnyRank]); the agent answers
 // PMI_process_mapping itself ([Info.ProcessMapping]). A PMI-1 get of a missing key is

@@ -36,14 +36,14 @@ func TestReport(t *testing.T) {
 		t.Fatal("report event not delivered")
 	}
 	text := "rank=1 call=Recv peer=0 tag=7\ngoroutine 1 [chan receive]:\n\tmain.main() 100% done"
-	if err := c.Report(ctx(t), text); err != nil {
+	if err := c.Report(text); err != nil {
 		t.Fatal(err)
 	}
 	if got := <-h.got; got != "1:"+text {
 		t.Fatalf("handler got %q", got)
 	}
 	long := strings.Repeat("x", MaxReport+100)
-	if err := c.Report(ctx(t), long); err != nil {
+	if err := c.Report(long); err != nil {
 		t.Fatal(err)
 	}
 	if got := <-h.got; got != "1:"+long[:MaxReport] {

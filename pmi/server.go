@@ -167,11 +167,25 @@ func (s *Server) readLines(ctx context.Context, sc *sconn, lines chan<- msg) {
 				m = msg{"cmd": cmdError, "err": err.Error()}
 			}
 		}
+		if m["cmd"] == cmdReport {
+			s.report(sc, m) // one way, and never behind a request the dispatcher holds (a fence)
+			continue
+		}
 		select {
 		case lines <- m:
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// report passes a gorma rank's report to the Handler, if it is a Reporter.
+func (s *Server) report(sc *sconn, m msg) {
+	s.mu.Lock()
+	rank, gorma := sc.rank, sc.mode == modeGorma
+	s.mu.Unlock()
+	if r, ok := s.h.(Reporter); ok && rank >= 0 && gorma {
+		r.Report(rank, untext(m["text"]))
 	}
 }
 

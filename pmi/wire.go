@@ -73,7 +73,6 @@ var replyTo = map[string]string{
 	cmdLookup:    "lookup_result",
 	cmdSpawn:     "spawn_result",
 	cmdGormaInit: "gorma-init_ack",
-	cmdReport:    "gorma-report_ack",
 }
 
 // msg is one protocol line: cmd plus fields, values as they travel (not unescaped).

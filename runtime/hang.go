@@ -3,7 +3,6 @@ package runtime
 import (
 	"bytes"
 	"cmp"
-	"context"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -96,13 +95,14 @@ func waitName(r *Request, quiet bool, set []*Request, finalizing bool) string {
 // this rank's hang reports. One goroutine at a time runs a Track's calls (Begin ... End);
 // reports read it from another goroutine.
 type Track struct {
-	e       *engine
-	calls   *atomic.Uint64 // the World's collective calls
-	comm    string
-	members []int                // the World's ranks in the job, nil for every rank
-	name    atomic.Pointer[byte] // the call's name (static text), nil between calls
-	word    atomic.Uint64        // len(name)<<48 | the call's number on the World
-	since   atomic.Int64         // coarseNow at Begin
+	e        *engine
+	calls    *atomic.Uint64 // the World's collective calls
+	comm     string
+	members  []int                // the World's ranks in the job, nil for every rank
+	internal bool                 // made on a World marked internal (MarkInternal)
+	name     atomic.Pointer[byte] // the call's name (static text), nil between calls
+	word     atomic.Uint64        // len(name)<<48 | the call's number on the World
+	since    atomic.Int64         // coarseNow at Begin
 }
 
 // NewTrack returns a Track for calls on w, reported until Close.
@@ -112,7 +112,7 @@ func (w *World) NewTrack() *Track {
 		w.calls.CompareAndSwap(nil, new(atomic.Uint64))
 		calls = w.calls.Load()
 	}
-	t := &Track{e: w.e, calls: calls, comm: w.commName()}
+	t := &Track{e: w.e, calls: calls, comm: w.commName(), internal: w.internal.Load()}
 	if w.g != nil {
 		t.members = w.g.ranks
 	}
@@ -121,6 +121,11 @@ func (w *World) NewTrack() *Track {
 	w.e.tracksMu.Unlock()
 	return t
 }
+
+// MarkInternal marks w as a layer's own World (the window package's Dup, say): hang
+// reports leave out the calls on it while a call on another World is under way, which
+// it serves.
+func (w *World) MarkInternal() { w.internal.Store(true) }
 
 // Close stops reporting t.
 func (t *Track) Close() {
@@ -176,9 +181,13 @@ func ctxName(ctx uint16) string {
 // windows' own traffic) is left out while a Track names the call it serves.
 func (e *engine) hangRecords() (recs []hang.Record, progress uint64) {
 	e.tracksMu.Lock()
+	outer := false // a call on a World not marked internal is under way
+	for _, t := range e.tracks {
+		outer = outer || (!t.internal && t.name.Load() != nil)
+	}
 	for _, t := range e.tracks {
 		p := t.name.Load()
-		if p == nil {
+		if p == nil || (t.internal && outer) {
 			continue
 		}
 		w := t.word.Load()
@@ -209,21 +218,12 @@ func (e *engine) hangRecords() (recs []hang.Record, progress uint64) {
 	return recs, progress
 }
 
-// reportWait bounds the delivery of one report to the agent.
-const reportWait = 5 * time.Second
-
 // answerReport sends the agent this rank's hang report (pmi.ReportAsked), with every
 // goroutine's stack when stacks is set.
 func (e *engine) answerReport(stacks bool) {
-	rp, ok := e.pm.(interface {
-		Report(ctx context.Context, text string) error
-	})
-	if !ok {
-		return
+	if rp, ok := e.pm.(interface{ Report(text string) error }); ok {
+		rp.Report(e.hangReport(stacks))
 	}
-	ctx, cancel := context.WithTimeout(e.stop, reportWait)
-	defer cancel()
-	rp.Report(ctx, e.hangReport(stacks))
 }
 
 // hangReport is this rank's report (hang.AppendReport's text): its records and

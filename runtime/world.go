@@ -32,7 +32,8 @@ type World struct {
 	life    *worldLife // shared with its siblings; nil for Init's World (free.go)
 	// calls counts the collective calls its Tracks began (hang.go), made by the first
 	// NewTrack; Tracks hold the counter, not the World, which they must not keep alive.
-	calls atomic.Pointer[atomic.Uint64]
+	calls    atomic.Pointer[atomic.Uint64]
+	internal atomic.Bool // MarkInternal (hang.go)
 }
 
 // Rank is this process's rank, in [0, Size).

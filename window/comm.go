@@ -57,6 +57,7 @@ func commOf(w *gorma.World) (*commEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.MarkInternal() // the window calls on the user's World name what runs on c
 	ce := &commEntry{c: c}
 	actual, loaded := comms.LoadOrStore(key, ce)
 	if !loaded {

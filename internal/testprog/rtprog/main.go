@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/window"
 )
 
 // Behaviours (argument 1):
@@ -35,6 +36,8 @@ import (
 //	                itself a random 0-30 ms into the third. A rank whose Allreduce fails
 //	                calls World.Abort(1, ERROR), as an MPI program's error handler would
 //	                (apps/allreducebench does)
+//	deadlock        rank 0 receives from rank 1, which calls Finalize: both wait for ever
+//	mismatch        rank 0 calls window.Allocate, the others Allreduce: all wait for ever
 //	stranded        every rank prints "ready RANK PID"; rank 0 then sleeps, the others
 //	                enter a Barrier (which cannot complete). A rank whose Barrier fails
 //	                prints "rtprog: rank R: ERROR" on stderr and then waits for ever, as a
@@ -122,6 +125,22 @@ func main() {
 		victim, _ := strconv.Atoi(os.Args[2])
 		mib, _ := strconv.Atoi(os.Args[3])
 		allreduceLoop(ctx, w, victim, mib)
+	case "deadlock":
+		// Rank 0 waits for a message rank 1 never sends; rank 1 waits in Finalize.
+		if rank == 0 {
+			_, err = runtime.Recv(ctx, w, make([]int64, 1), 1, 0)
+			fail("rank 0: deadlock: Recv returned: %v", err)
+		}
+		err = w.Finalize(ctx)
+		fail("rank %d: deadlock: Finalize returned: %v", rank, err)
+	case "mismatch":
+		// Rank 0 allocates a window while the others call Allreduce.
+		if rank == 0 {
+			_, err = window.Allocate[int64](ctx, w, 8)
+		} else {
+			err = collectives.Allreduce(ctx, w, []float64{1}, make([]float64, 1), collectives.Sum[float64]())
+		}
+		fail("rank %d: mismatch: the call returned: %v", rank, err)
 	case "stranded":
 		if rank == 0 {
 			time.Sleep(time.Hour)

@@ -1,0 +1,179 @@
+package launcher
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gorma-hpc/gorma/internal/hang"
+)
+
+// Hang reports. golaunch asks every rank what it is blocked in (fReportReq to each
+// agent, pmi.ReportAsked to each rank; each gorma rank answers with its runtime's
+// records, internal/hang's text, through its agent in an fReport), and prints one line
+// per rank and the cause internal/hang.Diagnose finds in them:
+//
+//   - on SIGUSR1 or SIGQUIT to golaunch (the job goes on);
+//   - when --timeout expires, before the abort;
+//   - after --hang-report of no progress: golaunch asks quietly every half period, and
+//     prints once when two answers a period apart show every rank blocked (or ended) and
+//     no rank's progress counter moved, and again only after the ranks moved.
+//
+// A round waits at most reportWait for the answers; a rank that gave none is "silent"
+// (not a gorma rank, stopped, or too busy). With --stacks the answers carry every
+// rank's goroutine stacks, printed after the lines.
+
+// reportSignal reports whether sig asks golaunch for a hang report (SIGUSR1, SIGQUIT)
+// rather than to stop.
+func reportSignal(sig os.Signal) bool { return sig == syscall.SIGUSR1 || sig == syscall.SIGQUIT }
+
+// reportWait bounds how long a round waits for the ranks' answers.
+const reportWait = 2 * time.Second
+
+// reportRound is a request for the ranks' reports under way.
+type reportRound struct {
+	why    string // the heading's reason; "" for a quiet check, printed only on a hang
+	stacks bool
+	got    map[int]hang.Report
+	timer  *time.Timer
+	then   func() // after printing (the timeout's abort), or nil
+}
+
+// hangWatch is the quiet-period check's state.
+type hangWatch struct {
+	every    time.Duration  // --hang-report; 0: off
+	last     map[int]uint64 // each rank's progress at the previous quiet check
+	lastAt   time.Time
+	reported bool // this hang was printed: wait for progress before printing again
+}
+
+// askReports starts a round, unless one is under way (a request during a round joins
+// it: a reason replaces a quiet check's, stacks are added).
+func (s *submitter) askReports(why string, stacks bool, then func()) {
+	if r := s.report; r != nil {
+		if r.why == "" {
+			r.why = why
+		}
+		if then != nil {
+			r.then = then
+		}
+		if !stacks || r.stacks {
+			return
+		}
+	}
+	s.report = &reportRound{why: why, stacks: stacks, got: make(map[int]hang.Report), timer: time.NewTimer(reportWait), then: then}
+	s.broadcast(fReportReq, reportReqMsg{Stacks: stacks})
+}
+
+// reportDue is the current round's deadline, or nil.
+func (s *submitter) reportDue() <-chan time.Time {
+	if s.report == nil {
+		return nil
+	}
+	return s.report.timer.C
+}
+
+// gotReport takes a rank's answer; the round ends once every rank still running answered.
+func (s *submitter) gotReport(l *agentLink, m *reportMsg) {
+	r := s.report
+	if _, ok := s.localRank(l, m.Rank); !ok || r == nil {
+		return
+	}
+	rep, err := hang.ParseReport(m.Text)
+	if err != nil {
+		rep = hang.Report{Rank: m.Rank, State: hang.Silent}
+	}
+	rep.Rank, rep.Host = m.Rank, l.host
+	r.got[m.Rank] = rep
+	for i := range s.ranks {
+		if _, ok := r.got[i]; !ok && !s.ranks[i].done {
+			return
+		}
+	}
+	s.endReport()
+}
+
+// endReport ends the round: it prints the reports (a quiet check only when the job
+// hangs), then runs the round's follow-up.
+func (s *submitter) endReport() {
+	r := s.report
+	if r == nil {
+		return
+	}
+	s.report = nil
+	r.timer.Stop()
+	reps := make([]hang.Report, len(s.ranks))
+	for i, st := range s.ranks {
+		rep, ok := r.got[i]
+		switch {
+		case ok:
+		case st.done && st.finalized:
+			rep = hang.Report{Rank: i, State: hang.Finalized}
+		case st.done:
+			rep = hang.Report{Rank: i, State: hang.Exited}
+		default:
+			rep = hang.Report{Rank: i, State: hang.Silent}
+		}
+		reps[i] = rep
+	}
+	if r.why == "" {
+		if !s.hangs(reps) {
+			return
+		}
+		r.why = fmt.Sprintf("no rank has made progress for %v", s.hang.every)
+	}
+	s.printReports(r.why, reps, r.stacks)
+	if r.then != nil {
+		r.then()
+	}
+}
+
+// hangs reports whether a quiet check's reports show a hang: every rank blocked or
+// ended, and no progress since the previous check, a period or more ago.
+func (s *submitter) hangs(reps []hang.Report) bool {
+	h := &s.hang
+	now := time.Now()
+	moved := h.last == nil
+	blocked := true
+	progress := make(map[int]uint64, len(reps))
+	for _, rep := range reps {
+		progress[rep.Rank] = rep.Progress
+		if p, ok := h.last[rep.Rank]; !ok || p != rep.Progress {
+			moved = true
+		}
+		if rep.State == hang.Running || rep.State == hang.Silent {
+			blocked = false
+		}
+	}
+	if moved || !blocked {
+		h.last, h.lastAt, h.reported = progress, now, false
+		return false
+	}
+	if h.reported || now.Sub(h.lastAt) < h.every {
+		return false
+	}
+	h.reported = true
+	return true
+}
+
+// printReports prints a round: a heading, one line per rank, the causes, the stacks.
+func (s *submitter) printReports(why string, reps []hang.Report, stacks bool) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "golaunch: where the ranks are (%s):\n", why)
+	for _, rep := range reps {
+		fmt.Fprintf(&b, "golaunch:   %s\n", rep.Line())
+	}
+	for _, c := range hang.Diagnose(reps) {
+		fmt.Fprintf(&b, "golaunch: %s\n", c)
+	}
+	if stacks {
+		for _, rep := range reps {
+			if rep.Stacks != "" {
+				fmt.Fprintf(&b, "golaunch: rank %d's goroutines:\n%s\n", rep.Rank, strings.TrimRight(rep.Stacks, "\n"))
+			}
+		}
+	}
+	fmt.Fprint(s.stderr, b.String())
+}

@@ -1,0 +1,68 @@
+package launcher
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestHangReports runs real jobs that hang and checks golaunch's report of where every
+// rank is blocked and why: a deadlock at --timeout (exit 124), a collective mismatch,
+// and on SIGUSR1 with --stacks a report after which the job goes on.
+func TestHangReports(t *testing.T) {
+	prog := rtprog(t)
+	t.Run("deadlock", func(t *testing.T) {
+		r := runGL(t, "", "-n", "2", "--timeout", "3s", prog, "deadlock")
+		if r.code != ExitTimeout {
+			t.Fatalf("exit %d, want %d\n%s", r.code, ExitTimeout, r.stderr)
+		}
+		for _, want := range []string{
+			"golaunch: where the ranks are (job timed out after 3s):\n",
+			"golaunch:   rank 0: Recv(src=1, tag=0, World) for ",
+			"golaunch:   rank 1: Finalize for ",
+			"golaunch: deadlock: rank 0 waits for rank 1 in Recv; rank 1 waits in Finalize\n",
+			"golaunch: job timed out after 3s; job aborted",
+		} {
+			mustContain(t, "stderr", r.stderr, want)
+		}
+	})
+	t.Run("mismatch", func(t *testing.T) {
+		r := runGL(t, "", "-n", "3", "--timeout", "3s", prog, "mismatch")
+		if r.code != ExitTimeout {
+			t.Fatalf("exit %d, want %d\n%s", r.code, ExitTimeout, r.stderr)
+		}
+		for _, want := range []string{
+			"golaunch:   rank 0: window.Allocate #1 (World) for ",
+			"golaunch:   rank 2: Allreduce #1 (World) for ",
+			"golaunch: mismatch: rank 0 is in window.Allocate #1, ranks 1-2 in Allreduce #1 on World\n",
+		} {
+			mustContain(t, "stderr", r.stderr, want)
+		}
+	})
+	t.Run("sigusr1", func(t *testing.T) {
+		gl := startGL(t, "-n", "2", "--stacks", "--hang-report", "0", "--timeout", "20s", prog, "deadlock")
+		gl.line(t, "ready", 10*time.Second)
+		gl.line(t, "ready", 10*time.Second)
+		time.Sleep(500 * time.Millisecond) // both in their calls
+		gl.cmd.Process.Signal(syscall.SIGUSR1)
+		gl.waitStderr(t, "golaunch: rank 1's goroutines:\n", 10*time.Second)
+		select {
+		case <-gl.done:
+			t.Fatalf("the job ended after the report (exit %d):\n%s", gl.code, gl.stderr.String())
+		case <-time.After(time.Second):
+		}
+		log := gl.stderr.String()
+		for _, want := range []string{
+			"golaunch: where the ranks are (SIGUSR1 to golaunch):\n",
+			"golaunch: deadlock: rank 0 waits for rank 1 in Recv; rank 1 waits in Finalize\n",
+			"golaunch: rank 0's goroutines:\ngoroutine ",
+		} {
+			if !strings.Contains(log, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, log)
+			}
+		}
+		gl.cmd.Process.Signal(syscall.SIGTERM)
+		<-gl.done
+	})
+}

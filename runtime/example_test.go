@@ -125,3 +125,51 @@ func ExampleWorld_Listen() {
 	client := rpc.NewClient(c)
 	defer client.Close()
 }
+
+// Exchange with both neighbours at once: Sendrecv posts the receive before it sends, so
+// a ring of Sendrecvs never deadlocks.
+func ExampleSendrecv() {
+	ctx := context.Background()
+	w, err := runtime.Init(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer w.Finalize(ctx)
+	next, prev := (w.Rank()+1)%w.Size(), (w.Rank()+w.Size()-1)%w.Size()
+	got := make([]int32, 1)
+	st, err := runtime.Sendrecv(ctx, w, []int32{int32(w.Rank() * 10)}, next, 3, got, prev, 3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("rank %d got %d from rank %d\n", w.Rank(), got[0], st.Source)
+	// Output: rank 0 got 0 from rank 0
+}
+
+// Receive a message of unknown length: Probe for it, size the buffer, receive it.
+func ExampleProbe() {
+	ctx := context.Background()
+	w, err := runtime.Init(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer w.Finalize(ctx)
+	if err := runtime.Send(ctx, w, []float64{1, 2, 3}, w.Rank(), 9); err != nil {
+		fmt.Println(err)
+		return
+	}
+	st, err := runtime.Probe(ctx, w, runtime.AnySource, 9)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	buf := make([]float64, runtime.CountOf[float64](st))
+	if _, err := runtime.Recv(ctx, w, buf, st.Source, st.Tag); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(buf), buf)
+	// Output: 3 [1 2 3]
+}

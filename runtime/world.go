@@ -352,7 +352,7 @@ func (w *World) Abort(code int, msg string) {
 	e := w.e
 	e.mu.Lock()
 	if e.aborted == nil {
-		e.aborted = &ProcError{Rank: e.rank, Host: e.host, Err: ErrAborted, Cause: abortCause(code, msg)}
+		e.aborted = &ProcError{Rank: e.rank, Host: e.host, Err: ErrAborted, Why: abortWhy(code, msg), Cause: abortCause(code, msg)}
 		e.failAllLocked(e.aborted)
 	}
 	e.mu.Unlock()

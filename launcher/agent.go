@@ -438,6 +438,9 @@ func (j *agentJob) waitRank(p *rankProc) {
 		Finalized: j.finalized[p.rank], Connected: j.connected[p.rank], OwnSignal: sig != 0 && j.sent[sig],
 		Early: !j.aborting}
 	j.mu.Unlock()
+	if code == 2 || sig == int(syscall.SIGABRT) {
+		m.Panic = p.panics.first() // the Go runtime's exit after a panic, or its crash with GOTRACEBACK=crash
+	}
 	j.send(fExit, m)
 	close(p.ended)
 }

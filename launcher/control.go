@@ -309,6 +309,7 @@ type exitMsg struct {
 	Err       string // it could not be started at all
 	OwnSignal bool   // the signal that killed it came from its agent (an abort or a forwarded Ctrl-C)
 	Early     bool   // it ended before its agent heard of the job's abort
+	Panic     string `json:",omitempty"` // the first line of a Go panic in its stderr, when it exited 2 or of SIGABRT after one
 }
 
 type abortMsg struct {

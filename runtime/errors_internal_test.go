@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -77,6 +79,27 @@ func TestProcErrorText(t *testing.T) {
 	}
 	if strings.Contains(tests[1].want, "/proc/") {
 		t.Errorf("non-verbose text names /proc")
+	}
+}
+
+// Finalize's fence, failed by the agent's abort, names the rank golaunch blames.
+func TestAgentErrText(t *testing.T) {
+	saved := verbose
+	defer func() { verbose = saved }()
+	verbose = func() bool { return false }
+	for _, tt := range []struct{ cause, want string }{
+		{"rank 1 (host vm, pid 5) exited with code 3", "rank 1 on host vm failed: exited with code 3"},
+		{"rank 2 (host h1, pid 9) called Abort(7): bad input", "rank 2 on host h1 aborted the job: called Abort(7): bad input"},
+		{"rank 0 (host h1) could not be started: no such file", "rank 0 on host h1 failed: could not be started: no such file"},
+		{"job timed out after 1s", "job aborted: pmi: job aborted: job timed out after 1s"},
+	} {
+		x := pmi.NewExchange(1)
+		x.Fail(errors.New(tt.cause))
+		ferr := x.Fence(context.Background(), 0, nil)
+		err := agentErr(ferr)
+		if !errors.Is(err, ErrAborted) || !errors.Is(err, pmi.ErrAborted) || err.Error() != tt.want {
+			t.Errorf("agentErr(%v) = %q, want %q wrapping ErrAborted and pmi.ErrAborted", ferr, err, tt.want)
+		}
 	}
 }
 

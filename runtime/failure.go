@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -257,13 +258,27 @@ func (e *engine) agentLost() {
 // agentErr gives an error of the agent's protocol the runtime's sentinel: the agent's
 // pmi.ErrAborted (the job is being aborted, or a rank left without Finalize, during
 // Finalize's fence) becomes a *ProcError wrapping ErrAborted, so that callers can test
-// Finalize's error with errors.Is(err, ErrAborted) like every other call's.
+// Finalize's error with errors.Is(err, ErrAborted) like every other call's. When the
+// agent's text carries golaunch's account of a rank ("rank 1 (host vm, pid 5) exited
+// with code 3"), the error names that rank and its host.
 func agentErr(err error) error {
-	if errors.Is(err, pmi.ErrAborted) {
-		return &ProcError{Rank: -1, Err: ErrAborted, Cause: err}
+	if !errors.Is(err, pmi.ErrAborted) {
+		return err
 	}
-	return err
+	pe := &ProcError{Rank: -1, Err: ErrAborted, Cause: err}
+	if m := labelIn.FindStringSubmatch(err.Error()); m != nil {
+		pe.Rank, _ = strconv.Atoi(m[1])
+		pe.Host, pe.Why = m[2], "failed: "+m[3]
+		if strings.HasPrefix(m[3], "called Abort(") {
+			pe.Why = "aborted the job: " + m[3]
+		}
+	}
+	return pe
 }
+
+// labelIn finds golaunch's account of a rank within a longer text: rank, host, and what
+// became of the rank.
+var labelIn = regexp.MustCompile(`rank (\d+) \(host ([^,)]+)(?:, pid \d+)?\) (.+)$`)
 
 func eventCause(ev pmi.Event) string {
 	if ev.Cause != "" {

@@ -261,7 +261,7 @@ type engine struct {
 	pool       []*Request // the engine's own requests, for reuse
 	waiters    []*Request // parked goroutines' requests, in parking order
 	quietWait  *Request   // Finalize's parked request, woken when quietLocked holds
-	failed     *ProcError // the first failed peer (AnySource receives fail with it)
+	failed     *ProcError // the first failed peer, or the one the launcher names (AnySource receives fail with it)
 	aborted    *ProcError // the job is aborting: every call fails with it
 	finalizing bool
 	finalized  bool

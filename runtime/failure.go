@@ -232,8 +232,9 @@ func (e *engine) onEvent(ev pmi.Event) {
 			}
 			e.peerFailedWhyLocked(p, "failed: "+launcherWhy(ev.Rank, eventCause(ev)),
 				fmt.Errorf("launcher reports: %s", eventCause(ev)))
-			// golaunch names the job's root cause, which this rank's transport may have
-			// seen after a casualty of it: later AnySource receives and Barriers name it.
+			// The failure golaunch aborts the job for, which this rank's transport may
+			// have seen after a casualty of it: later AnySource receives and Barriers
+			// name it.
 			e.failed = p.failed
 		}
 	case pmi.Aborted:

@@ -139,8 +139,11 @@ func sweepStaleDirs(tmp string, lg *log.Logger) {
 		}
 		dir := filepath.Join(tmp, e.Name())
 		st, err := os.Stat(dir)
+		if err != nil {
+			continue // removed meanwhile (another golaunch's job ended)
+		}
 		sys, ok := st.Sys().(*syscall.Stat_t)
-		if err != nil || !ok || int(sys.Uid) != os.Getuid() || time.Since(st.ModTime()) < time.Minute {
+		if !ok || int(sys.Uid) != os.Getuid() || time.Since(st.ModTime()) < time.Minute {
 			continue
 		}
 		sock := filepath.Join(dir, "agent.sock")

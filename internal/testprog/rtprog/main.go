@@ -42,9 +42,11 @@ import (
 //	                runtime itself ends it
 //	panic VICTIM    every rank prints "ready RANK PID"; rank VICTIM then panics
 //	                ("rtprog: rank R panics on purpose"), the others block in Barrier
-//	gone VICTIM     rank VICTIM exits with code 3 right after Init; every other rank sends
-//	                it small messages until a send fails, prints "rtprog: rank R: send:
-//	                ERROR" on stderr and exits 1
+//	gone VICTIM [dial]
+//	                rank VICTIM exits with code 3 right after Init; every other rank sends
+//	                it small messages until a send fails (or, with dial, dials its
+//	                listener "gone", which it never opens), prints "rtprog: rank R: send:
+//	                ERROR" (or "dial: ERROR") on stderr and exits 1
 //
 // In barrier, recv and gone modes the ranks ignore SIGTERM and SIGINT: they end only when their
 // blocked call fails (printing "rtprog: rank R: ERROR" on stderr and exiting 1), or by
@@ -149,6 +151,10 @@ func main() {
 		}
 		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
+		if len(os.Args) > 3 && os.Args[3] == "dial" {
+			_, err := w.Dial(sctx, victim, "gone")
+			fail("rank %d: dial: %v", rank, err)
+		}
 		for {
 			if err := runtime.Send(sctx, w, []byte("hello"), victim, 0); err != nil {
 				fail("rank %d: send: %v", rank, err)

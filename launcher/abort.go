@@ -39,9 +39,12 @@ type failure struct {
 type causeWeight int
 
 const (
+	// weightConsequence: a non-zero exit of a rank that printed another rank's failure
+	// (exitMsg.PeerFailed): it gave up because that peer failed.
+	weightConsequence causeWeight = iota
 	// weightExit: a non-zero exit or a missing Finalize, which may be a rank giving up
 	// because a peer failed.
-	weightExit causeWeight = iota
+	weightExit
 	// weightAbort: a rank's Abort, which may be its reaction to a peer's failure (an MPI
 	// program's error handler, apps/allreducebench).
 	weightAbort
@@ -96,6 +99,9 @@ func rankFailure(m *exitMsg, host string, pmiJob bool) *failure {
 		f.code, f.what = m.Code&0xff, fmt.Sprintf("%s exited with code %d", label, m.Code)
 		if f.code == 0 {
 			f.code = ExitFailure
+		}
+		if m.PeerFailed {
+			f.weight = weightConsequence
 		}
 	case m.Finalized || !m.Connected && !pmiJob:
 		return nil

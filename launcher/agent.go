@@ -444,6 +444,7 @@ func (j *agentJob) waitRank(p *rankProc) {
 	if code == 2 || sig == int(syscall.SIGABRT) {
 		m.Panic = p.panics.first() // the Go runtime's exit after a panic, or its crash with GOTRACEBACK=crash
 	}
+	m.PeerFailed = p.panics.sawPeerFailure()
 	j.send(fExit, m)
 	close(p.ended)
 }

@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -27,23 +28,32 @@ const (
 
 var goroutineLine = regexp.MustCompile(`^goroutine \d+ \[`)
 
-// panicWatch finds the first Go panic in a stream of stderr chunks. write is called by
-// the rank's stderr pump; first by the rank's waiter, possibly while the pump still runs
+// peerFailureText matches the gorma runtime's text of a peer's failure (runtime.ProcError)
+// anywhere in a line: "rank 1 on host vm failed: ...", "rank 1 on host vm is gone: ...".
+var peerFailureText = regexp.MustCompile(`\brank (\d+) on host \S+ (?:failed|is gone)[: ]`)
+
+// panicWatch finds the first Go panic in a stream of stderr chunks, and whether the rank
+// printed the runtime's text of another rank's failure (a rank that exits after that is
+// a consequence of the failure, not its cause). write is called by the rank's stderr
+// pump; first and sawPeerFailure by the rank's waiter, possibly while the pump still runs
 // (wait gives the output a bounded time to drain); mu guards the fields below it.
 type panicWatch struct {
-	mu      sync.Mutex
-	line    []byte // the current line so far, at most maxPanicLine bytes
-	long    bool   // the current line is longer than line holds
-	pending string // a "panic: " or "fatal error: " line waiting for its goroutine trace
-	since   int    // lines seen since pending
-	found   string // the first line of the first panic, once its trace has started
+	rank int // the rank whose stderr this is
+
+	mu       sync.Mutex
+	line     []byte // the current line so far, at most maxPanicLine bytes
+	long     bool   // the current line is longer than line holds
+	pending  string // a "panic: " or "fatal error: " line waiting for its goroutine trace
+	since    int    // lines seen since pending
+	found    string // the first line of the first panic, once its trace has started
+	peerFail bool   // a line named another rank's failure, before any panic
 }
 
 // write looks at the next chunk of the stream.
 func (w *panicWatch) write(b []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.found != "" {
+	if w.found != "" || w.peerFail {
 		return
 	}
 	for len(b) > 0 {
@@ -60,7 +70,7 @@ func (w *panicWatch) write(b []byte) {
 			return
 		}
 		w.endLine()
-		if w.found != "" {
+		if w.found != "" || w.peerFail {
 			return
 		}
 		b = b[i+1:]
@@ -74,6 +84,10 @@ func (w *panicWatch) endLine() {
 		line += "..."
 	}
 	w.line, w.long = w.line[:0], false
+	if m := peerFailureText.FindStringSubmatch(line); m != nil && m[1] != strconv.Itoa(w.rank) {
+		w.peerFail = true
+		return
+	}
 	switch {
 	case w.pending != "" && goroutineLine.MatchString(line):
 		w.found = w.pending
@@ -85,6 +99,14 @@ func (w *panicWatch) endLine() {
 			w.pending = ""
 		}
 	}
+}
+
+// sawPeerFailure reports whether the rank printed another rank's failure before any
+// panic of its own.
+func (w *panicWatch) sawPeerFailure() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.peerFail
 }
 
 // first returns the first line of the first panic seen, or "".

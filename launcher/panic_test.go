@@ -32,7 +32,7 @@ func TestPanicWatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, size := range []int{1, 3, 64, len(tt.stderr)} {
-			var w panicWatch
+			w := panicWatch{rank: 0}
 			for b := []byte(tt.stderr); len(b) > 0; {
 				n := min(size, len(b))
 				w.write(b[:n])
@@ -41,6 +41,28 @@ func TestPanicWatch(t *testing.T) {
 			if got := w.first(); got != tt.want {
 				t.Errorf("%s in chunks of %d: %q, want %q", tt.name, size, got, tt.want)
 			}
+		}
+	}
+}
+
+// A rank that printed another rank's failure in the runtime's words is a consequence of
+// it; its own failure, or a panic first, is not.
+func TestPanicWatchPeerFailure(t *testing.T) {
+	for _, tt := range []struct {
+		name, stderr string
+		want         bool
+	}{
+		{"gone", "rtprog: rank 0: send: rank 1 on host vm is gone: its process exited (in send)\n", true},
+		{"failed", "app: rank 1 on host h1 failed: exited with code 3 (in recv)\n", true},
+		{"own rank", "rank 0 on host vm failed: something\n", false},
+		{"aborted", "rank 2 on host vm aborted the job: called Abort(1)\n", false},
+		{"unrelated", "frank 1 on host vm failed: no\nwork failed: rank 1\n", false},
+		{"panic first", "panic: boom\n\ngoroutine 1 [running]:\nrank 1 on host vm failed: x\n", false},
+	} {
+		w := panicWatch{rank: 0}
+		w.write([]byte(tt.stderr))
+		if got := w.sawPeerFailure(); got != tt.want {
+			t.Errorf("%s: sawPeerFailure %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

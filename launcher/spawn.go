@@ -112,7 +112,7 @@ type rankProc struct {
 	outDone     chan struct{} // closed when both output pipes reached EOF
 	ended       chan struct{} // closed once the exit is reported
 	unwatch     func()        // ends the rank's idle-role watch; nil if it has none
-	panics      panicWatch    // looks for a Go panic in the rank's stderr
+	panics      panicWatch    // looks for a Go panic, or another rank's failure, in the rank's stderr
 }
 
 // rankEnv builds a rank's environment: the agent's own (without GOLAUNCH_*, and without
@@ -171,7 +171,8 @@ func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, l
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p := &rankProc{rank: rank, local: local, cmd: cmd, outDone: make(chan struct{}), ended: make(chan struct{})}
+	p := &rankProc{rank: rank, local: local, cmd: cmd, outDone: make(chan struct{}), ended: make(chan struct{}),
+		panics: panicWatch{rank: rank}}
 	childEnds := []*os.File{pmiEnd}
 	var ours []*os.File
 	closeAll := func(fs []*os.File) {

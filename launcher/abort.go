@@ -12,6 +12,7 @@ import (
 const (
 	ExitOK         = 0   // every rank finalized and exited 0
 	ExitUsage      = 2   // bad flags, hostfile, keyfile, or a program that is not there
+	ExitPanic      = 123 // the failing rank panicked (a Go panic or fatal error, which exits 2 itself)
 	ExitTimeout    = 124 // --timeout expired
 	ExitFailure    = 125 // the job failed with no exit code of its own to report
 	ExitSignalBase = 128 // + the signal that killed the first failing rank (or golaunch)
@@ -38,12 +39,18 @@ type failure struct {
 type causeWeight int
 
 const (
+	// weightConsequence: a non-zero exit of a rank that printed another rank's failure
+	// (exitMsg.PeerFailed): it gave up because that peer failed.
+	weightConsequence causeWeight = iota
 	// weightExit: a non-zero exit or a missing Finalize, which may be a rank giving up
 	// because a peer failed.
-	weightExit causeWeight = iota
+	weightExit
 	// weightAbort: a rank's Abort, which may be its reaction to a peer's failure (an MPI
 	// program's error handler, apps/allreducebench).
 	weightAbort
+	// weightPanic: a rank's Go panic, a bug of its own more often than a reaction to a
+	// peer's failure (which a Go program more often returns as an error and exits 1).
+	weightPanic
 	// weightOutside: a rank killed by a signal its agent did not send, or an agent lost: a
 	// cause from outside the job; and the job's own causes (timeout, a signal to
 	// golaunch), which no later failure replaces.
@@ -78,13 +85,23 @@ func rankFailure(m *exitMsg, host string, pmiJob bool) *failure {
 		f.code, f.what = ExitFailure, fmt.Sprintf("rank %d (host %s) could not be started: %s", m.Rank, host, m.Err)
 	case m.Signal != 0:
 		f.code, f.what = ExitSignalBase+m.Signal, fmt.Sprintf("%s killed by signal %s", label, describeSignal(m.Signal))
+		if m.Panic != "" {
+			f.what = fmt.Sprintf("%s panicked: %s (killed by signal %s)", label, m.Panic, describeSignal(m.Signal))
+		}
 		if !m.OwnSignal {
 			f.weight, f.early = weightOutside, m.Early
 		}
+	case m.Code != 0 && m.Panic != "":
+		// Told apart from the rank's own exit(2) and from golaunch's usage error (2).
+		f.code, f.what = ExitPanic, fmt.Sprintf("%s panicked: %s", label, m.Panic)
+		f.weight = weightPanic
 	case m.Code != 0:
 		f.code, f.what = m.Code&0xff, fmt.Sprintf("%s exited with code %d", label, m.Code)
 		if f.code == 0 {
 			f.code = ExitFailure
+		}
+		if m.PeerFailed {
+			f.weight = weightConsequence
 		}
 	case m.Finalized || !m.Connected && !pmiJob:
 		return nil

@@ -139,8 +139,11 @@ func sweepStaleDirs(tmp string, lg *log.Logger) {
 		}
 		dir := filepath.Join(tmp, e.Name())
 		st, err := os.Stat(dir)
+		if err != nil {
+			continue // removed meanwhile (another golaunch's job ended)
+		}
 		sys, ok := st.Sys().(*syscall.Stat_t)
-		if err != nil || !ok || int(sys.Uid) != os.Getuid() || time.Since(st.ModTime()) < time.Minute {
+		if !ok || int(sys.Uid) != os.Getuid() || time.Since(st.ModTime()) < time.Minute {
 			continue
 		}
 		sock := filepath.Join(dir, "agent.sock")
@@ -438,6 +441,10 @@ func (j *agentJob) waitRank(p *rankProc) {
 		Finalized: j.finalized[p.rank], Connected: j.connected[p.rank], OwnSignal: sig != 0 && j.sent[sig],
 		Early: !j.aborting}
 	j.mu.Unlock()
+	if code == 2 || sig == int(syscall.SIGABRT) {
+		m.Panic = p.panics.first() // the Go runtime's exit after a panic, or its crash with GOTRACEBACK=crash
+	}
+	m.PeerFailed = p.panics.sawPeerFailure()
 	j.send(fExit, m)
 	close(p.ended)
 }

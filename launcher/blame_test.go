@@ -79,6 +79,12 @@ func TestBlameWeights(t *testing.T) {
 	ownKill := func() *failure {
 		return rankFailure(&exitMsg{Rank: 2, Pid: 12, Code: -1, Signal: 9, Connected: true, OwnSignal: true}, "h1", true)
 	}
+	panicked := func() *failure {
+		return rankFailure(&exitMsg{Rank: 3, Pid: 13, Code: 2, Connected: true, Panic: "panic: boom"}, "h1", true)
+	}
+	consequence := func() *failure {
+		return rankFailure(&exitMsg{Rank: 0, Pid: 10, Code: 4, Connected: true, PeerFailed: true}, "h0", true)
+	}
 	lostAgent := func() *failure { return agentFailure("h1", "control connection lost: EOF") }
 	timeout := func() *failure { return jobFailure(ExitTimeout, "job timed out after 1s") }
 	cases := []struct {
@@ -97,6 +103,13 @@ func TestBlameWeights(t *testing.T) {
 		{"timeout, then kill from outside", timeout(), false, killed(true), ExitTimeout},
 		{"abort, then a late kill from outside", abort1(), true, killed(false), 1},
 		{"abort, then a late kill that came before the abort", abort1(), true, killed(true), 137},
+		{"exit, then panic", exit1(), false, panicked(), ExitPanic},
+		{"abort, then panic", abort1(), false, panicked(), ExitPanic},
+		{"panic, then exit", panicked(), false, exit1(), ExitPanic},
+		{"panic, then kill from outside", panicked(), false, killed(false), 137},
+		{"exit, then a late panic", exit1(), true, panicked(), 1},
+		{"a peer's consequence, then the exit it saw", consequence(), false, exit1(), 1},
+		{"exit, then a peer's consequence", exit1(), false, consequence(), 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -311,6 +311,10 @@ type exitMsg struct {
 	Err       string // it could not be started at all
 	OwnSignal bool   // the signal that killed it came from its agent (an abort or a forwarded Ctrl-C)
 	Early     bool   // it ended before its agent heard of the job's abort
+	Panic     string `json:",omitempty"` // the first line of a Go panic in its stderr, when it exited 2 or of SIGABRT after one
+	// PeerFailed: its stderr named another rank's failure in the runtime's words ("rank 1
+	// on host vm is gone: ..."), before any panic: its end is a consequence of that failure.
+	PeerFailed bool `json:",omitempty"`
 }
 
 type abortMsg struct {

@@ -27,6 +27,7 @@
 //
 //	golaunch: rank 3 (host h1, pid 1234) exited with code 7; job aborted
 //	golaunch: rank 1 (host h1, pid 1230) killed by signal 9 (SIGKILL); job aborted
+//	golaunch: rank 2 (host h1, pid 1232) panicked: panic: index out of range [3] with length 3; job aborted
 //	golaunch: agent h2 unreachable (left the cluster); job aborted
 //
 // and exits with
@@ -35,6 +36,8 @@
 //	N        the failing rank's exit code N (1-255), or the code it passed to Abort
 //	         (Abort(0) and codes outside 1-255 become 1)
 //	2        usage error; no rank was started (ExitUsage)
+//	123      the failing rank panicked: a Go panic or fatal error in its stderr, which
+//	         exits 2 itself (ExitPanic)
 //	124      --timeout expired (ExitTimeout)
 //	125      the job failed without an exit code of its own: an agent unreachable, a rank
 //	         that exited without Finalize, never reached PMI init, or could not start
@@ -44,7 +47,7 @@
 // The failing rank is the root cause rather than the first report: a rank killed from
 // outside or a lost agent outranks the Aborts and non-zero exits of ranks that saw it
 // fail, if its report arrives within a second of theirs. A rank's own exit code can
-// collide with 2, 124 or 125; the summary line tells. No rank process survives its job,
+// collide with 2, 123, 124 or 125; the summary line tells. No rank process survives its job,
 // even when golaunch or an agent is SIGKILLed, unless it left its process group; the
 // ranks of a stopped (SIGSTOP) agent end when it resumes, or by themselves once their
 // runtime has seen a peer fail and heard nothing from the agent for a while. memberlist's

@@ -100,7 +100,7 @@ func TestE2ERankKilled(t *testing.T) {
 					continue
 				}
 				line, _, _ := strings.Cut(stderr[i:], "\n")
-				m := regexp.MustCompile(`process failed: rank (\d+).*\[failed rank (\d+)\]$`).FindStringSubmatch(line)
+				m := regexp.MustCompile(`: rank (\d+) on host \S+ (?:failed|is gone)[: ].*\[failed rank (\d+)\]$`).FindStringSubmatch(line)
 				if m == nil || strings.Contains(line, "MISMATCH") {
 					t.Errorf("rank %d: %q does not report a failed process", rank, line)
 					continue

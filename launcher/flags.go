@@ -392,10 +392,10 @@ A cluster: on every host run
   golaunch agent --bind 10.0.0.2:7946 --join 10.0.0.1:7946 --slots 8 --keyfile /etc/gorma.key
 
 Exit status: 0 when every rank called Finalize and exited 0; otherwise the first failing
-rank's exit code, 128+N when it was killed by signal N, 124 when --timeout expired, 125
-when the job failed without an exit code of its own (an agent lost, a rank that exited
-without Finalize or never reached PMI init), 2 for a usage error. One summary line on
-stderr names the cause.
+rank's exit code, 123 when it panicked (a Go panic, which exits 2 itself), 128+N when it
+was killed by signal N, 124 when --timeout expired, 125 when the job failed without an
+exit code of its own (an agent lost, a rank that exited without Finalize or never reached
+PMI init), 2 for a usage error. One summary line on stderr names the cause.
 `
 }
 

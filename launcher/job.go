@@ -285,7 +285,7 @@ func (s *submitter) reachedPMI() {
 		if r.earlyExit {
 			h := s.roster.Hosts[s.roster.RankHost[rank]]
 			s.failWith(&failure{code: ExitFailure, what: rankLabel(rank, h, r.pid) + " exited without calling Finalize",
-				kind: pmi.ProcFailed, rank: rank, host: h})
+				kind: pmi.ProcFailed, rank: rank, host: h, weight: weightExit})
 			return
 		}
 	}
@@ -319,7 +319,7 @@ func (s *submitter) checkStartup() bool {
 	if late > 1 {
 		what += fmt.Sprintf(" (nor did %d other ranks)", late-1)
 	}
-	s.failWith(&failure{code: ExitFailure, what: what, kind: pmi.ProcFailed, rank: first, host: h})
+	s.failWith(&failure{code: ExitFailure, what: what, kind: pmi.ProcFailed, rank: first, host: h, weight: weightExit})
 	return true
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -77,7 +78,7 @@ func TestRuntimeRankKilled(t *testing.T) {
 						continue
 					}
 					line, _, _ := strings.Cut(stderr[i:], "\n")
-					if !strings.Contains(line, "process failed: rank ") {
+					if !failedRankText.MatchString(line) {
 						t.Errorf("rank %d: %q does not report a failed process", rank, line)
 					}
 				}
@@ -91,6 +92,10 @@ func TestRuntimeRankKilled(t *testing.T) {
 		}
 	}
 }
+
+// failedRankText matches the runtime's text of a peer failure as a rank prints it: the
+// failed rank, its host and what became of it lead.
+var failedRankText = regexp.MustCompile(`: rank \d+ on host \S+ (failed|is gone)[: ]`)
 
 // checkRootCause checks that golaunch printed exactly one summary line, want, and exited
 // with code: the killed rank or the lost agent, never a survivor whose blocked call failed

@@ -199,7 +199,7 @@ func (s *submitter) setup() (int, bool) {
 			if len(late) > 1 {
 				what += fmt.Sprintf(" (nor did %s)", strings.Join(late[1:], ", "))
 			}
-			return s.setupFailed(&failure{code: ExitFailure, what: what, rank: -1, host: late[0]})
+			return s.setupFailed(&failure{code: ExitFailure, what: what, rank: -1, host: late[0], weight: weightExit})
 		case sig := <-s.signals:
 			if reportSignal(sig) {
 				break // no rank runs yet

@@ -112,6 +112,7 @@ type rankProc struct {
 	outDone     chan struct{} // closed when both output pipes reached EOF
 	ended       chan struct{} // closed once the exit is reported
 	unwatch     func()        // ends the rank's idle-role watch; nil if it has none
+	panics      panicWatch    // looks for a Go panic, or another rank's failure, in the rank's stderr
 }
 
 // rankEnv builds a rank's environment: the agent's own (without GOLAUNCH_*, and without
@@ -160,7 +161,7 @@ func pmiSocketpair() (net.Conn, *os.File, error) {
 }
 
 // spawnRank starts one rank with its stdout and stderr on pipes read by forward (which
-// gets stream 1 or 2 and a chunk it may keep), in its own process group, with
+// gets stream 1 or 2 and a chunk it may keep; p.panics sees stderr first), in its own process group, with
 // Pdeathsig, bound to cpus unless that is nil. Rank 0 also gets a stdin pipe. pmiEnd,
 // the rank's end of its PMI socketpair, becomes its PMI_FD; spawnRank closes it.
 func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, local int, cpus []int,
@@ -170,7 +171,8 @@ func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, l
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p := &rankProc{rank: rank, local: local, cmd: cmd, outDone: make(chan struct{}), ended: make(chan struct{})}
+	p := &rankProc{rank: rank, local: local, cmd: cmd, outDone: make(chan struct{}), ended: make(chan struct{}),
+		panics: panicWatch{rank: rank}}
 	childEnds := []*os.File{pmiEnd}
 	var ours []*os.File
 	closeAll := func(fs []*os.File) {
@@ -229,9 +231,11 @@ func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, l
 	}
 	p.pid = cmd.Process.Pid
 	outs := make(chan struct{}, 2)
-	for i, r := range []*os.File{outR, errR} {
-		go pump(r, i+1, forward, outs)
-	}
+	go pump(outR, 1, forward, outs)
+	go pump(errR, 2, func(stream int, data []byte) {
+		p.panics.write(data) // before forward, which may keep data
+		forward(stream, data)
+	}, outs)
 	go func() {
 		<-outs
 		<-outs

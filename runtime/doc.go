@@ -46,8 +46,11 @@
 // failed, fails every pending and later operation that involves it with a *ProcError
 // wrapping ErrProcFailed, naming the rank and its host; receives from AnySource and
 // Barrier fail too. An aborted job (Abort, or another rank's) fails every call with a
-// *ProcError wrapping ErrAborted. After Finalize every call fails with ErrFinalized, and
-// a nil World is an ErrInvalid error.
+// *ProcError wrapping ErrAborted. A ProcError's text leads with the rank, its host and
+// what became of it ("rank 1 on host vm failed: exited with code 3"); what the transport
+// saw stays in its chain (errors.Is, errors.As) and is printed only with GORMA_VERBOSE=1.
+// After Finalize every call fails with ErrFinalized, and a nil World is an ErrInvalid
+// error.
 //
 // # Concurrency contract
 //

@@ -3,7 +3,9 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"sync"
 )
 
 // Sentinel errors. Errors returned by this package wrap one of these (or a context error),
@@ -29,33 +31,68 @@ var (
 	ErrConfig = errors.New("bad runtime configuration")
 )
 
-// ProcError reports a failed or aborting rank. Err is ErrProcFailed or ErrAborted; Cause
-// says what was seen (a transport completion status, the launcher's report).
+// ProcError reports a failed or aborting rank. Its text leads with the rank, its host and
+// what became of it, in a user's words (Why), then the call that found it: "rank 1 on
+// host vm failed: exited with code 3 (in recv)", "rank 1 on host vm is gone: its process
+// exited (in send)", "rank 2 on host h1 aborted the job: called Abort(7): bad input".
+// Cause, what was actually seen (a transport's completion status, the open of a
+// /proc/PID/fd entry, a refused connection, the launcher's report), stays in the chain
+// for errors.Is and errors.As, and is printed last only with GORMA_VERBOSE=1; when Why is
+// empty, Cause is printed in its place.
 type ProcError struct {
-	Op    string // the call that found the failure: "recv", "send", "barrier", ...
-	Rank  int    // the failed or aborting rank, -1 if not known
-	Host  string // its host, "" if not known
-	Err   error  // ErrProcFailed or ErrAborted
-	Cause error  // what was seen, may be nil
+	Op   string // the call that found the failure: "recv", "send", "barrier", ...
+	Rank int    // the failed or aborting rank, -1 if not known
+	Host string // its host, "" if not known
+	Err  error  // ErrProcFailed or ErrAborted
+	// Why is what became of the rank, as it reads after the rank's name: "failed: exited
+	// with code 3" (the launcher's word), "is gone: its process exited" (the transport's),
+	// "aborted the job: called Abort(7)"; for Rank -1, why the job was aborted. May be "".
+	Why   string
+	Cause error // what was seen, may be nil
 }
 
 func (e *ProcError) Error() string {
-	s := "runtime"
-	if e.Op != "" {
-		s += ": " + e.Op
-	}
-	s += ": " + e.Err.Error()
-	if e.Rank >= 0 {
-		s += ": rank " + strconv.Itoa(e.Rank)
+	var s string
+	switch {
+	case e.Rank >= 0:
+		s = "rank " + strconv.Itoa(e.Rank)
 		if e.Host != "" {
 			s += " on host " + e.Host
 		}
+		if e.Why != "" {
+			s += " " + e.Why
+		} else if errors.Is(e.Err, ErrAborted) {
+			s += " aborted the job"
+		} else {
+			s += " failed"
+		}
+	case e.Why != "":
+		s = e.Err.Error() + ": " + e.Why
+	default:
+		s = e.Err.Error()
 	}
-	if e.Cause != nil {
+	if e.Why == "" && e.Cause != nil {
+		s += ": " + e.Cause.Error() // no words for it: the cause is the reason
+	}
+	if e.Op != "" {
+		s += " (in " + e.Op + ")"
+	}
+	if e.Why != "" && e.Cause != nil && verbose() {
 		s += ": " + e.Cause.Error()
 	}
 	return s
 }
+
+// EnvVerbose, set to 1, makes errors print the transport's detail of a peer's failure
+// (ProcError's Cause) after the rank, host and reason.
+const EnvVerbose = "GORMA_VERBOSE"
+
+// verbose reports whether GORMA_VERBOSE asks for the transport's detail in errors; read
+// once, at the first error printed.
+var verbose = sync.OnceValue(func() bool {
+	v := os.Getenv(EnvVerbose)
+	return v != "" && v != "0"
+})
 
 // Unwrap returns the sentinel and the cause, for errors.Is and errors.As.
 func (e *ProcError) Unwrap() []error {

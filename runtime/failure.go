@@ -3,10 +3,16 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gorma-hpc/gorma/pmi"
+	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
 // Failure handling. A peer is failed when its connection reports an error (a completion
@@ -33,12 +39,19 @@ import (
 // peer failure the agent says nothing of for agentWordBound ends this process
 // (watchEvents).
 
-// peerFailedLocked marks p failed with cause and fails everything that waits on it.
+// peerFailedLocked marks p failed with cause, as the transport saw it, and fails
+// everything that waits on it.
 func (e *engine) peerFailedLocked(p *peer, cause error) {
+	e.peerFailedWhyLocked(p, transportWhy(cause), cause)
+}
+
+// peerFailedWhyLocked marks p failed with why (ProcError.Why) and cause, and fails
+// everything that waits on it.
+func (e *engine) peerFailedWhyLocked(p *peer, why string, cause error) {
 	if p.failed != nil {
 		return
 	}
-	pe := &ProcError{Rank: p.rank, Host: p.host, Err: ErrProcFailed, Cause: cause}
+	pe := &ProcError{Rank: p.rank, Host: p.host, Err: ErrProcFailed, Why: why, Cause: cause}
 	p.failed = pe
 	p.fin.off.Store(true)
 	if e.failed == nil {
@@ -225,11 +238,20 @@ func (e *engine) onEvent(ev pmi.Event) {
 			if p == nil {
 				p = e.placeholderLocked(ev.Rank)
 			}
-			e.peerFailedLocked(p, fmt.Errorf("launcher reports: %s", eventCause(ev)))
+			e.peerFailedWhyLocked(p, "failed: "+launcherWhy(ev.Rank, eventCause(ev)),
+				fmt.Errorf("launcher reports: %s", eventCause(ev)))
+			// The failure golaunch aborts the job for, which this rank's transport may
+			// have seen after a casualty of it: later AnySource receives and Barriers
+			// name it.
+			e.failed = p.failed
 		}
 	case pmi.Aborted:
 		if e.aborted == nil {
-			e.aborted = &ProcError{Rank: ev.Rank, Host: ev.Host, Err: ErrAborted, Cause: abortCause(ev.Code, ev.Cause)}
+			why := eventCause(ev)
+			if ev.Rank >= 0 {
+				why = "aborted the job: " + launcherWhy(ev.Rank, why)
+			}
+			e.aborted = &ProcError{Rank: ev.Rank, Host: ev.Host, Err: ErrAborted, Why: why, Cause: abortCause(ev.Code, ev.Cause)}
 			e.failAllLocked(e.aborted)
 		}
 	}
@@ -248,19 +270,83 @@ func (e *engine) agentLost() {
 // agentErr gives an error of the agent's protocol the runtime's sentinel: the agent's
 // pmi.ErrAborted (the job is being aborted, or a rank left without Finalize, during
 // Finalize's fence) becomes a *ProcError wrapping ErrAborted, so that callers can test
-// Finalize's error with errors.Is(err, ErrAborted) like every other call's.
+// Finalize's error with errors.Is(err, ErrAborted) like every other call's. When the
+// agent's text carries golaunch's account of a rank ("rank 1 (host vm, pid 5) exited
+// with code 3"), the error names that rank and its host.
 func agentErr(err error) error {
-	if errors.Is(err, pmi.ErrAborted) {
-		return &ProcError{Rank: -1, Err: ErrAborted, Cause: err}
+	if !errors.Is(err, pmi.ErrAborted) {
+		return err
 	}
-	return err
+	pe := &ProcError{Rank: -1, Err: ErrAborted, Cause: err}
+	if m := labelIn.FindStringSubmatch(err.Error()); m != nil {
+		pe.Rank, _ = strconv.Atoi(m[1])
+		pe.Host, pe.Why = m[2], "failed: "+m[3]
+		if strings.HasPrefix(m[3], "called Abort(") {
+			pe.Why = "aborted the job: " + m[3]
+		}
+	}
+	return pe
 }
+
+// labelIn finds golaunch's account of a rank within a longer text: rank, host, and what
+// became of the rank.
+var labelIn = regexp.MustCompile(`rank (\d+) \(host ([^,)]+)(?:, pid \d+)?\) (.+)$`)
 
 func eventCause(ev pmi.Event) string {
 	if ev.Cause != "" {
 		return ev.Cause
 	}
 	return fmt.Sprintf("exit code %d", ev.Code)
+}
+
+// rankLabel matches the name golaunch gives a rank at the start of a failure's text:
+// "rank 3 (host h1, pid 1234) ".
+var rankLabel = regexp.MustCompile(`^rank (\d+) \([^)]*\) `)
+
+// launcherWhy is the launcher's account of rank's end (golaunch's summary text, "rank 3
+// (host h1, pid 1234) exited with code 7") without the rank's name, which ProcError
+// prints itself: "exited with code 7".
+func launcherWhy(rank int, cause string) string {
+	if m := rankLabel.FindStringSubmatch(cause); m != nil && m[1] == strconv.Itoa(rank) {
+		return cause[len(m[0]):]
+	}
+	return cause
+}
+
+// errPeerExited is the cause of a peer failure found by checking the peer's process.
+var errPeerExited = errors.New("its process exited")
+
+// transportWhy puts what the transport saw of a peer's failure in a user's words
+// (ProcError.Why), or returns "" when it cannot, and the cause is then printed as is.
+// The causes that mean the peer's process is gone: a connection flushed (WRFlushErr) or
+// ended (EOF, a reset, a broken pipe), its listener refusing connections, its process or
+// its /proc/PID/fd entry not there (ESRCH, ENOENT at attach).
+func transportWhy(cause error) string {
+	var se *verbs.StatusError
+	if errors.As(cause, &se) {
+		switch se.Status {
+		case verbs.WRFlushErr:
+			return "is gone: its process exited or closed its transport"
+		case verbs.RetryExcErr:
+			return "is gone: it stopped answering (its process died, or the network failed)"
+		}
+		return ""
+	}
+	for _, gone := range []error{errPeerExited, io.EOF, io.ErrUnexpectedEOF, syscall.ENOENT, syscall.ESRCH,
+		syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE} {
+		if errors.Is(cause, gone) {
+			return "is gone: its process exited"
+		}
+	}
+	return ""
+}
+
+// abortWhy is ProcError.Why of a rank's own Abort(code, msg).
+func abortWhy(code int, msg string) string {
+	if msg == "" {
+		return fmt.Sprintf("aborted the job: called Abort(%d)", code)
+	}
+	return fmt.Sprintf("aborted the job: called Abort(%d): %s", code, msg)
 }
 
 func abortCause(code int, msg string) error {

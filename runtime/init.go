@@ -255,6 +255,9 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 	if err != nil {
 		e.shutdown()
 		client.Close()
+		if errors.Is(err, pmi.ErrAborted) {
+			return nil, withOp("init", agentErr(err)) // names the rank golaunch blames
+		}
 		return nil, fmt.Errorf("runtime: init rank %d: %w", c.Rank, err)
 	}
 	e.start()

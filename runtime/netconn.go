@@ -209,14 +209,17 @@ func (w *World) Dial(ctx context.Context, rank int, name string) (net.Conn, erro
 	}
 	c, err := e.cardOf(ctx, jr)
 	if err != nil {
-		return nil, withOp("dial", fmt.Errorf("%w: read rank %d's card: %w", ErrTransport, rank, err))
+		return nil, e.dialErr(jr, fmt.Errorf("%w: read rank %d's card: %w", ErrTransport, rank, err))
 	}
 	backoff := time.Millisecond
 	for {
+		if err := e.peerGone(jr); err != nil {
+			return nil, withOp("dial", err)
+		}
 		conn, status, body, err := e.handshake(ctx, cmKindSocket, jr, c.cm, []byte(name))
 		switch {
 		case err != nil:
-			return nil, withOp("dial", fmt.Errorf("%w: stream to rank %d's listener %q (listener %s): %w", ErrTransport, rank, name, c.cm, err))
+			return nil, e.dialErr(jr, fmt.Errorf("%w: stream to rank %d's listener %q (listener %s): %w", ErrTransport, rank, name, c.cm, err))
 		case status == cmAccept:
 			return conn, nil
 		case status == cmNotYet:
@@ -244,6 +247,9 @@ func (e *engine) dialSHMStream(ctx context.Context, rank, jr int, name string) (
 		if err == nil {
 			return c, nil
 		}
+		if err := e.peerGone(jr); err != nil {
+			return nil, withOp("dial", err)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, withOp("dial", fmt.Errorf("rank %d has no listener named %q (does it call Listen?): %w (last attempt: %v)", rank, name, ctx.Err(), err))
@@ -251,4 +257,27 @@ func (e *engine) dialSHMStream(ctx context.Context, rank, jr int, name string) (
 			backoff = min(2*backoff, 50*time.Millisecond)
 		}
 	}
+}
+
+// peerGone returns the failure of job rank jr's peer, if this rank knows it failed.
+func (e *engine) peerGone(jr int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.peers[jr]; p != nil && p.failed != nil {
+		return p.failed
+	}
+	return nil
+}
+
+// dialErr is the error of a Dial to job rank jr that failed with err: a *ProcError that
+// names the rank, its host and "its process exited" when err says so (transportWhy),
+// with err in its chain; err itself otherwise.
+func (e *engine) dialErr(jr int, err error) error {
+	if why := transportWhy(err); why != "" {
+		e.mu.Lock()
+		host := e.hosts[jr]
+		e.mu.Unlock()
+		return withOp("dial", &ProcError{Rank: jr, Host: host, Err: ErrProcFailed, Why: why, Cause: err})
+	}
+	return withOp("dial", err)
 }

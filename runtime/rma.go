@@ -382,7 +382,7 @@ func (r *Remote) Err() error {
 			e.progressLocked() // the provider fails the QP; its completions say how
 		}
 		if p.failed == nil {
-			e.peerFailedLocked(p, errors.New("its process exited"))
+			e.peerFailedLocked(p, errPeerExited)
 		}
 	}
 	if p.failed != nil {

@@ -265,7 +265,7 @@ type engine struct {
 	pool       []*Request // the engine's own requests, for reuse
 	waiters    []*Request // parked goroutines' requests, in parking order
 	quietWait  *Request   // Finalize's parked request, woken when quietLocked holds
-	failed     *ProcError // the first failed peer (AnySource receives fail with it)
+	failed     *ProcError // the first failed peer, or the one the launcher names (AnySource receives fail with it)
 	aborted    *ProcError // the job is aborting: every call fails with it
 	finalizing bool
 	finalized  bool
@@ -361,7 +361,7 @@ func (w *World) Abort(code int, msg string) {
 	e := w.e
 	e.mu.Lock()
 	if e.aborted == nil {
-		e.aborted = &ProcError{Rank: e.rank, Host: e.host, Err: ErrAborted, Cause: abortCause(code, msg)}
+		e.aborted = &ProcError{Rank: e.rank, Host: e.host, Err: ErrAborted, Why: abortWhy(code, msg), Cause: abortCause(code, msg)}
 		e.failAllLocked(e.aborted)
 	}
 	e.mu.Unlock()

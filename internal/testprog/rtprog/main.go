@@ -43,8 +43,15 @@ import (
 //	                prints "rtprog: rank R: ERROR" on stderr and then waits for ever, as a
 //	                program that does not exit on errors would: only a signal or the
 //	                runtime itself ends it
+//	panic VICTIM    every rank prints "ready RANK PID"; rank VICTIM then panics
+//	                ("rtprog: rank R panics on purpose"), the others block in Barrier
+//	gone VICTIM [dial]
+//	                rank VICTIM exits with code 3 right after Init; every other rank sends
+//	                it small messages until a send fails (or, with dial, dials its
+//	                listener "gone", which it never opens), prints "rtprog: rank R: send:
+//	                ERROR" (or "dial: ERROR") on stderr and exits 1
 //
-// In barrier and recv modes the ranks ignore SIGTERM and SIGINT: they end only when their
+// In barrier, recv and gone modes the ranks ignore SIGTERM and SIGINT: they end only when their
 // blocked call fails (printing "rtprog: rank R: ERROR" on stderr and exiting 1), or by
 // SIGKILL. A test with a long --grace thereby checks that the runtime itself noticed.
 func main() {
@@ -52,7 +59,7 @@ func main() {
 		fail("usage: rtprog MODE [ARGS]")
 	}
 	mode := os.Args[1]
-	if mode == "barrier" || mode == "recv" {
+	if mode == "barrier" || mode == "recv" || mode == "gone" {
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 	}
 	ctx := context.Background()
@@ -141,6 +148,37 @@ func main() {
 			err = collectives.Allreduce(ctx, w, []float64{1}, make([]float64, 1), collectives.Sum[float64]())
 		}
 		fail("rank %d: mismatch: the call returned: %v", rank, err)
+	case "panic":
+		if len(os.Args) < 3 {
+			fail("usage: rtprog panic VICTIM")
+		}
+		victim, _ := strconv.Atoi(os.Args[2])
+		if rank == victim {
+			panic(fmt.Sprintf("rtprog: rank %d panics on purpose", rank))
+		}
+		if err := runtime.Barrier(ctx, w); err != nil {
+			fail("rank %d: %v", rank, err)
+		}
+		fail("rank %d: panic: Barrier returned without error", rank)
+	case "gone":
+		if len(os.Args) < 3 {
+			fail("usage: rtprog gone VICTIM")
+		}
+		victim, _ := strconv.Atoi(os.Args[2])
+		if rank == victim {
+			os.Exit(3)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if len(os.Args) > 3 && os.Args[3] == "dial" {
+			_, err := w.Dial(sctx, victim, "gone")
+			fail("rank %d: dial: %v", rank, err)
+		}
+		for {
+			if err := runtime.Send(sctx, w, []byte("hello"), victim, 0); err != nil {
+				fail("rank %d: send: %v", rank, err)
+			}
+		}
 	case "stranded":
 		if rank == 0 {
 			time.Sleep(time.Hour)

@@ -98,7 +98,7 @@ func (c *peerCache) acquire(ep *endpoint, q *qp) (*peer, error) {
 		}
 	}
 	if p.dead.Load() {
-		return nil, fmt.Errorf("peer process %d has exited", key.pid)
+		return nil, fmt.Errorf("peer process %d has exited: %w", key.pid, unix.ESRCH)
 	}
 	p.refs++
 	p.qps[q] = struct{}{}
@@ -115,7 +115,7 @@ func (c *peerCache) attach(key peerKey, ep *endpoint) (*peer, error) {
 		case err == nil:
 			p.pidfd = fd
 		case err == unix.ESRCH:
-			return nil, fmt.Errorf("peer process %d does not exist", key.pid)
+			return nil, fmt.Errorf("peer process %d does not exist: %w", key.pid, unix.ESRCH)
 		}
 		// Other errors (ENOSYS on old kernels): fall back to kill(pid, 0) polling.
 	}

@@ -223,7 +223,9 @@ func (q *qp) ToRTR(ctx context.Context, remote []byte) error {
 	}
 	p, err := q.dev.peers.acquire(&ep, q)
 	if err != nil {
-		return q.errorf(op, verbs.ErrPeer, "%v", err)
+		// The cause (ESRCH, the ENOENT of a peer's /proc/PID/fd gone with its process)
+		// stays in the chain for errors.Is.
+		return opError(op, q.num, fmt.Errorf("%w: %w", verbs.ErrPeer, err), "")
 	}
 	r, err := p.ring(&ep)
 	if err == nil && !r.claim.CompareAndSwap(0, claimOf(q.dev.nonce, q.num)) {

@@ -207,6 +207,12 @@ func clientHandshake(c io.ReadWriter, secret []byte, me peerInfo, to endpoint) (
 		return peerInfo{}, &verbs.Error{Op: "connect", Provider: providerName, QPN: me.qpn, Err: sentinel,
 			Detail: fmt.Sprintf("to qp %d at %s: ", to.qpn, to.addr) + fmt.Sprintf(format, args...)}
 	}
+	// failIO keeps the connection's error in the chain (a reset or EOF from a peer
+	// whose process exited), for errors.Is.
+	failIO := func(what string, err error) (peerInfo, error) {
+		return peerInfo{}, &verbs.Error{Op: "connect", Provider: providerName, QPN: me.qpn,
+			Err: fmt.Errorf("%w: %s: %w", verbs.ErrPeer, what, err), Detail: fmt.Sprintf("to qp %d at %s", to.qpn, to.addr)}
+	}
 	ch := clientHello{version: ProtocolVersion, devID: me.devID, qpn: me.qpn, toQPN: to.qpn,
 		toDev: to.devID, maxSend: me.maxSend}
 	if _, err := rand.Read(ch.nonce[:]); err != nil {
@@ -215,11 +221,11 @@ func clientHandshake(c io.ReadWriter, secret []byte, me peerInfo, to endpoint) (
 	var chb [clientHelloSize]byte
 	ch.encode(&chb)
 	if _, err := c.Write(chb[:]); err != nil {
-		return fail(verbs.ErrPeer, "write hello: %v", err)
+		return failIO("write hello", err)
 	}
 	var shb [serverHelloSize]byte
 	if _, err := io.ReadFull(c, shb[:]); err != nil {
-		return fail(verbs.ErrPeer, "read server hello: %v (is it a gorma tcp listener?)", err)
+		return failIO("read server hello (is it a gorma tcp listener?)", err)
 	}
 	if string(shb[:4]) != serverHelloMagic {
 		return fail(verbs.ErrPeer, "the listener does not speak the gorma tcp protocol")
@@ -241,11 +247,11 @@ func clientHandshake(c io.ReadWriter, secret []byte, me peerInfo, to endpoint) (
 	proof := transcriptMAC(secret, clientLabel, chb[:], shb[:])
 	copy(pb[8:], proof[:])
 	if _, err := c.Write(pb[:]); err != nil {
-		return fail(verbs.ErrPeer, "write proof: %v", err)
+		return failIO("write proof", err)
 	}
 	var fb [finalSize]byte
 	if _, err := io.ReadFull(c, fb[:]); err != nil {
-		return fail(verbs.ErrPeer, "read final answer: %v", err)
+		return failIO("read final answer", err)
 	}
 	if string(fb[:4]) != finalMagic {
 		return fail(verbs.ErrPeer, "malformed final answer")

@@ -150,6 +150,16 @@ func (t *Track) Begin(call string, collective bool) {
 	if collective {
 		seq = t.calls.Add(1)
 	}
+	t.BeginAt(call, seq)
+}
+
+// Next numbers a collective call among the World's collective calls without marking it
+// under way: a layer whose calls are too short to mark every time calls BeginAt with
+// the number only once the call blocks.
+func (t *Track) Next() uint64 { return t.calls.Add(1) }
+
+// BeginAt marks the start of call with number seq (0: not a collective call).
+func (t *Track) BeginAt(call string, seq uint64) {
 	t.since.Store(coarseNow())
 	t.word.Store(uint64(len(call))<<48 | seq&(1<<48-1))
 	t.name.Store(unsafe.StringData(call))

@@ -60,8 +60,14 @@ type Region struct {
 	buf   []byte
 	mrs   []verbs.MR // by e.devs index; nil for a device it is not registered with
 	owned bool       // carved from an arena (Free returns it), not user memory
+	zero  bool       // every byte reads zero: arena pages never handed out (Zero)
 	freed atomic.Bool
 }
+
+// Zero reports that the region's bytes all read zero without having been written: fresh
+// arena pages (or plain memory in a world of one). Clearing such a region would only
+// fault its pages in.
+func (r *Region) Zero() bool { return r.zero }
 
 // AllocRegion returns n bytes of pre-registered arena memory (zeroed on first use; it may
 // hold old data on reuse), accessible to every peer. In a world of one it is plain memory.
@@ -86,7 +92,7 @@ func (w *World) allocRegion(n int, host bool) (*Region, error) {
 	}
 	r := &Region{e: e, owned: true}
 	if len(e.devs) == 0 {
-		r.buf = alignedBytes(n)
+		r.buf, r.zero = alignedBytes(n), true
 		return r, nil
 	}
 	first := 0 // the device whose arena the memory comes from
@@ -103,6 +109,9 @@ func (w *World) allocRegion(n int, host bool) (*Region, error) {
 		return nil, fmt.Errorf("%w: allocate %d bytes of window memory from the %s arena: %w", ErrTransport, n, e.devs[first].name, err)
 	}
 	r.mrs[first], r.buf = mr, mr.Bytes()[:n:n]
+	if z, ok := mr.(interface{ Zero() bool }); ok {
+		r.zero = z.Zero()
+	}
 	for i := range e.devs {
 		if i == first || host && e.devs[i].name == "tcp" {
 			continue

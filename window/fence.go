@@ -25,8 +25,7 @@ const (
 // this rank holds a lock (passive-target epoch) or has a PSCW epoch open fails with
 // ErrEpoch.
 func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
-	w.track.Begin("window.Fence", true)
-	defer w.track.End()
+	seq := w.track.Next()
 	const op = "fence"
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
@@ -45,7 +44,7 @@ func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 			return werr(op, -1, -1, err)
 		}
 	}
-	if err := w.barrier(ctx); err != nil {
+	if err := w.barrier(ctx, blocked{w.track, "window.Fence", seq}); err != nil {
 		return werr(op, -1, -1, err)
 	}
 	w.fenceOn = assert&NoSucceed == 0
@@ -63,7 +62,7 @@ func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 // when every rank maps every other's metadata (one store per peer, then waiting on this
 // rank's doorbell), or
 // through the runtime's Barrier.
-func (w *Win[T]) barrier(ctx context.Context) error {
+func (w *Win[T]) barrier(ctx context.Context, at blocked) error {
 	if !w.flags {
 		return runtime.Barrier(ctx, w.comm)
 	}
@@ -73,7 +72,7 @@ func (w *Win[T]) barrier(ctx context.Context) error {
 		store(w.tg[r].mw, mFence+w.rank, seq)
 		ring(w.tg[r].mw)
 	}
-	return waitOwn(ctx, w.comm, w.mw, func() bool {
+	return waitOwn(ctx, at, w.comm, w.mw, func() bool {
 		for r := range w.size {
 			if load(w.mw, mFence+r) < seq {
 				return false

@@ -25,8 +25,6 @@ const (
 // the target's code never runs) unless assert has NoCheck. A rank may hold locks on
 // several ranks at once, but one on each.
 func (w *Win[T]) Lock(ctx context.Context, lt LockType, rank int, assert Assert) error {
-	w.track.Begin("window.Lock", false)
-	defer w.track.End()
 	const op = "lock"
 	t, err := w.syncTarget(op, rank)
 	if err != nil {
@@ -60,8 +58,6 @@ func (w *Win[T]) Lock(ctx context.Context, lt LockType, rank int, assert Assert)
 // Unlock completes every operation of this rank to rank (at the target: a later Get of
 // any rank sees it) and releases the lock.
 func (w *Win[T]) Unlock(ctx context.Context, rank int) error {
-	w.track.Begin("window.Unlock", false)
-	defer w.track.End()
 	const op = "unlock"
 	t, err := w.syncTarget(op, rank)
 	if err != nil {
@@ -86,8 +82,6 @@ func (w *Win[T]) Unlock(ctx context.Context, rank int) error {
 
 // LockAll opens a shared passive-target epoch to every rank (MPI_Win_lock_all).
 func (w *Win[T]) LockAll(ctx context.Context, assert Assert) error {
-	w.track.Begin("window.LockAll", false)
-	defer w.track.End()
 	const op = "lock_all"
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
@@ -122,8 +116,6 @@ func (w *Win[T]) LockAll(ctx context.Context, assert Assert) error {
 
 // UnlockAll completes every operation of this rank and releases the locks of LockAll.
 func (w *Win[T]) UnlockAll(ctx context.Context) error {
-	w.track.Begin("window.UnlockAll", false)
-	defer w.track.End()
 	const op = "unlock_all"
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
@@ -176,9 +168,9 @@ func (w *Win[T]) acquireMapped(ctx context.Context, t *target[T], lt LockType) e
 	}
 	check := func() error { return w.targetErr(t) }
 	if lt == Exclusive {
-		return pollUntil(ctx, w.comm, func() bool { return load(mw, mLock) == 0 && cas(mw, mLock, 0, lockExcl) }, check)
+		return pollUntil(ctx, blocked{w.track, "window.Lock", 0}, w.comm, func() bool { return load(mw, mLock) == 0 && cas(mw, mLock, 0, lockExcl) }, check)
 	}
-	return pollUntil(ctx, w.comm, func() bool {
+	return pollUntil(ctx, blocked{w.track, "window.Lock", 0}, w.comm, func() bool {
 		if load(mw, mLock)&lockExcl != 0 {
 			return false
 		}
@@ -205,7 +197,7 @@ func (w *Win[T]) acquireRemote(ctx context.Context, t *target[T], lt LockType) e
 		_, err = w.remoteAdd(ctx, t, mLock, ^uint64(0))
 		return err != nil
 	}
-	if perr := pollUntil(ctx, w.comm, ready, nil); perr != nil {
+	if perr := pollUntil(ctx, blocked{w.track, "window.Lock", 0}, w.comm, ready, nil); perr != nil {
 		return perr
 	}
 	return err
@@ -266,8 +258,6 @@ func (w *Win[T]) targetErr(t *target[T]) error {
 // Flush completes every operation of this rank to rank, at the origin and at the target.
 // It is valid in a passive-target epoch (Lock or LockAll).
 func (w *Win[T]) Flush(ctx context.Context, rank int) error {
-	w.track.Begin("window.Flush", false)
-	defer w.track.End()
 	const op = "flush"
 	if uint(rank) < uint(len(w.tg)) {
 		// Nothing outstanding (always the case for mapped ranks): one check per kind.
@@ -287,8 +277,6 @@ func (w *Win[T]) Flush(ctx context.Context, rank int) error {
 
 // FlushAll is Flush for every rank.
 func (w *Win[T]) FlushAll(ctx context.Context) error {
-	w.track.Begin("window.FlushAll", false)
-	defer w.track.End()
 	const op = "flush_all"
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
@@ -310,8 +298,6 @@ func (w *Win[T]) FlushLocalAll(ctx context.Context) error { return w.FlushAll(ct
 // Sync makes this rank's own stores to its window memory visible to Gets of other ranks,
 // cached copies included (MPI_Win_sync in the unified model).
 func (w *Win[T]) Sync(ctx context.Context) error {
-	w.track.Begin("window.Sync", false)
-	defer w.track.End()
 	const op = "sync"
 	if err := w.usable(op, -1, -1); err != nil {
 		return err

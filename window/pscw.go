@@ -52,8 +52,6 @@ func (s *pscwState) active() bool { return s.accessOn || s.exposureOn }
 // After a failed Post (a failed origin) no exposure epoch is open, but the other origins
 // may already have been told.
 func (w *Win[T]) Post(ctx context.Context, group []int, assert Assert) error {
-	w.track.Begin("window.Post", false)
-	defer w.track.End()
 	const op = "post"
 	if err := w.pscwCheck(op, group); err != nil {
 		return err
@@ -93,8 +91,6 @@ func (w *Win[T]) Post(ctx context.Context, group []int, assert Assert) error {
 // passive-target epoch; ErrInvalid for a bad group; ErrFreed; ctx's error; a failed
 // target's error.
 func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
-	w.track.Begin("window.Start", false)
-	defer w.track.End()
 	const op = "start"
 	if err := w.pscwCheck(op, group); err != nil {
 		return err
@@ -112,7 +108,7 @@ func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
 		for _, r := range group {
 			t := &w.tg[r]
 			i, want := w.lay.post+r, s.started[r]+1
-			err := waitOwn(ctx, w.comm, w.mw, func() bool { return load(w.mw, i) >= want }, func() error { return w.targetErr(t) })
+			err := waitOwn(ctx, blocked{w.track, "window.Start", 0}, w.comm, w.mw, func() bool { return load(w.mw, i) >= want }, func() error { return w.targetErr(t) })
 			if err != nil {
 				return werr(op, r, -1, err)
 			}
@@ -138,8 +134,6 @@ func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
 // Errors (*Error): ErrEpoch without an open access epoch; ErrFreed; ctx's error; a failed
 // target's error (the first).
 func (w *Win[T]) Complete(ctx context.Context) error {
-	w.track.Begin("window.Complete", false)
-	defer w.track.End()
 	const op = "complete"
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
@@ -175,13 +169,11 @@ func (w *Win[T]) Complete(ctx context.Context) error {
 // Errors (*Error): ErrEpoch without an open exposure epoch; ErrFreed; ctx's error; a
 // failed origin's error.
 func (w *Win[T]) Wait(ctx context.Context) error {
-	w.track.Begin("window.Wait", false)
-	defer w.track.End()
 	const op = "wait"
 	if err := w.exposureCheck(op); err != nil {
 		return err
 	}
-	if err := waitOwn(ctx, w.comm, w.mw, w.completed, func() error { return w.originsErr(op) }); err != nil {
+	if err := waitOwn(ctx, blocked{w.track, "window.Wait", 0}, w.comm, w.mw, w.completed, func() error { return w.originsErr(op) }); err != nil {
 		return werr(op, -1, -1, err)
 	}
 	w.endExposure()

@@ -50,22 +50,36 @@ const (
 // hang instead of costing a millisecond; set before any window is used.
 var sleepMax = time.Millisecond
 
+// blocked names the call a wait serves in hang reports: the wait marks it under way on
+// its Track only once it stops spinning, so that a short wait costs nothing.
+type blocked struct {
+	t    *runtime.Track
+	call string
+	seq  uint64 // the call's number among the World's collective calls, 0 for none
+}
+
 // pollUntil returns nil once ready reports true, or the error of ctx or of check. rt is
 // the window's World, whose transports must keep serving peers meanwhile.
-func pollUntil(ctx context.Context, rt *runtime.World, ready func() bool, check func() error) error {
-	return wait(ctx, rt, nil, ready, check)
+func pollUntil(ctx context.Context, at blocked, rt *runtime.World, ready func() bool, check func() error) error {
+	return wait(ctx, at, rt, nil, ready, check)
 }
 
 // waitOwn is pollUntil for a condition on own, this rank's metadata words, sleeping on
 // its doorbell.
-func waitOwn(ctx context.Context, rt *runtime.World, own []uint64, ready func() bool, check func() error) error {
-	return wait(ctx, rt, own, ready, check)
+func waitOwn(ctx context.Context, at blocked, rt *runtime.World, own []uint64, ready func() bool, check func() error) error {
+	return wait(ctx, at, rt, own, ready, check)
 }
 
-func wait(ctx context.Context, rt *runtime.World, own []uint64, ready func() bool, check func() error) error {
+func wait(ctx context.Context, at blocked, rt *runtime.World, own []uint64, ready func() bool, check func() error) error {
 	if ready() {
 		return nil
 	}
+	marked := false
+	defer func() {
+		if marked {
+			at.t.End()
+		}
+	}()
 	start := time.Now()
 	sleep := time.Duration(0)
 	for i := 1; ; i++ {
@@ -84,6 +98,10 @@ func wait(ctx context.Context, rt *runtime.World, own []uint64, ready func() boo
 		}
 		if sleep == 0 && i%clockCheck == 0 && time.Since(start) > spinFor {
 			sleep = sleepMin
+			if at.t != nil {
+				at.t.BeginAt(at.call, at.seq)
+				marked = true
+			}
 			// The peer we wait for may need this rank's transport to serve it (its remote
 			// atomic on own, a Get of ours before it completes): a tcp connection whose
 			// reading the last completion wait took over goes back to its goroutine now,

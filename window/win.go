@@ -245,8 +245,8 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 			return nil, werr(op, -1, -1, err)
 		}
 		w.local = asElems[T](w.data.Bytes())[:n:n]
-		if !o.noZero {
-			clear(w.local) // arena bytes may hold a freed window's data
+		if !o.noZero && !w.data.Zero() {
+			clear(w.local) // reused arena bytes may hold a freed window's data
 		}
 	case FlavorCreate:
 		if w.data, err = rw.RegisterRegion(asBytes(buf)); err != nil {

@@ -21,6 +21,9 @@ type pd struct {
 
 // mr is a memory region: arena memory (AllocMR) or user memory (RegMR). Its key is both
 // the LKey and the RKey.
+// Zero reports that an arena region's bytes all read zero (arena.Region.Zero).
+func (m *mr) Zero() bool { return m.kind == arena.KindArena && m.region.Zero }
+
 type mr struct {
 	pd     *pd
 	key    uint64

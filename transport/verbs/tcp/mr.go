@@ -171,6 +171,9 @@ type mr struct {
 	dereged atomic.Bool
 }
 
+// Zero reports that an arena region's bytes all read zero (arena.Region.Zero).
+func (m *mr) Zero() bool { return !m.user && m.region.Zero }
+
 func (m *mr) LKey() uint64         { return m.key }
 func (m *mr) RKey() uint64         { return m.key }
 func (m *mr) Len() int             { return len(m.buf) }

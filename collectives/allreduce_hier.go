@@ -160,7 +160,7 @@ func allreduceHier[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 	teams := local && l.teamed()
 	switch {
 	case teams:
-		if err := reduceTeams(c, l, src, recv, op); err != nil {
+		if err := reduceTeams(c, l, src, recv, op, 0); err != nil {
 			return err
 		}
 	case local:

@@ -86,22 +86,13 @@ func barrierTeams(c *call, l *localState) error {
 	return l.team.step(c, l.team.seq+1, -1)
 }
 
-// allreduceTeams is the shared-memory Allreduce of a one-host job in teams.
+// allreduceTeams is the shared-memory Allreduce of a one-host job in teams: the heads
+// allreduce among themselves, then each broadcasts to its team.
 func allreduceTeams[T runtime.Elem](c *call, l *localState, src, recv []T, op Op[T]) error {
-	bytes := len(recv) * elemSize[T]()
-	if err := l.team.prepare(c, bytes); err != nil {
-		return err
-	}
-	if err := allreduceSHM(c, l.team, src, recv, op, 0); err != nil {
+	if err := reduceTeams(c, l, src, recv, op, -1); err != nil {
 		return err
 	}
 	if h := l.heads; h != nil {
-		if err := h.prepare(c, bytes); err != nil {
-			return err
-		}
-		if err := allreduceSHM(c, h, recv, recv, op, -1); err != nil {
-			return err
-		}
 		if err := h.releaseBig(c); err != nil {
 			return err
 		}
@@ -112,10 +103,10 @@ func allreduceTeams[T runtime.Elem](c *call, l *localState, src, recv []T, op Op
 	return l.team.releaseBig(c)
 }
 
-// reduceTeams reduces the vectors of this host's ranks, in teams, to the host's first
-// rank (the first team's head): each team to its head, then the heads to the first. The
-// big buffers stay held until bcastTeams.
-func reduceTeams[T runtime.Elem](c *call, l *localState, src, recv []T, op Op[T]) error {
+// reduceTeams reduces the vectors of this host's ranks, in teams: each team to its head,
+// then the heads to headsRoot (the first team's head, 0) or among themselves (-1). The big
+// buffers stay held until the caller releases them (allreduceTeams, bcastTeams).
+func reduceTeams[T runtime.Elem](c *call, l *localState, src, recv []T, op Op[T], headsRoot int) error {
 	bytes := len(recv) * elemSize[T]()
 	if err := l.team.prepare(c, bytes); err != nil {
 		return err
@@ -127,7 +118,7 @@ func reduceTeams[T runtime.Elem](c *call, l *localState, src, recv []T, op Op[T]
 		if err := h.prepare(c, bytes); err != nil {
 			return err
 		}
-		return allreduceSHM(c, h, recv, recv, op, 0)
+		return allreduceSHM(c, h, recv, recv, op, headsRoot)
 	}
 	return nil
 }

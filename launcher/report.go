@@ -22,7 +22,8 @@ import (
 //     no rank's progress counter moved, and again only after the ranks moved.
 //
 // A round waits at most reportWait for the answers; a rank that gave none is "silent"
-// (not a gorma rank, stopped, or too busy). With --stacks the answers carry every
+// (not a gorma rank, stopped, or too busy), and a round no rank answered (a job of
+// programs that are not gorma ranks) prints nothing. With --stacks the answers carry every
 // rank's goroutine stacks, printed after the lines.
 
 // reportSignal reports whether sig asks golaunch for a hang report (SIGUSR1, SIGQUIT)
@@ -52,6 +53,12 @@ type hangWatch struct {
 // askReports starts a round, unless one is under way (a request during a round joins
 // it: a reason replaces a quiet check's, stacks are added).
 func (s *submitter) askReports(why string, stacks bool, then func()) {
+	if !s.pmiJob { // no rank reached PMI init: none would answer
+		if then != nil {
+			then()
+		}
+		return
+	}
 	if r := s.report; r != nil {
 		if r.why == "" {
 			r.why = why
@@ -118,13 +125,16 @@ func (s *submitter) endReport() {
 		}
 		reps[i] = rep
 	}
-	if r.why == "" {
-		if !s.hangs(reps) {
-			return
+	switch {
+	case len(r.got) == 0:
+		// No rank answered: not gorma ranks (or none left): nothing to say.
+	case r.why == "":
+		if s.hangs(reps) {
+			s.printReports(fmt.Sprintf("no rank has made progress for %v", s.hang.every), reps, r.stacks)
 		}
-		r.why = fmt.Sprintf("no rank has made progress for %v", s.hang.every)
+	default:
+		s.printReports(r.why, reps, r.stacks)
 	}
-	s.printReports(r.why, reps, r.stacks)
 	if r.then != nil {
 		r.then()
 	}

@@ -15,8 +15,9 @@
 # renders the last run's outputs in OUT again (after a change of the template or of a
 # parser). Benchmarks run under flock /tmp/gorma-bench.lock (the step scripts take it
 # per repetition themselves).
-# Budget: under 15 minutes on the 2-core machine kind without the scale step, which takes
-# about 25 minutes more (most of it MPICH's 256-rank job; its cells time out at 900 s).
+# Budget: under 15 minutes on the 2-core machine kind without the scale step. The scale
+# step is the longest (MPICH's 256-rank job above all; each cell times out at
+# RUN_TIMEOUT): the run prints what each step took ("compare-all: scale took N s").
 # Usage: scripts/compare-all.sh   (environment: REPS=3, STARTUP_RUNS=9, LAUNCHER_RUNS=5,
 #        SCALE_REPS=1, SCALE_NS="8 16 32 64 128 256", OUT, RENDER_ONLY)
 set -euo pipefail

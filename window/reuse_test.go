@@ -78,11 +78,9 @@ func TestAllocateFreeReusesMemory(t *testing.T) {
 	}
 	faults := minorFaults() - before
 	t.Logf("100 allocate+free cycles of 1 MiB on 2 ranks: %d minor faults in the process", faults)
-	// A fresh 1 MiB would fault 256 pages per rank and cycle (51200 here). What remains
-	// is the Go heap of the creation itself (records, target tables: a few KiB per
-	// cycle, faulted in as the heap grows; more with the race detector's shadow memory),
-	// a few per rank and cycle at most, far below the bound. strace shows no mmap or
-	// munmap per cycle.
+	// A fresh 1 MiB faults 256 pages per rank and cycle. The bound leaves room for the Go
+	// heap of the creation itself (records, target tables, faulted in as the heap grows;
+	// more with the race detector's shadow memory): a few pages per rank and cycle.
 	if faults > 16*2*100 {
 		t.Errorf("%d page faults over 100 cycles of 2 ranks: the reuse path faults", faults)
 	}

@@ -469,12 +469,13 @@ func (e *engine) request(ctx context.Context, kind uint8, to int, addr string, b
 // connection, still open (nil on error). A listener that shed the connection (a busy
 // frame, or a reset before any byte: it closed with the hello unread) is asked again
 // after a back-off, until ctx ends: strangers flooding a rank's listener delay its
-// peers, they do not fail them.
+// peers, they do not fail them. So is a dial this process had no descriptor for
+// (EMFILE, ENFILE): descriptors freed elsewhere in the process let it through.
 func (e *engine) handshake(ctx context.Context, kind uint8, to int, addr string, body []byte) (net.Conn, uint8, []byte, error) {
 	backoff := accept.MinBackoff
 	for {
 		c, status, out, err := e.handshakeOnce(ctx, kind, to, addr, body)
-		if !errors.Is(err, errCMBusy) {
+		if !errors.Is(err, errCMBusy) && !noDescriptor(err) {
 			return c, status, out, err
 		}
 		t := time.NewTimer(backoff)
@@ -482,6 +483,9 @@ func (e *engine) handshake(ctx context.Context, kind uint8, to int, addr string,
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
+			if noDescriptor(err) {
+				return nil, 0, nil, fmt.Errorf("this process stayed out of file descriptors (raise its limit, ulimit -n): %w: %w", ctx.Err(), err)
+			}
 			return nil, 0, nil, fmt.Errorf("rank %d's listener stayed busy: %w", to, ctx.Err())
 		}
 		backoff = min(2*backoff, accept.MaxBackoff)
@@ -491,10 +495,19 @@ func (e *engine) handshake(ctx context.Context, kind uint8, to int, addr string,
 // errCMBusy marks a handshake the listener shed (handshake tries again).
 var errCMBusy = errors.New("the listener is busy with other handshakes")
 
+// noDescriptor reports whether err is this process's or the system's descriptor table
+// being full, which descriptors freed elsewhere cure.
+func noDescriptor(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
 // handshakeOnce is one attempt of handshake.
 func (e *engine) handshakeOnce(ctx context.Context, kind uint8, to int, addr string, body []byte) (_ net.Conn, status uint8, out []byte, err error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
+	if noDescriptor(err) {
+		return nil, 0, nil, err
+	}
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("%w (has rank %d exited?)", err, to)
 	}

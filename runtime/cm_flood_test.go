@@ -61,9 +61,10 @@ func TestCMFloodHelper(t *testing.T) {
 //     fills up and the listener's Accept fails (EMFILE) until the flood ends;
 //   - bound: the limit admits more, so the listener sheds the connections past the bound.
 //
-// While the flood holds the listener, rank 1 asks rank 0 for a connection: it waits
-// behind the full descriptor table, or is shed, told the listener is busy, and tries
-// again. Then the flood ends: rank 1's send must arrive, every flood connection must be
+// While the flood holds the listener, rank 1 asks rank 0 for a connection: under the
+// full descriptor table its own dial fails (EMFILE) and it tries again, or it waits
+// behind the table in the backlog; past the bound it is shed, told the listener is busy,
+// and tries again. Then the flood ends: rank 1's send must arrive, every flood connection must be
 // counted as rejected, and the two ranks, on two hosts, must exchange messages over tcp
 // through the flooded listener under the lowered limit.
 func TestCMFlood(t *testing.T) {
@@ -134,8 +135,9 @@ func floodCM(t *testing.T, spare int, emfile bool) {
 		t.Fatalf("the flooding process said %q, %v", out.Text(), out.Err())
 	}
 	// Rank 1 asks rank 0 for a connection during the flood (rank 0 does nothing that
-	// would ask rank 1 first): it waits in the backlog behind the full descriptor table,
-	// or is shed and told the listener is busy, and tries again.
+	// would ask rank 1 first): it finds no descriptor for its dial, or waits in the
+	// backlog behind the full descriptor table, or is shed and told the listener is
+	// busy; each time it tries again.
 	sent := make(chan error, 1)
 	if emfile {
 		waitFor(t, "an Accept error of the flooded listener (descriptor table full)", func() bool { return e.cm.retried.Load() > 0 })

@@ -15,7 +15,7 @@ import (
 // The algorithm is the pairwise exchange (MPICH's alltoall_intra_pairwise): in step s
 // rank r sends to r+s and receives from r-s. p-1 steps of n elements.
 func Alltoall[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T) error {
-	c, err := begin(ctx, w, "alltoall")
+	c, err := begin(ctx, w, "alltoall", len(recv), typeName[T](), "", -1)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func TestHangReportNamesCollectives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for r, want := range []string{"Allreduce #1 (World)", "Recv(src=0, tag=5, World)"} {
+	for r, want := range []string{"Allreduce #1 (1 float64, sum, World)", "Recv(src=0, tag=5, World)"} {
 		if rep, err := hang.ParseReport(reps[r]); err != nil || len(rep.Records) != 1 || rep.Records[0].String() != want {
 			t.Errorf("rank %d reported %q (%v), want %s alone", r, reps[r], err, want)
 		}

@@ -17,7 +17,11 @@ import (
 // reduceScatterShortMsg bytes in all, the ring otherwise; non-commutative ones a pairwise
 // exchange that combines the blocks in rank order.
 func ReduceScatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T]) error {
-	c, err := begin(ctx, w, "reduce_scatter")
+	n := len(recv)
+	if send == nil && w != nil {
+		n /= w.Size() // in place: recv holds the whole input
+	}
+	c, err := begin(ctx, w, "reduce_scatter", n, typeName[T](), op.name, -1)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 // rounds of the whole vector, in each of which a rank exchanges the reduction of its group
 // so far with the rank whose number differs in one bit; it keeps rank order for any op.
 func Scan[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T]) error {
-	c, err := begin(ctx, w, "scan")
+	c, err := begin(ctx, w, "scan", len(recv), typeName[T](), op.name, -1)
 	if err != nil {
 		return err
 	}
@@ -30,7 +30,7 @@ func Scan[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T,
 // place, it still holds rank 0's input. Otherwise as Scan (send nil means in place: recv
 // holds this rank's input, and is overwritten with the result at ranks above 0).
 func Exscan[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T]) error {
-	c, err := begin(ctx, w, "exscan")
+	c, err := begin(ctx, w, "exscan", len(recv), typeName[T](), op.name, -1)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ import (
 // the fewest message latencies; root sends straight from send (but for one subtree when
 // root is not 0: the one whose ranks wrap past p-1, copied together in scratch first).
 func Scatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
-	c, err := begin(ctx, w, "scatter")
+	c, err := begin(ctx, w, "scatter", blockOf(w, recv, send), typeName[T](), "", root)
 	if err != nil {
 		return err
 	}

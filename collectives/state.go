@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -32,9 +34,11 @@ type state struct {
 	cfgErr     error // a bad GORMA_ALLREDUCE, returned by every Allreduce
 
 	busy  atomic.Bool
-	seq   uint32         // calls made on this World; guarded by busy
-	track *runtime.Track // names the call under way in hang reports (nil for a sub-group)
-	cur   call           // the call in progress (begin, or sub for a sub-group), passed by pointer
+	seq   uint32              // calls made on this World; guarded by busy
+	track *runtime.Track      // names the call under way in hang reports (nil for a sub-group)
+	sigs  [4]*runtime.CallSig // recent calls' signatures, never changed (Track.BeginSig); guarded by busy
+	sigAt uint8               // the entry of sigs that the next new signature replaces
+	cur   call                // the call in progress (begin, or sub for a sub-group), passed by pointer
 
 	reqs    []*runtime.Request // reusable; replaced after a failed call
 	scratch [2][]uint64        // reusable scratch; replaced after a failed call
@@ -148,8 +152,12 @@ type call struct {
 	tag  int
 }
 
-// begin starts the collective name on w. The caller must call c.end.
-func begin(ctx context.Context, w *runtime.World, name string) (*call, error) {
+// begin starts the collective name on w, whose every rank must pass the same count of
+// elements (-1: the ranks' counts may differ) of type typ ("" for none), operator (op,
+// "" for none) and root (-1 for none): the call's signature, which hang reports show and which
+// GORMA_CHECK=1 compares across the ranks before the call runs (runtime.Track.Check).
+// The caller must call c.end.
+func begin(ctx context.Context, w *runtime.World, name string, count int, typ, op string, root int) (*call, error) {
 	if w == nil {
 		return nil, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
 	}
@@ -164,9 +172,82 @@ func begin(ctx context.Context, w *runtime.World, name string) (*call, error) {
 		return nil, fmt.Errorf("collectives: %s: %w: another collective call is running on this World", name, ErrConcurrent)
 	}
 	s.seq++
-	s.track.Begin(trackName(name), true)
 	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag)}
+	seq := s.track.Next()
+	sig := s.signature(trackName(name), count, typ, op, root)
+	s.track.BeginSig(sig, seq)
+	if err := s.track.Check(ctx, seq, sig); err != nil {
+		return nil, s.cur.end(err)
+	}
 	return &s.cur, nil
+}
+
+// signature returns the call's signature: one of s.sigs when a recent call had it, or a
+// new one (reports may be reading an old one: a signature never changes). A program
+// that alternates a few calls (an Allreduce and a Barrier, say) allocates none in steady
+// state: an allocation per call costs a spinning rank far more than its own time (`go
+// test -run ZeroAllocs ./collectives` checks it, `bin/allreducebench` measures it).
+func (s *state) signature(name string, count int, typ, op string, root int) *runtime.CallSig {
+	for _, g := range s.sigs {
+		if g != nil && g.Call == name && g.Count == count && g.Type == typ && g.Op == op && g.Root == root {
+			return g
+		}
+	}
+	// A copy of op: keeping the caller's string would make escape analysis move every Op
+	// (its functions included) to the heap, at every call.
+	g := &runtime.CallSig{Call: name, Count: count, Type: typ, Op: strings.Clone(op), Root: root}
+	s.sigs[s.sigAt] = g
+	s.sigAt = (s.sigAt + 1) % uint8(len(s.sigs))
+	return g
+}
+
+// typeName names the element type T in call signatures: a constant for the predeclared
+// types, reflect's name (which costs a lookup at every call) for types defined on them.
+func typeName[T runtime.Elem]() string {
+	switch any(*new(T)).(type) {
+	case float64:
+		return "float64"
+	case float32:
+		return "float32"
+	case int64:
+		return "int64"
+	case int32:
+		return "int32"
+	case uint64:
+		return "uint64"
+	case uint32:
+		return "uint32"
+	case int8:
+		return "int8"
+	case int16:
+		return "int16"
+	case uint8:
+		return "uint8"
+	case uint16:
+		return "uint16"
+	case complex64:
+		return "complex64"
+	case complex128:
+		return "complex128"
+	}
+	return reflect.TypeFor[T]().String()
+}
+
+// blockOf returns the elements each rank contributes to a gathering call: len(mine),
+// or, in place (mine nil), len(all)/Size().
+func blockOf[T runtime.Elem](w *runtime.World, mine, all []T) int {
+	if mine != nil || w == nil {
+		return len(mine)
+	}
+	return len(all) / w.Size()
+}
+
+// inputLen returns the length of a rank's input: send, or recv in place (send nil).
+func inputLen[T runtime.Elem](send, recv []T) int {
+	if send == nil {
+		return len(recv)
+	}
+	return len(send)
 }
 
 // trackName is the name a hang report gives the collective begin calls name.

@@ -8,8 +8,8 @@ import (
 )
 
 // TestHangReports runs real jobs that hang and checks golaunch's report of where every
-// rank is blocked and why: a deadlock at --timeout (exit 124), a collective mismatch,
-// and on SIGUSR1 with --stacks a report after which the job goes on.
+// rank is blocked and why: a deadlock at --timeout (exit 124), a collective mismatch
+// (and, under GORMA_CHECK=1, that mismatch as an error at every rank), and on SIGUSR1 with --stacks a report after which the job goes on.
 func TestHangReports(t *testing.T) {
 	prog := rtprog(t)
 	t.Run("deadlock", func(t *testing.T) {
@@ -34,8 +34,36 @@ func TestHangReports(t *testing.T) {
 		}
 		for _, want := range []string{
 			"golaunch:   rank 0: window.Allocate #1 (World) for ",
-			"golaunch:   rank 2: Allreduce #1 (World) for ",
+			"golaunch:   rank 2: Allreduce #1 (1 float64, sum, World) for ",
 			"golaunch: mismatch: rank 0 is in window.Allocate #1, ranks 1-2 in Allreduce #1 on World\n",
+		} {
+			mustContain(t, "stderr", r.stderr, want)
+		}
+	})
+	t.Run("checked", func(t *testing.T) {
+		// Under GORMA_CHECK=1 the same mismatch, and one of operators, fail at every rank
+		// before the calls run, each naming both calls.
+		const rule = ": every rank of World must make its collective calls in the same order, with the same count, type, operator and root\n"
+		r := runGL(t, "", "-n", "3", "--timeout", "20s", "-x", "GORMA_CHECK=1", prog, "mismatch")
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+		}
+		for _, want := range []string{
+			"[0] rtprog: rank 0: mismatch: the call returned: window create: rank 0 is in window.Allocate #1 (World), rank 2 in Allreduce #1 (1 float64, sum, World)" + rule,
+			"[1] rtprog: rank 1: mismatch: the call returned: collectives: allreduce: rank 0 is in window.Allocate #1 (World), rank 1 in Allreduce #1 (1 float64, sum, World)" + rule,
+			"[2] rtprog: rank 2: mismatch: the call returned: collectives: allreduce: rank 0 is in window.Allocate #1 (World), rank 2 in Allreduce #1 (1 float64, sum, World)" + rule,
+		} {
+			mustContain(t, "stderr", r.stderr, want)
+		}
+		r = runGL(t, "", "-n", "3", "--timeout", "20s", "-x", "GORMA_CHECK=1", prog, "mismatchop")
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+		}
+		for _, want := range []string{
+			"[0] rtprog: rank 0: mismatchop: the call returned: collectives: allreduce: rank 0 is in Allreduce #1 (1 float64, sum, World), rank 2 in Allreduce #1 (1 float64, max, World)" + rule,
+			"[1] rtprog: rank 1: mismatchop: the call returned: collectives: allreduce: rank 1 is in Allreduce #1 (1 float64, sum, World), rank 2 in Allreduce #1 (1 float64, max, World)" + rule,
+			"[2] rtprog: rank 2: mismatchop: the call returned: collectives: allreduce: rank ",
+			" is in Allreduce #1 (1 float64, sum, World), rank 2 in Allreduce #1 (1 float64, max, World)" + rule,
 		} {
 			mustContain(t, "stderr", r.stderr, want)
 		}

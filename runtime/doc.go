@@ -52,6 +52,15 @@
 // After Finalize every call fails with ErrFinalized, and a nil World is an ErrInvalid
 // error.
 //
+// # Layers above: Tracks
+//
+// Packages collectives and window name their calls in hang reports with a Track
+// (World.NewTrack): Next numbers a collective call among the World's, BeginSig marks it
+// under way with its CallSig (call, count, type, operator, root, window), End ends it.
+// Check compares a CallSig across the World's ranks under GORMA_CHECK=1 and returns a
+// *MismatchError (ErrMismatch) at every rank when they differ; otherwise it costs one
+// load. design.md describes the exchange.
+//
 // # Concurrency contract
 //
 // A World, its Requests and every function of this package are safe for concurrent use

@@ -1,5 +1,7 @@
 package runtime
 
+import "context"
+
 // KillTransport closes w's connection listener, devices and process manager session as a
 // dying process's would, without Finalize: its connected peers see their connections
 // fail, and the agent reports it failed to every rank.
@@ -55,3 +57,8 @@ func FastboxSent(w *World, r int) uint64 {
 
 // Context returns w's communication context (free_test.go checks which ones are reused).
 func Context(w *World) uint16 { return w.ctx }
+
+// CheckCall runs Track.Check's exchange whatever GORMA_CHECK says.
+func CheckCall(ctx context.Context, t *Track, seq uint64, sig *CallSig) error {
+	return t.check(ctx, seq, sig)
+}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"cmp"
+	"maps"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -98,11 +99,14 @@ type Track struct {
 	e        *engine
 	calls    *atomic.Uint64 // the World's collective calls
 	comm     string
-	members  []int                // the World's ranks in the job, nil for every rank
-	internal bool                 // made on a World marked internal (MarkInternal)
-	name     atomic.Pointer[byte] // the call's name (static text), nil between calls
-	word     atomic.Uint64        // len(name)<<48 | the call's number on the World
-	since    atomic.Int64         // coarseNow at Begin
+	members  []int // the World's ranks in the job, nil for every rank
+	ctx      uint16
+	me, size int
+	internal bool                    // made on a World marked internal (MarkInternal)
+	name     atomic.Pointer[byte]    // the call's name (static text), nil between calls
+	sig      atomic.Pointer[CallSig] // the call's details (BeginSig), nil for none
+	word     atomic.Uint64           // len(name)<<48 | the call's number on the World
+	since    atomic.Int64            // coarseNow at Begin
 }
 
 // NewTrack returns a Track for calls on w, reported until Close.
@@ -112,7 +116,7 @@ func (w *World) NewTrack() *Track {
 		w.calls.CompareAndSwap(nil, new(atomic.Uint64))
 		calls = w.calls.Load()
 	}
-	t := &Track{e: w.e, calls: calls, comm: w.commName(), internal: w.internal.Load()}
+	t := &Track{e: w.e, calls: calls, comm: w.commName(), ctx: w.ctx, me: w.Rank(), size: w.Size(), internal: w.internal.Load()}
 	if w.g != nil {
 		t.members = w.g.ranks
 	}
@@ -125,7 +129,16 @@ func (w *World) NewTrack() *Track {
 // MarkInternal marks w as a layer's own World (the window package's Dup, say): hang
 // reports leave out the calls on it while a call on another World is under way, which
 // it serves.
-func (w *World) MarkInternal() { w.internal.Store(true) }
+func (w *World) MarkInternal() {
+	w.internal.Store(true)
+	e := w.e
+	e.tracksMu.Lock()
+	if e.inner == nil {
+		e.inner = make(map[uint16]bool)
+	}
+	e.inner[w.ctx/4] = true
+	e.tracksMu.Unlock()
+}
 
 // Close stops reporting t.
 func (t *Track) Close() {
@@ -160,6 +173,20 @@ func (t *Track) Next() uint64 { return t.calls.Add(1) }
 
 // BeginAt marks the start of call with number seq (0: not a collective call).
 func (t *Track) BeginAt(call string, seq uint64) {
+	t.sig.Store(nil)
+	t.begin(call, seq)
+}
+
+// BeginSig marks the start of the collective call sig with number seq (from Next), with
+// its count, type, operator, root and window. Reports read *sig from another goroutine
+// at any time, so it must never change: a caller keeps the last one and makes a new one
+// only for a call that differs.
+func (t *Track) BeginSig(sig *CallSig, seq uint64) {
+	t.sig.Store(sig)
+	t.begin(sig.Call, seq)
+}
+
+func (t *Track) begin(call string, seq uint64) {
 	t.since.Store(coarseNow())
 	t.word.Store(uint64(len(call))<<48 | seq&(1<<48-1))
 	t.name.Store(unsafe.StringData(call))
@@ -201,9 +228,14 @@ func (e *engine) hangRecords() (recs []hang.Record, progress uint64) {
 			continue
 		}
 		w := t.word.Load()
-		recs = append(recs, hang.Record{Call: unsafe.String(p, int(w>>48)), Comm: t.comm, Members: t.members,
-			Seq: w & (1<<48 - 1), Peer: hang.NoRank, Root: -1, Count: -1, Since: sinceCoarse(t.since.Load())})
+		rec := hang.Record{Call: unsafe.String(p, int(w>>48)), Comm: t.comm, Members: t.members,
+			Seq: w & (1<<48 - 1), Peer: hang.NoRank, Root: -1, Count: -1, Since: sinceCoarse(t.since.Load())}
+		if sig := t.sig.Load(); sig != nil && sig.Call == rec.Call {
+			rec.Count, rec.Type, rec.Op, rec.Root, rec.Win = sig.Count, sig.Type, sig.Op, sig.Root, sig.Win
+		}
+		recs = append(recs, rec)
 	}
+	inner := maps.Clone(e.inner)
 	e.tracksMu.Unlock()
 	tracked := len(recs) > 0
 	e.mu.Lock()
@@ -212,7 +244,7 @@ func (e *engine) hangRecords() (recs []hang.Record, progress uint64) {
 		if r.ctx%2 == 1 && r.ctx%4 < 2 && call != "Finalize" {
 			call = "Barrier" // a World's internal context carries its Barrier
 		}
-		if r.ctx%4 >= 2 && tracked {
+		if tracked && (r.ctx%4 >= 2 || inner[r.ctx/4]) {
 			continue
 		}
 		rec := hang.Record{Call: call, Comm: ctxName(r.ctx &^ 1), Peer: r.peer, Tag: r.tag, Root: -1, Count: -1,

@@ -62,3 +62,33 @@ func FuzzFindDesc(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeCheckMsg: a peer's collective call check message never makes decodeCheckMsg
+// panic, and an accepted message re-encodes to the same bytes, its calls decoding to
+// signatures that re-encode to the same calls.
+func FuzzDecodeCheckMsg(f *testing.F) {
+	sum := CallSig{Call: "Allreduce", Count: 8, Type: "float64", Op: "sum", Root: -1}
+	fence := CallSig{Call: "window.Fence", Count: -1, Root: -1, Win: "win3"}
+	f.Add(appendCheckMsg(nil, checkEntry{0, appendCheckSig(nil, 2, &sum)}, checkEntry{7, appendCheckSig(nil, 2, &fence)}))
+	f.Add([]byte{checkVersion})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		lo, hi, err := decodeCheckMsg(msg)
+		if err != nil {
+			return
+		}
+		if again := appendCheckMsg(nil, lo, hi); !bytes.Equal(again, msg) {
+			t.Fatalf("%x re-encodes to %x", msg, again)
+		}
+		for _, e := range []checkEntry{lo, hi} {
+			n, sig, err := decodeCheckSig(e.sig)
+			if err != nil || n != len(e.sig) {
+				t.Fatalf("call %x of an accepted message: %d bytes, %v", e.sig, n, err)
+			}
+			seq := le.Uint64(e.sig)
+			if again := appendCheckSig(nil, seq, &sig); !bytes.Equal(again, e.sig) {
+				t.Fatalf("call %x decodes to %+v, which re-encodes to %x", e.sig, sig, again)
+			}
+		}
+	})
+}

@@ -276,6 +276,7 @@ type engine struct {
 
 	tracksMu sync.Mutex
 	tracks   []*Track // the upper layers' calls (hang.go), guarded by tracksMu
+	inner    map[uint16]bool // contexts of Worlds marked internal (MarkInternal), by ctx/4; guarded by tracksMu
 }
 
 // checkLocked returns the error every call must fail with, or nil.

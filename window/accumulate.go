@@ -278,7 +278,7 @@ func (w *Win[T]) lockAcc(t *target[T]) error {
 		if cas(mw, mAcc, 0, me) {
 			return nil
 		}
-		return pollUntil(context.Background(), blocked{w.track, "window.Accumulate", 0}, w.comm,
+		return pollUntil(context.Background(), blocked{w.track, "window.Accumulate", 0, nil}, w.comm,
 			func() bool { return load(mw, mAcc) == 0 && cas(mw, mAcc, 0, me) },
 			func() error { return w.holderErr(t, load(mw, mAcc)) })
 	}
@@ -288,7 +288,7 @@ func (w *Win[T]) lockAcc(t *target[T]) error {
 		holder, err = w.accCAS(t, 0, me)
 		return err != nil || holder == 0
 	}
-	if perr := pollUntil(context.Background(), blocked{w.track, "window.Accumulate", 0}, w.comm, ready, func() error { return w.holderErr(t, holder) }); perr != nil {
+	if perr := pollUntil(context.Background(), blocked{w.track, "window.Accumulate", 0, nil}, w.comm, ready, func() error { return w.holderErr(t, holder) }); perr != nil {
 		return perr
 	}
 	return err

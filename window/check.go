@@ -3,7 +3,6 @@ package window
 import (
 	"fmt"
 	"os"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/runtime"
@@ -16,9 +15,6 @@ import (
 // Free names the window and its address range on stderr, so that the fault address the
 // Go runtime prints when the process dies can be traced to the window. Windows over user
 // memory (Create) and dynamic windows are not arena memory and are not guarded.
-
-// winSeq numbers the windows this process creates, for the message of a guarded Free.
-var winSeq atomic.Uint64
 
 // dataBytes is how many bytes of arena memory a window of nbytes asks for: nbytes, or
 // under GORMA_CHECK=1 nbytes rounded up to whole pages.
@@ -45,11 +41,12 @@ func constructor(f Flavor) string {
 	return f.String()
 }
 
-// describe names the window for messages: its number in this process, constructor,
-// element type and length at this rank.
+// describe names the window for messages: its name on the World (winK, as hang reports
+// and GORMA_CHECK=1's mismatches give it), constructor, element type and length at this
+// rank.
 func (w *Win[T]) describe() string {
 	var z T
-	return fmt.Sprintf("window #%d (%s[%T], %d elements at rank %d)", w.seq, constructor(w.flavor), z, len(w.local), w.rank)
+	return fmt.Sprintf("%s (%s[%T], %d elements at rank %d)", w.freeSig.Win, constructor(w.flavor), z, len(w.local), w.rank)
 }
 
 // reportGuarded tells stderr that the freed window's memory, local (its Local() slice,

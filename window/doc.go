@@ -71,8 +71,8 @@
 //
 // RMA calls on one window may run concurrently from several goroutines. A synchronization
 // call must not run concurrently with the RMA calls it is meant to order (as in MPI).
-// Collective calls (the constructors, Fence, Free) must be made by every rank in the same
-// order for all the windows created from one World. The window holds no goroutine.
+// Collective calls (constructors, Fence, Free) follow one order at every rank, with the
+// World's collectives (GORMA_CHECK=1 checks it). The window holds no goroutine.
 //
 // The windows of a World talk on a Dup of it, made at the first window. Freeing the World
 // (runtime's World.Free) frees that Dup too (World.OnFree), once its last open window is

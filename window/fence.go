@@ -36,6 +36,14 @@ func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 	if w.pscw.active() {
 		return werrf(op, -1, -1, ErrEpoch, "Fence inside a PSCW epoch (Complete and Wait first)")
 	}
+	if runtime.CallCheck() {
+		w.track.BeginSig(w.fenceSig, seq)
+		err := w.track.Check(ctx, seq, w.fenceSig)
+		w.track.End()
+		if err != nil {
+			return werr(op, -1, -1, err)
+		}
+	}
 	if err := w.flushAll(ctx, op); err != nil {
 		return err
 	}
@@ -44,7 +52,7 @@ func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 			return werr(op, -1, -1, err)
 		}
 	}
-	if err := w.barrier(ctx, blocked{w.track, "window.Fence", seq}); err != nil {
+	if err := w.barrier(ctx, blocked{w.track, "window.Fence", seq, w.fenceSig}); err != nil {
 		return werr(op, -1, -1, err)
 	}
 	w.fenceOn = assert&NoSucceed == 0
@@ -64,6 +72,10 @@ func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 // through the runtime's Barrier.
 func (w *Win[T]) barrier(ctx context.Context, at blocked) error {
 	if !w.flags {
+		if at.t != nil { // the runtime's waits on w.comm, marked internal, are named by the call
+			at.t.BeginSig(at.sig, at.seq)
+			defer at.t.End()
+		}
 		return runtime.Barrier(ctx, w.comm)
 	}
 	w.fenceSeq++

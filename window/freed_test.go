@@ -62,7 +62,7 @@ func TestFreedLocalMissesNextWindow(t *testing.T) {
 // guardedFree is the line Free prints under GORMA_CHECK=1 for a guarded window, after
 // golaunch's rank prefix; faultAt is the Go runtime's line for the stale write.
 var (
-	guardedFree = regexp.MustCompile(`(?m)^\[(\d+)\] gorma: GORMA_CHECK=1: Free of window #\d+ \(Allocate\[int64\], 8 elements at rank \d+\): ` +
+	guardedFree = regexp.MustCompile(`(?m)^\[(\d+)\] gorma: GORMA_CHECK=1: Free of win\d+ \(Allocate\[int64\], 8 elements at rank \d+\): ` +
 		`its memory \[0x([0-9a-f]+), 0x([0-9a-f]+)\) is inaccessible in this process`)
 	faultAt = regexp.MustCompile(`(?m)^\[(\d+)\] unexpected fault address 0x([0-9a-f]+)$`)
 )

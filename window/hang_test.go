@@ -13,8 +13,18 @@ import (
 
 // TestHangReportNamesWindowCalls: window calls are named in hang reports, and numbered
 // with the collectives among the World's collective calls, so that a rank in Fence and a
-// rank in Allreduce at the same point of the program show the same number.
+// rank in Allreduce at the same point of the program show the same number; a lazy
+// window's Fence (which synchronizes through the runtime's Barrier on the window's own
+// World) is named the same way.
 func TestHangReportNamesWindowCalls(t *testing.T) {
+	t.Run("eager", testHangReportNamesWindowCalls)
+	t.Run("lazy", func(t *testing.T) {
+		t.Setenv("GORMA_WINDOW_EAGER", "0")
+		testHangReportNamesWindowCalls(t)
+	})
+}
+
+func testHangReportNamesWindowCalls(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	j, err := runtimetest.Start(ctx, 2, runtimetest.Options{})
@@ -48,7 +58,7 @@ func TestHangReportNamesWindowCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	var all []hang.Report
-	for r, want := range []string{"window.Fence #2 (World)", "Allreduce #2 (World)"} {
+	for r, want := range []string{"window.Fence #2 (win1, World)", "Allreduce #2 (1 float64, sum, World)"} {
 		rep, err := hang.ParseReport(reps[r])
 		if err != nil || len(rep.Records) != 1 || rep.Records[0].String() != want {
 			t.Errorf("rank %d reported %q (%v), want %s", r, reps[r], err, want)

@@ -168,9 +168,9 @@ func (w *Win[T]) acquireMapped(ctx context.Context, t *target[T], lt LockType) e
 	}
 	check := func() error { return w.targetErr(t) }
 	if lt == Exclusive {
-		return pollUntil(ctx, blocked{w.track, "window.Lock", 0}, w.comm, func() bool { return load(mw, mLock) == 0 && cas(mw, mLock, 0, lockExcl) }, check)
+		return pollUntil(ctx, blocked{w.track, "window.Lock", 0, nil}, w.comm, func() bool { return load(mw, mLock) == 0 && cas(mw, mLock, 0, lockExcl) }, check)
 	}
-	return pollUntil(ctx, blocked{w.track, "window.Lock", 0}, w.comm, func() bool {
+	return pollUntil(ctx, blocked{w.track, "window.Lock", 0, nil}, w.comm, func() bool {
 		if load(mw, mLock)&lockExcl != 0 {
 			return false
 		}
@@ -197,7 +197,7 @@ func (w *Win[T]) acquireRemote(ctx context.Context, t *target[T], lt LockType) e
 		_, err = w.remoteAdd(ctx, t, mLock, ^uint64(0))
 		return err != nil
 	}
-	if perr := pollUntil(ctx, blocked{w.track, "window.Lock", 0}, w.comm, ready, nil); perr != nil {
+	if perr := pollUntil(ctx, blocked{w.track, "window.Lock", 0, nil}, w.comm, ready, nil); perr != nil {
 		return perr
 	}
 	return err

@@ -55,7 +55,8 @@ var sleepMax = time.Millisecond
 type blocked struct {
 	t    *runtime.Track
 	call string
-	seq  uint64 // the call's number among the World's collective calls, 0 for none
+	seq  uint64           // the call's number among the World's collective calls, 0 for none
+	sig  *runtime.CallSig // the collective call's signature, nil for none
 }
 
 // pollUntil returns nil once ready reports true, or the error of ctx or of check. rt is
@@ -99,7 +100,11 @@ func wait(ctx context.Context, at blocked, rt *runtime.World, own []uint64, read
 		if sleep == 0 && i%clockCheck == 0 && time.Since(start) > spinFor {
 			sleep = sleepMin
 			if at.t != nil {
-				at.t.BeginAt(at.call, at.seq)
+				if at.sig != nil {
+					at.t.BeginSig(at.sig, at.seq)
+				} else {
+					at.t.BeginAt(at.call, at.seq)
+				}
 				marked = true
 			}
 			// The peer we wait for may need this rank's transport to serve it (its remote

@@ -78,12 +78,14 @@ type Win[T runtime.Elem] struct {
 	rank    int
 	size    int
 	esize   int
-	seq     uint64 // this process's count of windows at creation (check.go)
 	flavor  Flavor
 	opt     options
 	lay     layout
 
 	track *runtime.Track // names its calls in hang reports; closed by Free
+	// fenceSig and freeSig are the signatures of Fence and Free (Track.BeginSig, Check),
+	// naming the window "winK", K the number of the World's collective call that made it.
+	fenceSig, freeSig *runtime.CallSig
 
 	local   []T
 	data    *runtime.Region // nil for dynamic windows
@@ -227,9 +229,14 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 		return nil, werr(op, -1, -1, err)
 	}
 	w := &Win[T]{comm: ce.c, commRef: ce, rank: rw.Rank(), size: rw.Size(), esize: elemSize[T](), flavor: fl, opt: o,
-		lay: newLayout(rw.Size(), o.dynSlots), seq: winSeq.Add(1), track: rw.NewTrack()}
+		lay: newLayout(rw.Size(), o.dynSlots), track: rw.NewTrack()}
 	w.tg = make([]target[T], w.size)
-	w.track.Begin(trackNames[fl], true)
+	seq := w.track.Next()
+	name := "win" + strconv.FormatUint(seq, 10)
+	w.fenceSig = &runtime.CallSig{Call: "window.Fence", Count: -1, Root: -1, Win: name}
+	w.freeSig = &runtime.CallSig{Call: "window.Free", Count: -1, Root: -1, Win: name}
+	sig := &runtime.CallSig{Call: trackNames[fl], Count: -1, Root: -1}
+	w.track.BeginSig(sig, seq)
 	defer func() {
 		w.track.End()
 		if err != nil {
@@ -239,6 +246,9 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 			ce.retain()
 		}
 	}()
+	if err := w.track.Check(ctx, seq, sig); err != nil {
+		return nil, werr(op, -1, -1, err)
+	}
 	switch fl {
 	case FlavorAllocate, FlavorShared:
 		if w.data, err = rw.AllocRegion(dataBytes(n * w.esize)); err != nil {
@@ -462,8 +472,12 @@ func (w *Win[T]) Free(ctx context.Context) error {
 	if w.locks > 0 || w.lockAll || w.pscw.active() {
 		return werrf(op, -1, -1, ErrEpoch, "an access or exposure epoch is still open (Unlock, Complete or Wait first)")
 	}
-	w.track.Begin("window.Free", true)
+	seq := w.track.Next()
+	w.track.BeginSig(w.freeSig, seq)
 	defer w.track.End()
+	if err := w.track.Check(ctx, seq, w.freeSig); err != nil {
+		return werr(op, -1, -1, err)
+	}
 	if err := w.flushAll(ctx, op); err != nil {
 		return err
 	}

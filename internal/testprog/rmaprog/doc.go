@@ -29,6 +29,9 @@
 //	freed-write  every rank writes through the Local() slice of a freed window after
 //	             allocating a new one: the new windows stay zero (the arena's quarantine);
 //	             under GORMA_CHECK=1 the write faults instead and the rank dies
+//	fence-mismatch  under GORMA_CHECK=1 only: rank 0 fences one window, the others
+//	             another; every Fence fails naming both (printed on stdout), then the
+//	             windows work on
 //
 // A scenario whose window API is not built yet exits 3 with "SKIP".
 package main

@@ -22,19 +22,20 @@ type opts struct {
 }
 
 var scenarios = map[string]scenario{
-	"lock-counter": lockCounter,
-	"fence":        fenceAllToAll,
-	"passive":      passive,
-	"acc":          accumulateAll,
-	"fop-acc":      fopAcc,
-	"cas-mutex":    casMutex,
-	"pscw":         pscwRing,
-	"dynamic":      dynamic,
-	"shared":       shared,
-	"request":      requests,
-	"stale":        staleRun,
-	"split":        splitRun,
-	"freed-write":  freedWrite,
+	"lock-counter":   lockCounter,
+	"fence":          fenceAllToAll,
+	"passive":        passive,
+	"acc":            accumulateAll,
+	"fop-acc":        fopAcc,
+	"cas-mutex":      casMutex,
+	"pscw":           pscwRing,
+	"dynamic":        dynamic,
+	"shared":         shared,
+	"request":        requests,
+	"stale":          staleRun,
+	"split":          splitRun,
+	"freed-write":    freedWrite,
+	"fence-mismatch": fenceMismatch,
 }
 
 // errSkip means the scenario needs a window API that is not built yet.

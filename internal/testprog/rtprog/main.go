@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/rpc"
@@ -147,7 +148,15 @@ func main() {
 		} else {
 			err = collectives.Allreduce(ctx, w, []float64{1}, make([]float64, 1), collectives.Sum[float64]())
 		}
-		fail("rank %d: mismatch: the call returned: %v", rank, err)
+		mismatched(ctx, w, fmt.Sprintf("rank %d: mismatch: the call returned: %v", rank, err), err)
+	case "mismatchop":
+		// The last rank reduces with Max while the others reduce with Sum.
+		op := collectives.Sum[float64]()
+		if rank == w.Size()-1 {
+			op = collectives.Max[float64]()
+		}
+		err = collectives.Allreduce(ctx, w, []float64{1}, make([]float64, 1), op)
+		mismatched(ctx, w, fmt.Sprintf("rank %d: mismatchop: the call returned: %v", rank, err), err)
 	case "panic":
 		if len(os.Args) < 3 {
 			fail("usage: rtprog panic VICTIM")
@@ -279,5 +288,19 @@ func allreduceLoop(ctx context.Context, w *runtime.World, victim, mib int) {
 
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "rtprog: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+// mismatched prints msg and exits 1; when err is a mismatch that every rank found
+// (GORMA_CHECK=1) it waits, between the two, until every rank has printed: the World
+// still works after a mismatch, and no rank's exit ends the job before the others have
+// said theirs.
+func mismatched(ctx context.Context, w *runtime.World, msg string, err error) {
+	fmt.Fprintf(os.Stderr, "rtprog: %s\n", msg)
+	if errors.Is(err, runtime.ErrMismatch) {
+		if berr := runtime.Barrier(ctx, w); berr != nil {
+			fail("rank %d: Barrier after the mismatch: %v", w.Rank(), berr)
+		}
+	}
 	os.Exit(1)
 }

@@ -275,7 +275,7 @@ type engine struct {
 	progress   uint64     // requests completed (hang.go)
 
 	tracksMu sync.Mutex
-	tracks   []*Track // the upper layers' calls (hang.go), guarded by tracksMu
+	tracks   []*Track        // the upper layers' calls (hang.go), guarded by tracksMu
 	inner    map[uint16]bool // contexts of Worlds marked internal (MarkInternal), by ctx/4; guarded by tracksMu
 }
 

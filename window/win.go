@@ -432,7 +432,7 @@ func (w *Win[T]) reachTarget(t *target[T]) error {
 	}
 	var data *runtime.Remote
 	var mem []T
-	if len(ddesc) > 0 {
+	if len(ddesc) > 0 && t.n > 0 { // an empty window (MPI_Win_create(NULL, 0)) has nothing to reach
 		if data, err = w.comm.Attach(r, ddesc); err != nil {
 			meta.Close()
 			return fmt.Errorf("memory of rank %d: %w", r, err)

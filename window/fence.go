@@ -21,9 +21,12 @@ const (
 // Fence completes every RMA operation of this rank issued since the previous Fence (at
 // the origin and at the target), makes this rank's own stores to its window memory
 // visible to the others, and synchronizes every rank of the window: collective. It opens
-// an access and exposure epoch to every rank, unless assert has NoSucceed. A Fence while
-// this rank holds a lock (passive-target epoch) or has a PSCW epoch open fails with
-// ErrEpoch.
+// an access and exposure epoch to every rank, unless assert has NoSucceed, that RMA
+// calls may use until the next Fence; as in MPI, a Fence that no RMA call of this rank
+// follows opens nothing that a Lock, LockAll, Post or Start (which end it) must wait
+// for. A Fence while this rank holds a lock (passive-target epoch) or has a PSCW epoch
+// open fails with ErrEpoch, and so does one asserting NoPrecede after RMA calls of this
+// rank in the epoch it closes (it completes them first, so no rank is left waiting).
 func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 	seq := w.track.Next()
 	const op = "fence"
@@ -55,6 +58,8 @@ func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 	if err := w.barrier(ctx, blocked{w.track, "window.Fence", seq, w.fenceSig}); err != nil {
 		return werr(op, -1, -1, err)
 	}
+	preceded := w.fenceUsed.Load()
+	w.fenceUsed.Store(false)
 	w.fenceOn = assert&NoSucceed == 0
 	for r := range w.tg {
 		if w.fenceOn {
@@ -62,6 +67,27 @@ func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 		} else {
 			w.tg[r].open &^= openFence
 		}
+	}
+	if assert&NoPrecede != 0 && preceded {
+		return werrf(op, -1, -1, ErrEpoch, "NoPrecede asserted, but RMA calls of this rank preceded the Fence (it completed them)")
+	}
+	return nil
+}
+
+// fenceGiveWay lets a Lock, LockAll, Post or Start (op) follow a Fence. A Fence starts
+// an epoch only if RMA calls and another Fence follow it (MPI 12.5.1): when no RMA call
+// of this rank followed the last Fence, its epoch ends here; when some did, op fails
+// with ErrEpoch.
+func (w *Win[T]) fenceGiveWay(op string, rank int) error {
+	if !w.fenceOn {
+		return nil
+	}
+	if w.fenceUsed.Load() {
+		return werrf(op, rank, -1, ErrEpoch, "%s inside a Fence epoch that RMA calls of this rank used (end it with a Fence first)", op)
+	}
+	w.fenceOn = false
+	for r := range w.tg {
+		w.tg[r].open &^= openFence
 	}
 	return nil
 }

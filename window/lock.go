@@ -36,8 +36,11 @@ func (w *Win[T]) Lock(ctx context.Context, lt LockType, rank int, assert Assert)
 	if t.lock != 0 || w.lockAll {
 		return werrf(op, rank, -1, ErrEpoch, "rank %d is already locked by this rank", rank)
 	}
-	if w.fenceOn || w.pscw.active() {
-		return werrf(op, rank, -1, ErrEpoch, "Lock inside an active-target epoch (Fence with NoSucceed, or Complete, first)")
+	if w.pscw.active() {
+		return werrf(op, rank, -1, ErrEpoch, "Lock inside a PSCW epoch (Complete and Wait first)")
+	}
+	if err := w.fenceGiveWay(op, rank); err != nil {
+		return err
 	}
 	state := lockNoCheck
 	if assert&NoCheck == 0 {
@@ -89,8 +92,11 @@ func (w *Win[T]) LockAll(ctx context.Context, assert Assert) error {
 	if w.lockAll || w.locks > 0 {
 		return werrf(op, -1, -1, ErrEpoch, "a passive-target epoch is already open")
 	}
-	if w.fenceOn || w.pscw.active() {
-		return werrf(op, -1, -1, ErrEpoch, "LockAll inside an active-target epoch")
+	if w.pscw.active() {
+		return werrf(op, -1, -1, ErrEpoch, "LockAll inside a PSCW epoch (Complete and Wait first)")
+	}
+	if err := w.fenceGiveWay(op, -1); err != nil {
+		return err
 	}
 	state := lockNoCheck
 	if assert&NoCheck == 0 {

@@ -249,8 +249,8 @@ func (w *Win[T]) pscwCheck(op string, group []int) error {
 	if w.locks > 0 || w.lockAll {
 		return werrf(op, -1, -1, ErrEpoch, "PSCW inside a passive-target epoch (Unlock first)")
 	}
-	if w.fenceOn {
-		return werrf(op, -1, -1, ErrEpoch, "PSCW inside a Fence epoch (Fence with NoSucceed first)")
+	if err := w.fenceGiveWay(op, -1); err != nil {
+		return err
 	}
 	s := &w.pscw
 	if s.seen == nil {

@@ -283,7 +283,7 @@ func TestPSCWMisuse(t *testing.T) {
 		if v := win.Local()[1]; v != 7 {
 			return fmt.Errorf("element 1 = %d", v)
 		}
-		// Passive-target and fence epochs exclude PSCW.
+		// Passive-target epochs, and fence epochs that RMA calls used, exclude PSCW.
 		if err := win.Lock(ctx, window.Shared, peer, 0); err != nil {
 			return err
 		}
@@ -296,8 +296,11 @@ func TestPSCWMisuse(t *testing.T) {
 		if err := win.Fence(ctx, 0); err != nil {
 			return err
 		}
+		if err := win.Put([]int32{3}, peer, 2); err != nil {
+			return err
+		}
 		if err := win.Post(ctx, []int{left}, 0); !errors.Is(err, window.ErrEpoch) {
-			return fmt.Errorf("post in a fence epoch: %v", err)
+			return fmt.Errorf("post in a used fence epoch: %v", err)
 		}
 		if err := win.Fence(ctx, window.NoSucceed); err != nil {
 			return err

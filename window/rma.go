@@ -13,6 +13,9 @@ func (w *Win[T]) Put(origin []T, rank, disp int) error {
 		t := &w.tg[rank]
 		if m := t.memReady(); m != nil && t.open != 0 && w.coh == nil && uint(disp) <= uint(len(m)) &&
 			uint(len(origin)) <= uint(len(m)-disp) && (t.data == nil && !w.comm.Finalized() || t.data != nil && t.data.Live()) {
+			if t.open&openFence != 0 && !w.fenceUsed.Load() {
+				w.fenceUsed.Store(true)
+			}
 			if len(origin) == 1 {
 				m[disp] = origin[0]
 			} else {
@@ -47,6 +50,9 @@ func (w *Win[T]) Get(result []T, rank, disp int) error {
 		t := &w.tg[rank]
 		if m := t.memReady(); m != nil && t.open != 0 && uint(disp) <= uint(len(m)) &&
 			uint(len(result)) <= uint(len(m)-disp) && (t.data == nil && !w.comm.Finalized() || t.data != nil && t.data.Live()) {
+			if t.open&openFence != 0 && !w.fenceUsed.Load() {
+				w.fenceUsed.Store(true)
+			}
 			if len(result) == 1 {
 				result[0] = m[disp]
 			} else {
@@ -106,6 +112,9 @@ func (w *Win[T]) access(op string, rank, disp, n int) (span[T], error) {
 	t := &w.tg[rank]
 	if t.open == 0 {
 		return span[T]{}, werrf(op, rank, disp, ErrEpoch, "no Fence, Start or Lock epoch includes rank %d", rank)
+	}
+	if t.open&openFence != 0 && !w.fenceUsed.Load() {
+		w.fenceUsed.Store(true)
 	}
 	if err := w.reach(t); err != nil {
 		return span[T]{}, werr(op, rank, disp, err)

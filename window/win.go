@@ -101,6 +101,11 @@ type Win[T runtime.Elem] struct {
 	// Epoch state: changed by synchronization calls only.
 	fenceSeq uint64
 	fenceOn  bool // a Fence opened an epoch that no Fence with NoSucceed closed
+	// fenceUsed: an RMA call of this rank since the last Fence (RMA calls set it, with
+	// a load first so that a fast path stores at most once per epoch; Fence clears it).
+	// A Fence's epoch holds RMA calls only if some follow it (MPI 12.5.1): without them
+	// a Lock, Post or Start may follow the Fence (fenceGiveWay).
+	fenceUsed atomic.Bool
 	locks    int  // targets locked by this rank (passive epoch)
 	lockAll  bool
 	pscw     pscwState

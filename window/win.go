@@ -106,10 +106,10 @@ type Win[T runtime.Elem] struct {
 	// A Fence's epoch holds RMA calls only if some follow it (MPI 12.5.1): without them
 	// a Lock, Post or Start may follow the Fence (fenceGiveWay).
 	fenceUsed atomic.Bool
-	locks    int  // targets locked by this rank (passive epoch)
-	lockAll  bool
-	pscw     pscwState
-	dyn      dynState[T] // dynamic windows (dynamic.go)
+	locks     int // targets locked by this rank (passive epoch)
+	lockAll   bool
+	pscw      pscwState
+	dyn       dynState[T] // dynamic windows (dynamic.go)
 
 	reqs reqState // request-based operations (request.go)
 

@@ -1,0 +1,194 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+)
+
+// createGroupTag is the tag of CreateGroup's exchange in the parent World's internal
+// context, beside Barrier's rounds (below 64) and splitTag.
+const createGroupTag = MaxTag - 2
+
+// Create returns a World over g's members, ranked in g's order (MPI_Comm_create); a rank
+// that is not in g gets a nil World and a nil error. Every rank of w calls it with the
+// same g, whose members are ranks of w (else the ErrInvalid error names the first that is
+// not), in the same order as its other collective calls on w. It is a Split of w, with
+// Split's rules for the new World's contexts, Dups and Free.
+func (w *World) Create(ctx context.Context, g Group) (*World, error) {
+	if w == nil {
+		return nil, withOp("create", errNilWorld())
+	}
+	if _, err := w.members(g); err != nil {
+		return nil, withOp("create", err)
+	}
+	color, key := NoColor, 0
+	if i := g.indexOf(w.e.rank); i >= 0 {
+		color, key = 0, i
+	}
+	return w.Split(ctx, color, key)
+}
+
+// CreateGroup returns a World over g's members, ranked in g's order, and only they call
+// it (MPI_Comm_create_group): this rank must be in g, g's members must be ranks of w, and
+// every member passes the same g and tag (0..MaxTag); a member that passes another tag
+// or another order fails the call at every member, naming it. The members exchange
+// records with each other only, so ranks of w outside g may be doing anything meanwhile.
+// A rank runs its CreateGroups and Splits one at a time, as Split does: ranks whose
+// groups overlap must call them in the same order. The new World follows Split's rules
+// for contexts, Dups and Free; ctx ends the wait for the other members.
+func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, error) {
+	const op = "create_group"
+	if w == nil {
+		return nil, withOp(op, errNilWorld())
+	}
+	if err := w.freedErr(); err != nil {
+		return nil, withOp(op, err)
+	}
+	if tag < 0 || tag > MaxTag {
+		return nil, withOp(op, invalidf("tag %d out of range [0, %d]", tag, MaxTag))
+	}
+	members, err := w.members(g)
+	if err != nil {
+		return nil, withOp(op, err)
+	}
+	me := g.indexOf(w.e.rank)
+	if me < 0 {
+		return nil, withOp(op, invalidf("rank %d is not in the group (only the group's members call CreateGroup; the others call nothing)", w.Rank()))
+	}
+	e := w.e
+	e.splitMu.Lock()
+	defer e.splitMu.Unlock()
+	recs, err := w.groupRecords(len(members), me, tag)
+	if err != nil {
+		return nil, withOp(op, err)
+	}
+	if err := w.exchangeAmong(ctx, members, me, recs); err != nil {
+		return nil, withOp(op, err)
+	}
+	for i, r := range members {
+		if t, k, _, _ := splitRecAt(recs, i); t != tag || k != i {
+			return nil, withOp(op, invalidf("rank %d called CreateGroup with tag %d and group rank %d, this rank with tag %d and group rank %d for it (every member passes the same group and tag)", r, t, k, tag, i))
+		}
+	}
+	base, ok := agreeBlock(len(members),
+		func(i int) uint16 { _, _, _, next := splitRecAt(recs, i); return next },
+		func(i int) []byte { return recs[i*splitRec+splitHead : (i+1)*splitRec] })
+	if !ok {
+		return nil, withOp(op, invalidf("too many Worlds derived and not freed (no communication context left; Free those no longer used)"))
+	}
+	e.mu.Lock()
+	fam := e.ctxs.takeSplit(base, true)
+	e.mu.Unlock()
+	return &World{e: e, ctx: base, g: w.newGroup(members, fam), life: &worldLife{}}, nil
+}
+
+// SplitShared splits w into Worlds of ranks that share memory
+// (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)): the ranks that Transport reports "shm" for,
+// with this one. On them window.AllocateShared gives every rank a peer's memory by
+// SharedQuery. Under the default transport that is one World per host; with tcp between
+// every pair of ranks, one World per rank. Within a World ranks are ordered by key, then
+// by rank in w. Collective over w, as Split, whose rules the new Worlds follow.
+func (w *World) SplitShared(ctx context.Context, key int) (*World, error) {
+	if w == nil {
+		return nil, withOp("split_shared", errNilWorld())
+	}
+	color := w.Rank()
+	for r := range w.Rank() {
+		if w.Transport(r) == "shm" {
+			color = r
+			break
+		}
+	}
+	return w.Split(ctx, color, key)
+}
+
+// members returns the ranks of w of g's members, by group rank, or the ErrInvalid error
+// naming the first that is not a rank of w.
+func (w *World) members(g Group) ([]int, error) {
+	ranks := make([]int, len(g.procs))
+	for i, p := range g.procs {
+		r := -1
+		if p >= 0 && p < w.e.size {
+			r = w.worldRank(p)
+		}
+		if r < 0 {
+			return nil, invalidf("group rank %d (process %d of the job) is not a rank of this World of %d", i, p, w.Size())
+		}
+		ranks[i] = r
+	}
+	return ranks, nil
+}
+
+// indexOf returns the group rank of the process of job rank jr, or -1.
+func (g Group) indexOf(jr int) int {
+	for i, p := range g.procs {
+		if p == jr {
+			return i
+		}
+	}
+	return -1
+}
+
+// groupRecords returns the buffer of CreateGroup's exchange among n members, with this
+// rank's record (member me) filled in as Split's, tag in place of color and me as key.
+func (w *World) groupRecords(n, me, tag int) ([]byte, error) {
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkLocked(); err != nil {
+		return nil, err
+	}
+	if e.failed != nil {
+		return nil, e.failed
+	}
+	recs := make([]byte, n*splitRec)
+	putSplitRec(recs[me*splitRec:], tag, me, e.ctxs.top, e.ctxs.next)
+	e.ctxs.busyBlocks(recs[me*splitRec+splitHead : (me+1)*splitRec])
+	return recs, nil
+}
+
+// exchangeAmong gives each of members (ranks of w; this one is members[me]) the records
+// of all, as exchange does for every rank of w, in w's internal context with
+// createGroupTag.
+func (w *World) exchangeAmong(ctx context.Context, members []int, me int, recs []byte) error {
+	e := w.e
+	mine := recs[me*splitRec : (me+1)*splitRec]
+	reqs := make([]Request, 0, len(members))
+	for i, r := range members {
+		if i == me {
+			continue
+		}
+		jr, _ := w.jobRank(r)
+		reqs = append(reqs, Request{})
+		sr := &reqs[len(reqs)-1]
+		e.mu.Lock()
+		err := e.resetLocked(sr)
+		if err == nil {
+			sr.kind, sr.ctx, sr.peer, sr.tag, sr.buf, sr.esize = reqSend, w.ctx+1, jr, createGroupTag, mine, 1
+			e.sendLocked(sr)
+		}
+		e.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	for i, r := range members {
+		if i == me {
+			continue
+		}
+		jr, _ := w.jobRank(r)
+		st, err := e.recv(ctx, w.ctx+1, recs[i*splitRec:(i+1)*splitRec], 1, jr, createGroupTag, true)
+		if err == nil && st.Bytes != splitRec {
+			err = fmt.Errorf("%w: rank %d sent a %d-byte group record (mismatched versions?)", ErrInvalid, r, st.Bytes)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for i := range reqs {
+		if _, err := reqs[i].Wait(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+// Package topo holds process topologies over a runtime.World (MPI's virtual topologies):
+// Cartesian grids, for stencil codes, and general graphs.
+//
+//	dims, err := topo.DimsCreate(w.Size(), []int{0, 0}) // a balanced 2D grid
+//	c, err := topo.NewCart(ctx, w, dims, []bool{true, true}, true)
+//	up, down, err := c.Shift(0, 1)                      // neighbours along dimension 0
+//	_, err = runtime.Sendrecv(ctx, c.World(), last, down, 0, halo, up, 0)
+//	row, err := c.Sub(ctx, []bool{false, true})          // this rank's row
+//
+// NewCart, Cart.Sub and NewGraph are collective over their World and return a Cart or
+// Graph whose World is a Split of it (rank order kept: reorder is accepted and ignored);
+// ranks beyond the grid or graph get nil. Coords, Rank, Shift, Neighbors and the rest are
+// local arithmetic. Shift names an off-grid neighbour of a non-periodic dimension
+// NoNeighbor, which no point-to-point call accepts: skip the transfer on that side.
+//
+// Errors read "topo: <call>: ..." and wrap runtime.ErrInvalid for bad arguments (naming
+// the dimension, rank or entry) or the runtime's error of the Split.
+//
+// # Concurrency contract
+//
+// A Cart or Graph does not change after it is made; its methods are safe for concurrent
+// use by any number of goroutines. The collective calls follow the runtime's rules for
+// Split: every rank of the World calls them in the same order. Free a Cart's or Graph's
+// World (World().Free()) when it is no longer used. design.md describes the layout.
+package topo

@@ -1,5 +1,6 @@
 // Package topo holds process topologies over a runtime.World (MPI's virtual topologies):
-// Cartesian grids, for stencil codes, and general graphs.
+// Cartesian grids (Cart), for stencil codes, graphs that every rank knows whole (Graph),
+// and distributed graphs in which each rank knows its own neighbours (DistGraph).
 //
 //	dims, err := topo.DimsCreate(w.Size(), []int{0, 0}) // a balanced 2D grid
 //	c, err := topo.NewCart(ctx, w, dims, []bool{true, true}, true)
@@ -7,9 +8,10 @@
 //	_, err = runtime.Sendrecv(ctx, c.World(), last, down, 0, halo, up, 0)
 //	row, err := c.Sub(ctx, []bool{false, true})          // this rank's row
 //
-// NewCart, Cart.Sub and NewGraph are collective over their World and return a Cart or
-// Graph whose World is a Split of it (rank order kept: reorder is accepted and ignored);
-// ranks beyond the grid or graph get nil. Coords, Rank, Shift, Neighbors and the rest are
+// NewCart, Cart.Sub, NewGraph, NewDistGraph and NewDistGraphAdjacent are collective over
+// their World and return a topology whose World is a Split of it (rank order kept:
+// reorder is accepted and ignored); ranks beyond a grid or Graph get nil. The DistGraph
+// calls exchange the edges, so an edge one end does not list fails at every rank. Coords, Rank, Shift, Neighbors and the rest are
 // local arithmetic. Shift names an off-grid neighbour of a non-periodic dimension
 // NoNeighbor, which no point-to-point call accepts: skip the transfer on that side.
 //
@@ -18,8 +20,8 @@
 //
 // # Concurrency contract
 //
-// A Cart or Graph does not change after it is made; its methods are safe for concurrent
+// A Cart, Graph or DistGraph does not change after it is made; its methods are safe for concurrent
 // use by any number of goroutines. The collective calls follow the runtime's rules for
-// Split: every rank of the World calls them in the same order. Free a Cart's or Graph's
+// Split: every rank of the World calls them in the same order. Free a topology's
 // World (World().Free()) when it is no longer used. design.md describes the layout.
 package topo

@@ -127,3 +127,58 @@ func bruteMin(n, k, limit int) int {
 	}
 	return best
 }
+
+// FuzzDimsCreate checks DimsCreate with kept entries against the definition: an error
+// exactly when the kept sizes cannot divide nnodes into a grid, else kept entries kept,
+// the free ones non-increasing, the product nnodes, and the spread a brute force's.
+func FuzzDimsCreate(f *testing.F) {
+	f.Add(uint16(6), []byte{0, 3, 0})
+	f.Add(uint16(7), []byte{0, 3, 0})
+	f.Add(uint16(360), []byte{0, 0, 2, 0})
+	f.Fuzz(func(t *testing.T, n16 uint16, spec []byte) {
+		n := int(n16%1000) + 1
+		if len(spec) > 4 {
+			spec = spec[:4]
+		}
+		dims := make([]int, len(spec))
+		fixed, free := 1, 0
+		for i, b := range spec {
+			if b%3 != 0 {
+				dims[i] = int(b)%6 + 1
+				fixed *= dims[i]
+			} else {
+				free++
+			}
+		}
+		got, err := topo.DimsCreate(n, dims)
+		possible := n%fixed == 0 && (free > 0 || fixed == n)
+		if !possible {
+			if !errors.Is(err, runtime.ErrInvalid) {
+				t.Fatalf("DimsCreate(%d, %v) = %v, %v; want ErrInvalid", n, dims, got, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("DimsCreate(%d, %v): %v", n, dims, err)
+		}
+		p := 1
+		var frees []int
+		for i, d := range got {
+			p *= d
+			if dims[i] != 0 && d != dims[i] {
+				t.Fatalf("DimsCreate(%d, %v) = %v changed a kept entry", n, dims, got)
+			}
+			if dims[i] == 0 {
+				frees = append(frees, d)
+			}
+		}
+		if p != n || !slices.IsSortedFunc(frees, func(a, b int) int { return b - a }) {
+			t.Fatalf("DimsCreate(%d, %v) = %v", n, dims, got)
+		}
+		if free > 0 {
+			if best := bruteSpread(n/fixed, free, n/fixed); frees[0]-frees[free-1] != best {
+				t.Fatalf("DimsCreate(%d, %v) = %v: spread %d, best %d", n, dims, got, frees[0]-frees[free-1], best)
+			}
+		}
+	})
+}

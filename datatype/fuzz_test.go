@@ -287,6 +287,20 @@ func checkPair(t *testing.T, rng *rand.Rand, p pair, desc string) {
 		if n, err := Unpack(dst, want, count, ty); err != nil || n != len(want) || !bytes.Equal(dst, wantDst) {
 			t.Fatalf("%s: unpack %d copies: %d bytes %v, err %v; reference %v", desc, count, n, dst, err, wantDst)
 		}
+		half := len(want) / 2
+		clear(dst)
+		clear(wantDst)
+		for i, k := 0, 0; k < count; k++ {
+			for _, o := range r.offs {
+				if i < half {
+					wantDst[k*ext+o] = want[i]
+				}
+				i++
+			}
+		}
+		if n, err := UnpackPrefix(dst, want[:half], count, ty); err != nil || n != half || !bytes.Equal(dst, wantDst) {
+			t.Fatalf("%s: unpack the first %d bytes of %d copies: %d bytes %v, err %v; reference %v", desc, half, count, n, dst, err, wantDst)
+		}
 		if hi > 0 {
 			if _, err := Pack(got, src[:hi-1], count, ty); !errors.Is(err, ErrRange) {
 				t.Fatalf("%s: pack from a buffer one byte short: %v, want ErrRange", desc, err)

@@ -133,3 +133,40 @@ func bytesOf[T any](op string, s []T) ([]byte, error) {
 // AsBytes returns the memory of s as bytes, for the layers that move packed data; it
 // fails with ErrInvalid if T holds pointers.
 func AsBytes[T any](s []T) ([]byte, error) { return bytesOf[T]("as bytes", s) }
+
+// UnpackPrefix is Unpack of the first len(src) bytes of the packed data of count copies
+// of t, len(src) <= PackSize(count): the layout's first len(src) bytes, in typemap order,
+// are written and the rest of dst is untouched, as a receive of a shorter message does.
+// It returns len(src).
+func UnpackPrefix[T any](dst []T, src []byte, count int, t Type) (int, error) {
+	d, err := bytesOf[T]("unpack prefix", dst)
+	if err != nil {
+		return 0, err
+	}
+	n, err := t.PackSize(count)
+	if err != nil {
+		return 0, err
+	}
+	if len(src) > n {
+		return 0, rangef("unpack prefix", "%d packed bytes are more than %d copies of %v hold (%d)", len(src), count, t, n)
+	}
+	if err := t.Check("unpack prefix", count, len(d)); err != nil {
+		return 0, err
+	}
+	if len(src) == 0 {
+		return 0, nil
+	}
+	whole := len(src) / t.size
+	if _, err := Unpack(dst, src[:whole*t.size], whole, t); err != nil {
+		return 0, err
+	}
+	rest, base := src[whole*t.size:], whole*t.Extent()
+	for _, b := range t.blocks {
+		if len(rest) == 0 {
+			break
+		}
+		k := copy(d[base+b.Off:base+b.Off+min(b.Len, len(rest))], rest)
+		rest = rest[k:]
+	}
+	return len(src), nil
+}

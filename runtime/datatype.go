@@ -77,6 +77,64 @@ func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 	return typeStatus(st, t), err
 }
 
+// SendrecvType sends scount copies of the layout st over sbuf to dest with stag and
+// receives into rcount copies of rt over rbuf from src (or AnySource) with rtag (or
+// AnyTag), as Sendrecv does (MPI_Sendrecv with derived datatypes): the receive is posted
+// first, so a ring of ranks exchanging halo columns never deadlocks. Each side moves in
+// place when its layout is one run, else through a pooled buffer; the receive's Status
+// and length rules are RecvType's.
+func SendrecvType[S, R any](ctx context.Context, w *World, sbuf []S, scount int, st datatype.Type, dest, stag int,
+	rbuf []R, rcount int, rt datatype.Type, src, rtag int) (Status, error) {
+	if w == nil {
+		return Status{}, withOp("sendrecv type", errNilWorld())
+	}
+	sb, err := typeArgs("sendrecv type", w, sbuf, scount, st)
+	if err != nil {
+		return Status{}, err
+	}
+	rb, err := typeArgs("sendrecv type", w, rbuf, rcount, rt)
+	if err != nil {
+		return Status{}, err
+	}
+	out, in := sb, rb
+	var sp, rp *packed
+	if off, n, ok := st.Contig(scount); ok {
+		out = sb[off : off+n]
+	} else {
+		n, _ := st.PackSize(scount)
+		sp = getPacked(n)
+		if _, err := datatype.Pack(sp.b, sbuf, scount, st); err != nil {
+			putPacked(sp)
+			return Status{}, withOp("sendrecv type", fmt.Errorf("%w: %w", ErrInvalid, err))
+		}
+		out = sp.b
+	}
+	roff, rn, rcontig := rt.Contig(rcount)
+	if rcontig {
+		in = rb[roff : roff+rn]
+	} else {
+		rn, _ = rt.PackSize(rcount)
+		rp = getPacked(rn)
+		in = rp.b
+	}
+	stat, err := Sendrecv(ctx, w, out, dest, stag, in, src, rtag)
+	if err != nil && ctx.Err() != nil {
+		return typeStatus(stat, rt), err // the buffers may still be in use: leave them to the collector
+	}
+	if sp != nil {
+		putPacked(sp)
+	}
+	if rp != nil {
+		defer putPacked(rp)
+		if err == nil || errors.Is(err, ErrTruncated) {
+			if _, uerr := datatype.UnpackPrefix(rbuf, rp.b[:min(stat.Bytes, rn)], rcount, rt); uerr != nil {
+				return typeStatus(stat, rt), withOp("sendrecv type", fmt.Errorf("%w: %w", ErrInvalid, uerr))
+			}
+		}
+	}
+	return typeStatus(stat, rt), err
+}
+
 // typeArgs checks the World and the layout of a typed call and returns buf's bytes.
 func typeArgs[T any](op string, w *World, buf []T, count int, t datatype.Type) ([]byte, error) {
 	if err := w.freedErr(); err != nil {

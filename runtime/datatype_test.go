@@ -262,3 +262,54 @@ func TestTypeAllocs(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSendrecvTypeHalo runs a full halo exchange around the ring with SendrecvType: every
+// rank sends its first interior column left and its last right, at the same time, into
+// its neighbours' ghost columns; then a column goes into a contiguous buffer (in place on
+// the receiving side).
+func TestSendrecvTypeHalo(t *testing.T) {
+	forTypeLayouts(t, func(ctx context.Context, w *runtime.World) error {
+		me, size := w.Rank(), w.Size()
+		next, prev := (me+1)%size, (me-1+size)%size
+		for _, rows := range []int{5, 40_000} {
+			const cols = 6 // ghost columns 0 and 5
+			m := make([]float64, rows*cols)
+			val := func(r, i int) float64 { return float64(r*10_000_000 + i) }
+			for i := range m {
+				m[i] = val(me, i)
+			}
+			col, _ := datatype.Vector[float64](rows, 1, cols)
+			// Right: last interior column to next, ghost column 0 from prev.
+			if _, err := runtime.SendrecvType(ctx, w, m[cols-2:], 1, col, next, 1, m, 1, col, prev, 1); err != nil {
+				return fmt.Errorf("rank %d, %d rows, right: %w", me, rows, err)
+			}
+			// Left: first interior column to prev, ghost column 5 from next.
+			st, err := runtime.SendrecvType(ctx, w, m[1:], 1, col, prev, 2, m[cols-1:], 1, col, next, 2)
+			if err != nil {
+				return fmt.Errorf("rank %d, %d rows, left: %w", me, rows, err)
+			}
+			if st.Count != 1 || st.Source != next || st.Bytes != rows*8 {
+				return fmt.Errorf("rank %d: status %+v", me, st)
+			}
+			for r := range rows {
+				if got, want := m[r*cols], val(prev, r*cols+cols-2); got != want {
+					return fmt.Errorf("rank %d, %d rows: left ghost [%d] = %v, want %v", me, rows, r, got, want)
+				}
+				if got, want := m[r*cols+cols-1], val(next, r*cols+1); got != want {
+					return fmt.Errorf("rank %d, %d rows: right ghost [%d] = %v, want %v", me, rows, r, got, want)
+				}
+			}
+			flat := make([]float64, rows)
+			run, _ := datatype.Contiguous[float64](rows)
+			if _, err := runtime.SendrecvType(ctx, w, m[2:], 1, col, next, 3, flat, 1, run, prev, 3); err != nil {
+				return err
+			}
+			for r, v := range flat {
+				if want := val(prev, r*cols+2); v != want {
+					return fmt.Errorf("rank %d: flat[%d] = %v, want %v", me, r, v, want)
+				}
+			}
+		}
+		return nil
+	})
+}

@@ -75,17 +75,26 @@ func (w *Win[T]) typed(op string, buf []T, ocount int, ot datatype.Type, rank, d
 				tcount, tt, disp+lo/es, disp+hi/es, rank, n)
 		}
 	}
+	return pairRuns(ot, ocount, tt, tcount, func(o, t, n int) error {
+		return do(buf[o/es:(o+n)/es], disp+t/es)
+	})
+}
+
+// pairRuns walks count copies of two layouts of equal size together, in typemap order,
+// and calls do with each run that is contiguous on both sides: its byte offsets in the
+// origin and the target and its length. Runs that continue each other are merged.
+func pairRuns(ot datatype.Type, ocount int, tt datatype.Type, tcount int, do func(o, t, n int) error) error {
 	var o, t walker
 	o.start(ot, ocount)
 	t.start(tt, tcount)
-	po, pt, pn := 0, 0, 0 // the pending run, merged while both sides continue it
+	po, pt, pn := 0, 0, 0 // the pending run
 	for o.load() && t.load() {
 		n := min(o.left, t.left)
 		if pn > 0 && o.off == po+pn && t.off == pt+pn {
 			pn += n
 		} else {
 			if pn > 0 {
-				if err := do(buf[po/es:(po+pn)/es], disp+pt/es); err != nil {
+				if err := do(po, pt, pn); err != nil {
 					return err
 				}
 			}
@@ -95,7 +104,7 @@ func (w *Win[T]) typed(op string, buf []T, ocount int, ot datatype.Type, rank, d
 		t.take(n)
 	}
 	if pn > 0 {
-		return do(buf[po/es:(po+pn)/es], disp+pt/es)
+		return do(po, pt, pn)
 	}
 	return nil
 }

@@ -2,7 +2,9 @@
 // immutable list of byte blocks (offset, length) in packing order, with a lower bound and
 // an extent that place consecutive copies. It owns the constructors, the normalized
 // block list, and Pack and Unpack; it imports nothing of the module, and runtime
-// (SendType, RecvType), window (PutType, GetType) and collectives use it.
+// (SendType, RecvType, SendrecvType), window (PutType, GetType, AccumulateType) and
+// collectives (BcastType, GatherType, ScatterType, AllgatherType, AlltoallType) take
+// its layouts.
 //
 //	col, err := datatype.Vector[float64](rows, 1, cols) // a column of a row-major matrix
 //	n, err := datatype.Pack(packed, matrix[j:], 1, col) // its rows elements, in order

@@ -77,7 +77,8 @@ func Pack[T any](dst []byte, src []T, count int, t Type) (int, error) {
 
 // Unpack copies count * t.Size() bytes of packed data from src into the layout of count
 // copies of t over dst's memory (MPI_Unpack), and returns the bytes read. Where blocks
-// of the layout overlap, the later one in typemap order is written last. Errors are as
+// of the layout overlap, the later one in typemap order is written last. Bytes written
+// over a bool must be 0 or 1 (FromStruct's layouts never cover one). Errors are as
 // Pack's; on error dst is untouched.
 func Unpack[T any](dst []T, src []byte, count int, t Type) (int, error) {
 	d, err := bytesOf[T]("unpack", dst)

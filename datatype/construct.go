@@ -59,6 +59,9 @@ func (b *builder) add(disp, n int, old Type) {
 		b.push(disp+old.blocks[0].Off, n*old.blocks[0].Len)
 		return
 	}
+	if len(old.blocks) == 0 {
+		return // bounds only, placed above
+	}
 	for k := 0; k < n && b.err == nil; k++ {
 		base := disp + k*ext
 		for _, blk := range old.blocks {
@@ -143,6 +146,14 @@ func (t Type) hvector(op string, count, blocklen, stride int) (Type, error) {
 		return Type{}, invalidf(op, "%d strides of %d bytes reach beyond ±2^50 bytes", count, stride)
 	}
 	b := builder{op: op}
+	if blocklen == 0 || len(t.blocks) == 0 {
+		// No data: the bounds are linear in i, so the first and last blocks give them.
+		if count > 0 {
+			b.add(0, blocklen, t)
+			b.add((count-1)*stride, blocklen, t)
+		}
+		return b.done()
+	}
 	for i := 0; i < count && b.err == nil; i++ {
 		b.add(i*stride, blocklen, t)
 	}

@@ -183,3 +183,26 @@ func TestPackAllocs(t *testing.T) {
 		t.Fatalf("Pack+Unpack allocate %v times, want 0", n)
 	}
 }
+
+// TestHugeEmpty builds layouts of a huge count but no data, or huge repetitions of a
+// contiguous run: each must come back without walking its count.
+func TestHugeEmpty(t *testing.T) {
+	empty := must(t)(Of[float64]().Resized(0, 8))
+	empty.blocks, empty.size, empty.tub = nil, 0, 0 // an extent of 8 with no data
+	for name, ty := range map[string]Type{
+		"vector of empty blocks": must(t)(Vector[float64](1<<40, 0, 3)),
+		"contiguous of no data":  must(t)(empty.Contiguous(1 << 40)),
+		"vector of no data":      must(t)(empty.Vector(1<<40, 2, 3)),
+		"subarray of no data":    must(t)(empty.Subarray([]int{1 << 20, 1 << 20}, []int{1 << 20, 1 << 20}, []int{0, 0}, OrderC)),
+		"contiguous bytes":       must(t)(Contiguous[uint8](1 << 40)),
+		"subarray of whole rows": must(t)(Subarray[uint8]([]int{4, 1 << 20, 1 << 20}, []int{1, 1 << 20, 1 << 20}, []int{2, 0, 0}, OrderC)),
+	} {
+		if ty.NumBlocks() > 1 {
+			t.Errorf("%s: %v", name, ty)
+		}
+	}
+	v := must(t)(empty.Vector(1<<20, 2, 3)) // bounds: copies at 0 .. (2^20-1)*24, each 2 extents long
+	if v.LB() != 0 || v.UB() != (1<<20-1)*24+16 || v.Size() != 0 {
+		t.Errorf("vector of no data: %v, want lb 0, ub %d", v, (1<<20-1)*24+16)
+	}
+}

@@ -40,35 +40,40 @@ func (t Type) Subarray(sizes, subsizes, starts []int, order Order) (Type, error)
 	if err != nil {
 		return Type{}, err
 	}
-	// dim(k) is the k-th dimension from the slowest.
-	dim := func(s []int, k int) int {
-		if order == OrderFortran {
-			return s[nd-1-k]
-		}
-		return s[k]
-	}
-	stride := make([]int, nd) // in elements, slowest first
-	stride[nd-1] = 1
-	for k := nd - 2; k >= 0; k-- {
-		stride[k] = stride[k+1] * dim(sizes, k+1)
-	}
-	b := builder{op: op}
+	// sz, sub and st hold the dimensions slowest first.
+	sz, sub, st := make([]int, nd), make([]int, nd), make([]int, nd)
 	for k := range nd {
-		if dim(subsizes, k) == 0 {
+		i := k
+		if order == OrderFortran {
+			i = nd - 1 - k
+		}
+		sz[k], sub[k], st[k] = sizes[i], subsizes[i], starts[i]
+		if sub[k] == 0 || t.size == 0 {
 			return emptyArray(arr), nil
 		}
 	}
+	// A fastest dimension taken whole joins the next one: its rows are one run.
+	for nd > 1 && sub[nd-1] == sz[nd-1] {
+		sz[nd-2], sub[nd-2], st[nd-2] = sz[nd-2]*sz[nd-1], sub[nd-2]*sz[nd-1], st[nd-2]*sz[nd-1]
+		nd--
+	}
+	stride := make([]int, nd) // in elements
+	stride[nd-1] = 1
+	for k := nd - 2; k >= 0; k-- {
+		stride[k] = stride[k+1] * sz[k+1]
+	}
+	b := builder{op: op}
 	idx := make([]int, nd-1) // odometer over every dimension but the fastest
 	ext := t.Extent()
 	for b.err == nil {
-		off := dim(starts, nd-1)
+		off := st[nd-1]
 		for k := range nd - 1 {
-			off += (dim(starts, k) + idx[k]) * stride[k]
+			off += (st[k] + idx[k]) * stride[k]
 		}
-		b.add(off*ext, dim(subsizes, nd-1), t)
+		b.add(off*ext, sub[nd-1], t)
 		k := nd - 2
 		for ; k >= 0; k-- {
-			if idx[k]++; idx[k] < dim(subsizes, k) {
+			if idx[k]++; idx[k] < sub[k] {
 				break
 			}
 			idx[k] = 0

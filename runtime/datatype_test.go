@@ -214,9 +214,9 @@ func TestRecvTypeLengths(t *testing.T) {
 	})
 }
 
-// TestTypeMisuse checks that a layout outside the buffer, a negative count and a pointer
+// TestSendTypeMisuse checks that a layout outside the buffer, a negative count and a pointer
 // element fail at once with ErrInvalid, naming the rank and the reach of the layout.
-func TestTypeMisuse(t *testing.T) {
+func TestSendTypeMisuse(t *testing.T) {
 	run(t, "shm", 2, func(ctx context.Context, w *runtime.World) error {
 		col, _ := datatype.Vector[float64](4, 1, 4)
 		buf := make([]float64, 12)

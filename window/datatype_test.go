@@ -132,9 +132,9 @@ func TestTypeTargetSubarray(t *testing.T) {
 	})
 }
 
-// TestTypeMisuse checks the typed calls' argument errors: each is reported before
+// TestPutTypeMisuse checks the typed calls' argument errors: each is reported before
 // anything is written.
-func TestTypeMisuse(t *testing.T) {
+func TestPutTypeMisuse(t *testing.T) {
 	forLayouts(t, func(ctx context.Context, w *runtime.World) error {
 		win, err := window.Allocate[float64](ctx, w, 10)
 		if err != nil {

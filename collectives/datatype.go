@@ -1,0 +1,257 @@
+package collectives
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"sync"
+
+	"github.com/gorma-hpc/gorma/datatype"
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// The typed collectives move count copies of a datatype layout over a buffer of any
+// element type without pointers. Each packs what it sends into a pooled buffer (a layout
+// that is one run goes in place), runs the collective of the same name on the bytes, and
+// unpacks what it received: the packed data, count * t.Size() bytes in typemap order, is
+// what travels, so every rank may use its own layout as long as the byte counts match
+// (MPI's type signature rule). A layout outside its buffer fails with
+// runtime.ErrInvalid at the rank that passed it, before the collective starts; other
+// errors are the underlying collective's.
+
+// BcastType copies count copies of the layout t over root's buf into the same layout
+// over every other rank's buf (MPI_Bcast with a derived datatype).
+func BcastType[T any](ctx context.Context, w *runtime.World, buf []T, count int, t datatype.Type, root int) error {
+	b, err := typeArgs("bcast type", w, buf, count, t)
+	if err != nil {
+		return err
+	}
+	if off, n, ok := t.Contig(count); ok {
+		return Bcast(ctx, w, b[off:off+n], root)
+	}
+	n, _ := t.PackSize(count)
+	p := getPacked(n)
+	if w.Rank() == root {
+		if _, err := datatype.Pack(p.b, buf, count, t); err != nil {
+			return typeErr("bcast type", w, err)
+		}
+	}
+	if err := Bcast(ctx, w, p.b, root); err != nil {
+		return err // p is dropped: a peer may still be reading it
+	}
+	if w.Rank() != root {
+		if _, err := datatype.Unpack(buf, p.b, count, t); err != nil {
+			return typeErr("bcast type", w, err)
+		}
+	}
+	putPacked(p)
+	return nil
+}
+
+// GatherType collects every rank's scount copies of st over send into root's recv, rank
+// r's data laid as copies r*rcount to (r+1)*rcount-1 of rt (MPI_Gather with derived
+// datatypes). recv is used at root only; scount*st.Size() must equal rcount*rt.Size().
+func GatherType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type, root int) error {
+	if _, err := typeArgs("gather type", w, send, scount, st); err != nil {
+		return err
+	}
+	n, _ := st.PackSize(scount)
+	atRoot := w.Rank() == root
+	if atRoot {
+		if err := recvArgs("gather type", w, recv, rcount, rt, n); err != nil {
+			return err
+		}
+	}
+	ps := getPacked(n)
+	if _, err := datatype.Pack(ps.b, send, scount, st); err != nil {
+		return typeErr("gather type", w, err)
+	}
+	var all []byte
+	var pa *packed
+	if atRoot {
+		pa = getPacked(n * w.Size())
+		all = pa.b
+	}
+	if err := Gather(ctx, w, ps.b, all, root); err != nil {
+		return err
+	}
+	putPacked(ps)
+	if atRoot {
+		if _, err := datatype.Unpack(recv, all, rcount*w.Size(), rt); err != nil {
+			return typeErr("gather type", w, err)
+		}
+		putPacked(pa)
+	}
+	return nil
+}
+
+// ScatterType is GatherType's inverse (MPI_Scatter with derived datatypes): root's send
+// holds Size()*scount copies of st, and rank r's recv gets copies r*scount to
+// (r+1)*scount-1 as rcount copies of rt. send is used at root only.
+func ScatterType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type, root int) error {
+	if _, err := typeArgs("scatter type", w, recv, rcount, rt); err != nil {
+		return err
+	}
+	n, _ := rt.PackSize(rcount)
+	atRoot := w.Rank() == root
+	var all []byte
+	var pa *packed
+	if atRoot {
+		if err := sendArgs("scatter type", w, send, scount, st, n); err != nil {
+			return err
+		}
+		pa = getPacked(n * w.Size())
+		all = pa.b
+		if _, err := datatype.Pack(all, send, scount*w.Size(), st); err != nil {
+			return typeErr("scatter type", w, err)
+		}
+	}
+	pr := getPacked(n)
+	if err := Scatter(ctx, w, all, pr.b, root); err != nil {
+		return err
+	}
+	if _, err := datatype.Unpack(recv, pr.b, rcount, rt); err != nil {
+		return typeErr("scatter type", w, err)
+	}
+	putPacked(pr)
+	if pa != nil {
+		putPacked(pa)
+	}
+	return nil
+}
+
+// AllgatherType is GatherType with every rank receiving (MPI_Allgather with derived
+// datatypes).
+func AllgatherType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type) error {
+	if _, err := typeArgs("allgather type", w, send, scount, st); err != nil {
+		return err
+	}
+	n, _ := st.PackSize(scount)
+	if err := recvArgs("allgather type", w, recv, rcount, rt, n); err != nil {
+		return err
+	}
+	ps, pa := getPacked(n), getPacked(n*w.Size())
+	if _, err := datatype.Pack(ps.b, send, scount, st); err != nil {
+		return typeErr("allgather type", w, err)
+	}
+	if err := Allgather(ctx, w, ps.b, pa.b); err != nil {
+		return err
+	}
+	if _, err := datatype.Unpack(recv, pa.b, rcount*w.Size(), rt); err != nil {
+		return typeErr("allgather type", w, err)
+	}
+	putPacked(ps)
+	putPacked(pa)
+	return nil
+}
+
+// AlltoallType sends copies r*scount to (r+1)*scount-1 of st over send to rank r, and
+// lays rank r's data as copies r*rcount to (r+1)*rcount-1 of rt over recv (MPI_Alltoall
+// with derived datatypes).
+func AlltoallType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type) error {
+	if w == nil {
+		return fmt.Errorf("collectives: alltoall type: %w: nil World", runtime.ErrInvalid)
+	}
+	n, err := st.PackSize(scount)
+	if err != nil {
+		return typeErr("alltoall type", w, err)
+	}
+	if err := sendArgs("alltoall type", w, send, scount, st, n); err != nil {
+		return err
+	}
+	if err := recvArgs("alltoall type", w, recv, rcount, rt, n); err != nil {
+		return err
+	}
+	ps, pr := getPacked(n*w.Size()), getPacked(n*w.Size())
+	if _, err := datatype.Pack(ps.b, send, scount*w.Size(), st); err != nil {
+		return typeErr("alltoall type", w, err)
+	}
+	if err := Alltoall(ctx, w, ps.b, pr.b); err != nil {
+		return err
+	}
+	if _, err := datatype.Unpack(recv, pr.b, rcount*w.Size(), rt); err != nil {
+		return typeErr("alltoall type", w, err)
+	}
+	putPacked(ps)
+	putPacked(pr)
+	return nil
+}
+
+// typeArgs checks count copies of t over buf and returns buf's bytes.
+func typeArgs[T any](op string, w *runtime.World, buf []T, count int, t datatype.Type) ([]byte, error) {
+	if w == nil {
+		return nil, fmt.Errorf("collectives: %s: %w: nil World", op, runtime.ErrInvalid)
+	}
+	b, err := datatype.AsBytes(buf)
+	if err == nil {
+		err = t.Check("layout over buf", count, len(b))
+	}
+	if err != nil {
+		return nil, typeErr(op, w, err)
+	}
+	return b, nil
+}
+
+// recvArgs checks a receiving side of Size() blocks of rcount copies of rt, each block
+// matching n packed bytes from every sender.
+func recvArgs[R any](op string, w *runtime.World, recv []R, rcount int, rt datatype.Type, n int) error {
+	rn, err := rt.PackSize(rcount)
+	if err == nil && rn != n {
+		err = fmt.Errorf("each rank's block is %d packed bytes, but %d copies of %v are %d", n, rcount, rt, rn)
+	}
+	if err != nil {
+		return typeErr(op, w, err)
+	}
+	_, err = typeArgs(op, w, recv, rcount*w.Size(), rt)
+	return err
+}
+
+// sendArgs checks a sending side of Size() blocks of scount copies of st, each block n
+// packed bytes.
+func sendArgs[S any](op string, w *runtime.World, send []S, scount int, st datatype.Type, n int) error {
+	sn, err := st.PackSize(scount)
+	if err == nil && sn != n {
+		err = fmt.Errorf("each rank's block is %d packed bytes, but %d copies of %v are %d", n, scount, st, sn)
+	}
+	if err != nil {
+		return typeErr(op, w, err)
+	}
+	_, err = typeArgs(op, w, send, scount*w.Size(), st)
+	return err
+}
+
+func typeErr(op string, w *runtime.World, err error) error {
+	return fmt.Errorf("collectives: %s: rank %d: %w: %w", op, w.Rank(), runtime.ErrInvalid, err)
+}
+
+// packed is a pooled packing buffer; b is sliced to the length in use.
+type packed struct{ b []byte }
+
+// packPools hold packing buffers by size class: class k holds buffers of 2^k bytes.
+var packPools [48]sync.Pool
+
+// getPacked returns a buffer of n bytes from the pool of its size class.
+func getPacked(n int) *packed {
+	k := 0
+	if n > 1 {
+		k = bits.Len(uint(n - 1))
+	}
+	if k >= len(packPools) {
+		return &packed{b: make([]byte, n)}
+	}
+	p, _ := packPools[k].Get().(*packed)
+	if p == nil {
+		p = &packed{b: make([]byte, 1<<k)}
+	}
+	p.b = p.b[:n]
+	return p
+}
+
+// putPacked returns p to the pool of its size class.
+func putPacked(p *packed) {
+	k := bits.Len(uint(cap(p.b))) - 1
+	if k < 0 || k >= len(packPools) || cap(p.b) != 1<<k {
+		return
+	}
+	packPools[k].Put(p)
+}

@@ -1,0 +1,192 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+
+	"github.com/gorma-hpc/gorma/datatype"
+)
+
+// SendType sends count copies of the layout t, laid over buf's memory, to rank dest with
+// tag (MPI_Send with a derived datatype). The message is the packed data, count *
+// t.Size() bytes in typemap order, and matches any receive of that many bytes (RecvType
+// with a layout of the same size, or Recv of bytes or elements). A layout whose count
+// copies are one run (datatype.Type.Contig) is sent from buf in place; any other is
+// packed into a pooled buffer first. buf's elements may be any type without pointers
+// (numbers, arrays and structs of them). A layout outside buf fails with ErrInvalid
+// before anything is sent; the rest behaves as Send.
+func SendType[T any](ctx context.Context, w *World, buf []T, count int, t datatype.Type, dest, tag int) error {
+	if w == nil {
+		return withOp("send type", errNilWorld())
+	}
+	b, err := typeArgs("send type", w, buf, count, t)
+	if err != nil {
+		return err
+	}
+	if off, n, ok := t.Contig(count); ok {
+		return Send(ctx, w, b[off:off+n], dest, tag)
+	}
+	n, _ := t.PackSize(count)
+	p := getPacked(n)
+	if _, err := datatype.Pack(p.b, buf, count, t); err != nil {
+		putPacked(p)
+		return withOp("send type", fmt.Errorf("%w: %w", ErrInvalid, err))
+	}
+	err = Send(ctx, w, p.b, dest, tag)
+	if err != nil && ctx.Err() != nil {
+		// A rendezvous offer may still be read from p: leave it to the collector.
+		return err
+	}
+	putPacked(p)
+	return err
+}
+
+// RecvType receives a message from src (or AnySource) with tag (or AnyTag) into count
+// copies of the layout t over buf's memory (MPI_Recv with a derived datatype), and
+// returns its Status: Bytes is the message's length, Count the whole copies of t it
+// held. A message shorter than count copies fills the layout's first bytes in typemap
+// order; a longer one fills all count copies and fails with ErrTruncated. A layout that
+// is one run is received in place; any other through a pooled buffer, unpacked when the
+// message has arrived. Errors are as Recv's and SendType's.
+func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t datatype.Type, src, tag int) (Status, error) {
+	if w == nil {
+		return Status{}, withOp("recv type", errNilWorld())
+	}
+	b, err := typeArgs("recv type", w, buf, count, t)
+	if err != nil {
+		return Status{}, err
+	}
+	if off, n, ok := t.Contig(count); ok {
+		st, err := Recv(ctx, w, b[off:off+n], src, tag)
+		return typeStatus(st, t), err
+	}
+	n, _ := t.PackSize(count)
+	p := getPacked(n)
+	defer putPacked(p)
+	st, err := Recv(ctx, w, p.b, src, tag)
+	if err != nil && !errors.Is(err, ErrTruncated) {
+		return typeStatus(st, t), err
+	}
+	got := min(st.Bytes, n)
+	if _, uerr := datatype.UnpackPrefix(buf, p.b[:got], count, t); uerr != nil {
+		return typeStatus(st, t), withOp("recv type", fmt.Errorf("%w: %w", ErrInvalid, uerr))
+	}
+	return typeStatus(st, t), err
+}
+
+// SendrecvType sends scount copies of the layout st over sbuf to dest with stag and
+// receives into rcount copies of rt over rbuf from src (or AnySource) with rtag (or
+// AnyTag), as Sendrecv does (MPI_Sendrecv with derived datatypes): the receive is posted
+// first, so a ring of ranks exchanging halo columns never deadlocks. Each side moves in
+// place when its layout is one run, else through a pooled buffer; the receive's Status
+// and length rules are RecvType's.
+func SendrecvType[S, R any](ctx context.Context, w *World, sbuf []S, scount int, st datatype.Type, dest, stag int,
+	rbuf []R, rcount int, rt datatype.Type, src, rtag int) (Status, error) {
+	if w == nil {
+		return Status{}, withOp("sendrecv type", errNilWorld())
+	}
+	sb, err := typeArgs("sendrecv type", w, sbuf, scount, st)
+	if err != nil {
+		return Status{}, err
+	}
+	rb, err := typeArgs("sendrecv type", w, rbuf, rcount, rt)
+	if err != nil {
+		return Status{}, err
+	}
+	out, in := sb, rb
+	var sp, rp *packed
+	if off, n, ok := st.Contig(scount); ok {
+		out = sb[off : off+n]
+	} else {
+		n, _ := st.PackSize(scount)
+		sp = getPacked(n)
+		if _, err := datatype.Pack(sp.b, sbuf, scount, st); err != nil {
+			putPacked(sp)
+			return Status{}, withOp("sendrecv type", fmt.Errorf("%w: %w", ErrInvalid, err))
+		}
+		out = sp.b
+	}
+	roff, rn, rcontig := rt.Contig(rcount)
+	if rcontig {
+		in = rb[roff : roff+rn]
+	} else {
+		rn, _ = rt.PackSize(rcount)
+		rp = getPacked(rn)
+		in = rp.b
+	}
+	stat, err := Sendrecv(ctx, w, out, dest, stag, in, src, rtag)
+	if err != nil && ctx.Err() != nil {
+		return typeStatus(stat, rt), err // the buffers may still be in use: leave them to the collector
+	}
+	if sp != nil {
+		putPacked(sp)
+	}
+	if rp != nil {
+		defer putPacked(rp)
+		if err == nil || errors.Is(err, ErrTruncated) {
+			if _, uerr := datatype.UnpackPrefix(rbuf, rp.b[:min(stat.Bytes, rn)], rcount, rt); uerr != nil {
+				return typeStatus(stat, rt), withOp("sendrecv type", fmt.Errorf("%w: %w", ErrInvalid, uerr))
+			}
+		}
+	}
+	return typeStatus(stat, rt), err
+}
+
+// typeArgs checks the World and the layout of a typed call and returns buf's bytes.
+func typeArgs[T any](op string, w *World, buf []T, count int, t datatype.Type) ([]byte, error) {
+	if err := w.freedErr(); err != nil {
+		return nil, withOp(op, err)
+	}
+	b, err := datatype.AsBytes(buf)
+	if err == nil {
+		err = t.Check("layout over buf", count, len(b))
+	}
+	if err != nil {
+		return nil, withOp(op, fmt.Errorf("rank %d: %w: %w", w.Rank(), ErrInvalid, err))
+	}
+	return b, nil
+}
+
+// typeStatus counts a Status in whole copies of t.
+func typeStatus(st Status, t datatype.Type) Status {
+	st.Count = 0
+	if t.Size() > 0 {
+		st.Count = st.Bytes / t.Size()
+	}
+	return st
+}
+
+// packed is a pooled packing buffer; b is sliced to the length in use.
+type packed struct{ b []byte }
+
+// packPools hold packing buffers by size class: class k holds buffers of 2^k bytes.
+var packPools [48]sync.Pool
+
+// getPacked returns a buffer of n bytes from the pool of its size class.
+func getPacked(n int) *packed {
+	k := 0
+	if n > 1 {
+		k = bits.Len(uint(n - 1))
+	}
+	if k >= len(packPools) {
+		return &packed{b: make([]byte, n)}
+	}
+	p, _ := packPools[k].Get().(*packed)
+	if p == nil {
+		p = &packed{b: make([]byte, 1<<k)}
+	}
+	p.b = p.b[:n]
+	return p
+}
+
+// putPacked returns p to the pool of its size class.
+func putPacked(p *packed) {
+	k := bits.Len(uint(cap(p.b))) - 1
+	if k < 0 || k >= len(packPools) || cap(p.b) != 1<<k {
+		return
+	}
+	packPools[k].Put(p)
+}

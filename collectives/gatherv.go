@@ -106,7 +106,7 @@ func checkLayout(what string, counts, displs []int, n, p int, disjoint bool) err
 	sorted, end := true, 0
 	for i, d := range displs {
 		if d < 0 || d > n-counts[i] {
-			return invalid("block %d at displs[%d] %d with counts[%d] %d is outside len(%s) %d", i, i, d, i, counts[i], what, n)
+			return invalid("block %d, [%d, %d) at displs[%d], is outside len(%s) %d", i, d, d+counts[i], i, what, n)
 		}
 		if counts[i] > 0 {
 			sorted = sorted && d >= end

@@ -21,7 +21,10 @@ type ByteBlocks struct {
 // receives rank s's block into block s of recv (placed by recvBlocks). Every block must
 // lie inside its buffer, recv's blocks must not overlap (each byte written at most once;
 // send's may), and a rank's block to itself must have the same length in bytes on both
-// sides. There is no in-place form: send must not overlap recv.
+// sides. With send nil and sendBlocks the zero ByteBlocks the operation is in place
+// (MPI_IN_PLACE): recv holds the blocks to send, placed by recvBlocks, and each is
+// replaced by the block received from the same rank (at the cost of a copy of recv, in
+// scratch kept between calls). Otherwise send must not overlap recv.
 //
 // The length in bytes of block d at rank s's send must equal that of block s at rank d's
 // recv (the element sizes and counts may differ, as MPI's datatypes may, so long as the
@@ -41,6 +44,13 @@ func Alltoallw(ctx context.Context, w *runtime.World, send []byte, sendBlocks By
 
 func alltoallw(c *call, send []byte, sb ByteBlocks, recv []byte, rb ByteBlocks) error {
 	p, r := c.s.size, c.s.rank
+	if send == nil && sb.Counts == nil && sb.Displs == nil && sb.Sizes == nil {
+		if err := rb.check("recv", len(recv), p, true); err != nil {
+			return err
+		}
+		send, sb = scratchOf[byte](c, 0, len(recv)), rb
+		copy(send, recv)
+	}
 	if err := sb.check("send", len(send), p, false); err != nil {
 		return err
 	}
@@ -51,7 +61,7 @@ func alltoallw(c *call, send []byte, sb ByteBlocks, recv []byte, rb ByteBlocks) 
 	case sb.bytes(r) != rb.bytes(r):
 		return invalid("block %d is %d bytes in send and %d in recv (rank %d's block to itself)", r, sb.bytes(r), rb.bytes(r), r)
 	case overlap(send, recv):
-		return invalid("send and recv overlap (Alltoallw has no in-place form)")
+		return invalid("send and recv overlap (pass a nil send and zero sendBlocks for in place)")
 	}
 	copy(rb.of(recv, r), sb.of(send, r))
 	if p == 1 {

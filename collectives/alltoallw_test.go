@@ -20,6 +20,15 @@ func wBytes(s, d, scale int) int { return 8 * ((s + 2*d) % 3) * scale }
 // sides (1, 2, 4 or 8 bytes), in reverse rank order with a gap of 3 bytes before each
 // (sizes nil: counts are bytes, packed in rank order). It returns the buffer length.
 func wBlocks(me, p, scale int, send, sized bool) (ByteBlocks, int) {
+	if send {
+		return wBlocksOf(me, p, sized, func(d int) int { return wBytes(me, d, scale) }, 0)
+	}
+	return wBlocksOf(me, p, sized, func(s int) int { return wBytes(s, me, scale) }, 1)
+}
+
+// wBlocksOf lays out blocks of bytes(i) bytes for every rank i as wBlocks describes;
+// side shifts the element sizes.
+func wBlocksOf(me, p int, sized bool, bytes func(i int) int, side int) (ByteBlocks, int) {
 	b := ByteBlocks{Counts: make([]int, p), Displs: make([]int, p)}
 	if sized {
 		b.Sizes = make([]int, p)
@@ -31,17 +40,13 @@ func wBlocks(me, p, scale int, send, sized bool) (ByteBlocks, int) {
 			i = p - 1 - k
 			n += 3
 		}
-		bytes := wBytes(i, me, scale)
-		if send {
-			bytes = wBytes(me, i, scale)
-		}
-		b.Counts[i] = bytes
+		b.Counts[i] = bytes(i)
 		if sized {
-			b.Sizes[i] = 1 << ((me + i + map[bool]int{true: 0, false: 1}[send]) % 4)
-			b.Counts[i] = bytes / b.Sizes[i]
+			b.Sizes[i] = 1 << ((me + i + side) % 4)
+			b.Counts[i] = bytes(i) / b.Sizes[i]
 		}
 		b.Displs[i] = n
-		n += bytes
+		n += bytes(i)
 	}
 	return b, n
 }
@@ -49,9 +54,12 @@ func wBlocks(me, p, scale int, send, sized bool) (ByteBlocks, int) {
 // wByte is byte j of the block rank s sends rank d.
 func wByte(s, d, j int) byte { return byte(s*37 + d*11 + j*5 + j>>8) }
 
-// checkAlltoallw runs one Alltoallw and checks every received block and that the gaps of
-// recv are untouched.
-func checkAlltoallw(e rankEnv, scale int, sized bool) error {
+// checkAlltoallw runs one Alltoallw (or checkAlltoallwInPlace) and checks every received
+// block and that the gaps of recv are untouched.
+func checkAlltoallw(e rankEnv, scale int, sized, inPlace bool) error {
+	if inPlace {
+		return checkAlltoallwInPlace(e, scale, sized)
+	}
 	what := fmt.Sprintf("alltoallw scale=%d sized=%v", scale, sized)
 	sb, sn := wBlocks(e.r, e.p, scale, true, sized)
 	rb, rn := wBlocks(e.r, e.p, scale, false, sized)
@@ -78,9 +86,36 @@ func checkAlltoallw(e rankEnv, scale int, sized bool) error {
 	return compare(what, recv, want)
 }
 
+// checkAlltoallwInPlace runs one in-place Alltoallw: the block for rank s sits where the
+// block from s lands, so each pair of ranks exchanges blocks of one length both ways
+// (wSym), laid out as wBlocks does, with this rank's element sizes.
+func checkAlltoallwInPlace(e rankEnv, scale int, sized bool) error {
+	what := fmt.Sprintf("alltoallw scale=%d sized=%v in-place", scale, sized)
+	rb, rn := wBlocksOf(e.r, e.p, sized, func(s int) int { return wSym(s, e.r, scale) }, 0)
+	buf := make([]byte, rn)
+	for j := range buf {
+		buf[j] = 0xee
+	}
+	want := append([]byte(nil), buf...)
+	for s := range e.p {
+		blk, wblk := rb.of(buf, s), rb.of(want, s)
+		for j := range blk {
+			blk[j] = wByte(e.r, s, j)
+			wblk[j] = wByte(s, e.r, j)
+		}
+	}
+	if err := Alltoallw(e.ctx, e.w, nil, ByteBlocks{}, buf, rb); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return compare(what, buf, want)
+}
+
+// wSym is the length in bytes of the blocks ranks a and b exchange in place.
+func wSym(a, b, scale int) int { return 8 * ((a + b + 1) % 3) * scale }
+
 // TestAlltoallw checks Alltoallw against the blocks each pair of ranks exchanges, with
 // byte counts and with element sizes that differ between sender and receiver, empty
-// blocks, short and rendezvous blocks.
+// blocks, short and rendezvous blocks, in place and not.
 func TestAlltoallw(t *testing.T) {
 	for _, j := range vJobs {
 		for _, p := range j.p {
@@ -88,8 +123,10 @@ func TestAlltoallw(t *testing.T) {
 				runJob(t, p, j.opt, 60*time.Second, func(e rankEnv) error {
 					for _, scale := range []int{1, 3, 5000} {
 						for _, sized := range []bool{false, true} {
-							if err := checkAlltoallw(e, scale, sized); err != nil {
-								return err
+							for _, inPlace := range []bool{false, true} {
+								if err := checkAlltoallw(e, scale, sized, inPlace); err != nil {
+									return err
+								}
 							}
 						}
 					}
@@ -152,7 +189,7 @@ func TestAlltoallwMisuse(t *testing.T) {
 			if out == mismatchSeen {
 				seen++
 			}
-			if err := checkAlltoallw(e, 2, k == 0); err != nil {
+			if err := checkAlltoallw(e, 2, k == 0, k == 1); err != nil {
 				return fmt.Errorf("after mismatch %d: %w", k, err)
 			}
 		}

@@ -59,16 +59,25 @@ func gatherv[T runtime.Elem](c *call, sendBuf, recvBuf []T, counts, displs []int
 	default:
 		copy(recvBuf[d:d+counts[r]], sendBuf)
 	}
-	for k := 1; k < p; k++ {
-		src := (r + k) % p
-		d := displ(counts, displs, src)
-		if err := postRecv(c, c.req(k-1), recvBuf[d:d+counts[src]], src); err != nil {
+	off := 0
+	for src := range p {
+		d := off
+		if displs != nil {
+			d = displs[src]
+		}
+		off += counts[src]
+		if src == r {
+			continue
+		}
+		if err := postRecv(c, c.req(peerIndex(src, r)), recvBuf[d:d+counts[src]], src); err != nil {
 			return err
 		}
 	}
-	for k := 1; k < p; k++ {
-		src := (r + k) % p
-		st, err := c.req(k - 1).Wait(c.ctx)
+	for src := range p {
+		if src == r {
+			continue
+		}
+		st, err := c.req(peerIndex(src, r)).Wait(c.ctx)
 		if err := c.checkStatus(st, err, src, counts[src]); err != nil {
 			return err
 		}
@@ -76,8 +85,17 @@ func gatherv[T runtime.Elem](c *call, sendBuf, recvBuf []T, counts, displs []int
 	return nil
 }
 
+// peerIndex numbers the ranks other than r from 0: the Request of a linear algorithm's
+// message with rank i.
+func peerIndex(i, r int) int {
+	if i > r {
+		return i - 1
+	}
+	return i
+}
+
 // displ returns the displacement of block i: displs[i], or with displs nil the sum of
-// the counts before it.
+// the counts before it (O(i): loops over every block keep a running sum instead).
 func displ(counts, displs []int, i int) int {
 	if displs == nil {
 		return offset(counts, i)

@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -22,8 +23,8 @@ import (
 // their (empty) messages, so that a mismatch is told whichever side counts 0.
 //
 // The algorithm is MPICH's linear one (scatterv_allcomm_linear): root starts a send of
-// each block straight from send, keeps its own, and waits for them all; every other rank
-// receives once.
+// each block straight from send, in rank order, keeps its own, and waits for them all;
+// every other rank receives once.
 func Scatterv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, counts, displs []int, recv []T, root int) error {
 	c, err := begin(ctx, w, "Scatterv", -1, typeName[T](), "", root)
 	if err != nil {
@@ -57,12 +58,27 @@ func scatterv[T runtime.Elem](c *call, sendBuf []T, counts, displs []int, recvBu
 	default:
 		copy(recvBuf, sendBuf[d:d+counts[r]])
 	}
-	for k := 1; k < p; k++ {
-		dst := (r + k) % p
-		d := displ(counts, displs, dst)
-		if err := postSend(c, c.req(k-1), sendBuf[d:d+counts[dst]], dst); err != nil {
+	off := 0
+	for dst := range p {
+		d := off
+		if displs != nil {
+			d = displs[dst]
+		}
+		off += counts[dst]
+		if dst == r {
+			continue
+		}
+		if err := postSend(c, c.req(peerIndex(dst, r)), sendBuf[d:d+counts[dst]], dst); err != nil {
 			return err
 		}
 	}
-	return waitSends(c, 0, p, r)
+	for dst := range p {
+		if dst == r {
+			continue
+		}
+		if _, err := c.req(peerIndex(dst, r)).Wait(c.ctx); err != nil {
+			return fmt.Errorf("rank %d sending to rank %d: %w", r, dst, err)
+		}
+	}
+	return nil
 }

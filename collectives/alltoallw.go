@@ -34,6 +34,8 @@ type ByteBlocks struct {
 //
 // The algorithm is Alltoallv's: each rank posts its p-1 receives straight into recv, then
 // its p-1 sends straight from send, and waits for them all; its own block is copied.
+// With Sizes nil on both sides a call allocates nothing in steady state; Sizes cost a
+// slice of p block lengths per call.
 func Alltoallw(ctx context.Context, w *runtime.World, send []byte, sendBlocks ByteBlocks, recv []byte, recvBlocks ByteBlocks) error {
 	c, err := begin(ctx, w, "Alltoallw", -1, "", "", -1)
 	if err != nil {
@@ -105,8 +107,13 @@ func (b ByteBlocks) of(buf []byte, i int) []byte {
 // check checks b over a buffer of n bytes (what names it) for p ranks; with disjoint set,
 // no two non-empty blocks may share a byte.
 func (b ByteBlocks) check(what string, n, p int, disjoint bool) error {
-	if _, err := checkCounts(what+"Blocks.Counts", b.Counts, p); err != nil {
-		return err
+	if len(b.Counts) != p {
+		return invalid("len(%sBlocks.Counts) %d != %d ranks", what, len(b.Counts), p)
+	}
+	for i, c := range b.Counts {
+		if c < 0 {
+			return invalid("%sBlocks.Counts[%d] = %d is negative", what, i, c)
+		}
 	}
 	if len(b.Displs) != p {
 		return invalid("len(%sBlocks.Displs) %d != %d ranks", what, len(b.Displs), p)

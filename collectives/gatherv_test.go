@@ -287,9 +287,10 @@ func TestGathervMismatch(t *testing.T) {
 	}
 }
 
-// TestGathervZeroAllocs: a small Gatherv and Scatterv allocate nothing in steady state,
-// measured at root and at another rank.
-func TestGathervZeroAllocs(t *testing.T) {
+// TestVZeroAllocs: small Gatherv, Scatterv, ReduceScatterV and Alltoallw (Sizes nil)
+// calls allocate nothing in steady state, measured at the root (rank 1) and at another
+// rank.
+func TestVZeroAllocs(t *testing.T) {
 	const p = 4
 	ctx := context.Background()
 	j, err := runtimetest.Start(ctx, p, runtimetest.Options{Transport: "shm"})
@@ -303,12 +304,23 @@ func TestGathervZeroAllocs(t *testing.T) {
 	for r := range bufs {
 		bufs[r] = [2][]int64{make([]int64, l.counts[r]), make([]int64, l.n)}
 	}
+	wb := ByteBlocks{Counts: []int{8, 8, 8, 8}, Displs: []int{24, 16, 8, 0}}
+	wSend, wRecv := make([][]byte, p), make([][]byte, p)
+	for r := range p {
+		wSend[r], wRecv[r] = make([]byte, 32), make([]byte, 32)
+	}
 	for _, m := range []int{1, 2} {
 		zeroAllocsInStep(t, j, m, "Gatherv", func(r int, w *runtime.World) error {
 			return Gatherv(ctx, w, bufs[r][0], bufs[r][1], l.counts, l.displs, 1)
 		})
 		zeroAllocsInStep(t, j, m, "Scatterv", func(r int, w *runtime.World) error {
 			return Scatterv(ctx, w, bufs[r][1], l.counts, l.displs, bufs[r][0], 1)
+		})
+		zeroAllocsInStep(t, j, m, "ReduceScatterV", func(r int, w *runtime.World) error {
+			return ReduceScatterV(ctx, w, nil, bufs[r][1][:l.n-p], l.counts, Sum[int64]())
+		})
+		zeroAllocsInStep(t, j, m, "Alltoallw", func(r int, w *runtime.World) error {
+			return Alltoallw(ctx, w, wSend[r], wb, wRecv[r], wb)
 		})
 	}
 }

@@ -62,7 +62,8 @@ func AllreduceLoc[V Ordered, I LocIndex](ctx context.Context, w *runtime.World, 
 // ReduceLoc is AllreduceLoc with the result at root only (MPI_Reduce with MPI_MAXLOC or
 // MPI_MINLOC): vals and idx are not used at other ranks, and in place (sendVals and
 // sendIdx nil) is for root only. Every rank needs the result's values to tell which of
-// its pairs hold them: a rank other than root allocates len(sendVals) values for them.
+// its pairs hold them: a rank other than root allocates len(sendVals) values and indices
+// per call for them and its candidate indices.
 func ReduceLoc[V Ordered, I LocIndex](ctx context.Context, w *runtime.World, sendVals []V, sendIdx []I, vals []V, idx []I, op LocOp, root int) error {
 	n := len(sendIdx)
 	if sendIdx == nil {

@@ -1,0 +1,142 @@
+package collectives
+
+import (
+	"context"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// ByteBlocks places one block per rank in a byte buffer, as MPI_Alltoallw's counts,
+// displacements and datatypes do: block i is Counts[i] elements of Sizes[i] bytes each,
+// starting Displs[i] bytes into the buffer. Counts and Displs hold one entry per rank,
+// none negative; Sizes is nil (every element one byte: Counts are bytes) or holds one
+// positive size per rank. Each block is contiguous: MPI's datatypes with holes have no
+// counterpart here.
+type ByteBlocks struct {
+	Counts, Displs, Sizes []int
+}
+
+// Alltoallw is Alltoallv over bytes with a displacement and an element size per block
+// (MPI_Alltoallw): rank r sends block d of send (placed by sendBlocks) to rank d, and
+// receives rank s's block into block s of recv (placed by recvBlocks). Every block must
+// lie inside its buffer, recv's blocks must not overlap (each byte written at most once;
+// send's may), and a rank's block to itself must have the same length in bytes on both
+// sides. With send nil and sendBlocks the zero ByteBlocks the operation is in place
+// (MPI_IN_PLACE): recv holds the blocks to send, placed by recvBlocks, and each is
+// replaced by the block received from the same rank (at the cost of a copy of recv, in
+// scratch kept between calls). Otherwise send must not overlap recv.
+//
+// The length in bytes of block d at rank s's send must equal that of block s at rank d's
+// recv (the element sizes and counts may differ, as MPI's datatypes may, so long as the
+// bytes match). A rank that receives a block of another length fails with ErrMismatch
+// (shorter) or runtime.ErrTruncated (longer), its error counting bytes, and the ranks
+// waiting for it end when ctx does. Empty blocks still take their (empty) messages.
+//
+// The algorithm is Alltoallv's: each rank posts its p-1 receives straight into recv, then
+// its p-1 sends straight from send, and waits for them all; its own block is copied.
+// With Sizes nil on both sides a call allocates nothing in steady state; Sizes cost a
+// slice of p block lengths per call.
+func Alltoallw(ctx context.Context, w *runtime.World, send []byte, sendBlocks ByteBlocks, recv []byte, recvBlocks ByteBlocks) error {
+	c, err := begin(ctx, w, "Alltoallw", -1, "", "", -1)
+	if err != nil {
+		return err
+	}
+	return c.end(alltoallw(c, send, sendBlocks, recv, recvBlocks))
+}
+
+func alltoallw(c *call, send []byte, sb ByteBlocks, recv []byte, rb ByteBlocks) error {
+	p, r := c.s.size, c.s.rank
+	if send == nil && sb.Counts == nil && sb.Displs == nil && sb.Sizes == nil {
+		if err := rb.check("recv", len(recv), p, true); err != nil {
+			return err
+		}
+		send, sb = scratchOf[byte](c, 0, len(recv)), rb
+		copy(send, recv)
+	}
+	if err := sb.check("send", len(send), p, false); err != nil {
+		return err
+	}
+	if err := rb.check("recv", len(recv), p, true); err != nil {
+		return err
+	}
+	switch {
+	case sb.bytes(r) != rb.bytes(r):
+		return invalid("block %d is %d bytes in send and %d in recv (rank %d's block to itself)", r, sb.bytes(r), rb.bytes(r), r)
+	case overlap(send, recv):
+		return invalid("send and recv overlap (pass a nil send and zero sendBlocks for in place)")
+	}
+	copy(rb.of(recv, r), sb.of(send, r))
+	if p == 1 {
+		return nil
+	}
+	for k := 1; k < p; k++ {
+		src := (r - k + p) % p
+		if err := postRecv(c, c.req(k-1), rb.of(recv, src), src); err != nil {
+			return err
+		}
+	}
+	for k := 1; k < p; k++ {
+		dst := (r + k) % p
+		if err := postSend(c, c.req(p-1+k-1), sb.of(send, dst), dst); err != nil {
+			return err
+		}
+	}
+	for k := 1; k < p; k++ {
+		src := (r - k + p) % p
+		st, err := c.req(k - 1).Wait(c.ctx)
+		if err := c.checkStatus(st, err, src, rb.bytes(src)); err != nil {
+			return err
+		}
+	}
+	return waitSends(c, p-1, p, r)
+}
+
+// bytes returns block i's length in bytes.
+func (b ByteBlocks) bytes(i int) int {
+	if b.Sizes == nil {
+		return b.Counts[i]
+	}
+	return b.Counts[i] * b.Sizes[i]
+}
+
+// of returns block i of buf.
+func (b ByteBlocks) of(buf []byte, i int) []byte {
+	return buf[b.Displs[i] : b.Displs[i]+b.bytes(i)]
+}
+
+// check checks b over a buffer of n bytes (what names it) for p ranks; with disjoint set,
+// no two non-empty blocks may share a byte.
+func (b ByteBlocks) check(what string, n, p int, disjoint bool) error {
+	if len(b.Counts) != p {
+		return invalid("len(%sBlocks.Counts) %d != %d ranks", what, len(b.Counts), p)
+	}
+	for i, c := range b.Counts {
+		if c < 0 {
+			return invalid("%sBlocks.Counts[%d] = %d is negative", what, i, c)
+		}
+	}
+	if len(b.Displs) != p {
+		return invalid("len(%sBlocks.Displs) %d != %d ranks", what, len(b.Displs), p)
+	}
+	if b.Sizes != nil {
+		if len(b.Sizes) != p {
+			return invalid("len(%sBlocks.Sizes) %d != %d ranks", what, len(b.Sizes), p)
+		}
+		for i, s := range b.Sizes {
+			if s <= 0 {
+				return invalid("%sBlocks.Sizes[%d] = %d is not positive", what, i, s)
+			}
+			if b.Counts[i] > n/s {
+				return invalid("block %d of %s: %d elements of %d bytes exceed len(%s) %d", i, what, b.Counts[i], s, what, n)
+			}
+		}
+	}
+	lens := b.Counts
+	if b.Sizes != nil {
+		lens = make([]int, p)
+		for i := range lens {
+			lens[i] = b.bytes(i)
+		}
+	}
+	return checkLayout(what, lens, b.Displs, n, p, disjoint)
+}

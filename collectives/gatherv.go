@@ -1,0 +1,179 @@
+package collectives
+
+import (
+	"context"
+	"slices"
+
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// Gatherv is Gather with a count and a displacement per rank (MPI_Gatherv): root's recv
+// receives counts[r] elements from rank r at recv[displs[r]:displs[r]+counts[r]], and
+// rank r's send must hold counts[r] elements. counts and displs are read at root only
+// (other ranks may pass nil); both hold Size() entries, in elements, none negative, every
+// block inside recv, and no two non-empty blocks overlapping (each element of recv is
+// written at most once). displs nil means the blocks lie one after the other in rank
+// order (the prefix sums of counts). At root, send nil means in place: root's block is
+// already in recv at its place. At a rank other than root, send nil is an empty
+// contribution; recv is not used there.
+//
+// A rank whose len(send) differs from counts at root makes root fail with ErrMismatch
+// (shorter) or runtime.ErrTruncated (longer). Ranks that pass different roots never take
+// each other's messages (rootTag): those left waiting end when ctx does. Empty blocks
+// still take their (empty) messages, so that a rank sending something root counts as 0,
+// or the other way round, is told.
+//
+// The algorithm is MPICH's linear one (gatherv_allcomm_linear): root posts a receive from
+// every rank straight into its block of recv and waits for them all; every other rank
+// sends once. Only root knows the counts, so no rank could forward a subtree's blocks.
+func Gatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts, displs []int, root int) error {
+	c, err := begin(ctx, w, "Gatherv", -1, typeName[T](), "", root)
+	if err != nil {
+		return err
+	}
+	return c.end(gatherv(c, send, recv, counts, displs, root))
+}
+
+func gatherv[T runtime.Elem](c *call, sendBuf, recvBuf []T, counts, displs []int, root int) error {
+	p, r := c.s.size, c.s.rank
+	if root < 0 || root >= p {
+		return invalid("root %d of %d ranks", root, p)
+	}
+	c.tag = rootTag(c.tag, root)
+	if r != root {
+		if p == 1 {
+			return nil
+		}
+		return send(c, sendBuf, root)
+	}
+	if err := checkLayout("recv", counts, displs, len(recvBuf), p, true); err != nil {
+		return err
+	}
+	d := displ(counts, displs, r)
+	switch {
+	case sendBuf == nil:
+	case len(sendBuf) != counts[r]:
+		return invalid("len(send) %d at root != counts[%d] %d", len(sendBuf), r, counts[r])
+	case overlap(sendBuf, recvBuf):
+		return errOverlap()
+	default:
+		copy(recvBuf[d:d+counts[r]], sendBuf)
+	}
+	off := 0
+	for src := range p {
+		d := off
+		if displs != nil {
+			d = displs[src]
+		}
+		off += counts[src]
+		if src == r {
+			continue
+		}
+		if err := postRecv(c, c.req(peerIndex(src, r)), recvBuf[d:d+counts[src]], src); err != nil {
+			return err
+		}
+	}
+	for src := range p {
+		if src == r {
+			continue
+		}
+		st, err := c.req(peerIndex(src, r)).Wait(c.ctx)
+		if err := c.checkStatus(st, err, src, counts[src]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// peerIndex numbers the ranks other than r from 0: the Request of a linear algorithm's
+// message with rank i.
+func peerIndex(i, r int) int {
+	if i > r {
+		return i - 1
+	}
+	return i
+}
+
+// displ returns the displacement of block i: displs[i], or with displs nil the sum of
+// the counts before it (O(i): loops over every block keep a running sum instead).
+func displ(counts, displs []int, i int) int {
+	if displs == nil {
+		return offset(counts, i)
+	}
+	return displs[i]
+}
+
+// checkLayout checks a v-collective's blocks over a buffer of n elements (what names it):
+// p counts, none negative, and displs nil or p displacements placing every block inside
+// the buffer. With disjoint set, no two non-empty blocks may share an element (blocks
+// that are written; blocks that are only read may overlap).
+func checkLayout(what string, counts, displs []int, n, p int, disjoint bool) error {
+	total, err := checkCounts("counts", counts, p)
+	if err != nil {
+		return err
+	}
+	if displs == nil {
+		if total > n {
+			return invalid("len(%s) %d < sum(counts) %d", what, n, total)
+		}
+		return nil
+	}
+	if len(displs) != p {
+		return invalid("len(displs) %d != %d ranks", len(displs), p)
+	}
+	sorted, end := true, 0
+	for i, d := range displs {
+		if d < 0 || d > n-counts[i] {
+			return invalid("block %d, [%d, %d) at displs[%d], is outside len(%s) %d", i, d, d+counts[i], i, what, n)
+		}
+		if counts[i] > 0 {
+			sorted = sorted && d >= end
+			end = d + counts[i]
+		}
+	}
+	if !disjoint || sorted {
+		return nil
+	}
+	return checkDisjoint(counts, displs)
+}
+
+// checkDisjoint reports two non-empty blocks that share an element, for a layout whose
+// blocks are not in rank order: pair by pair up to disjointPairsMax ranks (no
+// allocation, for the zero-allocation steady state), sorted by displacement beyond.
+func checkDisjoint(counts, displs []int) error {
+	overlapping := func(a, b int) error {
+		if displs[b] < displs[a] {
+			a, b = b, a
+		}
+		if counts[a] == 0 || counts[b] == 0 || displs[a]+counts[a] <= displs[b] {
+			return nil
+		}
+		return invalid("blocks %d [%d, %d) and %d [%d, %d) overlap", a, displs[a], displs[a]+counts[a], b, displs[b], displs[b]+counts[b])
+	}
+	if len(counts) <= disjointPairsMax {
+		for a := range counts {
+			for b := a + 1; b < len(counts); b++ {
+				if err := overlapping(a, b); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	var idx []int
+	for i, n := range counts {
+		if n > 0 {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortFunc(idx, func(a, b int) int { return displs[a] - displs[b] })
+	for k := 1; k < len(idx); k++ {
+		if err := overlapping(idx[k-1], idx[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// disjointPairsMax is the most ranks whose blocks checkDisjoint compares pair by pair.
+const disjointPairsMax = 64

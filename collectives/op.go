@@ -25,7 +25,7 @@ const (
 	OpNoOp
 )
 
-var opKindNames = [...]string{"user", "sum", "prod", "min", "max", "band", "bor", "bxor", "replace", "no_op"}
+var opKindNames = [...]string{"user", "sum", "prod", "min", "max", "band", "bor", "bxor", "replace", "no_op", "land", "lor", "lxor"}
 
 // String returns the operator kind's name.
 func (k OpKind) String() string {

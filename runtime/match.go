@@ -28,6 +28,9 @@ type uxMsg struct {
 	data []byte
 	// msgRTS
 	cookie, rkey, off, length uint64
+	// sync is the synchronous send to this rank itself that sent it, completed when a
+	// receive takes the message.
+	sync *Request
 
 	link matching.Link[uxMsg] // its place in e.ux
 }
@@ -91,6 +94,9 @@ func (e *engine) receiveLocked(r *Request) {
 			e.deliverEagerLocked(r, m.src, m.tag, m.data)
 		} else {
 			e.startReadLocked(r, m.src, m.tag, m.cookie, m.rkey, m.off, m.length)
+		}
+		if m.sync != nil {
+			e.completeLocked(m.sync, nil)
 		}
 		e.uxMem.put(m)
 		return

@@ -167,38 +167,57 @@ func Sendrecv[S, R Elem](ctx context.Context, w *World, sbuf []S, dest, stag int
 	if w == nil {
 		return Status{}, withOp("sendrecv", errNilWorld())
 	}
-	dest, err := w.destArg(dest)
-	if err == nil {
-		err = w.freedErr()
-	}
-	if err == nil {
-		src, err = w.srcArg(src)
-	}
+	d, s, err := w.pairArgs(dest, src)
 	if err != nil {
 		return Status{}, withOp("sendrecv", err)
 	}
 	sb, ssize := asBytes(sbuf)
 	rb, rsize := asBytes(rbuf)
-	st, err := w.e.sendrecv(ctx, w.ctx, sb, ssize, dest, stag, rb, rsize, src, rtag, w.sibling)
+	st, err := w.e.sendrecv(ctx, w.ctx, sb, ssize, d, stag, rb, rsize, s, rtag, w.sibling)
 	return w.out(st), withOp("sendrecv", err)
+}
+
+// pairArgs checks the World and the two ranks of a Sendrecv (ProcNull allowed) and
+// returns them as job ranks.
+func (w *World) pairArgs(dest, src int) (int, int, error) {
+	if err := w.freedErr(); err != nil {
+		return 0, 0, err
+	}
+	d, err := w.destArg(dest)
+	if err != nil && dest != ProcNull {
+		return 0, 0, err
+	} else if err != nil {
+		d = ProcNull
+	}
+	s, err := w.srcArg(src)
+	if err != nil && src != ProcNull {
+		return 0, 0, err
+	} else if err != nil {
+		s = ProcNull
+	}
+	return d, s, nil
 }
 
 func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize, dest, stag int,
 	rbuf []byte, rsize, src, rtag int, collective bool) (Status, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if err := e.checkArgsLocked(dest, stag, false); err != nil {
+	if err := e.pairArgsLocked(dest, stag, src, rtag); err != nil {
 		return Status{}, err
 	}
-	if err := e.checkArgsLocked(src, rtag, true); err != nil {
-		return Status{}, err
+	var rr, sr *Request
+	if src != ProcNull {
+		rr = e.newRequestLocked(reqRecv)
+		rr.ctx, rr.peer, rr.tag, rr.buf, rr.esize, rr.anyFail = ctxID, src, rtag, rbuf, rsize, collective
+		e.receiveLocked(rr)
 	}
-	rr := e.newRequestLocked(reqRecv)
-	rr.ctx, rr.peer, rr.tag, rr.buf, rr.esize, rr.anyFail = ctxID, src, rtag, rbuf, rsize, collective
-	e.receiveLocked(rr)
-	sr := e.startSendLocked(ctxID, sbuf, ssize, dest, stag)
-
-	st, rerr := e.finishRecvLocked(ctx, rr)
+	if dest != ProcNull {
+		sr = e.startSendLocked(ctxID, sbuf, ssize, dest, stag)
+	}
+	st, rerr := nullStatus(), error(nil)
+	if rr != nil {
+		st, rerr = e.finishRecvLocked(ctx, rr)
+	}
 	var serr error
 	if sr != nil {
 		serr = e.finishSendLocked(ctx, sr)
@@ -208,4 +227,21 @@ func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize,
 		return st, rerr
 	}
 	return st, serr
+}
+
+// pairArgsLocked validates the ranks (ProcNull allowed) and tags of a Sendrecv.
+func (e *engine) pairArgsLocked(dest, stag, src, rtag int) error {
+	var err error
+	if dest == ProcNull {
+		err = e.nullArgsLocked(stag, false)
+	} else {
+		err = e.checkArgsLocked(dest, stag, false)
+	}
+	if err != nil {
+		return err
+	}
+	if src == ProcNull {
+		return e.nullArgsLocked(rtag, true)
+	}
+	return e.checkArgsLocked(src, rtag, true)
 }

@@ -17,6 +17,7 @@ const (
 	reqRecv                     // a receive from peer (or AnySource)
 	reqProbe                    // waits for a matching message without receiving it
 	reqSync                     // completed by the engine itself (Finalize's fence)
+	reqPair                     // Isendrecv: completes when its two parts have
 )
 
 // Request is an outstanding non-blocking operation, returned by Isend and Irecv. Wait
@@ -81,6 +82,13 @@ type Request struct {
 	outQueued bool   // a send waiting in its peer's out queue (eager message or RTS)
 	anyFail   bool   // a receive of a collective (Barrier, a Sibling World): fails when any peer fails
 	grp       *group // a receive on a World made by Split: Status.Source is translated
+
+	sync      bool        // a synchronous send (Ssend): by rendezvous, complete once matched
+	cancelled bool        // Cancel reached it before it matched: complete with Status.Cancelled
+	freed     bool        // Free was called: no call may use it again until it is reused
+	parent    *Request    // a part of an Isendrecv, whose completion it may complete
+	parts     [2]*Request // reqPair: the receive and the send
+	pers      *persistent // a persistent request (SendInit, RecvInit): what Start starts
 }
 
 // want is the Envelope receive (or probe) r asks for.
@@ -103,6 +111,9 @@ type Status struct {
 	Tag    int // the message's tag
 	Count  int // elements received: Bytes divided by the element size (Probe: bytes)
 	Bytes  int // bytes received (Probe: the message's length)
+	// Cancelled reports that Cancel withdrew the operation before it matched; the other
+	// fields are then zero.
+	Cancelled bool
 }
 
 // Wait blocks until the request completes or ctx ends, and returns its outcome. For a
@@ -201,6 +212,9 @@ func (e *engine) completeLocked(r *Request, err error) {
 	}
 	if r.detached {
 		e.recycleLocked(r)
+	}
+	if r.parent != nil {
+		e.partDoneLocked(r.parent)
 	}
 }
 

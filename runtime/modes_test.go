@@ -201,3 +201,145 @@ func TestSsend(t *testing.T) {
 		return nil
 	})
 }
+
+// TestBsend: buffered sends return before any receive is posted, their messages arrive in
+// order; a message that does not fit the free space fails and sends nothing; the space of
+// delivered messages is reused; BufferDetach waits for the buffered sends and returns the
+// buffer.
+func TestBsend(t *testing.T) {
+	setups(t, func(ctx context.Context, w *runtime.World) error {
+		r, n := w.Rank(), w.Size()
+		next, prev := (r+1)%n, (r+n-1)%n
+		if err := runtime.Bsend(w, []byte{1}, next, 0); !errors.Is(err, runtime.ErrInvalid) || !strings.Contains(err.Error(), "no buffer attached") {
+			return fmt.Errorf("bsend without a buffer: %v", err)
+		}
+		const msgs, size = 4, 3000 // rendezvous-sized on shm
+		attached := make([]byte, msgs*(size+runtime.BsendOverhead))
+		if err := runtime.BufferAttach(w, attached); err != nil {
+			return err
+		}
+		if err := runtime.BufferAttach(w, attached); !errors.Is(err, runtime.ErrInvalid) {
+			return fmt.Errorf("second attach: %v", err)
+		}
+		msg := make([]byte, size)
+		for i := 0; i < msgs; i++ {
+			pattern(msg, r+i)
+			if i == msgs-1 {
+				req, err := runtime.Ibsend(w, msg, next, i)
+				if err != nil {
+					return err
+				}
+				if done, _, err := req.Test(); !done || err != nil {
+					return fmt.Errorf("ibsend not complete on return: %v", err)
+				}
+				break
+			}
+			if err := runtime.Bsend(w, msg, next, i); err != nil {
+				return fmt.Errorf("bsend %d: %w", i, err)
+			}
+		}
+		clear(msg) // the messages were copied
+		if err := runtime.Bsend(w, []byte{1}, next, 0); !errors.Is(err, runtime.ErrInvalid) || !strings.Contains(err.Error(), "free in one piece") {
+			return fmt.Errorf("bsend into a full buffer: %v", err)
+		}
+		if err := runtime.Bsend(w, []byte{1}, runtime.ProcNull, 0); err != nil {
+			return fmt.Errorf("bsend to ProcNull: %w", err)
+		}
+		for i := 0; i < msgs; i++ {
+			st, err := runtime.Recv(ctx, w, msg, runtime.AnySource, runtime.AnyTag)
+			if err != nil || st.Tag != i || st.Source != prev {
+				return fmt.Errorf("message %d: %+v %v", i, st, err)
+			}
+			if err := checkPattern(msg, prev+i); err != nil {
+				return fmt.Errorf("message %d: %w", i, err)
+			}
+		}
+		got, err := runtime.BufferDetach(ctx, w)
+		if err != nil || len(got) != len(attached) || &got[0] != &attached[0] {
+			return fmt.Errorf("detach: %d bytes, %v", len(got), err)
+		}
+		// Room for one small message: an eager send completes as it is posted (the
+		// connection is up), and its space serves the next.
+		if err := runtime.BufferAttach(w, make([]byte, 8+runtime.BsendOverhead)); err != nil {
+			return err
+		}
+		for i := 0; i < 3; i++ {
+			if err := runtime.Bsend(w, []int64{int64(i)}, next, 10+i); err != nil {
+				return fmt.Errorf("bsend %d into a buffer of one: %w", i, err)
+			}
+		}
+		for i := 0; i < 3; i++ {
+			v := []int64{-1}
+			if _, err := runtime.Recv(ctx, w, v, prev, 10+i); err != nil || v[0] != int64(i) {
+				return fmt.Errorf("small message %d: %v %v", i, v, err)
+			}
+		}
+		if _, err := runtime.BufferDetach(ctx, w); err != nil {
+			return err
+		}
+		if got, err := runtime.BufferDetach(ctx, w); got != nil || err != nil {
+			return fmt.Errorf("second detach: %v %v", got, err)
+		}
+		return nil
+	})
+}
+
+// TestIsendrecv: Isendrecv, IsendrecvReplace and SendrecvReplace around a ring, with
+// eager and rendezvous sizes, the nonblocking ones overlapping; ProcNull on either side.
+func TestIsendrecv(t *testing.T) {
+	setups(t, func(ctx context.Context, w *runtime.World) error {
+		r, n := w.Rank(), w.Size()
+		next, prev := (r+1)%n, (r+n-1)%n
+		for _, size := range []int{0, 40, 300 << 10} {
+			send, recv := make([]byte, size), make([]byte, size+8)
+			pattern(send, r)
+			repl := make([]uint16, size/2)
+			for i := range repl {
+				repl[i] = uint16(r*1000 + i)
+			}
+			a, err := runtime.Isendrecv(w, send, next, 1, recv, prev, 1)
+			if err != nil {
+				return err
+			}
+			b, err := runtime.IsendrecvReplace(w, repl, prev, 2, next, runtime.AnyTag)
+			if err != nil {
+				return err
+			}
+			sts := make([]runtime.Status, 2)
+			if err := runtime.WaitAll(ctx, []*runtime.Request{a, b}, sts); err != nil {
+				return fmt.Errorf("%d bytes: %w", size, err)
+			}
+			if sts[0].Source != prev || sts[0].Tag != 1 || sts[0].Bytes != size || sts[1].Source != next || sts[1].Tag != 2 || sts[1].Count != size/2 {
+				return fmt.Errorf("%d bytes: statuses %+v", size, sts)
+			}
+			if err := checkPattern(recv[:size], prev); err != nil {
+				return err
+			}
+			for i, v := range repl {
+				if v != uint16(next*1000+i) {
+					return fmt.Errorf("%d bytes: replaced element %d is %d", size, i, v)
+				}
+			}
+			st, err := runtime.SendrecvReplace(ctx, w, repl, next, 3, prev, 3)
+			if err != nil || st.Source != prev || st.Count != size/2 {
+				return fmt.Errorf("sendrecv_replace: %+v %v", st, err)
+			}
+			for i, v := range repl {
+				if v != uint16(r*1000+i) {
+					return fmt.Errorf("%d bytes: replaced back element %d is %d", size, i, v)
+				}
+			}
+		}
+		req, err := runtime.Isendrecv(w, []int8{1}, runtime.ProcNull, 0, []int8{0}, runtime.ProcNull, 0)
+		if err != nil {
+			return err
+		}
+		if st, err := req.Wait(ctx); err != nil || st.Source != runtime.ProcNull {
+			return fmt.Errorf("isendrecv on ProcNull: %+v %v", st, err)
+		}
+		if _, err := runtime.Isendrecv(w, []int8{1}, n, 0, []int8{0}, prev, 0); !errors.Is(err, runtime.ErrInvalid) || !strings.Contains(err.Error(), "isendrecv") {
+			return fmt.Errorf("isendrecv to rank %d: %v", n, err)
+		}
+		return nil
+	})
+}

@@ -24,19 +24,52 @@ func WaitAny(ctx context.Context, rs []*Request) (int, Status, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	i := doneIndex(rs)
+	set := activeSet(rs)
+	if set == nil {
+		return -1, Status{}, nil
+	}
+	i := doneIndex(set)
 	if i < 0 {
 		tok := &Request{e: e, kind: reqSync, wake: make(chan struct{}, 1)}
-		if err := e.untilLocked(ctx, tok, false, rs); err != nil {
+		if err := e.untilLocked(ctx, tok, false, set); err != nil {
 			e.handoffLocked()
 			return -1, Status{}, withOp("waitany", err)
 		}
-		i = doneIndex(rs)
+		i = doneIndex(set)
 	}
 	r := rs[i]
 	rs[i] = nil
 	e.handoffLocked()
-	return i, r.statusOut(), withOp(r.opName(), r.err)
+	st, err := r.reportLocked()
+	return i, st, withOp(r.opName(), err)
+}
+
+// activeSet returns rs, or a copy of it whose inactive persistent requests are nil (the
+// set calls skip them as they skip nil entries), or nil when no entry is active.
+func activeSet(rs []*Request) []*Request {
+	active, inactive := 0, 0
+	for _, r := range rs {
+		switch {
+		case r == nil:
+		case r.inactive:
+			inactive++
+		default:
+			active++
+		}
+	}
+	if active == 0 {
+		return nil
+	}
+	if inactive == 0 {
+		return rs
+	}
+	set := make([]*Request, len(rs))
+	for i, r := range rs {
+		if r != nil && !r.inactive {
+			set[i] = r
+		}
+	}
+	return set
 }
 
 // TestAny is WaitAny without blocking: it makes progress once and reports the index of a
@@ -49,15 +82,95 @@ func TestAny(rs []*Request) (i int, ok bool, st Status, err error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if doneIndex(rs) < 0 && !e.polling {
+	set := activeSet(rs)
+	if set == nil {
+		return -1, false, Status{}, nil
+	}
+	if doneIndex(set) < 0 && !e.polling {
 		e.progressLocked()
 	}
-	if i = doneIndex(rs); i < 0 {
+	if i = doneIndex(set); i < 0 {
 		return -1, false, Status{}, nil
 	}
 	r := rs[i]
 	rs[i] = nil
-	return i, true, r.statusOut(), withOp(r.opName(), r.err)
+	st, err = r.reportLocked()
+	return i, true, st, withOp(r.opName(), err)
+}
+
+// WaitSome blocks until at least one Request of rs has completed, or ctx ends, and
+// returns the indices of every completed one (MPI_Waitsome), each set to nil in rs as by
+// WaitAny. statuses, if not nil, must be as long as rs: statuses[i] receives the Status
+// of each index i returned. The error joins the failed Requests' errors as WaitAll's
+// does. When no entry is active (all nil) it returns no index at once; when ctx ends
+// first it returns ctx's error and the Requests stay outstanding.
+func WaitSome(ctx context.Context, rs []*Request, statuses []Status) ([]int, error) {
+	e, err := setEngine(rs)
+	if err == nil && statuses != nil && len(statuses) != len(rs) {
+		err = invalidf("%d statuses for %d requests", len(statuses), len(rs))
+	}
+	if e == nil || err != nil {
+		return nil, withOp("waitsome", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	set := activeSet(rs)
+	if set == nil {
+		return nil, nil
+	}
+	if doneIndex(set) < 0 {
+		tok := &Request{e: e, kind: reqSync, wake: make(chan struct{}, 1)}
+		if err := e.untilLocked(ctx, tok, false, set); err != nil {
+			e.handoffLocked()
+			return nil, withOp("waitsome", err)
+		}
+	}
+	e.handoffLocked()
+	return someLocked("waitsome", rs, set, statuses)
+}
+
+// TestSome makes progress once and returns the indices of the completed Requests of rs
+// as WaitSome does, or none when none has completed.
+func TestSome(rs []*Request, statuses []Status) ([]int, error) {
+	e, err := setEngine(rs)
+	if err == nil && statuses != nil && len(statuses) != len(rs) {
+		err = invalidf("%d statuses for %d requests", len(statuses), len(rs))
+	}
+	if e == nil || err != nil {
+		return nil, withOp("testsome", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	set := activeSet(rs)
+	if set == nil {
+		return nil, nil
+	}
+	if !e.polling {
+		e.progressLocked()
+	}
+	return someLocked("testsome", rs, set, statuses)
+}
+
+// someLocked reports the completed requests of set (rs with its inactive entries nil),
+// setting them to nil in rs.
+func someLocked(op string, rs, set []*Request, statuses []Status) ([]int, error) {
+	var idx []int
+	var errs []error
+	for i, r := range set {
+		if r == nil || !r.done {
+			continue
+		}
+		idx = append(idx, i)
+		rs[i] = nil
+		st, err := r.reportLocked()
+		if statuses != nil {
+			statuses[i] = st
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("runtime: %s: request %d (%s): %w", op, i, r.opName(), err))
+		}
+	}
+	return idx, errors.Join(errs...)
 }
 
 // WaitAll blocks until every Request of rs has completed, or ctx ends. statuses, if not
@@ -127,11 +240,12 @@ func collectLocked(op string, rs []*Request, statuses []Status) error {
 		if r == nil {
 			continue
 		}
+		st, err := r.reportLocked()
 		if statuses != nil {
-			statuses[i] = r.statusOut()
+			statuses[i] = st
 		}
-		if r.err != nil {
-			errs = append(errs, fmt.Errorf("runtime: %s: request %d (%s): %w", op, i, r.opName(), r.err))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("runtime: %s: request %d (%s): %w", op, i, r.opName(), err))
 		}
 	}
 	return errors.Join(errs...)

@@ -89,6 +89,7 @@ type Request struct {
 	parent    *Request    // a part of an Isendrecv, whose completion it may complete
 	parts     [2]*Request // reqPair: the receive and the send
 	pers      *persistent // a persistent request (SendInit, RecvInit): what Start starts
+	inactive  bool        // a persistent request not started, or whose completion was reported
 }
 
 // want is the Envelope receive (or probe) r asks for.
@@ -128,7 +129,7 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 	err := e.waitLocked(ctx, r)
 	var st Status
 	if err == nil {
-		st, err = r.statusOut(), r.err
+		st, err = r.reportLocked()
 	}
 	err = withOp(r.opName(), err)
 	e.handoffLocked()
@@ -151,7 +152,18 @@ func (r *Request) Test() (bool, Status, error) {
 	if !r.done {
 		return false, Status{}, nil
 	}
-	return true, r.statusOut(), r.err
+	st, err := r.reportLocked()
+	return true, st, err
+}
+
+// reportLocked returns the outcome of completed r to a caller of Wait, Test and the set
+// calls. A persistent request reported becomes inactive: later reports are empty.
+func (r *Request) reportLocked() (Status, error) {
+	st, err := r.statusOut(), r.err
+	if r.pers != nil {
+		r.status, r.err, r.inactive = Status{}, nil, true
+	}
+	return st, err
 }
 
 // check returns the ErrInvalid error of a nil or never-started Request, or nil.
@@ -161,6 +173,8 @@ func (r *Request) check() error {
 		return invalidf("nil Request")
 	case r.e == nil:
 		return invalidf("the Request has not been started (pass it to IsendWith or IrecvWith first)")
+	case r.freed:
+		return invalidf("the Request was freed (Free)")
 	}
 	return nil
 }
@@ -173,6 +187,8 @@ func (r *Request) opName() string {
 		return "recv"
 	case reqProbe:
 		return "probe"
+	case reqPair:
+		return "isendrecv"
 	}
 	return "finalize"
 }

@@ -90,6 +90,8 @@ type Request struct {
 	parts     [2]*Request // reqPair: the receive and the send
 	pers      *persistent // a persistent request (SendInit, RecvInit): what Start starts
 	inactive  bool        // a persistent request not started, or whose completion was reported
+	mprobe    bool        // a probe of Mprobe: takes the message it finds (msg)
+	msg       *uxMsg      // the message an Mprobe took
 }
 
 // want is the Envelope receive (or probe) r asks for.

@@ -54,8 +54,8 @@ func TestMprobe(t *testing.T) {
 				}
 				buf := make([]byte, st.Bytes)
 				if i == 1 {
-					rq, err := runtime.Imrecv(m, buf)
-					if err != nil {
+					var rq *runtime.Request
+					if rq, err = runtime.Imrecv(m, buf); err != nil {
 						return err
 					}
 					st, err = rq.Wait(ctx)

@@ -4,7 +4,7 @@ package runtime
 // probe from it complete at once: the send sends nothing, the receive leaves its buffer
 // as it is and reports the Status nullStatus (Source ProcNull, Tag AnyTag, Count 0).
 // Tags are checked as for any other rank.
-const ProcNull = -2
+const ProcNull = -3
 
 // nullStatus is the Status of a receive or probe from ProcNull.
 func nullStatus() Status { return Status{Source: ProcNull, Tag: AnyTag} }

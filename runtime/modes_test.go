@@ -343,3 +343,53 @@ func TestIsendrecv(t *testing.T) {
 		return nil
 	})
 }
+
+// TestModesOnSplit: on a World made by Split, ranks and Status.Source of the send modes,
+// Isendrecv, Mprobe and persistent receives are in the split World's numbering, and
+// ProcNull stays ProcNull.
+func TestModesOnSplit(t *testing.T) {
+	setups(t, func(ctx context.Context, w *runtime.World) error {
+		// Reverse order: split rank = Size-1-rank.
+		s, err := w.Split(ctx, 0, w.Size()-w.Rank())
+		if err != nil {
+			return err
+		}
+		r, n := s.Rank(), s.Size()
+		next, prev := (r+1)%n, (r+n-1)%n
+		rr, err := runtime.RecvInit(s, []int64{0}, runtime.AnySource, 1)
+		if err != nil {
+			return err
+		}
+		if err := runtime.Start(rr); err != nil {
+			return err
+		}
+		if err := runtime.Ssend(ctx, s, []int64{int64(r)}, next, 1); err != nil {
+			return err
+		}
+		if st, err := rr.Wait(ctx); err != nil || st.Source != prev {
+			return fmt.Errorf("persistent receive on a split World: %+v %v", st, err)
+		}
+		if err := runtime.Send(ctx, s, []int64{int64(r)}, next, 2); err != nil {
+			return err
+		}
+		m, st, err := runtime.Mprobe(ctx, s, runtime.AnySource, 2)
+		if err != nil || st.Source != prev {
+			return fmt.Errorf("mprobe on a split World: %+v %v", st, err)
+		}
+		v := []int64{-1}
+		if st, err := runtime.Mrecv(ctx, m, v); err != nil || st.Source != prev || v[0] != int64(prev) {
+			return fmt.Errorf("mrecv on a split World: %+v %v %v", st, v, err)
+		}
+		q, err := runtime.Isendrecv(s, []int64{int64(r)}, prev, 3, v, next, 3)
+		if err != nil {
+			return err
+		}
+		if st, err := q.Wait(ctx); err != nil || st.Source != next || v[0] != int64(next) {
+			return fmt.Errorf("isendrecv on a split World: %+v %v %v", st, v, err)
+		}
+		if st, err := runtime.Recv(ctx, s, v, runtime.ProcNull, 0); err != nil || st.Source != runtime.ProcNull {
+			return fmt.Errorf("recv from ProcNull on a split World: %+v %v", st, err)
+		}
+		return s.Free()
+	})
+}

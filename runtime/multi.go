@@ -6,15 +6,18 @@ import (
 	"fmt"
 )
 
-// Calls on several Requests at once (MPI_Waitany, MPI_Waitall, MPI_Testany, MPI_Testall)
-// and the combined send and receive (MPI_Sendrecv).
+// Calls on several Requests at once (MPI_Waitany, MPI_Waitall, MPI_Waitsome and their
+// Test forms) and the combined send and receive (MPI_Sendrecv).
 //
-// Nil entries of a set are skipped, as MPI skips MPI_REQUEST_NULL. Every Request of one
-// set must belong to one job (Worlds made by Dup or Sibling share their job).
+// Nil entries of a set are skipped, as MPI skips MPI_REQUEST_NULL, and so are inactive
+// persistent Requests in WaitAny, TestAny, WaitSome and TestSome (WaitAll and TestAll
+// report them with the zero Status). Every Request of one set must belong to one job
+// (Worlds made by Dup or Sibling share their job).
 
 // WaitAny blocks until one Request of rs has completed, or ctx ends, and returns its index
 // with its Status and error. The Request reported is set to nil in rs, as MPI sets it to
-// MPI_REQUEST_NULL, so that a loop of WaitAny over one slice reports every Request once.
+// MPI_REQUEST_NULL, so that a loop of WaitAny over one slice reports every Request once
+// (a persistent one too: it is inactive, and the caller's own pointer starts it again).
 // When every entry is nil WaitAny returns -1 (MPI_UNDEFINED) at once. When ctx ends
 // first it returns -1 and ctx's error, and the Requests stay outstanding.
 func WaitAny(ctx context.Context, rs []*Request) (int, Status, error) {

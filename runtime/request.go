@@ -20,10 +20,11 @@ const (
 	reqPair                     // Isendrecv: completes when its two parts have
 )
 
-// Request is an outstanding non-blocking operation, returned by Isend and Irecv. Wait
-// blocks until it completes; Test reports whether it has. A Request is safe for use by
-// several goroutines, and may be waited for again after it completed (Wait then returns
-// the same Status and error at once).
+// Request is an outstanding non-blocking operation, returned by Isend, Irecv and the
+// other I- calls, or a persistent one (SendInit, RecvInit: see Start). Wait blocks until
+// it completes; Test reports whether it has. A Request is safe for use by several
+// goroutines, and may be waited for again after it completed (Wait then returns the same
+// Status and error at once; a persistent Request, inactive then, the zero Status).
 //
 // Buffer ownership: the buffer passed to Isend or Irecv belongs to the runtime until the
 // Request has completed (Wait returned, or Test reported true); the caller must not touch

@@ -26,7 +26,10 @@
 // (Elem) with a tag in 0..MaxTag, and follow MPI's matching rules: a receive names a
 // source or AnySource and a tag or AnyTag, Status reports source, tag and size, and two
 // messages from one sender that a receive could both match arrive in the order sent.
-// WaitAny, TestAny, WaitAll and TestAll work on sets of Requests (nil entries skipped).
+// WaitAny, WaitAll, WaitSome and their Test forms work on sets of Requests (nil entries
+// skipped). The other MPI send modes (Ssend, Bsend with BufferAttach, Rsend), Isendrecv,
+// Mprobe and Mrecv, Cancel, Free and persistent Requests (SendInit, RecvInit, Start) are
+// here too, and ProcNull is a peer whose operations complete at once.
 // Each World has its own communication context: Dup makes another over the same ranks,
 // Split (MPI_Comm_split) one over a subset with its own rank numbering, and Free gives a
 // World's contexts back.

@@ -24,7 +24,7 @@ func (e *engine) sendLocked(r *Request) {
 		r.outQueued = true
 		return
 	}
-	if len(r.buf) > p.eagerMax {
+	if len(r.buf) > p.eagerMax || r.sync {
 		e.offerLocked(p, r)
 		return
 	}
@@ -55,7 +55,8 @@ func (e *engine) postEagerLocked(p *peer, r *Request) {
 	e.completeLocked(r, nil)
 }
 
-// sendSelfLocked delivers a message from this rank to itself.
+// sendSelfLocked delivers a message from this rank to itself. A synchronous send whose
+// message waits unexpected completes when a receive takes it (uxMsg.sync).
 func (e *engine) sendSelfLocked(r *Request) {
 	tag := int32(r.tag)
 	if rr := e.posted.Match(envelope(r.ctx, e.rank, tag)); rr != nil {
@@ -64,6 +65,12 @@ func (e *engine) sendSelfLocked(r *Request) {
 	} else {
 		m := e.uxMem.getWith(r.buf)
 		m.src, m.ctx, m.tag, m.kind = e.rank, r.ctx, tag, msgEager
+		if r.sync {
+			m.sync = r
+			e.queueUxLocked(m)
+			e.kickLocked()
+			return
+		}
 		e.queueUxLocked(m)
 	}
 	e.completeLocked(r, nil)
@@ -115,7 +122,12 @@ func (e *engine) pumpLocked(p *peer) {
 		if r != nil && r.canceled {
 			p.out.pop()
 			r.outQueued = false
-			e.completeLocked(r, errCanceled)
+			if r.cancelled {
+				r.status = Status{Cancelled: true}
+				e.completeLocked(r, nil)
+			} else {
+				e.completeLocked(r, errCanceled)
+			}
 			continue
 		}
 		if op.kind == opRead {
@@ -137,7 +149,7 @@ func (e *engine) pumpLocked(p *peer) {
 			// Nothing sent before r waits any more: it may take the fast box.
 			r.outQueued = false
 			switch {
-			case len(r.buf) > p.eagerMax:
+			case len(r.buf) > p.eagerMax || r.sync:
 				if e.exposeLocked(p, r) {
 					e.postRTSLocked(p, r)
 				}

@@ -28,6 +28,9 @@ type uxMsg struct {
 	data []byte
 	// msgRTS
 	cookie, rkey, off, length uint64
+	// sync is the synchronous send to this rank itself that sent it, completed when a
+	// receive takes the message.
+	sync *Request
 
 	link matching.Link[uxMsg] // its place in e.ux
 }
@@ -87,12 +90,7 @@ func (e *engine) receiveLocked(r *Request) {
 	want := r.want()
 	if m := e.ux.Match(want); m != nil {
 		e.ux.Remove(&m.link)
-		if m.kind == msgEager {
-			e.deliverEagerLocked(r, m.src, m.tag, m.data)
-		} else {
-			e.startReadLocked(r, m.src, m.tag, m.cookie, m.rkey, m.off, m.length)
-		}
-		e.uxMem.put(m)
+		e.takeUxLocked(r, m)
 		return
 	}
 	if err := e.sourceFailedLocked(r); err != nil {
@@ -103,6 +101,19 @@ func (e *engine) receiveLocked(r *Request) {
 		e.peerLocked(r.peer) // connect now: the sender finds it made, and a death is seen
 	}
 	e.posted.Push(&r.link, r, want)
+}
+
+// takeUxLocked receives unexpected message m, out of e.ux, into r, and takes m back.
+func (e *engine) takeUxLocked(r *Request, m *uxMsg) {
+	if m.kind == msgEager {
+		e.deliverEagerLocked(r, m.src, m.tag, m.data)
+	} else {
+		e.startReadLocked(r, m.src, m.tag, m.cookie, m.rkey, m.off, m.length)
+	}
+	if m.sync != nil {
+		e.completeLocked(m.sync, nil)
+	}
+	e.uxMem.put(m)
 }
 
 // elems is the number of whole elements of esize bytes in n bytes. Every Elem's size is a
@@ -127,6 +138,10 @@ func (e *engine) probeLocked(r *Request) {
 	want := r.want()
 	if m := e.ux.Match(want); m != nil {
 		r.status = Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}
+		if r.mprobe {
+			e.ux.Remove(&m.link)
+			r.msg = m
+		}
 		e.completeLocked(r, nil)
 		return
 	}
@@ -137,13 +152,20 @@ func (e *engine) probeLocked(r *Request) {
 	e.probes.Push(&r.link, r, want)
 }
 
-// wakeProbesLocked completes the probes that message m satisfies.
+// wakeProbesLocked completes the probes that message m satisfies, in the order they
+// were posted; an Mprobe among them takes m, and the probes after it do not see it.
 func (e *engine) wakeProbesLocked(m *uxMsg) {
 	env := m.env()
 	for r := range e.probes.All() {
 		if r.want().Takes(env) {
 			e.probes.Remove(&r.link)
 			r.status = Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}
+			if r.mprobe {
+				e.ux.Remove(&m.link)
+				r.msg = m
+				e.completeLocked(r, nil)
+				return
+			}
 			e.completeLocked(r, nil)
 		}
 	}

@@ -6,15 +6,18 @@ import (
 	"fmt"
 )
 
-// Calls on several Requests at once (MPI_Waitany, MPI_Waitall, MPI_Testany, MPI_Testall)
-// and the combined send and receive (MPI_Sendrecv).
+// Calls on several Requests at once (MPI_Waitany, MPI_Waitall, MPI_Waitsome and their
+// Test forms) and the combined send and receive (MPI_Sendrecv).
 //
-// Nil entries of a set are skipped, as MPI skips MPI_REQUEST_NULL. Every Request of one
-// set must belong to one job (Worlds made by Dup or Sibling share their job).
+// Nil entries of a set are skipped, as MPI skips MPI_REQUEST_NULL, and so are inactive
+// persistent Requests in WaitAny, TestAny, WaitSome and TestSome (WaitAll and TestAll
+// report them with the zero Status). Every Request of one set must belong to one job
+// (Worlds made by Dup or Sibling share their job).
 
 // WaitAny blocks until one Request of rs has completed, or ctx ends, and returns its index
 // with its Status and error. The Request reported is set to nil in rs, as MPI sets it to
-// MPI_REQUEST_NULL, so that a loop of WaitAny over one slice reports every Request once.
+// MPI_REQUEST_NULL, so that a loop of WaitAny over one slice reports every Request once
+// (a persistent one too: it is inactive, and the caller's own pointer starts it again).
 // When every entry is nil WaitAny returns -1 (MPI_UNDEFINED) at once. When ctx ends
 // first it returns -1 and ctx's error, and the Requests stay outstanding.
 func WaitAny(ctx context.Context, rs []*Request) (int, Status, error) {
@@ -24,19 +27,52 @@ func WaitAny(ctx context.Context, rs []*Request) (int, Status, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	i := doneIndex(rs)
+	set := activeSet(rs)
+	if set == nil {
+		return -1, Status{}, nil
+	}
+	i := doneIndex(set)
 	if i < 0 {
 		tok := &Request{e: e, kind: reqSync, wake: make(chan struct{}, 1)}
-		if err := e.untilLocked(ctx, tok, false, rs); err != nil {
+		if err := e.untilLocked(ctx, tok, false, set); err != nil {
 			e.handoffLocked()
 			return -1, Status{}, withOp("waitany", err)
 		}
-		i = doneIndex(rs)
+		i = doneIndex(set)
 	}
 	r := rs[i]
 	rs[i] = nil
 	e.handoffLocked()
-	return i, r.statusOut(), withOp(r.opName(), r.err)
+	st, err := r.reportLocked()
+	return i, st, withOp(r.opName(), err)
+}
+
+// activeSet returns rs, or a copy of it whose inactive persistent requests are nil (the
+// set calls skip them as they skip nil entries), or nil when no entry is active.
+func activeSet(rs []*Request) []*Request {
+	active, inactive := 0, 0
+	for _, r := range rs {
+		switch {
+		case r == nil:
+		case r.inactive:
+			inactive++
+		default:
+			active++
+		}
+	}
+	if active == 0 {
+		return nil
+	}
+	if inactive == 0 {
+		return rs
+	}
+	set := make([]*Request, len(rs))
+	for i, r := range rs {
+		if r != nil && !r.inactive {
+			set[i] = r
+		}
+	}
+	return set
 }
 
 // TestAny is WaitAny without blocking: it makes progress once and reports the index of a
@@ -49,15 +85,95 @@ func TestAny(rs []*Request) (i int, ok bool, st Status, err error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if doneIndex(rs) < 0 && !e.polling {
+	set := activeSet(rs)
+	if set == nil {
+		return -1, false, Status{}, nil
+	}
+	if doneIndex(set) < 0 && !e.polling {
 		e.progressLocked()
 	}
-	if i = doneIndex(rs); i < 0 {
+	if i = doneIndex(set); i < 0 {
 		return -1, false, Status{}, nil
 	}
 	r := rs[i]
 	rs[i] = nil
-	return i, true, r.statusOut(), withOp(r.opName(), r.err)
+	st, err = r.reportLocked()
+	return i, true, st, withOp(r.opName(), err)
+}
+
+// WaitSome blocks until at least one Request of rs has completed, or ctx ends, and
+// returns the indices of every completed one (MPI_Waitsome), each set to nil in rs as by
+// WaitAny. statuses, if not nil, must be as long as rs: statuses[i] receives the Status
+// of each index i returned. The error joins the failed Requests' errors as WaitAll's
+// does. When no entry is active (all nil) it returns no index at once; when ctx ends
+// first it returns ctx's error and the Requests stay outstanding.
+func WaitSome(ctx context.Context, rs []*Request, statuses []Status) ([]int, error) {
+	e, err := setEngine(rs)
+	if err == nil && statuses != nil && len(statuses) != len(rs) {
+		err = invalidf("%d statuses for %d requests", len(statuses), len(rs))
+	}
+	if e == nil || err != nil {
+		return nil, withOp("waitsome", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	set := activeSet(rs)
+	if set == nil {
+		return nil, nil
+	}
+	if doneIndex(set) < 0 {
+		tok := &Request{e: e, kind: reqSync, wake: make(chan struct{}, 1)}
+		if err := e.untilLocked(ctx, tok, false, set); err != nil {
+			e.handoffLocked()
+			return nil, withOp("waitsome", err)
+		}
+	}
+	e.handoffLocked()
+	return someLocked("waitsome", rs, set, statuses)
+}
+
+// TestSome makes progress once and returns the indices of the completed Requests of rs
+// as WaitSome does, or none when none has completed.
+func TestSome(rs []*Request, statuses []Status) ([]int, error) {
+	e, err := setEngine(rs)
+	if err == nil && statuses != nil && len(statuses) != len(rs) {
+		err = invalidf("%d statuses for %d requests", len(statuses), len(rs))
+	}
+	if e == nil || err != nil {
+		return nil, withOp("testsome", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	set := activeSet(rs)
+	if set == nil {
+		return nil, nil
+	}
+	if !e.polling {
+		e.progressLocked()
+	}
+	return someLocked("testsome", rs, set, statuses)
+}
+
+// someLocked reports the completed requests of set (rs with its inactive entries nil),
+// setting them to nil in rs.
+func someLocked(op string, rs, set []*Request, statuses []Status) ([]int, error) {
+	var idx []int
+	var errs []error
+	for i, r := range set {
+		if r == nil || !r.done {
+			continue
+		}
+		idx = append(idx, i)
+		rs[i] = nil
+		st, err := r.reportLocked()
+		if statuses != nil {
+			statuses[i] = st
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("runtime: %s: request %d (%s): %w", op, i, r.opName(), err))
+		}
+	}
+	return idx, errors.Join(errs...)
 }
 
 // WaitAll blocks until every Request of rs has completed, or ctx ends. statuses, if not
@@ -127,11 +243,12 @@ func collectLocked(op string, rs []*Request, statuses []Status) error {
 		if r == nil {
 			continue
 		}
+		st, err := r.reportLocked()
 		if statuses != nil {
-			statuses[i] = r.statusOut()
+			statuses[i] = st
 		}
-		if r.err != nil {
-			errs = append(errs, fmt.Errorf("runtime: %s: request %d (%s): %w", op, i, r.opName(), r.err))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("runtime: %s: request %d (%s): %w", op, i, r.opName(), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -167,38 +284,57 @@ func Sendrecv[S, R Elem](ctx context.Context, w *World, sbuf []S, dest, stag int
 	if w == nil {
 		return Status{}, withOp("sendrecv", errNilWorld())
 	}
-	dest, err := w.destArg(dest)
-	if err == nil {
-		err = w.freedErr()
-	}
-	if err == nil {
-		src, err = w.srcArg(src)
-	}
+	d, s, err := w.pairArgs(dest, src)
 	if err != nil {
 		return Status{}, withOp("sendrecv", err)
 	}
 	sb, ssize := asBytes(sbuf)
 	rb, rsize := asBytes(rbuf)
-	st, err := w.e.sendrecv(ctx, w.ctx, sb, ssize, dest, stag, rb, rsize, src, rtag, w.sibling)
+	st, err := w.e.sendrecv(ctx, w.ctx, sb, ssize, d, stag, rb, rsize, s, rtag, w.sibling)
 	return w.out(st), withOp("sendrecv", err)
+}
+
+// pairArgs checks the World and the two ranks of a Sendrecv (ProcNull allowed) and
+// returns them as job ranks.
+func (w *World) pairArgs(dest, src int) (int, int, error) {
+	if err := w.freedErr(); err != nil {
+		return 0, 0, err
+	}
+	d, err := w.destArg(dest)
+	if err != nil && dest != ProcNull {
+		return 0, 0, err
+	} else if err != nil {
+		d = ProcNull
+	}
+	s, err := w.srcArg(src)
+	if err != nil && src != ProcNull {
+		return 0, 0, err
+	} else if err != nil {
+		s = ProcNull
+	}
+	return d, s, nil
 }
 
 func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize, dest, stag int,
 	rbuf []byte, rsize, src, rtag int, collective bool) (Status, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if err := e.checkArgsLocked(dest, stag, false); err != nil {
+	if err := e.pairArgsLocked(dest, stag, src, rtag); err != nil {
 		return Status{}, err
 	}
-	if err := e.checkArgsLocked(src, rtag, true); err != nil {
-		return Status{}, err
+	var rr, sr *Request
+	if src != ProcNull {
+		rr = e.newRequestLocked(reqRecv)
+		rr.ctx, rr.peer, rr.tag, rr.buf, rr.esize, rr.anyFail = ctxID, src, rtag, rbuf, rsize, collective
+		e.receiveLocked(rr)
 	}
-	rr := e.newRequestLocked(reqRecv)
-	rr.ctx, rr.peer, rr.tag, rr.buf, rr.esize, rr.anyFail = ctxID, src, rtag, rbuf, rsize, collective
-	e.receiveLocked(rr)
-	sr := e.startSendLocked(ctxID, sbuf, ssize, dest, stag)
-
-	st, rerr := e.finishRecvLocked(ctx, rr)
+	if dest != ProcNull {
+		sr = e.startSendLocked(ctxID, sbuf, ssize, dest, stag)
+	}
+	st, rerr := nullStatus(), error(nil)
+	if rr != nil {
+		st, rerr = e.finishRecvLocked(ctx, rr)
+	}
 	var serr error
 	if sr != nil {
 		serr = e.finishSendLocked(ctx, sr)
@@ -208,4 +344,21 @@ func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize,
 		return st, rerr
 	}
 	return st, serr
+}
+
+// pairArgsLocked validates the ranks (ProcNull allowed) and tags of a Sendrecv.
+func (e *engine) pairArgsLocked(dest, stag, src, rtag int) error {
+	var err error
+	if dest == ProcNull {
+		err = e.nullArgsLocked(stag, false)
+	} else {
+		err = e.checkArgsLocked(dest, stag, false)
+	}
+	if err != nil {
+		return err
+	}
+	if src == ProcNull {
+		return e.nullArgsLocked(rtag, true)
+	}
+	return e.checkArgsLocked(src, rtag, true)
 }

@@ -38,12 +38,15 @@ func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
 	if err := w.freedErr(); err != nil {
 		return withOp("send", err)
 	}
-	dest, err := w.destArg(dest)
+	d, err := w.destArg(dest)
 	if err != nil {
+		if dest == ProcNull {
+			return withOp("send", w.nullCheck(tag, false))
+		}
 		return withOp("send", err)
 	}
 	b, size := asBytes(buf)
-	return withOp("send", w.e.send(ctx, w.ctx, b, size, dest, tag))
+	return withOp("send", w.e.send(ctx, w.ctx, b, size, d, tag))
 }
 
 // Recv receives a message from rank src (or AnySource) with tag (or AnyTag) into buf, and
@@ -58,12 +61,18 @@ func Recv[T Elem](ctx context.Context, w *World, buf []T, src, tag int) (Status,
 	if err := w.freedErr(); err != nil {
 		return Status{}, withOp("recv", err)
 	}
-	src, err := w.srcArg(src)
+	s, err := w.srcArg(src)
 	if err != nil {
+		if src == ProcNull {
+			if err := w.nullCheck(tag, true); err != nil {
+				return Status{}, withOp("recv", err)
+			}
+			return nullStatus(), nil
+		}
 		return Status{}, withOp("recv", err)
 	}
 	b, size := asBytes(buf)
-	st, err := w.e.recv(ctx, w.ctx, b, size, src, tag, w.sibling)
+	st, err := w.e.recv(ctx, w.ctx, b, size, s, tag, w.sibling)
 	return w.out(st), withOp("recv", err)
 }
 
@@ -83,27 +92,43 @@ func Isend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 // (Wait returned, or Test reported true), so that a loop of non-blocking sends allocates
 // nothing. Reusing a Request that has not completed fails with ErrInvalid.
 func IsendWith[T Elem](r *Request, w *World, buf []T, dest, tag int) error {
+	b, size := asBytes(buf)
+	return withOp("isend", w.isend(r, b, size, dest, tag, false))
+}
+
+// isend starts send r of b (elements of esize bytes) to dest, synchronous if sync. It
+// returns errors without the operation's name.
+func (w *World) isend(r *Request, b []byte, esize, dest, tag int, sync bool) error {
 	if w == nil {
-		return withOp("isend", errNilWorld())
+		return errNilWorld()
 	}
 	if err := w.freedErr(); err != nil {
-		return withOp("isend", err)
+		return err
 	}
-	dest, err := w.destArg(dest)
-	if err != nil {
-		return withOp("isend", err)
+	d, err := w.destArg(dest)
+	if err != nil && dest != ProcNull {
+		return err
+	} else if err != nil {
+		d = ProcNull
 	}
-	b, size := asBytes(buf)
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.isendLocked(w, r, b, esize, d, tag, sync)
+}
+
+// isendLocked is isend with dest a job rank or ProcNull.
+func (e *engine) isendLocked(w *World, r *Request, b []byte, esize, dest, tag int, sync bool) error {
+	if dest == ProcNull {
+		return e.nullRequestLocked(r, reqSend, tag)
+	}
 	if err := e.checkArgsLocked(dest, tag, false); err != nil {
-		return withOp("isend", err)
+		return err
 	}
 	if err := e.resetLocked(r); err != nil {
-		return withOp("isend", err)
+		return err
 	}
-	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize = reqSend, w.ctx, dest, tag, b, size
+	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.sync = reqSend, w.ctx, dest, tag, b, esize, sync
 	e.sendLocked(r)
 	return nil
 }
@@ -121,27 +146,43 @@ func Irecv[T Elem](w *World, buf []T, src, tag int) (*Request, error) {
 
 // IrecvWith is Irecv into r, a Request that is new or has completed (see IsendWith).
 func IrecvWith[T Elem](r *Request, w *World, buf []T, src, tag int) error {
+	b, size := asBytes(buf)
+	return withOp("irecv", w.irecv(r, b, size, src, tag))
+}
+
+// irecv starts receive r into b (elements of esize bytes) from src. It returns errors
+// without the operation's name.
+func (w *World) irecv(r *Request, b []byte, esize, src, tag int) error {
 	if w == nil {
-		return withOp("irecv", errNilWorld())
+		return errNilWorld()
 	}
 	if err := w.freedErr(); err != nil {
-		return withOp("irecv", err)
+		return err
 	}
-	src, err := w.srcArg(src)
-	if err != nil {
-		return withOp("irecv", err)
+	s, err := w.srcArg(src)
+	if err != nil && src != ProcNull {
+		return err
+	} else if err != nil {
+		s = ProcNull
 	}
-	b, size := asBytes(buf)
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.irecvLocked(w, r, b, esize, s, tag)
+}
+
+// irecvLocked is irecv with src a job rank, AnySource or ProcNull.
+func (e *engine) irecvLocked(w *World, r *Request, b []byte, esize, src, tag int) error {
+	if src == ProcNull {
+		return e.nullRequestLocked(r, reqRecv, tag)
+	}
 	if err := e.checkArgsLocked(src, tag, true); err != nil {
-		return withOp("irecv", err)
+		return err
 	}
 	if err := e.resetLocked(r); err != nil {
-		return withOp("irecv", err)
+		return err
 	}
-	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize = reqRecv, w.ctx, src, tag, b, size
+	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize = reqRecv, w.ctx, src, tag, b, esize
 	r.anyFail = w.sibling // see Sibling
 	r.grp = w.g
 	e.receiveLocked(r)
@@ -162,6 +203,9 @@ func (e *engine) resetLocked(r *Request) error {
 	if r.waiting || len(r.watchers) > 0 {
 		return invalidf("a goroutine is still waiting for the Request")
 	}
+	if r.pers != nil {
+		return invalidf("the Request is persistent (SendInit, RecvInit): run it again with Start")
+	}
 	wake := r.wake
 	*r = Request{e: e, wake: wake, truncTo: -1}
 	return nil
@@ -177,8 +221,15 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 	if err := w.freedErr(); err != nil {
 		return Status{}, withOp("probe", err)
 	}
+	src0 := src
 	src, err := w.srcArg(src)
 	if err != nil {
+		if src0 == ProcNull {
+			if err := w.nullCheck(tag, true); err != nil {
+				return Status{}, withOp("probe", err)
+			}
+			return nullStatus(), nil
+		}
 		return Status{}, withOp("probe", err)
 	}
 	e := w.e
@@ -211,8 +262,15 @@ func Iprobe(w *World, src, tag int) (bool, Status, error) {
 	if err := w.freedErr(); err != nil {
 		return false, Status{}, withOp("iprobe", err)
 	}
+	src0 := src
 	src, err := w.srcArg(src)
 	if err != nil {
+		if src0 == ProcNull {
+			if err := w.nullCheck(tag, true); err != nil {
+				return false, Status{}, withOp("iprobe", err)
+			}
+			return true, nullStatus(), nil
+		}
 		return false, Status{}, withOp("iprobe", err)
 	}
 	e := w.e

@@ -17,12 +17,14 @@ const (
 	reqRecv                     // a receive from peer (or AnySource)
 	reqProbe                    // waits for a matching message without receiving it
 	reqSync                     // completed by the engine itself (Finalize's fence)
+	reqPair                     // Isendrecv: completes when its two parts have
 )
 
-// Request is an outstanding non-blocking operation, returned by Isend and Irecv. Wait
-// blocks until it completes; Test reports whether it has. A Request is safe for use by
-// several goroutines, and may be waited for again after it completed (Wait then returns
-// the same Status and error at once).
+// Request is an outstanding non-blocking operation, returned by Isend, Irecv and the
+// other I- calls, or a persistent one (SendInit, RecvInit: see Start). Wait blocks until
+// it completes; Test reports whether it has. A Request is safe for use by several
+// goroutines, and may be waited for again after it completed (Wait then returns the same
+// Status and error at once; a persistent Request, inactive then, the zero Status).
 //
 // Buffer ownership: the buffer passed to Isend or Irecv belongs to the runtime until the
 // Request has completed (Wait returned, or Test reported true); the caller must not touch
@@ -81,6 +83,16 @@ type Request struct {
 	outQueued bool   // a send waiting in its peer's out queue (eager message or RTS)
 	anyFail   bool   // a receive of a collective (Barrier, a Sibling World): fails when any peer fails
 	grp       *group // a receive on a World made by Split: Status.Source is translated
+
+	sync      bool        // a synchronous send (Ssend): by rendezvous, complete once matched
+	cancelled bool        // Cancel reached it before it matched: complete with Status.Cancelled
+	freed     bool        // Free was called: no call may use it again until it is reused
+	parent    *Request    // a part of an Isendrecv, whose completion it may complete
+	parts     [2]*Request // reqPair: the receive and the send
+	pers      *persistent // a persistent request (SendInit, RecvInit): what Start starts
+	inactive  bool        // a persistent request not started, or whose completion was reported
+	mprobe    bool        // a probe of Mprobe: takes the message it finds (msg)
+	msg       *uxMsg      // the message an Mprobe took
 }
 
 // want is the Envelope receive (or probe) r asks for.
@@ -103,6 +115,9 @@ type Status struct {
 	Tag    int // the message's tag
 	Count  int // elements received: Bytes divided by the element size (Probe: bytes)
 	Bytes  int // bytes received (Probe: the message's length)
+	// Cancelled reports that Cancel withdrew the operation before it matched; the other
+	// fields are then zero.
+	Cancelled bool
 }
 
 // Wait blocks until the request completes or ctx ends, and returns its outcome. For a
@@ -117,7 +132,7 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 	err := e.waitLocked(ctx, r)
 	var st Status
 	if err == nil {
-		st, err = r.statusOut(), r.err
+		st, err = r.reportLocked()
 	}
 	err = withOp(r.opName(), err)
 	e.handoffLocked()
@@ -140,7 +155,18 @@ func (r *Request) Test() (bool, Status, error) {
 	if !r.done {
 		return false, Status{}, nil
 	}
-	return true, r.statusOut(), r.err
+	st, err := r.reportLocked()
+	return true, st, err
+}
+
+// reportLocked returns the outcome of completed r to a caller of Wait, Test and the set
+// calls. A persistent request reported becomes inactive: later reports are empty.
+func (r *Request) reportLocked() (Status, error) {
+	st, err := r.statusOut(), r.err
+	if r.pers != nil {
+		r.status, r.err, r.inactive = Status{}, nil, true
+	}
+	return st, err
 }
 
 // check returns the ErrInvalid error of a nil or never-started Request, or nil.
@@ -150,6 +176,8 @@ func (r *Request) check() error {
 		return invalidf("nil Request")
 	case r.e == nil:
 		return invalidf("the Request has not been started (pass it to IsendWith or IrecvWith first)")
+	case r.freed:
+		return invalidf("the Request was freed (Free)")
 	}
 	return nil
 }
@@ -162,6 +190,8 @@ func (r *Request) opName() string {
 		return "recv"
 	case reqProbe:
 		return "probe"
+	case reqPair:
+		return "isendrecv"
 	}
 	return "finalize"
 }
@@ -201,6 +231,9 @@ func (e *engine) completeLocked(r *Request, err error) {
 	}
 	if r.detached {
 		e.recycleLocked(r)
+	}
+	if r.parent != nil {
+		e.partDoneLocked(r.parent)
 	}
 }
 

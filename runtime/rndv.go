@@ -37,6 +37,10 @@ func (e *engine) offerLocked(p *peer, r *Request) {
 // exposeLocked exposes r's buffer to p for a rendezvous and enters r in the table. On
 // failure it completes r with the error and returns false.
 func (e *engine) exposeLocked(p *peer, r *Request) bool {
+	if len(r.buf) == 0 {
+		e.table.add(r) // an empty synchronous send: nothing to read, the receiver answers FIN
+		return true
+	}
 	mr, off, owned, err := exposeBuffer(p, r.buf)
 	if err != nil {
 		e.completeLocked(r, fmt.Errorf("%w: expose %d-byte send buffer to rank %d: %w", ErrTransport, len(r.buf), p.rank, err))
@@ -75,8 +79,12 @@ func exposeBuffer(p *peer, buf []byte) (verbs.MR, uint64, bool, error) {
 }
 
 func (e *engine) postRTSLocked(p *peer, r *Request) {
+	var rkey uint64
+	if r.mr != nil {
+		rkey = r.mr.RKey()
+	}
 	i := p.takeSlot()
-	putRTS(p.txBuf(i), r.ctx, int32(r.tag), r.cookie(), r.mr.RKey(), r.roff, uint64(len(r.buf)))
+	putRTS(p.txBuf(i), r.ctx, int32(r.tag), r.cookie(), rkey, r.roff, uint64(len(r.buf)))
 	p.qsent++
 	if err := p.postMessage(i, rtsLen, false); err != nil {
 		e.peerFailedLocked(p, err)

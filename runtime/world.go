@@ -273,6 +273,7 @@ type engine struct {
 	rma        rmaState   // one-sided substrate (rma.go, rma_ops.go)
 	waiting    []*Request // requests of blocking waits under way (hang.go)
 	progress   uint64     // requests completed (hang.go)
+	bsend      bsendBuf   // the buffer of BufferAttach, for Bsend (bsend.go)
 
 	tracksMu sync.Mutex
 	tracks   []*Track        // the upper layers' calls (hang.go), guarded by tracksMu

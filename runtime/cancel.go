@@ -1,0 +1,88 @@
+package runtime
+
+// Free and Cancel (MPI_Request_free, MPI_Cancel, MPI_Test_cancelled).
+
+// Free releases r (MPI_Request_free): the operation it started goes on and completes as
+// it would have (a freed receive still writes its buffer; a freed send's buffer belongs
+// to the runtime until the message has gone, which the caller no longer learns), and its
+// outcome is dropped. Any later call with r fails with ErrInvalid, except passing it to
+// IsendWith or IrecvWith once its operation has completed. A persistent Request is freed
+// with its operation: it cannot be started again. Freeing a freed Request is an
+// ErrInvalid error.
+func (r *Request) Free() error {
+	if err := r.check(); err != nil {
+		return withOp("free", err)
+	}
+	e := r.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r.waiting || len(r.watchers) > 0 {
+		return withOp("free", invalidf("a goroutine is waiting for the Request"))
+	}
+	r.freed = true
+	if r.done {
+		r.pers = nil // reusable by IsendWith and IrecvWith from now on
+	}
+	return nil
+}
+
+// Cancel asks to withdraw r's operation (MPI_Cancel); Wait or Test then completes r, and
+// its Status.Cancelled reports whether the withdrawal happened (MPI_Test_cancelled):
+//
+//   - a receive that no message has matched is withdrawn; one that has matched completes
+//     as it would have;
+//   - a send is withdrawn while it waits, unsent, for its connection or a send slot, and
+//     a synchronous send to this rank itself until a receive takes it; a message that has
+//     left (an eager message, or a rendezvous offer the receiver may match at any time)
+//     is not, and the send completes as it would have;
+//   - an Isendrecv cancels its two parts by these rules; its Status is the receive's.
+//
+// Cancel on a completed Request does nothing.
+func (r *Request) Cancel() error {
+	if err := r.check(); err != nil {
+		return withOp("cancel", err)
+	}
+	e := r.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cancelLocked(r)
+	return nil
+}
+
+func (e *engine) cancelLocked(r *Request) {
+	if r.done {
+		return
+	}
+	switch r.kind {
+	case reqRecv:
+		if r.link.Queued() {
+			e.posted.Remove(&r.link)
+			r.status = Status{Cancelled: true}
+			e.completeLocked(r, nil)
+		}
+	case reqSend:
+		switch {
+		case r.outQueued:
+			r.canceled, r.cancelled = true, true
+			if p := e.peers[r.peer]; p != nil && p.ready {
+				e.pumpLocked(p)
+			}
+		case r.peer == e.rank:
+			for m := range e.ux.All() {
+				if m.sync == r {
+					e.ux.Remove(&m.link)
+					e.uxMem.put(m)
+					r.status = Status{Cancelled: true}
+					e.completeLocked(r, nil)
+					break
+				}
+			}
+		}
+	case reqPair:
+		for _, p := range r.parts {
+			if p != nil {
+				e.cancelLocked(p)
+			}
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package runtime
+
+import "context"
+
+// Matched probes (MPI_Mprobe, MPI_Improbe, MPI_Mrecv, MPI_Imrecv).
+
+// Message is a message that Mprobe or Improbe took out of matching (MPI_Message): no
+// receive can match it any more, and exactly one Mrecv or Imrecv on it receives it. A
+// message from ProcNull (MPI_MESSAGE_NO_PROC) receives nothing, at once. A Message is
+// safe for use by several goroutines; the second receive on it fails with ErrInvalid.
+type Message struct {
+	w    *World
+	m    *uxMsg // nil: from ProcNull, or received
+	null bool
+	used bool // guarded by the engine's mu
+}
+
+// Mprobe blocks until a message from src (or AnySource, or ProcNull) with tag (or
+// AnyTag) can be received, takes it out of matching and returns it with its Status
+// (lengths in bytes, as Probe). If ctx ends first it returns ctx's error and takes
+// nothing.
+func Mprobe(ctx context.Context, w *World, src, tag int) (*Message, Status, error) {
+	if w == nil {
+		return nil, Status{}, withOp("mprobe", errNilWorld())
+	}
+	if err := w.freedErr(); err != nil {
+		return nil, Status{}, withOp("mprobe", err)
+	}
+	s, err := w.srcArg(src)
+	if err != nil {
+		if src == ProcNull {
+			if err := w.nullCheck(tag, true); err != nil {
+				return nil, Status{}, withOp("mprobe", err)
+			}
+			return &Message{w: w, null: true}, nullStatus(), nil
+		}
+		return nil, Status{}, withOp("mprobe", err)
+	}
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkArgsLocked(s, tag, true); err != nil {
+		return nil, Status{}, withOp("mprobe", err)
+	}
+	r := e.newRequestLocked(reqProbe)
+	r.ctx, r.peer, r.tag, r.mprobe = w.ctx, s, tag, true
+	e.probeLocked(r)
+	err = e.waitLocked(ctx, r)
+	if err != nil {
+		e.probes.Remove(&r.link)
+	} else {
+		err = r.err
+	}
+	var msg *Message
+	if r.msg != nil {
+		msg = &Message{w: w, m: r.msg}
+	}
+	st := w.out(r.status)
+	e.recycleLocked(r)
+	e.handoffLocked()
+	return msg, st, withOp("mprobe", err)
+}
+
+// Improbe is Mprobe without blocking: ok reports whether it took a message.
+func Improbe(w *World, src, tag int) (msg *Message, ok bool, st Status, err error) {
+	if w == nil {
+		return nil, false, Status{}, withOp("improbe", errNilWorld())
+	}
+	if err := w.freedErr(); err != nil {
+		return nil, false, Status{}, withOp("improbe", err)
+	}
+	s, err := w.srcArg(src)
+	if err != nil {
+		if src == ProcNull {
+			if err := w.nullCheck(tag, true); err != nil {
+				return nil, false, Status{}, withOp("improbe", err)
+			}
+			return &Message{w: w, null: true}, true, nullStatus(), nil
+		}
+		return nil, false, Status{}, withOp("improbe", err)
+	}
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkArgsLocked(s, tag, true); err != nil {
+		return nil, false, Status{}, withOp("improbe", err)
+	}
+	if !e.polling {
+		e.progressLocked()
+	}
+	r := Request{ctx: w.ctx, peer: s, tag: tag}
+	if m := e.ux.Match(r.want()); m != nil {
+		e.ux.Remove(&m.link)
+		st := Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}
+		return &Message{w: w, m: m}, true, w.out(st), nil
+	}
+	if err := e.sourceFailedLocked(&r); err != nil {
+		return nil, false, Status{}, withOp("improbe", err)
+	}
+	return nil, false, Status{}, nil
+}
+
+// Mrecv receives message m into buf (MPI_Mrecv) and returns its Status, counted in
+// elements of T. A message longer than buf fills buf and fails with ErrTruncated. The
+// message is matched already, so Mrecv waits for its data whatever becomes of ctx, as
+// Recv does once matched; the wait ends early only if the sender fails.
+func Mrecv[T Elem](ctx context.Context, m *Message, buf []T) (Status, error) {
+	b, size := asBytes(buf)
+	r := new(Request)
+	if err := m.start(r, b, size); err != nil {
+		return Status{}, withOp("mrecv", err)
+	}
+	e := m.w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	err := e.waitLocked(ctx, r)
+	if err != nil {
+		err = e.waitLocked(context.Background(), r) // matched: the data is on its way into buf
+	}
+	if err == nil {
+		err = r.err
+	}
+	st := r.statusOut()
+	e.handoffLocked()
+	return st, withOp("mrecv", err)
+}
+
+// Imrecv starts receiving message m into buf (MPI_Imrecv) and returns its Request; buf
+// belongs to the runtime until it completes.
+func Imrecv[T Elem](m *Message, buf []T) (*Request, error) {
+	b, size := asBytes(buf)
+	r := new(Request)
+	if err := m.start(r, b, size); err != nil {
+		return nil, withOp("imrecv", err)
+	}
+	return r, nil
+}
+
+// start receives m into r.
+func (m *Message) start(r *Request, b []byte, esize int) error {
+	if m == nil || m.w == nil {
+		return invalidf("nil Message (take one with Mprobe or Improbe)")
+	}
+	e := m.w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if m.used {
+		return invalidf("the Message was received already (Mrecv or Imrecv it once)")
+	}
+	if err := e.checkLocked(); err != nil {
+		return err
+	}
+	if err := e.resetLocked(r); err != nil {
+		return err
+	}
+	m.used = true
+	r.kind, r.buf, r.esize, r.grp = reqRecv, b, esize, m.w.g
+	if m.null {
+		r.peer, r.tag, r.status = ProcNull, AnyTag, nullStatus()
+		e.completeLocked(r, nil)
+		return nil
+	}
+	u := m.m
+	m.m = nil
+	r.ctx, r.peer, r.tag = u.ctx, u.src, int(u.tag)
+	e.takeUxLocked(r, u)
+	return nil
+}

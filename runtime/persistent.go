@@ -1,0 +1,170 @@
+package runtime
+
+import "fmt"
+
+// Persistent requests (MPI_Send_init, MPI_Recv_init and the other modes' init calls,
+// MPI_Start, MPI_Startall). A persistent Request holds one operation's arguments; Start
+// runs the operation again on the same buffer. Between completion and the next Start it
+// is inactive.
+
+// persistent is what Start starts: the operation an init call described.
+type persistent struct {
+	w     *World
+	kind  reqKind // reqSend or reqRecv
+	mode  sendMode
+	buf   []byte
+	esize int
+	peer  int // a job rank, AnySource or ProcNull
+	tag   int
+}
+
+// sendMode is how a send completes: standard, synchronous, buffered.
+type sendMode uint8
+
+const (
+	modeStandard sendMode = iota
+	modeSync
+	modeBuffered
+)
+
+// SendInit returns a persistent Request for sending buf to dest with tag
+// (MPI_Send_init). It is inactive: Start sends the message, as Isend would, and the
+// Request completes as Isend's does; Wait and Test on an inactive Request return at once
+// with the zero Status, and so does every report of its completion after the first.
+// Start it again once Wait, Test or a set call has reported its completion; Free
+// releases it. buf belongs to the runtime
+// while the Request is active, and its contents at each Start are what is sent.
+func SendInit[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
+	return initSend(w, buf, dest, tag, modeStandard, "send_init")
+}
+
+// SsendInit is SendInit for a synchronous send (MPI_Ssend_init): see Ssend.
+func SsendInit[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
+	return initSend(w, buf, dest, tag, modeSync, "ssend_init")
+}
+
+// BsendInit is SendInit for a buffered send (MPI_Bsend_init): each Start copies buf into
+// the attached buffer (see Bsend), failing as Bsend does, and completes at once.
+func BsendInit[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
+	return initSend(w, buf, dest, tag, modeBuffered, "bsend_init")
+}
+
+// RsendInit is SendInit for a ready send (MPI_Rsend_init), which is sent as a standard
+// one.
+func RsendInit[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
+	return initSend(w, buf, dest, tag, modeStandard, "rsend_init")
+}
+
+// RecvInit returns a persistent Request for receiving into buf from src (or AnySource,
+// or ProcNull) with tag (or AnyTag) (MPI_Recv_init); see SendInit.
+func RecvInit[T Elem](w *World, buf []T, src, tag int) (*Request, error) {
+	b, size := asBytes(buf)
+	r, err := w.initRequest(reqRecv, modeStandard, b, size, src, tag)
+	return r, withOp("recv_init", err)
+}
+
+func initSend[T Elem](w *World, buf []T, dest, tag int, mode sendMode, op string) (*Request, error) {
+	b, size := asBytes(buf)
+	r, err := w.initRequest(reqSend, mode, b, size, dest, tag)
+	return r, withOp(op, err)
+}
+
+// initRequest checks an init call's arguments and returns its inactive Request.
+func (w *World) initRequest(kind reqKind, mode sendMode, b []byte, esize, peer, tag int) (*Request, error) {
+	if w == nil {
+		return nil, errNilWorld()
+	}
+	if err := w.freedErr(); err != nil {
+		return nil, err
+	}
+	recv := kind == reqRecv
+	jr, err := w.peerArg(peer, recv)
+	if err != nil && peer != ProcNull {
+		return nil, err
+	} else if err != nil {
+		jr = ProcNull
+	}
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if jr == ProcNull {
+		err = e.nullArgsLocked(tag, recv)
+	} else {
+		err = e.checkArgsLocked(jr, tag, recv)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := &persistent{w: w, kind: kind, mode: mode, buf: b, esize: esize, peer: jr, tag: tag}
+	return &Request{e: e, kind: kind, pers: p, done: true, inactive: true, truncTo: -1}, nil
+}
+
+// Start starts persistent Request r (MPI_Start). r must be inactive: never started, or
+// its completion reported by Wait, Test or a set call (WaitAll, WaitAny, ...). A World freed or finalized since the init call fails Start with its error,
+// and r stays inactive.
+func Start(r *Request) error {
+	if err := r.check(); err != nil {
+		return withOp("start", err)
+	}
+	e := r.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return withOp("start", e.startLocked(r))
+}
+
+// StartAll starts every Request of rs in order (MPI_Startall), skipping nil entries. At
+// the first that cannot start it returns the error, naming the index; those before it
+// have started.
+func StartAll(rs []*Request) error {
+	for i, r := range rs {
+		if r == nil {
+			continue
+		}
+		if err := r.check(); err != nil {
+			return withOp("startall", fmt.Errorf("request %d: %w", i, err))
+		}
+		e := r.e
+		e.mu.Lock()
+		err := e.startLocked(r)
+		e.mu.Unlock()
+		if err != nil {
+			return withOp("startall", fmt.Errorf("request %d: %w", i, err))
+		}
+	}
+	return nil
+}
+
+func (e *engine) startLocked(r *Request) error {
+	p := r.pers
+	switch {
+	case p == nil:
+		return invalidf("the Request is not persistent (make it with SendInit or RecvInit)")
+	case !r.inactive:
+		return invalidf("the Request is active (Start it again once Wait or Test has reported its completion)")
+	case r.waiting || len(r.watchers) > 0:
+		return invalidf("a goroutine is still waiting for the Request")
+	}
+	if err := p.w.freedErr(); err != nil {
+		return err
+	}
+	if err := e.checkLocked(); err != nil {
+		return err
+	}
+	// The start functions reset r for a one-off operation; r is persistent again after.
+	r.pers = nil
+	var err error
+	switch {
+	case p.kind == reqRecv:
+		err = e.irecvLocked(p.w, r, p.buf, p.esize, p.peer, p.tag)
+	case p.mode == modeBuffered:
+		err = e.bsendLocked(p.w, r, p.buf, p.esize, p.peer, p.tag)
+	default:
+		err = e.isendLocked(p.w, r, p.buf, p.esize, p.peer, p.tag, p.mode == modeSync)
+	}
+	r.pers = p
+	if err != nil {
+		r.kind, r.done, r.inactive, r.status, r.err = p.kind, true, true, Status{}, nil
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package runtime
+
+import "context"
+
+// Send modes beside the standard one (MPI_Ssend, MPI_Rsend) and the combined nonblocking
+// send and receive (MPI_Isendrecv, MPI_Sendrecv_replace).
+
+// Ssend sends buf to dest with tag and returns once the receiver has matched the message
+// (MPI_Ssend): whatever its size the message goes by rendezvous, and the receiver's FIN,
+// sent once the data is in its buffer, completes the send. A synchronous send to this
+// rank itself completes when a receive takes it. ctx ending behaves as for Send.
+func Ssend[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
+	if w == nil {
+		return withOp("ssend", errNilWorld())
+	}
+	if err := w.freedErr(); err != nil {
+		return withOp("ssend", err)
+	}
+	d, err := w.destArg(dest)
+	if err != nil {
+		if dest == ProcNull {
+			return withOp("ssend", w.nullCheck(tag, false))
+		}
+		return withOp("ssend", err)
+	}
+	b, size := asBytes(buf)
+	return withOp("ssend", w.e.ssend(ctx, w.ctx, b, size, d, tag))
+}
+
+func (e *engine) ssend(ctx context.Context, ctxID uint16, buf []byte, esize, dest, tag int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkArgsLocked(dest, tag, false); err != nil {
+		return err
+	}
+	r := e.newRequestLocked(reqSend)
+	r.ctx, r.peer, r.tag, r.buf, r.esize, r.sync = ctxID, dest, tag, buf, esize, true
+	e.sendLocked(r)
+	err := e.finishSendLocked(ctx, r)
+	e.handoffLocked()
+	return err
+}
+
+// Issend starts a synchronous send (MPI_Issend): its Request completes once the receiver
+// has matched the message (see Ssend).
+func Issend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
+	r := new(Request)
+	b, size := asBytes(buf)
+	if err := w.isend(r, b, size, dest, tag, true); err != nil {
+		return nil, withOp("issend", err)
+	}
+	return r, nil
+}
+
+// Rsend is a ready send (MPI_Rsend): MPI lets it assume the receive is posted; gorma
+// sends it as Send does, which is correct whether or not it is.
+func Rsend[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
+	return Send(ctx, w, buf, dest, tag)
+}
+
+// Irsend is the nonblocking ready send (MPI_Irsend), sent as Isend.
+func Irsend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
+	return Isend(w, buf, dest, tag)
+}
+
+// Isendrecv starts sending sbuf to dest with stag and receiving into rbuf from src with
+// rtag (MPI_Isendrecv). Its Request completes when both have; its Status is the
+// receive's, its error the receive's, else the send's. Either rank may be ProcNull. The
+// receive is posted before the send starts, as in Sendrecv.
+func Isendrecv[S, R Elem](w *World, sbuf []S, dest, stag int, rbuf []R, src, rtag int) (*Request, error) {
+	sb, ssize := asBytes(sbuf)
+	rb, rsize := asBytes(rbuf)
+	r := new(Request)
+	if err := w.isendrecv(r, sb, ssize, dest, stag, rb, rsize, src, rtag); err != nil {
+		return nil, withOp("isendrecv", err)
+	}
+	return r, nil
+}
+
+func (w *World) isendrecv(r *Request, sb []byte, ssize, dest, stag int, rb []byte, rsize, src, rtag int) error {
+	if w == nil {
+		return errNilWorld()
+	}
+	d, s, err := w.pairArgs(dest, src)
+	if err != nil {
+		return err
+	}
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.pairArgsLocked(d, stag, s, rtag); err != nil {
+		return err
+	}
+	if err := e.resetLocked(r); err != nil {
+		return err
+	}
+	r.kind, r.grp = reqPair, w.g
+	recv, send := new(Request), new(Request)
+	if err := e.irecvLocked(w, recv, rb, rsize, s, rtag); err != nil {
+		return err
+	}
+	if err := e.isendLocked(w, send, sb, ssize, d, stag, false); err != nil {
+		return err // not reached: pairArgsLocked checked what isendLocked checks
+	}
+	// Parts that completed while starting are seen here, later ones when they complete.
+	recv.parent, send.parent = r, r
+	r.parts = [2]*Request{recv, send}
+	e.partDoneLocked(r)
+	return nil
+}
+
+// partDoneLocked completes Isendrecv r once both its parts have completed.
+func (e *engine) partDoneLocked(r *Request) {
+	recv, send := r.parts[0], r.parts[1]
+	if recv == nil || send == nil || !recv.done || !send.done {
+		return
+	}
+	r.status = recv.status
+	err := recv.err
+	if err == nil {
+		err = send.err
+	}
+	e.completeLocked(r, err)
+}
+
+// SendrecvReplace sends buf to dest with stag and receives into buf from src with rtag
+// (MPI_Sendrecv_replace): the message sent is a copy of buf taken at the call, so the
+// received message may have any length up to len(buf). Errors are Sendrecv's.
+func SendrecvReplace[T Elem](ctx context.Context, w *World, buf []T, dest, stag, src, rtag int) (Status, error) {
+	return Sendrecv(ctx, w, append([]T(nil), buf...), dest, stag, buf, src, rtag)
+}
+
+// IsendrecvReplace is the nonblocking SendrecvReplace (MPI_Isendrecv_replace): buf
+// belongs to the runtime until the Request completes.
+func IsendrecvReplace[T Elem](w *World, buf []T, dest, stag, src, rtag int) (*Request, error) {
+	sb, ssize := asBytes(append([]T(nil), buf...))
+	rb, rsize := asBytes(buf)
+	r := new(Request)
+	if err := w.isendrecv(r, sb, ssize, dest, stag, rb, rsize, src, rtag); err != nil {
+		return nil, withOp("isendrecv_replace", err)
+	}
+	return r, nil
+}

@@ -236,6 +236,9 @@ func (e *engine) discardUnexpectedLocked(base uint16) {
 			if m.kind == msgRTS {
 				e.queueFINLocked(e.peers[m.src], m.cookie)
 			}
+			if m.sync != nil { // an Ssend to this rank itself: discarded is as good as received
+				e.completeLocked(m.sync, nil)
+			}
 			e.uxMem.put(m)
 		}
 	}

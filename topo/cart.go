@@ -8,10 +8,10 @@ import (
 )
 
 // NoNeighbor is the rank Shift returns for a neighbour off the edge of a non-periodic
-// dimension (where MPI_Cart_shift returns MPI_PROC_NULL). It names no process: a
-// point-to-point call given it fails with runtime.ErrInvalid, so skip the transfer
-// instead. It is not runtime.AnySource.
-const NoNeighbor = -3
+// dimension: runtime.ProcNull (MPI_Cart_shift's MPI_PROC_NULL), which every
+// point-to-point call accepts as a peer that sends and receives nothing, so a halo
+// exchange needs no test for the edge. It is not runtime.AnySource.
+const NoNeighbor = runtime.ProcNull
 
 // Cart is a Cartesian grid of processes over a World (MPI_Cart_create): rank r of the
 // World sits at the coordinates Coords(r), in row-major order (the last dimension varies

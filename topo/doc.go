@@ -13,7 +13,7 @@
 // reorder is accepted and ignored); ranks beyond a grid or Graph get nil. The DistGraph
 // calls exchange the edges, so an edge one end does not list fails at every rank. Coords, Rank, Shift, Neighbors and the rest are
 // local arithmetic. Shift names an off-grid neighbour of a non-periodic dimension
-// NoNeighbor, which no point-to-point call accepts: skip the transfer on that side.
+// NoNeighbor, runtime.ProcNull: a transfer with it completes at once, doing nothing.
 //
 // Errors read "topo: <call>: ..." and wrap runtime.ErrInvalid for bad arguments (naming
 // the dimension, rank or entry) or the runtime's error of the Split.

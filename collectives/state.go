@@ -34,6 +34,7 @@ type state struct {
 	cfgErr     error // a bad GORMA_ALLREDUCE, returned by every Allreduce
 
 	busy  atomic.Bool
+	q     queue               // the nonblocking and persistent calls started and not finished (queue.go)
 	seq   uint32              // calls made on this World; guarded by busy
 	track *runtime.Track      // names the call under way in hang reports (nil for a sub-group)
 	sigs  [4]*runtime.CallSig // recent calls' signatures, never changed (Track.BeginSig); guarded by busy
@@ -167,6 +168,12 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	s, err := stateOf(w)
 	if err != nil {
 		return nil, fmt.Errorf("collectives: %s: %w", name, err)
+	}
+	if s.q.n.Load() != 0 && !s.q.isJob(ctx) {
+		// Started earlier at this rank, the nonblocking calls come first.
+		if err := s.q.waitIdle(ctx); err != nil {
+			return nil, fmt.Errorf("collectives: %s: rank %d waiting for its nonblocking calls on this World: %w", name, s.rank, err)
+		}
 	}
 	if !s.busy.CompareAndSwap(false, true) {
 		return nil, fmt.Errorf("collectives: %s: %w: another collective call is running on this World", name, ErrConcurrent)

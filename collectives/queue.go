@@ -1,0 +1,96 @@
+package collectives
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// queue holds a World's nonblocking and persistent calls that were started and have not
+// finished, in the order this rank started them, and runs them one after the other on a
+// worker goroutine of its own, through the blocking algorithms: the calls progress while
+// the goroutines that started them compute.
+//
+// The worker runs while the queue is not empty and ends when it is; an idle World has
+// none. It reaches the World only through the queued Requests' calls, which hold it until
+// they have run (a Request that was started keeps its World, as a pending MPI request
+// keeps its communicator), so a World with nothing queued is collected as any other.
+//
+// A blocking call on the World waits in begin until the queue is empty (waitIdle): the
+// calls started before it come first, as every rank must keep one order.
+type queue struct {
+	n atomic.Int32 // Requests started and not finished; read by begin without mu
+
+	mu      sync.Mutex
+	reqs    []*Request    // started, not yet running: reqs[head:], in start order
+	head    int           // the next Request to run
+	running bool          // a worker goroutine runs (work)
+	idle    chan struct{} // closed when the worker ends; nil while none runs
+}
+
+// jobCtx is the context a queued call runs with: the context its Request was started
+// with, marked as the worker's (isJob) so that its begin does not wait for itself.
+type jobCtx struct {
+	context.Context
+	q *queue
+}
+
+// isJob reports whether ctx is the context of a call that q's worker runs.
+func (q *queue) isJob(ctx context.Context) bool {
+	j, ok := ctx.(*jobCtx)
+	return ok && j.q == q
+}
+
+// push queues r, whose call runs after every call queued before it, and starts the
+// worker if none runs.
+func (q *queue) push(r *Request) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.reqs = append(q.reqs, r)
+	q.n.Add(1)
+	if !q.running {
+		q.running = true
+		q.idle = make(chan struct{})
+		go q.work()
+	}
+}
+
+// work runs the queued calls in order, each to its end, and ends when the queue is empty.
+func (q *queue) work() {
+	for {
+		q.mu.Lock()
+		if q.head == len(q.reqs) {
+			clear(q.reqs)
+			q.reqs, q.head = q.reqs[:0], 0
+			q.running = false
+			close(q.idle)
+			q.idle = nil
+			q.mu.Unlock()
+			return
+		}
+		r := q.reqs[q.head]
+		q.reqs[q.head] = nil
+		q.head++
+		q.mu.Unlock()
+		r.finish(r.run(r.job))
+		q.n.Add(-1)
+	}
+}
+
+// waitIdle returns when every call queued before it has finished, or when ctx ends.
+func (q *queue) waitIdle(ctx context.Context) error {
+	for q.n.Load() != 0 {
+		q.mu.Lock()
+		idle := q.idle
+		q.mu.Unlock()
+		if idle == nil {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return nil
+}

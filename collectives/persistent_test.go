@@ -245,3 +245,33 @@ func TestPersistentFinalized(t *testing.T) {
 		}
 	}
 }
+
+// TestNonblockingFinalizeEnds: a call that its peer never starts, running or queued
+// behind it, fails with runtime.ErrFinalized when the job is finalized (the worker does
+// not outlive the job), though its own context never ends.
+func TestNonblockingFinalizeEnds(t *testing.T) {
+	for _, opt := range []runtimetest.Options{{Transport: "shm"}, {Transport: "tcp"}} {
+		t.Run(opt.Transport, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			j, err := runtimetest.Start(ctx, 2, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			w := j.Worlds[0]
+			reqs := []*Request{
+				Iallreduce(context.Background(), w, nil, make([]float64, 3), Sum[float64]()),
+				Ibarrier(context.Background(), w),
+			}
+			fctx, stop := context.WithTimeout(ctx, 5*time.Second)
+			defer stop()
+			j.Finalize(fctx) // rank 0's Finalize may report its peers' state: not checked
+			for i, r := range reqs {
+				if err := r.Wait(ctx); !errors.Is(err, runtime.ErrFinalized) {
+					t.Errorf("request %d: Wait after Finalize returned %v, want ErrFinalized", i, err)
+				}
+			}
+		})
+	}
+}

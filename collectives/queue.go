@@ -29,16 +29,20 @@ type queue struct {
 }
 
 // jobCtx is the context a queued call runs with: the context its Request was started
-// with, marked as the worker's (isJob) so that its begin does not wait for itself.
+// with, marked as the worker's (job) so that its begin does not wait for itself, and
+// carrying the name hang reports and GORMA_CHECK=1 give the call (Request.call).
 type jobCtx struct {
 	context.Context
-	q *queue
+	q    *queue
+	call string
 }
 
-// isJob reports whether ctx is the context of a call that q's worker runs.
-func (q *queue) isJob(ctx context.Context) bool {
-	j, ok := ctx.(*jobCtx)
-	return ok && j.q == q
+// job returns ctx as the context of a call that q's worker runs, or nil if it is not.
+func (q *queue) job(ctx context.Context) *jobCtx {
+	if j, ok := ctx.(*jobCtx); ok && j.q == q {
+		return j
+	}
+	return nil
 }
 
 // push queues r, whose call runs after every call queued before it, and starts the

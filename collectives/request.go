@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/gorma-hpc/gorma/runtime"
@@ -23,7 +24,8 @@ import (
 // Wait, Test and Start may be called from any goroutine, but one goroutine at a time per
 // Request.
 type Request struct {
-	name       string
+	name       string // the blocking call's name in errors: "allreduce"
+	call       string // its name in hang reports and call checks: "Iallreduce", "AllreduceInit"
 	persistent bool
 	q          *queue                          // the World's queue; nil if the call failed before it had one
 	run        func(ctx context.Context) error // the blocking call; nil once freed
@@ -40,6 +42,11 @@ type Request struct {
 // call that cannot be queued (nil World, freed World) finishes with its error at start.
 func newRequest(w *runtime.World, name string, persistent bool, run func(ctx context.Context) error) *Request {
 	r := &Request{name: name, persistent: persistent, run: run}
+	if t := trackName(name); persistent {
+		r.call = t + "Init"
+	} else {
+		r.call = "I" + strings.ToLower(t[:1]) + t[1:]
+	}
 	switch {
 	case w == nil:
 		r.initErr = fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
@@ -67,7 +74,7 @@ func (r *Request) start(ctx context.Context) {
 	r.mu.Lock()
 	r.done = make(chan struct{})
 	r.err = nil
-	r.job = &jobCtx{Context: ctx, q: r.q}
+	r.job = &jobCtx{Context: ctx, q: r.q, call: r.call}
 	r.mu.Unlock()
 	if r.initErr != nil {
 		r.finish(r.initErr)

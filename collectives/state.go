@@ -169,9 +169,12 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	if err != nil {
 		return nil, fmt.Errorf("collectives: %s: %w", name, err)
 	}
-	if s.q.n.Load() != 0 && !s.q.isJob(ctx) {
-		// Started earlier at this rank, the nonblocking calls come first.
-		if err := s.q.waitIdle(ctx); err != nil {
+	tracked := trackName(name)
+	if s.q.n.Load() != 0 {
+		if j := s.q.job(ctx); j != nil {
+			tracked = j.call // Iallreduce, AllreduceInit...: MPI matches them only with their kind
+		} else if err := s.q.waitIdle(ctx); err != nil {
+			// Started earlier at this rank, the nonblocking calls come first.
 			return nil, fmt.Errorf("collectives: %s: rank %d waiting for its nonblocking calls on this World: %w", name, s.rank, err)
 		}
 	}
@@ -181,7 +184,7 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	s.seq++
 	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag)}
 	seq := s.track.Next()
-	sig := s.signature(trackName(name), count, typ, op, root)
+	sig := s.signature(tracked, count, typ, op, root)
 	s.track.BeginSig(sig, seq)
 	if err := s.track.Check(ctx, seq, sig); err != nil {
 		return nil, s.cur.end(err)

@@ -19,7 +19,8 @@ import (
 // the next Start; Free releases it (and its buffers and World) for good.
 //
 // While a Request is active its buffers belong to the library: the caller must not write
-// send nor read or write recv until Wait returned or Test reported the call finished.
+// send (nor the counts slices) nor read or write recv until Wait returned or Test
+// reported the call finished.
 //
 // Wait, Test and Start may be called from any goroutine, but one goroutine at a time per
 // Request.

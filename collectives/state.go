@@ -21,7 +21,9 @@ import (
 //
 // Calls on one World are sequential (the package's concurrency contract); busy catches a
 // second goroutine entering while a call is running, which would otherwise deadlock or
-// mix two calls' messages.
+// mix two calls' messages. Nonblocking and persistent calls wait in q and run one at a
+// time on its worker, through begin as any call; a blocking call waits in begin for the
+// calls queued before it (queue.go).
 //
 // A state does not keep its World alive: user is weak, and when the World becomes
 // unreachable its cleanup (forget, state_cleanup.go) drops the state and releases its
@@ -157,7 +159,9 @@ type call struct {
 // elements (-1: the ranks' counts may differ) of type typ ("" for none), operator (op,
 // "" for none) and root (-1 for none): the call's signature, which hang reports show and which
 // GORMA_CHECK=1 compares across the ranks before the call runs (runtime.Track.Check).
-// The caller must call c.end.
+// A call made while nonblocking calls started before it are unfinished waits for them,
+// unless it is one of them, run by the World's worker (ctx is its jobCtx), whose name
+// it then takes (Iallreduce...). The caller must call c.end.
 func begin(ctx context.Context, w *runtime.World, name string, count int, typ, op string, root int) (*call, error) {
 	if w == nil {
 		return nil, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)

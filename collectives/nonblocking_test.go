@@ -243,9 +243,11 @@ func TestNonblockingMixed(t *testing.T) {
 }
 
 // TestNonblockingOverlap: rank 0 starts an Iallreduce and computes, not calling the
-// library, until every other rank's Wait on the matching Iallreduce has returned; so
-// those Waits can return only if rank 0's call progresses in the background. Rank 0 sets
-// done after its computation; the others check that it is still unset when their Wait
+// library, until every other rank's Wait on the matching Iallreduce has returned; the
+// others start theirs only once rank 0's Iallreduce has returned. So their Waits can
+// return only if rank 0's call progresses in the background (an Iallreduce that did its
+// work before returning, or in Wait, would leave every rank waiting). Rank 0 sets done
+// after its computation; the others check that it is still unset when their Wait
 // returns.
 func TestNonblockingOverlap(t *testing.T) {
 	for _, l := range append(nbLayouts, struct {
@@ -260,16 +262,21 @@ func TestNonblockingOverlap(t *testing.T) {
 			}
 			var done atomic.Bool
 			var waited atomic.Int32
+			started := make(chan struct{})   // closed by rank 0 once its Iallreduce returned
 			computing := make(chan struct{}) // closed by the last rank whose Wait returned
 			runJob(t, l.n, l.opt, 30*time.Second, func(e rankEnv) error {
 				send, recv := nbInput(e.r, n, 0), make([]float64, n)
-				req := Iallreduce(e.ctx, e.w, send, recv, Sum[float64]())
+				var req *Request
 				var err error
 				if e.r == 0 {
+					req = Iallreduce(e.ctx, e.w, send, recv, Sum[float64]())
+					close(started)
 					computeUntil(computing)
 					done.Store(true)
 					err = req.Wait(e.ctx)
 				} else {
+					<-started // rank 0 computes from here on
+					req = Iallreduce(e.ctx, e.w, send, recv, Sum[float64]())
 					err = req.Wait(e.ctx)
 					if done.Load() {
 						err = errors.Join(err, errors.New("rank 0 finished computing before this rank's Wait returned"))

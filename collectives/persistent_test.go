@@ -275,3 +275,35 @@ func TestNonblockingFinalizeEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestNonblockingFreedWorld: on a World freed after its persistent Request was made, a
+// Start's call fails with ErrInvalid at Wait, and so does a nonblocking call made after
+// the Free; the World's parent goes on working.
+func TestNonblockingFreedWorld(t *testing.T) {
+	runJob(t, 2, runtimetest.Options{Transport: "shm"}, 30*time.Second, func(e rankEnv) error {
+		d, err := e.w.Dup()
+		if err != nil {
+			return err
+		}
+		p := AllreduceInit(d, nil, make([]float64, 2), Sum[float64]())
+		if err := Ibarrier(e.ctx, d).Wait(e.ctx); err != nil {
+			return err
+		}
+		if err := d.Free(); err != nil {
+			return err
+		}
+		if err := p.Start(e.ctx); err != nil {
+			return err
+		}
+		if err := p.Wait(e.ctx); !errors.Is(err, runtime.ErrInvalid) {
+			return fmt.Errorf("persistent call on a freed World: %v, want ErrInvalid", err)
+		}
+		if err := Iallreduce(e.ctx, d, nil, make([]float64, 2), Sum[float64]()).Wait(e.ctx); !errors.Is(err, runtime.ErrInvalid) {
+			return fmt.Errorf("nonblocking call on a freed World: %v, want ErrInvalid", err)
+		}
+		if err := p.Free(); err != nil {
+			return err
+		}
+		return Ibarrier(e.ctx, e.w).Wait(e.ctx)
+	})
+}

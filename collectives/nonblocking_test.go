@@ -185,6 +185,9 @@ func TestNonblockingMatchesBlocking(t *testing.T) {
 				if err := WaitAll(e.ctx, reqs); err != nil {
 					return err
 				}
+				if ok, err := TestAll(reqs); !ok || err != nil {
+					return fmt.Errorf("TestAll after WaitAll: %v, %v", ok, err)
+				}
 				for i, c := range cases {
 					want, blocking, _, _ := c.make(e.w, i)
 					if err := blocking(e.ctx); err != nil {
@@ -378,11 +381,17 @@ func TestNonblockingWaitCancel(t *testing.T) {
 					cctx, cancel := context.WithCancel(e.ctx)
 					cancel()
 					err := req.Wait(cctx)
+					allErr := WaitAll(cctx, []*Request{req})
 					ok, terr := req.Test()
+					allOK, allTErr := TestAll([]*Request{nil, req})
 					close(checked)
 					switch {
 					case !errors.Is(err, context.Canceled):
 						return fmt.Errorf("Wait with a cancelled ctx returned %v, want context.Canceled", err)
+					case !errors.Is(allErr, context.Canceled):
+						return fmt.Errorf("WaitAll with a cancelled ctx returned %v, want context.Canceled", allErr)
+					case allOK || allTErr != nil:
+						return fmt.Errorf("TestAll after the cancelled Wait: %v, %v; want unfinished", allOK, allTErr)
 					case ok || terr != nil:
 						return fmt.Errorf("Test after the cancelled Wait: %v, %v; want the Request still active", ok, terr)
 					}

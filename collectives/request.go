@@ -44,7 +44,7 @@ type Request struct {
 func newRequest(w *runtime.World, name string, persistent bool, run func(ctx context.Context) error) *Request {
 	r := &Request{name: name, persistent: persistent, run: run}
 	if t := trackName(name); persistent {
-		r.call = t + "Init"
+		r.call = strings.ToUpper(t[:1]) + t[1:] + "Init"
 	} else {
 		r.call = "I" + strings.ToLower(t[:1]) + t[1:]
 	}

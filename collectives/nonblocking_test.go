@@ -427,10 +427,54 @@ func TestNonblockingMisuse(t *testing.T) {
 	if err := r.Free(); !errors.Is(err, runtime.ErrInvalid) {
 		t.Errorf("Free on a nonblocking Request returned %v, want ErrInvalid", err)
 	}
+	//lint:ignore SA1012 a nil context is the misuse under test
+	if err := Ibarrier(nil, nil).Wait(context.Background()); !errors.Is(err, runtime.ErrInvalid) {
+		t.Errorf("Ibarrier with a nil context: Wait returned %v, want ErrInvalid", err)
+	}
 	if ok, err := TestAll([]*Request{nil}); !ok || err != nil {
 		t.Errorf("TestAll of a nil Request: %v, %v", ok, err)
 	}
 	if err := WaitAll(context.Background(), []*Request{nil, r}); !errors.Is(err, runtime.ErrInvalid) {
 		t.Errorf("WaitAll: %v, want the nil World's ErrInvalid", err)
+	}
+}
+
+// TestNonblockingSizes starts Iallreduce calls of sizes across the algorithms' thresholds
+// (the shm chunks, recursive doubling, the rendezvous ones), all outstanding at once with
+// a blocking Bcast among them, and checks each against the reference sum.
+func TestNonblockingSizes(t *testing.T) {
+	sizes := []int{1, 600, 1 << 12, 1 << 16, 3, 70_000, 1 << 11}
+	for _, l := range nbLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			runJob(t, l.n, l.opt, 60*time.Second, func(e rankEnv) error {
+				reqs := make([]*Request, len(sizes))
+				recvs := make([][]float64, len(sizes))
+				for i, n := range sizes {
+					recvs[i] = make([]float64, n)
+					reqs[i] = Iallreduce(e.ctx, e.w, nbInput(e.r, n, i), recvs[i], Sum[float64]())
+					if i == len(sizes)/2 {
+						b := []int64{int64(e.r)}
+						if err := Bcast(e.ctx, e.w, b, 1); err != nil || b[0] != 1 {
+							return fmt.Errorf("Bcast among the Iallreduces: %v, %v", b, err)
+						}
+					}
+				}
+				if err := WaitAll(e.ctx, reqs); err != nil {
+					return err
+				}
+				for i, n := range sizes {
+					want := make([]float64, n)
+					for r := range e.p {
+						for k, v := range nbInput(r, n, i) {
+							want[k] += v
+						}
+					}
+					if !slices.Equal(recvs[i], want) {
+						return fmt.Errorf("Iallreduce of %d elements: wrong sum", n)
+					}
+				}
+				return nil
+			})
+		})
 	}
 }

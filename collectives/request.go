@@ -70,15 +70,20 @@ func started(ctx context.Context, r *Request) *Request {
 	return r
 }
 
-// start activates r: it queues r's call, or finishes r at once with initErr.
+// start activates r: it queues r's call, or finishes r at once with initErr or the
+// error of a nil ctx (which the worker would panic on).
 func (r *Request) start(ctx context.Context) {
 	r.mu.Lock()
 	r.done = make(chan struct{})
 	r.err = nil
 	r.job = &jobCtx{Context: ctx, q: r.q, call: r.call}
 	r.mu.Unlock()
-	if r.initErr != nil {
+	switch {
+	case r.initErr != nil:
 		r.finish(r.initErr)
+		return
+	case ctx == nil:
+		r.finish(fmt.Errorf("collectives: %s: %w: nil context", r.name, runtime.ErrInvalid))
 		return
 	}
 	r.q.push(r)

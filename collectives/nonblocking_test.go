@@ -414,8 +414,9 @@ func TestNonblockingWaitCancel(t *testing.T) {
 	}
 }
 
-// TestNonblockingMisuse: a nil World's Request fails with ErrInvalid at Wait; Start and
-// Free refuse a nonblocking Request; nil Requests count as finished.
+// TestNonblockingMisuse: a nil World's Request, and one started with a nil context,
+// fail with ErrInvalid at Wait; Start and Free refuse a nonblocking Request; nil Requests
+// count as finished.
 func TestNonblockingMisuse(t *testing.T) {
 	r := Iallreduce(context.Background(), nil, nil, make([]float64, 1), Sum[float64]())
 	if err := r.Wait(context.Background()); !errors.Is(err, runtime.ErrInvalid) {
@@ -427,10 +428,13 @@ func TestNonblockingMisuse(t *testing.T) {
 	if err := r.Free(); !errors.Is(err, runtime.ErrInvalid) {
 		t.Errorf("Free on a nonblocking Request returned %v, want ErrInvalid", err)
 	}
-	//lint:ignore SA1012 a nil context is the misuse under test
-	if err := Ibarrier(nil, nil).Wait(context.Background()); !errors.Is(err, runtime.ErrInvalid) {
-		t.Errorf("Ibarrier with a nil context: Wait returned %v, want ErrInvalid", err)
-	}
+	runJob(t, 1, runtimetest.Options{}, 10*time.Second, func(e rankEnv) error {
+		//lint:ignore SA1012 a nil context is the misuse under test
+		if err := Ibarrier(nil, e.w).Wait(e.ctx); !errors.Is(err, runtime.ErrInvalid) {
+			return fmt.Errorf("Ibarrier with a nil context: Wait returned %v, want ErrInvalid", err)
+		}
+		return Ibarrier(e.ctx, e.w).Wait(e.ctx)
+	})
 	if ok, err := TestAll([]*Request{nil}); !ok || err != nil {
 		t.Errorf("TestAll of a nil Request: %v, %v", ok, err)
 	}

@@ -65,3 +65,40 @@ func TestHangReportNamesNonblocking(t *testing.T) {
 		}
 	}
 }
+
+// TestNonblockingNumberedAtStart: nonblocking calls and Starts take their numbers among
+// the World's collective calls when they are started, in program order, whether or not
+// the worker has reached them: a call numbered after them on the World's count (a window
+// call does so) gets the next number at every rank. Rank 0's calls wait for rank 1, which
+// makes none of them.
+func TestNonblockingNumberedAtStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	j, err := runtimetest.Start(ctx, 2, runtimetest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	defer j.Finalize(ctx)
+	w := j.Worlds[0]
+	tr := w.NewTrack() // as package window's
+	defer tr.Close()
+	stuck, unstick := context.WithCancel(ctx)
+	p := BarrierInit(w)
+	reqs := []*Request{Iallreduce(stuck, w, nil, make([]float64, 1), Sum[float64]()), Ibarrier(stuck, w)}
+	if err := p.Start(stuck); err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.Next(); n != 4 {
+		t.Errorf("the call after three started ones is number %d, want 4", n)
+	}
+	unstick()
+	for i, r := range append(reqs, p) {
+		if err := r.Wait(ctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("request %d: %v, want context.Canceled", i, err)
+		}
+	}
+	if err := p.Free(); err != nil {
+		t.Error(err)
+	}
+}

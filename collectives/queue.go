@@ -30,11 +30,16 @@ type queue struct {
 
 // jobCtx is the context a queued call runs with: the context its Request was started
 // with, marked as the worker's (job) so that its begin does not wait for itself, and
-// carrying the name hang reports and GORMA_CHECK=1 give the call (Request.call).
+// carrying the name hang reports and GORMA_CHECK=1 give the call (Request.call) and its
+// number among the World's collective calls. The number is taken at start, in the
+// rank's program order: the World's window calls (numbered on the same count) do not
+// wait for the queue, so a number taken when the worker reaches the call would put it
+// before or after a window call depending on timing, differently at each rank.
 type jobCtx struct {
 	context.Context
 	q    *queue
 	call string
+	seq  uint64
 }
 
 // job returns ctx as the context of a call that q's worker runs, or nil if it is not.

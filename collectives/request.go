@@ -29,6 +29,7 @@ type Request struct {
 	call       string // its name in hang reports and call checks: "Iallreduce", "AllreduceInit"
 	persistent bool
 	q          *queue                          // the World's queue; nil if the call failed before it had one
+	track      *runtime.Track                  // the World's collective Track, which numbers each start
 	run        func(ctx context.Context) error // the blocking call; nil once freed
 	initErr    error                           // the call's error when it could not be queued
 
@@ -58,7 +59,7 @@ func newRequest(w *runtime.World, name string, persistent bool, run func(ctx con
 		if err != nil {
 			r.initErr = fmt.Errorf("collectives: %s: %w", name, err)
 		} else {
-			r.q = &s.q
+			r.q, r.track = &s.q, s.track
 		}
 	}
 	return r
@@ -70,20 +71,25 @@ func started(ctx context.Context, r *Request) *Request {
 	return r
 }
 
-// start activates r: it queues r's call, or finishes r at once with initErr or the
-// error of a nil ctx (which the worker would panic on).
+// start activates r: it numbers r's call among the World's collective calls and queues
+// it, or finishes r at once with initErr or the error of a nil ctx (which the worker
+// would panic on).
 func (r *Request) start(ctx context.Context) {
-	r.mu.Lock()
-	r.done = make(chan struct{})
-	r.err = nil
-	r.job = &jobCtx{Context: ctx, q: r.q, call: r.call}
-	r.mu.Unlock()
+	var err error
+	var job *jobCtx
 	switch {
 	case r.initErr != nil:
-		r.finish(r.initErr)
-		return
+		err = r.initErr
 	case ctx == nil:
-		r.finish(fmt.Errorf("collectives: %s: %w: nil context", r.name, runtime.ErrInvalid))
+		err = fmt.Errorf("collectives: %s: %w: nil context", r.name, runtime.ErrInvalid)
+	default:
+		job = &jobCtx{Context: ctx, q: r.q, call: r.call, seq: r.track.Next()}
+	}
+	r.mu.Lock()
+	r.done, r.err, r.job = make(chan struct{}), nil, job
+	r.mu.Unlock()
+	if job == nil {
+		r.finish(err)
 		return
 	}
 	r.q.push(r)

@@ -161,7 +161,8 @@ type call struct {
 // GORMA_CHECK=1 compares across the ranks before the call runs (runtime.Track.Check).
 // A call made while nonblocking calls started before it are unfinished waits for them,
 // unless it is one of them, run by the World's worker (ctx is its jobCtx), whose name
-// it then takes (Iallreduce...). The caller must call c.end.
+// (Iallreduce...) and number (taken at its start) it then takes. The caller must call
+// c.end.
 func begin(ctx context.Context, w *runtime.World, name string, count int, typ, op string, root int) (*call, error) {
 	if w == nil {
 		return nil, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
@@ -173,10 +174,12 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	if err != nil {
 		return nil, fmt.Errorf("collectives: %s: %w", name, err)
 	}
-	tracked := trackName(name)
+	tracked, seq := trackName(name), uint64(0)
 	if s.q.n.Load() != 0 {
 		if j := s.q.job(ctx); j != nil {
-			tracked = j.call // Iallreduce, AllreduceInit...: MPI matches them only with their kind
+			// Iallreduce, AllreduceInit...: MPI matches them only with their kind. The
+			// number is the one the call took when it was started.
+			tracked, seq = j.call, j.seq
 		} else if err := s.q.waitIdle(ctx); err != nil {
 			// Started earlier at this rank, the nonblocking calls come first.
 			return nil, fmt.Errorf("collectives: %s: rank %d waiting for its nonblocking calls on this World: %w", name, s.rank, err)
@@ -187,7 +190,9 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	}
 	s.seq++
 	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag)}
-	seq := s.track.Next()
+	if seq == 0 {
+		seq = s.track.Next()
+	}
 	sig := s.signature(tracked, count, typ, op, root)
 	s.track.BeginSig(sig, seq)
 	if err := s.track.Check(ctx, seq, sig); err != nil {

@@ -28,6 +28,19 @@
 // Scratch and Requests are kept per World and reused: a small Allreduce allocates nothing
 // in steady state. They are released when the World becomes unreachable.
 //
+// # Nonblocking and persistent calls
+//
+// Iallreduce, Ibcast and the other I functions start the blocking call of their name and
+// return a Request at once; Wait, Test, WaitAll and TestAll report how it ended. The
+// calls of one World run in the order the rank started them on a worker goroutine, so
+// they progress while the caller computes. AllreduceInit and the other Init functions
+// make persistent Requests (MPI-4), inactive until Start or Startall and reusable once
+// finished, released by Free. While a Request is active its buffers belong to the library.
+//
+//	req := collectives.Iallreduce(ctx, w, send, recv, collectives.Sum[float64]())
+//	compute()
+//	err := req.Wait(ctx)
+//
 // # Errors
 //
 // Errors read "collectives: <name>: ..." and wrap the runtime's sentinels
@@ -48,7 +61,8 @@
 // Every rank must make the collective calls on one World in the same order, with
 // matching arguments (counts, root, operator). Calls may come from any goroutine, but not
 // concurrently on one World: a call that starts while another runs fails with
-// ErrConcurrent. Calls on different Worlds (w.Dup()) are independent and may run
+// ErrConcurrent. A blocking call made while nonblocking calls started before it are
+// unfinished waits for them. Calls on different Worlds (w.Dup()) are independent and may run
 // concurrently; point-to-point traffic on the World may go on meanwhile.
 //
 // The buffers are the caller's again when a call returns; during the call send is only

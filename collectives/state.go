@@ -21,7 +21,9 @@ import (
 //
 // Calls on one World are sequential (the package's concurrency contract); busy catches a
 // second goroutine entering while a call is running, which would otherwise deadlock or
-// mix two calls' messages.
+// mix two calls' messages. Nonblocking and persistent calls wait in q and run one at a
+// time on its worker, through begin as any call; a blocking call waits in begin for the
+// calls queued before it (queue.go).
 //
 // A state does not keep its World alive: user is weak, and when the World becomes
 // unreachable its cleanup (forget, state_cleanup.go) drops the state and releases its
@@ -34,6 +36,7 @@ type state struct {
 	cfgErr     error // a bad GORMA_ALLREDUCE, returned by every Allreduce
 
 	busy  atomic.Bool
+	q     queue               // the nonblocking and persistent calls started and not finished (queue.go)
 	seq   uint32              // calls made on this World; guarded by busy
 	track *runtime.Track      // names the call under way in hang reports (nil for a sub-group)
 	sigs  [4]*runtime.CallSig // recent calls' signatures, never changed (Track.BeginSig); guarded by busy
@@ -156,7 +159,10 @@ type call struct {
 // elements (-1: the ranks' counts may differ) of type typ ("" for none), operator (op,
 // "" for none) and root (-1 for none): the call's signature, which hang reports show and which
 // GORMA_CHECK=1 compares across the ranks before the call runs (runtime.Track.Check).
-// The caller must call c.end.
+// A call made while nonblocking calls started before it are unfinished waits for them,
+// unless it is one of them, run by the World's worker (ctx is its jobCtx), whose name
+// (Iallreduce...) and number (taken at its start) it then takes. The caller must call
+// c.end.
 func begin(ctx context.Context, w *runtime.World, name string, count int, typ, op string, root int) (*call, error) {
 	if w == nil {
 		return nil, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
@@ -168,13 +174,26 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	if err != nil {
 		return nil, fmt.Errorf("collectives: %s: %w", name, err)
 	}
+	tracked, seq := trackName(name), uint64(0)
+	if s.q.n.Load() != 0 {
+		if j := s.q.job(ctx); j != nil {
+			// Iallreduce, AllreduceInit...: MPI matches them only with their kind. The
+			// number is the one the call took when it was started.
+			tracked, seq = j.call, j.seq
+		} else if err := s.q.waitIdle(ctx); err != nil {
+			// Started earlier at this rank, the nonblocking calls come first.
+			return nil, fmt.Errorf("collectives: %s: rank %d waiting for its nonblocking calls on this World: %w", name, s.rank, err)
+		}
+	}
 	if !s.busy.CompareAndSwap(false, true) {
 		return nil, fmt.Errorf("collectives: %s: %w: another collective call is running on this World", name, ErrConcurrent)
 	}
 	s.seq++
 	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag)}
-	seq := s.track.Next()
-	sig := s.signature(trackName(name), count, typ, op, root)
+	if seq == 0 {
+		seq = s.track.Next()
+	}
+	sig := s.signature(tracked, count, typ, op, root)
 	s.track.BeginSig(sig, seq)
 	if err := s.track.Check(ctx, seq, sig); err != nil {
 		return nil, s.cur.end(err)

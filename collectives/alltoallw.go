@@ -37,7 +37,7 @@ type ByteBlocks struct {
 // With Sizes nil on both sides a call allocates nothing in steady state; Sizes cost a
 // slice of p block lengths per call.
 func Alltoallw(ctx context.Context, w *runtime.World, send []byte, sendBlocks ByteBlocks, recv []byte, recvBlocks ByteBlocks) error {
-	c, err := begin(ctx, w, "Alltoallw", -1, "", "", -1)
+	c, err := begin(ctx, w, "alltoallw", -1, "", "", -1)
 	if err != nil {
 		return err
 	}

@@ -163,14 +163,14 @@ func TestAlltoallwMisuse(t *testing.T) {
 			{Alltoallw(ctx, nil, buf, ok, out, ok), "nil world"},
 		}
 		for i, c := range cases {
-			if !errors.Is(c.err, runtime.ErrInvalid) || !strings.HasPrefix(c.err.Error(), "collectives: Alltoallw: ") ||
+			if !errors.Is(c.err, runtime.ErrInvalid) || !strings.HasPrefix(c.err.Error(), "collectives: alltoallw: ") ||
 				!strings.Contains(strings.ToLower(c.err.Error()), strings.ToLower(c.want)) {
 				return fmt.Errorf("case %d: got %v, want an ErrInvalid error naming %q", i, c.err, c.want)
 			}
 		}
 		seen := 0
 		for k, by := range []int{1, -2} {
-			out, err := runMismatched(e, 400*time.Millisecond, "Alltoallw", func(e rankEnv) (func() error, error) {
+			out, err := runMismatched(e, 400*time.Millisecond, "alltoallw", func(e rankEnv) (func() error, error) {
 				sb := ByteBlocks{Counts: []int{4, 4, 4}, Displs: []int{0, 4, 8}}
 				if e.r == 1 {
 					sb.Counts = []int{4, 4, 4 + by}

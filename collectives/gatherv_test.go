@@ -208,7 +208,7 @@ func TestGathervBadArguments(t *testing.T) {
 			{"Scatterv", Scatterv(ctx, nil, six, nil, nil, two, 0), "nil world"},
 		}
 		for i, c := range cases {
-			if !errors.Is(c.err, runtime.ErrInvalid) || !strings.HasPrefix(c.err.Error(), "collectives: "+c.name+": ") ||
+			if !errors.Is(c.err, runtime.ErrInvalid) || !strings.HasPrefix(c.err.Error(), "collectives: "+strings.ToLower(c.name)+": ") ||
 				!strings.Contains(strings.ToLower(c.err.Error()), strings.ToLower(c.want)) {
 				return fmt.Errorf("case %d (%s): got %v, want an ErrInvalid error naming %q", i, c.name, c.err, c.want)
 			}
@@ -267,7 +267,7 @@ func TestGathervMismatch(t *testing.T) {
 					return compare("scatterv", recv, input(gen, c.root, 10)[offset(counts, e.r):offset(counts, e.r)+m])
 				}, err
 			}
-			out, err := runMismatched(e, wait, c.name, run)
+			out, err := runMismatched(e, wait, strings.ToLower(c.name), run)
 			if err != nil {
 				return fmt.Errorf("case %d: %w", k, err)
 			}

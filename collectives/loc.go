@@ -52,7 +52,7 @@ type LocIndex interface{ ~int32 | ~int64 }
 // It makes two reductions in one call: the values with Max or Min, then the indices of
 // the pairs that hold the result with Min (the others count as the largest index).
 func AllreduceLoc[V Ordered, I LocIndex](ctx context.Context, w *runtime.World, sendVals []V, sendIdx []I, vals []V, idx []I, op LocOp) error {
-	c, err := begin(ctx, w, "AllreduceLoc", len(vals), typeName[V]()+","+typeName[I](), op.String(), -1)
+	c, err := begin(ctx, w, "allreduce_loc", len(vals), typeName[V]()+","+typeName[I](), op.String(), -1)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func ReduceLoc[V Ordered, I LocIndex](ctx context.Context, w *runtime.World, sen
 	if sendIdx == nil {
 		n = len(idx)
 	}
-	c, err := begin(ctx, w, "ReduceLoc", n, typeName[V]()+","+typeName[I](), op.String(), root)
+	c, err := begin(ctx, w, "reduce_loc", n, typeName[V]()+","+typeName[I](), op.String(), root)
 	if err != nil {
 		return err
 	}

@@ -152,7 +152,7 @@ func TestAllreduceLocMisuse(t *testing.T) {
 			{"AllreduceLoc", AllreduceLoc[float64, int32](ctx, nil, nil, nil, v3, i3, MaxLoc), "nil world"},
 		}
 		for i, c := range cases {
-			if !errors.Is(c.err, runtime.ErrInvalid) || !strings.HasPrefix(c.err.Error(), "collectives: "+c.name+": ") ||
+			if !errors.Is(c.err, runtime.ErrInvalid) || !strings.HasPrefix(c.err.Error(), "collectives: "+map[string]string{"AllreduceLoc": "allreduce_loc", "ReduceLoc": "reduce_loc"}[c.name]+": ") ||
 				!strings.Contains(strings.ToLower(c.err.Error()), strings.ToLower(c.want)) {
 				return fmt.Errorf("case %d (%s): got %v, want an ErrInvalid error naming %q", i, c.name, c.err, c.want)
 			}

@@ -103,3 +103,24 @@ func Iexscan[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv [
 		return Exscan(ctx, w, send, recv, op)
 	}))
 }
+
+// Igatherv starts Gatherv (MPI_Igatherv).
+func Igatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts, displs []int, root int) *Request {
+	return started(ctx, newRequest(w, "gatherv", false, func(ctx context.Context) error {
+		return Gatherv(ctx, w, send, recv, counts, displs, root)
+	}))
+}
+
+// Iscatterv starts Scatterv (MPI_Iscatterv).
+func Iscatterv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, counts, displs []int, recv []T, root int) *Request {
+	return started(ctx, newRequest(w, "scatterv", false, func(ctx context.Context) error {
+		return Scatterv(ctx, w, send, counts, displs, recv, root)
+	}))
+}
+
+// IreduceScatterV starts ReduceScatterV (MPI_Ireduce_scatter).
+func IreduceScatterV[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts []int, op Op[T]) *Request {
+	return started(ctx, newRequest(w, "reduce_scatter_v", false, func(ctx context.Context) error {
+		return ReduceScatterV(ctx, w, send, recv, counts, op)
+	}))
+}

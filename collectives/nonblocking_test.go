@@ -140,6 +140,55 @@ func nbCases() []nbCase {
 				func(ctx context.Context) *Request { return IreduceScatter(ctx, w, send, recv, op) },
 				func() *Request { return ReduceScatterInit(w, send, recv, op) }
 		}},
+		{"Gatherv", func(w *runtime.World, seed int) ([]float64, func(context.Context) error, func(context.Context) *Request, func() *Request) {
+			// Rank r sends r+1 elements, placed at root in reverse rank order.
+			p := w.Size()
+			counts, displs := make([]int, p), make([]int, p)
+			at := 0
+			for r := p - 1; r >= 0; r-- {
+				counts[r], displs[r] = r+1, at
+				at += r + 1
+			}
+			send := nbInput(w.Rank(), w.Rank()+1, seed)
+			var recv []float64
+			if w.Rank() == 1 {
+				recv = make([]float64, at)
+			}
+			return recv, func(ctx context.Context) error { return Gatherv(ctx, w, send, recv, counts, displs, 1) },
+				func(ctx context.Context) *Request { return Igatherv(ctx, w, send, recv, counts, displs, 1) },
+				func() *Request { return GathervInit(w, send, recv, counts, displs, 1) }
+		}},
+		{"Scatterv", func(w *runtime.World, seed int) ([]float64, func(context.Context) error, func(context.Context) *Request, func() *Request) {
+			p := w.Size()
+			counts := make([]int, p)
+			total := 0
+			for r := range p {
+				counts[r] = r + 1
+				total += r + 1
+			}
+			var send []float64
+			if w.Rank() == 1 {
+				send = nbInput(1, total, seed)
+			}
+			recv := make([]float64, w.Rank()+1)
+			return recv, func(ctx context.Context) error { return Scatterv(ctx, w, send, counts, nil, recv, 1) },
+				func(ctx context.Context) *Request { return Iscatterv(ctx, w, send, counts, nil, recv, 1) },
+				func() *Request { return ScattervInit(w, send, counts, nil, recv, 1) }
+		}},
+		{"ReduceScatterV", func(w *runtime.World, seed int) ([]float64, func(context.Context) error, func(context.Context) *Request, func() *Request) {
+			p := w.Size()
+			counts := make([]int, p)
+			total := 0
+			for r := range p {
+				counts[r] = 2*r + 1
+				total += 2*r + 1
+			}
+			send, recv := nbInput(w.Rank(), total, seed), make([]float64, counts[w.Rank()])
+			op := Sum[float64]()
+			return recv, func(ctx context.Context) error { return ReduceScatterV(ctx, w, send, recv, counts, op) },
+				func(ctx context.Context) *Request { return IreduceScatterV(ctx, w, send, recv, counts, op) },
+				func() *Request { return ReduceScatterVInit(w, send, recv, counts, op) }
+		}},
 		{"Scan", func(w *runtime.World, seed int) ([]float64, func(context.Context) error, func(context.Context) *Request, func() *Request) {
 			send, recv := nbInput(w.Rank(), n, seed), make([]float64, n)
 			op := Max[float64]()

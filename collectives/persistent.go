@@ -103,3 +103,25 @@ func ExscanInit[T runtime.Elem](w *runtime.World, send, recv []T, op Op[T]) *Req
 		return Exscan(ctx, w, send, recv, op)
 	})
 }
+
+// GathervInit returns a persistent Request for Gatherv (MPI_Gatherv_init).
+func GathervInit[T runtime.Elem](w *runtime.World, send, recv []T, counts, displs []int, root int) *Request {
+	return newRequest(w, "gatherv", true, func(ctx context.Context) error {
+		return Gatherv(ctx, w, send, recv, counts, displs, root)
+	})
+}
+
+// ScattervInit returns a persistent Request for Scatterv (MPI_Scatterv_init).
+func ScattervInit[T runtime.Elem](w *runtime.World, send []T, counts, displs []int, recv []T, root int) *Request {
+	return newRequest(w, "scatterv", true, func(ctx context.Context) error {
+		return Scatterv(ctx, w, send, counts, displs, recv, root)
+	})
+}
+
+// ReduceScatterVInit returns a persistent Request for ReduceScatterV
+// (MPI_Reduce_scatter_init).
+func ReduceScatterVInit[T runtime.Elem](w *runtime.World, send, recv []T, counts []int, op Op[T]) *Request {
+	return newRequest(w, "reduce_scatter_v", true, func(ctx context.Context) error {
+		return ReduceScatterV(ctx, w, send, recv, counts, op)
+	})
+}

@@ -33,4 +33,4 @@ func ReduceLocal[T runtime.Elem](in, inout []T, op Op[T]) error {
 }
 
 // errLocal names ReduceLocal in err as the collectives' errors name their call.
-func errLocal(err error) error { return fmt.Errorf("collectives: ReduceLocal: %w", err) }
+func errLocal(err error) error { return fmt.Errorf("collectives: reduce_local: %w", err) }

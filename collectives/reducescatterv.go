@@ -33,7 +33,7 @@ func ReduceScatterV[T runtime.Elem](ctx context.Context, w *runtime.World, send,
 			total += n
 		}
 	}
-	c, err := begin(ctx, w, "ReduceScatterV", total, typeName[T](), op.name, -1)
+	c, err := begin(ctx, w, "reduce_scatter_v", total, typeName[T](), op.name, -1)
 	if err != nil {
 		return err
 	}

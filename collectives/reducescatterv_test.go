@@ -83,7 +83,7 @@ func TestReduceScatterVMisuse(t *testing.T) {
 			{ReduceScatterV(ctx, w, six, six[4:], []int{2, 2, 2}, sum), "overlap"},
 		}
 		for i, c := range cases {
-			if !errors.Is(c.err, runtime.ErrInvalid) || !strings.HasPrefix(c.err.Error(), "collectives: ReduceScatterV: ") ||
+			if !errors.Is(c.err, runtime.ErrInvalid) || !strings.HasPrefix(c.err.Error(), "collectives: reduce_scatter_v: ") ||
 				!strings.Contains(strings.ToLower(c.err.Error()), strings.ToLower(c.want)) {
 				return fmt.Errorf("case %d: got %v, want an ErrInvalid error naming %q", i, c.err, c.want)
 			}
@@ -94,7 +94,7 @@ func TestReduceScatterVMisuse(t *testing.T) {
 			if e.r == 1 {
 				counts = bad
 			}
-			out, err := runMismatched(e, 400*time.Millisecond, "ReduceScatterV", func(e rankEnv) (func() error, error) {
+			out, err := runMismatched(e, 400*time.Millisecond, "reduce_scatter_v", func(e rankEnv) (func() error, error) {
 				send, recv := input(small64, e.r, 6), make([]int64, counts[e.r])
 				err := ReduceScatterV(e.ctx, e.w, send, recv, counts, sum)
 				return func() error {
@@ -175,7 +175,7 @@ func TestReduceLocal(t *testing.T) {
 		{ReduceLocal(a, a, Sum[float64]()), "overlap"},
 		{ReduceLocal(a, b, Op[float64]{}), "zero op"},
 	} {
-		if !errors.Is(c.err, runtime.ErrInvalid) || !strings.HasPrefix(c.err.Error(), "collectives: ReduceLocal: ") ||
+		if !errors.Is(c.err, runtime.ErrInvalid) || !strings.HasPrefix(c.err.Error(), "collectives: reduce_local: ") ||
 			!strings.Contains(strings.ToLower(c.err.Error()), strings.ToLower(c.want)) {
 			t.Errorf("got %v, want an ErrInvalid error naming %q", c.err, c.want)
 		}

@@ -298,6 +298,18 @@ func trackName(name string) string {
 		return "Scan"
 	case "scatter":
 		return "Scatter"
+	case "gatherv":
+		return "Gatherv"
+	case "scatterv":
+		return "Scatterv"
+	case "reduce_scatter_v":
+		return "ReduceScatterV"
+	case "alltoallw":
+		return "Alltoallw"
+	case "allreduce_loc":
+		return "AllreduceLoc"
+	case "reduce_loc":
+		return "ReduceLoc"
 	}
 	return name
 }

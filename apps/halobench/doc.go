@@ -15,13 +15,15 @@
 // column's first element, and an exchange is two runtime.SendrecvType calls (the MPI
 // way: MPI_Type_vector and MPI_Sendrecv, as bench/mpi/halobench.c does). --manual packs
 // each column by hand into a contiguous []float64, calls runtime.Sendrecv and unpacks
-// the received one: what a Go program without datatypes writes. After a Barrier, --warmup
-// exchanges run untimed and --iters timed; the figure is rank 0's time of the timed ones
-// divided by their number: the mean microseconds of one exchange (both columns, both
-// directions). Before the first exchange and before the timed ones, the ghost columns
-// are cleared and the boundary columns given values that encode the rank, the row and
-// the phase; the ghosts are checked after the first exchange and after the last, and a
-// wrong value fails the run.
+// the received one: what a Go program without datatypes writes. Before the first size
+// the ranks exchange the columns of a 64 x 64 matrix, untimed, for 50 ms (the job's
+// warm-up: a job's first milliseconds are slower, whichever runtime; the C twin does the
+// same). Per size, after a Barrier, --warmup exchanges run untimed and --iters timed; the
+// figure is rank 0's time of the timed ones divided by their number: the mean
+// microseconds of one exchange (both columns, both directions). Before the first
+// exchange and before the timed ones, the ghost columns are cleared and the boundary
+// columns given values that encode the rank, the row and the phase; the ghosts are
+// checked after the first exchange and after the last, and a wrong value fails the run.
 //
 // Output is one table ("#N  column_bytes  iterations  exchange_us") after a header
 // naming the mode, the ranks, the transport, the progress mode and the host(s); --json

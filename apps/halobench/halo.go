@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
+	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/datatype"
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -113,6 +114,36 @@ func (h *halo) check(phase int) error {
 		}
 		if got, want := a[i*ld+n+1], valueOf(phase, h.right, i, sideFirst); got != want {
 			return fmt.Errorf("right ghost column, row %d: holds %v, want %v (rank %d's first column)", i, got, want, h.right)
+		}
+	}
+	return nil
+}
+
+// jobWarmup is how long the ranks exchange, untimed, before the first size. A job's first
+// milliseconds (tens of them) are slower than the rest, whichever runtime, and a short
+// run would carry that into its figure (apps/pingpong's warmJob says more). The C twin
+// warms up the same way.
+const jobWarmup = 50 * time.Millisecond
+
+// warmJob exchanges the columns of a 64 x 64 matrix until rank 0 has spent jobWarmup;
+// rank 0's decision travels in a Bcast after each exchange, so every rank stops after
+// the same one.
+func warmJob(ctx context.Context, w *runtime.World, manual bool) error {
+	h, err := newHalo(w, 64, manual)
+	if err != nil {
+		return err
+	}
+	more := []int32{1}
+	start := time.Now()
+	for more[0] != 0 {
+		if err := h.exchange(ctx); err != nil {
+			return err
+		}
+		if w.Rank() == 0 && time.Since(start) >= jobWarmup {
+			more[0] = 0
+		}
+		if err := collectives.Bcast(ctx, w, more, 0); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -142,6 +142,9 @@ func measure(ctx context.Context, w *runtime.World, o options, text io.Writer) (
 		how, w.Size(), rep.Transport, rep.Progress, strings.Join(rep.Hosts, ","))
 	fmt.Fprintf(text, "# one exchange: both boundary columns, to and from both neighbours\n%-8s %12s %12s %12s\n",
 		"#N", "column_bytes", "iterations", "exchange_us")
+	if err := warmJob(ctx, w, o.manual); err != nil {
+		return rep, fmt.Errorf("rank %d, the job's warm-up: %w", w.Rank(), err)
+	}
 	for _, n := range o.sizes {
 		r, err := measureSize(ctx, w, n, o)
 		if err != nil {

@@ -9,7 +9,10 @@
  * Barrier, --warmup (100) exchanges run untimed and --iters (1000) timed; the figure is
  * rank 0's time of the timed ones over their number, in microseconds. The boundary
  * columns hold values of value_of (apps/halobench's valueOf) and the ghosts are checked
- * after the first exchange and after the last: a wrong value aborts the job.
+ * after the first exchange and after the last: a wrong value aborts the job. Before the
+ * first size the ranks exchange the columns of a 64 x 64 matrix, untimed, until rank 0
+ * has spent 50 ms (the job's warm-up, as apps/halobench's warmJob); rank 0's decision
+ * travels in an MPI_Bcast after each exchange.
  * Sizes default to 64,256,1024,4096 (2 to 65536). Needs at least 2 ranks. */
 #include <mpi.h>
 #include <stdint.h>
@@ -63,8 +66,7 @@ static void exchange(struct halo *h) {
 		MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
-/* measure_size returns the mean microseconds of one exchange of an N x N matrix */
-static double measure_size(int n, int iters, int warmup) {
+static struct halo new_halo(int n) {
 	struct halo h = {n, n + 2, (rank + nranks - 1) % nranks, (rank + 1) % nranks, NULL, MPI_DATATYPE_NULL};
 	h.a = calloc((size_t)n * h.ld, sizeof(double));
 	if (!h.a) {
@@ -73,6 +75,31 @@ static double measure_size(int n, int iters, int warmup) {
 	}
 	MPI_Type_vector(n, 1, h.ld, MPI_DOUBLE, &h.col);
 	MPI_Type_commit(&h.col);
+	return h;
+}
+
+static void free_halo(struct halo *h) {
+	MPI_Type_free(&h->col);
+	free(h->a);
+}
+
+/* warm_job is apps/halobench's warmJob: exchanges of a 64 x 64 matrix until rank 0 has
+ * spent 50 ms, its decision broadcast after each one */
+static void warm_job(void) {
+	struct halo h = new_halo(64);
+	int more = 1;
+	double t0 = MPI_Wtime();
+	while (more) {
+		exchange(&h);
+		if (rank == 0) more = MPI_Wtime() - t0 < 0.050;
+		MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	}
+	free_halo(&h);
+}
+
+/* measure_size returns the mean microseconds of one exchange of an N x N matrix */
+static double measure_size(int n, int iters, int warmup) {
+	struct halo h = new_halo(n);
 	stamp(&h, 1);
 	MPI_Barrier(MPI_COMM_WORLD);
 	for (int i = 0; i < warmup; i++) {
@@ -85,8 +112,7 @@ static double measure_size(int n, int iters, int warmup) {
 	for (int i = 0; i < iters; i++) exchange(&h);
 	double us = (MPI_Wtime() - t0) * 1e6 / iters;
 	check(&h, 2, "last");
-	MPI_Type_free(&h.col);
-	free(h.a);
+	free_halo(&h);
 	return us;
 }
 
@@ -145,6 +171,7 @@ int main(int argc, char **argv) {
 		fprintf(text, "\n# one exchange: both boundary columns, to and from both neighbours\n%-8s %12s %12s %12s\n",
 			"#N", "column_bytes", "iterations", "exchange_us");
 	}
+	warm_job();
 	double us[MAX_SIZES];
 	for (int s = 0; s < nsizes; s++) {
 		us[s] = measure_size(sizes[s], iters, warmup);

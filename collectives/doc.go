@@ -1,6 +1,8 @@
 // Package collectives holds gorma's collective operations (Allreduce, Reduce, Bcast,
-// Allgather, Allgatherv, ReduceScatter, Alltoall, Alltoallv, Gather, Scatter, Scan,
-// Exscan, Barrier) and the reduction operators that they and window accumulates apply.
+// Allgather(v), ReduceScatter(V), Alltoall(v, w), Gather(v), Scatter(v), Scan, Exscan,
+// Barrier, AllreduceLoc and ReduceLoc for (value, index) pairs, the ...Type forms over
+// datatype layouts), their nonblocking (I...) and persistent (...Init) forms, and the
+// reduction operators that they and window accumulates apply.
 // They run over a runtime.World's point-to-point messages and, between ranks on one host,
 // over shared arena scratch.
 //
@@ -12,8 +14,8 @@
 //
 // An Op[T] combines two equally long slices element by element: Apply(inout, in) sets
 // inout[i] = inout[i] ∘ in[i]. The predefined operators are Sum, Prod, Min, Max, Band,
-// Bor, Bxor, and Replace and NoOp for one-sided accumulates; NewOp makes a user operator
-// with a commutativity flag. Operators must be associative; a non-commutative one is
+// Bor, Bxor, Land, Lor, Lxor, and Replace and NoOp for one-sided accumulates; NewOp makes
+// a user operator with a commutativity flag; ReduceLocal applies one locally. Operators must be associative; a non-commutative one is
 // applied in rank order. Ops are small values, safe to copy and to use from any goroutine;
 // Apply allocates nothing.
 //

@@ -29,9 +29,10 @@
 // WaitAny, WaitAll, WaitSome and their Test forms work on sets of Requests (nil entries
 // skipped). The other MPI send modes (Ssend, Bsend with BufferAttach, Rsend), Isendrecv,
 // Mprobe and Mrecv, Cancel, Free and persistent Requests (SendInit, RecvInit, Start) are
-// here too, and ProcNull is a peer whose operations complete at once.
-// Each World has its own communication context: Dup makes another over the same ranks,
-// Split (MPI_Comm_split) one over a subset with its own rank numbering, and Free gives a
+// here too, and ProcNull is a peer whose operations complete at once. SendType, RecvType
+// and SendrecvType carry datatype layouts. Each World has its own context: Dup makes
+// another over the same ranks, Split, Create and CreateGroup one over a subset or a Group
+// (World.Group, with MPI's set operations), SplitShared one per host, and Free gives a
 // World's contexts back.
 //
 // Small messages go eagerly (GORMA_EAGER_LIMIT) and a Send of one returns at once; large
@@ -58,11 +59,8 @@
 // # Layers above: Tracks
 //
 // Packages collectives and window name their calls in hang reports with a Track
-// (World.NewTrack): Next numbers a collective call among the World's, BeginSig marks it
-// under way with its CallSig (call, count, type, operator, root, window), End ends it.
-// Check compares a CallSig across the World's ranks under GORMA_CHECK=1 and returns a
-// *MismatchError (ErrMismatch) at every rank when they differ; otherwise it costs one
-// load. design.md describes the exchange.
+// (World.NewTrack: Next, BeginSig with a CallSig, End); under GORMA_CHECK=1, Check
+// compares a CallSig across the ranks and fails a mismatch at every rank (MismatchError).
 //
 // # Concurrency contract
 //

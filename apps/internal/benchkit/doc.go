@@ -1,5 +1,5 @@
 // Package benchkit is what gorma's benchmark programs (apps/verbsperf, apps/pingpong,
-// apps/rmabench, apps/allreducebench, apps/dht) share: the byte-count flag type (Size: 8, 4K, 1M)
+// apps/rmabench, apps/allreducebench, apps/halobench, apps/dht) share: the byte-count flag type (Size: 8, 4K, 1M)
 // and the OSU/perftest timing method (Measure: a warmup that calibrates a batch size, then
 // batches of operations timed as one sample, since a clock read costs tens of
 // nanoseconds; Latency: median, mean and 99th percentile in microseconds), and Main, the

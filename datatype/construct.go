@@ -86,7 +86,26 @@ func (b *builder) done() (Type, error) {
 	} else {
 		t.blocks = t.blocks[:len(t.blocks):len(t.blocks)]
 	}
+	t.stride = strideOf(t.blocks)
 	return t, nil
+}
+
+// strideOf returns the distance between consecutive blocks of bl if there are two or
+// more, all of one length and evenly spaced forward; else 0.
+func strideOf(bl []Block) int {
+	if len(bl) < 2 {
+		return 0
+	}
+	s := bl[1].Off - bl[0].Off
+	if s <= 0 {
+		return 0
+	}
+	for i := 1; i < len(bl); i++ {
+		if bl[i].Len != bl[0].Len || bl[i].Off-bl[i-1].Off != s {
+			return 0
+		}
+	}
+	return s
 }
 
 func checkCount(op, what string, n int) error {

@@ -65,14 +65,67 @@ func Pack[T any](dst []byte, src []T, count int, t Type) (int, error) {
 	if off, m, ok := t.Contig(count); ok {
 		return copy(dst[:m], s[off:off+m]), nil
 	}
+	// sizes checked that every block lies inside both buffers.
+	dp, sp := unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Pointer(unsafe.SliceData(s))
 	pos, ext := 0, t.Extent()
 	for k := range count {
 		base := k * ext
+		if t.stride != 0 {
+			b := t.blocks[0]
+			gather(unsafe.Add(dp, pos), unsafe.Add(sp, base+b.Off), len(t.blocks), b.Len, t.stride)
+			pos += t.size
+			continue
+		}
 		for _, b := range t.blocks {
-			pos += copy(dst[pos:pos+b.Len], s[base+b.Off:base+b.Off+b.Len])
+			move(unsafe.Add(dp, pos), unsafe.Add(sp, base+b.Off), b.Len)
+			pos += b.Len
 		}
 	}
 	return n, nil
+}
+
+// gather copies nb blocks of l bytes, stride bytes apart from s on, to d back to back.
+func gather(d, s unsafe.Pointer, nb, l, stride int) {
+	if l == 8 && (uintptr(d)|uintptr(s)|uintptr(stride))&7 == 0 {
+		for i := range nb {
+			*(*uint64)(unsafe.Add(d, i*8)) = *(*uint64)(unsafe.Add(s, i*stride))
+		}
+		return
+	}
+	for i := range nb {
+		move(unsafe.Add(d, i*l), unsafe.Add(s, i*stride), l)
+	}
+}
+
+// scatter is gather's inverse: nb blocks of l bytes from s back to back, to d on, stride
+// bytes apart.
+func scatter(d, s unsafe.Pointer, nb, l, stride int) {
+	if l == 8 && (uintptr(d)|uintptr(s)|uintptr(stride))&7 == 0 {
+		for i := range nb {
+			*(*uint64)(unsafe.Add(d, i*stride)) = *(*uint64)(unsafe.Add(s, i*8))
+		}
+		return
+	}
+	for i := range nb {
+		move(unsafe.Add(d, i*stride), unsafe.Add(s, i*l), l)
+	}
+}
+
+// move copies n bytes from s to d. Blocks of one element of 4, 8 or 16 bytes at aligned
+// addresses (a matrix column's) move as words: a memmove call per block costs several
+// times the copy (`go test -bench PackColumn ./datatype` compares with a loop written
+// out). Unaligned ones, and the rest, go through copy.
+func move(d, s unsafe.Pointer, n int) {
+	switch a := uintptr(d) | uintptr(s); {
+	case n == 8 && a&7 == 0:
+		*(*uint64)(d) = *(*uint64)(s)
+	case n == 4 && a&3 == 0:
+		*(*uint32)(d) = *(*uint32)(s)
+	case n == 16 && a&7 == 0:
+		*(*[2]uint64)(d) = *(*[2]uint64)(s)
+	default:
+		copy(unsafe.Slice((*byte)(d), n), unsafe.Slice((*byte)(s), n))
+	}
 }
 
 // Unpack copies count * t.Size() bytes of packed data from src into the layout of count
@@ -92,11 +145,19 @@ func Unpack[T any](dst []T, src []byte, count int, t Type) (int, error) {
 	if off, m, ok := t.Contig(count); ok {
 		return copy(d[off:off+m], src[:m]), nil
 	}
+	dp, sp := unsafe.Pointer(unsafe.SliceData(d)), unsafe.Pointer(unsafe.SliceData(src))
 	pos, ext := 0, t.Extent()
 	for k := range count {
 		base := k * ext
+		if t.stride != 0 {
+			b := t.blocks[0]
+			scatter(unsafe.Add(dp, base+b.Off), unsafe.Add(sp, pos), len(t.blocks), b.Len, t.stride)
+			pos += t.size
+			continue
+		}
 		for _, b := range t.blocks {
-			pos += copy(d[base+b.Off:base+b.Off+b.Len], src[pos:pos+b.Len])
+			move(unsafe.Add(dp, base+b.Off), unsafe.Add(sp, pos), b.Len)
+			pos += b.Len
 		}
 	}
 	return n, nil

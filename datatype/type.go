@@ -49,6 +49,10 @@ type Type struct {
 	size     int     // bytes of data: the sum of the blocks' lengths
 	lb, ub   int     // bounds: extent is ub-lb
 	tlb, tub int     // true bounds: the lowest and highest byte of data (+1); 0, 0 if empty
+	// stride is the distance between consecutive blocks when there are two or more, all
+	// of one length, evenly spaced (a vector's columns): Pack and Unpack walk them with
+	// no table. 0 otherwise.
+	stride int
 }
 
 // Of returns the type of one element of T: one block of unsafe.Sizeof(T) bytes at offset 0.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,21 +49,27 @@ func TestMPICHPorts(t *testing.T) {
 	}
 }
 
-// TestRegistry checks that every scenario names an MPICH file and a rank count, that
-// every known-failing name is a scenario, and that doc.go lists every scenario with its
-// file.
+// TestRegistry checks that every scenario is named DIR-NAME after an MPICH test with its
+// file and a rank count, that every known-failing name is a scenario, and that doc.go
+// lists every scenario, with its file when that is not DIR/NAME.c.
 func TestRegistry(t *testing.T) {
-	doc, err := os.ReadFile("doc.go")
+	raw, err := os.ReadFile("doc.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	doc := bytes.ReplaceAll(raw, []byte("\n//\t    "), []byte(" ")) // join the wrapped lines
 	for _, name := range names() {
 		sc := scenarios[name]
-		if sc.ranks < 1 || !strings.HasSuffix(sc.mpich, ".c") || !strings.Contains(sc.mpich, "/") {
-			t.Errorf("%s: MPICH file %q, %d ranks: want a test/mpi path ending in .c and at least one rank", name, sc.mpich, sc.ranks)
+		dir, short, ok := strings.Cut(name, "-")
+		if !ok || sc.ranks < 1 || !strings.HasPrefix(sc.mpich, dir+"/") || !strings.HasSuffix(sc.mpich, ".c") {
+			t.Errorf("%s: MPICH file %q, %d ranks: want DIR-NAME, a DIR/*.c file and at least one rank", name, sc.mpich, sc.ranks)
+			continue
 		}
-		if !bytes.Contains(doc, []byte(name+" ")) || !bytes.Contains(doc, []byte(sc.mpich)) {
-			t.Errorf("doc.go does not list %s with %s", name, sc.mpich)
+		if !regexp.MustCompile(`[\s:]` + regexp.QuoteMeta(short) + `(\s|$)`).Match(doc) {
+			t.Errorf("doc.go does not list %s", name)
+		}
+		if sc.mpich != dir+"/"+short+".c" && !regexp.MustCompile(`from `+regexp.QuoteMeta(sc.mpich)+`:[^\n]*\s`+regexp.QuoteMeta(short)+`(\s|$)`).Match(doc) {
+			t.Errorf("doc.go does not say %s is built from %s", name, sc.mpich)
 		}
 	}
 	for name := range knownFailing {

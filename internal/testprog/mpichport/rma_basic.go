@@ -85,7 +85,7 @@ func rmaTest1(ctx context.Context, w *runtime.World) error {
 		if c.Rank() == 1 {
 			err = same("Put/Get: A against B", a[:size-1], local[:size-1])
 		} else if got, want := local[size-1], int32(size-1-3*(size-1)); got != want {
-			err = fmt.Errorf("Accumulate: B[%d] is %d, want %d", size-1, got, want)
+			err = fmt.Errorf("accumulate: B[%d] is %d, want %d", size-1, got, want)
 		}
 		return first(err, win.Free(ctx))
 	})

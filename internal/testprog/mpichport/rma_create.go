@@ -55,7 +55,7 @@ func rmaWinFlavors(ctx context.Context, w *runtime.World) error {
 		return err
 	}
 	if f := cw.Flavor(); f != window.FlavorCreate {
-		return fmt.Errorf("Create's flavor is %v, want %v", f, window.FlavorCreate)
+		return fmt.Errorf("the flavor of a Create window is %v, want %v", f, window.FlavorCreate)
 	}
 	if err := cw.Free(ctx); err != nil {
 		return err
@@ -65,10 +65,10 @@ func rmaWinFlavors(ctx context.Context, w *runtime.World) error {
 		return err
 	}
 	if rank > 0 && len(aw.Local()) != rank*8 {
-		return fmt.Errorf("Allocate gave %d bytes, want %d", len(aw.Local()), rank*8)
+		return fmt.Errorf("allocate gave %d bytes, want %d", len(aw.Local()), rank*8)
 	}
 	if f := aw.Flavor(); f != window.FlavorAllocate {
-		return fmt.Errorf("Allocate's flavor is %v, want %v", f, window.FlavorAllocate)
+		return fmt.Errorf("the flavor of an Allocate window is %v, want %v", f, window.FlavorAllocate)
 	}
 	if err := aw.Free(ctx); err != nil {
 		return err
@@ -78,7 +78,7 @@ func rmaWinFlavors(ctx context.Context, w *runtime.World) error {
 		return err
 	}
 	if f := dw.Flavor(); f != window.FlavorDynamic {
-		return fmt.Errorf("CreateDynamic's flavor is %v, want %v", f, window.FlavorDynamic)
+		return fmt.Errorf("the flavor of a CreateDynamic window is %v, want %v", f, window.FlavorDynamic)
 	}
 	return dw.Free(ctx)
 }

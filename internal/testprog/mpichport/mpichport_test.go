@@ -68,7 +68,7 @@ func TestRegistry(t *testing.T) {
 		if !regexp.MustCompile(`[\s:]` + regexp.QuoteMeta(short) + `(\s|$)`).Match(doc) {
 			t.Errorf("doc.go does not list %s", name)
 		}
-		if sc.mpich != dir+"/"+short+".c" && !regexp.MustCompile(`from `+regexp.QuoteMeta(sc.mpich)+`:[^\n]*\s`+regexp.QuoteMeta(short)+`(\s|$)`).Match(doc) {
+		if sc.mpich != dir+"/"+short+".c" && !regexp.MustCompile(regexp.QuoteMeta(sc.mpich)+`:[^\n]*\s`+regexp.QuoteMeta(short)+`(\s|$)`).Match(doc) {
 			t.Errorf("doc.go does not say %s is built from %s", name, sc.mpich)
 		}
 	}

@@ -413,7 +413,6 @@ func rmaManyget(ctx context.Context, w *runtime.World) error {
 	return win.Free(ctx)
 }
 
-
 // rmaNullpscw: an empty window (Allocate of 0 for nullpscw_shm); every rank Posts to
 // and Starts on the window's whole group, itself included, then Completes and Waits
 // with no RMA call between.

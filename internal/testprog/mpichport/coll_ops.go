@@ -16,6 +16,7 @@ func init() {
 	register("coll-opband", "coll/opband.c", 4, collOpbit(opBand))
 	register("coll-opbor", "coll/opbor.c", 4, collOpbit(opBor))
 	register("coll-opbxor", "coll/opbxor.c", 4, collOpbit(opBxor))
+	register("coll-op_commutative", "coll/op_commutative.c", 2, collOpCommutative)
 }
 
 // reduce3 reduces the three elements in of every rank with op to rank 0 (its output
@@ -193,4 +194,26 @@ func collOpbit(op bitOp) func(ctx context.Context, w *runtime.World) error {
 			bitCase[int64](ctx, w, "long", op), bitCase[uint64](ctx, w, "unsigned long", op),
 			bitCase[int64](ctx, w, "long long", op))
 	}
+}
+
+// collOpCommutative: the predefined operators report themselves commutative (Max, Min,
+// Sum, Prod, Band, Bor, Bxor; op_commutative.c also asks the logical and LOC operators,
+// which gorma lacks), and a user operator (in*2 + inout) reports what it was made with.
+func collOpCommutative(ctx context.Context, w *runtime.World) error {
+	for _, op := range []collectives.Op[int32]{collectives.Max[int32](), collectives.Min[int32](), collectives.Sum[int32](),
+		collectives.Prod[int32](), collectives.Band[int32](), collectives.Bor[int32](), collectives.Bxor[int32]()} {
+		if !op.Commutative() {
+			return fmt.Errorf("%v reports itself not commutative", op)
+		}
+	}
+	userOp := func(inout, in []int32) {
+		for i := range inout {
+			inout[i] = in[i]*2 + inout[i]
+		}
+	}
+	c, nc := collectives.NewOp("user_op", userOp, true), collectives.NewOp("user_op", userOp, false)
+	if !c.Commutative() || nc.Commutative() {
+		return fmt.Errorf("user operators made commutative and not report %v and %v", c.Commutative(), nc.Commutative())
+	}
+	return nil
 }

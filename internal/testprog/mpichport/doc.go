@@ -18,8 +18,9 @@
 // recv for Scatter's root). The scenarios:
 //
 //	coll: allgather2 allgatherv2 allred allred2 allred6 allredmany alltoall1 alltoallv bcasttest
-//	    coll10 coll13 coll2 coll4 coll6 coll7 coll8 coll9 exscan exscan2 gather opband opbor
-//	    opbxor opmax opmin opprod opsum red_scat_block red_scat_block2 redscat reduce scantst
+//	    coll10 coll13 coll2 coll4 coll6 coll7 coll8 coll9 exscan exscan2 gather op_commutative
+//	    opband opbor opbxor opmax opmin opprod opsum red_scat_block red_scat_block2 redscat
+//	    reduce scantst
 //	pt2pt: anyall huge_anysrc huge_dupcomm huge_underflow isendirecv isendself isendselfprobe
 //	    large_tag many_isend probe_unexp pt2pt_large recv_any sendall sendflood sendrecv3
 //	    waitany_null waittestnull
@@ -28,13 +29,14 @@
 //	    fetch_and_op_int fetch_and_op_long fetch_and_op_short fetchandadd flush fop_flush_get
 //	    gacc_flush_get get_acc_local get_accumulate_double get_accumulate_int
 //	    get_accumulate_long get_accumulate_short get_flushlocal get_flushlocal_shm linked_list
-//	    linked_list_lockall lock_nested lockcontention locknull manyget mixedsync nullpscw
-//	    nullpscw_shm overlap_wins_acc overlap_wins_cas overlap_wins_fop overlap_wins_gacc
-//	    overlap_wins_put pscw_ordering pscw_ordering_shm put_flush_get reqops rget_testall
-//	    rget_unlock rmazero test1 test2 test2_shm test3 test3_shm test4 test5 win_dynamic_acc
-//	    win_flavors win_shared win_shared_acc_flush_load win_shared_cas_flush_load
-//	    win_shared_fop_flush_load win_shared_gacc_flush_load win_shared_put_flush_load win_zero
-//	    window_allocation window_attach window_creation wintest wintest_shm
+//	    linked_list_lockall lock_nested lockcontention lockcontention2 locknull manyget
+//	    mixedsync nullpscw nullpscw_shm overlap_wins_acc overlap_wins_cas overlap_wins_fop
+//	    overlap_wins_gacc overlap_wins_put pscw_ordering pscw_ordering_shm put_flush_get reqops
+//	    rget_testall rget_unlock rmazero test1 test2 test2_shm test3 test3_shm test4 test5
+//	    win_dynamic_acc win_flavors win_shared win_shared_acc_flush_load
+//	    win_shared_cas_flush_load win_shared_fop_flush_load win_shared_gacc_flush_load
+//	    win_shared_put_flush_load win_zero window_allocation window_attach window_creation
+//	    wintest wintest_shm
 //
 // Built from another file of MPICH's (the file, then the scenarios):
 //

@@ -12,10 +12,10 @@
 //
 // Scenario DIR-NAME re-expresses the MPICH test DIR/NAME of testlist.in, with its rank
 // count; its source is DIR/NAME.c unless MPICH's Makefile.am builds it from another file
-// (listed below: the _shm variants use MPI_Win_allocate, the others one element type or
-// operation each). MPI_COMM_WORLD subsets that MTestGetIntracommGeneral walks become the
+// (listed below: the _shm variants use MPI_Win_allocate, the others one element type,
+// operation or testlist.in argument each). MPI_COMM_WORLD subsets that MTestGetIntracommGeneral walks become the
 // World, a Dup, the World reversed and its two halves; MPI_IN_PLACE is a nil send (a nil
-// recv for Scatter's root). The scenarios:
+// recv for Scatter's root). The scenarios whose source is DIR/NAME.c:
 //
 //	coll: allgather2 allgatherv2 allred allred2 allred6 allredmany alltoall1 alltoallv bcasttest
 //	    coll10 coll13 coll2 coll4 coll6 coll7 coll8 coll9 exscan exscan2 gather op_commutative
@@ -24,21 +24,13 @@
 //	pt2pt: anyall huge_anysrc huge_dupcomm huge_underflow isendirecv isendself isendselfprobe
 //	    large_tag many_isend probe_unexp pt2pt_large recv_any sendall sendflood sendrecv3
 //	    waitany_null waittestnull
-//	rma: acc_flush_get accfence2 at_complete atomic_rmw_cas atomic_rmw_fop atomic_rmw_gacc
-//	    cas_flush_get compare_and_swap fence_shm fetch_and_op_char fetch_and_op_double
-//	    fetch_and_op_int fetch_and_op_long fetch_and_op_short fetchandadd flush fop_flush_get
-//	    gacc_flush_get get_acc_local get_accumulate_double get_accumulate_int
-//	    get_accumulate_long get_accumulate_short get_flushlocal get_flushlocal_shm linked_list
-//	    linked_list_lockall lock_nested lockcontention lockcontention2 locknull manyget
-//	    mixedsync nullpscw nullpscw_shm overlap_wins_acc overlap_wins_cas overlap_wins_fop
-//	    overlap_wins_gacc overlap_wins_put pscw_ordering pscw_ordering_shm put_flush_get reqops
-//	    rget_testall rget_unlock rmazero test1 test2 test2_shm test3 test3_shm test4 test5
-//	    win_dynamic_acc win_flavors win_shared win_shared_acc_flush_load
-//	    win_shared_cas_flush_load win_shared_fop_flush_load win_shared_gacc_flush_load
-//	    win_shared_put_flush_load win_zero window_allocation window_attach window_creation
-//	    wintest wintest_shm
+//	rma: accfence2 at_complete atomic_rmw_cas atomic_rmw_fop atomic_rmw_gacc compare_and_swap
+//	    fence_shm fetchandadd flush get_acc_local get_flushlocal linked_list linked_list_lockall
+//	    lock_nested lockcontention lockcontention2 locknull manyget mixedsync nullpscw
+//	    pscw_ordering reqops rget_testall rget_unlock rmazero test1 test2 test3 test4 test5
+//	    win_dynamic_acc win_flavors win_shared win_zero window_attach window_creation wintest
 //
-// Built from another file of MPICH's (the file, then the scenarios):
+// Those built from another file of MPICH's (the file, then the scenarios):
 //
 //	rma/fetch_and_op.c: fetch_and_op_char fetch_and_op_double fetch_and_op_int fetch_and_op_long
 //	    fetch_and_op_short
@@ -51,6 +43,11 @@
 //	rma/pscw_ordering.c: pscw_ordering_shm
 //	rma/test2.c: test2_shm
 //	rma/test3.c: test3_shm
+//	rma/win_dynamic_rma_flush_get.c: win_dynamic_rma_flush_get_acc4096
+//	    win_dynamic_rma_flush_get_acc9216 win_dynamic_rma_flush_get_cas1
+//	    win_dynamic_rma_flush_get_fop1 win_dynamic_rma_flush_get_gacc4096
+//	    win_dynamic_rma_flush_get_gacc9216 win_dynamic_rma_flush_get_put4096
+//	    win_dynamic_rma_flush_get_put9216
 //	rma/win_shared_rma_flush_load.c: win_shared_acc_flush_load win_shared_cas_flush_load
 //	    win_shared_fop_flush_load win_shared_gacc_flush_load win_shared_put_flush_load
 //	rma/window_creation.c: window_allocation

@@ -27,11 +27,11 @@ type num interface {
 	~int8 | ~int16 | ~int32 | ~int64 | ~float64
 }
 
-// selfStore runs f on this rank's window memory inside an exclusive lock on itself, as
-// MPICH's tests store to their window buffers.
-func selfStore[T runtime.Elem](ctx context.Context, win *window.Win[T], f func(local []T)) error {
+// selfStore runs f on this rank's window memory inside a lock of type lt on itself, as
+// MPICH's tests store to (and load from) their window buffers.
+func selfStore[T runtime.Elem](ctx context.Context, win *window.Win[T], lt window.LockType, f func(local []T)) error {
 	me := win.Rank()
-	if err := win.Lock(ctx, window.Exclusive, me, 0); err != nil {
+	if err := win.Lock(ctx, lt, me, 0); err != nil {
 		return err
 	}
 	f(win.Local())
@@ -63,7 +63,7 @@ func rmaCompareAndSwap(ctx context.Context, w *runtime.World) error {
 		return nil
 	}
 	reset := func() error {
-		return first(selfStore(ctx, win, func(l []int32) { l[0] = 0 }), runtime.Barrier(ctx, w))
+		return first(selfStore(ctx, win, window.Exclusive, func(l []int32) { l[0] = 0 }), runtime.Barrier(ctx, w))
 	}
 	if err := first(swaps(rank, true, "self"), reset(), swaps((rank+1)%n, true, "neighbour"),
 		runtime.Barrier(ctx, w), reset()); err != nil {
@@ -105,11 +105,11 @@ func rmaFetchAndOp[T num](ctx context.Context, w *runtime.World) error {
 		for i := range res {
 			res[i] = T(0) - 1
 		}
-		return first(selfStore(ctx, win, func(l []T) { clear(l) }), runtime.Barrier(ctx, w))
+		return first(selfStore(ctx, win, window.Exclusive, func(l []T) { clear(l) }), runtime.Barrier(ctx, w))
 	}
 	checkLocal := func(what string, want func(i int) T, upto int) error {
 		var err error
-		e := selfStore(ctx, win, func(l []T) { err = same(what, l[:upto], seq(upto, want)) })
+		e := selfStore(ctx, win, window.Exclusive, func(l []T) { err = same(what, l[:upto], seq(upto, want)) })
 		return first(e, err)
 	}
 	fop := func(target int, what string, check bool) error {
@@ -199,7 +199,7 @@ func rmaFetchAndOp[T num](ctx context.Context, w *runtime.World) error {
 	// NoOp reads of the neighbour, then of itself.
 	for _, target := range []int{(rank + 1) % n, rank} {
 		if err := first(runtime.Barrier(ctx, w), reset(),
-			selfStore(ctx, win, func(l []T) {
+			selfStore(ctx, win, window.Exclusive, func(l []T) {
 				for i := range l {
 					l[i] = T(rank)
 				}
@@ -239,7 +239,7 @@ func rmaGetAccumulate[T num](ctx context.Context, w *runtime.World) error {
 			if err := runtime.Barrier(ctx, w); err != nil {
 				return err
 			}
-			if err := selfStore(ctx, win, func(l []T) { clear(l) }); err != nil {
+			if err := selfStore(ctx, win, window.Exclusive, func(l []T) { clear(l) }); err != nil {
 				return err
 			}
 			for i := range res {
@@ -252,7 +252,7 @@ func rmaGetAccumulate[T num](ctx context.Context, w *runtime.World) error {
 		}
 		checkLocal := func(what string, want func(i int) T, upto int) error {
 			var err error
-			e := selfStore(ctx, win, func(l []T) { err = same(fmt.Sprintf("count %d: %s", count, what), l[:upto], seq(upto, want)) })
+			e := selfStore(ctx, win, window.Exclusive, func(l []T) { err = same(fmt.Sprintf("count %d: %s", count, what), l[:upto], seq(upto, want)) })
 			return first(e, err)
 		}
 		gacc := func(target int) error {
@@ -330,7 +330,7 @@ func rmaGetAccumulate[T num](ctx context.Context, w *runtime.World) error {
 		}
 		// NoOp reads, with no origin buffer.
 		for _, target := range []int{(rank + 1) % n, rank} {
-			if err := first(reset(1), selfStore(ctx, win, func(l []T) {
+			if err := first(reset(1), selfStore(ctx, win, window.Exclusive, func(l []T) {
 				for i := range l {
 					l[i] = T(rank)
 				}

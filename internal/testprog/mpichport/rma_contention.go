@@ -45,7 +45,7 @@ func rmaLockcontention2(ctx context.Context, w *runtime.World) error {
 	}
 	check := func(what string, from, n int) error {
 		var err error
-		e := selfStore(ctx, win, func(l []int32) {
+		e := selfStore(ctx, win, window.Exclusive, func(l []int32) {
 			err = same(what, l[from:from+n], seq(n, func(i int) int32 { return int32(i) }))
 		})
 		return first(e, err)
@@ -146,7 +146,7 @@ func rmaLockcontention2(ctx context.Context, w *runtime.World) error {
 	}
 	if rank == trank {
 		var err error
-		e := selfStore(ctx, win, func(l []int32) {
+		e := selfStore(ctx, win, window.Exclusive, func(l []int32) {
 			err = same("two accumulates", l[:nelm*ws], seq(nelm*ws, func(i int) int32 { return int32(2 * i) }))
 		})
 		if err = first(e, err); err != nil {

@@ -112,7 +112,7 @@ func rmaPscwOrdering(alloc bool) func(ctx context.Context, w *runtime.World) err
 		if err != nil {
 			return err
 		}
-		if err := selfStore(ctx, win, func(l []int32) {
+		if err := selfStore(ctx, win, window.Shared, func(l []int32) {
 			for i := range l {
 				l[i] = -1
 			}
@@ -158,7 +158,7 @@ func rmaGetFlushlocal(alloc bool) func(ctx context.Context, w *runtime.World) er
 		if err != nil {
 			return err
 		}
-		if err := selfStore(ctx, win, func(l []int32) {
+		if err := selfStore(ctx, win, window.Shared, func(l []int32) {
 			for i := range l {
 				l[i] = int32(rank*bufcnt + i)
 			}
@@ -191,7 +191,7 @@ func rmaRgetTestall(ctx context.Context, w *runtime.World) error {
 	if err != nil {
 		return err
 	}
-	if err := first(selfStore(ctx, win, func(l []int32) { l[0], l[1] = 1, 2 }), runtime.Barrier(ctx, w), win.LockAll(ctx, 0)); err != nil {
+	if err := first(selfStore(ctx, win, window.Exclusive, func(l []int32) { l[0], l[1] = 1, 2 }), runtime.Barrier(ctx, w), win.LockAll(ctx, 0)); err != nil {
 		return err
 	}
 	v1, v2 := []int32{0}, []int32{0}
@@ -271,14 +271,14 @@ func rmaAtComplete(ctx context.Context, w *runtime.World) error {
 	getBuf, putBuf := make([]int32, getSize), fill(putSize, int32(1))
 	reset := func() error {
 		clear(getBuf)
-		return first(runtime.Barrier(ctx, w), selfStore(ctx, win, func(l []int32) {
+		return first(runtime.Barrier(ctx, w), selfStore(ctx, win, window.Shared, func(l []int32) {
 			for i := range l {
 				l[i] = 1
 			}
 		}), runtime.Barrier(ctx, w))
 	}
 	lastToTwo := func() error {
-		return selfStore(ctx, win, func(l []int32) { l[len(l)-1] = 2 })
+		return selfStore(ctx, win, window.Shared, func(l []int32) { l[len(l)-1] = 2 })
 	}
 	for k := 0; k < loop; k++ {
 		for _, sync := range []string{"fence", "pscw"} {

@@ -72,7 +72,7 @@ const rmwShm, rmwAm, rmwDest = 0, 1, 2
 // synchronizes.
 func resetTarget(ctx context.Context, w *runtime.World, win *window.Win[int32]) error {
 	if w.Rank() == rmwDest {
-		if err := selfStore(ctx, win, func(l []int32) { clear(l) }); err != nil {
+		if err := selfStore(ctx, win, window.Shared, func(l []int32) { clear(l) }); err != nil {
 			return err
 		}
 	}
@@ -102,7 +102,7 @@ func distinctFetches(ctx context.Context, w *runtime.World, win *window.Win[int3
 		}
 	case rmwDest:
 		var err error
-		e := selfStore(ctx, win, func(l []int32) { err = same(fmt.Sprintf("loop %d: target", loop), l[:ops], fill(ops, int32(want))) })
+		e := selfStore(ctx, win, window.Shared, func(l []int32) { err = same(fmt.Sprintf("loop %d: target", loop), l[:ops], fill(ops, int32(want))) })
 		return first(e, err)
 	}
 	return nil
@@ -161,7 +161,7 @@ func rmaAtomicRmwCas(ctx context.Context, w *runtime.World) error {
 		}
 		var all []int32
 		if rank == rmwDest {
-			err = selfStore(ctx, win, func(l []int32) { result[0] = l[0] })
+			err = selfStore(ctx, win, window.Shared, func(l []int32) { result[0] = l[0] })
 			all = make([]int32, 3)
 		}
 		if err = first(err, collectives.Gather(ctx, w, result, all, rmwDest)); err != nil {

@@ -22,13 +22,14 @@
 //	    opband opbor opbxor opmax opmin opprod opsum red_scat_block red_scat_block2 redscat
 //	    reduce scantst
 //	pt2pt: anyall huge_anysrc huge_dupcomm huge_underflow isendirecv isendself isendselfprobe
-//	    large_tag many_isend probe_unexp pt2pt_large recv_any sendall sendflood sendrecv3
-//	    waitany_null waittestnull
+//	    large_tag many_isend manylmt probe_unexp pt2pt_large recv_any sendall sendflood
+//	    sendrecv3 waitany_null waittestnull
 //	rma: accfence2 at_complete atomic_rmw_cas atomic_rmw_fop atomic_rmw_gacc compare_and_swap
-//	    fence_shm fetchandadd flush get_acc_local get_flushlocal linked_list linked_list_lockall
-//	    lock_nested lockcontention lockcontention2 locknull manyget mixedsync nullpscw
-//	    pscw_ordering reqops rget_testall rget_unlock rmazero test1 test2 test3 test4 test5
-//	    win_dynamic_acc win_flavors win_shared win_zero window_attach window_creation wintest
+//	    contention_put fence_shm fetchandadd flush get_acc_local get_flushlocal linked_list
+//	    linked_list_lockall lock_nested lockcontention lockcontention2 locknull manyget manyrma3
+//	    mixedsync nullpscw pscw_ordering reqops rget_testall rget_unlock rmazero test1 test2
+//	    test3 test4 test5 win_dynamic_acc win_flavors win_shared win_shared_zerobyte win_zero
+//	    window_attach window_creation wintest
 //
 // Those built from another file of MPICH's (the file, then the scenarios):
 //
@@ -48,6 +49,8 @@
 //	    win_dynamic_rma_flush_get_fop1 win_dynamic_rma_flush_get_gacc4096
 //	    win_dynamic_rma_flush_get_gacc9216 win_dynamic_rma_flush_get_put4096
 //	    win_dynamic_rma_flush_get_put9216
+//	rma/win_shared_query.c: win_shared_query_allocate win_shared_query_allocate_shared
+//	    win_shared_query_create
 //	rma/win_shared_rma_flush_load.c: win_shared_acc_flush_load win_shared_cas_flush_load
 //	    win_shared_fop_flush_load win_shared_gacc_flush_load win_shared_put_flush_load
 //	rma/window_creation.c: window_allocation

@@ -12,6 +12,7 @@ func init() {
 	register("pt2pt-huge_dupcomm", "pt2pt/huge_dupcomm.c", 2, ptHugeDupcomm)
 	register("pt2pt-huge_underflow", "pt2pt/huge_underflow.c", 2, ptHugeUnderflow)
 	register("pt2pt-many_isend", "pt2pt/many_isend.c", 3, ptManyIsend)
+	register("pt2pt-manylmt", "pt2pt/manylmt.c", 2, ptManylmt)
 	register("pt2pt-waitany_null", "pt2pt/waitany_null.c", 1, ptWaitanyNull)
 	register("pt2pt-waittestnull", "pt2pt/waittestnull.c", 1, ptWaittestnull)
 	knownFailing["pt2pt-waittestnull"] = "TestAny over no active request reports ok false; MPI_Testany returns flag true with MPI_UNDEFINED"
@@ -175,4 +176,28 @@ func ptWaittestnull(ctx context.Context, w *runtime.World) error {
 		return fmt.Errorf("waitany over no requests: index %d, error %v; want -1 and none", i, err)
 	}
 	return nil
+}
+
+// ptManylmt: huge_anysrc with the source named: 32 messages of 10 MiB from rank 0 to the
+// last rank, all outstanding at once.
+func ptManylmt(ctx context.Context, w *runtime.World) error {
+	const ntry, blk = 32, 10 << 20
+	dest := w.Size() - 1
+	if w.Rank() != 0 && w.Rank() != dest {
+		return nil
+	}
+	buf := fill(ntry*blk, byte(0xff))
+	reqs := make([]*runtime.Request, ntry)
+	for i := range reqs {
+		var err error
+		if w.Rank() == 0 {
+			reqs[i], err = runtime.Isend(w, buf[i*blk:(i+1)*blk], dest, 0)
+		} else {
+			reqs[i], err = runtime.Irecv(w, buf[i*blk:(i+1)*blk], 0, 0)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return runtime.WaitAll(ctx, reqs, nil)
 }

@@ -18,6 +18,8 @@ func init() {
 			knownFailing[name] = "SharedQuery fails with ErrFlavor on a window made by " + flavor + "; MPI (4.0 on) lets MPI_Win_shared_query be called on a window of any flavor, and MPICH's test calls it on every rank of one host and expects success"
 		}
 	}
+	register("rma-win_shared_noncontig", "rma/win_shared_noncontig.c", 4, rmaWinSharedNoncontig)
+	register("rma-win_shared_noncontig_put", "rma/win_shared_noncontig_put.c", 4, rmaWinSharedNoncontigPut)
 	register("rma-manyrma3", "rma/manyrma3.c", 2, rmaManyrma3)
 	register("rma-contention_put", "rma/contention_put.c", 4, rmaContentionPut)
 }
@@ -165,4 +167,103 @@ func rmaContentionPut(ctx context.Context, w *runtime.World) error {
 		}
 	}
 	return win.Free(ctx)
+}
+
+// rmaWinSharedNoncontig: win_shared's check with the info key alloc_shared_noncontig
+// (gorma's AllocateShared places each rank's memory on its own in any case): every rank
+// of a host stores 0..9999 into its own shared memory in a LockAll(NoCheck) epoch, then
+// (Sync, Barrier, Sync) loads every rank's memory through SharedQuery.
+func rmaWinSharedNoncontig(ctx context.Context, w *runtime.World) error {
+	const perProc = 10000
+	shm, err := hostComm(ctx, w)
+	if err != nil {
+		return err
+	}
+	win, err := window.AllocateShared[int32](ctx, shm, perProc)
+	if err != nil {
+		return err
+	}
+	if err := win.LockAll(ctx, window.NoCheck); err != nil {
+		return err
+	}
+	for i := range win.Local() {
+		win.Local()[i] = int32(i)
+	}
+	if err := first(win.Sync(ctx), runtime.Barrier(ctx, shm), win.Sync(ctx)); err != nil {
+		return err
+	}
+	for r := 0; r < shm.Size(); r++ {
+		mem, err := win.SharedQuery(r)
+		if err != nil {
+			return err
+		}
+		if len(mem) < perProc {
+			return fmt.Errorf("rank %d's shared memory has %d elements, want at least %d", r, len(mem), perProc)
+		}
+		if err := same(fmt.Sprintf("rank %d's shared memory", r), mem[:perProc], seq(perProc, func(j int) int32 { return int32(j) })); err != nil {
+			return err
+		}
+	}
+	return first(win.UnlockAll(ctx), win.Free(ctx), shm.Free())
+}
+
+// rmaWinSharedNoncontigPut: a host's even ranks have 10000 ints of shared memory (info
+// alloc_shared_noncontig), the odd ranks none; in 10000 Fence(NoPrecede)/
+// Fence(NoSucceed) epochs each even rank Puts i at element i of the even rank two
+// further on (rank 0 past the end); then every rank loads each even rank's memory,
+// which holds 0..9999, and finds the odd ranks' memory empty.
+func rmaWinSharedNoncontigPut(ctx context.Context, w *runtime.World) error {
+	const perProc = 10000
+	shm, err := hostComm(ctx, w)
+	if err != nil {
+		return err
+	}
+	sr, sn := shm.Rank(), shm.Size()
+	n := 0
+	if sr%2 == 0 {
+		n = perProc
+	}
+	win, err := window.AllocateShared[int32](ctx, shm, n)
+	if err != nil {
+		return err
+	}
+	target := (sr + 2) % sn
+	if sr+2 > sn {
+		target = 0
+	}
+	for i := 0; i < perProc; i++ {
+		if err := win.Fence(ctx, window.NoPrecede); err != nil {
+			return err
+		}
+		if sr%2 == 0 {
+			if err := win.Put([]int32{int32(i)}, target, i); err != nil {
+				return err
+			}
+		}
+		if err := win.Fence(ctx, window.NoSucceed); err != nil {
+			return err
+		}
+	}
+	if err := runtime.Barrier(ctx, shm); err != nil {
+		return err
+	}
+	for r := 0; r < sn; r++ {
+		mem, err := win.SharedQuery(r)
+		if err != nil {
+			return err
+		}
+		if r%2 == 1 {
+			if len(mem) != 0 {
+				return fmt.Errorf("rank %d's shared memory has %d elements, want none", r, len(mem))
+			}
+			continue
+		}
+		if len(mem) < perProc {
+			return fmt.Errorf("rank %d's shared memory has %d elements, want at least %d", r, len(mem), perProc)
+		}
+		if err := same(fmt.Sprintf("rank %d's shared memory", r), mem[:perProc], seq(perProc, func(j int) int32 { return int32(j) })); err != nil {
+			return err
+		}
+	}
+	return first(win.Free(ctx), shm.Free())
 }

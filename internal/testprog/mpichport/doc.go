@@ -17,20 +17,20 @@
 // World, a Dup, the World reversed and its two halves; MPI_IN_PLACE is a nil send (a nil
 // recv for Scatter's root). The scenarios whose source is DIR/NAME.c:
 //
-//	coll: allgather2 allgatherv2 allgatherv4 allred allred2 allred6 allredmany alltoall1
+//	coll: allgather2 allgatherv2 allgatherv4 allred allred2 allred5 allred6 allredmany alltoall1
 //	    alltoallv bcasttest coll10 coll13 coll2 coll4 coll6 coll7 coll8 coll9 exscan exscan2
 //	    gather op_commutative opband opbor opbxor opmax opmin opprod opsum red_scat_block
 //	    red_scat_block2 redscat reduce scantst
 //	pt2pt: anyall huge_anysrc huge_dupcomm huge_underflow isendirecv isendself isendselfprobe
-//	    large_tag many_isend manylmt probe_unexp pt2pt_large recv_any sendall sendflood
-//	    sendrecv3 waitany_null waittestnull
-//	rma: accfence2 at_complete atomic_rmw_cas atomic_rmw_fop atomic_rmw_gacc compare_and_swap
-//	    contention_put fence_shm fetchandadd flush get_acc_local get_flushlocal linked_list
-//	    linked_list_lockall lock_nested lockcontention lockcontention2 locknull manyget manyrma3
-//	    mixedsync nullpscw pscw_ordering reqops rget_testall rget_unlock rmazero test1 test2
-//	    test3 test4 test5 win_dynamic_acc win_flavors win_shared win_shared_noncontig
-//	    win_shared_noncontig_put win_shared_zerobyte win_zero window_attach window_creation
-//	    wintest
+//	    large_tag many_isend manylmt probe_unexp pt2pt_large recv_any send_tests sendall
+//	    sendflood sendrecv3 waitany_null waittestnull
+//	rma: accfence2 adlb_mimic1 at_complete atomic_rmw_cas atomic_rmw_fop atomic_rmw_gacc
+//	    compare_and_swap contention_put fence_shm fetchandadd flush get_acc_local get_flushlocal
+//	    linked_list linked_list_lockall lock_nested lockcontention lockcontention2 locknull
+//	    manyget manyrma3 mixedsync nullpscw pscw_ordering reqops rget_testall rget_unlock
+//	    rmazero test1 test2 test3 test4 test5 win_dynamic_acc win_flavors win_shared
+//	    win_shared_noncontig win_shared_noncontig_put win_shared_zerobyte win_zero window_attach
+//	    window_creation wintest
 //
 // Those built from another file of MPICH's (the file, then the scenarios):
 //

@@ -10,8 +10,9 @@ import (
 )
 
 func init() {
-	register("rma-linked_list", "rma/linked_list.c", 4, rmaLinkedList(false))
-	register("rma-linked_list_lockall", "rma/linked_list_lockall.c", 4, rmaLinkedList(true))
+	register("rma-linked_list", "rma/linked_list.c", 4, rmaLinkedList(listLock))
+	register("rma-linked_list_lockall", "rma/linked_list_lockall.c", 4, rmaLinkedList(listLockAll))
+	register("rma-linked_list_fop", "rma/linked_list_fop.c", 4, rmaLinkedList(listFop))
 }
 
 // A list element is three int64s attached on their own to a dynamic window: the value,
@@ -25,15 +26,26 @@ const (
 	nilDisp      = -1
 )
 
+// listMode is how the linked_list tests synchronize and write the list.
+type listMode int
+
+const (
+	listLock    listMode = iota // exclusive locks; Put and Get
+	listLockAll                 // one LockAll epoch with Flushes; Accumulate(replace), NoOp GetAccumulate
+	listFop                     // shared NoCheck locks; FetchAndOp(replace), NoOp FetchAndOp
+)
+
 // rmaLinkedList: every rank appends 32 elements of its own to a list whose head is at
 // rank 0: it swaps its element into the tail's next rank (CompareAndSwap against nil),
 // then writes the next displacement; when the swap fails it follows the tail, waiting
 // for the displacement to appear. Rank 0 walks the list: every rank has 32 elements in
 // it. linked_list: each access in an exclusive lock; linked_list_lockall: one LockAll
 // epoch with Flushes, Accumulate(replace) for the displacement and NoOp GetAccumulate
-// reads.
-func rmaLinkedList(lockAll bool) func(ctx context.Context, w *runtime.World) error {
+// reads; linked_list_fop: shared NoCheck locks, FetchAndOp(replace) for the
+// displacement and NoOp FetchAndOp reads.
+func rmaLinkedList(mode listMode) func(ctx context.Context, w *runtime.World) error {
 	return func(ctx context.Context, w *runtime.World) error {
+		lockAll := mode == listLockAll
 		const numElems, nprobe = 32, 100
 		rank, n := w.Rank(), w.Size()
 		win, err := window.CreateDynamic[int64](ctx, w)
@@ -50,7 +62,11 @@ func rmaLinkedList(lockAll bool) func(ctx context.Context, w *runtime.World) err
 			if lockAll {
 				return first(f(), win.Flush(ctx, target))
 			}
-			if err := win.Lock(ctx, window.Exclusive, target, 0); err != nil {
+			lt, assert := window.Exclusive, window.Assert(0)
+			if mode == listFop {
+				lt, assert = window.Shared, window.NoCheck
+			}
+			if err := win.Lock(ctx, lt, target, assert); err != nil {
 				return err
 			}
 			return first(f(), win.Unlock(ctx, target))
@@ -84,8 +100,12 @@ func rmaLinkedList(lockAll bool) func(ctx context.Context, w *runtime.World) err
 				}
 				if next == nilRank {
 					if err := access(tailRank, func() error {
-						if lockAll {
+						switch mode {
+						case listLockAll:
 							return win.Accumulate([]int64{disp}, tailRank, int(tailDisp)+elemNextDisp, collectives.Replace[int64]())
+						case listFop:
+							var old int64
+							return win.FetchAndOp(disp, &old, tailRank, int(tailDisp)+elemNextDisp, collectives.Replace[int64]())
 						}
 						return win.Put([]int64{disp}, tailRank, int(tailDisp)+elemNextDisp)
 					}); err != nil {
@@ -102,8 +122,11 @@ func rmaLinkedList(lockAll bool) func(ctx context.Context, w *runtime.World) err
 				nd := []int64{nilDisp}
 				for nd[0] == nilDisp {
 					if err := access(tailRank, func() error {
-						if lockAll {
+						switch mode {
+						case listLockAll:
 							return win.GetAccumulate(nil, nd, tailRank, int(tailDisp)+elemNextDisp, collectives.NoOp[int64]())
+						case listFop:
+							return win.FetchAndOp(0, &nd[0], tailRank, int(tailDisp)+elemNextDisp, collectives.NoOp[int64]())
 						}
 						return win.Get(nd, tailRank, int(tailDisp)+elemNextDisp)
 					}); err != nil {

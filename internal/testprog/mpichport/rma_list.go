@@ -13,6 +13,8 @@ func init() {
 	register("rma-linked_list", "rma/linked_list.c", 4, rmaLinkedList(listLock))
 	register("rma-linked_list_lockall", "rma/linked_list_lockall.c", 4, rmaLinkedList(listLockAll))
 	register("rma-linked_list_fop", "rma/linked_list_fop.c", 4, rmaLinkedList(listFop))
+	register("rma-linked_list_bench_lock_excl", "rma/linked_list_bench_lock_excl.c", 4, rmaLinkedListBenchLockExcl)
+	knownFailing["rma-linked_list_bench_lock_excl"] = "each rank attaches 250 list elements, one Attach each; a dynamic window holds at most 64 attached buffers at a rank (see rma-window_attach)"
 }
 
 // A list element is three int64s attached on their own to a dynamic window: the value,
@@ -182,4 +184,111 @@ func rmaLinkedList(mode listMode) func(ctx context.Context, w *runtime.World) er
 		}
 		return win.Free(ctx)
 	}
+}
+
+// rmaLinkedListBenchLockExcl: 1000 elements in all (rank 0's head among them) are
+// appended in rank order round the ring: a rank appends only when the tail is at its
+// left neighbour, writing the element's rank and displacement with one Put under an
+// exclusive lock, and otherwise chases the tail (Get under an exclusive lock, Iprobes
+// between tries). Rank 0 walks the list in a LockAll epoch: each rank has its share.
+func rmaLinkedListBenchLockExcl(ctx context.Context, w *runtime.World) error {
+	const numElems = 1000
+	rank, n := w.Rank(), w.Size()
+	win, err := window.CreateDynamic[int64](ctx, w)
+	if err != nil {
+		return err
+	}
+	alloc := func() (int64, error) {
+		base, err := win.Attach(ctx, []int64{int64(rank), nilRank, nilDisp})
+		return int64(base), err
+	}
+	locked := func(target int, f func() error) error {
+		if err := win.Lock(ctx, window.Exclusive, target, 0); err != nil {
+			return err
+		}
+		return first(f(), win.Unlock(ctx, target))
+	}
+	head := []int64{0}
+	if rank == 0 {
+		if head[0], err = alloc(); err != nil {
+			return err
+		}
+	}
+	if err := collectives.Bcast(ctx, w, head, 0); err != nil {
+		return err
+	}
+	mine := numElems / n
+	if rank < numElems%n {
+		mine++
+	}
+	i := 0
+	if rank == 0 {
+		i = 1
+	}
+	if err := runtime.Barrier(ctx, w); err != nil {
+		return err
+	}
+	tailRank, tailDisp, pollint := int64(0), head[0], 0
+	for ; i < mine; i++ {
+		disp, err := alloc()
+		if err != nil {
+			return fmt.Errorf("element %d: %w", i, err)
+		}
+		for {
+			if tailRank == int64((rank+n-1)%n) {
+				if err := locked(int(tailRank), func() error {
+					return win.Put([]int64{int64(rank), disp}, int(tailRank), int(tailDisp)+elemNextRank)
+				}); err != nil {
+					return err
+				}
+				tailRank, tailDisp = int64(rank), disp
+				break
+			}
+			next := make([]int64, 2)
+			if err := locked(int(tailRank), func() error { return win.Get(next, int(tailRank), int(tailDisp)+elemNextRank) }); err != nil {
+				return err
+			}
+			if next[0] != nilRank {
+				tailRank, tailDisp = next[0], next[1]
+				pollint = max(1, pollint/2)
+				continue
+			}
+			for j := 0; j < pollint; j++ {
+				if _, _, err := runtime.Iprobe(w, runtime.AnySource, runtime.AnyTag); err != nil {
+					return err
+				}
+			}
+			pollint = min(n, pollint*2)
+		}
+	}
+	if err := runtime.Barrier(ctx, w); err != nil {
+		return err
+	}
+	if rank == 0 {
+		counts := make([]int, n)
+		if err := win.LockAll(ctx, 0); err != nil {
+			return err
+		}
+		for r, d, steps := 0, head[0], 0; d != nilDisp; steps++ {
+			if steps > numElems {
+				return fmt.Errorf("the list has more than %d elements", numElems)
+			}
+			elem := make([]int64, 3)
+			if err := first(win.Get(elem, r, int(d)), win.Flush(ctx, r)); err != nil {
+				return err
+			}
+			if v := elem[elemValue]; v < 0 || v >= int64(n) {
+				return fmt.Errorf("element %d holds %d, not a rank", steps, v)
+			}
+			counts[elem[elemValue]]++
+			r, d = int(elem[elemNextRank]), elem[elemNextDisp]
+		}
+		if err := win.UnlockAll(ctx); err != nil {
+			return err
+		}
+		if err := same("elements per rank", counts, seq(n, func(i int) int { return numElems/n + b2i(i < numElems%n) })); err != nil {
+			return err
+		}
+	}
+	return win.Free(ctx)
 }

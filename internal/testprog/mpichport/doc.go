@@ -27,7 +27,7 @@
 //	rma: accfence2 adlb_mimic1 at_complete atomic_rmw_cas atomic_rmw_fop atomic_rmw_gacc
 //	    compare_and_swap contention_put fence_shm fetchandadd flush get_acc_local get_flushlocal
 //	    linked_list linked_list_bench_lock_excl linked_list_fop linked_list_lockall lock_nested
-//	    lockcontention lockcontention2 locknull manyget manyrma3 mixedsync nullpscw
+//	    lockcontention lockcontention2 locknull manyget manyrma3 mixedsync mutex_bench nullpscw
 //	    pscw_ordering racc_local_comp req_example reqops rget_testall rget_unlock rmazero
 //	    rput_local_comp test1 test2 test3 test4 test5 win_dynamic_acc win_flavors win_shared
 //	    win_shared_noncontig win_shared_noncontig_put win_shared_zerobyte win_zero window_attach
@@ -40,6 +40,7 @@
 //	rma/get_accumulate.c: get_accumulate_double get_accumulate_int get_accumulate_long
 //	    get_accumulate_short
 //	rma/get_flushlocal.c: get_flushlocal_shm
+//	rma/mutex_bench.c: mutex_bench_shared mutex_bench_shm mutex_bench_shm_ordered
 //	rma/nullpscw.c: nullpscw_shm
 //	rma/overlap_wins_rma.c: overlap_wins_acc overlap_wins_cas overlap_wins_fop overlap_wins_gacc
 //	    overlap_wins_put

@@ -26,12 +26,12 @@
 //	    sendflood sendrecv3 waitany_null waittestnull
 //	rma: accfence2 adlb_mimic1 at_complete atomic_rmw_cas atomic_rmw_fop atomic_rmw_gacc
 //	    compare_and_swap contention_put fence_shm fetchandadd flush get_acc_local get_flushlocal
-//	    linked_list linked_list_bench_lock_excl linked_list_fop linked_list_lockall lock_nested
-//	    lockcontention lockcontention2 locknull manyget manyrma3 mixedsync mutex_bench nullpscw
-//	    pscw_ordering racc_local_comp req_example reqops rget_testall rget_unlock rmazero
-//	    rput_local_comp test1 test2 test3 test4 test5 win_dynamic_acc win_flavors win_shared
-//	    win_shared_noncontig win_shared_noncontig_put win_shared_zerobyte win_zero window_attach
-//	    window_creation wintest
+//	    large_small_acc linked_list linked_list_bench_lock_excl linked_list_fop
+//	    linked_list_lockall lock_nested lockcontention lockcontention2 locknull manyget manyrma3
+//	    mixedsync mutex_bench nullpscw pscw_ordering racc_local_comp req_example reqops
+//	    rget_testall rget_unlock rmazero rput_local_comp test1 test2 test3 test4 test5
+//	    win_dynamic_acc win_flavors win_shared win_shared_noncontig win_shared_noncontig_put
+//	    win_shared_zerobyte win_zero window_attach window_creation wintest
 //
 // Those built from another file of MPICH's (the file, then the scenarios):
 //

@@ -11,6 +11,7 @@ import (
 
 func init() {
 	register("rma-lockcontention2", "rma/lockcontention2.c", 4, rmaLockcontention2)
+	register("rma-large_small_acc", "rma/large_small_acc.c", 2, rmaLargeSmallAcc)
 }
 
 // rmaLockcontention2: every rank writes rank 0's window under exclusive locks, 200 locks
@@ -154,4 +155,42 @@ func rmaLockcontention2(ctx context.Context, w *runtime.World) error {
 		}
 	}
 	return win.Free(ctx)
+}
+
+// rmaLargeSmallAcc: 5 times, in one Fence epoch, rank 0 Accumulates (replace) 8192
+// ones into rank 1's uint64 window, then 2 into element 0, then 3 and 3 into elements
+// 1 and 2: MPI orders accumulates from one origin to the same location, so rank 1 ends
+// with 2, 3, 3 and then ones.
+func rmaLargeSmallAcc(ctx context.Context, w *runtime.World) error {
+	const loops, count = 5, 8192
+	repl := collectives.Replace[uint64]()
+	for j := 0; j < loops; j++ {
+		win, err := window.Create(ctx, w, make([]uint64, count))
+		if err != nil {
+			return err
+		}
+		if err := win.Fence(ctx, 0); err != nil {
+			return err
+		}
+		if w.Rank() == 0 {
+			if err := first(win.Accumulate(fill(count, uint64(1)), 1, 0, repl), win.Accumulate([]uint64{2}, 1, 0, repl),
+				win.Accumulate([]uint64{3, 3}, 1, 1, repl)); err != nil {
+				return err
+			}
+		}
+		if err := win.Fence(ctx, 0); err != nil {
+			return err
+		}
+		if w.Rank() == 1 {
+			want := fill(count, uint64(1))
+			want[0], want[1], want[2] = 2, 3, 3
+			if err := same(fmt.Sprintf("loop %d", j), win.Local(), want); err != nil {
+				return err
+			}
+		}
+		if err := win.Free(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }

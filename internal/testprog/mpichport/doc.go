@@ -13,9 +13,10 @@
 // Scenario DIR-NAME re-expresses the MPICH test DIR/NAME of testlist.in, with its rank
 // count; its source is DIR/NAME.c unless MPICH's Makefile.am builds it from another file
 // (listed below: the _shm variants use MPI_Win_allocate, the others one element type,
-// operation or testlist.in argument each). MPI_COMM_WORLD subsets that MTestGetIntracommGeneral walks become the
-// World, a Dup, the World reversed and its two halves; MPI_IN_PLACE is a nil send (a nil
-// recv for Scatter's root). The scenarios whose source is DIR/NAME.c:
+// operation or testlist.in argument each). The MPI_COMM_WORLD subsets that
+// MTestGetIntracommGeneral walks become the World, a Dup, the World reversed and its two
+// halves; MPI_IN_PLACE is a nil send (a nil recv for Scatter's root). The scenarios whose
+// source is DIR/NAME.c:
 //
 //	coll: allgather2 allgatherv2 allgatherv4 allred allred2 allred5 allred6 allredmany alltoall1
 //	    alltoallv bcasttest coll10 coll13 coll2 coll4 coll6 coll7 coll8 coll9 exscan exscan2

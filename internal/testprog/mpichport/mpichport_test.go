@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMPICHPorts builds golaunch and this program once (without -race: the runtime's
+// races are its own tests' business) and runs every scenario but the known-failing ones
+// through golaunch with the rank count MPICH's testlist.in gives it, one after another:
+// the job must exit 0 and rank 0 must print its PASS line.
+func TestMPICHPorts(t *testing.T) {
+	dir := t.TempDir()
+	golaunch, prog := filepath.Join(dir, "golaunch"), filepath.Join(dir, "mpichport")
+	for _, args := range [][]string{
+		{"build", "-o", golaunch, "../../../launcher/cmd/golaunch"},
+		{"build", "-o", prog, "."},
+	} {
+		cmd := exec.Command("go", args...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	for _, name := range names() {
+		sc := scenarios[name]
+		t.Run(name, func(t *testing.T) {
+			if why, ok := knownFailing[name]; ok {
+				t.Skipf("known departure from MPI (%s): %s", sc.mpich, why)
+			}
+			args := []string{"-n", fmt.Sprint(sc.ranks), "--timeout", "60s", prog, name}
+			stdout, stderr, err := launch(golaunch, args)
+			if err != nil {
+				t.Fatalf("%s: golaunch %s: %v\nstdout:\n%s\nstderr:\n%s", sc.mpich, strings.Join(args, " "), err, stdout, stderr)
+			}
+			if want := "PASS " + name + "\n"; !strings.Contains(stdout, want) {
+				t.Fatalf("%s: golaunch %s: no %q line\nstdout:\n%s\nstderr:\n%s", sc.mpich, strings.Join(args, " "), want, stdout, stderr)
+			}
+		})
+	}
+}
+
+// TestRegistry checks that every scenario is named DIR-NAME after an MPICH test with its
+// file and a rank count, that every known-failing name is a scenario, and that doc.go
+// lists every scenario, with its file when that is not DIR/NAME.c.
+func TestRegistry(t *testing.T) {
+	raw, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := bytes.ReplaceAll(raw, []byte("\n//\t    "), []byte(" ")) // join the wrapped lines
+	for _, name := range names() {
+		sc := scenarios[name]
+		dir, short, ok := strings.Cut(name, "-")
+		if !ok || sc.ranks < 1 || !strings.HasPrefix(sc.mpich, dir+"/") || !strings.HasSuffix(sc.mpich, ".c") {
+			t.Errorf("%s: MPICH file %q, %d ranks: want DIR-NAME, a DIR/*.c file and at least one rank", name, sc.mpich, sc.ranks)
+			continue
+		}
+		if !regexp.MustCompile(`[\s:]` + regexp.QuoteMeta(short) + `(\s|$)`).Match(doc) {
+			t.Errorf("doc.go does not list %s", name)
+		}
+		if sc.mpich != dir+"/"+short+".c" && !regexp.MustCompile(regexp.QuoteMeta(sc.mpich)+`:[^\n]*\s`+regexp.QuoteMeta(short)+`(\s|$)`).Match(doc) {
+			t.Errorf("doc.go does not say %s is built from %s", name, sc.mpich)
+		}
+	}
+	for name := range knownFailing {
+		if _, ok := scenarios[name]; !ok {
+			t.Errorf("knownFailing names %s, which is no scenario", name)
+		}
+	}
+}
+
+// launch runs golaunch with args and returns its output; err is the job's failure.
+func launch(golaunch string, args []string) (stdout, stderr string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, golaunch, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		err = errors.Join(err, fmt.Errorf("did not end within 90 s"))
+	}
+	return out.String(), errb.String(), err
+}

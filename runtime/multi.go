@@ -77,17 +77,22 @@ func activeSet(rs []*Request) []*Request {
 
 // TestAny is WaitAny without blocking: it makes progress once and reports the index of a
 // completed Request (set to nil in rs, as by WaitAny) with ok true, or ok false when none
-// has completed or every entry is nil.
+// has completed. When no entry is active (all nil or inactive persistent Requests) it
+// reports ok true with index -1, as MPI_Testany reports flag true with MPI_UNDEFINED
+// (and WaitAny returns -1).
 func TestAny(rs []*Request) (i int, ok bool, st Status, err error) {
 	e, err := setEngine(rs)
-	if e == nil || err != nil {
+	if err != nil {
 		return -1, false, Status{}, withOp("testany", err)
+	}
+	if e == nil {
+		return -1, true, Status{}, nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	set := activeSet(rs)
 	if set == nil {
-		return -1, false, Status{}, nil
+		return -1, true, Status{}, nil
 	}
 	if doneIndex(set) < 0 && !e.polling {
 		e.progressLocked()

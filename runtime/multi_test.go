@@ -316,8 +316,11 @@ func TestMultiMisuse(t *testing.T) {
 	if _, err := runtime.TestAll([]*runtime.Request{new(runtime.Request)}, nil); !errors.Is(err, runtime.ErrInvalid) || !strings.Contains(err.Error(), "request 0") {
 		t.Errorf("TestAll of a Request never started: %v", err)
 	}
-	if i, ok, _, err := runtime.TestAny(nil); i != -1 || ok || err != nil {
-		t.Errorf("TestAny of nothing: %d %v %v", i, ok, err)
+	if i, ok, _, err := runtime.TestAny(nil); i != -1 || !ok || err != nil {
+		t.Errorf("TestAny of nothing: %d %v %v, want -1 true nil (MPI_UNDEFINED, flag true)", i, ok, err)
+	}
+	if i, ok, _, err := runtime.TestAny([]*runtime.Request{nil, nil}); i != -1 || !ok || err != nil {
+		t.Errorf("TestAny of nils: %d %v %v, want -1 true nil", i, ok, err)
 	}
 	if err := runtime.WaitAll(ctx, []*runtime.Request{nil}, []runtime.Status{{Source: 9}}); err != nil {
 		t.Errorf("WaitAll of nils: %v", err)

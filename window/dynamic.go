@@ -33,12 +33,12 @@ import (
 // Resolved attachments (a runtime.Remote each) are cached per target and slot, with their
 // generation.
 const (
-	defaultDynSlots = 64
+	defaultDynSlots = 1024
 	dynEntryWords   = 8
 
 	dynOffBits  = 40
-	dynSlotBits = 6
-	dynGenBits  = 17
+	dynSlotBits = 10
+	dynGenBits  = 13
 	dynGenShift = dynOffBits + dynSlotBits
 	dynMaxElems = 1 << dynOffBits
 	dynDescMax  = (dynEntryWords - 2) * wordLen

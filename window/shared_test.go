@@ -114,12 +114,41 @@ func TestSharedQueryErrors(t *testing.T) {
 		if err := win.Free(ctx); err != nil {
 			return err
 		}
+		// Any flavor may be asked (MPI 4.0): Allocate's memory where the transport maps it,
+		// nil (MPI's size 0) elsewhere and for Create's user memory.
 		plain, err := window.Allocate[float32](ctx, w, 8)
 		if err != nil {
 			return err
 		}
-		if _, err := plain.SharedQuery(w.Rank()); !errors.Is(err, window.ErrFlavor) {
-			return fmt.Errorf("SharedQuery on an allocated window: %v", err)
+		user, err := window.Create(ctx, w, make([]float32, 8))
+		if err != nil {
+			return err
+		}
+		if err := plain.Fence(ctx, 0); err != nil {
+			return err
+		}
+		plain.Local()[3] = float32(w.Rank())
+		if err := plain.Fence(ctx, 0); err != nil {
+			return err
+		}
+		for r := range w.Size() {
+			v, err := plain.SharedQuery(r)
+			mapped := r == w.Rank() || w.Transport(r) == "shm"
+			switch {
+			case err != nil:
+				return fmt.Errorf("SharedQuery(%d) on an Allocate window: %v", r, err)
+			case mapped && (len(v) != 8 || v[3] != float32(r)):
+				return fmt.Errorf("SharedQuery(%d) on an Allocate window: %v, want rank %d's 8 elements", r, v, r)
+			case !mapped && v != nil:
+				return fmt.Errorf("SharedQuery(%d) on an Allocate window over %s: %v, want nil", r, w.Transport(r), v)
+			}
+			u, err := user.SharedQuery(r)
+			if err != nil || (r != w.Rank() && u != nil) || (r == w.Rank() && len(u) != 8) {
+				return fmt.Errorf("SharedQuery(%d) on a Create window: %v, %v; want nil for another rank, Local for this one", r, u, err)
+			}
+		}
+		if err := user.Free(ctx); err != nil {
+			return err
 		}
 		return plain.Free(ctx)
 	})

@@ -14,7 +14,6 @@ func init() {
 	register("rma-linked_list_lockall", "rma/linked_list_lockall.c", 4, rmaLinkedList(listLockAll))
 	register("rma-linked_list_fop", "rma/linked_list_fop.c", 4, rmaLinkedList(listFop))
 	register("rma-linked_list_bench_lock_excl", "rma/linked_list_bench_lock_excl.c", 4, rmaLinkedListBenchLockExcl)
-	knownFailing["rma-linked_list_bench_lock_excl"] = "each rank attaches 250 list elements, one Attach each; a dynamic window holds at most 64 attached buffers at a rank (see rma-window_attach)"
 }
 
 // A list element is three int64s attached on their own to a dynamic window: the value,

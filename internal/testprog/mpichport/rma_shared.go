@@ -14,9 +14,6 @@ func init() {
 	for _, flavor := range []string{"create", "allocate", "allocate_shared"} {
 		name := "rma-win_shared_query_" + flavor
 		register(name, "rma/win_shared_query.c", 4, rmaWinSharedQuery(flavor))
-		if flavor != "allocate_shared" {
-			knownFailing[name] = "SharedQuery fails with ErrFlavor on a window made by " + flavor + "; MPI (4.0 on) lets MPI_Win_shared_query be called on a window of any flavor, and MPICH's test calls it on every rank of one host and expects success"
-		}
 	}
 	register("rma-win_shared_noncontig", "rma/win_shared_noncontig.c", 4, rmaWinSharedNoncontig)
 	register("rma-win_shared_noncontig_put", "rma/win_shared_noncontig_put.c", 4, rmaWinSharedNoncontigPut)

@@ -190,3 +190,78 @@ func putPacked(p *packed) {
 	}
 	packPools[k].Put(p)
 }
+
+// IsendType starts SendType (MPI_Isend with a derived datatype): a layout that is one
+// run is sent from buf in place (buf belongs to the runtime until the Request
+// completes); any other is packed at the call into a pooled buffer, so buf is the
+// caller's again at once, and the buffer returns to the pool when the completion is
+// reported (Wait, Test or a set call).
+func IsendType[T any](w *World, buf []T, count int, t datatype.Type, dest, tag int) (*Request, error) {
+	if w == nil {
+		return nil, withOp("isend type", errNilWorld())
+	}
+	b, err := typeArgs("isend type", w, buf, count, t)
+	if err != nil {
+		return nil, err
+	}
+	if off, n, ok := t.Contig(count); ok {
+		return Isend(w, b[off:off+n], dest, tag)
+	}
+	n, _ := t.PackSize(count)
+	p := getPacked(n)
+	if _, err := datatype.Pack(p.b, buf, count, t); err != nil {
+		putPacked(p)
+		return nil, withOp("isend type", fmt.Errorf("%w: %w", ErrInvalid, err))
+	}
+	r, err := Isend(w, p.b, dest, tag)
+	if err != nil {
+		putPacked(p)
+		return nil, err
+	}
+	r.finish = func(st Status, err error) (Status, error) {
+		putPacked(p)
+		return st, err
+	}
+	return r, nil
+}
+
+// IrecvType starts RecvType (MPI_Irecv with a derived datatype): buf belongs to the
+// runtime until the Request's completion is reported. A layout that is one run is
+// received in place; any other through a pooled buffer, unpacked into the layout as Wait,
+// Test or a set call reports the completion (under the runtime's lock: a large layout's
+// unpacking holds the rank's other goroutines' calls that long). The Status counts whole
+// copies of t, and the length rules are RecvType's.
+func IrecvType[T any](w *World, buf []T, count int, t datatype.Type, src, tag int) (*Request, error) {
+	if w == nil {
+		return nil, withOp("irecv type", errNilWorld())
+	}
+	b, err := typeArgs("irecv type", w, buf, count, t)
+	if err != nil {
+		return nil, err
+	}
+	if off, n, ok := t.Contig(count); ok {
+		r, err := Irecv(w, b[off:off+n], src, tag)
+		if err != nil {
+			return nil, err
+		}
+		r.finish = func(st Status, err error) (Status, error) { return typeStatus(st, t), err }
+		return r, nil
+	}
+	n, _ := t.PackSize(count)
+	p := getPacked(n)
+	r, err := Irecv(w, p.b, src, tag)
+	if err != nil {
+		putPacked(p)
+		return nil, err
+	}
+	r.finish = func(st Status, err error) (Status, error) {
+		defer putPacked(p)
+		if (err == nil || errors.Is(err, ErrTruncated)) && !st.Cancelled {
+			if _, uerr := datatype.UnpackPrefix(buf, p.b[:min(st.Bytes, n)], count, t); uerr != nil {
+				return typeStatus(st, t), withOp("irecv type", fmt.Errorf("%w: %w", ErrInvalid, uerr))
+			}
+		}
+		return typeStatus(st, t), err
+	}
+	return r, nil
+}

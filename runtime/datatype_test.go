@@ -313,3 +313,51 @@ func TestSendrecvTypeHalo(t *testing.T) {
 		return nil
 	})
 }
+
+// TestIsendIrecvType: the halo ring of TestHaloColumn with IrecvType and IsendType
+// completed by WaitAll, eager and rendezvous; the send buffer may be overwritten at once
+// (the layout was packed at the call), the receive's layout is filled when WaitAll
+// reports it, and its Status counts copies of the type.
+func TestIsendIrecvType(t *testing.T) {
+	forTypeLayouts(t, func(ctx context.Context, w *runtime.World) error {
+		me, size := w.Rank(), w.Size()
+		next, prev := (me+1)%size, (me-1+size)%size
+		for _, rows := range []int{5, 40_000} {
+			const cols = 6
+			m := make([]float64, rows*cols)
+			for i := range m {
+				m[i] = float64(me*1_000_000 + i)
+			}
+			col, err := datatype.Vector[float64](rows, 1, cols)
+			if err != nil {
+				return err
+			}
+			ghost := make([]float64, rows*cols)
+			rr, err := runtime.IrecvType(w, ghost, 1, col, prev, rows)
+			if err != nil {
+				return err
+			}
+			sr, err := runtime.IsendType(w, m[cols-2:], 1, col, next, rows)
+			if err != nil {
+				return err
+			}
+			clear(m) // packed at the call: the message keeps the old values
+			sts := make([]runtime.Status, 2)
+			if err := runtime.WaitAll(ctx, []*runtime.Request{rr, sr}, sts); err != nil {
+				return fmt.Errorf("rank %d, %d rows: %w", me, rows, err)
+			}
+			if st := sts[0]; st.Count != 1 || st.Bytes != rows*8 || st.Source != prev {
+				return fmt.Errorf("rank %d, %d rows: status %+v, want 1 copy of %d bytes from %d", me, rows, st, rows*8, prev)
+			}
+			for r := range rows {
+				if got, want := ghost[r*cols], float64(prev*1_000_000+r*cols+cols-2); got != want {
+					return fmt.Errorf("rank %d, %d rows: ghost row %d = %v, want %v", me, rows, r, got, want)
+				}
+				if got := ghost[r*cols+1]; got != 0 {
+					return fmt.Errorf("rank %d: [%d][1] = %v, want 0 (outside the layout)", me, r, got)
+				}
+			}
+		}
+		return nil
+	})
+}

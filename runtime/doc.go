@@ -29,8 +29,8 @@
 // WaitAny, WaitAll, WaitSome and their Test forms work on sets of Requests (nil entries
 // skipped). The other MPI send modes (Ssend, Bsend with BufferAttach, Rsend), Isendrecv,
 // Mprobe and Mrecv, Cancel, Free and persistent Requests (SendInit, RecvInit, Start) are
-// here too, and ProcNull is a peer whose operations complete at once. SendType, RecvType
-// and SendrecvType carry datatype layouts. Each World has its own context: Dup makes
+// here too, and ProcNull is a peer whose operations complete at once. SendType, RecvType,
+// SendrecvType and their I forms carry datatype layouts. Each World has its own context: Dup makes
 // another over the same ranks, Split, Create and CreateGroup one over a subset or a Group
 // (World.Group, with MPI's set operations), SplitShared one per host, and Free gives a
 // World's contexts back.

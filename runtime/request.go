@@ -66,6 +66,10 @@ type Request struct {
 	done   bool
 	status Status
 	err    error
+	// finish, when set, runs once as the completed request is reported (reportLocked,
+	// under the engine's lock), and may change the outcome: a typed receive unpacks its
+	// pooled buffer into its layout there, a typed send returns its buffer to the pool.
+	finish func(Status, error) (Status, error)
 
 	// The request's place in the posted or probe queue, guarded by mu.
 	link matching.Link[Request]
@@ -163,6 +167,10 @@ func (r *Request) Test() (bool, Status, error) {
 // calls. A persistent request reported becomes inactive: later reports are empty.
 func (r *Request) reportLocked() (Status, error) {
 	st, err := r.statusOut(), r.err
+	if f := r.finish; f != nil {
+		r.finish = nil
+		st, err = f(st, err)
+	}
 	if r.pers != nil {
 		r.status, r.err, r.inactive = Status{}, nil, true
 	}

@@ -4,7 +4,8 @@
 # against its C twin (bench/mpi/allreducebench.c: MPI_Iallreduce, the same kernel,
 # MPI_Wait) under Open MPI and MPICH, at 2 ranks and 16 MiB (SIZE). The kernel is float64
 # arithmetic over a private array, calibrated in each run to take as long as that
-# system's blocking Allreduce, and makes no library call: the overlap shows how far the
+# system's blocking Allreduce, and makes no library call (each iteration runs the three
+# timings in turn): the overlap shows how far the
 # library progresses the collective while the rank computes. Figures per system: t_coll
 # (Allreduce alone), t_comp (the kernel alone), t_ovl (Iallreduce + kernel + Wait), the
 # blocking sum t_coll + t_comp, and the OSU-style overlap (t_coll + t_comp - t_ovl) /
@@ -132,7 +133,7 @@ col_names=()
 for c in "${columns[@]}"; do col_names+=("${names[$c]}"); done
 missing=""
 for c in ompi mpich; do [[ " ${systems[*]} " == *" $c "* ]] || missing+="${missing:+, }${names[$c]}"; done
-intro="\`apps/allreducebench --test overlap\` against \`bench/mpi/allreducebench.c\` (\`scripts/compare-overlap.sh\`), 2 ranks, $size float64 sum: \`collectives.Iallreduce\` (\`MPI_Iallreduce\`), then a compute kernel (float64 arithmetic over a private array, calibrated in each run to take as long as that system's blocking Allreduce, and making no library call), then \`Wait\` (\`MPI_Wait\`). Overlap is OSU's measure, (t_coll + t_comp - t_ovl) / min(t_coll, t_comp): 100 % hides the collective entirely, 0 % is no better than the blocking sum. Each rank's mean of $iters timed iterations of each, averaged over the ranks; medians of $reps repetitions, each running every system once, in a rotating order; every run is in \`results/compare/overlap.txt\`.${missing:+ Not in this run: $missing.}"
+intro="\`apps/allreducebench --test overlap\` against \`bench/mpi/allreducebench.c\` (\`scripts/compare-overlap.sh\`), 2 ranks, $size float64 sum: \`collectives.Iallreduce\` (\`MPI_Iallreduce\`), then a compute kernel (float64 arithmetic over a private array, calibrated in each run to take as long as that system's blocking Allreduce, and making no library call), then \`Wait\` (\`MPI_Wait\`); each iteration runs the Allreduce alone, the kernel alone and the overlapped pair in turn. Overlap is OSU's measure, (t_coll + t_comp - t_ovl) / min(t_coll, t_comp): 100 % hides the collective entirely, 0 % is no better than the blocking sum. Each rank's mean of $iters timed iterations of each, averaged over the ranks; medians of $reps repetitions, each running every system once, in a rotating order; every run is in \`results/compare/overlap.txt\`.${missing:+ Not in this run: $missing.}"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 jq -n --arg intro "$intro" --argjson rows "[$(IFS=,; echo "${rows[*]}")]" \

@@ -34,9 +34,11 @@
 // Overlap (--test overlap; 16 MiB unless --sizes, --min-size or --max-size say otherwise)
 // is the OSU method of osu_iallreduce: per size, t_coll is Allreduce alone, t_comp a
 // compute kernel alone (float64 arithmetic over a private 32 KiB array, deterministic,
-// calling nothing), calibrated to take the ranks' mean t_coll, and t_ovl is Iallreduce,
-// the kernel, then Wait; each iteration is timed and followed by an untimed Barrier,
-// each figure is a rank's mean averaged over the ranks, and overlap_% = (t_coll + t_comp
+// calling nothing), calibrated to take the ranks' mean warm-up Allreduce (trial runs
+// correct the count), and t_ovl is Iallreduce, the kernel, then Wait. Each iteration runs
+// the three in turn (a load change on a shared host hits all three alike), each timed
+// and followed by an untimed Barrier; each figure is a rank's mean averaged over the
+// ranks, and overlap_% = (t_coll + t_comp
 // - t_ovl) / min(t_coll, t_comp) * 100 (100: the collective hidden entirely, 0: the
 // blocking sum t_coll + t_comp). --polls N spreads N Request.Test calls through the
 // overlapped kernel (MPI_Test in the C twin); scripts/compare-overlap.sh compares.

@@ -116,15 +116,17 @@ func (k *kernel) calibrate(target time.Duration) {
 	}
 }
 
-// calibrationRounds bounds the measurements of t_comp that correct the kernel's count.
+// calibrationRounds bounds the trial runs of the kernel that correct its count.
 const calibrationRounds = 3
 
 // overlapSize measures one size: t_coll (Allreduce alone), t_comp (the kernel, calibrated
-// to t_coll, alone) and t_ovl (Iallreduce, the kernel, Wait), each iteration timed on its
-// own and followed by a Barrier outside the timed region.
+// to the warm-up's Allreduce time, alone) and t_ovl (Iallreduce, the kernel, Wait). Each
+// measured iteration runs the three in turn, each timed on its own and followed by a
+// Barrier outside the timed region, so that a change of the machine's speed (other work
+// on a shared host) hits all three alike.
 func overlapSize(ctx context.Context, w *runtime.World, o options, k *kernel, size int) (overlapRow, error) {
 	n := size / 8
-	send, recv := make([]float64, n), make([]float64, n)
+	send, recv, recvOvl := make([]float64, n), make([]float64, n), make([]float64, n)
 	fill(send, w.Rank())
 	iters := scaled(o.iters, o.minIters, size)
 	warmup := max(iters/10, 3)
@@ -144,53 +146,16 @@ func overlapSize(ctx context.Context, w *runtime.World, o options, k *kernel, si
 		}
 		return total, nil
 	}
+	// meanOver is the ranks' mean of d / count, in seconds (complete at every rank).
+	meanOver := func(d time.Duration, count int) (float64, error) {
+		m := []float64{d.Seconds() / float64(count)}
+		err := collectives.Allreduce(ctx, w, nil, m, sum)
+		return m[0] / float64(w.Size()), err
+	}
 	coll := func() error { return collectives.Allreduce(ctx, w, send, recv, sum) }
-	warm, err := timed(warmup, coll)
-	if err != nil {
-		return overlapRow{}, err
-	}
-	if iters, err = capIters(ctx, w, o, iters, warm, warmup); err != nil {
-		return overlapRow{}, err
-	}
-	tColl, err := timed(iters, coll)
-	if err != nil {
-		return overlapRow{}, err
-	}
-	// Every rank calibrates to the ranks' mean t_coll; the largest count of passes is
-	// everyone's, so that every rank computes the same.
-	target := []float64{tColl.Seconds() / float64(iters)}
-	if err := collectives.Allreduce(ctx, w, nil, target, sum); err != nil {
-		return overlapRow{}, err
-	}
-	goal := target[0] / float64(w.Size())
-	k.calibrate(time.Duration(goal * 1e9))
-	passes := []int64{int64(k.passes)}
-	if err := collectives.Allreduce(ctx, w, nil, passes, collectives.Max[int64]()); err != nil {
-		return overlapRow{}, err
-	}
-	k.passes = int(passes[0])
-	// The measured t_comp corrects the count (a machine shared with other work makes a
-	// single trial a poor guide): while the ranks' mean t_comp is off the goal by more
-	// than a tenth, the count scales by their ratio and t_comp is measured again, at most
-	// calibrationRounds times in all. Every rank computes the same ratio.
-	var tComp time.Duration
-	for round := 1; ; round++ {
-		if tComp, err = timed(iters, func() error { k.run(0, nil); return nil }); err != nil {
-			return overlapRow{}, err
-		}
-		mean := []float64{tComp.Seconds() / float64(iters)}
-		if err := collectives.Allreduce(ctx, w, nil, mean, sum); err != nil {
-			return overlapRow{}, err
-		}
-		ratio := mean[0] / float64(w.Size()) / goal
-		if round == calibrationRounds || math.Abs(ratio-1) <= 0.1 || !(ratio > 0) {
-			break
-		}
-		k.passes = max(int(float64(k.passes)/ratio), 1)
-	}
-	clear(recv)
-	tOvl, err := timed(iters, func() error {
-		req := collectives.Iallreduce(ctx, w, send, recv, sum)
+	comp := func() error { k.run(0, nil); return nil }
+	ovl := func() error {
+		req := collectives.Iallreduce(ctx, w, send, recvOvl, sum)
 		var testErr error
 		k.run(o.polls, func() {
 			if _, err := req.Test(); err != nil && testErr == nil {
@@ -201,24 +166,81 @@ func overlapSize(ctx context.Context, w *runtime.World, o options, k *kernel, si
 			return err
 		}
 		return testErr
-	})
+	}
+	warm, err := timed(warmup, coll)
 	if err != nil {
 		return overlapRow{}, err
 	}
-	if err := check(recv, w.Size()); err != nil {
-		return overlapRow{}, fmt.Errorf("wrong Iallreduce result: %w", err)
-	}
-	us := []float64{tColl.Seconds(), tComp.Seconds(), tOvl.Seconds()}
-	if err := collectives.Allreduce(ctx, w, nil, us, sum); err != nil {
+	if iters, err = capIters(ctx, w, o, iters, warm, warmup); err != nil {
 		return overlapRow{}, err
 	}
-	for i := range us {
-		us[i] *= 1e6 / float64(iters) / float64(w.Size())
+	goal, err := meanOver(warm, warmup)
+	if err != nil {
+		return overlapRow{}, err
+	}
+	if err := calibrateJob(ctx, w, k, goal, warmup, timed, meanOver); err != nil {
+		return overlapRow{}, err
+	}
+	if _, err := timed(1, ovl); err != nil { // the first Iallreduce starts the World's queue
+		return overlapRow{}, err
+	}
+	clear(recvOvl)
+	var t [3]time.Duration
+	for range iters {
+		for i, op := range []func() error{coll, comp, ovl} {
+			d, err := timed(1, op)
+			if err != nil {
+				return overlapRow{}, err
+			}
+			t[i] += d
+		}
+	}
+	if err := check(recvOvl, w.Size()); err != nil {
+		return overlapRow{}, fmt.Errorf("wrong Iallreduce result: %w", err)
+	}
+	var us [3]float64
+	for i := range t {
+		if us[i], err = meanOver(t[i], iters); err != nil {
+			return overlapRow{}, err
+		}
+		us[i] *= 1e6
 	}
 	r := overlapRow{Bytes: size, Iterations: iters, Passes: k.passes, Polls: o.polls,
 		CollUS: benchkit.Round3(us[0]), CompUS: benchkit.Round3(us[1]), OvlUS: benchkit.Round3(us[2]),
 		SumUS: benchkit.Round3(us[0] + us[1]), OverlapPct: benchkit.Round3(overlapPct(us[0], us[1], us[2]))}
 	return r, nil
+}
+
+// calibrateJob sets k.passes, the same at every rank, so that the kernel takes about goal
+// seconds: every rank calibrates (kernel.calibrate) and the largest count is everyone's;
+// then, while the ranks' mean over trials runs of the kernel is off goal by more than a
+// tenth, the count scales by their ratio, at most calibrationRounds trials in all (a
+// machine shared with other work makes a single trial a poor guide). Every rank computes
+// the same ratio.
+func calibrateJob(ctx context.Context, w *runtime.World, k *kernel, goal float64, trials int,
+	timed func(int, func() error) (time.Duration, error), meanOver func(time.Duration, int) (float64, error)) error {
+	k.calibrate(time.Duration(goal * 1e9))
+	passes := []int64{int64(k.passes)}
+	if err := collectives.Allreduce(ctx, w, nil, passes, collectives.Max[int64]()); err != nil {
+		return err
+	}
+	k.passes = int(passes[0])
+	for round := 1; round <= calibrationRounds; round++ {
+		d, err := timed(trials, func() error { k.run(0, nil); return nil })
+		if err != nil {
+			return err
+		}
+		mean, err := meanOver(d, trials)
+		if err != nil {
+			return err
+		}
+		ratio := mean / goal
+		if math.Abs(ratio-1) <= 0.1 || !(ratio > 0) {
+			return nil
+		}
+		k.passes = max(int(float64(k.passes)/ratio), 1)
+	}
+	return nil
 }
 
 // overlap runs the overlap test over o.sizes, printing each row to text.

@@ -258,41 +258,50 @@ static double ovl_timed(int count, int which, double *s, double *r, long n, long
 	return total;
 }
 
-/* one size of the overlap test, as overlapSize in apps/allreducebench */
-static struct ovl_row overlap_size(double *s, double *r, long size) {
-	long n = size / 8;
-	int it = scaled(iters, size), warmup = imax(it / 10, 3);
-	it = cap_iters(it, ovl_timed(warmup, 0, s, r, n, 0), warmup);
-	double t[3], target;
-	t[0] = ovl_timed(it, 0, s, r, n, 0);
-	/* every rank calibrates to the ranks' mean; the largest count is everyone's */
-	MPI_Allreduce(&t[0], &target, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-	double goal = target / it / nranks;
+/* the ranks' mean of t / count (complete at every rank) */
+static double mean_over(double t, int count) {
+	double m = t / count, sum;
+	MPI_Allreduce(&m, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+	return sum / nranks;
+}
+
+/* the kernel's count, the same at every rank, for about goal seconds, as calibrateJob in
+ * apps/allreducebench: the largest of the ranks' calibrations, then corrected by the
+ * ranks' mean over trial runs while it is off goal by more than a tenth, 3 rounds at most */
+static long calibrate_job(double goal, int trials) {
 	long mine = calibrate(goal), passes;
 	MPI_Allreduce(&mine, &passes, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
-	/* the measured t_comp corrects the count, as in apps/allreducebench: while the ranks'
-	 * mean is off the goal by more than a tenth, scale by their ratio, 3 rounds at most */
-	for (int round = 1;; round++) {
-		t[1] = ovl_timed(it, 1, s, r, n, passes);
-		double mean;
-		MPI_Allreduce(&t[1], &mean, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-		double ratio = mean / it / nranks / goal;
-		if (round == 3 || fabs(ratio - 1) <= 0.1 || !(ratio > 0)) break;
+	for (int round = 1; round <= 3; round++) {
+		double ratio = mean_over(ovl_timed(trials, 1, NULL, NULL, 0, passes), trials) / goal;
+		if (fabs(ratio - 1) <= 0.1 || !(ratio > 0)) break;
 		passes = (long)(passes / ratio);
 		if (passes < 1) passes = 1;
 	}
-	memset(r, 0, (size_t)n * sizeof(double));
-	t[2] = ovl_timed(it, 2, s, r, n, passes);
-	if (!check(r, n)) {
+	return passes;
+}
+
+/* one size of the overlap test, as overlapSize in apps/allreducebench: each measured
+ * iteration runs the Allreduce, the kernel and the overlapped pair in turn, so that a
+ * change of the machine's speed hits all three alike; r2 is the overlapped pair's result */
+static struct ovl_row overlap_size(double *s, double *r, double *r2, long size) {
+	long n = size / 8;
+	int it = scaled(iters, size), warmup = imax(it / 10, 3);
+	double warm = ovl_timed(warmup, 0, s, r, n, 0);
+	it = cap_iters(it, warm, warmup);
+	long passes = calibrate_job(mean_over(warm, warmup), warmup);
+	ovl_timed(1, 2, s, r2, n, passes);
+	memset(r2, 0, (size_t)n * sizeof(double));
+	double t[3] = {0, 0, 0};
+	for (int i = 0; i < it; i++)
+		for (int which = 0; which < 3; which++) t[which] += ovl_timed(1, which, s, which == 2 ? r2 : r, n, passes);
+	if (!check(r2, n)) {
 		fprintf(stderr, "allreducebench_mpi: rank %d: wrong MPI_Iallreduce result at %ld bytes\n", rank, size);
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
-	double us[3];
-	MPI_Allreduce(t, us, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 	struct ovl_row o = {size, it, (int)passes, polls, 0, 0, 0, 0, 0};
-	o.coll = us[0] * 1e6 / it / nranks;
-	o.comp = us[1] * 1e6 / it / nranks;
-	o.ovl = us[2] * 1e6 / it / nranks;
+	o.coll = mean_over(t[0], it) * 1e6;
+	o.comp = mean_over(t[1], it) * 1e6;
+	o.ovl = mean_over(t[2], it) * 1e6;
 	o.sum = o.coll + o.comp;
 	o.pct = overlap_pct(o.coll, o.comp, o.ovl);
 	return o;
@@ -433,19 +442,20 @@ int main(int argc, char **argv) {
 			fprintf(text, "# coll: Allreduce alone; comp: the kernel alone; ovl: overlapped; sum = coll + comp; overlap_%% = (sum - ovl) / min(coll, comp) * 100\n");
 			fprintf(text, "#bytes       iterations      coll_us      comp_us       ovl_us       sum_us  overlap_%%   passes\n");
 		}
-		double *s = malloc(max_size), *r = malloc(max_size);
-		if (!s || !r) MPI_Abort(MPI_COMM_WORLD, 1);
+		double *s = malloc(max_size), *r = malloc(max_size), *r2 = malloc(max_size);
+		if (!s || !r || !r2) MPI_Abort(MPI_COMM_WORLD, 1);
 		fill(s, max_size / 8, rank);
 		fill(r, max_size / 8, rank + 100);
 		for (int i = 0; i < KERNEL_LEN; i++) kern[i] = 1;
 		warm_job(&s, &r, sizes[0]);
 		for (int k = 0; k < nsizes; k++) {
-			ovl[novl] = overlap_size(s, r, sizes[k]);
+			ovl[novl] = overlap_size(s, r, r2, sizes[k]);
 			if (text) print_ovl(text, &ovl[novl]), fflush(text);
 			novl++;
 		}
 		free(s);
 		free(r);
+		free(r2);
 	}
 	if (do_bar) {
 		if (text) fprintf(text, "\n# barrier\n%s\n", hdr);

@@ -6,7 +6,8 @@
 # (compare-rma.sh), Allreduce and Barrier at 2 and 4 ranks (compare-allreduce.sh),
 # net.Conn over gorma's sockets against Unix and TCP sockets and shmipc-go
 # (compare-sockets.sh, a section JSON too), a halo column exchange with a vector datatype
-# at 2 ranks (compare-halo.sh, a section JSON too), one job at 8 to 256 ranks on this host
+# at 2 ranks (compare-halo.sh, a section JSON too), a 16 MiB Iallreduce beside a
+# computation at 2 ranks (compare-overlap.sh, a section JSON too), one job at 8 to 256 ranks on this host
 # (compare-scale.sh, SCALE_REPS repetitions; a section JSON too), plus one sweep over sizes
 # of the point-to-point and RMA twins for the charts. Every step's
 # output goes to OUT (results/compare), with the run's machine and times in OUT/run.env;
@@ -74,6 +75,7 @@ measure() {
 	step allreduce env OUT="$out" CHARTS="$charts" scripts/compare-allreduce.sh "$reps"
 	step sockets env JSON="$out/sockets.json" scripts/compare-sockets.sh "$reps"
 	step halo env JSON="$out/halo.json" scripts/compare-halo.sh "$reps"
+	step overlap env JSON="$out/overlap.json" scripts/compare-overlap.sh "$reps"
 	step scale env JSON="$out/scale.json" NS="${SCALE_NS:-8 16 32 64 128 256}" scripts/compare-scale.sh "${SCALE_REPS:-1}"
 
 	secs=$(($(date +%s) - t0))
@@ -130,7 +132,7 @@ mapfile -d '' intros < <(
 	intro allreduce "\`apps/allreducebench\` against \`bench/mpi/allreducebench.c\` (\`scripts/compare-allreduce.sh\`): float64 sum, 1000 calls a size up to 16 KiB and fewer above (at least 10), each size capped at about 150 ms of calls (\`--size-time\`: MPICH busy-polls, and with 4 ranks on 2 cores one of its calls can take milliseconds); medians of $reps repetitions. gorma's runs with \`--fresh\` (new buffers per call) and \`--scratch fresh\` (scratch mapped, registered and released per call, as the MPIs do), from 64 KiB, are in \`results/compare/allreduce.txt\` after a run."
 )
 extra=()
-for f in launchers sockets halo scale; do
+for f in launchers sockets halo overlap scale; do
 	if [[ -s $out/$f.json ]]; then extra+=(--section "$out/$f.json"); fi
 done
 section_charts=()

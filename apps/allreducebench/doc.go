@@ -7,6 +7,7 @@
 //	golaunch -n 2 -x GORMA_ALLREDUCE=rabenseifner ./bin/allreducebench --test allreduce
 //	golaunch -n 2 ./bin/allreducebench --fresh --min-size 1M         # new buffers per call
 //	golaunch -n 2 ./bin/allreducebench --scratch fresh --sizes 1M,16M,64M  # scratch per call
+//	golaunch -n 2 ./bin/allreducebench --test overlap                # Iallreduce 16 MiB + compute
 //
 // Method (as osu_allreduce): for each size (powers of two from --min-size to --max-size,
 // 8 B to 64 MiB by default, or the list of --sizes such as 8,1M,24M), every rank times
@@ -29,6 +30,18 @@
 // as warmup, each timed; the same average, minimum and maximum over the ranks. With
 // --test barrier the job first warms up for 50 ms with untimed Barriers, as it does with
 // Allreduce before the first size.
+//
+// Overlap (--test overlap; 16 MiB unless --sizes, --min-size or --max-size say otherwise)
+// is the OSU method of osu_iallreduce: per size, t_coll is Allreduce alone, t_comp a
+// compute kernel alone (float64 arithmetic over a private 32 KiB array, deterministic,
+// calling nothing), calibrated to take the ranks' mean warm-up Allreduce (trial runs
+// correct the count), and t_ovl is Iallreduce, the kernel, then Wait. Each iteration runs
+// the three in turn (a load change on a shared host hits all three alike), each timed
+// and followed by an untimed Barrier; each figure is a rank's mean averaged over the
+// ranks, and overlap_% = (t_coll + t_comp
+// - t_ovl) / min(t_coll, t_comp) * 100 (100: the collective hidden entirely, 0: the
+// blocking sum t_coll + t_comp). --polls N spreads N Request.Test calls through the
+// overlapped kernel (MPI_Test in the C twin); scripts/compare-overlap.sh compares.
 //
 // --algo forces an Allreduce algorithm by setting GORMA_ALLREDUCE before the first
 // collective call (collectives reads it then): auto, recdbl, rabenseifner, ring, direct,
@@ -53,7 +66,8 @@
 //
 // Output: a header (ranks, hosts, transport, algorithm, progress mode, fresh buffers,
 // scratch policy; the JSON's "fresh" and "scratch"), one table per
-// test ("#bytes iterations avg_us min_us max_us algbw_GB/s busbw_GB/s"), at rank 0;
+// test ("#bytes iterations avg_us min_us max_us algbw_GB/s busbw_GB/s"; for overlap
+// "#bytes iterations coll_us comp_us ovl_us sum_us overlap_% passes"), at rank 0;
 // --json prints one JSON document instead, --json=FILE writes it to FILE beside the text.
 // --cpuprofile FILE writes a CPU profile of each rank to FILE.RANK (go tool pprof).
 // bench/mpi/allreducebench.c is the C twin (same flags but --scratch and --cpuprofile,

@@ -28,6 +28,7 @@ type options struct {
 	sizeTime time.Duration
 	algo     string
 	fresh    bool
+	polls    int
 	scratch  string
 	jsonOut  string
 	jsonFlag bool
@@ -37,7 +38,7 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := pflag.NewFlagSet("allreducebench", pflag.ContinueOnError)
-	fs.StringVar(&o.test, "test", "all", "allreduce, barrier or all")
+	fs.StringVar(&o.test, "test", "all", "allreduce, barrier, all (both) or overlap (Iallreduce beside a computation)")
 	o.minSize, o.maxSize = 8, 64<<20
 	fs.Var((*benchkit.Size)(&o.minSize), "min-size", "smallest vector in bytes, a multiple of 8 such as 8, 4K or 1M (powers of two from here)")
 	fs.Var((*benchkit.Size)(&o.maxSize), "max-size", "largest vector in bytes (default 64M)")
@@ -47,6 +48,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.sizeTime, "size-time", 0, "cap each size's measured calls at about this long (0: no cap; never below 3 calls)")
 	fs.StringVar(&o.algo, "algo", "", "force an Allreduce algorithm (sets "+collectives.EnvAllreduce+"): auto, recdbl, rabenseifner, ring, direct, lanes, shm, hier")
 	fs.BoolVar(&o.fresh, "fresh", false, "allocate new send and receive buffers for every call instead of reusing one pair")
+	fs.IntVar(&o.polls, "polls", 0, "with --test overlap: Test calls spread through the overlapped computation (0: it calls nothing)")
 	fs.StringVar(&o.scratch, "scratch", "", "the collectives' scratch (sets "+collectives.EnvScratch+"): arena (reused, pre-registered) or fresh (mapped, registered and released by every call); default: "+collectives.EnvScratch+", else arena")
 	fs.StringVar(&o.jsonOut, "json", "", "print one JSON document instead of text; --json=FILE writes it to FILE as well as the text")
 	fs.Lookup("json").NoOptDefVal = "-"
@@ -56,14 +58,16 @@ func parseFlags(args []string) (options, error) {
 	}
 	o.jsonFlag = o.jsonOut == "-"
 	switch {
-	case o.test != "all" && o.test != "allreduce" && o.test != "barrier":
-		return o, fmt.Errorf("--test %q: want allreduce, barrier or all", o.test)
+	case o.test != "all" && o.test != "allreduce" && o.test != "barrier" && o.test != "overlap":
+		return o, fmt.Errorf("--test %q: want allreduce, barrier, all or overlap", o.test)
 	case o.minSize < 8 || o.minSize%8 != 0 || o.maxSize < o.minSize:
 		return o, fmt.Errorf("--min-size %d and --max-size %d: want 8 <= min <= max, min a multiple of 8", o.minSize, o.maxSize)
 	case o.iters < 1 || o.minIters < 1:
 		return o, errors.New("--iters and --min-iters must be at least 1")
 	case o.sizeTime < 0:
 		return o, errors.New("--size-time must not be negative")
+	case o.polls < 0:
+		return o, errors.New("--polls must not be negative")
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
@@ -71,6 +75,10 @@ func parseFlags(args []string) (options, error) {
 		if _, err := collectives.ParseScratch(o.scratch); err != nil {
 			return o, fmt.Errorf("--scratch %q: want arena or fresh", o.scratch)
 		}
+	}
+	if *sizeList == "" && o.test == "overlap" && !fs.Changed("min-size") && !fs.Changed("max-size") {
+		o.sizes, o.maxSize = []int{overlapSize16M}, overlapSize16M
+		return o, nil
 	}
 	if *sizeList == "" {
 		for s := o.minSize; s <= o.maxSize; s *= 2 {
@@ -93,17 +101,18 @@ func main() { benchkit.Main("allreducebench", os.Args[1:], parseFlags, run) }
 
 // report is the JSON document; bench/mpi/allreducebench.c writes the same shape.
 type report struct {
-	Benchmark string   `json:"benchmark"`
-	System    string   `json:"system"`
-	Ranks     int      `json:"ranks"`
-	Hosts     []string `json:"hosts"`
-	Transport string   `json:"transport"`
-	Algorithm string   `json:"algorithm"`
-	Progress  string   `json:"progress"`
-	Fresh     bool     `json:"fresh"`
-	Scratch   string   `json:"scratch"`
-	Allreduce []row    `json:"allreduce,omitempty"`
-	Barrier   []row    `json:"barrier,omitempty"`
+	Benchmark string       `json:"benchmark"`
+	System    string       `json:"system"`
+	Ranks     int          `json:"ranks"`
+	Hosts     []string     `json:"hosts"`
+	Transport string       `json:"transport"`
+	Algorithm string       `json:"algorithm"`
+	Progress  string       `json:"progress"`
+	Fresh     bool         `json:"fresh"`
+	Scratch   string       `json:"scratch"`
+	Allreduce []row        `json:"allreduce,omitempty"`
+	Barrier   []row        `json:"barrier,omitempty"`
+	Overlap   []overlapRow `json:"overlap,omitempty"`
 }
 
 // row is one size's figures: latency in microseconds over the ranks, bandwidth in GB/s.

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
@@ -134,6 +136,97 @@ func TestRun(t *testing.T) {
 		if s := out.String(); !strings.Contains(s, "# allreduce") || !strings.Contains(s, "\n65536 ") || !strings.Contains(s, "# barrier") ||
 			!strings.Contains(s, ", "+strings.Replace(tc.scratch[2:], "=", " ", 1)+"\n") {
 			t.Errorf("%s: rank 0 output lacks a table or the 64 KiB row:\n%s", fresh, s)
+		}
+	}
+}
+
+func TestParseFlagsOverlap(t *testing.T) {
+	o, err := parseFlags([]string{"--test", "overlap"})
+	if err != nil || !slices.Equal(o.sizes, []int{16 << 20}) || o.maxSize != 16<<20 {
+		t.Errorf("--test overlap: sizes %v (max %d), %v; want 16 MiB", o.sizes, o.maxSize, err)
+	}
+	o, err = parseFlags([]string{"--test", "overlap", "--sizes", "1M,4M", "--polls", "8"})
+	if err != nil || !slices.Equal(o.sizes, []int{1 << 20, 4 << 20}) || o.polls != 8 {
+		t.Errorf("--test overlap --sizes 1M,4M --polls 8: sizes %v, polls %d, %v", o.sizes, o.polls, err)
+	}
+	o, err = parseFlags([]string{"--test", "overlap", "--max-size", "64"})
+	if err != nil || !slices.Equal(o.sizes, []int{8, 16, 32, 64}) {
+		t.Errorf("--test overlap --max-size 64: sizes %v, %v", o.sizes, err)
+	}
+	if _, err := parseFlags([]string{"--test", "overlap", "--polls", "-1"}); err == nil {
+		t.Error("--polls -1 accepted")
+	}
+}
+
+func TestOverlapPct(t *testing.T) {
+	for _, tc := range []struct{ coll, comp, ovl, want float64 }{
+		{100, 100, 100, 100}, // hidden entirely
+		{100, 100, 200, 0},   // the blocking sum
+		{100, 100, 150, 50},
+		{100, 50, 125, 50}, // the shorter one decides
+		{100, 100, 300, -100},
+		{0, 100, 100, 0},
+	} {
+		if got := overlapPct(tc.coll, tc.comp, tc.ovl); got != tc.want {
+			t.Errorf("overlapPct(%v, %v, %v) = %v, want %v", tc.coll, tc.comp, tc.ovl, got, tc.want)
+		}
+	}
+}
+
+// TestKernelRun: the kernel's passes are split over polls+1 chunks with poll called
+// between them, and every sweep does the same deterministic work.
+func TestKernelRun(t *testing.T) {
+	a, b := newKernel(), newKernel()
+	a.passes, b.passes = 10, 10
+	polls := 0
+	a.run(3, func() { polls++ })
+	b.sweep(10)
+	if polls != 3 || !slices.Equal(a.a, b.a) {
+		t.Errorf("run(3) called poll %d times (want 3), array equal to 10 sweeps: %v", polls, slices.Equal(a.a, b.a))
+	}
+	a.calibrate(200 * time.Microsecond)
+	if a.passes < 1 {
+		t.Errorf("calibrate: %d passes", a.passes)
+	}
+}
+
+// TestRunOverlap runs --test overlap over 2 ranks in one process, over shm and tcp,
+// with and without Test calls in the computation, and checks rank 0's row: every figure
+// positive, the blocking sum the sum of the two alone, the text table printed (measure
+// checks the Iallreduce's result itself).
+func TestRunOverlap(t *testing.T) {
+	for _, tc := range []struct {
+		transport, polls string
+	}{{"shm", "0"}, {"tcp", "0"}, {"shm", "4"}} {
+		o, err := parseFlags([]string{"--test", "overlap", "--sizes", "64K", "--iters", "2", "--min-iters", "2", "--polls", tc.polls})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		runtimetest.Run(t, 2, runtimetest.Options{Transport: tc.transport}, func(w *runtime.World) error {
+			text := &bytes.Buffer{}
+			if w.Rank() == 0 {
+				text = &out
+			}
+			rep, err := measure(context.Background(), w, o, text)
+			if err != nil {
+				return err
+			}
+			if w.Rank() != 0 {
+				return nil
+			}
+			if len(rep.Overlap) != 1 || len(rep.Allreduce) != 0 || len(rep.Barrier) != 0 {
+				t.Fatalf("%s polls %s: %d overlap, %d allreduce, %d barrier rows; want 1, 0, 0", tc.transport, tc.polls, len(rep.Overlap), len(rep.Allreduce), len(rep.Barrier))
+			}
+			r := rep.Overlap[0]
+			if r.Bytes != 64<<10 || r.Iterations != 2 || r.Passes < 1 || r.Polls != o.polls ||
+				r.CollUS <= 0 || r.CompUS <= 0 || r.OvlUS <= 0 || math.Abs(r.SumUS-(r.CollUS+r.CompUS)) > 0.01 {
+				t.Errorf("%s polls %s: row %+v: want 64 KiB, 2 iterations, positive figures, sum = coll + comp", tc.transport, tc.polls, r)
+			}
+			return nil
+		})
+		if s := out.String(); !strings.Contains(s, "# overlap") || !strings.Contains(s, "\n65536 ") {
+			t.Errorf("%s polls %s: rank 0 output lacks the overlap table:\n%s", tc.transport, tc.polls, s)
 		}
 	}
 }

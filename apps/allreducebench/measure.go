@@ -21,6 +21,10 @@ func measure(ctx context.Context, w *runtime.World, o options, text io.Writer) (
 	fmt.Fprintf(text, "# gorma allreducebench (OSU method): %d ranks on %d host(s), transport %s, algorithm %s, progress %s, fresh buffers %v, scratch %s\n",
 		rep.Ranks, len(rep.Hosts), rep.Transport, rep.Algorithm, rep.Progress, rep.Fresh, rep.Scratch)
 	fmt.Fprintf(text, "# latency: each rank's mean per call in microseconds, averaged (min, max) over the ranks; GB/s = 10^9 bytes/s\n")
+	if o.test == "overlap" {
+		rep.Overlap, err = overlap(ctx, w, o, text)
+		return rep, err
+	}
 	if o.test != "barrier" {
 		fmt.Fprintf(text, "\n# allreduce: float64 sum\n%s\n", header)
 		b := newBuffers(w, o)

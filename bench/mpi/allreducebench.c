@@ -1,8 +1,9 @@
 /* C twin of apps/allreducebench: OSU osu_allreduce and osu_barrier method, with the same
  * flags, sizes, iteration counts, output format and JSON document, so one script runs
  * both side by side (scripts/compare-allreduce.sh).
- *   allreducebench_mpi [--test allreduce|barrier|all] [--min-size N] [--max-size N]
- *       [--sizes LIST] [--iters N] [--min-iters N] [--size-time DUR] [--fresh] [--json[=FILE]]
+ *   allreducebench_mpi [--test allreduce|barrier|all|overlap] [--min-size N] [--max-size N]
+ *       [--sizes LIST] [--iters N] [--min-iters N] [--size-time DUR] [--fresh] [--polls N]
+ *       [--json[=FILE]]
  * Sizes take the suffixes K, M, G (8 B to 64 MiB by default, powers of two; --sizes
  * 8,1M,24M lists them instead); --size-time
  * takes ms or s (0: no cap). MPI_Allreduce of MPI_DOUBLE with MPI_SUM; each call timed
@@ -17,7 +18,11 @@
  * filled before the timed region, receive left as allocated) and frees them after.
  * --algo is accepted for symmetry with the Go program, "auto" only: the MPIs' own knobs
  * (OMPI_MCA_coll_tuned_allreduce_algorithm, MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM) force
- * theirs. See apps/allreducebench/doc.go for the method. */
+ * theirs. --test overlap (16 MiB unless a size flag says otherwise) times, per size,
+ * MPI_Allreduce alone, a compute kernel calibrated to take as long alone, and
+ * MPI_Iallreduce + the kernel + MPI_Wait; the kernel makes no MPI call unless --polls N
+ * spreads N MPI_Test calls through it. See apps/allreducebench/doc.go for the method. */
+#include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +34,7 @@ struct row {
 	double avg, min, max, algbw, busbw;
 };
 
-static int rank, nranks, fresh;
+static int rank, nranks, fresh, polls;
 static long min_size = 8, max_size = 64L << 20;
 static int iters = 1000, min_iters = 20;
 static double size_time;
@@ -175,6 +180,148 @@ static double barriers(int n) {
 	return total;
 }
 
+/* one size's overlap figures (--test overlap), as overlapRow in apps/allreducebench */
+struct ovl_row {
+	long bytes;
+	int iters, passes, polls;
+	double coll, comp, ovl, sum, pct;
+};
+
+/* the compute kernel: sweeps of float64 arithmetic over a private, cache-resident array
+ * (32 KiB, as kernelLen in apps/allreducebench); it makes no MPI call */
+#define KERNEL_LEN 4096
+static double kern[KERNEL_LEN];
+
+static void sweep(long n) {
+	for (long p = 0; p < n; p++)
+		for (int i = 0; i < KERNEL_LEN; i++) kern[i] = kern[i] * 0.999999 + 1e-6;
+}
+
+/* passes sweeps in npolls+1 chunks, MPI_Test on req between them */
+static void kernel_run(long passes, int npolls, MPI_Request *req) {
+	long done = 0;
+	for (int c = 0; c <= npolls; c++) {
+		long n = passes * (c + 1) / (npolls + 1) - done;
+		sweep(n);
+		done += n;
+		if (c < npolls) {
+			int flag;
+			MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+		}
+	}
+}
+
+/* the passes a trial of n scales to for target seconds, 0 when the trial is too short */
+static long scale_passes(long n, double target) {
+	double t0 = MPI_Wtime();
+	sweep(n);
+	double d = MPI_Wtime() - t0;
+	if (d < target / 4 || d < 100e-6) return 0;
+	long p = (long)(n * target / d);
+	return p > 1 ? p : 1;
+}
+
+/* the passes that take about target seconds here, as kernel.calibrate */
+static long calibrate(double target) {
+	long n = 1, p;
+	for (; n < 1L << 30; n *= 2)
+		if ((p = scale_passes(n, target)) > 0) {
+			n = p;
+			break;
+		}
+	p = scale_passes(n, target);
+	return p > 0 ? p : n;
+}
+
+static double overlap_pct(double coll, double comp, double ovl) {
+	double m = coll < comp ? coll : comp;
+	return m > 0 ? (coll + comp - ovl) / m * 100 : 0;
+}
+
+/* which: 0 Allreduce, 1 the kernel, 2 Iallreduce + kernel + Wait; each timed, an
+ * MPI_Barrier after each outside the timed region */
+static double ovl_timed(int count, int which, double *s, double *r, long n, long passes) {
+	double total = 0;
+	for (int i = 0; i < count; i++) {
+		double t0 = MPI_Wtime();
+		if (which == 0) MPI_Allreduce(s, r, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		else if (which == 1) kernel_run(passes, 0, NULL);
+		else {
+			MPI_Request req;
+			MPI_Iallreduce(s, r, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+			kernel_run(passes, polls, &req);
+			MPI_Wait(&req, MPI_STATUS_IGNORE);
+		}
+		total += MPI_Wtime() - t0;
+		MPI_Barrier(MPI_COMM_WORLD);
+	}
+	return total;
+}
+
+/* the ranks' mean of t / count (complete at every rank) */
+static double mean_over(double t, int count) {
+	double m = t / count, sum;
+	MPI_Allreduce(&m, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+	return sum / nranks;
+}
+
+/* the kernel's count, the same at every rank, for about goal seconds, as calibrateJob in
+ * apps/allreducebench: the largest of the ranks' calibrations, then corrected by the
+ * ranks' mean over trial runs while it is off goal by more than a tenth, 3 rounds at most */
+static long calibrate_job(double goal, int trials) {
+	long mine = calibrate(goal), passes;
+	MPI_Allreduce(&mine, &passes, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+	for (int round = 1; round <= 3; round++) {
+		double ratio = mean_over(ovl_timed(trials, 1, NULL, NULL, 0, passes), trials) / goal;
+		if (fabs(ratio - 1) <= 0.1 || !(ratio > 0)) break;
+		passes = (long)(passes / ratio);
+		if (passes < 1) passes = 1;
+	}
+	return passes;
+}
+
+/* one size of the overlap test, as overlapSize in apps/allreducebench: each measured
+ * iteration runs the Allreduce, the kernel and the overlapped pair in turn, so that a
+ * change of the machine's speed hits all three alike; r2 is the overlapped pair's result */
+static struct ovl_row overlap_size(double *s, double *r, double *r2, long size) {
+	long n = size / 8;
+	int it = scaled(iters, size), warmup = imax(it / 10, 3);
+	double warm = ovl_timed(warmup, 0, s, r, n, 0);
+	it = cap_iters(it, warm, warmup);
+	long passes = calibrate_job(mean_over(warm, warmup), warmup);
+	ovl_timed(1, 2, s, r2, n, passes);
+	memset(r2, 0, (size_t)n * sizeof(double));
+	double t[3] = {0, 0, 0};
+	for (int i = 0; i < it; i++)
+		for (int which = 0; which < 3; which++) t[which] += ovl_timed(1, which, s, which == 2 ? r2 : r, n, passes);
+	if (!check(r2, n)) {
+		fprintf(stderr, "allreducebench_mpi: rank %d: wrong MPI_Iallreduce result at %ld bytes\n", rank, size);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	struct ovl_row o = {size, it, (int)passes, polls, 0, 0, 0, 0, 0};
+	o.coll = mean_over(t[0], it) * 1e6;
+	o.comp = mean_over(t[1], it) * 1e6;
+	o.ovl = mean_over(t[2], it) * 1e6;
+	o.sum = o.coll + o.comp;
+	o.pct = overlap_pct(o.coll, o.comp, o.ovl);
+	return o;
+}
+
+static void print_ovl(FILE *f, const struct ovl_row *o) {
+	fprintf(f, "%-12ld %10d %12.3f %12.3f %12.3f %12.3f %10.1f %8d\n", o->bytes, o->iters, o->coll, o->comp, o->ovl, o->sum, o->pct, o->passes);
+}
+
+static void json_ovl(FILE *f, const struct ovl_row *rows, int n) {
+	fprintf(f, ",\n  \"overlap\": [");
+	for (int i = 0; i < n; i++) {
+		const struct ovl_row *o = &rows[i];
+		fprintf(f, "%s\n    {\n      \"bytes\": %ld,\n      \"iterations\": %d,\n      \"compute_passes\": %d,\n      \"polls\": %d,\n"
+			   "      \"coll_us\": %.6g,\n      \"comp_us\": %.6g,\n      \"ovl_us\": %.6g,\n      \"blocking_sum_us\": %.6g,\n      \"overlap_pct\": %.6g\n    }",
+			i ? "," : "", o->bytes, o->iters, o->passes, o->polls, o->coll, o->comp, o->ovl, o->sum, o->pct);
+	}
+	fprintf(f, "\n  ]");
+}
+
 static void print_row(FILE *f, const struct row *r) {
 	fprintf(f, "%-12ld %10d %12.3f %12.3f %12.3f %12.3f %12.3f\n", r->bytes, r->iters, r->avg, r->min, r->max, r->algbw, r->busbw);
 }
@@ -202,6 +349,7 @@ int main(int argc, char **argv) {
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 	const char *test = "all", *json = NULL;
+	int size_flags = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--fresh") || !strcmp(a, "--fresh=true")) fresh = 1;
@@ -212,8 +360,9 @@ int main(int argc, char **argv) {
 		else {
 			i++;
 			if (!strcmp(a, "--test")) test = v;
-			else if (!strcmp(a, "--min-size")) min_size = parse_size(v);
-			else if (!strcmp(a, "--max-size")) max_size = parse_size(v);
+			else if (!strcmp(a, "--min-size")) min_size = parse_size(v), size_flags = 1;
+			else if (!strcmp(a, "--max-size")) max_size = parse_size(v), size_flags = 1;
+			else if (!strcmp(a, "--polls")) polls = atoi(v);
 			else if (!strcmp(a, "--sizes")) {
 				char *list = strdup(v);
 				for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
@@ -231,8 +380,11 @@ int main(int argc, char **argv) {
 			} else return usage("unknown flag ", a);
 		}
 	}
-	int do_ar = strcmp(test, "barrier") != 0, do_bar = strcmp(test, "allreduce") != 0;
-	if (strcmp(test, "all") && strcmp(test, "allreduce") && strcmp(test, "barrier")) return usage("--test: want allreduce, barrier or all, not ", test);
+	int do_ovl = !strcmp(test, "overlap");
+	int do_ar = !do_ovl && strcmp(test, "barrier") != 0, do_bar = !do_ovl && strcmp(test, "allreduce") != 0;
+	if (strcmp(test, "all") && strcmp(test, "allreduce") && strcmp(test, "barrier") && !do_ovl) return usage("--test: want allreduce, barrier, all or overlap, not ", test);
+	if (polls < 0) return usage("--polls must not be negative", NULL);
+	if (do_ovl && !nsizes && !size_flags) sizes[nsizes++] = min_size = max_size = 16L << 20;
 	if (min_size < 8 || min_size % 8 || max_size < min_size || max_size > (1L << 31)) return usage("want 8 <= min-size <= max-size, min-size a multiple of 8", NULL);
 	if (nsizes) {
 		max_size = 0;
@@ -263,7 +415,8 @@ int main(int argc, char **argv) {
 	}
 	const char *hdr = "#bytes       iterations       avg_us       min_us       max_us   algbw_GB/s   busbw_GB/s";
 	struct row ar[64], bar;
-	int nar = 0;
+	struct ovl_row ovl[64];
+	int nar = 0, novl = 0;
 	if (do_ar) {
 		if (text) fprintf(text, "\n# allreduce: float64 sum\n%s\n", hdr);
 		double *s = NULL, *r = NULL;
@@ -282,6 +435,27 @@ int main(int argc, char **argv) {
 		}
 		free(s);
 		free(r);
+	}
+	if (do_ovl) {
+		if (text) {
+			fprintf(text, "\n# overlap: Iallreduce (float64 sum), a compute kernel calibrated to the Allreduce's time (%d Test calls in it), Wait\n", polls);
+			fprintf(text, "# coll: Allreduce alone; comp: the kernel alone; ovl: overlapped; sum = coll + comp; overlap_%% = (sum - ovl) / min(coll, comp) * 100\n");
+			fprintf(text, "#bytes       iterations      coll_us      comp_us       ovl_us       sum_us  overlap_%%   passes\n");
+		}
+		double *s = malloc(max_size), *r = malloc(max_size), *r2 = malloc(max_size);
+		if (!s || !r || !r2) MPI_Abort(MPI_COMM_WORLD, 1);
+		fill(s, max_size / 8, rank);
+		fill(r, max_size / 8, rank + 100);
+		for (int i = 0; i < KERNEL_LEN; i++) kern[i] = 1;
+		warm_job(&s, &r, sizes[0]);
+		for (int k = 0; k < nsizes; k++) {
+			ovl[novl] = overlap_size(s, r, r2, sizes[k]);
+			if (text) print_ovl(text, &ovl[novl]), fflush(text);
+			novl++;
+		}
+		free(s);
+		free(r);
+		free(r2);
 	}
 	if (do_bar) {
 		if (text) fprintf(text, "\n# barrier\n%s\n", hdr);
@@ -306,6 +480,7 @@ int main(int argc, char **argv) {
 		fprintf(f, "],\n  \"transport\": \"mpi\",\n  \"algorithm\": \"auto\",\n  \"progress\": \"mpi\",\n  \"fresh\": %s", fresh ? "true" : "false");
 		if (nar) json_rows(f, "allreduce", ar, nar);
 		if (do_bar) json_rows(f, "barrier", &bar, 1);
+		if (novl) json_ovl(f, ovl, novl);
 		fprintf(f, "\n}\n");
 		if (f != stdout) fclose(f);
 	}

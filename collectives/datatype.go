@@ -3,10 +3,9 @@ package collectives
 import (
 	"context"
 	"fmt"
-	"math/bits"
-	"sync"
 
 	"github.com/gorma-hpc/gorma/datatype"
+	"github.com/gorma-hpc/gorma/internal/packpool"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -30,21 +29,21 @@ func BcastType[T any](ctx context.Context, w *runtime.World, buf []T, count int,
 		return Bcast(ctx, w, b[off:off+n], root)
 	}
 	n, _ := t.PackSize(count)
-	p := getPacked(n)
+	p := packpool.Get(n)
 	if w.Rank() == root {
-		if _, err := datatype.Pack(p.b, buf, count, t); err != nil {
+		if _, err := datatype.Pack(p.B, buf, count, t); err != nil {
 			return typeErr("bcast type", w, err)
 		}
 	}
-	if err := Bcast(ctx, w, p.b, root); err != nil {
+	if err := Bcast(ctx, w, p.B, root); err != nil {
 		return err // p is dropped: a peer may still be reading it
 	}
 	if w.Rank() != root {
-		if _, err := datatype.Unpack(buf, p.b, count, t); err != nil {
+		if _, err := datatype.Unpack(buf, p.B, count, t); err != nil {
 			return typeErr("bcast type", w, err)
 		}
 	}
-	putPacked(p)
+	packpool.Put(p)
 	return nil
 }
 
@@ -62,25 +61,25 @@ func GatherType[S, R any](ctx context.Context, w *runtime.World, send []S, scoun
 			return err
 		}
 	}
-	ps := getPacked(n)
-	if _, err := datatype.Pack(ps.b, send, scount, st); err != nil {
+	ps := packpool.Get(n)
+	if _, err := datatype.Pack(ps.B, send, scount, st); err != nil {
 		return typeErr("gather type", w, err)
 	}
 	var all []byte
-	var pa *packed
+	var pa *packpool.Buf
 	if atRoot {
-		pa = getPacked(n * w.Size())
-		all = pa.b
+		pa = packpool.Get(n * w.Size())
+		all = pa.B
 	}
-	if err := Gather(ctx, w, ps.b, all, root); err != nil {
+	if err := Gather(ctx, w, ps.B, all, root); err != nil {
 		return err
 	}
-	putPacked(ps)
+	packpool.Put(ps)
 	if atRoot {
 		if _, err := datatype.Unpack(recv, all, rcount*w.Size(), rt); err != nil {
 			return typeErr("gather type", w, err)
 		}
-		putPacked(pa)
+		packpool.Put(pa)
 	}
 	return nil
 }
@@ -95,27 +94,27 @@ func ScatterType[S, R any](ctx context.Context, w *runtime.World, send []S, scou
 	n, _ := rt.PackSize(rcount)
 	atRoot := w.Rank() == root
 	var all []byte
-	var pa *packed
+	var pa *packpool.Buf
 	if atRoot {
 		if err := sendArgs("scatter type", w, send, scount, st, n); err != nil {
 			return err
 		}
-		pa = getPacked(n * w.Size())
-		all = pa.b
+		pa = packpool.Get(n * w.Size())
+		all = pa.B
 		if _, err := datatype.Pack(all, send, scount*w.Size(), st); err != nil {
 			return typeErr("scatter type", w, err)
 		}
 	}
-	pr := getPacked(n)
-	if err := Scatter(ctx, w, all, pr.b, root); err != nil {
+	pr := packpool.Get(n)
+	if err := Scatter(ctx, w, all, pr.B, root); err != nil {
 		return err
 	}
-	if _, err := datatype.Unpack(recv, pr.b, rcount, rt); err != nil {
+	if _, err := datatype.Unpack(recv, pr.B, rcount, rt); err != nil {
 		return typeErr("scatter type", w, err)
 	}
-	putPacked(pr)
+	packpool.Put(pr)
 	if pa != nil {
-		putPacked(pa)
+		packpool.Put(pa)
 	}
 	return nil
 }
@@ -130,18 +129,18 @@ func AllgatherType[S, R any](ctx context.Context, w *runtime.World, send []S, sc
 	if err := recvArgs("allgather type", w, recv, rcount, rt, n); err != nil {
 		return err
 	}
-	ps, pa := getPacked(n), getPacked(n*w.Size())
-	if _, err := datatype.Pack(ps.b, send, scount, st); err != nil {
+	ps, pa := packpool.Get(n), packpool.Get(n*w.Size())
+	if _, err := datatype.Pack(ps.B, send, scount, st); err != nil {
 		return typeErr("allgather type", w, err)
 	}
-	if err := Allgather(ctx, w, ps.b, pa.b); err != nil {
+	if err := Allgather(ctx, w, ps.B, pa.B); err != nil {
 		return err
 	}
-	if _, err := datatype.Unpack(recv, pa.b, rcount*w.Size(), rt); err != nil {
+	if _, err := datatype.Unpack(recv, pa.B, rcount*w.Size(), rt); err != nil {
 		return typeErr("allgather type", w, err)
 	}
-	putPacked(ps)
-	putPacked(pa)
+	packpool.Put(ps)
+	packpool.Put(pa)
 	return nil
 }
 
@@ -162,18 +161,18 @@ func AlltoallType[S, R any](ctx context.Context, w *runtime.World, send []S, sco
 	if err := recvArgs("alltoall type", w, recv, rcount, rt, n); err != nil {
 		return err
 	}
-	ps, pr := getPacked(n*w.Size()), getPacked(n*w.Size())
-	if _, err := datatype.Pack(ps.b, send, scount*w.Size(), st); err != nil {
+	ps, pr := packpool.Get(n*w.Size()), packpool.Get(n*w.Size())
+	if _, err := datatype.Pack(ps.B, send, scount*w.Size(), st); err != nil {
 		return typeErr("alltoall type", w, err)
 	}
-	if err := Alltoall(ctx, w, ps.b, pr.b); err != nil {
+	if err := Alltoall(ctx, w, ps.B, pr.B); err != nil {
 		return err
 	}
-	if _, err := datatype.Unpack(recv, pr.b, rcount*w.Size(), rt); err != nil {
+	if _, err := datatype.Unpack(recv, pr.B, rcount*w.Size(), rt); err != nil {
 		return typeErr("alltoall type", w, err)
 	}
-	putPacked(ps)
-	putPacked(pr)
+	packpool.Put(ps)
+	packpool.Put(pr)
 	return nil
 }
 
@@ -222,36 +221,4 @@ func sendArgs[S any](op string, w *runtime.World, send []S, scount int, st datat
 
 func typeErr(op string, w *runtime.World, err error) error {
 	return fmt.Errorf("collectives: %s: rank %d: %w: %w", op, w.Rank(), runtime.ErrInvalid, err)
-}
-
-// packed is a pooled packing buffer; b is sliced to the length in use.
-type packed struct{ b []byte }
-
-// packPools hold packing buffers by size class: class k holds buffers of 2^k bytes.
-var packPools [48]sync.Pool
-
-// getPacked returns a buffer of n bytes from the pool of its size class.
-func getPacked(n int) *packed {
-	k := 0
-	if n > 1 {
-		k = bits.Len(uint(n - 1))
-	}
-	if k >= len(packPools) {
-		return &packed{b: make([]byte, n)}
-	}
-	p, _ := packPools[k].Get().(*packed)
-	if p == nil {
-		p = &packed{b: make([]byte, 1<<k)}
-	}
-	p.b = p.b[:n]
-	return p
-}
-
-// putPacked returns p to the pool of its size class.
-func putPacked(p *packed) {
-	k := bits.Len(uint(cap(p.b))) - 1
-	if k < 0 || k >= len(packPools) || cap(p.b) != 1<<k {
-		return
-	}
-	packPools[k].Put(p)
 }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
-	"sync"
 
 	"github.com/gorma-hpc/gorma/datatype"
+	"github.com/gorma-hpc/gorma/internal/packpool"
 )
 
 // SendType sends count copies of the layout t, laid over buf's memory, to rank dest with
@@ -30,17 +29,17 @@ func SendType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 		return Send(ctx, w, b[off:off+n], dest, tag)
 	}
 	n, _ := t.PackSize(count)
-	p := getPacked(n)
-	if _, err := datatype.Pack(p.b, buf, count, t); err != nil {
-		putPacked(p)
+	p := packpool.Get(n)
+	if _, err := datatype.Pack(p.B, buf, count, t); err != nil {
+		packpool.Put(p)
 		return withOp("send type", fmt.Errorf("%w: %w", ErrInvalid, err))
 	}
-	err = Send(ctx, w, p.b, dest, tag)
+	err = Send(ctx, w, p.B, dest, tag)
 	if err != nil && ctx.Err() != nil {
 		// A rendezvous offer may still be read from p: leave it to the collector.
 		return err
 	}
-	putPacked(p)
+	packpool.Put(p)
 	return err
 }
 
@@ -64,14 +63,14 @@ func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 		return typeStatus(st, t), err
 	}
 	n, _ := t.PackSize(count)
-	p := getPacked(n)
-	defer putPacked(p)
-	st, err := Recv(ctx, w, p.b, src, tag)
+	p := packpool.Get(n)
+	defer packpool.Put(p)
+	st, err := Recv(ctx, w, p.B, src, tag)
 	if err != nil && !errors.Is(err, ErrTruncated) {
 		return typeStatus(st, t), err
 	}
 	got := min(st.Bytes, n)
-	if _, uerr := datatype.UnpackPrefix(buf, p.b[:got], count, t); uerr != nil {
+	if _, uerr := datatype.UnpackPrefix(buf, p.B[:got], count, t); uerr != nil {
 		return typeStatus(st, t), withOp("recv type", fmt.Errorf("%w: %w", ErrInvalid, uerr))
 	}
 	return typeStatus(st, t), err
@@ -97,37 +96,37 @@ func SendrecvType[S, R any](ctx context.Context, w *World, sbuf []S, scount int,
 		return Status{}, err
 	}
 	out, in := sb, rb
-	var sp, rp *packed
+	var sp, rp *packpool.Buf
 	if off, n, ok := st.Contig(scount); ok {
 		out = sb[off : off+n]
 	} else {
 		n, _ := st.PackSize(scount)
-		sp = getPacked(n)
-		if _, err := datatype.Pack(sp.b, sbuf, scount, st); err != nil {
-			putPacked(sp)
+		sp = packpool.Get(n)
+		if _, err := datatype.Pack(sp.B, sbuf, scount, st); err != nil {
+			packpool.Put(sp)
 			return Status{}, withOp("sendrecv type", fmt.Errorf("%w: %w", ErrInvalid, err))
 		}
-		out = sp.b
+		out = sp.B
 	}
 	roff, rn, rcontig := rt.Contig(rcount)
 	if rcontig {
 		in = rb[roff : roff+rn]
 	} else {
 		rn, _ = rt.PackSize(rcount)
-		rp = getPacked(rn)
-		in = rp.b
+		rp = packpool.Get(rn)
+		in = rp.B
 	}
 	stat, err := Sendrecv(ctx, w, out, dest, stag, in, src, rtag)
 	if err != nil && ctx.Err() != nil {
 		return typeStatus(stat, rt), err // the buffers may still be in use: leave them to the collector
 	}
 	if sp != nil {
-		putPacked(sp)
+		packpool.Put(sp)
 	}
 	if rp != nil {
-		defer putPacked(rp)
+		defer packpool.Put(rp)
 		if err == nil || errors.Is(err, ErrTruncated) {
-			if _, uerr := datatype.UnpackPrefix(rbuf, rp.b[:min(stat.Bytes, rn)], rcount, rt); uerr != nil {
+			if _, uerr := datatype.UnpackPrefix(rbuf, rp.B[:min(stat.Bytes, rn)], rcount, rt); uerr != nil {
 				return typeStatus(stat, rt), withOp("sendrecv type", fmt.Errorf("%w: %w", ErrInvalid, uerr))
 			}
 		}
@@ -159,38 +158,6 @@ func typeStatus(st Status, t datatype.Type) Status {
 	return st
 }
 
-// packed is a pooled packing buffer; b is sliced to the length in use.
-type packed struct{ b []byte }
-
-// packPools hold packing buffers by size class: class k holds buffers of 2^k bytes.
-var packPools [48]sync.Pool
-
-// getPacked returns a buffer of n bytes from the pool of its size class.
-func getPacked(n int) *packed {
-	k := 0
-	if n > 1 {
-		k = bits.Len(uint(n - 1))
-	}
-	if k >= len(packPools) {
-		return &packed{b: make([]byte, n)}
-	}
-	p, _ := packPools[k].Get().(*packed)
-	if p == nil {
-		p = &packed{b: make([]byte, 1<<k)}
-	}
-	p.b = p.b[:n]
-	return p
-}
-
-// putPacked returns p to the pool of its size class.
-func putPacked(p *packed) {
-	k := bits.Len(uint(cap(p.b))) - 1
-	if k < 0 || k >= len(packPools) || cap(p.b) != 1<<k {
-		return
-	}
-	packPools[k].Put(p)
-}
-
 // IsendType starts SendType (MPI_Isend with a derived datatype): a layout that is one
 // run is sent from buf in place (buf belongs to the runtime until the Request
 // completes); any other is packed at the call into a pooled buffer, so buf is the
@@ -208,18 +175,18 @@ func IsendType[T any](w *World, buf []T, count int, t datatype.Type, dest, tag i
 		return Isend(w, b[off:off+n], dest, tag)
 	}
 	n, _ := t.PackSize(count)
-	p := getPacked(n)
-	if _, err := datatype.Pack(p.b, buf, count, t); err != nil {
-		putPacked(p)
+	p := packpool.Get(n)
+	if _, err := datatype.Pack(p.B, buf, count, t); err != nil {
+		packpool.Put(p)
 		return nil, withOp("isend type", fmt.Errorf("%w: %w", ErrInvalid, err))
 	}
-	r, err := Isend(w, p.b, dest, tag)
+	r, err := Isend(w, p.B, dest, tag)
 	if err != nil {
-		putPacked(p)
+		packpool.Put(p)
 		return nil, err
 	}
 	r.finish = func(st Status, err error) (Status, error) {
-		putPacked(p)
+		packpool.Put(p)
 		return st, err
 	}
 	return r, nil
@@ -248,16 +215,16 @@ func IrecvType[T any](w *World, buf []T, count int, t datatype.Type, src, tag in
 		return r, nil
 	}
 	n, _ := t.PackSize(count)
-	p := getPacked(n)
-	r, err := Irecv(w, p.b, src, tag)
+	p := packpool.Get(n)
+	r, err := Irecv(w, p.B, src, tag)
 	if err != nil {
-		putPacked(p)
+		packpool.Put(p)
 		return nil, err
 	}
 	r.finish = func(st Status, err error) (Status, error) {
-		defer putPacked(p)
+		defer packpool.Put(p)
 		if (err == nil || errors.Is(err, ErrTruncated)) && !st.Cancelled {
-			if _, uerr := datatype.UnpackPrefix(buf, p.b[:min(st.Bytes, n)], count, t); uerr != nil {
+			if _, uerr := datatype.UnpackPrefix(buf, p.B[:min(st.Bytes, n)], count, t); uerr != nil {
 				return typeStatus(st, t), withOp("irecv type", fmt.Errorf("%w: %w", ErrInvalid, uerr))
 			}
 		}

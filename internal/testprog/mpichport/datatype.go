@@ -190,3 +190,110 @@ func dtTresized(ctx context.Context, w *runtime.World, lb int) error {
 	}
 	return nil
 }
+
+func init() {
+	register("datatype-vecblklen", "datatype/vecblklen.c", 1, func(ctx context.Context, w *runtime.World) error { return dtVecblklen(false) })
+	register("datatype-hvecblklen", "datatype/hvecblklen.c", 1, func(ctx context.Context, w *runtime.World) error { return dtVecblklen(true) })
+	register("datatype-simple_resized", "datatype/simple_resized.c", 1, dtSimpleResized)
+	register("datatype-contig_zero_count", "datatype/contig_zero_count.c", 1, dtContigZeroCount)
+	register("datatype-zeroblks", "datatype/zeroblks.c", 1, dtZeroblks)
+	register("datatype-typelb", "datatype/typelb.c", 1, dtTypelb)
+}
+
+// dtVecblklen: 59 bytes resized to an extent of 64, as a vector (or an hvector of the
+// same stride in bytes) of 16 blocks of 16, stride 16: packed from bytes i%64 and
+// unpacked over 0x7f, each 64 bytes hold 0..58 then five 0x7f.
+func dtVecblklen(h bool) error {
+	const veccount, stride, size = 16, 16, 16 * 16 * 64
+	dt, err := datatype.Contiguous[int8](59)
+	if err != nil {
+		return err
+	}
+	dt2, err := dt.Resized(0, 64)
+	if err != nil {
+		return err
+	}
+	var nt datatype.Type
+	if h {
+		nt, err = dt2.Hvector(veccount, stride, stride*64)
+	} else {
+		nt, err = dt2.Vector(veccount, stride, stride)
+	}
+	if err != nil {
+		return err
+	}
+	in, out := seq(size, func(i int) int8 { return int8(i % 64) }), fill(size, int8(127))
+	if err := packRoundTrip("vector of resized", in, out, 1, nt, veccount*stride*59); err != nil {
+		return err
+	}
+	return same("vector of resized", out, seq(size, func(i int) int8 {
+		if i%64 < 59 {
+			return int8(i % 64)
+		}
+		return 127
+	}))
+}
+
+// dtSimpleResized: 2 int32s resized to an extent of 18 bytes: size 8, extent 18.
+func dtSimpleResized(ctx context.Context, w *runtime.World) error {
+	c, err := datatype.Contiguous[int32](2)
+	if err != nil {
+		return err
+	}
+	r, err := c.Resized(0, 2*4+10)
+	if err != nil {
+		return err
+	}
+	if r.Size() != 8 || r.Extent() != 18 {
+		return fmt.Errorf("resized: size %d extent %d, want 8 18", r.Size(), r.Extent())
+	}
+	return nil
+}
+
+// dtContigZeroCount: a contiguous type of 0 int32s has size 0 and extent 0.
+func dtContigZeroCount(ctx context.Context, w *runtime.World) error {
+	c, err := datatype.Contiguous[int32](0)
+	if err != nil {
+		return err
+	}
+	if c.Size() != 0 || c.Extent() != 0 {
+		return fmt.Errorf("contiguous of 0: size %d extent %d, want 0 0", c.Size(), c.Extent())
+	}
+	return nil
+}
+
+// dtZeroblks: an indexed type of a block of 0 int32s at 0 and one of 40 at 20, packed
+// from 0..59 and unpacked over -1: the first 20 stay -1, the rest are their index.
+func dtZeroblks(ctx context.Context, w *runtime.World) error {
+	t, err := datatype.Indexed[int32]([]int{0, 40}, []int{0, 20})
+	if err != nil {
+		return err
+	}
+	send, recv := seq(60, func(i int) int32 { return int32(i) }), fill(60, int32(-1))
+	if err := packRoundTrip("indexed with an empty block", send, recv, 1, t, 160); err != nil {
+		return err
+	}
+	return same("indexed with an empty block", recv, seq(60, func(i int) int32 {
+		if i < 20 {
+			return -1
+		}
+		return int32(i)
+	}))
+}
+
+// dtTypelb: an hindexed of one block at byte 1 of an hindexed of one byte at byte 3 has
+// lower bound 4, upper bound 5 and extent 1.
+func dtTypelb(ctx context.Context, w *runtime.World) error {
+	tmp, err := datatype.Hindexed[uint8]([]int{1}, []int{3})
+	if err != nil {
+		return err
+	}
+	t, err := tmp.Hindexed([]int{1}, []int{1})
+	if err != nil {
+		return err
+	}
+	if t.LB() != 4 || t.UB() != 5 || t.Extent() != 1 {
+		return fmt.Errorf("lb %d ub %d extent %d, want 4 5 1", t.LB(), t.UB(), t.Extent())
+	}
+	return nil
+}

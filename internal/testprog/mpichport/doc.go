@@ -25,7 +25,8 @@
 //	    opprod opsum p_allgather p_allgatherv p_allred p_alltoall p_alltoallv p_barrier
 //	    p_bcast p_bcast2 p_exscan p_gatherv p_red p_red_scat_block p_redscat p_scan
 //	    red_scat_block red_scat_block2 redscat redscat3 reduce reduce_local scantst
-//	datatype: simple_pack slice_pack transpose_pack tresized tresized2
+//	datatype: contig_zero_count hvecblklen simple_pack simple_resized slice_pack
+//	    transpose_pack tresized tresized2 typelb vecblklen zeroblks
 //	group: groupcreate groupnullincl grouptest grouptest2 gtranks
 //	pt2pt: anyall bsend1 bsend2 bsend3 bsend4 cancelrecv huge_anysrc huge_dupcomm huge_ssend
 //	    huge_underflow inactivereq isendirecv isendrecv isendrecv_replace isendself

@@ -37,11 +37,12 @@
 //	    compare_and_swap contention_put fence_shm fetchandadd flush get_acc_local
 //	    get_flushlocal large_small_acc linked_list linked_list_bench_lock_excl
 //	    linked_list_fop linked_list_lockall lock_nested lockcontention lockcontention2
-//	    locknull manyget manyrma3 mixedsync mutex_bench nullpscw pscw_ordering
+//	    locknull manyget manyrma3 mixedsync mutex_bench nullpscw pscw_ordering putfidx
 //	    racc_local_comp req_example reqops rget_testall rget_unlock rmazero rput_local_comp
-//	    test1 test2 test3 test4 test5 win_dynamic_acc win_flavors win_shared
-//	    win_shared_noncontig win_shared_noncontig_put win_shared_zerobyte win_zero
-//	    window_attach window_creation wintest
+//	    test1 test2 test3 test4 test5 transpose1 transpose2 transpose3 transpose4 transpose5
+//	    transpose6 transpose7 win_dynamic_acc win_flavors win_shared win_shared_noncontig
+//	    win_shared_noncontig_put win_shared_zerobyte win_zero window_attach window_creation
+//	    wintest
 //	topo: cartcreates cartshift1 cartsuball cartzero dims1 dims2 dims3 dims4 graphcr
 //	    graphcr2
 //
@@ -61,6 +62,7 @@
 //	rma/req_example.c: req_example_shm
 //	rma/test2.c: test2_shm
 //	rma/test3.c: test3_shm
+//	rma/transpose3.c: transpose3_shm
 //	rma/win_dynamic_rma_flush_get.c: win_dynamic_rma_flush_get_acc4096
 //	    win_dynamic_rma_flush_get_acc9216 win_dynamic_rma_flush_get_cas1
 //	    win_dynamic_rma_flush_get_fop1 win_dynamic_rma_flush_get_gacc4096

@@ -462,4 +462,3 @@ func ptCancelrecv(ctx context.Context, w *runtime.World) error {
 	}
 	return nil
 }
-

@@ -39,10 +39,11 @@
 //	    linked_list_fop linked_list_lockall lock_nested lockcontention lockcontention2
 //	    locknull manyget manyrma3 mixedsync mutex_bench nullpscw pscw_ordering putfidx
 //	    racc_local_comp req_example reqops rget_testall rget_unlock rmazero rput_local_comp
-//	    test1 test2 test3 test4 test5 transpose1 transpose2 transpose3 transpose4 transpose5
-//	    transpose6 transpose7 win_dynamic_acc win_flavors win_shared win_shared_noncontig
-//	    win_shared_noncontig_put win_shared_zerobyte win_zero window_attach window_creation
-//	    wintest
+//	    strided_acc_indexed strided_acc_onelock strided_acc_subarray strided_get_indexed
+//	    strided_putget_indexed test1 test2 test3 test4 test5 transpose1 transpose2
+//	    transpose3 transpose4 transpose5 transpose6 transpose7 win_dynamic_acc win_flavors
+//	    win_shared win_shared_noncontig win_shared_noncontig_put win_shared_zerobyte
+//	    win_zero window_attach window_creation wintest
 //	topo: cartcreates cartshift1 cartsuball cartzero dims1 dims2 dims3 dims4 graphcr
 //	    graphcr2
 //

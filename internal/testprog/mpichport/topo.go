@@ -250,3 +250,38 @@ func topoGraphcr2(ctx context.Context, w *runtime.World) error {
 	}
 	return nil
 }
+
+func init() {
+	register("topo-dgraph_unwgt", "topo/dgraph_unwgt.c", 4, topoDgraphUnwgt)
+}
+
+// topoDgraphUnwgt: a bidirectional ring as a distributed graph, first by NewDistGraph
+// (each rank gives its own two out-edges), then by NewDistGraphAdjacent: each rank has 2
+// sources and 2 destinations, each a neighbour on the ring.
+func topoDgraphUnwgt(ctx context.Context, w *runtime.World) error {
+	rank, size := w.Rank(), w.Size()
+	left, right := (rank-1+size)%size, (rank+1)%size
+	check := func(what string, d *topo.DistGraph) error {
+		in, out := d.NeighborsCount()
+		if in != 2 || out != 2 {
+			return fmt.Errorf("%s: %d sources and %d destinations, want 2 and 2", what, in, out)
+		}
+		for _, r := range append(d.Sources(), d.Destinations()...) {
+			if sep := r - rank; sep != 1 && sep != -1 && sep != size-1 && sep != 1-size {
+				return fmt.Errorf("%s: neighbour %d is not next to %d on the ring", what, r, rank)
+			}
+		}
+		return d.World().Free()
+	}
+	d, err := topo.NewDistGraph(ctx, w, []int{rank}, []int{2}, []int{left, right}, true)
+	if err != nil {
+		return err
+	}
+	if err := check("dist graph", d); err != nil {
+		return err
+	}
+	if d, err = topo.NewDistGraphAdjacent(ctx, w, []int{left, right}, []int{left, right}, true); err != nil {
+		return err
+	}
+	return check("adjacent dist graph", d)
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -458,6 +459,155 @@ func ptCancelrecv(ctx context.Context, w *runtime.World) error {
 		}
 		if !s[0].Cancelled || s[1].Cancelled {
 			return fmt.Errorf("send with tag 4 cancelled %v, send with tag 2 cancelled %v; want true, false", s[0].Cancelled, s[1].Cancelled)
+		}
+	}
+	return nil
+}
+
+func init() {
+	register("pt2pt-bsendpending", "pt2pt/bsendpending.c", 2, ptBsendpending)
+	register("pt2pt-bsendfrag", "pt2pt/bsendfrag.c", 2, ptBsendfrag)
+	register("pt2pt-precv_anysrc", "pt2pt/precv_anysrc.c", 2, ptPrecvAnysrc)
+}
+
+// ptBsendpending: on each communicator, rank 0 attaches room for three 128 KiB messages,
+// Bsends them to the last rank, exchanges an empty Sendrecv with it and detaches, which
+// waits for the three to go and returns the whole buffer; the last rank, after the
+// Sendrecv, waits (200 ms; MPICH spins 2 s) before receiving them, and checks them.
+func ptBsendpending(ctx context.Context, w *runtime.World) error {
+	const msgsize = 128 * 1024
+	pattern := func(k int) []uint8 {
+		return seq(msgsize, func(i int) uint8 { return 0xff ^ uint8(k*i&0xff) })
+	}
+	return eachComm(ctx, w, 2, func(c *runtime.World, name string) error {
+		rank, dest := c.Rank(), c.Size()-1
+		switch rank {
+		case 0:
+			bufsize := 3 * (runtime.BsendOverhead + msgsize)
+			if err := runtime.BufferAttach(c, make([]byte, bufsize)); err != nil {
+				return err
+			}
+			for _, k := range []int{1, 3, 5} {
+				if err := runtime.Bsend(c, pattern(k), dest, 0); err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+			}
+			if _, err := runtime.Sendrecv(ctx, c, []uint8(nil), dest, 10, []uint8(nil), dest, 10); err != nil {
+				return err
+			}
+			b, err := runtime.BufferDetach(ctx, c)
+			if err != nil {
+				return fmt.Errorf("%s: detach: %w", name, err)
+			}
+			if len(b) != bufsize {
+				return fmt.Errorf("%s: detach returned %d bytes, want %d", name, len(b), bufsize)
+			}
+		case dest:
+			if _, err := runtime.Sendrecv(ctx, c, []uint8(nil), 0, 10, []uint8(nil), 0, 10); err != nil {
+				return err
+			}
+			time.Sleep(200 * time.Millisecond)
+			for _, k := range []int{1, 3, 5} {
+				msg := make([]uint8, msgsize)
+				if _, err := runtime.Recv(ctx, c, msg, 0, 0); err != nil {
+					return err
+				}
+				if err := same(fmt.Sprintf("%s: message %d", name, k), msg, pattern(k)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// ptBsendfrag: rank 0, with room for four messages of 17000 int32s attached, Bsends
+// them (tags 0..3) to rank 1, negating each buffer after its Bsend, Barriers and
+// detaches; rank 1 receives them after the Barrier in the order 1, 0, 3, 2 and finds
+// the values sent.
+func ptBsendfrag(ctx context.Context, w *runtime.World) error {
+	const n = 17000
+	bufs := [4][]int32{}
+	for k := range bufs {
+		bufs[k] = seq(n, func(i int) int32 { return int32(k*n + i) })
+	}
+	switch w.Rank() {
+	case 0:
+		if err := runtime.BufferAttach(w, make([]byte, 4*(n*4+runtime.BsendOverhead))); err != nil {
+			return err
+		}
+		for k, b := range bufs {
+			if err := runtime.Bsend(w, b, 1, k); err != nil {
+				return err
+			}
+			for i := range b {
+				b[i] = -b[i]
+			}
+		}
+		if err := runtime.Barrier(ctx, w); err != nil {
+			return err
+		}
+		_, err := runtime.BufferDetach(ctx, w)
+		return err
+	case 1:
+		if err := runtime.Barrier(ctx, w); err != nil {
+			return err
+		}
+		for _, k := range []int{1, 0, 3, 2} {
+			got := make([]int32, n)
+			if _, err := runtime.Recv(ctx, w, got, 0, k); err != nil {
+				return err
+			}
+			if err := same(fmt.Sprintf("message %d", k), got, bufs[k]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return runtime.Barrier(ctx, w)
+}
+
+// ptPrecvAnysrc: for messages of 64, 32768 and 2000000 bytes, rank 0 makes a persistent
+// receive from any source with any tag, Barriers, starts and waits for it; rank 1 Isends
+// j%100 before the Barrier and waits after it: rank 0 receives them.
+func ptPrecvAnysrc(ctx context.Context, w *runtime.World) error {
+	for _, size := range []int{64, 32768, 2000000} {
+		want := seq(size, func(j int) uint8 { return uint8(j % 100) })
+		buf := make([]uint8, size)
+		switch w.Rank() {
+		case 0:
+			r, err := runtime.RecvInit(w, buf, runtime.AnySource, runtime.AnyTag)
+			if err != nil {
+				return err
+			}
+			if err := runtime.Barrier(ctx, w); err != nil {
+				return err
+			}
+			if err := runtime.Start(r); err != nil {
+				return err
+			}
+			if _, err := r.Wait(ctx); err != nil {
+				return err
+			}
+			if err := first(r.Free(), same(fmt.Sprintf("%d bytes", size), buf, want)); err != nil {
+				return err
+			}
+		case 1:
+			copy(buf, want)
+			r, err := runtime.Isend(w, buf, 0, 1)
+			if err != nil {
+				return err
+			}
+			if err := runtime.Barrier(ctx, w); err != nil {
+				return err
+			}
+			if _, err := r.Wait(ctx); err != nil {
+				return err
+			}
+		default:
+			if err := runtime.Barrier(ctx, w); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

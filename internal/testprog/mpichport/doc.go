@@ -1,6 +1,6 @@
-// Command mpichport re-expresses tests of MPICH's test/mpi suite (rma, coll, pt2pt, group,
-// topo, datatype) as scenarios of one gorma rank program, each checking what its MPICH
-// test checks. One scenario runs per job:
+// Command mpichport re-expresses tests of MPICH's test/mpi suite (rma, coll, pt2pt, comm,
+// group, topo, datatype) as scenarios of one gorma rank program, each checking what its
+// MPICH test checks. One scenario runs per job:
 //
 //	golaunch -n N mpichport SCENARIO   # N: the rank count MPICH's testlist.in gives it
 //	mpichport -list                    # every scenario: name, rank count, MPICH file

@@ -118,3 +118,87 @@ func ptRqfree(ctx context.Context, w *runtime.World) error {
 	}
 	return runtime.Barrier(ctx, w)
 }
+
+func init() {
+	register("pt2pt-issendselfcancel", "pt2pt/issendselfcancel.c", 1, ptIssendselfcancel)
+	register("pt2pt-bsendalign", "pt2pt/bsendalign.c", 2, ptBsendalign)
+}
+
+// ptIssendselfcancel: on a World of this rank alone, an empty Issend to self (tag 123)
+// is found by Probe from any source with any tag (source 0, tag 123), then cancelled
+// and freed; an Irecv of that tag, cancelled, completes at Wait.
+func ptIssendselfcancel(ctx context.Context, w *runtime.World) error {
+	self, err := selfWorld(ctx, w)
+	if err != nil {
+		return err
+	}
+	r, err := runtime.Issend(self, []byte(nil), 0, 123)
+	if err != nil {
+		return err
+	}
+	st, err := runtime.Probe(ctx, self, runtime.AnySource, runtime.AnyTag)
+	if err != nil {
+		return err
+	}
+	if st.Source != 0 || st.Tag != 123 {
+		return fmt.Errorf("probe: source %d tag %d, want 0 123", st.Source, st.Tag)
+	}
+	if err := first(r.Cancel(), r.Free()); err != nil {
+		return err
+	}
+	if r, err = runtime.Irecv(self, []byte(nil), 0, 123); err != nil {
+		return err
+	}
+	if err := r.Cancel(); err != nil {
+		return err
+	}
+	if _, err := r.Wait(ctx); err != nil {
+		return err
+	}
+	return self.Free()
+}
+
+// ptBsendalign: bsend2's exchange (every rank Bsends ten messages of 10 int32s to rank
+// 0, which receives them by source and tag) with the 8000-byte buffer attached at byte
+// offsets 0..6 of a larger one; each detach returns the buffer attached.
+func ptBsendalign(ctx context.Context, w *runtime.World) error {
+	const bufsize = 2000 * 4
+	rank, size := w.Rank(), w.Size()
+	buf := make([]byte, bufsize+8)
+	for align := 0; align < 7; align++ {
+		if err := runtime.BufferAttach(w, buf[align:align+bufsize]); err != nil {
+			return err
+		}
+		for j := 0; j < 10; j++ {
+			a := seq(10, func(i int) int32 { return int32((rank+10*j)*size + i) })
+			if err := runtime.Bsend(w, a, 0, 27+j); err != nil {
+				return fmt.Errorf("align %d, message %d: %w", align, j, err)
+			}
+		}
+		if rank == 0 {
+			b := make([]int32, 10)
+			for i := 0; i < size; i++ {
+				for j := 0; j < 10; j++ {
+					st, err := runtime.Recv(ctx, w, b, i, 27+j)
+					if err != nil {
+						return err
+					}
+					if st.Source != i || st.Tag != 27+j {
+						return fmt.Errorf("align %d: status source %d tag %d, want %d %d", align, st.Source, st.Tag, i, 27+j)
+					}
+					if err := same(fmt.Sprintf("align %d, message %d from %d", align, j, i), b, seq(10, func(k int) int32 { return int32((i+10*j)*size + k) })); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		got, err := runtime.BufferDetach(ctx, w)
+		if err != nil {
+			return err
+		}
+		if len(got) != bufsize || &got[0] != &buf[align] {
+			return fmt.Errorf("align %d: detach did not return the buffer attached", align)
+		}
+	}
+	return nil
+}

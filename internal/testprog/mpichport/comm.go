@@ -257,3 +257,24 @@ func commGroupRand(ctx context.Context, w *runtime.World) error {
 	}
 	return nil
 }
+
+func init() {
+	register("comm-cmsplit_type", "comm/cmsplit_type.c", 4, commCmsplitType)
+}
+
+// commCmsplitType: SplitShared (MPI_COMM_TYPE_SHARED) gives every rank a World. It
+// leaves out the MPI 4.0 and 4.1 split types (HW_GUIDED, HW_UNGUIDED, RESOURCE_GUIDED and
+// their info keys), which gorma does not provide.
+func commCmsplitType(ctx context.Context, w *runtime.World) error {
+	c, err := w.SplitShared(ctx, 0)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return fmt.Errorf("split shared gave no World")
+	}
+	if c.Size() < 1 || c.Size() > w.Size() {
+		return fmt.Errorf("split shared: %d ranks of %d", c.Size(), w.Size())
+	}
+	return c.Free()
+}

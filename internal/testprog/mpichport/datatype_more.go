@@ -227,3 +227,57 @@ func dtHindexedZeros(ctx context.Context, w *runtime.World) error {
 	}
 	return self.Free()
 }
+
+func init() {
+	register("datatype-lbub", "datatype/lbub.c", 1, dtLbub)
+	knownFailing["datatype-lbub"] = "Resized refuses a negative extent (\"resized: extent -9 is negative\", ErrInvalid); MPI_Type_create_resized accepts one (lbub.c resizes 4 bytes to lb 6, extent -9: MPI_Type_get_extent gives lb 6, extent -9, and vectors of it have lb -111, extent 108 for stride 5); the cases of positive extent pass"
+}
+
+// dtLbub: 4 bytes resized to (lb -3, extent 9), and to (lb 6, extent -9), alone and as
+// a contiguous of 3 and vectors of 3 blocks (blocklength 1 or 4, stride 1, 5 or -5) of
+// it: each type's size, lower bound, extent, true lower bound and true extent (the
+// cases of positive extent first).
+func dtLbub(ctx context.Context, w *runtime.World) error {
+	four, err := datatype.Contiguous[uint8](4)
+	if err != nil {
+		return err
+	}
+	cases := []struct {
+		name                              string
+		lb, ext                           int // the resized 4 bytes
+		kind                              string
+		count, blocklen, stride           int
+		size, wantLB, wantExt, tlb, textt int
+	}{
+		{"int with lb ub", -3, 9, "", 0, 0, 0, 4, -3, 9, 0, 4},
+		{"contig of int with lb ub", -3, 9, "contig", 3, 0, 0, 12, -3, 27, 0, 22},
+		{"vector of int with lb ub", -3, 9, "vector", 3, 1, 1, 12, -3, 27, 0, 22},
+		{"vector blocklength 4", -3, 9, "vector", 3, 4, 1, 48, -3, 54, 0, 49},
+		{"vector blocklength 4 stride 5", -3, 9, "vector", 3, 4, 5, 48, -3, 126, 0, 121},
+		{"vector blocklength 4 stride -5", -3, 9, "vector", 3, 4, -5, 48, -93, 126, -90, 121},
+		{"int with negative extent", 6, -9, "", 0, 0, 0, 4, 6, -9, 0, 4},
+		{"contig of negative extent", 6, -9, "contig", 3, 0, 0, 12, -12, 9, -18, 22},
+		{"vector stride 5 of negative extent", 6, -9, "vector", 3, 4, 5, 48, -111, 108, -117, 121},
+		{"vector stride -5 of negative extent", 6, -9, "vector", 3, 4, -5, 48, -21, 108, -27, 121},
+	}
+	for _, c := range cases {
+		t, err := four.Resized(c.lb, c.ext)
+		if err != nil {
+			return fmt.Errorf("%s: resized (%d, %d): %w", c.name, c.lb, c.ext, err)
+		}
+		switch c.kind {
+		case "contig":
+			t, err = t.Contiguous(c.count)
+		case "vector":
+			t, err = t.Vector(c.count, c.blocklen, c.stride)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		if t.Size() != c.size || t.LB() != c.wantLB || t.Extent() != c.wantExt || t.TrueLB() != c.tlb || t.TrueExtent() != c.textt {
+			return fmt.Errorf("%s: size %d lb %d extent %d true lb %d true extent %d; want %d %d %d %d %d", c.name,
+				t.Size(), t.LB(), t.Extent(), t.TrueLB(), t.TrueExtent(), c.size, c.wantLB, c.wantExt, c.tlb, c.textt)
+		}
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gorma-hpc/gorma/datatype"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -606,6 +607,47 @@ func ptPrecvAnysrc(ctx context.Context, w *runtime.World) error {
 			}
 		default:
 			if err := runtime.Barrier(ctx, w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func init() {
+	register("pt2pt-sendrecv2", "pt2pt/sendrecv2.c", 2, ptSendrecv2)
+}
+
+// ptSendrecv2: for i = 8, 12, ..., 60, rank 0 sends a vector of i blocks of 128 bytes,
+// 129 apart, over rows of 129 bytes holding their row number; rank 1 receives it with
+// the same type into zeros: each row's 128 bytes hold its number, the 129th stays 0.
+func ptSendrecv2(ctx context.Context, w *runtime.World) error {
+	for i := 8; i < 64; i += 4 {
+		t, err := datatype.Vector[int8](i, 128, 129)
+		if err != nil {
+			return err
+		}
+		buf := make([]int8, 64*129)
+		switch w.Rank() {
+		case 0:
+			for j := 0; j < i; j++ {
+				for k := 0; k < 129; k++ {
+					buf[129*j+k] = int8(j)
+				}
+			}
+			if err := runtime.SendType(ctx, w, buf, 1, t, 1, i); err != nil {
+				return err
+			}
+		case 1:
+			if _, err := runtime.RecvType(ctx, w, buf, 1, t, 0, i); err != nil {
+				return err
+			}
+			if err := same(fmt.Sprintf("vector of %d rows", i), buf[:129*i], seq(129*i, func(x int) int8 {
+				if x%129 == 128 {
+					return 0
+				}
+				return int8(x / 129)
+			})); err != nil {
 				return err
 			}
 		}

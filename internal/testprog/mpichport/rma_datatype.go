@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/datatype"
@@ -234,4 +235,79 @@ func rmaPutfidx(ctx context.Context, w *runtime.World) error {
 		return nil
 	}
 	return same("put of an indexed origin", got, seq(tot, func(i int) int32 { return int32(i) }))
+}
+
+func init() {
+	register("rma-contig_displ", "rma/contig_displ.c", 1, rmaContigDispl)
+	register("rma-selfrma", "rma/selfrma.c", 1, rmaSelfrma)
+}
+
+// rmaContigDispl: rank 0, on a window of its own over {100, 200}, Gets one int32 through
+// an indexed-block type of one int32 at displacement 1 under an exclusive lock: 200.
+func rmaContigDispl(ctx context.Context, w *runtime.World) error {
+	if w.Rank() != 0 {
+		return nil
+	}
+	self, err := selfWorld(ctx, w)
+	if err != nil {
+		return err
+	}
+	t, err := datatype.IndexedBlock[int32](1, []int{1})
+	if err != nil {
+		return err
+	}
+	array := []int32{100, 200}
+	win, err := window.Create(ctx, self, array)
+	if err != nil {
+		return err
+	}
+	get := []int32{0}
+	if err := first(win.Lock(ctx, window.Exclusive, 0, 0), win.GetType(get, 1, datatype.Of[int32](), 0, 0, 1, t), win.Unlock(ctx, 0)); err != nil {
+		return err
+	}
+	return first(same("get through displacement 1", get, []int32{200}), win.Free(ctx), self.Free())
+}
+
+// rmaSelfrma: each rank, on a window of 1000 int32s, Puts (exclusive lock), Accumulates
+// with Sum into zeros (shared lock) and Gets (shared lock) to and from itself through a
+// vector of 250 int32s, stride 2, on both sides: every other element matches.
+func rmaSelfrma(ctx context.Context, w *runtime.World) error {
+	const count = 1000
+	rank := w.Rank()
+	sbuf := seq(count, func(i int) int32 { return int32(i) })
+	winbuf := make([]int32, count)
+	vt, err := datatype.Vector[int32](count/4, 1, 2)
+	if err != nil {
+		return err
+	}
+	win, err := window.Create(ctx, w, winbuf)
+	if err != nil {
+		return err
+	}
+	every2 := func(what string, a, b []int32) error {
+		for j := 0; j < count/2; j += 2 {
+			if a[j] != b[j] {
+				return fmt.Errorf("%s: element %d is %d, want %d", what, j, a[j], b[j])
+			}
+		}
+		return nil
+	}
+	if err := first(win.Lock(ctx, window.Exclusive, rank, 0), win.PutType(sbuf, 1, vt, rank, 0, 1, vt), win.Unlock(ctx, rank)); err != nil {
+		return err
+	}
+	if err := every2("put", winbuf, sbuf); err != nil {
+		return err
+	}
+	clear(winbuf)
+	if err := first(win.Lock(ctx, window.Shared, rank, 0), win.AccumulateType(sbuf, 1, vt, rank, 0, 1, vt, collectives.Sum[int32]()), win.Unlock(ctx, rank)); err != nil {
+		return err
+	}
+	if err := every2("accumulate", winbuf, sbuf); err != nil {
+		return err
+	}
+	clear(sbuf)
+	if err := first(win.Lock(ctx, window.Shared, rank, 0), win.GetType(sbuf, 1, vt, rank, 0, 1, vt), win.Unlock(ctx, rank)); err != nil {
+		return err
+	}
+	return first(every2("get", winbuf, sbuf), win.Free(ctx))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorma-hpc/gorma/collectives"
@@ -179,6 +180,55 @@ func collAlltoallwZeros(ctx context.Context, w *runtime.World) error {
 		if err := collectives.Alltoallv(ctx, w, s[:0], make([]int, n), rv[:0], make([]int, n)); err != nil {
 			return fmt.Errorf("alltoallv %d: %w", i, err)
 		}
+	}
+	return nil
+}
+
+func init() {
+	register("coll-redscat2", "coll/redscat2.c", 4, collRedscat2)
+}
+
+// collRedscat2: for block sizes 1, 2, 4, ... 128, ReduceScatterV of rank+i with three
+// non-commutative operators, which must see a lower rank's operand on the left (never
+// larger than the right one): "left" keeps the left operand (rank r gets rank 0's block,
+// r*block + i), "right" the right one (rank size-1's, size-1 + r*block + i), and a sum
+// (size*x + size(size-1)/2 for x = r*block + i).
+func collRedscat2(ctx context.Context, w *runtime.World) error {
+	rank, size := w.Rank(), w.Size()
+	var misordered atomic.Int64
+	mk := func(name string, f func(l, r int32) int32) collectives.Op[int32] {
+		return collectives.NewOp[int32](name, func(inout, in []int32) {
+			for i := range inout {
+				if name != "nc_sum" && inout[i] > in[i] {
+					misordered.Add(1)
+				}
+				inout[i] = f(inout[i], in[i])
+			}
+		}, false)
+	}
+	ops := []struct {
+		name string
+		op   collectives.Op[int32]
+		want func(x int) int32
+	}{
+		{"left", mk("left", func(l, r int32) int32 { return l }), func(x int) int32 { return int32(x) }},
+		{"right", mk("right", func(l, r int32) int32 { return r }), func(x int) int32 { return int32(size - 1 + x) }},
+		{"nc_sum", mk("nc_sum", func(l, r int32) int32 { return l + r }), func(x int) int32 { return int32(size*x + (size-1)*size/2) }},
+	}
+	for bs := 1; bs < 256; bs *= 2 {
+		send := seq(size*bs, func(i int) int32 { return int32(rank + i) })
+		for _, o := range ops {
+			recv := fill(bs, int32(-559038737))
+			if err := collectives.ReduceScatterV(ctx, w, send, recv, fill(size, bs), o.op); err != nil {
+				return err
+			}
+			if err := same(fmt.Sprintf("block size %d, %s", bs, o.name), recv, seq(bs, func(i int) int32 { return o.want(rank*bs + i) })); err != nil {
+				return err
+			}
+		}
+	}
+	if n := misordered.Load(); n > 0 {
+		return fmt.Errorf("a non-commutative operator saw a higher rank's operand on the left %d times", n)
 	}
 	return nil
 }

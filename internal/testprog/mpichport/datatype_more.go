@@ -281,3 +281,42 @@ func dtLbub(ctx context.Context, w *runtime.World) error {
 	}
 	return nil
 }
+
+func init() {
+	register("datatype-hindexed_block", "datatype/hindexed_block.c", 1, dtHindexedBlock)
+}
+
+// dtHindexedBlock: an hindexed block of one int32 at byte 0 has the size and extent of an
+// int32 and, packed from {7, -1, -2, -3} and unpacked over zeros, gives {7, 0, 0, 0}; an
+// hindexed block of one vector (2 int32s, stride 2) at 1, 4 and 5 vector extents has the
+// size of 6 int32s and picks 1 2, 3 4, 5 6 out of an 18-int32 buffer.
+func dtHindexedBlock(ctx context.Context, w *runtime.World) error {
+	hb, err := datatype.HindexedBlock[int32](1, []int{0})
+	if err != nil {
+		return err
+	}
+	if hb.Size() != 4 || hb.Extent() != 4 {
+		return fmt.Errorf("hindexed block of one int32: size %d extent %d, want 4 4", hb.Size(), hb.Extent())
+	}
+	buf := []int32{7, -1, -2, -3}
+	out := make([]int32, 4)
+	if err := first(packRoundTrip("hindexed block of one int32", buf, out, 1, hb, 4), same("hindexed block of one int32", out, []int32{7, 0, 0, 0})); err != nil {
+		return err
+	}
+	vec, err := datatype.Vector[int32](2, 1, 2)
+	if err != nil {
+		return err
+	}
+	ext := vec.Extent()
+	nt, err := vec.HindexedBlock(1, []int{1 * ext, 4 * ext, 5 * ext})
+	if err != nil {
+		return err
+	}
+	if nt.Size() != 6*4 {
+		return fmt.Errorf("hindexed block of vectors: size %d, want %d", nt.Size(), 6*4)
+	}
+	in := []int32{-1, -1, -1, 1, -2, 2, -3, -3, -3, -4, -4, -4, 3, -5, 4, 5, -6, 6}
+	out = make([]int32, 18)
+	return first(packRoundTrip("hindexed block of vectors", in, out, 1, nt, 24),
+		same("hindexed block of vectors", out, []int32{0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 0, 6}))
+}

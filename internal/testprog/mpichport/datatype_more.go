@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/gorma-hpc/gorma/datatype"
 	"github.com/gorma-hpc/gorma/runtime"
@@ -319,4 +320,104 @@ func dtHindexedBlock(ctx context.Context, w *runtime.World) error {
 	out = make([]int32, 18)
 	return first(packRoundTrip("hindexed block of vectors", in, out, 1, nt, 24),
 		same("hindexed block of vectors", out, []int32{0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 0, 6}))
+}
+
+func init() {
+	register("datatype-indexed_misc", "datatype/indexed_misc.c", 1, dtIndexedMisc)
+}
+
+// dtIndexedMisc: indexed int32 types. Blocks {1,2,1,1,1} at {1,2,5,6,8} have the size of
+// 6 int32s and pack and unpack 1..6 in place; an empty block first, in the middle or
+// last does not count in the bounds (lb 4, ub 20 bytes); blocks {0,4,0} at {MaxInt32, 2,
+// MaxInt32} (and as hindexed, at the largest int64 byte displacement) have lb 8, ub 24
+// and move elements 2..5, also as the first field of a struct with an int32 at byte 32
+// (which adds element 8); blocks {0,1,1,1} at {0,1,3,8}, indexed and hindexed, have lb 4,
+// ub 36 and move elements 1, 3 and 8.
+func dtIndexedMisc(ctx context.Context, w *runtime.World) error {
+	bounds := func(what string, t datatype.Type, lb, ub int) error {
+		if t.LB() != lb || t.LB()+t.Extent() != ub {
+			return fmt.Errorf("%s: lb %d ub %d, want %d %d", what, t.LB(), t.LB()+t.Extent(), lb, ub)
+		}
+		return nil
+	}
+	// moves packs 1..10 with t, unpacks over zeros and checks that exactly the elements
+	// keep has survive.
+	moves := func(what string, t datatype.Type, keep func(i int) bool) error {
+		buf := seq(10, func(i int) int32 { return int32(i + 1) })
+		out := make([]int32, 10)
+		if err := packRoundTrip(what, buf, out, 1, t, t.Size()); err != nil {
+			return err
+		}
+		return same(what, out, seq(10, func(i int) int32 {
+			if keep(i) {
+				return int32(i + 1)
+			}
+			return 0
+		}))
+	}
+	t, err := datatype.Indexed[int32]([]int{1, 2, 1, 1, 1}, []int{1, 2, 5, 6, 8})
+	if err != nil {
+		return err
+	}
+	if t.Size() != 24 {
+		return fmt.Errorf("indexed contig: size %d, want 24", t.Size())
+	}
+	in := []int32{-1, 1, 2, 3, -2, 4, 5, -3, 6}
+	out := make([]int32, 9)
+	if err := first(packRoundTrip("indexed contig", in, out, 1, t, 24), same("indexed contig", out, []int32{0, 1, 2, 3, 0, 4, 5, 0, 6})); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		name        string
+		lens, disps []int
+	}{{"zero block first", []int{0, 1, 1}, []int{0, 1, 4}}, {"zero block middle", []int{1, 0, 1}, []int{1, 2, 4}}, {"zero block last", []int{1, 1, 0}, []int{1, 4, 8}}} {
+		t, err := datatype.Indexed[int32](c.lens, c.disps)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		if err := bounds(c.name, t, 4, 20); err != nil {
+			return err
+		}
+	}
+	mid := func(i int) bool { return i >= 2 && i < 6 }
+	lead, err := datatype.Indexed[int32]([]int{0, 4, 0}, []int{math.MaxInt32, 2, math.MaxInt32})
+	if err != nil {
+		return fmt.Errorf("indexed with leading zero blocks at MaxInt32: %w", err)
+	}
+	hlead, err := datatype.Hindexed[int32]([]int{0, 4, 0}, []int{math.MaxInt64, 8, math.MaxInt64})
+	if err != nil {
+		return fmt.Errorf("hindexed with leading zero blocks at MaxInt64: %w", err)
+	}
+	for _, c := range []struct {
+		name string
+		t    datatype.Type
+	}{{"indexed leading zero", lead}, {"hindexed leading zero", hlead}} {
+		if err := first(bounds(c.name, c.t, 8, 24), moves(c.name, c.t, mid)); err != nil {
+			return err
+		}
+		st, err := datatype.Struct([]datatype.Field{{Off: 0, Count: 1, Type: c.t}, {Off: 32, Count: 1, Type: datatype.Of[int32]()}})
+		if err != nil {
+			return fmt.Errorf("struct of %s: %w", c.name, err)
+		}
+		if err := moves("struct of "+c.name, st, func(i int) bool { return mid(i) || i == 8 }); err != nil {
+			return err
+		}
+	}
+	same3, err := datatype.Indexed[int32]([]int{0, 1, 1, 1}, []int{0, 1, 3, 8})
+	if err != nil {
+		return err
+	}
+	hsame3, err := datatype.Hindexed[int32]([]int{0, 1, 1, 1}, []int{0, 4, 12, 32})
+	if err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		name string
+		t    datatype.Type
+	}{{"indexed same lengths", same3}, {"hindexed same lengths", hsame3}} {
+		if err := first(bounds(c.name, c.t, 4, 36), moves(c.name, c.t, func(i int) bool { return i == 1 || i == 3 || i == 8 })); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -421,3 +421,40 @@ func dtIndexedMisc(ctx context.Context, w *runtime.World) error {
 	}
 	return nil
 }
+
+func init() {
+	register("datatype-blockindexed_misc", "datatype/blockindexed_misc.c", 1, dtBlockindexedMisc)
+}
+
+// dtBlockindexedMisc: hindexed_block's two cases as indexed blocks, displacements in
+// units of the old type's extent: one int32 at 0 (size and extent of an int32; packs
+// {7, 0, 0, 0}), and one vector (2 int32s, stride 2) at 1, 4 and 5 vector extents (size
+// of 6 int32s; picks 1 2, 3 4, 5 6 out of 18 int32s).
+func dtBlockindexedMisc(ctx context.Context, w *runtime.World) error {
+	ib, err := datatype.IndexedBlock[int32](1, []int{0})
+	if err != nil {
+		return err
+	}
+	if ib.Size() != 4 || ib.Extent() != 4 {
+		return fmt.Errorf("indexed block of one int32: size %d extent %d, want 4 4", ib.Size(), ib.Extent())
+	}
+	out := make([]int32, 4)
+	if err := first(packRoundTrip("indexed block of one int32", []int32{7, -1, -2, -3}, out, 1, ib, 4), same("indexed block of one int32", out, []int32{7, 0, 0, 0})); err != nil {
+		return err
+	}
+	vec, err := datatype.Vector[int32](2, 1, 2)
+	if err != nil {
+		return err
+	}
+	nt, err := vec.IndexedBlock(1, []int{1, 4, 5})
+	if err != nil {
+		return err
+	}
+	if nt.Size() != 6*4 {
+		return fmt.Errorf("indexed block of vectors: size %d, want %d", nt.Size(), 6*4)
+	}
+	in := []int32{-1, -1, -1, 1, -2, 2, -3, -3, -3, -4, -4, -4, 3, -5, 4, 5, -6, 6}
+	out = make([]int32, 18)
+	return first(packRoundTrip("indexed block of vectors", in, out, 1, nt, 24),
+		same("indexed block of vectors", out, []int32{0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 0, 6}))
+}

@@ -278,3 +278,103 @@ func commCmsplitType(ctx context.Context, w *runtime.World) error {
 	}
 	return c.Free()
 }
+
+func init() {
+	register("comm-cmfree", "comm/cmfree.c", 4, commCmfree)
+	register("comm-ctxalloc", "comm/ctxalloc.c", 2, commCtxalloc)
+	knownFailing["comm-cmfree"] = "World.Free refuses a World with a receive posted on it (\"a receive (source 0, tag 0) is posted on this World at this rank; wait for it before Free\", ErrInvalid); MPI_Comm_free only marks the communicator for deallocation: pending operations on it complete normally (MPI-4.0 section 7.4.3), which cmfree.c checks"
+}
+
+// commCmfree: the last rank posts a receive of 128 int32s from rank 0 on a Dup and frees
+// the Dup at once (MPI: the receive still completes); every rank then makes 1020 Splits
+// of the World; after an empty Sendrecv with the last rank, rank 0 sends 0..127 on the
+// Dup, which the pending receive gets.
+func commCmfree(ctx context.Context, w *runtime.World) error {
+	const nelm, ncomm = 128, 1020
+	c, err := w.Dup()
+	if err != nil {
+		return err
+	}
+	rank, size := c.Rank(), c.Size()
+	src, dest := 0, size-1
+	splits := func() ([]*runtime.World, error) {
+		tmp := make([]*runtime.World, ncomm)
+		for i := range tmp {
+			var err error
+			if tmp[i], err = w.Split(ctx, 0, size-rank); err != nil {
+				return nil, fmt.Errorf("split %d: %w", i, err)
+			}
+		}
+		return tmp, nil
+	}
+	freeAll := func(tmp []*runtime.World) error {
+		for _, t := range tmp {
+			if err := t.Free(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var tmp []*runtime.World
+	switch rank {
+	case dest:
+		buf := seq(nelm, func(i int) int32 { return int32(-i) })
+		r, err := runtime.Irecv(c, buf, src, 0)
+		if err != nil {
+			return err
+		}
+		if err := c.Free(); err != nil {
+			return fmt.Errorf("free of a World with a receive pending: %w", err)
+		}
+		if tmp, err = splits(); err != nil {
+			return err
+		}
+		if _, err := runtime.Sendrecv(ctx, w, []int32(nil), src, 1, []int32(nil), src, 1); err != nil {
+			return err
+		}
+		if _, err := r.Wait(ctx); err != nil {
+			return err
+		}
+		if err := first(same("message on the freed World", buf, seq(nelm, func(i int) int32 { return int32(i) })), freeAll(tmp)); err != nil {
+			return err
+		}
+		return runtime.Barrier(ctx, w)
+	case src:
+		if tmp, err = splits(); err != nil {
+			return err
+		}
+		if _, err := runtime.Sendrecv(ctx, w, []int32(nil), dest, 1, []int32(nil), dest, 1); err != nil {
+			return err
+		}
+		if err := runtime.Send(ctx, c, seq(nelm, func(i int) int32 { return int32(i) }), dest, 0); err != nil {
+			return err
+		}
+	default:
+		if tmp, err = splits(); err != nil {
+			return err
+		}
+	}
+	return first(runtime.Barrier(ctx, w), freeAll(tmp), c.Free())
+}
+
+// commCtxalloc: 1000 times, 200 Dups of a Dup of the World are made and freed.
+func commCtxalloc(ctx context.Context, w *runtime.World) error {
+	base, err := w.Dup()
+	if err != nil {
+		return err
+	}
+	dups := make([]*runtime.World, 200)
+	for i := 0; i < 1000; i++ {
+		for j := range dups {
+			if dups[j], err = base.Dup(); err != nil {
+				return fmt.Errorf("round %d, dup %d: %w", i, j, err)
+			}
+		}
+		for j, d := range dups {
+			if err := d.Free(); err != nil {
+				return fmt.Errorf("round %d, free %d: %w", i, j, err)
+			}
+		}
+	}
+	return base.Free()
+}

@@ -50,14 +50,14 @@ func TestMPICHPorts(t *testing.T) {
 }
 
 // TestRegistry checks that every scenario is named DIR-NAME after an MPICH test with its
-// file and a rank count, that every known-failing name is a scenario, and that doc.go
-// lists every scenario, with its file when that is not DIR/NAME.c.
+// file and a rank count, that every known-failing name is a scenario, and that
+// scenarios.md lists every scenario, with its file when that is not DIR/NAME.c.
 func TestRegistry(t *testing.T) {
-	raw, err := os.ReadFile("doc.go")
+	raw, err := os.ReadFile("scenarios.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := bytes.ReplaceAll(raw, []byte("\n//\t    "), []byte(" ")) // join the wrapped lines
+	doc := bytes.ReplaceAll(raw, []byte("\n    "), []byte(" ")) // join the wrapped lines
 	for _, name := range names() {
 		sc := scenarios[name]
 		dir, short, ok := strings.Cut(name, "-")
@@ -66,10 +66,10 @@ func TestRegistry(t *testing.T) {
 			continue
 		}
 		if !regexp.MustCompile(`[\s:]` + regexp.QuoteMeta(short) + `(\s|$)`).Match(doc) {
-			t.Errorf("doc.go does not list %s", name)
+			t.Errorf("scenarios.md does not list %s", name)
 		}
 		if sc.mpich != dir+"/"+short+".c" && !regexp.MustCompile(regexp.QuoteMeta(sc.mpich)+`:[^\n]*\s`+regexp.QuoteMeta(short)+`(\s|$)`).Match(doc) {
-			t.Errorf("doc.go does not say %s is built from %s", name, sc.mpich)
+			t.Errorf("scenarios.md does not say %s is built from %s", name, sc.mpich)
 		}
 	}
 	for name := range knownFailing {

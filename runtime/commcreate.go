@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // createGroupTag is the tag of CreateGroup's exchange in the parent World's internal
@@ -10,10 +11,12 @@ import (
 const createGroupTag = MaxTag - 2
 
 // Create returns a World over g's members, ranked in g's order (MPI_Comm_create); a rank
-// that is not in g gets a nil World and a nil error. Every rank of w calls it with the
-// same g, whose members are ranks of w (else the ErrInvalid error names the first that is
-// not), in the same order as its other collective calls on w. It is a Split of w, with
-// Split's rules for the new World's contexts, Dups and Free.
+// that is not in g gets a nil World and a nil error. Every rank of w calls it, in the
+// same order as its other collective calls on w, with the same g or, as MPI-2.2 allows,
+// with one of several disjoint groups: the members of each get a World of their own. g's
+// members are ranks of w (else the ErrInvalid error names the first that is not). It is
+// a Split of w, colored by each group's lowest member, with Split's rules for the new
+// World's contexts, Dups and Free.
 func (w *World) Create(ctx context.Context, g Group) (*World, error) {
 	if w == nil {
 		return nil, withOp("create", errNilWorld())
@@ -23,7 +26,7 @@ func (w *World) Create(ctx context.Context, g Group) (*World, error) {
 	}
 	color, key := NoColor, 0
 	if i := g.indexOf(w.e.rank); i >= 0 {
-		color, key = 0, i
+		color, key = slices.Min(g.procs), i // disjoint groups have different lowest members
 	}
 	return w.Split(ctx, color, key)
 }

@@ -83,6 +83,32 @@ func TestCreate(t *testing.T) {
 			if err := ringCheck(ctx, all); err != nil {
 				return err
 			}
+			// Disjoint groups (MPI-2.2): the even ranks pass theirs, the odd ranks theirs
+			// (reversed); each gets a World of its own members.
+			evens, err := w.Group().RangeIncl([][3]int{{0, n - 1, 2}})
+			if err != nil {
+				return err
+			}
+			mine := evens
+			if w.Rank()%2 == 1 {
+				odds := w.Group().Difference(evens)
+				if mine, err = odds.Incl(reversed(odds.Size())); err != nil {
+					return err
+				}
+			}
+			part, err := w.Create(ctx, mine)
+			if err != nil {
+				return err
+			}
+			if part == nil || part.Size() != mine.Size() || part.Group().Compare(mine) != runtime.Ident {
+				return fmt.Errorf("create of a disjoint group of %d: got %v", mine.Size(), part)
+			}
+			if err := ringCheck(ctx, part); err != nil {
+				return err
+			}
+			if err := part.Free(); err != nil {
+				return err
+			}
 			// A group of w's processes handed to a World that lacks some of them.
 			if n > 1 {
 				half, err := w.Split(ctx, w.Rank()%2, 0)
@@ -243,4 +269,13 @@ func sharedRing(ctx context.Context, s *runtime.World) error {
 		}
 	}
 	return win.Free(ctx)
+}
+
+// reversed returns n-1, ..., 1, 0.
+func reversed(n int) []int {
+	r := make([]int, n)
+	for i := range r {
+		r[i] = n - 1 - i
+	}
+	return r
 }

@@ -45,8 +45,8 @@ func SendType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 
 // RecvType receives a message from src (or AnySource) with tag (or AnyTag) into count
 // copies of the layout t over buf's memory (MPI_Recv with a derived datatype), and
-// returns its Status: Bytes is the message's length, Count the whole copies of t it
-// held. A message shorter than count copies fills the layout's first bytes in typemap
+// returns its Status: Bytes is the message's length, Count the copies of t it held
+// (Undefined for part of one, as MPI_Get_count). A message shorter than count copies fills the layout's first bytes in typemap
 // order; a longer one fills all count copies and fails with ErrTruncated. A layout that
 // is one run is received in place; any other through a pooled buffer, unpacked when the
 // message has arrived. Errors are as Recv's and SendType's.
@@ -149,11 +149,15 @@ func typeArgs[T any](op string, w *World, buf []T, count int, t datatype.Type) (
 	return b, nil
 }
 
-// typeStatus counts a Status in whole copies of t.
+// typeStatus counts a Status in copies of t: Undefined when the message held part of one
+// (MPI_Get_count's MPI_UNDEFINED).
 func typeStatus(st Status, t datatype.Type) Status {
 	st.Count = 0
 	if t.Size() > 0 {
 		st.Count = st.Bytes / t.Size()
+		if st.Bytes%t.Size() != 0 {
+			st.Count = Undefined // MPI_Get_count's MPI_UNDEFINED: not a whole number of copies
+		}
 	}
 	return st
 }

@@ -181,18 +181,21 @@ func (g Group) Difference(h Group) Group {
 }
 
 // TranslateRanks returns, for each of g's ranks listed, the rank in other of the same
-// process, or Undefined if other lacks it (MPI_Group_translate_ranks). The ranks must be
-// ranks of g (repeats allowed); otherwise the ErrInvalid error names the first bad one.
+// process, or Undefined if other lacks it (MPI_Group_translate_ranks); ProcNull
+// translates to ProcNull. The ranks must be ranks of g (repeats allowed) or ProcNull;
+// otherwise the ErrInvalid error names the first bad one.
 func (g Group) TranslateRanks(ranks []int, other Group) ([]int, error) {
 	for i, r := range ranks {
-		if r < 0 || r >= len(g.procs) {
+		if (r < 0 || r >= len(g.procs)) && r != ProcNull {
 			return nil, withOp("group translate_ranks", invalidf("ranks[%d] = %d is not a rank of the group of %d", i, r, len(g.procs)))
 		}
 	}
 	in := other.positions()
 	out := make([]int, len(ranks))
 	for i, r := range ranks {
-		if j, ok := in[g.procs[r]]; ok {
+		if r == ProcNull {
+			out[i] = ProcNull // MPI_PROC_NULL translates to itself
+		} else if j, ok := in[g.procs[r]]; ok {
 			out[i] = j
 		} else {
 			out[i] = Undefined

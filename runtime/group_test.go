@@ -146,6 +146,10 @@ func TestGroupSetOps(t *testing.T) {
 	}
 	_, err = a.TranslateRanks([]int{0, 3}, b)
 	wantInvalid(t, "translate out of range", err, "ranks[1] = 3")
+	got, err = a.TranslateRanks([]int{runtime.ProcNull, 2}, b)
+	if err != nil || !slices.Equal(got, []int{runtime.ProcNull, 1}) {
+		t.Errorf("translate ProcNull: %v, %v; want ProcNull to itself", got, err)
+	}
 
 	cmp := []struct {
 		g, h runtime.Group

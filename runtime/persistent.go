@@ -30,7 +30,8 @@ const (
 // SendInit returns a persistent Request for sending buf to dest with tag
 // (MPI_Send_init). It is inactive: Start sends the message, as Isend would, and the
 // Request completes as Isend's does; Wait and Test on an inactive Request return at once
-// with the zero Status, and so does every report of its completion after the first.
+// with the empty Status (Source AnySource, Tag AnyTag), and so does every report of its
+// completion after the first.
 // Start it again once Wait, Test or a set call has reported its completion; Free
 // releases it. buf belongs to the runtime
 // while the Request is active, and its contents at each Start are what is sent.
@@ -96,7 +97,7 @@ func (w *World) initRequest(kind reqKind, mode sendMode, b []byte, esize, peer, 
 		return nil, err
 	}
 	p := &persistent{w: w, kind: kind, mode: mode, buf: b, esize: esize, peer: jr, tag: tag}
-	return &Request{e: e, kind: kind, pers: p, done: true, inactive: true, truncTo: -1}, nil
+	return &Request{e: e, kind: kind, pers: p, done: true, inactive: true, truncTo: -1, status: emptyStatus}, nil
 }
 
 // Start starts persistent Request r (MPI_Start). r must be inactive: never started, or
@@ -163,7 +164,7 @@ func (e *engine) startLocked(r *Request) error {
 	}
 	r.pers = p
 	if err != nil {
-		r.kind, r.done, r.inactive, r.status, r.err = p.kind, true, true, Status{}, nil
+		r.kind, r.done, r.inactive, r.status, r.err = p.kind, true, true, emptyStatus, nil
 		return err
 	}
 	return nil

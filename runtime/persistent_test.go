@@ -30,10 +30,10 @@ func TestPersistent(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if st, err := rr.Wait(ctx); err != nil || st != (runtime.Status{}) {
+			if st, err := rr.Wait(ctx); err != nil || st != (runtime.Status{Source: runtime.AnySource, Tag: runtime.AnyTag}) {
 				return fmt.Errorf("wait before start: %+v %v", st, err)
 			}
-			if done, st, err := sr.Test(); !done || err != nil || st != (runtime.Status{}) {
+			if done, st, err := sr.Test(); !done || err != nil || st != (runtime.Status{Source: runtime.AnySource, Tag: runtime.AnyTag}) {
 				return fmt.Errorf("test before start: %v %+v %v", done, st, err)
 			}
 			rs := []*runtime.Request{rr, sr}
@@ -64,7 +64,7 @@ func TestPersistent(t *testing.T) {
 						return fmt.Errorf("round %d: element %d is %d", round, i, v)
 					}
 				}
-				if st, err := rr.Wait(ctx); err != nil || st != (runtime.Status{}) {
+				if st, err := rr.Wait(ctx); err != nil || st != (runtime.Status{Source: runtime.AnySource, Tag: runtime.AnyTag}) {
 					return fmt.Errorf("wait after the completion was reported: %+v %v", st, err)
 				}
 			}
@@ -130,7 +130,7 @@ func TestPersistent(t *testing.T) {
 		if err := runtime.Start(bs); !errors.Is(err, runtime.ErrInvalid) {
 			return fmt.Errorf("buffered start with no buffer: %v", err)
 		}
-		if st, err := bs.Wait(ctx); err != nil || st != (runtime.Status{}) {
+		if st, err := bs.Wait(ctx); err != nil || st != (runtime.Status{Source: runtime.AnySource, Tag: runtime.AnyTag}) {
 			return fmt.Errorf("a failed start leaves the request inactive: %+v %v", st, err)
 		}
 		// ProcNull, and the init calls' argument checks.

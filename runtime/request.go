@@ -24,7 +24,8 @@ const (
 // other I- calls, or a persistent one (SendInit, RecvInit: see Start). Wait blocks until
 // it completes; Test reports whether it has. A Request is safe for use by several
 // goroutines, and may be waited for again after it completed (Wait then returns the same
-// Status and error at once; a persistent Request, inactive then, the zero Status).
+// Status and error at once; a persistent Request, inactive then, the empty Status:
+// Source AnySource, Tag AnyTag, Count 0).
 //
 // Buffer ownership: the buffer passed to Isend or Irecv belongs to the runtime until the
 // Request has completed (Wait returned, or Test reported true); the caller must not touch
@@ -172,10 +173,14 @@ func (r *Request) reportLocked() (Status, error) {
 		st, err = f(st, err)
 	}
 	if r.pers != nil {
-		r.status, r.err, r.inactive = Status{}, nil, true
+		r.status, r.err, r.inactive = emptyStatus, nil, true
 	}
 	return st, err
 }
+
+// emptyStatus is what Wait and Test report of an inactive persistent Request: MPI's empty
+// status (source MPI_ANY_SOURCE, tag MPI_ANY_TAG, count 0).
+var emptyStatus = Status{Source: AnySource, Tag: AnyTag}
 
 // check returns the ErrInvalid error of a nil or never-started Request, or nil.
 func (r *Request) check() error {

@@ -16,7 +16,6 @@ func init() {
 	register("comm-comm_create_group", "comm/comm_create_group.c", 4, commCreateGroupEven)
 	register("comm-comm_group_half", "comm/comm_group_half.c", 4, commGroupHalf)
 	register("comm-comm_group_rand", "comm/comm_group_rand.c", 4, commGroupRand)
-	knownFailing["comm-commcreate1"] = "World.Create with different, disjoint groups at different ranks (the odd ranks pass the odd group, the even ranks the even one) makes one World of every member (size 8, ranks interleaved) instead of one World per group; MPI-2.2 MPI_Comm_create gives each rank a communicator over the group it passed (MPI-4.0 section 7.4.2)"
 }
 
 // commDup: a Dup has the World's rank and size; its first and last ranks Sendrecv their

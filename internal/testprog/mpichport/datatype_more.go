@@ -14,7 +14,6 @@ func init() {
 	register("datatype-blockindexed_zero_count", "datatype/blockindexed_zero_count.c", 1, dtBlockindexedZeroCount)
 	register("datatype-struct_zero_count", "datatype/struct_zero_count.c", 1, dtStructZeroCount)
 	register("datatype-getpartelm", "datatype/getpartelm.c", 2, dtGetpartelm)
-	knownFailing["datatype-getpartelm"] = "Status.Count of a message that fills only part of one copy of the receive type is 0 (whole copies); MPI_Get_count gives MPI_UNDEFINED when the received data is not a whole number of copies (MPI-4.0 section 3.2.5), and gorma has no MPI_Get_elements to count the basic elements (1+n here)"
 }
 
 // dtSubarray: rank 0 sends the [0:32][0:4][0:512] subarray (C order) of its 64x8x512
@@ -120,7 +119,6 @@ func init() {
 	register("datatype-contigstruct", "datatype/contigstruct.c", 1, dtContigstruct)
 	register("datatype-struct_empty_el", "datatype/struct_empty_el.c", 1, dtStructEmptyEl)
 	register("datatype-hindexed_zeros", "datatype/hindexed_zeros.c", 1, dtHindexedZeros)
-	knownFailing["datatype-hindexed_zeros"] = "Status.Count of a message of 6 int32s received as 2 copies of a 4-int32 hindexed type (the second copy partial) is 1 (whole copies); MPI_Get_count gives MPI_UNDEFINED when the data is not a whole number of copies (MPI-4.0 section 3.2.5)"
 }
 
 // dtContigstruct: a struct of 8 int64s in reverse order, 65536 of them contiguous: the

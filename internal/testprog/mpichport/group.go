@@ -14,7 +14,6 @@ func init() {
 	register("group-grouptest", "group/grouptest.c", 8, groupGrouptest)
 	register("group-grouptest2", "group/grouptest2.c", 4, groupGrouptest2)
 	register("group-gtranks", "group/gtranks.c", 8, groupGtranks)
-	knownFailing["group-gtranks"] = "Group.TranslateRanks refuses runtime.ProcNull (\"ranks[0] = -3 is not a rank of the group\", ErrInvalid); MPI_Group_translate_ranks maps MPI_PROC_NULL to MPI_PROC_NULL (MPI-2.2 errata, MPI-4.0 section 7.3.1)"
 }
 
 // selfGroup is MPI_COMM_SELF's group: this process alone.

@@ -92,6 +92,13 @@ func rmaTranspose(n int, op, sync string, alloc bool) func(ctx context.Context, 
 			if rank == 0 && op == "get" {
 				a = fill(n*n, int32(-1))
 			}
+			if sync == "lock" {
+				// Rank 1's memory is ready before rank 0 locks it (transpose4.c fills it
+				// before MPI_Win_create, which synchronizes).
+				if err := runtime.Barrier(ctx, c); err != nil {
+					return err
+				}
+			}
 			move := func() error {
 				switch op {
 				case "put", "put resized":

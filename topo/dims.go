@@ -2,6 +2,7 @@ package topo
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -51,13 +52,15 @@ func DimsCreate(nnodes int, dims []int) ([]int, error) {
 
 // balanced returns k factors of m, non-increasing, whose largest and smallest differ
 // least (the smallest largest among those): an exhaustive search over non-increasing
-// factorizations, which are few for any m a job's size reaches.
+// factorizations into divisors of m, which are few (1344 for the most divisible m below
+// 10^9).
 func balanced(m, k int) []int {
 	if k == 0 {
 		return nil
 	}
 	best := make([]int, k)
 	cur := make([]int, k)
+	divs := divisors(m) // every factor is a divisor of m: the search walks these only
 	bestSpread, bestMax := -1, 0
 	var search func(i, rest, limit int)
 	search = func(i, rest, limit int) {
@@ -74,8 +77,8 @@ func balanced(m, k int) []int {
 			return
 		}
 		// cur[i] >= every later factor, so cur[i]^(k-i) >= rest: no smaller cur[i] works.
-		for f := min(limit, rest); f >= 1; f-- {
-			if rest%f != 0 {
+		for _, f := range divs {
+			if f > limit || rest%f != 0 {
 				continue
 			}
 			if !atLeastRoot(f, k-i, rest) {
@@ -87,6 +90,21 @@ func balanced(m, k int) []int {
 	}
 	search(0, m, m)
 	return best
+}
+
+// divisors returns m's divisors, largest first (trial division up to sqrt(m)).
+func divisors(m int) []int {
+	var small, large []int
+	for d := 1; d*d <= m; d++ {
+		if m%d == 0 {
+			small = append(small, d)
+			if d != m/d {
+				large = append(large, m/d)
+			}
+		}
+	}
+	slices.Reverse(small)
+	return append(large, small...)
 }
 
 // atLeastRoot reports whether f^n >= m.

@@ -193,7 +193,7 @@ func dropGossip(t *testing.T, ctx context.Context, h *netns.Host) func() {
 }
 
 // TestNetnsLoadGossipBlocked is a false death on demand: during a job over 3 hosts
-// (pmiprog late: rank 0 reaches PMI init 8 s late, the others wait in the fence), host
+// (pmiprog late: rank 0 reaches PMI init 12 s late, the others wait in the fence), host
 // h2 stops passing gossip, so memberlist declares agent h2 dead (and h2 declares every
 // other member dead) while h2's control connection and ranks are fine. The job must
 // succeed, with one note on golaunch's stderr naming h2; the agents' logs must show that
@@ -203,14 +203,30 @@ func TestNetnsLoadGossipBlocked(t *testing.T) {
 		t.Skip(why)
 	}
 	binaries(t)
+	// memberlist's verdict rests on its probes timing out under load; a run in which it
+	// never came (h2 refuted the suspicion through the throttled class) proves nothing,
+	// and gets one more try on a fresh cluster.
+	for try := 1; ; try++ {
+		if gossipBlocked(t, try == 2) {
+			return
+		}
+		t.Logf("try %d: memberlist never declared h2 dead before the job ended; trying again", try)
+	}
+}
+
+// gossipBlocked runs TestNetnsLoadGossipBlocked's job once and reports whether
+// memberlist declared h2 dead meanwhile; on the last try a run without a verdict fails
+// the test.
+func gossipBlocked(t *testing.T, last bool) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := startNetnsCluster(t, ctx, 1, 1, 1)
-	gl := c.submitFrom0(t, ctx, "-n", "3", "--grace", "1s", pmiprogBin, "late", "0", "8s")
+	defer c.Close() // before a retry makes the next cluster
+	gl := c.submitFrom0(t, ctx, "-n", "3", "--grace", "1s", pmiprogBin, "late", "0", "12s")
 	time.Sleep(500 * time.Millisecond) // the job is set up and its ranks started
 	restore := dropGossip(t, ctx, c.Hosts[2])
 	blocked := time.Now()
-	code := gl.wait(t, 30*time.Second)
+	code := gl.wait(t, 45*time.Second)
 	restore()
 	stderr := gl.stderr.String()
 	if code != 0 {
@@ -218,12 +234,16 @@ func TestNetnsLoadGossipBlocked(t *testing.T) {
 	}
 	verdicts := countLines(c.agentList[0].stderr.String()+c.agentList[1].stderr.String(), "memberlist: Marking h2 as failed")
 	if verdicts == 0 {
-		t.Fatalf("memberlist never declared h2 dead within %v of blocking its gossip: the test proved nothing\n%s",
-			time.Since(blocked), c.agentList[0].stderr.String())
+		if last {
+			t.Fatalf("memberlist never declared h2 dead within %v of blocking its gossip: the test proved nothing\n%s",
+				time.Since(blocked), c.agentList[0].stderr.String())
+		}
+		return false
 	}
 	if n := countLines(stderr, "golaunch: note: agent h2 declared dead by memberlist"); n != 1 {
 		t.Errorf("%d notes of h2's verdict on golaunch's stderr, want 1:\n%s", n, stderr)
 	}
 	t.Logf("h2's gossip blocked for %v: memberlist declared it dead (%d verdicts logged), the job succeeded; golaunch noted:\n%s",
 		time.Since(blocked).Round(time.Millisecond), verdicts, stderr)
+	return true
 }

@@ -111,11 +111,9 @@ func (w *World) bsendStart(r *Request, b []byte, esize, dest, tag int) error {
 	if err := w.freedErr(); err != nil {
 		return err
 	}
-	d, err := w.destArg(dest)
-	if err != nil && dest != ProcNull {
+	d, err := w.destOrNull(dest)
+	if err != nil {
 		return err
-	} else if err != nil {
-		d = ProcNull
 	}
 	e := w.e
 	e.mu.Lock()

@@ -305,17 +305,13 @@ func (w *World) pairArgs(dest, src int) (int, int, error) {
 	if err := w.freedErr(); err != nil {
 		return 0, 0, err
 	}
-	d, err := w.destArg(dest)
-	if err != nil && dest != ProcNull {
+	d, err := w.destOrNull(dest)
+	if err != nil {
 		return 0, 0, err
-	} else if err != nil {
-		d = ProcNull
 	}
-	s, err := w.srcArg(src)
-	if err != nil && src != ProcNull {
+	s, err := w.srcOrNull(src)
+	if err != nil {
 		return 0, 0, err
-	} else if err != nil {
-		s = ProcNull
 	}
 	return d, s, nil
 }

@@ -105,11 +105,9 @@ func (w *World) isend(r *Request, b []byte, esize, dest, tag int, sync bool) err
 	if err := w.freedErr(); err != nil {
 		return err
 	}
-	d, err := w.destArg(dest)
-	if err != nil && dest != ProcNull {
+	d, err := w.destOrNull(dest)
+	if err != nil {
 		return err
-	} else if err != nil {
-		d = ProcNull
 	}
 	e := w.e
 	e.mu.Lock()
@@ -159,11 +157,9 @@ func (w *World) irecv(r *Request, b []byte, esize, src, tag int) error {
 	if err := w.freedErr(); err != nil {
 		return err
 	}
-	s, err := w.srcArg(src)
-	if err != nil && src != ProcNull {
+	s, err := w.srcOrNull(src)
+	if err != nil {
 		return err
-	} else if err != nil {
-		s = ProcNull
 	}
 	e := w.e
 	e.mu.Lock()

@@ -79,11 +79,9 @@ func (w *World) initRequest(kind reqKind, mode sendMode, b []byte, esize, peer, 
 		return nil, err
 	}
 	recv := kind == reqRecv
-	jr, err := w.peerArg(peer, recv)
-	if err != nil && peer != ProcNull {
+	jr, err := w.peerOrNull(peer, recv)
+	if err != nil {
 		return nil, err
-	} else if err != nil {
-		jr = ProcNull
 	}
 	e := w.e
 	e.mu.Lock()

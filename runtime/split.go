@@ -75,6 +75,29 @@ func (w *World) srcArg(r int) (int, error) {
 	return w.peerArg(r, true)
 }
 
+// peerOrNull, destOrNull and srcOrNull are peerArg, destArg and srcArg that also take
+// ProcNull, which they return as is.
+func (w *World) peerOrNull(r int, recv bool) (int, error) {
+	if r == ProcNull {
+		return ProcNull, nil
+	}
+	return w.peerArg(r, recv)
+}
+
+func (w *World) destOrNull(r int) (int, error) {
+	if r == ProcNull {
+		return ProcNull, nil
+	}
+	return w.destArg(r)
+}
+
+func (w *World) srcOrNull(r int) (int, error) {
+	if r == ProcNull {
+		return ProcNull, nil
+	}
+	return w.srcArg(r)
+}
+
 // out translates a Status's job rank into w's rank.
 func (w *World) out(st Status) Status {
 	if w.g != nil {

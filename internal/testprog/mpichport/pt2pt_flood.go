@@ -15,8 +15,10 @@ func init() {
 
 // ptSendflood: every rank but 0 sends rank 0 three ints and receives three back; rank
 // 0 receives from each rank in turn, then answers each (receive buffers of four ints).
-// Completion is the check. MPICH runs 100000 rounds; 10000 here, as 8 ranks taking
-// turns on 2 cores need about 20 s for the full count.
+// Completion is the check. MPICH runs 100000 rounds; 10000 here, so that the scenario
+// stays within TestMPICHPorts' budget of well under a second a scenario on 2 cores
+// (`go test -v -run 'TestMPICHPorts/pt2pt-sendflood' ./internal/testprog/mpichport`
+// shows its time).
 func ptSendflood(ctx context.Context, w *runtime.World) error {
 	const loops, dataSize, tag = 10000, 4, 999
 	n := w.Size()

@@ -14,6 +14,9 @@ import (
 // A power-of-two rank count with less than allgatherLongMsg bytes in all uses recursive
 // doubling (log2(p) rounds); anything else the ring (p-1 steps, bandwidth-optimal).
 func Allgather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T) error {
+	if w.IsInter() {
+		return interErr("allgather", w, interAllgather(ctx, w, send, recv))
+	}
 	c, err := begin(ctx, w, "allgather", blockOf(w, send, recv), typeName[T](), "", -1)
 	if err != nil {
 		return err

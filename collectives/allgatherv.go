@@ -26,6 +26,9 @@ import (
 // A ring rather than every rank sending to every other at once: one message each way at
 // a time, no scratch and one Request, and a large block costs each link once.
 func Allgatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts []int) error {
+	if w.IsInter() {
+		return interErr("allgatherv", w, interAllgatherv(ctx, w, send, recv, counts))
+	}
 	c, err := begin(ctx, w, "allgatherv", len(recv), typeName[T](), "", -1)
 	if err != nil {
 		return err

@@ -17,6 +17,9 @@ import (
 // The algorithm is chosen by selectAllreduce (see the package documentation) unless
 // GORMA_ALLREDUCE forces one.
 func Allreduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T]) error {
+	if w.IsInter() {
+		return interErr("allreduce", w, interAllreduce(ctx, w, send, recv, op))
+	}
 	c, err := begin(ctx, w, "allreduce", len(recv), typeName[T](), op.name, -1)
 	if err != nil {
 		return err

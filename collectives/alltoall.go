@@ -15,6 +15,9 @@ import (
 // The algorithm is the pairwise exchange (MPICH's alltoall_intra_pairwise): in step s
 // rank r sends to r+s and receives from r-s. p-1 steps of n elements.
 func Alltoall[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T) error {
+	if w.IsInter() {
+		return interErr("alltoall", w, interAlltoall(ctx, w, send, recv))
+	}
 	c, err := begin(ctx, w, "alltoall", len(recv), typeName[T](), "", -1)
 	if err != nil {
 		return err

@@ -12,6 +12,9 @@ import (
 // waits for the others': no message); otherwise it is the runtime's dissemination
 // barrier (ceil(log2 p) rounds of empty messages) on the collectives' own context.
 func Barrier(ctx context.Context, w *runtime.World) error {
+	if w.IsInter() {
+		return interErr("barrier", w, runtime.Barrier(ctx, w))
+	}
 	c, err := begin(ctx, w, "barrier", -1, "", "", -1)
 	if err != nil {
 		return err

@@ -13,6 +13,9 @@ import (
 // Short vectors (or p <= 2) go down a binomial tree; from bcastLongMsg bytes they are
 // scattered down the tree and gathered around a ring.
 func Bcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, root int) error {
+	if w.IsInter() {
+		return interErr("bcast", w, interBcast(ctx, w, buf, root))
+	}
 	c, err := begin(ctx, w, "bcast", len(buf), typeName[T](), "", root)
 	if err != nil {
 		return err

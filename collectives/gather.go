@@ -23,6 +23,9 @@ import (
 // blocks land in recv directly (but for one subtree when root is not 0: the one whose
 // ranks wrap past p-1, received in scratch and copied).
 func Gather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
+	if w.IsInter() {
+		return interErr("gather", w, interGather(ctx, w, send, recv, root))
+	}
 	c, err := begin(ctx, w, "gather", blockOf(w, send, recv), typeName[T](), "", root)
 	if err != nil {
 		return err

@@ -27,6 +27,9 @@ import (
 // every rank straight into its block of recv and waits for them all; every other rank
 // sends once. Only root knows the counts, so no rank could forward a subtree's blocks.
 func Gatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts, displs []int, root int) error {
+	if w.IsInter() {
+		return interErr("gatherv", w, interGatherv(ctx, w, send, recv, counts, displs, root))
+	}
 	c, err := begin(ctx, w, "gatherv", -1, typeName[T](), "", root)
 	if err != nil {
 		return err

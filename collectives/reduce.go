@@ -16,6 +16,9 @@ import (
 // commutative operators; a non-commutative one is reduced to rank 0, where rank order
 // holds, and sent to root.
 func Reduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T], root int) error {
+	if w.IsInter() {
+		return interErr("reduce", w, interReduce(ctx, w, send, recv, op, root))
+	}
 	c, err := begin(ctx, w, "reduce", inputLen(send, recv), typeName[T](), op.name, root)
 	if err != nil {
 		return err

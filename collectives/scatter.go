@@ -22,6 +22,9 @@ import (
 // the fewest message latencies; root sends straight from send (but for one subtree when
 // root is not 0: the one whose ranks wrap past p-1, copied together in scratch first).
 func Scatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
+	if w.IsInter() {
+		return interErr("scatter", w, interScatter(ctx, w, send, recv, root))
+	}
 	c, err := begin(ctx, w, "scatter", blockOf(w, recv, send), typeName[T](), "", root)
 	if err != nil {
 		return err

@@ -26,6 +26,9 @@ import (
 // each block straight from send, in rank order, keeps its own, and waits for them all;
 // every other rank receives once.
 func Scatterv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, counts, displs []int, recv []T, root int) error {
+	if w.IsInter() {
+		return interErr("scatterv", w, interScatterv(ctx, w, send, counts, displs, recv, root))
+	}
 	c, err := begin(ctx, w, "scatterv", -1, typeName[T](), "", root)
 	if err != nil {
 		return err

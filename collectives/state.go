@@ -170,6 +170,9 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	if err := w.FreedErr(); err != nil {
 		return nil, fmt.Errorf("collectives: %s: %w", name, err)
 	}
+	if w.IsInter() {
+		return nil, errNotInter(name)
+	}
 	s, err := stateOf(w)
 	if err != nil {
 		return nil, fmt.Errorf("collectives: %s: %w", name, err)

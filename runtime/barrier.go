@@ -7,13 +7,17 @@ import "context"
 // sends an empty message to rank+2^k and receives one from rank-2^k, modulo Size, so it
 // takes ceil(log2(Size)) rounds of one message each. The messages travel in w's internal
 // context, so they never match user receives (AnySource and AnyTag included). Once any
-// peer has failed, Barrier fails at every rank with a *ProcError naming it.
+// peer has failed, Barrier fails at every rank with a *ProcError naming it. On an
+// intercommunicator it returns once every rank of both groups has called it.
 func Barrier(ctx context.Context, w *World) error {
 	if w == nil {
 		return withOp("barrier", errNilWorld())
 	}
 	if err := w.freedErr(); err != nil {
 		return withOp("barrier", err)
+	}
+	if w.x != nil {
+		return withOp("barrier", interBarrier(ctx, w))
 	}
 	e := w.e
 	n, me := w.Size(), w.Rank()

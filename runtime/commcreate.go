@@ -21,6 +21,9 @@ func (w *World) Create(ctx context.Context, g Group) (*World, error) {
 	if w == nil {
 		return nil, withOp("create", errNilWorld())
 	}
+	if w.x != nil {
+		return nil, withOp("create", errInter())
+	}
 	if _, err := w.members(g); err != nil {
 		return nil, withOp("create", err)
 	}
@@ -46,6 +49,9 @@ func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, erro
 	}
 	if err := w.freedErr(); err != nil {
 		return nil, withOp(op, err)
+	}
+	if w.x != nil {
+		return nil, withOp(op, errInter())
 	}
 	if tag < 0 || tag > MaxTag {
 		return nil, withOp(op, invalidf("tag %d out of range [0, %d]", tag, MaxTag))
@@ -94,6 +100,9 @@ func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, erro
 func (w *World) SplitShared(ctx context.Context, key int) (*World, error) {
 	if w == nil {
 		return nil, withOp("split_shared", errNilWorld())
+	}
+	if w.x != nil {
+		return nil, withOp("split_shared", errInter())
 	}
 	color := w.Rank()
 	for r := range w.Rank() {

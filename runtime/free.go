@@ -137,6 +137,10 @@ func (w *World) Free() error {
 	w.life.freed.Store(true) // from here on every call on w fails, a second Free too
 	hooks := w.life.onFree
 	w.life.onFree = nil
+	if w.x != nil { // an intercommunicator's local group goes with it
+		local := w.x.local
+		hooks = append(hooks, func() { _ = local.Free() })
+	}
 	e.mu.Unlock()
 	// Derived Worlds first (package window's), as their traffic is the same World's.
 	for _, f := range hooks {

@@ -35,8 +35,11 @@ func newGroupOf(procs []int, me int) Group {
 }
 
 // Group returns the group of w's ranks, group rank i being w's rank i
-// (MPI_Comm_group). It does not communicate.
+// (MPI_Comm_group); an intercommunicator's local group. It does not communicate.
 func (w *World) Group() Group {
+	if w.x != nil {
+		return w.x.local.Group()
+	}
 	procs := make([]int, w.Size())
 	for r := range procs {
 		procs[r], _ = w.jobRank(r)

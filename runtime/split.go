@@ -56,6 +56,9 @@ func (w *World) peerArg(r int, recv bool) (int, error) {
 	}
 	jr, ok := w.jobRank(r)
 	if !ok {
+		if w.x != nil {
+			return r, invalidf("rank %d out of range [0, %d) of the remote group (an intercommunicator's point-to-point calls name remote ranks)", r, len(w.g.ranks))
+		}
 		return r, invalidf("rank %d out of range [0, %d)", r, w.Size())
 	}
 	return jr, nil
@@ -131,6 +134,9 @@ func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
 	}
 	if err := w.freedErr(); err != nil {
 		return nil, withOp("split", err)
+	}
+	if w.x != nil {
+		return nil, withOp("split", errInter())
 	}
 	if color < 0 && color != NoColor {
 		return nil, withOp("split", invalidf("color %d (use a color >= 0, or NoColor)", color))

@@ -29,6 +29,7 @@ type World struct {
 	// ctx+2 and ctx+3 for its sibling (Sibling), which has none of its own.
 	sibling bool
 	g       *group     // the ranks of a World made by Split; nil: every rank of the job
+	x       *inter     // an intercommunicator's local group (intercomm.go), whose g is the remote group
 	life    *worldLife // shared with its siblings; nil for Init's World (free.go)
 	// calls counts the collective calls its Tracks began (hang.go), made by the first
 	// NewTrack; Tracks hold the counter, not the World, which they must not keep alive.
@@ -38,14 +39,21 @@ type World struct {
 
 // Rank is this process's rank, in [0, Size).
 func (w *World) Rank() int {
+	if w.x != nil {
+		return w.x.local.Rank()
+	}
 	if w.g != nil {
 		return w.g.me
 	}
 	return w.e.rank
 }
 
-// Size is the number of ranks of the World: of the job, or of a World made by Split.
+// Size is the number of ranks of the World: of the job, or of a World made by Split; of
+// the local group for an intercommunicator (RemoteSize is the other's).
 func (w *World) Size() int {
+	if w.x != nil {
+		return w.x.local.Size()
+	}
 	if w.g != nil {
 		return len(w.g.ranks)
 	}
@@ -58,6 +66,9 @@ func (w *World) Host() string { return w.e.host }
 
 // LocalRank is this rank's index among the World's ranks on its host.
 func (w *World) LocalRank() int {
+	if w.x != nil {
+		return w.x.local.LocalRank()
+	}
 	if w.g != nil {
 		return w.g.localRank
 	}
@@ -66,6 +77,9 @@ func (w *World) LocalRank() int {
 
 // LocalSize is the number of the World's ranks on this rank's host.
 func (w *World) LocalSize() int {
+	if w.x != nil {
+		return w.x.local.LocalSize()
+	}
 	if w.g != nil {
 		return w.g.localSize
 	}
@@ -165,6 +179,10 @@ func (w *World) Dup() (*World, error) {
 	if err := e.checkLocked(); err != nil {
 		return nil, withOp("dup", err)
 	}
+	if w.x != nil {
+		d, err := w.interDupLocked()
+		return d, withOp("dup", err)
+	}
 	if g := w.g; g != nil {
 		c, ok := e.ctxs.takeFamily(g.fam)
 		if !ok {
@@ -212,7 +230,7 @@ func (w *World) Sibling() (*World, error) {
 	if w.sibling {
 		return nil, withOp("sibling", invalidf("a sibling World has no sibling of its own (Dup it)"))
 	}
-	return &World{e: w.e, ctx: w.ctx + 2, sibling: true, g: w.g, life: w.life}, nil
+	return &World{e: w.e, ctx: w.ctx + 2, sibling: true, g: w.g, x: w.x, life: w.life}, nil
 }
 
 // engine is the state a rank's Worlds share. The fields above mu are set at Init and

@@ -216,6 +216,9 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	if rw == nil {
 		return nil, werrf(op, -1, -1, ErrInvalid, "nil World (pass the World that runtime.Init, Dup or Split returned)")
 	}
+	if rw.IsInter() {
+		return nil, werrf(op, -1, -1, ErrInvalid, "the World is an intercommunicator (MPI has no windows on one: Merge it first)")
+	}
 	if n < 0 || n > math.MaxInt/elemSize[T]() { // the byte count must not overflow
 		return nil, werrf(op, -1, -1, ErrInvalid, "%d elements", n)
 	}

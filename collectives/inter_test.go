@@ -1,0 +1,290 @@
+package collectives
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+)
+
+// interJob splits the job's ranks into a low group (the first lowN ranks) and the rest,
+// and joins them in an intercommunicator; f gets it, whether this rank is low, and the
+// World's ranks of the remote group.
+func interJob(t *testing.T, n, lowN int, opt runtimetest.Options, f func(ctx context.Context, w, ic *runtime.World, low bool, remote []int) error) {
+	t.Helper()
+	runJob(t, n, opt, 30*time.Second, func(e rankEnv) error {
+		low := e.r < lowN
+		color, leader := 0, lowN
+		if !low {
+			color, leader = 1, 0
+		}
+		local, err := e.w.Split(e.ctx, color, e.r)
+		if err != nil {
+			return err
+		}
+		ic, err := local.CreateIntercomm(e.ctx, 0, e.w, leader, 3)
+		if err != nil {
+			return err
+		}
+		var remote []int
+		for r := range n {
+			if (r < lowN) != low {
+				remote = append(remote, r)
+			}
+		}
+		if err := f(e.ctx, e.w, ic, low, remote); err != nil {
+			return err
+		}
+		return errors.Join(ic.Free(), local.Free())
+	})
+}
+
+var interLayouts = []struct {
+	name    string
+	n, lowN int
+	opt     runtimetest.Options
+}{
+	{"shm", 5, 2, runtimetest.Options{Transport: "shm"}},
+	{"shm", 2, 1, runtimetest.Options{Transport: "shm"}},
+	{"tcp", 4, 3, runtimetest.Options{Transport: "tcp"}},
+	{"hosts", 5, 3, runtimetest.Options{Hosts: []string{"a", "b", "a", "b", "a"}}},
+}
+
+func forInterLayouts(t *testing.T, f func(ctx context.Context, w, ic *runtime.World, low bool, remote []int) error) {
+	for _, l := range interLayouts {
+		t.Run(fmt.Sprintf("%s/n=%d,low=%d", l.name, l.n, l.lowN), func(t *testing.T) {
+			interJob(t, l.n, l.lowN, l.opt, f)
+		})
+	}
+}
+
+// TestInterRooted: Bcast, Reduce, Gather and Scatter with each group's every rank as the
+// root in turn: the remote group gets the root's data, the root the remote group's, and
+// the root's own group is left alone.
+func TestInterRooted(t *testing.T) {
+	forInterLayouts(t, func(ctx context.Context, w, ic *runtime.World, low bool, remote []int) error {
+		const n = 3
+		me := w.Rank()
+		for _, rootLow := range []bool{true, false} {
+			rootGroupSize := ic.Size()
+			if low != rootLow {
+				rootGroupSize = ic.RemoteSize()
+			}
+			for root := range rootGroupSize {
+				arg := root
+				rootWorld := root // the World's rank of the root
+				if low == rootLow {
+					arg = runtime.ProcNull
+					if ic.Rank() == root {
+						arg = runtime.Root
+					}
+					tr, err := ic.Group().TranslateRanks([]int{root}, w.Group())
+					if err != nil {
+						return err
+					}
+					rootWorld = tr[0]
+				} else {
+					rootWorld = remote[root]
+				}
+				// Bcast: the root's rank of the World, n times.
+				buf := []int64{-1, -1, -1}
+				if arg == runtime.Root {
+					buf = []int64{int64(me), int64(me), int64(me)}
+				}
+				if err := Bcast(ctx, ic, buf, arg); err != nil {
+					return err
+				}
+				want := int64(-1)
+				if arg != runtime.ProcNull {
+					want = int64(rootWorld)
+				}
+				if buf[0] != want || buf[2] != want {
+					return fmt.Errorf("bcast from %d (arg %d): got %v, want %d", rootWorld, arg, buf, want)
+				}
+				// Reduce: the root gets the sum of the remote group's ranks of the World.
+				sum := make([]int64, n)
+				if err := Reduce(ctx, ic, []int64{int64(me), 1, 2}, sum, Sum[int64](), arg); err != nil {
+					return err
+				}
+				if arg == runtime.Root {
+					var s int64
+					for _, r := range remote {
+						s += int64(r)
+					}
+					if !slices.Equal(sum, []int64{s, int64(len(remote)), 2 * int64(len(remote))}) {
+						return fmt.Errorf("reduce at root %d: got %v, want [%d %d %d]", me, sum, s, len(remote), 2*len(remote))
+					}
+				}
+				// Gather: the root gets the remote group's ranks of the World, in order.
+				var all []int64
+				if arg == runtime.Root {
+					all = make([]int64, len(remote))
+				}
+				if err := Gather(ctx, ic, []int64{int64(me)}, all, arg); err != nil {
+					return err
+				}
+				if arg == runtime.Root && !slices.Equal(all, toInt64(remote)) {
+					return fmt.Errorf("gather at root %d: got %v, want %v", me, all, remote)
+				}
+				// Scatter: remote rank i gets 100*root + i.
+				var out []int64
+				if arg == runtime.Root {
+					for i := range remote {
+						out = append(out, int64(100*me+i))
+					}
+				}
+				got := []int64{-1}
+				if err := Scatter(ctx, ic, out, got, arg); err != nil {
+					return err
+				}
+				if arg >= 0 && got[0] != int64(100*rootWorld+ic.Rank()) {
+					return fmt.Errorf("scatter from %d: rank %d got %d, want %d", rootWorld, ic.Rank(), got[0], 100*rootWorld+ic.Rank())
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func toInt64(rs []int) []int64 {
+	out := make([]int64, len(rs))
+	for i, r := range rs {
+		out[i] = int64(r)
+	}
+	return out
+}
+
+// TestInterAll: Allreduce, Allgather and Alltoall give each group the remote group's
+// data, and Barrier returns at every rank.
+func TestInterAll(t *testing.T) {
+	forInterLayouts(t, func(ctx context.Context, w, ic *runtime.World, low bool, remote []int) error {
+		me := w.Rank()
+		got := make([]int64, 2)
+		if err := Allreduce(ctx, ic, []int64{int64(me), 1}, got, Sum[int64]()); err != nil {
+			return err
+		}
+		var s int64
+		for _, r := range remote {
+			s += int64(r)
+		}
+		if !slices.Equal(got, []int64{s, int64(len(remote))}) {
+			return fmt.Errorf("allreduce: got %v, want [%d %d]", got, s, len(remote))
+		}
+		all := make([]int64, 2*len(remote))
+		if err := Allgather(ctx, ic, []int64{int64(me), int64(-me)}, all); err != nil {
+			return err
+		}
+		for i, r := range remote {
+			if all[2*i] != int64(r) || all[2*i+1] != int64(-r) {
+				return fmt.Errorf("allgather: got %v from remote ranks %v", all, remote)
+			}
+		}
+		// Alltoall: the block for remote rank i is 1000*me + i.
+		send := make([]int64, len(remote))
+		for i := range send {
+			send[i] = int64(1000*me + i)
+		}
+		recv := make([]int64, len(remote))
+		if err := Alltoall(ctx, ic, send, recv); err != nil {
+			return err
+		}
+		for i, r := range remote {
+			if recv[i] != int64(1000*r+ic.Rank()) {
+				return fmt.Errorf("alltoall: got %v from remote ranks %v", recv, remote)
+			}
+		}
+		if err := Barrier(ctx, ic); err != nil {
+			return err
+		}
+		// A call with no intercommunicator form says so; the next call still works.
+		if err := Scan(ctx, ic, []int64{1}, make([]int64, 1), Sum[int64]()); !errors.Is(err, runtime.ErrInvalid) {
+			return fmt.Errorf("Scan on an intercommunicator: %v, want ErrInvalid", err)
+		}
+		if r := Iallreduce(ctx, ic, []int64{1}, make([]int64, 1), Sum[int64]()); !errors.Is(r.Wait(ctx), runtime.ErrInvalid) {
+			return fmt.Errorf("Iallreduce on an intercommunicator: want ErrInvalid")
+		}
+		// A wrong root argument fails at once, naming it.
+		if err := Bcast(ctx, ic, []int64{0}, ic.RemoteSize()); !errors.Is(err, runtime.ErrInvalid) {
+			return fmt.Errorf("Bcast with root %d of %d remote ranks: %v, want ErrInvalid", ic.RemoteSize(), ic.RemoteSize(), err)
+		}
+		return Allreduce(ctx, ic, []int64{1}, got[:1], Sum[int64]())
+	})
+}
+
+// TestInterV: Gatherv and Scatterv with unequal blocks at displacements, and Allgatherv:
+// remote rank i's block is i+1 elements long.
+func TestInterV(t *testing.T) {
+	forInterLayouts(t, func(ctx context.Context, w, ic *runtime.World, low bool, remote []int) error {
+		me, m := w.Rank(), len(remote)
+		counts, displs := make([]int, m), make([]int, m)
+		total := 0
+		for i := range m {
+			counts[i], displs[i] = i+1, total+1 // a gap of one before each block
+			total += i + 2
+		}
+		mine := make([]int64, ic.Rank()+1)
+		for i := range mine {
+			mine[i] = int64(100*me + i)
+		}
+		for _, rootLow := range []bool{true, false} {
+			arg := 0 // the root is rank 0 of its group
+			if low == rootLow {
+				arg = runtime.ProcNull
+				if ic.Rank() == 0 {
+					arg = runtime.Root
+				}
+			}
+			var recv []int64
+			if arg == runtime.Root {
+				recv = make([]int64, total)
+				for i := range recv {
+					recv[i] = -7
+				}
+			}
+			if err := Gatherv(ctx, ic, mine, recv, counts, displs, arg); err != nil {
+				return err
+			}
+			if arg == runtime.Root {
+				for i, r := range remote {
+					if recv[displs[i]-1] != -7 || recv[displs[i]] != int64(100*r) || recv[displs[i]+i] != int64(100*r+i) {
+						return fmt.Errorf("gatherv: got %v", recv)
+					}
+				}
+			}
+			// Scatterv back: remote rank i gets the block Gatherv took from it.
+			got := make([]int64, ic.Rank()+1)
+			if err := Scatterv(ctx, ic, recv, counts, displs, got, arg); err != nil {
+				return err
+			}
+			if arg >= 0 && !slices.Equal(got, mine) {
+				return fmt.Errorf("scatterv: got %v, want %v", got, mine)
+			}
+		}
+		all := make([]int64, m*(m+1)/2)
+		if err := Allgatherv(ctx, ic, mine, all, seq(1, m)); err != nil {
+			return err
+		}
+		at := 0
+		for i, r := range remote {
+			if all[at] != int64(100*r) || all[at+i] != int64(100*r+i) {
+				return fmt.Errorf("allgatherv: got %v from remote ranks %v", all, remote)
+			}
+			at += i + 1
+		}
+		return nil
+	})
+}
+
+// seq returns from, from+1, ..., n of them.
+func seq(from, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = from + i
+	}
+	return out
+}

@@ -1,0 +1,425 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+)
+
+// Intercommunicators (MPI_Intercomm_create, MPI_Intercomm_merge).
+//
+// An intercommunicator is a World whose group g is the remote group: jobRank, worldRank
+// and a Request's grp translate the remote ranks that its point-to-point calls and
+// Status.Source use, with no code of their own. x holds the rest: the local group's
+// World (an intracommunicator with a context of its own, for the local steps of Barrier
+// and of package collectives' calls), through which Rank, Size and Group answer.
+//
+// Both groups take their contexts from one Split block, agreed as Split agrees on one
+// (agreeBlock) over the records of every rank of both groups: the block's first World
+// is the intercommunicator, its second the local group's World (the two groups, being
+// disjoint, share that context without their messages meeting), and Dup takes two more
+// per copy.
+
+// Root is the root argument that the root's own rank passes to a rooted collective on
+// an intercommunicator (MPI_ROOT); the other ranks of its group pass ProcNull, and the
+// ranks of the remote group pass the root's rank in its group.
+const Root = -4
+
+// intercommTag is the tag of CreateIntercomm's and Merge's messages in internal
+// contexts, beside Barrier's rounds, splitTag and createGroupTag.
+const intercommTag = MaxTag - 3
+
+// inter is what an intercommunicator holds besides its remote group.
+type inter struct {
+	local *World // the local group, on a context of its own
+}
+
+// IsInter reports whether w is an intercommunicator (MPI_Comm_test_inter).
+func (w *World) IsInter() bool { return w != nil && w.x != nil }
+
+// RemoteSize is the size of an intercommunicator's remote group, 0 for an
+// intracommunicator (MPI_Comm_remote_size).
+func (w *World) RemoteSize() int {
+	if w.x == nil {
+		return 0
+	}
+	return len(w.g.ranks)
+}
+
+// RemoteGroup returns an intercommunicator's remote group, ranked as its point-to-point
+// calls name the remote ranks (MPI_Comm_remote_group); the empty Group for an
+// intracommunicator.
+func (w *World) RemoteGroup() Group {
+	if w.x == nil {
+		return Group{}
+	}
+	return newGroupOf(slices.Clone(w.g.ranks), w.e.rank+1)
+}
+
+// Local returns the World over an intercommunicator's local group, ranked as Rank is,
+// with a context of its own; nil for an intracommunicator. It is the intercommunicator's
+// own: package collectives runs the local steps of its calls on it, so a program that
+// calls collectives on it as well must order them with those on the intercommunicator,
+// as it orders calls on one World. It is freed with the intercommunicator.
+func (w *World) Local() *World {
+	if w.x == nil {
+		return nil
+	}
+	return w.x.local
+}
+
+// CreateIntercomm returns an intercommunicator between w's ranks (the local group) and
+// the ranks of another World's group (MPI_Intercomm_create). Every rank of both groups
+// calls it, each on its own group's World, naming its group's leader there
+// (localLeader, the same at every rank of the group). The two leaders also pass a World
+// that they both belong to (peer) and each other's rank in it (remoteLeader), and one
+// tag, with which the leaders exchange their groups on peer: like any message of the
+// program's own on peer, it must not be matched by a receive of the program's. The other
+// ranks' peer and remoteLeader are not looked at. The groups must be disjoint.
+//
+// In the result, Rank, Size, Group and LocalRank speak of the local group, and the
+// point-to-point calls (Send, Recv, Isend, Probe...) and Status.Source of the remote
+// group's ranks (RemoteSize, RemoteGroup); HostOf and Transport take remote ranks too.
+// Barrier waits for every rank of both groups. Package collectives has the
+// intercommunicator forms of Bcast, Reduce, Allreduce, Gather, Scatter, Allgather and
+// Alltoall (rooted calls take Root and ProcNull in the root's group). Merge makes an
+// intracommunicator of both groups; Dup copies it (collective over both groups); Free
+// frees it. A rank runs its CreateIntercomms, Merges and Splits one at a time, as Split
+// does. The contexts come from one Split block, with room for the intercommunicator and
+// three Dups.
+func (w *World) CreateIntercomm(ctx context.Context, localLeader int, peer *World, remoteLeader, tag int) (*World, error) {
+	const op = "intercomm_create"
+	if w == nil {
+		return nil, withOp(op, errNilWorld())
+	}
+	if err := w.freedErr(); err != nil {
+		return nil, withOp(op, err)
+	}
+	if w.x != nil {
+		return nil, withOp(op, invalidf("the local World is an intercommunicator (pass the World of the local group: Local)"))
+	}
+	if localLeader < 0 || localLeader >= w.Size() {
+		return nil, withOp(op, invalidf("local leader %d out of range [0, %d)", localLeader, w.Size()))
+	}
+	e := w.e
+	e.splitMu.Lock()
+	defer e.splitMu.Unlock()
+	// A leader whose arguments are wrong still takes part, so that the others fail too.
+	swap := func(mine, theirs []byte) (int, error) {
+		peerJob, err := peerLeader(w, peer, remoteLeader, tag)
+		if err != nil {
+			return 0, err
+		}
+		return e.swap(ctx, peer.ctx, peerJob, tag, mine, theirs, false)
+	}
+	u, err := w.unite(ctx, localLeader, 0, swap)
+	if err != nil {
+		return nil, withOp(op, err)
+	}
+	base, ok := u.agree()
+	if !ok {
+		return nil, withOp(op, invalidf("too many Worlds derived and not freed (no communication context left; Free those no longer used)"))
+	}
+	e.mu.Lock()
+	fam := e.ctxs.takeSplit(base, true)
+	lctx, _ := e.ctxs.takeFamily(fam)
+	e.mu.Unlock()
+	return w.interOn(base, lctx, u.remote, fam), nil
+}
+
+// interOn returns the intercommunicator on contexts c (its own) and lctx (its local
+// group's) between w's ranks and the remote job ranks, with the family fam.
+func (w *World) interOn(c, lctx uint16, remote []int, fam *family) *World {
+	e := w.e
+	local := &World{e: e, ctx: lctx, g: newJobGroup(e, w.Group().procs, fam), life: &worldLife{}}
+	rg := newJobGroup(e, remote, fam)
+	return &World{e: e, ctx: c, g: rg, x: &inter{local: local}, life: &worldLife{}}
+}
+
+// peerLeader checks a leader's arguments to CreateIntercomm and returns the remote
+// leader's job rank.
+func peerLeader(w, peer *World, remoteLeader, tag int) (int, error) {
+	if peer == nil {
+		return 0, invalidf("the local leader (rank %d) passed no peer World (the leaders pass a World that holds both)", w.Rank())
+	}
+	if err := peer.freedErr(); err != nil {
+		return 0, err
+	}
+	if peer.x != nil {
+		return 0, invalidf("the peer World of the local leader (rank %d) is an intercommunicator (pass an intracommunicator holding both leaders)", w.Rank())
+	}
+	if tag < 0 || tag > MaxTag {
+		return 0, invalidf("tag %d out of range [0, %d]", tag, MaxTag)
+	}
+	jr, ok := peer.jobRank(remoteLeader)
+	if !ok {
+		return 0, invalidf("remote leader %d out of range [0, %d) of the peer World", remoteLeader, peer.Size())
+	}
+	if jr == w.e.rank {
+		return 0, invalidf("the remote leader (rank %d of the peer World) is the local leader itself (the groups must be disjoint)", remoteLeader)
+	}
+	return jr, nil
+}
+
+// union is what both groups of an intercommunicator learn of each other: each group's
+// job ranks, split records (Split's splitRec, key the group rank) and flag.
+type union struct {
+	local, remote   []int
+	lrecs, rrecs    []byte
+	lflag, rflag    byte
+	localLeaderRank int
+}
+
+// agree returns the Split block free at every rank of both groups.
+func (u *union) agree() (uint16, bool) {
+	nl := len(u.local)
+	rec := func(i int) []byte {
+		if i < nl {
+			return u.lrecs[i*splitRec : (i+1)*splitRec]
+		}
+		i -= nl
+		return u.rrecs[i*splitRec : (i+1)*splitRec]
+	}
+	return agreeBlock(nl+len(u.remote),
+		func(i int) uint16 { return binary.LittleEndian.Uint16(rec(i)[18:]) },
+		func(i int) []byte { return rec(i)[splitHead:] })
+}
+
+// localFirst reports whether the local group comes first in the union's order: the
+// group that passed flag 0 (Merge's high false) first, and for equal flags the group
+// holding the lower job rank.
+func (u *union) localFirst() bool {
+	if u.lflag != u.rflag {
+		return u.lflag < u.rflag
+	}
+	return slices.Min(u.local) < slices.Min(u.remote)
+}
+
+// unite runs the exchange of CreateIntercomm and Merge over local, whose ranks are one
+// group: the ranks' split records go to every rank of local (exchange), the leader
+// (localLeader) swaps its group's ranks, records and flag with the other group's leader
+// by swap, and sends what it got to the others in local's internal context. A leader
+// that fails sends the others an empty answer, so every rank returns an error. The
+// caller holds splitMu.
+func (w *World) unite(ctx context.Context, localLeader int, flag byte, swap func(mine, theirs []byte) (int, error)) (*union, error) {
+	e, n, me := w.e, w.Size(), w.Rank()
+	recs := make([]byte, n*splitRec)
+	e.mu.Lock()
+	err := e.checkLocked()
+	if err == nil && e.failed != nil {
+		err = e.failed
+	}
+	if err == nil {
+		putSplitRec(recs[me*splitRec:], 0, me, e.ctxs.top, e.ctxs.next)
+		e.ctxs.busyBlocks(recs[me*splitRec+splitHead : (me+1)*splitRec])
+	}
+	e.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := w.exchange(ctx, recs); err != nil {
+		return nil, err
+	}
+	u := &union{local: w.Group().procs, lrecs: recs, lflag: flag, localLeaderRank: localLeader}
+	// The most a group's description takes: every rank of the job in it.
+	theirs := make([]byte, unionMsgLen(e.size))
+	leaderJob, _ := w.jobRank(localLeader)
+	var m int
+	if me == localLeader {
+		m, err = swap(encodeUnion(u.local, recs, flag), theirs)
+		if err != nil {
+			m = 0
+		}
+		for r := range n {
+			if r == me {
+				continue
+			}
+			jr, _ := w.jobRank(r)
+			if serr := e.send(ctx, w.ctx+1, theirs[:m], 1, jr, intercommTag); serr != nil && err == nil {
+				err = serr
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		st, rerr := e.recv(ctx, w.ctx+1, theirs, 1, leaderJob, intercommTag, true)
+		if rerr != nil {
+			return nil, rerr
+		}
+		m = st.Bytes
+		if m == 0 {
+			return nil, invalidf("the local leader (rank %d) failed to exchange with the remote leader (its error names why)", localLeader)
+		}
+	}
+	if u.remote, u.rrecs, u.rflag, err = decodeUnion(theirs[:m]); err != nil {
+		return nil, err
+	}
+	for _, jr := range u.remote {
+		if slices.Contains(u.local, jr) {
+			return nil, invalidf("process %d of the job is in both groups (the groups of an intercommunicator must be disjoint)", jr)
+		}
+	}
+	return u, nil
+}
+
+// unionMsgLen is the size of a group's description of n ranks: count, flag, job ranks,
+// split records.
+func unionMsgLen(n int) int { return 5 + n*(4+splitRec) }
+
+func encodeUnion(jobs []int, recs []byte, flag byte) []byte {
+	b := make([]byte, 5, unionMsgLen(len(jobs)))
+	binary.LittleEndian.PutUint32(b, uint32(len(jobs)))
+	b[4] = flag
+	for _, jr := range jobs {
+		b = binary.LittleEndian.AppendUint32(b, uint32(jr))
+	}
+	return append(b, recs...)
+}
+
+// decodeUnion parses encodeUnion's bytes; the error names what is wrong with them.
+func decodeUnion(b []byte) (jobs []int, recs []byte, flag byte, err error) {
+	if len(b) < 5 {
+		return nil, nil, 0, invalidf("the remote group's description has %d bytes (mismatched versions?)", len(b))
+	}
+	n := int(binary.LittleEndian.Uint32(b))
+	if n < 1 || len(b) != unionMsgLen(n) {
+		return nil, nil, 0, invalidf("the remote group's description of %d ranks has %d bytes (mismatched versions?)", n, len(b))
+	}
+	flag = b[4]
+	jobs = make([]int, n)
+	for i := range jobs {
+		jobs[i] = int(binary.LittleEndian.Uint32(b[5+4*i:]))
+	}
+	return jobs, b[5+4*n:], flag, nil
+}
+
+// swap sends mine to job rank peer and receives its answer into theirs, in context
+// ctxID with tag, and returns the answer's size.
+func (e *engine) swap(ctx context.Context, ctxID uint16, peer, tag int, mine, theirs []byte, collective bool) (int, error) {
+	var sr Request
+	e.mu.Lock()
+	err := e.resetLocked(&sr)
+	if err == nil {
+		sr.kind, sr.ctx, sr.peer, sr.tag, sr.buf, sr.esize = reqSend, ctxID, peer, tag, mine, 1
+		e.sendLocked(&sr)
+	}
+	e.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	st, rerr := e.recv(ctx, ctxID, theirs, 1, peer, tag, collective)
+	if _, err := sr.Wait(ctx); err != nil {
+		return 0, err
+	}
+	if rerr != nil {
+		return 0, rerr
+	}
+	return st.Bytes, nil
+}
+
+// Merge returns an intracommunicator of both groups of the intercommunicator w
+// (MPI_Intercomm_merge): the group whose ranks pass high false first, each group in its
+// own order; when both pass the same, the group holding the lower job rank (Init's
+// World's) first. Every rank of both groups calls it, passing the same high within a
+// group. The new World follows Split's rules for contexts, Dups and Free.
+func (w *World) Merge(ctx context.Context, high bool) (*World, error) {
+	const op = "intercomm_merge"
+	if w == nil {
+		return nil, withOp(op, errNilWorld())
+	}
+	if err := w.freedErr(); err != nil {
+		return nil, withOp(op, err)
+	}
+	if w.x == nil {
+		return nil, withOp(op, invalidf("Merge takes an intercommunicator (CreateIntercomm); this World is an intracommunicator"))
+	}
+	var flag byte
+	if high {
+		flag = 1
+	}
+	e, local := w.e, w.x.local
+	e.splitMu.Lock()
+	defer e.splitMu.Unlock()
+	swap := func(mine, theirs []byte) (int, error) {
+		return e.swap(ctx, w.ctx+1, w.g.ranks[0], intercommTag, mine, theirs, true)
+	}
+	u, err := local.unite(ctx, 0, flag, swap)
+	if err != nil {
+		return nil, withOp(op, err)
+	}
+	base, ok := u.agree()
+	if !ok {
+		return nil, withOp(op, invalidf("too many Worlds derived and not freed (no communication context left; Free those no longer used)"))
+	}
+	jobs := slices.Concat(u.local, u.remote)
+	if !u.localFirst() {
+		jobs = slices.Concat(u.remote, u.local)
+	}
+	e.mu.Lock()
+	fam := e.ctxs.takeSplit(base, true)
+	e.mu.Unlock()
+	return &World{e: e, ctx: base, g: newJobGroup(e, jobs, fam), life: &worldLife{}}, nil
+}
+
+// interBarrier is Barrier on an intercommunicator: a barrier of the local group, the
+// leaders' swap of empty messages, and a second barrier of the local group, which its
+// ranks leave only once the leader has heard from the other group's.
+func interBarrier(ctx context.Context, w *World) error {
+	local := w.x.local
+	if err := Barrier(ctx, local); err != nil {
+		return err
+	}
+	if local.Rank() == 0 {
+		if _, err := w.e.swap(ctx, w.ctx+1, w.g.ranks[0], 0, nil, nil, true); err != nil {
+			return err
+		}
+	}
+	return Barrier(ctx, local)
+}
+
+// interDupLocked is Dup of an intercommunicator: two contexts of its family, taken in the same
+// order at every rank of both groups.
+func (w *World) interDupLocked() (*World, error) {
+	e := w.e
+	c, ok := e.ctxs.takeFamily(w.g.fam)
+	if !ok {
+		return nil, invalidf("an intercommunicator has room for %d Dups (make another with CreateIntercomm)", splitBlock/ctxPerWorld/2-1)
+	}
+	lctx, ok := e.ctxs.takeFamily(w.g.fam)
+	if !ok {
+		e.ctxs.release(c, true)
+		return nil, invalidf("an intercommunicator has room for %d Dups (make another with CreateIntercomm)", splitBlock/ctxPerWorld/2-1)
+	}
+	local := &World{e: e, ctx: lctx, g: w.x.local.g, life: &worldLife{}}
+	return &World{e: e, ctx: c, g: w.g, x: &inter{local: local}, life: &worldLife{}}, nil
+}
+
+// newJobGroup returns the group of jobs (job ranks, in the new World's order), whose
+// Worlds take their contexts from fam; this rank's place in it, if any, is me.
+func newJobGroup(e *engine, jobs []int, fam *family) *group {
+	g := &group{ranks: slices.Clone(jobs), of: make([]int32, e.size), me: -1, fam: fam}
+	for i := range g.of {
+		g.of[i] = -1
+	}
+	for i, jr := range g.ranks {
+		g.of[jr] = int32(i)
+		if jr == e.rank {
+			g.me = i
+		}
+	}
+	for i, jr := range g.ranks {
+		if e.local(jr) {
+			if i == g.me {
+				g.localRank = g.localSize
+			}
+			g.localSize++
+		}
+	}
+	return g
+}
+
+// errInter is the error of a call that takes an intracommunicator only.
+func errInter() error {
+	return invalidf("the World is an intercommunicator (Merge it, or use its Local World)")
+}

@@ -16,13 +16,22 @@ const createGroupTag = MaxTag - 2
 // with one of several disjoint groups: the members of each get a World of their own. g's
 // members are ranks of w (else the ErrInvalid error names the first that is not). It is
 // a Split of w, colored by each group's lowest member, with Split's rules for the new
-// World's contexts, Dups and Free.
+// World's contexts, Dups and Free. On an intercommunicator each group passes a Group of
+// its own ranks, and the result is the intercommunicator between the two Groups' ranks
+// (nil where either is empty).
 func (w *World) Create(ctx context.Context, g Group) (*World, error) {
 	if w == nil {
 		return nil, withOp("create", errNilWorld())
 	}
 	if w.x != nil {
-		return nil, withOp("create", errInter())
+		if _, err := w.x.local.members(g); err != nil {
+			return nil, withOp("create", err)
+		}
+		color, key := NoColor, 0
+		if i := g.indexOf(w.e.rank); i >= 0 {
+			color, key = 0, i
+		}
+		return w.Split(ctx, color, key)
 	}
 	if _, err := w.members(g); err != nil {
 		return nil, withOp("create", err)

@@ -112,7 +112,7 @@ func (w *World) CreateIntercomm(ctx context.Context, localLeader int, peer *Worl
 		}
 		return e.swap(ctx, peer.ctx, peerJob, tag, mine, theirs, false)
 	}
-	u, err := w.unite(ctx, localLeader, 0, swap)
+	u, err := w.unite(ctx, localLeader, 0, 0, w.Rank(), swap)
 	if err != nil {
 		return nil, withOp(op, err)
 	}
@@ -124,16 +124,59 @@ func (w *World) CreateIntercomm(ctx context.Context, localLeader int, peer *Worl
 	fam := e.ctxs.takeSplit(base, true)
 	lctx, _ := e.ctxs.takeFamily(fam)
 	e.mu.Unlock()
-	return w.interOn(base, lctx, u.remote, fam), nil
+	return interOn(e, base, lctx, u.local, u.remote, fam), nil
 }
 
 // interOn returns the intercommunicator on contexts c (its own) and lctx (its local
-// group's) between w's ranks and the remote job ranks, with the family fam.
-func (w *World) interOn(c, lctx uint16, remote []int, fam *family) *World {
-	e := w.e
-	local := &World{e: e, ctx: lctx, g: newJobGroup(e, w.Group().procs, fam), life: &worldLife{}}
-	rg := newJobGroup(e, remote, fam)
-	return &World{e: e, ctx: c, g: rg, x: &inter{local: local}, life: &worldLife{}}
+// group's) between the local and the remote job ranks, with the family fam.
+func interOn(e *engine, c, lctx uint16, local, remote []int, fam *family) *World {
+	lw := &World{e: e, ctx: lctx, g: newJobGroup(e, local, fam), life: &worldLife{}}
+	return &World{e: e, ctx: c, g: newJobGroup(e, remote, fam), x: &inter{local: lw}, life: &worldLife{}}
+}
+
+// interSplit is Split of an intercommunicator (MPI_Comm_split on one): the ranks of
+// each group that pass one color form the local group of a new intercommunicator, whose
+// remote group is the other group's ranks of that color, each ordered by key, then by
+// rank. A rank whose color no rank of the other group passes gets nil, as does NoColor.
+func (w *World) interSplit(ctx context.Context, color, key int) (*World, error) {
+	e, local := w.e, w.x.local
+	e.splitMu.Lock()
+	defer e.splitMu.Unlock()
+	swap := func(mine, theirs []byte) (int, error) {
+		return e.swap(ctx, w.ctx+1, w.g.ranks[0], intercommTag, mine, theirs, true)
+	}
+	u, err := local.unite(ctx, 0, 0, color, key, swap)
+	if err != nil {
+		return nil, err
+	}
+	base, ok := u.agree()
+	if !ok {
+		return nil, invalidf("too many Worlds derived and not freed (no communication context left; Free those no longer used)")
+	}
+	pick := func(jobs []int, recs []byte) []int {
+		idx := splitMembers(recs, len(jobs), color)
+		out := make([]int, len(idx))
+		for i, r := range idx {
+			out[i] = jobs[r]
+		}
+		return out
+	}
+	var lm, rm []int
+	if color != NoColor {
+		lm, rm = pick(u.local, u.lrecs), pick(u.remote, u.rrecs)
+	}
+	member := len(lm) > 0 && len(rm) > 0
+	e.mu.Lock()
+	fam := e.ctxs.takeSplit(base, member)
+	var lctx uint16
+	if member {
+		lctx, _ = e.ctxs.takeFamily(fam)
+	}
+	e.mu.Unlock()
+	if !member {
+		return nil, nil
+	}
+	return interOn(e, base, lctx, lm, rm, fam), nil
 }
 
 // peerLeader checks a leader's arguments to CreateIntercomm and returns the remote
@@ -201,7 +244,7 @@ func (u *union) localFirst() bool {
 // by swap, and sends what it got to the others in local's internal context. A leader
 // that fails sends the others an empty answer, so every rank returns an error. The
 // caller holds splitMu.
-func (w *World) unite(ctx context.Context, localLeader int, flag byte, swap func(mine, theirs []byte) (int, error)) (*union, error) {
+func (w *World) unite(ctx context.Context, localLeader int, flag byte, color, key int, swap func(mine, theirs []byte) (int, error)) (*union, error) {
 	e, n, me := w.e, w.Size(), w.Rank()
 	recs := make([]byte, n*splitRec)
 	e.mu.Lock()
@@ -210,7 +253,7 @@ func (w *World) unite(ctx context.Context, localLeader int, flag byte, swap func
 		err = e.failed
 	}
 	if err == nil {
-		putSplitRec(recs[me*splitRec:], 0, me, e.ctxs.top, e.ctxs.next)
+		putSplitRec(recs[me*splitRec:], color, key, e.ctxs.top, e.ctxs.next)
 		e.ctxs.busyBlocks(recs[me*splitRec+splitHead : (me+1)*splitRec])
 	}
 	e.mu.Unlock()
@@ -344,7 +387,7 @@ func (w *World) Merge(ctx context.Context, high bool) (*World, error) {
 	swap := func(mine, theirs []byte) (int, error) {
 		return e.swap(ctx, w.ctx+1, w.g.ranks[0], intercommTag, mine, theirs, true)
 	}
-	u, err := local.unite(ctx, 0, flag, swap)
+	u, err := local.unite(ctx, 0, flag, 0, local.Rank(), swap)
 	if err != nil {
 		return nil, withOp(op, err)
 	}

@@ -137,8 +137,8 @@ func TestIntercomm(t *testing.T) {
 		if err := runtime.Barrier(ctx, d); err != nil {
 			return err
 		}
-		if _, err := ic.Split(ctx, 0, 0); !errors.Is(err, runtime.ErrInvalid) {
-			return fmt.Errorf("Split of an intercommunicator: %v, want ErrInvalid", err)
+		if _, err := ic.SplitShared(ctx, 0); !errors.Is(err, runtime.ErrInvalid) {
+			return fmt.Errorf("SplitShared of an intercommunicator: %v, want ErrInvalid", err)
 		}
 		if _, err := local.Merge(ctx, false); !errors.Is(err, runtime.ErrInvalid) {
 			return fmt.Errorf("Merge of an intracommunicator: %v, want ErrInvalid", err)
@@ -244,5 +244,86 @@ func TestIntercommTwoIntercomms(t *testing.T) {
 			}
 		}
 		return errors.Join(runtime.Barrier(ctx, a), runtime.Barrier(ctx, b), a.Free(), b.Free(), local.Free())
+	})
+}
+
+// TestIntercommSplitCreate: Split of an intercommunicator pairs each color's ranks of
+// one group with the other group's, and a color that only one group passes gives nil;
+// Create with each group dropping its rank 0 gives the intercommunicator of the rest.
+func TestIntercommSplitCreate(t *testing.T) {
+	forInter(t, func(ctx context.Context, w *runtime.World) error {
+		ic, local, remote, err := parityIntercomm(ctx, w)
+		if err != nil {
+			return err
+		}
+		// Color: the local rank's parity, and an odd-only color 5 for the evens' rank 1.
+		color := ic.Rank() % 2
+		even := w.Rank()%2 == 0
+		if even && ic.Rank() == 1 {
+			color = 5
+		}
+		s, err := ic.Split(ctx, color, -ic.Rank())
+		if err != nil {
+			return err
+		}
+		var wantRemote []int
+		for i, r := range remote {
+			rc := i % 2
+			if !even && i == 1 {
+				rc = 5
+			}
+			if rc == color {
+				wantRemote = append(wantRemote, r)
+			}
+		}
+		slices.Reverse(wantRemote) // keys are minus the rank
+		switch {
+		case len(wantRemote) == 0:
+			if s != nil {
+				return fmt.Errorf("color %d, which no remote rank passed, got an intercommunicator", color)
+			}
+		case s == nil:
+			return fmt.Errorf("color %d got no intercommunicator (remote ranks %v pass it)", color, wantRemote)
+		default:
+			want, err := w.Group().Incl(wantRemote)
+			if err != nil {
+				return err
+			}
+			if c := s.RemoteGroup().Compare(want); c != runtime.Ident || !s.IsInter() {
+				return fmt.Errorf("color %d: remote group %v to ranks %v", color, c, wantRemote)
+			}
+			if err := runtime.Barrier(ctx, s); err != nil {
+				return err
+			}
+			if err := s.Free(); err != nil {
+				return err
+			}
+		}
+		// Create: every rank but rank 0 of each group.
+		var rest []int
+		for r := 1; r < ic.Size(); r++ {
+			rest = append(rest, r)
+		}
+		g, err := ic.Group().Incl(rest)
+		if err != nil {
+			return err
+		}
+		c, err := ic.Create(ctx, g)
+		if err != nil {
+			return err
+		}
+		if ic.Rank() == 0 || ic.Size() == 1 || ic.RemoteSize() == 1 {
+			if c != nil {
+				return fmt.Errorf("Create gave rank %d of %d (remote %d) an intercommunicator", ic.Rank(), ic.Size(), ic.RemoteSize())
+			}
+		} else {
+			if c == nil || c.Rank() != ic.Rank()-1 || c.RemoteSize() != ic.RemoteSize()-1 {
+				return fmt.Errorf("Create: got %v", c)
+			}
+			if err := c.Free(); err != nil {
+				return err
+			}
+		}
+		return errors.Join(ic.Free(), local.Free())
 	})
 }

@@ -128,6 +128,10 @@ func (w *World) out(st Status) Status {
 // Split it again instead). Its Sibling has the same ranks. Free gives the contexts back
 // (Free every World of the block: the split World and its Dups); a later Split reuses
 // them once all of its ranks are done with them.
+//
+// On an intercommunicator every rank of both groups calls Split, and the ranks of each
+// group that pass one color get an intercommunicator to the other group's ranks that
+// passed it (nil if none did).
 func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
 	if w == nil {
 		return nil, withOp("split", errNilWorld())
@@ -135,11 +139,12 @@ func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
 	if err := w.freedErr(); err != nil {
 		return nil, withOp("split", err)
 	}
-	if w.x != nil {
-		return nil, withOp("split", errInter())
-	}
 	if color < 0 && color != NoColor {
 		return nil, withOp("split", invalidf("color %d (use a color >= 0, or NoColor)", color))
+	}
+	if w.x != nil {
+		ic, err := w.interSplit(ctx, color, key)
+		return ic, withOp("split", err)
 	}
 	e := w.e
 	// One Split at a time per rank: each reads the context counters that the previous

@@ -33,7 +33,9 @@
 // SendrecvType and their I forms carry datatype layouts. Each World has its own context: Dup makes
 // another over the same ranks, Split, Create and CreateGroup one over a subset or a Group
 // (World.Group, with MPI's set operations), SplitShared one per host, and Free gives a
-// World's contexts back.
+// World's contexts back. CreateIntercomm joins two disjoint groups in an
+// intercommunicator, whose point-to-point calls name the other group's ranks (Merge
+// makes one World of both).
 //
 // Small messages go eagerly (GORMA_EAGER_LIMIT) and a Send of one returns at once; large
 // ones go by rendezvous, read by the receiver straight into its buffer. There is no

@@ -138,6 +138,7 @@ func (w *World) Free() error {
 	hooks := w.life.onFree
 	w.life.onFree = nil
 	e.mu.Unlock()
+	w.deleteAttrs() // attr.go: the attributes' delete functions
 	// Derived Worlds first (package window's), as their traffic is the same World's.
 	for _, f := range hooks {
 		f()

@@ -49,9 +49,10 @@ func NewKeyval[V any](copy func(w *World, v V) (V, bool), del func(w *World, v V
 // NewKeyval(runtime.CopyOnDup[V], del).
 func CopyOnDup[V any](_ *World, v V) (V, bool) { return v, true }
 
-// Free retires k (MPI_Comm_free_keyval): later SetAttr, GetAttr and DeleteAttr with it
-// fail with ErrInvalid. The values set with it stay on their Worlds, and their copy and
-// delete functions still run at Dup and Free. A second Free fails with ErrInvalid.
+// Free retires k (MPI_Comm_free_keyval): a later SetAttr with it fails with ErrInvalid.
+// The values set with it stay on their Worlds, where GetAttr reads them and DeleteAttr
+// removes them, and their copy and delete functions still run at Dup, DeleteAttr and
+// Free. A second Free fails with ErrInvalid.
 func (k *Keyval[V]) Free() error {
 	if k == nil {
 		return withOp("keyval free", invalidf("nil Keyval (make one with NewKeyval)"))
@@ -77,15 +78,15 @@ type attrEntry struct {
 }
 
 // attrsFor returns w's attribute set, or an ErrInvalid error naming op. A freed World
-// fails only calls that set (set): its attributes are gone, and reading or deleting
-// them, as a delete function running at Free may, finds none.
+// or Keyval fails only calls that set (set): reading or deleting what is there stays
+// possible (a freed World has nothing left, as a delete function running at Free finds).
 func (w *World) attrsFor(op string, k *keyval, set bool) (*attrSet, error) {
 	switch {
 	case w == nil:
 		return nil, withOp(op, errNilWorld())
 	case w.sibling:
 		return nil, withOp(op, invalidf("a sibling World has no attributes or name of its own (set them on its World)"))
-	case k != nil && k.freed.Load():
+	case set && k != nil && k.freed.Load():
 		return nil, withOp(op, invalidf("the Keyval was freed (Keyval.Free); make another with NewKeyval"))
 	}
 	if err := w.freedErr(); err != nil && set {
@@ -132,7 +133,7 @@ func SetAttr[V any](w *World, k *Keyval[V], v V) error {
 
 // GetAttr returns w's attribute of k and true, or V's zero value and false if w has
 // none (MPI_Comm_get_attr); a freed World has none. It fails with ErrInvalid for a nil
-// World or Keyval, a freed Keyval and a sibling World.
+// World or Keyval and a sibling World.
 func GetAttr[V any](w *World, k *Keyval[V]) (V, bool, error) {
 	const op = "getattr"
 	var zero V

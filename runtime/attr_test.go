@@ -234,8 +234,8 @@ func TestAttrDeleteFunctionCalls(t *testing.T) {
 }
 
 // TestKeyvalFree (MPICH attr/fkeyval.c, keyval_double_free.c): a freed Keyval is
-// refused for new calls and a second Free fails, but the values set with it are still
-// copied by Dup and deleted by Free.
+// refused by SetAttr and a second Free fails, but the values set with it are still
+// read by GetAttr, copied by Dup, and deleted by Free and DeleteAttr.
 func TestKeyvalFree(t *testing.T) {
 	run(t, "shm", 2, func(ctx context.Context, w *runtime.World) error {
 		val := 1
@@ -257,8 +257,8 @@ func TestKeyvalFree(t *testing.T) {
 		if err := runtime.SetAttr(c, k, &val); !errors.Is(err, runtime.ErrInvalid) {
 			return fmt.Errorf("SetAttr with a freed Keyval: %v, want ErrInvalid", err)
 		}
-		if _, _, err := runtime.GetAttr(c, k); !errors.Is(err, runtime.ErrInvalid) {
-			return fmt.Errorf("GetAttr with a freed Keyval: %v, want ErrInvalid", err)
+		if p, ok, err := runtime.GetAttr(c, k); p != &val || !ok || err != nil {
+			return fmt.Errorf("GetAttr with a freed Keyval: %p, %v, %v; want the value set", p, ok, err)
 		}
 		d, err := c.Dup()
 		if err != nil {
@@ -278,6 +278,15 @@ func TestKeyvalFree(t *testing.T) {
 		}
 		if val != 0 {
 			return fmt.Errorf("after Free the value is %d, want 0", val)
+		}
+		// On Init's World, never freed, DeleteAttr removes the value of a freed Keyval.
+		k2 := runtime.NewKeyval(nil, func(_ *runtime.World, p *int) { *p-- })
+		val = 1
+		if err := errors.Join(runtime.SetAttr(w, k2, &val), k2.Free(), runtime.DeleteAttr(w, k2)); err != nil {
+			return err
+		}
+		if val != 0 {
+			return fmt.Errorf("after DeleteAttr with a freed Keyval the value is %d, want 0", val)
 		}
 		return nil
 	})

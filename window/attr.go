@@ -35,9 +35,10 @@ func NewKeyval[V any](del func(v V)) *Keyval[V] {
 	return kv
 }
 
-// Free retires k (MPI_Win_free_keyval): later SetAttr, GetAttr and DeleteAttr with it
-// fail with ErrInvalid. The values set with it stay on their windows, and its delete
-// function still runs on them at Free. A second Free fails with ErrInvalid.
+// Free retires k (MPI_Win_free_keyval): a later SetAttr with it fails with ErrInvalid.
+// The values set with it stay on their windows, where GetAttr reads them and DeleteAttr
+// removes them, and its delete function still runs on them at DeleteAttr and Free. A
+// second Free fails with ErrInvalid.
 func (k *Keyval[V]) Free() error {
 	if k == nil {
 		return werrf("keyval free", -1, -1, ErrInvalid, "nil Keyval (make one with NewKeyval)")
@@ -62,14 +63,15 @@ type attrEntry struct {
 }
 
 // attrsFor checks a call with k and returns the set of the window; set marks the calls
-// that add (they fail on a freed window, whose attributes are gone).
+// that add, which fail with a freed Keyval or on a freed window (whose attributes are
+// gone).
 func attrsFor[T runtime.Elem](w *Win[T], op string, k *keyval, set bool) (*attrSet, error) {
 	switch {
 	case w == nil:
 		return nil, werrf(op, -1, -1, ErrInvalid, "nil window")
 	case k == nil:
 		return nil, werrf(op, -1, -1, ErrInvalid, "nil Keyval (make one with NewKeyval)")
-	case k.freed.Load():
+	case set && k.freed.Load():
 		return nil, werrf(op, -1, -1, ErrInvalid, "the Keyval was freed (Keyval.Free); make another with NewKeyval")
 	case set && w.freed.Load():
 		return nil, werr(op, -1, -1, ErrFreed)
@@ -115,7 +117,7 @@ func SetAttr[T runtime.Elem, V any](w *Win[T], k *Keyval[V], v V) error {
 
 // GetAttr returns w's attribute of k and true, or V's zero value and false if w has none
 // (MPI_Win_get_attr); a freed window has none. It fails with ErrInvalid for a nil window
-// or Keyval or a freed Keyval.
+// or Keyval.
 func GetAttr[T runtime.Elem, V any](w *Win[T], k *Keyval[V]) (V, bool, error) {
 	var zero V
 	a, err := attrsFor(w, "getattr", keyOf(k), false)

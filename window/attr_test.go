@@ -121,9 +121,9 @@ func winDelete(ctx context.Context, w *runtime.World, mk func(context.Context, *
 	return nil
 }
 
-// TestKeyvalWin: a freed window Keyval is refused for new calls and a second Free
-// fails, but its delete function still runs at the window's Free; nil arguments are
-// refused with ErrInvalid.
+// TestKeyvalWin: a freed window Keyval is refused by SetAttr and a second Free fails,
+// but GetAttr still reads its value and its delete function still runs at DeleteAttr
+// and at the window's Free; nil arguments are refused with ErrInvalid.
 func TestKeyvalWin(t *testing.T) {
 	forLayouts(t, func(ctx context.Context, w *runtime.World) error {
 		var deleted atomic.Int32
@@ -137,22 +137,28 @@ func TestKeyvalWin(t *testing.T) {
 			return err
 		}
 		errs := []error{k.Free()}
-		_, _, getErr := window.GetAttr(win, k)
+		if p, ok, err := window.GetAttr(win, k); p != &val || !ok || err != nil {
+			errs = append(errs, fmt.Errorf("GetAttr with a freed Keyval: %p, %v, %v; want the value set", p, ok, err))
+		}
 		var nilWin *window.Win[float64]
 		var nilK *window.Keyval[int]
 		_, _, getNil := window.GetAttr(nilWin, k)
 		for name, err := range map[string]error{
-			"second Free":              k.Free(),
-			"SetAttr, freed Keyval":    window.SetAttr(win, k, &val),
-			"GetAttr, freed Keyval":    getErr,
-			"DeleteAttr, freed Keyval": window.DeleteAttr(win, k),
-			"SetAttr, nil Keyval":      window.SetAttr(win, nilK, 1),
-			"GetAttr, nil window":      getNil,
-			"Free, nil Keyval":         nilK.Free(),
+			"second Free":           k.Free(),
+			"SetAttr, freed Keyval": window.SetAttr(win, k, &val),
+			"SetAttr, nil Keyval":   window.SetAttr(win, nilK, 1),
+			"GetAttr, nil window":   getNil,
+			"Free, nil Keyval":      nilK.Free(),
 		} {
 			if !errors.Is(err, window.ErrInvalid) {
 				errs = append(errs, fmt.Errorf("%s: %v, want ErrInvalid", name, err))
 			}
+		}
+		other := 5
+		k2 := window.NewKeyval(func(v *int) { *v = 0 })
+		errs = append(errs, window.SetAttr(win, k2, &other), k2.Free(), window.DeleteAttr(win, k2))
+		if other != 0 {
+			errs = append(errs, errors.New("DeleteAttr with a freed Keyval did not run its delete function"))
 		}
 		errs = append(errs, win.Free(ctx))
 		if val != 0 || deleted.Load() != 1 {

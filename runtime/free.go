@@ -142,6 +142,7 @@ func (w *World) Free() error {
 		hooks = append(hooks, func() { _ = local.Free() })
 	}
 	e.mu.Unlock()
+	w.deleteAttrs() // attr.go: the attributes' delete functions
 	// Derived Worlds first (package window's), as their traffic is the same World's.
 	for _, f := range hooks {
 		f()

@@ -35,6 +35,7 @@ type World struct {
 	// NewTrack; Tracks hold the counter, not the World, which they must not keep alive.
 	calls    atomic.Pointer[atomic.Uint64]
 	internal atomic.Bool // MarkInternal (hang.go)
+	attrs    attrSet     // its name and attributes (attr.go)
 }
 
 // Rank is this process's rank, in [0, Size).
@@ -166,7 +167,7 @@ func (w *World) Connections() int {
 // contexts of a freed World waits until every rank of that World has freed it (see
 // Free). At most 16383 Worlds can be derived from Init's and live at once; a World made
 // by Split has room for 7 Dups. After Finalize (or an abort) Dup fails as every call does.
-func (w *World) Dup() (*World, error) {
+func (w *World) Dup() (d *World, err error) {
 	if w == nil {
 		return nil, withOp("dup", errNilWorld())
 	}
@@ -174,6 +175,7 @@ func (w *World) Dup() (*World, error) {
 		return nil, withOp("dup", err)
 	}
 	e := w.e
+	defer w.dupAttrs(&d, &err) // attr.go: the copy functions run after mu is released
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.checkLocked(); err != nil {

@@ -111,7 +111,8 @@ type Win[T runtime.Elem] struct {
 	pscw      pscwState
 	dyn       dynState[T] // dynamic windows (dynamic.go)
 
-	reqs reqState // request-based operations (request.go)
+	reqs  reqState // request-based operations (request.go)
+	attrs attrSet  // its name and attributes (attr.go)
 
 	mu sync.Mutex // guards the bookkeeping of the transport path (pending lists)
 }
@@ -490,6 +491,7 @@ func (w *Win[T]) Free(ctx context.Context) error {
 		return err
 	}
 	w.freed.Store(true)
+	w.attrs.deleteAll() // attr.go: the attributes' delete functions
 	w.closeRemotes()
 	// After the barrier nobody holds a pin on our regions: Free revokes at once.
 	if err := runtime.Barrier(ctx, w.comm); err != nil {

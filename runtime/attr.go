@@ -1,0 +1,281 @@
+package runtime
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Names and attributes of Worlds (MPI_Comm_set_name, MPI_Comm_create_keyval and
+// MPI_Comm_set_attr): values a library caches on a World under a Keyval of its own, with
+// the copy function that decides what a Dup inherits and the delete function that runs
+// when the value leaves the World. They are this rank's alone: nothing is communicated.
+
+// InitName is the name of Init's World until SetName changes it (MPI_COMM_WORLD's).
+const InitName = "WORLD"
+
+// Keyval is the key of one kind of attribute, whose values have type V
+// (MPI_Comm_create_keyval). Make it with NewKeyval, once, and share it among the
+// goroutines that use it; a Keyval is safe for concurrent use.
+type Keyval[V any] struct{ k keyval }
+
+// keyval is a Keyval without its type, as a World's attributes hold it.
+type keyval struct {
+	copy  func(w *World, v any) (any, bool) // nil: a Dup does not get the attribute
+	del   func(w *World, v any)             // nil: nothing runs when the value leaves
+	freed atomic.Bool
+}
+
+// NewKeyval returns a Keyval for attributes of type V. copy runs at Dup, for each World
+// that has the attribute, with that World and its value, and returns the Dup's value and
+// whether the Dup gets the attribute at all; nil copies nothing (MPI_COMM_NULL_COPY_FN),
+// and CopyOnDup gives the Dup the same value (MPI_COMM_DUP_FN). del runs when a value
+// leaves a World: at DeleteAttr, when SetAttr replaces it, and at the World's Free; nil
+// runs nothing (MPI_COMM_NULL_DELETE_FN). Both run with no lock held, on the goroutine
+// that calls Dup, DeleteAttr, SetAttr or Free, and may call this package's functions on
+// any World, w's attributes included.
+func NewKeyval[V any](copy func(w *World, v V) (V, bool), del func(w *World, v V)) *Keyval[V] {
+	kv := new(Keyval[V])
+	if copy != nil {
+		kv.k.copy = func(w *World, v any) (any, bool) { return copy(w, v.(V)) }
+	}
+	if del != nil {
+		kv.k.del = func(w *World, v any) { del(w, v.(V)) }
+	}
+	return kv
+}
+
+// CopyOnDup is the copy function that gives a Dup the World's value (MPI_COMM_DUP_FN):
+// NewKeyval(runtime.CopyOnDup[V], del).
+func CopyOnDup[V any](_ *World, v V) (V, bool) { return v, true }
+
+// Free retires k (MPI_Comm_free_keyval): a later SetAttr with it fails with ErrInvalid.
+// The values set with it stay on their Worlds, where GetAttr reads them and DeleteAttr
+// removes them, and their copy and delete functions still run at Dup, DeleteAttr and
+// Free. A second Free fails with ErrInvalid.
+func (k *Keyval[V]) Free() error {
+	if k == nil {
+		return withOp("keyval free", invalidf("nil Keyval (make one with NewKeyval)"))
+	}
+	if k.k.freed.Swap(true) {
+		return withOp("keyval free", invalidf("the Keyval was freed already"))
+	}
+	return nil
+}
+
+// attrSet holds a World's name and attributes.
+type attrSet struct {
+	mu     sync.Mutex
+	name   string
+	named  bool        // SetName was called: name holds, even ""
+	closed bool        // Free deleted the attributes: no more can be set
+	list   []attrEntry // in the order their keys were first set
+}
+
+type attrEntry struct {
+	k *keyval
+	v any
+}
+
+// attrsFor returns w's attribute set, or an ErrInvalid error naming op. A freed World
+// or Keyval fails only calls that set (set): reading or deleting what is there stays
+// possible (a freed World has nothing left, as a delete function running at Free finds).
+func (w *World) attrsFor(op string, k *keyval, set bool) (*attrSet, error) {
+	switch {
+	case w == nil:
+		return nil, withOp(op, errNilWorld())
+	case w.sibling:
+		return nil, withOp(op, invalidf("a sibling World has no attributes or name of its own (set them on its World)"))
+	case set && k != nil && k.freed.Load():
+		return nil, withOp(op, invalidf("the Keyval was freed (Keyval.Free); make another with NewKeyval"))
+	}
+	if err := w.freedErr(); err != nil && set {
+		return nil, withOp(op, err)
+	}
+	return &w.attrs, nil
+}
+
+func errNilKeyval(op string) error {
+	return withOp(op, invalidf("nil Keyval (make one with NewKeyval)"))
+}
+
+// SetAttr sets w's attribute of k to v (MPI_Comm_set_attr). A value it replaces leaves
+// w: k's delete function runs on it before SetAttr returns. It fails with ErrInvalid for
+// a nil World or Keyval, a freed Keyval, a sibling World, and a freed World.
+func SetAttr[V any](w *World, k *Keyval[V], v V) error {
+	const op = "setattr"
+	if k == nil {
+		return errNilKeyval(op)
+	}
+	a, err := w.attrsFor(op, &k.k, true)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return withOp(op, errFreed())
+	}
+	i := a.indexLocked(&k.k)
+	if i < 0 {
+		a.list = append(a.list, attrEntry{k: &k.k, v: v})
+		a.mu.Unlock()
+		return nil
+	}
+	old := a.list[i].v
+	a.list[i].v = v
+	a.mu.Unlock()
+	if k.k.del != nil {
+		k.k.del(w, old)
+	}
+	return nil
+}
+
+// GetAttr returns w's attribute of k and true, or V's zero value and false if w has
+// none (MPI_Comm_get_attr); a freed World has none. It fails with ErrInvalid for a nil
+// World or Keyval and a sibling World.
+func GetAttr[V any](w *World, k *Keyval[V]) (V, bool, error) {
+	const op = "getattr"
+	var zero V
+	if k == nil {
+		return zero, false, errNilKeyval(op)
+	}
+	a, err := w.attrsFor(op, &k.k, false)
+	if err != nil {
+		return zero, false, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if i := a.indexLocked(&k.k); i >= 0 {
+		return a.list[i].v.(V), true, nil
+	}
+	return zero, false, nil
+}
+
+// DeleteAttr removes w's attribute of k, running k's delete function on its value before
+// it returns (MPI_Comm_delete_attr); without one it does nothing. It fails as GetAttr
+// does.
+func DeleteAttr[V any](w *World, k *Keyval[V]) error {
+	const op = "deleteattr"
+	if k == nil {
+		return errNilKeyval(op)
+	}
+	a, err := w.attrsFor(op, &k.k, false)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	i := a.indexLocked(&k.k)
+	if i < 0 {
+		a.mu.Unlock()
+		return nil
+	}
+	old := a.list[i].v
+	a.list = slices.Delete(a.list, i, i+1)
+	a.mu.Unlock()
+	if k.k.del != nil {
+		k.k.del(w, old)
+	}
+	return nil
+}
+
+func (a *attrSet) indexLocked(k *keyval) int {
+	for i := range a.list {
+		if a.list[i].k == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// dupAttrs gives the World that Dup made (*d, when *err is nil) the attributes whose
+// copy functions keep them. Dup defers it, so that it runs after the engine's lock is
+// released: the copy functions may call the runtime.
+func (w *World) dupAttrs(d **World, err *error) {
+	if *err != nil || *d == nil || w.sibling {
+		return
+	}
+	w.attrs.mu.Lock()
+	src := slices.Clone(w.attrs.list)
+	w.attrs.mu.Unlock()
+	var list []attrEntry
+	for _, at := range src {
+		if at.k.copy == nil {
+			continue
+		}
+		if v, ok := at.k.copy(w, at.v); ok {
+			list = append(list, attrEntry{k: at.k, v: v})
+		}
+	}
+	a := &(*d).attrs
+	a.mu.Lock()
+	a.list = list
+	a.mu.Unlock()
+}
+
+// deleteAttrs removes every attribute of w, running their delete functions in the
+// reverse of the order their keys were set, with no lock held. Free calls it; after it
+// SetAttr on w fails.
+func (w *World) deleteAttrs() {
+	a := &w.attrs
+	a.mu.Lock()
+	list := a.list
+	a.list, a.closed = nil, true
+	a.mu.Unlock()
+	for i := len(list) - 1; i >= 0; i-- {
+		if at := list[i]; at.k.del != nil {
+			at.k.del(w, at.v)
+		}
+	}
+}
+
+// SetName names w (MPI_Comm_set_name), for the program's own messages; the runtime does
+// not use the name. It fails with ErrInvalid for a nil, freed or sibling World.
+func (w *World) SetName(name string) error {
+	a, err := w.attrsFor("setname", nil, true)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.name, a.named = name, true
+	a.mu.Unlock()
+	return nil
+}
+
+// Name returns the name SetName gave w (MPI_Comm_get_name): InitName for Init's World
+// until then, "" for any other World (a Dup does not inherit it, as in MPI) and for a nil
+// World or a sibling.
+func (w *World) Name() string {
+	if w == nil || w.sibling {
+		return ""
+	}
+	w.attrs.mu.Lock()
+	defer w.attrs.mu.Unlock()
+	if !w.attrs.named && w.life == nil {
+		return InitName
+	}
+	return w.attrs.name
+}
+
+// WtimeIsGlobal reports whether the ranks of w read one clock (MPI_WTIME_IS_GLOBAL):
+// true when they all run on this rank's host, where time.Now reads the same system
+// clock in every process; across hosts, clocks agree only as well as their time
+// synchronization makes them.
+func (w *World) WtimeIsGlobal() bool {
+	return w != nil && w.LocalSize() == w.Size()
+}
+
+// AppNum returns the number of this rank's program among those its process manager
+// started (MPI_APPNUM): what a foreign PMI server (Hydra's mpiexec a : b, Slurm) says,
+// 0 under golaunch, which runs one program, and in a world of one. It reports false when
+// a foreign server does not say.
+func (w *World) AppNum() (int, bool) {
+	if w == nil {
+		return 0, false
+	}
+	if f, ok := w.e.pm.(interface{ AppNum() int }); ok {
+		n := f.AppNum()
+		return n, n >= 0
+	}
+	return 0, true
+}

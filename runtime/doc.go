@@ -35,7 +35,8 @@
 // (World.Group, with MPI's set operations), SplitShared one per host, and Free gives a
 // World's contexts back. CreateIntercomm joins two disjoint groups in an
 // intercommunicator, whose point-to-point calls name the other group's ranks (Merge
-// makes one World of both).
+// makes one World of both). A World has a name (SetName) and attributes (NewKeyval,
+// SetAttr, GetAttr) whose copy functions run at Dup and delete functions at Free.
 //
 // Small messages go eagerly (GORMA_EAGER_LIMIT) and a Send of one returns at once; large
 // ones go by rendezvous, read by the receiver straight into its buffer. There is no

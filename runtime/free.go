@@ -93,7 +93,8 @@ func (w *World) OnFree(f func()) error {
 }
 
 // Free gives w's communication contexts back for later Dups and Splits to reuse
-// (MPI_Comm_free). Every rank of w must call it once, after its last call on w, in the
+// (MPI_Comm_free), after running the delete functions of w's attributes (NewKeyval) with
+// no lock held. Every rank of w must call it once, after its last call on w, in the
 // same order relative to its other Dup, Split and Free calls; it does not wait for the
 // other ranks. Afterwards every communication call on w or its sibling (point-to-point,
 // Barrier, Dup, Sibling, Split, Attach, OnFree, and package collectives' calls) fails

@@ -167,6 +167,7 @@ func (w *World) Connections() int {
 // contexts of a freed World waits until every rank of that World has freed it (see
 // Free). At most 16383 Worlds can be derived from Init's and live at once; a World made
 // by Split has room for 7 Dups. After Finalize (or an abort) Dup fails as every call does.
+// The attributes whose copy functions keep them are copied to the new World (NewKeyval).
 func (w *World) Dup() (d *World, err error) {
 	if w == nil {
 		return nil, withOp("dup", errNilWorld())

@@ -1,7 +1,7 @@
 // Package window provides MPI-3 one-sided communication: Win[T], memory of every rank of
 // a World that every rank reads and writes with Put, Get, accumulates and atomics (and
 // PutType, GetType, AccumulateType over datatype layouts), in epochs opened and closed by
-// Fence, by PSCW (Post, Start, Complete, Wait) or by passive-target Lock/Unlock.
+// Fence, by PSCW or by Lock/Unlock; with a name and attributes (SetName, NewKeyval).
 //
 //	win, err := window.Allocate[float64](ctx, w, 1<<20)   // arena memory: the fast path
 //	defer win.Free(ctx)

@@ -101,9 +101,9 @@ func (w *World) OnFree(f func()) error {
 // with ErrInvalid; the memory calls (AllocRegion, RegisterRegion, NewCounter) and the
 // accessors (Rank, Size, HostOf...) work on, being the rank's rather than the World's.
 //
-// Free fails with ErrInvalid, and frees nothing, while a receive or probe on w (or its
-// sibling) is posted or a send on it has not completed at this rank: wait for them first.
-// A message sent on w that this rank never received is discarded (a rendezvous offer is
+// Operations under way on w (or its sibling) at this rank when Free is called, receives
+// and probes posted, sends not yet completed, complete normally, as with MPI_Comm_free;
+// the contexts are given back when the last of them completes. A message sent on w that this rank never received is discarded (a rendezvous offer is
 // released, so that its sender completes), now or when it arrives: as with MPI, a
 // program should receive every message it sends before the World is freed. Init's World
 // cannot be freed (Finalize ends it); a sibling is freed with its World. A Dup that reuses
@@ -131,10 +131,6 @@ func (w *World) Free() error {
 		return withOp("free", invalidf("the World was freed already"))
 	}
 	base := w.ctx
-	if n := e.pendingOnLocked(base); n != "" {
-		e.mu.Unlock()
-		return withOp("free", invalidf("%s on this World at this rank; wait for it before Free", n))
-	}
 	w.life.freed.Store(true) // from here on every call on w fails, a second Free too
 	hooks := w.life.onFree
 	w.life.onFree = nil
@@ -154,12 +150,50 @@ func (w *World) Free() error {
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.discardUnexpectedLocked(base)
-	e.ctxs.markFreed(base)
-	e.exchangeMarksLocked(base, w.g.membersOrAll(e.size))
-	e.ctxs.release(base, w.g != nil)
+	lf := lateFree{members: w.g.membersOrAll(e.size), grouped: w.g != nil}
+	if e.pendingOnLocked(base) != "" {
+		// MPI_Comm_free marks the World for deallocation: what is under way completes
+		// normally, and the last of it to complete releases the contexts (settleLocked).
+		if e.late == nil {
+			e.late = map[uint16]lateFree{}
+		}
+		e.late[base] = lf
+		return nil
+	}
+	e.releaseWorldLocked(base, lf)
 	e.handoffLocked()
 	return nil
+}
+
+// lateFree is a World freed while operations on it were under way: what releasing its
+// contexts needs once they complete.
+type lateFree struct {
+	members []int // the World's job ranks, for the free marks
+	grouped bool  // made by Split (or a Dup of one)
+}
+
+// releaseWorldLocked gives the contexts of the freed World at base back: its unexpected
+// messages are discarded, its contexts marked freed, and the free marks exchanged.
+func (e *engine) releaseWorldLocked(base uint16, lf lateFree) {
+	e.discardUnexpectedLocked(base)
+	e.ctxs.markFreed(base)
+	e.exchangeMarksLocked(base, lf.members)
+	e.ctxs.release(base, lf.grouped)
+}
+
+// settleLocked releases the contexts of a World freed while operations were under way
+// on it, once the one on ctx that just completed was the last.
+func (e *engine) settleLocked(ctx uint16) {
+	base := ctx &^ (ctxPerWorld - 1) // a World's contexts start at a multiple of ctxPerWorld
+	lf, ok := e.late[base]
+	if !ok || e.pendingOnLocked(base) != "" {
+		return
+	}
+	delete(e.late, base)
+	if len(e.late) == 0 {
+		e.late = nil
+	}
+	e.releaseWorldLocked(base, lf)
 }
 
 // exchangeMarksLocked sends the free mark of the World at base to every other rank of

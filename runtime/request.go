@@ -217,6 +217,7 @@ func (e *engine) completeLocked(r *Request, err error) {
 	if err != nil && r.err == nil {
 		r.err = err
 	}
+	ctx := r.ctx // a detached request is recycled below
 	r.done = true
 	e.progress++
 	if r.inTable {
@@ -247,6 +248,9 @@ func (e *engine) completeLocked(r *Request, err error) {
 	}
 	if r.parent != nil {
 		e.partDoneLocked(r.parent)
+	}
+	if e.late != nil {
+		e.settleLocked(ctx)
 	}
 }
 

@@ -291,6 +291,7 @@ type engine struct {
 	finalizing bool
 	finalized  bool
 	ctxs       ctxAlloc   // communication contexts: handed out, freed, awaiting marks (ctxalloc.go)
+	late       map[uint16]lateFree // Worlds freed with operations under way, by context (free.go)
 	rma        rmaState   // one-sided substrate (rma.go, rma_ops.go)
 	waiting    []*Request // requests of blocking waits under way (hang.go)
 	progress   uint64     // requests completed (hang.go)

@@ -281,7 +281,6 @@ func commCmsplitType(ctx context.Context, w *runtime.World) error {
 func init() {
 	register("comm-cmfree", "comm/cmfree.c", 4, commCmfree)
 	register("comm-ctxalloc", "comm/ctxalloc.c", 2, commCtxalloc)
-	knownFailing["comm-cmfree"] = "World.Free refuses a World with a receive posted on it (\"a receive (source 0, tag 0) is posted on this World at this rank; wait for it before Free\", ErrInvalid); MPI_Comm_free only marks the communicator for deallocation: pending operations on it complete normally (MPI-4.0 section 7.4.3), which cmfree.c checks"
 }
 
 // commCmfree: the last rank posts a receive of 128 int32s from rank 0 on a Dup and frees

@@ -1,5 +1,7 @@
 package runtime
 
+import "fmt"
+
 // Free and Cancel (MPI_Request_free, MPI_Cancel, MPI_Test_cancelled).
 
 // Free releases r (MPI_Request_free): the operation it started goes on and completes as
@@ -32,9 +34,11 @@ func (r *Request) Free() error {
 //   - a receive that no message has matched is withdrawn; one that has matched completes
 //     as it would have;
 //   - a send is withdrawn while it waits, unsent, for its connection or a send slot, and
-//     a synchronous send to this rank itself until a receive takes it; a message that has
-//     left (an eager message, or a rendezvous offer the receiver may match at any time)
-//     is not, and the send completes as it would have;
+//     a synchronous send to this rank itself until a receive takes it; a rendezvous offer
+//     that has left (a send above the eager limit, or any Ssend) is withdrawn if the
+//     receiver has not matched it when the request arrives there, which takes a message
+//     each way; an eager message that has left is not, and the send completes as it
+//     would have;
 //   - an Isendrecv cancels its two parts by these rules; its Status is the receive's.
 //
 // Cancel on a completed Request does nothing.
@@ -67,6 +71,13 @@ func (e *engine) cancelLocked(r *Request) {
 			if p := e.peers[r.peer]; p != nil && p.ready {
 				e.pumpLocked(p)
 			}
+		case r.inTable && !r.cancelAsked && r.peer != e.rank:
+			// An offer that has left: the receiver withdraws it unless it has matched
+			// it (cancelOfferLocked), and answers msgWithdrawn or, as usual, FIN.
+			if p := e.peers[r.peer]; p != nil && p.failed == nil {
+				r.cancelAsked = true
+				e.queueCookieLocked(p, msgCancel, r.cookie())
+			}
 		case r.peer == e.rank:
 			for m := range e.ux.All() {
 				if m.sync == r {
@@ -85,4 +96,41 @@ func (e *engine) cancelLocked(r *Request) {
 			}
 		}
 	}
+}
+
+// queueCookieLocked posts, or queues behind p's waiting operations, a message of one
+// cookie (putFIN's kinds).
+func (e *engine) queueCookieLocked(p *peer, kind uint8, cookie uint64) {
+	if p.out.n == 0 && p.canSend() {
+		e.postCookieLocked(p, kind, cookie)
+		return
+	}
+	p.out.push(outOp{kind: opFIN, cookie: cookie, msg: kind})
+}
+
+// cancelOfferLocked handles p's request to withdraw its rendezvous offer cookie: an offer
+// still unexpected here (no receive has matched it) is dropped and p told msgWithdrawn;
+// one already matched is being read, or was, and its FIN answers p.
+func (e *engine) cancelOfferLocked(p *peer, cookie uint64) {
+	for m := range e.ux.All() {
+		if m.kind == msgRTS && m.src == p.rank && m.cookie == cookie {
+			e.ux.Remove(&m.link)
+			e.uxMem.put(m)
+			if p.failed == nil {
+				e.queueCookieLocked(p, msgWithdrawn, cookie)
+			}
+			return
+		}
+	}
+}
+
+// withdrawnLocked completes the send whose offer p withdrew at its request, cancelled.
+func (e *engine) withdrawnLocked(p *peer, cookie uint64) {
+	r := e.table.lookup(cookie)
+	if r == nil || r.kind != reqSend || r.peer != p.rank || !r.cancelAsked {
+		e.peerFailedLocked(p, &errWire{fmt.Sprintf("withdrawal of unknown rendezvous %#x", cookie)})
+		return
+	}
+	r.status = Status{Cancelled: true}
+	e.completeLocked(r, nil)
 }

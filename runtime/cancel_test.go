@@ -278,3 +278,80 @@ func TestCancel(t *testing.T) {
 		return runtime.Barrier(ctx, w)
 	})
 }
+
+// TestCancelOffer: a send above the eager limit (and an Ssend) whose offer has reached
+// the receiver unmatched is withdrawn by Cancel: Status.Cancelled, and a later receive
+// with the same envelope gets the next message instead. One already matched and read
+// completes as sent.
+func TestCancelOffer(t *testing.T) {
+	setups(t, func(ctx context.Context, w *runtime.World) error {
+		r, n := w.Rank(), w.Size()
+		next, prev := (r+1)%n, (r+n-1)%n
+		big := make([]byte, 1<<20) // above every transport's eager limit
+		for i := range big {
+			big[i] = byte(i)
+		}
+		for _, sync := range []bool{false, true} {
+			var s *runtime.Request
+			var err error
+			if sync {
+				s, err = runtime.Issend(w, []int64{int64(r)}, next, 4)
+			} else {
+				s, err = runtime.Isend(w, big, next, 4)
+			}
+			if err != nil {
+				return err
+			}
+			// The offer has arrived once the receiver's probe sees it.
+			if _, err := runtime.Probe(ctx, w, prev, 4); err != nil {
+				return err
+			}
+			if err := runtime.Barrier(ctx, w); err != nil {
+				return err
+			}
+			if err := s.Cancel(); err != nil {
+				return err
+			}
+			st, err := s.Wait(ctx)
+			if err != nil || !st.Cancelled {
+				return fmt.Errorf("sync %v: cancel of an unmatched offer: %+v, %v", sync, st, err)
+			}
+			if err := runtime.Barrier(ctx, w); err != nil { // every offer withdrawn
+				return err
+			}
+			if err := runtime.Send(ctx, w, []byte{byte(r)}, next, 4); err != nil {
+				return err
+			}
+			got := make([]byte, 1<<20)
+			st, err = runtime.Recv(ctx, w, got, prev, 4)
+			if err != nil || st.Bytes != 1 || got[0] != byte(prev) {
+				return fmt.Errorf("sync %v: after the withdrawn offer the receive got %d bytes (first %d), %v; want the 1-byte message", sync, st.Bytes, got[0], err)
+			}
+			if ok, _, err := runtime.Iprobe(w, prev, 4); ok || err != nil {
+				return fmt.Errorf("sync %v: a withdrawn offer is still there: %v", sync, err)
+			}
+			if err := runtime.Barrier(ctx, w); err != nil { // before the next round's sends
+				return err
+			}
+		}
+		// Matched and read before Cancel: it completes as sent.
+		s, err := runtime.Isend(w, big, next, 5)
+		if err != nil {
+			return err
+		}
+		got := make([]byte, len(big))
+		if _, err := runtime.Recv(ctx, w, got, prev, 5); err != nil {
+			return err
+		}
+		if err := runtime.Barrier(ctx, w); err != nil {
+			return err
+		}
+		if err := s.Cancel(); err != nil {
+			return err
+		}
+		if st, err := s.Wait(ctx); err != nil || st.Cancelled || !slices.Equal(got, big) {
+			return fmt.Errorf("cancel of a send already read: %+v, %v, data equal %v", st, err, slices.Equal(got, big))
+		}
+		return runtime.Barrier(ctx, w)
+	})
+}

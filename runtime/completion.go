@@ -54,6 +54,10 @@ func (e *engine) messageLocked(p *peer, msg []byte) {
 	switch h.kind {
 	case msgFIN:
 		e.finLocked(p, h.cookie)
+	case msgCancel:
+		e.cancelOfferLocked(p, h.cookie)
+	case msgWithdrawn:
+		e.withdrawnLocked(p, h.cookie)
 	case msgNop:
 	case msgEager, msgRTS:
 		// Fast box messages sent before this one go first, and those that waited for it

@@ -86,7 +86,7 @@ func (e *engine) queueFINLocked(p *peer, cookie uint64) {
 		e.postFINLocked(p, cookie)
 		return
 	}
-	p.out.push(outOp{kind: opFIN, cookie: cookie})
+	p.out.push(outOp{kind: opFIN, cookie: cookie, msg: msgFIN})
 }
 
 // flushSendsLocked posts a signaled no-op to every peer whose last messages went
@@ -105,9 +105,12 @@ func (e *engine) flushSendsLocked() {
 	}
 }
 
-func (e *engine) postFINLocked(p *peer, cookie uint64) {
+func (e *engine) postFINLocked(p *peer, cookie uint64) { e.postCookieLocked(p, msgFIN, cookie) }
+
+// postCookieLocked posts a message of one cookie (putFIN's kinds) to p.
+func (e *engine) postCookieLocked(p *peer, kind uint8, cookie uint64) {
 	i := p.takeSlot()
-	putFIN(p.txBuf(i), cookie)
+	putFIN(p.txBuf(i), kind, cookie)
 	if err := p.postMessage(i, finLen, false); err != nil {
 		e.peerFailedLocked(p, err)
 	}
@@ -142,7 +145,7 @@ func (e *engine) pumpLocked(p *peer) {
 		if !p.canSend() {
 			return
 		}
-		kind, cookie := op.kind, op.cookie
+		kind, cookie, msg := op.kind, op.cookie, op.msg
 		p.out.pop()
 		switch kind {
 		case opSend:
@@ -165,7 +168,7 @@ func (e *engine) pumpLocked(p *peer) {
 			r.outQueued = false
 			e.postRTSLocked(p, r)
 		case opFIN:
-			e.postFINLocked(p, cookie)
+			e.postCookieLocked(p, msg, cookie)
 		}
 	}
 }

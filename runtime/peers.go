@@ -237,6 +237,7 @@ type outOp struct {
 	kind   uint8 // opEager, opRTS, opFIN, opRead, opSend
 	r      *Request
 	cookie uint64 // opFIN
+	msg    uint8  // opFIN: the message kind (msgFIN, msgCancel, msgWithdrawn)
 	chunk  int    // opRead: index of the chunk
 }
 

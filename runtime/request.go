@@ -89,15 +89,16 @@ type Request struct {
 	anyFail   bool   // a receive of a collective (Barrier, a Sibling World): fails when any peer fails
 	grp       *group // a receive on a World made by Split: Status.Source is translated
 
-	sync      bool        // a synchronous send (Ssend): by rendezvous, complete once matched
-	cancelled bool        // Cancel reached it before it matched: complete with Status.Cancelled
-	freed     bool        // Free was called: no call may use it again until it is reused
-	parent    *Request    // a part of an Isendrecv, whose completion it may complete
-	parts     [2]*Request // reqPair: the receive and the send
-	pers      *persistent // a persistent request (SendInit, RecvInit): what Start starts
-	inactive  bool        // a persistent request not started, or whose completion was reported
-	mprobe    bool        // a probe of Mprobe: takes the message it finds (msg)
-	msg       *uxMsg      // the message an Mprobe took
+	sync        bool        // a synchronous send (Ssend): by rendezvous, complete once matched
+	cancelled   bool        // Cancel reached it before it matched: complete with Status.Cancelled
+	cancelAsked bool        // Cancel asked the receiver to withdraw its rendezvous offer (msgCancel)
+	freed       bool        // Free was called: no call may use it again until it is reused
+	parent      *Request    // a part of an Isendrecv, whose completion it may complete
+	parts       [2]*Request // reqPair: the receive and the send
+	pers        *persistent // a persistent request (SendInit, RecvInit): what Start starts
+	inactive    bool        // a persistent request not started, or whose completion was reported
+	mprobe      bool        // a probe of Mprobe: takes the message it finds (msg)
+	msg         *uxMsg      // the message an Mprobe took
 }
 
 // want is the Envelope receive (or probe) r asks for.

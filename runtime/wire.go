@@ -8,7 +8,7 @@ import (
 // Messages between ranks travel as verbs Sends into the peer's pre-posted receive slots.
 // Every message starts with an 8-byte header (little-endian):
 //
-//	0  kind    u8   msgEager, msgRTS, msgFIN or msgNop (append-only)
+//	0  kind    u8   msgEager, msgRTS, msgFIN, msgNop, msgCancel or msgWithdrawn (append-only)
 //	1  version u8   wireVersion
 //	2  ctx     u16  communication context: user point-to-point, barrier, ... (see World)
 //	4  tag     i32  the message tag (0 for FIN)
@@ -21,6 +21,10 @@ import (
 //	msgFIN    cookie u64: the rendezvous read of the offer with this cookie is done
 //	msgNop    nothing: posted signaled to learn that the unsignaled messages before it are
 //	          complete (see postMessage); the receiver ignores it
+//	msgCancel cookie u64: the sender withdraws its offer with this cookie, if no receive
+//	          has matched it (Cancel)
+//	msgWithdrawn cookie u64: the offer with this cookie was withdrawn, unread: its send
+//	          is cancelled
 //
 // The payload of an eager message starts 8 bytes in, so it keeps the 8-byte alignment of
 // the slot.
@@ -33,10 +37,12 @@ const (
 
 // Message kinds (append-only: they are on the wire).
 const (
-	msgEager = 1
-	msgRTS   = 2
-	msgFIN   = 3
-	msgNop   = 4
+	msgEager     = 1
+	msgRTS       = 2
+	msgFIN       = 3
+	msgNop       = 4
+	msgCancel    = 5
+	msgWithdrawn = 6
 )
 
 var le = binary.LittleEndian
@@ -67,8 +73,9 @@ func putRTS(b []byte, ctx uint16, tag int32, cookie, rkey, off, length uint64) {
 	le.PutUint64(b[32:], length)
 }
 
-func putFIN(b []byte, cookie uint64) {
-	putHeader(b, msgFIN, 0, 0)
+// putFIN writes a message of one cookie: msgFIN, msgCancel or msgWithdrawn.
+func putFIN(b []byte, kind uint8, cookie uint64) {
+	putHeader(b, kind, 0, 0)
 	le.PutUint64(b[8:], cookie)
 }
 
@@ -95,9 +102,9 @@ func decodeHeader(msg []byte) (header, error) {
 			return h, &errWire{fmt.Sprintf("RTS of %d bytes, want %d", len(msg), rtsLen)}
 		}
 		h.cookie, h.rkey, h.off, h.length = le.Uint64(msg[8:]), le.Uint64(msg[16:]), le.Uint64(msg[24:]), le.Uint64(msg[32:])
-	case msgFIN:
+	case msgFIN, msgCancel, msgWithdrawn:
 		if len(msg) != finLen {
-			return h, &errWire{fmt.Sprintf("FIN of %d bytes, want %d", len(msg), finLen)}
+			return h, &errWire{fmt.Sprintf("message of kind %d of %d bytes, want %d", h.kind, len(msg), finLen)}
 		}
 		h.cookie = le.Uint64(msg[8:])
 	case msgNop:

@@ -11,16 +11,25 @@ func FuzzDecodeHeader(f *testing.F) {
 	rts := make([]byte, rtsLen)
 	putRTS(rts, 7, 42, 1, 2, 3, 4)
 	fin := make([]byte, finLen)
-	putFIN(fin, 99)
+	putFIN(fin, msgFIN, 99)
 	eager := make([]byte, hdrLen+5)
 	putHeader(eager, msgEager, 3, -1)
-	for _, b := range [][]byte{rts, fin, eager, {}, {msgRTS, wireVersion}} {
+	cancel := make([]byte, finLen)
+	putFIN(cancel, msgCancel, 98)
+	for _, b := range [][]byte{rts, fin, cancel, eager, {}, {msgRTS, wireVersion}} {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		h, err := decodeHeader(msg)
 		if err != nil {
 			return
+		}
+		if h.kind == msgFIN || h.kind == msgCancel || h.kind == msgWithdrawn {
+			again := make([]byte, finLen)
+			putFIN(again, h.kind, h.cookie)
+			if !bytes.Equal(again[:2], msg[:2]) || !bytes.Equal(again[hdrLen:], msg[hdrLen:]) {
+				t.Fatalf("message %+v does not re-encode to the message", h)
+			}
 		}
 		if h.kind == msgRTS {
 			again := make([]byte, rtsLen)

@@ -10,7 +10,10 @@ func TestDecodeHeader(t *testing.T) {
 	rts := make([]byte, rtsLen)
 	putRTS(rts, 3, 7, 1, 2, 3, 4)
 	fin := make([]byte, finLen)
-	putFIN(fin, 9)
+	putFIN(fin, msgFIN, 9)
+	cancel, withdrawn := make([]byte, finLen), make([]byte, finLen)
+	putFIN(cancel, msgCancel, 10)
+	putFIN(withdrawn, msgWithdrawn, 11)
 	nop := make([]byte, hdrLen)
 	putHeader(nop, msgNop, 0, 0)
 	eager := make([]byte, hdrLen+5)
@@ -26,11 +29,14 @@ func TestDecodeHeader(t *testing.T) {
 		{"rts", rts, header{kind: msgRTS, ctx: 3, tag: 7, cookie: 1, rkey: 2, off: 3, length: 4}, true},
 		{"fin", fin, header{kind: msgFIN, cookie: 9}, true},
 		{"nop", nop, header{kind: msgNop}, true},
+		{"cancel", cancel, header{kind: msgCancel, cookie: 10}, true},
+		{"withdrawn", withdrawn, header{kind: msgWithdrawn, cookie: 11}, true},
+		{"long cancel", append(slices.Clone(cancel), 0), header{}, false},
 		{"nop with payload", append(slices.Clone(nop), 0), header{}, false},
 		{"short fin", fin[:finLen-1], header{}, false},
 		{"short", eager[:hdrLen-1], header{}, false},
 		{"version", bad(eager, func(b []byte) { b[1] = wireVersion + 1 }), header{}, false},
-		{"kind", bad(nop, func(b []byte) { b[0] = msgNop + 1 }), header{}, false},
+		{"kind", bad(nop, func(b []byte) { b[0] = msgWithdrawn + 1 }), header{}, false},
 	} {
 		h, err := decodeHeader(tc.msg)
 		var we *errWire

@@ -290,12 +290,12 @@ type engine struct {
 	aborted    *ProcError // the job is aborting: every call fails with it
 	finalizing bool
 	finalized  bool
-	ctxs       ctxAlloc   // communication contexts: handed out, freed, awaiting marks (ctxalloc.go)
+	ctxs       ctxAlloc            // communication contexts: handed out, freed, awaiting marks (ctxalloc.go)
 	late       map[uint16]lateFree // Worlds freed with operations under way, by context (free.go)
-	rma        rmaState   // one-sided substrate (rma.go, rma_ops.go)
-	waiting    []*Request // requests of blocking waits under way (hang.go)
-	progress   uint64     // requests completed (hang.go)
-	bsend      bsendBuf   // the buffer of BufferAttach, for Bsend (bsend.go)
+	rma        rmaState            // one-sided substrate (rma.go, rma_ops.go)
+	waiting    []*Request          // requests of blocking waits under way (hang.go)
+	progress   uint64              // requests completed (hang.go)
+	bsend      bsendBuf            // the buffer of BufferAttach, for Bsend (bsend.go)
 
 	tracksMu sync.Mutex
 	tracks   []*Track        // the upper layers' calls (hang.go), guarded by tracksMu

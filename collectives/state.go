@@ -36,7 +36,8 @@ type state struct {
 	cfgErr     error // a bad GORMA_ALLREDUCE, returned by every Allreduce
 
 	busy  atomic.Bool
-	q     queue               // the nonblocking and persistent calls started and not finished (queue.go)
+	q     queue               // the nonblocking (or a persistent Request's) calls started and not finished (queue.go)
+	pers  persistentSet       // the World's persistent Requests (persistent_match.go)
 	seq   uint32              // calls made on this World; guarded by busy
 	track *runtime.Track      // names the call under way in hang reports (nil for a sub-group)
 	sigs  [4]*runtime.CallSig // recent calls' signatures, never changed (Track.BeginSig); guarded by busy
@@ -173,6 +174,9 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	s, err := stateOf(w)
 	if err != nil {
 		return nil, fmt.Errorf("collectives: %s: %w", name, err)
+	}
+	if j, ok := ctx.(*jobCtx); ok && j.own != nil {
+		s = j.own // a persistent call runs on its Request's state
 	}
 	tracked, seq := trackName(name), uint64(0)
 	if s.q.n.Load() != 0 {

@@ -1,0 +1,78 @@
+package collectives
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/gorma-hpc/gorma/datatype"
+)
+
+// TestGatherScatterTypeInPlace gathers every rank's row into a column of root's matrix
+// (a strided vector type resized so that copies interleave), root's own column already in
+// place (nil send), then scatters the columns back with root's in place (nil recv), from
+// every root in turn: root's column is neither packed from send nor unpacked into recv.
+func TestGatherScatterTypeInPlace(t *testing.T) {
+	forTypeJobs(t, func(e rankEnv) error {
+		const rows = 5
+		p, r := e.p, e.r
+		flat, _ := datatype.Contiguous[int64](rows)
+		colv, _ := datatype.Vector[int64](rows, 1, p)
+		col, _ := colv.Resized(0, 8)
+		mine := make([]int64, rows)
+		for i := range mine {
+			mine[i] = int64(r*100 + i)
+		}
+		want := make([]int64, rows*p)
+		for i := range rows {
+			for q := range p {
+				want[i*p+q] = int64(q*100 + i)
+			}
+		}
+		for root := range p {
+			m := make([]int64, rows*p)
+			send := mine
+			if r == root {
+				send = nil
+				for i := range rows {
+					m[i*p+root] = mine[i] // root's column, in place
+				}
+			}
+			if err := GatherType(e.ctx, e.w, send, 1, flat, m, 1, col, root); err != nil {
+				return fmt.Errorf("root %d: %w", root, err)
+			}
+			if r == root && !slices.Equal(m, want) {
+				return fmt.Errorf("gather in place at root %d: %v, want %v", root, m, want)
+			}
+			back := make([]int64, rows)
+			recv := back
+			if r == root {
+				recv = nil
+				for i := range rows {
+					m[i*p+q0(root, p)] += 1000 // another rank's column, changed before the scatter
+				}
+			}
+			if err := ScatterType(e.ctx, e.w, m, 1, col, recv, 1, flat, root); err != nil {
+				return fmt.Errorf("root %d: %w", root, err)
+			}
+			switch {
+			case r == root:
+				if !slices.Equal(back, make([]int64, rows)) {
+					return fmt.Errorf("scatter in place at root %d wrote into an unused buffer: %v", root, back)
+				}
+			case r == q0(root, p):
+				for i, v := range back {
+					if v != mine[i]+1000 {
+						return fmt.Errorf("rank %d: scatter from %d gave %v, want %v + 1000", r, root, back, mine)
+					}
+				}
+			case !slices.Equal(back, mine):
+				return fmt.Errorf("rank %d: scatter from %d gave %v, want %v", r, root, back, mine)
+			}
+		}
+		return nil
+	})
+}
+
+// q0 is the rank after root, whose column the scatter test changes.
+func q0(root, p int) int { return (root + 1) % p }

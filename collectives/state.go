@@ -314,6 +314,10 @@ func trackName(name string) string {
 		return "AllreduceLoc"
 	case "reduce_loc":
 		return "ReduceLoc"
+	case "reduce type":
+		return "ReduceType"
+	case "allreduce type":
+		return "AllreduceType"
 	}
 	return name
 }

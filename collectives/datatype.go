@@ -170,37 +170,69 @@ func packCopies[T any](dst []byte, buf []T, first, count int, t datatype.Type) e
 }
 
 // AllgatherType is GatherType with every rank receiving (MPI_Allgather with derived
-// datatypes).
+// datatypes). send nil means in place (MPI_IN_PLACE): each rank's copies are already at
+// their place in recv, and scount and st are not used.
 func AllgatherType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type) error {
-	if _, err := typeArgs("allgather type", w, send, scount, st); err != nil {
-		return err
+	if w == nil {
+		return fmt.Errorf("collectives: allgather type: %w: nil World", runtime.ErrInvalid)
 	}
-	n, _ := st.PackSize(scount)
+	inPlace := send == nil
+	var n int
+	if inPlace {
+		n, _ = rt.PackSize(rcount)
+	} else {
+		if _, err := typeArgs("allgather type", w, send, scount, st); err != nil {
+			return err
+		}
+		n, _ = st.PackSize(scount)
+	}
 	if err := recvArgs("allgather type", w, recv, rcount, rt, n); err != nil {
 		return err
 	}
-	ps, pa := packpool.Get(n), packpool.Get(n*w.Size())
-	if _, err := datatype.Pack(ps.B, send, scount, st); err != nil {
-		return typeErr("allgather type", w, err)
+	pa := packpool.Get(n * w.Size())
+	var ps *packpool.Buf
+	var mine []byte // nil: in place
+	if inPlace {
+		r := w.Rank()
+		if err := packCopies(pa.B[r*n:(r+1)*n], recv, r*rcount, rcount, rt); err != nil {
+			return typeErr("allgather type", w, err)
+		}
+	} else {
+		ps = packpool.Get(n)
+		mine = ps.B
+		if _, err := datatype.Pack(mine, send, scount, st); err != nil {
+			return typeErr("allgather type", w, err)
+		}
 	}
-	if err := Allgather(ctx, w, ps.B, pa.B); err != nil {
+	if err := Allgather(ctx, w, mine, pa.B); err != nil {
 		return err
 	}
 	if _, err := datatype.Unpack(recv, pa.B, rcount*w.Size(), rt); err != nil {
 		return typeErr("allgather type", w, err)
 	}
-	packpool.Put(ps)
+	if ps != nil {
+		packpool.Put(ps)
+	}
 	packpool.Put(pa)
 	return nil
 }
 
 // AlltoallType sends copies r*scount to (r+1)*scount-1 of st over send to rank r, and
 // lays rank r's data as copies r*rcount to (r+1)*rcount-1 of rt over recv (MPI_Alltoall
-// with derived datatypes).
+// with derived datatypes). send nil means in place (MPI_IN_PLACE): recv holds the copies
+// to send, laid as the copies received are, and scount and st are not used.
 func AlltoallType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type) error {
 	if w == nil {
 		return fmt.Errorf("collectives: alltoall type: %w: nil World", runtime.ErrInvalid)
 	}
+	if send == nil {
+		// The copies to send are packed from recv before any is received.
+		return alltoallType(ctx, w, recv, rcount, rt, recv, rcount, rt)
+	}
+	return alltoallType(ctx, w, send, scount, st, recv, rcount, rt)
+}
+
+func alltoallType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type) error {
 	n, err := st.PackSize(scount)
 	if err != nil {
 		return typeErr("alltoall type", w, err)

@@ -12,6 +12,7 @@ import (
 // (a strided vector type resized so that copies interleave), root's own column already in
 // place (nil send), then scatters the columns back with root's in place (nil recv), from
 // every root in turn: root's column is neither packed from send nor unpacked into recv.
+// Then AllgatherType and AlltoallType in place (nil send) over the same column layout.
 func TestGatherScatterTypeInPlace(t *testing.T) {
 	forTypeJobs(t, func(e rankEnv) error {
 		const rows = 5
@@ -68,6 +69,34 @@ func TestGatherScatterTypeInPlace(t *testing.T) {
 				}
 			case !slices.Equal(back, mine):
 				return fmt.Errorf("rank %d: scatter from %d gave %v, want %v", r, root, back, mine)
+			}
+		}
+		// Allgather in place: every rank's column already in its matrix.
+		m := make([]int64, rows*p)
+		for i := range rows {
+			m[i*p+r] = mine[i]
+		}
+		if err := AllgatherType[int64](e.ctx, e.w, nil, 0, datatype.Type{}, m, 1, col); err != nil {
+			return err
+		}
+		if !slices.Equal(m, want) {
+			return fmt.Errorf("rank %d: allgather in place %v, want %v", r, m, want)
+		}
+		// Alltoall in place: column q of rank r's matrix goes to rank q, which puts it
+		// in its column r: the transpose of the blocks.
+		for i := range rows {
+			for q := range p {
+				m[i*p+q] = int64(r*1000 + i*p + q)
+			}
+		}
+		if err := AlltoallType[int64](e.ctx, e.w, nil, 0, datatype.Type{}, m, 1, col); err != nil {
+			return err
+		}
+		for i := range rows {
+			for q := range p {
+				if got, want := m[i*p+q], int64(q*1000+i*p+r); got != want {
+					return fmt.Errorf("rank %d: alltoall in place [%d,%d] = %d, want %d", r, i, q, got, want)
+				}
 			}
 		}
 		return nil

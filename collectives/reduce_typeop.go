@@ -235,3 +235,35 @@ func layoutOver[T any](what string, buf []T, count int, t datatype.Type) error {
 	}
 	return nil
 }
+
+// IreduceType starts ReduceType (MPI_Ireduce with a derived datatype and a user
+// operator).
+func IreduceType[T any](ctx context.Context, w *runtime.World, send, recv []T, count int, t datatype.Type, op TypeOp[T], root int) *Request {
+	return started(ctx, newRequest(w, "reduce type", false, func(ctx context.Context) error {
+		return ReduceType(ctx, w, send, recv, count, t, op, root)
+	}))
+}
+
+// IallreduceType starts AllreduceType (MPI_Iallreduce with a derived datatype and a user
+// operator).
+func IallreduceType[T any](ctx context.Context, w *runtime.World, send, recv []T, count int, t datatype.Type, op TypeOp[T]) *Request {
+	return started(ctx, newRequest(w, "allreduce type", false, func(ctx context.Context) error {
+		return AllreduceType(ctx, w, send, recv, count, t, op)
+	}))
+}
+
+// ReduceTypeInit returns a persistent Request for ReduceType (MPI_Reduce_init with a
+// derived datatype and a user operator).
+func ReduceTypeInit[T any](w *runtime.World, send, recv []T, count int, t datatype.Type, op TypeOp[T], root int) *Request {
+	return newPersistent(w, "reduce type", func(ctx context.Context) error {
+		return ReduceType(ctx, w, send, recv, count, t, op, root)
+	})
+}
+
+// AllreduceTypeInit returns a persistent Request for AllreduceType (MPI_Allreduce_init
+// with a derived datatype and a user operator).
+func AllreduceTypeInit[T any](w *runtime.World, send, recv []T, count int, t datatype.Type, op TypeOp[T]) *Request {
+	return newPersistent(w, "allreduce type", func(ctx context.Context) error {
+		return AllreduceType(ctx, w, send, recv, count, t, op)
+	})
+}

@@ -46,7 +46,7 @@ func affineWant(p, i int) affineElem {
 
 // TestReduceTypeOp reduces a non-commutative user operator over a struct layout (rank
 // order kept, padding untouched) to every root, blocking and in place, then Allreduces
-// it; and Allreduces a commutative sum over a strided vector layout, in place too.
+// it, nonblocking and persistent too; and Allreduces a commutative sum over a strided vector layout, in place too.
 func TestReduceTypeOp(t *testing.T) {
 	forTypeJobs(t, func(e rankEnv) error {
 		const count = 5
@@ -108,6 +108,56 @@ func TestReduceTypeOp(t *testing.T) {
 		}
 		if err := check("allreduce in place", buf, int32(-1000-e.r)); err != nil {
 			return err
+		}
+		// Nonblocking and persistent forms: a reduce to the last rank and an Allreduce in
+		// flight together, then persistent ones started twice in opposite orders at odd
+		// and even ranks.
+		rootOut := make([]affineElem, count)
+		nb := []*Request{
+			IreduceType(e.ctx, e.w, input(), rootOut, count, st, op, e.p-1),
+			IallreduceType(e.ctx, e.w, input(), recv, count, st, op),
+		}
+		if err := WaitAll(e.ctx, nb); err != nil {
+			return err
+		}
+		if err := check("iallreduce", recv, 0); err != nil {
+			return err
+		}
+		if e.r == e.p-1 {
+			if err := check("ireduce", rootOut, 0); err != nil {
+				return err
+			}
+		}
+		pbuf, psend := make([]affineElem, count), input()
+		ps := []*Request{
+			AllreduceTypeInit(e.w, psend, pbuf, count, st, op),
+			ReduceTypeInit(e.w, psend, rootOut, count, st, op, 0),
+		}
+		for round := range 2 {
+			order := ps
+			if e.r%2 == 1 {
+				order = []*Request{ps[1], ps[0]}
+			}
+			clear(pbuf)
+			if err := Startall(e.ctx, order); err != nil {
+				return err
+			}
+			if err := WaitAll(e.ctx, ps); err != nil {
+				return fmt.Errorf("round %d: %w", round, err)
+			}
+			if err := check(fmt.Sprintf("persistent allreduce, round %d", round), pbuf, 0); err != nil {
+				return err
+			}
+			if e.r == 0 {
+				if err := check(fmt.Sprintf("persistent reduce, round %d", round), rootOut, 0); err != nil {
+					return err
+				}
+			}
+		}
+		for _, r := range ps {
+			if err := r.Free(); err != nil {
+				return err
+			}
 		}
 
 		// A commutative sum over a vector of 3 int32s with stride 2, 4 copies (extent 5

@@ -21,9 +21,10 @@ import (
 //
 // Calls on one World are sequential (the package's concurrency contract); busy catches a
 // second goroutine entering while a call is running, which would otherwise deadlock or
-// mix two calls' messages. Nonblocking and persistent calls wait in q and run one at a
-// time on its worker, through begin as any call; a blocking call waits in begin for the
-// calls queued before it (queue.go).
+// mix two calls' messages. Nonblocking calls wait in q and run one at a time on its
+// worker, through begin as any call; a blocking call waits in begin for the calls queued
+// before it (queue.go). A persistent Request's calls run on a state of its own, with its
+// own q (persistent_match.go).
 //
 // A state does not keep its World alive: user is weak, and when the World becomes
 // unreachable its cleanup (forget, state_cleanup.go) drops the state and releases its
@@ -162,8 +163,8 @@ type call struct {
 // GORMA_CHECK=1 compares across the ranks before the call runs (runtime.Track.Check).
 // A call made while nonblocking calls started before it are unfinished waits for them,
 // unless it is one of them, run by the World's worker (ctx is its jobCtx), whose name
-// (Iallreduce...) and number (taken at its start) it then takes. The caller must call
-// c.end.
+// (Iallreduce...) and number (taken at its start) it then takes; a persistent call runs
+// on its Request's state (jobCtx.own). The caller must call c.end.
 func begin(ctx context.Context, w *runtime.World, name string, count int, typ, op string, root int) (*call, error) {
 	if w == nil {
 		return nil, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)

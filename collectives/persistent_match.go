@@ -56,7 +56,7 @@ func newPersistent(w *runtime.World, name string, run func(ctx context.Context) 
 	own := &state{comm: comm, rank: s.rank, size: s.size, force: s.force, cfgErr: s.cfgErr,
 		track: comm.NewTrack(), seq: id << persistentTagShift}
 	r.own, r.id, r.q, r.track = own, id, &own.q, own.track
-	r.cleanup = goruntime.AddCleanup(r, retire, own)
+	r.cleanup = goruntime.AddCleanup(r, retireLater, own)
 	return r
 }
 
@@ -80,14 +80,20 @@ func (p *persistentSet) next(w, comm *runtime.World) (*runtime.World, uint32, er
 	return p.comm, p.made, nil
 }
 
-// retire lets go of the state of a persistent Request that was freed or dropped: its
-// hang-report Track and its scratch (as forget does for a World's state).
+// retire lets go of the state of a persistent Request that was freed: its hang-report
+// Track and its scratch, as forget does for a World's state, but releasing the
+// shared-memory groups before it returns (their regions are freed once every peer has
+// let go of them too: reap).
 func retire(s *state) {
 	s.track.Close()
 	if !s.comm.Finalized() {
 		s.dropPush()
 	}
 	if len(s.groups()) > 0 {
-		go release(s)
+		release(s)
 	}
 }
+
+// retireLater is the cleanup of a persistent Request dropped unfreed: retire, on a
+// goroutine of its own, as the cleanup goroutine must not wait on peers.
+func retireLater(s *state) { go retire(s) }

@@ -223,8 +223,10 @@ func Startall(ctx context.Context, rs []*Request) error {
 	return nil
 }
 
-// Free releases an inactive persistent Request, with its buffers and the World it
-// holds (MPI_Request_free); Start, Wait and Test fail on it afterwards. It fails with
+// Free releases an inactive persistent Request, with its buffers, the World it holds
+// and the scratch of its calls (MPI_Request_free): its shared-memory scratch is let go
+// of before Free returns, and freed once the peers' Requests have let go of theirs.
+// Start, Wait and Test fail on it afterwards. It fails with
 // an error wrapping runtime.ErrInvalid on an active Request (as MPI forbids freeing an
 // active collective request) and on a nonblocking one, which needs no Free: it goes with
 // its last reference.
@@ -233,20 +235,24 @@ func (r *Request) Free() error {
 		return fmt.Errorf("collectives: Free: %w: nil Request", runtime.ErrInvalid)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	switch {
 	case !r.persistent:
+		r.mu.Unlock()
 		return fmt.Errorf("collectives: %s: Free: %w: not a persistent Request (a nonblocking one needs no Free)", r.name, runtime.ErrInvalid)
 	case r.freed:
+		r.mu.Unlock()
 		return r.errFreed("Free")
 	case r.done != nil && !closed(r.done):
+		r.mu.Unlock()
 		return fmt.Errorf("collectives: %s: Free: %w: the Request is active (its last call has not finished: Wait for it first)", r.name, runtime.ErrInvalid)
 	}
 	r.freed, r.run, r.q = true, nil, nil
-	if r.own != nil {
+	own := r.own
+	r.own = nil
+	r.mu.Unlock()
+	if own != nil {
 		r.cleanup.Stop()
-		retire(r.own)
-		r.own = nil
+		retire(own)
 	}
 	return nil
 }

@@ -12,8 +12,11 @@ import (
 // into recv, in rank order as well (displacements the prefix sums of recvCounts). Both
 // counts slices hold Size() counts, none negative; len(send) must be sum(sendCounts) and
 // len(recv) sum(recvCounts), and a rank's block to itself must have the same count on
-// both sides (sendCounts[r] == recvCounts[r]). There is no in-place form: send is nil
-// only when every send count is 0, and must not overlap recv.
+// both sides (sendCounts[r] == recvCounts[r]). With send and sendCounts both nil the
+// operation is in place (MPI_IN_PLACE): recv holds the blocks to send, placed by
+// recvCounts, and each is replaced by the block received from the same rank (at the cost
+// of a copy of recv, in scratch kept between calls). Otherwise send is nil only when
+// every send count is 0, and must not overlap recv.
 //
 // recvCounts[s] at rank d must equal sendCounts[d] at rank s. A rank that receives a
 // block of another length fails with ErrMismatch (shorter) or runtime.ErrTruncated
@@ -34,6 +37,13 @@ func Alltoallv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, 
 
 func alltoallv[T runtime.Elem](c *call, send []T, sendCounts []int, recv []T, recvCounts []int) error {
 	p, r := c.s.size, c.s.rank
+	if send == nil && sendCounts == nil {
+		if _, err := checkCounts("recvCounts", recvCounts, p); err != nil {
+			return err
+		}
+		send, sendCounts = scratchOf[T](c, 0, len(recv)), recvCounts
+		copy(send, recv)
+	}
 	stotal, err := checkCounts("sendCounts", sendCounts, p)
 	if err != nil {
 		return err
@@ -44,7 +54,7 @@ func alltoallv[T runtime.Elem](c *call, send []T, sendCounts []int, recv []T, re
 	}
 	switch {
 	case send == nil && stotal > 0:
-		return invalid("nil send (Alltoallv has no in-place form)")
+		return invalid("nil send with send counts (pass nil sendCounts too for in place)")
 	case len(send) != stotal:
 		return invalid("len(send) %d != sum(sendCounts) %d", len(send), stotal)
 	case len(recv) != rtotal:
@@ -52,7 +62,7 @@ func alltoallv[T runtime.Elem](c *call, send []T, sendCounts []int, recv []T, re
 	case sendCounts[r] != recvCounts[r]:
 		return invalid("sendCounts[%d] %d != recvCounts[%d] %d (rank %d's block to itself)", r, sendCounts[r], r, recvCounts[r], r)
 	case overlap(send, recv):
-		return invalid("send and recv overlap (Alltoallv has no in-place form)")
+		return invalid("send and recv overlap (pass a nil send and nil sendCounts for in place)")
 	}
 	soff, roff := offset(sendCounts, r), offset(recvCounts, r)
 	copy(recv[roff:roff+recvCounts[r]], send[soff:soff+sendCounts[r]])

@@ -140,3 +140,17 @@ func (b ByteBlocks) check(what string, n, p int, disjoint bool) error {
 	}
 	return checkLayout(what, lens, b.Displs, n, p, disjoint)
 }
+
+// Ialltoallw starts Alltoallw (MPI_Ialltoallw).
+func Ialltoallw(ctx context.Context, w *runtime.World, send []byte, sendBlocks ByteBlocks, recv []byte, recvBlocks ByteBlocks) *Request {
+	return started(ctx, newRequest(w, "alltoallw", false, func(ctx context.Context) error {
+		return Alltoallw(ctx, w, send, sendBlocks, recv, recvBlocks)
+	}))
+}
+
+// AlltoallwInit returns a persistent Request for Alltoallw (MPI_Alltoallw_init).
+func AlltoallwInit(w *runtime.World, send []byte, sendBlocks ByteBlocks, recv []byte, recvBlocks ByteBlocks) *Request {
+	return newPersistent(w, "alltoallw", func(ctx context.Context) error {
+		return Alltoallw(ctx, w, send, sendBlocks, recv, recvBlocks)
+	})
+}

@@ -50,31 +50,52 @@ func BcastType[T any](ctx context.Context, w *runtime.World, buf []T, count int,
 // GatherType collects every rank's scount copies of st over send into root's recv, rank
 // r's data laid as copies r*rcount to (r+1)*rcount-1 of rt (MPI_Gather with derived
 // datatypes). recv is used at root only; scount*st.Size() must equal rcount*rt.Size().
+// At root, send nil means in place (MPI_IN_PLACE): root's copies are already at their
+// place in recv, and scount and st are not used there.
 func GatherType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type, root int) error {
-	if _, err := typeArgs("gather type", w, send, scount, st); err != nil {
-		return err
+	if w == nil {
+		return fmt.Errorf("collectives: gather type: %w: nil World", runtime.ErrInvalid)
 	}
-	n, _ := st.PackSize(scount)
 	atRoot := w.Rank() == root
+	inPlace := atRoot && send == nil
+	var n int
+	if inPlace {
+		n, _ = rt.PackSize(rcount)
+	} else {
+		if _, err := typeArgs("gather type", w, send, scount, st); err != nil {
+			return err
+		}
+		n, _ = st.PackSize(scount)
+	}
 	if atRoot {
 		if err := recvArgs("gather type", w, recv, rcount, rt, n); err != nil {
 			return err
 		}
 	}
-	ps := packpool.Get(n)
-	if _, err := datatype.Pack(ps.B, send, scount, st); err != nil {
-		return typeErr("gather type", w, err)
-	}
-	var all []byte
-	var pa *packpool.Buf
+	var ps, pa *packpool.Buf
+	var mine, all []byte
 	if atRoot {
 		pa = packpool.Get(n * w.Size())
 		all = pa.B
 	}
-	if err := Gather(ctx, w, ps.B, all, root); err != nil {
+	if inPlace {
+		// Root's own copies go into their block of all, which Gather leaves as it is.
+		if err := packCopies(all[root*n:(root+1)*n], recv, root*rcount, rcount, rt); err != nil {
+			return typeErr("gather type", w, err)
+		}
+	} else {
+		ps = packpool.Get(n)
+		mine = ps.B
+		if _, err := datatype.Pack(mine, send, scount, st); err != nil {
+			return typeErr("gather type", w, err)
+		}
+	}
+	if err := Gather(ctx, w, mine, all, root); err != nil {
 		return err
 	}
-	packpool.Put(ps)
+	if ps != nil {
+		packpool.Put(ps)
+	}
 	if atRoot {
 		if _, err := datatype.Unpack(recv, all, rcount*w.Size(), rt); err != nil {
 			return typeErr("gather type", w, err)
@@ -86,15 +107,26 @@ func GatherType[S, R any](ctx context.Context, w *runtime.World, send []S, scoun
 
 // ScatterType is GatherType's inverse (MPI_Scatter with derived datatypes): root's send
 // holds Size()*scount copies of st, and rank r's recv gets copies r*scount to
-// (r+1)*scount-1 as rcount copies of rt. send is used at root only.
+// (r+1)*scount-1 as rcount copies of rt. send is used at root only. At root, recv nil
+// means in place (MPI_IN_PLACE): root's copies stay where they are in send, and rcount
+// and rt are not used there.
 func ScatterType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type, root int) error {
-	if _, err := typeArgs("scatter type", w, recv, rcount, rt); err != nil {
-		return err
+	if w == nil {
+		return fmt.Errorf("collectives: scatter type: %w: nil World", runtime.ErrInvalid)
 	}
-	n, _ := rt.PackSize(rcount)
 	atRoot := w.Rank() == root
-	var all []byte
-	var pa *packpool.Buf
+	inPlace := atRoot && recv == nil
+	var n int
+	if inPlace {
+		n, _ = st.PackSize(scount)
+	} else {
+		if _, err := typeArgs("scatter type", w, recv, rcount, rt); err != nil {
+			return err
+		}
+		n, _ = rt.PackSize(rcount)
+	}
+	var all, mine []byte
+	var pa, pr *packpool.Buf
 	if atRoot {
 		if err := sendArgs("scatter type", w, send, scount, st, n); err != nil {
 			return err
@@ -105,52 +137,102 @@ func ScatterType[S, R any](ctx context.Context, w *runtime.World, send []S, scou
 			return typeErr("scatter type", w, err)
 		}
 	}
-	pr := packpool.Get(n)
-	if err := Scatter(ctx, w, all, pr.B, root); err != nil {
+	if !inPlace {
+		pr = packpool.Get(n)
+		mine = pr.B
+	}
+	if err := Scatter(ctx, w, all, mine, root); err != nil {
 		return err
 	}
-	if _, err := datatype.Unpack(recv, pr.B, rcount, rt); err != nil {
-		return typeErr("scatter type", w, err)
+	if pr != nil {
+		if _, err := datatype.Unpack(recv, mine, rcount, rt); err != nil {
+			return typeErr("scatter type", w, err)
+		}
+		packpool.Put(pr)
 	}
-	packpool.Put(pr)
 	if pa != nil {
 		packpool.Put(pa)
 	}
 	return nil
 }
 
-// AllgatherType is GatherType with every rank receiving (MPI_Allgather with derived
-// datatypes).
-func AllgatherType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type) error {
-	if _, err := typeArgs("allgather type", w, send, scount, st); err != nil {
+// packCopies packs copies first to first+count-1 of t over buf into dst.
+func packCopies[T any](dst []byte, buf []T, first, count int, t datatype.Type) error {
+	if count == 0 || t.Size() == 0 {
+		return nil
+	}
+	at, err := t.Hindexed([]int{count}, []int{first * t.Extent()})
+	if err != nil {
 		return err
 	}
-	n, _ := st.PackSize(scount)
+	_, err = datatype.Pack(dst, buf, 1, at)
+	return err
+}
+
+// AllgatherType is GatherType with every rank receiving (MPI_Allgather with derived
+// datatypes). send nil means in place (MPI_IN_PLACE): each rank's copies are already at
+// their place in recv, and scount and st are not used.
+func AllgatherType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type) error {
+	if w == nil {
+		return fmt.Errorf("collectives: allgather type: %w: nil World", runtime.ErrInvalid)
+	}
+	inPlace := send == nil
+	var n int
+	if inPlace {
+		n, _ = rt.PackSize(rcount)
+	} else {
+		if _, err := typeArgs("allgather type", w, send, scount, st); err != nil {
+			return err
+		}
+		n, _ = st.PackSize(scount)
+	}
 	if err := recvArgs("allgather type", w, recv, rcount, rt, n); err != nil {
 		return err
 	}
-	ps, pa := packpool.Get(n), packpool.Get(n*w.Size())
-	if _, err := datatype.Pack(ps.B, send, scount, st); err != nil {
-		return typeErr("allgather type", w, err)
+	pa := packpool.Get(n * w.Size())
+	var ps *packpool.Buf
+	var mine []byte // nil: in place
+	if inPlace {
+		r := w.Rank()
+		if err := packCopies(pa.B[r*n:(r+1)*n], recv, r*rcount, rcount, rt); err != nil {
+			return typeErr("allgather type", w, err)
+		}
+	} else {
+		ps = packpool.Get(n)
+		mine = ps.B
+		if _, err := datatype.Pack(mine, send, scount, st); err != nil {
+			return typeErr("allgather type", w, err)
+		}
 	}
-	if err := Allgather(ctx, w, ps.B, pa.B); err != nil {
+	if err := Allgather(ctx, w, mine, pa.B); err != nil {
 		return err
 	}
 	if _, err := datatype.Unpack(recv, pa.B, rcount*w.Size(), rt); err != nil {
 		return typeErr("allgather type", w, err)
 	}
-	packpool.Put(ps)
+	if ps != nil {
+		packpool.Put(ps)
+	}
 	packpool.Put(pa)
 	return nil
 }
 
 // AlltoallType sends copies r*scount to (r+1)*scount-1 of st over send to rank r, and
 // lays rank r's data as copies r*rcount to (r+1)*rcount-1 of rt over recv (MPI_Alltoall
-// with derived datatypes).
+// with derived datatypes). send nil means in place (MPI_IN_PLACE): recv holds the copies
+// to send, laid as the copies received are, and scount and st are not used.
 func AlltoallType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type) error {
 	if w == nil {
 		return fmt.Errorf("collectives: alltoall type: %w: nil World", runtime.ErrInvalid)
 	}
+	if send == nil {
+		// The copies to send are packed from recv before any is received.
+		return alltoallType(ctx, w, recv, rcount, rt, recv, rcount, rt)
+	}
+	return alltoallType(ctx, w, send, scount, st, recv, rcount, rt)
+}
+
+func alltoallType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type) error {
 	n, err := st.PackSize(scount)
 	if err != nil {
 		return typeErr("alltoall type", w, err)

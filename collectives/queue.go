@@ -6,10 +6,11 @@ import (
 	"sync/atomic"
 )
 
-// queue holds a World's nonblocking and persistent calls that were started and have not
-// finished, in the order this rank started them, and runs them one after the other on a
-// worker goroutine of its own, through the blocking algorithms: the calls progress while
-// the goroutines that started them compute.
+// queue holds a World's nonblocking calls (or one persistent Request's: each has a queue
+// of its own, persistent_match.go) that were started and have not finished, in the
+// order this rank started them, and runs them one after the other on a worker goroutine
+// of its own, through the blocking algorithms: the calls progress while the goroutines
+// that started them compute.
 //
 // The worker runs while the queue is not empty and ends when it is; an idle World has
 // none. It reaches the World only through the queued Requests' calls, which hold it until
@@ -38,6 +39,7 @@ type queue struct {
 type jobCtx struct {
 	context.Context
 	q    *queue
+	own  *state // the state a persistent call runs on (persistent_match.go); nil: its World's
 	call string
 	seq  uint64
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"strings"
 	"sync"
 
@@ -32,6 +33,10 @@ type Request struct {
 	track      *runtime.Track                  // the World's collective Track, which numbers each start
 	run        func(ctx context.Context) error // the blocking call; nil once freed
 	initErr    error                           // the call's error when it could not be queued
+	own        *state                          // a persistent Request's state (persistent_match.go); nil for a nonblocking one
+	id         uint32                          // a persistent Request's number among its World's Init calls
+	starts     uint64                          // Starts so far; one goroutine at a time starts r
+	cleanup    goruntime.Cleanup               // retires own when r is dropped unfreed
 
 	mu    sync.Mutex
 	done  chan struct{} // closed when the started call finished; nil while never started
@@ -85,7 +90,7 @@ func (r *Request) start(ctx context.Context) {
 	case ctx == nil:
 		err = fmt.Errorf("collectives: %s: %w: nil context", r.name, runtime.ErrInvalid)
 	default:
-		job = &jobCtx{Context: ctx, q: r.q, call: r.call, seq: r.track.Next()}
+		job = &jobCtx{Context: ctx, q: r.q, own: r.own, call: r.call, seq: r.number()}
 	}
 	r.mu.Lock()
 	r.done, r.err, r.job = make(chan struct{}), nil, job
@@ -95,6 +100,18 @@ func (r *Request) start(ctx context.Context) {
 		return
 	}
 	r.q.push(r)
+}
+
+// number returns the number of r's call being started: for a nonblocking call, the next
+// among the World's collective calls; for a persistent one, its Request's id and the
+// count of its Starts, which every rank gives the same call whatever the order of its
+// Starts.
+func (r *Request) number() uint64 {
+	if r.own == nil {
+		return r.track.Next()
+	}
+	r.starts++
+	return uint64(r.id)<<persistentSeqShift | r.starts&(1<<persistentSeqShift-1)
 }
 
 // finish ends r's started call with err.
@@ -157,10 +174,10 @@ func (r *Request) Test() (bool, error) {
 	}
 }
 
-// Start starts the call of a persistent Request (MPI_Start): it runs after every
-// collective call this rank started on the World before, blocking, nonblocking or
-// persistent, and ctx bounds it as it bounds a blocking call. Every rank must start its
-// calls on a World in the same order. Start fails with an error wrapping
+// Start starts the call of a persistent Request (MPI_Start): it runs on a worker of the
+// Request's own, and ctx bounds it as it bounds a blocking call. It matches the other
+// ranks' Start of the Request made at the same point of their Init calls, with as many
+// Starts before it, whatever the order in which the ranks start their Requests. Start fails with an error wrapping
 // runtime.ErrInvalid, and starts nothing, on a Request that is not persistent, is active
 // (its last call has not finished) or was freed.
 func (r *Request) Start(ctx context.Context) error {
@@ -208,8 +225,10 @@ func Startall(ctx context.Context, rs []*Request) error {
 	return nil
 }
 
-// Free releases an inactive persistent Request, with its buffers and the World it
-// holds (MPI_Request_free); Start, Wait and Test fail on it afterwards. It fails with
+// Free releases an inactive persistent Request, with its buffers, the World it holds
+// and the scratch of its calls (MPI_Request_free): its shared-memory scratch is let go
+// of before Free returns, and freed once the peers' Requests have let go of theirs.
+// Start, Wait and Test fail on it afterwards. It fails with
 // an error wrapping runtime.ErrInvalid on an active Request (as MPI forbids freeing an
 // active collective request) and on a nonblocking one, which needs no Free: it goes with
 // its last reference.
@@ -218,16 +237,25 @@ func (r *Request) Free() error {
 		return fmt.Errorf("collectives: Free: %w: nil Request", runtime.ErrInvalid)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	switch {
 	case !r.persistent:
+		r.mu.Unlock()
 		return fmt.Errorf("collectives: %s: Free: %w: not a persistent Request (a nonblocking one needs no Free)", r.name, runtime.ErrInvalid)
 	case r.freed:
+		r.mu.Unlock()
 		return r.errFreed("Free")
 	case r.done != nil && !closed(r.done):
+		r.mu.Unlock()
 		return fmt.Errorf("collectives: %s: Free: %w: the Request is active (its last call has not finished: Wait for it first)", r.name, runtime.ErrInvalid)
 	}
 	r.freed, r.run, r.q = true, nil, nil
+	own := r.own
+	r.own = nil
+	r.mu.Unlock()
+	if own != nil {
+		r.cleanup.Stop()
+		retire(own)
+	}
 	return nil
 }
 

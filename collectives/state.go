@@ -21,9 +21,10 @@ import (
 //
 // Calls on one World are sequential (the package's concurrency contract); busy catches a
 // second goroutine entering while a call is running, which would otherwise deadlock or
-// mix two calls' messages. Nonblocking and persistent calls wait in q and run one at a
-// time on its worker, through begin as any call; a blocking call waits in begin for the
-// calls queued before it (queue.go).
+// mix two calls' messages. Nonblocking calls wait in q and run one at a time on its
+// worker, through begin as any call; a blocking call waits in begin for the calls queued
+// before it (queue.go). A persistent Request's calls run on a state of its own, with its
+// own q (persistent_match.go).
 //
 // A state does not keep its World alive: user is weak, and when the World becomes
 // unreachable its cleanup (forget, state_cleanup.go) drops the state and releases its
@@ -36,7 +37,8 @@ type state struct {
 	cfgErr     error // a bad GORMA_ALLREDUCE, returned by every Allreduce
 
 	busy  atomic.Bool
-	q     queue               // the nonblocking and persistent calls started and not finished (queue.go)
+	q     queue               // the nonblocking (or a persistent Request's) calls started and not finished (queue.go)
+	pers  persistentSet       // the World's persistent Requests (persistent_match.go)
 	seq   uint32              // calls made on this World; guarded by busy
 	track *runtime.Track      // names the call under way in hang reports (nil for a sub-group)
 	sigs  [4]*runtime.CallSig // recent calls' signatures, never changed (Track.BeginSig); guarded by busy
@@ -161,8 +163,8 @@ type call struct {
 // GORMA_CHECK=1 compares across the ranks before the call runs (runtime.Track.Check).
 // A call made while nonblocking calls started before it are unfinished waits for them,
 // unless it is one of them, run by the World's worker (ctx is its jobCtx), whose name
-// (Iallreduce...) and number (taken at its start) it then takes. The caller must call
-// c.end.
+// (Iallreduce...) and number (taken at its start) it then takes; a persistent call runs
+// on its Request's state (jobCtx.own). The caller must call c.end.
 func begin(ctx context.Context, w *runtime.World, name string, count int, typ, op string, root int) (*call, error) {
 	if w == nil {
 		return nil, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
@@ -176,6 +178,9 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	s, err := stateOf(w)
 	if err != nil {
 		return nil, fmt.Errorf("collectives: %s: %w", name, err)
+	}
+	if j, ok := ctx.(*jobCtx); ok && j.own != nil {
+		s = j.own // a persistent call runs on its Request's state
 	}
 	tracked, seq := trackName(name), uint64(0)
 	if s.q.n.Load() != 0 {
@@ -313,6 +318,10 @@ func trackName(name string) string {
 		return "AllreduceLoc"
 	case "reduce_loc":
 		return "ReduceLoc"
+	case "reduce type":
+		return "ReduceType"
+	case "allreduce type":
+		return "AllreduceType"
 	}
 	return name
 }

@@ -14,8 +14,6 @@ func init() {
 	register("coll-scatter2", "coll/scatter2.c", 4, func(ctx context.Context, w *runtime.World) error { return collScatterVec(ctx, w, true) })
 	register("coll-gather2", "coll/gather2.c", 4, collGather2)
 	register("coll-bcastzerotype", "coll/bcastzerotype.c", 4, collBcastzerotype)
-	knownFailing["coll-scatter2"] = "ScatterType has no in-place form: root's nil recv (MPI_IN_PLACE) fails with ErrInvalid (\"12 copies of datatype{size 8 ...} reach byte 96, but the buffer holds 0 bytes\"); MPI_Scatter takes MPI_IN_PLACE as root's recvbuf whatever the send datatype (Scatter, without a datatype, has it)"
-	knownFailing["coll-gather2"] = "GatherType has no in-place form: root's nil send (MPI_IN_PLACE) fails with ErrInvalid (\"1 copies of datatype{size 96, lb 0, extent 888, 12 blocks} reach byte 888, but the buffer holds 0 bytes\"); MPI_Gather takes MPI_IN_PLACE as root's sendbuf whatever the datatypes (Gather, without a datatype, has it)"
 }
 
 // collScatterVec: from each root in turn, a Scatter of one vector (12 float64s, stride

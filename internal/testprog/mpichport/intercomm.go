@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
@@ -19,6 +20,37 @@ func init() {
 	register("comm-probe_intercomm", "comm/probe_intercomm.c", 2, commProbeIntercomm)
 	register("pt2pt-icsend", "pt2pt/icsend.c", 4, pt2ptIcsend)
 	register("pt2pt-icprobe", "pt2pt/icprobe.c", 4, pt2ptIcprobe)
+	register("pt2pt-icsend_randomize", "pt2pt/icsend.c", 4, randomized(pt2ptIcsend))
+	register("pt2pt-icprobe_randomize", "pt2pt/icprobe.c", 4, randomized(pt2ptIcprobe))
+}
+
+// randomized runs f as testlist.in's -randomize=1 runs do (MTestCommRandomize): first
+// every rank makes 0 to 3 Worlds of itself alone, a number drawn from a generator seeded
+// with its rank, and keeps them until f ends, so that the ranks' context allocators
+// differ when f's intercommunicators are made. MPICH Dups MPI_COMM_SELF; here
+// CreateGroup of the rank's own group does it, as a Dup of a one-rank World takes a
+// context of that World's own block and leaves the allocator as it was.
+func randomized(f func(ctx context.Context, w *runtime.World) error) func(ctx context.Context, w *runtime.World) error {
+	return func(ctx context.Context, w *runtime.World) error {
+		me, err := selfGroup(w)
+		if err != nil {
+			return err
+		}
+		n := rand.New(rand.NewPCG(uint64(w.Rank()), 0)).IntN(4)
+		selves := make([]*runtime.World, 0, n)
+		for range n {
+			s, err := w.CreateGroup(ctx, me, 0)
+			if err != nil {
+				return err
+			}
+			selves = append(selves, s)
+		}
+		errs := []error{f(ctx, w)}
+		for _, s := range selves {
+			errs = append(errs, s.Free())
+		}
+		return errors.Join(errs...)
+	}
 }
 
 // intercommCases is the number of intercommunicators MTestGetIntercomm makes.
@@ -475,7 +507,7 @@ func commProbeIntercomm(ctx context.Context, w *runtime.World) error {
 
 // pt2ptIcsend: every rank of the left group sends its rank to remote rank 0, which
 // receives from each remote rank i in turn the value i; then the same from right to
-// left. Left out: the -randomize=1 run (MTestCommRandomize).
+// left.
 func pt2ptIcsend(ctx context.Context, w *runtime.World) error {
 	return eachIntercomm(ctx, w, 4, func(ic *runtime.World, isLeft bool) error {
 		for _, sender := range []bool{true, false} {
@@ -503,7 +535,7 @@ func pt2ptIcsend(ctx context.Context, w *runtime.World) error {
 }
 
 // pt2ptIcprobe: as pt2ptIcsend, but remote rank 0 probes for any source and tag and
-// receives the probed message, which carries its Source. Left out: the -randomize=1 run.
+// receives the probed message, which carries its Source.
 func pt2ptIcprobe(ctx context.Context, w *runtime.World) error {
 	return eachIntercomm(ctx, w, 4, func(ic *runtime.World, isLeft bool) error {
 		for _, sender := range []bool{true, false} {

@@ -60,8 +60,8 @@ const intercommCases = 7
 // World w, in its order: (0) its two halves, (1) rank 0 and the rest, (2) ranks 0-1 and
 // the rest, (3) a Dup of (0), (4) a Split of (0) with one color, (5) the halves without
 // rank 0, joined by CreateIntercomm, (6) the intercommunicator that Create makes of (0)
-// without rank 0 of each group. isLeft is true in the group holding w's rank 1 (rank 0
-// for cases 0 to 4). A rank that is in no group of a case (as MPI_COMM_NULL) skips it, and
+// without rank 0 of each group. isLeft is true in the group of w's lowest ranks (the
+// part named first). A rank that is in no group of a case (as MPI_COMM_NULL) skips it, and
 // every rank skips a case whose two groups have fewer than minSize ranks at some rank, or
 // that w is too small for. Every intercommunicator is freed after f; f's error ends the
 // walk, naming the case.

@@ -127,6 +127,7 @@ func newHood(w *runtime.World, in, out []int, cart bool, bad error) (*hood, erro
 	if err != nil {
 		return nil, err
 	}
+	comm.MarkInternal() // hang reports name the blocking call (run's Track), not its messages
 	if err := w.OnFree(func() { comm.Free() }); err != nil {
 		comm.Free()
 		return nil, err

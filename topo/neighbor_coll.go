@@ -30,7 +30,7 @@ import (
 // block into recv, slot k's at recv[k*n:(k+1)*n] with n = len(send)
 // (MPI_Neighbor_allgather): len(recv) must be the in-degree times n.
 func NeighborAllgather[T runtime.Elem](ctx context.Context, t Topology, send, recv []T) error {
-	return run(ctx, "neighbor_allgather", func() (*Request, error) { return IneighborAllgather(t, send, recv) })
+	return run(ctx, t, "NeighborAllgather", typeName[T](), func() (*Request, error) { return IneighborAllgather(t, send, recv) })
 }
 
 // IneighborAllgather starts NeighborAllgather and returns its Request
@@ -75,7 +75,7 @@ func allgather[T runtime.Elem](op string, t Topology, send, recv []T, persistent
 // inside recv and not overlap; each in-neighbour sends len(send) elements, which must be
 // this rank's count for it.
 func NeighborAllgatherv[T runtime.Elem](ctx context.Context, t Topology, send, recv []T, counts, displs []int) error {
-	return run(ctx, "neighbor_allgatherv", func() (*Request, error) { return IneighborAllgatherv(t, send, recv, counts, displs) })
+	return run(ctx, t, "NeighborAllgatherv", typeName[T](), func() (*Request, error) { return IneighborAllgatherv(t, send, recv, counts, displs) })
 }
 
 // IneighborAllgatherv starts NeighborAllgatherv and returns its Request
@@ -115,7 +115,7 @@ func allgatherv[T runtime.Elem](op string, t Topology, send, recv []T, counts, d
 // slot k's block into block k of recv (MPI_Neighbor_alltoall); every block has n
 // elements, so len(send) is the out-degree times n and len(recv) the in-degree times n.
 func NeighborAlltoall[T runtime.Elem](ctx context.Context, t Topology, send, recv []T) error {
-	return run(ctx, "neighbor_alltoall", func() (*Request, error) { return IneighborAlltoall(t, send, recv) })
+	return run(ctx, t, "NeighborAlltoall", typeName[T](), func() (*Request, error) { return IneighborAlltoall(t, send, recv) })
 }
 
 // IneighborAlltoall starts NeighborAlltoall and returns its Request
@@ -167,7 +167,7 @@ func alltoall[T runtime.Elem](op string, t Topology, send, recv []T, persistent 
 // lie inside their buffers, and recv's must not overlap (send's may). sendCounts[k] at a
 // rank must equal the count its neighbour gives that rank's block.
 func NeighborAlltoallv[T runtime.Elem](ctx context.Context, t Topology, send []T, sendCounts, sendDispls []int, recv []T, recvCounts, recvDispls []int) error {
-	return run(ctx, "neighbor_alltoallv", func() (*Request, error) {
+	return run(ctx, t, "NeighborAlltoallv", typeName[T](), func() (*Request, error) {
 		return IneighborAlltoallv(t, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 	})
 }
@@ -212,7 +212,7 @@ func alltoallv[T runtime.Elem](op string, t Topology, send []T, sc, sd []int, re
 // block it is matched with; the element sizes and counts may differ, as MPI's datatypes
 // may. recv's blocks must not overlap, and send must not overlap recv.
 func NeighborAlltoallw(ctx context.Context, t Topology, send []byte, sendBlocks ByteBlocks, recv []byte, recvBlocks ByteBlocks) error {
-	return run(ctx, "neighbor_alltoallw", func() (*Request, error) { return IneighborAlltoallw(t, send, sendBlocks, recv, recvBlocks) })
+	return run(ctx, t, "NeighborAlltoallw", "", func() (*Request, error) { return IneighborAlltoallw(t, send, sendBlocks, recv, recvBlocks) })
 }
 
 // IneighborAlltoallw starts NeighborAlltoallw and returns its Request

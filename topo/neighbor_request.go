@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/gorma-hpc/gorma/runtime"
@@ -244,10 +245,25 @@ func (r *Request) errFreed(call string) error {
 
 // run runs the call that start posts to the end under ctx, as the blocking calls do: when
 // ctx ends first it withdraws the receives no message has matched yet, so that recv is
-// not written after it returns, and returns ctx's error.
-func run(ctx context.Context, op string, start func() (*Request, error)) error {
+// not written after it returns, and returns ctx's error. It numbers the call among the
+// collective calls of t's World with a Track that names it (call, of elements typ) in
+// hang reports, and that compares it across the ranks under GORMA_CHECK=1 before
+// anything is posted.
+func run(ctx context.Context, t Topology, call, typ string, start func() (*Request, error)) error {
+	op := opName(call)
 	if ctx == nil {
 		return invalidf(op, "nil context")
+	}
+	if t != nil && t.neighborhood() != nil && t.World().FreedErr() == nil {
+		tr := t.World().NewTrack()
+		defer tr.Close()
+		seq := tr.Next()
+		sig := &runtime.CallSig{Call: "topo." + call, Count: -1, Type: typ, Root: -1}
+		tr.BeginSig(sig, seq)
+		defer tr.End()
+		if err := tr.Check(ctx, seq, sig); err != nil {
+			return wrap(op, err)
+		}
 	}
 	r, err := start()
 	if err != nil {
@@ -260,3 +276,12 @@ func run(ctx context.Context, op string, start func() (*Request, error)) error {
 	}
 	return err
 }
+
+// opName returns the name in errors of the call named call in Go ("NeighborAlltoall"):
+// MPI's, "neighbor_alltoall".
+func opName(call string) string {
+	return "neighbor_" + strings.ToLower(strings.TrimPrefix(call, "Neighbor"))
+}
+
+// typeName returns the name of T in hang reports and call checks.
+func typeName[T runtime.Elem]() string { return fmt.Sprintf("%T", *new(T)) }

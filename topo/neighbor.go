@@ -7,12 +7,33 @@ import (
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
-// Topology is a process topology that the neighbourhood collectives (NeighborAllgather
-// and the rest) run over: a *Cart, *Graph or *DistGraph. Its neighbourhood is, for a
-// Cart, the -1 then the +1 neighbour of each dimension in turn (Shift(d, 1)'s source and
-// dest, NoNeighbor off a non-periodic edge); for a Graph, Neighbors(rank) in order, both
-// to receive from and to send to; for a DistGraph, Sources to receive from and
-// Destinations to send to.
+// Topology is a process topology that the neighbourhood collectives (NeighborAllgather,
+// NeighborAlltoall and their v and w, nonblocking and persistent forms) run over: a
+// *Cart, *Graph or *DistGraph. Each rank exchanges blocks with its neighbours only:
+// receive slot k is block k of recv, send slot k block k of send.
+//
+// A Cart's slots are the -1 then the +1 neighbour of each dimension in turn (Shift(d, 1)'s
+// source and dest), both ways; off a non-periodic edge the slot's neighbour is NoNeighbor:
+// nothing is sent there and its recv block is left as it was. Slot k receives what the
+// neighbour sent in its slot k^1, towards this rank, even when both neighbours of a
+// dimension are one rank (a periodic dimension of size 1 or 2). A Graph's slots are
+// Neighbors(rank) in order, both ways, and its edges must be symmetric (a node listed
+// by a neighbour as often as it lists it); a DistGraph receives from Sources and sends
+// to Destinations. On a graph the k-th block between two ranks goes with the k-th edge
+// between them, in list order, so repeated edges work.
+//
+// Every rank of the topology's World makes the same neighbourhood collectives on it in
+// the same order (blocking, nonblocking and persistent Inits counted together); calls
+// from several goroutines, and several in flight, are safe so long as that order holds.
+// Their messages travel on a World of the topology's own (a Dup made at its creation and
+// freed with its World), so they never match the user's messages. Bad arguments fail
+// with runtime.ErrInvalid, naming the rank, before anything is sent; the neighbours of a
+// rank whose call failed wait until their ctx ends. A block that arrives with another
+// length than its receiver's count fails the call at the receiver (runtime.ErrMismatch
+// when shorter, runtime.ErrTruncated when longer), naming the block and the neighbour.
+// A blocking call whose ctx ends first withdraws the receives no message has matched
+// and returns ctx's error. Blocking calls are numbered among the World's collective
+// calls, for hang reports and GORMA_CHECK=1.
 type Topology interface {
 	World() *runtime.World
 	neighborhood() *hood

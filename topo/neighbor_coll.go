@@ -6,29 +6,10 @@ import (
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
-// The neighbourhood collectives (MPI_Neighbor_*). Each rank exchanges blocks with its
-// neighbours only, in its topology's neighbour order (see Topology): receive slot k is
-// block k of recv and send slot k block k of send. A Cart's slots are the -1 then +1
-// neighbour of each dimension; off a non-periodic edge the slot's neighbour is NoNeighbor:
-// nothing is sent there and its recv block is left as it was. A Cart rank's recv block
-// for slot k holds what that neighbour sent in its slot k^1 (towards this rank), even
-// when both neighbours of a dimension are one rank; a Graph's or DistGraph's k-th block
-// between two ranks goes with the k-th edge between them, in list order.
-//
-// Every rank of the topology's World makes the same neighbourhood collectives in the same
-// order (blocking, nonblocking and persistent Inits counted together); calls from several
-// goroutines are safe so long as that order holds. Their messages travel on a World of
-// the topology's own, so they never match the user's messages. Bad arguments fail with
-// runtime.ErrInvalid, naming the rank, before anything is sent: the neighbours of a rank
-// that failed wait until their ctx ends. A block that arrives with another length than
-// its receiver's count fails the call at the receiver (runtime.ErrMismatch when shorter,
-// runtime.ErrTruncated when longer), naming the block and the neighbour. When ctx ends
-// first a blocking call withdraws the receives no message has matched and returns ctx's
-// error.
-
 // NeighborAllgather sends send to every out-neighbour and receives each in-neighbour's
 // block into recv, slot k's at recv[k*n:(k+1)*n] with n = len(send)
-// (MPI_Neighbor_allgather): len(recv) must be the in-degree times n.
+// (MPI_Neighbor_allgather): len(recv) must be the in-degree times n. Topology describes
+// the slots, how blocks are matched, and the rules every neighbourhood collective follows.
 func NeighborAllgather[T runtime.Elem](ctx context.Context, t Topology, send, recv []T) error {
 	return run(ctx, t, "NeighborAllgather", typeName[T](), func() (*Request, error) { return IneighborAllgather(t, send, recv) })
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/topo"
 )
 
@@ -251,4 +252,44 @@ func TestNeighborMismatch(t *testing.T) {
 		// The ranks stay in step: the next call works everywhere.
 		return runAll(ctx, cartCase(c))
 	})
+}
+
+// TestNeighborPersistentAllocs: a persistent neighbourhood collective's Start and Wait
+// allocate nothing in steady state (its runtime Requests are reused), on one rank whose
+// two neighbours are itself and on two ranks over shm.
+func TestNeighborPersistentAllocs(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("shm/n=%d", n), func(t *testing.T) {
+			runtimetest.Run(t, n, runtimetest.Options{Transport: "shm"}, func(w *runtime.World) error {
+				ctx := context.Background()
+				c, err := topo.NewCart(ctx, w, []int{n}, []bool{true}, false)
+				if err != nil {
+					return err
+				}
+				defer c.World().Free()
+				send, recv := []float64{1, 2}, make([]float64, 2)
+				req, err := topo.NeighborAlltoallInit(c, send, recv)
+				if err != nil {
+					return err
+				}
+				var runErr error
+				allocs := testing.AllocsPerRun(100, func() {
+					if err := req.Start(); err != nil {
+						runErr = err
+					} else if err := req.Wait(ctx); err != nil {
+						runErr = err
+					}
+				})
+				switch {
+				case runErr != nil:
+					return runErr
+				case allocs != 0:
+					return fmt.Errorf("Start and Wait allocate %v times", allocs)
+				case recv[0] != 2 || recv[1] != 1:
+					return fmt.Errorf("got %v, want [2 1]", recv)
+				}
+				return req.Free()
+			})
+		})
+	}
 }

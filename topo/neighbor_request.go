@@ -31,6 +31,7 @@ type Request struct {
 
 	mu     sync.Mutex
 	reqs   []*runtime.Request // the active call's receives (one per slots entry), then its sends
+	pool   []*runtime.Request // a persistent Request's runtime Requests, reused at every Start
 	slots  []slot
 	active bool
 	freed  bool
@@ -78,7 +79,7 @@ func (r *Request) begin(base uint64) error {
 		for _, q := range r.reqs {
 			q.Cancel()
 		}
-		r.reqs, r.slots = r.reqs[:0], r.slots[:0]
+		r.reqs, r.slots, r.pool = r.reqs[:0], r.slots[:0], nil // the cancelled ones may not complete
 		return err
 	}
 	r.active = true
@@ -95,8 +96,8 @@ func postBlocks[T runtime.Elem](r *Request, base uint64, recv, send [][]T) error
 		if p == NoNeighbor {
 			continue
 		}
-		q, err := runtime.Irecv(h.comm, b, p, h.recvTag(base, k))
-		if err != nil {
+		q := r.pooled()
+		if err := runtime.IrecvWith(q, h.comm, b, p, h.recvTag(base, k)); err != nil {
 			return fmt.Errorf("topo: %s: rank %d posting the receive of block %d from rank %d: %w", r.op, me, k, p, err)
 		}
 		r.reqs = append(r.reqs, q)
@@ -107,13 +108,23 @@ func postBlocks[T runtime.Elem](r *Request, base uint64, recv, send [][]T) error
 		if p == NoNeighbor {
 			continue
 		}
-		q, err := runtime.Isend(h.comm, b, p, h.sendTag(base, k))
-		if err != nil {
+		q := r.pooled()
+		if err := runtime.IsendWith(q, h.comm, b, p, h.sendTag(base, k)); err != nil {
 			return fmt.Errorf("topo: %s: rank %d sending block %d to rank %d: %w", r.op, me, k, p, err)
 		}
 		r.reqs = append(r.reqs, q)
 	}
 	return nil
+}
+
+// pooled returns the runtime Request for the call's next operation, one of r.pool (which
+// completed in r's last call) or a new one added to it.
+func (r *Request) pooled() *runtime.Request {
+	i := len(r.reqs)
+	if i == len(r.pool) {
+		r.pool = append(r.pool, new(runtime.Request))
+	}
+	return r.pool[i]
 }
 
 // Wait returns when r's call has finished, with its error (nil if every block arrived
@@ -194,7 +205,7 @@ func (r *Request) finish() {
 	r.err = errors.Join(errs...)
 	r.active = false
 	if !r.persistent {
-		r.reqs, r.slots = nil, nil
+		r.reqs, r.slots, r.pool = nil, nil, nil
 	}
 }
 
@@ -235,7 +246,7 @@ func (r *Request) Free() error {
 	case r.active:
 		return invalidf(r.op, "Free: the Request is active (Wait for it first)")
 	}
-	r.freed, r.reqs, r.slots, r.post = true, nil, nil, nil
+	r.freed, r.reqs, r.slots, r.pool, r.post = true, nil, nil, nil, nil
 	return nil
 }
 

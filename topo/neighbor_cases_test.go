@@ -29,7 +29,7 @@ func TestNeighborCart(t *testing.T) {
 		{[]int{1, 2, 2}, []bool{true, true, false}},
 		{[]int{4, 1}, []bool{false, false}},
 	}
-	forEach(t, []int{4}, func(ctx context.Context, w *runtime.World) error {
+	forEachHood(t, []int{4}, func(ctx context.Context, w *runtime.World) error {
 		for _, g := range grids {
 			c, err := topo.NewCart(ctx, w, g.dims, g.periods, false)
 			if err != nil {
@@ -71,7 +71,7 @@ func TestNeighborGraph(t *testing.T) {
 		{[]int{4, 7, 8, 10}, []int{1, 0, 1, 2, 0, 0, 3, 0, 1, 3}},
 		{[]int{3, 5, 8}, []int{1, 2, 2, 0, 2, 1, 0, 0}},
 	}
-	forEach(t, []int{4}, func(ctx context.Context, w *runtime.World) error {
+	forEachHood(t, []int{4}, func(ctx context.Context, w *runtime.World) error {
 		for _, gr := range graphs {
 			g, err := topo.NewGraph(ctx, w, gr.index, gr.edges, false)
 			if err != nil {
@@ -108,7 +108,7 @@ func TestNeighborGraph(t *testing.T) {
 // self-loop made by NewDistGraphAdjacent, and a star that rank 0 describes alone through
 // NewDistGraph, with a rank of no edges at all.
 func TestNeighborDistGraph(t *testing.T) {
-	forEach(t, []int{4}, func(ctx context.Context, w *runtime.World) error {
+	forEachHood(t, []int{4}, func(ctx context.Context, w *runtime.World) error {
 		n, me := w.Size(), w.Rank()
 		outOf := func(p int) []int { return []int{ring(p, 1, n), ring(p, 1, n), p} }
 		g, err := topo.NewDistGraphAdjacent(ctx, w, []int{ring(me, -1, n), me, ring(me, -1, n)}, outOf(me), false)
@@ -145,7 +145,7 @@ func TestNeighborDistGraph(t *testing.T) {
 // goroutines and waited for by them at once; and a receive of the user's on the Cart's
 // World, for any source and tag, that none of their messages matches.
 func TestNeighborInFlight(t *testing.T) {
-	forEach(t, []int{2}, func(ctx context.Context, w *runtime.World) error {
+	forEachHood(t, []int{2}, func(ctx context.Context, w *runtime.World) error {
 		c, err := topo.NewCart(ctx, w, []int{2}, []bool{true}, false)
 		if err != nil {
 			return err
@@ -222,7 +222,7 @@ func TestNeighborInFlight(t *testing.T) {
 // (runtime.ErrTruncated at rank 1) and none where rank 3 expects one (ErrMismatch at
 // rank 3); the other ranks succeed, and each error names the block and the neighbour.
 func TestNeighborMismatch(t *testing.T) {
-	forEach(t, []int{4}, func(ctx context.Context, w *runtime.World) error {
+	forEachHood(t, []int{4}, func(ctx context.Context, w *runtime.World) error {
 		c, err := topo.NewCart(ctx, w, []int{4}, []bool{true}, false)
 		if err != nil {
 			return err

@@ -15,7 +15,7 @@ import (
 // runtime.ErrInvalid naming the rank and what is wrong, before anything is sent, and the
 // ranks stay in step for the next call; misused Requests; a freed topology.
 func TestNeighborMisuse(t *testing.T) {
-	forEach(t, []int{2}, func(ctx context.Context, w *runtime.World) error {
+	forEachHood(t, []int{2}, func(ctx context.Context, w *runtime.World) error {
 		c, err := topo.NewCart(ctx, w, []int{2}, []bool{true}, false)
 		if err != nil {
 			return err

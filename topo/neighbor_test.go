@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"testing"
+	"time"
 
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/topo"
 )
 
@@ -359,3 +363,23 @@ func checkAlltoallw(ctx context.Context, hc hoodCase, me, mode int) error {
 
 // ring returns the ranks d steps around a ring of n from r.
 func ring(r, d, n int) int { return ((r+d)%n + n) % n }
+
+// forEachHood runs f as forEach does, and on one more job: the ranks in two blocks on two
+// hosts (a, a, b, b for four), so that a rank has neighbours over shm and over tcp in one
+// call.
+func forEachHood(t *testing.T, sizes []int, f func(ctx context.Context, w *runtime.World) error) {
+	forEach(t, sizes, f)
+	for _, n := range sizes {
+		hosts := make([]string, n)
+		for r := range hosts {
+			hosts[r] = string(rune('a' + 2*r/n))
+		}
+		t.Run(fmt.Sprintf("host-blocks/n=%d", n), func(t *testing.T) {
+			runtimetest.Run(t, n, runtimetest.Options{Hosts: hosts, Timeout: 30 * time.Second}, func(w *runtime.World) error {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				return f(ctx, w)
+			})
+		})
+	}
+}

@@ -30,16 +30,16 @@ type Request struct {
 	post       func(r *Request, base uint64) error // posts the call's receives, then its sends
 
 	mu     sync.Mutex
-	reqs   []*runtime.Request // the active call's receives (one per slots entry), then its sends
+	reqs   []*runtime.Request // the active call's receives, then its sends
 	pool   []*runtime.Request // a persistent Request's runtime Requests, reused at every Start
-	slots  []slot
+	slots  []slot             // what each of reqs does
 	active bool
 	freed  bool
 	err    error // the last finished call's error
 }
 
-// slot is one posted receive: the block it fills, the neighbour it takes it from and the
-// elements expected.
+// slot is one posted operation: the block it fills or sends, the neighbour, and for a
+// receive the elements expected (-1 for a send).
 type slot struct{ block, peer, want int }
 
 // newRequest returns the inactive Request of the call op on t, or the error of a
@@ -63,7 +63,7 @@ func newRequest(op string, t Topology, persistent bool) (*Request, error) {
 	return &Request{op: op, h: h, persistent: persistent, base: h.next()}, nil
 }
 
-// start numbers a nonblocking call and posts it, or returns the error (nothing posted).
+// start posts a nonblocking call, or returns the error (nothing posted).
 func (r *Request) start() (*Request, error) {
 	if err := r.begin(r.base); err != nil {
 		return nil, err
@@ -113,6 +113,7 @@ func postBlocks[T runtime.Elem](r *Request, base uint64, recv, send [][]T) error
 			return fmt.Errorf("topo: %s: rank %d sending block %d to rank %d: %w", r.op, me, k, p, err)
 		}
 		r.reqs = append(r.reqs, q)
+		r.slots = append(r.slots, slot{k, p, -1})
 	}
 	return nil
 }
@@ -187,14 +188,12 @@ func (r *Request) finish() {
 	var errs []error
 	for i, q := range r.reqs {
 		st, err := q.Wait(context.Background()) // completed: returns at once
-		if i >= len(r.slots) {
-			if err != nil {
-				errs = append(errs, fmt.Errorf("topo: %s: rank %d sending a block: %w", r.op, me, err))
-			}
-			continue
-		}
 		s := r.slots[i]
 		switch {
+		case s.want < 0:
+			if err != nil {
+				errs = append(errs, fmt.Errorf("topo: %s: rank %d sending block %d to rank %d: %w", r.op, me, s.block, s.peer, err))
+			}
 		case err != nil:
 			errs = append(errs, fmt.Errorf("topo: %s: rank %d receiving block %d (%d elements) from rank %d: %w", r.op, me, s.block, s.want, s.peer, err))
 		case st.Count != s.want:

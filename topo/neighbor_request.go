@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -31,7 +32,7 @@ type Request struct {
 
 	mu     sync.Mutex
 	reqs   []*runtime.Request // the active call's receives, then its sends
-	pool   []*runtime.Request // a persistent Request's runtime Requests, reused at every Start
+	pool   []*runtime.Request // one runtime Request per slot, made at the first call and reused at every Start
 	slots  []slot             // what each of reqs does
 	active bool
 	freed  bool
@@ -74,6 +75,14 @@ func (r *Request) start() (*Request, error) {
 // begin posts r's call with the tags from base and marks r active. If a post fails it
 // withdraws what it posted and returns the error.
 func (r *Request) begin(base uint64) error {
+	if r.pool == nil {
+		n := len(r.h.in) + len(r.h.out)
+		all := make([]runtime.Request, n)
+		r.pool, r.reqs, r.slots = make([]*runtime.Request, n), make([]*runtime.Request, 0, n), make([]slot, 0, n)
+		for i := range all {
+			r.pool[i] = &all[i]
+		}
+	}
 	r.reqs, r.slots, r.err = r.reqs[:0], r.slots[:0], nil
 	if err := r.post(r, base); err != nil {
 		for _, q := range r.reqs {
@@ -118,15 +127,9 @@ func postBlocks[T runtime.Elem](r *Request, base uint64, recv, send [][]T) error
 	return nil
 }
 
-// pooled returns the runtime Request for the call's next operation, one of r.pool (which
-// completed in r's last call) or a new one added to it.
-func (r *Request) pooled() *runtime.Request {
-	i := len(r.reqs)
-	if i == len(r.pool) {
-		r.pool = append(r.pool, new(runtime.Request))
-	}
-	return r.pool[i]
-}
+// pooled returns the runtime Request for the call's next operation: new, or one that
+// completed in r's last call.
+func (r *Request) pooled() *runtime.Request { return r.pool[len(r.reqs)] }
 
 // Wait returns when r's call has finished, with its error (nil if every block arrived
 // whole), or when ctx ends, with ctx's error: r then stays active and may be waited for
@@ -294,4 +297,4 @@ func opName(call string) string {
 }
 
 // typeName returns the name of T in hang reports and call checks.
-func typeName[T runtime.Elem]() string { return fmt.Sprintf("%T", *new(T)) }
+func typeName[T runtime.Elem]() string { return reflect.TypeFor[T]().String() }

@@ -46,7 +46,7 @@ type Topology interface {
 type hood struct {
 	comm    *runtime.World // a Dup of the topology's World, freed with it
 	in, out []int
-	cart    bool  // slot k's messages carry code k (sent) and k^1 (received): see tag
+	cart    bool  // slot k sends with code k and receives code k^1 (see sendTag)
 	bad     error // the ErrInvalid error every call fails with (a Graph that is not symmetric)
 	seq     atomic.Uint64
 }

@@ -22,6 +22,7 @@ type Cart struct {
 	w       *runtime.World
 	dims    []int
 	periods []bool
+	nb      *hood // the neighbourhood collectives' (neighbor.go)
 }
 
 // NewCart returns a Cart of the grid dims (sizes above 0) with periods[i] telling whether
@@ -54,7 +55,7 @@ func NewCart(ctx context.Context, w *runtime.World, dims []int, periods []bool, 
 	if err != nil || cw == nil {
 		return nil, wrap("cart_create", err)
 	}
-	return &Cart{w: cw, dims: slices.Clone(dims), periods: slices.Clone(periods)}, nil
+	return (&Cart{w: cw, dims: slices.Clone(dims), periods: slices.Clone(periods)}).withHood("cart_create")
 }
 
 // World returns the World of the grid's ranks.
@@ -157,5 +158,5 @@ func (c *Cart) Sub(ctx context.Context, remain []bool) (*Cart, error) {
 	if err != nil {
 		return nil, wrap("cart_sub", err)
 	}
-	return &Cart{w: sw, dims: dims, periods: periods}, nil
+	return (&Cart{w: sw, dims: dims, periods: periods}).withHood("cart_sub")
 }

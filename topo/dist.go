@@ -15,6 +15,7 @@ import (
 type DistGraph struct {
 	w              *runtime.World
 	sources, dests []int
+	nb             *hood // the neighbourhood collectives' (neighbor.go)
 }
 
 // NewDistGraphAdjacent returns the DistGraph in which this rank's in-neighbours are
@@ -64,7 +65,7 @@ func NewDistGraphAdjacent(ctx context.Context, w *runtime.World, sources, destin
 		gw.Free()
 		return nil, err
 	}
-	return &DistGraph{w: gw, sources: slices.Clone(sources), dests: slices.Clone(destinations)}, nil
+	return (&DistGraph{w: gw, sources: slices.Clone(sources), dests: slices.Clone(destinations)}).withHood(op)
 }
 
 // NewDistGraph returns the DistGraph of the edges that the ranks give between them
@@ -136,7 +137,7 @@ func NewDistGraph(ctx context.Context, w *runtime.World, sources, degrees, desti
 			}
 		}
 	}
-	return g, nil
+	return g.withHood(op)
 }
 
 // World returns the World of the graph's ranks.

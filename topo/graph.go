@@ -15,6 +15,7 @@ type Graph struct {
 	w     *runtime.World
 	index []int // MPI's index: index[i] is the number of edges of nodes 0..i
 	edges []int
+	nb    *hood // the neighbourhood collectives' (neighbor.go)
 }
 
 // NewGraph returns the Graph of len(index) nodes whose neighbours are given as
@@ -56,7 +57,7 @@ func NewGraph(ctx context.Context, w *runtime.World, index, edges []int, reorder
 	if err != nil || gw == nil {
 		return nil, wrap(op, err)
 	}
-	return &Graph{w: gw, index: slices.Clone(index), edges: slices.Clone(edges)}, nil
+	return (&Graph{w: gw, index: slices.Clone(index), edges: slices.Clone(edges)}).withHood(op)
 }
 
 // World returns the World of the graph's ranks.

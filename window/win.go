@@ -42,10 +42,11 @@ func (f Flavor) String() string {
 type Option func(*options)
 
 type options struct {
-	pageSize int
-	cache    bool
-	dynSlots int
-	noZero   bool
+	pageSize  int
+	cache     bool
+	dynSlots  int
+	noZero    bool
+	noncontig bool
 }
 
 // PageSize sets the page size (bytes, a power of two from 512 to 1 MiB; default 4096) of
@@ -109,7 +110,8 @@ type Win[T runtime.Elem] struct {
 	locks     int // targets locked by this rank (passive epoch)
 	lockAll   bool
 	pscw      pscwState
-	dyn       dynState[T] // dynamic windows (dynamic.go)
+	dyn       dynState[T]    // dynamic windows (dynamic.go)
+	shm       sharedState[T] // AllocateShared's host segment (shared.go)
 
 	reqs reqState // request-based operations (request.go)
 
@@ -255,7 +257,11 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 		return nil, werr(op, -1, -1, err)
 	}
 	switch fl {
-	case FlavorAllocate, FlavorShared:
+	case FlavorShared:
+		if err := w.allocShared(ctx, n); err != nil { // shared.go
+			return nil, werr(op, -1, -1, err)
+		}
+	case FlavorAllocate:
 		if w.data, err = rw.AllocRegion(dataBytes(n * w.esize)); err != nil {
 			return nil, werr(op, -1, -1, err)
 		}
@@ -286,6 +292,7 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	if err := w.attach(recs); err != nil {
 		return nil, werr(op, -1, -1, err)
 	}
+	w.mapHost() // shared.go
 	w.flags = !w.lazy
 	for r := range w.size {
 		if w.tg[r].ready.Load() && w.tg[r].mw == nil {
@@ -528,6 +535,7 @@ func (w *Win[T]) releaseRegions() {
 	if w.data != nil {
 		w.data.Free()
 	}
+	w.freeShared() // shared.go
 	if w.meta != nil {
 		w.meta.Free()
 	}

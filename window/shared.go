@@ -26,7 +26,12 @@ type sharedState[T runtime.Elem] struct {
 }
 
 // SharedQuery returns rank's window memory mapped in this process, for direct loads and
-// stores (MPI_Win_shared_query); for this rank it is Local(). The slice aliases the
+// stores (MPI_Win_shared_query); for this rank it starts where Local() does. On a window
+// made by AllocateShared without NonContiguous, the memory of a host's ranks is one
+// segment, rank after rank: the slice of a rank of this host has the length that rank
+// asked for and reaches to the end of the segment (v[:cap(v)] holds that rank's memory
+// and then every higher rank's of the host, as MPI indexes from the lowest rank's
+// base), and a rank without memory gets an empty slice at its place. The slice aliases the
 // memory of rank: ordering loads and stores of different ranks through it is the
 // program's business, with the window's synchronization calls (Fence; or Sync on both
 // sides around a Barrier or another synchronizing message) or with sync/atomic-style
@@ -240,5 +245,4 @@ func (w *Win[T]) freeShared() {
 		w.shm.seg.Free()
 		w.shm.seg = nil
 	}
-	w.shm.mem = nil
 }

@@ -181,7 +181,11 @@ func Allocate[T runtime.Elem](ctx context.Context, w *runtime.World, n int, opts
 }
 
 // AllocateShared is Allocate with SharedQuery: every rank on the same host may load and
-// store a peer's memory directly. Collective over w.
+// store a peer's memory directly. As MPI_Win_allocate_shared does, it places the memory
+// of the ranks of one host in one segment, each rank's right after the rank before it
+// on that host (SharedQuery), unless NonContiguous is given. On a World that spans hosts
+// each host has its own segment, and a rank on another host is reached through RMA
+// calls only. Collective over w.
 func AllocateShared[T runtime.Elem](ctx context.Context, w *runtime.World, n int, opts ...Option) (*Win[T], error) {
 	return create[T](ctx, w, FlavorShared, n, nil, opts)
 }

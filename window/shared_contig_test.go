@@ -287,3 +287,64 @@ func TestSharedZeroAndRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedPSCWAtomics: on a contiguous shared window, a ring of PSCW epochs with
+// CompareAndSwap and GetAccumulate into the next rank (through the transport for a rank
+// on another host), checked through SharedQuery by the target's host and by Get from
+// everyone under LockAll.
+func TestSharedPSCWAtomics(t *testing.T) {
+	forLayouts(t, func(ctx context.Context, w *runtime.World) error {
+		me, size := w.Rank(), w.Size()
+		next, prev := (me+1)%size, (me+size-1)%size
+		win, err := window.AllocateShared[int64](ctx, w, 2)
+		if err != nil {
+			return err
+		}
+		const rounds = 5
+		for round := range int64(rounds) {
+			if err := win.Post(ctx, []int{prev}, 0); err != nil {
+				return err
+			}
+			if err := win.Start(ctx, []int{next}, 0); err != nil {
+				return err
+			}
+			var old int64
+			if err := win.CompareAndSwap(round+1, round, &old, next, 0); err != nil {
+				return err
+			}
+			sum := []int64{0}
+			if err := win.GetAccumulate([]int64{int64(me + 1)}, sum, next, 1, collectives.Sum[int64]()); err != nil {
+				return err
+			}
+			if err := win.Complete(ctx); err != nil {
+				return err
+			}
+			if err := win.Wait(ctx); err != nil {
+				return err
+			}
+			if old != round || sum[0] != round*int64(me+1) {
+				return fmt.Errorf("round %d at rank %d: CompareAndSwap found %d, GetAccumulate %d", round, next, old, sum[0])
+			}
+		}
+		if err := first(runtime.Barrier(ctx, w), win.LockAll(ctx, 0)); err != nil { // every round done
+			return err
+		}
+		for r := range size {
+			want := []int64{rounds, rounds * int64((r+size-1)%size+1)}
+			got := make([]int64, 2)
+			if err := first(win.Get(got, r, 0), win.Flush(ctx, r)); err != nil {
+				return err
+			}
+			if got[0] != want[0] || got[1] != want[1] {
+				return fmt.Errorf("rank %d's memory by Get: %v, want %v", r, got, want)
+			}
+			if w.Transport(r) != "tcp" {
+				v, err := win.SharedQuery(r)
+				if err != nil || v[0] != want[0] || v[1] != want[1] {
+					return fmt.Errorf("rank %d's memory by SharedQuery: %v (%v), want %v", r, v, err, want)
+				}
+			}
+		}
+		return first(win.UnlockAll(ctx), runtime.Barrier(ctx, w), win.Free(ctx))
+	})
+}

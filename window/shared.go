@@ -2,6 +2,7 @@ package window
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gorma-hpc/gorma/collectives"
@@ -186,11 +187,11 @@ func (w *Win[T]) mapSegment(rec []byte, lead, total int) error {
 		w.shm.mem = asElems[T](w.shm.seg.Bytes())[:total:total]
 		return nil
 	}
-	dl := int(rec[1])
-	if rec[0] == segNone || 2+dl > len(rec) {
-		return fmt.Errorf("%w: rank %d's record holds no shared memory (mixed gorma builds in one job?)", ErrInvalid, lead)
+	desc, err := segDesc(rec)
+	if err != nil {
+		return fmt.Errorf("%w: rank %d: %w (mixed gorma builds in one job?)", ErrInvalid, lead, err)
 	}
-	view, err := w.comm.Attach(lead, rec[2:2+dl])
+	view, err := w.comm.Attach(lead, desc)
 	if err != nil {
 		return fmt.Errorf("the shared memory of rank %d: %w", lead, err)
 	}
@@ -201,6 +202,20 @@ func (w *Win[T]) mapSegment(rec []byte, lead, total int) error {
 	}
 	w.shm.view, w.shm.mem = view, asElems[T](b)[:total:total]
 	return nil
+}
+
+// segDesc decodes a host leader's record of AllocateShared's second exchange: its
+// segment's description (aliasing rec). It never panics; a record that holds no
+// segment is an error.
+func segDesc(rec []byte) ([]byte, error) {
+	if len(rec) < 2 || (rec[0] != segFresh && rec[0] != segReused) {
+		return nil, errors.New("record holds no shared memory segment")
+	}
+	dl := int(rec[1])
+	if dl == 0 || 2+dl > len(rec) {
+		return nil, fmt.Errorf("shared memory record with a description of %d bytes in %d", dl, len(rec))
+	}
+	return rec[2 : 2+dl], nil
 }
 
 // allocOwn gives the window memory of its own from the arena, as Allocate does.

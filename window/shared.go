@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"os"
+	"unsafe"
 
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
@@ -87,6 +90,7 @@ const (
 	segFresh         // the segment's bytes read zero
 	segReused        // the segment may hold a freed window's bytes
 	segFailed        // the lowest rank could not allocate it
+	segTooBig        // the host's ranks ask for more than an int's bytes
 )
 
 // hostRanks returns the window's ranks that this rank reaches through shared memory,
@@ -123,18 +127,26 @@ func (w *Win[T]) allocShared(ctx context.Context, n int) error {
 	for r := range off {
 		off[r] = -1
 	}
-	total := 0
+	total, limit := 0, uint64(math.MaxInt/w.esize)
 	for _, r := range group {
 		off[r] = total
+		if all[r] > limit-uint64(total) {
+			total = -1 // the host's memory would not fit an int's bytes
+			break
+		}
 		total += int(all[r])
 	}
 	lead := group[0]
 	rec := make([]byte, recLen)
 	var allocErr error
-	if lead == w.rank && len(group) > 1 && total > 0 {
+	switch {
+	case lead != w.rank || len(group) == 1 || total == 0:
+	case total < 0:
+		rec[0] = segTooBig
+	default:
 		seg, err := w.comm.AllocHostRegion(dataBytes(total * w.esize))
 		if err != nil {
-			allocErr = err
+			allocErr = fmt.Errorf("the shared memory of the %d ranks of this host (%d bytes): %w", len(group), total*w.esize, err)
 			rec[0] = segFailed
 		} else {
 			w.shm.seg = seg
@@ -152,11 +164,17 @@ func (w *Win[T]) allocShared(ctx context.Context, n int) error {
 		return err
 	}
 	if allocErr != nil {
-		return fmt.Errorf("the shared memory of the %d ranks of this host (%d bytes): %w", len(group), total*w.esize, allocErr)
+		return allocErr
+	}
+	if total < 0 {
+		return fmt.Errorf("%w: the %d ranks of this host ask for more than %d elements in all", ErrInvalid, len(group), limit)
 	}
 	for r, rc := range recs {
-		if rc[0] == segFailed {
+		switch rc[0] {
+		case segFailed:
 			return fmt.Errorf("%w: rank %d could not allocate the shared memory of its host's ranks", runtime.ErrTransport, r)
+		case segTooBig:
+			return fmt.Errorf("%w: the ranks of rank %d's host ask for more than %d elements in all", ErrInvalid, r, limit)
 		}
 	}
 	if len(group) == 1 {
@@ -256,8 +274,14 @@ func (w *Win[T]) freeShared() {
 		w.shm.view.Close()
 		w.shm.view = nil
 	}
-	if w.shm.seg != nil {
-		w.shm.seg.Free()
+	if seg := w.shm.seg; seg != nil {
 		w.shm.seg = nil
+		seg.Free()
+		if b := seg.Bytes(); seg.Guarded() && len(b) > 0 {
+			lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+			fmt.Fprintf(os.Stderr, "gorma: GORMA_CHECK=1: %s released its host's shared memory [%#x, %#x): it is "+
+				"inaccessible in this process until the arena reuses it; a write through a stale Local() or "+
+				"SharedQuery slice faults there (\"unexpected fault address\" in that range)\n", w.describe(), lo, lo+uintptr(len(b)))
+		}
 	}
 }

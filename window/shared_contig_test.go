@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 	"unsafe"
@@ -346,5 +347,28 @@ func TestSharedPSCWAtomics(t *testing.T) {
 			}
 		}
 		return first(win.UnlockAll(ctx), runtime.Barrier(ctx, w), win.Free(ctx))
+	})
+}
+
+// TestSharedTooLarge: when the ranks of one host ask for more memory in all than an int
+// counts in bytes, AllocateShared fails with ErrInvalid at every rank, on the other host
+// too, rather than leave a host waiting for the others.
+func TestSharedTooLarge(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runtimetest.Run(t, 4, runtimetest.Options{Hosts: []string{"a", "a", "b", "b"}}, func(w *runtime.World) error {
+		n := 8
+		if w.HostOf(w.Rank()) == w.HostOf(0) {
+			n = math.MaxInt/16 + 1 // each fits; the two int64 counts together do not
+		}
+		if _, err := window.AllocateShared[int64](ctx, w, n); !errors.Is(err, window.ErrInvalid) {
+			return fmt.Errorf("AllocateShared of %d elements: %v, want ErrInvalid", n, err)
+		}
+		// The World is still usable: a window of sane size works.
+		win, err := window.AllocateShared[int64](ctx, w, 8)
+		if err != nil {
+			return err
+		}
+		return first(runtime.Barrier(ctx, w), win.Free(ctx))
 	})
 }

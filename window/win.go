@@ -151,7 +151,8 @@ const (
 // from reuse (its quarantine) until it runs out of other space or the quarantine passes
 // its cap (64 MiB by default), after which the write would corrupt whatever the memory
 // serves next; under GORMA_CHECK=1 the write faults
-// instead, and Free has named the window and its address range on stderr. For Create,
+// instead, and Free has named the window and its address range on stderr (for
+// AllocateShared, whose memory is its host's lowest rank's, at that rank only). For Create,
 // the slice is the caller's own memory again after Free.
 func (w *Win[T]) Local() []T { return w.local }
 

@@ -127,38 +127,9 @@ func (w *Win[T]) allocShared(ctx context.Context, n int) error {
 	for r := range off {
 		off[r] = -1
 	}
-	total, limit := 0, uint64(math.MaxInt/w.esize)
-	for _, r := range group {
-		off[r] = total
-		if all[r] > limit-uint64(total) {
-			total = -1 // the host's memory would not fit an int's bytes
-			break
-		}
-		total += int(all[r])
-	}
+	total := hostTotal(all, group, off, w.esize)
 	lead := group[0]
-	rec := make([]byte, recLen)
-	var allocErr error
-	switch {
-	case lead != w.rank || len(group) == 1 || total == 0:
-	case total < 0:
-		rec[0] = segTooBig
-	default:
-		seg, err := w.comm.AllocHostRegion(dataBytes(total * w.esize))
-		if err != nil {
-			allocErr = fmt.Errorf("the shared memory of the %d ranks of this host (%d bytes): %w", len(group), total*w.esize, err)
-			rec[0] = segFailed
-		} else {
-			w.shm.seg = seg
-			rec[0] = segReused
-			if seg.Zero() {
-				rec[0] = segFresh
-			}
-			d := seg.AppendDesc(nil)
-			rec[1] = byte(len(d))
-			copy(rec[2:], d)
-		}
-	}
+	rec, allocErr := w.leadSegment(lead, len(group), total)
 	recs, err := w.gatherRecords(ctx, rec)
 	if err != nil {
 		return err
@@ -166,16 +137,8 @@ func (w *Win[T]) allocShared(ctx context.Context, n int) error {
 	if allocErr != nil {
 		return allocErr
 	}
-	if total < 0 {
-		return fmt.Errorf("%w: the %d ranks of this host ask for more than %d elements in all", ErrInvalid, len(group), limit)
-	}
-	for r, rc := range recs {
-		switch rc[0] {
-		case segFailed:
-			return fmt.Errorf("%w: rank %d could not allocate the shared memory of its host's ranks", runtime.ErrTransport, r)
-		case segTooBig:
-			return fmt.Errorf("%w: the ranks of rank %d's host ask for more than %d elements in all", ErrInvalid, r, limit)
-		}
+	if err := segVerdict(recs, w.esize); err != nil {
+		return err
 	}
 	if len(group) == 1 {
 		return w.allocOwn(n)
@@ -190,6 +153,66 @@ func (w *Win[T]) allocShared(ctx context.Context, n int) error {
 	}
 	if !w.opt.noZero && recs[lead][0] != segFresh {
 		clear(w.local) // reused arena bytes may hold a freed window's data
+	}
+	return nil
+}
+
+// hostTotal returns the element count of the host segment of the ranks in group, whose
+// counts all holds by rank, and sets off[r] to where rank r's memory starts in it; -1 if
+// the count overflows an int's bytes.
+func hostTotal(all []uint64, group, off []int, esize int) int {
+	total, limit := 0, uint64(math.MaxInt/esize)
+	for _, r := range group {
+		off[r] = total
+		if all[r] > limit-uint64(total) {
+			return -1
+		}
+		total += int(all[r])
+	}
+	return total
+}
+
+// leadSegment allocates the host segment of total elements when this rank is its host's
+// lowest (lead) and the host has other ranks, and returns this rank's record of the
+// second exchange: the segment's description, or why there is none. A non-nil error is
+// this rank's failure, which the record tells the others.
+func (w *Win[T]) leadSegment(lead, ranks, total int) ([]byte, error) {
+	rec := make([]byte, recLen)
+	switch {
+	case lead != w.rank || ranks == 1 || total == 0:
+		return rec, nil
+	case total < 0:
+		rec[0] = segTooBig
+		return rec, fmt.Errorf("%w: the %d ranks of this host ask for more than %d elements in all (NonContiguous allocates each rank's memory on its own)",
+			ErrInvalid, ranks, math.MaxInt/w.esize)
+	}
+	seg, err := w.comm.AllocHostRegion(dataBytes(total * w.esize))
+	if err != nil {
+		rec[0] = segFailed
+		return rec, fmt.Errorf("the shared memory of the %d ranks of this host (%d bytes): %w", ranks, total*w.esize, err)
+	}
+	w.shm.seg = seg
+	rec[0] = segReused
+	if seg.Zero() {
+		rec[0] = segFresh
+	}
+	d := seg.AppendDesc(nil)
+	rec[1] = byte(len(d))
+	copy(rec[2:], d)
+	return rec, nil
+}
+
+// segVerdict fails every rank when a host's lowest rank could not lay out its segment
+// (recs: the second exchange), so that no rank goes on to the record exchange alone.
+func segVerdict(recs [][]byte, esize int) error {
+	for r, rc := range recs {
+		switch rc[0] {
+		case segFailed:
+			return fmt.Errorf("%w: rank %d could not allocate the shared memory of its host's ranks (its error says why)", runtime.ErrTransport, r)
+		case segTooBig:
+			return fmt.Errorf("%w: the ranks of rank %d's host ask for more than %d elements in all (NonContiguous allocates each rank's memory on its own)",
+				ErrInvalid, r, math.MaxInt/esize)
+		}
 	}
 	return nil
 }

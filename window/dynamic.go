@@ -249,7 +249,7 @@ func (w *Win[T]) dynSpan(op string, t *target[T], disp, n int) (span[T], error) 
 		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "displacement %d names no buffer attached at rank %d (detached, or never attached)", disp, t.rank)
 	}
 	if off > p.n || n > p.n-off {
-		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "%d elements at element %d of a buffer of %d attached at rank %d", n, off, p.n, t.rank)
+		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "%d elements at element %d of a buffer of %d attached at rank %d (an access stays within one attached buffer: attach a whole array once to reach across its parts)", n, off, p.n, t.rank)
 	}
 	if !p.rm.Live() {
 		return span[T]{}, werrf(op, t.rank, disp, runtime.ErrFinalized, "the World was finalized")
@@ -271,7 +271,7 @@ func (w *Win[T]) dynSelf(op string, t *target[T], disp, n int) (span[T], error) 
 		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "displacement %d names no buffer attached at rank %d (detached, or never attached)", disp, t.rank)
 	}
 	if off > len(buf) || n > len(buf)-off {
-		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "%d elements at element %d of a buffer of %d attached at rank %d", n, off, len(buf), t.rank)
+		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "%d elements at element %d of a buffer of %d attached at rank %d (an access stays within one attached buffer: attach a whole array once to reach across its parts)", n, off, len(buf), t.rank)
 	}
 	return span[T]{t: t, mem: buf, off: off}, nil
 }

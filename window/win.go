@@ -42,10 +42,11 @@ func (f Flavor) String() string {
 type Option func(*options)
 
 type options struct {
-	pageSize int
-	cache    bool
-	dynSlots int
-	noZero   bool
+	pageSize  int
+	cache     bool
+	dynSlots  int
+	noZero    bool
+	noncontig bool
 }
 
 // PageSize sets the page size (bytes, a power of two from 512 to 1 MiB; default 4096) of
@@ -109,7 +110,8 @@ type Win[T runtime.Elem] struct {
 	locks     int // targets locked by this rank (passive epoch)
 	lockAll   bool
 	pscw      pscwState
-	dyn       dynState[T] // dynamic windows (dynamic.go)
+	dyn       dynState[T]    // dynamic windows (dynamic.go)
+	shm       sharedState[T] // AllocateShared's host segment (shared.go)
 
 	reqs  reqState // request-based operations (request.go)
 	attrs attrSet  // its name and attributes (attr.go)
@@ -150,7 +152,8 @@ const (
 // from reuse (its quarantine) until it runs out of other space or the quarantine passes
 // its cap (64 MiB by default), after which the write would corrupt whatever the memory
 // serves next; under GORMA_CHECK=1 the write faults
-// instead, and Free has named the window and its address range on stderr. For Create,
+// instead, and Free has named the window and its address range on stderr (for
+// AllocateShared, whose memory is its host's lowest rank's, at that rank only). For Create,
 // the slice is the caller's own memory again after Free.
 func (w *Win[T]) Local() []T { return w.local }
 
@@ -180,7 +183,11 @@ func Allocate[T runtime.Elem](ctx context.Context, w *runtime.World, n int, opts
 }
 
 // AllocateShared is Allocate with SharedQuery: every rank on the same host may load and
-// store a peer's memory directly. Collective over w.
+// store a peer's memory directly. As MPI_Win_allocate_shared does, it places the memory
+// of the ranks of one host in one segment, each rank's right after the rank before it
+// on that host (SharedQuery), unless NonContiguous is given. On a World that spans hosts
+// each host has its own segment, and a rank on another host is reached through RMA
+// calls only. Collective over w.
 func AllocateShared[T runtime.Elem](ctx context.Context, w *runtime.World, n int, opts ...Option) (*Win[T], error) {
 	return create[T](ctx, w, FlavorShared, n, nil, opts)
 }
@@ -259,7 +266,11 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 		return nil, werr(op, -1, -1, err)
 	}
 	switch fl {
-	case FlavorAllocate, FlavorShared:
+	case FlavorShared:
+		if err := w.allocShared(ctx, n); err != nil { // shared.go
+			return nil, werr(op, -1, -1, err)
+		}
+	case FlavorAllocate:
 		if w.data, err = rw.AllocRegion(dataBytes(n * w.esize)); err != nil {
 			return nil, werr(op, -1, -1, err)
 		}
@@ -290,6 +301,7 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	if err := w.attach(recs); err != nil {
 		return nil, werr(op, -1, -1, err)
 	}
+	w.mapHost() // shared.go
 	w.flags = !w.lazy
 	for r := range w.size {
 		if w.tg[r].ready.Load() && w.tg[r].mw == nil {
@@ -533,6 +545,7 @@ func (w *Win[T]) releaseRegions() {
 	if w.data != nil {
 		w.data.Free()
 	}
+	w.freeShared() // shared.go
 	if w.meta != nil {
 		w.meta.Free()
 	}

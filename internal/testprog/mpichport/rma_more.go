@@ -12,7 +12,6 @@ import (
 
 func init() {
 	register("rma-win_shared", "rma/win_shared.c", 4, rmaWinShared)
-	knownFailing["rma-win_shared"] = "AllocateShared maps each rank's memory on its own, so rank r's memory does not follow rank r-1's; MPI_Win_allocate_shared allocates it contiguously across the ranks unless the info key alloc_shared_noncontig is given, and win_shared.c reads every rank's memory from the lowest rank's base"
 	register("rma-win_zero", "rma/win_zero.c", 4, rmaWinZero)
 	register("rma-flush", "rma/flush.c", 4, rmaFlush)
 	register("rma-reqops", "rma/reqops.c", 4, rmaReqops)

@@ -28,6 +28,9 @@ import (
 // flight at once): each rank posts its p-1 receives (from r-1, r-2, ...), then its p-1
 // sends (to r+1, r+2, ...), and waits for them all; its own block is copied.
 func Alltoallv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, sendCounts []int, recv []T, recvCounts []int) error {
+	if w.IsInter() {
+		return interErr("alltoallv", w, interAlltoallv(ctx, w, send, sendCounts, recv, recvCounts))
+	}
 	c, err := begin(ctx, w, "alltoallv", -1, typeName[T](), "", -1)
 	if err != nil {
 		return err

@@ -222,10 +222,10 @@ func interScatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, r
 
 func interAllgather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T) error {
 	if send == nil {
-		return invalid("nil send (an intercommunicator's Allgather has no in-place form)")
+		send = []T{} // no in-place form: nil is an empty contribution
 	}
-	if len(recv) != len(send)*w.RemoteSize() {
-		return invalid("len(recv) %d != len(send) %d times the remote group's %d ranks", len(recv), len(send), w.RemoteSize())
+	if len(recv)%w.RemoteSize() != 0 {
+		return invalid("len(recv) %d is not a multiple of the remote group's %d ranks", len(recv), w.RemoteSize())
 	}
 	local := w.Local()
 	var all []T
@@ -249,17 +249,17 @@ func interAllgather[T runtime.Elem](ctx context.Context, w *runtime.World, send,
 
 func interAlltoall[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T) error {
 	m := w.RemoteSize()
-	if send == nil || len(send)%m != 0 || len(send) != len(recv) {
-		return invalid("len(send) %d and len(recv) %d must be equal multiples of the remote group's %d ranks (no in-place form)", len(send), len(recv), m)
+	if len(send)%m != 0 || len(recv)%m != 0 {
+		return invalid("len(send) %d and len(recv) %d must be multiples of the remote group's %d ranks (no in-place form)", len(send), len(recv), m)
 	}
 	sib, err := interSib(w)
 	if err != nil {
 		return err
 	}
-	n := len(send) / m
+	n, nr := len(send)/m, len(recv)/m
 	reqs := make([]*runtime.Request, 0, 2*m)
 	for r := range m {
-		q, err := runtime.Irecv(sib, recv[r*n:(r+1)*n], r, interTagAlltoall)
+		q, err := runtime.Irecv(sib, recv[r*nr:(r+1)*nr], r, interTagAlltoall)
 		if err != nil {
 			return err
 		}
@@ -299,15 +299,12 @@ func sendrecvAll[T runtime.Elem](ctx context.Context, w *runtime.World, send, re
 	return st, err
 }
 
-// exchangeBlocks is the direct exchange of the v-forms: for every remote rank r with a
-// receive block, a receive of exactly that block from r, and for every remote rank r
-// with a send block, a send of it; then it waits for all.
+// exchangeBlocks is the direct exchange of the v-forms: for every remote rank r, a
+// receive of exactly recvs[r] from r and a send of sends[r] to r (empty blocks too, as
+// the other side posts them); then it waits for all. A nil recvs or sends has none.
 func exchangeBlocks[T runtime.Elem](ctx context.Context, sib *runtime.World, tag int, sends, recvs [][]T) error {
 	reqs := make([]*runtime.Request, 0, len(sends)+len(recvs))
 	for r, b := range recvs {
-		if b == nil {
-			continue
-		}
 		q, err := runtime.Irecv(sib, b, r, tag)
 		if err != nil {
 			return err
@@ -315,9 +312,6 @@ func exchangeBlocks[T runtime.Elem](ctx context.Context, sib *runtime.World, tag
 		reqs = append(reqs, q)
 	}
 	for r, b := range sends {
-		if b == nil {
-			continue
-		}
 		q, err := runtime.Isend(sib, b, r, tag)
 		if err != nil {
 			return err
@@ -328,15 +322,10 @@ func exchangeBlocks[T runtime.Elem](ctx context.Context, sib *runtime.World, tag
 	if err := runtime.WaitAll(ctx, reqs, sts); err != nil {
 		return err
 	}
-	i := 0
 	for r, b := range recvs {
-		if b == nil {
-			continue
-		}
-		if n := runtime.CountOf[T](sts[i]); n != len(b) {
+		if n := runtime.CountOf[T](sts[r]); n != len(b) {
 			return fmt.Errorf("%w: %d elements from remote rank %d, %d expected (every rank passes matching counts)", ErrMismatch, n, r, len(b))
 		}
-		i++
 	}
 	return nil
 }

@@ -288,3 +288,65 @@ func seq(from, n int) []int {
 	}
 	return out
 }
+
+// TestInterAsymmetric: the groups' counts differ (MPI matches each group's send count
+// with the other's receive count): Allgather and Alltoall where only the low group
+// sends, and Alltoallv with remote rank i's block i+1 long.
+func TestInterAsymmetric(t *testing.T) {
+	forInterLayouts(t, func(ctx context.Context, w, ic *runtime.World, low bool, remote []int) error {
+		me, m := w.Rank(), len(remote)
+		var send, recv []int64
+		if low {
+			send = []int64{int64(me)}
+		} else {
+			recv = make([]int64, m)
+		}
+		if err := Allgather(ctx, ic, send, recv); err != nil {
+			return err
+		}
+		if !low && !slices.Equal(recv, toInt64(remote)) {
+			return fmt.Errorf("one-way allgather: got %v, want %v", recv, remote)
+		}
+		send, recv = nil, nil
+		if low {
+			send = make([]int64, 2*m)
+			for i := range send {
+				send[i] = int64(100*me + i)
+			}
+		} else {
+			recv = make([]int64, 2*m)
+		}
+		if err := Alltoall(ctx, ic, send, recv); err != nil {
+			return err
+		}
+		if !low {
+			for i, r := range remote {
+				if recv[2*i] != int64(100*r+2*ic.Rank()) || recv[2*i+1] != int64(100*r+2*ic.Rank()+1) {
+					return fmt.Errorf("one-way alltoall: got %v from remote ranks %v", recv, remote)
+				}
+			}
+		}
+		// Alltoallv: this rank sends remote rank i a block of i+1 copies of its rank, and
+		// receives from remote rank i a block as long as its own rank in its group plus 1.
+		sc, rc := seq(1, m), make([]int, m)
+		for i := range rc {
+			rc[i] = ic.Rank() + 1
+		}
+		send = make([]int64, m*(m+1)/2)
+		for i := range send {
+			send[i] = int64(me)
+		}
+		recv = make([]int64, m*(ic.Rank()+1))
+		if err := Alltoallv(ctx, ic, send, sc, recv, rc); err != nil {
+			return err
+		}
+		for i, r := range remote {
+			for j := range ic.Rank() + 1 {
+				if recv[i*(ic.Rank()+1)+j] != int64(r) {
+					return fmt.Errorf("alltoallv: got %v from remote ranks %v", recv, remote)
+				}
+			}
+		}
+		return nil
+	})
+}

@@ -36,12 +36,6 @@ func init() {
 		register("coll-"+p.name, file, p.n1, p.run)
 		register(fmt.Sprintf("coll-%s_np%d", p.name, p.n2), file, p.n2, p.run)
 	}
-	const allgather = "the intercommunicator form of Allgather takes len(recv) = len(send) times the remote size at every rank: the one-way call, the left group sending nothing (send of 0 elements, recv of count per remote rank) and the right group receiving nothing, fails at both with ErrInvalid (\"len(recv) 3 != len(send) 0 times the remote group's 3 ranks\", \"len(recv) 0 != len(send) 1 times the remote group's 2 ranks\"); MPI (MPI-4.0 section 6.7) requires only that each group's send count match the other group's receive count, and the exchange itself allows it (it passes with the check relaxed to len(recv) a multiple of the remote size)"
-	const alltoall = "the intercommunicator form of Alltoall takes len(send) = len(recv) at every rank: the left group sending count per remote rank and receiving nothing, the right group the reverse, fails at both with ErrInvalid (\"len(send) 3 and len(recv) 0 must be equal multiples of the remote group's 3 ranks\"); MPI (MPI-4.0 section 6.8) requires only that each group's send count match the other group's receive count (it passes with a send block of len(send)/m and a receive block of len(recv)/m)"
-	knownFailing["coll-icallgather"] = allgather
-	knownFailing["coll-icallgather_np7"] = allgather
-	knownFailing["coll-icalltoall"] = alltoall
-	knownFailing["coll-icalltoall_np7"] = alltoall
 }
 
 // icCounts runs f for count = 1, 2, 4... below limit; f's error names the count.

@@ -167,7 +167,7 @@ func rmaContentionPut(ctx context.Context, w *runtime.World) error {
 }
 
 // rmaWinSharedNoncontig: win_shared's check with the info key alloc_shared_noncontig
-// (gorma's AllocateShared places each rank's memory on its own in any case): every rank
+// (window.NonContiguous): every rank
 // of a host stores 0..9999 into its own shared memory in a LockAll(NoCheck) epoch, then
 // (Sync, Barrier, Sync) loads every rank's memory through SharedQuery.
 func rmaWinSharedNoncontig(ctx context.Context, w *runtime.World) error {
@@ -176,7 +176,7 @@ func rmaWinSharedNoncontig(ctx context.Context, w *runtime.World) error {
 	if err != nil {
 		return err
 	}
-	win, err := window.AllocateShared[int32](ctx, shm, perProc)
+	win, err := window.AllocateShared[int32](ctx, shm, perProc, window.NonContiguous())
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func rmaWinSharedNoncontigPut(ctx context.Context, w *runtime.World) error {
 	if sr%2 == 0 {
 		n = perProc
 	}
-	win, err := window.AllocateShared[int32](ctx, shm, n)
+	win, err := window.AllocateShared[int32](ctx, shm, n, window.NonContiguous())
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,8 @@ func (t Type) PackSize(count int) (int, error) {
 
 // Span returns the byte range [lo, hi) of a buffer that count copies of t read or write:
 // from the lowest byte of data to one past the highest. It is empty (0, 0) when count or
-// t's size is 0.
+// t's size is 0. With a negative extent the copies after the first lie below it, and lo
+// is the last copy's lowest byte.
 func (t Type) Span(count int) (lo, hi int, err error) {
 	if err := checkCount("span", "count", count); err != nil {
 		return 0, 0, err
@@ -25,8 +26,11 @@ func (t Type) Span(count int) (lo, hi int, err error) {
 		return 0, 0, nil
 	}
 	ext := t.Extent()
-	if ext > 0 && count-1 > maxBytes/ext {
+	if ext != 0 && count-1 > maxBytes/abs(ext) {
 		return 0, 0, invalidf("span", "%d copies of extent %d exceed 2^50 bytes", count, ext)
+	}
+	if ext < 0 {
+		return t.tlb + (count-1)*ext, t.tub, nil
 	}
 	return t.tlb, t.tub + (count-1)*ext, nil
 }

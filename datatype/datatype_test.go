@@ -265,3 +265,60 @@ func TestNegativeExtent(t *testing.T) {
 		t.Fatalf("unpack prefix: %v, want %v", dst, wantDst)
 	}
 }
+
+// TestLaid checks Over's errors against Check's, and that a Laid packs and unpacks as the
+// package's Pack and UnpackPrefix do, refusing a short packed buffer or a long message.
+func TestLaid(t *testing.T) {
+	col := must(t)(Vector[float64](3, 1, 4)) // reaches element 8
+	m := make([]float64, 12)
+	for i := range m {
+		m[i] = float64(i)
+	}
+	b := noErr[[]byte](t)(AsBytes(m))
+	if _, err := col.Over("layout over buf", b[:64], 1); err == nil || err.Error() != col.Check("layout over buf", 1, 64).Error() {
+		t.Fatalf("over a short buffer: %v, want Check's error", err)
+	}
+	if _, err := col.Over("layout over buf", b, -1); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "count -1 is negative") {
+		t.Fatalf("over -1 copies: %v", err)
+	}
+	l := noErr[Laid](t)(col.Over("layout over buf", b, 1))
+	if _, ok := l.Contig(); ok || l.Size() != 24 {
+		t.Fatalf("a column: contiguous %v, size %d", ok, l.Size())
+	}
+	got, want := make([]byte, 24), make([]byte, 24)
+	noErr[int](t)(Pack(want, m, 1, col))
+	if n, err := l.Pack(got); err != nil || n != 24 || !bytes.Equal(got, want) {
+		t.Fatalf("laid pack: %d %v %v, want %v", n, err, got, want)
+	}
+	if _, err := l.Pack(got[:23]); !errors.Is(err, ErrRange) || !strings.Contains(err.Error(), "packed buffer holds 23") {
+		t.Fatalf("laid pack into 23 bytes: %v", err)
+	}
+	if _, err := l.UnpackPrefix(make([]byte, 25)); !errors.Is(err, ErrRange) || !strings.Contains(err.Error(), "25 packed bytes") {
+		t.Fatalf("laid unpack of 25 bytes: %v", err)
+	}
+	clear(m)
+	if n, err := l.UnpackPrefix(want[:16]); err != nil || n != 16 || m[0] != 0 || m[4] != 4 || m[8] != 0 {
+		t.Fatalf("laid unpack of 2 elements: %d %v %v", n, err, m)
+	}
+	row := must(t)(Contiguous[float64](4))
+	if run, ok := noErr[Laid](t)(row.Over("row", b, 2)).Contig(); !ok || len(run) != 64 || &run[0] != &b[0] {
+		t.Fatalf("2 rows: contiguous %v, %d bytes", ok, len(run))
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		l, _ := col.Over("layout over buf", b, 1)
+		_, _ = l.Pack(got)
+		_, _ = l.UnpackPrefix(got)
+	}); allocs != 0 {
+		t.Fatalf("over, pack and unpack: %v allocations, want 0", allocs)
+	}
+}
+
+func noErr[V any](t *testing.T) func(V, error) V {
+	return func(v V, err error) V {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}

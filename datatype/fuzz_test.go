@@ -311,6 +311,19 @@ func checkPair(t *testing.T, rng *rand.Rand, p pair, desc string) {
 		if n, err := UnpackPrefix(dst, want[:half], count, ty); err != nil || n != half || !bytes.Equal(dst, wantDst) {
 			t.Fatalf("%s: unpack the first %d bytes of %d copies: %d bytes %v, err %v; reference %v", desc, half, count, n, dst, err, wantDst)
 		}
+		// The same through a Laid over each buffer.
+		clear(got)
+		if l, err := ty.Over("fuzz", src, count); err != nil || l.Size() != len(want) {
+			t.Fatalf("%s: over %d copies: %v, size %d, want %d", desc, count, err, l.Size(), len(want))
+		} else if n, err := l.Pack(got); err != nil || n != len(want) || !bytes.Equal(got[:n], want) {
+			t.Fatalf("%s: laid pack %d copies: %d bytes %v, err %v; reference %v", desc, count, n, got[:n], err, want)
+		}
+		clear(dst)
+		if l, err := ty.Over("fuzz", dst, count); err != nil {
+			t.Fatalf("%s: over %d copies: %v", desc, count, err)
+		} else if n, err := l.UnpackPrefix(want[:half]); err != nil || n != half || !bytes.Equal(dst, wantDst) {
+			t.Fatalf("%s: laid unpack of the first %d bytes of %d copies: %d bytes %v, err %v; reference %v", desc, half, count, n, dst, err, wantDst)
+		}
 		if hi > 0 {
 			if _, err := Pack(got, src[:hi-1], count, ty); !errors.Is(err, ErrRange) {
 				t.Fatalf("%s: pack from a buffer one byte short: %v, want ErrRange", desc, err)

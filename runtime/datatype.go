@@ -21,19 +21,14 @@ func SendType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 	if w == nil {
 		return withOp("send type", errNilWorld())
 	}
-	b, err := typeArgs("send type", w, buf, count, t)
+	l, err := typeArgs("send type", w, buf, count, t)
 	if err != nil {
 		return err
 	}
-	if off, n, ok := t.Contig(count); ok {
-		return Send(ctx, w, b[off:off+n], dest, tag)
+	if run, ok := l.Contig(); ok {
+		return Send(ctx, w, run, dest, tag)
 	}
-	n, _ := t.PackSize(count)
-	p := packpool.Get(n)
-	if _, err := datatype.Pack(p.B, buf, count, t); err != nil {
-		packpool.Put(p)
-		return withOp("send type", fmt.Errorf("%w: %w", ErrInvalid, err))
-	}
+	p := packIn(l)
 	err = Send(ctx, w, p.B, dest, tag)
 	if err != nil && ctx.Err() != nil {
 		// A rendezvous offer may still be read from p: leave it to the collector.
@@ -54,24 +49,19 @@ func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 	if w == nil {
 		return Status{}, withOp("recv type", errNilWorld())
 	}
-	b, err := typeArgs("recv type", w, buf, count, t)
+	l, err := typeArgs("recv type", w, buf, count, t)
 	if err != nil {
 		return Status{}, err
 	}
-	if off, n, ok := t.Contig(count); ok {
-		st, err := Recv(ctx, w, b[off:off+n], src, tag)
+	if run, ok := l.Contig(); ok {
+		st, err := Recv(ctx, w, run, src, tag)
 		return typeStatus(st, t), err
 	}
-	n, _ := t.PackSize(count)
-	p := packpool.Get(n)
+	p := packpool.Get(l.Size())
 	defer packpool.Put(p)
 	st, err := Recv(ctx, w, p.B, src, tag)
-	if err != nil && !errors.Is(err, ErrTruncated) {
-		return typeStatus(st, t), err
-	}
-	got := min(st.Bytes, n)
-	if _, uerr := datatype.UnpackPrefix(buf, p.B[:got], count, t); uerr != nil {
-		return typeStatus(st, t), withOp("recv type", fmt.Errorf("%w: %w", ErrInvalid, uerr))
+	if err == nil || errors.Is(err, ErrTruncated) {
+		unpackOut(l, p, st)
 	}
 	return typeStatus(st, t), err
 }
@@ -87,33 +77,23 @@ func SendrecvType[S, R any](ctx context.Context, w *World, sbuf []S, scount int,
 	if w == nil {
 		return Status{}, withOp("sendrecv type", errNilWorld())
 	}
-	sb, err := typeArgs("sendrecv type", w, sbuf, scount, st)
+	sl, err := typeArgs("sendrecv type", w, sbuf, scount, st)
 	if err != nil {
 		return Status{}, err
 	}
-	rb, err := typeArgs("sendrecv type", w, rbuf, rcount, rt)
+	rl, err := typeArgs("sendrecv type", w, rbuf, rcount, rt)
 	if err != nil {
 		return Status{}, err
 	}
-	out, in := sb, rb
 	var sp, rp *packpool.Buf
-	if off, n, ok := st.Contig(scount); ok {
-		out = sb[off : off+n]
-	} else {
-		n, _ := st.PackSize(scount)
-		sp = packpool.Get(n)
-		if _, err := datatype.Pack(sp.B, sbuf, scount, st); err != nil {
-			packpool.Put(sp)
-			return Status{}, withOp("sendrecv type", fmt.Errorf("%w: %w", ErrInvalid, err))
-		}
+	out, ok := sl.Contig()
+	if !ok {
+		sp = packIn(sl)
 		out = sp.B
 	}
-	roff, rn, rcontig := rt.Contig(rcount)
-	if rcontig {
-		in = rb[roff : roff+rn]
-	} else {
-		rn, _ = rt.PackSize(rcount)
-		rp = packpool.Get(rn)
+	in, ok := rl.Contig()
+	if !ok {
+		rp = packpool.Get(rl.Size())
 		in = rp.B
 	}
 	stat, err := Sendrecv(ctx, w, out, dest, stag, in, src, rtag)
@@ -124,29 +104,42 @@ func SendrecvType[S, R any](ctx context.Context, w *World, sbuf []S, scount int,
 		packpool.Put(sp)
 	}
 	if rp != nil {
-		defer packpool.Put(rp)
 		if err == nil || errors.Is(err, ErrTruncated) {
-			if _, uerr := datatype.UnpackPrefix(rbuf, rp.B[:min(stat.Bytes, rn)], rcount, rt); uerr != nil {
-				return typeStatus(stat, rt), withOp("sendrecv type", fmt.Errorf("%w: %w", ErrInvalid, uerr))
-			}
+			unpackOut(rl, rp, stat)
 		}
+		packpool.Put(rp)
 	}
 	return typeStatus(stat, rt), err
 }
 
-// typeArgs checks the World and the layout of a typed call and returns buf's bytes.
-func typeArgs[T any](op string, w *World, buf []T, count int, t datatype.Type) ([]byte, error) {
+// typeArgs checks the World and the layout of a typed call, once: the Laid it returns
+// packs and unpacks without checking again.
+func typeArgs[T any](op string, w *World, buf []T, count int, t datatype.Type) (datatype.Laid, error) {
 	if err := w.freedErr(); err != nil {
-		return nil, withOp(op, err)
+		return datatype.Laid{}, withOp(op, err)
 	}
 	b, err := datatype.AsBytes(buf)
+	var l datatype.Laid
 	if err == nil {
-		err = t.Check("layout over buf", count, len(b))
+		l, err = t.Over("layout over buf", b, count)
 	}
 	if err != nil {
-		return nil, withOp(op, fmt.Errorf("rank %d: %w: %w", w.Rank(), ErrInvalid, err))
+		return datatype.Laid{}, withOp(op, fmt.Errorf("rank %d: %w: %w", w.Rank(), ErrInvalid, err))
 	}
-	return b, nil
+	return l, nil
+}
+
+// packIn packs l into a pooled buffer of its size, which Pack cannot find short.
+func packIn(l datatype.Laid) *packpool.Buf {
+	p := packpool.Get(l.Size())
+	_, _ = l.Pack(p.B) // cannot fail: p.B holds l.Size() bytes
+	return p
+}
+
+// unpackOut unpacks the message of Status st, received into p, into l: its first
+// st.Bytes bytes, at most l.Size() (a longer message was truncated to that).
+func unpackOut(l datatype.Laid, p *packpool.Buf, st Status) {
+	_, _ = l.UnpackPrefix(p.B[:min(st.Bytes, l.Size())]) // cannot fail: at most l.Size() bytes
 }
 
 // typeStatus counts a Status in copies of t: Undefined when the message held part of one
@@ -171,19 +164,14 @@ func IsendType[T any](w *World, buf []T, count int, t datatype.Type, dest, tag i
 	if w == nil {
 		return nil, withOp("isend type", errNilWorld())
 	}
-	b, err := typeArgs("isend type", w, buf, count, t)
+	l, err := typeArgs("isend type", w, buf, count, t)
 	if err != nil {
 		return nil, err
 	}
-	if off, n, ok := t.Contig(count); ok {
-		return Isend(w, b[off:off+n], dest, tag)
+	if run, ok := l.Contig(); ok {
+		return Isend(w, run, dest, tag)
 	}
-	n, _ := t.PackSize(count)
-	p := packpool.Get(n)
-	if _, err := datatype.Pack(p.B, buf, count, t); err != nil {
-		packpool.Put(p)
-		return nil, withOp("isend type", fmt.Errorf("%w: %w", ErrInvalid, err))
-	}
+	p := packIn(l)
 	r, err := Isend(w, p.B, dest, tag)
 	if err != nil {
 		packpool.Put(p)
@@ -206,32 +194,29 @@ func IrecvType[T any](w *World, buf []T, count int, t datatype.Type, src, tag in
 	if w == nil {
 		return nil, withOp("irecv type", errNilWorld())
 	}
-	b, err := typeArgs("irecv type", w, buf, count, t)
+	l, err := typeArgs("irecv type", w, buf, count, t)
 	if err != nil {
 		return nil, err
 	}
-	if off, n, ok := t.Contig(count); ok {
-		r, err := Irecv(w, b[off:off+n], src, tag)
+	if run, ok := l.Contig(); ok {
+		r, err := Irecv(w, run, src, tag)
 		if err != nil {
 			return nil, err
 		}
 		r.finish = func(st Status, err error) (Status, error) { return typeStatus(st, t), err }
 		return r, nil
 	}
-	n, _ := t.PackSize(count)
-	p := packpool.Get(n)
+	p := packpool.Get(l.Size())
 	r, err := Irecv(w, p.B, src, tag)
 	if err != nil {
 		packpool.Put(p)
 		return nil, err
 	}
 	r.finish = func(st Status, err error) (Status, error) {
-		defer packpool.Put(p)
 		if (err == nil || errors.Is(err, ErrTruncated)) && !st.Cancelled {
-			if _, uerr := datatype.UnpackPrefix(buf, p.B[:min(st.Bytes, n)], count, t); uerr != nil {
-				return typeStatus(st, t), withOp("irecv type", fmt.Errorf("%w: %w", ErrInvalid, uerr))
-			}
+			unpackOut(l, p, st)
 		}
+		packpool.Put(p)
 		return typeStatus(st, t), err
 	}
 	return r, nil

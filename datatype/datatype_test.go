@@ -322,3 +322,32 @@ func noErr[V any](t *testing.T) func(V, error) V {
 		return v
 	}
 }
+
+// TestRuns checks the runs of common layouts: a column is one run, count columns of a
+// matrix continue it, and irregular blocks stay apart.
+func TestRuns(t *testing.T) {
+	m := make([]byte, 1<<12)
+	col := must(t)(Vector[float64](8, 1, 6)) // 8 rows of 6
+	rowPair := must(t)(Indexed[uint8]([]int{2, 3}, []int{0, 10}))
+	cases := []struct {
+		name  string
+		ty    Type
+		count int
+		want  []Run
+	}{
+		{"column", col, 1, []Run{{0, 8, 8, 48}}},
+		{"3 columns resized to one element", must(t)(col.Resized(0, 8)), 3, []Run{{0, 8, 8, 48}, {8, 8, 8, 48}, {16, 8, 8, 48}}},
+		{"2 whole column blocks", must(t)(Vector[float64](2, 1, 6)), 2, []Run{{0, 8, 2, 48}, {56, 8, 2, 48}}},
+		{"irregular", rowPair, 2, []Run{{0, 2, 1, 0}, {10, 3, 1, 0}, {13, 2, 1, 0}, {23, 3, 1, 0}}},
+		{"one element at a time", Of[int32](), 3, []Run{{0, 12, 1, 0}}},
+		{"elements one apart", must(t)(Of[int32]().Resized(0, 8)), 3, []Run{{0, 4, 3, 8}}},
+		{"empty", Type{}, 3, nil},
+	}
+	for _, c := range cases {
+		l := noErr[Laid](t)(c.ty.Over("runs", m, c.count))
+		got, ok := l.Runs(nil, 100)
+		if !ok || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: runs %v (ok %v), want %v", c.name, got, ok, c.want)
+		}
+	}
+}

@@ -317,6 +317,33 @@ func checkPair(t *testing.T, rng *rand.Rand, p pair, desc string) {
 			t.Fatalf("%s: over %d copies: %v, size %d, want %d", desc, count, err, l.Size(), len(want))
 		} else if n, err := l.Pack(got); err != nil || n != len(want) || !bytes.Equal(got[:n], want) {
 			t.Fatalf("%s: laid pack %d copies: %d bytes %v, err %v; reference %v", desc, count, n, got[:n], err, want)
+		} else {
+			// Its runs expand to the reference typemap of the copies, in order.
+			runs, ok := l.Runs(nil, 1<<20)
+			var offs, wantOffs []int
+			for _, r := range runs {
+				if r.Len <= 0 || r.Count <= 0 || r.Count == 1 && r.Stride != 0 {
+					t.Fatalf("%s: run %+v of %d copies", desc, r, count)
+				}
+				for i := range r.Count {
+					for j := range r.Len {
+						offs = append(offs, r.Off+i*r.Stride+j)
+					}
+				}
+			}
+			for k := range count {
+				for _, o := range r.offs {
+					wantOffs = append(wantOffs, sh+k*ext+o)
+				}
+			}
+			if !ok || fmt.Sprint(offs) != fmt.Sprint(wantOffs) {
+				t.Fatalf("%s: runs of %d copies %v (%v) expand to %v, reference %v", desc, count, runs, ok, offs, wantOffs)
+			}
+			if len(runs) > 1 {
+				if short, ok := l.Runs(nil, len(runs)-1); ok || len(short) != len(runs)-1 {
+					t.Fatalf("%s: %d runs of %d copies, at most %d: %d runs, ok %v", desc, len(runs), count, len(runs)-1, len(short), ok)
+				}
+			}
 		}
 		clear(dst)
 		if l, err := ty.Over("fuzz", dst, count); err != nil {

@@ -13,8 +13,11 @@ import (
 // tag (MPI_Send with a derived datatype). The message is the packed data, count *
 // t.Size() bytes in typemap order, and matches any receive of that many bytes (RecvType
 // with a layout of the same size, or Recv of bytes or elements). A layout whose count
-// copies are one run (datatype.Type.Contig) is sent from buf in place; any other is
-// packed into a pooled buffer first. buf's elements may be any type without pointers
+// copies are one run (datatype.Type.Contig) is sent from buf in place. Any other is
+// packed into a pooled buffer first, except a rendezvous to a rank of this host whose
+// memory the ranks may read: its receiver reads the layout straight out of buf, into its
+// own layout or buffer (a layout offer: no packed copy on either side). buf's elements
+// may be any type without pointers
 // (numbers, arrays and structs of them). A layout outside buf fails with ErrInvalid
 // before anything is sent; the rest behaves as Send.
 func SendType[T any](ctx context.Context, w *World, buf []T, count int, t datatype.Type, dest, tag int) error {
@@ -27,6 +30,9 @@ func SendType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 	}
 	if run, ok := l.Contig(); ok {
 		return Send(ctx, w, run, dest, tag)
+	}
+	if ok, err := w.sendLaid(ctx, &l, dest, tag); ok {
+		return err
 	}
 	p := packIn(l)
 	err = Send(ctx, w, p.B, dest, tag)
@@ -44,7 +50,8 @@ func SendType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 // (Undefined for part of one, as MPI_Get_count). A message shorter than count copies fills the layout's first bytes in typemap
 // order; a longer one fills all count copies and fails with ErrTruncated. A layout that
 // is one run is received in place; any other through a pooled buffer, unpacked when the
-// message has arrived. Errors are as Recv's and SendType's.
+// message has arrived, except a layout offer (see SendType), which is read straight into
+// the layout. Errors are as Recv's and SendType's.
 func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t datatype.Type, src, tag int) (Status, error) {
 	if w == nil {
 		return Status{}, withOp("recv type", errNilWorld())
@@ -59,10 +66,19 @@ func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 	}
 	p := packpool.Get(l.Size())
 	defer packpool.Put(p)
-	st, err := Recv(ctx, w, p.B, src, tag)
-	if err == nil || errors.Is(err, ErrTruncated) {
+	lay := w.e.recvLay(&l)
+	var st Status
+	done := false
+	if lay != nil {
+		st, done, err = w.recvLaid(ctx, p.B, lay, src, tag)
+	}
+	if !done {
+		st, err = Recv(ctx, w, p.B, src, tag)
+	}
+	if (err == nil || errors.Is(err, ErrTruncated)) && (lay == nil || !lay.direct) {
 		unpackOut(l, p, st)
 	}
+	putLay(lay)
 	return typeStatus(st, t), err
 }
 
@@ -70,8 +86,9 @@ func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 // receives into rcount copies of rt over rbuf from src (or AnySource) with rtag (or
 // AnyTag), as Sendrecv does (MPI_Sendrecv with derived datatypes): the receive is posted
 // first, so a ring of ranks exchanging halo columns never deadlocks. Each side moves in
-// place when its layout is one run, else through a pooled buffer; the receive's Status
-// and length rules are RecvType's.
+// place when its layout is one run, else through a pooled buffer, or between ranks of
+// one host as a layout offer (see SendType and RecvType); the receive's Status and
+// length rules are RecvType's.
 func SendrecvType[S, R any](ctx context.Context, w *World, sbuf []S, scount int, st datatype.Type, dest, stag int,
 	rbuf []R, rcount int, rt datatype.Type, src, rtag int) (Status, error) {
 	if w == nil {
@@ -86,29 +103,43 @@ func SendrecvType[S, R any](ctx context.Context, w *World, sbuf []S, scount int,
 		return Status{}, err
 	}
 	var sp, rp *packpool.Buf
-	out, ok := sl.Contig()
-	if !ok {
+	var so, ro *layIO
+	out, sin := sl.Contig()
+	in, rin := rl.Contig()
+	if !rin {
+		rp = packpool.Get(rl.Size())
+		in = rp.B
+		ro = w.e.recvLay(&rl)
+	}
+	var stat Status
+	done := false
+	if !sin && sl.Size() > w.e.cfg.eagerSHM {
+		stat, done, so, err = w.sendrecvLaid(ctx, nil, &sl, dest, stag, in, ro, src, rtag)
+	}
+	if !done && !sin {
 		sp = packIn(sl)
 		out = sp.B
 	}
-	in, ok := rl.Contig()
-	if !ok {
-		rp = packpool.Get(rl.Size())
-		in = rp.B
+	if !done && ro != nil {
+		stat, done, _, err = w.sendrecvLaid(ctx, out, nil, dest, stag, in, ro, src, rtag)
 	}
-	stat, err := Sendrecv(ctx, w, out, dest, stag, in, src, rtag)
+	if !done {
+		stat, err = Sendrecv(ctx, w, out, dest, stag, in, src, rtag)
+	}
 	if err != nil && ctx.Err() != nil {
 		return typeStatus(stat, rt), err // the buffers may still be in use: leave them to the collector
 	}
+	putLay(so)
 	if sp != nil {
 		packpool.Put(sp)
 	}
 	if rp != nil {
-		if err == nil || errors.Is(err, ErrTruncated) {
+		if (err == nil || errors.Is(err, ErrTruncated)) && (ro == nil || !ro.direct) {
 			unpackOut(rl, rp, stat)
 		}
 		packpool.Put(rp)
 	}
+	putLay(ro)
 	return typeStatus(stat, rt), err
 }
 
@@ -159,7 +190,8 @@ func typeStatus(st Status, t datatype.Type) Status {
 // run is sent from buf in place (buf belongs to the runtime until the Request
 // completes); any other is packed at the call into a pooled buffer, so buf is the
 // caller's again at once, and the buffer returns to the pool when the completion is
-// reported (Wait, Test or a set call).
+// reported (Wait, Test or a set call). It never makes a layout offer (see SendType),
+// which would keep buf until the receiver has read it.
 func IsendType[T any](w *World, buf []T, count int, t datatype.Type, dest, tag int) (*Request, error) {
 	if w == nil {
 		return nil, withOp("isend type", errNilWorld())
@@ -186,7 +218,8 @@ func IsendType[T any](w *World, buf []T, count int, t datatype.Type, dest, tag i
 
 // IrecvType starts RecvType (MPI_Irecv with a derived datatype): buf belongs to the
 // runtime until the Request's completion is reported. A layout that is one run is
-// received in place; any other through a pooled buffer, unpacked into the layout as Wait,
+// received in place, and a layout offer (see SendType) straight into the layout; any
+// other through a pooled buffer, unpacked into the layout as Wait,
 // Test or a set call reports the completion (under the runtime's lock: a large layout's
 // unpacking holds the rank's other goroutines' calls that long). The Status counts whole
 // copies of t, and the length rules are RecvType's.
@@ -207,15 +240,27 @@ func IrecvType[T any](w *World, buf []T, count int, t datatype.Type, src, tag in
 		return r, nil
 	}
 	p := packpool.Get(l.Size())
-	r, err := Irecv(w, p.B, src, tag)
+	lay := w.e.recvLay(&l)
+	r := new(Request)
+	done := false
+	if lay != nil {
+		done, err = w.irecvLaid(r, p.B, lay, src, tag)
+	}
+	if !done {
+		putLay(lay)
+		lay = nil
+		r, err = Irecv(w, p.B, src, tag)
+	}
 	if err != nil {
+		putLay(lay)
 		packpool.Put(p)
 		return nil, err
 	}
 	r.finish = func(st Status, err error) (Status, error) {
-		if (err == nil || errors.Is(err, ErrTruncated)) && !st.Cancelled {
+		if (err == nil || errors.Is(err, ErrTruncated)) && !st.Cancelled && (lay == nil || !lay.direct) {
 			unpackOut(l, p, st)
 		}
+		putLay(lay)
 		packpool.Put(p)
 		return typeStatus(st, t), err
 	}

@@ -21,6 +21,9 @@ import (
 //	msgFIN    cookie u64: the rendezvous read of the offer with this cookie is done
 //	msgNop    nothing: posted signaled to learn that the unsignaled messages before it are
 //	          complete (see postMessage); the receiver ignores it
+//	msgRTSL   cookie u64, address u64, length u64, runs u64, then runs x (offset u64,
+//	          length u64, count u64, stride i64): a layout offer between ranks of one host
+//	          (rndv_iov.go); decoded as an RTS whose layout the receiver reads
 //
 // The payload of an eager message starts 8 bytes in, so it keeps the 8-byte alignment of
 // the slot.
@@ -37,6 +40,7 @@ const (
 	msgRTS   = 2
 	msgFIN   = 3
 	msgNop   = 4
+	msgRTSL  = 5
 )
 
 var le = binary.LittleEndian
@@ -50,6 +54,7 @@ type header struct {
 	rkey   uint64
 	off    uint64
 	length uint64
+	layout bool // msgRTSL: the RTS is a layout offer, its runs after offerLen (decodeOffer)
 }
 
 func putHeader(b []byte, kind uint8, ctx uint16, tag int32) {
@@ -100,6 +105,8 @@ func decodeHeader(msg []byte) (header, error) {
 			return h, &errWire{fmt.Sprintf("FIN of %d bytes, want %d", len(msg), finLen)}
 		}
 		h.cookie = le.Uint64(msg[8:])
+	case msgRTSL:
+		return decodeOffer(msg, h)
 	case msgNop:
 		if len(msg) != hdrLen {
 			return h, &errWire{fmt.Sprintf("no-op of %d bytes, want %d", len(msg), hdrLen)}

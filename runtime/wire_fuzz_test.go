@@ -22,7 +22,7 @@ func FuzzDecodeHeader(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if h.kind == msgRTS {
+		if h.kind == msgRTS && !h.layout { // a layout offer re-encodes in FuzzDecodeOffer
 			again := make([]byte, rtsLen)
 			putRTS(again, h.ctx, h.tag, h.cookie, h.rkey, h.off, h.length)
 			if !bytes.Equal(again, msg) {

@@ -1,0 +1,222 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/datatype"
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+)
+
+// layoutCase is a layout of n float64 elements over a buffer of len elements.
+type layoutCase struct {
+	name  string
+	t     datatype.Type
+	count int
+	len   int
+}
+
+// offerLayouts returns layouts of n elements each (n even): one run, a matrix column,
+// columns two elements wide, an irregular indexed layout (more runs than a layout offer
+// carries), two half columns as count copies of a column resized to one element, and
+// the elements in reverse order (a negative extent).
+func offerLayouts(t *testing.T, n int) []layoutCase {
+	t.Helper()
+	must := func(ty datatype.Type, err error) datatype.Type {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ty
+	}
+	const cols = 7
+	var bls, ds []int
+	for i, at := 0, 0; i < n; {
+		bl := min(1+len(bls)%3, n-i)
+		bls, ds = append(bls, bl), append(ds, at)
+		at += bl + 1 + len(bls)%4
+		i += bl
+	}
+	f64 := datatype.Of[float64]()
+	back := must(f64.Resized(0, -8))
+	last := (n - 1) * 8
+	return []layoutCase{
+		{"contiguous", must(datatype.Contiguous[float64](n)), 1, n},
+		{"column", must(datatype.Vector[float64](n, 1, cols)), 1, n * cols},
+		{"pairs", must(datatype.Vector[float64](n/2, 2, cols)), 1, n / 2 * cols},
+		{"irregular", must(datatype.Indexed[float64](bls, ds)), 1, ds[len(ds)-1] + bls[len(bls)-1]},
+		{"2 half columns", must(must(datatype.Vector[float64](n/2, 1, cols)).Resized(0, 8)), 2, n / 2 * cols},
+		{"reversed", must(datatype.Struct([]datatype.Field{{Off: last, Count: 1, Type: back}})), n, n},
+	}
+}
+
+// fill sets buf to values that name rank and position.
+func fill(buf []float64, rank int) {
+	for i := range buf {
+		buf[i] = float64(rank<<24 | i)
+	}
+}
+
+// expect returns what a receive of layout rl gets from a send of layout sl by rank src:
+// the sender's packed data unpacked over zeros (its first bytes when it is longer).
+func expect(sl, rl layoutCase, src int) ([]float64, error) {
+	sbuf := make([]float64, sl.len)
+	fill(sbuf, src)
+	n, _ := sl.t.PackSize(sl.count)
+	packed := make([]byte, n)
+	if _, err := datatype.Pack(packed, sbuf, sl.count, sl.t); err != nil {
+		return nil, err
+	}
+	want := make([]float64, rl.len)
+	rn, _ := rl.t.PackSize(rl.count)
+	_, err := datatype.UnpackPrefix(want, packed[:min(n, rn)], rl.count, rl.t)
+	return want, err
+}
+
+func same(got, want []float64) error {
+	for i := range want {
+		if got[i] != want[i] {
+			return fmt.Errorf("element %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	return nil
+}
+
+// TestLayoutOffer sends every layout of offerLayouts to every one, small (eager) and
+// large (rendezvous), with SendType and RecvType, SendrecvType, and IsendType and
+// IrecvType, on one host, over tcp, and over two pretend hosts: the receiver's buffer
+// must hold exactly the sender's packed data laid out in its layout, whichever path the
+// message took. On one host the large ones between two non-contiguous layouts are read
+// straight from the sender's layout (LayoutReads counts them); over tcp none are.
+func TestLayoutOffer(t *testing.T) {
+	sets := map[int][]layoutCase{16: offerLayouts(t, 16), 2400: offerLayouts(t, 2400)}
+	full, half := offerLayouts(t, 4800)[1], offerLayouts(t, 2400)[1]
+	for _, l := range typeLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			before := runtime.LayoutReads()
+			runtimetest.Run(t, l.n, l.opt, func(w *runtime.World) error {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				if err := layoutOffers(ctx, w, sets); err != nil {
+					return err
+				}
+				return layoutTruncation(ctx, w, full, half)
+			})
+			got := runtime.LayoutReads() - before
+			t.Logf("layout offers read: %d", got)
+			switch {
+			case l.opt.Transport == "shm" && got == 0:
+				t.Errorf("no layout offer was read on one host")
+			case l.opt.Transport == "tcp" && got != 0:
+				t.Errorf("%d layout offers were read over tcp", got)
+			}
+		})
+	}
+}
+
+// layoutOffers runs the exchanges of TestLayoutOffer for the layouts of sets, by element
+// count: 16 (128 bytes) and 2400 (19200, above the 16 KiB eager limit).
+func layoutOffers(ctx context.Context, w *runtime.World, sets map[int][]layoutCase) error {
+	me, size := w.Rank(), w.Size()
+	next, prev := (me+1)%size, (me-1+size)%size
+	for _, n := range []int{16, 2400} {
+		cases := sets[n]
+		for si, sl := range cases {
+			for ri, rl := range cases {
+				want, err := expect(sl, rl, prev)
+				if err != nil {
+					return err
+				}
+				what := fmt.Sprintf("rank %d, %d elements, %s to %s", me, n, sl.name, rl.name)
+				tag := si*len(cases) + ri
+				sbuf, rbuf := make([]float64, sl.len), make([]float64, rl.len)
+				// SendType and RecvType along a chain (rank 0 receives first).
+				fill(sbuf, me)
+				send := func() error { return runtime.SendType(ctx, w, sbuf, sl.count, sl.t, next, tag) }
+				recv := func() error {
+					st, err := runtime.RecvType(ctx, w, rbuf, rl.count, rl.t, prev, tag)
+					if err == nil && (st.Bytes != n*8 || st.Source != prev) {
+						err = fmt.Errorf("status %+v", st)
+					}
+					return err
+				}
+				steps := []func() error{send, recv}
+				if me == 0 {
+					steps = []func() error{recv, send}
+				}
+				for _, s := range steps {
+					if err := s(); err != nil {
+						return fmt.Errorf("%s, SendType: %w", what, err)
+					}
+				}
+				if err := same(rbuf, want); err != nil {
+					return fmt.Errorf("%s, SendType: %w", what, err)
+				}
+				// SendrecvType around the ring.
+				clear(rbuf)
+				st, err := runtime.SendrecvType(ctx, w, sbuf, sl.count, sl.t, next, tag, rbuf, rl.count, rl.t, prev, tag)
+				if err == nil && (st.Bytes != n*8 || st.Source != prev) {
+					err = fmt.Errorf("status %+v", st)
+				}
+				if err == nil {
+					err = same(rbuf, want)
+				}
+				if err != nil {
+					return fmt.Errorf("%s, SendrecvType: %w", what, err)
+				}
+				// IrecvType and IsendType.
+				clear(rbuf)
+				rr, err := runtime.IrecvType(w, rbuf, rl.count, rl.t, prev, tag)
+				if err != nil {
+					return err
+				}
+				sr, err := runtime.IsendType(w, sbuf, sl.count, sl.t, next, tag)
+				if err != nil {
+					return err
+				}
+				if err := runtime.WaitAll(ctx, []*runtime.Request{rr, sr}, nil); err != nil {
+					return fmt.Errorf("%s, IsendType: %w", what, err)
+				}
+				if err := same(rbuf, want); err != nil {
+					return fmt.Errorf("%s, IrecvType: %w", what, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// layoutTruncation receives a large column into half a column, and half a column into
+// a whole one: the first fills the half and fails with ErrTruncated, the second fills
+// the first half of the column and counts Undefined copies.
+func layoutTruncation(ctx context.Context, w *runtime.World, full, half layoutCase) error {
+	me, size := w.Rank(), w.Size()
+	next, prev := (me+1)%size, (me-1+size)%size
+	const n = 4800
+	for _, c := range []struct {
+		s, r  layoutCase
+		trunc bool
+	}{{full, half, true}, {half, full, false}} {
+		sbuf, rbuf := make([]float64, c.s.len), make([]float64, c.r.len)
+		fill(sbuf, me)
+		st, err := runtime.SendrecvType(ctx, w, sbuf, c.s.count, c.s.t, next, 1, rbuf, c.r.count, c.r.t, prev, 1)
+		if got := errors.Is(err, runtime.ErrTruncated); got != c.trunc || (err != nil && !got) {
+			return fmt.Errorf("rank %d, %s elements: %v, want truncated %v", me, c.s.name, err, c.trunc)
+		}
+		want, err := expect(c.s, c.r, prev)
+		if err != nil {
+			return err
+		}
+		if err := same(rbuf, want); err != nil {
+			return fmt.Errorf("rank %d, truncated %v: %w", me, c.trunc, err)
+		}
+		if !c.trunc && (st.Bytes != n/2*8 || st.Count != runtime.Undefined) {
+			return fmt.Errorf("rank %d: status %+v, want %d bytes and Undefined copies", me, st, n/2*8)
+		}
+	}
+	return nil
+}

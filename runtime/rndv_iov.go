@@ -24,7 +24,10 @@ import (
 // its layout has at most maxLocalRuns of them, else into its contiguous buffer (a plain
 // receive's, or a typed receive's pooled one, unpacked as for any message). Then it
 // answers FIN, as for any offer. A layout to tcp peers, a small one, one of too many
-// runs, and IsendType's (whose buffer is the caller's again at once) are packed.
+// runs or of short blocks (minOfferBlock: a matrix column of 8-byte elements packs
+// faster than the kernel reads its blocks one by one), and IsendType's (whose buffer is
+// the caller's again at once) are packed; a receive layout of short blocks
+// (minLocalBlock) is read into the pooled buffer and unpacked.
 //
 // The offer names raw addresses, not a registered key: only the sender's own memory is
 // at stake, the receiver reads it only between RTS and FIN (the send's Request holds
@@ -34,9 +37,14 @@ import (
 const (
 	maxOfferRuns = 256  // runs a layout offer carries at most (a message slot bounds it too)
 	maxLocalRuns = 4096 // runs of a receive layout read into directly, at most
-	iovBatch     = 1024 // iovecs per process_vm_readv on each side (the kernel's IOV_MAX)
-	runLen       = 32   // an encoded run: off u64, len u64, count u64, stride i64
-	offerLen     = hdrLen + 32
+	// The kernel pins the sender's pages once per remote iovec, a cost of the order of a
+	// page's copy, and walks the receiver's iovecs at a few tens of nanoseconds each:
+	// below these mean block lengths packing is the cheaper (BenchmarkReadRuns).
+	minOfferBlock = 4096 // bytes a send layout's blocks hold on average, at least
+	minLocalBlock = 512  // bytes a receive layout's blocks hold on average, at least
+	iovBatch      = 1024 // iovecs per process_vm_readv on each side (the kernel's IOV_MAX)
+	runLen        = 32   // an encoded run: off u64, len u64, count u64, stride i64
+	offerLen      = hdrLen + 32
 )
 
 // layIO is a typed call's layout on the rendezvous path: the runs a send offers, or
@@ -55,12 +63,17 @@ var layPool = sync.Pool{New: func() any { return new(layIO) }}
 // buffers (tests check that the path is taken).
 var layoutReads atomic.Int64
 
-// newLay returns a layIO of l's runs, or nil when l needs more than max.
-func newLay(l *datatype.Laid, max int) *layIO {
+// newLay returns a layIO of l's runs, or nil when l needs more than max of them or its
+// blocks hold fewer than minBlock bytes on average.
+func newLay(l *datatype.Laid, max, minBlock int) *layIO {
 	lay := layPool.Get().(*layIO)
 	runs, ok := l.Runs(lay.runs[:0], max)
 	lay.runs = runs
-	if !ok {
+	blocks := 0
+	for _, r := range runs {
+		blocks += r.Count
+	}
+	if !ok || blocks == 0 || l.Size()/blocks < minBlock {
 		putLay(lay)
 		return nil
 	}
@@ -90,18 +103,18 @@ func (e *engine) offerLayLocked(dest int, l *datatype.Laid) *layIO {
 		return nil
 	}
 	if most := min(maxOfferRuns, (p.txSize-offerLen)/runLen); most >= 1 {
-		return newLay(l, most)
+		return newLay(l, most, minOfferBlock)
 	}
 	return nil
 }
 
 // recvLay returns the layIO a typed receive of l is read into, or nil when l is too
-// small for a rendezvous or has too many runs.
+// small for a rendezvous, has too many runs or too short blocks.
 func (e *engine) recvLay(l *datatype.Laid) *layIO {
 	if l.Size() <= e.cfg.eagerSHM {
 		return nil
 	}
-	return newLay(l, maxLocalRuns)
+	return newLay(l, maxLocalRuns, minLocalBlock)
 }
 
 // sendLaid sends the layout l as a layout offer when it can (see offerLayLocked), and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"testing"
 	"unsafe"
 
@@ -123,6 +124,39 @@ func TestReadRuns(t *testing.T) {
 		}
 		if !bytes.Equal(dst, want) {
 			t.Fatalf("round %d: %d of %d bytes from %d runs into %d runs differ", round, m, n, len(sruns), len(rruns))
+		}
+	}
+}
+
+// BenchmarkReadRuns reads 1 MiB of this process's memory with readRuns, in blocks of
+// 8 B to 32 KiB five block lengths apart on the remote side, the local side, both, or
+// neither: the cost per iovec on each side that minOfferBlock and minLocalBlock follow.
+func BenchmarkReadRuns(b *testing.B) {
+	const total = 1 << 20
+	for _, blk := range []int{8, 64, 512, 4096, 32768} {
+		for _, side := range []string{"none", "remote", "local", "both"} {
+			b.Run(side+"/"+strconv.Itoa(blk), func(b *testing.B) {
+				n := total / blk
+				src, dst := make([]byte, n*blk*5), make([]byte, n*blk*5)
+				strided, whole := datatype.Run{Len: blk, Count: n, Stride: blk * 5}, datatype.Run{Len: total, Count: 1}
+				sr, lr := whole, whole
+				if side == "remote" || side == "both" {
+					sr = strided
+				}
+				if side == "local" || side == "both" {
+					lr = strided
+				}
+				enc := make([]byte, offerLen+runLen)
+				putOffer(enc, 0, 0, 0, 0, total, []datatype.Run{sr})
+				addr := uint64(uintptr(unsafe.Pointer(&src[0])))
+				b.SetBytes(total)
+				for b.Loop() {
+					remote, local := runCursor{enc: enc[offerLen:], n: 1}, runCursor{one: lr, n: 1}
+					if err := readRuns(os.Getpid(), addr, &remote, dst, &local, total); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

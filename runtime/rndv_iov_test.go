@@ -20,11 +20,11 @@ type layoutCase struct {
 	len   int
 }
 
-// offerLayouts returns layouts of n elements each (n even): one run, a matrix column,
-// columns two elements wide, an irregular indexed layout (more runs than a layout offer
-// carries), two half columns as count copies of a column resized to one element, and
-// the elements in reverse order (a negative extent).
-func offerLayouts(t *testing.T, n int) []layoutCase {
+// offerLayouts returns layouts of rows blocks of b float64 elements each (rows even):
+// one run, a column of blocks, columns two blocks wide, an irregular indexed layout,
+// two half columns as count copies of a column resized to one block, and the blocks in
+// reverse order (a negative extent).
+func offerLayouts(t *testing.T, rows, b int) []layoutCase {
 	t.Helper()
 	must := func(ty datatype.Type, err error) datatype.Type {
 		t.Helper()
@@ -34,23 +34,24 @@ func offerLayouts(t *testing.T, n int) []layoutCase {
 		return ty
 	}
 	const cols = 7
+	n := rows * b
 	var bls, ds []int
 	for i, at := 0, 0; i < n; {
-		bl := min(1+len(bls)%3, n-i)
+		bl := min((1+len(bls)%3)*b, n-i)
 		bls, ds = append(bls, bl), append(ds, at)
-		at += bl + 1 + len(bls)%4
+		at += bl + (1+len(bls)%4)*b
 		i += bl
 	}
-	f64 := datatype.Of[float64]()
-	back := must(f64.Resized(0, -8))
-	last := (n - 1) * 8
+	blk := must(datatype.Contiguous[float64](b))
+	back := must(blk.Resized(0, -8*b))
+	last := (rows - 1) * b * 8
 	return []layoutCase{
 		{"contiguous", must(datatype.Contiguous[float64](n)), 1, n},
-		{"column", must(datatype.Vector[float64](n, 1, cols)), 1, n * cols},
-		{"pairs", must(datatype.Vector[float64](n/2, 2, cols)), 1, n / 2 * cols},
+		{"column", must(datatype.Vector[float64](rows, b, b*cols)), 1, n * cols},
+		{"pairs", must(datatype.Vector[float64](rows/2, 2*b, b*cols)), 1, n / 2 * cols},
 		{"irregular", must(datatype.Indexed[float64](bls, ds)), 1, ds[len(ds)-1] + bls[len(bls)-1]},
-		{"2 half columns", must(must(datatype.Vector[float64](n/2, 1, cols)).Resized(0, 8)), 2, n / 2 * cols},
-		{"reversed", must(datatype.Struct([]datatype.Field{{Off: last, Count: 1, Type: back}})), n, n},
+		{"2 half columns", must(must(datatype.Vector[float64](rows/2, b, b*cols)).Resized(0, 8*b)), 2, n / 2 * cols},
+		{"reversed", must(datatype.Struct([]datatype.Field{{Off: last, Count: 1, Type: back}})), rows, n},
 	}
 }
 
@@ -86,15 +87,15 @@ func same(got, want []float64) error {
 	return nil
 }
 
-// TestLayoutOffer sends every layout of offerLayouts to every one, small (eager) and
-// large (rendezvous), with SendType and RecvType, SendrecvType, and IsendType and
-// IrecvType, on one host, over tcp, and over two pretend hosts: the receiver's buffer
-// must hold exactly the sender's packed data laid out in its layout, whichever path the
-// message took. On one host the large ones between two non-contiguous layouts are read
-// straight from the sender's layout (LayoutReads counts them); over tcp none are.
+// TestLayoutOffer sends every layout of offerLayouts to every one, small (eager), large
+// (rendezvous) of 8-byte blocks (packed) and large of 4 KiB blocks (a layout offer on
+// one host), with SendType and RecvType, SendrecvType, and IsendType and IrecvType, on
+// one host, over tcp, and over two pretend hosts: the receiver's buffer must hold
+// exactly the sender's packed data laid out in its layout, whichever path the message
+// took. On one host the layout offers are read (LayoutReads counts them); over tcp none.
 func TestLayoutOffer(t *testing.T) {
-	sets := map[int][]layoutCase{16: offerLayouts(t, 16), 2400: offerLayouts(t, 2400)}
-	full, half := offerLayouts(t, 4800)[1], offerLayouts(t, 2400)[1]
+	sets := [][]layoutCase{offerLayouts(t, 16, 1), offerLayouts(t, 2400, 1), offerLayouts(t, 8, 512)}
+	full, half, fine := offerLayouts(t, 8, 512)[1], offerLayouts(t, 4, 512)[1], offerLayouts(t, 8*512, 1)[1]
 	for _, l := range typeLayouts {
 		t.Run(l.name, func(t *testing.T) {
 			before := runtime.LayoutReads()
@@ -104,10 +105,9 @@ func TestLayoutOffer(t *testing.T) {
 				if err := layoutOffers(ctx, w, sets); err != nil {
 					return err
 				}
-				return layoutTruncation(ctx, w, full, half)
+				return layoutTruncation(ctx, w, full, half, fine)
 			})
 			got := runtime.LayoutReads() - before
-			t.Logf("layout offers read: %d", got)
 			switch {
 			case l.opt.Transport == "shm" && got == 0:
 				t.Errorf("no layout offer was read on one host")
@@ -118,13 +118,12 @@ func TestLayoutOffer(t *testing.T) {
 	}
 }
 
-// layoutOffers runs the exchanges of TestLayoutOffer for the layouts of sets, by element
-// count: 16 (128 bytes) and 2400 (19200, above the 16 KiB eager limit).
-func layoutOffers(ctx context.Context, w *runtime.World, sets map[int][]layoutCase) error {
+// layoutOffers runs the exchanges of TestLayoutOffer for each set of layouts.
+func layoutOffers(ctx context.Context, w *runtime.World, sets [][]layoutCase) error {
 	me, size := w.Rank(), w.Size()
 	next, prev := (me+1)%size, (me-1+size)%size
-	for _, n := range []int{16, 2400} {
-		cases := sets[n]
+	for _, cases := range sets {
+		n := cases[0].len // the contiguous layout's elements: every layout's
 		for si, sl := range cases {
 			for ri, rl := range cases {
 				want, err := expect(sl, rl, prev)
@@ -190,32 +189,35 @@ func layoutOffers(ctx context.Context, w *runtime.World, sets map[int][]layoutCa
 	return nil
 }
 
-// layoutTruncation receives a large column into half a column, and half a column into
-// a whole one: the first fills the half and fails with ErrTruncated, the second fills
-// the first half of the column and counts Undefined copies.
-func layoutTruncation(ctx context.Context, w *runtime.World, full, half layoutCase) error {
+// layoutTruncation receives a column of 8 blocks of 4 KiB into half a column, half a
+// column into a whole one, and a whole one into a layout of 8-byte blocks (a layout
+// offer read into the pooled buffer and unpacked): the first fills the half and fails
+// with ErrTruncated, the second fills the first half of the column and counts Undefined
+// copies, the third fills every block.
+func layoutTruncation(ctx context.Context, w *runtime.World, full, half, fine layoutCase) error {
 	me, size := w.Rank(), w.Size()
 	next, prev := (me+1)%size, (me-1+size)%size
-	const n = 4800
+	const n = 8 * 512
 	for _, c := range []struct {
-		s, r  layoutCase
-		trunc bool
-	}{{full, half, true}, {half, full, false}} {
+		s, r         layoutCase
+		trunc        bool
+		bytes, count int
+	}{{full, half, true, n / 2 * 8, 1}, {half, full, false, n / 2 * 8, runtime.Undefined}, {full, fine, false, n * 8, 1}} {
 		sbuf, rbuf := make([]float64, c.s.len), make([]float64, c.r.len)
 		fill(sbuf, me)
 		st, err := runtime.SendrecvType(ctx, w, sbuf, c.s.count, c.s.t, next, 1, rbuf, c.r.count, c.r.t, prev, 1)
 		if got := errors.Is(err, runtime.ErrTruncated); got != c.trunc || (err != nil && !got) {
-			return fmt.Errorf("rank %d, %s elements: %v, want truncated %v", me, c.s.name, err, c.trunc)
+			return fmt.Errorf("rank %d, %s: %v, want truncated %v", me, c.r.name, err, c.trunc)
 		}
 		want, err := expect(c.s, c.r, prev)
 		if err != nil {
 			return err
 		}
 		if err := same(rbuf, want); err != nil {
-			return fmt.Errorf("rank %d, truncated %v: %w", me, c.trunc, err)
+			return fmt.Errorf("rank %d, %d-element %s into %d-element %s: %w", me, c.s.len, c.s.name, c.r.len, c.r.name, err)
 		}
-		if !c.trunc && (st.Bytes != n/2*8 || st.Count != runtime.Undefined) {
-			return fmt.Errorf("rank %d: status %+v, want %d bytes and Undefined copies", me, st, n/2*8)
+		if st.Bytes != c.bytes || st.Count != c.count {
+			return fmt.Errorf("rank %d: status %+v, want %d bytes and %d copies", me, st, c.bytes, c.count)
 		}
 	}
 	return nil

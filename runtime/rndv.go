@@ -37,10 +37,8 @@ func (e *engine) offerLocked(p *peer, r *Request) {
 // exposeLocked exposes r's buffer to p for a rendezvous and enters r in the table. On
 // failure it completes r with the error and returns false.
 func (e *engine) exposeLocked(p *peer, r *Request) bool {
-	if len(r.buf) == 0 || r.lay != nil {
-		// An empty synchronous send has nothing to read, the receiver answers FIN; a
-		// layout offer names its memory by address (rndv_iov.go).
-		e.table.add(r)
+	if len(r.buf) == 0 {
+		e.table.add(r) // an empty synchronous send: nothing to read, the receiver answers FIN
 		return true
 	}
 	mr, off, owned, err := exposeBuffer(p, r.buf)

@@ -32,7 +32,10 @@ import (
 // The offer names raw addresses, not a registered key: only the sender's own memory is
 // at stake, the receiver reads it only between RTS and FIN (the send's Request holds
 // the buffer until FIN), and an address the sender got wrong fails the read (EFAULT),
-// which fails the peer, as a refused RDMA read does.
+// which fails the peer, as a refused RDMA read does. The sender still registers the
+// bytes the runs cover through the registration cache, as a contiguous offer's buffer:
+// the shm provider then backs a large buffer with huge pages (transport/verbs/shm
+// huge.go), which saves process_vm_readv most of its page walks.
 
 const (
 	maxOfferRuns = 256  // runs a layout offer carries at most (a message slot bounds it too)
@@ -53,6 +56,7 @@ const (
 type layIO struct {
 	runs   []datatype.Run
 	base   []byte // the buffer the runs' offsets index
+	lo, hi int    // send: the bytes of base the runs cover
 	size   int    // the layout's packed bytes
 	direct bool   // receive: a layout offer was read into runs (nothing to unpack)
 }
@@ -63,20 +67,23 @@ var layPool = sync.Pool{New: func() any { return new(layIO) }}
 // buffers (tests check that the path is taken).
 var layoutReads atomic.Int64
 
-// newLay returns a layIO of l's runs, or nil when l needs more than max of them or its
+// newLay returns a layIO of l's runs, or nil when l needs more than most of them or its
 // blocks hold fewer than minBlock bytes on average.
-func newLay(l *datatype.Laid, max, minBlock int) *layIO {
+func newLay(l *datatype.Laid, most, minBlock int) *layIO {
 	lay := layPool.Get().(*layIO)
-	runs, ok := l.Runs(lay.runs[:0], max)
+	runs, ok := l.Runs(lay.runs[:0], most)
 	lay.runs = runs
-	blocks := 0
+	blocks, lo, hi := 0, len(l.Bytes()), 0
 	for _, r := range runs {
 		blocks += r.Count
+		first, last := r.Off, r.Off+(r.Count-1)*r.Stride
+		lo, hi = min(lo, first, last), max(hi, first+r.Len, last+r.Len)
 	}
 	if !ok || blocks == 0 || l.Size()/blocks < minBlock {
 		putLay(lay)
 		return nil
 	}
+	lay.lo, lay.hi = lo, hi
 	lay.base, lay.size, lay.direct = l.Bytes(), l.Size(), false
 	return lay
 }
@@ -151,7 +158,7 @@ func (w *World) sendLaid(ctx context.Context, l *datatype.Laid, dest, tag int) (
 // (offerLayLocked), and returns its engine Request.
 func (e *engine) startOfferLocked(ctxID uint16, lay *layIO, dest, tag int) *Request {
 	r := e.newRequestLocked(reqSend)
-	r.ctx, r.peer, r.tag, r.buf, r.esize, r.lay = ctxID, dest, tag, lay.base, 1, lay
+	r.ctx, r.peer, r.tag, r.buf, r.esize, r.lay = ctxID, dest, tag, lay.base[lay.lo:lay.hi], 1, lay
 	e.offerLocked(e.peers[dest], r)
 	return r
 }

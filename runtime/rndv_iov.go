@@ -206,11 +206,12 @@ func (w *World) irecvLaid(r *Request, buf []byte, lay *layIO, src, tag int) (boo
 	return true, nil
 }
 
-// sendrecvLaid is Sendrecv of a typed send and a typed receive: out is the packed (or
-// in-place) message, or nil with so the send's layout offer; in is the receive buffer
-// and ro, if not nil, its layout. It reports false, having done nothing, for the
+// sendrecvLaid is Sendrecv of a typed send and a typed receive: the send offers the
+// layout sl when sl is not nil, else sends out (packed, or in place); in is the receive
+// buffer and ro, if not nil, its layout. It reports false, having done nothing, for the
 // arguments that Sendrecv handles (ProcNull, errors) and for a layout offer that cannot
-// go (then the caller packs and calls Sendrecv).
+// go (then the caller packs). so is the offer's layIO, the caller's once the call is
+// over.
 func (w *World) sendrecvLaid(ctx context.Context, out []byte, sl *datatype.Laid, dest, stag int,
 	in []byte, ro *layIO, src, rtag int) (st Status, ok bool, so *layIO, err error) {
 	d, s, err := w.pairArgs(dest, src)
@@ -223,7 +224,7 @@ func (w *World) sendrecvLaid(ctx context.Context, out []byte, sl *datatype.Laid,
 	if e.pairArgsLocked(d, stag, s, rtag) != nil {
 		return Status{}, false, nil, nil
 	}
-	if out == nil {
+	if sl != nil {
 		if so = e.offerLayLocked(d, sl); so == nil {
 			return Status{}, false, nil, nil
 		}

@@ -193,16 +193,24 @@ func layoutOffers(ctx context.Context, w *runtime.World, sets [][]layoutCase) er
 // column into a whole one, and a whole one into a layout of 8-byte blocks (a layout
 // offer read into the pooled buffer and unpacked): the first fills the half and fails
 // with ErrTruncated, the second fills the first half of the column and counts Undefined
-// copies, the third fills every block.
+// copies, the third fills every block; and no copies of a column into a column fill
+// nothing.
 func layoutTruncation(ctx context.Context, w *runtime.World, full, half, fine layoutCase) error {
 	me, size := w.Rank(), w.Size()
 	next, prev := (me+1)%size, (me-1+size)%size
 	const n = 8 * 512
+	none := full
+	none.name, none.count, none.len = "no copies", 0, 0
 	for _, c := range []struct {
 		s, r         layoutCase
 		trunc        bool
 		bytes, count int
-	}{{full, half, true, n / 2 * 8, 1}, {half, full, false, n / 2 * 8, runtime.Undefined}, {full, fine, false, n * 8, 1}} {
+	}{
+		{full, half, true, n / 2 * 8, 1},
+		{half, full, false, n / 2 * 8, runtime.Undefined},
+		{full, fine, false, n * 8, 1},
+		{none, full, false, 0, 0},
+	} {
 		sbuf, rbuf := make([]float64, c.s.len), make([]float64, c.r.len)
 		fill(sbuf, me)
 		st, err := runtime.SendrecvType(ctx, w, sbuf, c.s.count, c.s.t, next, 1, rbuf, c.r.count, c.r.t, prev, 1)

@@ -230,3 +230,43 @@ func layoutTruncation(ctx context.Context, w *runtime.World, full, half, fine la
 	}
 	return nil
 }
+
+// TestLayoutOfferAllocs: a halo exchange of 4 KiB blocks between two ranks of one host
+// (SendrecvType), and a SendType to a RecvType, go as layout offers and allocate
+// nothing in steady state.
+func TestLayoutOfferAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the pooled layouts and buffers: sync.Pool drops items at random under -race")
+	}
+	before := runtime.LayoutReads()
+	runtimetest.Run(t, 2, runtimetest.Options{Transport: "shm", Timeout: 30 * time.Second}, func(w *runtime.World) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		col, err := datatype.Vector[float64](8, 512, 512*5)
+		if err != nil {
+			return err
+		}
+		m, g := make([]float64, 8*512*5), make([]float64, 8*512*5)
+		peer := 1 - w.Rank()
+		allocs := testing.AllocsPerRun(50, func() {
+			if err == nil {
+				_, err = runtime.SendrecvType(ctx, w, m, 1, col, peer, 1, g, 1, col, peer, 1)
+			}
+			if err == nil && w.Rank() == 0 {
+				err = runtime.SendType(ctx, w, m, 1, col, peer, 2)
+			} else if err == nil {
+				_, err = runtime.RecvType(ctx, w, g, 1, col, peer, 2)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if allocs != 0 {
+			return fmt.Errorf("rank %d: a layout offer exchange allocates %v times, want 0", w.Rank(), allocs)
+		}
+		return nil
+	})
+	if runtime.LayoutReads() == before {
+		t.Fatal("no layout offer was read")
+	}
+}

@@ -28,7 +28,7 @@ import (
 // The payload of an eager message starts 8 bytes in, so it keeps the 8-byte alignment of
 // the slot.
 const (
-	wireVersion = 1
+	wireVersion = 2
 	hdrLen      = 8
 	rtsLen      = hdrLen + 32
 	finLen      = hdrLen + 8

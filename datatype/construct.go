@@ -44,14 +44,20 @@ func (b *builder) add(disp, n int, old Type) {
 		b.err = invalidf(b.op, "displacement %d bytes is beyond ±2^50", disp)
 		return
 	}
-	if ext > 0 && n > maxBytes/ext || old.size > 0 && n > maxBytes/old.size {
+	if ext != 0 && n > maxBytes/abs(ext) || old.size > 0 && n > maxBytes/old.size {
 		b.err = invalidf(b.op, "%d copies of a type of extent %d and size %d exceed 2^50 bytes", n, ext, old.size)
 		return
 	}
-	if lb := disp + old.lb; !b.bounds || lb < b.t.lb {
+	// Each copy contributes its bounds shifted by its displacement; with a negative
+	// extent the last copy lies lowest.
+	first, last := 0, (n-1)*ext
+	if last < 0 {
+		first, last = last, 0
+	}
+	if lb := disp + first + old.lb; !b.bounds || lb < b.t.lb {
 		b.t.lb = lb
 	}
-	if ub := disp + (n-1)*ext + old.ub; !b.bounds || ub > b.t.ub {
+	if ub := disp + last + old.ub; !b.bounds || ub > b.t.ub {
 		b.t.ub = ub
 	}
 	b.bounds = true
@@ -108,6 +114,13 @@ func strideOf(bl []Block) int {
 	return s
 }
 
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
 func checkCount(op, what string, n int) error {
 	if n < 0 {
 		return invalidf(op, "%s %d is negative", what, n)
@@ -121,7 +134,7 @@ func checkCount(op, what string, n int) error {
 // scale returns d extents of old in bytes, or an error naming what overflowed.
 func scale(op string, d int, old Type) (int, error) {
 	ext := old.Extent()
-	if d < -maxBytes || d > maxBytes || ext > 0 && (d > maxBytes/ext || d < -maxBytes/ext) {
+	if d < -maxBytes || d > maxBytes || ext != 0 && (d > maxBytes/abs(ext) || d < -maxBytes/abs(ext)) {
 		return 0, invalidf(op, "displacement of %d extents of %d bytes is beyond ±2^50 bytes", d, ext)
 	}
 	return d * ext, nil
@@ -241,14 +254,14 @@ func (t Type) indexedBlock(op string, blocklen int, displs []int, inExtents bool
 }
 
 // Resized returns t with lower bound lb and extent extent, its data unchanged
-// (MPI_Type_create_resized): consecutive copies then lie extent bytes apart.
+// (MPI_Type_create_resized): consecutive copies then lie extent bytes apart. A negative
+// extent is allowed, as in MPI: the upper bound lies below the lower one and copies run
+// backwards, each extent bytes below the one before.
 func (t Type) Resized(lb, extent int) (Type, error) {
 	const op = "resized"
-	if extent < 0 {
-		return Type{}, invalidf(op, "extent %d is negative", extent)
-	}
-	if lb < -maxBytes || lb > maxBytes || extent > maxBytes {
-		return Type{}, invalidf(op, "lower bound %d or extent %d is beyond ±2^50", lb, extent)
+	if lb < -maxBytes || lb > maxBytes || extent < -maxBytes || extent > maxBytes ||
+		lb+extent < -maxBytes || lb+extent > maxBytes {
+		return Type{}, invalidf(op, "lower bound %d or upper bound %d (lower bound + extent) is beyond ±2^50", lb, lb+extent)
 	}
 	t.lb, t.ub = lb, lb+extent
 	return t, nil

@@ -1,6 +1,7 @@
 package datatype
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"strings"
@@ -87,7 +88,7 @@ func TestErrors(t *testing.T) {
 		{"subarray start", must2(f64.Subarray([]int{4}, []int{2}, []int{3}, OrderC)), "dimension 0: size 4, subsize 2, start 3"},
 		{"subarray dims", must2(f64.Subarray([]int{4, 4}, []int{2}, []int{0, 0}, OrderC)), "2 sizes, 1 subsizes and 2 starts"},
 		{"subarray order", must2(f64.Subarray([]int{4}, []int{2}, []int{0}, Order(7))), "order 7"},
-		{"resized", must2(f64.Resized(0, -8)), "extent -8 is negative"},
+		{"resized", must2(f64.Resized(1<<49, 1<<49+1)), "beyond ±2^50"},
 		{"struct count", must2(Struct([]Field{{0, -1, f64}})), "field 0: count -1"},
 		{"huge", must2(f64.Contiguous(1 << 49)), "exceed 2^50"},
 		{"too many blocks", must2(Vector[uint8](MaxBlocks+1, 1, 2)), "MaxBlocks"},
@@ -204,5 +205,149 @@ func TestHugeEmpty(t *testing.T) {
 	v := must(t)(empty.Vector(1<<20, 2, 3)) // bounds: copies at 0 .. (2^20-1)*24, each 2 extents long
 	if v.LB() != 0 || v.UB() != (1<<20-1)*24+16 || v.Size() != 0 {
 		t.Errorf("vector of no data: %v, want lb 0, ub %d", v, (1<<20-1)*24+16)
+	}
+}
+
+// TestNegativeExtent checks the bounds of types built over a negative extent against
+// MPICH's datatype/lbub.c (4 bytes resized to lb 6, extent -9) and moves count copies of
+// one: the copies run backwards, each extent bytes below the one before.
+func TestNegativeExtent(t *testing.T) {
+	four := must(t)(Contiguous[uint8](4))
+	neg := must(t)(four.Resized(6, -9))
+	cases := []struct {
+		name                    string
+		ty                      Type
+		size, lb, ext, tlb, tex int
+	}{
+		{"resized", neg, 4, 6, -9, 0, 4},
+		{"contiguous(3)", must(t)(neg.Contiguous(3)), 12, -12, 9, -18, 22},
+		{"vector(3,4,5)", must(t)(neg.Vector(3, 4, 5)), 48, -111, 108, -117, 121},
+		{"vector(3,4,-5)", must(t)(neg.Vector(3, 4, -5)), 48, -21, 108, -27, 121},
+		{"hvector(2,2,100)", must(t)(neg.Hvector(2, 2, 100)), 16, -3, 100, -9, 113},
+		{"indexed([2],[1])", must(t)(neg.Indexed([]int{2}, []int{1})), 8, -12, 0, -18, 13},
+		{"struct of 3 at 40", must(t)(Struct([]Field{{40, 3, neg}})), 12, 28, 9, 22, 22},
+	}
+	for _, c := range cases {
+		ty := c.ty
+		if ty.Size() != c.size || ty.LB() != c.lb || ty.Extent() != c.ext || ty.TrueLB() != c.tlb || ty.TrueExtent() != c.tex {
+			t.Errorf("%s: size %d lb %d extent %d true lb %d true extent %d; want %d %d %d %d %d", c.name,
+				ty.Size(), ty.LB(), ty.Extent(), ty.TrueLB(), ty.TrueExtent(), c.size, c.lb, c.ext, c.tlb, c.tex)
+		}
+	}
+	// Three copies of neg lie at 18, 9 and 0 when placed at 18: Span covers [0, 22).
+	at18 := must(t)(Struct([]Field{{18, 1, neg}}))
+	if lo, hi, err := at18.Span(3); err != nil || lo != 0 || hi != 22 {
+		t.Fatalf("span of 3 copies: [%d, %d) %v, want [0, 22)", lo, hi, err)
+	}
+	src := make([]byte, 22)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	packed := make([]byte, 12)
+	if n, err := Pack(packed, src, 3, at18); err != nil || n != 12 {
+		t.Fatalf("pack: %d %v", n, err)
+	}
+	want := []byte{18, 19, 20, 21, 9, 10, 11, 12, 0, 1, 2, 3}
+	if !bytes.Equal(packed, want) {
+		t.Fatalf("pack of 3 copies: %v, want %v", packed, want)
+	}
+	if _, err := Pack(make([]byte, 16), src, 4, at18); !errors.Is(err, ErrRange) || !strings.Contains(err.Error(), "byte offset -9") {
+		t.Fatalf("pack of 4 copies, the last before the buffer: %v, want ErrRange at -9", err)
+	}
+	dst := make([]byte, 22)
+	if _, err := UnpackPrefix(dst, want[:6], 3, at18); err != nil {
+		t.Fatal(err)
+	}
+	wantDst := make([]byte, 22)
+	copy(wantDst[18:], want[:4])
+	copy(wantDst[9:], want[4:6])
+	if !bytes.Equal(dst, wantDst) {
+		t.Fatalf("unpack prefix: %v, want %v", dst, wantDst)
+	}
+}
+
+// TestLaid checks Over's errors against Check's, and that a Laid packs and unpacks as the
+// package's Pack and UnpackPrefix do, refusing a short packed buffer or a long message.
+func TestLaid(t *testing.T) {
+	col := must(t)(Vector[float64](3, 1, 4)) // reaches element 8
+	m := make([]float64, 12)
+	for i := range m {
+		m[i] = float64(i)
+	}
+	b := noErr[[]byte](t)(AsBytes(m))
+	if _, err := col.Over("layout over buf", b[:64], 1); err == nil || err.Error() != col.Check("layout over buf", 1, 64).Error() {
+		t.Fatalf("over a short buffer: %v, want Check's error", err)
+	}
+	if _, err := col.Over("layout over buf", b, -1); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "count -1 is negative") {
+		t.Fatalf("over -1 copies: %v", err)
+	}
+	l := noErr[Laid](t)(col.Over("layout over buf", b, 1))
+	if _, ok := l.Contig(); ok || l.Size() != 24 {
+		t.Fatalf("a column: contiguous %v, size %d", ok, l.Size())
+	}
+	got, want := make([]byte, 24), make([]byte, 24)
+	noErr[int](t)(Pack(want, m, 1, col))
+	if n, err := l.Pack(got); err != nil || n != 24 || !bytes.Equal(got, want) {
+		t.Fatalf("laid pack: %d %v %v, want %v", n, err, got, want)
+	}
+	if _, err := l.Pack(got[:23]); !errors.Is(err, ErrRange) || !strings.Contains(err.Error(), "packed buffer holds 23") {
+		t.Fatalf("laid pack into 23 bytes: %v", err)
+	}
+	if _, err := l.UnpackPrefix(make([]byte, 25)); !errors.Is(err, ErrRange) || !strings.Contains(err.Error(), "25 packed bytes") {
+		t.Fatalf("laid unpack of 25 bytes: %v", err)
+	}
+	clear(m)
+	if n, err := l.UnpackPrefix(want[:16]); err != nil || n != 16 || m[0] != 0 || m[4] != 4 || m[8] != 0 {
+		t.Fatalf("laid unpack of 2 elements: %d %v %v", n, err, m)
+	}
+	row := must(t)(Contiguous[float64](4))
+	if run, ok := noErr[Laid](t)(row.Over("row", b, 2)).Contig(); !ok || len(run) != 64 || &run[0] != &b[0] {
+		t.Fatalf("2 rows: contiguous %v, %d bytes", ok, len(run))
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		l, _ := col.Over("layout over buf", b, 1)
+		_, _ = l.Pack(got)
+		_, _ = l.UnpackPrefix(got)
+	}); allocs != 0 {
+		t.Fatalf("over, pack and unpack: %v allocations, want 0", allocs)
+	}
+}
+
+func noErr[V any](t *testing.T) func(V, error) V {
+	return func(v V, err error) V {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// TestRuns checks the runs of common layouts: a column is one run, count columns of a
+// matrix continue it, and irregular blocks stay apart.
+func TestRuns(t *testing.T) {
+	m := make([]byte, 1<<12)
+	col := must(t)(Vector[float64](8, 1, 6)) // 8 rows of 6
+	rowPair := must(t)(Indexed[uint8]([]int{2, 3}, []int{0, 10}))
+	cases := []struct {
+		name  string
+		ty    Type
+		count int
+		want  []Run
+	}{
+		{"column", col, 1, []Run{{0, 8, 8, 48}}},
+		{"3 columns resized to one element", must(t)(col.Resized(0, 8)), 3, []Run{{0, 8, 8, 48}, {8, 8, 8, 48}, {16, 8, 8, 48}}},
+		{"2 whole column blocks", must(t)(Vector[float64](2, 1, 6)), 2, []Run{{0, 8, 2, 48}, {56, 8, 2, 48}}},
+		{"irregular", rowPair, 2, []Run{{0, 2, 1, 0}, {10, 3, 1, 0}, {13, 2, 1, 0}, {23, 3, 1, 0}}},
+		{"one element at a time", Of[int32](), 3, []Run{{0, 12, 1, 0}}},
+		{"elements one apart", must(t)(Of[int32]().Resized(0, 8)), 3, []Run{{0, 4, 3, 8}}},
+		{"empty", Type{}, 3, nil},
+	}
+	for _, c := range cases {
+		l := noErr[Laid](t)(c.ty.Over("runs", m, c.count))
+		got, ok := l.Runs(nil, 100)
+		if !ok || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: runs %v (ok %v), want %v", c.name, got, ok, c.want)
+		}
 	}
 }

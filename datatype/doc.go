@@ -16,6 +16,8 @@
 // byte offsets, FromStruct reads a Go struct's fields, and Resized sets the bounds.
 // Offsets are bytes from the start of the buffer a type is laid over; a layout's data
 // must lie inside that buffer (Check), and Pack, Unpack and the layers above check it.
+// Over checks count copies over a buffer once and returns a Laid, whose Pack and
+// UnpackPrefix move the bytes later without checking again (the runtime's typed calls).
 //
 // Errors wrap ErrInvalid (a bad constructor argument) or ErrRange (a buffer that does
 // not hold the layout), and name the call and what is wrong.
@@ -24,5 +26,6 @@
 //
 // A Type is a value that never changes after its constructor returns: any number of
 // goroutines may use one. Pack and Unpack hold no state and allocate nothing; the
-// buffers are the caller's. design.md describes the representation and how Pack walks it.
+// buffers are the caller's. A Laid holds its buffer and is used by one goroutine at a
+// time. design.md describes the representation and how Pack walks it.
 package datatype

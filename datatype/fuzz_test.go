@@ -191,7 +191,7 @@ func step(f *fuzzReader, stack []pair) (pair, string, bool) {
 		b.add(fs[1].Off, fs[1].Count, other.r)
 		desc = fmt.Sprintf("struct(%d×@%d, %d×@%d)", fs[0].Count, fs[0].Off, fs[1].Count, fs[1].Off)
 	case 10:
-		lb, e := f.n(-8, 8), f.n(0, 32)
+		lb, e := f.n(-8, 8), f.n(-16, 32)
 		out, err = t.Resized(lb, e)
 		b.r = ref{offs: r.offs, lb: lb, ub: lb + e}
 		b.bounds = true
@@ -256,7 +256,17 @@ func checkPair(t *testing.T, rng *rand.Rand, p pair, desc string) {
 		r.lb, r.ub = r.lb+sh, r.ub+sh
 	}
 	ext := r.ub - r.lb
+	base := ty
 	for count := range 4 {
+		ty, sh := base, 0
+		if ext < 0 && count > 1 {
+			// The later copies lie below the first: shift them all into the buffer.
+			sh = -(count - 1) * ext
+			var err error
+			if ty, err = Struct([]Field{{sh, 1, base}}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		_, hi, err := ty.Span(count)
 		if err != nil {
 			t.Fatal(err)
@@ -268,7 +278,7 @@ func checkPair(t *testing.T, rng *rand.Rand, p pair, desc string) {
 		want := make([]byte, 0, count*len(r.offs))
 		for k := range count {
 			for _, o := range r.offs {
-				want = append(want, src[k*ext+o])
+				want = append(want, src[sh+k*ext+o])
 			}
 		}
 		got := make([]byte, len(want)+1)
@@ -280,7 +290,7 @@ func checkPair(t *testing.T, rng *rand.Rand, p pair, desc string) {
 		wantDst := make([]byte, hi)
 		for i, k := 0, 0; k < count; k++ {
 			for _, o := range r.offs {
-				wantDst[k*ext+o] = want[i]
+				wantDst[sh+k*ext+o] = want[i]
 				i++
 			}
 		}
@@ -293,13 +303,53 @@ func checkPair(t *testing.T, rng *rand.Rand, p pair, desc string) {
 		for i, k := 0, 0; k < count; k++ {
 			for _, o := range r.offs {
 				if i < half {
-					wantDst[k*ext+o] = want[i]
+					wantDst[sh+k*ext+o] = want[i]
 				}
 				i++
 			}
 		}
 		if n, err := UnpackPrefix(dst, want[:half], count, ty); err != nil || n != half || !bytes.Equal(dst, wantDst) {
 			t.Fatalf("%s: unpack the first %d bytes of %d copies: %d bytes %v, err %v; reference %v", desc, half, count, n, dst, err, wantDst)
+		}
+		// The same through a Laid over each buffer.
+		clear(got)
+		if l, err := ty.Over("fuzz", src, count); err != nil || l.Size() != len(want) {
+			t.Fatalf("%s: over %d copies: %v, size %d, want %d", desc, count, err, l.Size(), len(want))
+		} else if n, err := l.Pack(got); err != nil || n != len(want) || !bytes.Equal(got[:n], want) {
+			t.Fatalf("%s: laid pack %d copies: %d bytes %v, err %v; reference %v", desc, count, n, got[:n], err, want)
+		} else {
+			// Its runs expand to the reference typemap of the copies, in order.
+			runs, ok := l.Runs(nil, 1<<20)
+			var offs, wantOffs []int
+			for _, r := range runs {
+				if r.Len <= 0 || r.Count <= 0 || r.Count == 1 && r.Stride != 0 {
+					t.Fatalf("%s: run %+v of %d copies", desc, r, count)
+				}
+				for i := range r.Count {
+					for j := range r.Len {
+						offs = append(offs, r.Off+i*r.Stride+j)
+					}
+				}
+			}
+			for k := range count {
+				for _, o := range r.offs {
+					wantOffs = append(wantOffs, sh+k*ext+o)
+				}
+			}
+			if !ok || fmt.Sprint(offs) != fmt.Sprint(wantOffs) {
+				t.Fatalf("%s: runs of %d copies %v (%v) expand to %v, reference %v", desc, count, runs, ok, offs, wantOffs)
+			}
+			if len(runs) > 1 {
+				if short, ok := l.Runs(nil, len(runs)-1); ok || len(short) != len(runs)-1 {
+					t.Fatalf("%s: %d runs of %d copies, at most %d: %d runs, ok %v", desc, len(runs), count, len(runs)-1, len(short), ok)
+				}
+			}
+		}
+		clear(dst)
+		if l, err := ty.Over("fuzz", dst, count); err != nil {
+			t.Fatalf("%s: over %d copies: %v", desc, count, err)
+		} else if n, err := l.UnpackPrefix(want[:half]); err != nil || n != half || !bytes.Equal(dst, wantDst) {
+			t.Fatalf("%s: laid unpack of the first %d bytes of %d copies: %d bytes %v, err %v; reference %v", desc, half, count, n, dst, err, wantDst)
 		}
 		if hi > 0 {
 			if _, err := Pack(got, src[:hi-1], count, ty); !errors.Is(err, ErrRange) {
@@ -327,8 +377,8 @@ func FuzzConstructors(f *testing.F) {
 		stack := []pair{{Of[uint8](), refPrim(1)}}
 		for steps := 0; len(fr.b) > 0 && steps < 8; steps++ {
 			p, desc, _ := step(fr, stack)
-			if len(p.r.offs) > 1<<12 {
-				return
+			if lo, hi, _ := p.t.Span(4); len(p.r.offs) > 1<<12 || hi-lo > 1<<20 {
+				return // checkPair's buffers span the layout: keep them small
 			}
 			checkPair(t, rng, p, desc)
 			stack = append(stack, p)

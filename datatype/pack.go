@@ -16,7 +16,8 @@ func (t Type) PackSize(count int) (int, error) {
 
 // Span returns the byte range [lo, hi) of a buffer that count copies of t read or write:
 // from the lowest byte of data to one past the highest. It is empty (0, 0) when count or
-// t's size is 0.
+// t's size is 0. With a negative extent the copies after the first lie below it, and lo
+// is the last copy's lowest byte.
 func (t Type) Span(count int) (lo, hi int, err error) {
 	if err := checkCount("span", "count", count); err != nil {
 		return 0, 0, err
@@ -25,8 +26,11 @@ func (t Type) Span(count int) (lo, hi int, err error) {
 		return 0, 0, nil
 	}
 	ext := t.Extent()
-	if ext > 0 && count-1 > maxBytes/ext {
+	if ext != 0 && count-1 > maxBytes/abs(ext) {
 		return 0, 0, invalidf("span", "%d copies of extent %d exceed 2^50 bytes", count, ext)
+	}
+	if ext < 0 {
+		return t.tlb + (count-1)*ext, t.tub, nil
 	}
 	return t.tlb, t.tub + (count-1)*ext, nil
 }
@@ -62,10 +66,17 @@ func Pack[T any](dst []byte, src []T, count int, t Type) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	pack(dst, s, count, t, n)
+	return n, nil
+}
+
+// pack is Pack of n = count * t.Size() bytes after the checks: every block of the count
+// copies lies inside s, and dst holds n bytes.
+func pack(dst, s []byte, count int, t Type, n int) {
 	if off, m, ok := t.Contig(count); ok {
-		return copy(dst[:m], s[off:off+m]), nil
+		copy(dst[:m], s[off:off+m])
+		return
 	}
-	// sizes checked that every block lies inside both buffers.
 	dp, sp := unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Pointer(unsafe.SliceData(s))
 	pos, ext := 0, t.Extent()
 	for k := range count {
@@ -81,7 +92,6 @@ func Pack[T any](dst []byte, src []T, count int, t Type) (int, error) {
 			pos += b.Len
 		}
 	}
-	return n, nil
 }
 
 // gather copies nb blocks of l bytes, stride bytes apart from s on, to d back to back.
@@ -142,8 +152,16 @@ func Unpack[T any](dst []T, src []byte, count int, t Type) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	unpack(d, src, count, t)
+	return n, nil
+}
+
+// unpack is Unpack after the checks: every block of the count copies lies inside d, and
+// src holds their packed bytes.
+func unpack(d, src []byte, count int, t Type) {
 	if off, m, ok := t.Contig(count); ok {
-		return copy(d[off:off+m], src[:m]), nil
+		copy(d[off:off+m], src[:m])
+		return
 	}
 	dp, sp := unsafe.Pointer(unsafe.SliceData(d)), unsafe.Pointer(unsafe.SliceData(src))
 	pos, ext := 0, t.Extent()
@@ -160,7 +178,6 @@ func Unpack[T any](dst []T, src []byte, count int, t Type) (int, error) {
 			pos += b.Len
 		}
 	}
-	return n, nil
 }
 
 // sizes checks a pack or unpack of count copies between a packed buffer of packed bytes
@@ -215,13 +232,18 @@ func UnpackPrefix[T any](dst []T, src []byte, count int, t Type) (int, error) {
 	if err := t.Check("unpack prefix", count, len(d)); err != nil {
 		return 0, err
 	}
+	unpackPrefix(d, src, t)
+	return len(src), nil
+}
+
+// unpackPrefix is UnpackPrefix after the checks: the layout of the copies src covers
+// lies inside d.
+func unpackPrefix(d, src []byte, t Type) {
 	if len(src) == 0 {
-		return 0, nil
+		return
 	}
 	whole := len(src) / t.size
-	if _, err := Unpack(dst, src[:whole*t.size], whole, t); err != nil {
-		return 0, err
-	}
+	unpack(d, src[:whole*t.size], whole, t)
 	rest, base := src[whole*t.size:], whole*t.Extent()
 	for _, b := range t.blocks {
 		if len(rest) == 0 {
@@ -230,5 +252,4 @@ func UnpackPrefix[T any](dst []T, src []byte, count int, t Type) (int, error) {
 		k := copy(d[base+b.Off:base+b.Off+min(b.Len, len(rest))], rest)
 		rest = rest[k:]
 	}
-	return len(src), nil
 }

@@ -13,27 +13,28 @@ import (
 // tag (MPI_Send with a derived datatype). The message is the packed data, count *
 // t.Size() bytes in typemap order, and matches any receive of that many bytes (RecvType
 // with a layout of the same size, or Recv of bytes or elements). A layout whose count
-// copies are one run (datatype.Type.Contig) is sent from buf in place; any other is
-// packed into a pooled buffer first. buf's elements may be any type without pointers
+// copies are one run (datatype.Type.Contig) is sent from buf in place. Any other is
+// packed into a pooled buffer first, except a rendezvous to a rank of this host whose
+// memory the ranks may read: its receiver reads the layout straight out of buf, into its
+// own layout or buffer (a layout offer: no packed copy on either side). buf's elements
+// may be any type without pointers
 // (numbers, arrays and structs of them). A layout outside buf fails with ErrInvalid
 // before anything is sent; the rest behaves as Send.
 func SendType[T any](ctx context.Context, w *World, buf []T, count int, t datatype.Type, dest, tag int) error {
 	if w == nil {
 		return withOp("send type", errNilWorld())
 	}
-	b, err := typeArgs("send type", w, buf, count, t)
+	l, err := typeArgs("send type", w, buf, count, t)
 	if err != nil {
 		return err
 	}
-	if off, n, ok := t.Contig(count); ok {
-		return Send(ctx, w, b[off:off+n], dest, tag)
+	if run, ok := l.Contig(); ok {
+		return Send(ctx, w, run, dest, tag)
 	}
-	n, _ := t.PackSize(count)
-	p := packpool.Get(n)
-	if _, err := datatype.Pack(p.B, buf, count, t); err != nil {
-		packpool.Put(p)
-		return withOp("send type", fmt.Errorf("%w: %w", ErrInvalid, err))
+	if ok, err := w.sendLaid(ctx, &l, dest, tag); ok {
+		return err
 	}
+	p := packIn(l)
 	err = Send(ctx, w, p.B, dest, tag)
 	if err != nil && ctx.Err() != nil {
 		// A rendezvous offer may still be read from p: leave it to the collector.
@@ -49,30 +50,35 @@ func SendType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 // (Undefined for part of one, as MPI_Get_count). A message shorter than count copies fills the layout's first bytes in typemap
 // order; a longer one fills all count copies and fails with ErrTruncated. A layout that
 // is one run is received in place; any other through a pooled buffer, unpacked when the
-// message has arrived. Errors are as Recv's and SendType's.
+// message has arrived, except a layout offer (see SendType), which is read straight into
+// the layout. Errors are as Recv's and SendType's.
 func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t datatype.Type, src, tag int) (Status, error) {
 	if w == nil {
 		return Status{}, withOp("recv type", errNilWorld())
 	}
-	b, err := typeArgs("recv type", w, buf, count, t)
+	l, err := typeArgs("recv type", w, buf, count, t)
 	if err != nil {
 		return Status{}, err
 	}
-	if off, n, ok := t.Contig(count); ok {
-		st, err := Recv(ctx, w, b[off:off+n], src, tag)
+	if run, ok := l.Contig(); ok {
+		st, err := Recv(ctx, w, run, src, tag)
 		return typeStatus(st, t), err
 	}
-	n, _ := t.PackSize(count)
-	p := packpool.Get(n)
+	p := packpool.Get(l.Size())
 	defer packpool.Put(p)
-	st, err := Recv(ctx, w, p.B, src, tag)
-	if err != nil && !errors.Is(err, ErrTruncated) {
-		return typeStatus(st, t), err
+	lay := w.e.recvLay(&l)
+	var st Status
+	done := false
+	if lay != nil {
+		st, done, err = w.recvLaid(ctx, p.B, lay, src, tag)
 	}
-	got := min(st.Bytes, n)
-	if _, uerr := datatype.UnpackPrefix(buf, p.B[:got], count, t); uerr != nil {
-		return typeStatus(st, t), withOp("recv type", fmt.Errorf("%w: %w", ErrInvalid, uerr))
+	if !done {
+		st, err = Recv(ctx, w, p.B, src, tag)
 	}
+	if (err == nil || errors.Is(err, ErrTruncated)) && (lay == nil || !lay.direct) {
+		unpackOut(l, p, st)
+	}
+	putLay(lay)
 	return typeStatus(st, t), err
 }
 
@@ -80,73 +86,91 @@ func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 // receives into rcount copies of rt over rbuf from src (or AnySource) with rtag (or
 // AnyTag), as Sendrecv does (MPI_Sendrecv with derived datatypes): the receive is posted
 // first, so a ring of ranks exchanging halo columns never deadlocks. Each side moves in
-// place when its layout is one run, else through a pooled buffer; the receive's Status
-// and length rules are RecvType's.
+// place when its layout is one run, else through a pooled buffer, or between ranks of
+// one host as a layout offer (see SendType and RecvType); the receive's Status and
+// length rules are RecvType's.
 func SendrecvType[S, R any](ctx context.Context, w *World, sbuf []S, scount int, st datatype.Type, dest, stag int,
 	rbuf []R, rcount int, rt datatype.Type, src, rtag int) (Status, error) {
 	if w == nil {
 		return Status{}, withOp("sendrecv type", errNilWorld())
 	}
-	sb, err := typeArgs("sendrecv type", w, sbuf, scount, st)
+	sl, err := typeArgs("sendrecv type", w, sbuf, scount, st)
 	if err != nil {
 		return Status{}, err
 	}
-	rb, err := typeArgs("sendrecv type", w, rbuf, rcount, rt)
+	rl, err := typeArgs("sendrecv type", w, rbuf, rcount, rt)
 	if err != nil {
 		return Status{}, err
 	}
-	out, in := sb, rb
 	var sp, rp *packpool.Buf
-	if off, n, ok := st.Contig(scount); ok {
-		out = sb[off : off+n]
-	} else {
-		n, _ := st.PackSize(scount)
-		sp = packpool.Get(n)
-		if _, err := datatype.Pack(sp.B, sbuf, scount, st); err != nil {
-			packpool.Put(sp)
-			return Status{}, withOp("sendrecv type", fmt.Errorf("%w: %w", ErrInvalid, err))
-		}
+	var so, ro *layIO
+	out, sin := sl.Contig()
+	in, rin := rl.Contig()
+	if !rin {
+		rp = packpool.Get(rl.Size())
+		in = rp.B
+		ro = w.e.recvLay(&rl)
+	}
+	var stat Status
+	done := false
+	if !sin && sl.Size() > w.e.cfg.eagerSHM {
+		stat, done, so, err = w.sendrecvLaid(ctx, nil, &sl, dest, stag, in, ro, src, rtag)
+	}
+	if !done && !sin {
+		sp = packIn(sl)
 		out = sp.B
 	}
-	roff, rn, rcontig := rt.Contig(rcount)
-	if rcontig {
-		in = rb[roff : roff+rn]
-	} else {
-		rn, _ = rt.PackSize(rcount)
-		rp = packpool.Get(rn)
-		in = rp.B
+	if !done && ro != nil {
+		stat, done, _, err = w.sendrecvLaid(ctx, out, nil, dest, stag, in, ro, src, rtag)
 	}
-	stat, err := Sendrecv(ctx, w, out, dest, stag, in, src, rtag)
+	if !done {
+		stat, err = Sendrecv(ctx, w, out, dest, stag, in, src, rtag)
+	}
 	if err != nil && ctx.Err() != nil {
 		return typeStatus(stat, rt), err // the buffers may still be in use: leave them to the collector
 	}
+	putLay(so)
 	if sp != nil {
 		packpool.Put(sp)
 	}
 	if rp != nil {
-		defer packpool.Put(rp)
-		if err == nil || errors.Is(err, ErrTruncated) {
-			if _, uerr := datatype.UnpackPrefix(rbuf, rp.B[:min(stat.Bytes, rn)], rcount, rt); uerr != nil {
-				return typeStatus(stat, rt), withOp("sendrecv type", fmt.Errorf("%w: %w", ErrInvalid, uerr))
-			}
+		if (err == nil || errors.Is(err, ErrTruncated)) && (ro == nil || !ro.direct) {
+			unpackOut(rl, rp, stat)
 		}
+		packpool.Put(rp)
 	}
+	putLay(ro)
 	return typeStatus(stat, rt), err
 }
 
-// typeArgs checks the World and the layout of a typed call and returns buf's bytes.
-func typeArgs[T any](op string, w *World, buf []T, count int, t datatype.Type) ([]byte, error) {
+// typeArgs checks the World and the layout of a typed call, once: the Laid it returns
+// packs and unpacks without checking again.
+func typeArgs[T any](op string, w *World, buf []T, count int, t datatype.Type) (datatype.Laid, error) {
 	if err := w.freedErr(); err != nil {
-		return nil, withOp(op, err)
+		return datatype.Laid{}, withOp(op, err)
 	}
 	b, err := datatype.AsBytes(buf)
+	var l datatype.Laid
 	if err == nil {
-		err = t.Check("layout over buf", count, len(b))
+		l, err = t.Over("layout over buf", b, count)
 	}
 	if err != nil {
-		return nil, withOp(op, fmt.Errorf("rank %d: %w: %w", w.Rank(), ErrInvalid, err))
+		return datatype.Laid{}, withOp(op, fmt.Errorf("rank %d: %w: %w", w.Rank(), ErrInvalid, err))
 	}
-	return b, nil
+	return l, nil
+}
+
+// packIn packs l into a pooled buffer of its size, which Pack cannot find short.
+func packIn(l datatype.Laid) *packpool.Buf {
+	p := packpool.Get(l.Size())
+	_, _ = l.Pack(p.B) // cannot fail: p.B holds l.Size() bytes
+	return p
+}
+
+// unpackOut unpacks the message of Status st, received into p, into l: its first
+// st.Bytes bytes, at most l.Size() (a longer message was truncated to that).
+func unpackOut(l datatype.Laid, p *packpool.Buf, st Status) {
+	_, _ = l.UnpackPrefix(p.B[:min(st.Bytes, l.Size())]) // cannot fail: at most l.Size() bytes
 }
 
 // typeStatus counts a Status in copies of t: Undefined when the message held part of one
@@ -166,24 +190,20 @@ func typeStatus(st Status, t datatype.Type) Status {
 // run is sent from buf in place (buf belongs to the runtime until the Request
 // completes); any other is packed at the call into a pooled buffer, so buf is the
 // caller's again at once, and the buffer returns to the pool when the completion is
-// reported (Wait, Test or a set call).
+// reported (Wait, Test or a set call). It never makes a layout offer (see SendType),
+// which would keep buf until the receiver has read it.
 func IsendType[T any](w *World, buf []T, count int, t datatype.Type, dest, tag int) (*Request, error) {
 	if w == nil {
 		return nil, withOp("isend type", errNilWorld())
 	}
-	b, err := typeArgs("isend type", w, buf, count, t)
+	l, err := typeArgs("isend type", w, buf, count, t)
 	if err != nil {
 		return nil, err
 	}
-	if off, n, ok := t.Contig(count); ok {
-		return Isend(w, b[off:off+n], dest, tag)
+	if run, ok := l.Contig(); ok {
+		return Isend(w, run, dest, tag)
 	}
-	n, _ := t.PackSize(count)
-	p := packpool.Get(n)
-	if _, err := datatype.Pack(p.B, buf, count, t); err != nil {
-		packpool.Put(p)
-		return nil, withOp("isend type", fmt.Errorf("%w: %w", ErrInvalid, err))
-	}
+	p := packIn(l)
 	r, err := Isend(w, p.B, dest, tag)
 	if err != nil {
 		packpool.Put(p)
@@ -198,7 +218,8 @@ func IsendType[T any](w *World, buf []T, count int, t datatype.Type, dest, tag i
 
 // IrecvType starts RecvType (MPI_Irecv with a derived datatype): buf belongs to the
 // runtime until the Request's completion is reported. A layout that is one run is
-// received in place; any other through a pooled buffer, unpacked into the layout as Wait,
+// received in place, and a layout offer (see SendType) straight into the layout; any
+// other through a pooled buffer, unpacked into the layout as Wait,
 // Test or a set call reports the completion (under the runtime's lock: a large layout's
 // unpacking holds the rank's other goroutines' calls that long). The Status counts whole
 // copies of t, and the length rules are RecvType's.
@@ -206,32 +227,41 @@ func IrecvType[T any](w *World, buf []T, count int, t datatype.Type, src, tag in
 	if w == nil {
 		return nil, withOp("irecv type", errNilWorld())
 	}
-	b, err := typeArgs("irecv type", w, buf, count, t)
+	l, err := typeArgs("irecv type", w, buf, count, t)
 	if err != nil {
 		return nil, err
 	}
-	if off, n, ok := t.Contig(count); ok {
-		r, err := Irecv(w, b[off:off+n], src, tag)
+	if run, ok := l.Contig(); ok {
+		r, err := Irecv(w, run, src, tag)
 		if err != nil {
 			return nil, err
 		}
 		r.finish = func(st Status, err error) (Status, error) { return typeStatus(st, t), err }
 		return r, nil
 	}
-	n, _ := t.PackSize(count)
-	p := packpool.Get(n)
-	r, err := Irecv(w, p.B, src, tag)
+	p := packpool.Get(l.Size())
+	lay := w.e.recvLay(&l)
+	r := new(Request)
+	done := false
+	if lay != nil {
+		done, err = w.irecvLaid(r, p.B, lay, src, tag)
+	}
+	if !done {
+		putLay(lay)
+		lay = nil
+		r, err = Irecv(w, p.B, src, tag)
+	}
 	if err != nil {
+		putLay(lay)
 		packpool.Put(p)
 		return nil, err
 	}
 	r.finish = func(st Status, err error) (Status, error) {
-		defer packpool.Put(p)
-		if (err == nil || errors.Is(err, ErrTruncated)) && !st.Cancelled {
-			if _, uerr := datatype.UnpackPrefix(buf, p.B[:min(st.Bytes, n)], count, t); uerr != nil {
-				return typeStatus(st, t), withOp("irecv type", fmt.Errorf("%w: %w", ErrInvalid, uerr))
-			}
+		if (err == nil || errors.Is(err, ErrTruncated)) && !st.Cancelled && (lay == nil || !lay.direct) {
+			unpackOut(l, p, st)
 		}
+		putLay(lay)
+		packpool.Put(p)
 		return typeStatus(st, t), err
 	}
 	return r, nil

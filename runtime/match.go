@@ -24,8 +24,8 @@ type uxMsg struct {
 	src  int
 	ctx  uint16
 	tag  int32
-	kind uint8 // msgEager or msgRTS
-	data []byte
+	kind uint8  // msgEager or msgRTS
+	data []byte // msgEager: the payload; msgRTS: a layout offer's runs, or nil
 	// msgRTS
 	cookie, rkey, off, length uint64
 	// sync is the synchronous send to this rank itself that sent it, completed when a
@@ -61,14 +61,18 @@ func (e *engine) incomingLocked(src int, h *header, payload []byte) {
 		if h.kind == msgEager {
 			e.deliverEagerLocked(r, src, h.tag, payload)
 		} else {
-			e.startReadLocked(r, src, h.tag, h.cookie, h.rkey, h.off, h.length)
+			e.startReadLocked(r, src, h.tag, h.cookie, h.rkey, h.off, h.length, offerRuns(h, payload))
 		}
 		return
 	}
 	var m *uxMsg
-	if h.kind == msgEager {
+	switch {
+	case h.kind == msgEager:
 		m = e.uxMem.getWith(payload)
-	} else {
+	case h.layout:
+		m = e.uxMem.getWith(offerRuns(h, payload)) // a layout offer's runs, out of the slot
+		m.cookie, m.rkey, m.off, m.length = h.cookie, h.rkey, h.off, h.length
+	default:
 		m = e.uxMem.get()
 		m.cookie, m.rkey, m.off, m.length = h.cookie, h.rkey, h.off, h.length
 	}
@@ -108,7 +112,7 @@ func (e *engine) takeUxLocked(r *Request, m *uxMsg) {
 	if m.kind == msgEager {
 		e.deliverEagerLocked(r, m.src, m.tag, m.data)
 	} else {
-		e.startReadLocked(r, m.src, m.tag, m.cookie, m.rkey, m.off, m.length)
+		e.startReadLocked(r, m.src, m.tag, m.cookie, m.rkey, m.off, m.length, m.data)
 	}
 	if m.sync != nil {
 		e.completeLocked(m.sync, nil)

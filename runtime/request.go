@@ -57,6 +57,7 @@ type Request struct {
 	reads   int    // receive: RDMA reads outstanding
 	fin     uint64 // receive: the sender's cookie, returned in FIN
 	truncTo int    // receive: the full message length when it did not fit, else -1
+	lay     *layIO // a typed send's layout offer, or a typed receive's layout (rndv_iov.go)
 
 	// A blocking wait on it (hang.go), guarded by the engine's mu.
 	waitFrom int64  // coarseNow when the wait began; 0: not waited on

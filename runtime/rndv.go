@@ -79,6 +79,10 @@ func exposeBuffer(p *peer, buf []byte) (verbs.MR, uint64, bool, error) {
 }
 
 func (e *engine) postRTSLocked(p *peer, r *Request) {
+	if r.lay != nil {
+		e.postOfferLocked(p, r)
+		return
+	}
 	var rkey uint64
 	if r.mr != nil {
 		rkey = r.mr.RKey()
@@ -102,8 +106,9 @@ func (e *engine) finLocked(p *peer, cookie uint64) {
 }
 
 // startReadLocked starts receive r of a rendezvous offer from src: RDMA reads of the
-// offered buffer into r.buf, then FIN.
-func (e *engine) startReadLocked(r *Request, src int, tag int32, cookie, rkey, off, length uint64) {
+// offered buffer into r.buf, then FIN. A layout offer (layout, its encoded runs, not
+// nil; rkey is then the sender's address) is read at once by readOfferLocked.
+func (e *engine) startReadLocked(r *Request, src int, tag int32, cookie, rkey, off, length uint64, layout []byte) {
 	p := e.peers[src]
 	n := min(length, uint64(len(r.buf)))
 	r.status = Status{Source: src, Tag: int(tag), Bytes: int(n), Count: elems(int(n), r.esize)}
@@ -118,6 +123,10 @@ func (e *engine) startReadLocked(r *Request, src int, tag int32, cookie, rkey, o
 	if n == 0 {
 		e.queueFINLocked(p, cookie)
 		e.completeLocked(r, r.truncErr())
+		return
+	}
+	if layout != nil {
+		e.readOfferLocked(p, r, rkey, layout, int(n))
 		return
 	}
 	r.rkey, r.roff, r.rlen = rkey, off, int(n)

@@ -8,7 +8,8 @@ import (
 // Messages between ranks travel as verbs Sends into the peer's pre-posted receive slots.
 // Every message starts with an 8-byte header (little-endian):
 //
-//	0  kind    u8   msgEager, msgRTS, msgFIN, msgNop, msgCancel or msgWithdrawn (append-only)
+//	0  kind    u8   msgEager, msgRTS, msgFIN, msgNop, msgRTSL, msgCancel or msgWithdrawn
+//	                (append-only)
 //	1  version u8   wireVersion
 //	2  ctx     u16  communication context: user point-to-point, barrier, ... (see World)
 //	4  tag     i32  the message tag (0 for FIN)
@@ -21,6 +22,9 @@ import (
 //	msgFIN    cookie u64: the rendezvous read of the offer with this cookie is done
 //	msgNop    nothing: posted signaled to learn that the unsignaled messages before it are
 //	          complete (see postMessage); the receiver ignores it
+//	msgRTSL   cookie u64, address u64, length u64, runs u64, then runs x (offset u64,
+//	          length u64, count u64, stride i64): a layout offer between ranks of one host
+//	          (rndv_iov.go); decoded as an RTS whose layout the receiver reads
 //	msgCancel cookie u64: the sender withdraws its offer with this cookie, if no receive
 //	          has matched it (Cancel)
 //	msgWithdrawn cookie u64: the offer with this cookie was withdrawn, unread: its send
@@ -29,7 +33,7 @@ import (
 // The payload of an eager message starts 8 bytes in, so it keeps the 8-byte alignment of
 // the slot.
 const (
-	wireVersion = 1
+	wireVersion = 2
 	hdrLen      = 8
 	rtsLen      = hdrLen + 32
 	finLen      = hdrLen + 8
@@ -41,8 +45,9 @@ const (
 	msgRTS       = 2
 	msgFIN       = 3
 	msgNop       = 4
-	msgCancel    = 5
-	msgWithdrawn = 6
+	msgRTSL      = 5
+	msgCancel    = 6
+	msgWithdrawn = 7
 )
 
 var le = binary.LittleEndian
@@ -56,6 +61,7 @@ type header struct {
 	rkey   uint64
 	off    uint64
 	length uint64
+	layout bool // msgRTSL: the RTS is a layout offer, its runs after offerLen (decodeOffer)
 }
 
 func putHeader(b []byte, kind uint8, ctx uint16, tag int32) {
@@ -107,6 +113,8 @@ func decodeHeader(msg []byte) (header, error) {
 			return h, &errWire{fmt.Sprintf("message of kind %d of %d bytes, want %d", h.kind, len(msg), finLen)}
 		}
 		h.cookie = le.Uint64(msg[8:])
+	case msgRTSL:
+		return decodeOffer(msg, h)
 	case msgNop:
 		if len(msg) != hdrLen {
 			return h, &errWire{fmt.Sprintf("no-op of %d bytes, want %d", len(msg), hdrLen)}

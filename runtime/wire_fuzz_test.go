@@ -31,7 +31,7 @@ func FuzzDecodeHeader(f *testing.F) {
 				t.Fatalf("message %+v does not re-encode to the message", h)
 			}
 		}
-		if h.kind == msgRTS {
+		if h.kind == msgRTS && !h.layout { // a layout offer re-encodes in FuzzDecodeOffer
 			again := make([]byte, rtsLen)
 			putRTS(again, h.ctx, h.tag, h.cookie, h.rkey, h.off, h.length)
 			if !bytes.Equal(again, msg) {

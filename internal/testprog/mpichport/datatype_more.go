@@ -229,7 +229,6 @@ func dtHindexedZeros(ctx context.Context, w *runtime.World) error {
 
 func init() {
 	register("datatype-lbub", "datatype/lbub.c", 1, dtLbub)
-	knownFailing["datatype-lbub"] = "Resized refuses a negative extent (\"resized: extent -9 is negative\", ErrInvalid); MPI_Type_create_resized accepts one (lbub.c resizes 4 bytes to lb 6, extent -9: MPI_Type_get_extent gives lb 6, extent -9, and vectors of it have lb -111, extent 108 for stride 5); the cases of positive extent pass"
 }
 
 // dtLbub: 4 bytes resized to (lb -3, extent 9), and to (lb 6, extent -9), alone and as

@@ -1,7 +1,7 @@
 // Package collectives holds gorma's collective operations (Allreduce, Reduce, Bcast,
 // Allgather(v), ReduceScatter(V), Alltoall(v, w), Gather(v), Scatter(v), Scan, Exscan,
 // Barrier, AllreduceLoc and ReduceLoc for (value, index) pairs, the ...Type forms over
-// datatype layouts), their nonblocking (I...) and persistent (...Init) forms, and the
+// datatype layouts, ReduceType and AllreduceType with user operators over them: NewTypeOp), their nonblocking (I...) and persistent (...Init) forms, and the
 // reduction operators that they and window accumulates apply.
 // They run over a runtime.World's point-to-point messages and, between ranks on one host,
 // over shared arena scratch. On an intercommunicator, Barrier, Bcast, Reduce, Allreduce,

@@ -15,6 +15,13 @@
 // local arithmetic. Shift names an off-grid neighbour of a non-periodic dimension
 // NoNeighbor, runtime.ProcNull: a transfer with it completes at once, doing nothing.
 //
+// The neighbourhood collectives (NeighborAllgather, NeighborAlltoall and their v and w
+// forms; Ineighbor... for a nonblocking Request, Neighbor...Init for a persistent one)
+// exchange blocks with a topology's neighbours only: a Cart's -1 and +1 neighbour in each
+// dimension, a Graph's Neighbors, a DistGraph's Sources (receives) and Destinations
+// (sends). Every rank makes them in the same order on a topology; they may run from
+// several goroutines at once, on a World of the topology's own.
+//
 // Errors read "topo: <call>: ..." and wrap runtime.ErrInvalid for bad arguments (naming
 // the dimension, rank or entry) or the runtime's error of the Split.
 //
@@ -23,5 +30,6 @@
 // A Cart, Graph or DistGraph does not change after it is made; its methods are safe for concurrent
 // use by any number of goroutines. The collective calls follow the runtime's rules for
 // Split: every rank of the World calls them in the same order. Free a topology's
-// World (World().Free()) when it is no longer used. design.md describes the layout.
+// World (World().Free()) when it is no longer used. A neighbourhood Request takes its
+// Wait, Test, Start and Free one goroutine at a time. design.md describes the layout.
 package topo

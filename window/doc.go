@@ -18,9 +18,9 @@
 // device: allocation and Free reuse mapped, faulted-in memory (no mmap, munmap or page
 // fault on reuse), and ranks on one host map each other's memory, so that a Put is a copy
 // into the target's memory and a Get a copy out of it. AllocateShared adds SharedQuery, a
-// []T view of a same-host rank's memory for direct loads and stores. Both clear the
-// memory first, as make does, unless given NoZero (MPI's semantics: what a freed window
-// left in the arena shows). Create exposes the caller's slice: peers on the same host
+// []T view of a same-host rank's memory for loads and stores; a host's ranks share one
+// segment, rank after rank, as MPI lays it out (NonContiguous: each rank's own). Both
+// clear the memory first, as make does, unless given NoZero. Create exposes the caller's slice: peers on the same host
 // reach it by cross-memory attach (process_vm_readv/writev), peers on other hosts through
 // the transport. CreateDynamic starts without memory; Attach and Detach add and remove
 // slices. A window of more than GORMA_WINDOW_EAGER ranks (16) maps and connects to a rank

@@ -56,8 +56,8 @@ func collReduce(ctx context.Context, w *runtime.World) error {
 // from each. MPICH sends block i from displacement i(i+1)/2 of a buffer whose element k
 // is k+100r, and receives at the prefix sums of the counts; gorma's Alltoallv takes no
 // displacements (blocks sit at the prefix sums of the counts), so the send blocks are
-// packed from MPICH's layout first. (alltoallv.c also runs an in-place Alltoallv; gorma's
-// has no in-place form.)
+// packed from MPICH's layout first. alltoallv.c's in-place Alltoallv (every rank sending
+// rank i i ints and receiving i from each) is coll-alltoallv0's.
 func collAlltoallv(ctx context.Context, w *runtime.World) error {
 	return eachComm(ctx, w, 2, func(c *runtime.World, name string) error {
 		rank, size := c.Rank(), c.Size()

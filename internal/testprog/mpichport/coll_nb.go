@@ -22,10 +22,9 @@ func init() {
 // collNonblocking: every nonblocking collective, each waited for at once, with two
 // int32s per rank and its in-place form (at the root where MPI has one there): Ibarrier,
 // Ibcast, Igather, Igatherv, Iscatter, Iscatterv, Iallgather, Iallgatherv, Ialltoall,
-// Ialltoallv, Ireduce, Iallreduce, IreduceScatterV, IreduceScatter, Iscan, Iexscan. It
-// leaves out MPI_Ialltoallw (gorma has no nonblocking Alltoallw) and Ialltoallv in place
-// (gorma's Alltoallv has no in-place form); like the MPICH test it checks only that the
-// calls complete.
+// Ialltoallv, Ialltoallw (two int32s per block), Ireduce, Iallreduce, IreduceScatterV,
+// IreduceScatter, Iscan, Iexscan; like the MPICH test it checks only that the calls
+// complete.
 func collNonblocking(ctx context.Context, w *runtime.World) error {
 	const k = 2
 	r, n := w.Rank(), w.Size()
@@ -40,6 +39,9 @@ func collNonblocking(ctx context.Context, w *runtime.World) error {
 		return s
 	}
 	sum := collectives.Sum[int32]()
+	// Ialltoallw: two int32s (8 bytes) per block, at byte displacements 8*i.
+	wsend, wrecv := make([]byte, 8*n), make([]byte, 8*n)
+	blocks := collectives.ByteBlocks{Counts: fill(n, k), Displs: seq(n, func(i int) int { return 8 * i }), Sizes: fill(n, 4)}
 	calls := []struct {
 		name string
 		f    func() *collectives.Request
@@ -69,6 +71,10 @@ func collNonblocking(ctx context.Context, w *runtime.World) error {
 		{"ialltoall", func() *collectives.Request { return collectives.Ialltoall(ctx, w, sbuf, rbuf) }},
 		{"ialltoall in place", func() *collectives.Request { return collectives.Ialltoall(ctx, w, nil, rbuf) }},
 		{"ialltoallv", func() *collectives.Request { return collectives.Ialltoallv(ctx, w, sbuf, counts, rbuf, counts) }},
+		{"ialltoallv in place", func() *collectives.Request { return collectives.Ialltoallv(ctx, w, nil, nil, rbuf, counts) }},
+		{"ialltoallw", func() *collectives.Request {
+			return collectives.Ialltoallw(ctx, w, wsend, blocks, wrecv, blocks)
+		}},
 		{"ireduce", func() *collectives.Request { return collectives.Ireduce(ctx, w, sbuf[:k], rbuf[:k], sum, 0) }},
 		{"ireduce in place", func() *collectives.Request {
 			return collectives.Ireduce(ctx, w, inplace(sbuf[:k], root), rbuf[:k], sum, 0)
@@ -155,8 +161,7 @@ func collRedscat3(ctx context.Context, w *runtime.World, nb bool) error {
 }
 
 // collAlltoallwZeros: Alltoallw of empty blocks (a zero-size type to int32 blocks of
-// count 0) both ways and in place, then Alltoallv of empty blocks both ways. It leaves
-// out Alltoallv in place (gorma's Alltoallv has none).
+// count 0) both ways and in place, then Alltoallv of empty blocks both ways and in place.
 func collAlltoallwZeros(ctx context.Context, w *runtime.World) error {
 	n := w.Size()
 	zeroType := collectives.ByteBlocks{Counts: make([]int, n), Displs: make([]int, n)}
@@ -180,6 +185,9 @@ func collAlltoallwZeros(ctx context.Context, w *runtime.World) error {
 		if err := collectives.Alltoallv(ctx, w, s[:0], make([]int, n), rv[:0], make([]int, n)); err != nil {
 			return fmt.Errorf("alltoallv %d: %w", i, err)
 		}
+	}
+	if err := collectives.Alltoallv(ctx, w, nil, nil, rv[:0], make([]int, n)); err != nil {
+		return fmt.Errorf("alltoallv in place: %w", err)
 	}
 	return nil
 }

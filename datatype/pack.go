@@ -5,6 +5,9 @@ import "unsafe"
 // PackSize returns the bytes that Pack writes for count copies of t: count * Size()
 // (MPI_Pack_size, which has no header to add here).
 func (t Type) PackSize(count int) (int, error) {
+	if uint(count) < 1<<20 && t.size < 1<<30 { // the product is below maxBytes: no division
+		return count * t.size, nil
+	}
 	if err := checkCount("pack size", "count", count); err != nil {
 		return 0, err
 	}
@@ -26,7 +29,7 @@ func (t Type) Span(count int) (lo, hi int, err error) {
 		return 0, 0, nil
 	}
 	ext := t.Extent()
-	if ext != 0 && count-1 > maxBytes/abs(ext) {
+	if (count >= 1<<20 || abs(ext) >= 1<<30) && ext != 0 && count-1 > maxBytes/abs(ext) {
 		return 0, 0, invalidf("span", "%d copies of extent %d exceed 2^50 bytes", count, ext)
 	}
 	if ext < 0 {

@@ -72,12 +72,18 @@ func interRoot(w *runtime.World, root int) (interRole, error) {
 // interSib returns the intercommunicator's sibling, on which the groups' messages go.
 func interSib(w *runtime.World) (*runtime.World, error) { return w.Sibling() }
 
-func interBcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, root int) error {
+// interRooted is a rooted call's start: this rank's role, and the sibling.
+func interRooted(w *runtime.World, root int) (interRole, *runtime.World, error) {
 	role, err := interRoot(w, root)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	sib, err := interSib(w)
+	return role, sib, err
+}
+
+func interBcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, root int) error {
+	role, sib, err := interRooted(w, root)
 	if err != nil {
 		return err
 	}
@@ -97,11 +103,7 @@ func interBcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, 
 }
 
 func interReduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T], root int) error {
-	role, err := interRoot(w, root)
-	if err != nil {
-		return err
-	}
-	sib, err := interSib(w)
+	role, sib, err := interRooted(w, root)
 	if err != nil {
 		return err
 	}
@@ -155,11 +157,7 @@ func interAllreduce[T runtime.Elem](ctx context.Context, w *runtime.World, send,
 }
 
 func interGather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
-	role, err := interRoot(w, root)
-	if err != nil {
-		return err
-	}
-	sib, err := interSib(w)
+	role, sib, err := interRooted(w, root)
 	if err != nil {
 		return err
 	}
@@ -189,11 +187,7 @@ func interGather[T runtime.Elem](ctx context.Context, w *runtime.World, send, re
 }
 
 func interScatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
-	role, err := interRoot(w, root)
-	if err != nil {
-		return err
-	}
-	sib, err := interSib(w)
+	role, sib, err := interRooted(w, root)
 	if err != nil {
 		return err
 	}
@@ -358,12 +352,8 @@ func vArgs(w *runtime.World, counts, displs []int) error {
 }
 
 func interGatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts, displs []int, root int) error {
-	role, err := interRoot(w, root)
+	role, sib, err := interRooted(w, root)
 	if err != nil || role == roleIdle {
-		return err
-	}
-	sib, err := interSib(w)
-	if err != nil {
 		return err
 	}
 	if role == roleRemote {
@@ -380,12 +370,8 @@ func interGatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, r
 }
 
 func interScatterv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, counts, displs []int, recv []T, root int) error {
-	role, err := interRoot(w, root)
+	role, sib, err := interRooted(w, root)
 	if err != nil || role == roleIdle {
-		return err
-	}
-	sib, err := interSib(w)
-	if err != nil {
 		return err
 	}
 	if role == roleRemote {

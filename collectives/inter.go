@@ -144,16 +144,7 @@ func interAllreduce[T runtime.Elem](ctx context.Context, w *runtime.World, send,
 	if err := Reduce(ctx, local, send, part, op, 0); err != nil {
 		return err
 	}
-	if local.Rank() == 0 {
-		sib, err := interSib(w)
-		if err != nil {
-			return err
-		}
-		if _, err := sendrecvAll(ctx, sib, part, recv, interTagAllreduce); err != nil {
-			return err
-		}
-	}
-	return Bcast(ctx, local, recv, 0)
+	return swapAndBcast(ctx, w, part, recv, interTagAllreduce)
 }
 
 func interGather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
@@ -229,12 +220,20 @@ func interAllgather[T runtime.Elem](ctx context.Context, w *runtime.World, send,
 	if err := Gather(ctx, local, send, all, 0); err != nil {
 		return err
 	}
+	return swapAndBcast(ctx, w, all, recv, interTagAllgather)
+}
+
+// swapAndBcast ends Allreduce and Allgather: the local leader sends its group's part to
+// the other leader and receives that group's into recv, which it then broadcasts in its
+// group.
+func swapAndBcast[T runtime.Elem](ctx context.Context, w *runtime.World, part, recv []T, tag int) error {
+	local := w.Local()
 	if local.Rank() == 0 {
 		sib, err := interSib(w)
 		if err != nil {
 			return err
 		}
-		if _, err := sendrecvAll(ctx, sib, all, recv, interTagAllgather); err != nil {
+		if _, err := sendrecvAll(ctx, sib, part, recv, tag); err != nil {
 			return err
 		}
 	}

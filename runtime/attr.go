@@ -1,10 +1,6 @@
 package runtime
 
-import (
-	"slices"
-	"sync"
-	"sync/atomic"
-)
+import "github.com/gorma-hpc/gorma/internal/attrset"
 
 // Names and attributes of Worlds (MPI_Comm_set_name, MPI_Comm_create_keyval and
 // MPI_Comm_set_attr): values a library caches on a World under a Keyval of its own, with
@@ -21,9 +17,9 @@ type Keyval[V any] struct{ k keyval }
 
 // keyval is a Keyval without its type, as a World's attributes hold it.
 type keyval struct {
-	copy  func(w *World, v any) (any, bool) // nil: a Dup does not get the attribute
-	del   func(w *World, v any)             // nil: nothing runs when the value leaves
-	freed atomic.Bool
+	copy func(w *World, v any) (any, bool) // nil: a Dup does not get the attribute
+	del  func(w *World, v any)             // nil: nothing runs when the value leaves
+	attrset.Key
 }
 
 // NewKeyval returns a Keyval for attributes of type V. copy runs at Dup, for each World
@@ -57,25 +53,14 @@ func (k *Keyval[V]) Free() error {
 	if k == nil {
 		return withOp("keyval free", invalidf("nil Keyval (make one with NewKeyval)"))
 	}
-	if k.k.freed.Swap(true) {
+	if !k.k.Free() {
 		return withOp("keyval free", invalidf("the Keyval was freed already"))
 	}
 	return nil
 }
 
 // attrSet holds a World's name and attributes.
-type attrSet struct {
-	mu     sync.Mutex
-	name   string
-	named  bool        // SetName was called: name holds, even ""
-	closed bool        // Free deleted the attributes: no more can be set
-	list   []attrEntry // in the order their keys were first set
-}
-
-type attrEntry struct {
-	k *keyval
-	v any
-}
+type attrSet struct{ attrset.Set[*keyval] }
 
 // attrsFor returns w's attribute set, or an ErrInvalid error naming op. A freed World
 // or Keyval fails only calls that set (set): reading or deleting what is there stays
@@ -86,7 +71,7 @@ func (w *World) attrsFor(op string, k *keyval, set bool) (*attrSet, error) {
 		return nil, withOp(op, errNilWorld())
 	case w.sibling:
 		return nil, withOp(op, invalidf("a sibling World has no attributes or name of its own (set them on its World)"))
-	case set && k != nil && k.freed.Load():
+	case set && k != nil && k.Freed():
 		return nil, withOp(op, invalidf("the Keyval was freed (Keyval.Free); make another with NewKeyval"))
 	}
 	if err := w.freedErr(); err != nil && set {
@@ -111,21 +96,11 @@ func SetAttr[V any](w *World, k *Keyval[V], v V) error {
 	if err != nil {
 		return err
 	}
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
+	old, replaced, err := a.Put(&k.k, v)
+	if err != nil {
 		return withOp(op, errFreed())
 	}
-	i := a.indexLocked(&k.k)
-	if i < 0 {
-		a.list = append(a.list, attrEntry{k: &k.k, v: v})
-		a.mu.Unlock()
-		return nil
-	}
-	old := a.list[i].v
-	a.list[i].v = v
-	a.mu.Unlock()
-	if k.k.del != nil {
+	if replaced && k.k.del != nil {
 		k.k.del(w, old)
 	}
 	return nil
@@ -144,10 +119,8 @@ func GetAttr[V any](w *World, k *Keyval[V]) (V, bool, error) {
 	if err != nil {
 		return zero, false, err
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if i := a.indexLocked(&k.k); i >= 0 {
-		return a.list[i].v.(V), true, nil
+	if v, ok := a.Get(&k.k); ok {
+		return v.(V), true, nil
 	}
 	return zero, false, nil
 }
@@ -164,28 +137,10 @@ func DeleteAttr[V any](w *World, k *Keyval[V]) error {
 	if err != nil {
 		return err
 	}
-	a.mu.Lock()
-	i := a.indexLocked(&k.k)
-	if i < 0 {
-		a.mu.Unlock()
-		return nil
-	}
-	old := a.list[i].v
-	a.list = slices.Delete(a.list, i, i+1)
-	a.mu.Unlock()
-	if k.k.del != nil {
+	if old, ok := a.Take(&k.k); ok && k.k.del != nil {
 		k.k.del(w, old)
 	}
 	return nil
-}
-
-func (a *attrSet) indexLocked(k *keyval) int {
-	for i := range a.list {
-		if a.list[i].k == k {
-			return i
-		}
-	}
-	return -1
 }
 
 // dupAttrs gives the World that Dup made (*d, when *err is nil) the attributes whose
@@ -195,36 +150,21 @@ func (w *World) dupAttrs(d **World, err *error) {
 	if *err != nil || *d == nil || w.sibling {
 		return
 	}
-	w.attrs.mu.Lock()
-	src := slices.Clone(w.attrs.list)
-	w.attrs.mu.Unlock()
-	var list []attrEntry
-	for _, at := range src {
-		if at.k.copy == nil {
-			continue
+	w.attrs.CopyTo(&(*d).attrs.Set, func(k *keyval, v any) (any, bool) {
+		if k.copy == nil {
+			return nil, false
 		}
-		if v, ok := at.k.copy(w, at.v); ok {
-			list = append(list, attrEntry{k: at.k, v: v})
-		}
-	}
-	a := &(*d).attrs
-	a.mu.Lock()
-	a.list = list
-	a.mu.Unlock()
+		return k.copy(w, v)
+	})
 }
 
 // deleteAttrs removes every attribute of w, running their delete functions in the
 // reverse of the order their keys were set, with no lock held. Free calls it; after it
 // SetAttr on w fails.
 func (w *World) deleteAttrs() {
-	a := &w.attrs
-	a.mu.Lock()
-	list := a.list
-	a.list, a.closed = nil, true
-	a.mu.Unlock()
-	for i := len(list) - 1; i >= 0; i-- {
-		if at := list[i]; at.k.del != nil {
-			at.k.del(w, at.v)
+	for _, at := range w.attrs.TakeAll() {
+		if at.Key.del != nil {
+			at.Key.del(w, at.Value)
 		}
 	}
 }
@@ -236,9 +176,7 @@ func (w *World) SetName(name string) error {
 	if err != nil {
 		return err
 	}
-	a.mu.Lock()
-	a.name, a.named = name, true
-	a.mu.Unlock()
+	a.SetName(name)
 	return nil
 }
 
@@ -249,12 +187,11 @@ func (w *World) Name() string {
 	if w == nil || w.sibling {
 		return ""
 	}
-	w.attrs.mu.Lock()
-	defer w.attrs.mu.Unlock()
-	if !w.attrs.named && w.life == nil {
+	name, named := w.attrs.Name()
+	if !named && w.life == nil {
 		return InitName
 	}
-	return w.attrs.name
+	return name
 }
 
 // WtimeIsGlobal reports whether the ranks of w read one clock (MPI_WTIME_IS_GLOBAL):

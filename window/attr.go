@@ -1,10 +1,7 @@
 package window
 
 import (
-	"slices"
-	"sync"
-	"sync/atomic"
-
+	"github.com/gorma-hpc/gorma/internal/attrset"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -19,8 +16,8 @@ import (
 type Keyval[V any] struct{ k keyval }
 
 type keyval struct {
-	del   func(v any) // nil: nothing runs when a value leaves a window
-	freed atomic.Bool
+	del func(v any) // nil: nothing runs when a value leaves a window
+	attrset.Key
 }
 
 // NewKeyval returns a Keyval for window attributes of type V. del runs when a value
@@ -43,24 +40,14 @@ func (k *Keyval[V]) Free() error {
 	if k == nil {
 		return werrf("keyval free", -1, -1, ErrInvalid, "nil Keyval (make one with NewKeyval)")
 	}
-	if k.k.freed.Swap(true) {
+	if !k.k.Free() {
 		return werrf("keyval free", -1, -1, ErrInvalid, "the Keyval was freed already")
 	}
 	return nil
 }
 
 // attrSet holds a window's name and attributes.
-type attrSet struct {
-	mu     sync.Mutex
-	name   string
-	closed bool        // Free deleted the attributes: no more can be set
-	list   []attrEntry // in the order their keys were first set
-}
-
-type attrEntry struct {
-	k *keyval
-	v any
-}
+type attrSet struct{ attrset.Set[*keyval] }
 
 // attrsFor checks a call with k and returns the set of the window; set marks the calls
 // that add, which fail with a freed Keyval or on a freed window (whose attributes are
@@ -71,7 +58,7 @@ func attrsFor[T runtime.Elem](w *Win[T], op string, k *keyval, set bool) (*attrS
 		return nil, werrf(op, -1, -1, ErrInvalid, "nil window")
 	case k == nil:
 		return nil, werrf(op, -1, -1, ErrInvalid, "nil Keyval (make one with NewKeyval)")
-	case set && k.freed.Load():
+	case set && k.Freed():
 		return nil, werrf(op, -1, -1, ErrInvalid, "the Keyval was freed (Keyval.Free); make another with NewKeyval")
 	case set && w.freed.Load():
 		return nil, werr(op, -1, -1, ErrFreed)
@@ -95,21 +82,11 @@ func SetAttr[T runtime.Elem, V any](w *Win[T], k *Keyval[V], v V) error {
 	if err != nil {
 		return err
 	}
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
+	old, replaced, err := a.Put(&k.k, v)
+	if err != nil {
 		return werr("setattr", -1, -1, ErrFreed)
 	}
-	i := a.indexLocked(&k.k)
-	if i < 0 {
-		a.list = append(a.list, attrEntry{k: &k.k, v: v})
-		a.mu.Unlock()
-		return nil
-	}
-	old := a.list[i].v
-	a.list[i].v = v
-	a.mu.Unlock()
-	if k.k.del != nil {
+	if replaced && k.k.del != nil {
 		k.k.del(old)
 	}
 	return nil
@@ -124,10 +101,8 @@ func GetAttr[T runtime.Elem, V any](w *Win[T], k *Keyval[V]) (V, bool, error) {
 	if err != nil {
 		return zero, false, err
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if i := a.indexLocked(&k.k); i >= 0 {
-		return a.list[i].v.(V), true, nil
+	if v, ok := a.Get(&k.k); ok {
+		return v.(V), true, nil
 	}
 	return zero, false, nil
 }
@@ -140,41 +115,19 @@ func DeleteAttr[T runtime.Elem, V any](w *Win[T], k *Keyval[V]) error {
 	if err != nil {
 		return err
 	}
-	a.mu.Lock()
-	i := a.indexLocked(&k.k)
-	if i < 0 {
-		a.mu.Unlock()
-		return nil
-	}
-	old := a.list[i].v
-	a.list = slices.Delete(a.list, i, i+1)
-	a.mu.Unlock()
-	if k.k.del != nil {
+	if old, ok := a.Take(&k.k); ok && k.k.del != nil {
 		k.k.del(old)
 	}
 	return nil
-}
-
-func (a *attrSet) indexLocked(k *keyval) int {
-	for i := range a.list {
-		if a.list[i].k == k {
-			return i
-		}
-	}
-	return -1
 }
 
 // deleteAll removes every attribute, running their delete functions in the reverse of
 // the order their keys were set, with no lock held. Free calls it; after it SetAttr
 // fails.
 func (a *attrSet) deleteAll() {
-	a.mu.Lock()
-	list := a.list
-	a.list, a.closed = nil, true
-	a.mu.Unlock()
-	for i := len(list) - 1; i >= 0; i-- {
-		if at := list[i]; at.k.del != nil {
-			at.k.del(at.v)
+	for _, at := range a.TakeAll() {
+		if at.Key.del != nil {
+			at.Key.del(at.Value)
 		}
 	}
 }
@@ -186,17 +139,14 @@ func (w *Win[T]) SetName(name string) error {
 	if w.freed.Load() {
 		return werr("setname", -1, -1, ErrFreed)
 	}
-	w.attrs.mu.Lock()
-	w.attrs.name = name
-	w.attrs.mu.Unlock()
+	w.attrs.SetName(name)
 	return nil
 }
 
 // Name returns the name SetName gave the window, "" before (MPI_Win_get_name).
 func (w *Win[T]) Name() string {
-	w.attrs.mu.Lock()
-	defer w.attrs.mu.Unlock()
-	return w.attrs.name
+	name, _ := w.attrs.Name()
+	return name
 }
 
 // DispUnit is the size in bytes of the unit of displacements (MPI_WIN_DISP_UNIT): one

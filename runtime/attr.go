@@ -26,10 +26,11 @@ type keyval struct {
 // that has the attribute, with that World and its value, and returns the Dup's value and
 // whether the Dup gets the attribute at all; nil copies nothing (MPI_COMM_NULL_COPY_FN),
 // and CopyOnDup gives the Dup the same value (MPI_COMM_DUP_FN). del runs when a value
-// leaves a World: at DeleteAttr, when SetAttr replaces it, and at the World's Free; nil
-// runs nothing (MPI_COMM_NULL_DELETE_FN). Both run with no lock held, on the goroutine
-// that calls Dup, DeleteAttr, SetAttr or Free, and may call this package's functions on
-// any World, w's attributes included.
+// leaves a World: at DeleteAttr, when SetAttr replaces it, and at the World's Free (for
+// Init's World, at the start of Finalize); nil runs nothing (MPI_COMM_NULL_DELETE_FN).
+// Both run with no lock held, on the goroutine that calls Dup, DeleteAttr, SetAttr, Free
+// or Finalize, and may call this package's functions on any World, w's attributes
+// included.
 func NewKeyval[V any](copy func(w *World, v V) (V, bool), del func(w *World, v V)) *Keyval[V] {
 	kv := new(Keyval[V])
 	if copy != nil {

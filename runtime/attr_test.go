@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
 
 // deleteLog records the values a Keyval's delete function saw, in order.
@@ -458,4 +461,42 @@ func TestAttrPredefined(t *testing.T) {
 		}
 		return local.Free()
 	})
+}
+
+// TestAttrFinalize: Finalize runs the delete functions of Init's World's attributes
+// first, newest first, while the World still communicates (the delete function
+// Barriers), and only once, a second Finalize running none.
+func TestAttrFinalize(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			var order [2][]string
+			runtimetest.Run(t, 2, runtimetest.Options{Transport: tr, Timeout: 30 * time.Second}, func(w *runtime.World) error {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				me := w.Rank()
+				del := func(name string) func(*runtime.World, int) {
+					return func(dw *runtime.World, v int) {
+						if err := runtime.Barrier(ctx, dw); err != nil || dw.Finalized() {
+							name += fmt.Sprintf(" (barrier %v, finalized %v)", err, dw.Finalized())
+						}
+						order[me] = append(order[me], fmt.Sprintf("%s=%d", name, v))
+					}
+				}
+				a, b := runtime.NewKeyval(nil, del("a")), runtime.NewKeyval(nil, del("b"))
+				if err := errors.Join(runtime.SetAttr(w, a, 1), runtime.SetAttr(w, b, 2)); err != nil {
+					return err
+				}
+				if err := w.Finalize(ctx); err != nil {
+					return err
+				}
+				if err := w.Finalize(ctx); err != nil {
+					return err
+				}
+				if got := strings.Join(order[me], " "); got != "b=2 a=1" {
+					return fmt.Errorf("delete functions at Finalize: %q, want \"b=2 a=1\"", got)
+				}
+				return nil
+			})
+		})
+	}
 }

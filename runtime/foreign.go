@@ -57,7 +57,7 @@ func initForeign(ctx context.Context, cfg config, o options) (*World, error) {
 		return fail(err)
 	}
 	e.start()
-	return &World{e: e}, nil
+	return e.rootWorld(), nil
 }
 
 // abortSession asks the PMI server to end the job (bounded by abortWait: a server that

@@ -261,7 +261,14 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 		return nil, fmt.Errorf("runtime: init rank %d: %w", c.Rank, err)
 	}
 	e.start()
-	return &World{e: e}, nil
+	return e.rootWorld(), nil
+}
+
+// rootWorld returns Init's World of e, which Finalize runs the attribute delete
+// functions of.
+func (e *engine) rootWorld() *World {
+	e.root = &World{e: e}
+	return e.root
 }
 
 func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine {
@@ -279,7 +286,7 @@ func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine 
 func worldOfOne(cfg config, o options) *World {
 	host, _ := os.Hostname()
 	e := newEngine(cfg, 0, 1, host, o.exit)
-	return &World{e: e}
+	return e.rootWorld()
 }
 
 func identityWith(salt string) hostIdentity {

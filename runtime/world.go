@@ -267,6 +267,8 @@ type engine struct {
 
 	poll    poller      // the poller role's spin, sleep and wake-up (poller.go)
 	over    atomic.Bool // Finalize has begun (Finalized): set with finalizing, never cleared
+	atExit  atomic.Bool // Finalize has run Init's World's attribute delete functions
+	root    *World      // Init's World
 	splitMu sync.Mutex  // one Split at a time (split.go); taken before mu
 
 	mu      engineLock // lock.go
@@ -329,12 +331,19 @@ func (e *engine) check() error {
 // still pending when it starts fail with ErrFinalized at once, and so do pending sends
 // when it ends. Calls after Finalize fail with ErrFinalized; a second Finalize returns
 // nil. If ctx ends first, Finalize returns its error and the World is left unusable
-// (every later call fails with ErrFinalized).
+// (every later call fails with ErrFinalized). Before anything else, the first Finalize
+// runs the delete functions of the attributes left on Init's World (NewKeyval), newest
+// first, as MPI_Finalize does: a program's at-exit hook, free to communicate.
 func (w *World) Finalize(ctx context.Context) error {
 	if w == nil {
 		return withOp("finalize", errNilWorld())
 	}
 	e := w.e
+	// MPI's at-exit hook: the delete functions of Init's World's attributes run first,
+	// while every call still works.
+	if r := e.root; r != nil && e.atExit.CompareAndSwap(false, true) {
+		r.deleteAttrs()
+	}
 	e.mu.Lock()
 	if e.finalized || e.finalizing {
 		e.mu.Unlock()

@@ -268,7 +268,7 @@ type engine struct {
 	poll    poller      // the poller role's spin, sleep and wake-up (poller.go)
 	over    atomic.Bool // Finalize has begun (Finalized): set with finalizing, never cleared
 	atExit  atomic.Bool // Finalize has run Init's World's attribute delete functions
-	root    *World      // Init's World
+	root    *World      // Init's World, until Finalize (only Init and the first Finalize touch it)
 	splitMu sync.Mutex  // one Split at a time (split.go); taken before mu
 
 	mu      engineLock // lock.go
@@ -341,8 +341,11 @@ func (w *World) Finalize(ctx context.Context) error {
 	e := w.e
 	// MPI's at-exit hook: the delete functions of Init's World's attributes run first,
 	// while every call still works.
-	if r := e.root; r != nil && e.atExit.CompareAndSwap(false, true) {
-		r.deleteAttrs()
+	if e.atExit.CompareAndSwap(false, true) {
+		if r := e.root; r != nil {
+			e.root = nil // the engine outlives the World: let it go
+			r.deleteAttrs()
+		}
 	}
 	e.mu.Lock()
 	if e.finalized || e.finalizing {

@@ -107,6 +107,18 @@ func (w *Win[T]) getAccumulate(name string, origin, result []T, rank, disp int, 
 // accumulate checks a and runs it on n elements of rank's memory at disp.
 func (w *Win[T]) accumulate(a *rmw[T], rank, disp, n int) error {
 	s, err := w.access(a.name, rank, disp, n)
+	if c, ok := err.(*errCross); ok { // dynamic.go: into the next attachment
+		if a.single || c.k == 0 {
+			return w.accumulate(a, rank, c.next, n)
+		}
+		lo, hi := *a, *a
+		lo.origin, hi.origin = part(a.origin, 0, c.k), part(a.origin, c.k, n)
+		lo.result, hi.result = part(a.result, 0, c.k), part(a.result, c.k, n)
+		if err := w.accumulate(&lo, rank, disp, c.k); err != nil {
+			return err
+		}
+		return w.accumulate(&hi, rank, c.next, n-c.k)
+	}
 	if err != nil {
 		return err
 	}
@@ -379,4 +391,12 @@ func (w *Win[T]) holderErr(t *target[T], holder uint64) error {
 		return err
 	}
 	return w.targetErr(h)
+}
+
+// part returns s[lo:hi], or nil for a nil s (an operand the operation does not have).
+func part[T any](s []T, lo, hi int) []T {
+	if s == nil {
+		return nil
+	}
+	return s[lo:hi]
 }

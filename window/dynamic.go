@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -16,15 +17,23 @@ import (
 //
 //	word 0      generation: attach count << 1 | 1 while attached, attach count << 1 after
 //	word 1      element count | description length << 56
-//	words 2-7   the region description (runtime.Region.AppendDesc, at most 48 bytes)
+//	words 2-6   the region description (runtime.Region.AppendDesc, at most 40 bytes)
+//	word 7      the link: 1<<63 | generation bits << dynSlotBits | slot of the attachment
+//	            that starts where this one ends in the owner's memory; 0 if none
 //
 // The owner writes words 1-7 while word 0 says "not attached" and publishes the entry by
 // storing word 0 last; a reader checks word 0 again after reading the rest (a seqlock).
+// The link alone also changes while the entry is published, by one atomic store, when a
+// buffer is attached or detached right after this one: a reader sees the old link or the
+// new, and reads it afresh when an access runs past the attachment's end.
 //
 // A displacement names slot, generation and element: the element offset in the low
 // dynOffBits bits, the slot above it, and the attach count of the slot (modulo
 // 1<<dynGenBits, never 0) above that. An access to a detached or reattached slot therefore
-// never reaches the new memory: its generation no longer matches.
+// never reaches the new memory: its generation no longer matches. An access that runs
+// past the end of its attachment continues in the linked one (MPI programs attach the
+// parts of one array and address them as one, displacements being addresses there): the
+// origin splits it at the boundary (errCross), each part an access of its own.
 //
 // Every access checks the generation word of its entry: on a mapped target one atomic
 // load; otherwise one RDMA read of the entry (and, when the attachment is new to this
@@ -41,7 +50,9 @@ const (
 	dynGenBits  = 13
 	dynGenShift = dynOffBits + dynSlotBits
 	dynMaxElems = 1 << dynOffBits
-	dynDescMax  = (dynEntryWords - 2) * wordLen
+	dynDescMax  = (dynEntryWords - 3) * wordLen
+	dynLink     = dynEntryWords - 1 // the link word
+	dynLinked   = 1 << 63
 )
 
 // A compile-time check that every slot fits its bits.
@@ -61,9 +72,10 @@ type dynState[T runtime.Elem] struct {
 
 // dynOwn is an attachment of this rank.
 type dynOwn[T runtime.Elem] struct {
-	gen uint64 // attach count of the slot
-	buf []T    // nil when detached
-	reg *runtime.Region
+	gen        uint64 // attach count of the slot
+	buf        []T    // nil when detached
+	reg        *runtime.Region
+	prev, next int // slot+1 of the attachments that end where this starts, start where it ends; 0: none
 }
 
 // dynPeer is a peer's attachment as resolved here.
@@ -86,8 +98,10 @@ type dynReader struct {
 // must name it: the element buf[i] is at base+i. Not collective: peers learn base from
 // the program (a message, say). Until Detach or Free, buf is window memory: this rank's
 // own loads and stores of it follow the rules of Local() (order them with the window's
-// synchronization calls), and it stays reachable by peers. At most 64 buffers are
-// attached at a time. Attach does not block (ctx is for symmetry with the other calls). Safe
+// synchronization calls), and it stays reachable by peers. At most 1024 buffers are
+// attached at a time. An access that runs past buf's end continues in a buffer attached
+// right after it in this rank's memory (the parts of one array), split there by Put,
+// Get, Accumulate and GetAccumulate. Attach does not block (ctx is for symmetry with the other calls). Safe
 // for concurrent use with RMA calls and with Attach and Detach.
 //
 // Errors (*Error): ErrFlavor for a window that is not dynamic; ErrInvalid for an empty or
@@ -126,14 +140,54 @@ func (w *Win[T]) Attach(ctx context.Context, buf []T) (base int, err error) {
 	}
 	e := w.lay.dyn + slot*dynEntryWords
 	store(w.mw, e+1, uint64(len(buf))|uint64(len(desc))<<56)
-	for i := range dynEntryWords - 2 {
+	for i := range dynEntryWords - 3 {
 		store(w.mw, e+2+i, binary.NativeEndian.Uint64(pad[i*wordLen:]))
 	}
+	own := dynOwn[T]{gen: gen, buf: buf, reg: reg}
+	before, after := w.dynNeighbours(buf)
+	link := uint64(0)
+	if after >= 0 {
+		own.next = after + 1
+		d.own[after].prev = slot + 1
+		link = dynLinkOf(after, d.own[after].gen)
+	}
+	store(w.mw, e+dynLink, link)
 	store(w.mw, e, gen<<1|1) // publish
-	d.own[slot] = dynOwn[T]{gen: gen, buf: buf, reg: reg}
+	if before >= 0 {         // after publishing: a reader that follows the link finds this entry
+		own.prev = before + 1
+		d.own[before].next = slot + 1
+		store(w.mw, w.lay.dyn+before*dynEntryWords+dynLink, dynLinkOf(slot, gen))
+	}
+	d.own[slot] = own
 	d.next = (slot + 1) % len(d.own)
 	d.mu.Unlock()
 	return dynBase(slot, gen), nil
+}
+
+// dynLinkOf is the link word naming slot under attach count gen.
+func dynLinkOf(slot int, gen uint64) uint64 {
+	return dynLinked | (gen&(1<<dynGenBits-1))<<dynSlotBits | uint64(slot)
+}
+
+// dynNeighbours returns the slots of this rank's attachments that end where buf starts
+// and that start where buf ends in memory, or -1. d.mu is held.
+func (w *Win[T]) dynNeighbours(buf []T) (before, after int) {
+	before, after = -1, -1
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	end := start + uintptr(len(buf)*w.esize)
+	for s, a := range w.dyn.own {
+		if a.buf == nil {
+			continue
+		}
+		as := uintptr(unsafe.Pointer(unsafe.SliceData(a.buf)))
+		switch {
+		case as+uintptr(len(a.buf)*w.esize) == start:
+			before = s
+		case as == end:
+			after = s
+		}
+	}
+	return before, after
 }
 
 // Detach removes the buffer attached at base (Attach's result) from this rank's dynamic
@@ -159,9 +213,16 @@ func (w *Win[T]) Detach(ctx context.Context, base int) error {
 		return werrf(op, w.rank, base, ErrRange, "displacement %d is not the base of an attached buffer", base)
 	}
 	a := &d.own[slot]
+	if a.prev > 0 { // unlink before unpublishing: a reader never follows a link to it
+		store(w.mw, w.lay.dyn+(a.prev-1)*dynEntryWords+dynLink, 0)
+		d.own[a.prev-1].next = 0
+	}
+	if a.next > 0 {
+		d.own[a.next-1].prev = 0
+	}
 	store(w.mw, w.lay.dyn+slot*dynEntryWords, a.gen<<1) // unpublish before the key dies
 	reg := a.reg
-	a.buf, a.reg = nil, nil
+	a.buf, a.reg, a.prev, a.next = nil, nil, 0, 0
 	d.mu.Unlock()
 	return werr(op, w.rank, base, reg.Free())
 }
@@ -249,7 +310,15 @@ func (w *Win[T]) dynSpan(op string, t *target[T], disp, n int) (span[T], error) 
 		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "displacement %d names no buffer attached at rank %d (detached, or never attached)", disp, t.rank)
 	}
 	if off > p.n || n > p.n-off {
-		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "%d elements at element %d of a buffer of %d attached at rank %d (an access stays within one attached buffer: attach a whole array once to reach across its parts)", n, off, p.n, t.rank)
+		err := werrf(op, t.rank, disp, ErrRange, "%d elements at element %d of a buffer of %d attached at rank %d (an access runs past a buffer's end only into one attached right after it in the target's memory)", n, off, p.n, t.rank)
+		if off > p.n {
+			return span[T]{}, err
+		}
+		link, lerr := w.dynLinkWord(t, slot)
+		if lerr != nil {
+			return span[T]{}, werr(op, t.rank, disp, lerr)
+		}
+		return span[T]{}, crossing(link, p.n-off, err)
 	}
 	if !p.rm.Live() {
 		return span[T]{}, werrf(op, t.rank, disp, runtime.ErrFinalized, "the World was finalized")
@@ -263,15 +332,23 @@ func (w *Win[T]) dynSelf(op string, t *target[T], disp, n int) (span[T], error) 
 	d := &w.dyn
 	d.mu.Lock()
 	var buf []T
+	link := uint64(0)
 	if slot < len(d.own) && d.own[slot].gen&(1<<dynGenBits-1) == gb {
 		buf = d.own[slot].buf
+		if nx := d.own[slot].next; nx > 0 {
+			link = dynLinkOf(nx-1, d.own[nx-1].gen)
+		}
 	}
 	d.mu.Unlock()
 	if buf == nil {
 		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "displacement %d names no buffer attached at rank %d (detached, or never attached)", disp, t.rank)
 	}
 	if off > len(buf) || n > len(buf)-off {
-		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "%d elements at element %d of a buffer of %d attached at rank %d (an access stays within one attached buffer: attach a whole array once to reach across its parts)", n, off, len(buf), t.rank)
+		err := werrf(op, t.rank, disp, ErrRange, "%d elements at element %d of a buffer of %d attached at rank %d (an access runs past a buffer's end only into one attached right after it in the target's memory)", n, off, len(buf), t.rank)
+		if off > len(buf) {
+			return span[T]{}, err
+		}
+		return span[T]{}, crossing(link, len(buf)-off, err)
 	}
 	return span[T]{t: t, mem: buf, off: off}, nil
 }
@@ -416,4 +493,42 @@ func (w *Win[T]) dynPutReader(r *dynReader) {
 	d.mu.Lock()
 	d.readers = append(d.readers, r)
 	d.mu.Unlock()
+}
+
+// errCross is dynSpan's answer for an access that runs past the end of its attachment
+// into the linked one: its first k elements lie in this attachment, the rest from
+// displacement next on. The callers that split accesses (put, get, accumulate) run the
+// two parts; any other sees the ErrRange error it wraps.
+type errCross struct {
+	k, next int
+	err     error
+}
+
+func (e *errCross) Error() string { return e.err.Error() }
+func (e *errCross) Unwrap() error { return e.err }
+
+// crossing returns the errCross of an access whose first k elements fit, when link names
+// an attachment, or err.
+func crossing(link uint64, k int, err error) error {
+	if link&dynLinked == 0 {
+		return err
+	}
+	slot := int(link & (1<<dynSlotBits - 1))
+	gen := link >> dynSlotBits & (1<<dynGenBits - 1)
+	return &errCross{k: k, next: dynBase(slot, gen), err: err}
+}
+
+// dynLinkWord reads the link word of t's slot afresh: an atomic load when t's metadata
+// is mapped, else one RDMA read.
+func (w *Win[T]) dynLinkWord(t *target[T], slot int) (uint64, error) {
+	e := w.lay.dyn + slot*dynEntryWords + dynLink
+	if t.mw != nil {
+		return load(t.mw, e), nil
+	}
+	r := w.dynReader()
+	defer w.dynPutReader(r)
+	if err := w.dynRead(r, t, uint64(e*wordLen), r.buf[:1]); err != nil {
+		return 0, err
+	}
+	return r.buf[0], nil
 }

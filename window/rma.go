@@ -29,6 +29,12 @@ func (w *Win[T]) Put(origin []T, rank, disp int) error {
 
 func (w *Win[T]) put(origin []T, rank, disp int) error {
 	s, err := w.access("put", rank, disp, len(origin))
+	if c, ok := err.(*errCross); ok { // dynamic.go: into the next attachment
+		if err := w.put(origin[:c.k], rank, disp); err != nil {
+			return err
+		}
+		return w.put(origin[c.k:], rank, c.next)
+	}
 	if err != nil {
 		return err
 	}
@@ -66,6 +72,12 @@ func (w *Win[T]) Get(result []T, rank, disp int) error {
 
 func (w *Win[T]) get(result []T, rank, disp int) error {
 	s, err := w.access("get", rank, disp, len(result))
+	if c, ok := err.(*errCross); ok { // dynamic.go: into the next attachment
+		if err := w.get(result[:c.k], rank, disp); err != nil {
+			return err
+		}
+		return w.get(result[c.k:], rank, c.next)
+	}
 	if err != nil {
 		return err
 	}

@@ -179,6 +179,9 @@ func (w *World) Dup() (d *World, err error) {
 	defer w.dupAttrs(&d, &err) // attr.go: the copy functions run after mu is released
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// Reusing a freed context may wait (dupReuseLocked), and a wait may have taken the
+	// poller role: pass it on, or a goroutine parked behind it would not be woken.
+	defer e.handoffLocked()
 	if err := e.checkLocked(); err != nil {
 		return nil, withOp("dup", err)
 	}

@@ -80,21 +80,43 @@ func (a *ctxAlloc) reuseDup() uint16 {
 
 // family holds the communication contexts that Split reserved for the Worlds on one
 // group: the first World takes the first four, each Dup of any of them the next four
-// (Dup itself does not communicate, so the block is fixed at Split). Guarded by the
-// engine's mu.
+// (Dup itself does not communicate, so the block is fixed at Split), or the lowest four
+// that a freed World of the family gave back (free). Every rank of the group frees and
+// dups in the same order, so every rank picks the same. Guarded by the engine's mu.
 type family struct {
 	next, end uint16
+	free      []uint16 // contexts of freed Worlds of the family, ascending
 }
 
 // takeFamily returns the context of a Dup in f's block, or false when the block is full.
-func (a *ctxAlloc) takeFamily(f *family) (uint16, bool) {
-	if int(f.next)+ctxPerWorld > int(f.end) {
-		return 0, false
+// A context a freed World gave back comes first (reused): the caller waits for its
+// release (engine.takeFamilyLocked).
+func (a *ctxAlloc) takeFamily(f *family) (c uint16, reused, ok bool) {
+	if len(f.free) > 0 {
+		c = f.free[0]
+		f.free = f.free[1:]
+		a.blockLive[blockOf(c)]++
+		return c, true, true
 	}
-	c := f.next
+	if int(f.next)+ctxPerWorld > int(f.end) {
+		return 0, false, false
+	}
+	c = f.next
 	f.next += ctxPerWorld
 	a.blockLive[blockOf(c)]++
-	return c, true
+	return c, false, true
+}
+
+// giveBack records that the World at base was freed, for reuse by a later Dup: of
+// Init's World's line (fam nil), or of fam's block. It is called at Free, in program
+// order, whether or not operations under way delay the contexts' release.
+func (a *ctxAlloc) giveBack(base uint16, fam *family) {
+	list := &a.dupFree
+	if fam != nil {
+		list = &fam.free
+	}
+	i, _ := slices.BinarySearch(*list, base)
+	*list = slices.Insert(*list, i, base)
 }
 
 // takeSplit records that Split agreed on the block at base; member is whether this rank
@@ -109,13 +131,13 @@ func (a *ctxAlloc) takeSplit(base uint16, member bool) *family {
 	return &family{next: base + ctxPerWorld, end: base + splitBlock}
 }
 
-// release takes back the contexts of the World at base (grouped: made by Split or a Dup
-// of one): they stay freed until reused.
+// release ends the life of the World at base (grouped: made by Split or a Dup of one)
+// in its Split block: with no live World left there, the block may be agreed on again.
 func (a *ctxAlloc) release(base uint16, grouped bool) {
 	if !grouped {
-		i, _ := slices.BinarySearch(a.dupFree, base)
-		a.dupFree = slices.Insert(a.dupFree, i, base)
-	} else if b := blockOf(base); a.blockLive[b] > 1 {
+		return
+	}
+	if b := blockOf(base); a.blockLive[b] > 1 {
 		a.blockLive[b]--
 	} else {
 		delete(a.blockLive, b)

@@ -24,6 +24,7 @@ func TestCtxAllocFreeAndReuse(t *testing.T) {
 	c1, _ := a.takeDup()
 	c2, _ := a.takeDup()
 	for _, c := range []uint16{c2, c1} {
+		a.giveBack(c, nil)
 		a.markFreed(c)
 		a.release(c, false)
 	}
@@ -116,9 +117,12 @@ func TestCtxAllocSplit(t *testing.T) {
 	f := a.takeSplit(base, true)
 	var dups []uint16
 	for {
-		c, ok := a.takeFamily(f)
+		c, reused, ok := a.takeFamily(f)
 		if !ok {
 			break
+		}
+		if reused {
+			t.Fatalf("takeFamily reused %d with nothing freed", c)
 		}
 		dups = append(dups, c)
 	}
@@ -144,5 +148,40 @@ func TestCtxAllocSplit(t *testing.T) {
 	a.takeSplit(base, true)
 	if a.isFreed(base) || a.isFreed(dups[len(dups)-1]) {
 		t.Fatal("takeSplit left contexts of its block freed")
+	}
+}
+
+// TestCtxAllocFamilyReuse: a Dup of a split World takes the lowest context that a freed
+// World of its family gave back, before the block's untaken ones, and a full block has
+// room again once one of its Worlds is freed.
+func TestCtxAllocFamilyReuse(t *testing.T) {
+	a := newCtxAlloc()
+	base := blockBase(0)
+	f := a.takeSplit(base, true)
+	var dups []uint16
+	for {
+		c, _, ok := a.takeFamily(f)
+		if !ok {
+			break
+		}
+		dups = append(dups, c)
+	}
+	for _, c := range []uint16{dups[3], dups[1]} {
+		a.giveBack(c, f)
+		a.markFreed(c)
+		a.release(c, true)
+	}
+	for _, want := range []uint16{dups[1], dups[3]} {
+		c, reused, ok := a.takeFamily(f)
+		if !ok || !reused || c != want {
+			t.Fatalf("takeFamily = %d, reused %v, ok %v; want %d reused", c, reused, ok, want)
+		}
+		a.unfree(c, ctxPerWorld)
+	}
+	if c, _, ok := a.takeFamily(f); ok {
+		t.Fatalf("takeFamily = %d from a full block", c)
+	}
+	if a.blockLive[base] != splitBlock/ctxPerWorld {
+		t.Fatalf("block holds %d live Worlds, want %d", a.blockLive[base], splitBlock/ctxPerWorld)
 	}
 }

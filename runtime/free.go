@@ -151,12 +151,19 @@ func (w *World) Free() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	lf := lateFree{members: w.g.membersOrAll(e.size), grouped: w.g != nil}
+	var fam *family
+	if w.g != nil {
+		fam = w.g.fam
+	}
+	e.ctxs.giveBack(base, fam) // now, in program order: every rank's next Dup picks alike
 	if e.pendingOnLocked(base) != "" {
 		// MPI_Comm_free marks the World for deallocation: what is under way completes
-		// normally, and the last of it to complete releases the contexts (settleLocked).
+		// normally, and the last of it to complete releases the contexts (settleLocked);
+		// a Dup that reuses them waits for that (reuseWaitLocked).
 		if e.late == nil {
 			e.late = map[uint16]lateFree{}
 		}
+		lf.done = e.newRequestLocked(reqSync)
 		e.late[base] = lf
 		return nil
 	}
@@ -168,8 +175,9 @@ func (w *World) Free() error {
 // lateFree is a World freed while operations on it were under way: what releasing its
 // contexts needs once they complete.
 type lateFree struct {
-	members []int // the World's job ranks, for the free marks
-	grouped bool  // made by Split (or a Dup of one)
+	members []int    // the World's job ranks, for the free marks
+	grouped bool     // made by Split (or a Dup of one)
+	done    *Request // completed once the contexts are released, for a Dup waiting to reuse them
 }
 
 // releaseWorldLocked gives the contexts of the freed World at base back: its unexpected
@@ -194,6 +202,9 @@ func (e *engine) settleLocked(ctx uint16) {
 		e.late = nil
 	}
 	e.releaseWorldLocked(base, lf)
+	if lf.done != nil {
+		e.completeLocked(lf.done, nil)
+	}
 }
 
 // exchangeMarksLocked sends the free mark of the World at base to every other rank of
@@ -325,17 +336,48 @@ func (e *engine) dupReuseLocked() (base uint16, ok bool, err error) {
 	if !ok {
 		return 0, false, nil
 	}
+	if err := e.reuseWaitLocked(base); err != nil {
+		return 0, false, err
+	}
+	return e.ctxs.reuseDup(), true, nil
+}
+
+// reuseWaitLocked waits until the contexts of the freed World at base may be used again:
+// released at this rank (its operations under way completed, settleLocked), and every
+// other rank's free mark arrived. Called with mu held, which it releases while it waits.
+func (e *engine) reuseWaitLocked(base uint16) error {
+	if lf, ok := e.late[base]; ok {
+		if err := e.waitLocked(context.Background(), lf.done); err != nil {
+			return err
+		}
+		e.recycleLocked(lf.done)
+	}
 	for {
 		jr, waiting := e.ctxs.firstAwaited(base)
 		if !waiting {
-			break
+			return nil
 		}
 		r := e.newRequestLocked(reqRecv)
 		r.ctx, r.peer, r.tag, r.esize, r.anyFail = ctlCtx, jr, int(base), 1, true
 		e.receiveLocked(r) // posted: an awaited mark is never queued (markLocked)
 		if _, err := e.finishRecvLocked(context.Background(), r); err != nil {
-			return 0, false, err
+			return err
 		}
 	}
-	return e.ctxs.reuseDup(), true, nil
+}
+
+// takeFamilyLocked is takeFamily for a Dup: a context a freed World of the family gave
+// back is used once reuseWaitLocked has seen it released. Called with mu held, which it
+// releases while it waits.
+func (e *engine) takeFamilyLocked(f *family) (uint16, bool, error) {
+	c, reused, ok := e.ctxs.takeFamily(f)
+	if !ok || !reused {
+		return c, ok, nil
+	}
+	if err := e.reuseWaitLocked(c); err != nil {
+		e.ctxs.release(c, true)
+		return 0, false, err
+	}
+	e.ctxs.unfree(c, ctxPerWorld)
+	return c, true, nil
 }

@@ -433,3 +433,65 @@ func TestFreeLate(t *testing.T) {
 		})
 	})
 }
+
+// TestFreeReuseFamily: a World made by Split, and an intercommunicator, can be Dup'ed
+// and freed far more often than their blocks have room for Worlds alive at once: a Dup
+// takes a freed World's contexts. A Dup freed with a receive still posted at one rank
+// (released when the receive completes) is reused only after that, so the receive gets
+// its own message and the new World's messages stay apart.
+func TestFreeReuseFamily(t *testing.T) {
+	forEach(t, []int{4}, func(t *testing.T, tr string, n int) {
+		run(t, tr, n, func(ctx context.Context, w *runtime.World) error {
+			half, err := w.Split(ctx, w.Rank()%2, w.Rank())
+			if err != nil {
+				return err
+			}
+			ic, err := half.CreateIntercomm(ctx, 0, w, 1-w.Rank()%2, 5)
+			if err != nil {
+				return err
+			}
+			for _, c := range []*runtime.World{half, ic} {
+				for round := range 20 {
+					d, err := c.Dup()
+					if err != nil {
+						return fmt.Errorf("round %d: %w", round, err)
+					}
+					// Rank 0 posts a receive from rank 1 (on an intercommunicator: each
+					// group's rank 0 from the other's) and frees d with it posted; the
+					// message is sent before its sender's Free.
+					var req *runtime.Request
+					got := []int64{-1}
+					from, to := 1, -1
+					switch {
+					case d.IsInter() && d.Rank() == 0:
+						from, to = 0, 0
+					case !d.IsInter() && d.Rank() == 1:
+						to = 0
+					}
+					if d.Rank() == 0 {
+						if req, err = runtime.Irecv(d, got, from, 7); err != nil {
+							return err
+						}
+					}
+					if to >= 0 {
+						if err := runtime.Send(ctx, d, []int64{int64(round)}, to, 7); err != nil {
+							return err
+						}
+					}
+					if err := d.Free(); err != nil {
+						return err
+					}
+					if req != nil {
+						if _, err := req.Wait(ctx); err != nil || got[0] != int64(round) {
+							return fmt.Errorf("round %d: the receive posted before Free got %d, %v", round, got[0], err)
+						}
+					}
+				}
+				if err := runtime.Barrier(ctx, c); err != nil {
+					return err
+				}
+			}
+			return errors.Join(ic.Free(), half.Free())
+		})
+	})
+}

@@ -86,7 +86,7 @@ func (w *World) Local() *World {
 // intracommunicator of both groups; Dup copies it (collective over both groups); Free
 // frees it. A rank runs its CreateIntercomms, Merges and Splits one at a time, as Split
 // does. The contexts come from one Split block, with room for the intercommunicator and
-// three Dups.
+// three Dups alive at once; past that, Dup agrees on another block with both groups.
 func (w *World) CreateIntercomm(ctx context.Context, localLeader int, peer *World, remoteLeader, tag int) (*World, error) {
 	const op = "intercomm_create"
 	if w == nil {
@@ -122,7 +122,7 @@ func (w *World) CreateIntercomm(ctx context.Context, localLeader int, peer *Worl
 	}
 	e.mu.Lock()
 	fam := e.ctxs.takeSplit(base, true)
-	lctx, _ := e.ctxs.takeFamily(fam)
+	lctx, _, _ := e.ctxs.takeFamily(fam) // a fresh family: nothing to reuse
 	e.mu.Unlock()
 	return interOn(e, base, lctx, u.local, u.remote, fam), nil
 }
@@ -170,7 +170,7 @@ func (w *World) interSplit(ctx context.Context, color, key int) (*World, error) 
 	fam := e.ctxs.takeSplit(base, member)
 	var lctx uint16
 	if member {
-		lctx, _ = e.ctxs.takeFamily(fam)
+		lctx, _, _ = e.ctxs.takeFamily(fam) // a fresh family: nothing to reuse
 	}
 	e.mu.Unlock()
 	if !member {
@@ -421,21 +421,22 @@ func interBarrier(ctx context.Context, w *World) error {
 	return Barrier(ctx, local)
 }
 
-// interDupLocked is Dup of an intercommunicator: two contexts of its family, taken in the same
-// order at every rank of both groups.
-func (w *World) interDupLocked() (*World, error) {
+// interDupLocked is Dup of an intercommunicator: two contexts of its family, taken in
+// the same order at every rank of both groups; ok false when the block is full.
+func (w *World) interDupLocked() (*World, bool, error) {
 	e := w.e
-	c, ok := e.ctxs.takeFamily(w.g.fam)
-	if !ok {
-		return nil, invalidf("an intercommunicator has room for %d Dups (make another with CreateIntercomm)", splitBlock/ctxPerWorld/2-1)
+	c, ok, err := e.takeFamilyLocked(w.g.fam)
+	if err != nil || !ok {
+		return nil, false, err
 	}
-	lctx, ok := e.ctxs.takeFamily(w.g.fam)
-	if !ok {
+	lctx, ok, err := e.takeFamilyLocked(w.g.fam)
+	if err != nil || !ok {
+		e.ctxs.giveBack(c, w.g.fam)
 		e.ctxs.release(c, true)
-		return nil, invalidf("an intercommunicator has room for %d Dups (make another with CreateIntercomm)", splitBlock/ctxPerWorld/2-1)
+		return nil, false, err
 	}
 	local := &World{e: e, ctx: lctx, g: w.x.local.g, life: &worldLife{}}
-	return &World{e: e, ctx: c, g: w.g, x: &inter{local: local}, life: &worldLife{}}, nil
+	return &World{e: e, ctx: c, g: w.g, x: &inter{local: local}, life: &worldLife{}}, true, nil
 }
 
 // newJobGroup returns the group of jobs (job ranks, in the new World's order), whose

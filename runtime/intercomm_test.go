@@ -327,3 +327,47 @@ func TestIntercommSplitCreate(t *testing.T) {
 		return errors.Join(ic.Free(), local.Free())
 	})
 }
+
+// TestIntercommManyDups: more Dups of an intercommunicator alive at once than its block
+// holds: past the block, Dup agrees on another one with both groups; every Dup keeps its
+// messages apart.
+func TestIntercommManyDups(t *testing.T) {
+	forInter(t, func(ctx context.Context, w *runtime.World) error {
+		ic, local, _, err := parityIntercomm(ctx, w)
+		if err != nil {
+			return err
+		}
+		dups := []*runtime.World{ic}
+		for i := range 6 {
+			d, err := dups[len(dups)-1].Dup()
+			if err != nil {
+				return fmt.Errorf("Dup %d: %w", i, err)
+			}
+			if !d.IsInter() || d.RemoteSize() != ic.RemoteSize() || d.Rank() != ic.Rank() {
+				return fmt.Errorf("Dup %d: inter %v, remote size %d, rank %d", i, d.IsInter(), d.RemoteSize(), d.Rank())
+			}
+			dups = append(dups, d)
+		}
+		// Rank 0 of each group sends its index on every Dup, newest first; the other
+		// group's rank 0 receives them oldest first.
+		if ic.Rank() == 0 {
+			for i := len(dups) - 1; i >= 0; i-- {
+				if err := runtime.Send(ctx, dups[i], []int32{int32(i)}, 0, 3); err != nil {
+					return err
+				}
+			}
+			for i, d := range dups {
+				got := []int32{-1}
+				if _, err := runtime.Recv(ctx, d, got, 0, 3); err != nil || got[0] != int32(i) {
+					return fmt.Errorf("Dup %d received %d, %v", i, got[0], err)
+				}
+			}
+		}
+		for _, d := range dups[1:] {
+			if err := errors.Join(runtime.Barrier(ctx, d), d.Free()); err != nil {
+				return err
+			}
+		}
+		return errors.Join(ic.Free(), local.Free())
+	})
+}

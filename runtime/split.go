@@ -124,10 +124,11 @@ func (w *World) out(st Status) Status {
 // Transport, Attach, and the collectives and windows built on it are all in its own rank
 // numbering. ProcError.Rank keeps naming the failed process by its rank in the job
 // (Init's World). Its contexts are reserved at Split, eight Worlds' worth: the World
-// itself, and seven Dups made from it or its Dups (Dup fails with ErrInvalid past that;
-// Split it again instead). Its Sibling has the same ranks. Free gives the contexts back
-// (Free every World of the block: the split World and its Dups); a later Split reuses
-// them once all of its ranks are done with them.
+// itself, and seven Dups made from it or its Dups alive at once (past that, Dup makes
+// the group again on a block of its own, which communicates). A Dup takes the contexts
+// of a freed World of the block first, once every rank has freed it. Its Sibling has the same ranks.
+// Free gives the contexts back (Free every World of the block: the split World and its
+// Dups); a later Split reuses them once all of its ranks are done with them.
 //
 // On an intercommunicator every rank of both groups calls Split, and the ranks of each
 // group that pass one color get an intercommunicator to the other group's ranks that

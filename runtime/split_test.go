@@ -183,7 +183,8 @@ func TestSplitContexts(t *testing.T) {
 	})
 }
 
-// TestSplitErrors: bad colors, the Dup budget of a split World, Split after Finalize.
+// TestSplitErrors: bad colors, a split World's Dups past its block (a new block, the
+// same group), Split after Finalize.
 func TestSplitErrors(t *testing.T) {
 	run(t, "shm", 2, func(ctx context.Context, w *runtime.World) error {
 		if _, err := w.Split(ctx, -2, 0); !errors.Is(err, runtime.ErrInvalid) || !strings.Contains(err.Error(), "color -2") {
@@ -203,8 +204,15 @@ func TestSplitErrors(t *testing.T) {
 				return fmt.Errorf("dup %d: %w", i, err)
 			}
 		}
-		if _, err := g.Dup(); !errors.Is(err, runtime.ErrInvalid) || !strings.Contains(err.Error(), "Split it again") {
-			return fmt.Errorf("eighth Dup: %v", err)
+		e8, err := g.Dup() // the block is full: the group again, on a block of its own
+		if err != nil {
+			return fmt.Errorf("eighth Dup: %w", err)
+		}
+		if e8.Rank() != g.Rank() || e8.Size() != g.Size() || e8.Group().Compare(g.Group()) != runtime.Ident {
+			return fmt.Errorf("eighth Dup: rank %d of %d, want %d of %d", e8.Rank(), e8.Size(), g.Rank(), g.Size())
+		}
+		if err := ringCheck(ctx, e8); err != nil {
+			return fmt.Errorf("eighth Dup: %w", err)
 		}
 		if err := runtime.Barrier(ctx, d); err != nil {
 			return err

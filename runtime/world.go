@@ -166,7 +166,9 @@ func (w *World) Connections() int {
 // calls (as with MPI_Comm_dup). Dup does not communicate, except that reusing the
 // contexts of a freed World waits until every rank of that World has freed it (see
 // Free). At most 16383 Worlds can be derived from Init's and live at once; a World made
-// by Split has room for 7 Dups. After Finalize (or an abort) Dup fails as every call does.
+// by Split or an intercommunicator takes its contexts from its block (7 Dups alive at
+// once; 3 for an intercommunicator); past that, Dup makes the same group again with a
+// block of its own, which communicates and waits for the group's ranks, as Split does. After Finalize (or an abort) Dup fails as every call does.
 // The attributes whose copy functions keep them are copied to the new World (NewKeyval).
 func (w *World) Dup() (d *World, err error) {
 	if w == nil {
@@ -175,37 +177,55 @@ func (w *World) Dup() (d *World, err error) {
 	if err := w.freedErr(); err != nil {
 		return nil, withOp("dup", err)
 	}
-	e := w.e
 	defer w.dupAttrs(&d, &err) // attr.go: the copy functions run after mu is released
+	d, full, err := w.dupLocal()
+	if err != nil || !full {
+		return d, withOp("dup", err)
+	}
+	// The block of a split World or an intercommunicator is full: a Split with one color
+	// makes the same group again, on a block of its own, with every rank (each makes
+	// this Dup at the same point). It waits for the other ranks, as Split does.
+	if w.x != nil {
+		d, err = w.interSplit(context.Background(), 0, w.Rank())
+	} else {
+		d, err = w.Split(context.Background(), 0, w.Rank())
+	}
+	return d, withOp("dup", err)
+}
+
+// dupLocal is Dup without communication: a context of the World's line or of its block,
+// or full when a split World's or an intercommunicator's block has no room left.
+func (w *World) dupLocal() (d *World, full bool, err error) {
+	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	// Reusing a freed context may wait (dupReuseLocked), and a wait may have taken the
 	// poller role: pass it on, or a goroutine parked behind it would not be woken.
 	defer e.handoffLocked()
 	if err := e.checkLocked(); err != nil {
-		return nil, withOp("dup", err)
+		return nil, false, err
 	}
 	if w.x != nil {
-		d, err := w.interDupLocked()
-		return d, withOp("dup", err)
+		d, ok, err := w.interDupLocked()
+		return d, !ok && err == nil, err
 	}
 	if g := w.g; g != nil {
-		c, ok := e.ctxs.takeFamily(g.fam)
-		if !ok {
-			return nil, withOp("dup", invalidf("a World made by Split has room for %d Dups (Split it again for more)", splitBlock/ctxPerWorld-1))
+		c, ok, err := e.takeFamilyLocked(g.fam)
+		if err != nil || !ok {
+			return nil, !ok && err == nil, err
 		}
-		return &World{e: e, ctx: c, g: g, life: &worldLife{}}, nil
+		return &World{e: e, ctx: c, g: g, life: &worldLife{}}, false, nil
 	}
 	if base, ok, err := e.dupReuseLocked(); err != nil {
-		return nil, withOp("dup", err)
+		return nil, false, err
 	} else if ok {
-		return &World{e: e, ctx: base, life: &worldLife{}}, nil
+		return &World{e: e, ctx: base, life: &worldLife{}}, false, nil
 	}
 	c, ok := e.ctxs.takeDup()
 	if !ok {
-		return nil, withOp("dup", invalidf("too many Worlds derived and not freed (Free those no longer used)"))
+		return nil, false, invalidf("too many Worlds derived and not freed (Free those no longer used)")
 	}
-	return &World{e: e, ctx: c, life: &worldLife{}}, nil
+	return &World{e: e, ctx: c, life: &worldLife{}}, false, nil
 }
 
 // Sibling returns a World with the same ranks as w and a communication context of its

@@ -33,16 +33,6 @@ func init() {
 	register("comm-ctxsplit", "comm/ctxsplit.c", 4, commCtxsplit)
 	register("comm-cmfree2", "comm/cmfree2.c", 2, commCmfree2)
 	register("comm-inactive_reqs", "comm/inactive_reqs.c", 1, commInactiveReqs)
-	knownFailing["comm-comm_idup_nb"] = "two departures. (1) A Dup that reuses the contexts of a freed Dup of the World, " +
-		"made while an Ibcast on the World is pending, loses the Ibcast's message at some ranks: with 6 ranks, Dup, an " +
-		"Allreduce on it, its Free, then Ibcast from rank 0 and Dup, ranks 3 and 5 wait forever (\"collectives: bcast: " +
-		"rank 3 receiving 1 elements from rank 2: job aborted: job timed out\"), in most runs over shm and tcp; a Dup " +
-		"that takes fresh contexts does not. (2) A World made by Split can be Dup'ed 7 times in its life, frees " +
-		"notwithstanding (\"runtime: dup: invalid argument: a World made by Split has room for 7 Dups\"), and an " +
-		"intercommunicator 3 times; the test Dups each 25 (15) times, MPI setting no limit"
-	knownFailing["comm-comm_idup_isend"] = "an intercommunicator has room for 3 Dups alive at once (2 for a Dup of one), " +
-		"and the test holds 4: \"runtime: dup: invalid argument: an intercommunicator has room for 3 Dups (make another " +
-		"with CreateIntercomm)\" on intercommunicator 0 (halves); MPI sets no limit. Its intracommunicator part passes"
 }
 
 // testComm is MTestTestComm: on an intercommunicator testIntercomm; on a World an

@@ -37,6 +37,9 @@ type ByteBlocks struct {
 // With Sizes nil on both sides a call allocates nothing in steady state; Sizes cost a
 // slice of p block lengths per call.
 func Alltoallw(ctx context.Context, w *runtime.World, send []byte, sendBlocks ByteBlocks, recv []byte, recvBlocks ByteBlocks) error {
+	if w.IsInter() {
+		return interErr("alltoallw", w, interAlltoallw(ctx, w, send, sendBlocks, recv, recvBlocks))
+	}
 	c, err := begin(ctx, w, "alltoallw", -1, "", "", -1)
 	if err != nil {
 		return err

@@ -1,12 +1,14 @@
 // Package collectives holds gorma's collective operations (Allreduce, Reduce, Bcast,
 // Allgather(v), ReduceScatter(V), Alltoall(v, w), Gather(v), Scatter(v), Scan, Exscan,
 // Barrier, AllreduceLoc and ReduceLoc for (value, index) pairs, the ...Type forms over
-// datatype layouts, ReduceType and AllreduceType with user operators over them: NewTypeOp), their nonblocking (I...) and persistent (...Init) forms, and the
-// reduction operators that they and window accumulates apply.
+// datatype layouts, ReduceType and AllreduceType with user operators over them:
+// NewTypeOp), their nonblocking (I...) and persistent (...Init) forms, and the reduction
+// operators that they and window accumulates apply.
 // They run over a runtime.World's point-to-point messages and, between ranks on one host,
 // over shared arena scratch. On an intercommunicator, Barrier, Bcast, Reduce, Allreduce,
-// Gather(v), Scatter(v), Allgather(v) and Alltoall(v) move data between its groups
-// (rooted calls take runtime.Root and runtime.ProcNull in the root's group; inter.go).
+// Gather(v), Scatter(v), Allgather(v), Alltoall(v, w) and ReduceScatter(V) move data
+// between its groups (rooted calls take runtime.Root and runtime.ProcNull in the root's
+// group; inter.go).
 //
 //	err := collectives.Allreduce(ctx, w, send, recv, collectives.Sum[float64]())
 //	err = collectives.Allreduce(ctx, w, nil, recv, collectives.Max[float64]()) // in place

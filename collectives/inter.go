@@ -10,7 +10,8 @@ import (
 
 // Collectives on an intercommunicator (runtime.World.CreateIntercomm): MPI's
 // intercommunicator forms of Bcast, Reduce, Allreduce, Gather(v), Scatter(v),
-// Allgather(v) and Alltoall(v), where data moves from one group to the other. Each is built of the
+// Allgather(v), Alltoall(v, w) and ReduceScatter(V), where data moves from one group to
+// the other. Each is built of the
 // intracommunicator calls on the local group's World (w.Local) and messages between the
 // groups on the intercommunicator's sibling, which only this package uses: the leaders
 // (rank 0 of each group) carry a group's part across, and the ranks of Alltoall and the
@@ -31,6 +32,8 @@ const (
 	interTagScatterv
 	interTagAllgatherv
 	interTagAlltoallv
+	interTagAlltoallw
+	interTagReduceScatter
 )
 
 // interErr wraps the error of an intercommunicator call name at w's rank.
@@ -43,7 +46,7 @@ func interErr(name string, w *runtime.World, err error) error {
 
 // errNotInter is begin's error for a call with no intercommunicator form.
 func errNotInter(name string) error {
-	return fmt.Errorf("collectives: %s: %w: no intercommunicator form (gorma's: Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v), Alltoall(v)); Merge the intercommunicator and call it on the result", name, runtime.ErrInvalid)
+	return fmt.Errorf("collectives: %s: %w: no intercommunicator form (gorma's: Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v), Alltoall(v, w), ReduceScatter(V)); Merge the intercommunicator and call it on the result", name, runtime.ErrInvalid)
 }
 
 // interRole is what a rooted call's root argument makes of this rank: the root, another
@@ -422,4 +425,64 @@ func interAlltoallv[T runtime.Elem](ctx context.Context, w *runtime.World, send 
 		return err
 	}
 	return exchangeBlocks(ctx, sib, interTagAlltoallv, sends, recvs)
+}
+
+func interAlltoallw(ctx context.Context, w *runtime.World, send []byte, sendBlocks ByteBlocks, recv []byte, recvBlocks ByteBlocks) error {
+	m := w.RemoteSize()
+	if err := errors.Join(sendBlocks.check("send", len(send), m, false), recvBlocks.check("recv", len(recv), m, true)); err != nil {
+		return err
+	}
+	sends, recvs := make([][]byte, m), make([][]byte, m)
+	for r := range m {
+		sends[r], recvs[r] = sendBlocks.of(send, r), recvBlocks.of(recv, r)
+	}
+	sib, err := interSib(w)
+	if err != nil {
+		return err
+	}
+	return exchangeBlocks(ctx, sib, interTagAlltoallw, sends, recvs)
+}
+
+// interReduceScatterV reduces each group's send vectors at its leader, swaps the results
+// between the leaders, and scatters the other group's result in this group by counts
+// (one per local rank): the local ranks' counts sum to the other group's send length.
+func interReduceScatterV[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts []int, op Op[T]) error {
+	local := w.Local()
+	if send == nil {
+		return invalid("nil send (an intercommunicator's Reduce_scatter has no in-place form)")
+	}
+	if len(counts) != local.Size() {
+		return invalid("%d counts for the local group's %d ranks", len(counts), local.Size())
+	}
+	total := 0
+	for i, n := range counts {
+		if n < 0 {
+			return invalid("counts[%d] = %d is negative", i, n)
+		}
+		total += n
+	}
+	if len(recv) != counts[local.Rank()] {
+		return invalid("len(recv) %d != counts[%d] = %d", len(recv), local.Rank(), counts[local.Rank()])
+	}
+	var part, theirs []T
+	if local.Rank() == 0 {
+		part, theirs = make([]T, len(send)), make([]T, total)
+	}
+	if err := Reduce(ctx, local, send, part, op, 0); err != nil {
+		return err
+	}
+	if local.Rank() == 0 {
+		sib, err := interSib(w)
+		if err != nil {
+			return err
+		}
+		if _, err := sendrecvAll(ctx, sib, part, theirs, interTagReduceScatter); err != nil {
+			return err
+		}
+	}
+	displs := make([]int, len(counts))
+	for i := 1; i < len(counts); i++ {
+		displs[i] = displs[i-1] + counts[i-1]
+	}
+	return Scatterv(ctx, local, theirs, counts, displs, recv, 0)
 }

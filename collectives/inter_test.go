@@ -350,3 +350,75 @@ func TestInterAsymmetric(t *testing.T) {
 		return nil
 	})
 }
+
+// TestInterReduceScatterAlltoallw: ReduceScatter and ReduceScatterV give each group's
+// ranks their blocks of the other group's sum; Alltoallw moves byte blocks of per-rank
+// sizes between the groups.
+func TestInterReduceScatterAlltoallw(t *testing.T) {
+	forInterLayouts(t, func(ctx context.Context, w, ic *runtime.World, low bool, remote []int) error {
+		me, n, m := ic.Rank(), ic.Size(), len(remote)
+		// ReduceScatter: blocks of 2; the other group's send vectors have 2*n elements,
+		// element k of world rank r being 100*r + k.
+		send := make([]int64, 2*m)
+		for k := range send {
+			send[k] = int64(100*w.Rank() + k)
+		}
+		recv := make([]int64, 2)
+		if err := ReduceScatter(ctx, ic, send, recv, Sum[int64]()); err != nil {
+			return err
+		}
+		sumR := int64(0)
+		for _, r := range remote {
+			sumR += int64(100 * r)
+		}
+		for j := range recv {
+			if want := sumR + int64(m*(2*me+j)); recv[j] != want {
+				return fmt.Errorf("reduce_scatter: block of rank %d: %v, want element %d = %d", me, recv, j, want)
+			}
+		}
+		// ReduceScatterV: local rank i gets i+1 elements; the other group sends the sum.
+		counts := seq(1, n)
+		total := n * (n + 1) / 2
+		remoteTotal := m * (m + 1) / 2
+		vs := make([]int64, remoteTotal)
+		for k := range vs {
+			vs[k] = int64(k + 1)
+		}
+		vr := make([]int64, me+1)
+		if err := ReduceScatterV(ctx, ic, vs, vr, counts, Sum[int64]()); err != nil {
+			return err
+		}
+		off := me * (me + 1) / 2
+		for j := range vr {
+			if want := int64(m * (off + j + 1)); vr[j] != want {
+				return fmt.Errorf("reduce_scatter_v: rank %d got %v, want element %d = %d (local total %d)", me, vr, j, want, total)
+			}
+		}
+		// Alltoallw: to remote rank r, 4*(r+1) bytes of this rank's world rank; from
+		// remote rank r, 4*(me+1) bytes of r's.
+		sb := ByteBlocks{Counts: make([]int, m), Displs: make([]int, m), Sizes: make([]int, m)}
+		var sbuf []byte
+		for r := range m {
+			sb.Counts[r], sb.Displs[r], sb.Sizes[r] = r+1, len(sbuf), 4
+			for range 4 * (r + 1) {
+				sbuf = append(sbuf, byte(w.Rank()))
+			}
+		}
+		rb := ByteBlocks{Counts: make([]int, m), Displs: make([]int, m), Sizes: make([]int, m)}
+		rbuf := make([]byte, 4*(me+1)*m)
+		for r := range m {
+			rb.Counts[r], rb.Displs[r], rb.Sizes[r] = me+1, 4*(me+1)*r, 4
+		}
+		if err := Alltoallw(ctx, ic, sbuf, sb, rbuf, rb); err != nil {
+			return err
+		}
+		for r, wr := range remote {
+			for _, b := range rbuf[rb.Displs[r] : rb.Displs[r]+4*(me+1)] {
+				if b != byte(wr) {
+					return fmt.Errorf("alltoallw: block from remote rank %d holds %d, want %d", r, b, wr)
+				}
+			}
+		}
+		return nil
+	})
+}

@@ -17,6 +17,13 @@ import (
 // reduceScatterShortMsg bytes in all, the ring otherwise; non-commutative ones a pairwise
 // exchange that combines the blocks in rank order.
 func ReduceScatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T]) error {
+	if w.IsInter() {
+		counts := make([]int, w.Size())
+		for i := range counts {
+			counts[i] = len(recv)
+		}
+		return interErr("reduce_scatter", w, interReduceScatterV(ctx, w, send, recv, counts, op))
+	}
 	n := len(recv)
 	if send == nil && w != nil {
 		n /= w.Size() // in place: recv holds the whole input

@@ -26,6 +26,9 @@ import (
 // suits any operator and any counts: each rank sends block d of its input to rank d,
 // all at once, and combines the blocks it receives in rank order.
 func ReduceScatterV[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts []int, op Op[T]) error {
+	if w.IsInter() {
+		return interErr("reduce_scatter_v", w, interReduceScatterV(ctx, w, send, recv, counts, op))
+	}
 	total := -1
 	if w != nil && len(counts) == w.Size() {
 		total = 0

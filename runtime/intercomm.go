@@ -81,8 +81,9 @@ func (w *World) Local() *World {
 // point-to-point calls (Send, Recv, Isend, Probe...) and Status.Source of the remote
 // group's ranks (RemoteSize, RemoteGroup); HostOf and Transport take remote ranks too.
 // Barrier waits for every rank of both groups. Package collectives has the
-// intercommunicator forms of Bcast, Reduce, Allreduce, Gather, Scatter, Allgather and
-// Alltoall (rooted calls take Root and ProcNull in the root's group). Merge makes an
+// intercommunicator forms of Bcast, Reduce, Allreduce, Gather(v), Scatter(v),
+// Allgather(v), Alltoall(v, w) and ReduceScatter(V) (rooted calls take Root and ProcNull
+// in the root's group). Merge makes an
 // intracommunicator of both groups; Dup copies it (collective over both groups); Free
 // frees it. A rank runs its CreateIntercomms, Merges and Splits one at a time, as Split
 // does. The contexts come from one Split block, with room for the intercommunicator and

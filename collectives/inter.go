@@ -46,8 +46,13 @@ func interErr(name string, w *runtime.World, err error) error {
 
 // errNotInter is begin's error for a call with no intercommunicator form.
 func errNotInter(name string) error {
-	return fmt.Errorf("collectives: %s: %w: no intercommunicator form (gorma's: Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v), Alltoall(v, w), ReduceScatter(V)); Merge the intercommunicator and call it on the result", name, runtime.ErrInvalid)
+	return fmt.Errorf("collectives: %s: %w: no intercommunicator form (gorma's: Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v), Alltoall(v, w), ReduceScatter(V), and their I and Init forms); Merge the intercommunicator and call it on the result", name, runtime.ErrInvalid)
 }
+
+// nested is the context of the local group's calls inside an intercommunicator call:
+// ctx without the worker's job, which would make them run as the nonblocking or
+// persistent call itself (begin), on the intercommunicator's state.
+type nested struct{ context.Context }
 
 // interRole is what a rooted call's root argument makes of this rank: the root, another
 // rank of the root's group (idle), or a rank of the group that sends to or receives from
@@ -86,6 +91,7 @@ func interRooted(w *runtime.World, root int) (interRole, *runtime.World, error) 
 }
 
 func interBcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, root int) error {
+	ctx = nested{ctx}
 	role, sib, err := interRooted(w, root)
 	if err != nil {
 		return err
@@ -106,6 +112,7 @@ func interBcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, 
 }
 
 func interReduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T], root int) error {
+	ctx = nested{ctx}
 	role, sib, err := interRooted(w, root)
 	if err != nil {
 		return err
@@ -133,6 +140,7 @@ func interReduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, re
 }
 
 func interAllreduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T]) error {
+	ctx = nested{ctx}
 	if send == nil {
 		return invalid("nil send (an intercommunicator's Allreduce has no in-place form)")
 	}
@@ -151,6 +159,7 @@ func interAllreduce[T runtime.Elem](ctx context.Context, w *runtime.World, send,
 }
 
 func interGather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
+	ctx = nested{ctx}
 	role, sib, err := interRooted(w, root)
 	if err != nil {
 		return err
@@ -181,6 +190,7 @@ func interGather[T runtime.Elem](ctx context.Context, w *runtime.World, send, re
 }
 
 func interScatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
+	ctx = nested{ctx}
 	role, sib, err := interRooted(w, root)
 	if err != nil {
 		return err
@@ -209,6 +219,7 @@ func interScatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, r
 }
 
 func interAllgather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T) error {
+	ctx = nested{ctx}
 	if send == nil {
 		send = []T{} // no in-place form: nil is an empty contribution
 	}
@@ -244,6 +255,7 @@ func swapAndBcast[T runtime.Elem](ctx context.Context, w *runtime.World, part, r
 }
 
 func interAlltoall[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T) error {
+	ctx = nested{ctx}
 	m := w.RemoteSize()
 	if len(send)%m != 0 || len(recv)%m != 0 {
 		return invalid("len(send) %d and len(recv) %d must be multiples of the remote group's %d ranks (no in-place form)", len(send), len(recv), m)
@@ -354,6 +366,7 @@ func vArgs(w *runtime.World, counts, displs []int) error {
 }
 
 func interGatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts, displs []int, root int) error {
+	ctx = nested{ctx}
 	role, sib, err := interRooted(w, root)
 	if err != nil || role == roleIdle {
 		return err
@@ -372,6 +385,7 @@ func interGatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, r
 }
 
 func interScatterv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, counts, displs []int, recv []T, root int) error {
+	ctx = nested{ctx}
 	role, sib, err := interRooted(w, root)
 	if err != nil || role == roleIdle {
 		return err
@@ -390,6 +404,7 @@ func interScatterv[T runtime.Elem](ctx context.Context, w *runtime.World, send [
 }
 
 func interAllgatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts []int) error {
+	ctx = nested{ctx}
 	if err := vArgs(w, counts, nil); err != nil {
 		return err
 	}
@@ -409,6 +424,7 @@ func interAllgatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send
 }
 
 func interAlltoallv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, sendCounts []int, recv []T, recvCounts []int) error {
+	ctx = nested{ctx}
 	if err := errors.Join(vArgs(w, sendCounts, nil), vArgs(w, recvCounts, nil)); err != nil {
 		return err
 	}
@@ -428,6 +444,7 @@ func interAlltoallv[T runtime.Elem](ctx context.Context, w *runtime.World, send 
 }
 
 func interAlltoallw(ctx context.Context, w *runtime.World, send []byte, sendBlocks ByteBlocks, recv []byte, recvBlocks ByteBlocks) error {
+	ctx = nested{ctx}
 	m := w.RemoteSize()
 	if err := errors.Join(sendBlocks.check("send", len(send), m, false), recvBlocks.check("recv", len(recv), m, true)); err != nil {
 		return err
@@ -447,6 +464,7 @@ func interAlltoallw(ctx context.Context, w *runtime.World, send []byte, sendBloc
 // between the leaders, and scatters the other group's result in this group by counts
 // (one per local rank): the local ranks' counts sum to the other group's send length.
 func interReduceScatterV[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts []int, op Op[T]) error {
+	ctx = nested{ctx}
 	local := w.Local()
 	if send == nil {
 		return invalid("nil send (an intercommunicator's Reduce_scatter has no in-place form)")

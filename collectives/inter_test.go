@@ -205,8 +205,8 @@ func TestInterAll(t *testing.T) {
 		if err := Scan(ctx, ic, []int64{1}, make([]int64, 1), Sum[int64]()); !errors.Is(err, runtime.ErrInvalid) {
 			return fmt.Errorf("Scan on an intercommunicator: %v, want ErrInvalid", err)
 		}
-		if r := Iallreduce(ctx, ic, []int64{1}, make([]int64, 1), Sum[int64]()); !errors.Is(r.Wait(ctx), runtime.ErrInvalid) {
-			return fmt.Errorf("Iallreduce on an intercommunicator: want ErrInvalid")
+		if r := Iscan(ctx, ic, []int64{1}, make([]int64, 1), Sum[int64]()); !errors.Is(r.Wait(ctx), runtime.ErrInvalid) {
+			return fmt.Errorf("Iscan on an intercommunicator: want ErrInvalid")
 		}
 		// A wrong root argument fails at once, naming it.
 		if err := Bcast(ctx, ic, []int64{0}, ic.RemoteSize()); !errors.Is(err, runtime.ErrInvalid) {
@@ -420,5 +420,53 @@ func TestInterReduceScatterAlltoallw(t *testing.T) {
 			}
 		}
 		return nil
+	})
+}
+
+// TestInterNonblockingPersistent: the nonblocking and persistent forms of the
+// intercommunicator collectives: Ibcast and Iallreduce in flight together, and a
+// persistent Allreduce started three times.
+func TestInterNonblockingPersistent(t *testing.T) {
+	forInterLayouts(t, func(ctx context.Context, w, ic *runtime.World, low bool, remote []int) error {
+		me := w.Rank()
+		var sumR int64
+		for _, r := range remote {
+			sumR += int64(r)
+		}
+		arg := 0 // the low group's rank 0 broadcasts
+		if low {
+			arg = runtime.ProcNull
+			if ic.Rank() == 0 {
+				arg = runtime.Root
+			}
+		}
+		buf := []int64{-1}
+		if arg == runtime.Root {
+			buf[0] = 77
+		}
+		sum := []int64{0}
+		rb := Ibcast(ctx, ic, buf, arg)
+		ra := Iallreduce(ctx, ic, []int64{int64(me)}, sum, Sum[int64]())
+		if err := WaitAll(ctx, []*Request{rb, ra}); err != nil {
+			return err
+		}
+		if (arg >= 0 && buf[0] != 77) || sum[0] != sumR {
+			return fmt.Errorf("ibcast %d (arg %d), iallreduce %d (want %d)", buf[0], arg, sum[0], sumR)
+		}
+		in, out := []int64{0}, []int64{0}
+		p := AllreduceInit(ic, in, out, Sum[int64]())
+		for round := range 3 {
+			in[0] = int64(me * (round + 1))
+			if err := p.Start(ctx); err != nil {
+				return err
+			}
+			if err := p.Wait(ctx); err != nil {
+				return err
+			}
+			if out[0] != sumR*int64(round+1) {
+				return fmt.Errorf("persistent allreduce round %d: %d, want %d", round, out[0], sumR*int64(round+1))
+			}
+		}
+		return p.Free()
 	})
 }

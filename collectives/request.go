@@ -59,8 +59,6 @@ func newRequest(w *runtime.World, name string, persistent bool, run func(ctx con
 		r.initErr = fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
 	case w.FreedErr() != nil:
 		r.initErr = fmt.Errorf("collectives: %s: %w", name, w.FreedErr())
-	case w.IsInter():
-		r.initErr = errNotInter(name)
 	default:
 		s, err := stateOf(w)
 		if err != nil {

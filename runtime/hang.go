@@ -111,6 +111,11 @@ type Track struct {
 
 // NewTrack returns a Track for calls on w, reported until Close.
 func (w *World) NewTrack() *Track {
+	if w.x != nil {
+		// An intercommunicator's calls are made in the same order by the ranks of its
+		// local group, whose World its reports name.
+		return w.x.local.NewTrack()
+	}
 	calls := w.calls.Load()
 	if calls == nil {
 		w.calls.CompareAndSwap(nil, new(atomic.Uint64))

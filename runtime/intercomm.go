@@ -82,8 +82,8 @@ func (w *World) Local() *World {
 // group's ranks (RemoteSize, RemoteGroup); HostOf and Transport take remote ranks too.
 // Barrier waits for every rank of both groups. Package collectives has the
 // intercommunicator forms of Bcast, Reduce, Allreduce, Gather(v), Scatter(v),
-// Allgather(v), Alltoall(v, w) and ReduceScatter(V) (rooted calls take Root and ProcNull
-// in the root's group). Merge makes an
+// Allgather(v), Alltoall(v, w) and ReduceScatter(V), with their nonblocking and
+// persistent forms (rooted calls take Root and ProcNull in the root's group). Merge makes an
 // intracommunicator of both groups; Dup copies it (collective over both groups); Free
 // frees it. A rank runs its CreateIntercomms, Merges and Splits one at a time, as Split
 // does. The contexts come from one Split block, with room for the intercommunicator and

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 
-	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -33,7 +32,7 @@ func collIcalltoallv(ctx context.Context, w *runtime.World) error {
 			}
 		}
 		recv := fill(size*rank, int32(-1))
-		if err := collectives.Alltoallv(ctx, ic, send, sendCounts, recv, recvCounts); err != nil {
+		if err := mtAlltoallv(ctx, ic, send, sendCounts, recv, recvCounts); err != nil {
 			return err
 		}
 		return same("alltoallv", recv, seq(size*rank, func(k int) int32 {

@@ -12,8 +12,8 @@ import (
 // DIR-NAME_npN. Each walks eachIntercomm (two groups of at least 4 ranks in all) and
 // counts 1, 2, 4... below MPICH's bound; the left group's rank 0 is the root of the
 // rooted calls. MPI's (NULL, 0) buffers are empty slices (a nil one would be in-place).
-// Left out: the -nonblocking runs (gorma's nonblocking collectives refuse
-// intercommunicators).
+// The calls go through the MTest wrappers (intercomm_mt.go), whose _nb scenarios are
+// testlist.in's -nonblocking runs.
 func init() {
 	for _, p := range []struct {
 		name   string
@@ -74,7 +74,7 @@ func collIcbcast(ctx context.Context, w *runtime.World) error {
 			if root == runtime.Root {
 				buf = seq(count, func(i int) int32 { return int32(i) })
 			}
-			if err := collectives.Bcast(ctx, ic, buf, root); err != nil {
+			if err := mtBcast(ctx, ic, buf, root); err != nil {
 				return err
 			}
 			switch root {
@@ -100,7 +100,7 @@ func collIcallreduce(ctx context.Context, w *runtime.World) error {
 		return icCounts(65000, func(count int) error {
 			send := seq(count, func(i int) int32 { return sign * int32(i) })
 			recv := make([]int32, count)
-			if err := collectives.Allreduce(ctx, ic, send, recv, collectives.Sum[int32]()); err != nil {
+			if err := mtAllreduce(ctx, ic, send, recv, collectives.Sum[int32]()); err != nil {
 				return err
 			}
 			return same("allreduce", recv, seq(count, func(i int) int32 { return -sign * int32(i*rsize) }))
@@ -119,7 +119,7 @@ func collIcreduce(ctx context.Context, w *runtime.World) error {
 			if !isLeft {
 				send = seq(count, func(i int) int32 { return int32(i) })
 			}
-			if err := collectives.Reduce(ctx, ic, send, recv, collectives.Sum[int32](), root); err != nil {
+			if err := mtReduce(ctx, ic, send, recv, collectives.Sum[int32](), root); err != nil {
 				return err
 			}
 			if root == runtime.Root {
@@ -142,7 +142,7 @@ func collIcscatter(ctx context.Context, w *runtime.World) error {
 				if root == runtime.Root {
 					buf = seq(count*rsize, func(i int) int32 { return int32(i) })
 				}
-				if err := collectives.Scatter(ctx, ic, buf, []int32{}, root); err != nil {
+				if err := mtScatter(ctx, ic, buf, []int32{}, root); err != nil {
 					return err
 				}
 				if root == runtime.ProcNull {
@@ -151,7 +151,7 @@ func collIcscatter(ctx context.Context, w *runtime.World) error {
 				return nil
 			}
 			buf := fill(count, int32(-1))
-			if err := collectives.Scatter(ctx, ic, []int32{}, buf, root); err != nil {
+			if err := mtScatter(ctx, ic, []int32{}, buf, root); err != nil {
 				return err
 			}
 			return same("scatter", buf, seq(count, func(i int) int32 { return int32(i + rank*count) }))
@@ -168,10 +168,10 @@ func collIcgather(ctx context.Context, w *runtime.World) error {
 			root := icRoot(ic, isLeft)
 			if !isLeft {
 				send := seq(count, func(i int) int32 { return int32(rank*count + i) })
-				return collectives.Gather(ctx, ic, send, []int32{}, root)
+				return mtGather(ctx, ic, send, []int32{}, root)
 			}
 			buf := fill(count*rsize, int32(-1))
-			if err := collectives.Gather(ctx, ic, []int32{}, buf, root); err != nil {
+			if err := mtGather(ctx, ic, []int32{}, buf, root); err != nil {
 				return err
 			}
 			if root == runtime.ProcNull {
@@ -196,7 +196,7 @@ func collIcallgather(ctx context.Context, w *runtime.World) error {
 			send := seq(count, func(i int) int32 { return sign * int32(i+rank*count) })
 			want := seq(count*rsize, func(i int) int32 { return -sign * int32(i) })
 			recv := fill(count*rsize, int32(-1))
-			if err := collectives.Allgather(ctx, ic, send, recv); err != nil {
+			if err := mtAllgather(ctx, ic, send, recv); err != nil {
 				return err
 			}
 			if err := same("allgather", recv, want); err != nil {
@@ -204,12 +204,12 @@ func collIcallgather(ctx context.Context, w *runtime.World) error {
 			}
 			recv = fill(count*rsize, int32(-1))
 			if isLeft {
-				if err := collectives.Allgather(ctx, ic, send[:0], recv); err != nil {
+				if err := mtAllgather(ctx, ic, send[:0], recv); err != nil {
 					return fmt.Errorf("allgather one way, sending nothing: %w", err)
 				}
 				return same("allgather one way", recv, want)
 			}
-			if err := collectives.Allgather(ctx, ic, send, recv[:0]); err != nil {
+			if err := mtAllgather(ctx, ic, send, recv[:0]); err != nil {
 				return fmt.Errorf("allgather one way, receiving nothing: %w", err)
 			}
 			return untouched("allgather one way", recv)
@@ -220,7 +220,7 @@ func collIcallgather(ctx context.Context, w *runtime.World) error {
 // collIcbarrier: Barrier on each intercommunicator returns at every rank.
 func collIcbarrier(ctx context.Context, w *runtime.World) error {
 	return eachIntercomm(ctx, w, 4, func(ic *runtime.World, isLeft bool) error {
-		return collectives.Barrier(ctx, ic)
+		return mtBarrier(ctx, ic)
 	})
 }
 
@@ -239,7 +239,7 @@ func collIcallgatherv(ctx context.Context, w *runtime.World) error {
 			send := seq(count, func(i int) int32 { return sign * int32(i+rank*count) })
 			want := seq(count*rsize, func(i int) int32 { return -sign * int32(i) })
 			recv := fill(count*rsize, int32(-1))
-			if err := collectives.Allgatherv(ctx, ic, send, recv, counts); err != nil {
+			if err := mtAllgatherv(ctx, ic, send, recv, counts); err != nil {
 				return err
 			}
 			if err := same("allgatherv", recv, want); err != nil {
@@ -247,12 +247,12 @@ func collIcallgatherv(ctx context.Context, w *runtime.World) error {
 			}
 			recv = fill(count*rsize, int32(-1))
 			if isLeft {
-				if err := collectives.Allgatherv(ctx, ic, send[:0], recv, counts); err != nil {
+				if err := mtAllgatherv(ctx, ic, send[:0], recv, counts); err != nil {
 					return fmt.Errorf("allgatherv one way, sending nothing: %w", err)
 				}
 				return same("allgatherv one way", recv, want)
 			}
-			if err := collectives.Allgatherv(ctx, ic, send, recv, fill(rsize, 0)); err != nil {
+			if err := mtAllgatherv(ctx, ic, send, recv, fill(rsize, 0)); err != nil {
 				return fmt.Errorf("allgatherv one way, receiving nothing: %w", err)
 			}
 			return untouched("allgatherv one way", recv)
@@ -268,11 +268,11 @@ func collIcgatherv(ctx context.Context, w *runtime.World) error {
 			root := icRoot(ic, isLeft)
 			if !isLeft {
 				send := seq(count, func(i int) int32 { return int32(rank*count + i) })
-				return collectives.Gatherv(ctx, ic, send, []int32{}, nil, nil, root)
+				return mtGatherv(ctx, ic, send, []int32{}, nil, nil, root)
 			}
 			counts, displs := fill(rsize, count), seq(rsize, func(i int) int { return i * count })
 			buf := fill(count*rsize, int32(-1))
-			if err := collectives.Gatherv(ctx, ic, []int32{}, buf, counts, displs, root); err != nil {
+			if err := mtGatherv(ctx, ic, []int32{}, buf, counts, displs, root); err != nil {
 				return err
 			}
 			if root == runtime.ProcNull {
@@ -295,7 +295,7 @@ func collIcscatterv(ctx context.Context, w *runtime.World) error {
 				if root == runtime.Root {
 					buf = seq(count*rsize, func(i int) int32 { return int32(i) })
 				}
-				if err := collectives.Scatterv(ctx, ic, buf, counts, displs, []int32{}, root); err != nil {
+				if err := mtScatterv(ctx, ic, buf, counts, displs, []int32{}, root); err != nil {
 					return err
 				}
 				if root == runtime.ProcNull {
@@ -304,7 +304,7 @@ func collIcscatterv(ctx context.Context, w *runtime.World) error {
 				return nil
 			}
 			buf := fill(count, int32(-1))
-			if err := collectives.Scatterv(ctx, ic, []int32{}, nil, nil, buf, root); err != nil {
+			if err := mtScatterv(ctx, ic, []int32{}, nil, nil, buf, root); err != nil {
 				return err
 			}
 			return same("scatterv", buf, seq(count, func(i int) int32 { return int32(i + rank*count) }))
@@ -320,10 +320,10 @@ func collIcalltoall(ctx context.Context, w *runtime.World) error {
 		return icCounts(66000, func(count int) error {
 			if isLeft {
 				send := seq(count*rsize, func(k int) int32 { return int32(k%count + rank) })
-				return collectives.Alltoall(ctx, ic, send, []int32{})
+				return mtAlltoall(ctx, ic, send, []int32{})
 			}
 			recv := fill(count*rsize, int32(-1))
-			if err := collectives.Alltoall(ctx, ic, []int32{}, recv); err != nil {
+			if err := mtAlltoall(ctx, ic, []int32{}, recv); err != nil {
 				return err
 			}
 			return same("alltoall", recv, seq(count*rsize, func(k int) int32 { return int32(k%count + k/count) }))

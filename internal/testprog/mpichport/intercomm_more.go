@@ -32,9 +32,9 @@ func collRedscatinter(block bool) func(ctx context.Context, w *runtime.World) er
 			recv := seq(recvcount, func(i int) int64 { return int64(-i) })
 			var err error
 			if block {
-				err = collectives.ReduceScatter(ctx, ic, send, recv, collectives.Sum[int64]())
+				err = mtReduceScatter(ctx, ic, send, recv, collectives.Sum[int64]())
 			} else {
-				err = collectives.ReduceScatterV(ctx, ic, send, recv, fill(size, recvcount), collectives.Sum[int64]())
+				err = mtReduceScatterV(ctx, ic, send, recv, fill(size, recvcount), collectives.Sum[int64]())
 			}
 			if err != nil {
 				return err
@@ -64,7 +64,7 @@ func collIcalltoallw(ctx context.Context, w *runtime.World) error {
 			sb.Counts[i], sb.Displs[i] = i, 4*(i*(i+1)/2)
 			rb.Counts[i], rb.Displs[i] = rank, 4*i*rank
 		}
-		if err := collectives.Alltoallw(ctx, ic, sbuf, sb, rbuf, rb); err != nil {
+		if err := mtAlltoallw(ctx, ic, sbuf, sb, rbuf, rb); err != nil {
 			return err
 		}
 		for i := range size {

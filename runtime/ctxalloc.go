@@ -70,10 +70,12 @@ func (a *ctxAlloc) freedDup() (uint16, bool) {
 	return a.dupFree[0], true
 }
 
-// reuseDup hands out freedDup's context again; every mark it awaited must have come.
-func (a *ctxAlloc) reuseDup() uint16 {
-	base := a.dupFree[0]
-	a.dupFree = a.dupFree[1:]
+// reuseDup hands out the freed context base (freedDup's) again; every mark it awaited
+// must have come.
+func (a *ctxAlloc) reuseDup(base uint16) uint16 {
+	if i, ok := slices.BinarySearch(a.dupFree, base); ok {
+		a.dupFree = slices.Delete(a.dupFree, i, i+1)
+	}
 	a.unfree(base, ctxPerWorld)
 	return base
 }

@@ -54,7 +54,7 @@ func TestCtxAllocFreeAndReuse(t *testing.T) {
 	if _, ok := a.firstAwaited(c1); ok || len(a.awaits) != 0 {
 		t.Fatal("marks still awaited after all arrived")
 	}
-	if c := a.reuseDup(); c != c1 || a.isFreed(c1) || !a.isFreed(c2) {
+	if c := a.reuseDup(c1); c != c1 || a.isFreed(c1) || !a.isFreed(c2) {
 		t.Fatalf("reuseDup = %d; freed %v %v", c, a.isFreed(c1), a.isFreed(c2))
 	}
 }

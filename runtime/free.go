@@ -339,7 +339,7 @@ func (e *engine) dupReuseLocked() (base uint16, ok bool, err error) {
 	if err := e.reuseWaitLocked(base); err != nil {
 		return 0, false, err
 	}
-	return e.ctxs.reuseDup(), true, nil
+	return e.ctxs.reuseDup(base), true, nil
 }
 
 // reuseWaitLocked waits until the contexts of the freed World at base may be used again:

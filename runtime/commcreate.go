@@ -80,7 +80,7 @@ func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, erro
 	if err != nil {
 		return nil, withOp(op, err)
 	}
-	if err := w.exchangeAmong(ctx, members, me, recs); err != nil {
+	if err := w.exchangeAmong(ctx, members, me, recs, createGroupTag); err != nil {
 		return nil, withOp(op, err)
 	}
 	for i, r := range members {
@@ -169,9 +169,9 @@ func (w *World) groupRecords(n, me, tag int) ([]byte, error) {
 }
 
 // exchangeAmong gives each of members (ranks of w; this one is members[me]) the records
-// of all, as exchange does for every rank of w, in w's internal context with
-// createGroupTag.
-func (w *World) exchangeAmong(ctx context.Context, members []int, me int, recs []byte) error {
+// of all, record i (splitRec bytes of recs) being members[i]'s, in w's internal context
+// with tag, whose receives fail once any peer has failed.
+func (w *World) exchangeAmong(ctx context.Context, members []int, me int, recs []byte, tag int) error {
 	e := w.e
 	mine := recs[me*splitRec : (me+1)*splitRec]
 	reqs := make([]Request, 0, len(members))
@@ -185,7 +185,7 @@ func (w *World) exchangeAmong(ctx context.Context, members []int, me int, recs [
 		e.mu.Lock()
 		err := e.resetLocked(sr)
 		if err == nil {
-			sr.kind, sr.ctx, sr.peer, sr.tag, sr.buf, sr.esize = reqSend, w.ctx+1, jr, createGroupTag, mine, 1
+			sr.kind, sr.ctx, sr.peer, sr.tag, sr.buf, sr.esize = reqSend, w.ctx+1, jr, tag, mine, 1
 			e.sendLocked(sr)
 		}
 		e.mu.Unlock()
@@ -198,9 +198,9 @@ func (w *World) exchangeAmong(ctx context.Context, members []int, me int, recs [
 			continue
 		}
 		jr, _ := w.jobRank(r)
-		st, err := e.recv(ctx, w.ctx+1, recs[i*splitRec:(i+1)*splitRec], 1, jr, createGroupTag, true)
+		st, err := e.recv(ctx, w.ctx+1, recs[i*splitRec:(i+1)*splitRec], 1, jr, tag, true)
 		if err == nil && st.Bytes != splitRec {
-			err = fmt.Errorf("%w: rank %d sent a %d-byte group record (mismatched versions?)", ErrInvalid, r, st.Bytes)
+			err = fmt.Errorf("%w: rank %d sent a %d-byte record (mismatched versions?)", ErrInvalid, r, st.Bytes)
 		}
 		if err != nil {
 			return err

@@ -208,10 +208,9 @@ func peerLeader(w, peer *World, remoteLeader, tag int) (int, error) {
 // union is what both groups of an intercommunicator learn of each other: each group's
 // job ranks, split records (Split's splitRec, key the group rank) and flag.
 type union struct {
-	local, remote   []int
-	lrecs, rrecs    []byte
-	lflag, rflag    byte
-	localLeaderRank int
+	local, remote []int
+	lrecs, rrecs  []byte
+	lflag, rflag  byte
 }
 
 // agree returns the Split block free at every rank of both groups.
@@ -264,7 +263,7 @@ func (w *World) unite(ctx context.Context, localLeader int, flag byte, color, ke
 	if err := w.exchange(ctx, recs); err != nil {
 		return nil, err
 	}
-	u := &union{local: w.Group().procs, lrecs: recs, lflag: flag, localLeaderRank: localLeader}
+	u := &union{local: w.Group().procs, lrecs: recs, lflag: flag}
 	// The most a group's description takes: every rank of the job in it.
 	theirs := make([]byte, unionMsgLen(e.size))
 	leaderJob, _ := w.jobRank(localLeader)

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"slices"
 )
 
@@ -271,47 +270,12 @@ func cmpInt(a, b int) int {
 }
 
 // exchange gives every rank of w the records of all: rank r's splitRec bytes of recs are
-// sent to every other rank, and the others' arrive in place. It runs in w's internal
-// context, whose receives fail once any peer has failed.
+// sent to every other rank, and the others' arrive in place (exchangeAmong over every
+// rank, with splitTag).
 func (w *World) exchange(ctx context.Context, recs []byte) error {
-	e, n, me := w.e, w.Size(), w.Rank()
-	mine := recs[me*splitRec : (me+1)*splitRec]
-	reqs := make([]Request, 0, n)
-	for r := range n {
-		if r == me {
-			continue
-		}
-		jr, _ := w.jobRank(r)
-		reqs = append(reqs, Request{})
-		sr := &reqs[len(reqs)-1]
-		e.mu.Lock()
-		err := e.resetLocked(sr)
-		if err == nil {
-			sr.kind, sr.ctx, sr.peer, sr.tag, sr.buf, sr.esize = reqSend, w.ctx+1, jr, splitTag, mine, 1
-			e.sendLocked(sr)
-		}
-		e.mu.Unlock()
-		if err != nil {
-			return err
-		}
+	all := make([]int, w.Size())
+	for r := range all {
+		all[r] = r
 	}
-	for r := range n {
-		if r == me {
-			continue
-		}
-		jr, _ := w.jobRank(r)
-		st, err := e.recv(ctx, w.ctx+1, recs[r*splitRec:(r+1)*splitRec], 1, jr, splitTag, true)
-		if err == nil && st.Bytes != splitRec {
-			err = fmt.Errorf("%w: rank %d sent a %d-byte split record (mismatched versions?)", ErrInvalid, r, st.Bytes)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	for i := range reqs {
-		if _, err := reqs[i].Wait(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
+	return w.exchangeAmong(ctx, all, w.Rank(), recs, splitTag)
 }

@@ -12,7 +12,7 @@ import (
 const (
 	ExitOK         = 0   // every rank finalized and exited 0
 	ExitUsage      = 2   // bad flags, hostfile, keyfile, or a program that is not there
-	ExitPanic      = 123 // the failing rank panicked (a Go panic or fatal error, which exits 2 itself)
+	ExitPanic      = 123 // the failing rank crashed in Go: a panic or fatal error (exit 2, or SIGABRT under GOTRACEBACK=crash)
 	ExitTimeout    = 124 // --timeout expired
 	ExitFailure    = 125 // the job failed with no exit code of its own to report
 	ExitSignalBase = 128 // + the signal that killed the first failing rank (or golaunch)
@@ -83,11 +83,12 @@ func rankFailure(m *exitMsg, host string, pmiJob bool) *failure {
 	switch {
 	case m.Err != "":
 		f.code, f.what = ExitFailure, fmt.Sprintf("rank %d (host %s) could not be started: %s", m.Rank, host, m.Err)
+	case m.Signal != 0 && m.Panic != "":
+		// GOTRACEBACK=crash: the Go runtime raises SIGABRT after the trace.
+		f.code, f.what = ExitPanic, fmt.Sprintf("%s panicked: %s (killed by signal %s)", label, m.Panic, describeSignal(m.Signal))
+		f.weight = weightPanic
 	case m.Signal != 0:
 		f.code, f.what = ExitSignalBase+m.Signal, fmt.Sprintf("%s killed by signal %s", label, describeSignal(m.Signal))
-		if m.Panic != "" {
-			f.what = fmt.Sprintf("%s panicked: %s (killed by signal %s)", label, m.Panic, describeSignal(m.Signal))
-		}
 		if !m.OwnSignal {
 			f.weight, f.early = weightOutside, m.Early
 		}

@@ -36,8 +36,8 @@
 //	N        the failing rank's exit code N (1-255), or the code it passed to Abort
 //	         (Abort(0) and codes outside 1-255 become 1)
 //	2        usage error; no rank was started (ExitUsage)
-//	123      the failing rank panicked: a Go panic or fatal error in its stderr, which
-//	         exits 2 itself (ExitPanic)
+//	123      the failing rank crashed in Go: a panic or fatal error in its stderr, which
+//	         exits 2 itself, or raises SIGABRT under GOTRACEBACK=crash (ExitPanic)
 //	124      --timeout expired (ExitTimeout)
 //	125      the job failed without an exit code of its own: an agent unreachable, a rank
 //	         that exited without Finalize, never reached PMI init, or could not start

@@ -9,6 +9,7 @@ import (
 	"net/rpc"
 	"os"
 	"os/signal"
+	goruntime "runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -37,6 +38,8 @@ import (
 //	                itself a random 0-30 ms into the third. A rank whose Allreduce fails
 //	                calls World.Abort(1, ERROR), as an MPI program's error handler would
 //	                (apps/allreducebench does)
+//	procs           every rank prints "procs RANK GOMAXPROCS LOCALSIZE HOSTCPUS" after Init
+//	                (GORMA_PROCS applied) and finalizes
 //	deadlock        rank 0 receives from rank 1, which calls Finalize: both wait for ever
 //	mismatch        rank 0 calls window.Allocate, the others Allreduce: all wait for ever
 //	stranded        every rank prints "ready RANK PID"; rank 0 then sleeps, the others
@@ -46,6 +49,11 @@ import (
 //	                runtime itself ends it
 //	panic VICTIM    every rank prints "ready RANK PID"; rank VICTIM then panics
 //	                ("rtprog: rank R panics on purpose"), the others block in Barrier
+//	crash VICTIM HOW
+//	                like panic, but rank VICTIM crashes HOW: panic (a panic), nilwrite (a
+//	                write through a nil pointer), fault (a write to a read-only page: the
+//	                runtime's "fatal error: fault") or unlock (a sync.Mutex unlocked twice: a
+//	                program's fatal error)
 //	gone VICTIM [dial]
 //	                rank VICTIM exits with code 3 right after Init; every other rank sends
 //	                it small messages until a send fails (or, with dial, dials its
@@ -133,6 +141,11 @@ func main() {
 		victim, _ := strconv.Atoi(os.Args[2])
 		mib, _ := strconv.Atoi(os.Args[3])
 		allreduceLoop(ctx, w, victim, mib)
+	case "procs":
+		fmt.Printf("procs %d %d %d %d\n", rank, goruntime.GOMAXPROCS(0), w.LocalSize(), w.HostCPUs())
+		if err := w.Finalize(ctx); err != nil {
+			fail("rank %d: finalize: %v", rank, err)
+		}
 	case "deadlock":
 		// Rank 0 waits for a message rank 1 never sends; rank 1 waits in Finalize.
 		if rank == 0 {
@@ -169,6 +182,18 @@ func main() {
 			fail("rank %d: %v", rank, err)
 		}
 		fail("rank %d: panic: Barrier returned without error", rank)
+	case "crash":
+		if len(os.Args) < 4 {
+			fail("usage: rtprog crash VICTIM panic|nilwrite|fault|unlock")
+		}
+		if victim, _ := strconv.Atoi(os.Args[2]); rank == victim {
+			crash(os.Args[3])
+			fail("rank %d: crash %s: still alive", rank, os.Args[3])
+		}
+		if err := runtime.Barrier(ctx, w); err != nil {
+			fail("rank %d: %v", rank, err)
+		}
+		fail("rank %d: crash: Barrier returned without error", rank)
 	case "gone":
 		if len(os.Args) < 3 {
 			fail("usage: rtprog gone VICTIM")
@@ -285,6 +310,34 @@ func allreduceLoop(ctx context.Context, w *runtime.World, victim, mib int) {
 		}
 	}
 }
+
+// crash makes the Go runtime end the process the way how names.
+func crash(how string) {
+	switch how {
+	case "panic":
+		panic("rtprog: crash on purpose")
+	case "nilwrite":
+		*nilTarget() = 1
+	case "fault":
+		page, err := syscall.Mmap(-1, 0, os.Getpagesize(), syscall.PROT_READ, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+		if err != nil {
+			fail("crash fault: mmap: %v", err)
+		}
+		page[0] = 1
+	case "unlock":
+		var mu sync.Mutex
+		mu.Lock()
+		mu.Unlock()
+		mu.Unlock()
+	default:
+		fail("crash: unknown way %q", how)
+	}
+}
+
+// nilTarget returns a nil pointer that the compiler cannot see is nil.
+//
+//go:noinline
+func nilTarget() *int { return nil }
 
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "rtprog: "+format+"\n", args...)

@@ -25,9 +25,10 @@ const archFile = "ARCHITECTURE.md"
 var providers = []string{"transport/verbs/shm", "transport/verbs/tcp"}
 
 // leaves are the packages that import nothing of the module and that every layer may
-// import: the accept loop of every listener and the hang report that ranks produce and
-// the launcher prints. ARCHITECTURE.md lists them first, before transport/verbs.
-var leaves = []string{"internal/accept", "internal/hang"}
+// import: the accept loop of every listener, the hang report that ranks produce and the
+// launcher prints, and the tests' time budgets. ARCHITECTURE.md lists them first, before
+// transport/verbs.
+var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang"}
 
 // externalModules are the third-party modules ARCHITECTURE.md admits. Anything else must earn
 // its place: add it here in the commit that argues for it.

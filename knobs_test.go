@@ -25,6 +25,7 @@ const (
 // reason; the table leaves them out.
 var internalKnobs = map[string]string{
 	"GORMA_VERBSTEST_ROLE": "set by the verbstest conformance suite for the helper processes it starts",
+	"GORMA_TEST_SLACK":     "scales the time budgets of gorma's own tests (internal/testbudget)",
 }
 
 var (

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -159,7 +160,7 @@ func TestMismatch(t *testing.T) {
 	clear := make([]atomic.Int32, len(jobs)) // ranks that saw ErrMismatch or ErrTruncated
 	runJob(t, 3, runtimetest.Options{Transport: "shm"}, 30*time.Second, func(e rankEnv) error {
 		for k, j := range jobs {
-			ctx, cancel := context.WithTimeout(e.ctx, time.Second)
+			ctx, cancel := context.WithTimeout(e.ctx, testbudget.Scale(time.Second))
 			n := 7
 			if e.r == 1 {
 				n = 8

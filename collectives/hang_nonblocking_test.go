@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/hang"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
 
@@ -16,7 +17,7 @@ import (
 // which runs on the World's Dup for persistent calls, with its Request's number (1<<12)
 // and its Start's (1); each ends when its context does.
 func TestHangReportNamesNonblocking(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 	defer cancel()
 	j, err := runtimetest.Start(ctx, 2, runtimetest.Options{})
 	if err != nil {
@@ -75,7 +76,7 @@ func TestHangReportNamesNonblocking(t *testing.T) {
 // so) gets the next number at every rank. A persistent Start takes none (its calls run
 // on the World's Dup for them). Rank 0's calls wait for rank 1, which makes none of them.
 func TestNonblockingNumberedAtStart(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 	defer cancel()
 	j, err := runtimetest.Start(ctx, 2, runtimetest.Options{})
 	if err != nil {

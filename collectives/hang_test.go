@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/hang"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -13,7 +14,7 @@ import (
 // TestHangReportNamesCollectives: a rank blocked in a collective reports the collective
 // and its number on the World, not the collective's own point-to-point traffic.
 func TestHangReportNamesCollectives(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 	defer cancel()
 	j, err := runtimetest.Start(ctx, 2, runtimetest.Options{})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -221,7 +222,7 @@ func TestLeakDupWorlds(t *testing.T) {
 				}
 				return errors.Join(err, runtime.Barrier(e.ctx, e.w))
 			})
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(testbudget.Scale(5 * time.Second))
 			for live.Load() > 0 && time.Now().Before(deadline) {
 				goruntime.GC()
 				time.Sleep(10 * time.Millisecond)

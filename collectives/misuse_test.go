@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -24,11 +25,12 @@ func misuse(name string, f func() error) error {
 		}()
 		c <- f()
 	}()
+	budget := testbudget.Scale(4 * time.Second)
 	select {
 	case err := <-c:
 		return err
-	case <-time.After(4 * time.Second):
-		return fmt.Errorf("%s still blocked after 4s", name)
+	case <-time.After(budget):
+		return fmt.Errorf("%s still blocked after %v", name, budget)
 	}
 }
 
@@ -48,7 +50,7 @@ func collectiveCalls(ctx context.Context, w *runtime.World, send, recv []int64, 
 // TestMisuseCollectivesNilWorld: every collective with a nil World fails with
 // runtime.ErrInvalid naming the call, never a panic.
 func TestMisuseCollectivesNilWorld(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(5*time.Second))
 	defer cancel()
 	for name, f := range collectiveCalls(ctx, nil, make([]int64, 2), make([]int64, 2), 0, collectives.Sum[int64]()) {
 		err := misuse(name, f)
@@ -65,7 +67,7 @@ func TestMisuseCollectivesNilWorld(t *testing.T) {
 // and a text naming the problem, and a correct call works afterwards.
 func TestMisuseCollectivesArgs(t *testing.T) {
 	runtimetest.Run(t, 2, runtimetest.Options{Transport: "shm"}, func(w *runtime.World) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 		defer cancel()
 		sum := collectives.Sum[int64]()
 		two, four := make([]int64, 2), make([]int64, 4)
@@ -128,7 +130,7 @@ func TestMisuseCollectivesAfterFinalize(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer j.Close()
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 				defer cancel()
 				if warm {
 					errs := make(chan error, 2)
@@ -167,7 +169,7 @@ func TestMisuseCollectivesAfterFinalize(t *testing.T) {
 // runtime message that would fail by itself).
 func TestMisuseCollectivesFreedWorld(t *testing.T) {
 	runtimetest.Run(t, 2, runtimetest.Options{Transport: "shm"}, func(w *runtime.World) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 		defer cancel()
 		d, err := w.Dup()
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
@@ -378,14 +379,14 @@ func computeUntil(stop <-chan struct{}) {
 func TestNonblockingPeerFailure(t *testing.T) {
 	for _, opt := range []runtimetest.Options{{Transport: "shm"}, {Transport: "tcp"}} {
 		t.Run(opt.Transport, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 			defer cancel()
 			j, err := runtimetest.Start(ctx, 3, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer func() {
-				fctx, stop := context.WithTimeout(context.Background(), 2*time.Second)
+				fctx, stop := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Second))
 				defer stop()
 				j.Finalize(fctx) // rank 0 counts as failed: errors expected
 				j.Close()

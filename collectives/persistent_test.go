@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -206,7 +207,7 @@ func TestNonblockingWorldsCollected(t *testing.T) {
 		}
 		return runtime.Barrier(e.ctx, e.w)
 	})
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(5 * time.Second))
 	for live.Load() > 0 && time.Now().Before(deadline) {
 		goruntime.GC()
 		time.Sleep(10 * time.Millisecond)
@@ -222,7 +223,7 @@ func TestNonblockingWorldsCollected(t *testing.T) {
 // TestPersistentFinalized: a persistent Request started after its World's job was
 // finalized fails with runtime.ErrFinalized at Wait.
 func TestPersistentFinalized(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 	defer cancel()
 	j, err := runtimetest.Start(ctx, 2, runtimetest.Options{Transport: "shm"})
 	if err != nil {
@@ -252,7 +253,7 @@ func TestPersistentFinalized(t *testing.T) {
 func TestNonblockingFinalizeEnds(t *testing.T) {
 	for _, opt := range []runtimetest.Options{{Transport: "shm"}, {Transport: "tcp"}} {
 		t.Run(opt.Transport, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 			defer cancel()
 			j, err := runtimetest.Start(ctx, 2, opt)
 			if err != nil {
@@ -264,7 +265,7 @@ func TestNonblockingFinalizeEnds(t *testing.T) {
 				Iallreduce(context.Background(), w, nil, make([]float64, 3), Sum[float64]()),
 				Ibarrier(context.Background(), w),
 			}
-			fctx, stop := context.WithTimeout(ctx, 5*time.Second)
+			fctx, stop := context.WithTimeout(ctx, testbudget.Scale(5*time.Second))
 			defer stop()
 			j.Finalize(fctx) // rank 0's Finalize may report its peers' state: not checked
 			for i, r := range reqs {

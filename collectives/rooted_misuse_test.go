@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -270,7 +271,7 @@ func TestRootedAfterFinalize(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer j.Close()
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 				defer cancel()
 				if warm {
 					errs := make(chan error, 2)

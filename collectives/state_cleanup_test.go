@@ -10,6 +10,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -87,7 +88,7 @@ func TestForgetDroppedWorld(t *testing.T) {
 	if lastState.Load() != s {
 		t.Fatal("the dropped World's state is not lastState before GC")
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(testbudget.Scale(5 * time.Second)); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		goruntime.GC()
 		if _, ok := states.load(key); gone.Load() && !ok && lastState.Load() != s {
 			break
@@ -138,7 +139,7 @@ func TestReleaseWaitsForPeers(t *testing.T) {
 		var errs []error
 		if e.r == 0 {
 			d = nil // rank 1 keeps its Dup until the next barrier
-			for deadline := time.Now().Add(5 * time.Second); !dropped.Load() && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(testbudget.Scale(5 * time.Second)); !dropped.Load() && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 				goruntime.GC()
 			}
 			// Give the release, and a reaper tick or two, time to do something wrong.
@@ -177,7 +178,7 @@ func waitDetached(w *runtime.World, peers uint64, d time.Duration) error {
 	}
 	g := s.local.world
 	var n uint64
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(testbudget.Scale(d)); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		if n = atomic.LoadUint64(word(g.region.Bytes(), shmOffSleep)) >> shmDetachedShift; n == peers {
 			return nil
 		}
@@ -189,7 +190,7 @@ func waitDetached(w *runtime.World, peers uint64, d time.Duration) error {
 // for at most d.
 func waitArena(w *runtime.World, inUse0, mrs0 int64, d time.Duration) error {
 	var inUse, mrs int64
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testbudget.Scale(d)); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		goruntime.GC()
 		if inUse, mrs = runtimetest.ArenaUse(w); inUse == inUse0 && mrs == mrs0 {
 			return nil
@@ -203,7 +204,7 @@ func waitArena(w *runtime.World, inUse0, mrs0 int64, d time.Duration) error {
 func reaperIdle(d time.Duration) error {
 	var n int
 	var armed bool
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testbudget.Scale(d)); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		reaper.mu.Lock()
 		n, armed = len(reaper.pending), reaper.armed
 		reaper.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -476,7 +477,7 @@ func TestStressConcurrentFirstCalls(t *testing.T) {
 				x[0] = 7
 			}
 			want := x[0] * int64(e.p)
-			ctx, cancel := context.WithTimeout(e.ctx, 3*time.Second)
+			ctx, cancel := context.WithTimeout(e.ctx, testbudget.Scale(3*time.Second))
 			defer cancel()
 			if err := Allreduce(ctx, w, nil, x, Sum[int64]()); err != nil {
 				errs[k] = err

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 func TestNodeMeta(t *testing.T) {
@@ -164,8 +166,8 @@ func TestClusterDeathDetected(t *testing.T) {
 			t.Errorf("got %+v, want b declared dead", ev)
 		}
 		t.Logf("death of b declared after %v", time.Since(start))
-	case <-time.After(5 * time.Second):
-		t.Fatal("b not declared dead within 5 s")
+	case <-time.After(testbudget.Scale(5 * time.Second)):
+		t.Fatalf("b not declared dead within %v", testbudget.Scale(5*time.Second))
 	}
 	b.close()
 }

@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // handshakePair returns both ends of an authenticated, sealed connection.
@@ -167,7 +169,7 @@ func TestControlRejectsStrangers(t *testing.T) {
 			}
 			defer c.Close()
 			send(c)
-			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			c.SetReadDeadline(time.Now().Add(testbudget.Scale(5 * time.Second)))
 			n, err := io.Copy(io.Discard, c)
 			if n != 0 {
 				t.Errorf("the agent wrote %d bytes to a stranger", n)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // e2eProg is internal/testprog/e2eprog, the end-to-end stress rank program.
@@ -31,7 +33,7 @@ func TestE2EStress(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d", tr, n), func(t *testing.T) {
 				seed := 10*n + len(tr)
 				before := shmSegments()
-				r := runGL(t, "", "-n", strconv.Itoa(n), "--transport", tr, "-x", "GOGC=10", "--timeout", "50s",
+				r := runGL(t, "", "-n", strconv.Itoa(n), "--transport", tr, "-x", "GOGC=10", "--timeout", testbudget.Scale(50*time.Second).String(),
 					prog, "-seed", strconv.Itoa(seed), "-steps", strconv.Itoa(e2eSteps), "-gc")
 				if r.code != 0 {
 					t.Fatalf("seed %d: exit %d\nstdout:\n%s\nstderr:\n%s", seed, r.code, r.stdout, r.stderr)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // TestGossipStreamBound: a member serves at most maxGossipStreams inbound gossip streams
@@ -33,7 +35,7 @@ func TestGossipStreamBound(t *testing.T) {
 		}
 		idle = append(idle, x)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(10 * time.Second))
 	for !strings.Contains(log.String(), "streams already being served") {
 		if time.Now().After(deadline) {
 			t.Fatalf("no stream dropped at the bound; log:\n%s", log.String())
@@ -44,7 +46,7 @@ func TestGossipStreamBound(t *testing.T) {
 		x.Close()
 	}
 	idle = nil
-	for deadline := time.Now().Add(10 * time.Second); c.streams.pending.Load() != 0; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testbudget.Scale(10 * time.Second)); c.streams.pending.Load() != 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d streams still pending after the idle connections closed", c.streams.pending.Load())
 		}
@@ -57,7 +59,7 @@ func TestGossipStreamBound(t *testing.T) {
 	if _, err := b.ml.Join([]string{addr}); err != nil {
 		t.Fatalf("join through the member after the idle streams: %v", err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); c.ml.NumMembers() != 2; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testbudget.Scale(10 * time.Second)); c.ml.NumMembers() != 2; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d members after the join, want 2", c.ml.NumMembers())
 		}

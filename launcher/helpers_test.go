@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // raceEnabled is set by race_test.go: the golaunch binary is then built with -race too.
@@ -114,11 +116,13 @@ type result struct {
 	took           time.Duration
 }
 
-// runGL runs golaunch with args (stdin from stdin, may be nil) and waits at most 60 s.
+// runGL runs golaunch with args (stdin from stdin, may be nil) and waits at most 60 s
+// scaled by the test slack.
 func runGL(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
 	binaries(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	budget := testbudget.Scale(60 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, golaunchBin, args...)
 	cmd.Env = glEnv()
@@ -139,7 +143,7 @@ func runGL(t *testing.T, stdin string, args ...string) result {
 		t.Fatalf("golaunch %q: %v", args, err)
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("golaunch %q did not end within 60 s:\n%s\n%s", args, r.stdout, r.stderr)
+		t.Fatalf("golaunch %q did not end within %v:\n%s\n%s", args, budget, r.stdout, r.stderr)
 	}
 	if strings.Contains(r.stderr, "DATA RACE") {
 		t.Errorf("golaunch %q: data race:\n%s", args, r.stderr)
@@ -212,9 +216,11 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *running {
 	return r
 }
 
-// line waits for the next stdout line containing substr.
+// line waits for the next stdout line containing substr, for timeout scaled by the test
+// slack.
 func (r *running) line(t *testing.T, substr string, timeout time.Duration) string {
 	t.Helper()
+	timeout = testbudget.Scale(timeout)
 	deadline := time.After(timeout)
 	for {
 		select {
@@ -231,9 +237,10 @@ func (r *running) line(t *testing.T, substr string, timeout time.Duration) strin
 	}
 }
 
-// waitStderr waits until stderr contains substr.
+// waitStderr waits until stderr contains substr, for timeout scaled by the test slack.
 func (r *running) waitStderr(t *testing.T, substr string, timeout time.Duration) {
 	t.Helper()
+	timeout = testbudget.Scale(timeout)
 	deadline := time.Now().Add(timeout)
 	for !strings.Contains(r.stderr.String(), substr) {
 		if time.Now().After(deadline) {
@@ -257,9 +264,11 @@ func (r *running) readyPids(t *testing.T, n int) map[int]int {
 	return pids
 }
 
-// wait waits for the process to end and returns its exit code (128+signal if killed).
+// wait waits for the process to end, for timeout scaled by the test slack, and returns
+// its exit code (128+signal if killed).
 func (r *running) wait(t *testing.T, timeout time.Duration) int {
 	t.Helper()
+	timeout = testbudget.Scale(timeout)
 	select {
 	case <-r.done:
 		return r.code
@@ -302,9 +311,11 @@ func groupAlive(pgid int) bool {
 	return false
 }
 
-// requireGone fails unless every pid (and its process group) is gone within timeout.
+// requireGone fails unless every pid (and its process group) is gone within timeout (at
+// least 1 s) scaled by the test slack.
 func requireGone(t *testing.T, pids map[int]int, timeout time.Duration) {
 	t.Helper()
+	timeout = testbudget.Scale(max(timeout, time.Second))
 	deadline := time.Now().Add(timeout)
 	for {
 		var left []string

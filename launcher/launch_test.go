@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 func TestLaunchOK(t *testing.T) {
@@ -313,7 +315,7 @@ func TestLaunchSignals(t *testing.T) {
 // TestLaunchHelloNoLeftoverSegments checks /dev/shm after a job of the real runtime.
 func TestLaunchHelloNoLeftoverSegments(t *testing.T) {
 	before, _ := os.ReadDir("/dev/shm")
-	gl := startGL(t, "-n", "4", "--timeout", "20s", hello(t))
+	gl := startGL(t, "-n", "4", "--timeout", testbudget.Scale(20*time.Second).String(), hello(t))
 	if code := gl.wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("exit %d\n%s", code, gl.stderr.String())
 	}

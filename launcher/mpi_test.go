@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/launcher/internal/netns"
 )
 
@@ -43,7 +44,7 @@ func mpiProgs(t *testing.T) map[string]string {
 		mpiBuild.bins = map[string]string{}
 		for name, src := range mpiSources {
 			bin := filepath.Join(binDir, name+"_c")
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
 			out, err := exec.CommandContext(ctx, mpicc, "-O1", "-o", bin, src).CombinedOutput()
 			cancel()
 			if err != nil {
@@ -95,7 +96,7 @@ func TestMPIOneHost(t *testing.T) {
 	progs := mpiProgs(t)
 	for _, name := range []string{"hello", "allreduce", "putfence", "split"} {
 		t.Run(name, func(t *testing.T) {
-			r := runGL(t, "", "-n", "4", "--timeout", "45s", progs[name])
+			r := runGL(t, "", "-n", "4", "--timeout", testbudget.Scale(45*time.Second).String(), progs[name])
 			checkMPIRun(t, name, 4, r.code, r.stdout, r.stderr)
 		})
 	}
@@ -105,7 +106,7 @@ func TestMPIOneHost(t *testing.T) {
 // as a gorma rank does; no rank survives.
 func TestMPIRankKilled(t *testing.T) {
 	progs := mpiProgs(t)
-	gl := startGL(t, "-n", "4", "--grace", "500ms", "--timeout", "45s", progs["abort"], "hang")
+	gl := startGL(t, "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), progs["abort"], "hang")
 	pids := gl.readyPids(t, 4)
 	syscall.Kill(pids[2], syscall.SIGKILL)
 	code := gl.wait(t, 30*time.Second)
@@ -123,12 +124,12 @@ func TestMPIRankKilled(t *testing.T) {
 // job (125), as a gorma rank that skips Finalize does.
 func TestMPIAbortRules(t *testing.T) {
 	progs := mpiProgs(t)
-	r := runGL(t, "", "-n", "4", "--grace", "500ms", "--timeout", "45s", progs["abort"], "abort", "3", "1")
+	r := runGL(t, "", "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), progs["abort"], "abort", "3", "1")
 	sum := summaryLines(r.stderr)
 	if r.code != 3 || len(sum) != 1 || !strings.HasPrefix(sum[0], "golaunch: rank 1 (host ") || !strings.HasSuffix(sum[0], "called Abort(3); job aborted") {
 		t.Fatalf("MPI_Abort: exit %d, summary %q\nstderr:\n%s", r.code, sum, r.stderr)
 	}
-	r = runGL(t, "", "-n", "4", "--grace", "500ms", "--timeout", "45s", progs["abort"], "nofinalize", "2")
+	r = runGL(t, "", "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), progs["abort"], "nofinalize", "2")
 	sum = summaryLines(r.stderr)
 	if r.code != ExitFailure || len(sum) != 1 || !strings.Contains(sum[0], "rank 2 (host ") || !strings.HasSuffix(sum[0], "exited without calling Finalize; job aborted") {
 		t.Fatalf("exit without MPI_Finalize: exit %d, summary %q\nstderr:\n%s", r.code, sum, r.stderr)
@@ -140,7 +141,7 @@ func TestMPIAbortRules(t *testing.T) {
 // golaunch's own process manager); -x still sets one.
 func TestPMIEnvironment(t *testing.T) {
 	binaries(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, golaunchBin, "-n", "2", "-x", "PMI_DEBUG=0",
 		pmiprogBin, "env", "PMI_RANK", "PMI_SIZE", "PMI_FD", "PMI_PORT", "PMI_ID", "PMI_DEBUG", "MPI_LOCALRANKID", "MPI_LOCALNRANKS")
@@ -169,12 +170,12 @@ func TestNetnsMPI(t *testing.T) {
 		t.Skip(why)
 	}
 	progs := mpiProgs(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(3*time.Minute))
 	defer cancel()
 	c := startNetnsCluster(t, ctx, 2, 2)
 	for _, name := range []string{"hello", "allreduce", "putfence", "split"} {
 		t.Run(name, func(t *testing.T) {
-			gl := c.submitFrom0(t, ctx, "-n", "4", "--timeout", "45s", progs[name])
+			gl := c.submitFrom0(t, ctx, "-n", "4", "--timeout", testbudget.Scale(45*time.Second).String(), progs[name])
 			code := gl.wait(t, 60*time.Second)
 			var out []string
 			for l := range gl.lines {
@@ -184,7 +185,7 @@ func TestNetnsMPI(t *testing.T) {
 		})
 	}
 	t.Run("killed", func(t *testing.T) {
-		gl := c.submitFrom0(t, ctx, "-n", "4", "--grace", "500ms", "--timeout", "45s", progs["abort"], "hang")
+		gl := c.submitFrom0(t, ctx, "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), progs["abort"], "hang")
 		pids := gl.readyPids(t, 4)
 		syscall.Kill(pids[3], syscall.SIGKILL)
 		code := gl.wait(t, 30*time.Second)
@@ -196,7 +197,7 @@ func TestNetnsMPI(t *testing.T) {
 		requireGone(t, pids, 5*time.Second)
 	})
 	t.Run("abort", func(t *testing.T) {
-		gl := c.submitFrom0(t, ctx, "-n", "4", "--grace", "500ms", "--timeout", "45s", progs["abort"], "abort", "3", "2")
+		gl := c.submitFrom0(t, ctx, "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), progs["abort"], "abort", "3", "2")
 		code := gl.wait(t, 60*time.Second)
 		sum := summaryLines(gl.stderr.String())
 		if code != 3 || len(sum) != 1 || !strings.HasPrefix(sum[0], "golaunch: rank 2 (host h1, ") {

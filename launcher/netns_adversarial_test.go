@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/launcher/internal/netns"
 )
 
@@ -93,7 +94,7 @@ func marked(marker string) (pids map[int]int, dirs map[string]bool) {
 // waitMarked waits until n ranks run with marker on their command line.
 func waitMarked(t *testing.T, marker string, n int) (map[int]int, map[string]bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(20 * time.Second))
 	for {
 		pids, dirs := marked(marker)
 		if len(pids) == n {
@@ -106,9 +107,11 @@ func waitMarked(t *testing.T, marker string, n int) (map[int]int, map[string]boo
 	}
 }
 
-// requireDirsGone fails unless every job directory is gone within timeout.
+// requireDirsGone fails unless every job directory is gone within timeout scaled by the
+// test slack.
 func requireDirsGone(t *testing.T, dirs map[string]bool, timeout time.Duration) {
 	t.Helper()
+	timeout = testbudget.Scale(timeout)
 	deadline := time.Now().Add(timeout)
 	for d := range dirs {
 		for {
@@ -154,7 +157,7 @@ func uniqueMarker(t *testing.T) string {
 // success meanwhile, each rank on its planned host; then job A ends by SIGTERM to its
 // golaunch (exit 143). No rank and no job directory is left.
 func TestNetnsConcurrentJobs(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
 	if ok, why := netns.Available(); !ok {
 		t.Skip(why)
@@ -220,7 +223,7 @@ func TestNetnsConcurrentJobs(t *testing.T) {
 func TestNetnsAgentLostAtStartup(t *testing.T) {
 	for _, how := range []string{"kill", "cut"} {
 		t.Run(how, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 			defer cancel()
 			if ok, why := netns.Available(); !ok {
 				t.Skip(why)
@@ -232,11 +235,11 @@ func TestNetnsAgentLostAtStartup(t *testing.T) {
 			pids, dirs := waitMarked(t, m, 6)
 			time.Sleep(300 * time.Millisecond) // ranks 0-4 reach their fence
 			start := time.Now()
-			bound := 2 * time.Second
+			bound := testbudget.Scale(2 * time.Second)
 			if how == "kill" {
 				c.agentList[1].cmd.Process.Kill()
 			} else {
-				bound = 5 * time.Second
+				bound = testbudget.Scale(5 * time.Second)
 				if err := c.Hosts[1].Cut(); err != nil {
 					t.Fatal(err)
 				}
@@ -283,7 +286,7 @@ func removeDirsOfDeadAgent(t *testing.T, dirs map[string]bool) {
 func TestNetnsAgentRestarted(t *testing.T) {
 	for _, when := range []string{"at-once", "after-death"} {
 		t.Run(when, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 			defer cancel()
 			if ok, why := netns.Available(); !ok {
 				t.Skip(why)
@@ -333,7 +336,7 @@ func TestNetnsAgentRestarted(t *testing.T) {
 func TestNetnsSubmitterLost(t *testing.T) {
 	for _, how := range []string{"kill", "cut"} {
 		t.Run(how, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 			defer cancel()
 			c := netnsHosts(t, 3)
 			key := writeKey(t)
@@ -380,7 +383,7 @@ func TestNetnsSubmitterLost(t *testing.T) {
 //   - -H naming an agent that left the cluster (SIGTERM) is a usage error, and the
 //     others still run jobs.
 func TestNetnsClusterMisuse(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
 	c := netnsHosts(t, 4)
 	key := writeKey(t)
@@ -437,8 +440,8 @@ func TestNetnsClusterMisuse(t *testing.T) {
 		if clash.code != ExitFailure || !strings.Contains(clash.stderr.String(), "golaunch agent: the name h1 is taken by the agent at "+c.Hosts[1].Addr+":7946") {
 			t.Errorf("agent named like a live one: exit %d\n%s", clash.code, clash.stderr.String())
 		}
-	case <-time.After(5 * time.Second):
-		t.Errorf("an agent named h1 like the live agent h1 still runs after 5 s:\n%s", clash.stderr.String())
+	case <-time.After(testbudget.Scale(5 * time.Second)):
+		t.Errorf("an agent named h1 like the live agent h1 still runs after %v:\n%s", testbudget.Scale(5*time.Second), clash.stderr.String())
 		clash.cmd.Process.Signal(syscall.SIGTERM) // it leaves the cluster in h1's name
 		clash.wait(t, 10*time.Second)
 	}

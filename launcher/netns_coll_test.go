@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/launcher/internal/netns"
 )
 
@@ -77,7 +78,8 @@ func collprogOnNetns(t *testing.T, slots []int, timeout time.Duration, flags ...
 	}
 	binaries(t)
 	collprog := collprogProg.path(t)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout+20*time.Second)
+	timeout = testbudget.Scale(timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+testbudget.Scale(20*time.Second))
 	defer cancel()
 	c := startNetnsCluster(t, ctx, slots...)
 	n := 0

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/launcher/internal/netns"
 )
 
@@ -135,7 +136,7 @@ func jobDirs() map[string][]string {
 // returns them.
 func waitJobDirs(t *testing.T, before map[string][]string, n int) map[string]bool {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(20 * time.Second))
 	for {
 		for id, dirs := range jobDirs() {
 			if _, old := before[id]; !old && len(dirs) == n {
@@ -147,7 +148,7 @@ func waitJobDirs(t *testing.T, before map[string][]string, n int) map[string]boo
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no new job with %d job directories within 20 s: %v", n, jobDirs())
+			t.Fatalf("no new job with %d job directories within %v: %v", n, testbudget.Scale(20*time.Second), jobDirs())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/launcher/internal/netns"
 )
 
@@ -31,7 +32,7 @@ func TestNetnsHostKilled(t *testing.T) {
 }
 
 func netnsHostKilled(t *testing.T, job []string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
 	c := startNetnsCluster(t, ctx, 2, 2, 2, 2)
 	agents := c.agentList
@@ -46,8 +47,8 @@ func netnsHostKilled(t *testing.T, job []string) {
 	syscall.Kill(pids[5], syscall.SIGKILL)
 	code := gl.wait(t, 5*time.Second)
 	took := time.Since(start)
-	if took > 2*time.Second {
-		t.Errorf("golaunch ended %v after the host died, want within 2 s", took)
+	if bound := testbudget.Scale(2 * time.Second); took > bound {
+		t.Errorf("golaunch ended %v after the host died, want within %v", took, bound)
 	}
 	stderr := gl.stderr.String()
 	sum := summaryLines(stderr)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/launcher/internal/netns"
 )
 
@@ -65,7 +66,7 @@ func TestNetnsLoadNoFalseDeaths(t *testing.T) {
 	binaries(t)
 	jobs := envCount(t, "GORMA_TEST_LOAD_JOBS", 50)
 	burners := envCount(t, "GORMA_TEST_BURNERS", 4*goruntime.NumCPU())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Minute))
 	defer cancel()
 	c := startNetnsCluster(t, ctx, 1, 1, 1)
 	startBurners(t, burners)
@@ -140,7 +141,7 @@ func TestNetnsLoadStoppedAgent(t *testing.T) {
 	}
 	binaries(t)
 	prog := rtprog(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
 	defer cancel()
 	c := startNetnsCluster(t, ctx, 2, 2, 2)
 	gl := c.submitFrom0(t, ctx, "-n", "6", "--grace", "1s", prog, "stranded")
@@ -218,7 +219,7 @@ func TestNetnsLoadGossipBlocked(t *testing.T) {
 // memberlist declared h2 dead meanwhile; on the last try a run without a verdict fails
 // the test.
 func gossipBlocked(t *testing.T, last bool) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
 	defer cancel()
 	c := startNetnsCluster(t, ctx, 1, 1, 1)
 	defer c.Close() // before a retry makes the next cluster

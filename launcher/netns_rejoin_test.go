@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/launcher/internal/netns"
 )
 
@@ -27,7 +28,7 @@ import (
 func TestNetnsSeedRestarted(t *testing.T) {
 	for _, how := range []string{"term", "kill", "kill-at-once"} {
 		t.Run(how, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 			defer cancel()
 			if ok, why := netns.Available(); !ok {
 				t.Skip(why)
@@ -59,9 +60,10 @@ func TestNetnsSeedRestarted(t *testing.T) {
 }
 
 // submitUntil submits args from host h to the agent at via until the job succeeds, for
-// at most timeout, and returns its output.
+// at most timeout scaled by the test slack, and returns its output.
 func submitUntil(t *testing.T, ctx context.Context, h *netns.Host, keyfile, via string, timeout time.Duration, args ...string) string {
 	t.Helper()
+	timeout = testbudget.Scale(timeout)
 	deadline := time.Now().Add(timeout)
 	for {
 		r := startCmd(t, h.Command(ctx, golaunchBin, append([]string{"--join", via, "--keyfile", keyfile}, args...)...))
@@ -102,7 +104,7 @@ func TestNetnsNameClashAfterJoin(t *testing.T) {
 }
 
 func netnsNameClash(t *testing.T, how string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
 	c := netnsHosts(t, 4)
 	key := writeKey(t)
@@ -120,7 +122,7 @@ func netnsNameClash(t *testing.T, how string) {
 		defer old.cmd.Process.Signal(syscall.SIGCONT)
 	}
 	var repl *running
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(testbudget.Scale(10 * time.Second)); ; {
 		// Refused at join (exit 125, name taken) while the cluster holds h1 as alive.
 		repl = startCmd(t, c.Hosts[3].Command(ctx, golaunchBin, "agent", "--bind", c.Hosts[3].Addr+":7946",
 			"--slots", "2", "--keyfile", key, "--name", "h1", "--join", seed))
@@ -128,7 +130,7 @@ func netnsNameClash(t *testing.T, how string) {
 			break
 		}
 		if code := repl.wait(t, 10*time.Second); time.Now().After(deadline) {
-			t.Fatalf("no agent named h1 could join within 10 s: exit %d\n%s", code, repl.stderr.String())
+			t.Fatalf("no agent named h1 could join within %v: exit %d\n%s", testbudget.Scale(10*time.Second), code, repl.stderr.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/launcher/internal/netns"
 )
 
@@ -31,13 +32,13 @@ func TestNetnsRMA(t *testing.T) {
 	}
 	binaries(t)
 	rmaprog, dht := rmaprogProg.path(t), dhtProg.path(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
 	c := startNetnsCluster(t, ctx, 2, 2, 2, 2)
 	// job runs a job of 8 ranks from host 0 and returns its stdout once it exited 0.
 	job := func(t *testing.T, args ...string) string {
 		t.Helper()
-		gl := c.submitFrom0(t, ctx, append([]string{"-n", "8", "--timeout", "30s"}, args...)...)
+		gl := c.submitFrom0(t, ctx, append([]string{"-n", "8", "--timeout", testbudget.Scale(30 * time.Second).String()}, args...)...)
 		code := gl.wait(t, 35*time.Second)
 		var out []string
 		for l := range gl.lines {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // A host lost while a job is set up: the submitter has pushed the job, agents h0 and h2
@@ -26,7 +28,7 @@ import (
 func TestNetnsHostLostDuringSetup(t *testing.T) {
 	for _, how := range []string{"kill", "cut", "submitter-cut"} {
 		t.Run(how, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 			defer cancel()
 			c := netnsHosts(t, 4)
 			key := writeKey(t)
@@ -71,8 +73,8 @@ func TestNetnsHostLostDuringSetup(t *testing.T) {
 			}
 			code := gl.wait(t, 20*time.Second)
 			took := time.Since(start)
-			if took > 10*time.Second {
-				t.Errorf("golaunch ended %v after the host was lost during setup, want within 10 s", took)
+			if bound := testbudget.Scale(10 * time.Second); took > bound {
+				t.Errorf("golaunch ended %v after the host was lost during setup, want within %v", took, bound)
 			}
 			switch how {
 			case "kill":
@@ -115,9 +117,11 @@ func TestNetnsHostLostDuringSetup(t *testing.T) {
 	}
 }
 
-// waitDirsGone waits until at least n of dirs are gone.
+// waitDirsGone waits until at least n of dirs are gone, for timeout scaled by the test
+// slack.
 func waitDirsGone(t *testing.T, dirs map[string]bool, n int, timeout time.Duration) {
 	t.Helper()
+	timeout = testbudget.Scale(timeout)
 	deadline := time.Now().Add(timeout)
 	for {
 		gone := 0

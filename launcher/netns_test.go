@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/launcher/internal/netns"
 )
 
@@ -20,7 +21,7 @@ func TestNetnsHosts(t *testing.T) {
 	}
 	binaries(t)
 	helloPath := hello(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
 	c := startNetnsCluster(t, ctx, 2, 2, 2, 2)
 	submit := func(args ...string) *running { return c.submitFrom0(t, ctx, args...) }

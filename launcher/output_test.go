@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writes.
@@ -131,11 +133,11 @@ func TestStallWriter(t *testing.T) {
 	s := newStallWriter(g, 50*time.Millisecond)
 	start := time.Now()
 	fmt.Fprint(s, "first")
-	if d := time.Since(start); d < 50*time.Millisecond || d > 5*time.Second {
+	if d := time.Since(start); d < 50*time.Millisecond || d > testbudget.Scale(5*time.Second) {
 		t.Fatalf("a stuck write returned after %v, want the 50ms bound", d)
 	}
 	fmt.Fprint(s, "dropped") // at once: still stuck
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > testbudget.Scale(5*time.Second) {
 		t.Fatalf("a write behind a stuck one took %v", d)
 	}
 	close(g.open)
@@ -149,7 +151,7 @@ func TestStallWriter(t *testing.T) {
 	}
 	select {
 	case <-pending:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testbudget.Scale(5 * time.Second)):
 		t.Fatal("the stuck write never completed")
 	}
 	fmt.Fprint(s, "third")

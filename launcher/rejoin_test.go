@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 func TestUnprobed(t *testing.T) {
@@ -54,8 +56,8 @@ func TestWatchLeavesReplays(t *testing.T) {
 		if ev != want {
 			t.Fatalf("got %+v, want %+v", ev, want)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("b's leave not seen within 5 s")
+	case <-time.After(testbudget.Scale(5 * time.Second)):
+		t.Fatalf("b's leave not seen within %v", testbudget.Scale(5*time.Second))
 	}
 	late, stop2 := a.cl.watchLeaves("b")
 	defer stop2()
@@ -106,8 +108,8 @@ func TestRejoinRestartedSeed(t *testing.T) {
 			if how != "at-once" {
 				select {
 				case <-leaves:
-				case <-time.After(5 * time.Second):
-					t.Fatal("a's departure not seen within 5 s")
+				case <-time.After(testbudget.Scale(5 * time.Second)):
+					t.Fatalf("a's departure not seen within %v", testbudget.Scale(5*time.Second))
 				}
 			}
 			start := time.Now()
@@ -115,7 +117,7 @@ func TestRejoinRestartedSeed(t *testing.T) {
 			var a2 *Agent
 			for a2 == nil { // the port may take a moment to be free
 				if a2, err = startAgent(agentConfig{Name: "a", Bind: "127.0.0.1:" + port, Slots: 1, Key: key}); err != nil {
-					if time.Since(start) > 5*time.Second {
+					if time.Since(start) > testbudget.Scale(5*time.Second) {
 						t.Fatal(err)
 					}
 					time.Sleep(10 * time.Millisecond)
@@ -130,8 +132,8 @@ func TestRejoinRestartedSeed(t *testing.T) {
 				if seen && len(a2.cl.members()) == 2 {
 					break
 				}
-				if time.Since(start) > 10*time.Second {
-					t.Fatalf("not healed 10 s after the seed restarted: b sees %+v, a sees %+v", b.cl.members(), a2.cl.members())
+				if time.Since(start) > testbudget.Scale(10*time.Second) {
+					t.Fatalf("not healed %v after the seed restarted: b sees %+v, a sees %+v", testbudget.Scale(10*time.Second), b.cl.members(), a2.cl.members())
 				}
 				time.Sleep(10 * time.Millisecond)
 			}

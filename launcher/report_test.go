@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // TestHangReports runs real jobs that hang and checks golaunch's report of where every
@@ -44,7 +46,7 @@ func TestHangReports(t *testing.T) {
 		// Under GORMA_CHECK=1 the same mismatch, and one of operators, fail at every rank
 		// before the calls run, each naming both calls.
 		const rule = ": every rank of World must make its collective calls in the same order, with the same count, type, operator and root\n"
-		r := runGL(t, "", "-n", "3", "--timeout", "20s", "-x", "GORMA_CHECK=1", prog, "mismatch")
+		r := runGL(t, "", "-n", "3", "--timeout", testbudget.Scale(20*time.Second).String(), "-x", "GORMA_CHECK=1", prog, "mismatch")
 		if r.code != 1 {
 			t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 		}
@@ -55,7 +57,7 @@ func TestHangReports(t *testing.T) {
 		} {
 			mustContain(t, "stderr", r.stderr, want)
 		}
-		r = runGL(t, "", "-n", "3", "--timeout", "20s", "-x", "GORMA_CHECK=1", prog, "mismatchop")
+		r = runGL(t, "", "-n", "3", "--timeout", testbudget.Scale(20*time.Second).String(), "-x", "GORMA_CHECK=1", prog, "mismatchop")
 		if r.code != 1 {
 			t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 		}
@@ -69,7 +71,7 @@ func TestHangReports(t *testing.T) {
 		}
 	})
 	t.Run("sigusr1", func(t *testing.T) {
-		gl := startGL(t, "-n", "2", "--stacks", "--hang-report", "0", "--timeout", "20s", prog, "deadlock")
+		gl := startGL(t, "-n", "2", "--stacks", "--hang-report", "0", "--timeout", testbudget.Scale(20*time.Second).String(), prog, "deadlock")
 		gl.line(t, "ready", 10*time.Second)
 		gl.line(t, "ready", 10*time.Second)
 		time.Sleep(500 * time.Millisecond) // both in their calls

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // rtprog builds internal/testprog/rtprog, the rank program that uses the real runtime.
@@ -56,8 +58,8 @@ func TestRuntimeRankKilled(t *testing.T) {
 				}
 				code := gl.wait(t, 5*time.Second)
 				took := time.Since(start)
-				if took > 2*time.Second {
-					t.Errorf("golaunch ended %v after the kill, want within 2 s", took)
+				if bound := testbudget.Scale(2 * time.Second); took > bound {
+					t.Errorf("golaunch ended %v after the kill, want within %v", took, bound)
 				}
 				requireGone(t, pids, max(0, 2*time.Second-time.Since(start)))
 				gone := time.Since(start)
@@ -156,7 +158,7 @@ func strangerRefused(t *testing.T, what, addr string) {
 	}
 	defer c.Close()
 	c.Write([]byte(strings.Repeat("\xa5", 512)))
-	c.SetReadDeadline(time.Now().Add(8 * time.Second))
+	c.SetReadDeadline(time.Now().Add(testbudget.Scale(8 * time.Second)))
 	n, err := io.Copy(io.Discard, c)
 	var ne net.Error
 	switch {

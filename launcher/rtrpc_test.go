@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // TestRuntimeRPC runs net/rpc between the ranks of a real job: rank 0 serves on
@@ -14,7 +16,7 @@ func TestRuntimeRPC(t *testing.T) {
 	prog := rtprog(t)
 	for _, tr := range []string{"auto", "tcp"} {
 		t.Run(tr, func(t *testing.T) {
-			gl := startGL(t, "-n", fmt.Sprint(n), "--transport", tr, "--timeout", "60s", prog, "rpc")
+			gl := startGL(t, "-n", fmt.Sprint(n), "--transport", tr, "--timeout", testbudget.Scale(60*time.Second).String(), prog, "rpc")
 			if code := gl.wait(t, 60*time.Second); code != 0 {
 				t.Fatalf("golaunch exited %d:\n%s", code, gl.stderr.String())
 			}

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 var stressProg = &program{pkg: "../internal/testprog/stressprog"}
@@ -389,9 +391,11 @@ func TestStressLaunchRankSignalled(t *testing.T) {
 }
 
 // rankFiles waits for n files DIR/RANK written by stressprog ("pid childpid sock") and
-// returns every pid (ranks and children) and the job directories.
+// returns every pid (ranks and children) and the job directories; it waits for timeout
+// scaled by the test slack.
 func rankFiles(t *testing.T, dir string, n int, timeout time.Duration) (pids map[int]int, jobDirs map[string]bool) {
 	t.Helper()
+	timeout = testbudget.Scale(timeout)
 	deadline := time.Now().Add(timeout)
 	pids, jobDirs = map[int]int{}, map[string]bool{}
 	for rank := 0; rank < n; {
@@ -506,7 +510,7 @@ func sigtermWithPipeNotRead(t *testing.T, mode string) string {
 		t.Fatal(err)
 	}
 	defer pr.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, golaunchBin, "-n", "2", "--grace", "500ms", bin, mode, dir)
 	cmd.Env = glEnv()
@@ -527,7 +531,7 @@ func sigtermWithPipeNotRead(t *testing.T, mode string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(20 * time.Second))
 	for {
 		n, err := unix.IoctlGetInt(int(pr.Fd()), unix.TIOCINQ)
 		if err != nil {
@@ -537,17 +541,17 @@ func sigtermWithPipeNotRead(t *testing.T, mode string) string {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: the pipe holds %d of %d bytes after 20 s", mode, n, size)
+			t.Fatalf("%s: the pipe holds %d of %d bytes after %v", mode, n, size, testbudget.Scale(20*time.Second))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-done:
-	case <-time.After(20 * time.Second): // grace 0.5 s + exitSlack 3 s + the output bound
+	case <-time.After(testbudget.Scale(20 * time.Second)): // grace 0.5 s + exitSlack 3 s + the output bound
 		cmd.Process.Kill()
 		<-done
-		t.Fatalf("%s: golaunch still running 20 s after SIGTERM with its output not read\n%s", mode, other.String())
+		t.Fatalf("%s: golaunch still running %v after SIGTERM with its output not read\n%s", mode, testbudget.Scale(20*time.Second), other.String())
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 143 {
 		t.Errorf("%s: exit %d, want 143\n%s", mode, code, other.String())
@@ -568,7 +572,7 @@ func TestStressLaunchStdoutClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, golaunchBin, "-n", "2", bin, "flood", dir)
 	cmd.Env = glEnv()
@@ -587,10 +591,10 @@ func TestStressLaunchStdoutClosed(t *testing.T) {
 	pr.Close()
 	select {
 	case <-done:
-	case <-time.After(20 * time.Second): // the contract: promptly; generous on a loaded machine
+	case <-time.After(testbudget.Scale(20 * time.Second)): // the contract: promptly; generous on a loaded machine
 		cmd.Process.Kill()
 		<-done
-		t.Fatalf("golaunch still running 20 s after its stdout was closed\n%s", stderr.String())
+		t.Fatalf("golaunch still running %v after its stdout was closed\n%s", testbudget.Scale(20*time.Second), stderr.String())
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 141 {
 		t.Errorf("exit %d, want 141\n%s", code, stderr.String())
@@ -645,10 +649,10 @@ func TestStressLaunchStdin(t *testing.T) {
 		if err != nil {
 			t.Errorf("stdin /dev/zero: %v", err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testbudget.Scale(30 * time.Second)):
 		cmd.Process.Kill()
 		<-done
-		t.Fatal("golaunch with stdin /dev/zero did not end within 30 s")
+		t.Fatalf("golaunch with stdin /dev/zero did not end within %v", testbudget.Scale(30*time.Second))
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // Environment of TestFloodHelper's process: the socket to flood and how many idle
@@ -103,7 +105,7 @@ func TestAcceptAfterEMFILE(t *testing.T) {
 	}
 	// The server fills its table with the flood's connections, the rest wait in the
 	// socket's backlog: its Accept fails with EMFILE until the flood ends.
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(testbudget.Scale(time.Minute))
 	for full := false; !full; {
 		fd, err := syscall.Open("/dev/null", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 		switch {

@@ -10,18 +10,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // TestHydra runs internal/testprog/pmiclientprog as 3 ranks under MPICH's real
 // mpiexec.hydra, over PMI-1 (Hydra hands each rank PMI_FD) and PMI-2: every rank puts a
 // value longer than vallen_max, fences, and checks every rank's value and the node map.
 func TestHydra(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(3*time.Minute))
 	defer cancel()
 	hydra, bin := hydraAndProg(ctx, t)
 	for _, tc := range []struct{ wire, version string }{{"1", "1.1"}, {"2", "2.0"}, {"auto", "1.1"}} {
 		t.Run("GORMA_PMI="+tc.wire, func(t *testing.T) {
-			rctx, cancel := context.WithTimeout(ctx, time.Minute)
+			rctx, cancel := context.WithTimeout(ctx, testbudget.Scale(time.Minute))
 			defer cancel()
 			cmd := exec.CommandContext(rctx, hydra, "-n", "3", bin)
 			cmd.Env = append(os.Environ(), EnvPMIWire+"="+tc.wire)
@@ -51,7 +53,7 @@ func TestHydra(t *testing.T) {
 // TestHydraAbort: a rank's Abort ends the whole job under the real mpiexec.hydra, over
 // both wires (Hydra passes PMI-1's exitcode on; its PMI-2 abort carries none).
 func TestHydraAbort(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(3*time.Minute))
 	defer cancel()
 	hydra, bin := hydraAndProg(ctx, t)
 	for _, tc := range []struct {
@@ -59,7 +61,7 @@ func TestHydraAbort(t *testing.T) {
 		code int // 0: any failure
 	}{{"1", 7}, {"2", 0}} {
 		t.Run("GORMA_PMI="+tc.wire, func(t *testing.T) {
-			rctx, cancel := context.WithTimeout(ctx, time.Minute)
+			rctx, cancel := context.WithTimeout(ctx, testbudget.Scale(time.Minute))
 			defer cancel()
 			cmd := exec.CommandContext(rctx, hydra, "-n", "3", bin, "abort", "1")
 			cmd.Env = append(os.Environ(), EnvPMIWire+"="+tc.wire)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // jobHandler is a one-host Handler over an Exchange, recording what the server reports.
@@ -61,7 +63,7 @@ func serve(t *testing.T, h Handler) *Server {
 }
 
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 	t.Cleanup(cancel)
 	return c
 }
@@ -120,7 +122,7 @@ func TestPutFenceGet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(5 * time.Second))
 	for {
 		h.mu.Lock()
 		done := len(h.finalized) == n && len(h.gone) == n
@@ -240,7 +242,7 @@ func TestEventsAbortAndClose(t *testing.T) {
 		if ev.Kind != ProcFailed || ev.Rank != 0 || ev.Host != "h0" || ev.Code != 137 || ev.Cause != "killed by signal 9" {
 			t.Fatalf("event %+v", ev)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testbudget.Scale(5 * time.Second)):
 		t.Fatal("event not delivered")
 	}
 	// A blocked request ends when the agent goes away.
@@ -253,7 +255,7 @@ func TestEventsAbortAndClose(t *testing.T) {
 		if ok {
 			t.Fatal("unexpected event")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testbudget.Scale(5 * time.Second)):
 		t.Fatal("Events not closed when the connection ended")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // reportHandler is jobHandler that takes reports.
@@ -32,7 +34,7 @@ func TestReport(t *testing.T) {
 		if ev.Kind != ReportAsked || !ev.Stacks {
 			t.Fatalf("event %+v, want a report asked with stacks", ev)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testbudget.Scale(5 * time.Second)):
 		t.Fatal("report event not delivered")
 	}
 	text := "rank=1 call=Recv peer=0 tag=7\ngoroutine 1 [chan receive]:\n\tmain.main() 100% done"

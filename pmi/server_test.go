@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // pmi1 is the rank's end of a connection the agent handed to a rank (ServeConn), read
@@ -240,7 +242,7 @@ func FuzzServerLine(f *testing.F) {
 		s := NewServer(h)
 		defer s.Close()
 		p := handTo(t, s, 0)
-		p.conn.SetDeadline(time.Now().Add(10 * time.Second)) // a server out of step fails, never hangs
+		p.conn.SetDeadline(time.Now().Add(testbudget.Scale(10 * time.Second))) // a server out of step fails, never hangs
 		p.ask("cmd=init pmi_version=1 pmi_subversion=1")
 		p.send(req)
 		p.send("cmd=get_my_kvsname")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -471,7 +472,7 @@ func TestAttrFinalize(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			var order [2][]string
 			runtimetest.Run(t, 2, runtimetest.Options{Transport: tr, Timeout: 30 * time.Second}, func(w *runtime.World) error {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 				defer cancel()
 				me := w.Rank()
 				del := func(name string) func(*runtime.World, int) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -26,7 +27,7 @@ func TestAgentSilentAfterPeerFailure(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			j := start(t, "shm", 3)
-			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(40*time.Second))
 			defer cancel()
 			var waits []<-chan error
 			for _, w := range j.Worlds[1:] {
@@ -44,9 +45,9 @@ func TestAgentSilentAfterPeerFailure(t *testing.T) {
 			for _, c := range waits {
 				wantProcError(t, c, runtime.ErrProcFailed, 0, 3*time.Second)
 			}
-			deadline := time.Now().Add(30 * time.Second)
+			deadline := time.Now().Add(testbudget.Scale(30 * time.Second))
 			if agentTells {
-				deadline = time.Now().Add(15 * time.Second) // past the runtime's bound
+				deadline = time.Now().Add(testbudget.Scale(15 * time.Second)) // past the runtime's bound
 			}
 			for time.Now().Before(deadline) {
 				_, ok1 := j.Exit(1)
@@ -62,7 +63,7 @@ func TestAgentSilentAfterPeerFailure(t *testing.T) {
 				case agentTells && ok:
 					t.Errorf("rank %d ended itself (code %d) although its agent reported the failure", rank, code)
 				case !agentTells && !ok:
-					t.Errorf("rank %d did not end itself within 30 s of a peer failure its agent said nothing of", rank)
+					t.Errorf("rank %d did not end itself within %v of a peer failure its agent said nothing of", rank, testbudget.Scale(30*time.Second))
 				case !agentTells && code != 1:
 					t.Errorf("rank %d ended itself with code %d, want 1", rank, code)
 				}

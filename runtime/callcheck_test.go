@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -18,7 +19,7 @@ import (
 // call and one of the differing rank's (or, at that rank, one of the others'), in job
 // ranks.
 func TestCallCheck(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 	defer cancel()
 	j, err := runtimetest.Start(ctx, 5, runtimetest.Options{})
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // Environment of TestCMFloodHelper's process: the listener to flood and how many idle
@@ -84,7 +86,7 @@ func TestCMFlood(t *testing.T) {
 }
 
 func floodCM(t *testing.T, spare int, emfile bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
 	defer cancel()
 	pm := newAgentPM(t, 2, "(vector,(0,2,1))")
 	worlds := startFake(t, ctx, pm, []string{"a", "b"})
@@ -209,7 +211,7 @@ func floodCM(t *testing.T, spare int, emfile bool) {
 // for.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testbudget.Scale(time.Minute)); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s within a minute", what)
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // TestCMDecide pins the target's answer to a connection request in every state.
@@ -187,7 +189,7 @@ func TestLazyConnections(t *testing.T) {
 		{"mixed", "(vector,(0,2,4))", []string{"a", "a", "a", "a", "b", "b", "b", "b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 			defer cancel()
 			pm := newAgentPM(t, n, tc.mapping)
 			worlds := startFake(t, ctx, pm, tc.hosts)
@@ -295,7 +297,7 @@ func runAll(t *testing.T, worlds []*World, f func(*World) error) {
 // (garbage, a hello naming another rank, a request without the job secret) are closed
 // and counted, create nothing, and leave the job working.
 func TestCMStranger(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	pm := newAgentPM(t, 2, "(vector,(0,1,2))")
 	worlds := startFake(t, ctx, pm, make([]string, 2))
@@ -309,7 +311,7 @@ func TestCMStranger(t *testing.T) {
 		talk(c)
 		io.Copy(io.Discard, c) // the listener closes it
 		c.Close()
-		for deadline := time.Now().Add(5 * time.Second); e.cm.rejected.Load() == before; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(testbudget.Scale(5 * time.Second)); e.cm.rejected.Load() == before; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: not counted as rejected", name)
 			}

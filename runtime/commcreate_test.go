@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
@@ -215,7 +216,7 @@ func TestSplitShared(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opt.Timeout = 30 * time.Second
 			runtimetest.Run(t, tc.n, tc.opt, func(w *runtime.World) error {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 				defer cancel()
 				s, err := w.SplitShared(ctx, -w.Rank()) // reversed within a host
 				if err != nil {

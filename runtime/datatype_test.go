@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/datatype"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -30,7 +31,7 @@ func forTypeLayouts(t *testing.T, f func(ctx context.Context, w *runtime.World) 
 	for _, l := range typeLayouts {
 		t.Run(l.name, func(t *testing.T) {
 			runtimetest.Run(t, l.n, l.opt, func(w *runtime.World) error {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 				defer cancel()
 				return f(ctx, w)
 			})

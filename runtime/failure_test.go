@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
@@ -20,7 +21,7 @@ func start(t *testing.T, tr string, n int) *runtimetest.Job {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Second))
 		defer cancel()
 		j.Finalize(ctx)
 		j.Close()
@@ -44,8 +45,8 @@ func wantProcError(t *testing.T, c <-chan error, sentinel error, rank int, withi
 			t.Fatalf("got %v, want a *ProcError of rank %d wrapping %v", err, rank, sentinel)
 		}
 		t.Logf("as expected: %v", err)
-	case <-time.After(within):
-		t.Fatalf("still blocked after %v", within)
+	case <-time.After(testbudget.Scale(within)):
+		t.Fatalf("still blocked after %v", testbudget.Scale(within))
 	}
 }
 
@@ -57,7 +58,7 @@ func TestPeerDiesMidRecv(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			j := start(t, tr, 3)
 			w0, w1, w2 := j.Worlds[0], j.Worlds[1], j.Worlds[2]
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 			defer cancel()
 			named := result(func() error {
 				_, err := runtime.Recv(ctx, w1, make([]byte, 8), 0, 0)
@@ -99,7 +100,7 @@ func TestPeerDiesMidRendezvous(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			j := start(t, tr, 2)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 			defer cancel()
 			send := result(func() error { return runtime.Send(ctx, j.Worlds[0], make([]byte, 1<<20), 1, 0) })
 			time.Sleep(50 * time.Millisecond)
@@ -116,7 +117,7 @@ func TestLauncherReportsFailure(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			j := start(t, tr, 3)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 			defer cancel()
 			named := result(func() error { _, err := runtime.Recv(ctx, j.Worlds[0], make([]byte, 8), 2, 0); return err })
 			anySrc := result(func() error {
@@ -137,7 +138,7 @@ func TestAbort(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			j := start(t, tr, 3)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 			defer cancel()
 			r0 := result(func() error { _, err := runtime.Recv(ctx, j.Worlds[0], make([]byte, 8), 1, 0); return err })
 			r1 := result(func() error { return runtime.Barrier(ctx, j.Worlds[1]) })
@@ -164,7 +165,7 @@ func TestFinalizeWaitsForRendezvous(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer j.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 		defer cancel()
 		big := make([]byte, 3<<20)
 		pattern(big, 5)
@@ -228,7 +229,7 @@ func TestBarrierPeerDies(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			j := start(t, tr, 8)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 			defer cancel()
 			var waits []<-chan error
 			for r, w := range j.Worlds {
@@ -255,7 +256,7 @@ func TestSiblingReceivesFailOnAnyFailure(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			j := start(t, tr, 3)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 			defer cancel()
 			s1, err := j.Worlds[1].Sibling()
 			if err != nil {

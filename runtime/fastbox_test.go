@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -25,7 +26,7 @@ func TestFastboxOrder(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			opt := runtimetest.Options{Transport: "shm", Timeout: 30 * time.Second, Env: map[string]string{runtime.EnvProgress: mode}}
 			runtimetest.Run(t, 2, opt, func(w *runtime.World) error {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 				defer cancel()
 				if w.Rank() == 0 {
 					for round := 0; round < 2; round++ {
@@ -95,7 +96,7 @@ func TestFastboxStalePayload(t *testing.T) {
 	const cells, cellSize, recHdr = runtime.FastboxCells, runtime.FastboxCellSize, runtime.FastboxRecHdr
 	opt := runtimetest.Options{Transport: "shm", Timeout: 30 * time.Second}
 	runtimetest.Run(t, 2, opt, func(w *runtime.World) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 		defer cancel()
 		one := []byte{1, 2, 3, 4, 5, 6, 7, 8}
 		ack := []byte{0}
@@ -161,7 +162,7 @@ func TestFastboxStalePayload(t *testing.T) {
 func TestFastboxPingPong(t *testing.T) {
 	opt := runtimetest.Options{Transport: "shm", Timeout: 30 * time.Second, Env: map[string]string{runtime.EnvProgress: "block"}}
 	runtimetest.Run(t, 4, opt, func(w *runtime.World) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 		defer cancel()
 		peer := w.Rank() ^ 1
 		buf := []int64{0}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -39,7 +40,7 @@ func TestFreeDupReuse(t *testing.T) {
 			rounds = 600 // the reuse itself is the same; the long loop runs over shm
 		}
 		run(t, tr, n, func(_ context.Context, w *runtime.World) error {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
 			defer cancel()
 			keep, err := w.Dup() // a live World below the reused ones
 			if err != nil {
@@ -73,7 +74,7 @@ func TestFreeSplitReuse(t *testing.T) {
 			rounds = 150
 		}
 		run(t, tr, n, func(_ context.Context, w *runtime.World) error {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
 			defer cancel()
 			r := w.Rank()
 			for i := range rounds {

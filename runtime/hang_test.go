@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/hang"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -17,7 +18,7 @@ import (
 // Probe of any source on a Dup'd World, with how long; with stacks when asked. Calls
 // that return leave the report.
 func TestHangReport(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 	defer cancel()
 	j, err := runtimetest.Start(ctx, 3, runtimetest.Options{})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -25,7 +26,7 @@ func forEach(t *testing.T, sizes []int, f func(t *testing.T, tr string, n int)) 
 func run(t *testing.T, tr string, n int, f func(ctx context.Context, w *runtime.World) error) {
 	t.Helper()
 	runtimetest.Run(t, n, runtimetest.Options{Transport: tr, Timeout: 30 * time.Second}, func(w *runtime.World) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 		defer cancel()
 		return f(ctx, w)
 	})

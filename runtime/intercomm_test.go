@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -46,7 +47,7 @@ func forInter(t *testing.T, f func(ctx context.Context, w *runtime.World) error)
 			o := c.opts
 			o.Timeout = 30 * time.Second
 			runtimetest.Run(t, c.n, o, func(w *runtime.World) error {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 				defer cancel()
 				return f(ctx, w)
 			})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	gorma "github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -47,7 +48,7 @@ func measure() usage {
 // settle polls, for at most 5 s, until goroutines, fds and /dev/shm files are back to
 // base, and returns the last reading.
 func settle(base usage) usage {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(5 * time.Second))
 	for {
 		u := measure()
 		if u.goroutines <= base.goroutines && u.fds <= base.fds && u.shm <= base.shm || time.Now().After(deadline) {
@@ -90,7 +91,7 @@ func TestLeakJobCycles(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			job := func() {
 				runtimetest.Run(t, c.n, c.opt, func(w *gorma.World) error {
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 					defer cancel()
 					// Eager, fast-box and rendezvous traffic in a ring, then a barrier.
 					for _, size := range []int{8, 1000, 100_000} {
@@ -138,7 +139,7 @@ func TestLeakRendezvousCancel(t *testing.T) {
 			const cycles = 100
 			const size = 256 << 10 // past every eager limit
 			runtimetest.Run(t, 2, tc.opt, func(w *gorma.World) error {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 				defer cancel()
 				if tc.copy {
 					gorma.ForceCopyRendezvous(w)
@@ -172,7 +173,7 @@ func TestLeakRendezvousCancel(t *testing.T) {
 				// The baseline waits for the warm-up's FIN too: it travels through the
 				// queue pair, and the barrier's messages through the fast boxes may
 				// overtake it (only matchable messages keep their order across the two).
-				for deadline := time.Now().Add(5 * time.Second); ; {
+				for deadline := time.Now().Add(testbudget.Scale(5 * time.Second)); ; {
 					if _, _, table := gorma.Pending(w); table == 0 || time.Now().After(deadline) {
 						break
 					}
@@ -196,7 +197,7 @@ func TestLeakRendezvousCancel(t *testing.T) {
 				// The sender's table entry is freed at the FIN, which the barrier's
 				// messages follow on the same connection; poll briefly all the same.
 				var posted, ux, table int
-				for deadline := time.Now().Add(5 * time.Second); ; {
+				for deadline := time.Now().Add(testbudget.Scale(5 * time.Second)); ; {
 					posted, ux, table = gorma.Pending(w)
 					if posted+ux+table == 0 || time.Now().After(deadline) {
 						break
@@ -223,7 +224,7 @@ func TestLeakCancelledReceives(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			runtimetest.Run(t, 2, runtimetest.Options{Transport: tr, Hosts: hostsFor(tr), Timeout: 30 * time.Second}, func(w *gorma.World) error {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 				defer cancel()
 				for i := range 200 {
 					rctx, rcancel := context.WithCancel(ctx)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -40,7 +41,7 @@ func wantErr(t *testing.T, name string, err, sentinel error, want ...string) {
 // TestMisuseNilWorld passes a nil World to every call that takes one. The package
 // promises ErrInvalid ("a bad argument: ... a nil World"), never a panic.
 func TestMisuseNilWorld(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(5*time.Second))
 	defer cancel()
 	var w *runtime.World
 	buf := make([]int32, 4)
@@ -83,7 +84,7 @@ func TestMisuseAfterFinalize(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			j := start(t, tr, 2)
 			w := j.Worlds[0]
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(5*time.Second))
 			defer cancel()
 			pendingRecv, err := runtime.Irecv(w, make([]int64, 4), 1, 9)
 			if err != nil {
@@ -150,7 +151,7 @@ func TestMisuseAfterFinalize(t *testing.T) {
 				select {
 				case err := <-c:
 					wantErr(t, name, err, runtime.ErrFinalized)
-				case <-time.After(4 * time.Second):
+				case <-time.After(testbudget.Scale(4 * time.Second)):
 					t.Errorf("%s after Finalize still blocked", name)
 				}
 			}
@@ -173,7 +174,7 @@ func TestMisuseAfterFinalize(t *testing.T) {
 func TestMisuseBadArgs(t *testing.T) {
 	j := start(t, "shm", 2)
 	w := j.Worlds[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(5*time.Second))
 	defer cancel()
 	buf := []int32{1, 2}
 	cases := []struct {
@@ -226,7 +227,7 @@ func TestMisuseBadArgs(t *testing.T) {
 func TestMisuseRequestLifecycle(t *testing.T) {
 	j := start(t, "shm", 2)
 	w0, w1 := j.Worlds[0], j.Worlds[1]
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(5*time.Second))
 	defer cancel()
 
 	var nilReq *runtime.Request
@@ -408,7 +409,7 @@ func TestMisuseFinalizePending(t *testing.T) {
 	if err := w0.Finalize(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Finalize with an unmatched rendezvous send: %v, want DeadlineExceeded", err)
 	}
-	wctx, wcancel := context.WithTimeout(context.Background(), 3*time.Second)
+	wctx, wcancel := context.WithTimeout(context.Background(), testbudget.Scale(3*time.Second))
 	defer wcancel()
 	if _, err := req.Wait(wctx); !errors.Is(err, runtime.ErrFinalized) {
 		t.Errorf("Wait of the send pending at Finalize: %v, want ErrFinalized", err)
@@ -430,7 +431,7 @@ func TestMisuseFinalizePending(t *testing.T) {
 func TestMisuseAbortConcurrent(t *testing.T) {
 	j := start(t, "shm", 2)
 	w0, w1 := j.Worlds[0], j.Worlds[1]
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(5*time.Second))
 	defer cancel()
 	blocked := result(func() error { _, err := runtime.Recv(ctx, w1, make([]byte, 8), 0, 0); return err })
 	mine := result(func() error { _, err := runtime.Recv(ctx, w0, make([]byte, 8), 1, 0); return err })
@@ -452,7 +453,7 @@ func TestMisuseAbortConcurrent(t *testing.T) {
 		select {
 		case err := <-c:
 			wantErr(t, name, err, runtime.ErrAborted, "aborted", "rank 0")
-		case <-time.After(4 * time.Second):
+		case <-time.After(testbudget.Scale(4 * time.Second)):
 			t.Errorf("%s receive still blocked after Abort", name)
 		}
 	}

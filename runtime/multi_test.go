@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -169,7 +170,7 @@ func TestWaitAnyParked(t *testing.T) {
 					return err
 				}
 			}
-			short, cancel := context.WithTimeout(ctx, 3*time.Second) // the parked WaitAny returns at once when woken
+			short, cancel := context.WithTimeout(ctx, testbudget.Scale(3*time.Second)) // the parked WaitAny returns at once when woken
 			defer cancel()
 			for range 3 {
 				i, _, err := runtime.WaitAny(short, rs)
@@ -261,7 +262,7 @@ func TestWaitAllAndTest(t *testing.T) {
 				return err
 			}
 			set := []*runtime.Request{nil, rLate}
-			deadline := time.Now().Add(10 * time.Second)
+			deadline := time.Now().Add(testbudget.Scale(10 * time.Second))
 			for {
 				i, ok, st, err := runtime.TestAny(set)
 				if err != nil {
@@ -287,7 +288,7 @@ func TestWaitAllAndTest(t *testing.T) {
 
 // TestMultiMisuse: sets mixing jobs, never-started Requests, empty sets.
 func TestMultiMisuse(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 	defer cancel()
 	a, err := runtimetest.Start(ctx, 1, runtimetest.Options{})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/sockets"
 )
 
@@ -31,7 +32,7 @@ func (a *Arith) Mul(args Args, reply *string) error {
 // (over shm) and on another (over tcp), dial it (before it listens, too) and call it,
 // unchanged net/rpc code.
 func TestWorldRPC(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	pm := newAgentPM(t, 3, "(vector,(0,1,2),(1,1,1))")
 	worlds := startFake(t, ctx, pm, []string{"a", "a", "b"})
@@ -81,7 +82,7 @@ func TestWorldRPC(t *testing.T) {
 // deadlines; a closed listener's Accept fails with net.ErrClosed; a second listener of
 // the same name, a bad name and a missing listener are clear errors.
 func TestWorldStreamSemantics(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	pm := newAgentPM(t, 2, "(vector,(0,1,2))")
 	worlds := startFake(t, ctx, pm, make([]string, 2))

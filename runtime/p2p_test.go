@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -236,7 +237,7 @@ func TestIsendIrecvTestWait(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			deadline := time.Now().Add(10 * time.Second)
+			deadline := time.Now().Add(testbudget.Scale(10 * time.Second))
 			for {
 				done, st, err := r2.Test()
 				if err != nil {

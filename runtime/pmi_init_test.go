@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // ringAndFinalize sends a token around the ranks' ring, runs a Barrier, and finalizes
@@ -84,7 +86,7 @@ func wantFences(t *testing.T, pm testPM, n int, when string) {
 // TestForeignOneNode: four ranks that PMI_process_mapping puts on one node connect over
 // shm with one PMI barrier at Init (and one at Finalize).
 func TestForeignOneNode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	pm := newAgentPM(t, 4, "(vector,(0,1,4))")
 	worlds := startFake(t, ctx, pm, make([]string, 4))
@@ -103,7 +105,7 @@ func TestForeignOneNode(t *testing.T) {
 // (values of at most vallen_max, 1024 here), one fence and at most three gets, and holds
 // no connection when Init returns.
 func TestForeignPutsPerRank(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
 	const n = 64
 	pm := newAgentPM(t, n, fmt.Sprintf("(vector,(0,1,%d))", n))
@@ -144,7 +146,7 @@ func TestForeignPlacement(t *testing.T) {
 		{"no map", "", []string{"a", "a", "b"}, 3 * 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 			defer cancel()
 			pm := newAgentPM(t, len(tc.hosts), tc.mapping)
 			worlds := startFake(t, ctx, pm, tc.hosts)
@@ -188,7 +190,7 @@ func TestForeignMapContradicted(t *testing.T) {
 		{"map says one node, a card says another host", "(vector,(0,1,4))", []string{"a", "a", "a", "b"}, 3, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 			defer cancel()
 			pm := newAgentPM(t, len(tc.hosts), tc.mapping)
 			worlds := make([]*World, len(tc.hosts))
@@ -219,7 +221,7 @@ func TestForeignMapContradicted(t *testing.T) {
 					}
 				}
 			}
-			for deadline := time.Now().Add(10 * time.Second); !pm.aborted(); time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(testbudget.Scale(10 * time.Second)); !pm.aborted(); time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("the failing rank did not abort the job")
 				}
@@ -236,7 +238,7 @@ func TestForeignMapContradicted(t *testing.T) {
 
 // TestForeignWorldOfOne: a one-rank job under a PMI server.
 func TestForeignWorldOfOne(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	pm := newAgentPM(t, 1, "(vector,(0,1,1))")
 	worlds := startFake(t, ctx, pm, []string{""})
@@ -247,11 +249,12 @@ func TestForeignWorldOfOne(t *testing.T) {
 }
 
 // initBad runs Init for rank 0 of pm with the extra environment, bounded by a context
-// of d, and returns its error; it fails the test if Init succeeds or outlives the
-// context by far (a hang).
+// of d scaled by the test slack, and returns its error; it fails the test if Init
+// succeeds or outlives the context by far (a hang).
 func initBad(t *testing.T, pm *fakePM, extra map[string]string, d time.Duration) error {
 	t.Helper()
 	env := pm.connect(0, extra)
+	d = testbudget.Scale(d)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	done := make(chan error, 1)
@@ -266,8 +269,8 @@ func initBad(t *testing.T, pm *fakePM, extra map[string]string, d time.Duration)
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(d + 30*time.Second):
-		t.Fatalf("Init did not return within its context (%v) and 30 s more", d)
+	case <-time.After(d + testbudget.Scale(30*time.Second)):
+		t.Fatalf("Init did not return within its context (%v) and %v more", d, testbudget.Scale(30*time.Second))
 		return nil
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // The tests of this file start gorma ranks under real foreign process managers: MPICH's
@@ -75,9 +77,10 @@ func launch(t *testing.T, timeout time.Duration, env []string, name string, args
 // launchErr runs a launcher command line under a timeout, in a process group of its own
 // that the timeout kills whole, and returns its output and its error (an
 // *exec.ExitError for a non-zero status); it fails the test when the command does not
-// end within timeout.
+// end within timeout scaled by the test slack.
 func launchErr(t *testing.T, timeout time.Duration, env []string, name string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	timeout = testbudget.Scale(timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/slurmtest"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // TestMain stops the one-node Slurm that the srun tests start (slurmtest), once the
@@ -22,6 +23,7 @@ func TestMain(m *testing.M) { os.Exit(slurmtest.Run(m)) }
 // stdout; it fails the test with both streams when srun fails or times out.
 func runSrun(t *testing.T, srun slurmtest.Srun, timeout time.Duration, env []string, args ...string) string {
 	t.Helper()
+	timeout = testbudget.Scale(timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := srun(ctx, args...)
@@ -61,7 +63,7 @@ func TestSlurmWorld(t *testing.T) {
 	}{{"2", 4}, {"1", 4}, {"", 64}} {
 		t.Run(fmt.Sprintf("pmi=%q/n=%d", tc.pmi, tc.n), func(t *testing.T) {
 			env := []string{"GORMA_PMI=" + tc.pmi, "GORMA_PROGRESS=block"}
-			out := runSrun(t, srun, 4*time.Minute, env, srunArgs(tc.n, prog, "--size", fmt.Sprint(tc.n), "--timeout", "3m")...)
+			out := runSrun(t, srun, 4*time.Minute, env, srunArgs(tc.n, prog, "--size", fmt.Sprint(tc.n), "--timeout", testbudget.Scale(3*time.Minute).String())...)
 			checkWorld(t, out, tc.n)
 		})
 	}
@@ -75,7 +77,7 @@ func TestSlurmAbort(t *testing.T) {
 	_, prog := buildPMIBins(t)
 	for _, pmi := range []string{"1", "2"} {
 		t.Run("pmi="+pmi, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(3*time.Minute))
 			defer cancel()
 			cmd := srun(ctx, srunArgs(4, prog, "--abort", "1")...)
 			cmd.Env = append(cmd.Env, "GORMA_PMI="+pmi, "GORMA_PROGRESS=block")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -136,7 +137,7 @@ func TestPollerSleep(t *testing.T) {
 		p.kick()
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(testbudget.Scale(10 * time.Second)):
 			t.Fatalf("%d CQs: kick did not wake the sleeping poller", n)
 		}
 		if n == 1 && p.waitCtx.Err() != nil {
@@ -155,7 +156,7 @@ func TestPollerSleep(t *testing.T) {
 	cancel()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testbudget.Scale(10 * time.Second)):
 		t.Fatal("the end of the watched context did not wake the poller")
 	}
 	p.unwatch()
@@ -195,14 +196,14 @@ func TestRelay(t *testing.T) {
 	close(cq.ready)
 	select {
 	case <-p.kickCh:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testbudget.Scale(10 * time.Second)):
 		t.Fatal("the relay did not kick")
 	}
 	p.polledPass()
 	halt()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testbudget.Scale(10 * time.Second)):
 		t.Fatal("the relay did not stop")
 	}
 }

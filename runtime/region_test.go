@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -20,7 +21,7 @@ import (
 func TestAllocHostRegion(t *testing.T) {
 	opt := runtimetest.Options{Hosts: []string{"a", "a", "b"}, Timeout: 30 * time.Second}
 	runtimetest.Run(t, 3, opt, func(w *runtime.World) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 		defer cancel()
 		desc := make([]byte, 256) // the owner's description: DescLen of its two devices
 		if w.Rank() == 0 {
@@ -77,7 +78,7 @@ func TestRegionOnRemoteAtomic(t *testing.T) {
 	}{{1, 1}, {2, 10}, {0, 0}, {2, 100}}
 	opt := runtimetest.Options{Hosts: []string{"a", "a", "b"}, Timeout: 30 * time.Second}
 	runtimetest.Run(t, 3, opt, func(w *runtime.World) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 		defer cancel()
 		if w.Rank() != 0 {
 			rm, c, done, err := attachFrom(ctx, w, 0)
@@ -147,7 +148,7 @@ func TestPollPeers(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			const adds = 200
 			runtimetest.Run(t, 2, runtimetest.Options{Transport: transport}, func(w *runtime.World) error {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 				defer cancel()
 				if w.Rank() == 1 {
 					rm, c, done, err := attachFrom(ctx, w, 0)

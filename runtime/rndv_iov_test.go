@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/datatype"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -100,7 +101,7 @@ func TestLayoutOffer(t *testing.T) {
 		t.Run(l.name, func(t *testing.T) {
 			before := runtime.LayoutReads()
 			runtimetest.Run(t, l.n, l.opt, func(w *runtime.World) error {
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 				defer cancel()
 				if err := layoutOffers(ctx, w, sets); err != nil {
 					return err
@@ -240,7 +241,7 @@ func TestLayoutOfferAllocs(t *testing.T) {
 	}
 	before := runtime.LayoutReads()
 	runtimetest.Run(t, 2, runtimetest.Options{Transport: "shm", Timeout: 30 * time.Second}, func(w *runtime.World) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 		defer cancel()
 		col, err := datatype.Vector[float64](8, 512, 512*5)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -285,7 +286,7 @@ func TestStressWaitOneRequestFromManyGoroutines(t *testing.T) {
 				runEnv(t, tr, 2, map[string]string{runtime.EnvProgress: mode}, func(ctx context.Context, w *runtime.World) error {
 					// A waiter left parked wakes only when its context ends (and then
 					// returns the Request's outcome): the poller's Recv fails then.
-					ctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+					ctx, cancel := context.WithTimeout(ctx, testbudget.Scale(8*time.Second))
 					defer cancel()
 					if w.Rank() == 0 {
 						if _, err := runtime.Recv(ctx, w, make([]byte, 1), 1, 2); err != nil { // ready
@@ -355,7 +356,7 @@ func TestStressWaitOneRequestFromManyGoroutines(t *testing.T) {
 func TestStressCounterWaitHandsOff(t *testing.T) {
 	forEach(t, []int{2}, func(t *testing.T, tr string, n int) {
 		run(t, tr, n, func(ctx context.Context, w *runtime.World) error {
-			ctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+			ctx, cancel := context.WithTimeout(ctx, testbudget.Scale(8*time.Second))
 			defer cancel()
 			const size = 32 << 20
 			if w.Rank() == 0 {
@@ -479,7 +480,7 @@ func TestStressRequestReuseAfterPeerFailure(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			j := start(t, tr, 3)
 			w0, w1, w2 := j.Worlds[0], j.Worlds[1], j.Worlds[2]
-			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(8*time.Second))
 			defer cancel()
 			lim := eagerLimit(w1, 2)
 			var rx, tx, tx2 runtime.Request

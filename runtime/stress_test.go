@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -86,7 +87,7 @@ func limitSizes(lim int) []int {
 func runEnv(t *testing.T, tr string, n int, env map[string]string, f func(ctx context.Context, w *runtime.World) error) {
 	t.Helper()
 	runtimetest.Run(t, n, runtimetest.Options{Transport: tr, Env: env, Timeout: 30 * time.Second}, func(w *runtime.World) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 		defer cancel()
 		return f(ctx, w)
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/internal/testhook"
@@ -247,7 +248,7 @@ func TestMixedHosts(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			opt := runtimetest.Options{Hosts: []string{"a", "a", "b", "b"}, Env: map[string]string{runtime.EnvProgress: mode}}
 			runtimetest.Run(t, 4, opt, func(w *runtime.World) error {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 				defer cancel()
 				for r := range 4 {
 					want := "tcp"
@@ -302,7 +303,7 @@ func TestProgressModes(t *testing.T) {
 			forEach(t, []int{2, 4}, func(t *testing.T, tr string, n int) {
 				opt := runtimetest.Options{Transport: tr, Env: map[string]string{runtime.EnvProgress: mode}}
 				runtimetest.Run(t, n, opt, func(w *runtime.World) error {
-					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+					ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 					defer cancel()
 					if err := ringExchange(ctx, w, []int{8, 70_000}, 10); err != nil {
 						return err
@@ -387,7 +388,7 @@ func TestHostCPUs(t *testing.T) {
 				if got := w.HostCPUs(); got != 1 {
 					return fmt.Errorf("HostCPUs %d, want the contract's 1", got)
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 				defer cancel()
 				return ringExchange(ctx, w, []int{8, 300, 100_000}, 50)
 			})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -37,7 +38,7 @@ func forEach(t *testing.T, sizes []int, f func(ctx context.Context, w *runtime.W
 			t.Run(s.name, func(t *testing.T) {
 				s.opt.Timeout = 30 * time.Second
 				runtimetest.Run(t, n, s.opt, func(w *runtime.World) error {
-					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+					ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 					defer cancel()
 					return f(ctx, w)
 				})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/topo"
@@ -376,7 +377,7 @@ func forEachHood(t *testing.T, sizes []int, f func(ctx context.Context, w *runti
 		}
 		t.Run(fmt.Sprintf("host-blocks/n=%d", n), func(t *testing.T) {
 			runtimetest.Run(t, n, runtimetest.Options{Hosts: hosts, Timeout: 30 * time.Second}, func(w *runtime.World) error {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 				defer cancel()
 				return f(ctx, w)
 			})

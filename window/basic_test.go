@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
@@ -27,7 +28,7 @@ var layouts = []struct {
 func forLayouts(t *testing.T, f func(ctx context.Context, w *runtime.World) error) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 			defer cancel()
 			runtimetest.Run(t, l.n, l.opt, func(w *runtime.World) error { return f(ctx, w) })
 		})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/internal/testprog/stalecheck"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
@@ -16,7 +17,7 @@ import (
 // The page cache serves repeated Gets from another host and stays coherent: a write's
 // completion is seen by every later Get, cached or not.
 func TestCacheHitsAndInvalidation(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	runtimetest.Run(t, 3, runtimetest.Options{Hosts: []string{"a", "b", "b"}}, func(w *runtime.World) error {
 		win, err := window.Allocate[int64](ctx, w, 1024)
@@ -131,7 +132,7 @@ func TestStaleReadChecker(t *testing.T) {
 	}
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 			defer cancel()
 			var mu sync.Mutex
 			var total stalecheck.Result

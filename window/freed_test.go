@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/window"
 )
@@ -73,7 +75,7 @@ var (
 // freed window and its range, with the fault address inside it.
 func TestLaunchFreedWriteFaults(t *testing.T) {
 	golaunch, rmaprog := buildLaunchBins(t)
-	args := []string{"-n", "2", "--timeout", "60s", rmaprog, "freed-write"}
+	args := []string{"-n", "2", "--timeout", testbudget.Scale(60 * time.Second).String(), rmaprog, "freed-write"}
 	stdout, stderr, err := runLaunch(t, golaunch, args)
 	if err != nil || !strings.Contains(stdout, "PASS freed-write 2 ranks") {
 		t.Fatalf("golaunch %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)

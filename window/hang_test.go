@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/internal/hang"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
 )
@@ -25,7 +26,7 @@ func TestHangReportNamesWindowCalls(t *testing.T) {
 }
 
 func testHangReportNamesWindowCalls(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 	defer cancel()
 	j, err := runtimetest.Start(ctx, 2, runtimetest.Options{})
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // The RMA scenarios of internal/testprog/rmaprog, run as real jobs through golaunch: each
@@ -85,7 +87,7 @@ func TestLaunchRMA(t *testing.T) {
 		t.Run(sc, func(t *testing.T) {
 			for _, c := range launchMatrix() {
 				t.Run(fmt.Sprintf("%s-%d", c.transport, c.n), func(t *testing.T) {
-					args := []string{"-n", fmt.Sprint(c.n), "--timeout", "60s"}
+					args := []string{"-n", fmt.Sprint(c.n), "--timeout", testbudget.Scale(60 * time.Second).String()}
 					if c.transport != "shm" {
 						args = append(args, "--transport", c.transport)
 					}
@@ -103,17 +105,19 @@ func TestLaunchRMA(t *testing.T) {
 	}
 }
 
-// runLaunch runs golaunch with args and at most 90 s; err reports a non-zero exit.
+// runLaunch runs golaunch with args and at most 90 s scaled by the test slack; err
+// reports a non-zero exit.
 func runLaunch(t *testing.T, golaunch string, args []string) (stdout, stderr string, err error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	budget := testbudget.Scale(90 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, golaunch, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
 	if ctx.Err() != nil {
-		err = errors.Join(err, fmt.Errorf("did not end within 90 s"))
+		err = errors.Join(err, fmt.Errorf("golaunch had not exited within %v", budget))
 	}
 	return out.String(), errb.String(), err
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
@@ -21,7 +22,7 @@ func TestLazyWindow(t *testing.T) {
 	const n = 32
 	for _, tr := range []string{"shm", "tcp"} {
 		t.Run(tr, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 			defer cancel()
 			runtimetest.Run(t, n, runtimetest.Options{Transport: tr}, func(w *runtime.World) error {
 				me := w.Rank()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
@@ -114,7 +115,7 @@ func TestLeakWindowCycles(t *testing.T) {
 	flavors := []window.Flavor{window.FlavorAllocate, window.FlavorCreate, window.FlavorDynamic}
 	for _, l := range leakLayouts {
 		t.Run(l.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 			defer cancel()
 			opt := l.opt
 			opt.Timeout = 40 * time.Second
@@ -180,7 +181,7 @@ func TestLeakWindowWorlds(t *testing.T) {
 		live.Add(1)
 		goruntime.AddCleanup(w, func(n *atomic.Int64) { n.Add(-1) }, &live)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 	defer cancel()
 	runtimetest.Run(t, 2, runtimetest.Options{Transport: "shm"}, func(w *runtime.World) error {
 		for range dups {
@@ -211,7 +212,7 @@ func TestLeakWindowWorlds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(5 * time.Second))
 	for live.Load() > 0 && time.Now().Before(deadline) {
 		goruntime.GC()
 		time.Sleep(10 * time.Millisecond)

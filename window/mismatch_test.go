@@ -3,6 +3,9 @@ package window_test
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // TestLaunchFenceMismatch runs rmaprog's fence-mismatch scenario as a real job under
@@ -10,7 +13,7 @@ import (
 // Fence fails with an error naming both Fences, and the windows go on working.
 func TestLaunchFenceMismatch(t *testing.T) {
 	golaunch, rmaprog := buildLaunchBins(t)
-	args := []string{"-n", "3", "--timeout", "60s", "-x", "GORMA_CHECK=1", rmaprog, "fence-mismatch"}
+	args := []string{"-n", "3", "--timeout", testbudget.Scale(60 * time.Second).String(), "-x", "GORMA_CHECK=1", rmaprog, "fence-mismatch"}
 	stdout, stderr, err := runLaunch(t, golaunch, args)
 	if err != nil || !strings.Contains(stdout, "PASS fence-mismatch 3 ranks") {
 		t.Fatalf("golaunch %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
@@ -27,11 +28,12 @@ func misuseCall(name string, f func() error) (err error) {
 		}()
 		c <- f()
 	}()
+	budget := testbudget.Scale(4 * time.Second)
 	select {
 	case err := <-c:
 		return err
-	case <-time.After(4 * time.Second):
-		return fmt.Errorf("%s still blocked after 4s", name)
+	case <-time.After(budget):
+		return fmt.Errorf("%s still blocked after %v", name, budget)
 	}
 }
 
@@ -64,7 +66,7 @@ func wantWinErr(name string, err error, words []string, sentinels ...error) erro
 // TestMisuseWindowNilWorld: the constructors given a nil World fail with window.ErrInvalid
 // error, never a panic.
 func TestMisuseWindowNilWorld(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(5*time.Second))
 	defer cancel()
 	calls := map[string]func() error{
 		"Allocate":       func() error { _, err := window.Allocate[int64](ctx, nil, 8); return err },
@@ -83,7 +85,7 @@ func TestMisuseWindowNilWorld(t *testing.T) {
 // with ErrInvalid (or an allocation error), never a panic or a window smaller than asked.
 func TestMisuseWindowHugeCount(t *testing.T) {
 	runtimetest.Run(t, 1, runtimetest.Options{Transport: "shm"}, func(w *runtime.World) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(5*time.Second))
 		defer cancel()
 		for _, n := range []int{1 << 61, math.MaxInt/8 + 1, math.MaxInt, -1, math.MinInt} {
 			for name, f := range map[string]func() error{
@@ -266,7 +268,7 @@ func TestMisuseWindowAfterFinalize(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer j.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 			defer cancel()
 			wins := make([]*window.Win[int64], 2)
 			dyns := make([]*window.Win[int64], 2)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
@@ -319,7 +320,7 @@ func TestPSCWMisuse(t *testing.T) {
 // Start (after the Post) succeeds: the failed one changed nothing.
 func TestPSCWContext(t *testing.T) {
 	runtimetest.Run(t, 2, runtimetest.Options{Transport: "shm"}, func(w *runtime.World) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 		defer cancel()
 		win, err := window.Allocate[int32](ctx, w, 1)
 		if err != nil {
@@ -366,7 +367,7 @@ func TestPSCWContext(t *testing.T) {
 func TestPSCWPeerFailure(t *testing.T) {
 	for _, tr := range []string{"shm", "tcp"} {
 		t.Run(tr, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 			defer cancel()
 			j, wins := failureJob(t, ctx, tr)
 			errs := make(chan error, 3)
@@ -390,8 +391,8 @@ func TestPSCWPeerFailure(t *testing.T) {
 						t.Fatalf("got %v, want a *window.Error wrapping ErrProcFailed", err)
 					}
 					t.Logf("as expected: %v", err)
-				case <-time.After(5 * time.Second):
-					t.Fatal("still blocked 5 s after rank 0 failed")
+				case <-time.After(testbudget.Scale(5 * time.Second)):
+					t.Fatalf("still blocked %v after rank 0 failed", testbudget.Scale(5*time.Second))
 				}
 			}
 		})
@@ -416,7 +417,7 @@ func TestPSCWWakeOverTransport(t *testing.T) {
 		t.Run(l.name, func(t *testing.T) {
 			origin := l.n - 1 // on the other host from rank 0
 			runtimetest.Run(t, l.n, l.opt, func(w *runtime.World) error {
-				ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(40*time.Second))
 				defer cancel()
 				win, err := window.Allocate[int64](ctx, w, 1)
 				if err != nil {
@@ -464,7 +465,7 @@ func failureJob(t *testing.T, ctx context.Context, tr string) (*runtimetest.Job,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		fctx, stop := context.WithTimeout(context.Background(), 2*time.Second)
+		fctx, stop := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Second))
 		defer stop()
 		j.Finalize(fctx) // rank 0 counts as failed: errors expected
 		j.Close()

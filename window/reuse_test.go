@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
@@ -23,7 +24,7 @@ func minorFaults() int64 {
 // windows cycle through its warm bytes, and a hundred cycles fault no arena page (a fresh
 // 1 MiB would fault 256 pages, per rank, per cycle).
 func TestAllocateFreeReusesMemory(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	j, err := runtimetest.Start(ctx, 2, runtimetest.Options{Transport: "shm"})
 	if err != nil {

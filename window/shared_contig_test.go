@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
@@ -253,7 +254,7 @@ func TestSharedZeroAndRelease(t *testing.T) {
 	}
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 			defer cancel()
 			runtimetest.Run(t, l.n, l.opt, func(w *runtime.World) error {
 				cycle := func(n int) error {
@@ -354,7 +355,7 @@ func TestSharedPSCWAtomics(t *testing.T) {
 // counts in bytes, AllocateShared fails with ErrInvalid at every rank, on the other host
 // too, rather than leave a host waiting for the others.
 func TestSharedTooLarge(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	runtimetest.Run(t, 4, runtimetest.Options{Hosts: []string{"a", "a", "b", "b"}}, func(w *runtime.World) error {
 		n := 8

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
@@ -16,7 +17,7 @@ import (
 // SharedQuery, ordered by Fence, then by Sync around a Barrier.
 func TestSharedLoadStore(t *testing.T) {
 	runtimetest.Run(t, 3, runtimetest.Options{Transport: "shm"}, func(w *runtime.World) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 		defer cancel()
 		const n = 256
 		win, err := window.AllocateShared[uint64](ctx, w, n)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
@@ -24,7 +25,7 @@ func TestSplitWorldWindows(t *testing.T) {
 		{"a", "b", "c", "d", "e", "f"},
 	} {
 		t.Run(strings.Join(hosts, ""), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(40*time.Second))
 			defer cancel()
 			runtimetest.Run(t, len(hosts), runtimetest.Options{Hosts: hosts}, func(w *runtime.World) error {
 				g, err := w.Split(ctx, w.Rank()%2, -w.Rank())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
@@ -21,7 +22,7 @@ import (
 // stressRun runs f on n ranks with opt under a 30 s context.
 func stressRun(t *testing.T, n int, opt runtimetest.Options, f func(ctx context.Context, w *runtime.World) error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	runtimetest.Run(t, n, opt, func(w *runtime.World) error { return f(ctx, w) })
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -89,7 +90,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
 	var out bytes.Buffer
 	var rep report
@@ -126,7 +127,7 @@ func TestRun(t *testing.T) {
 
 // TestWrongValue: a lookup that finds a corrupted value or no key fails with errWrong.
 func TestWrongValue(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	runtimetest.Run(t, 1, runtimetest.Options{}, func(w *runtime.World) error {
 		tb, err := newTable(ctx, w, 64, 4096, true)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/window"
@@ -39,7 +40,7 @@ func insertKeys(ctx context.Context, tb *table, owner int, keys []uint64) error 
 // shard with a free bucket must succeed, the key after the last must fail with "full", and
 // every key must then be found with its value.
 func TestDHTStressFullShard(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	runtimetest.Run(t, 1, runtimetest.Options{}, func(w *runtime.World) error {
 		rng := rand.New(rand.NewPCG(11, 12))
@@ -92,7 +93,7 @@ func TestDHTStressFullShard(t *testing.T) {
 // TestDHTStressCollidingHomes: two keys homed at the last bucket of a one-group shard
 // (4 buckets, 2 keys: load 0.5, the table's design point) must both insert.
 func TestDHTStressCollidingHomes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	runtimetest.Run(t, 1, runtimetest.Options{}, func(w *runtime.World) error {
 		tb, err := newTable(ctx, w, 2, 4096, true)
@@ -124,7 +125,7 @@ func TestDHTStressCollidingHomes(t *testing.T) {
 // the model exactly.
 func TestDHTStressConcurrentSameKeys(t *testing.T) {
 	const keys = 96
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	runtimetest.Run(t, 4, runtimetest.Options{Hosts: []string{"a", "a", "b", "b"}}, func(w *runtime.World) error {
 		me := w.Rank()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -58,7 +59,7 @@ func measureInProcess(t *testing.T, o options) *bytes.Buffer {
 	t.Helper()
 	var out bytes.Buffer
 	runtimetest.Run(t, 2, runtimetest.Options{}, func(w *runtime.World) error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(time.Minute))
 		defer cancel()
 		text := &bytes.Buffer{}
 		if w.Rank() == 0 {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -69,10 +71,10 @@ func TestLaunch(t *testing.T) {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
 	defer cancel()
 	launch := time.Now()
-	cmd := exec.CommandContext(ctx, golaunch, "-n", "4", "--timeout", "90s", "--tag-output=false", prog,
+	cmd := exec.CommandContext(ctx, golaunch, "-n", "4", "--timeout", testbudget.Scale(90*time.Second).String(), "--tag-output=false", prog,
 		"--iters", "10", "--big-iters", "2", "--window-size", "256K", "--launch-ns", strconv.FormatInt(launch.UnixNano(), 10), "--json")
 	out, err := cmd.Output()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/connbench"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // mainEnv makes the test binary behave as sockbench, so that the tests run the real
@@ -36,12 +37,13 @@ func sockbench(t *testing.T, args ...string) (stdout, stderr string, err error) 
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	budget := testbudget.Scale(2 * time.Minute)
 	select {
 	case err = <-done:
-	case <-time.After(2 * time.Minute):
+	case <-time.After(budget):
 		cmd.Process.Kill()
 		err = <-done
-		t.Errorf("sockbench %s: no exit after 2 minutes", strings.Join(args, " "))
+		t.Errorf("sockbench %s: no exit after %v", strings.Join(args, " "), budget)
 	}
 	return out.String(), errb.String(), err
 }

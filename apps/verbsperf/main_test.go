@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // mainEnv makes the test binary behave as verbsperf, so that the end-to-end tests run the
@@ -34,14 +36,15 @@ func verbsperf(t *testing.T, args ...string) []byte {
 		t.Fatal(err)
 	}
 	go func() { done <- cmd.Wait() }()
+	budget := testbudget.Scale(3 * time.Minute)
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("verbsperf %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, &stdout, &stderr)
 		}
-	case <-time.After(3 * time.Minute):
+	case <-time.After(budget):
 		cmd.Process.Kill()
-		t.Fatalf("verbsperf %s: no exit after 3 minutes\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), &stdout, &stderr)
+		t.Fatalf("verbsperf %s: no exit after %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), budget, &stdout, &stderr)
 	}
 	return stdout.Bytes()
 }

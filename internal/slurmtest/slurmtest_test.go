@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/slurmtest"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 func TestMain(m *testing.M) { os.Exit(slurmtest.Run(m)) }
@@ -25,7 +26,7 @@ var labelled = regexp.MustCompile(`^\s*(\d+): (PMI_[A-Za-z_]+)=(.*)$`)
 // PMI_JOBID (<job>.<step>), and no PMI_PORT.
 func TestSrunPMIEnv(t *testing.T) {
 	srun := slurmtest.Up(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
 	defer cancel()
 	cmd := srun(ctx, "-n", "4", "--mpi=pmi2", "--label", "sh", "-c", "env | grep '^PMI_'")
 	var stderr bytes.Buffer
@@ -76,7 +77,7 @@ func TestSrunPMIEnv(t *testing.T) {
 // status reports it up.
 func TestUpAgain(t *testing.T) {
 	slurmtest.Up(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(time.Minute))
 	defer cancel()
 	up := exec.CommandContext(ctx, "../../scripts/slurm-local.sh", "up", "--lease", strconv.Itoa(os.Getpid()))
 	up.Env = slurmtest.Env()
@@ -95,7 +96,7 @@ func TestUpAgain(t *testing.T) {
 // that would sleep for 10 minutes is gone from squeue soon after its context expires.
 func TestSrunContextEnds(t *testing.T) {
 	srun := slurmtest.Up(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(3*time.Second))
 	defer cancel()
 	name := "slurmtest-ctx-" + strconv.Itoa(os.Getpid())
 	cmd := srun(ctx, "-n", "2", "--job-name", name, "sleep", "600")
@@ -103,7 +104,7 @@ func TestSrunContextEnds(t *testing.T) {
 	if err == nil || ctx.Err() == nil {
 		t.Fatalf("%s: %v (context: %v); want srun ended by its context; output:\n%s", cmd, err, ctx.Err(), out)
 	}
-	wait, cancelWait := context.WithTimeout(context.Background(), time.Minute)
+	wait, cancelWait := context.WithTimeout(context.Background(), testbudget.Scale(time.Minute))
 	defer cancelWait()
 	for {
 		q := exec.CommandContext(wait, "squeue", "-h", "-n", name, "-o", "%i %T")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/internal/testhook"
@@ -28,7 +29,8 @@ type Options struct {
 	Hosts []string
 	// Env holds extra environment variables of every rank (GORMA_PROGRESS, ...).
 	Env map[string]string
-	// Timeout bounds Start and each of Run's phases. Default 20 s.
+	// Timeout bounds Start and each of Run's phases, scaled by the test slack
+	// (internal/testbudget). Default 20 s.
 	Timeout time.Duration
 }
 
@@ -71,6 +73,7 @@ func Start(ctx context.Context, n int, opt Options) (*Job, error) {
 	if opt.Timeout == 0 {
 		opt.Timeout = 20 * time.Second
 	}
+	opt.Timeout = testbudget.Scale(opt.Timeout)
 	dir, err := os.MkdirTemp("", "gorma-rt-")
 	if err != nil {
 		return nil, err
@@ -231,6 +234,7 @@ func Run(t testing.TB, n int, opt Options, f func(w *runtime.World) error) {
 		opt.Timeout = 20 * time.Second
 	}
 	j, err := Start(context.Background(), n, opt)
+	opt.Timeout = testbudget.Scale(opt.Timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,10 +362,11 @@ func MeasureUsage() Usage {
 	return Usage{goruntime.NumGoroutine(), len(fds), bytes.Count(maps, []byte("\n"))}
 }
 
-// SettleUsage polls, for at most 5 s, until goroutines and fds are back to base (what
-// ends with a job may take a moment to exit), and returns the last reading.
+// SettleUsage polls, for at most 5 s scaled by the test slack, until goroutines and fds
+// are back to base (what ends with a job may take a moment to exit), and returns the last
+// reading.
 func SettleUsage(base Usage) Usage {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(5 * time.Second))
 	for {
 		u := MeasureUsage()
 		if u.Goroutines <= base.Goroutines && u.FDs <= base.FDs || time.Now().After(deadline) {

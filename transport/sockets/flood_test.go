@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // Environment of TestFloodHelper's process: the listener's name and how many
@@ -81,7 +83,7 @@ func TestFloodHelper(t *testing.T) {
 	fmt.Println("listening")
 	// within polls cond for a minute and reports whether it came true.
 	within := func(cond func() bool) bool {
-		for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(testbudget.Scale(time.Minute)); !cond(); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				return false
 			}
@@ -203,14 +205,14 @@ func flood(t *testing.T, spare int, sign string) {
 	}
 	conns = nil
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(time.Minute))
 	defer cancel()
 	c, err := DialContext(ctx, "shm", name)
 	if err != nil {
 		t.Fatalf("dial after the flood: %v", err)
 	}
 	msg := bytes.Repeat([]byte("echo after the flood "), 100)
-	c.SetDeadline(time.Now().Add(time.Minute))
+	c.SetDeadline(time.Now().Add(testbudget.Scale(time.Minute)))
 	if _, err := c.Write(msg); err != nil { // within a ring: the echo reads meanwhile
 		t.Fatalf("write after the flood: %v", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // helperEnv names the listener a re-executed test binary dials (TestHelperDial).
@@ -97,7 +99,7 @@ func TestPeerKilled(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGKILL)
 	select {
 	case err = <-errc:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testbudget.Scale(10 * time.Second)):
 		t.Fatal("Read blocked on a killed peer did not return")
 	}
 	if err == nil || err == io.EOF || !errors.Is(err, syscall.ECONNRESET) {

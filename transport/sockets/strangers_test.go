@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // rawDial connects to the rendezvous socket of the listener called name, bypassing the
@@ -132,7 +134,7 @@ func openFDs(t testing.TB) int {
 // goroutines; the guard only turns a leak into a failure instead of a hang.
 func settle(t *testing.T, fds, goroutines int) {
 	t.Helper()
-	guard := time.Now().Add(20 * time.Second)
+	guard := time.Now().Add(testbudget.Scale(20 * time.Second))
 	for {
 		f, g := openFDs(t), runtime.NumGoroutine()
 		if f <= fds && g <= goroutines {

@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // listenTCPTest starts an upgrading TCP listener on address that the test closes at its end.
@@ -282,7 +284,7 @@ func TestGRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testbudget.Scale(20*time.Second))
 	defer cancel()
 	client := healthpb.NewHealthClient(cc)
 	for range 100 {

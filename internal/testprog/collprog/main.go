@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -21,7 +22,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "collprog: --counts: %v\n", err)
 		os.Exit(2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
 	defer cancel()
 	w, err := runtime.Init(ctx)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	gorma "github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -41,7 +42,7 @@ func main() {
 	kill := flag.String("kill", "", "RANK@STEP: that rank SIGKILLs itself at that step")
 	flag.Parse()
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(50*time.Second))
 	defer cancel()
 	victim, killAt := -1, -1
 	if *kill != "" {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -61,7 +62,7 @@ func main() {
 		os.Exit(2)
 	}
 	name := os.Args[1]
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
 	defer cancel()
 	w, err := runtime.Init(ctx)
 	if err != nil {

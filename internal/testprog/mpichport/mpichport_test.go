@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // TestMPICHPorts builds golaunch and this program once (without -race: the runtime's
@@ -37,7 +39,7 @@ func TestMPICHPorts(t *testing.T) {
 			if why, ok := knownFailing[name]; ok {
 				t.Skipf("known departure from MPI (%s): %s", sc.mpich, why)
 			}
-			args := []string{"-n", fmt.Sprint(sc.ranks), "--timeout", "60s", prog, name}
+			args := []string{"-n", fmt.Sprint(sc.ranks), "--timeout", testbudget.Scale(60 * time.Second).String(), prog, name}
 			stdout, stderr, err := launch(golaunch, args)
 			if err != nil {
 				t.Fatalf("%s: golaunch %s: %v\nstdout:\n%s\nstderr:\n%s", sc.mpich, strings.Join(args, " "), err, stdout, stderr)
@@ -81,14 +83,15 @@ func TestRegistry(t *testing.T) {
 
 // launch runs golaunch with args and returns its output; err is the job's failure.
 func launch(golaunch string, args []string) (stdout, stderr string, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	budget := testbudget.Scale(90 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, golaunch, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
 	if ctx.Err() != nil {
-		err = errors.Join(err, fmt.Errorf("did not end within 90 s"))
+		err = errors.Join(err, fmt.Errorf("golaunch had not exited within %v", budget))
 	}
 	return out.String(), errb.String(), err
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -57,7 +58,7 @@ func main() {
 	fs.IntVar(&o.rounds, "rounds", 50, "repetitions (per rank) of the scenario's operation")
 	fs.DurationVar(&o.busy, "busy", 200*time.Millisecond, "passive: how long rank 0 computes")
 	fs.Parse(os.Args[2:])
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
 	defer cancel()
 	w, err := runtime.Init(ctx)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/window"
 )
@@ -129,7 +130,7 @@ func main() {
 			fail("rank 0: token %d, want %d", token[0], want)
 		}
 		fmt.Printf("done %d\n", rank)
-		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		fctx, cancel := context.WithTimeout(ctx, testbudget.Scale(30*time.Second))
 		defer cancel()
 		if err := w.Finalize(fctx); err != nil {
 			fail("rank %d: finalize: %v", rank, err)
@@ -202,7 +203,7 @@ func main() {
 		if rank == victim {
 			os.Exit(3)
 		}
-		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		sctx, cancel := context.WithTimeout(ctx, testbudget.Scale(20*time.Second))
 		defer cancel()
 		if len(os.Args) > 3 && os.Args[3] == "dial" {
 			_, err := w.Dial(sctx, victim, "gone")
@@ -227,7 +228,7 @@ func main() {
 		if err := serveRPC(ctx, w); err != nil {
 			fail("rank %d: rpc: %v", rank, err)
 		}
-		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		fctx, cancel := context.WithTimeout(ctx, testbudget.Scale(30*time.Second))
 		defer cancel()
 		if err := w.Finalize(fctx); err != nil {
 			fail("rank %d: finalize: %v", rank, err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // TestHelperEcho is a helper process: it listens (NETNS_LISTEN) or dials (NETNS_DIAL) inside
@@ -49,7 +51,7 @@ func TestTwoHostsReachEachOtherAndCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 	defer cancel()
 	a, b := c.Hosts[0], c.Hosts[1]
 	addr := b.Addr + ":7070"

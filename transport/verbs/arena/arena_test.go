@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -347,7 +348,7 @@ func TestShmFallbackAndSweep(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(10 * time.Second))
 	prefix := "/dev/shm/gorma-" + strconv.Itoa(cmd.Process.Pid) + "-"
 	for !hasPrefixFile(prefix) {
 		if time.Now().After(deadline) {

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -86,7 +87,7 @@ func TestRetiredArenaUnmappedOnceUnreachable(t *testing.T) {
 	if !mapped(t, base) {
 		t.Fatal("the retired arena's range is not mapped right after Close")
 	}
-	for deadline := time.Now().Add(5 * time.Second); mapped(t, base); {
+	for deadline := time.Now().Add(testbudget.Scale(5 * time.Second)); mapped(t, base); {
 		if time.Now().After(deadline) {
 			t.Fatal("the retired arena's range is still mapped after the device became unreachable")
 		}

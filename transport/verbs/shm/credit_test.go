@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -31,7 +32,7 @@ func TestCreditWakeStream(t *testing.T) {
 		for _, depth := range []int{1, 2, 3} {
 			t.Run(mode.String()+"/"+string(rune('0'+depth)), func(t *testing.T) {
 				a, b := pair(t, verbs.Config{Wait: mode, Spin: time.Microsecond}, verbs.QPAttr{})
-				ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(t.Context(), testbudget.Scale(20*time.Second))
 				defer cancel()
 				stream(ctx, t, a, b, 5000, depth, sizes, msgs)
 			})

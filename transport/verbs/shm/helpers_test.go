@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -73,7 +74,7 @@ func (s *side) allocMR(t testing.TB, n int, acc verbs.Access) verbs.MR {
 // goroutine plays both processes).
 func (s *side) next(t testing.TB, others ...*side) verbs.WC {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(10 * time.Second))
 	wc := make([]verbs.WC, 1)
 	for time.Now().Before(deadline) {
 		n, err := s.cq.Poll(wc)
@@ -87,7 +88,7 @@ func (s *side) next(t testing.TB, others ...*side) verbs.WC {
 			o.cq.Poll(nil)
 		}
 	}
-	t.Fatal("no completion within 10s")
+	t.Fatalf("no completion within %v", testbudget.Scale(10*time.Second))
 	return verbs.WC{}
 }
 

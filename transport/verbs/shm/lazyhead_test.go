@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -23,7 +24,7 @@ func TestHeadLagStream(t *testing.T) {
 	for _, mode := range []verbs.WaitMode{verbs.WaitSpin, verbs.WaitHybrid, verbs.WaitBlock} {
 		t.Run(mode.String(), func(t *testing.T) {
 			a, b := pair(t, verbs.Config{Wait: mode}, verbs.QPAttr{})
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), testbudget.Scale(30*time.Second))
 			defer cancel()
 			stream(ctx, t, a, b, 70000, 64, sizes, msgs)
 			q := a.qp.(*qp)

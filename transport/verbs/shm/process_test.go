@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -93,7 +94,7 @@ func twoProcesses(t *testing.T) {
 	userKey, _ := strconv.ParseUint(f[2], 10, 64)
 
 	me := openSide(t, verbs.Config{Wait: verbs.WaitBlock}, verbs.QPAttr{})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 	defer cancel()
 	if err := verbs.Connect(ctx, me.qp, childEP); err != nil {
 		t.Fatal(err)
@@ -149,7 +150,7 @@ func twoProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatalf("wait after the peer died: %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testbudget.Scale(5 * time.Second)):
 		t.Fatal("a waiter was not woken when its peer died")
 	}
 	wantWC(t, me.next(t), 11, verbs.WRFlushErr, verbs.WCRecv)
@@ -180,7 +181,7 @@ func TestChildProcess(t *testing.T) {
 	}
 	f := strings.Fields(in.Text())
 	ep, _ := hex.DecodeString(f[1])
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	if err := verbs.Connect(ctx, s.qp, ep); err != nil {
 		t.Fatal(err)

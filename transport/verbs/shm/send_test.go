@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -226,7 +227,7 @@ func TestWaitModes(t *testing.T) {
 			if err := b.cq.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("wait: %v", err)
 			}
-			if d := time.Since(start); d > time.Second {
+			if d := time.Since(start); d > testbudget.Scale(time.Second) {
 				t.Fatalf("cancelled wait took %v", d)
 			}
 			// A send from another goroutine wakes a sleeping receiver.
@@ -254,7 +255,7 @@ func TestCloseWakesWaiter(t *testing.T) {
 		if !errors.Is(err, verbs.ErrClosed) {
 			t.Fatalf("wait on closed CQ: %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testbudget.Scale(5 * time.Second)):
 		t.Fatal("wait did not end when its CQ closed")
 	}
 }
@@ -332,7 +333,7 @@ func TestWaitLeavesWholeMessageToPoll(t *testing.T) {
 		if err := a.qp.PostSend(&verbs.SendWR{Op: verbs.OpSend, Local: src.Bytes(), LKey: src.LKey()}); err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(5*time.Second))
 		if err := b.cq.Wait(ctx); err != nil {
 			t.Fatalf("%v: Wait: %v", mode, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -39,7 +40,7 @@ func TestWriterMarksDeepStreams(t *testing.T) {
 		t.Error("quiet with frames queued")
 	}
 
-	r.SetReadDeadline(time.Now().Add(20 * time.Second))
+	r.SetReadDeadline(time.Now().Add(testbudget.Scale(20 * time.Second)))
 	rd := newFrameReader(r, nil)
 	for i := -1; i < len(plan); i++ {
 		h, err := rd.header()
@@ -58,7 +59,7 @@ func TestWriterMarksDeepStreams(t *testing.T) {
 			t.Errorf("frame %d: %v seq %d flags %#x, want the mark %v", i+1, h.op, h.seq, h.flags, want)
 		}
 	}
-	for end := time.Now().Add(5 * time.Second); !tx.quiet(); time.Sleep(time.Millisecond) {
+	for end := time.Now().Add(testbudget.Scale(5 * time.Second)); !tx.quiet(); time.Sleep(time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("not quiet after every frame was written")
 		}
@@ -73,7 +74,7 @@ func fakeInitiator(t *testing.T, b *side) *net.TCPConn {
 	if !dialsTo(me.devID, me.qpn, b.dev.id, b.qp.Num()) {
 		t.Skip("the device drew id 0 or 1: the fake peer would have to accept")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 	defer cancel()
 	ep := appendEndpoint(nil, endpoint{devID: me.devID, qpn: me.qpn, addr: "127.0.0.1:1"})
 	if err := b.qp.ToRTR(ctx, ep); err != nil {
@@ -85,7 +86,7 @@ func fakeInitiator(t *testing.T, b *side) *net.TCPConn {
 	}
 	tc := c.(*net.TCPConn)
 	t.Cleanup(func() { tc.Close() })
-	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	tc.SetDeadline(time.Now().Add(testbudget.Scale(10 * time.Second)))
 	if _, err := clientHandshake(tc, testSecret, me, endpoint{devID: b.dev.id, qpn: b.qp.Num(), addr: b.dev.addr}); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestLeaderFlushesHeldAck(t *testing.T) {
 	select {
 	case wc := <-got:
 		wantWC(t, wc, 9, verbs.Success, verbs.WCRecvRDMAWithImm)
-	case <-time.After(10 * time.Second):
+	case <-time.After(testbudget.Scale(10 * time.Second)):
 		t.Fatal("no completion for the write with immediate")
 	}
 	f.expect(int64(f.seq-1), "the leader's return")
@@ -234,7 +235,7 @@ func TestLeaderFlushesHeldAck(t *testing.T) {
 // expectThrough reads the target's acks until one covers want.
 func (f *fakeStream) expectThrough(want uint64, what string) {
 	f.t.Helper()
-	f.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	f.c.SetReadDeadline(time.Now().Add(testbudget.Scale(5 * time.Second)))
 	for {
 		h, err := f.next()
 		if err != nil || h.op != opAck || h.status != verbs.Success || h.seq > want {

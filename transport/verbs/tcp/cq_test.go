@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -69,7 +70,7 @@ func TestCQWaitBlock(t *testing.T) {
 			if !errors.Is(err, verbs.ErrClosed) {
 				t.Fatalf("Wait on a closed CQ: %v", err)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(testbudget.Scale(5 * time.Second)):
 			t.Fatal("Close did not wake a waiter")
 		}
 	}

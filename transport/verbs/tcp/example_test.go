@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 )
@@ -13,7 +14,7 @@ import (
 // both prove they hold the job secret), then one reads the other's memory with RDMA. The
 // target's progress goroutine serves the read: its application code never calls in.
 func Example() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 	defer cancel()
 	cfg := verbs.Config{ArenaSize: 16 << 20, Provider: tcp.Options{Secret: []byte("per-job secret, 16+ bytes")}}
 	open := func() (verbs.Device, verbs.PD, verbs.CQ, verbs.QP) {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -91,6 +92,7 @@ func TestWrongSecret(t *testing.T) {
 // waitClosed reads c until the peer closes it and returns what arrived.
 func waitClosed(t *testing.T, c net.Conn, within time.Duration) []byte {
 	t.Helper()
+	within = testbudget.Scale(within)
 	c.SetReadDeadline(time.Now().Add(within))
 	got, err := io.ReadAll(c)
 	var ne net.Error
@@ -102,7 +104,7 @@ func waitClosed(t *testing.T, c net.Conn, within time.Duration) []byte {
 
 func waitRejections(t *testing.T, d *device, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(5 * time.Second))
 	for d.rejected.Load() < want && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
@@ -376,7 +378,7 @@ func TestPeerDeviceCloseMidStream(t *testing.T) {
 func checkFailingStream(t *testing.T, a *side, wr verbs.SendWR, kill func()) {
 	t.Helper()
 	wr.Flags = verbs.Signaled
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(15 * time.Second))
 	posted, ok, killed := 0, 0, false
 	var errs []verbs.Status
 	var wcs [16]verbs.WC
@@ -469,7 +471,7 @@ func childConnect(s *side, rkey uint64) *bufio.Scanner {
 	if err != nil {
 		os.Exit(3)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 	defer cancel()
 	if err := verbs.Connect(ctx, s.qp, ep); err != nil {
 		fmt.Println("ERR", err)
@@ -508,7 +510,7 @@ func TestKilledPeerProcess(t *testing.T) {
 	rkey, _ := strconv.ParseUint(f[2], 10, 64)
 	a := newSide(t, openDev(t, testCfg()), verbs.QPAttr{MaxSendWR: 16})
 	fmt.Fprintf(stdin, "%s\n", hex.EncodeToString(a.qp.Endpoint()))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 	defer cancel()
 	if err := verbs.Connect(ctx, a.qp, ep); err != nil {
 		t.Fatal(err)

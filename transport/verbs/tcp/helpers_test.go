@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -62,7 +63,7 @@ func newSide(t testing.TB, d *device, attr verbs.QPAttr) *side {
 // connect connects a and b concurrently.
 func connect(t testing.TB, a, b *side) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- verbs.Connect(ctx, b.qp, a.qp.Endpoint()) }()
@@ -105,7 +106,7 @@ func regMR(t testing.TB, s *side, buf []byte) verbs.MR {
 func waitWC(t testing.TB, cq verbs.CQ) verbs.WC {
 	t.Helper()
 	var wc [1]verbs.WC
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 	defer cancel()
 	for {
 		n, err := cq.Poll(wc[:])
@@ -165,7 +166,7 @@ func pattern(b []byte, seed byte) {
 // waitWCErr is waitWC for goroutines other than the test's.
 func waitWCErr(cq verbs.CQ) (verbs.WC, error) {
 	var wc [1]verbs.WC
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 	defer cancel()
 	for {
 		n, err := cq.Poll(wc[:])

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -130,7 +131,7 @@ func TestLeaderPassiveTarget(t *testing.T) {
 				wantWC(t, waitWC(t, a.cq), 100+i, verbs.Success, verbs.WCRDMARead)
 				served.Store(true)
 			}()
-			deadline := time.Now().Add(10 * time.Second)
+			deadline := time.Now().Add(testbudget.Scale(10 * time.Second))
 			for x := 0; !served.Load(); x++ { // b computes
 				if x%1024 == 0 && time.Now().After(deadline) {
 					t.Fatal("b's memory was not served while its application computed")
@@ -169,7 +170,7 @@ func TestLeaderWokenByOtherPush(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(testbudget.Scale(10 * time.Second)):
 			t.Fatal("a completion pushed by PostSend did not wake the leader")
 		}
 		wantWC(t, waitWC(t, a.cq), 2, verbs.LocProtErr, verbs.WCRDMAWrite)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -37,8 +38,8 @@ func waitInbound(t *testing.T, d *device, n int) {
 		if got >= n {
 			return
 		}
-		if i > 10000 {
-			t.Fatalf("%d inbound connections after 10 s, want %d", got, n)
+		if i > int(testbudget.Scale(10*time.Second)/time.Millisecond) {
+			t.Fatalf("%d inbound connections after %d polls a millisecond apart, want %d", got, i, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -89,7 +90,7 @@ func TestDeferredSecret(t *testing.T) {
 // and completes its handshake once SetSecret supplies the secret.
 func TestDeferredSecretInbound(t *testing.T) {
 	acc, dial := deferredAcceptor(t, testCfg())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 	defer cancel()
 	if err := acc.qp.ToRTR(ctx, dial.qp.Endpoint()); err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestDeferredSecretNeverSet(t *testing.T) {
 	handshakeTimeout = 300 * time.Millisecond
 	defer func() { handshakeTimeout = old }()
 	acc, dial := deferredAcceptor(t, testCfg())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 	defer cancel()
 	if err := dial.qp.ToRTR(ctx, acc.qp.Endpoint()); err == nil {
 		t.Fatal("dialer's ToRTR to a device without its secret succeeded")
@@ -129,7 +130,7 @@ func TestDeferredSecretNeverSet(t *testing.T) {
 func TestDeferredSecretWrong(t *testing.T) {
 	acc, dial := deferredAcceptor(t, testCfg())
 	setSecret(t, acc.dev, []byte("a-different-secret-of-32-bytes!!"))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 	defer cancel()
 	if err := dial.qp.ToRTR(ctx, acc.qp.Endpoint()); !errors.Is(err, verbs.ErrAuth) {
 		t.Fatalf("dialer's ToRTR against a different secret: %v, want ErrAuth", err)

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -42,7 +43,7 @@ func startTxq(t *testing.T) (tx *txq, r *net.TCPConn, send func(h header, pay []
 // waitQueued waits until stream s of tx holds n frames: the socket is full.
 func waitQueued(t *testing.T, tx *txq, s, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(testbudget.Scale(5 * time.Second)); ; time.Sleep(time.Millisecond) {
 		tx.mu.Lock()
 		q := tx.qs[s].n
 		tx.mu.Unlock()
@@ -59,7 +60,7 @@ func waitQueued(t *testing.T, tx *txq, s, n int) {
 // response payloads at land[seq] (slices in turn), and returns one line per frame.
 func frameLog(t *testing.T, r *net.TCPConn, land map[uint64][]byte, stop func(log []string) bool) []string {
 	t.Helper()
-	r.SetReadDeadline(time.Now().Add(20 * time.Second))
+	r.SetReadDeadline(time.Now().Add(testbudget.Scale(20 * time.Second)))
 	rd := newFrameReader(r, nil)
 	got := map[uint64]int{}
 	var log []string
@@ -296,7 +297,7 @@ func TestToErrMidSlicedRead(t *testing.T) {
 	post(t, a.qp, verbs.SendWR{WRID: 1, Op: verbs.OpRDMARead, Flags: verbs.Signaled,
 		Local: loc.Bytes(), LKey: loc.LKey(), Remote: verbs.RemoteAddr{RKey: rem.RKey()}})
 	// Wait for the first slice to land, so the flush comes between slices or in one.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(10 * time.Second))
 	for loc.Bytes()[respSlice-1] == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Microsecond)
 	}

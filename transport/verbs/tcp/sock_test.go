@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -70,7 +71,7 @@ func waitErr(t *testing.T, done <-chan error, what string) error {
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(5 * time.Second):
+	case <-time.After(testbudget.Scale(5 * time.Second)):
 		t.Fatalf("%s: the waiter never returned", what)
 		return nil
 	}
@@ -143,7 +144,7 @@ func TestSockCloseWakes(t *testing.T) {
 			t.Fatalf("direct %v: state %#x after the waiters left, want closed with no operation", direct, st)
 		}
 		// The socket itself is closed: the peer reads to the end of the stream.
-		peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+		peer.SetReadDeadline(time.Now().Add(testbudget.Scale(5 * time.Second)))
 		if _, err := io.Copy(io.Discard, peer); err != nil {
 			t.Fatalf("direct %v: the peer's read did not end at the close: %v", direct, err)
 		}
@@ -265,7 +266,7 @@ func TestSockReaderSpin(t *testing.T) {
 			s.SetReadDeadline(aLongTimeAgo)
 		}
 		if hits == before { // the spin must end without data: wait until it has
-			for deadline := time.Now().Add(10 * time.Second); s.spinMisses.Load() == misses; {
+			for deadline := time.Now().Add(testbudget.Scale(10 * time.Second)); s.spinMisses.Load() == misses; {
 				if time.Now().After(deadline) {
 					t.Fatalf("%s: the spin did not end", what)
 				}
@@ -307,7 +308,7 @@ func TestSockReaderSpin(t *testing.T) {
 func TestOthersIdle(t *testing.T) {
 	var sched schedSamples
 	quiet := func() bool {
-		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		for end := time.Now().Add(testbudget.Scale(5 * time.Second)); time.Now().Before(end); time.Sleep(time.Millisecond) {
 			if othersIdle(&sched) {
 				return true
 			}
@@ -382,7 +383,7 @@ func TestFrameReaderPoll(t *testing.T) {
 		}
 	}
 	write(frame[:10])
-	for end := time.Now().Add(5 * time.Second); f.buffered() < 10; {
+	for end := time.Now().Add(testbudget.Scale(5 * time.Second)); f.buffered() < 10; {
 		if _, err := f.header(); !errors.Is(err, errNothing) {
 			t.Fatalf("header with 10 bytes sent: %v, want errNothing", err)
 		}
@@ -392,7 +393,7 @@ func TestFrameReaderPoll(t *testing.T) {
 	}
 	write(frame[10 : hdrSize+100])
 	var h header
-	for end := time.Now().Add(5 * time.Second); ; {
+	for end := time.Now().Add(testbudget.Scale(5 * time.Second)); ; {
 		var err error
 		if h, err = f.header(); err == nil {
 			break

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -44,7 +45,7 @@ func TestStressGarbagePeer(t *testing.T) {
 		}
 		c.Write(j)
 		c.(*net.TCPConn).CloseWrite() // a truncated handshake: the device must not wait 5 s
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		c.SetReadDeadline(time.Now().Add(testbudget.Scale(10 * time.Second)))
 		buf := make([]byte, 1024)
 		for {
 			if _, err := c.Read(buf); err != nil {

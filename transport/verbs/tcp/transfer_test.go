@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -192,7 +193,7 @@ func TestOnRemoteAtomic(t *testing.T) {
 			if c.key != rem.key || c.off != 24 || c.now != want {
 				t.Fatalf("hook got key %#x offset %d word %d, want %#x 24 %d", c.key, c.off, c.now, rem.key, want)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(testbudget.Scale(10 * time.Second)):
 			t.Fatal("OnRemoteAtomic not called")
 		}
 	}

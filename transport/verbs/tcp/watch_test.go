@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 	"github.com/gorma-hpc/gorma/transport/verbs/idlewatch"
 )
@@ -54,7 +55,7 @@ func qconnOf(t *testing.T, s *side) *qconn {
 // looks, and fails the test after 10 s.
 func waitLeading(t *testing.T, c *cq, cn *qconn, who string, poke func()) {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+	for end := time.Now().Add(testbudget.Scale(10 * time.Second)); ; time.Sleep(time.Millisecond) {
 		c.mu.Lock()
 		led := c.leading == cn
 		c.mu.Unlock()
@@ -228,7 +229,7 @@ func TestIdleWatchCloseIdleRole(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testbudget.Scale(10 * time.Second)):
 		t.Fatal("closing a QP whose reading role was idle did not return")
 	}
 	post(t, b.qp, verbs.SendWR{WRID: 2, Op: verbs.OpRDMARead, Flags: verbs.Signaled, Local: src.b[8:16],
@@ -414,7 +415,7 @@ func TestIdleWatchProcess(t *testing.T) {
 			rkey, _ := strconv.ParseUint(f[2], 10, 64)
 			a := newSide(t, openDev(t, leaderCfg()), verbs.QPAttr{})
 			fmt.Fprintf(stdin, "%s\n", hex.EncodeToString(a.qp.Endpoint()))
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 			defer cancel()
 			if err := verbs.Connect(ctx, a.qp, ep); err != nil {
 				t.Fatal(err)
@@ -486,12 +487,12 @@ func TestCQProgress(t *testing.T) {
 	if ac.Progress() {
 		t.Fatal("Progress served a frame when the peer had sent none")
 	}
-	if d := time.Since(start); d > time.Second {
+	if d := time.Since(start); d > testbudget.Scale(time.Second) {
 		t.Fatalf("Progress with nothing to read took %v", d)
 	}
 	progress := func(what string) {
 		t.Helper()
-		for end := time.Now().Add(10 * time.Second); !ac.Progress(); {
+		for end := time.Now().Add(testbudget.Scale(10 * time.Second)); !ac.Progress(); {
 			if time.Now().After(end) {
 				t.Fatalf("%s: Progress never served it", what)
 			}

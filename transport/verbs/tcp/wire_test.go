@@ -10,6 +10,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -203,7 +204,7 @@ func FuzzHandshake(f *testing.F) {
 			c.Write(b)
 			c.Close()
 		}()
-		s.SetDeadline(time.Now().Add(2 * time.Second))
+		s.SetDeadline(time.Now().Add(testbudget.Scale(2 * time.Second)))
 		_, err := serverHandshake(s, testSecret, 99, func(*clientHello) (hsStatus, uint32) {
 			t.Fatalf("admitted a dialer that does not hold the secret: %x", b)
 			return hsOK, 0

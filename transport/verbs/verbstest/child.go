@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // Helper processes. A multi-process case re-executes the test binary (os.Args[0] with
@@ -28,8 +30,10 @@ import (
 const (
 	roleEnv    = "GORMA_VERBSTEST_ROLE" // role of a helper process
 	linePrefix = "@verbstest "
-	childLife  = 2 * time.Minute
 )
+
+// childLife is how long a helper lives at most: 2 minutes scaled by the test slack.
+var childLife = testbudget.Scale(2 * time.Minute)
 
 // role is the body of a helper process.
 type role func(c *child) error

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -27,10 +28,10 @@ func leakMeasure() leakUsage {
 	return leakUsage{goruntime.NumGoroutine(), len(fds), bytes.Count(maps, []byte("\n")), len(shm)}
 }
 
-// leakSettle polls, for at most 5 s, until goroutines, fds and /dev/shm files are back
-// to base, and returns the last reading.
+// leakSettle polls, for at most 5 s scaled by the test slack, until goroutines, fds and
+// /dev/shm files are back to base, and returns the last reading.
 func leakSettle(base leakUsage) leakUsage {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testbudget.Scale(5 * time.Second))
 	for {
 		u := leakMeasure()
 		if u.goroutines <= base.goroutines && u.fds <= base.fds && u.shm <= base.shm || time.Now().After(deadline) {
@@ -76,7 +77,7 @@ func newLeakQP(t testing.TB, pd verbs.PD, dev verbs.Device) leakQP {
 // leakWrite connects a and b, RDMA-writes 4 KiB from a into b and waits for the completion.
 func leakWrite(t testing.TB, a, b leakQP, src, dst verbs.MR) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(5*time.Second))
 	defer cancel()
 	// Both ends at once: a tcp QP's ToRTS waits for its peer's.
 	errc := make(chan error, 1)

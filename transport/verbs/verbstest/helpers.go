@@ -10,13 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
+// waitTimeout bounds every wait for an event the suite expects (a completion, a
+// connection, a child's answer, a Close): 10 s scaled by the test slack. Exceeding it
+// fails the test.
+var waitTimeout = testbudget.Scale(10 * time.Second)
+
 const (
-	// waitTimeout bounds every wait for an event the suite expects (a completion, a
-	// connection, a child's answer, a Close). Exceeding it fails the test.
-	waitTimeout = 10 * time.Second
 	// quietPeriod is how long the suite watches for an event that must not happen.
 	quietPeriod = 50 * time.Millisecond
 	// cqDepth is the depth of every CQ the suite creates.

@@ -19,9 +19,20 @@ import (
 // errors are the underlying collective's.
 
 // BcastType copies count copies of the layout t over root's buf into the same layout
-// over every other rank's buf (MPI_Bcast with a derived datatype).
+// over every other rank's buf (MPI_Bcast with a derived datatype). On an
+// intercommunicator root takes runtime.Root at the root, runtime.ProcNull at the other
+// ranks of its group (whose buf is not used) and the root's rank at the remote group,
+// whose ranks receive (as Bcast).
 func BcastType[T any](ctx context.Context, w *runtime.World, buf []T, count int, t datatype.Type, root int) error {
-	b, err := typeArgs("bcast type", w, buf, count, t)
+	const op = "bcast type"
+	role, err := typedRole(op, w, root)
+	if err != nil {
+		return err
+	}
+	if role == roleIdle {
+		return Bcast[byte](ctx, w, nil, root)
+	}
+	b, err := typeArgs(op, w, buf, count, t)
 	if err != nil {
 		return err
 	}
@@ -30,64 +41,107 @@ func BcastType[T any](ctx context.Context, w *runtime.World, buf []T, count int,
 	}
 	n, _ := t.PackSize(count)
 	p := packpool.Get(n)
-	if w.Rank() == root {
+	if role == roleRoot {
 		if _, err := datatype.Pack(p.B, buf, count, t); err != nil {
-			return typeErr("bcast type", w, err)
+			return typeErr(op, w, err)
 		}
 	}
 	if err := Bcast(ctx, w, p.B, root); err != nil {
 		return err // p is dropped: a peer may still be reading it
 	}
-	if w.Rank() != root {
+	if role == roleRemote {
 		if _, err := datatype.Unpack(buf, p.B, count, t); err != nil {
-			return typeErr("bcast type", w, err)
+			return typeErr(op, w, err)
 		}
 	}
 	packpool.Put(p)
 	return nil
 }
 
+// typedRole is what root makes of this rank in a rooted typed call: roleRoot at the
+// root; roleRemote at a rank that receives from it or sends to it (every other rank of
+// an intracommunicator, the remote group's of an intercommunicator); roleIdle at the
+// root's group's other ranks of an intercommunicator, which move no data. A root out of
+// range on an intracommunicator is left to the call on the bytes to name.
+func typedRole(op string, w *runtime.World, root int) (interRole, error) {
+	switch {
+	case w == nil:
+		return 0, fmt.Errorf("collectives: %s: %w: nil World", op, runtime.ErrInvalid)
+	case w.IsInter():
+		role, err := interRoot(w, root)
+		return role, interErr(op, w, err)
+	case w.Rank() == root:
+		return roleRoot, nil
+	}
+	return roleRemote, nil
+}
+
+// blockCount is the number of blocks at a rank that sends to or receives from every
+// rank: the World's size, or on an intercommunicator the remote group's.
+func blockCount(w *runtime.World) int {
+	if w.IsInter() {
+		return w.RemoteSize()
+	}
+	return w.Size()
+}
+
+// noInPlace is the error of a nil buffer, which means in place, on an intercommunicator,
+// where MPI has no in-place form.
+func noInPlace(op, what string, w *runtime.World) error {
+	return interErr(op, w, invalid("nil %s: an intercommunicator's %s has no in-place form (pass a buffer)", what, op))
+}
+
 // GatherType collects every rank's scount copies of st over send into root's recv, rank
 // r's data laid as copies r*rcount to (r+1)*rcount-1 of rt (MPI_Gather with derived
 // datatypes). recv is used at root only; scount*st.Size() must equal rcount*rt.Size().
 // At root, send nil means in place (MPI_IN_PLACE): root's copies are already at their
-// place in recv, and scount and st are not used there.
+// place in recv, and scount and st are not used there. On an intercommunicator root is
+// as for Gather: the root receives the remote group's blocks and its send is not used,
+// the root's other group members pass nothing, and there is no in-place form.
 func GatherType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type, root int) error {
-	if w == nil {
-		return fmt.Errorf("collectives: gather type: %w: nil World", runtime.ErrInvalid)
+	const op = "gather type"
+	role, err := typedRole(op, w, root)
+	if err != nil {
+		return err
 	}
-	atRoot := w.Rank() == root
-	inPlace := atRoot && send == nil
+	inter, atRoot := w.IsInter(), role == roleRoot
+	switch {
+	case role == roleIdle:
+		return Gather[byte](ctx, w, nil, nil, root)
+	case inter && !atRoot && send == nil:
+		return noInPlace(op, "send", w)
+	}
+	inPlace := atRoot && !inter && send == nil
+	sends := !atRoot || !inter && !inPlace // this rank's block travels
 	var n int
-	if inPlace {
-		n, _ = rt.PackSize(rcount)
-	} else {
-		if _, err := typeArgs("gather type", w, send, scount, st); err != nil {
+	if sends {
+		if _, err := typeArgs(op, w, send, scount, st); err != nil {
 			return err
 		}
 		n, _ = st.PackSize(scount)
-	}
-	if atRoot {
-		if err := recvArgs("gather type", w, recv, rcount, rt, n); err != nil {
-			return err
-		}
+	} else {
+		n, _ = rt.PackSize(rcount)
 	}
 	var ps, pa *packpool.Buf
 	var mine, all []byte
 	if atRoot {
-		pa = packpool.Get(n * w.Size())
+		if err := recvArgs(op, w, recv, rcount, rt, n); err != nil {
+			return err
+		}
+		pa = packpool.Get(n * blockCount(w))
 		all = pa.B
 	}
 	if inPlace {
 		// Root's own copies go into their block of all, which Gather leaves as it is.
 		if err := packCopies(all[root*n:(root+1)*n], recv, root*rcount, rcount, rt); err != nil {
-			return typeErr("gather type", w, err)
+			return typeErr(op, w, err)
 		}
-	} else {
+	}
+	if sends {
 		ps = packpool.Get(n)
 		mine = ps.B
 		if _, err := datatype.Pack(mine, send, scount, st); err != nil {
-			return typeErr("gather type", w, err)
+			return typeErr(op, w, err)
 		}
 	}
 	if err := Gather(ctx, w, mine, all, root); err != nil {
@@ -97,8 +151,8 @@ func GatherType[S, R any](ctx context.Context, w *runtime.World, send []S, scoun
 		packpool.Put(ps)
 	}
 	if atRoot {
-		if _, err := datatype.Unpack(recv, all, rcount*w.Size(), rt); err != nil {
-			return typeErr("gather type", w, err)
+		if _, err := datatype.Unpack(recv, all, rcount*blockCount(w), rt); err != nil {
+			return typeErr(op, w, err)
 		}
 		packpool.Put(pa)
 	}
@@ -109,35 +163,45 @@ func GatherType[S, R any](ctx context.Context, w *runtime.World, send []S, scoun
 // holds Size()*scount copies of st, and rank r's recv gets copies r*scount to
 // (r+1)*scount-1 as rcount copies of rt. send is used at root only. At root, recv nil
 // means in place (MPI_IN_PLACE): root's copies stay where they are in send, and rcount
-// and rt are not used there.
+// and rt are not used there. On an intercommunicator root is as for Scatter: the root's
+// send holds a block per rank of the remote group and its recv is not used, the root's
+// other group members pass nothing, and there is no in-place form.
 func ScatterType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type, root int) error {
-	if w == nil {
-		return fmt.Errorf("collectives: scatter type: %w: nil World", runtime.ErrInvalid)
+	const op = "scatter type"
+	role, err := typedRole(op, w, root)
+	if err != nil {
+		return err
 	}
-	atRoot := w.Rank() == root
-	inPlace := atRoot && recv == nil
+	inter, atRoot := w.IsInter(), role == roleRoot
+	switch {
+	case role == roleIdle:
+		return Scatter[byte](ctx, w, nil, nil, root)
+	case inter && !atRoot && recv == nil:
+		return noInPlace(op, "recv", w)
+	}
+	receives := !atRoot || !inter && recv != nil // a block arrives for this rank
 	var n int
-	if inPlace {
-		n, _ = st.PackSize(scount)
-	} else {
-		if _, err := typeArgs("scatter type", w, recv, rcount, rt); err != nil {
+	if receives {
+		if _, err := typeArgs(op, w, recv, rcount, rt); err != nil {
 			return err
 		}
 		n, _ = rt.PackSize(rcount)
+	} else {
+		n, _ = st.PackSize(scount)
 	}
 	var all, mine []byte
 	var pa, pr *packpool.Buf
 	if atRoot {
-		if err := sendArgs("scatter type", w, send, scount, st, n); err != nil {
+		if err := sendArgs(op, w, send, scount, st, n); err != nil {
 			return err
 		}
-		pa = packpool.Get(n * w.Size())
+		pa = packpool.Get(n * blockCount(w))
 		all = pa.B
-		if _, err := datatype.Pack(all, send, scount*w.Size(), st); err != nil {
-			return typeErr("scatter type", w, err)
+		if _, err := datatype.Pack(all, send, scount*blockCount(w), st); err != nil {
+			return typeErr(op, w, err)
 		}
 	}
-	if !inPlace {
+	if receives {
 		pr = packpool.Get(n)
 		mine = pr.B
 	}
@@ -146,7 +210,7 @@ func ScatterType[S, R any](ctx context.Context, w *runtime.World, send []S, scou
 	}
 	if pr != nil {
 		if _, err := datatype.Unpack(recv, mine, rcount, rt); err != nil {
-			return typeErr("scatter type", w, err)
+			return typeErr(op, w, err)
 		}
 		packpool.Put(pr)
 	}
@@ -171,10 +235,14 @@ func packCopies[T any](dst []byte, buf []T, first, count int, t datatype.Type) e
 
 // AllgatherType is GatherType with every rank receiving (MPI_Allgather with derived
 // datatypes). send nil means in place (MPI_IN_PLACE): each rank's copies are already at
-// their place in recv, and scount and st are not used.
+// their place in recv, and scount and st are not used. On an intercommunicator recv
+// holds a block per rank of the remote group, and there is no in-place form.
 func AllgatherType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type) error {
 	if w == nil {
 		return fmt.Errorf("collectives: allgather type: %w: nil World", runtime.ErrInvalid)
+	}
+	if w.IsInter() && send == nil {
+		return noInPlace("allgather type", "send", w)
 	}
 	inPlace := send == nil
 	var n int
@@ -189,7 +257,7 @@ func AllgatherType[S, R any](ctx context.Context, w *runtime.World, send []S, sc
 	if err := recvArgs("allgather type", w, recv, rcount, rt, n); err != nil {
 		return err
 	}
-	pa := packpool.Get(n * w.Size())
+	pa := packpool.Get(n * blockCount(w))
 	var ps *packpool.Buf
 	var mine []byte // nil: in place
 	if inPlace {
@@ -207,7 +275,7 @@ func AllgatherType[S, R any](ctx context.Context, w *runtime.World, send []S, sc
 	if err := Allgather(ctx, w, mine, pa.B); err != nil {
 		return err
 	}
-	if _, err := datatype.Unpack(recv, pa.B, rcount*w.Size(), rt); err != nil {
+	if _, err := datatype.Unpack(recv, pa.B, rcount*blockCount(w), rt); err != nil {
 		return typeErr("allgather type", w, err)
 	}
 	if ps != nil {
@@ -220,10 +288,15 @@ func AllgatherType[S, R any](ctx context.Context, w *runtime.World, send []S, sc
 // AlltoallType sends copies r*scount to (r+1)*scount-1 of st over send to rank r, and
 // lays rank r's data as copies r*rcount to (r+1)*rcount-1 of rt over recv (MPI_Alltoall
 // with derived datatypes). send nil means in place (MPI_IN_PLACE): recv holds the copies
-// to send, laid as the copies received are, and scount and st are not used.
+// to send, laid as the copies received are, and scount and st are not used. On an
+// intercommunicator the blocks are the remote group's ranks', and there is no in-place
+// form.
 func AlltoallType[S, R any](ctx context.Context, w *runtime.World, send []S, scount int, st datatype.Type, recv []R, rcount int, rt datatype.Type) error {
 	if w == nil {
 		return fmt.Errorf("collectives: alltoall type: %w: nil World", runtime.ErrInvalid)
+	}
+	if w.IsInter() && send == nil {
+		return noInPlace("alltoall type", "send", w)
 	}
 	if send == nil {
 		// The copies to send are packed from recv before any is received.
@@ -243,14 +316,15 @@ func alltoallType[S, R any](ctx context.Context, w *runtime.World, send []S, sco
 	if err := recvArgs("alltoall type", w, recv, rcount, rt, n); err != nil {
 		return err
 	}
-	ps, pr := packpool.Get(n*w.Size()), packpool.Get(n*w.Size())
-	if _, err := datatype.Pack(ps.B, send, scount*w.Size(), st); err != nil {
+	m := blockCount(w)
+	ps, pr := packpool.Get(n*m), packpool.Get(n*m)
+	if _, err := datatype.Pack(ps.B, send, scount*m, st); err != nil {
 		return typeErr("alltoall type", w, err)
 	}
 	if err := Alltoall(ctx, w, ps.B, pr.B); err != nil {
 		return err
 	}
-	if _, err := datatype.Unpack(recv, pr.B, rcount*w.Size(), rt); err != nil {
+	if _, err := datatype.Unpack(recv, pr.B, rcount*m, rt); err != nil {
 		return typeErr("alltoall type", w, err)
 	}
 	packpool.Put(ps)
@@ -273,7 +347,7 @@ func typeArgs[T any](op string, w *runtime.World, buf []T, count int, t datatype
 	return b, nil
 }
 
-// recvArgs checks a receiving side of Size() blocks of rcount copies of rt, each block
+// recvArgs checks a receiving side of blockCount(w) blocks of rcount copies of rt, each block
 // matching n packed bytes from every sender.
 func recvArgs[R any](op string, w *runtime.World, recv []R, rcount int, rt datatype.Type, n int) error {
 	rn, err := rt.PackSize(rcount)
@@ -283,11 +357,11 @@ func recvArgs[R any](op string, w *runtime.World, recv []R, rcount int, rt datat
 	if err != nil {
 		return typeErr(op, w, err)
 	}
-	_, err = typeArgs(op, w, recv, rcount*w.Size(), rt)
+	_, err = typeArgs(op, w, recv, rcount*blockCount(w), rt)
 	return err
 }
 
-// sendArgs checks a sending side of Size() blocks of scount copies of st, each block n
+// sendArgs checks a sending side of blockCount(w) blocks of scount copies of st, each block n
 // packed bytes.
 func sendArgs[S any](op string, w *runtime.World, send []S, scount int, st datatype.Type, n int) error {
 	sn, err := st.PackSize(scount)
@@ -297,7 +371,7 @@ func sendArgs[S any](op string, w *runtime.World, send []S, scount int, st datat
 	if err != nil {
 		return typeErr(op, w, err)
 	}
-	_, err = typeArgs(op, w, send, scount*w.Size(), st)
+	_, err = typeArgs(op, w, send, scount*blockCount(w), st)
 	return err
 }
 

@@ -6,9 +6,10 @@
 // operators that they and window accumulates apply.
 // They run over a runtime.World's point-to-point messages and, between ranks on one host,
 // over shared arena scratch. On an intercommunicator, Barrier, Bcast, Reduce, Allreduce,
-// Gather(v), Scatter(v), Allgather(v), Alltoall(v, w) and ReduceScatter(V) move data
-// between its groups (rooted calls take runtime.Root and runtime.ProcNull in the root's
-// group; inter.go).
+// Gather(v), Scatter(v), Allgather(v), Alltoall(v, w), ReduceScatter(V) and the Type
+// forms of Bcast, Gather, Scatter, Allgather and Alltoall move data between its groups
+// (rooted calls take runtime.Root at the root, runtime.ProcNull at the rest of its
+// group, and the root's rank at the other group; inter.go).
 //
 //	err := collectives.Allreduce(ctx, w, send, recv, collectives.Sum[float64]())
 //	err = collectives.Allreduce(ctx, w, nil, recv, collectives.Max[float64]()) // in place

@@ -11,7 +11,7 @@ import (
 // Collectives on an intercommunicator (runtime.World.CreateIntercomm): MPI's
 // intercommunicator forms of Bcast, Reduce, Allreduce, Gather(v), Scatter(v),
 // Allgather(v), Alltoall(v, w) and ReduceScatter(V), where data moves from one group to
-// the other. Each is built of the
+// the other; the typed forms (datatype.go) pack and run these on the bytes. Each is built of the
 // intracommunicator calls on the local group's World (w.Local) and messages between the
 // groups on the intercommunicator's sibling, which only this package uses: the leaders
 // (rank 0 of each group) carry a group's part across, and the ranks of Alltoall and the
@@ -46,7 +46,7 @@ func interErr(name string, w *runtime.World, err error) error {
 
 // errNotInter is begin's error for a call with no intercommunicator form.
 func errNotInter(name string) error {
-	return fmt.Errorf("collectives: %s: %w: no intercommunicator form (gorma's: Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v), Alltoall(v, w), ReduceScatter(V), and their I and Init forms); Merge the intercommunicator and call it on the result", name, runtime.ErrInvalid)
+	return fmt.Errorf("collectives: %s: %w: no intercommunicator form (gorma's: Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v), Alltoall(v, w), ReduceScatter(V), their I and Init forms, and BcastType, GatherType, ScatterType, AllgatherType and AlltoallType); Merge the intercommunicator and call it on the result", name, runtime.ErrInvalid)
 }
 
 // nested is the context of the local group's calls inside an intercommunicator call:

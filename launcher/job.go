@@ -134,7 +134,7 @@ func (s *submitter) run() int {
 	defer check.Stop()
 	var quiet <-chan time.Time
 	if s.hang.every > 0 {
-		t := time.NewTicker(s.hang.every / 2)
+		t := time.NewTicker(s.hang.interval())
 		defer t.Stop()
 		quiet = t.C
 	}

@@ -17,9 +17,10 @@ import (
 //
 //   - on SIGUSR1 or SIGQUIT to golaunch (the job goes on);
 //   - when --timeout expires, before the abort;
-//   - after --hang-report of no progress: golaunch asks quietly every half period, and
-//     prints once when two answers a period apart show every rank blocked (or ended) and
-//     no rank's progress counter moved, and again only after the ranks moved.
+//   - after --hang-report of no progress: golaunch asks quietly every eighth of the
+//     period (hangWatch.interval), and prints once the answers have shown every rank
+//     blocked (or ended) and no rank's progress counter moving for the period, and again
+//     only after the ranks moved. The heading says how long that was.
 //
 // A round waits at most reportWait for the answers; a rank that gave none is "silent"
 // (not a gorma rank, stopped, or too busy), and a round no rank answered (a job of
@@ -37,17 +38,73 @@ const reportWait = 2 * time.Second
 type reportRound struct {
 	why    string // the heading's reason; "" for a quiet check, printed only on a hang
 	stacks bool
+	asked  time.Time // when the ranks were asked: each answer shows the rank at or after it
 	got    map[int]hang.Report
 	timer  *time.Timer
 	then   func() // after printing (the timeout's abort), or nil
 }
 
-// hangWatch is the quiet-period check's state.
+// minQuietInterval bounds how often quiet checks ask the ranks under a short period.
+const minQuietInterval = 100 * time.Millisecond
+
+// hangWatch is the quiet-period check's state, owned by the submitter's loop. Every
+// round's answers go through observe. A hang is due once every rank has been blocked or
+// ended, and no progress counter has moved, for the period. Checks come every interval,
+// an eighth of the period: the first round after the last progress starts within an
+// interval of it, and the round that finds the period over within half another (due),
+// so the report comes within 1.1875 periods of the last progress, plus the rounds'
+// answer times and the loop's delays.
 type hangWatch struct {
 	every    time.Duration  // --hang-report; 0: off
-	last     map[int]uint64 // each rank's progress at the previous quiet check
-	lastAt   time.Time
-	reported bool // this hang was printed: wait for progress before printing again
+	last     map[int]uint64 // each rank's progress counter in the rounds since since
+	since    time.Time      // the start of the first round that showed last
+	reported bool           // this hang was printed: wait for progress before printing again
+}
+
+// interval is how often the submitter starts a quiet check.
+func (h *hangWatch) interval() time.Duration { return max(h.every/8, minQuietInterval) }
+
+// observe takes the reports of a round whose ranks were asked at asked, and returns how
+// long no rank has progressed with every rank blocked or ended: between the starts of
+// the first round that showed the same counters and of this one. Each answer is read
+// after its round's start and within the round's answer time (milliseconds), so the
+// figure is short of the truth by at most the answer time of that first round. It is 0
+// when a counter moved or a rank runs or is silent.
+func (h *hangWatch) observe(asked time.Time, reps []hang.Report) time.Duration {
+	moved := h.last == nil
+	blocked := true
+	progress := make(map[int]uint64, len(reps))
+	for _, rep := range reps {
+		progress[rep.Rank] = rep.Progress
+		if p, ok := h.last[rep.Rank]; !ok || p != rep.Progress {
+			moved = true
+		}
+		if rep.State == hang.Running || rep.State == hang.Silent {
+			blocked = false
+		}
+	}
+	switch {
+	case !blocked: // a rank computes: count again from the next round that finds every rank blocked
+		h.last, h.reported = nil, false
+		return 0
+	case moved:
+		h.last, h.since, h.reported = progress, asked, false
+		return 0
+	}
+	return max(asked.Sub(h.since), 0)
+}
+
+// due reports whether a quiet check that found no progress for quiet prints: once per
+// hang, when quiet reached the period. The checks start an interval apart give or take
+// the loop's delays, so the check that falls within half an interval of the period's end
+// is the one that prints; waiting for the period to the nanosecond would push most
+// reports one interval later.
+func (h *hangWatch) due(quiet time.Duration) bool {
+	if h.every <= 0 || h.reported || quiet < h.every-h.interval()/2 {
+		return false
+	}
+	h.reported = true
+	return true
 }
 
 // askReports starts a round, unless one is under way (a request during a round joins
@@ -70,7 +127,8 @@ func (s *submitter) askReports(why string, stacks bool, then func()) {
 			return
 		}
 	}
-	s.report = &reportRound{why: why, stacks: stacks, got: make(map[int]hang.Report), timer: time.NewTimer(reportWait), then: then}
+	s.report = &reportRound{why: why, stacks: stacks, asked: time.Now(), got: make(map[int]hang.Report),
+		timer: time.NewTimer(reportWait), then: then}
 	s.broadcast(fReportReq, reportReqMsg{Stacks: stacks})
 }
 
@@ -129,43 +187,16 @@ func (s *submitter) endReport() {
 	case len(r.got) == 0:
 		// No rank answered: not gorma ranks (or none left): nothing to say.
 	case r.why == "":
-		if s.hangs(reps) {
-			s.printReports(fmt.Sprintf("no rank has made progress for %v", s.hang.every), reps, r.stacks)
+		if quiet := s.hang.observe(r.asked, reps); s.hang.due(quiet) {
+			s.printReports(fmt.Sprintf("no rank has made progress for %v", quiet.Round(100*time.Millisecond)), reps, r.stacks)
 		}
 	default:
+		s.hang.observe(r.asked, reps)
 		s.printReports(r.why, reps, r.stacks)
 	}
 	if r.then != nil {
 		r.then()
 	}
-}
-
-// hangs reports whether a quiet check's reports show a hang: every rank blocked or
-// ended, and no progress since the previous check, a period or more ago.
-func (s *submitter) hangs(reps []hang.Report) bool {
-	h := &s.hang
-	now := time.Now()
-	moved := h.last == nil
-	blocked := true
-	progress := make(map[int]uint64, len(reps))
-	for _, rep := range reps {
-		progress[rep.Rank] = rep.Progress
-		if p, ok := h.last[rep.Rank]; !ok || p != rep.Progress {
-			moved = true
-		}
-		if rep.State == hang.Running || rep.State == hang.Silent {
-			blocked = false
-		}
-	}
-	if moved || !blocked {
-		h.last, h.lastAt, h.reported = progress, now, false
-		return false
-	}
-	if h.reported || now.Sub(h.lastAt) < h.every {
-		return false
-	}
-	h.reported = true
-	return true
 }
 
 // printReports prints a round: a heading, one line per rank, the causes, the stacks.

@@ -1,0 +1,147 @@
+package launcher
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/internal/hang"
+)
+
+// testSlack is the factor by which this file's tests scale their time budgets:
+// GORMA_TEST_SLACK, a number of at least 1 (default 1).
+func testSlack(t *testing.T) float64 {
+	t.Helper()
+	v := strings.TrimSpace(os.Getenv("GORMA_TEST_SLACK"))
+	if v == "" {
+		return 1
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f >= 1) || f > 1e6 {
+		t.Fatalf("GORMA_TEST_SLACK=%q: want a number of at least 1", v)
+	}
+	return f
+}
+
+// The quiet check's decision over a sequence of rounds: it reports once no counter has
+// moved, with every rank blocked or ended, for the period (less half a check interval,
+// the checks' jitter), measured between the starts of the first round that showed the
+// counters and of the current one; a moving counter,
+// a running or silent rank starts the count again; it reports once per hang.
+func TestHangWatchQuiet(t *testing.T) {
+	blocked := func(progress ...uint64) []hang.Report {
+		reps := make([]hang.Report, len(progress))
+		for i, p := range progress {
+			reps[i] = hang.Report{Rank: i, State: hang.Blocked, Progress: p}
+		}
+		return reps
+	}
+	running := []hang.Report{{Rank: 0, State: hang.Blocked, Progress: 5}, {Rank: 1, State: hang.Running, Progress: 7}}
+	ended := []hang.Report{{Rank: 0, State: hang.Blocked, Progress: 5}, {Rank: 1, State: hang.Finalized}}
+	type round struct {
+		at    time.Duration // the round's start
+		reps  []hang.Report
+		quiet time.Duration
+		due   bool
+	}
+	const ms = time.Millisecond
+	for _, tt := range []struct {
+		name   string
+		rounds []round
+	}{
+		{"quiet from the first round", []round{
+			{0, blocked(5, 7), 0, false},
+			{500 * ms, blocked(5, 7), 500 * ms, false},
+			{875 * ms, blocked(5, 7), 875 * ms, false},
+			{999 * ms, blocked(5, 7), 999 * ms, true}, // a check a little early still counts
+			{1500 * ms, blocked(5, 7), 1500 * ms, false},
+		}},
+		{"progress starts it again", []round{
+			{0, blocked(5, 7), 0, false},
+			{900 * ms, blocked(5, 8), 0, false},
+			{1500 * ms, blocked(5, 8), 600 * ms, false},
+			{2025 * ms, blocked(5, 8), 1125 * ms, true},
+			{2150 * ms, blocked(6, 8), 0, false},
+			{3150 * ms, blocked(6, 8), 1000 * ms, true},
+		}},
+		{"a running rank is no hang", []round{
+			{0, running, 0, false},
+			{2000 * ms, running, 0, false},
+			{3000 * ms, blocked(5, 7), 0, false},
+			{3500 * ms, blocked(5, 7), 500 * ms, false},
+			{4000 * ms, blocked(5, 7), 1000 * ms, true},
+		}},
+		{"an ended rank waits with the others", []round{
+			{0, ended, 0, false},
+			{1000 * ms, ended, 1000 * ms, true},
+		}},
+	} {
+		h := hangWatch{every: time.Second}
+		base := time.Unix(1000, 0)
+		for i, r := range tt.rounds {
+			asked := base.Add(r.at)
+			quiet := h.observe(asked, r.reps)
+			if due := h.due(quiet); quiet != r.quiet || due != r.due {
+				t.Errorf("%s, round %d at %v: quiet %v, due %v; want %v, %v", tt.name, i, r.at, quiet, due, r.quiet, r.due)
+			}
+		}
+	}
+	if got := (&hangWatch{every: 30 * time.Second}).interval(); got != 30*time.Second/8 {
+		t.Errorf("interval at 30s: %v", got)
+	}
+	if got := (&hangWatch{every: 200 * time.Millisecond}).interval(); got != minQuietInterval {
+		t.Errorf("interval at 200ms: %v", got)
+	}
+}
+
+// A real job that deadlocks gets its quiet-period report within 1.25 periods plus half a
+// second of both ranks blocking, once, and the report says how long no rank progressed:
+// the period, give or take the checks' jitter.
+func TestHangReportQuietPeriod(t *testing.T) {
+	prog := rtprog(t)
+	const period = 4 * time.Second
+	slack := testSlack(t)
+	budget := time.Duration(float64(period+period/4+500*time.Millisecond) * slack)
+	start := time.Now()
+	gl := startGL(t, "-n", "2", "--hang-report", period.String(), "--timeout", "120s", prog, "deadlock")
+	gl.line(t, "ready", 30*time.Second)
+	gl.line(t, "ready", 30*time.Second)
+	blocked := time.Now() // both ranks are about to enter their calls, which never return
+	heading := regexp.MustCompile(`golaunch: where the ranks are \(no rank has made progress for (\S+)\):\n`)
+	var m []string
+	for m == nil {
+		m = heading.FindStringSubmatch(gl.stderr.String())
+		if m != nil {
+			break
+		}
+		if waited := time.Since(blocked); waited > budget {
+			t.Fatalf("no quiet-period report within %v of both ranks blocking (a budget of %v at "+
+				"GORMA_TEST_SLACK %g, for --hang-report %v); stderr:\n%s",
+				waited.Round(time.Millisecond), budget, slack, period, gl.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(blocked)
+	quiet, err := time.ParseDuration(m[1])
+	least := period - period/16 // half a check interval early absorbs the checks' jitter
+	if err != nil || quiet < least || quiet > time.Since(start) {
+		t.Errorf("the report says no progress for %q: want a duration of at least %v and at most the job's %v",
+			m[1], least, time.Since(start).Round(time.Millisecond))
+	}
+	mustContain(t, "stderr", gl.stderr.String(), "golaunch: deadlock: rank 0 waits for rank 1 in Recv; rank 1 waits in Finalize\n")
+	t.Logf("reported %v after both ranks blocked, saying %s", took.Round(time.Millisecond), m[1])
+
+	// Once per hang: nothing more while the ranks stay where they are, over several checks.
+	time.Sleep(period / 2)
+	if n := strings.Count(gl.stderr.String(), "no rank has made progress"); n != 1 {
+		t.Errorf("%d quiet-period reports for one hang, want 1:\n%s", n, gl.stderr.String())
+	}
+	gl.cmd.Process.Signal(syscall.SIGTERM)
+	if code := gl.wait(t, 30*time.Second); code != 143 {
+		t.Errorf("golaunch exited %d after SIGTERM, want 143", code)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -43,7 +44,7 @@ func runCollect(args []string) error {
 	fs.StringVar(&o.loadStart, "load-start", "", `load average at the start ("1.0 0.5 0.2")`)
 	fs.StringVar(&o.loadEnd, "load-end", "", "load average at the end")
 	fs.StringArrayVar(&o.intros, "intro", nil, "ID=TEXT: the introduction of section ID (repeated)")
-	fs.StringArrayVar(&o.charts, "chart", nil, "ID:FILE:ALT: a chart of section ID (repeated)")
+	fs.StringArrayVar(&o.charts, "chart", nil, "ID:FILE:ALT: a chart of section ID, its points from --dir's chart_NAME.json (chart svg --json; repeated)")
 	fs.StringArrayVar(&o.extra, "section", nil, "FILE: a section as JSON, appended (repeated)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -61,13 +62,13 @@ func runCollect(args []string) error {
 
 // steps are the sections collect builds from the step outputs, in page order.
 var steps = []struct {
-	id, title string
-	build     func(dir string) (Section, error)
+	id, title, files string // files: the step's outputs, which hold its load lines
+	build            func(dir string) (Section, error)
 }{
-	{"startup", "Startup: wall time of a whole hello job", startupSection},
-	{"p2p", "Point-to-point, 2 ranks", p2pSection},
-	{"rma", "One-sided (RMA), 2 ranks", rmaSection},
-	{"allreduce", "Allreduce and Barrier, 2 and 4 ranks", allreduceSection},
+	{"startup", "Startup: wall time of a whole hello job", "startup_p*.txt", startupSection},
+	{"p2p", "Point-to-point, 2 ranks", "p2p.txt", p2pSection},
+	{"rma", "One-sided (RMA), 2 ranks", "rma.txt", rmaSection},
+	{"allreduce", "Allreduce and Barrier, 2 and 4 ranks", "allreduce.txt", allreduceSection},
 }
 
 func collect(o collectOptions) (*Report, error) {
@@ -86,6 +87,9 @@ func collect(o collectOptions) (*Report, error) {
 			s = Section{Failed: err.Error()}
 		}
 		s.ID, s.Title = st.id, st.title
+		if s.Load, err = readLoad(filepath.Join(o.dir, st.files)); err != nil {
+			return nil, err
+		}
 		rep.Sections = append(rep.Sections, s)
 	}
 	for _, f := range o.extra {
@@ -98,7 +102,7 @@ func collect(o collectOptions) (*Report, error) {
 	if err := addIntros(rep, o.intros); err != nil {
 		return nil, err
 	}
-	if err := addCharts(rep, o, filepath.Dir(o.out)); err != nil {
+	if err := addCharts(rep, o); err != nil {
 		return nil, err
 	}
 	return rep, rep.validate()
@@ -165,8 +169,9 @@ func addIntros(rep *Report, intros []string) error {
 	return nil
 }
 
-// addCharts adds the charts whose files exist (relative to docs).
-func addCharts(rep *Report, o collectOptions, docs string) error {
+// addCharts adds the charts whose points chart svg --json wrote to DIR/chart_NAME.json
+// (NAME: the chart file's name without .svg); a chart without them is left out.
+func addCharts(rep *Report, o collectOptions) error {
 	for _, spec := range o.charts {
 		f := strings.SplitN(spec, ":", 3)
 		if len(f) != 3 {
@@ -176,13 +181,52 @@ func addCharts(rep *Report, o collectOptions, docs string) error {
 		if err != nil {
 			return fmt.Errorf("--chart %q: %w", spec, err)
 		}
-		if _, err := os.Stat(filepath.Join(docs, f[1])); err != nil {
+		data := filepath.Join(o.dir, "chart_"+strings.TrimSuffix(filepath.Base(f[1]), ".svg")+".json")
+		b, err := os.ReadFile(data)
+		if err != nil {
 			o.warnf("chart collect: --chart %s: %v\n", spec, err)
 			continue
 		}
-		s.Charts = append(s.Charts, Chart{File: f[1], Alt: f[2]})
+		var c Chart
+		if err := newStrictDecoder(bytes.NewReader(b)).Decode(&c); err != nil {
+			return fmt.Errorf("%s: %w", data, err)
+		}
+		c.File, c.Alt = f[1], f[2]
+		s.Charts = append(s.Charts, c)
 	}
 	return nil
+}
+
+var loadLine = regexp.MustCompile(`(?m)^load average at the (start|end): (\S+ \S+ \S+)`)
+
+// readLoad returns the load a step's outputs (glob, in name order) recorded: the start
+// line of the first, the end line of the last. Without either, that half is nil; with
+// neither, the load is nil.
+func readLoad(glob string) (*Load, error) {
+	files, _ := filepath.Glob(glob)
+	var l Load
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range loadLine.FindAllStringSubmatch(string(b), -1) {
+			v, err := parseLoad(m[2])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			switch {
+			case m[1] == "start" && i == 0:
+				l.Start = v[:]
+			case m[1] == "end" && i == len(files)-1:
+				l.End = v[:]
+			}
+		}
+	}
+	if l.Start == nil && l.End == nil {
+		return nil, nil
+	}
+	return &l, nil
 }
 
 var ranksFlag = regexp.MustCompile(`-n (\d+)\b`)

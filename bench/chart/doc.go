@@ -21,12 +21,26 @@
 // svg draws the series on a log2 size axis (a log2 count axis with --x); table prints a
 // row per size, a column per series and the ratio of the first series to each other one.
 //
+// With --json FILE, svg writes the chart's points (the medians) instead of, or beside,
+// the SVG; --source names the run when it is not the run of the section's tables, and
+// --table the table whose medians the points repeat.
+//
 // collect parses the step outputs in --dir (startup_p*.txt, p2p.txt, rma.txt,
-// allreduce.txt: their Markdown tables and the startup lines) into a Report: the machine,
-// the run, and a section per comparison, each a title, an introduction, tables (columns,
-// rows with values, ratios and targets), raw samples and charts. --section adds a
-// section given as JSON. page renders the Report through the embedded page.md.tmpl; the
-// package's tests check that the committed page is exactly that rendering.
+// allreduce.txt: their Markdown tables, the startup lines and the lines "load average at
+// the start: ..." and "... at the end: ...") into a Report: the machine, the run, and a
+// section per comparison, each a title, an introduction, the load at the start and the
+// end of its step, tables (columns, rows with values, ratios and targets), raw samples
+// and charts. --section adds a section given as JSON (with its "load"). --chart
+// ID:FILE:ALT adds the chart whose points svg --json wrote to --dir's chart_NAME.json.
+//
+// page renders the Report through the embedded page.md.tmpl and draws every chart from
+// it into the directory of --out: a stored chart from its points, the others (startup,
+// launchers, Allreduce latency, sockets, halo, overlap, scale) from their section's
+// tables and samples, so that a chart and its table show the same medians. A stored
+// chart that names a table and disagrees with it is an error. Where MPICH ran more ranks
+// than the cores, its cells give no ratio and a target against them is not judged; a
+// footnote says why. A section without a recorded load says "not recorded". The
+// package's tests check that the committed page and charts are exactly that rendering.
 //
 // It is a single-goroutine command-line tool: it reads its inputs once and writes one
 // output.

@@ -14,7 +14,7 @@ import (
 // ratios and the target.
 func TestCollectHaloSection(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "benchmarks.json")
-	if err := run([]string{"collect", "--dir", "testdata", "--out", out, "--section", "testdata/halo.json"}, nil); err != nil {
+	if err := run([]string{"collect", "--dir", "testdata", "--cores", "2", "--out", out, "--section", "testdata/halo.json"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(out)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,13 +21,15 @@ func main() {
 	}
 }
 
-// options are the flags of both subcommands.
+// options are the flags of svg and table.
 type options struct {
 	series         []string
 	out, title     string
 	xlabel, ylabel string
 	x              string // the JSON field of the x axis
 	logy           bool
+	data           string // svg: the chart's points as JSON, for chart collect
+	source, table  string
 	sizes          []string
 	digits         int
 }
@@ -49,6 +52,9 @@ func run(args []string, stdout io.Writer) error {
 	fs := pflag.NewFlagSet("chart "+cmd, pflag.ContinueOnError)
 	fs.StringArrayVar(&o.series, "series", nil, "NAME=GLOB[@TABLE]:FIELD, repeated: one line or column each")
 	fs.StringVar(&o.out, "out", "", "svg: the SVG file to write (.png: a PNG preview)")
+	fs.StringVar(&o.data, "json", "", "svg: write the chart's points (the medians) as JSON to this file, for chart collect --chart")
+	fs.StringVar(&o.source, "source", "", "svg: the run the points come from, where it is not the run of the section's tables")
+	fs.StringVar(&o.table, "table", "", "svg: the title of the section's table that holds the same medians at the sizes both have")
 	fs.StringVar(&o.title, "title", "", "svg: chart title")
 	fs.StringVar(&o.xlabel, "xlabel", "message size (bytes)", "svg: x axis label")
 	fs.StringVar(&o.x, "x", "bytes", "the JSON field of the x axis (log2): bytes, or a count such as ranks")
@@ -78,8 +84,37 @@ func run(args []string, stdout io.Writer) error {
 		_, err = io.WriteString(stdout, markdown(ss, sizes, o.digits))
 		return err
 	}
-	if !strings.HasSuffix(o.out, ".svg") && !strings.HasSuffix(o.out, ".png") {
+	if o.out == "" && o.data == "" {
+		return errors.New("svg: --out FILE.svg (FILE.png for a preview) or --json FILE is needed")
+	}
+	if o.out != "" && !strings.HasSuffix(o.out, ".svg") && !strings.HasSuffix(o.out, ".png") {
 		return errors.New("svg: --out FILE.svg is needed (FILE.png for a preview)")
 	}
-	return drawSVG(ss, o)
+	ch := lineChart(ss, o)
+	if o.data != "" {
+		b, err := json.MarshalIndent(ch, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.data, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.out == "" {
+		return nil
+	}
+	return writeChart(ch, o.out)
+}
+
+// lineChart is the chart of ss that the svg flags describe.
+func lineChart(ss []series, o options) Chart {
+	ch := Chart{Title: o.title, XLabel: o.xlabel, YLabel: o.ylabel, X: o.x, LogY: o.logy, Source: o.source, Table: o.table}
+	for _, s := range ss {
+		cs := ChartSeries{Name: s.Name}
+		for _, x := range s.xs() {
+			cs.Points = append(cs.Points, Point{X: x, Y: s.Points[x]})
+		}
+		ch.Series = append(ch.Series, cs)
+	}
+	return ch
 }

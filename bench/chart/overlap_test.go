@@ -13,7 +13,7 @@ import (
 // met and one missed) and renders it: each row in its own unit, the targets beside.
 func TestCollectOverlapSection(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "benchmarks.json")
-	if err := run([]string{"collect", "--dir", "testdata", "--out", out, "--section", "testdata/overlap.json"}, nil); err != nil {
+	if err := run([]string{"collect", "--dir", "testdata", "--cores", "2", "--out", out, "--section", "testdata/overlap.json"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(out)

@@ -42,9 +42,17 @@ type Section struct {
 	Title   string    `json:"title"`
 	Intro   string    `json:"intro,omitempty"`
 	Failed  string    `json:"failed,omitempty"` // why the step left no result
+	Load    *Load     `json:"load,omitempty"`   // nil: not recorded
 	Samples []Samples `json:"samples,omitempty"`
 	Tables  []Table   `json:"tables"`
 	Charts  []Chart   `json:"charts,omitempty"`
+}
+
+// Load is the machine's load average (over 1, 5 and 15 min) when a step started and
+// when it ended, as its script read /proc/loadavg. A nil end: the step stopped early.
+type Load struct {
+	Start []float64 `json:"start,omitempty"`
+	End   []float64 `json:"end,omitempty"`
 }
 
 // Samples are every measurement of one figure and their median.
@@ -55,10 +63,42 @@ type Samples struct {
 	Median float64   `json:"median"`
 }
 
-// Chart is an SVG drawn by chart svg, its path relative to docs/.
+// Chart is an SVG of a section, its path relative to docs/, and the points it draws.
+// chart page draws it from these points; a chart without series has no points in the
+// report, and the page says so instead of showing it. Points on a log2 axis (X "bytes"
+// or a count such as "ranks") make lines; without X each point's X is the index of one
+// of Categories and the chart draws bars.
 type Chart struct {
-	File string `json:"file"`
-	Alt  string `json:"alt"`
+	File       string        `json:"file"`
+	Alt        string        `json:"alt"`
+	Title      string        `json:"title,omitempty"`
+	XLabel     string        `json:"xlabel,omitempty"`
+	YLabel     string        `json:"ylabel,omitempty"`
+	X          string        `json:"x,omitempty"`
+	LogY       bool          `json:"logy,omitempty"`
+	Categories []string      `json:"categories,omitempty"`
+	Series     []ChartSeries `json:"series,omitempty"`
+	// Table is the title of the section's table whose medians the points repeat at
+	// the sizes they share; the page refuses a chart that disagrees with it.
+	Table string `json:"table,omitempty"`
+	// Source names the run of the points where it is not the tables' run; the page
+	// prints it under the chart and the chart under its title.
+	Source string `json:"source,omitempty"`
+	Note   string `json:"note,omitempty"` // printed under the chart
+}
+
+// ChartSeries is one line or one bar of each category.
+type ChartSeries struct {
+	Name   string  `json:"name"`
+	Points []Point `json:"points"`
+}
+
+// Point is a median; Min and Max, where set, are the fastest and the slowest sample.
+type Point struct {
+	X   float64  `json:"x"`
+	Y   float64  `json:"y"`
+	Min *float64 `json:"min,omitempty"`
+	Max *float64 `json:"max,omitempty"`
 }
 
 // Table has a row per figure (or size) and a value column per system. The ratios of a
@@ -111,6 +151,18 @@ func (rep *Report) validate() error {
 		for _, t := range s.Tables {
 			if err := t.validate(); err != nil {
 				return fmt.Errorf("report: section %s: %w", s.ID, err)
+			}
+		}
+		if l := s.Load; l != nil && (len(l.Start) != 0 && len(l.Start) != 3 || len(l.End) != 0 && len(l.End) != 3) {
+			return fmt.Errorf("report: section %s: a load is three numbers", s.ID)
+		}
+		for _, c := range s.Charts {
+			for _, ss := range c.Series {
+				for _, p := range ss.Points {
+					if c.X == "" && (p.X < 0 || int(p.X) >= len(c.Categories)) {
+						return fmt.Errorf("report: section %s, chart %s: series %q has no category %v", s.ID, c.File, ss.Name, p.X)
+					}
+				}
 			}
 		}
 	}

@@ -10,10 +10,11 @@
 # computation at 2 ranks (compare-overlap.sh, a section JSON too), one job at 8 to 256 ranks on this host
 # (compare-scale.sh, SCALE_REPS repetitions; a section JSON too), plus one sweep over sizes
 # of the point-to-point and RMA twins for the charts. Every step's
-# output goes to OUT (results/compare), with the run's machine and times in OUT/run.env;
-# the charts (SVG, drawn by bench/chart) to docs/charts. Then `chart collect` parses the
-# step outputs into docs/benchmarks.json and `chart page` renders docs/benchmarks.md
-# from it: the page is never edited by hand. RENDER_ONLY=1 skips the measurements and
+# output goes to OUT (results/compare), with the run's machine and times in OUT/run.env,
+# and each step records the load average at its start and end. Then `chart collect`
+# parses the step outputs and the charts' points (OUT/chart_*.json) into
+# docs/benchmarks.json, and `chart page` renders docs/benchmarks.md and draws
+# docs/charts/*.svg from it: the page is never edited by hand. RENDER_ONLY=1 skips the measurements and
 # renders the last run's outputs in OUT again (after a change of the template or of a
 # parser). Benchmarks run under flock /tmp/gorma-bench.lock (the step scripts take it
 # per repetition themselves).
@@ -92,37 +93,18 @@ if [[ ${RENDER_ONLY:-0} != 1 ]]; then measure; fi
 # shellcheck source=/dev/null
 source "$out/run.env"
 
-chart() { bin/chart svg "$@" || echo "compare-all: chart $*: failed" >&2; }
-chart --out "$charts/p2p_latency.svg" --title "Point-to-point half round trip, 2 ranks" --ylabel "latency (us)" --logy \
+# The sweeps' points (medians over one run each), for chart collect --chart; chart page
+# draws every chart, the sockets and scale ones from their sections' tables.
+sweep="one sweep of each program, 2000 operations a size, a run apart from the tables"
+chart() { bin/chart svg --source "$sweep" "$@" || echo "compare-all: chart $*: failed" >&2; }
+chart --json "$out/chart_p2p_latency.json" --title "Point-to-point half round trip, 2 ranks" --ylabel "latency (us)" --logy \
 	--series "gorma=$out/pp_gorma.json@latency:latency_us" --series "Open MPI=$out/pp_ompi.txt@latency:2" --series "MPICH=$out/pp_mpich.txt@latency:2"
-chart --out "$charts/p2p_bandwidth.svg" --title "Point-to-point bandwidth (window of 64), 2 ranks" --ylabel "bandwidth (MB/s)" \
+chart --json "$out/chart_p2p_bandwidth.json" --title "Point-to-point bandwidth (window of 64), 2 ranks" --ylabel "bandwidth (MB/s)" \
 	--series "gorma=$out/pp_gorma.json@bandwidth:MB_per_s" --series "Open MPI=$out/pp_ompi.txt@bandwidth:2" --series "MPICH=$out/pp_mpich.txt@bandwidth:2"
-chart --out "$charts/rma_put_latency.svg" --title "Put + Flush (LockAll), 2 ranks" --ylabel "latency (us, median)" --logy \
+chart --json "$out/chart_rma_put_latency.json" --title "Put + Flush (LockAll), 2 ranks" --ylabel "latency (us, median)" --logy \
 	--series "gorma=$out/rma_gorma.json@put_lat.lock_all:median_us" --series "Open MPI osc/sm=$out/rma_ompi.txt@put_lat.lock_all:3" --series "MPICH=$out/rma_mpich.txt@put_lat.lock_all:3"
-chart --out "$charts/rma_put_bandwidth.svg" --title "Put bandwidth (64 Puts + Flush), 2 ranks" --ylabel "bandwidth (MB/s)" \
+chart --json "$out/chart_rma_put_bandwidth.json" --title "Put bandwidth (64 Puts + Flush), 2 ranks" --ylabel "bandwidth (MB/s)" \
 	--series "gorma=$out/rma_gorma.json@put_bw:MB_per_s" --series "Open MPI osc/sm=$out/rma_ompi.txt@put_bw:3" --series "MPICH=$out/rma_mpich.txt@put_bw:3"
-
-sockets=()
-for t in gorma-shm gorma-tcp unix tcp shmipc; do
-	if [[ -s $out/sockets_$t.json ]]; then sockets+=(--series "$t=$out/sockets_$t.json@pingpong:median_us"); fi
-done
-if ((${#sockets[@]})); then
-	chart --out "$charts/sockets_rtt.svg" --title "net.Conn round trip, two processes" --ylabel "round trip (us, median)" --logy "${sockets[@]}"
-fi
-
-scale=()
-for s in gorma ompi mpich; do
-	f=$out/scale_chart_$s.json
-	if [[ -s $f ]]; then scale+=("$(jq -r .system "$f")=$f@scale"); fi
-done
-if ((${#scale[@]})); then
-	for fig in "shm|shared memory per host (MB)|scale_shm" "wall|job wall time, launch to exit (s)|scale_wall"; do
-		IFS='|' read -r field ylabel file <<<"$fig"
-		series=()
-		for x in "${scale[@]}"; do series+=(--series "$x:$field"); done
-		chart --out "$charts/$file.svg" --title "One job on one host, oversubscribed" --ylabel "$ylabel" --logy --x ranks --xlabel ranks "${series[@]}"
-	done
-fi
 
 intro() { printf -- '--intro\0%s=%s\0' "$1" "$2"; }
 mapfile -d '' intros < <(
@@ -135,18 +117,12 @@ extra=()
 for f in launchers sockets halo overlap scale; do
 	if [[ -s $out/$f.json ]]; then extra+=(--section "$out/$f.json"); fi
 done
-section_charts=()
-if [[ -s $out/sockets.json ]]; then section_charts=(--chart "sockets:charts/sockets_rtt.svg:net.Conn round trip"); fi
-if [[ -s $out/scale.json ]]; then
-	section_charts+=(--chart "scale:charts/scale_shm.svg:shared memory per host against ranks" --chart "scale:charts/scale_wall.svg:job wall time against ranks")
-fi
 bin/chart collect --dir "$out" --out "$json" "${intros[@]}" "${extra[@]}" \
 	--cpu "$cpu" --kernel "$kernel" --go "$gover" --openmpi "$ompi" --mpich "$mpich" \
 	--start "$start" --duration "$secs" --reps "$reps" --load-start "$load0" --load-end "$load1" \
 	--chart "p2p:charts/p2p_latency.svg:point-to-point latency" --chart "p2p:charts/p2p_bandwidth.svg:point-to-point bandwidth" \
 	--chart "rma:charts/rma_put_latency.svg:Put latency" --chart "rma:charts/rma_put_bandwidth.svg:Put bandwidth" \
 	--chart "allreduce:charts/allreduce_p2_latency.svg:Allreduce latency, 2 ranks" --chart "allreduce:charts/allreduce_p2_busbw.svg:Allreduce bus bandwidth, 2 ranks" \
-	--chart "allreduce:charts/allreduce_p4_latency.svg:Allreduce latency, 4 ranks" --chart "allreduce:charts/allreduce_p4_busbw.svg:Allreduce bus bandwidth, 4 ranks" \
-	"${section_charts[@]}"
-bin/chart page --in "$json" --out "$doc"
+	--chart "allreduce:charts/allreduce_p4_latency.svg:Allreduce latency, 4 ranks" --chart "allreduce:charts/allreduce_p4_busbw.svg:Allreduce bus bandwidth, 4 ranks"
+bin/chart page --in "$json" --out "$doc" # and every chart, into docs/charts
 echo "compare-all: done in $((secs / 60)) min $((secs % 60)) s; wrote $json, $doc and $charts/*.svg" >&2

@@ -7,7 +7,9 @@
 # from 64 KiB. Each repetition runs every
 # configuration once, under flock /tmp/gorma-bench.lock, so a change of the machine's
 # speed state hits all of them; every run writes its JSON to OUT. Then bench/chart
-# prints the medians over the repetitions (Markdown) and draws docs/charts/allreduce_*.svg.
+# prints the medians over the repetitions (Markdown) and draws docs/charts/allreduce_*.svg,
+# their points to OUT/chart_allreduce_*.json (chart collect --chart). The first and the
+# last line of the output give the load average at the start and at the end.
 # Sizes: powers of two from 8 B to 64 MiB plus 24 MiB (the target compares 64 MiB with
 # 24 MiB). --size-time caps each size's measured calls (MPICH busy-polls: with 4 ranks on
 # 2 cores one call can take milliseconds).
@@ -26,6 +28,7 @@ charts=${CHARTS:-docs/charts}
 for tool in mpirun.openmpi mpicc.openmpi; do
 	command -v "$tool" >/dev/null || { echo "compare-allreduce: $tool missing: apt-get install openmpi-bin libopenmpi-dev" >&2; exit 2; }
 done
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)" # chart collect reads both load lines
 mkdir -p bin "$out" "$charts"
 CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/allreducebench
 go build -o bin/chart ./bench/chart
@@ -96,6 +99,9 @@ for p in $nps; do
 	echo
 	bin/chart table --sizes 64K,1M,16M,24M,64M "${fr[@]}"
 	mapfile -d '' frl < <(series "gorma, fresh buffers" gormafresh busbw_GBps; series "gorma, fresh scratch" gormascratch busbw_GBps)
-	bin/chart svg --out "$charts/allreduce_p${p}_latency.svg" --title "Allreduce (float64 sum), $p ranks on $(nproc) cores" --ylabel "latency (us)" --logy "${lat[@]}"
-	bin/chart svg --out "$charts/allreduce_p${p}_busbw.svg" --title "Allreduce (float64 sum), $p ranks on $(nproc) cores" --ylabel "bus bandwidth (GB/s)" "${bw[@]}" "${frl[@]}"
+	bin/chart svg --out "$charts/allreduce_p${p}_latency.svg" --json "$out/chart_allreduce_p${p}_latency.json" --table "Allreduce, $p ranks: latency" \
+		--title "Allreduce (float64 sum), $p ranks on $(nproc) cores" --ylabel "latency (us)" --logy "${lat[@]}"
+	bin/chart svg --out "$charts/allreduce_p${p}_busbw.svg" --json "$out/chart_allreduce_p${p}_busbw.json" \
+		--title "Allreduce (float64 sum), $p ranks on $(nproc) cores" --ylabel "bus bandwidth (GB/s)" "${bw[@]}" "${frl[@]}"
 done
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -27,6 +27,7 @@ lock=${LOCK:-/tmp/gorma-bench.lock}
 run_timeout=${RUN_TIMEOUT:-120}
 ((${#iters[@]} == ${#sizes[@]})) || { echo "compare-halo: ITERS needs one count per size in SIZES" >&2; exit 2; }
 command -v jq >/dev/null || { echo "compare-halo: jq missing: apt-get install jq" >&2; exit 2; }
+load0=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',') # the section's load at the start; the end is read when it is written
 
 mkdir -p bin
 CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/halobench
@@ -118,9 +119,10 @@ for c in ompi mpich; do [[ " ${systems[*]} " == *" $c "* ]] || missing+="${missi
 intro="\`apps/halobench\` against \`bench/mpi/halobench.c\` (\`scripts/compare-halo.sh\`), 2 ranks: each owns an N x N float64 matrix with a ghost column on each side, and one exchange sends both boundary columns to the neighbour and receives both ghosts, with a column type (\`datatype.Vector[float64](N, 1, N+2)\` and \`runtime.SendrecvType\`; \`MPI_Type_vector\` and \`MPI_Sendrecv\`). \"gorma --manual\" (\`apps/halobench --manual\`) packs the columns by hand into contiguous slices and sends them with \`runtime.Sendrecv\`. Mean time of one exchange, $(IFS=/; echo "${iters[*]}") timed exchanges a run (by size); medians of $reps repetitions, each running every system once per size, in a rotating order; every run is in \`results/compare/halo.txt\`.${missing:+ Not in this run: $missing.}"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
-jq -n --arg intro "$intro" --argjson rows "[$(IFS=,; echo "${rows[*]}")]" \
+load="{\"start\": [$load0], \"end\": [$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',')]}"
+jq -n --arg intro "$intro" --argjson load "$load" --argjson rows "[$(IFS=,; echo "${rows[*]}")]" \
 	--argjson cols "$(printf '%s\n' "${col_names[@]}" | jq -R . | jq -s .)" \
-	'{id: "halo", title: "Halo column exchange with a vector datatype, 2 ranks", intro: $intro,
+	'{id: "halo", title: "Halo column exchange with a vector datatype, 2 ranks", intro: $intro, load: $load,
 	  tables: [{title: "One exchange", key: "matrix", unit: "us", better: "lower", columns: $cols, rows: $rows}]}' >"$tmp"
 mkdir -p "$(dirname "$json")"
 cp "$tmp" "$json" # whole or not at all: chart collect rejects a cut document

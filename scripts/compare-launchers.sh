@@ -33,6 +33,7 @@ cleanup() {
 trap cleanup EXIT
 
 command -v mpicc.mpich >/dev/null || { echo "compare-launchers: mpicc.mpich missing: apt-get install mpich libmpich-dev" >&2; exit 2; }
+load0=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',') # the section's load at the start; the end is read when it is written
 mkdir -p bin "$(dirname "$json")"
 CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/hello
 mpicc.mpich -O2 -o bin/hello_mpich bench/mpi/hello.c
@@ -151,6 +152,7 @@ fi
 {
 	printf '{\n"id": "launchers",\n"title": "Startup under Slurm, Hydra and golaunch",\n'
 	printf '"intro": %s,\n' "$(jstr "\`scripts/compare-launchers.sh\`: the wall time of a whole hello job, gorma's ranks (\`apps/hello\`) against MPICH's (\`bench/mpi/hello.c\` built with \`mpicc.mpich\`) under each launcher: \`srun --mpi=pmi2\` on a one-node Slurm (\`scripts/slurm-local.sh\`), MPICH's \`mpiexec.hydra\` and \`golaunch\`. Medians of $runs repetitions, each running every cell once, in turn; the spread is every run below. A run counts only when its ranks formed one world.")"
+	printf '"load": {"start": [%s], "end": [%s]},\n' "$load0" "$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',')"
 	printf '"samples": [\n'
 	sep=""
 	for n in "${ns[@]}"; do

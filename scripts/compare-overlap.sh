@@ -31,6 +31,7 @@ iters=${ITERS:-20}
 lock=${LOCK:-/tmp/gorma-bench.lock}
 run_timeout=${RUN_TIMEOUT:-120}
 command -v jq >/dev/null || { echo "compare-overlap: jq missing: apt-get install jq" >&2; exit 2; }
+load0=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',') # the section's load at the start; the end is read when it is written
 
 mkdir -p bin
 CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/allreducebench
@@ -136,9 +137,10 @@ for c in ompi mpich; do [[ " ${systems[*]} " == *" $c "* ]] || missing+="${missi
 intro="\`apps/allreducebench --test overlap\` against \`bench/mpi/allreducebench.c\` (\`scripts/compare-overlap.sh\`), 2 ranks, $size float64 sum: \`collectives.Iallreduce\` (\`MPI_Iallreduce\`), then a compute kernel (float64 arithmetic over a private array, calibrated in each run to take as long as that system's blocking Allreduce, and making no library call), then \`Wait\` (\`MPI_Wait\`); each iteration runs the Allreduce alone, the kernel alone and the overlapped pair in turn. Overlap is OSU's measure, (t_coll + t_comp - t_ovl) / min(t_coll, t_comp): 100 % hides the collective entirely, 0 % is no better than the blocking sum. Each rank's mean of $iters timed iterations of each, averaged over the ranks; medians of $reps repetitions, each running every system once, in a rotating order; every run is in \`results/compare/overlap.txt\`.${missing:+ Not in this run: $missing.}"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
-jq -n --arg intro "$intro" --argjson rows "[$(IFS=,; echo "${rows[*]}")]" \
+load="{\"start\": [$load0], \"end\": [$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',')]}"
+jq -n --arg intro "$intro" --argjson load "$load" --argjson rows "[$(IFS=,; echo "${rows[*]}")]" \
 	--argjson cols "$(printf '%s\n' "${col_names[@]}" | jq -R . | jq -s .)" \
-	'{id: "overlap", title: "Nonblocking Allreduce beside a computation, 2 ranks", intro: $intro,
+	'{id: "overlap", title: "Nonblocking Allreduce beside a computation, 2 ranks", intro: $intro, load: $load,
 	  tables: [{title: "Iallreduce + compute", key: "figure", columns: $cols, rows: $rows}]}' >"$tmp"
 mkdir -p "$(dirname "$json")"
 cp "$tmp" "$json" # whole or not at all: chart collect rejects a cut document

@@ -18,7 +18,7 @@
 # of two apart in consecutive runs), so the median of three pairs would be a draw between
 # the two levels. The order within a tcp pair alternates.
 # The last lines are a Markdown table (figure | gorma | peer | ratio | target) that
-# bench/chart collect parses.
+# bench/chart collect parses, and the load average at the end (the first line: at the start).
 # Usage: scripts/compare-p2p.sh [REPS]   (environment: TCP_REPS, LAT_ITERS, TCP_ITERS, BW_ITERS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +30,7 @@ bw_iters=${BW_ITERS:-500}      # bandwidth windows below 16 KiB; a fifth of that
 for tool in mpirun.openmpi mpicc.openmpi; do
 	command -v "$tool" >/dev/null || { echo "compare-p2p: $tool missing: apt-get install openmpi-bin libopenmpi-dev" >&2; exit 2; }
 done
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)" # chart collect reads both load lines
 mkdir -p bin
 CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/pingpong ./apps/verbsperf
 mpicc.openmpi -O2 -o bin/pingpong_mpi bench/mpi/pingpong.c
@@ -85,3 +86,4 @@ if ((mpich)); then
 	awk -v g="$glm" -v p="$hlm" 'BEGIN {printf "| %-38s | %9.3f us | %9.3f us | %7.2fx | %-18s |\n", "8 B half RTT, shm vs MPICH", g, p, g / p, "<= 1.00x " (g <= p ? "ok" : "MISS")}'
 	awk -v g="$gbm" -v p="$hbm" 'BEGIN {printf "| %-38s | %7.0f MB/s | %7.0f MB/s | %7.2fx | %-18s |\n", "1 MiB bandwidth, shm vs MPICH", g, p, g / p, ">= 1.00x " (g >= p ? "ok" : "MISS")}'
 fi
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -15,7 +15,8 @@
 #   Lock + Get + Unlock, target computing       under 5 us (median; the max is shown)
 # Open MPI 4.1.4's default component crashes (SIGSEGV at the target) in
 # MPI_Compare_and_swap, and osc/sm cannot MPI_Win_create: those runs skip the case.
-# The output (a Markdown table per case, then the targets) is what bench/chart collect parses.
+# The output (the load average at the start, a Markdown table per case, the targets, the
+# load average at the end) is what bench/chart collect parses.
 # Usage: scripts/compare-rma.sh [REPS]   (environment: TESTS, MAX_SIZE, ITERS, BUSY)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,7 @@ busy=${BUSY:-200ms}
 for tool in mpirun.openmpi mpicc.openmpi; do
 	command -v "$tool" >/dev/null || { echo "compare-rma: $tool missing: apt-get install openmpi-bin libopenmpi-dev" >&2; exit 2; }
 done
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)" # chart collect reads both load lines
 read -r load1 _ < /proc/loadavg
 if awk -v l="$load1" -v n="$(nproc)" 'BEGIN {exit !(l >= n / 2)}'; then
 	echo "compare-rma: WARNING: load average $load1 on $(nproc) cores: other work shares the machine, read the ratios, not the figures" >&2
@@ -131,3 +133,4 @@ target "Allocate + Free 1 MiB, not zeroed (peer: osc/sm)" "$(fig gorma alloc_fre
 target "Allocate + Free 1 MiB, zeroed (gorma's default)" "$(fig gorma alloc_free.allocate 1048576)" "" ref
 target "busy target Lock+Get+Unlock, median (peer: ompi)" "$(fig gorma busy_get 8)" "$(fig ompi busy_get 8)" "abs:5"
 target "busy target Lock+Get+Unlock, max (peer: ompi)" "$(fig gorma busy_get.max 8)" "$(fig ompi busy_get.max 8)" "abs:5"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -42,6 +42,7 @@ lock=${LOCK:-/tmp/gorma-bench.lock}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 command -v jq >/dev/null || { echo "compare-scale: jq missing: apt-get install jq" >&2; exit 2; }
+load0=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',') # the section's load at the start; the end is read when it is written
 
 failed=$out/scale_failed.txt
 retried=$out/scale_retried.txt # the cells RETRY_FAILED ran again, and why they had failed
@@ -262,6 +263,9 @@ fi
 {
 	printf '{\n"id": "scale",\n"title": "Scale: one job at %s ranks on one host",\n' "$(IFS=,; echo "${ns[*]}" | sed 's/,/, /g')"
 	printf '"intro": %s,\n' "$(jstr "\`apps/scalebench\` against \`bench/mpi/scalebench.c\` (\`scripts/compare-scale.sh\`), oversubscribed on $(nproc) cores; per job: Init, $iters Barriers and Allreduces of 8 B, $big_iters of 1 MiB, a window of $win per rank (allocate, fill, Fence), the peak point, Free. Job wall: launch to the launcher's exit; startup: launch to the last rank out of Init; Allreduce: the slowest rank's mean per call; shm: the host's /proc/meminfo Shmem at the peak point (every rank holding a Barrier) less its value before the launch; fds and RssAnon (private memory, shared pages not counted): the median rank at the peak point (VmHWM is in the JSON). Medians of $reps repetition(s), each running every cell once, in turn; a cell that failed or timed out is '-'.$note")"
+	if ((!report_only)); then # REPORT_ONLY measures nothing: no load of its own to give
+		printf '"load": {"start": [%s], "end": [%s]},\n' "$load0" "$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',')"
+	fi
 	printf '"tables": [\n'
 	table "Scale: time (lower is better)" wall startup ar8 -- startup:"<":1.00:ompi startup:"<":1.00:mpich ar8:"<":1.00:ompi ar8:"<":1.00:mpich
 	printf ',\n'

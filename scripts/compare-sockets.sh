@@ -17,7 +17,7 @@
 # the same as a section of docs/benchmarks.json to JSON (default
 # results/compare/sockets.json), which `chart collect --section` appends
 # (compare-all.sh), and each transport's last sockbench JSON beside it
-# (sockets_TRANSPORT.json, the chart's input).
+# (sockets_TRANSPORT.json).
 # Usage: scripts/compare-sockets.sh [REPS]   (environment: JSON, TRANSPORTS, ITERS=5000,
 #        STREAM_BYTES=64M, STREAM_REPS=3, DURATION=500ms, RUN_TIMEOUT=300 seconds a program)
 set -euo pipefail
@@ -33,6 +33,7 @@ lock=/tmp/gorma-bench.lock
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 command -v jq >/dev/null || { echo "compare-sockets: jq missing: apt-get install jq" >&2; exit 2; }
+load0=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',') # the section's load at the start; the end is read when it is written
 
 mkdir -p bin "$out"
 CGO_ENABLED=0 go build -o bin/ ./apps/sockbench
@@ -181,6 +182,7 @@ if ((${#missing[@]})); then note="Not in this run: ${missing[*]}."; fi
 {
 	printf '{\n"id": "sockets",\n"title": "net.Conn: gorma'"'"'s sockets, Unix and TCP sockets, shmipc-go",\n'
 	printf '"intro": %s,\n' "$(jstr "\`apps/sockbench\` and \`bench/sockpeers\` (shmipc-go, and gRPC over every transport) between two processes (\`scripts/compare-sockets.sh\`): round trips (median of $iters at up to 4 KiB, fewer above), one-way streams of $stream_bytes bytes (median of $stream_reps), connections for $duration, HTTP requests for $duration after a 1 s warm-up (every connection's buffers in use). Medians of $reps repetitions, each running every transport once, in turn; every repetition is in \`results/compare/sockets.txt\`. gorma-tcp is a TCP listener whose gorma dialers on the same host get shm; shmipc's Dial opens a stream of one shared link, without a round trip.${note:+ $note}")"
+	printf '"load": {"start": [%s], "end": [%s]},\n' "$load0" "$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',')"
 	printf '"tables": [\n'
 	table "Round trip" us lower rt64 rt4k rt64k rt1m grpc
 	printf ',\n'

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Startup wall time, side by side in one run: golaunch -n N apps/hello against Open MPI's
 # mpirun -n N of its C twin (bench/mpi/hello.c), and MPICH's mpiexec when mpicc.mpich is
-# installed. Prints each run's milliseconds, the medians and the ratios (bench/chart
-# collect parses these lines). Needs openmpi-bin and
+# installed. Prints each run's milliseconds, the medians and the ratios, between the
+# load average at the start and at the end (bench/chart collect parses these lines). Needs openmpi-bin and
 # libopenmpi-dev (apt-get install openmpi-bin libopenmpi-dev); Debian's mpicc and mpirun
 # point to one MPI, so the Open MPI tools are named explicitly (mpicc.openmpi).
 # Usage: scripts/compare-startup.sh [N] [RUNS]
@@ -13,6 +13,7 @@ runs=${2:-15}
 for tool in mpirun.openmpi mpicc.openmpi; do
 	command -v "$tool" >/dev/null || { echo "compare-startup: $tool missing: apt-get install openmpi-bin libopenmpi-dev" >&2; exit 2; }
 done
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)" # chart collect reads both load lines
 mkdir -p bin
 CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/hello
 mpicc.openmpi -O2 -o bin/hello_mpi bench/mpi/hello.c
@@ -49,3 +50,4 @@ if ((mpich)); then
 	echo "mpiexec.mpich -n $n hello_mpich: ${h[*]} ms; median $hm ms"
 	awk -v g="$gm" -v m="$hm" 'BEGIN {printf "ratio golaunch/mpiexec.mpich: %.2f (target <= 1.00x %s)\n", g / m, (g <= m ? "ok" : "MISS")}'
 fi
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -10,6 +10,10 @@ BENCHTIME ?= 1s
 BENCH_OUT ?= results
 BENCH_PKGS ?= ./...
 TEST_TIMEOUT ?= 18m
+# stress-ci: CPU burners beside `make test`, the slack its budgets get, and its go test timeout.
+STRESS_BURNERS ?= 20
+STRESS_SLACK ?= 10
+STRESS_TIMEOUT ?= 150m
 # The multi-host tests (agents in network namespaces, memberlist failure detection tuned
 # to about a second) run after the other packages, not beside them: on 2 cores the
 # parallel race-detector builds and tests of the others can delay an agent's answers
@@ -19,7 +23,7 @@ GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
 STATICCHECK ?= $(GOBIN_DIR)/staticcheck
 
 .DEFAULT_GOAL := help
-.PHONY: help run run-verbs build test race lint lint-fast fuzz bench compare soak clean
+.PHONY: help run run-verbs build test stress-ci race lint lint-fast fuzz bench compare soak clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -34,9 +38,20 @@ run: build ## 4 ranks of apps/hello through golaunch on this host
 run-verbs: build ## two-process transport benchmark, a few seconds: verbsperf --quick on shm and tcp
 	$(BIN)/verbsperf --provider all --quick
 
-test: lint-fast ## vet + gofmt check, then every test with the race detector (well under 20 min)
-	$(GO) test -race -timeout $(TEST_TIMEOUT) -skip '$(NETNS_TESTS)' $(PKGS)
-	$(GO) test -race -timeout $(TEST_TIMEOUT) -run '$(NETNS_TESTS)' ./launcher/
+# Every step of test runs; the target fails at the end, naming the steps that failed.
+test: ## vet + gofmt check, then every test with the race detector (well under 20 min); every step runs
+	@failed=""; \
+	step() { name=$$1; shift; echo "$$*"; "$$@" || failed="$$failed $$name"; }; \
+	step lint-fast $(MAKE) --no-print-directory lint-fast; \
+	step tests $(GO) test -race -timeout $(TEST_TIMEOUT) -skip '$(NETNS_TESTS)' $(PKGS); \
+	step netns-tests $(GO) test -race -timeout $(TEST_TIMEOUT) -run '$(NETNS_TESTS)' ./launcher/; \
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed"; exit 1; fi
+
+stress-ci: ## `make test` beside STRESS_BURNERS (20) CPU burners, load ~20, budgets scaled by GORMA_TEST_SLACK=STRESS_SLACK (10)
+	@pids=""; trap 'kill $$pids 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
+	for i in $$(seq $(STRESS_BURNERS)); do yes >/dev/null & pids="$$pids $$!"; done; \
+	echo "stress-ci: $(STRESS_BURNERS) burners, GORMA_TEST_SLACK=$(STRESS_SLACK)"; \
+	GORMA_TEST_SLACK=$(STRESS_SLACK) $(MAKE) --no-print-directory test TEST_TIMEOUT=$(STRESS_TIMEOUT)
 
 race: ## every test with the race detector, each run twice, uncached
 	$(GO) test -race -count=2 -timeout 30m $(PKGS)

@@ -128,6 +128,7 @@ func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []in
 			e.localSize++
 		}
 	}
+	e.fitHost()
 	e.slots = slotsPerPeer(e.size - 1)
 	count := map[string]int{"shm": e.localSize - 1, "tcp": e.size - e.localSize}
 	return e.openDevices(count, e.deviceWait(count))

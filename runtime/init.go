@@ -24,6 +24,7 @@ const (
 	EnvProgress   = "GORMA_PROGRESS"    // spin, hybrid (default) or block
 	EnvEagerLimit = "GORMA_EAGER_LIMIT" // bytes; suffixes K and M (powers of 1024)
 	EnvSpin       = "GORMA_SPIN"        // hybrid mode's spin budget, a Go duration (default verbs.DefaultSpin)
+	EnvProcs      = "GORMA_PROCS"       // auto (default), go or a count: the rank's GOMAXPROCS (hostfit.go)
 	// EnvTCPCongestion is the TCP congestion control of the tcp transport's connections:
 	// cubic (the default, tcp.DefaultCongestion), system for the kernel's default, or
 	// another algorithm the kernel allows (tcp.Options.Congestion).
@@ -39,13 +40,16 @@ const (
 
 // config is what Init reads from the environment.
 type config struct {
-	progress  verbs.WaitMode // GORMA_PROGRESS
-	spin      time.Duration
-	eagerSHM  int
-	eagerTCP  int
-	tcpCC     string // GORMA_TCP_CONGESTION, "" for the provider's default
-	transport string // from the launch contract
-	tcpAddr   string
+	progress verbs.WaitMode // GORMA_PROGRESS
+	spin     time.Duration
+	procs    procsPolicy // GORMA_PROCS
+	// maxProcsSet is true when the GOMAXPROCS variable is set (GORMA_PROCS=auto leaves it).
+	maxProcsSet bool
+	eagerSHM    int
+	eagerTCP    int
+	tcpCC       string // GORMA_TCP_CONGESTION, "" for the provider's default
+	transport   string // from the launch contract
+	tcpAddr     string
 	// idleWatch is the rank's idle-role watch from the launch contract, until the tcp
 	// device takes it (openDevice); nil if none or taken.
 	idleWatch *idlewatch.Files
@@ -90,6 +94,11 @@ func readConfig(getenv func(string) string) (config, error) {
 		}
 		cfg.spin = d
 	}
+	var err error
+	if cfg.procs, err = parseProcs(getenv(EnvProcs)); err != nil {
+		return cfg, err
+	}
+	cfg.maxProcsSet = getenv("GOMAXPROCS") != ""
 	if v := getenv(EnvEagerLimit); v != "" {
 		n, err := parseSize(v)
 		if err != nil || n > maxEagerLimit {
@@ -248,6 +257,7 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 	if c.HostCPUs > 0 {
 		e.ncpu = c.HostCPUs
 	}
+	e.fitHost()
 	e.pm, e.secret = client, client.Info().Secret
 	err = e.connect(ctx, identityWith(o.hostSalt))
 	closeIdleWatch(e.cfg.idleWatch) // not taken: no tcp device

@@ -69,6 +69,9 @@
 // test ("#bytes iterations avg_us min_us max_us algbw_GB/s busbw_GB/s"; for overlap
 // "#bytes iterations coll_us comp_us ovl_us sum_us overlap_% passes"), at rank 0;
 // --json prints one JSON document instead, --json=FILE writes it to FILE beside the text.
+// Each JSON row also holds vcsw_per_call and ivcsw_per_call: the process's voluntary and
+// involuntary context switches (getrusage, every thread's) per timed call, averaged over
+// the ranks; the JSON's gomaxprocs is rank 0's GOMAXPROCS after Init (GORMA_PROCS).
 // --cpuprofile FILE writes a CPU profile of each rank to FILE.RANK (go tool pprof).
 // bench/mpi/allreducebench.c is the C twin (same flags but --scratch and --cpuprofile,
 // method, output and JSON);

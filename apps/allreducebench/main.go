@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"time"
@@ -101,18 +102,20 @@ func main() { benchkit.Main("allreducebench", os.Args[1:], parseFlags, run) }
 
 // report is the JSON document; bench/mpi/allreducebench.c writes the same shape.
 type report struct {
-	Benchmark string       `json:"benchmark"`
-	System    string       `json:"system"`
-	Ranks     int          `json:"ranks"`
-	Hosts     []string     `json:"hosts"`
-	Transport string       `json:"transport"`
-	Algorithm string       `json:"algorithm"`
-	Progress  string       `json:"progress"`
-	Fresh     bool         `json:"fresh"`
-	Scratch   string       `json:"scratch"`
-	Allreduce []row        `json:"allreduce,omitempty"`
-	Barrier   []row        `json:"barrier,omitempty"`
-	Overlap   []overlapRow `json:"overlap,omitempty"`
+	Benchmark string   `json:"benchmark"`
+	System    string   `json:"system"`
+	Ranks     int      `json:"ranks"`
+	Hosts     []string `json:"hosts"`
+	Transport string   `json:"transport"`
+	Algorithm string   `json:"algorithm"`
+	Progress  string   `json:"progress"`
+	Fresh     bool     `json:"fresh"`
+	Scratch   string   `json:"scratch"`
+	// GOMAXPROCS is rank 0's, after Init applied GORMA_PROCS.
+	GOMAXPROCS int          `json:"gomaxprocs"`
+	Allreduce  []row        `json:"allreduce,omitempty"`
+	Barrier    []row        `json:"barrier,omitempty"`
+	Overlap    []overlapRow `json:"overlap,omitempty"`
 }
 
 // row is one size's figures: latency in microseconds over the ranks, bandwidth in GB/s.
@@ -124,6 +127,10 @@ type row struct {
 	MaxUS      float64 `json:"max_us"`
 	AlgBW      float64 `json:"algbw_GBps,omitempty"`
 	BusBW      float64 `json:"busbw_GBps,omitempty"`
+	// VCSW and IVCSW are the process's voluntary and involuntary context switches (every
+	// thread's, getrusage) per timed call, averaged over the ranks.
+	VCSW  float64 `json:"vcsw_per_call"`
+	IVCSW float64 `json:"ivcsw_per_call"`
 }
 
 func run(ctx context.Context, o options) error {
@@ -185,7 +192,7 @@ func setScratch(o options) (collectives.Scratch, error) {
 func newReport(w *runtime.World, o options, scratch collectives.Scratch) report {
 	rep := report{Benchmark: "allreducebench", System: "gorma", Ranks: w.Size(),
 		Algorithm: os.Getenv(collectives.EnvAllreduce), Progress: os.Getenv(runtime.EnvProgress), Fresh: o.fresh,
-		Scratch: scratch.String()}
+		Scratch: scratch.String(), GOMAXPROCS: goruntime.GOMAXPROCS(0)}
 	hosts := map[string]bool{}
 	for r := range w.Size() {
 		if h := w.HostOf(r); !hosts[h] {

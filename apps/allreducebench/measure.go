@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"syscall"
 	"time"
 
 	"github.com/gorma-hpc/gorma/collectives"
@@ -190,6 +191,7 @@ func allreduceSize(ctx context.Context, w *runtime.World, o options, b *buffers,
 		return row{}, err
 	}
 	var total time.Duration
+	cs := switches()
 	for range iters {
 		d, err := call()
 		if err != nil {
@@ -200,7 +202,7 @@ func allreduceSize(ctx context.Context, w *runtime.World, o options, b *buffers,
 	if err := check(recv, b.size); err != nil {
 		return row{}, fmt.Errorf("wrong result: %w", err)
 	}
-	r, err := reduceRow(ctx, w, total, iters)
+	r, err := reduceRow(ctx, w, total, iters, cs)
 	r.Bytes = size
 	if r.AvgUS > 0 {
 		r.AlgBW = float64(size) / r.AvgUS / 1e3
@@ -225,11 +227,26 @@ func capIters(ctx context.Context, w *runtime.World, o options, iters int, warm 
 	return iters, nil
 }
 
-// reduceRow turns this rank's total over iters calls into the row of figures over the
-// ranks (complete at every rank).
-func reduceRow(ctx context.Context, w *runtime.World, total time.Duration, iters int) (row, error) {
+// switches reads the process's context switches so far (every thread's): voluntary,
+// then involuntary.
+func switches() [2]float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return [2]float64{}
+	}
+	return [2]float64{float64(ru.Nvcsw), float64(ru.Nivcsw)}
+}
+
+// reduceRow turns this rank's total over iters calls, and its context switches since cs
+// (switches), into the row of figures over the ranks (complete at every rank).
+func reduceRow(ctx context.Context, w *runtime.World, total time.Duration, iters int, cs [2]float64) (row, error) {
+	now := switches()
 	us := float64(total.Nanoseconds()) / 1e3 / float64(iters)
+	sw := []float64{(now[0] - cs[0]) / float64(iters), (now[1] - cs[1]) / float64(iters)}
 	sum, lo, hi := []float64{us}, []float64{us}, []float64{us}
+	if err := collectives.Allreduce(ctx, w, nil, sw, collectives.Sum[float64]()); err != nil {
+		return row{}, err
+	}
 	if err := collectives.Allreduce(ctx, w, nil, sum, collectives.Sum[float64]()); err != nil {
 		return row{}, err
 	}
@@ -239,7 +256,8 @@ func reduceRow(ctx context.Context, w *runtime.World, total time.Duration, iters
 	if err := collectives.Allreduce(ctx, w, nil, hi, collectives.Max[float64]()); err != nil {
 		return row{}, err
 	}
-	return row{Iterations: iters, AvgUS: sum[0] / float64(w.Size()), MinUS: lo[0], MaxUS: hi[0]}, nil
+	n := float64(w.Size())
+	return row{Iterations: iters, AvgUS: sum[0] / n, MinUS: lo[0], MaxUS: hi[0], VCSW: sw[0] / n, IVCSW: sw[1] / n}, nil
 }
 
 // barrier measures Barrier as osu_barrier does.
@@ -271,9 +289,10 @@ func barrier(ctx context.Context, w *runtime.World, o options) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
+	cs := switches()
 	total, err := timed(iters)
 	if err != nil {
 		return row{}, err
 	}
-	return reduceRow(ctx, w, total, iters)
+	return reduceRow(ctx, w, total, iters, cs)
 }

@@ -27,11 +27,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 struct row {
 	long bytes;
 	int iters;
 	double avg, min, max, algbw, busbw;
+	double vcsw, ivcsw; /* context switches per timed call, averaged over the ranks */
 };
 
 static int rank, nranks, fresh, polls;
@@ -86,6 +88,27 @@ static int cap_iters(int it, double warm, int warmup) {
 	MPI_Allreduce(MPI_IN_PLACE, &per, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 	if (per > 0 && size_time / per < it) it = imax((int)(size_time / per), 3);
 	return it;
+}
+
+/* csw reads the process's context switches so far (every thread's): voluntary in v[0],
+ * involuntary in v[1] */
+static void csw(double v[2]) {
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	v[0] = (double)ru.ru_nvcsw;
+	v[1] = (double)ru.ru_nivcsw;
+}
+
+/* reduce_cs turns this rank's context switches over it calls (after minus before) into
+ * the mean per call over the ranks */
+static void reduce_cs(struct row *r, const double before[2], int it) {
+	double after[2], per[2];
+	csw(after);
+	per[0] = (after[0] - before[0]) / it;
+	per[1] = (after[1] - before[1]) / it;
+	MPI_Allreduce(MPI_IN_PLACE, per, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+	r->vcsw = per[0] / nranks;
+	r->ivcsw = per[1] / nranks;
 }
 
 static struct row reduce_row(double total, int it) {
@@ -144,12 +167,15 @@ static struct row allreduce_size(double **sp, double **rp, long size) {
 	double warm = 0, total = 0;
 	for (int i = 0; i < warmup; i++) warm += one_call(sp, rp, n);
 	it = cap_iters(it, warm, warmup);
+	double cs[2];
+	csw(cs);
 	for (int i = 0; i < it; i++) total += one_call(sp, rp, n);
 	if (!check(*rp, n)) {
 		fprintf(stderr, "allreducebench_mpi: rank %d: wrong result at %ld bytes\n", rank, size);
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
 	struct row r = reduce_row(total, it);
+	reduce_cs(&r, cs, it);
 	r.bytes = size;
 	if (r.avg > 0) {
 		r.algbw = size / r.avg / 1e3;
@@ -333,6 +359,7 @@ static void json_rows(FILE *f, const char *name, const struct row *rows, int n) 
 		fprintf(f, "%s\n    {\n      \"bytes\": %ld,\n      \"iterations\": %d,\n      \"avg_us\": %.6g,\n      \"min_us\": %.6g,\n      \"max_us\": %.6g",
 			i ? "," : "", r->bytes, r->iters, r->avg, r->min, r->max);
 		if (r->algbw > 0) fprintf(f, ",\n      \"algbw_GBps\": %.6g,\n      \"busbw_GBps\": %.6g", r->algbw, r->busbw);
+		fprintf(f, ",\n      \"vcsw_per_call\": %.6g,\n      \"ivcsw_per_call\": %.6g", r->vcsw, r->ivcsw);
 		fprintf(f, "\n    }");
 	}
 	fprintf(f, "\n  ]");
@@ -462,7 +489,10 @@ int main(int argc, char **argv) {
 		if (!do_ar) warm_barrier();
 		int warmup = imax(iters / 10, 3);
 		int it = cap_iters(iters, barriers(warmup), warmup);
+		double cs[2];
+		csw(cs);
 		bar = reduce_row(barriers(it), it);
+		reduce_cs(&bar, cs, it);
 		if (text) print_row(text, &bar);
 	}
 	if (rank == 0 && json) {

@@ -149,6 +149,8 @@ func contracts(n int, opt Options, sock string) []map[string]string {
 			pmi.EnvLocalRank: strconv.Itoa(lr), pmi.EnvLocalSize: strconv.Itoa(len(local[h])),
 			pmi.EnvNodeRank: strconv.Itoa(node[h]), pmi.EnvNumNodes: strconv.Itoa(len(order)),
 			pmi.EnvHost: h, pmi.EnvAgentSock: sock, pmi.EnvTransport: opt.Transport,
+			// The ranks share the test's process: none may change its GOMAXPROCS.
+			runtime.EnvProcs: "go",
 		}
 		for k, v := range opt.Env {
 			env[k] = v

@@ -10,26 +10,32 @@ import (
 // Test forms) and the combined send and receive (MPI_Sendrecv).
 //
 // Nil entries of a set are skipped, as MPI skips MPI_REQUEST_NULL, and so are inactive
-// persistent Requests in WaitAny, TestAny, WaitSome and TestSome (WaitAll and TestAll
-// report them with the zero Status). Every Request of one set must belong to one job
-// (Worlds made by Dup or Sibling share their job).
+// persistent Requests in WaitAny, TestAny, WaitSome and TestSome. Where MPI reports the
+// empty status (Source AnySource, Tag AnyTag, Count 0: emptyStatus), so do these calls:
+// WaitAll and TestAll for a nil or inactive entry, WaitAny and TestAny when no entry is
+// active. Every Request of one set must belong to one job (Worlds made by Dup or Sibling
+// share their job).
 
 // WaitAny blocks until one Request of rs has completed, or ctx ends, and returns its index
 // with its Status and error. The Request reported is set to nil in rs, as MPI sets it to
 // MPI_REQUEST_NULL, so that a loop of WaitAny over one slice reports every Request once
 // (a persistent one too: it is inactive, and the caller's own pointer starts it again).
-// When every entry is nil WaitAny returns -1 (MPI_UNDEFINED) at once. When ctx ends
-// first it returns -1 and ctx's error, and the Requests stay outstanding.
+// When no entry is active (all nil or inactive persistent Requests) WaitAny returns -1
+// (MPI_UNDEFINED) and the empty Status at once. When ctx ends first it returns -1 and
+// ctx's error, and the Requests stay outstanding.
 func WaitAny(ctx context.Context, rs []*Request) (int, Status, error) {
 	e, err := setEngine(rs)
-	if e == nil || err != nil {
+	if err != nil {
 		return -1, Status{}, withOp("waitany", err)
+	}
+	if e == nil {
+		return -1, emptyStatus, nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	set := activeSet(rs)
 	if set == nil {
-		return -1, Status{}, nil
+		return -1, emptyStatus, nil
 	}
 	i := doneIndex(set)
 	if i < 0 {
@@ -78,21 +84,21 @@ func activeSet(rs []*Request) []*Request {
 // TestAny is WaitAny without blocking: it makes progress once and reports the index of a
 // completed Request (set to nil in rs, as by WaitAny) with ok true, or ok false when none
 // has completed. When no entry is active (all nil or inactive persistent Requests) it
-// reports ok true with index -1, as MPI_Testany reports flag true with MPI_UNDEFINED
-// (and WaitAny returns -1).
+// reports ok true with index -1 and the empty Status, as MPI_Testany reports flag true
+// with MPI_UNDEFINED (and WaitAny returns -1).
 func TestAny(rs []*Request) (i int, ok bool, st Status, err error) {
 	e, err := setEngine(rs)
 	if err != nil {
 		return -1, false, Status{}, withOp("testany", err)
 	}
 	if e == nil {
-		return -1, true, Status{}, nil
+		return -1, true, emptyStatus, nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	set := activeSet(rs)
 	if set == nil {
-		return -1, true, Status{}, nil
+		return -1, true, emptyStatus, nil
 	}
 	if doneIndex(set) < 0 && !e.polling {
 		e.progressLocked()
@@ -182,8 +188,9 @@ func someLocked(op string, rs, set []*Request, statuses []Status) ([]int, error)
 }
 
 // WaitAll blocks until every Request of rs has completed, or ctx ends. statuses, if not
-// nil, must be as long as rs; statuses[i] receives rs[i]'s Status (the zero Status for a
-// nil entry or a send). The error joins the errors of the Requests that failed, each
+// nil, must be as long as rs; statuses[i] receives rs[i]'s Status: the empty Status
+// (Source AnySource, Tag AnyTag, Count 0) for a nil entry or an inactive persistent
+// Request, the zero Status for a send. The error joins the errors of the Requests that failed, each
 // naming its index ("runtime: waitall: request 3 (recv): ..."). When ctx ends first WaitAll returns ctx's
 // error and the Requests not completed stay outstanding. WaitAll leaves rs as it is.
 func WaitAll(ctx context.Context, rs []*Request, statuses []Status) error {
@@ -194,8 +201,8 @@ func WaitAll(ctx context.Context, rs []*Request, statuses []Status) error {
 	if err != nil {
 		return withOp("waitall", err)
 	}
-	clear(statuses)
 	if e == nil {
+		emptyStatuses(statuses)
 		return nil
 	}
 	e.mu.Lock()
@@ -223,7 +230,7 @@ func TestAll(rs []*Request, statuses []Status) (bool, error) {
 		return false, withOp("testall", err)
 	}
 	if e == nil {
-		clear(statuses)
+		emptyStatuses(statuses)
 		return true, nil
 	}
 	e.mu.Lock()
@@ -236,16 +243,25 @@ func TestAll(rs []*Request, statuses []Status) (bool, error) {
 			return false, nil
 		}
 	}
-	clear(statuses)
 	return true, collectLocked("testall", rs, statuses)
 }
 
-// collectLocked fills statuses from completed rs and joins their errors, each as
-// "runtime: OP: request I (recv): cause".
+// emptyStatuses sets every entry of statuses to the empty Status.
+func emptyStatuses(statuses []Status) {
+	for i := range statuses {
+		statuses[i] = emptyStatus
+	}
+}
+
+// collectLocked fills statuses from completed rs (the empty Status for a nil entry) and
+// joins their errors, each as "runtime: OP: request I (recv): cause".
 func collectLocked(op string, rs []*Request, statuses []Status) error {
 	var errs []error
 	for i, r := range rs {
 		if r == nil {
+			if statuses != nil {
+				statuses[i] = emptyStatus
+			}
 			continue
 		}
 		st, err := r.reportLocked()

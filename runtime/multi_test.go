@@ -224,7 +224,7 @@ func TestWaitAllAndTest(t *testing.T) {
 			if !errors.Is(err, runtime.ErrTruncated) || !strings.Contains(err.Error(), "waitall: request 2 (recv): message truncated") {
 				return fmt.Errorf("WaitAll with a truncated receive: %v", err)
 			}
-			if sts[0].Bytes != len(send) || sts[0].Source != peer || sts[2].Tag != 2 || sts[1] != (runtime.Status{}) || sts[3] != (runtime.Status{}) {
+			if sts[0].Bytes != len(send) || sts[0].Source != peer || sts[2].Tag != 2 || sts[1] != empty || sts[3] != (runtime.Status{}) {
 				return fmt.Errorf("statuses %+v", sts)
 			}
 			if err := checkPattern(ok, peer); err != nil {

@@ -9,13 +9,20 @@ import (
 
 // Buffered sends (MPI_Bsend, MPI_Buffer_attach, MPI_Buffer_detach). A Bsend copies its
 // message into the buffer this process attached and sends the copy as Isend does; the
-// copy's space is free again once that send has completed. Space is taken first fit, in
-// units of the message's length rounded up to 8 bytes plus BsendOverhead.
+// copy's space is free again once that send has completed. Space is taken first fit, at
+// offsets that are multiples of 8: a message of n bytes takes bsendSpace(n), which is at
+// most n + BsendOverhead, so a buffer sized by MPI's rule holds every message it was
+// sized for, whatever their lengths and in any order.
 
 // BsendOverhead is the space a buffered message takes beyond its own bytes
-// (MPI_BSEND_OVERHEAD): size an attached buffer as the sum of each message's bytes,
-// rounded up to 8, plus BsendOverhead per message that may be in flight at once.
+// (MPI_BSEND_OVERHEAD): size an attached buffer as the sum of each message's bytes plus
+// BsendOverhead per message that may be in flight at once. It is a multiple of 8.
 const BsendOverhead = 64
+
+// bsendSpace is the space an n-byte message takes: n + BsendOverhead rounded down to a
+// multiple of 8, so that the next message starts aligned. It is at least n, since
+// BsendOverhead is at least 7.
+func bsendSpace(n int) int { return (n + BsendOverhead) &^ 7 }
 
 // bsendBuf is the attached buffer and the sends in flight from it, guarded by the
 // engine's mu.
@@ -159,7 +166,7 @@ func (b *bsendBuf) take(n int) (*Request, []byte, error) {
 		return nil, nil, invalidf("no buffer attached (BufferAttach one before Bsend)")
 	}
 	b.reap()
-	need := (n+7)&^7 + BsendOverhead
+	need := bsendSpace(n)
 	off, at := 0, 0
 	for i, m := range b.live {
 		if m.off-off >= need {

@@ -1,6 +1,6 @@
 // Command chart turns the benchmark programs' outputs into the comparison's SVG charts,
 // Markdown tables, the report docs/benchmarks.json and the page docs/benchmarks.md
-// rendered from it. scripts/compare-all.sh (make compare) runs all four subcommands.
+// rendered from it. scripts/compare-all.sh (make compare) runs the first four subcommands.
 //
 //	chart svg --out docs/charts/allreduce_p2_latency.svg --title "Allreduce, 2 ranks" \
 //	    --ylabel "latency (us)" --logy \
@@ -9,6 +9,7 @@
 //	chart table --sizes 8,1M,16M,24M,64M --series ... --series ...
 //	chart collect --dir results/compare --out docs/benchmarks.json --cpu ... --start ...
 //	chart page --in docs/benchmarks.json --out docs/benchmarks.md
+//	chart device16 --in results/device16 --out docs/device16.json
 //
 // A series is NAME=GLOB[@TABLE]:FIELD. GLOB names one or more files (repetitions of one
 // run), each a program's JSON document (apps/allreducebench, apps/pingpong, apps/rmabench,
@@ -41,6 +42,12 @@
 // than the cores, its cells give no ratio and a target against them is not judged; a
 // footnote says why. A section without a recorded load says "not recorded". The
 // package's tests check that the committed page and charts are exactly that rendering.
+//
+// device16 collects the results of the 16-core node's job (scripts/device16.sh unpack):
+// machine.txt, parcopy.txt and, per run, allreducebench's and threadwatch's JSON. It
+// writes the medians over the repetitions, the spread and the threads per system and
+// rank count. page renders docs/device16.json, when it lies beside --in, as the section
+// "16-core node", with collectives/design.md's memory models beside each time from 1 MiB.
 //
 // It is a single-goroutine command-line tool: it reads its inputs once and writes one
 // output.

@@ -36,7 +36,7 @@ type options struct {
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: chart svg|table|collect|page [flags] (chart svg --help)")
+		return errors.New("usage: chart svg|table|collect|page|device16 [flags] (chart svg --help)")
 	}
 	cmd := args[0]
 	switch cmd {
@@ -44,9 +44,11 @@ func run(args []string, stdout io.Writer) error {
 		return runCollect(args[1:])
 	case "page":
 		return runPage(args[1:], stdout)
+	case "device16":
+		return runDevice16(args[1:])
 	case "svg", "table":
 	default:
-		return fmt.Errorf("unknown subcommand %q: want svg, table, collect or page", cmd)
+		return fmt.Errorf("unknown subcommand %q: want svg, table, collect, page or device16", cmd)
 	}
 	var o options
 	fs := pflag.NewFlagSet("chart "+cmd, pflag.ContinueOnError)

@@ -34,6 +34,9 @@ func runPage(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", *in, err)
 	}
+	if rep.Device16, err = loadDevice16(filepath.Join(filepath.Dir(*in), "device16.json")); err != nil {
+		return err
+	}
 	page, err := renderPage(rep)
 	if err != nil {
 		return err
@@ -76,6 +79,7 @@ func drawCharts(rep *Report, docs string) error {
 func renderPage(rep *Report) ([]byte, error) {
 	t, err := template.New("page").Funcs(template.FuncMap{
 		"section":  func(s Section) (string, error) { return renderSection(rep, s) },
+		"device16": renderDevice16,
 		"duration": func(s int) string { return fmt.Sprintf("%d min %d s", s/60, s%60) },
 		"load": func(l [3]float64) string {
 			if l == [3]float64{} {

@@ -15,6 +15,8 @@ type Report struct {
 	Machine  Machine   `json:"machine"`
 	Run      Run       `json:"run"`
 	Sections []Section `json:"sections"`
+	// Device16 is docs/device16.json beside the report (chart device16), or nil.
+	Device16 *Device16 `json:"-"`
 }
 
 // Machine describes the host and the software of the run.

@@ -1,0 +1,457 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Device16 is docs/device16.json: one run of scripts/device16-job.sh on a 16-core node,
+// the source of the page's "16-core node" section. chart device16 collects it from the
+// job's unpacked results (scripts/device16.sh unpack).
+type Device16 struct {
+	Command string     `json:"command"`
+	Machine D16Machine `json:"machine"`
+	Copy    []CopyRate `json:"copy"` // parcopy: the node's copy floor
+	Reps    int        `json:"reps"`
+	Systems []string   `json:"systems"` // in the job's order: gorma, ompi, gorma1, mpich, gormago
+	Ranks   []D16Ranks `json:"ranks"`   // by rank count, highest first
+	Failed  []string   `json:"failed,omitempty"`
+}
+
+// D16Machine describes the node.
+type D16Machine struct {
+	Cores     int    `json:"cores"`
+	CPU       string `json:"cpu"`
+	MemoryGiB int    `json:"memory_gib"`
+	NUMANodes int    `json:"numa_nodes"`
+}
+
+// CopyRate is parcopy's aggregate copy rate with Procs processes (bytes copied per
+// second, summed).
+type CopyRate struct {
+	Procs int     `json:"procs"`
+	MiB   int     `json:"mib"`
+	GBps  float64 `json:"GBps"`
+}
+
+// D16Ranks is every figure at one rank count.
+type D16Ranks struct {
+	P         int                   `json:"p"`
+	Allreduce []D16Row              `json:"allreduce"`
+	Barrier   D16Row                `json:"barrier"`
+	Threads   map[string]D16Threads `json:"threads"` // by system
+}
+
+// D16Row is one size's medians over the repetitions, by system: the mean time per call
+// (us), the spread (slowest repetition / median) and the context switches per call.
+type D16Row struct {
+	Bytes  int                `json:"bytes"`
+	US     map[string]float64 `json:"us"`
+	Spread map[string]float64 `json:"spread"`
+	CSW    map[string]float64 `json:"csw_per_call"`
+}
+
+// D16Threads is threadwatch's summary, medians over the repetitions.
+type D16Threads struct {
+	Runnable   float64 `json:"runnable_mean"`
+	MultiShare float64 `json:"multi_runnable_share"`
+	Threads    float64 `json:"threads_mean"`
+}
+
+// d16Names are the systems' names on the page.
+var d16Names = map[string]string{
+	"gorma": "gorma", "gorma1": "gorma, GORMA_PROCS=1", "gormago": "gorma, GORMA_PROCS=go",
+	"ompi": "Open MPI", "mpich": "MPICH",
+}
+
+var d16Order = []string{"gorma", "gorma1", "gormago", "ompi", "mpich"}
+
+// runDevice16 is chart device16: collect results/device16 into docs/device16.json.
+func runDevice16(args []string) error {
+	fs := pflag.NewFlagSet("chart device16", pflag.ContinueOnError)
+	in := fs.String("in", "results/device16", "the job's unpacked results (scripts/device16.sh unpack)")
+	out := fs.String("out", "docs/device16.json", "the document to write")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	d, err := collectDevice16(*in)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(*out, append(b, '\n'), 0o644)
+}
+
+var d16File = regexp.MustCompile(`^(ar|tw)_([a-z0-9]+)_p(\d+)_(\d+)\.json$`)
+
+// arDoc is what collectDevice16 reads of an allreducebench JSON document.
+type arDoc struct {
+	Allreduce []arRow `json:"allreduce"`
+	Barrier   []arRow `json:"barrier"`
+}
+
+type arRow struct {
+	Bytes int     `json:"bytes"`
+	AvgUS float64 `json:"avg_us"`
+	VCSW  float64 `json:"vcsw_per_call"`
+	IVCSW float64 `json:"ivcsw_per_call"`
+}
+
+// collectDevice16 reads the job's results folder.
+func collectDevice16(dir string) (*Device16, error) {
+	d := &Device16{Command: "scripts/device16.sh"}
+	if err := readMachine(filepath.Join(dir, "machine.txt"), &d.Machine); err != nil {
+		return nil, err
+	}
+	var err error
+	if d.Copy, err = readCopy(filepath.Join(dir, "parcopy.txt")); err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		sys string
+		p   int
+	}
+	ars, tws := map[key][]arDoc{}, map[key][]D16Threads{}
+	seen, ps := map[string]bool{}, map[int]bool{}
+	for _, e := range ents {
+		m := d16File.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		p, _ := strconv.Atoi(m[3])
+		rep, _ := strconv.Atoi(m[4])
+		d.Reps = max(d.Reps, rep)
+		k := key{m[2], p}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		if m[1] == "ar" {
+			var a arDoc
+			if err := json.Unmarshal(b, &a); err != nil {
+				return nil, fmt.Errorf("%s: %w", e.Name(), err)
+			}
+			ars[k] = append(ars[k], a)
+			seen[m[2]], ps[p] = true, true
+			continue
+		}
+		var t D16Threads
+		if err := json.Unmarshal(b, &t); err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		tws[k] = append(tws[k], t)
+	}
+	if len(ars) == 0 {
+		return nil, fmt.Errorf("%s: no ar_SYSTEM_pP_REP.json files", dir)
+	}
+	for _, s := range d16Order {
+		if seen[s] {
+			d.Systems = append(d.Systems, s)
+		}
+	}
+	d.Failed = readFailed(filepath.Join(dir, "stderr.txt"))
+	for p := range ps {
+		r := D16Ranks{P: p, Threads: map[string]D16Threads{}}
+		rows := map[int]*D16Row{}
+		bar := D16Row{US: map[string]float64{}, Spread: map[string]float64{}, CSW: map[string]float64{}}
+		for _, s := range d.Systems {
+			docs := ars[key{s, p}]
+			us, csw, barUS, barCSW := map[int][]float64{}, map[int][]float64{}, []float64{}, []float64{}
+			for _, a := range docs {
+				for _, x := range a.Allreduce {
+					us[x.Bytes] = append(us[x.Bytes], x.AvgUS)
+					csw[x.Bytes] = append(csw[x.Bytes], x.VCSW+x.IVCSW)
+				}
+				for _, x := range a.Barrier {
+					barUS = append(barUS, x.AvgUS)
+					barCSW = append(barCSW, x.VCSW+x.IVCSW)
+				}
+			}
+			for n, v := range us {
+				row := rows[n]
+				if row == nil {
+					row = &D16Row{Bytes: n, US: map[string]float64{}, Spread: map[string]float64{}, CSW: map[string]float64{}}
+					rows[n] = row
+				}
+				row.US[s], row.Spread[s], row.CSW[s] = median(v), spread(v), median(csw[n])
+			}
+			if len(barUS) > 0 {
+				bar.US[s], bar.Spread[s], bar.CSW[s] = median(barUS), spread(barUS), median(barCSW)
+			}
+			if t := tws[key{s, p}]; len(t) > 0 {
+				r.Threads[s] = medianThreads(t)
+			}
+		}
+		for _, n := range slices.Sorted(mapKeys(rows)) {
+			r.Allreduce = append(r.Allreduce, *rows[n])
+		}
+		r.Barrier = bar
+		d.Ranks = append(d.Ranks, r)
+	}
+	slices.SortFunc(d.Ranks, func(a, b D16Ranks) int { return b.P - a.P })
+	return d, nil
+}
+
+func mapKeys[V any](m map[int]V) func(func(int) bool) {
+	return func(yield func(int) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// spread is the slowest value over the median (1 for one value).
+func spread(v []float64) float64 {
+	m := median(v)
+	if m <= 0 {
+		return 0
+	}
+	return slices.Max(v) / m
+}
+
+func medianThreads(t []D16Threads) D16Threads {
+	var r, m, n []float64
+	for _, x := range t {
+		r, m, n = append(r, x.Runnable), append(m, x.MultiShare), append(n, x.Threads)
+	}
+	return D16Threads{Runnable: median(r), MultiShare: median(m), Threads: median(n)}
+}
+
+// readMachine reads machine.txt: "cores N", "model NAME", "memory_gib N", "numa_nodes N".
+func readMachine(path string, m *D16Machine) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), " ")
+		n, _ := strconv.Atoi(v)
+		switch k {
+		case "cores":
+			m.Cores = n
+		case "model":
+			m.CPU = v
+		case "memory_gib":
+			m.MemoryGiB = n
+		case "numa_nodes":
+			m.NUMANodes = n
+		}
+	}
+	if m.Cores == 0 {
+		return fmt.Errorf("%s: no cores line", path)
+	}
+	return sc.Err()
+}
+
+var parcopyLine = regexp.MustCompile(`^parcopy (\d+) procs (\d+) MiB: ([0-9.]+) GB/s total`)
+
+// readCopy reads parcopy.txt, one "parcopy N procs S MiB: X GB/s total, ..." line per run.
+func readCopy(path string) ([]CopyRate, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []CopyRate
+	for _, l := range strings.Split(string(b), "\n") {
+		m := parcopyLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		p, _ := strconv.Atoi(m[1])
+		mib, _ := strconv.Atoi(m[2])
+		g, _ := strconv.ParseFloat(m[3], 64)
+		out = append(out, CopyRate{Procs: p, MiB: mib, GBps: g})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no parcopy lines", path)
+	}
+	return out, nil
+}
+
+// readFailed returns the job's "device16: ... failed" lines.
+func readFailed(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "device16: ") && strings.HasSuffix(l, " failed") {
+			out = append(out, strings.TrimPrefix(l, "device16: "))
+		}
+	}
+	return out
+}
+
+// copyRate is the copy rate measured with the process count closest to p (bytes/s).
+func (d *Device16) copyRate(p int) (float64, error) {
+	if len(d.Copy) == 0 {
+		return 0, errors.New("no copy rate")
+	}
+	best := d.Copy[0]
+	for _, c := range d.Copy[1:] {
+		if abs(c.Procs-p) < abs(best.Procs-p) {
+			best = c
+		}
+	}
+	return best.GBps * 1e9, nil
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// floorUS and stagedUS are collectives/design.md's memory models of an n-byte Allreduce
+// on p ranks of one host with copy rate c (bytes/s): (3p-1)n/2c and (5p-1)n/2c.
+func floorUS(n, p int, c float64) float64 {
+	return float64(3*p-1) * float64(n) / (2 * c) * 1e6
+}
+
+func stagedUS(n, p int, c float64) float64 {
+	return float64(5*p-1) * float64(n) / (2 * c) * 1e6
+}
+
+// d16ModelMin is the smallest size whose row shows the memory models.
+const d16ModelMin = 1 << 20
+
+// renderDevice16 writes the page's "16-core node" section.
+func renderDevice16(d *Device16) (string, error) {
+	var b strings.Builder
+	b.WriteString("## 16-core node\n\n")
+	fmt.Fprintf(&b, "From `%s` (`bash .devb/device-run.sh .devb/job.sh` on the device machine, then `scripts/device16.sh unpack` and `chart device16`): "+
+		"%d cores (%s), %d GiB, %d NUMA node(s); one rank per core and fewer; %d repetitions, each running every system once, in turn. "+
+		"Figures are medians over the repetitions; spread is the slowest repetition over the median.\n\n",
+		d.Command, d.Machine.Cores, d.Machine.CPU, d.Machine.MemoryGiB, d.Machine.NUMANodes, d.Reps)
+	b.WriteString("Copy floor (`parcopy N 16 0.5`: N processes copying 16 MiB buffers at once, bytes copied per second summed):")
+	for _, c := range d.Copy {
+		fmt.Fprintf(&b, " %d: %.1f GB/s;", c.Procs, c.GBps)
+	}
+	b.WriteString(" the models of collectives/design.md use the count closest to p.\n\n")
+	if len(d.Failed) > 0 {
+		fmt.Fprintf(&b, "Runs that failed (missing from the medians): %s.\n\n", strings.Join(d.Failed, "; "))
+	}
+	for _, r := range d.Ranks {
+		c, err := d.copyRate(r.P)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "### Allreduce (float64 sum), %d ranks: latency (us, lower is better)\n\n", r.P)
+		head := []string{"size"}
+		for _, s := range d.Systems {
+			head = append(head, d16Names[s])
+		}
+		head = append(head, "gorma / best peer", "floor model", "staged model")
+		b.WriteString("| " + strings.Join(head, " | ") + " |\n|---|" + strings.Repeat("---:|", len(head)-1) + "\n")
+		for _, row := range append(r.Allreduce, r.Barrier) {
+			label := sizeLabel(float64(row.Bytes))
+			if row.Bytes == 0 {
+				label = "Barrier"
+			}
+			if len(row.US) == 0 {
+				continue
+			}
+			cells := []string{label}
+			for _, s := range d.Systems {
+				cells = append(cells, d16Cell(row, s))
+			}
+			cells = append(cells, d16Ratio(row))
+			if row.Bytes >= d16ModelMin {
+				cells = append(cells, num(floorUS(row.Bytes, r.P, c), 3), num(stagedUS(row.Bytes, r.P, c), 3))
+			} else {
+				cells = append(cells, "", "")
+			}
+			b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+		}
+		fmt.Fprintf(&b, "\n### Threads and context switches, %d ranks\n\n", r.P)
+		b.WriteString("| system | runnable threads per rank | samples with more than one | threads per rank | context switches per call at 8 B | at 64K | at 1M |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, s := range d.Systems {
+			t, ok := r.Threads[s]
+			if !ok {
+				continue
+			}
+			cells := []string{d16Names[s], num(t.Runnable, 3), fmt.Sprintf("%.1f%%", 100*t.MultiShare), num(t.Threads, 3)}
+			for _, n := range []int{8, 64 << 10, 1 << 20} {
+				cells = append(cells, d16CSW(r, s, n))
+			}
+			b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+		}
+		b.WriteString("\n")
+	}
+	return b.String(), nil
+}
+
+// d16Cell is a system's median with its spread.
+func d16Cell(row D16Row, s string) string {
+	v, ok := row.US[s]
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%.2fx)", num(v, 3), row.Spread[s])
+}
+
+// d16Ratio is gorma (GORMA_PROCS=auto) over the faster peer.
+func d16Ratio(row D16Row) string {
+	g, ok := row.US["gorma"]
+	best := math.Inf(1)
+	for _, s := range []string{"ompi", "mpich"} {
+		if v, ok := row.US[s]; ok && v > 0 {
+			best = min(best, v)
+		}
+	}
+	if !ok || math.IsInf(best, 1) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", g/best)
+}
+
+func d16CSW(r D16Ranks, s string, n int) string {
+	for _, row := range r.Allreduce {
+		if row.Bytes == n {
+			if v, ok := row.CSW[s]; ok {
+				return num(v, 3)
+			}
+		}
+	}
+	return "-"
+}
+
+// loadDevice16 reads path, or returns nil when it does not exist.
+func loadDevice16(path string) (*Device16, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d Device16
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &d, nil
+}

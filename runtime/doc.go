@@ -17,7 +17,10 @@
 // contact. Started by Slurm (srun --mpi=pmi2), MPICH's Hydra (mpiexec.hydra) or Flux, it
 // does the same through their PMI server (PMI-1 or PMI-2) with one fence and a few PMI
 // round trips whatever the job's size. Started on its own, the program gets a world of
-// one rank in which everything works. World.Listen and World.Dial give ranks net.Conn
+// one rank in which everything works. Started by a launcher that set a job size but
+// serves no PMI-1 or PMI-2 (srun --mpi=none, a PMIx launcher), each process gets a world
+// of one too, and the one numbered 0 says so on stderr (GORMA_QUIET_SINGLETON=1 silences
+// it). World.Listen and World.Dial give ranks net.Conn
 // streams to each other, for net/rpc, gRPC or net/http code.
 //
 // # Messages and communicators

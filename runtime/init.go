@@ -176,7 +176,9 @@ func init() {
 //     (the job secret) and its node's first rank's card: a constant number of PMI round
 //     trips whatever the job's size. It places ranks by PMI_process_mapping (without
 //     one, it reads every card); a rank whose card contradicts the map fails Init;
-//  3. neither: a world of one rank.
+//  3. neither: a world of one rank. When a launcher's variables say the job has more
+//     ranks (srun --mpi=none, a PMIx launcher, Open MPI's mpirun: singleton.go), the
+//     process it numbered 0 says so on stderr, unless GORMA_QUIET_SINGLETON=1.
 //
 // It picks the transport for each peer (shm on the same host, tcp otherwise, or the
 // launcher's --transport) and opens the devices those need; a queue pair to a peer
@@ -211,6 +213,7 @@ func initWith(ctx context.Context, o options) (*World, error) {
 	case pmi.Detect(o.getenv):
 		return initForeign(ctx, cfg, o)
 	}
+	noteSingleton(o.getenv, os.Stderr) // singleton.go
 	return worldOfOne(cfg, o), nil
 }
 

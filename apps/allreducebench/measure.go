@@ -162,7 +162,6 @@ func mono() time.Duration { return time.Since(clockBase) }
 func allreduceSize(ctx context.Context, w *runtime.World, o options, b *buffers, size int) (row, error) {
 	n := size / 8
 	iters := scaled(o.iters, o.minIters, size)
-	warmup := max(iters/10, 3)
 	send, recv := b.send[:min(n, len(b.send))], b.recv[:min(n, len(b.recv))]
 	sum := collectives.Sum[float64]()
 	call := func() (time.Duration, error) {
@@ -178,26 +177,9 @@ func allreduceSize(ctx context.Context, w *runtime.World, o options, b *buffers,
 		}
 		return d, err
 	}
-	var warm time.Duration
-	for range warmup {
-		d, err := call()
-		if err != nil {
-			return row{}, err
-		}
-		warm += d
-	}
-	iters, err := capIters(ctx, w, o, iters, warm, warmup)
+	total, iters, cs, err := timeCalls(ctx, w, o, iters, call)
 	if err != nil {
 		return row{}, err
-	}
-	var total time.Duration
-	cs := switches()
-	for range iters {
-		d, err := call()
-		if err != nil {
-			return row{}, err
-		}
-		total += d
 	}
 	if err := check(recv, b.size); err != nil {
 		return row{}, fmt.Errorf("wrong result: %w", err)
@@ -209,6 +191,34 @@ func allreduceSize(ctx context.Context, w *runtime.World, o options, b *buffers,
 		r.BusBW = r.AlgBW * 2 * float64(b.size-1) / float64(b.size)
 	}
 	return r, err
+}
+
+// timeCalls makes a tenth of iters calls (at least 3) as warmup, caps iters by their
+// time (capIters) and times that many calls. It returns this rank's total time over
+// them, their count and the context switches before them (switches).
+func timeCalls(ctx context.Context, w *runtime.World, o options, iters int, call func() (time.Duration, error)) (time.Duration, int, [2]float64, error) {
+	warmup := max(iters/10, 3)
+	var warm, total time.Duration
+	for range warmup {
+		d, err := call()
+		if err != nil {
+			return 0, 0, [2]float64{}, err
+		}
+		warm += d
+	}
+	iters, err := capIters(ctx, w, o, iters, warm, warmup)
+	if err != nil {
+		return 0, 0, [2]float64{}, err
+	}
+	cs := switches()
+	for range iters {
+		d, err := call()
+		if err != nil {
+			return 0, 0, cs, err
+		}
+		total += d
+	}
+	return total, iters, cs, nil
 }
 
 // capIters applies --size-time: the slowest rank's warmup mean per call decides, so that

@@ -19,7 +19,7 @@ type Info struct {
 
 	// What a PMI-1 client (an MPI library) asks for; zero values get defaults.
 	KVSName        string // the job's key-value space ("kvs_0")
-	AppNum         int    // the rank's application number (0: golaunch runs one program)
+	AppNum         int    // the rank's program among the job's (MPMD: golaunch -n 2 ./a : -n 2 ./b); 0 for one program
 	UniverseSize   int    // ranks the job may grow to (Size)
 	ProcessMapping string // PMI_process_mapping of the job ([FormatProcessMapping]); "": not served
 }
@@ -132,6 +132,9 @@ func DialConn(ctx context.Context, conn net.Conn, rank int, job string) (*Client
 	}
 	if err == nil {
 		c.info.Secret, err = m.hex("secret")
+	}
+	if _, ok := m["appnum"]; ok && err == nil {
+		c.info.AppNum, err = m.int("appnum") // absent from an older agent: 0
 	}
 	if err != nil {
 		conn.Close()
@@ -265,6 +268,11 @@ func (c *Client) closedErr(err error) error {
 
 // Info returns what the agent said at init.
 func (c *Client) Info() Info { return c.info }
+
+// AppNum is the number of this rank's program among the job's (MPI_APPNUM), as the
+// agent said at init: 0 for the ranks of the first program of `golaunch -n 2 ./a : -n 2
+// ./b`, 1 for the second's; 0 in a job of one program.
+func (c *Client) AppNum() int { return c.info.AppNum }
 
 // Rank is this rank, as given to Dial.
 func (c *Client) Rank() int { return c.rank }

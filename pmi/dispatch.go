@@ -122,7 +122,7 @@ func (s *Server) init(ctx context.Context, sc *sconn, m msg) *answer {
 		return reply("response_to_init", "pmi_version", "1", "pmi_subversion", "1", "rc", "0")
 	}
 	return reply(replyTo[cmdGormaInit], "rc", "0", "size", strconv.Itoa(info.Size), "secret", hex.EncodeToString(info.Secret),
-		"kvsname", sc.info.KVSName)
+		"kvsname", sc.info.KVSName, "appnum", strconv.Itoa(sc.info.AppNum))
 }
 
 func (s *Server) put(sc *sconn, m msg) *answer {

@@ -29,7 +29,7 @@
 //	rank → agent                                agent → rank
 //	cmd=init pmi_version=1 pmi_subversion=1     cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0
 //	cmd=get_maxes                               cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024
-//	cmd=get_appnum                              cmd=appnum appnum=0
+//	cmd=get_appnum                              cmd=appnum appnum=A
 //	cmd=get_my_kvsname                          cmd=my_kvsname kvsname=K
 //	cmd=get_universe_size                       cmd=universe_size size=N
 //	cmd=put kvsname=K key=KEY value=V           cmd=put_result rc=0 msg=success
@@ -37,7 +37,7 @@
 //	cmd=barrier_in                              cmd=barrier_out           (after every rank fenced)
 //	cmd=abort exitcode=C [message=M]            (none; a gorma client: cmd=abort_ack rc=0)
 //	cmd=finalize                                cmd=finalize_ack
-//	cmd=gorma-init version=2 rank=R job=J       cmd=gorma-init_ack rc=0 size=N secret=HEX kvsname=K
+//	cmd=gorma-init version=2 rank=R job=J       cmd=gorma-init_ack rc=0 size=N secret=HEX kvsname=K appnum=A
 //	                                            cmd=gorma-event kind=proc-failed|abort rank=R host=H code=C cause=M
 //	                                            cmd=gorma-event kind=report ... [stacks=1]
 //	cmd=gorma-report text=T                     (none: one way, taken even while a fence waits)

@@ -271,6 +271,7 @@ type agentJob struct {
 
 	mu         sync.Mutex
 	procs      map[int]*rankProc
+	reaped     int // ranks of procs whose exit waitRank has taken
 	connected  map[int]bool
 	finalized  map[int]bool
 	aborting   bool
@@ -432,11 +433,20 @@ func (j *agentJob) startRanks() {
 	}
 }
 
+// over tells whether every rank of this host has been reaped (or never started): the
+// job has nothing left to run here. Called after startRanks.
+func (j *agentJob) over() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.reaped == len(j.procs)
+}
+
 // waitRank reaps p and reports its end.
 func (j *agentJob) waitRank(p *rankProc) {
 	defer j.waiters.Done()
 	code, sig := p.wait()
 	j.mu.Lock()
+	j.reaped++
 	m := exitMsg{Rank: p.rank, Pid: p.pid, Code: code, Signal: sig,
 		Finalized: j.finalized[p.rank], Connected: j.connected[p.rank], OwnSignal: sig != 0 && j.sent[sig],
 		Early: !j.aborting}
@@ -454,6 +464,11 @@ func (j *agentJob) serve() {
 	for {
 		t, p, err := j.conn.recv()
 		if err != nil {
+			if j.over() {
+				// Every rank here has ended: the connection closed with the job (a local
+				// golaunch closes its own agent as the job ends). Nothing is left to abort.
+				return
+			}
 			j.abort(pmi.Event{Kind: pmi.Aborted, Rank: -1, Host: j.host(), Code: 1,
 				Cause: "lost the submitter: " + err.Error()}, j.spec.Grace)
 			return
@@ -524,17 +539,7 @@ func (j *agentJob) stdinWriter(w *os.File) {
 // cleanup kills whatever is left of the job's process groups, waits for every rank,
 // and removes the job's socket and directory.
 func (j *agentJob) cleanup() {
-	j.mu.Lock()
-	live := false
-	for _, p := range j.procs {
-		select {
-		case <-p.ended:
-		default:
-			live = true
-		}
-	}
-	j.mu.Unlock()
-	if live {
+	if !j.over() {
 		j.abort(pmi.Event{Kind: pmi.Aborted, Rank: -1, Host: j.host(), Code: 1, Cause: "job ended"}, j.spec.Grace)
 	}
 	j.waiters.Wait()

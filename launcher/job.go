@@ -267,6 +267,10 @@ func (s *submitter) rankEnded(l *agentLink, m *exitMsg) {
 	s.ended++
 	s.out.flushRank(m.Rank)
 	f := rankFailure(m, l.host, s.pmiJob)
+	if f != nil && s.interrupt > 0 && m.OwnSignal && m.Signal == int(syscall.SIGINT) {
+		// The user's Ctrl-C, which golaunch forwarded: the job was interrupted, no rank failed.
+		f = jobFailure(ExitSignalBase+int(syscall.SIGINT), "interrupted by SIGINT (Ctrl-C), which golaunch forwarded to the ranks")
+	}
 	if f == nil && !m.Finalized && !m.Connected {
 		r.earlyExit = true
 	}

@@ -284,14 +284,18 @@ func TestLaunchSignals(t *testing.T) {
 	mustContain(t, "stderr", gl.stderr.String(), "golaunch: received 15 (SIGTERM); job aborted")
 	requireGone(t, pids, time.Second)
 
-	// SIGINT is forwarded: the ranks die of it.
+	// SIGINT is forwarded: the ranks die of it, and the summary says the user interrupted
+	// the job (no rank failed).
 	gl = startGL(t, "-n", "2", pmiprogBinPath(t), "hang")
 	pids = gl.readyPids(t, 2)
 	gl.cmd.Process.Signal(syscall.SIGINT)
 	if code := gl.wait(t, 3*time.Second); code != 130 {
 		t.Errorf("SIGINT: exit %d, want 130\n%s", code, gl.stderr.String())
 	}
-	mustContain(t, "stderr", gl.stderr.String(), "killed by signal 2 (SIGINT); job aborted")
+	mustContain(t, "stderr", gl.stderr.String(), "golaunch: interrupted by SIGINT (Ctrl-C), which golaunch forwarded to the ranks; job aborted")
+	if strings.Contains(gl.stderr.String(), "killed by signal 2") {
+		t.Errorf("a forwarded Ctrl-C reads as a rank's failure:\n%s", gl.stderr.String())
+	}
 	requireGone(t, pids, time.Second)
 
 	// Ranks that ignore SIGINT (and SIGTERM): a second Ctrl-C kills them at once, whatever

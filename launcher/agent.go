@@ -259,8 +259,9 @@ type agentJob struct {
 	a       *Agent
 	spec    jobSpec
 	conn    *ctlConn
-	path    string // resolved program
-	dir     string // 0700 directory of the PMI socket
+	path    string   // resolved program
+	paths   []string // MPMD: the resolved program of each of spec.Apps with ranks here ("" for the others)
+	dir     string   // 0700 directory of the PMI socket
 	sock    string
 	x       *pmi.Exchange
 	srv     *pmi.Server
@@ -346,13 +347,13 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 	if h := spec.Roster.Hosts[spec.Node]; h != a.name {
 		return nil, fmt.Errorf("agent %s: job for host %q pushed here", a.name, h)
 	}
-	path, err := resolveProgram(spec.Program)
-	if err != nil {
-		return nil, &UsageError{Msg: fmt.Sprintf("agent %s: %v", a.name, err)}
-	}
-	j := &agentJob{a: a, spec: *spec, conn: cc, path: path, local: spec.Roster.RanksOn(spec.Node),
+	j := &agentJob{a: a, spec: *spec, conn: cc, local: spec.Roster.RanksOn(spec.Node),
 		procs: make(map[int]*rankProc), connected: make(map[int]bool), finalized: make(map[int]bool),
 		stdinQ: make(chan []byte, stdinWindow+1)}
+	if err := j.resolvePrograms(); err != nil {
+		return nil, err
+	}
+	var err error
 	j.dir, err = os.MkdirTemp("", "golaunch-"+spec.ID+"-")
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", a.name, err)
@@ -379,6 +380,49 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 	j.sp = newSpawner(tcpMaybe)
 	j.cpus = agentCPUs()
 	return j, nil
+}
+
+// resolvePrograms finds the job's programs here: the one program, or each MPMD program
+// that has ranks on this host. One that is not there is the user's mistake.
+func (j *agentJob) resolvePrograms() error {
+	resolve := func(prog string) (string, error) {
+		p, err := resolveProgram(prog)
+		if err != nil {
+			return "", &UsageError{Msg: fmt.Sprintf("agent %s: %v", j.a.name, err)}
+		}
+		return p, nil
+	}
+	if j.spec.Apps == nil {
+		var err error
+		j.path, err = resolve(j.spec.Program)
+		return err
+	}
+	j.paths = make([]string, len(j.spec.Apps))
+	for _, rank := range j.local {
+		i := j.spec.appOf(rank)
+		if j.paths[i] != "" {
+			continue
+		}
+		p, err := resolve(j.spec.Apps[i].Program)
+		if err != nil {
+			return err
+		}
+		j.paths[i] = p
+		if j.path == "" {
+			j.path = p
+		}
+	}
+	return nil
+}
+
+// command returns the program, arguments and -x variables of rank.
+func (j *agentJob) command(rank int) (path string, args, env []string) {
+	if j.spec.Apps == nil {
+		return j.path, j.spec.Args, j.spec.Env
+	}
+	i := j.spec.appOf(rank)
+	app := j.spec.Apps[i]
+	return j.paths[i], app.Args, append(append([]string(nil), j.spec.Env...), app.Env...)
 }
 
 // startRanks spawns the local ranks. A rank that cannot start is reported as ended with
@@ -408,12 +452,13 @@ func (j *agentJob) startRanks() {
 			continue
 		}
 		r := rank
-		cpus, env := bindRank(j.spec.BindTo, j.cpus, c.LocalRank, c.LocalSize, rankEnv(base, j.spec.Env, c))
+		path, args, extra := j.command(rank)
+		cpus, env := bindRank(j.spec.BindTo, j.cpus, c.LocalRank, c.LocalSize, rankEnv(base, extra, c))
 		conn, pmiEnd, err := pmiSocketpair()
 		var p *rankProc
 		if err == nil {
 			j.srv.ServeConn(conn, rank) // ends when the rank's end is closed (by spawnRank, or at its exit)
-			p, err = spawnRank(j.sp, j.path, j.spec.Args, env, dir, rank,
+			p, err = spawnRank(j.sp, path, args, env, dir, rank,
 				c.LocalRank, cpus, pmiEnd, func(stream int, data []byte) { j.send(fOutput, encodeOutput(r, stream, data)) })
 		}
 		if err != nil {
@@ -425,7 +470,7 @@ func (j *agentJob) startRanks() {
 		j.procs[rank] = p
 		j.waiters.Add(1)
 		j.mu.Unlock()
-		j.send(fStarted, startedMsg{Rank: rank, Pid: p.pid})
+		j.send(fStarted, startedMsg{Rank: rank, Pid: p.pid, CPUs: cpus, HostCPUs: len(j.cpus)})
 		if p.stdin != nil {
 			go j.stdinWriter(p.stdin)
 		}

@@ -59,7 +59,7 @@ import (
 
 // controlVersion is the control protocol version, also advertised in node metadata.
 // Version 2 adds the ping frame, which a version-1 peer would refuse.
-const controlVersion = 3
+const controlVersion = 4
 
 // maxFrame bounds a frame's payload (a fence of many ranks' endpoint cards fits easily).
 const maxFrame = 64 << 20
@@ -249,13 +249,16 @@ type jobSpec struct {
 	Submitter string   // the submitter's memberlist name (its death aborts the job)
 	Program   string   // path, or a name looked up in the agent's PATH
 	Args      []string // arguments after the program
-	Env       []string // -x variables, NAME=VALUE
-	Dir       string   // working directory (the agent's own if it does not exist there)
-	Secret    []byte   // per-job secret handed to ranks at PMI init
-	Roster    Roster   // the whole rank table
-	Node      int      // the receiving agent's index in Roster.Hosts
-	Transport string   // auto, shm or tcp
-	BindTo    string   // auto, core or none (bind.go); "" from an older submitter: auto
+	Env       []string // -x variables of every program, NAME=VALUE
+	// Apps are the programs of an MPMD job in rank order (Apps[0] is Program with Args);
+	// nil: every rank runs Program.
+	Apps      []appSpec `json:",omitempty"`
+	Dir       string    // working directory (the agent's own if it does not exist there)
+	Secret    []byte    // per-job secret handed to ranks at PMI init
+	Roster    Roster    // the whole rank table
+	Node      int       // the receiving agent's index in Roster.Hosts
+	Transport string    // auto, shm or tcp
+	BindTo    string    // auto, core or none (bind.go); "" from an older submitter: auto
 	Grace     time.Duration
 }
 
@@ -272,10 +275,53 @@ func (s *jobSpec) check() error {
 	if s.Grace < 0 || s.Grace > time.Hour {
 		return fmt.Errorf("grace %v out of range", s.Grace)
 	}
+	if err := s.checkApps(); err != nil {
+		return err
+	}
 	if s.BindTo == "" {
 		s.BindTo = BindAuto
 	}
 	return checkBindTo(s.BindTo)
+}
+
+// appSpec is one program of an MPMD job.
+type appSpec struct {
+	Program string   // path, or a name looked up in the agent's PATH
+	Args    []string // arguments after the program
+	Env     []string // its own -x variables, after the job's
+	Ranks   int      // its ranks, which follow those of the programs before it
+}
+
+func (s *jobSpec) checkApps() error {
+	if s.Apps == nil {
+		return nil
+	}
+	n := 0
+	for i, a := range s.Apps {
+		if a.Program == "" || a.Ranks < 1 {
+			return fmt.Errorf("program %d of the job: %q with %d ranks", i, a.Program, a.Ranks)
+		}
+		n += a.Ranks
+	}
+	if n != s.Roster.Size {
+		return fmt.Errorf("the job's programs have %d ranks in all, its roster %d", n, s.Roster.Size)
+	}
+	if s.Apps[0].Program != s.Program {
+		return fmt.Errorf("the job's first program is %q and %q", s.Program, s.Apps[0].Program)
+	}
+	return nil
+}
+
+// appOf returns the index of rank's program among the job's (0 without Apps): the
+// rank's MPI_APPNUM.
+func (s *jobSpec) appOf(rank int) int {
+	for i, a := range s.Apps {
+		if rank < a.Ranks {
+			return i
+		}
+		rank -= a.Ranks
+	}
+	return 0
 }
 
 type rejectMsg struct {
@@ -283,7 +329,11 @@ type rejectMsg struct {
 	Msg   string
 }
 
-type startedMsg struct{ Rank, Pid int }
+type startedMsg struct {
+	Rank, Pid int
+	CPUs      []int `json:",omitempty"` // the processors it is bound to; nil: unbound
+	HostCPUs  int   `json:",omitempty"` // the processors its agent may use
+}
 
 type rankMsg struct{ Rank int }
 

@@ -8,8 +8,11 @@
 //	golaunch agent --bind 10.0.0.2:7946 --join 10.0.0.1:7946 --slots 8 --keyfile key
 //	golaunch --join 10.0.0.1:7946 --keyfile key -n 16 ./prog  # over the cluster
 //
-// The rank table ([PlanRanks], [Roster]) is computed, not negotiated: ranks fill the hosts
-// in host order, each up to its slots, and golaunch never oversubscribes. Each agent
+// The rank table ([Place], [Roster]) is computed, not negotiated: ranks fill the hosts in
+// host order, each up to its slots (--map-by node deals them out in turn, --npernode caps
+// each host), and golaunch oversubscribes only when told to (--oversubscribe). An MPMD
+// command line (golaunch -n 2 ./a : -n 2 ./b) is one job whose programs' ranks follow each
+// other; each rank's program number is its PMI appnum. Each agent
 // serves package pmi to its ranks, which learn their place from the GOLAUNCH_* contract;
 // every rank also gets PMI_FD, PMI_RANK and PMI_SIZE and is served PMI-1 on PMI_FD, so an
 // MPI program built with MPICH runs under golaunch as under mpiexec.hydra.

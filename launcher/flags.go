@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -23,11 +24,12 @@ const (
 
 // Options are golaunch's job flags, parsed.
 type Options struct {
-	NP             int         // ranks; 0 means "the slots of the host list" (or the CPUs)
+	NP             int         // ranks (of every program); 0 means "the slots of the host list" (or the CPUs)
 	Hosts          []HostSlots // from -H and --hostfile, in order; nil means "every agent"
-	Env            []string    // -x, resolved to NAME=VALUE
-	TagOutput      bool        // prefix each line with "[rank] "
-	OutputDir      string      // one file per rank instead of the terminal
+	MaxSlots       map[string]int
+	Env            []string // -x before the first program, resolved to NAME=VALUE: every program's
+	TagOutput      bool     // prefix each line with "[rank] "
+	OutputDir      string   // one file per rank instead of the terminal
 	Timeout        time.Duration
 	StartupTimeout time.Duration
 	HangReport     time.Duration // quiet period after which a hang is reported; 0: never
@@ -35,15 +37,36 @@ type Options struct {
 	Grace          time.Duration
 	Transport      string // auto, shm or tcp
 	BindTo         string // auto, core or none: binding of ranks to processors (bind.go)
+	MapBy          string // core, socket or node: how ranks fill the hosts (Place)
+	PerNode        int    // --npernode: at most this many ranks per host; 0: its slots
+	Oversubscribe  bool   // ranks beyond the slots are allowed (Placement)
+	ReportBindings bool   // print each rank's host and processors on stderr as it starts
 	Join           string // agent address to submit to; "" runs locally
 	Keyfile        string // cluster key, with Join
-	Bind           string // gossip address of the submitter, with Join
+	GossipAddr     string // gossip address of the submitter, with Join
 	Verbose        bool   // memberlist and protocol logs on stderr
 	Version, Help  bool
-	Program        string
+	Program        string // the (first) program
 	Args           []string
+	// Apps are the programs of an MPMD command line (golaunch -n 2 ./a : -n 2 ./b), in
+	// rank order; nil for one program. Apps[0] is Program with Args, and NP their total.
+	Apps  []App
+	Notes []string // printed on stderr as "golaunch: note: ..." before the job starts
 
 	tagDefault bool // --tag-output was not given: on when N>1
+}
+
+// App is one program of an MPMD job: its ranks follow those of the programs before it.
+type App struct {
+	NP      int
+	Program string
+	Args    []string
+	Env     []string // its own -x variables, NAME=VALUE, after the job's (later ones win)
+}
+
+// Placement returns the placement the flags ask for.
+func (o *Options) Placement() Placement {
+	return Placement{MapBy: o.MapBy, PerNode: o.PerNode, Oversubscribe: o.Oversubscribe, MaxSlots: o.MaxSlots}
 }
 
 // UsageError is a mistake on the command line: golaunch prints it and exits with
@@ -54,8 +77,24 @@ func (e *UsageError) Error() string { return e.Msg }
 
 func usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }
 
+// valueErr records the first flag value that failed to parse, in the user's words: pflag
+// wraps a Value's error in its own ("invalid argument ... for ... flag").
+type valueErr struct{ err error }
+
+func (v *valueErr) note(format string, a ...any) error {
+	err := usagef(format, a...)
+	if v.err == nil {
+		v.err = err
+	}
+	return err
+}
+
 // durationFlag is a pflag.Value taking a Go duration ("90s", "1m30s") or plain seconds.
-type durationFlag struct{ d *time.Duration }
+type durationFlag struct {
+	d    *time.Duration
+	name string
+	errs *valueErr
+}
 
 func (f durationFlag) String() string { return f.d.String() }
 func (f durationFlag) Type() string   { return "duration" }
@@ -63,75 +102,125 @@ func (f durationFlag) Set(s string) error {
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		secs, err2 := strconv.ParseFloat(s, 64)
-		if err2 != nil || secs > 1e9 {
-			return fmt.Errorf("want a duration such as 90s, 1m30s or 2h (or plain seconds)")
+		if err2 != nil || secs > 1e9 || secs != secs {
+			return f.errs.note("--%s %s: want a duration such as 90s, 1m30s or 2h (or plain seconds)", f.name, s)
 		}
 		d = time.Duration(secs * float64(time.Second))
 	}
 	if d < 0 {
-		return fmt.Errorf("negative duration")
+		return f.errs.note("--%s %s: negative duration", f.name, s)
 	}
 	*f.d = d
 	return nil
 }
 
-// jobFlags declares the job flags on a new FlagSet writing into o.
-func jobFlags(o *Options) (*pflag.FlagSet, *string, *string, *[]string) {
+// countFlag is a pflag.Value taking a whole number (of ranks).
+type countFlag struct {
+	n          *int
+	name, what string // "-n", "ranks"
+	errs       *valueErr
+}
+
+func (f countFlag) String() string { return strconv.Itoa(*f.n) }
+func (f countFlag) Type() string   { return "int" }
+func (f countFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return f.errs.note("%s %s: want a whole number of %s, such as %s 4", f.name, s, f.what, f.name)
+	}
+	*f.n = n
+	return nil
+}
+
+// rawFlags are the job flags that ParseArgs checks and converts after pflag.
+type rawFlags struct {
+	hostList, hostfile, gossipBind, mapBy string
+	env                                   []string
+	allowRoot                             bool
+	errs                                  valueErr
+}
+
+// jobFlags declares the job flags on a new FlagSet writing into o. The hidden ones are
+// mpirun's and mpiexec's spellings of golaunch's flags.
+func jobFlags(o *Options) (*pflag.FlagSet, *rawFlags) {
 	fs := pflag.NewFlagSet("golaunch", pflag.ContinueOnError)
 	fs.SetInterspersed(false) // flags stop at the program name
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
-	hostList, hostfile := new(string), new(string)
-	env := new([]string)
+	r := &rawFlags{}
 	o.Grace, o.StartupTimeout, o.Transport, o.BindTo = DefaultGrace, DefaultStartupTimeout, "auto", BindAuto
-	o.HangReport = DefaultHangReport
-	fs.IntVarP(&o.NP, "np", "n", 0, "number of ranks (also -np N); default: the slots of -H/--hostfile, the cluster's slots with --join, else the CPUs")
-	fs.StringVarP(hostList, "host", "H", "", "`host:slots,...` to place ranks on, in order (with --join: agent names; locally: this host only)")
-	fs.StringVar(hostfile, "hostfile", "", "`file` of hosts, one per line: \"host slots=N\" or \"host:N\", # comments")
-	fs.StringArrayVarP(env, "env", "x", nil, "pass `NAME[=VALUE]` to the ranks (repeatable); NAME alone forwards golaunch's value")
+	o.HangReport, o.MapBy = DefaultHangReport, MapCore
+	hidden := func(name string) { fs.MarkHidden(name) }
+	fs.VarP(countFlag{&o.NP, "-n", "ranks", &r.errs}, "np", "n", "number of ranks (also -np N); default: the slots of -H/--hostfile, the cluster's slots with --join, else the CPUs")
+	fs.StringVarP(&r.hostList, "host", "H", "", "`host:slots,...` to place ranks on, in order (with --join: agent names; locally: this host only)")
+	fs.StringVar(&r.hostList, "hosts", "", "mpiexec's -hosts: -H")
+	hidden("hosts")
+	fs.StringVarP(&r.hostfile, "hostfile", "f", "", "`file` of hosts, one per line: \"host slots=N\" or \"host:N\", optionally max_slots=M, # comments (also -hostfile, -machinefile)")
+	fs.StringVar(&r.hostfile, "machinefile", "", "mpirun's and mpiexec's -machinefile: --hostfile")
+	hidden("machinefile")
+	fs.StringVar(&r.mapBy, "map-by", MapCore, "how ranks fill the hosts: core (each host up to its slots, in order), socket (the same rank table) or node (one rank per host in turn)")
+	fs.Var(countFlag{&o.PerNode, "--npernode", "ranks per host", &r.errs}, "npernode", "at most `N` ranks per host (also -ppn N); -n defaults to N per host")
+	fs.Var(countFlag{&o.PerNode, "-ppn", "ranks per host", &r.errs}, "ppn", "mpiexec's -ppn: --npernode")
+	hidden("ppn")
+	fs.BoolVar(&o.Oversubscribe, "oversubscribe", false, "allow more ranks than slots on a host (up to a hostfile's max_slots); a local run without -H or --hostfile has -n slots anyway")
+	fs.StringArrayVarP(&r.env, "env", "x", nil, "pass `NAME[=VALUE]` to the ranks (repeatable); NAME alone forwards golaunch's value")
 	fs.BoolVar(&o.TagOutput, "tag-output", false, "prefix each output line with \"[rank] \" (default on when N>1; --tag-output=false to turn off)")
 	fs.StringVar(&o.OutputDir, "output-dir", "", "write each rank's stdout and stderr to `dir`/rank.N.log instead of the terminal")
-	fs.Var(durationFlag{&o.Timeout}, "timeout", "abort the job after this wall-clock `duration` (exit 124); 0 means none")
-	fs.Var(durationFlag{&o.StartupTimeout}, "startup-timeout", "every rank must reach PMI init within this `duration` of the start (checked again each period until one rank has reached it); 0 means no limit")
-	fs.Var(durationFlag{&o.Grace}, "grace", "delay between SIGTERM and SIGKILL when the job is aborted")
-	fs.Var(durationFlag{&o.HangReport}, "hang-report", "print where every rank is blocked once no rank has made progress for this `duration` (also on SIGUSR1 or SIGQUIT, and at --timeout); 0 means only on those")
+	fs.Var(durationFlag{&o.Timeout, "timeout", &r.errs}, "timeout", "abort the job after this wall-clock `duration` (exit 124); 0 means none")
+	fs.Var(durationFlag{&o.StartupTimeout, "startup-timeout", &r.errs}, "startup-timeout", "every rank must reach PMI init within this `duration` of the start (checked again each period until one rank has reached it); 0 means no limit")
+	fs.Var(durationFlag{&o.Grace, "grace", &r.errs}, "grace", "delay between SIGTERM and SIGKILL when the job is aborted")
+	fs.Var(durationFlag{&o.HangReport, "hang-report", &r.errs}, "hang-report", "print where every rank is blocked once no rank has made progress for this `duration` (also on SIGUSR1 or SIGQUIT, and at --timeout); 0 means only on those")
 	fs.BoolVar(&o.Stacks, "stacks", false, "hang reports include every rank's goroutine stacks")
 	fs.StringVar(&o.Transport, "transport", "auto", "transport between ranks: auto, shm or tcp")
 	fs.StringVar(&o.BindTo, "bind-to", BindAuto, "bind ranks to processors: auto (hosts with more ranks than processors, the ranks in turn), core (every host) or none")
+	fs.BoolVar(&o.ReportBindings, "report-bindings", false, "print each rank's host, pid and processors on stderr as it starts")
 	fs.StringVar(&o.Join, "join", "", "submit to the agent cluster at `host:port` instead of running locally")
 	fs.StringVar(&o.Keyfile, "keyfile", "", "cluster key `file` (with --join): 16, 24 or 32 bytes, raw or hex")
-	fs.StringVar(&o.Bind, "bind", "", "gossip `address` of this submitter with --join (default: the local address that reaches --join, port 0)")
+	fs.StringVar(&o.GossipAddr, "gossip-addr", "", "gossip `address` of this submitter with --join (default: the local address that reaches --join, port 0)")
+	fs.StringVar(&r.gossipBind, "bind", "", "the former name of --gossip-addr")
+	hidden("bind")
+	fs.BoolVar(&r.allowRoot, "allow-run-as-root", false, "mpirun's --allow-run-as-root: golaunch runs as root without it")
+	hidden("allow-run-as-root")
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "log membership and protocol events to stderr")
 	fs.BoolVar(&o.Version, "version", false, "print the version and exit")
 	fs.BoolVarP(&o.Help, "help", "h", false, "print this help and exit")
-	return fs, hostList, hostfile, env
+	return fs, r
 }
 
 // ParseArgs parses golaunch's job command line (without the program name of golaunch
 // itself). getenv resolves -x NAME. Mistakes come back as *UsageError.
 func ParseArgs(args []string, getenv func(string) (string, bool)) (*Options, error) {
 	o := &Options{}
-	fs, hostList, hostfile, env := jobFlags(o)
-	if err := fs.Parse(fixNP(fs, args)); err != nil {
+	fs, raw := jobFlags(o)
+	segs, err := splitCommandLine(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.Parse(segs[0].flags); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			o.Help = true
 			return o, nil
 		}
-		return nil, usagef("%v", err)
+		if raw.errs.err != nil {
+			return nil, raw.errs.err
+		}
+		return nil, usagef("%s", plainFlagError(err))
 	}
 	if o.Help || o.Version {
 		return o, nil
 	}
-	rest := fs.Args()
-	if len(rest) == 0 {
+	if !segs[0].hasProgram {
 		return nil, usagef("no program to run (usage: golaunch [flags] PROGRAM [ARGS...])")
 	}
-	o.Program, o.Args = rest[0], rest[1:]
+	o.Program, o.Args = segs[0].program, segs[0].args
 	if o.Program == "" {
 		return nil, usagef("empty program name")
 	}
 	if fs.Changed("np") && o.NP < 1 {
 		return nil, usagef("-n %d: want at least 1 rank", o.NP)
+	}
+	if err := o.parseApps(fs, segs, getenv); err != nil {
+		return nil, err
 	}
 	// A local run gives this host -n slots; bound it as an agent's --slots is bound, so
 	// that a typo is a usage error instead of a rank table of billions (an out-of-memory
@@ -147,22 +236,20 @@ func ParseArgs(args []string, getenv func(string) (string, bool)) (*Options, err
 	if err := checkBindTo(o.BindTo); err != nil {
 		return nil, usagef("%v", err)
 	}
-	if err := o.parseHosts(*hostList, *hostfile); err != nil {
+	if err := o.parsePlacement(fs, raw.mapBy); err != nil {
 		return nil, err
 	}
-	var err error
-	if o.Env, err = resolveEnv(*env, getenv); err != nil {
+	if err := o.parseHosts(raw.hostList, raw.hostfile); err != nil {
 		return nil, err
 	}
-	if o.Join != "" {
-		if o.Keyfile == "" {
-			return nil, usagef("--join needs --keyfile (the cluster key the agents were started with)")
-		}
-		if err := checkHostPort(o.Join); err != nil {
-			return nil, usagef("--join %q: %v", o.Join, err)
-		}
-	} else if o.Keyfile != "" || o.Bind != "" {
-		return nil, usagef("--keyfile and --bind only make sense with --join")
+	if o.Env, err = resolveEnv(raw.env, getenv); err != nil {
+		return nil, err
+	}
+	if err := o.parseJoin(fs, raw.gossipBind); err != nil {
+		return nil, err
+	}
+	if o.Oversubscribe && o.Join == "" && o.Hosts == nil && o.PerNode == 0 {
+		o.Notes = append(o.Notes, "--oversubscribe changes nothing here: a local run without -H or --hostfile gives this host as many slots as -n")
 	}
 	if !fs.Changed("tag-output") {
 		o.tagDefault = true // decided once N is known
@@ -170,55 +257,126 @@ func ParseArgs(args []string, getenv func(string) (string, bool)) (*Options, err
 	return o, nil
 }
 
-// fixNP rewrites the mpirun spelling -np (which pflag reads as -n -p) to --np, in the
-// flags before the program name only.
-func fixNP(fs *pflag.FlagSet, args []string) []string {
-	out := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--" || !strings.HasPrefix(a, "-") || a == "-":
-			return append(out, args[i:]...) // the program (or --) and everything after it
-		case a == "-np" || strings.HasPrefix(a, "-np="):
-			out = append(out, "-"+a)
-			if a == "-np" && i+1 < len(args) {
-				i++
-				out = append(out, args[i])
-			}
-			continue
-		}
-		out = append(out, a)
-		if takesValue(fs, a) && i+1 < len(args) {
-			i++
-			out = append(out, args[i])
-		}
+// parseApps reads the programs after the first ':' (segs[1:]): each takes its own -n and
+// -x. With more than one program every program needs -n, and NP is their total.
+func (o *Options) parseApps(fs *pflag.FlagSet, segs []cmdSegment, getenv func(string) (string, bool)) error {
+	if len(segs) == 1 {
+		return nil
 	}
-	return out
+	if !fs.Changed("np") {
+		return usagef("%s: each program of an MPMD job needs its own -n (golaunch -n 2 ./a : -n 2 ./b)", o.Program)
+	}
+	o.Apps = []App{{NP: o.NP, Program: o.Program, Args: o.Args}}
+	total := o.NP
+	for _, seg := range segs[1:] {
+		app := App{Program: seg.program, Args: seg.args}
+		var env []string
+		var errs valueErr
+		sfs := pflag.NewFlagSet("golaunch", pflag.ContinueOnError)
+		sfs.SetOutput(io.Discard)
+		sfs.VarP(countFlag{&app.NP, "-n", "ranks", &errs}, "np", "n", "")
+		sfs.StringArrayVarP(&env, "env", "x", nil, "")
+		if err := sfs.Parse(seg.flags); err != nil {
+			if errs.err != nil {
+				return errs.err
+			}
+			return usagef("%s", plainFlagError(err))
+		}
+		switch {
+		case app.Program == "":
+			return usagef("empty program name after ':'")
+		case !sfs.Changed("np"):
+			return usagef("%s: each program of an MPMD job needs its own -n (golaunch -n 2 ./a : -n 2 %s)", app.Program, app.Program)
+		case app.NP < 1:
+			return usagef("-n %d for %s: want at least 1 rank", app.NP, app.Program)
+		}
+		var err error
+		if app.Env, err = resolveEnv(env, getenv); err != nil {
+			return err
+		}
+		total += app.NP
+		o.Apps = append(o.Apps, app)
+	}
+	o.NP = total
+	return nil
 }
 
-// takesValue reports whether flag argument a (without =value) consumes the next
-// argument as its value.
-func takesValue(fs *pflag.FlagSet, a string) bool {
-	if strings.Contains(a, "=") {
-		return false
+// parsePlacement checks --map-by and --npernode (mpirun's --map-by ppr:N:node is
+// --npernode N).
+func (o *Options) parsePlacement(fs *pflag.FlagSet, mapBy string) error {
+	perNode := fs.Changed("npernode") || fs.Changed("ppn")
+	switch m := strings.ToLower(mapBy); m {
+	case MapCore, MapSocket, MapNode:
+		o.MapBy = m
+	case "slot":
+		o.MapBy = MapCore
+	default:
+		n, ok := strings.CutPrefix(m, "ppr:")
+		n, ok2 := strings.CutSuffix(n, ":node")
+		ppn, err := strconv.Atoi(n)
+		if !ok || !ok2 || err != nil || ppn < 1 {
+			return usagef("--map-by %q: want core, socket or node (or ppr:N:node, which is --npernode N); modifiers such as :PE=2 are not supported", mapBy)
+		}
+		if perNode {
+			return usagef("--map-by %s and --npernode both set the ranks per host: give one", mapBy)
+		}
+		o.MapBy, o.PerNode = MapCore, ppn
 	}
-	var f *pflag.Flag
-	if strings.HasPrefix(a, "--") {
-		f = fs.Lookup(a[2:])
-	} else {
-		// A run of short flags: only the last one may take the next argument, and only
-		// when nothing follows it in the same word.
-		sh := a[1:]
-		f = fs.ShorthandLookup(sh[len(sh)-1:])
-		if f != nil && len(sh) > 1 {
-			prev := fs.ShorthandLookup(sh[:1])
-			if prev != nil && prev.NoOptDefVal == "" {
-				return false // -n4: the value is attached
-			}
+	if perNode && o.PerNode < 1 {
+		return usagef("--npernode %d: want at least 1 rank per host", o.PerNode)
+	}
+	if o.PerNode > maxSlots {
+		return usagef("--npernode %d: want at most %d", o.PerNode, maxSlots)
+	}
+	return nil
+}
+
+// parseJoin checks --join, --keyfile and --gossip-addr (or its former name --bind).
+func (o *Options) parseJoin(fs *pflag.FlagSet, bind string) error {
+	if fs.Changed("bind") {
+		if fs.Changed("gossip-addr") {
+			return usagef("--bind is the former name of --gossip-addr: give one")
+		}
+		o.GossipAddr = bind
+		o.Notes = append(o.Notes, "--bind is the former name of --gossip-addr (the submitter's gossip address); --bind-to binds ranks to processors")
+	}
+	if o.Join == "" {
+		if o.Keyfile != "" || o.GossipAddr != "" {
+			return usagef("--keyfile and --gossip-addr only make sense with --join")
+		}
+		return nil
+	}
+	if o.Keyfile == "" {
+		return usagef("--join needs --keyfile (the cluster key the agents were started with)")
+	}
+	if err := checkHostPort(o.Join); err != nil {
+		return usagef("--join %q: %v", o.Join, err)
+	}
+	if o.GossipAddr != "" {
+		if err := checkHostPort(o.GossipAddr); err != nil {
+			return usagef("--gossip-addr %q: %v", o.GossipAddr, err)
 		}
 	}
-	return f != nil && f.NoOptDefVal == ""
+	return nil
 }
+
+// plainFlagError rewords pflag's errors that name Go internals: `invalid argument "x"
+// for "--tag-output" flag: strconv.ParseBool: ...` becomes "--tag-output=x: want true or
+// false".
+func plainFlagError(err error) string {
+	msg := err.Error()
+	m := pflagValueError.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	why := m[3]
+	if strings.Contains(why, "strconv.ParseBool") {
+		why = "want true or false"
+	}
+	return fmt.Sprintf("%s=%s: %s", m[2], m[1], why)
+}
+
+var pflagValueError = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-., )?(--[^"]+)" flag: (.*)$`)
 
 func (o *Options) parseHosts(hostList, hostfile string) error {
 	if hostList != "" && hostfile != "" {
@@ -231,7 +389,7 @@ func (o *Options) parseHosts(hostList, hostfile string) error {
 			return usagef("-H %q: %v", hostList, err)
 		}
 	case hostfile != "":
-		if o.Hosts, err = ReadHostfile(hostfile); err != nil {
+		if o.Hosts, o.MaxSlots, err = readHostfile(hostfile); err != nil {
 			return usagef("%v", err)
 		}
 	}
@@ -370,14 +528,20 @@ func ParseAgentArgs(args []string) (*AgentOptions, *pflag.FlagSet, error) {
 // usageText is golaunch --help.
 func usageText() string {
 	o := &Options{}
-	fs, _, _, _ := jobFlags(o)
+	fs, _ := jobFlags(o)
 	return `golaunch runs N copies of a program as one parallel job (an MPI-style launcher).
 
 Usage:
   golaunch [flags] PROGRAM [ARGS...]
+  golaunch [flags] -n N PROGRAM [ARGS...] : -n N [-x VAR]... PROGRAM [ARGS...] ...
   golaunch agent --bind ADDR [--join ADDR] --slots N --keyfile FILE [--name NAME]
 
-Flags stop at the program name (or at --). Flags:
+Flags stop at the program name (or at --). A standalone ':' ends a program's arguments
+and starts another program of the same job (MPMD): its ranks follow, and World.AppNum
+tells each rank its program's number. After --, every argument is the program's, ':'
+included. A long flag also takes one dash, as mpirun spells it (-hostfile, -ppn).
+
+Flags:
 ` + fs.FlagUsages() + `
 Examples:
   golaunch -n 4 ./hello                     4 ranks on this host
@@ -385,6 +549,8 @@ Examples:
   golaunch -n 2 -x OMP_NUM_THREADS=1 -x PATH ./bench --json
   golaunch -n 4 --output-dir logs ./prog    logs/rank.0.log ... logs/rank.3.log
   golaunch -n 8 --bind-to none ./prog       more ranks than cores, left unbound
+  golaunch -n 1 ./server : -n 4 ./worker    one job of 5 ranks: rank 0 runs server
+  golaunch -hostfile hosts -ppn 2 --join node1:7946 --keyfile ~/.gorma.key ./prog
   golaunch -n 16 --join node1:7946 --keyfile ~/.gorma.key ./prog
   golaunch -H node1:4,node2:4 --join node1:7946 --keyfile ~/.gorma.key ./prog
 

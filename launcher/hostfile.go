@@ -32,23 +32,40 @@ func (e *HostfileError) Error() string {
 
 // ReadHostfile reads the hostfile at path; see ParseHostfile.
 func ReadHostfile(path string) ([]HostSlots, error) {
+	hosts, _, err := readHostfile(path)
+	return hosts, err
+}
+
+// readHostfile reads the hostfile at path, and the max_slots of its hosts.
+func readHostfile(path string) ([]HostSlots, map[string]int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("hostfile: %w", err)
+		return nil, nil, fmt.Errorf("hostfile: %w", err)
 	}
 	defer f.Close()
-	return ParseHostfile(path, f)
+	return parseHostfile(path, f)
 }
 
 // ParseHostfile parses a hostfile read from r (name is used in errors). Each line is
-// blank, a comment (# to the end of the line), `host`, `host slots=N` or `host:N`
-// (CRLF line ends and a leading UTF-8 byte-order mark are accepted); a
-// host listed twice gets the sum of its slots at its first position. A bad line yields a
-// *HostfileError naming the file, the line and the problem.
+// blank, a comment (# to the end of the line), `host`, `host slots=N`, `host:N`, or one
+// of those with `max_slots=M` (Open MPI's spelling; also max-slots=M), the most ranks
+// --oversubscribe may place on the host (M >= N). CRLF line ends and a leading UTF-8
+// byte-order mark are accepted. A host listed twice gets the sum of its slots (and of
+// its max_slots) at its first position. A bad line yields a *HostfileError naming the
+// file, the line and the problem.
 func ParseHostfile(name string, r io.Reader) ([]HostSlots, error) {
+	hosts, _, err := parseHostfile(name, r)
+	return hosts, err
+}
+
+// parseHostfile is ParseHostfile, also returning the max_slots of the hosts that have
+// one.
+func parseHostfile(name string, r io.Reader) ([]HostSlots, map[string]int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 64<<10)
 	var hosts []HostSlots
+	maxes := map[string]int{}
+	unbounded := map[string]bool{} // hosts with a line without max_slots
 	n := 0
 	for sc.Scan() {
 		n++
@@ -63,46 +80,70 @@ func ParseHostfile(name string, r io.Reader) ([]HostSlots, error) {
 		if len(fields) == 0 {
 			continue
 		}
-		h, err := parseHostLine(fields)
+		h, m, err := parseHostLine(fields)
 		if err != nil {
-			return nil, &HostfileError{File: name, Line: n, Msg: err.Error()}
+			return nil, nil, &HostfileError{File: name, Line: n, Msg: err.Error()}
 		}
 		hosts = addHost(hosts, h)
+		if m == 0 {
+			unbounded[h.Name] = true
+		} else {
+			maxes[h.Name] = min(maxes[h.Name]+m, maxSlots)
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &HostfileError{File: name, Line: n + 1, Msg: err.Error()}
+		return nil, nil, &HostfileError{File: name, Line: n + 1, Msg: err.Error()}
 	}
 	if len(hosts) == 0 {
-		return nil, fmt.Errorf("%s: no hosts in the hostfile", name)
+		return nil, nil, fmt.Errorf("%s: no hosts in the hostfile", name)
 	}
-	return hosts, nil
+	for h := range unbounded {
+		delete(maxes, h) // one line of the host sets no bound: the host has none
+	}
+	return hosts, maxes, nil
 }
 
-// parseHostLine parses the fields of one non-blank hostfile line.
-func parseHostLine(fields []string) (HostSlots, error) {
+// parseHostLine parses the fields of one non-blank hostfile line: the host and its
+// slots, and its max_slots (0 when the line gives none).
+func parseHostLine(fields []string) (HostSlots, int, error) {
 	h, err := parseHostSpec(fields[0])
 	if err != nil {
-		return HostSlots{}, err
+		return HostSlots{}, 0, err
 	}
 	slotsSet := strings.Contains(fields[0], ":")
+	maxSet := 0
 	for _, f := range fields[1:] {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok {
-			return HostSlots{}, fmt.Errorf("unexpected %q after the host name (want slots=N)", f)
+			return HostSlots{}, 0, fmt.Errorf("unexpected %q after the host name (want slots=N or max_slots=M)", f)
 		}
-		if k != "slots" {
-			return HostSlots{}, fmt.Errorf("unknown attribute %q (only slots=N is understood)", k)
+		switch k {
+		case "slots":
+			if slotsSet {
+				return HostSlots{}, 0, fmt.Errorf("slots given twice for host %q", h.Name)
+			}
+			s, err := parseSlots(v)
+			if err != nil {
+				return HostSlots{}, 0, err
+			}
+			h.Slots, slotsSet = s, true
+		case "max_slots", "max-slots":
+			if maxSet > 0 {
+				return HostSlots{}, 0, fmt.Errorf("max_slots given twice for host %q", h.Name)
+			}
+			m, err := parseSlots(v)
+			if err != nil {
+				return HostSlots{}, 0, fmt.Errorf("max_slots: %w", err)
+			}
+			maxSet = m
+		default:
+			return HostSlots{}, 0, fmt.Errorf("unknown attribute %q (slots=N and max_slots=M are understood)", k)
 		}
-		if slotsSet {
-			return HostSlots{}, fmt.Errorf("slots given twice for host %q", h.Name)
-		}
-		s, err := parseSlots(v)
-		if err != nil {
-			return HostSlots{}, err
-		}
-		h.Slots, slotsSet = s, true
 	}
-	return h, nil
+	if maxSet > 0 && maxSet < h.Slots {
+		return HostSlots{}, 0, fmt.Errorf("host %q: max_slots=%d is below its %d slots", h.Name, maxSet, h.Slots)
+	}
+	return h, maxSet, nil
 }
 
 // ParseHostList parses the -H argument: comma-separated `host` or `host:slots` entries

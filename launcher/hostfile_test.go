@@ -35,7 +35,10 @@ func TestParseHostfileErrors(t *testing.T) {
 		{"a slots=x\n", 1, "slots \"x\""},
 		{"\n\na slots=0\n", 3, "from 1"},
 		{"a:2 slots=3\n", 1, "twice"},
-		{"a max_slots=3\n", 1, "unknown attribute \"max_slots\""},
+		{"a cpus=3\n", 1, "unknown attribute \"cpus\""},
+		{"a slots=4 max_slots=3\n", 1, "below its 4 slots"},
+		{"a max_slots=2 max-slots=3\n", 1, "max_slots given twice"},
+		{"a max_slots=0\n", 1, "max_slots: slots \"0\""},
 		{"a b\n", 1, "unexpected \"b\""},
 		{"ok\nb@d\n", 2, "not allowed"},
 		{"a:\n", 1, "slots"},
@@ -65,13 +68,28 @@ func FuzzHostfile(f *testing.F) {
 	f.Add("node1 slots=4\nnode2:2\n# c\n\nnode3\n")
 	f.Add("a:1 slots=2")
 	f.Add("x slots=\xff\n")
+	f.Add("localhost slots=2 max_slots=4\nb max-slots=3\nb:2\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		hosts, err := ParseHostfile("fuzz", strings.NewReader(in))
+		hosts, maxes, err := parseHostfile("fuzz", strings.NewReader(in))
 		if err != nil {
-			if hosts != nil {
+			if hosts != nil || maxes != nil {
 				t.Fatal("hosts and an error")
 			}
 			return
+		}
+		slots := map[string]int{}
+		for _, h := range hosts {
+			slots[h.Name] = h.Slots
+		}
+		for name, m := range maxes {
+			if _, ok := slots[name]; !ok || m < 1 || m > maxSlots {
+				t.Fatalf("max_slots %d for host %q from %q (hosts %v)", m, name, in, hosts)
+			}
+		}
+		if r, err := Place(hosts, len(hosts)+1, Placement{Oversubscribe: true, MaxSlots: maxes}); err == nil {
+			if r.Check() != nil || r.Size != len(hosts)+1 {
+				t.Fatalf("oversubscribed roster %+v from %q", r, in)
+			}
 		}
 		seen := map[string]bool{}
 		for _, h := range hosts {

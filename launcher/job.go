@@ -54,6 +54,8 @@ type submitter struct {
 	report    *reportRound              // hang reports asked for (report.go), or nil
 	hang      hangWatch                 // the quiet-period check (report.go)
 	stacks    bool                      // --stacks: reports carry the ranks' goroutine stacks
+
+	reportBindings bool // --report-bindings: a line on stderr per rank as it starts
 }
 
 type agentLink struct {
@@ -226,6 +228,9 @@ func (s *submitter) handle(ev subEvent) {
 	case *startedMsg:
 		if r, ok := s.localRank(l, m.Rank); ok {
 			r.pid, r.started = m.Pid, true
+			if s.reportBindings {
+				fmt.Fprintln(s.stderr, s.bindingLine(l.host, m))
+			}
 		}
 	case *rankMsg: // fInit
 		if r, ok := s.localRank(l, m.Rank); ok {

@@ -224,7 +224,7 @@ func TestLaunchUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--frobnicate", "x"}, "unknown flag: --frobnicate"},
+		{[]string{"--frobnicate", "x"}, "unknown flag --frobnicate"},
 		{[]string{"-n", "2"}, "no program to run"},
 		{[]string{"-n", "2", "no-such-program-gorma"}, `program "no-such-program-gorma" not found in PATH`},
 		{[]string{"-n", "2", filepath.Join(dir, "missing")}, "not found"},

@@ -24,6 +24,7 @@ var mpiSources = map[string]string{
 	"putfence":  "../internal/testprog/mpi/putfence.c",
 	"split":     "../internal/testprog/mpi/split.c",
 	"abort":     "../internal/testprog/mpi/abort.c",
+	"appnum":    "../internal/testprog/mpi/appnum.c",
 }
 
 var mpiBuild struct {

@@ -48,7 +48,7 @@ func (h *pmiHandler) Init(ctx context.Context, rank int, job string) (pmi.Info, 
 	j.mu.Unlock()
 	j.send(fInit, rankMsg{Rank: rank}) // never under j.mu: a send may wait on the network
 	return pmi.Info{Size: j.spec.Roster.Size, Secret: j.spec.Secret, KVSName: "kvs_" + j.spec.ID,
-		UniverseSize: j.spec.Roster.Size, ProcessMapping: j.mapping}, nil
+		AppNum: j.spec.appOf(rank), UniverseSize: j.spec.Roster.Size, ProcessMapping: j.mapping}, nil
 }
 
 // Fence publishes rank's puts and waits for the job-wide round.

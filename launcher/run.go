@@ -82,6 +82,9 @@ func Launch(args []string, stdio Stdio, sigs <-chan os.Signal) int {
 		fmt.Fprintln(stdio.Out, versionText())
 		return ExitOK
 	}
+	for _, n := range o.Notes {
+		fmt.Fprintf(stdio.Err, "golaunch: note: %s\n", n)
+	}
 	logw := io.Discard
 	if o.Verbose {
 		logw = stdio.Err
@@ -106,11 +109,9 @@ func Launch(args []string, stdio Stdio, sigs <-chan os.Signal) int {
 	defer node.close()
 	addrs = controlAddrs(node)
 	if o.NP == 0 {
-		for _, h := range hosts {
-			o.NP += h.Slots
-		}
+		o.NP = o.Placement().DefaultRanks(hosts)
 	}
-	roster, err := PlanRanks(hosts, o.NP)
+	roster, err := Place(hosts, o.NP, o.Placement())
 	if err != nil {
 		return usageExit(stdio.Err, &UsageError{Msg: err.Error()})
 	}
@@ -125,15 +126,24 @@ func Launch(args []string, stdio Stdio, sigs <-chan os.Signal) int {
 			return usageExit(stdio.Err, &UsageError{Msg: err.Error()})
 		}
 	}
-	prog, err := programFor(o)
+	prog, err := programFor(o, o.Program)
 	if err != nil {
 		return usageExit(stdio.Err, err)
 	}
+	var apps []appSpec
+	for _, a := range o.Apps {
+		p, err := programFor(o, a.Program)
+		if err != nil {
+			return usageExit(stdio.Err, err)
+		}
+		apps = append(apps, appSpec{Program: p, Args: a.Args, Env: a.Env, Ranks: a.NP})
+	}
 	cwd, _ := os.Getwd()
 	s := &submitter{
-		spec: jobSpec{ID: id, Submitter: node.name, Program: prog, Args: o.Args, Env: o.Env, Dir: cwd,
+		spec: jobSpec{ID: id, Submitter: node.name, Program: prog, Args: o.Args, Env: o.Env, Apps: apps, Dir: cwd,
 			Secret: secret, Roster: roster, Transport: o.Transport, BindTo: o.BindTo, Grace: o.Grace},
-		roster: roster, key: node.ckey, stderr: newStallWriter(stdio.Err, outputStall), stdin: stdio.In, grace: o.Grace,
+		reportBindings: o.ReportBindings,
+		roster:         roster, key: node.ckey, stderr: newStallWriter(stdio.Err, outputStall), stdin: stdio.In, grace: o.Grace,
 		out:     newOutputSink(stdio.Out, stdio.Err, o.TagOutput, roster.Size > 1, o.OutputDir),
 		timeout: o.Timeout, startup: o.StartupTimeout, signals: sigs,
 		hang: hangWatch{every: o.HangReport}, stacks: o.Stacks,
@@ -161,18 +171,18 @@ func usageExit(w io.Writer, err error) int {
 
 // programFor resolves the program: locally it must exist and be executable here; with
 // --join a path is made absolute (the agents resolve a bare name in their PATH).
-func programFor(o *Options) (string, error) {
+func programFor(o *Options, program string) (string, error) {
 	if o.Join == "" {
-		p, err := resolveProgram(o.Program)
+		p, err := resolveProgram(program)
 		if err != nil {
 			return "", &UsageError{Msg: err.Error()}
 		}
 		return filepath.Abs(p)
 	}
-	if strings.Contains(o.Program, "/") {
-		return filepath.Abs(o.Program)
+	if strings.Contains(program, "/") {
+		return filepath.Abs(program)
 	}
-	return o.Program, nil
+	return program, nil
 }
 
 // localNames are the -H names that mean this host in a local run, in lower case (host
@@ -201,11 +211,18 @@ func startLocal(o *Options, lg *log.Logger, logw io.Writer) (*Agent, []HostSlots
 	if o.Hosts != nil {
 		local := localNames(name)
 		slots = 0
+		maxes, bounded := 0, true
 		for _, h := range o.Hosts {
 			if !local[strings.ToLower(h.Name)] {
 				return nil, nil, usagef("host %q is not this host: a local run uses this host only (start `golaunch agent` on each host and submit with --join)", h.Name)
 			}
 			slots += h.Slots
+			maxes += o.MaxSlots[h.Name]
+			bounded = bounded && o.MaxSlots[h.Name] > 0
+		}
+		o.MaxSlots = nil
+		if bounded {
+			o.MaxSlots = map[string]int{name: maxes}
 		}
 	} else if slots == 0 {
 		slots = runtime.NumCPU()
@@ -230,7 +247,7 @@ func startJoined(o *Options, id string, lg *log.Logger, logw io.Writer) (*Agent,
 	if err != nil {
 		return nil, nil, &UsageError{Msg: err.Error()}
 	}
-	bind := o.Bind
+	bind := o.GossipAddr
 	if bind == "" {
 		bind = net.JoinHostPort(localIPToward(o.Join), "0")
 	}
@@ -308,11 +325,12 @@ func enoughAgents(o *Options, agents map[string]member) bool {
 		}
 		return true
 	}
-	slots := 0
-	for _, m := range agents {
-		slots += m.Meta.Slots
+	var hosts []HostSlots
+	for n, m := range agents {
+		hosts = append(hosts, HostSlots{Name: n, Slots: m.Meta.Slots})
 	}
-	return o.NP <= slots
+	p := o.Placement()
+	return o.NP <= p.DefaultRanks(hosts) || len(hosts) > 0 && p.Oversubscribe && p.PerNode == 0
 }
 
 // controlAddrs maps host names to control addresses: the agent itself in a local run,

@@ -204,9 +204,10 @@ func (w *World) WtimeIsGlobal() bool {
 }
 
 // AppNum returns the number of this rank's program among those its process manager
-// started (MPI_APPNUM): what a foreign PMI server (Hydra's mpiexec a : b, Slurm) says,
-// 0 under golaunch, which runs one program, and in a world of one. It reports false when
-// a foreign server does not say.
+// started (MPI_APPNUM). Under golaunch it is the program's place on an MPMD command line
+// (golaunch -n 2 ./a : -n 2 ./b: 0 for a's ranks, 1 for b's), and 0 for one program.
+// Under a foreign PMI server (Hydra's mpiexec a : b, Slurm) it is what the server says.
+// It is 0 in a world of one, and reports false when a foreign server does not say.
 func (w *World) AppNum() (int, bool) {
 	if w == nil {
 		return 0, false

@@ -1,5 +1,6 @@
 // Command allreducebench measures Allreduce (float64, Sum) over all the ranks of a job the
-// way the OSU micro-benchmark osu_allreduce does, and Barrier as osu_barrier does.
+// way the OSU micro-benchmark osu_allreduce does, Bcast, Reduce, Allgather and Alltoall as
+// osu_bcast, osu_reduce, osu_allgather and osu_alltoall do, and Barrier as osu_barrier does.
 //
 //	golaunch -n 2 ./bin/allreducebench                             # 8 B to 64 MiB, then Barrier
 //	golaunch -n 4 ./bin/allreducebench --max-size 1M --json=ar.json
@@ -8,6 +9,12 @@
 //	golaunch -n 2 ./bin/allreducebench --fresh --min-size 1M         # new buffers per call
 //	golaunch -n 2 ./bin/allreducebench --scratch fresh --sizes 1M,16M,64M  # scratch per call
 //	golaunch -n 2 ./bin/allreducebench --test overlap                # Iallreduce 16 MiB + compute
+//	golaunch -n 4 ./bin/allreducebench --test bcast,alltoall --sizes 8,1K,1M
+//	golaunch -n 4 ./bin/allreducebench --test colls --max-size 1M    # every test but overlap
+//
+// --test takes a comma-separated list of allreduce, bcast, reduce, allgather, alltoall and
+// barrier, run in that order whatever the list's order; all (the default) is allreduce and
+// barrier, colls is all six; overlap runs alone.
 //
 // Method (as osu_allreduce): for each size (powers of two from --min-size to --max-size,
 // 8 B to 64 MiB by default, or the list of --sizes such as 8,1M,24M), every rank times
@@ -26,9 +33,21 @@
 // never below 3. Each size's result is checked against the exact sum after the
 // measured calls (the inputs are small integers, so the float64 sums are exact).
 //
-// Barrier (--test barrier or all) is osu_barrier: --iters Barriers after a tenth of that
-// as warmup, each timed; the same average, minimum and maximum over the ranks. With
-// --test barrier the job first warms up for 50 ms with untimed Barriers, as it does with
+// Bcast, Reduce, Allgather and Alltoall follow the same method (the same warm-ups, counts
+// and figures) on float64 vectors, Bcast and Reduce (Sum) with root 0. The size is the
+// vector for Bcast and Reduce, and one rank's block for Allgather and Alltoall, as in OSU:
+// Allgather sends size bytes and receives p blocks of size; Alltoall sends and receives
+// p blocks of size, one per rank. Each test warms the job up for 50 ms with its own calls
+// of the first size. After a size's measured calls, every rank that expects a result
+// overwrites it with a wrong pattern, one more call (untimed) runs, and its result is
+// checked element by element (a wrong element fails the run). Their bandwidths follow
+// nccl-tests: for Bcast and Reduce busbw = algbw = size / avg_us; for Allgather and
+// Alltoall algbw = p * size / avg_us (the p blocks received) and busbw = algbw * (p-1)/p
+// (the blocks that come from other ranks).
+//
+// Barrier (--test barrier, all or colls) is osu_barrier: --iters Barriers after a tenth of that
+// as warmup, each timed; the same average, minimum and maximum over the ranks. When it is
+// the only test, the job first warms up for 50 ms with untimed Barriers, as it does with
 // Allreduce before the first size.
 //
 // Overlap (--test overlap; 16 MiB unless --sizes, --min-size or --max-size say otherwise)
@@ -66,7 +85,9 @@
 //
 // Output: a header (ranks, hosts, transport, algorithm, progress mode, fresh buffers,
 // scratch policy; the JSON's "fresh" and "scratch"), one table per
-// test ("#bytes iterations avg_us min_us max_us algbw_GB/s busbw_GB/s"; for overlap
+// test ("#bytes iterations avg_us min_us max_us algbw_GB/s busbw_GB/s", in the JSON the
+// arrays "allreduce", "bcast", "reduce", "allgather", "alltoall" and "barrier" of rows
+// with those fields; for overlap
 // "#bytes iterations coll_us comp_us ovl_us sum_us overlap_% passes"), at rank 0;
 // --json prints one JSON document instead, --json=FILE writes it to FILE beside the text.
 // Each JSON row also holds vcsw_per_call and ivcsw_per_call: the process's voluntary and

@@ -21,7 +21,8 @@ import (
 // options are the command's flags.
 type options struct {
 	test     string
-	sizes    []int // the vector sizes in bytes, from --sizes or --min-size..--max-size
+	tests    []string // --test as the tests to run, in testOrder (or overlap alone)
+	sizes    []int    // the vector sizes in bytes, from --sizes or --min-size..--max-size
 	minSize  int
 	maxSize  int
 	iters    int
@@ -39,7 +40,7 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := pflag.NewFlagSet("allreducebench", pflag.ContinueOnError)
-	fs.StringVar(&o.test, "test", "all", "allreduce, barrier, all (both) or overlap (Iallreduce beside a computation)")
+	fs.StringVar(&o.test, "test", "all", "comma-separated tests: allreduce, bcast, reduce, allgather, alltoall, barrier; all (allreduce,barrier); colls (all six); or overlap alone (Iallreduce beside a computation)")
 	o.minSize, o.maxSize = 8, 64<<20
 	fs.Var((*benchkit.Size)(&o.minSize), "min-size", "smallest vector in bytes, a multiple of 8 such as 8, 4K or 1M (powers of two from here)")
 	fs.Var((*benchkit.Size)(&o.maxSize), "max-size", "largest vector in bytes (default 64M)")
@@ -58,9 +59,11 @@ func parseFlags(args []string) (options, error) {
 		return o, err
 	}
 	o.jsonFlag = o.jsonOut == "-"
+	var err error
+	if o.tests, err = parseTests(o.test); err != nil {
+		return o, err
+	}
 	switch {
-	case o.test != "all" && o.test != "allreduce" && o.test != "barrier" && o.test != "overlap":
-		return o, fmt.Errorf("--test %q: want allreduce, barrier, all or overlap", o.test)
 	case o.minSize < 8 || o.minSize%8 != 0 || o.maxSize < o.minSize:
 		return o, fmt.Errorf("--min-size %d and --max-size %d: want 8 <= min <= max, min a multiple of 8", o.minSize, o.maxSize)
 	case o.iters < 1 || o.minIters < 1:
@@ -77,7 +80,7 @@ func parseFlags(args []string) (options, error) {
 			return o, fmt.Errorf("--scratch %q: want arena or fresh", o.scratch)
 		}
 	}
-	if *sizeList == "" && o.test == "overlap" && !fs.Changed("min-size") && !fs.Changed("max-size") {
+	if *sizeList == "" && o.tests[0] == "overlap" && !fs.Changed("min-size") && !fs.Changed("max-size") {
 		o.sizes, o.maxSize = []int{overlapSize16M}, overlapSize16M
 		return o, nil
 	}
@@ -98,6 +101,40 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
+// testOrder is the order in which the tests of a --test list run.
+var testOrder = []string{"allreduce", "bcast", "reduce", "allgather", "alltoall", "barrier"}
+
+// parseTests reads --test: overlap alone, or a comma-separated list of testOrder's names
+// and the aliases all (allreduce and barrier) and colls (every test of testOrder). The
+// tests run in testOrder, whatever the list's order.
+func parseTests(s string) ([]string, error) {
+	if s == "overlap" {
+		return []string{"overlap"}, nil
+	}
+	want := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		switch f = strings.TrimSpace(f); {
+		case f == "all":
+			want["allreduce"], want["barrier"] = true, true
+		case f == "colls":
+			for _, t := range testOrder {
+				want[t] = true
+			}
+		case slices.Contains(testOrder, f):
+			want[f] = true
+		default:
+			return nil, fmt.Errorf("--test %q: want a comma-separated list of %s, all or colls; or overlap alone", s, strings.Join(testOrder, ", "))
+		}
+	}
+	var tests []string
+	for _, t := range testOrder {
+		if want[t] {
+			tests = append(tests, t)
+		}
+	}
+	return tests, nil
+}
+
 func main() { benchkit.Main("allreducebench", os.Args[1:], parseFlags, run) }
 
 // report is the JSON document; bench/mpi/allreducebench.c writes the same shape.
@@ -114,11 +151,36 @@ type report struct {
 	// GOMAXPROCS is rank 0's, after Init applied GORMA_PROCS.
 	GOMAXPROCS int          `json:"gomaxprocs"`
 	Allreduce  []row        `json:"allreduce,omitempty"`
+	Bcast      []row        `json:"bcast,omitempty"`
+	Reduce     []row        `json:"reduce,omitempty"`
+	Allgather  []row        `json:"allgather,omitempty"`
+	Alltoall   []row        `json:"alltoall,omitempty"`
 	Barrier    []row        `json:"barrier,omitempty"`
 	Overlap    []overlapRow `json:"overlap,omitempty"`
 }
 
+// rows is the report's table for a test of testOrder.
+func (r *report) rows(test string) *[]row {
+	switch test {
+	case "allreduce":
+		return &r.Allreduce
+	case "bcast":
+		return &r.Bcast
+	case "reduce":
+		return &r.Reduce
+	case "allgather":
+		return &r.Allgather
+	case "alltoall":
+		return &r.Alltoall
+	case "barrier":
+		return &r.Barrier
+	}
+	panic("allreducebench: no table for test " + test)
+}
+
 // row is one size's figures: latency in microseconds over the ranks, bandwidth in GB/s.
+// Bytes is the vector (allreduce, bcast, reduce) or one rank's block (allgather,
+// alltoall); see collBench.bandwidth for what the bandwidths count.
 type row struct {
 	Bytes      int     `json:"bytes"`
 	Iterations int     `json:"iterations"`

@@ -26,7 +26,12 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--scratch", "fresh"}, true},
 		{[]string{"--scratch=arena"}, true},
 		{[]string{"--scratch", "mmap"}, false},
-		{[]string{"--test", "bcast"}, false},
+		{[]string{"--test", "bcast"}, true},
+		{[]string{"--test", "alltoall,bcast,barrier"}, true},
+		{[]string{"--test", "colls"}, true},
+		{[]string{"--test", "gather"}, false},
+		{[]string{"--test", "bcast,overlap"}, false},
+		{[]string{"--test", "bcast,"}, false},
 		{[]string{"--min-size", "4"}, false},
 		{[]string{"--min-size", "12"}, false},
 		{[]string{"--min-size", "8K", "--max-size", "4K"}, false},
@@ -51,6 +56,23 @@ func TestSizes(t *testing.T) {
 	o, err = parseFlags([]string{"--sizes", "16M,24M,8"})
 	if err != nil || !slices.Equal(o.sizes, []int{16 << 20, 24 << 20, 8}) || o.maxSize != 24<<20 {
 		t.Errorf("--sizes: %v (max %d), %v", o.sizes, o.maxSize, err)
+	}
+}
+
+func TestParseTests(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"all", "allreduce,barrier"},
+		{"allreduce", "allreduce"},
+		{"barrier,allreduce", "allreduce,barrier"},
+		{"colls", "allreduce,bcast,reduce,allgather,alltoall,barrier"},
+		{"alltoall, bcast,reduce,allgather", "bcast,reduce,allgather,alltoall"},
+		{"bcast,all,bcast", "allreduce,bcast,barrier"},
+		{"overlap", "overlap"},
+	} {
+		got, err := parseTests(tc.in)
+		if err != nil || strings.Join(got, ",") != tc.want {
+			t.Errorf("parseTests(%q) = %v, %v; want %s", tc.in, got, err, tc.want)
+		}
 	}
 }
 
@@ -228,5 +250,139 @@ func TestRunOverlap(t *testing.T) {
 		if s := out.String(); !strings.Contains(s, "# overlap") || !strings.Contains(s, "\n65536 ") {
 			t.Errorf("%s polls %s: rank 0 output lacks the overlap table:\n%s", tc.transport, tc.polls, s)
 		}
+	}
+}
+
+// TestCollReference checks each collBench's expected result against a sequential
+// reference built from its inputs, at 3 ranks and 5 elements per block.
+func TestCollReference(t *testing.T) {
+	const p, n = 3, 5
+	for name, c := range collBenches {
+		// in[r] is rank r's send (bcast: its buffer), as setSize writes it.
+		in := make([][]float64, p)
+		for r := range p {
+			s, rl := c.lens(n, p)
+			if name == "bcast" {
+				s = rl
+			}
+			in[r] = make([]float64, s)
+			for k := range in[r] {
+				in[r][k] = c.input(k%n, r, k/n, p)
+			}
+		}
+		for r := range p {
+			if !c.who(r) {
+				continue
+			}
+			_, rl := c.lens(n, p)
+			for k := range rl {
+				i, b := k%n, k/n
+				var ref float64
+				switch name {
+				case "bcast":
+					ref = in[0][k]
+				case "reduce":
+					for q := range p {
+						ref += in[q][k]
+					}
+				case "allgather":
+					ref = in[b][i]
+				case "alltoall":
+					ref = in[b][r*n+i]
+				}
+				if got := c.want(i, b, r, p); got != ref {
+					t.Errorf("%s: rank %d, block %d, element %d: want %v, reference %v", name, r, b, i, got, ref)
+				}
+			}
+		}
+	}
+}
+
+// TestBandwidth checks the nccl-tests counting of collBench.bandwidth.
+func TestBandwidth(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		size, p         int
+		avgUS, alg, bus float64
+	}{
+		{"bcast", 1000, 4, 1, 1, 1},
+		{"reduce", 1000, 4, 2, 0.5, 0.5},
+		{"allgather", 1000, 4, 1, 4, 3},
+		{"alltoall", 1000, 4, 2, 2, 1.5},
+		{"alltoall", 1000, 4, 0, 0, 0},
+	} {
+		alg, bus := collBenches[tc.name].bandwidth(tc.size, tc.p, tc.avgUS)
+		if math.Abs(alg-tc.alg) > 1e-12 || math.Abs(bus-tc.bus) > 1e-12 {
+			t.Errorf("%s %d B, p %d, %v us: algbw %v busbw %v, want %v and %v", tc.name, tc.size, tc.p, tc.avgUS, alg, bus, tc.alg, tc.bus)
+		}
+	}
+}
+
+// TestRunColls runs --test colls at small sizes over 3 ranks in one process, with reused
+// and fresh buffers, and checks rank 0's tables (measure checks each size's result).
+func TestRunColls(t *testing.T) {
+	for _, fresh := range []string{"--fresh=false", "--fresh=true"} {
+		o, err := parseFlags([]string{"--test", "colls", fresh, "--sizes", "8,1K,64K", "--iters", "10", "--min-iters", "3", "--size-time", "1s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		runtimetest.Run(t, 3, runtimetest.Options{}, func(w *runtime.World) error {
+			text := &bytes.Buffer{}
+			if w.Rank() == 0 {
+				text = &out
+			}
+			rep, err := measure(context.Background(), w, o, text)
+			if err != nil || w.Rank() != 0 {
+				return err
+			}
+			for _, test := range testOrder {
+				rows, want := *rep.rows(test), 3
+				if test == "barrier" {
+					want = 1
+				}
+				if len(rows) != want {
+					t.Errorf("%s: %d %s rows, want %d", fresh, len(rows), test, want)
+					continue
+				}
+				for _, r := range rows {
+					if r.AvgUS <= 0 || r.MinUS > r.AvgUS || r.AvgUS > r.MaxUS {
+						t.Errorf("%s: %s row %+v: want 0 < min <= avg <= max", fresh, test, r)
+					}
+				}
+				if test == "allgather" || test == "alltoall" {
+					if r := rows[2]; r.Bytes != 64<<10 || math.Abs(r.BusBW-r.AlgBW*2/3) > 1e-9*r.AlgBW {
+						t.Errorf("%s: %s row %+v: want 64 KiB, busbw = algbw * 2/3", fresh, test, r)
+					}
+				}
+			}
+			return nil
+		})
+		for _, h := range []string{"# allreduce", "# bcast", "# reduce", "# allgather", "# alltoall", "# barrier"} {
+			if !strings.Contains(out.String(), h) {
+				t.Errorf("%s: rank 0 output lacks %q:\n%s", fresh, h, out.String())
+			}
+		}
+	}
+}
+
+// TestVerify: a collective that delivers nothing fails the check at the ranks that
+// expect a result, and only there.
+func TestVerify(t *testing.T) {
+	for _, name := range []string{"bcast", "reduce", "allgather", "alltoall"} {
+		c := collBenches[name]
+		c.call = func(context.Context, *runtime.World, []float64, []float64) error { return nil }
+		o, err := parseFlags([]string{"--sizes", "64"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtimetest.Run(t, 2, runtimetest.Options{}, func(w *runtime.World) error {
+			b := newCollBufs(w, o, c)
+			b.setSize(64)
+			if err := b.verify(context.Background(), w); (err != nil) != c.who(w.Rank()) {
+				t.Errorf("%s: rank %d: verify = %v, want an error %v", name, w.Rank(), err, c.who(w.Rank()))
+			}
+			return nil
+		})
 	}
 }

@@ -22,35 +22,56 @@ func measure(ctx context.Context, w *runtime.World, o options, text io.Writer) (
 	fmt.Fprintf(text, "# gorma allreducebench (OSU method): %d ranks on %d host(s), transport %s, algorithm %s, progress %s, fresh buffers %v, scratch %s\n",
 		rep.Ranks, len(rep.Hosts), rep.Transport, rep.Algorithm, rep.Progress, rep.Fresh, rep.Scratch)
 	fmt.Fprintf(text, "# latency: each rank's mean per call in microseconds, averaged (min, max) over the ranks; GB/s = 10^9 bytes/s\n")
-	if o.test == "overlap" {
+	if o.tests[0] == "overlap" {
 		rep.Overlap, err = overlap(ctx, w, o, text)
 		return rep, err
 	}
-	if o.test != "barrier" {
-		fmt.Fprintf(text, "\n# allreduce: float64 sum\n%s\n", header)
-		b := newBuffers(w, o)
-		if err := warmJob(ctx, w, o, b); err != nil {
-			return rep, fmt.Errorf("allreduce warm-up: %w", err)
+	for i, test := range o.tests {
+		var rows []row
+		switch test {
+		case "allreduce":
+			rows, err = allreduce(ctx, w, o, text)
+		case "barrier":
+			rows, err = barrierTest(ctx, w, o, i == 0, text)
+		default:
+			rows, err = collTest(ctx, w, o, collBenches[test], text)
 		}
-		for _, size := range o.sizes {
-			r, err := allreduceSize(ctx, w, o, b, size)
-			if err != nil {
-				return rep, fmt.Errorf("allreduce at %d bytes: %w", size, err)
-			}
-			rep.Allreduce = append(rep.Allreduce, r)
-			fmt.Fprintln(text, formatRow(r))
-		}
-	}
-	if o.test != "allreduce" {
-		fmt.Fprintf(text, "\n# barrier\n%s\n", header)
-		r, err := barrier(ctx, w, o)
+		*rep.rows(test) = rows
 		if err != nil {
-			return rep, fmt.Errorf("barrier: %w", err)
+			return rep, fmt.Errorf("%s: %w", test, err)
 		}
-		rep.Barrier = append(rep.Barrier, r)
-		fmt.Fprintln(text, formatRow(r))
 	}
 	return rep, nil
+}
+
+// allreduce runs the Allreduce test: the job's warm-up, then every size.
+func allreduce(ctx context.Context, w *runtime.World, o options, text io.Writer) ([]row, error) {
+	fmt.Fprintf(text, "\n# allreduce: float64 sum\n%s\n", header)
+	b := newBuffers(w, o)
+	if err := warmJob(ctx, w, o, b); err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	var rows []row
+	for _, size := range o.sizes {
+		r, err := allreduceSize(ctx, w, o, b, size)
+		if err != nil {
+			return rows, fmt.Errorf("at %d bytes: %w", size, err)
+		}
+		rows = append(rows, r)
+		fmt.Fprintln(text, formatRow(r))
+	}
+	return rows, nil
+}
+
+// barrierTest runs the Barrier test; first says that no test ran before it.
+func barrierTest(ctx context.Context, w *runtime.World, o options, first bool, text io.Writer) ([]row, error) {
+	fmt.Fprintf(text, "\n# barrier\n%s\n", header)
+	r, err := barrier(ctx, w, o, first)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(text, formatRow(r))
+	return []row{r}, nil
 }
 
 var header = fmt.Sprintf("%-12s %10s %12s %12s %12s %12s %12s", "#bytes", "iterations", "avg_us", "min_us", "max_us", "algbw_GB/s", "busbw_GB/s")
@@ -270,10 +291,10 @@ func reduceRow(ctx context.Context, w *runtime.World, total time.Duration, iters
 	return row{Iterations: iters, AvgUS: sum[0] / n, MinUS: lo[0], MaxUS: hi[0], VCSW: sw[0] / n, IVCSW: sw[1] / n}, nil
 }
 
-// barrier measures Barrier as osu_barrier does.
-func barrier(ctx context.Context, w *runtime.World, o options) (row, error) {
-	if o.test == "barrier" {
-		// No Allreduce warmed the job up: Barriers measured from the job's start are
+// barrier measures Barrier as osu_barrier does; first says that no test ran before it.
+func barrier(ctx context.Context, w *runtime.World, o options, first bool) (row, error) {
+	if first {
+		// No other test warmed the job up: Barriers measured from the job's start are
 		// slower than the same ranks' Barriers tens of milliseconds later.
 		if err := warmFor(ctx, w, 256, func() error { return collectives.Barrier(ctx, w) }); err != nil {
 			return row{}, err

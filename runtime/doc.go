@@ -59,8 +59,8 @@
 // *ProcError wrapping ErrAborted. A ProcError's text leads with the rank, its host and
 // what became of it ("rank 1 on host vm failed: exited with code 3"); what the transport
 // saw stays in its chain (errors.Is, errors.As) and is printed only with GORMA_VERBOSE=1.
-// After Finalize every call fails with ErrFinalized, and a nil World is an ErrInvalid
-// error.
+// After Finalize every call fails with ErrFinalized but World.Free, which returns nil
+// (a deferred Free may run after Finalize), and a nil World is an ErrInvalid error.
 //
 // # Layers above: Tracks
 //

@@ -109,7 +109,8 @@ func (w *World) OnFree(f func()) error {
 // cannot be freed (Finalize ends it); a sibling is freed with its World. A Dup that reuses
 // the contexts waits for every other rank's Free of that World, as a collective waits for
 // its ranks: a rank that never frees it keeps that Dup waiting until the rank fails or the
-// job's --timeout ends it.
+// job's --timeout ends it. After Finalize, Free does nothing and returns nil (Finalize
+// ended every World), so that a deferred Free after Finalize succeeds.
 func (w *World) Free() error {
 	if w == nil {
 		return withOp("free", errNilWorld())
@@ -122,6 +123,10 @@ func (w *World) Free() error {
 	}
 	e := w.e
 	e.mu.Lock()
+	if e.finalized {
+		e.mu.Unlock()
+		return nil
+	}
 	if err := e.checkLocked(); err != nil {
 		e.mu.Unlock()
 		return withOp("free", err)

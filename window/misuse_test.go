@@ -260,6 +260,7 @@ func TestMisuseWindowEpochs(t *testing.T) {
 // epoch, a Lock epoch, a dynamic window with memory attached) and then calls every window
 // call: each must fail at once with an error (runtime.ErrFinalized, or ErrFreed for a
 // window whose World is gone), never panic, hang, or touch memory that Finalize unmapped.
+// Free then returns nil, and a second Free fails with ErrFreed.
 func TestMisuseWindowAfterFinalize(t *testing.T) {
 	for _, tr := range []string{"shm", "tcp"} {
 		t.Run(tr, func(t *testing.T) {
@@ -321,10 +322,8 @@ func TestMisuseWindowAfterFinalize(t *testing.T) {
 				"Start":          func() error { return win.Start(ctx, []int{1}, 0) },
 				"Sync":           func() error { return win.Sync(ctx) },
 				"FlushAll":       func() error { return win.FlushAll(ctx) },
-				"Free":           func() error { return win.Free(ctx) },
 				"DynPut":         func() error { return dyn.Put([]int64{1}, 1, 0) },
 				"Attach":         func() error { _, err := dyn.Attach(ctx, make([]int64, 4)); return err },
-				"DynFree":        func() error { return dyn.Free(ctx) },
 				"Allocate":       func() error { _, err := window.Allocate[int64](ctx, w, 8); return err },
 				"Create":         func() error { _, err := window.Create(ctx, w, make([]int64, 8)); return err },
 			}
@@ -337,6 +336,14 @@ func TestMisuseWindowAfterFinalize(t *testing.T) {
 						t.Logf("%s after Finalize: %v", name, err)
 					}
 				})
+			}
+			for name, v := range map[string]*window.Win[int64]{"Free": win, "DynFree": dyn} {
+				if err := v.Free(ctx); err != nil {
+					t.Errorf("%s after Finalize: %v, want nil", name, err)
+				}
+				if err := v.Free(ctx); !errors.Is(err, window.ErrFreed) {
+					t.Errorf("a second %s after Finalize: %v, want ErrFreed", name, err)
+				}
 			}
 		})
 	}

@@ -474,7 +474,10 @@ func (w *Win[T]) reachTarget(t *target[T]) error {
 	return nil
 }
 
-// Free frees the window: collective over its World. No epoch may be open. Afterwards
+// Free frees the window: collective over its World. No epoch may be open. Once the
+// World's Finalize has begun, Free does nothing and returns nil: Finalize released the
+// window's memory, and Go runs a deferred Free after a Finalize that main calls (free
+// before Finalize otherwise, as MPI requires: see the package example). Afterwards
 // every call on the window fails with ErrFreed, and the keys of its memory stop working
 // at every rank (the arena bytes are reused, never reachable through an old key). The
 // slice Local returned dies here: arena memory goes to the arena's quarantine, reused
@@ -487,6 +490,10 @@ func (w *Win[T]) reachTarget(t *target[T]) error {
 // an epoch may write it.
 func (w *Win[T]) Free(ctx context.Context) error {
 	const op = "free"
+	if !w.freed.Load() && w.comm.Finalized() {
+		w.freed.Store(true) // a second Free fails with ErrFreed, as before Finalize
+		return nil
+	}
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
 	}

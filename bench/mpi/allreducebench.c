@@ -1,7 +1,8 @@
-/* C twin of apps/allreducebench: OSU osu_allreduce and osu_barrier method, with the same
- * flags, sizes, iteration counts, output format and JSON document, so one script runs
- * both side by side (scripts/compare-allreduce.sh).
- *   allreducebench_mpi [--test allreduce|barrier|all|overlap] [--min-size N] [--max-size N]
+/* C twin of apps/allreducebench: the OSU method of osu_allreduce, osu_bcast, osu_reduce,
+ * osu_allgather, osu_alltoall and osu_barrier, with the same flags, sizes, iteration
+ * counts, output format and JSON document, so one script runs both side by side
+ * (scripts/compare-allreduce.sh, scripts/device16-job.sh).
+ *   allreducebench_mpi [--test LIST|all|colls|overlap] [--min-size N] [--max-size N]
  *       [--sizes LIST] [--iters N] [--min-iters N] [--size-time DUR] [--fresh] [--polls N]
  *       [--json[=FILE]]
  * Sizes take the suffixes K, M, G (8 B to 64 MiB by default, powers of two; --sizes
@@ -18,7 +19,13 @@
  * filled before the timed region, receive left as allocated) and frees them after.
  * --algo is accepted for symmetry with the Go program, "auto" only: the MPIs' own knobs
  * (OMPI_MCA_coll_tuned_allreduce_algorithm, MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM) force
- * theirs. --test overlap (16 MiB unless a size flag says otherwise) times, per size,
+ * theirs. --test takes a comma-separated list of allreduce, bcast, reduce, allgather,
+ * alltoall and barrier (run in that order); all is allreduce and barrier, colls all six.
+ * MPI_Bcast and MPI_Reduce (MPI_SUM) of MPI_DOUBLE use root 0; the size is the vector, or
+ * for MPI_Allgather and MPI_Alltoall one rank's block (OSU's count); each of these tests
+ * first runs its own 50 ms warm-up, and after a size's timed calls one more call into a
+ * result overwritten with a wrong pattern is checked (a wrong element aborts the run).
+ * --test overlap (16 MiB unless a size flag says otherwise) times, per size,
  * MPI_Allreduce alone, a compute kernel calibrated to take as long alone, and
  * MPI_Iallreduce + the kernel + MPI_Wait; the kernel makes no MPI call unless --polls N
  * spreads N MPI_Test calls through it. See apps/allreducebench/doc.go for the method. */
@@ -42,6 +49,18 @@ static int iters = 1000, min_iters = 20;
 static double size_time;
 static long sizes[64];
 static int nsizes;
+
+/* the tests of a --test list, in the order they run (testOrder in apps/allreducebench) */
+enum { T_ALLREDUCE, T_BCAST, T_REDUCE, T_ALLGATHER, T_ALLTOALL, T_BARRIER, NTESTS };
+static const char *test_names[NTESTS] = {"allreduce", "bcast", "reduce", "allgather", "alltoall", "barrier"};
+static const char *test_titles[NTESTS] = {
+	"allreduce: float64 sum",
+	"bcast: float64 from root 0; bytes: the vector",
+	"reduce: float64 sum to root 0; bytes: the vector",
+	"allgather: float64; bytes: each rank's block (the result holds p blocks)",
+	"alltoall: float64; bytes: each block (p blocks sent and p received per rank)",
+	"barrier",
+};
 
 static int imax(int a, int b) { return a > b ? a : b; }
 static int imin(int a, int b) { return a < b ? a : b; }
@@ -365,6 +384,177 @@ static void json_rows(FILE *f, const char *name, const struct row *rows, int n) 
 	fprintf(f, "\n  ]");
 }
 
+/* the send and receive lengths of test t, in elements, for blocks of n */
+static void coll_lens(int t, long n, long *sl, long *rl) {
+	*sl = t == T_BCAST ? 0 : t == T_ALLTOALL ? nranks * n : n;
+	*rl = t == T_ALLGATHER || t == T_ALLTOALL ? nranks * n : n;
+}
+
+/* element i of the block rank s sends to rank d: distinct for every pair */
+static double a2a_value(long i, int s, long d) { return (double)(i % 251 + 1 + 256 * ((long)s * nranks + d)); }
+
+/* element i of block d of rank r's input (its send; bcast: the root's buffer) */
+static double coll_input(int t, long i, int r, long d) {
+	if (t == T_BCAST) return (double)(i % 251 + 1);
+	if (t == T_ALLTOALL) return a2a_value(i, r, d);
+	return (double)(i % 251 + r + 1);
+}
+
+/* element i of block b of rank r's result */
+static double coll_want(int t, long i, long b, int r) {
+	switch (t) {
+	case T_BCAST: return (double)(i % 251 + 1);
+	case T_REDUCE: return (double)(nranks * (i % 251 + 1) + nranks * (nranks - 1) / 2);
+	case T_ALLGATHER: return (double)(i % 251 + b + 1);
+	default: return a2a_value(i, (int)b, r);
+	}
+}
+
+/* whether rank r has a result to check */
+static int coll_who(int t, int r) { return t == T_BCAST ? r != 0 : t == T_REDUCE ? r == 0 : 1; }
+
+static void coll_call(int t, double *s, double *r, long n) {
+	switch (t) {
+	case T_BCAST: MPI_Bcast(r, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD); break;
+	case T_REDUCE: MPI_Reduce(s, r, (int)n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD); break;
+	case T_ALLGATHER: MPI_Allgather(s, (int)n, MPI_DOUBLE, r, (int)n, MPI_DOUBLE, MPI_COMM_WORLD); break;
+	default: MPI_Alltoall(s, (int)n, MPI_DOUBLE, r, (int)n, MPI_DOUBLE, MPI_COMM_WORLD);
+	}
+}
+
+/* a collective test's vectors at one size, as collBufs in apps/allreducebench: cut from
+ * a pair allocated for the largest size, or new for every call with --fresh */
+struct cbufs {
+	int t;
+	long n, sl, rl; /* elements per block; send and receive lengths */
+	double *full[2], *s, *r;
+};
+
+static double *alloc_doubles(long n) {
+	if (n == 0) return NULL;
+	double *v = malloc((size_t)n * sizeof(double));
+	if (!v) MPI_Abort(MPI_COMM_WORLD, 1);
+	return v;
+}
+
+static void cbufs_init(struct cbufs *b, int t) {
+	memset(b, 0, sizeof *b);
+	b->t = t;
+	if (fresh) return;
+	long sl, rl;
+	coll_lens(t, max_size / 8, &sl, &rl);
+	b->full[0] = alloc_doubles(sl);
+	b->full[1] = alloc_doubles(rl);
+	fill(b->full[1], rl, rank + 100);
+}
+
+static void cbufs_free(struct cbufs *b) {
+	if (fresh) free(b->s), free(b->r);
+	free(b->full[0]);
+	free(b->full[1]);
+}
+
+/* cuts (or allocates) the vectors for size bytes and writes the input */
+static void set_size(struct cbufs *b, long size) {
+	b->n = size / 8;
+	coll_lens(b->t, b->n, &b->sl, &b->rl);
+	if (fresh) {
+		free(b->s);
+		free(b->r);
+		b->s = alloc_doubles(b->sl);
+		b->r = alloc_doubles(b->rl);
+	} else
+		b->s = b->full[0], b->r = b->full[1];
+	double *in = b->s;
+	long len = b->sl;
+	if (b->t == T_BCAST) {
+		if (rank != 0) return;
+		in = b->r, len = b->rl;
+	}
+	for (long k = 0; k < len; k++) in[k] = coll_input(b->t, k % b->n, rank, k / b->n);
+}
+
+/* one call, timed, and a Barrier after it */
+static double coll_one(struct cbufs *b) {
+	if (fresh) set_size(b, b->n * 8);
+	double t0 = MPI_Wtime();
+	coll_call(b->t, b->s, b->r, b->n);
+	double d = MPI_Wtime() - t0;
+	MPI_Barrier(MPI_COMM_WORLD);
+	return d;
+}
+
+/* overwrites the result with a wrong pattern, makes one more call (untimed) and checks it */
+static void coll_verify(struct cbufs *b) {
+	int mine = coll_who(b->t, rank);
+	if (mine) fill(b->r, b->rl, rank + 100);
+	coll_call(b->t, b->s, b->r, b->n);
+	if (!mine) return;
+	for (long k = 0; k < b->rl; k++)
+		if (b->r[k] != coll_want(b->t, k % b->n, k / b->n, rank)) {
+			fprintf(stderr, "allreducebench_mpi: rank %d: wrong %s result at %ld bytes: element %ld of block %ld is %g, want %g\n",
+				rank, test_names[b->t], b->n * 8, k % b->n, k / b->n, b->r[k], coll_want(b->t, k % b->n, k / b->n, rank));
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+}
+
+/* the test's job warm-up, as warm_job: its calls of the first size in batches of 64 */
+static void warm_coll(struct cbufs *b, long size) {
+	set_size(b, size);
+	double start = MPI_Wtime();
+	for (int more = 1; more;) {
+		for (int i = 0; i < 64; i++) coll_call(b->t, b->s, b->r, b->n);
+		if (rank == 0 && MPI_Wtime() - start >= 0.05) more = 0;
+		MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* one size of a collective test, as collSize in apps/allreducebench; the bandwidths
+ * count as nccl-tests does: the vector for bcast and reduce (busbw = algbw), the p blocks
+ * received for allgather and alltoall (busbw = algbw * (p-1)/p) */
+static struct row coll_size(struct cbufs *b, long size) {
+	set_size(b, size);
+	int it = scaled(iters, size), warmup = imax(it / 10, 3);
+	double warm = 0, total = 0;
+	for (int i = 0; i < warmup; i++) warm += coll_one(b);
+	it = cap_iters(it, warm, warmup);
+	double cs[2];
+	csw(cs);
+	for (int i = 0; i < it; i++) total += coll_one(b);
+	coll_verify(b);
+	struct row r = reduce_row(total, it);
+	reduce_cs(&r, cs, it);
+	r.bytes = size;
+	if (r.avg > 0) {
+		int per_rank = b->t == T_ALLGATHER || b->t == T_ALLTOALL;
+		r.algbw = (per_rank ? nranks : 1) * size / r.avg / 1e3;
+		r.busbw = per_rank ? r.algbw * (nranks - 1) / nranks : r.algbw;
+	}
+	return r;
+}
+
+/* parse_tests reads --test into want (by test) or *ovl; 0 when s names no test */
+static int parse_tests(const char *s, int want[NTESTS], int *ovl) {
+	if (!strcmp(s, "overlap")) return *ovl = 1;
+	char *list = strdup(s);
+	int ok = 1;
+	for (char *p = list, *f; ok && (f = strsep(&p, ","));) {
+		while (*f == ' ') f++;
+		if (!strcmp(f, "all")) want[T_ALLREDUCE] = want[T_BARRIER] = 1;
+		else if (!strcmp(f, "colls"))
+			for (int t = 0; t < NTESTS; t++) want[t] = 1;
+		else {
+			int t = 0;
+			while (t < NTESTS && strcmp(f, test_names[t])) t++;
+			if (t == NTESTS) ok = 0;
+			else want[t] = 1;
+		}
+	}
+	free(list);
+	return ok;
+}
+
 static int usage(const char *msg, const char *arg) {
 	if (rank == 0) fprintf(stderr, "allreducebench_mpi: %s%s\n", msg, arg ? arg : "");
 	MPI_Finalize();
@@ -407,9 +597,9 @@ int main(int argc, char **argv) {
 			} else return usage("unknown flag ", a);
 		}
 	}
-	int do_ovl = !strcmp(test, "overlap");
-	int do_ar = !do_ovl && strcmp(test, "barrier") != 0, do_bar = !do_ovl && strcmp(test, "allreduce") != 0;
-	if (strcmp(test, "all") && strcmp(test, "allreduce") && strcmp(test, "barrier") && !do_ovl) return usage("--test: want allreduce, barrier, all or overlap, not ", test);
+	int want[NTESTS] = {0}, do_ovl = 0;
+	if (!parse_tests(test, want, &do_ovl))
+		return usage("--test: want a comma-separated list of allreduce, bcast, reduce, allgather, alltoall, barrier, all or colls; or overlap alone, not ", test);
 	if (polls < 0) return usage("--polls must not be negative", NULL);
 	if (do_ovl && !nsizes && !size_flags) sizes[nsizes++] = min_size = max_size = 16L << 20;
 	if (min_size < 8 || min_size % 8 || max_size < min_size || max_size > (1L << 31)) return usage("want 8 <= min-size <= max-size, min-size a multiple of 8", NULL);
@@ -441,10 +631,12 @@ int main(int argc, char **argv) {
 		fprintf(text, "# latency: each rank's mean per call in microseconds, averaged (min, max) over the ranks; GB/s = 10^9 bytes/s\n");
 	}
 	const char *hdr = "#bytes       iterations       avg_us       min_us       max_us   algbw_GB/s   busbw_GB/s";
-	struct row ar[64], bar;
+	static struct row rows[NTESTS][64];
 	struct ovl_row ovl[64];
-	int nar = 0, novl = 0;
-	if (do_ar) {
+	int nrows[NTESTS] = {0}, novl = 0;
+	if (want[T_ALLREDUCE]) {
+		struct row *ar = rows[T_ALLREDUCE];
+		int nar = 0;
 		if (text) fprintf(text, "\n# allreduce: float64 sum\n%s\n", hdr);
 		double *s = NULL, *r = NULL;
 		if (!fresh) {
@@ -460,8 +652,22 @@ int main(int argc, char **argv) {
 			if (text) print_row(text, &ar[nar]), fflush(text);
 			nar++;
 		}
+		nrows[T_ALLREDUCE] = nar;
 		free(s);
 		free(r);
+	}
+	for (int t = T_BCAST; t <= T_ALLTOALL; t++) {
+		if (!want[t]) continue;
+		if (text) fprintf(text, "\n# %s\n%s\n", test_titles[t], hdr);
+		struct cbufs b;
+		cbufs_init(&b, t);
+		if (nsizes) warm_coll(&b, sizes[0]);
+		for (int k = 0; k < nsizes; k++) {
+			rows[t][k] = coll_size(&b, sizes[k]);
+			if (text) print_row(text, &rows[t][k]), fflush(text);
+		}
+		nrows[t] = nsizes;
+		cbufs_free(&b);
 	}
 	if (do_ovl) {
 		if (text) {
@@ -484,16 +690,20 @@ int main(int argc, char **argv) {
 		free(r);
 		free(r2);
 	}
-	if (do_bar) {
+	if (want[T_BARRIER]) {
 		if (text) fprintf(text, "\n# barrier\n%s\n", hdr);
-		if (!do_ar) warm_barrier();
+		int first = 1; /* no other test warmed the job up */
+		for (int t = 0; t < T_BARRIER; t++) first &= !want[t];
+		if (first) warm_barrier();
 		int warmup = imax(iters / 10, 3);
 		int it = cap_iters(iters, barriers(warmup), warmup);
 		double cs[2];
 		csw(cs);
-		bar = reduce_row(barriers(it), it);
-		reduce_cs(&bar, cs, it);
-		if (text) print_row(text, &bar);
+		struct row *bar = &rows[T_BARRIER][0];
+		*bar = reduce_row(barriers(it), it);
+		reduce_cs(bar, cs, it);
+		nrows[T_BARRIER] = 1;
+		if (text) print_row(text, bar);
 	}
 	if (rank == 0 && json) {
 		FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
@@ -508,8 +718,8 @@ int main(int argc, char **argv) {
 			if (!seen) fprintf(f, "%s\"%s\"", first ? "" : ", ", hosts + (size_t)r * MPI_MAX_PROCESSOR_NAME), first = 0;
 		}
 		fprintf(f, "],\n  \"transport\": \"mpi\",\n  \"algorithm\": \"auto\",\n  \"progress\": \"mpi\",\n  \"fresh\": %s", fresh ? "true" : "false");
-		if (nar) json_rows(f, "allreduce", ar, nar);
-		if (do_bar) json_rows(f, "barrier", &bar, 1);
+		for (int t = 0; t < NTESTS; t++)
+			if (nrows[t]) json_rows(f, test_names[t], rows[t], nrows[t]);
 		if (novl) json_ovl(f, ovl, novl);
 		fprintf(f, "\n}\n");
 		if (f != stdout) fclose(f);

@@ -170,44 +170,58 @@ func collectDevice16(dir string) (*Device16, error) {
 	d.Failed = readFailed(filepath.Join(dir, "stderr.txt"))
 	for p := range ps {
 		r := D16Ranks{P: p, Threads: map[string]D16Threads{}}
-		rows := map[int]*D16Row{}
-		bar := D16Row{US: map[string]float64{}, Spread: map[string]float64{}, CSW: map[string]float64{}}
+		allreduce, barrier := map[int]*D16Row{}, map[int]*D16Row{}
 		for _, s := range d.Systems {
 			docs := ars[key{s, p}]
-			us, csw, barUS, barCSW := map[int][]float64{}, map[int][]float64{}, []float64{}, []float64{}
-			for _, a := range docs {
-				for _, x := range a.Allreduce {
-					us[x.Bytes] = append(us[x.Bytes], x.AvgUS)
-					csw[x.Bytes] = append(csw[x.Bytes], x.VCSW+x.IVCSW)
-				}
-				for _, x := range a.Barrier {
-					barUS = append(barUS, x.AvgUS)
-					barCSW = append(barCSW, x.VCSW+x.IVCSW)
-				}
-			}
-			for n, v := range us {
-				row := rows[n]
-				if row == nil {
-					row = &D16Row{Bytes: n, US: map[string]float64{}, Spread: map[string]float64{}, CSW: map[string]float64{}}
-					rows[n] = row
-				}
-				row.US[s], row.Spread[s], row.CSW[s] = median(v), spread(v), median(csw[n])
-			}
-			if len(barUS) > 0 {
-				bar.US[s], bar.Spread[s], bar.CSW[s] = median(barUS), spread(barUS), median(barCSW)
-			}
+			d16Medians(allreduce, s, docs, func(a arDoc) []arRow { return a.Allreduce })
+			d16Medians(barrier, s, docs, func(a arDoc) []arRow { return a.Barrier })
 			if t := tws[key{s, p}]; len(t) > 0 {
 				r.Threads[s] = medianThreads(t)
 			}
 		}
-		for _, n := range slices.Sorted(mapKeys(rows)) {
-			r.Allreduce = append(r.Allreduce, *rows[n])
+		r.Allreduce = d16Sorted(allreduce)
+		r.Barrier = newD16Row(0)
+		if bar := barrier[0]; bar != nil {
+			r.Barrier = *bar
 		}
-		r.Barrier = bar
 		d.Ranks = append(d.Ranks, r)
 	}
 	slices.SortFunc(d.Ranks, func(a, b D16Ranks) int { return b.P - a.P })
 	return d, nil
+}
+
+func newD16Row(bytes int) D16Row {
+	return D16Row{Bytes: bytes, US: map[string]float64{}, Spread: map[string]float64{}, CSW: map[string]float64{}}
+}
+
+// d16Medians adds system s's medians over docs to rows (by size), of the rows that get
+// picks from each document.
+func d16Medians(rows map[int]*D16Row, s string, docs []arDoc, get func(arDoc) []arRow) {
+	us, csw := map[int][]float64{}, map[int][]float64{}
+	for _, a := range docs {
+		for _, x := range get(a) {
+			us[x.Bytes] = append(us[x.Bytes], x.AvgUS)
+			csw[x.Bytes] = append(csw[x.Bytes], x.VCSW+x.IVCSW)
+		}
+	}
+	for n, v := range us {
+		row := rows[n]
+		if row == nil {
+			r := newD16Row(n)
+			row = &r
+			rows[n] = row
+		}
+		row.US[s], row.Spread[s], row.CSW[s] = median(v), spread(v), median(csw[n])
+	}
+}
+
+// d16Sorted is rows by size.
+func d16Sorted(rows map[int]*D16Row) []D16Row {
+	var out []D16Row
+	for _, n := range slices.Sorted(mapKeys(rows)) {
+		out = append(out, *rows[n])
+	}
+	return out
 }
 
 func mapKeys[V any](m map[int]V) func(func(int) bool) {

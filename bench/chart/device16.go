@@ -47,10 +47,28 @@ type CopyRate struct {
 
 // D16Ranks is every figure at one rank count.
 type D16Ranks struct {
-	P         int                   `json:"p"`
-	Allreduce []D16Row              `json:"allreduce"`
+	P         int      `json:"p"`
+	Allreduce []D16Row `json:"allreduce"`
+	// Bcast, Reduce, Allgather and Alltoall come from the job's cl_ files.
+	Bcast     []D16Row              `json:"bcast,omitempty"`
+	Reduce    []D16Row              `json:"reduce,omitempty"`
+	Allgather []D16Row              `json:"allgather,omitempty"`
+	Alltoall  []D16Row              `json:"alltoall,omitempty"`
 	Barrier   D16Row                `json:"barrier"`
 	Threads   map[string]D16Threads `json:"threads"` // by system
+}
+
+// d16Colls are the collectives of the cl_ files, in the page's order: each table's
+// heading, where allreducebench's document and D16Ranks hold its rows.
+var d16Colls = []struct {
+	heading string
+	doc     func(arDoc) []arRow
+	rows    func(*D16Ranks) *[]D16Row
+}{
+	{"Bcast (float64, root 0)", func(a arDoc) []arRow { return a.Bcast }, func(r *D16Ranks) *[]D16Row { return &r.Bcast }},
+	{"Reduce (float64 sum, root 0)", func(a arDoc) []arRow { return a.Reduce }, func(r *D16Ranks) *[]D16Row { return &r.Reduce }},
+	{"Allgather (float64, size per rank)", func(a arDoc) []arRow { return a.Allgather }, func(r *D16Ranks) *[]D16Row { return &r.Allgather }},
+	{"Alltoall (float64, size per block)", func(a arDoc) []arRow { return a.Alltoall }, func(r *D16Ranks) *[]D16Row { return &r.Alltoall }},
 }
 
 // D16Row is one size's medians over the repetitions, by system: the mean time per call
@@ -96,11 +114,16 @@ func runDevice16(args []string) error {
 	return os.WriteFile(*out, append(b, '\n'), 0o644)
 }
 
-var d16File = regexp.MustCompile(`^(ar|tw)_([a-z0-9]+)_p(\d+)_(\d+)\.json$`)
+var d16File = regexp.MustCompile(`^(ar|cl|tw)_([a-z0-9]+)_p(\d+)_(\d+)\.json$`)
 
-// arDoc is what collectDevice16 reads of an allreducebench JSON document.
+// arDoc is what collectDevice16 reads of an allreducebench JSON document: an ar_ file
+// (Allreduce and Barrier) or a cl_ file (the other collectives) of the job.
 type arDoc struct {
 	Allreduce []arRow `json:"allreduce"`
+	Bcast     []arRow `json:"bcast"`
+	Reduce    []arRow `json:"reduce"`
+	Allgather []arRow `json:"allgather"`
+	Alltoall  []arRow `json:"alltoall"`
 	Barrier   []arRow `json:"barrier"`
 }
 
@@ -144,7 +167,7 @@ func collectDevice16(dir string) (*Device16, error) {
 		if err != nil {
 			return nil, err
 		}
-		if m[1] == "ar" {
+		if m[1] != "tw" {
 			var a arDoc
 			if err := json.Unmarshal(b, &a); err != nil {
 				return nil, fmt.Errorf("%s: %w", e.Name(), err)
@@ -160,7 +183,7 @@ func collectDevice16(dir string) (*Device16, error) {
 		tws[k] = append(tws[k], t)
 	}
 	if len(ars) == 0 {
-		return nil, fmt.Errorf("%s: no ar_SYSTEM_pP_REP.json files", dir)
+		return nil, fmt.Errorf("%s: no ar_SYSTEM_pP_REP.json or cl_SYSTEM_pP_REP.json files", dir)
 	}
 	for _, s := range d16Order {
 		if seen[s] {
@@ -171,15 +194,25 @@ func collectDevice16(dir string) (*Device16, error) {
 	for p := range ps {
 		r := D16Ranks{P: p, Threads: map[string]D16Threads{}}
 		allreduce, barrier := map[int]*D16Row{}, map[int]*D16Row{}
+		colls := make([]map[int]*D16Row, len(d16Colls))
 		for _, s := range d.Systems {
 			docs := ars[key{s, p}]
 			d16Medians(allreduce, s, docs, func(a arDoc) []arRow { return a.Allreduce })
 			d16Medians(barrier, s, docs, func(a arDoc) []arRow { return a.Barrier })
+			for i, c := range d16Colls {
+				if colls[i] == nil {
+					colls[i] = map[int]*D16Row{}
+				}
+				d16Medians(colls[i], s, docs, c.doc)
+			}
 			if t := tws[key{s, p}]; len(t) > 0 {
 				r.Threads[s] = medianThreads(t)
 			}
 		}
 		r.Allreduce = d16Sorted(allreduce)
+		for i, c := range d16Colls {
+			*c.rows(&r) = d16Sorted(colls[i])
+		}
 		r.Barrier = newD16Row(0)
 		if bar := barrier[0]; bar != nil {
 			r.Barrier = *bar
@@ -366,6 +399,11 @@ func renderDevice16(d *Device16) (string, error) {
 		fmt.Fprintf(&b, " %d: %.1f GB/s;", c.Procs, c.GBps)
 	}
 	b.WriteString(" the models of collectives/design.md use the count closest to p.\n\n")
+	if d.hasColls() {
+		b.WriteString("Bcast, Reduce, Allgather and Alltoall come from one more run of each system at each rank count " +
+			"(`allreducebench --test bcast,reduce,allgather,alltoall`, the cl_ files); their size is the vector for Bcast and Reduce " +
+			"and each rank's block for Allgather and Alltoall, as in OSU.\n\n")
+	}
 	if len(d.Failed) > 0 {
 		fmt.Fprintf(&b, "Runs that failed (missing from the medians): %s.\n\n", strings.Join(d.Failed, "; "))
 	}
@@ -401,6 +439,9 @@ func renderDevice16(d *Device16) (string, error) {
 			}
 			b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 		}
+		for _, c := range d16Colls {
+			renderD16Coll(&b, d, c.heading, r.P, *c.rows(&r))
+		}
 		fmt.Fprintf(&b, "\n### Threads and context switches, %d ranks\n\n", r.P)
 		b.WriteString("| system | runnable threads per rank | samples with more than one | threads per rank | context switches per call at 8 B | at 64K | at 1M |\n|---|---:|---:|---:|---:|---:|---:|\n")
 		for _, s := range d.Systems {
@@ -417,6 +458,40 @@ func renderDevice16(d *Device16) (string, error) {
 		b.WriteString("\n")
 	}
 	return b.String(), nil
+}
+
+// hasColls says whether any rank count has a table of the cl_ files.
+func (d *Device16) hasColls() bool {
+	for _, r := range d.Ranks {
+		for _, c := range d16Colls {
+			if len(*c.rows(&r)) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// renderD16Coll writes the table of one collective of the cl_ files, if it has rows.
+func renderD16Coll(b *strings.Builder, d *Device16, heading string, p int, rows []D16Row) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n### %s, %d ranks: latency (us, lower is better)\n\n", heading, p)
+	head := []string{"size"}
+	for _, s := range d.Systems {
+		head = append(head, d16Names[s])
+	}
+	head = append(head, "gorma / best peer")
+	b.WriteString("| " + strings.Join(head, " | ") + " |\n|---|" + strings.Repeat("---:|", len(head)-1) + "\n")
+	for _, row := range rows {
+		cells := []string{sizeLabel(float64(row.Bytes))}
+		for _, s := range d.Systems {
+			cells = append(cells, d16Cell(row, s))
+		}
+		cells = append(cells, d16Ratio(row))
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
 }
 
 // d16Cell is a system's median with its spread.

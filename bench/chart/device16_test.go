@@ -2,6 +2,8 @@ package main
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -19,7 +21,8 @@ func TestDevice16Models(t *testing.T) {
 }
 
 // TestDevice16Collect collects testdata/device16 (a dry run of scripts/device16.sh local:
-// one repetition at p = 2) and renders its section.
+// one repetition at p = 2, the ar_, cl_ and tw_ files of every system) and renders its
+// section.
 func TestDevice16Collect(t *testing.T) {
 	d, err := collectDevice16("testdata/device16")
 	if err != nil {
@@ -67,7 +70,57 @@ func TestDevice16Collect(t *testing.T) {
 			t.Errorf("section lacks %q:\n%s", want, page)
 		}
 	}
+	for _, cl := range d16Colls {
+		rows := *cl.rows(&r)
+		if len(rows) != 3 || rows[0].Bytes != 8 || rows[2].Bytes != 1<<20 {
+			t.Errorf("%s: %d rows %+v, want 8, 64K, 1M", cl.heading, len(rows), rows)
+			continue
+		}
+		for _, row := range rows {
+			if len(row.US) != len(d.Systems) || len(row.CSW) != len(d.Systems) {
+				t.Errorf("%s %d B: figures of %d systems, want %d", cl.heading, row.Bytes, len(row.US), len(d.Systems))
+			}
+		}
+		want := "### " + cl.heading + ", 2 ranks: latency (us, lower is better)"
+		line := "| 64K | " + d16Cell(rows[1], "gorma") + " | " + d16Cell(rows[1], "gorma1") + " | " + d16Cell(rows[1], "gormago") + " | " +
+			d16Cell(rows[1], "ompi") + " | " + d16Cell(rows[1], "mpich") + " | " + d16Ratio(rows[1]) + " |\n"
+		if i := strings.Index(page, want); i < 0 || !strings.Contains(page[i:], line) {
+			t.Errorf("section lacks %q followed by %q:\n%s", want, line, page)
+		}
+	}
+	if !strings.Contains(page, "`allreducebench --test bcast,reduce,allgather,alltoall`") {
+		t.Errorf("section does not say where the Bcast, Reduce, Allgather and Alltoall tables come from:\n%s", page)
+	}
 	if strings.Contains(page, "| 64K | "+d16Cell(r.Allreduce[1], "gorma")+" | ") && strings.Contains(page, num(floorUS(64<<10, 2, c), 3)+" |") {
 		t.Errorf("the 64K row shows a memory model; models start at 1M")
+	}
+}
+
+// TestDevice16CollsOnly: a results folder with cl_ files but no ar_ files still collects,
+// with empty Allreduce tables and the collectives' tables.
+func TestDevice16CollsOnly(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"machine.txt", "parcopy.txt", "cl_gorma_p2_1.json", "cl_ompi_p2_1.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata/device16", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := collectDevice16(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Ranks) != 1 || len(d.Ranks[0].Allreduce) != 0 || len(d.Ranks[0].Alltoall) != 3 {
+		t.Fatalf("ranks %+v: want p = 2 with no Allreduce rows and 3 Alltoall rows", d.Ranks)
+	}
+	page, err := renderDevice16(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page, "### Alltoall (float64, size per block), 2 ranks") || strings.Contains(page, "| Barrier |") {
+		t.Errorf("section:\n%s", page)
 	}
 }

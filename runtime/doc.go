@@ -17,11 +17,9 @@
 // contact. Started by Slurm (srun --mpi=pmi2), MPICH's Hydra (mpiexec.hydra) or Flux, it
 // does the same through their PMI server (PMI-1 or PMI-2) with one fence and a few PMI
 // round trips whatever the job's size. Started on its own, the program gets a world of
-// one rank in which everything works. Started by a launcher that set a job size but
-// serves no PMI-1 or PMI-2 (srun --mpi=none, a PMIx launcher), each process gets a world
-// of one too, and the one numbered 0 says so on stderr (GORMA_QUIET_SINGLETON=1 silences
-// it). World.Listen and World.Dial give ranks net.Conn
-// streams to each other, for net/rpc, gRPC or net/http code.
+// one rank in which everything works (under a launcher without PMI-1 or PMI-2, rank 0
+// says so on stderr). World.Listen and World.Dial give ranks net.Conn streams to each
+// other, for net/rpc, gRPC or net/http code.
 //
 // # Messages and communicators
 //
@@ -59,8 +57,7 @@
 // *ProcError wrapping ErrAborted. A ProcError's text leads with the rank, its host and
 // what became of it ("rank 1 on host vm failed: exited with code 3"); what the transport
 // saw stays in its chain (errors.Is, errors.As) and is printed only with GORMA_VERBOSE=1.
-// After Finalize every call fails with ErrFinalized but World.Free, which returns nil
-// (a deferred Free may run after Finalize), and a nil World is an ErrInvalid error.
+// After Finalize every call but Free fails with ErrFinalized; a nil World is ErrInvalid.
 //
 // # Layers above: Tracks
 //

@@ -64,10 +64,8 @@
 // wrapping a sentinel (ErrEpoch, ErrRange, ErrFreed, ErrNotShared, ErrFlavor, ErrInvalid)
 // or the runtime's error (a *runtime.ProcError for a failed peer) or a context error.
 // Once the World's Finalize has begun, every call fails with an error wrapping
-// runtime.ErrFinalized (World.Finalized), before it touches memory that Finalize unmaps,
-// but Free, which returns nil: Finalize released the window, and a deferred Free runs
-// after a Finalize that the function calls. A call racing Finalize from another
-// goroutine is the caller's error, as in MPI.
+// runtime.ErrFinalized before it touches memory that Finalize unmaps, but Free returns
+// nil. A call racing Finalize from another goroutine is the caller's error, as in MPI.
 //
 // # Concurrency contract
 //

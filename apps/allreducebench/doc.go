@@ -38,7 +38,7 @@
 // vector for Bcast and Reduce, and one rank's block for Allgather and Alltoall, as in OSU:
 // Allgather sends size bytes and receives p blocks of size; Alltoall sends and receives
 // p blocks of size, one per rank. Each test warms the job up for 50 ms with its own calls
-// of the first size. After a size's measured calls, every rank that expects a result
+// of the first size, each followed by a Barrier as in the timed loop. After a size's measured calls, every rank that expects a result
 // overwrites it with a wrong pattern, one more call (untimed) runs, and its result is
 // checked element by element (a wrong element fails the run). Their bandwidths follow
 // nccl-tests: for Bcast and Reduce busbw = algbw = size / avg_us; for Allgather and

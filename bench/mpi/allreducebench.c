@@ -23,7 +23,7 @@
  * alltoall and barrier (run in that order); all is allreduce and barrier, colls all six.
  * MPI_Bcast and MPI_Reduce (MPI_SUM) of MPI_DOUBLE use root 0; the size is the vector, or
  * for MPI_Allgather and MPI_Alltoall one rank's block (OSU's count); each of these tests
- * first runs its own 50 ms warm-up, and after a size's timed calls one more call into a
+ * first runs its own 50 ms warm-up (a Barrier after each call), and after a size's timed calls one more call into a
  * result overwritten with a wrong pattern is checked (a wrong element aborts the run).
  * --test overlap (16 MiB unless a size flag says otherwise) times, per size,
  * MPI_Allreduce alone, a compute kernel calibrated to take as long alone, and
@@ -498,12 +498,16 @@ static void coll_verify(struct cbufs *b) {
 		}
 }
 
-/* the test's job warm-up, as warm_job: its calls of the first size in batches of 64 */
+/* the test's job warm-up, as collTest's: its calls of the first size in batches of 64,
+ * each followed by an MPI_Barrier as in the timed loop (no rank runs ahead) */
 static void warm_coll(struct cbufs *b, long size) {
 	set_size(b, size);
 	double start = MPI_Wtime();
 	for (int more = 1; more;) {
-		for (int i = 0; i < 64; i++) coll_call(b->t, b->s, b->r, b->n);
+		for (int i = 0; i < 64; i++) {
+			coll_call(b->t, b->s, b->r, b->n);
+			MPI_Barrier(MPI_COMM_WORLD);
+		}
 		if (rank == 0 && MPI_Wtime() - start >= 0.05) more = 0;
 		MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
 	}

@@ -552,6 +552,7 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 		j.signalAll(syscall.Signal(m.Signal))
 	case *reportReqMsg:
 		j.srv.Notify(-1, pmi.Event{Kind: pmi.ReportAsked, Rank: -1, Stacks: m.Stacks})
+		j.reportStalled()
 	default:
 		return fmt.Errorf("unexpected %v frame from the submitter", t)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/hang"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // testSlack is the factor by which this file's tests scale their time budgets:
@@ -143,5 +144,72 @@ func TestHangReportQuietPeriod(t *testing.T) {
 	gl.cmd.Process.Signal(syscall.SIGTERM)
 	if code := gl.wait(t, 30*time.Second); code != 143 {
 		t.Errorf("golaunch exited %d after SIGTERM, want 143", code)
+	}
+}
+
+// The state letter of /proc/PID/stat lines, whose command names may hold spaces and
+// parentheses, and what the agent reports for each state.
+func TestProcStalled(t *testing.T) {
+	for _, tt := range []struct {
+		stat  string
+		state byte
+		ok    bool
+	}{
+		{"1234 (rtprog) T 1 1234 1234 0 -1", 'T', true},
+		{"1234 (a b) (c)) S 1 2", 'S', true},
+		{"1234 (x) t 1", 't', true},
+		{"1234 (x)", 0, false},
+		{"1234 x R 1", 0, false},
+		{"", 0, false},
+	} {
+		if c, ok := statState(tt.stat); c != tt.state || ok != tt.ok {
+			t.Errorf("statState(%q) = %q, %v; want %q, %v", tt.stat, c, ok, tt.state, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		state byte
+		want  hang.State
+		ok    bool
+	}{
+		{'T', hang.Stopped, true}, {'t', hang.Stopped, true}, {'Z', hang.Exited, true}, {'X', hang.Exited, true},
+		{'R', 0, false}, {'S', 0, false}, {'D', 0, false}, {'I', 0, false},
+	} {
+		if s, ok := stalledState(tt.state); s != tt.want || ok != tt.ok {
+			t.Errorf("stalledState(%q) = %v, %v; want %v, %v", tt.state, s, ok, tt.want, tt.ok)
+		}
+	}
+	if s, ok := procStalled(os.Getpid()); ok {
+		t.Errorf("this running test process reads as %v", s)
+	}
+}
+
+// A real job whose rank 1 is SIGSTOPped while the others block in a Barrier gets its
+// quiet-period report, naming the stopped rank, within 1.25 periods plus a second of the
+// stop (scaled by the tests' slack).
+func TestHangReportStoppedRank(t *testing.T) {
+	prog := rtprog(t)
+	const period = 2 * time.Second
+	budget := testbudget.Scale(period + period/4 + time.Second)
+	gl := startGL(t, "-n", "3", "--hang-report", period.String(), "--timeout", "120s", "--grace", "200ms",
+		prog, "barrier", "1")
+	victim := gl.readyPids(t, 3)[1]
+	if err := syscall.Kill(victim, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(victim, syscall.SIGCONT)
+	stopped := time.Now()
+	for !strings.Contains(gl.stderr.String(), "no rank has made progress") {
+		if waited := time.Since(stopped); waited > budget {
+			t.Fatalf("no quiet-period report within %v of stopping rank 1 (pid %d; a budget of %v for "+
+				"--hang-report %v); stderr:\n%s", waited.Round(time.Millisecond), victim, budget, period, gl.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	out := gl.stderr.String()
+	mustContain(t, "stderr", out, "golaunch:   rank 1: stopped (SIGSTOP or a debugger)\n")
+	t.Logf("reported %v after the stop:\n%s", time.Since(stopped).Round(time.Millisecond), out)
+	gl.cmd.Process.Signal(syscall.SIGTERM)
+	if code := gl.wait(t, 30*time.Second); code != 143 {
+		t.Errorf("golaunch exited %d after SIGTERM, want 143\n%s", code, gl.stderr.String())
 	}
 }

@@ -22,9 +22,11 @@ import (
 //     blocked (or ended) and no rank's progress counter moving for the period, and again
 //     only after the ranks moved. The heading says how long that was.
 //
-// A round waits at most reportWait for the answers; a rank that gave none is "silent"
-// (not a gorma rank, stopped, or too busy), and a round no rank answered (a job of
-// programs that are not gorma ranks) prints nothing. With --stacks the answers carry every
+// A round waits at most reportWait for the answers; its agent answers for a rank that
+// is stopped or no longer running (procstate.go), so that such a rank counts as blocked
+// for the quiet check. A rank that gave no answer is "silent" (not a gorma rank, or too
+// busy), and a round no rank answered (a job of programs that are not gorma ranks)
+// prints nothing. With --stacks the answers carry every
 // rank's goroutine stacks, printed after the lines.
 
 // reportSignal reports whether sig asks golaunch for a hang report (SIGUSR1, SIGQUIT)

@@ -66,6 +66,11 @@ func watchGroups(r io.Reader) []int {
 // before the job ended.
 const watchdogRestarts = 5
 
+// unguarded ends the warning about a watchdog that is not restarted. Pdeathsig still
+// kills the ranks when golaunch dies; what nothing kills then is the processes they
+// started.
+const unguarded = "if golaunch dies, its ranks die with it but the processes they started will not be killed"
+
 // watchdog is the spawner's end of a watchdog process. A watchdog that exits before done
 // (killed by someone, say) is reported on stderr and restarted, up to watchdogRestarts
 // times, and the new one is told of every group announced so far. Its methods may be
@@ -139,12 +144,12 @@ func (d *watchdog) reap(cmd *exec.Cmd, reaped chan struct{}) {
 	}
 	msg := fmt.Sprintf("golaunch: warning: watchdog process %d exited (%s)", cmd.Process.Pid, why)
 	if d.restarts >= watchdogRestarts {
-		fmt.Fprintf(d.warn, "%s, not restarted after %d restarts; ranks will not be killed if golaunch dies\n", msg, d.restarts)
+		fmt.Fprintf(d.warn, "%s, not restarted after %d restarts; %s\n", msg, d.restarts, unguarded)
 		return
 	}
 	d.restarts++
 	if err := d.spawnLocked(); err != nil {
-		fmt.Fprintf(d.warn, "%s and cannot be restarted (%v); ranks will not be killed if golaunch dies\n", msg, err)
+		fmt.Fprintf(d.warn, "%s and cannot be restarted (%v); %s\n", msg, err, unguarded)
 		return
 	}
 	fmt.Fprintf(d.warn, "%s; restarted as process %d\n", msg, d.cmd.Process.Pid)

@@ -85,7 +85,7 @@ func TestWatchdogKilledIsRestarted(t *testing.T) {
 }
 
 // TestWatchdogGivesUp SIGKILLs golaunch's watchdog once more than it restarts one: the
-// last warning says that the ranks are unguarded. The job still ends cleanly on SIGTERM.
+// last warning says that the processes the ranks started are unguarded. The job still ends cleanly on SIGTERM.
 func TestWatchdogGivesUp(t *testing.T) {
 	bin := stressBin(t)
 	dir := t.TempDir()
@@ -97,7 +97,7 @@ func TestWatchdogGivesUp(t *testing.T) {
 		}
 	}
 	line := killWatchdog(t, gl)
-	want := fmt.Sprintf(", not restarted after %d restarts; ranks will not be killed if golaunch dies", watchdogRestarts)
+	want := fmt.Sprintf(", not restarted after %d restarts; %s", watchdogRestarts, unguarded)
 	if !strings.HasSuffix(line, want) {
 		t.Errorf("last warning %q, want it to end in %q", line, want)
 	}

@@ -67,8 +67,8 @@ func (j *job) blocked(r int) []Record {
 // nor a call with a peer (Finalize, Init, a Wait on an unnamed request).
 func terminal(rec Record) bool { return !rec.collective() && rec.Peer == NoRank }
 
-// sink reports whether rank r can never answer anyone: Finalized, Exited, or blocked in a
-// terminal call. It returns the clause that says so.
+// sink reports whether rank r can never answer anyone: Finalized, Exited, Stopped (until
+// someone continues it), or blocked in a terminal call. It returns the clause that says so.
 func (j *job) sink(r int) (string, bool) {
 	rep := j.reps[r]
 	if rep == nil {
@@ -79,6 +79,8 @@ func (j *job) sink(r int) (string, bool) {
 		return "rank " + strconv.Itoa(r) + " has finalized", true
 	case Exited:
 		return "rank " + strconv.Itoa(r) + " has exited", true
+	case Stopped:
+		return "rank " + strconv.Itoa(r) + " is stopped", true
 	case Blocked:
 		for _, rec := range rep.Records {
 			if terminal(rec) {

@@ -48,6 +48,7 @@ func TestReportLine(t *testing.T) {
 		{state(1, Finalized), "rank 1: finalized"},
 		{state(1, Exited), "rank 1: exited"},
 		{state(1, Silent), "rank 1: silent (no answer)"},
+		{state(1, Stopped), "rank 1: stopped (SIGSTOP or a debugger)"},
 		{state(1, State(9)), "rank 1: State(9)"},
 	}
 	for _, tc := range tests {

@@ -14,9 +14,11 @@ const (
 	Running                // not blocked in any gorma call
 	Finalized              // past Finalize
 	Exited                 // the process has ended
+	Stopped                // the process is stopped (SIGSTOP, a debugger): it cannot answer
 )
 
-var stateNames = [...]string{Silent: "silent", Blocked: "blocked", Running: "running", Finalized: "finalized", Exited: "exited"}
+var stateNames = [...]string{Silent: "silent", Blocked: "blocked", Running: "running", Finalized: "finalized",
+	Exited: "exited", Stopped: "stopped"}
 
 // String returns the state's name as the text form writes it: "blocked", "running", ...
 func (s State) String() string {
@@ -40,7 +42,7 @@ func parseState(s string) (State, bool) {
 type Report struct {
 	Rank     int
 	Host     string
-	State    State    // Blocked (Records non-empty), Running, Finalized, Exited, Silent
+	State    State    // Blocked (Records non-empty), Running, Finalized, Exited, Stopped, Silent
 	Records  []Record // one per blocked goroutine, longest-blocked first
 	Omitted  int      // blocked goroutines left out of Records (AppendReport keeps at most MaxRecords)
 	Progress uint64   // a counter of completed operations (equal across two reports: no progress)
@@ -50,7 +52,7 @@ type Report struct {
 // Line returns the report as one line: "rank 0: Recv(src=1, tag=0, World) for 31.2s". A
 // rank blocked in several calls shows the first and "(+N more)"; the other states read
 // "rank 0: running (in no gorma call)", "rank 0: finalized", "rank 0: exited",
-// "rank 0: silent (no answer)".
+// "rank 0: stopped (SIGSTOP or a debugger)", "rank 0: silent (no answer)".
 func (r Report) Line() string {
 	head := "rank " + strconv.Itoa(r.Rank) + ": "
 	switch r.State {
@@ -67,6 +69,8 @@ func (r Report) Line() string {
 		return head + "running (in no gorma call)"
 	case Finalized, Exited:
 		return head + r.State.String()
+	case Stopped:
+		return head + "stopped (SIGSTOP or a debugger)"
 	case Silent:
 		return head + "silent (no answer)"
 	}

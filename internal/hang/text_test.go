@@ -117,7 +117,7 @@ func TestReportText(t *testing.T) {
 	if !reflect.DeepEqual(back, rep) {
 		t.Errorf("ParseReport = %+v, want %+v", back, rep)
 	}
-	for _, s := range []Report{state(0, Running), state(1, Exited), {Rank: 2, State: Silent, Host: "h"}} {
+	for _, s := range []Report{state(0, Running), state(1, Exited), state(3, Stopped), {Rank: 2, State: Silent, Host: "h"}} {
 		b := AppendReport(nil, s)
 		if back, err := ParseReport(string(b)); err != nil || !reflect.DeepEqual(back, s) {
 			t.Errorf("round trip of %+v: %+v, %v", s, back, err)

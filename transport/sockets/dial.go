@@ -20,30 +20,72 @@ const handshakeTimeout = 10 * time.Second
 // aLongTimeAgo is a deadline that has passed: setting it unblocks pending I/O.
 var aLongTimeAgo = time.Unix(1, 0)
 
+// The dialer's back-off between tries of a shed or refused-for-backlog dial: dialRetryMin
+// after the first, doubling up to dialRetryMax.
+const (
+	dialRetryMin = time.Millisecond
+	dialRetryMax = 100 * time.Millisecond
+)
+
 // dialSHM connects to the listener bound at the abstract Unix socket "\x00"+abstractName
 // and returns the connection over the segment it sends. raddr is what LocalAddr and
-// RemoteAddr report (nil: Addr{"shm", name}).
-func dialSHM(ctx context.Context, abstractName string, raddr net.Addr) (*Conn, error) {
-	name := strings.TrimPrefix(abstractName, abstractPrefix)
+// RemoteAddr report (nil: Addr{"shm", name}). With retry, a dial that the listener shed
+// or whose backlog was full is tried again after a back-off, until ctx ends or, when ctx
+// has no deadline, for handshakeTimeout.
+func dialSHM(ctx context.Context, abstractName string, raddr net.Addr, retry bool) (*Conn, error) {
 	if raddr == nil {
-		raddr = Addr{Net: netName, Name: name}
+		raddr = Addr{Net: netName, Name: strings.TrimPrefix(abstractName, abstractPrefix)}
 	}
+	if _, ok := ctx.Deadline(); retry && !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, handshakeTimeout)
+		defer cancel()
+	}
+	var backoff time.Duration
+	for {
+		c, err := dialSHMOnce(ctx, abstractName)
+		if err == nil {
+			return newConn(c.uc, c.mem, c.ringSize, true, raddr, raddr), nil
+		}
+		if !retry || !errors.Is(err, errShed) && !errors.Is(err, syscall.EAGAIN) {
+			return nil, opError("dial", nil, raddr, err)
+		}
+		backoff = min(max(2*backoff, dialRetryMin), dialRetryMax)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, opError("dial", nil, raddr, err)
+		}
+	}
+}
+
+// dialed is a handshaken rendezvous socket and the segment it brought.
+type dialed struct {
+	uc       *net.UnixConn
+	mem      []byte
+	ringSize int
+}
+
+// dialSHMOnce connects to the rendezvous socket and runs the handshake once.
+func dialSHMOnce(ctx context.Context, abstractName string) (dialed, error) {
 	var nd net.Dialer
 	nc, err := nd.DialContext(ctx, "unix", "@"+abstractName)
 	if err != nil {
-		return nil, opError("dial", nil, raddr, dialErr(ctx, name, err))
+		return dialed{}, dialErr(ctx, strings.TrimPrefix(abstractName, abstractPrefix), err)
 	}
 	uc := nc.(*net.UnixConn)
 	if err := checkListenerUID(uc); err != nil {
 		uc.Close()
-		return nil, opError("dial", nil, raddr, err)
+		return dialed{}, err
 	}
 	mem, ringSize, err := handshakeDial(ctx, uc)
 	if err != nil {
 		uc.Close()
-		return nil, opError("dial", nil, raddr, err)
+		return dialed{}, err
 	}
-	return newConn(uc, mem, ringSize, true, raddr, raddr), nil
+	return dialed{uc, mem, ringSize}, nil
 }
 
 // trustListener reports whether a dialer connects to a listener run by uid: this

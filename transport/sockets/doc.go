@@ -21,13 +21,19 @@
 // disappears with the listener: there is no file to clean up. Only processes of the
 // listener's uid may connect, plus the users in ListenConfig.AllowUIDs (checked with
 // SO_PEERCRED); a dialer connects only to a listener run by its own uid or root (a
-// "tcp" dialer then falls back to TCP), so another user cannot squat a name.
+// "tcp" dialer then falls back to TCP), so a name that another user binds first leaks
+// nothing. Listen("shm") then fails with a *NameHeldError naming the holder's uid;
+// Listen("tcp") serves plain TCP and logs why to ListenConfig.ErrorLog.
 //
 // # What it owns
 //
 // A listener owns its rendezvous socket and one goroutine that accepts from it; each
 // incoming connection is handshaken in its own goroutine, bounded in time, so a stalled
-// or hostile client holds up nobody, and Accept returns only good connections. Each Conn
+// or hostile client holds up nobody, and Accept returns only good connections. Every
+// socket is accepted at once: one silent for a second, or the oldest silent one when 64
+// are pending, is shed, and an "shm" Dialer dials again within its deadline (10 s when
+// its context has none). So a flood of silent clients delays dialers; it does not fail
+// them. Each Conn
 // owns one memfd mapping (a header page and a ring per direction, ListenConfig.RingSize
 // bytes each, 1 MiB by default), the rendezvous socket, which stays open as the liveness
 // channel, and one goroutine blocked on it (in the netpoller, not on an OS thread). No

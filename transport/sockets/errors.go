@@ -23,6 +23,10 @@ var (
 	// errPeerClosedRead: the peer closed its read side (Close or CloseRead).
 	errPeerClosedRead = &peerError{"broken pipe: the peer closed the connection for reading", syscall.EPIPE}
 
+	// errShed: the listener dropped the socket before its handshake (no hello in time,
+	// or all its slots taken by silent clients). The dialer dials again.
+	errShed = errors.New("listener shed the handshake: its pending slots are taken (by silent clients?) or the hello came late; dial again or give the dial a longer deadline")
+
 	// errWriteClosed: this side called CloseWrite.
 	errWriteClosed = &peerError{"broken pipe: write after CloseWrite", syscall.EPIPE}
 )

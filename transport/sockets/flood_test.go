@@ -33,7 +33,7 @@ const (
 // "listening", and answers lines from stdin until it ends:
 //
 //	emfile  "emfile N" once its accept loop has seen N > 0 EMFILE errors
-//	full    "full" once maxPending sockets are pending (handshaking or unaccepted)
+//	shed    "shed N" once its accept loop has shed N > 0 silent sockets
 //	fds     "fds NOW BASE": its open descriptors, once at most those it held listening
 //
 // A condition that does not come within a minute is answered "timeout".
@@ -98,9 +98,10 @@ func TestFloodHelper(t *testing.T) {
 		case "emfile":
 			ok = within(func() bool { return emfiles.Load() > 0 })
 			answer = fmt.Sprintf("emfile %d", emfiles.Load())
-		case "full":
-			ok = within(func() bool { return len(l.(*shmListener).slots) == maxPending })
-			answer = "full"
+		case "shed":
+			sl := l.(*shmListener)
+			ok = within(func() bool { return sl.shed.Load() > 0 })
+			answer = fmt.Sprintf("shed %d", sl.shed.Load())
 		case "fds":
 			var now int
 			ok = within(func() bool {
@@ -130,8 +131,8 @@ func countFDs() (int, error) {
 //
 //   - emfile: the listener's RLIMIT_NOFILE admits fewer sockets than maxPending, so its
 //     descriptor table fills up and its accept fails with EMFILE until the flood ends;
-//   - bound: the limit admits more, so the listener stops accepting at maxPending
-//     pending sockets and the kernel's backlog holds the rest.
+//   - bound: the limit admits more, so the listener accepts every socket and sheds the
+//     oldest silent ones once maxPending are pending.
 //
 // Then the flood ends: a Dial must get a connection that echoes, and the listener's
 // process must be back to the descriptors it held before the flood.
@@ -145,7 +146,7 @@ func TestFlood(t *testing.T) {
 		sign  string // the command whose answer shows the flood had its effect
 	}{
 		{"emfile", maxPending / 4, "emfile"},
-		{"bound", 4 * maxPending, "full"},
+		{"bound", 4 * maxPending, "shed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { flood(t, tc.spare, tc.sign) })
 	}

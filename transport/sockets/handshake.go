@@ -34,6 +34,7 @@ const (
 	statusBadVersion = 2 // the listener does not speak the hello's version
 	statusBadHello   = 3 // the hello did not decode
 	statusNoMemory   = 4 // the listener could not create the segment
+	statusShed       = 5 // the listener shed the socket (no hello in time, or full): dial again
 )
 
 var handshakeMagic = [4]byte{'g', 's', 'h', 'm'}
@@ -115,6 +116,8 @@ func decodeReply(b []byte, uid int) (message, error) {
 		return message{}, fmt.Errorf("listener rejected the hello as malformed")
 	case statusNoMemory:
 		return message{}, fmt.Errorf("listener could not create the shared segment (out of memory or memfd limits)")
+	case statusShed:
+		return message{}, errShed
 	default:
 		return message{}, fmt.Errorf("listener answered unknown status %d", m.status)
 	}

@@ -9,17 +9,11 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
 
-	"github.com/gorma-hpc/gorma/internal/accept"
 	"golang.org/x/sys/unix"
 )
-
-// maxPending bounds the handshakes in progress plus the connections handshaken but not
-// yet accepted; past it the accept loop stops accepting (gate) and the kernel's backlog
-// holds further dialers.
-const maxPending = 64
 
 // shmListener is the "shm" network's net.Listener. One goroutine accepts from the
 // rendezvous socket; each accepted socket gets its own handshake goroutine, so a stalled
@@ -32,11 +26,16 @@ type shmListener struct {
 	allow    []uint32
 
 	conns  chan *Conn    // handshaken connections, unbuffered
-	slots  chan struct{} // one per pending handshake or unaccepted connection
+	slots  chan struct{} // one per pending socket: in its handshake or unaccepted (pending.go)
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the accept loop and the handshake goroutines
 	once   sync.Once
+
+	shed atomic.Int64 // sockets shed: silent past helloTimeout, or the oldest silent one when full
+
+	mu       sync.Mutex
+	unproven []*net.UnixConn // accepted sockets whose hello is not read yet, oldest first
 }
 
 // euid returns the uid a listener admits besides ListenConfig.AllowUIDs (tests
@@ -62,11 +61,14 @@ func listenSHM(ctx context.Context, cfg *ListenConfig, abstractName string, ladd
 	var lc net.ListenConfig
 	nl, err := lc.Listen(ctx, "unix", "@"+abstractName)
 	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			err = fmt.Errorf("a listener named %q already exists in this network namespace (pick another name or stop it)", laddr.String())
-		} else if oe := (*net.OpError)(nil); errors.As(err, &oe) {
-			err = oe.Err
+		var again bool
+		if err, again = heldErr(abstractName, err); again { // its holder just closed it
+			if nl, err = lc.Listen(ctx, "unix", "@"+abstractName); err != nil {
+				err, _ = heldErr(abstractName, err)
+			}
 		}
+	}
+	if err != nil {
 		return nil, opError("listen", nil, laddr, err)
 	}
 	l := &shmListener{
@@ -118,45 +120,6 @@ func (l *shmListener) Close() error {
 // Addr returns the listener's address.
 func (l *shmListener) Addr() net.Addr { return l.laddr }
 
-// acceptLoop accepts rendezvous sockets until Close, on accept.Serve: an accept error
-// (EMFILE, ENFILE, ENOBUFS, ...) never ends it, it backs off and retries. Each socket's
-// handshake runs in a goroutine of its own; the bound on pending sockets is gate's.
-func (l *shmListener) acceptLoop() {
-	defer l.wg.Done()
-	accept.Serve(l.ctx, gate{l}, accept.Config{}, func(c net.Conn, _ func()) {
-		l.wg.Add(1)
-		go l.serve(c.(*net.UnixConn))
-	})
-}
-
-// gate is the rendezvous socket as acceptLoop's accept.Serve sees it. Its Accept takes
-// a slot (waiting while maxPending sockets are pending, so that the kernel's backlog
-// holds further dialers instead of a shedding loop closing them) and then accepts; the
-// slot goes back on an accept error, and otherwise when serve gives up the socket or
-// Accept takes its connection. Close does nothing: shmListener.Close closes the socket.
-type gate struct{ l *shmListener }
-
-// Accept waits for a slot, then accepts a socket; after Close it returns net.ErrClosed.
-func (g gate) Accept() (net.Conn, error) {
-	select {
-	case g.l.slots <- struct{}{}:
-	case <-g.l.ctx.Done():
-		return nil, net.ErrClosed
-	}
-	uc, err := g.l.accept()
-	if err != nil {
-		<-g.l.slots
-		return nil, err
-	}
-	return uc, nil
-}
-
-// Close does nothing: the listener's Close cancels its context and closes the socket.
-func (g gate) Close() error { return nil }
-
-// Addr returns the rendezvous socket's address.
-func (g gate) Addr() net.Addr { return g.l.ul.Addr() }
-
 func (l *shmListener) accept() (*net.UnixConn, error) {
 	if acceptHook != nil {
 		return acceptHook(l.ul)
@@ -168,7 +131,6 @@ func (l *shmListener) accept() (*net.UnixConn, error) {
 // unless Accept took the connection (Accept gives it back then).
 func (l *shmListener) serve(uc *net.UnixConn) {
 	defer l.wg.Done()
-	uc.SetDeadline(time.Now().Add(handshakeTimeout))
 	stop := context.AfterFunc(l.ctx, func() { uc.SetDeadline(aLongTimeAgo) })
 	mem, ringSize, err := l.handshake(uc)
 	if !stop() && err == nil {
@@ -176,7 +138,9 @@ func (l *shmListener) serve(uc *net.UnixConn) {
 		err = net.ErrClosed
 	}
 	if err != nil {
-		uc.Close()
+		if l.claim(uc) || !errors.Is(err, errShed) {
+			uc.Close()
+		}
 		<-l.slots
 		return
 	}
@@ -191,13 +155,14 @@ func (l *shmListener) serve(uc *net.UnixConn) {
 }
 
 // handshake checks the peer's credentials (before reading anything, so that another
-// user's process costs no wait), reads the hello, creates the segment, sends the reply
-// with the memfd and waits for the dialer's ready. A refusal is answered with its status before the
-// error returns.
+// user's process costs no wait), reads the hello within helloTimeout, creates the
+// segment, sends the reply with the memfd and waits for the dialer's ready within
+// handshakeTimeout. A refusal is answered with its status before the error returns. The
+// socket stays unproven (sheddable) until its hello is read or it is refused; errShed
+// means the accept loop shed it and closed it.
 func (l *shmListener) handshake(uc *net.UnixConn) ([]byte, int, error) {
 	refuse := func(status uint16, err error) ([]byte, int, error) {
-		r := message{version: protocolVersion, kind: kindReply, status: status}.encode()
-		uc.Write(r[:])
+		notify(uc, status)
 		return nil, 0, err
 	}
 	uid, err := peerUID(uc)
@@ -205,10 +170,27 @@ func (l *shmListener) handshake(uc *net.UnixConn) ([]byte, int, error) {
 		return nil, 0, err
 	}
 	if uid != l.uid && !slices.Contains(l.allow, uid) {
+		if !l.claim(uc) {
+			return nil, 0, errShed
+		}
 		return refuse(statusRefusedUID, fmt.Errorf("peer uid %d not allowed (ListenConfig.AllowUIDs)", uid))
 	}
+	if err := l.setDeadline(uc, helloTimeout); err != nil {
+		return nil, 0, err
+	}
 	var b [messageSize]byte
-	if _, err := io.ReadFull(uc, b[:]); err != nil {
+	_, err = io.ReadFull(uc, b[:])
+	if !l.claim(uc) {
+		return nil, 0, errShed
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) && l.ctx.Err() == nil {
+		l.shed.Add(1)
+		return refuse(statusShed, fmt.Errorf("no hello within %v", helloTimeout))
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := l.setDeadline(uc, handshakeTimeout); err != nil {
 		return nil, 0, err
 	}
 	hello, err := decodeHello(b[:])

@@ -2,6 +2,7 @@ package sockets
 
 import (
 	"context"
+	"log"
 	"net"
 	"time"
 )
@@ -64,7 +65,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		if err := badName(address); err != nil {
 			return nil, opError("dial", nil, addr, err)
 		}
-		c, err := dialSHM(ctx, abstractPrefix+address, addr)
+		c, err := dialSHM(ctx, abstractPrefix+address, addr, true)
 		if err != nil {
 			return nil, err
 		}
@@ -86,6 +87,19 @@ type ListenConfig struct {
 	// rings are first used. A larger ring lets long writes overlap more; a smaller one
 	// costs many long-lived connections less memory.
 	RingSize int
+	// ErrorLog receives what a listener cannot return as an error: a "tcp" listener that
+	// serves plain TCP because another user holds its shm name says so here. If nil, the
+	// log package's standard logger is used.
+	ErrorLog *log.Logger
+}
+
+// logf logs to lc.ErrorLog, or to the standard logger.
+func (lc *ListenConfig) logf(format string, args ...any) {
+	if lc.ErrorLog != nil {
+		lc.ErrorLog.Printf(format, args...)
+		return
+	}
+	log.Printf(format, args...)
 }
 
 // Listen listens on network "shm" at address; ctx bounds only the set-up, as with

@@ -56,6 +56,11 @@ func (lc *ListenConfig) listenTCP(ctx context.Context, network, address string) 
 	}
 	ta := ln.Addr().(*net.TCPAddr)
 	shm, err := listenSHM(ctx, lc, upgradeName(ta.IP, ta.Port), ta)
+	if held := (*NameHeldError)(nil); errors.As(err, &held) && !held.trustedHolder() {
+		// This user's dialers refuse the holder and fall back to TCP: serve TCP alone.
+		lc.logf("sockets: %s listener %s serves plain TCP without the shm upgrade: %v", network, ta, held)
+		return ln, nil
+	}
 	if err != nil {
 		ln.Close()
 		var oe *net.OpError
@@ -167,7 +172,7 @@ func tryUpgrade(ctx context.Context, network, address string) *Conn {
 		}
 		raddr := &net.TCPAddr{IP: ip, Port: port}
 		for _, name := range []string{upgradeName(ip, port), upgradeName(nil, port)} {
-			if c, err := dialSHM(ctx, name, raddr); err == nil {
+			if c, err := dialSHM(ctx, name, raddr, false); err == nil {
 				return c
 			}
 			if ctx.Err() != nil {

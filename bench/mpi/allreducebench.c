@@ -28,7 +28,7 @@
  * --test overlap (16 MiB unless a size flag says otherwise) times, per size,
  * MPI_Allreduce alone, a compute kernel calibrated to take as long alone, and
  * MPI_Iallreduce + the kernel + MPI_Wait; the kernel makes no MPI call unless --polls N
- * spreads N MPI_Test calls through it. See apps/allreducebench/doc.go for the method. */
+ * spreads N MPI_Test calls through it. See apps/allreducebench/design.md for the method. */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>

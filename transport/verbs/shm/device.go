@@ -29,6 +29,7 @@ type device struct {
 	mrs   mrTable
 	peers peerCache
 	huge  hugeRegions // stretches of registered user memory collapsed into huge pages (huge.go)
+	live  liveWord    // marked by the kernel when this process dies (live.go)
 
 	nextQPN atomic.Uint32
 
@@ -60,7 +61,7 @@ func (z *zombie) quiet() bool {
 	if z.p == nil || z.r.claim.Load() != z.claim {
 		return false // the sender is not the QP we connected to: only its ack counts
 	}
-	if z.p.dead.Load() {
+	if z.p.gone() {
 		return true
 	}
 	return z.peerRing != nil && z.peerRing.ownerState.Load() != codeLive
@@ -91,6 +92,10 @@ func openDevice(cfg verbs.Config) (*device, error) {
 		pds:   make(map[*pd]struct{}),
 		cqs:   make(map[*cq]struct{}),
 		qps:   make(map[*qp]struct{}),
+	}
+	if d.live, err = newLiveWord(a); err != nil {
+		a.Close()
+		return nil, opError("open", 0, err, "no arena memory for the device's liveness word")
 	}
 	d.bell.seq, d.bell.waiters = a.Doorbell()
 	d.peers.init(d)
@@ -152,6 +157,7 @@ func (d *device) Close() error {
 		c.shutdown()
 	}
 	d.peers.close()
+	d.live.remove()
 	d.mu.Lock()
 	d.zombies = nil
 	d.mu.Unlock()

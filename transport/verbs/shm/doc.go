@@ -22,7 +22,9 @@
 // memory are refused with ErrUnsupported). Each QP owns an inbound ring in its arena
 // through which Sends and immediates travel, against credits for posted receives. The
 // device also owns its mappings of peer arenas and one monitor goroutine that watches
-// peer processes (through a bounded number of pidfds; the others are polled).
+// peer processes (through a bounded number of pidfds; the others are polled). The
+// package starts one OS thread per process, parked, whose exit the kernel reports in
+// every device's liveness word.
 //
 // RDMA writes, reads and atomics run inside PostSend, in the caller's goroutine. A Send
 // completes once its data is in the peer's ring; a Send that cannot go yet waits in the
@@ -40,6 +42,9 @@
 // message completes with LocLenErr and the sender's next request fails with RemOpErr.
 // QP.Close, Device.Close and the death of the peer process fail the peer's waiting
 // requests at once, the first with RetryExcErr and the rest with WRFlushErr.
+// A request that runs once the peer's death is observable fails with RetryExcErr,
+// although the peer's shared memory would still take it: the kernel marks a liveness
+// word in the dead process's arena, which requests read with one atomic load.
 //
 // # Concurrency
 //

@@ -26,12 +26,13 @@ import (
 //	hdrOff   u64  segment offset of the ring header
 //	dataOff  u64  segment offset of the ring data
 //	slots    u32  ring data slots, a power of two
+//	liveOff  u64  segment offset of the device's liveness region (live.go), or 0
 //	hostLen  u8, host [hostLen]   uts hostname
 //	descLen  u16, desc [descLen]  arena.SegmentDesc wire form
 const (
 	endpointMagic   = "gshm"
-	endpointVersion = 1
-	endpointFixed   = 4 + 1 + 16 + 8 + 4 + 8 + 4 + 8 + 8 + 4
+	endpointVersion = 2
+	endpointFixed   = 4 + 1 + 16 + 8 + 4 + 8 + 4 + 8 + 8 + 4 + 8
 )
 
 // hostID identifies a host (and pid namespace), so that endpoint bytes from elsewhere are
@@ -75,6 +76,7 @@ type endpoint struct {
 	hdrOff  uint64
 	dataOff uint64
 	slots   uint32
+	liveOff uint64
 	desc    arena.SegmentDesc
 }
 
@@ -92,6 +94,7 @@ func (e *endpoint) appendBinary(b []byte) ([]byte, error) {
 	b = le.AppendUint64(b, e.hdrOff)
 	b = le.AppendUint64(b, e.dataOff)
 	b = le.AppendUint32(b, e.slots)
+	b = le.AppendUint64(b, e.liveOff)
 	b = append(b, byte(len(e.host.name)))
 	b = append(b, e.host.name...)
 	desc, err := e.desc.AppendBinary(nil)
@@ -129,7 +132,8 @@ func decodeEndpoint(b []byte) (endpoint, error) {
 	e.hdrOff = le.Uint64(p[24:])
 	e.dataOff = le.Uint64(p[32:])
 	e.slots = le.Uint32(p[40:])
-	p = p[44:]
+	e.liveOff = le.Uint64(p[44:])
+	p = p[52:]
 	n := int(p[0])
 	if len(p) < 1+n+2 {
 		return e, fmt.Errorf("%w: host name truncated", errEndpoint)
@@ -163,6 +167,8 @@ func (e *endpoint) check() error {
 		return fmt.Errorf("%w: ring of %d slots (want a power of two in [%d, %d])", errEndpoint, e.slots, minRingSlots, maxRingSlots)
 	case e.hdrOff%64 != 0 || e.dataOff%64 != 0:
 		return fmt.Errorf("%w: ring offsets %d/%d not cache-line aligned", errEndpoint, e.hdrOff, e.dataOff)
+	case e.liveOff%8 != 0 || e.liveOff > uint64(e.desc.Size) || uint64(e.desc.Size)-e.liveOff < liveSize:
+		return fmt.Errorf("%w: liveness word at %d outside the %d-byte segment or not aligned", errEndpoint, e.liveOff, e.desc.Size)
 	}
 	size := uint64(e.desc.Size)
 	if e.hdrOff > size || size-e.hdrOff < ringHdrSize {

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
 	"github.com/gorma-hpc/gorma/transport/verbs/arena"
@@ -42,13 +43,14 @@ func (q *qp) Map(rkey, off uint64, n int, want verbs.Access) (verbs.Mapping, err
 	}
 	p.refs++
 	c.mu.Unlock()
-	return &mapping{c: c, p: p, tab: q.rtab, key: rkey, b: b}, nil
+	return &mapping{c: c, p: p, live: p.live, tab: q.rtab, key: rkey, b: b}, nil
 }
 
 // mapping is a pinned region of a peer's arena.
 type mapping struct {
 	c    *peerCache
 	p    *peer
+	live *atomic.Uint32 // p.live, one load nearer
 	tab  *arena.Table
 	key  uint64
 	b    []byte
@@ -56,7 +58,7 @@ type mapping struct {
 }
 
 func (m *mapping) Bytes() []byte   { return m.b }
-func (m *mapping) PeerAlive() bool { return !m.p.dead.Load() }
+func (m *mapping) PeerAlive() bool { return m.live.Load()&ownerDied == 0 }
 
 // Unmap unpins the region and drops the reference on the peer's arena mapping; a dead
 // peer that nothing uses any more is unmapped.

@@ -49,9 +49,11 @@ type peer struct {
 	mem    []byte
 	tab    *arena.Table
 	bell   doorbell
-	pidfd  int  // -1 if not monitored through a pidfd
-	local  bool // in this process: never dies on its own
-	dead   atomic.Bool
+	pidfd  int            // -1 if not monitored through a pidfd
+	local  bool           // in this process: never dies on its own
+	live   *atomic.Uint32 // its liveness word (live.go) in our mapping, else own
+	own    atomic.Uint32  // the liveness word of a peer whose endpoint named none
+	dead   atomic.Bool    // its death was handled (died)
 
 	refs int              // connected QPs (peerCache.mu)
 	qps  map[*qp]struct{} // connected QPs (peerCache.mu)
@@ -97,7 +99,7 @@ func (c *peerCache) acquire(ep *endpoint, q *qp) (*peer, error) {
 			c.startMonitorLocked()
 		}
 	}
-	if p.dead.Load() {
+	if p.gone() {
 		return nil, fmt.Errorf("peer process %d has exited: %w", key.pid, unix.ESRCH)
 	}
 	p.refs++
@@ -135,9 +137,16 @@ func (c *peerCache) attach(key peerKey, ep *endpoint) (*peer, error) {
 		}
 	}
 	p.remote, p.mem, p.tab = r, r.Bytes(), r.Table()
+	if p.live = peerWord(p.mem, ep.liveOff); p.live == nil {
+		p.live = &p.own
+	}
 	p.bell.seq, p.bell.waiters = r.Doorbell()
 	return p, nil
 }
+
+// gone reports whether the peer process is known to have died: the kernel marked its
+// liveness word, or the monitor did (died). One atomic load; no system call.
+func (p *peer) gone() bool { return p.live.Load()&ownerDied != 0 }
 
 // ring returns the view of the inbound ring ep names, after checking that it is there
 // and belongs to the QP ep describes.
@@ -185,6 +194,7 @@ func (c *peerCache) died(p *peer) {
 	if p.dead.Swap(true) {
 		return
 	}
+	p.live.Or(ownerDied) // the process is gone: the word in its memory tells every peer
 	c.mu.Lock()
 	qps := keys(p.qps)
 	c.mu.Unlock()
@@ -243,6 +253,21 @@ func exited(pid int32) bool {
 	return err == nil && n > 0 && pfd[0].Revents != 0
 }
 
+// noticeDeath has the monitor handle the death of p, which a request found in its
+// liveness word: the other QPs connected to p fail and sleepers wake without waiting for
+// the pidfd. A system call, on the path of a request to a dead peer only.
+func (c *peerCache) noticeDeath(p *peer) {
+	if p.dead.Load() {
+		return
+	}
+	c.mu.Lock()
+	m := c.mon
+	c.mu.Unlock()
+	if m != nil {
+		m.kick()
+	}
+}
+
 func (m *monitor) kick() {
 	var one = [8]byte{1}
 	unix.Write(m.wakefd, one[:])
@@ -281,12 +306,12 @@ func (c *peerCache) watch(m *monitor) {
 			unix.Read(m.wakefd, buf[:])
 		}
 		for i, p := range watched {
-			if fds[i+1].Revents != 0 {
+			if fds[i+1].Revents != 0 || p.gone() {
 				c.died(p)
 			}
 		}
 		for _, p := range polled {
-			if exited(p.key.pid) {
+			if p.gone() || exited(p.key.pid) {
 				c.died(p)
 			}
 		}

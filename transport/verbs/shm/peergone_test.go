@@ -2,13 +2,19 @@ package shm
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -54,4 +60,64 @@ func TestToRTRPeerGone(t *testing.T) {
 			t.Errorf("%s: ToRTR: %v, want a *verbs.Error wrapping ErrPeer and %v", tc.name, err, tc.want)
 		}
 	}
+}
+
+// connectChild starts a child process (TestChildProcess), connects a QP of a new device
+// to it, and returns both with the key of the child's arena region.
+func connectChild(t testing.TB) (*childProc, *side, uint64) {
+	t.Helper()
+	c := startChild(t)
+	f := c.expect(t, "HELLO")
+	childEP, err := hex.DecodeString(f[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	arenaKey, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := openSide(t, verbs.Config{Wait: verbs.WaitBlock}, verbs.QPAttr{})
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
+	defer cancel()
+	if err := verbs.Connect(ctx, me.qp, childEP); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c.in, "EP %x\n", me.qp.Endpoint())
+	c.expect(t, "CONNECTED")
+	return c, me, arenaKey
+}
+
+// A request that completes after its peer's death is observable fails, even where no
+// monitor has handled the death yet: here the peer is polled (no pidfd in the budget,
+// checked every monitorFallbackPoll), and the first look after the child is reaped is
+// the mapping's PeerAlive and an RDMA write. The kernel marked the child's liveness word
+// as it died, so both see the death.
+func TestCompleteAfterDeathPolled(t *testing.T) {
+	if os.Getenv(childEnv) != "" {
+		t.Skip("in the child")
+	}
+	old := pidfdBudget
+	pidfdBudget = 0
+	defer func() { pidfdBudget = old }()
+	c, me, key := connectChild(t)
+	m, err := me.qp.(verbs.Mapper).Map(key, 0, 64, verbs.RemoteRead|verbs.RemoteWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unmap()
+	src := make([]byte, 8)
+	me.post(t, verbs.SendWR{WRID: 1, Op: verbs.OpRDMAWrite, Flags: verbs.Signaled, Local: src, Remote: verbs.RemoteAddr{RKey: key}})
+	wantWC(t, me.next(t), 1, verbs.Success, verbs.WCRDMAWrite)
+	if !m.PeerAlive() {
+		t.Fatal("PeerAlive is false while the child runs")
+	}
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.cmd.Wait() // reaped: the death is observable
+	if m.PeerAlive() {
+		t.Error("PeerAlive is true after the child was reaped")
+	}
+	me.post(t, verbs.SendWR{WRID: 2, Op: verbs.OpRDMAWrite, Flags: verbs.Signaled, Local: src, Remote: verbs.RemoteAddr{RKey: key}})
+	wantWC(t, me.next(t), 2, verbs.RetryExcErr, verbs.WCRDMAWrite)
 }

@@ -186,7 +186,8 @@ func (q *qp) stepLocked(e *sqe) (done bool, st verbs.Status) {
 	if code := q.tx.r.ownerState.Load(); code != codeLive {
 		return true, statusOf(code)
 	}
-	if q.peer.dead.Load() {
+	if q.peer.gone() {
+		q.dev.peers.noticeDeath(q.peer)
 		return true, verbs.RetryExcErr
 	}
 	switch e.wr.Op {

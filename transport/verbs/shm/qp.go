@@ -149,7 +149,7 @@ func (q *qp) allocRing(slots int) error {
 	q.rxRegs = [2]arena.Region{hdr, data}
 	q.rx = initRing(hdr.Bytes, data.Bytes, data.Zero, d.nonce, q.num)
 	ep := endpoint{host: d.host, pid: d.pid, nonce: d.nonce, qpn: q.num, hdrOff: uint64(hdr.Off),
-		dataOff: uint64(data.Off), slots: uint32(slots), desc: d.desc}
+		dataOff: uint64(data.Off), slots: uint32(slots), liveOff: uint64(d.live.reg.Off), desc: d.desc}
 	if q.ep, err = ep.appendBinary(nil); err != nil {
 		q.freeRing()
 		return opError(op, 0, err, "could not encode the endpoint")
@@ -364,7 +364,7 @@ func (q *qp) peerDownLocked(st verbs.Status) {
 
 // peerClosedLocked reports whether the peer has closed or died.
 func (q *qp) peerClosedLocked() bool {
-	return q.peer != nil && (q.peer.dead.Load() || q.rx.senderState.Load() != codeLive)
+	return q.peer != nil && (q.peer.gone() || q.rx.senderState.Load() != codeLive)
 }
 
 // statusOf is the status of the request that finds the peer in state code.

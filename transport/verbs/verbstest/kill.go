@@ -177,6 +177,47 @@ func killInitiator(t *testing.T, f Factory) {
 	checkNoStranded(t, before, "after SIGKILL of an initiator process")
 }
 
+// completeAfterDeath SIGKILLs an idle target process and reaps it, so that its death is
+// observable by any means (its process is gone, its sockets closed, its pidfd
+// readable), then runs an RDMA write (and a read, and an atomic where the provider has
+// them) to it, each on its own QP. Each completes with an error, never Success: memory
+// that outlives the process (a shared mapping) may still take the copy, but the rank
+// that would read it is gone.
+func completeAfterDeath(t *testing.T, f Factory) {
+	before := strandedSegments()
+	e := newEnv(f)
+	a := e.open(t, "parent")
+	needCaps(t, verbs.CapRDMAWrite, a)
+	ops := []verbs.Opcode{verbs.OpRDMAWrite}
+	if caps(a).Has(verbs.CapRDMARead) {
+		ops = append(ops, verbs.OpRDMARead)
+	}
+	if caps(a).Has(verbs.CapAtomic) {
+		ops = append(ops, verbs.OpAtomicFetchAdd)
+	}
+	loc := a.alloc(t, arenaMem, 64, verbs.LocalWrite)
+	for _, op := range ops {
+		ht := startTarget(t, e, a, qpOpts{})
+		x, r := ht.x, ht.regions[0]
+		wr := verbs.SendWR{WRID: 1, Op: op, Flags: verbs.Signaled, Local: loc.b[:8], LKey: loc.lkey(),
+			Remote: verbs.RemoteAddr{RKey: r.rkey}}
+		post(t, x, wr)
+		if wc := e.waitOne(t, x.cq); wc.Status != verbs.Success {
+			t.Fatalf("%v to a live target: %s", op, fmtWC(wc))
+		}
+		ht.p.kill() // returns once the target is reaped
+		wr.WRID = 2
+		post(t, x, wr)
+		wc := e.waitOne(t, x.cq)
+		if wc.Status != verbs.RetryExcErr && wc.Status != verbs.WRFlushErr {
+			t.Errorf("%v to a target reaped after SIGKILL: %s, want RetryExcErr (or WRFlushErr)", op, fmtWC(wc))
+		}
+		wantState(t, "QP to a reaped target", x.qp, verbs.Err)
+	}
+	a.close(t)
+	checkNoStranded(t, before, "after SIGKILL of idle targets")
+}
+
 // drainedWaitReturns checks that CQ.Wait on a drained CQ of a failed QP honours its context.
 func drainedWaitReturns(t *testing.T, c *cqBuf) {
 	t.Helper()

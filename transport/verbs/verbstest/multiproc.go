@@ -18,6 +18,7 @@ func testMultiProcess(t *testing.T, f Factory) {
 	t.Run("Atomics", func(t *testing.T) { multiAtomics(t, f) })
 	t.Run("KillTarget", func(t *testing.T) { killTarget(t, f) })
 	t.Run("KillInitiator", func(t *testing.T) { killInitiator(t, f) })
+	t.Run("CompleteAfterDeath", func(t *testing.T) { completeAfterDeath(t, f) })
 }
 
 // helperTarget is what a "target" helper announced.

@@ -37,10 +37,6 @@ type agentConfig struct {
 	Debug       bool        // memberlist [DEBUG] lines too
 }
 
-// maxHandshakes bounds an agent's control connections in their handshake: one accepted
-// while as many are pending is closed at once (internal/accept).
-const maxHandshakes = 64
-
 // Agent is one host's member of the cluster: it accepts jobs from submitters over
 // authenticated control connections and runs its part of each (agentJob). Its methods
 // are safe for concurrent use. Goroutines: the accept loop (ends when close closes the
@@ -57,20 +53,23 @@ type Agent struct {
 	wg         sync.WaitGroup
 
 	rejected atomic.Int64      // control connections refused by the handshake
-	shed     atomic.Int64      // control connections closed at once: maxHandshakes pending
+	shed     atomic.Int64      // control connections shed: maxHandshakes pending (handshakes.go)
 	peers    map[string]member // a submitter's member: the agents it learned of at join
 
-	mu     sync.Mutex
-	jobs   map[*agentJob]struct{}
-	conns  map[net.Conn]struct{} // connections in their handshake
-	closed bool
+	mu      sync.Mutex
+	jobs    map[*agentJob]struct{}
+	conns   map[net.Conn]struct{}   // connections in their handshake
+	pending *pendingTable[net.Conn] // the same, proven or not, for shedding
+	nonces  nonceCache              // the hellos' nonces, against replays
+	closed  bool
 }
 
 // startAgent creates the control listener (when Slots > 0) and the cluster member, and
 // starts accepting jobs.
 func startAgent(cfg agentConfig) (*Agent, error) {
 	a := &Agent{name: cfg.Name, cfg: cfg, ckey: controlKey(cfg.Key), log: cfg.Log,
-		jobs: make(map[*agentJob]struct{}), conns: make(map[net.Conn]struct{})}
+		jobs: make(map[*agentJob]struct{}), conns: make(map[net.Conn]struct{}),
+		pending: newPendingTable[net.Conn](maxHandshakes)}
 	if a.log == nil {
 		a.log = log.New(io.Discard, "", 0)
 	}
@@ -169,59 +168,20 @@ func (a *Agent) controlAddr() string {
 }
 
 // accept serves the control listener until close (internal/accept): an Accept error
-// (out of descriptors, say) is retried after a back-off, and at most maxHandshakes
-// connections are in their handshake at once. Strangers' connections and failed
+// (out of descriptors, say) is retried after a back-off. Each connection goes to admit,
+// which bounds the pending handshakes (handshakes.go). Strangers' connections and failed
 // accepts are logged as rate-limited summaries.
 func (a *Agent) accept(ctx context.Context) {
 	defer a.wg.Done()
 	cfg := accept.Config{
-		MaxPending: maxHandshakes,
-		Shed: func(c net.Conn) {
-			a.shed.Add(1)
-			a.strangers.note(logShed, fmt.Sprintf("from %s: %d handshakes already pending", c.RemoteAddr(), maxHandshakes))
-		},
 		Retry: func(err error, backoff time.Duration) {
 			a.strangers.note(logAcceptFailed, fmt.Sprintf("%v; retrying in %v", err, backoff))
 		},
 	}
 	accept.Serve(ctx, a.ln, cfg, func(c net.Conn, release func()) {
-		a.mu.Lock()
-		if a.closed {
-			a.mu.Unlock()
-			release()
-			c.Close()
-			return
-		}
-		a.conns[c] = struct{}{}
-		a.wg.Add(1)
-		a.mu.Unlock()
-		go a.serveConn(c, release)
+		release() // admit bounds the pending handshakes itself
+		a.admit(c)
 	})
-}
-
-// serveConn authenticates a control connection and runs the job it submits. Nothing is
-// read from an unauthenticated peer but its hello, and nothing is written to it. release
-// ends the connection's place among the pending handshakes.
-func (a *Agent) serveConn(c net.Conn, release func()) {
-	defer a.wg.Done()
-	c.SetDeadline(time.Now().Add(handshakeTimeout))
-	cc, err := serverHandshake(c, a.ckey)
-	release()
-	a.mu.Lock()
-	delete(a.conns, c)
-	closed := a.closed
-	a.mu.Unlock()
-	if err != nil || closed {
-		a.rejected.Add(1)
-		if err == nil {
-			err = errors.New("the agent is shutting down")
-		}
-		a.strangers.note(logRefused, fmt.Sprintf("from %s: %v", c.RemoteAddr(), err))
-		c.Close()
-		return
-	}
-	c.SetDeadline(time.Time{})
-	a.runJob(cc)
 }
 
 // close aborts every job, stops accepting, and leaves the cluster.

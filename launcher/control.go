@@ -24,15 +24,21 @@ import (
 //
 // Both sides hold the cluster key; the control key is HMAC-SHA256(cluster key,
 // "gorma/launcher control key v1"), so the gossip key and the control key are never the
-// same bytes. The dialer speaks first, and the listener reads nothing but a fixed-size
-// hello and writes nothing at all to a peer that cannot prove the key:
+// same bytes. The dialer speaks first, at once, and the listener reads nothing but a
+// fixed-size hello and writes nothing at all to a peer that cannot prove the key:
 //
-//	C → S  hello (72 B): "GLCH", version u16, 0 u16, nonce C [32], mac H [32]
+//	C → S  hello (72 B): "GLCH", version u16, 0 u16, time u64, nonce C [24], mac H [32]
 //	S → C  reply (72 B): "GLCS", version u16, status u16, nonce S [32], mac S [32]
 //	C → S  proof (36 B): "GLCP", mac C [32]
 //
 // mac H = HMAC(k, "gorma/launcher v1 hello" || hello[:40]); a wrong mac H (a stranger,
-// a wrong key) closes the connection silently. mac S = HMAC(k, "gorma/launcher v1 server"
+// a wrong key) closes the connection silently. The hello's first 8 bytes and its mac
+// have the same place in every version, so a peer of another version that proves the
+// key gets the reply with status hsBadVersion. time is the dialer's clock (unix ns): a
+// hello more than helloSkew away from the listener's clock gets status hsStale, and the
+// listener (the agent) refuses a nonce it saw within helloSkew (a replay). A hello that
+// proves the key is what lets the agent tell a submitter from a silent stranger
+// (handshakes.go). mac S = HMAC(k, "gorma/launcher v1 server"
 // || hello || reply[:40]) proves the listener to the dialer over the dialer's fresh nonce;
 // mac C = HMAC(k, "gorma/launcher v1 client" || hello || reply) proves the dialer over the
 // listener's fresh nonce, so a replayed hello gets a random nonce and nothing else. MACs
@@ -58,8 +64,9 @@ import (
 // declared dead is really gone.
 
 // controlVersion is the control protocol version, also advertised in node metadata.
-// Version 2 adds the ping frame, which a version-1 peer would refuse.
-const controlVersion = 4
+// Version 2 adds the ping frame, which a version-1 peer would refuse. Version 5 adds the
+// hello's time.
+const controlVersion = 5
 
 // maxFrame bounds a frame's payload (a fence of many ranks' endpoint cards fits easily).
 const maxFrame = 64 << 20
@@ -72,6 +79,8 @@ const (
 	replySize = 72
 	proofSize = 36
 	macOff    = 40
+	timeOff   = 8  // the hello's time
+	nonceOff  = 16 // the hello's nonce
 
 	helloMagic = "GLCH"
 	replyMagic = "GLCS"
@@ -89,10 +98,19 @@ const (
 const (
 	hsOK         uint16 = iota
 	hsBadVersion        // the listener speaks another control protocol version
+	hsStale             // the hello's time is more than helloSkew from the listener's clock
 )
+
+// helloSkew bounds how far a hello's time may be from the agent's clock, and how long
+// the agent remembers the nonces it saw.
+const helloSkew = 2 * time.Minute
 
 // errAuth is a failed handshake.
 var errAuth = errors.New("control handshake failed")
+
+// errShed is a handshake that the agent closed before its reply: it was shed (the agent
+// is busy with other pending handshakes). dialControl tries again.
+var errShed = errors.New("handshake shed (agent busy)")
 
 // controlKey derives the control key from the cluster key.
 func controlKey(clusterKey []byte) []byte {
@@ -116,7 +134,8 @@ func clientHandshake(c net.Conn, key []byte) (*ctlConn, error) {
 	hello := make([]byte, helloSize)
 	copy(hello, helloMagic)
 	binary.BigEndian.PutUint16(hello[4:], controlVersion)
-	if _, err := rand.Read(hello[8:macOff]); err != nil {
+	binary.BigEndian.PutUint64(hello[timeOff:], uint64(time.Now().UnixNano()))
+	if _, err := rand.Read(hello[nonceOff:macOff]); err != nil {
 		return nil, fmt.Errorf("%w: nonce: %v", errAuth, err)
 	}
 	copy(hello[macOff:], mac(key, helloLabel, hello[:macOff]))
@@ -124,13 +143,21 @@ func clientHandshake(c net.Conn, key []byte) (*ctlConn, error) {
 		return nil, fmt.Errorf("%w: send hello: %v", errAuth, err)
 	}
 	reply := make([]byte, replySize)
-	if _, err := io.ReadFull(c, reply); err != nil {
-		return nil, fmt.Errorf("%w: no reply (wrong cluster key?): %v", errAuth, err)
+	if n, err := io.ReadFull(c, reply); err != nil {
+		if n == 0 && !isTimeout(err) {
+			return nil, fmt.Errorf("%w: %w: closed before its reply (%v)", errAuth, errShed, err)
+		}
+		return nil, fmt.Errorf("%w: no reply: %v", errAuth, err)
 	}
 	if string(reply[:4]) != replyMagic || !hmac.Equal(reply[macOff:], mac(key, serverLabel, hello, reply[:macOff])) {
-		return nil, fmt.Errorf("%w: the agent did not prove the cluster key", errAuth)
+		return nil, fmt.Errorf("%w: the peer did not prove the cluster key: it is not an agent of this cluster, "+
+			"or its key differs from this golaunch's", errAuth)
 	}
-	if st := binary.BigEndian.Uint16(reply[6:]); st != hsOK {
+	switch st := binary.BigEndian.Uint16(reply[6:]); st {
+	case hsOK:
+	case hsStale:
+		return nil, fmt.Errorf("%w: the agent's clock is more than %v from this host's; synchronize the clocks (NTP)", errAuth, helloSkew)
+	default:
 		v := binary.BigEndian.Uint16(reply[4:])
 		return nil, fmt.Errorf("%w: the agent speaks control protocol v%d, this golaunch v%d", errAuth, v, controlVersion)
 	}
@@ -145,21 +172,59 @@ func clientHandshake(c net.Conn, key []byte) (*ctlConn, error) {
 
 // serverHandshake runs the listener's side on c and returns the authenticated
 // connection; the caller sets the deadline and closes c on error. Nothing is written to a
-// peer whose hello does not prove the key.
+// peer whose hello does not prove the key. It does not look for replays (the agent does,
+// handshakes.go).
 func serverHandshake(c net.Conn, key []byte) (*ctlConn, error) {
 	hello := make([]byte, helloSize)
 	if _, err := io.ReadFull(c, hello); err != nil {
 		return nil, fmt.Errorf("%w: read hello: %v", errAuth, err)
 	}
-	if string(hello[:4]) != helloMagic || !hmac.Equal(hello[macOff:], mac(key, helloLabel, hello[:macOff])) {
+	v := checkHello(key, hello, time.Now())
+	if v == helloForged {
 		return nil, fmt.Errorf("%w: hello without a valid key proof", errAuth)
 	}
+	return finishHandshake(c, key, hello, v)
+}
+
+// helloVerdict is what a listener makes of a hello.
+type helloVerdict uint8
+
+const (
+	helloForged       helloVerdict = iota // short, bad magic or bad mac: a stranger or another key
+	helloProven                           // proves the key, this version, time within helloSkew
+	helloOtherVersion                     // proves the key, another version
+	helloStale                            // proves the key, time more than helloSkew from now
+)
+
+// checkHello decodes and checks a hello (b: its bytes, perhaps fewer than helloSize) at
+// the listener's time now. It reads nothing beyond helloSize bytes and compares the mac
+// in constant time.
+func checkHello(key, b []byte, now time.Time) helloVerdict {
+	if len(b) < helloSize || string(b[:4]) != helloMagic || !hmac.Equal(b[macOff:helloSize], mac(key, helloLabel, b[:macOff])) {
+		return helloForged
+	}
+	if binary.BigEndian.Uint16(b[4:]) != controlVersion {
+		return helloOtherVersion
+	}
+	t := int64(binary.BigEndian.Uint64(b[timeOff:]))
+	if d := now.UnixNano() - t; d > int64(helloSkew) || d < -int64(helloSkew) {
+		return helloStale
+	}
+	return helloProven
+}
+
+// finishHandshake runs the listener's side after a hello that proved the key (verdict
+// v): the reply, then the dialer's proof.
+func finishHandshake(c net.Conn, key, hello []byte, v helloVerdict) (*ctlConn, error) {
 	reply := make([]byte, replySize)
 	copy(reply, replyMagic)
 	binary.BigEndian.PutUint16(reply[4:], controlVersion)
 	status := hsOK
-	if binary.BigEndian.Uint16(hello[4:]) != controlVersion {
+	switch v {
+	case helloOtherVersion:
 		status = hsBadVersion
+	case helloStale:
+		status = hsStale
 	}
 	binary.BigEndian.PutUint16(reply[6:], status)
 	if _, err := rand.Read(reply[8:macOff]); err != nil {
@@ -169,8 +234,13 @@ func serverHandshake(c net.Conn, key []byte) (*ctlConn, error) {
 	if _, err := c.Write(reply); err != nil {
 		return nil, fmt.Errorf("%w: send reply: %v", errAuth, err)
 	}
-	if status != hsOK {
+	switch status {
+	case hsBadVersion:
 		return nil, fmt.Errorf("%w: submitter speaks control protocol v%d, this agent v%d", errAuth, binary.BigEndian.Uint16(hello[4:]), controlVersion)
+	case hsStale:
+		t := time.Unix(0, int64(binary.BigEndian.Uint64(hello[timeOff:])))
+		return nil, fmt.Errorf("%w: the submitter's clock is %v from this host's, more than %v (or the hello is replayed)",
+			errAuth, time.Since(t).Round(time.Second), helloSkew)
 	}
 	proof := make([]byte, proofSize)
 	if _, err := io.ReadFull(c, proof); err != nil {
@@ -476,8 +546,37 @@ func gcmNonce(seq uint64) []byte {
 	return n[:]
 }
 
-// dialControl connects to an agent's control address and authenticates.
+// Back-off between tries of a shed handshake: shedBackoffMin after the first, doubling
+// up to shedBackoffMax, each with up to half again of random jitter.
+const (
+	shedBackoffMin = 20 * time.Millisecond
+	shedBackoffMax = 500 * time.Millisecond
+)
+
+// dialControl connects to an agent's control address and authenticates. A handshake
+// that the agent shed (closed before its reply) is tried again after a back-off, until
+// timeout plus handshakeTimeout from the first try.
 func dialControl(addr string, key []byte, timeout time.Duration) (*ctlConn, error) {
+	start := time.Now()
+	end := start.Add(timeout + handshakeTimeout)
+	var backoff time.Duration
+	for tries := 1; ; tries++ {
+		cc, err := dialOnce(addr, key, min(timeout, time.Until(end)))
+		if err == nil || !errors.Is(err, errShed) {
+			return cc, err
+		}
+		backoff = min(max(2*backoff, shedBackoffMin), shedBackoffMax)
+		wait := backoff + randDuration(backoff/2)
+		if time.Now().Add(wait).After(end) {
+			return nil, fmt.Errorf("%w: %w %d times in %v; a flood of connections may hold its control port "+
+				"(see the agent's log)", errAuth, errShed, tries, time.Since(start).Round(time.Millisecond))
+		}
+		time.Sleep(wait)
+	}
+}
+
+// dialOnce connects to addr and runs one handshake.
+func dialOnce(addr string, key []byte, timeout time.Duration) (*ctlConn, error) {
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
@@ -490,6 +589,22 @@ func dialControl(addr string, key []byte, timeout time.Duration) (*ctlConn, erro
 	}
 	c.SetDeadline(time.Time{})
 	return cc, nil
+}
+
+// randDuration returns a random duration in [0, d).
+func randDuration(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	return time.Duration(binary.BigEndian.Uint64(b[:]) % uint64(d))
+}
+
+// isTimeout reports whether err is a deadline's.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // send writes one frame with body v (JSON), or raw bytes when v is a []byte, or no body

@@ -138,9 +138,9 @@ func TestHandshakeWrongKey(t *testing.T) {
 // A stranger's connection to an agent's control port is closed without the agent reading
 // more than the hello or writing a single byte, and no job is created.
 func TestControlRejectsStrangers(t *testing.T) {
-	old := handshakeTimeout
-	handshakeTimeout = 300 * time.Millisecond
-	defer func() { handshakeTimeout = old }()
+	old, oldHello := handshakeTimeout, helloTimeout
+	handshakeTimeout, helloTimeout = 300*time.Millisecond, 300*time.Millisecond
+	defer func() { handshakeTimeout, helloTimeout = old, oldHello }()
 	a := testAgent(t, "a", 1, randomKey(t))
 	other := controlKey(randomKey(t))
 	job, _ := encodeFrameForTest(fJob, []byte(`{"ID":"x","Program":"/bin/true"}`))

@@ -39,10 +39,10 @@ func TestRateLog(t *testing.T) {
 		for i := range 1000 {
 			r.note(logRefused, fmt.Sprintf("from 10.0.0.3:%d: bad hello", i))
 		}
-		r.note(logShed, "from 10.0.0.4:1: 64 handshakes already pending")
+		r.note(logShed, "from 10.0.0.4:1: silent, shed for a newer connection (64 handshakes pending)")
 		want := []string{
 			"refused control connection from 10.0.0.3:0: bad hello",
-			"dropped control connection from 10.0.0.4:1: 64 handshakes already pending",
+			"dropped control connection from 10.0.0.4:1: silent, shed for a newer connection (64 handshakes pending)",
 		}
 		check := func(when string) {
 			t.Helper()

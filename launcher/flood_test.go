@@ -28,7 +28,7 @@ func TestFloodAgent(t *testing.T) {
 		sign   string // in the agent's log once the flood has had its effect
 	}{
 		{"emfile", 64, "accept4: too many open files; retrying"},
-		{"handshake-bound", 1024, fmt.Sprintf(": %d handshakes already pending", maxHandshakes)},
+		{"handshake-bound", 1024, fmt.Sprintf("silent, shed for a newer connection (%d handshakes pending)", maxHandshakes)},
 	} {
 		t.Run(tc.name, func(t *testing.T) { floodAgent(t, tc.nofile, tc.sign) })
 	}

@@ -67,7 +67,7 @@ func TestSubmitToDepartedAgent(t *testing.T) {
 // An agent that hangs (its kernel accepts the control connection, nobody answers the
 // handshake) and that memberlist then declares dead while golaunch dials it: the job fails
 // at once with the summary naming it, not after the handshake timeout with a misleading
-// "wrong cluster key?".
+// handshake error.
 func TestSubmitAgentDeclaredDeadWhileDialing(t *testing.T) {
 	key := randomKey(t)
 	a := testAgent(t, "a", 1, key)

@@ -617,6 +617,9 @@ func (e *engine) peerReadyLocked(p *peer) {
 	if p.fin.box != nil {
 		e.poll.addBox(p)
 	}
+	if p.sq != nil {
+		e.poll.addQueuer(p)
+	}
 	e.pumpLocked(p)
 	e.kickLocked()
 }

@@ -104,8 +104,8 @@ func (e *engine) openDevices(count map[string]int, wait verbs.WaitMode) error {
 }
 
 // addDevice opens provider name for npeers peers, with the job secret, and adds it to
-// e.devs, the returners and the poller's CQs. A device that offers fast boxes checks
-// the boxes before its CQ.Wait sleeps.
+// e.devs, the returners and the poller's CQs. A device whose CQ takes a wait check
+// checks the fast boxes and the held sends (waitCheck) before its CQ.Wait sleeps.
 func (e *engine) addDevice(name string, wait verbs.WaitMode, npeers int) (*device, error) {
 	d, err := openDevice(name, &e.cfg, wait, e.rank, npeers, e.slots, e.secret)
 	if err != nil {
@@ -116,8 +116,8 @@ func (e *engine) addDevice(name string, wait verbs.WaitMode, npeers int) (*devic
 	if r, ok := d.cq.(roleReturner); ok {
 		e.returners = append(e.returners, r)
 	}
-	if wc, ok := d.cq.(waitChecker); ok && d.fastbox {
-		wc.SetWaitCheck(e.fastboxReady)
+	if wc, ok := d.cq.(waitChecker); ok {
+		wc.SetWaitCheck(e.waitCheck)
 	}
 	return d, nil
 }

@@ -1,5 +1,7 @@
 package runtime
 
+import "slices"
+
 // Eager protocol: a message of at most the receiver's eager limit is copied into a
 // registered send slot behind an 8-byte header and posted as one verbs Send, which lands
 // in one of the receiver's pre-posted receive slots. The send completes when the copy is
@@ -52,7 +54,71 @@ func (e *engine) postEagerLocked(p *peer, r *Request) {
 		e.completeLocked(r, p.failed)
 		return
 	}
+	if p.sq != nil && p.sq.SendQueued() {
+		e.holdLocked(p, r)
+		return
+	}
 	e.completeLocked(r, nil)
+}
+
+// Held sends. A provider may keep a posted Send in its send queue until the peer posts a
+// receive or makes room (shm), and move it on only in this rank's later Poll and Wait
+// calls. Such a message has not left: if its send completed, the rank could stop calling
+// the runtime (return from its work, wait for the receiver by other means) and the
+// receiver would wait for it for ever. So an eager send whose message the provider
+// keeps completes only once the provider's queue is empty (releaseHeldLocked, after
+// every poll pass), and until then its Send, Wait or Test drives this rank's progress.
+// The poller's spin and the CQ's wait check (heldLeft) end a wait when a queue has
+// emptied: the receiver rings this rank's doorbell when it posts the receive or makes
+// the room the provider waits for.
+
+// sendQueuer is a QP that reports whether posted sends wait in its send queue (shm).
+type sendQueuer interface{ SendQueued() bool }
+
+// holdLocked makes eager send r, whose message p's QP keeps, wait for it to leave.
+func (e *engine) holdLocked(p *peer, r *Request) {
+	if len(p.held) == 0 {
+		p.holding.Store(true)
+		e.holders = append(e.holders, p)
+		e.poll.holding.Add(1)
+	}
+	p.held = append(p.held, r)
+}
+
+// releaseHeldLocked completes the held sends of every peer whose QP keeps no send any
+// more, or that failed.
+func (e *engine) releaseHeldLocked() {
+	for i := len(e.holders) - 1; i >= 0; i-- {
+		switch p := e.holders[i]; {
+		case p.failed != nil:
+			e.releasePeerLocked(p, p.failed)
+		case !p.sq.SendQueued():
+			e.releasePeerLocked(p, nil)
+		}
+	}
+}
+
+// releasePeerLocked completes p's held sends with err, if it has any.
+func (e *engine) releasePeerLocked(p *peer, err error) {
+	if len(p.held) == 0 {
+		return
+	}
+	for _, r := range p.held {
+		e.completeLocked(r, err)
+	}
+	clear(p.held)
+	p.held = p.held[:0]
+	p.holding.Store(false)
+	e.poll.holding.Add(-1)
+	i := slices.Index(e.holders, p)
+	e.holders = slices.Delete(e.holders, i, i+1)
+}
+
+// failHeldLocked completes every held send with err (abort, finalize).
+func (e *engine) failHeldLocked(err error) {
+	for len(e.holders) > 0 {
+		e.releasePeerLocked(e.holders[len(e.holders)-1], err)
+	}
 }
 
 // sendSelfLocked delivers a message from this rank to itself. A synchronous send whose

@@ -62,3 +62,7 @@ func Context(w *World) uint16 { return w.ctx }
 func CheckCall(ctx context.Context, t *Track, seq uint64, sig *CallSig) error {
 	return t.check(ctx, seq, sig)
 }
+
+// EagerSlots returns the number of eager send slots, and of receive slots, that w's
+// connections have per peer.
+func EagerSlots(w *World) int { return w.e.slots }

@@ -74,6 +74,7 @@ func (e *engine) peerFailedWhyLocked(p *peer, why string, cause error) {
 			e.completeLocked(r, pe)
 		}
 	}
+	e.releasePeerLocked(p, pe)
 	e.failQueueLocked(&e.posted, p.rank, pe)
 	e.failQueueLocked(&e.probes, p.rank, pe)
 	e.failCountersLocked(p)
@@ -110,6 +111,7 @@ func (e *engine) failAllLocked(err error) {
 			e.completeLocked(r, err)
 		}
 	}
+	e.failHeldLocked(err)
 	e.failQueueLocked(&e.posted, -1, err)
 	e.failQueueLocked(&e.probes, -1, err)
 	e.failAllCountersLocked(err)

@@ -338,6 +338,10 @@ func (e *engine) drainFastboxesLocked() {
 // It takes no lock: the shm CQ's wait check calls it.
 func (e *engine) fastboxReady() bool { return boxesReady(e.poll.boxList()) }
 
+// waitCheck is the shm CQ's wait check: a fast box message can be handled, or held sends
+// have left (eager.go). It takes no lock.
+func (e *engine) waitCheck() bool { return e.fastboxReady() || e.poll.heldLeft() }
+
 // boxesReady reports whether the box of one of peers holds a message that can be handled
 // now. It takes no lock: the poller's spin calls it.
 func boxesReady(peers []*peer) bool {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
@@ -56,6 +57,13 @@ type peer struct {
 	fout  fbOut
 	qsent uint64
 	qrecv uint64
+
+	// Held eager sends (eager.go): sq is the QP when its provider may keep posted sends
+	// waiting for this rank's progress (nil otherwise); held are the eager sends whose
+	// messages it keeps, in post order; holding is len(held) > 0, read without mu.
+	sq      sendQueuer
+	held    []*Request
+	holding atomic.Bool
 }
 
 // WRIDs name what a completion belongs to: kind in the top byte, the peer's rank in the
@@ -85,6 +93,7 @@ func initPeer(p *peer, d *device, eagerMine, eagerTheirs, slots int) error {
 	var err error
 	p.qp, err = d.pd.CreateQP(verbs.QPAttr{SendCQ: d.cq, RecvCQ: d.cq, MaxSendWR: p.maxSend, MaxRecvWR: slots})
 	if err == nil {
+		p.sq, _ = p.qp.(sendQueuer)
 		err = p.qp.ToInit()
 	}
 	if err == nil {

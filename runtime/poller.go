@@ -39,8 +39,12 @@ type poller struct {
 	// boxes holds the connected peers that have a fast box in this rank (fastbox.go):
 	// a copy-on-write list that peerReadyLocked extends under engine.mu, read without
 	// it by the spin and the shm CQ's wait check.
-	boxes  atomic.Pointer[[]*peer]
-	relays []*relay // one per CQ with two devices; set by engine.start
+	boxes atomic.Pointer[[]*peer]
+	// queuers holds the connected peers whose QP may keep posted sends (peer.sq), for
+	// heldLeft: copy-on-write as boxes; holding counts the peers with held sends.
+	queuers atomic.Pointer[[]*peer]
+	holding atomic.Int32
+	relays  []*relay // one per CQ with two devices; set by engine.start
 
 	// Waking: kick is safe from any goroutine, with or without engine.mu.
 	kicked     atomic.Bool
@@ -186,6 +190,9 @@ func (p *poller) spin(ctx context.Context, live uint64, got *polled) bool {
 					return true
 				}
 			}
+			if p.heldLeft() {
+				return true // held sends left in that Poll: completing them takes mu
+			}
 		}
 		if p.kicked.Load() && p.kicked.Swap(false) {
 			return true
@@ -309,6 +316,33 @@ func (p *poller) polledPass() {
 		default:
 		}
 	}
+}
+
+// heldLeft reports whether a peer with held sends (eager.go) has a QP that keeps no send
+// any more. It takes no lock: the spin and the shm CQ's wait check call it.
+func (p *poller) heldLeft() bool {
+	if p.holding.Load() == 0 {
+		return false
+	}
+	if l := p.queuers.Load(); l != nil {
+		for _, q := range *l {
+			if q.holding.Load() && !q.sq.SendQueued() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// addQueuer adds peer q, whose QP may keep posted sends, to those heldLeft reads. The
+// caller holds engine.mu, which serializes writers.
+func (p *poller) addQueuer(q *peer) {
+	var next []*peer
+	if l := p.queuers.Load(); l != nil {
+		next = append(next, *l...)
+	}
+	next = append(next, q)
+	p.queuers.Store(&next)
 }
 
 // boxList returns the peers whose fast boxes the poller reads.

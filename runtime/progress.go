@@ -213,10 +213,14 @@ func (e *engine) progressLocked() {
 	e.polledLocked()
 }
 
-// polledLocked tells the relays that a poll pass happened and wakes Finalize's parked
-// request if nothing is outstanding any more.
+// polledLocked tells the relays that a poll pass happened, completes the held sends
+// whose messages have left, and wakes Finalize's parked request if nothing is
+// outstanding any more.
 func (e *engine) polledLocked() {
 	e.poll.polledPass()
+	if len(e.holders) > 0 {
+		e.releaseHeldLocked()
+	}
 	if r := e.quietWait; r != nil && e.quietLocked() {
 		select {
 		case r.wake <- struct{}{}:

@@ -303,6 +303,7 @@ type engine struct {
 	cardOK     []bool
 	hosts      []string
 	rxLater    []*peer    // peers with receive slots to repost before the next wait (peers.go)
+	holders    []*peer    // peers with held eager sends (eager.go)
 	posted     reqQueue   // receives waiting for a message (match.go)
 	probes     reqQueue   // probes waiting for a message
 	ux         uxQueue    // messages waiting for a receive

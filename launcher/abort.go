@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"fmt"
+	"math"
 	"syscall"
 	"time"
 
@@ -112,8 +113,19 @@ func rankFailure(m *exitMsg, host string, pmiJob bool) *failure {
 	return f
 }
 
-// abortFailure is a rank's Abort(code, msg).
+// abortProtocol is the Code of the abort request an agent sends for a rank that broke the
+// PMI protocol (pmiHandler.ProtocolError); its Msg is the error. A rank's own Abort never
+// carries it (pmiHandler.Abort).
+const abortProtocol = math.MinInt32
+
+// abortFailure is a rank's Abort(code, msg), or its PMI protocol error.
 func abortFailure(m *abortReqMsg, host string, pid int) *failure {
+	if m.Code == abortProtocol {
+		// The rank's own bug, like a panic: it outranks the exits of the ranks that
+		// gave up after it.
+		return &failure{code: ExitFailure, what: rankLabel(m.Rank, host, pid) + ": " + m.Msg,
+			kind: pmi.ProcFailed, rank: m.Rank, host: host, weight: weightPanic}
+	}
 	code := m.Code
 	if code <= 0 || code > 255 {
 		code = 1 // an aborted job never exits 0; codes beyond 255 do not survive exit(2)

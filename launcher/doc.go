@@ -43,7 +43,8 @@
 //	         exits 2 itself, or raises SIGABRT under GOTRACEBACK=crash (ExitPanic)
 //	124      --timeout expired (ExitTimeout)
 //	125      the job failed without an exit code of its own: an agent unreachable, a rank
-//	         that exited without Finalize, never reached PMI init, or could not start
+//	         that exited without Finalize, never reached PMI init, broke the PMI
+//	         protocol, or could not start
 //	128+N    the failing rank was killed by signal N; or golaunch itself got
 //	         SIGTERM (143), SIGHUP (129) or a second SIGINT (130), or its stdout closed (141)
 //

@@ -1,8 +1,13 @@
 package launcher
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/gorma-hpc/gorma/pmi"
 )
@@ -20,7 +25,10 @@ import (
 // order, so a merge always lands in the round it belongs to.
 type pmiHandler agentJob
 
-var _ pmi.Handler = (*pmiHandler)(nil)
+var (
+	_ pmi.Handler         = (*pmiHandler)(nil)
+	_ pmi.ProtocolHandler = (*pmiHandler)(nil)
+)
 
 func (h *pmiHandler) job() *agentJob { return (*agentJob)(h) }
 
@@ -69,6 +77,9 @@ func (h *pmiHandler) Get(ctx context.Context, rank int, key string) ([]byte, err
 
 // Abort forwards a rank's abort request to the submitter, which aborts the whole job.
 func (h *pmiHandler) Abort(rank, code int, msg string) {
+	if code == abortProtocol {
+		code = 1 // the code a protocol error's request carries; the job ends with 1 all the same
+	}
 	h.job().send(fAbortReq, abortReqMsg{Rank: rank, Code: code, Msg: truncate(msg, 512)})
 }
 
@@ -86,4 +97,73 @@ func (h *pmiHandler) Gone(rank int) {}
 // Report passes a rank's hang report on to the submitter (pmi.Reporter).
 func (h *pmiHandler) Report(rank int, text string) {
 	h.job().send(fReport, reportMsg{Rank: rank, Text: text})
+}
+
+// logPMIStranger is a PMI protocol error on a job's socket from a process that is no
+// rank of the job; such a process may connect any number of times.
+var logPMIStranger = &logKind{first: "PMI socket: %s",
+	summary: "PMI socket: %d protocol errors from processes that are no rank in %v (last %s)"}
+
+// ProtocolError logs a rank's PMI protocol error and asks the submitter to end the job
+// with it (an abort request of code abortProtocol). An error on the socket before
+// gorma-init is the rank's whose process sent it; one from a process that is no rank of
+// the job is only logged, at a bounded rate.
+func (h *pmiHandler) ProtocolError(e *pmi.ProtocolError) {
+	j := h.job()
+	rank := e.Rank
+	if rank < 0 {
+		rank = j.rankOf(e.Pid)
+	}
+	if rank < 0 {
+		j.a.strangers.note(logPMIStranger, fmt.Sprintf("job %s: pid %d, no rank of the job: %s", j.spec.ID, e.Pid, e.Detail()))
+		return
+	}
+	j.a.log.Printf("job %s: rank %d: %s", j.spec.ID, rank, e.Detail())
+	j.send(fAbortReq, abortReqMsg{Rank: rank, Code: abortProtocol, Msg: truncate(e.Detail(), 512)})
+}
+
+// rankOf returns the local rank whose process is pid, or -1. A rank still being started
+// is not yet in procs: a child of this process whose environment names this job and a
+// local rank is that rank.
+func (j *agentJob) rankOf(pid int) int {
+	if pid <= 0 {
+		return -1
+	}
+	j.mu.Lock()
+	for r, p := range j.procs {
+		if p.pid == pid {
+			j.mu.Unlock()
+			return r
+		}
+	}
+	j.mu.Unlock()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
+		return -1
+	}
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return -1
+	}
+	rank, job := -1, ""
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		k, v, _ := strings.Cut(string(kv), "=")
+		switch k {
+		case pmi.EnvRank:
+			if n, err := strconv.Atoi(v); err == nil {
+				rank = n
+			}
+		case pmi.EnvJobID:
+			job = v
+		}
+	}
+	if job != j.spec.ID || !slices.Contains(j.local, rank) {
+		return -1
+	}
+	return rank
 }

@@ -3,17 +3,19 @@ package pmi
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
 
 // answer is the line the dispatcher writes back (nil: none); hangup closes the
-// connection after it.
+// connection after it; perr is set when the request broke the protocol.
 type answer struct {
 	cmd    string
 	f      kv
 	hangup bool
+	perr   error
 }
 
 func reply(cmd string, f ...string) *answer { return &answer{cmd: cmd, f: f} }
@@ -25,24 +27,26 @@ func (sc *sconn) fail(cmd string, err error) *answer {
 	if !known {
 		name = cmdError
 	}
+	a := &answer{cmd: name, f: kv{"rc", "-1", "msg", token(err.Error())}}
 	if sc.mode == modeGorma {
-		return &answer{cmd: name, f: kv{"rc", "-1", "code", errorCode(err), "msg", text(err.Error())}}
+		a.f = kv{"rc", "-1", "code", errorCode(err), "msg", text(err.Error())}
 	}
-	return &answer{cmd: name, f: kv{"rc", "-1", "msg", token(err.Error())}}
+	if errors.Is(err, ErrProtocol) {
+		a.perr = err
+	}
+	return a
 }
 
 // dispatch serves one request on sc (its dispatcher goroutine).
 func (s *Server) dispatch(ctx context.Context, sc *sconn, m msg) *answer {
 	cmd := m["cmd"]
 	switch {
-	case cmd == cmdError:
-		return sc.fail(cmd, fmt.Errorf("%s", m["err"]))
 	case cmd == cmdInit || cmd == cmdGormaInit:
 		a := s.init(ctx, sc, m)
 		a.hangup = sc.rank < 0 // a refused first init ends the connection
 		return a
 	case sc.rank < 0:
-		return sc.fail(cmd, fmt.Errorf("%w: %s before init", ErrProtocol, Truncate(cmd)))
+		return sc.fail(cmd, fmt.Errorf("%w: %s before init (the first request is cmd=init pmi_version=1)", ErrProtocol, Truncate(cmd)))
 	}
 	switch cmd {
 	case cmdMaxes:
@@ -82,7 +86,8 @@ func (s *Server) init(ctx context.Context, sc *sconn, m msg) *answer {
 	rank, job, mode := sc.assigned, "", modePMI1
 	if cmd == cmdInit {
 		if v := m["pmi_version"]; v != "1" {
-			a := sc.fail(cmd, fmt.Errorf("pmi: client speaks PMI %s.%s; golaunch serves PMI 1.1 on PMI_FD", Truncate(v), Truncate(m["pmi_subversion"])))
+			a := sc.fail(cmd, fmt.Errorf("%w: init asks for pmi_version=%q; golaunch serves PMI-1 (pmi_version=1) on PMI_FD: use the MPI library's PMI-1 client (gorma: GORMA_PMI=1)",
+				ErrProtocol, Truncate(v)))
 			a.f = append(kv{"pmi_version", "1", "pmi_subversion", "1"}, a.f...)
 			return a
 		}
@@ -127,8 +132,8 @@ func (s *Server) init(ctx context.Context, sc *sconn, m msg) *answer {
 
 func (s *Server) put(sc *sconn, m msg) *answer {
 	key := m["key"]
-	if key == "" {
-		return sc.fail(cmdPut, fmt.Errorf("%w: put without key", ErrProtocol))
+	if err := sc.checkSizes(cmdPut, m); err != nil {
+		return sc.fail(cmdPut, err)
 	}
 	if strings.HasPrefix(key, "PMI_") {
 		return sc.fail(cmdPut, fmt.Errorf("pmi: key %q: keys with the PMI_ prefix are the process manager's", Truncate(key)))
@@ -142,6 +147,9 @@ func (s *Server) put(sc *sconn, m msg) *answer {
 // per job and does not check a request's kvsname.
 func (s *Server) get(ctx context.Context, sc *sconn, m msg) *answer {
 	key := m["key"]
+	if err := sc.checkSizes(cmdGet, m); err != nil {
+		return sc.fail(cmdGet, err)
+	}
 	rank := AnyRank
 	if _, ok := m["rank"]; ok {
 		r, err := m.int("rank")
@@ -202,4 +210,25 @@ func (s *Server) abort(sc *sconn, m msg) *answer {
 		return nil
 	}
 	return reply(replyTo[cmdAbort], "rc", "0")
+}
+
+// checkSizes checks a put's or get's key, kvsname and (a PMI-1 put's) value against the
+// bounds the maxes answer announces. A gorma client's values are hex cards, bounded by
+// MaxLine only.
+func (sc *sconn) checkSizes(cmd string, m msg) error {
+	key := m["key"]
+	if key == "" {
+		return fmt.Errorf("%w: %s without key=", ErrProtocol, cmd)
+	}
+	if len(key) > KeyLenMax {
+		return fmt.Errorf("%w: key of %d bytes exceeds keylen_max=%d (get_maxes)", ErrProtocol, len(key), KeyLenMax)
+	}
+	if n := len(m["kvsname"]); n > KVSNameMax {
+		return fmt.Errorf("%w: kvsname of %d bytes exceeds kvsname_max=%d (get_maxes)", ErrProtocol, n, KVSNameMax)
+	}
+	if n := len(m["value"]); cmd == cmdPut && sc.mode == modePMI1 && n > ValLenMax {
+		return fmt.Errorf("%w: value of %d bytes exceeds vallen_max=%d (get_maxes): split longer values over several keys",
+			ErrProtocol, n, ValLenMax)
+	}
+	return nil
 }

@@ -44,7 +44,9 @@
 //
 // A get without rank= is PMI-1's: the job's value of KEY ([AnyRank]); the agent answers
 // PMI_process_mapping itself ([Info.ProcessMapping]). A PMI-1 get of a missing key is
-// answered as Hydra does: cmd=get_result rc=-1 msg=key_KEY_not_found value=unknown.
+// answered as Hydra does: cmd=get_result rc=-1 msg=key_KEY_not_found value=unknown. A
+// PMI-1 put's value= keeps its spaces. A request that breaks the protocol is answered
+// with rc=-1 and passed to a Handler that is a [ProtocolHandler] ([ProtocolError]).
 // design.md has the reasoning.
 //
 // # Foreign process managers

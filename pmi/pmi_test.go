@@ -24,6 +24,7 @@ type jobHandler struct {
 	finalized map[int]bool
 	gone      map[int]bool
 	aborts    []string
+	broken    []*ProtocolError
 }
 
 func newJob(size int) *jobHandler {
@@ -51,6 +52,18 @@ func (h *jobHandler) Abort(rank, code int, msg string) {
 }
 func (h *jobHandler) Finalize(rank int) { h.mu.Lock(); h.finalized[rank] = true; h.mu.Unlock() }
 func (h *jobHandler) Gone(rank int)     { h.mu.Lock(); h.gone[rank] = true; h.mu.Unlock() }
+func (h *jobHandler) ProtocolError(e *ProtocolError) {
+	h.mu.Lock()
+	h.broken = append(h.broken, e)
+	h.mu.Unlock()
+}
+
+// protocolErrors returns the protocol errors the server reported.
+func (h *jobHandler) protocolErrors() []*ProtocolError {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*ProtocolError(nil), h.broken...)
+}
 
 func serve(t *testing.T, h Handler) *Server {
 	t.Helper()

@@ -74,6 +74,9 @@ type sconn struct {
 	mode connMode
 	info Info
 	puts map[string][]byte // this rank's puts since its last fence (dispatcher only)
+
+	pid   int  // the peer's process on the socket (SO_PEERCRED), 0 on a handed connection
+	broke bool // a protocol error was reported (dispatcher only)
 }
 
 func (sc *sconn) send(s string) error {
@@ -132,6 +135,9 @@ func (s *Server) ServeConn(conn net.Conn, rank int) {
 
 func (s *Server) add(c net.Conn, rank int) {
 	sc := &sconn{c: c, assigned: rank, rank: -1, puts: make(map[string][]byte)}
+	if rank < 0 {
+		sc.pid = peerPID(c)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -145,42 +151,49 @@ func (s *Server) add(c net.Conn, rank int) {
 }
 
 // readLines reads sc's lines and sends them to lines until EOF, an error or ctx ends. A
-// multi-line command (mcmd=spawn ... endcmd) arrives as one message.
-func (s *Server) readLines(ctx context.Context, sc *sconn, lines chan<- msg) {
-	rd := newReader(sc.c)
+// multi-line command (mcmd=spawn ... endcmd) arrives as one request. A line over MaxLine
+// is the last request: the connection cannot be read in step after it. A line cut by EOF
+// is dropped: nobody is left to answer it.
+func (s *Server) readLines(ctx context.Context, sc *sconn, lines chan<- request) {
+	rd := newLineReader(sc.c)
 	var multi bool
-	for rd.Scan() {
-		raw := rd.Text()
-		var m msg
+	for {
+		raw, err := rd.next()
+		if err != nil && !errors.Is(err, ErrLineTooLong) {
+			return
+		}
+		rq := request{raw: raw, err: err}
 		switch {
+		case err != nil:
 		case multi:
 			if strings.TrimSpace(raw) != "endcmd" {
 				continue
 			}
-			multi, m = false, msg{"cmd": cmdSpawn}
+			multi, rq.raw = false, "cmd="+cmdSpawn
 		case strings.HasPrefix(raw, "mcmd="):
 			multi = true
 			continue
-		default:
-			var err error
-			if m, err = parseLine(raw); err != nil {
-				m = msg{"cmd": cmdError, "err": err.Error()}
-			}
-		}
-		if m["cmd"] == cmdReport {
-			s.report(sc, m) // one way, and never behind a request the dispatcher holds (a fence)
+		case lineCmd(raw) == cmdReport:
+			s.report(sc, raw) // one way, and never behind a request the dispatcher holds (a fence)
 			continue
 		}
 		select {
-		case lines <- m:
+		case lines <- rq:
 		case <-ctx.Done():
+			return
+		}
+		if err != nil {
 			return
 		}
 	}
 }
 
 // report passes a gorma rank's report to the Handler, if it is a Reporter.
-func (s *Server) report(sc *sconn, m msg) {
+func (s *Server) report(sc *sconn, raw string) {
+	m, err := parseLine(raw)
+	if err != nil {
+		return
+	}
 	s.mu.Lock()
 	rank, gorma := sc.rank, sc.mode == modeGorma
 	s.mu.Unlock()
@@ -194,14 +207,14 @@ func (s *Server) report(sc *sconn, m msg) {
 func (s *Server) serve(sc *sconn) {
 	defer s.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
-	lines := make(chan msg)
+	lines := make(chan request)
 	go func() {
 		defer cancel()
 		defer close(lines)
 		s.readLines(ctx, sc, lines)
 	}()
-	for m := range lines {
-		a := s.dispatch(ctx, sc, m)
+	for rq := range lines {
+		m, a := s.serveLine(ctx, sc, rq)
 		if a == nil {
 			continue // no answer (PMI-1 abort, a PMI-1 fence of an aborting job)
 		}
@@ -227,6 +240,45 @@ func (s *Server) serve(sc *sconn) {
 	if rank >= 0 {
 		s.h.Gone(rank)
 	}
+}
+
+// serveLine parses and dispatches one request and returns it with its answer. A request
+// that broke the protocol goes to the Handler first, if it is a ProtocolHandler.
+func (s *Server) serveLine(ctx context.Context, sc *sconn, rq request) (msg, *answer) {
+	var m msg
+	var a *answer
+	err := rq.err
+	if err == nil {
+		m, err = sc.parse(rq.raw)
+	}
+	if err != nil {
+		a = sc.fail(cmdError, err)
+		a.hangup = rq.err != nil
+	} else {
+		a = s.dispatch(ctx, sc, m)
+	}
+	if a != nil && a.perr != nil && !sc.broke {
+		sc.broke = true // the first error only: a rank that sends garbage in a loop floods nothing
+		cmd := m["cmd"]
+		if m == nil {
+			cmd = lineCmd(rq.raw)
+		}
+		s.protocolError(sc, cmd, a.perr)
+	}
+	return m, a
+}
+
+// protocolError passes a request that broke the protocol to the Handler.
+func (s *Server) protocolError(sc *sconn, cmd string, err error) {
+	ph, ok := s.h.(ProtocolHandler)
+	if !ok {
+		return
+	}
+	rank := sc.rank
+	if rank < 0 {
+		rank = sc.assigned
+	}
+	ph.ProtocolError(&ProtocolError{Rank: rank, Pid: sc.pid, Cmd: Truncate(cmd), Err: err})
 }
 
 // Notify pushes ev to rank's connection (or to every connection if rank < 0), if it is

@@ -224,13 +224,16 @@ func TestExchangeAnyRank(t *testing.T) {
 
 // FuzzServerLine feeds one arbitrary line to an initialized PMI-1 connection and checks
 // that the server stays in step: it answers with at most one well-formed line, and the
-// next request gets its own answer.
+// next request gets its own answer. A protocol error it reports names rank 0 and wraps
+// ErrProtocol, and its line got a failed answer.
 func FuzzServerLine(f *testing.F) {
 	for _, seed := range []string{
 		"cmd=put kvsname=kvs_job1 key=k value=v", "cmd=get kvsname=kvs_job1 key=PMI_process_mapping",
 		"cmd=barrier_in", "cmd=abort exitcode=3", "cmd=abort exitcode=x", "cmd=finalize", "cmd=init pmi_version=1",
 		"cmd=gorma-init version=2 rank=0 job=job1 id=1", "cmd=get key=k rank=9 id=2", "cmd==", "x", "cmd=get rank=-5 key=",
 		"cmd=put key=" + strings.Repeat("k", 80) + " value=" + strings.Repeat("v", 1100),
+		"cmd=frobnicate", "cmd=init pmi_version=99", "cmd=put =v", "key=k", "cmd=get\x00", "cmd=get kvsname=k",
+		"cmd=put kvsname=k key=k value=a b  c=d ", "000044cmd=fullinit;pmirank=0;",
 	} {
 		f.Add(seed)
 	}
@@ -246,11 +249,18 @@ func FuzzServerLine(f *testing.F) {
 		p.ask("cmd=init pmi_version=1 pmi_subversion=1")
 		p.send(req)
 		p.send("cmd=get_my_kvsname")
+		failed := false
 		for i := 0; i < 2; i++ {
 			got := p.next()
 			if got == "cmd=my_kvsname kvsname=kvs_job1" {
+				for _, e := range h.protocolErrors() {
+					if e.Rank != 0 || !errors.Is(e, ErrProtocol) || !failed {
+						t.Fatalf("after %q: protocol error %+v (%v) after an answer that did not fail", req, e, e)
+					}
+				}
 				return
 			}
+			failed = failed || strings.Contains(got, "rc=-1")
 			m, err := parseLine(got)
 			if err != nil {
 				t.Fatalf("after %q: answer %q: %v", req, got, err)

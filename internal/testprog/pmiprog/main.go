@@ -33,6 +33,8 @@ import (
 //	late WHO D         rank WHO sleeps D before PMI init
 //	cpus               print "cpus RANK LIST HOSTCPUS GOMAXPROCS": the processors the rank may
 //	                   run on (its affinity), GOLAUNCH_HOST_CPUS and Go's GOMAXPROCS
+//	raw WHO WHERE LINE rank WHO writes LINE to its PMI connection and hangs (raw.go); the
+//	                   others fence and hang
 func main() {
 	if len(os.Args) < 2 {
 		fail("usage: pmiprog MODE [ARGS]")
@@ -45,6 +47,9 @@ func main() {
 	if mode == "nopmi" {
 		fmt.Printf("nopmi %d\n", c.Rank)
 		return
+	}
+	if mode == "raw" && c.Rank == atoi(args[0]) {
+		raw(c, args[1], args[2])
 	}
 	if mode == "late" && c.Rank == atoi(args[0]) {
 		d, _ := time.ParseDuration(args[1])
@@ -101,7 +106,7 @@ func main() {
 			}
 		}
 		hang(c)
-	case "hang":
+	case "hang", "raw":
 		hang(c)
 	case "survive":
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)

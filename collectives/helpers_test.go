@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -31,9 +32,11 @@ type rankEnv struct {
 }
 
 // runJob runs f on every rank of an n-rank job with options opt.
+// timeout is a budget: the ranks' context ends after testbudget.Scale(timeout), and
+// runtimetest scales its own phases alike.
 func runJob(t *testing.T, n int, opt runtimetest.Options, timeout time.Duration, f func(e rankEnv) error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(timeout))
 	defer cancel()
 	opt.Timeout = timeout + 5*time.Second
 	runtimetest.Run(t, n, opt, func(w *runtime.World) error {

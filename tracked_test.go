@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -15,7 +16,7 @@ import (
 // .git/index itself (CI runs without the git command) and looks at the first bytes of
 // each file: an ELF header is a compiled program.
 func TestNoTrackedExecutable(t *testing.T) {
-	paths, err := indexPaths(filepath.Join(".git", "index"))
+	paths, err := indexPaths(gitIndex())
 	if errors.Is(err, os.ErrNotExist) {
 		t.Skip("no .git/index: not a git checkout")
 	}
@@ -37,6 +38,20 @@ func TestNoTrackedExecutable(t *testing.T) {
 			t.Errorf("%s is a compiled program tracked by git: git rm --cached it and add it to .gitignore", p)
 		}
 	}
+}
+
+// gitIndex is the index file of the checkout: .git/index, or in a linked worktree (where
+// .git is a file saying "gitdir: DIR") DIR/index.
+func gitIndex() string {
+	b, err := os.ReadFile(".git")
+	if err != nil {
+		return filepath.Join(".git", "index")
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return filepath.Join(".git", "index")
+	}
+	return filepath.Join(dir, "index")
 }
 
 // indexPaths returns the paths of a git index file (versions 2 and 3: each entry is 62

@@ -25,10 +25,15 @@ const archFile = "ARCHITECTURE.md"
 var providers = []string{"transport/verbs/shm", "transport/verbs/tcp"}
 
 // leaves are the packages that import nothing of the module and that every layer may
-// import: the accept loop of every listener, the hang report that ranks produce and the
-// launcher prints, and the tests' time budgets. ARCHITECTURE.md lists them first, before
-// transport/verbs.
-var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang"}
+// import: the accept loop of every listener, the tests' time budgets, the hang report
+// that ranks produce and the launcher prints, the pooled packing buffers, and the
+// attribute sets of Worlds and windows. ARCHITECTURE.md lists them first, before
+// transport/verbs. Every package under internal/ is one (TestInternalLeaves).
+var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang", "internal/packpool", "internal/attrset"}
+
+// testsDir holds the rank programs and helpers of the tests. Only test files and tests/
+// itself import it; Go would let any package do so, since it is not under internal/.
+const testsDir = "tests"
 
 // externalModules are the third-party modules ARCHITECTURE.md admits. Anything else must earn
 // its place: add it here in the commit that argues for it.
@@ -211,6 +216,9 @@ func (l *layering) checkImport(from, imp string, test bool) error {
 	if err := explicitRule(from, to); err != nil {
 		return err
 	}
+	if !test && under(to, testsDir) && !under(from, testsDir) {
+		return fmt.Errorf("only test files import %s/... (the tests' programs and helpers)", testsDir)
+	}
 	if verbsCore && l.layerOf(to) != verbs {
 		return fmt.Errorf("transport/verbs imports only the standard library")
 	}
@@ -391,6 +399,17 @@ func TestLayerList(t *testing.T) {
 	}
 }
 
+// TestInternalLeaves: every package under internal/ is a leaf, so that internal/ is the
+// ground floor and no import points from it back up. Test programs and helpers go to tests/.
+func TestInternalLeaves(t *testing.T) {
+	for _, p := range modulePackages(t, moduleRoot(t)) {
+		if under(p, "internal") && !slices.Contains(leaves, p) {
+			t.Errorf("package %s is under internal/ but is not a leaf of deps_test.go "+
+				"(a leaf imports nothing of the module; test programs and helpers go to %s/)", p, testsDir)
+		}
+	}
+}
+
 // TestProviders: every package that registers a verbs provider is in providers, so the
 // launcher's rule covers it.
 func TestProviders(t *testing.T) {
@@ -447,9 +466,15 @@ func TestCheckImport(t *testing.T) {
 		{"launcher", m("transport/verbs/idlewatch"), false, true},
 		{"launcher/cmd/golaunch", m("launcher"), false, true},
 		{"launcher", "github.com/hashicorp/memberlist", false, true},
-		{"internal/testprog/rmaprog", m("window"), false, true},
-		{"internal/testprog/rmaprog", m("internal/testprog/stalecheck"), false, true},
-		{"internal/testprog/pmiprog", m("pmi"), false, true},
+		{"tests/rmaprog", m("window"), false, true},
+		{"tests/rmaprog", m("tests/stalecheck"), false, true},
+		{"tests/pmiprog", m("pmi"), false, true},
+		{"tests/e2eprog", m("launcher"), false, true},
+		{"tests/slurmtest", m("internal/testbudget"), false, true},
+		{"apps/sockbench", m("bench/connbench"), false, true},
+		{"bench/connbench", m("transport/sockets"), false, true},
+		{"runtime", m("internal/packpool"), false, true},
+		{"window", m("internal/attrset"), false, true},
 		{"apps/verbsperf", m("transport/verbs/tcp"), false, true},
 		{"apps/verbsperf", "github.com/spf13/pflag", false, true},
 		{"bench/chart", "gonum.org/v1/plot", false, true},
@@ -465,7 +490,9 @@ func TestCheckImport(t *testing.T) {
 		{"internal/hang", m("internal/hang"), true, true}, // its examples
 		// Tests may reach down for shared suites and programs, but keep the explicit rules.
 		{"transport/verbs/shm", m("transport/verbs/verbstest"), true, true},
-		{"window", m("internal/testprog/stalecheck"), true, true},
+		{"window", m("tests/stalecheck"), true, true},
+		{"runtime", m("tests/slurmtest"), true, true},
+		{"apps/sockbench", m("tests/rmaprog"), true, true},
 		{"runtime", m("runtime/runtimetest"), true, true},
 		{"", m("apps/verbsperf"), true, false},
 		{"", m("runtime"), true, true},
@@ -477,8 +504,13 @@ func TestCheckImport(t *testing.T) {
 		{"transport/verbs/idlewatch", m("transport/verbs/tcp"), false, false},
 		{"runtime", m("collectives"), false, false},
 		{"window/coherence", m("window"), false, false},
-		{"window", m("internal/testprog/stalecheck"), false, false},
-		{"launcher", m("internal/testprog/pmiprog"), false, false},
+		{"window", m("tests/stalecheck"), false, false},
+		{"launcher", m("tests/pmiprog"), false, false},
+		{"runtime", m("tests/slurmtest"), false, false},
+		{"bench/connbench", m("apps/sockbench"), false, false},
+		// Forbidden: only test files import tests/..., wherever the list puts it.
+		{"apps/sockbench", m("tests/rmaprog"), false, false},
+		{"bench/connbench", m("tests/slurmtest"), false, false},
 		// Forbidden: the explicit rules, also from test files.
 		{"transport/verbs/tcp", m("runtime"), true, false},
 		{"transport/verbs/shm", m("window"), true, false},
@@ -499,6 +531,8 @@ func TestCheckImport(t *testing.T) {
 		{"internal/hang", m("runtime"), false, false},
 		{"internal/hang", m("internal/accept"), false, false},
 		{"internal/accept", m("transport/verbs"), true, false},
+		{"internal/packpool", m("runtime"), false, false},
+		{"internal/attrset", m("tests/stalecheck"), true, false},
 		{"launcher", m("apps/verbsperf"), false, false},
 		{"apps/other", m("apps/verbsperf"), false, false},
 		{"apps/rmabench", m("apps/internal/benchkit"), false, true},

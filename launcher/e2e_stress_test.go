@@ -11,8 +11,8 @@ import (
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
-// e2eProg is internal/testprog/e2eprog, the end-to-end stress rank program.
-var e2eProg = &program{pkg: "../internal/testprog/e2eprog"}
+// e2eProg is tests/e2eprog, the end-to-end stress rank program.
+var e2eProg = &program{pkg: "../tests/e2eprog"}
 
 // e2eSteps is the length of each run's sequence: long enough to draw every kind of step
 // several times, short enough for the whole set to stay well under a minute under -race.

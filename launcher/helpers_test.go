@@ -57,7 +57,7 @@ func binaries(t *testing.T) {
 		if raceEnabled {
 			args = append(args, "-race")
 		}
-		for _, b := range [][]string{append(args, "./cmd/golaunch"), {"build", "-o", pmiprogBin, "../internal/testprog/pmiprog"}} {
+		for _, b := range [][]string{append(args, "./cmd/golaunch"), {"build", "-o", pmiprogBin, "../tests/pmiprog"}} {
 			out, err := exec.Command("go", b...).CombinedOutput()
 			if err != nil {
 				buildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(b, " "), err, out)
@@ -80,7 +80,7 @@ type program struct {
 
 var (
 	helloProg  = &program{pkg: "../apps/hello"}
-	rtprogProg = &program{pkg: "../internal/testprog/rtprog"}
+	rtprogProg = &program{pkg: "../tests/rtprog"}
 )
 
 // path builds the program into binDir on first use and returns its path.

@@ -20,11 +20,11 @@ import (
 // the tests skip, saying which package to install, where it is absent.
 var mpiSources = map[string]string{
 	"hello":     "../bench/mpi/hello.c",
-	"allreduce": "../internal/testprog/mpi/allreduce.c",
-	"putfence":  "../internal/testprog/mpi/putfence.c",
-	"split":     "../internal/testprog/mpi/split.c",
-	"abort":     "../internal/testprog/mpi/abort.c",
-	"appnum":    "../internal/testprog/mpi/appnum.c",
+	"allreduce": "../tests/mpi/allreduce.c",
+	"putfence":  "../tests/mpi/putfence.c",
+	"split":     "../tests/mpi/split.c",
+	"abort":     "../tests/mpi/abort.c",
+	"appnum":    "../tests/mpi/appnum.c",
 }
 
 var mpiBuild struct {

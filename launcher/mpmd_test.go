@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-var appProg = &program{pkg: "../internal/testprog/appprog"}
+var appProg = &program{pkg: "../tests/appprog"}
 
 // appProgs returns appprog and a copy of it under another name, appprog_b: two programs
 // of an MPMD job.

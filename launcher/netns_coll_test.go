@@ -13,7 +13,7 @@ import (
 )
 
 // collprogProg is the collectives' rank program, built once (without -race) on first use.
-var collprogProg = &program{pkg: "../internal/testprog/collprog"}
+var collprogProg = &program{pkg: "../tests/collprog"}
 
 // Every collective across real processes on uneven hosts: 3 network-namespace hosts, one
 // agent each with 2, 2 and 1 slots, so the 5 ranks reach each other through shm on a host

@@ -14,7 +14,7 @@ import (
 
 // Rank programs of the RMA jobs across hosts, built once (without -race) on first use.
 var (
-	rmaprogProg = &program{pkg: "../internal/testprog/rmaprog"}
+	rmaprogProg = &program{pkg: "../tests/rmaprog"}
 	dhtProg     = &program{pkg: "../apps/dht"}
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
-// rtprog builds internal/testprog/rtprog, the rank program that uses the real runtime.
+// rtprog builds tests/rtprog, the rank program that uses the real runtime.
 func rtprog(t *testing.T) string {
 	t.Helper()
 	return rtprogProg.path(t)

@@ -27,9 +27,9 @@ import (
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
-var stressProg = &program{pkg: "../internal/testprog/stressprog"}
+var stressProg = &program{pkg: "../tests/stressprog"}
 
-// stressBin builds internal/testprog/stressprog (and golaunch) once.
+// stressBin builds tests/stressprog (and golaunch) once.
 func stressBin(t *testing.T) string {
 	t.Helper()
 	return stressProg.path(t)

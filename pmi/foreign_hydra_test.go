@@ -14,7 +14,7 @@ import (
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
-// TestHydra runs internal/testprog/pmiclientprog as 3 ranks under MPICH's real
+// TestHydra runs tests/pmiclientprog as 3 ranks under MPICH's real
 // mpiexec.hydra, over PMI-1 (Hydra hands each rank PMI_FD) and PMI-2: every rank puts a
 // value longer than vallen_max, fences, and checks every rank's value and the node map.
 func TestHydra(t *testing.T) {
@@ -87,7 +87,7 @@ func hydraAndProg(ctx context.Context, t *testing.T) (hydra, bin string) {
 		t.Skip("mpiexec.hydra not found: install Debian's mpich package (apt-get install mpich) to run this test")
 	}
 	bin = filepath.Join(t.TempDir(), "pmiclientprog")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "../internal/testprog/pmiclientprog")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "../tests/pmiclientprog")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -38,7 +38,7 @@ func buildPMIBins(t *testing.T) (hello, pmiworld string) {
 			return
 		}
 		b.hello, b.prog = filepath.Join(b.dir, "hello"), filepath.Join(b.dir, "pmiworld")
-		for out, pkg := range map[string]string{b.hello: "../apps/hello", b.prog: "../internal/testprog/pmiworld"} {
+		for out, pkg := range map[string]string{b.hello: "../apps/hello", b.prog: "../tests/pmiworld"} {
 			cmd := exec.Command("go", "build", "-o", out, pkg)
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if msg, err := cmd.CombinedOutput(); err != nil {

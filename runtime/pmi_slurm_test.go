@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorma-hpc/gorma/internal/slurmtest"
 	"github.com/gorma-hpc/gorma/internal/testbudget"
+	"github.com/gorma-hpc/gorma/tests/slurmtest"
 )
 
 // TestMain stops the one-node Slurm that the srun tests start (slurmtest), once the

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorma-hpc/gorma/internal/slurmtest"
 	"github.com/gorma-hpc/gorma/internal/testbudget"
+	"github.com/gorma-hpc/gorma/tests/slurmtest"
 )
 
 // launcherEnv is this process's environment without the variables of launchers and

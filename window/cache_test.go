@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/testbudget"
-	"github.com/gorma-hpc/gorma/internal/testprog/stalecheck"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/tests/stalecheck"
 	"github.com/gorma-hpc/gorma/window"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
-// The RMA scenarios of internal/testprog/rmaprog, run as real jobs through golaunch: each
+// The RMA scenarios of tests/rmaprog, run as real jobs through golaunch: each
 // rank a process, over shm (the default on one host) and over tcp (--transport tcp).
 
 // launchBins are golaunch and rmaprog, built once per test binary (without -race: the
@@ -40,7 +40,7 @@ func buildLaunchBins(t *testing.T) (golaunch, rmaprog string) {
 		b.golaunch, b.rmaprog = filepath.Join(b.dir, "golaunch"), filepath.Join(b.dir, "rmaprog")
 		for _, args := range [][]string{
 			{"build", "-o", b.golaunch, "../launcher/cmd/golaunch"},
-			{"build", "-o", b.rmaprog, "../internal/testprog/rmaprog"},
+			{"build", "-o", b.rmaprog, "../tests/rmaprog"},
 		} {
 			cmd := exec.Command("go", args...)
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

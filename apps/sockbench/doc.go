@@ -19,5 +19,5 @@
 // every transport, are bench/sockpeers' (a module of its own). scripts/compare-sockets.sh
 // runs every transport in turn and sets the ratios against their targets.
 //
-// The test code is internal/connbench's; this command adds gorma's transports to it.
+// The test code is bench/connbench's; this command adds gorma's transports to it.
 package main

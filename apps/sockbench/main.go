@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
-	"github.com/gorma-hpc/gorma/internal/connbench"
+	"github.com/gorma-hpc/gorma/bench/connbench"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorma-hpc/gorma/internal/connbench"
+	"github.com/gorma-hpc/gorma/bench/connbench"
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/gorma-hpc/gorma/internal/connbench"
+	"github.com/gorma-hpc/gorma/bench/connbench"
 )
 
 // The grpc test: a unary Echo of a BytesValue (protobuf's own message type, so no

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/gorma-hpc/gorma/internal/connbench"
+	"github.com/gorma-hpc/gorma/bench/connbench"
 )
 
 func main() {

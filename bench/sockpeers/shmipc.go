@@ -11,7 +11,7 @@ import (
 
 	"github.com/cloudwego/shmipc-go"
 
-	"github.com/gorma-hpc/gorma/internal/connbench"
+	"github.com/gorma-hpc/gorma/bench/connbench"
 )
 
 // shmipcBufferCap is the shared memory of a dialer's shmipc link.

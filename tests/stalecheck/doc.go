@@ -11,5 +11,5 @@
 // number of increments made to it (a stale Get under an exclusive lock would lose one).
 //
 // It runs inside tests with ranks as goroutines (runtimetest, pretend hosts) and as a
-// scenario of internal/testprog/rmaprog through golaunch across network-namespace hosts.
+// scenario of tests/rmaprog through golaunch across network-namespace hosts.
 package stalecheck

@@ -24,7 +24,7 @@
 //	split        lock-counter, fence and acc on the two Worlds that Split makes of the
 //	             even and the odd ranks (reversed), with a Sendrecv ring between them;
 //	             three rounds, each freeing its Worlds (the later ones reuse contexts)
-//	stale        the stale-read checker (internal/testprog/stalecheck) with the page cache
+//	stale        the stale-read checker (tests/stalecheck) with the page cache
 //	             on: zero stale reads and no lost update, with the cache counts
 //	freed-write  every rank writes through the Local() slice of a freed window after
 //	             allocating a new one: the new windows stay zero (the arena's quarantine);

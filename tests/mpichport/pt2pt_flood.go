@@ -17,7 +17,7 @@ func init() {
 // 0 receives from each rank in turn, then answers each (receive buffers of four ints).
 // Completion is the check. MPICH runs 100000 rounds; 10000 here, so that the scenario
 // stays within TestMPICHPorts' budget of well under a second a scenario on 2 cores
-// (`go test -v -run 'TestMPICHPorts/pt2pt-sendflood' ./internal/testprog/mpichport`
+// (`go test -v -run 'TestMPICHPorts/pt2pt-sendflood' ./tests/mpichport`
 // shows its time).
 func ptSendflood(ctx context.Context, w *runtime.World) error {
 	const loops, dataSize, tag = 10000, 4, 999

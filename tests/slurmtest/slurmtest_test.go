@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorma-hpc/gorma/internal/slurmtest"
 	"github.com/gorma-hpc/gorma/internal/testbudget"
+	"github.com/gorma-hpc/gorma/tests/slurmtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(slurmtest.Run(m)) }

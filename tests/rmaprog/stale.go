@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gorma-hpc/gorma/internal/testprog/stalecheck"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/tests/stalecheck"
 )
 
-// staleRun runs the stale-read checker (internal/testprog/stalecheck) with --rounds
+// staleRun runs the stale-read checker (tests/stalecheck) with --rounds
 // operations per rank and the page cache on, and prints the counts summed over the ranks
 // at rank 0:
 //

@@ -24,7 +24,7 @@ func TestMPICHPorts(t *testing.T) {
 	dir := t.TempDir()
 	golaunch, prog := filepath.Join(dir, "golaunch"), filepath.Join(dir, "mpichport")
 	for _, args := range [][]string{
-		{"build", "-o", golaunch, "../../../launcher/cmd/golaunch"},
+		{"build", "-o", golaunch, "../../launcher/cmd/golaunch"},
 		{"build", "-o", prog, "."},
 	} {
 		cmd := exec.Command("go", args...)

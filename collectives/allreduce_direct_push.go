@@ -8,14 +8,15 @@ import (
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
-// The push form of allreduceDirect, for groups whose members all reach each other over
-// tcp (different hosts) and blocks whose segments are at most pushMaxSegment: the data of
-// both rounds goes as RDMA writes straight into the receivers' scratch, each segment
-// followed by an 8-byte note on the same connection, instead of as rendezvous messages.
+// The push form of allreduceDirect, for groups whose members all reach each other
+// without zero copy (runtime.ReachZeroCopy absent: tcp, different hosts) and blocks whose
+// segments are at most pushMaxSegment: the data of both rounds goes as RDMA writes
+// straight into the receivers' scratch, each segment followed by an 8-byte note on the
+// same connection, instead of as rendezvous messages.
 //
-// A rendezvous message over tcp waits for two frames before its data moves: the offer,
-// then the receiver's read request, which the sender's process must be scheduled to
-// serve. On loaded links each frame also waits behind the data already queued
+// A rendezvous message over such a pair waits for two frames before its data moves: the
+// offer, then the receiver's read request, which the sender's process must be scheduled
+// to serve. On loaded links each frame also waits behind the data already queued
 // (milliseconds on 1 Gbit/s links), and with more ranks than cores the sender may not run
 // for a while. A write moves at once, and the note, which the connection delivers after
 // the write's data, tells the receiver the segment is in. scripts/netns-allreduce.sh
@@ -93,7 +94,7 @@ func (s *state) dropPush() {
 // pushable reports whether allreduceDirect on blocks of at most bmaxBytes in segs
 // segments takes the push form. Every member decides alike: from the call's count, the
 // scratch policy (the push form keeps its scratch, so ScratchFresh keeps the rendezvous)
-// and the transports between all members (TransportBetween, the same at every rank).
+// and the transports between all members (ReachBetween, the same at every rank).
 func pushable(c *call, bmaxBytes, segs int) bool {
 	if bmaxBytes < pushMinBlockBytes || bmaxBytes > pushMaxSegment*segs {
 		return false
@@ -102,18 +103,18 @@ func pushable(c *call, bmaxBytes, segs int) bool {
 		return false
 	}
 	s := c.s
-	if s.allTCP == 0 {
-		s.allTCP = 1
-		for a := 0; a < s.size && s.allTCP == 1; a++ {
+	if s.noZeroCopy == 0 {
+		s.noZeroCopy = 1
+		for a := 0; a < s.size && s.noZeroCopy == 1; a++ {
 			for b := 0; b < s.size; b++ {
-				if a != b && s.comm.TransportBetween(s.world(a), s.world(b)) != "tcp" {
-					s.allTCP = -1
+				if a != b && s.comm.ReachBetween(s.world(a), s.world(b)).Has(runtime.ReachZeroCopy) {
+					s.noZeroCopy = -1
 					break
 				}
 			}
 		}
 	}
-	return s.allTCP == 1
+	return s.noZeroCopy == 1
 }
 
 // pushSetup returns the group's push scratch with slots of at least slot bytes, setting

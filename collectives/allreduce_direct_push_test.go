@@ -46,8 +46,8 @@ func TestAllreduceDirectPush(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if s.push == nil || s.allTCP != 1 {
-						return fmt.Errorf("no push scratch after the calls (allTCP %d): the push form did not run", s.allTCP)
+					if s.push == nil || s.noZeroCopy != 1 {
+						return fmt.Errorf("no push scratch after the calls (noZeroCopy %d): the push form did not run", s.noZeroCopy)
 					}
 					return nil
 				})
@@ -79,8 +79,8 @@ func TestAllreduceDirectPushNotOnSharedHosts(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if s.push != nil || s.allTCP != -1 {
-			return fmt.Errorf("push form on a job with two ranks on one host (allTCP %d, scratch %v)", s.allTCP, s.push != nil)
+		if s.push != nil || s.noZeroCopy != -1 {
+			return fmt.Errorf("push form on a job with two ranks on one host (noZeroCopy %d, scratch %v)", s.noZeroCopy, s.push != nil)
 		}
 		return nil
 	})

@@ -61,7 +61,7 @@ func localOf(s *state) *localState {
 	l.host = byHost[w.HostOf(s.rank)]
 	l.hostIdx = slices.Index(l.host, s.rank)
 	// Whether the ranks of every host share memory, decided alike at every rank: from
-	// TransportBetween, not from this rank's own Transport, which a rank alone on its host
+	// ReachBetween, not from this rank's own ReachOf, which a rank alone on its host
 	// cannot use to see that the others do not (golaunch --transport tcp). Deciding it per
 	// host made such a rank pick hier while its peers picked another algorithm, and every
 	// rank waited for the others forever (TestAllreduceHierUnmappedIsConfigError).
@@ -70,7 +70,7 @@ func localOf(s *state) *localState {
 	for _, h := range order {
 		rs := byHost[h]
 		for _, r := range rs[1:] {
-			if w.TransportBetween(rs[0], r) != "shm" {
+			if !w.ReachBetween(rs[0], r).Has(runtime.ReachMap) {
 				mapped = false
 			}
 		}

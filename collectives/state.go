@@ -48,10 +48,10 @@ type state struct {
 	reqs    []*runtime.Request // reusable; replaced after a failed call
 	scratch [2][]uint64        // reusable scratch; replaced after a failed call
 
-	ranks  []int        // a sub-group's World ranks by member index (nil: the World itself)
-	local  *localState  // locality and shared-memory scratch (allreduce_hier.go), made on first use
-	push   *pushScratch // allreduceDirect's scratch in its push form (allreduce_direct_push.go)
-	allTCP int8         // every pair of members talks over tcp: 1 yes, -1 no, 0 not known yet
+	ranks      []int        // a sub-group's World ranks by member index (nil: the World itself)
+	local      *localState  // locality and shared-memory scratch (allreduce_hier.go), made on first use
+	push       *pushScratch // allreduceDirect's scratch in its push form (allreduce_direct_push.go)
+	noZeroCopy int8         // no pair of members has runtime.ReachZeroCopy (tcp): 1 yes, -1 no, 0 not known yet
 }
 
 // world returns the World rank of member r (the rank itself unless s is a sub-group).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/internal/accept"
 	"github.com/gorma-hpc/gorma/pmi"
+	"github.com/gorma-hpc/gorma/transport/verbs"
 	"github.com/gorma-hpc/gorma/transport/verbs/tcp"
 )
 
@@ -298,9 +299,10 @@ func (e *engine) acceptPeer(ctx context.Context, from int, pc card, ep []byte) (
 		e.connectFailed(from, err)
 		return cmRefuse, []byte(fmt.Sprintf("rank %d: %v", e.rank, err)), nil
 	}
-	if p.dev.name == "shm" {
+	if p.dev.caps.Has(verbs.CapLocalRTS) {
 		// The peer may write into its queue pair and fast box as soon as it has the
-		// reply: both are ready before it goes.
+		// reply: both are ready before it goes. Without CapLocalRTS, ToRTS waits for
+		// the peer's connection, which follows the reply.
 		if err := e.finishRTS(ctx, p, fbKey); err != nil {
 			e.connectFailed(from, err)
 			return cmRefuse, []byte(fmt.Sprintf("rank %d: %v", e.rank, err)), nil
@@ -574,7 +576,7 @@ func (e *engine) makeQPLocked(p *peer, c card) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if prov == "shm" && !sameHost(&e.cards[e.rank], &c) {
+	if hostOnly(providerCaps(prov)) && !sameHost(&e.cards[e.rank], &c) {
 		return nil, fmt.Errorf("%w: rank %d should share memory with this rank, but its card says it runs on host %q (%s), this rank on %q (%s)",
 			ErrTransport, p.rank, c.host, c.id.short(), e.host, e.cards[e.rank].id.short())
 	}
@@ -587,16 +589,13 @@ func (e *engine) makeQPLocked(p *peer, c card) ([]byte, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: rank %d needs the %s transport, which this rank did not open", ErrTransport, p.rank, prov)
 	}
-	mine, theirs := e.cfg.eagerTCP, int(c.eagerTCP)
-	if prov == "shm" {
-		mine, theirs = e.cfg.eagerSHM, int(c.eagerSHM)
-	}
+	mine, theirs := d.eagerLimits(&e.cfg, &c)
 	p.card, p.host = c, c.host
 	if err := initPeer(p, d, mine, theirs, e.slots); err != nil {
 		return nil, err
 	}
 	p.sqFree = 0 // until ready
-	p.cma = prov == "shm" && cmaPossible(&c)
+	p.cma = d.caps.Has(verbs.CapCMA) && cmaPossible(&c)
 	fbKey, err := newFastboxIn(d, p)
 	if err != nil {
 		return nil, err

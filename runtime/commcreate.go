@@ -101,7 +101,7 @@ func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, erro
 }
 
 // SplitShared splits w into Worlds of ranks that share memory
-// (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)): the ranks that Transport reports "shm" for,
+// (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)): the ranks whose ReachOf has ReachMap,
 // with this one. On them window.AllocateShared gives every rank a peer's memory by
 // SharedQuery. Under the default transport that is one World per host; with tcp between
 // every pair of ranks, one World per rank. Within a World ranks are ordered by key, then
@@ -115,7 +115,7 @@ func (w *World) SplitShared(ctx context.Context, key int) (*World, error) {
 	}
 	color := w.Rank()
 	for r := range w.Rank() {
-		if w.Transport(r) == "shm" {
+		if w.ReachOf(r).Has(ReachMap) {
 			color = r
 			break
 		}

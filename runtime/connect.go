@@ -57,29 +57,28 @@ func (e *engine) readCards(ctx context.Context, me card) (count map[string]int, 
 		}
 		e.learnCardLocked(r, c)
 	}
-	count = map[string]int{}
-	for r := range e.size {
-		if r == e.rank {
-			continue
-		}
-		prov, err := chooseProvider(e.cfg.transport, &me, &e.cards[r], r)
-		if err != nil {
-			return nil, err
-		}
-		count[prov]++
-	}
-	return count, nil
+	return e.providerCounts()
 }
 
 // deviceWait decides who spins (progress.go), given how many peers each provider serves:
 // the runtime, over every device, which then only sleeps in CQ.Wait (verbs.WaitBlock);
-// or, when tcp is the only device and the mode is hybrid, tcp's CQ.Wait, whose spin
-// leaves the processor to the reader goroutines that produce completions, and whose
-// leader (a wait on the only connection) tries its socket for GORMA_SPIN before it
-// sleeps, unless this host's ranks outnumber its processors: the peer may need the very
-// processor such a spin holds.
+// or, when every device's completions come from reader goroutines (verbs.CapReaders: tcp)
+// and the mode is hybrid, the device's CQ.Wait. Its spin leaves the processor to the
+// readers, and its leader (a wait on the only connection) tries its socket for
+// GORMA_SPIN before it sleeps. Not when this host's ranks outnumber its processors: the
+// peer may need the very processor such a spin holds.
 func (e *engine) deviceWait(count map[string]int) verbs.WaitMode {
-	if count["tcp"] == 0 || count["shm"] > 0 || e.cfg.progress != verbs.WaitHybrid {
+	readers := false
+	for name, n := range count {
+		if n == 0 {
+			continue
+		}
+		if !providerCaps(name).Has(verbs.CapReaders) {
+			return verbs.WaitBlock
+		}
+		readers = true
+	}
+	if !readers || e.cfg.progress != verbs.WaitHybrid {
 		return verbs.WaitBlock
 	}
 	e.poll.providerSpins = true
@@ -89,13 +88,10 @@ func (e *engine) deviceWait(count map[string]int) verbs.WaitMode {
 	return verbs.WaitBlock
 }
 
-// openDevices opens a device per provider that serves peers (count), shm first, each
-// waiting in mode wait.
+// openDevices opens a device per provider that serves peers (count), in deviceOrder,
+// each waiting in mode wait.
 func (e *engine) openDevices(count map[string]int, wait verbs.WaitMode) error {
-	for _, name := range []string{"shm", "tcp"} {
-		if count[name] == 0 {
-			continue
-		}
+	for _, name := range deviceOrder(count) {
 		if _, err := e.addDevice(name, wait, count[name]); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -40,6 +41,8 @@ func slotsPerPeer(peers int) int {
 // by all its peers' QPs) and a registration cache for rendezvous sends.
 type device struct {
 	name string
+	caps verbs.Caps // what the provider can do: the runtime's choices read these
+	desc byte       // the code of its keys in region descriptions (descCodes)
 	dev  verbs.Device
 	pd   verbs.PD
 	cq   verbs.CQ
@@ -86,10 +89,60 @@ func (d *device) setAtomicHook(key uint64, fn func()) {
 	d.atomicHooks.Store(&next)
 }
 
+// descCodes name the providers' keys in region descriptions (rma.go). Every provider the
+// runtime opens has one, and a code never changes meaning: ranks of one job exchange them.
+var descCodes = map[string]byte{"shm": 1, "tcp": 2}
+
+// providerCaps returns the caps of the registered provider name, or 0.
+func providerCaps(name string) verbs.Caps {
+	if p, ok := verbs.Lookup(name); ok {
+		return p.Caps()
+	}
+	return 0
+}
+
+// deviceOrder returns the providers that serve peers (count), in the order the runtime
+// opens them: those that map memory first, since the first device's arena holds the
+// regions (rma.go), then by name.
+func deviceOrder(count map[string]int) []string {
+	var names []string
+	for _, n := range verbs.Providers() {
+		if count[n] > 0 {
+			names = append(names, n)
+		}
+	}
+	slices.SortStableFunc(names, func(a, b string) int {
+		ma, mb := providerCaps(a).Has(verbs.CapMap), providerCaps(b).Has(verbs.CapMap)
+		switch {
+		case ma && !mb:
+			return -1
+		case mb && !ma:
+			return 1
+		}
+		return 0
+	})
+	return names
+}
+
+// hostOnly reports whether a provider of caps c connects only processes of one host.
+func hostOnly(c verbs.Caps) bool { return c.Has(verbs.CapSameHost) && !c.Has(verbs.CapCrossHost) }
+
+// eagerLimits returns the eager limits of a connection on d: this rank's and the peer's
+// (card c). A provider for one host uses the shm limits, any other the tcp ones.
+func (d *device) eagerLimits(cfg *config, c *card) (mine, theirs int) {
+	if hostOnly(d.caps) {
+		return cfg.eagerSHM, int(c.eagerSHM)
+	}
+	return cfg.eagerTCP, int(c.eagerTCP)
+}
+
 // openDevice opens provider name for npeers connections. A tcp device authenticates them
 // with secret.
 func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slots int, secret []byte) (*device, error) {
-	d := &device{name: name}
+	d := &device{name: name, desc: descCodes[name]}
+	if d.desc == 0 {
+		return nil, fmt.Errorf("%w: provider %s has no region description code (runtime/device.go descCodes)", ErrTransport, name)
+	}
 	vc := verbs.Config{Wait: wait, Spin: cfg.spin, Name: fmt.Sprintf("rank %d", rank), OnRemoteAtomic: d.remoteAtomic}
 	if name == "tcp" {
 		host := cfg.tcpAddr
@@ -107,7 +160,7 @@ func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slo
 		}
 		return nil, fmt.Errorf("%w: open %s device: %w", ErrTransport, name, err)
 	}
-	d.dev = dev
+	d.dev, d.caps = dev, dev.Caps()
 	if d.pd, err = dev.AllocPD(); err == nil {
 		d.cq, err = dev.CreateCQ(max(npeers*(2*slots+slots), 64))
 	}

@@ -130,7 +130,10 @@ func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []in
 	}
 	e.fitHost()
 	e.slots = slotsPerPeer(e.size - 1)
-	count := map[string]int{"shm": e.localSize - 1, "tcp": e.size - e.localSize}
+	count, err := e.providerCounts()
+	if err != nil {
+		return err
+	}
 	return e.openDevices(count, e.deviceWait(count))
 }
 

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
 // hostIdentity tells whether two processes can share memory: the kernel instance (boot
@@ -175,6 +177,36 @@ func (e *engine) between(a, b int) (string, error) {
 	}
 	return chooseProvider(e.cfg.transport, &e.cards[a], &e.cards[b], b)
 }
+
+// capsBetween returns the caps of the provider rank a uses to reach rank b (a != b).
+// The layers above choose by these (Reach), not by the provider's name.
+func (e *engine) capsBetween(a, b int) (verbs.Caps, error) {
+	p, err := e.between(a, b)
+	if err != nil {
+		return 0, err
+	}
+	return providerCaps(p), nil
+}
+
+// providerCounts returns how many of this rank's peers each provider serves (between).
+func (e *engine) providerCounts() (map[string]int, error) {
+	count := map[string]int{}
+	for r := range e.size {
+		if r == e.rank {
+			continue
+		}
+		p, err := e.between(e.rank, r)
+		if err != nil {
+			return nil, err
+		}
+		count[p]++
+	}
+	return count, nil
+}
+
+// hostShared reports whether another rank of this host may reach this one through
+// shared memory: its byte streams then have a shared-memory side (netconn.go).
+func (e *engine) hostShared() bool { return e.localSize > 1 && e.cfg.transport != "tcp" }
 
 // local reports whether rank r runs on this rank's host (node).
 func (e *engine) local(r int) bool {

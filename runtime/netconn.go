@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/transport/sockets"
+	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
 // Byte streams between ranks. A rank listener (World.Listen) has a name. Between ranks
@@ -64,10 +65,11 @@ func (e *engine) shmStreamName(rank int, name string) string {
 	return fmt.Sprintf("gorma-rank/%x/%d/%s", d[:8], rank, name)
 }
 
-// sharesMemory reports whether this rank reaches rank r over shm.
+// sharesMemory reports whether this rank reaches rank r through shared memory: a
+// provider that maps the peer's memory (verbs.CapMap).
 func (e *engine) sharesMemory(r int) bool {
-	p, err := e.between(e.rank, r)
-	return err == nil && p == "shm"
+	c, err := e.capsBetween(e.rank, r)
+	return err == nil && c.Has(verbs.CapMap)
 }
 
 // Listen returns a listener for byte streams that the job's ranks open to this rank with
@@ -93,7 +95,7 @@ func (w *World) Listen(name string) (net.Listener, error) {
 		return nil, withOp("listen", invalidf("this rank already listens on %q (Close that listener first)", name))
 	}
 	l := &rankListener{e: e, addr: RankAddr{Rank: e.rank, Name: name}, conns: make(chan net.Conn), done: make(chan struct{})}
-	if e.localSize > 1 && e.cfg.transport != "tcp" {
+	if e.hostShared() {
 		shm, err := sockets.Listen("shm", e.shmStreamName(e.rank, name))
 		if err != nil {
 			return nil, withOp("listen", fmt.Errorf("%w: %w", ErrTransport, err))

@@ -17,7 +17,7 @@ type peer struct {
 	card   card
 	dev    *device  // nil until the QP is made (makeQPLocked)
 	qp     verbs.QP // nil until the QP is made
-	cma    bool     // rendezvous sends may offer user memory (the peer can read it)
+	cma    bool     // cross-memory reads reach the peer (verbs.CapCMA, and the kernel allows them)
 	failed *ProcError
 
 	// Connection set-up (cm.go). Until ready, sends wait in out (as opSend) and the QP

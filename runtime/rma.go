@@ -45,12 +45,8 @@ const wrRMA = 4 // a one-sided work request of a Counter (index: counter table s
 // rmaAccess are the rights of every region: the window layer checks what a rank may do.
 const rmaAccess = verbs.AccessAll
 
-// Provider codes in a region description.
-const (
-	descSHM  = 1
-	descTCP  = 2
-	descVers = 1
-)
+// descVers is the version of a region description. Its provider codes are descCodes.
+const descVers = 1
 
 var errRegionFreed = errors.New("region already freed")
 
@@ -97,7 +93,7 @@ func (w *World) allocRegion(n int, host bool) (*Region, error) {
 	}
 	first := 0 // the device whose arena the memory comes from
 	if host {
-		first = slices.IndexFunc(e.devs, func(d *device) bool { return d.name != "tcp" })
+		first = slices.IndexFunc(e.devs, func(d *device) bool { return d.caps.Has(verbs.CapMap) })
 		if first < 0 {
 			return nil, fmt.Errorf("%w: a host-local region needs the shared-memory device, and this rank has only %s",
 				ErrTransport, e.devs[0].name)
@@ -113,7 +109,7 @@ func (w *World) allocRegion(n int, host bool) (*Region, error) {
 		r.zero = z.Zero()
 	}
 	for i := range e.devs {
-		if i == first || host && e.devs[i].name == "tcp" {
+		if i == first || host && !e.devs[i].caps.Has(verbs.CapMap) {
 			continue
 		}
 		if r.mrs[i], err = e.devs[i].pd.RegMR(mr.Bytes(), rmaAccess); err != nil {
@@ -161,11 +157,7 @@ func (r *Region) AppendDesc(b []byte) []byte {
 		code := byte(0)
 		var key uint64
 		if mr != nil {
-			key = mr.RKey()
-			code = descSHM
-			if r.e.devs[i].name == "tcp" {
-				code = descTCP
-			}
+			key, code = mr.RKey(), r.e.devs[i].desc
 		}
 		b = append(b, code)
 		b = binary.LittleEndian.AppendUint64(b, key)
@@ -315,11 +307,7 @@ func (w *World) Attach(rank int, desc []byte) (*Remote, error) {
 	if err := e.checkLocked(); err != nil {
 		return nil, err
 	}
-	want := byte(descSHM)
-	if p.dev.name == "tcp" {
-		want = descTCP
-	}
-	key, size, ok := findDesc(desc, want)
+	key, size, ok := findDesc(desc, p.dev.desc)
 	if !ok {
 		return nil, fmt.Errorf("%w: rank %d's region description has no %s key (%d bytes)", ErrTransport, rank, p.dev.name, len(desc))
 	}

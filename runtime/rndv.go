@@ -56,9 +56,11 @@ func (e *engine) exposeLocked(p *peer, r *Request) bool {
 
 // exposeBuffer returns a memory region that peer p may RDMA-read buf from, with buf's
 // offset in it. owned is true for a private copy, to be deregistered at completion;
-// otherwise the region is a reference on p.dev.regs, put back at completion.
+// otherwise the region is a reference on p.dev.regs, put back at completion. A provider
+// that reaches user memory with cross-memory reads (verbs.CapCMA) gets the copy when the
+// kernel does not let p read this process (peer.cma).
 func exposeBuffer(p *peer, buf []byte) (verbs.MR, uint64, bool, error) {
-	if p.dev.name == "shm" && !p.cma {
+	if p.dev.caps.Has(verbs.CapCMA) && !p.cma {
 		mr, err := p.dev.pd.AllocMR(len(buf), verbs.RemoteRead)
 		if err != nil {
 			return nil, 0, false, err

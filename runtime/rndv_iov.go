@@ -15,7 +15,7 @@ import (
 // Layout offers: the rendezvous of a non-contiguous layout between two ranks of one host.
 //
 // A SendType or SendrecvType of a layout that is not one run, longer than the peer's
-// eager limit, to a connected shm peer whose memory the ranks may read (peer.cma),
+// eager limit, to a connected peer whose memory the ranks may read (peer.cma),
 // offers the layout itself rather than a packed copy of it: msgRTSL carries the address
 // of the send buffer in the sender's process and the layout's blocks as strided runs
 // (datatype.Run, at most the few that fit a message slot). The receiver reads those runs
@@ -106,7 +106,7 @@ func (e *engine) offerLayLocked(dest int, l *datatype.Laid) *layIO {
 		return nil
 	}
 	p := e.peers[dest]
-	if p == nil || !p.ready || p.failed != nil || !p.cma || p.dev.name != "shm" || l.Size() <= p.eagerMax {
+	if p == nil || !p.ready || p.failed != nil || !p.cma || l.Size() <= p.eagerMax {
 		return nil
 	}
 	if most := min(maxOfferRuns, (p.txSize-offerLen)/runLen); most >= 1 {
@@ -318,7 +318,7 @@ func offerRuns(h *header, payload []byte) []byte {
 // readOfferLocked reads the first n bytes of a layout offer at addr in p's process,
 // whose encoded runs are layout, into receive r, and completes it (FIN to p first).
 func (e *engine) readOfferLocked(p *peer, r *Request, addr uint64, layout []byte, n int) {
-	if !p.cma || p.dev.name != "shm" {
+	if !p.cma {
 		e.peerFailedLocked(p, &errWire{"a layout offer from a peer whose memory this rank cannot read"})
 		e.completeLocked(r, p.failed)
 		return

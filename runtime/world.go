@@ -105,7 +105,8 @@ func (w *World) HostOf(r int) string {
 }
 
 // Transport returns the provider ("shm" or "tcp") that carries messages to rank r, "self"
-// for this rank, or "" if r is out of range.
+// for this rank, or "" if r is out of range. It names the provider for people; a layer
+// that chooses by the transport reads ReachOf.
 func (w *World) Transport(r int) string {
 	e := w.e
 	r, ok := w.jobRank(r)
@@ -122,11 +123,11 @@ func (w *World) Transport(r int) string {
 // TransportBetween returns the transport rank a uses to reach rank b: what Transport(b)
 // returns at rank a ("shm" or "tcp", "self" when a == b, "" out of range). Every rank
 // computes the same answer, from the cards all ranks exchanged at Init (under golaunch)
-// or the node map (under a foreign process manager) and the job's transport setting, so
-// that a library can agree on the layout without messages:
-// package collectives asks whether other hosts' ranks share memory (they do not under
-// golaunch --transport tcp), which Transport, seen from a rank alone on its host, cannot
-// tell (see collectives' TestAllreduceHierUnmappedIsConfigError).
+// or the node map (under a foreign process manager) and the job's transport setting.
+// ReachBetween gives the same pair's capabilities, which a library chooses by: package
+// collectives asks whether other hosts' ranks share memory (they do not under golaunch
+// --transport tcp), which a rank alone on its host cannot tell from its own ReachOf
+// (see collectives' TestAllreduceHierUnmappedIsConfigError).
 func (w *World) TransportBetween(a, b int) string {
 	e := w.e
 	a, okA := w.jobRank(a)

@@ -96,10 +96,11 @@ type pendingOp struct {
 	buf []byte
 }
 
-// spansHosts reports whether some rank of w reaches another over tcp.
+// spansHosts reports whether this rank reaches some rank of w through the transport: its
+// memory is not mapped here (runtime.ReachMap).
 func spansHosts(w *runtime.World) bool {
 	for r := range w.Size() {
-		if w.Transport(r) == "tcp" {
+		if !w.ReachOf(r).Has(runtime.ReachMap) {
 			return true
 		}
 	}
@@ -121,7 +122,7 @@ func (w *Win[T]) initCoherence(ctx context.Context) error {
 		c.pages[r] = (w.tg[r].n*w.esize + ps - 1) / ps
 		c.base[r] = total
 		total += c.pages[r]
-		c.cached[r] = r != w.rank && w.comm.Transport(r) == "tcp"
+		c.cached[r] = r != w.rank && !w.comm.ReachOf(r).Has(runtime.ReachMap)
 		if c.cached[r] {
 			c.bufs[r] = make([][]byte, c.pages[r])
 			c.seen[r] = make([]uint8, c.pages[r])

@@ -93,14 +93,14 @@ const (
 	segTooBig        // the host's ranks ask for more than an int's bytes
 )
 
-// hostRanks returns the window's ranks that this rank reaches through shared memory,
-// itself included, in rank order. Every rank of a host computes the same list: the
-// runtime reaches a peer through shm exactly when both share a host (or a node, under
-// a foreign process manager), which is an equivalence.
+// hostRanks returns the window's ranks that this rank reaches through shared memory
+// (runtime.ReachMap), itself included, in rank order. Every rank of a host computes the
+// same list: the runtime maps a peer's memory exactly when both share a host (or a node,
+// under a foreign process manager), which is an equivalence.
 func (w *Win[T]) hostRanks() []int {
 	var g []int
 	for r := range w.size {
-		if tr := w.comm.Transport(r); tr == "self" || tr == "shm" {
+		if w.comm.ReachOf(r).Has(runtime.ReachMap) {
 			g = append(g, r)
 		}
 	}

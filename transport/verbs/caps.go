@@ -18,10 +18,14 @@ const (
 	CapZeroCopy                       // RDMA reads and writes are single copies by the initiator; the target CPU does nothing
 	CapAuth                           // connections are authenticated with a per-job secret (a provider option)
 	CapMap                            // QPs implement Mapper: a peer's arena regions can be mapped and accessed directly
+	CapCMA                            // peers share this host, and RegMR memory is reached with cross-memory calls (process_vm_readv)
+	CapLocalRTS                       // QP.ToRTS completes at once, without waiting for the peer's QP
+	CapReaders                        // completions come from goroutines the provider runs, one reader per connection
 )
 
 var capNames = []string{"send", "rdma-write", "rdma-read", "atomic", "user-mem-rdma",
-	"user-mem-atomic", "same-host", "cross-host", "zero-copy", "auth", "map"}
+	"user-mem-atomic", "same-host", "cross-host", "zero-copy", "auth", "map", "cma",
+	"local-rts", "readers"}
 
 // Has reports whether every flag of want is set.
 func (c Caps) Has(want Caps) bool { return c&want == want }

@@ -21,6 +21,27 @@
 // wraps in practice: once an MR is deregistered, every access with its old key fails with
 // [RemAccessErr], even if the same bytes now belong to a new MR.
 //
+// # Capabilities
+//
+// A provider declares what it can do as [Caps], and the layers above choose by them, never
+// by the provider's name. Besides the operations it offers (CapSend, CapRDMAWrite, ...):
+//
+//   - CapSameHost, CapCrossHost: where its peers may run. A provider with CapSameHost
+//     alone connects only processes of one host.
+//   - CapMap: its QPs implement [Mapper], so a peer's arena regions are plain memory here.
+//   - CapZeroCopy: an RDMA read or write is one copy by the initiator; the target's
+//     processor does nothing.
+//   - CapCMA: its peers share this host, and it reaches RegMR memory with cross-memory
+//     calls (process_vm_readv, process_vm_writev). Only a peer the kernel lets read this
+//     process's memory reaches such a region; a layer above may read a peer's memory the
+//     same way.
+//   - CapLocalRTS: [QP.ToRTS] completes at once. Without it ToRTS waits for the peer's QP
+//     to connect, which the peer does once it has this QP's endpoint.
+//   - CapReaders: completions come from goroutines the provider runs (a reader per
+//     connection). A CQ.Wait that spins ([WaitHybrid]) leaves the processor to them.
+//
+// verbstest checks each provider against the caps it declares.
+//
 // # Back-pressure and credits
 //
 // A QP holds at most QPAttr.MaxSendWR outstanding send work requests and QPAttr.MaxRecvWR

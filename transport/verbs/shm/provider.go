@@ -9,9 +9,11 @@ const Name = "shm"
 
 // caps is what the shm provider can do. Atomics work on arena MRs only (CapUserMemAtomic is
 // absent): a CPU atomic needs memory both processes map, and RegMR memory is reached through
-// process_vm_readv/writev, which copies.
+// process_vm_readv/writev (CapCMA), which copies. ToRTS only changes the QP's state
+// (CapLocalRTS): a peer writes into the rings it maps.
 const caps = verbs.CapSend | verbs.CapRDMAWrite | verbs.CapRDMARead | verbs.CapAtomic |
-	verbs.CapUserMemRDMA | verbs.CapSameHost | verbs.CapZeroCopy | verbs.CapMap
+	verbs.CapUserMemRDMA | verbs.CapSameHost | verbs.CapZeroCopy | verbs.CapMap |
+	verbs.CapCMA | verbs.CapLocalRTS
 
 func init() { verbs.Register(provider{}) }
 

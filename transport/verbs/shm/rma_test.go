@@ -16,7 +16,8 @@ func TestRegistered(t *testing.T) {
 		t.Fatal("shm not registered")
 	}
 	want := verbs.CapSend | verbs.CapRDMAWrite | verbs.CapRDMARead | verbs.CapAtomic |
-		verbs.CapUserMemRDMA | verbs.CapSameHost | verbs.CapZeroCopy | verbs.CapMap
+		verbs.CapUserMemRDMA | verbs.CapSameHost | verbs.CapZeroCopy | verbs.CapMap |
+		verbs.CapCMA | verbs.CapLocalRTS
 	if p.Caps() != want {
 		t.Fatalf("caps %v, want %v", p.Caps(), want)
 	}

@@ -12,10 +12,12 @@ const providerName = "tcp"
 const MinSecretLen = 16
 
 // providerCaps is what the tcp provider offers. It is not CapZeroCopy: the target's
-// progress goroutine copies every RDMA payload between the socket and memory.
+// progress goroutine copies every RDMA payload between the socket and memory. Completions
+// come from the connections' readers (CapReaders). ToRTS waits until the connection to
+// the peer's QP is up, so CapLocalRTS is absent.
 const providerCaps = verbs.CapSend | verbs.CapRDMAWrite | verbs.CapRDMARead | verbs.CapAtomic |
 	verbs.CapUserMemRDMA | verbs.CapUserMemAtomic | verbs.CapSameHost | verbs.CapCrossHost |
-	verbs.CapAuth
+	verbs.CapAuth | verbs.CapReaders
 
 // Limits of one queue pair's queues and of the number of concurrent inbound handshakes.
 const (

@@ -60,6 +60,7 @@ var cases = []testCase{
 	{"Device", testDevice},
 	{"MR", testMR},
 	{"Stats", testStats},
+	{"DeclaredCaps", testDeclaredCaps},
 	{"QPStates", testQPStates},
 	{"ToErrFromEveryState", testToErrFromEveryState},
 	{"BadEndpoint", testBadEndpoint},

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gorma-hpc/gorma/internal/futex"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -373,7 +374,7 @@ func (g *shmGroup) publish(v uint64) {
 	storeRelease(word(b, flagOff(v)+shmFlagSeq), v)
 	if atomic.LoadUint64(word(b, shmOffSleep)) != 0 {
 		atomic.AddUint64(word(b, shmOffBell), 1)
-		futexWakeAll(word(b, shmOffBell))
+		futex.Wake(word(b, shmOffBell), futex.All)
 	}
 }
 
@@ -451,7 +452,7 @@ func (g *shmGroup) wait(c *call, i int, v uint64) error {
 			atomic.AddUint64(word(b, shmOffSleep), ^uint64(0))
 			return nil
 		}
-		futexSleep(word(b, shmOffBell), bell, d)
+		futex.Wait(word(b, shmOffBell), bell, d)
 		atomic.AddUint64(word(b, shmOffSleep), ^uint64(0))
 		if atomic.LoadUint64(ctr) >= v {
 			return nil

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/futex"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -138,7 +139,7 @@ func sleepOwn(own []uint64, ready func() bool) bool {
 	if ready() {
 		return true
 	}
-	futexSleep(&own[mBell], bell, sleepMax)
+	futex.Wait(&own[mBell], bell, sleepMax)
 	return false
 }
 
@@ -149,5 +150,5 @@ func ring(mw []uint64) {
 		return
 	}
 	atomic.AddUint64(&mw[mBell], 1)
-	futexWakeAll(&mw[mBell])
+	futex.Wake(&mw[mBell], futex.All)
 }

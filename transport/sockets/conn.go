@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gorma-hpc/gorma/internal/futex"
 )
 
 // Conn is one end of a shared-memory connection. It implements net.Conn, plus
@@ -202,7 +204,7 @@ func (c *Conn) wait(word *atomic.Uint32, kick chan struct{}, deadline *atomic.In
 				leaveFutex()
 				return err
 			}
-			futexSleep(word, sleepFutex, spell)
+			futex.Wait(word, sleepFutex, spell)
 			leaveFutex()
 			if !word.CompareAndSwap(sleepFutex, sleepPoll) {
 				continue // woken, or the word was overwritten: re-check

@@ -4,18 +4,13 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/gorma-hpc/gorma/internal/futex"
 )
 
-// The sleep words live in the shared mapping, so the futexes are shared (keyed on the
-// physical page), never FUTEX_PRIVATE: a process wakes its peer's sleeper through its
-// own mapping of the segment.
+// The sleep words live in the shared mapping, so the futexes are shared (package futex):
+// a process wakes its peer's sleeper through its own mapping of the segment.
 const (
-	futexWait = 0 // FUTEX_WAIT without FUTEX_PRIVATE_FLAG
-	futexWake = 1 // FUTEX_WAKE without FUTEX_PRIVATE_FLAG
-
 	// spinRounds is how many times a waiter polls its ring before it announces that it
 	// sleeps; it yields with runtime.Gosched every spinGoschedEvery polls, so a spinning
 	// waiter lets the goroutine it waits for run on the same P. Frequent yields matter
@@ -57,17 +52,6 @@ func enterFutex() bool {
 
 func leaveFutex() { futexSleepers.Add(-1) }
 
-// futexSleep sleeps on word while it holds val, for at most d. Spurious returns are
-// fine: every caller re-checks its condition.
-func futexSleep(word *atomic.Uint32, val uint32, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	ts := unix.NsecToTimespec(int64(d))
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWait, uintptr(val),
-		uintptr(unsafe.Pointer(&ts)), 0, 0)
-}
-
 // wake wakes the sleeper announced in word, if there is one: FUTEX_WAKE for a futex
 // sleeper, kick for a parked one. A sleeper stores its mode in the word and then
 // re-checks its condition; a waker publishes its event and then calls wake. Go's atomics
@@ -80,7 +64,7 @@ func wake[T any](word *atomic.Uint32, kick func(T), arg T) {
 	}
 	switch word.Swap(awake) {
 	case sleepFutex:
-		unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWake, 1, 0, 0, 0)
+		futex.Wake(word, 1)
 	case sleepPoll:
 		kick(arg)
 	}

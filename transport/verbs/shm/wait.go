@@ -6,10 +6,10 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorma-hpc/gorma/internal/futex"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -27,13 +27,11 @@ import (
 // asleep means no store to seq and no system call: ringing costs a fence and one load of
 // a read-mostly word.
 //
-// The futex is a shared (not process-private) futex on the memfd mapping, so it works
-// across processes and across two mappings of one segment in one process.
+// The futex is a shared (not process-private) futex on the memfd mapping (package
+// futex), so it works across processes and across two mappings of one segment in one
+// process.
 
 const (
-	futexWait = 0 // FUTEX_WAIT without FUTEX_PRIVATE_FLAG: keyed on the shared page
-	futexWake = 1
-
 	// spinGoschedEvery is how many polls a spinning waiter makes between yields to other
 	// goroutines (runtime.Gosched). A Gosched takes the scheduler's run queue lock and may
 	// wake an idle P: yielding often puts lock2, unlock2, casgstatus and wakep high in a
@@ -75,14 +73,12 @@ func (d doorbell) ringAfterAdd() {
 		return
 	}
 	d.seq.Add(1)
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(d.seq)), futexWake, uintptr(1<<31-1), 0, 0, 0)
+	futex.Wake(d.seq, futex.All)
 }
 
 // sleep waits on seq while it still holds val, for at most d.
 func (d doorbell) sleep(val uint32, dur time.Duration) {
-	ts := unix.NsecToTimespec(int64(dur))
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(d.seq)), futexWait, uintptr(val),
-		uintptr(unsafe.Pointer(&ts)), 0, 0)
+	futex.Wait(d.seq, val, dur)
 }
 
 // Wait blocks until a completion can be polled (or the check set with SetWaitCheck

@@ -71,13 +71,13 @@ func (e *engine) readCards(ctx context.Context, me card) (count map[string]int, 
 	return count, nil
 }
 
-// deviceWait decides who spins (progress.go), given how many peers each provider serves:
-// the runtime, over every device, which then only sleeps in CQ.Wait (verbs.WaitBlock);
-// or, when tcp is the only device and the mode is hybrid, tcp's CQ.Wait, whose spin
-// leaves the processor to the reader goroutines that produce completions, and whose
-// leader (a wait on the only connection) tries its socket for GORMA_SPIN before it
-// sleeps, unless this host's ranks outnumber its processors: the peer may need the very
-// processor such a spin holds.
+// deviceWait decides who spins (progress.go), given how many peers each provider serves.
+// Either the runtime spins, over every device, and then only sleeps in CQ.Wait
+// (verbs.WaitBlock). Or, when tcp is the only device and the mode is hybrid, tcp's
+// CQ.Wait spins: its spin leaves the processor to the reader goroutines that produce
+// completions, and its leader (a wait on the only connection) tries its socket for
+// GORMA_SPIN before it sleeps. The exception is a host whose ranks outnumber its
+// processors: the peer may need the very processor such a spin holds.
 func (e *engine) deviceWait(count map[string]int) verbs.WaitMode {
 	if count["tcp"] == 0 || count["shm"] > 0 || e.cfg.progress != verbs.WaitHybrid {
 		return verbs.WaitBlock

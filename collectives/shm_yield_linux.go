@@ -11,10 +11,10 @@ import (
 // osYield gives the processor to another thread (of any process) that is ready to run:
 // oversubscribed ranks spinning for each other's flags must let the peer run.
 //
-// It is a raw system call, not announced to the Go scheduler: when the yield hands the
+// It is a raw system call, not announced to the Go scheduler. When the yield hands the
 // core to a peer rank for a while, an announced call looks to sysmon like a blocking one,
 // which takes the P away (back from the call through the slow exitsyscall path) and keeps
-// sysmon waking every 20 us, stealing the oversubscribed cores in turn: an oversubscribed
+// sysmon waking every 20 us, stealing the oversubscribed cores in turn. An oversubscribed
 // Barrier slows down and yields several times as often (4 ranks on 2 cores: `golaunch -n 4
 // bin/allreducebench --test barrier` measures it). A sched_yield never blocks, so the
 // runtime need not know.
@@ -31,10 +31,10 @@ const (
 // waitYield is wait's spin when the host has more ranks than processors (Open MPI does
 // the same when it knows it oversubscribes: mpi_yield_when_idle): poll member i's flag
 // line, giving the processor to another ready thread at every miss, so that the ranks
-// sharing a core take turns at once; a bare spin would hold the core until the kernel's
-// time slice ends, and a futex sleep costs a thread wake-up per step. It
-// reports whether member i has published v; false once shmYieldFor has passed (the
-// caller then sleeps).
+// sharing a core take turns at once. A bare spin would hold the core until the kernel's
+// time slice ends, and a futex sleep costs a thread wake-up per step. It reports
+// whether member i has published v; false once shmYieldFor has passed (the caller then
+// sleeps).
 func (g *shmGroup) waitYield(c *call, i int, ctr *uint64, v uint64) (bool, error) {
 	start := time.Now()
 	for n := 1; ; n++ {

@@ -153,7 +153,7 @@ func (c *Conn) wakeLocalHeld() {
 }
 
 // wakeReader and wakeWriter wake this side's reader and writer after a local event.
-// Besides clearing the sleep word they always kick the channel: the word may have been
+// Besides clearing the sleep word they always kick the channel. The word may have been
 // cleared by a peer whose kick byte will never arrive (it died, or this side closed its
 // socket first), and a parked waiter must still see the local event.
 func (c *Conn) wakeReader() {

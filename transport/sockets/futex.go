@@ -29,12 +29,12 @@ const (
 )
 
 // futexSpell is how long a waiter sleeps in FUTEX_WAIT before it parks its goroutine
-// instead: a futex sleep is the fastest to wake but holds an OS thread, so a connection
+// instead. A futex sleep is the fastest to wake but holds an OS thread, so a connection
 // idle for longer waits in the Go scheduler and costs no thread.
 const futexSpell = time.Millisecond
 
 // futexSleepers counts this process's goroutines in FUTEX_WAIT. A goroutine in a system
-// call keeps its P until the Go scheduler's monitor takes it back, so a futex sleeper
+// call keeps its P until the Go scheduler's monitor takes it back. So a futex sleeper
 // stalls runnable goroutines: at most GOMAXPROCS-1 sleep in futexes at once, and the
 // others park at once (`sockbench --transport gorma-tcp --test http` is the case of many
 // connections on few cores; `--test pingpong` the case of one).

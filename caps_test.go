@@ -30,7 +30,7 @@ var nameExempt = map[string]string{
 	"launcher/run.go:Launch":                  "checks --transport shm against the hosts",
 	"launcher/agent.go:Agent.prepare":         "starts the idle-role watch when --transport may give tcp",
 	"apps/verbsperf":                          "measures each provider, by name, against its own floor",
-	"bench/connbench/gorma.go:init":        "\"tcp\" is a network of package net there",
+	"bench/connbench/gorma.go:init":           "\"tcp\" is a network of package net there",
 }
 
 // nameAdvice is what the failure says to use instead.

@@ -26,10 +26,11 @@ var providers = []string{"transport/verbs/shm", "transport/verbs/tcp"}
 
 // leaves are the packages that import nothing of the module and that every layer may
 // import: the accept loop of every listener, the tests' time budgets, the hang report
-// that ranks produce and the launcher prints, the pooled packing buffers, and the
-// attribute sets of Worlds and windows. ARCHITECTURE.md lists them first, before
-// transport/verbs. Every package under internal/ is one (TestInternalLeaves).
-var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang", "internal/packpool", "internal/attrset"}
+// that ranks produce and the launcher prints, the pooled packing buffers, the attribute
+// sets of Worlds and windows, and the shared futex of every shared-memory wait.
+// ARCHITECTURE.md lists them first, before transport/verbs. Every package under
+// internal/ is one (TestInternalLeaves).
+var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang", "internal/packpool", "internal/attrset", "internal/futex"}
 
 // testsDir holds the rank programs and helpers of the tests. Only test files and tests/
 // itself import it; Go would let any package do so, since it is not under internal/.
@@ -487,6 +488,9 @@ func TestCheckImport(t *testing.T) {
 		{"pmi", m("internal/hang"), false, true},
 		{"pmi", m("internal/accept"), false, true},
 		{"transport/sockets", m("internal/accept"), false, true},
+		{"collectives", m("internal/futex"), false, true},
+		{"transport/verbs/shm", m("internal/futex"), false, true},
+		{"internal/futex", m("transport/verbs"), false, false},
 		{"internal/hang", m("internal/hang"), true, true}, // its examples
 		// Tests may reach down for shared suites and programs, but keep the explicit rules.
 		{"transport/verbs/shm", m("transport/verbs/verbstest"), true, true},

@@ -14,9 +14,9 @@ import (
 // r's block is already in recv at its place.
 //
 // Every rank must pass the same counts. Every block passes through every rank, each
-// rank checking that it has the length its own counts give: a rank whose counts differ
+// rank checking that it has the length its own counts give. A rank whose counts differ
 // from those of the rank it receives a block from fails with ErrMismatch (shorter) or
-// runtime.ErrTruncated (longer), the ranks waiting for it end when ctx does, and a rank
+// runtime.ErrTruncated (longer), the ranks waiting for it end when ctx does. A rank
 // that succeeds has every block whole, as its owner sent it. Zero-length blocks still
 // take their (empty) messages, so that a rank passing 0 for a block the others count is
 // told.

@@ -80,9 +80,9 @@ func allreduceP2P[T runtime.Elem](c *call, a algo, buf []T, op Op[T]) error {
 }
 
 // foldExtra is the first step of recursive doubling and Rabenseifner when p is not a
-// power of two: with rem = p - pof2, the ranks below 2*rem pair up (2i, 2i+1); the even
+// power of two: with rem = p - pof2, the ranks below 2*rem pair up (2i, 2i+1). The even
 // one sends its vector to the odd one, which combines (keeping rank order) and takes part
-// in the power-of-two algorithm as rank i; ranks from 2*rem on take part as rank r-rem.
+// in the power-of-two algorithm as rank i. Ranks from 2*rem on take part as rank r-rem.
 // It returns this rank's new rank, or -1 for a rank that sits out (and gets the result
 // back from unfoldExtra).
 func foldExtra[T runtime.Elem](c *call, buf, tmp []T, op Op[T], pof2 int) (int, error) {

@@ -6,23 +6,22 @@ import (
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
-// allreduceDirect is a reduce-scatter and an allgather in one round each, every rank
-// talking to every other at once (the direct, or "all-to-all", variant of the
-// reduce-scatter/allgather Allreduce): the vector is cut into p nearly equal blocks; rank
-// r sends block d to every rank d and receives block r from every rank, then combines
-// them all, a cache-sized chunk at a time; then it sends its finished block r to every rank and
-// receives every other finished block in place. Cost: 2 rounds moving 2n(p-1)/p elements
-// each way, as ring and Rabenseifner, but with 2 message latencies on the critical path
-// instead of 2(p-1) or 2 log2(p): over tcp, where each large message is a rendezvous (an
-// offer, then a read request, each a wake-up of a process the scheduler may have set
-// aside), those latencies are what a long Allreduce of a few hosts loses. Each rank has
-// p-1 messages in flight each way, so it serves small p only (selectAllreduce). A rank
-// combines the contributions to its block in the order of their distance from it, not in
-// rank order: commutative operators only. It reads the input from src (buf itself for
-// in place) and leaves the result in buf, with no copy of src into buf
-// (reduceScatterDirect). The scratch (p-1 blocks, one per contribution) is reused, or
-// acquired per call under ScratchFresh (tempOf). A block of 2 directSegMin bytes or more
-// goes through the pipelined form instead (allreduceDirectPipelined).
+// allreduceDirect is a reduce-scatter and an allgather in one round each, every rank talking to
+// every other at once (the direct, or "all-to-all", variant of the reduce-scatter/allgather
+// Allreduce): the vector is cut into p nearly equal blocks. Rank r sends block d to every rank
+// d and receives block r from every rank, then combines them all, a cache-sized chunk at a
+// time. Then it sends its finished block r to every rank and receives every other finished
+// block in place. Cost: 2 rounds moving 2n(p-1)/p elements each way, as ring and Rabenseifner,
+// but with 2 message latencies on the critical path instead of 2(p-1) or 2 log2(p). Over tcp
+// each large message is a rendezvous: an offer, then a read request, each a wake-up of a
+// process the scheduler may have set aside. There, those latencies are what a long Allreduce of
+// a few hosts loses. Each rank has p-1 messages in flight each way, so it serves small p only
+// (selectAllreduce). A rank combines the contributions to its block in the order of their
+// distance from it, not in rank order: commutative operators only. It reads the input from src
+// (buf itself for in place) and leaves the result in buf, with no copy of src into buf
+// (reduceScatterDirect). The scratch (p-1 blocks, one per contribution) is reused, or acquired
+// per call under ScratchFresh (tempOf). A block of 2 directSegMin bytes or more goes through
+// the pipelined form instead (allreduceDirectPipelined).
 func allreduceDirect[T runtime.Elem](c *call, src, buf []T, op Op[T]) error {
 	segs := directSegments(len(buf) / c.s.size * elemSize[T]())
 	if pushable(c, (len(buf)+c.s.size-1)/c.s.size*elemSize[T](), max(segs, 1)) {
@@ -43,7 +42,7 @@ const directChunkBytes = 32 << 10
 
 // reduceScatterDirect is the first round of allreduceDirect: rank r sends block d of src
 // to every rank d and sets block r of buf (of p nearly equal blocks, block) to block r of
-// src combined with every other rank's block r; the other blocks of buf are left as they
+// src combined with every other rank's block r. The other blocks of buf are left as they
 // were. src is buf (in place) or a vector of the same length that does not overlap it:
 // the first contribution is combined with src's block into buf's in one pass
 // (Op.combine), which saves copying src into buf first.
@@ -113,11 +112,11 @@ func allgatherDirect[T runtime.Elem](c *call, buf []T) error {
 
 // The pipelined form of allreduceDirect cuts each block into segments, up to
 // directMaxSegments of at least directSegMin bytes, each a message of its own. A rank
-// posts every receive of both rounds and every first-round send at the start; it combines
+// posts every receive of both rounds and every first-round send at the start. It combines
 // segment s as soon as every contribution to it is in, and sends the finished segment on
-// at once, while the later segments of the first round are still on the links. Without
-// it a host's link idles at the end of each round: the round ends only when the slowest
-// of the host's incoming flows does, and the next round starts a rendezvous round trip
+// at once, while the later segments of the first round are still on the links. Without it
+// a host's link idles at the end of each round: the round ends only when the slowest of
+// the host's incoming flows does, and the next round starts a rendezvous round trip
 // later. scripts/netns-allreduce.sh (4 network-namespace hosts, ALGO=direct; RATE=1gbit
 // shapes the links) measures it against the bandwidth bound; on unshaped links, where the
 // cores and not the links are the bottleneck, run-to-run noise hides it. Two segments are
@@ -227,8 +226,8 @@ func allreduceDirectPipelined[T runtime.Elem](c *call, src, buf []T, op Op[T], s
 
 // combineDirect sets own[a:b] to srcBlock[a:b] combined with the p-1 contributions in
 // tmp (the k-th at tmp[(k-1)·bmax:], in its elements a to b), a cache-sized chunk at a
-// time: each chunk of the block and of the contributions is combined while it is in
-// cache, so the vector is read once per input and written once, where a pass per
+// time. Each chunk of the block and of the contributions is combined while it is in
+// cache. So the vector is read once per input and written once, where a pass per
 // contribution as it arrived wrote the block p-1 times and read it p-2 times more (on
 // cores the links keep busy, that traffic is time). The first contribution is combined
 // with srcBlock into own in one pass (Op.combine); srcBlock may be own (in place).

@@ -30,11 +30,11 @@ import (
 // exchange of descriptions, and kept with the group's state. Slot k-1 of the first half
 // receives the contribution of the member k ranks before this one, slot k-1 of the second
 // half its finished block. A slot is written again only in a later call, and every member
-// has read it by then: a member starts call k+1 only after it received every other
+// has read it by then. A member starts call k+1 only after it received every other
 // member's finished block of call k, which each sent after combining the contributions in
-// its first-half slots; and it writes second-half slots in call k+1 only after receiving
-// the first-round contributions of call k+1, which their senders made after copying out
-// their second-half slots of call k.
+// its first-half slots. It writes second-half slots in call k+1 only after receiving the
+// first-round contributions of call k+1, which their senders made after copying out their
+// second-half slots of call k.
 const (
 	pushMinBlock   = 64 << 10
 	pushMaxSegment = 1 << 20

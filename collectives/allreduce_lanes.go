@@ -8,11 +8,11 @@ import (
 
 // allreduceLanes is a hierarchical Allreduce in which every rank takes part in the
 // inter-host step (a "multi-leader" Allreduce), for jobs whose hosts run k > 1 ranks
-// each: the ranks of a host reduce-scatter the vector among themselves in one round
+// each. The ranks of a host reduce-scatter the vector among themselves in one round
 // (reduceScatterDirect: the i-th of a host ends with block i of k, combined over the
-// host); the i-th ranks of every host (a lane) then Allreduce their block i across the
+// host). The i-th ranks of every host (a lane) then Allreduce their block i across the
 // hosts with the point-to-point algorithm selectAllreduce picks for one rank per host
-// (direct, for a few hosts); a round of allgatherDirect on each host puts the blocks
+// (direct, for a few hosts). A round of allgatherDirect on each host puts the blocks
 // together. Every host's link carries 2(H-1)/H·n each way, as the bound asks, split over
 // its k ranks, with 2 inter-host message latencies on the critical path for direct
 // (Rabenseifner over the same ranks has 2·log2(H)). The on-host rounds are point-to-point

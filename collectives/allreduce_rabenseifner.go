@@ -3,20 +3,20 @@ package collectives
 import "github.com/gorma-hpc/gorma/runtime"
 
 // allreduceRabenseifner is Rabenseifner's algorithm (MPICH's
-// allreduce_intra_reduce_scatter_allgather): after folding the extra ranks of a non power
-// of two (foldExtra), a reduce-scatter by recursive halving — in round k (k = 0, 1, ...)
-// partners whose new ranks differ in bit k split their current range in two, each sends
-// the half the other keeps and combines the half it keeps — leaves each rank with a
-// 1/pof2 share of the result; an allgather by recursive doubling retraces the rounds in
-// reverse to assemble the whole vector; the extra ranks get it back. Rounds go from the
-// lowest bit up, so the groups combined are always contiguous runs of ranks and rank
+// allreduce_intra_reduce_scatter_allgather). It first folds the extra ranks of a non
+// power of two (foldExtra). Then a reduce-scatter by recursive halving leaves each rank
+// with a 1/pof2 share of the result. In round k (k = 0, 1, ...) partners whose new ranks
+// differ in bit k split their current range in two. Each sends the half the other keeps
+// and combines the half it keeps. An allgather by recursive doubling retraces the rounds
+// in reverse to assemble the whole vector. The extra ranks get it back. Rounds go from
+// the lowest bit up, so the groups combined are always contiguous runs of ranks and rank
 // order holds for non-commutative operators. Cost: 2 log2(p) rounds moving 2n(p-1)/p
 // elements: the choice for long vectors on a power of two. It reads the input from src
 // (buf itself for in place) and leaves the result in buf: on a power of two the first
 // round sends from src and combines src's kept half with the partner's into buf in one
-// pass (Op.combine), so src is never copied into buf (the allgather fills the rest of
-// buf); otherwise the folding works on buf, and src is copied there first. The scratch
-// (a whole vector) is reused, or acquired per call under ScratchFresh (tempOf).
+// pass (Op.combine). So src is never copied into buf (the allgather fills the rest of
+// buf). Otherwise the folding works on buf, and src is copied there first. The scratch (a
+// whole vector) is reused, or acquired per call under ScratchFresh (tempOf).
 func allreduceRabenseifner[T runtime.Elem](c *call, src, buf []T, op Op[T]) (err error) {
 	pof2 := pof2Below(c.s.size)
 	rem := c.s.size - pof2

@@ -4,8 +4,8 @@ import "github.com/gorma-hpc/gorma/runtime"
 
 // allreduceRecdbl is recursive doubling (MPICH's allreduce_intra_recursive_doubling):
 // after folding the extra ranks of a non power of two (foldExtra), in round k each rank
-// exchanges its whole vector with the rank whose new rank differs in bit k and combines,
-// so after log2(pof2) rounds every rank holds the result; then the extra ranks get it
+// exchanges its whole vector with the rank whose new rank differs in bit k and combines.
+// So after log2(pof2) rounds every rank holds the result. Then the extra ranks get it
 // back. Each rank combines with the group of ranks below or above its own contiguous
 // group, so rank order holds for non-commutative operators. Cost: log2(p) (+2) rounds of
 // the whole vector: the choice for short vectors.

@@ -3,9 +3,9 @@ package collectives
 import "github.com/gorma-hpc/gorma/runtime"
 
 // allreduceRing is the ring algorithm (MPICH's allreduce_intra_ring): the vector is cut
-// into p nearly equal blocks; a ring reduce-scatter (p-1 steps: send a block to the right
+// into p nearly equal blocks. A ring reduce-scatter (p-1 steps: send a block to the right
 // neighbour, receive another from the left and combine it) leaves rank r with the result
-// of block r+1; a ring allgather (p-1 more steps) passes the finished blocks around.
+// of block r+1. A ring allgather (p-1 more steps) passes the finished blocks around.
 // Cost: 2(p-1) steps moving 2n(p-1)/p elements, for any p. Blocks are combined in ring
 // order, so it serves commutative operators only (selectAllreduce sees to that). The
 // scratch (one block) is reused, or acquired per call under ScratchFresh (tempOf).

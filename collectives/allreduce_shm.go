@@ -12,15 +12,14 @@ import "github.com/gorma-hpc/gorma/runtime"
 //     order, into its recv. At p=2 and 8 bytes this is one cache-line exchange each way.
 //   - Longer vectors go in chunks of up to the big buffer's size (so that the working set
 //     stays in cache, and the scratch stays small whatever the vector), two steps per
-//     chunk: every rank copies into its big buffer the blocks of its chunk that the others
-//     reduce, and publishes; rank r reduces block r, loading its own from src and the
+//     chunk. Every rank copies into its big buffer the blocks of its chunk that the others
+//     reduce, and publishes. Rank r reduces block r, loading its own from src and the
 //     others' from their buffers, combining in rank order, into its recv (or its buffer,
-//     see shmReduceChunk), copies the result into block r of its buffer and publishes;
-//     then every rank copies block j of the chunk from rank j's buffer into its recv.
-//     Every rank reads (p-1)/p of the chunk from peers twice and stores only into its
-//     own scratch, with copyShared. Consecutive chunks alternate between the two big
-//     buffers, so a buffer is written again only after every rank has finished reading
-//     it.
+//     see shmReduceChunk), copies the result into block r of its buffer and publishes.
+//     Then every rank copies block j of the chunk from rank j's buffer into its recv.
+//     Every rank reads (p-1)/p of the chunk from peers twice and stores only into its own
+//     scratch, with copyShared. Consecutive chunks alternate between the two big buffers,
+//     so a buffer is written again only after every rank has finished reading it.
 //
 // src is the input (recv itself when in place); recv receives the result. With root >= 0
 // (a member index) only that member gets the result (the on-host reduce of the
@@ -65,7 +64,7 @@ func shmReduceSmall[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T
 // call's first chunk: the call's byte count, checked against the other ranks'.
 //
 // Only the blocks the other members reduce are copied in, and member r's reduction goes
-// into its recv and from there into block r of its own buffer: no member ever stores to
+// into its recv and from there into block r of its own buffer. No member ever stores to
 // another's scratch, and scratch is written only by copyShared (non-temporal stores on
 // amd64), so that no store waits for a line a peer holds. When the reduction may not go
 // to recv (in place, where block r of recv is still rank r's operand and rank 0's comes

@@ -14,9 +14,9 @@ import (
 // len(recv) sum(recvCounts), and a rank's block to itself must have the same count on
 // both sides (sendCounts[r] == recvCounts[r]). With send and sendCounts both nil the
 // operation is in place (MPI_IN_PLACE): recv holds the blocks to send, placed by
-// recvCounts, and each is replaced by the block received from the same rank (at the cost
-// of a copy of recv, in scratch kept between calls). Otherwise send is nil only when
-// every send count is 0, and must not overlap recv.
+// recvCounts. Each is replaced by the block received from the same rank (at the cost of
+// a copy of recv, in scratch kept between calls). Otherwise send is nil only when every
+// send count is 0, and must not overlap recv.
 //
 // recvCounts[s] at rank d must equal sendCounts[d] at rank s. A rank that receives a
 // block of another length fails with ErrMismatch (shorter) or runtime.ErrTruncated

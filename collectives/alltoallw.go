@@ -22,9 +22,9 @@ type ByteBlocks struct {
 // lie inside its buffer, recv's blocks must not overlap (each byte written at most once;
 // send's may), and a rank's block to itself must have the same length in bytes on both
 // sides. With send nil and sendBlocks the zero ByteBlocks the operation is in place
-// (MPI_IN_PLACE): recv holds the blocks to send, placed by recvBlocks, and each is
-// replaced by the block received from the same rank (at the cost of a copy of recv, in
-// scratch kept between calls). Otherwise send must not overlap recv.
+// (MPI_IN_PLACE): recv holds the blocks to send, placed by recvBlocks. Each is replaced
+// by the block received from the same rank (at the cost of a copy of recv, in scratch
+// kept between calls). Otherwise send must not overlap recv.
 //
 // The length in bytes of block d at rank s's send must equal that of block s at rank d's
 // recv (the element sizes and counts may differ, as MPI's datatypes may, so long as the

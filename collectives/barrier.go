@@ -9,8 +9,8 @@ import (
 // Barrier returns once every rank of w has entered it, and counts as a collective call in
 // the order every rank must keep. When every rank is on this host (reached through shm)
 // it is one step of the shared-memory scratch's flags (each rank stores its counter and
-// waits for the others': no message); otherwise it is the runtime's dissemination
-// barrier (ceil(log2 p) rounds of empty messages) on the collectives' own context.
+// waits for the others': no message). Otherwise it is the runtime's dissemination barrier
+// (ceil(log2 p) rounds of empty messages) on the collectives' own context.
 func Barrier(ctx context.Context, w *runtime.World) error {
 	if w.IsInter() {
 		return interErr("barrier", w, runtime.Barrier(ctx, w))

@@ -4,9 +4,9 @@ import "github.com/gorma-hpc/gorma/runtime"
 
 // bcastScatterAllgather is van de Geijn's long-message broadcast (MPICH's
 // bcast_intra_scatter_ring_allgather): buf is cut into p blocks of ceil(n/p) elements
-// (relative rank v owns block v); a binomial scatter hands each subtree its run of blocks,
-// then a ring allgather over relative ranks completes every rank's copy. It moves about
-// 2n elements per rank instead of n log2(p).
+// (relative rank v owns block v). A binomial scatter hands each subtree its run of blocks,
+// then a ring allgather over relative ranks completes every rank's copy. It moves about 2n
+// elements per rank instead of n log2(p).
 func bcastScatterAllgather[T runtime.Elem](c *call, buf []T, root int) error {
 	p, r, n := c.s.size, c.s.rank, len(buf)
 	vr := (r - root + p) % p

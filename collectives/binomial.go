@@ -17,22 +17,21 @@ func subtree(v, p int) int {
 }
 
 // rootTagStride is odd, so that rootTag gives different tags for different roots in one
-// call; it is 2^31 divided by the golden ratio, so that the tags of a root's calls stay
+// call. It is 2^31 divided by the golden ratio, so that the tags of a root's calls stay
 // far from those of another root's calls (see rootTag).
 const rootTagStride = 0x4F1BBCDD
 
-// rootTag returns the tag of a rooted call (Gather, Scatter, Bcast, Reduce) made with tag and root: the
-// root is mixed into the call's tag, so that the messages of ranks that passed different
-// roots never match each other. Without it such a call could hand a rank the blocks of a
-// root it did not name, silently (a rank that names itself root sends to the ranks that
-// are its children in its own tree, and one of them may expect a message from it in the
-// tree of the root it named: TestRootedMismatch). With it, every message a rank takes
-// comes from the tree of the root it passed, so a rank that waits for a rank that named
-// another root ends at its deadline; ranks that wait for nobody of the kind (a Scatter
-// whose every rank names itself root, say) succeed, each with what its own arguments ask
-// for. The price: a message that a failed rooted call left unmatched could match a call
-// at least about 2^31/(3p) calls later (TestRootTag checks this up to 4096 ranks),
-// instead of 2^31 for the other collectives.
+// rootTag returns the tag of a rooted call (Gather, Scatter, Bcast, Reduce) made with tag and
+// root: the root is mixed into the call's tag, so that the messages of ranks that passed
+// different roots never match each other. Without it such a call could hand a rank the blocks
+// of a root it did not name, silently. A rank that names itself root sends to the ranks that
+// are its children in its own tree. One of them may expect a message from it in the tree of the
+// root it named (TestRootedMismatch). With it, every message a rank takes comes from the tree
+// of the root it passed, so a rank that waits for a rank that named another root ends at its
+// deadline. Ranks that wait for nobody of the kind (a Scatter whose every rank names itself
+// root, say) succeed, each with what its own arguments ask for. The price: a message that a
+// failed rooted call left unmatched could match a call at least about 2^31/(3p) calls later
+// (TestRootTag checks this up to 4096 ranks), instead of 2^31 for the other collectives.
 func rootTag(tag, root int) int {
 	return (tag + root*rootTagStride) & runtime.MaxTag
 }

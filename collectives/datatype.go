@@ -13,10 +13,10 @@ import (
 // element type without pointers. Each packs what it sends into a pooled buffer (a layout
 // that is one run goes in place), runs the collective of the same name on the bytes, and
 // unpacks what it received: the packed data, count * t.Size() bytes in typemap order, is
-// what travels, so every rank may use its own layout as long as the byte counts match
-// (MPI's type signature rule). A layout outside its buffer fails with
-// runtime.ErrInvalid at the rank that passed it, before the collective starts; other
-// errors are the underlying collective's.
+// what travels. So every rank may use its own layout as long as the byte counts match
+// (MPI's type signature rule). A layout outside its buffer fails with runtime.ErrInvalid
+// at the rank that passed it, before the collective starts; other errors are the
+// underlying collective's.
 
 // BcastType copies count copies of the layout t over root's buf into the same layout
 // over every other rank's buf (MPI_Bcast with a derived datatype). On an
@@ -59,8 +59,8 @@ func BcastType[T any](ctx context.Context, w *runtime.World, buf []T, count int,
 }
 
 // typedRole is what root makes of this rank in a rooted typed call: roleRoot at the
-// root; roleRemote at a rank that receives from it or sends to it (every other rank of
-// an intracommunicator, the remote group's of an intercommunicator); roleIdle at the
+// root. roleRemote at a rank that receives from it or sends to it (every other rank of
+// an intracommunicator, the remote group's of an intercommunicator). roleIdle at the
 // root's group's other ranks of an intercommunicator, which move no data. A root out of
 // range on an intracommunicator is left to the call on the bytes to name.
 func typedRole(op string, w *runtime.World, root int) (interRole, error) {

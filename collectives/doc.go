@@ -2,14 +2,14 @@
 // Allgather(v), ReduceScatter(V), Alltoall(v, w), Gather(v), Scatter(v), Scan, Exscan,
 // Barrier, AllreduceLoc and ReduceLoc for (value, index) pairs, the ...Type forms over
 // datatype layouts, ReduceType and AllreduceType with user operators over them:
-// NewTypeOp), their nonblocking (I...) and persistent (...Init) forms, and the reduction
-// operators that they and window accumulates apply.
-// They run over a runtime.World's point-to-point messages and, between ranks on one host,
-// over shared arena scratch. On an intercommunicator, Barrier, Bcast, Reduce, Allreduce,
-// Gather(v), Scatter(v), Allgather(v), Alltoall(v, w), ReduceScatter(V) and the Type
-// forms of Bcast, Gather, Scatter, Allgather and Alltoall move data between its groups
-// (rooted calls take runtime.Root at the root, runtime.ProcNull at the rest of its
-// group, and the root's rank at the other group; inter.go).
+// NewTypeOp), their nonblocking (I...) and persistent (...Init) forms. The reduction
+// operators that they and window accumulates apply. They run over a runtime.World's
+// point-to-point messages and, between ranks on one host, over shared arena scratch. On
+// an intercommunicator, Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v),
+// Allgather(v), Alltoall(v, w), ReduceScatter(V) and the Type forms of Bcast, Gather,
+// Scatter, Allgather and Alltoall move data between its groups (inter.go). Rooted calls
+// take runtime.Root at the root, runtime.ProcNull at the rest of its group, and the
+// root's rank at the other group.
 //
 //	err := collectives.Allreduce(ctx, w, send, recv, collectives.Sum[float64]())
 //	err = collectives.Allreduce(ctx, w, nil, recv, collectives.Max[float64]()) // in place

@@ -11,7 +11,7 @@ import (
 // more than expected, runtime.ErrConfig for a bad environment override, *runtime.ProcError
 // for failed ranks) and context errors.
 var (
-	// ErrMismatch means the ranks made different collective calls: a rank received a
+	// ErrMismatch means the ranks made different collective calls. A rank received a
 	// message of another length than the algorithm expects (different counts, or a
 	// different collective), or, under GORMA_CHECK=1, the check before the call found
 	// another call, count, type, operator or root at another rank (a

@@ -19,7 +19,7 @@ import (
 // 0 while others pass more is told.
 //
 // The algorithm is the binomial tree (MPICH's gather_intra_binomial): log2(p) rounds,
-// the fewest message latencies, and each block travels log2(p) hops at most; at root the
+// the fewest message latencies, and each block travels log2(p) hops at most. At root the
 // blocks land in recv directly (but for one subtree when root is not 0: the one whose
 // ranks wrap past p-1, received in scratch and copied).
 func Gather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {

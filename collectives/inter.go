@@ -8,16 +8,16 @@ import (
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
-// Collectives on an intercommunicator (runtime.World.CreateIntercomm): MPI's
-// intercommunicator forms of Bcast, Reduce, Allreduce, Gather(v), Scatter(v),
-// Allgather(v), Alltoall(v, w) and ReduceScatter(V), where data moves from one group to
-// the other; the typed forms (datatype.go) pack and run these on the bytes. Each is built of the
-// intracommunicator calls on the local group's World (w.Local) and messages between the
-// groups on the intercommunicator's sibling, which only this package uses: the leaders
-// (rank 0 of each group) carry a group's part across, and the ranks of Alltoall and the
-// v-forms exchange directly. Rooted calls take runtime.Root at the root, runtime.ProcNull at the other
-// ranks of its group, and the root's rank in its group at the remote group's ranks.
-// Like every collective call, the ranks of both groups make them in the same order.
+// Collectives on an intercommunicator (runtime.World.CreateIntercomm): MPI's intercommunicator
+// forms of Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v), Alltoall(v, w) and
+// ReduceScatter(V), where data moves from one group to the other; the typed forms (datatype.go)
+// pack and run these on the bytes. Each is built of the intracommunicator calls on the local
+// group's World (w.Local) and messages between the groups on the intercommunicator's sibling,
+// which only this package uses. The leaders (rank 0 of each group) carry a group's part across,
+// and the ranks of Alltoall and the v-forms exchange directly. Rooted calls take runtime.Root
+// at the root, runtime.ProcNull at the other ranks of its group, and the root's rank in its
+// group at the remote group's ranks. Like every collective call, the ranks of both groups make
+// them in the same order.
 
 // Tags of the messages between the groups, one per call, on the sibling.
 const (
@@ -309,7 +309,7 @@ func sendrecvAll[T runtime.Elem](ctx context.Context, w *runtime.World, send, re
 
 // exchangeBlocks is the direct exchange of the v-forms: for every remote rank r, a
 // receive of exactly recvs[r] from r and a send of sends[r] to r (empty blocks too, as
-// the other side posts them); then it waits for all. A nil recvs or sends has none.
+// the other side posts them). Then it waits for all. A nil recvs or sends has none.
 func exchangeBlocks[T runtime.Elem](ctx context.Context, sib *runtime.World, tag int, sends, recvs [][]T) error {
 	reqs := make([]*runtime.Request, 0, len(sends)+len(recvs))
 	for r, b := range recvs {
@@ -462,7 +462,7 @@ func interAlltoallw(ctx context.Context, w *runtime.World, send []byte, sendBloc
 
 // interReduceScatterV reduces each group's send vectors at its leader, swaps the results
 // between the leaders, and scatters the other group's result in this group by counts
-// (one per local rank): the local ranks' counts sum to the other group's send length.
+// (one per local rank). The local ranks' counts sum to the other group's send length.
 func interReduceScatterV[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts []int, op Op[T]) error {
 	ctx = nested{ctx}
 	local := w.Local()

@@ -38,13 +38,12 @@ type LocIndex interface{ ~int32 | ~int64 }
 
 // AllreduceLoc combines (value, index) pairs element by element across the ranks with
 // MaxLoc or MinLoc (MPI_Allreduce with MPI_MAXLOC or MPI_MINLOC over MPI_DOUBLE_INT and
-// kin), the pairs held as parallel slices: rank r's pair i is (sendVals[i], sendIdx[i]),
-// and every rank's (vals[i], idx[i]) receives the largest (MaxLoc) or smallest (MinLoc)
-// value and the lowest index among the pairs holding it, exactly as MPI defines the
-// operators, ties included. With sendVals and sendIdx both nil the operation is in place:
-// vals and idx hold this rank's pairs (which costs a copy of vals). All four slices have
-// the same length, which every rank must pass alike, and send and receive slices must
-// not overlap.
+// kin), the pairs held as parallel slices: rank r's pair i is (sendVals[i], sendIdx[i]).
+// Every rank's (vals[i], idx[i]) receives the largest (MaxLoc) or smallest (MinLoc) value
+// and the lowest index among the pairs holding it, exactly as MPI defines the operators,
+// ties included. With sendVals and sendIdx both nil the operation is in place: vals and
+// idx hold this rank's pairs (which costs a copy of vals). All four slices have the same
+// length, which every rank must pass alike, and send and receive slices must not overlap.
 //
 // For floating point the value is Max's or Min's (a NaN wins) and the index the lowest
 // among the pairs holding a NaN; -0 and +0 count as equal values.
@@ -77,7 +76,7 @@ func ReduceLoc[V Ordered, I LocIndex](ctx context.Context, w *runtime.World, sen
 }
 
 // locReduce runs AllreduceLoc (all) or ReduceLoc. The two reductions are two
-// collectives in one call: the second takes a tag of its own (rootTag with root p for
+// collectives in one call. The second takes a tag of its own (rootTag with root p for
 // AllreduceLoc; Reduce mixes in its root), so that neither its messages nor its shm
 // steps pass for the first's.
 func locReduce[V Ordered, I LocIndex](c *call, sendVals []V, sendIdx []I, vals []V, idx []I, op LocOp, all bool, root int) error {

@@ -9,14 +9,14 @@ import (
 // The persistent collectives (MPI-4). Each returns an inactive persistent Request for the
 // blocking call of its name with these arguments; every Start (or Startall) runs that
 // call once, as the nonblocking function would, with the context Start was given. Every
-// rank must make its Init calls on a World in the same order, as collective calls; the
-// first one Dups the World (persistent calls run on the Dup, freed with the World; a
-// Dup that reuses a freed context waits for the other ranks' Free of it), and none
-// communicates. Calls are matched by the order their Requests were made, not
-// started: ranks may start them in different orders, and the started calls of different
-// Requests progress concurrently, apart from the World's blocking and nonblocking calls.
-// The buffers are the caller's while the Request is inactive and belong to the library
-// while it is active; the Request holds them and the World until Free.
+// rank must make its Init calls on a World in the same order, as collective calls. The
+// first one Dups the World (persistent calls run on the Dup, freed with the World; a Dup
+// that reuses a freed context waits for the other ranks' Free of it), and none
+// communicates. Calls are matched by the order their Requests were made, not started:
+// ranks may start them in different orders, and the started calls of different Requests
+// progress concurrently, apart from the World's blocking and nonblocking calls. The
+// buffers are the caller's while the Request is inactive and belong to the library while
+// it is active; the Request holds them and the World until Free.
 
 // BarrierInit returns a persistent Request for Barrier (MPI_Barrier_init).
 func BarrierInit(w *runtime.World) *Request {

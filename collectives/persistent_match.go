@@ -12,11 +12,11 @@ import (
 // Matching persistent calls by the order of their Init calls (MPI-4).
 //
 // A World's persistent Requests run on a Dup of it, made by its first Init call (so at
-// the same point of every rank's program): their messages never match those of the
+// the same point of every rank's program). Their messages never match those of the
 // World's blocking and nonblocking calls, which are numbered in the order they are made.
 // Each Request gets its number among the World's Init calls (id) and a state of its own
-// on that Dup, with its own queue, worker, scratch and tag sequence: its k-th Start
-// tags its messages (id<<16 + k) and numbers itself id<<12 | k&0xfff in hang reports and
+// on that Dup, with its own queue, worker, scratch and tag sequence. Its k-th Start tags
+// its messages (id<<16 + k) and numbers itself id<<12 | k&0xfff in hang reports and
 // GORMA_CHECK=1's comparison, the same at every rank whatever the order of the Starts.
 // Calls of different Requests progress at once, each on its own worker, so Starts made
 // in different orders at different ranks complete (collectives/design.md).
@@ -81,7 +81,7 @@ func (p *persistentSet) next(w, comm *runtime.World) (*runtime.World, uint32, er
 }
 
 // retire lets go of the state of a persistent Request that was freed: its hang-report
-// Track and its scratch, as forget does for a World's state, but releasing the
+// Track and its scratch, as forget does for a World's state. But releasing the
 // shared-memory groups before it returns (their regions are freed once every peer has
 // let go of them too: reap).
 func retire(s *state) {

@@ -7,15 +7,15 @@ import (
 )
 
 // queue holds a World's nonblocking calls (or one persistent Request's: each has a queue
-// of its own, persistent_match.go) that were started and have not finished, in the
-// order this rank started them, and runs them one after the other on a worker goroutine
-// of its own, through the blocking algorithms: the calls progress while the goroutines
-// that started them compute.
+// of its own, persistent_match.go) that were started and have not finished, in the order
+// this rank started them, and runs them one after the other on a worker goroutine of its
+// own, through the blocking algorithms. The calls progress while the goroutines that
+// started them compute.
 //
 // The worker runs while the queue is not empty and ends when it is; an idle World has
 // none. It reaches the World only through the queued Requests' calls, which hold it until
 // they have run (a Request that was started keeps its World, as a pending MPI request
-// keeps its communicator), so a World with nothing queued is collected as any other.
+// keeps its communicator). So a World with nothing queued is collected as any other.
 //
 // A blocking call on the World waits in begin until the queue is empty (waitIdle): the
 // calls started before it come first, as every rank must keep one order.
@@ -29,12 +29,12 @@ type queue struct {
 	idle    chan struct{} // closed when the worker ends; nil while none runs
 }
 
-// jobCtx is the context a queued call runs with: the context its Request was started
+// jobCtx is the context a queued call runs with. The context its Request was started
 // with, marked as the worker's (job) so that its begin does not wait for itself, and
 // carrying the name hang reports and GORMA_CHECK=1 give the call (Request.call) and its
 // number among the World's collective calls. The number is taken at start, in the
-// rank's program order: the World's window calls (numbered on the same count) do not
-// wait for the queue, so a number taken when the worker reaches the call would put it
+// rank's program order. The World's window calls (numbered on the same count) do not
+// wait for the queue. So a number taken when the worker reaches the call would put it
 // before or after a window call depending on timing, differently at each rank.
 type jobCtx struct {
 	context.Context

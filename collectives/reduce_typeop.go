@@ -41,7 +41,7 @@ func (o TypeOp[T]) Valid() bool { return o.fn != nil }
 
 // ReduceType combines count copies of the layout t over every rank's send with op, in
 // rank order, into the same layout over root's recv (MPI_Reduce with a derived datatype
-// and a user operator); recv is used at root only, and its bytes outside the layout are
+// and a user operator). Recv is used at root only, and its bytes outside the layout are
 // left as they are. At root, send nil means in place: recv holds root's input. Every
 // rank must pass the same packed size (count*t.Size(): the layouts may differ, as MPI's
 // type signature rule allows), op and root; GORMA_CHECK=1 compares the packed size.

@@ -4,7 +4,7 @@ import "github.com/gorma-hpc/gorma/runtime"
 
 // reduceScatterHalving is recursive halving for a power-of-two rank count and a
 // commutative operator (MPICH's reduce_scatter_intra_recursive_halving): a copy of the
-// input is cut in half log2(p) times; in each round partners whose ranks differ in the
+// input is cut in half log2(p) times. In each round partners whose ranks differ in the
 // round's bit send each other the half of their current run of blocks that the other
 // keeps, and combine the half they keep. The groups combined are not contiguous runs of
 // ranks, hence commutative operators only.

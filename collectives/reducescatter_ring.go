@@ -4,7 +4,7 @@ import "github.com/gorma-hpc/gorma/runtime"
 
 // reduceScatterRing is the ring reduce-scatter for commutative operators: in step s rank
 // r sends its partial sum of block r-s-1 to the right and receives the left neighbour's
-// partial sum of block r-s-2, to which it adds its own contribution; after p-1 steps the
+// partial sum of block r-s-2, to which it adds its own contribution. After p-1 steps the
 // partial sum received is block r's, complete. p-1 steps of n elements. The partial sums
 // alternate between two scratch blocks so that in is never written (unless in place).
 func reduceScatterRing[T runtime.Elem](c *call, in, out []T, op Op[T], inPlace bool) error {

@@ -7,12 +7,12 @@ import (
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
-// ReduceScatterV is ReduceScatter with a count per rank (MPI_Reduce_scatter): the ranks'
-// send vectors, of sum(counts) elements each, are combined element by element with op
-// in rank order, and rank r's recv receives the counts[r] elements of block r, which
-// starts at counts[0]+...+counts[r-1]. len(counts) must be Size(), no count negative,
-// len(send) sum(counts) and len(recv) counts[r]. With send nil the operation is in place,
-// as MPI_IN_PLACE: recv holds the whole input (sum(counts) elements) and on return
+// ReduceScatterV is ReduceScatter with a count per rank (MPI_Reduce_scatter). The ranks'
+// send vectors, of sum(counts) elements each, are combined element by element with op in
+// rank order, and rank r's recv receives the counts[r] elements of block r, which starts
+// at counts[0]+...+counts[r-1]. len(counts) must be Size(), no count negative, len(send)
+// sum(counts) and len(recv) counts[r]. With send nil the operation is in place, as
+// MPI_IN_PLACE: recv holds the whole input (sum(counts) elements) and on return
 // recv[:counts[r]] holds this rank's block (the rest is undefined).
 //
 // Every rank must pass the same counts. A rank that receives a block of another length

@@ -101,7 +101,7 @@ func (r *Request) start(ctx context.Context) {
 }
 
 // number returns the number of r's call being started: for a nonblocking call, the next
-// among the World's collective calls; for a persistent one, its Request's id and the
+// among the World's collective calls. For a persistent one, its Request's id and the
 // count of its Starts, which every rank gives the same call whatever the order of its
 // Starts.
 func (r *Request) number() uint64 {
@@ -223,13 +223,13 @@ func Startall(ctx context.Context, rs []*Request) error {
 	return nil
 }
 
-// Free releases an inactive persistent Request, with its buffers, the World it holds
-// and the scratch of its calls (MPI_Request_free): its shared-memory scratch is let go
-// of before Free returns, and freed once the peers' Requests have let go of theirs.
-// Start, Wait and Test fail on it afterwards. It fails with
-// an error wrapping runtime.ErrInvalid on an active Request (as MPI forbids freeing an
-// active collective request) and on a nonblocking one, which needs no Free: it goes with
-// its last reference.
+// Free releases an inactive persistent Request, with its buffers, the World it holds and
+// the scratch of its calls (MPI_Request_free). Its shared-memory scratch is let go of
+// before Free returns, and freed once the peers' Requests have let go of theirs. Start,
+// Wait and Test fail on it afterwards. It fails with an error wrapping
+// runtime.ErrInvalid on an active Request (as MPI forbids freeing an active collective
+// request) and on a nonblocking one, which needs no Free: it goes with its last
+// reference.
 func (r *Request) Free() error {
 	if r == nil {
 		return fmt.Errorf("collectives: Free: %w: nil Request", runtime.ErrInvalid)

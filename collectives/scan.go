@@ -16,7 +16,7 @@ import (
 //
 // The algorithm is recursive doubling (MPICH's scan_intra_recursive_doubling): log2(p)
 // rounds of the whole vector, in each of which a rank exchanges the reduction of its group
-// so far with the rank whose number differs in one bit; it keeps rank order for any op.
+// so far with the rank whose number differs in one bit. It keeps rank order for any op.
 func Scan[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T]) error {
 	c, err := begin(ctx, w, "scan", len(recv), typeName[T](), op.name, -1)
 	if err != nil {
@@ -62,7 +62,7 @@ func scan[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], exclusive boo
 // scanRecdbl is recursive doubling. Before the round of mask 2^k, rank r's partial is the
 // reduction, in rank order, of its group: the ranks below p that differ from r in the low
 // k bits only. In that round it swaps partials with r^mask, whose group is the other half
-// of their merged group; both merge them, the lower half first, and the rank of the upper
+// of their merged group. Both merge them, the lower half first, and the rank of the upper
 // half also puts the lower half's partial in front of its result. A rank whose partner
 // would be p or more has no upper half and sits the round out, so any p works. log2(p)
 // rounds of n elements, against p-1 for a chain; the last round merges no partials

@@ -63,8 +63,8 @@ const scratchBad = uint32(ScratchFresh) + 2
 
 // SetScratch sets the scratch policy of every World of this process, overriding
 // GORMA_SCRATCH (and a bad value's error). Every rank of a job must use the same policy
-// (ranks whose shared-memory scratch policies differ fail their calls with ErrMismatch),
-// and it must not change while a collective call runs: set it before the first call, or
+// (ranks whose shared-memory scratch policies differ fail their calls with ErrMismatch).
+// It must not change while a collective call runs: set it before the first call, or
 // between calls at the same point on every rank.
 func SetScratch(s Scratch) {
 	if s > ScratchFresh {

@@ -11,11 +11,11 @@ import (
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
-// Fresh scratch (ScratchFresh) for the point-to-point algorithms: what a call of Open MPI
-// or MPICH pays for a temporary vector too large for malloc's heap — an anonymous mmap,
-// a page fault per page (taken here up front, as the pinning of a registration would),
-// a registration with every device, and at the end deregistration and munmap — so that
-// the next call pays it all again.
+// Fresh scratch (ScratchFresh) for the point-to-point algorithms pays what a call of Open
+// MPI or MPICH pays for a temporary vector too large for malloc's heap, so that the next
+// call pays it all again. That is an anonymous mmap, a page fault per page (taken here up
+// front, as the pinning of a registration would), a registration with every device, and
+// at the end deregistration and munmap.
 
 var pageSize = os.Getpagesize()
 
@@ -47,7 +47,7 @@ func acquireFresh(w *runtime.World, bytes int) (*freshMem, error) {
 
 // release deregisters and unmaps f (nil: nothing to do). After a failed call (ok false)
 // the runtime may still write into the scratch (a receive withdrawn too late, as state's
-// end says of the reused scratch), so the mapping is left in place rather than unmapped
+// end says of the reused scratch). So the mapping is left in place rather than unmapped
 // under it: a failed call leaks its fresh scratch.
 func (f *freshMem) release(ok bool) {
 	if f == nil {
@@ -98,9 +98,9 @@ func readPages(b []byte) {
 }
 
 // removePages gives the whole pages inside b, a shared mapping of the arena, back to the
-// kernel (MADV_REMOVE: a hole is punched in the shared memory, and every process's
-// mapping of those pages drops them), so that the next use of that memory, here or in a
-// peer, faults in fresh zeroed pages.
+// kernel. MADV_REMOVE punches a hole in the shared memory, and every process's mapping
+// of those pages drops them. So the next use of that memory, here or in a peer, faults
+// in fresh zeroed pages.
 func removePages(b []byte) error {
 	if len(b) == 0 {
 		return nil

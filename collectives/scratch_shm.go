@@ -10,19 +10,19 @@ import (
 // big buffers acquires a region of its own per member and releases it before returning:
 //
 //   - acquireBig: the member carves a region of two big buffers from its arena
-//     (AllocHostRegion: a new key, registered with the shared-memory device), writes a
-//     byte of every page (its pages were given back to the kernel by the last release,
-//     so each is a page fault and a zeroed page), and publishes the region's description in its
-//     small slot with one step of the flags; each member then attaches every peer's
-//     region (Attach: validate and pin the key, map) and reads a byte of every page (a
-//     fault per page in its own page table).
+//     (AllocHostRegion: a new key, registered with the shared-memory device). It writes a byte
+//     of every page: its pages were given back to the kernel by the last release, so each is a
+//     page fault and a zeroed page. It publishes the region's description in its small slot
+//     with one step of the flags. Each member then attaches every peer's region (Attach:
+//     validate and pin the key, map) and reads a byte of every page (a fault per page in its
+//     own page table).
 //   - releaseBig: each member closes its mappings of the peers' regions (unpin), takes
 //     one step (after which no member reads or pins another's buffers), gives the pages
 //     of its region back to the kernel (MADV_REMOVE, which drops them from every
 //     process's mapping) and frees the region (deregistration: the key is revoked).
 //
 // The flag lines and small slots stay set up across calls, as the control segments of
-// Open MPI's and MPICH's shared-memory collectives do; so a vector of up to shmSmallMax
+// Open MPI's and MPICH's shared-memory collectives do. So a vector of up to shmSmallMax
 // bytes (one step through the small slots) costs nothing more under ScratchFresh.
 
 // shmFreshMeta marks the byte count of acquireBig's step, so that a member whose policy

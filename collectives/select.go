@@ -70,7 +70,7 @@ const (
 	// recursively (power-of-two rank counts).
 	reduceScatterShortMsg = 64 << 10
 	// allreduceHierLongMsg: from this size a job spanning hosts whose ranks are
-	// consecutive on each host, on a power of two, uses Rabenseifner instead of hier: its
+	// consecutive on each host, on a power of two, uses Rabenseifner instead of hier. Its
 	// first rounds pair ranks of one host (through shm), every rank reduces and sends its
 	// share, and no on-host broadcast follows. With a commutative operator, the same
 	// number of ranks on every host and at most allreduceDirectMaxRanks hosts, lanes
@@ -91,18 +91,19 @@ const (
 // selectAllreduce picks the Allreduce algorithm for a vector of bytes bytes over p ranks
 // placed as loc says, honouring force (GORMA_ALLREDUCE). It is the only place that
 // decides. With every rank on this host and mapped: shm. With several hosts of which one
-// at least holds more than one rank: hier, unless the operator is not commutative and
-// some host's ranks are not consecutive (the host partials could not be combined in rank
-// order), or the vector has allreduceHierLongMsg bytes or more, p is a power of two and
-// each host's ranks are consecutive (then lanes when the operator is commutative, every
-// host has as many ranks and there are at most allreduceDirectMaxRanks hosts;
-// Rabenseifner otherwise). Otherwise the point-to-point algorithms by size: recursive
-// doubling for short vectors; for long ones direct when every rank has a host of its own
-// and there are at most allreduceDirectMaxRanks, else Rabenseifner or ring. Ring, direct
-// and lanes do not combine in rank order, so a non-commutative operator never gets them
-// (Rabenseifner instead, which keeps rank order); a forced hier that cannot keep rank
-// order gives way the same way. A forced shm or lanes is kept even where its placement
-// does not allow it: the call then fails with an error saying why.
+// at least holds more than one rank: hier, with two exceptions. The first is an operator
+// that is not commutative while some host's ranks are not consecutive (the host partials
+// could not be combined in rank order). The second is a vector of allreduceHierLongMsg
+// bytes or more, with p a power of two and each host's ranks consecutive. Then the
+// choice is lanes when the operator is commutative, every host has as many ranks and
+// there are at most allreduceDirectMaxRanks hosts, and Rabenseifner otherwise. Otherwise
+// the point-to-point algorithms by size: recursive doubling for short vectors; for long
+// ones direct when every rank has a host of its own and there are at most
+// allreduceDirectMaxRanks, else Rabenseifner or ring. Ring, direct and lanes do not
+// combine in rank order, so a non-commutative operator never gets them (Rabenseifner
+// instead, which keeps rank order); a forced hier that cannot keep rank order gives way
+// the same way. A forced shm or lanes is kept even where its placement does not allow
+// it: the call then fails with an error saying why.
 func selectAllreduce(force algo, bytes, count, p int, commutative bool, loc locality) algo {
 	hierOK := commutative || loc.contiguous
 	a := force

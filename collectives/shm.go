@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gorma-hpc/gorma/internal/futex"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -18,45 +19,46 @@ import (
 //
 //	[flag line 0, 1 | sleepers bell | small slot 0, 1 | big buffer 0, 1]
 //
-// where a flag line is one 64-byte cache line [seq | bytes | inline data (48 bytes)].
-// A member publishes a step by storing the step's number in the seq word of the flag line
-// of the step's parity (steps are numbered 1, 2, ... in the same order by every member,
-// since collective calls are made in the same order with the same counts); "member i has
+// where a flag line is one 64-byte cache line [seq | bytes | inline data (48 bytes)]. A
+// member publishes a step by storing the step's number in the seq word of the flag line of
+// the step's parity (steps are numbered 1, 2, ... in the same order by every member, since
+// collective calls are made in the same order with the same counts). "member i has
 // published v" reads as "the seq of i's flag line v&1 is at least v" (each line's seq only
 // grows, and every step is published). Every step is a full barrier over the group: after
 // publishing v a member waits until every other member has. The data a member writes
-// before publishing v lives in its flag line v&1 (up to 48 bytes: the one line a peer
-// fetches carries the step's number, byte count and data), in a small slot (by v's
-// parity), or in a big buffer (alternating; bigFree records when its readers are done),
-// and is read by the others before they publish their next step; so when a member is
-// about to publish v, every member has published v-1 and the line and slot of v-2 are
-// free again. The bytes word of flag line v&1 holds the byte count of a call's first
-// step, so that mismatched counts are seen. A waiting member reads only the publisher's
-// flag line (and, to sleep, its sleepers and bell line, which the publisher only reads).
+// before publishing v lives in one of three places. It is in its flag line v&1 (up to 48
+// bytes: the one line a peer fetches carries the step's number, byte count and data), in a
+// small slot (by v's parity), or in a big buffer (alternating; bigFree records when its
+// readers are done). The others read it before they publish their next step. So when a
+// member is about to publish v, every member has published v-1 and the line and slot of
+// v-2 are free again. The bytes word of flag line v&1 holds the byte count of a call's
+// first step, so that mismatched counts are seen. A waiting member reads only the
+// publisher's flag line (and, to sleep, its sleepers and bell line, which the publisher
+// only reads).
 //
 // Waiting is a bounded spin, then sleeps on the publisher's doorbell word, a shared
 // futex. When every rank has a processor the spin is bare: it polls the one flag line
 // and does not yield to the Go scheduler. A yield (runtime.Gosched) wakes an idle thread
-// of the process, which takes a processor from a spinning rank; that rank's peer then
+// of the process, which takes a processor from a spinning rank. That rank's peer then
 // waits long enough to yield too, and so on (8-byte Allreduces at p=2: runs with up to
 // 5000 context switches, against 600-1000 without the yield). The spin holds its P for
-// at most shmSpinFor; a wait yields only after each futex sleep of the full bound
-// (shmSleep), so that even with GOMAXPROCS=1 the rank's other goroutines get a turn in
-// a long wait (one that outlasts a peer's computation). When the host has more
-// ranks than processors the spin gives the processor away (sched_yield) at every poll,
-// for up to shmYieldFor (waitYield), so that the ranks sharing a core take turns at
-// once. To sleep, the waiter counts itself in the publisher's sleepers word, reads the
-// bell, checks the condition once more and sleeps while the bell is unchanged; the
-// publisher stores its seq with a release store (on amd64 a plain store, so that it does
-// not stall until the peers give up the line), then rings (bumps bell and wakes) only if
-// it sees a sleeper. With no fence between that store and that look, a sleeper that
-// counts itself at that very moment can be missed while it misses the store: its first
-// sleep is therefore short (shmSleepFirst), later ones bounded by shmSleep. Every few
-// polls, and after each sleep, the waiter checks ctx and the publisher's liveness
+// at most shmSpinFor. A wait yields only after each futex sleep of the full bound
+// (shmSleep), so that even with GOMAXPROCS=1 the rank's other goroutines get a turn in a
+// long wait (one that outlasts a peer's computation). When the host has more ranks than
+// processors the spin gives the processor away (sched_yield) at every poll, for up to
+// shmYieldFor (waitYield), so that the ranks sharing a core take turns at once. To
+// sleep, the waiter counts itself in the publisher's sleepers word, reads the bell,
+// checks the condition once more and sleeps while the bell is unchanged. The publisher
+// stores its seq with a release store (on amd64 a plain store, so that it does not stall
+// until the peers give up the line), then rings (bumps bell and wakes) only if it sees a
+// sleeper. With no fence between that store and that look, a sleeper that counts itself
+// at that very moment can be missed while it misses the store: its first sleep is
+// therefore short (shmSleepFirst), later ones bounded by shmSleep. Every few polls, and
+// after each sleep, the waiter checks ctx and the publisher's liveness
 // (runtime.Remote.Err): nothing waits forever on a dead peer.
 //
 // Data goes to scratch through copyShared (non-temporal stores on amd64) and every
-// member stores only into its own region (allreduce_shm.go): a plain store to a line a
+// member stores only into its own region (allreduce_shm.go). A plain store to a line a
 // peer has read must wait for the peer to give the line up, line after line, which costs
 // most when the cores share no cache.
 const (
@@ -139,8 +141,8 @@ func shmChunkFor(bytes, local int) int {
 //
 // Under ScratchFresh the region is set up once (flag lines and small slots only: the
 // control structure that Open MPI's and MPICH's shared-memory collectives also keep for
-// the job's life), and a call on a vector too long for one step acquires its big buffers
-// (acquireBig); the caller releases them with releaseBig before the call returns.
+// the job's life). A call on a vector too long for one step acquires its big buffers
+// (acquireBig). The caller releases them with releaseBig before the call returns.
 func (g *shmGroup) prepare(c *call, bytes int) error {
 	// The members' mappings end at Finalize (or when a peer's Remote closes): touching
 	// them then would fault, so a call on a finalized World fails here with the runtime's
@@ -278,9 +280,9 @@ func (g *shmGroup) closeRemotes() {
 // freed at the next setup.
 //
 // The big buffer size is forgotten as well: in a call whose counts did not match, some
-// members may have grown theirs (setup) and others not, and a size kept from it would
-// make every later setup's regions differ between members. The next setup sizes the
-// buffers for its own call's count, on which the members agree.
+// members may have grown theirs (setup) and others not. A size kept from it would make
+// every later setup's regions differ between members. The next setup sizes the buffers
+// for its own call's count, on which the members agree.
 func (g *shmGroup) fail() {
 	if g != nil {
 		g.broken = true
@@ -324,7 +326,7 @@ func big[T runtime.Elem](g *shmGroup, i, b, n int) []T {
 }
 
 // takeBig returns the big buffer for a step v that writes one and whose data is read
-// until the members publish step free; it waits for the buffer's previous readers if they
+// until the members publish step free. It waits for the buffer's previous readers if they
 // may not be done (never with the alternation the algorithms use).
 func (g *shmGroup) takeBig(c *call, v, free uint64) (int, error) {
 	b := g.bigNext
@@ -340,12 +342,12 @@ func (g *shmGroup) takeBig(c *call, v, free uint64) (int, error) {
 
 // A call's first step carries a meta word: the call's byte count (low shmMetaCallShift
 // bits, plus shmFreshMeta under ScratchFresh) and the low bits of the call's number on
-// its World (c.tag). Steps are numbered by the group, not by call: a rank whose call
-// takes no step (a count of 0 returns at once) goes on to its next call, whose first
-// step then has the number the others' call is waiting for; with the byte count alone,
-// a next call of the same count (or the stale meta word of the step two before, under
-// a Barrier, which stores none otherwise) passed for the others' call, which then
-// returned a result mixed from two calls, as a success. The call number tells them apart.
+// its World (c.tag). Steps are numbered by the group, not by call. A rank whose call
+// takes no step (a count of 0 returns at once) goes on to its next call, whose first step
+// then has the number the others' call is waiting for. With the byte count alone, a next
+// call of the same count (or the stale meta word of the step two before, under a Barrier,
+// which stores none otherwise) passed for the others' call, which then returned a result
+// mixed from two calls, as a success. The call number tells them apart.
 const (
 	shmMetaCallShift = 40
 	shmMetaCallMask  = 1<<20 - 1
@@ -366,14 +368,14 @@ func (g *shmGroup) setMeta(c *call, v uint64, bytes int) {
 // plain store, which does not stall the member until the peers give up the line: it goes
 // on to poll them meanwhile), then a ring if someone is seen sleeping on this member.
 // Without a fence between the store and the look, a sleeper that counts itself just then
-// may be missed while it misses the store; its first sleep is short (shmSleepFirst), so
+// may be missed while it misses the store. Its first sleep is short (shmSleepFirst), so
 // that costs it at most that, in that rare race.
 func (g *shmGroup) publish(v uint64) {
 	b := g.mem[g.me]
 	storeRelease(word(b, flagOff(v)+shmFlagSeq), v)
 	if atomic.LoadUint64(word(b, shmOffSleep)) != 0 {
 		atomic.AddUint64(word(b, shmOffBell), 1)
-		futexWakeAll(word(b, shmOffBell))
+		futex.Wake(word(b, shmOffBell), futex.All)
 	}
 }
 
@@ -451,7 +453,7 @@ func (g *shmGroup) wait(c *call, i int, v uint64) error {
 			atomic.AddUint64(word(b, shmOffSleep), ^uint64(0))
 			return nil
 		}
-		futexSleep(word(b, shmOffBell), bell, d)
+		futex.Wait(word(b, shmOffBell), bell, d)
 		atomic.AddUint64(word(b, shmOffSleep), ^uint64(0))
 		if atomic.LoadUint64(ctr) >= v {
 			return nil

@@ -107,7 +107,7 @@ func (m *stateMap) delete(key weak.Pointer[runtime.World], s *state) { m.m.Compa
 // it whatever the order in which their goroutines first call on their Worlds.
 //
 // The fast path compares lastState's user with w through the weak pointer (one
-// dereference, no allocation), not by address: a dropped World's memory may hold a new
+// dereference, no allocation), not by address. A dropped World's memory may hold a new
 // World before the dropped one's cleanup has cleared lastState, and the weak pointer,
 // cleared before that memory is reused, tells the two apart.
 func stateOf(w *runtime.World) (*state, error) {
@@ -139,16 +139,16 @@ func stateOf(w *runtime.World) (*state, error) {
 	return s, nil
 }
 
-// call is one collective call in progress: its state, context, name and message tag,
-// and the World it was made on (w), which end keeps reachable until the call is over:
-// the collective functions need only c after begin, and a World collected in the middle
-// of a call would have its state's scratch released under it (forget).
+// call is one collective call in progress: its state, context, name and message tag.
+// The World it was made on (w), which end keeps reachable until the call is over: the
+// collective functions need only c after begin. A World collected in the middle of a
+// call would have its state's scratch released under it (forget).
 //
 // A call lives in its state (state.cur; a sub-group's call in the sub-group's state, see
 // sub) and the functions pass it by pointer: by value, its seven words would be copied at
-// every level of the call chain, and the first copy of one just built field by field
-// stalls on a failed store forward, which a short Allreduce feels (`go test -bench
-// Allreduce8B ./collectives` measures it).
+// every level of the call chain. The first copy of one just built field by field stalls
+// on a failed store forward, which a short Allreduce feels (`go test -bench Allreduce8B
+// ./collectives` measures it).
 type call struct {
 	s    *state
 	w    *runtime.World // nil for a sub-group's call within a call
@@ -157,14 +157,14 @@ type call struct {
 	tag  int
 }
 
-// begin starts the collective name on w, whose every rank must pass the same count of
-// elements (-1: the ranks' counts may differ) of type typ ("" for none), operator (op,
-// "" for none) and root (-1 for none): the call's signature, which hang reports show and which
-// GORMA_CHECK=1 compares across the ranks before the call runs (runtime.Track.Check).
-// A call made while nonblocking calls started before it are unfinished waits for them,
-// unless it is one of them, run by the World's worker (ctx is its jobCtx), whose name
-// (Iallreduce...) and number (taken at its start) it then takes; a persistent call runs
-// on its Request's state (jobCtx.own). The caller must call c.end.
+// begin starts the collective name on w. Every rank must pass the same count of elements (-1:
+// the ranks' counts may differ) of type typ ("" for none), operator (op, "" for none) and root
+// (-1 for none). That is the call's signature, which hang reports show and which GORMA_CHECK=1
+// compares across the ranks before the call runs (runtime.Track.Check). A call made while
+// nonblocking calls started before it are unfinished waits for them, unless it is one of them,
+// run by the World's worker (ctx is its jobCtx), whose name (Iallreduce...) and number (taken
+// at its start) it then takes. A persistent call runs on its Request's state (jobCtx.own). The
+// caller must call c.end.
 func begin(ctx context.Context, w *runtime.World, name string, count int, typ, op string, root int) (*call, error) {
 	if w == nil {
 		return nil, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)

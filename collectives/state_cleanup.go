@@ -22,23 +22,24 @@ import (
 // (registered with every device), and its Remotes of the peers' regions, which the rank's
 // engine keeps in its table, mapped and pinned, until they are closed. The Remotes are
 // closed at once: this rank will not touch the peers' regions again. This rank's own
-// regions are not freed at once: a peer may still be reading them (the end of the last
+// regions are not freed at once. A peer may still be reading them (the end of the last
 // call, which a rank may still be copying out of this rank's buffers after this rank
 // returned) and still maps and pins them until its own World is dropped, perhaps much
-// later, in another process; an arena Free then waits (up to two seconds, with the arena
+// later, in another process. An arena Free then waits (up to two seconds, with the arena
 // locked) for the pins to drain and quarantines the memory for good if they do not. So a
 // region is freed only once every peer has said that it let go of it:
 //
 //   - Each rank, releasing its state of a group, adds shmDetached to the sleepers word of
-//     every peer's region it still maps (an RDMA fetch-and-add through its Remote, which
-//     the runtime orders with Finalize's unmapping under the engine's lock; a plain store
-//     through the mapping could hit an unmapped page), after closing its mappings of the
-//     peer's fresh big buffers and before closing its mapping of the region. setup zeroes
-//     that word in every new region before describing it to peers; the waiters' counts in
-//     its low half always go back to zero, so the high half counts the peers that let go.
+//     every peer's region it still maps. It does so after closing its mappings of the
+//     peer's fresh big buffers and before closing its mapping of the region. The add is
+//     an RDMA fetch-and-add through its Remote, which the runtime orders with Finalize's
+//     unmapping under the engine's lock. A plain store through the mapping could hit an
+//     unmapped page. setup zeroes that word in every new region before describing it to
+//     peers; the waiters' counts in its low half always go back to zero, so the high half
+//     counts the peers that let go.
 //   - The owner frees its regions (the current one, one a failed setup left, and fresh big
 //     buffers a failed call left) when its own state is dropped and the count has reached
-//     the number of its peers: every peer then mapped the current region (so it had closed
+//     the number of its peers. Every peer then mapped the current region (so it had closed
 //     any older one first, as setup does) and has closed every mapping of this rank's
 //     memory, or is about to (the Free waits for that last moment).
 //   - Until then the state waits in the reaper's list, tried again after every release

@@ -8,13 +8,13 @@ import (
 )
 
 // Teams. A shmGroup's members map each other's scratch and every step waits for every
-// member, so one group over every rank of a large host would connect and map every pair
-// of ranks. A host of more than shmTeamMax ranks therefore splits its ranks into teams of
-// consecutive ranks (as equal as the count allows, at least shmTeamMax/2 each): each
-// team is a shmGroup, and the teams' first ranks, the heads, form one more. A rank then
-// maps and connects to the members of its team, and a head also to the other heads:
-// O(T + N/T) peers instead of N-1. A collective runs in the team, among the heads, then in
-// the team again:
+// member, so one group over every rank of a large host would connect and map every pair of
+// ranks. A host of more than shmTeamMax ranks therefore splits its ranks into teams of
+// consecutive ranks (as equal as the count allows, at least shmTeamMax/2 each). Each team
+// is a shmGroup, and the teams' first ranks, the heads, form one more. A rank then maps
+// and connects to the members of its team, and a head also to the other heads: O(T + N/T)
+// peers instead of N-1. A collective runs in the team, among the heads, then in the team
+// again:
 //
 //   - Barrier (a one-host job): a team step, a heads' step, a team step.
 //   - Allreduce (a one-host job): the team reduces to its head (allreduceSHM with a

@@ -11,7 +11,7 @@
 //	err = runtime.SendType(ctx, w, matrix[j:], 1, col, dest, tag)
 //
 // Element-granular constructors are generic over the element (Contiguous, Vector,
-// Hvector, Indexed, Hindexed, IndexedBlock, HindexedBlock, Subarray); the methods of the
+// Hvector, Indexed, Hindexed, IndexedBlock, HindexedBlock, Subarray). The methods of the
 // same names build a type out of another (MPI's nesting), Struct places typed fields at
 // byte offsets, FromStruct reads a Go struct's fields, and Resized sets the bounds.
 // Offsets are bytes from the start of the buffer a type is laid over; a layout's data

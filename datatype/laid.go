@@ -1,6 +1,6 @@
 package datatype
 
-// Laid is count copies of a Type laid over a buffer, checked once by Over: its Pack and
+// Laid is count copies of a Type laid over a buffer, checked once by Over. Its Pack and
 // UnpackPrefix move bytes without walking the checks of the package's Pack and
 // UnpackPrefix again, for the layers that check a layout when a call starts and move
 // its bytes later. The zero Laid is empty. A Laid holds the buffer; it is a small

@@ -90,8 +90,8 @@ func (t Type) Block(i int) Block { return t.blocks[i] }
 func (t Type) Blocks() []Block { return append([]Block(nil), t.blocks...) }
 
 // Contig reports whether count copies of t are one contiguous run of bytes, and if so
-// its byte offset and length: then Pack is a single copy, and the runtime and windows
-// send, receive, put and get the buffer in place.
+// its byte offset and length: then Pack is a single copy. The runtime and windows send,
+// receive, put and get the buffer in place.
 func (t Type) Contig(count int) (off, n int, ok bool) {
 	if count <= 0 || t.size == 0 {
 		return 0, 0, count >= 0

@@ -29,8 +29,8 @@ type failure struct {
 	host string
 	// weight ranks the failures of ranks and agents as root causes (failWith): a later
 	// failure of greater weight that arrives within rootCauseWindow takes the place of the
-	// first one; early, one that happened before its agent heard of the abort, whenever
-	// it arrives.
+	// first one. early, one that happened before its agent heard of the abort, whenever it
+	// arrives.
 	weight causeWeight
 	early  bool
 }

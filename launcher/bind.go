@@ -10,12 +10,12 @@ import (
 
 // Binding ranks to processors (--bind-to). An agent binds each rank it starts within the
 // processors it may use itself. When the host's n ranks outnumber its c processors, they
-// are dealt out in turn, as mpirun's --map-by core wraps around: local rank l runs on
+// are dealt out in turn, as mpirun's --map-by core wraps around. Local rank l runs on
 // processor l mod c (4 ranks on 2: 0 and 2 on the first, 1 and 3 on the second), so that
 // neighbours, the usual partners, sit on different processors. Otherwise each rank gets a
 // block of its own: processors l·c/n up to (l+1)·c/n. The default, auto, binds only a
 // host whose ranks outnumber its processors. There the kernel otherwise moves ranks that
-// spin and yield for each other as it sees fit, and can leave three of four on one core
+// spin and yield for each other as it sees fit. It can leave three of four on one core
 // for tens of milliseconds, so that unbound latencies vary by orders of magnitude from
 // run to run (4 ranks on 2 cores: `golaunch -n 4 --bind-to none|auto bin/pingpong
 // --pairs`, or bin/allreducebench, alternated, shows it). Unoversubscribed ranks stay
@@ -29,8 +29,8 @@ const (
 )
 
 // boundProcs is the GOMAXPROCS of a rank bound to a single processor, unless its
-// environment sets one. Go sizes GOMAXPROCS by the processors a process may use, and with
-// 1 a rank computing in one goroutine keeps the tcp provider's goroutines, which serve
+// environment sets one. Go sizes GOMAXPROCS by the processors a process may use. With 1,
+// a rank computing in one goroutine keeps the tcp provider's goroutines, which serve
 // passive-target operations, from running until Go preempts it (10 ms and more, per
 // operation on a computing target: `golaunch -n 2 --bind-to core -x GOMAXPROCS=1
 // bin/rmabench --test busy_get` measures it). With 2 those goroutines get a thread of
@@ -45,7 +45,7 @@ const envProgress = "GORMA_PROGRESS"
 // environment, env with GOMAXPROCS=boundProcs added when it is bound to a single
 // processor and env sets no GOMAXPROCS. Under auto, ranks that sleep for every message
 // (GORMA_PROGRESS=block in env) stay unbound: they leave their processors idle while
-// they wait, so the kernel places them well, and bound, each wake-up would have to cross
+// they wait. So the kernel places them well, and bound, each wake-up would have to cross
 // to the sleeper's own processor, which makes every message several times slower (4
 // ranks on 2 cores: `golaunch -n 4 --bind-to core -x GORMA_PROGRESS=block bin/pingpong
 // --pairs` against --bind-to none measures it).

@@ -24,8 +24,8 @@ import (
 // even one that happens to share the key.
 const clusterLabel = "gorma"
 
-// Failure detection. memberlist probes one member per ProbeInterval; a probe fails after
-// ProbeInterval (direct ping for ProbeTimeout, then indirect pings and a TCP ping); the
+// Failure detection. memberlist probes one member per ProbeInterval. A probe fails after
+// ProbeInterval (direct ping for ProbeTimeout, then indirect pings and a TCP ping). The
 // member is then suspected for SuspicionMult*max(1,log10(n))*ProbeInterval = 600 ms (up to
 // SuspicionMaxTimeoutMult times that, 1.2 s, until another member confirms the suspicion),
 // and declared dead, which gossip (every GossipInterval) spreads in tens of ms. A dead
@@ -34,7 +34,7 @@ const clusterLabel = "gorma"
 // alive refutes within a few gossip rounds (one GossipInterval each). memberlist's default
 // LAN timing would take several times longer to declare a dead agent.
 //
-// Health awareness (Lifeguard) stays on: a member that misses its own probes' acks or
+// Health awareness (Lifeguard) stays on. A member that misses its own probes' acks or
 // must refute suspicions of itself (its host is loaded, or its own packets are late)
 // stretches its probe timeouts and intervals up to awarenessMaxMult times, so that a
 // slow member does not declare live ones dead. Timing this tight still declares a live
@@ -216,7 +216,7 @@ type member struct {
 }
 
 // cluster is this process's memberlist membership. Its methods are safe for concurrent
-// use. memberlist calls the delegates from its own goroutines: the event delegate keeps
+// use. memberlist calls the delegates from its own goroutines. The event delegate keeps
 // a copy of every live member (memberlist's own Node structs are updated in place under
 // its lock, so reading them outside a callback would race) and of the members that
 // departed, and hands leave events to subscribers through buffered channels, never
@@ -452,7 +452,7 @@ func (c *cluster) close() {
 
 // nameTaken returns the gossip address of a live member with this member's name at
 // another address, "" when none was seen. memberlist keeps the first member it knew by a
-// name and only logs the newcomer's conflicting address; a newcomer that stayed would
+// name and only logs the newcomer's conflicting address. A newcomer that stayed would
 // confuse -H and the rank table, and its gossip and its goodbye in that name get the live
 // member declared dead or gone, aborting its jobs (TestNetnsClusterMisuse). A joiner
 // learns the cluster's members during join, so checking right after join catches the
@@ -494,10 +494,10 @@ func (d *metaDelegate) GetBroadcasts(int, int) [][]byte { return nil }
 func (d *metaDelegate) LocalState(bool) []byte          { return nil }
 func (d *metaDelegate) MergeRemoteState([]byte, bool)   {}
 
-// eventDelegate keeps the member table and the departures, and forwards leaves and
-// deaths to the subscribers. memberlist calls it from one goroutine at a time, under its
-// node lock (so reading the Node here is safe); a full subscriber channel drops the event
-// (64 pending leaves of the members it watches means the subscriber is long past caring).
+// eventDelegate keeps the member table and the departures, and forwards leaves and deaths
+// to the subscribers. memberlist calls it from one goroutine at a time, under its node
+// lock (so reading the Node here is safe). A full subscriber channel drops the event (64
+// pending leaves of the members it watches means the subscriber is long past caring).
 type eventDelegate cluster
 
 func (d *eventDelegate) NotifyJoin(n *memberlist.Node)   { d.store(n) }

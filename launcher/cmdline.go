@@ -123,7 +123,7 @@ func normalizeFlag(fs *pflag.FlagSet, a string) (string, []*pflag.Flag, bool, er
 
 // shortRun parses s (after the dash) as a run of short flags (-vn), the last of which may
 // take the rest of s as its value (-n4, -xA=1, -v=true), and returns the flags and that
-// rest; nil when a letter is no flag's.
+// rest. Nil when a letter is no flag's.
 func shortRun(fs *pflag.FlagSet, s string) ([]*pflag.Flag, string) {
 	var flags []*pflag.Flag
 	for i := 0; i < len(s); i++ {

@@ -31,19 +31,19 @@ import (
 //	S → C  reply (72 B): "GLCS", version u16, status u16, nonce S [32], mac S [32]
 //	C → S  proof (36 B): "GLCP", mac C [32]
 //
-// mac H = HMAC(k, "gorma/launcher v1 hello" || hello[:40]); a wrong mac H (a stranger,
-// a wrong key) closes the connection silently. The hello's first 8 bytes and its mac
-// have the same place in every version, so a peer of another version that proves the
-// key gets the reply with status hsBadVersion. time is the dialer's clock (unix ns): a
-// hello more than helloSkew away from the listener's clock gets status hsStale, and the
-// listener (the agent) refuses a nonce it saw within helloSkew (a replay). A hello that
-// proves the key is what lets the agent tell a submitter from a silent stranger
-// (handshakes.go). mac S = HMAC(k, "gorma/launcher v1 server"
-// || hello || reply[:40]) proves the listener to the dialer over the dialer's fresh nonce;
-// mac C = HMAC(k, "gorma/launcher v1 client" || hello || reply) proves the dialer over the
-// listener's fresh nonce, so a replayed hello gets a random nonce and nothing else. MACs
-// are compared in constant time. Only after mac C verifies does the listener read a frame.
-// The handshake runs under one deadline (handshakeTimeout).
+// mac H = HMAC(k, "gorma/launcher v1 hello" || hello[:40]); a wrong mac H (a stranger, a
+// wrong key) closes the connection silently. The hello's first 8 bytes and its mac have
+// the same place in every version, so a peer of another version that proves the key gets
+// the reply with status hsBadVersion. time is the dialer's clock (unix ns): a hello more
+// than helloSkew away from the listener's clock gets status hsStale, and the listener (the
+// agent) refuses a nonce it saw within helloSkew (a replay). A hello that proves the key
+// is what lets the agent tell a submitter from a silent stranger (handshakes.go). mac S =
+// HMAC(k, "gorma/launcher v1 server" || hello || reply[:40]) proves the listener to the
+// dialer over the dialer's fresh nonce. mac C = HMAC(k, "gorma/launcher v1 client" ||
+// hello || reply) proves the dialer over the listener's fresh nonce, so a replayed hello
+// gets a random nonce and nothing else. MACs are compared in constant time. Only after mac
+// C verifies does the listener read a frame. The handshake runs under one deadline
+// (handshakeTimeout).
 //
 // # Frames
 //
@@ -51,15 +51,15 @@ import (
 // payload), type u8, sealed payload. Payloads are sealed with AES-256-GCM under a key per
 // direction, HMAC(k, "gorma/launcher v1 submitter->agent" or "... agent->submitter" ||
 // hello || reply), with the frame's sequence number as nonce and its 5-byte header as
-// associated data: a job's secret and environment never cross the network in clear, and
-// a frame cannot be forged, altered, replayed, reordered or moved to another connection.
+// associated data. A job's secret and environment never cross the network in clear, and a
+// frame cannot be forged, altered, replayed, reordered or moved to another connection.
 // Plain payloads are JSON, except output and stdin data (raw bytes after a small binary
 // header). Frame types are append-only.
 //
 // # Liveness
 //
 // Each side sends a ping frame every heartbeatInterval for as long as the job lasts, and
-// recv passes over pings; the connection's silence (liveness.go) is how long its reader
+// recv passes over pings. The connection's silence (liveness.go) is how long its reader
 // has waited for the next frame, which is what decides whether an agent that memberlist
 // declared dead is really gone.
 

@@ -12,20 +12,20 @@
 // host order, each up to its slots (--map-by node deals them out in turn, --npernode caps
 // each host), and golaunch oversubscribes only when told to (--oversubscribe). An MPMD
 // command line (golaunch -n 2 ./a : -n 2 ./b) is one job whose programs' ranks follow each
-// other; each rank's program number is its PMI appnum. Each agent
-// serves package pmi to its ranks, which learn their place from the GOLAUNCH_* contract;
-// every rank also gets PMI_FD, PMI_RANK and PMI_SIZE and is served PMI-1 on PMI_FD, so an
-// MPI program built with MPICH runs under golaunch as under mpiexec.hydra.
-// Agents gossip with hashicorp/memberlist under the cluster key, and the submitter talks
-// to each agent over an authenticated, encrypted control connection. design.md describes
-// the roster, spawning, the cluster, the control protocol and the abort rules.
+// other; each rank's program number is its PMI appnum. Each agent serves package pmi to
+// its ranks, which learn their place from the GOLAUNCH_* contract. Every rank also gets
+// PMI_FD, PMI_RANK and PMI_SIZE and is served PMI-1 on PMI_FD, so an MPI program built
+// with MPICH runs under golaunch as under mpiexec.hydra. Agents gossip with
+// hashicorp/memberlist under the cluster key, and the submitter talks to each agent over
+// an authenticated, encrypted control connection. design.md describes the roster,
+// spawning, the cluster, the control protocol and the abort rules.
 //
 // # Failure
 //
 // The job succeeds when every rank exits 0 after calling Finalize. The first rank that
 // exits non-zero, dies by a signal, exits without Finalize or calls Abort, any agent that
 // becomes unreachable, a rank that never reaches PMI init, --timeout, and SIGTERM, SIGHUP
-// or a second SIGINT abort the job: every rank's process group gets SIGTERM, then SIGKILL
+// or a second SIGINT abort the job. Every rank's process group gets SIGTERM, then SIGKILL
 // after --grace. golaunch prints one summary line naming the root cause, such as
 //
 //	golaunch: rank 3 (host h1, pid 1234) exited with code 7; job aborted
@@ -48,16 +48,16 @@
 //	128+N    the failing rank was killed by signal N; or golaunch itself got
 //	         SIGTERM (143), SIGHUP (129) or a second SIGINT (130), or its stdout closed (141)
 //
-// The failing rank is the root cause rather than the first report: a rank killed from
-// outside or a lost agent outranks the Aborts and non-zero exits of ranks that saw it
-// fail, if its report arrives within a second of theirs. A rank's own exit code can
-// collide with 2, 123, 124 or 125; the summary line tells. No rank process survives its job,
-// even when golaunch or an agent is SIGKILLed, unless it left its process group; the
-// ranks of a stopped (SIGSTOP) agent end when it resumes, or by themselves once their
-// runtime has seen a peer fail and heard nothing from the agent for a while. memberlist's
-// verdict that an agent is dead ends a job only once the agent's control connection is
-// silent too (design.md, Liveness). Agents do not reserve slots: concurrent jobs on one
-// cluster may oversubscribe a host.
+// The failing rank is the root cause rather than the first report. A rank killed from
+// outside or a lost agent outranks the Aborts and non-zero exits of ranks that saw it fail,
+// if its report arrives within a second of theirs. A rank's own exit code can collide with
+// 2, 123, 124 or 125; the summary line tells. No rank process survives its job, even when
+// golaunch or an agent is SIGKILLed, unless it left its process group. The ranks of a
+// stopped (SIGSTOP) agent end when it resumes, or by themselves once their runtime has seen
+// a peer fail and heard nothing from the agent for a while. memberlist's verdict that an
+// agent is dead ends a job only once the agent's control connection is silent too
+// (design.md, Liveness). Agents do not reserve slots: concurrent jobs on one cluster may
+// oversubscribe a host.
 //
 // # Concurrency
 //

@@ -18,7 +18,7 @@ const maxGossipStreams = 64
 
 // cappedTransport is memberlist's NetTransport with a bound on the inbound streams
 // memberlist serves at once (memberlist's own accept loop backs off on Accept errors and
-// gives each stream TCPTimeout, but serves any number): a stranger opening idle
+// gives each stream TCPTimeout, but serves any number). A stranger opening idle
 // connections holds at most maxGossipStreams of them, each for at most the stream
 // timeout, and is noted through shed instead of filling the descriptor table.
 type cappedTransport struct {

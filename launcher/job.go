@@ -301,9 +301,9 @@ func (s *submitter) reachedPMI() {
 }
 
 // checkStartup fails the job when, at a startup check, some ranks reached PMI init and a
-// running rank has not. It returns false when no rank has reached PMI init yet (a
-// program that does not use PMI, or a slow start): the caller checks again one
-// --startup-timeout later, so a late start still gets a full period after the first init.
+// running rank has not. It returns false when no rank has reached PMI init yet (a program
+// that does not use PMI, or a slow start). The caller checks again one --startup-timeout
+// later, so a late start still gets a full period after the first init.
 func (s *submitter) checkStartup() bool {
 	if !s.pmiJob {
 		return false
@@ -473,7 +473,7 @@ func (s *submitter) signal(sig syscall.Signal) {
 // this only decides which report names the cause (TestBlameKilledRank provokes the race).
 const rootCauseWindow = time.Second
 
-// failWith records the job's first failure and aborts the job on every agent; a later
+// failWith records the job's first failure and aborts the job on every agent. A later
 // killing failure (second Ctrl-C) still escalates to SIGKILL, and a rank's or an agent's
 // failure of greater weight arriving within rootCauseWindow (or an early one) replaces
 // the reported cause.
@@ -507,7 +507,7 @@ func (s *submitter) broadcast(t frameType, v any) {
 }
 
 // outputStall bounds how long a failed job waits, at its end, for golaunch's own stdout
-// or stderr to take the ranks' last output: a consumer that stopped reading (a pager left
+// or stderr to take the ranks' last output. A consumer that stopped reading (a pager left
 // open, `| slow`) holds the sink's lock in a blocked write, and must not keep golaunch
 // alive after the job was aborted. A job that succeeded waits for its output as long as
 // it takes, unless golaunch gets a signal meanwhile.

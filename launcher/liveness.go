@@ -75,12 +75,12 @@ const isolatedGrace = 3 * time.Second
 
 // watchSubmitter closes the control connection of job id (runJob or serve then ends the
 // job) when its submitter is gone: memberlist declared the submitter dead or gone and the
-// connection has been silent for deadSilence; or all nOthers other hosts of the job are
-// declared dead or gone (leaves watches the submitter and those hosts), isolatedGrace
-// has passed, and the connection is that silent too (a host cut off before gossip told
-// it of the submitter); or the connection has been silent for maxSilence. A verdict on
-// the submitter while the connection is live is logged once. It returns when the
-// subscription ends or once it closed the connection.
+// connection has been silent for deadSilence. Or all nOthers other hosts of the job are
+// declared dead or gone (leaves watches the submitter and those hosts), isolatedGrace has
+// passed. The connection is that silent too (a host cut off before gossip told it of the
+// submitter). Or the connection has been silent for maxSilence. A verdict on the
+// submitter while the connection is live is logged once. It returns when the subscription
+// ends or once it closed the connection.
 func (a *Agent) watchSubmitter(cc *ctlConn, id, submitter string, nOthers int, leaves <-chan leaveEvent) {
 	gone := map[string]bool{}
 	var dead *leaveEvent

@@ -220,7 +220,7 @@ func (s *outputSink) toFile(rank int, data []byte) {
 	}
 }
 
-// stallWriter is golaunch's own stderr (its summary line and notices): each write goes
+// stallWriter is golaunch's own stderr (its summary line and notices). Each write goes
 // through a goroutine and is given up after d when the reader of stderr stopped reading,
 // so that a message never keeps golaunch from ending a job (SIGTERM included). While a
 // write it gave up on is still blocked, later messages are dropped; they are written

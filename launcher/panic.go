@@ -30,11 +30,11 @@ import (
 // A crash is therefore a header line followed, within panicWindow lines, by a trace, or
 // a panic or fatal error header that ends the stream, followed only by its tail (lines
 // starting with a tab, "[signal ", "PC=", or blank). The agent watches each rank's
-// stderr as it forwards it (spawnRank), and when the rank exits 2 or dies of SIGABRT,
-// the crash's first line goes to the submitter in the rank's exit report
-// (exitMsg.Panic), so that the summary can say "panicked" whatever --output-dir does
-// with the text and on whichever host the rank ran. A program that prints such a header
-// as the last thing on its stderr and then exits 2 itself reads as a crash too.
+// stderr as it forwards it (spawnRank). When the rank exits 2 or dies of SIGABRT, the
+// crash's first line goes to the submitter in the rank's exit report (exitMsg.Panic).
+// So the summary can say "panicked" whatever --output-dir does with the text and on
+// whichever host the rank ran. A program that prints such a header as the last thing on
+// its stderr and then exits 2 itself reads as a crash too.
 
 const (
 	// panicWindow is how many lines after a header its trace may start: a multi-line

@@ -17,9 +17,9 @@ import (
 //
 // Fences are job-wide. On a one-host job the agent's Exchange sees every rank and
 // completes the round by itself. On a multi-host job each agent also sends its ranks'
-// puts to the submitter (fFence) as they fence; the submitter, once every rank of the
+// puts to the submitter (fFence) as they fence. The submitter, once every rank of the
 // round has fenced, sends each agent the puts of the ranks on other hosts (fFenceDone),
-// which the agent merges (Exchange.Merge) as if those ranks had fenced locally; the
+// which the agent merges (Exchange.Merge) as if those ranks had fenced locally. The
 // round then completes on every agent with the same table. A rank cannot fence round
 // k+1 before round k completed on its agent, and frames on one connection keep their
 // order, so a merge always lands in the round it belongs to.

@@ -13,9 +13,9 @@ import (
 const summaryEvery = 10 * time.Second
 
 // logKind is one kind of event that strangers can cause in any number (a refused control
-// connection, a gossip packet that fails to decrypt), and its two lines: first for the
-// first event of a quiet period, summary for the events of each interval after it. first
-// takes the event's detail; summary the count, the interval and the last event's detail.
+// connection, a gossip packet that fails to decrypt). Its two lines: first for the first
+// event of a quiet period, summary for the events of each interval after it. first takes
+// the event's detail; summary the count, the interval and the last event's detail.
 type logKind struct {
 	first   string // e.g. "refused control connection %s"
 	summary string // e.g. "refused %d control connections in %v (last %s)"
@@ -115,7 +115,7 @@ var (
 )
 
 // gossipKinds maps a fragment of memberlist's (v0.7) log lines to the kind it
-// summarises under: the lines of its packet and stream handlers for input that fails
+// summarises under. The lines of its packet and stream handlers for input that fails
 // before authentication (truncated, unlabelled, undecryptable or of an unknown type),
 // and its TCP accept loop's errors. The stream fragments are tried first.
 var gossipKinds = []struct {

@@ -12,9 +12,9 @@ import (
 // Keeping the cluster whole. memberlist never contacts a member it declared dead or that
 // left: it neither probes it nor pushes its state to it. So an agent restarted at its
 // address without --join (the seed, typically) would stay a cluster of one for ever, and
-// the others a cluster without it; and an agent whose link came back after it was
+// the others a cluster without it. And an agent whose link came back after it was
 // declared dead would stay outside. memberlist does contact an address it still believes
-// live, but an agent restarted there before its death was noticed answers the probes
+// live. But an agent restarted there before its death was noticed answers the probes
 // (same name) while knowing no member, until a periodic push-pull happens to pick it
 // (pushPullInterval, 15 s or more). Each agent therefore runs a rejoin loop (keepJoined)
 // that joins, every rejoinInterval and at once when woken:
@@ -31,7 +31,7 @@ import (
 //     probed it for as long: the cluster has lost it (it was declared dead, or its name
 //     went to another agent) without it noticing.
 //
-// Joining is a push-pull of the whole state: the member there learns every live member,
+// Joining is a push-pull of the whole state. The member there learns every live member,
 // refutes the death or departure recorded for it in the state it receives, and its new
 // incarnation (and metadata) spread by gossip within a few 50 ms rounds. A restarted
 // agent is thus back in every member's list within about rejoinInterval of answering (of
@@ -40,7 +40,7 @@ import (
 //
 // Name clashes. memberlist probes one address per name. Two agents that end up with one
 // name after both joined (one was cut off, declared dead and replaced, and came back; or
-// two clusters merged) both see the clash (NotifyConflict); the one that the cluster does
+// two clusters merged) both see the clash (NotifyConflict). The one that the cluster does
 // not probe any more (unprobed) is not the cluster's member of that name, and gives up
 // exactly as an agent whose name is taken at join does (AgentMain: exit 125 without a
 // goodbye, which would make the cluster drop the name's live owner). The other keeps the

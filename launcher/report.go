@@ -52,9 +52,9 @@ const minQuietInterval = 100 * time.Millisecond
 // hangWatch is the quiet-period check's state, owned by the submitter's loop. Every
 // round's answers go through observe. A hang is due once every rank has been blocked or
 // ended, and no progress counter has moved, for the period. Checks come every interval,
-// an eighth of the period: the first round after the last progress starts within an
-// interval of it, and the round that finds the period over within half another (due),
-// so the report comes within 1.1875 periods of the last progress, plus the rounds'
+// an eighth of the period. The first round after the last progress starts within an
+// interval of it, and the round that finds the period over within half another (due).
+// So the report comes within 1.1875 periods of the last progress, plus the rounds'
 // answer times and the loop's delays.
 type hangWatch struct {
 	every    time.Duration  // --hang-report; 0: off
@@ -99,7 +99,7 @@ func (h *hangWatch) observe(asked time.Time, reps []hang.Report) time.Duration {
 // due reports whether a quiet check that found no progress for quiet prints: once per
 // hang, when quiet reached the period. The checks start an interval apart give or take
 // the loop's delays, so the check that falls within half an interval of the period's end
-// is the one that prints; waiting for the period to the nanosecond would push most
+// is the one that prints. Waiting for the period to the nanosecond would push most
 // reports one interval later.
 func (h *hangWatch) due(quiet time.Duration) bool {
 	if h.every <= 0 || h.reported || quiet < h.every-h.interval()/2 {

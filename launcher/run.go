@@ -261,7 +261,7 @@ func startJoined(o *Options, id string, lg *log.Logger, logw io.Writer) (*Agent,
 	}
 	agents, names := liveAgents(a, lg)
 	// An agent that memberlist declared dead although it is alive (a loaded host) is
-	// missing from the list until it is back, within seconds: a job that the listed agents
+	// missing from the list until it is back, within seconds. A job that the listed agents
 	// cannot hold waits for it a little before it is refused.
 	for deadline := time.Now().Add(agentSettle); !enoughAgents(o, agents) && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)

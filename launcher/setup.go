@@ -11,7 +11,7 @@ import (
 // The submitter's setup phase: before any rank starts, connect dials every agent of the
 // roster and setup pushes the job and waits until every agent has set up its part. Both
 // watch memberlist's verdicts on the roster's hosts (submitter.leaves) as the running job
-// does: a host declared dead or gone fails the job with the same summary line, instead of
+// does. A host declared dead or gone fails the job with the same summary line, instead of
 // after the dial, handshake or ready timeouts: at once while it has no control connection
 // yet, and once its connection has been silent for deadSilence otherwise (liveness.go).
 
@@ -132,7 +132,7 @@ func (s *submitter) connect() (int, bool) {
 // setup pushes the job to every agent and waits until all are ready. It returns false
 // (with the exit code) when one refused, was lost (its connection ended, or memberlist
 // declared it dead or gone and its connection stayed silent for deadSilence: not after
-// readyTimeout), or did not answer in time; then no rank has started, and closeLinks
+// readyTimeout), or did not answer in time. Then no rank has started, and closeLinks
 // tells the others to drop the job.
 func (s *submitter) setup() (int, bool) {
 	for i, l := range s.links {

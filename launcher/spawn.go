@@ -22,9 +22,9 @@ const outputDrain = 500 * time.Millisecond
 
 // spawner starts processes from one goroutine locked to its OS thread for the job's
 // lifetime. PR_SET_PDEATHSIG (SysProcAttr.Pdeathsig) fires when the thread that forked
-// the child exits, not the process; Go may retire an idle thread at any time, so a
-// child forked from an arbitrary goroutine could be killed mid-run, and one forked from
-// a thread that survives forever would still die with the agent only by luck. With one
+// the child exits, not the process. Go may retire an idle thread at any time, so a child
+// forked from an arbitrary goroutine could be killed mid-run, and one forked from a
+// thread that survives forever would still die with the agent only by luck. With one
 // locked thread that lives until every child is reaped, children get SIGKILL exactly when
 // the agent process dies (even by SIGKILL) and never otherwise.
 //
@@ -32,8 +32,8 @@ const outputDrain = 500 * time.Millisecond
 // has been reaped (the thread then exits).
 //
 // The spawner also holds the job's idle-role watcher (idlewatch.Watcher), which gives each rank
-// it starts a watch: ranks that use the tcp provider then leave CQ.Wait without waking
-// their reader goroutines, and this process hands idle reading roles back a tick later.
+// it starts a watch: ranks that use the tcp provider then leave CQ.Wait without waking their
+// reader goroutines. This process hands idle reading roles back a tick later.
 type spawner struct {
 	reqs  chan spawnReq
 	quit  chan struct{}
@@ -117,9 +117,8 @@ type rankProc struct {
 
 // rankEnv builds a rank's environment: the agent's own (without GOLAUNCH_*, and without
 // PMI_* and PMIX_*, which describe the process manager that started the agent, not the
-// rank's), then the job's -x variables, then the contract, PMI_RANK and PMI_SIZE, and
-// the local rank and count as Hydra gives them (later entries win). spawnRank adds
-// PMI_FD.
+// rank's), then the job's -x variables, then the contract, PMI_RANK and PMI_SIZE. The
+// local rank and count as Hydra gives them (later entries win). spawnRank adds PMI_FD.
 func rankEnv(base, extra []string, c pmi.Contract) []string {
 	env := make([]string, 0, len(base)+len(extra)+16)
 	for _, kv := range base {

@@ -271,7 +271,7 @@ func (c *Client) Info() Info { return c.info }
 
 // AppNum is the number of this rank's program among the job's (MPI_APPNUM), as the
 // agent said at init: 0 for the ranks of the first program of `golaunch -n 2 ./a : -n 2
-// ./b`, 1 for the second's; 0 in a job of one program.
+// ./b`, 1 for the second's. 0 in a job of one program.
 func (c *Client) AppNum() int { return c.info.AppNum }
 
 // Rank is this rank, as given to Dial.

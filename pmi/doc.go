@@ -55,7 +55,7 @@
 // environment ([Detect]: PMI_FD, or PMI_PORT with PMI_ID) and talks to it through
 // [Connect], which returns a [*Foreign]. Both *Client and *Foreign are a [Session]: rank,
 // size, put, fence, get, abort, finalize. Foreign speaks PMI-1 (the simple wire, 1.1) or
-// PMI-2, chosen by GORMA_PMI (auto, 1 or 2); it stores binary values as base64url split
+// PMI-2, chosen by GORMA_PMI (auto, 1 or 2). It stores binary values as base64url split
 // to the server's vallen_max under keys "gorma-RANK-KEY", and reads the node of every
 // rank from PMI_process_mapping ([Foreign.Nodes], [ParseProcessMapping]).
 //

@@ -16,9 +16,8 @@ const AnyRank = -1
 // blocks until size ranks have fenced in the current round; then every put of the round
 // becomes visible to Get. Values are kept per rank (gorma's Get names the rank) and
 // indexed by key for [AnyRank] (PMI-1's get does not): of the ranks that put a key in
-// one round the lowest wins, and a later round's put replaces an earlier round's, so
-// every agent that merged the same rounds answers the same. It is safe for concurrent
-// use.
+// one round the lowest wins. A later round's put replaces an earlier round's. So every
+// agent that merged the same rounds answers the same. It is safe for concurrent use.
 type Exchange struct {
 	size int
 

@@ -71,11 +71,11 @@ func getField(fs []Field, key string) (string, bool) {
 
 // ParseSimpleLine parses one PMI-1 line, with or without its trailing newline. It is
 // lenient where servers differ and strict where garbage shows: fields may come in any
-// order, separated by runs of spaces or tabs; unknown and repeated keys are kept (Get
-// returns the first); a value may be empty and may contain '='; a backslash keeps the next
-// character in the value (MPICH escapes spaces so), and the value is kept raw, escapes
-// and all; a field without '=' is a key with an empty value. The line must start with
-// cmd=NAME and hold only printable ASCII.
+// order, separated by runs of spaces or tabs. Unknown and repeated keys are kept (Get
+// returns the first). A value may be empty and may contain '='. A backslash keeps the next
+// character in the value (MPICH escapes spaces so), and the value is kept raw, escapes and
+// all. A field without '=' is a key with an empty value. The line must start with cmd=NAME
+// and hold only printable ASCII.
 func ParseSimpleLine(line string) (SimpleLine, error) {
 	line = strings.TrimSuffix(line, "\n")
 	line = strings.TrimSuffix(line, "\r")
@@ -247,9 +247,9 @@ func (r *SimpleReader) readRaw() (string, error) {
 }
 
 // ParseFrame parses the body of one PMI-2 frame (without its length prefix):
-// "cmd=NAME;key=value;...;". Fields may come in any order; unknown and repeated keys are
-// kept (Get returns the first); ";;" inside a value is an escaped ';' (the PMI-2.0
-// reference client writes it so; Slurm and newer MPICH never do); the last field's ';'
+// "cmd=NAME;key=value;...;". Fields may come in any order. Unknown and repeated keys are
+// kept (Get returns the first). ";;" inside a value is an escaped ';' (the PMI-2.0
+// reference client writes it so; Slurm and newer MPICH never do). The last field's ';'
 // may be missing. The body must start with cmd=NAME and hold only printable ASCII.
 func ParseFrame(body string) (Frame, error) {
 	if len(body) > MaxFrame {

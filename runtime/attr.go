@@ -24,7 +24,7 @@ type keyval struct {
 
 // NewKeyval returns a Keyval for attributes of type V. copy runs at Dup, for each World
 // that has the attribute, with that World and its value, and returns the Dup's value and
-// whether the Dup gets the attribute at all; nil copies nothing (MPI_COMM_NULL_COPY_FN),
+// whether the Dup gets the attribute at all. Nil copies nothing (MPI_COMM_NULL_COPY_FN),
 // and CopyOnDup gives the Dup the same value (MPI_COMM_DUP_FN). del runs when a value
 // leaves a World: at DeleteAttr, when SetAttr replaces it, and at the World's Free (for
 // Init's World, at the start of Finalize); nil runs nothing (MPI_COMM_NULL_DELETE_FN).
@@ -197,7 +197,7 @@ func (w *World) Name() string {
 
 // WtimeIsGlobal reports whether the ranks of w read one clock (MPI_WTIME_IS_GLOBAL):
 // true when they all run on this rank's host, where time.Now reads the same system
-// clock in every process; across hosts, clocks agree only as well as their time
+// clock in every process. across hosts, clocks agree only as well as their time
 // synchronization makes them.
 func (w *World) WtimeIsGlobal() bool {
 	return w != nil && w.LocalSize() == w.Size()

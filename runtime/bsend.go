@@ -10,7 +10,7 @@ import (
 // Buffered sends (MPI_Bsend, MPI_Buffer_attach, MPI_Buffer_detach). A Bsend copies its
 // message into the buffer this process attached and sends the copy as Isend does; the
 // copy's space is free again once that send has completed. Space is taken first fit, at
-// offsets that are multiples of 8: a message of n bytes takes bsendSpace(n), which is at
+// offsets that are multiples of 8. A message of n bytes takes bsendSpace(n), which is at
 // most n + BsendOverhead, so a buffer sized by MPI's rule holds every message it was
 // sized for, whatever their lengths and in any order.
 

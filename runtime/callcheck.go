@@ -15,7 +15,7 @@ import (
 // ErrMismatch means the ranks of a World made different collective calls at the same
 // point: another call, or the same call with another count, element type, operator,
 // root or window. Under GORMA_CHECK=1 every collective call is checked before it starts
-// and fails at every rank with a *MismatchError naming both calls; without it, the
+// and fails at every rank with a *MismatchError naming both calls. Without it, the
 // collectives fail with ErrMismatch where they see it (a message or a published count
 // of another length, another operator on one host) and a hang report names the rest.
 var ErrMismatch = errors.New("mismatched collective call")
@@ -69,7 +69,7 @@ func CallCheck() bool { return arena.Checking() }
 
 // The check's messages travel on the World's Sibling's internal context (ctx+3), which
 // hang reports leave out while a Track names a call, with tags checkTag | call number <<
-// checkRoundBits | round: a message a failed check left behind matches no later call
+// checkRoundBits | round. A message a failed check left behind matches no later call
 // within 2^25 calls.
 const (
 	checkTag       = 1 << 30
@@ -82,12 +82,12 @@ const (
 
 // Check compares sig, the collective call number seq on the Track's World, with every
 // other rank's call of that number under GORMA_CHECK=1 (it returns nil at once
-// otherwise): a dissemination exchange of ceil(log2 n) rounds, each rank passing on the
+// otherwise). A dissemination exchange of ceil(log2 n) rounds, each rank passing on the
 // least and the greatest call it has seen, so that every rank ends knowing whether all
 // calls are equal and, if not, one that differs from its own. A difference is a
 // *MismatchError at every rank; so nothing of the call has run at any rank when one
-// fails. A rank that makes no collective call numbered seq leaves the others waiting
-// in Check until ctx ends, as its call would; a hang report names both.
+// fails. A rank that makes no collective call numbered seq leaves the others waiting in
+// Check until ctx ends, as its call would; a hang report names both.
 func (t *Track) Check(ctx context.Context, seq uint64, sig *CallSig) error {
 	if !arena.Checking() || t.size < 2 {
 		return nil
@@ -150,7 +150,7 @@ func (t *Track) job(r int) int {
 }
 
 // A check message (little-endian) is a version byte, then the least and the greatest
-// call seen, each as rank u32 and a call; a call is seq u64, count i64, root i32, then
+// call seen, each as rank u32 and a call. A call is seq u64, count i64, root i32, then
 // Call, Type, Op and Win, each a length byte and that many bytes (longer strings are
 // cut to checkMaxString bytes). Calls compare as their encodings, bytewise.
 

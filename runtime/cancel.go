@@ -34,11 +34,11 @@ func (r *Request) Free() error {
 //   - a receive that no message has matched is withdrawn; one that has matched completes
 //     as it would have;
 //   - a send is withdrawn while it waits, unsent, for its connection or a send slot, and
-//     a synchronous send to this rank itself until a receive takes it; a rendezvous offer
+//     a synchronous send to this rank itself until a receive takes it. A rendezvous offer
 //     that has left (a send above the eager limit, or any Ssend) is withdrawn if the
 //     receiver has not matched it when the request arrives there, which takes a message
-//     each way; an eager message that has left is not, and the send completes as it
-//     would have;
+//     each way. An eager message that has left is not, and the send completes as it would
+//     have;
 //   - an Isendrecv cancels its two parts by these rules; its Status is the receive's.
 //
 // Cancel on a completed Request does nothing.

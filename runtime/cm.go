@@ -27,10 +27,10 @@ import (
 //     receive naming the peer), makes a placeholder peer at once (peerLocked): sends to it
 //     wait in its out queue as opSend. A goroutine (dialPeer) reads the peer's card (from
 //     the cards Init read under golaunch, or with one PMI get under a foreign process
-//     manager), makes the queue pair and the fast box on the device the pair's transport
-//     needs (makeQPLocked), and sends its card and endpoint to the peer's connection
-//     listener, whose address the card carries (cm_wire.go: authenticated with the job
-//     secret).
+//     manager). It makes the queue pair and the fast box on the device the pair's
+//     transport needs (makeQPLocked). It sends its card and endpoint to the peer's
+//     connection listener, whose address the card carries (cm_wire.go: authenticated with
+//     the job secret).
 //   - The target's listener goroutine (serveCM) answers without the target's
 //     application: it makes its queue pair, moves it to RTR (and on shm to RTS, mapping
 //     the origin's fast box) and replies with its endpoint. Both then finish the pair

@@ -25,7 +25,7 @@ import (
 //
 // The request's mac is HMAC-SHA256(secret, "gorma/cm v1 request" || hello || challenge ||
 // the request's first 8 bytes || body), the reply's the same with "gorma/cm v1 reply" and
-// the reply's bytes: each side proves it holds the job secret over both fresh nonces and
+// the reply's bytes. Each side proves it holds the job secret over both fresh nonces and
 // both ranks, so neither message can be replayed or reflected. The target creates nothing
 // and touches no memory before the request's mac checks. All integers are little-endian.
 const (

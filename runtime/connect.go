@@ -60,13 +60,13 @@ func (e *engine) readCards(ctx context.Context, me card) (count map[string]int, 
 	return e.providerCounts()
 }
 
-// deviceWait decides who spins (progress.go), given how many peers each provider serves:
-// the runtime, over every device, which then only sleeps in CQ.Wait (verbs.WaitBlock);
-// or, when every device's completions come from reader goroutines (verbs.CapReaders: tcp)
-// and the mode is hybrid, the device's CQ.Wait. Its spin leaves the processor to the
-// readers, and its leader (a wait on the only connection) tries its socket for
-// GORMA_SPIN before it sleeps. Not when this host's ranks outnumber its processors: the
-// peer may need the very processor such a spin holds.
+// deviceWait decides who spins (progress.go), given how many peers each provider serves.
+// Either the runtime spins, over every device, and then only sleeps in CQ.Wait
+// (verbs.WaitBlock). Or, when every device's completions come from reader goroutines
+// (verbs.CapReaders: tcp) and the mode is hybrid, the device's CQ.Wait spins. Its spin
+// leaves the processor to the readers, and its leader (a wait on the only connection)
+// tries its socket for GORMA_SPIN before it sleeps. The exception is a host whose ranks
+// outnumber its processors: the peer may need the very processor such a spin holds.
 func (e *engine) deviceWait(count map[string]int) verbs.WaitMode {
 	readers := false
 	for name, n := range count {

@@ -81,7 +81,7 @@ func (a *ctxAlloc) reuseDup(base uint16) uint16 {
 }
 
 // family holds the communication contexts that Split reserved for the Worlds on one
-// group: the first World takes the first four, each Dup of any of them the next four
+// group. The first World takes the first four, each Dup of any of them the next four
 // (Dup itself does not communicate, so the block is fixed at Split), or the lowest four
 // that a freed World of the family gave back (free). Every rank of the group frees and
 // dups in the same order, so every rank picks the same. Guarded by the engine's mu.

@@ -15,11 +15,10 @@ import (
 // with a layout of the same size, or Recv of bytes or elements). A layout whose count
 // copies are one run (datatype.Type.Contig) is sent from buf in place. Any other is
 // packed into a pooled buffer first, except a rendezvous to a rank of this host whose
-// memory the ranks may read: its receiver reads the layout straight out of buf, into its
+// memory the ranks may read. Its receiver reads the layout straight out of buf, into its
 // own layout or buffer (a layout offer: no packed copy on either side). buf's elements
-// may be any type without pointers
-// (numbers, arrays and structs of them). A layout outside buf fails with ErrInvalid
-// before anything is sent; the rest behaves as Send.
+// may be any type without pointers (numbers, arrays and structs of them). A layout
+// outside buf fails with ErrInvalid before anything is sent; the rest behaves as Send.
 func SendType[T any](ctx context.Context, w *World, buf []T, count int, t datatype.Type, dest, tag int) error {
 	if w == nil {
 		return withOp("send type", errNilWorld())
@@ -84,7 +83,7 @@ func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 
 // SendrecvType sends scount copies of the layout st over sbuf to dest with stag and
 // receives into rcount copies of rt over rbuf from src (or AnySource) with rtag (or
-// AnyTag), as Sendrecv does (MPI_Sendrecv with derived datatypes): the receive is posted
+// AnyTag), as Sendrecv does (MPI_Sendrecv with derived datatypes). The receive is posted
 // first, so a ring of ranks exchanging halo columns never deadlocks. Each side moves in
 // place when its layout is one run, else through a pooled buffer, or between ranks of
 // one host as a layout offer (see SendType and RecvType); the receive's Status and
@@ -188,7 +187,7 @@ func typeStatus(st Status, t datatype.Type) Status {
 
 // IsendType starts SendType (MPI_Isend with a derived datatype): a layout that is one
 // run is sent from buf in place (buf belongs to the runtime until the Request
-// completes); any other is packed at the call into a pooled buffer, so buf is the
+// completes). Any other is packed at the call into a pooled buffer, so buf is the
 // caller's again at once, and the buffer returns to the pool when the completion is
 // reported (Wait, Test or a set call). It never makes a layout offer (see SendType),
 // which would keep buf until the receiver has read it.
@@ -218,11 +217,11 @@ func IsendType[T any](w *World, buf []T, count int, t datatype.Type, dest, tag i
 
 // IrecvType starts RecvType (MPI_Irecv with a derived datatype): buf belongs to the
 // runtime until the Request's completion is reported. A layout that is one run is
-// received in place, and a layout offer (see SendType) straight into the layout; any
-// other through a pooled buffer, unpacked into the layout as Wait,
-// Test or a set call reports the completion (under the runtime's lock: a large layout's
-// unpacking holds the rank's other goroutines' calls that long). The Status counts whole
-// copies of t, and the length rules are RecvType's.
+// received in place, and a layout offer (see SendType) straight into the layout. Any
+// other through a pooled buffer, unpacked into the layout as Wait, Test or a set call
+// reports the completion (under the runtime's lock: a large layout's unpacking holds the
+// rank's other goroutines' calls that long). The Status counts whole copies of t, and
+// the length rules are RecvType's.
 func IrecvType[T any](w *World, buf []T, count int, t datatype.Type, src, tag int) (*Request, error) {
 	if w == nil {
 		return nil, withOp("irecv type", errNilWorld())

@@ -13,7 +13,7 @@
 //
 // Started by golaunch (golaunch -n 4 ./prog), Init joins the job: it connects to the
 // local agent (package pmi), exchanges cards in one fence and opens the transports, shm
-// for peers on the same host and tcp otherwise; a pair of ranks connects on first
+// for peers on the same host and tcp otherwise. A pair of ranks connects on first
 // contact. Started by Slurm (srun --mpi=pmi2), MPICH's Hydra (mpiexec.hydra) or Flux, it
 // does the same through their PMI server (PMI-1 or PMI-2) with one fence and a few PMI
 // round trips whatever the job's size. Started on its own, the program gets a world of
@@ -24,20 +24,20 @@
 // # Messages and communicators
 //
 // Send, Recv, Isend, Irecv, Sendrecv, Probe and Iprobe carry slices of fixed-size numbers
-// (Elem) with a tag in 0..MaxTag, and follow MPI's matching rules: a receive names a
-// source or AnySource and a tag or AnyTag, Status reports source, tag and size, and two
-// messages from one sender that a receive could both match arrive in the order sent.
-// WaitAny, WaitAll, WaitSome and their Test forms work on sets of Requests (nil entries
-// skipped). The other MPI send modes (Ssend, Bsend with BufferAttach, Rsend), Isendrecv,
-// Mprobe and Mrecv, Cancel, Free and persistent Requests (SendInit, RecvInit, Start) are
-// here too, and ProcNull is a peer whose operations complete at once. SendType, RecvType,
-// SendrecvType and their I forms carry datatype layouts. Each World has its own context: Dup makes
-// another over the same ranks, Split, Create and CreateGroup one over a subset or a Group
-// (World.Group, with MPI's set operations), SplitShared one per host, and Free gives a
-// World's contexts back. CreateIntercomm joins two disjoint groups in an
-// intercommunicator, whose point-to-point calls name the other group's ranks (Merge
-// makes one World of both). A World has a name (SetName) and attributes (NewKeyval,
-// SetAttr, GetAttr) whose copy functions run at Dup and delete functions at Free.
+// (Elem) with a tag in 0..MaxTag, and follow MPI's matching rules. A receive names a source or
+// AnySource and a tag or AnyTag, Status reports source, tag and size, and two messages from one
+// sender that a receive could both match arrive in the order sent. WaitAny, WaitAll, WaitSome
+// and their Test forms work on sets of Requests (nil entries skipped). The other MPI send modes
+// (Ssend, Bsend with BufferAttach, Rsend), Isendrecv, Mprobe and Mrecv, Cancel, Free and
+// persistent Requests (SendInit, RecvInit, Start) are here too, and ProcNull is a peer whose
+// operations complete at once. SendType, RecvType, SendrecvType and their I forms carry
+// datatype layouts. Each World has its own context: Dup makes another over the same ranks,
+// Split, Create and CreateGroup one over a subset or a Group (World.Group, with MPI's set
+// operations), SplitShared one per host, and Free gives a World's contexts back.
+// CreateIntercomm joins two disjoint groups in an intercommunicator, whose point-to-point calls
+// name the other group's ranks (Merge makes one World of both). A World has a name (SetName)
+// and attributes (NewKeyval, SetAttr, GetAttr) whose copy functions run at Dup and delete
+// functions at Free.
 //
 // Small messages go eagerly (GORMA_EAGER_LIMIT) and a Send of one returns at once; large
 // ones go by rendezvous, read by the receiver straight into its buffer. There is no

@@ -3,10 +3,10 @@ package runtime
 import "slices"
 
 // Eager protocol: a message of at most the receiver's eager limit is copied into a
-// registered send slot behind an 8-byte header and posted as one verbs Send, which lands
-// in one of the receiver's pre-posted receive slots. The send completes when the copy is
-// made (the caller may reuse its buffer at once); the slot is free again once the
-// provider reports that Send, or a later signaled one, complete (most messages are posted
+// registered send slot behind an 8-byte header and posted as one verbs Send, which lands in
+// one of the receiver's pre-posted receive slots. The send completes when the copy is made
+// (the caller may reuse its buffer at once). The slot is free again once the provider
+// reports that Send, or a later signaled one, complete (most messages are posted
 // unsignaled: see postMessage in peers.go). A message to this rank itself never touches the
 // transport: it is copied into the matching posted receive, or into the unexpected queue.
 

@@ -24,12 +24,12 @@ import (
 //   - pending sends to it and receives from it complete with the error at once, and so do
 //     later ones (a receive first takes any message from it that had already arrived);
 //   - receives from AnySource (and AnySource probes) that are pending fail too, and a later
-//     AnySource receive fails unless a matching message is already waiting: once any peer
+//     AnySource receive fails unless a matching message is already waiting. Once any peer
 //     has failed, an AnySource receive never blocks (as ULFM's MPI_ERR_PROC_FAILED_PENDING,
 //     without its acknowledge call; receive from named sources to go on);
 //   - Barrier fails at every rank once any peer has failed (under golaunch the agent
-//     reports every death to every rank), so that no rank waits for a live rank that
-//     left the barrier with an error; so do receives on a Sibling World (the collectives'
+//     reports every death to every rank), so that no rank waits for a live rank that left
+//     the barrier with an error. So do receives on a Sibling World (the collectives'
 //     traffic), which are not yet matched;
 //   - operations that involve only live peers go on.
 //
@@ -157,7 +157,7 @@ type eventSource interface {
 // agentWordBound is how long a rank under golaunch waits, after its transport reported a
 // peer failed, for any word of the failure from its agent (a ProcFailed or Aborted
 // event). A peer failure under golaunch always aborts the job, and a live agent tells
-// every rank and then ends it; an agent that stays silent this long is stopped or hung
+// every rank and then ends it. An agent that stays silent this long is stopped or hung
 // (SIGSTOP, a frozen host), and would leave this rank running after the rest of its job
 // is gone, so the rank exits by itself (agentSilent). TestAgentSilentAfterPeerFailure and
 // launcher's TestNetnsLoadStoppedAgent check it.
@@ -269,7 +269,7 @@ func (e *engine) agentLost() {
 	e.failAllLocked(e.aborted)
 }
 
-// agentErr gives an error of the agent's protocol the runtime's sentinel: the agent's
+// agentErr gives an error of the agent's protocol the runtime's sentinel. The agent's
 // pmi.ErrAborted (the job is being aborted, or a rank left without Finalize, during
 // Finalize's fence) becomes a *ProcError wrapping ErrAborted, so that callers can test
 // Finalize's error with errors.Is(err, ErrAborted) like every other call's. When the

@@ -9,9 +9,9 @@ import (
 )
 
 // Fast boxes. An eager message of up to fbMaxPayload bytes to a peer on shm bypasses the
-// verbs queue pair: the sender writes it straight into a fast box, a single-producer
+// verbs queue pair. The sender writes it straight into a fast box, a single-producer
 // single-consumer ring of fbCells fixed cells that the receiver allocated for that one
-// sender in its own arena and that the sender maps (verbs.Mapper); the receiver's poller
+// sender in its own arena and that the sender maps (verbs.Mapper). The receiver's poller
 // reads the box directly. No QP or CQ lock, no work request, no send slot, no receive slot
 // to repost, one copy on each side. (Open MPI's vader BTL has per-peer "fast boxes" for the
 // same reason.) Everything else — larger eager messages, RTS, FIN, and messages that find
@@ -37,29 +37,29 @@ import (
 //
 // Stale words never pass for a record. The receiver only reads a seq word where a record
 // must start. A word there is pos+1 of an older lap (smaller than any later position's),
-// zero, or payload of a record's later cell; the receiver zeroes the seq word of a record's
+// zero, or payload of a record's later cell. The receiver zeroes the seq word of a record's
 // later cells once it has taken the record, before it publishes the head that lets the
-// sender reuse them, so payload never outlives its record in a seq word (as the verbs
+// sender reuse them. So payload never outlives its record in a seq word (as the verbs
 // ring's consume does). A pad writes only its first cell; the cells it skips keep words of
-// older laps, which are zero or smaller positions. A one-cell record, every message of
-// up to fbCellSize-fbRecHdr bytes, is read and never written by the receiver: the sender's
-// next store to the cell only invalidates the receiver's copy instead of fetching a line
-// it dirtied.
+// older laps, which are zero or smaller positions. A one-cell record, every message of up
+// to fbCellSize-fbRecHdr bytes, is read and never written by the receiver: the sender's
+// next store to the cell only invalidates the receiver's copy instead of fetching a line it
+// dirtied.
 //
-// Order. MPI's non-overtaking rule spans both paths: a receive must take a peer's
-// messages in the order they were sent, whichever way each travelled. The receiver counts
-// the matchable messages it has handled from the queue pair (peer.qrecv). A box message
-// is handled only once qrecv has reached its qseq (every queue-pair message sent before it
-// was handled); and before handling a queue-pair message the receiver handles every box
-// message whose qseq allows it (those sent before that message: they were published
-// before it, so a load after seeing it sees them). The sender uses the box only when
-// nothing waits in its out queue for the peer.
+// Order. MPI's non-overtaking rule spans both paths: a receive must take a peer's messages
+// in the order they were sent, whichever way each travelled. The receiver counts the
+// matchable messages it has handled from the queue pair (peer.qrecv). A box message is
+// handled only once qrecv has reached its qseq (every queue-pair message sent before it
+// was handled). And before handling a queue-pair message the receiver handles every box
+// message whose qseq allows it (those sent before that message: they were published before
+// it, so a load after seeing it sees them). The sender uses the box only when nothing
+// waits in its out queue for the peer.
 //
 // Waiting. The poller's spin checks the boxes with one load per peer and takes mu only
 // when a message can be handled (fastboxReady). To sleep, the device's CQ.Wait is given
 // the same check (shm's SetWaitCheck), and the sender rings the receiver's doorbell after
-// publishing (shm's NotifyPeer: a fence and, only when the receiver sleeps, a futex wake),
-// so block and hybrid modes sleep and wake exactly as for queue-pair messages. A record
+// publishing (shm's NotifyPeer: a fence and, only when the receiver sleeps, a futex wake).
+// So block and hybrid modes sleep and wake exactly as for queue-pair messages. A record
 // waiting for its qseq does not count as ready, so a sleeper does not spin on it.
 //
 // Failure. A dead peer is detected through its queue pair, as without boxes (its flushed

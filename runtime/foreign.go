@@ -76,9 +76,9 @@ func abortSession(s pmi.Session, msg string) {
 }
 
 // connectForeign joins the job through a foreign PMI server with a constant number of
-// PMI round trips: this rank opens its connection listener, puts its card (rank 0: and
+// PMI round trips. This rank opens its connection listener, puts its card (rank 0: and
 // the job secret) in one value, fences, and reads rank 0's value. Locality comes from
-// the node map (nodes, from PMI_process_mapping); this rank checks it against the card
+// the node map (nodes, from PMI_process_mapping). This rank checks it against the card
 // of its node's first rank, so that a map the cards contradict (ranks of one node that
 // cannot share memory: another container, user or network namespace) fails Init at the
 // rank that sees it, whose PMI abort ends the job. Without a map it reads every card

@@ -18,11 +18,11 @@ import (
 // only once every other rank of the freed World has said that it is done with it:
 //
 //   - Free discards this rank's unexpected messages on the World's contexts (a rendezvous
-//     offer is answered with FIN, so its sender completes), marks the contexts freed (a
-//     message that a peer sent on them before its own mark, arriving later, is discarded
-//     the same way; one that follows the peer's mark belongs to the World the peer has
-//     already made on the same contexts and is kept: discardFreedLocked), and sends
-//     every other rank of the World a free mark: an empty message in the engine's control
+//     offer is answered with FIN, so its sender completes). It marks the contexts freed
+//     and sends every other rank of the World a free mark. A message that a peer sent on
+//     them before its own mark, arriving later, is discarded the same way. One that
+//     follows the peer's mark belongs to the World the peer has already made on the same
+//     contexts and is kept (discardFreedLocked). An empty message in the engine's control
 //     context (ctlCtx) whose tag is the World's context. A peer's messages arrive in the
 //     order it sent them, so once its mark for a World has arrived, nothing it sent on
 //     that World can still be on the way.
@@ -94,23 +94,23 @@ func (w *World) OnFree(f func()) error {
 
 // Free gives w's communication contexts back for later Dups and Splits to reuse
 // (MPI_Comm_free), after running the delete functions of w's attributes (NewKeyval) with
-// no lock held. Every rank of w must call it once, after its last call on w, in the
-// same order relative to its other Dup, Split and Free calls; it does not wait for the
-// other ranks. Afterwards every communication call on w or its sibling (point-to-point,
+// no lock held. Every rank of w must call it once, after its last call on w, in the same
+// order relative to its other Dup, Split and Free calls; it does not wait for the other
+// ranks. Afterwards every communication call on w or its sibling (point-to-point,
 // Barrier, Dup, Sibling, Split, Attach, OnFree, and package collectives' calls) fails
-// with ErrInvalid; the memory calls (AllocRegion, RegisterRegion, NewCounter) and the
+// with ErrInvalid. The memory calls (AllocRegion, RegisterRegion, NewCounter) and the
 // accessors (Rank, Size, HostOf...) work on, being the rank's rather than the World's.
 //
-// Operations under way on w (or its sibling) at this rank when Free is called, receives
-// and probes posted, sends not yet completed, complete normally, as with MPI_Comm_free;
-// the contexts are given back when the last of them completes. A message sent on w that this rank never received is discarded (a rendezvous offer is
-// released, so that its sender completes), now or when it arrives: as with MPI, a
-// program should receive every message it sends before the World is freed. Init's World
-// cannot be freed (Finalize ends it); a sibling is freed with its World. A Dup that reuses
-// the contexts waits for every other rank's Free of that World, as a collective waits for
-// its ranks: a rank that never frees it keeps that Dup waiting until the rank fails or the
-// job's --timeout ends it. After Finalize, Free does nothing and returns nil (Finalize
-// ended every World), so that a deferred Free after Finalize succeeds.
+// Operations under way on w (or its sibling) at this rank when Free is called, receives and
+// probes posted, sends not yet completed, complete normally, as with MPI_Comm_free; the
+// contexts are given back when the last of them completes. A message sent on w that this rank
+// never received is discarded (a rendezvous offer is released, so that its sender completes),
+// now or when it arrives: as with MPI, a program should receive every message it sends before
+// the World is freed. Init's World cannot be freed (Finalize ends it); a sibling is freed with
+// its World. A Dup that reuses the contexts waits for every other rank's Free of that World, as
+// a collective waits for its ranks. A rank that never frees it keeps that Dup waiting until the
+// rank fails or the job's --timeout ends it. After Finalize, Free does nothing and returns nil
+// (Finalize ended every World), so that a deferred Free after Finalize succeeds.
 func (w *World) Free() error {
 	if w == nil {
 		return withOp("free", errNilWorld())
@@ -320,7 +320,7 @@ func (e *engine) discardFreedLocked(src int, h *header) bool {
 
 // markLocked handles a free mark from src for the World at base, and reports whether it
 // took it: awaited, it ends the wait for src (and completes the Dup waiting for it, if
-// any); otherwise src freed the World before this rank did, and the mark waits in the
+// any). Otherwise src freed the World before this rank did, and the mark waits in the
 // unexpected queue for this rank's Free.
 func (e *engine) markLocked(src int, base uint16) bool {
 	if !e.ctxs.markArrived(src, base) {

@@ -161,8 +161,8 @@ func (t *Track) Close() {
 // Begin marks the start of call (a name of at most 64 KiB, normally a constant) on the
 // Track's World. A collective call (one every rank of the World makes, in the same
 // order) gets the next number of the World's collective calls, counted across all its
-// Tracks (the collectives' and the windows'), so that reports of two ranks compare;
-// another call gets none.
+// Tracks (the collectives' and the windows'), so that reports of two ranks compare.
+// Another call gets none.
 func (t *Track) Begin(call string, collective bool) {
 	var seq uint64
 	if collective {

@@ -12,7 +12,7 @@ import (
 
 // fullHostProcs is the GOMAXPROCS of a rank whose host's ranks fill its processors,
 // under GORMA_PROCS=auto. A waiting rank runs its wait in the calling goroutine (the
-// poller role, or the shared-memory collectives' flag spin), so one P waits, and the
+// poller role, or the shared-memory collectives' flag spin). So one P waits, and the
 // second lets the tcp provider's goroutines and timers run beside it, as a bound rank's
 // (launcher's boundProcs). Go's default gives every rank a P per processor of the host:
 // each goroutine that becomes ready then wakes an idle P's thread, which spins looking

@@ -15,13 +15,13 @@ import (
 // and of package collectives' calls), through which Rank, Size and Group answer.
 //
 // Both groups take their contexts from one Split block, agreed as Split agrees on one
-// (agreeBlock) over the records of every rank of both groups: the block's first World
+// (agreeBlock) over the records of every rank of both groups. The block's first World
 // is the intercommunicator, its second the local group's World (the two groups, being
 // disjoint, share that context without their messages meeting), and Dup takes two more
 // per copy.
 
 // Root is the root argument that the root's own rank passes to a rooted collective on
-// an intercommunicator (MPI_ROOT); the other ranks of its group pass ProcNull, and the
+// an intercommunicator (MPI_ROOT). The other ranks of its group pass ProcNull, and the
 // ranks of the remote group pass the root's rank in its group.
 const Root = -4
 
@@ -58,7 +58,7 @@ func (w *World) RemoteGroup() Group {
 
 // Local returns the World over an intercommunicator's local group, ranked as Rank is,
 // with a context of its own; nil for an intracommunicator. It is the intercommunicator's
-// own: package collectives runs the local steps of its calls on it, so a program that
+// own: package collectives runs the local steps of its calls on it. So a program that
 // calls collectives on it as well must order them with those on the intercommunicator,
 // as it orders calls on one World. It is freed with the intercommunicator.
 func (w *World) Local() *World {
@@ -135,7 +135,7 @@ func interOn(e *engine, c, lctx uint16, local, remote []int, fam *family) *World
 	return &World{e: e, ctx: c, g: newJobGroup(e, remote, fam), x: &inter{local: lw}, life: &worldLife{}}
 }
 
-// interSplit is Split of an intercommunicator (MPI_Comm_split on one): the ranks of
+// interSplit is Split of an intercommunicator (MPI_Comm_split on one). The ranks of
 // each group that pass one color form the local group of a new intercommunicator, whose
 // remote group is the other group's ranks of that color, each ordered by key, then by
 // rank. A rank whose color no rank of the other group passes gets nil, as does NoColor.
@@ -239,7 +239,7 @@ func (u *union) localFirst() bool {
 }
 
 // unite runs the exchange of CreateIntercomm and Merge over local, whose ranks are one
-// group: the ranks' split records go to every rank of local (exchange), the leader
+// group. The ranks' split records go to every rank of local (exchange), the leader
 // (localLeader) swaps its group's ranks, records and flag with the other group's leader
 // by swap, and sends what it got to the others in local's internal context. A leader
 // that fails sends the others an empty answer, so every rank returns an error. The
@@ -363,7 +363,7 @@ func (e *engine) swap(ctx context.Context, ctxID uint16, peer, tag int, mine, th
 
 // Merge returns an intracommunicator of both groups of the intercommunicator w
 // (MPI_Intercomm_merge): the group whose ranks pass high false first, each group in its
-// own order; when both pass the same, the group holding the lower job rank (Init's
+// own order. When both pass the same, the group holding the lower job rank (Init's
 // World's) first. Every rank of both groups calls it, passing the same high within a
 // group. The new World follows Split's rules for contexts, Dups and Free.
 func (w *World) Merge(ctx context.Context, high bool) (*World, error) {

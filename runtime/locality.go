@@ -165,7 +165,7 @@ func chooseProvider(transport string, me, peer *card, peerRank int) (string, err
 }
 
 // between is the provider rank a uses to reach rank b (a != b), as every rank computes
-// it from the cards: chooseProvider under golaunch; under a foreign PM (e.nodes set),
+// it from the cards: chooseProvider under golaunch. Under a foreign PM (e.nodes set),
 // shm only when PMI_process_mapping puts both on one node AND their cards say they
 // share memory, tcp otherwise (foreignProvider).
 func (e *engine) between(a, b int) (string, error) {
@@ -255,7 +255,7 @@ func (id hostIdentity) short() string {
 
 // cmaProbe is a byte whose address each rank publishes in its card, so that a same-host
 // peer can check whether it may read this process's memory with process_vm_readv (which
-// the shm provider uses to RDMA-read user buffers): the kernel allows it for processes of
+// the shm provider uses to RDMA-read user buffers). The kernel allows it for processes of
 // the same user unless Yama's ptrace_scope forbids it.
 var cmaProbe = [8]byte{'g', 'o', 'r', 'm', 'a'}
 

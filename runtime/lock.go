@@ -17,9 +17,9 @@ import (
 // woken: it retries briefly (lockSpin), then yields to other goroutines between retries
 // (to lockYield), then sleeps lockSleep between them. That suits this lock: a rank's
 // program usually has one goroutine in the runtime at a time, the poller holds the lock
-// only to handle what it found, and every hold is short (a message's handling, the copy
-// of an eager payload); a goroutine that waits longer than a few hundred yields met a
-// long hold (a device's setup in Init or Finalize) and loses little by sleeping.
+// only to handle what it found. Every hold is short (a message's handling, the copy of
+// an eager payload). A goroutine that waits longer than a few hundred yields met a long
+// hold (a device's setup in Init or Finalize) and loses little by sleeping.
 type engineLock struct {
 	state atomic.Int32 // 1 while held
 }

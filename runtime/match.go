@@ -7,7 +7,7 @@ import (
 )
 
 // Matching (package matching holds the queues and the rule): posted receives wait in
-// e.posted and probes in e.probes, in the order they were posted; messages that arrived
+// e.posted and probes in e.probes, in the order they were posted. Messages that arrived
 // before a receive that takes them wait in e.ux, in the order they arrived. Messages from
 // one peer arrive in the order they were sent (one QP, in order), which with the queues'
 // first-match order gives MPI's non-overtaking rule. The message paths call Match and

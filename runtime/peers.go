@@ -59,8 +59,8 @@ type peer struct {
 	qrecv uint64
 
 	// Held eager sends (eager.go): sq is the QP when its provider may keep posted sends
-	// waiting for this rank's progress (nil otherwise); held are the eager sends whose
-	// messages it keeps, in post order; holding is len(held) > 0, read without mu.
+	// waiting for this rank's progress (nil otherwise). Held are the eager sends whose
+	// messages it keeps, in post order. Holding is len(held) > 0, read without mu.
 	sq      sendQueuer
 	held    []*Request
 	holding atomic.Bool
@@ -136,7 +136,7 @@ func (p *peer) postRecv(i uint32) error {
 	return p.qp.PostRecv(&p.rwr)
 }
 
-// Receive slots are posted again in batches, off the critical path of a message: a
+// Receive slots are posted again in batches, off the critical path of a message. A
 // handled slot waits in p.rxLater until the poller is about to wait (repostAllLocked, in
 // untilLocked), or until half of the peer's slots wait, so that a rank that only polls
 // (Test, Iprobe) still returns its peer's credits. The peer therefore always has at least
@@ -190,11 +190,11 @@ func (p *peer) takeSlot() uint32 {
 }
 
 // Send completions. Messages (eager, RTS, FIN) are posted unsignaled but for every
-// sigEvery-th, as verbs allows: the completion of a signaled Send means every Send posted
+// sigEvery-th, as verbs allows. The completion of a signaled Send means every Send posted
 // before it on the QP is complete too, so it frees its own slot and the slots of the
 // unsignaled messages before it (txDone). That spares the provider a completion per
-// message (on shm: a locked push and pop, and a fence). At most sigEvery-1 slots
-// (a quarter) wait for a later signaled message; Finalize, which waits until nothing is
+// message (on shm: a locked push and pop, and a fence). At most sigEvery-1 slots (a
+// quarter) wait for a later signaled message; Finalize, which waits until nothing is
 // outstanding, posts a signaled msgNop to a peer whose last messages went unsignaled
 // (flushSendsLocked).
 

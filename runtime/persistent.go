@@ -29,12 +29,11 @@ const (
 
 // SendInit returns a persistent Request for sending buf to dest with tag
 // (MPI_Send_init). It is inactive: Start sends the message, as Isend would, and the
-// Request completes as Isend's does; Wait and Test on an inactive Request return at once
+// Request completes as Isend's does. Wait and Test on an inactive Request return at once
 // with the empty Status (Source AnySource, Tag AnyTag), and so does every report of its
-// completion after the first.
-// Start it again once Wait, Test or a set call has reported its completion; Free
-// releases it. buf belongs to the runtime
-// while the Request is active, and its contents at each Start are what is sent.
+// completion after the first. Start it again once Wait, Test or a set call has reported
+// its completion; Free releases it. buf belongs to the runtime while the Request is
+// active, and its contents at each Start are what is sent.
 func SendInit[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 	return initSend(w, buf, dest, tag, modeStandard, "send_init")
 }

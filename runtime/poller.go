@@ -71,7 +71,7 @@ func (p *poller) init(mode verbs.WaitMode, spin time.Duration) {
 
 // polled is what the poller's spin found outside engine.mu: n completions of CQ dev in
 // wcs, or the error of its Poll; or fb: a fast box message can be handled. The spin fills
-// the poller's variable through a pointer, field by field: a struct returned by value is
+// the poller's variable through a pointer, field by field. A struct returned by value is
 // built with narrow stores and copied with wide loads that span them, a failed store
 // forward on every message (BenchmarkSoftware8B measures that path).
 type polled struct {
@@ -135,16 +135,16 @@ func (p *poller) spinning(first bool) bool {
 
 // Spinning: the poller polls the completion queues itself, outside engine.mu (the role
 // gives it wcs), and takes engine.mu only when a poll found something, so an idle round
-// costs no lock. A round first looks into the fast boxes (one load per peer); the
+// costs no lock. A round first looks into the fast boxes (one load per peer). The
 // completion queues, whose poll costs several times the boxes' loads, only every
 // cqPollEvery rounds (and at every round when the rank has no fast boxes, or once the
 // rounds yield the processor: each of those may last another rank's time slice). A
 // queue-pair message thus waits for at most cqPollEvery-1 rounds of box loads. The spin
 // yields to other goroutines every spinYield rounds (and checks its context and, in
 // hybrid mode, its budget then) and, in spin mode, the processor to other processes
-// every sysYield rounds, so that ranks outnumbering cores still progress.
-// `go test -bench PingPong8B ./runtime` and `bin/golaunch -n 2 bin/pingpong --test
-// latency` measure cqPollEvery.
+// every sysYield rounds, so that ranks outnumbering cores still progress. `go test
+// -bench PingPong8B ./runtime` and `bin/golaunch -n 2 bin/pingpong --test latency`
+// measure cqPollEvery.
 //
 // When this host's ranks outnumber its processors (LocalSize > HostCPUs), a spinning
 // wait may hold the very processor the rank it waits for needs. It then gives the
@@ -198,7 +198,7 @@ func (p *poller) spin(ctx context.Context, live uint64, got *polled) bool {
 			return true
 		}
 		p.spins++
-		// A yielding round may last a time slice of another rank: its checks come at
+		// A yielding round may last a time slice of another rank. Its checks come at
 		// every round, so that hybrid mode goes to sleep (and is woken when the message
 		// comes) once its budget is spent rather than up to spinYield slices later.
 		yielding := p.spins >= p.yieldAfter
@@ -224,7 +224,7 @@ func (p *poller) spin(ctx context.Context, live uint64, got *polled) bool {
 }
 
 // Hybrid mode spins for GORMA_SPIN before it sleeps, and longer while this rank's
-// rendezvous sends are being read: their FIN comes once the receiver has copied the
+// rendezvous sends are being read. Their FIN comes once the receiver has copied the
 // bytes, which for large messages takes longer than the default spin, and a sender asleep
 // by then pays a futex wake-up per message. The extension assumes at least rndvSpinRate
 // bytes per second, stops at maxRndvSpin, and applies only when this host's ranks do not

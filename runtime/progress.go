@@ -15,14 +15,14 @@ import (
 //
 // The runtime spins itself (poller.spin), polling every device without mu: the poller
 // role alone entitles it to CQ.Poll into poller.wcs, and it takes mu only to handle what
-// it found, so an idle round costs no lock and a message is handled as soon as the poll
+// it found. So an idle round costs no lock and a message is handled as soon as the poll
 // sees it. Devices are opened in verbs.WaitBlock mode and used for sleeping only. The
-// exception is a rank whose only device is tcp, in hybrid mode (poller.providerSpins):
-// the runtime does not spin there, as tcp's completions come from reader goroutines that
+// exception is a rank whose only device is tcp, in hybrid mode (poller.providerSpins).
+// The runtime does not spin there, as tcp's completions come from reader goroutines that
 // a spin in the runtime would compete with, and tcp's CQ.Wait, opened with
-// verbs.WaitHybrid unless the host is oversubscribed, spins in the one place that helps:
-// a wait on the only connection reads its socket itself (the provider's leader) and tries
-// it without blocking for GORMA_SPIN before it sleeps; and that connection's reader
+// verbs.WaitHybrid unless the host is oversubscribed, spins in the one place that helps.
+// A wait on the only connection reads its socket itself (the provider's leader) and tries
+// it without blocking for GORMA_SPIN before it sleeps. And that connection's reader
 // goroutine tries its socket for GORMA_SPIN before it parks while nothing else of the
 // rank runs, which serves passive-target requests of peers without a wake-up.
 // `bin/golaunch -n 2 --transport tcp bin/pingpong --test latency` and `bin/golaunch -n 2

@@ -69,7 +69,7 @@ type Request struct {
 	status Status
 	err    error
 	// finish, when set, runs once as the completed request is reported (reportLocked,
-	// under the engine's lock), and may change the outcome: a typed receive unpacks its
+	// under the engine's lock), and may change the outcome. A typed receive unpacks its
 	// pooled buffer into its layout there, a typed send returns its buffer to the pool.
 	finish func(Status, error) (Status, error)
 

@@ -201,10 +201,10 @@ func (e *engine) rmaDoneLocked(p *peer, idx uint32, wc *verbs.WC) {
 	}
 	c := e.rma.counters[idx]
 	if wc.Status != verbs.Success {
-		// Fail the peer first: its failCountersLocked then completes this request, and
-		// the others to p, with p's *ProcError, so that the caller sees ErrProcFailed
-		// naming the rank, as for every other operation with a failed peer (a window Lock
-		// or atomic to a SIGKILLed rank over tcp: TestE2ERankKilled/tcp).
+		// Fail the peer first: its failCountersLocked then completes this request. The
+		// others to p, with p's *ProcError, so that the caller sees ErrProcFailed naming
+		// the rank, as for every other operation with a failed peer (a window Lock or
+		// atomic to a SIGKILLed rank over tcp: TestE2ERankKilled/tcp).
 		e.peerFailedLocked(p, statusCause(p.dev.name, wc))
 		return
 	}

@@ -14,20 +14,20 @@ import (
 
 // Layout offers: the rendezvous of a non-contiguous layout between two ranks of one host.
 //
-// A SendType or SendrecvType of a layout that is not one run, longer than the peer's
-// eager limit, to a connected peer whose memory the ranks may read (peer.cma),
-// offers the layout itself rather than a packed copy of it: msgRTSL carries the address
-// of the send buffer in the sender's process and the layout's blocks as strided runs
-// (datatype.Run, at most the few that fit a message slot). The receiver reads those runs
-// with process_vm_readv straight into its receive buffer, iovecs on both sides: into its
-// own layout's runs when the receive is typed (RecvType, IrecvType, SendrecvType) and
-// its layout has at most maxLocalRuns of them, else into its contiguous buffer (a plain
-// receive's, or a typed receive's pooled one, unpacked as for any message). Then it
-// answers FIN, as for any offer. A layout to tcp peers, a small one, one of too many
-// runs or of short blocks (minOfferBlock: a matrix column of 8-byte elements packs
-// faster than the kernel reads its blocks one by one), and IsendType's (whose buffer is
-// the caller's again at once) are packed; a receive layout of short blocks
-// (minLocalBlock) is read into the pooled buffer and unpacked.
+// A SendType or SendrecvType may offer the layout itself rather than a packed copy of
+// it. That takes a layout that is not one run, longer than the peer's eager limit, to a
+// connected peer whose memory the ranks may read (peer.cma). msgRTSL then carries
+// the address of the send buffer in the sender's process and the layout's blocks as
+// strided runs (datatype.Run, at most the few that fit a message slot). The receiver
+// reads those runs with process_vm_readv straight into its receive buffer, iovecs on
+// both sides: into its own layout's runs when the receive is typed (RecvType, IrecvType,
+// SendrecvType) and its layout has at most maxLocalRuns of them, else into its
+// contiguous buffer (a plain receive's, or a typed receive's pooled one, unpacked as for
+// any message). Then it answers FIN, as for any offer. Some layouts are packed: one to
+// tcp peers, a small one, one of too many runs or of short blocks, and IsendType's
+// (whose buffer is the caller's again at once). A matrix column of 8-byte elements packs
+// faster than the kernel reads its blocks one by one (minOfferBlock). A receive layout
+// of short blocks (minLocalBlock) is read into the pooled buffer and unpacked.
 //
 // The offer names raw addresses, not a registered key: only the sender's own memory is
 // at stake, the receiver reads it only between RTS and FIN (the send's Request holds

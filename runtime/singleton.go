@@ -13,9 +13,9 @@ const EnvQuietSingleton = "GORMA_QUIET_SINGLETON"
 
 // singletonHints are the variables by which launchers tell a process that its job has
 // more than one rank when they give it no PMI-1 or PMI-2 server, in the order Init reads
-// them: each names the job's size (empty: the launcher sets none) and this process's
-// rank in it, and says what to do instead. SLURM_NTASKS is not one: a batch script
-// sees it too, and a program run there without srun is rightly a world of one;
+// them. Each names the job's size (empty: the launcher sets none) and this process's
+// rank in it, and says what to do instead. SLURM_NTASKS is not one: a batch script sees
+// it too, and a program run there without srun is rightly a world of one;
 // SLURM_STEP_NUM_TASKS is set by srun only.
 var singletonHints = []struct {
 	size, rank string

@@ -122,12 +122,13 @@ func (w *World) Transport(r int) string {
 
 // TransportBetween returns the transport rank a uses to reach rank b: what Transport(b)
 // returns at rank a ("shm" or "tcp", "self" when a == b, "" out of range). Every rank
-// computes the same answer, from the cards all ranks exchanged at Init (under golaunch)
-// or the node map (under a foreign process manager) and the job's transport setting.
-// ReachBetween gives the same pair's capabilities, which a library chooses by: package
-// collectives asks whether other hosts' ranks share memory (they do not under golaunch
-// --transport tcp), which a rank alone on its host cannot tell from its own ReachOf
-// (see collectives' TestAllreduceHierUnmappedIsConfigError).
+// computes the same answer, so that a library can agree on the layout without messages.
+// It uses the cards all ranks exchanged at Init (under golaunch) or the node map (under
+// a foreign process manager), and the job's transport setting. ReachBetween gives the
+// same pair's capabilities, which a library chooses by. Package collectives asks whether
+// other hosts' ranks share memory (they do not under golaunch --transport tcp). A rank
+// alone on its host cannot tell that from its own ReachOf (see collectives'
+// TestAllreduceHierUnmappedIsConfigError).
 func (w *World) TransportBetween(a, b int) string {
 	e := w.e
 	a, okA := w.jobRank(a)
@@ -161,16 +162,16 @@ func (w *World) Connections() int {
 	return n
 }
 
-// Dup returns a World with the same ranks and a communication context of its own:
-// messages sent on one never match receives on the other. Every rank must call Dup the
-// same number of times in the same order, and in the same order relative to its Free
-// calls (as with MPI_Comm_dup). Dup does not communicate, except that reusing the
-// contexts of a freed World waits until every rank of that World has freed it (see
-// Free). At most 16383 Worlds can be derived from Init's and live at once; a World made
-// by Split or an intercommunicator takes its contexts from its block (7 Dups alive at
-// once; 3 for an intercommunicator); past that, Dup makes the same group again with a
-// block of its own, which communicates and waits for the group's ranks, as Split does. After Finalize (or an abort) Dup fails as every call does.
-// The attributes whose copy functions keep them are copied to the new World (NewKeyval).
+// Dup returns a World with the same ranks and a communication context of its own: messages sent
+// on one never match receives on the other. Every rank must call Dup the same number of times
+// in the same order, and in the same order relative to its Free calls (as with MPI_Comm_dup).
+// Dup does not communicate, except that reusing the contexts of a freed World waits until every
+// rank of that World has freed it (see Free). At most 16383 Worlds can be derived from Init's
+// and live at once. A World made by Split or an intercommunicator takes its contexts from its
+// block (7 Dups alive at once; 3 for an intercommunicator). Past that, Dup makes the same group
+// again with a block of its own, which communicates and waits for the group's ranks, as Split
+// does. After Finalize (or an abort) Dup fails as every call does. The attributes whose copy
+// functions keep them are copied to the new World (NewKeyval).
 func (w *World) Dup() (d *World, err error) {
 	if w == nil {
 		return nil, withOp("dup", errNilWorld())
@@ -231,15 +232,14 @@ func (w *World) dupLocal() (d *World, full bool, err error) {
 
 // Sibling returns a World with the same ranks as w and a communication context of its
 // own that w's determines: messages on one never match receives on the other, and unlike
-// Dup's, the context does not depend on the order of calls, so ranks may ask for it at
-// different points, from concurrent goroutines. After Finalize (or an abort) it fails
-// as every call does. It is meant for a library that keeps its
-// traffic apart from the user's (package collectives makes its calls on a World's
-// sibling). Every call returns a World on the same context. A sibling has no sibling
-// (ErrInvalid); Dup it instead.
+// Dup's, the context does not depend on the order of calls. So ranks may ask for it at
+// different points, from concurrent goroutines. After Finalize (or an abort) it fails as
+// every call does. It is meant for a library that keeps its traffic apart from the
+// user's (package collectives makes its calls on a World's sibling). Every call returns
+// a World on the same context. A sibling has no sibling (ErrInvalid); Dup it instead.
 //
 // Receives on a sibling fail, as Barrier's do, once any peer has failed, not only when
-// their source has: a library's collective call cannot complete without every rank, and a
+// their source has. A library's collective call cannot complete without every rank, and a
 // rank waiting on a live peer that left the call with the error would wait for ever.
 func (w *World) Sibling() (*World, error) {
 	if w == nil {

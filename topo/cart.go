@@ -9,7 +9,7 @@ import (
 
 // NoNeighbor is the rank Shift returns for a neighbour off the edge of a non-periodic
 // dimension: runtime.ProcNull (MPI_Cart_shift's MPI_PROC_NULL), which every
-// point-to-point call accepts as a peer that sends and receives nothing, so a halo
+// point-to-point call accepts as a peer that sends and receives nothing. So a halo
 // exchange needs no test for the edge. It is not runtime.AnySource.
 const NoNeighbor = runtime.ProcNull
 

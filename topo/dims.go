@@ -8,12 +8,12 @@ import (
 )
 
 // DimsCreate returns the sizes of a grid of nnodes processes in len(dims) dimensions
-// (MPI_Dims_create): an entry of dims that is above 0 is kept, and the entries that are 0
-// get sizes as close to each other as possible (the smallest difference between the
-// largest and the smallest), in non-increasing order, whose product with the kept ones
-// is nnodes. dims is not modified. It fails with runtime.ErrInvalid when nnodes is below
-// 1, an entry is negative, or no such sizes exist (the kept entries do not divide nnodes,
-// or there is no 0 entry and their product is not nnodes).
+// (MPI_Dims_create). An entry of dims that is above 0 is kept. The entries that are 0 get
+// sizes as close to each other as possible (the smallest difference between the largest
+// and the smallest), in non-increasing order, whose product with the kept ones is nnodes.
+// dims is not modified. It fails with runtime.ErrInvalid when nnodes is below 1, an entry
+// is negative, or no such sizes exist (the kept entries do not divide nnodes, or there is
+// no 0 entry and their product is not nnodes).
 //
 //	DimsCreate(6, []int{0, 0})    // [3 2]
 //	DimsCreate(7, []int{0, 0})    // [7 1]

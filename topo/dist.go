@@ -18,13 +18,12 @@ type DistGraph struct {
 	nb             *hood // the neighbourhood collectives' (neighbor.go)
 }
 
-// NewDistGraphAdjacent returns the DistGraph in which this rank's in-neighbours are
-// sources and its out-neighbours destinations, ranks of w (MPI_Dist_graph_create_adjacent).
-// Its World has w's ranks in w's order, whatever reorder says. Every rank's sources must
-// list exactly the ranks whose destinations list it, as often as they do: the ranks check
-// that with each other, and a rank out of range or an edge one end does not list fails
-// the call at every rank with runtime.ErrInvalid, naming the rank that found it.
-// Collective over w.
+// NewDistGraphAdjacent returns the DistGraph in which this rank's in-neighbours are sources
+// and its out-neighbours destinations, ranks of w (MPI_Dist_graph_create_adjacent). Its
+// World has w's ranks in w's order, whatever reorder says. Every rank's sources must list
+// exactly the ranks whose destinations list it, as often as they do: the ranks check that
+// with each other. A rank out of range or an edge one end does not list fails the call at
+// every rank with runtime.ErrInvalid, naming the rank that found it. Collective over w.
 func NewDistGraphAdjacent(ctx context.Context, w *runtime.World, sources, destinations []int, reorder bool) (*DistGraph, error) {
 	const op = "dist_graph_create_adjacent"
 	if w == nil {
@@ -177,7 +176,7 @@ const (
 
 // exchangeEdges sends out[r] to every rank r and returns what each rank sent this one,
 // in n-1 rounds of Sendrecv around the ring (round k: to me+k, from me-k), a count and
-// then the edges; when ok is false it sends -1 and no edges. all reports whether every
+// then the edges. When ok is false it sends -1 and no edges. all reports whether every
 // other rank sent its edges (none sent -1).
 func exchangeEdges(ctx context.Context, w *runtime.World, out [][]int64, ok bool) (in [][]int64, all bool, err error) {
 	n, me := w.Size(), w.Rank()

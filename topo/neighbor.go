@@ -13,13 +13,13 @@ import (
 // receive slot k is block k of recv, send slot k block k of send.
 //
 // A Cart's slots are the -1 then the +1 neighbour of each dimension in turn (Shift(d, 1)'s
-// source and dest), both ways; off a non-periodic edge the slot's neighbour is NoNeighbor:
+// source and dest), both ways. Off a non-periodic edge the slot's neighbour is NoNeighbor:
 // nothing is sent there and its recv block is left as it was. Slot k receives what the
 // neighbour sent in its slot k^1, towards this rank, even when both neighbours of a
 // dimension are one rank (a periodic dimension of size 1 or 2). A Graph's slots are
-// Neighbors(rank) in order, both ways, and its edges must be symmetric (a node listed
-// by a neighbour as often as it lists it); a DistGraph receives from Sources and sends
-// to Destinations. On a graph the k-th block between two ranks goes with the k-th edge
+// Neighbors(rank) in order, both ways, and its edges must be symmetric (a node listed by a
+// neighbour as often as it lists it); a DistGraph receives from Sources and sends to
+// Destinations. On a graph the k-th block between two ranks goes with the k-th edge
 // between them, in list order, so repeated edges work.
 //
 // Every rank of the topology's World makes the same neighbourhood collectives on it in
@@ -41,8 +41,8 @@ type Topology interface {
 
 // hood is a topology's neighbourhood as the neighbourhood collectives use it: the ranks
 // to receive block i from (in[i]) and to send block j to (out[j]), NoNeighbor for a slot
-// that takes no message, and the private World their messages travel on. It does not
-// change after it is made, but for seq, the count of the calls made on it.
+// that takes no message. The private World their messages travel on. It does not change
+// after it is made, but for seq, the count of the calls made on it.
 type hood struct {
 	comm    *runtime.World // a Dup of the topology's World, freed with it
 	in, out []int
@@ -156,15 +156,15 @@ func newHood(w *runtime.World, in, out []int, cart bool, bad error) (*hood, erro
 	return &hood{comm: comm, in: in, out: out, cart: cart, bad: bad}, nil
 }
 
-// Tags. Call number s (counted on the hood, so the same at every rank that makes its
-// neighbourhood collectives in the same order) uses the tags from s*width up: a Graph or
-// DistGraph one, as the k-th message between two ranks in a call goes with the k-th
-// edge between them (non-overtaking matches them in order); a Cart one per slot, the
-// block sent to slot k carrying code k and slot k's receive expecting code k^1, so that
-// the block a rank sends towards its +1 neighbour lands in that neighbour's -1 slot even
-// when both neighbours are one rank (a periodic dimension of size 1 or 2). The tags wrap
-// at MaxTag: calls 2^31/width apart share tags, which matters only to that many calls
-// in flight at once.
+// Tags. Call number s uses the tags from s*width up. It is counted on the hood, so it is
+// the same at every rank that makes its neighbourhood collectives in the same order. A
+// Graph or DistGraph call uses one tag per edge, as the k-th message between two ranks
+// in a call goes with the k-th edge between them (non-overtaking matches them in order).
+// A Cart call uses one tag per slot: the block sent to slot k carries code k, and slot
+// k's receive expects code k^1. So the block a rank sends towards its +1 neighbour lands
+// in that neighbour's -1 slot even when both neighbours are one rank (a periodic
+// dimension of size 1 or 2). The tags wrap at MaxTag: calls 2^31/width apart share tags,
+// which matters only to that many calls in flight at once.
 
 // width returns the number of tags a call uses.
 func (h *hood) width() uint64 {

@@ -256,12 +256,12 @@ func (r *Request) errFreed(call string) error {
 	return invalidf(r.op, "%s: the Request was freed", call)
 }
 
-// run runs the call that start posts to the end under ctx, as the blocking calls do: when
+// run runs the call that start posts to the end under ctx, as the blocking calls do. When
 // ctx ends first it withdraws the receives no message has matched yet, so that recv is
 // not written after it returns, and returns ctx's error. It numbers the call among the
 // collective calls of t's World with a Track that names it (call, of elements typ) in
-// hang reports, and that compares it across the ranks under GORMA_CHECK=1 before
-// anything is posted.
+// hang reports, and that compares it across the ranks under GORMA_CHECK=1 before anything
+// is posted.
 func run(ctx context.Context, t Topology, call, typ string, start func() (*Request, error)) error {
 	op := opName(call)
 	if ctx == nil {

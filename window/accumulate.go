@@ -20,12 +20,12 @@ import (
 //     the target's memory, and an atomic store of 0 releases the word;
 //   - otherwise (another host, or user memory of a Create window reached by cross-memory
 //     attach): the word is taken by a CPU compare-and-swap where the target's metadata is
-//     mapped, else by a remote compare-and-swap, with the read of a range of up to 64 KiB
+//     mapped, else by a remote compare-and-swap. The read of a range of up to 64 KiB is
 //     posted right behind it (lockAccRead: one round trip instead of two, the read wasted
-//     when the word was held); the range is read by RDMA into a scratch
-//     buffer, computed, and written back by RDMA; the word is released after the write
-//     (by a remote compare-and-swap posted behind the write on the same connection, which
-//     the target executes in order, or by a CPU store once the write has completed).
+//     when the word was held). The range is read by RDMA into a scratch buffer, computed,
+//     and written back by RDMA. The word is released after the write (by a remote
+//     compare-and-swap posted behind the write on the same connection, which the target
+//     executes in order, or by a CPU store once the write has completed).
 //
 // Long transport-path operations are cut into chunks of accChunk bytes, each under the
 // word on its own (MPI's atomicity is per element), so the scratch stays bounded.
@@ -41,7 +41,7 @@ var accChunk = 1 << 20
 //
 // Concurrency: one goroutine of this rank at a time holds the target's accumulate word
 // (a second one waits for it like any other origin), and the fields are used only with
-// the word held: one by the mapped path; mu serializes the transport path, whose fields
+// the word held: one by the mapped path. mu serializes the transport path, whose fields
 // it guards.
 type accState[T runtime.Elem] struct {
 	one [1]T // mapped path: the operand of FetchAndOp
@@ -72,9 +72,9 @@ type rmw[T runtime.Elem] struct {
 // Min, Max, Band, Bor, Bxor, Replace, NoOp, or a user operator from collectives.NewOp);
 // the zero Op fails with ErrInvalid.
 //
-// Completion: the operation is complete at the target when Accumulate returns (gorma
-// runs it under the target's accumulate word, see above); as in MPI, origin may be reused
-// at once, and Gets of other ranks are promised to see it after the next Flush, Unlock,
+// Completion: the operation is complete at the target when Accumulate returns (gorma runs
+// it under the target's accumulate word, see above). As in MPI, origin may be reused at
+// once, and Gets of other ranks are promised to see it after the next Flush, Unlock,
 // Fence or Complete, which also completes the coherence work of cached copies.
 func (w *Win[T]) Accumulate(origin []T, rank, disp int, op collectives.Op[T]) error {
 	a := rmw[T]{name: "accumulate", op: op, origin: origin}
@@ -143,7 +143,7 @@ func (w *Win[T]) accumulate(a *rmw[T], rank, disp, n int) error {
 //
 // In race builds it also holds t.acc.mu (before the word, as rmwRemote does). The word
 // orders this rank's goroutines too, but it lives in mmap'd memory, whose atomics the race
-// detector does not see, so it reported two goroutines' accumulates on one target as a
+// detector does not see. So it reported two goroutines' accumulates on one target as a
 // race (on t.acc.one, and on the memory of a Create window targeting itself).
 func (w *Win[T]) rmwMapped(s span[T], a *rmw[T], n int) error {
 	t := s.t
@@ -307,12 +307,12 @@ func (w *Win[T]) lockAcc(t *target[T]) error {
 }
 
 // lockAccRead tries once to take t's accumulate word by remote compare-and-swap and to
-// read the range at boff into cur, in one round trip: the read is posted behind the
+// read the range at boff into cur, in one round trip. The read is posted behind the
 // compare-and-swap on the same connection, so the target runs it after, under the word
 // when the swap succeeded. It reports whether it took the word (cur then holds the range).
 // It does not try where t's metadata is mapped (a CPU compare-and-swap costs nothing
 // there) or for a range over accPipelined bytes (a failed try would have read it for
-// nothing); the caller then takes the word and reads as usual. On an error the word is
+// nothing). The caller then takes the word and reads as usual. On an error the word is
 // released if it was taken. t.acc.mu is held.
 //
 // Why. Without it an accumulate-type operation over tcp takes three round trips (take the

@@ -11,7 +11,7 @@ import (
 // comms holds, per World, the World the windows created from it communicate on (a Dup,
 // so that window traffic never matches the user's receives).
 //
-// The key is a weak pointer and a cleanup on the World deletes its entry: a World that its
+// The key is a weak pointer and a cleanup on the World deletes its entry. A World that its
 // program dropped (a Dup'd World, or the Worlds of finished in-process jobs) must not stay
 // reachable through this map, with its rank's engine and everything the engine holds.
 // Holding the World itself as the key kept every World that ever created a window alive

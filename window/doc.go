@@ -1,7 +1,7 @@
 // Package window provides MPI-3 one-sided communication: Win[T], memory of every rank of
 // a World that every rank reads and writes with Put, Get, accumulates and atomics (and
 // PutType, GetType, AccumulateType over datatype layouts), in epochs opened and closed by
-// Fence, by PSCW or by Lock/Unlock; with a name and attributes (SetName, NewKeyval).
+// Fence, by PSCW or by Lock/Unlock. With a name and attributes (SetName, NewKeyval).
 //
 //	win, err := window.Allocate[float64](ctx, w, 1<<20)   // arena memory: the fast path
 //	defer win.Free(ctx)
@@ -14,17 +14,17 @@
 //
 // # Flavors
 //
-// Allocate carves each rank's memory from the pre-registered arena of its transport
-// device: allocation and Free reuse mapped, faulted-in memory (no mmap, munmap or page
-// fault on reuse), and ranks on one host map each other's memory, so that a Put is a copy
-// into the target's memory and a Get a copy out of it. AllocateShared adds SharedQuery, a
-// []T view of a same-host rank's memory for loads and stores; a host's ranks share one
-// segment, rank after rank, as MPI lays it out (NonContiguous: each rank's own). Both
-// clear the memory first, as make does, unless given NoZero. Create exposes the caller's slice: peers on the same host
-// reach it by cross-memory attach (process_vm_readv/writev), peers on other hosts through
-// the transport. CreateDynamic starts without memory; Attach and Detach add and remove
-// slices. A window of more than GORMA_WINDOW_EAGER ranks (16) maps and connects to a rank
-// when this rank first uses it, not at creation.
+// Allocate carves each rank's memory from the pre-registered arena of its transport device.
+// Allocation and Free reuse mapped, faulted-in memory (no mmap, munmap or page fault on reuse).
+// Ranks on one host map each other's memory, so that a Put is a copy into the target's memory
+// and a Get a copy out of it. AllocateShared adds SharedQuery, a []T view of a same-host rank's
+// memory for loads and stores; a host's ranks share one segment, rank after rank, as MPI lays
+// it out (NonContiguous: each rank's own). Both clear the memory first, as make does, unless
+// given NoZero. Create exposes the caller's slice: peers on the same host reach it by
+// cross-memory attach (process_vm_readv/writev), peers on other hosts through the transport.
+// CreateDynamic starts without memory; Attach and Detach add and remove slices. A window of
+// more than GORMA_WINDOW_EAGER ranks (16) maps and connects to a rank when this rank first uses
+// it, not at creation.
 //
 // The slice Local returns dies with the window: do not use it after Free. The arena
 // keeps a freed window's memory from the next allocations while it has other free space
@@ -40,7 +40,7 @@
 // An operation on a mapped rank (same host, arena memory) is complete when the call
 // returns. An operation through the transport (another host, or user memory) is complete
 // at the next Flush or Unlock of its target, Fence, or Complete; until then its buffer
-// belongs to the window. The memory model is MPI's unified model: a rank's own loads and
+// belongs to the window. The memory model is MPI's unified model. A rank's own loads and
 // stores of Local() see remote writes once they are complete, and its own stores become
 // visible to others (including their cached copies) at its next Fence, Sync or Unlock of
 // itself.
@@ -53,7 +53,7 @@
 //
 // Every synchronization word (the lock word, fence and PSCW counters) lives in the
 // target's memory, and origins change it with one-sided atomics, so no synchronization
-// and no passive-target operation waits for the target's code to run: a target that
+// and no passive-target operation waits for the target's code to run. A target that
 // computes without calling the runtime serves Lock, Get and Unlock all the same. Waits
 // spin briefly and then sleep, checking the context and the peers' liveness. design.md
 // describes the metadata words, the waits and the page cache.

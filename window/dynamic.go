@@ -24,19 +24,19 @@ import (
 // The owner writes words 1-7 while word 0 says "not attached" and publishes the entry by
 // storing word 0 last; a reader checks word 0 again after reading the rest (a seqlock).
 // The link alone also changes while the entry is published, by one atomic store, when a
-// buffer is attached or detached right after this one: a reader sees the old link or the
+// buffer is attached or detached right after this one. A reader sees the old link or the
 // new, and reads it afresh when an access runs past the attachment's end.
 //
 // A displacement names slot, generation and element: the element offset in the low
 // dynOffBits bits, the slot above it, and the attach count of the slot (modulo
 // 1<<dynGenBits, never 0) above that. An access to a detached or reattached slot therefore
-// never reaches the new memory: its generation no longer matches. An access that runs
-// past the end of its attachment continues in the linked one (MPI programs attach the
-// parts of one array and address them as one, displacements being addresses there): the
-// origin splits it at the boundary (errCross), each part an access of its own.
+// never reaches the new memory: its generation no longer matches. An access that runs past
+// the end of its attachment continues in the linked one (MPI programs attach the parts of
+// one array and address them as one, displacements being addresses there). The origin
+// splits it at the boundary (errCross), each part an access of its own.
 //
 // Every access checks the generation word of its entry: on a mapped target one atomic
-// load; otherwise one RDMA read of the entry (and, when the attachment is new to this
+// load. Otherwise one RDMA read of the entry (and, when the attachment is new to this
 // rank, a second read of word 0) before the operation is posted, so that a stale key is
 // never sent (a refused key would break the connection to the target, as in InfiniBand).
 // Resolved attachments (a runtime.Remote each) are cached per target and slot, with their
@@ -93,16 +93,16 @@ type dynReader struct {
 }
 
 // Attach makes buf (the caller's memory, which peers reach through the transport: by
-// cross-memory attach on this host, by the transport's target-side progress on others)
-// part of this rank's dynamic window, and returns the displacement of buf[0] as peers
-// must name it: the element buf[i] is at base+i. Not collective: peers learn base from
-// the program (a message, say). Until Detach or Free, buf is window memory: this rank's
-// own loads and stores of it follow the rules of Local() (order them with the window's
-// synchronization calls), and it stays reachable by peers. At most 1024 buffers are
-// attached at a time. An access that runs past buf's end continues in a buffer attached
-// right after it in this rank's memory (the parts of one array), split there by Put,
-// Get, Accumulate and GetAccumulate. Attach does not block (ctx is for symmetry with the other calls). Safe
-// for concurrent use with RMA calls and with Attach and Detach.
+// cross-memory attach on this host, by the transport's target-side progress on others) part of
+// this rank's dynamic window, and returns the displacement of buf[0] as peers must name it. The
+// element buf[i] is at base+i. Not collective: peers learn base from the program (a message,
+// say). Until Detach or Free, buf is window memory: this rank's own loads and stores of it
+// follow the rules of Local() (order them with the window's synchronization calls), and it
+// stays reachable by peers. At most 1024 buffers are attached at a time. An access that runs
+// past buf's end continues in a buffer attached right after it in this rank's memory (the parts
+// of one array), split there by Put, Get, Accumulate and GetAccumulate. Attach does not block
+// (ctx is for symmetry with the other calls). Safe for concurrent use with RMA calls and with
+// Attach and Detach.
 //
 // Errors (*Error): ErrFlavor for a window that is not dynamic; ErrInvalid for an empty or
 // too long buffer (2^40 elements) or when every slot is taken; ErrFreed; the runtime's
@@ -191,12 +191,12 @@ func (w *Win[T]) dynNeighbours(buf []T) (before, after int) {
 }
 
 // Detach removes the buffer attached at base (Attach's result) from this rank's dynamic
-// window: afterwards the buffer belongs to the caller again, and every access of a peer
-// to it in a later epoch fails with ErrRange (the buffer's key is revoked as well). A
-// peer must not access the buffer in an epoch that Detach overlaps (MPI calls it
-// erroneous): such an access may fail, and on a peer reaching it through the transport
-// may break that peer's connection to this rank. Detach does not block (ctx is for
-// symmetry with the other calls).
+// window: afterwards the buffer belongs to the caller again. Every access of a peer to
+// it in a later epoch fails with ErrRange (the buffer's key is revoked as well). A peer
+// must not access the buffer in an epoch that Detach overlaps (MPI calls it erroneous):
+// such an access may fail, and on a peer reaching it through the transport may break
+// that peer's connection to this rank. Detach does not block (ctx is for symmetry with
+// the other calls).
 //
 // Errors (*Error): ErrFlavor for a window that is not dynamic; ErrRange if base is not
 // the base of an attached buffer; ErrFreed.

@@ -8,7 +8,7 @@ import (
 // Sentinel errors. Errors of this package wrap one of these (or an error of the runtime,
 // such as runtime.ErrProcFailed, or a context error) in an *Error; test with errors.Is.
 var (
-	// ErrEpoch means an operation outside a matching epoch: an access to a rank with no
+	// ErrEpoch means an operation outside a matching epoch. An access to a rank with no
 	// Fence, Start or Lock epoch open towards it, an Unlock without Lock, a Fence inside
 	// a passive-target epoch, a Complete without Start, a Free with an epoch open.
 	ErrEpoch = errors.New("no matching synchronization epoch")

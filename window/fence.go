@@ -22,7 +22,7 @@ const (
 // the origin and at the target), makes this rank's own stores to its window memory
 // visible to the others, and synchronizes every rank of the window: collective. It opens
 // an access and exposure epoch to every rank, unless assert has NoSucceed, that RMA
-// calls may use until the next Fence; as in MPI, a Fence that no RMA call of this rank
+// calls may use until the next Fence. As in MPI, a Fence that no RMA call of this rank
 // follows opens nothing that a Lock, LockAll, Post or Start (which end it) must wait
 // for. A Fence while this rank holds a lock (passive-target epoch) or has a PSCW epoch
 // open fails with ErrEpoch, and so does one asserting NoPrecede after RMA calls of this

@@ -328,7 +328,7 @@ func (w *Win[T]) flush(ctx context.Context, t *target[T], op string) error {
 	w.mu.Unlock()
 	// The writes' coherence work (cache.go: a fetch-and-add and a read at the target) goes
 	// out before the wait for the operations, not after it: work requests to one rank
-	// execute in the order they were posted, so the target runs it after the writes, as
+	// execute in the order they were posted. So the target runs it after the writes, as
 	// the protocol needs, and one round trip carries both. Waiting for the writes first
 	// made a Put + Flush to a rank over tcp two round trips.
 	var cerr error

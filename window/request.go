@@ -13,9 +13,9 @@ import (
 // Request is a request-based RMA operation (Rput, Rget, Raccumulate, RgetAccumulate): it
 // completes locally and at the target, as MPI's do. When Wait returns nil, or Test
 // reports true with a nil error, the operation is complete at the origin and at the
-// target: an Rput's data is in the target's memory (other ranks' Gets are promised to see
+// target. An Rput's data is in the target's memory (other ranks' Gets are promised to see
 // it after this rank's next Flush, Unlock or UnlockAll, which also completes the
-// coherence work of cached copies), an Rget's result holds the data, and the origin and
+// coherence work of cached copies), an Rget's result holds the data. The origin and
 // result buffers are the caller's again. Until then they belong to the window.
 //
 // A Flush, Unlock or UnlockAll naming the target also completes the request; Wait and

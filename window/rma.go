@@ -4,7 +4,7 @@ import "github.com/gorma-hpc/gorma/runtime"
 
 // Put copies origin into rank's window memory at displacement disp (in elements). On a
 // rank whose memory is mapped (this host, arena memory) it is a copy into the target's
-// memory and complete when Put returns; otherwise it is an RDMA write, complete at the
+// memory and complete when Put returns. Otherwise it is an RDMA write, complete at the
 // next Flush, Unlock, Fence or Complete, and origin belongs to the window until then.
 func (w *Win[T]) Put(origin []T, rank, disp int) error {
 	// The fast path: a mapped rank in an open epoch, in range, with the cache off. Every
@@ -100,7 +100,7 @@ type span[T runtime.Elem] struct {
 
 // usable returns ErrFreed after Free, and an error wrapping runtime.ErrFinalized once the
 // World's Finalize has begun: Finalize unmaps this rank's arena and its peers' mappings,
-// which the window reads and writes directly, so every call checks first rather than
+// which the window reads and writes directly. So every call checks first rather than
 // fault (a Put to this rank, a Fence on shm, a Sync did).
 func (w *Win[T]) usable(op string, rank, disp int) error {
 	if w.freed.Load() {

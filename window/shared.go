@@ -32,18 +32,18 @@ type sharedState[T runtime.Elem] struct {
 // SharedQuery returns rank's window memory mapped in this process, for direct loads and
 // stores (MPI_Win_shared_query); for this rank it starts where Local() does. On a window
 // made by AllocateShared without NonContiguous, the memory of a host's ranks is one
-// segment, rank after rank: the slice of a rank of this host has the length that rank
-// asked for and reaches to the end of the segment (v[:cap(v)] holds that rank's memory
-// and then every higher rank's of the host, as MPI indexes from the lowest rank's
-// base), and a rank without memory gets an empty slice at its place. The slice aliases the
-// memory of rank: ordering loads and stores of different ranks through it is the
-// program's business, with the window's synchronization calls (Fence; or Sync on both
-// sides around a Barrier or another synchronizing message) or with sync/atomic-style
-// accesses of its own. The slice is valid until Free.
+// segment, rank after rank. The slice of a rank of this host has the length that rank
+// asked for and reaches to the end of the segment. So v[:cap(v)] holds that rank's memory
+// and then every higher rank's of the host, as MPI indexes from the lowest rank's base. A
+// rank without memory gets an empty slice at its place. The slice aliases the memory of
+// rank: ordering loads and stores of different ranks through it is the program's business,
+// with the window's synchronization calls (Fence; or Sync on both sides around a Barrier
+// or another synchronizing message) or with sync/atomic-style accesses of its own. The
+// slice is valid until Free.
 //
-// A window of any flavor may be asked, as from MPI 4.0: one made by AllocateShared maps
-// every rank of its host; one made by Allocate maps the ranks of this host whose memory
-// the transport maps (shm); for any other rank of a window not made by AllocateShared
+// A window of any flavor may be asked, as from MPI 4.0. One made by AllocateShared maps
+// every rank of its host. One made by Allocate maps the ranks of this host whose memory
+// the transport maps (shm). For any other rank of a window not made by AllocateShared
 // (Create's user memory, another host, a dynamic window) it returns nil and no error,
 // MPI's size 0 and NULL base.
 //

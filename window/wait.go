@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/futex"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -18,12 +19,12 @@ import (
 //
 // waitOwn serves conditions on this rank's own metadata: it spins the same way, then
 // sleeps on the doorbell word (a shared futex) after announcing itself in the sleepers
-// word; a peer that changes a word this rank waits for, and sees a sleeper, bumps the
+// word. A peer that changes a word this rank waits for, and sees a sleeper, bumps the
 // doorbell and wakes it (ring). The order (sleepers, then doorbell, then the condition;
 // and at the peer: the word, then sleepers) makes a lost wake-up impossible with Go's
 // sequentially consistent atomics. A peer reached through a transport (on another host,
 // or over tcp) changes a word by a remote atomic, which this rank's own transport
-// executes (tcp: its connection goroutine plays the NIC); the transport then rings the
+// executes (tcp: its connection goroutine plays the NIC). The transport then rings the
 // bell for it (runtime.Region.OnRemoteAtomic on the metadata region, set at allocation),
 // after the word changed, which keeps the same order. Sleeps are bounded by sleepMax all
 // the same, for the words no one rings for (pollUntil's).
@@ -32,7 +33,7 @@ import (
 // atomic over tcp). While it spins, the wait serves such requests itself if nobody else
 // reads their connection (runtime.World.PollPeers: over tcp, a connection whose reading
 // the last completion wait took over and left idle), so that a request is served as soon
-// as it lands; before it sleeps, it hands that reading back to the connection's own
+// as it lands. Before it sleeps, it hands that reading back to the connection's own
 // goroutine (ServePeers), so that peers are served while it sleeps.
 //
 // Every pollCheck polls, and around each sleep, both check ctx and the liveness of the
@@ -108,7 +109,7 @@ func wait(ctx context.Context, at blocked, rt *runtime.World, own []uint64, read
 				marked = true
 			}
 			// The peer we wait for may need this rank's transport to serve it (its remote
-			// atomic on own, a Get of ours before it completes): a tcp connection whose
+			// atomic on own, a Get of ours before it completes). A tcp connection whose
 			// reading the last completion wait took over goes back to its goroutine now,
 			// not a tick later.
 			rt.ServePeers()
@@ -138,7 +139,7 @@ func sleepOwn(own []uint64, ready func() bool) bool {
 	if ready() {
 		return true
 	}
-	futexSleep(&own[mBell], bell, sleepMax)
+	futex.Wait(&own[mBell], bell, sleepMax)
 	return false
 }
 
@@ -149,5 +150,5 @@ func ring(mw []uint64) {
 		return
 	}
 	atomic.AddUint64(&mw[mBell], 1)
-	futexWakeAll(&mw[mBell])
+	futex.Wake(&mw[mBell], futex.All)
 }

@@ -68,7 +68,7 @@ func NoZero() Option { return func(o *options) { o.noZero = true } }
 // one-sided operations, in epochs opened and closed by its synchronization calls.
 //
 // Concurrency: RMA calls (Put, Get, the accumulates, the request-based calls) on one
-// window may run concurrently from several goroutines; a synchronization call (Fence,
+// window may run concurrently from several goroutines. A synchronization call (Fence,
 // Lock, Unlock, Flush..., Post, Start, Complete, Wait, Free) must not run concurrently
 // with RMA calls that it is meant to order, as in MPI. The buffers of Put, Get and the
 // accumulates belong to the window until the call that completes the operation (Flush,
@@ -146,15 +146,14 @@ const (
 	openLock
 )
 
-// Local returns this rank's window memory (nil for a dynamic window). The slice dies
-// with the window: it must not be used after Free. For Allocate and AllocateShared
-// windows, a write through it after Free lands in arena memory that the arena holds back
-// from reuse (its quarantine) until it runs out of other space or the quarantine passes
-// its cap (64 MiB by default), after which the write would corrupt whatever the memory
-// serves next; under GORMA_CHECK=1 the write faults
-// instead, and Free has named the window and its address range on stderr (for
-// AllocateShared, whose memory is its host's lowest rank's, at that rank only). For Create,
-// the slice is the caller's own memory again after Free.
+// Local returns this rank's window memory (nil for a dynamic window). The slice dies with
+// the window: it must not be used after Free. For Allocate and AllocateShared windows, a
+// write through it after Free lands in arena memory that the arena holds back from reuse
+// (its quarantine) until it runs out of other space or the quarantine passes its cap (64
+// MiB by default), after which the write would corrupt whatever the memory serves next.
+// Under GORMA_CHECK=1 the write faults instead, and Free has named the window and its
+// address range on stderr (for AllocateShared, whose memory is its host's lowest rank's, at
+// that rank only). For Create, the slice is the caller's own memory again after Free.
 func (w *Win[T]) Local() []T { return w.local }
 
 // Rank is this rank; Size the number of ranks of the window.
@@ -413,7 +412,7 @@ func (t *target[T]) memReady() []T {
 }
 
 // eagerRanks is the largest window that reaches every rank at creation
-// (GORMA_WINDOW_EAGER, default 16): a larger window maps a rank's memory and metadata,
+// (GORMA_WINDOW_EAGER, default 16). A larger window maps a rank's memory and metadata,
 // and connects to it, when this rank first needs it (reach), so that a window costs
 // memory, mappings and connections for the ranks it is used with, not for every pair.
 func eagerRanks() int {
@@ -480,14 +479,13 @@ func (w *Win[T]) reachTarget(t *target[T]) error {
 // before Finalize otherwise, as MPI requires: see the package example). Afterwards
 // every call on the window fails with ErrFreed, and the keys of its memory stop working
 // at every rank (the arena bytes are reused, never reachable through an old key). The
-// slice Local returned dies here: arena memory goes to the arena's quarantine, reused
-// only when the arena has no other free space or the quarantine is full, and under
+// slice Local returned dies here. Arena memory goes to the arena's quarantine, reused
+// only when the arena has no other free space or the quarantine is full. Under
 // GORMA_CHECK=1 it is made inaccessible in this process until then, so that a stale
-// write faults (Free prints one line naming the window and its range on stderr for the
-// fault to be traced). If the
-// closing barrier fails (ctx ends while a peer has not called Free, or a peer failed),
-// Free returns its error and keeps the window's memory allocated, since a peer still in
-// an epoch may write it.
+// write faults. Free prints one line naming the window and its range on stderr for the
+// fault to be traced. If the closing barrier fails (ctx ends while a peer has not
+// called Free, or a peer failed), Free returns its error and keeps the window's memory
+// allocated, since a peer still in an epoch may write it.
 func (w *Win[T]) Free(ctx context.Context) error {
 	const op = "free"
 	if !w.freed.Load() && w.comm.Finalized() {
@@ -514,7 +512,7 @@ func (w *Win[T]) Free(ctx context.Context) error {
 	w.closeRemotes()
 	// After the barrier nobody holds a pin on our regions: Free revokes at once.
 	if err := runtime.Barrier(ctx, w.comm); err != nil {
-		// A peer may still be in an epoch on this window (ctx ended first): one on this
+		// A peer may still be in an epoch on this window (ctx ended first). One on this
 		// host writes our memory through its mapping, which no key revocation stops, so
 		// the memory stays allocated rather than handed out again under its writes. A
 		// failed Free leaks the window's memory.

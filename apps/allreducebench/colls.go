@@ -82,7 +82,7 @@ var collBenches = map[string]collBench{
 func alltoallValue(i, s, d, p int) float64 { return float64(i%251 + 1 + 256*(s*p+d)) }
 
 // bandwidth is the row's algbw and busbw (GB/s) for size bytes in avgUS on p ranks, as
-// nccl-tests counts them: bcast and reduce move the vector (busbw = algbw); allgather and
+// nccl-tests counts them: bcast and reduce move the vector (busbw = algbw). Allgather and
 // alltoall fill p blocks (algbw = p*size/time) of which p-1 come from the other ranks
 // (busbw = algbw*(p-1)/p).
 func (c collBench) bandwidth(size, p int, avgUS float64) (algbw, busbw float64) {

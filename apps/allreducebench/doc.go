@@ -21,7 +21,7 @@
 //
 // --algo forces an Allreduce algorithm by setting GORMA_ALLREDUCE before the first
 // collective call (collectives reads it then): auto, recdbl, rabenseifner, ring, direct,
-// lanes, shm or hier (whatever the collectives package names); an unknown name makes the
+// lanes, shm or hier (whatever the collectives package names). An unknown name makes the
 // first call fail with the collectives' configuration error. Without --algo, a
 // GORMA_ALLREDUCE set in the environment (golaunch -x) applies.
 //
@@ -29,18 +29,17 @@
 // included); --scratch arena|fresh sets the collectives' scratch policy
 // (collectives.SetScratch). design.md says what each shows.
 //
-// Output: a header (ranks, hosts, transport, algorithm, progress mode, fresh buffers,
-// scratch policy; the JSON's "fresh" and "scratch"), one table per
-// test ("#bytes iterations avg_us min_us max_us algbw_GB/s busbw_GB/s", in the JSON the
-// arrays "allreduce", "bcast", "reduce", "allgather", "alltoall" and "barrier" of rows
-// with those fields; for overlap
-// "#bytes iterations coll_us comp_us ovl_us sum_us overlap_% passes"), at rank 0;
-// --json prints one JSON document instead, --json=FILE writes it to FILE beside the text.
-// Each JSON row also holds vcsw_per_call and ivcsw_per_call: the process's voluntary and
-// involuntary context switches (getrusage, every thread's) per timed call, averaged over
-// the ranks; the JSON's gomaxprocs is rank 0's GOMAXPROCS after Init (GORMA_PROCS).
-// --cpuprofile FILE writes a CPU profile of each rank to FILE.RANK (go tool pprof).
-// bench/mpi/allreducebench.c is the C twin (same flags but --scratch and --cpuprofile,
-// method, output and JSON);
-// scripts/compare-allreduce.sh runs both side by side under Open MPI and MPICH.
+// Output, at rank 0: a header (ranks, hosts, transport, algorithm, progress mode, fresh
+// buffers, scratch policy; the JSON's "fresh" and "scratch"), then one table per test. A
+// table's columns are "#bytes iterations avg_us min_us max_us algbw_GB/s busbw_GB/s", and
+// for overlap "#bytes iterations coll_us comp_us ovl_us sum_us overlap_% passes". In the
+// JSON the arrays "allreduce", "bcast", "reduce", "allgather", "alltoall" and "barrier"
+// hold rows with those fields. --json prints one JSON document instead, --json=FILE
+// writes it to FILE beside the text. Each JSON row also holds vcsw_per_call and
+// ivcsw_per_call: the process's voluntary and involuntary context switches (getrusage,
+// every thread's) per timed call, averaged over the ranks; the JSON's gomaxprocs is rank
+// 0's GOMAXPROCS after Init (GORMA_PROCS). --cpuprofile FILE writes a CPU profile of each
+// rank to FILE.RANK (go tool pprof). bench/mpi/allreducebench.c is the C twin (same flags
+// but --scratch and --cpuprofile, method, output and JSON); scripts/compare-allreduce.sh
+// runs both side by side under Open MPI and MPICH.
 package main

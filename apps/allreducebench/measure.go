@@ -124,10 +124,10 @@ func scaled(base, minIters, size int) int {
 }
 
 // jobWarmup is how long, by rank 0's clock, the job calls Allreduce of the first size,
-// untimed, before it measures anything: the first milliseconds of a job pay for its
+// untimed, before it measures anything. The first milliseconds of a job pay for its
 // start-up (the other ranks and the launcher still starting or printing, first-touch
-// faults), which a first size measured with only its own warm-up of a tenth of its calls
-// absorbs or not from run to run. The C twin does the same.
+// faults). A first size measured with only its own warm-up of a tenth of its calls
+// absorbs them or not from run to run. The C twin does the same.
 const jobWarmup = 50 * time.Millisecond
 
 // warmJob calls Allreduce of the first size, untimed, for jobWarmup (warmFor).

@@ -90,7 +90,7 @@ func (k *kernel) run(polls int, poll func()) {
 	}
 }
 
-// calibrate sets k.passes so that the kernel takes about target on this rank: it doubles
+// calibrate sets k.passes so that the kernel takes about target on this rank. It doubles
 // a trial count until the trial takes at least a quarter of target (and 100 us), scales
 // it to target, and scales once more by a run of that count.
 func (k *kernel) calibrate(target time.Duration) {
@@ -212,8 +212,8 @@ func overlapSize(ctx context.Context, w *runtime.World, o options, k *kernel, si
 }
 
 // calibrateJob sets k.passes, the same at every rank, so that the kernel takes about goal
-// seconds: every rank calibrates (kernel.calibrate) and the largest count is everyone's;
-// then, while the ranks' mean over trials runs of the kernel is off goal by more than a
+// seconds: every rank calibrates (kernel.calibrate) and the largest count is everyone's.
+// Then, while the ranks' mean over trials runs of the kernel is off goal by more than a
 // tenth, the count scales by their ratio, at most calibrationRounds trials in all (a
 // machine shared with other work makes a single trial a poor guide). Every rank computes
 // the same ratio.

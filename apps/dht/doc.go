@@ -1,5 +1,5 @@
 // Command dht is a distributed hash table whose lookups are passive-target Gets on
-// read-mostly data: it measures what the coherent page cache of package window (on for
+// read-mostly data. It measures what the coherent page cache of package window (on for
 // windows whose job spans hosts) gains when lookups reuse pages, and what it costs when
 // they do not.
 //
@@ -23,20 +23,20 @@
 //     and a check that the shards hold every key once, with its value.
 //   - operations: every rank opens one LockAll epoch and runs --warmup untimed and then
 //     --lookups timed operations on keys drawn before the timing (key i+1 with weight
-//     1/(i+1)^S for --zipf S, uniform for 0), of every shard. A lookup probes with
-//     Get + Flush per group and checks the value; a fraction --update-frac are updates:
-//     the probe, then a Put of the value with a new version and a Flush, which invalidates
-//     the cached copies of the page at every rank before it returns (the key never moves,
-//     so updates run in the LockAll epoch: a concurrent lookup reads either version).
+//     1/(i+1)^S for --zipf S, uniform for 0), of every shard. A lookup probes with Get +
+//     Flush per group and checks the value. A fraction --update-frac are updates: the
+//     probe, then a Put of the value with a new version and a Flush, which invalidates the
+//     cached copies of the page at every rank before it returns (the key never moves, so
+//     updates run in the LockAll epoch: a concurrent lookup reads either version).
 //
 // A wrong or missing value is fatal: the rank prints "dht: WRONG RESULT: ..." and exits 1.
 //
 // Figures per cache setting, at rank 0 (every rank sends its own with runtime.Send):
-// ops/s, the sum over ranks of each rank's operations over its elapsed time; mean latency
+// ops/s, the sum over ranks of each rank's operations over its elapsed time. Mean latency
 // (total time over operations) and median latency (of the per-operation means of batches
-// of 64 operations, pooled over ranks, so that a clock read is small against a batch); the
+// of 64 operations, pooled over ranks, so that a clock read is small against a batch). The
 // page cache's hits, misses, installs, invalidations (window.CacheStats, measured
-// operations only, summed over ranks); the build time; and with --cache both the speedup:
+// operations only, summed over ranks). The build time. And with --cache both the speedup:
 // ops/s on over off, and mean latency off over on (the sum of per-rank rates weighs a rank
 // that finished fast, say the owner of the hottest keys, more than the ratio of mean
 // latencies does). The cache counts per page touched by a Get: a lookup that reads two

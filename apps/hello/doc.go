@@ -1,7 +1,7 @@
 // Command hello is the smallest gorma rank program: every rank prints its rank, the
-// job's size, its host and its pid; then a token goes once around the ring of ranks
+// job's size, its host and its pid. Then a token goes once around the ring of ranks
 // (rank 0 → 1 → … → 0), each rank adding its own rank to it, and rank 0 checks that the
-// token came back holding 0+1+…+(size-1) and prints it; then all ranks meet in a Barrier
+// token came back holding 0+1+…+(size-1) and prints it. Then all ranks meet in a Barrier
 // and Finalize. Any error is printed to stderr and makes the rank exit with status 1.
 //
 //	golaunch -n 4 ./bin/hello      # what `make run` does

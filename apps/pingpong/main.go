@@ -243,8 +243,8 @@ func scaled(base, size int) int {
 // jobWarmup is how long each pair ping-pongs, untimed, before the first measurement. A
 // job's first milliseconds (tens of them) are slower than the rest, whichever runtime:
 // short round trips timed in batches from the job's first Barrier take several times
-// their steady time at first, and a run of the compare's length would carry that into
-// its figure. The tenth of the iterations warmed up per size does not cover it at small
+// their steady time at first. A run of the compare's length would carry that into its
+// figure. The tenth of the iterations warmed up per size does not cover it at small
 // sizes. The C twin warms up the same way.
 const jobWarmup = 50 * time.Millisecond
 

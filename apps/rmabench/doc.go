@@ -31,13 +31,13 @@
 //	alloc_free.create            Create + Free over a 1 MiB slice of the caller
 //
 // Method: every latency figure is timed in batches long enough that reading the clock does
-// not matter (a sample is the mean of up to 256 operations, calibrated in the warmup);
-// the median, the mean and the 99th percentile of the samples are reported in
-// microseconds. --iters operations per size up to 16 KiB, scaled down in proportion above
-// (at least 20), a tenth of that (at least 3) as warmup. Bandwidth is MB/s = 10^6 bytes
-// per second over --bw-iters rounds of 64 operations. Buffers and windows hold non-zero
-// bytes before anything is measured. In the busy_get case the target fills its window
-// with a known pattern, and the origin checks every Get against it.
+// not matter (a sample is the mean of up to 256 operations, calibrated in the warmup). The
+// median, the mean and the 99th percentile of the samples are reported in microseconds.
+// --iters operations per size up to 16 KiB, scaled down in proportion above (at least 20),
+// a tenth of that (at least 3) as warmup. Bandwidth is MB/s = 10^6 bytes per second over
+// --bw-iters rounds of 64 operations. Buffers and windows hold non-zero bytes before
+// anything is measured. In the busy_get case the target fills its window with a known
+// pattern, and the origin checks every Get against it.
 //
 // bench/mpi/rmabench.c is the C twin (same cases, flags, iteration counts and output);
 // scripts/compare-rma.sh runs both side by side. Output is one table per case after a

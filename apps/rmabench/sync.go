@@ -111,7 +111,7 @@ func busyGet(ctx context.Context, b *bench, size int) (row, error) {
 
 // busyRow summarises busy_get's samples (microseconds, any order). Rounds can take no
 // sample at all (a --busy of at most 2 ms ends the sampling before the first operation
-// starts, 1 ms into the round): the row then has no figures and Iterations 0, which the
+// starts, 1 ms into the round). The row then has no figures and Iterations 0, which the
 // table prints as "-".
 func busyRow(size int, samples []float64) row {
 	if len(samples) == 0 {

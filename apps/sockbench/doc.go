@@ -1,9 +1,10 @@
 // Command sockbench measures net.Conn between two processes over gorma's sockets
-// (transport/sockets: gorma-shm, gorma-tcp) and over the kernel's Unix and TCP sockets:
-// the round trip at 64 B, 4 KiB, 64 KiB and 1 MiB (pingpong: median and percentiles of
-// many round trips), one-way throughput in writes of 64 KiB, 4 KiB and 1 MiB (stream),
-// connections per second (connrate: dial + close) and net/http requests per second with
-// 16 keep-alive clients and 1 KiB responses (http).
+// (transport/sockets: gorma-shm, gorma-tcp) and over the kernel's Unix and TCP sockets.
+// It measures the round trip at 64 B, 4 KiB, 64 KiB and 1 MiB (pingpong: median and
+// percentiles of many round trips). It measures one-way throughput in writes of 64 KiB,
+// 4 KiB and 1 MiB (stream) and connections per second (connrate: dial + close). It
+// measures net/http requests per second with 16 keep-alive clients and 1 KiB responses
+// (http).
 //
 // Usage:
 //

@@ -12,10 +12,10 @@
 //
 // It starts the command, and every --interval it finds the command's descendant processes
 // whose name (/proc/PID/comm) is --comm, and reads /proc/PID/task/*/stat of each. It
-// prints, over every sample of every matching process: the number of samples, the mean
-// runnable threads per process, the share of samples in which a process had more than
-// one runnable thread, the most threads a process had, and the mean thread count. The
-// sampler itself takes a processor now and then; a longer --interval disturbs the job
-// less. With --json=FILE it writes the same figures as one JSON document. The command's
-// exit status is threadwatch's.
+// prints, over every sample of every matching process. The number of samples, the mean
+// runnable threads per process, the share of samples in which a process had more than one
+// runnable thread, the most threads a process had, and the mean thread count. The sampler
+// itself takes a processor now and then; a longer --interval disturbs the job less. With
+// --json=FILE it writes the same figures as one JSON document. The command's exit status
+// is threadwatch's.
 package main

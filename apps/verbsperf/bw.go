@@ -83,10 +83,10 @@ func (b *bench) bandwidth(ctx context.Context, test string) error {
 	return nil
 }
 
-// pairedReps is the least number of repetitions at the sizes compared with a floor: each
+// pairedReps is the least number of repetitions at the sizes compared with a floor. Each
 // repetition of the test is paired with an adjacent one of the floor, alternately after
-// and before it, and the ratio reported is the median of the ratios of these pairs, so
-// that a change of the machine's speed between repetitions (frequent on shared machines)
+// and before it. The ratio reported is the median of the ratios of these pairs, so that
+// a change of the machine's speed between repetitions (frequent on shared machines)
 // cancels out rather than landing on one side, and so does the cost of going second.
 // Even, so that both orders count alike.
 const pairedReps = 8

@@ -19,7 +19,7 @@ import (
 // The floors: what the providers are measured against, taken by the same program in the
 // same run. The flag ping-pong is the cross-core round trip of this machine (the best any
 // same-host message can do), raw TCP the best the tcp provider can do, memcpy the best a
-// shared-memory copy can do, and a fresh segment what registration costs without the arena.
+// shared-memory copy can do. A fresh segment what registration costs without the arena.
 
 // Offsets of the flag ping-pong words in their shared page: one cache-line pair apart, so
 // that each flag has its lines to itself (adjacent-line prefetch pairs lines).
@@ -156,7 +156,7 @@ func (f *floors) dial(ctx context.Context) error {
 
 // tuneRaw gives a raw TCP floor connection the tcp provider's congestion control
 // (tcp.DefaultCongestion, as a device opened without tcp.Options.Congestion sets it), so
-// that the floor and the provider run the same kernel algorithm; where the kernel refuses
+// that the floor and the provider run the same kernel algorithm. Where the kernel refuses
 // it, the provider keeps the kernel's default and so does the floor.
 func tuneRaw(c net.Conn) {
 	_ = benchkit.SetCongestion(c, tcp.DefaultCongestion)
@@ -201,7 +201,7 @@ func (f *floors) tcpMeasure(ctx context.Context, n int) (measurement, error) {
 
 // tcpStream: the parent writes iters messages of each size, the peer reads each into the
 // same buffer of that size (as write_bw's writes all land on the same bytes of the target)
-// and acknowledges the last byte; timed up to the acknowledgement.
+// and acknowledges the last byte. timed up to the acknowledgement.
 func (f *floors) tcpStream(ctx context.Context) error {
 	f.r.begin(Result{Test: "tcp_stream", Provider: "raw", Kind: kindBandwidth,
 		Title: "TCP loopback stream, one write per message, to an acknowledgement of the last byte"})

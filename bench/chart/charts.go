@@ -9,7 +9,7 @@ import (
 )
 
 // A section's charts are of two kinds. A chart stored in the report carries its points
-// (chart collect reads them from chart svg --json); a chart of plans is drawn from the
+// (chart collect reads them from chart svg --json). A chart of plans is drawn from the
 // section's own samples or tables when the page is rendered, so its points are the
 // table's medians by construction. A stored chart with the same file comes first.
 

@@ -325,11 +325,12 @@ func rmaSection(dir string) (Section, error) {
 	return s, nil
 }
 
-// allreduceSection reads allreduce.txt (compare-allreduce.sh): its latency tables (gorma's
-// runs with fresh buffers or scratch stay in allreduce.txt, and so do the bus bandwidth
-// tables: bus bandwidth is bytes / latency x 2(p-1)/p of the latency rows, and the charts
-// draw it at every size), then one table of the Barrier of each rank count and the bus
-// bandwidth at 64 MiB over that at 24 MiB per rank count (target for gorma: at least 0.80).
+// allreduceSection reads allreduce.txt (compare-allreduce.sh). It reads the latency tables
+// first. gorma's runs with fresh buffers or scratch stay in allreduce.txt, and so do the
+// bus bandwidth tables: bus bandwidth is bytes / latency x 2(p-1)/p of the latency rows,
+// and the charts draw it at every size. Then it reads one table of the Barrier of each rank
+// count, and the bus bandwidth at 64 MiB over that at 24 MiB per rank count (target for
+// gorma: at least 0.80).
 func allreduceSection(dir string) (Section, error) {
 	tables, err := readTables(filepath.Join(dir, "allreduce.txt"))
 	if err != nil {

@@ -26,16 +26,17 @@
 // the SVG; --source names the run when it is not the run of the section's tables, and
 // --table the table whose medians the points repeat.
 //
-// collect parses the step outputs in --dir (startup_p*.txt, p2p.txt, rma.txt,
-// allreduce.txt: their Markdown tables, the startup lines and the lines "load average at
-// the start: ..." and "... at the end: ...") into a Report: the machine, the run, and a
-// section per comparison, each a title, an introduction, the load at the start and the
-// end of its step, tables (columns, rows with values, ratios and targets), raw samples
-// and charts. --section adds a section given as JSON (with its "load"). --chart
-// ID:FILE:ALT adds the chart whose points svg --json wrote to --dir's chart_NAME.json.
+// collect parses the step outputs in --dir into a Report. The outputs are
+// startup_p*.txt, p2p.txt, rma.txt and allreduce.txt: their Markdown tables, the startup
+// lines and the lines "load average at the start: ..." and "... at the end: ...". A
+// Report holds the machine, the run, and a section per comparison. Each section has a
+// title, an introduction, the load at the start and the end of its step, tables
+// (columns, rows with values, ratios and targets), raw samples and charts. --section
+// adds a section given as JSON (with its "load"). --chart ID:FILE:ALT adds the chart
+// whose points svg --json wrote to --dir's chart_NAME.json.
 //
 // page renders the Report through the embedded page.md.tmpl and draws every chart from
-// it into the directory of --out: a stored chart from its points, the others (startup,
+// it into the directory of --out. A stored chart from its points, the others (startup,
 // launchers, Allreduce latency, sockets, halo, overlap, scale) from their section's
 // tables and samples, so that a chart and its table show the same medians. A stored
 // chart that names a table and disagrees with it is an error. Where MPICH ran more ranks

@@ -21,7 +21,7 @@ type Config struct {
 	// accepted while MaxPending are pending is closed at once. 0 sets no bound.
 	MaxPending int
 	// Shed, if not nil, is called with each connection accepted while MaxPending were
-	// pending, before Serve closes it; it may write the peer a short notice (a few bytes
+	// pending, before Serve closes it. It may write the peer a short notice (a few bytes
 	// into a fresh socket's buffer, which never blocks) but must not read or close it.
 	Shed func(c net.Conn)
 	// Retry, if not nil, is called with each Accept error that Serve retries and the

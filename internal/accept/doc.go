@@ -6,7 +6,7 @@
 // listener itself). An Accept error other than [net.ErrClosed] (EMFILE, ENFILE, ENOBUFS,
 // ENOMEM, ...) is reported to [Config.Retry] and retried after a back-off that starts at
 // [MinBackoff] and doubles up to [MaxBackoff]; a successful Accept resets it. Each
-// accepted connection goes to the [Handler] with a release function; a connection counts
+// accepted connection goes to the [Handler] with a release function. A connection counts
 // as pending from its Accept until release is called, and one accepted while
 // [Config.MaxPending] are pending is handed to [Config.Shed] (which may tell the peer to
 // come back later) and closed at once.

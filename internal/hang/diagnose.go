@@ -17,7 +17,7 @@ const (
 
 // Diagnose returns the cause lines of a hang, possibly none: first one "mismatch: ..." line
 // per group of ranks whose collective calls on one communicator disagree with the largest
-// group's, then at most one "deadlock: ..." line: a wait for a rank that can never answer
+// group's, then at most one "deadlock: ..." line. A wait for a rank that can never answer
 // (the shortest chain, one step) if there is one, else the shortest cycle of waits. A rank
 // without a report counts as Silent. design.md states the model.
 func Diagnose(reps []Report) []string {

@@ -1,4 +1,4 @@
-// Package hang owns what a hang report says: the [Record] of a call a rank is blocked in,
+// Package hang owns what a hang report says. The [Record] of a call a rank is blocked in,
 // the [Report] a rank gives when asked, their one-line and text forms, and [Diagnose],
 // which names the cause of a hang from every rank's report. The runtime produces records
 // and reports; the launcher gathers them, prints [Report.Line] for each rank and then the
@@ -26,12 +26,11 @@
 // applicable. A zero Record is not one of these: set them.
 //
 // The text form (AppendRecord, ParseRecord, AppendReport, ParseReport) is bounded
-// ([MaxRecordLen], [MaxString], [MaxMembers], [MaxRecords], [MaxStacks]); the appenders
+// ([MaxRecordLen], [MaxString], [MaxMembers], [MaxRecords], [MaxStacks]). The appenders
 // cut what exceeds the bounds, so that a value whose numbers are in range (int32, Peer
 // from NoRank, Tag, Root and Count from -1, Rank and Omitted from 0, a named State)
 // encodes to text the parsers accept, and the parsers reject anything else with an error
-// wrapping [ErrSyntax]. design.md describes the forms and
-// the model Diagnose applies.
+// wrapping [ErrSyntax]. design.md describes the forms and the model Diagnose applies.
 //
 // Concurrency: the package is pure and holds no state; every function may be called from
 // any goroutine. The functions neither keep nor modify the slices they are given (the

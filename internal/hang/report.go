@@ -50,9 +50,9 @@ type Report struct {
 }
 
 // Line returns the report as one line: "rank 0: Recv(src=1, tag=0, World) for 31.2s". A
-// rank blocked in several calls shows the first and "(+N more)"; the other states read
-// "rank 0: running (in no gorma call)", "rank 0: finalized", "rank 0: exited",
-// "rank 0: stopped (SIGSTOP or a debugger)", "rank 0: silent (no answer)".
+// rank blocked in several calls shows the first and "(+N more)". The other states read
+// "rank 0: running (in no gorma call)", "rank 0: finalized", "rank 0: exited", "rank 0:
+// stopped (SIGSTOP or a debugger)", "rank 0: silent (no answer)".
 func (r Report) Line() string {
 	head := "rank " + strconv.Itoa(r.Rank) + ": "
 	switch r.State {

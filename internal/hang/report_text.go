@@ -46,7 +46,7 @@ func AppendReport(b []byte, r Report) []byte {
 var headerKeys = map[string]bool{"rank": true, "host": true, "state": true, "progress": true,
 	"omitted": true, "records": true, "stacks": true}
 
-// ParseReport parses exactly one report in AppendReport's form: the header's fields may
+// ParseReport parses exactly one report in AppendReport's form. The header's fields may
 // come in any order (unknown keys are skipped; rank, state, records and stacks are
 // required), records and stacks say how many record lines and stack bytes follow, and
 // nothing may follow them. Errors wrap ErrSyntax.

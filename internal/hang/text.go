@@ -232,7 +232,7 @@ var recordKeys = map[string]bool{"call": true, "comm": true, "members": true, "s
 	"tag": true, "root": true, "count": true, "type": true, "op": true, "win": true, "since": true}
 
 // ParseRecord parses the text form AppendRecord writes. Fields may come in any order,
-// unknown keys are skipped, and call is required; a value out of its range (Peer below
+// unknown keys are skipped, and call is required. A value out of its range (Peer below
 // NoRank, Tag, Root or Count below -1, a member outside [0, MaxRank)) or beyond the bounds
 // is an error wrapping ErrSyntax.
 func ParseRecord(s string) (Record, error) {

@@ -1,6 +1,6 @@
 // Package testbudget scales the time budgets of gorma's tests to the machine that runs
 // them. A test that waits for something (a completion, a job's exit, a rank's answer)
-// waits up to a budget; [Scale] stretches that budget by a slack factor, so that a loaded
+// waits up to a budget. [Scale] stretches that budget by a slack factor, so that a loaded
 // machine meets it, and the test's failure message says what had not happened within it.
 //
 //	ctx, cancel := context.WithTimeout(ctx, testbudget.Scale(30*time.Second))

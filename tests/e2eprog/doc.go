@@ -1,5 +1,5 @@
 // Command e2eprog is the rank program of the launcher's end-to-end stress tests
-// (launcher/e2e_stress_test.go): every rank is a real OS process started by golaunch,
+// (launcher/e2e_stress_test.go). Every rank is a real OS process started by golaunch,
 // and all of them run one long randomized sequence of point-to-point messages, RMA
 // window epochs and collectives, drawn from a random generator seeded by -seed that
 // every rank holds (so every rank knows every rank's operations), and check every

@@ -114,9 +114,9 @@ func p2pStep[T gorma.Elem](e *env, conv func(int64) T, esize int) error {
 	return errors.Join(errs...)
 }
 
-// sequential runs exchange for every peer from this goroutine, in a round-robin
-// schedule (in round k, rank r pairs with k-r mod n) so that the two ends of a pair meet
-// in the same round: an exchange waits for the peer's messages.
+// sequential runs exchange for every peer from this goroutine, in a round-robin schedule
+// (in round k, rank r pairs with k-r mod n) so that the two ends of a pair meet in the
+// same round. An exchange waits for the peer's messages.
 func (e *env) sequential(exchange func(p int) error) error {
 	n := e.size
 	for round := range n {

@@ -24,8 +24,8 @@ func init() {
 
 // attrKeyvalDoubleFreeComm: a Keyval whose delete function frees it, set on a one-rank
 // World (MPI_COMM_SELF) and on a Dup of it: the Dup's Free runs the delete function,
-// whose Free of the Keyval succeeds; the two Frees after it (MPICH's second and third,
-// through the handle and a copy of it) fail with ErrInvalid, and the attribute on the
+// whose Free of the Keyval succeeds. The two Frees after it (MPICH's second and third,
+// through the handle and a copy of it) fail with ErrInvalid. The attribute on the
 // one-rank World stays, readable, its delete function running at that World's Free
 // (MPICH's runs at Finalize) with a Free that fails with ErrInvalid too. MPICH accepts
 // the later frees, the attribute still holding a reference to the keyval; MPI makes them
@@ -115,7 +115,7 @@ func attrAttric(ctx context.Context, w *runtime.World) error {
 }
 
 // attrAttrdelete: the delete function of key2 deletes the attributes of key1 and key3 on
-// the World it is given; DeleteAttr of key2 on the World (attributes rank, rank+100 and
+// the World it is given. DeleteAttr of key2 on the World (attributes rank, rank+100 and
 // rank+200) runs it, which leaves the World with none of the three (MPICH checks only
 // that the calls succeed), and the three Keyvals are freed.
 func attrAttrdelete(ctx context.Context, w *runtime.World) error {
@@ -155,8 +155,8 @@ func attrAttrdelete(ctx context.Context, w *runtime.World) error {
 // function's false means the Dup does not get the attribute (MPI's flag 0), and a delete
 // function returns nothing. Instead, in the same sequence, what gorma does is checked:
 // the replacing SetAttr and DeleteAttr run the delete function on the values they remove
-// (the rank, then twice the rank) and succeed; the Dup after them gets no attribute, the
-// copy function not running; the Frees succeed.
+// (the rank, then twice the rank) and succeed. The Dup after them gets no attribute, the
+// copy function not running. The Frees succeed.
 func attrAttrerr(ctx context.Context, w *runtime.World) error {
 	rank := w.Rank()
 	dw, err := w.Dup()

@@ -25,8 +25,8 @@ func init() {
 }
 
 // attrAttrt: an attribute whose copy function keeps it (the World rank) and one with no
-// copy function, set on the low half of a Dup of the World: the Dup of that half has the
-// first with the same value and not the second; the delete function sees the World rank
+// copy function, set on the low half of a Dup of the World. The Dup of that half has the
+// first with the same value and not the second. The delete function sees the World rank
 // when the half is freed. The Comm_create, Split and Comm_compare parts of attrt.c are
 // comm's own scenarios.
 func attrAttrt(ctx context.Context, w *runtime.World) error {
@@ -159,7 +159,7 @@ func attrBaseattr2(ctx context.Context, w *runtime.World) error {
 
 // attrFkeyval: a Keyval freed while its attribute is set: the copy function still runs
 // at Dup (it increments the shared value) and the delete function at the Dup's Free and
-// at the World's (it decrements it); 32 more Keyvals made between do not take its place.
+// at the World's (it decrements it). 32 more Keyvals made between do not take its place.
 // On Init's World, which is never freed, the attribute is deleted explicitly.
 func attrFkeyval(ctx context.Context, w *runtime.World) error {
 	return eachComm(ctx, w, 1, func(c *runtime.World, name string) error {

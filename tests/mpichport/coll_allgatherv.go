@@ -36,12 +36,12 @@ var allgathervPatterns = []struct {
 	}},
 }
 
-// collAllgatherv4: Allgatherv of bytes with six count patterns (every rank m; only rank
-// 0; half at rank 0 and the rest spread; twice m on the first half; linearly
-// decreasing; a bell curve), for m from 1 to 256 Ki, 10 times each, on the World, on all
-// but the last rank, and on the World in a shuffled order (MPICH shuffles with rand();
-// a fixed permutation here). MPICH only checks completion; the blocks' contents are
-// checked here too.
+// collAllgatherv4: Allgatherv of bytes with six count patterns, for m from 1 to 256 Ki,
+// 10 times each. The patterns are every rank m; only rank 0; half at rank 0 and the rest
+// spread; twice m on the first half; linearly decreasing; a bell curve. It runs on the
+// World, on all but the last rank, and on the World in a shuffled order (MPICH shuffles
+// with rand(); a fixed permutation here). MPICH only checks completion; the blocks'
+// contents are checked here too.
 func collAllgatherv4(ctx context.Context, w *runtime.World) error {
 	const largeBuf, loops = 256 * 1024, 10
 	rank, size := w.Rank(), w.Size()

@@ -80,10 +80,10 @@ func intTypes[T collectives.Integer](ctx context.Context, w *runtime.World, typ 
 
 // collAllred: Allreduce of 10 elements with sum, prod, max and min, and bor, band and
 // bxor, over each integer type of allred.c (int, long, short, unsigned short, unsigned,
-// unsigned long, unsigned char, the intN_t and uintN_t, MPI_Aint, MPI_Offset,
-// MPI_Count as their LP64 Go types); sum, prod, max and min over float and double; the
-// bitwise checks over MPI_BYTE; sum and prod over float complex (the one complex type
-// the test's loop reaches). Left out: the logical operators (LOR, LXOR, LAND) over the
+// unsigned long, unsigned char, the intN_t and uintN_t, MPI_Aint, MPI_Offset, MPI_Count
+// as their LP64 Go types). Sum, prod, max and min over float and double. The bitwise
+// checks over MPI_BYTE. Sum and prod over float complex (the one complex type the
+// test's loop reaches). Left out: the logical operators (LOR, LXOR, LAND) over the
 // integer and bool types, and MAXLOC and MINLOC over the pair types, which gorma lacks.
 func collAllred(ctx context.Context, w *runtime.World) error {
 	n := w.Size()

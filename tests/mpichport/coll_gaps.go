@@ -16,9 +16,9 @@ func init() {
 	register("coll-p_alltoallw", "coll/p_alltoallw.c", 10, collPAlltoallw)
 }
 
-// collAlltoallv0: over each communicator of 3 ranks or more, every rank sends length
-// ints to its left and right neighbours only (counts 0 to the others, a halo exchange),
-// length 1, 3, 7, ... up to 65535; each received block holds its sender's values. gorma's
+// collAlltoallv0: over each communicator of 3 ranks or more, every rank sends length ints
+// to its left and right neighbours only (counts 0 to the others, a halo exchange), length
+// 1, 3, 7, ... up to 65535. Each received block holds its sender's values. gorma's
 // Alltoallv places blocks at the prefix sums of the counts, so the block from the lower
 // of the two neighbours comes first. Each exchange is run a second time in place (send
 // and sendCounts nil): the blocks to send sit where the blocks received land.
@@ -58,7 +58,7 @@ func collAlltoallv0(ctx context.Context, w *runtime.World) error {
 // collRed4: over each communicator, to each root in turn, a Reduce of one size x size int
 // matrix per rank (a contiguous datatype of size*size int32s) with a non-commutative user
 // operator, the matrix product, then the same in place at root. Rank r's matrix swaps
-// rows r and r+1 of the identity (a permutation P_r); the product P_0 P_1 ... P_{size-1}
+// rows r and r+1 of the identity (a permutation P_r). The product P_0 P_1 ... P_{size-1}
 // has rows 1, size, 2, 3, ..., size-1 of the identity, whichever the root, which tells
 // rank order from an order starting at root. MPI's operator computes inoutvec = invec *
 // inoutvec (invec from lower ranks); gorma's TypeOp sets inout = inout ∘ in (inout from
@@ -138,7 +138,7 @@ func collRed4(ctx context.Context, w *runtime.World) error {
 
 // collAllredDerived: over each communicator, an Allreduce of 10 copies of a vector of n
 // int32s (stride 1, n = 1, 2, 4, ... 8192) with a commutative user operator that adds the
-// vector's elements, then the same in place; every element is the sum over the ranks of
+// vector's elements, then the same in place. Every element is the sum over the ranks of
 // rank + i + j (copy i, element j).
 func collAllredDerived(ctx context.Context, w *runtime.World) error {
 	const count, stride = 10, 1
@@ -200,7 +200,7 @@ func collAllredDerived(ctx context.Context, w *runtime.World) error {
 // rows (the last rank takes the remainder) into the same distribution of its 30 x 20
 // transpose, through a persistent Alltoallw (AlltoallwInit) started and waited for 10
 // times. MPICH describes each block with a derived datatype (a transposed submatrix to
-// send, a submatrix to receive); gorma's Alltoallw moves contiguous blocks, so each
+// send, a submatrix to receive). gorma's Alltoallw moves contiguous blocks, so each
 // rank packs its send blocks with the transposing datatype before the first Start and
 // unpacks its received blocks with the submatrix datatype after the last Wait.
 func collPAlltoallw(ctx context.Context, w *runtime.World) error {

@@ -46,11 +46,11 @@ func logicalCase[T collectives.Integer](ctx context.Context, w *runtime.World, t
 	return reduce3(ctx, w, typ, []T{1, 0, T(b2i(rank > 0))}, o, []T{T(want[0]), T(want[1]), T(want[2])})
 }
 
-// locTypes reduces the pairs (1, rank), (0, rank), (rank, rank) to rank 0 with MinLoc
-// or MaxLoc over MPI_2INT, MPI_FLOAT_INT, MPI_LONG_INT, MPI_SHORT_INT and
-// MPI_DOUBLE_INT (int32, float32, int64, int16, float64 values; int32 indices), rank 0's
-// output preset to (0, -1), (1, -1), (1, -1): MinLoc gives (1, 0), (0, 0), (0, 0) and
-// MaxLoc (1, 0), (0, 0), (size-1, size-1).
+// locTypes reduces the pairs (1, rank), (0, rank), (rank, rank) to rank 0 with MinLoc or
+// MaxLoc over MPI_2INT, MPI_FLOAT_INT, MPI_LONG_INT, MPI_SHORT_INT and MPI_DOUBLE_INT
+// (int32, float32, int64, int16, float64 values; int32 indices). Rank 0's output is
+// preset to (0, -1), (1, -1), (1, -1). MinLoc gives (1, 0), (0, 0), (0, 0) and MaxLoc
+// (1, 0), (0, 0), (size-1, size-1).
 func locTypes(ctx context.Context, w *runtime.World, op collectives.LocOp) error {
 	return first(
 		locCase[int32](ctx, w, "2int", op),
@@ -106,7 +106,7 @@ func collReduceLocal(ctx context.Context, w *runtime.World) error {
 	return nil
 }
 
-// collGatherv: every rank paints its block of rows of a 10x10 table with rank+10; a
+// collGatherv: every rank paints its block of rows of a 10x10 table with rank+10. A
 // Gatherv (counts of a block each, displacements at the blocks' rows; in place at the
 // root) to each rank in turn leaves row i painted (i/block)+10 everywhere.
 func collGatherv(ctx context.Context, w *runtime.World) error {

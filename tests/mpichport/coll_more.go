@@ -54,7 +54,7 @@ func collReduce(ctx context.Context, w *runtime.World) error {
 
 // collAlltoallv: over each communicator, rank r sends i ints to rank i and receives r
 // from each. MPICH sends block i from displacement i(i+1)/2 of a buffer whose element k
-// is k+100r, and receives at the prefix sums of the counts; gorma's Alltoallv takes no
+// is k+100r, and receives at the prefix sums of the counts. gorma's Alltoallv takes no
 // displacements (blocks sit at the prefix sums of the counts), so the send blocks are
 // packed from MPICH's layout first. alltoallv.c's in-place Alltoallv (every rank sending
 // rank i i ints and receiving i from each) is coll-alltoallv0's.

@@ -23,7 +23,7 @@ func init() {
 // int32s per rank and its in-place form (at the root where MPI has one there): Ibarrier,
 // Ibcast, Igather, Igatherv, Iscatter, Iscatterv, Iallgather, Iallgatherv, Ialltoall,
 // Ialltoallv, Ialltoallw (two int32s per block), Ireduce, Iallreduce, IreduceScatterV,
-// IreduceScatter, Iscan, Iexscan; like the MPICH test it checks only that the calls
+// IreduceScatter, Iscan, Iexscan. Like the MPICH test it checks only that the calls
 // complete.
 func collNonblocking(ctx context.Context, w *runtime.World) error {
 	const k = 2
@@ -197,10 +197,10 @@ func init() {
 }
 
 // collRedscat2: for block sizes 1, 2, 4, ... 128, ReduceScatterV of rank+i with three
-// non-commutative operators, which must see a lower rank's operand on the left (never
-// larger than the right one): "left" keeps the left operand (rank r gets rank 0's block,
-// r*block + i), "right" the right one (rank size-1's, size-1 + r*block + i), and a sum
-// (size*x + size(size-1)/2 for x = r*block + i).
+// non-commutative operators. Each must see a lower rank's operand on the left (never
+// larger than the right one). "left" keeps the left operand (rank r gets rank 0's block,
+// r*block + i). "right" keeps the right one (rank size-1's, size-1 + r*block + i). The
+// third is a sum (size*x + size(size-1)/2 for x = r*block + i).
 func collRedscat2(ctx context.Context, w *runtime.World) error {
 	rank, size := w.Rank(), w.Size()
 	var misordered atomic.Int64

@@ -13,13 +13,14 @@ func init() {
 }
 
 // collNonblocking2: with root 0 and then root size-1, each nonblocking collective on 10
-// int32s per rank, waited for at once, checked element by element (buffers preset to
-// 0xdeadbeef, which the calls must leave where they write nothing): Ibcast of 0..9 and
-// of 17 bytes, Ibarrier, Ireduce with Sum and with a commutative user sum, Iallreduce,
-// Ialltoallv, Igather (twice), Iscatter, Iscatterv, IreduceScatterV, IreduceScatter,
-// Igatherv, Ialltoall, Iallgather, Iallgatherv, Iscan, Iexscan. It leaves out the MPICH
-// test's second pass over a non-contiguous datatype (gorma's nonblocking collectives
-// take no datatype) and MPI_Ialltoallw (gorma has none).
+// int32s per rank, waited for at once. Each is checked element by element, with buffers
+// preset to 0xdeadbeef, which the calls must leave where they write nothing. The calls:
+// Ibcast of 0..9 and of 17 bytes, Ibarrier, Ireduce with Sum and with a commutative
+// user sum, Iallreduce, Ialltoallv, Igather (twice), Iscatter, Iscatterv,
+// IreduceScatterV, IreduceScatter, Igatherv, Ialltoall, Iallgather, Iallgatherv, Iscan,
+// Iexscan. It leaves out the MPICH test's second pass over a non-contiguous datatype
+// (gorma's nonblocking collectives take no datatype) and MPI_Ialltoallw (gorma has
+// none).
 func collNonblocking2(ctx context.Context, w *runtime.World) error {
 	for _, root := range []int{0, w.Size() - 1} {
 		if err := nb2Root(ctx, w, root); err != nil {

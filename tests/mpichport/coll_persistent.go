@@ -132,7 +132,7 @@ func collPAllgather(ctx context.Context, w *runtime.World, v bool) error {
 
 // collPAlltoallv: on each communicator of at least 3 ranks, for lengths 1, 3, 7, ...
 // below 66000, a persistent Alltoallv sending length int32s (i + 100000*rank) to each
-// neighbour on the ring and nothing to the others, started 10 times: the left block
+// neighbour on the ring and nothing to the others, started 10 times. The left block
 // holds the left rank's, the right block the right's.
 func collPAlltoallv(ctx context.Context, w *runtime.World) error {
 	return eachComm(ctx, w, 3, func(c *runtime.World, name string) error {
@@ -312,8 +312,8 @@ func collPInactive(ctx context.Context, w *runtime.World) error {
 
 // collPOrder: a persistent Bcast (42 from rank 0) and a persistent Barrier, made in that
 // order at every rank, started Bcast first at rank 0 and Barrier first elsewhere (MPI
-// matches persistent collectives by the order they were made, not started); WaitAll;
-// every rank holds 42.
+// matches persistent collectives by the order they were made, not started). WaitAll.
+// Every rank holds 42.
 func collPOrder(ctx context.Context, w *runtime.World) error {
 	a := []int32{-1}
 	reqs := []*collectives.Request{collectives.BcastInit(w, a, 0), collectives.BarrierInit(w)}

@@ -52,8 +52,8 @@ func collScatterVec(ctx context.Context, w *runtime.World, inPlace bool) error {
 
 // collGather2: on each communicator, to each root in turn, 16 times: every rank but root
 // Gathers one vector (12 float64s, stride 10, holding rank*12 + i) into root's 12 per
-// rank, root contributing in place (its block already in place): root's buffer holds
-// 0, 1, 2, ...; then an empty Gather with root 0 in place.
+// rank, root contributing in place (its block already in place): root's buffer holds 0,
+// 1, 2, .... Then an empty Gather with root 0 in place.
 func collGather2(ctx context.Context, w *runtime.World) error {
 	const n, stride = 12, 10
 	vec, err := datatype.Vector[float64](n, 1, stride)

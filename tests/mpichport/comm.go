@@ -72,7 +72,7 @@ func commCmsplit(ctx context.Context, w *runtime.World) error {
 	return c.Free()
 }
 
-// commCmsplit2: for each cs in 1..size, the first cs ranks split off; in that World,
+// commCmsplit2: for each cs in 1..size, the first cs ranks split off. In that World,
 // for each modulus 1..cs, a split with one color and key rank%modulus keeps every rank,
 // and (at its rank 0) its ranks in the World are those of key 0 in order, then key 1,
 // and so on: position pos holds i + modulus*j.
@@ -284,8 +284,8 @@ func init() {
 }
 
 // commCmfree: the last rank posts a receive of 128 int32s from rank 0 on a Dup and frees
-// the Dup at once (MPI: the receive still completes); every rank then makes 1020 Splits
-// of the World; after an empty Sendrecv with the last rank, rank 0 sends 0..127 on the
+// the Dup at once (MPI: the receive still completes). Every rank then makes 1020 Splits
+// of the World. After an empty Sendrecv with the last rank, rank 0 sends 0..127 on the
 // Dup, which the pending receive gets.
 func commCmfree(ctx context.Context, w *runtime.World) error {
 	const nelm, ncomm = 128, 1020

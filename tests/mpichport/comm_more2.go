@@ -12,7 +12,7 @@ import (
 
 // The comm_idup tests: gorma's Dup does not communicate (every rank takes the same
 // context by calling it in the same order), so MPI_Comm_idup is Dup, its request
-// complete at once; the MPI_Wait or MPI_Waitall that completes it has nothing left to
+// complete at once. The MPI_Wait or MPI_Waitall that completes it has nothing left to
 // wait for. What the tests do while their idups are pending (sends, collectives, other
 // communicator constructors, in different orders at different ranks) runs around the
 // Dup as MPICH orders it.
@@ -62,14 +62,14 @@ func testAndFree(ctx context.Context, c *runtime.World, what string) error {
 	return c.Free()
 }
 
-// commIdup: rank 0 Recvs (rank, size+rank) from every other rank before it Dups the
-// World, the others Dup it and then Ssend to rank 0; an Allreduce of the ranks on the
-// Dup gives size(size-1)/2. Then the even and the odd ranks (Split by rank%2, leaders
-// World ranks 0 and 1, tag 1234) make an intercommunicator, the odd ranks holding a Dup
-// of their own group meanwhile; each group's rank 0 Recvs from the other ranks of the
-// remote group before it Dups the intercommunicator, the others Dup it and Ssend to
-// remote rank 0; an Allreduce of the local ranks on the Dup gives each rank the sum of the
-// remote ones, rsize(rsize-1)/2. MPICH does not check the received pairs; this port does.
+// commIdup: rank 0 Recvs (rank, size+rank) from every other rank before it Dups the World,
+// the others Dup it and then Ssend to rank 0; an Allreduce of the ranks on the Dup gives
+// size(size-1)/2. Then the even and the odd ranks (Split by rank%2, leaders World ranks 0
+// and 1, tag 1234) make an intercommunicator, the odd ranks holding a Dup of their own
+// group meanwhile. Each group's rank 0 Recvs from the other ranks of the remote group
+// before it Dups the intercommunicator, the others Dup it and Ssend to remote rank 0. An
+// Allreduce of the local ranks on the Dup gives each rank the sum of the remote ones,
+// rsize(rsize-1)/2. MPICH does not check the received pairs; this port does.
 func commIdup(ctx context.Context, w *runtime.World) error {
 	rank, size := w.Rank(), w.Size()
 	handshake := func(c *runtime.World) (*runtime.World, error) {
@@ -170,12 +170,12 @@ func commIdupMul(ctx context.Context, w *runtime.World) error {
 	return nil
 }
 
-// commIdupOverlap: for each World rank i, ranks i and i+1 (mod size) make a World of
-// the two by Split, in which rank i calls it its primary and rank i+1 its secondary;
-// each rank then Dups its primary, then its secondary, so that the two ranks of a pair
-// Dup their two Worlds in opposite orders (with a blocking MPI_Comm_dup, a deadlock).
-// MPICH only makes and frees the Dups; this port also sends each rank's World rank on
-// each Dup to the other rank of its pair, which receives it on its Dup of the same World.
+// commIdupOverlap: for each World rank i, ranks i and i+1 (mod size) make a World of the
+// two by Split, in which rank i calls it its primary and rank i+1 its secondary. Each
+// rank then Dups its primary, then its secondary, so that the two ranks of a pair Dup
+// their two Worlds in opposite orders (with a blocking MPI_Comm_dup, a deadlock). MPICH
+// only makes and frees the Dups; this port also sends each rank's World rank on each Dup
+// to the other rank of its pair, which receives it on its Dup of the same World.
 func commIdupOverlap(ctx context.Context, w *runtime.World) error {
 	rank, size := w.Rank(), w.Size()
 	var primary, secondary [2]*runtime.World
@@ -270,13 +270,13 @@ func overlapDup(ctx context.Context, red, dup *runtime.World, redFirst bool, wan
 }
 
 // commIdupIallreduce: Iallreduces of ones (giving the size) overlapped with Dups: (1) a
-// Dup of the World during one on the World; (2) ten of each, started alternately, every
-// Iallreduce giving the size (MPICH does not check these); (3) on the World while a Dup
-// of the World is Dup'ed, rank 0 starting the Iallreduce first and the others the Dup;
+// Dup of the World during one on the World. (2) ten of each, started alternately, every
+// Iallreduce giving the size (MPICH does not check these). (3) on the World while a Dup
+// of the World is Dup'ed, rank 0 starting the Iallreduce first and the others the Dup.
 // (4) on the halves of a Split by rank%2 while the World is Dup'ed, and (5) on the World
-// while the half is; (6) on the intercommunicator of the two halves (leaders World ranks
-// 0 and 1, tag 1234) and its Dup, giving the remote size; (7) on the half while the
-// intercommunicator is Dup'ed; (8) on the World while the Merge of the intercommunicator
+// while the half is. (6) on the intercommunicator of the two halves (leaders World ranks
+// 0 and 1, tag 1234) and its Dup, giving the remote size. (7) on the half while the
+// intercommunicator is Dup'ed. (8) on the World while the Merge of the intercommunicator
 // (odd ranks high) is Dup'ed and (9) on the Merge while the World is, giving the Merge's
 // size (MPICH computes it but does not check it; this port does). Every Dup passes
 // testComm. gorma has no nonblocking collectives on an intercommunicator (docs/api.md),
@@ -366,12 +366,12 @@ func commIdupIallreduce(ctx context.Context, w *runtime.World) error {
 }
 
 // commIdupNb: on each World of eachComm, five times each, a nonblocking collective is
-// started and the World Dup'ed: Ibarrier; Ibcast of 815 from rank 0 (the others hold 10);
-// Iallreduce of ones (the size); Iscan of the ranks (rank(rank+1)/2); Ibcast again. After
+// started and the World Dup'ed: Ibarrier. Ibcast of 815 from rank 0 (the others hold 10).
+// Iallreduce of ones (the size). Iscan of the ranks (rank(rank+1)/2). Ibcast again. After
 // each five, the collectives' results are checked and every Dup passes testComm and is
-// freed. On each intercommunicator of eachIntercomm: Barrier, Bcast of 815 from rank 0
-// of the left group (the right group holds 213) and Allreduce of ones (the remote
-// size), five times each with a Dup each, checked the same way. gorma has no nonblocking
+// freed. On each intercommunicator of eachIntercomm: Barrier, Bcast of 815 from rank 0 of
+// the left group (the right group holds 213) and Allreduce of ones (the remote size),
+// five times each with a Dup each, checked the same way. gorma has no nonblocking
 // collectives on an intercommunicator (docs/api.md): there the blocking calls run before
 // each Dup, their results checked, the overlap left out.
 func commIdupNb(ctx context.Context, w *runtime.World) error {
@@ -486,7 +486,7 @@ func commIdupNb(ctx context.Context, w *runtime.World) error {
 }
 
 // commIdupIsend: on each World of eachComm, four times, rank 0 Isends 815 to every other
-// rank and Dups the World, the others Dup it and Irecv from rank 0; after waiting for
+// rank and Dups the World, the others Dup it and Irecv from rank 0. After waiting for
 // all, every receive holds 815 and every Dup passes testComm. The same runs on each
 // intercommunicator of eachIntercomm, rank 0 of each group sending to remote ranks 1 and
 // up, which receive from remote rank 0.
@@ -553,11 +553,11 @@ func commIdupComm2(ctx context.Context, w *runtime.World) error {
 	return first(idupComm(ctx, w, d), d.Free())
 }
 
-// idupComm is comm_idup_comm.c with parent the World, and comm_idup_comm2.c with parent
-// a Dup of it: five Dups of the World are made; then, each tested (testComm) and freed, a
+// idupComm is comm_idup_comm.c with parent the World, and comm_idup_comm2.c with parent a
+// Dup of it: five Dups of the World are made. Then, each tested (testComm) and freed, a
 // Dup of parent, its Split by rank%2 with keys reversed, its Create of the upper half,
 // its even ranks' CreateGroup, the intercommunicator of its halves (leaders ranks 0 and
-// size/2, tag 99) and that intercommunicator's Merge (the lower half high); last the five
+// size/2, tag 99) and that intercommunicator's Merge (the lower half high). last the five
 // Dups pass testComm and are freed.
 func idupComm(ctx context.Context, w, parent *runtime.World) error {
 	rank, size := parent.Rank(), parent.Size()
@@ -668,8 +668,8 @@ func commCreateGroupIdup(ctx context.Context, w *runtime.World) error {
 }
 
 // commCtxsplit: 100000 Splits of the World, a leak of contexts failing one: at each,
-// every rank draws from a generator seeded alike at every rank (C's unseeded rand());
-// a draw that rank+2 divides splits with color 1 and frees the World it gets, any other
+// every rank draws from a generator seeded alike at every rank (C's unseeded rand()). A
+// draw that rank+2 divides splits with color 1 and frees the World it gets, any other
 // with no color, which must give none.
 func commCtxsplit(ctx context.Context, w *runtime.World) error {
 	const loops = 100000
@@ -698,7 +698,7 @@ func commCtxsplit(ctx context.Context, w *runtime.World) error {
 }
 
 // commCmfree2: rank 1 posts an empty receive from rank 0 on a Dup of the World and frees
-// the Dup; after a Barrier of the World, rank 0 Ssends the empty message on the Dup and
+// the Dup. After a Barrier of the World, rank 0 Ssends the empty message on the Dup and
 // frees it, and rank 1's receive completes (a World is freed only when its pending
 // operations are done). The other ranks free the Dup and Barrier.
 func commCmfree2(ctx context.Context, w *runtime.World) error {
@@ -734,10 +734,10 @@ func commCmfree2(ctx context.Context, w *runtime.World) error {
 }
 
 // commInactiveReqs: persistent Requests left in every state at the end: an empty
-// SendInit to the next rank on the World, started and freed; an inactive SendInit on a
-// one-rank World (MPI_COMM_SELF), never freed; a SendInit on a Dup of the World, freed
-// unstarted; a RecvInit from the previous rank on the World, started and completed (by
-// the first send); inactive RecvInits on the one-rank World and on the Dup and an
+// SendInit to the next rank on the World, started and freed. An inactive SendInit on a
+// one-rank World (MPI_COMM_SELF), never freed. A SendInit on a Dup of the World, freed
+// unstarted. A RecvInit from the previous rank on the World, started and completed (by
+// the first send). inactive RecvInits on the one-rank World and on the Dup and an
 // inactive BarrierInit on the Dup, none freed. The Dup is then freed (gorma has no
 // MPI_Comm_disconnect; Free is it with nothing pending) and Finalize, after the
 // scenario, must succeed with the inactive Requests left.

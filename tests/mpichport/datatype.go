@@ -45,7 +45,7 @@ func packRoundTrip[T any](what string, src, dst []T, count int, t datatype.Type,
 
 // dtSimplePack: a vector (2 of 1, stride 2) of a vector (2 of 1 int32, stride 2) has the
 // size of 4 int32s and picks the corners of a 3x3 matrix: packed and unpacked over a
-// zeroed matrix it leaves them alone; a vector of 10 blocks of 2 int32s, stride 2 (one
+// zeroed matrix it leaves them alone. A vector of 10 blocks of 2 int32s, stride 2 (one
 // run), packs and unpacks 20 int32s. It leaves out MPI_Type_get_envelope (gorma has none).
 func dtSimplePack(ctx context.Context, w *runtime.World) error {
 	inner, err := datatype.Vector[int32](2, 1, 2)
@@ -148,7 +148,7 @@ func dtSlicePack(ctx context.Context, w *runtime.World) error {
 }
 
 // dtTresized: an int32 resized to lower bound lb and extent 3 int32s: for counts 1, 2,
-// 4, ... below 65000, rank 0 sends every third int32 twice with it; the last rank
+// 4, ... below 65000, rank 0 sends every third int32 twice with it. The last rank
 // receives the first message as count plain int32s and the second with the resized
 // type, into every third.
 func dtTresized(ctx context.Context, w *runtime.World, lb int) error {

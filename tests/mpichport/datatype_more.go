@@ -70,7 +70,7 @@ func dtStructZeroCount(ctx context.Context, w *runtime.World) error {
 }
 
 // dtGetpartelm: rank 0 sends an int32 n and then n bytes (n = 16, then 17), then the
-// packed int32 7 and "message"; rank 1 receives each with one copy of a struct of an
+// packed int32 7 and "message". Rank 1 receives each with one copy of a struct of an
 // int32 and 256 bytes: the message is a part of that copy, of 4+n bytes (MPI_Get_elements
 // 1+n), and MPI_Get_count is MPI_UNDEFINED (no whole copy). gorma has no
 // MPI_Get_elements: the port checks the received bytes and Status.Count.
@@ -153,7 +153,7 @@ func selfWorld(ctx context.Context, w *runtime.World) (*runtime.World, error) {
 
 // dtStructEmptyEl: a struct of no float32s at byte 8, an int32 at 0 and two int32s at 8
 // (extent 16 bytes, the size of a struct of 4 int32s) receives 6 int32s sent to self as
-// 2 copies: {1, -1, 2, 3}, {4, -1, 5, 6}; count 2.
+// 2 copies: {1, -1, 2, 3}, {4, -1, 5, 6}. count 2.
 func dtStructEmptyEl(ctx context.Context, w *runtime.World) error {
 	self, err := selfWorld(ctx, w)
 	if err != nil {
@@ -185,8 +185,8 @@ func dtStructEmptyEl(ctx context.Context, w *runtime.World) error {
 }
 
 // dtHindexedZeros: an hindexed type of three empty blocks sends and receives nothing
-// (count 0); an hindexed of int32 blocks {1 at byte 0, 0 at 4, 2 at 16, 1 at 8} (extent
-// 6 int32s) receives 6 int32s sent to self as 2 copies into -(i+1): 1 -2 4 -4 2 3 5 -8 -9
+// (count 0). An hindexed of int32 blocks {1 at byte 0, 0 at 4, 2 at 16, 1 at 8} (extent 6
+// int32s) receives 6 int32s sent to self as 2 copies into -(i+1): 1 -2 4 -4 2 3 5 -8 -9
 // -10 6 -12 ..., and count is MPI_UNDEFINED (the second copy is partial).
 func dtHindexedZeros(ctx context.Context, w *runtime.World) error {
 	self, err := selfWorld(ctx, w)
@@ -285,7 +285,7 @@ func init() {
 }
 
 // dtHindexedBlock: an hindexed block of one int32 at byte 0 has the size and extent of an
-// int32 and, packed from {7, -1, -2, -3} and unpacked over zeros, gives {7, 0, 0, 0}; an
+// int32 and, packed from {7, -1, -2, -3} and unpacked over zeros, gives {7, 0, 0, 0}. An
 // hindexed block of one vector (2 int32s, stride 2) at 1, 4 and 5 vector extents has the
 // size of 6 int32s and picks 1 2, 3 4, 5 6 out of an 18-int32 buffer.
 func dtHindexedBlock(ctx context.Context, w *runtime.World) error {
@@ -324,11 +324,11 @@ func init() {
 }
 
 // dtIndexedMisc: indexed int32 types. Blocks {1,2,1,1,1} at {1,2,5,6,8} have the size of
-// 6 int32s and pack and unpack 1..6 in place; an empty block first, in the middle or
-// last does not count in the bounds (lb 4, ub 20 bytes); blocks {0,4,0} at {MaxInt32, 2,
+// 6 int32s and pack and unpack 1..6 in place. An empty block first, in the middle or last
+// does not count in the bounds (lb 4, ub 20 bytes). Blocks {0,4,0} at {MaxInt32, 2,
 // MaxInt32} (and as hindexed, at the largest int64 byte displacement) have lb 8, ub 24
 // and move elements 2..5, also as the first field of a struct with an int32 at byte 32
-// (which adds element 8); blocks {0,1,1,1} at {0,1,3,8}, indexed and hindexed, have lb 4,
+// (which adds element 8). Blocks {0,1,1,1} at {0,1,3,8}, indexed and hindexed, have lb 4,
 // ub 36 and move elements 1, 3 and 8.
 func dtIndexedMisc(ctx context.Context, w *runtime.World) error {
 	bounds := func(what string, t datatype.Type, lb, ub int) error {

@@ -11,13 +11,13 @@
 // gorma from MPI, each named there with the difference.
 //
 // Scenario DIR-NAME re-expresses the MPICH test DIR/NAME of testlist.in, with its rank
-// count; its source is DIR/NAME.c unless MPICH's Makefile.am builds it from another file
+// count. Its source is DIR/NAME.c unless MPICH's Makefile.am builds it from another file
 // (the _shm variants use MPI_Win_allocate, the _npN ones run with testlist.in's second
 // rank count, _randomize with its -randomize=1, _nb with its -nonblocking, the others
 // one element type, operation or testlist.in argument each). The MPI_COMM_WORLD subsets
 // that MTestGetIntracommGeneral walks become the World, a Dup, the World reversed and
-// its two halves; the seven intercommunicators of MTestGetIntercomm are made as MPICH
-// makes them (eachIntercomm); MPI_IN_PLACE is a nil send (a nil recv for Scatter's
+// its two halves. The seven intercommunicators of MTestGetIntercomm are made as MPICH
+// makes them (eachIntercomm). MPI_IN_PLACE is a nil send (a nil recv for Scatter's
 // root). scenarios.md, beside this file, lists every scenario by directory, and the
 // MPICH file of those not built from DIR/NAME.c.
 //

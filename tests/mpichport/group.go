@@ -62,10 +62,10 @@ func groupGroupnullincl(ctx context.Context, w *runtime.World) error {
 	})
 }
 
-// groupGrouptest: Incl of this rank, 2 and 7 (3 and 6 at ranks 2 and 7) has size 3,
-// this rank first, and translates back to those ranks; the self group translates to this
-// rank and the World's ranks to it (Undefined but this one); excluding every rank gives
-// the empty group; the empty group compares Unequal to RangeIncl of the odd ranks, with
+// groupGrouptest: Incl of this rank, 2 and 7 (3 and 6 at ranks 2 and 7) has size 3, this
+// rank first, and translates back to those ranks. The self group translates to this rank
+// and the World's ranks to it (Undefined but this one). excluding every rank gives the
+// empty group. The empty group compares Unequal to RangeIncl of the odd ranks, with
 // positive and negative strides.
 func groupGrouptest(ctx context.Context, w *runtime.World) error {
 	g1, me, size := w.Group(), w.Rank(), w.Size()
@@ -137,13 +137,13 @@ func groupGrouptest(ctx context.Context, w *runtime.World) error {
 	return nil
 }
 
-// groupGrouptest2: the World's group has the World's rank and size; the group of the
-// World reversed by Split translates rank i to size-1-i and is Similar; a Dup's is Ident;
-// a half's is Unequal; {r, r+1} and {r, r-1} are Unequal; Excl of rank 0 united with
-// Excl of every other rank is Ident to the World's (as is the World's united with the
-// first); RangeExcl of 1..size-1 is Ident to Excl of every rank but 0; the intersection
-// of the World's with Excl of 0 is Ident to the latter; RangeExcl of every rank is the
-// empty group.
+// groupGrouptest2: the World's group has the World's rank and size. The group of the
+// World reversed by Split translates rank i to size-1-i and is Similar. A Dup's is Ident.
+// A half's is Unequal. {r, r+1} and {r, r-1} are Unequal. Excl of rank 0 united with Excl
+// of every other rank is Ident to the World's (as is the World's united with the first).
+// RangeExcl of 1..size-1 is Ident to Excl of every rank but 0. The intersection of the
+// World's with Excl of 0 is Ident to the latter. RangeExcl of every rank is the empty
+// group.
 func groupGrouptest2(ctx context.Context, w *runtime.World) error {
 	base, rank, size := w.Group(), w.Rank(), w.Size()
 	if base.Rank() != rank || base.Size() != size {
@@ -213,7 +213,7 @@ func groupGrouptest2(ctx context.Context, w *runtime.World) error {
 }
 
 // groupGtranks: the World's ranks translated to the self group (0 for this rank,
-// Undefined for the others); ProcNull translates to ProcNull; the ranks of an irregular
+// Undefined for the others). ProcNull translates to ProcNull. The ranks of an irregular
 // Incl (size-2, 0, and this rank unless it is one of those) translate to the World, and
 // to the World reversed by RangeIncl (size-1, 0, -1), ProcNull among them.
 func groupGtranks(ctx context.Context, w *runtime.World) error {

@@ -57,14 +57,14 @@ func randomized(f func(ctx context.Context, w *runtime.World) error) func(ctx co
 const intercommCases = 7
 
 // eachIntercomm runs f on the intercommunicators MPICH's MTestGetIntercomm makes of the
-// World w, in its order: (0) its two halves, (1) rank 0 and the rest, (2) ranks 0-1 and
-// the rest, (3) a Dup of (0), (4) a Split of (0) with one color, (5) the halves without
-// rank 0, joined by CreateIntercomm, (6) the intercommunicator that Create makes of (0)
-// without rank 0 of each group. isLeft is true in the group of w's lowest ranks (the
-// part named first). A rank that is in no group of a case (as MPI_COMM_NULL) skips it, and
-// every rank skips a case whose two groups have fewer than minSize ranks at some rank, or
-// that w is too small for. Every intercommunicator is freed after f; f's error ends the
-// walk, naming the case.
+// World w, in its order. They are (0) its two halves, (1) rank 0 and the rest, (2) ranks
+// 0-1 and the rest, and (3) a Dup of (0). Then come (4) a Split of (0) with one color, (5)
+// the halves without rank 0, joined by CreateIntercomm, and (6) the intercommunicator that
+// Create makes of (0) without rank 0 of each group. isLeft is true in the group of w's
+// lowest ranks (the part named first). A rank that is in no group of a case (as
+// MPI_COMM_NULL) skips it, and every rank skips a case whose two groups have fewer than
+// minSize ranks at some rank, or that w is too small for. Every intercommunicator is freed
+// after f; f's error ends the walk, naming the case.
 func eachIntercomm(ctx context.Context, w *runtime.World, minSize int, f func(ic *runtime.World, isLeft bool) error) error {
 	for idx := range intercommCases {
 		ic, isLeft, name, err := makeIntercomm(ctx, w, idx)
@@ -374,11 +374,11 @@ func commIcgroup(ctx context.Context, w *runtime.World) error {
 
 // commIcsplit: Split of each intercommunicator by the parity of the local rank (key the
 // rank) gives an intercommunicator of (n+1)/2 local ranks for color 0 and n/2 for color
-// 1 (n the local size), and as many remote ranks of the remote size; on it every rank
+// 1 (n the local size), and as many remote ranks of the remote size. On it every rank
 // exchanges messages with every remote rank (MTestTestComm). A rank whose color the
-// remote group lacks gets nil. MPICH's file checks the old intercommunicator's
-// IsInter and only one case of nil; this port checks the new one, and nil exactly
-// when the remote group has no rank of the color.
+// remote group lacks gets nil. MPICH's file checks the old intercommunicator's IsInter
+// and only one case of nil; this port checks the new one, and nil exactly when the
+// remote group has no rank of the color.
 func commIcsplit(ctx context.Context, w *runtime.World) error {
 	if w.Size() < 4 {
 		return fmt.Errorf("needs at least 4 ranks, has %d", w.Size())
@@ -413,9 +413,9 @@ func commIcsplit(ctx context.Context, w *runtime.World) error {
 
 // commIccreate: Create of each intercommunicator with its local rank 0 in each group
 // gives rank 0 of each an intercommunicator of one rank and one remote rank (the others
-// nil), on which they exchange messages (MTestTestComm); Create with the whole local
+// nil), on which they exchange messages (MTestTestComm). Create with the whole local
 // group gives a congruent intercommunicator (the same groups, another context), tested
-// the same way; and Create with an empty group in the right group gives nil everywhere.
+// the same way. And Create with an empty group in the right group gives nil everywhere.
 func commIccreate(ctx context.Context, w *runtime.World) error {
 	if w.Size() < 4 {
 		return fmt.Errorf("needs at least 4 ranks, has %d", w.Size())

@@ -13,9 +13,9 @@ func init() {
 
 // collIcalltoallv: on every intercommunicator of at least 4 ranks, Alltoallv where a rank
 // sends remote rank r a block of r int32s, r*(r+1)/2 + j + 100*rank, and receives rank
-// int32s from each remote rank: the block from remote rank i holds i*100 +
-// rank*(rank+1)/2 + j. gorma's Alltoallv blocks are packed, so the send buffer holds
-// the elements MPICH's displacements (r*(r+1)/2, with gaps) pick.
+// int32s from each remote rank. The block from remote rank i holds i*100 +
+// rank*(rank+1)/2 + j. gorma's Alltoallv blocks are packed, so the send buffer holds the
+// elements MPICH's displacements (r*(r+1)/2, with gaps) pick.
 func collIcalltoallv(ctx context.Context, w *runtime.World) error {
 	return eachIntercomm(ctx, w, 4, func(ic *runtime.World, isLeft bool) error {
 		rank, size := ic.Rank(), ic.RemoteSize()

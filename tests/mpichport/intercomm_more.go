@@ -48,7 +48,7 @@ func collRedscatinter(block bool) func(ctx context.Context, w *runtime.World) er
 
 // collIcalltoallw: on every intercommunicator of at least 4 ranks, Alltoallw of int32
 // blocks: to remote rank i, i ints from byte displacement 4*i*(i+1)/2 of a buffer whose
-// element k is k + 100*rank; from each remote rank i, rank ints at byte 4*i*rank, which
+// element k is k + 100*rank. From each remote rank i, rank ints at byte 4*i*rank, which
 // must hold i*100 + rank*(rank+1)/2 + j.
 func collIcalltoallw(ctx context.Context, w *runtime.World) error {
 	return eachIntercomm(ctx, w, 4, func(ic *runtime.World, isLeft bool) error {

@@ -30,9 +30,9 @@ func collAllred5(ctx context.Context, w *runtime.World) error {
 }
 
 // ptSendTests: rank 0 Isends 1 and 10000 ints to rank 1, then to rank 2, in every
-// combination of: the receive posted before the send or after it (unexpected), from
-// any source or from 0, with any tag or the tag; the receiver's status names rank 0 and
-// the tag. (send_tests.c also runs each case with Issend, which gorma lacks.)
+// combination of: the receive posted before the send or after it (unexpected), from any
+// source or from 0, with any tag or the tag. The receiver's status names rank 0 and the
+// tag. (send_tests.c also runs each case with Issend, which gorma lacks.)
 func ptSendTests(ctx context.Context, w *runtime.World) error {
 	const tag, unexp, anySrc, anyTag = 1234, 1, 2, 4
 	const src = 0
@@ -101,9 +101,9 @@ func ptSendTests(ctx context.Context, w *runtime.World) error {
 	return nil
 }
 
-// rmaAdlbMimic1: rank 0's window holds 1 MiB per rank; 500 times, each rank from 2 on
+// rmaAdlbMimic1: rank 0's window holds 1 MiB per rank. 500 times, each rank from 2 on
 // Puts 1 MiB of ones into its slot under a shared lock, tells rank 1 (the server), which
-// tells rank 0 who it was; rank 0 Gets the slot's last byte under a shared lock on
+// tells rank 0 who it was. Rank 0 Gets the slot's last byte under a shared lock on
 // itself (it must be 1), clears the slot by plain stores, and lets that rank go on.
 func rmaAdlbMimic1(ctx context.Context, w *runtime.World) error {
 	const times, putSize = 500, 1 << 20

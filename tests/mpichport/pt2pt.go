@@ -20,7 +20,7 @@ func init() {
 }
 
 // ptAnyall: rank 1 posts 30 receives from any source with any tag, of decreasing
-// lengths, before rank 0 sends 30 messages of those lengths; WaitAny must pair each
+// lengths, before rank 0 sends 30 messages of those lengths. WaitAny must pair each
 // message with its receive (message ordering) and the data and counts must match.
 func ptAnyall(ctx context.Context, w *runtime.World) error {
 	const maxMsgs = 30
@@ -230,7 +230,7 @@ func ptRecvAny(ctx context.Context, w *runtime.World) error {
 }
 
 // ptSendrecv3: ranks 0 and 1 exchange an empty Sendrecv, then Isend nmsg messages of
-// 100, 1000, 10000 and 100000 ints to each other before receiving them; then again with
+// 100, 1000, 10000 and 100000 ints to each other before receiving them. Then again with
 // the second rank sleeping a second after the Sendrecv (the sender's Isends must not
 // block for it: reported, not failed, as MPICH does).
 func ptSendrecv3(ctx context.Context, w *runtime.World) error {
@@ -273,10 +273,10 @@ func ptSendrecv3(ctx context.Context, w *runtime.World) error {
 	return nil
 }
 
-// ptProbeUnexp: over each communicator, for sizes 1 byte to 4 MiB, 5 messages each:
-// every rank but 0 sends rank 0 an empty message, then Probes from any source with any
+// ptProbeUnexp: over each communicator, for sizes 1 byte to 4 MiB, 5 messages each.
+// Every rank but 0 sends rank 0 an empty message, then Probes from any source with any
 // tag for the message rank 0 sends back on receiving it (so it arrives unexpected), and
-// receives it; source, tag and size must match in the probe and the receive.
+// receives it. Source, tag and size must match in the probe and the receive.
 func ptProbeUnexp(ctx context.Context, w *runtime.World) error {
 	const maxLg, perSize = 22, 5
 	buf := make([]byte, 1<<maxLg)

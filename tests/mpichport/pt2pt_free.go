@@ -126,7 +126,7 @@ func init() {
 
 // ptIssendselfcancel: on a World of this rank alone, an empty Issend to self (tag 123)
 // is found by Probe from any source with any tag (source 0, tag 123), then cancelled
-// and freed; an Irecv of that tag, cancelled, completes at Wait.
+// and freed. An Irecv of that tag, cancelled, completes at Wait.
 func ptIssendselfcancel(ctx context.Context, w *runtime.World) error {
 	self, err := selfWorld(ctx, w)
 	if err != nil {

@@ -52,7 +52,7 @@ func ptBsend1(ctx context.Context, w *runtime.World) error {
 
 // bsendTen: with 2000 bytes attached, every rank sends rank 0 ten messages of 10 int32s
 // (tags 27..36) by Bsend, by a persistent BsendInit started and waited, or by Ibsend
-// waited; rank 0 receives each by source and tag and checks its status and contents.
+// waited. Rank 0 receives each by source and tag and checks its status and contents.
 func bsendTen(ctx context.Context, w *runtime.World, how string) error {
 	rank, size := w.Rank(), w.Size()
 	if err := runtime.BufferAttach(w, make([]byte, 2000)); err != nil {
@@ -198,7 +198,7 @@ func inactiveCheck(ctx context.Context, what string, r *runtime.Request) error {
 // ptInactivereq: Test and Wait on an inactive persistent send, before its Start and
 // after it completed (to rank 0, which receives from every rank), and on inactive
 // persistent receives (from rank 0 and from any source) report done with the empty
-// status; persistent requests to and from ProcNull complete.
+// status. Persistent requests to and from ProcNull complete.
 func ptInactivereq(ctx context.Context, w *runtime.World) error {
 	const tag = 27
 	buf, rbuf := make([]int32, 10), make([]int32, 10)
@@ -388,7 +388,7 @@ func ptRcancel(ctx context.Context, w *runtime.World) error {
 }
 
 // ptCancelrecv: rank 0 posts receives of 64 Ki int32s from rank 1 with tags 0, 1, 2 and
-// cancels the second (between Barriers); rank 1 then sends tag 0, Isends tag 2 and an
+// cancels the second (between Barriers). Rank 1 then sends tag 0, Isends tag 2 and an
 // Isend with tag 4, which it cancels. Rank 0's WaitAll reports only receive 1 cancelled;
 // rank 1's TestAll, once done, reports the tag-4 send cancelled and the other not.
 func ptCancelrecv(ctx context.Context, w *runtime.World) error {
@@ -471,7 +471,7 @@ func init() {
 
 // ptBsendpending: on each communicator, rank 0 attaches room for three 128 KiB messages,
 // Bsends them to the last rank, exchanges an empty Sendrecv with it and detaches, which
-// waits for the three to go and returns the whole buffer; the last rank, after the
+// waits for the three to go and returns the whole buffer. The last rank, after the
 // Sendrecv, waits (200 ms; MPICH spins 2 s) before receiving them, and checks them.
 func ptBsendpending(ctx context.Context, w *runtime.World) error {
 	const msgsize = 128 * 1024
@@ -522,7 +522,7 @@ func ptBsendpending(ctx context.Context, w *runtime.World) error {
 
 // ptBsendfrag: rank 0, with room for four messages of 17000 int32s attached, Bsends
 // them (tags 0..3) to rank 1, negating each buffer after its Bsend, Barriers and
-// detaches; rank 1 receives them after the Barrier in the order 1, 0, 3, 2 and finds
+// detaches. Rank 1 receives them after the Barrier in the order 1, 0, 3, 2 and finds
 // the values sent.
 func ptBsendfrag(ctx context.Context, w *runtime.World) error {
 	const n = 17000
@@ -567,7 +567,7 @@ func ptBsendfrag(ctx context.Context, w *runtime.World) error {
 }
 
 // ptPrecvAnysrc: for messages of 64, 32768 and 2000000 bytes, rank 0 makes a persistent
-// receive from any source with any tag, Barriers, starts and waits for it; rank 1 Isends
+// receive from any source with any tag, Barriers, starts and waits for it. Rank 1 Isends
 // j%100 before the Barrier and waits after it: rank 0 receives them.
 func ptPrecvAnysrc(ctx context.Context, w *runtime.World) error {
 	for _, size := range []int{64, 32768, 2000000} {
@@ -617,7 +617,7 @@ func init() {
 }
 
 // ptSendrecv2: for i = 8, 12, ..., 60, rank 0 sends a vector of i blocks of 128 bytes,
-// 129 apart, over rows of 129 bytes holding their row number; rank 1 receives it with
+// 129 apart, over rows of 129 bytes holding their row number. Rank 1 receives it with
 // the same type into zeros: each row's 128 bytes hold its number, the 129th stays 0.
 func ptSendrecv2(ctx context.Context, w *runtime.World) error {
 	for i := 8; i < 64; i += 4 {

@@ -14,13 +14,13 @@ func init() {
 
 // ptMprobe: rank 0 sends rank 1 two int32s with tag 5 four times, which rank 1 takes
 // with Mprobe or Improbe (polled until found) and receives with Mrecv or Imrecv (waited
-// for): each probe's status names source 0, tag 5 and 2 elements, each receive the data;
+// for). Each probe's status names source 0, tag 5 and 2 elements, each receive the data.
 // Mprobe and Improbe from ProcNull find a message of nothing (source ProcNull, tag
-// AnyTag) whose Mrecv, or Imrecv completing at the first Test, leaves the buffer alone;
-// then an Ssend, a 512x512 int32 Send, a vector (2 blocks of 1, stride 4) and a
-// 512-block vector (511 of each row of 512), each Mprobed and Mrecvd. gorma has no
-// Mrecv with a datatype: the vector messages are Mrecvd as packed bytes and unpacked
-// with datatype.Unpack, which is what MPI_Mrecv with the type does.
+// AnyTag) whose Mrecv, or Imrecv completing at the first Test, leaves the buffer alone.
+// Then an Ssend, a 512x512 int32 Send, a vector (2 blocks of 1, stride 4) and a
+// 512-block vector (511 of each row of 512), each Mprobed and Mrecvd. gorma has no Mrecv
+// with a datatype: the vector messages are Mrecvd as packed bytes and unpacked with
+// datatype.Unpack, which is what MPI_Mrecv with the type does.
 func ptMprobe(ctx context.Context, w *runtime.World) error {
 	const dim = 512
 	const large = dim * dim

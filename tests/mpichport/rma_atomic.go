@@ -39,7 +39,7 @@ func selfStore[T runtime.Elem](ctx context.Context, win *window.Win[T], lt windo
 }
 
 // rmaCompareAndSwap: CompareAndSwap under exclusive locks, 100 times, on this rank's
-// own element, then on the next rank's, each swap expected to succeed (result i); then
+// own element, then on the next rank's, each swap expected to succeed (result i). Then
 // every rank but 0 tries the same 100 swaps on rank 0, whose element ends at 100.
 func rmaCompareAndSwap(ctx context.Context, w *runtime.World) error {
 	const iter = 100
@@ -87,9 +87,9 @@ func rmaCompareAndSwap(ctx context.Context, w *runtime.World) error {
 
 // rmaFetchAndOp: FetchAndOp(sum) of 1, 100 times under exclusive locks, on this rank
 // (the element ends at 100), the next rank (each fetch returns the count so far), and
-// from every rank but 0 on rank 0 (it ends at 100*(n-1)); then every rank adds its rank
+// from every rank but 0 on rank 0 (it ends at 100*(n-1)). Then every rank adds its rank
 // to element rank of every window, 100 times, in Fence (NoPrecede, NoSucceed), LockAll,
-// and LockAll-with-Flush epochs, each fetch returning i*rank; then NoOp fetches read the
+// and LockAll-with-Flush epochs, each fetch returning i*rank. Then NoOp fetches read the
 // neighbour's and its own value. MPICH builds it for char, short, int, long, double and
 // long double (no Go type).
 func rmaFetchAndOp[T num](ctx context.Context, w *runtime.World) error {
@@ -220,10 +220,11 @@ func rmaFetchAndOp[T num](ctx context.Context, w *runtime.World) error {
 }
 
 // rmaGetAccumulate: get_accumulate.c's sequence (see rmaFetchAndOp) with GetAccumulate
-// of 5 and of 1000 elements: self, neighbour and contention sums under exclusive
-// locks, all-to-all sums in Fence, LockAll and LockAll-with-Flush epochs (each rank
-// adding its rank into its own block of every window, the fetched blocks i*rank), and
-// NoOp reads of the neighbour and of itself with no origin buffer.
+// of 5 and of 1000 elements. It runs self, neighbour and contention sums under
+// exclusive locks, and all-to-all sums in Fence, LockAll and LockAll-with-Flush epochs
+// (each rank adding its rank into its own block of every window, the fetched blocks
+// i*rank). It ends with NoOp reads of the neighbour and of itself with no origin
+// buffer.
 func rmaGetAccumulate[T num](ctx context.Context, w *runtime.World) error {
 	const iter = 100
 	rank, n := w.Rank(), w.Size()

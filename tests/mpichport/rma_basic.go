@@ -105,7 +105,7 @@ func newWin[T runtime.Elem](ctx context.Context, c *runtime.World, n int, alloc 
 }
 
 // rmaTest2: PSCW with an empty window at the origin: rank 0 Puts the first 100 elements
-// of rank 1 and Gets the next 100 in one access epoch; rank 1 stores its window under a
+// of rank 1 and Gets the next 100 in one access epoch. Rank 1 stores its window under a
 // lock on itself before it Posts. alloc: the window is Allocated (test2_shm); poll: the
 // target ends its exposure epoch by polling Test instead of Wait (wintest).
 func rmaTest2(alloc, poll bool) func(ctx context.Context, w *runtime.World) error {

@@ -16,9 +16,9 @@ func init() {
 
 // rmaLockcontention2: every rank writes rank 0's window under exclusive locks, 200 locks
 // each, in six phases, rank 0 checking after each (its window reset by plain stores
-// between phases, as the MPICH test does): two one-int Puts per lock; one Put; two
-// 10-int Puts and one one-int Put (rank 0 writing only the one-int one); Puts while rank
-// 0 Gets (each value it sees is the old one or the one written); Gets only; and two sum
+// between phases, as the MPICH test does): two one-int Puts per lock. One Put. Two
+// 10-int Puts and one one-int Put (rank 0 writing only the one-int one). Puts while rank
+// 0 Gets (each value it sees is the old one or the one written). Gets only. And two sum
 // Accumulates per lock.
 func rmaLockcontention2(ctx context.Context, w *runtime.World) error {
 	const nelm, nblock, trank = 200, 10, 0
@@ -157,10 +157,10 @@ func rmaLockcontention2(ctx context.Context, w *runtime.World) error {
 	return win.Free(ctx)
 }
 
-// rmaLargeSmallAcc: 5 times, in one Fence epoch, rank 0 Accumulates (replace) 8192
-// ones into rank 1's uint64 window, then 2 into element 0, then 3 and 3 into elements
-// 1 and 2: MPI orders accumulates from one origin to the same location, so rank 1 ends
-// with 2, 3, 3 and then ones.
+// rmaLargeSmallAcc: 5 times, in one Fence epoch, rank 0 Accumulates (replace) 8192 ones
+// into rank 1's uint64 window, then 2 into element 0, then 3 and 3 into elements 1 and
+// 2: MPI orders accumulates from one origin to the same location. So rank 1 ends with
+// 2, 3, 3 and then ones.
 func rmaLargeSmallAcc(ctx context.Context, w *runtime.World) error {
 	const loops, count = 5, 8192
 	repl := collectives.Replace[uint64]()

@@ -33,13 +33,13 @@ func xposeType(n int) (datatype.Type, error) {
 }
 
 // rmaTranspose: on the first two ranks, rank 0 moves its n x n int32 matrix (i*n + j)
-// into rank 1's window transposed, the target described by the transpose type: Put
-// ("put"; with a column resized to one int32, n copies of it: "put resized",
-// transpose2's Example 3.33), Accumulate with Sum ("acc"; rank 1 holding i*n + j too), or
-// rank 0 Gets rank 1's matrix through the transpose type ("get"). The epoch is a
-// Fence pair, PSCW (rank 1's window stored under a lock on itself first), or a shared
-// lock that rank 0 takes (rank 1 then reads after freeing the window); alloc: rank 1's
-// window is Allocated (transpose3_shm). The receiving side holds the transpose.
+// into rank 1's window transposed, the target described by the transpose type. It does so
+// by Put ("put"; with a column resized to one int32, n copies of it: "put resized",
+// transpose2's Example 3.33). Or it does so by Accumulate with Sum ("acc"; rank 1 holding
+// i*n + j too). Or rank 0 Gets rank 1's matrix through the transpose type ("get"). The
+// epoch is a Fence pair, PSCW (rank 1's window stored under a lock on itself first), or a
+// shared lock that rank 0 takes (rank 1 then reads after freeing the window); alloc: rank
+// 1's window is Allocated (transpose3_shm). The receiving side holds the transpose.
 func rmaTranspose(n int, op, sync string, alloc bool) func(ctx context.Context, w *runtime.World) error {
 	return func(ctx context.Context, w *runtime.World) error {
 		return inFirst(ctx, w, 2, func(c *runtime.World) error {

@@ -21,7 +21,7 @@ func init() {
 }
 
 // rmaDynamicFlushGet: every rank attaches the two halves (8192 ints each) of one array
-// to a dynamic window and Allgathers their displacements; in one LockAll epoch, 10
+// to a dynamic window and Allgathers their displacements. In one LockAll epoch, 10
 // rounds, it writes count ints (rank+i+x) to the next rank's first half with the
 // operation (Put; Accumulate or GetAccumulate with replace; FetchAndOp with replace or
 // CompareAndSwap for one int), Flushes, Gets them back and Flushes: they must be there.

@@ -24,7 +24,7 @@ func init() {
 }
 
 // rmaFlushGet: 10000 rounds in one LockAll epoch on an Allocated one-int window: rank 0
-// (the target) resets its int to 0 and Syncs; rank 1 writes a new value with the
+// (the target) resets its int to 0 and Syncs. Rank 1 writes a new value with the
 // operation (Put; Accumulate, GetAccumulate or FetchAndOp with replace; CompareAndSwap
 // whose compare always matches), Flushes, checks the fetched old value (0), and tells
 // rank 2, which must Get (and Flush) the new value.
@@ -257,8 +257,8 @@ func rmaRgetUnlock(ctx context.Context, w *runtime.World) error {
 }
 
 // rmaAtComplete: 100 rounds: rank 0 Gets 100000 ints from rank 1 and Puts one int
-// before them, in a Fence(NoPrecede)/Fence(NoSucceed) epoch, then in a PSCW epoch;
-// after each epoch rank 1 changes the last element of its window (under a lock on
+// before them, in a Fence(NoPrecede)/Fence(NoSucceed) epoch, then in a PSCW epoch.
+// After each epoch rank 1 changes the last element of its window (under a lock on
 // itself), which rank 0's Get must not see: it completed at the epoch's end.
 func rmaAtComplete(ctx context.Context, w *runtime.World) error {
 	const putSize, getSize, loop = 1, 100000, 100
@@ -313,7 +313,7 @@ func rmaAtComplete(ctx context.Context, w *runtime.World) error {
 }
 
 // rmaFenceShm: on a host's shared window of one int per rank: rank 0 Puts 1 into rank
-// 1's int in a Fence epoch (Fence(0) on both sides); then rank 1 Puts 1 into its own int
+// 1's int in a Fence epoch (Fence(0) on both sides). Then rank 1 Puts 1 into its own int
 // under a lock on itself, and after Fence(NoPrecede) rank 0 Gets it.
 func rmaFenceShm(ctx context.Context, w *runtime.World) error {
 	shm, err := hostComm(ctx, w)

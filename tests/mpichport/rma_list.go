@@ -38,7 +38,7 @@ const (
 
 // rmaLinkedList: every rank appends 32 elements of its own to a list whose head is at
 // rank 0: it swaps its element into the tail's next rank (CompareAndSwap against nil),
-// then writes the next displacement; when the swap fails it follows the tail, waiting
+// then writes the next displacement. When the swap fails it follows the tail, waiting
 // for the displacement to appear. Rank 0 walks the list: every rank has 32 elements in
 // it. linked_list: each access in an exclusive lock; linked_list_lockall: one LockAll
 // epoch with Flushes, Accumulate(replace) for the displacement and NoOp GetAccumulate
@@ -186,7 +186,7 @@ func rmaLinkedList(mode listMode) func(ctx context.Context, w *runtime.World) er
 }
 
 // rmaLinkedListBenchLockExcl: 1000 elements in all (rank 0's head among them) are
-// appended in rank order round the ring: a rank appends only when the tail is at its
+// appended in rank order round the ring. A rank appends only when the tail is at its
 // left neighbour, writing the element's rank and displacement with one Put under an
 // exclusive lock, and otherwise chases the tail (Get under an exclusive lock, Iprobes
 // between tries). Rank 0 walks the list in a LockAll epoch: each rank has its share.

@@ -36,8 +36,8 @@ func hostComm(ctx context.Context, w *runtime.World) (*runtime.World, error) {
 	return split(ctx, w, color)
 }
 
-// rmaWinShared: AllocateShared of 10000 ints per rank of a host; each rank's memory as
-// SharedQuery returns it has that size, rank 0's is its Local; within a LockAll(NoCheck)
+// rmaWinShared: AllocateShared of 10000 ints per rank of a host. Each rank's memory as
+// SharedQuery returns it has that size, rank 0's is its Local. Within a LockAll(NoCheck)
 // epoch every rank stores 0..9999 into its own memory, then Sync, Barrier, Sync, and
 // reads every rank's memory by loads. MPICH reads it all from the lowest rank's base
 // (MPI_PROC_NULL's query), as one contiguous segment: here each rank's memory must sit
@@ -135,7 +135,7 @@ func rmaWinZero(ctx context.Context, w *runtime.World) error {
 
 // thirdParty runs 100 rounds of a token ring through rank 0's one-int window inside a
 // shared lock on rank 0 (rank 0 first, each rank waiting for its predecessor's empty
-// message): each rank swaps its rank in with op and must read its predecessor's.
+// message). Each rank swaps its rank in with op and must read its predecessor's.
 func thirdParty(ctx context.Context, w *runtime.World, what string, op func() (int32, error)) error {
 	const iter = 100
 	rank, n := w.Rank(), w.Size()
@@ -198,7 +198,7 @@ func rmaFlush(ctx context.Context, w *runtime.World) error {
 }
 
 // rmaReqops: the token ring through rank 0 with RgetAccumulate + Wait, with Rget + Wait
-// then Put + Flush, and with Rget + Wait then Accumulate(replace) + Flush; then the four
+// then Put + Flush, and with Rget + Wait then Accumulate(replace) + Flush. Then the four
 // request-based operations to rank 0 in a LockAll epoch, their requests waited for
 // inside it, after it, in a later LockAll epoch, and in a Fence epoch. (reqops.c also
 // aims them at MPI_PROC_NULL, which gorma lacks.)

@@ -44,9 +44,9 @@ func issue[T runtime.Elem](win *window.Win[T], kind string, val, compare T, resu
 // rmaSharedFlushLoad: the three ranks of one host share a window of one int each
 // (AllocateShared), and a second window is created over the same memory (Create over
 // the shared window's Local()). 10000 rounds, in LockAll epochs of both windows: rank 0
-// (the target) resets its int and Syncs the shared window; rank 2 (the origin) writes a
+// (the target) resets its int and Syncs the shared window. Rank 2 (the origin) writes a
 // new value with the operation through the second window and Flushes, and checks the
-// fetched old value; then rank 1 (the checker), after Sync of the shared window, must
+// fetched old value. Then rank 1 (the checker), after Sync of the shared window, must
 // load the new value directly from rank 0's shared memory.
 func rmaSharedFlushLoad(kind string) func(ctx context.Context, w *runtime.World) error {
 	return func(ctx context.Context, w *runtime.World) error {
@@ -120,10 +120,10 @@ func rmaSharedFlushLoad(kind string) func(ctx context.Context, w *runtime.World)
 }
 
 // rmaOverlapWins: every rank creates size-1 windows over the same memory of size-1
-// elements (double; int for cas); the last rank is the target, and origin r works on
+// elements (double; int for cas). The last rank is the target, and origin r works on
 // its own window and displacement r: under a shared lock, 10 rounds of two operations
 // (Put, sum Accumulate, sum GetAccumulate, sum FetchAndOp, or CompareAndSwap with the
-// last value sent) each followed by a Flush; then it Gets the value back, which must be
+// last value sent) each followed by a Flush. Then it Gets the value back, which must be
 // the last written (Put, CompareAndSwap) or the sum of all sent.
 func rmaOverlapWins[T float64 | int32](kind string) func(ctx context.Context, w *runtime.World) error {
 	return func(ctx context.Context, w *runtime.World) error {

@@ -18,8 +18,8 @@ func init() {
 
 // rmaLocalComp: in a LockAll epoch rank 1, 100 times, sends one int to rank 0 with Rput
 // (Raccumulate with replace: its rank times the round), waits for the request, zeroes
-// its buffer, Flushes and Gets the int back: it is the value sent (the request's
-// completion meant the buffer had been read); then the same with 65536 ints, zeroing
+// its buffer, Flushes and Gets the int back. It is the value sent (the request's
+// completion meant the buffer had been read). Then the same with 65536 ints, zeroing
 // three of them after the Wait.
 func rmaLocalComp(acc bool) func(ctx context.Context, w *runtime.World) error {
 	return func(ctx context.Context, w *runtime.World) error {
@@ -93,12 +93,12 @@ func rmaLocalComp(acc bool) func(ctx context.Context, w *runtime.World) error {
 	}
 }
 
-// rmaReqExample: the request-based pipeline of the MPI standard's example: in a LockAll
-// epoch, 100 steps, each Rgets 1000 doubles of the next rank's window (waiting for it),
-// computes on them, and Rputs them back from one of 10 buffers, a buffer being reused
-// once its Rput has completed (MPI_Waitany over the Rputs; here a Test of each,
-// then a Wait for the first, as window.Request has no WaitAny); then all Rputs are waited for. Completion is the check.
-// req_example_shm differs only in an info hint (alloc_shm) gorma has no use for.
+// rmaReqExample: the request-based pipeline of the MPI standard's example. In a LockAll epoch,
+// 100 steps each Rget 1000 doubles of the next rank's window (waiting for it), compute on
+// them, and Rput them back from one of 10 buffers. A buffer is reused once its Rput has
+// completed. MPI uses MPI_Waitany over the Rputs; here a Test of each, then a Wait for the
+// first, as window.Request has no WaitAny. Then all Rputs are waited for. Completion is the
+// check. req_example_shm differs only in an info hint (alloc_shm) gorma has no use for.
 func rmaReqExample(ctx context.Context, w *runtime.World) error {
 	const nsteps, n, m = 100, 1000, 10
 	win, err := window.Allocate[float64](ctx, w, nsteps*n)

@@ -135,7 +135,7 @@ func rmaAtomicRmwFop(ctx context.Context, w *runtime.World) error {
 }
 
 // rmaAtomicRmwCas: 10000 loops: with the target's int at 0, rank 0 tries to swap 0 for
-// 1 and rank 1 to swap 1 for 0, at once, in a LockAll epoch; gathered at the target,
+// 1 and rank 1 to swap 1 for 0, at once, in a LockAll epoch. Gathered at the target,
 // (target, rank 0's fetch, rank 1's fetch) is (1, 0, 0) or (0, 0, 1).
 func rmaAtomicRmwCas(ctx context.Context, w *runtime.World) error {
 	const loops = 10000

@@ -22,10 +22,10 @@ func init() {
 }
 
 // rmaWinSharedZerobyte: a shared window where only the host's first and last ranks have
-// memory (16 ints), the others none; every rank queries every rank's memory, stores
+// memory (16 ints), the others none. Every rank queries every rank's memory, stores
 // minus its World rank into its own, then (Sync, Barrier, Sync) the first rank stores 1
-// into its first int, and every rank sees 1 there and minus the last rank's World rank
-// in the last rank's first int. (MPICH also queries MPI_PROC_NULL, which gorma lacks.)
+// into its first int. Every rank sees 1 there and minus the last rank's World rank in
+// the last rank's first int. (MPICH also queries MPI_PROC_NULL, which gorma lacks.)
 func rmaWinSharedZerobyte(ctx context.Context, w *runtime.World) error {
 	shm, err := hostComm(ctx, w)
 	if err != nil {
@@ -205,9 +205,9 @@ func rmaWinSharedNoncontig(ctx context.Context, w *runtime.World) error {
 }
 
 // rmaWinSharedNoncontigPut: a host's even ranks have 10000 ints of shared memory (info
-// alloc_shared_noncontig), the odd ranks none; in 10000 Fence(NoPrecede)/
+// alloc_shared_noncontig), the odd ranks none. In 10000 Fence(NoPrecede)/
 // Fence(NoSucceed) epochs each even rank Puts i at element i of the even rank two
-// further on (rank 0 past the end); then every rank loads each even rank's memory,
+// further on (rank 0 past the end). Then every rank loads each even rank's memory,
 // which holds 0..9999, and finds the odd ranks' memory empty.
 func rmaWinSharedNoncontigPut(ctx context.Context, w *runtime.World) error {
 	const perProc = 10000

@@ -19,9 +19,9 @@ func init() {
 // rmaWinSharedCreate: the ranks of a host share a window of 4 ints each
 // (AllocateShared); every rank makes a World window over its shared memory (Create over
 // Local()). In LockAll epochs of both, the host's first rank Puts 1 and 4 into the first
-// and last int of the host's last rank through the World window and Flushes; after
-// Sync, Barrier, Sync of the shared window every rank of the host loads them from the
-// last rank's shared memory.
+// and last int of the host's last rank through the World window and Flushes. After Sync,
+// Barrier, Sync of the shared window every rank of the host loads them from the last
+// rank's shared memory.
 func rmaWinSharedCreate(ctx context.Context, w *runtime.World) error {
 	const perProc = 4
 	shm, err := hostComm(ctx, w)
@@ -66,16 +66,16 @@ func rmaWinSharedCreate(ctx context.Context, w *runtime.World) error {
 	return first(sw.UnlockAll(ctx), win.UnlockAll(ctx), win.Free(ctx), sw.Free(ctx), shm.Free())
 }
 
-// rmaWinSharedPutFlushGet: the host of World rank 0 has a shared window of 4 doubles
-// per rank (AllocateShared); every rank makes a World window over its shared memory,
-// where the host's first rank (the get target) spans the whole host's memory: its own
-// and, right after it, every other host rank's, as MPI_Win_allocate_shared lays them
-// out. In 100 rounds an origin locks the host's last rank (the put target) and the get
-// target exclusively, Puts 4 values into the put target and Flushes it, then Gets them
-// back from the get target at the put target's place in the host's memory and Flushes:
-// Flush must have completed the Puts at the target. MPICH wants two hosts of two ranks
-// and takes the origin from the second host; on one host (golaunch -n 4 here) the origin
-// is the last rank that is neither target.
+// rmaWinSharedPutFlushGet: the host of World rank 0 has a shared window of 4 doubles per
+// rank (AllocateShared). Every rank makes a World window over its shared memory, where
+// the host's first rank (the get target) spans the whole host's memory: its own and,
+// right after it, every other host rank's, as MPI_Win_allocate_shared lays them out. In
+// 100 rounds an origin locks the host's last rank (the put target) and the get target
+// exclusively. It Puts 4 values into the put target and Flushes it, then Gets them back
+// from the get target at the put target's place in the host's memory and Flushes. Flush
+// must have completed the Puts at the target. MPICH wants two hosts of two ranks and
+// takes the origin from the second host; on one host (golaunch -n 4 here) the origin is
+// the last rank that is neither target.
 func rmaWinSharedPutFlushGet(ctx context.Context, w *runtime.World) error {
 	const iter, bufCnt = 100, 4
 	shm, err := hostComm(ctx, w)

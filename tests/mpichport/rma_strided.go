@@ -18,14 +18,14 @@ func init() {
 	register("rma-strided_acc_onelock", "rma/strided_acc_onelock.c", 2, rmaStridedAccOnelock)
 }
 
-// rmaStrided: every rank's window holds an xdim x ydim float64 array; each iteration,
+// rmaStrided: every rank's window holds an xdim x ydim float64 array. Each iteration,
 // under an exclusive lock on the next rank, a rank moves the suby x subx corner of its
-// source (1+rank) to the same corner of the next rank's window, origin and target
-// described by an indexed type (suby blocks of subx, xdim apart) or a subarray:
-// Accumulate with Sum into -1 ("acc ..."), Put then Get back ("putget"), or the rank
-// Gets the next rank's corner into its -1 local array ("get"). After a Barrier each
-// rank checks its window (its local array for "get") under a lock on itself: the corner
-// holds -1 + (1+prev)*iters (acc), 1+prev (putget) or 1+next (get); the rest -1.
+// source (1+rank) to the same corner of the next rank's window. Origin and target are
+// described by an indexed type (suby blocks of subx, xdim apart) or a subarray. The
+// moves are Accumulate with Sum into -1 ("acc ..."), Put then Get back ("putget"), or
+// the rank Gets the next rank's corner into its -1 local array ("get"). After a Barrier
+// each rank checks its window (its local array for "get") under a lock on itself: the
+// corner holds -1 + (1+prev)*iters (acc), 1+prev (putget) or 1+next (get); the rest -1.
 func rmaStrided(kind string, xdim, ydim, subx, suby, iters int) func(ctx context.Context, w *runtime.World) error {
 	return func(ctx context.Context, w *runtime.World) error {
 		rank, n := w.Rank(), w.Size()
@@ -102,8 +102,8 @@ func rmaStrided(kind string, xdim, ydim, subx, suby, iters int) func(ctx context
 
 // rmaStridedAccOnelock: 10 times, under one exclusive lock on the next rank, a rank
 // Accumulates (Sum) each of the 1024 rows of its 1024x1024 float64 array (1+rank) into
-// the same row of the next rank's window (1+rank): every element ends as
-// (1+rank) + (1+prev)*10.
+// the same row of the next rank's window (1+rank). Every element ends as (1+rank) +
+// (1+prev)*10.
 func rmaStridedAccOnelock(ctx context.Context, w *runtime.World) error {
 	const xdim, ydim, iters = 1024, 1024, 10
 	rank, n := w.Rank(), w.Size()

@@ -108,7 +108,7 @@ func rmaMixedsync(ctx context.Context, w *runtime.World) error {
 }
 
 // rmaFetchandadd: the non-scalable fetch-and-add counter of Using MPI-2: rank 0 holds
-// one slot per rank; every other rank, 20 times, under an exclusive lock adds 1 to its
+// one slot per rank. Every other rank, 20 times, under an exclusive lock adds 1 to its
 // own slot and Gets every other slot (two Gets around its own: MPICH uses one indexed
 // type), so the counter is the sum plus its own count. Gathered at rank 0 and sorted,
 // the values run up by exactly 1.

@@ -94,7 +94,7 @@ func topoCartcreates(ctx context.Context, w *runtime.World) error {
 
 // topoCartzero: a grid of no dimensions holds rank 0 alone (nil elsewhere): its World
 // has one rank, NDims 0, the rank of no coordinates is 0, rank 0's coordinates are
-// none, and Sub of it is zero-dimensional too; DimsCreate(1, none) succeeds.
+// none, and Sub of it is zero-dimensional too. DimsCreate(1, none) succeeds.
 func topoCartzero(ctx context.Context, w *runtime.World) error {
 	c, err := topo.NewCart(ctx, w, nil, nil, false)
 	if err != nil {

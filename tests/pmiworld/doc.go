@@ -1,8 +1,8 @@
-// Command pmiworld checks that the ranks a process manager started form one World: run
+// Command pmiworld checks that the ranks a process manager started form one World. Run
 // under Slurm (srun --mpi=pmi2), MPICH's Hydra (mpiexec.hydra) or golaunch, every rank
-// checks the World's size against --size, that the ranks are 0..size-1 each once
-// (an Allreduce of a bitmap), a ring of window Puts closed by a Fence, and an Allreduce
-// of every rank's number. Rank 0 then prints one line:
+// checks the World's size against --size, and that the ranks are 0..size-1 each once
+// (an Allreduce of a bitmap). It then checks a ring of window Puts closed by a Fence,
+// and an Allreduce of every rank's number. Rank 0 then prints one line:
 //
 //	pmiworld: ok: 4 ranks, 1 hosts, transports shm=3 tcp=0, local size 4
 //

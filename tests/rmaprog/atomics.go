@@ -210,9 +210,10 @@ func casMutex(ctx context.Context, w *runtime.World, o opts) error {
 	return win.Free(ctx)
 }
 
-// requests: in one LockAll epoch each rank Rputs a block into its successor (only it
-// writes there) and Rgets it back, Raccumulates 1 into a counter at rank 0, and after a barrier RgetAccumulates 1
-// into it: each fetch sees every Raccumulate and is distinct, the total is 2 per rank.
+// requests: in one LockAll epoch each rank Rputs a block into its successor (only it writes
+// there) and Rgets it back, Raccumulates 1 into a counter at rank 0, and after a barrier
+// RgetAccumulates 1 into it. Each fetch sees every Raccumulate and is distinct, the total is 2
+// per rank.
 func requests(ctx context.Context, w *runtime.World, o opts) error {
 	me, size := w.Rank(), w.Size()
 	next := (me + 1) % size

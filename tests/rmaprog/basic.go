@@ -73,7 +73,7 @@ func equal[T comparable](what string, got, want []T) error {
 const blk = 16
 
 // fenceAllToAll: in each round every rank puts a block into its slot of every rank's
-// window, a Fence completes them, every rank checks every slot; then every rank Gets a
+// window, a Fence completes them, every rank checks every slot. Then every rank Gets a
 // slot of its successor and checks it after the next Fence.
 func fenceAllToAll(ctx context.Context, w *runtime.World, o opts) error {
 	me, size := w.Rank(), w.Size()

@@ -11,7 +11,7 @@ import (
 
 // pscwRing: in each round every rank exposes its memory to its predecessor (Post), opens
 // an access epoch to its successor (Start), puts a block there, and closes both epochs
-// (Complete, Wait), then checks the block its predecessor put; then a star: rank 0
+// (Complete, Wait), then checks the block its predecessor put. Then a star: rank 0
 // exposes to all, every other rank puts into its own slot of rank 0's memory.
 func pscwRing(ctx context.Context, w *runtime.World, o opts) error {
 	me, size := w.Rank(), w.Size()
@@ -82,8 +82,8 @@ func pscwRing(ctx context.Context, w *runtime.World, o opts) error {
 }
 
 // dynamic: every rank attaches two buffers to a dynamic window and tells the others
-// their bases; in Fence epochs every rank puts into both buffers of its successor and
-// gets one back; then every rank detaches its first buffer, and an access to it from its
+// their bases. In Fence epochs every rank puts into both buffers of its successor and
+// gets one back. Then every rank detaches its first buffer, and an access to it from its
 // predecessor must fail while the second buffer still works.
 func dynamic(ctx context.Context, w *runtime.World, o opts) error {
 	me, size := w.Rank(), w.Size()
@@ -173,10 +173,10 @@ func dynamic(ctx context.Context, w *runtime.World, o opts) error {
 	return win.Free(ctx)
 }
 
-// shared: every rank stores a block into its own memory of a shared window; after a
-// Fence it loads every peer's block through SharedQuery, or Gets it when the peer's
-// memory is not mapped here (ErrNotShared, as over tcp); then it stores (or Puts) a block
-// into its successor's memory and checks its own after the next Fence.
+// shared: every rank stores a block into its own memory of a shared window. After a Fence
+// it loads every peer's block through SharedQuery, or Gets it when the peer's memory is
+// not mapped here (ErrNotShared, as over tcp). Then it stores (or Puts) a block into its
+// successor's memory and checks its own after the next Fence.
 func shared(ctx context.Context, w *runtime.World, o opts) error {
 	me, size := w.Rank(), w.Size()
 	next, prev := (me+1)%size, (me+size-1)%size

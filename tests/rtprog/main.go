@@ -345,7 +345,7 @@ func fail(format string, args ...any) {
 	os.Exit(1)
 }
 
-// mismatched prints msg and exits 1; when err is a mismatch that every rank found
+// mismatched prints msg and exits 1. When err is a mismatch that every rank found
 // (GORMA_CHECK=1) it waits, between the two, until every rank has printed: the World
 // still works after a mismatch, and no rank's exit ends the job before the others have
 // said theirs.

@@ -17,7 +17,7 @@
 //	}
 //
 // Up skips the test, naming the package to install, when srun, slurmctld, slurmd or munged
-// is missing, and when the test does not run as root; it fails the test when the cluster
+// is missing, and when the test does not run as root. It fails the test when the cluster
 // does not come up (with the script's output and the tail of the daemons' logs). It never
 // lets a test pass without Slurm.
 //

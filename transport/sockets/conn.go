@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gorma-hpc/gorma/internal/futex"
 )
 
 // Conn is one end of a shared-memory connection. It implements net.Conn, plus
@@ -151,7 +153,7 @@ func (c *Conn) wakeLocalHeld() {
 }
 
 // wakeReader and wakeWriter wake this side's reader and writer after a local event.
-// Besides clearing the sleep word they always kick the channel: the word may have been
+// Besides clearing the sleep word they always kick the channel. The word may have been
 // cleared by a peer whose kick byte will never arrive (it died, or this side closed its
 // socket first), and a parked waiter must still see the local event.
 func (c *Conn) wakeReader() {
@@ -202,7 +204,7 @@ func (c *Conn) wait(word *atomic.Uint32, kick chan struct{}, deadline *atomic.In
 				leaveFutex()
 				return err
 			}
-			futexSleep(word, sleepFutex, spell)
+			futex.Wait(word, sleepFutex, spell)
 			leaveFutex()
 			if !word.CompareAndSwap(sleepFutex, sleepPoll) {
 				continue // woken, or the word was overwritten: re-check

@@ -93,7 +93,7 @@ func dialSHMOnce(ctx context.Context, abstractName string) (dialed, error) {
 var trustListener = func(uid uint32) bool { return uid == uint32(os.Geteuid()) || uid == 0 }
 
 // checkListenerUID refuses a listener run by another user than this process's (or
-// root): abstract sockets have no permissions, so a name could be bound first by a
+// root): abstract sockets have no permissions. So a name could be bound first by a
 // process that means to read what its clients send (for "tcp", a TCP client's traffic).
 func checkListenerUID(uc *net.UnixConn) error {
 	uid, err := peerUID(uc)

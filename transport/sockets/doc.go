@@ -11,7 +11,7 @@
 //	c, err := sockets.Dial("shm", "myservice")
 //
 // "tcp" (tcp4, tcp6): the listener binds its TCP address and, beside it, an shm listener
-// on the abstract socket named after that address; a Dialer given an address of this
+// on the abstract socket named after that address. A Dialer given an address of this
 // host tries the shm listener first and falls back to TCP when there is none, when it
 // refuses, or for a remote address (Dialer.NoUpgrade: always TCP). Accept returns a
 // *net.TCPConn for a TCP client and a *Conn for an upgraded one (tcp.go).
@@ -20,7 +20,7 @@
 // socket "\x00gorma/shm/"+name, so it lives in the caller's network namespace and
 // disappears with the listener: there is no file to clean up. Only processes of the
 // listener's uid may connect, plus the users in ListenConfig.AllowUIDs (checked with
-// SO_PEERCRED); a dialer connects only to a listener run by its own uid or root (a
+// SO_PEERCRED). A dialer connects only to a listener run by its own uid or root (a
 // "tcp" dialer then falls back to TCP), so a name that another user binds first leaks
 // nothing. Listen("shm") then fails with a *NameHeldError naming the holder's uid;
 // Listen("tcp") serves plain TCP and logs why to ListenConfig.ErrorLog.
@@ -39,23 +39,23 @@
 // channel, and one goroutine blocked on it (in the netpoller, not on an OS thread). No
 // file is ever created in /dev/shm: nothing is left behind when a process crashes.
 //
-// Data moves with copies into and out of the rings and no system call while both sides
-// are busy; a side with nothing to do spins briefly, sleeps on a shared futex that the
-// other side wakes, and past a millisecond parks its goroutine (no OS thread held). Read returns what is available (at least one byte); Write
-// returns once every byte is in the ring, blocking while the ring is full. ReadFrom and
-// WriteTo (used by io.Copy) and WriteBuffers copy straight between the ring and the
-// other end.
+// Data moves with copies into and out of the rings and no system call while both sides are
+// busy. A side with nothing to do spins briefly, sleeps on a shared futex that the other side
+// wakes, and past a millisecond parks its goroutine (no OS thread held). Read returns what is
+// available (at least one byte); Write returns once every byte is in the ring, blocking while
+// the ring is full. ReadFrom and WriteTo (used by io.Copy) and WriteBuffers copy straight
+// between the ring and the other end.
 //
 // # Semantics
 //
-// A Conn behaves as a TCP connection: deadlines (os.ErrDeadlineExceeded, Timeout() true;
-// a deadline changed while a Read or Write is blocked takes effect at once), CloseWrite
-// (the peer reads io.EOF after the bytes written before it) and CloseRead, Close
-// (blocked Reads and Writes on this side return net.ErrClosed, the peer reads io.EOF
-// then gets a broken pipe on Write). If the peer process dies, a blocked Read returns
-// an error matching syscall.ECONNRESET ("peer process gone") and a Write one matching
-// it too. Every error is a *net.OpError with Net "shm"; the inner error says what went
-// wrong and how to fix it.
+// A Conn behaves as a TCP connection. Deadlines return os.ErrDeadlineExceeded (Timeout()
+// true), and a deadline changed while a Read or Write is blocked takes effect at once.
+// After CloseWrite the peer reads io.EOF after the bytes written before it; CloseRead is
+// supported too. After Close, blocked Reads and Writes on this side return
+// net.ErrClosed, and the peer reads io.EOF then gets a broken pipe on Write. If the peer
+// process dies, a blocked Read returns an error matching syscall.ECONNRESET ("peer
+// process gone") and a Write one matching it too. Every error is a *net.OpError with Net
+// "shm"; the inner error says what went wrong and how to fix it.
 //
 // # Concurrency
 //

@@ -4,18 +4,13 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/gorma-hpc/gorma/internal/futex"
 )
 
-// The sleep words live in the shared mapping, so the futexes are shared (keyed on the
-// physical page), never FUTEX_PRIVATE: a process wakes its peer's sleeper through its
-// own mapping of the segment.
+// The sleep words live in the shared mapping, so the futexes are shared (package futex):
+// a process wakes its peer's sleeper through its own mapping of the segment.
 const (
-	futexWait = 0 // FUTEX_WAIT without FUTEX_PRIVATE_FLAG
-	futexWake = 1 // FUTEX_WAKE without FUTEX_PRIVATE_FLAG
-
 	// spinRounds is how many times a waiter polls its ring before it announces that it
 	// sleeps; it yields with runtime.Gosched every spinGoschedEvery polls, so a spinning
 	// waiter lets the goroutine it waits for run on the same P. Frequent yields matter
@@ -34,12 +29,12 @@ const (
 )
 
 // futexSpell is how long a waiter sleeps in FUTEX_WAIT before it parks its goroutine
-// instead: a futex sleep is the fastest to wake but holds an OS thread, so a connection
+// instead. A futex sleep is the fastest to wake but holds an OS thread, so a connection
 // idle for longer waits in the Go scheduler and costs no thread.
 const futexSpell = time.Millisecond
 
 // futexSleepers counts this process's goroutines in FUTEX_WAIT. A goroutine in a system
-// call keeps its P until the Go scheduler's monitor takes it back, so a futex sleeper
+// call keeps its P until the Go scheduler's monitor takes it back. So a futex sleeper
 // stalls runnable goroutines: at most GOMAXPROCS-1 sleep in futexes at once, and the
 // others park at once (`sockbench --transport gorma-tcp --test http` is the case of many
 // connections on few cores; `--test pingpong` the case of one).
@@ -57,17 +52,6 @@ func enterFutex() bool {
 
 func leaveFutex() { futexSleepers.Add(-1) }
 
-// futexSleep sleeps on word while it holds val, for at most d. Spurious returns are
-// fine: every caller re-checks its condition.
-func futexSleep(word *atomic.Uint32, val uint32, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	ts := unix.NsecToTimespec(int64(d))
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWait, uintptr(val),
-		uintptr(unsafe.Pointer(&ts)), 0, 0)
-}
-
 // wake wakes the sleeper announced in word, if there is one: FUTEX_WAKE for a futex
 // sleeper, kick for a parked one. A sleeper stores its mode in the word and then
 // re-checks its condition; a waker publishes its event and then calls wake. Go's atomics
@@ -80,7 +64,7 @@ func wake[T any](word *atomic.Uint32, kick func(T), arg T) {
 	}
 	switch word.Swap(awake) {
 	case sleepFutex:
-		unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWake, 1, 0, 0, 0)
+		futex.Wake(word, 1)
 	case sleepPoll:
 		kick(arg)
 	}

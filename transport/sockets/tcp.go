@@ -10,8 +10,8 @@ import (
 )
 
 // Transparent upgrade of "tcp". A TCP listener made by this package also offers shared
-// memory to dialers of this package on the same host and in the same network namespace:
-// it binds, beside its TCP port, an shm listener on the abstract Unix socket named after
+// memory to dialers of this package on the same host and in the same network namespace.
+// It binds, beside its TCP port, an shm listener on the abstract Unix socket named after
 // its TCP address (upgradeName). A Dialer asked for "tcp" tries that socket first when
 // the address is one of this host's, and falls back to TCP by itself when there is none,
 // or it refuses (another user), or the address is remote. Plain TCP clients are served as

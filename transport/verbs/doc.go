@@ -18,7 +18,7 @@
 // Work requests ([SendWR], [RecvWR]) are Send, RDMAWrite, RDMAWriteWithImm, RDMARead,
 // AtomicFetchAdd and AtomicCmpSwap. Remote memory is named by (rkey, offset within the MR).
 // Keys are 64 bits wide (libibverbs uses 32) because they carry a generation that never
-// wraps in practice: once an MR is deregistered, every access with its old key fails with
+// wraps in practice. Once an MR is deregistered, every access with its old key fails with
 // [RemAccessErr], even if the same bytes now belong to a new MR.
 //
 // # Capabilities

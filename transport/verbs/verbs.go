@@ -23,7 +23,7 @@ const (
 	// WaitHybrid spins for Config.Spin and then blocks (on a futex or channel). Default.
 	// A provider whose completions come from its own goroutines in this process (tcp)
 	// blocks at once instead, as spinning would take the core those goroutines need,
-	// unless the waiter reads the connection itself (tcp's leader): it then tries the
+	// unless the waiter reads the connection itself (tcp's leader). It then tries the
 	// socket without blocking for Config.Spin before it blocks. The reader goroutine of
 	// such a connection, which serves the peer's requests, also tries its socket for
 	// Config.Spin before it parks, while no other goroutine of the process runs.
@@ -129,10 +129,10 @@ type Device interface {
 	// AllocPD allocates a protection domain.
 	AllocPD() (PD, error)
 	// CreateCQ creates a completion queue holding up to depth completions. Size it for
-	// the sum of the MaxSendWR and MaxRecvWR of the QPs completing on it: what a
-	// provider does with more is its own (tcp drops them and every later Poll reports
-	// ErrCQOverrun, as libibverbs' CQ overrun is fatal; shm keeps them in an overflow
-	// list), so portable code never relies on either.
+	// the sum of the MaxSendWR and MaxRecvWR of the QPs completing on it. What a
+	// provider does with more is its own, so portable code never relies on either: tcp
+	// drops them and every later Poll reports ErrCQOverrun, as libibverbs' CQ overrun
+	// is fatal; shm keeps them in an overflow list.
 	CreateCQ(depth int) (CQ, error)
 	// Stats returns the arena's counters.
 	Stats() ArenaStats

@@ -1,14 +1,14 @@
 // Package coherence is the DSM invalidation protocol that keeps the page caches of
 // passive-target windows coherent, as a pure state machine: no goroutines, no time, no
 // I/O. It owns the decisions (which one-sided operation to issue on which protocol word,
-// when a Get is served and from where, when a write is complete); package window owns the
+// when a Get is served and from where, when a write is complete). Package window owns the
 // memory, the transport and the cache buffers, and drives one Machine per (window, rank).
 //
 // # The protocol
 //
 // Every page has a home (its target rank), whose directory is words in its registered
 // memory touched only by one-sided operations, so a busy home never delays anyone: a
-// version per page and a registration slot per (page, cacher); each cacher keeps a flag
+// version per page and a registration slot per (page, cacher). Each cacher keeps a flag
 // per remote page (see Usable and DecodeFlag). A fill registers a token, reads version
 // and data in one round trip and installs the copy; a write bumps the versions and
 // invalidates every registered copy before it completes. design.md has the state
@@ -16,13 +16,13 @@
 //
 // # Memory words the driver lays out
 //
-// At every rank, for its own window of Config.Pages pages: ver[p] and slot[p][c] for
-// c in [0, Ranks), laid out so that the rows of consecutive pages can be read by one
-// ReadSlots (for example slot[p*Ranks+c] contiguous); a ReadSlots result lists slot[p][c]
-// at index (p-first)*Ranks+c. For every remote (home, page) it may cache: flag[home][page]
-// and a cache buffer of one page, allocated at the first fill read (ReadData with Req 0)
-// and freed at Released. All words start at 0 and are accessed atomically; remote ranks
-// store into slots, versions and flags at any time.
+// At every rank, for its own window of Config.Pages pages: ver[p] and slot[p][c] for c in
+// [0, Ranks), laid out so that the rows of consecutive pages can be read by one ReadSlots
+// (for example slot[p*Ranks+c] contiguous). A ReadSlots result lists slot[p][c] at index
+// (p-first)*Ranks+c. For every remote (home, page) it may cache: flag[home][page] and a
+// cache buffer of one page, allocated at the first fill read (ReadData with Req 0) and
+// freed at Released. All words start at 0 and are accessed atomically; remote ranks store
+// into slots, versions and flags at any time.
 //
 // # Driving a Machine
 //

@@ -7,17 +7,17 @@
 //
 // The sink accepts any number of connections and reads each into one reused buffer until
 // the sender closes it. The sender waits until --start-at (wall-clock nanoseconds since
-// the epoch, shared by every namespace of a machine; default: now), then writes --msg
-// bytes at a time from one buffer for --duration, and reports the bandwidth of the
-// middle of that time (its first and last sixth are left out, so that several senders
-// started together are measured while all of them run, and connection start-up and
-// the socket buffers' filling do not count): bytes written in that window over its
-// length, in GB/s (10^9 bytes per second). In steady state the bytes written and the
-// bytes delivered differ only by what the socket buffers hold, which stays constant.
-// The socket options are those of gorma's tcp provider (TCP_NODELAY), and --notsent-lowat
-// sets TCP_NOTSENT_LOWAT as the provider does on a connection that carries traffic both
-// ways: with it the kernel keeps only that much unsent data queued, which on links that
-// are CPU time (veths on one machine) also changes what a byte costs. --congestion sets
+// the epoch, shared by every namespace of a machine; default: now). It then writes --msg
+// bytes at a time from one buffer for --duration. It reports the bandwidth of the middle
+// of that time: bytes written in that window over its length, in GB/s (10^9 bytes per
+// second). The first and last sixth are left out, so that several senders started
+// together are measured while all of them run, and connection start-up and the socket
+// buffers' filling do not count. In steady state the bytes written and the bytes
+// delivered differ only by what the socket buffers hold, which stays constant. The socket
+// options are those of gorma's tcp provider (TCP_NODELAY). --notsent-lowat sets
+// TCP_NOTSENT_LOWAT as the provider does on a connection that carries traffic both ways.
+// With it the kernel keeps only that much unsent data queued, which on links that are CPU
+// time (veths on one machine) also changes what a byte costs. --congestion sets
 // TCP_CONGESTION, as the provider does (cubic unless GORMA_TCP_CONGESTION says
 // otherwise); without it the kernel's default applies.
 //

@@ -1,5 +1,5 @@
-// Package netns builds test hosts out of Linux network namespaces: each host is a
-// namespace with its own address on a private bridge, in a switch namespace of its own, so
+// Package netns builds test hosts out of Linux network namespaces. Each host is a
+// namespace with its own address on a private bridge, in a switch namespace of its own. So
 // tests can run agents and ranks "on different hosts" of one machine, kill a host, or cut
 // its link, without touching the machine's own network. It needs root and iproute2 (`ip`);
 // tests call [Available] and skip without them.

@@ -12,24 +12,24 @@
 //
 // Peers on the same host map a segment once with [Attach] (through /proc/PID/fd/FD, or the
 // fallback path) and keep the mapping: memory freed by the owner stays mapped in every peer
-// and stays faulted in (lazy unmapping), so reuse costs neither mmap nor page faults.
+// and stays faulted in (lazy unmapping). So reuse costs neither mmap nor page faults.
 // Memory goes back to the kernel (fallocate PUNCH_HOLE, seen by every mapper) only when the
 // freed-but-resident bytes pass the configured high-water mark.
 //
 // [Arena.Close] unmaps the segment. [Arena.Retire] is a close for owners whose lock-free
-// readers may still look at the memory for a moment: the memory and the memfd are released
+// readers may still look at the memory for a moment. The memory and the memfd are released
 // at once, but the range stays mapped to private zero pages (one mmap with MAP_FIXED, so
 // it is never unmapped in between) until a later Close.
 //
 // # Quarantine
 //
 // A freed region whose rights let peers write it (RemoteWrite or RemoteAtomic: window
-// memory, collective scratch) is not reused at once: it waits in a FIFO quarantine and
-// comes back only when an allocation finds no other free space (oldest first), or when
-// the quarantine passes Config.Quarantine bytes (default a quarter of the high-water mark,
-// at most an eighth of the arena; the last freed block always stays). A program that
-// keeps a slice of such a region past Free then writes into memory nobody else uses while
-// the arena has other space. Other regions (send and receive buffers) are reused at once.
+// memory, collective scratch) is not reused at once. It waits in a FIFO quarantine and
+// comes back only when an allocation finds no other free space (oldest first), or when the
+// quarantine passes Config.Quarantine bytes (default a quarter of the high-water mark, at
+// most an eighth of the arena; the last freed block always stays). A program that keeps a
+// slice of such a region past Free then writes into memory nobody else uses while the
+// arena has other space. Other regions (send and receive buffers) are reused at once.
 // Under GORMA_CHECK=1 (EnvCheck, read once per process) each quarantined block of whole
 // pages is made inaccessible in this process (mprotect PROT_NONE) until it leaves the
 // quarantine, so that a stale write faults; Guarded reports such a block.

@@ -12,21 +12,21 @@ import (
 )
 
 // The reuse quarantine. A keyed region that peers may write (RemoteWrite or RemoteAtomic
-// rights: window memory, collective scratch) is the memory gorma hands to code that may
-// keep a slice of it past Free. Its freed block is not given back to the buddy allocator
-// at once but queued here, oldest first, and becomes allocatable again only when an
-// allocation cannot be served from other free space (the oldest first, so the most
-// recently freed is reused last) or when the queue passes its byte cap (the oldest past
-// the cap, though the most recently freed block stays even when it alone is larger than
-// the cap: its bytes were in use a moment ago, so holding them adds no memory). The
-// quarantine's resident memory is thus at most the larger of the cap and the last freed
-// block, on top of the high-water mark of free memory. A stale write through such a slice then lands in memory no live region uses
-// for as long as the arena has other space. Send and receive buffers (no remote write
-// rights) are freed at once: they come and go per message and reuse of warm memory is
-// what makes them cheap.
+// rights: window memory, collective scratch) is the memory gorma hands to code that may keep a
+// slice of it past Free. Its freed block is not given back to the buddy allocator at once but
+// queued here, oldest first. It becomes allocatable again only in two cases. One is an
+// allocation that cannot be served from other free space (the oldest first, so the most
+// recently freed is reused last). The other is the queue passing its byte cap: the oldest past
+// the cap go. The most recently freed block stays even when it alone is larger than the cap:
+// its bytes were in use a moment ago, so holding them adds no memory. The quarantine's resident
+// memory is thus at most the larger of the cap and the last freed block, on top of the
+// high-water mark of free memory. A stale write through such a slice then lands in memory no
+// live region uses for as long as the arena has other space. Send and receive buffers (no
+// remote write rights) are freed at once: they come and go per message and reuse of warm memory
+// is what makes them cheap.
 //
 // The policy lives in the arena because the arena alone sees every allocation of the
-// device and so knows whether other free space exists; the rights decide which regions
+// device and so knows whether other free space exists. The rights decide which regions
 // take part because they are all the arena knows of a region's use.
 //
 // Under GORMA_CHECK=1 each quarantined block of whole pages is also made inaccessible in

@@ -13,8 +13,8 @@ import (
 //
 // Every Get takes a reference on the registration it returns, which its caller gives back
 // with Put once no peer may use the key any more (a rendezvous send: at its FIN). Only
-// idle registrations are evicted: when all are in use the cache holds more than its
-// capacity until enough are put back, so a key stays valid as long as it is referenced,
+// idle registrations are evicted. When all are in use the cache holds more than its
+// capacity until enough are put back. So a key stays valid as long as it is referenced,
 // however many transfers are in flight (evicting a registration that a peer was still
 // reading made the read fail with RemAccessErr once more than the capacity of rendezvous
 // sends were outstanding).
@@ -42,7 +42,7 @@ type cacheEntry struct {
 }
 
 // SetIdleLimit bounds the bytes of idle registrations the cache keeps (0: no bound, the
-// default): a registration of Go memory keeps that memory alive, so a program that sends
+// default). A registration of Go memory keeps that memory alive, so a program that sends
 // from a fresh large buffer each time would otherwise hold capacity times the largest
 // buffer. Least recently used idle registrations go first.
 func (c *RegCache) SetIdleLimit(bytes int64) {

@@ -3,11 +3,11 @@
 // process that starts ranks (golaunch's agents, apps/verbsperf).
 //
 // A tcp device lends a connection's reading role to a goroutine waiting in CQ.Wait; a
-// role left idle when that goroutine returns must go back to the connection's reader,
-// or passive-target requests wait until the application waits again. The rank records
-// in the shared page that a role is idle (one store), and the watcher, which ticks every
-// Tick while a rank needs it, rings the rank (an eventfd, the bell, and Signal) for a
-// role it found idle in the same state on two scans in a row, or for a parked reader
+// role left idle when that goroutine returns must go back to the connection's reader, or
+// passive-target requests wait until the application waits again. The rank records in
+// the shared page that a role is idle (one store). The watcher ticks every Tick while a
+// rank needs it. It rings the rank (an eventfd, the bell, and Signal) for a role it
+// found idle in the same state on two scans in a row. It also rings for a parked reader
 // whose socket held unread data on two scans (it holds a duplicate of the socket, taken
 // with pidfd_getfd). The timer lives in another process because any Go timer that fires
 // every millisecond changes how the rank's idle threads park and slows its round trips

@@ -99,7 +99,7 @@ func SetSlot(s *atomic.Uint64, state uint64) {
 }
 
 // staleSlots reads the first n slots (n is clamped to Slots and len(last)) and finds
-// those in the same state and count as at the previous scan (last): it reports whether
+// those in the same state and count as at the previous scan (last). It reports whether
 // one of them is idle, and appends the parked ones to parked (the caller rings if one of
 // their sockets holds data). It records the words in last. A pure function of the page,
 // for the watcher and its tests.

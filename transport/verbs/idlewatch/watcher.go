@@ -21,14 +21,14 @@ type Files struct {
 // one is the 8-byte value written to an eventfd to ring it.
 var one = [8]byte{1}
 
-// Watcher is the other end of idle-role watches: the process that starts ranks (the
+// Watcher is the other end of idle-role watches. The process that starts ranks (the
 // launcher's agent) creates one watch per rank with Add, passes the returned files to
 // the rank (tcp.Options.IdleWatch, through the launch contract), gives the watch the
-// started process (Watch.Signal), and the Watcher's goroutine rings a rank when one of
-// its roles stayed idle through a tick, or a parked reader's socket held unread data
-// through one (ticking fast only for ranks that need it). It must run in another
-// process than the rank: in the rank itself its timer costs more than it saves. Safe for
-// concurrent use.
+// started process (Watch.Signal). The Watcher's goroutine rings a rank when one of its
+// roles stayed idle through a tick, or a parked reader's socket held unread data through
+// one (ticking fast only for ranks that need it). It must run in another process than
+// the rank: in the rank itself its timer costs more than it saves. Safe for concurrent
+// use.
 type Watcher struct {
 	tick time.Duration
 
@@ -225,11 +225,11 @@ func (h *Watch) forgetClosed(n int) {
 
 // heldReadable reports whether one of the slots' sockets holds unread data that it held
 // at the previous scan too, in the same parked wait (its slot's word unchanged): data
-// left unread for a whole tick. Data that came a moment before a scan does not count: the
+// left unread for a whole tick. Data that came a moment before a scan does not count. The
 // rank's poller is likely about to hand it to the reader, and on a machine whose cores
-// are all busy many scans would ring for data about to be read. One poll, which
-// consumes nothing; it records which sockets
-// hold data now. Called with mu held, after staleSlots recorded the slots' words in last.
+// are all busy many scans would ring for data about to be read. One poll, which consumes
+// nothing; it records which sockets hold data now. Called with mu held, after staleSlots
+// recorded the slots' words in last.
 func (h *Watch) heldReadable(slots []int) bool {
 	h.pfds, h.pslots = h.pfds[:0], h.pslots[:0]
 	for _, i := range slots {

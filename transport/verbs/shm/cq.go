@@ -18,13 +18,13 @@ type cqe struct {
 
 // cq is a completion queue of fixed depth.
 //
-// Completions go into a ring of depth entries. What a CQ must hold is bounded anyway: a
+// Completions go into a ring of depth entries. What a CQ must hold is bounded anyway. A
 // send completion keeps its send queue slot until it is polled, and a receive completion
 // used up a posted receive, so a CQ never holds more than the MaxSendWR and MaxRecvWR of
 // its QPs together. When those add up to more than depth (the CQ is undersized) the excess
 // goes to an overflow list, allocated then and only then, rather than being lost or
-// failing the QP: Poll returns ring entries before overflow entries and nothing enters
-// the ring while the overflow is non-empty, so order is kept.
+// failing the QP. Poll returns ring entries before overflow entries and nothing enters the
+// ring while the overflow is non-empty, so order is kept.
 type cq struct {
 	dev   *device
 	depth int
@@ -101,12 +101,12 @@ func (c *cq) ready() bool {
 	return c.avail.Load() > 0
 }
 
-// SetWaitCheck makes Wait also return (nil) when check reports true. check is called by
-// the goroutines in Wait, without any lock of the provider, after each progress pass and
-// in a sleeper's re-check before it sleeps; it must be cheap, must not block, and must be
-// safe to call concurrently with anything its owner does. Work it looks for must be
-// published before the publisher calls NotifyPeer on its QP to this device (which rings
-// the doorbell), so that a sleeper either sees the work or is woken. A nil check removes it.
+// SetWaitCheck makes Wait also return (nil) when check reports true. check is called by the
+// goroutines in Wait, without any lock of the provider, after each progress pass and in a
+// sleeper's re-check before it sleeps. It must be cheap, must not block, and must be safe to
+// call concurrently with anything its owner does. Work it looks for must be published before
+// the publisher calls NotifyPeer on its QP to this device (which rings the doorbell), so
+// that a sleeper either sees the work or is woken. A nil check removes it.
 func (c *cq) SetWaitCheck(check func() bool) {
 	if check == nil {
 		c.waitCheck.Store(nil)

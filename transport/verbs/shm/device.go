@@ -162,7 +162,7 @@ func (d *device) Close() error {
 	d.zombies = nil
 	d.mu.Unlock()
 	// Poll reads the arena's rings without a lock or a registration (cq.Poll), so one that
-	// raced this Close may still be looking: the arena's memory and fd are released now,
+	// raced this Close may still be looking. The arena's memory and fd are released now,
 	// but its address range stays mapped to inert zeros until the device is unreachable.
 	err := d.arena.Retire()
 	runtime.AddCleanup(d, func(a *arena.Arena) { a.Close() }, d.arena)

@@ -14,7 +14,7 @@ import (
 // it spins briefly, then yields to other goroutines, then sleeps in short steps, checking
 // the word between them. That suits these locks, whose critical sections are short (a
 // post, a poll's drain of one ring) and contended only when a polling goroutine meets a
-// posting one; a long hold (an RDMA copy of many megabytes) sends the waiter to sleep.
+// posting one. A long hold (an RDMA copy of many megabytes) sends the waiter to sleep.
 type qlock struct {
 	state atomic.Int32 // 1 while held
 }

@@ -171,7 +171,7 @@ func (p *pd) close(closing bool) error {
 }
 
 // mrTable finds a local MR by key without a map or a lock: keys carry their key table slot
-// (arena.KeySlot), so the table is an array indexed by slot, and an entry matches only if
+// (arena.KeySlot). So the table is an array indexed by slot, and an entry matches only if
 // its full key (with the generation) does.
 type mrTable struct {
 	slots []atomic.Pointer[mr]

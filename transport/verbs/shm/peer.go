@@ -17,16 +17,16 @@ import (
 // unmapping). The cache is keyed by (pid, fd, path, nonce): the nonce is random per
 // device, so a reused pid or fd never aliases an old mapping.
 //
-// Liveness: for the first pidfdBudget peers in other processes the device holds a
-// pidfd. One monitor goroutine per device polls them; when one becomes readable the peer
-// has exited, and every QP connected to it fails (its first waiting request with
-// RetryExcErr, the rest with WRFlushErr) and the device's sleepers are woken. Peers
-// beyond the budget are checked every monitorFallbackPoll instead (exited: a pidfd opened
-// and closed for the check, or kill(pid, 0) where pidfd_open is unavailable), so that a
-// rank's descriptors stay bounded however many peers it maps; the pidfd opened at attach
-// and closed once the arena is mapped still proves that the pid named the segment's
-// owner. The monitor starts with the first remote peer and stops in Device.Close (an
-// eventfd wakes its poll).
+// Liveness: for the first pidfdBudget peers in other processes the device holds a pidfd.
+// One monitor goroutine per device polls them; when one becomes readable the peer has
+// exited, and every QP connected to it fails (its first waiting request with RetryExcErr,
+// the rest with WRFlushErr) and the device's sleepers are woken. Peers beyond the budget
+// are checked every monitorFallbackPoll instead (exited: a pidfd opened and closed for
+// the check, or kill(pid, 0) where pidfd_open is unavailable), so that a rank's
+// descriptors stay bounded however many peers it maps. The pidfd opened at attach and
+// closed once the arena is mapped still proves that the pid named the segment's owner.
+// The monitor starts with the first remote peer and stops in Device.Close (an eventfd
+// wakes its poll).
 
 const monitorFallbackPoll = 100 * time.Millisecond
 

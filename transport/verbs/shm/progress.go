@@ -127,11 +127,11 @@ func (q *qp) PostRecv(wr *verbs.RecvWR) error {
 // used up every credit it could have seen, so PostRecv and drainLocked call this only
 // then, and a receiver with receives to spare publishes them with a release store alone.
 // rxFenced is rxPosted as of the last call; the sender's credit count, read after our
-// fence, is at least that. Hence a sender can wait for a credit only once it has
-// started rxFenced messages, and the receiver, which counts the messages it has started
-// in rxStarted, calls this in whichever comes last of the two events that leave such a
-// sender waiting in vain: the PostRecv after it started the message that used the last
-// credit (rxStarted >= rxFenced there), or the drain that started that message after
+// fence, is at least that. Hence a sender can wait for a credit only once it has started
+// rxFenced messages. The receiver counts the messages it has started in rxStarted. It
+// calls this in whichever comes last of the two events that leave such a sender waiting
+// in vain. One is the PostRecv after it started the message that used the last credit
+// (rxStarted >= rxFenced there). The other is the drain that started that message after
 // later credits were published (rxStarted >= rxFenced and rxPosted > rxStarted there).
 func (q *qp) creditFenceLocked() {
 	fence()

@@ -198,7 +198,7 @@ func (q *qp) transitionLocked(op string, next verbs.QPState) error {
 	return nil
 }
 
-// ToRTR connects the QP to the QP whose endpoint bytes are remote: it maps the peer's
+// ToRTR connects the QP to the QP whose endpoint bytes are remote. It maps the peer's
 // arena (once per peer device), checks and claims the peer's inbound ring, and resolves
 // everything the data path needs, so no lookup happens per request.
 func (q *qp) ToRTR(ctx context.Context, remote []byte) error {

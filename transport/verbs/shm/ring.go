@@ -23,16 +23,15 @@ import (
 //	word0 (8 bytes): (pos+1) & seqMask | kind<<seqBits   pos = absolute slot position
 //	word1 (8 bytes): length uint32 | imm uint32
 //
-// followed by the payload, which continues into the following slots. The sender writes
-// word1 and the payload with plain stores and publishes the record with one release store
-// of word0 (publish: a plain MOV on amd64, not the XCHG of an atomic Store, which stalls
-// while the receiver polls the line); the receiver polls that single word of the slot at
-// its position. An 8-byte message
-// is header plus payload in one cache line. After consuming a record the receiver zeroes
-// word0 of each of its slots but the first (so stale payload bytes can never pose as a
-// header on a later lap; see consume) and then publishes its position in the header's head word (every
-// slots/headLagDiv slots), which the sender reads only when its cached copy says the ring
-// is full.
+// followed by the payload, which continues into the following slots. The sender writes word1
+// and the payload with plain stores and publishes the record with one release store of word0
+// (publish: a plain MOV on amd64, not the XCHG of an atomic Store, which stalls while the
+// receiver polls the line). The receiver polls that single word of the slot at its position. An
+// 8-byte message is header plus payload in one cache line. After consuming a record the
+// receiver zeroes word0 of each of its slots but the first, so stale payload bytes can never
+// pose as a header on a later lap (see consume). It then publishes its position in the header's
+// head word (every slots/headLagDiv slots), which the sender reads only when its cached copy
+// says the ring is full.
 const (
 	slotSize   = 64
 	slotShift  = 6
@@ -45,10 +44,10 @@ const (
 	maxRecordSlots   = defaultRingSlots / 4 // fragment size limit, so both sides pipeline
 	minChunkSlots    = 16                   // don't trickle fragments smaller than this into a nearly full ring
 
-	// headLagDiv sets how far the published head may lag the receiver's position: the
+	// headLagDiv sets how far the published head may lag the receiver's position. The
 	// receiver publishes it (a store, a fence and a check of txWait) only once it has
 	// consumed slots/headLagDiv slots since it last did, not after every record, which
-	// takes a fence off every small message's path. A sender never waits on the lag: it
+	// takes a fence off every small message's path. A sender never waits on the lag. It
 	// waits only while its view of the head leaves less than a record's slots (at most
 	// slots/4) free, and with a lag below slots/8 that view leaves more than 7/8 of the
 	// ring free once the receiver has drained it. So a sender that waits has records
@@ -265,7 +264,7 @@ type record struct {
 
 // peek reads the record at position pos into rec, if one is there. ok is false when none
 // is; bad is true when the header is inconsistent (a corrupt or hostile sender). It
-// fills the caller's rec rather than returning one: a returned record is stored field by
+// fills the caller's rec rather than returning one. A returned record is stored field by
 // field and then copied whole into the caller's variable (whose address its users take),
 // and that copy of lines just written in pieces stalls (a failed store forward) at every
 // message.
@@ -299,8 +298,8 @@ func (r *ring) peek(pos uint64, rec *record) (ok, bad bool) {
 //
 // Plain stores suffice (an aligned 8-byte store is atomic on every platform Go supports
 // shared memory on): nobody writes these slots until the receiver publishes its head with
-// a release store (publish) after them, and a concurrent peek that reads the old word0
-// only takes the QP's lock to find the record gone.
+// a release store (publish) after them. A concurrent peek that reads the old word0 only
+// takes the QP's lock to find the record gone.
 func (r *ring) consume(pos, n uint64) {
 	idx := pos & r.mask
 	for i := idx + 1; i < idx+n; i++ {

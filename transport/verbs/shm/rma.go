@@ -11,7 +11,7 @@ import (
 	"github.com/gorma-hpc/gorma/transport/verbs/arena"
 )
 
-// RDMA and atomics are performed entirely by the initiator: every access pins the remote
+// RDMA and atomics are performed entirely by the initiator. Every access pins the remote
 // key in the peer's key table (validating generation, bounds and rights in one atomic
 // add), copies or runs the atomic on the peer's arena through our mapping of it, and
 // unpins. The target process does nothing. A refused pin leaves target memory untouched

@@ -6,10 +6,10 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorma-hpc/gorma/internal/futex"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -18,22 +18,20 @@ import (
 //
 // A sleeper registers (waiters++), reads seq, re-checks for work, and sleeps in FUTEX_WAIT
 // on seq unless seq changed. Whoever makes work available to a device (a sender that
-// delivered into one of its rings, a receiver that freed ring space the device waits for,
-// a local completion, a peer's death or close) publishes the work first and then rings the
-// bell: if waiters is non-zero it bumps seq and issues FUTEX_WAKE. With all operations
+// delivered into one of its rings, a receiver that freed ring space the device waits for, a
+// local completion, a peer's death or close) publishes the work first and then rings the
+// bell. If waiters is non-zero it bumps seq and issues FUTEX_WAKE. With all operations
 // sequentially consistent, either the ringer sees the sleeper registered (and wakes it), or
 // the sleeper's re-check sees the work. Records are published with release stores
 // (publish), so ring fences before it loads waiters, which restores that order. Nobody
-// asleep means no store to seq and no system call: ringing costs a fence and one load of
-// a read-mostly word.
+// asleep means no store to seq and no system call: ringing costs a fence and one load of a
+// read-mostly word.
 //
-// The futex is a shared (not process-private) futex on the memfd mapping, so it works
-// across processes and across two mappings of one segment in one process.
+// The futex is a shared (not process-private) futex on the memfd mapping (package
+// futex), so it works across processes and across two mappings of one segment in one
+// process.
 
 const (
-	futexWait = 0 // FUTEX_WAIT without FUTEX_PRIVATE_FLAG: keyed on the shared page
-	futexWake = 1
-
 	// spinGoschedEvery is how many polls a spinning waiter makes between yields to other
 	// goroutines (runtime.Gosched). A Gosched takes the scheduler's run queue lock and may
 	// wake an idle P: yielding often puts lock2, unlock2, casgstatus and wakep high in a
@@ -68,21 +66,19 @@ func (d doorbell) ring() {
 }
 
 // ringAfterAdd is ring for a caller whose last publication was a sequentially consistent
-// atomic read-modify-write (an Add): that already orders it before the load of waiters
+// atomic read-modify-write (an Add). That already orders it before the load of waiters
 // (on amd64 a locked instruction is a full barrier), so the fence is left out.
 func (d doorbell) ringAfterAdd() {
 	if d.waiters == nil || d.waiters.Load() == 0 {
 		return
 	}
 	d.seq.Add(1)
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(d.seq)), futexWake, uintptr(1<<31-1), 0, 0, 0)
+	futex.Wake(d.seq, futex.All)
 }
 
 // sleep waits on seq while it still holds val, for at most d.
 func (d doorbell) sleep(val uint32, dur time.Duration) {
-	ts := unix.NsecToTimespec(int64(dur))
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(d.seq)), futexWait, uintptr(val),
-		uintptr(unsafe.Pointer(&ts)), 0, 0)
+	futex.Wait(d.seq, val, dur)
 }
 
 // Wait blocks until a completion can be polled (or the check set with SetWaitCheck
@@ -91,7 +87,7 @@ func (d doorbell) sleep(val uint32, dur time.Duration) {
 //
 // Only a Wait that goes to sleep registers in pollers (for Close to wait for): until then
 // it reads the rings as Poll does, which a racing Close leaves readable (Device.Close
-// retires the arena), and a Wait that ends at once costs no atomic read-modify-write.
+// retires the arena). A Wait that ends at once costs no atomic read-modify-write.
 func (c *cq) Wait(ctx context.Context) error {
 	if err := c.waitStep(ctx); err != errNotYet {
 		return err
@@ -131,8 +127,8 @@ func (c *cq) waitStep(ctx context.Context) error {
 }
 
 // wholeWaiting reports whether a QP of this CQ has a whole message at its ring's head that
-// no earlier Wait reported: the caller's next Poll drains it straight into its slice (the
-// sender's credit promised a posted receive), so Wait ends now rather than drain it into
+// no earlier Wait reported. The caller's next Poll drains it straight into its slice (the
+// sender's credit promised a posted receive). So Wait ends now rather than drain it into
 // the CQ's ring for Poll to take out again (a push and a pop: two lock round trips and an
 // atomic add on a ping-pong's path). Each record ends at most one Wait this way: if a Poll
 // did not take it (the QP is in error, say), later Waits drain and check as usual.

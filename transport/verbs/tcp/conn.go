@@ -55,7 +55,7 @@ func tuneConn(c *net.TCPConn, cc string) error {
 
 // congestionOf resolves Options.Congestion to the algorithm the device sets on its
 // connections ("" for the kernel's default), checking on a socket of its own that the
-// kernel accepts it: a choice the kernel refuses is an error, naming what it offers,
+// kernel accepts it. A choice the kernel refuses is an error, naming what it offers,
 // except the default, which then gives way to the kernel's default.
 func congestionOf(want string) (string, error) {
 	explicit := want != ""
@@ -85,36 +85,35 @@ func congestionOf(want string) (string, error) {
 // Streams and slices. The frames of one direction belong to two streams: this side's
 // requests (and credit frames) and its answers to the peer's requests (acks, read and
 // atomic responses, the disconnect notice). Each stream keeps its order on the wire, but
-// the two interleave: a read response longer than respSlice goes out as slices (frames of
-// respSlice bytes with flagMore, the last without), and at every slice boundary a
-// waiting request may go first. Without that, two ranks that exchange large messages by
-// rendezvous (each reads from the other) serialize on a link: the read request of one
+// the two interleave. A read response longer than respSlice goes out as slices (frames of
+// respSlice bytes with flagMore, the last without), and at every slice boundary a waiting
+// request may go first. Without that, two ranks that exchange large messages by
+// rendezvous (each reads from the other) serialize on a link. The read request of one
 // waits behind the other's whole read response, so one direction of the link idles while
 // the other carries its data, and the exchange takes twice its time. The kernel's socket
 // buffer hides the same queue (it takes up to megabytes ahead of the request), so
-// TCP_NOTSENT_LOWAT keeps about notsentLowat unsent bytes there and the rest waits in
-// the txq, where requests can pass it; bytes on the wire are not limited, so the window
-// still covers the path. Both start the first time a request has to queue behind an
-// answer on a connection (mixLocked), not before: a connection that only streams one
-// way loses to them and gains nothing (on loopback the lowat's wake-ups cost a one-way
-// stream a large part of its rate; `bin/verbsperf --provider tcp --test write_bw,read_bw`
-// measures it).
+// TCP_NOTSENT_LOWAT keeps about notsentLowat unsent bytes there and the rest waits in the
+// txq, where requests can pass it. Bytes on the wire are not limited, so the window still
+// covers the path. Both start the first time a request has to queue behind an answer on a
+// connection (mixLocked), not before. A connection that only streams one way loses to
+// them and gains nothing (on loopback the lowat's wake-ups cost a one-way stream a large
+// part of its rate; `bin/verbsperf --provider tcp --test write_bw,read_bw` measures it).
 //
 // Why so short a queue: where links are fast and several streams share the cores (four
 // network-namespace hosts on 2 cores, each host sending on three connections), the
-// kernel's default lets each connection queue megabytes, and a byte leaves the caches
-// between the sender's copy and the receiver's. With 32 KiB unsent at most, four raw
-// streams at once move more each than with 64 or 256 KiB, and a large Allreduce of 4 such
-// hosts is faster; on shaped 1 Gbit/s links the requests waiting behind less data gain
-// too. scripts/netns-allreduce.sh measures both (its "B busy" streams with and without
-// LOWAT, and the Allreduce against the bandwidth bound; RATE shapes the links).
+// kernel's default lets each connection queue megabytes. A byte leaves the caches between
+// the sender's copy and the receiver's. With 32 KiB unsent at most, four raw streams at
+// once move more each than with 64 or 256 KiB, and a large Allreduce of 4 such hosts is
+// faster. On shaped 1 Gbit/s links the requests waiting behind less data gain too.
+// scripts/netns-allreduce.sh measures both (its "B busy" streams with and without LOWAT,
+// and the Allreduce against the bandwidth bound; RATE shapes the links).
 //
 // Requests never overtake answers in ways that matter: the peer matches answers to its
 // requests by stream order alone, and requests to it only by theirs. The exception is the
 // cumulative ack that a request may carry (flagAck): it answers too, and must keep its
 // place among the answers. A request that would pass queued answers (all of them for
 // requests the ack covers: an answer takes the ack owed when it is made) leaves its ack
-// behind them as an opAck frame; and an answer queued while a request still holds an ack
+// behind them as an opAck frame. And an answer queued while a request still holds an ack
 // (the answer is for a later request) first moves that ack ahead of itself, the same way.
 const (
 	streamReq  = 0
@@ -208,9 +207,9 @@ func (r *frameRing) pop() {
 // Fast path: when nothing is queued, send writes the frame with non-blocking writev calls
 // straight from the caller's header and payload (no copy, no goroutine hop). If the socket
 // takes only part of it, the rest is queued and the writer goroutine finishes it with
-// blocking writes; later frames of its stream queue behind it, and those of the other
-// stream at the next slice boundary (see streamReq). The queue is bounded (limit frames):
-// the protocol bounds how many frames can be pending (outstanding requests plus responses
+// blocking writes. Later frames of its stream queue behind it, and those of the other
+// stream at the next slice boundary (see streamReq). The queue is bounded (limit frames).
+// The protocol bounds how many frames can be pending (outstanding requests plus responses
 // to the peer's outstanding requests plus credit updates and the acks they left behind),
 // so reaching the limit means a broken peer and fails the connection.
 //
@@ -421,7 +420,7 @@ func (t *txq) pushAckLocked(ack uint64) {
 
 // mixLocked switches the connection to mixed traffic, the first time a request queues
 // behind an answer: from then on long read responses go in slices (those queued and not
-// begun too), and the kernel holds about notsentLowat unsent bytes (see streamReq).
+// begun too). The kernel holds about notsentLowat unsent bytes (see streamReq).
 func (t *txq) mixLocked() {
 	t.mixed = true
 	// Best effort: without the lowat (a kernel before 3.12) the slices still let

@@ -207,10 +207,10 @@ func (c *cq) Poll(wcs []verbs.WC) (int, error) {
 // honours the device's Config.Wait: WaitSpin polls (yielding the processor); WaitBlock
 // and WaitHybrid block at once (on the eventfd or the wake channel).
 //
-// WaitHybrid does not spin on the ring here, whatever Config.Spin says: a completion
+// WaitHybrid does not spin on the ring here, whatever Config.Spin says. A completion
 // produced by a reader goroutine of this process would only be delayed by a waiter
-// holding the core (and the P) that the reader, and on one host the peer's process, need:
-// on 2 cores such a spin makes a short read slower than blocking at once (`bin/verbsperf
+// holding the core (and the P) that the reader, and on one host the peer's process, need.
+// On 2 cores such a spin makes a short read slower than blocking at once (`bin/verbsperf
 // --provider tcp --test read_lat` measures it). A waiter that leads (lead.go) is the
 // reader itself, and it does spin: it tries the socket without blocking for Config.Spin
 // before it blocks in ppoll (sock.spinRead), unless the connection has frames queued to

@@ -51,8 +51,8 @@
 // request completes (a queued frame references it) and writes RecvWR.Local and a read's
 // or atomic's Local from the reader goroutine until the completion is queued; it retains
 // neither *SendWR nor *RecvWR. Goroutines and how each stops: the accept loop and the
-// idle-watch sweeper stop in Device.Close; a handshake goroutine ends with its handshake
-// (5 s deadline); a connection's reader stops when the connection fails or is closed
+// idle-watch sweeper stop in Device.Close. A handshake goroutine ends with its handshake
+// (5 s deadline). A connection's reader stops when the connection fails or is closed
 // (QP.Close, Device.Close, the peer), and stops its writer first. Device.Close waits for
 // all of them before it releases the arena. Lock order is in LOCKING.md.
 package tcp

@@ -25,7 +25,7 @@ import (
 //
 // mac S = HMAC-SHA256(secret, "gorma/tcp v1 server" || client hello || server hello[:48])
 // and mac C the same with "gorma/tcp v1 client": each side proves it holds the secret over
-// both fresh nonces, the direction, both device ids and both QP numbers, so a proof can be
+// both fresh nonces, the direction, both device ids and both QP numbers. So a proof can be
 // neither replayed nor reflected. MACs are compared in constant time. The listener calls
 // admit (which binds the QP) only after mac C verified; a connection that fails any step
 // is closed, and the device counts it. The dialer checks mac S before it proves itself.

@@ -15,7 +15,7 @@ import (
 // handles the peer's frames (the frameReader and the reader-only fields of qconn). Its
 // reader goroutine holds it by default, so passive-target requests are served while the
 // application computes. When a goroutine waits in CQ.Wait on the CQ that the connection
-// alone feeds (cq.sole), the role moves to that waiter (the leader): it reads the socket
+// alone feeds (cq.sole), the role moves to that waiter (the leader). It reads the socket
 // itself and returns from Wait with the completion it produced, with no goroutine hand-off
 // or eventfd hop, as a raw socket ping-pong does.
 //
@@ -24,17 +24,17 @@ import (
 //     wakes. The reader then parks in the network poller on the connection's role eventfd.
 //   - A leader leaving Wait leaves the role idle (roleIdle) and writes the role eventfd,
 //     or, on a device with an idle-role watch (watch.go), only marks the role idle in the
-//     watch's page: the watcher process asks for the eventfd write a tick later if no
+//     watch's page. The watcher process asks for the eventfd write a tick later if no
 //     waiter took the role back meanwhile, and QP.Close and a flush that closes the
-//     connection write it at once.
-//     The write makes the reader runnable in the poller but wakes no thread while this
-//     process's threads are busy: the reader takes the role back (roleBG) when the
-//     process idles (a thread looks for work and polls the network; at worst the
-//     scheduler's periodic poll, about 10 ms). A waiter that comes first takes an idle
-//     role back without any wake-up; the reader, run then, finds it held and parks again.
-//   - A leader honours ctx and Close between frames: their kick (and a completion pushed
-//     by another goroutine while the leader may be parked) sets a past read deadline on the
-//     connection, which wakes the leader without a timer; a deadline error mid-frame is
+//     connection write it at once. The write makes the reader runnable in the poller but
+//     wakes no thread while this process's threads are busy. The reader takes the role
+//     back (roleBG) when the process idles (a thread looks for work and polls the
+//     network; at worst the scheduler's periodic poll, about 10 ms). A waiter that comes
+//     first takes an idle role back without any wake-up; the reader, run then, finds it
+//     held and parks again.
+//   - A leader honours ctx and Close between frames: their kick (and a completion pushed by
+//     another goroutine while the leader may be parked) sets a past read deadline on the
+//     connection, which wakes the leader without a timer. A deadline error mid-frame is
 //     cleared and the read resumed (frameReader.boundary).
 //   - A leader that hits a fault (connection lost, bad frame, an abort) stops reading and
 //     leaves the role to the reader (roleFault), which exits as it would have.
@@ -43,8 +43,8 @@ import (
 // (flagAck): in a ping-pong, the reply. Whoever holds the role flushes them as an ack
 // frame of their own before it blocks in Read, so an ack waits at most until this process
 // waits or idles. In a stream of RDMA writes a receiver that keeps up blocks after every
-// frame, so this is an ack frame per write, and at the writer a completion, a wake-up
-// and a post per write: the peer's marks let acks wait a few frames (ackBatch).
+// frame, so this is an ack frame per write, and at the writer a completion, a wake-up and
+// a post per write. The peer's marks let acks wait a few frames (ackBatch).
 //
 // cn.role and cq's conns, sole, offer, leading and ldKicked are guarded by the CQ's mu (the
 // QP's rcq, which is its scq when the connection can lead).
@@ -61,8 +61,8 @@ const (
 // are queued behind it as it starts the write: the application keeps a deep window, and
 // those frames follow whatever this side does. The receiver of a marked write holds the
 // owed ack (qconn.hold) until ackBatch-1 more request frames have arrived, or a write
-// without the mark, and then flushes it as before; a role holder that leaves the role
-// (a leader returning, Progress finding nothing) flushes it at once (flushHeld), since
+// without the mark, and then flushes it as before. A role holder that leaves the role (a
+// leader returning, Progress finding nothing) flushes it at once (flushHeld), since
 // nobody may read the promised frames for a while. A write's completion is thus late by
 // at most the arrival of ackBatch-1 frames that were already queued when it was sent, and
 // a window of at most ackBatch+1 outstanding writes never sees a mark. An ack per write
@@ -243,7 +243,7 @@ func (c *cq) HandBack() {
 }
 
 // Progress handles what the peer of the CQ's sole connection has already sent, on the
-// calling goroutine, if nobody reads that connection (a leader left its role idle): it
+// calling goroutine, if nobody reads that connection (a leader left its role idle). It
 // takes the role, reads and handles the frames that have arrived, without waiting for
 // more at a frame boundary (it does wait for the rest of a frame that has begun), and
 // leaves the role idle again, or hands it to the reader goroutine if a waiter came
@@ -251,7 +251,7 @@ func (c *cq) HandBack() {
 // (by a leader, or by the reader goroutine, which then serves the peer itself).
 //
 // A goroutine that spins on a condition that a peer's request sets (a remote atomic on
-// this process's memory) calls it in its spin: the request is then served as soon as it
+// this process's memory) calls it in its spin. The request is then served as soon as it
 // lands, by the spinning goroutine, instead of by the reader goroutine after its wake-up
 // through the network poller, or after the idle-role watcher's hand-back. Each call costs
 // the CQ's lock and, with the role idle, a read(2).

@@ -26,11 +26,11 @@ type Options struct {
 	// (TCP_CONGESTION): "" for DefaultCongestion (the kernel's default where the kernel
 	// refuses it), CongestionSystem for the kernel's default, or the name of an algorithm
 	// the kernel lets this process use (net.ipv4.tcp_allowed_congestion_control; root may
-	// use any available one), which Open checks: one the kernel refuses fails Open with
+	// use any available one), which Open checks. One the kernel refuses fails Open with
 	// verbs.ErrUnsupported.
 	Congestion string
 	// IdleWatch, if set, hands the device's idle reading roles to a watcher in another
-	// process (idlewatch.Watcher, the launcher's): a CQ waiter then leaves Wait without a
+	// process (idlewatch.Watcher, the launcher's). A CQ waiter then leaves Wait without a
 	// system call, and the watcher wakes the connection's reader when a role stayed idle
 	// through one of its ticks. The device takes ownership of both files, also when Open
 	// fails. nil: the device wakes the reader itself as each wait ends.
@@ -42,8 +42,8 @@ const (
 	DefaultAddr = "127.0.0.1:0"
 	// DefaultCongestion is the TCP congestion control a device sets on its connections
 	// unless Options.Congestion says otherwise. A collective keeps several flows per link
-	// that start and stop together; with BBR (the kernel default on some systems) the
-	// flows left at a round's end are slow to claim the bandwidth the others freed, and a
+	// that start and stop together. With BBR (the kernel default on some systems) the
+	// flows left at a round's end are slow to claim the bandwidth the others freed. A
 	// large Allreduce across hosts stays further from its bandwidth bound than with CUBIC
 	// (scripts/netns-allreduce.sh measures it against the bound).
 	DefaultCongestion = "cubic"

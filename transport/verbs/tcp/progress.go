@@ -24,7 +24,7 @@ import (
 //
 // Once the QP is in Err it refuses every request with RetryExcErr and ignores answers to
 // flushed requests. It stops when the connection fails or is closed (QP.Close, device
-// Close, a flush that had to abort writes, the peer dying or breaking the protocol); it
+// Close, a flush that had to abort writes, the peer dying or breaking the protocol). It
 // then stops the writer goroutine, moves the QP to Err, flushes both queues and closes
 // done.
 type qconn struct {
@@ -81,7 +81,7 @@ func newQconn(q *qp, c *net.TCPConn, peer peerInfo) (*qconn, error) {
 }
 
 // soleOnCQ reports whether the connection is alone on its CQ. Only then does its reader
-// spin (sock.spinIdle), as only then may a waiter lead it: a rank with several peers
+// spin (sock.spinIdle), as only then may a waiter lead it. A rank with several peers
 // would spin a reader per process, and hosts that share cores (network-namespace hosts,
 // containers) would then take each other's cores (scripts/netns-allreduce.sh with SIZES=8
 // and PPH=1, 4 hosts of one rank on 2 cores, shows a small Allreduce slowing down).

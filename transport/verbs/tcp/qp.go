@@ -12,25 +12,25 @@ import (
 // qp is a reliable-connected queue pair over one TCP connection.
 //
 // Connection: both sides call ToRTR with the other's endpoint. The side with the smaller
-// (device id, qpn) dials in ToRTR (honouring its ctx) and is connected when ToRTR returns;
-// the other side accepts: its device's handshake goroutine binds the inbound connection to
+// (device id, qpn) dials in ToRTR (honouring its ctx) and is connected when ToRTR returns.
+// The other side accepts: its device's handshake goroutine binds the inbound connection to
 // this QP by the QPN in the handshake (parking it while the QP is still in Init), and
-// ToRTS waits (honouring ctx) until that connection is up. A connection is only ever
-// bound after the handshake authenticated it and checked that it comes from the peer QP
-// named in ToRTR.
+// ToRTS waits (honouring ctx) until that connection is up. A connection is only ever bound
+// after the handshake authenticated it and checked that it comes from the peer QP named in
+// ToRTR.
 //
 // Err: a QP that enters Err itself (ToErr, an error completion) flushes its queues at
-// once and keeps its connection in "Err mode": it answers every later request of the
-// peer with RetryExcErr, as an InfiniBand QP in Error drops them and the requester's
-// retries run out, so the peer's QP fails only once it asks for something. A QP whose
-// connection is lost (EOF, reset, timeout, a broken protocol) enters Err from its reader,
-// which flushes with RetryExcErr for the oldest request.
+// once and keeps its connection in "Err mode". It answers every later request of the peer
+// with RetryExcErr, as an InfiniBand QP in Error drops them and the requester's retries
+// run out, so the peer's QP fails only once it asks for something. A QP whose connection
+// is lost (EOF, reset, timeout, a broken protocol) enters Err from its reader, which
+// flushes with RetryExcErr for the oldest request.
 //
 // Concurrency: all methods are safe for concurrent use; mu guards the state and both
 // queues. Requests on the wire are completed by the connection's reader goroutine, or
 // flushed under mu. The reader marks busy while it copies a payload into a request's or
-// receive's buffer; a flush that finds it busy (or finds frames of requests still queued
-// for writing) does not wait for the network: it closes the connection and lets the
+// receive's buffer. A flush that finds it busy (or finds frames of requests still queued
+// for writing) does not wait for the network. It closes the connection and lets the
 // exiting reader flush, so a buffer is never touched after its completion and no flush
 // hangs on a stalled peer. Lock order: qp.mu → cq.mu, qp.mu → txq.mu.
 type qp struct {
@@ -287,7 +287,7 @@ func (q *qp) setErrLocked(first verbs.Status) {
 // failLocked moves the QP to Err and flushes its queues; the connection stays up in Err
 // mode. If the reader is copying into a buffer of the queues, or frames of requests on the
 // wire are still queued for writing (they reference the requests' buffers), it closes the
-// connection instead and returns it: its reader flushes once it and the writer have
+// connection instead and returns it. Its reader flushes once it and the writer have
 // stopped, and the caller (unless it is the reader) may wait for cn.done without mu.
 func (q *qp) failLocked(first verbs.Status) *qconn {
 	q.setErrLocked(first)

@@ -14,25 +14,25 @@ import (
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
-// sock is a connected socket whose readiness this package routes itself, so that a
-// leader (lead.go) can wait for the peer's bytes in ppoll(2) on its own thread, woken
-// directly by the kernel, as a blocking raw socket ping-pong is, while the connection's
-// reader and writer goroutines still park in Go's network poller and hold no thread.
+// sock is a connected socket whose readiness this package routes itself. A leader
+// (lead.go) can wait for the peer's bytes in ppoll(2) on its own thread, woken directly
+// by the kernel, as a blocking raw socket ping-pong is. The connection's reader and
+// writer goroutines still park in Go's network poller and hold no thread.
 //
 // The socket is not in the network poller itself: two epoll instances of its own are,
 // each registered there as a file. in holds the socket for EPOLLIN while the reading role
-// is the reader goroutine's (direct off), and out holds it for EPOLLOUT always; a
+// is the reader goroutine's (direct off), and out holds it for EPOLLOUT always. A
 // goroutine that must wait for data or room parks on in or out in the poller, which the
 // socket's readiness reaches through the nested epoll. A leader turns direct on, which
-// takes the socket out of in (one epoll_ctl at each change of the role between the
-// reader and a leader, not at each wait), and waits in ppoll on the socket and an
-// eventfd (rwake) that kicks it. With the socket in no epoll set that a poller thread
-// sleeps on, an arrival wakes the leader's thread and no other.
+// takes the socket out of in (one epoll_ctl at each change of the role between the reader
+// and a leader, not at each wait), and waits in ppoll on the socket and an eventfd
+// (rwake) that kicks it. With the socket in no epoll set that a poller thread sleeps on,
+// an arrival wakes the leader's thread and no other.
 //
 // Why. Through the network poller, an arrival first wakes the thread parked in
 // epoll_pwait, which readies the waiting goroutine and, with an idle P, wakes a further
 // thread to look for work. On a virtual machine each hop between vCPUs may be the wake-up
-// of a halted vCPU, so on TCP loopback between two processes a short ping-pong with
+// of a halted vCPU. So on TCP loopback between two processes a short ping-pong with
 // blocking system calls on their own threads is faster, and steadier from run to run,
 // than the same ping-pong through the poller (`go test -bench
 // 'ProcRead8|ProcRawTCPPingPong8' ./transport/verbs/tcp` measures both). A leader is a
@@ -40,7 +40,7 @@ import (
 // Go runtime hands its processor to other goroutines if it stays blocked.
 //
 // Closing. Close marks the socket closed and wakes every waiter (through rwake and past
-// deadlines on in and out), whose operations then fail with net.ErrClosed; the
+// deadlines on in and out), whose operations then fail with net.ErrClosed. The
 // descriptors are closed when the last operation in progress (Read, Write, Control)
 // returns, so that no waiter ever polls a descriptor number that was closed and reused.
 // Close never blocks: it is called under the QP's and the send queue's locks.
@@ -78,7 +78,7 @@ type sock struct {
 	direct atomic.Bool
 }
 
-// newSock takes c's socket out of the network poller: the socket gets a descriptor of
+// newSock takes c's socket out of the network poller. The socket gets a descriptor of
 // its own, registered in in and out, and c is closed (which removes c's descriptor from
 // the poller, and not the socket, which the duplicate keeps open). c is closed whatever
 // the outcome.
@@ -296,9 +296,9 @@ func (s *sock) Read(f func(fd uintptr) bool) error {
 // socket.
 //
 // It does not spin while the connection's writer goroutine has frames to send (quiet
-// false, before the spin or at a look at the clock): the waiter's answers then come
+// false, before the spin or at a look at the clock). The waiter's answers then come
 // behind the stream it is sending, and each read(2) takes the socket's lock, which the
-// writer's writev(2) holds while it copies: a read waits up to a whole copy, and the
+// writer's writev(2) holds while it copies. A read waits up to a whole copy, and the
 // copy waits for the reads, which slows a stream of large RDMA writes (`bin/verbsperf
 // --provider tcp --test write_bw` measures it).
 func (s *sock) spinRead(f func(fd uintptr) bool) bool { return s.spinLoop(f, false, s.quiet) }
@@ -310,17 +310,17 @@ func (s *sock) spinRead(f func(fd uintptr) bool) bool { return s.spinLoop(f, fal
 // socket is closed or a read deadline is set, when another goroutine starts to run, and
 // past its budget; the caller then parks in the network poller.
 //
-// Why. A passive target's requests are served by this goroutine, and a goroutine parked
-// in the poller is woken through the poller's thread: on this machine kind the wake-up of
-// a halted virtual CPU, and then a hand-off to the thread that runs the goroutine: with
+// Why. A passive target's requests are served by this goroutine. A goroutine parked in the
+// poller is woken through the poller's thread. On this machine kind that is the wake-up of
+// a halted virtual CPU, and then a hand-off to the thread that runs the goroutine. With
 // the target's application blocked, a short RDMA read takes longer than a raw Go socket
 // round trip without this spin, and far less with it (`go test -bench
 // 'ProcRead8Hybrid|ProcRawTCPPingPong8' ./transport/verbs/tcp` measures both). The gates
 // keep it off a core that has other work: with each process's application polling its
 // memory (`bin/verbsperf --provider tcp --test write_pp` on 2 cores), an ungated spin runs
-// 4 threads on 2 cores and is slower than parking at once. Both gates are needed: with
-// the idle check alone, a waiter that this goroutine's completion woke waits for the core
-// the spin keeps, which the yield gives.
+// 4 threads on 2 cores and is slower than parking at once. Both gates are needed: with the
+// idle check alone, a waiter that this goroutine's completion woke waits for the core the
+// spin keeps, which the yield gives.
 func (s *sock) spinIdle(f func(fd uintptr) bool) bool {
 	return s.spinLoop(f, true, s.idle)
 }
@@ -371,7 +371,7 @@ func othersIdle(s *schedSamples) bool {
 const spinCheckEvery = 8
 
 // spinOf is the direct-read spin of a device whose CQs wait in mode, with budget spin
-// (verbs.Config's Wait and Spin): only a hybrid wait leads with a spin (a WaitSpin CQ
+// (verbs.Config's Wait and Spin). Only a hybrid wait leads with a spin (a WaitSpin CQ
 // polls its ring and never leads; WaitBlock blocks at once).
 func spinOf(mode verbs.WaitMode, spin time.Duration) time.Duration {
 	if mode == verbs.WaitHybrid {

@@ -17,44 +17,44 @@ import (
 // Idle-role watch. A leader leaving CQ.Wait must give the reading role back to the
 // connection's reader goroutine (lead.go), or passive-target requests wait until the
 // application waits again. Writing the reader's role eventfd costs a system call on every
-// wait plus the reader's wake-up, a sizeable part of a loopback round trip. A timer in
-// the rank process to hand the role back later costs more: any Go timer that fires every
+// wait plus the reader's wake-up, a sizeable part of a loopback round trip. A timer in the
+// rank process to hand the role back later costs more: any Go timer that fires every
 // millisecond changes how the process's idle threads park and lengthens every round trip
 // (`bin/verbsperf --provider tcp --test read_lat` measures the round trip). A watcher in
-// another process costs the rank nothing: the leader records in a shared page that the
-// role is idle (one store), and the watcher, which ticks every idlewatch.Tick, rings the rank
-// for a role it found idle in the same state on two ticks in a row. The rank then writes
-// the role eventfds of the connections still idle. A role is thus handed back within two
-// ticks of the wait that left it, and at once when a waiter comes first (it takes the
-// idle role and leads).
+// another process costs the rank nothing. The leader records in a shared page that the role
+// is idle (one store), and the watcher, which ticks every idlewatch.Tick, rings the rank for
+// a role it found idle in the same state on two ticks in a row. The rank then writes the role
+// eventfds of the connections still idle. A role is thus handed back within two ticks of the
+// wait that left it, and at once when a waiter comes first (it takes the idle role and
+// leads).
 //
 // A reader parked in the network poller has the opposite problem. Go polls the network
 // only from a thread that has nothing else to run, or from sysmon every 10 ms. When the
 // thread blocked in the poller wakes the application's goroutine (its last completion)
-// and that goroutine then computes, no thread polls until sysmon does, and a request that
+// and that goroutine then computes, no thread polls until sysmon does. A request that
 // arrives meanwhile waits up to 10 ms, as a target's first Lock+Get+Unlock after its last
 // wait shows (`golaunch -n 2 --transport tcp bin/rmabench --test busy_get` measures it;
 // golang/go pull request 51651 describes the same gap). So a reader also marks its slot
-// while it waits for its socket, the rank records each slot's socket descriptor, and the
-// watcher, which holds a pidfd of the rank (Watch.Signal), takes a duplicate of the
-// socket (pidfd_getfd) and rings when a parked reader's socket held unread data at two
-// ticks in a row (data that came just before a scan is most often read at once).
+// while it waits for its socket, and the rank records each slot's socket descriptor. The
+// watcher holds a pidfd of the rank (Watch.Signal) and takes a duplicate of the socket
+// (pidfd_getfd). It rings when a parked reader's socket held unread data at two ticks in
+// a row (data that came just before a scan is most often read at once).
 //
 // The watcher ticks every idlewatch.Tick only for ranks that need it: a rank whose device led
-// a wait and left a role idle (a connection alone on its CQ), or that holds memory peers
-// may write or update on their own (windows: regions with the RemoteWrite or RemoteAtomic
-// right). For the others it scans every idlewatch.SlowTick and does not watch parked readers
-// (Go's sysmon polls every 10 ms anyway). It marks the pages it ticks for (word 7), and
-// a leader leaves its role idle to the watcher only on such a page; before, it writes
-// the reader's role eventfd itself, so a role is never left to a scan 50 ms away. A
-// wake-up every millisecond is not free: on virtual CPUs each one, with the Go runtime's
-// own reaction to it, costs the process a wake-up of its own, and four watchers ticking
-// for a job over four network-namespace hosts sharing 2 cores slow its large Allreduce,
-// as rings for data that was about to be read do (scripts/netns-allreduce.sh measures it).
+// a wait and left a role idle (a connection alone on its CQ), or that holds memory peers may
+// write or update on their own (windows: regions with the RemoteWrite or RemoteAtomic right).
+// For the others it scans every idlewatch.SlowTick and does not watch parked readers (Go's
+// sysmon polls every 10 ms anyway). It marks the pages it ticks for (word 7), and a leader
+// leaves its role idle to the watcher only on such a page. Before, it writes the reader's
+// role eventfd itself, so a role is never left to a scan 50 ms away. A wake-up every
+// millisecond is not free. On virtual CPUs each one, with the Go runtime's own reaction to
+// it, costs the process a wake-up of its own. Four watchers ticking for a job over four
+// network-namespace hosts sharing 2 cores slow its large Allreduce, as rings for data that
+// was about to be read do (scripts/netns-allreduce.sh measures it).
 //
 // A ring is the bell (an eventfd in the rank's poller, enough while the rank polls) and
 // idlewatch.Signal. The rank's signal goroutine (os/signal: its thread sleeps outside the
-// poller and gives up its processor while it sleeps) writes the role eventfds; the
+// poller and gives up its processor while it sleeps) writes the role eventfds. The
 // processor it ran on then polls the network as soon as it has nothing else to run, which
 // starts the readers, and a thread sleeps in the poller again, so later requests are
 // served at once.

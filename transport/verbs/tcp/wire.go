@@ -231,7 +231,7 @@ func decodeFrame(b []byte) (h header, payload, rest []byte, err error) {
 }
 
 // frameReader reads frames from a connection through a fixed buffer. Headers and small
-// payloads are copied out of the buffer; the rest of a large payload is read straight
+// payloads are copied out of the buffer. The rest of a large payload is read straight
 // into its destination (target memory, a receive buffer, a read's sink) with read(2), so
 // bulk data is copied once, by the kernel. Payload bytes are delivered with dmaCopy and
 // raw read(2) calls, which the race detector does not see (see dma.go). It allocates

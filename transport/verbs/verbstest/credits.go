@@ -11,7 +11,7 @@ import (
 
 // The cases below follow the verbs doc on back-pressure: a QP holds at most MaxSendWR
 // outstanding send requests and MaxRecvWR posted receives, past which PostSend and PostRecv
-// return ErrQueueFull at once; a send request stays outstanding until its completion, or the
+// return ErrQueueFull at once. A send request stays outstanding until its completion, or the
 // completion of a later signaled request on the QP, has been polled. They poll only the
 // initiator's CQ (RDMA writes need no target CPU), so that the suite controls exactly when
 // completions are consumed.

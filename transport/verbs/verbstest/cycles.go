@@ -14,10 +14,10 @@ import (
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
-// Cycle cases (DeviceCycles, QPCycles): devices opened and closed, and queue pairs created, connected and closed,
-// many times in one process; afterwards goroutines, fds, /dev/shm files and mappings must
-// be back to the baseline (mappings within a small slack for the Go heap's own growth),
-// and a device's arena bytes in use and live MRs back to where they were.
+// Cycle cases (DeviceCycles, QPCycles): devices opened and closed, and queue pairs created,
+// connected and closed, many times in one process. Afterwards goroutines, fds, /dev/shm files
+// and mappings must be back to the baseline (mappings within a small slack for the Go heap's
+// own growth), and a device's arena bytes in use and live MRs back to where they were.
 
 type leakUsage struct{ goroutines, fds, maps, shm int }
 

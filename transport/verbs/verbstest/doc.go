@@ -28,17 +28,17 @@
 //
 // # Cases
 //
-// [Run] runs, as subtests: device, memory-region and arena basics; the QP state machine
-// and junk endpoint bytes; every opcode from 0 B to 1 MiB, at unaligned offsets, to arena
-// and user memory, checked byte for byte with canaries around the target; atomics;
-// ordering; unsignaled requests and send-queue accounting; ErrQueueFull; every reachable
-// error status and the Err state that follows; concurrent atomics from several devices
-// and processes; every wait mode and CQ.Wait's context handling; helper processes
-// SIGKILLed mid-transfer; open/use/close cycles after which goroutines, fds, mappings,
-// /dev/shm files and arena bytes are back to their baseline; and stress cases (Stress/...).
-// Cases needing a capability the provider does not advertise in its Caps are skipped.
-// Stress/SharedCQDepth runs only when the Factory supplies [Factory.CQHeld] and, for its
-// Undersized half, [Factory.CQOverflow].
+// [Run] runs, as subtests: device, memory-region and arena basics. The QP state machine and
+// junk endpoint bytes. Every opcode from 0 B to 1 MiB, at unaligned offsets, to arena and
+// user memory, checked byte for byte with canaries around the target. Atomics. ordering.
+// Unsignaled requests and send-queue accounting. ErrQueueFull. Every reachable error status
+// and the Err state that follows. concurrent atomics from several devices and processes.
+// Every wait mode and CQ.Wait's context handling. Helper processes SIGKILLed mid-transfer.
+// Open/use/close cycles after which goroutines, fds, mappings, /dev/shm files and arena
+// bytes are back to their baseline. And stress cases (Stress/...). Cases needing a
+// capability the provider does not advertise in its Caps are skipped. Stress/SharedCQDepth
+// runs only when the Factory supplies [Factory.CQHeld] and, for its Undersized half,
+// [Factory.CQOverflow].
 //
 // # Details the suite pins
 //

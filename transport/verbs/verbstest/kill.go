@@ -135,7 +135,7 @@ func killTarget(t *testing.T, f Factory) {
 	checkNoStranded(t, before, "after SIGKILL of a target process")
 }
 
-// killInitiator SIGKILLs a helper process while it writes into the parent's memory: the
+// killInitiator SIGKILLs a helper process while it writes into the parent's memory. The
 // parent deregisters that memory within waitTimeout (pins of a dead process do not block
 // it), allocates again, sees its own QP to the dead process fail, and leaves no segment.
 func killInitiator(t *testing.T, f Factory) {

@@ -12,8 +12,8 @@ import (
 
 // Stress cases (Stress/...): adversarial runs of the verbs API that each provider once
 // carried a copy of in its stress_test.go. Error runs among unsignaled requests, Dereg
-// racing remote access (this file); atomics at the edges of an MR, zero-length operations
-// and QP transitions out of order (stress_ops.go); CQs filled to exactly their depth and
+// racing remote access (this file). Atomics at the edges of an MR, zero-length operations
+// and QP transitions out of order (stress_ops.go). CQs filled to exactly their depth and
 // beyond, concurrent posters under back-pressure, and waiters cancelled and closed under
 // a stream of completions (stress_cq.go).
 
@@ -32,8 +32,8 @@ func testStress(t *testing.T, f Factory) {
 // the middle, back to back, so that on a network provider the later writes are on the
 // wire before the target's refusal comes back (tcp's target once let them land). The
 // verbs doc says a WRFlushErr request did not run: the completions are exactly the
-// refusal (RemAccessErr) then one WRFlushErr per later request, in post order; the QP is
-// in Err; the writes before the refused one landed and the later ones did not. 20 rounds,
+// refusal (RemAccessErr) then one WRFlushErr per later request, in post order. The QP is
+// in Err. The writes before the refused one landed and the later ones did not. 20 rounds,
 // each on a fresh QP pair (on tcp a fresh connection).
 func stressFlushedWritesDoNotLand(t *testing.T, f Factory) {
 	const rounds = 20

@@ -71,8 +71,8 @@ func stressAtomicEdges(t *testing.T, f Factory) {
 }
 
 // stressZeroLength: zero-length Send, SendWithImm, RDMAWrite, RDMAWriteWithImm and
-// RDMARead, at offset 0 and at the MR's end, from no buffer at all, complete with 0 bytes;
-// the receives report 0 bytes and the immediates; no byte of the target or the receive
+// RDMARead, at offset 0 and at the MR's end, from no buffer at all, complete with 0 bytes.
+// The receives report 0 bytes and the immediates. No byte of the target or the receive
 // buffer changes, and nothing else completes.
 func stressZeroLength(t *testing.T, f Factory) {
 	e := newEnv(f)

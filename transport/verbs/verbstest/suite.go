@@ -17,7 +17,7 @@ type Factory struct {
 	// Config returns the configuration of each new device; nil means the zero Config. It
 	// must return the same provider options (Config.Provider: a secret, for a provider
 	// that authenticates) on every call and in every process of the test binary: every
-	// device of a case, and every helper process (which calls it too), must be able to
+	// device of a case. Every helper process (which calls it too), must be able to
 	// connect to every other.
 	Config func() verbs.Config
 

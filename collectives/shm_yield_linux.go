@@ -4,38 +4,17 @@ import (
 	goruntime "runtime"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// Shared (not process-private) futexes on the low half of a scratch word: the scratch is
-// a shared mapping of the arena's memfd, so a peer process's wake reaches a sleeper.
-// (The same idea as package window's doorbells, which the collectives may not import.)
-const (
-	futexWait = 0 // FUTEX_WAIT
-	futexWake = 1 // FUTEX_WAKE
-)
-
-// futexSleep sleeps while the low 32 bits of *word equal val, at most d.
-func futexSleep(word *uint64, val uint32, d time.Duration) {
-	ts := unix.NsecToTimespec(int64(d))
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWait, uintptr(val),
-		uintptr(unsafe.Pointer(&ts)), 0, 0)
-}
-
-// futexWakeAll wakes every sleeper on word.
-func futexWakeAll(word *uint64) {
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWake, uintptr(1<<31-1), 0, 0, 0)
-}
-
 // osYield gives the processor to another thread (of any process) that is ready to run:
 // oversubscribed ranks spinning for each other's flags must let the peer run.
 //
-// It is a raw system call, not announced to the Go scheduler: when the yield hands the
+// It is a raw system call, not announced to the Go scheduler. When the yield hands the
 // core to a peer rank for a while, an announced call looks to sysmon like a blocking one,
 // which takes the P away (back from the call through the slow exitsyscall path) and keeps
-// sysmon waking every 20 us, stealing the oversubscribed cores in turn: an oversubscribed
+// sysmon waking every 20 us, stealing the oversubscribed cores in turn. An oversubscribed
 // Barrier slows down and yields several times as often (4 ranks on 2 cores: `golaunch -n 4
 // bin/allreducebench --test barrier` measures it). A sched_yield never blocks, so the
 // runtime need not know.
@@ -52,10 +31,10 @@ const (
 // waitYield is wait's spin when the host has more ranks than processors (Open MPI does
 // the same when it knows it oversubscribes: mpi_yield_when_idle): poll member i's flag
 // line, giving the processor to another ready thread at every miss, so that the ranks
-// sharing a core take turns at once; a bare spin would hold the core until the kernel's
-// time slice ends, and a futex sleep costs a thread wake-up per step. It
-// reports whether member i has published v; false once shmYieldFor has passed (the
-// caller then sleeps).
+// sharing a core take turns at once. A bare spin would hold the core until the kernel's
+// time slice ends, and a futex sleep costs a thread wake-up per step. It reports
+// whether member i has published v; false once shmYieldFor has passed (the caller then
+// sleeps).
 func (g *shmGroup) waitYield(c *call, i int, ctr *uint64, v uint64) (bool, error) {
 	start := time.Now()
 	for n := 1; ; n++ {

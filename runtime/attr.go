@@ -69,7 +69,7 @@ type attrSet struct{ attrset.Set[*keyval] }
 func (w *World) attrsFor(op string, k *keyval, set bool) (*attrSet, error) {
 	switch {
 	case w == nil:
-		return nil, withOp(op, errNilWorld())
+		return nil, withOp(op, errNilWorld)
 	case w.sibling:
 		return nil, withOp(op, invalidf("a sibling World has no attributes or name of its own (set them on its World)"))
 	case set && k != nil && k.Freed():
@@ -99,7 +99,7 @@ func SetAttr[V any](w *World, k *Keyval[V], v V) error {
 	}
 	old, replaced, err := a.Put(&k.k, v)
 	if err != nil {
-		return withOp(op, errFreed())
+		return withOp(op, errFreed)
 	}
 	if replaced && k.k.del != nil {
 		k.k.del(w, old)

@@ -10,10 +10,7 @@ import "context"
 // peer has failed, Barrier fails at every rank with a *ProcError naming it. On an
 // intercommunicator it returns once every rank of both groups has called it.
 func Barrier(ctx context.Context, w *World) error {
-	if w == nil {
-		return withOp("barrier", errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return withOp("barrier", err)
 	}
 	if w.x != nil {

@@ -42,7 +42,7 @@ type bsendMsg struct {
 // runtime until then. Attaching while a buffer is attached is an ErrInvalid error.
 func BufferAttach(w *World, buf []byte) error {
 	if w == nil {
-		return withOp("buffer_attach", errNilWorld())
+		return withOp("buffer_attach", errNilWorld)
 	}
 	e := w.e
 	e.mu.Lock()
@@ -66,7 +66,7 @@ func BufferAttach(w *World, buf []byte) error {
 // failed since they were made. Detaching with no buffer attached returns nil.
 func BufferDetach(ctx context.Context, w *World) ([]byte, error) {
 	if w == nil {
-		return nil, withOp("buffer_detach", errNilWorld())
+		return nil, withOp("buffer_detach", errNilWorld)
 	}
 	e := w.e
 	e.mu.Lock()
@@ -112,10 +112,7 @@ func Ibsend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 // bsendStart starts a buffered send of b; r, if not nil, is the caller's Request,
 // completed at once.
 func (w *World) bsendStart(r *Request, b []byte, esize, dest, tag int) error {
-	if w == nil {
-		return errNilWorld()
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return err
 	}
 	d, err := w.destOrNull(dest)

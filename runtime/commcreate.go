@@ -21,7 +21,7 @@ const createGroupTag = MaxTag - 2
 // (nil where either is empty).
 func (w *World) Create(ctx context.Context, g Group) (*World, error) {
 	if w == nil {
-		return nil, withOp("create", errNilWorld())
+		return nil, withOp("create", errNilWorld)
 	}
 	if w.x != nil {
 		if _, err := w.x.local.members(g); err != nil {
@@ -53,10 +53,7 @@ func (w *World) Create(ctx context.Context, g Group) (*World, error) {
 // for contexts, Dups and Free; ctx ends the wait for the other members.
 func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, error) {
 	const op = "create_group"
-	if w == nil {
-		return nil, withOp(op, errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return nil, withOp(op, err)
 	}
 	if w.x != nil {
@@ -108,7 +105,7 @@ func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, erro
 // by rank in w. Collective over w, as Split, whose rules the new Worlds follow.
 func (w *World) SplitShared(ctx context.Context, key int) (*World, error) {
 	if w == nil {
-		return nil, withOp("split_shared", errNilWorld())
+		return nil, withOp("split_shared", errNilWorld)
 	}
 	if w.x != nil {
 		return nil, withOp("split_shared", errInter())

@@ -20,9 +20,6 @@ import (
 // may be any type without pointers (numbers, arrays and structs of them). A layout
 // outside buf fails with ErrInvalid before anything is sent; the rest behaves as Send.
 func SendType[T any](ctx context.Context, w *World, buf []T, count int, t datatype.Type, dest, tag int) error {
-	if w == nil {
-		return withOp("send type", errNilWorld())
-	}
 	l, err := typeArgs("send type", w, buf, count, t)
 	if err != nil {
 		return err
@@ -52,9 +49,6 @@ func SendType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 // message has arrived, except a layout offer (see SendType), which is read straight into
 // the layout. Errors are as Recv's and SendType's.
 func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t datatype.Type, src, tag int) (Status, error) {
-	if w == nil {
-		return Status{}, withOp("recv type", errNilWorld())
-	}
 	l, err := typeArgs("recv type", w, buf, count, t)
 	if err != nil {
 		return Status{}, err
@@ -90,9 +84,6 @@ func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 // length rules are RecvType's.
 func SendrecvType[S, R any](ctx context.Context, w *World, sbuf []S, scount int, st datatype.Type, dest, stag int,
 	rbuf []R, rcount int, rt datatype.Type, src, rtag int) (Status, error) {
-	if w == nil {
-		return Status{}, withOp("sendrecv type", errNilWorld())
-	}
 	sl, err := typeArgs("sendrecv type", w, sbuf, scount, st)
 	if err != nil {
 		return Status{}, err
@@ -145,7 +136,7 @@ func SendrecvType[S, R any](ctx context.Context, w *World, sbuf []S, scount int,
 // typeArgs checks the World and the layout of a typed call, once: the Laid it returns
 // packs and unpacks without checking again.
 func typeArgs[T any](op string, w *World, buf []T, count int, t datatype.Type) (datatype.Laid, error) {
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return datatype.Laid{}, withOp(op, err)
 	}
 	b, err := datatype.AsBytes(buf)
@@ -192,9 +183,6 @@ func typeStatus(st Status, t datatype.Type) Status {
 // reported (Wait, Test or a set call). It never makes a layout offer (see SendType),
 // which would keep buf until the receiver has read it.
 func IsendType[T any](w *World, buf []T, count int, t datatype.Type, dest, tag int) (*Request, error) {
-	if w == nil {
-		return nil, withOp("isend type", errNilWorld())
-	}
 	l, err := typeArgs("isend type", w, buf, count, t)
 	if err != nil {
 		return nil, err
@@ -223,9 +211,6 @@ func IsendType[T any](w *World, buf []T, count int, t datatype.Type, dest, tag i
 // rank's other goroutines' calls that long). The Status counts whole copies of t, and
 // the length rules are RecvType's.
 func IrecvType[T any](w *World, buf []T, count int, t datatype.Type, src, tag int) (*Request, error) {
-	if w == nil {
-		return nil, withOp("irecv type", errNilWorld())
-	}
 	l, err := typeArgs("irecv type", w, buf, count, t)
 	if err != nil {
 		return nil, err

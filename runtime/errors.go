@@ -125,6 +125,4 @@ func invalidf(format string, args ...any) error {
 // errNilWorld is the error of a call given a nil *World. Every function that takes a
 // World checks for it, so that a nil World (an ignored Init error, a missing field) is an
 // ErrInvalid error rather than a nil dereference deep inside the runtime.
-func errNilWorld() error {
-	return invalidf("nil World (pass the World that Init, Dup or Sibling returned)")
-}
+var errNilWorld = invalidf("nil World (pass the World that Init, Dup or Sibling returned)")

@@ -42,15 +42,13 @@ type worldLife struct {
 }
 
 // errFreed is the error of a call on a freed World.
-func errFreed() error {
-	return invalidf("the World was freed (Free); use a World that Dup or Split returned since")
-}
+var errFreed = invalidf("the World was freed (Free); use a World that Dup or Split returned since")
 
 // freedErr returns errFreed if w was freed, else nil. No lock: Free's store is enough, a
 // call racing with Free being the caller's error anyway.
 func (w *World) freedErr() error {
 	if w.life != nil && w.life.freed.Load() {
-		return errFreed()
+		return errFreed
 	}
 	return nil
 }
@@ -59,9 +57,14 @@ func (w *World) freedErr() error {
 // World) was freed, else nil: one atomic load. Libraries whose calls do not all go
 // through the runtime's messages (package collectives' shared-memory steps) check it
 // first, so that every call on a freed World fails alike.
-func (w *World) FreedErr() error {
+func (w *World) FreedErr() error { return w.live() }
+
+// live returns the error of a call on a nil or freed World, else nil. Every call that
+// takes a World and may run on a freed one starts with it. It inlines, for the send and
+// receive paths.
+func (w *World) live() error {
 	if w == nil {
-		return errNilWorld()
+		return errNilWorld
 	}
 	return w.freedErr()
 }
@@ -73,10 +76,7 @@ func (w *World) FreedErr() error {
 // Free on other Worlds, not on w. It fails as every call does after Finalize, and with
 // ErrInvalid on Init's World (never freed) or a freed one.
 func (w *World) OnFree(f func()) error {
-	if w == nil {
-		return withOp("onfree", errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return withOp("onfree", err)
 	}
 	e := w.e
@@ -113,7 +113,7 @@ func (w *World) OnFree(f func()) error {
 // (Finalize ended every World), so that a deferred Free after Finalize succeeds.
 func (w *World) Free() error {
 	if w == nil {
-		return withOp("free", errNilWorld())
+		return withOp("free", errNilWorld)
 	}
 	if w.sibling {
 		return withOp("free", invalidf("a sibling World is freed with the World it belongs to"))

@@ -90,10 +90,7 @@ func (w *World) Local() *World {
 // three Dups alive at once; past that, Dup agrees on another block with both groups.
 func (w *World) CreateIntercomm(ctx context.Context, localLeader int, peer *World, remoteLeader, tag int) (*World, error) {
 	const op = "intercomm_create"
-	if w == nil {
-		return nil, withOp(op, errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return nil, withOp(op, err)
 	}
 	if w.x != nil {
@@ -368,10 +365,7 @@ func (e *engine) swap(ctx context.Context, ctxID uint16, peer, tag int, mine, th
 // group. The new World follows Split's rules for contexts, Dups and Free.
 func (w *World) Merge(ctx context.Context, high bool) (*World, error) {
 	const op = "intercomm_merge"
-	if w == nil {
-		return nil, withOp(op, errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return nil, withOp(op, err)
 	}
 	if w.x == nil {

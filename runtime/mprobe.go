@@ -20,10 +20,7 @@ type Message struct {
 // (lengths in bytes, as Probe). If ctx ends first it returns ctx's error and takes
 // nothing.
 func Mprobe(ctx context.Context, w *World, src, tag int) (*Message, Status, error) {
-	if w == nil {
-		return nil, Status{}, withOp("mprobe", errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return nil, Status{}, withOp("mprobe", err)
 	}
 	s, err := w.srcArg(src)
@@ -63,10 +60,7 @@ func Mprobe(ctx context.Context, w *World, src, tag int) (*Message, Status, erro
 
 // Improbe is Mprobe without blocking: ok reports whether it took a message.
 func Improbe(w *World, src, tag int) (msg *Message, ok bool, st Status, err error) {
-	if w == nil {
-		return nil, false, Status{}, withOp("improbe", errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return nil, false, Status{}, withOp("improbe", err)
 	}
 	s, err := w.srcArg(src)

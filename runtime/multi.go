@@ -302,9 +302,6 @@ func setEngine(rs []*Request) (*engine, error) {
 // buffers may differ. The receive's error is returned first; if ctx ends, Sendrecv
 // behaves as Recv and Send do then.
 func Sendrecv[S, R Elem](ctx context.Context, w *World, sbuf []S, dest, stag int, rbuf []R, src, rtag int) (Status, error) {
-	if w == nil {
-		return Status{}, withOp("sendrecv", errNilWorld())
-	}
 	d, s, err := w.pairArgs(dest, src)
 	if err != nil {
 		return Status{}, withOp("sendrecv", err)
@@ -318,7 +315,7 @@ func Sendrecv[S, R Elem](ctx context.Context, w *World, sbuf []S, dest, stag int
 // pairArgs checks the World and the two ranks of a Sendrecv (ProcNull allowed) and
 // returns them as job ranks.
 func (w *World) pairArgs(dest, src int) (int, int, error) {
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return 0, 0, err
 	}
 	d, err := w.destOrNull(dest)

@@ -32,10 +32,7 @@ func asBytes[T Elem](buf []T) ([]byte, int) {
 // (the first contact's connection is still being made, or every send slot is taken),
 // Send returns ctx's error and the message is never sent.
 func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
-	if w == nil {
-		return withOp("send", errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return withOp("send", err)
 	}
 	d, err := w.destArg(dest)
@@ -55,10 +52,7 @@ func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
 // error; once a rendezvous message has matched, Recv waits for its data regardless (it is
 // being written into buf).
 func Recv[T Elem](ctx context.Context, w *World, buf []T, src, tag int) (Status, error) {
-	if w == nil {
-		return Status{}, withOp("recv", errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return Status{}, withOp("recv", err)
 	}
 	s, err := w.srcArg(src)
@@ -99,10 +93,7 @@ func IsendWith[T Elem](r *Request, w *World, buf []T, dest, tag int) error {
 // isend starts send r of b (elements of esize bytes) to dest, synchronous if sync. It
 // returns errors without the operation's name.
 func (w *World) isend(r *Request, b []byte, esize, dest, tag int, sync bool) error {
-	if w == nil {
-		return errNilWorld()
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return err
 	}
 	d, err := w.destOrNull(dest)
@@ -151,10 +142,7 @@ func IrecvWith[T Elem](r *Request, w *World, buf []T, src, tag int) error {
 // irecv starts receive r into b (elements of esize bytes) from src. It returns errors
 // without the operation's name.
 func (w *World) irecv(r *Request, b []byte, esize, src, tag int) error {
-	if w == nil {
-		return errNilWorld()
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return err
 	}
 	s, err := w.srcOrNull(src)
@@ -211,10 +199,7 @@ func (e *engine) resetLocked(r *Request) error {
 // received, and returns its Status without receiving it. Probe knows no element type:
 // Status.Count and Status.Bytes both hold the message's length in bytes (see CountOf).
 func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
-	if w == nil {
-		return Status{}, withOp("probe", errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return Status{}, withOp("probe", err)
 	}
 	src0 := src
@@ -252,10 +237,7 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 // Iprobe reports whether a message from src (or AnySource) with tag (or AnyTag) can be
 // received now, and its Status if so (lengths in bytes, as Probe). It never blocks.
 func Iprobe(w *World, src, tag int) (bool, Status, error) {
-	if w == nil {
-		return false, Status{}, withOp("iprobe", errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return false, Status{}, withOp("iprobe", err)
 	}
 	src0 := src

@@ -71,10 +71,7 @@ func initSend[T Elem](w *World, buf []T, dest, tag int, mode sendMode, op string
 
 // initRequest checks an init call's arguments and returns its inactive Request.
 func (w *World) initRequest(kind reqKind, mode sendMode, b []byte, esize, peer, tag int) (*Request, error) {
-	if w == nil {
-		return nil, errNilWorld()
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return nil, err
 	}
 	recv := kind == reqRecv

@@ -133,10 +133,7 @@ func (w *World) out(st Status) Status {
 // group that pass one color get an intercommunicator to the other group's ranks that
 // passed it (nil if none did).
 func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
-	if w == nil {
-		return nil, withOp("split", errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return nil, withOp("split", err)
 	}
 	if color < 0 && color != NoColor {

@@ -10,10 +10,7 @@ import "context"
 // sent once the data is in its buffer, completes the send. A synchronous send to this
 // rank itself completes when a receive takes it. ctx ending behaves as for Send.
 func Ssend[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
-	if w == nil {
-		return withOp("ssend", errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return withOp("ssend", err)
 	}
 	d, err := w.destArg(dest)
@@ -78,9 +75,6 @@ func Isendrecv[S, R Elem](w *World, sbuf []S, dest, stag int, rbuf []R, src, rta
 }
 
 func (w *World) isendrecv(r *Request, sb []byte, ssize, dest, stag int, rb []byte, rsize, src, rtag int) error {
-	if w == nil {
-		return errNilWorld()
-	}
 	d, s, err := w.pairArgs(dest, src)
 	if err != nil {
 		return err

@@ -173,10 +173,7 @@ func (w *World) Connections() int {
 // does. After Finalize (or an abort) Dup fails as every call does. The attributes whose copy
 // functions keep them are copied to the new World (NewKeyval).
 func (w *World) Dup() (d *World, err error) {
-	if w == nil {
-		return nil, withOp("dup", errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return nil, withOp("dup", err)
 	}
 	defer w.dupAttrs(&d, &err) // attr.go: the copy functions run after mu is released
@@ -242,10 +239,7 @@ func (w *World) dupLocal() (d *World, full bool, err error) {
 // their source has. A library's collective call cannot complete without every rank, and a
 // rank waiting on a live peer that left the call with the error would wait for ever.
 func (w *World) Sibling() (*World, error) {
-	if w == nil {
-		return nil, withOp("sibling", errNilWorld())
-	}
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return nil, withOp("sibling", err)
 	}
 	w.e.mu.Lock()
@@ -361,7 +355,7 @@ func (e *engine) check() error {
 // first, as MPI_Finalize does: a program's at-exit hook, free to communicate.
 func (w *World) Finalize(ctx context.Context) error {
 	if w == nil {
-		return withOp("finalize", errNilWorld())
+		return withOp("finalize", errNilWorld)
 	}
 	e := w.e
 	// MPI's at-exit hook: the delete functions of Init's World's attributes run first,

@@ -77,11 +77,11 @@ func BufferDetach(ctx context.Context, w *World) ([]byte, error) {
 			break
 		}
 		if err := e.waitLocked(ctx, e.bsend.live[i].r); err != nil {
-			e.handoffLocked()
+			e.poll.handoffLocked()
 			return nil, withOp("buffer_detach", err)
 		}
 	}
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	e.bsend.reap()
 	buf, errs := e.bsend.buf, e.bsend.errs
 	e.bsend = bsendBuf{}

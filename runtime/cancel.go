@@ -68,13 +68,13 @@ func (e *engine) cancelLocked(r *Request) {
 		switch {
 		case r.outQueued:
 			r.canceled, r.cancelled = true, true
-			if p := e.peers[r.peer]; p != nil && p.ready {
+			if p := e.links.peers[r.peer]; p != nil && p.ready {
 				e.pumpLocked(p)
 			}
 		case r.inTable && !r.cancelAsked && r.peer != e.rank:
 			// An offer that has left: the receiver withdraws it unless it has matched
 			// it (cancelOfferLocked), and answers msgWithdrawn or, as usual, FIN.
-			if p := e.peers[r.peer]; p != nil && p.failed == nil {
+			if p := e.links.peers[r.peer]; p != nil && p.failed == nil {
 				r.cancelAsked = true
 				e.queueCookieLocked(p, msgCancel, r.cookie())
 			}
@@ -102,7 +102,7 @@ func (e *engine) cancelLocked(r *Request) {
 // cookie (putFIN's kinds).
 func (e *engine) queueCookieLocked(p *peer, kind uint8, cookie uint64) {
 	if p.out.n == 0 && p.canSend() {
-		e.postCookieLocked(p, kind, cookie)
+		e.links.postCookieLocked(p, kind, cookie)
 		return
 	}
 	p.out.push(outOp{kind: opFIN, cookie: cookie, msg: kind})

@@ -82,7 +82,7 @@ type cmServer struct {
 
 // listenCM opens the connection listener on host (empty: loopback) and starts serving
 // it. Requests wait until Init has opened the devices (openCM).
-func (e *engine) listenCM(host string) error {
+func (l *links) listenCM(host string) error {
 	if host == "" {
 		host = "127.0.0.1"
 	}
@@ -90,50 +90,50 @@ func (e *engine) listenCM(host string) error {
 	if err != nil {
 		return fmt.Errorf("%w: open the connection listener on %s: %w", ErrTransport, host, err)
 	}
-	e.cm.ln = ln.(*net.TCPListener)
-	e.cm.addr = tcp.AdvertiseAddr(ln.Addr())
-	e.cm.wg.Add(1)
-	go e.acceptCM()
+	l.cm.ln = ln.(*net.TCPListener)
+	l.cm.addr = tcp.AdvertiseAddr(ln.Addr())
+	l.cm.wg.Add(1)
+	go l.acceptCM()
 	return nil
 }
 
 // openCM lets the listener answer requests: Init has set the job secret and opened the
 // devices.
-func (e *engine) openCM() { close(e.cm.opened) }
+func (l *links) openCM() { close(l.cm.opened) }
 
-// closeCM closes the listener and waits for every set-up under way, which e.stop (ended
+// closeCM closes the listener and waits for every set-up under way, which l.stop (ended
 // first) cuts short.
-func (e *engine) closeCM() {
-	if e.cm.ln != nil {
-		e.cm.ln.Close()
+func (l *links) closeCM() {
+	if l.cm.ln != nil {
+		l.cm.ln.Close()
 	}
-	e.cm.wg.Wait()
+	l.cm.wg.Wait()
 }
 
-// acceptCM serves the listener until it is closed or e.stop ends. An Accept error (out
+// acceptCM serves the listener until it is closed or l.stop ends. An Accept error (out
 // of descriptors, say) never ends it: it backs off and tries again. A connection
 // accepted while cmMaxPending are pending gets a busy frame instead of a challenge, is
 // closed at once and counted as rejected; an origin of the job tries again (handshake).
-func (e *engine) acceptCM() {
-	defer e.cm.wg.Done()
+func (l *links) acceptCM() {
+	defer l.cm.wg.Done()
 	cfg := accept.Config{
-		MaxPending: cmMaxPending(e.size),
+		MaxPending: cmMaxPending(l.size),
 		Shed: func(c net.Conn) {
-			e.cm.shed.Add(1)
-			e.cm.rejected.Add(1)
+			l.cm.shed.Add(1)
+			l.cm.rejected.Add(1)
 			// A rank of the job comes back later (handshake): tell it so.
 			c.SetWriteDeadline(time.Now().Add(cmBusyWrite))
 			c.Write(encodeCMBusy())
 		},
-		Retry: func(error, time.Duration) { e.cm.retried.Add(1) },
+		Retry: func(error, time.Duration) { l.cm.retried.Add(1) },
 	}
-	accept.Serve(e.stop, e.cm.ln, cfg, func(c net.Conn, release func()) {
-		e.cm.wg.Add(1)
+	accept.Serve(l.stop, l.cm.ln, cfg, func(c net.Conn, release func()) {
+		l.cm.wg.Add(1)
 		go func() {
-			defer e.cm.wg.Done()
+			defer l.cm.wg.Done()
 			defer release()
-			if !e.serveCM(c, release) {
-				e.cm.rejected.Add(1)
+			if !l.serveCM(c, release) {
+				l.cm.rejected.Add(1)
 			}
 		}()
 	})
@@ -142,7 +142,7 @@ func (e *engine) acceptCM() {
 // serveCM answers one connection request on c, and reports whether it was well formed
 // and authentic. It calls release once the request has proven the job secret; it closes
 // c, unless a rank listener took it.
-func (e *engine) serveCM(c net.Conn, release func()) bool {
+func (l *links) serveCM(c net.Conn, release func()) bool {
 	kept := false
 	defer func() {
 		if !kept {
@@ -152,8 +152,8 @@ func (e *engine) serveCM(c net.Conn, release func()) bool {
 	// A peer that finished Init may ask before this rank has: wait for Init, which the
 	// origin's own bound (cmConnectTime) covers, then bound the exchange.
 	select {
-	case <-e.cm.opened:
-	case <-e.stop.Done():
+	case <-l.cm.opened:
+	case <-l.stop.Done():
 		return false
 	}
 	c.SetDeadline(time.Now().Add(cmHandshakeTime))
@@ -162,7 +162,7 @@ func (e *engine) serveCM(c net.Conn, release func()) bool {
 		return false
 	}
 	hello, err := decodeCMHello(hb)
-	if err != nil || hello.to != e.rank || hello.from >= e.size || hello.from == e.rank {
+	if err != nil || hello.to != l.rank || hello.from >= l.size || hello.from == l.rank {
 		return false
 	}
 	var nonce [cmNonceSize]byte
@@ -184,17 +184,17 @@ func (e *engine) serveCM(c net.Conn, release func()) bool {
 	if _, err := io.ReadFull(c, body); err != nil {
 		return false
 	}
-	if !checkCMMAC(&head, raw, body, e.secret, cmReqLabel, transcript) {
+	if !checkCMMAC(&head, raw, body, l.secret, cmReqLabel, transcript) {
 		return false
 	}
 	release() // a rank of the job: no longer a stranger
-	ctx, cancel := context.WithTimeout(e.stop, cmConnectTime)
+	ctx, cancel := context.WithTimeout(l.stop, cmConnectTime)
 	defer cancel()
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl) // a rank of the job: the set-up's own bound applies
 	}
 	if hello.kind == cmKindSocket {
-		kept = e.serveSocket(ctx, c, hello.from, string(body), transcript)
+		kept = l.serveSocket(ctx, c, hello.from, string(body), transcript)
 		return true
 	}
 	cardBytes, ep, err := decodeCMRequestBody(body)
@@ -204,19 +204,19 @@ func (e *engine) serveCM(c net.Conn, release func()) bool {
 	from := hello.from
 	pc, err := decodeCard(cardBytes)
 	if err != nil {
-		e.reply(c, cmRefuse, []byte(fmt.Sprintf("rank %d cannot read rank %d's card: %v", e.rank, from, err)), transcript)
+		l.reply(c, cmRefuse, []byte(fmt.Sprintf("rank %d cannot read rank %d's card: %v", l.rank, from, err)), transcript)
 		return true
 	}
-	status, out, finish := e.acceptPeer(ctx, from, pc, ep)
-	if err := e.reply(c, status, out, transcript); err != nil {
+	status, out, finish := l.acceptPeer(ctx, from, pc, ep)
+	if err := l.reply(c, status, out, transcript); err != nil {
 		if status == cmAccept {
 			// The origin gives its side up without the reply: so does this one, ready
 			// or not.
-			e.mu.Lock()
-			if p := e.peers[from]; p != nil {
-				e.peerFailedLocked(p, fmt.Errorf("%w: reply to rank %d's connection request: %w", ErrTransport, from, err))
+			l.mu.Lock()
+			if p := l.peers[from]; p != nil {
+				l.hooks.failed(p, fmt.Errorf("%w: reply to rank %d's connection request: %w", ErrTransport, from, err))
 			}
-			e.mu.Unlock()
+			l.mu.Unlock()
 		}
 		return true
 	}
@@ -227,14 +227,14 @@ func (e *engine) serveCM(c net.Conn, release func()) bool {
 }
 
 // reply writes a reply of status with body.
-func (e *engine) reply(c net.Conn, status uint8, body, transcript []byte) error {
-	_, err := c.Write(encodeCMMessage(cmReplyMagic, status, body, e.secret, cmReplyLabel, transcript))
+func (l *links) reply(c net.Conn, status uint8, body, transcript []byte) error {
+	_, err := c.Write(encodeCMMessage(cmReplyMagic, status, body, l.secret, cmReplyLabel, transcript))
 	return err
 }
 
 // stateLocked is what this rank knows of its connection to rank r (cmDecide).
-func (e *engine) stateLocked(r int) cmState {
-	p := e.peers[r]
+func (l *links) stateLocked(r int) cmState {
+	p := l.peers[r]
 	switch {
 	case p == nil:
 		return cmNone
@@ -254,71 +254,71 @@ func (e *engine) stateLocked(r int) cmState {
 // On acceptance it makes (or takes, if this rank's own request made it) the queue pair,
 // moves it to RTR, and returns this rank's endpoint; finish, when not nil, completes the
 // pair after the reply is written.
-func (e *engine) acceptPeer(ctx context.Context, from int, pc card, ep []byte) (uint8, []byte, func(context.Context)) {
-	e.mu.Lock()
-	st := e.stateLocked(from)
-	switch cmDecide(e.rank, from, st) {
+func (l *links) acceptPeer(ctx context.Context, from int, pc card, ep []byte) (uint8, []byte, func(context.Context)) {
+	l.mu.Lock()
+	st := l.stateLocked(from)
+	switch cmDecide(l.rank, from, st) {
 	case cmYield:
-		e.mu.Unlock()
+		l.mu.Unlock()
 		return cmYield, nil, nil
 	case cmRefuse:
-		e.mu.Unlock()
+		l.mu.Unlock()
 		why := "it is connecting already"
 		if st == cmFailed {
 			why = "it has failed, for this rank"
 		}
-		return cmRefuse, []byte(fmt.Sprintf("rank %d refuses rank %d's connection request: %s", e.rank, from, why)), nil
+		return cmRefuse, []byte(fmt.Sprintf("rank %d refuses rank %d's connection request: %s", l.rank, from, why)), nil
 	}
-	if err := e.checkLocked(); err != nil {
-		e.mu.Unlock()
-		if e.aborted != nil {
+	if err, aborting := l.hooks.refusal(); err != nil {
+		l.mu.Unlock()
+		if aborting {
 			// The abort reaches the origin through its process manager; failing the
 			// peer here would race it with a lesser error.
 			return cmAborting, []byte(err.Error()), nil
 		}
-		return cmRefuse, []byte(fmt.Sprintf("rank %d refuses rank %d's connection request: %v", e.rank, from, err)), nil
+		return cmRefuse, []byte(fmt.Sprintf("rank %d refuses rank %d's connection request: %v", l.rank, from, err)), nil
 	}
-	e.learnCardLocked(from, pc)
-	p := e.peers[from]
+	l.learnCardLocked(from, pc)
+	p := l.peers[from]
 	if p == nil {
-		p = e.placeholderLocked(from)
+		p = l.placeholderLocked(from)
 	}
 	p.accepting = true
 	mine := p.myEP
 	if p.qp == nil {
 		var err error
-		if mine, err = e.makeQPLocked(p, pc); err != nil {
-			e.peerFailedLocked(p, err)
-			e.mu.Unlock()
+		if mine, err = l.makeQPLocked(p, pc); err != nil {
+			l.hooks.failed(p, err)
+			l.mu.Unlock()
 			return cmRefuse, []byte(err.Error()), nil
 		}
 	}
-	e.mu.Unlock()
-	fbKey, err := e.finishRTR(ctx, p, ep)
+	l.mu.Unlock()
+	fbKey, err := l.finishRTR(ctx, p, ep)
 	if err != nil {
-		e.connectFailed(from, err)
-		return cmRefuse, []byte(fmt.Sprintf("rank %d: %v", e.rank, err)), nil
+		l.connectFailed(from, err)
+		return cmRefuse, []byte(fmt.Sprintf("rank %d: %v", l.rank, err)), nil
 	}
 	if p.dev.caps.Has(verbs.CapLocalRTS) {
 		// The peer may write into its queue pair and fast box as soon as it has the
 		// reply: both are ready before it goes. Without CapLocalRTS, ToRTS waits for
 		// the peer's connection, which follows the reply.
-		if err := e.finishRTS(ctx, p, fbKey); err != nil {
-			e.connectFailed(from, err)
-			return cmRefuse, []byte(fmt.Sprintf("rank %d: %v", e.rank, err)), nil
+		if err := l.finishRTS(ctx, p, fbKey); err != nil {
+			l.connectFailed(from, err)
+			return cmRefuse, []byte(fmt.Sprintf("rank %d: %v", l.rank, err)), nil
 		}
 		return cmAccept, mine, nil
 	}
 	return cmAccept, mine, func(ctx context.Context) {
-		if err := e.finishRTS(ctx, p, fbKey); err != nil {
-			e.connectFailed(from, err)
+		if err := l.finishRTS(ctx, p, fbKey); err != nil {
+			l.connectFailed(from, err)
 		}
 	}
 }
 
 // finishRTR moves p's queue pair to RTR with the peer's endpoint value ep (encodeEP),
 // and returns the key of the peer's fast box for this rank's messages.
-func (e *engine) finishRTR(ctx context.Context, p *peer, ep []byte) (uint64, error) {
+func (l *links) finishRTR(ctx context.Context, p *peer, ep []byte) (uint64, error) {
 	qpEP, fbKey, err := decodeEP(ep)
 	if err == nil {
 		err = p.qp.ToRTR(ctx, qpEP)
@@ -331,7 +331,7 @@ func (e *engine) finishRTR(ctx context.Context, p *peer, ep []byte) (uint64, err
 
 // finishRTS moves p's queue pair to RTS, maps the peer's fast box (fbKey) and marks p
 // ready.
-func (e *engine) finishRTS(ctx context.Context, p *peer, fbKey uint64) error {
+func (l *links) finishRTS(ctx context.Context, p *peer, fbKey uint64) error {
 	err := p.qp.ToRTS(ctx)
 	if err == nil {
 		err = mapFastboxOut(p, fbKey)
@@ -339,60 +339,60 @@ func (e *engine) finishRTS(ctx context.Context, p *peer, fbKey uint64) error {
 	if err != nil {
 		return fmt.Errorf("connect to rank %d (%s, host %s): %w", p.rank, p.dev.name, p.host, err)
 	}
-	e.mu.Lock()
-	e.peerReadyLocked(p)
-	e.mu.Unlock()
+	l.mu.Lock()
+	l.peerReadyLocked(p)
+	l.mu.Unlock()
 	return nil
 }
 
 // connectFailed fails rank r's peer, unless it became ready meanwhile.
-func (e *engine) connectFailed(r int, err error) {
+func (l *links) connectFailed(r int, err error) {
 	if !errors.Is(err, ErrTransport) {
 		err = fmt.Errorf("%w: %w", ErrTransport, err)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if p := e.peers[r]; p != nil && !p.ready {
-		e.peerFailedLocked(p, err)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p := l.peers[r]; p != nil && !p.ready {
+		l.hooks.failed(p, err)
 	}
 }
 
 // peerLocked returns rank r's peer, making a placeholder and starting its connection if
 // there is none.
-func (e *engine) peerLocked(r int) *peer {
-	if p := e.peers[r]; p != nil {
+func (l *links) peerLocked(r int) *peer {
+	if p := l.peers[r]; p != nil {
 		return p
 	}
-	p := e.placeholderLocked(r)
+	p := l.placeholderLocked(r)
 	p.dialing = true
-	e.cm.wg.Add(1)
-	go e.dialPeer(p)
+	l.cm.wg.Add(1)
+	go l.dialPeer(p)
 	return p
 }
 
 // placeholderLocked makes and records rank r's peer before its connection exists.
-func (e *engine) placeholderLocked(r int) *peer {
-	p := &peer{rank: r, host: e.hosts[r], readyCh: make(chan struct{})}
-	if e.cardOK[r] {
-		p.card = e.cards[r]
+func (l *links) placeholderLocked(r int) *peer {
+	p := &peer{rank: r, host: l.hosts[r], peerSetup: peerSetup{readyCh: make(chan struct{})}}
+	if l.cardOK[r] {
+		p.card = l.cards[r]
 	}
-	e.peers[r] = p
+	l.peers[r] = p
 	return p
 }
 
 // awaitPeerLocked returns rank r's peer once it is connected, connecting it first if
 // needed; it releases mu while it waits. It fails with the peer's failure, or when ctx
 // ends.
-func (e *engine) awaitPeerLocked(ctx context.Context, r int) (*peer, error) {
-	p := e.peerLocked(r)
+func (l *links) awaitPeerLocked(ctx context.Context, r int) (*peer, error) {
+	p := l.peerLocked(r)
 	for !p.ready && p.failed == nil {
 		ch := p.readyCh
-		e.mu.Unlock()
+		l.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
 		}
-		e.mu.Lock()
+		l.mu.Lock()
 		if err := ctx.Err(); err != nil && !p.ready && p.failed == nil {
 			return nil, fmt.Errorf("connect to rank %d: %w", r, err)
 		}
@@ -404,45 +404,45 @@ func (e *engine) awaitPeerLocked(ctx context.Context, r int) (*peer, error) {
 }
 
 // dialPeer connects placeholder p as the origin, and fails it if that fails.
-func (e *engine) dialPeer(p *peer) {
-	defer e.cm.wg.Done()
-	ctx, cancel := context.WithTimeout(e.stop, cmConnectTime)
+func (l *links) dialPeer(p *peer) {
+	defer l.cm.wg.Done()
+	ctx, cancel := context.WithTimeout(l.stop, cmConnectTime)
 	defer cancel()
-	if err := e.dial(ctx, p); err != nil {
-		e.connectFailed(p.rank, err)
+	if err := l.dial(ctx, p); err != nil {
+		l.connectFailed(p.rank, err)
 	}
 }
 
-func (e *engine) dial(ctx context.Context, p *peer) error {
-	c, err := e.cardOf(ctx, p.rank)
+func (l *links) dial(ctx context.Context, p *peer) error {
+	c, err := l.cardOf(ctx, p.rank)
 	if err != nil {
 		return fmt.Errorf("%w: connect to rank %d: read its card: %w", ErrTransport, p.rank, err)
 	}
-	e.mu.Lock()
+	l.mu.Lock()
 	if p.ready || p.failed != nil || p.accepting {
-		e.mu.Unlock()
+		l.mu.Unlock()
 		return nil // the listener's side connects it, or has
 	}
 	mine := p.myEP
 	if p.qp == nil {
-		if mine, err = e.makeQPLocked(p, c); err != nil {
-			e.mu.Unlock()
+		if mine, err = l.makeQPLocked(p, c); err != nil {
+			l.mu.Unlock()
 			return err
 		}
 	}
-	me := e.cards[e.rank].encode()
-	e.mu.Unlock()
-	status, body, err := e.request(ctx, cmKindQP, p.rank, c.cm, encodeCMRequestBody(me, mine))
+	me := l.cards[l.rank].encode()
+	l.mu.Unlock()
+	status, body, err := l.request(ctx, cmKindQP, p.rank, c.cm, encodeCMRequestBody(me, mine))
 	if err != nil {
 		return fmt.Errorf("%w: connect to rank %d (host %s, listener %s): %w", ErrTransport, p.rank, c.host, c.cm, err)
 	}
 	switch status {
 	case cmAccept:
-		fbKey, err := e.finishRTR(ctx, p, body)
+		fbKey, err := l.finishRTR(ctx, p, body)
 		if err != nil {
 			return err
 		}
-		return e.finishRTS(ctx, p, fbKey)
+		return l.finishRTS(ctx, p, fbKey)
 	case cmYield:
 		select {
 		case <-p.readyCh:
@@ -459,8 +459,8 @@ func (e *engine) dial(ctx context.Context, p *peer) error {
 
 // request runs the origin's side of a handshake of kind with rank to's listener at
 // addr, and returns the reply.
-func (e *engine) request(ctx context.Context, kind uint8, to int, addr string, body []byte) (uint8, []byte, error) {
-	c, status, out, err := e.handshake(ctx, kind, to, addr, body)
+func (l *links) request(ctx context.Context, kind uint8, to int, addr string, body []byte) (uint8, []byte, error) {
+	c, status, out, err := l.handshake(ctx, kind, to, addr, body)
 	if c != nil {
 		c.Close()
 	}
@@ -473,10 +473,10 @@ func (e *engine) request(ctx context.Context, kind uint8, to int, addr string, b
 // after a back-off, until ctx ends: strangers flooding a rank's listener delay its
 // peers, they do not fail them. So is a dial this process had no descriptor for
 // (EMFILE, ENFILE): descriptors freed elsewhere in the process let it through.
-func (e *engine) handshake(ctx context.Context, kind uint8, to int, addr string, body []byte) (net.Conn, uint8, []byte, error) {
+func (l *links) handshake(ctx context.Context, kind uint8, to int, addr string, body []byte) (net.Conn, uint8, []byte, error) {
 	backoff := accept.MinBackoff
 	for {
-		c, status, out, err := e.handshakeOnce(ctx, kind, to, addr, body)
+		c, status, out, err := l.handshakeOnce(ctx, kind, to, addr, body)
 		if !errors.Is(err, errCMBusy) && !noDescriptor(err) {
 			return c, status, out, err
 		}
@@ -504,7 +504,7 @@ func noDescriptor(err error) bool {
 }
 
 // handshakeOnce is one attempt of handshake.
-func (e *engine) handshakeOnce(ctx context.Context, kind uint8, to int, addr string, body []byte) (_ net.Conn, status uint8, out []byte, err error) {
+func (l *links) handshakeOnce(ctx context.Context, kind uint8, to int, addr string, body []byte) (_ net.Conn, status uint8, out []byte, err error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if noDescriptor(err) {
@@ -523,7 +523,7 @@ func (e *engine) handshakeOnce(ctx context.Context, kind uint8, to int, addr str
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	h := cmHello{kind: kind, from: e.rank, to: to}
+	h := cmHello{kind: kind, from: l.rank, to: to}
 	rand.Read(h.nonce[:])
 	hb := h.encode()
 	if _, err := c.Write(hb); err != nil {
@@ -543,7 +543,7 @@ func (e *engine) handshakeOnce(ctx context.Context, kind uint8, to int, addr str
 		return nil, 0, nil, err
 	}
 	transcript := append(hb, cb...)
-	if _, err := c.Write(encodeCMMessage(cmReqMagic, 0, body, e.secret, cmReqLabel, transcript)); err != nil {
+	if _, err := c.Write(encodeCMMessage(cmReqMagic, 0, body, l.secret, cmReqLabel, transcript)); err != nil {
 		return nil, 0, nil, err
 	}
 	raw := make([]byte, cmHeadSize)
@@ -558,7 +558,7 @@ func (e *engine) handshakeOnce(ctx context.Context, kind uint8, to int, addr str
 	if _, err := io.ReadFull(c, out); err != nil {
 		return nil, 0, nil, fmt.Errorf("read the reply: %w", err)
 	}
-	if !checkCMMAC(&head, raw, out, e.secret, cmReplyLabel, transcript) {
+	if !checkCMMAC(&head, raw, out, l.secret, cmReplyLabel, transcript) {
 		return nil, 0, nil, fmt.Errorf("%w: the reply's proof of the job secret is wrong (a listener of another job?)", errCMFrame)
 	}
 	if !stop() {
@@ -571,17 +571,17 @@ func (e *engine) handshakeOnce(ctx context.Context, kind uint8, to int, addr str
 // makeQPLocked gives placeholder p (rank p.rank, card c) its queue pair, receive slots
 // and fast box on the device of the pair's transport, and returns this rank's endpoint
 // value for it (encodeEP). p sends nothing until peerReadyLocked.
-func (e *engine) makeQPLocked(p *peer, c card) ([]byte, error) {
-	prov, err := e.between(e.rank, p.rank)
+func (l *links) makeQPLocked(p *peer, c card) ([]byte, error) {
+	prov, err := l.between(l.rank, p.rank)
 	if err != nil {
 		return nil, err
 	}
-	if hostOnly(providerCaps(prov)) && !sameHost(&e.cards[e.rank], &c) {
+	if hostOnly(providerCaps(prov)) && !sameHost(&l.cards[l.rank], &c) {
 		return nil, fmt.Errorf("%w: rank %d should share memory with this rank, but its card says it runs on host %q (%s), this rank on %q (%s)",
-			ErrTransport, p.rank, c.host, c.id.short(), e.host, e.cards[e.rank].id.short())
+			ErrTransport, p.rank, c.host, c.id.short(), l.hosts[l.rank], l.cards[l.rank].id.short())
 	}
 	var d *device
-	for _, x := range e.devs {
+	for _, x := range l.devs {
 		if x.name == prov && !x.closed {
 			d = x
 		}
@@ -589,9 +589,9 @@ func (e *engine) makeQPLocked(p *peer, c card) ([]byte, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: rank %d needs the %s transport, which this rank did not open", ErrTransport, p.rank, prov)
 	}
-	mine, theirs := d.eagerLimits(&e.cfg, &c)
+	mine, theirs := d.eagerLimits(l.cfg, &c)
 	p.card, p.host = c, c.host
-	if err := initPeer(p, d, mine, theirs, e.slots); err != nil {
+	if err := initPeer(p, d, mine, theirs, l.slots); err != nil {
 		return nil, err
 	}
 	p.sqFree = 0 // until ready
@@ -604,48 +604,41 @@ func (e *engine) makeQPLocked(p *peer, c card) ([]byte, error) {
 	return p.myEP, nil
 }
 
-// peerReadyLocked marks p connected: its fast box joins the poller's, and what waited
-// in its out queue is posted.
-func (e *engine) peerReadyLocked(p *peer) {
+// peerReadyLocked marks p connected and tells the engine (hooks.ready), which gives its
+// fast box to the poller and posts what waited in its out queue.
+func (l *links) peerReadyLocked(p *peer) {
 	if p.ready || p.failed != nil {
 		return
 	}
 	p.ready, p.dialing, p.accepting = true, false, false
 	p.sqFree = p.maxSend
 	p.wakeLocked()
-	if p.fin.box != nil {
-		e.poll.addBox(p)
-	}
-	if p.sq != nil {
-		e.poll.addQueuer(p)
-	}
-	e.pumpLocked(p)
-	e.kickLocked()
+	l.hooks.ready(p)
 }
 
 // cardOf returns rank r's card, reading it from the process manager the first time.
-func (e *engine) cardOf(ctx context.Context, r int) (card, error) {
-	e.mu.Lock()
-	if e.cardOK[r] {
-		c := e.cards[r]
-		e.mu.Unlock()
+func (l *links) cardOf(ctx context.Context, r int) (card, error) {
+	l.mu.Lock()
+	if l.cardOK[r] {
+		c := l.cards[r]
+		l.mu.Unlock()
 		return c, nil
 	}
-	e.mu.Unlock()
-	c, err := e.fetchCard(ctx, r)
+	l.mu.Unlock()
+	c, err := l.fetchCard(ctx, r)
 	if err != nil {
 		return c, err
 	}
-	e.mu.Lock()
-	e.learnCardLocked(r, c)
-	e.mu.Unlock()
+	l.mu.Lock()
+	l.learnCardLocked(r, c)
+	l.mu.Unlock()
 	return c, nil
 }
 
 // fetchCard reads rank r's card from the process manager.
-func (e *engine) fetchCard(ctx context.Context, r int) (card, error) {
-	if _, ok := e.pm.(*pmi.Foreign); ok {
-		b, err := e.pm.Get(ctx, r, keyWire1)
+func (l *links) fetchCard(ctx context.Context, r int) (card, error) {
+	if _, ok := l.pm.(*pmi.Foreign); ok {
+		b, err := l.pm.Get(ctx, r, keyWire1)
 		if err != nil {
 			return card{}, fmt.Errorf("PMI get %s of rank %d: %w", keyWire1, r, err)
 		}
@@ -659,7 +652,7 @@ func (e *engine) fetchCard(ctx context.Context, r int) (card, error) {
 		}
 		return c, nil
 	}
-	b, err := e.pm.Get(ctx, r, keyCard)
+	b, err := l.pm.Get(ctx, r, keyCard)
 	if err == nil {
 		var c card
 		if c, err = decodeCard(b); err == nil {
@@ -671,10 +664,10 @@ func (e *engine) fetchCard(ctx context.Context, r int) (card, error) {
 
 // learnCardLocked records rank r's card, unless it is known: a known card is read
 // without mu (between, under golaunch), so it is never written again.
-func (e *engine) learnCardLocked(r int, c card) {
-	if e.cardOK[r] {
+func (l *links) learnCardLocked(r int, c card) {
+	if l.cardOK[r] {
 		return
 	}
-	e.cards[r], e.cardOK[r] = c, true
-	e.hosts[r] = c.host
+	l.cards[r], l.cardOK[r] = c, true
+	l.hosts[r] = c.host
 }

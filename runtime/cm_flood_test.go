@@ -98,7 +98,7 @@ func floodCM(t *testing.T, spare int, emfile bool) {
 	n := 3 * bound
 
 	flood := exec.Command(os.Args[0], "-test.run=^TestCMFloodHelper$", "-test.count=1")
-	flood.Env = append(os.Environ(), envFloodAddr+"="+e.cm.addr, envFloodN+"="+strconv.Itoa(n))
+	flood.Env = append(os.Environ(), envFloodAddr+"="+e.links.cm.addr, envFloodN+"="+strconv.Itoa(n))
 	flood.Stderr = os.Stderr
 	stdin, err := flood.StdinPipe()
 	if err != nil {
@@ -142,14 +142,14 @@ func floodCM(t *testing.T, spare int, emfile bool) {
 	// busy; each time it tries again.
 	sent := make(chan error, 1)
 	if emfile {
-		waitFor(t, "an Accept error of the flooded listener (descriptor table full)", func() bool { return e.cm.retried.Load() > 0 })
+		waitFor(t, "an Accept error of the flooded listener (descriptor table full)", func() bool { return e.links.cm.retried.Load() > 0 })
 		go func() { sent <- Send(ctx, worlds[1], []int64{42}, 0, 9) }()
 	} else {
 		waitFor(t, fmt.Sprintf("%d connections shed past the bound of %d", n-bound, bound),
-			func() bool { return e.cm.shed.Load() >= int64(n-bound) })
+			func() bool { return e.links.cm.shed.Load() >= int64(n-bound) })
 		go func() { sent <- Send(ctx, worlds[1], []int64{42}, 0, 9) }()
 		waitFor(t, "rank 1's request shed while the flood holds the listener",
-			func() bool { return e.cm.shed.Load() > int64(n-bound) })
+			func() bool { return e.links.cm.shed.Load() > int64(n-bound) })
 	}
 	stdin.Close()
 	if err := flood.Wait(); err != nil {
@@ -163,12 +163,12 @@ func floodCM(t *testing.T, spare int, emfile bool) {
 		t.Fatalf("rank 0 received %v, %v from rank 1, want 42", got, err)
 	}
 	// Every flood connection is rejected, and so is every attempt of rank 1 that was shed.
-	strangers := int64(n) + e.cm.shed.Load() - int64(n-bound)
+	strangers := int64(n) + e.links.cm.shed.Load() - int64(n-bound)
 	if emfile {
-		strangers = int64(n) + e.cm.shed.Load()
+		strangers = int64(n) + e.links.cm.shed.Load()
 	}
-	waitFor(t, fmt.Sprintf("all %d flood connections counted as rejected", n), func() bool { return e.cm.rejected.Load() >= strangers })
-	if got := e.cm.rejected.Load(); got != strangers {
+	waitFor(t, fmt.Sprintf("all %d flood connections counted as rejected", n), func() bool { return e.links.cm.rejected.Load() >= strangers })
+	if got := e.links.cm.rejected.Load(); got != strangers {
 		t.Errorf("%d connections counted as rejected, want the flood's %d and rank 1's shed attempts, %d in all", got, n, strangers)
 	}
 
@@ -201,7 +201,7 @@ func floodCM(t *testing.T, spare int, emfile bool) {
 		}
 		return nil
 	})
-	if got := e.cm.rejected.Load(); got != strangers {
+	if got := e.links.cm.rejected.Load(); got != strangers {
 		t.Errorf("%d connections counted as rejected after the exchange, want %d: the rank's own request was refused", got, strangers)
 	}
 	runAll(t, worlds, func(w *World) error { return w.Finalize(ctx) })

@@ -167,7 +167,7 @@ func connected(w *World) []int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []int
-	for r, p := range e.peers {
+	for r, p := range e.links.peers {
 		if p != nil && p.ready {
 			out = append(out, r)
 		}
@@ -303,15 +303,15 @@ func TestCMStranger(t *testing.T) {
 	worlds := startFake(t, ctx, pm, make([]string, 2))
 	e := worlds[0].e
 	try := func(name string, talk func(c net.Conn)) {
-		before := e.cm.rejected.Load()
-		c, err := net.Dial("tcp", e.cm.addr)
+		before := e.links.cm.rejected.Load()
+		c, err := net.Dial("tcp", e.links.cm.addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		talk(c)
 		io.Copy(io.Discard, c) // the listener closes it
 		c.Close()
-		for deadline := time.Now().Add(testbudget.Scale(5 * time.Second)); e.cm.rejected.Load() == before; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(testbudget.Scale(5 * time.Second)); e.links.cm.rejected.Load() == before; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: not counted as rejected", name)
 			}
@@ -331,14 +331,14 @@ func TestCMStranger(t *testing.T) {
 			t.Errorf("no challenge: %v", err)
 			return
 		}
-		body := encodeCMRequestBody(worlds[1].e.cards[1].encode(), []byte("endpoint"))
+		body := encodeCMRequestBody(worlds[1].e.links.cards[1].encode(), []byte("endpoint"))
 		c.Write(encodeCMMessage(cmReqMagic, 0, body, []byte("not the job's secret, not at all"), cmReqLabel, append(hb, cb...)))
 	})
 	if c := connected(worlds[0]); len(c) != 0 {
 		t.Errorf("rank 0 is connected to %v", c)
 	}
 	e.mu.Lock()
-	if e.peers[1] != nil {
+	if e.links.peers[1] != nil {
 		t.Errorf("a stranger made rank 0 a peer for rank 1")
 	}
 	e.mu.Unlock()

@@ -12,10 +12,10 @@ var errCanceled = errors.New("send canceled before it was posted")
 // handleLocked handles one work completion.
 func (e *engine) handleLocked(wc *verbs.WC) {
 	kind, rank, idx := splitWRID(wc.WRID)
-	if rank >= len(e.peers) || e.peers[rank] == nil {
+	if rank >= len(e.links.peers) || e.links.peers[rank] == nil {
 		return
 	}
-	p := e.peers[rank]
+	p := e.links.peers[rank]
 	if kind == wrRMA {
 		e.rmaDoneLocked(p, idx, wc) // rma_ops.go
 		return
@@ -36,7 +36,7 @@ func (e *engine) handleLocked(wc *verbs.WC) {
 	case wrRx:
 		e.messageLocked(p, p.rxBuf(idx)[:wc.ByteLen])
 		if p.failed == nil {
-			e.repostLaterLocked(p, idx)
+			e.links.repostLaterLocked(p, idx)
 		}
 	}
 	if p.out.n > 0 {

@@ -15,39 +15,39 @@ const keyCard = "gorma/card"
 // after the agent's fence, and opens the devices the peers need. Queue pairs connect on
 // first contact (cm.go).
 func (e *engine) connect(ctx context.Context, id hostIdentity) error {
-	if err := e.listenCM(e.cfg.tcpAddr); err != nil {
+	if err := e.links.listenCM(e.cfg.tcpAddr); err != nil {
 		return err
 	}
-	me := e.myCard(id)
+	me := e.links.myCard(id)
 	if err := e.pm.Put(ctx, keyCard, me.encode()); err != nil {
 		return err
 	}
 	if err := e.pm.Fence(ctx); err != nil {
 		return err
 	}
-	count, err := e.readCards(ctx, me)
+	count, err := e.links.readCards(ctx, me)
 	if err != nil {
 		return err
 	}
-	e.slots = slotsPerPeer(e.size - 1)
-	return e.openDevices(count, e.deviceWait(count))
+	e.links.slots = slotsPerPeer(e.size - 1)
+	return e.openDevices(count)
 }
 
 // myCard is this rank's card, with host identity id.
-func (e *engine) myCard(id hostIdentity) card {
-	return card{host: e.host, id: id, pid: int32(os.Getpid()), probe: probeAddr(),
-		eagerSHM: uint32(e.cfg.eagerSHM), eagerTCP: uint32(e.cfg.eagerTCP), cpu: boundCPU(), cm: e.cm.addr}
+func (l *links) myCard(id hostIdentity) card {
+	return card{host: l.hosts[l.rank], id: id, pid: int32(os.Getpid()), probe: probeAddr(),
+		eagerSHM: uint32(l.cfg.eagerSHM), eagerTCP: uint32(l.cfg.eagerTCP), cpu: boundCPU(), cm: l.cm.addr}
 }
 
 // readCards reads every peer's card (after the fence that follows this rank's own card,
 // me), records them, and counts the peers each provider serves.
-func (e *engine) readCards(ctx context.Context, me card) (count map[string]int, err error) {
-	e.learnCardLocked(e.rank, me)
-	for r := range e.size {
-		if r == e.rank {
+func (l *links) readCards(ctx context.Context, me card) (count map[string]int, err error) {
+	l.learnCardLocked(l.rank, me)
+	for r := range l.size {
+		if r == l.rank {
 			continue
 		}
-		b, err := e.pm.Get(ctx, r, keyCard)
+		b, err := l.pm.Get(ctx, r, keyCard)
 		var c card
 		if err == nil {
 			c, err = decodeCard(b)
@@ -55,44 +55,62 @@ func (e *engine) readCards(ctx context.Context, me card) (count map[string]int, 
 		if err != nil {
 			return nil, fmt.Errorf("card of rank %d: %w", r, err)
 		}
-		e.learnCardLocked(r, c)
+		l.learnCardLocked(r, c)
 	}
-	return e.providerCounts()
+	return l.providerCounts()
 }
 
-// deviceWait decides who spins (progress.go), given how many peers each provider serves.
-// Either the runtime spins, over every device, and then only sleeps in CQ.Wait
+// deviceWait decides who spins (progress.go), given how many peers each provider serves,
+// the GORMA_PROGRESS mode and whether the host's ranks outnumber its processors. Either
+// the runtime spins, over every device, and then only sleeps in CQ.Wait
 // (verbs.WaitBlock). Or, when every device's completions come from reader goroutines
-// (verbs.CapReaders: tcp) and the mode is hybrid, the device's CQ.Wait spins. Its spin
-// leaves the processor to the readers, and its leader (a wait on the only connection)
-// tries its socket for GORMA_SPIN before it sleeps. The exception is a host whose ranks
-// outnumber its processors: the peer may need the very processor such a spin holds.
-func (e *engine) deviceWait(count map[string]int) verbs.WaitMode {
+// (verbs.CapReaders: tcp) and the mode is hybrid, the provider spins (providerSpins). Its
+// CQ.Wait spins, leaving the processor to the readers, and its leader (a wait on the only
+// connection) tries its socket for GORMA_SPIN before it sleeps. The exception is an
+// oversubscribed host: the peer may need the very processor such a spin holds.
+func deviceWait(count map[string]int, mode verbs.WaitMode, oversubscribed bool) (wait verbs.WaitMode, providerSpins bool) {
 	readers := false
 	for name, n := range count {
 		if n == 0 {
 			continue
 		}
 		if !providerCaps(name).Has(verbs.CapReaders) {
-			return verbs.WaitBlock
+			return verbs.WaitBlock, false
 		}
 		readers = true
 	}
-	if !readers || e.cfg.progress != verbs.WaitHybrid {
-		return verbs.WaitBlock
+	if !readers || mode != verbs.WaitHybrid {
+		return verbs.WaitBlock, false
 	}
-	e.poll.providerSpins = true
-	if e.localSize <= e.ncpu {
-		return verbs.WaitHybrid
+	if oversubscribed {
+		return verbs.WaitBlock, true
 	}
-	return verbs.WaitBlock
+	return verbs.WaitHybrid, true
+}
+
+// openDevices opens the devices that serve peers (count: how many each provider serves),
+// decides who spins (deviceWait), and gives the poller their CQs. A device whose CQ takes
+// a wait check checks the fast boxes and the held sends (waitCheck) before it sleeps.
+func (e *engine) openDevices(count map[string]int) error {
+	wait, spins := deviceWait(count, e.cfg.progress, e.localSize > e.ncpu)
+	e.poll.providerSpins = spins
+	if err := e.links.openDevices(count, wait); err != nil {
+		return err
+	}
+	for _, d := range e.links.devs {
+		e.poll.cqs = append(e.poll.cqs, d.cq)
+		if wc, ok := d.cq.(waitChecker); ok {
+			wc.SetWaitCheck(e.poll.waitCheck)
+		}
+	}
+	return nil
 }
 
 // openDevices opens a device per provider that serves peers (count), in deviceOrder,
 // each waiting in mode wait.
-func (e *engine) openDevices(count map[string]int, wait verbs.WaitMode) error {
+func (l *links) openDevices(count map[string]int, wait verbs.WaitMode) error {
 	for _, name := range deviceOrder(count) {
-		if _, err := e.addDevice(name, wait, count[name]); err != nil {
+		if _, err := l.addDevice(name, wait, count[name]); err != nil {
 			return err
 		}
 	}
@@ -100,20 +118,15 @@ func (e *engine) openDevices(count map[string]int, wait verbs.WaitMode) error {
 }
 
 // addDevice opens provider name for npeers peers, with the job secret, and adds it to
-// e.devs, the returners and the poller's CQs. A device whose CQ takes a wait check
-// checks the fast boxes and the held sends (waitCheck) before its CQ.Wait sleeps.
-func (e *engine) addDevice(name string, wait verbs.WaitMode, npeers int) (*device, error) {
-	d, err := openDevice(name, &e.cfg, wait, e.rank, npeers, e.slots, e.secret)
+// l.devs and, if its CQ may be led, to the returners.
+func (l *links) addDevice(name string, wait verbs.WaitMode, npeers int) (*device, error) {
+	d, err := openDevice(name, l.cfg, wait, l.rank, npeers, l.slots, l.secret)
 	if err != nil {
 		return nil, err
 	}
-	e.devs = append(e.devs, d)
-	e.poll.cqs = append(e.poll.cqs, d.cq)
+	l.devs = append(l.devs, d)
 	if r, ok := d.cq.(roleReturner); ok {
-		e.returners = append(e.returners, r)
-	}
-	if wc, ok := d.cq.(waitChecker); ok {
-		wc.SetWaitCheck(e.waitCheck)
+		l.returners = append(l.returners, r)
 	}
 	return d, nil
 }

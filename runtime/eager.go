@@ -16,7 +16,7 @@ func (e *engine) sendLocked(r *Request) {
 		e.sendSelfLocked(r)
 		return
 	}
-	p := e.peerLocked(r.peer)
+	p := e.links.peerLocked(r.peer)
 	if p.failed != nil {
 		e.completeLocked(r, p.failed)
 		return
@@ -30,7 +30,7 @@ func (e *engine) sendLocked(r *Request) {
 		e.offerLocked(p, r)
 		return
 	}
-	if p.out.n == 0 && e.postFastLocked(p, r.ctx, r.tag, r.buf) {
+	if p.out.n == 0 && p.postFastLocked(r.ctx, r.tag, r.buf) {
 		e.completeLocked(r, nil)
 		return
 	}
@@ -79,7 +79,7 @@ type sendQueuer interface{ SendQueued() bool }
 func (e *engine) holdLocked(p *peer, r *Request) {
 	if len(p.held) == 0 {
 		p.holding.Store(true)
-		e.holders = append(e.holders, p)
+		e.links.holders = append(e.links.holders, p)
 		e.poll.holding.Add(1)
 	}
 	p.held = append(p.held, r)
@@ -88,8 +88,8 @@ func (e *engine) holdLocked(p *peer, r *Request) {
 // releaseHeldLocked completes the held sends of every peer whose QP keeps no send any
 // more, or that failed.
 func (e *engine) releaseHeldLocked() {
-	for i := len(e.holders) - 1; i >= 0; i-- {
-		switch p := e.holders[i]; {
+	for i := len(e.links.holders) - 1; i >= 0; i-- {
+		switch p := e.links.holders[i]; {
 		case p.failed != nil:
 			e.releasePeerLocked(p, p.failed)
 		case !p.sq.SendQueued():
@@ -110,14 +110,14 @@ func (e *engine) releasePeerLocked(p *peer, err error) {
 	p.held = p.held[:0]
 	p.holding.Store(false)
 	e.poll.holding.Add(-1)
-	i := slices.Index(e.holders, p)
-	e.holders = slices.Delete(e.holders, i, i+1)
+	i := slices.Index(e.links.holders, p)
+	e.links.holders = slices.Delete(e.links.holders, i, i+1)
 }
 
 // failHeldLocked completes every held send with err (abort, finalize).
 func (e *engine) failHeldLocked(err error) {
-	for len(e.holders) > 0 {
-		e.releasePeerLocked(e.holders[len(e.holders)-1], err)
+	for len(e.links.holders) > 0 {
+		e.releasePeerLocked(e.links.holders[len(e.links.holders)-1], err)
 	}
 }
 
@@ -134,22 +134,22 @@ func (e *engine) sendSelfLocked(r *Request) {
 		if r.sync {
 			m.sync = r
 			e.queueUxLocked(m)
-			e.kickLocked()
+			e.poll.kickLocked()
 			return
 		}
 		e.queueUxLocked(m)
 	}
 	e.completeLocked(r, nil)
-	e.kickLocked() // the poller may be waiting for the receive or probe just completed
+	e.poll.kickLocked() // the poller may be waiting for the receive or probe just completed
 }
 
 // queueFINLocked sends FIN with cookie to p, now or when a slot frees.
-func (e *engine) queueFINLocked(p *peer, cookie uint64) {
+func (l *links) queueFINLocked(p *peer, cookie uint64) {
 	if p.failed != nil {
 		return
 	}
 	if p.out.n == 0 && p.canSend() {
-		e.postFINLocked(p, cookie)
+		l.postFINLocked(p, cookie)
 		return
 	}
 	p.out.push(outOp{kind: opFIN, cookie: cookie, msg: msgFIN})
@@ -158,27 +158,27 @@ func (e *engine) queueFINLocked(p *peer, cookie uint64) {
 // flushSendsLocked posts a signaled no-op to every peer whose last messages went
 // unsignaled, so that their completion, and so quietLocked, follows (see postMessage). A
 // peer with queued operations or no free slot gets it on a later call.
-func (e *engine) flushSendsLocked() {
-	for _, p := range e.peers {
+func (l *links) flushSendsLocked() {
+	for _, p := range l.peers {
 		if p == nil || p.unsig == 0 || p.failed != nil || p.out.n > 0 || !p.canSend() {
 			continue
 		}
 		i := p.takeSlot()
 		putHeader(p.txBuf(i), msgNop, 0, 0)
 		if err := p.postMessage(i, hdrLen, true); err != nil {
-			e.peerFailedLocked(p, err)
+			l.hooks.failed(p, err)
 		}
 	}
 }
 
-func (e *engine) postFINLocked(p *peer, cookie uint64) { e.postCookieLocked(p, msgFIN, cookie) }
+func (l *links) postFINLocked(p *peer, cookie uint64) { l.postCookieLocked(p, msgFIN, cookie) }
 
 // postCookieLocked posts a message of one cookie (putFIN's kinds) to p.
-func (e *engine) postCookieLocked(p *peer, kind uint8, cookie uint64) {
+func (l *links) postCookieLocked(p *peer, kind uint8, cookie uint64) {
 	i := p.takeSlot()
 	putFIN(p.txBuf(i), kind, cookie)
 	if err := p.postMessage(i, finLen, false); err != nil {
-		e.peerFailedLocked(p, err)
+		l.hooks.failed(p, err)
 	}
 }
 
@@ -222,7 +222,7 @@ func (e *engine) pumpLocked(p *peer) {
 				if e.exposeLocked(p, r) {
 					e.postRTSLocked(p, r)
 				}
-			case e.postFastLocked(p, r.ctx, r.tag, r.buf):
+			case p.postFastLocked(r.ctx, r.tag, r.buf):
 				e.completeLocked(r, nil)
 			default:
 				e.postEagerLocked(p, r)
@@ -234,7 +234,7 @@ func (e *engine) pumpLocked(p *peer) {
 			r.outQueued = false
 			e.postRTSLocked(p, r)
 		case opFIN:
-			e.postCookieLocked(p, msg, cookie)
+			e.links.postCookieLocked(p, msg, cookie)
 		}
 	}
 }

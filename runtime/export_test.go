@@ -7,7 +7,7 @@ import "context"
 // fail, and the agent reports it failed to every rank.
 func KillTransport(w *World) {
 	w.e.halt()
-	w.e.closeCM()
+	w.e.links.closeCM()
 	w.e.mu.Lock()
 	w.e.closeDevicesLocked()
 	w.e.mu.Unlock()
@@ -30,7 +30,7 @@ func Pending(w *World) (posted, unexpected, table int) {
 func ForceCopyRendezvous(w *World) {
 	w.e.mu.Lock()
 	defer w.e.mu.Unlock()
-	for _, p := range w.e.peers {
+	for _, p := range w.e.links.peers {
 		if p != nil {
 			p.cma = false
 		}
@@ -49,7 +49,7 @@ const (
 func FastboxSent(w *World, r int) uint64 {
 	w.e.mu.Lock()
 	defer w.e.mu.Unlock()
-	if p := w.e.peers[r]; p != nil {
+	if p := w.e.links.peers[r]; p != nil {
 		return p.fout.pos
 	}
 	return 0
@@ -65,4 +65,4 @@ func CheckCall(ctx context.Context, t *Track, seq uint64, sig *CallSig) error {
 
 // EagerSlots returns the number of eager send slots, and of receive slots, that w's
 // connections have per peer.
-func EagerSlots(w *World) int { return w.e.slots }
+func EagerSlots(w *World) int { return w.e.links.slots }

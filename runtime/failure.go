@@ -78,7 +78,7 @@ func (e *engine) peerFailedWhyLocked(p *peer, why string, cause error) {
 	e.failQueueLocked(&e.posted, p.rank, pe)
 	e.failQueueLocked(&e.probes, p.rank, pe)
 	e.failCountersLocked(p)
-	e.kickLocked()
+	e.poll.kickLocked()
 }
 
 // failQueueLocked fails the requests of q that name rank or AnySource.
@@ -93,7 +93,7 @@ func (e *engine) failQueueLocked(q *reqQueue, rank int, err error) {
 
 // failAllLocked fails every pending request with err (abort, finalize).
 func (e *engine) failAllLocked(err error) {
-	for _, p := range e.peers {
+	for _, p := range e.links.peers {
 		if p == nil {
 			continue
 		}
@@ -115,7 +115,7 @@ func (e *engine) failAllLocked(err error) {
 	e.failQueueLocked(&e.posted, -1, err)
 	e.failQueueLocked(&e.probes, -1, err)
 	e.failAllCountersLocked(err)
-	e.kickLocked()
+	e.poll.kickLocked()
 }
 
 // sourceFailedLocked returns the error receive (or probe) r must fail with when nothing
@@ -130,7 +130,7 @@ func (e *engine) sourceFailedLocked(r *Request) error {
 			return e.failed
 		}
 	case src != e.rank:
-		if p := e.peers[src]; p != nil && p.failed != nil {
+		if p := e.links.peers[src]; p != nil && p.failed != nil {
 			return p.failed
 		}
 	}
@@ -140,7 +140,7 @@ func (e *engine) sourceFailedLocked(r *Request) error {
 // deviceFailedLocked fails every peer of d (its CQ failed: overrun, closed under us).
 func (e *engine) deviceFailedLocked(d *device, err error) {
 	d.broken = true
-	for _, p := range e.peers {
+	for _, p := range e.links.peers {
 		if p != nil && p.dev == d {
 			e.peerFailedLocked(p, fmt.Errorf("%s device failed: %w", d.name, err))
 		}
@@ -236,9 +236,9 @@ func (e *engine) onEvent(ev pmi.Event) {
 	switch ev.Kind {
 	case pmi.ProcFailed:
 		if ev.Rank >= 0 && ev.Rank < e.size && ev.Rank != e.rank {
-			p := e.peers[ev.Rank]
+			p := e.links.peers[ev.Rank]
 			if p == nil {
-				p = e.placeholderLocked(ev.Rank)
+				p = e.links.placeholderLocked(ev.Rank)
 			}
 			e.peerFailedWhyLocked(p, "failed: "+launcherWhy(ev.Rank, eventCause(ev)),
 				fmt.Errorf("launcher reports: %s", eventCause(ev)))

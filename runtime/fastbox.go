@@ -223,7 +223,7 @@ func mapFastboxOut(p *peer, key uint64) error {
 // caller checked that p has not failed, that buf is within p's eager limit, and that p's
 // out queue is empty. A one-cell message (the common small one) computes no cell count
 // and needs no pad: every instruction here is on a ping-pong's path.
-func (e *engine) postFastLocked(p *peer, ctx uint16, tag int, buf []byte) bool {
+func (p *peer) postFastLocked(ctx uint16, tag int, buf []byte) bool {
 	f := &p.fout
 	if f.box == nil || len(buf) > fbMaxPayload {
 		return false
@@ -334,14 +334,6 @@ func (e *engine) drainFastboxesLocked() {
 	}
 }
 
-// fastboxReady reports whether some peer's box holds a message that can be handled now.
-// It takes no lock: the shm CQ's wait check calls it.
-func (e *engine) fastboxReady() bool { return boxesReady(e.poll.boxList()) }
-
-// waitCheck is the shm CQ's wait check: a fast box message can be handled, or held sends
-// have left (eager.go). It takes no lock.
-func (e *engine) waitCheck() bool { return e.fastboxReady() || e.poll.heldLeft() }
-
 // boxesReady reports whether the box of one of peers holds a message that can be handled
 // now. It takes no lock: the poller's spin calls it.
 func boxesReady(peers []*peer) bool {
@@ -360,8 +352,8 @@ func boxesReady(peers []*peer) bool {
 }
 
 // closeFastboxesLocked unmaps the peers' boxes before the devices close.
-func (e *engine) closeFastboxesLocked() {
-	for _, p := range e.peers {
+func (l *links) closeFastboxesLocked() {
+	for _, p := range l.peers {
 		if p != nil && p.fout.m != nil {
 			p.fout.m.Unmap()
 			p.fout = fbOut{}

@@ -51,7 +51,7 @@ func initForeign(ctx context.Context, cfg config, o options) (*World, error) {
 	// first global unicast address).
 	cfg.transport, cfg.tcpAddr = "auto", "0.0.0.0"
 	e := newEngine(cfg, rank, size, host, o.exit)
-	e.pm = f
+	e.pm, e.links.pm = f, f
 	if err := e.connectForeign(ctx, identityWith(o.hostSalt), nodes); err != nil {
 		e.shutdown()
 		return fail(err)
@@ -87,11 +87,11 @@ func abortSession(s pmi.Session, msg string) {
 func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []int) error {
 	// tcp peers are on other nodes: listen on every interface (the listener advertises
 	// the first global unicast address).
-	if err := e.listenCM("0.0.0.0"); err != nil {
+	if err := e.links.listenCM("0.0.0.0"); err != nil {
 		return err
 	}
-	me := e.myCard(id)
-	e.learnCardLocked(e.rank, me)
+	me := e.links.myCard(id)
+	e.links.learnCardLocked(e.rank, me)
 	var secret []byte
 	if e.rank == 0 {
 		secret = make([]byte, secretLen)
@@ -109,7 +109,7 @@ func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []in
 			return err
 		}
 	}
-	e.secret = secret
+	e.links.secret = secret
 	if nodes == nil {
 		var err error
 		if nodes, err = e.nodesFromCards(ctx); err != nil {
@@ -118,7 +118,7 @@ func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []in
 	} else if err := e.checkNode(ctx, nodes); err != nil {
 		return err
 	}
-	e.nodes = nodes
+	e.links.nodes = nodes
 	e.localRank, e.localSize = 0, 0
 	for r := range nodes {
 		if nodes[r] == nodes[e.rank] {
@@ -129,12 +129,12 @@ func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []in
 		}
 	}
 	e.fitHost()
-	e.slots = slotsPerPeer(e.size - 1)
-	count, err := e.providerCounts()
+	e.links.slots = slotsPerPeer(e.size - 1)
+	count, err := e.links.providerCounts()
 	if err != nil {
 		return err
 	}
-	return e.openDevices(count, e.deviceWait(count))
+	return e.openDevices(count)
 }
 
 // readRank0 reads rank 0's value: its card and the job secret.
@@ -155,7 +155,7 @@ func (e *engine) readRank0(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("%w: rank 0 published a job secret of %d bytes under PMI key %s, want %d (mixed gorma builds in one job?)",
 			pmi.ErrProtocol, n, keyWire1, secretLen)
 	}
-	e.learnCardLocked(0, c)
+	e.links.learnCardLocked(0, c)
 	return w.secret, nil
 }
 
@@ -166,11 +166,11 @@ func (e *engine) checkNode(ctx context.Context, nodes []int) error {
 	if leader == e.rank {
 		return nil
 	}
-	c, err := e.cardOf(ctx, leader)
+	c, err := e.links.cardOf(ctx, leader)
 	if err != nil {
 		return fmt.Errorf("read the card of rank %d, first on this rank's node: %w", leader, err)
 	}
-	me := &e.cards[e.rank]
+	me := &e.links.cards[e.rank]
 	if !sameHost(me, &c) {
 		return fmt.Errorf("%w: %s puts rank %d on this rank's node, but they cannot share memory: rank %d runs on host %q (%s), this rank on %q (%s); run one node's ranks in one container, as one user, in one network namespace",
 			ErrTransport, pmi.ProcessMappingKey, leader, leader, c.host, c.id.short(), me.host, me.id.short())
@@ -184,13 +184,13 @@ func (e *engine) nodesFromCards(ctx context.Context) ([]int, error) {
 	nodes := make([]int, e.size)
 	var first []int // each node's first rank
 	for r := range e.size {
-		c, err := e.cardOf(ctx, r)
+		c, err := e.links.cardOf(ctx, r)
 		if err != nil {
 			return nil, fmt.Errorf("read the card of rank %d (no %s to place ranks by): %w", r, pmi.ProcessMappingKey, err)
 		}
 		nodes[r] = -1
 		for n, f := range first {
-			if sameHost(&e.cards[f], &c) {
+			if sameHost(&e.links.cards[f], &c) {
 				nodes[r] = n
 				break
 			}

@@ -173,7 +173,7 @@ func (w *World) Free() error {
 		return nil
 	}
 	e.releaseWorldLocked(base, lf)
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	return nil
 }
 
@@ -270,7 +270,7 @@ func (e *engine) pendingOnLocked(base uint16) string {
 			return fmt.Sprintf("a receive from rank %d (tag %d) is still being read", r.peer, r.tag)
 		}
 	}
-	for _, p := range e.peers {
+	for _, p := range e.links.peers {
 		if p == nil {
 			continue
 		}
@@ -290,7 +290,7 @@ func (e *engine) discardUnexpectedLocked(base uint16) {
 		if m.ctx >= base && m.ctx < base+ctxPerWorld {
 			e.ux.Remove(&m.link)
 			if m.kind == msgRTS {
-				e.queueFINLocked(e.peers[m.src], m.cookie)
+				e.links.queueFINLocked(e.links.peers[m.src], m.cookie)
 			}
 			if m.sync != nil { // an Ssend to this rank itself: discarded is as good as received
 				e.completeLocked(m.sync, nil)
@@ -313,7 +313,7 @@ func (e *engine) discardFreedLocked(src int, h *header) bool {
 		return false // src's mark came first: the message is of the next World
 	}
 	if h.kind == msgRTS && src != e.rank {
-		e.queueFINLocked(e.peers[src], h.cookie)
+		e.links.queueFINLocked(e.links.peers[src], h.cookie)
 	}
 	return true
 }

@@ -156,7 +156,7 @@ func init() {
 		return initWith(ctx, options{getenv: o.Getenv, hostSalt: o.HostSalt, exit: o.Exit})
 	}
 	testhook.ArenaUse = func(w any) (inUse, liveMRs int64) {
-		for _, d := range w.(*World).e.devs {
+		for _, d := range w.(*World).e.links.devs {
 			st := d.dev.Stats()
 			inUse += st.InUse
 			liveMRs += st.LiveMRs
@@ -262,7 +262,7 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 		e.ncpu = c.HostCPUs
 	}
 	e.fitHost()
-	e.pm, e.secret = client, client.Info().Secret
+	e.pm, e.links.pm, e.links.secret = client, client, client.Info().Secret
 	err = e.connect(ctx, identityWith(o.hostSalt))
 	closeIdleWatch(e.cfg.idleWatch) // not taken: no tcp device
 	e.cfg.idleWatch = nil
@@ -287,14 +287,25 @@ func (e *engine) rootWorld() *World {
 
 func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine {
 	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit, ncpu: goruntime.NumCPU(),
-		ctxs: newCtxAlloc(), hosts: make([]string, size), cards: make([]card, size), cardOK: make([]bool, size)}
-	e.cm.opened = make(chan struct{})
+		ctxs: newCtxAlloc()}
 	e.poll.init(cfg.progress, cfg.spin)
-	e.hosts[rank] = host
 	e.stop, e.halt = context.WithCancel(context.Background())
-	e.peers = make([]*peer, size)
+	e.links.init(&e.mu, &e.cfg, e.stop, rank, size, host, hooksOf(e))
 	e.rma.remotes = map[*Remote]struct{}{}
 	return e
+}
+
+// hooksOf is how the engine answers its links (links.go).
+func hooksOf(e *engine) linkHooks {
+	return linkHooks{
+		failed: e.peerFailedLocked,
+		ready: func(p *peer) {
+			e.poll.addPeer(p)
+			e.pumpLocked(p)
+			e.poll.kickLocked()
+		},
+		refusal: func() (error, bool) { return e.checkLocked(), e.aborted != nil },
+	}
 }
 
 func worldOfOne(cfg config, o options) *World {
@@ -317,15 +328,15 @@ func identityWith(salt string) hostIdentity {
 // only) and, with two devices, one relay per completion queue; and lets the connection
 // listener answer.
 func (e *engine) start() {
-	if e.cm.ln != nil {
-		e.openCM()
+	if e.links.cm.ln != nil {
+		e.links.openCM()
 	}
 	if es, ok := e.pm.(eventSource); ok {
 		e.bg.Add(1)
 		go e.watchEvents(es.Events())
 	}
-	if len(e.devs) > 1 {
-		for _, d := range e.devs {
+	if len(e.links.devs) > 1 {
+		for _, d := range e.links.devs {
 			rl := &relay{cq: d.cq, polled: make(chan struct{}, 1)}
 			e.poll.relays = append(e.poll.relays, rl)
 			e.bg.Add(1)
@@ -340,13 +351,13 @@ func (e *engine) start() {
 // shutdown stops the engine's goroutines and closes its devices.
 func (e *engine) shutdown() {
 	e.halt()
-	e.closeCM() // no set-up is under way once it returns
+	e.links.closeCM() // no set-up is under way once it returns
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.polling {
+	if !e.poll.active {
 		e.poll.unwatch() // the last context the poller watched
 	}
-	e.closeListenersLocked()
+	e.links.closeListenersLocked()
 	e.closeRemotesLocked() // mappings of peers' arenas go before the devices
 	e.closeDevicesLocked()
 }
@@ -357,14 +368,14 @@ func (e *engine) closeDevicesLocked() {
 	for _, p := range e.poll.boxList() {
 		p.fin.off.Store(true)
 	}
-	for e.polling {
-		e.kick()
+	for e.poll.active {
+		e.poll.kick()
 		e.mu.Unlock()
 		time.Sleep(10 * time.Microsecond)
 		e.mu.Lock()
 	}
-	e.closeFastboxesLocked()
-	for _, d := range e.devs {
+	e.links.closeFastboxesLocked()
+	for _, d := range e.links.devs {
 		d.close()
 	}
 }

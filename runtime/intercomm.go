@@ -447,7 +447,7 @@ func newJobGroup(e *engine, jobs []int, fam *family) *group {
 		}
 	}
 	for i, jr := range g.ranks {
-		if e.local(jr) {
+		if e.links.local(jr) {
 			if i == g.me {
 				g.localRank = g.localSize
 			}

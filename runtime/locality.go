@@ -165,23 +165,23 @@ func chooseProvider(transport string, me, peer *card, peerRank int) (string, err
 }
 
 // between is the provider rank a uses to reach rank b (a != b), as every rank computes
-// it from the cards: chooseProvider under golaunch. Under a foreign PM (e.nodes set),
+// it from the cards: chooseProvider under golaunch. Under a foreign PM (l.nodes set),
 // shm only when PMI_process_mapping puts both on one node AND their cards say they
 // share memory, tcp otherwise (foreignProvider).
-func (e *engine) between(a, b int) (string, error) {
-	if e.nodes != nil {
-		if e.nodes[a] == e.nodes[b] {
+func (l *links) between(a, b int) (string, error) {
+	if l.nodes != nil {
+		if l.nodes[a] == l.nodes[b] {
 			return "shm", nil
 		}
 		return "tcp", nil
 	}
-	return chooseProvider(e.cfg.transport, &e.cards[a], &e.cards[b], b)
+	return chooseProvider(l.cfg.transport, &l.cards[a], &l.cards[b], b)
 }
 
 // capsBetween returns the caps of the provider rank a uses to reach rank b (a != b).
 // The layers above choose by these (Reach), not by the provider's name.
-func (e *engine) capsBetween(a, b int) (verbs.Caps, error) {
-	p, err := e.between(a, b)
+func (l *links) capsBetween(a, b int) (verbs.Caps, error) {
+	p, err := l.between(a, b)
 	if err != nil {
 		return 0, err
 	}
@@ -189,13 +189,13 @@ func (e *engine) capsBetween(a, b int) (verbs.Caps, error) {
 }
 
 // providerCounts returns how many of this rank's peers each provider serves (between).
-func (e *engine) providerCounts() (map[string]int, error) {
+func (l *links) providerCounts() (map[string]int, error) {
 	count := map[string]int{}
-	for r := range e.size {
-		if r == e.rank {
+	for r := range l.size {
+		if r == l.rank {
 			continue
 		}
-		p, err := e.between(e.rank, r)
+		p, err := l.between(l.rank, r)
 		if err != nil {
 			return nil, err
 		}
@@ -209,30 +209,30 @@ func (e *engine) providerCounts() (map[string]int, error) {
 func (e *engine) hostShared() bool { return e.localSize > 1 && e.cfg.transport != "tcp" }
 
 // local reports whether rank r runs on this rank's host (node).
-func (e *engine) local(r int) bool {
-	if e.nodes != nil {
-		return e.nodes[r] == e.nodes[e.rank]
+func (l *links) local(r int) bool {
+	if l.nodes != nil {
+		return l.nodes[r] == l.nodes[l.rank]
 	}
-	return e.hosts[r] == e.host
+	return l.hosts[r] == l.hosts[l.rank]
 }
 
 // hostName returns rank r's host name. Under a foreign PM it is the name in the card of
 // the first rank of r's node, read with a PMI get the first time.
-func (e *engine) hostName(r int) string {
-	e.mu.Lock()
-	h := e.hosts[r]
+func (l *links) hostName(r int) string {
+	l.mu.Lock()
+	h := l.hosts[r]
 	leader := r
-	if h == "" && e.nodes != nil {
-		leader = nodeLeader(e.nodes, r)
-		h = e.hosts[leader]
+	if h == "" && l.nodes != nil {
+		leader = nodeLeader(l.nodes, r)
+		h = l.hosts[leader]
 	}
-	e.mu.Unlock()
-	if h != "" || e.pm == nil {
+	l.mu.Unlock()
+	if h != "" || l.pm == nil {
 		return h
 	}
-	ctx, cancel := context.WithTimeout(e.stop, cmConnectTime)
+	ctx, cancel := context.WithTimeout(l.stop, cmConnectTime)
 	defer cancel()
-	c, err := e.cardOf(ctx, leader)
+	c, err := l.cardOf(ctx, leader)
 	if err != nil {
 		return ""
 	}

@@ -101,8 +101,8 @@ func (e *engine) receiveLocked(r *Request) {
 		e.completeLocked(r, err)
 		return
 	}
-	if r.peer >= 0 && r.peer != e.rank && e.peers[r.peer] == nil {
-		e.peerLocked(r.peer) // connect now: the sender finds it made, and a death is seen
+	if r.peer >= 0 && r.peer != e.rank && e.links.peers[r.peer] == nil {
+		e.links.peerLocked(r.peer) // connect now: the sender finds it made, and a death is seen
 	}
 	e.posted.Push(&r.link, r, want)
 }

@@ -54,7 +54,7 @@ func Mprobe(ctx context.Context, w *World, src, tag int) (*Message, Status, erro
 	}
 	st := w.out(r.status)
 	e.recycleLocked(r)
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	return msg, st, withOp("mprobe", err)
 }
 
@@ -79,7 +79,7 @@ func Improbe(w *World, src, tag int) (msg *Message, ok bool, st Status, err erro
 	if err := e.checkArgsLocked(s, tag, true); err != nil {
 		return nil, false, Status{}, withOp("improbe", err)
 	}
-	if !e.polling {
+	if !e.poll.active {
 		e.progressLocked()
 	}
 	r := Request{ctx: w.ctx, peer: s, tag: tag}
@@ -115,7 +115,7 @@ func Mrecv[T Elem](ctx context.Context, m *Message, buf []T) (Status, error) {
 		err = r.err
 	}
 	st := r.statusOut()
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	return st, withOp("mrecv", err)
 }
 

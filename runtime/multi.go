@@ -41,14 +41,14 @@ func WaitAny(ctx context.Context, rs []*Request) (int, Status, error) {
 	if i < 0 {
 		tok := &Request{e: e, kind: reqSync, wake: make(chan struct{}, 1)}
 		if err := e.untilLocked(ctx, tok, false, set); err != nil {
-			e.handoffLocked()
+			e.poll.handoffLocked()
 			return -1, Status{}, withOp("waitany", err)
 		}
 		i = doneIndex(set)
 	}
 	r := rs[i]
 	rs[i] = nil
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	st, err := r.reportLocked()
 	return i, st, withOp(r.opName(), err)
 }
@@ -100,7 +100,7 @@ func TestAny(rs []*Request) (i int, ok bool, st Status, err error) {
 	if set == nil {
 		return -1, true, emptyStatus, nil
 	}
-	if doneIndex(set) < 0 && !e.polling {
+	if doneIndex(set) < 0 && !e.poll.active {
 		e.progressLocked()
 	}
 	if i = doneIndex(set); i < 0 {
@@ -135,11 +135,11 @@ func WaitSome(ctx context.Context, rs []*Request, statuses []Status) ([]int, err
 	if doneIndex(set) < 0 {
 		tok := &Request{e: e, kind: reqSync, wake: make(chan struct{}, 1)}
 		if err := e.untilLocked(ctx, tok, false, set); err != nil {
-			e.handoffLocked()
+			e.poll.handoffLocked()
 			return nil, withOp("waitsome", err)
 		}
 	}
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	return someLocked("waitsome", rs, set, statuses)
 }
 
@@ -159,7 +159,7 @@ func TestSome(rs []*Request, statuses []Status) ([]int, error) {
 	if set == nil {
 		return nil, nil
 	}
-	if !e.polling {
+	if !e.poll.active {
 		e.progressLocked()
 	}
 	return someLocked("testsome", rs, set, statuses)
@@ -210,12 +210,12 @@ func WaitAll(ctx context.Context, rs []*Request, statuses []Status) error {
 	for _, r := range rs {
 		if r != nil && !r.done {
 			if err := e.waitLocked(ctx, r); err != nil {
-				e.handoffLocked()
+				e.poll.handoffLocked()
 				return withOp("waitall", err)
 			}
 		}
 	}
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	return collectLocked("waitall", rs, statuses)
 }
 
@@ -235,7 +235,7 @@ func TestAll(rs []*Request, statuses []Status) (bool, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.polling {
+	if !e.poll.active {
 		e.progressLocked()
 	}
 	for _, r := range rs {
@@ -353,7 +353,7 @@ func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize,
 	if sr != nil {
 		serr = e.finishSendLocked(ctx, sr)
 	}
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	if rerr != nil {
 		return st, rerr
 	}

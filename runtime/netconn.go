@@ -60,15 +60,15 @@ func checkListenerName(name string) error {
 }
 
 // shmStreamName is the shm address of rank's listener name in this job.
-func (e *engine) shmStreamName(rank int, name string) string {
-	d := sha256.Sum256(e.secret)
+func (l *links) shmStreamName(rank int, name string) string {
+	d := sha256.Sum256(l.secret)
 	return fmt.Sprintf("gorma-rank/%x/%d/%s", d[:8], rank, name)
 }
 
 // sharesMemory reports whether this rank reaches rank r through shared memory: a
 // provider that maps the peer's memory (verbs.CapMap).
-func (e *engine) sharesMemory(r int) bool {
-	c, err := e.capsBetween(e.rank, r)
+func (l *links) sharesMemory(r int) bool {
+	c, err := l.capsBetween(l.rank, r)
 	return err == nil && c.Has(verbs.CapMap)
 }
 
@@ -85,25 +85,25 @@ func (w *World) Listen(name string) (net.Listener, error) {
 	if err := e.checkLocked(); err != nil {
 		return nil, withOp("listen", err)
 	}
-	if e.cm.ln == nil {
+	if e.links.cm.ln == nil {
 		return nil, withOp("listen", invalidf("a world of one rank has no peers to accept from"))
 	}
-	if e.cm.named == nil {
-		e.cm.named = map[string]*rankListener{}
+	if e.links.cm.named == nil {
+		e.links.cm.named = map[string]*rankListener{}
 	}
-	if _, ok := e.cm.named[name]; ok {
+	if _, ok := e.links.cm.named[name]; ok {
 		return nil, withOp("listen", invalidf("this rank already listens on %q (Close that listener first)", name))
 	}
 	l := &rankListener{e: e, addr: RankAddr{Rank: e.rank, Name: name}, conns: make(chan net.Conn), done: make(chan struct{})}
 	if e.hostShared() {
-		shm, err := sockets.Listen("shm", e.shmStreamName(e.rank, name))
+		shm, err := sockets.Listen("shm", e.links.shmStreamName(e.rank, name))
 		if err != nil {
 			return nil, withOp("listen", fmt.Errorf("%w: %w", ErrTransport, err))
 		}
 		l.shm = shm
 		go l.forward()
 	}
-	e.cm.named[name] = l
+	e.links.cm.named[name] = l
 	return l, nil
 }
 
@@ -135,8 +135,8 @@ func (l *rankListener) Accept() (net.Conn, error) {
 func (l *rankListener) Close() error {
 	l.once.Do(func() {
 		l.e.mu.Lock()
-		if l.e.cm.named[l.addr.Name] == l {
-			delete(l.e.cm.named, l.addr.Name)
+		if l.e.links.cm.named[l.addr.Name] == l {
+			delete(l.e.links.cm.named, l.addr.Name)
 		}
 		l.e.mu.Unlock()
 		l.stop()
@@ -155,31 +155,31 @@ func (l *rankListener) stop() {
 func (l *rankListener) Addr() net.Addr { return l.addr }
 
 // closeListenersLocked closes every rank listener (Finalize, shutdown).
-func (e *engine) closeListenersLocked() {
-	for name, l := range e.cm.named {
-		delete(e.cm.named, name)
-		l.once.Do(l.stop)
+func (l *links) closeListenersLocked() {
+	for name, rl := range l.cm.named {
+		delete(l.cm.named, name)
+		rl.once.Do(rl.stop)
 	}
 }
 
 // serveSocket answers rank from's request for a stream to the rank listener name, and
 // reports whether that listener took c.
-func (e *engine) serveSocket(ctx context.Context, c net.Conn, from int, name string, transcript []byte) bool {
-	e.mu.Lock()
-	l := e.cm.named[name]
-	e.mu.Unlock()
-	if l == nil {
-		e.reply(c, cmNotYet, nil, transcript)
+func (l *links) serveSocket(ctx context.Context, c net.Conn, from int, name string, transcript []byte) bool {
+	l.mu.Lock()
+	rl := l.cm.named[name]
+	l.mu.Unlock()
+	if rl == nil {
+		l.reply(c, cmNotYet, nil, transcript)
 		return false
 	}
-	if err := e.reply(c, cmAccept, nil, transcript); err != nil {
+	if err := l.reply(c, cmAccept, nil, transcript); err != nil {
 		return false
 	}
 	c.SetDeadline(time.Time{})
 	select {
-	case l.conns <- c:
+	case rl.conns <- c:
 		return true
-	case <-l.done:
+	case <-rl.done:
 	case <-ctx.Done():
 	}
 	return false
@@ -206,22 +206,22 @@ func (w *World) Dial(ctx context.Context, rank int, name string) (net.Conn, erro
 	if jr == e.rank {
 		return nil, withOp("dial", invalidf("rank %d dialing itself: use a net.Pipe", rank))
 	}
-	if e.sharesMemory(jr) {
-		return e.dialSHMStream(ctx, rank, jr, name)
+	if e.links.sharesMemory(jr) {
+		return e.links.dialSHMStream(ctx, rank, jr, name)
 	}
-	c, err := e.cardOf(ctx, jr)
+	c, err := e.links.cardOf(ctx, jr)
 	if err != nil {
-		return nil, e.dialErr(jr, fmt.Errorf("%w: read rank %d's card: %w", ErrTransport, rank, err))
+		return nil, e.links.dialErr(jr, fmt.Errorf("%w: read rank %d's card: %w", ErrTransport, rank, err))
 	}
 	backoff := time.Millisecond
 	for {
-		if err := e.peerGone(jr); err != nil {
+		if err := e.links.peerGone(jr); err != nil {
 			return nil, withOp("dial", err)
 		}
-		conn, status, body, err := e.handshake(ctx, cmKindSocket, jr, c.cm, []byte(name))
+		conn, status, body, err := e.links.handshake(ctx, cmKindSocket, jr, c.cm, []byte(name))
 		switch {
 		case err != nil:
-			return nil, e.dialErr(jr, fmt.Errorf("%w: stream to rank %d's listener %q (listener %s): %w", ErrTransport, rank, name, c.cm, err))
+			return nil, e.links.dialErr(jr, fmt.Errorf("%w: stream to rank %d's listener %q (listener %s): %w", ErrTransport, rank, name, c.cm, err))
 		case status == cmAccept:
 			return conn, nil
 		case status == cmNotYet:
@@ -241,15 +241,15 @@ func (w *World) Dial(ctx context.Context, rank int, name string) (net.Conn, erro
 
 // dialSHMStream connects to the shm side of rank's (job rank jr's) listener name, asking
 // again until it exists or ctx ends.
-func (e *engine) dialSHMStream(ctx context.Context, rank, jr int, name string) (net.Conn, error) {
-	addr := e.shmStreamName(jr, name)
+func (l *links) dialSHMStream(ctx context.Context, rank, jr int, name string) (net.Conn, error) {
+	addr := l.shmStreamName(jr, name)
 	backoff := time.Millisecond
 	for {
 		c, err := sockets.DialContext(ctx, "shm", addr)
 		if err == nil {
 			return c, nil
 		}
-		if err := e.peerGone(jr); err != nil {
+		if err := l.peerGone(jr); err != nil {
 			return nil, withOp("dial", err)
 		}
 		select {
@@ -262,10 +262,10 @@ func (e *engine) dialSHMStream(ctx context.Context, rank, jr int, name string) (
 }
 
 // peerGone returns the failure of job rank jr's peer, if this rank knows it failed.
-func (e *engine) peerGone(jr int) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if p := e.peers[jr]; p != nil && p.failed != nil {
+func (l *links) peerGone(jr int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p := l.peers[jr]; p != nil && p.failed != nil {
 		return p.failed
 	}
 	return nil
@@ -274,11 +274,11 @@ func (e *engine) peerGone(jr int) error {
 // dialErr is the error of a Dial to job rank jr that failed with err: a *ProcError that
 // names the rank, its host and "its process exited" when err says so (transportWhy),
 // with err in its chain; err itself otherwise.
-func (e *engine) dialErr(jr int, err error) error {
+func (l *links) dialErr(jr int, err error) error {
 	if why := transportWhy(err); why != "" {
-		e.mu.Lock()
-		host := e.hosts[jr]
-		e.mu.Unlock()
+		l.mu.Lock()
+		host := l.hosts[jr]
+		l.mu.Unlock()
 		return withOp("dial", &ProcError{Rank: jr, Host: host, Err: ErrProcFailed, Why: why, Cause: err})
 	}
 	return withOp("dial", err)

@@ -230,7 +230,7 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 	}
 	st := w.out(r.status)
 	e.recycleLocked(r)
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	return st, withOp("probe", err)
 }
 
@@ -257,7 +257,7 @@ func Iprobe(w *World, src, tag int) (bool, Status, error) {
 	if err := e.checkArgsLocked(src, tag, true); err != nil {
 		return false, Status{}, withOp("iprobe", err)
 	}
-	if !e.polling {
+	if !e.poll.active {
 		e.progressLocked()
 	}
 	r := Request{ctx: w.ctx, peer: src, tag: tag}
@@ -303,7 +303,7 @@ func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest
 	if r := e.startSendLocked(ctxID, buf, esize, dest, tag); r != nil {
 		err = e.finishSendLocked(ctx, r)
 	}
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	return err
 }
 
@@ -313,8 +313,8 @@ func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest
 func (e *engine) startSendLocked(ctxID uint16, buf []byte, esize, dest, tag int) *Request {
 	if dest != e.rank {
 		// The fast box path needs no Request (sendLocked would take it too).
-		p := e.peers[dest]
-		if p != nil && p.ready && p.failed == nil && len(buf) <= p.eagerMax && p.out.n == 0 && e.postFastLocked(p, ctxID, tag, buf) {
+		p := e.links.peers[dest]
+		if p != nil && p.ready && p.failed == nil && len(buf) <= p.eagerMax && p.out.n == 0 && p.postFastLocked(ctxID, tag, buf) {
 			return nil
 		}
 	}
@@ -350,7 +350,7 @@ func (e *engine) recv(ctx context.Context, ctxID uint16, buf []byte, esize, src,
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.anyFail = ctxID, src, tag, buf, esize, collective
 	e.receiveLocked(r)
 	st, err := e.finishRecvLocked(ctx, r)
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	return st, err
 }
 

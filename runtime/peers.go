@@ -7,10 +7,10 @@ import (
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
-// peer is the connection to one other rank: a QP of one device, its eager slots, and
-// the operations waiting for send resources. All fields are guarded by engine.mu, but
-// for dev, qp and the fast boxes, which are set once under it, before the connection's
-// set-up (cm.go) uses them outside it.
+// peer is the connection to one other rank: a QP of one device, its set-up, its eager
+// slots, its fast boxes and its held sends. All fields are guarded by engine.mu, but for
+// dev, qp and the fast boxes, which are set once under it, before the connection's set-up
+// (cm.go) uses them outside it.
 type peer struct {
 	rank   int
 	host   string
@@ -20,15 +20,36 @@ type peer struct {
 	cma    bool     // cross-memory reads reach the peer (verbs.CapCMA, and the kernel allows them)
 	failed *ProcError
 
-	// Connection set-up (cm.go). Until ready, sends wait in out (as opSend) and the QP
-	// posts nothing (sqFree is 0). readyCh is closed once ready or failed (wakeLocked).
+	peerSetup
+	eagerSlots
+	out outQueue // operations waiting for a send slot or queue entry, in order
+
+	// Fast boxes (fastbox.go): fin is the box p writes into (in our arena), fout p's box
+	// for our messages (in our mapping of p's arena). qsent and qrecv count the matchable
+	// messages (eager, RTS) posted to p and handled from p through the queue pair.
+	fin   fbIn
+	fout  fbOut
+	qsent uint64
+	qrecv uint64
+
+	heldSends
+}
+
+// peerSetup is a peer's connection set-up (cm.go). Until ready, sends wait in the peer's
+// out queue (as opSend) and its QP posts nothing (sqFree is 0). readyCh is closed once
+// ready or failed (wakeLocked).
+type peerSetup struct {
 	ready     bool
 	dialing   bool // this rank asked the peer to connect
 	accepting bool // this rank connects for the peer's request
 	readyCh   chan struct{}
 	woken     bool
 	myEP      []byte // this rank's endpoint value for the peer (encodeEP)
+}
 
+// eagerSlots are a peer's registered send and receive slots (eager messages, RTS, FIN)
+// and its send queue entries.
+type eagerSlots struct {
 	eagerMax int // largest eager payload the peer accepts
 	txMR     verbs.MR
 	rxMR     verbs.MR
@@ -43,24 +64,18 @@ type peer struct {
 	sigEvery int // every sigEvery-th message is posted signaled
 	sqFree   int // send queue entries not in use
 	maxSend  int
-	out      outQueue // operations waiting for a send slot or queue entry, in order
 	rxLater  []uint32 // receive slots handled but not yet posted again (repostLaterLocked)
-	inLater  bool     // p is in engine.rxLater
+	inLater  bool     // the peer is in links.rxLater
 
 	swr verbs.SendWR // reused for every post: providers do not retain it
 	rwr verbs.RecvWR
+}
 
-	// Fast boxes (fastbox.go): fin is the box p writes into (in our arena), fout p's box
-	// for our messages (in our mapping of p's arena). qsent and qrecv count the matchable
-	// messages (eager, RTS) posted to p and handled from p through the queue pair.
-	fin   fbIn
-	fout  fbOut
-	qsent uint64
-	qrecv uint64
-
-	// Held eager sends (eager.go): sq is the QP when its provider may keep posted sends
-	// waiting for this rank's progress (nil otherwise). Held are the eager sends whose
-	// messages it keeps, in post order. Holding is len(held) > 0, read without mu.
+// heldSends are a peer's held eager sends (eager.go): sq is the QP when its provider may
+// keep posted sends waiting for this rank's progress (nil otherwise). Held are the eager
+// sends whose messages it keeps, in post order. Holding is len(held) > 0, read without
+// engine.mu.
+type heldSends struct {
 	sq      sendQueuer
 	held    []*Request
 	holding atomic.Bool
@@ -121,14 +136,14 @@ func initPeer(p *peer, d *device, eagerMine, eagerTheirs, slots int) error {
 	return nil
 }
 
-func (p *peer) txBuf(i uint32) []byte {
-	b := p.txMR.Bytes()
-	return b[int(i)*p.txSize : int(i+1)*p.txSize]
+func (s *eagerSlots) txBuf(i uint32) []byte {
+	b := s.txMR.Bytes()
+	return b[int(i)*s.txSize : int(i+1)*s.txSize]
 }
 
-func (p *peer) rxBuf(i uint32) []byte {
-	b := p.rxMR.Bytes()
-	return b[int(i)*p.rxSize : int(i+1)*p.rxSize]
+func (s *eagerSlots) rxBuf(i uint32) []byte {
+	b := s.rxMR.Bytes()
+	return b[int(i)*s.rxSize : int(i+1)*s.rxSize]
 }
 
 func (p *peer) postRecv(i uint32) error {
@@ -143,49 +158,49 @@ func (p *peer) postRecv(i uint32) error {
 // half of the slots to send into while this rank drains its messages.
 
 // repostLaterLocked records that receive slot idx of p is free for reposting.
-func (e *engine) repostLaterLocked(p *peer, idx uint32) {
+func (l *links) repostLaterLocked(p *peer, idx uint32) {
 	p.rxLater = append(p.rxLater, idx)
 	if len(p.rxLater) >= max(p.slots/2, 1) {
-		e.repostLocked(p)
+		l.repostLocked(p)
 		return
 	}
 	if !p.inLater {
 		p.inLater = true
-		e.rxLater = append(e.rxLater, p)
+		l.rxLater = append(l.rxLater, p)
 	}
 }
 
 // repostLocked posts p's waiting receive slots.
-func (e *engine) repostLocked(p *peer) {
+func (l *links) repostLocked(p *peer) {
 	for _, i := range p.rxLater {
 		if p.failed != nil {
 			break
 		}
 		if err := p.postRecv(i); err != nil {
-			e.peerFailedLocked(p, err)
+			l.hooks.failed(p, err)
 		}
 	}
 	p.rxLater = p.rxLater[:0]
 }
 
 // repostAllLocked posts every waiting receive slot.
-func (e *engine) repostAllLocked() {
-	for i, p := range e.rxLater {
-		e.repostLocked(p)
+func (l *links) repostAllLocked() {
+	for i, p := range l.rxLater {
+		l.repostLocked(p)
 		p.inLater = false
-		e.rxLater[i] = nil
+		l.rxLater[i] = nil
 	}
-	e.rxLater = e.rxLater[:0]
+	l.rxLater = l.rxLater[:0]
 }
 
 // canSend reports whether a message (which needs a send slot) can be posted now.
-func (p *peer) canSend() bool { return len(p.txFree) > 0 && p.sqFree > 0 }
+func (s *eagerSlots) canSend() bool { return len(s.txFree) > 0 && s.sqFree > 0 }
 
 // takeSlot returns a free send slot. canSend must have been true.
-func (p *peer) takeSlot() uint32 {
-	n := len(p.txFree) - 1
-	i := p.txFree[n]
-	p.txFree = p.txFree[:n]
+func (s *eagerSlots) takeSlot() uint32 {
+	n := len(s.txFree) - 1
+	i := s.txFree[n]
+	s.txFree = s.txFree[:n]
 	return i
 }
 
@@ -215,13 +230,13 @@ func (p *peer) postMessage(i uint32, n int, signal bool) error {
 
 // txDone handles the completion of the signaled message in send slot idx: that slot and
 // those of every message posted before it are free again.
-func (p *peer) txDone(idx uint32) {
-	for p.txN > 0 {
-		i := p.txPend[p.txHead]
-		p.txHead = (p.txHead + 1) % len(p.txPend)
-		p.txN--
-		p.txFree = append(p.txFree, i)
-		p.sqFree++
+func (s *eagerSlots) txDone(idx uint32) {
+	for s.txN > 0 {
+		i := s.txPend[s.txHead]
+		s.txHead = (s.txHead + 1) % len(s.txPend)
+		s.txN--
+		s.txFree = append(s.txFree, i)
+		s.sqFree++
 		if i == idx {
 			return
 		}
@@ -233,8 +248,8 @@ func (p *peer) quiet() bool {
 	return p.failed != nil || (p.out.n == 0 && (!p.ready || p.sqFree == p.maxSend))
 }
 
-// wakeLocked closes p.readyCh, once: p is ready or failed.
-func (p *peer) wakeLocked() {
+// wakeLocked closes readyCh, once: the peer is ready or failed.
+func (p *peerSetup) wakeLocked() {
 	if !p.woken && p.readyCh != nil {
 		p.woken = true
 		close(p.readyCh)

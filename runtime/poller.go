@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,11 @@ type poller struct {
 	mu         sync.Mutex
 	waitCtx    context.Context // the single-CQ wait's context, canceled by kick
 	waitCancel context.CancelFunc
+
+	// The role and the parked goroutines, guarded by engine.mu.
+	active    bool       // a goroutine holds the poller role
+	parked    []*Request // parked goroutines' requests, in parking order
+	quietWait *Request   // Finalize's parked request, woken when nothing is outstanding
 
 	// The role holder only.
 	watched    context.Context // the user context whose end kicks
@@ -358,4 +364,77 @@ func (p *poller) boxList() []*peer {
 func (p *poller) addBox(q *peer) {
 	next := append(append([]*peer(nil), p.boxList()...), q)
 	p.boxes.Store(&next)
+}
+
+// addPeer gives the poller connected peer q's fast box and send queue, if it has them.
+// The caller holds engine.mu.
+func (p *poller) addPeer(q *peer) {
+	if q.fin.box != nil {
+		p.addBox(q)
+	}
+	if q.sq != nil {
+		p.addQueuer(q)
+	}
+}
+
+// fastboxReady reports whether some peer's box holds a message that can be handled now.
+// It takes no lock: the shm CQ's wait check calls it.
+func (p *poller) fastboxReady() bool { return boxesReady(p.boxList()) }
+
+// waitCheck is the shm CQ's wait check: a fast box message can be handled, or held sends
+// have left (eager.go). It takes no lock.
+func (p *poller) waitCheck() bool { return p.fastboxReady() || p.heldLeft() }
+
+// kickLocked kicks the poller if a goroutine holds the role: call it after completing a
+// request outside a poll pass (the poller's own request may be among them). The caller
+// holds engine.mu.
+func (p *poller) kickLocked() {
+	if p.active {
+		p.kick()
+	}
+}
+
+// handoffLocked wakes a parked goroutine to take over polling, if nobody polls. Call it,
+// with engine.mu held, whenever a waiting goroutine stops waiting.
+func (p *poller) handoffLocked() {
+	if p.active || len(p.parked) == 0 {
+		return
+	}
+	select {
+	case p.parked[0].wake <- struct{}{}:
+	default:
+	}
+}
+
+// parkLocked waits, without mu (engine.mu, held on call and on return), until r's waiter
+// is woken (r completed, or the poller left) or ctx ends.
+//
+// Several goroutines may wait for one Request: they share its wake channel, which holds
+// one token, so completeLocked wakes only one of them. A goroutine that leaves while
+// others still wait for a completed r passes the wake-up on, and r.waiting stays true
+// until the last one has left; otherwise the others would sleep until their context
+// ends, or for ever (TestStressWaitOneRequestFromManyGoroutines).
+func (p *poller) parkLocked(ctx context.Context, r *Request, mu *engineLock) {
+	if r.wake == nil {
+		r.wake = make(chan struct{}, 1)
+	}
+	r.waiting = true
+	p.parked = append(p.parked, r)
+	mu.Unlock()
+	select {
+	case <-r.wake:
+	case <-ctx.Done():
+	}
+	mu.Lock()
+	if i := slices.Index(p.parked, r); i >= 0 {
+		p.parked = slices.Delete(p.parked, i, i+1)
+	}
+	r.waiting = slices.Contains(p.parked, r)
+	select {
+	case <-r.wake:
+	default:
+	}
+	if r.waiting && r.done {
+		r.wake <- struct{}{} // drained just above: never blocks
+	}
 }

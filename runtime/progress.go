@@ -47,36 +47,36 @@ func (e *engine) untilLocked(ctx context.Context, r *Request, quiet bool, set []
 func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool, set []*Request) error {
 	first := true
 	for {
-		if !e.polling && (quiet || !e.reachedLocked(r, set)) {
+		if !e.poll.active && (quiet || !reached(r, set)) {
 			e.progressLocked()
 		}
-		if e.reachedLocked(r, set) || (quiet && e.quietLocked()) {
+		if reached(r, set) || (quiet && e.quietLocked()) {
 			return nil
 		}
 		if quiet && e.aborted != nil {
 			return e.aborted
 		}
 		if quiet {
-			e.flushSendsLocked()
+			e.links.flushSendsLocked()
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if e.polling {
+		if e.poll.active {
 			if quiet {
-				e.quietWait = r
+				e.poll.quietWait = r
 			}
 			watch(set, r)
-			e.parkLocked(ctx, r)
+			e.poll.parkLocked(ctx, r, &e.mu)
 			unwatch(set, r)
-			e.quietWait = nil
+			e.poll.quietWait = nil
 			continue
 		}
-		if len(e.rxLater) > 0 {
-			e.repostAllLocked()
+		if len(e.links.rxLater) > 0 {
+			e.links.repostAllLocked()
 		}
-		e.polling = true
-		live := e.liveDevsLocked()
+		e.poll.active = true
+		live := e.links.liveDevsLocked()
 		if first {
 			e.poll.spinBudget = spinBudget(e.poll.spinFor, e.table.sendBytes, e.localSize > e.ncpu)
 			e.poll.yieldAfter = e.yieldAfterLocked(r, quiet, set)
@@ -89,12 +89,12 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 		if got.n > 0 || got.err != nil || got.fb {
 			e.handlePolledLocked(&got)
 		}
-		e.polling = false
+		e.poll.active = false
 	}
 }
 
-// reachedLocked reports whether r is done, or with a set, whether one of set is.
-func (e *engine) reachedLocked(r *Request, set []*Request) bool {
+// reached reports whether r is done, or with a set, whether one of set is.
+func reached(r *Request, set []*Request) bool {
 	if set != nil {
 		return doneIndex(set) >= 0
 	}
@@ -135,7 +135,7 @@ func unwatch(set []*Request, tok *Request) {
 // quietLocked reports whether nothing this rank sent is outstanding: no queued or
 // unacknowledged message, no rendezvous awaiting FIN or being read.
 func (e *engine) quietLocked() bool {
-	for _, p := range e.peers {
+	for _, p := range e.links.peers {
 		if p != nil && !p.quiet() {
 			return false
 		}
@@ -143,56 +143,11 @@ func (e *engine) quietLocked() bool {
 	return len(e.table.free) == len(e.table.slots)
 }
 
-// handoffLocked wakes a parked goroutine to take over polling, if nobody polls. Call it
-// whenever a waiting goroutine stops waiting.
-func (e *engine) handoffLocked() {
-	if e.polling || len(e.waiters) == 0 {
-		return
-	}
-	select {
-	case e.waiters[0].wake <- struct{}{}:
-	default:
-	}
-}
-
-// parkLocked waits, without mu, until r's waiter is woken (r completed, or the poller
-// left) or ctx ends.
-//
-// Several goroutines may wait for one Request: they share its wake channel, which holds
-// one token, so completeLocked wakes only one of them. A goroutine that leaves while
-// others still wait for a completed r passes the wake-up on, and r.waiting stays true
-// until the last one has left; otherwise the others would sleep until their context
-// ends, or for ever (TestStressWaitOneRequestFromManyGoroutines).
-func (e *engine) parkLocked(ctx context.Context, r *Request) {
-	if r.wake == nil {
-		r.wake = make(chan struct{}, 1)
-	}
-	r.waiting = true
-	e.waiters = append(e.waiters, r)
-	e.mu.Unlock()
-	select {
-	case <-r.wake:
-	case <-ctx.Done():
-	}
-	e.mu.Lock()
-	if i := slices.Index(e.waiters, r); i >= 0 {
-		e.waiters = slices.Delete(e.waiters, i, i+1)
-	}
-	r.waiting = slices.Contains(e.waiters, r)
-	select {
-	case <-r.wake:
-	default:
-	}
-	if r.waiting && r.done {
-		r.wake <- struct{}{} // drained just above: never blocks
-	}
-}
-
 // progressLocked polls every completion queue until it is empty and handles what it
 // found. The caller holds mu and no other goroutine is the poller.
 func (e *engine) progressLocked() {
 	e.drainFastboxesLocked()
-	for _, d := range e.devs {
+	for _, d := range e.links.devs {
 		if d.closed || d.broken {
 			continue
 		}
@@ -218,10 +173,10 @@ func (e *engine) progressLocked() {
 // outstanding any more.
 func (e *engine) polledLocked() {
 	e.poll.polledPass()
-	if len(e.holders) > 0 {
+	if len(e.links.holders) > 0 {
 		e.releaseHeldLocked()
 	}
-	if r := e.quietWait; r != nil && e.quietLocked() {
+	if r := e.poll.quietWait; r != nil && e.quietLocked() {
 		select {
 		case r.wake <- struct{}{}:
 		default:
@@ -229,11 +184,11 @@ func (e *engine) polledLocked() {
 	}
 }
 
-// liveDevsLocked returns the devices the poller may poll, as a bit set of e.devs indexes,
+// liveDevsLocked returns the devices the poller may poll, as a bit set of e.links.devs indexes,
 // so that the spin outside mu reads no field that mu guards.
-func (e *engine) liveDevsLocked() uint64 {
+func (l *links) liveDevsLocked() uint64 {
 	var live uint64
-	for i, d := range e.devs {
+	for i, d := range l.devs {
 		if !d.closed && !d.broken && i < 64 {
 			live |= 1 << i
 		}
@@ -248,7 +203,7 @@ func (e *engine) handlePolledLocked(got *polled) {
 		e.polledLocked()
 		return
 	}
-	d := e.devs[got.dev]
+	d := e.links.devs[got.dev]
 	if got.err != nil {
 		if !d.broken {
 			e.deviceFailedLocked(d, got.err)
@@ -268,8 +223,8 @@ func (e *engine) yieldAfterLocked(r *Request, quiet bool, set []*Request) int {
 		return neverYield
 	}
 	if !quiet && set == nil && (r.kind == reqSend || r.kind == reqRecv || r.kind == reqProbe) &&
-		r.peer >= 0 && r.peer != e.rank && r.peer < len(e.cardOK) && e.cardOK[r.peer] {
-		me, them := &e.cards[e.rank], &e.cards[r.peer]
+		r.peer >= 0 && r.peer != e.rank && r.peer < len(e.links.cardOK) && e.links.cardOK[r.peer] {
+		me, them := &e.links.cards[e.rank], &e.links.cards[r.peer]
 		switch {
 		case sameCPU(me, them):
 			return 0
@@ -278,16 +233,4 @@ func (e *engine) yieldAfterLocked(r *Request, quiet bool, set []*Request) int {
 		}
 	}
 	return oversubYieldAfter
-}
-
-// kick wakes the poller (or the next one) so that it looks at the engine's state again.
-// Safe from any goroutine, with or without mu.
-func (e *engine) kick() { e.poll.kick() }
-
-// kickLocked kicks the poller if there is one: call it after completing a request outside
-// progressLocked (the poller's own request may be among them).
-func (e *engine) kickLocked() {
-	if e.polling {
-		e.poll.kick()
-	}
 }

@@ -84,7 +84,7 @@ func (e *engine) reach(a, b int) Reach {
 	if a == b {
 		return ReachSelf | ReachMap | ReachZeroCopy
 	}
-	c, err := e.capsBetween(a, b)
+	c, err := e.links.capsBetween(a, b)
 	if err != nil {
 		return 0
 	}

@@ -142,7 +142,7 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 		st, err = r.reportLocked()
 	}
 	err = withOp(r.opName(), err)
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	e.mu.Unlock()
 	return st, err
 }
@@ -156,7 +156,7 @@ func (r *Request) Test() (bool, Status, error) {
 	e := r.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !r.done && !e.polling {
+	if !r.done && !e.poll.active {
 		e.progressLocked()
 	}
 	if !r.done {

@@ -54,7 +54,7 @@ var errRegionFreed = errors.New("region already freed")
 type Region struct {
 	e     *engine
 	buf   []byte
-	mrs   []verbs.MR // by e.devs index; nil for a device it is not registered with
+	mrs   []verbs.MR // by e.links.devs index; nil for a device it is not registered with
 	owned bool       // carved from an arena (Free returns it), not user memory
 	zero  bool       // every byte reads zero: arena pages never handed out (Zero)
 	freed atomic.Bool
@@ -87,34 +87,34 @@ func (w *World) allocRegion(n int, host bool) (*Region, error) {
 		return nil, err
 	}
 	r := &Region{e: e, owned: true}
-	if len(e.devs) == 0 {
+	if len(e.links.devs) == 0 {
 		r.buf, r.zero = alignedBytes(n), true
 		return r, nil
 	}
 	first := 0 // the device whose arena the memory comes from
 	if host {
-		first = slices.IndexFunc(e.devs, func(d *device) bool { return d.caps.Has(verbs.CapMap) })
+		first = slices.IndexFunc(e.links.devs, func(d *device) bool { return d.caps.Has(verbs.CapMap) })
 		if first < 0 {
 			return nil, fmt.Errorf("%w: a host-local region needs the shared-memory device, and this rank has only %s",
-				ErrTransport, e.devs[0].name)
+				ErrTransport, e.links.devs[0].name)
 		}
 	}
-	r.mrs = make([]verbs.MR, len(e.devs))
-	mr, err := e.devs[first].pd.AllocMR(max(n, 8), rmaAccess)
+	r.mrs = make([]verbs.MR, len(e.links.devs))
+	mr, err := e.links.devs[first].pd.AllocMR(max(n, 8), rmaAccess)
 	if err != nil {
-		return nil, fmt.Errorf("%w: allocate %d bytes of window memory from the %s arena: %w", ErrTransport, n, e.devs[first].name, err)
+		return nil, fmt.Errorf("%w: allocate %d bytes of window memory from the %s arena: %w", ErrTransport, n, e.links.devs[first].name, err)
 	}
 	r.mrs[first], r.buf = mr, mr.Bytes()[:n:n]
 	if z, ok := mr.(interface{ Zero() bool }); ok {
 		r.zero = z.Zero()
 	}
-	for i := range e.devs {
-		if i == first || host && !e.devs[i].caps.Has(verbs.CapMap) {
+	for i := range e.links.devs {
+		if i == first || host && !e.links.devs[i].caps.Has(verbs.CapMap) {
 			continue
 		}
-		if r.mrs[i], err = e.devs[i].pd.RegMR(mr.Bytes(), rmaAccess); err != nil {
+		if r.mrs[i], err = e.links.devs[i].pd.RegMR(mr.Bytes(), rmaAccess); err != nil {
 			r.Free()
-			return nil, fmt.Errorf("%w: register window memory with %s: %w", ErrTransport, e.devs[i].name, err)
+			return nil, fmt.Errorf("%w: register window memory with %s: %w", ErrTransport, e.links.devs[i].name, err)
 		}
 	}
 	return r, nil
@@ -128,11 +128,11 @@ func (w *World) RegisterRegion(buf []byte) (*Region, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	r := &Region{e: e, buf: buf, mrs: make([]verbs.MR, len(e.devs))}
+	r := &Region{e: e, buf: buf, mrs: make([]verbs.MR, len(e.links.devs))}
 	if len(buf) == 0 {
 		return r, nil
 	}
-	for i, d := range e.devs {
+	for i, d := range e.links.devs {
 		a := rmaAccess
 		if !d.dev.Caps().Has(verbs.CapUserMemAtomic) {
 			a &^= verbs.RemoteAtomic
@@ -157,7 +157,7 @@ func (r *Region) AppendDesc(b []byte) []byte {
 		code := byte(0)
 		var key uint64
 		if mr != nil {
-			key, code = mr.RKey(), r.e.devs[i].desc
+			key, code = mr.RKey(), r.e.links.devs[i].desc
 		}
 		b = append(b, code)
 		b = binary.LittleEndian.AppendUint64(b, key)
@@ -168,7 +168,7 @@ func (r *Region) AppendDesc(b []byte) []byte {
 
 // DescLen is the length of a region description in a job whose ranks use up to two
 // devices; descriptions of one job all have the same length on one rank.
-func (w *World) DescLen() int { return 2 + len(w.e.devs)*17 }
+func (w *World) DescLen() int { return 2 + len(w.e.links.devs)*17 }
 
 // OnRemoteAtomic makes fn run after each remote atomic that a peer makes on the region
 // through a transport whose target side is this process: over tcp, the rank's connection
@@ -184,7 +184,7 @@ func (r *Region) OnRemoteAtomic(fn func()) {
 	}
 	for i, mr := range r.mrs {
 		if mr != nil {
-			r.e.devs[i].setAtomicHook(mr.RKey(), fn)
+			r.e.links.devs[i].setAtomicHook(mr.RKey(), fn)
 		}
 	}
 }
@@ -198,7 +198,7 @@ func (r *Region) OnRemoteAtomic(fn func()) {
 // costs a system call per connection whose reading is waiting to be handed back, a lock
 // per tcp device otherwise, and nothing on a rank without one.
 func (w *World) ServePeers() {
-	for _, r := range w.e.returners {
+	for _, r := range w.e.links.returners {
 		r.HandBack()
 	}
 }
@@ -213,7 +213,7 @@ func (w *World) ServePeers() {
 // and a system call per idle connection; nothing on a rank without tcp.
 func (w *World) PollPeers() bool {
 	served := false
-	for _, r := range w.e.returners {
+	for _, r := range w.e.links.returners {
 		if r.Progress() {
 			served = true
 		}
@@ -231,7 +231,7 @@ func (r *Region) Free() error {
 	}
 	for i, mr := range r.mrs {
 		if mr != nil {
-			r.e.devs[i].setAtomicHook(mr.RKey(), nil)
+			r.e.links.devs[i].setAtomicHook(mr.RKey(), nil)
 		}
 	}
 	var first error
@@ -300,7 +300,7 @@ func (w *World) Attach(rank int, desc []byte) (*Remote, error) {
 	if !ok || jr == e.rank {
 		return nil, invalidf("attach to rank %d (size %d, self %d): the peer must be another rank", rank, w.Size(), w.Rank())
 	}
-	p, err := e.awaitPeerLocked(e.stop, jr)
+	p, err := e.links.awaitPeerLocked(e.stop, jr)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +375,7 @@ func (r *Remote) Err() error {
 	}
 	p := r.p
 	if p.failed == nil && r.m != nil && !r.m.PeerAlive() {
-		if !e.polling {
+		if !e.poll.active {
 			e.progressLocked() // the provider fails the QP; its completions say how
 		}
 		if p.failed == nil {

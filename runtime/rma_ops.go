@@ -78,7 +78,7 @@ func (c *Counter) Wait(ctx context.Context) error {
 		err := e.waitLocked(ctx, &c.req)
 		// It may have been the poller: hand the role to a parked goroutine, or that one
 		// sleeps until its context ends (TestStressCounterWaitHandsOff).
-		e.handoffLocked()
+		e.poll.handoffLocked()
 		if err != nil {
 			return fmt.Errorf("wait for one-sided requests: %w", err)
 		}
@@ -166,14 +166,14 @@ func (e *engine) rmaRoomLocked(c *Counter, p *peer) error {
 	if c.byRank[p.rank] > 0 {
 		c.req.done = false
 		err := e.waitLocked(context.Background(), &c.req)
-		e.handoffLocked() // as in Wait
+		e.poll.handoffLocked() // as in Wait
 		return err
 	}
 	for i := 0; p.sqFree == 0 && p.failed == nil; i++ {
 		if err := e.checkLocked(); err != nil {
 			return err
 		}
-		if !e.polling {
+		if !e.poll.active {
 			e.progressLocked()
 		}
 		if p.sqFree > 0 {

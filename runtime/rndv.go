@@ -111,7 +111,7 @@ func (e *engine) finLocked(p *peer, cookie uint64) {
 // offered buffer into r.buf, then FIN. A layout offer (layout, its encoded runs, not
 // nil; rkey is then the sender's address) is read at once by readOfferLocked.
 func (e *engine) startReadLocked(r *Request, src int, tag int32, cookie, rkey, off, length uint64, layout []byte) {
-	p := e.peers[src]
+	p := e.links.peers[src]
 	n := min(length, uint64(len(r.buf)))
 	r.status = Status{Source: src, Tag: int(tag), Bytes: int(n), Count: elems(int(n), r.esize)}
 	if length > n {
@@ -123,7 +123,7 @@ func (e *engine) startReadLocked(r *Request, src int, tag int32, cookie, rkey, o
 	}
 	r.fin = cookie
 	if n == 0 {
-		e.queueFINLocked(p, cookie)
+		e.links.queueFINLocked(p, cookie)
 		e.completeLocked(r, r.truncErr())
 		return
 	}
@@ -168,7 +168,7 @@ func (e *engine) readDoneLocked(p *peer, idx uint32) {
 	if r.reads > 0 {
 		return
 	}
-	e.queueFINLocked(p, r.fin)
+	e.links.queueFINLocked(p, r.fin)
 	e.completeLocked(r, r.truncErr())
 }
 

@@ -102,10 +102,10 @@ func putLay(lay *layIO) {
 // offerLayLocked returns the layIO of a layout offer of l to job rank dest, or nil when
 // the message goes packed.
 func (e *engine) offerLayLocked(dest int, l *datatype.Laid) *layIO {
-	if dest == e.rank || dest < 0 || dest >= len(e.peers) {
+	if dest == e.rank || dest < 0 || dest >= len(e.links.peers) {
 		return nil
 	}
-	p := e.peers[dest]
+	p := e.links.peers[dest]
 	if p == nil || !p.ready || p.failed != nil || !p.cma || l.Size() <= p.eagerMax {
 		return nil
 	}
@@ -150,7 +150,7 @@ func (w *World) sendLaid(ctx context.Context, l *datatype.Laid, dest, tag int) (
 	if err == nil || ctx.Err() == nil {
 		putLay(lay) // else the offer may still be read: leave it to the collector
 	}
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	return true, withOp("send", err)
 }
 
@@ -159,7 +159,7 @@ func (w *World) sendLaid(ctx context.Context, l *datatype.Laid, dest, tag int) (
 func (e *engine) startOfferLocked(ctxID uint16, lay *layIO, dest, tag int) *Request {
 	r := e.newRequestLocked(reqSend)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.lay = ctxID, dest, tag, lay.base[lay.lo:lay.hi], 1, lay
-	e.offerLocked(e.peers[dest], r)
+	e.offerLocked(e.links.peers[dest], r)
 	return r
 }
 
@@ -181,7 +181,7 @@ func (w *World) recvLaid(ctx context.Context, buf []byte, lay *layIO, src, tag i
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.anyFail, r.lay = w.ctx, s, tag, buf, 1, w.sibling, lay
 	e.receiveLocked(r)
 	st, err := e.finishRecvLocked(ctx, r)
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	return w.out(st), true, withOp("recv", err)
 }
 
@@ -243,7 +243,7 @@ func (w *World) sendrecvLaid(ctx context.Context, out []byte, sl *datatype.Laid,
 	if sr != nil {
 		serr = e.finishSendLocked(ctx, sr)
 	}
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	if rerr == nil {
 		rerr = serr
 	}
@@ -340,7 +340,7 @@ func (e *engine) readOfferLocked(p *peer, r *Request, addr uint64, layout []byte
 		r.lay.direct = true
 	}
 	layoutReads.Add(1)
-	e.queueFINLocked(p, r.fin)
+	e.links.queueFINLocked(p, r.fin)
 	e.completeLocked(r, r.truncErr())
 }
 

@@ -225,7 +225,7 @@ func (w *World) newGroup(members []int, fam *family) *group {
 		}
 	}
 	for i, jr := range g.ranks {
-		if e.local(jr) {
+		if e.links.local(jr) {
 			if i == g.me {
 				g.localRank = g.localSize
 			}

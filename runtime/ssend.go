@@ -34,7 +34,7 @@ func (e *engine) ssend(ctx context.Context, ctxID uint16, buf []byte, esize, des
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.sync = ctxID, dest, tag, buf, esize, true
 	e.sendLocked(r)
 	err := e.finishSendLocked(ctx, r)
-	e.handoffLocked()
+	e.poll.handoffLocked()
 	return err
 }
 

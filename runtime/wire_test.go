@@ -55,7 +55,7 @@ func TestDecodeHeader(t *testing.T) {
 // signaled message frees its slot and those of every message posted before it, and no
 // later one.
 func TestTxDone(t *testing.T) {
-	p := &peer{txPend: make([]uint32, 4), txHead: 3}
+	p := &peer{eagerSlots: eagerSlots{txPend: make([]uint32, 4), txHead: 3}}
 	for _, i := range []uint32{2, 0, 3, 1} { // posted in this order, wrapping the ring
 		p.txPend[(p.txHead+p.txN)%len(p.txPend)] = i
 		p.txN++

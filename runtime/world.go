@@ -101,7 +101,7 @@ func (w *World) HostOf(r int) string {
 	if !ok || jr >= w.e.size {
 		return ""
 	}
-	return w.e.hostName(jr)
+	return w.e.links.hostName(jr)
 }
 
 // Transport returns the provider ("shm" or "tcp") that carries messages to rank r, "self"
@@ -116,7 +116,7 @@ func (w *World) Transport(r int) string {
 	case r == e.rank:
 		return "self"
 	}
-	p, _ := e.between(e.rank, r)
+	p, _ := e.links.between(e.rank, r)
 	return p
 }
 
@@ -139,7 +139,7 @@ func (w *World) TransportBetween(a, b int) string {
 	case a == b:
 		return "self"
 	}
-	p, err := e.between(a, b)
+	p, err := e.links.between(a, b)
 	if err != nil {
 		return ""
 	}
@@ -154,7 +154,7 @@ func (w *World) Connections() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
-	for _, p := range e.peers {
+	for _, p := range e.links.peers {
 		if p != nil && p.ready {
 			n++
 		}
@@ -200,7 +200,7 @@ func (w *World) dupLocal() (d *World, full bool, err error) {
 	defer e.mu.Unlock()
 	// Reusing a freed context may wait (dupReuseLocked), and a wait may have taken the
 	// poller role: pass it on, or a goroutine parked behind it would not be woken.
-	defer e.handoffLocked()
+	defer e.poll.handoffLocked()
 	if err := e.checkLocked(); err != nil {
 		return nil, false, err
 	}
@@ -256,28 +256,17 @@ func (w *World) Sibling() (*World, error) {
 
 // engine is the state a rank's Worlds share. The fields above mu are set at Init and
 // only read afterwards, or guard themselves; mu guards every field below it. Each part of
-// the runtime keeps its state in a type of its own: poller (progress), ctxAlloc
-// (communication contexts), the matching queues, reqTable (rendezvous), rmaState
-// (one-sided), peer (per connection).
+// the runtime keeps its state in a type of its own: poller (progress and waiting), links
+// (peers and connections), ctxAlloc (communication contexts), the matching queues,
+// reqTable (rendezvous), rmaState (one-sided). The engine calls down into them.
 type engine struct {
 	rank, size           int
 	host                 string
 	localRank, localSize int
 	ncpu                 int         // processors this host's ranks share (HostCPUs)
 	pm                   pmi.Session // the process manager: golaunch's agent or a foreign PMI server; nil in a world of one
-	secret               []byte      // the job secret that authenticates connections; set once (setSecret)
-	// nodes is every rank's node index under a foreign PM (PMI_process_mapping, or the
-	// cards where the PM gives none), which decides locality and transports (between);
-	// nil under golaunch, where every card is read at Init.
-	nodes []int
-	slots int // eager slots per peer connection
-	exit  func(code int)
-	cfg   config
-	devs  []*device // their closed and broken flags are guarded by mu
-	cm    cmServer  // connections made on first contact (cm.go)
-	// returners are the devices' CQs that a waiter may lead (tcp), for ServePeers and
-	// PollPeers; set with devs.
-	returners []roleReturner
+	exit                 func(code int)
+	cfg                  config
 
 	stop context.Context // ends at Finalize: stops relays and the event watcher
 	halt context.CancelFunc
@@ -289,24 +278,14 @@ type engine struct {
 	root    *World      // Init's World, until Finalize (only Init and the first Finalize touch it)
 	splitMu sync.Mutex  // one Split at a time (split.go); taken before mu
 
-	mu      engineLock // lock.go
-	polling bool       // a goroutine holds the poller role
-	peers   []*peer    // by rank; nil for this rank and for ranks never contacted (cm.go)
-	// cards holds the cards known (cardOK): every rank's under golaunch, this rank's,
-	// rank 0's and those read on first contact under a foreign PM; hosts their names.
-	cards      []card
-	cardOK     []bool
-	hosts      []string
-	rxLater    []*peer    // peers with receive slots to repost before the next wait (peers.go)
-	holders    []*peer    // peers with held eager sends (eager.go)
+	mu         engineLock // lock.go
+	links      links      // peers, connections and devices (links.go)
 	posted     reqQueue   // receives waiting for a message (match.go)
 	probes     reqQueue   // probes waiting for a message
 	ux         uxQueue    // messages waiting for a receive
 	uxMem      uxPool     // unexpected messages and their payloads, for reuse
 	table      reqTable   // requests in a rendezvous, by cookie (request.go)
 	pool       []*Request // the engine's own requests, for reuse
-	waiters    []*Request // parked goroutines' requests, in parking order
-	quietWait  *Request   // Finalize's parked request, woken when quietLocked holds
 	failed     *ProcError // the first failed peer, or the one the launcher names (AnySource receives fail with it)
 	aborted    *ProcError // the job is aborting: every call fails with it
 	finalizing bool
@@ -420,7 +399,7 @@ func (w *World) Abort(code int, msg string) {
 		e.failAllLocked(e.aborted)
 	}
 	e.mu.Unlock()
-	e.kick()
+	e.poll.kick()
 	if e.pm != nil {
 		e.pm.Abort(code, msg)
 	}
@@ -449,7 +428,7 @@ func (e *engine) fenceLocked(ctx context.Context) error {
 		err := agentErr(cl.Fence(ctx))
 		e.mu.Lock()
 		e.completeLocked(r, err)
-		e.kickLocked()
+		e.poll.kickLocked()
 		e.mu.Unlock()
 	}()
 	err := e.waitLocked(ctx, r)

@@ -15,9 +15,10 @@ func TestYieldAfter(t *testing.T) {
 		{host: "a", id: id, cpu: -1},
 		{host: "b", id: id, cpu: 0}, // another host
 	}
-	e := &engine{rank: 0, localSize: 4, ncpu: 2, cards: cards, cardOK: make([]bool, len(cards))}
+	e := &engine{rank: 0, localSize: 4, ncpu: 2}
+	e.links.cards, e.links.cardOK = cards, make([]bool, len(cards))
 	for r := range cards {
-		e.cardOK[r] = true
+		e.links.cardOK[r] = true
 	}
 	for _, tc := range []struct {
 		name  string

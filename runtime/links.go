@@ -1,0 +1,67 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/gorma-hpc/gorma/pmi"
+)
+
+// links owns this rank's peers and connections: the devices, the connection listener and
+// its set-ups (cm.go), the peers by rank with their eager slots and fast boxes
+// (peers.go, fastbox.go), the cards that place every rank (locality.go) and the job
+// secret that authenticates connections. The engine calls it; it calls down to the
+// devices and reports up only through hooks, which the engine sets at Init.
+//
+// Its lock is the engine's mu (l.mu points to it): the methods named …Locked are called
+// with mu held, the others (the listener's goroutines, dialPeer, cardOf) take it. The
+// fields above mu are set at Init and only read afterwards; cards that cardOK marks are
+// never written again, so between reads them without mu.
+type links struct {
+	rank, size int
+	cfg        *config         // the engine's settings
+	pm         pmi.Session     // reads cards on first contact under a foreign PM; nil in a world of one
+	stop       context.Context // ends at Finalize: cuts every set-up short
+	secret     []byte          // the job secret that authenticates connections
+	// nodes is every rank's node index under a foreign PM (PMI_process_mapping, or the
+	// cards where the PM gives none), which decides locality and transports (between);
+	// nil under golaunch, where every card is read at Init.
+	nodes     []int
+	slots     int       // eager slots per peer connection
+	devs      []*device // their closed and broken flags are guarded by mu
+	cm        cmServer  // connections made on first contact (cm.go)
+	returners []roleReturner
+	hooks     linkHooks
+
+	mu    *engineLock
+	peers []*peer // by rank; nil for this rank and for ranks never contacted (cm.go)
+	// cards holds the cards known (cardOK): every rank's under golaunch, this rank's,
+	// rank 0's and those read on first contact under a foreign PM; hosts their names.
+	cards   []card
+	cardOK  []bool
+	hosts   []string
+	rxLater []*peer // peers with receive slots to repost before the next wait (peers.go)
+	holders []*peer // peers with held eager sends (eager.go)
+}
+
+// linkHooks are the engine's answers to what links cannot decide alone. Each is called
+// with mu held.
+type linkHooks struct {
+	// failed fails p with err, and every operation that waits on it (peerFailedLocked).
+	failed func(p *peer, err error)
+	// ready runs once p is connected: its fast box and queue join the poller, and its
+	// out queue drains.
+	ready func(p *peer)
+	// refusal is the error every call fails with now (checkLocked), and whether the job
+	// is aborting.
+	refusal func() (err error, aborting bool)
+}
+
+// init readies links for rank of size ranks on host, guarded by mu.
+func (l *links) init(mu *engineLock, cfg *config, stop context.Context, rank, size int, host string, hooks linkHooks) {
+	l.mu, l.cfg, l.stop, l.hooks = mu, cfg, stop, hooks
+	l.rank, l.size = rank, size
+	l.hosts, l.cards, l.cardOK = make([]string, size), make([]card, size), make([]bool, size)
+	l.hosts[rank] = host
+	l.peers = make([]*peer, size)
+	l.cm.opened = make(chan struct{})
+}

@@ -5,7 +5,7 @@ package runtime
 // like a rank that died under a stopped agent.
 func KillTransportQuietly(w *World) {
 	w.e.halt()
-	w.e.links.closeCM()
+	w.e.links.cm.closeCM()
 	w.e.mu.Lock()
 	w.e.closeDevicesLocked()
 	w.e.mu.Unlock()

@@ -68,8 +68,16 @@ const cmStrangers = 64
 // on a refused handshake: it does not ask again.
 func cmMaxPending(size int) int { return 2*(size-1) + cmStrangers }
 
-// cmServer is a rank's connection listener.
+// cmServer is a rank's connection listener and the handshake of both sides: it proves
+// the job secret and hands an authentic request to answer (links.answerCM), which links
+// sets at Init. links owns it; its goroutines take no lock of their own, and answer takes
+// engine.mu.
 type cmServer struct {
+	rank, size int
+	stop       context.Context // ends at Finalize: stops the listener and cuts handshakes short
+	secret     []byte          // the job secret; set once, before opened is closed
+	answer     func(ctx context.Context, c net.Conn, kind uint8, from int, body, transcript []byte) (kept, ok bool)
+
 	ln       *net.TCPListener
 	addr     string        // advertised in the card
 	opened   chan struct{} // closed once Init has set the secret and opened the devices
@@ -82,7 +90,7 @@ type cmServer struct {
 
 // listenCM opens the connection listener on host (empty: loopback) and starts serving
 // it. Requests wait until Init has opened the devices (openCM).
-func (l *links) listenCM(host string) error {
+func (s *cmServer) listenCM(host string) error {
 	if host == "" {
 		host = "127.0.0.1"
 	}
@@ -90,50 +98,50 @@ func (l *links) listenCM(host string) error {
 	if err != nil {
 		return fmt.Errorf("%w: open the connection listener on %s: %w", ErrTransport, host, err)
 	}
-	l.cm.ln = ln.(*net.TCPListener)
-	l.cm.addr = tcp.AdvertiseAddr(ln.Addr())
-	l.cm.wg.Add(1)
-	go l.acceptCM()
+	s.ln = ln.(*net.TCPListener)
+	s.addr = tcp.AdvertiseAddr(ln.Addr())
+	s.wg.Add(1)
+	go s.acceptCM()
 	return nil
 }
 
 // openCM lets the listener answer requests: Init has set the job secret and opened the
 // devices.
-func (l *links) openCM() { close(l.cm.opened) }
+func (s *cmServer) openCM() { close(s.opened) }
 
 // closeCM closes the listener and waits for every set-up under way, which l.stop (ended
 // first) cuts short.
-func (l *links) closeCM() {
-	if l.cm.ln != nil {
-		l.cm.ln.Close()
+func (s *cmServer) closeCM() {
+	if s.ln != nil {
+		s.ln.Close()
 	}
-	l.cm.wg.Wait()
+	s.wg.Wait()
 }
 
 // acceptCM serves the listener until it is closed or l.stop ends. An Accept error (out
 // of descriptors, say) never ends it: it backs off and tries again. A connection
 // accepted while cmMaxPending are pending gets a busy frame instead of a challenge, is
 // closed at once and counted as rejected; an origin of the job tries again (handshake).
-func (l *links) acceptCM() {
-	defer l.cm.wg.Done()
+func (s *cmServer) acceptCM() {
+	defer s.wg.Done()
 	cfg := accept.Config{
-		MaxPending: cmMaxPending(l.size),
+		MaxPending: cmMaxPending(s.size),
 		Shed: func(c net.Conn) {
-			l.cm.shed.Add(1)
-			l.cm.rejected.Add(1)
+			s.shed.Add(1)
+			s.rejected.Add(1)
 			// A rank of the job comes back later (handshake): tell it so.
 			c.SetWriteDeadline(time.Now().Add(cmBusyWrite))
 			c.Write(encodeCMBusy())
 		},
-		Retry: func(error, time.Duration) { l.cm.retried.Add(1) },
+		Retry: func(error, time.Duration) { s.retried.Add(1) },
 	}
-	accept.Serve(l.stop, l.cm.ln, cfg, func(c net.Conn, release func()) {
-		l.cm.wg.Add(1)
+	accept.Serve(s.stop, s.ln, cfg, func(c net.Conn, release func()) {
+		s.wg.Add(1)
 		go func() {
-			defer l.cm.wg.Done()
+			defer s.wg.Done()
 			defer release()
-			if !l.serveCM(c, release) {
-				l.cm.rejected.Add(1)
+			if !s.serveCM(c, release) {
+				s.rejected.Add(1)
 			}
 		}()
 	})
@@ -142,7 +150,7 @@ func (l *links) acceptCM() {
 // serveCM answers one connection request on c, and reports whether it was well formed
 // and authentic. It calls release once the request has proven the job secret; it closes
 // c, unless a rank listener took it.
-func (l *links) serveCM(c net.Conn, release func()) bool {
+func (s *cmServer) serveCM(c net.Conn, release func()) bool {
 	kept := false
 	defer func() {
 		if !kept {
@@ -152,8 +160,8 @@ func (l *links) serveCM(c net.Conn, release func()) bool {
 	// A peer that finished Init may ask before this rank has: wait for Init, which the
 	// origin's own bound (cmConnectTime) covers, then bound the exchange.
 	select {
-	case <-l.cm.opened:
-	case <-l.stop.Done():
+	case <-s.opened:
+	case <-s.stop.Done():
 		return false
 	}
 	c.SetDeadline(time.Now().Add(cmHandshakeTime))
@@ -162,7 +170,7 @@ func (l *links) serveCM(c net.Conn, release func()) bool {
 		return false
 	}
 	hello, err := decodeCMHello(hb)
-	if err != nil || hello.to != l.rank || hello.from >= l.size || hello.from == l.rank {
+	if err != nil || hello.to != s.rank || hello.from >= s.size || hello.from == s.rank {
 		return false
 	}
 	var nonce [cmNonceSize]byte
@@ -184,31 +192,37 @@ func (l *links) serveCM(c net.Conn, release func()) bool {
 	if _, err := io.ReadFull(c, body); err != nil {
 		return false
 	}
-	if !checkCMMAC(&head, raw, body, l.secret, cmReqLabel, transcript) {
+	if !checkCMMAC(&head, raw, body, s.secret, cmReqLabel, transcript) {
 		return false
 	}
 	release() // a rank of the job: no longer a stranger
-	ctx, cancel := context.WithTimeout(l.stop, cmConnectTime)
+	ctx, cancel := context.WithTimeout(s.stop, cmConnectTime)
 	defer cancel()
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl) // a rank of the job: the set-up's own bound applies
 	}
-	if hello.kind == cmKindSocket {
-		kept = l.serveSocket(ctx, c, hello.from, string(body), transcript)
-		return true
+	kept, ok := s.answer(ctx, c, hello.kind, hello.from, body, transcript)
+	return ok
+}
+
+// answerCM answers rank from's authentic request of kind (body, after the transcript of
+// the handshake) on c: the listener's answer (cmServer.answer). It reports whether a rank
+// listener took c, and whether the request was well formed.
+func (l *links) answerCM(ctx context.Context, c net.Conn, kind uint8, from int, body, transcript []byte) (kept, ok bool) {
+	if kind == cmKindSocket {
+		return l.serveSocket(ctx, c, from, string(body), transcript), true
 	}
 	cardBytes, ep, err := decodeCMRequestBody(body)
 	if err != nil {
-		return false
+		return false, false
 	}
-	from := hello.from
 	pc, err := decodeCard(cardBytes)
 	if err != nil {
-		l.reply(c, cmRefuse, []byte(fmt.Sprintf("rank %d cannot read rank %d's card: %v", l.rank, from, err)), transcript)
-		return true
+		l.cm.reply(c, cmRefuse, []byte(fmt.Sprintf("rank %d cannot read rank %d's card: %v", l.rank, from, err)), transcript)
+		return false, true
 	}
 	status, out, finish := l.acceptPeer(ctx, from, pc, ep)
-	if err := l.reply(c, status, out, transcript); err != nil {
+	if err := l.cm.reply(c, status, out, transcript); err != nil {
 		if status == cmAccept {
 			// The origin gives its side up without the reply: so does this one, ready
 			// or not.
@@ -218,17 +232,17 @@ func (l *links) serveCM(c net.Conn, release func()) bool {
 			}
 			l.mu.Unlock()
 		}
-		return true
+		return false, true
 	}
 	if finish != nil {
 		finish(ctx)
 	}
-	return true
+	return false, true
 }
 
 // reply writes a reply of status with body.
-func (l *links) reply(c net.Conn, status uint8, body, transcript []byte) error {
-	_, err := c.Write(encodeCMMessage(cmReplyMagic, status, body, l.secret, cmReplyLabel, transcript))
+func (s *cmServer) reply(c net.Conn, status uint8, body, transcript []byte) error {
+	_, err := c.Write(encodeCMMessage(cmReplyMagic, status, body, s.secret, cmReplyLabel, transcript))
 	return err
 }
 
@@ -432,7 +446,7 @@ func (l *links) dial(ctx context.Context, p *peer) error {
 	}
 	me := l.cards[l.rank].encode()
 	l.mu.Unlock()
-	status, body, err := l.request(ctx, cmKindQP, p.rank, c.cm, encodeCMRequestBody(me, mine))
+	status, body, err := l.cm.request(ctx, cmKindQP, p.rank, c.cm, encodeCMRequestBody(me, mine))
 	if err != nil {
 		return fmt.Errorf("%w: connect to rank %d (host %s, listener %s): %w", ErrTransport, p.rank, c.host, c.cm, err)
 	}
@@ -459,8 +473,8 @@ func (l *links) dial(ctx context.Context, p *peer) error {
 
 // request runs the origin's side of a handshake of kind with rank to's listener at
 // addr, and returns the reply.
-func (l *links) request(ctx context.Context, kind uint8, to int, addr string, body []byte) (uint8, []byte, error) {
-	c, status, out, err := l.handshake(ctx, kind, to, addr, body)
+func (s *cmServer) request(ctx context.Context, kind uint8, to int, addr string, body []byte) (uint8, []byte, error) {
+	c, status, out, err := s.handshake(ctx, kind, to, addr, body)
 	if c != nil {
 		c.Close()
 	}
@@ -473,10 +487,10 @@ func (l *links) request(ctx context.Context, kind uint8, to int, addr string, bo
 // after a back-off, until ctx ends: strangers flooding a rank's listener delay its
 // peers, they do not fail them. So is a dial this process had no descriptor for
 // (EMFILE, ENFILE): descriptors freed elsewhere in the process let it through.
-func (l *links) handshake(ctx context.Context, kind uint8, to int, addr string, body []byte) (net.Conn, uint8, []byte, error) {
+func (s *cmServer) handshake(ctx context.Context, kind uint8, to int, addr string, body []byte) (net.Conn, uint8, []byte, error) {
 	backoff := accept.MinBackoff
 	for {
-		c, status, out, err := l.handshakeOnce(ctx, kind, to, addr, body)
+		c, status, out, err := s.handshakeOnce(ctx, kind, to, addr, body)
 		if !errors.Is(err, errCMBusy) && !noDescriptor(err) {
 			return c, status, out, err
 		}
@@ -504,7 +518,7 @@ func noDescriptor(err error) bool {
 }
 
 // handshakeOnce is one attempt of handshake.
-func (l *links) handshakeOnce(ctx context.Context, kind uint8, to int, addr string, body []byte) (_ net.Conn, status uint8, out []byte, err error) {
+func (s *cmServer) handshakeOnce(ctx context.Context, kind uint8, to int, addr string, body []byte) (_ net.Conn, status uint8, out []byte, err error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if noDescriptor(err) {
@@ -523,7 +537,7 @@ func (l *links) handshakeOnce(ctx context.Context, kind uint8, to int, addr stri
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	h := cmHello{kind: kind, from: l.rank, to: to}
+	h := cmHello{kind: kind, from: s.rank, to: to}
 	rand.Read(h.nonce[:])
 	hb := h.encode()
 	if _, err := c.Write(hb); err != nil {
@@ -543,7 +557,7 @@ func (l *links) handshakeOnce(ctx context.Context, kind uint8, to int, addr stri
 		return nil, 0, nil, err
 	}
 	transcript := append(hb, cb...)
-	if _, err := c.Write(encodeCMMessage(cmReqMagic, 0, body, l.secret, cmReqLabel, transcript)); err != nil {
+	if _, err := c.Write(encodeCMMessage(cmReqMagic, 0, body, s.secret, cmReqLabel, transcript)); err != nil {
 		return nil, 0, nil, err
 	}
 	raw := make([]byte, cmHeadSize)
@@ -558,7 +572,7 @@ func (l *links) handshakeOnce(ctx context.Context, kind uint8, to int, addr stri
 	if _, err := io.ReadFull(c, out); err != nil {
 		return nil, 0, nil, fmt.Errorf("read the reply: %w", err)
 	}
-	if !checkCMMAC(&head, raw, out, l.secret, cmReplyLabel, transcript) {
+	if !checkCMMAC(&head, raw, out, s.secret, cmReplyLabel, transcript) {
 		return nil, 0, nil, fmt.Errorf("%w: the reply's proof of the job secret is wrong (a listener of another job?)", errCMFrame)
 	}
 	if !stop() {

@@ -15,7 +15,7 @@ const keyCard = "gorma/card"
 // after the agent's fence, and opens the devices the peers need. Queue pairs connect on
 // first contact (cm.go).
 func (e *engine) connect(ctx context.Context, id hostIdentity) error {
-	if err := e.links.listenCM(e.cfg.tcpAddr); err != nil {
+	if err := e.links.cm.listenCM(e.cfg.tcpAddr); err != nil {
 		return err
 	}
 	me := e.links.myCard(id)
@@ -120,7 +120,7 @@ func (l *links) openDevices(count map[string]int, wait verbs.WaitMode) error {
 // addDevice opens provider name for npeers peers, with the job secret, and adds it to
 // l.devs and, if its CQ may be led, to the returners.
 func (l *links) addDevice(name string, wait verbs.WaitMode, npeers int) (*device, error) {
-	d, err := openDevice(name, l.cfg, wait, l.rank, npeers, l.slots, l.secret)
+	d, err := openDevice(name, l.cfg, wait, l.rank, npeers, l.slots, l.cm.secret)
 	if err != nil {
 		return nil, err
 	}

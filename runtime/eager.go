@@ -143,45 +143,6 @@ func (e *engine) sendSelfLocked(r *Request) {
 	e.poll.kickLocked() // the poller may be waiting for the receive or probe just completed
 }
 
-// queueFINLocked sends FIN with cookie to p, now or when a slot frees.
-func (l *links) queueFINLocked(p *peer, cookie uint64) {
-	if p.failed != nil {
-		return
-	}
-	if p.out.n == 0 && p.canSend() {
-		l.postFINLocked(p, cookie)
-		return
-	}
-	p.out.push(outOp{kind: opFIN, cookie: cookie, msg: msgFIN})
-}
-
-// flushSendsLocked posts a signaled no-op to every peer whose last messages went
-// unsignaled, so that their completion, and so quietLocked, follows (see postMessage). A
-// peer with queued operations or no free slot gets it on a later call.
-func (l *links) flushSendsLocked() {
-	for _, p := range l.peers {
-		if p == nil || p.unsig == 0 || p.failed != nil || p.out.n > 0 || !p.canSend() {
-			continue
-		}
-		i := p.takeSlot()
-		putHeader(p.txBuf(i), msgNop, 0, 0)
-		if err := p.postMessage(i, hdrLen, true); err != nil {
-			l.hooks.failed(p, err)
-		}
-	}
-}
-
-func (l *links) postFINLocked(p *peer, cookie uint64) { l.postCookieLocked(p, msgFIN, cookie) }
-
-// postCookieLocked posts a message of one cookie (putFIN's kinds) to p.
-func (l *links) postCookieLocked(p *peer, kind uint8, cookie uint64) {
-	i := p.takeSlot()
-	putFIN(p.txBuf(i), kind, cookie)
-	if err := p.postMessage(i, finLen, false); err != nil {
-		l.hooks.failed(p, err)
-	}
-}
-
 // pumpLocked posts the operations waiting in p's out queue, in order, as far as send
 // slots and send queue entries allow.
 func (e *engine) pumpLocked(p *peer) {

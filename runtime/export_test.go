@@ -7,7 +7,7 @@ import "context"
 // fail, and the agent reports it failed to every rank.
 func KillTransport(w *World) {
 	w.e.halt()
-	w.e.links.closeCM()
+	w.e.links.cm.closeCM()
 	w.e.mu.Lock()
 	w.e.closeDevicesLocked()
 	w.e.mu.Unlock()

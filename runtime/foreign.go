@@ -87,7 +87,7 @@ func abortSession(s pmi.Session, msg string) {
 func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []int) error {
 	// tcp peers are on other nodes: listen on every interface (the listener advertises
 	// the first global unicast address).
-	if err := e.links.listenCM("0.0.0.0"); err != nil {
+	if err := e.links.cm.listenCM("0.0.0.0"); err != nil {
 		return err
 	}
 	me := e.links.myCard(id)
@@ -109,7 +109,7 @@ func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []in
 			return err
 		}
 	}
-	e.links.secret = secret
+	e.links.cm.secret = secret
 	if nodes == nil {
 		var err error
 		if nodes, err = e.nodesFromCards(ctx); err != nil {

@@ -262,7 +262,7 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 		e.ncpu = c.HostCPUs
 	}
 	e.fitHost()
-	e.pm, e.links.pm, e.links.secret = client, client, client.Info().Secret
+	e.pm, e.links.pm, e.links.cm.secret = client, client, client.Info().Secret
 	err = e.connect(ctx, identityWith(o.hostSalt))
 	closeIdleWatch(e.cfg.idleWatch) // not taken: no tcp device
 	e.cfg.idleWatch = nil
@@ -329,7 +329,7 @@ func identityWith(salt string) hostIdentity {
 // listener answer.
 func (e *engine) start() {
 	if e.links.cm.ln != nil {
-		e.links.openCM()
+		e.links.cm.openCM()
 	}
 	if es, ok := e.pm.(eventSource); ok {
 		e.bg.Add(1)
@@ -351,7 +351,7 @@ func (e *engine) start() {
 // shutdown stops the engine's goroutines and closes its devices.
 func (e *engine) shutdown() {
 	e.halt()
-	e.links.closeCM() // no set-up is under way once it returns
+	e.links.cm.closeCM() // no set-up is under way once it returns
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.poll.active {

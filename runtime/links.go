@@ -21,7 +21,6 @@ type links struct {
 	cfg        *config         // the engine's settings
 	pm         pmi.Session     // reads cards on first contact under a foreign PM; nil in a world of one
 	stop       context.Context // ends at Finalize: cuts every set-up short
-	secret     []byte          // the job secret that authenticates connections
 	// nodes is every rank's node index under a foreign PM (PMI_process_mapping, or the
 	// cards where the PM gives none), which decides locality and transports (between);
 	// nil under golaunch, where every card is read at Init.
@@ -63,5 +62,18 @@ func (l *links) init(mu *engineLock, cfg *config, stop context.Context, rank, si
 	l.hosts, l.cards, l.cardOK = make([]string, size), make([]card, size), make([]bool, size)
 	l.hosts[rank] = host
 	l.peers = make([]*peer, size)
+	l.cm.rank, l.cm.size, l.cm.stop, l.cm.answer = rank, size, stop, l.answerCM
 	l.cm.opened = make(chan struct{})
+}
+
+// liveDevsLocked returns the devices the poller may poll, as a bit set of l.devs indexes,
+// so that the spin outside mu reads no field that mu guards.
+func (l *links) liveDevsLocked() uint64 {
+	var live uint64
+	for i, d := range l.devs {
+		if !d.closed && !d.broken && i < 64 {
+			live |= 1 << i
+		}
+	}
+	return live
 }

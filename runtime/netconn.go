@@ -26,7 +26,7 @@ import (
 
 // rankListener is a World.Listen listener.
 type rankListener struct {
-	e     *engine
+	links *links
 	addr  RankAddr
 	shm   net.Listener // the shm side, for ranks that share memory with this one; nil if none
 	conns chan net.Conn
@@ -61,7 +61,7 @@ func checkListenerName(name string) error {
 
 // shmStreamName is the shm address of rank's listener name in this job.
 func (l *links) shmStreamName(rank int, name string) string {
-	d := sha256.Sum256(l.secret)
+	d := sha256.Sum256(l.cm.secret)
 	return fmt.Sprintf("gorma-rank/%x/%d/%s", d[:8], rank, name)
 }
 
@@ -94,7 +94,7 @@ func (w *World) Listen(name string) (net.Listener, error) {
 	if _, ok := e.links.cm.named[name]; ok {
 		return nil, withOp("listen", invalidf("this rank already listens on %q (Close that listener first)", name))
 	}
-	l := &rankListener{e: e, addr: RankAddr{Rank: e.rank, Name: name}, conns: make(chan net.Conn), done: make(chan struct{})}
+	l := &rankListener{links: &e.links, addr: RankAddr{Rank: e.rank, Name: name}, conns: make(chan net.Conn), done: make(chan struct{})}
 	if e.hostShared() {
 		shm, err := sockets.Listen("shm", e.links.shmStreamName(e.rank, name))
 		if err != nil {
@@ -134,11 +134,11 @@ func (l *rankListener) Accept() (net.Conn, error) {
 
 func (l *rankListener) Close() error {
 	l.once.Do(func() {
-		l.e.mu.Lock()
-		if l.e.links.cm.named[l.addr.Name] == l {
-			delete(l.e.links.cm.named, l.addr.Name)
+		l.links.mu.Lock()
+		if l.links.cm.named[l.addr.Name] == l {
+			delete(l.links.cm.named, l.addr.Name)
 		}
-		l.e.mu.Unlock()
+		l.links.mu.Unlock()
 		l.stop()
 	})
 	return nil
@@ -169,10 +169,10 @@ func (l *links) serveSocket(ctx context.Context, c net.Conn, from int, name stri
 	rl := l.cm.named[name]
 	l.mu.Unlock()
 	if rl == nil {
-		l.reply(c, cmNotYet, nil, transcript)
+		l.cm.reply(c, cmNotYet, nil, transcript)
 		return false
 	}
-	if err := l.reply(c, cmAccept, nil, transcript); err != nil {
+	if err := l.cm.reply(c, cmAccept, nil, transcript); err != nil {
 		return false
 	}
 	c.SetDeadline(time.Time{})
@@ -218,7 +218,7 @@ func (w *World) Dial(ctx context.Context, rank int, name string) (net.Conn, erro
 		if err := e.links.peerGone(jr); err != nil {
 			return nil, withOp("dial", err)
 		}
-		conn, status, body, err := e.links.handshake(ctx, cmKindSocket, jr, c.cm, []byte(name))
+		conn, status, body, err := e.links.cm.handshake(ctx, cmKindSocket, jr, c.cm, []byte(name))
 		switch {
 		case err != nil:
 			return nil, e.links.dialErr(jr, fmt.Errorf("%w: stream to rank %d's listener %q (listener %s): %w", ErrTransport, rank, name, c.cm, err))

@@ -15,9 +15,11 @@ import (
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
-// poller is the state of the poller role (progress.go): how the goroutine that holds it
-// (engine.polling) spins over the completion queues and fast boxes, sleeps, and is woken.
-// It owns no lock but mu, which guards the single-CQ wait's context.
+// poller is the progress and waiting part: the poller role (progress.go), the
+// goroutines parked on their requests, and how the role holder spins over the completion
+// queues and fast boxes, sleeps, and is woken. The engine's wait loop calls it; it calls
+// only the CQs and reads the peers' fast boxes. engine.mu guards active, parked and
+// quietWait; its own mu guards the single-CQ wait's context.
 //
 // GORMA_PROGRESS decides whether it spins: spin polls for ever, hybrid polls for
 // GORMA_SPIN (verbs.DefaultSpin) and then sleeps, block sleeps at once. How it sleeps
@@ -36,7 +38,7 @@ type poller struct {
 	// CQ.Wait spins (its completions come from reader goroutines, which a spin in the
 	// runtime would compete with), and the poller does not.
 	providerSpins bool
-	cqs           []verbs.CQ // the devices' CQs, indexed as engine.devs; set at Init
+	cqs           []verbs.CQ // the devices' CQs, indexed as links.devs; set at Init
 	// boxes holds the connected peers that have a fast box in this rank (fastbox.go):
 	// a copy-on-write list that peerReadyLocked extends under engine.mu, read without
 	// it by the spin and the shm CQ's wait check.

@@ -7,7 +7,7 @@ import (
 
 // Progress. There is no progress goroutine: the goroutines that call the runtime drive
 // it, so that a message costs no goroutine hand-off. At most one goroutine at a time is
-// the poller (engine.polling): it polls the completion queues and, when nothing is ready,
+// the poller (poller.active): it polls the completion queues and, when nothing is ready,
 // waits on them outside mu (poller.wait). Every other goroutine that must wait parks on
 // its request's wake channel; the poller completes their requests and wakes them, and
 // when the poller's own request is done it hands the role to a parked goroutine
@@ -182,18 +182,6 @@ func (e *engine) polledLocked() {
 		default:
 		}
 	}
-}
-
-// liveDevsLocked returns the devices the poller may poll, as a bit set of e.links.devs indexes,
-// so that the spin outside mu reads no field that mu guards.
-func (l *links) liveDevsLocked() uint64 {
-	var live uint64
-	for i, d := range l.devs {
-		if !d.closed && !d.broken && i < 64 {
-			live |= 1 << i
-		}
-	}
-	return live
 }
 
 // handlePolledLocked handles what the poller's spin found.

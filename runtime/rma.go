@@ -54,7 +54,7 @@ var errRegionFreed = errors.New("region already freed")
 type Region struct {
 	e     *engine
 	buf   []byte
-	mrs   []verbs.MR // by e.links.devs index; nil for a device it is not registered with
+	mrs   []verbs.MR // by links.devs index; nil for a device it is not registered with
 	owned bool       // carved from an arena (Free returns it), not user memory
 	zero  bool       // every byte reads zero: arena pages never handed out (Zero)
 	freed atomic.Bool

@@ -204,10 +204,6 @@ func (l *links) providerCounts() (map[string]int, error) {
 	return count, nil
 }
 
-// hostShared reports whether another rank of this host may reach this one through
-// shared memory: its byte streams then have a shared-memory side (netconn.go).
-func (e *engine) hostShared() bool { return e.localSize > 1 && e.cfg.transport != "tcp" }
-
 // local reports whether rank r runs on this rank's host (node).
 func (l *links) local(r int) bool {
 	if l.nodes != nil {

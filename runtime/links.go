@@ -13,10 +13,22 @@ import (
 // devices and reports up only through hooks, which the engine sets at Init.
 //
 // Its lock is the engine's mu (l.mu points to it): the methods named …Locked are called
-// with mu held, the others (the listener's goroutines, dialPeer, cardOf) take it. The
-// fields above mu are set at Init and only read afterwards; cards that cardOK marks are
-// never written again, so between reads them without mu.
+// with mu held, the others (the listener's goroutines, dialPeer, cardOf) take it. mu
+// guards the fields from peers to holders, which come first, beside the engine's mu, as
+// the message paths read them. The fields below them are set at Init and only read
+// afterwards. Cards that cardOK marks are never written again, so between reads them
+// without mu.
 type links struct {
+	mu    *engineLock
+	peers []*peer // by rank; nil for this rank and for ranks never contacted (cm.go)
+	// cards holds the cards known (cardOK): every rank's under golaunch, this rank's,
+	// rank 0's and those read on first contact under a foreign PM; hosts their names.
+	cards   []card
+	cardOK  []bool
+	hosts   []string
+	rxLater []*peer // peers with receive slots to repost before the next wait (peers.go)
+	holders []*peer // peers with held eager sends (eager.go)
+
 	rank, size int
 	cfg        *config         // the engine's settings
 	pm         pmi.Session     // reads cards on first contact under a foreign PM; nil in a world of one
@@ -27,19 +39,9 @@ type links struct {
 	nodes     []int
 	slots     int       // eager slots per peer connection
 	devs      []*device // their closed and broken flags are guarded by mu
-	cm        cmServer  // connections made on first contact (cm.go)
 	returners []roleReturner
 	hooks     linkHooks
-
-	mu    *engineLock
-	peers []*peer // by rank; nil for this rank and for ranks never contacted (cm.go)
-	// cards holds the cards known (cardOK): every rank's under golaunch, this rank's,
-	// rank 0's and those read on first contact under a foreign PM; hosts their names.
-	cards   []card
-	cardOK  []bool
-	hosts   []string
-	rxLater []*peer // peers with receive slots to repost before the next wait (peers.go)
-	holders []*peer // peers with held eager sends (eager.go)
+	cm        cmServer // connections made on first contact (cm.go)
 }
 
 // linkHooks are the engine's answers to what links cannot decide alone. Each is called

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
 
 // createGroupTag is the tag of CreateGroup's exchange in the parent World's internal
@@ -112,7 +114,7 @@ func (w *World) SplitShared(ctx context.Context, key int) (*World, error) {
 	}
 	color := w.Rank()
 	for r := range w.Rank() {
-		if w.ReachOf(r).Has(ReachMap) {
+		if (*subWorld)(w).ReachOf(r).Has(subcore.ReachMap) {
 			color = r
 			break
 		}

@@ -57,7 +57,7 @@ func (w *World) freedErr() error {
 // World) was freed, else nil: one atomic load. Libraries whose calls do not all go
 // through the runtime's messages (package collectives' shared-memory steps) check it
 // first, so that every call on a freed World fails alike.
-func (w *World) FreedErr() error { return w.live() }
+func (s *subWorld) FreedErr() error { return (*World)(s).live() }
 
 // live returns the error of a call on a nil or freed World, else nil. Every call that
 // takes a World and may run on a freed one starts with it. It inlines, for the send and
@@ -75,7 +75,8 @@ func (w *World) live() error {
 // same order, as every rank frees in the same order; f runs with no lock held and may call
 // Free on other Worlds, not on w. It fails as every call does after Finalize, and with
 // ErrInvalid on Init's World (never freed) or a freed one.
-func (w *World) OnFree(f func()) error {
+func (s *subWorld) OnFree(f func()) error {
+	w := (*World)(s)
 	if err := w.live(); err != nil {
 		return withOp("onfree", err)
 	}

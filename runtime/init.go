@@ -293,7 +293,7 @@ func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine 
 	e.hosts[rank] = host
 	e.stop, e.halt = context.WithCancel(context.Background())
 	e.peers = make([]*peer, size)
-	e.rma.remotes = map[*Remote]struct{}{}
+	e.rma.remotes = map[*remote]struct{}{}
 	return e
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gorma-hpc/gorma/pmi"
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
 
 // AnySource and AnyTag are wildcards for Recv, Irecv and Probe.
@@ -129,7 +130,8 @@ func (w *World) Transport(r int) string {
 // other hosts' ranks share memory (they do not under golaunch --transport tcp). A rank
 // alone on its host cannot tell that from its own ReachOf (see collectives'
 // TestAllreduceHierUnmappedIsConfigError).
-func (w *World) TransportBetween(a, b int) string {
+func (s *subWorld) TransportBetween(a, b int) string {
+	w := (*World)(s)
 	e := w.e
 	a, okA := w.jobRank(a)
 	b, okB := w.jobRank(b)
@@ -149,8 +151,8 @@ func (w *World) TransportBetween(a, b int) string {
 // Connections returns how many ranks of the job this rank holds a connection to. A
 // connection is made on first contact (a send, a receive naming the rank, an Attach), so
 // right after Init it is 0, and a rank that talks to a few peers holds a few.
-func (w *World) Connections() int {
-	e := w.e
+func (s *subWorld) Connections() int {
+	e := s.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
@@ -238,7 +240,8 @@ func (w *World) dupLocal() (d *World, full bool, err error) {
 // Receives on a sibling fail, as Barrier's do, once any peer has failed, not only when
 // their source has. A library's collective call cannot complete without every rank, and a
 // rank waiting on a live peer that left the call with the error would wait for ever.
-func (w *World) Sibling() (*World, error) {
+func (s *subWorld) Sibling() (any, error) {
+	w := (*World)(s)
 	if err := w.live(); err != nil {
 		return nil, withOp("sibling", err)
 	}
@@ -319,8 +322,8 @@ type engine struct {
 	bsend      bsendBuf            // the buffer of BufferAttach, for Bsend (bsend.go)
 
 	tracksMu sync.Mutex
-	tracks   []*Track        // the upper layers' calls (hang.go), guarded by tracksMu
-	inner    map[uint16]bool // contexts of Worlds marked internal (MarkInternal), by ctx/4; guarded by tracksMu
+	tracks   []*subcore.Track // the upper layers' calls (hang.go), guarded by tracksMu
+	inner    map[uint16]bool  // contexts of Worlds marked internal (MarkInternal), by ctx/4; guarded by tracksMu
 }
 
 // checkLocked returns the error every call must fail with, or nil.

@@ -150,10 +150,6 @@ func (r *region) AppendDesc(b []byte) []byte {
 	return b
 }
 
-// descLen is the length of a region description: descriptions of one job all have the
-// same length on one rank.
-func (w *World) descLen() int { return 2 + len(w.e.devs)*17 }
-
 // OnRemoteAtomic sets the hook of the region's keys (subcore.Region.OnRemoteAtomic).
 func (r *region) OnRemoteAtomic(fn func()) {
 	if r.freed.Load() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gorma-hpc/gorma/runtime/internal/mpigroup"
 	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
 
@@ -30,7 +31,7 @@ func (w *World) Create(ctx context.Context, g Group) (*World, error) {
 			return nil, withOp("create", err)
 		}
 		color, key := NoColor, 0
-		if i := g.indexOf(w.e.rank); i >= 0 {
+		if i := groupIndex(g, w.e.rank); i >= 0 {
 			color, key = 0, i
 		}
 		return w.Split(ctx, color, key)
@@ -39,8 +40,8 @@ func (w *World) Create(ctx context.Context, g Group) (*World, error) {
 		return nil, withOp("create", err)
 	}
 	color, key := NoColor, 0
-	if i := g.indexOf(w.e.rank); i >= 0 {
-		color, key = slices.Min(g.procs), i // disjoint groups have different lowest members
+	if i := groupIndex(g, w.e.rank); i >= 0 {
+		color, key = slices.Min(mpigroup.Procs(g)), i // disjoint groups have different lowest members
 	}
 	return w.Split(ctx, color, key)
 }
@@ -68,7 +69,7 @@ func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, erro
 	if err != nil {
 		return nil, withOp(op, err)
 	}
-	me := g.indexOf(w.e.rank)
+	me := groupIndex(g, w.e.rank)
 	if me < 0 {
 		return nil, withOp(op, invalidf("rank %d is not in the group (only the group's members call CreateGroup; the others call nothing)", w.Rank()))
 	}
@@ -125,8 +126,8 @@ func (w *World) SplitShared(ctx context.Context, key int) (*World, error) {
 // members returns the ranks of w of g's members, by group rank, or the ErrInvalid error
 // naming the first that is not a rank of w.
 func (w *World) members(g Group) ([]int, error) {
-	ranks := make([]int, len(g.procs))
-	for i, p := range g.procs {
+	ranks := make([]int, len(mpigroup.Procs(g)))
+	for i, p := range mpigroup.Procs(g) {
 		r := -1
 		if p >= 0 && p < w.e.size {
 			r = w.worldRank(p)
@@ -139,15 +140,8 @@ func (w *World) members(g Group) ([]int, error) {
 	return ranks, nil
 }
 
-// indexOf returns the group rank of the process of job rank jr, or -1.
-func (g Group) indexOf(jr int) int {
-	for i, p := range g.procs {
-		if p == jr {
-			return i
-		}
-	}
-	return -1
-}
+// groupIndex returns g's group rank of the process of job rank jr, or -1.
+func groupIndex(g Group, jr int) int { return slices.Index(mpigroup.Procs(g), jr) }
 
 // groupRecords returns the buffer of CreateGroup's exchange among n members, with this
 // rank's record (member me) filled in as Split's, tag in place of color and me as key.

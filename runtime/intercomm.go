@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/binary"
+	"github.com/gorma-hpc/gorma/runtime/internal/mpigroup"
 	"slices"
 )
 
@@ -260,7 +261,7 @@ func (w *World) unite(ctx context.Context, localLeader int, flag byte, color, ke
 	if err := w.exchange(ctx, recs); err != nil {
 		return nil, err
 	}
-	u := &union{local: w.Group().procs, lrecs: recs, lflag: flag}
+	u := &union{local: mpigroup.Procs(w.Group()), lrecs: recs, lflag: flag}
 	// The most a group's description takes: every rank of the job in it.
 	theirs := make([]byte, unionMsgLen(e.size))
 	leaderJob, _ := w.jobRank(localLeader)

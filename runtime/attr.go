@@ -195,19 +195,15 @@ func (w *World) Name() string {
 	return name
 }
 
-// WtimeIsGlobal reports whether the ranks of w read one clock (MPI_WTIME_IS_GLOBAL):
-// true when they all run on this rank's host, where time.Now reads the same system
-// clock in every process. across hosts, clocks agree only as well as their time
-// synchronization makes them.
+// WtimeIsGlobal reports whether the ranks of w read one clock (MPI_WTIME_IS_GLOBAL): true
+// when they all run on this rank's host.
 func (w *World) WtimeIsGlobal() bool {
 	return w != nil && w.LocalSize() == w.Size()
 }
 
-// AppNum returns the number of this rank's program among those its process manager
-// started (MPI_APPNUM). Under golaunch it is the program's place on an MPMD command line
-// (golaunch -n 2 ./a : -n 2 ./b: 0 for a's ranks, 1 for b's), and 0 for one program.
-// Under a foreign PMI server (Hydra's mpiexec a : b, Slurm) it is what the server says.
-// It is 0 in a world of one, and reports false when a foreign server does not say.
+// AppNum returns the number of this rank's program among those its process manager started
+// (MPI_APPNUM): its place on golaunch's MPMD command line, or what a foreign PMI server says.
+// It is 0 for one program and in a world of one, and false when a server does not say.
 func (w *World) AppNum() (int, bool) {
 	if w == nil {
 		return 0, false

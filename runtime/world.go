@@ -89,10 +89,8 @@ func (w *World) LocalSize() int {
 }
 
 // HostCPUs is the number of processors this rank's host gives the job's ranks: the
-// launching agent's (golaunch passes it), else what this process may use. A rank that
-// golaunch bound to fewer processors (--bind-to) sees only those in runtime.NumCPU, so
-// compare LocalSize with HostCPUs to learn whether the host's ranks outnumber its
-// processors.
+// launching agent's, else what this process may use. Compare LocalSize with it to learn
+// whether the host's ranks outnumber its processors.
 func (w *World) HostCPUs() int { return w.e.ncpu }
 
 // HostOf returns the host name of rank r ("" if r is out of range). Under a foreign
@@ -164,16 +162,12 @@ func (s *subWorld) Connections() int {
 	return n
 }
 
-// Dup returns a World with the same ranks and a communication context of its own: messages sent
-// on one never match receives on the other. Every rank must call Dup the same number of times
-// in the same order, and in the same order relative to its Free calls (as with MPI_Comm_dup).
-// Dup does not communicate, except that reusing the contexts of a freed World waits until every
-// rank of that World has freed it (see Free). At most 16383 Worlds can be derived from Init's
-// and live at once. A World made by Split or an intercommunicator takes its contexts from its
-// block (7 Dups alive at once; 3 for an intercommunicator). Past that, Dup makes the same group
-// again with a block of its own, which communicates and waits for the group's ranks, as Split
-// does. After Finalize (or an abort) Dup fails as every call does. The attributes whose copy
-// functions keep them are copied to the new World (NewKeyval).
+// Dup returns a World with the same ranks and a communication context of its own: messages
+// sent on one never match receives on the other. Every rank calls Dup the same number of
+// times, in the same order relative to its Free calls (MPI_Comm_dup). It does not
+// communicate, unless it reuses a freed World's contexts (see Free) or its block is full
+// (see Split). At most 16383 Worlds derived from Init's live at once. Attributes whose copy
+// functions keep them are copied (NewKeyval).
 func (w *World) Dup() (d *World, err error) {
 	if err := w.live(); err != nil {
 		return nil, withOp("dup", err)
@@ -346,16 +340,13 @@ func (e *engine) check() error {
 	return e.checkLocked()
 }
 
-// Finalize ends this rank's part in the job. It waits until this rank's sends have
-// completed (a rendezvous send until the receiver has read it), then until every rank
-// has reached Finalize (through the launcher, while still serving peers), closes the
-// transport and tells the launcher that this rank finished cleanly. Receives and probes
-// still pending when it starts fail with ErrFinalized at once, and so do pending sends
-// when it ends. Calls after Finalize fail with ErrFinalized; a second Finalize returns
-// nil. If ctx ends first, Finalize returns its error and the World is left unusable
-// (every later call fails with ErrFinalized). Before anything else, the first Finalize
-// runs the delete functions of the attributes left on Init's World (NewKeyval), newest
-// first, as MPI_Finalize does: a program's at-exit hook, free to communicate.
+// Finalize ends this rank's part in the job. It runs the delete functions of Init's World's
+// attributes, waits until this rank's sends have completed and every rank has reached
+// Finalize (serving peers meanwhile), closes the transport and tells the launcher that this
+// rank finished cleanly. Receives pending at its start, and sends pending at its end,
+// fail with ErrFinalized. Later calls fail with
+// ErrFinalized; a second Finalize returns nil. If ctx ends first, Finalize returns its error
+// and the World is left unusable.
 func (w *World) Finalize(ctx context.Context) error {
 	if w == nil {
 		return withOp("finalize", errNilWorld)
@@ -407,9 +398,7 @@ func (w *World) Finalize(ctx context.Context) error {
 }
 
 // Finalized reports whether Finalize has begun on w's job: one atomic load. A layer that
-// touches mapped memory directly (package window: this rank's arena and peers' mappings,
-// which Finalize unmaps) checks it first and fails instead of faulting. Calls racing
-// Finalize from other goroutines are the caller's error, as in MPI.
+// touches mapped memory (package window) checks it first and fails instead of faulting.
 func (w *World) Finalized() bool { return w.e.over.Load() }
 
 // Abort aborts the job: it tells the launcher (which stops every rank and exits with

@@ -12,12 +12,10 @@ import (
 	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
 
-// ErrMismatch means the ranks of a World made different collective calls at the same
-// point: another call, or the same call with another count, element type, operator,
-// root or window. Under GORMA_CHECK=1 every collective call is checked before it starts
-// and fails at every rank with a *MismatchError naming both calls. Without it, the
-// collectives fail with ErrMismatch where they see it (a message or a published count
-// of another length, another operator on one host) and a hang report names the rest.
+// ErrMismatch means the ranks of a World made different collective calls at the same point:
+// another call, or another count, element type, operator, root or window. Under
+// GORMA_CHECK=1 every collective call is compared first and fails at every rank with a
+// *MismatchError. Otherwise collectives fail with it where they see it.
 var ErrMismatch = errors.New("mismatched collective call")
 
 // CallSig describes a collective call: what every rank of the World must agree on
@@ -30,9 +28,9 @@ func sigRecord(s *CallSig, seq uint64, comm string) hang.Record {
 		Count: s.Count, Type: s.Type, Op: s.Op, Root: s.Root, Win: s.Win}
 }
 
-// MismatchError is GORMA_CHECK=1's report of ranks that made different collective calls
-// at the same point (call number Seq on the World Comm): this rank, Rank, made Mine,
-// rank Other made Theirs. Ranks are the job's. It wraps ErrMismatch.
+// MismatchError is GORMA_CHECK=1's report of different collective calls at call number Seq
+// on the World Comm: this rank, Rank, made Mine, rank Other (job ranks) made Theirs. It
+// wraps ErrMismatch.
 type MismatchError struct {
 	Comm         string
 	Seq          uint64

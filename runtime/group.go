@@ -2,9 +2,8 @@ package runtime
 
 import "github.com/gorma-hpc/gorma/runtime/internal/mpigroup"
 
-// Undefined is the rank a Group gives a process that is not one of its members
-// (MPI_UNDEFINED): Group.Rank of a non-member, TranslateRanks of a rank the other Group
-// lacks. It equals NoColor, as MPI_UNDEFINED is also Split's "no color".
+// Undefined is the rank a Group gives a non-member (MPI_UNDEFINED), in Group.Rank and
+// TranslateRanks. It equals NoColor, as MPI_UNDEFINED is also Split's "no color".
 const Undefined = NoColor
 
 // Group is an ordered set of the job's processes (MPI_Group): group rank i is the

@@ -21,9 +21,8 @@ import (
 // disjoint, share that context without their messages meeting), and Dup takes two more
 // per copy.
 
-// Root is the root argument that the root's own rank passes to a rooted collective on
-// an intercommunicator (MPI_ROOT). The other ranks of its group pass ProcNull, and the
-// ranks of the remote group pass the root's rank in its group.
+// Root is the root argument that a rooted collective's root passes on an intercommunicator
+// (MPI_ROOT). The rest of its group passes ProcNull; the remote group passes its rank.
 const Root = -4
 
 // intercommTag is the tag of CreateIntercomm's and Merge's messages in internal

@@ -183,10 +183,9 @@ func (r *region) Free() error {
 	return first
 }
 
-// EnvCheck turns on checked memory when set to "1", read once per process: freed arena
-// regions that peers may write (AllocRegion's) are made inaccessible in this process
-// until the arena hands their bytes out again, so that a write through a stale slice of
-// one faults at the write. The arena's quarantine (package arena) decides when.
+// EnvCheck set to "1" turns on checked memory and call checks, read once per process:
+// freed window memory faults when written through a stale slice, and collective calls are
+// compared across the ranks (ErrMismatch).
 const EnvCheck = arena.EnvCheck
 
 // Guarded reports whether the freed region's memory is inaccessible (subcore.Region.Guarded).

@@ -20,9 +20,8 @@ const (
 const MaxTag = 1<<31 - 1
 
 // World is a rank's view of the job: its rank, the number of ranks, and the communication
-// context that point-to-point messages and Barrier use. Init returns it; Dup derives
-// Worlds with separate contexts. A World is safe for concurrent use by any number of
-// goroutines (see the package documentation for the concurrency contract).
+// context of its messages. Init returns it; Dup, Split and the others derive Worlds. A
+// World is safe for concurrent use.
 type World struct {
 	e   *engine
 	ctx uint16 // user messages; ctx+1 carries the World's internal traffic (Barrier)
@@ -93,8 +92,8 @@ func (w *World) LocalSize() int {
 // whether the host's ranks outnumber its processors.
 func (w *World) HostCPUs() int { return w.e.ncpu }
 
-// HostOf returns the host name of rank r ("" if r is out of range). Under a foreign
-// process manager the first call for a node may read a card with a PMI get.
+// HostOf returns the host name of rank r, "" if r is out of range. Under a foreign process
+// manager the first call for a node may cost a PMI get.
 func (w *World) HostOf(r int) string {
 	jr, ok := w.jobRank(r)
 	if !ok || jr >= w.e.size {

@@ -1,5 +1,3 @@
-// Package mpigroup is MPI's process groups as a pure package: Group, an ordered set of the
-// job's processes, and its set operations. Package runtime shows it as runtime.Group.
 package mpigroup
 
 import (

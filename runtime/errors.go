@@ -41,9 +41,8 @@ type ProcError struct {
 	Rank int    // the failed or aborting rank, -1 if not known
 	Host string // its host, "" if not known
 	Err  error  // ErrProcFailed or ErrAborted
-	// Why is what became of the rank, as it reads after the rank's name: "failed: exited
-	// with code 3" (the launcher's word), "is gone: its process exited" (the transport's),
-	// "aborted the job: called Abort(7)". For Rank -1, why the job was aborted. May be "".
+	// Why is what became of the rank, after its name ("failed: exited with code 3"), or
+	// for Rank -1 why the job was aborted. May be "".
 	Why   string
 	Cause error // what was seen, may be nil
 }

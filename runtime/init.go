@@ -25,9 +25,8 @@ const (
 	EnvEagerLimit = "GORMA_EAGER_LIMIT" // bytes; suffixes K and M (powers of 1024)
 	EnvSpin       = "GORMA_SPIN"        // hybrid mode's spin budget, a Go duration (default verbs.DefaultSpin)
 	EnvProcs      = "GORMA_PROCS"       // auto (default), go or a count: the rank's GOMAXPROCS (hostfit.go)
-	// EnvTCPCongestion is the TCP congestion control of the tcp transport's connections:
-	// cubic (the default, tcp.DefaultCongestion), system for the kernel's default, or
-	// another algorithm the kernel allows (tcp.Options.Congestion).
+	// EnvTCPCongestion is the tcp transport's congestion control: cubic (the default),
+	// system for the kernel's default, or another that the kernel allows.
 	EnvTCPCongestion = "GORMA_TCP_CONGESTION"
 )
 

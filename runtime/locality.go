@@ -204,6 +204,11 @@ func (l *links) providerCounts() (map[string]int, error) {
 	return count, nil
 }
 
+// hostShared reports whether another rank of this host (localSize ranks, the job's
+// transport setting) may reach this one through shared memory: its byte streams then
+// have a shared-memory side (netconn.go).
+func hostShared(localSize int, transport string) bool { return localSize > 1 && transport != "tcp" }
+
 // local reports whether rank r runs on this rank's host (node).
 func (l *links) local(r int) bool {
 	if l.nodes != nil {

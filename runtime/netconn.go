@@ -94,8 +94,7 @@ func (w *World) Listen(name string) (net.Listener, error) {
 		return nil, withOp("listen", invalidf("this rank already listens on %q (Close that listener first)", name))
 	}
 	l := &rankListener{links: &e.links, addr: RankAddr{Rank: e.rank, Name: name}, conns: make(chan net.Conn), done: make(chan struct{})}
-	// Another rank of this host may reach this one through shared memory.
-	if e.localSize > 1 && e.cfg.transport != "tcp" {
+	if hostShared(e.localSize, e.cfg.transport) {
 		shm, err := sockets.Listen("shm", e.links.shmStreamName(e.rank, name))
 		if err != nil {
 			return nil, withOp("listen", fmt.Errorf("%w: %w", ErrTransport, err))

@@ -18,7 +18,7 @@ func (r *Request) Free() error {
 	e := r.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if r.waiting || len(r.watchers) > 0 {
+	if r.parked || len(r.watchers) > 0 {
 		return withOp("free", invalidf("a goroutine is waiting for the Request"))
 	}
 	r.freed = true
@@ -67,7 +67,7 @@ func (e *engine) cancelLocked(r *Request) {
 	case reqSend:
 		switch {
 		case r.outQueued:
-			r.canceled, r.cancelled = true, true
+			r.dropped, r.cancelled = true, true
 			if p := e.peers[r.peer]; p != nil && p.ready {
 				e.pumpLocked(p)
 			}

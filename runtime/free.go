@@ -275,7 +275,7 @@ func (e *engine) pendingOnLocked(base uint16) string {
 			continue
 		}
 		for i := 0; i < p.out.n; i++ {
-			if r := p.out.at(i).r; r != nil && !r.done && !r.canceled && on(r.ctx) && r.kind == reqSend {
+			if r := p.out.at(i).r; r != nil && !r.done && !r.dropped && on(r.ctx) && r.kind == reqSend {
 				return fmt.Sprintf("a send to rank %d (tag %d) waits to go out", r.peer, r.tag)
 			}
 		}

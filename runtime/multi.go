@@ -39,7 +39,7 @@ func WaitAny(ctx context.Context, rs []*Request) (int, Status, error) {
 	}
 	i := doneIndex(set)
 	if i < 0 {
-		tok := &Request{e: e, kind: reqSync, wake: make(chan struct{}, 1)}
+		tok := &Request{e: e, kind: reqSync, waiter: waiter{wake: make(chan struct{}, 1)}}
 		if err := e.untilLocked(ctx, tok, false, set); err != nil {
 			e.handoffLocked()
 			return -1, Status{}, withOp("waitany", err)
@@ -133,7 +133,7 @@ func WaitSome(ctx context.Context, rs []*Request, statuses []Status) ([]int, err
 		return nil, nil
 	}
 	if doneIndex(set) < 0 {
-		tok := &Request{e: e, kind: reqSync, wake: make(chan struct{}, 1)}
+		tok := &Request{e: e, kind: reqSync, waiter: waiter{wake: make(chan struct{}, 1)}}
 		if err := e.untilLocked(ctx, tok, false, set); err != nil {
 			e.handoffLocked()
 			return nil, withOp("waitsome", err)

@@ -117,7 +117,7 @@ func (e *engine) isendLocked(w *World, r *Request, b []byte, esize, dest, tag in
 	if err := e.resetLocked(r); err != nil {
 		return err
 	}
-	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.sync = reqSend, w.ctx, dest, tag, b, esize, sync
+	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = reqSend, w.ctx, dest, tag, b, esize, sync
 	e.sendLocked(r)
 	return nil
 }
@@ -184,14 +184,14 @@ func (e *engine) resetLocked(r *Request) error {
 	if r.e != nil && r.e != e {
 		return invalidf("the Request belongs to another World's job")
 	}
-	if r.waiting || len(r.watchers) > 0 {
+	if r.parked || len(r.watchers) > 0 {
 		return invalidf("a goroutine is still waiting for the Request")
 	}
 	if r.pers != nil {
 		return invalidf("the Request is persistent (SendInit, RecvInit): run it again with Start")
 	}
 	wake := r.wake
-	*r = Request{e: e, wake: wake, truncTo: -1}
+	*r = Request{e: e, waiter: waiter{wake: wake}, rndvState: rndvState{truncTo: -1}}
 	return nil
 }
 
@@ -385,6 +385,6 @@ func (e *engine) abandonSendLocked(r *Request) {
 	}
 	r.detached = true
 	if r.outQueued {
-		r.canceled = true
+		r.dropped = true
 	}
 }

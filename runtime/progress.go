@@ -160,14 +160,14 @@ func (e *engine) handoffLocked() {
 //
 // Several goroutines may wait for one Request: they share its wake channel, which holds
 // one token, so completeLocked wakes only one of them. A goroutine that leaves while
-// others still wait for a completed r passes the wake-up on, and r.waiting stays true
+// others still wait for a completed r passes the wake-up on, and r.parked stays true
 // until the last one has left; otherwise the others would sleep until their context
 // ends, or for ever (TestStressWaitOneRequestFromManyGoroutines).
 func (e *engine) parkLocked(ctx context.Context, r *Request) {
 	if r.wake == nil {
 		r.wake = make(chan struct{}, 1)
 	}
-	r.waiting = true
+	r.parked = true
 	e.waiters = append(e.waiters, r)
 	e.mu.Unlock()
 	select {
@@ -178,12 +178,12 @@ func (e *engine) parkLocked(ctx context.Context, r *Request) {
 	if i := slices.Index(e.waiters, r); i >= 0 {
 		e.waiters = slices.Delete(e.waiters, i, i+1)
 	}
-	r.waiting = slices.Contains(e.waiters, r)
+	r.parked = slices.Contains(e.waiters, r)
 	select {
 	case <-r.wake:
 	default:
 	}
-	if r.waiting && r.done {
+	if r.parked && r.done {
 		r.wake <- struct{}{} // drained just above: never blocks
 	}
 }

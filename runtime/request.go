@@ -43,8 +43,54 @@ type Request struct {
 	buf   []byte // user memory: the message (send) or where it goes (receive)
 	esize int    // element size, for Status.Count
 
-	// Rendezvous. A send that offered its buffer (RTS) and a receive that reads one hold a
-	// slot in the engine's table until FIN (send) or until the read completed (receive).
+	// Completion, guarded by the engine's mu.
+	done   bool
+	status Status
+	err    error
+	// finish, when set, runs once as the completed request is reported (reportLocked,
+	// under the engine's lock), and may change the outcome. A typed receive unpacks its
+	// pooled buffer into its layout there, a typed send returns its buffer to the pool.
+	finish func(Status, error) (Status, error)
+
+	// The request's place in the posted or probe queue, guarded by mu.
+	link matching.Link[Request]
+
+	pooled    bool   // owned by the engine: recycled once done and no longer referenced
+	detached  bool   // a pooled request whose caller gave up (ctx): recycle at completion
+	freed     bool   // Free was called: no call may use it again until it is reused
+	cancelled bool   // Cancel reached it before it matched: complete with Status.Cancelled
+	anyFail   bool   // a receive of a collective (Barrier, a Sibling World): fails when any peer fails
+	grp       *group // a receive on a World made by Split: Status.Source is translated
+
+	// Per-kind state. Each part is used by the kinds its doc names and is zero otherwise.
+	waiter     // every kind: the goroutines waiting on it
+	rndvState  // reqSend, reqRecv: a rendezvous
+	sendState  // reqSend
+	pairState  // reqPair and its parts
+	persState  // persistent requests (SendInit, RecvInit)
+	probeState // reqProbe of Mprobe
+}
+
+// waiter is who waits on a Request, guarded by the engine's mu.
+type waiter struct {
+	// Waiting goroutines that are not the poller park on wake; parked is set while one
+	// does.
+	wake   chan struct{}
+	parked bool
+	// watchers are the parking tokens of WaitAny calls parked on a set holding this
+	// request: its completion wakes them too.
+	watchers []*Request
+
+	// A blocking wait on it (hang.go).
+	waitFrom int64  // coarseNow when the wait began; 0: not waited on
+	waitCall string // the call that waits
+	waitIdx  int    // its index in engine.waiting
+}
+
+// rndvState is a send's or a receive's rendezvous. A send that offered its buffer (RTS)
+// and a receive that reads one hold a slot in the engine's table until FIN (send) or
+// until the read completed (receive).
+type rndvState struct {
 	slot    uint32
 	gen     uint32
 	inTable bool
@@ -58,48 +104,32 @@ type Request struct {
 	fin     uint64 // receive: the sender's cookie, returned in FIN
 	truncTo int    // receive: the full message length when it did not fit, else -1
 	lay     *layIO // a typed send's layout offer, or a typed receive's layout (rndv_iov.go)
+}
 
-	// A blocking wait on it (hang.go), guarded by the engine's mu.
-	waitFrom int64  // coarseNow when the wait began; 0: not waited on
-	waitCall string // the call that waits
-	waitIdx  int    // its index in engine.waiting
+// sendState is a send's mode and its place on the way out.
+type sendState struct {
+	synchronous bool // Ssend: by rendezvous, complete once matched
+	outQueued   bool // waiting in its peer's out queue (eager message or RTS)
+	dropped     bool // still in the out queue when its caller gave up or cancelled: never posted
+	cancelAsked bool // Cancel asked the receiver to withdraw its rendezvous offer (msgCancel)
+}
 
-	// Completion, guarded by the engine's mu.
-	done   bool
-	status Status
-	err    error
-	// finish, when set, runs once as the completed request is reported (reportLocked,
-	// under the engine's lock), and may change the outcome. A typed receive unpacks its
-	// pooled buffer into its layout there, a typed send returns its buffer to the pool.
-	finish func(Status, error) (Status, error)
+// pairState links an Isendrecv (reqPair) and its two parts.
+type pairState struct {
+	parent *Request    // a part: the Isendrecv whose completion it may complete
+	parts  [2]*Request // the Isendrecv: the receive and the send
+}
 
-	// The request's place in the posted or probe queue, guarded by mu.
-	link matching.Link[Request]
+// persState is a persistent request's arguments and activity.
+type persState struct {
+	pers     *persistent // what Start starts
+	inactive bool        // not started, or its completion was reported
+}
 
-	// Waiting goroutines that are not the poller park on wake.
-	wake    chan struct{}
-	waiting bool
-	// watchers are the parking tokens of WaitAny calls parked on a set holding this
-	// request: its completion wakes them too.
-	watchers []*Request
-
-	pooled    bool   // owned by the engine: recycled once done and no longer referenced
-	detached  bool   // a pooled request whose caller gave up (ctx): recycle at completion
-	canceled  bool   // a queued send whose caller gave up before it was posted
-	outQueued bool   // a send waiting in its peer's out queue (eager message or RTS)
-	anyFail   bool   // a receive of a collective (Barrier, a Sibling World): fails when any peer fails
-	grp       *group // a receive on a World made by Split: Status.Source is translated
-
-	sync        bool        // a synchronous send (Ssend): by rendezvous, complete once matched
-	cancelled   bool        // Cancel reached it before it matched: complete with Status.Cancelled
-	cancelAsked bool        // Cancel asked the receiver to withdraw its rendezvous offer (msgCancel)
-	freed       bool        // Free was called: no call may use it again until it is reused
-	parent      *Request    // a part of an Isendrecv, whose completion it may complete
-	parts       [2]*Request // reqPair: the receive and the send
-	pers        *persistent // a persistent request (SendInit, RecvInit): what Start starts
-	inactive    bool        // a persistent request not started, or whose completion was reported
-	mprobe      bool        // a probe of Mprobe: takes the message it finds (msg)
-	msg         *uxMsg      // the message an Mprobe took
+// probeState is an Mprobe's probe.
+type probeState struct {
+	mprobe bool   // takes the message it finds (msg)
+	msg    *uxMsg // the message it took
 }
 
 // want is the Envelope receive (or probe) r asks for.
@@ -233,7 +263,7 @@ func (e *engine) completeLocked(r *Request, err error) {
 		r.mrCache.Put(r.mr)
 	}
 	r.mr, r.mrCache = nil, nil
-	if r.waiting {
+	if r.parked {
 		select {
 		case r.wake <- struct{}{}:
 		default:
@@ -276,7 +306,7 @@ func (e *engine) recycleLocked(r *Request) {
 		return
 	}
 	wake := r.wake
-	*r = Request{e: e, pooled: true, wake: wake}
+	*r = Request{e: e, pooled: true, waiter: waiter{wake: wake}}
 	if len(e.pool) < maxPooledRequests {
 		e.pool = append(e.pool, r)
 	}

@@ -31,7 +31,7 @@ func (e *engine) ssend(ctx context.Context, ctxID uint16, buf []byte, esize, des
 		return err
 	}
 	r := e.newRequestLocked(reqSend)
-	r.ctx, r.peer, r.tag, r.buf, r.esize, r.sync = ctxID, dest, tag, buf, esize, true
+	r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = ctxID, dest, tag, buf, esize, true
 	e.sendLocked(r)
 	err := e.finishSendLocked(ctx, r)
 	e.handoffLocked()

@@ -1,7 +1,5 @@
 package runtime
 
-import "fmt"
-
 // Free and Cancel (MPI_Request_free, MPI_Cancel, MPI_Test_cancelled).
 
 // Free releases r (MPI_Request_free): the operation it started goes on and completes as
@@ -60,7 +58,7 @@ func (e *engine) cancelLocked(r *Request) {
 	switch r.kind {
 	case reqRecv:
 		if r.link.Queued() {
-			e.posted.Remove(&r.link)
+			e.match.posted.Remove(&r.link)
 			r.status = Status{Cancelled: true}
 			e.completeLocked(r, nil)
 		}
@@ -79,14 +77,9 @@ func (e *engine) cancelLocked(r *Request) {
 				e.queueCookieLocked(p, msgCancel, r.cookie())
 			}
 		case r.peer == e.rank:
-			for m := range e.ux.All() {
-				if m.sync == r {
-					e.ux.Remove(&m.link)
-					e.uxMem.put(m)
-					r.status = Status{Cancelled: true}
-					e.completeLocked(r, nil)
-					break
-				}
+			if e.match.withdrawSyncLocked(r) {
+				r.status = Status{Cancelled: true}
+				e.completeLocked(r, nil)
 			}
 		}
 	case reqPair:
@@ -106,31 +99,4 @@ func (e *engine) queueCookieLocked(p *peer, kind uint8, cookie uint64) {
 		return
 	}
 	p.out.push(outOp{kind: opFIN, cookie: cookie, msg: kind})
-}
-
-// cancelOfferLocked handles p's request to withdraw its rendezvous offer cookie: an offer
-// still unexpected here (no receive has matched it) is dropped and p told msgWithdrawn;
-// one already matched is being read, or was, and its FIN answers p.
-func (e *engine) cancelOfferLocked(p *peer, cookie uint64) {
-	for m := range e.ux.All() {
-		if m.kind == msgRTS && m.src == p.rank && m.cookie == cookie {
-			e.ux.Remove(&m.link)
-			e.uxMem.put(m)
-			if p.failed == nil {
-				e.queueCookieLocked(p, msgWithdrawn, cookie)
-			}
-			return
-		}
-	}
-}
-
-// withdrawnLocked completes the send whose offer p withdrew at its request, cancelled.
-func (e *engine) withdrawnLocked(p *peer, cookie uint64) {
-	r := e.table.lookup(cookie)
-	if r == nil || r.kind != reqSend || r.peer != p.rank || !r.cancelAsked {
-		e.peerFailedLocked(p, &errWire{fmt.Sprintf("withdrawal of unknown rendezvous %#x", cookie)})
-		return
-	}
-	r.status = Status{Cancelled: true}
-	e.completeLocked(r, nil)
 }

@@ -125,11 +125,11 @@ func (e *engine) failHeldLocked(err error) {
 // message waits unexpected completes when a receive takes it (uxMsg.sync).
 func (e *engine) sendSelfLocked(r *Request) {
 	tag := int32(r.tag)
-	if rr := e.posted.Match(envelope(r.ctx, e.rank, tag)); rr != nil {
-		e.posted.Remove(&rr.link)
-		e.deliverEagerLocked(rr, e.rank, tag, r.buf)
+	if rr := e.match.posted.Match(envelope(r.ctx, e.rank, tag)); rr != nil {
+		e.match.posted.Remove(&rr.link)
+		e.completeLocked(rr, rr.deliver(e.rank, tag, r.buf))
 	} else {
-		m := e.uxMem.getWith(r.buf)
+		m := e.match.uxMem.getWith(r.buf)
 		m.src, m.ctx, m.tag, m.kind = e.rank, r.ctx, tag, msgEager
 		if r.synchronous {
 			m.sync = r

@@ -338,7 +338,7 @@ func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize,
 	}
 	var rr, sr *Request
 	if src != ProcNull {
-		rr = e.newRequestLocked(reqRecv)
+		rr = e.match.newRequestLocked(e, reqRecv)
 		rr.ctx, rr.peer, rr.tag, rr.buf, rr.esize, rr.anyFail = ctxID, src, rtag, rbuf, rsize, collective
 		e.receiveLocked(rr)
 	}

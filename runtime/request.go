@@ -241,126 +241,15 @@ func (r *Request) opName() string {
 	return "finalize"
 }
 
-// completeLocked finishes r with err and wakes its waiter. The caller holds mu.
+// completeLocked finishes r with err and wakes its waiter (matcher.completeLocked), then
+// releases the contexts of a freed World whose last operation r was. The caller holds mu.
 func (e *engine) completeLocked(r *Request, err error) {
 	if r.done {
 		return
 	}
-	if err != nil && r.err == nil {
-		r.err = err
-	}
-	ctx := r.ctx // a detached request is recycled below
-	r.done = true
-	e.progress++
-	if r.inTable {
-		e.table.release(r)
-	}
-	switch {
-	case r.mr == nil:
-	case r.mrOwned:
-		r.mr.Dereg()
-	case r.mrCache != nil:
-		r.mrCache.Put(r.mr)
-	}
-	r.mr, r.mrCache = nil, nil
-	if r.parked {
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
-	}
-	for _, w := range r.watchers {
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
-	}
-	if r.detached {
-		e.recycleLocked(r)
-	}
-	if r.parent != nil {
-		e.partDoneLocked(r.parent)
-	}
+	ctx := r.ctx // a detached request is recycled on completion
+	e.match.completeLocked(r, err)
 	if e.late != nil {
 		e.settleLocked(ctx)
 	}
-}
-
-// newRequest returns a pooled request for a blocking call.
-func (e *engine) newRequestLocked(kind reqKind) *Request {
-	var r *Request
-	if n := len(e.pool); n > 0 {
-		r = e.pool[n-1]
-		e.pool = e.pool[:n-1]
-	} else {
-		r = &Request{e: e, pooled: true}
-	}
-	r.kind = kind
-	r.truncTo = -1
-	return r
-}
-
-// recycleLocked returns a pooled request to the pool once nothing refers to it.
-func (e *engine) recycleLocked(r *Request) {
-	if !r.pooled {
-		return
-	}
-	wake := r.wake
-	*r = Request{e: e, pooled: true, waiter: waiter{wake: wake}}
-	if len(e.pool) < maxPooledRequests {
-		e.pool = append(e.pool, r)
-	}
-}
-
-const maxPooledRequests = 64
-
-// reqTable holds requests in a rendezvous, found by the cookie carried in RTS and FIN, or
-// by the WRID of an RDMA read. A cookie is slot | generation<<32, so a stale or forged
-// cookie finds nothing.
-type reqTable struct {
-	slots     []*Request
-	gens      []uint32
-	free      []uint32
-	sends     int // send requests in the table (awaiting FIN)
-	sendBytes int // their bytes
-}
-
-func (t *reqTable) add(r *Request) {
-	var i uint32
-	if n := len(t.free); n > 0 {
-		i = t.free[n-1]
-		t.free = t.free[:n-1]
-	} else {
-		i = uint32(len(t.slots))
-		t.slots = append(t.slots, nil)
-		t.gens = append(t.gens, 0)
-	}
-	t.gens[i]++
-	t.slots[i] = r
-	r.slot, r.gen, r.inTable = i, t.gens[i], true
-	if r.kind == reqSend {
-		t.sends++
-		t.sendBytes += len(r.buf)
-	}
-}
-
-func (t *reqTable) release(r *Request) {
-	t.slots[r.slot] = nil
-	t.free = append(t.free, r.slot)
-	r.inTable = false
-	if r.kind == reqSend {
-		t.sends--
-		t.sendBytes -= len(r.buf)
-	}
-}
-
-func (r *Request) cookie() uint64 { return uint64(r.slot) | uint64(r.gen)<<32 }
-
-// lookup returns the request of cookie, or nil.
-func (t *reqTable) lookup(cookie uint64) *Request {
-	i := uint32(cookie)
-	if int(i) >= len(t.slots) || t.gens[i] != uint32(cookie>>32) {
-		return nil
-	}
-	return t.slots[i]
 }

@@ -38,7 +38,7 @@ func (e *engine) offerLocked(p *peer, r *Request) {
 // failure it completes r with the error and returns false.
 func (e *engine) exposeLocked(p *peer, r *Request) bool {
 	if len(r.buf) == 0 {
-		e.table.add(r) // an empty synchronous send: nothing to read, the receiver answers FIN
+		e.match.table.add(r) // an empty synchronous send: nothing to read, the receiver answers FIN
 		return true
 	}
 	mr, off, owned, err := exposeBuffer(p, r.buf)
@@ -50,7 +50,7 @@ func (e *engine) exposeLocked(p *peer, r *Request) bool {
 	if !owned {
 		r.mrCache = p.dev.regs
 	}
-	e.table.add(r)
+	e.match.table.add(r)
 	return true
 }
 
@@ -97,16 +97,6 @@ func (e *engine) postRTSLocked(p *peer, r *Request) {
 	}
 }
 
-// finLocked handles FIN from src: the rendezvous send with cookie is complete.
-func (e *engine) finLocked(p *peer, cookie uint64) {
-	r := e.table.lookup(cookie)
-	if r == nil || r.kind != reqSend || r.peer != p.rank || r.outQueued {
-		e.peerFailedLocked(p, &errWire{fmt.Sprintf("FIN for unknown rendezvous %#x", cookie)})
-		return
-	}
-	e.completeLocked(r, nil)
-}
-
 // startReadLocked starts receive r of a rendezvous offer from src: RDMA reads of the
 // offered buffer into r.buf, then FIN. A layout offer (layout, its encoded runs, not
 // nil; rkey is then the sender's address) is read at once by readOfferLocked.
@@ -132,7 +122,7 @@ func (e *engine) startReadLocked(r *Request, src int, tag int32, cookie, rkey, o
 		return
 	}
 	r.rkey, r.roff, r.rlen = rkey, off, int(n)
-	e.table.add(r)
+	e.match.table.add(r)
 	chunks := (r.rlen + readChunk - 1) / readChunk
 	r.reads = chunks
 	for c := 0; c < chunks; c++ {
@@ -153,23 +143,6 @@ func (e *engine) postReadLocked(p *peer, r *Request, chunk int) {
 	if err := p.qp.PostSend(&p.swr); err != nil {
 		e.peerFailedLocked(p, err)
 	}
-}
-
-// readDoneLocked handles the completion of one RDMA read of receive table slot idx.
-func (e *engine) readDoneLocked(p *peer, idx uint32) {
-	if int(idx) >= len(e.table.slots) {
-		return
-	}
-	r := e.table.slots[idx]
-	if r == nil || r.kind != reqRecv || r.done {
-		return
-	}
-	r.reads--
-	if r.reads > 0 {
-		return
-	}
-	e.queueFINLocked(p, r.fin)
-	e.completeLocked(r, r.truncErr())
 }
 
 func (r *Request) truncErr() error {

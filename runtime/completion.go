@@ -7,7 +7,7 @@ import (
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
-var errCanceled = errors.New("send canceled before it was posted")
+var errDropped = errors.New("send canceled before it was posted")
 
 // handleLocked handles one work completion.
 func (e *engine) handleLocked(wc *verbs.WC) {

@@ -195,7 +195,7 @@ func (e *engine) pumpLocked(p *peer) {
 				r.status = Status{Cancelled: true}
 				e.completeLocked(r, nil)
 			} else {
-				e.completeLocked(r, errCanceled)
+				e.completeLocked(r, errDropped)
 			}
 			continue
 		}

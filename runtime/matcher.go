@@ -9,8 +9,9 @@ import (
 // matcher owns the engine's matching and request state: the posted receives, the
 // waiting probes, the unexpected messages and their pool, the rendezvous table, the
 // engine's pooled Requests and the parked waiters. The engine's message paths (match.go,
-// p2p.go, rndv.go, cancel.go, progress.go) call it; it calls down only, to package
-// matching and to a rendezvous send's registration, never into the engine.
+// p2p.go, rndv.go, cancel.go, completion.go, progress.go) call it. It calls down only,
+// to package matching and to a rendezvous send's registration, never into the engine: a
+// method that finds a request to complete returns it, and the engine completes it.
 //
 // It has no lock of its own: the engine's mu guards it, and every method runs with mu
 // held (the Locked suffix). The engine's other parts read its queues under mu too.

@@ -191,7 +191,7 @@ func (r *Request) resetLocked(e *engine) error {
 		return invalidf("the Request is persistent (SendInit, RecvInit): run it again with Start")
 	}
 	wake := r.wake
-	*r = Request{e: e, waiter: waiter{wake: wake}, rndvState: rndvState{truncTo: -1}}
+	*r = Request{e: e, waiter: waiter{wake: wake}, rndvState: rndvState{rndvRead: rndvRead{truncTo: -1}}}
 	return nil
 }
 

@@ -92,7 +92,7 @@ func (w *World) initRequest(kind reqKind, mode sendMode, b []byte, esize, peer, 
 	}
 	p := &persistent{w: w, kind: kind, mode: mode, buf: b, esize: esize, peer: jr, tag: tag}
 	return &Request{e: e, kind: kind, done: true, status: emptyStatus,
-		persState: persState{pers: p, inactive: true}, rndvState: rndvState{truncTo: -1}}, nil
+		persState: persState{pers: p, inactive: true}, rndvState: rndvState{rndvRead: rndvRead{truncTo: -1}}}, nil
 }
 
 // Start starts persistent Request r (MPI_Start). r must be inactive: never started, or

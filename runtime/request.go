@@ -88,22 +88,33 @@ type waiter struct {
 }
 
 // rndvState is a send's or a receive's rendezvous. A send that offered its buffer (RTS)
-// and a receive that reads one hold a slot in the engine's table until FIN (send) or
+// and a receive that reads one hold a slot in the matcher's table until FIN (send) or
 // until the read completed (receive).
 type rndvState struct {
-	slot    uint32
-	gen     uint32
-	inTable bool
-	mr      verbs.MR        // send: the buffer's registration
-	mrOwned bool            // send: mr is a private copy, deregistered at completion
-	mrCache *arena.RegCache // send: mr came from this cache, put back at completion
-	rkey    uint64          // receive: the offered buffer
-	roff    uint64
-	rlen    int    // receive: bytes to read (len(buf) or less)
-	reads   int    // receive: RDMA reads outstanding
-	fin     uint64 // receive: the sender's cookie, returned in FIN
-	truncTo int    // receive: the full message length when it did not fit, else -1
-	lay     *layIO // a typed send's layout offer, or a typed receive's layout (rndv_iov.go)
+	slot      uint32
+	gen       uint32
+	inTable   bool
+	lay       *layIO // a typed send's layout offer, or a typed receive's layout (rndv_iov.go)
+	rndvOffer        // reqSend: the offered buffer
+	rndvRead         // reqRecv: the read of an offer
+}
+
+// rndvOffer is a rendezvous send's buffer, as the receiver reads it.
+type rndvOffer struct {
+	mr      verbs.MR        // the buffer's registration
+	mrOwned bool            // mr is a private copy, deregistered at completion
+	mrCache *arena.RegCache // mr came from this cache, put back at completion
+	mrOff   uint64          // the buffer's offset in mr
+}
+
+// rndvRead is a receive's RDMA read of a rendezvous offer.
+type rndvRead struct {
+	rkey    uint64 // the offered buffer's key
+	roff    uint64 // the offered buffer's offset under rkey
+	rlen    int    // bytes to read (len(buf) or less)
+	reads   int    // RDMA reads outstanding
+	fin     uint64 // the sender's cookie, returned in FIN
+	truncTo int    // the full message length when it did not fit, else -1
 }
 
 // sendState is a send's mode and its place on the way out.

@@ -46,7 +46,7 @@ func (e *engine) exposeLocked(p *peer, r *Request) bool {
 		e.completeLocked(r, fmt.Errorf("%w: expose %d-byte send buffer to rank %d: %w", ErrTransport, len(r.buf), p.rank, err))
 		return false
 	}
-	r.mr, r.mrOwned, r.roff = mr, owned, off
+	r.mr, r.mrOwned, r.mrOff = mr, owned, off
 	if !owned {
 		r.mrCache = p.dev.regs
 	}
@@ -90,7 +90,7 @@ func (e *engine) postRTSLocked(p *peer, r *Request) {
 		rkey = r.mr.RKey()
 	}
 	i := p.takeSlot()
-	putRTS(p.txBuf(i), r.ctx, int32(r.tag), r.cookie(), rkey, r.roff, uint64(len(r.buf)))
+	putRTS(p.txBuf(i), r.ctx, int32(r.tag), r.cookie(), rkey, r.mrOff, uint64(len(r.buf)))
 	p.qsent++
 	if err := p.postMessage(i, rtsLen, false); err != nil {
 		e.peerFailedLocked(p, err)

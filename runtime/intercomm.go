@@ -329,7 +329,7 @@ func decodeUnion(b []byte) (jobs []int, recs []byte, flag byte, err error) {
 func (e *engine) swap(ctx context.Context, ctxID uint16, peer, tag int, mine, theirs []byte, collective bool) (int, error) {
 	var sr Request
 	e.mu.Lock()
-	err := e.resetLocked(&sr)
+	err := sr.resetLocked(e)
 	if err == nil {
 		sr.kind, sr.ctx, sr.peer, sr.tag, sr.buf, sr.esize = reqSend, ctxID, peer, tag, mine, 1
 		e.sendLocked(&sr)

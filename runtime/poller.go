@@ -18,7 +18,7 @@ import (
 // poller is the progress and waiting part: the poller role (progress.go), the
 // goroutines parked on their requests, and how the role holder spins over the completion
 // queues and fast boxes, sleeps, and is woken. The engine's wait loop calls it; it calls
-// only the CQs and reads the peers' fast boxes. engine.mu guards active, parked and
+// only the CQs and reads the peers' fast boxes. engine.mu guards active, waiters and
 // quietWait; its own mu guards the single-CQ wait's context.
 //
 // GORMA_PROGRESS decides whether it spins: spin polls for ever, hybrid polls for
@@ -58,7 +58,7 @@ type poller struct {
 
 	// The role and the parked goroutines, guarded by engine.mu.
 	active    bool       // a goroutine holds the poller role
-	parked    []*Request // parked goroutines' requests, in parking order
+	waiters   []*Request // parked goroutines' requests, in parking order
 	quietWait *Request   // Finalize's parked request, woken when nothing is outstanding
 
 	// The role holder only.
@@ -399,11 +399,11 @@ func (p *poller) kickLocked() {
 // handoffLocked wakes a parked goroutine to take over polling, if nobody polls. Call it,
 // with engine.mu held, whenever a waiting goroutine stops waiting.
 func (p *poller) handoffLocked() {
-	if p.active || len(p.parked) == 0 {
+	if p.active || len(p.waiters) == 0 {
 		return
 	}
 	select {
-	case p.parked[0].wake <- struct{}{}:
+	case p.waiters[0].wake <- struct{}{}:
 	default:
 	}
 }
@@ -413,30 +413,30 @@ func (p *poller) handoffLocked() {
 //
 // Several goroutines may wait for one Request: they share its wake channel, which holds
 // one token, so completeLocked wakes only one of them. A goroutine that leaves while
-// others still wait for a completed r passes the wake-up on, and r.waiting stays true
+// others still wait for a completed r passes the wake-up on, and r.parked stays true
 // until the last one has left; otherwise the others would sleep until their context
 // ends, or for ever (TestStressWaitOneRequestFromManyGoroutines).
 func (p *poller) parkLocked(ctx context.Context, r *Request, mu *engineLock) {
 	if r.wake == nil {
 		r.wake = make(chan struct{}, 1)
 	}
-	r.waiting = true
-	p.parked = append(p.parked, r)
+	r.parked = true
+	p.waiters = append(p.waiters, r)
 	mu.Unlock()
 	select {
 	case <-r.wake:
 	case <-ctx.Done():
 	}
 	mu.Lock()
-	if i := slices.Index(p.parked, r); i >= 0 {
-		p.parked = slices.Delete(p.parked, i, i+1)
+	if i := slices.Index(p.waiters, r); i >= 0 {
+		p.waiters = slices.Delete(p.waiters, i, i+1)
 	}
-	r.waiting = slices.Contains(p.parked, r)
+	r.parked = slices.Contains(p.waiters, r)
 	select {
 	case <-r.wake:
 	default:
 	}
-	if r.waiting && r.done {
+	if r.parked && r.done {
 		r.wake <- struct{}{} // drained just above: never blocks
 	}
 }

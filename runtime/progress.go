@@ -78,7 +78,7 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 		e.poll.active = true
 		live := e.links.liveDevsLocked()
 		if first {
-			e.poll.spinBudget = spinBudget(e.poll.spinFor, e.table.sendBytes, e.localSize > e.ncpu)
+			e.poll.spinBudget = spinBudget(e.poll.spinFor, e.match.table.sendBytes, e.localSize > e.ncpu)
 			e.poll.yieldAfter = e.yieldAfterLocked(r, quiet, set)
 		}
 		e.mu.Unlock()
@@ -140,7 +140,7 @@ func (e *engine) quietLocked() bool {
 			return false
 		}
 	}
-	return len(e.table.free) == len(e.table.slots)
+	return e.match.idleLocked()
 }
 
 // progressLocked polls every completion queue until it is empty and handles what it

@@ -276,12 +276,7 @@ type engine struct {
 
 	mu         engineLock // lock.go
 	links      links      // peers, connections and devices (links.go)
-	posted     reqQueue   // receives waiting for a message (match.go)
-	probes     reqQueue   // probes waiting for a message
-	ux         uxQueue    // messages waiting for a receive
-	uxMem      uxPool     // unexpected messages and their payloads, for reuse
-	table      reqTable   // requests in a rendezvous, by cookie (request.go)
-	pool       []*Request // the engine's own requests, for reuse
+	match      matcher    // matching and request state (matcher.go)
 	failed     *ProcError // the first failed peer, or the one the launcher names (AnySource receives fail with it)
 	aborted    *ProcError // the job is aborting: every call fails with it
 	finalizing bool
@@ -290,7 +285,6 @@ type engine struct {
 	late       map[uint16]lateFree // Worlds freed with operations under way, by context (free.go)
 	rma        rmaState            // one-sided substrate (rma.go, rma_ops.go)
 	waiting    []*Request          // requests of blocking waits under way (hang.go)
-	progress   uint64              // requests completed (hang.go)
 	bsend      bsendBuf            // the buffer of BufferAttach, for Bsend (bsend.go)
 
 	tracksMu sync.Mutex
@@ -349,8 +343,8 @@ func (w *World) Finalize(ctx context.Context) error {
 	// posted until the end, they could instead fail with ErrProcFailed: a peer that has
 	// passed the fence closes its transport, which this rank sees as its connection
 	// failing (over tcp, WRFlushErr) while it still waits for the fence itself.
-	e.failQueueLocked(&e.posted, -1, ErrFinalized)
-	e.failQueueLocked(&e.probes, -1, ErrFinalized)
+	e.failQueueLocked(&e.match.posted, -1, ErrFinalized)
+	e.failQueueLocked(&e.match.probes, -1, ErrFinalized)
 	err := e.drainLocked(ctx)
 	if err == nil && e.pm != nil {
 		err = e.fenceLocked(ctx)
@@ -401,9 +395,9 @@ func osExit(code int) { os.Exit(code) }
 
 // drainLocked waits (making progress) until nothing this rank sent is outstanding.
 func (e *engine) drainLocked(ctx context.Context) error {
-	r := e.newRequestLocked(reqSync)
+	r := e.match.newRequestLocked(e, reqSync)
 	err := e.untilLocked(ctx, r, true, nil)
-	e.recycleLocked(r)
+	e.match.recycleLocked(r)
 	return err
 }
 
@@ -411,7 +405,7 @@ func (e *engine) drainLocked(ctx context.Context) error {
 // progress) meanwhile, so that a peer that still waits for this rank's FIN, or for room
 // in this rank's receive slots, is not stuck behind the fence.
 func (e *engine) fenceLocked(ctx context.Context) error {
-	r := e.newRequestLocked(reqSync)
+	r := e.match.newRequestLocked(e, reqSync)
 	cl := e.pm
 	e.bg.Add(1)
 	go func() {

@@ -37,14 +37,7 @@ func newGroupOf(procs []int, me int) Group {
 // Group returns the group of w's ranks, group rank i being w's rank i
 // (MPI_Comm_group); an intercommunicator's local group. It does not communicate.
 func (w *World) Group() Group {
-	if w.x != nil {
-		return w.x.local.Group()
-	}
-	procs := make([]int, w.Size())
-	for r := range procs {
-		procs[r], _ = w.jobRank(r)
-	}
-	return newGroupOf(procs, w.e.rank+1)
+	return newGroupOf(slices.Clone(w.own.ranks), w.e.rank+1)
 }
 
 // Size is the number of processes in g (MPI_Group_size).

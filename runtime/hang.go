@@ -111,10 +111,10 @@ type Track struct {
 
 // NewTrack returns a Track for calls on w, reported until Close.
 func (w *World) NewTrack() *Track {
-	if w.x != nil {
+	if on := w.k.trackOn(w); on != w {
 		// An intercommunicator's calls are made in the same order by the ranks of its
 		// local group, whose World its reports name.
-		return w.x.local.NewTrack()
+		return on.NewTrack()
 	}
 	calls := w.calls.Load()
 	if calls == nil {
@@ -122,9 +122,7 @@ func (w *World) NewTrack() *Track {
 		calls = w.calls.Load()
 	}
 	t := &Track{e: w.e, calls: calls, comm: w.commName(), ctx: w.ctx, me: w.Rank(), size: w.Size(), internal: w.internal.Load()}
-	if w.g != nil {
-		t.members = w.g.ranks
-	}
+	t.members = w.k.members(w)
 	w.e.tracksMu.Lock()
 	w.e.tracks = append(w.e.tracks, t)
 	w.e.tracksMu.Unlock()

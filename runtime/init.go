@@ -10,6 +10,8 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +20,23 @@ import (
 	"github.com/gorma-hpc/gorma/transport/verbs"
 	"github.com/gorma-hpc/gorma/transport/verbs/idlewatch"
 )
+
+// lifecycle is the part that holds a rank's life from Init to Finalize: the engine's
+// goroutines (start), the context that ends them, and Finalize's progress. Init and
+// Finalize call it; it calls down, through e, into the devices, the process manager and
+// the wait path. over and atExit are atomic; finalizing, finalized and quietWait are
+// guarded by the engine's mu; stop, halt and bg are set at Init.
+type lifecycle struct {
+	e          *engine
+	stop       context.Context // ends at Finalize: stops relays and the event watcher
+	halt       context.CancelFunc
+	bg         sync.WaitGroup // the engine's goroutines (start, fenceLocked)
+	over       atomic.Bool    // Finalize has begun (Finalized): set with finalizing, never cleared
+	atExit     atomic.Bool    // Finalize has run Init's World's attribute delete functions
+	finalizing bool
+	finalized  bool
+	quietWait  *Request // Finalize's parked request, woken when quietLocked holds
+}
 
 // Environment variables read by Init.
 const (
@@ -280,14 +299,18 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 
 // rootWorld returns Init's World of e, which Finalize runs the attribute delete
 // functions of.
-func (e *engine) rootWorld() *World {
-	e.root = &World{e: e}
+func (c *comms) rootWorld() *World {
+	e := c.e
+	e.all = wholeGroup(e)
+	e.root = &World{e: e, k: whole{}, g: e.all, own: e.all}
 	return e.root
 }
 
 func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine {
 	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit, ncpu: goruntime.NumCPU(),
-		ctxs: newCtxAlloc(), hosts: make([]string, size), cards: make([]card, size), cardOK: make([]bool, size)}
+		hosts: make([]string, size), cards: make([]card, size), cardOK: make([]bool, size)}
+	e.comms.e, e.lifecycle.e, e.failures.e = e, e, e
+	e.ctxs = newCtxAlloc()
 	e.cm.opened = make(chan struct{})
 	e.poll.init(cfg.progress, cfg.spin)
 	e.hosts[rank] = host
@@ -316,7 +339,8 @@ func identityWith(salt string) hostIdentity {
 // start launches the engine's goroutines: the agent event watcher (golaunch's agent
 // only) and, with two devices, one relay per completion queue; and lets the connection
 // listener answer.
-func (e *engine) start() {
+func (l *lifecycle) start() {
+	e := l.e
 	if e.cm.ln != nil {
 		e.openCM()
 	}
@@ -338,7 +362,8 @@ func (e *engine) start() {
 }
 
 // shutdown stops the engine's goroutines and closes its devices.
-func (e *engine) shutdown() {
+func (l *lifecycle) shutdown() {
+	e := l.e
 	e.halt()
 	e.closeCM() // no set-up is under way once it returns
 	e.mu.Lock()

@@ -287,7 +287,7 @@ type Remote struct {
 // key at once: a stale or forged description fails here with an error wrapping
 // verbs.ErrAccess.
 func (w *World) Attach(rank int, desc []byte) (*Remote, error) {
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return nil, err
 	}
 	e := w.e

@@ -28,8 +28,9 @@ type World struct {
 	// Every World made by Init or Dup reserves four contexts: ctx and ctx+1 for itself,
 	// ctx+2 and ctx+3 for its sibling (Sibling), which has none of its own.
 	sibling bool
-	g       *group     // the ranks of a World made by Split; nil: every rank of the job
-	x       *inter     // an intercommunicator's local group (intercomm.go), whose g is the remote group
+	k       kind       // what it spans: the job, a group, or two groups (kind.go)
+	g       *group     // the ranks its point-to-point calls name: its own, or an intercommunicator's remote group
+	own     *group     // its own ranks, this rank's place among them: g, or an intercommunicator's local group
 	life    *worldLife // shared with its siblings; nil for Init's World (free.go)
 	// calls counts the collective calls its Tracks began (hang.go), made by the first
 	// NewTrack; Tracks hold the counter, not the World, which they must not keep alive.
@@ -39,53 +40,21 @@ type World struct {
 }
 
 // Rank is this process's rank, in [0, Size).
-func (w *World) Rank() int {
-	if w.x != nil {
-		return w.x.local.Rank()
-	}
-	if w.g != nil {
-		return w.g.me
-	}
-	return w.e.rank
-}
+func (w *World) Rank() int { return w.own.me }
 
 // Size is the number of ranks of the World: of the job, or of a World made by Split; of
 // the local group for an intercommunicator (RemoteSize is the other's).
-func (w *World) Size() int {
-	if w.x != nil {
-		return w.x.local.Size()
-	}
-	if w.g != nil {
-		return len(w.g.ranks)
-	}
-	return w.e.size
-}
+func (w *World) Size() int { return len(w.own.ranks) }
 
 // Host is the name of this rank's host (the launcher's name for it; the OS host name in a
 // world of one).
 func (w *World) Host() string { return w.e.host }
 
 // LocalRank is this rank's index among the World's ranks on its host.
-func (w *World) LocalRank() int {
-	if w.x != nil {
-		return w.x.local.LocalRank()
-	}
-	if w.g != nil {
-		return w.g.localRank
-	}
-	return w.e.localRank
-}
+func (w *World) LocalRank() int { return w.own.localRank }
 
 // LocalSize is the number of the World's ranks on this rank's host.
-func (w *World) LocalSize() int {
-	if w.x != nil {
-		return w.x.local.LocalSize()
-	}
-	if w.g != nil {
-		return w.g.localSize
-	}
-	return w.e.localSize
-}
+func (w *World) LocalSize() int { return w.own.localSize }
 
 // HostCPUs is the number of processors this rank's host gives the job's ranks: the
 // launching agent's (golaunch passes it), else what this process may use. A rank that
@@ -176,55 +145,26 @@ func (w *World) Dup() (d *World, err error) {
 	if err := w.live(); err != nil {
 		return nil, withOp("dup", err)
 	}
-	defer w.dupAttrs(&d, &err) // attr.go: the copy functions run after mu is released
-	d, full, err := w.dupLocal()
+	defer dupAttrs(w, &d, &err) // attr.go: the copy functions run after mu is released
+	e := w.e
+	e.mu.Lock()
+	// Reusing a freed context may wait (dupReuseLocked), and a wait may have taken the
+	// poller role: pass it on, or a goroutine parked behind it would not be woken.
+	err = e.checkLocked()
+	full := false
+	if err == nil {
+		d, full, err = w.k.dupLocked(w)
+	}
+	e.handoffLocked()
+	e.mu.Unlock()
 	if err != nil || !full {
 		return d, withOp("dup", err)
 	}
 	// The block of a split World or an intercommunicator is full: a Split with one color
 	// makes the same group again, on a block of its own, with every rank (each makes
 	// this Dup at the same point). It waits for the other ranks, as Split does.
-	if w.x != nil {
-		d, err = w.interSplit(context.Background(), 0, w.Rank())
-	} else {
-		d, err = w.Split(context.Background(), 0, w.Rank())
-	}
+	d, err = w.k.split(context.Background(), w, 0, w.Rank())
 	return d, withOp("dup", err)
-}
-
-// dupLocal is Dup without communication: a context of the World's line or of its block,
-// or full when a split World's or an intercommunicator's block has no room left.
-func (w *World) dupLocal() (d *World, full bool, err error) {
-	e := w.e
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	// Reusing a freed context may wait (dupReuseLocked), and a wait may have taken the
-	// poller role: pass it on, or a goroutine parked behind it would not be woken.
-	defer e.handoffLocked()
-	if err := e.checkLocked(); err != nil {
-		return nil, false, err
-	}
-	if w.x != nil {
-		d, ok, err := w.interDupLocked()
-		return d, !ok && err == nil, err
-	}
-	if g := w.g; g != nil {
-		c, ok, err := e.takeFamilyLocked(g.fam)
-		if err != nil || !ok {
-			return nil, !ok && err == nil, err
-		}
-		return &World{e: e, ctx: c, g: g, life: &worldLife{}}, false, nil
-	}
-	if base, ok, err := e.dupReuseLocked(); err != nil {
-		return nil, false, err
-	} else if ok {
-		return &World{e: e, ctx: base, life: &worldLife{}}, false, nil
-	}
-	c, ok := e.ctxs.takeDup()
-	if !ok {
-		return nil, false, invalidf("too many Worlds derived and not freed (Free those no longer used)")
-	}
-	return &World{e: e, ctx: c, life: &worldLife{}}, false, nil
 }
 
 // Sibling returns a World with the same ranks as w and a communication context of its
@@ -251,14 +191,15 @@ func (w *World) Sibling() (*World, error) {
 	if w.sibling {
 		return nil, withOp("sibling", invalidf("a sibling World has no sibling of its own (Dup it)"))
 	}
-	return &World{e: w.e, ctx: w.ctx + 2, sibling: true, g: w.g, x: w.x, life: w.life}, nil
+	return &World{e: w.e, ctx: w.ctx + 2, sibling: true, k: w.k, g: w.g, own: w.own, life: w.life}, nil
 }
 
 // engine is the state a rank's Worlds share. The fields above mu are set at Init and
-// only read afterwards, or guard themselves; mu guards every field below it. Each part of
-// the runtime keeps its state in a type of its own: poller (progress), ctxAlloc
-// (communication contexts), the matching queues, reqTable (rendezvous), rmaState
-// (one-sided), peer (per connection).
+// only read afterwards, or guard themselves, or belong to a part that documents its lock;
+// mu guards every field below it. Each part of the runtime keeps its state in a type of
+// its own: poller (progress), comms (communication contexts), lifecycle (Init to
+// Finalize), failures, the matching queues, reqTable (rendezvous), rmaState (one-sided),
+// peer (per connection).
 type engine struct {
 	rank, size           int
 	host                 string
@@ -279,48 +220,38 @@ type engine struct {
 	// PollPeers; set with devs.
 	returners []roleReturner
 
-	stop context.Context // ends at Finalize: stops relays and the event watcher
-	halt context.CancelFunc
-	bg   sync.WaitGroup // the engine's goroutines (start, fenceLocked)
+	poll poller // the poller role's spin, sleep and wake-up (poller.go)
 
-	poll    poller      // the poller role's spin, sleep and wake-up (poller.go)
-	over    atomic.Bool // Finalize has begun (Finalized): set with finalizing, never cleared
-	atExit  atomic.Bool // Finalize has run Init's World's attribute delete functions
-	root    *World      // Init's World, until Finalize (only Init and the first Finalize touch it)
-	splitMu sync.Mutex  // one Split at a time (split.go); taken before mu
+	// The parts that hold a rank's Worlds' contexts, its life from Init to Finalize, and
+	// the failures it knows of. Each documents its lock; what mu guards is marked.
+	comms     // ctxalloc.go
+	lifecycle // init.go
+	failures  // failure.go
 
 	mu      engineLock // lock.go
 	polling bool       // a goroutine holds the poller role
 	peers   []*peer    // by rank; nil for this rank and for ranks never contacted (cm.go)
 	// cards holds the cards known (cardOK): every rank's under golaunch, this rank's,
 	// rank 0's and those read on first contact under a foreign PM; hosts their names.
-	cards      []card
-	cardOK     []bool
-	hosts      []string
-	rxLater    []*peer    // peers with receive slots to repost before the next wait (peers.go)
-	holders    []*peer    // peers with held eager sends (eager.go)
-	posted     reqQueue   // receives waiting for a message (match.go)
-	probes     reqQueue   // probes waiting for a message
-	ux         uxQueue    // messages waiting for a receive
-	uxMem      uxPool     // unexpected messages and their payloads, for reuse
-	table      reqTable   // requests in a rendezvous, by cookie (request.go)
-	pool       []*Request // the engine's own requests, for reuse
-	waiters    []*Request // parked goroutines' requests, in parking order
-	quietWait  *Request   // Finalize's parked request, woken when quietLocked holds
-	failed     *ProcError // the first failed peer, or the one the launcher names (AnySource receives fail with it)
-	aborted    *ProcError // the job is aborting: every call fails with it
-	finalizing bool
-	finalized  bool
-	ctxs       ctxAlloc            // communication contexts: handed out, freed, awaiting marks (ctxalloc.go)
-	late       map[uint16]lateFree // Worlds freed with operations under way, by context (free.go)
-	rma        rmaState            // one-sided substrate (rma.go, rma_ops.go)
-	waiting    []*Request          // requests of blocking waits under way (hang.go)
-	progress   uint64              // requests completed (hang.go)
-	bsend      bsendBuf            // the buffer of BufferAttach, for Bsend (bsend.go)
+	cards    []card
+	cardOK   []bool
+	hosts    []string
+	rxLater  []*peer    // peers with receive slots to repost before the next wait (peers.go)
+	holders  []*peer    // peers with held eager sends (eager.go)
+	posted   reqQueue   // receives waiting for a message (match.go)
+	probes   reqQueue   // probes waiting for a message
+	ux       uxQueue    // messages waiting for a receive
+	uxMem    uxPool     // unexpected messages and their payloads, for reuse
+	table    reqTable   // requests in a rendezvous, by cookie (request.go)
+	pool     []*Request // the engine's own requests, for reuse
+	waiters  []*Request // parked goroutines' requests, in parking order
+	rma      rmaState   // one-sided substrate (rma.go, rma_ops.go)
+	waiting  []*Request // requests of blocking waits under way (hang.go)
+	progress uint64     // requests completed (hang.go)
+	bsend    bsendBuf   // the buffer of BufferAttach, for Bsend (bsend.go)
 
 	tracksMu sync.Mutex
-	tracks   []*Track        // the upper layers' calls (hang.go), guarded by tracksMu
-	inner    map[uint16]bool // contexts of Worlds marked internal (MarkInternal), by ctx/4; guarded by tracksMu
+	tracks   []*Track // the upper layers' calls (hang.go), guarded by tracksMu
 }
 
 // checkLocked returns the error every call must fail with, or nil.
@@ -363,7 +294,7 @@ func (w *World) Finalize(ctx context.Context) error {
 	if e.atExit.CompareAndSwap(false, true) {
 		if r := e.root; r != nil {
 			e.root = nil // the engine outlives the World: let it go
-			r.deleteAttrs()
+			deleteAttrs(r)
 		}
 	}
 	e.mu.Lock()
@@ -430,7 +361,8 @@ func (w *World) Abort(code int, msg string) {
 func osExit(code int) { os.Exit(code) }
 
 // drainLocked waits (making progress) until nothing this rank sent is outstanding.
-func (e *engine) drainLocked(ctx context.Context) error {
+func (l *lifecycle) drainLocked(ctx context.Context) error {
+	e := l.e
 	r := e.newRequestLocked(reqSync)
 	err := e.untilLocked(ctx, r, true, nil)
 	e.recycleLocked(r)
@@ -440,7 +372,8 @@ func (e *engine) drainLocked(ctx context.Context) error {
 // fenceLocked waits until every rank has fenced through the agent, serving peers (making
 // progress) meanwhile, so that a peer that still waits for this rank's FIN, or for room
 // in this rank's receive slots, is not stuck behind the fence.
-func (e *engine) fenceLocked(ctx context.Context) error {
+func (l *lifecycle) fenceLocked(ctx context.Context) error {
+	e := l.e
 	r := e.newRequestLocked(reqSync)
 	cl := e.pm
 	e.bg.Add(1)

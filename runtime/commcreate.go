@@ -106,33 +106,6 @@ func (w *World) SplitShared(ctx context.Context, key int) (*World, error) {
 	return w.Split(ctx, color, key)
 }
 
-// memberRanks returns the ranks of w of g's members, by group rank, or the ErrInvalid error
-// naming the first that is not a rank of w.
-func memberRanks(w *World, g Group) ([]int, error) {
-	ranks := make([]int, len(g.procs))
-	for i, p := range g.procs {
-		r := -1
-		if p >= 0 && p < w.e.size {
-			r = w.own.rankOf(p)
-		}
-		if r < 0 {
-			return nil, invalidf("group rank %d (process %d of the job) is not a rank of this World of %d", i, p, w.Size())
-		}
-		ranks[i] = r
-	}
-	return ranks, nil
-}
-
-// indexOf returns the group rank of the process of job rank jr, or -1.
-func (g Group) indexOf(jr int) int {
-	for i, p := range g.procs {
-		if p == jr {
-			return i
-		}
-	}
-	return -1
-}
-
 // groupRecords returns the buffer of CreateGroup's exchange among n members, with this
 // rank's record (member me) filled in as Split's, tag in place of color and me as key.
 func groupRecords(w *World, n, me, tag int) ([]byte, error) {

@@ -1,9 +1,6 @@
 package runtime
 
-import (
-	"slices"
-	"sync"
-)
+import "slices"
 
 // Communication contexts. Every World has a 16-bit context that its messages carry; a
 // receive takes only messages of its own context. The space is laid out as:
@@ -19,25 +16,6 @@ import (
 //
 // Free gives a World's contexts back (free.go): they are marked freed, and reused once
 // every other rank of that World has sent its free mark (awaits).
-
-// comms is the part that holds a rank's Worlds' contexts: the allocator, the Worlds
-// freed with operations under way, Split's lock, Init's World, the internal Worlds and
-// the job's identity group. World's Dup, Split, Create and Free and the kinds call it;
-// matching calls it as messages, free marks and completions arrive. It calls down,
-// through e, into the matching queues and the send path.
-//
-// Locks: ctxs and late are guarded by the engine's mu. splitMu is its own, taken before
-// mu. inner is guarded by the engine's tracksMu. root and all are written at Init; only
-// the first Finalize touches root again.
-type comms struct {
-	e       *engine
-	ctxs    ctxAlloc            // communication contexts: handed out, freed, awaiting marks
-	late    map[uint16]lateFree // Worlds freed with operations under way, by context (free.go)
-	splitMu sync.Mutex          // one Split at a time (split.go)
-	root    *World              // Init's World, until Finalize
-	all     *group              // every rank of the job: the groups of whole Worlds (kind.go)
-	inner   map[uint16]bool     // contexts of Worlds marked internal (MarkInternal), by ctx/4
-}
 
 // ctxPerWorld is how many communication contexts a World reserves: ctx for its messages,
 // ctx+1 for its internal traffic (Barrier, Split), ctx+2 and ctx+3 for its Sibling.

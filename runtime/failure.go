@@ -39,17 +39,6 @@ import (
 // peer failure the agent says nothing of for agentWordBound ends this process
 // (watchEvents).
 
-// failures is the part that holds what this rank knows of failures: the first failed
-// peer and the abort. The transport's completions, the connection manager and the
-// launcher's events (watchEvents) report to it; it fails what waits, calling down,
-// through e, into the peers and the matching queues. Its fields are guarded by the
-// engine's mu.
-type failures struct {
-	e       *engine
-	failed  *ProcError // the first failed peer, or the one the launcher names (AnySource receives fail with it)
-	aborted *ProcError // the job is aborting: every call fails with it
-}
-
 // peerFailedLocked marks p failed with cause, as the transport saw it, and fails
 // everything that waits on it.
 func (f *failures) peerFailedLocked(p *peer, cause error) {

@@ -10,8 +10,6 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,23 +18,6 @@ import (
 	"github.com/gorma-hpc/gorma/transport/verbs"
 	"github.com/gorma-hpc/gorma/transport/verbs/idlewatch"
 )
-
-// lifecycle is the part that holds a rank's life from Init to Finalize: the engine's
-// goroutines (start), the context that ends them, and Finalize's progress. Init and
-// Finalize call it; it calls down, through e, into the devices, the process manager and
-// the wait path. over and atExit are atomic; finalizing, finalized and quietWait are
-// guarded by the engine's mu; stop, halt and bg are set at Init.
-type lifecycle struct {
-	e          *engine
-	stop       context.Context // ends at Finalize: stops relays and the event watcher
-	halt       context.CancelFunc
-	bg         sync.WaitGroup // the engine's goroutines (start, fenceLocked)
-	over       atomic.Bool    // Finalize has begun (Finalized): set with finalizing, never cleared
-	atExit     atomic.Bool    // Finalize has run Init's World's attribute delete functions
-	finalizing bool
-	finalized  bool
-	quietWait  *Request // Finalize's parked request, woken when quietLocked holds
-}
 
 // Environment variables read by Init.
 const (

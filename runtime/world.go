@@ -254,6 +254,53 @@ type engine struct {
 	tracks   []*Track // the upper layers' calls (hang.go), guarded by tracksMu
 }
 
+// comms is the part that holds a rank's Worlds' contexts: the allocator, the Worlds
+// freed with operations under way, Split's lock, Init's World, the internal Worlds and
+// the job's identity group. World's Dup, Split, Create and Free and the kinds call it;
+// matching calls it as messages, free marks and completions arrive. It calls down,
+// through e, into the matching queues and the send path.
+//
+// Locks: ctxs and late are guarded by the engine's mu. splitMu is its own, taken before
+// mu. inner is guarded by the engine's tracksMu. root and all are written at Init; only
+// the first Finalize touches root again.
+type comms struct {
+	e       *engine
+	ctxs    ctxAlloc            // communication contexts: handed out, freed, awaiting marks
+	late    map[uint16]lateFree // Worlds freed with operations under way, by context (free.go)
+	splitMu sync.Mutex          // one Split at a time (split.go)
+	root    *World              // Init's World, until Finalize
+	all     *group              // every rank of the job: the groups of whole Worlds (kind.go)
+	inner   map[uint16]bool     // contexts of Worlds marked internal (MarkInternal), by ctx/4
+}
+
+// lifecycle is the part that holds a rank's life from Init to Finalize: the engine's
+// goroutines (start), the context that ends them, and Finalize's progress. Init and
+// Finalize call it; it calls down, through e, into the devices, the process manager and
+// the wait path. over and atExit are atomic; finalizing, finalized and quietWait are
+// guarded by the engine's mu; stop, halt and bg are set at Init.
+type lifecycle struct {
+	e          *engine
+	stop       context.Context // ends at Finalize: stops relays and the event watcher
+	halt       context.CancelFunc
+	bg         sync.WaitGroup // the engine's goroutines (start, fenceLocked)
+	over       atomic.Bool    // Finalize has begun (Finalized): set with finalizing, never cleared
+	atExit     atomic.Bool    // Finalize has run Init's World's attribute delete functions
+	finalizing bool
+	finalized  bool
+	quietWait  *Request // Finalize's parked request, woken when quietLocked holds
+}
+
+// failures is the part that holds what this rank knows of failures: the first failed
+// peer and the abort. The transport's completions, the connection manager and the
+// launcher's events (watchEvents) report to it; it fails what waits, calling down,
+// through e, into the peers and the matching queues. Its fields are guarded by the
+// engine's mu.
+type failures struct {
+	e       *engine
+	failed  *ProcError // the first failed peer, or the one the launcher names (AnySource receives fail with it)
+	aborted *ProcError // the job is aborting: every call fails with it
+}
+
 // checkLocked returns the error every call must fail with, or nil.
 func (e *engine) checkLocked() error {
 	switch {

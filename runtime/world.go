@@ -224,9 +224,9 @@ type engine struct {
 
 	// The parts that hold a rank's Worlds' contexts, its life from Init to Finalize, and
 	// the failures it knows of. Each documents its lock; what mu guards is marked.
-	comms     // ctxalloc.go
-	lifecycle // init.go
-	failures  // failure.go
+	comms     // methods in free.go, intercomm.go; its allocator in ctxalloc.go
+	lifecycle // methods in init.go, world.go
+	failures  // methods in failure.go
 
 	mu      engineLock // lock.go
 	polling bool       // a goroutine holds the poller role

@@ -34,8 +34,8 @@ var nameExempt = map[string]string{
 }
 
 // nameAdvice is what the failure says to use instead.
-const nameAdvice = "choose by capabilities: above the runtime by runtime.Reach (World.ReachOf, " +
-	"World.ReachBetween), inside it by the device's verbs.Caps (add a Caps flag in " +
+const nameAdvice = "choose by capabilities: above the runtime by substrate.Reach (substrate.ReachOf, " +
+	"substrate.ReachBetween), inside it by the device's verbs.Caps (add a Caps flag in " +
 	"transport/verbs for what is missing); only runtime/locality.go chooses a provider and " +
 	"runtime/device.go opens it. Transport and TransportBetween name the provider for people, " +
 	"not for decisions"
@@ -358,7 +358,7 @@ func TestNameChecker(t *testing.T) {
 		{`m := map[string]int{"tcp": 1}; _ = m["shm"]`, 0},
 		{`fmt.Println(w.Transport(r))`, 0},
 		{`if name == "self" {}`, 0},
-		{`if w.ReachOf(r).Has(runtime.ReachMap) {}`, 0},
+		{`if substrate.ReachOf(w, r).Has(substrate.ReachMap) {}`, 0},
 		{`switch algo { case "ring": }`, 0},
 	}
 	for _, c := range cases {

@@ -6,10 +6,11 @@ import (
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // The push form of allreduceDirect, for groups whose members all reach each other
-// without zero copy (runtime.ReachZeroCopy absent: tcp, different hosts) and blocks whose
+// without zero copy (substrate.ReachZeroCopy absent: tcp, different hosts) and blocks whose
 // segments are at most pushMaxSegment: the data of both rounds goes as RDMA writes
 // straight into the receivers' scratch, each segment followed by an 8-byte note on the
 // same connection, instead of as rendezvous messages.
@@ -45,11 +46,11 @@ var pushMinBlockBytes = pushMinBlock
 
 // pushScratch is a group's scratch for the push form.
 type pushScratch struct {
-	region  *runtime.Region
-	remotes []*runtime.Remote // by member index; nil for this rank
-	slot    int               // bytes of a slot (a multiple of 64)
-	rs, ag  *runtime.Counter  // the first and second round's writes
-	notes   [][8]byte         // the notes' buffers, by request index
+	region  *substrate.Region
+	remotes []*substrate.Remote // by member index; nil for this rank
+	slot    int                 // bytes of a slot (a multiple of 64)
+	rs, ag  *substrate.Counter  // the first and second round's writes
+	notes   [][8]byte           // the notes' buffers, by request index
 	// broken is set when a call on the scratch failed (or its setup did): the next call
 	// sets the scratch up again. Until then it is kept, with older ones (prev): a peer
 	// may still write into it for the failed call, and a write to a freed region would
@@ -107,7 +108,7 @@ func pushable(c *call, bmaxBytes, segs int) bool {
 		s.noZeroCopy = 1
 		for a := 0; a < s.size && s.noZeroCopy == 1; a++ {
 			for b := 0; b < s.size; b++ {
-				if a != b && s.comm.ReachBetween(s.world(a), s.world(b)).Has(runtime.ReachZeroCopy) {
+				if a != b && substrate.ReachBetween(s.comm, s.world(a), s.world(b)).Has(substrate.ReachZeroCopy) {
 					s.noZeroCopy = -1
 					break
 				}
@@ -126,14 +127,14 @@ func pushSetup(c *call, slot int) (*pushScratch, error) {
 	}
 	p, r, w := s.size, s.rank, s.comm
 	slot = (slot + 63) &^ 63
-	reg, err := w.AllocRegion(2 * (p - 1) * slot)
+	reg, err := substrate.AllocRegion(w, 2*(p-1)*slot)
 	if err != nil {
 		return nil, fmt.Errorf("push scratch: %w", err)
 	}
 	// Until the exchange below completes, peers may still write into the old scratch;
 	// the new one is kept as broken if the exchange fails, as peers may have attached it.
-	ps := &pushScratch{region: reg, remotes: make([]*runtime.Remote, p), slot: slot, rs: w.NewCounter(),
-		ag: w.NewCounter(), broken: true, prev: s.push}
+	ps := &pushScratch{region: reg, remotes: make([]*substrate.Remote, p), slot: slot, rs: substrate.NewCounter(w),
+		ag: substrate.NewCounter(w), broken: true, prev: s.push}
 	s.push = ps
 	desc := reg.AppendDesc(nil)
 	descs := make([][]byte, p)
@@ -155,7 +156,7 @@ func pushSetup(c *call, slot int) (*pushScratch, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", r, from, err)
 		}
-		rm, err := w.Attach(s.world(from), descs[from][:st.Count])
+		rm, err := substrate.Attach(w, s.world(from), descs[from][:st.Count])
 		if err != nil {
 			return nil, fmt.Errorf("rank %d attaching rank %d's scratch: %w", r, from, err)
 		}
@@ -211,7 +212,7 @@ func allreduceDirectPush[T runtime.Elem](c *call, src, buf []T, op Op[T], segs i
 			}
 		}
 	}
-	push := func(ctr *runtime.Counter, i, k, half, a int, seg []T) error {
+	push := func(ctr *substrate.Counter, i, k, half, a int, seg []T) error {
 		d := (r + k) % p
 		off := uint64(half*(p-1)*ps.slot + (k-1)*ps.slot + a*es)
 		if err := ps.remotes[d].Write(ctr, off, bytesOf(seg)); err != nil {

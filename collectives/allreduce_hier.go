@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // locality is what the selection needs to know about where the ranks are.
@@ -70,7 +71,7 @@ func localOf(s *state) *localState {
 	for _, h := range order {
 		rs := byHost[h]
 		for _, r := range rs[1:] {
-			if !w.ReachBetween(rs[0], r).Has(runtime.ReachMap) {
+			if !substrate.ReachBetween(w, rs[0], r).Has(substrate.ReachMap) {
 				mapped = false
 			}
 		}

@@ -57,7 +57,7 @@
 // than expected) or runtime.ErrTruncated (longer) at the ranks that see it; the others
 // end when their ctx does. Bcast cannot always tell: ranks whose count equals root's get
 // root's vector. Under GORMA_CHECK=1 every call is first compared across the ranks (its
-// call, count, element type, operator and root: runtime.Track.Check), and a difference
+// call, count, element type, operator and root: substrate.Track.Check), and a difference
 // fails it at every rank, before it runs, with a *runtime.MismatchError naming both calls
 // (ErrMismatch is runtime.ErrMismatch). Once any rank has failed, a call fails at every rank that waits for a
 // message. After a failed call the World's collectives may be used again; on error the

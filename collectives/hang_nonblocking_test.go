@@ -9,6 +9,7 @@ import (
 	"github.com/gorma-hpc/gorma/internal/hang"
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // TestHangReportNamesNonblocking: a rank whose nonblocking call and persistent call
@@ -85,7 +86,7 @@ func TestNonblockingNumberedAtStart(t *testing.T) {
 	defer j.Close()
 	defer j.Finalize(ctx)
 	w := j.Worlds[0]
-	tr := w.NewTrack() // as package window's
+	tr := substrate.NewTrack(w) // as package window's
 	defer tr.Close()
 	stuck, unstick := context.WithCancel(ctx)
 	p := BarrierInit(w)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Collectives on an intercommunicator (runtime.World.CreateIntercomm): MPI's intercommunicator
@@ -78,7 +79,7 @@ func interRoot(w *runtime.World, root int) (interRole, error) {
 }
 
 // interSib returns the intercommunicator's sibling, on which the groups' messages go.
-func interSib(w *runtime.World) (*runtime.World, error) { return w.Sibling() }
+func interSib(w *runtime.World) (*runtime.World, error) { return substrate.Sibling(w) }
 
 // interRooted is a rooted call's start: this rank's role, and the sibling.
 func interRooted(w *runtime.World, root int) (interRole, *runtime.World, error) {

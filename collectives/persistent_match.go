@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Matching persistent calls by the order of their Init calls (MPI-4).
@@ -54,7 +55,7 @@ func newPersistent(w *runtime.World, name string, run func(ctx context.Context) 
 		return r
 	}
 	own := &state{comm: comm, rank: s.rank, size: s.size, force: s.force, cfgErr: s.cfgErr,
-		track: comm.NewTrack(), seq: id << persistentTagShift}
+		track: substrate.NewTrack(comm), seq: id << persistentTagShift}
 	r.own, r.id, r.q, r.track = own, id, &own.q, own.track
 	r.cleanup = goruntime.AddCleanup(r, retireLater, own)
 	return r
@@ -69,7 +70,7 @@ func (p *persistentSet) next(w, comm *runtime.World) (*runtime.World, uint32, er
 	if p.comm == nil && p.err == nil {
 		d, err := comm.Dup()
 		if err == nil {
-			err = w.OnFree(func() { _ = d.Free() })
+			err = substrate.OnFree(w, func() { _ = d.Free() })
 		}
 		p.comm, p.err = d, err
 	}

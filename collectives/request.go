@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Request is a nonblocking collective call (Iallreduce and the other I functions) or a
@@ -30,7 +31,7 @@ type Request struct {
 	call       string // its name in hang reports and call checks: "Iallreduce", "AllreduceInit"
 	persistent bool
 	q          *queue                          // the World's queue; nil if the call failed before it had one
-	track      *runtime.Track                  // the World's collective Track, which numbers each start
+	track      *substrate.Track                // the World's collective Track, which numbers each start
 	run        func(ctx context.Context) error // the blocking call; nil once freed
 	initErr    error                           // the call's error when it could not be queued
 	own        *state                          // a persistent Request's state (persistent_match.go); nil for a nonblocking one
@@ -57,8 +58,8 @@ func newRequest(w *runtime.World, name string, persistent bool, run func(ctx con
 	switch {
 	case w == nil:
 		r.initErr = fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
-	case w.FreedErr() != nil:
-		r.initErr = fmt.Errorf("collectives: %s: %w", name, w.FreedErr())
+	case substrate.FreedErr(w) != nil:
+		r.initErr = fmt.Errorf("collectives: %s: %w", name, substrate.FreedErr(w))
 	default:
 		s, err := stateOf(w)
 		if err != nil {

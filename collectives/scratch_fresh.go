@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Fresh scratch (ScratchFresh) for the point-to-point algorithms pays what a call of Open
@@ -24,8 +25,8 @@ var freshAcquired atomic.Int64
 
 // freshMem is one call's fresh scratch: an anonymous mapping and its registration.
 type freshMem struct {
-	mem []byte          // the whole mapping (whole pages), as unix.Mmap returned it
-	reg *runtime.Region // mem's registration with every device
+	mem []byte            // the whole mapping (whole pages), as unix.Mmap returned it
+	reg *substrate.Region // mem's registration with every device
 }
 
 // acquireFresh maps, faults in and registers bytes (> 0) of fresh memory.
@@ -36,7 +37,7 @@ func acquireFresh(w *runtime.World, bytes int) (*freshMem, error) {
 		return nil, fmt.Errorf("fresh scratch: map %d bytes: %w", size, err)
 	}
 	touchPages(mem)
-	reg, err := w.RegisterRegion(mem[:bytes:bytes])
+	reg, err := substrate.RegisterRegion(w, mem[:bytes:bytes])
 	if err != nil {
 		unix.Munmap(mem)
 		return nil, fmt.Errorf("fresh scratch: %w", err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Fresh big buffers of the shared-memory algorithm (ScratchFresh). Each call that needs
@@ -33,7 +34,7 @@ const shmFreshMeta = 1 << 62
 // bytes bytes (a collective step over the group).
 func (g *shmGroup) acquireBig(c *call, chunk, bytes int) error {
 	w := c.s.comm
-	r, err := w.AllocHostRegion(2 * chunk)
+	r, err := substrate.AllocHostRegion(w, 2*chunk)
 	if err != nil {
 		return fmt.Errorf("fresh shared-memory scratch: %w", err)
 	}
@@ -51,7 +52,7 @@ func (g *shmGroup) acquireBig(c *call, chunk, bytes int) error {
 	}
 	n := len(g.ranks)
 	if len(g.bigRems) != n {
-		g.bigRems = make([]*runtime.Remote, n)
+		g.bigRems = make([]*substrate.Remote, n)
 	}
 	g.bigMem = make([][]byte, n)
 	g.bigMem[g.me] = b
@@ -60,7 +61,7 @@ func (g *shmGroup) acquireBig(c *call, chunk, bytes int) error {
 			continue
 		}
 		ps := smallSlot[byte](g, i, v, shmSmallMax)
-		rm, err := w.Attach(peer, ps[1:1+int(ps[0])])
+		rm, err := substrate.Attach(w, peer, ps[1:1+int(ps[0])])
 		if err != nil {
 			g.bigMem = nil
 			return fmt.Errorf("rank %d mapping rank %d's fresh scratch: %w", w.Rank(), peer, err)

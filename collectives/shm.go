@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/internal/futex"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Shared-memory scratch and flags for the collectives of ranks on one host.
@@ -55,7 +56,7 @@ import (
 // at that very moment can be missed while it misses the store: its first sleep is
 // therefore short (shmSleepFirst), later ones bounded by shmSleep. Every few polls, and
 // after each sleep, the waiter checks ctx and the publisher's liveness
-// (runtime.Remote.Err): nothing waits forever on a dead peer.
+// (substrate.Remote.Err): nothing waits forever on a dead peer.
 //
 // Data goes to scratch through copyShared (non-temporal stores on amd64) and every
 // member stores only into its own region (allreduce_shm.go). A plain store to a line a
@@ -101,9 +102,9 @@ type shmGroup struct {
 	chunk   int   // bytes of each big buffer
 	oversub bool  // more ranks on this host than processors: yield while spinning
 
-	region  *runtime.Region
-	old     *runtime.Region // the previous region, freed at the next setup
-	remotes []*runtime.Remote
+	region  *substrate.Region
+	old     *substrate.Region // the previous region, freed at the next setup
+	remotes []*substrate.Remote
 	mem     [][]byte // every member's region (own included), by member index
 
 	seq     uint64    // last step published
@@ -114,11 +115,11 @@ type shmGroup struct {
 	// Under ScratchFresh the region holds no big buffers: they live in a region of their
 	// own per member, acquired by a call that needs them and released before it returns
 	// (scratch_shm.go).
-	fresh   bool              // set up for ScratchFresh
-	bigReg  *runtime.Region   // this call's big buffers (fresh), or nil
-	bigOld  *runtime.Region   // big buffers left by a failed call, freed at the next setup
-	bigRems []*runtime.Remote // the peers' big buffers, by member index
-	bigMem  [][]byte          // every member's big buffers (own included), or nil: in the region
+	fresh   bool                // set up for ScratchFresh
+	bigReg  *substrate.Region   // this call's big buffers (fresh), or nil
+	bigOld  *substrate.Region   // big buffers left by a failed call, freed at the next setup
+	bigRems []*substrate.Remote // the peers' big buffers, by member index
+	bigMem  [][]byte            // every member's big buffers (own included), or nil: in the region
 }
 
 // shmRegionSize is the size of a region whose big buffers hold chunk bytes each.
@@ -191,7 +192,7 @@ func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 	}
 	g.fresh = fresh
 	w := c.s.comm
-	r, err := w.AllocHostRegion(shmRegionSize(chunk))
+	r, err := substrate.AllocHostRegion(w, shmRegionSize(chunk))
 	if err != nil {
 		return fmt.Errorf("shared-memory scratch: %w", err)
 	}
@@ -223,7 +224,7 @@ func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 			}
 		}
 	}
-	g.remotes = make([]*runtime.Remote, len(g.ranks))
+	g.remotes = make([]*substrate.Remote, len(g.ranks))
 	g.mem = make([][]byte, len(g.ranks))
 	g.mem[g.me] = b
 	n = 0
@@ -236,7 +237,7 @@ func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 		if err != nil {
 			return fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", w.Rank(), peer, err)
 		}
-		rm, err := w.Attach(peer, descs[i][:st.Count])
+		rm, err := substrate.Attach(w, peer, descs[i][:st.Count])
 		if err != nil {
 			return fmt.Errorf("rank %d mapping rank %d's scratch: %w", w.Rank(), peer, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"weak"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // state is what the collectives keep per World: the communication context they use (a
@@ -37,13 +38,13 @@ type state struct {
 	cfgErr     error // a bad GORMA_ALLREDUCE, returned by every Allreduce
 
 	busy  atomic.Bool
-	q     queue               // the nonblocking (or a persistent Request's) calls started and not finished (queue.go)
-	pers  persistentSet       // the World's persistent Requests (persistent_match.go)
-	seq   uint32              // calls made on this World; guarded by busy
-	track *runtime.Track      // names the call under way in hang reports (nil for a sub-group)
-	sigs  [4]*runtime.CallSig // recent calls' signatures, never changed (Track.BeginSig); guarded by busy
-	sigAt uint8               // the entry of sigs that the next new signature replaces
-	cur   call                // the call in progress (begin, or sub for a sub-group), passed by pointer
+	q     queue                 // the nonblocking (or a persistent Request's) calls started and not finished (queue.go)
+	pers  persistentSet         // the World's persistent Requests (persistent_match.go)
+	seq   uint32                // calls made on this World; guarded by busy
+	track *substrate.Track      // names the call under way in hang reports (nil for a sub-group)
+	sigs  [4]*substrate.CallSig // recent calls' signatures, never changed (Track.BeginSig); guarded by busy
+	sigAt uint8                 // the entry of sigs that the next new signature replaces
+	cur   call                  // the call in progress (begin, or sub for a sub-group), passed by pointer
 
 	reqs    []*runtime.Request // reusable; replaced after a failed call
 	scratch [2][]uint64        // reusable scratch; replaced after a failed call
@@ -51,7 +52,7 @@ type state struct {
 	ranks      []int        // a sub-group's World ranks by member index (nil: the World itself)
 	local      *localState  // locality and shared-memory scratch (allreduce_hier.go), made on first use
 	push       *pushScratch // allreduceDirect's scratch in its push form (allreduce_direct_push.go)
-	noZeroCopy int8         // no pair of members has runtime.ReachZeroCopy (tcp): 1 yes, -1 no, 0 not known yet
+	noZeroCopy int8         // no pair of members has substrate.ReachZeroCopy (tcp): 1 yes, -1 no, 0 not known yet
 }
 
 // world returns the World rank of member r (the rank itself unless s is a sub-group).
@@ -119,11 +120,11 @@ func stateOf(w *runtime.World) (*state, error) {
 		lastState.Store(s)
 		return s, nil
 	}
-	c, err := w.Sibling()
+	c, err := substrate.Sibling(w)
 	if err != nil {
 		return nil, err
 	}
-	mine := &state{user: key, comm: c, rank: w.Rank(), size: w.Size(), track: w.NewTrack()}
+	mine := &state{user: key, comm: c, rank: w.Rank(), size: w.Size(), track: substrate.NewTrack(w)}
 	mine.force, mine.cfgErr = parseAllreduceEnv(os.Getenv(EnvAllreduce))
 	s, loaded := states.loadOrStore(key, mine)
 	if loaded {
@@ -160,7 +161,7 @@ type call struct {
 // begin starts the collective name on w. Every rank must pass the same count of elements (-1:
 // the ranks' counts may differ) of type typ ("" for none), operator (op, "" for none) and root
 // (-1 for none). That is the call's signature, which hang reports show and which GORMA_CHECK=1
-// compares across the ranks before the call runs (runtime.Track.Check). A call made while
+// compares across the ranks before the call runs (substrate.Track.Check). A call made while
 // nonblocking calls started before it are unfinished waits for them, unless it is one of them,
 // run by the World's worker (ctx is its jobCtx), whose name (Iallreduce...) and number (taken
 // at its start) it then takes. A persistent call runs on its Request's state (jobCtx.own). The
@@ -169,7 +170,7 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	if w == nil {
 		return nil, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
 	}
-	if err := w.FreedErr(); err != nil {
+	if err := substrate.FreedErr(w); err != nil {
 		return nil, fmt.Errorf("collectives: %s: %w", name, err)
 	}
 	if w.IsInter() {
@@ -214,7 +215,7 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 // that alternates a few calls (an Allreduce and a Barrier, say) allocates none in steady
 // state: an allocation per call costs a spinning rank far more than its own time (`go
 // test -run ZeroAllocs ./collectives` checks it, `bin/allreducebench` measures it).
-func (s *state) signature(name string, count int, typ, op string, root int) *runtime.CallSig {
+func (s *state) signature(name string, count int, typ, op string, root int) *substrate.CallSig {
 	for _, g := range s.sigs {
 		if g != nil && g.Call == name && g.Count == count && g.Type == typ && g.Op == op && g.Root == root {
 			return g
@@ -222,7 +223,7 @@ func (s *state) signature(name string, count int, typ, op string, root int) *run
 	}
 	// A copy of op: keeping the caller's string would make escape analysis move every Op
 	// (its functions included) to the heap, at every call.
-	g := &runtime.CallSig{Call: name, Count: count, Type: typ, Op: strings.Clone(op), Root: root}
+	g := &substrate.CallSig{Call: name, Count: count, Type: typ, Op: strings.Clone(op), Root: root}
 	s.sigs[s.sigAt] = g
 	s.sigAt = (s.sigAt + 1) % uint8(len(s.sigs))
 	return g

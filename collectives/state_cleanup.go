@@ -8,6 +8,7 @@ import (
 	"weak"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Releasing the state of a World its program dropped.
@@ -140,7 +141,7 @@ func release(s *state) {
 // closes g's mappings. Errors are dropped: a peer that cannot be told keeps its region.
 func (g *shmGroup) detach(ctx context.Context, w *runtime.World) {
 	g.closeBigRemotes()
-	ctr := w.NewCounter()
+	ctr := substrate.NewCounter(w)
 	defer ctr.Close()
 	res := make([]byte, 8*len(g.remotes)) // the runtime's until Wait returns
 	for i, rm := range g.remotes {
@@ -165,7 +166,7 @@ func (g *shmGroup) freeOwn(w *runtime.World) bool {
 	case atomic.LoadUint64(word(g.region.Bytes(), shmOffSleep))>>shmDetachedShift < uint64(len(g.ranks)-1):
 		return false
 	}
-	for _, r := range []*runtime.Region{g.region, g.old} {
+	for _, r := range []*substrate.Region{g.region, g.old} {
 		if r != nil {
 			r.Free()
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // TestTeams: a one-host job of more ranks than GORMA_SHM_TEAM runs Barrier and the
@@ -30,7 +31,7 @@ func TestTeams(t *testing.T) {
 					}
 				}
 				k := (p + 3) / 4 // teams of at most 4
-				if c, most := e.w.Connections(), (p+k-1)/k-1+k-1; c > most {
+				if c, most := substrate.Connections(e.w), (p+k-1)/k-1+k-1; c > most {
 					return fmt.Errorf("rank %d of %d is connected to %d ranks, want at most %d (its team and the heads)", e.r, p, c, most)
 				}
 				return everyType(e, []int{0, 1, 7, 3000})

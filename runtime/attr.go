@@ -22,15 +22,11 @@ type keyval struct {
 	attrset.Key
 }
 
-// NewKeyval returns a Keyval for attributes of type V. copy runs at Dup, for each World
-// that has the attribute, with that World and its value, and returns the Dup's value and
-// whether the Dup gets the attribute at all. Nil copies nothing (MPI_COMM_NULL_COPY_FN),
-// and CopyOnDup gives the Dup the same value (MPI_COMM_DUP_FN). del runs when a value
-// leaves a World: at DeleteAttr, when SetAttr replaces it, and at the World's Free (for
-// Init's World, at the start of Finalize); nil runs nothing (MPI_COMM_NULL_DELETE_FN).
-// Both run with no lock held, on the goroutine that calls Dup, DeleteAttr, SetAttr, Free
-// or Finalize, and may call this package's functions on any World, w's attributes
-// included.
+// NewKeyval returns a Keyval for attributes of type V. copy runs at Dup for each World that
+// has the attribute, and returns the Dup's value and whether the Dup gets one; nil copies
+// nothing, CopyOnDup copies the value. del runs when a value leaves a World (DeleteAttr,
+// SetAttr, Free, or Finalize for Init's World); nil runs nothing. Both run with no lock held
+// and may call this package's functions.
 func NewKeyval[V any](copy func(w *World, v V) (V, bool), del func(w *World, v V)) *Keyval[V] {
 	kv := new(Keyval[V])
 	if copy != nil {
@@ -47,9 +43,8 @@ func NewKeyval[V any](copy func(w *World, v V) (V, bool), del func(w *World, v V
 func CopyOnDup[V any](_ *World, v V) (V, bool) { return v, true }
 
 // Free retires k (MPI_Comm_free_keyval): a later SetAttr with it fails with ErrInvalid.
-// The values set with it stay on their Worlds, where GetAttr reads them and DeleteAttr
-// removes them, and their copy and delete functions still run at Dup, DeleteAttr and
-// Free. A second Free fails with ErrInvalid.
+// Values already set stay, and their copy and delete functions still run. A second Free
+// fails with ErrInvalid.
 func (k *Keyval[V]) Free() error {
 	if k == nil {
 		return withOp("keyval free", invalidf("nil Keyval (make one with NewKeyval)"))
@@ -85,9 +80,9 @@ func errNilKeyval(op string) error {
 	return withOp(op, invalidf("nil Keyval (make one with NewKeyval)"))
 }
 
-// SetAttr sets w's attribute of k to v (MPI_Comm_set_attr). A value it replaces leaves
-// w: k's delete function runs on it before SetAttr returns. It fails with ErrInvalid for
-// a nil World or Keyval, a freed Keyval, a sibling World, and a freed World.
+// SetAttr sets w's attribute of k to v (MPI_Comm_set_attr), running k's delete function on
+// a value it replaces. It fails with ErrInvalid for a nil, sibling or freed World, and a nil
+// or freed Keyval.
 func SetAttr[V any](w *World, k *Keyval[V], v V) error {
 	const op = "setattr"
 	if k == nil {
@@ -107,9 +102,8 @@ func SetAttr[V any](w *World, k *Keyval[V], v V) error {
 	return nil
 }
 
-// GetAttr returns w's attribute of k and true, or V's zero value and false if w has
-// none (MPI_Comm_get_attr); a freed World has none. It fails with ErrInvalid for a nil
-// World or Keyval and a sibling World.
+// GetAttr returns w's attribute of k and true, or the zero V and false if w has none
+// (MPI_Comm_get_attr). It fails with ErrInvalid for a nil World or Keyval, and a sibling.
 func GetAttr[V any](w *World, k *Keyval[V]) (V, bool, error) {
 	const op = "getattr"
 	var zero V
@@ -126,9 +120,8 @@ func GetAttr[V any](w *World, k *Keyval[V]) (V, bool, error) {
 	return zero, false, nil
 }
 
-// DeleteAttr removes w's attribute of k, running k's delete function on its value before
-// it returns (MPI_Comm_delete_attr); without one it does nothing. It fails as GetAttr
-// does.
+// DeleteAttr removes w's attribute of k, running k's delete function on its value
+// (MPI_Comm_delete_attr). It fails as GetAttr does.
 func DeleteAttr[V any](w *World, k *Keyval[V]) error {
 	const op = "deleteattr"
 	if k == nil {
@@ -195,19 +188,15 @@ func (w *World) Name() string {
 	return name
 }
 
-// WtimeIsGlobal reports whether the ranks of w read one clock (MPI_WTIME_IS_GLOBAL):
-// true when they all run on this rank's host, where time.Now reads the same system
-// clock in every process. across hosts, clocks agree only as well as their time
-// synchronization makes them.
+// WtimeIsGlobal reports whether the ranks of w read one clock (MPI_WTIME_IS_GLOBAL): true
+// when they all run on this rank's host.
 func (w *World) WtimeIsGlobal() bool {
 	return w != nil && w.LocalSize() == w.Size()
 }
 
-// AppNum returns the number of this rank's program among those its process manager
-// started (MPI_APPNUM). Under golaunch it is the program's place on an MPMD command line
-// (golaunch -n 2 ./a : -n 2 ./b: 0 for a's ranks, 1 for b's), and 0 for one program.
-// Under a foreign PMI server (Hydra's mpiexec a : b, Slurm) it is what the server says.
-// It is 0 in a world of one, and reports false when a foreign server does not say.
+// AppNum returns the number of this rank's program among those its process manager started
+// (MPI_APPNUM): its place on golaunch's MPMD command line, or what a foreign PMI server says.
+// It is 0 for one program and in a world of one, and false when a server does not say.
 func (w *World) AppNum() (int, bool) {
 	if w == nil {
 		return 0, false

@@ -14,6 +14,7 @@ import (
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // deleteLog records the values a Keyval's delete function saw, in order.
@@ -110,7 +111,7 @@ func TestAttrCopyOnDup(t *testing.T) {
 			return err
 		}
 		errs = append(errs, wantAttr(s, same, "split", "", false))
-		sib, err := w.Sibling()
+		sib, err := substrate.Sibling(w)
 		if err != nil {
 			return err
 		}
@@ -300,7 +301,7 @@ func TestKeyvalFree(t *testing.T) {
 func TestAttrErrors(t *testing.T) {
 	run(t, "shm", 1, func(ctx context.Context, w *runtime.World) error {
 		k := runtime.NewKeyval[int](nil, nil)
-		sib, err := w.Sibling()
+		sib, err := substrate.Sibling(w)
 		if err != nil {
 			return err
 		}

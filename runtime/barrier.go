@@ -2,13 +2,10 @@ package runtime
 
 import "context"
 
-// Barrier returns once every rank of w has called Barrier (the same number of times). It
-// uses the dissemination algorithm: in round k (k = 0, 1, ... while 2^k < Size) each rank
-// sends an empty message to rank+2^k and receives one from rank-2^k, modulo Size, so it
-// takes ceil(log2(Size)) rounds of one message each. The messages travel in w's internal
-// context, so they never match user receives (AnySource and AnyTag included). Once any
-// peer has failed, Barrier fails at every rank with a *ProcError naming it. On an
-// intercommunicator it returns once every rank of both groups has called it.
+// Barrier returns once every rank of w has called it (the same number of times), by
+// dissemination: ceil(log2(Size)) rounds of one message, in w's internal context. Once any
+// peer has failed it fails at every rank with a *ProcError naming it. On an
+// intercommunicator it waits for every rank of both groups.
 func Barrier(ctx context.Context, w *World) error {
 	if err := w.live(); err != nil {
 		return withOp("barrier", err)

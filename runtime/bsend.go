@@ -14,9 +14,8 @@ import (
 // most n + BsendOverhead, so a buffer sized by MPI's rule holds every message it was
 // sized for, whatever their lengths and in any order.
 
-// BsendOverhead is the space a buffered message takes beyond its own bytes
-// (MPI_BSEND_OVERHEAD): size an attached buffer as the sum of each message's bytes plus
-// BsendOverhead per message that may be in flight at once. It is a multiple of 8.
+// BsendOverhead is the space a buffered message takes beyond its bytes
+// (MPI_BSEND_OVERHEAD), a multiple of 8: size an attached buffer by it per message in flight.
 const BsendOverhead = 64
 
 // bsendSpace is the space an n-byte message takes: n + BsendOverhead rounded down to a
@@ -60,10 +59,9 @@ func BufferAttach(w *World, buf []byte) error {
 	return nil
 }
 
-// BufferDetach waits until every buffered send from the attached buffer has completed
-// (or ctx ends: then it returns ctx's error and the buffer stays attached), detaches the
-// buffer and returns it (MPI_Buffer_detach), with the errors of buffered sends that
-// failed since they were made. Detaching with no buffer attached returns nil.
+// BufferDetach waits until every buffered send has completed, detaches the buffer and returns
+// it (MPI_Buffer_detach), with the errors of buffered sends that failed. If ctx ends first
+// the buffer stays attached. With no buffer attached it returns nil.
 func BufferDetach(ctx context.Context, w *World) ([]byte, error) {
 	if w == nil {
 		return nil, withOp("buffer_detach", errNilWorld)
@@ -88,11 +86,9 @@ func BufferDetach(ctx context.Context, w *World) ([]byte, error) {
 	return buf, withOp("buffer_detach", errors.Join(errs...))
 }
 
-// Bsend copies buf into the attached buffer and sends the copy to dest with tag
-// (MPI_Bsend); it never waits for the receiver. With no buffer attached, or too little
-// space free in it (the sends still in flight hold theirs), it fails with ErrInvalid and
-// sends nothing. An error of the send itself (a failed peer) is reported by
-// BufferDetach.
+// Bsend copies buf into the attached buffer and sends the copy (MPI_Bsend); it never waits
+// for the receiver. Without room in the buffer it fails with ErrInvalid and sends nothing.
+// BufferDetach reports errors of the send itself.
 func Bsend[T Elem](w *World, buf []T, dest, tag int) error {
 	b, size := asBytes(buf)
 	return withOp("bsend", w.bsendStart(nil, b, size, dest, tag))

@@ -9,38 +9,28 @@ import (
 	"strconv"
 
 	"github.com/gorma-hpc/gorma/internal/hang"
-	"github.com/gorma-hpc/gorma/transport/verbs/arena"
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
 
-// ErrMismatch means the ranks of a World made different collective calls at the same
-// point: another call, or the same call with another count, element type, operator,
-// root or window. Under GORMA_CHECK=1 every collective call is checked before it starts
-// and fails at every rank with a *MismatchError naming both calls. Without it, the
-// collectives fail with ErrMismatch where they see it (a message or a published count
-// of another length, another operator on one host) and a hang report names the rest.
+// ErrMismatch means the ranks of a World made different collective calls at the same point:
+// another call, or another count, element type, operator, root or window. Under
+// GORMA_CHECK=1 every collective call is compared first and fails at every rank with a
+// *MismatchError. Otherwise collectives fail with it where they see it.
 var ErrMismatch = errors.New("mismatched collective call")
 
-// CallSig describes a collective call: what every rank of the World must agree on. It
-// names the call in hang reports (Track.BeginSig) and is what GORMA_CHECK=1 compares
-// across the ranks (Track.Check).
-type CallSig struct {
-	Call  string // the call: "Allreduce", "window.Fence", ...
-	Count int    // elements every rank passes, -1 when the ranks' counts may differ
-	Type  string // element type ("float64"), "" for none
-	Op    string // reduction operator ("sum"), "" for none
-	Root  int    // root rank, -1 for none
-	Win   string // the window ("win3": made by the World's collective call #3), "" for none
-}
+// CallSig describes a collective call: what every rank of the World must agree on
+// (MismatchError, package runtime/substrate's Track).
+type CallSig = subcore.CallSig
 
-// record returns s, number seq on comm, as a hang record.
-func (s *CallSig) record(seq uint64, comm string) hang.Record {
+// sigRecord returns s, number seq on comm, as a hang record.
+func sigRecord(s *CallSig, seq uint64, comm string) hang.Record {
 	return hang.Record{Call: s.Call, Comm: comm, Seq: seq, Peer: hang.NoRank, Tag: -1,
 		Count: s.Count, Type: s.Type, Op: s.Op, Root: s.Root, Win: s.Win}
 }
 
-// MismatchError is GORMA_CHECK=1's report of ranks that made different collective calls
-// at the same point (call number Seq on the World Comm): this rank, Rank, made Mine,
-// rank Other made Theirs. Ranks are the job's. It wraps ErrMismatch.
+// MismatchError is GORMA_CHECK=1's report of different collective calls at call number Seq
+// on the World Comm: this rank, Rank, made Mine, rank Other (job ranks) made Theirs. It
+// wraps ErrMismatch.
 type MismatchError struct {
 	Comm         string
 	Seq          uint64
@@ -49,7 +39,7 @@ type MismatchError struct {
 }
 
 func (e *MismatchError) Error() string {
-	mine, theirs := e.Mine.record(e.Seq, e.Comm), e.Theirs.record(e.Seq, e.Comm)
+	mine, theirs := sigRecord(&e.Mine, e.Seq, e.Comm), sigRecord(&e.Theirs, e.Seq, e.Comm)
 	first, second := e.Rank, e.Other
 	if second < first {
 		first, second = second, first
@@ -62,10 +52,6 @@ func (e *MismatchError) Error() string {
 
 // Unwrap returns ErrMismatch.
 func (e *MismatchError) Unwrap() error { return ErrMismatch }
-
-// CallCheck reports whether GORMA_CHECK=1 is in force, under which Track.Check compares
-// every collective call across the ranks.
-func CallCheck() bool { return arena.Checking() }
 
 // The check's messages travel on the World's Sibling's internal context (ctx+3), which
 // hang reports leave out while a Track names a call, with tags checkTag | call number <<
@@ -80,39 +66,29 @@ const (
 	checkVersion   = 1
 )
 
-// Check compares sig, the collective call number seq on the Track's World, with every
-// other rank's call of that number under GORMA_CHECK=1 (it returns nil at once
-// otherwise). A dissemination exchange of ceil(log2 n) rounds, each rank passing on the
-// least and the greatest call it has seen, so that every rank ends knowing whether all
-// calls are equal and, if not, one that differs from its own. A difference is a
-// *MismatchError at every rank; so nothing of the call has run at any rank when one
-// fails. A rank that makes no collective call numbered seq leaves the others waiting in
-// Check until ctx ends, as its call would; a hang report names both.
-func (t *Track) Check(ctx context.Context, seq uint64, sig *CallSig) error {
-	if !arena.Checking() || t.size < 2 {
-		return nil
-	}
-	return t.check(ctx, seq, sig)
-}
-
 // checkEntry is one rank's call in a check message.
 type checkEntry struct {
 	rank int    // job rank
 	sig  []byte // appendCheckSig's encoding
 }
 
-func (t *Track) check(ctx context.Context, seq uint64, sig *CallSig) error {
-	e := t.e
-	mine := checkEntry{rank: t.job(t.me), sig: appendCheckSig(nil, seq, sig)}
+// CheckCall compares sig, the collective call number seq on t's World, with every other
+// rank's call of that number (subcore.Track.Check). A dissemination exchange of
+// ceil(log2 n) rounds, each rank passing on the least and the greatest call it has seen,
+// so that every rank ends knowing whether all calls are equal and, if not, one that
+// differs from its own. A difference is a *MismatchError at every rank.
+func (o trackOps) CheckCall(ctx context.Context, t *subcore.Track, seq uint64, sig *CallSig) error {
+	e, in := o.e, (*trackInfo)(subcore.Info(t))
+	mine := checkEntry{rank: in.job(in.Me), sig: appendCheckSig(nil, seq, sig)}
 	lo, hi := mine, mine
 	buf := make([]byte, checkMaxMsg)
-	for round, k := 0, 1; k < t.size; round, k = round+1, k<<1 {
-		dst, src := t.job((t.me+k)%t.size), t.job((t.me-k+t.size)%t.size)
+	for round, k := 0, 1; k < in.Size; round, k = round+1, k<<1 {
+		dst, src := in.job((in.Me+k)%in.Size), in.job((in.Me-k+in.Size)%in.Size)
 		tag := checkTag | int(seq&checkSeqMask)<<checkRoundBits | round
 		msg := appendCheckMsg(nil, lo, hi)
 		// Not failing when any rank fails: a rank that found the mismatch first and ended
 		// at once must not keep the others from finding it too.
-		st, err := e.sendrecv(ctx, t.ctx+3, msg, 1, dst, tag, buf, 1, src, tag, false)
+		st, err := e.sendrecv(ctx, in.Ctx+3, msg, 1, dst, tag, buf, 1, src, tag, false)
 		if err != nil {
 			return withOp("collective call check", err)
 		}
@@ -138,16 +114,19 @@ func (t *Track) check(ctx context.Context, seq uint64, sig *CallSig) error {
 	if err != nil { // decodeCheckMsg checked it
 		return err
 	}
-	return &MismatchError{Comm: t.comm, Seq: seq, Rank: mine.rank, Other: other.rank, Mine: *sig, Theirs: theirs}
+	return &MismatchError{Comm: in.Comm, Seq: seq, Rank: mine.rank, Other: other.rank, Mine: *sig, Theirs: theirs}
 }
 
 // job returns the job rank of member r of the Track's World.
-func (t *Track) job(r int) int {
-	if t.members == nil {
+func (in *trackInfo) job(r int) int {
+	if in.Members == nil {
 		return r
 	}
-	return t.members[r]
+	return in.Members[r]
 }
+
+// trackInfo adds job to subcore.TrackInfo.
+type trackInfo subcore.TrackInfo
 
 // A check message (little-endian) is a version byte, then the least and the greatest
 // call seen, each as rank u32 and a call. A call is seq u64, count i64, root i32, then

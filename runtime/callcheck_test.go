@@ -11,6 +11,7 @@ import (
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // TestCallCheck runs GORMA_CHECK=1's exchange of collective call signatures on 5 ranks
@@ -27,16 +28,16 @@ func TestCallCheck(t *testing.T) {
 	}
 	defer j.Close()
 	defer j.Finalize(ctx)
-	sum := runtime.CallSig{Call: "Allreduce", Count: 4, Type: "float64", Op: "sum", Root: -1}
+	sum := substrate.CallSig{Call: "Allreduce", Count: 4, Type: "float64", Op: "sum", Root: -1}
 	max := sum
 	max.Op = "max"
-	bcast := runtime.CallSig{Call: "Bcast", Count: 4, Type: "float64", Root: 2}
-	tracks := make([]*runtime.Track, len(j.Worlds))
+	bcast := substrate.CallSig{Call: "Bcast", Count: 4, Type: "float64", Root: 2}
+	tracks := make([]*substrate.Track, len(j.Worlds))
 	for r, w := range j.Worlds {
-		tracks[r] = w.NewTrack()
+		tracks[r] = substrate.NewTrack(w)
 	}
 	var seq uint64
-	check := func(name string, tracks []*runtime.Track, jobRank []int, sigOf func(r int) runtime.CallSig, odd int) {
+	check := func(name string, tracks []*substrate.Track, jobRank []int, sigOf func(r int) substrate.CallSig, odd int) {
 		t.Helper()
 		seq++
 		errs := make([]error, len(tracks))
@@ -74,20 +75,20 @@ func TestCallCheck(t *testing.T) {
 		}
 	}
 	all := []int{0, 1, 2, 3, 4}
-	check("equal", tracks, all, func(int) runtime.CallSig { return sum }, -1)
-	check("operator", tracks, all, func(r int) runtime.CallSig {
+	check("equal", tracks, all, func(int) substrate.CallSig { return sum }, -1)
+	check("operator", tracks, all, func(r int) substrate.CallSig {
 		if r == 3 {
 			return max
 		}
 		return sum
 	}, 3)
-	check("call", tracks, all, func(r int) runtime.CallSig {
+	check("call", tracks, all, func(r int) substrate.CallSig {
 		if r == 0 {
 			return bcast
 		}
 		return sum
 	}, 0)
-	check("equal again", tracks, all, func(int) runtime.CallSig { return bcast }, -1)
+	check("equal again", tracks, all, func(int) substrate.CallSig { return bcast }, -1)
 
 	// A Split: the odd ranks, members 0 and 1 are job ranks 1 and 3.
 	subs := make([]*runtime.World, 5)
@@ -104,8 +105,8 @@ func TestCallCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	odd := []*runtime.Track{subs[1].NewTrack(), subs[3].NewTrack()}
-	check("split", odd, []int{1, 3}, func(r int) runtime.CallSig {
+	odd := []*substrate.Track{substrate.NewTrack(subs[1]), substrate.NewTrack(subs[3])}
+	check("split", odd, []int{1, 3}, func(r int) substrate.CallSig {
 		if r == 1 {
 			return max
 		}

@@ -4,13 +4,10 @@ import "fmt"
 
 // Free and Cancel (MPI_Request_free, MPI_Cancel, MPI_Test_cancelled).
 
-// Free releases r (MPI_Request_free): the operation it started goes on and completes as
-// it would have (a freed receive still writes its buffer; a freed send's buffer belongs
-// to the runtime until the message has gone, which the caller no longer learns), and its
-// outcome is dropped. Any later call with r fails with ErrInvalid, except passing it to
-// IsendWith or IrecvWith once its operation has completed. A persistent Request is freed
-// with its operation: it cannot be started again. Freeing a freed Request is an
-// ErrInvalid error.
+// Free releases r (MPI_Request_free): its operation goes on and completes, and its outcome
+// is dropped. A freed send's buffer belongs to the runtime until the message has gone. Any
+// later call with r fails with ErrInvalid, except IsendWith or IrecvWith once it has
+// completed. A persistent Request cannot be started again.
 func (r *Request) Free() error {
 	if err := r.check(); err != nil {
 		return withOp("free", err)
@@ -29,19 +26,11 @@ func (r *Request) Free() error {
 }
 
 // Cancel asks to withdraw r's operation (MPI_Cancel); Wait or Test then completes r, and
-// its Status.Cancelled reports whether the withdrawal happened (MPI_Test_cancelled):
-//
-//   - a receive that no message has matched is withdrawn; one that has matched completes
-//     as it would have;
-//   - a send is withdrawn while it waits, unsent, for its connection or a send slot, and
-//     a synchronous send to this rank itself until a receive takes it. A rendezvous offer
-//     that has left (a send above the eager limit, or any Ssend) is withdrawn if the
-//     receiver has not matched it when the request arrives there, which takes a message
-//     each way. An eager message that has left is not, and the send completes as it would
-//     have;
-//   - an Isendrecv cancels its two parts by these rules; its Status is the receive's.
-//
-// Cancel on a completed Request does nothing.
+// Status.Cancelled reports whether it was withdrawn (MPI_Test_cancelled). A receive is
+// withdrawn until a message matches it. A send is withdrawn while it waits, unsent, for its
+// connection or a send slot; a rendezvous offer that has left is withdrawn if its receiver
+// has not matched it yet (a message each way); an eager message that has left is not. An
+// Isendrecv cancels its two parts. Cancel on a completed Request does nothing.
 func (r *Request) Cancel() error {
 	if err := r.check(); err != nil {
 		return withOp("cancel", err)

@@ -90,7 +90,7 @@ func floodCM(t *testing.T, spare int, emfile bool) {
 	defer cancel()
 	pm := newAgentPM(t, 2, "(vector,(0,2,1))")
 	worlds := startFake(t, ctx, pm, []string{"a", "b"})
-	if tr := worlds[0].TransportBetween(0, 1); tr != "tcp" {
+	if tr := (*subWorld)(worlds[0]).TransportBetween(0, 1); tr != "tcp" {
 		t.Fatalf("ranks 0 and 1 would connect over %q, want tcp", tr)
 	}
 	e := worlds[0].e

@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
+
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
 
 // createGroupTag is the tag of CreateGroup's exchange in the parent World's internal
@@ -10,14 +12,10 @@ import (
 const createGroupTag = MaxTag - 2
 
 // Create returns a World over g's members, ranked in g's order (MPI_Comm_create); a rank
-// that is not in g gets a nil World and a nil error. Every rank of w calls it, in the
-// same order as its other collective calls on w, with the same g or, as MPI-2.2 allows,
-// with one of several disjoint groups: the members of each get a World of their own. g's
-// members are ranks of w (else the ErrInvalid error names the first that is not). It is
-// a Split of w, colored by each group's lowest member, with Split's rules for the new
-// World's contexts, Dups and Free. On an intercommunicator each group passes a Group of
-// its own ranks, and the result is the intercommunicator between the two Groups' ranks
-// (nil where either is empty).
+// not in g gets a nil World and a nil error. Every rank of w calls it, in order with its
+// other collective calls, with the same g or one of several disjoint groups. g's members are
+// ranks of w. The new World follows Split's rules. On an intercommunicator each group passes
+// a Group of its own ranks and gets the intercommunicator between the two.
 func (w *World) Create(ctx context.Context, g Group) (*World, error) {
 	if w == nil {
 		return nil, withOp("create", errNilWorld)
@@ -29,14 +27,11 @@ func (w *World) Create(ctx context.Context, g Group) (*World, error) {
 	return w.Split(ctx, color, key)
 }
 
-// CreateGroup returns a World over g's members, ranked in g's order, and only they call
-// it (MPI_Comm_create_group): this rank must be in g, g's members must be ranks of w, and
-// every member passes the same g and tag (0..MaxTag); a member that passes another tag
-// or another order fails the call at every member, naming it. The members exchange
-// records with each other only, so ranks of w outside g may be doing anything meanwhile.
-// A rank runs its CreateGroups and Splits one at a time, as Split does: ranks whose
-// groups overlap must call them in the same order. The new World follows Split's rules
-// for contexts, Dups and Free; ctx ends the wait for the other members.
+// CreateGroup returns a World over g's members, ranked in g's order; only they call it
+// (MPI_Comm_create_group), each with the same g and tag. A member that passes another fails
+// the call at every member. The others may be doing anything meanwhile. A rank runs its
+// CreateGroups and Splits one at a time. The new World follows Split's rules; ctx ends the
+// wait for the other members.
 func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, error) {
 	const op = "create_group"
 	if err := w.live(); err != nil {
@@ -52,7 +47,7 @@ func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, erro
 	if err != nil {
 		return nil, withOp(op, err)
 	}
-	me := g.indexOf(w.e.rank)
+	me := groupIndex(g, w.e.rank)
 	if me < 0 {
 		return nil, withOp(op, invalidf("rank %d is not in the group (only the group's members call CreateGroup; the others call nothing)", w.Rank()))
 	}
@@ -80,15 +75,13 @@ func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, erro
 	e.mu.Lock()
 	fam := e.ctxs.takeSplit(base, true)
 	e.mu.Unlock()
-	return subWorld(e, base, newGroup(w, members, fam)), nil
+	return newSubgroup(e, base, newGroup(w, members, fam)), nil
 }
 
 // SplitShared splits w into Worlds of ranks that share memory
-// (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)): the ranks whose ReachOf has ReachMap,
-// with this one. On them window.AllocateShared gives every rank a peer's memory by
-// SharedQuery. Under the default transport that is one World per host; with tcp between
-// every pair of ranks, one World per rank. Within a World ranks are ordered by key, then
-// by rank in w. Collective over w, as Split, whose rules the new Worlds follow.
+// (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)): one per host by default, one per rank with tcp
+// between every pair. On them window.AllocateShared gives every rank a peer's memory. Ranks
+// are ordered by key, then by rank in w. Collective over w, as Split.
 func (w *World) SplitShared(ctx context.Context, key int) (*World, error) {
 	if w == nil {
 		return nil, withOp("split_shared", errNilWorld)
@@ -98,7 +91,7 @@ func (w *World) SplitShared(ctx context.Context, key int) (*World, error) {
 	}
 	color := w.Rank()
 	for r := range w.Rank() {
-		if w.ReachOf(r).Has(ReachMap) {
+		if (*subWorld)(w).ReachOf(r).Has(subcore.ReachMap) {
 			color = r
 			break
 		}

@@ -9,16 +9,12 @@ import (
 	"github.com/gorma-hpc/gorma/internal/packpool"
 )
 
-// SendType sends count copies of the layout t, laid over buf's memory, to rank dest with
-// tag (MPI_Send with a derived datatype). The message is the packed data, count *
-// t.Size() bytes in typemap order, and matches any receive of that many bytes (RecvType
-// with a layout of the same size, or Recv of bytes or elements). A layout whose count
-// copies are one run (datatype.Type.Contig) is sent from buf in place. Any other is
-// packed into a pooled buffer first, except a rendezvous to a rank of this host whose
-// memory the ranks may read. Its receiver reads the layout straight out of buf, into its
-// own layout or buffer (a layout offer: no packed copy on either side). buf's elements
-// may be any type without pointers (numbers, arrays and structs of them). A layout
-// outside buf fails with ErrInvalid before anything is sent; the rest behaves as Send.
+// SendType sends count copies of the layout t, laid over buf's memory, to rank dest with tag
+// (MPI_Send with a derived datatype). The message is the packed data, count * t.Size()
+// bytes in typemap order, and matches any receive of that many bytes. A layout that is one
+// run is sent in place; any other is packed into a pooled buffer, or offered to a receiver
+// on this host, which reads it straight out of buf. buf's elements may be any type without
+// pointers. A layout outside buf fails with ErrInvalid; the rest behaves as Send.
 func SendType[T any](ctx context.Context, w *World, buf []T, count int, t datatype.Type, dest, tag int) error {
 	l, err := typeArgs("send type", w, buf, count, t)
 	if err != nil {
@@ -40,14 +36,11 @@ func SendType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 	return err
 }
 
-// RecvType receives a message from src (or AnySource) with tag (or AnyTag) into count
-// copies of the layout t over buf's memory (MPI_Recv with a derived datatype), and
-// returns its Status: Bytes is the message's length, Count the copies of t it held
-// (Undefined for part of one, as MPI_Get_count). A message shorter than count copies fills the layout's first bytes in typemap
-// order; a longer one fills all count copies and fails with ErrTruncated. A layout that
-// is one run is received in place; any other through a pooled buffer, unpacked when the
-// message has arrived, except a layout offer (see SendType), which is read straight into
-// the layout. Errors are as Recv's and SendType's.
+// RecvType receives a message from src with tag into count copies of the layout t over
+// buf's memory (MPI_Recv with a derived datatype). Status.Bytes is the message's length,
+// Count the copies of t it held (Undefined for part of one). A shorter message fills the
+// layout's first bytes in typemap order; a longer one fails with ErrTruncated. Errors are as
+// Recv's and SendType's.
 func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t datatype.Type, src, tag int) (Status, error) {
 	l, err := typeArgs("recv type", w, buf, count, t)
 	if err != nil {
@@ -75,13 +68,10 @@ func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 	return typeStatus(st, t), err
 }
 
-// SendrecvType sends scount copies of the layout st over sbuf to dest with stag and
-// receives into rcount copies of rt over rbuf from src (or AnySource) with rtag (or
-// AnyTag), as Sendrecv does (MPI_Sendrecv with derived datatypes). The receive is posted
-// first, so a ring of ranks exchanging halo columns never deadlocks. Each side moves in
-// place when its layout is one run, else through a pooled buffer, or between ranks of
-// one host as a layout offer (see SendType and RecvType); the receive's Status and
-// length rules are RecvType's.
+// SendrecvType sends scount copies of the layout st over sbuf to dest and receives into
+// rcount copies of rt over rbuf from src, as Sendrecv does (MPI_Sendrecv with derived
+// datatypes); the receive is posted first. Each side follows SendType's and RecvType's
+// rules.
 func SendrecvType[S, R any](ctx context.Context, w *World, sbuf []S, scount int, st datatype.Type, dest, stag int,
 	rbuf []R, rcount int, rt datatype.Type, src, rtag int) (Status, error) {
 	sl, err := typeArgs("sendrecv type", w, sbuf, scount, st)
@@ -176,12 +166,10 @@ func typeStatus(st Status, t datatype.Type) Status {
 	return st
 }
 
-// IsendType starts SendType (MPI_Isend with a derived datatype): a layout that is one
-// run is sent from buf in place (buf belongs to the runtime until the Request
-// completes). Any other is packed at the call into a pooled buffer, so buf is the
-// caller's again at once, and the buffer returns to the pool when the completion is
-// reported (Wait, Test or a set call). It never makes a layout offer (see SendType),
-// which would keep buf until the receiver has read it.
+// IsendType starts SendType (MPI_Isend with a derived datatype). A layout that is one run is
+// sent from buf in place, and buf belongs to the runtime until the Request completes. Any
+// other is packed at the call, so buf is the caller's again at once; it makes no layout
+// offer.
 func IsendType[T any](w *World, buf []T, count int, t datatype.Type, dest, tag int) (*Request, error) {
 	l, err := typeArgs("isend type", w, buf, count, t)
 	if err != nil {
@@ -203,13 +191,9 @@ func IsendType[T any](w *World, buf []T, count int, t datatype.Type, dest, tag i
 	return r, nil
 }
 
-// IrecvType starts RecvType (MPI_Irecv with a derived datatype): buf belongs to the
-// runtime until the Request's completion is reported. A layout that is one run is
-// received in place, and a layout offer (see SendType) straight into the layout. Any
-// other through a pooled buffer, unpacked into the layout as Wait, Test or a set call
-// reports the completion (under the runtime's lock: a large layout's unpacking holds the
-// rank's other goroutines' calls that long). The Status counts whole copies of t, and
-// the length rules are RecvType's.
+// IrecvType starts RecvType (MPI_Irecv with a derived datatype): buf belongs to the runtime
+// until the Request's completion is reported. A layout received through a pooled buffer is
+// unpacked when Wait, Test or a set call reports the completion, under the runtime's lock.
 func IrecvType[T any](w *World, buf []T, count int, t datatype.Type, src, tag int) (*Request, error) {
 	l, err := typeArgs("irecv type", w, buf, count, t)
 	if err != nil {

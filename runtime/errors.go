@@ -32,21 +32,17 @@ var (
 )
 
 // ProcError reports a failed or aborting rank. Its text leads with the rank, its host and
-// what became of it, in a user's words (Why), then the call that found it: "rank 1 on
-// host vm failed: exited with code 3 (in recv)", "rank 1 on host vm is gone. Its process
-// exited (in send)", "rank 2 on host h1 aborted the job: called Abort(7): bad input".
-// Cause, what was actually seen (a transport's completion status, the open of a
-// /proc/PID/fd entry, a refused connection, the launcher's report), stays in the chain
-// for errors.Is and errors.As, and is printed last only with GORMA_VERBOSE=1. When Why is
-// empty, Cause is printed in its place.
+// what became of it (Why), then the call that found it: "rank 1 on host vm failed: exited
+// with code 3 (in recv)". Cause, what was seen (a completion status, a refused
+// connection...), stays in the chain for errors.Is and errors.As; it is printed only with
+// GORMA_VERBOSE=1, or in Why's place when Why is empty.
 type ProcError struct {
 	Op   string // the call that found the failure: "recv", "send", "barrier", ...
 	Rank int    // the failed or aborting rank, -1 if not known
 	Host string // its host, "" if not known
 	Err  error  // ErrProcFailed or ErrAborted
-	// Why is what became of the rank, as it reads after the rank's name: "failed: exited
-	// with code 3" (the launcher's word), "is gone: its process exited" (the transport's),
-	// "aborted the job: called Abort(7)". For Rank -1, why the job was aborted. May be "".
+	// Why is what became of the rank, after its name ("failed: exited with code 3"), or
+	// for Rank -1 why the job was aborted. May be "".
 	Why   string
 	Cause error // what was seen, may be nil
 }

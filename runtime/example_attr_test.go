@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // libState is what a library keeps per World: its own World for its traffic.
@@ -50,7 +51,7 @@ func ExampleNewKeyval() {
 	b, _ := stateFor(user)
 	fmt.Println("same state:", a == b)
 	user.Free() // runs the delete function: the library's World is freed too
-	fmt.Println("library World freed:", a.comm.FreedErr() != nil)
+	fmt.Println("library World freed:", substrate.FreedErr(a.comm) != nil)
 	// Output:
 	// same state: true
 	// library World freed: true

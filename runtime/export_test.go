@@ -1,6 +1,10 @@
 package runtime
 
-import "context"
+import (
+	"context"
+
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
+)
 
 // KillTransport closes w's connection listener, devices and process manager session as a
 // dying process's would, without Finalize: its connected peers see their connections
@@ -59,8 +63,8 @@ func FastboxSent(w *World, r int) uint64 {
 func Context(w *World) uint16 { return w.ctx }
 
 // CheckCall runs Track.Check's exchange whatever GORMA_CHECK says.
-func CheckCall(ctx context.Context, t *Track, seq uint64, sig *CallSig) error {
-	return t.check(ctx, seq, sig)
+func CheckCall(ctx context.Context, t *subcore.Track, seq uint64, sig *CallSig) error {
+	return subcore.CheckNow(ctx, t, seq, sig)
 }
 
 // EagerSlots returns the number of eager send slots, and of receive slots, that w's

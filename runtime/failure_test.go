@@ -11,6 +11,7 @@ import (
 	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // start starts an n-rank job for a test that manages the ranks itself.
@@ -258,7 +259,7 @@ func TestSiblingReceivesFailOnAnyFailure(t *testing.T) {
 			j := start(t, tr, 3)
 			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
 			defer cancel()
-			s1, err := j.Worlds[1].Sibling()
+			s1, err := substrate.Sibling(j.Worlds[1])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -48,7 +48,7 @@ var errFreed = invalidf("the World was freed (Free); use a World that Dup or Spl
 // World) was freed, else nil: one atomic load. Libraries whose calls do not all go
 // through the runtime's messages (package collectives' shared-memory steps) check it
 // first, so that every call on a freed World fails alike.
-func (w *World) FreedErr() error { return w.live() }
+func (s *subWorld) FreedErr() error { return (*World)(s).live() }
 
 // live returns the error of a call on a nil or freed World, else nil. Every call that
 // takes a World and may run on a freed one starts with it. It inlines, for the send and
@@ -70,7 +70,8 @@ func (w *World) live() error {
 // same order, as every rank frees in the same order; f runs with no lock held and may call
 // Free on other Worlds, not on w. It fails as every call does after Finalize, and with
 // ErrInvalid on Init's World (never freed) or a freed one.
-func (w *World) OnFree(f func()) error {
+func (s *subWorld) OnFree(f func()) error {
+	w := (*World)(s)
 	if err := w.live(); err != nil {
 		return withOp("onfree", err)
 	}
@@ -87,25 +88,16 @@ func (w *World) OnFree(f func()) error {
 	return nil
 }
 
-// Free gives w's communication contexts back for later Dups and Splits to reuse
-// (MPI_Comm_free), after running the delete functions of w's attributes (NewKeyval) with
-// no lock held. Every rank of w must call it once, after its last call on w, in the same
-// order relative to its other Dup, Split and Free calls; it does not wait for the other
-// ranks. Afterwards every communication call on w or its sibling (point-to-point,
-// Barrier, Dup, Sibling, Split, Attach, OnFree, and package collectives' calls) fails
-// with ErrInvalid. The memory calls (AllocRegion, RegisterRegion, NewCounter) and the
-// accessors (Rank, Size, HostOf...) work on, being the rank's rather than the World's.
+// Free gives w's communication contexts back for reuse (MPI_Comm_free), after running the
+// delete functions of w's attributes. Every rank of w calls it once, after its last call on
+// w, in the same order relative to its Dup, Split and Free calls; it does not wait. Then
+// every communication call on w or its sibling fails with ErrInvalid; accessors (Rank, Size,
+// HostOf...) work on.
 //
-// Operations under way on w (or its sibling) at this rank when Free is called, receives and
-// probes posted, sends not yet completed, complete normally, as with MPI_Comm_free; the
-// contexts are given back when the last of them completes. A message sent on w that this rank
-// never received is discarded (a rendezvous offer is released, so that its sender completes),
-// now or when it arrives: as with MPI, a program should receive every message it sends before
-// the World is freed. Init's World cannot be freed (Finalize ends it); a sibling is freed with
-// its World. A Dup that reuses the contexts waits for every other rank's Free of that World, as
-// a collective waits for its ranks. A rank that never frees it keeps that Dup waiting until the
-// rank fails or the job's --timeout ends it. After Finalize, Free does nothing and returns nil
-// (Finalize ended every World), so that a deferred Free after Finalize succeeds.
+// Operations under way on w complete normally, and the contexts return when the last one
+// does. A message sent on w that this rank never received is discarded. Init's World cannot
+// be freed. A Dup that reuses the contexts waits for every rank's Free of w. After Finalize,
+// Free does nothing and returns nil.
 func (w *World) Free() error {
 	if w == nil {
 		return withOp("free", errNilWorld)

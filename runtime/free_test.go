@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // ring sends this rank's number around w (tag) and checks what arrives from the previous
@@ -199,7 +200,7 @@ func TestFreeErrors(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		sib, err := d.Sibling()
+		sib, err := substrate.Sibling(d)
 		if err != nil {
 			return err
 		}
@@ -212,7 +213,7 @@ func TestFreeErrors(t *testing.T) {
 		r := d.Rank()
 		buf := []int64{0}
 		ran := 0
-		if err := d.OnFree(func() { ran++ }); err != nil {
+		if err := substrate.OnFree(d, func() { ran++ }); err != nil {
 			return err
 		}
 		if r == 0 {
@@ -254,7 +255,7 @@ func TestFreeErrors(t *testing.T) {
 			"Barrier":      runtime.Barrier(ctx, d),
 			"sibling Send": runtime.Send(ctx, sib, buf, 0, 0),
 			"Iprobe":       ipErr,
-			"OnFree":       d.OnFree(func() {}),
+			"OnFree":       substrate.OnFree(d, func() {}),
 		}
 		_, calls["Recv"] = runtime.Recv(ctx, d, buf, 0, 0)
 		_, calls["Isend"] = runtime.Isend(d, buf, 0, 0)
@@ -262,10 +263,10 @@ func TestFreeErrors(t *testing.T) {
 		_, calls["Probe"] = runtime.Probe(ctx, d, 0, 0)
 		_, calls["Sendrecv"] = runtime.Sendrecv(ctx, d, buf, 0, 0, buf, 0, 0)
 		_, calls["Dup"] = d.Dup()
-		_, calls["Sibling"] = d.Sibling()
+		_, calls["Sibling"] = substrate.Sibling(d)
 		_, calls["Split"] = d.Split(ctx, 0, 0)
 		_, calls["sibling Recv"] = runtime.Recv(ctx, sib, buf, 0, 0)
-		_, calls["Attach"] = d.Attach(1-r, nil)
+		_, calls["Attach"] = substrate.Attach(d, 1-r, nil)
 		for name, err := range calls {
 			if err := wantInvalid(name+" on a freed World", err, "freed"); err != nil {
 				return err
@@ -282,18 +283,18 @@ func TestFreedErr(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		sib, err := d.Sibling()
+		sib, err := substrate.Sibling(d)
 		if err != nil {
 			return err
 		}
-		if w.FreedErr() != nil || d.FreedErr() != nil || sib.FreedErr() != nil {
+		if substrate.FreedErr(w) != nil || substrate.FreedErr(d) != nil || substrate.FreedErr(sib) != nil {
 			return errors.New("FreedErr before Free")
 		}
 		if err := d.Free(); err != nil {
 			return err
 		}
-		if !errors.Is(d.FreedErr(), runtime.ErrInvalid) || !errors.Is(sib.FreedErr(), runtime.ErrInvalid) || w.FreedErr() != nil {
-			return fmt.Errorf("FreedErr after Free: %v %v %v", d.FreedErr(), sib.FreedErr(), w.FreedErr())
+		if !errors.Is(substrate.FreedErr(d), runtime.ErrInvalid) || !errors.Is(substrate.FreedErr(sib), runtime.ErrInvalid) || substrate.FreedErr(w) != nil {
+			return fmt.Errorf("FreedErr after Free: %v %v %v", substrate.FreedErr(d), substrate.FreedErr(sib), substrate.FreedErr(w))
 		}
 		return nil
 	})

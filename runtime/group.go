@@ -1,38 +1,46 @@
 package runtime
 
 import (
-	"fmt"
 	"slices"
+
+	"github.com/gorma-hpc/gorma/runtime/internal/mpigroup"
 )
 
-// Undefined is the rank a Group gives a process that is not one of its members
-// (MPI_UNDEFINED): Group.Rank of a non-member, TranslateRanks of a rank the other Group
-// lacks. It equals NoColor, as MPI_UNDEFINED is also Split's "no color".
+// Undefined is the rank a Group gives a non-member (MPI_UNDEFINED), in Group.Rank and
+// TranslateRanks. It equals NoColor, as MPI_UNDEFINED is also Split's "no color".
 const Undefined = NoColor
 
 // Group is an ordered set of the job's processes (MPI_Group): group rank i is the
-// process at position i. World.Group returns a World's; Incl, Excl, RangeIncl, RangeExcl,
-// Union, Intersection and Difference derive others; World.Create and World.CreateGroup
-// make a World over one. A Group is an immutable value: no method changes it, copies
-// share its memory, and it is safe for concurrent use. It needs no freeing
-// (MPI_Group_free). The zero Group is empty (MPI_GROUP_EMPTY).
-type Group struct {
-	procs []int // by group rank: the process's rank in the job (Init's World); never written after construction
-	me    int   // this process's job rank + 1; 0 when not known (the zero Group)
-	rank  int   // this process's group rank, or Undefined
-}
+// process at position i. World.Group returns a World's. Its methods derive others (Incl,
+// Excl, RangeIncl, RangeExcl, Union, Intersection, Difference), compare two (Compare) and
+// translate ranks (TranslateRanks). Create and CreateGroup make a World over one. A Group
+// is an immutable value, safe for concurrent use; it needs no freeing. The zero Group is
+// empty (MPI_GROUP_EMPTY).
+type Group = mpigroup.Group
+
+// Comparison is the result of Group.Compare.
+type Comparison = mpigroup.Comparison
+
+// Group.Compare's results (MPI_IDENT, MPI_SIMILAR, MPI_UNEQUAL).
+const (
+	Ident   = mpigroup.Ident   // the same members in the same order
+	Similar = mpigroup.Similar // the same members in another order
+	Unequal = mpigroup.Unequal // different members
+)
+
+func init() { mpigroup.ErrInvalid = ErrInvalid }
+
+// mpigroup's ranks are the runtime's: a difference fails to compile.
+const (
+	_ uint = mpigroup.Undefined - Undefined
+	_ uint = Undefined - mpigroup.Undefined
+	_ uint = mpigroup.ProcNull - ProcNull
+	_ uint = ProcNull - mpigroup.ProcNull
+)
 
 // newGroupOf returns the Group of procs (job ranks, distinct, owned by the Group) seen
 // from the process whose job rank is me-1 (me 0: not known).
-func newGroupOf(procs []int, me int) Group {
-	g := Group{procs: procs, me: me, rank: Undefined}
-	if me > 0 {
-		if i := slices.Index(procs, me-1); i >= 0 {
-			g.rank = i
-		}
-	}
-	return g
-}
+func newGroupOf(procs []int, me int) Group { return mpigroup.New(procs, me) }
 
 // Group returns the group of w's ranks, group rank i being w's rank i
 // (MPI_Comm_group); an intercommunicator's local group. It does not communicate.
@@ -40,248 +48,12 @@ func (w *World) Group() Group {
 	return newGroupOf(slices.Clone(w.own.ranks), w.e.rank+1)
 }
 
-// Size is the number of processes in g (MPI_Group_size).
-func (g Group) Size() int { return len(g.procs) }
-
-// Rank is this process's rank in g, or Undefined if it is not a member (MPI_Group_rank).
-func (g Group) Rank() int {
-	if g.me == 0 {
-		return Undefined
-	}
-	return g.rank
-}
-
-// Comparison is the result of Group.Compare.
-type Comparison int
-
-// Group.Compare's results (MPI_IDENT, MPI_SIMILAR, MPI_UNEQUAL).
-const (
-	Ident   Comparison = iota + 1 // the same members in the same order
-	Similar                       // the same members in another order
-	Unequal                       // different members
-)
-
-func (c Comparison) String() string {
-	switch c {
-	case Ident:
-		return "ident"
-	case Similar:
-		return "similar"
-	case Unequal:
-		return "unequal"
-	}
-	return fmt.Sprintf("Comparison(%d)", int(c))
-}
-
-// Compare reports whether g and h have the same members in the same order (Ident), the
-// same members in another order (Similar), or not the same members (Unequal)
-// (MPI_Group_compare).
-func (g Group) Compare(h Group) Comparison {
-	if slices.Equal(g.procs, h.procs) {
-		return Ident
-	}
-	if len(g.procs) != len(h.procs) {
-		return Unequal
-	}
-	in := h.positions()
-	for _, p := range g.procs {
-		if _, ok := in[p]; !ok {
-			return Unequal
-		}
-	}
-	return Similar
-}
-
-// Incl returns the group of g's ranks listed, in that order: its rank i is g's rank
-// ranks[i] (MPI_Group_incl). The ranks must be distinct ranks of g; otherwise the
-// ErrInvalid error names the first bad one.
-func (g Group) Incl(ranks []int) (Group, error) {
-	if err := g.checkRanks(ranks); err != nil {
-		return Group{}, withOp("group incl", err)
-	}
-	procs := make([]int, len(ranks))
-	for i, r := range ranks {
-		procs[i] = g.procs[r]
-	}
-	return newGroupOf(procs, g.me), nil
-}
-
-// Excl returns the group of g's ranks other than those listed, in g's order
-// (MPI_Group_excl). The ranks must be distinct ranks of g; otherwise the ErrInvalid
-// error names the first bad one.
-func (g Group) Excl(ranks []int) (Group, error) {
-	if err := g.checkRanks(ranks); err != nil {
-		return Group{}, withOp("group excl", err)
-	}
-	return g.without(ranks), nil
-}
-
-// RangeIncl is Incl of the ranks that the triplets (first, last, stride) list, in order:
-// first, first+stride, ... up to last (MPI_Group_range_incl). A stride is not 0, is
-// positive when first < last and negative when first > last; every rank listed is a rank
-// of g and listed once. Otherwise the ErrInvalid error names the triplet and the rank.
-func (g Group) RangeIncl(ranges [][3]int) (Group, error) {
-	ranks, err := g.expand(ranges)
-	if err != nil {
-		return Group{}, withOp("group range_incl", err)
-	}
-	return g.Incl(ranks)
-}
-
-// RangeExcl is Excl of the ranks that the triplets list, with RangeIncl's rules
-// (MPI_Group_range_excl).
-func (g Group) RangeExcl(ranges [][3]int) (Group, error) {
-	ranks, err := g.expand(ranges)
-	if err != nil {
-		return Group{}, withOp("group range_excl", err)
-	}
-	return g.without(ranks), nil
-}
-
-// Union returns g's members in g's order, then h's members not in g in h's order
-// (MPI_Group_union).
-func (g Group) Union(h Group) Group {
-	procs := slices.Clone(g.procs)
-	in := g.positions()
-	for _, p := range h.procs {
-		if _, ok := in[p]; !ok {
-			procs = append(procs, p)
-		}
-	}
-	return newGroupOf(procs, g.self(h))
-}
-
-// Intersection returns g's members that are also h's, in g's order
-// (MPI_Group_intersection).
-func (g Group) Intersection(h Group) Group {
-	in := h.positions()
-	var procs []int
-	for _, p := range g.procs {
-		if _, ok := in[p]; ok {
-			procs = append(procs, p)
-		}
-	}
-	return newGroupOf(procs, g.self(h))
-}
-
-// Difference returns g's members that are not h's, in g's order (MPI_Group_difference).
-func (g Group) Difference(h Group) Group {
-	in := h.positions()
-	var procs []int
-	for _, p := range g.procs {
-		if _, ok := in[p]; !ok {
-			procs = append(procs, p)
-		}
-	}
-	return newGroupOf(procs, g.self(h))
-}
-
-// TranslateRanks returns, for each of g's ranks listed, the rank in other of the same
-// process, or Undefined if other lacks it (MPI_Group_translate_ranks); ProcNull
-// translates to ProcNull. The ranks must be ranks of g (repeats allowed) or ProcNull;
-// otherwise the ErrInvalid error names the first bad one.
-func (g Group) TranslateRanks(ranks []int, other Group) ([]int, error) {
-	for i, r := range ranks {
-		if (r < 0 || r >= len(g.procs)) && r != ProcNull {
-			return nil, withOp("group translate_ranks", invalidf("ranks[%d] = %d is not a rank of the group of %d", i, r, len(g.procs)))
-		}
-	}
-	in := other.positions()
-	out := make([]int, len(ranks))
-	for i, r := range ranks {
-		if r == ProcNull {
-			out[i] = ProcNull // MPI_PROC_NULL translates to itself
-		} else if j, ok := in[g.procs[r]]; ok {
-			out[i] = j
-		} else {
-			out[i] = Undefined
-		}
-	}
-	return out, nil
-}
-
-// positions maps each member's job rank to its group rank.
-func (g Group) positions() map[int]int {
-	m := make(map[int]int, len(g.procs))
-	for i, p := range g.procs {
-		m[p] = i
-	}
-	return m
-}
-
-// self returns the me of g, else of h.
-func (g Group) self(h Group) int {
-	if g.me != 0 {
-		return g.me
-	}
-	return h.me
-}
-
-// checkRanks returns the ErrInvalid error naming the first of ranks that is out of range
-// or repeated, or nil.
-func (g Group) checkRanks(ranks []int) error {
-	seen := make([]bool, len(g.procs))
-	for i, r := range ranks {
-		if r < 0 || r >= len(g.procs) {
-			return invalidf("ranks[%d] = %d is not a rank of the group of %d", i, r, len(g.procs))
-		}
-		if seen[r] {
-			return invalidf("ranks[%d] = %d is listed twice", i, r)
-		}
-		seen[r] = true
-	}
-	return nil
-}
-
-// without returns g less its ranks listed (valid and distinct), in g's order.
-func (g Group) without(ranks []int) Group {
-	drop := make([]bool, len(g.procs))
-	for _, r := range ranks {
-		drop[r] = true
-	}
-	procs := make([]int, 0, len(g.procs)-len(ranks))
-	for i, p := range g.procs {
-		if !drop[i] {
-			procs = append(procs, p)
-		}
-	}
-	return newGroupOf(procs, g.me)
-}
-
-// expand lists the ranks of the triplets, checking each against g and the others.
-func (g Group) expand(ranges [][3]int) ([]int, error) {
-	n := len(g.procs)
-	seen := make([]bool, n)
-	var ranks []int
-	for i, t := range ranges {
-		first, last, stride := t[0], t[1], t[2]
-		switch {
-		case stride == 0:
-			return nil, invalidf("triplet %d (%d, %d, %d): stride 0", i, first, last, stride)
-		case first < 0 || first >= n:
-			return nil, invalidf("triplet %d (%d, %d, %d): first rank %d is not a rank of the group of %d", i, first, last, stride, first, n)
-		case last < 0 || last >= n:
-			return nil, invalidf("triplet %d (%d, %d, %d): last rank %d is not a rank of the group of %d", i, first, last, stride, last, n)
-		case stride > 0 && first > last, stride < 0 && first < last:
-			return nil, invalidf("triplet %d (%d, %d, %d): the stride leads away from the last rank", i, first, last, stride)
-		}
-		for j := range (last-first)/stride + 1 {
-			r := first + j*stride
-			if seen[r] {
-				return nil, invalidf("triplet %d (%d, %d, %d): rank %d is listed twice", i, first, last, stride, r)
-			}
-			seen[r] = true
-			ranks = append(ranks, r)
-		}
-	}
-	return ranks, nil
-}
-
-// memberRanks returns the ranks of w of g's members, by group rank, or the ErrInvalid error
-// naming the first that is not a rank of w.
+// memberRanks returns the ranks of w of g's members, by group rank, or the ErrInvalid
+// error naming the first that is not a rank of w.
 func memberRanks(w *World, g Group) ([]int, error) {
-	ranks := make([]int, len(g.procs))
-	for i, p := range g.procs {
+	procs := mpigroup.Procs(g)
+	ranks := make([]int, len(procs))
+	for i, p := range procs {
 		r := -1
 		if p >= 0 && p < w.e.size {
 			r = w.own.rankOf(p)
@@ -294,12 +66,5 @@ func memberRanks(w *World, g Group) ([]int, error) {
 	return ranks, nil
 }
 
-// indexOf returns the group rank of the process of job rank jr, or -1.
-func (g Group) indexOf(jr int) int {
-	for i, p := range g.procs {
-		if p == jr {
-			return i
-		}
-	}
-	return -1
-}
+// groupIndex returns g's group rank of the process of job rank jr, or -1.
+func groupIndex(g Group, jr int) int { return slices.Index(mpigroup.Procs(g), jr) }

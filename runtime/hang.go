@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/gorma-hpc/gorma/internal/hang"
 	"github.com/gorma-hpc/gorma/pmi"
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
 
 // Hang records. Each rank keeps, at little cost, what its goroutines are blocked in, so
@@ -27,31 +27,21 @@ import (
 //   - e.progress counts completed requests, so that two reports tell whether the rank
 //     moved in between.
 //
-// Times come from a coarse clock (clockMs) that the event watcher advances every
+// Times come from a coarse clock (subcore.Now) that the event watcher advances every
 // clockTick while the rank is under a launcher that can ask; elsewhere it stays 0 and
 // reports give no durations.
 
-// clockTick is the coarse clock's resolution.
+// clockTick is the coarse clock's resolution (subcore.Tick).
 const clockTick = 100 * time.Millisecond
 
-var (
-	clockStart = time.Now()
-	clockMs    atomic.Int64 // milliseconds since clockStart, advanced by tickClock
-)
-
 // coarseNow returns the coarse clock plus one, so that 0 means "not waiting".
-func coarseNow() int64 { return clockMs.Load() + 1 }
+func coarseNow() int64 { return subcore.Now() }
 
 // tickClock advances the coarse clock.
-func tickClock() { clockMs.Store(time.Since(clockStart).Milliseconds()) }
+func tickClock() { subcore.Tick() }
 
 // sinceCoarse converts a coarseNow stamp into the time elapsed since it.
-func sinceCoarse(stamp int64) time.Duration {
-	if stamp == 0 {
-		return 0
-	}
-	return time.Duration(clockMs.Load()-(stamp-1)) * time.Millisecond
-}
+func sinceCoarse(stamp int64) time.Duration { return subcore.Since(stamp) }
 
 // startWaitLocked lists r as waiting in call.
 func (e *engine) startWaitLocked(r *Request, call string) {
@@ -92,37 +82,26 @@ func waitName(r *Request, quiet bool, set []*Request, finalizing bool) string {
 	return "Wait"
 }
 
-// A Track names the calls of a layer above the runtime (a collective, a window call) in
-// this rank's hang reports. One goroutine at a time runs a Track's calls (Begin ... End);
-// reports read it from another goroutine.
-type Track struct {
-	e        *engine
-	calls    *atomic.Uint64 // the World's collective calls
-	comm     string
-	members  []int // the World's ranks in the job, nil for every rank
-	ctx      uint16
-	me, size int
-	internal bool                    // made on a World marked internal (MarkInternal)
-	name     atomic.Pointer[byte]    // the call's name (static text), nil between calls
-	sig      atomic.Pointer[CallSig] // the call's details (BeginSig), nil for none
-	word     atomic.Uint64           // len(name)<<48 | the call's number on the World
-	since    atomic.Int64            // coarseNow at Begin
-}
+// trackOps is the runtime's side of the Tracks (subcore.TrackOps): the engine's list of
+// them, and GORMA_CHECK=1's messages (callcheck.go).
+type trackOps struct{ e *engine }
 
-// NewTrack returns a Track for calls on w, reported until Close.
-func (w *World) NewTrack() *Track {
+// NewTrack returns a Track for calls on w, reported until Close (substrate.NewTrack).
+func (s *subWorld) NewTrack() *subcore.Track {
+	w := (*World)(s)
 	if on := w.k.trackOn(w); on != w {
 		// An intercommunicator's calls are made in the same order by the ranks of its
 		// local group, whose World its reports name.
-		return on.NewTrack()
+		return (*subWorld)(on).NewTrack()
 	}
 	calls := w.calls.Load()
 	if calls == nil {
 		w.calls.CompareAndSwap(nil, new(atomic.Uint64))
 		calls = w.calls.Load()
 	}
-	t := &Track{e: w.e, calls: calls, comm: w.commName(), ctx: w.ctx, me: w.Rank(), size: w.Size(), internal: w.internal.Load()}
-	t.members = w.k.members(w)
+	info := subcore.TrackInfo{Comm: w.commName(), Ctx: w.ctx, Me: w.Rank(), Size: w.Size(), Internal: w.internal.Load()}
+	info.Members = w.k.members(w)
+	t := subcore.NewTrack(trackOps{w.e}, calls, info)
 	w.e.tracksMu.Lock()
 	w.e.tracks = append(w.e.tracks, t)
 	w.e.tracksMu.Unlock()
@@ -132,7 +111,8 @@ func (w *World) NewTrack() *Track {
 // MarkInternal marks w as a layer's own World (the window package's Dup, say): hang
 // reports leave out the calls on it while a call on another World is under way, which
 // it serves.
-func (w *World) MarkInternal() {
+func (s *subWorld) MarkInternal() {
+	w := (*World)(s)
 	w.internal.Store(true)
 	e := w.e
 	e.tracksMu.Lock()
@@ -143,9 +123,9 @@ func (w *World) MarkInternal() {
 	e.tracksMu.Unlock()
 }
 
-// Close stops reporting t.
-func (t *Track) Close() {
-	e := t.e
+// CloseTrack stops reporting t.
+func (o trackOps) CloseTrack(t *subcore.Track) {
+	e := o.e
 	e.tracksMu.Lock()
 	defer e.tracksMu.Unlock()
 	for i, x := range e.tracks {
@@ -155,48 +135,6 @@ func (t *Track) Close() {
 		}
 	}
 }
-
-// Begin marks the start of call (a name of at most 64 KiB, normally a constant) on the
-// Track's World. A collective call (one every rank of the World makes, in the same
-// order) gets the next number of the World's collective calls, counted across all its
-// Tracks (the collectives' and the windows'), so that reports of two ranks compare.
-// Another call gets none.
-func (t *Track) Begin(call string, collective bool) {
-	var seq uint64
-	if collective {
-		seq = t.calls.Add(1)
-	}
-	t.BeginAt(call, seq)
-}
-
-// Next numbers a collective call among the World's collective calls without marking it
-// under way: a layer whose calls are too short to mark every time calls BeginAt with
-// the number only once the call blocks.
-func (t *Track) Next() uint64 { return t.calls.Add(1) }
-
-// BeginAt marks the start of call with number seq (0: not a collective call).
-func (t *Track) BeginAt(call string, seq uint64) {
-	t.sig.Store(nil)
-	t.begin(call, seq)
-}
-
-// BeginSig marks the start of the collective call sig with number seq (from Next), with
-// its count, type, operator, root and window. Reports read *sig from another goroutine
-// at any time, so it must never change: a caller keeps the last one and makes a new one
-// only for a call that differs.
-func (t *Track) BeginSig(sig *CallSig, seq uint64) {
-	t.sig.Store(sig)
-	t.begin(sig.Call, seq)
-}
-
-func (t *Track) begin(call string, seq uint64) {
-	t.since.Store(coarseNow())
-	t.word.Store(uint64(len(call))<<48 | seq&(1<<48-1))
-	t.name.Store(unsafe.StringData(call))
-}
-
-// End marks the end of the call Begin named.
-func (t *Track) End() { t.name.Store(nil) }
 
 // commName names a World in reports: "World" for Init's, "World#k" for the k-th context
 // Dup or Split made, with ".sibling" for a Sibling's.
@@ -223,17 +161,17 @@ func (e *engine) hangRecords() (recs []hang.Record, progress uint64) {
 	e.tracksMu.Lock()
 	outer := false // a call on a World not marked internal is under way
 	for _, t := range e.tracks {
-		outer = outer || (!t.internal && t.name.Load() != nil)
+		outer = outer || (!subcore.Info(t).Internal && subcore.Busy(t))
 	}
 	for _, t := range e.tracks {
-		p := t.name.Load()
-		if p == nil || (t.internal && outer) {
+		info := subcore.Info(t)
+		call, seq, sig, since, ok := subcore.TrackRecord(t)
+		if !ok || (info.Internal && outer) {
 			continue
 		}
-		w := t.word.Load()
-		rec := hang.Record{Call: unsafe.String(p, int(w>>48)), Comm: t.comm, Members: t.members,
-			Seq: w & (1<<48 - 1), Peer: hang.NoRank, Root: -1, Count: -1, Since: sinceCoarse(t.since.Load())}
-		if sig := t.sig.Load(); sig != nil && sig.Call == rec.Call {
+		rec := hang.Record{Call: call, Comm: info.Comm, Members: info.Members,
+			Seq: seq, Peer: hang.NoRank, Root: -1, Count: -1, Since: subcore.Since(since)}
+		if sig != nil {
 			rec.Count, rec.Type, rec.Op, rec.Root, rec.Win = sig.Count, sig.Type, sig.Op, sig.Root, sig.Win
 		}
 		recs = append(recs, rec)

@@ -9,6 +9,7 @@ import (
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // transports are the launcher's --transport values every multi-rank test runs with.
@@ -34,16 +35,16 @@ func run(t *testing.T, tr string, n int, f func(ctx context.Context, w *runtime.
 
 // attachFrom receives the description of a region of rank owner (tag 1) and attaches it,
 // with a counter for requests on it; done closes both.
-func attachFrom(ctx context.Context, w *runtime.World, owner int) (rm *runtime.Remote, c *runtime.Counter, done func(), err error) {
+func attachFrom(ctx context.Context, w *runtime.World, owner int) (rm *substrate.Remote, c *substrate.Counter, done func(), err error) {
 	desc := make([]byte, 256) // at least any rank's DescLen
 	st, err := runtime.Recv(ctx, w, desc, owner, 1)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if rm, err = w.Attach(owner, desc[:st.Bytes]); err != nil {
+	if rm, err = substrate.Attach(w, owner, desc[:st.Bytes]); err != nil {
 		return nil, nil, nil, err
 	}
-	c = w.NewCounter()
+	c = substrate.NewCounter(w)
 	return rm, c, func() { c.Close(); rm.Close() }, nil
 }
 

@@ -25,9 +25,8 @@ const (
 	EnvEagerLimit = "GORMA_EAGER_LIMIT" // bytes; suffixes K and M (powers of 1024)
 	EnvSpin       = "GORMA_SPIN"        // hybrid mode's spin budget, a Go duration (default verbs.DefaultSpin)
 	EnvProcs      = "GORMA_PROCS"       // auto (default), go or a count: the rank's GOMAXPROCS (hostfit.go)
-	// EnvTCPCongestion is the TCP congestion control of the tcp transport's connections:
-	// cubic (the default, tcp.DefaultCongestion), system for the kernel's default, or
-	// another algorithm the kernel allows (tcp.Options.Congestion).
+	// EnvTCPCongestion is the tcp transport's congestion control: cubic (the default),
+	// system for the kernel's default, or another that the kernel allows.
 	EnvTCPCongestion = "GORMA_TCP_CONGESTION"
 )
 
@@ -165,34 +164,21 @@ func init() {
 	}
 }
 
-// Init joins the job this process was launched into, and returns the World. It finds
-// the job's process manager in this order:
+// Init joins the job this process was launched into and returns its World. It finds the
+// job's process manager in this order:
 //
-//  1. golaunch's launch contract (the GOLAUNCH_* variables): Init connects to the local
-//     agent and exchanges cards with every other rank through it (one fence);
-//  2. a PMI server of Slurm, MPICH's Hydra or Flux (PMI_FD, or PMI_PORT with PMI_ID; see
-//     pmi.Detect). Init speaks PMI-1 or PMI-2 to it (GORMA_PMI) and takes rank and size
-//     from it. It publishes its card with one put, fences once, and reads rank 0's value
-//     (the job secret) and its node's first rank's card. That is a constant number of
-//     PMI round trips whatever the job's size. It places ranks by PMI_process_mapping
-//     (without one, it reads every card); a rank whose card contradicts the map fails
-//     Init;
-//  3. neither: a world of one rank. When a launcher's variables say the job has more
-//     ranks (srun --mpi=none, a PMIx launcher, Open MPI's mpirun: singleton.go), the
-//     process it numbered 0 says so on stderr, unless GORMA_QUIET_SINGLETON=1.
+//  1. golaunch's launch contract (GOLAUNCH_*): it connects to the local agent and exchanges
+//     cards with every rank through it, in one fence;
+//  2. a PMI-1 or PMI-2 server of Slurm, Hydra or Flux (pmi.Detect, GORMA_PMI): one put, one
+//     fence and a few gets, whatever the job's size; ranks are placed by
+//     PMI_process_mapping;
+//  3. neither: a world of one rank. Rank 0 of a job that a launcher numbered says so on
+//     stderr, unless GORMA_QUIET_SINGLETON=1.
 //
-// It picks the transport for each peer (shm on the same host, tcp otherwise, or the
-// launcher's --transport) and opens the devices those need. A queue pair to a peer
-// connects on first contact (a send, a receive naming the peer, an Attach), through the
-// peer's connection listener. It returns once the devices are open, or with an error
-// when ctx ends first.
-//
-// It reads GORMA_PROGRESS (spin, hybrid or block; default hybrid), GORMA_SPIN (hybrid's
-// spin budget, a duration such as 50us, the default) and GORMA_EAGER_LIMIT (bytes, as
-// 8192, 16K or 1M; default 16K on shm and 64K on tcp). A bad value is an ErrConfig error
-// naming the variable. If Init fails after reaching the agent, it closes the connection
-// without Finalize, which golaunch treats as a failed rank (the job is aborted); after
-// reaching a foreign PMI server, it asks it to abort the job (PMI abort).
+// It picks each peer's transport (shm on this host, tcp otherwise, or --transport) and opens
+// the devices; a peer's queue pair connects on first contact. It reads GORMA_PROGRESS,
+// GORMA_SPIN and GORMA_EAGER_LIMIT; a bad value is an ErrConfig error. If Init fails after
+// reaching a process manager, the job is aborted. It returns ctx's error if ctx ends first.
 func Init(ctx context.Context) (*World, error) {
 	return initWith(ctx, options{getenv: os.Getenv})
 }
@@ -297,7 +283,7 @@ func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine 
 	e.hosts[rank] = host
 	e.stop, e.halt = context.WithCancel(context.Background())
 	e.peers = make([]*peer, size)
-	e.rma.remotes = map[*Remote]struct{}{}
+	e.rma.remotes = map[*remote]struct{}{}
 	return e
 }
 

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/binary"
+	"github.com/gorma-hpc/gorma/runtime/internal/mpigroup"
 	"slices"
 )
 
@@ -20,9 +21,8 @@ import (
 // disjoint, share that context without their messages meeting), and Dup takes two more
 // per copy.
 
-// Root is the root argument that the root's own rank passes to a rooted collective on
-// an intercommunicator (MPI_ROOT). The other ranks of its group pass ProcNull, and the
-// ranks of the remote group pass the root's rank in its group.
+// Root is the root argument that a rooted collective's root passes on an intercommunicator
+// (MPI_ROOT). The rest of its group passes ProcNull; the remote group passes its rank.
 const Root = -4
 
 // intercommTag is the tag of CreateIntercomm's and Merge's messages in internal
@@ -41,33 +41,23 @@ func (w *World) RemoteSize() int { return w.k.remoteSize(w) }
 // intracommunicator.
 func (w *World) RemoteGroup() Group { return w.k.remoteGroup(w) }
 
-// Local returns the World over an intercommunicator's local group, ranked as Rank is,
-// with a context of its own; nil for an intracommunicator. It is the intercommunicator's
-// own: package collectives runs the local steps of its calls on it. So a program that
-// calls collectives on it as well must order them with those on the intercommunicator,
-// as it orders calls on one World. It is freed with the intercommunicator.
+// Local returns the World over an intercommunicator's local group, ranked as Rank is, with
+// a context of its own; nil for an intracommunicator. Package collectives runs its local
+// steps on it, so a program's own calls on it are ordered with those on the
+// intercommunicator. It is freed with the intercommunicator.
 func (w *World) Local() *World { return w.k.local(w) }
 
 // CreateIntercomm returns an intercommunicator between w's ranks (the local group) and
-// the ranks of another World's group (MPI_Intercomm_create). Every rank of both groups
-// calls it, each on its own group's World, naming its group's leader there
-// (localLeader, the same at every rank of the group). The two leaders also pass a World
-// that they both belong to (peer) and each other's rank in it (remoteLeader), and one
-// tag, with which the leaders exchange their groups on peer: like any message of the
-// program's own on peer, it must not be matched by a receive of the program's. The other
-// ranks' peer and remoteLeader are not looked at. The groups must be disjoint.
+// another World's group (MPI_Intercomm_create). Every rank of both groups calls it on its
+// own group's World, naming its group's leader there (localLeader). The two leaders also
+// pass a World they both belong to (peer), each other's rank in it (remoteLeader) and one
+// tag, and exchange their groups on peer. The groups must be disjoint.
 //
 // In the result, Rank, Size, Group and LocalRank speak of the local group, and the
-// point-to-point calls (Send, Recv, Isend, Probe...) and Status.Source of the remote
-// group's ranks (RemoteSize, RemoteGroup); HostOf and Transport take remote ranks too.
-// Barrier waits for every rank of both groups. Package collectives has the
-// intercommunicator forms of Bcast, Reduce, Allreduce, Gather(v), Scatter(v),
-// Allgather(v), Alltoall(v, w) and ReduceScatter(V), with their nonblocking and
-// persistent forms (rooted calls take Root and ProcNull in the root's group). Merge makes an
-// intracommunicator of both groups; Dup copies it (collective over both groups); Free
-// frees it. A rank runs its CreateIntercomms, Merges and Splits one at a time, as Split
-// does. The contexts come from one Split block, with room for the intercommunicator and
-// three Dups alive at once; past that, Dup agrees on another block with both groups.
+// point-to-point calls, HostOf and Transport of the remote group's ranks (RemoteSize,
+// RemoteGroup). Barrier waits for both groups. Package collectives has intercommunicator
+// forms of its calls. Merge, Dup, Split and Free work on it; a rank runs its
+// CreateIntercomms, Merges and Splits one at a time.
 func (w *World) CreateIntercomm(ctx context.Context, localLeader int, peer *World, remoteLeader, tag int) (*World, error) {
 	const op = "intercomm_create"
 	if err := w.live(); err != nil {
@@ -108,7 +98,7 @@ func (w *World) CreateIntercomm(ctx context.Context, localLeader int, peer *Worl
 // interOn returns the intercommunicator on contexts c (its own) and lctx (its local
 // group's) between the local and the remote job ranks, with the family fam.
 func interOn(e *engine, c, lctx uint16, local, remote []int, fam *family) *World {
-	return interWorld(e, c, subWorld(e, lctx, newJobGroup(e, local, fam)), newJobGroup(e, remote, fam))
+	return newInter(e, c, newSubgroup(e, lctx, newJobGroup(e, local, fam)), newJobGroup(e, remote, fam))
 }
 
 // split is Split of an intercommunicator (MPI_Comm_split on one). The ranks of
@@ -239,7 +229,7 @@ func unite(ctx context.Context, w *World, localLeader int, flag byte, color, key
 	if err := exchange(ctx, w, recs); err != nil {
 		return nil, err
 	}
-	u := &union{local: w.Group().procs, lrecs: recs, lflag: flag}
+	u := &union{local: mpigroup.Procs(w.Group()), lrecs: recs, lflag: flag}
 	// The most a group's description takes: every rank of the job in it.
 	theirs := make([]byte, unionMsgLen(e.size))
 	leaderJob, _ := w.jobRank(localLeader)
@@ -339,10 +329,9 @@ func (c *comms) swap(ctx context.Context, ctxID uint16, peer, tag int, mine, the
 }
 
 // Merge returns an intracommunicator of both groups of the intercommunicator w
-// (MPI_Intercomm_merge): the group whose ranks pass high false first, each group in its
-// own order. When both pass the same, the group holding the lower job rank (Init's
-// World's) first. Every rank of both groups calls it, passing the same high within a
-// group. The new World follows Split's rules for contexts, Dups and Free.
+// (MPI_Intercomm_merge): the group that passes high false first, or, when both pass the same,
+// the group holding the lower job rank. Every rank of both groups calls it. The new World
+// follows Split's rules.
 func (w *World) Merge(ctx context.Context, high bool) (*World, error) {
 	const op = "intercomm_merge"
 	if err := w.live(); err != nil {
@@ -379,7 +368,7 @@ func (x *inter) merge(ctx context.Context, w *World, high bool) (*World, error) 
 	e.mu.Lock()
 	fam := e.ctxs.takeSplit(base, true)
 	e.mu.Unlock()
-	return subWorld(e, base, newJobGroup(e, jobs, fam)), nil
+	return newSubgroup(e, base, newJobGroup(e, jobs, fam)), nil
 }
 
 // barrier is Barrier on an intercommunicator: a barrier of the local group, the
@@ -412,7 +401,7 @@ func (x *inter) dupLocked(w *World) (*World, bool, error) {
 		e.ctxs.release(c, true)
 		return nil, !ok && err == nil, err
 	}
-	return interWorld(e, c, subWorld(e, lctx, x.lw.g), w.g), false, nil
+	return newInter(e, c, newSubgroup(e, lctx, x.lw.g), w.g), false, nil
 }
 
 // newJobGroup returns the group of jobs (job ranks, in the new World's order), whose

@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"slices"
+
+	"github.com/gorma-hpc/gorma/runtime/internal/mpigroup"
 )
 
 // World kinds. A World spans the whole job (Init's World and its Dups), a group of the
@@ -70,8 +72,8 @@ func (intra) createColor(w *World, g Group) (color, key int, err error) {
 		return 0, 0, err
 	}
 	color = NoColor
-	if i := g.indexOf(w.e.rank); i >= 0 {
-		color, key = slices.Min(g.procs), i // disjoint groups have different lowest members
+	if i := groupIndex(g, w.e.rank); i >= 0 {
+		color, key = slices.Min(mpigroup.Procs(g)), i // disjoint groups have different lowest members
 	}
 	return color, key, nil
 }
@@ -92,7 +94,7 @@ func wholeGroup(e *engine) *group {
 	return g
 }
 
-func wholeWorld(e *engine, c uint16) *World {
+func newWhole(e *engine, c uint16) *World {
 	return &World{e: e, ctx: c, k: whole{}, g: e.all, own: e.all, life: &worldLife{}}
 }
 
@@ -102,32 +104,32 @@ func (whole) dupLocked(w *World) (*World, bool, error) {
 	if base, ok, err := e.dupReuseLocked(); err != nil {
 		return nil, false, err
 	} else if ok {
-		return wholeWorld(e, base), false, nil
+		return newWhole(e, base), false, nil
 	}
 	c, ok := e.ctxs.takeDup()
 	if !ok {
 		return nil, false, invalidf("too many Worlds derived and not freed (Free those no longer used)")
 	}
-	return wholeWorld(e, c), false, nil
+	return newWhole(e, c), false, nil
 }
 
-// sub is the kind of a World over a group of the job's ranks.
-type sub struct{ intra }
+// subgroup is the kind of a World over a group of the job's ranks.
+type subgroup struct{ intra }
 
-func subWorld(e *engine, c uint16, g *group) *World {
-	return &World{e: e, ctx: c, k: sub{}, g: g, own: g, life: &worldLife{}}
+func newSubgroup(e *engine, c uint16, g *group) *World {
+	return &World{e: e, ctx: c, k: subgroup{}, g: g, own: g, life: &worldLife{}}
 }
 
-func (sub) fam(w *World) *family   { return w.g.fam }
-func (sub) members(w *World) []int { return w.g.ranks }
+func (subgroup) fam(w *World) *family   { return w.g.fam }
+func (subgroup) members(w *World) []int { return w.g.ranks }
 
 // dupLocked takes a context of w's block.
-func (sub) dupLocked(w *World) (*World, bool, error) {
+func (subgroup) dupLocked(w *World) (*World, bool, error) {
 	c, ok, err := w.e.takeFamilyLocked(w.g.fam)
 	if err != nil || !ok {
 		return nil, !ok && err == nil, err
 	}
-	return subWorld(w.e, c, w.g), false, nil
+	return newSubgroup(w.e, c, w.g), false, nil
 }
 
 // inter is the kind of an intercommunicator: its g is the remote group, and lw the local
@@ -137,7 +139,7 @@ type inter struct {
 	lw *World
 }
 
-func interWorld(e *engine, c uint16, lw *World, remote *group) *World {
+func newInter(e *engine, c uint16, lw *World, remote *group) *World {
 	return &World{e: e, ctx: c, k: &inter{lw: lw}, g: remote, own: lw.own, life: &worldLife{}}
 }
 
@@ -162,7 +164,7 @@ func (x *inter) createColor(w *World, g Group) (color, key int, err error) {
 		return 0, 0, err
 	}
 	color = NoColor
-	if i := g.indexOf(w.e.rank); i >= 0 {
+	if i := groupIndex(g, w.e.rank); i >= 0 {
 		color, key = 0, i
 	}
 	return color, key, nil

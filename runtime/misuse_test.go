@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // noPanic runs f and turns a panic into an error naming the call, so that one misuse
@@ -69,7 +70,7 @@ func TestMisuseNilWorld(t *testing.T) {
 		"Barrier":   func() error { return runtime.Barrier(ctx, w) },
 		"Finalize":  func() error { return w.Finalize(ctx) },
 		"Dup":       func() error { _, err := w.Dup(); return err },
-		"Sibling":   func() error { _, err := w.Sibling(); return err },
+		"Sibling":   func() error { _, err := substrate.Sibling(w); return err },
 	}
 	for name, f := range calls {
 		wantErr(t, name, noPanic(name, f), runtime.ErrInvalid, "nil World")
@@ -108,7 +109,7 @@ func TestMisuseAfterFinalize(t *testing.T) {
 			if _, err := j.Worlds[1].Dup(); err != nil { // Dup is collective in spirit
 				t.Fatal(err)
 			}
-			sib, err := w.Sibling()
+			sib, err := substrate.Sibling(w)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +133,7 @@ func TestMisuseAfterFinalize(t *testing.T) {
 				"Iprobe":    func() error { _, _, err := runtime.Iprobe(w, 1, 0); return err },
 				"Barrier":   func() error { return runtime.Barrier(ctx, w) },
 				"Dup":       func() error { _, err := w.Dup(); return err },
-				"Sibling":   func() error { _, err := w.Sibling(); return err },
+				"Sibling":   func() error { _, err := substrate.Sibling(w); return err },
 				"WaitPending": func() error {
 					_, err := pendingRecv.Wait(ctx)
 					return err

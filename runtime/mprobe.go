@@ -4,10 +4,9 @@ import "context"
 
 // Matched probes (MPI_Mprobe, MPI_Improbe, MPI_Mrecv, MPI_Imrecv).
 
-// Message is a message that Mprobe or Improbe took out of matching (MPI_Message): no
-// receive can match it any more, and exactly one Mrecv or Imrecv on it receives it. A
-// message from ProcNull (MPI_MESSAGE_NO_PROC) receives nothing, at once. A Message is
-// safe for use by several goroutines; the second receive on it fails with ErrInvalid.
+// Message is a message that Mprobe or Improbe took out of matching (MPI_Message): exactly
+// one Mrecv or Imrecv receives it; a second fails with ErrInvalid. One from ProcNull
+// receives nothing, at once. A Message is safe for concurrent use.
 type Message struct {
 	w    *World
 	m    *uxMsg // nil: from ProcNull, or received
@@ -15,9 +14,8 @@ type Message struct {
 	used bool // guarded by the engine's mu
 }
 
-// Mprobe blocks until a message from src (or AnySource, or ProcNull) with tag (or
-// AnyTag) can be received, takes it out of matching and returns it with its Status
-// (lengths in bytes, as Probe). If ctx ends first it returns ctx's error and takes
+// Mprobe blocks until a message from src with tag can be received, takes it out of matching
+// and returns it with its Status (lengths in bytes, as Probe). If ctx ends first it takes
 // nothing.
 func Mprobe(ctx context.Context, w *World, src, tag int) (*Message, Status, error) {
 	if err := w.live(); err != nil {
@@ -94,10 +92,9 @@ func Improbe(w *World, src, tag int) (msg *Message, ok bool, st Status, err erro
 	return nil, false, Status{}, nil
 }
 
-// Mrecv receives message m into buf (MPI_Mrecv) and returns its Status, counted in
-// elements of T. A message longer than buf fills buf and fails with ErrTruncated. The
-// message is matched already, so Mrecv waits for its data whatever becomes of ctx, as
-// Recv does once matched; the wait ends early only if the sender fails.
+// Mrecv receives message m into buf (MPI_Mrecv) and returns its Status, in elements of T. A
+// longer message fills buf and fails with ErrTruncated. It waits for the data whatever
+// becomes of ctx, unless the sender fails.
 func Mrecv[T Elem](ctx context.Context, m *Message, buf []T) (Status, error) {
 	b, size := asBytes(buf)
 	r := new(Request)

@@ -16,13 +16,10 @@ import (
 // active. Every Request of one set must belong to one job (Worlds made by Dup or Sibling
 // share their job).
 
-// WaitAny blocks until one Request of rs has completed, or ctx ends, and returns its index
-// with its Status and error. The Request reported is set to nil in rs, as MPI sets it to
-// MPI_REQUEST_NULL, so that a loop of WaitAny over one slice reports every Request once
-// (a persistent one too: it is inactive, and the caller's own pointer starts it again).
-// When no entry is active (all nil or inactive persistent Requests) WaitAny returns -1
-// (MPI_UNDEFINED) and the empty Status at once. When ctx ends first it returns -1 and
-// ctx's error, and the Requests stay outstanding.
+// WaitAny blocks until one Request of rs has completed, or ctx ends, and returns its index,
+// Status and error. It sets that entry of rs to nil (MPI_REQUEST_NULL), so that a loop of
+// WaitAny over rs reports each Request once. With no active entry it returns -1 and the
+// empty Status at once. When ctx ends first it returns -1 and ctx's error.
 func WaitAny(ctx context.Context, rs []*Request) (int, Status, error) {
 	e, err := setEngine(rs)
 	if err != nil {
@@ -82,10 +79,8 @@ func activeSet(rs []*Request) []*Request {
 }
 
 // TestAny is WaitAny without blocking: it makes progress once and reports the index of a
-// completed Request (set to nil in rs, as by WaitAny) with ok true, or ok false when none
-// has completed. When no entry is active (all nil or inactive persistent Requests) it
-// reports ok true with index -1 and the empty Status, as MPI_Testany reports flag true
-// with MPI_UNDEFINED (and WaitAny returns -1).
+// completed Request with ok true, or ok false when none has completed. With no active
+// entry it reports ok true and index -1, as MPI_Testany does.
 func TestAny(rs []*Request) (i int, ok bool, st Status, err error) {
 	e, err := setEngine(rs)
 	if err != nil {
@@ -112,12 +107,10 @@ func TestAny(rs []*Request) (i int, ok bool, st Status, err error) {
 	return i, true, st, withOp(r.opName(), err)
 }
 
-// WaitSome blocks until at least one Request of rs has completed, or ctx ends, and
-// returns the indices of every completed one (MPI_Waitsome), each set to nil in rs as by
-// WaitAny. statuses, if not nil, must be as long as rs: statuses[i] receives the Status
-// of each index i returned. The error joins the failed Requests' errors as WaitAll's
-// does. When no entry is active (all nil) it returns no index at once; when ctx ends
-// first it returns ctx's error and the Requests stay outstanding.
+// WaitSome blocks until at least one Request of rs has completed, or ctx ends, and returns
+// the indices of every completed one, each set to nil in rs (MPI_Waitsome). statuses, if
+// not nil, is as long as rs. Errors are as WaitAll's. With no active entry it returns no
+// index at once.
 func WaitSome(ctx context.Context, rs []*Request, statuses []Status) ([]int, error) {
 	e, err := setEngine(rs)
 	if err == nil && statuses != nil && len(statuses) != len(rs) {
@@ -187,12 +180,10 @@ func someLocked(op string, rs, set []*Request, statuses []Status) ([]int, error)
 	return idx, errors.Join(errs...)
 }
 
-// WaitAll blocks until every Request of rs has completed, or ctx ends. statuses, if not
-// nil, must be as long as rs; statuses[i] receives rs[i]'s Status: the empty Status
-// (Source AnySource, Tag AnyTag, Count 0) for a nil entry or an inactive persistent
-// Request, the zero Status for a send. The error joins the errors of the Requests that failed, each
-// naming its index ("runtime: waitall: request 3 (recv): ..."). When ctx ends first WaitAll returns ctx's
-// error and the Requests not completed stay outstanding. WaitAll leaves rs as it is.
+// WaitAll blocks until every Request of rs has completed, or ctx ends. statuses, if not nil,
+// is as long as rs and receives each Request's Status (the empty Status for a nil or
+// inactive entry). The error joins the failed Requests' errors, each naming its index. When
+// ctx ends first it returns ctx's error and the Requests stay outstanding.
 func WaitAll(ctx context.Context, rs []*Request, statuses []Status) error {
 	e, err := setEngine(rs)
 	if err == nil && statuses != nil && len(statuses) != len(rs) {
@@ -219,8 +210,8 @@ func WaitAll(ctx context.Context, rs []*Request, statuses []Status) error {
 	return collectLocked("waitall", rs, statuses)
 }
 
-// TestAll makes progress once and reports whether every Request of rs has completed; if
-// so it fills statuses and returns the joined errors as WaitAll does.
+// TestAll makes progress once and reports whether every Request of rs has completed; if so
+// it fills statuses and returns errors as WaitAll does.
 func TestAll(rs []*Request, statuses []Status) (bool, error) {
 	e, err := setEngine(rs)
 	if err == nil && statuses != nil && len(statuses) != len(rs) {
@@ -294,13 +285,10 @@ func setEngine(rs []*Request) (*engine, error) {
 	return e, nil
 }
 
-// Sendrecv sends sbuf to dest with stag and receives into rbuf from src (or AnySource)
-// with rtag (or AnyTag), and returns the receive's Status once both are done
-// (MPI_Sendrecv). The receive is posted before the send starts, so two ranks that
-// Sendrecv to each other, or a ring of ranks that each send to the next and receive from
-// the previous, never deadlock, whatever the message sizes. The element types of the two
-// buffers may differ. The receive's error is returned first; if ctx ends, Sendrecv
-// behaves as Recv and Send do then.
+// Sendrecv sends sbuf to dest with stag and receives into rbuf from src with rtag, and
+// returns the receive's Status once both are done (MPI_Sendrecv). The receive is posted
+// first, so a ring of ranks that each send to the next never deadlocks. The receive's error
+// comes first; ctx ending behaves as for Recv and Send.
 func Sendrecv[S, R Elem](ctx context.Context, w *World, sbuf []S, dest, stag int, rbuf []R, src, rtag int) (Status, error) {
 	d, s, err := w.pairArgs(dest, src)
 	if err != nil {

@@ -73,8 +73,7 @@ func (e *engine) sharesMemory(r int) bool {
 }
 
 // Listen returns a listener for byte streams that the job's ranks open to this rank with
-// Dial and name. Accept returns them as net.Conns; Close stops accepting (streams
-// already accepted stay open). One listener per name at a time; Finalize closes it.
+// Dial and name, accepted as net.Conns. One listener per name; Finalize closes it.
 func (w *World) Listen(name string) (net.Listener, error) {
 	if err := checkListenerName(name); err != nil {
 		return nil, withOp("listen", err)

@@ -5,9 +5,8 @@ import (
 	"unsafe"
 )
 
-// Elem is the element type of a message: fixed-size plain numbers, whose bytes are the
-// message. int, uint and uintptr are left out on purpose (their size depends on the
-// platform); use int64 or uint64.
+// Elem is the element type of a message: fixed-size numbers, whose bytes are the message.
+// int, uint and uintptr are left out (their size depends on the platform).
 type Elem interface {
 	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64 |
 		~float32 | ~float64 | ~complex64 | ~complex128
@@ -23,14 +22,11 @@ func asBytes[T Elem](buf []T) ([]byte, int) {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf)*size), size
 }
 
-// Send sends buf to rank dest with tag (0..MaxTag) and returns when buf may be reused:
-// at once for a message up to the eager limit (it was copied), after the receiver has
-// read it for a larger one (rendezvous). A send to this rank itself is copied and never
-// blocks. If ctx ends while a rendezvous send waits, Send returns ctx's error and the
-// message stays offered: the receiver may still read buf, so its contents must stay as
-// they are if the message is to be intact. If ctx ends before the message could leave
-// (the first contact's connection is still being made, or every send slot is taken),
-// Send returns ctx's error and the message is never sent.
+// Send sends buf to rank dest with tag (0..MaxTag) and returns when buf may be reused: at
+// once for an eager message (it was copied), after the receiver has read a larger one
+// (rendezvous). A send to this rank itself never blocks. If ctx ends while a rendezvous waits,
+// Send returns ctx's error and the offer stands: buf must stay as it is. If ctx ends before
+// the message left, it is never sent.
 func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
 	if err := w.live(); err != nil {
 		return withOp("send", err)
@@ -47,10 +43,9 @@ func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
 }
 
 // Recv receives a message from rank src (or AnySource) with tag (or AnyTag) into buf, and
-// returns its Status. A message longer than buf fills buf and fails with ErrTruncated. If
-// ctx ends before a message has matched, the receive is withdrawn and Recv returns ctx's
-// error; once a rendezvous message has matched, Recv waits for its data regardless (it is
-// being written into buf).
+// returns its Status. A longer message fills buf and fails with ErrTruncated. If ctx ends
+// before a message matched, the receive is withdrawn; once a rendezvous matched, Recv waits
+// for its data.
 func Recv[T Elem](ctx context.Context, w *World, buf []T, src, tag int) (Status, error) {
 	if err := w.live(); err != nil {
 		return Status{}, withOp("recv", err)
@@ -70,10 +65,9 @@ func Recv[T Elem](ctx context.Context, w *World, buf []T, src, tag int) (Status,
 	return w.out(st), withOp("recv", err)
 }
 
-// Isend starts sending buf to dest with tag and returns its Request. buf belongs to the
-// runtime until the Request completes. Bad arguments and a finalized World fail at once;
-// a failed peer makes the Request complete with the error. Isend allocates the Request;
-// IsendWith reuses one.
+// Isend starts sending buf to dest with tag and returns its Request; buf belongs to the
+// runtime until it completes. Bad arguments fail at once, a failed peer through the Request.
+// IsendWith reuses a Request.
 func Isend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 	r := new(Request)
 	if err := IsendWith(r, w, buf, dest, tag); err != nil {
@@ -82,9 +76,8 @@ func Isend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 	return r, nil
 }
 
-// IsendWith is Isend into r, a Request that is new (the zero value) or has completed
-// (Wait returned, or Test reported true), so that a loop of non-blocking sends allocates
-// nothing. Reusing a Request that has not completed fails with ErrInvalid.
+// IsendWith is Isend into r, a Request that is new or has completed, so that a loop of
+// sends allocates nothing. Reusing one that has not completed fails with ErrInvalid.
 func IsendWith[T Elem](r *Request, w *World, buf []T, dest, tag int) error {
 	b, size := asBytes(buf)
 	return withOp("isend", w.isend(r, b, size, dest, tag, false))
@@ -122,9 +115,8 @@ func (e *engine) isendLocked(w *World, r *Request, b []byte, esize, dest, tag in
 	return nil
 }
 
-// Irecv starts receiving into buf from src (or AnySource) with tag (or AnyTag) and
-// returns its Request. buf belongs to the runtime until the Request completes. Irecv
-// allocates the Request; IrecvWith reuses one.
+// Irecv starts receiving into buf from src with tag and returns its Request; buf belongs to
+// the runtime until it completes. IrecvWith reuses a Request.
 func Irecv[T Elem](w *World, buf []T, src, tag int) (*Request, error) {
 	r := new(Request)
 	if err := IrecvWith(r, w, buf, src, tag); err != nil {
@@ -195,9 +187,8 @@ func (e *engine) resetLocked(r *Request) error {
 	return nil
 }
 
-// Probe blocks until a message from src (or AnySource) with tag (or AnyTag) can be
-// received, and returns its Status without receiving it. Probe knows no element type:
-// Status.Count and Status.Bytes both hold the message's length in bytes (see CountOf).
+// Probe blocks until a message from src with tag can be received, and returns its Status
+// without receiving it; Count and Bytes both hold its length in bytes (see CountOf).
 func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 	if err := w.live(); err != nil {
 		return Status{}, withOp("probe", err)

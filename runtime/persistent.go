@@ -27,13 +27,10 @@ const (
 	modeBuffered
 )
 
-// SendInit returns a persistent Request for sending buf to dest with tag
-// (MPI_Send_init). It is inactive: Start sends the message, as Isend would, and the
-// Request completes as Isend's does. Wait and Test on an inactive Request return at once
-// with the empty Status (Source AnySource, Tag AnyTag), and so does every report of its
-// completion after the first. Start it again once Wait, Test or a set call has reported
-// its completion; Free releases it. buf belongs to the runtime while the Request is
-// active, and its contents at each Start are what is sent.
+// SendInit returns an inactive persistent Request for sending buf to dest with tag
+// (MPI_Send_init). Start sends buf's contents as Isend would; start it again once its
+// completion was reported. Wait and Test on an inactive Request return the empty Status at
+// once. buf belongs to the runtime while the Request is active; Free releases it.
 func SendInit[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 	return initSend(w, buf, dest, tag, modeStandard, "send_init")
 }
@@ -55,8 +52,8 @@ func RsendInit[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 	return initSend(w, buf, dest, tag, modeStandard, "rsend_init")
 }
 
-// RecvInit returns a persistent Request for receiving into buf from src (or AnySource,
-// or ProcNull) with tag (or AnyTag) (MPI_Recv_init); see SendInit.
+// RecvInit returns a persistent Request for receiving into buf from src with tag
+// (MPI_Recv_init); see SendInit.
 func RecvInit[T Elem](w *World, buf []T, src, tag int) (*Request, error) {
 	b, size := asBytes(buf)
 	r, err := w.initRequest(reqRecv, modeStandard, b, size, src, tag)
@@ -94,9 +91,9 @@ func (w *World) initRequest(kind reqKind, mode sendMode, b []byte, esize, peer, 
 	return &Request{e: e, kind: kind, pers: p, done: true, inactive: true, truncTo: -1, status: emptyStatus}, nil
 }
 
-// Start starts persistent Request r (MPI_Start). r must be inactive: never started, or
-// its completion reported by Wait, Test or a set call (WaitAll, WaitAny, ...). A World freed or finalized since the init call fails Start with its error,
-// and r stays inactive.
+// Start starts the inactive persistent Request r (MPI_Start): never started, or its
+// completion reported. A World freed or finalized since the init call fails it, and r stays
+// inactive.
 func Start(r *Request) error {
 	if err := r.check(); err != nil {
 		return withOp("start", err)
@@ -107,9 +104,8 @@ func Start(r *Request) error {
 	return withOp("start", e.startLocked(r))
 }
 
-// StartAll starts every Request of rs in order (MPI_Startall), skipping nil entries. At
-// the first that cannot start it returns the error, naming the index; those before it
-// have started.
+// StartAll starts every Request of rs in order (MPI_Startall), skipping nil entries. At the
+// first that cannot start it returns the error, naming the index.
 func StartAll(rs []*Request) error {
 	for i, r := range rs {
 		if r == nil {

@@ -1,9 +1,7 @@
 package runtime
 
-// ProcNull is the rank of no process (MPI_PROC_NULL). A send to it and a receive or
-// probe from it complete at once: the send sends nothing, the receive leaves its buffer
-// as it is and reports the Status nullStatus (Source ProcNull, Tag AnyTag, Count 0).
-// Tags are checked as for any other rank.
+// ProcNull is the rank of no process (MPI_PROC_NULL). A send to it and a receive or probe
+// from it complete at once; the receive's Status has Source ProcNull, Tag AnyTag, Count 0.
 const ProcNull = -3
 
 // nullStatus is the Status of a receive or probe from ProcNull.

@@ -13,6 +13,7 @@ import (
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // TestAllocHostRegion: a host-local region is mapped by the rank on the same host, which
@@ -25,7 +26,7 @@ func TestAllocHostRegion(t *testing.T) {
 		defer cancel()
 		desc := make([]byte, 256) // the owner's description: DescLen of its two devices
 		if w.Rank() == 0 {
-			r, err := w.AllocHostRegion(4096)
+			r, err := substrate.AllocHostRegion(w, 4096)
 			if err != nil {
 				return err
 			}
@@ -42,7 +43,7 @@ func TestAllocHostRegion(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		rm, err := w.Attach(0, desc[:st.Bytes])
+		rm, err := substrate.Attach(w, 0, desc[:st.Bytes])
 		switch w.Rank() {
 		case 1:
 			if err != nil {
@@ -60,7 +61,7 @@ func TestAllocHostRegion(t *testing.T) {
 		return runtime.Barrier(ctx, w)
 	})
 	runtimetest.Run(t, 2, runtimetest.Options{Transport: "tcp", Timeout: 30 * time.Second}, func(w *runtime.World) error {
-		if _, err := w.AllocHostRegion(64); !errors.Is(err, runtime.ErrTransport) || !strings.Contains(err.Error(), "shared-memory") {
+		if _, err := substrate.AllocHostRegion(w, 64); !errors.Is(err, runtime.ErrTransport) || !strings.Contains(err.Error(), "shared-memory") {
 			return fmt.Errorf("a tcp-only rank made a host-local region: %v", err)
 		}
 		return nil
@@ -102,7 +103,7 @@ func TestRegionOnRemoteAtomic(t *testing.T) {
 			}
 			return nil
 		}
-		r, err := w.AllocRegion(64)
+		r, err := substrate.AllocRegion(w, 64)
 		if err != nil {
 			return err
 		}
@@ -167,7 +168,7 @@ func TestPollPeers(t *testing.T) {
 					}
 					return runtime.Barrier(ctx, w)
 				}
-				r, err := w.AllocRegion(64)
+				r, err := substrate.AllocRegion(w, 64)
 				if err != nil {
 					return err
 				}
@@ -182,7 +183,7 @@ func TestPollPeers(t *testing.T) {
 					if ctx.Err() != nil {
 						return fmt.Errorf("the word reached %d of %d: a peer's atomic was stranded", word.Load(), adds)
 					}
-					if w.PollPeers() {
+					if substrate.PollPeers(w) {
 						served++
 					}
 				}

@@ -20,16 +20,11 @@ const (
 	reqPair                     // Isendrecv: completes when its two parts have
 )
 
-// Request is an outstanding non-blocking operation, returned by Isend, Irecv and the
-// other I- calls, or a persistent one (SendInit, RecvInit: see Start). Wait blocks until
-// it completes; Test reports whether it has. A Request is safe for use by several
-// goroutines, and may be waited for again after it completed (Wait then returns the same
-// Status and error at once; a persistent Request, inactive then, the empty Status:
-// Source AnySource, Tag AnyTag, Count 0).
-//
-// Buffer ownership: the buffer passed to Isend or Irecv belongs to the runtime until the
-// Request has completed (Wait returned, or Test reported true); the caller must not touch
-// it before then.
+// Request is an outstanding non-blocking operation (Isend, Irecv, the other I- calls) or a
+// persistent one (SendInit, RecvInit: see Start). Wait blocks until it completes; Test
+// reports whether it has. It is safe for concurrent use, and may be waited for again after
+// it completed: Wait returns the same outcome at once (an inactive persistent one, the empty
+// Status). The buffer passed to Isend or Irecv belongs to the runtime until it completes.
 type Request struct {
 	e    *engine
 	kind reqKind

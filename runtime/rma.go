@@ -8,12 +8,14 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 	"github.com/gorma-hpc/gorma/transport/verbs/arena"
 )
 
 // One-sided substrate. Package window (and the collectives) build on three things the
-// runtime owns because it owns the devices and the connections:
+// runtime owns because it owns the devices and the connections. Package runtime/substrate
+// shows them (their types are in runtime/internal/subcore); here is their runtime side:
 //
 //   - Region: memory of this rank that every peer may access one-sidedly. AllocRegion
 //     carves it from the pre-registered arena (the shm device's when the rank has shm
@@ -35,8 +37,8 @@ import (
 
 // rmaState is the engine's one-sided bookkeeping, guarded by the engine's mu.
 type rmaState struct {
-	remotes     map[*Remote]struct{} // attached, not closed: closed before the devices
-	counters    []*Counter           // by table slot (the WRID of a request); nil when free
+	remotes     map[*remote]struct{} // attached, not closed: closed before the devices
+	counters    []*counter           // by table slot (the WRID of a request); nil when free
 	counterFree []uint32
 }
 
@@ -50,8 +52,9 @@ const descVers = 1
 
 var errRegionFreed = errors.New("region already freed")
 
-// Region is registered memory of this rank. Its methods are safe for concurrent use.
-type Region struct {
+// region is the runtime's side of a subcore.Region: its registrations. Its methods are
+// safe for concurrent use.
+type region struct {
 	e     *engine
 	buf   []byte
 	mrs   []verbs.MR // by e.devs index; nil for a device it is not registered with
@@ -60,25 +63,11 @@ type Region struct {
 	freed atomic.Bool
 }
 
-// Zero reports that the region's bytes all read zero without having been written: fresh
-// arena pages (or plain memory in a world of one). Clearing such a region would only
-// fault its pages in.
-func (r *Region) Zero() bool { return r.zero }
+// public returns the Region that the layers above see.
+func (r *region) public() *subcore.Region { return subcore.NewRegion(r, r.buf, r.zero) }
 
-// AllocRegion returns n bytes of pre-registered arena memory (zeroed on first use; it may
-// hold old data on reuse), accessible to every peer. In a world of one it is plain memory.
-func (w *World) AllocRegion(n int) (*Region, error) { return w.allocRegion(n, false) }
-
-// AllocHostRegion is AllocRegion for memory that only the ranks on this host use (they
-// map it): it is carved from the shared-memory device's arena and registered with that
-// device alone, so its description carries no tcp key and a peer over tcp cannot attach
-// it. A rank's tcp device then holds no memory that peers may write for it, and
-// golaunch's idle-role watcher stays slow for the rank (docs/launcher.md). It fails with
-// ErrTransport on a rank without a shared-memory device; in a world of one it is plain
-// memory.
-func (w *World) AllocHostRegion(n int) (*Region, error) { return w.allocRegion(n, true) }
-
-func (w *World) allocRegion(n int, host bool) (*Region, error) {
+// allocRegion carves n bytes from an arena (substrate.AllocRegion, AllocHostRegion).
+func (w *World) allocRegion(n int, host bool) (*region, error) {
 	if n < 0 {
 		return nil, invalidf("region of %d bytes", n)
 	}
@@ -86,7 +75,7 @@ func (w *World) allocRegion(n int, host bool) (*Region, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	r := &Region{e: e, owned: true}
+	r := &region{e: e, owned: true}
 	if len(e.devs) == 0 {
 		r.buf, r.zero = alignedBytes(n), true
 		return r, nil
@@ -120,15 +109,13 @@ func (w *World) allocRegion(n int, host bool) (*Region, error) {
 	return r, nil
 }
 
-// RegisterRegion registers buf (ordinary memory, kept alive until Free) with every device.
-// Peers reach it through work requests only (never Mapped); on shm through cross-memory
-// attach, which the kernel may forbid (Yama ptrace scope): the error then says so.
-func (w *World) RegisterRegion(buf []byte) (*Region, error) {
+// registerRegion registers buf with every device (substrate.RegisterRegion).
+func (w *World) registerRegion(buf []byte) (*region, error) {
 	e := w.e
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	r := &Region{e: e, buf: buf, mrs: make([]verbs.MR, len(e.devs))}
+	r := &region{e: e, buf: buf, mrs: make([]verbs.MR, len(e.devs))}
 	if len(buf) == 0 {
 		return r, nil
 	}
@@ -147,11 +134,8 @@ func (w *World) RegisterRegion(buf []byte) (*Region, error) {
 	return r, nil
 }
 
-// Bytes is the region's memory.
-func (r *Region) Bytes() []byte { return r.buf }
-
 // AppendDesc appends the region's description for peers (its key per provider).
-func (r *Region) AppendDesc(b []byte) []byte {
+func (r *region) AppendDesc(b []byte) []byte {
 	b = append(b, descVers, byte(len(r.mrs)))
 	for i, mr := range r.mrs {
 		code := byte(0)
@@ -166,19 +150,8 @@ func (r *Region) AppendDesc(b []byte) []byte {
 	return b
 }
 
-// DescLen is the length of a region description in a job whose ranks use up to two
-// devices; descriptions of one job all have the same length on one rank.
-func (w *World) DescLen() int { return 2 + len(w.e.devs)*17 }
-
-// OnRemoteAtomic makes fn run after each remote atomic that a peer makes on the region
-// through a transport whose target side is this process: over tcp, the rank's connection
-// goroutine calls fn once the word holds its new value (and after the peer's answer is
-// queued). A peer that maps the region (shm) changes it with its own CPU's atomics, and
-// nothing runs here: such a peer must wake this rank itself. So a rank asleep until a
-// word of the region changes (a window's metadata) can be woken by peers on other hosts
-// too. fn must be quick and must neither block nor call the runtime; it may run
-// concurrently with anything, including a moment after Free. A nil fn removes it.
-func (r *Region) OnRemoteAtomic(fn func()) {
+// OnRemoteAtomic sets the hook of the region's keys (subcore.Region.OnRemoteAtomic).
+func (r *region) OnRemoteAtomic(fn func()) {
 	if r.freed.Load() {
 		return
 	}
@@ -189,43 +162,8 @@ func (r *Region) OnRemoteAtomic(fn func()) {
 	}
 }
 
-// ServePeers makes this rank's transports serve peers' requests while the caller waits
-// outside the runtime (on a word of shared memory that a peer changes by a remote atomic,
-// say), as they do while a goroutine waits in the runtime. Over tcp, a wait for a
-// completion reads the connection itself (it leads) and leaves the reading to the
-// connection's goroutine only lazily once it returns: within a millisecond or two, or
-// when the process idles. ServePeers hands it back now. Call it before such a wait; it
-// costs a system call per connection whose reading is waiting to be handed back, a lock
-// per tcp device otherwise, and nothing on a rank without one.
-func (w *World) ServePeers() {
-	for _, r := range w.e.returners {
-		r.HandBack()
-	}
-}
-
-// PollPeers serves, on the calling goroutine and without waiting, the requests that peers
-// have already sent over connections that nobody reads at the moment, and reports whether
-// it served any. Over tcp those are connections whose reading a completion wait took over
-// and left idle (see ServePeers). A goroutine that spins outside the runtime on a
-// condition that a peer's request sets (a remote atomic on this rank's memory) calls it
-// in its spin, and ServePeers before it sleeps: the request is served as soon as it
-// lands, without a wake-up of the connection's goroutine. It costs a lock per tcp device,
-// and a system call per idle connection; nothing on a rank without tcp.
-func (w *World) PollPeers() bool {
-	served := false
-	for _, r := range w.e.returners {
-		if r.Progress() {
-			served = true
-		}
-	}
-	return served
-}
-
-// Free deregisters the region (every key stops working at once, even for bytes reused
-// later) and returns arena memory for reuse: through the arena's quarantine, so that the
-// bytes come back only when the arena has no other free space (package arena). A second
-// Free returns an error.
-func (r *Region) Free() error {
+// Free deregisters the region and returns arena memory to the arena's quarantine.
+func (r *region) Free() error {
 	if r.freed.Swap(true) {
 		return errRegionFreed
 	}
@@ -245,20 +183,13 @@ func (r *Region) Free() error {
 	return first
 }
 
-// EnvCheck turns on checked memory when set to "1", read once per process: freed arena
-// regions that peers may write (AllocRegion's) are made inaccessible in this process
-// until the arena hands their bytes out again, so that a write through a stale slice of
-// one faults at the write. The arena's quarantine (package arena) decides when.
+// EnvCheck set to "1" turns on checked memory and call checks, read once per process:
+// freed window memory faults when written through a stale slice, and collective calls are
+// compared across the ranks (ErrMismatch).
 const EnvCheck = arena.EnvCheck
 
-// MemCheck reports whether GORMA_CHECK=1 is in force in this process.
-func MemCheck() bool { return arena.Checking() }
-
-// Guarded reports whether the freed region's memory is inaccessible in this process
-// (GORMA_CHECK=1): false for a live region, for user memory, in a world of one (plain
-// memory), and for a region its arena reused or did not quarantine (larger than the
-// quarantine's cap, or less than a page).
-func (r *Region) Guarded() bool { return r.owned && r.freed.Load() && arena.Guarded(r.buf) }
+// Guarded reports whether the freed region's memory is inaccessible (subcore.Region.Guarded).
+func (r *region) Guarded() bool { return r.owned && r.freed.Load() && arena.Guarded(r.buf) }
 
 func alignedBytes(n int) []byte {
 	b := make([]uint64, (n+7)/8)
@@ -268,25 +199,16 @@ func alignedBytes(n int) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), n)
 }
 
-// Remote is a peer's region as seen from this rank. Its methods are safe for concurrent
-// use; ordering between requests posted by different goroutines is the order they took
-// the engine's lock.
-type Remote struct {
+// remote is the runtime's side of a subcore.Remote: the peer and its key.
+type remote struct {
 	e    *engine
-	rank int
+	pub  *subcore.Remote
 	p    *peer
 	rkey uint64
-	size int
-	m    verbs.Mapping
-	mem  []byte
-	live atomic.Bool
 }
 
-// Attach opens rank's region described by desc (from its AppendDesc, delivered by the
-// caller). On a shm peer an arena region is mapped as well (Mapped), which validates the
-// key at once: a stale or forged description fails here with an error wrapping
-// verbs.ErrAccess.
-func (w *World) Attach(rank int, desc []byte) (*Remote, error) {
+// attach opens rank's region described by desc (substrate.Attach).
+func (w *World) attach(rank int, desc []byte) (*subcore.Remote, error) {
 	if err := w.live(); err != nil {
 		return nil, err
 	}
@@ -311,7 +233,8 @@ func (w *World) Attach(rank int, desc []byte) (*Remote, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: rank %d's region description has no %s key (%d bytes)", ErrTransport, rank, p.dev.name, len(desc))
 	}
-	rm := &Remote{e: e, rank: rank, p: p, rkey: key, size: int(size)}
+	rm := &remote{e: e, p: p, rkey: key}
+	var mapping verbs.Mapping
 	if mp, ok := p.qp.(verbs.Mapper); ok && size > 0 {
 		// Read and write rights only: user memory (RegisterRegion) lacks the atomic right
 		// where the provider cannot run atomics on it, and Map must get as far as saying
@@ -319,15 +242,15 @@ func (w *World) Attach(rank int, desc []byte) (*Remote, error) {
 		m, err := mp.Map(key, 0, int(size), verbs.RemoteRead|verbs.RemoteWrite)
 		switch {
 		case err == nil:
-			rm.m, rm.mem = m, m.Bytes()
+			mapping = m
 		case errors.Is(err, verbs.ErrUnsupported):
 		default:
 			return nil, fmt.Errorf("attach to rank %d's region: %w", rank, err)
 		}
 	}
-	rm.live.Store(true)
+	rm.pub = subcore.NewRemote(rm, rank, int(size), mapping, &p.fin.off)
 	e.rma.remotes[rm] = struct{}{}
-	return rm, nil
+	return rm.pub, nil
 }
 
 func findDesc(b []byte, want byte) (key, size uint64, ok bool) {
@@ -343,30 +266,8 @@ func findDesc(b []byte, want byte) (key, size uint64, ok bool) {
 	return 0, 0, false
 }
 
-// Rank is the peer owning the region.
-func (r *Remote) Rank() int { return r.rank }
-
-// Size is the region's length in bytes.
-func (r *Remote) Size() int { return r.size }
-
-// Mapped returns the peer's region for direct access, or nil when it is reached through
-// work requests only (another host, user memory). Accesses are valid while Live.
-func (r *Remote) Mapped() []byte { return r.mem }
-
-// Live reports whether the Remote is still open (not closed, and the World not finalized):
-// Mapped bytes may be touched only while it holds. One atomic load.
-func (r *Remote) Live() bool { return r.live.Load() }
-
-// Gone reports, in atomic loads, that the peer is known to have failed: its process
-// exited (seen at once for a mapped region), or the runtime marked it failed. Err says
-// why.
-func (r *Remote) Gone() bool { return r.m != nil && !r.m.PeerAlive() || r.p.fin.off.Load() }
-
-// Err returns why the peer cannot be reached: its failure (a *ProcError wrapping
-// ErrProcFailed), the job's abort, ErrFinalized; or nil while it can. For a mapped peer
-// the death of its process is seen at once (one atomic load), without waiting for the
-// transport to report it.
-func (r *Remote) Err() error {
+// Err returns why the peer cannot be reached (subcore.Remote.Err).
+func (r *remote) Err() error {
 	e := r.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -374,7 +275,7 @@ func (r *Remote) Err() error {
 		return err
 	}
 	p := r.p
-	if p.failed == nil && r.m != nil && !r.m.PeerAlive() {
+	if m := subcore.Mapping(r.pub); p.failed == nil && m != nil && !m.PeerAlive() {
 		if !e.polling {
 			e.progressLocked() // the provider fails the QP; its completions say how
 		}
@@ -388,21 +289,21 @@ func (r *Remote) Err() error {
 	return nil
 }
 
-// Close releases the mapping. Outstanding work requests must have completed.
-func (r *Remote) Close() error {
+// Close releases the mapping (subcore.Remote.Close).
+func (r *remote) Close() error {
 	r.e.mu.Lock()
 	defer r.e.mu.Unlock()
 	r.closeLocked()
 	return nil
 }
 
-func (r *Remote) closeLocked() {
-	if !r.live.Swap(false) {
+func (r *remote) closeLocked() {
+	if !subcore.Unlive(r.pub) {
 		return
 	}
 	delete(r.e.rma.remotes, r)
-	if r.m != nil {
-		r.m.Unmap()
+	if m := subcore.Mapping(r.pub); m != nil {
+		m.Unmap()
 	}
 }
 

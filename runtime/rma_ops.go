@@ -6,16 +6,13 @@ import (
 	goruntime "runtime"
 	"time"
 
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
-// Counter counts one-sided work requests until they complete. A Counter belongs to one
-// World's engine; it may be used by several goroutines, but Wait is meant for one at a
-// time (a second concurrent Wait returns when the first does).
-//
-// Buffer ownership: the local buffer of a request (Write's src, Read's dst, an atomic's
-// result) belongs to the runtime until the Wait that follows its posting has returned.
-type Counter struct {
+// counter is the runtime's side of a subcore.Counter: its slot in e.rma.counters and its
+// counts, guarded by e.mu.
+type counter struct {
 	e       *engine
 	idx     uint32
 	pending int     // guarded by e.mu
@@ -25,12 +22,12 @@ type Counter struct {
 	closed  bool
 }
 
-// NewCounter returns a counter for this World's one-sided requests. Close releases it.
-func (w *World) NewCounter() *Counter {
+// newCounter returns a counter for this World's one-sided requests (substrate.NewCounter).
+func (w *World) newCounter() *counter {
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := &Counter{e: e, byRank: make([]int32, e.size)}
+	c := &counter{e: e, byRank: make([]int32, e.size)}
 	c.req.e = e
 	c.req.kind = reqSync
 	if n := len(e.rma.counterFree); n > 0 {
@@ -45,7 +42,7 @@ func (w *World) NewCounter() *Counter {
 }
 
 // Close releases the counter; its pending requests must have completed (Wait).
-func (c *Counter) Close() {
+func (c *counter) Close() {
 	e := c.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -61,7 +58,7 @@ func (c *Counter) Close() {
 }
 
 // Pending reports how many counted requests have not completed.
-func (c *Counter) Pending() int {
+func (c *counter) Pending() int {
 	c.e.mu.Lock()
 	defer c.e.mu.Unlock()
 	return c.pending
@@ -69,7 +66,7 @@ func (c *Counter) Pending() int {
 
 // Wait makes progress until every request counted so far has completed, or ctx ends.
 // It returns the first error among them (once: the next Wait starts afresh).
-func (c *Counter) Wait(ctx context.Context) error {
+func (c *counter) Wait(ctx context.Context) error {
 	e := c.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -88,43 +85,24 @@ func (c *Counter) Wait(ctx context.Context) error {
 	return err
 }
 
-// Write copies src to offset off of the remote region (RDMA write).
-func (r *Remote) Write(c *Counter, off uint64, src []byte) error {
-	return r.post(c, verbs.OpRDMAWrite, off, src, 0, 0)
-}
-
-// Read copies len(dst) bytes at offset off of the remote region into dst (RDMA read).
-func (r *Remote) Read(c *Counter, off uint64, dst []byte) error {
-	return r.post(c, verbs.OpRDMARead, off, dst, 0, 0)
-}
-
-// FetchAdd adds add to the 8-byte word at off and stores the old value in result (8
-// bytes, little-endian host order) when the request completes.
-func (r *Remote) FetchAdd(c *Counter, off, add uint64, result []byte) error {
-	return r.post(c, verbs.OpAtomicFetchAdd, off, result, add, 0)
-}
-
-// CmpSwap replaces the 8-byte word at off with swap if it equals expect, and stores the
-// old value in result when the request completes.
-func (r *Remote) CmpSwap(c *Counter, off, expect, swap uint64, result []byte) error {
-	return r.post(c, verbs.OpAtomicCmpSwap, off, result, expect, swap)
-}
-
 // maxWR is the largest transfer one work request carries; longer ones are split.
 const maxWR = readChunk
 
-func (r *Remote) post(c *Counter, op verbs.Opcode, off uint64, local []byte, add, swap uint64) error {
-	if off > uint64(r.size) || uint64(len(local)) > uint64(r.size)-off {
-		return invalidf("one-sided %v of %d bytes at offset %d of rank %d's %d-byte region", op, len(local), off, r.rank, r.size)
+// Post posts one-sided requests counted on pc (subcore.Remote's Write, Read, FetchAdd,
+// CmpSwap), split into requests of at most maxWR bytes.
+func (r *remote) Post(pc *subcore.Counter, op verbs.Opcode, off uint64, local []byte, add, swap uint64) error {
+	if size := r.pub.Size(); off > uint64(size) || uint64(len(local)) > uint64(size)-off {
+		return invalidf("one-sided %v of %d bytes at offset %d of rank %d's %d-byte region", op, len(local), off, r.pub.Rank(), size)
 	}
+	c := subcore.Ops(pc).(*counter)
 	e := r.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.checkLocked(); err != nil {
 		return err
 	}
-	if !r.live.Load() {
-		return fmt.Errorf("%w: one-sided request on a closed remote region of rank %d", ErrInvalid, r.rank)
+	if !r.pub.Live() {
+		return fmt.Errorf("%w: one-sided request on a closed remote region of rank %d", ErrInvalid, r.pub.Rank())
 	}
 	for {
 		n := min(len(local), maxWR)
@@ -138,7 +116,7 @@ func (r *Remote) post(c *Counter, op verbs.Opcode, off uint64, local []byte, add
 	}
 }
 
-func (e *engine) postRMALocked(c *Counter, r *Remote, op verbs.Opcode, off uint64, local []byte, add, swap uint64) error {
+func (e *engine) postRMALocked(c *counter, r *remote, op verbs.Opcode, off uint64, local []byte, add, swap uint64) error {
 	p := r.p
 	for p.failed == nil && p.sqFree == 0 {
 		if err := e.rmaRoomLocked(c, p); err != nil {
@@ -162,7 +140,7 @@ func (e *engine) postRMALocked(c *Counter, r *Remote, op verbs.Opcode, off uint6
 // rmaRoomLocked waits for a send queue entry to p: by draining c when it has requests to
 // p outstanding, otherwise by polling (the entries are held by messages, which complete
 // without this rank's help) with a bounded spin and then short sleeps.
-func (e *engine) rmaRoomLocked(c *Counter, p *peer) error {
+func (e *engine) rmaRoomLocked(c *counter, p *peer) error {
 	if c.byRank[p.rank] > 0 {
 		c.req.done = false
 		err := e.waitLocked(context.Background(), &c.req)
@@ -211,7 +189,7 @@ func (e *engine) rmaDoneLocked(p *peer, idx uint32, wc *verbs.WC) {
 	c.countDoneLocked(p.rank, 1)
 }
 
-func (c *Counter) countDoneLocked(rank int, n int32) {
+func (c *counter) countDoneLocked(rank int, n int32) {
 	c.pending -= int(n)
 	c.byRank[rank] -= n
 	if c.pending == 0 {

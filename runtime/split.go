@@ -102,29 +102,19 @@ func (w *World) out(st Status) Status {
 }
 
 // Split partitions w's ranks into new Worlds, one per color (MPI_Comm_split): the ranks
-// that pass the same color (>= 0) get a World of their own, ranked by key and, for equal
-// keys, by their rank in w. A rank that passes NoColor gets a nil World (and a nil
-// error). Every rank of w must call Split, in the same order as its other collective
-// calls on w. Split exchanges the colors and keys among w's ranks (so it fails, naming
-// the rank, if one of them has failed, and returns ctx's error if ctx ends first).
+// that pass one color (>= 0) get a World, ranked by key, then by rank in w. A rank that
+// passes NoColor gets a nil World and a nil error. Every rank of w calls it, in the same
+// order as its other collective calls on w; it fails, naming the rank, if one has failed.
+// A rank runs its Splits one at a time, so ranks whose Worlds overlap split them in the same
+// order.
 //
-// A rank runs its Splits one at a time (concurrent calls from several goroutines wait
-// for each other), so ranks whose Worlds overlap must split them in the same order.
+// A World from Split behaves as Init's over its ranks, in its own rank numbering;
+// ProcError.Rank keeps naming the job's rank. Its contexts are reserved at Split for the
+// World and seven Dups alive at once (past that, Dup makes the group again, which
+// communicates). Free every World of the block to give the contexts back.
 //
-// A World from Split behaves as Init's does over its ranks: Rank and Size, ranks in
-// point-to-point calls, Status.Source, Barrier, HostOf, LocalRank and LocalSize, Transport,
-// Attach. The collectives and windows built on it are all in its own rank numbering.
-// ProcError.Rank keeps naming the failed process by its rank in the job (Init's World). Its
-// contexts are reserved at Split, eight Worlds' worth: the World itself, and seven Dups made
-// from it or its Dups alive at once (past that, Dup makes the group again on a block of its
-// own, which communicates). A Dup takes the contexts of a freed World of the block first, once
-// every rank has freed it. Its Sibling has the same ranks. Free gives the contexts back (Free
-// every World of the block: the split World and its Dups); a later Split reuses them once all
-// of its ranks are done with them.
-//
-// On an intercommunicator every rank of both groups calls Split, and the ranks of each
-// group that pass one color get an intercommunicator to the other group's ranks that
-// passed it (nil if none did).
+// On an intercommunicator every rank of both groups calls it; each color gives an
+// intercommunicator between the ranks of the two groups that passed it (nil if none did).
 func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
 	if err := w.live(); err != nil {
 		return nil, withOp("split", err)
@@ -164,7 +154,7 @@ func intraSplit(ctx context.Context, w *World, color, key int) (*World, error) {
 	if color == NoColor {
 		return nil, nil
 	}
-	return subWorld(e, base, newGroup(w, splitMembers(recs, w.Size(), color), fam)), nil
+	return newSubgroup(e, base, newGroup(w, splitMembers(recs, w.Size(), color), fam)), nil
 }
 
 // splitRecords returns the buffer of Split's exchange with this rank's record filled in,

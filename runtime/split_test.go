@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // TestSplit: groups by color ordered by key, their own rank numbering in every call,
@@ -97,7 +98,7 @@ func TestSplit(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			s, err := g.Sibling()
+			s, err := substrate.Sibling(g)
 			if err != nil {
 				return err
 			}

@@ -5,10 +5,8 @@ import "context"
 // Send modes beside the standard one (MPI_Ssend, MPI_Rsend) and the combined nonblocking
 // send and receive (MPI_Isendrecv, MPI_Sendrecv_replace).
 
-// Ssend sends buf to dest with tag and returns once the receiver has matched the message
-// (MPI_Ssend): whatever its size the message goes by rendezvous, and the receiver's FIN,
-// sent once the data is in its buffer, completes the send. A synchronous send to this
-// rank itself completes when a receive takes it. ctx ending behaves as for Send.
+// Ssend sends buf to dest with tag and returns once the receiver has matched it (MPI_Ssend):
+// it always goes by rendezvous. ctx ending behaves as for Send.
 func Ssend[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
 	if err := w.live(); err != nil {
 		return withOp("ssend", err)
@@ -60,10 +58,8 @@ func Irsend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 	return Isend(w, buf, dest, tag)
 }
 
-// Isendrecv starts sending sbuf to dest with stag and receiving into rbuf from src with
-// rtag (MPI_Isendrecv). Its Request completes when both have; its Status is the
-// receive's, its error the receive's, else the send's. Either rank may be ProcNull. The
-// receive is posted before the send starts, as in Sendrecv.
+// Isendrecv starts Sendrecv (MPI_Isendrecv). Its Request completes when both parts have; its
+// Status and first error are the receive's. Either rank may be ProcNull.
 func Isendrecv[S, R Elem](w *World, sbuf []S, dest, stag int, rbuf []R, src, rtag int) (*Request, error) {
 	sb, ssize := asBytes(sbuf)
 	rb, rsize := asBytes(rbuf)
@@ -117,9 +113,8 @@ func (e *engine) partDoneLocked(r *Request) {
 	e.completeLocked(r, err)
 }
 
-// SendrecvReplace sends buf to dest with stag and receives into buf from src with rtag
-// (MPI_Sendrecv_replace): the message sent is a copy of buf taken at the call, so the
-// received message may have any length up to len(buf). Errors are Sendrecv's.
+// SendrecvReplace is Sendrecv with one buffer (MPI_Sendrecv_replace): it sends a copy of buf
+// taken at the call and receives up to len(buf) elements into buf.
 func SendrecvReplace[T Elem](ctx context.Context, w *World, buf []T, dest, stag, src, rtag int) (Status, error) {
 	return Sendrecv(ctx, w, append([]T(nil), buf...), dest, stag, buf, src, rtag)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Adversarial tests of requests: reuse after errors and peer failures, cancellation in
@@ -360,7 +361,7 @@ func TestStressCounterWaitHandsOff(t *testing.T) {
 			defer cancel()
 			const size = 32 << 20
 			if w.Rank() == 0 {
-				reg, err := w.AllocRegion(size)
+				reg, err := substrate.AllocRegion(w, size)
 				if err != nil {
 					return err
 				}

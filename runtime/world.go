@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gorma-hpc/gorma/pmi"
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
 
 // AnySource and AnyTag are wildcards for Recv, Irecv and Probe.
@@ -19,9 +20,8 @@ const (
 const MaxTag = 1<<31 - 1
 
 // World is a rank's view of the job: its rank, the number of ranks, and the communication
-// context that point-to-point messages and Barrier use. Init returns it; Dup derives
-// Worlds with separate contexts. A World is safe for concurrent use by any number of
-// goroutines (see the package documentation for the concurrency contract).
+// context of its messages. Init returns it; Dup, Split and the others derive Worlds. A
+// World is safe for concurrent use.
 type World struct {
 	e   *engine
 	ctx uint16 // user messages; ctx+1 carries the World's internal traffic (Barrier)
@@ -57,14 +57,12 @@ func (w *World) LocalRank() int { return w.own.localRank }
 func (w *World) LocalSize() int { return w.own.localSize }
 
 // HostCPUs is the number of processors this rank's host gives the job's ranks: the
-// launching agent's (golaunch passes it), else what this process may use. A rank that
-// golaunch bound to fewer processors (--bind-to) sees only those in runtime.NumCPU, so
-// compare LocalSize with HostCPUs to learn whether the host's ranks outnumber its
-// processors.
+// launching agent's, else what this process may use. Compare LocalSize with it to learn
+// whether the host's ranks outnumber its processors.
 func (w *World) HostCPUs() int { return w.e.ncpu }
 
-// HostOf returns the host name of rank r ("" if r is out of range). Under a foreign
-// process manager the first call for a node may read a card with a PMI get.
+// HostOf returns the host name of rank r, "" if r is out of range. Under a foreign process
+// manager the first call for a node may cost a PMI get.
 func (w *World) HostOf(r int) string {
 	jr, ok := w.jobRank(r)
 	if !ok || jr >= w.e.size {
@@ -98,7 +96,8 @@ func (w *World) Transport(r int) string {
 // other hosts' ranks share memory (they do not under golaunch --transport tcp). A rank
 // alone on its host cannot tell that from its own ReachOf (see collectives'
 // TestAllreduceHierUnmappedIsConfigError).
-func (w *World) TransportBetween(a, b int) string {
+func (s *subWorld) TransportBetween(a, b int) string {
+	w := (*World)(s)
 	e := w.e
 	a, okA := w.jobRank(a)
 	b, okB := w.jobRank(b)
@@ -118,8 +117,8 @@ func (w *World) TransportBetween(a, b int) string {
 // Connections returns how many ranks of the job this rank holds a connection to. A
 // connection is made on first contact (a send, a receive naming the rank, an Attach), so
 // right after Init it is 0, and a rank that talks to a few peers holds a few.
-func (w *World) Connections() int {
-	e := w.e
+func (s *subWorld) Connections() int {
+	e := s.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
@@ -131,16 +130,12 @@ func (w *World) Connections() int {
 	return n
 }
 
-// Dup returns a World with the same ranks and a communication context of its own: messages sent
-// on one never match receives on the other. Every rank must call Dup the same number of times
-// in the same order, and in the same order relative to its Free calls (as with MPI_Comm_dup).
-// Dup does not communicate, except that reusing the contexts of a freed World waits until every
-// rank of that World has freed it (see Free). At most 16383 Worlds can be derived from Init's
-// and live at once. A World made by Split or an intercommunicator takes its contexts from its
-// block (7 Dups alive at once; 3 for an intercommunicator). Past that, Dup makes the same group
-// again with a block of its own, which communicates and waits for the group's ranks, as Split
-// does. After Finalize (or an abort) Dup fails as every call does. The attributes whose copy
-// functions keep them are copied to the new World (NewKeyval).
+// Dup returns a World with the same ranks and a communication context of its own: messages
+// sent on one never match receives on the other. Every rank calls Dup the same number of
+// times, in the same order relative to its Free calls (MPI_Comm_dup). It does not
+// communicate, unless it reuses a freed World's contexts (see Free) or its block is full
+// (see Split). At most 16383 Worlds derived from Init's live at once. Attributes whose copy
+// functions keep them are copied (NewKeyval).
 func (w *World) Dup() (d *World, err error) {
 	if err := w.live(); err != nil {
 		return nil, withOp("dup", err)
@@ -178,7 +173,8 @@ func (w *World) Dup() (d *World, err error) {
 // Receives on a sibling fail, as Barrier's do, once any peer has failed, not only when
 // their source has. A library's collective call cannot complete without every rank, and a
 // rank waiting on a live peer that left the call with the error would wait for ever.
-func (w *World) Sibling() (*World, error) {
+func (s *subWorld) Sibling() (any, error) {
+	w := (*World)(s)
 	if err := w.live(); err != nil {
 		return nil, withOp("sibling", err)
 	}
@@ -251,7 +247,7 @@ type engine struct {
 	bsend    bsendBuf   // the buffer of BufferAttach, for Bsend (bsend.go)
 
 	tracksMu sync.Mutex
-	tracks   []*Track // the upper layers' calls (hang.go), guarded by tracksMu
+	tracks   []*subcore.Track // the upper layers' calls (hang.go), guarded by tracksMu
 }
 
 // comms is the part that holds a rank's Worlds' contexts: the allocator, the Worlds
@@ -321,16 +317,13 @@ func (e *engine) check() error {
 	return e.checkLocked()
 }
 
-// Finalize ends this rank's part in the job. It waits until this rank's sends have
-// completed (a rendezvous send until the receiver has read it), then until every rank
-// has reached Finalize (through the launcher, while still serving peers), closes the
-// transport and tells the launcher that this rank finished cleanly. Receives and probes
-// still pending when it starts fail with ErrFinalized at once, and so do pending sends
-// when it ends. Calls after Finalize fail with ErrFinalized; a second Finalize returns
-// nil. If ctx ends first, Finalize returns its error and the World is left unusable
-// (every later call fails with ErrFinalized). Before anything else, the first Finalize
-// runs the delete functions of the attributes left on Init's World (NewKeyval), newest
-// first, as MPI_Finalize does: a program's at-exit hook, free to communicate.
+// Finalize ends this rank's part in the job. It runs the delete functions of Init's World's
+// attributes, waits until this rank's sends have completed and every rank has reached
+// Finalize (serving peers meanwhile), closes the transport and tells the launcher that this
+// rank finished cleanly. Receives pending at its start, and sends pending at its end,
+// fail with ErrFinalized. Later calls fail with
+// ErrFinalized; a second Finalize returns nil. If ctx ends first, Finalize returns its error
+// and the World is left unusable.
 func (w *World) Finalize(ctx context.Context) error {
 	if w == nil {
 		return withOp("finalize", errNilWorld)
@@ -382,9 +375,7 @@ func (w *World) Finalize(ctx context.Context) error {
 }
 
 // Finalized reports whether Finalize has begun on w's job: one atomic load. A layer that
-// touches mapped memory directly (package window: this rank's arena and peers' mappings,
-// which Finalize unmaps) checks it first and fails instead of faulting. Calls racing
-// Finalize from other goroutines are the caller's error, as in MPI.
+// touches mapped memory (package window) checks it first and fails instead of faulting.
 func (w *World) Finalized() bool { return w.e.over.Load() }
 
 // Abort aborts the job: it tells the launcher (which stops every rank and exits with

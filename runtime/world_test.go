@@ -15,6 +15,7 @@ import (
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/internal/testhook"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // single returns a world of one, as Init gives a program not started by golaunch.
@@ -201,22 +202,22 @@ func TestSibling(t *testing.T) {
 		var d, sw, sd *runtime.World
 		var err error
 		if w.Rank() == 0 {
-			if sw, err = w.Sibling(); err == nil {
+			if sw, err = substrate.Sibling(w); err == nil {
 				if d, err = w.Dup(); err == nil {
-					sd, err = d.Sibling()
+					sd, err = substrate.Sibling(d)
 				}
 			}
 		} else {
 			if d, err = w.Dup(); err == nil {
-				if sd, err = d.Sibling(); err == nil {
-					sw, err = w.Sibling()
+				if sd, err = substrate.Sibling(d); err == nil {
+					sw, err = substrate.Sibling(w)
 				}
 			}
 		}
 		if err != nil {
 			return err
 		}
-		if _, err := sw.Sibling(); !errors.Is(err, runtime.ErrInvalid) {
+		if _, err := substrate.Sibling(sw); !errors.Is(err, runtime.ErrInvalid) {
 			return fmt.Errorf("a sibling's Sibling: %v, want ErrInvalid", err)
 		}
 		worlds := []*runtime.World{w, d, sw, sd}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Topology is a process topology that the neighbourhood collectives (NeighborAllgather,
@@ -148,8 +149,8 @@ func newHood(w *runtime.World, in, out []int, cart bool, bad error) (*hood, erro
 	if err != nil {
 		return nil, err
 	}
-	comm.MarkInternal() // hang reports name the blocking call (run's Track), not its messages
-	if err := w.OnFree(func() { comm.Free() }); err != nil {
+	substrate.MarkInternal(comm) // hang reports name the blocking call (run's Track), not its messages
+	if err := substrate.OnFree(w, func() { comm.Free() }); err != nil {
 		comm.Free()
 		return nil, err
 	}

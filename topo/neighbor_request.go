@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Request is a neighbourhood collective in flight: a nonblocking one (IneighborAllgather
@@ -56,7 +57,7 @@ func newRequest(op string, t Topology, persistent bool) (*Request, error) {
 	if h.bad != nil {
 		return nil, wrap(op, h.bad)
 	}
-	if err := h.comm.FreedErr(); err != nil {
+	if err := substrate.FreedErr(h.comm); err != nil {
 		return nil, fmt.Errorf("topo: %s: %w (the topology's World was freed)", op, err)
 	}
 	// The call's number is taken before its arguments are checked, so that a rank whose
@@ -267,11 +268,11 @@ func run(ctx context.Context, t Topology, call, typ string, start func() (*Reque
 	if ctx == nil {
 		return invalidf(op, "nil context")
 	}
-	if t != nil && t.neighborhood() != nil && t.World().FreedErr() == nil {
-		tr := t.World().NewTrack()
+	if t != nil && t.neighborhood() != nil && substrate.FreedErr(t.World()) == nil {
+		tr := substrate.NewTrack(t.World())
 		defer tr.Close()
 		seq := tr.Next()
-		sig := &runtime.CallSig{Call: "topo." + call, Count: -1, Type: typ, Root: -1}
+		sig := &substrate.CallSig{Call: "topo." + call, Count: -1, Type: typ, Root: -1}
 		tr.BeginSig(sig, seq)
 		defer tr.End()
 		if err := tr.Check(ctx, seq, sig); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Accumulate-type operations (Accumulate, GetAccumulate, FetchAndOp, CompareAndSwap) are
@@ -47,9 +48,9 @@ type accState[T runtime.Elem] struct {
 	one [1]T // mapped path: the operand of FetchAndOp
 
 	mu  sync.Mutex
-	ctr *runtime.Counter // transport path's requests: its Wait must not wait for Puts (t.ctr)
-	res [8]byte          // old value of the word's remote atomics
-	buf []T              // read-modify-write scratch: up to accChunk bytes, at least 2 elements
+	ctr *substrate.Counter // transport path's requests: its Wait must not wait for Puts (t.ctr)
+	res [8]byte            // old value of the word's remote atomics
+	buf []T                // read-modify-write scratch: up to accChunk bytes, at least 2 elements
 }
 
 // rmw describes one accumulate-type operation on elements [disp, disp+n) of a target.
@@ -211,7 +212,7 @@ func (w *Win[T]) rmwRemote(s span[T], a *rmw[T], n int) error {
 // accInit readies t's transport-path state. t.acc.mu is held.
 func (w *Win[T]) accInit(t *target[T]) {
 	if t.acc.ctr == nil {
-		t.acc.ctr = w.comm.NewCounter()
+		t.acc.ctr = substrate.NewCounter(w.comm)
 	}
 }
 

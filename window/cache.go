@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 	"github.com/gorma-hpc/gorma/window/coherence"
 )
 
@@ -53,11 +54,11 @@ type CacheStats struct {
 
 type coh[T runtime.Elem] struct {
 	m       *coherence.Machine
-	region  *runtime.Region
-	words   []uint64          // this rank's coherence words
-	rem     []*runtime.Remote // by rank: nil for self
-	mapped  [][]uint64        // by rank: mapped coherence words, own included
-	ctr     *runtime.Counter
+	region  *substrate.Region
+	words   []uint64            // this rank's coherence words
+	rem     []*substrate.Remote // by rank: nil for self
+	mapped  [][]uint64          // by rank: mapped coherence words, own included
+	ctr     *substrate.Counter
 	pages   []int       // by rank
 	base    []int       // by rank: first flag of its pages in every flag array
 	cached  []bool      // by rank: Gets from it may be cached
@@ -97,10 +98,10 @@ type pendingOp struct {
 }
 
 // spansHosts reports whether this rank reaches some rank of w through the transport: its
-// memory is not mapped here (runtime.ReachMap).
+// memory is not mapped here (substrate.ReachMap).
 func spansHosts(w *runtime.World) bool {
 	for r := range w.Size() {
-		if !w.ReachOf(r).Has(runtime.ReachMap) {
+		if !substrate.ReachOf(w, r).Has(substrate.ReachMap) {
 			return true
 		}
 	}
@@ -113,7 +114,7 @@ func (w *Win[T]) initCoherence(ctx context.Context) error {
 		return nil
 	}
 	ps := w.opt.pageSize
-	c := &coh[T]{rem: make([]*runtime.Remote, w.size), mapped: make([][]uint64, w.size),
+	c := &coh[T]{rem: make([]*substrate.Remote, w.size), mapped: make([][]uint64, w.size),
 		pages: make([]int, w.size), base: make([]int, w.size), cached: make([]bool, w.size),
 		bufs: make([][][]byte, w.size), seen: make([][]uint8, w.size), dirty: make([][][2]int, w.size),
 		qgen: make([][]uint32, w.size)}
@@ -122,7 +123,7 @@ func (w *Win[T]) initCoherence(ctx context.Context) error {
 		c.pages[r] = (w.tg[r].n*w.esize + ps - 1) / ps
 		c.base[r] = total
 		total += c.pages[r]
-		c.cached[r] = r != w.rank && !w.comm.ReachOf(r).Has(runtime.ReachMap)
+		c.cached[r] = r != w.rank && !substrate.ReachOf(w.comm, r).Has(substrate.ReachMap)
 		if c.cached[r] {
 			c.bufs[r] = make([][]byte, c.pages[r])
 			c.seen[r] = make([]uint8, c.pages[r])
@@ -132,7 +133,7 @@ func (w *Win[T]) initCoherence(ctx context.Context) error {
 	me := c.pages[w.rank]
 	n := me + me*w.size + total
 	var err error
-	if c.region, err = w.comm.AllocRegion(max(n, 1) * wordLen); err != nil {
+	if c.region, err = substrate.AllocRegion(w.comm, max(n, 1)*wordLen); err != nil {
 		return err
 	}
 	w.coh = c
@@ -147,12 +148,12 @@ func (w *Win[T]) initCoherence(ctx context.Context) error {
 		if r == w.rank {
 			continue
 		}
-		if c.rem[r], err = w.comm.Attach(r, recs[r]); err != nil {
+		if c.rem[r], err = substrate.Attach(w.comm, r, recs[r]); err != nil {
 			return fmt.Errorf("coherence region of rank %d: %w", r, err)
 		}
 		c.mapped[r] = words(c.rem[r].Mapped())
 	}
-	c.ctr = w.comm.NewCounter()
+	c.ctr = substrate.NewCounter(w.comm)
 	c.m = coherence.New(coherence.Config{Self: w.rank, Ranks: w.size, Pages: me, Promote: 1})
 	return nil
 }

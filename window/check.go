@@ -5,10 +5,10 @@ import (
 	"os"
 	"unsafe"
 
-	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
-// Checked memory. Under GORMA_CHECK=1 (runtime.MemCheck) the arena makes a freed
+// Checked memory. Under GORMA_CHECK=1 (substrate.MemCheck) the arena makes a freed
 // window's memory inaccessible in this process while it sits in the arena's quarantine,
 // so a write through a stale Local() slice faults at the write. For that the window asks
 // for whole pages (a quarantined block is guarded only if it holds whole pages), and
@@ -19,7 +19,7 @@ import (
 // dataBytes is how many bytes of arena memory a window of nbytes asks for: nbytes, or
 // under GORMA_CHECK=1 nbytes rounded up to whole pages.
 func dataBytes(nbytes int) int {
-	if nbytes == 0 || !runtime.MemCheck() {
+	if nbytes == 0 || !substrate.MemCheck() {
 		return nbytes
 	}
 	pg := os.Getpagesize()

@@ -6,6 +6,7 @@ import (
 	"weak"
 
 	gorma "github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // comms holds, per World, the World the windows created from it communicate on (a Dup,
@@ -57,13 +58,13 @@ func commOf(w *gorma.World) (*commEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.MarkInternal() // the window calls on the user's World name what runs on c
+	substrate.MarkInternal(c) // the window calls on the user's World name what runs on c
 	ce := &commEntry{c: c}
 	actual, loaded := comms.LoadOrStore(key, ce)
 	if !loaded {
 		// c shares w's engine but not w itself, so it does not keep w reachable.
 		runtime.AddCleanup(w, func(k weak.Pointer[gorma.World]) { comms.Delete(k) }, key)
-		if err := w.OnFree(func() {
+		if err := substrate.OnFree(w, func() {
 			comms.Delete(key)
 			ce.mu.Lock()
 			ce.userFreed = true

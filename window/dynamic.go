@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Dynamic windows (CreateDynamic, Attach, Detach).
@@ -17,7 +18,7 @@ import (
 //
 //	word 0      generation: attach count << 1 | 1 while attached, attach count << 1 after
 //	word 1      element count | description length << 56
-//	words 2-6   the region description (runtime.Region.AppendDesc, at most 40 bytes)
+//	words 2-6   the region description (substrate.Region.AppendDesc, at most 40 bytes)
 //	word 7      the link: 1<<63 | generation bits << dynSlotBits | slot of the attachment
 //	            that starts where this one ends in the owner's memory; 0 if none
 //
@@ -39,7 +40,7 @@ import (
 // load. Otherwise one RDMA read of the entry (and, when the attachment is new to this
 // rank, a second read of word 0) before the operation is posted, so that a stale key is
 // never sent (a refused key would break the connection to the target, as in InfiniBand).
-// Resolved attachments (a runtime.Remote each) are cached per target and slot, with their
+// Resolved attachments (a substrate.Remote each) are cached per target and slot, with their
 // generation.
 const (
 	defaultDynSlots = 1024
@@ -74,7 +75,7 @@ type dynState[T runtime.Elem] struct {
 type dynOwn[T runtime.Elem] struct {
 	gen        uint64 // attach count of the slot
 	buf        []T    // nil when detached
-	reg        *runtime.Region
+	reg        *substrate.Region
 	prev, next int // slot+1 of the attachments that end where this starts, start where it ends; 0: none
 }
 
@@ -82,13 +83,13 @@ type dynOwn[T runtime.Elem] struct {
 type dynPeer struct {
 	gen uint64 // the generation word it was resolved under
 	n   int    // elements
-	rm  *runtime.Remote
+	rm  *substrate.Remote
 }
 
 // dynReader reads directory entries of peers through the transport. It is owned by one
 // goroutine between taking it from dynState.readers and putting it back.
 type dynReader struct {
-	ctr *runtime.Counter
+	ctr *substrate.Counter
 	buf [dynEntryWords]uint64
 }
 
@@ -115,7 +116,7 @@ func (w *Win[T]) Attach(ctx context.Context, buf []T) (base int, err error) {
 	if len(buf) == 0 || len(buf) >= dynMaxElems {
 		return 0, werrf(op, -1, -1, ErrInvalid, "buffer of %d elements (want 1 to 2^%d-1)", len(buf), dynOffBits)
 	}
-	reg, err := w.comm.RegisterRegion(asBytes(buf))
+	reg, err := substrate.RegisterRegion(w.comm, asBytes(buf))
 	if err != nil {
 		return 0, werr(op, -1, -1, err)
 	}
@@ -438,7 +439,7 @@ func (w *Win[T]) dynResolve(t *target[T], slot int, ent *[dynEntryWords]uint64) 
 		return dynPeer{}, fmt.Errorf("rank %d's directory entry %d is corrupt (description of %d bytes)", t.rank, slot, dl)
 	}
 	desc := asBytes(ent[2:])[:dl]
-	rm, err := w.comm.Attach(t.rank, desc)
+	rm, err := substrate.Attach(w.comm, t.rank, desc)
 	if err != nil {
 		return dynPeer{}, err
 	}
@@ -456,7 +457,7 @@ func (w *Win[T]) dynResolve(t *target[T], slot int, ent *[dynEntryWords]uint64) 
 		d.peers[t.rank] = make([]dynPeer, w.lay.dynSlots)
 	}
 	cur := &d.peers[t.rank][slot]
-	var drop *runtime.Remote
+	var drop *substrate.Remote
 	switch {
 	case cur.rm != nil && cur.gen == p.gen: // another goroutine was first
 		drop, p = rm, *cur
@@ -481,7 +482,7 @@ func (w *Win[T]) dynReader() *dynReader {
 		return r
 	}
 	d.mu.Unlock()
-	r := &dynReader{ctr: w.comm.NewCounter()}
+	r := &dynReader{ctr: substrate.NewCounter(w.comm)}
 	d.mu.Lock()
 	d.all = append(d.all, r)
 	d.mu.Unlock()

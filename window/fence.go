@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Assert is a set of MPI assertions about an epoch, hints the window may use.
@@ -39,7 +40,7 @@ func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 	if w.pscw.active() {
 		return werrf(op, -1, -1, ErrEpoch, "Fence inside a PSCW epoch (Complete and Wait first)")
 	}
-	if runtime.CallCheck() {
+	if substrate.CallCheck() {
 		w.track.BeginSig(w.fenceSig, seq)
 		err := w.track.Check(ctx, seq, w.fenceSig)
 		w.track.End()

@@ -402,7 +402,7 @@ func TestPSCWPeerFailure(t *testing.T) {
 // TestPSCWWakeOverTransport: a Start and a Wait asleep on their doorbell wake when a peer
 // over tcp posts or completes, as they do for a peer on the same host that rings the
 // bell itself: the peer's remote atomic, executed by the sleeper's own transport, rings
-// it (runtime.Region.OnRemoteAtomic). Sleeps are made a minute long, so that a wake-up
+// it (substrate.Region.OnRemoteAtomic). Sleeps are made a minute long, so that a wake-up
 // that does not come fails the test instead of costing a millisecond.
 func TestPSCWWakeOverTransport(t *testing.T) {
 	defer window.SetSleepMax(time.Minute)()

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gorma-hpc/gorma/collectives"
-	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Request is a request-based RMA operation (Rput, Rget, Raccumulate, RgetAccumulate): it
@@ -32,8 +32,8 @@ type Request struct {
 	done atomic.Bool // set after err, once the request has completed
 	err  error
 
-	mu  sync.Mutex       // serializes waiting; guards ctr
-	ctr *runtime.Counter // counts the request's work requests; nil once done
+	mu  sync.Mutex         // serializes waiting; guards ctr
+	ctr *substrate.Counter // counts the request's work requests; nil once done
 }
 
 // completed is the Request of every operation complete when it returns (mapped targets,
@@ -118,7 +118,7 @@ type reqState struct {
 	n atomic.Int64 // outstanding requests: flushes look no further while it is 0
 
 	mu     sync.Mutex
-	free   []*runtime.Counter
+	free   []*substrate.Counter
 	out    [][]*Request // by target rank
 	closed bool         // the window was freed: counters are closed, not pooled
 }
@@ -134,7 +134,7 @@ func (w *Win[T]) newRequest(name string, rank, disp int) *Request {
 	}
 	st.mu.Unlock()
 	if r.ctr == nil {
-		r.ctr = w.comm.NewCounter()
+		r.ctr = substrate.NewCounter(w.comm)
 	}
 	return r
 }

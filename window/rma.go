@@ -1,6 +1,9 @@
 package window
 
-import "github.com/gorma-hpc/gorma/runtime"
+import (
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
+)
 
 // Put copies origin into rank's window memory at displacement disp (in elements). On a
 // rank whose memory is mapped (this host, arena memory) it is a copy into the target's
@@ -94,7 +97,7 @@ func (w *Win[T]) get(result []T, rank, disp int) error {
 type span[T runtime.Elem] struct {
 	t    *target[T]
 	mem  []T
-	data *runtime.Remote
+	data *substrate.Remote
 	off  int
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // NonContiguous lets AllocateShared place each rank's memory on its own, as the info key
@@ -23,10 +24,10 @@ func NonContiguous() Option { return func(o *options) { o.noncontig = true } }
 // this host, one rank's after another's in rank order, mapped whole in each of them.
 // Set at creation, read-only until Free.
 type sharedState[T runtime.Elem] struct {
-	seg  *runtime.Region // the segment, at the host's lowest rank only
-	view *runtime.Remote // the lowest rank's segment mapped here, at the host's other ranks
-	mem  []T             // the whole segment in this process; nil when not contiguous
-	off  []int           // by rank: the element where its memory starts in mem; -1 off this host
+	seg  *substrate.Region // the segment, at the host's lowest rank only
+	view *substrate.Remote // the lowest rank's segment mapped here, at the host's other ranks
+	mem  []T               // the whole segment in this process; nil when not contiguous
+	off  []int             // by rank: the element where its memory starts in mem; -1 off this host
 }
 
 // SharedQuery returns rank's window memory mapped in this process, for direct loads and
@@ -94,13 +95,13 @@ const (
 )
 
 // hostRanks returns the window's ranks that this rank reaches through shared memory
-// (runtime.ReachMap), itself included, in rank order. Every rank of a host computes the
+// (substrate.ReachMap), itself included, in rank order. Every rank of a host computes the
 // same list: the runtime maps a peer's memory exactly when both share a host (or a node,
 // under a foreign process manager), which is an equivalence.
 func (w *Win[T]) hostRanks() []int {
 	var g []int
 	for r := range w.size {
-		if w.comm.ReachOf(r).Has(runtime.ReachMap) {
+		if substrate.ReachOf(w.comm, r).Has(substrate.ReachMap) {
 			g = append(g, r)
 		}
 	}
@@ -148,7 +149,7 @@ func (w *Win[T]) allocShared(ctx context.Context, n int) error {
 		return err
 	}
 	w.local = w.shm.mem[off[w.rank] : off[w.rank]+n : off[w.rank]+n]
-	if w.data, err = w.comm.RegisterRegion(asBytes(w.local)); err != nil {
+	if w.data, err = substrate.RegisterRegion(w.comm, asBytes(w.local)); err != nil {
 		return err
 	}
 	if !w.opt.noZero && recs[lead][0] != segFresh {
@@ -186,7 +187,7 @@ func (w *Win[T]) leadSegment(lead, ranks, total int) ([]byte, error) {
 		return rec, fmt.Errorf("%w: the %d ranks of this host ask for more than %d elements in all (NonContiguous allocates each rank's memory on its own)",
 			ErrInvalid, ranks, math.MaxInt/w.esize)
 	}
-	seg, err := w.comm.AllocHostRegion(dataBytes(total * w.esize))
+	seg, err := substrate.AllocHostRegion(w.comm, dataBytes(total*w.esize))
 	if err != nil {
 		rec[0] = segFailed
 		return rec, fmt.Errorf("the shared memory of the %d ranks of this host (%d bytes): %w", ranks, total*w.esize, err)
@@ -232,7 +233,7 @@ func (w *Win[T]) mapSegment(rec []byte, lead, total int) error {
 	if err != nil {
 		return fmt.Errorf("%w: rank %d: %w (mixed gorma builds in one job?)", ErrInvalid, lead, err)
 	}
-	view, err := w.comm.Attach(lead, desc)
+	view, err := substrate.Attach(w.comm, lead, desc)
 	if err != nil {
 		return fmt.Errorf("the shared memory of rank %d: %w", lead, err)
 	}
@@ -262,7 +263,7 @@ func segDesc(rec []byte) ([]byte, error) {
 // allocOwn gives the window memory of its own from the arena, as Allocate does.
 func (w *Win[T]) allocOwn(n int) error {
 	var err error
-	if w.data, err = w.comm.AllocRegion(dataBytes(n * w.esize)); err != nil {
+	if w.data, err = substrate.AllocRegion(w.comm, dataBytes(n*w.esize)); err != nil {
 		return err
 	}
 	w.local = asElems[T](w.data.Bytes())[:n:n]

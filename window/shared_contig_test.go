@@ -13,6 +13,7 @@ import (
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 	"github.com/gorma-hpc/gorma/window"
 )
 
@@ -30,7 +31,7 @@ func sharedCount(r int) int {
 func hostFirst(w *runtime.World, r int) (first, off int) {
 	first = -1
 	for s := 0; s < r; s++ {
-		if w.TransportBetween(r, s) == "shm" {
+		if substrate.TransportBetween(w, r, s) == "shm" {
 			if first < 0 {
 				first = s
 			}

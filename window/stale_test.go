@@ -11,6 +11,7 @@ import (
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -65,7 +66,7 @@ func TestStaleKeyAfterFree(t *testing.T) {
 			return err
 		}
 		if w.Rank() == 1 {
-			r, err := win.comm.Attach(0, desc)
+			r, err := substrate.Attach(win.comm, 0, desc)
 			if err == nil {
 				r.Close()
 				return fmt.Errorf("attach with the freed window's key succeeded")

@@ -498,7 +498,7 @@ func TestStressAtomicsContention(t *testing.T) { atomicsContention(t, 1, atomicL
 
 // TestStressAtomicsContentionGoroutines is TestStressAtomicsContention with two
 // goroutines per rank (RMA calls may run concurrently, see Win). Over tcp it hung when
-// runtime.Counter.Wait returned without handing the poller role on: two goroutines of
+// substrate.Counter.Wait returned without handing the poller role on: two goroutines of
 // one rank wait on different Counters, the first becomes the poller and returns, the
 // second stays parked for ever while its completions sit in the completion queue.
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/internal/futex"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Waiting for a word of shared memory (a lock word, a fence or PSCW counter) to change.
@@ -25,7 +26,7 @@ import (
 // sequentially consistent atomics. A peer reached through a transport (on another host,
 // or over tcp) changes a word by a remote atomic, which this rank's own transport
 // executes (tcp: its connection goroutine plays the NIC). The transport then rings the
-// bell for it (runtime.Region.OnRemoteAtomic on the metadata region, set at allocation),
+// bell for it (substrate.Region.OnRemoteAtomic on the metadata region, set at allocation),
 // after the word changed, which keeps the same order. Sleeps are bounded by sleepMax all
 // the same, for the words no one rings for (pollUntil's).
 //
@@ -54,10 +55,10 @@ var sleepMax = time.Millisecond
 // blocked names the call a wait serves in hang reports: the wait marks it under way on
 // its Track only once it stops spinning, so that a short wait costs nothing.
 type blocked struct {
-	t    *runtime.Track
+	t    *substrate.Track
 	call string
-	seq  uint64           // the call's number among the World's collective calls, 0 for none
-	sig  *runtime.CallSig // the collective call's signature, nil for none
+	seq  uint64             // the call's number among the World's collective calls, 0 for none
+	sig  *substrate.CallSig // the collective call's signature, nil for none
 }
 
 // pollUntil returns nil once ready reports true, or the error of ctx or of check. rt is
@@ -112,11 +113,11 @@ func wait(ctx context.Context, at blocked, rt *runtime.World, own []uint64, read
 			// atomic on own, a Get of ours before it completes). A tcp connection whose
 			// reading the last completion wait took over goes back to its goroutine now,
 			// not a tick later.
-			rt.ServePeers()
+			substrate.ServePeers(rt)
 		}
 		switch {
 		case sleep == 0:
-			if !rt.PollPeers() {
+			if !substrate.PollPeers(rt) {
 				goruntime.Gosched()
 			}
 		case own != nil:

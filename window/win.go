@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Flavor is how a window's memory was obtained.
@@ -83,14 +84,14 @@ type Win[T runtime.Elem] struct {
 	opt     options
 	lay     layout
 
-	track *runtime.Track // names its calls in hang reports; closed by Free
+	track *substrate.Track // names its calls in hang reports; closed by Free
 	// fenceSig and freeSig are the signatures of Fence and Free (Track.BeginSig, Check),
 	// naming the window "winK", K the number of the World's collective call that made it.
-	fenceSig, freeSig *runtime.CallSig
+	fenceSig, freeSig *substrate.CallSig
 
 	local   []T
-	data    *runtime.Region // nil for dynamic windows
-	meta    *runtime.Region
+	data    *substrate.Region // nil for dynamic windows
+	meta    *substrate.Region
 	mw      []uint64 // this rank's metadata words
 	tg      []target[T]
 	coh     *coh[T]    // the page cache (cache.go); nil when off
@@ -122,12 +123,12 @@ type Win[T runtime.Elem] struct {
 // target is what a rank knows of one rank's window (itself included).
 type target[T runtime.Elem] struct {
 	rank int
-	n    int             // elements
-	data *runtime.Remote // nil for self, for dynamic windows and in a world of one
-	meta *runtime.Remote // nil for self
-	mem  []T             // direct view (self, or a mapped peer), else nil
-	mw   []uint64        // direct view of its metadata, else nil
-	ctr  *runtime.Counter
+	n    int               // elements
+	data *substrate.Remote // nil for self, for dynamic windows and in a world of one
+	meta *substrate.Remote // nil for self
+	mem  []T               // direct view (self, or a mapped peer), else nil
+	mw   []uint64          // direct view of its metadata, else nil
+	ctr  *substrate.Counter
 
 	open  uint8       // openFence | openStart | openLock: an access epoch includes this rank
 	lock  uint8       // lockShared, lockExcl (held), or lockNoCheck
@@ -244,13 +245,13 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 		return nil, werr(op, -1, -1, err)
 	}
 	w := &Win[T]{comm: ce.c, commRef: ce, rank: rw.Rank(), size: rw.Size(), esize: elemSize[T](), flavor: fl, opt: o,
-		lay: newLayout(rw.Size(), o.dynSlots), track: rw.NewTrack()}
+		lay: newLayout(rw.Size(), o.dynSlots), track: substrate.NewTrack(rw)}
 	w.tg = make([]target[T], w.size)
 	seq := w.track.Next()
 	name := "win" + strconv.FormatUint(seq, 10)
-	w.fenceSig = &runtime.CallSig{Call: "window.Fence", Count: -1, Root: -1, Win: name}
-	w.freeSig = &runtime.CallSig{Call: "window.Free", Count: -1, Root: -1, Win: name}
-	sig := &runtime.CallSig{Call: trackNames[fl], Count: -1, Root: -1}
+	w.fenceSig = &substrate.CallSig{Call: "window.Fence", Count: -1, Root: -1, Win: name}
+	w.freeSig = &substrate.CallSig{Call: "window.Free", Count: -1, Root: -1, Win: name}
+	sig := &substrate.CallSig{Call: trackNames[fl], Count: -1, Root: -1}
 	w.track.BeginSig(sig, seq)
 	defer func() {
 		w.track.End()
@@ -270,7 +271,7 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 			return nil, werr(op, -1, -1, err)
 		}
 	case FlavorAllocate:
-		if w.data, err = rw.AllocRegion(dataBytes(n * w.esize)); err != nil {
+		if w.data, err = substrate.AllocRegion(rw, dataBytes(n*w.esize)); err != nil {
 			return nil, werr(op, -1, -1, err)
 		}
 		w.local = asElems[T](w.data.Bytes())[:n:n]
@@ -278,12 +279,12 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 			clear(w.local) // reused arena bytes may hold a freed window's data
 		}
 	case FlavorCreate:
-		if w.data, err = rw.RegisterRegion(asBytes(buf)); err != nil {
+		if w.data, err = substrate.RegisterRegion(rw, asBytes(buf)); err != nil {
 			return nil, werr(op, -1, -1, err)
 		}
 		w.local = buf
 	}
-	if w.meta, err = rw.AllocRegion(w.lay.words * wordLen); err != nil {
+	if w.meta, err = substrate.AllocRegion(rw, w.lay.words*wordLen); err != nil {
 		return nil, werr(op, -1, -1, err)
 	}
 	w.mw = words(w.meta.Bytes())
@@ -384,7 +385,7 @@ func (w *Win[T]) attach(recs [][]byte) error {
 		if r == w.rank {
 			t.n = int(binary.LittleEndian.Uint64(recs[r]))
 			t.mem, t.mw = w.local, w.mw
-			t.ctr = w.comm.NewCounter()
+			t.ctr = substrate.NewCounter(w.comm)
 			t.ready.Store(true)
 			continue
 		}
@@ -446,14 +447,14 @@ func (w *Win[T]) reachTarget(t *target[T]) error {
 	if err != nil {
 		return fmt.Errorf("%w: rank %d: %w (mixed gorma builds in one job?)", ErrInvalid, r, err)
 	}
-	meta, err := w.comm.Attach(r, mdesc)
+	meta, err := substrate.Attach(w.comm, r, mdesc)
 	if err != nil {
 		return fmt.Errorf("metadata of rank %d: %w", r, err)
 	}
-	var data *runtime.Remote
+	var data *substrate.Remote
 	var mem []T
 	if len(ddesc) > 0 && t.n > 0 { // an empty window (MPI_Win_create(NULL, 0)) has nothing to reach
-		if data, err = w.comm.Attach(r, ddesc); err != nil {
+		if data, err = substrate.Attach(w.comm, r, ddesc); err != nil {
 			meta.Close()
 			return fmt.Errorf("memory of rank %d: %w", r, err)
 		}
@@ -467,7 +468,7 @@ func (w *Win[T]) reachTarget(t *target[T]) error {
 		}
 	}
 	t.meta, t.data, t.mem, t.mw = meta, data, mem, words(meta.Mapped())
-	t.ctr = w.comm.NewCounter()
+	t.ctr = substrate.NewCounter(w.comm)
 	t.rec = nil
 	t.ready.Store(true)
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 	"github.com/gorma-hpc/gorma/window"
 )
 
@@ -124,7 +125,7 @@ func summary(ctx context.Context, w *runtime.World) (string, error) {
 		return "", fmt.Errorf("barrier: %w", err)
 	}
 	return fmt.Sprintf("pmiworld: ok: %d ranks, %d hosts, transports shm=%d tcp=%d, local size %d, connections %d",
-		w.Size(), len(hosts), count["shm"], count["tcp"], w.LocalSize(), w.Connections()), nil
+		w.Size(), len(hosts), count["shm"], count["tcp"], w.LocalSize(), substrate.Connections(w)), nil
 }
 
 // abortJob has rank r Abort the job with code 3 while the others wait in a Barrier,

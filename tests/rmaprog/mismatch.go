@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 	"github.com/gorma-hpc/gorma/window"
 )
 
@@ -15,7 +16,7 @@ import (
 // Fences, printed on stdout, before anything of the Fence ran; then every rank fences
 // win1 and frees both windows, which must work.
 func fenceMismatch(ctx context.Context, w *runtime.World, _ opts) error {
-	if !runtime.CallCheck() {
+	if !substrate.CallCheck() {
 		return errors.New("run under GORMA_CHECK=1 (golaunch -x GORMA_CHECK=1)")
 	}
 	a, err := window.Allocate[int64](ctx, w, 8)

@@ -1,0 +1,138 @@
+package subcore
+
+import (
+	"context"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gorma-hpc/gorma/transport/verbs/arena"
+)
+
+// CallSig describes a collective call: what every rank of the World must agree on. It
+// names the call in hang reports (Track.BeginSig) and is what GORMA_CHECK=1 compares
+// across the ranks (Track.Check).
+type CallSig struct {
+	Call  string // the call: "Allreduce", "window.Fence", ...
+	Count int    // elements every rank passes, -1 when the ranks' counts may differ
+	Type  string // element type ("float64"), "" for none
+	Op    string // reduction operator ("sum"), "" for none
+	Root  int    // root rank, -1 for none
+	Win   string // the window ("win3": made by the World's collective call #3), "" for none
+}
+
+// TrackInfo is what a Track knows of its World; it never changes.
+type TrackInfo struct {
+	Comm     string // the World's name in reports
+	Members  []int  // the World's ranks in the job, nil for every rank
+	Ctx      uint16 // the World's communication context
+	Me, Size int    // this rank in the World, and the World's size
+	Internal bool   // made on a World marked internal (MarkInternal)
+}
+
+// TrackOps is the runtime's side of a Track: its list of Tracks and its messages.
+type TrackOps interface {
+	// CloseTrack stops reporting t.
+	CloseTrack(t *Track)
+	// CheckCall runs GORMA_CHECK=1's comparison of sig across the ranks (Track.Check).
+	CheckCall(ctx context.Context, t *Track, seq uint64, sig *CallSig) error
+}
+
+// A Track names the calls of a layer above the runtime (a collective, a window call) in
+// this rank's hang reports. One goroutine at a time runs a Track's calls (Begin ... End);
+// reports read it from another goroutine.
+type Track struct {
+	ops   TrackOps
+	calls *atomic.Uint64 // the World's collective calls
+	info  TrackInfo
+	name  atomic.Pointer[byte]    // the call's name (static text), nil between calls
+	sig   atomic.Pointer[CallSig] // the call's details (BeginSig), nil for none
+	word  atomic.Uint64           // len(name)<<48 | the call's number on the World
+	since atomic.Int64            // Now at Begin
+}
+
+// NewTrack returns a Track on a World whose collective calls calls counts.
+func NewTrack(ops TrackOps, calls *atomic.Uint64, info TrackInfo) *Track {
+	return &Track{ops: ops, calls: calls, info: info}
+}
+
+// Info returns what t knows of its World.
+func Info(t *Track) *TrackInfo { return &t.info }
+
+// TrackRecord returns t's call under way: its name, number, details (nil for none) and
+// Now stamp; ok is false between calls.
+func TrackRecord(t *Track) (call string, seq uint64, sig *CallSig, since int64, ok bool) {
+	p := t.name.Load()
+	if p == nil {
+		return "", 0, nil, 0, false
+	}
+	w := t.word.Load()
+	call = unsafe.String(p, int(w>>48))
+	if sig = t.sig.Load(); sig != nil && sig.Call != call {
+		sig = nil
+	}
+	return call, w & (1<<48 - 1), sig, t.since.Load(), true
+}
+
+// Busy reports whether a call of t is under way.
+func Busy(t *Track) bool { return t.name.Load() != nil }
+
+// Close stops reporting t.
+func (t *Track) Close() { t.ops.CloseTrack(t) }
+
+// Begin marks the start of call (a name of at most 64 KiB, normally a constant) on the
+// Track's World. A collective call (one every rank of the World makes, in the same
+// order) gets the next number of the World's collective calls, counted across all its
+// Tracks, so that reports of two ranks compare. Another call gets none.
+func (t *Track) Begin(call string, collective bool) {
+	var seq uint64
+	if collective {
+		seq = t.calls.Add(1)
+	}
+	t.BeginAt(call, seq)
+}
+
+// Next numbers a collective call among the World's collective calls without marking it
+// under way: a layer whose calls are too short to mark every time calls BeginAt with
+// the number only once the call blocks.
+func (t *Track) Next() uint64 { return t.calls.Add(1) }
+
+// BeginAt marks the start of call with number seq (0: not a collective call).
+func (t *Track) BeginAt(call string, seq uint64) {
+	t.sig.Store(nil)
+	t.begin(call, seq)
+}
+
+// BeginSig marks the start of the collective call sig with number seq (from Next), with
+// its count, type, operator, root and window. Reports read *sig from another goroutine
+// at any time, so it must never change: a caller keeps the last one and makes a new one
+// only for a call that differs.
+func (t *Track) BeginSig(sig *CallSig, seq uint64) {
+	t.sig.Store(sig)
+	t.begin(sig.Call, seq)
+}
+
+func (t *Track) begin(call string, seq uint64) {
+	t.since.Store(Now())
+	t.word.Store(uint64(len(call))<<48 | seq&(1<<48-1))
+	t.name.Store(unsafe.StringData(call))
+}
+
+// End marks the end of the call Begin named.
+func (t *Track) End() { t.name.Store(nil) }
+
+// Check compares sig, the collective call number seq on the Track's World, with every
+// other rank's call of that number under GORMA_CHECK=1; otherwise it returns nil at once.
+// A difference is a *runtime.MismatchError at every rank, so nothing of the call has run
+// at any rank when one fails. A rank that makes no call numbered seq leaves the others
+// waiting in Check until ctx ends, as its call would; a hang report names both.
+func (t *Track) Check(ctx context.Context, seq uint64, sig *CallSig) error {
+	if !arena.Checking() || t.info.Size < 2 {
+		return nil
+	}
+	return t.ops.CheckCall(ctx, t, seq, sig)
+}
+
+// CheckNow runs Check's comparison whatever GORMA_CHECK says (for the runtime's tests).
+func CheckNow(ctx context.Context, t *Track, seq uint64, sig *CallSig) error {
+	return t.ops.CheckCall(ctx, t, seq, sig)
+}

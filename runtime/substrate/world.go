@@ -1,0 +1,68 @@
+package substrate
+
+import "github.com/gorma-hpc/gorma/runtime"
+
+// Sibling returns a World with the same ranks as w and a communication context of its own
+// that w's determines: messages on one never match receives on the other. Unlike Dup's,
+// the context does not depend on the order of calls, so ranks may ask for it at different
+// points, from concurrent goroutines. Every call returns a World on the same context. A
+// sibling has no sibling (ErrInvalid); Dup it instead. Package collectives makes its
+// calls on a World's sibling.
+//
+// Receives on a sibling fail, as Barrier's do, once any peer has failed, not only when
+// their source has: a collective call cannot complete without every rank.
+func Sibling(w *runtime.World) (*runtime.World, error) {
+	s, err := of(w).Sibling()
+	if err != nil {
+		return nil, err
+	}
+	return s.(*runtime.World), nil
+}
+
+// FreedErr returns the ErrInvalid error of a call on w after w (or, for a sibling, its
+// World) was freed, else nil: one atomic load. A library whose calls do not all go
+// through the runtime's messages checks it first, so that every call on a freed World
+// fails alike.
+func FreedErr(w *runtime.World) error { return of(w).FreedErr() }
+
+// OnFree registers f to run when w is freed, before Free returns: f frees the Worlds a
+// library derived from w (package window's Dup of it). Every rank registers the same
+// functions in the same order. f runs with no lock held and may call Free on other
+// Worlds, not on w. It fails after Finalize, and with ErrInvalid on a freed World. On
+// Init's World (never freed) it does nothing.
+func OnFree(w *runtime.World, f func()) error { return of(w).OnFree(f) }
+
+// MarkInternal marks w as a layer's own World (the window package's Dup, say): hang
+// reports leave out the calls on it while a call on another World is under way.
+func MarkInternal(w *runtime.World) { of(w).MarkInternal() }
+
+// ServePeers makes this rank's transports serve peers' requests while the caller waits
+// outside the runtime (on a word that a peer changes by a remote atomic, say). Over tcp, a
+// completion wait reads the connection itself and hands the reading back to the
+// connection's goroutine only lazily; ServePeers hands it back now. Call it before such
+// a wait. It costs a system call per connection to hand back, and a lock per tcp device.
+func ServePeers(w *runtime.World) { of(w).ServePeers() }
+
+// PollPeers serves, on the calling goroutine and without waiting, the requests that peers
+// have already sent over connections that nobody reads at the moment (see ServePeers),
+// and reports whether it served any. A goroutine that spins outside the runtime on a
+// condition a peer's request sets calls it in its spin, and ServePeers before it sleeps.
+// It costs a lock per tcp device and a system call per idle connection.
+func PollPeers(w *runtime.World) bool { return of(w).PollPeers() }
+
+// ReachOf returns how this rank reaches rank r of w, or 0 if r is out of range.
+func ReachOf(w *runtime.World, r int) Reach { return of(w).ReachOf(r) }
+
+// ReachBetween returns how rank a of w reaches rank b: what ReachOf(b) returns at rank a,
+// or 0 if either is out of range. Every rank computes the same answer, so that a layer can
+// agree on a layout without messages.
+func ReachBetween(w *runtime.World, a, b int) Reach { return of(w).ReachBetween(a, b) }
+
+// TransportBetween returns the provider rank a of w uses to reach rank b: what
+// w.Transport(b) returns at rank a ("shm" or "tcp", "self" when a == b, "" out of range).
+// Every rank computes the same answer, from the cards exchanged at Init or the node map.
+func TransportBetween(w *runtime.World, a, b int) string { return of(w).TransportBetween(a, b) }
+
+// Connections returns how many ranks of the job this rank holds a connection to. A
+// connection is made on first contact (a send, a receive naming the rank, an Attach).
+func Connections(w *runtime.World) int { return of(w).Connections() }

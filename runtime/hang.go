@@ -99,7 +99,7 @@ func (s *subWorld) NewTrack() *subcore.Track {
 		w.calls.CompareAndSwap(nil, new(atomic.Uint64))
 		calls = w.calls.Load()
 	}
-	info := subcore.TrackInfo{Comm: w.commName(), Ctx: w.ctx, Me: w.Rank(), Size: w.Size(), Internal: w.internal.Load()}
+	info := subcore.TrackInfo{Comm: commName(w), Ctx: w.ctx, Me: w.Rank(), Size: w.Size(), Internal: w.internal.Load()}
 	info.Members = w.k.members(w)
 	t := subcore.NewTrack(trackOps{w.e}, calls, info)
 	w.e.tracksMu.Lock()
@@ -138,7 +138,7 @@ func (o trackOps) CloseTrack(t *subcore.Track) {
 
 // commName names a World in reports: "World" for Init's, "World#k" for the k-th context
 // Dup or Split made, with ".sibling" for a Sibling's.
-func (w *World) commName() string {
+func commName(w *World) string {
 	return ctxName(w.ctx)
 }
 

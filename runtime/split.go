@@ -81,14 +81,14 @@ func peerOrNull(w *World, r int, recv bool) (int, error) {
 	return peerArg(w, r, recv)
 }
 
-func (w *World) destOrNull(r int) (int, error) {
+func destOrNull(w *World, r int) (int, error) {
 	if r == ProcNull {
 		return ProcNull, nil
 	}
 	return w.destArg(r)
 }
 
-func (w *World) srcOrNull(r int) (int, error) {
+func srcOrNull(w *World, r int) (int, error) {
 	if r == ProcNull {
 		return ProcNull, nil
 	}

@@ -124,7 +124,7 @@ func (w *World) bsendStart(r *Request, b []byte, esize, dest, tag int) error {
 // bsendLocked is bsendStart with dest a job rank or ProcNull.
 func (e *engine) bsendLocked(w *World, r *Request, b []byte, esize, dest, tag int) error {
 	if r != nil {
-		if err := e.resetLocked(r); err != nil {
+		if err := r.resetLocked(e); err != nil {
 			return err
 		}
 		r.kind, r.peer, r.tag = reqSend, dest, tag

@@ -1,7 +1,5 @@
 package runtime
 
-import "fmt"
-
 // Free and Cancel (MPI_Request_free, MPI_Cancel, MPI_Test_cancelled).
 
 // Free releases r (MPI_Request_free): its operation goes on and completes, and its outcome
@@ -15,7 +13,7 @@ func (r *Request) Free() error {
 	e := r.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if r.waiting || len(r.watchers) > 0 {
+	if r.parked || len(r.watchers) > 0 {
 		return withOp("free", invalidf("a goroutine is waiting for the Request"))
 	}
 	r.freed = true
@@ -49,33 +47,28 @@ func (e *engine) cancelLocked(r *Request) {
 	switch r.kind {
 	case reqRecv:
 		if r.link.Queued() {
-			e.posted.Remove(&r.link)
+			e.match.posted.Remove(&r.link)
 			r.status = Status{Cancelled: true}
 			e.completeLocked(r, nil)
 		}
 	case reqSend:
 		switch {
 		case r.outQueued:
-			r.canceled, r.cancelled = true, true
+			r.dropped, r.cancelled = true, true
 			if p := e.peers[r.peer]; p != nil && p.ready {
 				e.pumpLocked(p)
 			}
 		case r.inTable && !r.cancelAsked && r.peer != e.rank:
 			// An offer that has left: the receiver withdraws it unless it has matched
-			// it (cancelOfferLocked), and answers msgWithdrawn or, as usual, FIN.
+			// it (withdrawOfferLocked), and answers msgWithdrawn or, as usual, FIN.
 			if p := e.peers[r.peer]; p != nil && p.failed == nil {
 				r.cancelAsked = true
 				e.queueCookieLocked(p, msgCancel, r.cookie())
 			}
 		case r.peer == e.rank:
-			for m := range e.ux.All() {
-				if m.sync == r {
-					e.ux.Remove(&m.link)
-					e.uxMem.put(m)
-					r.status = Status{Cancelled: true}
-					e.completeLocked(r, nil)
-					break
-				}
+			if e.match.withdrawSyncLocked(r) {
+				r.status = Status{Cancelled: true}
+				e.completeLocked(r, nil)
 			}
 		}
 	case reqPair:
@@ -95,31 +88,4 @@ func (e *engine) queueCookieLocked(p *peer, kind uint8, cookie uint64) {
 		return
 	}
 	p.out.push(outOp{kind: opFIN, cookie: cookie, msg: kind})
-}
-
-// cancelOfferLocked handles p's request to withdraw its rendezvous offer cookie: an offer
-// still unexpected here (no receive has matched it) is dropped and p told msgWithdrawn;
-// one already matched is being read, or was, and its FIN answers p.
-func (e *engine) cancelOfferLocked(p *peer, cookie uint64) {
-	for m := range e.ux.All() {
-		if m.kind == msgRTS && m.src == p.rank && m.cookie == cookie {
-			e.ux.Remove(&m.link)
-			e.uxMem.put(m)
-			if p.failed == nil {
-				e.queueCookieLocked(p, msgWithdrawn, cookie)
-			}
-			return
-		}
-	}
-}
-
-// withdrawnLocked completes the send whose offer p withdrew at its request, cancelled.
-func (e *engine) withdrawnLocked(p *peer, cookie uint64) {
-	r := e.table.lookup(cookie)
-	if r == nil || r.kind != reqSend || r.peer != p.rank || !r.cancelAsked {
-		e.peerFailedLocked(p, &errWire{fmt.Sprintf("withdrawal of unknown rendezvous %#x", cookie)})
-		return
-	}
-	r.status = Status{Cancelled: true}
-	e.completeLocked(r, nil)
 }

@@ -132,7 +132,7 @@ func exchangeAmong(ctx context.Context, w *World, members []int, me int, recs []
 		reqs = append(reqs, Request{})
 		sr := &reqs[len(reqs)-1]
 		e.mu.Lock()
-		err := e.resetLocked(sr)
+		err := sr.resetLocked(e)
 		if err == nil {
 			sr.kind, sr.ctx, sr.peer, sr.tag, sr.buf, sr.esize = reqSend, w.ctx+1, jr, tag, mine, 1
 			e.sendLocked(sr)

@@ -7,7 +7,7 @@ import (
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
-var errCanceled = errors.New("send canceled before it was posted")
+var errDropped = errors.New("send canceled before it was posted")
 
 // handleLocked handles one work completion.
 func (e *engine) handleLocked(wc *verbs.WC) {
@@ -32,7 +32,10 @@ func (e *engine) handleLocked(wc *verbs.WC) {
 		p.txDone(idx)
 	case wrRead:
 		p.sqFree++
-		e.readDoneLocked(p, idx)
+		if r := e.match.readDoneLocked(idx); r != nil {
+			e.queueFINLocked(p, r.fin)
+			e.completeLocked(r, r.truncErr())
+		}
 	case wrRx:
 		e.messageLocked(p, p.rxBuf(idx)[:wc.ByteLen])
 		if p.failed == nil {
@@ -52,12 +55,25 @@ func (e *engine) messageLocked(p *peer, msg []byte) {
 		return
 	}
 	switch h.kind {
-	case msgFIN:
-		e.finLocked(p, h.cookie)
+	case msgFIN, msgWithdrawn:
+		// FIN, or msgWithdrawn at this rank's request (msgCancel), completes the
+		// rendezvous send of the cookie.
+		r := e.match.answeredLocked(p.rank, h.kind, h.cookie)
+		if r == nil {
+			what := "FIN for"
+			if h.kind == msgWithdrawn {
+				what = "withdrawal of"
+			}
+			e.peerFailedLocked(p, &errWire{fmt.Sprintf("%s unknown rendezvous %#x", what, h.cookie)})
+			return
+		}
+		e.completeLocked(r, nil)
 	case msgCancel:
-		e.cancelOfferLocked(p, h.cookie)
-	case msgWithdrawn:
-		e.withdrawnLocked(p, h.cookie)
+		// p asks to withdraw its offer: one still unexpected here is dropped and p told
+		// msgWithdrawn; one already matched is being read, or was, and its FIN answers p.
+		if e.match.withdrawOfferLocked(p.rank, h.cookie) && p.failed == nil {
+			e.queueCookieLocked(p, msgWithdrawn, h.cookie)
+		}
 	case msgNop:
 	case msgEager, msgRTS:
 		// Fast box messages sent before this one go first, and those that waited for it

@@ -52,7 +52,7 @@ func RecvType[T any](ctx context.Context, w *World, buf []T, count int, t dataty
 	}
 	p := packpool.Get(l.Size())
 	defer packpool.Put(p)
-	lay := w.e.recvLay(&l)
+	lay := recvLay(&l, w.e.cfg.eagerSHM)
 	var st Status
 	done := false
 	if lay != nil {
@@ -89,7 +89,7 @@ func SendrecvType[S, R any](ctx context.Context, w *World, sbuf []S, scount int,
 	if !rin {
 		rp = packpool.Get(rl.Size())
 		in = rp.B
-		ro = w.e.recvLay(&rl)
+		ro = recvLay(&rl, w.e.cfg.eagerSHM)
 	}
 	var stat Status
 	done := false
@@ -208,7 +208,7 @@ func IrecvType[T any](w *World, buf []T, count int, t datatype.Type, src, tag in
 		return r, nil
 	}
 	p := packpool.Get(l.Size())
-	lay := w.e.recvLay(&l)
+	lay := recvLay(&l, w.e.cfg.eagerSHM)
 	r := new(Request)
 	done := false
 	if lay != nil {

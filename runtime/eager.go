@@ -26,7 +26,7 @@ func (e *engine) sendLocked(r *Request) {
 		r.outQueued = true
 		return
 	}
-	if len(r.buf) > p.eagerMax || r.sync {
+	if len(r.buf) > p.eagerMax || r.synchronous {
 		e.offerLocked(p, r)
 		return
 	}
@@ -125,13 +125,13 @@ func (e *engine) failHeldLocked(err error) {
 // message waits unexpected completes when a receive takes it (uxMsg.sync).
 func (e *engine) sendSelfLocked(r *Request) {
 	tag := int32(r.tag)
-	if rr := e.posted.Match(envelope(r.ctx, e.rank, tag)); rr != nil {
-		e.posted.Remove(&rr.link)
-		e.deliverEagerLocked(rr, e.rank, tag, r.buf)
+	if rr := e.match.posted.Match(envelope(r.ctx, e.rank, tag)); rr != nil {
+		e.match.posted.Remove(&rr.link)
+		e.completeLocked(rr, rr.deliver(e.rank, tag, r.buf))
 	} else {
-		m := e.uxMem.getWith(r.buf)
+		m := e.match.uxMem.getWith(r.buf)
 		m.src, m.ctx, m.tag, m.kind = e.rank, r.ctx, tag, msgEager
-		if r.sync {
+		if r.synchronous {
 			m.sync = r
 			e.queueUxLocked(m)
 			e.kickLocked()
@@ -188,14 +188,14 @@ func (e *engine) pumpLocked(p *peer) {
 	for p.out.n > 0 && p.failed == nil {
 		op := p.out.front()
 		r := op.r
-		if r != nil && r.canceled {
+		if r != nil && r.dropped {
 			p.out.pop()
 			r.outQueued = false
 			if r.cancelled {
 				r.status = Status{Cancelled: true}
 				e.completeLocked(r, nil)
 			} else {
-				e.completeLocked(r, errCanceled)
+				e.completeLocked(r, errDropped)
 			}
 			continue
 		}
@@ -218,7 +218,7 @@ func (e *engine) pumpLocked(p *peer) {
 			// Nothing sent before r waits any more: it may take the fast box.
 			r.outQueued = false
 			switch {
-			case len(r.buf) > p.eagerMax || r.sync:
+			case len(r.buf) > p.eagerMax || r.synchronous:
 				if e.exposeLocked(p, r) {
 					e.postRTSLocked(p, r)
 				}

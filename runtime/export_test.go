@@ -26,7 +26,8 @@ func Pending(w *World) (posted, unexpected, table int) {
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.posted.Len(), e.ux.Len(), len(e.table.slots) - len(e.table.free)
+	m := &e.match
+	return m.posted.Len(), m.ux.Len(), len(m.table.slots) - len(m.table.free)
 }
 
 // ForceCopyRendezvous makes w's shm rendezvous sends offer a private arena copy, as where

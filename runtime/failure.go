@@ -71,14 +71,14 @@ func (f *failures) peerFailedWhyLocked(p *peer, why string, cause error) {
 			e.completeLocked(op.r, pe)
 		}
 	}
-	for _, r := range e.table.slots {
+	for _, r := range e.match.table.slots {
 		if r != nil && ((r.kind == reqSend && r.peer == p.rank) || (r.kind == reqRecv && r.status.Source == p.rank)) {
 			e.completeLocked(r, pe)
 		}
 	}
 	e.releasePeerLocked(p, pe)
-	e.failQueueLocked(&e.posted, p.rank, pe)
-	e.failQueueLocked(&e.probes, p.rank, pe)
+	e.failQueueLocked(&e.match.posted, p.rank, pe)
+	e.failQueueLocked(&e.match.probes, p.rank, pe)
 	e.failCountersLocked(p)
 	e.kickLocked()
 }
@@ -110,14 +110,14 @@ func (f *failures) failAllLocked(err error) {
 			}
 		}
 	}
-	for _, r := range e.table.slots {
+	for _, r := range e.match.table.slots {
 		if r != nil {
 			e.completeLocked(r, err)
 		}
 	}
 	e.failHeldLocked(err)
-	e.failQueueLocked(&e.posted, -1, err)
-	e.failQueueLocked(&e.probes, -1, err)
+	e.failQueueLocked(&e.match.posted, -1, err)
+	e.failQueueLocked(&e.match.probes, -1, err)
 	e.failAllCountersLocked(err)
 	e.kickLocked()
 }

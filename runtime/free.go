@@ -149,7 +149,7 @@ func (w *World) Free() error {
 		if e.late == nil {
 			e.late = map[uint16]lateFree{}
 		}
-		lf.done = e.newRequestLocked(reqSync)
+		lf.done = e.match.newRequestLocked(e, reqSync)
 		e.late[base] = lf
 		return nil
 	}
@@ -204,14 +204,14 @@ func (c *comms) exchangeMarksLocked(base uint16, members []int) {
 			continue
 		}
 		early := matching.Envelope{Ctx: ctlCtx, Src: jr, Tag: int32(base)}
-		if m := e.ux.Take(early); m != nil {
-			e.uxMem.put(m) // jr freed the World first: nothing of it is on the way
+		if m := e.match.ux.Take(early); m != nil {
+			e.match.uxMem.put(m) // jr freed the World first: nothing of it is on the way
 		} else {
 			e.ctxs.await(base, jr)
 		}
 		if r := e.startSendLocked(ctlCtx, nil, 1, jr, int(base)); r != nil {
 			if r.done {
-				e.recycleLocked(r)
+				e.match.recycleLocked(r)
 			} else {
 				r.detached = true
 			}
@@ -225,17 +225,17 @@ func (c *comms) exchangeMarksLocked(base uint16, members []int) {
 func (c *comms) pendingOnLocked(base uint16) string {
 	e := c.e
 	on := func(ctx uint16) bool { return ctx >= base && ctx < base+ctxPerWorld }
-	for r := range e.posted.All() {
+	for r := range e.match.posted.All() {
 		if on(r.ctx) {
 			return fmt.Sprintf("a receive (source %d, tag %d) is posted", r.peer, r.tag)
 		}
 	}
-	for r := range e.probes.All() {
+	for r := range e.match.probes.All() {
 		if on(r.ctx) {
 			return "a probe is waiting"
 		}
 	}
-	for _, r := range e.table.slots {
+	for _, r := range e.match.table.slots {
 		if r != nil && !r.done && on(r.ctx) {
 			if r.kind == reqSend {
 				return fmt.Sprintf("a send to rank %d (tag %d) has not been read by its receiver", r.peer, r.tag)
@@ -248,7 +248,7 @@ func (c *comms) pendingOnLocked(base uint16) string {
 			continue
 		}
 		for i := 0; i < p.out.n; i++ {
-			if r := p.out.at(i).r; r != nil && !r.done && !r.canceled && on(r.ctx) && r.kind == reqSend {
+			if r := p.out.at(i).r; r != nil && !r.done && !r.dropped && on(r.ctx) && r.kind == reqSend {
 				return fmt.Sprintf("a send to rank %d (tag %d) waits to go out", r.peer, r.tag)
 			}
 		}
@@ -260,16 +260,16 @@ func (c *comms) pendingOnLocked(base uint16) string {
 // base, releasing rendezvous offers.
 func (c *comms) discardUnexpectedLocked(base uint16) {
 	e := c.e
-	for m := range e.ux.All() {
+	for m := range e.match.ux.All() {
 		if m.ctx >= base && m.ctx < base+ctxPerWorld {
-			e.ux.Remove(&m.link)
+			e.match.ux.Remove(&m.link)
 			if m.kind == msgRTS {
 				e.queueFINLocked(e.peers[m.src], m.cookie)
 			}
 			if m.sync != nil { // an Ssend to this rank itself: discarded is as good as received
 				e.completeLocked(m.sync, nil)
 			}
-			e.uxMem.put(m)
+			e.match.uxMem.put(m)
 		}
 	}
 }
@@ -302,8 +302,8 @@ func (c *comms) markLocked(src int, base uint16) bool {
 	if !e.ctxs.markArrived(src, base) {
 		return false
 	}
-	if r := e.posted.Take(matching.Envelope{Ctx: ctlCtx, Src: src, Tag: int32(base)}); r != nil {
-		e.deliverEagerLocked(r, src, int32(base), nil)
+	if r := e.match.posted.Take(matching.Envelope{Ctx: ctlCtx, Src: src, Tag: int32(base)}); r != nil {
+		e.completeLocked(r, r.deliver(src, int32(base), nil))
 	}
 	return true
 }
@@ -333,14 +333,14 @@ func (c *comms) reuseWaitLocked(base uint16) error {
 		if err := e.waitLocked(context.Background(), lf.done); err != nil {
 			return err
 		}
-		e.recycleLocked(lf.done)
+		e.match.recycleLocked(lf.done)
 	}
 	for {
 		jr, waiting := e.ctxs.firstAwaited(base)
 		if !waiting {
 			return nil
 		}
-		r := e.newRequestLocked(reqRecv)
+		r := e.match.newRequestLocked(e, reqRecv)
 		r.ctx, r.peer, r.tag, r.esize, r.anyFail = ctlCtx, jr, int(base), 1, true
 		e.receiveLocked(r) // posted: an awaited mark is never queued (markLocked)
 		if _, err := e.finishRecvLocked(context.Background(), r); err != nil {

@@ -24,8 +24,8 @@ import (
 //   - a layer above (collectives, window) names its own calls with a Track: Begin at the
 //     call's start (three atomic stores, and for a collective call an atomic add that
 //     numbers it among the World's collective calls), End at its end (one store);
-//   - e.progress counts completed requests, so that two reports tell whether the rank
-//     moved in between.
+//   - e.match.completed counts completed requests, so that two reports tell whether the
+//     rank moved in between.
 //
 // Times come from a coarse clock (subcore.Now) that the event watcher advances every
 // clockTick while the rank is under a launcher that can ask; elsewhere it stays 0 and
@@ -195,7 +195,7 @@ func (e *engine) hangRecords() (recs []hang.Record, progress uint64) {
 		}
 		recs = append(recs, rec)
 	}
-	progress = e.progress
+	progress = e.match.completed
 	e.mu.Unlock()
 	slices.SortStableFunc(recs, func(a, b hang.Record) int { return cmp.Compare(b.Since, a.Since) })
 	return recs, progress

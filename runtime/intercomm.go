@@ -309,7 +309,7 @@ func (c *comms) swap(ctx context.Context, ctxID uint16, peer, tag int, mine, the
 	e := c.e
 	var sr Request
 	e.mu.Lock()
-	err := e.resetLocked(&sr)
+	err := sr.resetLocked(e)
 	if err == nil {
 		sr.kind, sr.ctx, sr.peer, sr.tag, sr.buf, sr.esize = reqSend, ctxID, peer, tag, mine, 1
 		e.sendLocked(&sr)

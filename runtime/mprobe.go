@@ -37,12 +37,12 @@ func Mprobe(ctx context.Context, w *World, src, tag int) (*Message, Status, erro
 	if err := e.checkArgsLocked(s, tag, true); err != nil {
 		return nil, Status{}, withOp("mprobe", err)
 	}
-	r := e.newRequestLocked(reqProbe)
+	r := e.match.newRequestLocked(e, reqProbe)
 	r.ctx, r.peer, r.tag, r.mprobe = w.ctx, s, tag, true
 	e.probeLocked(r)
 	err = e.waitLocked(ctx, r)
 	if err != nil {
-		e.probes.Remove(&r.link)
+		e.match.probes.Remove(&r.link)
 	} else {
 		err = r.err
 	}
@@ -51,7 +51,7 @@ func Mprobe(ctx context.Context, w *World, src, tag int) (*Message, Status, erro
 		msg = &Message{w: w, m: r.msg}
 	}
 	st := w.out(r.status)
-	e.recycleLocked(r)
+	e.match.recycleLocked(r)
 	e.handoffLocked()
 	return msg, st, withOp("mprobe", err)
 }
@@ -81,8 +81,8 @@ func Improbe(w *World, src, tag int) (msg *Message, ok bool, st Status, err erro
 		e.progressLocked()
 	}
 	r := Request{ctx: w.ctx, peer: s, tag: tag}
-	if m := e.ux.Match(r.want()); m != nil {
-		e.ux.Remove(&m.link)
+	if m := e.match.ux.Match(r.want()); m != nil {
+		e.match.ux.Remove(&m.link)
 		st := Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}
 		return &Message{w: w, m: m}, true, w.out(st), nil
 	}
@@ -141,7 +141,7 @@ func (m *Message) start(r *Request, b []byte, esize int) error {
 	if err := e.checkLocked(); err != nil {
 		return err
 	}
-	if err := e.resetLocked(r); err != nil {
+	if err := r.resetLocked(e); err != nil {
 		return err
 	}
 	m.used = true

@@ -36,7 +36,7 @@ func WaitAny(ctx context.Context, rs []*Request) (int, Status, error) {
 	}
 	i := doneIndex(set)
 	if i < 0 {
-		tok := &Request{e: e, kind: reqSync, wake: make(chan struct{}, 1)}
+		tok := &Request{e: e, kind: reqSync, waiter: waiter{wake: make(chan struct{}, 1)}}
 		if err := e.untilLocked(ctx, tok, false, set); err != nil {
 			e.handoffLocked()
 			return -1, Status{}, withOp("waitany", err)
@@ -126,7 +126,7 @@ func WaitSome(ctx context.Context, rs []*Request, statuses []Status) ([]int, err
 		return nil, nil
 	}
 	if doneIndex(set) < 0 {
-		tok := &Request{e: e, kind: reqSync, wake: make(chan struct{}, 1)}
+		tok := &Request{e: e, kind: reqSync, waiter: waiter{wake: make(chan struct{}, 1)}}
 		if err := e.untilLocked(ctx, tok, false, set); err != nil {
 			e.handoffLocked()
 			return nil, withOp("waitsome", err)
@@ -326,7 +326,7 @@ func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize,
 	}
 	var rr, sr *Request
 	if src != ProcNull {
-		rr = e.newRequestLocked(reqRecv)
+		rr = e.match.newRequestLocked(e, reqRecv)
 		rr.ctx, rr.peer, rr.tag, rr.buf, rr.esize, rr.anyFail = ctxID, src, rtag, rbuf, rsize, collective
 		e.receiveLocked(rr)
 	}

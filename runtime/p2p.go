@@ -107,10 +107,10 @@ func (e *engine) isendLocked(w *World, r *Request, b []byte, esize, dest, tag in
 	if err := e.checkArgsLocked(dest, tag, false); err != nil {
 		return err
 	}
-	if err := e.resetLocked(r); err != nil {
+	if err := r.resetLocked(e); err != nil {
 		return err
 	}
-	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.sync = reqSend, w.ctx, dest, tag, b, esize, sync
+	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = reqSend, w.ctx, dest, tag, b, esize, sync
 	e.sendLocked(r)
 	return nil
 }
@@ -155,7 +155,7 @@ func (e *engine) irecvLocked(w *World, r *Request, b []byte, esize, src, tag int
 	if err := e.checkArgsLocked(src, tag, true); err != nil {
 		return err
 	}
-	if err := e.resetLocked(r); err != nil {
+	if err := r.resetLocked(e); err != nil {
 		return err
 	}
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize = reqRecv, w.ctx, src, tag, b, esize
@@ -165,8 +165,8 @@ func (e *engine) irecvLocked(w *World, r *Request, b []byte, esize, src, tag int
 	return nil
 }
 
-// resetLocked readies a user's Request for a new operation.
-func (e *engine) resetLocked(r *Request) error {
+// resetLocked readies a user's Request for a new operation of e.
+func (r *Request) resetLocked(e *engine) error {
 	if r == nil {
 		return invalidf("nil Request")
 	}
@@ -176,14 +176,14 @@ func (e *engine) resetLocked(r *Request) error {
 	if r.e != nil && r.e != e {
 		return invalidf("the Request belongs to another World's job")
 	}
-	if r.waiting || len(r.watchers) > 0 {
+	if r.parked || len(r.watchers) > 0 {
 		return invalidf("a goroutine is still waiting for the Request")
 	}
 	if r.pers != nil {
 		return invalidf("the Request is persistent (SendInit, RecvInit): run it again with Start")
 	}
 	wake := r.wake
-	*r = Request{e: e, wake: wake, truncTo: -1}
+	*r = Request{e: e, waiter: waiter{wake: wake}, rndvState: rndvState{rndvRead: rndvRead{truncTo: -1}}}
 	return nil
 }
 
@@ -210,17 +210,17 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 	if err := e.checkArgsLocked(src, tag, true); err != nil {
 		return Status{}, withOp("probe", err)
 	}
-	r := e.newRequestLocked(reqProbe)
+	r := e.match.newRequestLocked(e, reqProbe)
 	r.ctx, r.peer, r.tag = w.ctx, src, tag
 	e.probeLocked(r)
 	err = e.waitLocked(ctx, r)
 	if err != nil {
-		e.probes.Remove(&r.link)
+		e.match.probes.Remove(&r.link)
 	} else {
 		err = r.err
 	}
 	st := w.out(r.status)
-	e.recycleLocked(r)
+	e.match.recycleLocked(r)
 	e.handoffLocked()
 	return st, withOp("probe", err)
 }
@@ -252,7 +252,7 @@ func Iprobe(w *World, src, tag int) (bool, Status, error) {
 		e.progressLocked()
 	}
 	r := Request{ctx: w.ctx, peer: src, tag: tag}
-	if m := e.ux.Match(r.want()); m != nil {
+	if m := e.match.ux.Match(r.want()); m != nil {
 		return true, w.out(Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}), nil
 	}
 	if err := e.sourceFailedLocked(&r); err != nil {
@@ -309,7 +309,7 @@ func (e *engine) startSendLocked(ctxID uint16, buf []byte, esize, dest, tag int)
 			return nil
 		}
 	}
-	r := e.newRequestLocked(reqSend)
+	r := e.match.newRequestLocked(e, reqSend)
 	r.ctx, r.peer, r.tag, r.buf, r.esize = ctxID, dest, tag, buf, esize
 	e.sendLocked(r)
 	return r
@@ -320,12 +320,12 @@ func (e *engine) startSendLocked(ctxID uint16, buf []byte, esize, dest, tag int)
 func (e *engine) finishSendLocked(ctx context.Context, r *Request) error {
 	if !r.done {
 		if err := e.waitLocked(ctx, r); err != nil {
-			e.abandonSendLocked(r)
+			e.match.abandonLocked(r)
 			return err
 		}
 	}
 	err := r.err
-	e.recycleLocked(r)
+	e.match.recycleLocked(r)
 	return err
 }
 
@@ -337,7 +337,7 @@ func (e *engine) recv(ctx context.Context, ctxID uint16, buf []byte, esize, src,
 	if err := e.checkArgsLocked(src, tag, true); err != nil {
 		return Status{}, err
 	}
-	r := e.newRequestLocked(reqRecv)
+	r := e.match.newRequestLocked(e, reqRecv)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.anyFail = ctxID, src, tag, buf, esize, collective
 	e.receiveLocked(r)
 	st, err := e.finishRecvLocked(ctx, r)
@@ -355,27 +355,13 @@ func (e *engine) finishRecvLocked(ctx context.Context, r *Request) (Status, erro
 			err = e.waitLocked(context.Background(), r)
 		}
 		if err != nil {
-			e.posted.Remove(&r.link)
+			e.match.posted.Remove(&r.link)
 		}
 	}
 	if err == nil {
 		err = r.err
 	}
 	st := r.status
-	e.recycleLocked(r)
+	e.match.recycleLocked(r)
 	return st, err
-}
-
-// abandonSendLocked gives up waiting for blocking send r: a send still in its peer's out
-// queue is dropped when it reaches the front; a rendezvous offer stays until FIN or
-// failure. Either way r is recycled when it completes.
-func (e *engine) abandonSendLocked(r *Request) {
-	if r.done {
-		e.recycleLocked(r)
-		return
-	}
-	r.detached = true
-	if r.outQueued {
-		r.canceled = true
-	}
 }

@@ -88,7 +88,8 @@ func (w *World) initRequest(kind reqKind, mode sendMode, b []byte, esize, peer, 
 		return nil, err
 	}
 	p := &persistent{w: w, kind: kind, mode: mode, buf: b, esize: esize, peer: jr, tag: tag}
-	return &Request{e: e, kind: kind, pers: p, done: true, inactive: true, truncTo: -1, status: emptyStatus}, nil
+	return &Request{e: e, kind: kind, done: true, status: emptyStatus,
+		persState: persState{pers: p, inactive: true}, rndvState: rndvState{rndvRead: rndvRead{truncTo: -1}}}, nil
 }
 
 // Start starts the inactive persistent Request r (MPI_Start): never started, or its
@@ -132,7 +133,7 @@ func (e *engine) startLocked(r *Request) error {
 		return invalidf("the Request is not persistent (make it with SendInit or RecvInit)")
 	case !r.inactive:
 		return invalidf("the Request is active (Start it again once Wait or Test has reported its completion)")
-	case r.waiting || len(r.watchers) > 0:
+	case r.parked || len(r.watchers) > 0:
 		return invalidf("a goroutine is still waiting for the Request")
 	}
 	if err := p.w.live(); err != nil {

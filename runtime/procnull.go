@@ -32,7 +32,7 @@ func (e *engine) nullRequestLocked(r *Request, kind reqKind, tag int) error {
 	if err := e.nullArgsLocked(tag, kind == reqRecv); err != nil {
 		return err
 	}
-	if err := e.resetLocked(r); err != nil {
+	if err := r.resetLocked(e); err != nil {
 		return err
 	}
 	r.kind, r.peer, r.tag = kind, ProcNull, tag

@@ -78,7 +78,7 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 		e.polling = true
 		live := e.liveDevsLocked()
 		if first {
-			e.poll.spinBudget = spinBudget(e.poll.spinFor, e.table.sendBytes, e.localSize > e.ncpu)
+			e.poll.spinBudget = spinBudget(e.poll.spinFor, e.match.table.sendBytes, e.localSize > e.ncpu)
 			e.poll.yieldAfter = e.yieldAfterLocked(r, quiet, set)
 		}
 		e.mu.Unlock()
@@ -140,17 +140,17 @@ func (e *engine) quietLocked() bool {
 			return false
 		}
 	}
-	return len(e.table.free) == len(e.table.slots)
+	return e.match.idleLocked()
 }
 
 // handoffLocked wakes a parked goroutine to take over polling, if nobody polls. Call it
 // whenever a waiting goroutine stops waiting.
 func (e *engine) handoffLocked() {
-	if e.polling || len(e.waiters) == 0 {
+	if e.polling || len(e.match.waiters) == 0 {
 		return
 	}
 	select {
-	case e.waiters[0].wake <- struct{}{}:
+	case e.match.waiters[0].wake <- struct{}{}:
 	default:
 	}
 }
@@ -160,30 +160,30 @@ func (e *engine) handoffLocked() {
 //
 // Several goroutines may wait for one Request: they share its wake channel, which holds
 // one token, so completeLocked wakes only one of them. A goroutine that leaves while
-// others still wait for a completed r passes the wake-up on, and r.waiting stays true
+// others still wait for a completed r passes the wake-up on, and r.parked stays true
 // until the last one has left; otherwise the others would sleep until their context
 // ends, or for ever (TestStressWaitOneRequestFromManyGoroutines).
 func (e *engine) parkLocked(ctx context.Context, r *Request) {
 	if r.wake == nil {
 		r.wake = make(chan struct{}, 1)
 	}
-	r.waiting = true
-	e.waiters = append(e.waiters, r)
+	r.parked = true
+	e.match.waiters = append(e.match.waiters, r)
 	e.mu.Unlock()
 	select {
 	case <-r.wake:
 	case <-ctx.Done():
 	}
 	e.mu.Lock()
-	if i := slices.Index(e.waiters, r); i >= 0 {
-		e.waiters = slices.Delete(e.waiters, i, i+1)
+	if i := slices.Index(e.match.waiters, r); i >= 0 {
+		e.match.waiters = slices.Delete(e.match.waiters, i, i+1)
 	}
-	r.waiting = slices.Contains(e.waiters, r)
+	r.parked = slices.Contains(e.match.waiters, r)
 	select {
 	case <-r.wake:
 	default:
 	}
-	if r.waiting && r.done {
+	if r.parked && r.done {
 		r.wake <- struct{}{} // drained just above: never blocks
 	}
 }

@@ -38,27 +38,6 @@ type Request struct {
 	buf   []byte // user memory: the message (send) or where it goes (receive)
 	esize int    // element size, for Status.Count
 
-	// Rendezvous. A send that offered its buffer (RTS) and a receive that reads one hold a
-	// slot in the engine's table until FIN (send) or until the read completed (receive).
-	slot    uint32
-	gen     uint32
-	inTable bool
-	mr      verbs.MR        // send: the buffer's registration
-	mrOwned bool            // send: mr is a private copy, deregistered at completion
-	mrCache *arena.RegCache // send: mr came from this cache, put back at completion
-	rkey    uint64          // receive: the offered buffer
-	roff    uint64
-	rlen    int    // receive: bytes to read (len(buf) or less)
-	reads   int    // receive: RDMA reads outstanding
-	fin     uint64 // receive: the sender's cookie, returned in FIN
-	truncTo int    // receive: the full message length when it did not fit, else -1
-	lay     *layIO // a typed send's layout offer, or a typed receive's layout (rndv_iov.go)
-
-	// A blocking wait on it (hang.go), guarded by the engine's mu.
-	waitFrom int64  // coarseNow when the wait began; 0: not waited on
-	waitCall string // the call that waits
-	waitIdx  int    // its index in engine.waiting
-
 	// Completion, guarded by the engine's mu.
 	done   bool
 	status Status
@@ -71,30 +50,92 @@ type Request struct {
 	// The request's place in the posted or probe queue, guarded by mu.
 	link matching.Link[Request]
 
-	// Waiting goroutines that are not the poller park on wake.
-	wake    chan struct{}
-	waiting bool
+	pooled    bool   // owned by the engine: recycled once done and no longer referenced
+	detached  bool   // a pooled request whose caller gave up (ctx): recycle at completion
+	freed     bool   // Free was called: no call may use it again until it is reused
+	cancelled bool   // Cancel reached it before it matched: complete with Status.Cancelled
+	anyFail   bool   // a receive of a collective (Barrier, a Sibling World): fails when any peer fails
+	grp       *group // a receive on a World made by Split: Status.Source is translated
+
+	// Per-kind state. Each part is used by the kinds its doc names and is zero otherwise.
+	waiter     // every kind: the goroutines waiting on it
+	rndvState  // reqSend, reqRecv: a rendezvous
+	sendState  // reqSend
+	pairState  // reqPair and its parts
+	persState  // persistent requests (SendInit, RecvInit)
+	probeState // reqProbe of Mprobe
+}
+
+// waiter is who waits on a Request, guarded by the engine's mu.
+type waiter struct {
+	// Waiting goroutines that are not the poller park on wake; parked is set while one
+	// does.
+	wake   chan struct{}
+	parked bool
 	// watchers are the parking tokens of WaitAny calls parked on a set holding this
 	// request: its completion wakes them too.
 	watchers []*Request
 
-	pooled    bool   // owned by the engine: recycled once done and no longer referenced
-	detached  bool   // a pooled request whose caller gave up (ctx): recycle at completion
-	canceled  bool   // a queued send whose caller gave up before it was posted
-	outQueued bool   // a send waiting in its peer's out queue (eager message or RTS)
-	anyFail   bool   // a receive of a collective (Barrier, a Sibling World): fails when any peer fails
-	grp       *group // a receive on a World made by Split: Status.Source is translated
+	// A blocking wait on it (hang.go).
+	waitFrom int64  // coarseNow when the wait began; 0: not waited on
+	waitCall string // the call that waits
+	waitIdx  int    // its index in engine.waiting
+}
 
-	sync        bool        // a synchronous send (Ssend): by rendezvous, complete once matched
-	cancelled   bool        // Cancel reached it before it matched: complete with Status.Cancelled
-	cancelAsked bool        // Cancel asked the receiver to withdraw its rendezvous offer (msgCancel)
-	freed       bool        // Free was called: no call may use it again until it is reused
-	parent      *Request    // a part of an Isendrecv, whose completion it may complete
-	parts       [2]*Request // reqPair: the receive and the send
-	pers        *persistent // a persistent request (SendInit, RecvInit): what Start starts
-	inactive    bool        // a persistent request not started, or whose completion was reported
-	mprobe      bool        // a probe of Mprobe: takes the message it finds (msg)
-	msg         *uxMsg      // the message an Mprobe took
+// rndvState is a send's or a receive's rendezvous. A send that offered its buffer (RTS)
+// and a receive that reads one hold a slot in the matcher's table until FIN (send) or
+// until the read completed (receive).
+type rndvState struct {
+	slot      uint32
+	gen       uint32
+	inTable   bool
+	lay       *layIO // a typed send's layout offer, or a typed receive's layout (rndv_iov.go)
+	rndvOffer        // reqSend: the offered buffer
+	rndvRead         // reqRecv: the read of an offer
+}
+
+// rndvOffer is a rendezvous send's buffer, as the receiver reads it.
+type rndvOffer struct {
+	mr      verbs.MR        // the buffer's registration
+	mrOwned bool            // mr is a private copy, deregistered at completion
+	mrCache *arena.RegCache // mr came from this cache, put back at completion
+	mrOff   uint64          // the buffer's offset in mr
+}
+
+// rndvRead is a receive's RDMA read of a rendezvous offer.
+type rndvRead struct {
+	rkey    uint64 // the offered buffer's key
+	roff    uint64 // the offered buffer's offset under rkey
+	rlen    int    // bytes to read (len(buf) or less)
+	reads   int    // RDMA reads outstanding
+	fin     uint64 // the sender's cookie, returned in FIN
+	truncTo int    // the full message length when it did not fit, else -1
+}
+
+// sendState is a send's mode and its place on the way out.
+type sendState struct {
+	synchronous bool // Ssend: by rendezvous, complete once matched
+	outQueued   bool // waiting in its peer's out queue (eager message or RTS)
+	dropped     bool // still in the out queue when its caller gave up or cancelled: never posted
+	cancelAsked bool // Cancel asked the receiver to withdraw its rendezvous offer (msgCancel)
+}
+
+// pairState links an Isendrecv (reqPair) and its two parts.
+type pairState struct {
+	parent *Request    // a part: the Isendrecv whose completion it may complete
+	parts  [2]*Request // the Isendrecv: the receive and the send
+}
+
+// persState is a persistent request's arguments and activity.
+type persState struct {
+	pers     *persistent // what Start starts
+	inactive bool        // not started, or its completion was reported
+}
+
+// probeState is an Mprobe's probe.
+type probeState struct {
+	mprobe bool   // takes the message it finds (msg)
+	msg    *uxMsg // the message it took
 }
 
 // want is the Envelope receive (or probe) r asks for.
@@ -206,126 +247,15 @@ func (r *Request) opName() string {
 	return "finalize"
 }
 
-// completeLocked finishes r with err and wakes its waiter. The caller holds mu.
+// completeLocked finishes r with err and wakes its waiter (matcher.completeLocked), then
+// releases the contexts of a freed World whose last operation r was. The caller holds mu.
 func (e *engine) completeLocked(r *Request, err error) {
 	if r.done {
 		return
 	}
-	if err != nil && r.err == nil {
-		r.err = err
-	}
-	ctx := r.ctx // a detached request is recycled below
-	r.done = true
-	e.progress++
-	if r.inTable {
-		e.table.release(r)
-	}
-	switch {
-	case r.mr == nil:
-	case r.mrOwned:
-		r.mr.Dereg()
-	case r.mrCache != nil:
-		r.mrCache.Put(r.mr)
-	}
-	r.mr, r.mrCache = nil, nil
-	if r.waiting {
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
-	}
-	for _, w := range r.watchers {
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
-	}
-	if r.detached {
-		e.recycleLocked(r)
-	}
-	if r.parent != nil {
-		e.partDoneLocked(r.parent)
-	}
+	ctx := r.ctx // a detached request is recycled on completion
+	e.match.completeLocked(r, err)
 	if e.late != nil {
 		e.settleLocked(ctx)
 	}
-}
-
-// newRequest returns a pooled request for a blocking call.
-func (e *engine) newRequestLocked(kind reqKind) *Request {
-	var r *Request
-	if n := len(e.pool); n > 0 {
-		r = e.pool[n-1]
-		e.pool = e.pool[:n-1]
-	} else {
-		r = &Request{e: e, pooled: true}
-	}
-	r.kind = kind
-	r.truncTo = -1
-	return r
-}
-
-// recycleLocked returns a pooled request to the pool once nothing refers to it.
-func (e *engine) recycleLocked(r *Request) {
-	if !r.pooled {
-		return
-	}
-	wake := r.wake
-	*r = Request{e: e, pooled: true, wake: wake}
-	if len(e.pool) < maxPooledRequests {
-		e.pool = append(e.pool, r)
-	}
-}
-
-const maxPooledRequests = 64
-
-// reqTable holds requests in a rendezvous, found by the cookie carried in RTS and FIN, or
-// by the WRID of an RDMA read. A cookie is slot | generation<<32, so a stale or forged
-// cookie finds nothing.
-type reqTable struct {
-	slots     []*Request
-	gens      []uint32
-	free      []uint32
-	sends     int // send requests in the table (awaiting FIN)
-	sendBytes int // their bytes
-}
-
-func (t *reqTable) add(r *Request) {
-	var i uint32
-	if n := len(t.free); n > 0 {
-		i = t.free[n-1]
-		t.free = t.free[:n-1]
-	} else {
-		i = uint32(len(t.slots))
-		t.slots = append(t.slots, nil)
-		t.gens = append(t.gens, 0)
-	}
-	t.gens[i]++
-	t.slots[i] = r
-	r.slot, r.gen, r.inTable = i, t.gens[i], true
-	if r.kind == reqSend {
-		t.sends++
-		t.sendBytes += len(r.buf)
-	}
-}
-
-func (t *reqTable) release(r *Request) {
-	t.slots[r.slot] = nil
-	t.free = append(t.free, r.slot)
-	r.inTable = false
-	if r.kind == reqSend {
-		t.sends--
-		t.sendBytes -= len(r.buf)
-	}
-}
-
-func (r *Request) cookie() uint64 { return uint64(r.slot) | uint64(r.gen)<<32 }
-
-// lookup returns the request of cookie, or nil.
-func (t *reqTable) lookup(cookie uint64) *Request {
-	i := uint32(cookie)
-	if int(i) >= len(t.slots) || t.gens[i] != uint32(cookie>>32) {
-		return nil
-	}
-	return t.slots[i]
 }

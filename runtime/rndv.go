@@ -38,7 +38,7 @@ func (e *engine) offerLocked(p *peer, r *Request) {
 // failure it completes r with the error and returns false.
 func (e *engine) exposeLocked(p *peer, r *Request) bool {
 	if len(r.buf) == 0 {
-		e.table.add(r) // an empty synchronous send: nothing to read, the receiver answers FIN
+		e.match.table.add(r) // an empty synchronous send: nothing to read, the receiver answers FIN
 		return true
 	}
 	mr, off, owned, err := exposeBuffer(p, r.buf)
@@ -46,11 +46,11 @@ func (e *engine) exposeLocked(p *peer, r *Request) bool {
 		e.completeLocked(r, fmt.Errorf("%w: expose %d-byte send buffer to rank %d: %w", ErrTransport, len(r.buf), p.rank, err))
 		return false
 	}
-	r.mr, r.mrOwned, r.roff = mr, owned, off
+	r.mr, r.mrOwned, r.mrOff = mr, owned, off
 	if !owned {
 		r.mrCache = p.dev.regs
 	}
-	e.table.add(r)
+	e.match.table.add(r)
 	return true
 }
 
@@ -90,21 +90,11 @@ func (e *engine) postRTSLocked(p *peer, r *Request) {
 		rkey = r.mr.RKey()
 	}
 	i := p.takeSlot()
-	putRTS(p.txBuf(i), r.ctx, int32(r.tag), r.cookie(), rkey, r.roff, uint64(len(r.buf)))
+	putRTS(p.txBuf(i), r.ctx, int32(r.tag), r.cookie(), rkey, r.mrOff, uint64(len(r.buf)))
 	p.qsent++
 	if err := p.postMessage(i, rtsLen, false); err != nil {
 		e.peerFailedLocked(p, err)
 	}
-}
-
-// finLocked handles FIN from src: the rendezvous send with cookie is complete.
-func (e *engine) finLocked(p *peer, cookie uint64) {
-	r := e.table.lookup(cookie)
-	if r == nil || r.kind != reqSend || r.peer != p.rank || r.outQueued {
-		e.peerFailedLocked(p, &errWire{fmt.Sprintf("FIN for unknown rendezvous %#x", cookie)})
-		return
-	}
-	e.completeLocked(r, nil)
 }
 
 // startReadLocked starts receive r of a rendezvous offer from src: RDMA reads of the
@@ -132,7 +122,7 @@ func (e *engine) startReadLocked(r *Request, src int, tag int32, cookie, rkey, o
 		return
 	}
 	r.rkey, r.roff, r.rlen = rkey, off, int(n)
-	e.table.add(r)
+	e.match.table.add(r)
 	chunks := (r.rlen + readChunk - 1) / readChunk
 	r.reads = chunks
 	for c := 0; c < chunks; c++ {
@@ -153,23 +143,6 @@ func (e *engine) postReadLocked(p *peer, r *Request, chunk int) {
 	if err := p.qp.PostSend(&p.swr); err != nil {
 		e.peerFailedLocked(p, err)
 	}
-}
-
-// readDoneLocked handles the completion of one RDMA read of receive table slot idx.
-func (e *engine) readDoneLocked(p *peer, idx uint32) {
-	if int(idx) >= len(e.table.slots) {
-		return
-	}
-	r := e.table.slots[idx]
-	if r == nil || r.kind != reqRecv || r.done {
-		return
-	}
-	r.reads--
-	if r.reads > 0 {
-		return
-	}
-	e.queueFINLocked(p, r.fin)
-	e.completeLocked(r, r.truncErr())
 }
 
 func (r *Request) truncErr() error {

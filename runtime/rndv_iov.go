@@ -116,9 +116,9 @@ func (e *engine) offerLayLocked(dest int, l *datatype.Laid) *layIO {
 }
 
 // recvLay returns the layIO a typed receive of l is read into, or nil when l is too
-// small for a rendezvous, has too many runs or too short blocks.
-func (e *engine) recvLay(l *datatype.Laid) *layIO {
-	if l.Size() <= e.cfg.eagerSHM {
+// small for a rendezvous (at most eagerSHM bytes), has too many runs or too short blocks.
+func recvLay(l *datatype.Laid, eagerSHM int) *layIO {
+	if l.Size() <= eagerSHM {
 		return nil
 	}
 	return newLay(l, maxLocalRuns, minLocalBlock)
@@ -157,7 +157,7 @@ func (w *World) sendLaid(ctx context.Context, l *datatype.Laid, dest, tag int) (
 // startOfferLocked starts the layout offer of lay to dest, a connected peer
 // (offerLayLocked), and returns its engine Request.
 func (e *engine) startOfferLocked(ctxID uint16, lay *layIO, dest, tag int) *Request {
-	r := e.newRequestLocked(reqSend)
+	r := e.match.newRequestLocked(e, reqSend)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.lay = ctxID, dest, tag, lay.base[lay.lo:lay.hi], 1, lay
 	e.offerLocked(e.peers[dest], r)
 	return r
@@ -177,7 +177,7 @@ func (w *World) recvLaid(ctx context.Context, buf []byte, lay *layIO, src, tag i
 	if e.checkArgsLocked(s, tag, true) != nil {
 		return Status{}, false, nil
 	}
-	r := e.newRequestLocked(reqRecv)
+	r := e.match.newRequestLocked(e, reqRecv)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.anyFail, r.lay = w.ctx, s, tag, buf, 1, w.sibling, lay
 	e.receiveLocked(r)
 	st, err := e.finishRecvLocked(ctx, r)
@@ -197,7 +197,7 @@ func (w *World) irecvLaid(r *Request, buf []byte, lay *layIO, src, tag int) (boo
 	if e.checkArgsLocked(s, tag, true) != nil {
 		return false, nil
 	}
-	if err := e.resetLocked(r); err != nil {
+	if err := r.resetLocked(e); err != nil {
 		return true, withOp("irecv", err)
 	}
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.lay = reqRecv, w.ctx, s, tag, buf, 1, lay
@@ -229,7 +229,7 @@ func (w *World) sendrecvLaid(ctx context.Context, out []byte, sl *datatype.Laid,
 			return Status{}, false, nil, nil
 		}
 	}
-	rr := e.newRequestLocked(reqRecv)
+	rr := e.match.newRequestLocked(e, reqRecv)
 	rr.ctx, rr.peer, rr.tag, rr.buf, rr.esize, rr.anyFail, rr.lay = w.ctx, s, rtag, in, 1, w.sibling, ro
 	e.receiveLocked(rr)
 	var sr *Request

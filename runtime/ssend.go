@@ -28,8 +28,8 @@ func (e *engine) ssend(ctx context.Context, ctxID uint16, buf []byte, esize, des
 	if err := e.checkArgsLocked(dest, tag, false); err != nil {
 		return err
 	}
-	r := e.newRequestLocked(reqSend)
-	r.ctx, r.peer, r.tag, r.buf, r.esize, r.sync = ctxID, dest, tag, buf, esize, true
+	r := e.match.newRequestLocked(e, reqSend)
+	r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = ctxID, dest, tag, buf, esize, true
 	e.sendLocked(r)
 	err := e.finishSendLocked(ctx, r)
 	e.handoffLocked()
@@ -81,7 +81,7 @@ func (w *World) isendrecv(r *Request, sb []byte, ssize, dest, stag int, rb []byt
 	if err := e.pairArgsLocked(d, stag, s, rtag); err != nil {
 		return err
 	}
-	if err := e.resetLocked(r); err != nil {
+	if err := r.resetLocked(e); err != nil {
 		return err
 	}
 	r.kind, r.grp = reqPair, w.g
@@ -95,22 +95,8 @@ func (w *World) isendrecv(r *Request, sb []byte, ssize, dest, stag int, rb []byt
 	// Parts that completed while starting are seen here, later ones when they complete.
 	recv.parent, send.parent = r, r
 	r.parts = [2]*Request{recv, send}
-	e.partDoneLocked(r)
+	e.match.partDoneLocked(r)
 	return nil
-}
-
-// partDoneLocked completes Isendrecv r once both its parts have completed.
-func (e *engine) partDoneLocked(r *Request) {
-	recv, send := r.parts[0], r.parts[1]
-	if recv == nil || send == nil || !recv.done || !send.done {
-		return
-	}
-	r.status = recv.status
-	err := recv.err
-	if err == nil {
-		err = send.err
-	}
-	e.completeLocked(r, err)
 }
 
 // SendrecvReplace is Sendrecv with one buffer (MPI_Sendrecv_replace): it sends a copy of buf

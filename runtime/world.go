@@ -229,22 +229,15 @@ type engine struct {
 	peers   []*peer    // by rank; nil for this rank and for ranks never contacted (cm.go)
 	// cards holds the cards known (cardOK): every rank's under golaunch, this rank's,
 	// rank 0's and those read on first contact under a foreign PM; hosts their names.
-	cards    []card
-	cardOK   []bool
-	hosts    []string
-	rxLater  []*peer    // peers with receive slots to repost before the next wait (peers.go)
-	holders  []*peer    // peers with held eager sends (eager.go)
-	posted   reqQueue   // receives waiting for a message (match.go)
-	probes   reqQueue   // probes waiting for a message
-	ux       uxQueue    // messages waiting for a receive
-	uxMem    uxPool     // unexpected messages and their payloads, for reuse
-	table    reqTable   // requests in a rendezvous, by cookie (request.go)
-	pool     []*Request // the engine's own requests, for reuse
-	waiters  []*Request // parked goroutines' requests, in parking order
-	rma      rmaState   // one-sided substrate (rma.go, rma_ops.go)
-	waiting  []*Request // requests of blocking waits under way (hang.go)
-	progress uint64     // requests completed (hang.go)
-	bsend    bsendBuf   // the buffer of BufferAttach, for Bsend (bsend.go)
+	cards   []card
+	cardOK  []bool
+	hosts   []string
+	rxLater []*peer    // peers with receive slots to repost before the next wait (peers.go)
+	holders []*peer    // peers with held eager sends (eager.go)
+	match   matcher    // matching and request state (matcher.go)
+	rma     rmaState   // one-sided substrate (rma.go, rma_ops.go)
+	waiting []*Request // requests of blocking waits under way (hang.go)
+	bsend   bsendBuf   // the buffer of BufferAttach, for Bsend (bsend.go)
 
 	tracksMu sync.Mutex
 	tracks   []*subcore.Track // the upper layers' calls (hang.go), guarded by tracksMu
@@ -348,8 +341,8 @@ func (w *World) Finalize(ctx context.Context) error {
 	// posted until the end, they could instead fail with ErrProcFailed: a peer that has
 	// passed the fence closes its transport, which this rank sees as its connection
 	// failing (over tcp, WRFlushErr) while it still waits for the fence itself.
-	e.failQueueLocked(&e.posted, -1, ErrFinalized)
-	e.failQueueLocked(&e.probes, -1, ErrFinalized)
+	e.failQueueLocked(&e.match.posted, -1, ErrFinalized)
+	e.failQueueLocked(&e.match.probes, -1, ErrFinalized)
 	err := e.drainLocked(ctx)
 	if err == nil && e.pm != nil {
 		err = e.fenceLocked(ctx)
@@ -401,9 +394,9 @@ func osExit(code int) { os.Exit(code) }
 // drainLocked waits (making progress) until nothing this rank sent is outstanding.
 func (l *lifecycle) drainLocked(ctx context.Context) error {
 	e := l.e
-	r := e.newRequestLocked(reqSync)
+	r := e.match.newRequestLocked(e, reqSync)
 	err := e.untilLocked(ctx, r, true, nil)
-	e.recycleLocked(r)
+	e.match.recycleLocked(r)
 	return err
 }
 
@@ -412,7 +405,7 @@ func (l *lifecycle) drainLocked(ctx context.Context) error {
 // in this rank's receive slots, is not stuck behind the fence.
 func (l *lifecycle) fenceLocked(ctx context.Context) error {
 	e := l.e
-	r := e.newRequestLocked(reqSync)
+	r := e.match.newRequestLocked(e, reqSync)
 	cl := e.pm
 	e.bg.Add(1)
 	go func() {

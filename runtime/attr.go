@@ -61,7 +61,7 @@ type attrSet struct{ attrset.Set[*keyval] }
 // attrsFor returns w's attribute set, or an ErrInvalid error naming op. A freed World
 // or Keyval fails only calls that set (set): reading or deleting what is there stays
 // possible (a freed World has nothing left, as a delete function running at Free finds).
-func (w *World) attrsFor(op string, k *keyval, set bool) (*attrSet, error) {
+func attrsFor(w *World, op string, k *keyval, set bool) (*attrSet, error) {
 	switch {
 	case w == nil:
 		return nil, withOp(op, errNilWorld)
@@ -70,7 +70,7 @@ func (w *World) attrsFor(op string, k *keyval, set bool) (*attrSet, error) {
 	case set && k != nil && k.Freed():
 		return nil, withOp(op, invalidf("the Keyval was freed (Keyval.Free); make another with NewKeyval"))
 	}
-	if err := w.freedErr(); err != nil && set {
+	if err := w.live(); err != nil && set {
 		return nil, withOp(op, err)
 	}
 	return &w.attrs, nil
@@ -88,7 +88,7 @@ func SetAttr[V any](w *World, k *Keyval[V], v V) error {
 	if k == nil {
 		return errNilKeyval(op)
 	}
-	a, err := w.attrsFor(op, &k.k, true)
+	a, err := attrsFor(w, op, &k.k, true)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func GetAttr[V any](w *World, k *Keyval[V]) (V, bool, error) {
 	if k == nil {
 		return zero, false, errNilKeyval(op)
 	}
-	a, err := w.attrsFor(op, &k.k, false)
+	a, err := attrsFor(w, op, &k.k, false)
 	if err != nil {
 		return zero, false, err
 	}
@@ -127,7 +127,7 @@ func DeleteAttr[V any](w *World, k *Keyval[V]) error {
 	if k == nil {
 		return errNilKeyval(op)
 	}
-	a, err := w.attrsFor(op, &k.k, false)
+	a, err := attrsFor(w, op, &k.k, false)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func DeleteAttr[V any](w *World, k *Keyval[V]) error {
 // dupAttrs gives the World that Dup made (*d, when *err is nil) the attributes whose
 // copy functions keep them. Dup defers it, so that it runs after the engine's lock is
 // released: the copy functions may call the runtime.
-func (w *World) dupAttrs(d **World, err *error) {
+func dupAttrs(w *World, d **World, err *error) {
 	if *err != nil || *d == nil || w.sibling {
 		return
 	}
@@ -155,7 +155,7 @@ func (w *World) dupAttrs(d **World, err *error) {
 // deleteAttrs removes every attribute of w, running their delete functions in the
 // reverse of the order their keys were set, with no lock held. Free calls it; after it
 // SetAttr on w fails.
-func (w *World) deleteAttrs() {
+func deleteAttrs(w *World) {
 	for _, at := range w.attrs.TakeAll() {
 		if at.Key.del != nil {
 			at.Key.del(w, at.Value)
@@ -166,7 +166,7 @@ func (w *World) deleteAttrs() {
 // SetName names w (MPI_Comm_set_name), for the program's own messages; the runtime does
 // not use the name. It fails with ErrInvalid for a nil, freed or sibling World.
 func (w *World) SetName(name string) error {
-	a, err := w.attrsFor("setname", nil, true)
+	a, err := attrsFor(w, "setname", nil, true)
 	if err != nil {
 		return err
 	}

@@ -10,9 +10,11 @@ func Barrier(ctx context.Context, w *World) error {
 	if err := w.live(); err != nil {
 		return withOp("barrier", err)
 	}
-	if w.x != nil {
-		return withOp("barrier", interBarrier(ctx, w))
-	}
+	return withOp("barrier", w.k.barrier(ctx, w))
+}
+
+// dissemination is Barrier of an intracommunicator.
+func dissemination(ctx context.Context, w *World) error {
 	e := w.e
 	n, me := w.Size(), w.Rank()
 	e.mu.Lock()
@@ -22,16 +24,16 @@ func Barrier(ctx context.Context, w *World) error {
 	}
 	e.mu.Unlock()
 	if err != nil || n == 1 {
-		return withOp("barrier", err)
+		return err
 	}
 	for round, k := 0, 1; k < n; round, k = round+1, k<<1 {
 		dst, _ := w.jobRank((me + k) % n)
 		src, _ := w.jobRank((me - k + n) % n)
 		if err := e.send(ctx, w.ctx+1, nil, 1, dst, round); err != nil {
-			return withOp("barrier", err)
+			return err
 		}
 		if _, err := e.recv(ctx, w.ctx+1, nil, 1, src, round, true); err != nil {
-			return withOp("barrier", err)
+			return err
 		}
 	}
 	return nil

@@ -111,7 +111,7 @@ func (w *World) bsendStart(r *Request, b []byte, esize, dest, tag int) error {
 	if err := w.live(); err != nil {
 		return err
 	}
-	d, err := w.destOrNull(dest)
+	d, err := destOrNull(w, dest)
 	if err != nil {
 		return err
 	}

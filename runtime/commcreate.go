@@ -3,9 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"slices"
 
-	"github.com/gorma-hpc/gorma/runtime/internal/mpigroup"
 	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
 
@@ -22,22 +20,9 @@ func (w *World) Create(ctx context.Context, g Group) (*World, error) {
 	if w == nil {
 		return nil, withOp("create", errNilWorld)
 	}
-	if w.x != nil {
-		if _, err := w.x.local.members(g); err != nil {
-			return nil, withOp("create", err)
-		}
-		color, key := NoColor, 0
-		if i := groupIndex(g, w.e.rank); i >= 0 {
-			color, key = 0, i
-		}
-		return w.Split(ctx, color, key)
-	}
-	if _, err := w.members(g); err != nil {
+	color, key, err := w.k.createColor(w, g)
+	if err != nil {
 		return nil, withOp("create", err)
-	}
-	color, key := NoColor, 0
-	if i := groupIndex(g, w.e.rank); i >= 0 {
-		color, key = slices.Min(mpigroup.Procs(g)), i // disjoint groups have different lowest members
 	}
 	return w.Split(ctx, color, key)
 }
@@ -52,13 +37,13 @@ func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, erro
 	if err := w.live(); err != nil {
 		return nil, withOp(op, err)
 	}
-	if w.x != nil {
+	if w.k.isInter() {
 		return nil, withOp(op, errInter())
 	}
 	if tag < 0 || tag > MaxTag {
 		return nil, withOp(op, invalidf("tag %d out of range [0, %d]", tag, MaxTag))
 	}
-	members, err := w.members(g)
+	members, err := memberRanks(w, g)
 	if err != nil {
 		return nil, withOp(op, err)
 	}
@@ -69,11 +54,11 @@ func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, erro
 	e := w.e
 	e.splitMu.Lock()
 	defer e.splitMu.Unlock()
-	recs, err := w.groupRecords(len(members), me, tag)
+	recs, err := groupRecords(w, len(members), me, tag)
 	if err != nil {
 		return nil, withOp(op, err)
 	}
-	if err := w.exchangeAmong(ctx, members, me, recs, createGroupTag); err != nil {
+	if err := exchangeAmong(ctx, w, members, me, recs, createGroupTag); err != nil {
 		return nil, withOp(op, err)
 	}
 	for i, r := range members {
@@ -90,7 +75,7 @@ func (w *World) CreateGroup(ctx context.Context, g Group, tag int) (*World, erro
 	e.mu.Lock()
 	fam := e.ctxs.takeSplit(base, true)
 	e.mu.Unlock()
-	return &World{e: e, ctx: base, g: w.newGroup(members, fam), life: &worldLife{}}, nil
+	return newSubgroup(e, base, newGroup(w, members, fam)), nil
 }
 
 // SplitShared splits w into Worlds of ranks that share memory
@@ -101,7 +86,7 @@ func (w *World) SplitShared(ctx context.Context, key int) (*World, error) {
 	if w == nil {
 		return nil, withOp("split_shared", errNilWorld)
 	}
-	if w.x != nil {
+	if w.k.isInter() {
 		return nil, withOp("split_shared", errInter())
 	}
 	color := w.Rank()
@@ -114,29 +99,9 @@ func (w *World) SplitShared(ctx context.Context, key int) (*World, error) {
 	return w.Split(ctx, color, key)
 }
 
-// members returns the ranks of w of g's members, by group rank, or the ErrInvalid error
-// naming the first that is not a rank of w.
-func (w *World) members(g Group) ([]int, error) {
-	ranks := make([]int, len(mpigroup.Procs(g)))
-	for i, p := range mpigroup.Procs(g) {
-		r := -1
-		if p >= 0 && p < w.e.size {
-			r = w.worldRank(p)
-		}
-		if r < 0 {
-			return nil, invalidf("group rank %d (process %d of the job) is not a rank of this World of %d", i, p, w.Size())
-		}
-		ranks[i] = r
-	}
-	return ranks, nil
-}
-
-// groupIndex returns g's group rank of the process of job rank jr, or -1.
-func groupIndex(g Group, jr int) int { return slices.Index(mpigroup.Procs(g), jr) }
-
 // groupRecords returns the buffer of CreateGroup's exchange among n members, with this
 // rank's record (member me) filled in as Split's, tag in place of color and me as key.
-func (w *World) groupRecords(n, me, tag int) ([]byte, error) {
+func groupRecords(w *World, n, me, tag int) ([]byte, error) {
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -155,7 +120,7 @@ func (w *World) groupRecords(n, me, tag int) ([]byte, error) {
 // exchangeAmong gives each of members (ranks of w; this one is members[me]) the records
 // of all, record i (splitRec bytes of recs) being members[i]'s, in w's internal context
 // with tag, whose receives fail once any peer has failed.
-func (w *World) exchangeAmong(ctx context.Context, members []int, me int, recs []byte, tag int) error {
+func exchangeAmong(ctx context.Context, w *World, members []int, me int, recs []byte, tag int) error {
 	e := w.e
 	mine := recs[me*splitRec : (me+1)*splitRec]
 	reqs := make([]Request, 0, len(members))

@@ -41,13 +41,15 @@ import (
 
 // peerFailedLocked marks p failed with cause, as the transport saw it, and fails
 // everything that waits on it.
-func (e *engine) peerFailedLocked(p *peer, cause error) {
+func (f *failures) peerFailedLocked(p *peer, cause error) {
+	e := f.e
 	e.peerFailedWhyLocked(p, transportWhy(cause), cause)
 }
 
 // peerFailedWhyLocked marks p failed with why (ProcError.Why) and cause, and fails
 // everything that waits on it.
-func (e *engine) peerFailedWhyLocked(p *peer, why string, cause error) {
+func (f *failures) peerFailedWhyLocked(p *peer, why string, cause error) {
+	e := f.e
 	if p.failed != nil {
 		return
 	}
@@ -82,7 +84,8 @@ func (e *engine) peerFailedWhyLocked(p *peer, why string, cause error) {
 }
 
 // failQueueLocked fails the requests of q that name rank or AnySource.
-func (e *engine) failQueueLocked(q *reqQueue, rank int, err error) {
+func (f *failures) failQueueLocked(q *reqQueue, rank int, err error) {
+	e := f.e
 	for r := range q.All() {
 		if r.peer == rank || r.peer == AnySource || r.anyFail || rank < 0 {
 			q.Remove(&r.link)
@@ -92,7 +95,8 @@ func (e *engine) failQueueLocked(q *reqQueue, rank int, err error) {
 }
 
 // failAllLocked fails every pending request with err (abort, finalize).
-func (e *engine) failAllLocked(err error) {
+func (f *failures) failAllLocked(err error) {
+	e := f.e
 	for _, p := range e.links.peers {
 		if p == nil {
 			continue
@@ -120,7 +124,8 @@ func (e *engine) failAllLocked(err error) {
 
 // sourceFailedLocked returns the error receive (or probe) r must fail with when nothing
 // matching is waiting, or nil.
-func (e *engine) sourceFailedLocked(r *Request) error {
+func (f *failures) sourceFailedLocked(r *Request) error {
+	e := f.e
 	src := r.peer
 	switch {
 	case e.aborted != nil:
@@ -138,7 +143,8 @@ func (e *engine) sourceFailedLocked(r *Request) error {
 }
 
 // deviceFailedLocked fails every peer of d (its CQ failed: overrun, closed under us).
-func (e *engine) deviceFailedLocked(d *device, err error) {
+func (f *failures) deviceFailedLocked(d *device, err error) {
+	e := f.e
 	d.broken = true
 	for _, p := range e.links.peers {
 		if p != nil && p.dev == d {
@@ -170,7 +176,8 @@ const agentCheckEvery = 500 * time.Millisecond
 // watchEvents applies the agent's events until the connection ends or the World stops,
 // and ends this process when a peer failure seen by the transport gets no word from the
 // agent within agentWordBound.
-func (e *engine) watchEvents(events <-chan pmi.Event) {
+func (f *failures) watchEvents(events <-chan pmi.Event) {
+	e := f.e
 	defer e.bg.Done()
 	tick := time.NewTicker(agentCheckEvery)
 	defer tick.Stop()
@@ -212,7 +219,8 @@ func (e *engine) watchEvents(events <-chan pmi.Event) {
 
 // unheardFailure returns the first peer failure while the job has not been aborted and
 // this rank is not finalizing, or nil.
-func (e *engine) unheardFailure() *ProcError {
+func (f *failures) unheardFailure() *ProcError {
+	e := f.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.finalizing || e.aborted != nil {
@@ -223,14 +231,16 @@ func (e *engine) unheardFailure() *ProcError {
 
 // agentSilent ends this process (exit code 1) after a peer failure pe its agent has said
 // nothing of for d, naming both on stderr.
-func (e *engine) agentSilent(pe *ProcError, d time.Duration) {
+func (f *failures) agentSilent(pe *ProcError, d time.Duration) {
+	e := f.e
 	fmt.Fprintf(os.Stderr, "gorma: rank %d (host %s): %v, and the launcher's agent has said nothing of it for %v "+
 		"(is the agent stopped or hung?): exiting, as golaunch aborts the rest of the job\n",
 		e.rank, e.host, pe, d.Round(time.Millisecond))
 	e.exit(1)
 }
 
-func (e *engine) onEvent(ev pmi.Event) {
+func (f *failures) onEvent(ev pmi.Event) {
+	e := f.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch ev.Kind {
@@ -259,7 +269,8 @@ func (e *engine) onEvent(ev pmi.Event) {
 	}
 }
 
-func (e *engine) agentLost() {
+func (f *failures) agentLost() {
+	e := f.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.finalizing || e.aborted != nil {

@@ -44,15 +44,6 @@ type worldLife struct {
 // errFreed is the error of a call on a freed World.
 var errFreed = invalidf("the World was freed (Free); use a World that Dup or Split returned since")
 
-// freedErr returns errFreed if w was freed, else nil. No lock: Free's store is enough, a
-// call racing with Free being the caller's error anyway.
-func (w *World) freedErr() error {
-	if w.life != nil && w.life.freed.Load() {
-		return errFreed
-	}
-	return nil
-}
-
 // FreedErr returns the ErrInvalid error of a call on w after w (or, for a sibling, its
 // World) was freed, else nil: one atomic load. Libraries whose calls do not all go
 // through the runtime's messages (package collectives' shared-memory steps) check it
@@ -61,12 +52,16 @@ func (s *subWorld) FreedErr() error { return (*World)(s).live() }
 
 // live returns the error of a call on a nil or freed World, else nil. Every call that
 // takes a World and may run on a freed one starts with it. It inlines, for the send and
-// receive paths.
+// receive paths. No lock: Free's store is enough, a call racing with Free being the
+// caller's error anyway.
 func (w *World) live() error {
 	if w == nil {
 		return errNilWorld
 	}
-	return w.freedErr()
+	if w.life != nil && w.life.freed.Load() {
+		return errFreed
+	}
+	return nil
 }
 
 // OnFree registers f to run when w is freed, before Free returns. It is for libraries
@@ -131,12 +126,9 @@ func (w *World) Free() error {
 	w.life.freed.Store(true) // from here on every call on w fails, a second Free too
 	hooks := w.life.onFree
 	w.life.onFree = nil
-	if w.x != nil { // an intercommunicator's local group goes with it
-		local := w.x.local
-		hooks = append(hooks, func() { _ = local.Free() })
-	}
+	hooks = append(hooks, w.k.freeWith(w)...) // an intercommunicator's local group goes with it
 	e.mu.Unlock()
-	w.deleteAttrs() // attr.go: the attributes' delete functions
+	deleteAttrs(w) // attr.go: the attributes' delete functions
 	// Derived Worlds first (package window's), as their traffic is the same World's.
 	for _, f := range hooks {
 		f()
@@ -147,11 +139,8 @@ func (w *World) Free() error {
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	lf := lateFree{members: w.g.membersOrAll(e.size), grouped: w.g != nil}
-	var fam *family
-	if w.g != nil {
-		fam = w.g.fam
-	}
+	fam := w.k.fam(w)
+	lf := lateFree{members: w.g.ranks, grouped: fam != nil}
 	e.ctxs.giveBack(base, fam) // now, in program order: every rank's next Dup picks alike
 	if e.pendingOnLocked(base) != "" {
 		// MPI_Comm_free marks the World for deallocation: what is under way completes
@@ -179,7 +168,8 @@ type lateFree struct {
 
 // releaseWorldLocked gives the contexts of the freed World at base back: its unexpected
 // messages are discarded, its contexts marked freed, and the free marks exchanged.
-func (e *engine) releaseWorldLocked(base uint16, lf lateFree) {
+func (c *comms) releaseWorldLocked(base uint16, lf lateFree) {
+	e := c.e
 	e.discardUnexpectedLocked(base)
 	e.ctxs.markFreed(base)
 	e.exchangeMarksLocked(base, lf.members)
@@ -188,7 +178,8 @@ func (e *engine) releaseWorldLocked(base uint16, lf lateFree) {
 
 // settleLocked releases the contexts of a World freed while operations were under way
 // on it, once the one on ctx that just completed was the last.
-func (e *engine) settleLocked(ctx uint16) {
+func (c *comms) settleLocked(ctx uint16) {
+	e := c.e
 	base := ctx &^ (ctxPerWorld - 1) // a World's contexts start at a multiple of ctxPerWorld
 	lf, ok := e.late[base]
 	if !ok || e.pendingOnLocked(base) != "" {
@@ -206,7 +197,8 @@ func (e *engine) settleLocked(ctx uint16) {
 
 // exchangeMarksLocked sends the free mark of the World at base to every other rank of
 // members, and awaits theirs, unless a rank's has arrived already.
-func (e *engine) exchangeMarksLocked(base uint16, members []int) {
+func (c *comms) exchangeMarksLocked(base uint16, members []int) {
+	e := c.e
 	for _, jr := range members {
 		if jr == e.rank {
 			continue
@@ -227,22 +219,11 @@ func (e *engine) exchangeMarksLocked(base uint16, members []int) {
 	}
 }
 
-// membersOrAll returns the job ranks of g, or of a job of size n for a nil group.
-func (g *group) membersOrAll(n int) []int {
-	if g != nil {
-		return g.ranks
-	}
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
-	return all
-}
-
 // pendingOnLocked describes what this rank still has under way on the World whose
 // contexts start at base ("" if nothing): posted receives and probes, sends waiting in
 // an out queue, rendezvous sends and reads not yet finished.
-func (e *engine) pendingOnLocked(base uint16) string {
+func (c *comms) pendingOnLocked(base uint16) string {
+	e := c.e
 	on := func(ctx uint16) bool { return ctx >= base && ctx < base+ctxPerWorld }
 	for r := range e.match.posted.All() {
 		if on(r.ctx) {
@@ -277,7 +258,8 @@ func (e *engine) pendingOnLocked(base uint16) string {
 
 // discardUnexpectedLocked drops the unexpected messages on the contexts of the World at
 // base, releasing rendezvous offers.
-func (e *engine) discardUnexpectedLocked(base uint16) {
+func (c *comms) discardUnexpectedLocked(base uint16) {
+	e := c.e
 	for m := range e.match.ux.All() {
 		if m.ctx >= base && m.ctx < base+ctxPerWorld {
 			e.match.ux.Remove(&m.link)
@@ -297,7 +279,8 @@ func (e *engine) discardUnexpectedLocked(base uint16) {
 // that follows src's mark belongs to the World that src already made on the same
 // contexts (a Dup or Split here will make it too) and is kept. It reports whether the
 // message was dropped.
-func (e *engine) discardFreedLocked(src int, h *header) bool {
+func (c *comms) discardFreedLocked(src int, h *header) bool {
+	e := c.e
 	if !e.ctxs.isFreed(h.ctx) {
 		return false
 	}
@@ -314,7 +297,8 @@ func (e *engine) discardFreedLocked(src int, h *header) bool {
 // took it: awaited, it ends the wait for src (and completes the Dup waiting for it, if
 // any). Otherwise src freed the World before this rank did, and the mark waits in the
 // unexpected queue for this rank's Free.
-func (e *engine) markLocked(src int, base uint16) bool {
+func (c *comms) markLocked(src int, base uint16) bool {
+	e := c.e
 	if !e.ctxs.markArrived(src, base) {
 		return false
 	}
@@ -328,7 +312,8 @@ func (e *engine) markLocked(src int, base uint16) bool {
 // other rank of that World has sent its free mark (waiting for them, failing if one of
 // them failed), or ok false when there is none. Called with mu held, which it releases
 // while it waits.
-func (e *engine) dupReuseLocked() (base uint16, ok bool, err error) {
+func (c *comms) dupReuseLocked() (base uint16, ok bool, err error) {
+	e := c.e
 	base, ok = e.ctxs.freedDup()
 	if !ok {
 		return 0, false, nil
@@ -342,7 +327,8 @@ func (e *engine) dupReuseLocked() (base uint16, ok bool, err error) {
 // reuseWaitLocked waits until the contexts of the freed World at base may be used again:
 // released at this rank (its operations under way completed, settleLocked), and every
 // other rank's free mark arrived. Called with mu held, which it releases while it waits.
-func (e *engine) reuseWaitLocked(base uint16) error {
+func (c *comms) reuseWaitLocked(base uint16) error {
+	e := c.e
 	if lf, ok := e.late[base]; ok {
 		if err := e.waitLocked(context.Background(), lf.done); err != nil {
 			return err
@@ -366,7 +352,8 @@ func (e *engine) reuseWaitLocked(base uint16) error {
 // takeFamilyLocked is takeFamily for a Dup: a context a freed World of the family gave
 // back is used once reuseWaitLocked has seen it released. Called with mu held, which it
 // releases while it waits.
-func (e *engine) takeFamilyLocked(f *family) (uint16, bool, error) {
+func (cs *comms) takeFamilyLocked(f *family) (uint16, bool, error) {
+	e := cs.e
 	c, reused, ok := e.ctxs.takeFamily(f)
 	if !ok || !reused {
 		return c, ok, nil

@@ -1,6 +1,10 @@
 package runtime
 
-import "github.com/gorma-hpc/gorma/runtime/internal/mpigroup"
+import (
+	"slices"
+
+	"github.com/gorma-hpc/gorma/runtime/internal/mpigroup"
+)
 
 // Undefined is the rank a Group gives a non-member (MPI_UNDEFINED), in Group.Rank and
 // TranslateRanks. It equals NoColor, as MPI_UNDEFINED is also Split's "no color".
@@ -41,12 +45,26 @@ func newGroupOf(procs []int, me int) Group { return mpigroup.New(procs, me) }
 // Group returns the group of w's ranks, group rank i being w's rank i
 // (MPI_Comm_group); an intercommunicator's local group. It does not communicate.
 func (w *World) Group() Group {
-	if w.x != nil {
-		return w.x.local.Group()
-	}
-	procs := make([]int, w.Size())
-	for r := range procs {
-		procs[r], _ = w.jobRank(r)
-	}
-	return newGroupOf(procs, w.e.rank+1)
+	return newGroupOf(slices.Clone(w.own.ranks), w.e.rank+1)
 }
+
+// memberRanks returns the ranks of w of g's members, by group rank, or the ErrInvalid
+// error naming the first that is not a rank of w.
+func memberRanks(w *World, g Group) ([]int, error) {
+	procs := mpigroup.Procs(g)
+	ranks := make([]int, len(procs))
+	for i, p := range procs {
+		r := -1
+		if p >= 0 && p < w.e.size {
+			r = w.own.rankOf(p)
+		}
+		if r < 0 {
+			return nil, invalidf("group rank %d (process %d of the job) is not a rank of this World of %d", i, p, w.Size())
+		}
+		ranks[i] = r
+	}
+	return ranks, nil
+}
+
+// groupIndex returns g's group rank of the process of job rank jr, or -1.
+func groupIndex(g Group, jr int) int { return slices.Index(mpigroup.Procs(g), jr) }

@@ -89,20 +89,18 @@ type trackOps struct{ e *engine }
 // NewTrack returns a Track for calls on w, reported until Close (substrate.NewTrack).
 func (s *subWorld) NewTrack() *subcore.Track {
 	w := (*World)(s)
-	if w.x != nil {
+	if on := w.k.trackOn(w); on != w {
 		// An intercommunicator's calls are made in the same order by the ranks of its
 		// local group, whose World its reports name.
-		return (*subWorld)(w.x.local).NewTrack()
+		return (*subWorld)(on).NewTrack()
 	}
 	calls := w.calls.Load()
 	if calls == nil {
 		w.calls.CompareAndSwap(nil, new(atomic.Uint64))
 		calls = w.calls.Load()
 	}
-	info := subcore.TrackInfo{Comm: w.commName(), Ctx: w.ctx, Me: w.Rank(), Size: w.Size(), Internal: w.internal.Load()}
-	if w.g != nil {
-		info.Members = w.g.ranks
-	}
+	info := subcore.TrackInfo{Comm: commName(w), Ctx: w.ctx, Me: w.Rank(), Size: w.Size(), Internal: w.internal.Load()}
+	info.Members = w.k.members(w)
 	t := subcore.NewTrack(trackOps{w.e}, calls, info)
 	w.e.tracksMu.Lock()
 	w.e.tracks = append(w.e.tracks, t)
@@ -140,7 +138,7 @@ func (o trackOps) CloseTrack(t *subcore.Track) {
 
 // commName names a World in reports: "World" for Init's, "World#k" for the k-th context
 // Dup or Split made, with ".sibling" for a Sibling's.
-func (w *World) commName() string {
+func commName(w *World) string {
 	return ctxName(w.ctx)
 }
 

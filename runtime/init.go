@@ -266,14 +266,17 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 
 // rootWorld returns Init's World of e, which Finalize runs the attribute delete
 // functions of.
-func (e *engine) rootWorld() *World {
-	e.root = &World{e: e}
+func (c *comms) rootWorld() *World {
+	e := c.e
+	e.all = wholeGroup(e)
+	e.root = &World{e: e, k: whole{}, g: e.all, own: e.all}
 	return e.root
 }
 
 func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine {
-	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit, ncpu: goruntime.NumCPU(),
-		ctxs: newCtxAlloc()}
+	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit, ncpu: goruntime.NumCPU()}
+	e.comms.e, e.lifecycle.e, e.failures.e = e, e, e
+	e.ctxs = newCtxAlloc()
 	e.poll.init(cfg.progress, cfg.spin)
 	e.stop, e.halt = context.WithCancel(context.Background())
 	e.links.init(&e.mu, &e.cfg, e.stop, rank, size, host, hooksOf(e))
@@ -313,7 +316,8 @@ func identityWith(salt string) hostIdentity {
 // start launches the engine's goroutines: the agent event watcher (golaunch's agent
 // only) and, with two devices, one relay per completion queue; and lets the connection
 // listener answer.
-func (e *engine) start() {
+func (l *lifecycle) start() {
+	e := l.e
 	if e.links.cm.ln != nil {
 		e.links.cm.openCM()
 	}
@@ -335,7 +339,8 @@ func (e *engine) start() {
 }
 
 // shutdown stops the engine's goroutines and closes its devices.
-func (e *engine) shutdown() {
+func (l *lifecycle) shutdown() {
+	e := l.e
 	e.halt()
 	e.links.cm.closeCM() // no set-up is under way once it returns
 	e.mu.Lock()

@@ -9,11 +9,11 @@ import (
 
 // Intercommunicators (MPI_Intercomm_create, MPI_Intercomm_merge).
 //
-// An intercommunicator is a World whose group g is the remote group: jobRank, worldRank
+// An intercommunicator is a World whose group g is the remote group: jobRank, rankOf
 // and a Request's grp translate the remote ranks that its point-to-point calls and
-// Status.Source use, with no code of their own. x holds the rest: the local group's
-// World (an intracommunicator with a context of its own, for the local steps of Barrier
-// and of package collectives' calls), through which Rank, Size and Group answer.
+// Status.Source use, with no code of their own. Its kind (inter, kind.go) holds the
+// rest: the local group's World (an intracommunicator with a context of its own, for the
+// local steps of Barrier and of package collectives' calls), whose group own is.
 //
 // Both groups take their contexts from one Split block, agreed as Split agrees on one
 // (agreeBlock) over the records of every rank of both groups. The block's first World
@@ -29,43 +29,23 @@ const Root = -4
 // contexts, beside Barrier's rounds, splitTag and createGroupTag.
 const intercommTag = MaxTag - 3
 
-// inter is what an intercommunicator holds besides its remote group.
-type inter struct {
-	local *World // the local group, on a context of its own
-}
-
 // IsInter reports whether w is an intercommunicator (MPI_Comm_test_inter).
-func (w *World) IsInter() bool { return w != nil && w.x != nil }
+func (w *World) IsInter() bool { return w != nil && w.k.isInter() }
 
 // RemoteSize is the size of an intercommunicator's remote group, 0 for an
 // intracommunicator (MPI_Comm_remote_size).
-func (w *World) RemoteSize() int {
-	if w.x == nil {
-		return 0
-	}
-	return len(w.g.ranks)
-}
+func (w *World) RemoteSize() int { return w.k.remoteSize(w) }
 
 // RemoteGroup returns an intercommunicator's remote group, ranked as its point-to-point
 // calls name the remote ranks (MPI_Comm_remote_group); the empty Group for an
 // intracommunicator.
-func (w *World) RemoteGroup() Group {
-	if w.x == nil {
-		return Group{}
-	}
-	return newGroupOf(slices.Clone(w.g.ranks), w.e.rank+1)
-}
+func (w *World) RemoteGroup() Group { return w.k.remoteGroup(w) }
 
 // Local returns the World over an intercommunicator's local group, ranked as Rank is, with
 // a context of its own; nil for an intracommunicator. Package collectives runs its local
 // steps on it, so a program's own calls on it are ordered with those on the
 // intercommunicator. It is freed with the intercommunicator.
-func (w *World) Local() *World {
-	if w.x == nil {
-		return nil
-	}
-	return w.x.local
-}
+func (w *World) Local() *World { return w.k.local(w) }
 
 // CreateIntercomm returns an intercommunicator between w's ranks (the local group) and
 // another World's group (MPI_Intercomm_create). Every rank of both groups calls it on its
@@ -83,7 +63,7 @@ func (w *World) CreateIntercomm(ctx context.Context, localLeader int, peer *Worl
 	if err := w.live(); err != nil {
 		return nil, withOp(op, err)
 	}
-	if w.x != nil {
+	if w.k.isInter() {
 		return nil, withOp(op, invalidf("the local World is an intercommunicator (pass the World of the local group: Local)"))
 	}
 	if localLeader < 0 || localLeader >= w.Size() {
@@ -100,7 +80,7 @@ func (w *World) CreateIntercomm(ctx context.Context, localLeader int, peer *Worl
 		}
 		return e.swap(ctx, peer.ctx, peerJob, tag, mine, theirs, false)
 	}
-	u, err := w.unite(ctx, localLeader, 0, 0, w.Rank(), swap)
+	u, err := unite(ctx, w, localLeader, 0, 0, w.Rank(), swap)
 	if err != nil {
 		return nil, withOp(op, err)
 	}
@@ -118,22 +98,21 @@ func (w *World) CreateIntercomm(ctx context.Context, localLeader int, peer *Worl
 // interOn returns the intercommunicator on contexts c (its own) and lctx (its local
 // group's) between the local and the remote job ranks, with the family fam.
 func interOn(e *engine, c, lctx uint16, local, remote []int, fam *family) *World {
-	lw := &World{e: e, ctx: lctx, g: newJobGroup(e, local, fam), life: &worldLife{}}
-	return &World{e: e, ctx: c, g: newJobGroup(e, remote, fam), x: &inter{local: lw}, life: &worldLife{}}
+	return newInter(e, c, newSubgroup(e, lctx, newJobGroup(e, local, fam)), newJobGroup(e, remote, fam))
 }
 
-// interSplit is Split of an intercommunicator (MPI_Comm_split on one). The ranks of
+// split is Split of an intercommunicator (MPI_Comm_split on one). The ranks of
 // each group that pass one color form the local group of a new intercommunicator, whose
 // remote group is the other group's ranks of that color, each ordered by key, then by
 // rank. A rank whose color no rank of the other group passes gets nil, as does NoColor.
-func (w *World) interSplit(ctx context.Context, color, key int) (*World, error) {
-	e, local := w.e, w.x.local
+func (x *inter) split(ctx context.Context, w *World, color, key int) (*World, error) {
+	e, local := w.e, x.lw
 	e.splitMu.Lock()
 	defer e.splitMu.Unlock()
 	swap := func(mine, theirs []byte) (int, error) {
 		return e.swap(ctx, w.ctx+1, w.g.ranks[0], intercommTag, mine, theirs, true)
 	}
-	u, err := local.unite(ctx, 0, 0, color, key, swap)
+	u, err := unite(ctx, local, 0, 0, color, key, swap)
 	if err != nil {
 		return nil, err
 	}
@@ -173,10 +152,10 @@ func peerLeader(w, peer *World, remoteLeader, tag int) (int, error) {
 	if peer == nil {
 		return 0, invalidf("the local leader (rank %d) passed no peer World (the leaders pass a World that holds both)", w.Rank())
 	}
-	if err := peer.freedErr(); err != nil {
+	if err := peer.live(); err != nil {
 		return 0, err
 	}
-	if peer.x != nil {
+	if peer.k.isInter() {
 		return 0, invalidf("the peer World of the local leader (rank %d) is an intercommunicator (pass an intracommunicator holding both leaders)", w.Rank())
 	}
 	if tag < 0 || tag > MaxTag {
@@ -225,13 +204,13 @@ func (u *union) localFirst() bool {
 	return slices.Min(u.local) < slices.Min(u.remote)
 }
 
-// unite runs the exchange of CreateIntercomm and Merge over local, whose ranks are one
+// unite runs the exchange of CreateIntercomm and Merge over w, whose ranks are one
 // group. The ranks' split records go to every rank of local (exchange), the leader
 // (localLeader) swaps its group's ranks, records and flag with the other group's leader
-// by swap, and sends what it got to the others in local's internal context. A leader
+// by swap, and sends what it got to the others in w's internal context. A leader
 // that fails sends the others an empty answer, so every rank returns an error. The
 // caller holds splitMu.
-func (w *World) unite(ctx context.Context, localLeader int, flag byte, color, key int, swap func(mine, theirs []byte) (int, error)) (*union, error) {
+func unite(ctx context.Context, w *World, localLeader int, flag byte, color, key int, swap func(mine, theirs []byte) (int, error)) (*union, error) {
 	e, n, me := w.e, w.Size(), w.Rank()
 	recs := make([]byte, n*splitRec)
 	e.mu.Lock()
@@ -247,7 +226,7 @@ func (w *World) unite(ctx context.Context, localLeader int, flag byte, color, ke
 	if err != nil {
 		return nil, err
 	}
-	if err := w.exchange(ctx, recs); err != nil {
+	if err := exchange(ctx, w, recs); err != nil {
 		return nil, err
 	}
 	u := &union{local: mpigroup.Procs(w.Group()), lrecs: recs, lflag: flag}
@@ -326,7 +305,8 @@ func decodeUnion(b []byte) (jobs []int, recs []byte, flag byte, err error) {
 
 // swap sends mine to job rank peer and receives its answer into theirs, in context
 // ctxID with tag, and returns the answer's size.
-func (e *engine) swap(ctx context.Context, ctxID uint16, peer, tag int, mine, theirs []byte, collective bool) (int, error) {
+func (c *comms) swap(ctx context.Context, ctxID uint16, peer, tag int, mine, theirs []byte, collective bool) (int, error) {
+	e := c.e
 	var sr Request
 	e.mu.Lock()
 	err := sr.resetLocked(e)
@@ -357,26 +337,29 @@ func (w *World) Merge(ctx context.Context, high bool) (*World, error) {
 	if err := w.live(); err != nil {
 		return nil, withOp(op, err)
 	}
-	if w.x == nil {
-		return nil, withOp(op, invalidf("Merge takes an intercommunicator (CreateIntercomm); this World is an intracommunicator"))
-	}
+	m, err := w.k.merge(ctx, w, high)
+	return m, withOp(op, err)
+}
+
+// merge is Merge of the intercommunicator w.
+func (x *inter) merge(ctx context.Context, w *World, high bool) (*World, error) {
 	var flag byte
 	if high {
 		flag = 1
 	}
-	e, local := w.e, w.x.local
+	e, local := w.e, x.lw
 	e.splitMu.Lock()
 	defer e.splitMu.Unlock()
 	swap := func(mine, theirs []byte) (int, error) {
 		return e.swap(ctx, w.ctx+1, w.g.ranks[0], intercommTag, mine, theirs, true)
 	}
-	u, err := local.unite(ctx, 0, flag, 0, local.Rank(), swap)
+	u, err := unite(ctx, local, 0, flag, 0, local.Rank(), swap)
 	if err != nil {
-		return nil, withOp(op, err)
+		return nil, err
 	}
 	base, ok := u.agree()
 	if !ok {
-		return nil, withOp(op, invalidf("too many Worlds derived and not freed (no communication context left; Free those no longer used)"))
+		return nil, invalidf("too many Worlds derived and not freed (no communication context left; Free those no longer used)")
 	}
 	jobs := slices.Concat(u.local, u.remote)
 	if !u.localFirst() {
@@ -385,14 +368,14 @@ func (w *World) Merge(ctx context.Context, high bool) (*World, error) {
 	e.mu.Lock()
 	fam := e.ctxs.takeSplit(base, true)
 	e.mu.Unlock()
-	return &World{e: e, ctx: base, g: newJobGroup(e, jobs, fam), life: &worldLife{}}, nil
+	return newSubgroup(e, base, newJobGroup(e, jobs, fam)), nil
 }
 
-// interBarrier is Barrier on an intercommunicator: a barrier of the local group, the
+// barrier is Barrier on an intercommunicator: a barrier of the local group, the
 // leaders' swap of empty messages, and a second barrier of the local group, which its
 // ranks leave only once the leader has heard from the other group's.
-func interBarrier(ctx context.Context, w *World) error {
-	local := w.x.local
+func (x *inter) barrier(ctx context.Context, w *World) error {
+	local := x.lw
 	if err := Barrier(ctx, local); err != nil {
 		return err
 	}
@@ -404,22 +387,21 @@ func interBarrier(ctx context.Context, w *World) error {
 	return Barrier(ctx, local)
 }
 
-// interDupLocked is Dup of an intercommunicator: two contexts of its family, taken in
-// the same order at every rank of both groups; ok false when the block is full.
-func (w *World) interDupLocked() (*World, bool, error) {
+// dupLocked is Dup of an intercommunicator: two contexts of its family, taken in the
+// same order at every rank of both groups; full when the block is.
+func (x *inter) dupLocked(w *World) (*World, bool, error) {
 	e := w.e
 	c, ok, err := e.takeFamilyLocked(w.g.fam)
 	if err != nil || !ok {
-		return nil, false, err
+		return nil, !ok && err == nil, err
 	}
 	lctx, ok, err := e.takeFamilyLocked(w.g.fam)
 	if err != nil || !ok {
 		e.ctxs.giveBack(c, w.g.fam)
 		e.ctxs.release(c, true)
-		return nil, false, err
+		return nil, !ok && err == nil, err
 	}
-	local := &World{e: e, ctx: lctx, g: w.x.local.g, life: &worldLife{}}
-	return &World{e: e, ctx: c, g: w.g, x: &inter{local: local}, life: &worldLife{}}, true, nil
+	return newInter(e, c, newSubgroup(e, lctx, x.lw.g), w.g), false, nil
 }
 
 // newJobGroup returns the group of jobs (job ranks, in the new World's order), whose

@@ -306,11 +306,11 @@ func (w *World) pairArgs(dest, src int) (int, int, error) {
 	if err := w.live(); err != nil {
 		return 0, 0, err
 	}
-	d, err := w.destOrNull(dest)
+	d, err := destOrNull(w, dest)
 	if err != nil {
 		return 0, 0, err
 	}
-	s, err := w.srcOrNull(src)
+	s, err := srcOrNull(w, src)
 	if err != nil {
 		return 0, 0, err
 	}

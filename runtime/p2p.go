@@ -89,7 +89,7 @@ func (w *World) isend(r *Request, b []byte, esize, dest, tag int, sync bool) err
 	if err := w.live(); err != nil {
 		return err
 	}
-	d, err := w.destOrNull(dest)
+	d, err := destOrNull(w, dest)
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (w *World) irecv(r *Request, b []byte, esize, src, tag int) error {
 	if err := w.live(); err != nil {
 		return err
 	}
-	s, err := w.srcOrNull(src)
+	s, err := srcOrNull(w, src)
 	if err != nil {
 		return err
 	}

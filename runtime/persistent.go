@@ -72,7 +72,7 @@ func (w *World) initRequest(kind reqKind, mode sendMode, b []byte, esize, peer, 
 		return nil, err
 	}
 	recv := kind == reqRecv
-	jr, err := w.peerOrNull(peer, recv)
+	jr, err := peerOrNull(w, peer, recv)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (e *engine) startLocked(r *Request) error {
 	case r.parked || len(r.watchers) > 0:
 		return invalidf("a goroutine is still waiting for the Request")
 	}
-	if err := p.w.freedErr(); err != nil {
+	if err := p.w.live(); err != nil {
 		return err
 	}
 	if err := e.checkLocked(); err != nil {

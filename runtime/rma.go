@@ -209,7 +209,7 @@ type remote struct {
 
 // attach opens rank's region described by desc (substrate.Attach).
 func (w *World) attach(rank int, desc []byte) (*subcore.Remote, error) {
-	if err := w.freedErr(); err != nil {
+	if err := w.live(); err != nil {
 		return nil, err
 	}
 	e := w.e

@@ -10,8 +10,8 @@ import (
 // Split then returns a nil World and a nil error.
 const NoColor = -1
 
-// group is the subset of the job's ranks that a World made by Split spans. A World with
-// no group spans every rank, each with its job rank.
+// group is a set of the job's ranks in a World's order: what a World made by Split
+// spans, or every rank of the job (the engine's identity group, worlds.all).
 type group struct {
 	ranks                []int   // by group rank: the job rank
 	of                   []int32 // by job rank: the group rank, or -1
@@ -26,74 +26,69 @@ const splitTag = MaxTag - 1
 
 // jobRank returns the job rank of w's rank r, and whether r is one of w's ranks.
 func (w *World) jobRank(r int) (int, bool) {
-	if w.g == nil {
-		return r, r >= 0 && r < w.e.size
+	if uint(r) < uint(len(w.g.ranks)) {
+		return w.g.ranks[r], true
 	}
-	if r < 0 || r >= len(w.g.ranks) {
-		return r, false
-	}
-	return w.g.ranks[r], true
+	return r, false
 }
 
-// worldRank returns w's rank of job rank jr, or -1 if jr is not one of w's ranks.
-func (w *World) worldRank(jr int) int {
-	if w.g == nil || jr < 0 {
+// rankOf returns g's rank of job rank jr, or -1 if jr is not one of g's ranks.
+// Negative ranks (AnySource, ProcNull) stay as they are.
+func (g *group) rankOf(jr int) int {
+	if jr < 0 {
 		return jr
 	}
-	if jr >= len(w.g.of) {
+	if jr >= len(g.of) {
 		return -1
 	}
-	return int(w.g.of[jr])
+	return int(g.of[jr])
 }
 
 // peerArg turns a rank argument of w (AnySource allowed when recv) into a job rank, or
-// returns the ErrInvalid error that names it. destArg and srcArg are its fronts: on the
-// job's World a valid rank costs one compare.
-func (w *World) peerArg(r int, recv bool) (int, error) {
+// returns the ErrInvalid error that names it. destArg and srcArg are its fronts: a valid
+// rank costs one compare and one load.
+func peerArg(w *World, r int, recv bool) (int, error) {
 	if recv && r == AnySource {
 		return r, nil
 	}
 	jr, ok := w.jobRank(r)
 	if !ok {
-		if w.x != nil {
-			return r, invalidf("rank %d out of range [0, %d) of the remote group (an intercommunicator's point-to-point calls name remote ranks)", r, len(w.g.ranks))
-		}
-		return r, invalidf("rank %d out of range [0, %d)", r, w.Size())
+		return r, w.k.rankErr(w, r)
 	}
 	return jr, nil
 }
 
 func (w *World) destArg(r int) (int, error) {
-	if w.g == nil && uint(r) < uint(w.e.size) {
-		return r, nil
+	if uint(r) < uint(len(w.g.ranks)) {
+		return w.g.ranks[r], nil
 	}
-	return w.peerArg(r, false)
+	return peerArg(w, r, false)
 }
 
 func (w *World) srcArg(r int) (int, error) {
-	if w.g == nil && uint(r) < uint(w.e.size) {
-		return r, nil
+	if uint(r) < uint(len(w.g.ranks)) {
+		return w.g.ranks[r], nil
 	}
-	return w.peerArg(r, true)
+	return peerArg(w, r, true)
 }
 
 // peerOrNull, destOrNull and srcOrNull are peerArg, destArg and srcArg that also take
 // ProcNull, which they return as is.
-func (w *World) peerOrNull(r int, recv bool) (int, error) {
+func peerOrNull(w *World, r int, recv bool) (int, error) {
 	if r == ProcNull {
 		return ProcNull, nil
 	}
-	return w.peerArg(r, recv)
+	return peerArg(w, r, recv)
 }
 
-func (w *World) destOrNull(r int) (int, error) {
+func destOrNull(w *World, r int) (int, error) {
 	if r == ProcNull {
 		return ProcNull, nil
 	}
 	return w.destArg(r)
 }
 
-func (w *World) srcOrNull(r int) (int, error) {
+func srcOrNull(w *World, r int) (int, error) {
 	if r == ProcNull {
 		return ProcNull, nil
 	}
@@ -102,9 +97,7 @@ func (w *World) srcOrNull(r int) (int, error) {
 
 // out translates a Status's job rank into w's rank.
 func (w *World) out(st Status) Status {
-	if w.g != nil {
-		st.Source = w.worldRank(st.Source)
-	}
+	st.Source = w.g.rankOf(st.Source)
 	return st
 }
 
@@ -129,29 +122,31 @@ func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
 	if color < 0 && color != NoColor {
 		return nil, withOp("split", invalidf("color %d (use a color >= 0, or NoColor)", color))
 	}
-	if w.x != nil {
-		ic, err := w.interSplit(ctx, color, key)
-		return ic, withOp("split", err)
-	}
+	d, err := w.k.split(ctx, w, color, key)
+	return d, withOp("split", err)
+}
+
+// intraSplit is Split of an intracommunicator.
+func intraSplit(ctx context.Context, w *World, color, key int) (*World, error) {
 	e := w.e
 	// One Split at a time per rank: each reads the context counters that the previous
 	// one left (two overlapping Splits of Worlds sharing a rank could pick one context).
 	e.splitMu.Lock()
 	defer e.splitMu.Unlock()
-	recs, err := w.splitRecords(color, key)
+	recs, err := splitRecords(w, color, key)
 	if err != nil {
-		return nil, withOp("split", err)
+		return nil, err
 	}
 	// Every rank of w learns every rank's color, key, context counters and busy blocks.
-	if err := w.exchange(ctx, recs); err != nil {
-		return nil, withOp("split", err)
+	if err := exchange(ctx, w, recs); err != nil {
+		return nil, err
 	}
 	// The same block at every rank of w, whatever group it joins.
 	base, ok := agreeBlock(w.Size(),
 		func(r int) uint16 { _, _, _, next := splitRecAt(recs, r); return next },
 		func(r int) []byte { return recs[r*splitRec+splitHead : (r+1)*splitRec] })
 	if !ok {
-		return nil, withOp("split", invalidf("too many Worlds derived and not freed (no communication context left; Free those no longer used)"))
+		return nil, invalidf("too many Worlds derived and not freed (no communication context left; Free those no longer used)")
 	}
 	e.mu.Lock()
 	fam := e.ctxs.takeSplit(base, color != NoColor)
@@ -159,13 +154,12 @@ func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
 	if color == NoColor {
 		return nil, nil
 	}
-	g := w.newGroup(splitMembers(recs, w.Size(), color), fam)
-	return &World{e: e, ctx: base, g: g, life: &worldLife{}}, nil
+	return newSubgroup(e, base, newGroup(w, splitMembers(recs, w.Size(), color), fam)), nil
 }
 
 // splitRecords returns the buffer of Split's exchange with this rank's record filled in,
 // or the error Split fails with before it communicates.
-func (w *World) splitRecords(color, key int) ([]byte, error) {
+func splitRecords(w *World, color, key int) ([]byte, error) {
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -201,7 +195,7 @@ func splitMembers(recs []byte, n, color int) []int {
 
 // newGroup returns the group of members (ranks of w, in the new World's order), whose
 // Worlds take their contexts from fam.
-func (w *World) newGroup(members []int, fam *family) *group {
+func newGroup(w *World, members []int, fam *family) *group {
 	e, me := w.e, w.Rank()
 	g := &group{ranks: make([]int, len(members)), of: make([]int32, e.size), fam: fam}
 	for i := range g.of {
@@ -259,10 +253,10 @@ func cmpInt(a, b int) int {
 // exchange gives every rank of w the records of all: rank r's splitRec bytes of recs are
 // sent to every other rank, and the others' arrive in place (exchangeAmong over every
 // rank, with splitTag).
-func (w *World) exchange(ctx context.Context, recs []byte) error {
+func exchange(ctx context.Context, w *World, recs []byte) error {
 	all := make([]int, w.Size())
 	for r := range all {
 		all[r] = r
 	}
-	return w.exchangeAmong(ctx, all, w.Rank(), recs, splitTag)
+	return exchangeAmong(ctx, w, all, w.Rank(), recs, splitTag)
 }

@@ -28,8 +28,9 @@ type World struct {
 	// Every World made by Init or Dup reserves four contexts: ctx and ctx+1 for itself,
 	// ctx+2 and ctx+3 for its sibling (Sibling), which has none of its own.
 	sibling bool
-	g       *group     // the ranks of a World made by Split; nil: every rank of the job
-	x       *inter     // an intercommunicator's local group (intercomm.go), whose g is the remote group
+	k       kind       // what it spans: the job, a group, or two groups (kind.go)
+	g       *group     // the ranks its point-to-point calls name: its own, or an intercommunicator's remote group
+	own     *group     // its own ranks, this rank's place among them: g, or an intercommunicator's local group
 	life    *worldLife // shared with its siblings; nil for Init's World (free.go)
 	// calls counts the collective calls its Tracks began (hang.go), made by the first
 	// NewTrack; Tracks hold the counter, not the World, which they must not keep alive.
@@ -39,53 +40,21 @@ type World struct {
 }
 
 // Rank is this process's rank, in [0, Size).
-func (w *World) Rank() int {
-	if w.x != nil {
-		return w.x.local.Rank()
-	}
-	if w.g != nil {
-		return w.g.me
-	}
-	return w.e.rank
-}
+func (w *World) Rank() int { return w.own.me }
 
 // Size is the number of ranks of the World: of the job, or of a World made by Split; of
 // the local group for an intercommunicator (RemoteSize is the other's).
-func (w *World) Size() int {
-	if w.x != nil {
-		return w.x.local.Size()
-	}
-	if w.g != nil {
-		return len(w.g.ranks)
-	}
-	return w.e.size
-}
+func (w *World) Size() int { return len(w.own.ranks) }
 
 // Host is the name of this rank's host (the launcher's name for it; the OS host name in a
 // world of one).
 func (w *World) Host() string { return w.e.host }
 
 // LocalRank is this rank's index among the World's ranks on its host.
-func (w *World) LocalRank() int {
-	if w.x != nil {
-		return w.x.local.LocalRank()
-	}
-	if w.g != nil {
-		return w.g.localRank
-	}
-	return w.e.localRank
-}
+func (w *World) LocalRank() int { return w.own.localRank }
 
 // LocalSize is the number of the World's ranks on this rank's host.
-func (w *World) LocalSize() int {
-	if w.x != nil {
-		return w.x.local.LocalSize()
-	}
-	if w.g != nil {
-		return w.g.localSize
-	}
-	return w.e.localSize
-}
+func (w *World) LocalSize() int { return w.own.localSize }
 
 // HostCPUs is the number of processors this rank's host gives the job's ranks: the
 // launching agent's, else what this process may use. Compare LocalSize with it to learn
@@ -171,55 +140,26 @@ func (w *World) Dup() (d *World, err error) {
 	if err := w.live(); err != nil {
 		return nil, withOp("dup", err)
 	}
-	defer w.dupAttrs(&d, &err) // attr.go: the copy functions run after mu is released
-	d, full, err := w.dupLocal()
+	defer dupAttrs(w, &d, &err) // attr.go: the copy functions run after mu is released
+	e := w.e
+	e.mu.Lock()
+	// Reusing a freed context may wait (dupReuseLocked), and a wait may have taken the
+	// poller role: pass it on, or a goroutine parked behind it would not be woken.
+	err = e.checkLocked()
+	full := false
+	if err == nil {
+		d, full, err = w.k.dupLocked(w)
+	}
+	e.poll.handoffLocked()
+	e.mu.Unlock()
 	if err != nil || !full {
 		return d, withOp("dup", err)
 	}
 	// The block of a split World or an intercommunicator is full: a Split with one color
 	// makes the same group again, on a block of its own, with every rank (each makes
 	// this Dup at the same point). It waits for the other ranks, as Split does.
-	if w.x != nil {
-		d, err = w.interSplit(context.Background(), 0, w.Rank())
-	} else {
-		d, err = w.Split(context.Background(), 0, w.Rank())
-	}
+	d, err = w.k.split(context.Background(), w, 0, w.Rank())
 	return d, withOp("dup", err)
-}
-
-// dupLocal is Dup without communication: a context of the World's line or of its block,
-// or full when a split World's or an intercommunicator's block has no room left.
-func (w *World) dupLocal() (d *World, full bool, err error) {
-	e := w.e
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	// Reusing a freed context may wait (dupReuseLocked), and a wait may have taken the
-	// poller role: pass it on, or a goroutine parked behind it would not be woken.
-	defer e.poll.handoffLocked()
-	if err := e.checkLocked(); err != nil {
-		return nil, false, err
-	}
-	if w.x != nil {
-		d, ok, err := w.interDupLocked()
-		return d, !ok && err == nil, err
-	}
-	if g := w.g; g != nil {
-		c, ok, err := e.takeFamilyLocked(g.fam)
-		if err != nil || !ok {
-			return nil, !ok && err == nil, err
-		}
-		return &World{e: e, ctx: c, g: g, life: &worldLife{}}, false, nil
-	}
-	if base, ok, err := e.dupReuseLocked(); err != nil {
-		return nil, false, err
-	} else if ok {
-		return &World{e: e, ctx: base, life: &worldLife{}}, false, nil
-	}
-	c, ok := e.ctxs.takeDup()
-	if !ok {
-		return nil, false, invalidf("too many Worlds derived and not freed (Free those no longer used)")
-	}
-	return &World{e: e, ctx: c, life: &worldLife{}}, false, nil
 }
 
 // Sibling returns a World with the same ranks as w and a communication context of its
@@ -247,49 +187,99 @@ func (s *subWorld) Sibling() (any, error) {
 	if w.sibling {
 		return nil, withOp("sibling", invalidf("a sibling World has no sibling of its own (Dup it)"))
 	}
-	return &World{e: w.e, ctx: w.ctx + 2, sibling: true, g: w.g, x: w.x, life: w.life}, nil
+	return &World{e: w.e, ctx: w.ctx + 2, sibling: true, k: w.k, g: w.g, own: w.own, life: w.life}, nil
 }
 
 // engine is the state a rank's Worlds share. The fields above mu are set at Init and
-// only read afterwards, or guard themselves; mu guards every field below it. Each part of
-// the runtime keeps its state in a type of its own: poller (progress and waiting), links
-// (peers and connections), ctxAlloc (communication contexts), the matching queues,
-// reqTable (rendezvous), rmaState (one-sided). The engine calls down into them.
+// only read afterwards, or guard themselves, or belong to a part that documents its lock;
+// mu guards every field below it. Each part of the runtime keeps its state in a type of
+// its own: poller (progress and waiting), links (peers and connections), comms
+// (communication contexts), lifecycle (Init to Finalize), failures, the matching queues,
+// reqTable (rendezvous), rmaState (one-sided).
 type engine struct {
 	rank, size           int
 	host                 string
 	localRank, localSize int
 	ncpu                 int         // processors this host's ranks share (HostCPUs)
 	pm                   pmi.Session // the process manager: golaunch's agent or a foreign PMI server; nil in a world of one
-	exit                 func(code int)
-	cfg                  config
+	secret               []byte      // the job secret that authenticates connections; set once (setSecret)
+	// nodes is every rank's node index under a foreign PM (PMI_process_mapping, or the
+	// cards where the PM gives none), which decides locality and transports (between);
+	// nil under golaunch, where every card is read at Init.
+	nodes []int
+	slots int // eager slots per peer connection
+	exit  func(code int)
+	cfg   config
+	devs  []*device // their closed and broken flags are guarded by mu
+	cm    cmServer  // connections made on first contact (cm.go)
+	// returners are the devices' CQs that a waiter may lead (tcp), for ServePeers and
+	// PollPeers; set with devs.
+	returners []roleReturner
 
-	stop context.Context // ends at Finalize: stops relays and the event watcher
-	halt context.CancelFunc
-	bg   sync.WaitGroup // the engine's goroutines (start, fenceLocked)
+	poll poller // the poller role's spin, sleep and wake-up (poller.go)
 
-	poll    poller      // the poller role's spin, sleep and wake-up (poller.go)
-	over    atomic.Bool // Finalize has begun (Finalized): set with finalizing, never cleared
-	atExit  atomic.Bool // Finalize has run Init's World's attribute delete functions
-	root    *World      // Init's World, until Finalize (only Init and the first Finalize touch it)
-	splitMu sync.Mutex  // one Split at a time (split.go); taken before mu
+	// The parts that hold a rank's Worlds' contexts, its life from Init to Finalize, and
+	// the failures it knows of. Each documents its lock; what mu guards is marked.
+	comms     // methods in free.go, intercomm.go; its allocator in ctxalloc.go
+	lifecycle // methods in init.go, world.go
+	failures  // methods in failure.go
 
-	mu         engineLock // lock.go
-	links      links      // peers, connections and devices (links.go)
-	match      matcher    // matching and request state (matcher.go)
-	failed     *ProcError // the first failed peer, or the one the launcher names (AnySource receives fail with it)
-	aborted    *ProcError // the job is aborting: every call fails with it
-	finalizing bool
-	finalized  bool
-	ctxs       ctxAlloc            // communication contexts: handed out, freed, awaiting marks (ctxalloc.go)
-	late       map[uint16]lateFree // Worlds freed with operations under way, by context (free.go)
-	rma        rmaState            // one-sided substrate (rma.go, rma_ops.go)
-	waiting    []*Request          // requests of blocking waits under way (hang.go)
-	bsend      bsendBuf            // the buffer of BufferAttach, for Bsend (bsend.go)
+	mu      engineLock // lock.go
+	links   links      // peers, connections and devices (links.go)
+	match   matcher    // matching and request state (matcher.go)
+	rma     rmaState   // one-sided substrate (rma.go, rma_ops.go)
+	waiting []*Request // requests of blocking waits under way (hang.go)
+	bsend   bsendBuf   // the buffer of BufferAttach, for Bsend (bsend.go)
 
 	tracksMu sync.Mutex
 	tracks   []*subcore.Track // the upper layers' calls (hang.go), guarded by tracksMu
-	inner    map[uint16]bool  // contexts of Worlds marked internal (MarkInternal), by ctx/4; guarded by tracksMu
+}
+
+// comms is the part that holds a rank's Worlds' contexts: the allocator, the Worlds
+// freed with operations under way, Split's lock, Init's World, the internal Worlds and
+// the job's identity group. World's Dup, Split, Create and Free and the kinds call it;
+// matching calls it as messages, free marks and completions arrive. It calls down,
+// through e, into the matching queues and the send path.
+//
+// Locks: ctxs and late are guarded by the engine's mu. splitMu is its own, taken before
+// mu. inner is guarded by the engine's tracksMu. root and all are written at Init; only
+// the first Finalize touches root again.
+type comms struct {
+	e       *engine
+	ctxs    ctxAlloc            // communication contexts: handed out, freed, awaiting marks
+	late    map[uint16]lateFree // Worlds freed with operations under way, by context (free.go)
+	splitMu sync.Mutex          // one Split at a time (split.go)
+	root    *World              // Init's World, until Finalize
+	all     *group              // every rank of the job: the groups of whole Worlds (kind.go)
+	inner   map[uint16]bool     // contexts of Worlds marked internal (MarkInternal), by ctx/4
+}
+
+// lifecycle is the part that holds a rank's life from Init to Finalize: the engine's
+// goroutines (start), the context that ends them, and Finalize's progress. Init and
+// Finalize call it; it calls down, through e, into the devices, the process manager and
+// the wait path. over and atExit are atomic; finalizing, finalized and quietWait are
+// guarded by the engine's mu; stop, halt and bg are set at Init.
+type lifecycle struct {
+	e          *engine
+	stop       context.Context // ends at Finalize: stops relays and the event watcher
+	halt       context.CancelFunc
+	bg         sync.WaitGroup // the engine's goroutines (start, fenceLocked)
+	over       atomic.Bool    // Finalize has begun (Finalized): set with finalizing, never cleared
+	atExit     atomic.Bool    // Finalize has run Init's World's attribute delete functions
+	finalizing bool
+	finalized  bool
+	quietWait  *Request // Finalize's parked request, woken when quietLocked holds
+}
+
+// failures is the part that holds what this rank knows of failures: the first failed
+// peer and the abort. The transport's completions, the connection manager and the
+// launcher's events (watchEvents) report to it; it fails what waits, calling down,
+// through e, into the peers and the matching queues. Its fields are guarded by the
+// engine's mu.
+type failures struct {
+	e       *engine
+	failed  *ProcError // the first failed peer, or the one the launcher names (AnySource receives fail with it)
+	aborted *ProcError // the job is aborting: every call fails with it
 }
 
 // checkLocked returns the error every call must fail with, or nil.
@@ -329,7 +319,7 @@ func (w *World) Finalize(ctx context.Context) error {
 	if e.atExit.CompareAndSwap(false, true) {
 		if r := e.root; r != nil {
 			e.root = nil // the engine outlives the World: let it go
-			r.deleteAttrs()
+			deleteAttrs(r)
 		}
 	}
 	e.mu.Lock()
@@ -394,7 +384,8 @@ func (w *World) Abort(code int, msg string) {
 func osExit(code int) { os.Exit(code) }
 
 // drainLocked waits (making progress) until nothing this rank sent is outstanding.
-func (e *engine) drainLocked(ctx context.Context) error {
+func (l *lifecycle) drainLocked(ctx context.Context) error {
+	e := l.e
 	r := e.match.newRequestLocked(e, reqSync)
 	err := e.untilLocked(ctx, r, true, nil)
 	e.match.recycleLocked(r)
@@ -404,7 +395,8 @@ func (e *engine) drainLocked(ctx context.Context) error {
 // fenceLocked waits until every rank has fenced through the agent, serving peers (making
 // progress) meanwhile, so that a peer that still waits for this rank's FIN, or for room
 // in this rank's receive slots, is not stuck behind the fence.
-func (e *engine) fenceLocked(ctx context.Context) error {
+func (l *lifecycle) fenceLocked(ctx context.Context) error {
+	e := l.e
 	r := e.match.newRequestLocked(e, reqSync)
 	cl := e.pm
 	e.bg.Add(1)

@@ -202,19 +202,8 @@ type engine struct {
 	localRank, localSize int
 	ncpu                 int         // processors this host's ranks share (HostCPUs)
 	pm                   pmi.Session // the process manager: golaunch's agent or a foreign PMI server; nil in a world of one
-	secret               []byte      // the job secret that authenticates connections; set once (setSecret)
-	// nodes is every rank's node index under a foreign PM (PMI_process_mapping, or the
-	// cards where the PM gives none), which decides locality and transports (between);
-	// nil under golaunch, where every card is read at Init.
-	nodes []int
-	slots int // eager slots per peer connection
-	exit  func(code int)
-	cfg   config
-	devs  []*device // their closed and broken flags are guarded by mu
-	cm    cmServer  // connections made on first contact (cm.go)
-	// returners are the devices' CQs that a waiter may lead (tcp), for ServePeers and
-	// PollPeers; set with devs.
-	returners []roleReturner
+	exit                 func(code int)
+	cfg                  config
 
 	poll poller // the poller role's spin, sleep and wake-up (poller.go)
 
@@ -268,7 +257,6 @@ type lifecycle struct {
 	atExit     atomic.Bool    // Finalize has run Init's World's attribute delete functions
 	finalizing bool
 	finalized  bool
-	quietWait  *Request // Finalize's parked request, woken when quietLocked holds
 }
 
 // failures is the part that holds what this rank knows of failures: the first failed

@@ -17,7 +17,7 @@ func (e *engine) handleLocked(wc *verbs.WC) {
 	}
 	p := e.links.peers[rank]
 	if kind == wrRMA {
-		e.rmaDoneLocked(p, idx, wc) // rma_ops.go
+		e.rma.rmaDoneLocked(p, idx, wc) // rma_ops.go
 		return
 	}
 	if p.failed != nil {

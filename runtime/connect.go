@@ -11,10 +11,20 @@ import (
 // keyCard is the key under which a rank publishes its card through the agent.
 const keyCard = "gorma/card"
 
+// join is the part that connects a rank to its job at Init: its card, the peers' cards,
+// its locality and its devices, under golaunch (connect) or a foreign process manager
+// (connectForeign, foreign.go). Init calls it before the engine's goroutines start, so
+// it takes no lock; it holds nothing after Init. It sets the engine's locality and opens
+// the links' devices and the poller's CQs through e.
+type join struct {
+	e *engine
+}
+
 // connect opens this rank's connection listener, publishes its card, reads every peer's
 // after the agent's fence, and opens the devices the peers need. Queue pairs connect on
 // first contact (cm.go).
-func (e *engine) connect(ctx context.Context, id hostIdentity) error {
+func (j join) connect(ctx context.Context, id hostIdentity) error {
+	e := j.e
 	if err := e.links.cm.listenCM(e.cfg.tcpAddr); err != nil {
 		return err
 	}
@@ -30,7 +40,7 @@ func (e *engine) connect(ctx context.Context, id hostIdentity) error {
 		return err
 	}
 	e.links.slots = slotsPerPeer(e.size - 1)
-	return e.openDevices(count)
+	return j.openDevices(count)
 }
 
 // myCard is this rank's card, with host identity id.
@@ -91,7 +101,8 @@ func deviceWait(count map[string]int, mode verbs.WaitMode, oversubscribed bool) 
 // openDevices opens the devices that serve peers (count: how many each provider serves),
 // decides who spins (deviceWait), and gives the poller their CQs. A device whose CQ takes
 // a wait check checks the fast boxes and the held sends (waitCheck) before it sleeps.
-func (e *engine) openDevices(count map[string]int) error {
+func (j join) openDevices(count map[string]int) error {
+	e := j.e
 	wait, spins := deviceWait(count, e.cfg.progress, e.localSize > e.ncpu)
 	e.poll.providerSpins = spins
 	if err := e.links.openDevices(count, wait); err != nil {

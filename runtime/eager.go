@@ -27,7 +27,7 @@ func (e *engine) sendLocked(r *Request) {
 		return
 	}
 	if len(r.buf) > p.eagerMax || r.synchronous {
-		e.offerLocked(p, r)
+		e.rndv.offerLocked(p, r)
 		return
 	}
 	if p.out.n == 0 && p.postFastLocked(r.ctx, r.tag, r.buf) {
@@ -166,7 +166,7 @@ func (e *engine) pumpLocked(p *peer) {
 			}
 			chunk := op.chunk
 			p.out.pop()
-			e.postReadLocked(p, r, chunk)
+			e.rndv.postReadLocked(p, r, chunk)
 			continue
 		}
 		if !p.canSend() {
@@ -180,8 +180,8 @@ func (e *engine) pumpLocked(p *peer) {
 			r.outQueued = false
 			switch {
 			case len(r.buf) > p.eagerMax || r.synchronous:
-				if e.exposeLocked(p, r) {
-					e.postRTSLocked(p, r)
+				if e.rndv.exposeLocked(p, r) {
+					e.rndv.postRTSLocked(p, r)
 				}
 			case p.postFastLocked(r.ctx, r.tag, r.buf):
 				e.completeLocked(r, nil)
@@ -193,7 +193,7 @@ func (e *engine) pumpLocked(p *peer) {
 			e.postEagerLocked(p, r)
 		case opRTS:
 			r.outQueued = false
-			e.postRTSLocked(p, r)
+			e.rndv.postRTSLocked(p, r)
 		case opFIN:
 			e.links.postCookieLocked(p, msg, cookie)
 		}

@@ -79,7 +79,7 @@ func (f *failures) peerFailedWhyLocked(p *peer, why string, cause error) {
 	e.releasePeerLocked(p, pe)
 	e.failQueueLocked(&e.match.posted, p.rank, pe)
 	e.failQueueLocked(&e.match.probes, p.rank, pe)
-	e.failCountersLocked(p)
+	e.rma.failCountersLocked(p)
 	e.poll.kickLocked()
 }
 
@@ -118,7 +118,7 @@ func (f *failures) failAllLocked(err error) {
 	e.failHeldLocked(err)
 	e.failQueueLocked(&e.match.posted, -1, err)
 	e.failQueueLocked(&e.match.probes, -1, err)
-	e.failAllCountersLocked(err)
+	e.rma.failAllCountersLocked(err)
 	e.poll.kickLocked()
 }
 
@@ -192,7 +192,7 @@ func (f *failures) watchEvents(events <-chan pmi.Event) {
 				return
 			}
 			if ev.Kind == pmi.ReportAsked {
-				e.answerReport(ev.Stacks)
+				e.watch.answerReport(ev.Stacks)
 				continue
 			}
 			e.onEvent(ev)

@@ -52,7 +52,7 @@ func initForeign(ctx context.Context, cfg config, o options) (*World, error) {
 	cfg.transport, cfg.tcpAddr = "auto", "0.0.0.0"
 	e := newEngine(cfg, rank, size, host, o.exit)
 	e.pm, e.links.pm = f, f
-	if err := e.connectForeign(ctx, identityWith(o.hostSalt), nodes); err != nil {
+	if err := (join{e}).connectForeign(ctx, identityWith(o.hostSalt), nodes); err != nil {
 		e.shutdown()
 		return fail(err)
 	}
@@ -84,7 +84,8 @@ func abortSession(s pmi.Session, msg string) {
 // rank that sees it, whose PMI abort ends the job. Without a map it reads every card
 // and groups the ranks by host identity. It opens shm for the peers on its node and tcp
 // for the others; queue pairs connect on first contact (cm.go).
-func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []int) error {
+func (j join) connectForeign(ctx context.Context, id hostIdentity, nodes []int) error {
+	e := j.e
 	// tcp peers are on other nodes: listen on every interface (the listener advertises
 	// the first global unicast address).
 	if err := e.links.cm.listenCM("0.0.0.0"); err != nil {
@@ -105,17 +106,17 @@ func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []in
 	}
 	if e.rank != 0 {
 		var err error
-		if secret, err = e.readRank0(ctx); err != nil {
+		if secret, err = j.readRank0(ctx); err != nil {
 			return err
 		}
 	}
 	e.links.cm.secret = secret
 	if nodes == nil {
 		var err error
-		if nodes, err = e.nodesFromCards(ctx); err != nil {
+		if nodes, err = j.nodesFromCards(ctx); err != nil {
 			return err
 		}
-	} else if err := e.checkNode(ctx, nodes); err != nil {
+	} else if err := j.checkNode(ctx, nodes); err != nil {
 		return err
 	}
 	e.links.nodes = nodes
@@ -128,17 +129,18 @@ func (e *engine) connectForeign(ctx context.Context, id hostIdentity, nodes []in
 			e.localSize++
 		}
 	}
-	e.fitHost()
+	j.fitHost()
 	e.links.slots = slotsPerPeer(e.size - 1)
 	count, err := e.links.providerCounts()
 	if err != nil {
 		return err
 	}
-	return e.openDevices(count)
+	return j.openDevices(count)
 }
 
 // readRank0 reads rank 0's value: its card and the job secret.
-func (e *engine) readRank0(ctx context.Context) ([]byte, error) {
+func (j join) readRank0(ctx context.Context) ([]byte, error) {
+	e := j.e
 	b, err := e.pm.Get(ctx, 0, keyWire1)
 	if err != nil {
 		return nil, fmt.Errorf("read rank 0's card and job secret (PMI get %s): %w", keyWire1, err)
@@ -161,7 +163,8 @@ func (e *engine) readRank0(ctx context.Context) ([]byte, error) {
 
 // checkNode checks the node map against the card of the first rank on this rank's node:
 // the two must share memory.
-func (e *engine) checkNode(ctx context.Context, nodes []int) error {
+func (j join) checkNode(ctx context.Context, nodes []int) error {
+	e := j.e
 	leader := nodeLeader(nodes, e.rank)
 	if leader == e.rank {
 		return nil
@@ -180,7 +183,8 @@ func (e *engine) checkNode(ctx context.Context, nodes []int) error {
 
 // nodesFromCards reads every peer's card and numbers the hosts they name: ranks whose
 // cards share memory get one node.
-func (e *engine) nodesFromCards(ctx context.Context) ([]int, error) {
+func (j join) nodesFromCards(ctx context.Context) ([]int, error) {
+	e := j.e
 	nodes := make([]int, e.size)
 	var first []int // each node's first rank
 	for r := range e.size {

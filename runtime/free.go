@@ -133,9 +133,9 @@ func (w *World) Free() error {
 	for _, f := range hooks {
 		f()
 	}
-	e.tracksMu.Lock()
-	delete(e.inner, base/4) // a later World may get the context
-	e.tracksMu.Unlock()
+	e.watch.mu.Lock()
+	delete(e.watch.inner, base/4) // a later World may get the context
+	e.watch.mu.Unlock()
 
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -19,7 +19,7 @@ import (
 // that the launcher can ask (pmi.ReportAsked) and print where a job hangs:
 //
 //   - every blocking wait of the engine (untilLocked: a blocking Send, Recv, Probe, a
-//     Request's Wait, WaitAny, Finalize's quiet wait) lists its Request in e.waiting for
+//     Request's Wait, WaitAny, Finalize's quiet wait) lists its Request in the hangWatch for
 //     as long as it waits, with the call, the peer, the tag and the communicator;
 //   - a layer above (collectives, window) names its own calls with a Track: Begin at the
 //     call's start (three atomic stores, and for a collective call an atomic add that
@@ -44,22 +44,22 @@ func tickClock() { subcore.Tick() }
 func sinceCoarse(stamp int64) time.Duration { return subcore.Since(stamp) }
 
 // startWaitLocked lists r as waiting in call.
-func (e *engine) startWaitLocked(r *Request, call string) {
-	r.waitFrom, r.waitCall, r.waitIdx = coarseNow(), call, len(e.waiting)
-	e.waiting = append(e.waiting, r)
+func (h *hangWatch) startWaitLocked(r *Request, call string) {
+	r.waitFrom, r.waitCall, r.waitIdx = coarseNow(), call, len(h.waiting)
+	h.waiting = append(h.waiting, r)
 }
 
 // endWaitLocked takes r off the waiting list.
-func (e *engine) endWaitLocked(r *Request) {
+func (h *hangWatch) endWaitLocked(r *Request) {
 	i := r.waitIdx
-	if i < 0 || i >= len(e.waiting) || e.waiting[i] != r {
+	if i < 0 || i >= len(h.waiting) || h.waiting[i] != r {
 		return
 	}
-	last := len(e.waiting) - 1
-	e.waiting[i] = e.waiting[last]
-	e.waiting[i].waitIdx = i
-	e.waiting[last] = nil
-	e.waiting = e.waiting[:last]
+	last := len(h.waiting) - 1
+	h.waiting[i] = h.waiting[last]
+	h.waiting[i].waitIdx = i
+	h.waiting[last] = nil
+	h.waiting = h.waiting[:last]
 	r.waitFrom, r.waitIdx = 0, -1
 }
 
@@ -102,9 +102,9 @@ func (s *subWorld) NewTrack() *subcore.Track {
 	info := subcore.TrackInfo{Comm: commName(w), Ctx: w.ctx, Me: w.Rank(), Size: w.Size(), Internal: w.internal.Load()}
 	info.Members = w.k.members(w)
 	t := subcore.NewTrack(trackOps{w.e}, calls, info)
-	w.e.tracksMu.Lock()
-	w.e.tracks = append(w.e.tracks, t)
-	w.e.tracksMu.Unlock()
+	w.e.watch.mu.Lock()
+	w.e.watch.tracks = append(w.e.watch.tracks, t)
+	w.e.watch.mu.Unlock()
 	return t
 }
 
@@ -114,23 +114,23 @@ func (s *subWorld) NewTrack() *subcore.Track {
 func (s *subWorld) MarkInternal() {
 	w := (*World)(s)
 	w.internal.Store(true)
-	e := w.e
-	e.tracksMu.Lock()
-	if e.inner == nil {
-		e.inner = make(map[uint16]bool)
+	h := &w.e.watch
+	h.mu.Lock()
+	if h.inner == nil {
+		h.inner = make(map[uint16]bool)
 	}
-	e.inner[w.ctx/4] = true
-	e.tracksMu.Unlock()
+	h.inner[w.ctx/4] = true
+	h.mu.Unlock()
 }
 
 // CloseTrack stops reporting t.
 func (o trackOps) CloseTrack(t *subcore.Track) {
-	e := o.e
-	e.tracksMu.Lock()
-	defer e.tracksMu.Unlock()
-	for i, x := range e.tracks {
+	h := &o.e.watch
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, x := range h.tracks {
 		if x == t {
-			e.tracks = append(e.tracks[:i], e.tracks[i+1:]...)
+			h.tracks = append(h.tracks[:i], h.tracks[i+1:]...)
 			return
 		}
 	}
@@ -157,13 +157,14 @@ func ctxName(ctx uint16) string {
 // hangRecords returns what this rank is blocked in: the Tracks' calls under way, then
 // the engine's waits, longest first. A wait on a Sibling's context (the collectives' and
 // windows' own traffic) is left out while a Track names the call it serves.
-func (e *engine) hangRecords() (recs []hang.Record, progress uint64) {
-	e.tracksMu.Lock()
+func (h *hangWatch) hangRecords() (recs []hang.Record, progress uint64) {
+	e := h.e
+	h.mu.Lock()
 	outer := false // a call on a World not marked internal is under way
-	for _, t := range e.tracks {
+	for _, t := range h.tracks {
 		outer = outer || (!subcore.Info(t).Internal && subcore.Busy(t))
 	}
-	for _, t := range e.tracks {
+	for _, t := range h.tracks {
 		info := subcore.Info(t)
 		call, seq, sig, since, ok := subcore.TrackRecord(t)
 		if !ok || (info.Internal && outer) {
@@ -176,11 +177,11 @@ func (e *engine) hangRecords() (recs []hang.Record, progress uint64) {
 		}
 		recs = append(recs, rec)
 	}
-	inner := maps.Clone(e.inner)
-	e.tracksMu.Unlock()
+	inner := maps.Clone(h.inner)
+	h.mu.Unlock()
 	tracked := len(recs) > 0
 	e.mu.Lock()
-	for _, r := range e.waiting {
+	for _, r := range h.waiting {
 		call := r.waitCall
 		if r.ctx%2 == 1 && r.ctx%4 < 2 && call != "Finalize" {
 			call = "Barrier" // a World's internal context carries its Barrier
@@ -203,16 +204,17 @@ func (e *engine) hangRecords() (recs []hang.Record, progress uint64) {
 
 // answerReport sends the agent this rank's hang report (pmi.ReportAsked), with every
 // goroutine's stack when stacks is set.
-func (e *engine) answerReport(stacks bool) {
-	if rp, ok := e.pm.(interface{ Report(text string) error }); ok {
-		rp.Report(e.hangReport(stacks))
+func (h *hangWatch) answerReport(stacks bool) {
+	if rp, ok := h.e.pm.(interface{ Report(text string) error }); ok {
+		rp.Report(h.hangReport(stacks))
 	}
 }
 
 // hangReport is this rank's report (hang.AppendReport's text): its records and
 // progress, and every goroutine's stack when stacks is set.
-func (e *engine) hangReport(stacks bool) string {
-	recs, progress := e.hangRecords()
+func (h *hangWatch) hangReport(stacks bool) string {
+	e := h.e
+	recs, progress := h.hangRecords()
 	rep := hang.Report{Rank: e.rank, Host: e.host, State: hang.Running, Records: recs, Progress: progress}
 	if len(recs) > 0 {
 		rep.State = hang.Blocked

@@ -64,7 +64,8 @@ func hostProcs(policy procsPolicy, envSet bool, cur, local, ncpu int) int {
 
 // fitHost applies GORMA_PROCS once the rank knows its host's ranks and processors
 // (Init, before the engine's goroutines start).
-func (e *engine) fitHost() {
+func (j join) fitHost() {
+	e := j.e
 	n := hostProcs(e.cfg.procs, e.cfg.maxProcsSet, goruntime.GOMAXPROCS(0), e.localSize, e.ncpu)
 	if n > 0 {
 		goruntime.GOMAXPROCS(n)

@@ -247,9 +247,10 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 	if c.HostCPUs > 0 {
 		e.ncpu = c.HostCPUs
 	}
-	e.fitHost()
+	j := join{e}
+	j.fitHost()
 	e.pm, e.links.pm, e.links.cm.secret = client, client, client.Info().Secret
-	err = e.connect(ctx, identityWith(o.hostSalt))
+	err = j.connect(ctx, identityWith(o.hostSalt))
 	closeIdleWatch(e.cfg.idleWatch) // not taken: no tcp device
 	e.cfg.idleWatch = nil
 	if err != nil {
@@ -276,6 +277,7 @@ func (c *comms) rootWorld() *World {
 func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine {
 	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit, ncpu: goruntime.NumCPU()}
 	e.comms.e, e.lifecycle.e, e.failures.e = e, e, e
+	e.rma.e, e.rndv.e, e.watch.e = e, e, e
 	e.ctxs = newCtxAlloc()
 	e.poll.init(cfg.progress, cfg.spin)
 	e.stop, e.halt = context.WithCancel(context.Background())
@@ -349,7 +351,7 @@ func (l *lifecycle) shutdown() {
 		e.poll.unwatch() // the last context the poller watched
 	}
 	e.links.closeListenersLocked()
-	e.closeRemotesLocked() // mappings of peers' arenas go before the devices
+	e.rma.closeRemotesLocked() // mappings of peers' arenas go before the devices
 	e.closeDevicesLocked()
 }
 

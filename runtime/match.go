@@ -22,7 +22,7 @@ func (e *engine) incomingLocked(src int, h *header, payload []byte) {
 		if h.kind == msgEager {
 			e.completeLocked(r, r.deliver(src, h.tag, payload))
 		} else {
-			e.startReadLocked(r, src, h.tag, h.cookie, h.rkey, h.off, h.length, offerRuns(h, payload))
+			e.rndv.startReadLocked(r, src, h.tag, h.cookie, h.rkey, h.off, h.length, offerRuns(h, payload))
 		}
 		return
 	}
@@ -66,7 +66,7 @@ func (e *engine) takeUxLocked(r *Request, m *uxMsg) {
 	if m.kind == msgEager {
 		e.completeLocked(r, r.deliver(m.src, m.tag, m.data))
 	} else {
-		e.startReadLocked(r, m.src, m.tag, m.cookie, m.rkey, m.off, m.length, m.data)
+		e.rndv.startReadLocked(r, m.src, m.tag, m.cookie, m.rkey, m.off, m.length, m.data)
 	}
 	if m.sync != nil {
 		e.completeLocked(m.sync, nil)

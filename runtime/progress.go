@@ -37,9 +37,9 @@ func (e *engine) waitLocked(ctx context.Context, r *Request) error {
 // is outstanding (quiet true, for Finalize), or until a request of set is done (WaitAny),
 // or ctx ends. In the last two cases r only serves for parking.
 func (e *engine) untilLocked(ctx context.Context, r *Request, quiet bool, set []*Request) error {
-	e.startWaitLocked(r, waitName(r, quiet, set, e.finalizing))
+	e.watch.startWaitLocked(r, waitName(r, quiet, set, e.finalizing))
 	err := e.untilWaitingLocked(ctx, r, quiet, set)
-	e.endWaitLocked(r)
+	e.watch.endWaitLocked(r)
 	return err
 }
 

@@ -79,7 +79,7 @@ type waiter struct {
 	// A blocking wait on it (hang.go).
 	waitFrom int64  // coarseNow when the wait began; 0: not waited on
 	waitCall string // the call that waits
-	waitIdx  int    // its index in engine.waiting
+	waitIdx  int    // its index in the hangWatch's waiting
 }
 
 // rndvState is a send's or a receive's rendezvous. A send that offered its buffer (RTS)

@@ -35,8 +35,12 @@ import (
 // accesses) breaks the connection to that peer as it does in InfiniBand: the QP enters
 // Err. A Remote whose peer fails fails its counters with a *ProcError.
 
-// rmaState is the engine's one-sided bookkeeping, guarded by the engine's mu.
+// rmaState is the part that owns the one-sided bookkeeping: the attached Remotes and the
+// Counters' table. Remote.Post, the completion handler, the failure paths and Finalize
+// call it, with the engine's mu held (it has no lock of its own). It waits for send
+// queue room, and fails a peer, through e.
 type rmaState struct {
+	e           *engine
 	remotes     map[*remote]struct{} // attached, not closed: closed before the devices
 	counters    []*counter           // by table slot (the WRID of a request); nil when free
 	counterFree []uint32
@@ -308,8 +312,8 @@ func (r *remote) closeLocked() {
 }
 
 // closeRemotesLocked closes every Remote before the devices close (Finalize).
-func (e *engine) closeRemotesLocked() {
-	for r := range e.rma.remotes {
+func (s *rmaState) closeRemotesLocked() {
+	for r := range s.remotes {
 		r.closeLocked()
 	}
 }

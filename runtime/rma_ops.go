@@ -106,7 +106,7 @@ func (r *remote) Post(pc *subcore.Counter, op verbs.Opcode, off uint64, local []
 	}
 	for {
 		n := min(len(local), maxWR)
-		if err := e.postRMALocked(c, r, op, off, local[:n], add, swap); err != nil {
+		if err := e.rma.postRMALocked(c, r, op, off, local[:n], add, swap); err != nil {
 			return err
 		}
 		if op.IsAtomic() || n == len(local) {
@@ -116,10 +116,10 @@ func (r *remote) Post(pc *subcore.Counter, op verbs.Opcode, off uint64, local []
 	}
 }
 
-func (e *engine) postRMALocked(c *counter, r *remote, op verbs.Opcode, off uint64, local []byte, add, swap uint64) error {
+func (s *rmaState) postRMALocked(c *counter, r *remote, op verbs.Opcode, off uint64, local []byte, add, swap uint64) error {
 	p := r.p
 	for p.failed == nil && p.sqFree == 0 {
-		if err := e.rmaRoomLocked(c, p); err != nil {
+		if err := s.rmaRoomLocked(c, p); err != nil {
 			return err
 		}
 	}
@@ -140,7 +140,8 @@ func (e *engine) postRMALocked(c *counter, r *remote, op verbs.Opcode, off uint6
 // rmaRoomLocked waits for a send queue entry to p: by draining c when it has requests to
 // p outstanding, otherwise by polling (the entries are held by messages, which complete
 // without this rank's help) with a bounded spin and then short sleeps.
-func (e *engine) rmaRoomLocked(c *counter, p *peer) error {
+func (s *rmaState) rmaRoomLocked(c *counter, p *peer) error {
+	e := s.e
 	if c.byRank[p.rank] > 0 {
 		c.req.done = false
 		err := e.waitLocked(context.Background(), &c.req)
@@ -169,15 +170,16 @@ func (e *engine) rmaRoomLocked(c *counter, p *peer) error {
 }
 
 // rmaDoneLocked handles the completion of a counted one-sided request.
-func (e *engine) rmaDoneLocked(p *peer, idx uint32, wc *verbs.WC) {
+func (s *rmaState) rmaDoneLocked(p *peer, idx uint32, wc *verbs.WC) {
+	e := s.e
 	if p.failed != nil {
 		return // its counters were failed with the peer
 	}
 	p.sqFree++
-	if int(idx) >= len(e.rma.counters) || e.rma.counters[idx] == nil {
+	if int(idx) >= len(s.counters) || s.counters[idx] == nil {
 		return
 	}
-	c := e.rma.counters[idx]
+	c := s.counters[idx]
 	if wc.Status != verbs.Success {
 		// Fail the peer first: its failCountersLocked then completes this request. The
 		// others to p, with p's *ProcError, so that the caller sees ErrProcFailed naming
@@ -204,8 +206,8 @@ func (c *counter) countDoneLocked(rank int, n int32) {
 }
 
 // failCountersLocked fails every counter's requests to the failed peer p.
-func (e *engine) failCountersLocked(p *peer) {
-	for _, c := range e.rma.counters {
+func (s *rmaState) failCountersLocked(p *peer) {
+	for _, c := range s.counters {
 		if c == nil || c.byRank[p.rank] == 0 {
 			continue
 		}
@@ -217,8 +219,8 @@ func (e *engine) failCountersLocked(p *peer) {
 }
 
 // failAllCountersLocked fails every counter (abort, finalize).
-func (e *engine) failAllCountersLocked(err error) {
-	for _, c := range e.rma.counters {
+func (s *rmaState) failAllCountersLocked(err error) {
+	for _, c := range s.counters {
 		if c == nil || c.pending == 0 {
 			continue
 		}

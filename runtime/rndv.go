@@ -22,12 +22,12 @@ import (
 // stale or forged FIN finds nothing and is treated as a protocol violation of the peer.
 
 // offerLocked starts a rendezvous send: it exposes r's buffer and sends RTS.
-func (e *engine) offerLocked(p *peer, r *Request) {
-	if !e.exposeLocked(p, r) {
+func (v *rendezvous) offerLocked(p *peer, r *Request) {
+	if !v.exposeLocked(p, r) {
 		return
 	}
 	if p.out.n == 0 && p.canSend() {
-		e.postRTSLocked(p, r)
+		v.postRTSLocked(p, r)
 		return
 	}
 	p.out.push(outOp{kind: opRTS, r: r})
@@ -36,7 +36,8 @@ func (e *engine) offerLocked(p *peer, r *Request) {
 
 // exposeLocked exposes r's buffer to p for a rendezvous and enters r in the table. On
 // failure it completes r with the error and returns false.
-func (e *engine) exposeLocked(p *peer, r *Request) bool {
+func (v *rendezvous) exposeLocked(p *peer, r *Request) bool {
+	e := v.e
 	if len(r.buf) == 0 {
 		e.match.table.add(r) // an empty synchronous send: nothing to read, the receiver answers FIN
 		return true
@@ -80,9 +81,10 @@ func exposeBuffer(p *peer, buf []byte) (verbs.MR, uint64, bool, error) {
 	return mr, uint64(off), false, nil
 }
 
-func (e *engine) postRTSLocked(p *peer, r *Request) {
+func (v *rendezvous) postRTSLocked(p *peer, r *Request) {
+	e := v.e
 	if r.lay != nil {
-		e.postOfferLocked(p, r)
+		v.postOfferLocked(p, r)
 		return
 	}
 	var rkey uint64
@@ -100,7 +102,8 @@ func (e *engine) postRTSLocked(p *peer, r *Request) {
 // startReadLocked starts receive r of a rendezvous offer from src: RDMA reads of the
 // offered buffer into r.buf, then FIN. A layout offer (layout, its encoded runs, not
 // nil; rkey is then the sender's address) is read at once by readOfferLocked.
-func (e *engine) startReadLocked(r *Request, src int, tag int32, cookie, rkey, off, length uint64, layout []byte) {
+func (v *rendezvous) startReadLocked(r *Request, src int, tag int32, cookie, rkey, off, length uint64, layout []byte) {
+	e := v.e
 	p := e.links.peers[src]
 	n := min(length, uint64(len(r.buf)))
 	r.status = Status{Source: src, Tag: int(tag), Bytes: int(n), Count: elems(int(n), r.esize)}
@@ -118,7 +121,7 @@ func (e *engine) startReadLocked(r *Request, src int, tag int32, cookie, rkey, o
 		return
 	}
 	if layout != nil {
-		e.readOfferLocked(p, r, rkey, layout, int(n))
+		v.readOfferLocked(p, r, rkey, layout, int(n))
 		return
 	}
 	r.rkey, r.roff, r.rlen = rkey, off, int(n)
@@ -127,14 +130,15 @@ func (e *engine) startReadLocked(r *Request, src int, tag int32, cookie, rkey, o
 	r.reads = chunks
 	for c := 0; c < chunks; c++ {
 		if p.out.n == 0 && p.sqFree > 0 {
-			e.postReadLocked(p, r, c)
+			v.postReadLocked(p, r, c)
 		} else {
 			p.out.push(outOp{kind: opRead, r: r, chunk: c})
 		}
 	}
 }
 
-func (e *engine) postReadLocked(p *peer, r *Request, chunk int) {
+func (v *rendezvous) postReadLocked(p *peer, r *Request, chunk int) {
+	e := v.e
 	lo := chunk * readChunk
 	hi := min(lo+readChunk, r.rlen)
 	p.swr = verbs.SendWR{WRID: wrid(wrRead, p.rank, r.slot), Op: verbs.OpRDMARead, Flags: verbs.Signaled,

@@ -101,7 +101,8 @@ func putLay(lay *layIO) {
 
 // offerLayLocked returns the layIO of a layout offer of l to job rank dest, or nil when
 // the message goes packed.
-func (e *engine) offerLayLocked(dest int, l *datatype.Laid) *layIO {
+func (v *rendezvous) offerLayLocked(dest int, l *datatype.Laid) *layIO {
+	e := v.e
 	if dest == e.rank || dest < 0 || dest >= len(e.links.peers) {
 		return nil
 	}
@@ -141,11 +142,11 @@ func (w *World) sendLaid(ctx context.Context, l *datatype.Laid, dest, tag int) (
 	if e.checkArgsLocked(d, tag, false) != nil {
 		return false, nil
 	}
-	lay := e.offerLayLocked(d, l)
+	lay := e.rndv.offerLayLocked(d, l)
 	if lay == nil {
 		return false, nil
 	}
-	r := e.startOfferLocked(w.ctx, lay, d, tag)
+	r := e.rndv.startOfferLocked(w.ctx, lay, d, tag)
 	err = e.finishSendLocked(ctx, r)
 	if err == nil || ctx.Err() == nil {
 		putLay(lay) // else the offer may still be read: leave it to the collector
@@ -156,10 +157,11 @@ func (w *World) sendLaid(ctx context.Context, l *datatype.Laid, dest, tag int) (
 
 // startOfferLocked starts the layout offer of lay to dest, a connected peer
 // (offerLayLocked), and returns its engine Request.
-func (e *engine) startOfferLocked(ctxID uint16, lay *layIO, dest, tag int) *Request {
+func (v *rendezvous) startOfferLocked(ctxID uint16, lay *layIO, dest, tag int) *Request {
+	e := v.e
 	r := e.match.newRequestLocked(e, reqSend)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.lay = ctxID, dest, tag, lay.base[lay.lo:lay.hi], 1, lay
-	e.offerLocked(e.links.peers[dest], r)
+	v.offerLocked(e.links.peers[dest], r)
 	return r
 }
 
@@ -225,7 +227,7 @@ func (w *World) sendrecvLaid(ctx context.Context, out []byte, sl *datatype.Laid,
 		return Status{}, false, nil, nil
 	}
 	if sl != nil {
-		if so = e.offerLayLocked(d, sl); so == nil {
+		if so = e.rndv.offerLayLocked(d, sl); so == nil {
 			return Status{}, false, nil, nil
 		}
 	}
@@ -234,7 +236,7 @@ func (w *World) sendrecvLaid(ctx context.Context, out []byte, sl *datatype.Laid,
 	e.receiveLocked(rr)
 	var sr *Request
 	if so != nil {
-		sr = e.startOfferLocked(w.ctx, so, d, stag)
+		sr = e.rndv.startOfferLocked(w.ctx, so, d, stag)
 	} else {
 		sr = e.startSendLocked(w.ctx, out, 1, d, stag)
 	}
@@ -269,7 +271,8 @@ func putOffer(b []byte, ctx uint16, tag int32, cookie, addr uint64, size int, ru
 	return o
 }
 
-func (e *engine) postOfferLocked(p *peer, r *Request) {
+func (v *rendezvous) postOfferLocked(p *peer, r *Request) {
+	e := v.e
 	i := p.takeSlot()
 	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(r.lay.base))))
 	n := putOffer(p.txBuf(i), r.ctx, int32(r.tag), r.cookie(), addr, r.lay.size, r.lay.runs)
@@ -317,7 +320,8 @@ func offerRuns(h *header, payload []byte) []byte {
 
 // readOfferLocked reads the first n bytes of a layout offer at addr in p's process,
 // whose encoded runs are layout, into receive r, and completes it (FIN to p first).
-func (e *engine) readOfferLocked(p *peer, r *Request, addr uint64, layout []byte, n int) {
+func (v *rendezvous) readOfferLocked(p *peer, r *Request, addr uint64, layout []byte, n int) {
+	e := v.e
 	if !p.cma {
 		e.peerFailedLocked(p, &errWire{"a layout offer from a peer whose memory this rank cannot read"})
 		e.completeLocked(r, p.failed)

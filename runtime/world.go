@@ -195,7 +195,7 @@ func (s *subWorld) Sibling() (any, error) {
 // mu guards every field below it. Each part of the runtime keeps its state in a type of
 // its own: poller (progress and waiting), links (peers and connections), comms
 // (communication contexts), lifecycle (Init to Finalize), failures, the matching queues,
-// reqTable (rendezvous), rmaState (one-sided).
+// rendezvous, rmaState (one-sided), hangWatch (hang reports) and join (Init's connection).
 type engine struct {
 	rank, size           int
 	host                 string
@@ -213,26 +213,45 @@ type engine struct {
 	lifecycle // methods in init.go, world.go
 	failures  // methods in failure.go
 
-	mu      engineLock // lock.go
-	links   links      // peers, connections and devices (links.go)
-	match   matcher    // matching and request state (matcher.go)
-	rma     rmaState   // one-sided substrate (rma.go, rma_ops.go)
-	waiting []*Request // requests of blocking waits under way (hang.go)
-	bsend   bsendBuf   // the buffer of BufferAttach, for Bsend (bsend.go)
+	mu    engineLock // lock.go
+	links links      // peers, connections and devices (links.go)
+	match matcher    // matching and request state (matcher.go)
+	rma   rmaState   // one-sided substrate (rma.go, rma_ops.go)
+	rndv  rendezvous // rendezvous sends and reads (rndv.go, rndv_iov.go)
+	watch hangWatch  // blocking waits and Tracks, for hang reports (hang.go)
+	bsend bsendBuf   // the buffer of BufferAttach, for Bsend (bsend.go)
+}
 
-	tracksMu sync.Mutex
-	tracks   []*subcore.Track // the upper layers' calls (hang.go), guarded by tracksMu
+// rendezvous is the part that runs the rendezvous protocol and its layout offers
+// (rndv_iov.go): exposing send buffers, RTS, and the reads of an offer. The send path,
+// matching and the out-queue call it, with the engine's mu held; it has no state or lock
+// of its own. It reaches the peers, the matcher and completion through e.
+type rendezvous struct {
+	e *engine
+}
+
+// hangWatch is the part that keeps what a rank's goroutines are blocked in: the
+// engine's blocking waits and the layers' Tracks. The wait path (untilLocked) and the
+// Track calls feed it; the event watcher asks it for reports (answerReport). Locks:
+// waiting is guarded by the engine's mu; tracks and inner by mu, its own lock, under
+// which no other lock is taken. It reads the rank, the process manager and the count
+// of completed requests through e.
+type hangWatch struct {
+	e       *engine
+	waiting []*Request // requests of blocking waits under way
+	mu      sync.Mutex
+	tracks  []*subcore.Track // the upper layers' calls
+	inner   map[uint16]bool  // contexts of Worlds marked internal (MarkInternal), by ctx/4
 }
 
 // comms is the part that holds a rank's Worlds' contexts: the allocator, the Worlds
-// freed with operations under way, Split's lock, Init's World, the internal Worlds and
-// the job's identity group. World's Dup, Split, Create and Free and the kinds call it;
+// freed with operations under way, Split's lock, Init's World and the job's identity
+// group. World's Dup, Split, Create and Free and the kinds call it;
 // matching calls it as messages, free marks and completions arrive. It calls down,
 // through e, into the matching queues and the send path.
 //
 // Locks: ctxs and late are guarded by the engine's mu. splitMu is its own, taken before
-// mu. inner is guarded by the engine's tracksMu. root and all are written at Init; only
-// the first Finalize touches root again.
+// mu. root and all are written at Init; only the first Finalize touches root again.
 type comms struct {
 	e       *engine
 	ctxs    ctxAlloc            // communication contexts: handed out, freed, awaiting marks
@@ -240,7 +259,6 @@ type comms struct {
 	splitMu sync.Mutex          // one Split at a time (split.go)
 	root    *World              // Init's World, until Finalize
 	all     *group              // every rank of the job: the groups of whole Worlds (kind.go)
-	inner   map[uint16]bool     // contexts of Worlds marked internal (MarkInternal), by ctx/4
 }
 
 // lifecycle is the part that holds a rank's life from Init to Finalize: the engine's

@@ -32,6 +32,7 @@ type Request struct {
 	persistent bool
 	q          *queue                          // the World's queue; nil if the call failed before it had one
 	track      *substrate.Track                // the World's collective Track, which numbers each start
+	comm       *runtime.World                  // the World; nil if the call failed before it had a queue
 	run        func(ctx context.Context) error // the blocking call; nil once freed
 	initErr    error                           // the call's error when it could not be queued
 	own        *state                          // a persistent Request's state (persistent_match.go); nil for a nonblocking one
@@ -65,7 +66,7 @@ func newRequest(w *runtime.World, name string, persistent bool, run func(ctx con
 		if err != nil {
 			r.initErr = fmt.Errorf("collectives: %s: %w", name, err)
 		} else {
-			r.q, r.track = &s.q, s.track
+			r.q, r.track, r.comm = &s.q, s.track, w
 		}
 	}
 	return r
@@ -148,7 +149,18 @@ func (r *Request) Wait(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.err
+	return r.result()
+}
+
+// result is the finished call's error as Wait and Test report it. A call that failed
+// while its World was being finalized (a peer finalized first and closed its
+// connections) also matches runtime.ErrFinalized once this rank's Finalize has run.
+// r.mu is held.
+func (r *Request) result() error {
+	if r.err == nil || r.comm == nil || !r.comm.Finalized() || errors.Is(r.err, runtime.ErrFinalized) {
+		return r.err
+	}
+	return fmt.Errorf("%w (%w)", runtime.ErrFinalized, r.err)
 }
 
 // Test reports, without blocking, whether r's call has finished and, if it has, its
@@ -167,7 +179,7 @@ func (r *Request) Test() (bool, error) {
 	}
 	select {
 	case <-r.done:
-		return true, r.err
+		return true, r.result()
 	default:
 		return false, nil
 	}

@@ -90,7 +90,7 @@ func fbRecCells(n int) uint64 { return uint64(fbRecHdr+n+fbCellSize-1) / fbCellS
 
 // peerNotifier and waitChecker are what a provider offers for fast boxes besides
 // verbs.Mapper (shm's QP and CQ). roleReturner is a CQ whose waiters may take over the
-// serving of peers' requests (tcp's leader; see World.ServePeers and World.PollPeers).
+// serving of peers' requests (tcp's leader; see substrate.ServePeers and substrate.PollPeers).
 type (
 	peerNotifier interface{ NotifyPeer() }
 	waitChecker  interface{ SetWaitCheck(func() bool) }

@@ -32,7 +32,7 @@ import (
 //
 // The word may change only when this rank's transport serves a peer's request (a remote
 // atomic over tcp). While it spins, the wait serves such requests itself if nobody else
-// reads their connection (runtime.World.PollPeers: over tcp, a connection whose reading
+// reads their connection (substrate.PollPeers: over tcp, a connection whose reading
 // the last completion wait took over and left idle), so that a request is served as soon
 // as it lands. Before it sleeps, it hands that reading back to the connection's own
 // goroutine (ServePeers), so that peers are served while it sleeps.

@@ -31,7 +31,7 @@ type links struct {
 
 	rank, size int
 	cfg        *config         // the engine's settings
-	pm         pmi.Session     // reads cards on first contact under a foreign PM; nil in a world of one
+	pm         pmi.Session     // the process manager, which holds peers' cards under a foreign PM; nil in a world of one
 	stop       context.Context // ends at Finalize: cuts every set-up short
 	// nodes is every rank's node index under a foreign PM (PMI_process_mapping, or the
 	// cards where the PM gives none), which decides locality and transports (between);

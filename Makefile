@@ -23,7 +23,7 @@ GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
 STATICCHECK ?= $(GOBIN_DIR)/staticcheck
 
 .DEFAULT_GOAL := help
-.PHONY: help run run-verbs build test stress-ci race lint lint-fast fuzz bench compare soak clean
+.PHONY: help run run-verbs build test stress-ci race lint lint-fast fuzz bench compare ftbench soak clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -94,6 +94,9 @@ soak: ## the process-kill, multi-process, multi-host and RMA tests SOAK_COUNT (2
 compare: ## gorma side by side with Open MPI and MPICH (apt-get installs them and jq if missing): startup (also under srun and mpiexec.hydra), p2p, RMA, Allreduce, and net.Conn against Unix/TCP sockets and shmipc-go; writes docs/benchmarks.json, docs/charts and the page docs/benchmarks.md generated from them (under 15 min)
 	@command -v mpicc.openmpi >/dev/null && command -v mpicc.mpich >/dev/null && command -v jq >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev mpich libmpich-dev jq; }
 	scripts/compare-all.sh
+
+ftbench: build ## fault-tolerance figures (scripts/ftbench.sh): recovery after kill -9 of a rank (and, as root, of a network-namespace host, and a host joining), 20 jobs each, and --ft's failure-free cost; writes results/ftbench, docs/ft.json and docs/benchmarks.md
+	BIN=$(BIN) scripts/ftbench.sh
 
 clean: ## remove built binaries and benchmark output
 	rm -rf $(BIN) $(BENCH_OUT)

@@ -10,6 +10,7 @@
 //	chart collect --dir results/compare --out docs/benchmarks.json --cpu ... --start ...
 //	chart page --in docs/benchmarks.json --out docs/benchmarks.md
 //	chart device16 --in results/device16 --out docs/device16.json
+//	chart ft --in results/ftbench --out docs/ft.json
 //
 // A series is NAME=GLOB[@TABLE]:FIELD. GLOB names one or more files (repetitions of one
 // run), each a program's JSON document (apps/allreducebench, apps/pingpong, apps/rmabench,
@@ -49,6 +50,12 @@
 // writes the medians over the repetitions, the spread and the threads per system and
 // rank count. page renders docs/device16.json, when it lies beside --in, as the section
 // "16-core node", with collectives/design.md's memory models beside each time from 1 MiB.
+//
+// ft collects scripts/ftbench.sh's results (make ftbench): apps/ftbench's document per
+// strike, the median and the maximum per kind of strike, and the medians and spread of
+// the alternated runs with and without golaunch --ft. page renders docs/ft.json, when it
+// lies beside --in, as the section on fault tolerance, beside the recovery times that
+// Horovod's and torchrun's users and documentation publish.
 //
 // It is a single-goroutine command-line tool: it reads its inputs once and writes one
 // output.

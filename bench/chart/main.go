@@ -36,7 +36,7 @@ type options struct {
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: chart svg|table|collect|page|device16 [flags] (chart svg --help)")
+		return errors.New("usage: chart svg|table|collect|page|device16|ft [flags] (chart svg --help)")
 	}
 	cmd := args[0]
 	switch cmd {
@@ -46,9 +46,11 @@ func run(args []string, stdout io.Writer) error {
 		return runPage(args[1:], stdout)
 	case "device16":
 		return runDevice16(args[1:])
+	case "ft":
+		return runFT(args[1:])
 	case "svg", "table":
 	default:
-		return fmt.Errorf("unknown subcommand %q: want svg, table, collect, page or device16", cmd)
+		return fmt.Errorf("unknown subcommand %q: want svg, table, collect, page, device16 or ft", cmd)
 	}
 	var o options
 	fs := pflag.NewFlagSet("chart "+cmd, pflag.ContinueOnError)

@@ -34,7 +34,7 @@ func runPage(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", *in, err)
 	}
-	if rep.Device16, err = loadDevice16(filepath.Join(filepath.Dir(*in), "device16.json")); err != nil {
+	if err := loadBeside(rep, filepath.Dir(*in)); err != nil {
 		return err
 	}
 	page, err := renderPage(rep)
@@ -54,6 +54,16 @@ func runPage(args []string, stdout io.Writer) error {
 		return err
 	}
 	return os.WriteFile(*out, page, 0o644)
+}
+
+// loadBeside reads the documents that lie beside the report in dir into rep:
+// device16.json and ft.json, where they exist.
+func loadBeside(rep *Report, dir string) (err error) {
+	if rep.Device16, err = loadDevice16(filepath.Join(dir, "device16.json")); err != nil {
+		return err
+	}
+	rep.FT, err = loadFT(filepath.Join(dir, "ft.json"))
+	return err
 }
 
 // drawCharts writes every chart of the page that has points, under docs.
@@ -80,6 +90,7 @@ func renderPage(rep *Report) ([]byte, error) {
 	t, err := template.New("page").Funcs(template.FuncMap{
 		"section":  func(s Section) (string, error) { return renderSection(rep, s) },
 		"device16": renderDevice16,
+		"ft":       renderFT,
 		"duration": func(s int) string { return fmt.Sprintf("%d min %d s", s/60, s%60) },
 		"load": func(l [3]float64) string {
 			if l == [3]float64{} {

@@ -26,6 +26,9 @@ func TestCommittedPage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: %v", committedJSON, err)
 	}
+	if err := loadBeside(rep, filepath.Dir(committedJSON)); err != nil {
+		t.Fatal(err)
+	}
 	got, err := renderPage(rep)
 	if err != nil {
 		t.Fatal(err)

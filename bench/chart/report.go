@@ -17,6 +17,8 @@ type Report struct {
 	Sections []Section `json:"sections"`
 	// Device16 is docs/device16.json beside the report (chart device16), or nil.
 	Device16 *Device16 `json:"-"`
+	// FT is docs/ft.json beside the report (chart ft), or nil.
+	FT *FT `json:"-"`
 }
 
 // Machine describes the host and the software of the run.

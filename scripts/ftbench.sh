@@ -92,7 +92,6 @@ kill_rank() {
 
 work=$(mktemp -d)
 hosts=()
-agents=()
 cleanup() {
 	set +e
 	for h in "${hosts[@]}"; do
@@ -148,23 +147,38 @@ if [[ -n $netns ]]; then
 	echo >>"$work/cluster.key"
 	umask 022
 	seed=${addr[0]}:7946
-	in_host() { local i=$1; shift; ip netns exec "${hosts[i]}" "$@"; }
 	# agent I: starts host I's agent (2 slots) and waits for its gossip line.
 	agent() {
 		local i=$1 join=() t
 		((i > 0)) && join=(--join "$seed")
-		in_host "$i" "$bin/golaunch" agent --bind "${addr[i]}:7946" --slots 2 --keyfile "$work/cluster.key" --name "h$i" "${join[@]}" \
-			>"$out/agent-h$i.log" 2>&1 &
-		agents[i]=$!
+		: >"$out/agent-h$i.log"
+		ip netns exec "${hosts[i]}" "$bin/golaunch" agent --bind "${addr[i]}:7946" --slots 2 --keyfile "$work/cluster.key" --name "h$i" "${join[@]}" \
+			>>"$out/agent-h$i.log" 2>&1 &
 		for ((t = 0; t < 100; t++)); do
-			grep -q "golaunch agent h$i: gossip" "$out/agent-h$i.log" && return 0
+			grep -qs "golaunch agent h$i: gossip" "$out/agent-h$i.log" && return 0
 			sleep 0.1
 		done
 		echo "ftbench: agent h$i did not start:" >&2
 		cat "$out/agent-h$i.log" >&2
 		exit 1
 	}
-	submit() { in_host 0 "$bin/golaunch" --join "$seed" --keyfile "$work/cluster.key" --ft --timeout 2m --tag-output=false "$@"; }
+	# stop_host I: SIGTERM to every process of host I (its agent leaves the cluster), SIGKILL
+	# to what is left after 10 s.
+	stop_host() {
+		local t pids
+		pids=$(ip netns pids "${hosts[$1]}")
+		[[ -n $pids ]] && kill -TERM $pids 2>/dev/null
+		for ((t = 0; t < 100; t++)); do
+			[[ -z $(ip netns pids "${hosts[$1]}") ]] && return 0
+			sleep 0.1
+		done
+		pids=$(ip netns pids "${hosts[$1]}")
+		[[ -n $pids ]] && kill -9 $pids 2>/dev/null
+		return 0
+	}
+	# submit ARGS: golaunch --ft ARGS from h0; strike_job runs it in the background, a subshell
+	# that exec makes the job itself.
+	submit() { exec ip netns exec "${hosts[0]}" "$bin/golaunch" --join "$seed" --keyfile "$work/cluster.key" --ft --timeout 2m --tag-output=false "$@"; }
 	agent 0
 	agent 1
 	if [[ " $cases " == *" agent "* ]]; then
@@ -182,13 +196,12 @@ if [[ -n $netns ]]; then
 			victim=
 			strike_job kill_agent "$k" "$work/job" kill_host submit -n 6 -H h0:2,h1:2,h2:2 "$bin/ftbench" --case kill --pause "$pause"
 			if [[ -n $victim ]]; then
-				wait "${agents[victim]}" 2>/dev/null || true
+				stop_host "$victim"
 				agent "$victim"
 				sleep 1 # the others see it alive again
 			fi
 		done
-		kill -TERM "${agents[2]}"
-		wait "${agents[2]}" 2>/dev/null || true
+		stop_host 2
 		sleep 1
 		echo "ftbench: agent done" >&2
 	fi
@@ -200,12 +213,8 @@ if [[ -n $netns ]]; then
 		}
 		for ((k = 1; k <= kills; k++)); do
 			strike_job join "$k" "$work/job" join_host submit -n 4 -H h0:2,h1:2 "$bin/ftbench" --case join --grow-to 6 --pause "$pause"
-			if [[ -n ${agents[2]:-} ]]; then
-				kill -TERM "${agents[2]}" 2>/dev/null || true
-				wait "${agents[2]}" 2>/dev/null || true
-				agents[2]=
-				sleep 1 # the others see it leave
-			fi
+			stop_host 2
+			sleep 1 # the others see it leave
 		done
 		echo "ftbench: join done" >&2
 	fi

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -235,6 +236,7 @@ type agentJob struct {
 	reaped     int // ranks of procs whose exit waitRank has taken
 	connected  map[int]bool
 	finalized  map[int]bool
+	failed     map[int]bool // ranks the submitter reported failed (--ft: fProcFailed)
 	aborting   bool
 	sent       map[int]bool // signals this agent sent to its ranks' groups
 	abortCause string
@@ -309,6 +311,7 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 	}
 	j := &agentJob{a: a, spec: *spec, conn: cc, local: spec.Roster.RanksOn(spec.Node),
 		procs: make(map[int]*rankProc), connected: make(map[int]bool), finalized: make(map[int]bool),
+		failed: make(map[int]bool),
 		stdinQ: make(chan []byte, stdinWindow+1)}
 	if err := j.resolvePrograms(); err != nil {
 		return nil, err
@@ -386,7 +389,9 @@ func (j *agentJob) command(rank int) (path string, args, env []string) {
 }
 
 // startRanks spawns the local ranks. A rank that cannot start is reported as ended with
-// an error (and so is every later one, which is not tried); the submitter aborts the job.
+// an error, and so is every later one, which is not tried; the submitter aborts the job.
+// Under --ft each later rank is tried all the same: the job goes on without those that
+// cannot start.
 func (j *agentJob) startRanks() {
 	dir := j.spec.Dir
 	if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
@@ -413,6 +418,9 @@ func (j *agentJob) startRanks() {
 		}
 		r := rank
 		path, args, extra := j.command(rank)
+		if j.spec.FT {
+			extra = append(slices.Clip(extra), pmi.EnvFT+"=1") // after -x: --ft wins
+		}
 		cpus, env := bindRank(j.spec.BindTo, j.cpus, c.LocalRank, c.LocalSize, rankEnv(base, extra, c))
 		conn, pmiEnd, err := pmiSocketpair()
 		var p *rankProc
@@ -422,7 +430,9 @@ func (j *agentJob) startRanks() {
 				c.LocalRank, cpus, pmiEnd, func(stream int, data []byte) { j.send(fOutput, encodeOutput(r, stream, data)) })
 		}
 		if err != nil {
-			failed = err
+			if !j.spec.FT {
+				failed = err
+			}
 			j.send(fExit, exitMsg{Rank: rank, Code: -1, Err: err.Error()})
 			continue
 		}
@@ -508,6 +518,8 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 		j.x.Merge(m.Puts)
 	case *abortMsg:
 		j.abort(pmi.Event{Kind: pmi.EventKind(m.Kind), Rank: m.Rank, Host: m.Host, Code: m.Code, Cause: m.Cause}, j.spec.Grace)
+	case *procFailedMsg:
+		return j.procFailed(m)
 	case *signalMsg:
 		j.signalAll(syscall.Signal(m.Signal))
 	case *reportReqMsg:
@@ -516,6 +528,27 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 	default:
 		return fmt.Errorf("unexpected %v frame from the submitter", t)
 	}
+	return nil
+}
+
+// procFailed takes the submitter's word that rank m.Rank of a fault-tolerant job failed:
+// every rank here gets a pmi.ProcFailed event naming it (and so does every rank that
+// reaches init later), and fences complete without it. A second word on the same rank
+// does nothing.
+func (j *agentJob) procFailed(m *procFailedMsg) error {
+	if !j.spec.FT || m.Rank < 0 || m.Rank >= j.spec.Roster.Size {
+		return fmt.Errorf("proc-failed frame for rank %d of a %d-rank job (--ft %v)", m.Rank, j.spec.Roster.Size, j.spec.FT)
+	}
+	j.mu.Lock()
+	seen := j.failed[m.Rank]
+	j.failed[m.Rank] = true
+	j.mu.Unlock()
+	if seen {
+		return nil
+	}
+	j.a.log.Printf("job %s: %s; the job goes on (--ft)", j.spec.ID, m.Cause)
+	j.srv.Announce(pmi.Event{Kind: pmi.ProcFailed, Rank: m.Rank, Host: m.Host, Code: m.Code, Cause: m.Cause})
+	j.x.Exclude(m.Rank)
 	return nil
 }
 

@@ -85,11 +85,12 @@ bench: build ## Benchmark* of the hot paths, then a full verbsperf run writing J
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(BENCH_PKGS) | tee $(BENCH_OUT)/gobench.txt
 	set -o pipefail; $(BIN)/verbsperf --provider all --json=$(BENCH_OUT)/verbsperf.json | tee $(BENCH_OUT)/verbsperf.txt
 
-soak: ## the process-kill, multi-process, multi-host and RMA tests SOAK_COUNT (20) times each (race detector), and the coherence soak (30000 seeds, deep DFS)
+soak: ## the process-kill, multi-process, multi-host and RMA tests SOAK_COUNT (20) times each (race detector), the coherence soak (30000 seeds, deep DFS) and the ulfm soak (100000 agreements, model check to 5 members)
 	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m -run 'TestConformance/MultiProcess' ./transport/verbs/shm ./transport/verbs/tcp
 	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m -run 'Process|Kill|Netns|Stranger' ./transport/verbs/shm ./transport/verbs/tcp ./launcher
 	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m -run 'TestLaunchRMA|TestStaleReadChecker|TestCache' ./window
 	$(GO) test -timeout 30m -run 'TestSim|TestExhaustive' ./window/coherence -coherence.soak
+	$(GO) test -timeout 30m -run 'TestAgree|TestRevoke' ./runtime/internal/ulfm -ulfm.soak
 
 compare: ## gorma side by side with Open MPI and MPICH (apt-get installs them and jq if missing): startup (also under srun and mpiexec.hydra), p2p, RMA, Allreduce, and net.Conn against Unix/TCP sockets and shmipc-go; writes docs/benchmarks.json, docs/charts and the page docs/benchmarks.md generated from them (under 15 min)
 	@command -v mpicc.openmpi >/dev/null && command -v mpicc.mpich >/dev/null && command -v jq >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev mpich libmpich-dev jq; }

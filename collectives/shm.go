@@ -480,5 +480,8 @@ func (g *shmGroup) check(c *call, i int) error {
 		}
 		return fmt.Errorf("rank %d waiting for rank %d: %w", g.ranks[g.me], g.ranks[i], err)
 	}
+	if c.s.comm != nil {
+		return substrate.Broken(c.s.comm) // another member failed: the one waited for may have left
+	}
 	return nil
 }

@@ -19,16 +19,16 @@ func dissemination(ctx context.Context, w *World) error {
 	n, me := w.Size(), w.Rank()
 	e.mu.Lock()
 	err := e.checkLocked()
-	if err == nil && e.failed != nil {
-		err = e.failed
+	if err == nil {
+		err = e.ft.worldFailedLocked(w)
 	}
 	e.mu.Unlock()
 	if err != nil || n == 1 {
 		return err
 	}
 	for round, k := 0, 1; k < n; round, k = round+1, k<<1 {
-		dst, _ := w.jobRank((me + k) % n)
-		src, _ := w.jobRank((me - k + n) % n)
+		dst, _ := jobRank(w, (me+k)%n)
+		src, _ := jobRank(w, (me-k+n)%n)
 		if err := e.send(ctx, w.ctx+1, nil, 1, dst, round); err != nil {
 			return err
 		}

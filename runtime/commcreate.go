@@ -108,8 +108,8 @@ func groupRecords(w *World, n, me, tag int) ([]byte, error) {
 	if err := e.checkLocked(); err != nil {
 		return nil, err
 	}
-	if e.failed != nil {
-		return nil, e.failed
+	if err := e.ft.worldFailedLocked(w); err != nil {
+		return nil, err
 	}
 	recs := make([]byte, n*splitRec)
 	putSplitRec(recs[me*splitRec:], tag, me, e.ctxs.top, e.ctxs.next)
@@ -128,7 +128,7 @@ func exchangeAmong(ctx context.Context, w *World, members []int, me int, recs []
 		if i == me {
 			continue
 		}
-		jr, _ := w.jobRank(r)
+		jr, _ := jobRank(w, r)
 		reqs = append(reqs, Request{})
 		sr := &reqs[len(reqs)-1]
 		e.mu.Lock()
@@ -146,7 +146,7 @@ func exchangeAmong(ctx context.Context, w *World, members []int, me int, recs []
 		if i == me {
 			continue
 		}
-		jr, _ := w.jobRank(r)
+		jr, _ := jobRank(w, r)
 		st, err := e.recv(ctx, w.ctx+1, recs[i*splitRec:(i+1)*splitRec], 1, jr, tag, true)
 		if err == nil && st.Bytes != splitRec {
 			err = fmt.Errorf("%w: rank %d sent a %d-byte record (mismatched versions?)", ErrInvalid, r, st.Bytes)

@@ -18,32 +18,22 @@
 //
 // # Messages and communicators
 //
-// Send, Recv, Isend, Irecv, Sendrecv, Probe and Iprobe carry slices of fixed-size numbers
-// (Elem) with a tag in 0..MaxTag, by MPI's matching rules: two messages from one sender
-// that a receive could both match arrive in the order sent. WaitAny, WaitAll, WaitSome and
-// their Test forms work on sets of Requests. The other send modes (Ssend, Bsend, Rsend),
-// Mprobe and Mrecv, Cancel and persistent Requests (SendInit, RecvInit, Start) are here
-// too; ProcNull is a peer whose operations complete at once. SendType, RecvType and their
-// forms carry datatype layouts. Dup, Split, Create, CreateGroup and SplitShared make
-// Worlds with contexts of their own, over a Group of ranks; Free gives them back.
-// CreateIntercomm joins two groups in an intercommunicator. A World has a name and
-// attributes (NewKeyval, SetAttr, GetAttr).
+// Send, Recv, Sendrecv, Probe, their I- forms, the send modes, Mprobe, Cancel and
+// persistent Requests carry slices of numbers (Elem) by MPI's matching rules; SendType
+// and RecvType carry datatype layouts. Dup, Split, Create, CreateGroup, SplitShared and
+// CreateIntercomm make Worlds with contexts of their own; Free gives them back.
 //
-// Small messages go eagerly (GORMA_EAGER_LIMIT); large ones by rendezvous, read by the
-// receiver straight into its buffer. There is no progress goroutine: the goroutines inside
-// runtime calls drive progress, waiting as GORMA_PROGRESS says. A blocking Send or Recv of
-// an eager message, Barrier, and IsendWith/IrecvWith allocate nothing in steady state.
-// design.md describes Init's wiring, the message paths, progress and failure. Package
-// runtime/substrate is what the layers above (window, collectives) use beyond this API.
+// Small messages go eagerly (GORMA_EAGER_LIMIT), large ones by rendezvous. The goroutines
+// inside runtime calls drive progress, as GORMA_PROGRESS says. design.md describes the
+// wiring, progress and failure; runtime/substrate is what window and collectives use.
 //
 // # Errors and failure
 //
-// Errors wrap the sentinels ErrInvalid, ErrConfig, ErrTruncated, ErrFinalized and others,
-// for errors.Is. Every blocking call takes a context and returns its error when it ends. A
-// peer that dies, or that the agent reports failed, fails every operation that involves
-// it with a *ProcError wrapping ErrProcFailed; so do receives from AnySource and Barrier.
-// An aborted job fails every call with a *ProcError wrapping ErrAborted. After Finalize
-// every call but Free fails with ErrFinalized; a nil World is ErrInvalid.
+// Errors wrap the sentinels (ErrInvalid, ErrProcFailed...) for errors.Is. A peer that
+// dies fails every operation that involves it with a *ProcError wrapping ErrProcFailed,
+// and so AnySource receives and Barrier. Without GORMA_FT the launcher then aborts the
+// job. Under GORMA_FT=1 (golaunch --ft) the job goes on: Revoke, GetFailed, AckFailed,
+// Agree and Shrink recover, as MPI's ULFM does.
 //
 // # Concurrency contract
 //

@@ -11,24 +11,22 @@ import (
 // Sentinel errors. Errors returned by this package wrap one of these (or a context error),
 // to be tested with errors.Is.
 var (
-	// ErrProcFailed means a peer rank died, closed its transport, or its connection failed.
-	// It arrives wrapped in a *ProcError that names the rank and its host.
+	// ErrProcFailed means a peer died or its connection failed; in a *ProcError.
 	ErrProcFailed = errors.New("process failed")
-	// ErrAborted means the job is being aborted (by a rank's Abort or by the launcher). It
-	// arrives wrapped in a *ProcError naming the rank that aborted, when known.
+	// ErrAborted means the job is being aborted; in a *ProcError naming who aborted it.
 	ErrAborted = errors.New("job aborted")
-	// ErrTruncated means a message was longer than the receive buffer. The buffer holds
-	// the message's first bytes.
+	// ErrTruncated means a message was longer than the receive buffer, which holds its start.
 	ErrTruncated = errors.New("message truncated")
 	// ErrFinalized means the World was used after Finalize.
 	ErrFinalized = errors.New("world finalized")
 	// ErrInvalid means a bad argument: a rank out of range, a negative tag, a nil World.
 	ErrInvalid = errors.New("invalid argument")
-	// ErrTransport means the transport could not be set up or chosen (Init), such as
-	// GOLAUNCH_TRANSPORT=shm with a peer on another host.
+	// ErrTransport means Init could not set up or choose a transport.
 	ErrTransport = errors.New("transport unavailable")
 	// ErrConfig means a bad GORMA_* environment variable.
 	ErrConfig = errors.New("bad runtime configuration")
+	// ErrRevoked means a rank called Revoke on the World (ulfm.go).
+	ErrRevoked = errors.New("world revoked")
 )
 
 // ProcError reports a failed or aborting rank. Its text leads with the rank, its host and
@@ -79,8 +77,7 @@ func (e *ProcError) Error() string {
 	return s
 }
 
-// EnvVerbose, set to 1, makes errors print the transport's detail of a peer's failure
-// (ProcError's Cause) after the rank, host and reason.
+// EnvVerbose set to 1 makes errors print ProcError's Cause.
 const EnvVerbose = "GORMA_VERBOSE"
 
 // verbose reports whether GORMA_VERBOSE asks for the transport's detail in errors; read

@@ -77,6 +77,7 @@ func (f *failures) peerFailedWhyLocked(p *peer, why string, cause error) {
 		}
 	}
 	e.releasePeerLocked(p, pe)
+	e.ft.peerFailedLocked(p.rank)
 	e.failQueueLocked(&e.match.posted, p.rank, pe)
 	e.failQueueLocked(&e.match.probes, p.rank, pe)
 	e.rma.failCountersLocked(p)
@@ -87,7 +88,7 @@ func (f *failures) peerFailedWhyLocked(p *peer, why string, cause error) {
 func (f *failures) failQueueLocked(q *reqQueue, rank int, err error) {
 	e := f.e
 	for r := range q.All() {
-		if r.peer == rank || r.peer == AnySource || r.anyFail || rank < 0 {
+		if rank < 0 || r.peer == rank || (r.peer == AnySource || r.anyFail) && e.ft.scopeHasLocked(r, rank) {
 			q.Remove(&r.link)
 			e.completeLocked(r, err)
 		}
@@ -127,10 +128,16 @@ func (f *failures) failAllLocked(err error) {
 func (f *failures) sourceFailedLocked(r *Request) error {
 	e := f.e
 	src := r.peer
+	if err := e.ft.revokedForLocked(r); err != nil {
+		return err
+	}
 	switch {
 	case e.aborted != nil:
 		return e.aborted
 	case src == AnySource || r.anyFail:
+		if e.failed != nil && e.ft.on {
+			return e.ft.failedForLocked(r)
+		}
 		if e.failed != nil {
 			return e.failed
 		}

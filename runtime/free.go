@@ -61,6 +61,9 @@ func (w *World) live() error {
 	if w.life != nil && w.life.freed.Load() {
 		return errFreed
 	}
+	if w.ft != nil && w.ft.revoked.Load() {
+		return errRevoked
+	}
 	return nil
 }
 
@@ -91,13 +94,8 @@ func (s *subWorld) OnFree(f func()) error {
 // Free gives w's communication contexts back for reuse (MPI_Comm_free), after running the
 // delete functions of w's attributes. Every rank of w calls it once, after its last call on
 // w, in the same order relative to its Dup, Split and Free calls; it does not wait. Then
-// every communication call on w or its sibling fails with ErrInvalid; accessors (Rank, Size,
-// HostOf...) work on.
-//
-// Operations under way on w complete normally, and the contexts return when the last one
-// does. A message sent on w that this rank never received is discarded. Init's World cannot
-// be freed. A Dup that reuses the contexts waits for every rank's Free of w. After Finalize,
-// Free does nothing and returns nil.
+// communication calls on w or its sibling fail with ErrInvalid. Operations under way
+// complete normally. Init's World cannot be freed. After Finalize, Free does nothing.
 func (w *World) Free() error {
 	if w == nil {
 		return withOp("free", errNilWorld)

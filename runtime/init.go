@@ -25,6 +25,7 @@ const (
 	EnvEagerLimit = "GORMA_EAGER_LIMIT" // bytes; suffixes K and M (powers of 1024)
 	EnvSpin       = "GORMA_SPIN"        // hybrid mode's spin budget, a Go duration (default verbs.DefaultSpin)
 	EnvProcs      = "GORMA_PROCS"       // auto (default), go or a count: the rank's GOMAXPROCS (hostfit.go)
+	EnvFT         = pmi.EnvFT           // 1: fault-tolerant mode (ulfm.go): a failure fails calls, not the job
 	// EnvTCPCongestion is the tcp transport's congestion control: cubic (the default),
 	// system for the kernel's default, or another that the kernel allows.
 	EnvTCPCongestion = "GORMA_TCP_CONGESTION"
@@ -47,6 +48,7 @@ type config struct {
 	eagerSHM    int
 	eagerTCP    int
 	tcpCC       string // GORMA_TCP_CONGESTION, "" for the provider's default
+	ft          bool   // GORMA_FT=1 (ft.go)
 	transport   string // from the launch contract
 	tcpAddr     string
 	// idleWatch is the rank's idle-role watch from the launch contract, until the tcp
@@ -104,6 +106,17 @@ func readConfig(getenv func(string) string) (config, error) {
 			return cfg, fmt.Errorf("%w: %s=%q: want a byte count from 0 to %d, such as 8192, 16K or 1M", ErrConfig, EnvEagerLimit, v, maxEagerLimit)
 		}
 		cfg.eagerSHM, cfg.eagerTCP = n, n
+	}
+	switch v := getenv(EnvFT); v {
+	case "", "0":
+	case "1":
+		cfg.ft = true
+		if min(cfg.eagerSHM, cfg.eagerTCP) < ftMinEager {
+			return cfg, fmt.Errorf("%w: %s=1 needs %s of at least %d bytes (the fault-tolerant protocols' messages travel eagerly)",
+				ErrConfig, EnvFT, EnvEagerLimit, ftMinEager)
+		}
+	default:
+		return cfg, fmt.Errorf("%w: %s=%q: want 1 (fault-tolerant mode) or 0", ErrConfig, EnvFT, v)
 	}
 	if v := getenv(EnvTCPCongestion); v != "" {
 		if !validCongestion(v) {
@@ -167,18 +180,13 @@ func init() {
 // Init joins the job this process was launched into and returns its World. It finds the
 // job's process manager in this order:
 //
-//  1. golaunch's launch contract (GOLAUNCH_*): it connects to the local agent and exchanges
-//     cards with every rank through it, in one fence;
-//  2. a PMI-1 or PMI-2 server of Slurm, Hydra or Flux (pmi.Detect, GORMA_PMI): one put, one
-//     fence and a few gets, whatever the job's size; ranks are placed by
-//     PMI_process_mapping;
-//  3. neither: a world of one rank. Rank 0 of a job that a launcher numbered says so on
-//     stderr, unless GORMA_QUIET_SINGLETON=1.
+//  1. golaunch's launch contract (GOLAUNCH_*): its local agent;
+//  2. a PMI-1 or PMI-2 server of Slurm, Hydra or Flux (pmi.Detect, GORMA_PMI);
+//  3. neither: a world of one rank.
 //
-// It picks each peer's transport (shm on this host, tcp otherwise, or --transport) and opens
-// the devices; a peer's queue pair connects on first contact. It reads GORMA_PROGRESS,
-// GORMA_SPIN and GORMA_EAGER_LIMIT; a bad value is an ErrConfig error. If Init fails after
-// reaching a process manager, the job is aborted. It returns ctx's error if ctx ends first.
+// Peers use shm on this host and tcp otherwise, connecting on first contact. A bad GORMA_*
+// value is an ErrConfig error. If Init fails after reaching a process manager, the job is
+// aborted.
 func Init(ctx context.Context) (*World, error) {
 	return initWith(ctx, options{getenv: os.Getenv})
 }
@@ -271,6 +279,7 @@ func (c *comms) rootWorld() *World {
 	e := c.e
 	e.all = wholeGroup(e)
 	e.root = &World{e: e, k: whole{}, g: e.all, own: e.all}
+	e.ft.register(e.root, e.all.ranks)
 	return e.root
 }
 
@@ -278,6 +287,7 @@ func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine 
 	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit, ncpu: goruntime.NumCPU()}
 	e.comms.e, e.lifecycle.e, e.failures.e = e, e, e
 	e.rma.e, e.rndv.e, e.watch.e = e, e, e
+	e.ft.e, e.ft.on = e, cfg.ft
 	e.ctxs = newCtxAlloc()
 	e.poll.init(cfg.progress, cfg.spin)
 	e.stop, e.halt = context.WithCancel(context.Background())

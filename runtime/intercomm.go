@@ -53,11 +53,9 @@ func (w *World) Local() *World { return w.k.local(w) }
 // pass a World they both belong to (peer), each other's rank in it (remoteLeader) and one
 // tag, and exchange their groups on peer. The groups must be disjoint.
 //
-// In the result, Rank, Size, Group and LocalRank speak of the local group, and the
-// point-to-point calls, HostOf and Transport of the remote group's ranks (RemoteSize,
-// RemoteGroup). Barrier waits for both groups. Package collectives has intercommunicator
-// forms of its calls. Merge, Dup, Split and Free work on it; a rank runs its
-// CreateIntercomms, Merges and Splits one at a time.
+// In the result, Rank, Size and Group speak of the local group, and the point-to-point
+// calls of the remote group's ranks (RemoteSize, RemoteGroup). Barrier waits for both
+// groups. Merge, Dup, Split and Free work on it.
 func (w *World) CreateIntercomm(ctx context.Context, localLeader int, peer *World, remoteLeader, tag int) (*World, error) {
 	const op = "intercomm_create"
 	if err := w.live(); err != nil {
@@ -161,7 +159,7 @@ func peerLeader(w, peer *World, remoteLeader, tag int) (int, error) {
 	if tag < 0 || tag > MaxTag {
 		return 0, invalidf("tag %d out of range [0, %d]", tag, MaxTag)
 	}
-	jr, ok := peer.jobRank(remoteLeader)
+	jr, ok := jobRank(peer, remoteLeader)
 	if !ok {
 		return 0, invalidf("remote leader %d out of range [0, %d) of the peer World", remoteLeader, peer.Size())
 	}
@@ -215,8 +213,8 @@ func unite(ctx context.Context, w *World, localLeader int, flag byte, color, key
 	recs := make([]byte, n*splitRec)
 	e.mu.Lock()
 	err := e.checkLocked()
-	if err == nil && e.failed != nil {
-		err = e.failed
+	if err == nil {
+		err = e.ft.worldFailedLocked(w)
 	}
 	if err == nil {
 		putSplitRec(recs[me*splitRec:], color, key, e.ctxs.top, e.ctxs.next)
@@ -232,7 +230,7 @@ func unite(ctx context.Context, w *World, localLeader int, flag byte, color, key
 	u := &union{local: mpigroup.Procs(w.Group()), lrecs: recs, lflag: flag}
 	// The most a group's description takes: every rank of the job in it.
 	theirs := make([]byte, unionMsgLen(e.size))
-	leaderJob, _ := w.jobRank(localLeader)
+	leaderJob, _ := jobRank(w, localLeader)
 	var m int
 	if me == localLeader {
 		m, err = swap(encodeUnion(u.local, recs, flag), theirs)
@@ -243,7 +241,7 @@ func unite(ctx context.Context, w *World, localLeader int, flag byte, color, key
 			if r == me {
 				continue
 			}
-			jr, _ := w.jobRank(r)
+			jr, _ := jobRank(w, r)
 			if serr := e.send(ctx, w.ctx+1, theirs[:m], 1, jr, intercommTag); serr != nil && err == nil {
 				err = serr
 			}

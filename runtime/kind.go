@@ -95,7 +95,9 @@ func wholeGroup(e *engine) *group {
 }
 
 func newWhole(e *engine, c uint16) *World {
-	return &World{e: e, ctx: c, k: whole{}, g: e.all, own: e.all, life: &worldLife{}}
+	w := &World{e: e, ctx: c, k: whole{}, g: e.all, own: e.all, life: &worldLife{}}
+	e.ft.register(w, e.all.ranks)
+	return w
 }
 
 // dupLocked takes the lowest freed context of a whole World, or a fresh one.
@@ -117,7 +119,9 @@ func (whole) dupLocked(w *World) (*World, bool, error) {
 type subgroup struct{ intra }
 
 func newSubgroup(e *engine, c uint16, g *group) *World {
-	return &World{e: e, ctx: c, k: subgroup{}, g: g, own: g, life: &worldLife{}}
+	w := &World{e: e, ctx: c, k: subgroup{}, g: g, own: g, life: &worldLife{}}
+	e.ft.register(w, g.ranks)
+	return w
 }
 
 func (subgroup) fam(w *World) *family   { return w.g.fam }
@@ -140,7 +144,9 @@ type inter struct {
 }
 
 func newInter(e *engine, c uint16, lw *World, remote *group) *World {
-	return &World{e: e, ctx: c, k: &inter{lw: lw}, g: remote, own: lw.own, life: &worldLife{}}
+	w := &World{e: e, ctx: c, k: &inter{lw: lw}, g: remote, own: lw.own, life: &worldLife{}}
+	e.ft.register(w, append(slices.Clone(lw.own.ranks), remote.ranks...))
+	return w
 }
 
 func (*inter) isInter() bool              { return true }

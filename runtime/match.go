@@ -17,6 +17,12 @@ func (e *engine) incomingLocked(src int, h *header, payload []byte) {
 	if e.discardFreedLocked(src, h) || (h.ctx == ctlCtx && e.markLocked(src, uint16(h.tag))) {
 		return
 	}
+	if h.ctx == ftCtx {
+		if h.kind == msgEager {
+			e.ft.incomingLocked(src, uint16(h.tag), payload)
+		}
+		return
+	}
 	if r := e.match.posted.Match(envelope(h.ctx, src, h.tag)); r != nil {
 		e.match.posted.Remove(&r.link)
 		if h.kind == msgEager {

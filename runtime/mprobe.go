@@ -21,10 +21,10 @@ func Mprobe(ctx context.Context, w *World, src, tag int) (*Message, Status, erro
 	if err := w.live(); err != nil {
 		return nil, Status{}, withOp("mprobe", err)
 	}
-	s, err := w.srcArg(src)
+	s, err := srcArg(w, src)
 	if err != nil {
 		if src == ProcNull {
-			if err := w.nullCheck(tag, true); err != nil {
+			if err := nullCheck(w, tag, true); err != nil {
 				return nil, Status{}, withOp("mprobe", err)
 			}
 			return &Message{w: w, null: true}, nullStatus(), nil
@@ -50,7 +50,7 @@ func Mprobe(ctx context.Context, w *World, src, tag int) (*Message, Status, erro
 	if r.msg != nil {
 		msg = &Message{w: w, m: r.msg}
 	}
-	st := w.out(r.status)
+	st := outStatus(w, r.status)
 	e.match.recycleLocked(r)
 	e.poll.handoffLocked()
 	return msg, st, withOp("mprobe", err)
@@ -61,10 +61,10 @@ func Improbe(w *World, src, tag int) (msg *Message, ok bool, st Status, err erro
 	if err := w.live(); err != nil {
 		return nil, false, Status{}, withOp("improbe", err)
 	}
-	s, err := w.srcArg(src)
+	s, err := srcArg(w, src)
 	if err != nil {
 		if src == ProcNull {
-			if err := w.nullCheck(tag, true); err != nil {
+			if err := nullCheck(w, tag, true); err != nil {
 				return nil, false, Status{}, withOp("improbe", err)
 			}
 			return &Message{w: w, null: true}, true, nullStatus(), nil
@@ -84,7 +84,7 @@ func Improbe(w *World, src, tag int) (msg *Message, ok bool, st Status, err erro
 	if m := e.match.ux.Match(r.want()); m != nil {
 		e.match.ux.Remove(&m.link)
 		st := Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}
-		return &Message{w: w, m: m}, true, w.out(st), nil
+		return &Message{w: w, m: m}, true, outStatus(w, st), nil
 	}
 	if err := e.sourceFailedLocked(&r); err != nil {
 		return nil, false, Status{}, withOp("improbe", err)

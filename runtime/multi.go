@@ -290,19 +290,19 @@ func setEngine(rs []*Request) (*engine, error) {
 // first, so a ring of ranks that each send to the next never deadlocks. The receive's error
 // comes first; ctx ending behaves as for Recv and Send.
 func Sendrecv[S, R Elem](ctx context.Context, w *World, sbuf []S, dest, stag int, rbuf []R, src, rtag int) (Status, error) {
-	d, s, err := w.pairArgs(dest, src)
+	d, s, err := pairArgs(w, dest, src)
 	if err != nil {
 		return Status{}, withOp("sendrecv", err)
 	}
 	sb, ssize := asBytes(sbuf)
 	rb, rsize := asBytes(rbuf)
 	st, err := w.e.sendrecv(ctx, w.ctx, sb, ssize, d, stag, rb, rsize, s, rtag, w.sibling)
-	return w.out(st), withOp("sendrecv", err)
+	return outStatus(w, st), withOp("sendrecv", err)
 }
 
 // pairArgs checks the World and the two ranks of a Sendrecv (ProcNull allowed) and
 // returns them as job ranks.
-func (w *World) pairArgs(dest, src int) (int, int, error) {
+func pairArgs(w *World, dest, src int) (int, int, error) {
 	if err := w.live(); err != nil {
 		return 0, 0, err
 	}

@@ -191,7 +191,7 @@ func (w *World) Dial(ctx context.Context, rank int, name string) (net.Conn, erro
 	if err := checkListenerName(name); err != nil {
 		return nil, withOp("dial", err)
 	}
-	jr, ok := w.jobRank(rank)
+	jr, ok := jobRank(w, rank)
 	if !ok {
 		return nil, withOp("dial", invalidf("rank %d out of range [0, %d)", rank, w.Size()))
 	}

@@ -31,10 +31,10 @@ func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
 	if err := w.live(); err != nil {
 		return withOp("send", err)
 	}
-	d, err := w.destArg(dest)
+	d, err := destArg(w, dest)
 	if err != nil {
 		if dest == ProcNull {
-			return withOp("send", w.nullCheck(tag, false))
+			return withOp("send", nullCheck(w, tag, false))
 		}
 		return withOp("send", err)
 	}
@@ -50,10 +50,10 @@ func Recv[T Elem](ctx context.Context, w *World, buf []T, src, tag int) (Status,
 	if err := w.live(); err != nil {
 		return Status{}, withOp("recv", err)
 	}
-	s, err := w.srcArg(src)
+	s, err := srcArg(w, src)
 	if err != nil {
 		if src == ProcNull {
-			if err := w.nullCheck(tag, true); err != nil {
+			if err := nullCheck(w, tag, true); err != nil {
 				return Status{}, withOp("recv", err)
 			}
 			return nullStatus(), nil
@@ -62,7 +62,7 @@ func Recv[T Elem](ctx context.Context, w *World, buf []T, src, tag int) (Status,
 	}
 	b, size := asBytes(buf)
 	st, err := w.e.recv(ctx, w.ctx, b, size, s, tag, w.sibling)
-	return w.out(st), withOp("recv", err)
+	return outStatus(w, st), withOp("recv", err)
 }
 
 // Isend starts sending buf to dest with tag and returns its Request; buf belongs to the
@@ -194,10 +194,10 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 		return Status{}, withOp("probe", err)
 	}
 	src0 := src
-	src, err := w.srcArg(src)
+	src, err := srcArg(w, src)
 	if err != nil {
 		if src0 == ProcNull {
-			if err := w.nullCheck(tag, true); err != nil {
+			if err := nullCheck(w, tag, true); err != nil {
 				return Status{}, withOp("probe", err)
 			}
 			return nullStatus(), nil
@@ -219,7 +219,7 @@ func Probe(ctx context.Context, w *World, src, tag int) (Status, error) {
 	} else {
 		err = r.err
 	}
-	st := w.out(r.status)
+	st := outStatus(w, r.status)
 	e.match.recycleLocked(r)
 	e.poll.handoffLocked()
 	return st, withOp("probe", err)
@@ -232,10 +232,10 @@ func Iprobe(w *World, src, tag int) (bool, Status, error) {
 		return false, Status{}, withOp("iprobe", err)
 	}
 	src0 := src
-	src, err := w.srcArg(src)
+	src, err := srcArg(w, src)
 	if err != nil {
 		if src0 == ProcNull {
-			if err := w.nullCheck(tag, true); err != nil {
+			if err := nullCheck(w, tag, true); err != nil {
 				return false, Status{}, withOp("iprobe", err)
 			}
 			return true, nullStatus(), nil
@@ -253,7 +253,7 @@ func Iprobe(w *World, src, tag int) (bool, Status, error) {
 	}
 	r := Request{ctx: w.ctx, peer: src, tag: tag}
 	if m := e.match.ux.Match(r.want()); m != nil {
-		return true, w.out(Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}), nil
+		return true, outStatus(w, Status{Source: m.src, Tag: int(m.tag), Bytes: m.size(), Count: m.size()}), nil
 	}
 	if err := e.sourceFailedLocked(&r); err != nil {
 		return false, Status{}, withOp("iprobe", err)

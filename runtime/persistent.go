@@ -56,18 +56,18 @@ func RsendInit[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 // (MPI_Recv_init); see SendInit.
 func RecvInit[T Elem](w *World, buf []T, src, tag int) (*Request, error) {
 	b, size := asBytes(buf)
-	r, err := w.initRequest(reqRecv, modeStandard, b, size, src, tag)
+	r, err := initRequest(w, reqRecv, modeStandard, b, size, src, tag)
 	return r, withOp("recv_init", err)
 }
 
 func initSend[T Elem](w *World, buf []T, dest, tag int, mode sendMode, op string) (*Request, error) {
 	b, size := asBytes(buf)
-	r, err := w.initRequest(reqSend, mode, b, size, dest, tag)
+	r, err := initRequest(w, reqSend, mode, b, size, dest, tag)
 	return r, withOp(op, err)
 }
 
 // initRequest checks an init call's arguments and returns its inactive Request.
-func (w *World) initRequest(kind reqKind, mode sendMode, b []byte, esize, peer, tag int) (*Request, error) {
+func initRequest(w *World, kind reqKind, mode sendMode, b []byte, esize, peer, tag int) (*Request, error) {
 	if err := w.live(); err != nil {
 		return nil, err
 	}

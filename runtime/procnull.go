@@ -9,7 +9,7 @@ func nullStatus() Status { return Status{Source: ProcNull, Tag: AnyTag} }
 
 // nullCheck validates a call on ProcNull: the job is usable and tag is a tag (AnyTag
 // allowed when recv).
-func (w *World) nullCheck(tag int, recv bool) error {
+func nullCheck(w *World, tag int, recv bool) error {
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -21,7 +21,7 @@ func reachOf(c verbs.Caps) subcore.Reach {
 // those Transport takes.
 func (s *subWorld) ReachOf(r int) subcore.Reach {
 	w := (*World)(s)
-	r, ok := w.jobRank(r)
+	r, ok := jobRank(w, r)
 	if !ok {
 		return 0
 	}
@@ -33,8 +33,8 @@ func (s *subWorld) ReachOf(r int) subcore.Reach {
 // TransportBetween, so that a layer can agree on a layout without messages.
 func (s *subWorld) ReachBetween(a, b int) subcore.Reach {
 	w := (*World)(s)
-	a, okA := w.jobRank(a)
-	b, okB := w.jobRank(b)
+	a, okA := jobRank(w, a)
+	b, okB := jobRank(w, b)
 	if !okA || !okB {
 		return 0
 	}

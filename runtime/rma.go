@@ -222,7 +222,7 @@ func (w *World) attach(rank int, desc []byte) (*subcore.Remote, error) {
 	if err := e.checkLocked(); err != nil {
 		return nil, err
 	}
-	jr, ok := w.jobRank(rank)
+	jr, ok := jobRank(w, rank)
 	if !ok || jr == e.rank {
 		return nil, invalidf("attach to rank %d (size %d, self %d): the peer must be another rank", rank, w.Size(), w.Rank())
 	}

@@ -133,7 +133,7 @@ func (w *World) sendLaid(ctx context.Context, l *datatype.Laid, dest, tag int) (
 	if l.Size() <= e.cfg.eagerSHM {
 		return false, nil
 	}
-	d, err := w.destArg(dest)
+	d, err := destArg(w, dest)
 	if err != nil {
 		return false, nil
 	}
@@ -169,7 +169,7 @@ func (v *rendezvous) startOfferLocked(ctxID uint16, lay *layIO, dest, tag int) *
 // layout, on the Request: a layout offer is read into lay's runs. It reports false,
 // having done nothing, for the arguments that Recv handles (ProcNull, errors).
 func (w *World) recvLaid(ctx context.Context, buf []byte, lay *layIO, src, tag int) (Status, bool, error) {
-	s, err := w.srcArg(src)
+	s, err := srcArg(w, src)
 	if err != nil {
 		return Status{}, false, nil
 	}
@@ -184,12 +184,12 @@ func (w *World) recvLaid(ctx context.Context, buf []byte, lay *layIO, src, tag i
 	e.receiveLocked(r)
 	st, err := e.finishRecvLocked(ctx, r)
 	e.poll.handoffLocked()
-	return w.out(st), true, withOp("recv", err)
+	return outStatus(w, st), true, withOp("recv", err)
 }
 
 // irecvLaid is Irecv into buf with lay on the Request, as recvLaid; r is new.
 func (w *World) irecvLaid(r *Request, buf []byte, lay *layIO, src, tag int) (bool, error) {
-	s, err := w.srcArg(src)
+	s, err := srcArg(w, src)
 	if err != nil {
 		return false, nil
 	}
@@ -216,7 +216,7 @@ func (w *World) irecvLaid(r *Request, buf []byte, lay *layIO, src, tag int) (boo
 // over.
 func (w *World) sendrecvLaid(ctx context.Context, out []byte, sl *datatype.Laid, dest, stag int,
 	in []byte, ro *layIO, src, rtag int) (st Status, ok bool, so *layIO, err error) {
-	d, s, err := w.pairArgs(dest, src)
+	d, s, err := pairArgs(w, dest, src)
 	if err != nil || d == ProcNull || s == ProcNull {
 		return Status{}, false, nil, nil
 	}
@@ -249,7 +249,7 @@ func (w *World) sendrecvLaid(ctx context.Context, out []byte, sl *datatype.Laid,
 	if rerr == nil {
 		rerr = serr
 	}
-	return w.out(st), true, so, withOp("sendrecv", rerr)
+	return outStatus(w, st), true, so, withOp("sendrecv", rerr)
 }
 
 // putOffer writes msgRTSL into b, the offer of size bytes in runs over the memory at

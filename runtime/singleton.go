@@ -6,9 +6,7 @@ import (
 	"strconv"
 )
 
-// EnvQuietSingleton set to 1 silences the note Init prints when a launcher started the
-// process in a job of several ranks but offers no process manager that gorma speaks
-// (singletonHints).
+// EnvQuietSingleton set to 1 silences Init's note on a job it cannot join (singletonHints).
 const EnvQuietSingleton = "GORMA_QUIET_SINGLETON"
 
 // singletonHints are the variables by which launchers tell a process that its job has

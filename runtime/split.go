@@ -25,7 +25,7 @@ type group struct {
 const splitTag = MaxTag - 1
 
 // jobRank returns the job rank of w's rank r, and whether r is one of w's ranks.
-func (w *World) jobRank(r int) (int, bool) {
+func jobRank(w *World, r int) (int, bool) {
 	if uint(r) < uint(len(w.g.ranks)) {
 		return w.g.ranks[r], true
 	}
@@ -51,21 +51,21 @@ func peerArg(w *World, r int, recv bool) (int, error) {
 	if recv && r == AnySource {
 		return r, nil
 	}
-	jr, ok := w.jobRank(r)
+	jr, ok := jobRank(w, r)
 	if !ok {
 		return r, w.k.rankErr(w, r)
 	}
 	return jr, nil
 }
 
-func (w *World) destArg(r int) (int, error) {
+func destArg(w *World, r int) (int, error) {
 	if uint(r) < uint(len(w.g.ranks)) {
 		return w.g.ranks[r], nil
 	}
 	return peerArg(w, r, false)
 }
 
-func (w *World) srcArg(r int) (int, error) {
+func srcArg(w *World, r int) (int, error) {
 	if uint(r) < uint(len(w.g.ranks)) {
 		return w.g.ranks[r], nil
 	}
@@ -85,18 +85,18 @@ func destOrNull(w *World, r int) (int, error) {
 	if r == ProcNull {
 		return ProcNull, nil
 	}
-	return w.destArg(r)
+	return destArg(w, r)
 }
 
 func srcOrNull(w *World, r int) (int, error) {
 	if r == ProcNull {
 		return ProcNull, nil
 	}
-	return w.srcArg(r)
+	return srcArg(w, r)
 }
 
-// out translates a Status's job rank into w's rank.
-func (w *World) out(st Status) Status {
+// outStatus translates a Status's job rank into w's rank.
+func outStatus(w *World, st Status) Status {
 	st.Source = w.g.rankOf(st.Source)
 	return st
 }
@@ -105,16 +105,9 @@ func (w *World) out(st Status) Status {
 // that pass one color (>= 0) get a World, ranked by key, then by rank in w. A rank that
 // passes NoColor gets a nil World and a nil error. Every rank of w calls it, in the same
 // order as its other collective calls on w; it fails, naming the rank, if one has failed.
-// A rank runs its Splits one at a time, so ranks whose Worlds overlap split them in the same
-// order.
-//
-// A World from Split behaves as Init's over its ranks, in its own rank numbering;
-// ProcError.Rank keeps naming the job's rank. Its contexts are reserved at Split for the
-// World and seven Dups alive at once (past that, Dup makes the group again, which
-// communicates). Free every World of the block to give the contexts back.
-//
-// On an intercommunicator every rank of both groups calls it; each color gives an
-// intercommunicator between the ranks of the two groups that passed it (nil if none did).
+// The new World has its own rank numbering; ProcError.Rank names the job's rank. Its block
+// of contexts holds it and seven Dups. On an intercommunicator each color gives an
+// intercommunicator between the two groups' ranks that passed it.
 func (w *World) Split(ctx context.Context, color, key int) (*World, error) {
 	if err := w.live(); err != nil {
 		return nil, withOp("split", err)
@@ -166,8 +159,8 @@ func splitRecords(w *World, color, key int) ([]byte, error) {
 	if err := e.checkLocked(); err != nil {
 		return nil, err
 	}
-	if e.failed != nil {
-		return nil, e.failed
+	if err := e.ft.worldFailedLocked(w); err != nil {
+		return nil, err
 	}
 	n, me := w.Size(), w.Rank()
 	recs := make([]byte, n*splitRec)
@@ -202,7 +195,7 @@ func newGroup(w *World, members []int, fam *family) *group {
 		g.of[i] = -1
 	}
 	for i, r := range members {
-		jr, _ := w.jobRank(r)
+		jr, _ := jobRank(w, r)
 		g.ranks[i], g.of[jr] = jr, int32(i)
 		if r == me {
 			g.me = i

@@ -11,10 +11,10 @@ func Ssend[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error 
 	if err := w.live(); err != nil {
 		return withOp("ssend", err)
 	}
-	d, err := w.destArg(dest)
+	d, err := destArg(w, dest)
 	if err != nil {
 		if dest == ProcNull {
-			return withOp("ssend", w.nullCheck(tag, false))
+			return withOp("ssend", nullCheck(w, tag, false))
 		}
 		return withOp("ssend", err)
 	}
@@ -64,14 +64,14 @@ func Isendrecv[S, R Elem](w *World, sbuf []S, dest, stag int, rbuf []R, src, rta
 	sb, ssize := asBytes(sbuf)
 	rb, rsize := asBytes(rbuf)
 	r := new(Request)
-	if err := w.isendrecv(r, sb, ssize, dest, stag, rb, rsize, src, rtag); err != nil {
+	if err := isendrecv(w, r, sb, ssize, dest, stag, rb, rsize, src, rtag); err != nil {
 		return nil, withOp("isendrecv", err)
 	}
 	return r, nil
 }
 
-func (w *World) isendrecv(r *Request, sb []byte, ssize, dest, stag int, rb []byte, rsize, src, rtag int) error {
-	d, s, err := w.pairArgs(dest, src)
+func isendrecv(w *World, r *Request, sb []byte, ssize, dest, stag int, rb []byte, rsize, src, rtag int) error {
+	d, s, err := pairArgs(w, dest, src)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func IsendrecvReplace[T Elem](w *World, buf []T, dest, stag, src, rtag int) (*Re
 	sb, ssize := asBytes(append([]T(nil), buf...))
 	rb, rsize := asBytes(buf)
 	r := new(Request)
-	if err := w.isendrecv(r, sb, ssize, dest, stag, rb, rsize, src, rtag); err != nil {
+	if err := isendrecv(w, r, sb, ssize, dest, stag, rb, rsize, src, rtag); err != nil {
 		return nil, withOp("isendrecv_replace", err)
 	}
 	return r, nil

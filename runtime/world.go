@@ -37,6 +37,7 @@ type World struct {
 	calls    atomic.Pointer[atomic.Uint64]
 	internal atomic.Bool // MarkInternal (hang.go)
 	attrs    attrSet     // its name and attributes (attr.go)
+	ft       *ftWorld    // its failed members, revoke and agreements, shared with its sibling (ft.go)
 }
 
 // Rank is this process's rank, in [0, Size).
@@ -64,7 +65,7 @@ func (w *World) HostCPUs() int { return w.e.ncpu }
 // HostOf returns the host name of rank r, "" if r is out of range. Under a foreign process
 // manager the first call for a node may cost a PMI get.
 func (w *World) HostOf(r int) string {
-	jr, ok := w.jobRank(r)
+	jr, ok := jobRank(w, r)
 	if !ok || jr >= w.e.size {
 		return ""
 	}
@@ -76,7 +77,7 @@ func (w *World) HostOf(r int) string {
 // that chooses by the transport reads ReachOf.
 func (w *World) Transport(r int) string {
 	e := w.e
-	r, ok := w.jobRank(r)
+	r, ok := jobRank(w, r)
 	switch {
 	case !ok:
 		return ""
@@ -99,8 +100,8 @@ func (w *World) Transport(r int) string {
 func (s *subWorld) TransportBetween(a, b int) string {
 	w := (*World)(s)
 	e := w.e
-	a, okA := w.jobRank(a)
-	b, okB := w.jobRank(b)
+	a, okA := jobRank(w, a)
+	b, okB := jobRank(w, b)
 	switch {
 	case !okA || !okB:
 		return ""
@@ -187,7 +188,7 @@ func (s *subWorld) Sibling() (any, error) {
 	if w.sibling {
 		return nil, withOp("sibling", invalidf("a sibling World has no sibling of its own (Dup it)"))
 	}
-	return &World{e: w.e, ctx: w.ctx + 2, sibling: true, k: w.k, g: w.g, own: w.own, life: w.life}, nil
+	return &World{e: w.e, ctx: w.ctx + 2, sibling: true, k: w.k, g: w.g, own: w.own, life: w.life, ft: w.ft}, nil
 }
 
 // engine is the state a rank's Worlds share. The fields above mu are set at Init and
@@ -220,6 +221,7 @@ type engine struct {
 	rndv  rendezvous // rendezvous sends and reads (rndv.go, rndv_iov.go)
 	watch hangWatch  // blocking waits and Tracks, for hang reports (hang.go)
 	bsend bsendBuf   // the buffer of BufferAttach, for Bsend (bsend.go)
+	ft    ftState    // fault tolerance: failures per World, Revoke, Agree (ft.go)
 }
 
 // rendezvous is the part that runs the rendezvous protocol and its layout offers

@@ -9,8 +9,9 @@ import "github.com/gorma-hpc/gorma/runtime"
 // sibling has no sibling (ErrInvalid); Dup it instead. Package collectives makes its
 // calls on a World's sibling.
 //
-// Receives on a sibling fail, as Barrier's do, once any peer has failed, not only when
-// their source has: a collective call cannot complete without every rank.
+// Receives on a sibling fail, as Barrier's do, once a rank of w has failed (under
+// GORMA_FT; without it, any peer), not only when their source has: a collective call
+// cannot complete without every rank.
 func Sibling(w *runtime.World) (*runtime.World, error) {
 	s, err := of(w).Sibling()
 	if err != nil {
@@ -24,6 +25,12 @@ func Sibling(w *runtime.World) (*runtime.World, error) {
 // through the runtime's messages checks it first, so that every call on a freed World
 // fails alike.
 func FreedErr(w *runtime.World) error { return of(w).FreedErr() }
+
+// Broken returns the error a collective call on w fails with now, or nil: w revoked, or
+// a rank of w failed (under GORMA_FT; without it, any peer). A layer that waits outside
+// the runtime's messages (on shared memory) checks it while it waits, so that no rank
+// waits for a live rank that left the call with an error.
+func Broken(w *runtime.World) error { return of(w).Broken() }
 
 // OnFree registers f to run when w is freed, before Free returns: f frees the Worlds a
 // library derived from w (package window's Dup of it). Every rank registers the same

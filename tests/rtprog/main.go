@@ -60,6 +60,8 @@ import (
 //	                it small messages until a send fails (or, with dial, dials its
 //	                listener "gone", which it never opens), prints "rtprog: rank R: send:
 //	                ERROR" (or "dial: ERROR") on stderr and exits 1
+//	ulfm WHAT       under golaunch --ft: the ranks run WHAT until a rank is killed, then
+//	                recover with Revoke, Agree and Shrink (ulfm.go)
 //
 // In barrier, recv and gone modes the ranks ignore SIGTERM and SIGINT: they end only when their
 // blocked call fails (printing "rtprog: rank R: ERROR" on stderr and exiting 1), or by
@@ -78,7 +80,9 @@ func main() {
 		fail("init: %v", err)
 	}
 	rank, size := w.Rank(), w.Size()
-	fmt.Printf("ready %d %d\n", rank, os.Getpid())
+	if mode != "ulfm" { // it says ready once its window is made
+		fmt.Printf("ready %d %d\n", rank, os.Getpid())
+	}
 	switch mode {
 	case "barrier", "recv":
 		if len(os.Args) < 3 {
@@ -224,6 +228,11 @@ func main() {
 			select {}
 		}
 		fail("rank %d: stranded: Barrier returned without error", rank)
+	case "ulfm":
+		if len(os.Args) < 3 {
+			fail("usage: rtprog ulfm allreduce|fence|anysource")
+		}
+		ulfm(ctx, w, os.Args[2])
 	case "rpc":
 		if err := serveRPC(ctx, w); err != nil {
 			fail("rank %d: rpc: %v", rank, err)

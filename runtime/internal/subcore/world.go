@@ -12,6 +12,7 @@ type World interface {
 	MarkInternal()
 	OnFree(f func()) error
 	FreedErr() error
+	Broken() error
 	Sibling() (any, error) // a *runtime.World
 	ServePeers()
 	PollPeers() bool

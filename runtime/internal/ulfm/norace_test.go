@@ -1,0 +1,5 @@
+//go:build !race
+
+package ulfm
+
+const raceEnabled = false

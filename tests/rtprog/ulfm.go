@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/window"
+)
+
+// ulfm runs mode "ulfm WHAT" under golaunch --ft: every rank runs WHAT in a loop (a
+// short sleep apiece) until a call fails with a peer's failure; the test kills a rank
+// meanwhile. Each survivor then recovers as a ULFM program does: Revoke, AckFailed,
+// Agree and Shrink. On the shrunk World it checks an Allreduce of the ranks' old ranks,
+// prints "shrunk RANK SIZE SUM FAILED" (its old rank, the new size, the sum, the failed
+// ranks it knows of) and finalizes.
+//
+//	allreduce  Allreduce of 1 KiB, then of 1 MiB, of float64
+//	fence      a Put to the next rank between two Fences of a window
+//	anysource  every rank sends to rank 0, which receives from AnySource
+func ulfm(ctx context.Context, w *runtime.World, what string) {
+	rank, size := w.Rank(), w.Size()
+	bctx, cancel := context.WithTimeout(ctx, testbudget.Scale(60*time.Second))
+	defer cancel()
+	var win *window.Win[int64]
+	if what == "fence" {
+		var err error
+		if win, err = window.Allocate[int64](bctx, w, 1); err != nil {
+			fail("rank %d: allocate: %v", rank, err)
+		}
+	}
+	step := func() error {
+		switch what {
+		case "allreduce":
+			for _, n := range []int{128, 128 << 10} {
+				in := make([]float64, n)
+				if err := collectives.Allreduce(bctx, w, in, make([]float64, n), collectives.Sum[float64]()); err != nil {
+					return err
+				}
+			}
+			return nil
+		case "fence":
+			if err := win.Fence(bctx, 0); err != nil {
+				return err
+			}
+			if err := win.Put([]int64{int64(rank)}, (rank+1)%size, 0); err != nil {
+				return err
+			}
+			return win.Fence(bctx, 0)
+		case "anysource":
+			if rank != 0 {
+				return runtime.Send(bctx, w, []int64{int64(rank)}, 0, 1)
+			}
+			for range size - 1 {
+				if _, err := runtime.Recv(bctx, w, make([]int64, 1), runtime.AnySource, 1); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		fail("usage: rtprog ulfm allreduce|fence|anysource")
+		return nil
+	}
+	fmt.Printf("ready %d %d\n", rank, os.Getpid())
+	var err error
+	for err == nil {
+		err = step()
+		time.Sleep(2 * time.Millisecond)
+	}
+	if !errors.Is(err, runtime.ErrProcFailed) && !errors.Is(err, runtime.ErrRevoked) {
+		fail("rank %d: %s: %v", rank, what, err)
+	}
+	if err := w.Revoke(); err != nil {
+		fail("rank %d: revoke: %v", rank, err)
+	}
+	w.AckFailed(w.GetFailed().Size())
+	if _, err := w.Agree(bctx, 1); err != nil && !errors.Is(err, runtime.ErrProcFailed) {
+		fail("rank %d: agree: %v", rank, err)
+	}
+	s, err := w.Shrink(bctx)
+	if err != nil {
+		fail("rank %d: shrink: %v", rank, err)
+	}
+	sum := make([]int64, 1)
+	if err := collectives.Allreduce(bctx, s, []int64{int64(rank)}, sum, collectives.Sum[int64]()); err != nil {
+		fail("rank %d: allreduce on the shrunk World: %v", rank, err)
+	}
+	failed := w.GetFailed()
+	idx := make([]int, failed.Size())
+	for i := range idx {
+		idx[i] = i
+	}
+	ranks, err := failed.TranslateRanks(idx, w.Group())
+	if err != nil {
+		fail("rank %d: translate: %v", rank, err)
+	}
+	fmt.Printf("shrunk %d %d %d %v\n", rank, s.Size(), sum[0], ranks)
+	if err := w.Finalize(bctx); err != nil {
+		fail("rank %d: finalize: %v", rank, err)
+	}
+}

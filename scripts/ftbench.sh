@@ -11,13 +11,16 @@
 #   join   as root: -n 4 on h0 and h1 (2 slots each, all taken), ftbench --grow-to 6; the
 #          strike starts an agent on h2, which joins the cluster; SIGTERM ends it after.
 #   cost   RUNS alternated pairs, with and without --ft, in turn first, 2 ranks:
-#          allreducebench --test allreduce --sizes 8, rmabench --test put_lat.lock_all at 8 B.
+#          allreducebench --test allreduce --sizes 8 --iters 20000, rmabench --test
+#          put_lat.lock_all at 8 B.
 # The namespaces are built as scripts/netns-allreduce.sh builds them (10.231.X.0/24 inside
 # namespaces of their own; nothing leaves the machine). Without root, agent and join are
 # skipped with a line on stderr.
 #
 # Output: OUT (results/ftbench) holds each job's JSON and text, meta.json and failed.txt.
 # Then `chart ft` writes docs/ft.json and `chart page` docs/benchmarks.md (NO_PAGE=1: not).
+# COST_FROM=DIR takes the cost from another run's OUT instead (CASES=cost on a machine with
+# more cores, its results copied here).
 #
 # Usage: scripts/ftbench.sh
 #   environment: KILLS=20 RUNS=9 NP=4 PAUSE=1ms CASES="rank agent join cost"
@@ -225,7 +228,7 @@ if [[ " $cases " == *" cost "* ]]; then
 	cost() {
 		local ft=() name=$1 r=$2
 		[[ $name == ft ]] && ft=(--ft)
-		"$bin/golaunch" "${ft[@]}" -n 2 --tag-output=false "$bin/allreducebench" --test allreduce --sizes 8 \
+		"$bin/golaunch" "${ft[@]}" -n 2 --tag-output=false "$bin/allreducebench" --test allreduce --sizes 8 --iters 20000 \
 			--json="$out/cost_ar_${name}_$r.json" >"$out/cost_ar_${name}_$r.txt" 2>&1 || fail "cost_ar $name $r: golaunch exited $?"
 		"$bin/golaunch" "${ft[@]}" -n 2 --tag-output=false "$bin/rmabench" --test put_lat.lock_all --min-size 8 --max-size 8 \
 			--json="$out/cost_rma_${name}_$r.json" >"$out/cost_rma_${name}_$r.txt" 2>&1 || fail "cost_rma $name $r: golaunch exited $?"
@@ -243,5 +246,5 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//; s/"/\\"
 printf '{"command": "make ftbench", "cores": %d, "cpu": "%s", "load_start": "%s", "load_end": "%s"}\n' \
 	"$(nproc)" "$cpu" "$load_start" "$(cut -d' ' -f1-3 /proc/loadavg)" >"$out/meta.json"
 [[ -n ${NO_PAGE:-} ]] && exit 0
-go run ./bench/chart ft --in "$out" --out docs/ft.json
+go run ./bench/chart ft --in "$out" ${COST_FROM:+--cost "$COST_FROM"} --out docs/ft.json
 go run ./bench/chart page --in docs/benchmarks.json --out docs/benchmarks.md

@@ -24,7 +24,18 @@ type FT struct {
 	LoadEnd   [3]float64 `json:"load_end"`
 	Recovery  []FTCase   `json:"recovery"` // in ftCases' order
 	Cost      []FTCost   `json:"cost"`     // in ftOps' order
-	Failed    []string   `json:"failed,omitempty"`
+	// CostOn is the machine of Cost where it is not the run's (chart ft --cost).
+	CostOn *FTMachine `json:"cost_on,omitempty"`
+	Failed []string   `json:"failed,omitempty"`
+}
+
+// FTMachine is a run's machine and its load at the start and the end.
+type FTMachine struct {
+	Command   string     `json:"command"`
+	Cores     int        `json:"cores"`
+	CPU       string     `json:"cpu"`
+	LoadStart [3]float64 `json:"load_start"`
+	LoadEnd   [3]float64 `json:"load_end"`
 }
 
 // FTCase is one kind of strike over its jobs: apps/ftbench's reports, seconds from the
@@ -87,6 +98,7 @@ var ftPublished = [][4]string{
 func runFT(args []string) error {
 	fs := pflag.NewFlagSet("chart ft", pflag.ContinueOnError)
 	in := fs.String("in", "results/ftbench", "scripts/ftbench.sh's results")
+	cost := fs.String("cost", "", "take the cost of --ft from this run of scripts/ftbench.sh instead (CASES=cost on another machine)")
 	out := fs.String("out", "docs/ft.json", "the document to write")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -94,6 +106,17 @@ func runFT(args []string) error {
 	f, err := collectFT(*in)
 	if err != nil {
 		return err
+	}
+	if *cost != "" {
+		c, err := collectFT(*cost)
+		if err != nil {
+			return err
+		}
+		f.Cost = c.Cost
+		f.CostOn = &FTMachine{Command: c.Command, Cores: c.Cores, CPU: c.CPU, LoadStart: c.LoadStart, LoadEnd: c.LoadEnd}
+		for _, x := range c.Failed {
+			f.Failed = append(f.Failed, "cost: "+x)
+		}
 	}
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
@@ -283,7 +306,11 @@ func renderFT(f *FT) (string, error) {
 		b.WriteString("| " + strings.Join(p[:], " | ") + " |\n")
 	}
 	if len(f.Cost) > 0 {
-		b.WriteString("\nThe failure-free cost of `--ft`: runs alternated with and without it, 2 ranks; medians over the runs in us (spread: slowest run / median).\n\n")
+		on := ""
+		if m := f.CostOn; m != nil {
+			on = fmt.Sprintf(" on another machine (`%s`, CASES=cost: %d cores, %s; load %s at the start, %s at the end)", m.Command, m.Cores, m.CPU, ftLoad(m.LoadStart), ftLoad(m.LoadEnd))
+		}
+		b.WriteString("\nThe failure-free cost of `--ft`" + on + ": runs alternated with and without it, 2 ranks; medians over the runs in us (spread: slowest run / median).\n\n")
 		b.WriteString("| operation | runs | without --ft | with --ft | with / without | target |\n|---|---:|---:|---:|---:|---|\n")
 		for _, c := range f.Cost {
 			fmt.Fprintf(&b, "| %s | %d | %s (%.2fx) | %s (%.2fx) | %.2fx | ≤ 1.1x |\n", c.Op, c.Runs, num(c.BaseUS, 3), c.BaseSpread, num(c.FTUS, 3), c.FTSpread, c.FTUS/c.BaseUS)

@@ -58,6 +58,28 @@ func TestFTCollect(t *testing.T) {
 	}
 }
 
+// TestFTCostElsewhere: chart ft --cost takes the cost and its machine from another run.
+func TestFTCostElsewhere(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "ft.json")
+	if err := runFT([]string{"--in", "testdata/ftbench", "--cost", "testdata/ftbench", "--out", out}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := loadFT(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.CostOn == nil || f.CostOn.Cores != 2 || len(f.Cost) != 2 || len(f.Failed) != 2 {
+		t.Fatalf("collected %+v", f)
+	}
+	page, err := renderFT(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "on another machine (`make ftbench`, CASES=cost: 2 cores, test CPU;"; !strings.Contains(page, want) {
+		t.Errorf("section lacks %q:\n%s", want, page)
+	}
+}
+
 func TestFTCostValueErrors(t *testing.T) {
 	if _, err := ftCostValue("cost_ar", []byte(`{"allreduce":[{"bytes":16,"avg_us":1}]}`)); err == nil {
 		t.Error("a document without an 8-byte row gave a value")

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gorma-hpc/gorma/pmi"
 )
 
 // The control protocol runs between a submitter (the dialer) and each agent of a job
@@ -65,8 +67,8 @@ import (
 
 // controlVersion is the control protocol version, also advertised in node metadata.
 // Version 2 adds the ping frame, which a version-1 peer would refuse. Version 5 adds the
-// hello's time.
-const controlVersion = 5
+// hello's time. Version 6 adds the spawn frames (grow.go).
+const controlVersion = 6
 
 // maxFrame bounds a frame's payload (a fence of many ranks' endpoint cards fits easily).
 const maxFrame = 64 << 20
@@ -299,12 +301,18 @@ const (
 	fPing                           // both ways: the sender is alive (no body; recv skips it)
 	fReportReq                      // S→A reportReqMsg: ask every rank what it is blocked in
 	fReport                         // A→S reportMsg: a rank's answer (internal/hang's text)
+	fSpawnReq                       // A→S spawnReqMsg: a rank asks for new ranks (World.Spawn)
+	fSpawn                          // S→A spawnMsg: the job grew; start the new ranks placed here
+	fSpawnSync                      // A→S fenceMsg: a spawned rank fenced with its group (its Init)
+	fSpawnDone                      // S→A spawnDoneMsg: the spawned group's puts, or why it failed
+	fSpawnAns                       // S→A spawnReplyMsg: the answer to a rank's spawn request
 	fTypeEnd                        // first unused type
 )
 
 var frameNames = [...]string{"", "job", "ready", "reject", "start", "started", "output", "init",
 	"fence", "fence-done", "abort-request", "exit", "abort", "signal", "stdin", "stdin-ack",
-	"stdin-eof", "done", "ping", "report-request", "report"}
+	"stdin-eof", "done", "ping", "report-request", "report", "spawn-request", "spawn", "spawn-fence",
+	"spawn-done", "spawn-reply"}
 
 func (t frameType) String() string {
 	if t > 0 && t < fTypeEnd {
@@ -330,6 +338,10 @@ type jobSpec struct {
 	Transport string    // auto, shm or tcp
 	BindTo    string    // auto, core or none (bind.go); "" from an older submitter: auto
 	Grace     time.Duration
+	// Spawns are the groups of ranks spawned into the job so far (grow.go), and Store
+	// the job's published values, for an agent that joins the job after its start.
+	Spawns []pmi.SpawnGroup          `json:",omitempty"`
+	Store  map[int]map[string][]byte `json:",omitempty"`
 }
 
 func (s *jobSpec) check() error {
@@ -505,6 +517,16 @@ func decodeBody(t frameType, p []byte) (any, error) {
 		v = new(reportReqMsg)
 	case fReport:
 		v = new(reportMsg)
+	case fSpawnReq:
+		v = new(spawnReqMsg)
+	case fSpawn:
+		v = new(spawnMsg)
+	case fSpawnSync:
+		v = new(fenceMsg)
+	case fSpawnDone:
+		v = new(spawnDoneMsg)
+	case fSpawnAns:
+		v = new(spawnReplyMsg)
 	case fOutput, fStdin:
 		return nil, nil
 	case fReady, fStart, fStdinAck, fStdinEOF, fDone, fPing:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,6 +37,7 @@ type submitter struct {
 
 	timeout, startup time.Duration
 	leaves           <-chan leaveEvent
+	unwatch          func() // ends the subscription of leaves (nil: none to end)
 	signals          <-chan os.Signal
 
 	events chan subEvent
@@ -56,6 +58,9 @@ type submitter struct {
 	stacks    bool                      // --stacks: reports carry the ranks' goroutine stacks
 
 	reportBindings bool // --report-bindings: a line on stderr per rank as it starts
+
+	grow growth       // the job's spawns (grow.go), owned by the event loop
+	size atomic.Int64 // the roster's size, for the links' reader goroutines
 }
 
 type agentLink struct {
@@ -81,6 +86,7 @@ type rankState struct {
 
 type subEvent struct {
 	link int
+	from *agentLink // the link whose reader sent it
 	t    frameType
 	msg  any
 	err  error
@@ -105,6 +111,7 @@ func (s *submitter) run() int {
 	s.done = make(chan struct{})
 	defer close(s.done)
 	s.ranks = make([]rankState, s.roster.Size)
+	s.size.Store(int64(s.roster.Size))
 	if code, ok := s.connect(); !ok {
 		return code
 	}
@@ -145,6 +152,8 @@ func (s *submitter) run() int {
 		select {
 		case ev := <-s.events:
 			s.handle(ev)
+		case d := <-s.grow.dialed:
+			s.agentDialed(d)
 		case <-check.C:
 			s.checkLinks()
 		case <-gone:
@@ -192,7 +201,7 @@ func (s *submitter) read(l *agentLink) {
 		case err != nil:
 		case t == fOutput:
 			rank, stream, data, derr := decodeOutput(p)
-			if derr == nil && rank < s.roster.Size {
+			if derr == nil && rank < int(s.size.Load()) {
 				s.out.write(rank, stream, data)
 				continue
 			}
@@ -207,7 +216,7 @@ func (s *submitter) read(l *agentLink) {
 			msg, err = decodeBody(t, p)
 		}
 		select {
-		case s.events <- subEvent{link: l.idx, t: t, msg: msg, err: err}:
+		case s.events <- subEvent{link: l.idx, from: l, t: t, msg: msg, err: err}:
 		case <-s.done:
 			return
 		}
@@ -219,9 +228,16 @@ func (s *submitter) read(l *agentLink) {
 
 // handle processes one frame (or the loss) of a link.
 func (s *submitter) handle(ev subEvent) {
-	l := s.links[ev.link]
+	l := ev.from
+	if s.freshAnswer(l, ev) {
+		return
+	}
 	if ev.err != nil {
 		s.lose(l, "control connection lost: "+ev.err.Error())
+		return
+	}
+	if ev.t == fSpawnSync {
+		s.spawnFence(l, ev.msg.(*fenceMsg))
 		return
 	}
 	switch m := ev.msg.(type) {
@@ -247,6 +263,10 @@ func (s *submitter) handle(ev subEvent) {
 		s.rankEnded(l, m)
 	case *reportMsg:
 		s.gotReport(l, m)
+	case *spawnReqMsg:
+		if _, ok := s.localRank(l, m.Rank); ok {
+			s.spawnRequest(l, m)
+		}
 	default:
 		s.lose(l, fmt.Sprintf("protocol error: unexpected %v frame", ev.t))
 	}
@@ -280,7 +300,10 @@ func (s *submitter) rankEnded(l *agentLink, m *exitMsg) {
 		r.earlyExit = true
 	}
 	if f != nil {
+		s.spawnedEnded(m.Rank, f.what)
 		s.failWith(f)
+	} else if !m.Finalized {
+		s.spawnedEnded(m.Rank, rankLabel(m.Rank, l.host, r.pid)+" exited")
 	}
 }
 
@@ -424,7 +447,9 @@ func (s *submitter) lose(l *agentLink, how string) {
 		return
 	}
 	l.lost = true
-	l.cc.close()
+	if l.cc != nil {
+		l.cc.close()
+	}
 	live := false
 	for rank := range s.ranks {
 		if s.roster.RankHost[rank] == l.idx && !s.ranks[rank].done {

@@ -45,7 +45,7 @@ func (j join) connect(ctx context.Context, id hostIdentity) error {
 
 // myCard is this rank's card, with host identity id.
 func (l *links) myCard(id hostIdentity) card {
-	return card{host: l.hosts[l.rank], id: id, pid: int32(os.Getpid()), probe: probeAddr(),
+	return card{host: l.table().hosts[l.rank], id: id, pid: int32(os.Getpid()), probe: probeAddr(),
 		eagerSHM: uint32(l.cfg.eagerSHM), eagerTCP: uint32(l.cfg.eagerTCP), cpu: boundCPU(), cm: l.cm.addr}
 }
 

@@ -407,7 +407,7 @@ func (x *inter) dupLocked(w *World) (*World, bool, error) {
 // newJobGroup returns the group of jobs (job ranks, in the new World's order), whose
 // Worlds take their contexts from fam; this rank's place in it, if any, is me.
 func newJobGroup(e *engine, jobs []int, fam *family) *group {
-	g := &group{ranks: slices.Clone(jobs), of: make([]int32, e.size), me: -1, fam: fam}
+	g := &group{ranks: slices.Clone(jobs), of: make([]int32, max(slices.Max(jobs), e.rank)+1), me: -1, fam: fam}
 	for i := range g.of {
 		g.of[i] = -1
 	}

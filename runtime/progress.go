@@ -210,9 +210,10 @@ func (e *engine) yieldAfterLocked(r *Request, quiet bool, set []*Request) int {
 	if e.localSize <= e.ncpu {
 		return neverYield
 	}
+	t := e.links.table()
 	if !quiet && set == nil && (r.kind == reqSend || r.kind == reqRecv || r.kind == reqProbe) &&
-		r.peer >= 0 && r.peer != e.rank && r.peer < len(e.links.cardOK) && e.links.cardOK[r.peer] {
-		me, them := &e.links.cards[e.rank], &e.links.cards[r.peer]
+		r.peer >= 0 && r.peer != e.rank && r.peer < len(t.cardOK) && t.cardOK[r.peer] {
+		me, them := &t.cards[e.rank], &t.cards[r.peer]
 		switch {
 		case sameCPU(me, them):
 			return 0

@@ -604,7 +604,10 @@ func (l *links) makeQPLocked(p *peer, c card) ([]byte, error) {
 		}
 	}
 	if d == nil {
-		return nil, fmt.Errorf("%w: rank %d needs the %s transport, which this rank did not open", ErrTransport, p.rank, prov)
+		// A peer spawned after Init, on a host that needs a transport this rank did not open.
+		if d, err = openLateLocked(l, prov); err != nil { // grow.go
+			return nil, fmt.Errorf("rank %d needs the %s transport, which this rank could not open: %w", p.rank, prov, err)
+		}
 	}
 	mine, theirs := d.eagerLimits(l.cfg, &c)
 	p.card, p.host = c, c.host

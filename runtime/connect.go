@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
+	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -35,7 +37,7 @@ func (j join) connect(ctx context.Context, id hostIdentity) error {
 	if err := e.pm.Fence(ctx); err != nil {
 		return err
 	}
-	count, err := e.links.readCards(ctx, me)
+	count, err := e.links.readCards(ctx, me, e.spawn.optionalCard)
 	if err != nil {
 		return err
 	}
@@ -50,14 +52,18 @@ func (l *links) myCard(id hostIdentity) card {
 }
 
 // readCards reads every peer's card (after the fence that follows this rank's own card,
-// me), records them, and counts the peers each provider serves.
-func (l *links) readCards(ctx context.Context, me card) (count map[string]int, err error) {
+// me), records them, and counts the peers each provider serves. A card that optional
+// says may be missing is skipped when it is (spawn.go).
+func (l *links) readCards(ctx context.Context, me card, optional func(r int) bool) (count map[string]int, err error) {
 	l.learnCardLocked(l.rank, me)
 	for r := range l.size {
 		if r == l.rank {
 			continue
 		}
 		b, err := l.pm.Get(ctx, r, keyCard)
+		if errors.Is(err, pmi.ErrNotFound) && optional(r) {
+			continue
+		}
 		var c card
 		if err == nil {
 			c, err = decodeCard(b)

@@ -230,8 +230,8 @@ func unite(ctx context.Context, w *World, localLeader int, flag byte, color, key
 		return nil, err
 	}
 	u := &union{local: mpigroup.Procs(w.Group()), lrecs: recs, lflag: flag}
-	// The most a group's description takes: every rank of the job in it.
-	theirs := make([]byte, unionMsgLen(e.size))
+	// The most a group's description takes: every rank of the job in it, spawned ones too.
+	theirs := make([]byte, unionMsgLen(max(e.size, e.links.known())))
 	leaderJob, _ := w.jobRank(localLeader)
 	var m int
 	if me == localLeader {
@@ -262,6 +262,9 @@ func unite(ctx context.Context, w *World, localLeader int, flag byte, color, key
 		}
 	}
 	if u.remote, u.rrecs, u.rflag, err = decodeUnion(theirs[:m]); err != nil {
+		return nil, err
+	}
+	if err := learnRanks(ctx, e, u.remote); err != nil { // spawn.go
 		return nil, err
 	}
 	for _, jr := range u.remote {

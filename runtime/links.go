@@ -37,7 +37,8 @@ type links struct {
 	// nil under golaunch, where every card is read at Init.
 	nodes     []int
 	slots     int       // eager slots per peer connection
-	devs      []*device // their closed and broken flags are guarded by mu
+	devs      []*device // their closed and broken flags are guarded by mu; grows under mu (grow.go)
+	late      []*device // devices opened after Init that the poller has not taken yet (grow.go); guarded by mu
 	returners []roleReturner
 	hooks     linkHooks
 	cm        cmServer // connections made on first contact (cm.go)
@@ -89,6 +90,8 @@ type linkHooks struct {
 	// refusal is the error every call fails with now (checkLocked), and whether the job
 	// is aborting.
 	refusal func() (err error, aborting bool)
+	// devices runs once a device opened after Init (grow.go): the poller must take it.
+	devices func()
 }
 
 // init readies links for rank of size ranks on host, guarded by mu.

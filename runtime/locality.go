@@ -189,11 +189,13 @@ func (l *links) capsBetween(a, b int) (verbs.Caps, error) {
 	return providerCaps(p), nil
 }
 
-// providerCounts returns how many of this rank's peers each provider serves (between).
+// providerCounts returns how many of this rank's peers each provider serves (between);
+// under golaunch, of the peers whose cards it read (a spawned rank may lack some).
 func (l *links) providerCounts() (map[string]int, error) {
 	count := map[string]int{}
+	t := l.table()
 	for r := range l.size {
-		if r == l.rank {
+		if r == l.rank || l.nodes == nil && !t.cardOK[r] {
 			continue
 		}
 		p, err := l.between(l.rank, r)

@@ -75,6 +75,9 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 		if len(e.links.rxLater) > 0 {
 			e.links.repostAllLocked()
 		}
+		if len(e.links.late) > 0 {
+			e.spawn.installDevicesLocked() // grow.go
+		}
 		e.poll.active = true
 		live := e.links.liveDevsLocked()
 		if first {

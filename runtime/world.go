@@ -65,7 +65,7 @@ func (w *World) HostCPUs() int { return w.e.ncpu }
 // manager the first call for a node may cost a PMI get.
 func (w *World) HostOf(r int) string {
 	jr, ok := w.jobRank(r)
-	if !ok || jr >= w.e.size {
+	if !ok || jr >= w.e.links.known() {
 		return ""
 	}
 	return w.e.links.hostName(jr)
@@ -220,6 +220,7 @@ type engine struct {
 	rndv  rendezvous // rendezvous sends and reads (rndv.go, rndv_iov.go)
 	watch hangWatch  // blocking waits and Tracks, for hang reports (hang.go)
 	bsend bsendBuf   // the buffer of BufferAttach, for Bsend (bsend.go)
+	spawn spawner    // the job's growth: Spawn, a spawned rank's Parent, late devices (spawn.go, grow.go)
 }
 
 // rendezvous is the part that runs the rendezvous protocol and its layout offers

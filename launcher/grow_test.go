@@ -12,7 +12,8 @@ import (
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
-var spawnprogProg = &program{pkg: "../tests/spawnprog"}
+// spawnprogProg is built with -race under -race: its ranks run the runtime's growth.
+var spawnprogProg = &program{pkg: "../tests/spawnprog", race: true}
 
 // TestPlanSpawn: new ranks fill the hosts in the order spawnHosts gives (agents that
 // joined after the job began first), each up to its free slots; beyond them only with

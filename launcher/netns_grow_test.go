@@ -73,4 +73,5 @@ func TestNetnsGrow(t *testing.T) {
 			t.Errorf("%d ranks say %q, want 2:\n%s", n, want, stdout)
 		}
 	}
+	t.Logf("spawnprog's output:\n%s", stdout)
 }

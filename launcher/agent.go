@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -234,6 +235,7 @@ type agentJob struct {
 	reaped     int // ranks of procs whose exit waitRank has taken
 	connected  map[int]bool
 	finalized  map[int]bool
+	failed     map[int]bool // ranks the submitter reported failed (--ft: fProcFailed)
 	aborting   bool
 	sent       map[int]bool // signals this agent sent to its ranks' groups
 	abortCause string
@@ -309,6 +311,7 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 	}
 	j := &agentJob{a: a, spec: *spec, conn: cc, local: spec.Roster.RanksOn(spec.Node),
 		procs: make(map[int]*rankProc), connected: make(map[int]bool), finalized: make(map[int]bool),
+		failed: make(map[int]bool),
 		stdinQ: make(chan []byte, stdinWindow+1)}
 	if err := j.resolvePrograms(); err != nil {
 		return nil, err
@@ -325,6 +328,7 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 		os.RemoveAll(j.dir)
 		return nil, fmt.Errorf("agent %s: %w", a.name, err)
 	}
+	j.failedBefore()
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -392,8 +396,9 @@ func (j *agentJob) command(rank int) (path string, args, env []string, err error
 }
 
 // startRanks spawns ranks, this host's ranks of the job. A rank that cannot start is
-// reported as ended with an error (and so is every later one, which is not tried); the
-// submitter aborts the job.
+// reported as ended with an error, and so is every later one, which is not tried; the
+// submitter aborts the job. Under --ft each later rank is tried all the same: the job
+// goes on without those that cannot start.
 func (j *agentJob) startRanks(ranks []int) {
 	dir := j.spec.Dir
 	if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
@@ -422,6 +427,9 @@ func (j *agentJob) startRanks(ranks []int) {
 		}
 		r := rank
 		path, args, extra, err := j.command(rank)
+		if j.spec.FT {
+			extra = append(slices.Clip(extra), pmi.EnvFT+"=1") // after -x: --ft wins
+		}
 		cpus, env := bindRank(j.spec.BindTo, j.cpus, c.LocalRank, c.LocalSize, rankEnv(base, extra, c))
 		var conn net.Conn
 		var pmiEnd *os.File
@@ -435,7 +443,9 @@ func (j *agentJob) startRanks(ranks []int) {
 				c.LocalRank, cpus, pmiEnd, func(stream int, data []byte) { j.send(fOutput, encodeOutput(r, stream, data)) })
 		}
 		if err != nil {
-			failed = err
+			if !j.spec.FT {
+				failed = err
+			}
 			j.send(fExit, exitMsg{Rank: rank, Code: -1, Err: err.Error()})
 			continue
 		}
@@ -531,6 +541,8 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 		j.answerSpawn(m)
 	case *abortMsg:
 		j.abort(pmi.Event{Kind: pmi.EventKind(m.Kind), Rank: m.Rank, Host: m.Host, Code: m.Code, Cause: m.Cause}, j.spec.Grace)
+	case *procFailedMsg:
+		return j.procFailed(m)
 	case *signalMsg:
 		j.signalAll(syscall.Signal(m.Signal))
 	case *reportReqMsg:
@@ -539,6 +551,27 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 	default:
 		return fmt.Errorf("unexpected %v frame from the submitter", t)
 	}
+	return nil
+}
+
+// procFailed takes the submitter's word that rank m.Rank of a fault-tolerant job failed:
+// every rank here gets a pmi.ProcFailed event naming it (and so does every rank that
+// reaches init later), and fences complete without it. A second word on the same rank
+// does nothing.
+func (j *agentJob) procFailed(m *procFailedMsg) error {
+	if roster, _ := j.rosterNow(); !j.spec.FT || m.Rank < 0 || m.Rank >= roster.Size {
+		return fmt.Errorf("proc-failed frame for rank %d of a %d-rank job (--ft %v)", m.Rank, roster.Size, j.spec.FT)
+	}
+	j.mu.Lock()
+	seen := j.failed[m.Rank]
+	j.failed[m.Rank] = true
+	j.mu.Unlock()
+	if seen {
+		return nil
+	}
+	j.a.log.Printf("job %s: %s; the job goes on (--ft)", j.spec.ID, m.Cause)
+	j.srv.Announce(pmi.Event{Kind: pmi.ProcFailed, Rank: m.Rank, Host: m.Host, Code: m.Code, Cause: m.Cause})
+	j.x.Exclude(m.Rank)
 	return nil
 }
 

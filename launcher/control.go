@@ -67,8 +67,9 @@ import (
 
 // controlVersion is the control protocol version, also advertised in node metadata.
 // Version 2 adds the ping frame, which a version-1 peer would refuse. Version 5 adds the
-// hello's time. Version 6 adds the spawn frames (grow.go).
-const controlVersion = 6
+// hello's time. Version 6 adds the fault-tolerant job (jobSpec.FT, the proc-failed frame),
+// version 7 the spawn frames (grow.go).
+const controlVersion = 7
 
 // maxFrame bounds a frame's payload (a fence of many ranks' endpoint cards fits easily).
 const maxFrame = 64 << 20
@@ -281,38 +282,39 @@ func newCtlConn(c net.Conn, key, hello, reply []byte, client bool) (*ctlConn, er
 type frameType uint8
 
 const (
-	fJob       frameType = iota + 1 // S→A jobSpec
-	fReady                          // A→S: the job is set up, ranks may start
-	fReject                         // A→S rejectMsg: the agent cannot run the job
-	fStart                          // S→A: spawn the ranks
-	fStarted                        // A→S startedMsg
-	fOutput                         // A→S rank u32, stream u8, data
-	fInit                           // A→S rankMsg: a rank reached PMI init
-	fFence                          // A→S fenceMsg: a rank fenced (multi-host jobs)
-	fFenceDone                      // S→A fenceDoneMsg: the other hosts' puts of the round
-	fAbortReq                       // A→S abortReqMsg: a rank called Abort
-	fExit                           // A→S exitMsg: a rank ended
-	fAbort                          // S→A abortMsg: abort the job
-	fSignal                         // S→A signalMsg: signal every rank
-	fStdin                          // S→A data for rank 0's stdin
-	fStdinAck                       // A→S: one stdin frame written (flow control)
-	fStdinEOF                       // S→A: close rank 0's stdin
-	fDone                           // S→A: the job is over; clean up
-	fPing                           // both ways: the sender is alive (no body; recv skips it)
-	fReportReq                      // S→A reportReqMsg: ask every rank what it is blocked in
-	fReport                         // A→S reportMsg: a rank's answer (internal/hang's text)
-	fSpawnReq                       // A→S spawnReqMsg: a rank asks for new ranks (World.Spawn)
-	fSpawn                          // S→A spawnMsg: the job grew; start the new ranks placed here
-	fSpawnSync                      // A→S fenceMsg: a spawned rank fenced with its group (its Init)
-	fSpawnDone                      // S→A spawnDoneMsg: the spawned group's puts, or why it failed
-	fSpawnAns                       // S→A spawnReplyMsg: the answer to a rank's spawn request
-	fTypeEnd                        // first unused type
+	fJob        frameType = iota + 1 // S→A jobSpec
+	fReady                           // A→S: the job is set up, ranks may start
+	fReject                          // A→S rejectMsg: the agent cannot run the job
+	fStart                           // S→A: spawn the ranks
+	fStarted                         // A→S startedMsg
+	fOutput                          // A→S rank u32, stream u8, data
+	fInit                            // A→S rankMsg: a rank reached PMI init
+	fFence                           // A→S fenceMsg: a rank fenced (multi-host jobs)
+	fFenceDone                       // S→A fenceDoneMsg: the other hosts' puts of the round
+	fAbortReq                        // A→S abortReqMsg: a rank called Abort
+	fExit                            // A→S exitMsg: a rank ended
+	fAbort                           // S→A abortMsg: abort the job
+	fSignal                          // S→A signalMsg: signal every rank
+	fStdin                           // S→A data for rank 0's stdin
+	fStdinAck                        // A→S: one stdin frame written (flow control)
+	fStdinEOF                        // S→A: close rank 0's stdin
+	fDone                            // S→A: the job is over; clean up
+	fPing                            // both ways: the sender is alive (no body; recv skips it)
+	fReportReq                       // S→A reportReqMsg: ask every rank what it is blocked in
+	fReport                          // A→S reportMsg: a rank's answer (internal/hang's text)
+	fProcFailed                      // S→A procFailedMsg: a rank failed and the job goes on (--ft)
+	fSpawnReq                        // A→S spawnReqMsg: a rank asks for new ranks (World.Spawn)
+	fSpawn                           // S→A spawnMsg: the job grew; start the new ranks placed here
+	fSpawnSync                       // A→S fenceMsg: a spawned rank fenced with its group (its Init)
+	fSpawnDone                       // S→A spawnDoneMsg: the spawned group's puts, or why it failed
+	fSpawnAns                        // S→A spawnReplyMsg: the answer to a rank's spawn request
+	fTypeEnd                         // first unused type
 )
 
 var frameNames = [...]string{"", "job", "ready", "reject", "start", "started", "output", "init",
 	"fence", "fence-done", "abort-request", "exit", "abort", "signal", "stdin", "stdin-ack",
-	"stdin-eof", "done", "ping", "report-request", "report", "spawn-request", "spawn", "spawn-fence",
-	"spawn-done", "spawn-reply"}
+	"stdin-eof", "done", "ping", "report-request", "report", "proc-failed", "spawn-request", "spawn",
+	"spawn-fence", "spawn-done", "spawn-reply"}
 
 func (t frameType) String() string {
 	if t > 0 && t < fTypeEnd {
@@ -338,10 +340,14 @@ type jobSpec struct {
 	Transport string    // auto, shm or tcp
 	BindTo    string    // auto, core or none (bind.go); "" from an older submitter: auto
 	Grace     time.Duration
+	// FT (golaunch --ft): a rank's failure does not abort the job. The submitter tells
+	// every agent (fProcFailed), which tells its ranks and fences without the rank.
+	FT bool `json:",omitempty"`
 	// Spawns are the groups of ranks spawned into the job so far (grow.go), and Store
 	// the job's published values, for an agent that joins the job after its start.
 	Spawns []pmi.SpawnGroup          `json:",omitempty"`
 	Store  map[int]map[string][]byte `json:",omitempty"`
+	Failed []int                     `json:",omitempty"` // --ft: the ranks that failed before, for such an agent
 }
 
 func (s *jobSpec) check() error {
@@ -457,6 +463,15 @@ type abortMsg struct {
 	Cause string
 }
 
+// procFailedMsg names a failed rank of a fault-tolerant job: the pmi.ProcFailed event
+// its agent gives every rank.
+type procFailedMsg struct {
+	Rank  int
+	Host  string
+	Code  int    // the exit code golaunch would report for it
+	Cause string // "rank 3 (host h1, pid 1234) killed by signal 9 (SIGKILL)"
+}
+
 type signalMsg struct{ Signal int }
 
 type reportReqMsg struct{ Stacks bool }
@@ -517,6 +532,8 @@ func decodeBody(t frameType, p []byte) (any, error) {
 		v = new(reportReqMsg)
 	case fReport:
 		v = new(reportMsg)
+	case fProcFailed:
+		v = new(procFailedMsg)
 	case fSpawnReq:
 		v = new(spawnReqMsg)
 	case fSpawn:

@@ -59,6 +59,11 @@
 // (design.md, Liveness). Agents do not reserve slots: concurrent jobs on one cluster may
 // oversubscribe a host.
 //
+// With --ft a rank's failure, or a lost agent's for each of its ranks, does not abort the
+// job: golaunch prints a line for it, every other rank gets a pmi.ProcFailed event, and
+// fences complete without it. The ranks get GORMA_FT=1. The job exits 0 when every
+// surviving rank finalized and exited 0; Abort, --timeout and signals abort it as ever.
+//
 // # Concurrency
 //
 // An [Agent] serves any number of jobs, one control connection each, and is safe for

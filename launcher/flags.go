@@ -35,6 +35,7 @@ type Options struct {
 	HangReport     time.Duration // quiet period after which a hang is reported; 0: never
 	Stacks         bool          // hang reports carry the ranks' goroutine stacks
 	Grace          time.Duration
+	FT             bool   // --ft: a rank's failure does not abort the job (GORMA_FT=1 for the ranks)
 	Transport      string // auto, shm or tcp
 	BindTo         string // auto, core or none: binding of ranks to processors (bind.go)
 	MapBy          string // core, socket or node: how ranks fill the hosts (Place)
@@ -169,6 +170,7 @@ func jobFlags(o *Options) (*pflag.FlagSet, *rawFlags) {
 	fs.Var(durationFlag{&o.Timeout, "timeout", &r.errs}, "timeout", "abort the job after this wall-clock `duration` (exit 124); 0 means none")
 	fs.Var(durationFlag{&o.StartupTimeout, "startup-timeout", &r.errs}, "startup-timeout", "every rank must reach PMI init within this `duration` of the start (checked again each period until one rank has reached it); 0 means no limit")
 	fs.Var(durationFlag{&o.Grace, "grace", &r.errs}, "grace", "delay between SIGTERM and SIGKILL when the job is aborted")
+	fs.BoolVar(&o.FT, "ft", false, "fault tolerant: a rank that dies or an agent that is lost does not abort the job; the other ranks are told, and the ranks get GORMA_FT=1")
 	fs.Var(durationFlag{&o.HangReport, "hang-report", &r.errs}, "hang-report", "print where every rank is blocked once no rank has made progress for this `duration` (also on SIGUSR1 or SIGQUIT, and at --timeout); 0 means only on those")
 	fs.BoolVar(&o.Stacks, "stacks", false, "hang reports include every rank's goroutine stacks")
 	fs.StringVar(&o.Transport, "transport", "auto", "transport between ranks: auto, shm or tcp")
@@ -562,6 +564,12 @@ rank's exit code, 123 when it panicked (a Go panic, which exits 2 itself), 128+N
 was killed by signal N, 124 when --timeout expired, 125 when the job failed without an
 exit code of its own (an agent lost, a rank that exited without Finalize or never reached
 PMI init), 2 for a usage error. One summary line on stderr names the cause.
+
+With --ft a rank that dies, exits non-zero or exits without Finalize, and every rank of a
+lost agent, is reported on stderr and the job goes on: the exit status is 0 when every
+surviving rank called Finalize and exited 0. Abort, --timeout and signals abort the job
+as without --ft. Under Slurm or Hydra set GORMA_FT=1 yourself and keep the process manager
+from killing the job: srun --no-kill --kill-on-bad-exit=0, mpiexec.hydra -disable-auto-cleanup.
 `
 }
 

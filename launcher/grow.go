@@ -194,7 +194,7 @@ func (s *submitter) agentDialed(d dialResult) {
 	spec := s.spec
 	spec.Roster, spec.Node = op.roster, d.l.idx
 	spec.Spawns = append(append([]pmi.SpawnGroup(nil), s.grow.groups...), op.group)
-	spec.Store = op.m.Store
+	spec.Store, spec.Failed = op.m.Store, s.failed
 	if err := d.l.cc.send(fJob, &spec); err != nil {
 		s.lose(d.l, "control connection lost: "+err.Error())
 		s.failSpawn(fmt.Sprintf("agent %s: send job: %v", d.l.host, err))

@@ -44,6 +44,20 @@ func (j *agentJob) initGrowth() {
 	}
 }
 
+// failedBefore takes the ranks that failed before this agent joined the job (--ft) as
+// if the submitter had reported them here: its fences go without them, and its ranks
+// hear of them at init.
+func (j *agentJob) failedBefore() {
+	for _, r := range j.spec.Failed {
+		j.mu.Lock()
+		j.failed[r] = true
+		j.mu.Unlock()
+		j.srv.Announce(pmi.Event{Kind: pmi.ProcFailed, Rank: r, Code: -1,
+			Cause: fmt.Sprintf("rank %d failed before this agent joined the job", r)})
+		j.x.Exclude(r)
+	}
+}
+
 // addGroupLocked records a spawned group, with a fence to wait on if it has ranks here.
 func (j *agentJob) addGroupLocked(sg pmi.SpawnGroup) {
 	j.grow.groups = append(j.grow.groups, sg)

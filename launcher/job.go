@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -50,6 +53,8 @@ type submitter struct {
 	pmiJob    bool
 	fail      *failure
 	failAt    time.Time // when fail was first set
+	failed    []int     // --ft: the ranks whose failure the job went on after, in order
+	firstFail *failure  // --ft: the first of those, whose code is the job's if no rank survives
 	interrupt int
 	round     map[int]map[string][]byte // multi-host fence: puts of the ranks fenced this round
 	deadline  <-chan time.Time          // after an abort: stop waiting for exit reports
@@ -81,6 +86,7 @@ type rankState struct {
 	pid                      int
 	started, connected, done bool
 	finalized                bool // it ended after Finalize
+	failed                   bool // --ft: it failed and the job went on (tolerate)
 	earlyExit                bool // exited 0 without PMI before any rank reached PMI init
 }
 
@@ -119,10 +125,16 @@ func (s *submitter) run() int {
 	if code, ok := s.setup(); !ok {
 		return code
 	}
+	// Every agent gets its start before any is lost: under --ft losing one tells the others
+	// of its ranks, which must not come before their start.
+	var unstarted []*agentLink
 	for _, l := range s.links {
 		if l.cc.send(fStart, nil) != nil {
-			s.lose(l, "control connection lost at start")
+			unstarted = append(unstarted, l)
 		}
+	}
+	for _, l := range unstarted {
+		s.lose(l, "control connection lost at start")
 	}
 	if s.stdin != nil && s.fail == nil {
 		go s.pumpStdin(s.links[s.roster.RankHost[0]])
@@ -299,13 +311,71 @@ func (s *submitter) rankEnded(l *agentLink, m *exitMsg) {
 	if f == nil && !m.Finalized && !m.Connected {
 		r.earlyExit = true
 	}
-	if f != nil {
+	switch {
+	case f == nil && !m.Finalized:
+		s.spawnedEnded(m.Rank, rankLabel(m.Rank, l.host, r.pid)+" exited")
+	case f == nil:
+	case s.tolerable(f) && !(m.Finalized && m.Signal == 0):
+		// A rank that exits non-zero after Finalize says the job failed: the rules
+		// without --ft apply to it.
+		s.spawnedEnded(m.Rank, f.what)
+		s.tolerate(f)
+	default:
 		s.spawnedEnded(m.Rank, f.what)
 		s.failWith(f)
-	} else if !m.Finalized {
-		s.spawnedEnded(m.Rank, rankLabel(m.Rank, l.host, r.pid)+" exited")
 	}
 }
+
+// tolerable tells whether the job goes on after f, the end of a rank or the loss of an
+// agent (--ft): a failure of ranks before anything aborted the job. Abort, a PMI
+// protocol error, --timeout and signals to golaunch abort the job as without --ft; they
+// never come here.
+func (s *submitter) tolerable(f *failure) bool {
+	return s.spec.FT && s.fail == nil && f.kind == pmi.ProcFailed
+}
+
+// tolerate records the failure of a rank of a fault-tolerant job, which goes on: one line
+// on stderr, and every agent gives its ranks a pmi.ProcFailed event naming the rank and
+// fences without it (fProcFailed). A pending multi-host fence may complete now.
+func (s *submitter) tolerate(f *failure) {
+	r := &s.ranks[f.rank]
+	if r.failed {
+		return
+	}
+	r.failed = true
+	s.failed = append(s.failed, f.rank)
+	if s.firstFail == nil {
+		s.firstFail = f
+	}
+	fmt.Fprintf(s.stderr, "golaunch: %s; job continued (--ft)\n", f.what)
+	s.broadcast(fProcFailed, procFailedMsg{Rank: f.rank, Host: f.host, Code: f.code, Cause: f.what})
+	s.completeRound()
+}
+
+// ftSummary is the last line of a fault-tolerant job that lost ranks: "golaunch: --ft:
+// 2 of 8 ranks failed: 3, 5", the ranks in order, the first maxListed of them.
+func (s *submitter) ftSummary() string {
+	ranks := slices.Sorted(slices.Values(s.failed))
+	var b strings.Builder
+	fmt.Fprintf(&b, "golaunch: --ft: %d of %d ranks failed: ", len(ranks), s.roster.Size)
+	for i, r := range ranks {
+		if i == maxListed {
+			b.WriteString(", ...")
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(r))
+	}
+	if len(ranks) == s.roster.Size {
+		b.WriteString(" (no rank survived)")
+	}
+	return b.String()
+}
+
+// maxListed bounds the failed ranks ftSummary names.
+const maxListed = 16
 
 // reachedPMI notes that the job uses PMI: a rank that exited 0 without it has failed.
 func (s *submitter) reachedPMI() {
@@ -316,9 +386,14 @@ func (s *submitter) reachedPMI() {
 	for rank, r := range s.ranks {
 		if r.earlyExit {
 			h := s.roster.Hosts[s.roster.RankHost[rank]]
-			s.failWith(&failure{code: ExitFailure, what: rankLabel(rank, h, r.pid) + " exited without calling Finalize",
-				kind: pmi.ProcFailed, rank: rank, host: h, weight: weightExit})
-			return
+			f := &failure{code: ExitFailure, what: rankLabel(rank, h, r.pid) + " exited without calling Finalize",
+				kind: pmi.ProcFailed, rank: rank, host: h, weight: weightExit}
+			if !s.tolerable(f) {
+				s.failWith(f)
+				return
+			}
+			s.ranks[rank].earlyExit = false
+			s.tolerate(f)
 		}
 	}
 }
@@ -355,9 +430,10 @@ func (s *submitter) checkStartup() bool {
 	return true
 }
 
-// fence collects a multi-host round and sends each agent the other hosts' puts.
+// fence collects a multi-host round and sends each agent the other hosts' puts. A rank
+// that failed (--ft) is no longer waited for, and its late fence is dropped.
 func (s *submitter) fence(l *agentLink, m *fenceMsg) {
-	if _, ok := s.localRank(l, m.Rank); !ok || s.fail != nil {
+	if r, ok := s.localRank(l, m.Rank); !ok || s.fail != nil || r.failed {
 		return
 	}
 	if s.round == nil {
@@ -371,15 +447,32 @@ func (s *submitter) fence(l *agentLink, m *fenceMsg) {
 		m.Puts = map[string][]byte{}
 	}
 	s.round[m.Rank] = m.Puts
-	if len(s.round) < s.roster.Size {
+	s.completeRound()
+}
+
+// completeRound ends the multi-host round once every rank has fenced in it or failed
+// (--ft): each agent gets the puts of the round's ranks on other hosts.
+func (s *submitter) completeRound() {
+	if len(s.round) == 0 || s.fail != nil {
 		return
 	}
+	n := len(s.round)
+	for _, rank := range s.failed {
+		if _, ok := s.round[rank]; !ok {
+			n++
+		}
+	}
+	if n < s.roster.Size {
+		return
+	}
+	round := s.round
+	s.round = nil // before a send fails: losing an agent may fail ranks and come back here
 	for _, dst := range s.links {
 		if dst.lost {
 			continue
 		}
 		remote := make(map[int]map[string][]byte)
-		for rank, puts := range s.round {
+		for rank, puts := range round {
 			if s.roster.RankHost[rank] != dst.idx {
 				remote[rank] = puts
 			}
@@ -388,7 +481,6 @@ func (s *submitter) fence(l *agentLink, m *fenceMsg) {
 			s.lose(dst, "control connection lost: "+err.Error())
 		}
 	}
-	s.round = nil
 }
 
 // agentLeft handles memberlist's verdict on a member: the agent is lost when its control
@@ -441,7 +533,8 @@ func (s *submitter) checkLinks() {
 }
 
 // lose marks an agent unreachable: its ranks count as ended, and the job fails unless
-// every rank there had already ended.
+// every rank there had already ended. Under --ft each of those ranks failed instead, and
+// the job goes on.
 func (s *submitter) lose(l *agentLink, how string) {
 	if l.lost {
 		return
@@ -450,16 +543,24 @@ func (s *submitter) lose(l *agentLink, how string) {
 	if l.cc != nil {
 		l.cc.close()
 	}
-	live := false
+	f := agentFailure(l.host, how)
+	var live []int
 	for rank := range s.ranks {
 		if s.roster.RankHost[rank] == l.idx && !s.ranks[rank].done {
 			s.ranks[rank].done = true
 			s.ended++
-			live = true
+			live = append(live, rank)
 		}
 	}
-	if live {
-		s.failWith(agentFailure(l.host, how))
+	switch {
+	case len(live) == 0:
+	case s.tolerable(f):
+		for _, rank := range live {
+			s.tolerate(&failure{code: f.code, what: rankLabel(rank, l.host, s.ranks[rank].pid) + " lost: " + f.what,
+				kind: pmi.ProcFailed, rank: rank, host: l.host, weight: weightOutside})
+		}
+	default:
+		s.failWith(f)
 	}
 }
 
@@ -563,9 +664,15 @@ wait:
 		}
 		break wait
 	}
+	if len(s.failed) > 0 {
+		fmt.Fprintln(s.stderr, s.ftSummary())
+	}
 	if s.fail != nil {
 		fmt.Fprintln(s.stderr, s.fail.summary())
 		return s.fail.code
+	}
+	if len(s.failed) == s.roster.Size {
+		return s.firstFail.code // no rank survived
 	}
 	if err != nil {
 		fmt.Fprintf(s.stderr, "golaunch: writing rank output: %v\n", err)

@@ -31,6 +31,12 @@ type SpawnGroup struct {
 	First, Count, Leader int
 }
 
+// EnvFT, set to 1, asks for a fault-tolerant job: the runtime reads it, and a peer's
+// failure becomes an error of the calls that need that peer instead of the end of the
+// process. golaunch --ft sets it for every rank; under Slurm, Hydra or Flux the user sets
+// it, and tells the process manager not to kill the job when a rank dies.
+const EnvFT = "GORMA_FT"
+
 // Contract is a rank's place in a job, from the GOLAUNCH_* environment.
 type Contract struct {
 	JobID                string

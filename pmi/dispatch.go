@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -124,7 +125,14 @@ func (s *Server) init(ctx context.Context, sc *sconn, m msg) *answer {
 	}
 	sc.rank, sc.info = rank, info.withDefaults()
 	s.ranks[rank] = sc
+	var news []string
+	if mode == modeGorma {
+		news = slices.Clone(s.news) // under s.mu: Announce reaches sc either here or itself
+	}
 	s.mu.Unlock()
+	for _, line := range news {
+		go sc.send(line)
+	}
 	if mode == modePMI1 {
 		return reply("response_to_init", "pmi_version", "1", "pmi_subversion", "1", "rc", "0")
 	}

@@ -13,8 +13,8 @@ const AnyRank = -1
 
 // Exchange is a job-wide put/fence/get store for Handlers whose ranks are all local (a
 // one-host job, and tests), or for an agent that merges other hosts' puts (Merge). Fence
-// blocks until size ranks have fenced in the current round; then every put of the round
-// becomes visible to Get. Values are kept per rank (gorma's Get names the rank) and
+// blocks until every rank not excluded (Exclude) has fenced in the current round; then
+// every put of the round becomes visible to Get. Values are kept per rank (gorma's Get names the rank) and
 // indexed by key for [AnyRank] (PMI-1's get does not): of the ranks that put a key in
 // one round the lowest wins. A later round's put replaces an earlier round's. So every
 // agent that merged the same rounds answers the same. It is safe for concurrent use.
@@ -26,6 +26,7 @@ type Exchange struct {
 	fenced  map[int]bool              // ranks fenced this round
 	store   map[int]map[string][]byte // everything published by completed rounds
 	owner   map[string]int            // key -> the rank whose value a Get of AnyRank returns
+	gone    map[int]bool              // ranks excluded from every round (Exclude)
 	round   chan struct{}             // closed when the current round completes
 	err     error
 }
@@ -38,12 +39,13 @@ func NewExchange(size int) *Exchange {
 		fenced:  make(map[int]bool),
 		store:   make(map[int]map[string][]byte),
 		owner:   make(map[string]int),
+		gone:    make(map[int]bool),
 		round:   make(chan struct{}),
 	}
 }
 
-// Fence records puts of rank and blocks until all ranks fenced this round, ctx ends, or
-// the exchange is failed.
+// Fence records puts of rank and blocks until every rank not excluded fenced this round,
+// ctx ends, or the exchange is failed.
 func (x *Exchange) Fence(ctx context.Context, rank int, puts map[string][]byte) error {
 	x.mu.Lock()
 	if x.err != nil {
@@ -58,8 +60,13 @@ func (x *Exchange) Fence(ctx context.Context, rank int, puts map[string][]byte) 
 		x.mu.Unlock()
 		return fmt.Errorf("pmi: rank %d fenced twice in one round", rank)
 	}
-	round := x.round // before addLocked, which may complete it
+	if x.gone[rank] {
+		x.mu.Unlock()
+		return fmt.Errorf("pmi: rank %d fenced after it was reported failed", rank)
+	}
+	round := x.round // before completeLocked, which may replace it
 	x.addLocked(rank, puts)
+	x.completeLocked()
 	x.mu.Unlock()
 	select {
 	case <-round:
@@ -74,7 +81,19 @@ func (x *Exchange) Fence(ctx context.Context, rank int, puts map[string][]byte) 
 func (x *Exchange) missing() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.size - len(x.fenced)
+	return x.missingLocked()
+}
+
+// missingLocked is how many ranks the current round still waits for: those neither
+// fenced nor excluded.
+func (x *Exchange) missingLocked() int {
+	n := x.size - len(x.fenced)
+	for r := range x.gone {
+		if !x.fenced[r] {
+			n--
+		}
+	}
+	return n
 }
 
 func (x *Exchange) addLocked(rank int, puts map[string][]byte) {
@@ -89,7 +108,12 @@ func (x *Exchange) addLocked(rank int, puts map[string][]byte) {
 			p[k] = v
 		}
 	}
-	if len(x.fenced) < x.size {
+}
+
+// completeLocked publishes the current round once no rank is missing from it. A round
+// no rank fenced in stays open, whatever was excluded.
+func (x *Exchange) completeLocked() {
+	if len(x.fenced) == 0 || x.missingLocked() > 0 {
 		return
 	}
 	ranks := make([]int, 0, len(x.pending))
@@ -120,11 +144,30 @@ func (x *Exchange) addLocked(rank int, puts map[string][]byte) {
 func (x *Exchange) Merge(puts map[int]map[string][]byte) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.err != nil {
+		return
+	}
 	for r, p := range puts {
-		if r >= 0 && r < x.size && !x.fenced[r] && x.err == nil {
+		if r >= 0 && r < x.size && !x.fenced[r] {
 			x.addLocked(r, p)
 		}
 	}
+	x.completeLocked()
+}
+
+// Exclude takes rank out of the current round and every later one: they complete without
+// it (it failed, and the job goes on: golaunch --ft). A round waiting only for rank
+// completes now. Puts rank published in completed rounds stay readable, and so do those
+// of a round it fenced in before it failed. A later Fence by rank fails. Excluding a rank
+// twice does nothing.
+func (x *Exchange) Exclude(rank int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if rank < 0 || rank >= x.size || x.gone[rank] || x.err != nil {
+		return
+	}
+	x.gone[rank] = true
+	x.completeLocked()
 }
 
 // Grow makes the job size ranks (never fewer than it has): ranks spawned into the job

@@ -61,6 +61,7 @@ type Server struct {
 	mu     sync.Mutex
 	conns  map[*sconn]struct{}
 	ranks  map[int]*sconn // initialized connections
+	news   []string       // Announce's event lines, for gorma connections that init later
 	closed bool
 }
 
@@ -303,6 +304,26 @@ func (s *Server) Notify(rank int, ev Event) {
 	s.mu.Unlock()
 	for _, sc := range targets {
 		go sc.send(ev.line()) // a rank that stopped reading must not stall the agent
+	}
+}
+
+// Announce pushes ev to every gorma connection as Notify(-1, ev) does, and to each gorma
+// connection that completes init later, at its init: news a rank must have whenever it
+// connects, such as a failed rank in a job that goes on (golaunch --ft). No connection
+// gets an announced event twice.
+func (s *Server) Announce(ev Event) {
+	line := ev.line()
+	s.mu.Lock()
+	s.news = append(s.news, line)
+	var targets []*sconn
+	for _, sc := range s.ranks {
+		if sc.mode == modeGorma {
+			targets = append(targets, sc)
+		}
+	}
+	s.mu.Unlock()
+	for _, sc := range targets {
+		go sc.send(line)
 	}
 }
 

@@ -35,6 +35,8 @@ import (
 //	                   run on (its affinity), GOLAUNCH_HOST_CPUS and Go's GOMAXPROCS
 //	raw WHO WHERE LINE rank WHO writes LINE to its PMI connection and hangs (raw.go); the
 //	                   others fence and hang
+//	ft HOW WHO         the ranks in WHO fail as HOW says while the others fence, which
+//	                   then wait for the ProcFailed events and finalize (ft.go; golaunch --ft)
 func main() {
 	if len(os.Args) < 2 {
 		fail("usage: pmiprog MODE [ARGS]")
@@ -60,11 +62,13 @@ func main() {
 	if err != nil {
 		fail("dial: %v", err)
 	}
-	go func() {
-		for ev := range cl.Events() {
-			fmt.Fprintf(os.Stderr, "event %d kind=%d rank=%d host=%s code=%d cause=%s\n", c.Rank, ev.Kind, ev.Rank, ev.Host, ev.Code, ev.Cause)
-		}
-	}()
+	if mode != "ft" { // ft reads its events itself
+		go func() {
+			for ev := range cl.Events() {
+				fmt.Fprintf(os.Stderr, "event %d kind=%d rank=%d host=%s code=%d cause=%s\n", c.Rank, ev.Kind, ev.Rank, ev.Host, ev.Code, ev.Cause)
+			}
+		}()
+	}
 	card := []byte(fmt.Sprintf("card-%d-%s", c.Rank, c.Host))
 	if err := cl.Put(ctx, "card", card); err != nil {
 		fail("put: %v", err)
@@ -108,6 +112,9 @@ func main() {
 		hang(c)
 	case "hang", "raw":
 		hang(c)
+	case "ft":
+		ft(c, cl, args[0], args[1])
+		return
 	case "survive":
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 		hang(c)

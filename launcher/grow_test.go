@@ -101,8 +101,8 @@ func spawnRun(t *testing.T, args []string, flags ...string) (int, string) {
 
 // TestGrowOneHost: a job of 2 ranks with 4 slots spawns 2 more; the ranks of both sides
 // merge the intercommunicator and an Allreduce over the 4 is right at every rank. So is
-// a job of 1 rank, which opens its first device for its spawned peer, and a spawn beyond
-// the slots with --oversubscribe.
+// a job of 1 rank, which opens its first device for its spawned peer, a spawn beyond
+// the slots with --oversubscribe, one over tcp, and one of a job under --ft.
 func TestGrowOneHost(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -114,6 +114,7 @@ func TestGrowOneHost(t *testing.T) {
 		{"1+1", []string{"-H", "localhost:2", "-n", "1"}, []string{"--spawn", "1"}, 2},
 		{"oversubscribed", []string{"-n", "2", "--oversubscribe"}, []string{"--spawn", "3"}, 5},
 		{"tcp", []string{"-H", "localhost:4", "-n", "2", "--transport", "tcp"}, nil, 4},
+		{"ft", []string{"--ft", "-H", "localhost:4", "-n", "2"}, nil, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout := spawnRun(t, tc.args, tc.flags...)

@@ -122,7 +122,7 @@ func (s *spawner) ask(ctx context.Context, cl *pmi.Client, n int) []byte {
 		if errors.Is(err, pmi.ErrRefused) {
 			why = strings.TrimPrefix(why, pmi.ErrRefused.Error()+": ")
 		}
-		return failAnswer(fmt.Sprintf("rank %d (rank 0 of the spawning World) asked golaunch for %d ranks: %s", e.rank, n, why))
+		return failAnswer(fmt.Sprintf("job rank %d, rank 0 of the spawning World, asked golaunch for %d ranks: %s", e.rank, n, why))
 	}
 	cards := make([][]byte, n)
 	for i := range cards {
@@ -157,7 +157,7 @@ func decodeAnswer(b []byte, n int) (int, []card, error) {
 	if len(b) > 0 && b[0] == 0 {
 		return 0, nil, invalidf("%s", b[1:])
 	}
-	if len(b) < 5 {
+	if len(b) < 5 || b[0] != 1 {
 		return 0, nil, invalidf("spawn answer of %d bytes (mismatched versions?)", len(b))
 	}
 	first := int(binary.LittleEndian.Uint32(b[1:]))
@@ -173,6 +173,9 @@ func decodeAnswer(b []byte, n int) (int, []card, error) {
 			return 0, nil, invalidf("card of spawned rank %d: %v", first+i, err)
 		}
 		cards[i], p = c, p[2+m:]
+	}
+	if len(p) != 0 {
+		return 0, nil, invalidf("spawn answer of %d cards with %d bytes more (mismatched versions?)", n, len(p))
 	}
 	if first+n > maxJobRanks {
 		return 0, nil, invalidf("spawned ranks %d to %d: a job holds at most %d ranks", first, first+n-1, maxJobRanks)

@@ -131,14 +131,33 @@ func TestGrowOneHost(t *testing.T) {
 	}
 }
 
-// TestGrowNoFreeSlots: a spawn that the job's slots cannot hold fails at every rank of
-// the spawning World, with golaunch's account of the slots and what to do, and the job
-// goes on to finalize.
-func TestGrowNoFreeSlots(t *testing.T) {
+// TestGrowRefused: a spawn that the job's slots cannot hold fails at every rank of the
+// spawning World, with golaunch's account of the slots and what to do, and the job goes
+// on to finalize. So does, under --ft, a spawn whose new ranks exit before their Init
+// completes, the error naming one; without --ft that aborts the job with the rank's code.
+func TestGrowRefused(t *testing.T) {
 	code, stdout := spawnRun(t, []string{"-n", "2"}, "--refused")
 	if code != 0 {
-		t.Fatalf("exit %d", code)
+		t.Fatalf("no free slots: exit %d", code)
 	}
 	mustContain(t, "spawnprog's output", stdout,
 		"asked golaunch for 2 ranks: no free slots for 2 ranks: this host's slots are all taken; give the job more slots (-H localhost:N with N above the job's ranks) or pass --oversubscribe")
+
+	code, stdout = spawnRun(t, []string{"--ft", "-H", "localhost:4", "-n", "2"}, "--refused", "--children-exit", "3")
+	if code != 0 {
+		t.Fatalf("spawned ranks that exit under --ft: exit %d", code)
+	}
+	if !regexp.MustCompile(`asked golaunch for 2 ranks: spawned rank [23] \(host [^,]+, pid \d+\) exited with code 3 before it finished Init`).MatchString(stdout) {
+		t.Errorf("spawned ranks that exit under --ft: the refusal does not name one:\n%s", stdout)
+	}
+
+	prog := spawnprogProg.path(t)
+	r := startCmd(t, exec.Command(golaunchBin, "-H", "localhost:4", "-n", "2", "--timeout", testbudget.Scale(40*time.Second).String(),
+		prog, "--children-exit", "3"))
+	if code := r.wait(t, 50*time.Second); code != 3 {
+		t.Errorf("spawned ranks that exit without --ft: exit %d, want 3\n%s", code, r.stderr.String())
+	}
+	if !regexp.MustCompile(`golaunch: rank [23] \(host [^,]+, pid \d+\) exited with code 3; job aborted`).MatchString(r.stderr.String()) {
+		t.Errorf("spawned ranks that exit without --ft: no summary naming one:\n%s", r.stderr.String())
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -24,6 +25,9 @@ import (
 //	                member list yet)
 //	--wait-stdin    rank 0 waits for a line on its stdin before the spawn (a test starts an
 //	                agent meanwhile)
+//	--children-exit C
+//	                a spawned rank exits with code C before Init (it finds GOLAUNCH_SPAWN
+//	                set), which fails the spawn
 //
 // Every rank prints "spawnprog: rank R of M, parent|child, host H" with its rank in the
 // merged World, and rank 0 of the merged World "PASS spawnprog M ranks" once its
@@ -34,7 +38,11 @@ func main() {
 	refused := flag.Bool("refused", false, "the spawn must fail")
 	retry := flag.Int("retry", 0, "retry a spawn refused for want of free slots this many times")
 	waitStdin := flag.Bool("wait-stdin", false, "rank 0 waits for a line on stdin first")
+	childExit := flag.Int("children-exit", 0, "spawned ranks exit with this code before Init")
 	flag.Parse()
+	if *childExit != 0 && os.Getenv(pmi.EnvSpawn) != "" {
+		os.Exit(*childExit)
+	}
 	ctx := context.Background()
 	w, err := runtime.Init(ctx)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/gorma-hpc/gorma/pmi"
 )
@@ -89,7 +91,8 @@ type spawnOp struct {
 	group     pmi.SpawnGroup
 	roster    Roster // the grown roster, the job's once committed
 	fresh     []*agentLink
-	ready     int // fresh agents that answered ready
+	ready     int       // fresh agents that answered ready
+	since     time.Time // when the fresh agents were dialed (readyTimeout bounds their setup)
 	committed bool
 	round     map[int]map[string][]byte // the group's fences
 }
@@ -141,7 +144,7 @@ func (s *submitter) startSpawn(ask spawnAsk) {
 		names[i] = hosts[h].name
 	}
 	op.roster = s.roster.grown(names)
-	s.grow.cur = op
+	s.grow.cur, op.since = op, time.Now()
 	for i := len(s.roster.Hosts); i < len(op.roster.Hosts); i++ {
 		name := op.roster.Hosts[i]
 		addr := ""
@@ -169,6 +172,20 @@ func (s *submitter) startSpawn(ask spawnAsk) {
 		return
 	}
 	s.watchHosts(op.fresh)
+}
+
+// checkSpawn fails a spawn whose new agents have not all set up the job within
+// readyTimeout (the submitter's loop calls it at every liveness check).
+func (s *submitter) checkSpawn() {
+	op := s.grow.cur
+	if op == nil || op.committed || len(op.fresh) == 0 || time.Since(op.since) < readyTimeout {
+		return
+	}
+	var late []string
+	for _, l := range op.fresh {
+		late = append(late, l.host)
+	}
+	s.failSpawn(fmt.Sprintf("the agents %s did not set up the job within %v", strings.Join(late, ", "), readyTimeout))
 }
 
 // agentDialed pushes the job to a new agent, or fails the spawn.
@@ -380,6 +397,11 @@ func (s *submitter) spawnHosts() []slotHost {
 		return []slotHost{{name: name, addr: node.controlAddr(), free: s.grow.slots[name] - live[name]}}
 	}
 	agents, _ := liveAgents(node, log.New(io.Discard, "", 0))
+	for _, l := range s.links {
+		if l.lost {
+			delete(agents, l.host) // a job's host whose agent was lost, or is another process now
+		}
+	}
 	var fresh, job, other []slotHost
 	for name, m := range agents {
 		slots, known := s.grow.slots[name]

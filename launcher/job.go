@@ -168,6 +168,7 @@ func (s *submitter) run() int {
 			s.agentDialed(d)
 		case <-check.C:
 			s.checkLinks()
+			s.checkSpawn()
 		case <-gone:
 			// Like a pipeline's writer killed by SIGPIPE (exit 128+13), without leaving
 			// the ranks running.

@@ -283,12 +283,16 @@ func (s *submitter) commitSpawn() {
 }
 
 // spawnFence takes a spawned rank's fence with its group; the whole group's completes
-// the spawn.
+// the spawn. The fence of a rank whose spawn failed already is dropped: its agent has
+// the group's failure.
 func (s *submitter) spawnFence(l *agentLink, m *fenceMsg) {
+	if _, ok := s.localRank(l, m.Rank); !ok {
+		s.lose(l, fmt.Sprintf("protocol error: rank %d, which does not run there, fenced with a spawned group", m.Rank))
+		return
+	}
 	op := s.grow.cur
 	g := op.groupOrZero()
-	if _, ok := s.localRank(l, m.Rank); !ok || !op.committed || m.Rank < g.First || m.Rank >= g.First+g.Count {
-		s.lose(l, fmt.Sprintf("protocol error: rank %d fenced with a spawned group it is not in", m.Rank))
+	if op == nil || !op.committed || m.Rank < g.First || m.Rank >= g.First+g.Count {
 		return
 	}
 	if m.Puts == nil {

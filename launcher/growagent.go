@@ -16,7 +16,7 @@ type agentGrowth struct {
 	mapping string // PMI_process_mapping of roster
 	groups  []pmi.SpawnGroup
 	fenced  map[int]bool                // spawned ranks here that fenced with their group
-	waits   map[int]*groupWait          // by a group's first rank: its fence, for its ranks here
+	waits   map[int]*groupWait          // by a group's first rank: its fence, done or not
 	asks    map[int]chan *spawnReplyMsg // by asking rank: where the answer goes
 	stop    chan struct{}               // closed when the job aborts
 }
@@ -147,14 +147,22 @@ func (j *agentJob) groupDone(m *spawnDoneMsg) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	w := j.grow.waits[m.Group.First]
-	if w == nil {
+	if w == nil || isClosed(w.done) {
 		return
 	}
-	delete(j.grow.waits, m.Group.First)
 	if m.Err != "" {
 		w.err = fmt.Errorf("%w: %s", pmi.ErrAborted, m.Err)
 	}
 	close(w.done)
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // spawn asks the submitter for n new ranks on behalf of rank, and waits for the answer.

@@ -167,6 +167,7 @@ func (j *agentJob) abort(ev pmi.Event, grace time.Duration) {
 	j.a.log.Printf("job %s: aborting: %s", j.spec.ID, ev.Cause)
 	j.srv.Notify(-1, ev)
 	j.x.Fail(fmt.Errorf("%s", ev.Cause))
+	j.stopGrowth()
 	if grace == 0 {
 		j.signalAll(syscall.SIGKILL)
 		return

@@ -217,19 +217,18 @@ func (a *Agent) close() {
 // The control connection's reader goroutine (runJob) owns the job's lifecycle; the rank
 // waiters, output pumps and PMI handlers report through send; mu guards the fields below.
 type agentJob struct {
-	a       *Agent
-	spec    jobSpec
-	conn    *ctlConn
-	path    string   // resolved program
-	paths   []string // MPMD: the resolved program of each of spec.Apps with ranks here ("" for the others)
-	dir     string   // 0700 directory of the PMI socket
-	sock    string
-	x       *pmi.Exchange
-	srv     *pmi.Server
-	sp      *spawner
-	local   []int  // this host's ranks, in order
-	mapping string // PMI_process_mapping: which ranks share a host
-	cpus    []int  // the processors this agent may use, which its ranks are bound within (bind.go)
+	a     *Agent
+	spec  jobSpec
+	conn  *ctlConn
+	path  string   // resolved program
+	paths []string // MPMD: the resolved program of each of spec.Apps with ranks here ("" for the others)
+	dir   string   // 0700 directory of the PMI socket
+	sock  string
+	x     *pmi.Exchange
+	srv   *pmi.Server
+	sp    *spawner
+	local []int // this host's ranks, in order; spawns append to it (under mu)
+	cpus  []int // the processors this agent may use, which its ranks are bound within (bind.go)
 
 	mu         sync.Mutex
 	procs      map[int]*rankProc
@@ -243,6 +242,7 @@ type agentJob struct {
 	killTimer  *time.Timer
 	waiters    sync.WaitGroup // one per started rank
 	stdinQ     chan []byte    // rank 0's stdin data, written by stdinWriter
+	grow       agentGrowth    // the roster as spawns grew it, their groups and requests (growagent.go)
 }
 
 func (j *agentJob) host() string { return j.spec.Roster.Hosts[j.spec.Node] }
@@ -297,7 +297,7 @@ func (a *Agent) runJob(cc *ctlConn) {
 		return // the submitter cancelled (another agent refused) or vanished
 	}
 	cc.c.SetReadDeadline(time.Time{})
-	j.startRanks()
+	j.startRanks(j.local)
 	j.serve()
 }
 
@@ -323,11 +323,12 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 	}
 	j.sock = filepath.Join(j.dir, "agent.sock")
 	j.x = pmi.NewExchange(spec.Roster.Size)
-	j.mapping = pmi.FormatProcessMapping(spec.Roster.RankHost)
+	j.initGrowth()
 	if j.srv, err = pmi.Listen(j.sock, (*pmiHandler)(j)); err != nil {
 		os.RemoveAll(j.dir)
 		return nil, fmt.Errorf("agent %s: %w", a.name, err)
 	}
+	j.failedBefore()
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -378,36 +379,44 @@ func (j *agentJob) resolvePrograms() error {
 	return nil
 }
 
-// command returns the program, arguments and -x variables of rank.
-func (j *agentJob) command(rank int) (path string, args, env []string) {
+// command returns the program, arguments and -x variables of rank. A spawned rank of an
+// MPMD job runs the first program (appOf), resolved here on its first use.
+func (j *agentJob) command(rank int) (path string, args, env []string, err error) {
 	if j.spec.Apps == nil {
-		return j.path, j.spec.Args, j.spec.Env
+		return j.path, j.spec.Args, j.spec.Env, nil
 	}
 	i := j.spec.appOf(rank)
 	app := j.spec.Apps[i]
-	return j.paths[i], app.Args, append(append([]string(nil), j.spec.Env...), app.Env...)
+	if j.paths[i] == "" {
+		if j.paths[i], err = resolveProgram(app.Program); err != nil {
+			return "", nil, nil, fmt.Errorf("agent %s: %v", j.a.name, err)
+		}
+	}
+	return j.paths[i], app.Args, append(append([]string(nil), j.spec.Env...), app.Env...), nil
 }
 
-// startRanks spawns the local ranks. A rank that cannot start is reported as ended with
-// an error, and so is every later one, which is not tried; the submitter aborts the job.
-// Under --ft each later rank is tried all the same: the job goes on without those that
-// cannot start.
-func (j *agentJob) startRanks() {
+// startRanks spawns ranks, this host's ranks of the job. A rank that cannot start is
+// reported as ended with an error, and so is every later one, which is not tried; the
+// submitter aborts the job. Under --ft each later rank is tried all the same: the job
+// goes on without those that cannot start.
+func (j *agentJob) startRanks(ranks []int) {
 	dir := j.spec.Dir
 	if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
 		dir = "" // the agent's own working directory
 	}
 	base := os.Environ()
+	roster, _ := j.rosterNow()
 	var failed error
-	for _, rank := range j.local {
+	for _, rank := range ranks {
 		if failed != nil {
 			j.send(fExit, exitMsg{Rank: rank, Code: -1, Err: "not started: " + failed.Error()})
 			continue
 		}
-		c := pmi.Contract{JobID: j.spec.ID, Rank: rank, Size: j.spec.Roster.Size,
-			LocalRank: j.spec.Roster.LocalRank[rank], LocalSize: j.spec.Roster.LocalSize[j.spec.Node],
-			NodeRank: j.spec.Node, NumNodes: len(j.spec.Roster.Hosts), Host: j.host(),
+		c := pmi.Contract{JobID: j.spec.ID, Rank: rank, Size: roster.Size,
+			LocalRank: roster.LocalRank[rank], LocalSize: roster.LocalSize[j.spec.Node],
+			NodeRank: j.spec.Node, NumNodes: len(roster.Hosts), Host: j.host(),
 			AgentSock: j.sock, Transport: j.spec.Transport, TCPAddr: j.a.cl.advertiseIP(), HostCPUs: len(j.cpus)}
+		c.Spawn, _ = j.groupOf(rank)
 		j.mu.Lock()
 		aborting := j.aborting
 		j.mu.Unlock()
@@ -417,12 +426,16 @@ func (j *agentJob) startRanks() {
 			continue
 		}
 		r := rank
-		path, args, extra := j.command(rank)
+		path, args, extra, err := j.command(rank)
 		if j.spec.FT {
 			extra = append(slices.Clip(extra), pmi.EnvFT+"=1") // after -x: --ft wins
 		}
 		cpus, env := bindRank(j.spec.BindTo, j.cpus, c.LocalRank, c.LocalSize, rankEnv(base, extra, c))
-		conn, pmiEnd, err := pmiSocketpair()
+		var conn net.Conn
+		var pmiEnd *os.File
+		if err == nil {
+			conn, pmiEnd, err = pmiSocketpair()
+		}
 		var p *rankProc
 		if err == nil {
 			j.srv.ServeConn(conn, rank) // ends when the rank's end is closed (by spawnRank, or at its exit)
@@ -516,6 +529,16 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 	switch m := v.(type) {
 	case *fenceDoneMsg:
 		j.x.Merge(m.Puts)
+	case *spawnMsg:
+		here, err := j.grew(m.Group, m.Roster)
+		if err != nil {
+			return err
+		}
+		j.startRanks(here)
+	case *spawnDoneMsg:
+		j.groupDone(m)
+	case *spawnReplyMsg:
+		j.answerSpawn(m)
 	case *abortMsg:
 		j.abort(pmi.Event{Kind: pmi.EventKind(m.Kind), Rank: m.Rank, Host: m.Host, Code: m.Code, Cause: m.Cause}, j.spec.Grace)
 	case *procFailedMsg:
@@ -536,8 +559,8 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 // reaches init later), and fences complete without it. A second word on the same rank
 // does nothing.
 func (j *agentJob) procFailed(m *procFailedMsg) error {
-	if !j.spec.FT || m.Rank < 0 || m.Rank >= j.spec.Roster.Size {
-		return fmt.Errorf("proc-failed frame for rank %d of a %d-rank job (--ft %v)", m.Rank, j.spec.Roster.Size, j.spec.FT)
+	if roster, _ := j.rosterNow(); !j.spec.FT || m.Rank < 0 || m.Rank >= roster.Size {
+		return fmt.Errorf("proc-failed frame for rank %d of a %d-rank job (--ft %v)", m.Rank, roster.Size, j.spec.FT)
 	}
 	j.mu.Lock()
 	seen := j.failed[m.Rank]

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gorma-hpc/gorma/pmi"
 )
 
 // The control protocol runs between a submitter (the dialer) and each agent of a job
@@ -65,8 +67,9 @@ import (
 
 // controlVersion is the control protocol version, also advertised in node metadata.
 // Version 2 adds the ping frame, which a version-1 peer would refuse. Version 5 adds the
-// hello's time. Version 6 adds the fault-tolerant job (jobSpec.FT, the proc-failed frame).
-const controlVersion = 6
+// hello's time. Version 6 adds the fault-tolerant job (jobSpec.FT, the proc-failed frame),
+// version 7 the spawn frames (grow.go).
+const controlVersion = 7
 
 // maxFrame bounds a frame's payload (a fence of many ranks' endpoint cards fits easily).
 const maxFrame = 64 << 20
@@ -300,12 +303,18 @@ const (
 	fReportReq                       // S→A reportReqMsg: ask every rank what it is blocked in
 	fReport                          // A→S reportMsg: a rank's answer (internal/hang's text)
 	fProcFailed                      // S→A procFailedMsg: a rank failed and the job goes on (--ft)
+	fSpawnReq                        // A→S spawnReqMsg: a rank asks for new ranks (World.Spawn)
+	fSpawn                           // S→A spawnMsg: the job grew; start the new ranks placed here
+	fSpawnSync                       // A→S fenceMsg: a spawned rank fenced with its group (its Init)
+	fSpawnDone                       // S→A spawnDoneMsg: the spawned group's puts, or why it failed
+	fSpawnAns                        // S→A spawnReplyMsg: the answer to a rank's spawn request
 	fTypeEnd                         // first unused type
 )
 
 var frameNames = [...]string{"", "job", "ready", "reject", "start", "started", "output", "init",
 	"fence", "fence-done", "abort-request", "exit", "abort", "signal", "stdin", "stdin-ack",
-	"stdin-eof", "done", "ping", "report-request", "report", "proc-failed"}
+	"stdin-eof", "done", "ping", "report-request", "report", "proc-failed", "spawn-request", "spawn",
+	"spawn-fence", "spawn-done", "spawn-reply"}
 
 func (t frameType) String() string {
 	if t > 0 && t < fTypeEnd {
@@ -334,6 +343,11 @@ type jobSpec struct {
 	// FT (golaunch --ft): a rank's failure does not abort the job. The submitter tells
 	// every agent (fProcFailed), which tells its ranks and fences without the rank.
 	FT bool `json:",omitempty"`
+	// Spawns are the groups of ranks spawned into the job so far (grow.go), and Store
+	// the job's published values, for an agent that joins the job after its start.
+	Spawns []pmi.SpawnGroup          `json:",omitempty"`
+	Store  map[int]map[string][]byte `json:",omitempty"`
+	Failed []int                     `json:",omitempty"` // --ft: the ranks that failed before, for such an agent
 }
 
 func (s *jobSpec) check() error {
@@ -520,6 +534,16 @@ func decodeBody(t frameType, p []byte) (any, error) {
 		v = new(reportMsg)
 	case fProcFailed:
 		v = new(procFailedMsg)
+	case fSpawnReq:
+		v = new(spawnReqMsg)
+	case fSpawn:
+		v = new(spawnMsg)
+	case fSpawnSync:
+		v = new(fenceMsg)
+	case fSpawnDone:
+		v = new(spawnDoneMsg)
+	case fSpawnAns:
+		v = new(spawnReplyMsg)
 	case fOutput, fStdin:
 		return nil, nil
 	case fReady, fStart, fStdinAck, fStdinEOF, fDone, fPing:

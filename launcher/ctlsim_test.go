@@ -343,7 +343,7 @@ func (sa *simAgent) setup(cc *ctlConn) (*agentJob, error) {
 		procs: make(map[int]*rankProc), connected: make(map[int]bool), finalized: make(map[int]bool),
 		stdinQ: make(chan []byte, stdinWindow+1)}
 	j.x = pmi.NewExchange(spec.Roster.Size)
-	j.mapping = pmi.FormatProcessMapping(spec.Roster.RankHost)
+	j.initGrowth()
 	j.srv = pmi.NewServer((*pmiHandler)(j))
 	if err := cc.send(fReady, nil); err != nil {
 		return nil, fmt.Errorf("agent %s: send ready: %w", sa.name, err)

@@ -73,6 +73,7 @@ func binaries(t *testing.T) {
 // program is a rank program built once per test binary on first use.
 type program struct {
 	pkg  string // package to build, relative to launcher/
+	race bool   // built with -race when the tests are
 	once sync.Once
 	bin  string
 	err  error
@@ -89,7 +90,11 @@ func (p *program) path(t *testing.T) string {
 	binaries(t)
 	p.once.Do(func() {
 		p.bin = filepath.Join(binDir, filepath.Base(p.pkg))
-		out, err := exec.Command("go", "build", "-o", p.bin, p.pkg).CombinedOutput()
+		args := []string{"build", "-o", p.bin}
+		if p.race && raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, p.pkg)...).CombinedOutput()
 		if err != nil {
 			p.err = fmt.Errorf("go build %s: %v\n%s", p.pkg, err, out)
 		}

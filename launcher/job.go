@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,6 +40,7 @@ type submitter struct {
 
 	timeout, startup time.Duration
 	leaves           <-chan leaveEvent
+	unwatch          func() // ends the subscription of leaves (nil: none to end)
 	signals          <-chan os.Signal
 
 	events chan subEvent
@@ -61,6 +63,9 @@ type submitter struct {
 	stacks    bool                      // --stacks: reports carry the ranks' goroutine stacks
 
 	reportBindings bool // --report-bindings: a line on stderr per rank as it starts
+
+	grow growth       // the job's spawns (grow.go), owned by the event loop
+	size atomic.Int64 // the roster's size, for the links' reader goroutines
 }
 
 type agentLink struct {
@@ -87,6 +92,7 @@ type rankState struct {
 
 type subEvent struct {
 	link int
+	from *agentLink // the link whose reader sent it
 	t    frameType
 	msg  any
 	err  error
@@ -111,6 +117,7 @@ func (s *submitter) run() int {
 	s.done = make(chan struct{})
 	defer close(s.done)
 	s.ranks = make([]rankState, s.roster.Size)
+	s.size.Store(int64(s.roster.Size))
 	if code, ok := s.connect(); !ok {
 		return code
 	}
@@ -157,8 +164,11 @@ func (s *submitter) run() int {
 		select {
 		case ev := <-s.events:
 			s.handle(ev)
+		case d := <-s.grow.dialed:
+			s.agentDialed(d)
 		case <-check.C:
 			s.checkLinks()
+			s.checkSpawn()
 		case <-gone:
 			// Like a pipeline's writer killed by SIGPIPE (exit 128+13), without leaving
 			// the ranks running.
@@ -204,7 +214,7 @@ func (s *submitter) read(l *agentLink) {
 		case err != nil:
 		case t == fOutput:
 			rank, stream, data, derr := decodeOutput(p)
-			if derr == nil && rank < s.roster.Size {
+			if derr == nil && rank < int(s.size.Load()) {
 				s.out.write(rank, stream, data)
 				continue
 			}
@@ -219,7 +229,7 @@ func (s *submitter) read(l *agentLink) {
 			msg, err = decodeBody(t, p)
 		}
 		select {
-		case s.events <- subEvent{link: l.idx, t: t, msg: msg, err: err}:
+		case s.events <- subEvent{link: l.idx, from: l, t: t, msg: msg, err: err}:
 		case <-s.done:
 			return
 		}
@@ -231,9 +241,16 @@ func (s *submitter) read(l *agentLink) {
 
 // handle processes one frame (or the loss) of a link.
 func (s *submitter) handle(ev subEvent) {
-	l := s.links[ev.link]
+	l := ev.from
+	if s.freshAnswer(l, ev) {
+		return
+	}
 	if ev.err != nil {
 		s.lose(l, "control connection lost: "+ev.err.Error())
+		return
+	}
+	if ev.t == fSpawnSync {
+		s.spawnFence(l, ev.msg.(*fenceMsg))
 		return
 	}
 	switch m := ev.msg.(type) {
@@ -259,6 +276,10 @@ func (s *submitter) handle(ev subEvent) {
 		s.rankEnded(l, m)
 	case *reportMsg:
 		s.gotReport(l, m)
+	case *spawnReqMsg:
+		if _, ok := s.localRank(l, m.Rank); ok {
+			s.spawnRequest(l, m)
+		}
 	default:
 		s.lose(l, fmt.Sprintf("protocol error: unexpected %v frame", ev.t))
 	}
@@ -292,12 +313,16 @@ func (s *submitter) rankEnded(l *agentLink, m *exitMsg) {
 		r.earlyExit = true
 	}
 	switch {
+	case f == nil && !m.Finalized:
+		s.spawnedEnded(m.Rank, rankLabel(m.Rank, l.host, r.pid)+" exited")
 	case f == nil:
 	case s.tolerable(f) && !(m.Finalized && m.Signal == 0):
 		// A rank that exits non-zero after Finalize says the job failed: the rules
 		// without --ft apply to it.
+		s.spawnedEnded(m.Rank, f.what)
 		s.tolerate(f)
 	default:
+		s.spawnedEnded(m.Rank, f.what)
 		s.failWith(f)
 	}
 }
@@ -516,7 +541,9 @@ func (s *submitter) lose(l *agentLink, how string) {
 		return
 	}
 	l.lost = true
-	l.cc.close()
+	if l.cc != nil {
+		l.cc.close()
+	}
 	f := agentFailure(l.host, how)
 	var live []int
 	for rank := range s.ranks {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -28,6 +27,7 @@ type pmiHandler agentJob
 var (
 	_ pmi.Handler         = (*pmiHandler)(nil)
 	_ pmi.ProtocolHandler = (*pmiHandler)(nil)
+	_ pmi.Spawner         = (*pmiHandler)(nil)
 )
 
 func (h *pmiHandler) job() *agentJob { return (*agentJob)(h) }
@@ -40,7 +40,8 @@ func (h *pmiHandler) Init(ctx context.Context, rank int, job string) (pmi.Info, 
 	if job != "" && job != j.spec.ID {
 		return pmi.Info{}, fmt.Errorf("job %q is not running on this agent (it runs %s)", truncate(job, 40), j.spec.ID)
 	}
-	if rank < 0 || rank >= j.spec.Roster.Size || j.spec.Roster.RankHost[rank] != j.spec.Node {
+	roster, mapping := j.rosterNow()
+	if rank < 0 || rank >= roster.Size || roster.RankHost[rank] != j.spec.Node {
 		return pmi.Info{}, fmt.Errorf("rank %d does not run on agent %s", rank, j.host())
 	}
 	j.mu.Lock()
@@ -55,14 +56,18 @@ func (h *pmiHandler) Init(ctx context.Context, rank int, job string) (pmi.Info, 
 	j.connected[rank] = true
 	j.mu.Unlock()
 	j.send(fInit, rankMsg{Rank: rank}) // never under j.mu: a send may wait on the network
-	return pmi.Info{Size: j.spec.Roster.Size, Secret: j.spec.Secret, KVSName: "kvs_" + j.spec.ID,
-		AppNum: j.spec.appOf(rank), UniverseSize: j.spec.Roster.Size, ProcessMapping: j.mapping}, nil
+	return pmi.Info{Size: roster.Size, Secret: j.spec.Secret, KVSName: "kvs_" + j.spec.ID,
+		AppNum: j.spec.appOf(rank), UniverseSize: roster.Size, ProcessMapping: mapping}, nil
 }
 
-// Fence publishes rank's puts and waits for the job-wide round.
+// Fence publishes rank's puts and waits for the job-wide round. A spawned rank's first
+// fence is its group's instead (growagent.go).
 func (h *pmiHandler) Fence(ctx context.Context, rank int, puts map[string][]byte) error {
 	j := h.job()
-	if len(j.spec.Roster.Hosts) > 1 {
+	if handled, err := j.groupFence(ctx, rank, puts); handled {
+		return err
+	}
+	if roster, _ := j.rosterNow(); len(roster.Hosts) > 1 {
 		if err := j.send(fFence, fenceMsg{Rank: rank, Puts: puts}); err != nil {
 			return fmt.Errorf("%w: submitter unreachable: %v", pmi.ErrAborted, err)
 		}
@@ -73,6 +78,11 @@ func (h *pmiHandler) Fence(ctx context.Context, rank int, puts map[string][]byte
 // Get reads a value of the last completed round (rank pmi.AnyRank: PMI-1's job-wide key).
 func (h *pmiHandler) Get(ctx context.Context, rank int, key string) ([]byte, error) {
 	return h.job().x.Get(rank, key)
+}
+
+// Spawn asks the submitter for n new ranks of the job on behalf of rank (pmi.Spawner).
+func (h *pmiHandler) Spawn(ctx context.Context, rank, n int) (int, error) {
+	return h.job().spawn(ctx, rank, n)
 }
 
 // Abort forwards a rank's abort request to the submitter, which aborts the whole job.
@@ -162,7 +172,7 @@ func (j *agentJob) rankOf(pid int) int {
 			job = v
 		}
 	}
-	if job != j.spec.ID || !slices.Contains(j.local, rank) {
+	if job != j.spec.ID || !j.isLocal(rank) {
 		return -1
 	}
 	return rank

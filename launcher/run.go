@@ -151,10 +151,10 @@ func Launch(args []string, stdio Stdio, sigs <-chan os.Signal) int {
 	for _, h := range roster.Hosts {
 		s.addrs = append(s.addrs, addrs[h])
 	}
+	s.grow = newGrowth(node, o, hosts)
 	// Departures of the roster's hosts since the member list was read come first.
-	leaves, unwatch := node.cl.watchLeaves(roster.Hosts...)
-	defer unwatch()
-	s.leaves = leaves
+	s.leaves, s.unwatch = node.cl.watchLeaves(roster.Hosts...)
+	defer func() { s.unwatch() }()
 	lg.Printf("job %s: %d ranks on %s", id, roster.Size, strings.Join(roster.Hosts, ", "))
 	return s.run()
 }

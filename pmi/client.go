@@ -217,6 +217,8 @@ func (c *Client) call(ctx context.Context, cmd string, f kv) (msg, error) {
 		op = "fence"
 	case cmdGormaInit:
 		op = "init"
+	case cmdGormaSpawn:
+		op = "spawn"
 	}
 	if _, err := c.conn.Write([]byte(line(cmd, append(f, "id", id)))); err != nil {
 		return nil, &opError{op: op, err: c.closedErr(err)}
@@ -301,6 +303,18 @@ func (c *Client) Get(ctx context.Context, rank int, key string) ([]byte, error) 
 		return nil, err
 	}
 	return m.hex("value")
+}
+
+// Spawn asks the agent to start n new ranks of the job's program, which continue the
+// job's numbering, and returns the job rank of the first. It returns once every new rank
+// has put its card and passed its group's fence (its Init's), so that Get reads their
+// cards here. A spawn the launcher cannot place fails with an error matching ErrRefused.
+func (c *Client) Spawn(ctx context.Context, n int) (first int, err error) {
+	m, err := c.call(ctx, cmdGormaSpawn, kv{"n", strconv.Itoa(n)})
+	if err != nil {
+		return 0, err
+	}
+	return m.int("first")
 }
 
 // abortWait bounds how long Abort waits for the agent's acknowledgement.

@@ -22,7 +22,14 @@ const (
 	EnvTCPAddr   = "GOLAUNCH_TCP_ADDR"   // IP a rank's tcp device listens on (port 0)
 	EnvIdleWatch = "GOLAUNCH_IDLE_WATCH" // "page,bell": inherited descriptors of the rank's idle-role watch (tcp)
 	EnvHostCPUs  = "GOLAUNCH_HOST_CPUS"  // processors this host's ranks share (the agent's), whatever this rank is bound to
+	EnvSpawn     = "GOLAUNCH_SPAWN"      // "first,count,leader": a spawned rank's group and the job rank of its spawners' leader
 )
+
+// SpawnGroup is the group of ranks that one spawn started: job ranks First to
+// First+Count-1, spawned by a World whose rank 0 is job rank Leader.
+type SpawnGroup struct {
+	First, Count, Leader int
+}
 
 // EnvFT, set to 1, asks for a fault-tolerant job: the runtime reads it, and a peer's
 // failure becomes an error of the calls that need that peer instead of the end of the
@@ -47,6 +54,9 @@ type Contract struct {
 	// which a rank bound to fewer (golaunch --bind-to) cannot learn from its own
 	// affinity; 0 when not given.
 	HostCPUs int
+	// Spawn is the group a spawned rank belongs to; Count is 0 for a rank the job started
+	// with.
+	Spawn SpawnGroup
 }
 
 // ErrNoContract means the GOLAUNCH_* variables are absent: the program was not started by
@@ -94,6 +104,13 @@ func ReadContract(getenv func(string) string) (Contract, error) {
 	if v := getenv(EnvHostCPUs); v != "" {
 		num(EnvHostCPUs, &c.HostCPUs, 1)
 	}
+	if v := getenv(EnvSpawn); v != "" {
+		g, err := parseSpawn(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", EnvSpawn, v, err))
+		}
+		c.Spawn = g
+	}
 	switch c.Transport {
 	case "":
 		c.Transport = "auto"
@@ -111,6 +128,9 @@ func ReadContract(getenv func(string) string) (Contract, error) {
 			errs = append(errs, fmt.Errorf("%s=%d is not below %s=%d", EnvNodeRank, c.NodeRank, EnvNumNodes, c.NumNodes))
 		case c.LocalSize > c.Size:
 			errs = append(errs, fmt.Errorf("%s=%d exceeds %s=%d", EnvLocalSize, c.LocalSize, EnvSize, c.Size))
+		case c.Spawn.Count > 0 && (c.Rank < c.Spawn.First || c.Rank >= c.Spawn.First+c.Spawn.Count || c.Spawn.First+c.Spawn.Count > c.Size):
+			errs = append(errs, fmt.Errorf("%s=%d is not in the spawned group of %s (ranks %d to %d of %d)",
+				EnvRank, c.Rank, EnvSpawn, c.Spawn.First, c.Spawn.First+c.Spawn.Count-1, c.Size))
 		}
 	}
 	if len(errs) > 0 {
@@ -143,7 +163,32 @@ func (c Contract) Environ() []string {
 	if c.HostCPUs > 0 {
 		env = append(env, EnvHostCPUs+"="+itoa(c.HostCPUs))
 	}
+	if g := c.Spawn; g.Count > 0 {
+		env = append(env, EnvSpawn+"="+itoa(g.First)+","+itoa(g.Count)+","+itoa(g.Leader))
+	}
 	return env
+}
+
+// parseSpawn parses "first,count,leader": a group of count >= 1 ranks from first, whose
+// spawners' leader comes before it.
+func parseSpawn(v string) (SpawnGroup, error) {
+	f := strings.Split(v, ",")
+	if len(f) != 3 {
+		return SpawnGroup{}, errors.New("want first,count,leader")
+	}
+	var n [3]int
+	for i, s := range f {
+		x, err := strconv.Atoi(s)
+		if err != nil || x < 0 {
+			return SpawnGroup{}, fmt.Errorf("%q: want an integer >= 0", s)
+		}
+		n[i] = x
+	}
+	g := SpawnGroup{First: n[0], Count: n[1], Leader: n[2]}
+	if g.Count < 1 || g.Leader >= g.First {
+		return SpawnGroup{}, fmt.Errorf("a group of %d ranks from %d spawned by rank %d: want at least 1 rank, after the leader", g.Count, g.First, g.Leader)
+	}
+	return g, nil
 }
 
 // parseIdleWatch parses "page,bell": two distinct descriptor numbers past stderr.

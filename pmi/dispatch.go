@@ -71,6 +71,8 @@ func (s *Server) dispatch(ctx context.Context, sc *sconn, m msg) *answer {
 		s.h.Finalize(sc.rank)
 		return reply("finalize_ack")
 
+	case cmdGormaSpawn:
+		return s.spawn(ctx, sc, m)
 	case cmdPublish, cmdUnpublish, cmdLookup, cmdSpawn:
 		return sc.fail(cmd, fmt.Errorf("pmi: %s is not supported by golaunch", cmd))
 	}
@@ -218,6 +220,30 @@ func (s *Server) abort(sc *sconn, m msg) *answer {
 		return nil
 	}
 	return reply(replyTo[cmdAbort], "rc", "0")
+}
+
+// spawn is gorma-spawn: n new ranks for the Handler to start, if it is a Spawner. Only a
+// gorma client asks for it.
+func (s *Server) spawn(ctx context.Context, sc *sconn, m msg) *answer {
+	if sc.mode != modeGorma {
+		return sc.fail(cmdGormaSpawn, fmt.Errorf("%w: %s on a PMI-1 connection", ErrProtocol, cmdGormaSpawn))
+	}
+	n, err := m.int("n")
+	if err == nil && n < 1 {
+		err = fmt.Errorf("%w: n=%d: want at least 1 rank", ErrProtocol, n)
+	}
+	if err != nil {
+		return sc.fail(cmdGormaSpawn, err)
+	}
+	sp, ok := s.h.(Spawner)
+	if !ok {
+		return sc.fail(cmdGormaSpawn, fmt.Errorf("%w: this process manager does not spawn ranks", ErrRefused))
+	}
+	first, err := sp.Spawn(ctx, sc.rank, n)
+	if err != nil {
+		return sc.fail(cmdGormaSpawn, err)
+	}
+	return reply(replyTo[cmdGormaSpawn], "rc", "0", "first", strconv.Itoa(first), "n", strconv.Itoa(n))
 }
 
 // checkSizes checks a put's or get's key, kvsname and (a PMI-1 put's) value against the

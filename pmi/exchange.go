@@ -170,6 +170,52 @@ func (x *Exchange) Exclude(rank int) {
 	x.completeLocked()
 }
 
+// Grow makes the job size ranks (never fewer than it has): ranks spawned into the job
+// (Spawner) take part in later rounds.
+func (x *Exchange) Grow(size int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.size = max(x.size, size)
+}
+
+// Publish adds puts of ranks to the store at once, outside any round, as a completed
+// round would: the cards of ranks spawned into the job, which fenced with their group
+// only. A key's owner for AnyRank stays the lowest rank that put it.
+func (x *Exchange) Publish(puts map[int]map[string][]byte) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for r, p := range puts {
+		s := x.store[r]
+		if s == nil {
+			s = make(map[string][]byte, len(p))
+			x.store[r] = s
+		}
+		for k, v := range p {
+			s[k] = v
+			if o, ok := x.owner[k]; !ok || r < o {
+				x.owner[k] = r
+			}
+		}
+	}
+}
+
+// Snapshot returns a copy of the tables of everything completed rounds and Publish
+// stored, by rank (the values are shared: nothing writes into them): what an agent that
+// joins the job later needs to answer its ranks' Gets (Publish).
+func (x *Exchange) Snapshot() map[int]map[string][]byte {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := make(map[int]map[string][]byte, len(x.store))
+	for r, s := range x.store {
+		c := make(map[string][]byte, len(s))
+		for k, v := range s {
+			c[k] = v
+		}
+		out[r] = c
+	}
+	return out
+}
+
 // Get returns a value from the last completed round, put by rank, or by any rank for
 // [AnyRank].
 func (x *Exchange) Get(rank int, key string) ([]byte, error) {

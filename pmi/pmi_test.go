@@ -275,7 +275,8 @@ func TestEventsAbortAndClose(t *testing.T) {
 
 func TestContract(t *testing.T) {
 	good := Contract{JobID: "ab12", Rank: 2, Size: 4, LocalRank: 0, LocalSize: 2, NodeRank: 1, NumNodes: 2,
-		Host: "h1", AgentSock: "/tmp/x/agent.sock", Transport: "tcp", TCPAddr: "10.9.0.2", IdleWatch: [2]int{3, 4}, HostCPUs: 8}
+		Host: "h1", AgentSock: "/tmp/x/agent.sock", Transport: "tcp", TCPAddr: "10.9.0.2", IdleWatch: [2]int{3, 4}, HostCPUs: 8,
+		Spawn: SpawnGroup{First: 2, Count: 2, Leader: 0}}
 	env := map[string]string{}
 	for _, kv := range good.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
@@ -301,6 +302,11 @@ func TestContract(t *testing.T) {
 		{EnvIdleWatch, "5,5", "must differ"},
 		{EnvHostCPUs, "0", EnvHostCPUs},
 		{EnvHostCPUs, "two", "integer >= 1"},
+		{EnvSpawn, "2,2", "first,count,leader"},
+		{EnvSpawn, "2,0,0", "at least 1 rank"},
+		{EnvSpawn, "2,2,3", "after the leader"},
+		{EnvSpawn, "3,1,0", "not in the spawned group"},
+		{EnvSpawn, "2,3,0", "not in the spawned group"},
 	} {
 		bad := map[string]string{}
 		for k, v := range env {

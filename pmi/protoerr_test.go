@@ -114,7 +114,7 @@ func TestProtocolErrorSocket(t *testing.T) {
 	defer c2.Close()
 	c2.SetDeadline(time.Now().Add(testbudget.Scale(10 * time.Second)))
 	q := &pmi1{t: t, conn: c2, rd: newReader(c2)}
-	q.ask("cmd=gorma-init version=2 rank=1 job=job1 id=1")
+	q.ask("cmd=gorma-init version=3 rank=1 job=job1 id=1")
 	q.ask("cmd=frobnicate id=2")
 	errs := h.protocolErrors()
 	if len(errs) != 2 {

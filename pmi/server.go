@@ -33,6 +33,14 @@ type Handler interface {
 	Gone(rank int)
 }
 
+// Spawner is implemented by a Handler whose job can grow (golaunch's agent). Spawn starts
+// n new ranks of rank's job and returns the job rank of the first once every new rank has
+// passed its group's fence; an error matching ErrRefused says why they cannot be placed.
+// A Handler without it refuses gorma-spawn.
+type Spawner interface {
+	Spawn(ctx context.Context, rank, n int) (first int, err error)
+}
+
 // Reporter is implemented by a Handler that takes ranks' reports: a gorma rank's answer
 // to a ReportAsked event (what it is blocked in). A Handler without it drops them.
 type Reporter interface {

@@ -230,7 +230,7 @@ func FuzzServerLine(f *testing.F) {
 	for _, seed := range []string{
 		"cmd=put kvsname=kvs_job1 key=k value=v", "cmd=get kvsname=kvs_job1 key=PMI_process_mapping",
 		"cmd=barrier_in", "cmd=abort exitcode=3", "cmd=abort exitcode=x", "cmd=finalize", "cmd=init pmi_version=1",
-		"cmd=gorma-init version=2 rank=0 job=job1 id=1", "cmd=get key=k rank=9 id=2", "cmd==", "x", "cmd=get rank=-5 key=",
+		"cmd=gorma-init version=3 rank=0 job=job1 id=1", "cmd=get key=k rank=9 id=2", "cmd==", "x", "cmd=get rank=-5 key=",
 		"cmd=put key=" + strings.Repeat("k", 80) + " value=" + strings.Repeat("v", 1100),
 		"cmd=frobnicate", "cmd=init pmi_version=99", "cmd=put =v", "key=k", "cmd=get\x00", "cmd=get kvsname=k",
 		"cmd=put kvsname=k key=k value=a b  c=d ", "000044cmd=fullinit;pmirank=0;",

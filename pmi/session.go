@@ -32,6 +32,6 @@ type Session interface {
 // ErrNoPMI means the environment names no PMI server (neither PMI_FD nor PMI_PORT).
 var ErrNoPMI = errors.New("pmi: no PMI server in the environment (PMI_FD or PMI_PORT)")
 
-// ErrRefused is a request that a foreign PMI server answered with rc != 0; the error
-// carries the server's msg.
+// ErrRefused is a request that a foreign PMI server answered with rc != 0, or a spawn
+// that golaunch's agent refused (Client.Spawn); the error carries the refusal's text.
 var ErrRefused = errors.New("pmi: refused by the PMI server")

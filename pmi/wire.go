@@ -11,9 +11,9 @@ import (
 )
 
 // ProtocolVersion is the version of gorma's extensions to the PMI-1 wire (gorma-init,
-// gorma-event, rank= on get, id= on every request); the agent refuses a gorma client of
-// another version.
-const ProtocolVersion = 2
+// gorma-event, rank= on get, id= on every request, gorma-spawn); the agent refuses a gorma
+// client of another version. Version 3 adds gorma-spawn.
+const ProtocolVersion = 3
 
 // MaxLine bounds a protocol line in bytes, newline excluded: the PMI-1 codec's bound.
 const MaxLine = MaxSimpleLine
@@ -37,42 +37,44 @@ const (
 // The wire's command names. A request is answered by the command paired with it (PMI-1's
 // names); abort has no answer on a PMI-1 connection (the process manager ends the rank).
 const (
-	cmdInit      = "init"
-	cmdMaxes     = "get_maxes"
-	cmdAppnum    = "get_appnum"
-	cmdKVSName   = "get_my_kvsname"
-	cmdUniverse  = "get_universe_size"
-	cmdPut       = "put"
-	cmdGet       = "get"
-	cmdBarrier   = "barrier_in"
-	cmdAbort     = "abort"
-	cmdFinalize  = "finalize"
-	cmdPublish   = "publish_name"
-	cmdUnpublish = "unpublish_name"
-	cmdLookup    = "lookup_name"
-	cmdSpawn     = "spawn"
-	cmdGormaInit = "gorma-init"   // gorma: rank, job, version; the answer carries size and the job secret
-	cmdEvent     = "gorma-event"  // gorma: pushed by the agent, only to gorma-init connections
-	cmdReport    = "gorma-report" // gorma: a rank's answer to a report event (what it is blocked in)
-	cmdError     = "error"        // the answer to a request the agent cannot name
+	cmdInit       = "init"
+	cmdMaxes      = "get_maxes"
+	cmdAppnum     = "get_appnum"
+	cmdKVSName    = "get_my_kvsname"
+	cmdUniverse   = "get_universe_size"
+	cmdPut        = "put"
+	cmdGet        = "get"
+	cmdBarrier    = "barrier_in"
+	cmdAbort      = "abort"
+	cmdFinalize   = "finalize"
+	cmdPublish    = "publish_name"
+	cmdUnpublish  = "unpublish_name"
+	cmdLookup     = "lookup_name"
+	cmdSpawn      = "spawn"
+	cmdGormaInit  = "gorma-init"   // gorma: rank, job, version; the answer carries size and the job secret
+	cmdEvent      = "gorma-event"  // gorma: pushed by the agent, only to gorma-init connections
+	cmdReport     = "gorma-report" // gorma: a rank's answer to a report event (what it is blocked in)
+	cmdGormaSpawn = "gorma-spawn"  // gorma: start n new ranks of the job; the answer carries the first's rank
+	cmdError      = "error"        // the answer to a request the agent cannot name
 )
 
 var replyTo = map[string]string{
-	cmdInit:      "response_to_init",
-	cmdMaxes:     "maxes",
-	cmdAppnum:    "appnum",
-	cmdKVSName:   "my_kvsname",
-	cmdUniverse:  "universe_size",
-	cmdPut:       "put_result",
-	cmdGet:       "get_result",
-	cmdBarrier:   "barrier_out",
-	cmdAbort:     "abort_ack", // gorma clients only
-	cmdFinalize:  "finalize_ack",
-	cmdPublish:   "publish_result",
-	cmdUnpublish: "unpublish_result",
-	cmdLookup:    "lookup_result",
-	cmdSpawn:     "spawn_result",
-	cmdGormaInit: "gorma-init_ack",
+	cmdInit:       "response_to_init",
+	cmdMaxes:      "maxes",
+	cmdAppnum:     "appnum",
+	cmdKVSName:    "my_kvsname",
+	cmdUniverse:   "universe_size",
+	cmdPut:        "put_result",
+	cmdGet:        "get_result",
+	cmdBarrier:    "barrier_out",
+	cmdAbort:      "abort_ack", // gorma clients only
+	cmdFinalize:   "finalize_ack",
+	cmdPublish:    "publish_result",
+	cmdUnpublish:  "unpublish_result",
+	cmdLookup:     "lookup_result",
+	cmdSpawn:      "spawn_result",
+	cmdGormaInit:  "gorma-init_ack",
+	cmdGormaSpawn: "gorma-spawn_ack",
 }
 
 // msg is one protocol line: cmd plus fields, values as they travel (not unescaped).
@@ -170,6 +172,8 @@ func (m msg) remoteError() error {
 		return newRemoteError(ErrNotFound, text)
 	case "aborted":
 		return newRemoteError(ErrAborted, text)
+	case "refused":
+		return newRemoteError(ErrRefused, text)
 	}
 	code := m["code"]
 	if code == "" {
@@ -216,6 +220,8 @@ func errorCode(err error) string {
 		return "aborted"
 	case errors.Is(err, ErrProtocol):
 		return "protocol"
+	case errors.Is(err, ErrRefused):
+		return "refused"
 	}
 	return "failed"
 }

@@ -170,7 +170,7 @@ func (s *cmServer) serveCM(c net.Conn, release func()) bool {
 		return false
 	}
 	hello, err := decodeCMHello(hb)
-	if err != nil || hello.to != s.rank || hello.from >= s.size || hello.from == s.rank {
+	if err != nil || hello.to != s.rank || hello.from >= maxJobRanks || hello.from == s.rank {
 		return false
 	}
 	var nonce [cmNonceSize]byte
@@ -270,6 +270,7 @@ func (l *links) stateLocked(r int) cmState {
 // pair after the reply is written.
 func (l *links) acceptPeer(ctx context.Context, from int, pc card, ep []byte) (uint8, []byte, func(context.Context)) {
 	l.mu.Lock()
+	l.growLocked(from + 1) // a rank spawned since this rank last heard of the job's size
 	st := l.stateLocked(from)
 	switch cmDecide(l.rank, from, st) {
 	case cmYield:
@@ -386,9 +387,10 @@ func (l *links) peerLocked(r int) *peer {
 
 // placeholderLocked makes and records rank r's peer before its connection exists.
 func (l *links) placeholderLocked(r int) *peer {
-	p := &peer{rank: r, host: l.hosts[r], peerSetup: peerSetup{readyCh: make(chan struct{})}}
-	if l.cardOK[r] {
-		p.card = l.cards[r]
+	t := l.table()
+	p := &peer{rank: r, host: t.hosts[r], peerSetup: peerSetup{readyCh: make(chan struct{})}}
+	if t.cardOK[r] {
+		p.card = t.cards[r]
 	}
 	l.peers[r] = p
 	return p
@@ -444,7 +446,7 @@ func (l *links) dial(ctx context.Context, p *peer) error {
 			return err
 		}
 	}
-	me := l.cards[l.rank].encode()
+	me := l.table().cards[l.rank].encode()
 	l.mu.Unlock()
 	status, body, err := l.cm.request(ctx, cmKindQP, p.rank, c.cm, encodeCMRequestBody(me, mine))
 	if err != nil {
@@ -590,9 +592,10 @@ func (l *links) makeQPLocked(p *peer, c card) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if hostOnly(providerCaps(prov)) && !sameHost(&l.cards[l.rank], &c) {
+	t := l.table()
+	if hostOnly(providerCaps(prov)) && !sameHost(&t.cards[l.rank], &c) {
 		return nil, fmt.Errorf("%w: rank %d should share memory with this rank, but its card says it runs on host %q (%s), this rank on %q (%s)",
-			ErrTransport, p.rank, c.host, c.id.short(), l.hosts[l.rank], l.cards[l.rank].id.short())
+			ErrTransport, p.rank, c.host, c.id.short(), t.hosts[l.rank], t.cards[l.rank].id.short())
 	}
 	var d *device
 	for _, x := range l.devs {
@@ -601,7 +604,10 @@ func (l *links) makeQPLocked(p *peer, c card) ([]byte, error) {
 		}
 	}
 	if d == nil {
-		return nil, fmt.Errorf("%w: rank %d needs the %s transport, which this rank did not open", ErrTransport, p.rank, prov)
+		// A peer spawned after Init, on a host that needs a transport this rank did not open.
+		if d, err = openLateLocked(l, prov); err != nil { // grow.go
+			return nil, fmt.Errorf("rank %d needs the %s transport, which this rank could not open: %w", p.rank, prov, err)
+		}
 	}
 	mine, theirs := d.eagerLimits(l.cfg, &c)
 	p.card, p.host = c, c.host
@@ -633,8 +639,8 @@ func (l *links) peerReadyLocked(p *peer) {
 // cardOf returns rank r's card, reading it from the process manager the first time.
 func (l *links) cardOf(ctx context.Context, r int) (card, error) {
 	l.mu.Lock()
-	if l.cardOK[r] {
-		c := l.cards[r]
+	if t := l.table(); t.cardOK[r] {
+		c := t.cards[r]
 		l.mu.Unlock()
 		return c, nil
 	}
@@ -679,9 +685,10 @@ func (l *links) fetchCard(ctx context.Context, r int) (card, error) {
 // learnCardLocked records rank r's card, unless it is known: a known card is read
 // without mu (between, under golaunch), so it is never written again.
 func (l *links) learnCardLocked(r int, c card) {
-	if l.cardOK[r] {
+	t := l.table()
+	if t.cardOK[r] {
 		return
 	}
-	l.cards[r], l.cardOK[r] = c, true
-	l.hosts[r] = c.host
+	t.cards[r], t.cardOK[r] = c, true
+	t.hosts[r] = c.host
 }

@@ -331,7 +331,7 @@ func TestCMStranger(t *testing.T) {
 			t.Errorf("no challenge: %v", err)
 			return
 		}
-		body := encodeCMRequestBody(worlds[1].e.links.cards[1].encode(), []byte("endpoint"))
+		body := encodeCMRequestBody(worlds[1].e.links.table().cards[1].encode(), []byte("endpoint"))
 		c.Write(encodeCMMessage(cmReqMagic, 0, body, []byte("not the job's secret, not at all"), cmReqLabel, append(hb, cb...)))
 	})
 	if c := connected(worlds[0]); len(c) != 0 {

@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
+	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -35,7 +37,7 @@ func (j join) connect(ctx context.Context, id hostIdentity) error {
 	if err := e.pm.Fence(ctx); err != nil {
 		return err
 	}
-	count, err := e.links.readCards(ctx, me)
+	count, err := e.links.readCards(ctx, me, e.spawn.optionalCard)
 	if err != nil {
 		return err
 	}
@@ -45,19 +47,23 @@ func (j join) connect(ctx context.Context, id hostIdentity) error {
 
 // myCard is this rank's card, with host identity id.
 func (l *links) myCard(id hostIdentity) card {
-	return card{host: l.hosts[l.rank], id: id, pid: int32(os.Getpid()), probe: probeAddr(),
+	return card{host: l.table().hosts[l.rank], id: id, pid: int32(os.Getpid()), probe: probeAddr(),
 		eagerSHM: uint32(l.cfg.eagerSHM), eagerTCP: uint32(l.cfg.eagerTCP), cpu: boundCPU(), cm: l.cm.addr}
 }
 
 // readCards reads every peer's card (after the fence that follows this rank's own card,
-// me), records them, and counts the peers each provider serves.
-func (l *links) readCards(ctx context.Context, me card) (count map[string]int, err error) {
+// me), records them, and counts the peers each provider serves. A card that optional
+// says may be missing is skipped when it is (spawn.go).
+func (l *links) readCards(ctx context.Context, me card, optional func(r int) bool) (count map[string]int, err error) {
 	l.learnCardLocked(l.rank, me)
 	for r := range l.size {
 		if r == l.rank {
 			continue
 		}
 		b, err := l.pm.Get(ctx, r, keyCard)
+		if errors.Is(err, pmi.ErrNotFound) && optional(r) {
+			continue
+		}
 		var c card
 		if err == nil {
 			c, err = decodeCard(b)

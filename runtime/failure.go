@@ -252,7 +252,7 @@ func (f *failures) onEvent(ev pmi.Event) {
 	defer e.mu.Unlock()
 	switch ev.Kind {
 	case pmi.ProcFailed:
-		if ev.Rank >= 0 && ev.Rank < e.size && ev.Rank != e.rank {
+		if ev.Rank >= 0 && ev.Rank < e.links.known() && ev.Rank != e.rank {
 			p := e.links.peers[ev.Rank]
 			if p == nil {
 				p = e.links.placeholderLocked(ev.Rank)

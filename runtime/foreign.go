@@ -173,7 +173,7 @@ func (j join) checkNode(ctx context.Context, nodes []int) error {
 	if err != nil {
 		return fmt.Errorf("read the card of rank %d, first on this rank's node: %w", leader, err)
 	}
-	me := &e.links.cards[e.rank]
+	me := &e.links.table().cards[e.rank]
 	if !sameHost(me, &c) {
 		return fmt.Errorf("%w: %s puts rank %d on this rank's node, but they cannot share memory: rank %d runs on host %q (%s), this rank on %q (%s); run one node's ranks in one container, as one user, in one network namespace",
 			ErrTransport, pmi.ProcessMappingKey, leader, leader, c.host, c.id.short(), me.host, me.id.short())
@@ -194,7 +194,7 @@ func (j join) nodesFromCards(ctx context.Context) ([]int, error) {
 		}
 		nodes[r] = -1
 		for n, f := range first {
-			if sameHost(&e.links.cards[f], &c) {
+			if sameHost(&e.links.table().cards[f], &c) {
 				nodes[r] = n
 				break
 			}

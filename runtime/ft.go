@@ -84,7 +84,11 @@ const ftKeep = 4
 
 // register makes w's fault-tolerant state, over members (job ranks, by member index).
 func (f *ftState) register(w *World, members []int) {
-	fw := &ftWorld{base: w.ctx, members: members, index: make([]int32, f.e.size),
+	top := f.e.size
+	for _, jr := range members {
+		top = max(top, jr+1)
+	}
+	fw := &ftWorld{base: w.ctx, members: members, index: make([]int32, top),
 		me: -1, dead: ulfm.NewBitmap(len(members)), agrees: map[uint32]*ftAgree{}, early: map[uint32][]ftEarly{}}
 	for i := range fw.index {
 		fw.index[i] = -1

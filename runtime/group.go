@@ -55,7 +55,7 @@ func memberRanks(w *World, g Group) ([]int, error) {
 	ranks := make([]int, len(procs))
 	for i, p := range procs {
 		r := -1
-		if p >= 0 && p < w.e.size {
+		if p >= 0 {
 			r = w.own.rankOf(p)
 		}
 		if r < 0 {

@@ -245,13 +245,14 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 		closeIdleWatch(cfg.idleWatch)
 		return nil, fmt.Errorf("runtime: init rank %d: %w", c.Rank, err)
 	}
-	if size := client.Info().Size; size != c.Size {
+	if size := client.Info().Size; size < c.Size { // more: the job grew since this rank started (spawn.go)
 		closeIdleWatch(cfg.idleWatch)
 		client.Close()
 		return nil, fmt.Errorf("runtime: init rank %d: the agent says the job has %d ranks, %s says %d", c.Rank, size, pmi.EnvSize, c.Size)
 	}
 	e := newEngine(cfg, c.Rank, c.Size, c.Host, o.exit)
 	e.localRank, e.localSize = c.LocalRank, c.LocalSize
+	e.spawn.group = c.Spawn
 	if c.HostCPUs > 0 {
 		e.ncpu = c.HostCPUs
 	}
@@ -270,7 +271,17 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 		return nil, fmt.Errorf("runtime: init rank %d: %w", c.Rank, err)
 	}
 	e.start()
-	return e.rootWorld(), nil
+	if c.Spawn.Count == 0 {
+		return e.rootWorld(), nil
+	}
+	w := e.spawn.groupWorld(c.Spawn) // spawn.go
+	if err := e.spawn.joinParent(ctx, w, c.Spawn); err != nil {
+		e.shutdown()
+		client.Close()
+		e.bg.Wait()
+		return nil, fmt.Errorf("runtime: init rank %d: %w", c.Rank, err)
+	}
+	return w, nil
 }
 
 // rootWorld returns Init's World of e, which Finalize runs the attribute delete
@@ -285,7 +296,7 @@ func (c *comms) rootWorld() *World {
 
 func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine {
 	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit, ncpu: goruntime.NumCPU()}
-	e.comms.e, e.lifecycle.e, e.failures.e = e, e, e
+	e.comms.e, e.lifecycle.e, e.failures.e, e.spawn.e = e, e, e, e
 	e.rma.e, e.rndv.e, e.watch.e = e, e, e
 	e.ft.e, e.ft.on = e, cfg.ft
 	e.ctxs = newCtxAlloc()
@@ -306,6 +317,7 @@ func hooksOf(e *engine) linkHooks {
 			e.poll.kickLocked()
 		},
 		refusal: func() (error, bool) { return e.checkLocked(), e.aborted != nil },
+		devices: e.spawn.devicesOpenedLocked,
 	}
 }
 

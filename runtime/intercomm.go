@@ -228,8 +228,8 @@ func unite(ctx context.Context, w *World, localLeader int, flag byte, color, key
 		return nil, err
 	}
 	u := &union{local: mpigroup.Procs(w.Group()), lrecs: recs, lflag: flag}
-	// The most a group's description takes: every rank of the job in it.
-	theirs := make([]byte, unionMsgLen(e.size))
+	// The most a group's description takes: every rank of the job in it, spawned ones too.
+	theirs := make([]byte, unionMsgLen(max(e.size, e.links.known())))
 	leaderJob, _ := jobRank(w, localLeader)
 	var m int
 	if me == localLeader {
@@ -260,6 +260,9 @@ func unite(ctx context.Context, w *World, localLeader int, flag byte, color, key
 		}
 	}
 	if u.remote, u.rrecs, u.rflag, err = decodeUnion(theirs[:m]); err != nil {
+		return nil, err
+	}
+	if err := learnRanks(ctx, e, u.remote); err != nil { // spawn.go
 		return nil, err
 	}
 	for _, jr := range u.remote {
@@ -405,7 +408,7 @@ func (x *inter) dupLocked(w *World) (*World, bool, error) {
 // newJobGroup returns the group of jobs (job ranks, in the new World's order), whose
 // Worlds take their contexts from fam; this rank's place in it, if any, is me.
 func newJobGroup(e *engine, jobs []int, fam *family) *group {
-	g := &group{ranks: slices.Clone(jobs), of: make([]int32, e.size), me: -1, fam: fam}
+	g := &group{ranks: slices.Clone(jobs), of: make([]int32, max(slices.Max(jobs), e.rank)+1), me: -1, fam: fam}
 	for i := range g.of {
 		g.of[i] = -1
 	}

@@ -82,8 +82,16 @@ func (intra) createColor(w *World, g Group) (color, key int, err error) {
 // identity group (worlds.all).
 type whole struct{ intra }
 
-func (whole) fam(*World) *family   { return nil }
-func (whole) members(*World) []int { return nil }
+func (whole) fam(*World) *family { return nil }
+
+// members is nil (every rank) for Init's World of the job's start, its ranks in a
+// spawned rank's (its group: spawn.go).
+func (whole) members(w *World) []int {
+	if len(w.g.ranks) == w.e.size {
+		return nil
+	}
+	return w.g.ranks
+}
 
 // wholeGroup returns the group of every rank of e's job, each with its job rank.
 func wholeGroup(e *engine) *group {

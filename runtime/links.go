@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/gorma-hpc/gorma/pmi"
 )
@@ -15,17 +16,15 @@ import (
 // Its lock is the engine's mu (l.mu points to it): the methods named …Locked are called
 // with mu held, the others (the listener's goroutines, dialPeer, cardOf) take it. mu
 // guards the fields from peers to holders, which come first, beside the engine's mu, as
-// the message paths read them. The fields below them are set at Init and only read
-// afterwards. Cards that cardOK marks are never written again, so between reads them
-// without mu.
+// the message paths read them, and the entries of tab. The fields below them are set at
+// Init and only read afterwards, but for tab, which the job's growth replaces (growLocked),
+// and the late devices (spawn.go). Cards that cardOK marks are never written again, so
+// between reads them without mu.
 type links struct {
 	mu    *engineLock
 	peers []*peer // by rank; nil for this rank and for ranks never contacted (cm.go)
-	// cards holds the cards known (cardOK): every rank's under golaunch, this rank's,
-	// rank 0's and those read on first contact under a foreign PM; hosts their names.
-	cards   []card
-	cardOK  []bool
-	hosts   []string
+	// tab is what this rank knows of every rank: its card and host name (rankTable).
+	tab     atomic.Pointer[rankTable]
 	rxLater []*peer // peers with receive slots to repost before the next wait (peers.go)
 	holders []*peer // peers with held eager sends (eager.go)
 
@@ -38,10 +37,46 @@ type links struct {
 	// nil under golaunch, where every card is read at Init.
 	nodes     []int
 	slots     int       // eager slots per peer connection
-	devs      []*device // their closed and broken flags are guarded by mu
+	devs      []*device // their closed and broken flags are guarded by mu; grows under mu (grow.go)
+	late      []*device // devices opened after Init that the poller has not taken yet (grow.go); guarded by mu
 	returners []roleReturner
 	hooks     linkHooks
 	cm        cmServer // connections made on first contact (cm.go)
+}
+
+// rankTable holds, by job rank, the cards known (cardOK): every rank's under golaunch
+// (those Init read, and the spawned ranks' as this rank learns of them), this rank's,
+// rank 0's and those read on first contact under a foreign PM; hosts their names. Its
+// entries are written under mu. The job's growth replaces the table with a longer copy
+// (growLocked), so a reader without mu loads it once and indexes that.
+type rankTable struct {
+	cards  []card
+	cardOK []bool
+	hosts  []string
+}
+
+// table returns the rank table as it is now.
+func (l *links) table() *rankTable { return l.tab.Load() }
+
+// known is the number of job ranks this rank knows of: the job's size at Init, and the
+// ranks spawned since that it has heard of.
+func (l *links) known() int { return len(l.table().cards) }
+
+// growLocked makes the tables by job rank (the rank table, the peers) hold n ranks: the
+// job grew (spawn.go). It never shrinks them.
+func (l *links) growLocked(n int) {
+	t := l.table()
+	if n <= len(t.cards) {
+		return
+	}
+	g := &rankTable{cards: make([]card, n), cardOK: make([]bool, n), hosts: make([]string, n)}
+	copy(g.cards, t.cards)
+	copy(g.cardOK, t.cardOK)
+	copy(g.hosts, t.hosts)
+	l.tab.Store(g)
+	peers := make([]*peer, n)
+	copy(peers, l.peers)
+	l.peers = peers
 }
 
 // linkHooks are the engine's answers to what links cannot decide alone. Each is called
@@ -55,14 +90,17 @@ type linkHooks struct {
 	// refusal is the error every call fails with now (checkLocked), and whether the job
 	// is aborting.
 	refusal func() (err error, aborting bool)
+	// devices runs once a device opened after Init (grow.go): the poller must take it.
+	devices func()
 }
 
 // init readies links for rank of size ranks on host, guarded by mu.
 func (l *links) init(mu *engineLock, cfg *config, stop context.Context, rank, size int, host string, hooks linkHooks) {
 	l.mu, l.cfg, l.stop, l.hooks = mu, cfg, stop, hooks
 	l.rank, l.size = rank, size
-	l.hosts, l.cards, l.cardOK = make([]string, size), make([]card, size), make([]bool, size)
-	l.hosts[rank] = host
+	t := &rankTable{cards: make([]card, size), cardOK: make([]bool, size), hosts: make([]string, size)}
+	t.hosts[rank] = host
+	l.tab.Store(t)
 	l.peers = make([]*peer, size)
 	l.cm.rank, l.cm.size, l.cm.stop, l.cm.answer = rank, size, stop, l.answerCM
 	l.cm.opened = make(chan struct{})

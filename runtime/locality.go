@@ -175,7 +175,8 @@ func (l *links) between(a, b int) (string, error) {
 		}
 		return "tcp", nil
 	}
-	return chooseProvider(l.cfg.transport, &l.cards[a], &l.cards[b], b)
+	t := l.table()
+	return chooseProvider(l.cfg.transport, &t.cards[a], &t.cards[b], b)
 }
 
 // capsBetween returns the caps of the provider rank a uses to reach rank b (a != b).
@@ -188,11 +189,13 @@ func (l *links) capsBetween(a, b int) (verbs.Caps, error) {
 	return providerCaps(p), nil
 }
 
-// providerCounts returns how many of this rank's peers each provider serves (between).
+// providerCounts returns how many of this rank's peers each provider serves (between);
+// under golaunch, of the peers whose cards it read (a spawned rank may lack some).
 func (l *links) providerCounts() (map[string]int, error) {
 	count := map[string]int{}
+	t := l.table()
 	for r := range l.size {
-		if r == l.rank {
+		if r == l.rank || l.nodes == nil && !t.cardOK[r] {
 			continue
 		}
 		p, err := l.between(l.rank, r)
@@ -214,18 +217,20 @@ func (l *links) local(r int) bool {
 	if l.nodes != nil {
 		return l.nodes[r] == l.nodes[l.rank]
 	}
-	return l.hosts[r] == l.hosts[l.rank]
+	t := l.table()
+	return t.hosts[r] == t.hosts[l.rank]
 }
 
 // hostName returns rank r's host name. Under a foreign PM it is the name in the card of
 // the first rank of r's node, read with a PMI get the first time.
 func (l *links) hostName(r int) string {
 	l.mu.Lock()
-	h := l.hosts[r]
+	t := l.table()
+	h := t.hosts[r]
 	leader := r
 	if h == "" && l.nodes != nil {
 		leader = nodeLeader(l.nodes, r)
-		h = l.hosts[leader]
+		h = t.hosts[leader]
 	}
 	l.mu.Unlock()
 	if h != "" || l.pm == nil {

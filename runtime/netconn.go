@@ -276,7 +276,7 @@ func (l *links) peerGone(jr int) error {
 func (l *links) dialErr(jr int, err error) error {
 	if why := transportWhy(err); why != "" {
 		l.mu.Lock()
-		host := l.hosts[jr]
+		host := l.table().hosts[jr]
 		l.mu.Unlock()
 		return withOp("dial", &ProcError{Rank: jr, Host: host, Err: ErrProcFailed, Why: why, Cause: err})
 	}

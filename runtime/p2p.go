@@ -273,8 +273,8 @@ func (e *engine) checkArgsLocked(rank, tag int, recv bool) error {
 	if err := e.checkLocked(); err != nil {
 		return err
 	}
-	if (rank < 0 || rank >= e.size) && !(recv && rank == AnySource) {
-		return invalidf("rank %d out of range [0, %d)", rank, e.size)
+	if n := len(e.links.peers); (rank < 0 || rank >= n) && !(recv && rank == AnySource) {
+		return invalidf("rank %d out of range [0, %d)", rank, n)
 	}
 	if (tag < 0 || tag > MaxTag) && !(recv && tag == AnyTag) {
 		return invalidf("tag %d out of range [0, %d]", tag, MaxTag)

@@ -89,6 +89,9 @@ const (
 	wrRead = 3 // an RDMA read of a rendezvous receive (index: table slot)
 )
 
+// maxJobRanks bounds a job's ranks: a WRID holds a rank in three bytes.
+const maxJobRanks = 1 << 24
+
 func wrid(kind uint64, rank int, idx uint32) uint64 {
 	return kind<<56 | uint64(rank)<<32 | uint64(idx)
 }

@@ -75,6 +75,9 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 		if len(e.links.rxLater) > 0 {
 			e.links.repostAllLocked()
 		}
+		if len(e.links.late) > 0 {
+			e.spawn.installDevicesLocked() // grow.go
+		}
 		e.poll.active = true
 		live := e.links.liveDevsLocked()
 		if first {
@@ -210,9 +213,10 @@ func (e *engine) yieldAfterLocked(r *Request, quiet bool, set []*Request) int {
 	if e.localSize <= e.ncpu {
 		return neverYield
 	}
+	t := e.links.table()
 	if !quiet && set == nil && (r.kind == reqSend || r.kind == reqRecv || r.kind == reqProbe) &&
-		r.peer >= 0 && r.peer != e.rank && r.peer < len(e.links.cardOK) && e.links.cardOK[r.peer] {
-		me, them := &e.links.cards[e.rank], &e.links.cards[r.peer]
+		r.peer >= 0 && r.peer != e.rank && r.peer < len(t.cardOK) && t.cardOK[r.peer] {
+		me, them := &t.cards[e.rank], &t.cards[r.peer]
 		switch {
 		case sameCPU(me, them):
 			return 0

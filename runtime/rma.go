@@ -61,7 +61,8 @@ var errRegionFreed = errors.New("region already freed")
 type region struct {
 	e     *engine
 	buf   []byte
-	mrs   []verbs.MR // by links.devs index; nil for a device it is not registered with
+	devs  []*device  // the devices when it was made (links.devices)
+	mrs   []verbs.MR // by devs index; nil for a device it is not registered with
 	owned bool       // carved from an arena (Free returns it), not user memory
 	zero  bool       // every byte reads zero: arena pages never handed out (Zero)
 	freed atomic.Bool
@@ -79,35 +80,36 @@ func (w *World) allocRegion(n int, host bool) (*region, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	r := &region{e: e, owned: true}
-	if len(e.links.devs) == 0 {
+	devs := e.links.devices()
+	r := &region{e: e, owned: true, devs: devs}
+	if len(devs) == 0 {
 		r.buf, r.zero = alignedBytes(n), true
 		return r, nil
 	}
 	first := 0 // the device whose arena the memory comes from
 	if host {
-		first = slices.IndexFunc(e.links.devs, func(d *device) bool { return d.caps.Has(verbs.CapMap) })
+		first = slices.IndexFunc(devs, func(d *device) bool { return d.caps.Has(verbs.CapMap) })
 		if first < 0 {
 			return nil, fmt.Errorf("%w: a host-local region needs the shared-memory device, and this rank has only %s",
-				ErrTransport, e.links.devs[0].name)
+				ErrTransport, devs[0].name)
 		}
 	}
-	r.mrs = make([]verbs.MR, len(e.links.devs))
-	mr, err := e.links.devs[first].pd.AllocMR(max(n, 8), rmaAccess)
+	r.mrs = make([]verbs.MR, len(devs))
+	mr, err := devs[first].pd.AllocMR(max(n, 8), rmaAccess)
 	if err != nil {
-		return nil, fmt.Errorf("%w: allocate %d bytes of window memory from the %s arena: %w", ErrTransport, n, e.links.devs[first].name, err)
+		return nil, fmt.Errorf("%w: allocate %d bytes of window memory from the %s arena: %w", ErrTransport, n, devs[first].name, err)
 	}
 	r.mrs[first], r.buf = mr, mr.Bytes()[:n:n]
 	if z, ok := mr.(interface{ Zero() bool }); ok {
 		r.zero = z.Zero()
 	}
-	for i := range e.links.devs {
-		if i == first || host && !e.links.devs[i].caps.Has(verbs.CapMap) {
+	for i, d := range devs {
+		if i == first || host && !d.caps.Has(verbs.CapMap) {
 			continue
 		}
-		if r.mrs[i], err = e.links.devs[i].pd.RegMR(mr.Bytes(), rmaAccess); err != nil {
+		if r.mrs[i], err = d.pd.RegMR(mr.Bytes(), rmaAccess); err != nil {
 			r.Free()
-			return nil, fmt.Errorf("%w: register window memory with %s: %w", ErrTransport, e.links.devs[i].name, err)
+			return nil, fmt.Errorf("%w: register window memory with %s: %w", ErrTransport, d.name, err)
 		}
 	}
 	return r, nil
@@ -119,11 +121,12 @@ func (w *World) registerRegion(buf []byte) (*region, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	r := &region{e: e, buf: buf, mrs: make([]verbs.MR, len(e.links.devs))}
+	devs := e.links.devices()
+	r := &region{e: e, buf: buf, devs: devs, mrs: make([]verbs.MR, len(devs))}
 	if len(buf) == 0 {
 		return r, nil
 	}
-	for i, d := range e.links.devs {
+	for i, d := range devs {
 		a := rmaAccess
 		if !d.dev.Caps().Has(verbs.CapUserMemAtomic) {
 			a &^= verbs.RemoteAtomic
@@ -145,7 +148,7 @@ func (r *region) AppendDesc(b []byte) []byte {
 		code := byte(0)
 		var key uint64
 		if mr != nil {
-			key, code = mr.RKey(), r.e.links.devs[i].desc
+			key, code = mr.RKey(), r.devs[i].desc
 		}
 		b = append(b, code)
 		b = binary.LittleEndian.AppendUint64(b, key)
@@ -161,7 +164,7 @@ func (r *region) OnRemoteAtomic(fn func()) {
 	}
 	for i, mr := range r.mrs {
 		if mr != nil {
-			r.e.links.devs[i].setAtomicHook(mr.RKey(), fn)
+			r.devs[i].setAtomicHook(mr.RKey(), fn)
 		}
 	}
 }
@@ -173,7 +176,7 @@ func (r *region) Free() error {
 	}
 	for i, mr := range r.mrs {
 		if mr != nil {
-			r.e.links.devs[i].setAtomicHook(mr.RKey(), nil)
+			r.devs[i].setAtomicHook(mr.RKey(), nil)
 		}
 	}
 	var first error

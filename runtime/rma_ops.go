@@ -27,7 +27,7 @@ func (w *World) newCounter() *counter {
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := &counter{e: e, byRank: make([]int32, e.size)}
+	c := &counter{e: e, byRank: make([]int32, len(e.links.peers))}
 	c.req.e = e
 	c.req.kind = reqSync
 	if n := len(e.rma.counterFree); n > 0 {
@@ -133,6 +133,9 @@ func (s *rmaState) postRMALocked(c *counter, r *remote, op verbs.Opcode, off uin
 	}
 	p.sqFree--
 	c.pending++
+	if p.rank >= len(c.byRank) { // a rank spawned since the counter was made
+		c.byRank = append(c.byRank, make([]int32, p.rank+1-len(c.byRank))...)
+	}
 	c.byRank[p.rank]++
 	return nil
 }
@@ -142,7 +145,7 @@ func (s *rmaState) postRMALocked(c *counter, r *remote, op verbs.Opcode, off uin
 // without this rank's help) with a bounded spin and then short sleeps.
 func (s *rmaState) rmaRoomLocked(c *counter, p *peer) error {
 	e := s.e
-	if c.byRank[p.rank] > 0 {
+	if p.rank < len(c.byRank) && c.byRank[p.rank] > 0 {
 		c.req.done = false
 		err := e.waitLocked(context.Background(), &c.req)
 		e.poll.handoffLocked() // as in Wait
@@ -208,7 +211,7 @@ func (c *counter) countDoneLocked(rank int, n int32) {
 // failCountersLocked fails every counter's requests to the failed peer p.
 func (s *rmaState) failCountersLocked(p *peer) {
 	for _, c := range s.counters {
-		if c == nil || c.byRank[p.rank] == 0 {
+		if c == nil || p.rank >= len(c.byRank) || c.byRank[p.rank] == 0 {
 			continue
 		}
 		if c.err == nil {

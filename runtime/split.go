@@ -186,11 +186,21 @@ func splitMembers(recs []byte, n, color int) []int {
 	return members
 }
 
+// maxJobRank is the highest job rank of members (ranks of w).
+func maxJobRank(w *World, members []int) int {
+	m := 0
+	for _, r := range members {
+		jr, _ := jobRank(w, r)
+		m = max(m, jr)
+	}
+	return m
+}
+
 // newGroup returns the group of members (ranks of w, in the new World's order), whose
 // Worlds take their contexts from fam.
 func newGroup(w *World, members []int, fam *family) *group {
 	e, me := w.e, w.Rank()
-	g := &group{ranks: make([]int, len(members)), of: make([]int32, e.size), fam: fam}
+	g := &group{ranks: make([]int, len(members)), of: make([]int32, maxJobRank(w, members)+1), fam: fam}
 	for i := range g.of {
 		g.of[i] = -1
 	}

@@ -66,7 +66,7 @@ func (w *World) HostCPUs() int { return w.e.ncpu }
 // manager the first call for a node may cost a PMI get.
 func (w *World) HostOf(r int) string {
 	jr, ok := jobRank(w, r)
-	if !ok || jr >= w.e.size {
+	if !ok || jr >= w.e.links.known() {
 		return ""
 	}
 	return w.e.links.hostName(jr)
@@ -222,6 +222,7 @@ type engine struct {
 	watch hangWatch  // blocking waits and Tracks, for hang reports (hang.go)
 	bsend bsendBuf   // the buffer of BufferAttach, for Bsend (bsend.go)
 	ft    ftState    // fault tolerance: failures per World, Revoke, Agree (ft.go)
+	spawn spawner    // the job's growth: Spawn, a spawned rank's Parent, late devices (spawn.go, grow.go)
 }
 
 // rendezvous is the part that runs the rendezvous protocol and its layout offers

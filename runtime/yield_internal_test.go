@@ -16,10 +16,11 @@ func TestYieldAfter(t *testing.T) {
 		{host: "b", id: id, cpu: 0}, // another host
 	}
 	e := &engine{rank: 0, localSize: 4, ncpu: 2}
-	e.links.cards, e.links.cardOK = cards, make([]bool, len(cards))
+	tab := &rankTable{cards: cards, cardOK: make([]bool, len(cards)), hosts: make([]string, len(cards))}
 	for r := range cards {
-		e.links.cardOK[r] = true
+		tab.cardOK[r] = true
 	}
+	e.links.tab.Store(tab)
 	for _, tc := range []struct {
 		name  string
 		r     Request

@@ -26,7 +26,8 @@
 //
 // --refill keeps the World at its first size: while it is smaller, every step boundary
 // calls World.Spawn for the missing ranks (placed first on hosts that joined the job) and
-// merges them in. New ranks take the step and the model from the first surviving rank.
+// merges them in; Agree makes the outcome the same at every rank. New ranks take the step
+// and the model from the first surviving rank.
 //
 // Output: rank 0 of the final World prints one line to stdout, with the loss over the
 // whole data set (%.12g):

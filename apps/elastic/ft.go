@@ -110,32 +110,59 @@ func (t *trainer) adopt(ctx context.Context, w *runtime.World, st *state) (*runt
 }
 
 // grow starts the ranks that w lacks of t.target (World.Spawn), merges them in and
-// restores st over the whole. Where the job has no room for them it returns w and st as
-// they are, and the next step boundary tries again, so that a host that joins the job
-// gets ranks. Spawn's outcome is the same at every rank, as it is collective.
+// restores st over the whole. Spawn and Merge may succeed at some ranks and fail at
+// others (a new rank that fails, say), so the ranks agree on each outcome. Where the
+// job has no room, or the new ranks failed, grow returns w and st as they are, and the
+// next step boundary tries again: a host that joins the job gets ranks that way.
 func (t *trainer) grow(ctx context.Context, w *runtime.World, st *state) (*runtime.World, *state, error) {
 	ic, err := w.Spawn(ctx, t.target-w.Size())
+	all, gerr := t.agreeGrowth(ctx, w, st, "spawn", err)
+	if !all || gerr != nil {
+		if ic != nil {
+			t.release(ic)
+		}
+		return t.noGrowth(ctx, w, st, gerr)
+	}
+	merged, err := ic.Merge(ctx, false)
+	t.release(ic)
+	if all, gerr = t.agreeGrowth(ctx, w, st, "merge", err); !all || gerr != nil {
+		if merged != nil {
+			t.release(merged)
+		}
+		return t.noGrowth(ctx, w, st, gerr)
+	}
+	t.release(w)
+	return t.adopt(ctx, merged, st)
+}
+
+// agreeGrowth agrees over w whether a step of grow (what) succeeded at every rank; err is
+// this rank's error. A failure of a rank of w itself comes back as gerr.
+func (t *trainer) agreeGrowth(ctx context.Context, w *runtime.World, st *state, what string, err error) (all bool, gerr error) {
+	if err != nil && w.Rank() == 0 && err.Error() != t.growErr {
+		t.growErr = err.Error()
+		fmt.Fprintf(os.Stderr, "elastic: rank %d, step %d: %s of %d ranks: %v; going on with %d and trying at every step\n", w.Rank(), st.step, what, t.target-w.Size(), err, w.Size())
+	}
+	flag := 0
 	if err == nil {
-		var merged *runtime.World
-		merged, err = ic.Merge(ctx, false)
-		t.release(ic)
-		if err == nil {
-			t.release(w)
-			t.noRoom = 0
-			return t.adopt(ctx, merged, st)
-		}
+		flag = 1
 	}
-	if failure(err) {
-		if _, serr := settle(ctx, w, err); serr != nil {
-			return nil, nil, serr
-		}
-		return t.rebuild(ctx, w, st)
+	v, aerr := w.Agree(ctx, flag)
+	if aerr != nil {
+		return false, aerr
 	}
-	if w.Rank() == 0 && t.noRoom != w.Size() {
-		fmt.Fprintf(os.Stderr, "elastic: step %d: no room for %d new ranks yet, going on with %d and trying at every step: %v\n", st.step, t.target-w.Size(), w.Size(), err)
+	return v == 1, nil
+}
+
+// noGrowth goes on after a grow that did not succeed everywhere: with w and st as they
+// are, or, where a rank of w failed (gerr), after rebuilding.
+func (t *trainer) noGrowth(ctx context.Context, w *runtime.World, st *state, gerr error) (*runtime.World, *state, error) {
+	if gerr == nil {
+		return w, st, nil
 	}
-	t.noRoom = w.Size()
-	return w, st, nil
+	if _, err := settle(ctx, w, gerr); err != nil {
+		return nil, nil, err
+	}
+	return t.rebuild(ctx, w, st)
 }
 
 // release frees a World the job no longer uses; Init's World stays (Finalize ends it).

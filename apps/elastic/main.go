@@ -63,12 +63,12 @@ func main() { benchkit.Main("elastic", os.Args[1:], parseFlags, run) }
 // trainer holds what does not change with the World: the flags, the problem, the
 // optimizer and the size to refill to.
 type trainer struct {
-	o      options
-	p      *problem
-	opt    sgd
-	init   *runtime.World // Init's World, which Free refuses
-	target int            // the World's size at the start: --refill's goal
-	noRoom int            // the World's size when Spawn last found no room (said once)
+	o       options
+	p       *problem
+	opt     sgd
+	init    *runtime.World // Init's World, which Free refuses
+	target  int            // the World's size at the start: --refill's goal
+	growErr string         // grow's last error said on stderr (each said once)
 }
 
 func run(ctx context.Context, o options) error {
@@ -91,6 +91,11 @@ func run(ctx context.Context, o options) error {
 		}
 	} else {
 		if err := t.writeFile(fmt.Sprintf("rank%d.pid", w.Rank()), pidLine(w)); err != nil {
+			return err
+		}
+		// Training runs on a Dup, which a failure revokes: Init's World stays unrevoked,
+		// as World.Spawn's leaders meet on it.
+		if w, err = w.Dup(); err != nil {
 			return err
 		}
 		st = initial(w, o.dim)

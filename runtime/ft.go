@@ -378,6 +378,19 @@ func (f *ftState) agreeLocked(ctx context.Context, fw *ftWorld, and []uint64) (u
 	return d, nil
 }
 
+// fenceLocked is Finalize's fence under GORMA_FT with a foreign process manager (Slurm,
+// Hydra, Flux), whose own fence waits for every rank, dead ones too: an agreement over
+// Init's World, which every surviving rank reaches in Finalize. Called with the engine's
+// mu held, which it releases while it waits.
+func (f *ftState) fenceLocked(ctx context.Context) error {
+	fw := f.worldOf(0)
+	if fw == nil {
+		return nil
+	}
+	_, err := f.agreeLocked(ctx, fw, []uint64{0})
+	return err
+}
+
 // revokeLocked marks fw revoked and fails what waits on its contexts.
 func (f *ftState) revokeLocked(fw *ftWorld) {
 	if fw.revoked.Swap(true) {

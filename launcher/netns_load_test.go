@@ -248,3 +248,46 @@ func gossipBlocked(t *testing.T, last bool) bool {
 		time.Since(blocked).Round(time.Millisecond), verdicts, stderr)
 	return true
 }
+
+// TestNetnsLoadFTNoFalseVerdicts runs real-runtime jobs under --ft (rtprog steps: 20
+// Allreduces and Barriers over 3 hosts, 2 ranks each) on a 3-host netns cluster whose
+// every core is saturated by CPU burners: GORMA_TEST_LOAD_FT_JOBS of them (default 10).
+// No rank dies, so any failure verdict is false: a "job continued" line from golaunch (a
+// rank or an agent judged failed) or a rank's error (its runtime judged a peer failed).
+// Under --ft a false verdict would make survivors shrink a healthy job, so the count
+// must be 0. The test logs memberlist's verdicts, which must change nothing.
+func TestNetnsLoadFTNoFalseVerdicts(t *testing.T) {
+	if ok, why := netns.Available(); !ok {
+		t.Skip(why)
+	}
+	binaries(t)
+	prog := rtprog(t)
+	jobs := envCount(t, "GORMA_TEST_LOAD_FT_JOBS", 10)
+	burners := envCount(t, "GORMA_TEST_BURNERS", 4*goruntime.NumCPU())
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Minute))
+	defer cancel()
+	c := startNetnsCluster(t, ctx, 2, 2, 2)
+	startBurners(t, burners)
+	time.Sleep(time.Second) // let the load build up
+
+	start := time.Now()
+	falseVerdicts := 0
+	for i := range jobs {
+		gl := c.submitFrom0(t, ctx, "--ft", "-n", "6", "--map-by", "node", prog, "steps", "20")
+		code := gl.wait(t, 120*time.Second)
+		stderr := gl.stderr.String()
+		if n := countLines(stderr, "job continued (--ft)"); n > 0 || code != 0 {
+			falseVerdicts += max(n, 1)
+			t.Errorf("job %d of %d under load: exit %d, %d ranks judged failed\n%s", i+1, jobs, code, n, stderr)
+		}
+	}
+	var verdicts int
+	for _, a := range c.agentList {
+		verdicts += countLines(a.stderr.String(), "memberlist: Marking ")
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("%d --ft jobs under %d CPU burners in %v (load average %s): false failure verdicts %d; "+
+		"memberlist verdicts of death logged by the agents: %d",
+		jobs, burners, time.Since(start).Round(time.Millisecond), strings.Join(strings.Fields(string(load))[:3], " "),
+		falseVerdicts, verdicts)
+}

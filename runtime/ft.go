@@ -37,6 +37,21 @@ type ftState struct {
 	any    atomic.Bool // some World was revoked: receives look up their World's state
 	worlds map[uint16]*ftWorld
 	early  map[uint16][]ftEarly // messages for Worlds not made here yet, by base context
+	sends  uint32               // blocking sends that went out at once (sentLocked)
+}
+
+// ftPollEvery is how many blocking sends that complete at once go by between two polls
+// of the devices under GORMA_FT. A rank that only sends eagerly never waits, and so would
+// never take in a revoke or an agreement's message.
+const ftPollEvery = 64
+
+// sentLocked counts a blocking send that completed without a wait, and polls the devices
+// every ftPollEvery of them.
+func (f *ftState) sentLocked() {
+	f.sends++
+	if f.sends%ftPollEvery == 0 && !f.e.poll.active {
+		f.e.progressLocked()
+	}
 }
 
 // ftCtx is the context of ULFM's protocol messages; the tag is the World's base context.
@@ -259,6 +274,19 @@ func (f *ftState) deliverLocked(fw *ftWorld, src int, m ulfm.Msg) {
 		}
 		return // an agreement decided and dropped long ago
 	}
+	f.recvLocked(fw, ag, from, m)
+}
+
+// recvLocked feeds m from member from to ag, or fails ag's call when m does not fit it:
+// its sender called another of Agree and Shrink at this point.
+func (f *ftState) recvLocked(fw *ftWorld, ag *ftAgree, from int, m ulfm.Msg) {
+	if err := ag.a.Fits(from, m); err != nil {
+		if ag.r != nil && !ag.r.done {
+			f.e.completeLocked(ag.r, invalidf("rank %d called another of Agree and Shrink at this point "+
+				"(every rank must call them on a World in the same order): %v", fw.members[from], err))
+		}
+		return
+	}
 	f.sendLocked(fw, ag.a.Recv(from, m))
 	f.checkLocked(fw, ag)
 }
@@ -329,7 +357,7 @@ func (f *ftState) agreeLocked(ctx context.Context, fw *ftWorld, and []uint64) (u
 	f.sendLocked(fw, ag.a.Start())
 	for _, m := range fw.early[seq] {
 		if fw.has(m.src) {
-			f.sendLocked(fw, ag.a.Recv(int(fw.index[m.src]), m.m))
+			f.recvLocked(fw, ag, int(fw.index[m.src]), m.m)
 		}
 	}
 	delete(fw.early, seq)
@@ -348,6 +376,19 @@ func (f *ftState) agreeLocked(ctx context.Context, fw *ftWorld, and []uint64) (u
 	}
 	d, _ := ag.a.Decided()
 	return d, nil
+}
+
+// fenceLocked is Finalize's fence under GORMA_FT with a foreign process manager (Slurm,
+// Hydra, Flux), whose own fence waits for every rank, dead ones too: an agreement over
+// Init's World, which every surviving rank reaches in Finalize. Called with the engine's
+// mu held, which it releases while it waits.
+func (f *ftState) fenceLocked(ctx context.Context) error {
+	fw := f.worldOf(0)
+	if fw == nil {
+		return nil
+	}
+	_, err := f.agreeLocked(ctx, fw, []uint64{0})
+	return err
 }
 
 // revokeLocked marks fw revoked and fails what waits on its contexts.

@@ -293,6 +293,8 @@ func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest
 	var err error
 	if r := e.startSendLocked(ctxID, buf, esize, dest, tag); r != nil {
 		err = e.finishSendLocked(ctx, r)
+	} else if e.ft.on {
+		e.ft.sentLocked()
 	}
 	e.poll.handoffLocked()
 	return err

@@ -93,3 +93,29 @@ func TestSlurmAbort(t *testing.T) {
 		})
 	}
 }
+
+// TestSlurmFT: under srun --no-kill --kill-on-bad-exit=0 and GORMA_FT=1, a rank that
+// SIGKILLs itself leaves the step running; the others shrink Init's World, pass
+// pmiworld's checks on the survivors and finalize (Finalize's fence is the survivors'
+// agreement, not Slurm's, which would wait for the dead rank). srun reports the killed
+// task.
+func TestSlurmFT(t *testing.T) {
+	srun := slurmtest.Up(t)
+	_, prog := buildPMIBins(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(3*time.Minute))
+	defer cancel()
+	args := append([]string{"--no-kill", "--kill-on-bad-exit=0"}, srunArgs(4, prog, "--kill", "2", "--size", "4")...)
+	cmd := srun(ctx, args...)
+	cmd.Env = append(cmd.Env, "GORMA_FT=1", "GORMA_PROGRESS=block")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("srun did not end: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	checkWorld(t, out.String(), 3)
+	if strings.Contains(errb.String(), "pmiworld:") {
+		t.Errorf("a survivor failed:\n%s", errb.String())
+	}
+	t.Logf("srun: %v\n%s", err, errb.String())
+}

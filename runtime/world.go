@@ -345,7 +345,9 @@ func (w *World) Finalize(ctx context.Context) error {
 	e.failQueueLocked(&e.match.posted, -1, ErrFinalized)
 	e.failQueueLocked(&e.match.probes, -1, ErrFinalized)
 	err := e.drainLocked(ctx)
-	if err == nil && e.pm != nil {
+	if _, pushes := e.pm.(eventSource); err == nil && e.pm != nil && e.ft.on && !pushes {
+		err = e.ft.fenceLocked(ctx) // a foreign PM's fence would wait for the dead
+	} else if err == nil && e.pm != nil {
 		err = e.fenceLocked(ctx)
 	}
 	e.finalized = true

@@ -8,7 +8,8 @@
 //
 // Any failed check prints the rank and what differed to stderr and exits 1. With
 // --abort R, rank R calls Abort(3) right after Init instead, and the others wait in a
-// Barrier that the abort must end. The
+// Barrier that the abort must end. With --kill R under GORMA_FT=1, rank R SIGKILLs itself
+// after Init, and the others shrink Init's World and run the checks on the survivors. The
 // runtime's tests build it and run it under the real process managers.
 //
 //	mpiexec.hydra -n 4 ./pmiworld --size 4

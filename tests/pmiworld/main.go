@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/gorma-hpc/gorma/collectives"
@@ -18,6 +19,7 @@ func main() {
 	size := flag.Int("size", 0, "the World size every rank must see (0: any)")
 	timeout := flag.Duration("timeout", time.Minute, "bound on the whole run")
 	abort := flag.Int("abort", -1, "this rank calls Abort(3) once every rank finished Init; the others wait in a Barrier")
+	kill := flag.Int("kill", -1, "under GORMA_FT=1: this rank SIGKILLs itself after Init; the others shrink their World and check it")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -28,6 +30,10 @@ func main() {
 	}
 	if *abort >= 0 {
 		abortJob(ctx, w, *abort)
+	}
+	if *kill >= 0 {
+		w = survive(ctx, w, *kill)
+		*size--
 	}
 	line, err := check(ctx, w, *size)
 	if err == nil {
@@ -143,4 +149,33 @@ func abortJob(ctx context.Context, w *runtime.World, r int) {
 	err := runtime.Barrier(ctx, w)
 	fmt.Fprintf(os.Stderr, "pmiworld: rank %d: barrier after rank %d's Abort returned %v\n", w.Rank(), r, err)
 	os.Exit(1)
+}
+
+// survive has rank r SIGKILL itself while the others wait in a Barrier, which fails. A
+// foreign process manager tells no rank of the death, so a rank whose Barrier saw it
+// revokes the World, which ends the others' Barrier too. They then shrink Init's World
+// as a ULFM program does and return the shrunk World.
+func survive(ctx context.Context, w *runtime.World, r int) *runtime.World {
+	// A first Barrier over every rank: the victim has no request to its process manager
+	// under way when it dies (Hydra's proxy fails on an answer it cannot deliver). A rank
+	// may still see the death in it, when the victim left it first.
+	err := runtime.Barrier(ctx, w)
+	if err == nil && w.Rank() == r {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	if err == nil {
+		err = runtime.Barrier(ctx, w)
+	}
+	if !errors.Is(err, runtime.ErrProcFailed) && !errors.Is(err, runtime.ErrRevoked) {
+		fmt.Fprintf(os.Stderr, "pmiworld: rank %d: Barrier across rank %d's death: %v, want ErrProcFailed or ErrRevoked\n", w.Rank(), r, err)
+		os.Exit(1)
+	}
+	w.Revoke()
+	s, err := w.Shrink(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pmiworld: rank %d: shrink: %v\n", w.Rank(), err)
+		os.Exit(1)
+	}
+	return s
 }

@@ -60,6 +60,8 @@ import (
 //	                it small messages until a send fails (or, with dial, dials its
 //	                listener "gone", which it never opens), prints "rtprog: rank R: send:
 //	                ERROR" (or "dial: ERROR") on stderr and exits 1
+//	steps N         N steps of an Allreduce of 1 KiB and a Barrier; any error ends the rank
+//	                with exit 1; then all finalize
 //	ulfm WHAT       under golaunch --ft: the ranks run WHAT until a rank is killed, then
 //	                recover with Revoke, Agree and Shrink (ulfm.go)
 //
@@ -228,6 +230,12 @@ func main() {
 			select {}
 		}
 		fail("rank %d: stranded: Barrier returned without error", rank)
+	case "steps":
+		if len(os.Args) < 3 {
+			fail("usage: rtprog steps N")
+		}
+		n, _ := strconv.Atoi(os.Args[2])
+		steps(ctx, w, n)
 	case "ulfm":
 		if len(os.Args) < 3 {
 			fail("usage: rtprog ulfm allreduce|fence|anysource")

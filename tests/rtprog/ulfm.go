@@ -104,3 +104,22 @@ func ulfm(ctx context.Context, w *runtime.World, what string) {
 		fail("rank %d: finalize: %v", rank, err)
 	}
 }
+
+// steps runs mode "steps N": n steps of an Allreduce and a Barrier, then Finalize.
+func steps(ctx context.Context, w *runtime.World, n int) {
+	rank := w.Rank()
+	bctx, cancel := context.WithTimeout(ctx, testbudget.Scale(120*time.Second))
+	defer cancel()
+	in, out := make([]float64, 128), make([]float64, 128)
+	for i := range n {
+		if err := collectives.Allreduce(bctx, w, in, out, collectives.Sum[float64]()); err != nil {
+			fail("rank %d: step %d: allreduce: %v", rank, i, err)
+		}
+		if err := runtime.Barrier(bctx, w); err != nil {
+			fail("rank %d: step %d: barrier: %v", rank, i, err)
+		}
+	}
+	if err := w.Finalize(bctx); err != nil {
+		fail("rank %d: finalize: %v", rank, err)
+	}
+}

@@ -162,6 +162,15 @@ func (a *Agreement) Recv(from int, m Msg) []Send {
 
 // check panics unless m fits a's group, seq and contribution length.
 func (a *Agreement) check(from int, m Msg) {
+	if err := a.Fits(from, m); err != nil {
+		panic(err.Error())
+	}
+}
+
+// Fits returns nil when m from member from belongs to a, and else why not: a message of
+// another agreement, or one whose value has another shape (its sender called another
+// operation at the same point). Recv panics on a message that does not fit.
+func (a *Agreement) Fits(from int, m Msg) error {
 	bad := ""
 	switch {
 	case !a.started:
@@ -175,10 +184,10 @@ func (a *Agreement) check(from int, m Msg) {
 	case m.Accepted != 0 && (len(m.AcceptedValue.And) != len(a.contrib) || !m.AcceptedValue.Failed.fits(a.n)):
 		bad = "with an accepted value of another shape"
 	default:
-		return
+		return nil
 	}
-	panic(fmt.Sprintf("ulfm: member %d of %d, agreement %d: %v seq %d of %d members from %d %s",
-		a.me, a.n, a.seq, m.Kind, m.Seq, m.N, from, bad))
+	return fmt.Errorf("ulfm: member %d of %d, agreement %d: %v seq %d of %d members from %d %s",
+		a.me, a.n, a.seq, m.Kind, m.Seq, m.N, from, bad)
 }
 
 // Failed tells a that member failed; a verdict must come from a perfect detector.

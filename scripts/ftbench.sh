@@ -157,6 +157,7 @@ if [[ -n $netns ]]; then
 		: >"$out/agent-h$i.log"
 		ip netns exec "${hosts[i]}" "$bin/golaunch" agent --bind "${addr[i]}:7946" --slots 2 --keyfile "$work/cluster.key" --name "h$i" "${join[@]}" \
 			>>"$out/agent-h$i.log" 2>&1 &
+		disown # stop_host ends it, by its namespace
 		for ((t = 0; t < 100; t++)); do
 			grep -qs "golaunch agent h$i: gossip" "$out/agent-h$i.log" && return 0
 			sleep 0.1
@@ -192,7 +193,7 @@ if [[ -n $netns ]]; then
 			local v=$((2 - $2 % 2)) pids
 			pids=$(ip netns pids "${hosts[v]}")
 			printf '%s\n' "$EPOCHREALTIME" >"$1/mark"
-			kill -9 $pids
+			kill -9 $pids 2>/dev/null || true # ip netns pids may list a process that just ended
 			victim=$v
 		}
 		for ((k = 1; k <= kills; k++)); do
@@ -233,11 +234,19 @@ if [[ " $cases " == *" cost "* ]]; then
 		"$bin/golaunch" "${ft[@]}" -n 2 --tag-output=false "$bin/rmabench" --test put_lat.lock_all --min-size 8 --max-size 8 \
 			--json="$out/cost_rma_${name}_$r.json" >"$out/cost_rma_${name}_$r.txt" 2>&1 || fail "cost_rma $name $r: golaunch exited $?"
 	}
+	# pair R: run R of both, --ft first in odd runs.
+	pair() {
+		if (($1 % 2)); then cost ft "$1"; cost base "$1"; else cost base "$1"; cost ft "$1"; fi
+	}
 	for ((r = 1; r <= runs; r++)); do
-		(
-			flock 9
-			if ((r % 2)); then cost ft "$r"; cost base "$r"; else cost base "$r"; cost ft "$r"; fi
-		) 9>"$lock"
+		if command -v flock >/dev/null; then
+			(
+				flock 9
+				pair "$r"
+			) 9>"$lock"
+		else
+			pair "$r"
+		fi
 	done
 	echo "ftbench: cost done" >&2
 fi

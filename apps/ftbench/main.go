@@ -68,6 +68,7 @@ type report struct {
 	Case      string  `json:"case"`
 	Before    int     `json:"ranks_before"` // the World's size when struck
 	Ranks     int     `json:"ranks"`        // the size of the shrunk or merged World
+	HostsWas  int     `json:"hosts_before"` // the hosts of the World when struck
 	Hosts     int     `json:"hosts"`        // the hosts of the final World
 	PauseUS   float64 `json:"pause_us"`
 	DetectS   float64 `json:"detect_s,omitempty"` // kill: the earliest failed call
@@ -113,7 +114,7 @@ func run(ctx context.Context, o options) error {
 func output(o options, rep *report) error {
 	rep.Benchmark, rep.PauseUS = "ftbench", float64(o.pause)/1e3
 	if !o.jsonFlag {
-		fmt.Printf("# ftbench: %s, %d ranks before, %d after, %d hosts, --pause %v\n", rep.Case, rep.Before, rep.Ranks, rep.Hosts, o.pause)
+		fmt.Printf("# ftbench: %s, %d ranks on %d hosts before, %d on %d after, --pause %v\n", rep.Case, rep.Before, rep.HostsWas, rep.Ranks, rep.Hosts, o.pause)
 		if rep.Case == "kill" {
 			fmt.Printf("# %-10s %10s %10s\n", "detect_ms", "shrink_ms", "recover_ms")
 			fmt.Printf("  %-10.3f %10.3f %10.3f\n", rep.DetectS*1e3, rep.ShrinkS*1e3, rep.RecoverS*1e3)

@@ -131,7 +131,7 @@ func TestKill(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Case != "kill" || rep.Before != 4 || rep.Ranks != 3 || rep.Hosts != 1 ||
+	if rep.Case != "kill" || rep.Before != 4 || rep.Ranks != 3 || rep.Hosts != 1 || rep.HostsWas != 1 ||
 		!(0 <= rep.DetectS && rep.DetectS <= rep.ShrinkS && rep.ShrinkS <= rep.RecoverS) {
 		t.Errorf("report %+v: want kill, 4 ranks then 3, one host, 0 <= detect <= shrink <= recover", rep)
 	}

@@ -35,7 +35,7 @@ func loop(ctx context.Context, w *runtime.World, o options, next func() (bool, e
 // killCase runs the loop until a call fails, then revokes and shrinks the World until an
 // Allreduce on the shrunk World succeeds (a rank may fail during Shrink).
 func killCase(ctx context.Context, w *runtime.World, o options) (*runtime.World, *report, error) {
-	before := w.Size()
+	before, hostsWas := w.Size(), hosts(w)
 	err := loop(ctx, w, o, func() (bool, error) { return false, nil })
 	if !failure(err) {
 		return nil, nil, err
@@ -54,7 +54,7 @@ func killCase(ctx context.Context, w *runtime.World, o options) (*runtime.World,
 		}
 	}
 	ts[2] = time.Now().UnixNano()
-	rep := &report{Case: "kill", Before: before, Ranks: w.Size(), Hosts: hosts(w)}
+	rep := &report{Case: "kill", Before: before, HostsWas: hostsWas, Ranks: w.Size(), Hosts: hosts(w)}
 	all, mark, err := gather(ctx, w, o, ts)
 	if err != nil || w.Rank() != 0 {
 		return w, rep, err
@@ -69,7 +69,7 @@ func killCase(ctx context.Context, w *runtime.World, o options) (*runtime.World,
 // joinCase runs the loop, calling Spawn for the ranks the World lacks of --grow-to after
 // every call until it succeeds; then the merged World runs one Allreduce.
 func joinCase(ctx context.Context, w *runtime.World, o options) (*runtime.World, *report, error) {
-	before := w.Size()
+	before, hostsWas := w.Size(), hosts(w)
 	var ic *runtime.World
 	said := false
 	err := loop(ctx, w, o, func() (bool, error) {
@@ -91,7 +91,7 @@ func joinCase(ctx context.Context, w *runtime.World, o options) (*runtime.World,
 	if err != nil {
 		return nil, nil, fmt.Errorf("rank %d: merge with the spawned ranks: %w", w.Rank(), err)
 	}
-	return grown(ctx, merged, o, ts, before)
+	return grown(ctx, merged, o, ts, before, hostsWas)
 }
 
 // joined is a spawned rank's part: Merge with its parents and the merged World's
@@ -101,17 +101,17 @@ func joined(ctx context.Context, parent *runtime.World, o options) (*runtime.Wor
 	if err != nil {
 		return nil, nil, fmt.Errorf("spawned rank: merge with the ranks that started it: %w", err)
 	}
-	return grown(ctx, merged, o, []int64{0, 0}, 0)
+	return grown(ctx, merged, o, []int64{0, 0}, 0, 0)
 }
 
 // grown runs the merged World's Allreduce and gathers the times at its rank 0, an old
 // rank (the spawned ones Merge high).
-func grown(ctx context.Context, w *runtime.World, o options, ts []int64, before int) (*runtime.World, *report, error) {
+func grown(ctx context.Context, w *runtime.World, o options, ts []int64, before, hostsWas int) (*runtime.World, *report, error) {
 	if err := allreduce(ctx, w); err != nil {
 		return nil, nil, fmt.Errorf("rank %d: the merged World's Allreduce: %w", w.Rank(), err)
 	}
 	ts[1] = time.Now().UnixNano()
-	rep := &report{Case: "join", Before: before, Ranks: w.Size(), Hosts: hosts(w)}
+	rep := &report{Case: "join", Before: before, HostsWas: hostsWas, Ranks: w.Size(), Hosts: hosts(w)}
 	all, mark, err := gather(ctx, w, o, ts)
 	if err != nil || w.Rank() != 0 {
 		return w, rep, err

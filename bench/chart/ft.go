@@ -41,16 +41,17 @@ type FTMachine struct {
 // FTCase is one kind of strike over its jobs: apps/ftbench's reports, seconds from the
 // strike. Detect and Shrink are the kill cases', Spawn the join case's.
 type FTCase struct {
-	Case    string  `json:"case"`
-	Before  int     `json:"ranks_before"`
-	After   int     `json:"ranks_after"`
-	Hosts   int     `json:"hosts"`
-	PauseUS float64 `json:"pause_us"`
-	Strikes int     `json:"strikes"`
-	Detect  *FTStat `json:"detect_s,omitempty"`
-	Shrink  *FTStat `json:"shrink_s,omitempty"`
-	Spawn   *FTStat `json:"spawn_s,omitempty"`
-	Recover FTStat  `json:"recover_s"`
+	Case     string  `json:"case"`
+	Before   int     `json:"ranks_before"`
+	After    int     `json:"ranks_after"`
+	HostsWas int     `json:"hosts_before"`
+	Hosts    int     `json:"hosts"`
+	PauseUS  float64 `json:"pause_us"`
+	Strikes  int     `json:"strikes"`
+	Detect   *FTStat `json:"detect_s,omitempty"`
+	Shrink   *FTStat `json:"shrink_s,omitempty"`
+	Spawn    *FTStat `json:"spawn_s,omitempty"`
+	Recover  FTStat  `json:"recover_s"`
 }
 
 // FTStat is the median and the maximum over the strikes.
@@ -139,6 +140,7 @@ type ftReport struct {
 	Case     string  `json:"case"`
 	Before   int     `json:"ranks_before"`
 	Ranks    int     `json:"ranks"`
+	HostsWas int     `json:"hosts_before"`
 	Hosts    int     `json:"hosts"`
 	PauseUS  float64 `json:"pause_us"`
 	DetectS  float64 `json:"detect_s"`
@@ -248,7 +250,7 @@ func ftCase(name string, rs []ftReport) FTCase {
 		}
 		return &FTStat{Median: median(v), Max: slices.Max(v)}
 	}
-	c := FTCase{Case: name, Before: rs[0].Before, After: rs[0].Ranks, Hosts: rs[0].Hosts, PauseUS: rs[0].PauseUS, Strikes: len(rs),
+	c := FTCase{Case: name, Before: rs[0].Before, After: rs[0].Ranks, HostsWas: rs[0].HostsWas, Hosts: rs[0].Hosts, PauseUS: rs[0].PauseUS, Strikes: len(rs),
 		Recover: *stat(func(r ftReport) float64 { return r.RecoverS })}
 	if rs[0].Case == "join" {
 		c.Spawn = stat(func(r ftReport) float64 { return r.SpawnS })
@@ -287,7 +289,7 @@ func renderFT(f *FT) (string, error) {
 	if len(f.Failed) > 0 {
 		fmt.Fprintf(&b, "Runs that failed (missing from the figures): %s.\n\n", strings.Join(f.Failed, "; "))
 	}
-	b.WriteString("| event | ranks | hosts | strikes | failure seen | World shrunk or ranks spawned | next Allreduce done | target |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| event | ranks | hosts | strikes | failure seen | World shrunk or ranks spawned | next Allreduce done | target |\n|---|---|---|---:|---:|---:|---:|---|\n")
 	for _, c := range f.Recovery {
 		i := slices.IndexFunc(ftCases, func(k struct{ name, what, target string }) bool { return k.name == c.Case })
 		if i < 0 {
@@ -297,7 +299,7 @@ func renderFT(f *FT) (string, error) {
 		if c.Spawn != nil {
 			mid = c.Spawn
 		}
-		fmt.Fprintf(&b, "| %s | %d → %d | %d | %d | %s | %s | %s | ≤ %s |\n", ftCases[i].what, c.Before, c.After, c.Hosts, c.Strikes,
+		fmt.Fprintf(&b, "| %s | %d → %d | %d → %d | %d | %s | %s | %s | ≤ %s |\n", ftCases[i].what, c.Before, c.After, c.HostsWas, c.Hosts, c.Strikes,
 			ftStat(c.Detect), ftStat(mid), ftStat(&c.Recover), ftCases[i].target)
 	}
 	b.WriteString("\nPublished recovery times of elastic training frameworks, not measured here:\n\n")

@@ -32,7 +32,7 @@
 // Output: rank 0 of the final World prints one line to stdout, with the loss over the
 // whole data set (%.12g):
 //
-//	elastic: steps=200 ranks=3 loss=0.00494147120917
+//	elastic: steps=200 ranks=3 loss=0.00504010569823
 //
 // Recoveries print one line each to stderr. --state-dir DIR makes each rank write its pid
 // to DIR/rankR.pid (DIR/spawn-PID.pid for a spawned one) and rank 0 the last committed step

@@ -103,3 +103,53 @@ func TestAllreduceFailureFT(t *testing.T) {
 		})
 	}
 }
+
+// TestAllreduceRevokedFT: a rank that revokes the World instead of joining an Allreduce
+// ends the others' call with ErrRevoked, over shm (whose waits are on shared memory,
+// outside the runtime's messages) and tcp.
+func TestAllreduceRevokedFT(t *testing.T) {
+	for _, c := range []struct {
+		tr   string
+		n, m int
+	}{{"shm", 3, 1}, {"shm", 3, 1 << 16}, {"tcp", 3, 1}} {
+		t.Run(fmt.Sprintf("%s/%d", c.tr, c.m), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
+			defer cancel()
+			j, err := runtimetest.Start(ctx, c.n, runtimetest.Options{Transport: c.tr, Env: map[string]string{runtime.EnvFT: "1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				fctx, stop := context.WithTimeout(context.Background(), testbudget.Scale(5*time.Second))
+				defer stop()
+				j.Finalize(fctx)
+				j.Close()
+			}()
+			errs := make(chan error, c.n)
+			for _, w := range j.Worlds { // one Allreduce by every rank sets up the scratch
+				go func() {
+					errs <- collectives.Allreduce(ctx, w, nil, make([]float64, c.m), collectives.Sum[float64]())
+				}()
+			}
+			for range c.n {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, w := range j.Worlds[1:] {
+				go func() {
+					errs <- collectives.Allreduce(ctx, w, nil, make([]float64, c.m), collectives.Sum[float64]())
+				}()
+			}
+			time.Sleep(30 * time.Millisecond) // past the spin: asleep on the doorbell
+			if err := j.Worlds[0].Revoke(); err != nil {
+				t.Fatal(err)
+			}
+			for range c.n - 1 {
+				if err := <-errs; !errors.Is(err, runtime.ErrRevoked) {
+					t.Fatalf("Allreduce on a World revoked meanwhile: %v, want ErrRevoked", err)
+				}
+			}
+		})
+	}
+}

@@ -428,5 +428,11 @@ func (s *subWorld) Broken() error {
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if !e.poll.active {
+		e.progressLocked() // its caller waits outside the runtime: take in a revoke
+	}
+	if w.ft != nil && w.ft.revoked.Load() {
+		return errRevoked
+	}
 	return e.ft.worldFailedLocked(w)
 }

@@ -31,10 +31,9 @@ import (
 // another way (a connection request, a group description) grows then (acceptPeer,
 // learnRanks).
 
-// spawnCtx is the context of the leaders' swap: Init's World's internal one, at every
-// rank of both groups. Its source (a rank of the other group) keeps it apart from the
-// World's own traffic.
-const spawnCtx = 1
+// spawnCtx is the context of the leaders' swap, beside the control contexts above Split's
+// blocks: no World has it, so a revoked or freed World never stands in a spawn's way.
+const spawnCtx = ctlCtx - 2
 
 // spawnTag is the tag of Spawn's messages: the leaders' swap, and rank 0's answer to its
 // World's other ranks (on that World's internal context).
@@ -244,6 +243,7 @@ func (s *spawner) groupWorld(g pmi.SpawnGroup) *World {
 	s.group = g
 	e.all = newJobGroup(e, ranks, nil)
 	e.root = &World{e: e, k: whole{}, g: e.all, own: e.all}
+	e.ft.register(e.root, ranks)
 	return e.root
 }
 

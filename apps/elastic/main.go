@@ -93,11 +93,6 @@ func run(ctx context.Context, o options) error {
 		if err := t.writeFile(fmt.Sprintf("rank%d.pid", w.Rank()), pidLine(w)); err != nil {
 			return err
 		}
-		// Training runs on a Dup, which a failure revokes: Init's World stays unrevoked,
-		// as World.Spawn's leaders meet on it.
-		if w, err = w.Dup(); err != nil {
-			return err
-		}
 		st = initial(w, o.dim)
 	}
 	if w, st, err = t.train(ctx, w, st); err != nil {

@@ -4,12 +4,15 @@
 # writes the time to the job's mark file just before (bash's EPOCHREALTIME, then the kill
 # builtin or the agent's start). `go doc ./apps/ftbench` defines what is timed.
 #
-# Cases (CASES, default "rank agent join cost"):
+# Cases (CASES, default "rank agent join verdicts cost"):
 #   rank   golaunch --ft -n NP (one host); SIGKILL to one rank, each rank in turn; KILLS jobs.
 #   agent  as root: 3 network-namespace hosts of 2 slots, -n 6; SIGKILL to every process
 #          of h1 or h2 in turn (its agent and ranks), the agent restarted after each job.
 #   join   as root: -n 4 on h0 and h1 (2 slots each, all taken), ftbench --grow-to 6; the
 #          strike starts an agent on h2, which joins the cluster; SIGTERM ends it after.
+#   verdicts  as root: launcher's TestNetnsLoadFTNoFalseVerdicts at VERDICT_JOBS (100)
+#          jobs: real-runtime --ft jobs over 3 network-namespace hosts beside CPU
+#          burners, none struck; every failure verdict in them is false.
 #   cost   RUNS alternated pairs, with and without --ft, in turn first, 2 ranks:
 #          allreducebench --test allreduce --sizes 8 --iters 20000, rmabench --test
 #          put_lat.lock_all at 8 B.
@@ -23,7 +26,7 @@
 # more cores, its results copied here).
 #
 # Usage: scripts/ftbench.sh
-#   environment: KILLS=20 RUNS=9 NP=4 PAUSE=1ms CASES="rank agent join cost"
+#   environment: KILLS=20 RUNS=9 NP=4 PAUSE=1ms VERDICT_JOBS=100 CASES="rank agent join verdicts cost"
 #                OUT=results/ftbench BIN=bin (make build first)
 set -euo pipefail
 export LC_ALL=C # EPOCHREALTIME with a decimal point
@@ -32,7 +35,7 @@ kills=${KILLS:-20}
 runs=${RUNS:-9}
 np=${NP:-4}
 pause=${PAUSE:-1ms}
-cases=${CASES:-rank agent join cost}
+cases=${CASES:-rank agent join verdicts cost}
 out=${OUT:-results/ftbench}
 bin=$(cd "${BIN:-bin}" && pwd)
 lock=/tmp/gorma-bench.lock
@@ -221,6 +224,16 @@ if [[ -n $netns ]]; then
 			sleep 1 # the others see it leave
 		done
 		echo "ftbench: join done" >&2
+	fi
+fi
+
+if [[ " $cases " == *" verdicts "* ]]; then
+	if [[ $(id -u) == 0 ]] && command -v ip >/dev/null; then
+		GORMA_TEST_LOAD_FT_JOBS=${VERDICT_JOBS:-100} go test -count=1 -v -run '^TestNetnsLoadFTNoFalseVerdicts$' ./launcher/ \
+			>"$out/verdicts.log" 2>&1 || fail "verdicts: the test failed ($out/verdicts.log)"
+		echo "ftbench: verdicts done" >&2
+	else
+		echo "ftbench: verdicts need root and iproute2 (network namespaces): skipped" >&2
 	fi
 fi
 

@@ -17,13 +17,14 @@ import (
 // FT is docs/ft.json: one run of scripts/ftbench.sh (make ftbench), the source of the
 // page's section on fault tolerance. chart ft collects it from results/ftbench.
 type FT struct {
-	Command   string     `json:"command"`
-	Cores     int        `json:"cores"`
-	CPU       string     `json:"cpu"`
-	LoadStart [3]float64 `json:"load_start"`
-	LoadEnd   [3]float64 `json:"load_end"`
-	Recovery  []FTCase   `json:"recovery"` // in ftCases' order
-	Cost      []FTCost   `json:"cost"`     // in ftOps' order
+	Command   string      `json:"command"`
+	Cores     int         `json:"cores"`
+	CPU       string      `json:"cpu"`
+	LoadStart [3]float64  `json:"load_start"`
+	LoadEnd   [3]float64  `json:"load_end"`
+	Recovery  []FTCase    `json:"recovery"` // in ftCases' order
+	Verdicts  *FTVerdicts `json:"verdicts,omitempty"`
+	Cost      []FTCost    `json:"cost"` // in ftOps' order
 	// CostOn is the machine of Cost where it is not the run's (chart ft --cost).
 	CostOn *FTMachine `json:"cost_on,omitempty"`
 	Failed []string   `json:"failed,omitempty"`
@@ -52,6 +53,37 @@ type FTCase struct {
 	Shrink   *FTStat `json:"shrink_s,omitempty"`
 	Spawn    *FTStat `json:"spawn_s,omitempty"`
 	Recover  FTStat  `json:"recover_s"`
+}
+
+// FTVerdicts is the loaded run of jobs that no strike touched (the verdicts case):
+// every failure verdict in it is false.
+type FTVerdicts struct {
+	Jobs       int        `json:"jobs"`
+	Burners    int        `json:"burners"`
+	Load       [3]float64 `json:"load"`
+	False      int        `json:"false_verdicts"`
+	Memberlist int        `json:"memberlist_verdicts"`
+}
+
+// ftVerdictLine is the summary line of launcher's TestNetnsLoadFTNoFalseVerdicts.
+var ftVerdictLine = regexp.MustCompile(`(\d+) --ft jobs under (\d+) CPU burners in \S+ \(load average ([\d.]+) ([\d.]+) ([\d.]+)\): ` +
+	`false failure verdicts (\d+); memberlist verdicts of death logged by the agents: (\d+)`)
+
+// parseVerdicts reads the verdicts case's log.
+func parseVerdicts(b []byte) (*FTVerdicts, error) {
+	m := ftVerdictLine.FindStringSubmatch(string(b))
+	if m == nil {
+		return nil, errors.New("verdicts.log: no summary line of TestNetnsLoadFTNoFalseVerdicts")
+	}
+	v := &FTVerdicts{}
+	v.Jobs, _ = strconv.Atoi(m[1])
+	v.Burners, _ = strconv.Atoi(m[2])
+	for i := range 3 {
+		v.Load[i], _ = strconv.ParseFloat(m[3+i], 64)
+	}
+	v.False, _ = strconv.Atoi(m[6])
+	v.Memberlist, _ = strconv.Atoi(m[7])
+	return v, nil
 }
 
 // FTStat is the median and the maximum over the strikes.
@@ -172,6 +204,13 @@ func collectFT(dir string) (*FT, error) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "failed.txt")); err == nil {
 		f.Failed = strings.FieldsFunc(string(b), func(r rune) bool { return r == '\n' })
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "verdicts.log")); err == nil {
+		if f.Verdicts, err = parseVerdicts(b); err != nil {
+			return nil, err
+		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -301,6 +340,11 @@ func renderFT(f *FT) (string, error) {
 		}
 		fmt.Fprintf(&b, "| %s | %d → %d | %d → %d | %d | %s | %s | %s | ≤ %s |\n", ftCases[i].what, c.Before, c.After, c.HostsWas, c.Hosts, c.Strikes,
 			ftStat(c.Detect), ftStat(mid), ftStat(&c.Recover), ftCases[i].target)
+	}
+	if v := f.Verdicts; v != nil {
+		fmt.Fprintf(&b, "\nFalse failure verdicts: %d in %d `--ft` jobs (6 ranks over 3 network-namespace hosts, none struck) beside %d CPU burners, "+
+			"load %s (target 0; launcher's `TestNetnsLoadFTNoFalseVerdicts`). memberlist declared a live agent dead %d times meanwhile; "+
+			"golaunch acts on that only once the agent's control connection is lost too.\n", v.False, v.Jobs, v.Burners, ftLoad(v.Load), v.Memberlist)
 	}
 	b.WriteString("\nPublished recovery times of elastic training frameworks, not measured here:\n\n")
 	b.WriteString("| system | what a failure rebuilds | published time | source |\n|---|---|---|---|\n")

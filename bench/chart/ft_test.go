@@ -26,6 +26,9 @@ func TestFTCollect(t *testing.T) {
 	if join.Case != "join" || join.Before != 4 || join.After != 6 || join.Spawn == nil || join.Spawn.Max != 0.4 || join.Detect != nil {
 		t.Errorf("join %+v", join)
 	}
+	if v := f.Verdicts; v == nil || *v != (FTVerdicts{Jobs: 100, Burners: 8, Load: [3]float64{9.52, 5.2, 3.69}, Memberlist: 2}) {
+		t.Errorf("verdicts %+v", v)
+	}
 	ar := f.Cost[0]
 	if ar.Runs != 3 || ar.BaseUS != 4.5 || ar.FTUS != 4.6 || math.Abs(ar.FTSpread-9/4.6) > 1e-12 {
 		t.Errorf("allreduce cost %+v", ar)
@@ -38,7 +41,7 @@ func TestFTCollect(t *testing.T) {
 		"| kill -9 of a rank | 4 → 3 | 1 → 1 | 3 | 1.0 / 1.0 | 5.0 / 5.0 | 20.0 / 30.0 | ≤ 100 ms |",
 		"| a host joins (its agent starts; network namespaces) | 4 → 6 | 2 → 3 | 1 | - | 400.0 / 400.0 | 500.0 / 500.0 | ≤ 1 s |",
 		"| Allreduce 8 B (allreducebench, mean) | 3 | 4.5 (1.11x) | 4.6 (1.96x) | 1.02x | ≤ 1.1x |",
-		"horovod#3556", "dynamic_rendezvous.py", "Runs that failed (missing from the figures): join 2: golaunch exited 1.",
+		"horovod#3556", "dynamic_rendezvous.py", "False failure verdicts: 0 in 100 `--ft` jobs", "Runs that failed (missing from the figures): join 2: golaunch exited 1.",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("section lacks %q:\n%s", want, page)
@@ -77,6 +80,12 @@ func TestFTCostElsewhere(t *testing.T) {
 	}
 	if want := "on another machine (`make ftbench`, CASES=cost: 2 cores, test CPU;"; !strings.Contains(page, want) {
 		t.Errorf("section lacks %q:\n%s", want, page)
+	}
+}
+
+func TestFTVerdictsMalformed(t *testing.T) {
+	if _, err := parseVerdicts([]byte("--- FAIL: TestNetnsLoadFTNoFalseVerdicts\n")); err == nil {
+		t.Fatal("a log without the summary line parsed")
 	}
 }
 

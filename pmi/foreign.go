@@ -30,10 +30,16 @@ const (
 	wire2 = "PMI-2"
 )
 
-// Detect reports whether getenv names a PMI server: PMI_FD, or PMI_PORT (host:port, with
-// PMI_ID). A PMI_PORT without PMI_ID counts, so that Connect reports it instead of the
-// rank silently running alone.
+// Detect reports whether getenv names a process manager's server: a PMI-1/PMI-2 server
+// (PMI_FD, or PMI_PORT with PMI_ID; [Connect]) or a PMIx server (PMIX_SERVER_URI*;
+// [ConnectPMIx]). A PMI_PORT without PMI_ID counts, so that Connect reports it instead
+// of the rank silently running alone.
 func Detect(getenv func(string) string) bool {
+	return DetectSimple(getenv) || DetectPMIx(getenv)
+}
+
+// DetectSimple reports whether getenv names a PMI-1/PMI-2 server (PMI_FD or PMI_PORT).
+func DetectSimple(getenv func(string) string) bool {
 	return getenv(EnvPMIFD) != "" || getenv(EnvPMIPort) != ""
 }
 
@@ -118,7 +124,7 @@ func (f *Foreign) fail(op, got string, err error) *ForeignError {
 // PMI_RANK and PMI_SIZE, or the PMI_PORT handshake; PMI-2: fullinit) and are checked
 // against PMI_RANK and PMI_SIZE when set, and against PMI_process_mapping. Every error
 // names PMI and the variable or command at fault; ctx bounds every wait. It returns
-// ErrNoPMI when Detect is false.
+// ErrNoPMI when DetectSimple is false.
 func Connect(ctx context.Context, getenv func(string) string) (*Foreign, error) {
 	e, err := readPMIEnv(getenv)
 	if err != nil {
@@ -173,7 +179,7 @@ type pmiEnv struct {
 
 func readPMIEnv(getenv func(string) string) (pmiEnv, error) {
 	e := pmiEnv{fd: -1, rank: -1, size: -1, port: getenv(EnvPMIPort), id: getenv(EnvPMIID), jobid: getenv(EnvPMIJobID)}
-	if !Detect(getenv) {
+	if !DetectSimple(getenv) {
 		return e, ErrNoPMI
 	}
 	bad := func(name, v, want string) error {

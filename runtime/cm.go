@@ -655,9 +655,10 @@ func (l *links) cardOf(ctx context.Context, r int) (card, error) {
 	return c, nil
 }
 
-// fetchCard reads rank r's card from the process manager.
+// fetchCard reads rank r's card from the process manager: under a foreign one, from
+// the value the rank put under keyWire1.
 func (l *links) fetchCard(ctx context.Context, r int) (card, error) {
-	if _, ok := l.pm.(*pmi.Foreign); ok {
+	if _, ok := l.pm.(foreignPM); ok {
 		b, err := l.pm.Get(ctx, r, keyWire1)
 		if err != nil {
 			return card{}, fmt.Errorf("PMI get %s of rank %d: %w", keyWire1, r, err)

@@ -22,11 +22,28 @@ const (
 // abortWait bounds how long a failed Init waits for the PMI server to take its abort.
 const abortWait = 2 * time.Second
 
-// initForeign joins a job that Slurm, Hydra or Flux started, through the PMI server the
-// environment names (pmi.Connect, which checks the server's rank and size against
-// PMI_RANK and PMI_SIZE).
+// foreignPM is a foreign process manager's server: PMI-1/PMI-2 (*pmi.Foreign) or PMIx
+// (*pmi.PMIx).
+type foreignPM interface {
+	pmi.Session
+	Version() string
+	Nodes(ctx context.Context) ([]int, error)
+}
+
+// connectPM connects to the server the environment names: PMI-1/PMI-2 when PMI_FD or
+// PMI_PORT is set, else PMIx.
+func connectPM(ctx context.Context, getenv func(string) string) (foreignPM, error) {
+	if pmi.DetectSimple(getenv) {
+		return pmi.Connect(ctx, getenv)
+	}
+	return pmi.ConnectPMIx(ctx, getenv)
+}
+
+// initForeign joins a job that Slurm, Hydra, Flux or a PMIx server (Open MPI's mpirun)
+// started, through the server the environment names (pmi.Connect checks the server's
+// rank and size against PMI_RANK and PMI_SIZE).
 func initForeign(ctx context.Context, cfg config, o options) (*World, error) {
-	f, err := pmi.Connect(ctx, o.getenv)
+	f, err := connectPM(ctx, o.getenv)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: init: %w", err)
 	}

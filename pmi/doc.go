@@ -60,6 +60,11 @@
 // to the server's vallen_max under keys "gorma-RANK-KEY", and reads the node of every
 // rank from PMI_process_mapping ([Foreign.Nodes], [ParseProcessMapping]).
 //
+// A rank started by Open MPI's mpirun finds a PMIx server ([DetectPMIx]:
+// PMIX_SERVER_URI41) and talks to it through [ConnectPMIx], which returns a [*PMIx], also
+// a Session. It speaks OpenPMIx's v4.1 wire (TCP, native credential) and refuses older
+// servers.
+//
 // The PMI-1 line codec ([ParseSimpleLine], [FormatSimpleLine], [SimpleReader]) and the
 // PMI-2 frame codec ([ParseFrame], [FormatFrame], [ReadFrame]) serve both ends: a client
 // of a foreign server, and a server that MPICH-built programs talk to. design.md gives

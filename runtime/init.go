@@ -181,8 +181,7 @@ func init() {
 // job's process manager in this order:
 //
 //  1. golaunch's launch contract (GOLAUNCH_*): its local agent;
-//  2. a PMI-1 or PMI-2 server of Slurm, Hydra or Flux (GORMA_PMI), or a PMIx server
-//     (Open MPI's mpirun): pmi.Detect;
+//  2. a PMI-1, PMI-2 or PMIx server (Slurm, Hydra, Flux, mpirun): pmi.Detect;
 //  3. neither: a world of one rank.
 //
 // Peers use shm on this host and tcp otherwise, connecting on first contact. A bad GORMA_*

@@ -28,6 +28,8 @@ func mpirunArgs(n int, prog string, args ...string) []string {
 	return append(a, args...)
 }
 
+// TestOpenMPIPMIxWorld: 4 gorma ranks under mpirun.openmpi form one World through its
+// PMIx server, with the hash job-data store and with the server's default.
 func TestOpenMPIPMIxWorld(t *testing.T) {
 	mpirun := needOpenMPI(t)
 	_, prog := buildPMIBins(t)

@@ -119,3 +119,13 @@ func TestSlurmFT(t *testing.T) {
 	}
 	t.Logf("srun: %v\n%s", err, errb.String())
 }
+
+// TestSlurmPMIx runs pmiworld under srun --mpi=pmix (Slurm's PMIx plugin): one World of
+// 4 through the PMIx client.
+func TestSlurmPMIx(t *testing.T) {
+	srun := slurmtest.Up(t)
+	_, prog := buildPMIBins(t)
+	args := []string{"-n", "4", "--mpi=pmix", "--oversubscribe", prog, "--size", "4"}
+	out := runSrun(t, srun, 3*time.Minute, []string{"GORMA_PROGRESS=block"}, args...)
+	checkWorld(t, out, 4)
+}

@@ -52,7 +52,14 @@ func TestProtocolErrors(t *testing.T) {
 			if !strings.Contains(got, "rc=-1") {
 				t.Fatalf("%q answered %q, want a failed answer", tc.line, got)
 			}
-			p.ask(tc.line) // a second error on the connection is not reported again
+			if tc.cmd == "init" && !tc.init {
+				// A refused first init ends the connection: the server hangs up.
+				if rest := p.next(); rest != "" {
+					t.Fatalf("after a refused first init the server sent %q, want a hang-up", rest)
+				}
+			} else {
+				p.ask(tc.line) // a second error on the connection is not reported again
+			}
 			errs := h.protocolErrors()
 			if tc.want == "" {
 				if len(errs) != 0 {

@@ -280,19 +280,7 @@ func (f *Foreign) roundTrip(ctx context.Context, op, req string, read func() err
 	if err := ctx.Err(); err != nil {
 		return f.fail(op, "", err)
 	}
-	dl, _ := ctx.Deadline()
-	f.conn.SetDeadline(dl)
-	fired := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		f.conn.SetDeadline(longAgo)
-		close(fired)
-	})
-	defer func() {
-		if !stop() {
-			<-fired
-		}
-		f.conn.SetDeadline(time.Time{})
-	}()
+	defer bindDeadline(ctx, f.conn)()
 	err := f.write(op, req)
 	if err == nil {
 		err = read()
@@ -508,4 +496,22 @@ func (f *Foreign) getRaw(ctx context.Context, key string) (string, error) {
 		return f.get2(ctx, key)
 	}
 	return f.get1(ctx, key)
+}
+
+// bindDeadline makes ctx's deadline, and its end, bound conn's reads and writes until the
+// returned function runs: a request blocked in I/O fails when ctx ends.
+func bindDeadline(ctx context.Context, conn net.Conn) (release func()) {
+	dl, _ := ctx.Deadline()
+	conn.SetDeadline(dl)
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		conn.SetDeadline(longAgo)
+		close(fired)
+	})
+	return func() {
+		if !stop() {
+			<-fired
+		}
+		conn.SetDeadline(time.Time{})
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Environment of a rank started by a PMIx server (Open MPI's mpirun, srun --mpi=pmix).
@@ -214,19 +213,7 @@ func (p *PMIx) bounded(ctx context.Context, op string, fn func() error) error {
 	if err := ctx.Err(); err != nil {
 		return p.fail(op, err)
 	}
-	dl, _ := ctx.Deadline()
-	p.conn.SetDeadline(dl)
-	fired := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		p.conn.SetDeadline(longAgo)
-		close(fired)
-	})
-	defer func() {
-		if !stop() {
-			<-fired
-		}
-		p.conn.SetDeadline(time.Time{})
-	}()
+	defer bindDeadline(ctx, p.conn)()
 	err := fn()
 	if err != nil {
 		if ctx.Err() != nil {

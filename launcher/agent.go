@@ -226,6 +226,7 @@ type agentJob struct {
 	sock  string
 	x     *pmi.Exchange
 	srv   *pmi.Server
+	pmix  *pmi.PMIxServer // the same job's PMIx server, for Open MPI programs (pmixenv.go)
 	sp    *spawner
 	local []int // this host's ranks, in order; spawns append to it (under mu)
 	cpus  []int // the processors this agent may use, which its ranks are bound within (bind.go)
@@ -328,11 +329,17 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 		os.RemoveAll(j.dir)
 		return nil, fmt.Errorf("agent %s: %w", a.name, err)
 	}
+	if j.pmix, err = pmi.ListenPMIx((*pmiHandler)(j), j.pmixJob()); err != nil {
+		j.srv.Close()
+		os.RemoveAll(j.dir)
+		return nil, fmt.Errorf("agent %s: %w", a.name, err)
+	}
 	j.failedBefore()
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
 		j.srv.Close()
+		j.pmix.Close()
 		os.RemoveAll(j.dir)
 		return nil, fmt.Errorf("agent %s is shutting down", a.name)
 	}
@@ -430,7 +437,8 @@ func (j *agentJob) startRanks(ranks []int) {
 		if j.spec.FT {
 			extra = append(slices.Clip(extra), pmi.EnvFT+"=1") // after -x: --ft wins
 		}
-		cpus, env := bindRank(j.spec.BindTo, j.cpus, c.LocalRank, c.LocalSize, rankEnv(base, extra, c))
+		env := rankEnv(base, extra, c)
+		cpus, env := bindRank(j.spec.BindTo, j.cpus, c.LocalRank, c.LocalSize, append(env, j.pmixEnv(c, env)...))
 		var conn net.Conn
 		var pmiEnd *os.File
 		if err == nil {
@@ -615,6 +623,7 @@ func (j *agentJob) cleanup() {
 	j.mu.Unlock()
 	j.sp.stop()
 	j.srv.Close()
+	j.pmix.Close()
 	os.RemoveAll(j.dir)
 	close(j.stdinQ)
 	j.a.mu.Lock()

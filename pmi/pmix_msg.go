@@ -102,7 +102,7 @@ func pmixGetBody(nspace string, rank uint32, key string) []byte {
 	e.count(1)
 	e.uvar(uint64(rank))
 	e.count(1)
-	e.ivar(0)
+	e.uvar(0)
 	e.count(1)
 	e.str(key)
 	return e.b

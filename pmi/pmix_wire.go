@@ -40,6 +40,10 @@ const (
 	pmixUint16     = 13
 	pmixUint32     = 14
 	pmixUint64     = 15
+	pmixFloat      = 16 // packed as its decimal text
+	pmixDouble     = 17 // packed as its decimal text
+	pmixTimeval    = 18
+	pmixTime       = 19
 	pmixStatus     = 20
 	pmixProcT      = 22
 	pmixInfoT      = 24
@@ -52,6 +56,16 @@ const (
 	pmixProcState  = 37
 	pmixDataArray  = 39
 	pmixProcRank   = 40
+	pmixCompStr    = 42
+	pmixAllocDir   = 43
+	pmixIOFChannel = 45
+	pmixEnvar      = 46
+	pmixJobState   = 50
+	pmixLinkState  = 51
+	pmixDevType    = 57
+	pmixLocType    = 58
+	pmixCompBytes  = 59
+	pmixProcNspace = 60
 )
 
 // Scopes of committed data, and the rank that names every rank of a namespace.
@@ -167,7 +181,7 @@ func (e *pmixEnc) proc(p pmixProc) {
 	e.uvar(uint64(p.rank))
 }
 
-// value packs v's type and data; it supports the types the client sends.
+// value packs v's type and data; it supports the types the client and the server send.
 func (e *pmixEnc) value(v pmixValue) {
 	e.uvar(uint64(v.typ))
 	switch v.typ {
@@ -175,8 +189,17 @@ func (e *pmixEnc) value(v pmixValue) {
 		e.b = append(e.b, byte(v.u))
 	case pmixString:
 		e.str(v.str)
-	case pmixSize, pmixUint32, pmixUint64, pmixProcRank:
+	case pmixSize, pmixUint16, pmixUint32, pmixUint64, pmixProcRank:
 		e.uvar(v.u)
+	case pmixDataArray:
+		if v.elemType != pmixInfoT {
+			panic(fmt.Sprintf("pmi: PMIx encoder: data array of type %d not supported", v.elemType))
+		}
+		e.uvar(pmixInfoT)
+		e.uvar(uint64(len(v.infos)))
+		for _, in := range v.infos {
+			e.info(in)
+		}
 	case pmixInt, pmixInt32, pmixStatus:
 		e.ivar(v.i)
 	case pmixByteObject:
@@ -325,24 +348,30 @@ func (d *pmixDec) value(depth int) pmixValue {
 func (d *pmixDec) typed(t uint16, depth int) pmixValue {
 	v := pmixValue{typ: t}
 	switch t {
-	case pmixBool, pmixByte, pmixUint8, pmixPersist, pmixScope, pmixRange, pmixProcState:
+	case pmixBool, pmixByte, pmixUint8, pmixPersist, pmixScope, pmixRange, pmixProcState,
+		pmixAllocDir, pmixJobState, pmixLinkState:
 		v.u = uint64(d.u8())
 	case pmixInt8:
 		v.i = int64(int8(d.u8()))
-	case pmixString:
+	case pmixString, pmixFloat, pmixDouble, pmixProcNspace:
 		v.str = d.str()
-	case pmixSize, pmixPID, pmixUint, pmixUint16, pmixUint32, pmixUint64, pmixProcRank, pmixDirectives, pmixDataType:
+	case pmixSize, pmixPID, pmixUint, pmixUint16, pmixUint32, pmixUint64, pmixProcRank, pmixDirectives, pmixDataType,
+		pmixTime, pmixIOFChannel, pmixDevType, pmixLocType:
 		v.u = d.uvar()
 	case pmixInt, pmixInt16, pmixInt32, pmixInt64, pmixStatus:
 		v.i = d.ivar()
-	case pmixByteObject:
+	case pmixTimeval:
+		v.i, v.u = d.ivar(), uint64(d.ivar())
+	case pmixEnvar:
+		v.str, v.bytes = d.str()+"="+d.str(), []byte{d.u8()}
+	case pmixByteObject, pmixCompStr, pmixCompBytes:
 		v.bytes = d.byteObject()
 	case pmixProcT:
 		v.proc = d.proc()
 	case pmixDataArray:
 		d.array(&v, depth)
 	default:
-		d.fail("data type %d not supported by gorma's PMIx client", t)
+		d.fail("data type %d not supported by gorma's PMIx codec", t)
 	}
 	return v
 }

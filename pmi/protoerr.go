@@ -19,11 +19,15 @@ type ProtocolError struct {
 	Pid  int    // the peer's process on the socket (SO_PEERCRED); 0 on a handed connection
 	Cmd  string // the request's command; "" for a line without cmd=NAME
 	Err  error  // the reason; errors.Is(Err, ErrProtocol)
+	Wire string // "PMIx" for the PMIx server; "" for PMI-1 and gorma's own wire
 }
 
 // Detail is the error without the rank: "PMI protocol error in cmd=put: key of 80 bytes
 // exceeds keylen_max=64".
 func (e *ProtocolError) Detail() string {
+	if e.Wire != "" {
+		return e.Wire + " protocol error in " + e.Cmd + ": " + strings.TrimPrefix(e.Err.Error(), ErrProtocol.Error()+": ")
+	}
 	in := "a line without cmd=NAME"
 	if e.Cmd != "" {
 		in = "cmd=" + e.Cmd

@@ -27,38 +27,53 @@ var mpiSources = map[string]string{
 	"appnum":    "../tests/mpi/appnum.c",
 }
 
-var mpiBuild struct {
+var mpichProgs = &cPrograms{mpicc: "mpicc.mpich", pkgs: "Debian's mpich and libmpich-dev", suffix: "_c", sources: mpiSources}
+
+// mpiProgs builds the MPICH programs (or skips) and returns their paths by name.
+func mpiProgs(t *testing.T) map[string]string {
+	t.Helper()
+	return mpichProgs.build(t)
+}
+
+// cPrograms is a set of C MPI programs built with one MPI's compiler wrapper into binDir,
+// once per test binary.
+type cPrograms struct {
+	mpicc   string            // the compiler wrapper, looked up on PATH
+	pkgs    string            // the Debian packages that provide it, named when it is absent
+	suffix  string            // appended to each program's name in binDir
+	sources map[string]string // name → source file, relative to launcher/
+
 	once sync.Once
 	bins map[string]string
 	err  error
 }
 
-// mpiProgs builds the C programs (or skips) and returns their paths by name.
-func mpiProgs(t *testing.T) map[string]string {
+// build builds the programs (or skips the test) and returns their paths by name.
+func (p *cPrograms) build(t *testing.T) map[string]string {
 	t.Helper()
 	binaries(t)
-	mpicc, err := exec.LookPath("mpicc.mpich")
+	mpicc, err := exec.LookPath(p.mpicc)
 	if err != nil {
-		t.Skip("mpicc.mpich not found: install Debian's mpich and libmpich-dev to run MPI programs under golaunch")
+		t.Skipf("%s not found: install %s to run its MPI programs under golaunch", p.mpicc, p.pkgs)
 	}
-	mpiBuild.once.Do(func() {
-		mpiBuild.bins = map[string]string{}
-		for name, src := range mpiSources {
-			bin := filepath.Join(binDir, name+"_c")
+	p.once.Do(func() {
+		p.bins = map[string]string{}
+		for name, src := range p.sources {
+			bin := filepath.Join(binDir, name+p.suffix)
 			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
 			out, err := exec.CommandContext(ctx, mpicc, "-O1", "-o", bin, src).CombinedOutput()
 			cancel()
 			if err != nil {
-				mpiBuild.err = fmt.Errorf("mpicc.mpich %s: %v\n%s", src, err, out)
+				p.err = fmt.Errorf("%s %s: %v\n%s", p.mpicc, src, err, out)
 				return
 			}
-			mpiBuild.bins[name] = bin
+			p.bins[name] = bin
 		}
 	})
-	if mpiBuild.err != nil {
-		t.Fatal(mpiBuild.err)
+	if p.err != nil {
+		t.Fatal(p.err)
 	}
-	return mpiBuild.bins
+	return p.bins
 }
 
 // mpiWant is what each checked program prints on success, per rank r of n.
@@ -94,7 +109,12 @@ func checkMPIRun(t *testing.T, name string, n, code int, stdout, stderr string) 
 // The MPICH programs run under golaunch -n 4 on one host: one world of 4, every check
 // passed, exit 0.
 func TestMPIOneHost(t *testing.T) {
-	progs := mpiProgs(t)
+	checkOneHost(t, mpiProgs(t))
+}
+
+// checkOneHost runs hello, allreduce, putfence and split of progs under golaunch -n 4 on
+// one host: one world of 4, every check passed, exit 0.
+func checkOneHost(t *testing.T, progs map[string]string) {
 	for _, name := range []string{"hello", "allreduce", "putfence", "split"} {
 		t.Run(name, func(t *testing.T) {
 			r := runGL(t, "", "-n", "4", "--timeout", testbudget.Scale(45*time.Second).String(), progs[name])
@@ -106,8 +126,15 @@ func TestMPIOneHost(t *testing.T) {
 // An MPI rank killed by SIGKILL ends the job with 137 and one summary line naming it,
 // as a gorma rank does; no rank survives.
 func TestMPIRankKilled(t *testing.T) {
-	progs := mpiProgs(t)
-	gl := startGL(t, "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), progs["abort"], "hang")
+	checkRankKilled(t, mpiProgs(t)["abort"])
+}
+
+// checkRankKilled kills rank 2 of abort (tests/mpi/abort.c) in its hang scenario under
+// golaunch -n 4: the job ends with 137 and one summary line naming the rank; no rank
+// survives.
+func checkRankKilled(t *testing.T, abort string) {
+	t.Helper()
+	gl := startGL(t, "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), abort, "hang")
 	pids := gl.readyPids(t, 4)
 	syscall.Kill(pids[2], syscall.SIGKILL)
 	code := gl.wait(t, 30*time.Second)
@@ -124,13 +151,20 @@ func TestMPIRankKilled(t *testing.T) {
 // A rank that leaves with exit(0) after MPI_Init but without MPI_Finalize fails the
 // job (125), as a gorma rank that skips Finalize does.
 func TestMPIAbortRules(t *testing.T) {
-	progs := mpiProgs(t)
-	r := runGL(t, "", "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), progs["abort"], "abort", "3", "1")
+	checkAbortRules(t, mpiProgs(t)["abort"])
+}
+
+// checkAbortRules runs abort (tests/mpi/abort.c) under golaunch -n 4: rank 1 calling
+// MPI_Abort(MPI_COMM_WORLD, 3) ends the job with 3, and rank 2 leaving with exit(0)
+// without MPI_Finalize with 125; each with one summary line naming the rank.
+func checkAbortRules(t *testing.T, abort string) {
+	t.Helper()
+	r := runGL(t, "", "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), abort, "abort", "3", "1")
 	sum := summaryLines(r.stderr)
 	if r.code != 3 || len(sum) != 1 || !strings.HasPrefix(sum[0], "golaunch: rank 1 (host ") || !strings.HasSuffix(sum[0], "called Abort(3); job aborted") {
 		t.Fatalf("MPI_Abort: exit %d, summary %q\nstderr:\n%s", r.code, sum, r.stderr)
 	}
-	r = runGL(t, "", "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), progs["abort"], "nofinalize", "2")
+	r = runGL(t, "", "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), abort, "nofinalize", "2")
 	sum = summaryLines(r.stderr)
 	if r.code != ExitFailure || len(sum) != 1 || !strings.Contains(sum[0], "rank 2 (host ") || !strings.HasSuffix(sum[0], "exited without calling Finalize; job aborted") {
 		t.Fatalf("exit without MPI_Finalize: exit %d, summary %q\nstderr:\n%s", r.code, sum, r.stderr)
@@ -170,13 +204,24 @@ func TestNetnsMPI(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
 		t.Skip(why)
 	}
-	progs := mpiProgs(t)
+	checkNetns(t, mpiProgs(t))
+}
+
+// checkNetns runs hello, allreduce, putfence and split of progs over a netns agent
+// cluster of 2 hosts of 2 ranks, then abort (tests/mpi/abort.c) with a rank on the
+// second host killed by SIGKILL (137) and one calling MPI_Abort (its code). Every
+// golaunch command line starts with flags; every run is bounded by --timeout.
+func checkNetns(t *testing.T, progs map[string]string, flags ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(3*time.Minute))
 	defer cancel()
 	c := startNetnsCluster(t, ctx, 2, 2)
+	submit := func(t *testing.T, args ...string) *running {
+		t.Helper()
+		return c.submitFrom0(t, ctx, append(append([]string{}, flags...), args...)...)
+	}
 	for _, name := range []string{"hello", "allreduce", "putfence", "split"} {
 		t.Run(name, func(t *testing.T) {
-			gl := c.submitFrom0(t, ctx, "-n", "4", "--timeout", testbudget.Scale(45*time.Second).String(), progs[name])
+			gl := submit(t, "-n", "4", "--timeout", testbudget.Scale(45*time.Second).String(), progs[name])
 			code := gl.wait(t, 60*time.Second)
 			var out []string
 			for l := range gl.lines {
@@ -186,7 +231,7 @@ func TestNetnsMPI(t *testing.T) {
 		})
 	}
 	t.Run("killed", func(t *testing.T) {
-		gl := c.submitFrom0(t, ctx, "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), progs["abort"], "hang")
+		gl := submit(t, "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), progs["abort"], "hang")
 		pids := gl.readyPids(t, 4)
 		syscall.Kill(pids[3], syscall.SIGKILL)
 		code := gl.wait(t, 30*time.Second)
@@ -198,7 +243,7 @@ func TestNetnsMPI(t *testing.T) {
 		requireGone(t, pids, 5*time.Second)
 	})
 	t.Run("abort", func(t *testing.T) {
-		gl := c.submitFrom0(t, ctx, "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), progs["abort"], "abort", "3", "2")
+		gl := submit(t, "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), progs["abort"], "abort", "3", "2")
 		code := gl.wait(t, 60*time.Second)
 		sum := summaryLines(gl.stderr.String())
 		if code != 3 || len(sum) != 1 || !strings.HasPrefix(sum[0], "golaunch: rank 2 (host h1, ") {

@@ -8,6 +8,7 @@
 //	    --series 'Open MPI=results/compare/ar_ompi_p2_*.json:avg_us'
 //	chart table --sizes 8,1M,16M,24M,64M --series ... --series ...
 //	chart collect --dir results/compare --out docs/benchmarks.json --cpu ... --start ...
+//	chart merge --in docs/benchmarks.json --section results/compare/launchers.json
 //	chart page --in docs/benchmarks.json --out docs/benchmarks.md
 //	chart device16 --in results/device16 --out docs/device16.json
 //	chart ft --in results/ftbench --out docs/ft.json
@@ -35,6 +36,10 @@
 // (columns, rows with values, ratios and targets), raw samples and charts. --section
 // adds a section given as JSON (with its "load"). --chart ID:FILE:ALT adds the chart
 // whose points svg --json wrote to --dir's chart_NAME.json.
+//
+// merge puts each --section FILE in place of the report's section with the same id (or
+// after the others), and keeps the rest of the report as it was: one comparison measured
+// again, such as scripts/compare-launchers.sh's, replaces its section alone.
 //
 // page renders the Report through the embedded page.md.tmpl and draws every chart from
 // it into the directory of --out. A stored chart from its points, the others (startup,

@@ -56,6 +56,10 @@
 // rank count. page renders docs/device16.json, when it lies beside --in, as the section
 // "16-core node", with collectives/design.md's memory models beside each time from 1 MiB.
 //
+// page renders docs/startup16.json, when it lies beside --in, as the section "Startup on a
+// 16-core node": the document scripts/device16-startup.sh writes on the device machine,
+// with every run's wall time; the page takes the medians and the spread.
+//
 // ft collects scripts/ftbench.sh's results (make ftbench): apps/ftbench's document per
 // strike, the median and the maximum per kind of strike, and the medians and spread of
 // the alternated runs with and without golaunch --ft. page renders docs/ft.json, when it

@@ -63,7 +63,7 @@ type PMIxServer struct {
 	h       Handler
 	job     PMIxJob
 	jobOnce sync.Once
-	jobData []byte // the answer to a job-data request, built at the first
+	jobData []byte        // the answer to a job-data request, built at the first
 	uid     atomic.Uint32 // the user whose processes may connect
 	ln      net.Listener
 	stop    context.CancelFunc
@@ -175,13 +175,12 @@ func (s *PMIxServer) Close() error {
 
 // pxConn is one client's connection.
 type pxConn struct {
-	c       net.Conn
-	wmu     sync.Mutex
-	rank    int // -1 until the connect is accepted
-	pindex  uint32
-	blocks  []pmixBlock // everything the rank committed (reader goroutine only)
-	fences  chan pxFence
-	dataKey string
+	c      net.Conn
+	wmu    sync.Mutex
+	rank   int // -1 until the connect is accepted
+	pindex uint32
+	blocks []pmixBlock // everything the rank committed (reader goroutine only)
+	fences chan pxFence
 }
 
 // pxFence is a fence request queued for the connection's fence goroutine, with the

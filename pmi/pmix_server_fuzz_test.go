@@ -54,7 +54,9 @@ func FuzzPMIxServerDecode(f *testing.F) {
 	})
 }
 
-func isProtocol(err error) bool { return err == nil || bytes.Contains([]byte(err.Error()), []byte(ErrProtocol.Error())) }
+func isProtocol(err error) bool {
+	return err == nil || bytes.Contains([]byte(err.Error()), []byte(ErrProtocol.Error()))
+}
 
 func checkProtocol(t *testing.T, err error) {
 	t.Helper()

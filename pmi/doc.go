@@ -65,6 +65,10 @@
 // a Session. It speaks OpenPMIx's v4.1 wire (TCP, native credential) and refuses older
 // servers.
 //
+// The other way round, [ListenPMIx] serves the same wire to the ranks of a job, in front
+// of a Handler: golaunch's agent runs a [PMIxServer] beside its PMI-1 server, so that
+// Open MPI programs run under golaunch. [PMIxServer.Environ] is what each rank needs.
+//
 // The PMI-1 line codec ([ParseSimpleLine], [FormatSimpleLine], [SimpleReader]) and the
 // PMI-2 frame codec ([ParseFrame], [FormatFrame], [ReadFrame]) serve both ends: a client
 // of a foreign server, and a server that MPICH-built programs talk to. design.md gives
@@ -75,6 +79,6 @@
 // A Client and a Foreign are safe for concurrent use; requests are serialized. Blocking
 // calls take a context and return when it ends; ranks wait on the socket, never spin. A
 // Foreign request abandoned by its context leaves the session unusable (PMI is
-// lock-step). A Server runs one goroutine per connection and calls its Handler from them;
-// Close stops them all.
+// lock-step). A Server and a PMIxServer run goroutines per connection and call their
+// Handler from them; Close stops them all.
 package pmi

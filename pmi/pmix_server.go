@@ -400,7 +400,10 @@ func (s *PMIxServer) request(ctx context.Context, pc *pxConn, tag uint32, body [
 			return cmd, err
 		}
 		// No answer: the rank waits in PMIx_Abort until the abort ends it, as an MPICH
-		// rank waits after a PMI-1 abort.
+		// rank waits after a PMI-1 abort. Open MPI says "N/A" when it has no message.
+		if a.msg == "N/A" {
+			a.msg = ""
+		}
 		s.h.Abort(pc.rank, a.code, a.msg)
 	case pmixCmdCommit:
 		blocks, err := parsePMIxCommit(d)

@@ -66,7 +66,7 @@ var foreignFlags = map[string]string{
 	"noprefix":       "not supported: give the program's path, or put it on the agents' PATH",
 	"preload-binary": "not supported: the program must exist at the same path on every host",
 	"s":              "not supported: the program must exist at the same path on every host",
-	"mpi":            "not needed: golaunch serves PMI-1 on PMI_FD to every rank, so MPICH programs and gorma ranks run as they are",
+	"mpi":            "not needed: golaunch serves every rank PMI-1 on PMI_FD and PMIx on loopback TCP, so gorma ranks, MPICH and Open MPI programs run as they are",
 
 	// Output.
 	"l":                      "golaunch spells it --tag-output (on by default with more than one rank)",

@@ -31,7 +31,7 @@ var topology struct {
 // hostTopology returns this host's hwloc topology as XML, from hwloc's lstopo when it is
 // installed (Debian's hwloc-nox), or "". It runs lstopo once per process. Open MPI ranks
 // that get it skip discovering the topology each on its own, which is most of their
-// MPI_Init on a full node (scripts/ompistart.sh measures it).
+// MPI_Init on a full node (scripts/compare-launchers.sh measures startup).
 func hostTopology() string {
 	topology.once.Do(func() {
 		for _, name := range []string{"lstopo-no-graphics", "lstopo"} {

@@ -60,10 +60,10 @@
 // to the server's vallen_max under keys "gorma-RANK-KEY", and reads the node of every
 // rank from PMI_process_mapping ([Foreign.Nodes], [ParseProcessMapping]).
 //
-// A rank started by Open MPI's mpirun finds a PMIx server ([DetectPMIx]:
-// PMIX_SERVER_URI41) and talks to it through [ConnectPMIx], which returns a [*PMIx], also
-// a Session. It speaks OpenPMIx's v4.1 wire (TCP, native credential) and refuses older
-// servers.
+// Under Open MPI's mpirun or srun --mpi=pmix, [ConnectPMIx] speaks OpenPMIx's v4.1 wire
+// to the PMIx server ([DetectPMIx]) and returns a [*PMIx], also a Session. [ListenPMIx]
+// serves that wire to a job's ranks in front of a Handler ([PMIxServer]): golaunch runs
+// one beside its PMI-1 server, so that Open MPI programs run under golaunch.
 //
 // The PMI-1 line codec ([ParseSimpleLine], [FormatSimpleLine], [SimpleReader]) and the
 // PMI-2 frame codec ([ParseFrame], [FormatFrame], [ReadFrame]) serve both ends: a client
@@ -75,6 +75,6 @@
 // A Client and a Foreign are safe for concurrent use; requests are serialized. Blocking
 // calls take a context and return when it ends; ranks wait on the socket, never spin. A
 // Foreign request abandoned by its context leaves the session unusable (PMI is
-// lock-step). A Server runs one goroutine per connection and calls its Handler from them;
-// Close stops them all.
+// lock-step). A Server and a PMIxServer run goroutines per connection and call their
+// Handler from them; Close stops them all.
 package pmi

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/accept"
@@ -62,8 +63,8 @@ type PMIxServer struct {
 	h       Handler
 	job     PMIxJob
 	jobOnce sync.Once
-	jobData []byte // the answer to a job-data request, built at the first
-	uid     uint32 // the user whose processes may connect
+	jobData []byte        // the answer to a job-data request, built at the first
+	uid     atomic.Uint32 // the user whose processes may connect
 	ln      net.Listener
 	stop    context.CancelFunc
 	ctx     context.Context
@@ -86,7 +87,8 @@ func ListenPMIx(h Handler, job PMIxJob) (*PMIxServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pmi: PMIx server: listen on the loopback address: %w", err)
 	}
-	s := &PMIxServer{h: h, job: job, ln: ln, uid: uint32(os.Getuid()), conns: map[*pxConn]struct{}{}}
+	s := &PMIxServer{h: h, job: job, ln: ln, conns: map[*pxConn]struct{}{}}
+	s.uid.Store(uint32(os.Getuid()))
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go func() {
@@ -99,8 +101,8 @@ func ListenPMIx(h Handler, job PMIxJob) (*PMIxServer, error) {
 }
 
 // SetUID makes the server admit the processes of uid instead of this process's user
-// (a test that runs its ranks as another user).
-func (s *PMIxServer) SetUID(uid uint32) { s.uid = uid }
+// (a test that runs its ranks as another user). Call it before any rank connects.
+func (s *PMIxServer) SetUID(uid uint32) { s.uid.Store(uid) }
 
 // URI is the server's address as PMIX_SERVER_URI* give it: "nspace.rank;tcp4://addr".
 func (s *PMIxServer) URI() string {
@@ -173,13 +175,12 @@ func (s *PMIxServer) Close() error {
 
 // pxConn is one client's connection.
 type pxConn struct {
-	c       net.Conn
-	wmu     sync.Mutex
-	rank    int // -1 until the connect is accepted
-	pindex  uint32
-	blocks  []pmixBlock // everything the rank committed (reader goroutine only)
-	fences  chan pxFence
-	dataKey string
+	c      net.Conn
+	wmu    sync.Mutex
+	rank   int // -1 until the connect is accepted
+	pindex uint32
+	blocks []pmixBlock // everything the rank committed (reader goroutine only)
+	fences chan pxFence
 }
 
 // pxFence is a fence request queued for the connection's fence goroutine, with the
@@ -198,6 +199,18 @@ func (s *PMIxServer) add(c net.Conn, release func()) {
 		s.mu.Unlock()
 		release()
 		c.Close()
+		return
+	}
+	// Another user's process is closed at once, before it can hold a pending slot.
+	if owner, err := tcpPeerUID(c); err != nil || owner != s.uid.Load() {
+		s.mu.Unlock()
+		release()
+		c.Close()
+		why := fmt.Sprintf("a process of uid %d; the job's uid is %d", owner, s.uid.Load())
+		if err != nil {
+			why = "the peer's user is unknown: " + err.Error()
+		}
+		s.report(-1, "connect", fmt.Errorf("%w: connection refused: %s", ErrProtocol, why))
 		return
 	}
 	pc := &pxConn{c: c, rank: -1}
@@ -256,8 +269,8 @@ func (s *PMIxServer) connect(pc *pxConn) bool {
 		return false
 	}
 	refuse := func(st int32, rank int, err error) bool {
-		pc.c.Write(pmixAck(st, 0))
 		s.report(rank, "connect", err)
+		pc.c.Write(pmixAck(st, 0))
 		return false
 	}
 	// Who is calling: the kernel's owner of the peer's socket, which the credential must
@@ -268,8 +281,8 @@ func (s *PMIxServer) connect(pc *pxConn) bool {
 		return refuse(pmixErrNoPerm, -1, fmt.Errorf("%w: connect: the peer's user is unknown: %v", ErrProtocol, err))
 	case cm.sec != pmixSecNative:
 		return refuse(pmixErrNoPerm, -1, fmt.Errorf("%w: connect: credential of module %q; golaunch's PMIx server takes %q (PMIX_SECURITY_MODE)", ErrProtocol, cm.sec, pmixSecNative))
-	case cm.uid != owner || owner != s.uid:
-		return refuse(pmixErrNoPerm, -1, fmt.Errorf("%w: connect: a process of uid %d with a credential of uid %d; the job's uid is %d", ErrProtocol, owner, cm.uid, s.uid))
+	case cm.uid != owner || owner != s.uid.Load():
+		return refuse(pmixErrNoPerm, -1, fmt.Errorf("%w: connect: a process of uid %d with a credential of uid %d; the job's uid is %d", ErrProtocol, owner, cm.uid, s.uid.Load()))
 	case cm.typ != 0:
 		return refuse(pmixErrNotSupported, -1, fmt.Errorf("%w: connect of type %d (a tool or launcher); golaunch's PMIx server takes only the ranks it started (type 0)", ErrProtocol, cm.typ))
 	case cm.nspace != s.job.Nspace:
@@ -387,7 +400,10 @@ func (s *PMIxServer) request(ctx context.Context, pc *pxConn, tag uint32, body [
 			return cmd, err
 		}
 		// No answer: the rank waits in PMIx_Abort until the abort ends it, as an MPICH
-		// rank waits after a PMI-1 abort.
+		// rank waits after a PMI-1 abort. Open MPI says "N/A" when it has no message.
+		if a.msg == "N/A" {
+			a.msg = ""
+		}
 		s.h.Abort(pc.rank, a.code, a.msg)
 	case pmixCmdCommit:
 		blocks, err := parsePMIxCommit(d)

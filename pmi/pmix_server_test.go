@@ -3,12 +3,19 @@ package pmi
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +27,7 @@ func pmixJobOf(size int) PMIxJob {
 	return PMIxJob{Nspace: "golaunch.job1", JobID: "job1", Hosts: []string{"node0"}, NodeOf: make([]int, size)}
 }
 
-func listenPMIx(t *testing.T, h Handler, job PMIxJob) *PMIxServer {
+func listenPMIx(t testing.TB, h Handler, job PMIxJob) *PMIxServer {
 	t.Helper()
 	s, err := ListenPMIx(h, job)
 	if err != nil {
@@ -176,5 +183,349 @@ func TestPMIxServerOpenMPI(t *testing.T) {
 				t.Errorf("finalized %v, protocol errors %v", h.finalized, h.broken)
 			}
 		})
+	}
+}
+
+// readToClose reads c until the server closes it: nil at EOF or a reset (the server
+// closed with bytes unread), the error otherwise (a deadline: never closed).
+func readToClose(c net.Conn) error {
+	_, err := io.ReadAll(c)
+	if errors.Is(err, syscall.ECONNRESET) {
+		return nil
+	}
+	return err
+}
+
+// readFullOrClose fills b from c; a closed or reset connection is an error.
+func readFullOrClose(c net.Conn, b []byte) error {
+	_, err := io.ReadFull(c, b)
+	return err
+}
+
+// rawConnect builds a connect message as pmixConnectMsg does, with the version and
+// bfrops module given.
+func rawConnect(nspace string, rank, uid uint32, version, bfrops string) []byte {
+	msg := pmixConnectMsg(nspace, rank, uid, uint32(os.Getgid()))
+	body := bytes.Replace(msg[16:], []byte(pmixWireVersion+"\x00"+pmixBfrops+"\x00"), []byte(version+"\x00"+bfrops+"\x00"), 1)
+	return append(append(msg[:8:8], binary.LittleEndian.AppendUint64(nil, uint64(len(body)))...), body...)
+}
+
+// dialPMIx opens a raw connection to s.
+func dialPMIx(t testing.TB, s *PMIxServer) net.Conn {
+	t.Helper()
+	u, err := parsePMIxURI(strings.SplitN(s.Environ(0)[0], "=", 2)[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", u.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(testbudget.Scale(10 * time.Second)))
+	return c
+}
+
+// ackOf sends a connect message and returns the server's status, or an error when the
+// server closed the connection without one.
+func ackOf(t *testing.T, c net.Conn, msg []byte) (int32, error) {
+	t.Helper()
+	if _, err := c.Write(msg); err != nil {
+		return 0, err
+	}
+	var ack [8]byte
+	if _, err := io.ReadFull(c, ack[:]); err != nil {
+		return 0, err
+	}
+	return int32(binary.BigEndian.Uint32(ack[:])), nil
+}
+
+// runPMIxJob runs n of gorma's PMIx clients through a fence with data against s.
+func runPMIxJob(t *testing.T, s *PMIxServer, n int) {
+	t.Helper()
+	errs := make(chan error, n)
+	for r := range n {
+		go func() {
+			errs <- func() error {
+				c, err := ConnectPMIx(ctx(t), envOf(s, r))
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				if err := c.Put(ctx(t), "k", []byte{byte(r)}); err != nil {
+					return err
+				}
+				if err := c.Fence(ctx(t)); err != nil {
+					return err
+				}
+				if v, err := c.Get(ctx(t), (r+1)%n, "k"); err != nil || len(v) != 1 || int(v[0]) != (r+1)%n {
+					return fmt.Errorf("rank %d: get %v, %v", r, v, err)
+				}
+				return c.Finalize(ctx(t))
+			}()
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// Strangers cannot stop the job: connections without the right credential, namespace or
+// rank are refused, garbage and huge lengths are dropped, and connections that send
+// nothing stay open without holding up the ranks. Each is reported as a stranger's
+// (rank -1), which golaunch only logs. Then the job's ranks fence as if nothing happened.
+func TestPMIxServerStrangers(t *testing.T) {
+	const n = 3
+	h := newJob(n)
+	s := listenPMIx(t, h, pmixJobOf(n))
+	uid := uint32(os.Getuid())
+	refused := []struct {
+		name string
+		msg  []byte
+		st   int32
+	}{
+		{"credential of another user", rawConnect("golaunch.job1", 0, uid+1, "4.2.2", "v41"), pmixErrNoPerm},
+		{"another namespace", rawConnect("golaunch.job2", 0, uid, "4.2.2", "v41"), pmixErrInvalidNS},
+		{"rank out of the job", rawConnect("golaunch.job1", n, uid, "4.2.2", "v41"), pmixErrBadParam},
+	}
+	for _, tc := range refused {
+		st, err := ackOf(t, dialPMIx(t, s), tc.msg)
+		if err != nil || st != tc.st {
+			t.Errorf("%s: status %d, %v; want %d", tc.name, st, err, tc.st)
+		}
+	}
+	for name, msg := range map[string][]byte{
+		"garbage":              []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\nxxxxxxxxxxxxxxx"),
+		"huge length":          append(bytes.Repeat([]byte{0xff}, 8), 0, 0, 0, 0, 0, 0, 0, 0x7f),
+		"cut connect":          append(append(bytes.Repeat([]byte{0xff}, 8), 40, 0, 0, 0, 0, 0, 0, 0), "native"...),
+		"connect without NULs": append(append(bytes.Repeat([]byte{0xff}, 8), 6, 0, 0, 0, 0, 0, 0, 0), "native"...),
+	} {
+		c := dialPMIx(t, s)
+		c.Write(msg)
+		if name == "cut connect" {
+			c.(*net.TCPConn).CloseWrite()
+		}
+		if err := readToClose(c); err != nil {
+			t.Errorf("%s: the server did not close the connection: %v", name, err)
+		}
+	}
+	for range 20 {
+		dialPMIx(t, s) // half-open: connected, silent
+	}
+	runPMIxJob(t, s, n)
+	for _, e := range h.protocolErrors() {
+		if e.Rank != -1 || e.Wire != "PMIx" {
+			t.Errorf("a stranger's error reported as rank %d's (wire %q): %v", e.Rank, e.Wire, e)
+		}
+	}
+	if got := len(h.protocolErrors()); got < len(refused)+3 {
+		t.Errorf("%d protocol errors reported, want one per stranger:\n%v", got, h.protocolErrors())
+	}
+}
+
+// A rank whose PMIx speaks another wire is refused with PMIX_ERR_NOT_SUPPORTED, and the
+// error, reported as that rank's, names its version.
+func TestPMIxServerRefusesOtherVersions(t *testing.T) {
+	for _, v := range []struct{ version, bfrops string }{{"3.2.3", "v3"}, {"4.0.2", "v4"}, {"6.0.0", "v60"}} {
+		h := newJob(2)
+		s := listenPMIx(t, h, pmixJobOf(2))
+		st, err := ackOf(t, dialPMIx(t, s), rawConnect("golaunch.job1", 1, uint32(os.Getuid()), v.version, v.bfrops))
+		if err != nil || st != pmixErrNotSupported {
+			t.Errorf("PMIx %s: status %d, %v; want %d", v.version, st, err, pmixErrNotSupported)
+			continue
+		}
+		errs := h.protocolErrors()
+		if len(errs) != 1 || errs[0].Rank != 1 || !strings.Contains(errs[0].Error(), "version "+v.version) ||
+			!strings.Contains(errs[0].Error(), "PMIx protocol error in connect") {
+			t.Errorf("PMIx %s: reported %v", v.version, errs)
+		}
+	}
+	for _, v := range []string{"4.1.0", "4.2.2rc2", "5.0.3"} {
+		if !pmixVersionOK(v) {
+			t.Errorf("version %s refused", v)
+		}
+	}
+}
+
+// connectRank opens a raw connection and completes the connect of rank; it returns the
+// connection and its client index.
+func connectRank(t testing.TB, s *PMIxServer, rank uint32) (net.Conn, uint32) {
+	t.Helper()
+	c := dialPMIx(t, s)
+	if _, err := c.Write(rawConnect("golaunch.job1", rank, uint32(os.Getuid()), "4.2.2", "v41")); err != nil {
+		t.Fatal(err)
+	}
+	var ack [8]byte
+	if _, err := io.ReadFull(c, ack[:]); err != nil || binary.BigEndian.Uint32(ack[:]) != 0 {
+		t.Fatalf("connect: % x, %v", ack, err)
+	}
+	return c, binary.BigEndian.Uint32(ack[4:])
+}
+
+func sendPMIx(t testing.TB, c net.Conn, pindex, tag uint32, body []byte) {
+	t.Helper()
+	msg := appendPMIxHdr(nil, pmixHdr{pindex: int32(pindex), tag: tag, nbytes: uint32(len(body))})
+	if _, err := c.Write(append(msg, body...)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func recvPMIx(t *testing.T, c net.Conn) (pmixHdr, []byte) {
+	t.Helper()
+	var hb [pmixHdrLen]byte
+	if _, err := io.ReadFull(c, hb[:]); err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	h, err := parsePMIxHdr(hb[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, h.nbytes)
+	if _, err := io.ReadFull(c, b); err != nil {
+		t.Fatal(err)
+	}
+	return h, b
+}
+
+// A rank that breaks the protocol is reported by rank with a named PMIx protocol error
+// (golaunch ends its job with it), and its connection is closed. A command the server
+// knows but does not serve is answered PMIX_ERR_NOT_SUPPORTED and the connection goes on.
+func TestPMIxServerProtocolErrors(t *testing.T) {
+	bad := map[string]struct {
+		body   []byte
+		pindex int // -1: the connection's own
+		want   string
+	}{
+		"unknown command":   {[]byte{2, 99}, -1, "unknown command 99"},
+		"empty body":        {nil, -1, "truncated"},
+		"commit bad scope":  {append(pmixCmd(pmixCmdCommit).b, 2, 9, 2, 1, 0), -1, "commit of scope 9"},
+		"commit bad buffer": {append(pmixCmd(pmixCmdCommit).b, 2, 3, 2, 2, 0), -1, "buffer of type 2"},
+		"fence cut":         {pmixFenceBody("golaunch.job1")[:10], -1, "in fence"},
+		"trailing bytes":    {append(pmixCmd(pmixCmdFinalize).b, 0), -1, "1 bytes after the request"},
+		"wrong index":       {pmixCmd(pmixCmdReq).b, 77, "client index 77"},
+	}
+	for name, tc := range bad {
+		t.Run(name, func(t *testing.T) {
+			h := newJob(2)
+			s := listenPMIx(t, h, pmixJobOf(2))
+			c, pindex := connectRank(t, s, 1)
+			if tc.pindex >= 0 {
+				pindex = uint32(tc.pindex)
+			}
+			sendPMIx(t, c, pindex, 5, tc.body)
+			if err := readToClose(c); err != nil {
+				t.Fatalf("connection not closed: %v", err)
+			}
+			s.Close() // waits for the connection's goroutine
+			errs := h.protocolErrors()
+			if len(errs) != 1 || errs[0].Rank != 1 || !strings.Contains(errs[0].Error(), tc.want) ||
+				!strings.HasPrefix(errs[0].Error(), "pmi: rank 1: PMIx protocol error in ") {
+				t.Fatalf("reported %v, want rank 1's error naming %q", errs, tc.want)
+			}
+			if !h.gone[1] {
+				t.Error("rank 1 not reported gone")
+			}
+		})
+	}
+	t.Run("huge message", func(t *testing.T) {
+		h := newJob(2)
+		s := listenPMIx(t, h, pmixJobOf(2))
+		c, pindex := connectRank(t, s, 0)
+		msg := appendPMIxHdr(nil, pmixHdr{pindex: int32(pindex), tag: 1, nbytes: pmixMaxMsg + 1})
+		c.Write(msg)
+		io.ReadAll(c)
+		s.Close()
+		if errs := h.protocolErrors(); len(errs) != 1 || errs[0].Rank != 0 || !strings.Contains(errs[0].Error(), "limit") {
+			t.Fatalf("reported %v", errs)
+		}
+	})
+	t.Run("not supported", func(t *testing.T) {
+		h := newJob(1)
+		s := listenPMIx(t, h, pmixJobOf(1))
+		c, pindex := connectRank(t, s, 0)
+		for i, cmd := range []byte{pmixCmdPublish, 9, 15} {
+			sendPMIx(t, c, pindex, uint32(10+i), pmixCmd(cmd).b)
+			hd, b := recvPMIx(t, c)
+			d := &pmixDec{b: b}
+			if st := pmixStatusOf(d); hd.tag != uint32(10+i) || st != pmixErrNotSupported {
+				t.Errorf("%s: tag %d status %d", pmixCmdName(cmd), hd.tag, st)
+			}
+		}
+		sendPMIx(t, c, pindex, 20, pmixFenceBody("golaunch.job1"))
+		if hd, b := recvPMIx(t, c); hd.tag != 20 || !bytes.Equal(b, pmixStatusBody(0)) {
+			t.Errorf("fence after refusals: tag %d body % x", hd.tag, b)
+		}
+		if errs := h.protocolErrors(); len(errs) != 0 {
+			t.Errorf("reported %v", errs)
+		}
+	})
+}
+
+// The native credential as a user other than root: Open MPI ranks run as nobody, and the
+// server, admitting nobody's processes, reads their credential's uid as the kernel's
+// owner of their socket (the byte order of a real libpmix client).
+func TestPMIxServerOpenMPIAsNobody(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root, to run ranks as nobody")
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no user nobody")
+	}
+	uid, _ := strconv.Atoi(nobody.Uid)
+	gid, _ := strconv.Atoi(nobody.Gid)
+	bin := openMPIProg(t, "../tests/mpi/allreduce.c")
+	for d := filepath.Dir(bin); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755) // t.TempDir's directories are 0700
+	}
+	const n = 2
+	h := newJob(n)
+	s := listenPMIx(t, h, pmixJobOf(n))
+	s.SetUID(uint32(uid))
+	c, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
+	defer cancel()
+	outs := make([]bytes.Buffer, n)
+	errs := make(chan error, n)
+	for r := range n {
+		cmd := exec.CommandContext(c, bin)
+		cmd.Env = append(ompiEnv(s.Environ(r)), "HOME=/tmp")
+		cmd.Dir = "/tmp"
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		cmd.Stdout, cmd.Stderr = &outs[r], &outs[r]
+		go func() { errs <- cmd.Run() }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("a rank: %v", err)
+		}
+	}
+	for r := range n {
+		if !strings.Contains(outs[r].String(), fmt.Sprintf("allreduce ok rank %d of %d", r, n)) {
+			t.Errorf("rank %d:\n%s", r, outs[r].String())
+		}
+	}
+	if errs := h.protocolErrors(); len(errs) != 0 {
+		t.Errorf("reported %v", errs)
+	}
+
+	// The other way round: nobody's process, claiming root's credential, at a server that
+	// admits root, is closed at once and reported as a stranger.
+	h = newJob(n)
+	s = listenPMIx(t, h, pmixJobOf(n))
+	u, _ := parsePMIxURI(strings.SplitN(s.Environ(0)[0], "=", 2)[1])
+	_, port, _ := net.SplitHostPort(u.addr)
+	script := "import socket,sys\ns=socket.create_connection(('127.0.0.1',int(sys.argv[1])))\n" +
+		"s.sendall(bytes.fromhex(sys.argv[2]))\nprint(len(s.recv(8)))"
+	cmd := exec.CommandContext(c, "/usr/bin/python3", "-c", script, port, fmt.Sprintf("%x", rawConnect("golaunch.job1", 0, 0, "4.2.2", "v41")))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	out, err := cmd.CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "ConnectionResetError") || err == nil && strings.TrimSpace(string(out)) != "0" {
+		t.Fatalf("nobody's connection: %v\n%s", err, out)
+	}
+	s.Close()
+	if errs := h.protocolErrors(); len(errs) != 1 || errs[0].Rank != -1 || !strings.Contains(errs[0].Error(), fmt.Sprintf("uid %d", uid)) {
+		t.Errorf("nobody's connection reported as %v", errs)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func readPMIxFixture(t *testing.T, name string) []byte {
+func readPMIxFixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile("testdata/pmix/" + name)
 	if err != nil {

@@ -1,24 +1,79 @@
 #!/usr/bin/env bash
-# The 16-core node comparison (docs/benchmarks.md's "16-core node"), in three steps:
-#   scripts/device16.sh bundle    build .devb/ (../shared/device16/build-bundle.sh: gorma's
+# The 16-core node comparisons (docs/benchmarks.md's "16-core node" and "Startup on a
+# 16-core node"), in three steps:
+#   scripts/device16.sh bundle [startup]
+#                                 build .devb/ (../shared/device16/build-bundle.sh: gorma's
 #                                 static binaries, the C twins, Debian's Open MPI and MPICH,
-#                                 parcopy) and write .devb/job.sh from scripts/device16-job.sh
+#                                 parcopy), put Debian's lstopo in .devb/hwloc, and write
+#                                 .devb/job.sh from scripts/device16-job.sh (the collectives)
+#                                 or, with startup, scripts/device16-startup.sh
 #   then, on the device machine (carry .devb):  bash .devb/device-run.sh .devb/job.sh
-#   scripts/device16.sh local     the same job here (DEVICE_LOCAL=1, REPS=1, NPS=2, small
-#                                 SIZES and CL_SIZES): a dry run of the pipeline, results in /tmp/out
+#   scripts/device16.sh local [startup]
+#                                 the same job here (DEVICE_LOCAL=1, REPS=1; the collectives
+#                                 with NPS=2 and small SIZES and CL_SIZES): a dry run of the
+#                                 pipeline, results in /tmp/out
 #   scripts/device16.sh unpack T  unpack a returned device16.tar.gz into results/device16/
-# The job's environment (REPS, NPS, SIZES, ...) is documented in scripts/device16-job.sh.
+# The jobs' environment (REPS, NPS, SIZES, ...) is documented in scripts/device16-job.sh and
+# scripts/device16-startup.sh. The startup job's $OUT/startup16.json goes to
+# docs/startup16.json as it is.
+# SHARED: the folder of device16/build-bundle.sh (default ../shared). In a git worktree,
+# whose .git is a file that build-bundle.sh cannot write its exclude line to, the bundle is
+# built in a clone of HEAD: commit first, uncommitted changes are not in it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# job KIND: the job script of a kind.
+job() {
+	case "${1:-}" in
+	"") echo scripts/device16-job.sh ;;
+	startup) echo scripts/device16-startup.sh ;;
+	*)
+		echo "device16: unknown job $1 (want startup or nothing)" >&2
+		exit 2
+		;;
+	esac
+}
+
+# hwloc puts Debian's lstopo-no-graphics and the library it needs beyond the bundle's
+# (libtinfo) in .devb/hwloc: the device machine has no apt, and golaunch takes Open MPI's
+# topology from lstopo.
+hwloc() {
+	local l=/usr/bin/lstopo-no-graphics
+	[ -x "$l" ] || { echo "device16: $l missing: apt-get install hwloc-nox" >&2; exit 2; }
+	rm -rf .devb/hwloc && mkdir -p .devb/hwloc
+	cp "$l" .devb/hwloc/
+	ldd "$l" | awk '/libtinfo/ {print $3}' | xargs -r cp -L -t .devb/hwloc/
+}
+
+# build runs build-bundle.sh here, or in a clone of HEAD in a git worktree.
+build() {
+	local shared src
+	shared=$(cd "${SHARED:-../shared}/device16" && pwd)
+	if [ -d .git ]; then
+		bash "$shared/build-bundle.sh"
+		return
+	fi
+	src=$(mktemp -d)
+	echo "device16: a git worktree: building the bundle in a clone of HEAD ($(git log --oneline -1 | cut -c1-60))" >&2
+	git clone -q --shared . "$src/tree"
+	(cd "$src/tree" && bash "$shared/build-bundle.sh")
+	rm -rf .devb && cp -a "$src/tree/.devb" .devb
+	rm -rf "$src"
+}
+
 case "${1:-}" in
 bundle)
-	bash ../shared/device16/build-bundle.sh
-	cp scripts/device16-job.sh .devb/job.sh
+	j=$(job "${2:-}")
+	build
+	hwloc
+	cp "$j" .devb/job.sh
 	echo "device16: run on the device: bash .devb/device-run.sh .devb/job.sh (carry .devb)"
 	;;
 local)
+	j=$(job "${2:-}")
 	[ -f .devb/bundle.tar.xz ] || { echo "device16: no .devb/bundle.tar.xz: run scripts/device16.sh bundle first" >&2; exit 2; }
-	cp scripts/device16-job.sh .devb/job.sh
+	[ -d .devb/hwloc ] || hwloc
+	cp "$j" .devb/job.sh
 	OUT=${OUT:-/tmp/out} DEVICE_LOCAL=1 REPS=${REPS:-1} NPS=${NPS:-2} SIZES=${SIZES:-8,65536,1048576} CL_SIZES=${CL_SIZES:-8,65536,1048576} bash .devb/device-run.sh .devb/job.sh
 	;;
 unpack)
@@ -28,7 +83,7 @@ unpack)
 	echo "device16: unpacked into results/device16 ($(ls results/device16 | wc -l) files)"
 	;;
 *)
-	echo "usage: scripts/device16.sh bundle | local | unpack DEVICE16.TAR.GZ" >&2
+	echo "usage: scripts/device16.sh bundle [startup] | local [startup] | unpack DEVICE16.TAR.GZ" >&2
 	exit 2
 	;;
 esac

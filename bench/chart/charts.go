@@ -22,7 +22,7 @@ type plan struct {
 var plans = map[string][]plan{
 	"startup":   {{"charts/startup.svg", "startup wall time", startupChart}},
 	"allreduce": {{"charts/allreduce_p2_latency.svg", "Allreduce latency, 2 ranks", allreduceLatency(2)}, {"charts/allreduce_p4_latency.svg", "Allreduce latency, 4 ranks", allreduceLatency(4)}},
-	"launchers": {{"charts/launchers.svg", "startup under each launcher", launchersChart}},
+	"launchers": {{"charts/launchers_p4.svg", "startup under each launcher, 4 ranks", launchersChart(4)}, {"charts/launchers_p16.svg", "startup under each launcher, 16 ranks", launchersChart(16)}},
 	"sockets":   {{"charts/sockets_rtt.svg", "net.Conn round trip", socketsChart}},
 	"halo":      {{"charts/halo.svg", "halo exchange time", haloChart}},
 	"overlap":   {{"charts/overlap.svg", "Iallreduce beside a computation", overlapChart}},
@@ -353,22 +353,47 @@ func startupChart(rep *Report, s Section) (Chart, bool) {
 	return ch, len(ch.Categories) > 0
 }
 
-func launchersChart(rep *Report, s Section) (Chart, bool) {
-	ch := samplesChart(s, func(label, n string) (string, string, bool) {
-		f := strings.Fields(label)
-		if len(f) < 2 {
-			return "", "", false
+// launchersChart draws the samples of n ranks: a group of bars per launcher, a bar per
+// program (gorma's, MPICH's, Open MPI's hello).
+func launchersChart(n int) func(*Report, Section) (Chart, bool) {
+	ranks := strconv.Itoa(n)
+	return func(rep *Report, s Section) (Chart, bool) {
+		ch := samplesChart(s, func(label, m string) (string, string, bool) {
+			f := strings.Fields(label)
+			if len(f) < 2 || m != ranks {
+				return "", "", false
+			}
+			return launcherName(f), programName(f[len(f)-1]), true
+		})
+		ch.Title = fmt.Sprintf("Startup under each launcher, %d ranks on %d cores", n, rep.Machine.Cores)
+		ch.YLabel = "wall time (ms)"
+		if n > rep.Machine.Cores {
+			ch.Note += " " + mpichNote(rep.Machine.Cores)
 		}
-		prog := "gorma"
-		if strings.Contains(f[len(f)-1], "mpich") {
-			prog = "MPICH"
+		return ch, len(ch.Categories) > 0
+	}
+}
+
+// launcherName is a sample's launcher, its PMI on a second line where the label gives
+// one ("srun -n 4 --mpi=pmix apps/hello": "srun\n--mpi=pmix").
+func launcherName(f []string) string {
+	for _, a := range f[1:] {
+		if strings.HasPrefix(a, "--mpi=") {
+			return f[0] + "\n" + a
 		}
-		return strings.TrimPrefix(f[0], "mpiexec.") + "\n" + n + " ranks", prog, true
-	})
-	ch.Title = fmt.Sprintf("Startup under each launcher, on %d cores", rep.Machine.Cores)
-	ch.YLabel = "wall time (ms)"
-	ch.Note += " " + mpichNote(rep.Machine.Cores)
-	return ch, len(ch.Categories) > 0
+	}
+	return f[0]
+}
+
+// programName is the program of a sample's hello: hello_mpich, hello_ompi or gorma's.
+func programName(prog string) string {
+	switch {
+	case strings.Contains(prog, "mpich"):
+		return "MPICH"
+	case strings.Contains(prog, "ompi"):
+		return "Open MPI"
+	}
+	return "gorma"
 }
 
 // mpichNote is the note of a chart with MPICH runs of more ranks than cores.

@@ -214,7 +214,8 @@ func TestChartsDrawn(t *testing.T) {
 	}
 	for file, legend := range map[string]string{
 		"startup.svg":              ">mpiexec.mpich<",
-		"launchers.svg":            ">MPICH<",
+		"launchers_p4.svg":         ">Open MPI<",
+		"launchers_p16.svg":        ">gorma<",
 		"halo.svg":                 ">gorma --manual<",
 		"overlap.svg":              ">Open MPI<",
 		"sockets_rtt.svg":          ">shmipc<",

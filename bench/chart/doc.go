@@ -8,6 +8,7 @@
 //	    --series 'Open MPI=results/compare/ar_ompi_p2_*.json:avg_us'
 //	chart table --sizes 8,1M,16M,24M,64M --series ... --series ...
 //	chart collect --dir results/compare --out docs/benchmarks.json --cpu ... --start ...
+//	chart merge --in docs/benchmarks.json --section results/compare/launchers.json
 //	chart page --in docs/benchmarks.json --out docs/benchmarks.md
 //	chart device16 --in results/device16 --out docs/device16.json
 //	chart ft --in results/ftbench --out docs/ft.json
@@ -36,6 +37,10 @@
 // adds a section given as JSON (with its "load"). --chart ID:FILE:ALT adds the chart
 // whose points svg --json wrote to --dir's chart_NAME.json.
 //
+// merge puts each --section FILE in place of the report's section with the same id (or
+// after the others), and keeps the rest of the report as it was: one comparison measured
+// again, such as scripts/compare-launchers.sh's, replaces its section alone.
+//
 // page renders the Report through the embedded page.md.tmpl and draws every chart from
 // it into the directory of --out. A stored chart from its points, the others (startup,
 // launchers, Allreduce latency, sockets, halo, overlap, scale) from their section's
@@ -50,6 +55,10 @@
 // writes the medians over the repetitions, the spread and the threads per system and
 // rank count. page renders docs/device16.json, when it lies beside --in, as the section
 // "16-core node", with collectives/design.md's memory models beside each time from 1 MiB.
+//
+// page renders docs/startup16.json, when it lies beside --in, as the section "Startup on a
+// 16-core node": the document scripts/device16-startup.sh writes on the device machine,
+// with every run's wall time; the page takes the medians and the spread.
 //
 // ft collects scripts/ftbench.sh's results (make ftbench): apps/ftbench's document per
 // strike, the median and the maximum per kind of strike, and the medians and spread of

@@ -36,12 +36,14 @@ type options struct {
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: chart svg|table|collect|page|device16|ft [flags] (chart svg --help)")
+		return errors.New("usage: chart svg|table|collect|merge|page|device16|ft [flags] (chart svg --help)")
 	}
 	cmd := args[0]
 	switch cmd {
 	case "collect":
 		return runCollect(args[1:])
+	case "merge":
+		return runMerge(args[1:])
 	case "page":
 		return runPage(args[1:], stdout)
 	case "device16":
@@ -50,7 +52,7 @@ func run(args []string, stdout io.Writer) error {
 		return runFT(args[1:])
 	case "svg", "table":
 	default:
-		return fmt.Errorf("unknown subcommand %q: want svg, table, collect, page, device16 or ft", cmd)
+		return fmt.Errorf("unknown subcommand %q: want svg, table, collect, merge, page, device16 or ft", cmd)
 	}
 	var o options
 	fs := pflag.NewFlagSet("chart "+cmd, pflag.ContinueOnError)

@@ -57,9 +57,12 @@ func runPage(args []string, stdout io.Writer) error {
 }
 
 // loadBeside reads the documents that lie beside the report in dir into rep:
-// device16.json and ft.json, where they exist.
+// device16.json, startup16.json and ft.json, where they exist.
 func loadBeside(rep *Report, dir string) (err error) {
 	if rep.Device16, err = loadDevice16(filepath.Join(dir, "device16.json")); err != nil {
+		return err
+	}
+	if rep.Startup16, err = loadStartup16(filepath.Join(dir, "startup16.json")); err != nil {
 		return err
 	}
 	rep.FT, err = loadFT(filepath.Join(dir, "ft.json"))
@@ -88,10 +91,11 @@ func drawCharts(rep *Report, docs string) error {
 // renderPage executes the embedded template over rep.
 func renderPage(rep *Report) ([]byte, error) {
 	t, err := template.New("page").Funcs(template.FuncMap{
-		"section":  func(s Section) (string, error) { return renderSection(rep, s) },
-		"device16": renderDevice16,
-		"ft":       renderFT,
-		"duration": func(s int) string { return fmt.Sprintf("%d min %d s", s/60, s%60) },
+		"section":   func(s Section) (string, error) { return renderSection(rep, s) },
+		"device16":  renderDevice16,
+		"startup16": renderStartup16,
+		"ft":        renderFT,
+		"duration":  func(s int) string { return fmt.Sprintf("%d min %d s", s/60, s%60) },
 		"load": func(l [3]float64) string {
 			if l == [3]float64{} {
 				return "not recorded"

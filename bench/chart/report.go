@@ -17,6 +17,8 @@ type Report struct {
 	Sections []Section `json:"sections"`
 	// Device16 is docs/device16.json beside the report (chart device16), or nil.
 	Device16 *Device16 `json:"-"`
+	// Startup16 is docs/startup16.json beside the report (scripts/device16-startup.sh), or nil.
+	Startup16 *Startup16 `json:"-"`
 	// FT is docs/ft.json beside the report (chart ft), or nil.
 	FT *FT `json:"-"`
 }

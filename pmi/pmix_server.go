@@ -73,7 +73,7 @@ type PMIxServer struct {
 	mu      sync.Mutex
 	conns   map[*pxConn]struct{}
 	pindex  uint32
-	cleanup pmixCleanup // paths ranks registered for removal at Close
+	cleanup []pmixCleanup // what ranks registered for removal at Close
 	closed  bool
 }
 
@@ -158,16 +158,21 @@ func (s *PMIxServer) Close() error {
 	s.stop()
 	s.wg.Wait()
 	s.mu.Lock()
-	cl := s.cleanup
+	cls := s.cleanup
 	s.mu.Unlock()
-	for _, f := range cl.files {
-		os.Remove(f)
-	}
-	for _, d := range cl.dirs {
-		if cl.recurse {
-			os.RemoveAll(d)
-		} else {
-			os.Remove(d)
+	for _, cl := range cls {
+		for _, f := range cl.files {
+			os.Remove(f)
+		}
+		for _, d := range cl.dirs {
+			if cl.recurse {
+				os.RemoveAll(d)
+			} else {
+				os.Remove(d)
+			}
+			// Open MPI registers its job's directory in a parent that it made too and
+			// removes only in MPI_Finalize: the parent goes as well once it is empty.
+			os.Remove(filepath.Dir(d))
 		}
 	}
 	return nil
@@ -455,10 +460,9 @@ func (s *PMIxServer) request(ctx context.Context, pc *pxConn, tag uint32, body [
 			pc.send(tag, pmixStatusBody(pmixErrNotSupported))
 			return cmd, nil
 		}
+		cl.files, cl.dirs = absPaths(cl.files), absPaths(cl.dirs)
 		s.mu.Lock()
-		s.cleanup.files = append(s.cleanup.files, absPaths(cl.files)...)
-		s.cleanup.dirs = append(s.cleanup.dirs, absPaths(cl.dirs)...)
-		s.cleanup.recurse = s.cleanup.recurse || cl.recurse
+		s.cleanup = append(s.cleanup, cl)
 		s.mu.Unlock()
 		pc.send(tag, pmixStatusBody(0))
 	default:

@@ -529,3 +529,56 @@ func TestPMIxServerOpenMPIAsNobody(t *testing.T) {
 		t.Errorf("nobody's connection reported as %v", errs)
 	}
 }
+
+// A rank's cleanup registrations (job control) are removed when the server closes: files,
+// a directory with what it holds when the registration says recursive, and the
+// directory's parent once it is empty. A non-recursive registration of a directory that
+// is not empty leaves it.
+func TestPMIxServerCleanup(t *testing.T) {
+	h := newJob(1)
+	s := listenPMIx(t, h, pmixJobOf(1))
+	c, pindex := connectRank(t, s, 0)
+	top := t.TempDir()
+	job := filepath.Join(top, "jf.1")
+	rec := filepath.Join(job, "0")
+	kept := filepath.Join(top, "kept")
+	file := filepath.Join(top, "segment")
+	for _, d := range []string{filepath.Join(rec, "sub"), kept} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{file, filepath.Join(rec, "sub", "f"), filepath.Join(kept, "f")} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	control := func(tag uint32, infos ...pmixInfo) {
+		e := pmixCmd(pmixCmdJobControl)
+		e.count(1)
+		e.uvar(0)
+		e.count(1)
+		e.uvar(uint64(len(infos)))
+		e.count(len(infos))
+		for _, in := range infos {
+			e.info(in)
+		}
+		sendPMIx(t, c, pindex, tag, e.b)
+		if hd, b := recvPMIx(t, c); hd.tag != tag || !bytes.Equal(b, pmixStatusBody(0)) {
+			t.Fatalf("job control: tag %d body % x", hd.tag, b)
+		}
+	}
+	str := func(v string) pmixValue { return pmixValue{typ: pmixString, str: v} }
+	control(1, pmixInfo{key: pmixKeyCleanDir, val: str(rec)}, pmixInfo{key: pmixKeyCleanRec, val: pmixValue{typ: pmixBool, u: 1}})
+	control(2, pmixInfo{key: pmixKeyCleanFile, val: str(file)}, pmixInfo{key: pmixKeyCleanDir, val: str(kept)})
+	control(3, pmixInfo{key: pmixKeyCleanFile, val: str("relative/path")})
+	s.Close()
+	for _, gone := range []string{rec, job, file} {
+		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left: %v", gone, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(kept, "f")); err != nil {
+		t.Errorf("a non-recursive registration removed what the directory held: %v", err)
+	}
+}

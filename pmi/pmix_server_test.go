@@ -144,8 +144,37 @@ func ompiEnv(env []string) []string {
 			out = append(out, kv)
 		}
 	}
-	return append(append(out, "OMPI_MCA_btl_vader_single_copy_mechanism=none", "OMPI_ALLOW_RUN_AS_ROOT=1",
+	return append(append(out, "OMPI_ALLOW_RUN_AS_ROOT=1",
 		"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "JSM_JSRUN_PORT=golaunch"), env...)
+}
+
+// runOpenMPIRanks runs n ranks of bin with s's environment, each changed by adjust if
+// not nil, and returns each rank's output; a rank that fails fails the test.
+func runOpenMPIRanks(t *testing.T, s *PMIxServer, bin string, n int, adjust func(*exec.Cmd)) []string {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
+	defer cancel()
+	bufs := make([]bytes.Buffer, n)
+	errs := make(chan error, n)
+	for r := range n {
+		cmd := exec.CommandContext(c, bin)
+		cmd.Env = ompiEnv(s.Environ(r))
+		cmd.Stdout, cmd.Stderr = &bufs[r], &bufs[r]
+		if adjust != nil {
+			adjust(cmd)
+		}
+		go func() { errs <- cmd.Run() }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("a rank: %v", err)
+		}
+	}
+	outs := make([]string, n)
+	for r := range outs {
+		outs[r] = bufs[r].String()
+	}
+	return outs
 }
 
 // Open MPI 4.1 programs against the server alone: each rank started with the server's
@@ -157,24 +186,10 @@ func TestPMIxServerOpenMPI(t *testing.T) {
 			bin := openMPIProg(t, prog)
 			h := newJob(n)
 			s := listenPMIx(t, h, pmixJobOf(n))
-			c, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
-			defer cancel()
-			outs := make([]bytes.Buffer, n)
-			errs := make(chan error, n)
-			for r := range n {
-				cmd := exec.CommandContext(c, bin)
-				cmd.Env = ompiEnv(s.Environ(r))
-				cmd.Stdout, cmd.Stderr = &outs[r], &outs[r]
-				go func() { errs <- cmd.Run() }()
-			}
-			for range n {
-				if err := <-errs; err != nil {
-					t.Errorf("a rank: %v", err)
-				}
-			}
-			for r := range n {
-				if t.Failed() || !strings.Contains(outs[r].String(), fmt.Sprintf(" ok rank %d ", r)) || strings.Contains(outs[r].String(), " of 1") {
-					t.Errorf("rank %d:\n%s", r, outs[r].String())
+			outs := runOpenMPIRanks(t, s, bin, n, nil)
+			for r, out := range outs {
+				if t.Failed() || !strings.Contains(out, fmt.Sprintf(" ok rank %d ", r)) || strings.Contains(out, " of 1") {
+					t.Errorf("rank %d:\n%s", r, out)
 				}
 			}
 			h.mu.Lock()
@@ -484,28 +499,19 @@ func TestPMIxServerOpenMPIAsNobody(t *testing.T) {
 	h := newJob(n)
 	s := listenPMIx(t, h, pmixJobOf(n))
 	s.SetUID(uint32(uid))
+	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	outs := runOpenMPIRanks(t, s, bin, n, func(cmd *exec.Cmd) {
+		cmd.Env = append(cmd.Env, "HOME=/tmp")
+		cmd.Dir = "/tmp"
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	})
+	for r, out := range outs {
+		if !strings.Contains(out, fmt.Sprintf("allreduce ok rank %d of %d", r, n)) {
+			t.Errorf("rank %d:\n%s", r, out)
+		}
+	}
 	c, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
-	outs := make([]bytes.Buffer, n)
-	errs := make(chan error, n)
-	for r := range n {
-		cmd := exec.CommandContext(c, bin)
-		cmd.Env = append(ompiEnv(s.Environ(r)), "HOME=/tmp")
-		cmd.Dir = "/tmp"
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-		cmd.Stdout, cmd.Stderr = &outs[r], &outs[r]
-		go func() { errs <- cmd.Run() }()
-	}
-	for range n {
-		if err := <-errs; err != nil {
-			t.Errorf("a rank: %v", err)
-		}
-	}
-	for r := range n {
-		if !strings.Contains(outs[r].String(), fmt.Sprintf("allreduce ok rank %d of %d", r, n)) {
-			t.Errorf("rank %d:\n%s", r, outs[r].String())
-		}
-	}
 	if errs := h.protocolErrors(); len(errs) != 0 {
 		t.Errorf("reported %v", errs)
 	}

@@ -144,8 +144,7 @@ func ompiEnv(env []string) []string {
 			out = append(out, kv)
 		}
 	}
-	return append(append(out, "OMPI_ALLOW_RUN_AS_ROOT=1",
-		"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "JSM_JSRUN_PORT=golaunch"), env...)
+	return append(append(out, "JSM_JSRUN_PORT=golaunch"), env...) // as golaunch adds it (launcher/pmixenv.go)
 }
 
 // runOpenMPIRanks runs n ranks of bin with s's environment, each changed by adjust if

@@ -204,18 +204,18 @@ func TestNetnsMPI(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
 		t.Skip(why)
 	}
-	checkNetns(t, mpiProgs(t))
+	checkNetns(t, mpiProgs(t), nil)
 }
 
 // checkNetns runs hello, allreduce, putfence and split of progs over a netns agent
 // cluster of 2 hosts of 2 ranks, then abort (tests/mpi/abort.c) with a rank on the
 // second host killed by SIGKILL (137) and one calling MPI_Abort (its code). Every
 // golaunch command line starts with flags; every run is bounded by --timeout.
-func checkNetns(t *testing.T, progs map[string]string, flags ...string) {
+func checkNetns(t *testing.T, progs map[string]string, more func(t *testing.T, submit netnsSubmit), flags ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(3*time.Minute))
 	defer cancel()
 	c := startNetnsCluster(t, ctx, 2, 2)
-	submit := func(t *testing.T, args ...string) *running {
+	var submit netnsSubmit = func(t *testing.T, args ...string) *running {
 		t.Helper()
 		return c.submitFrom0(t, ctx, append(append([]string{}, flags...), args...)...)
 	}
@@ -250,4 +250,23 @@ func checkNetns(t *testing.T, progs map[string]string, flags ...string) {
 			t.Fatalf("MPI_Abort on h1: exit %d, summary %q\nstderr:\n%s", code, sum, gl.stderr.String())
 		}
 	})
+	if more != nil {
+		more(t, submit)
+	}
+}
+
+// netnsSubmit runs golaunch with args (after the test's flags) from the netns cluster's
+// first host.
+type netnsSubmit func(t *testing.T, args ...string) *running
+
+// netnsRun submits args and returns the job's exit code and its output lines joined.
+func netnsRun(t *testing.T, submit netnsSubmit, args ...string) (int, string, string) {
+	t.Helper()
+	gl := submit(t, append([]string{"--timeout", testbudget.Scale(45 * time.Second).String()}, args...)...)
+	code := gl.wait(t, 60*time.Second)
+	var out []string
+	for l := range gl.lines {
+		out = append(out, l)
+	}
+	return code, strings.Join(out, "\n") + "\n", gl.stderr.String()
 }

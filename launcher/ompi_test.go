@@ -131,7 +131,8 @@ func TestOpenMPIAbortRules(t *testing.T) {
 }
 
 // The Open MPI programs over the netns agent cluster: 2 hosts of 2 ranks, then a rank
-// on the second host killed by SIGKILL (137) and one calling MPI_Abort (its code).
+// on the second host killed by SIGKILL (137) and one calling MPI_Abort (its code), then
+// the bench/mpi twins that take 4 ranks and mpi4py's helloworld and ringtest.
 //
 // Every pair of ranks talks over btl/tcp, across the namespaces' links. The test hosts
 // are namespaces of one machine: they share its hostname and /dev/shm, and Open MPI 4.1
@@ -144,7 +145,35 @@ func TestNetnsOpenMPI(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
 		t.Skip(why)
 	}
-	checkNetns(t, ompiProgs.build(t), "-x", "OMPI_MCA_btl=self,tcp", "-x", "OMPI_MCA_osc=pt2pt")
+	progs := ompiProgs.build(t)
+	python := mpi4py(t)
+	checkNetns(t, progs, func(t *testing.T, submit netnsSubmit) {
+		for _, tc := range []struct {
+			name string
+			args []string
+			want []string // lines of rank 0's output, without the "[0] " prefix
+		}{
+			// The hosts are namespaces of one machine: MPI_Get_processor_name names one host.
+			{"allreducebench", []string{progs["allreducebench"], "--test", "colls", "--sizes", "8,4K", "--iters", "10", "--min-iters", "3"},
+				[]string{"# Open MPI allreducebench (OSU method): 4 ranks on ", "# alltoall:", "# barrier"}},
+			{"halobench", []string{progs["halobench"], "--sizes", "64,256", "--iters", "20", "--warmup", "5"},
+				[]string{"# Open MPI halobench (MPI_Type_vector column, MPI_Sendrecv): 4 ranks in a ring", "256 "}},
+			{"scalebench", []string{progs["scalebench"], "--iters", "10", "--big-iters", "2", "--window-size", "65536"},
+				[]string{"# Open MPI scalebench: 4 ranks", "win_allocate_us"}},
+			{"mpi4py helloworld", []string{python, "-m", "mpi4py.bench", "helloworld"}, []string{"Hello, World! I am process 0 of 4 on "}},
+			{"mpi4py ringtest", []string{python, "-m", "mpi4py.bench", "ringtest", "-n", "1024", "-l", "10", "-s", "2"}, []string{"time for 10 loops = "}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				code, out, stderr := netnsRun(t, submit, append([]string{"-n", "4"}, tc.args...)...)
+				if code != 0 {
+					t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+				}
+				for _, w := range tc.want {
+					mustContain(t, "output", "\n"+out, "\n[0] "+w)
+				}
+			})
+		}
+	}, "-x", "OMPI_MCA_btl=self,tcp", "-x", "OMPI_MCA_osc=pt2pt")
 }
 
 // A real application that Debian builds on Open MPI, under golaunch -n 4, checking its

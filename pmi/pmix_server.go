@@ -56,9 +56,10 @@ const (
 	pmixMaxPending     = 256              // connections accepted and not yet past their connect
 )
 
-// PMIxServer serves the PMIx v4.1 wire to the ranks of one job on this node, over TCP on
-// the loopback address, in front of the same Handler as the PMI-1 server (design.md,
-// "The PMIx server"). Each connection has its own goroutine; Close stops them all.
+// PMIxServer serves the PMIx wire of OpenPMIx 4.1 and later to the ranks of one job on
+// this node, over TCP on the loopback address, in front of the same Handler as the PMI-1
+// server (design.md, "The PMIx server"). Each connection has its own goroutine; Close
+// stops them all.
 type PMIxServer struct {
 	h       Handler
 	job     PMIxJob
@@ -297,8 +298,8 @@ func (s *PMIxServer) connect(pc *pxConn) bool {
 	}
 	rank := int(cm.rank)
 	switch {
-	case !pmixVersionOK(cm.version) || cm.bfrops != pmixBfrops:
-		return refuse(pmixErrNotSupported, rank, fmt.Errorf("%w: connect: the rank's PMIx is version %s (buffer encoding %q); golaunch's PMIx server speaks the v4.1 wire of PMIx 4.1 to 5.x",
+	case !pmixBfropsOK(cm.bfrops):
+		return refuse(pmixErrNotSupported, rank, fmt.Errorf("%w: connect: the rank's PMIx is version %s (buffer encoding %q); golaunch's PMIx server speaks the wire of PMIx 4.1 and later (buffer encodings v41, v51, v61)",
 			ErrProtocol, Truncate(cm.version), Truncate(cm.bfrops)))
 	case cm.bufType != pmixBufNonDesc:
 		return refuse(pmixErrNotSupported, rank, fmt.Errorf("%w: connect: buffer type %d; golaunch's PMIx server speaks non-described buffers (PMIX_BFROP_BUFFER_TYPE=PMIX_BFROP_BUFFER_NON_DESC)", ErrProtocol, cm.bufType))

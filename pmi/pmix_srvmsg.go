@@ -189,19 +189,20 @@ func (r *connReader) bytes(n int, what string) []byte {
 	return r.b[r.off-n : r.off]
 }
 
-// pmixVersionOK reports whether a client of PMIx version v speaks the wire the server
-// does: the v4.1 buffer encoding of OpenPMIx 4.1 and later 4.x, and 5.x.
-func pmixVersionOK(v string) bool {
-	f := strings.SplitN(v, ".", 3)
-	if len(f) < 2 {
-		return false
+// pmixModernBfrops are the buffer modules of PMIx 4.1 and later (OpenPMIx's
+// src/mca/bfrops/AGENTS.md): they share one encoding, base-7 integers included, and differ
+// only by the types each registers. The server reads and writes v41's types only; a value
+// of a later type is a protocol error that names it.
+var pmixModernBfrops = []string{"v41", "v51", "v61"}
+
+// pmixBfropsOK reports whether a client's buffer module is one the server reads.
+func pmixBfropsOK(m string) bool {
+	for _, b := range pmixModernBfrops {
+		if m == b {
+			return true
+		}
 	}
-	major, err1 := strconv.Atoi(f[0])
-	minor, err2 := strconv.Atoi(strings.TrimRightFunc(f[1], func(r rune) bool { return r < '0' || r > '9' }))
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return major == 5 || major == 4 && minor >= 1
+	return false
 }
 
 // pmixAck is the server's answer to a connect: a status and the client's index, both

@@ -51,15 +51,18 @@ func TestHydra(t *testing.T) {
 }
 
 // TestHydraAbort: a rank's Abort ends the whole job under the real mpiexec.hydra, over
-// both wires (Hydra passes PMI-1's exitcode on; its PMI-2 abort carries none).
+// both wires: the other ranks wait in a fence, so a job that Abort did not end outlives
+// its context. Hydra passes PMI-1's exitcode on. Its PMI-2 abort carries none, and
+// Hydra 4.0.2 then exits 255, or at times 0 (seen under load):
+// under PMI-2 only the job's end is checked.
 func TestHydraAbort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(3*time.Minute))
 	defer cancel()
 	hydra, bin := hydraAndProg(ctx, t)
 	for _, tc := range []struct {
 		wire string
-		code int // 0: any failure
-	}{{"1", 7}, {"2", 0}} {
+		code int // -1: any exit status
+	}{{"1", 7}, {"2", -1}} {
 		t.Run("GORMA_PMI="+tc.wire, func(t *testing.T) {
 			rctx, cancel := context.WithTimeout(ctx, testbudget.Scale(time.Minute))
 			defer cancel()
@@ -70,8 +73,13 @@ func TestHydraAbort(t *testing.T) {
 			if rctx.Err() != nil {
 				t.Fatalf("the job outlived its context: Abort did not end it\n%s", out)
 			}
-			ee, ok := err.(*exec.ExitError)
-			if !ok || (tc.code != 0 && ee.ExitCode() != tc.code) || ee.ExitCode() == 0 {
+			if tc.code < 0 {
+				if _, ok := err.(*exec.ExitError); err != nil && !ok {
+					t.Fatalf("mpiexec.hydra: %v\n%s", err, out)
+				}
+				return
+			}
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != tc.code {
 				t.Fatalf("mpiexec.hydra: %v, want exit code %d\n%s", err, tc.code, out)
 			}
 		})

@@ -1,0 +1,33 @@
+// Package trace records each rank's timeline in a bounded ring (a flight recorder) and
+// merges the ranks' dumps into one Chrome trace-event JSON file that Perfetto's UI opens.
+// It imports only the standard library.
+//
+// The runtime makes one Recorder per rank at Init and names its calls and algorithms
+// there (Label takes a lock). On the hot path it reads the clock and records:
+//
+//	rec := trace.NewRecorder(rank, 1<<16)
+//	send, _ := rec.Label("Send")
+//	start := rec.Now()
+//	// ... the call ...
+//	rec.Record(trace.Event{Kind: trace.Send, Start: start, End: rec.Now(), Bytes: n,
+//		Flow: seq, Peer: int32(dest), Tag: int32(tag), Label: send})
+//
+// Costs: Now reads the monotonic clock once; Record takes no lock and allocates nothing
+// (one atomic add, one compare-and-swap and one atomic store on the slot). When the ring
+// is full the oldest event is overwritten; Dump.Dropped counts the events a dump lacks.
+//
+// A Send event and the Match event of the same message carry the same Flow: the
+// message's number on its (sender, receiver) pair, counted from 1 by both ends.
+// design.md states the rule and where it holds.
+//
+// At the end (or when a hang report is asked for) each rank writes its Snapshot with
+// AppendDump; the launcher reads the files with DecodeDump (or MergeFiles) and calls
+// Merge with each rank's clock offset. Merge writes one process per rank, a complete
+// event per Event and a flow from each Send to its Match. Pointer formats the line a
+// hang report adds to name the rank's last event in the trace.
+//
+// Concurrency: Record, Now, Label, Snapshot and Recorded may be called from any
+// goroutine at once. A Record that meets a slot another goroutine holds drops its event
+// and counts it in Dump.Lost rather than wait. The other functions are pure. Merge and
+// AppendDump neither keep nor modify what they are given.
+package trace

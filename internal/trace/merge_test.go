@@ -1,0 +1,287 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+// ring records a ring exchange on n ranks: each rank sends to the next and receives
+// from the one before, rounds times, with a collective between rounds. Rank r's clock
+// reads the reference clock minus skew[r]; the returned offsets undo that.
+func ring(n, rounds, capacity int, skew []int64) ([]Dump, []int64) {
+	recs := make([]*Recorder, n)
+	for r := range recs {
+		recs[r] = NewRecorder(r, capacity)
+	}
+	label := func(r int, s string) uint16 { l, _ := recs[r].Label(s); return l }
+	sent := make([][]uint64, n) // sent[r][peer]: messages numbered so far
+	for r := range sent {
+		sent[r] = make([]uint64, n)
+	}
+	var t int64 = 1000
+	for range rounds {
+		for r := range n {
+			to, from := (r+1)%n, (r+n-1)%n
+			local := func(x int64) int64 { return x - skew[r] }
+			sent[r][to]++
+			recs[r].Record(Event{Kind: Send, Start: local(t + int64(r)*10), End: local(t + int64(r)*10 + 50),
+				Bytes: 8, Flow: sent[r][to], Peer: int32(to), Tag: 0, Label: label(r, "Send")})
+			// The receive call spans the exchange; its match starts after the sender's send.
+			recs[r].Record(Event{Kind: Recv, Start: local(t), End: local(t + 400), Bytes: 8,
+				Peer: int32(from), Tag: 0, Label: label(r, "Recv")})
+			recs[r].Record(Event{Kind: Match, Start: local(t + int64(from)*10 + 100), End: local(t + int64(from)*10 + 120),
+				Bytes: 8, Flow: sent[from][r] + boolInt(from >= r), Peer: int32(from), Tag: 0, Label: label(r, "Recv")})
+		}
+		t += 500
+		for r := range n {
+			recs[r].Record(Event{Kind: Collective, Start: t - skew[r], End: t + 200 - skew[r], Bytes: 64,
+				Peer: NoPeer, Tag: -1, Label: label(r, "Allreduce recursive doubling")})
+		}
+		t += 300
+	}
+	dumps := make([]Dump, n)
+	offsets := make([]int64, n)
+	for r := range recs {
+		dumps[r] = recs[r].Snapshot()
+		offsets[r] = skew[r]
+	}
+	return dumps, offsets
+}
+
+// boolInt is 1 for true: rank r's Match of a message from a higher rank is recorded
+// before that rank's Send in ring's loop, so it numbers the message one ahead.
+func boolInt(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+type jsonEvent struct {
+	Name string         `json:"name"`
+	Cat  string         `json:"cat"`
+	Ph   string         `json:"ph"`
+	Ts   *float64       `json:"ts"`
+	Dur  *float64       `json:"dur"`
+	Pid  *int           `json:"pid"`
+	Tid  *int           `json:"tid"`
+	ID   *uint64        `json:"id"`
+	Bp   string         `json:"bp"`
+	Args map[string]any `json:"args"`
+}
+
+type jsonTrace struct {
+	DisplayTimeUnit string      `json:"displayTimeUnit"`
+	TraceEvents     []jsonEvent `json:"traceEvents"`
+}
+
+// ns converts a trace time back to nanoseconds as Perfetto's importer does.
+func ns(us float64) int64 { return int64(us * 1000) }
+
+func TestMergeStructure(t *testing.T) {
+	const n = 4
+	skew := []int64{0, 5_000_000, -3_000_000, 123_456_789}
+	dumps, offsets := ring(n, 5, 1024, skew)
+	var buf bytes.Buffer
+	st, err := Merge(&buf, dumps, offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Unpaired != 0 || st.Reversed != 0 || st.Flows != n*5 {
+		t.Fatalf("stats %+v, want %d flows, none unpaired or reversed", st, n*5)
+	}
+	tr := parseTrace(t, buf.Bytes())
+	checkTrace(t, tr, n)
+	// Without the offsets the skewed clocks put receives before their sends.
+	if st, err := Merge(&bytes.Buffer{}, dumps, make([]int64, n)); err != nil || st.Reversed == 0 {
+		t.Errorf("merge on unaligned clocks: %+v, %v; want reversed flows", st, err)
+	}
+}
+
+// TestMergeDropped merges rings too small to hold the run: flows whose other end was
+// overwritten are left out, and every flow written still has both ends.
+func TestMergeDropped(t *testing.T) {
+	const n = 3
+	dumps, offsets := ring(n, 10, 8, make([]int64, n))
+	dumps[0].Events, dumps[0].Seqs = dumps[0].Events[3:], dumps[0].Seqs[3:] // as if overwritten
+	var buf bytes.Buffer
+	st, err := Merge(&buf, dumps, offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Unpaired == 0 || st.Flows == 0 {
+		t.Fatalf("stats %+v: want some flows and some unpaired ends", st)
+	}
+	tr := parseTrace(t, buf.Bytes())
+	checkTrace(t, tr, n)
+	if !strings.Contains(buf.String(), "earlier events dropped") {
+		t.Error("process names do not say that events were dropped")
+	}
+}
+
+func parseTrace(t *testing.T, b []byte) jsonTrace {
+	t.Helper()
+	var tr jsonTrace
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatalf("merged trace is not JSON: %v", err)
+	}
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	if tr.DisplayTimeUnit != "ns" || len(tr.TraceEvents) == 0 {
+		t.Fatalf("displayTimeUnit %q, %d events", tr.DisplayTimeUnit, len(tr.TraceEvents))
+	}
+	return tr
+}
+
+type thread struct{ pid, tid int }
+
+// checkTrace checks the merged trace of n ranks: a named process per rank, slices that
+// nest on every thread, and flows from each Send slice to a Match slice on the receiver.
+func checkTrace(t *testing.T, tr jsonTrace, n int) {
+	t.Helper()
+	names := map[int]string{}
+	slicesOf := map[thread][]jsonEvent{}
+	type end struct {
+		e     jsonEvent
+		count int
+	}
+	starts := map[uint64]jsonEvent{}
+	ends := map[uint64]*end{}
+	for _, e := range tr.TraceEvents {
+		if e.Pid == nil || e.Tid == nil || e.Ph == "" {
+			t.Fatalf("event without ph, pid or tid: %+v", e)
+		}
+		switch e.Ph {
+		case "M":
+			if e.Name == "process_name" {
+				names[*e.Pid], _ = e.Args["name"].(string)
+			}
+		case "X":
+			if e.Ts == nil || e.Dur == nil || *e.Dur < 0 {
+				t.Fatalf("complete event without ts or dur: %+v", e)
+			}
+			slicesOf[thread{*e.Pid, *e.Tid}] = append(slicesOf[thread{*e.Pid, *e.Tid}], e)
+		case "s":
+			if _, dup := starts[*e.ID]; dup {
+				t.Fatalf("flow %d starts twice", *e.ID)
+			}
+			starts[*e.ID] = e
+		case "f":
+			if e.Bp != "e" {
+				t.Errorf("flow end %d binds to %q, want the enclosing slice", *e.ID, e.Bp)
+			}
+			if ends[*e.ID] == nil {
+				ends[*e.ID] = &end{e: e}
+			}
+			ends[*e.ID].count++
+		default:
+			t.Fatalf("unexpected phase %q", e.Ph)
+		}
+	}
+	for r := range n {
+		if !strings.HasPrefix(names[r+1], "rank ") {
+			t.Errorf("pid %d named %q", r+1, names[r+1])
+		}
+	}
+	for th, ss := range slicesOf {
+		checkNesting(t, th, ss)
+	}
+	if len(starts) != len(ends) {
+		t.Errorf("%d flow starts, %d flow ends", len(starts), len(ends))
+	}
+	for id, s := range starts {
+		f := ends[id]
+		if f == nil || f.count != 1 {
+			t.Errorf("flow %d: %v ends, want 1", id, f)
+			continue
+		}
+		if ns(*f.e.Ts) < ns(*s.Ts) {
+			t.Errorf("flow %d ends at %v before its start at %v", id, *f.e.Ts, *s.Ts)
+		}
+		send := enclosing(t, slicesOf[thread{*s.Pid, *s.Tid}], ns(*s.Ts))
+		match := enclosing(t, slicesOf[thread{*f.e.Pid, *f.e.Tid}], ns(*f.e.Ts))
+		if send.Cat != "send" || match.Cat != "match" {
+			t.Errorf("flow %d joins a %q slice to a %q slice", id, send.Cat, match.Cat)
+			continue
+		}
+		if int(send.Args["peer"].(float64))+1 != *f.e.Pid || int(match.Args["peer"].(float64))+1 != *s.Pid {
+			t.Errorf("flow %d: send on pid %d to peer %v, match on pid %d from peer %v",
+				id, *s.Pid, send.Args["peer"], *f.e.Pid, match.Args["peer"])
+		}
+		if send.Args["msg"] != match.Args["msg"] {
+			t.Errorf("flow %d joins message %v to message %v", id, send.Args["msg"], match.Args["msg"])
+		}
+	}
+}
+
+// checkNesting checks that the slices of one thread nest, in nanoseconds as Perfetto
+// reads them: the JSON format allows no partial overlap.
+func checkNesting(t *testing.T, th thread, ss []jsonEvent) {
+	t.Helper()
+	var stack []int64
+	for _, s := range ss { // Merge writes each rank's slices by start, longest first
+		start, end := ns(*s.Ts), ns(*s.Ts)+ns(*s.Dur)
+		for len(stack) > 0 && stack[len(stack)-1] <= start {
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1] < end {
+			t.Errorf("thread %v: slice %s [%d, %d] overlaps its parent ending at %d", th, s.Name, start, end, stack[len(stack)-1])
+		}
+		stack = append(stack, end)
+	}
+}
+
+// enclosing returns the innermost slice of ss that contains ts.
+func enclosing(t *testing.T, ss []jsonEvent, ts int64) jsonEvent {
+	t.Helper()
+	var best jsonEvent
+	bestDur := int64(math.MaxInt64)
+	for _, s := range ss {
+		start, dur := ns(*s.Ts), ns(*s.Dur)
+		if start <= ts && ts <= start+dur && dur < bestDur {
+			best, bestDur = s, dur
+		}
+	}
+	if bestDur == math.MaxInt64 {
+		t.Errorf("no slice contains %d", ts)
+	}
+	return best
+}
+
+func TestAppendTimeExact(t *testing.T) {
+	for _, v := range []int64{0, 1, 999, 1000, 1001, 123_456_789, 86_400_000_000_000, 1<<50 + 7} {
+		b := appendTime(nil, v)
+		var f float64
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatal(err)
+		}
+		if got := ns(f); got != v {
+			t.Errorf("appendTime(%d) = %s, read back as %d", v, b, got)
+		}
+	}
+}
+
+func TestMergeRejects(t *testing.T) {
+	d := sampleDump()
+	if _, err := Merge(&bytes.Buffer{}, []Dump{d, d}, nil); err == nil {
+		t.Error("two dumps of one rank merged")
+	}
+	if _, err := Merge(&bytes.Buffer{}, []Dump{d}, []int64{1, 2}); err == nil {
+		t.Error("merged with more offsets than dumps")
+	}
+}
+
+func TestPointer(t *testing.T) {
+	d := sampleDump()
+	if got, want := Pointer(3, d, 95+31_200_000_000), "trace: rank 3 last event seq=9, 31.2s ago"; got != want {
+		t.Errorf("Pointer = %q, want %q", got, want)
+	}
+	if got, want := Pointer(1, Dump{}, 0), "trace: rank 1 recorded no event"; got != want {
+		t.Errorf("Pointer = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,23 @@
+package trace
+
+import (
+	"strconv"
+	"time"
+)
+
+// Pointer returns the line a hang report adds for rank to lead its reader into the
+// merged trace: the index of the rank's last recorded event, which the trace shows as
+// the "seq" argument of that event, and the time since that event ended.
+//
+//	trace: rank 3 last event seq=1234, 31.2s ago
+//	trace: rank 3 recorded no event
+func Pointer(rank int, d Dump, now int64) string {
+	s := "trace: rank " + strconv.Itoa(rank)
+	if len(d.Events) == 0 {
+		return s + " recorded no event"
+	}
+	last := len(d.Events) - 1
+	ago := time.Duration(now - d.Events[last].End)
+	return s + " last event seq=" + strconv.FormatUint(d.Seqs[last], 10) + ", " +
+		strconv.FormatFloat(ago.Seconds(), 'f', 1, 64) + "s ago"
+}

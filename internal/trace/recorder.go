@@ -1,0 +1,142 @@
+package trace
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MaxLabels is the most labels a Recorder holds; Label indexes them with a uint16.
+const MaxLabels = 1 << 16
+
+// ErrLabels is returned by Recorder.Label when the table is full.
+var ErrLabels = errors.New("trace: label table full")
+
+// slot is one place of the ring. state says who holds it: bits 2 and up are the index
+// of the event it holds plus one (0: never written), bit 0 is set while a writer fills
+// it and bit 1 while Snapshot copies it.
+type slot struct {
+	state atomic.Uint64
+	ev    Event
+}
+
+const (
+	writing = 1
+	reading = 2
+	busy    = writing | reading
+)
+
+// Recorder is one rank's flight recorder: a ring of the last Capacity events.
+//
+// Record may be called from any number of goroutines at once and never blocks: it
+// claims the next index with one atomic add and fills the slot that index maps to, after
+// one compare-and-swap on the slot's state. A slot another goroutine holds at that
+// moment (a writer of an index one lap ahead or behind, or Snapshot) is not waited
+// for: the event is counted as lost. Label, Snapshot and Now may also be called from
+// any goroutine.
+type Recorder struct {
+	rank   int
+	origin time.Time // Now's zero; its wall-clock reading goes into the dump
+	mask   uint64
+	slots  []slot
+	next   atomic.Uint64 // events recorded so far: the index the next Record claims
+	lost   atomic.Uint64 // events Record could not store
+
+	mu     sync.Mutex
+	labels []string
+	index  map[string]uint16
+}
+
+// NewRecorder returns the recorder of rank, which keeps the last capacity events
+// (rounded up to a power of two, at least 2).
+func NewRecorder(rank, capacity int) *Recorder {
+	n := 2
+	for n < capacity {
+		n <<= 1
+	}
+	return &Recorder{rank: rank, origin: time.Now(), mask: uint64(n - 1), slots: make([]slot, n),
+		index: make(map[string]uint16)}
+}
+
+// Capacity returns how many events the ring keeps.
+func (r *Recorder) Capacity() int { return len(r.slots) }
+
+// Now returns the recorder's clock: nanoseconds of the monotonic clock since the
+// recorder was made. It reads the clock once and allocates nothing.
+func (r *Recorder) Now() int64 { return int64(time.Since(r.origin)) }
+
+// Label returns the index of name in the recorder's table, adding it if new. It takes a
+// lock and may allocate: call it when the runtime sets up (an algorithm's name at
+// selection, a call's name at Init), not per call.
+func (r *Recorder) Label(name string) (uint16, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i, ok := r.index[name]; ok {
+		return i, nil
+	}
+	if len(r.labels) >= MaxLabels {
+		return 0, ErrLabels
+	}
+	i := uint16(len(r.labels))
+	r.labels = append(r.labels, name)
+	r.index[name] = i
+	return i, nil
+}
+
+// Record stores e, overwriting the oldest event when the ring is full. It takes no lock
+// and allocates nothing.
+func (r *Recorder) Record(e Event) {
+	i := r.next.Add(1) - 1
+	s := &r.slots[i&r.mask]
+	st := s.state.Load()
+	if st&busy != 0 || st>>2 > i || !s.state.CompareAndSwap(st, (i+1)<<2|writing) {
+		r.lost.Add(1)
+		return
+	}
+	s.ev = e
+	s.state.Store((i + 1) << 2)
+}
+
+// Recorded returns how many events Record was given, and how many of them it could not
+// store because another goroutine held their slot.
+// It reads lost before total, so that every lost event it counts is among total.
+func (r *Recorder) Recorded() (total, lost uint64) {
+	lost = r.lost.Load()
+	return r.next.Load(), lost
+}
+
+// Snapshot returns the events the ring holds, oldest first, with the labels and the
+// counts. It may run while other goroutines record: a slot being written is left out,
+// and a Record that meets a slot Snapshot is copying loses its event.
+func (r *Recorder) Snapshot() Dump {
+	d := Dump{Rank: r.rank, Origin: r.origin.UnixNano()}
+	type held struct {
+		i  uint64
+		ev Event
+	}
+	got := make([]held, 0, len(r.slots))
+	for k := range r.slots {
+		s := &r.slots[k]
+		st := s.state.Load()
+		if st == 0 || st&busy != 0 || !s.state.CompareAndSwap(st, st|reading) {
+			continue
+		}
+		got = append(got, held{st>>2 - 1, s.ev})
+		s.state.Store(st)
+	}
+	d.Total, d.Lost = r.Recorded()
+	slices.SortFunc(got, func(a, b held) int { return cmp.Compare(a.i, b.i) })
+	d.Events = make([]Event, len(got))
+	d.Seqs = make([]uint64, len(got))
+	for k, h := range got {
+		d.Events[k] = h.ev
+		d.Seqs[k] = h.i
+	}
+	r.mu.Lock()
+	d.Labels = append([]string(nil), r.labels...)
+	r.mu.Unlock()
+	return d
+}

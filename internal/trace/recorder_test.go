@@ -1,0 +1,107 @@
+package trace
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestRingKeepsLastN(t *testing.T) {
+	r := NewRecorder(0, 8)
+	if r.Capacity() != 8 {
+		t.Fatalf("capacity %d, want 8", r.Capacity())
+	}
+	l, _ := r.Label("Send")
+	for i := range 20 {
+		r.Record(Event{Kind: Send, Start: int64(i), End: int64(i + 1), Label: l, Peer: 1, Tag: -1, Bytes: 8, Flow: uint64(i + 1)})
+	}
+	d := r.Snapshot()
+	if d.Total != 20 || d.Lost != 0 || len(d.Events) != 8 || d.Dropped() != 12 {
+		t.Fatalf("total %d lost %d events %d dropped %d; want 20 0 8 12", d.Total, d.Lost, len(d.Events), d.Dropped())
+	}
+	for k, e := range d.Events {
+		if want := int64(12 + k); e.Start != want || d.Seqs[k] != uint64(want) {
+			t.Errorf("event %d: start %d seq %d, want %d", k, e.Start, d.Seqs[k], want)
+		}
+	}
+}
+
+func TestCapacityRoundsUp(t *testing.T) {
+	for _, c := range []struct{ in, want int }{{0, 2}, {1, 2}, {3, 4}, {1000, 1024}} {
+		if got := NewRecorder(0, c.in).Capacity(); got != c.want {
+			t.Errorf("NewRecorder(0, %d).Capacity() = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
+
+func TestLabels(t *testing.T) {
+	r := NewRecorder(0, 2)
+	a, _ := r.Label("a")
+	b, _ := r.Label("b")
+	a2, _ := r.Label("a")
+	if a != 0 || b != 1 || a2 != 0 {
+		t.Fatalf("labels %d %d %d, want 0 1 0", a, b, a2)
+	}
+}
+
+func TestRecordAllocatesNothing(t *testing.T) {
+	r := NewRecorder(0, 64)
+	e := Event{Kind: Call, Peer: NoPeer, Tag: -1, Bytes: -1}
+	if n := testing.AllocsPerRun(1000, func() {
+		e.Start = r.Now()
+		e.End = r.Now()
+		r.Record(e)
+	}); n != 0 {
+		t.Fatalf("Record allocates %v times per call", n)
+	}
+}
+
+// TestConcurrentRecord records from several goroutines while another takes snapshots;
+// under -race it checks that the ring's slots are handed over without a data race.
+func TestConcurrentRecord(t *testing.T) {
+	const writers, each = 4, 2000
+	r := NewRecorder(5, 64)
+	if _, err := r.Label("Call"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			checkSnapshot(t, r.Snapshot())
+		}
+	}()
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				r.Record(Event{Kind: Call, Start: int64(i), End: int64(i), Peer: int32(w), Tag: -1, Bytes: -1})
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-done
+	d := r.Snapshot()
+	checkSnapshot(t, d)
+	if d.Total != writers*each {
+		t.Fatalf("total %d, want %d", d.Total, writers*each)
+	}
+	if uint64(len(d.Events))+d.Lost < 1 || len(d.Events) > 64 {
+		t.Fatalf("%d events, %d lost", len(d.Events), d.Lost)
+	}
+}
+
+// checkSnapshot checks what any snapshot must satisfy: ascending indexes, counts in
+// range, and a form that encodes and decodes.
+func checkSnapshot(t *testing.T, d Dump) {
+	t.Helper()
+	if err := d.check(); err != nil {
+		t.Error(err)
+	}
+}

@@ -26,11 +26,12 @@ var providers = []string{"transport/verbs/shm", "transport/verbs/tcp"}
 
 // leaves are the packages that import nothing of the module and that every layer may
 // import: the accept loop of every listener, the tests' time budgets, the hang report
-// that ranks produce and the launcher prints, the pooled packing buffers, the attribute
-// sets of Worlds and windows, and the shared futex of every shared-memory wait.
+// that ranks produce and the launcher prints, the communication profile that ranks
+// count and the launcher merges, the pooled packing buffers, the attribute sets of
+// Worlds and windows, and the shared futex of every shared-memory wait.
 // ARCHITECTURE.md lists them first, before transport/verbs. Every package under
 // internal/ is one (TestInternalLeaves).
-var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang", "internal/packpool", "internal/attrset", "internal/futex"}
+var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang", "internal/prof", "internal/packpool", "internal/attrset", "internal/futex"}
 
 // testsDir holds the rank programs and helpers of the tests. Only test files and tests/
 // itself import it; Go would let any package do so, since it is not under internal/.

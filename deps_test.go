@@ -31,7 +31,7 @@ var providers = []string{"transport/verbs/shm", "transport/verbs/tcp"}
 // Worlds and windows, and the shared futex of every shared-memory wait.
 // ARCHITECTURE.md lists them first, before transport/verbs. Every package under
 // internal/ is one (TestInternalLeaves).
-var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang", "internal/prof", "internal/packpool", "internal/attrset", "internal/futex"}
+var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang", "internal/trace", "internal/prof", "internal/packpool", "internal/attrset", "internal/futex"}
 
 // testsDir holds the rank programs and helpers of the tests. Only test files and tests/
 // itself import it; Go would let any package do so, since it is not under internal/.

@@ -200,16 +200,10 @@ type pxFence struct {
 const pmixDataKey = "pmix-data"
 
 func (s *PMIxServer) add(c net.Conn, release func()) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		release()
-		c.Close()
-		return
-	}
-	// Another user's process is closed at once, before it can hold a pending slot.
-	if owner, err := tcpPeerUID(c); err != nil || owner != s.uid.Load() {
-		s.mu.Unlock()
+	// Another user's process is closed at once, before it can hold a pending slot. The
+	// owner found here is the one the connect's credential must name.
+	owner, err := tcpPeerUID(c)
+	if err != nil || owner != s.uid.Load() {
 		release()
 		c.Close()
 		why := fmt.Sprintf("a process of uid %d; the job's uid is %d", owner, s.uid.Load())
@@ -217,6 +211,13 @@ func (s *PMIxServer) add(c net.Conn, release func()) {
 			why = "the peer's user is unknown: " + err.Error()
 		}
 		s.report(-1, "connect", fmt.Errorf("%w: connection refused: %s", ErrProtocol, why))
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		release()
+		c.Close()
 		return
 	}
 	pc := &pxConn{c: c, rank: -1}
@@ -231,7 +232,7 @@ func (s *PMIxServer) add(c net.Conn, release func()) {
 			s.mu.Unlock()
 			c.Close()
 		}()
-		ok := s.connect(pc)
+		ok := s.connect(pc, owner)
 		release()
 		if ok {
 			s.serve(pc)
@@ -249,7 +250,7 @@ func (s *PMIxServer) report(rank int, cmd string, err error) {
 
 // connect reads and checks a new connection's connect message, admits its rank through
 // the Handler and answers. It reports false when the connection is refused.
-func (s *PMIxServer) connect(pc *pxConn) bool {
+func (s *PMIxServer) connect(pc *pxConn, owner uint32) bool {
 	pc.c.SetDeadline(time.Now().Add(pmixConnectTimeout))
 	defer pc.c.SetDeadline(time.Time{})
 	var hdr [pmixHdrLen]byte
@@ -279,15 +280,12 @@ func (s *PMIxServer) connect(pc *pxConn) bool {
 		pc.c.Write(pmixAck(st, 0))
 		return false
 	}
-	// Who is calling: the kernel's owner of the peer's socket, which the credential must
-	// name. A stranger is refused and only logged.
-	owner, err := tcpPeerUID(pc.c)
+	// The credential must name owner, the kernel's owner of the peer's socket. A stranger
+	// is refused and only logged.
 	switch {
-	case err != nil:
-		return refuse(pmixErrNoPerm, -1, fmt.Errorf("%w: connect: the peer's user is unknown: %v", ErrProtocol, err))
 	case cm.sec != pmixSecNative:
 		return refuse(pmixErrNoPerm, -1, fmt.Errorf("%w: connect: credential of module %q; golaunch's PMIx server takes %q (PMIX_SECURITY_MODE)", ErrProtocol, cm.sec, pmixSecNative))
-	case cm.uid != owner || owner != s.uid.Load():
+	case cm.uid != owner:
 		return refuse(pmixErrNoPerm, -1, fmt.Errorf("%w: connect: a process of uid %d with a credential of uid %d; the job's uid is %d", ErrProtocol, owner, cm.uid, s.uid.Load()))
 	case cm.typ != 0:
 		return refuse(pmixErrNotSupported, -1, fmt.Errorf("%w: connect of type %d (a tool or launcher); golaunch's PMIx server takes only the ranks it started (type 0)", ErrProtocol, cm.typ))

@@ -51,6 +51,10 @@ type config struct {
 	ft          bool   // GORMA_FT=1 (ft.go)
 	transport   string // from the launch contract
 	tcpAddr     string
+	profDir     string // GORMA_PROFILE (observe.go)
+	traceFile   string // GORMA_TRACE
+	summary     bool   // GORMA_SUMMARY=1
+	traceEvents int    // GORMA_TRACE_EVENTS
 	// idleWatch is the rank's idle-role watch from the launch contract, until the tcp
 	// device takes it (openDevice); nil if none or taken.
 	idleWatch *idlewatch.Files
@@ -117,6 +121,9 @@ func readConfig(getenv func(string) string) (config, error) {
 		}
 	default:
 		return cfg, fmt.Errorf("%w: %s=%q: want 1 (fault-tolerant mode) or 0", ErrConfig, EnvFT, v)
+	}
+	if err := readObserve(&cfg, getenv); err != nil {
+		return cfg, err
 	}
 	if v := getenv(EnvTCPCongestion); v != "" {
 		if !validCongestion(v) {
@@ -304,6 +311,7 @@ func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine 
 	e.stop, e.halt = context.WithCancel(context.Background())
 	e.links.init(&e.mu, &e.cfg, e.stop, rank, size, host, hooksOf(e))
 	e.rma.remotes = map[*remote]struct{}{}
+	e.obs.init(&e.cfg, rank, size)
 	return e
 }
 

@@ -223,6 +223,7 @@ type engine struct {
 	bsend bsendBuf   // the buffer of BufferAttach, for Bsend (bsend.go)
 	ft    ftState    // fault tolerance: failures per World, Revoke, Agree (ft.go)
 	spawn spawner    // the job's growth: Spawn, a spawned rank's Parent, late devices (spawn.go, grow.go)
+	obs   observer   // the profile and the timeline of this rank's calls (observe.go)
 }
 
 // rendezvous is the part that runs the rendezvous protocol and its layout offers

@@ -24,6 +24,11 @@ type (
 	// Reach says what the transport from one rank to another offers. Layers above the
 	// runtime choose by it, never by the provider's name (World.Transport).
 	Reach = subcore.Reach
+	// Obs is what a rank observes of its calls: the profile's counters and the
+	// timeline's recorder. A nil *Obs observes nothing.
+	Obs = subcore.Obs
+	// ObsCall is one call under observation, from Obs.Begin to End.
+	ObsCall = subcore.ObsCall
 )
 
 // Reach flags. A rank reaches itself with ReachSelf|ReachMap|ReachZeroCopy.

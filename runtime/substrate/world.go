@@ -73,3 +73,9 @@ func TransportBetween(w *runtime.World, a, b int) string { return of(w).Transpor
 // Connections returns how many ranks of the job this rank holds a connection to. A
 // connection is made on first contact (a send, a receive naming the rank, an Attach).
 func Connections(w *runtime.World) int { return of(w).Connections() }
+
+// Observe returns this rank's observer (nil when GORMA_PROFILE, GORMA_SUMMARY and
+// GORMA_TRACE are all off) and the job ranks of w's ranks (nil for Init's World), which
+// the observer's peer arguments take. A layer calls it once per call or keeps it: it
+// never changes.
+func Observe(w *runtime.World) (*Obs, []int) { return of(w).Observe() }

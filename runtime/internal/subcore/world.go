@@ -20,6 +20,7 @@ type World interface {
 	ReachBetween(a, b int) Reach
 	TransportBetween(a, b int) string
 	Connections() int
+	Observe() (*Obs, []int)
 }
 
 // Of returns the World interface of w, a *runtime.World. The runtime sets it at init.

@@ -1,0 +1,191 @@
+package runtime
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/gorma-hpc/gorma/internal/prof"
+	"github.com/gorma-hpc/gorma/internal/trace"
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
+)
+
+// Observation. Under GORMA_PROFILE, GORMA_SUMMARY or GORMA_TRACE a rank observes its own
+// calls (subcore.Obs): per peer the bytes and messages it sends, per call kind the calls,
+// bytes and time (internal/prof), and a timeline of its calls in a flight recorder
+// (internal/trace). Finalize writes the outputs (observe_out.go). Off, every hook is one
+// nil check.
+//
+// A message's flow number (internal/trace/design.md) is its place in the sender's stream
+// to its receiver. The sender numbers each eager message and rendezvous offer when it
+// enters the engine (numberLocked: sendLocked and the fast-box path of startSendLocked);
+// the receiver counts each one as it arrives (arrivedLocked: incomingLocked and
+// sendSelfLocked), before matching. The runtime keeps a pair's messages in the order they
+// entered the engine, so the two counts agree.
+
+// The environment variables of observation, read by Init (docs/api.md's knobs table).
+const (
+	envProfile     = "GORMA_PROFILE"      // a folder: prof.<rank>.prof, prof.<rank>.json; rank 0 adds the job's files
+	envTrace       = "GORMA_TRACE"        // a file: rank 0 writes the job's timeline there (Chrome trace-event JSON)
+	envSummary     = "GORMA_SUMMARY"      // 1: rank 0 prints the profile's summary to stderr at Finalize
+	envTraceEvents = "GORMA_TRACE_EVENTS" // the events each rank's flight recorder keeps
+)
+
+// defaultTraceEvents is the flight recorder's size in events (56 bytes each).
+const defaultTraceEvents = 1 << 17
+
+// observer is the part that observes this rank's calls. Obs is nil when observation is
+// off; sent, got and last are guarded by the engine's mu and nil when the timeline is
+// off.
+type observer struct {
+	*subcore.Obs
+	sent, got []uint64 // by job rank: messages numbered to it, messages counted from it
+	last      uint64   // the number numberLocked gave last
+	labels    [nLabels]uint16
+}
+
+// The timeline's labels of the engine's own events.
+const (
+	lSend = iota
+	lRecv
+	lIsend
+	lIrecv
+	lMatch
+	nLabels
+)
+
+var labelNames = [nLabels]string{"Send", "Recv", "Isend", "Irecv", "Match"}
+
+// init readies o for job rank rank of size ranks as cfg asks.
+func (o *observer) init(cfg *config, rank, size int) {
+	events := 0
+	if cfg.traceFile != "" {
+		events = cfg.traceEvents
+	}
+	o.Obs = subcore.NewObs(rank, size, cfg.profDir != "" || cfg.summary, events)
+	if o.Obs == nil || o.Rec == nil {
+		return
+	}
+	o.sent, o.got = make([]uint64, size), make([]uint64, size)
+	for i, n := range labelNames {
+		o.labels[i] = o.Label(n)
+	}
+}
+
+// userCtx reports whether ctx carries a World's user messages (not its internal
+// traffic, a Sibling's, or the engine's control).
+func userCtx(ctx uint16) bool { return ctx%ctxPerWorld == 0 && ctx < splitTop }
+
+// numberLocked numbers a message of n bytes on ctx to job rank peer as it enters the
+// engine, and counts it in the profile when it is a user's point-to-point message.
+func (o *observer) numberLocked(ctx uint16, peer, n int) {
+	if o.Obs == nil {
+		return
+	}
+	if userCtx(ctx) {
+		o.Prof.Send(peer, n)
+	}
+	if peer < len(o.sent) {
+		o.sent[peer]++
+		o.last = o.sent[peer]
+	}
+}
+
+// arrivedLocked counts a message from job rank src as it arrives and returns its flow
+// number, 0 when the timeline is off.
+func (o *observer) arrivedLocked(src int) uint64 {
+	if src >= len(o.got) {
+		return 0
+	}
+	o.got[src]++
+	return o.got[src]
+}
+
+// begin starts observing a send or receive; kind is prof.CallSend or prof.CallRecv.
+func (o *observer) begin(ctx uint16, kind prof.CallKind) subcore.ObsCall {
+	if o.Obs == nil || (!userCtx(ctx) && o.Rec == nil) {
+		return subcore.ObsCall{}
+	}
+	return o.Begin(kind)
+}
+
+// endSend records the send c of n bytes to job rank peer with tag, whose message
+// numberLocked numbered last (read with the engine's mu held). Only a user's send
+// counts as a call in the profile.
+func (o *observer) endSend(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int, flow uint64) {
+	if !c.On() {
+		return
+	}
+	if userCtx(ctx) {
+		c.End(0, n, peer, tag, 0) // the profile's call; tk 0 records nothing
+	}
+	if o.Rec != nil {
+		o.Rec.Record(trace.Event{Kind: trace.Send, Start: c.Started(), End: o.Now(), Bytes: int64(n),
+			Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[label]})
+	}
+}
+
+// endRecv records the receive c on ctx from job rank src (trace.NoPeer when unknown) of n
+// bytes.
+func (o *observer) endRecv(c subcore.ObsCall, ctx uint16, label int, src, tag, n int) {
+	if !c.On() {
+		return
+	}
+	if userCtx(ctx) {
+		c.End(0, n, src, tag, 0)
+	}
+	if o.Rec != nil {
+		o.Rec.Record(trace.Event{Kind: trace.Recv, Start: c.Started(), End: o.Now(), Bytes: int64(n),
+			Peer: int32(src), Tag: int32(tag), Label: o.labels[label]})
+	}
+}
+
+// matched records the match of the message number flow from job rank src, of n bytes
+// with tag, from start to now.
+func (o *observer) matched(start int64, flow uint64, src, tag, n int) {
+	if flow == 0 {
+		return
+	}
+	o.Rec.Record(trace.Event{Kind: trace.Match, Start: start, End: o.Now(), Bytes: int64(n),
+		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[lMatch]})
+}
+
+// stamp returns the observer's clock when the timeline is on, else 0.
+func (o *observer) stamp() int64 {
+	if o.Obs == nil || o.Rec == nil {
+		return 0
+	}
+	return o.Now()
+}
+
+// Observe returns the rank's observer and the job ranks of w's peers (substrate.Observe).
+func (s *subWorld) Observe() (*subcore.Obs, []int) {
+	w := (*World)(s)
+	if w.e.obs.Obs == nil {
+		return nil, nil
+	}
+	if _, whole := w.k.(whole); whole {
+		return w.e.obs.Obs, nil
+	}
+	return w.e.obs.Obs, w.g.ranks
+}
+
+// readObserve reads the observation's variables into cfg.
+func readObserve(cfg *config, getenv func(string) string) error {
+	cfg.profDir, cfg.traceFile = getenv(envProfile), getenv(envTrace)
+	switch v := getenv(envSummary); v {
+	case "", "0":
+	case "1":
+		cfg.summary = true
+	default:
+		return fmt.Errorf("%w: %s=%q: want 1 (print the profile's summary at Finalize) or 0", ErrConfig, envSummary, v)
+	}
+	cfg.traceEvents = defaultTraceEvents
+	if v := getenv(envTraceEvents); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 16 || n > 1<<24 {
+			return fmt.Errorf("%w: %s=%q: want the number of events each rank keeps, from 16 to %d", ErrConfig, envTraceEvents, v, 1<<24)
+		}
+		cfg.traceEvents = n
+	}
+	return nil
+}

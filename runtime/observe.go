@@ -40,6 +40,7 @@ type observer struct {
 	*subcore.Obs
 	sent, got []uint64 // by job rank: messages numbered to it, messages counted from it
 	last      uint64   // the number numberLocked gave last
+	offsets   []int64  // at rank 0: each rank's clock offset, measured at Init (align)
 	labels    [nLabels]uint16
 }
 

@@ -79,6 +79,7 @@ type waiter struct {
 	// A blocking wait on it (hang.go).
 	waitFrom int64  // coarseNow when the wait began; 0: not waited on
 	waitCall string // the call that waits
+	waitObs  int64  // the observer's clock when the wait began, when the timeline is on
 	waitIdx  int    // its index in the hangWatch's waiting
 }
 

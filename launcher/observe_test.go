@@ -228,3 +228,47 @@ func checkObsProfile(t *testing.T, dir string, n int) {
 		t.Errorf("summary.txt: %v\n%s", err, s)
 	}
 }
+
+// TestObserveHang checks that a hang report under --trace points into the timeline: each
+// rank's report names its last event's seq and its dump, and golaunch merges the dumps
+// into the trace file, where that seq names the rank's last message of the deadlock's
+// first round: its own send, or the match of its left neighbour's.
+func TestObserveHang(t *testing.T) {
+	bin := obsprogProg.path(t)
+	tpath := filepath.Join(t.TempDir(), "trace.json")
+	r := runGL(t, "", "--trace", tpath, "--hang-report", "1s", "--timeout", "6s", "-n", "3", bin, "deadlock")
+	if r.code != 124 {
+		t.Fatalf("exit %d, want 124 (timeout)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "up to this report is in "+tpath) {
+		t.Fatalf("no merged timeline named:\n%s", r.stderr)
+	}
+	b, err := os.ReadFile(tpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tf traceFile
+	if err := json.Unmarshal(b, &tf); err != nil {
+		t.Fatalf("%s: %v", tpath, err)
+	}
+	for rank := range 3 {
+		var seq int
+		prefix := fmt.Sprintf("trace: rank %d last event seq=", rank)
+		i := strings.Index(r.stderr, prefix)
+		if i < 0 {
+			t.Fatalf("no pointer for rank %d:\n%s", rank, r.stderr)
+		}
+		if _, err := fmt.Sscanf(r.stderr[i+len(prefix):], "%d", &seq); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, e := range tf.TraceEvents {
+			if e.Ph == "X" && e.Pid == rank+1 && e.arg("seq") == seq {
+				found = (e.Cat == "send" || e.Cat == "match") && e.arg("tag") == 7
+			}
+		}
+		if !found {
+			t.Errorf("rank %d's pointer seq=%d names no send or match of tag 7 in the timeline", rank, seq)
+		}
+	}
+}

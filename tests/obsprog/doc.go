@@ -11,6 +11,10 @@
 //   - sends itself 16 bytes with tag 6 and receives them;
 //   - makes one Allreduce of 256 float64 and one 512-byte Put to right between two Fences.
 //
-// Rank 0 then prints "obsprog: ok". Every rank sends right 3x100 + 1 MiB + 8 bytes
+// Rank 0 then prints "obsprog: ok". With the argument deadlock, every rank instead sends
+// right one small message and then 1 MiB, which no rank receives: the job hangs, for the
+// tests of hang reports that point into the timeline.
+//
+// Rank 0 prints "obsprog: ok" at the end. Every rank sends right 3x100 + 1 MiB + 8 bytes
 // in 5 messages by point-to-point, left 8 bytes in 1, and itself 16 bytes in 1.
 package main

@@ -35,6 +35,13 @@ func main() {
 func run(ctx context.Context, w *runtime.World) error {
 	me, n := w.Rank(), w.Size()
 	right, left := (me+1)%n, (me+n-1)%n
+	if len(os.Args) > 1 && os.Args[1] == "deadlock" {
+		// Every rank sends right by rendezvous before any receives: none returns.
+		if err := runtime.Send(ctx, w, []byte("ok"), right, 7); err != nil {
+			return err
+		}
+		return runtime.Send(ctx, w, make([]byte, 1<<20), right, 7)
+	}
 	small := make([]byte, 100)
 	for _, tag := range []int{3, 2, 1} {
 		small[0] = byte(tag)

@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
+	gotrace "runtime/trace"
 	"strconv"
 	"time"
 
@@ -226,4 +228,19 @@ func firstCtx(rs []*Request) uint16 {
 		}
 	}
 	return 0
+}
+
+// TraceRegion marks a region named name until end is called: in the job's timeline
+// (GORMA_TRACE) and in Go's execution trace.
+func TraceRegion(ctx context.Context, w *World, name string) (end func()) {
+	r := gotrace.StartRegion(ctx, name)
+	o := w.e.obs.Obs
+	if o == nil || o.Rec == nil {
+		return r.End
+	}
+	start, label := o.Now(), o.Label(name)
+	return func() {
+		r.End()
+		o.Event(trace.Region, start, -1, trace.NoPeer, label)
+	}
 }

@@ -47,6 +47,7 @@ type Options struct {
 	Keyfile        string // cluster key, with Join
 	GossipAddr     string // gossip address of the submitter, with Join
 	Verbose        bool   // memberlist and protocol logs on stderr
+	Trace          string // --trace, absolute: the timeline's file (GORMA_TRACE), where a hang's dumps are merged
 	Version, Help  bool
 	Program        string // the (first) program
 	Args           []string
@@ -253,7 +254,7 @@ func ParseArgs(args []string, getenv func(string) (string, bool)) (*Options, err
 	if o.Env, err = resolveEnv(raw.env, getenv); err != nil {
 		return nil, err
 	}
-	if o.Env, err = observeEnv(o.Env, raw); err != nil {
+	if o.Env, err = observeEnv(o, o.Env, raw); err != nil {
 		return nil, err
 	}
 	if err := o.parseJoin(fs, raw.gossipBind); err != nil {
@@ -602,7 +603,7 @@ Example:
 // observeEnv appends the variables of --profile, --trace and --summary to env, after -x
 // so that the flags win. Paths are made absolute here: ranks may start in another
 // directory, and rank 0 writes the job's files on its host.
-func observeEnv(env []string, raw *rawFlags) ([]string, error) {
+func observeEnv(o *Options, env []string, raw *rawFlags) ([]string, error) {
 	for _, f := range []struct{ flag, name, path string }{
 		{"--profile", "GORMA_PROFILE", raw.profile}, {"--trace", "GORMA_TRACE", raw.trace},
 	} {
@@ -614,6 +615,9 @@ func observeEnv(env []string, raw *rawFlags) ([]string, error) {
 			return nil, usagef("%s %s: %v", f.flag, f.path, err)
 		}
 		env = append(env, f.name+"="+abs)
+		if f.flag == "--trace" {
+			o.Trace = abs
+		}
 	}
 	if raw.summary {
 		env = append(env, "GORMA_SUMMARY=1")

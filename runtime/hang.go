@@ -221,7 +221,8 @@ func (h *hangWatch) answerReport(stacks bool) {
 func (h *hangWatch) hangReport(stacks bool) string {
 	e := h.e
 	recs, progress := h.hangRecords()
-	rep := hang.Report{Rank: e.rank, Host: e.host, State: hang.Running, Records: recs, Progress: progress}
+	rep := hang.Report{Rank: e.rank, Host: e.host, State: hang.Running, Records: recs, Progress: progress,
+		Trace: e.obs.hangDump(e.rank, e.cfg.traceFile)}
 	if len(recs) > 0 {
 		rep.State = hang.Blocked
 	}

@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
+	gotrace "runtime/trace"
 	"strconv"
+	"time"
 
 	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/internal/trace"
@@ -38,10 +41,10 @@ const defaultTraceEvents = 1 << 17
 // off.
 type observer struct {
 	*subcore.Obs
-	sent, got []uint64 // by job rank: messages numbered to it, messages counted from it
-	last      uint64   // the number numberLocked gave last
-	offsets   []int64  // at rank 0: each rank's clock offset, measured at Init (align)
-	labels    [nLabels]uint16
+	sent, got []uint64           // by job rank: messages numbered to it, messages counted from it
+	last      uint64             // the number numberLocked gave last
+	offsets   []int64            // at rank 0: each rank's clock offset, measured at Init (align)
+	labels    [2][nLabels]uint16 // [0]: a user's call; [1]: a layer's or the runtime's own (internal)
 }
 
 // The timeline's labels of the engine's own events.
@@ -68,13 +71,22 @@ func (o *observer) init(cfg *config, rank, size int) {
 	}
 	o.sent, o.got = make([]uint64, size), make([]uint64, size)
 	for i, n := range labelNames {
-		o.labels[i] = o.Label(n)
+		o.labels[0][i] = o.Label(n)
+		o.labels[1][i] = o.Label(n + " (internal)")
 	}
 }
 
 // userCtx reports whether ctx carries a World's user messages (not its internal
 // traffic, a Sibling's, or the engine's control).
 func userCtx(ctx uint16) bool { return ctx%ctxPerWorld == 0 && ctx < splitTop }
+
+// internal is 1 for a context of internal traffic, 0 for a user's.
+func internal(ctx uint16) int {
+	if userCtx(ctx) {
+		return 0
+	}
+	return 1
+}
 
 // numberLocked numbers a message of n bytes on ctx to job rank peer as it enters the
 // engine, and counts it in the profile when it is a user's point-to-point message.
@@ -121,7 +133,7 @@ func (o *observer) endSend(c subcore.ObsCall, ctx uint16, label int, peer, tag, 
 	}
 	if o.Rec != nil {
 		o.Rec.Record(trace.Event{Kind: trace.Send, Start: c.Started(), End: o.Now(), Bytes: int64(n),
-			Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[label]})
+			Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
 	}
 }
 
@@ -136,18 +148,18 @@ func (o *observer) endRecv(c subcore.ObsCall, ctx uint16, label int, src, tag, n
 	}
 	if o.Rec != nil {
 		o.Rec.Record(trace.Event{Kind: trace.Recv, Start: c.Started(), End: o.Now(), Bytes: int64(n),
-			Peer: int32(src), Tag: int32(tag), Label: o.labels[label]})
+			Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
 	}
 }
 
-// matched records the match of the message number flow from job rank src, of n bytes
-// with tag, from start to now.
-func (o *observer) matched(start int64, flow uint64, src, tag, n int) {
+// matched records the match of the message number flow on ctx from job rank src, of n
+// bytes with tag, from start to now.
+func (o *observer) matched(start int64, flow uint64, ctx uint16, src, tag, n int) {
 	if flow == 0 {
 		return
 	}
 	o.Rec.Record(trace.Event{Kind: trace.Match, Start: start, End: o.Now(), Bytes: int64(n),
-		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[lMatch]})
+		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lMatch]})
 }
 
 // stamp returns the observer's clock when the timeline is on, else 0.
@@ -189,4 +201,46 @@ func readObserve(cfg *config, getenv func(string) string) error {
 		cfg.traceEvents = n
 	}
 	return nil
+}
+
+// waitStart starts timing a user's wait on requests of ctx for the profile: it returns
+// the clock, or 0 when the profile is off or ctx is internal. The timeline's Wait events
+// come from the engine's blocking waits (hang.go).
+func (o *observer) waitStart(ctx uint16) int64 {
+	if o.Obs == nil || o.Prof == nil || !userCtx(ctx) {
+		return 0
+	}
+	return o.Now()
+}
+
+// waitEnd counts the wait waitStart began at t0.
+func (o *observer) waitEnd(t0 int64) {
+	if t0 != 0 {
+		o.Prof.Call(prof.CallWait, 0, time.Duration(o.Now()-t0))
+	}
+}
+
+// firstCtx returns the context of the first Request of rs, 0 if none.
+func firstCtx(rs []*Request) uint16 {
+	for _, r := range rs {
+		if r != nil && r.e != nil {
+			return r.ctx
+		}
+	}
+	return 0
+}
+
+// TraceRegion marks a region named name until end is called: in the job's timeline
+// (GORMA_TRACE) and in Go's execution trace.
+func TraceRegion(ctx context.Context, w *World, name string) (end func()) {
+	r := gotrace.StartRegion(ctx, name)
+	o := w.e.obs.Obs
+	if o == nil || o.Rec == nil {
+		return r.End
+	}
+	start, label := o.Now(), o.Label(name)
+	return func() {
+		r.End()
+		o.Event(trace.Region, start, -1, trace.NoPeer, label)
+	}
 }

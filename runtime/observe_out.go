@@ -93,6 +93,7 @@ func (o *observer) finish(ctx context.Context, w *World) {
 		}
 	}
 	if o.Rec != nil {
+		os.Remove(trace.DumpPath(cfg.traceFile, e.rank)) // a hang report's, now out of date
 		var err error
 		if dump, err = trace.AppendDump(nil, o.Rec.Snapshot()); err != nil {
 			o.warn(e.rank, fmt.Errorf("timeline: %w", err))
@@ -302,4 +303,25 @@ func aligned(ctx context.Context) func(*World, error) (*World, error) {
 		}
 		return w, nil
 	}
+}
+
+// hangDump writes the flight recorder's dump beside the timeline's file, as
+// <file>.<rank>.gtrc, and returns the line a hang report carries to point into it
+// (trace.Pointer and the dump's path), or "" when the timeline is off. golaunch merges
+// the dumps of a hang into <file>.
+func (o *observer) hangDump(rank int, file string) string {
+	if o.Obs == nil || o.Rec == nil {
+		return ""
+	}
+	d := o.Rec.Snapshot()
+	line := trace.Pointer(rank, d, o.Now())
+	path := trace.DumpPath(file, rank)
+	b, err := trace.AppendDump(nil, d)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		return line + " (no dump: " + err.Error() + ")"
+	}
+	return line + " (dump " + path + ")"
 }

@@ -165,7 +165,9 @@ func (e *engine) irecvLocked(w *World, r *Request, b []byte, esize, src, tag int
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize = reqRecv, w.ctx, src, tag, b, esize
 	r.anyFail = w.sibling // see Sibling
 	r.grp = w.g
+	c := e.obs.begin(w.ctx, prof.CallRecv)
 	e.receiveLocked(r)
+	e.obs.endRecv(c, w.ctx, lIrecv, src, tag, len(b))
 	return nil
 }
 

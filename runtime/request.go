@@ -172,6 +172,7 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 		return Status{}, withOp("wait", err)
 	}
 	e := r.e
+	t0 := e.obs.waitStart(r.ctx)
 	e.mu.Lock()
 	err := e.waitLocked(ctx, r)
 	var st Status
@@ -181,6 +182,7 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 	err = withOp(r.opName(), err)
 	e.poll.handoffLocked()
 	e.mu.Unlock()
+	e.obs.waitEnd(t0)
 	return st, err
 }
 

@@ -66,6 +66,10 @@
 // lies beside --in, as the section on fault tolerance, beside the recovery times that
 // Horovod's and torchrun's users and documentation publish.
 //
+// page renders docs/observe.json, when it lies beside --in, as the section "The cost of
+// observation": the document scripts/compare-observe.sh writes, with every run's figure;
+// the page takes the medians, the spread and the ratios against the targets.
+//
 // It is a single-goroutine command-line tool: it reads its inputs once and writes one
 // output.
 package main

@@ -145,6 +145,15 @@ func TestObserve(t *testing.T) {
 			if len(pids) != n {
 				t.Errorf("the timeline has processes %v, want one per rank", pids)
 			}
+			regions := map[int]bool{}
+			for _, e := range tf.TraceEvents {
+				if e.Ph == "X" && e.Cat == "region" && e.Name == "reduce phase" {
+					regions[e.Pid-1] = true
+				}
+			}
+			if len(regions) != n {
+				t.Errorf("ranks %v recorded the region \"reduce phase\", want all %d", regions, n)
+			}
 			flows := checkFlows(t, &tf)
 			for me := range n {
 				right, left := (me+1)%n, (me+n-1)%n

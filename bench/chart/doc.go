@@ -67,6 +67,10 @@
 // lies beside --in, as the section on fault tolerance, beside the recovery times that
 // Horovod's and torchrun's users and documentation publish.
 //
+// page renders docs/observe.json, when it lies beside --in, as the section "The cost of
+// observation": the document scripts/compare-observe.sh writes, with every run's figure;
+// the page takes the medians, the spread and the ratios against the targets.
+//
 // timeline draws a job's timeline, the Chrome trace-event JSON that golaunch --trace
 // writes, as an SVG in the manner of Perfetto's track view. Each rank (pid, in the order
 // of process_sort_index) gets a group of rows: one per lane (tid) with slices in the

@@ -9,7 +9,8 @@
 //     into an Irecv from AnySource posted before;
 //   - Isends right and left 8 bytes with tag 5 and waits for both, Irecvs from both;
 //   - sends itself 16 bytes with tag 6 and receives them;
-//   - makes one Allreduce of 256 float64 and one 512-byte Put to right between two Fences.
+//   - makes one Allreduce of 256 float64 inside a TraceRegion named "reduce phase", and
+//     one 512-byte Put to right between two Fences.
 //
 // Rank 0 then prints "obsprog: ok". With the argument deadlock, every rank instead sends
 // right one small message and then 1 MiB, which no rank receives: the job hangs, for the

@@ -95,7 +95,10 @@ func run(ctx context.Context, w *runtime.World) error {
 		return err
 	}
 	x, sum := make([]float64, 256), make([]float64, 256)
-	if err := collectives.Allreduce(ctx, w, x, sum, collectives.Sum[float64]()); err != nil {
+	end := runtime.TraceRegion(ctx, w, "reduce phase")
+	err = collectives.Allreduce(ctx, w, x, sum, collectives.Sum[float64]())
+	end()
+	if err != nil {
 		return err
 	}
 	win, err := window.Allocate[byte](ctx, w, 512)

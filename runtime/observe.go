@@ -54,12 +54,14 @@ const (
 	lRecv
 	lIsend
 	lIrecv
+	lSendrecv
+	lSsend
 	lOut
 	lIn
 	nLabels
 )
 
-var labelNames = [nLabels]string{"Send", "Recv", "Isend", "Irecv", "message out", "message in"}
+var labelNames = [nLabels]string{"Send", "Recv", "Isend", "Irecv", "Sendrecv", "Ssend", "message out", "message in"}
 
 // init readies o for job rank rank of size ranks as cfg asks.
 func (o *observer) init(cfg *config, rank, size int) {

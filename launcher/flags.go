@@ -614,6 +614,13 @@ func observeEnv(o *Options, env []string, raw *rawFlags) ([]string, error) {
 		if err != nil {
 			return nil, usagef("%s %s: %v", f.flag, f.path, err)
 		}
+		if fi, err := os.Stat(abs); err == nil && fi.IsDir() != (f.flag == "--profile") {
+			want := "a folder"
+			if f.flag == "--trace" {
+				want = "a file, not a folder"
+			}
+			return nil, usagef("%s %s: want %s", f.flag, f.path, want)
+		}
 		env = append(env, f.name+"="+abs)
 		if f.flag == "--trace" {
 			o.Trace = abs

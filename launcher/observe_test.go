@@ -125,6 +125,9 @@ func TestObserve(t *testing.T) {
 			if r.code != 0 || !strings.Contains(r.stdout, "obsprog: ok") {
 				t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
+			if strings.Contains(r.stderr, "without their other end") {
+				t.Errorf("the merge found flows without their other end:\n%s", r.stderr)
+			}
 			if !strings.Contains(r.stdout+r.stderr, "heaviest rank pairs") {
 				t.Errorf("--summary printed no summary:\n%s\n%s", r.stdout, r.stderr)
 			}
@@ -162,8 +165,9 @@ func TestObserve(t *testing.T) {
 						t.Errorf("rank %d to %d tag %d: %d flows, want 1", me, right, tag, got)
 					}
 				}
-				if flows[[3]int{me, right, 5}] != 1 || flows[[3]int{me, left, 5}] != 1 || flows[[3]int{me, me, 6}] != 1 {
-					t.Errorf("rank %d: Isend or self-send flows missing: %v", me, flows)
+				if flows[[3]int{me, right, 5}] != 1 || flows[[3]int{me, left, 5}] != 1 || flows[[3]int{me, me, 6}] != 1 ||
+					flows[[3]int{me, right, 8}] != 1 || flows[[3]int{me, right, 9}] != 1 {
+					t.Errorf("rank %d: Isend, self-send, Sendrecv or Ssend flows missing: %v", me, flows)
 				}
 			}
 			checkObsProfile(t, pdir, n)
@@ -179,7 +183,7 @@ func checkObsProfile(t *testing.T, dir string, n int) {
 		right, left := (me+1)%n, (me+n-1)%n
 		switch peer {
 		case right:
-			return 3*100 + 1<<20 + 8, 5
+			return 3*100 + 1<<20 + 8 + 4 + 4, 7
 		case left:
 			return 8, 1
 		case me:

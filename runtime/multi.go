@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gorma-hpc/gorma/internal/prof"
 )
 
 // Calls on several Requests at once (MPI_Waitany, MPI_Waitall, MPI_Waitsome and their
@@ -322,6 +323,8 @@ func pairArgs(w *World, dest, src int) (int, int, error) {
 
 func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize, dest, stag int,
 	rbuf []byte, rsize, src, rtag int, collective bool) (Status, error) {
+	c := e.obs.begin(ctxID, prof.CallSendrecv)
+	defer e.obs.endSend(c, ctxID, lSendrecv, dest, stag, len(sbuf)) // after the unlock
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.pairArgsLocked(dest, stag, src, rtag); err != nil {

@@ -16,7 +16,8 @@ import (
 // calls (subcore.Obs): per peer the bytes and messages it sends, per call kind the calls,
 // bytes and time (internal/prof), and a timeline of its calls in a flight recorder
 // (internal/trace). Finalize writes the outputs (observe_out.go). Off, every hook is one
-// nil check.
+// nil check that the compiler inlines; its work is in a function of its own (the ...On
+// functions), called only when observation is on.
 //
 // A message's flow number (internal/trace/design.md) is its place in the sender's stream
 // to its receiver. The sender numbers each eager message and rendezvous offer when it
@@ -53,11 +54,14 @@ const (
 	lRecv
 	lIsend
 	lIrecv
-	lMatch
+	lSendrecv
+	lSsend
+	lOut
+	lIn
 	nLabels
 )
 
-var labelNames = [nLabels]string{"Send", "Recv", "Isend", "Irecv", "Match"}
+var labelNames = [nLabels]string{"Send", "Recv", "Isend", "Irecv", "Sendrecv", "Ssend", "message out", "message in"}
 
 // init readies o for job rank rank of size ranks as cfg asks.
 func (o *observer) init(cfg *config, rank, size int) {
@@ -89,18 +93,39 @@ func internal(ctx uint16) int {
 }
 
 // numberLocked numbers a message of n bytes on ctx to job rank peer as it enters the
-// engine, and counts it in the profile when it is a user's point-to-point message.
-func (o *observer) numberLocked(ctx uint16, peer, n int) {
+// engine, and counts it in the profile when it is a user's point-to-point message. It
+// returns the clock when the timeline is on (the caller then calls sentLocked once the
+// message is posted), else 0.
+func (o *observer) numberLocked(ctx uint16, peer, n int) int64 {
 	if o.Obs == nil {
-		return
+		return 0
 	}
+	return o.number(ctx, peer, n)
+}
+
+func (o *observer) number(ctx uint16, peer, n int) int64 {
 	if userCtx(ctx) {
 		o.Prof.Send(peer, n)
 	}
-	if peer < len(o.sent) {
-		o.sent[peer]++
-		o.last = o.sent[peer]
+	if o.Rec == nil || peer >= len(o.sent) {
+		return 0
 	}
+	o.sent[peer]++
+	return o.Now()
+}
+
+// sentLocked records the message numberLocked numbered at t0, now posted, as a Send
+// event that starts its flow. The event lasts at least 2 ns, so that the flow binds
+// inside it (internal/trace.Merge).
+func (o *observer) sentLocked(t0 int64, ctx uint16, peer, tag, n int) {
+	if t0 != 0 {
+		o.sentOn(t0, ctx, peer, tag, n)
+	}
+}
+
+func (o *observer) sentOn(t0 int64, ctx uint16, peer, tag, n int) {
+	o.Rec.Record(trace.Event{Kind: trace.Send, Start: t0, End: max(o.Now(), t0+2), Bytes: int64(n),
+		Flow: o.sent[peer], Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][lOut]})
 }
 
 // arrivedLocked counts a message from job rank src as it arrives and returns its flow
@@ -115,34 +140,47 @@ func (o *observer) arrivedLocked(src int) uint64 {
 
 // begin starts observing a send or receive; kind is prof.CallSend or prof.CallRecv.
 func (o *observer) begin(ctx uint16, kind prof.CallKind) subcore.ObsCall {
-	if o.Obs == nil || (!userCtx(ctx) && o.Rec == nil) {
+	if o.Obs == nil {
+		return subcore.ObsCall{}
+	}
+	return o.beginOn(ctx, kind)
+}
+
+func (o *observer) beginOn(ctx uint16, kind prof.CallKind) subcore.ObsCall {
+	if !userCtx(ctx) && o.Rec == nil {
 		return subcore.ObsCall{}
 	}
 	return o.Begin(kind)
 }
 
-// endSend records the send c of n bytes to job rank peer with tag, whose message
-// numberLocked numbered last (read with the engine's mu held). Only a user's send
-// counts as a call in the profile.
-func (o *observer) endSend(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int, flow uint64) {
-	if !c.On() {
-		return
+// endSend records the send call c of n bytes to job rank peer with tag; its message's
+// own event (sentLocked) nests inside. Only a user's send counts as a call in the
+// profile.
+func (o *observer) endSend(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int) {
+	if c.On() {
+		o.sendOn(c, ctx, label, peer, tag, n)
 	}
+}
+
+func (o *observer) sendOn(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int) {
 	if userCtx(ctx) {
 		c.End(0, n, peer, tag, 0) // the profile's call; tk 0 records nothing
 	}
 	if o.Rec != nil {
 		o.Rec.Record(trace.Event{Kind: trace.Send, Start: c.Started(), End: o.Now(), Bytes: int64(n),
-			Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
+			Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
 	}
 }
 
 // endRecv records the receive c on ctx from job rank src (trace.NoPeer when unknown) of n
 // bytes.
 func (o *observer) endRecv(c subcore.ObsCall, ctx uint16, label int, src, tag, n int) {
-	if !c.On() {
-		return
+	if c.On() {
+		o.recvOn(c, ctx, label, src, tag, n)
 	}
+}
+
+func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n int) {
 	if userCtx(ctx) {
 		c.End(0, n, src, tag, 0)
 	}
@@ -155,11 +193,14 @@ func (o *observer) endRecv(c subcore.ObsCall, ctx uint16, label int, src, tag, n
 // matched records the match of the message number flow on ctx from job rank src, of n
 // bytes with tag, from start to now.
 func (o *observer) matched(start int64, flow uint64, ctx uint16, src, tag, n int) {
-	if flow == 0 {
-		return
+	if flow != 0 {
+		o.matchedOn(start, flow, ctx, src, tag, n)
 	}
+}
+
+func (o *observer) matchedOn(start int64, flow uint64, ctx uint16, src, tag, n int) {
 	o.Rec.Record(trace.Event{Kind: trace.Match, Start: start, End: o.Now(), Bytes: int64(n),
-		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lMatch]})
+		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lIn]})
 }
 
 // stamp returns the observer's clock when the timeline is on, else 0.
@@ -207,7 +248,14 @@ func readObserve(cfg *config, getenv func(string) string) error {
 // the clock, or 0 when the profile is off or ctx is internal. The timeline's Wait events
 // come from the engine's blocking waits (hang.go).
 func (o *observer) waitStart(ctx uint16) int64 {
-	if o.Obs == nil || o.Prof == nil || !userCtx(ctx) {
+	if o.Obs == nil {
+		return 0
+	}
+	return o.waitStartOn(ctx)
+}
+
+func (o *observer) waitStartOn(ctx uint16) int64 {
+	if o.Prof == nil || !userCtx(ctx) {
 		return 0
 	}
 	return o.Now()
@@ -216,8 +264,12 @@ func (o *observer) waitStart(ctx uint16) int64 {
 // waitEnd counts the wait waitStart began at t0.
 func (o *observer) waitEnd(t0 int64) {
 	if t0 != 0 {
-		o.Prof.Call(prof.CallWait, 0, time.Duration(o.Now()-t0))
+		o.waitEndOn(t0)
 	}
+}
+
+func (o *observer) waitEndOn(t0 int64) {
+	o.Prof.Call(prof.CallWait, 0, time.Duration(o.Now()-t0))
 }
 
 // firstCtx returns the context of the first Request of rs, 0 if none.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/internal/trace"
@@ -117,8 +118,11 @@ func (o *observer) finish(ctx context.Context, w *World) {
 
 // warn reports err, if any, on standard error.
 func (o *observer) warn(rank int, err error) {
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "gorma: rank %d: observation: %v\n", rank, err)
+	if err == nil {
+		return
+	}
+	for line := range strings.SplitSeq(err.Error(), "\n") {
+		fmt.Fprintf(os.Stderr, "gorma: rank %d: observation: %s\n", rank, line)
 	}
 }
 
@@ -220,6 +224,9 @@ func writeJob(cfg *config, docs [][]byte) error {
 	}
 	if cfg.profDir == "" {
 		return nil
+	}
+	if err := os.MkdirAll(cfg.profDir, 0o755); err != nil {
+		return fmt.Errorf("no job profile: %w", err)
 	}
 	write := func(name string, f func(io.Writer) error) error {
 		var b bytes.Buffer

@@ -1,6 +1,10 @@
 package runtime
 
-import "context"
+import (
+	"context"
+
+	"github.com/gorma-hpc/gorma/internal/prof"
+)
 
 // Send modes beside the standard one (MPI_Ssend, MPI_Rsend) and the combined nonblocking
 // send and receive (MPI_Isendrecv, MPI_Sendrecv_replace).
@@ -23,6 +27,8 @@ func Ssend[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error 
 }
 
 func (e *engine) ssend(ctx context.Context, ctxID uint16, buf []byte, esize, dest, tag int) error {
+	c := e.obs.begin(ctxID, prof.CallSend)
+	defer e.obs.endSend(c, ctxID, lSsend, dest, tag, len(buf)) // after the unlock
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.checkArgsLocked(dest, tag, false); err != nil {

@@ -9,6 +9,8 @@
 //     into an Irecv from AnySource posted before;
 //   - Isends right and left 8 bytes with tag 5 and waits for both, Irecvs from both;
 //   - sends itself 16 bytes with tag 6 and receives them;
+//   - Sendrecvs 4 bytes right (from left) with tag 8, and Ssends 4 bytes right with tag
+//     9 into an Irecv from left;
 //   - makes one Allreduce of 256 float64 inside a TraceRegion named "reduce phase", and
 //     one 512-byte Put to right between two Fences.
 //

@@ -87,6 +87,20 @@ func run(ctx context.Context, w *runtime.World) error {
 	if err := runtime.WaitAll(ctx, rs, nil); err != nil {
 		return err
 	}
+	pair := []int32{int32(me)}
+	if _, err := runtime.Sendrecv(ctx, w, pair, right, 8, pair, left, 8); err != nil {
+		return err
+	}
+	sr, err := runtime.Irecv(w, pair, left, 9)
+	if err != nil {
+		return err
+	}
+	if err := runtime.Ssend(ctx, w, []int32{int32(me)}, right, 9); err != nil {
+		return err
+	}
+	if _, err := sr.Wait(ctx); err != nil {
+		return err
+	}
 	self := make([]byte, 16)
 	if err := runtime.Send(ctx, w, self, me, 6); err != nil {
 		return err

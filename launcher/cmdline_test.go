@@ -261,3 +261,26 @@ func FuzzParseArgs(f *testing.F) {
 		}
 	})
 }
+
+// TestParseArgsObserve: --profile, --trace and --summary become the ranks' variables,
+// after -x so that the flags win, with absolute paths; a path of the wrong kind is a
+// usage error.
+func TestParseArgsObserve(t *testing.T) {
+	dir := t.TempDir()
+	getenv := func(string) (string, bool) { return "", false }
+	o, err := ParseArgs([]string{"-x", "GORMA_PROFILE=x", "--profile", dir + "/p", "--trace", dir + "/t.json", "--summary", "-n", "2", "prog"}, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"GORMA_PROFILE=x", "GORMA_PROFILE=" + dir + "/p", "GORMA_TRACE=" + dir + "/t.json", "GORMA_SUMMARY=1"}
+	if !reflect.DeepEqual(o.Env, want) || o.Trace != dir+"/t.json" {
+		t.Errorf("env %q, trace %q; want %q", o.Env, o.Trace, want)
+	}
+	for _, args := range [][]string{{"--profile", "/dev/null"}, {"--trace", dir}} {
+		_, err := ParseArgs(append(args, "prog"), getenv)
+		var ue *UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "want a") {
+			t.Errorf("%q: %v, want a usage error that says what to give", args, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -46,6 +47,7 @@ type Options struct {
 	Keyfile        string // cluster key, with Join
 	GossipAddr     string // gossip address of the submitter, with Join
 	Verbose        bool   // memberlist and protocol logs on stderr
+	Trace          string // --trace, absolute: the timeline's file (GORMA_TRACE), where a hang's dumps are merged
 	Version, Help  bool
 	Program        string // the (first) program
 	Args           []string
@@ -138,6 +140,8 @@ type rawFlags struct {
 	hostList, hostfile, gossipBind, mapBy string
 	env                                   []string
 	allowRoot                             bool
+	profile, trace                        string // --profile, --trace
+	summary                               bool   // --summary
 	errs                                  valueErr
 }
 
@@ -171,6 +175,9 @@ func jobFlags(o *Options) (*pflag.FlagSet, *rawFlags) {
 	fs.Var(durationFlag{&o.StartupTimeout, "startup-timeout", &r.errs}, "startup-timeout", "every rank must reach PMI init within this `duration` of the start (checked again each period until one rank has reached it); 0 means no limit")
 	fs.Var(durationFlag{&o.Grace, "grace", &r.errs}, "grace", "delay between SIGTERM and SIGKILL when the job is aborted")
 	fs.BoolVar(&o.FT, "ft", false, "fault tolerant: a rank that dies or an agent that is lost does not abort the job; the other ranks are told, and the ranks get GORMA_FT=1")
+	fs.StringVar(&r.profile, "profile", "", "count what each rank sends to each peer and the time of each call kind; at exit write Open MPI's .prof files, the job's JSON, a summary and a heat map into `dir` (GORMA_PROFILE)")
+	fs.StringVar(&r.trace, "trace", "", "record every rank's calls and write the job's timeline to `file` at exit, as Chrome trace-event JSON for Perfetto (GORMA_TRACE)")
+	fs.BoolVar(&r.summary, "summary", false, "print a profile's summary at exit: per call kind the calls, bytes, time, slowest rank and imbalance, and the heaviest rank pairs (GORMA_SUMMARY=1)")
 	fs.Var(durationFlag{&o.HangReport, "hang-report", &r.errs}, "hang-report", "print where every rank is blocked once no rank has made progress for this `duration` (also on SIGUSR1 or SIGQUIT, and at --timeout); 0 means only on those")
 	fs.BoolVar(&o.Stacks, "stacks", false, "hang reports include every rank's goroutine stacks")
 	fs.StringVar(&o.Transport, "transport", "auto", "transport between ranks: auto, shm or tcp")
@@ -245,6 +252,9 @@ func ParseArgs(args []string, getenv func(string) (string, bool)) (*Options, err
 		return nil, err
 	}
 	if o.Env, err = resolveEnv(raw.env, getenv); err != nil {
+		return nil, err
+	}
+	if o.Env, err = observeEnv(o, o.Env, raw); err != nil {
 		return nil, err
 	}
 	if err := o.parseJoin(fs, raw.gossipBind); err != nil {
@@ -588,4 +598,36 @@ Example:
   golaunch agent --bind 10.0.0.1:7946 --slots 8 --keyfile /etc/gorma.key              # first host
   golaunch agent --bind 10.0.0.2:7946 --join 10.0.0.1:7946 --slots 8 --keyfile /etc/gorma.key
 `
+}
+
+// observeEnv appends the variables of --profile, --trace and --summary to env, after -x
+// so that the flags win. Paths are made absolute here: ranks may start in another
+// directory, and rank 0 writes the job's files on its host.
+func observeEnv(o *Options, env []string, raw *rawFlags) ([]string, error) {
+	for _, f := range []struct{ flag, name, path string }{
+		{"--profile", "GORMA_PROFILE", raw.profile}, {"--trace", "GORMA_TRACE", raw.trace},
+	} {
+		if f.path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(f.path)
+		if err != nil {
+			return nil, usagef("%s %s: %v", f.flag, f.path, err)
+		}
+		if fi, err := os.Stat(abs); err == nil && fi.IsDir() != (f.flag == "--profile") {
+			want := "a folder"
+			if f.flag == "--trace" {
+				want = "a file, not a folder"
+			}
+			return nil, usagef("%s %s: want %s", f.flag, f.path, want)
+		}
+		env = append(env, f.name+"="+abs)
+		if f.flag == "--trace" {
+			o.Trace = abs
+		}
+	}
+	if raw.summary {
+		env = append(env, "GORMA_SUMMARY=1")
+	}
+	return env, nil
 }

@@ -37,6 +37,7 @@ type submitter struct {
 	stderr io.Writer
 	stdin  io.Reader // forwarded to rank 0; nil for none
 	grace  time.Duration
+	trace  string // --trace's file: a hang report merges the ranks' dumps there (report.go)
 
 	timeout, startup time.Duration
 	leaves           <-chan leaveEvent

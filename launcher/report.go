@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/hang"
+	"github.com/gorma-hpc/gorma/internal/trace"
 )
 
 // Hang reports. golaunch asks every rank what it is blocked in (fReportReq to each
@@ -211,6 +212,7 @@ func (s *submitter) printReports(why string, reps []hang.Report, stacks bool) {
 	for _, c := range hang.Diagnose(reps) {
 		fmt.Fprintf(&b, "golaunch: %s\n", c)
 	}
+	s.mergeHangDumps(&b, reps)
 	if stacks {
 		for _, rep := range reps {
 			if rep.Stacks != "" {
@@ -219,4 +221,46 @@ func (s *submitter) printReports(why string, reps []hang.Report, stacks bool) {
 		}
 	}
 	fmt.Fprint(s.stderr, b.String())
+}
+
+// mergeHangDumps prints each rank's pointer into its timeline and, under --trace, merges
+// the dumps the ranks wrote with their reports into the trace file, so that the user
+// opens the timeline up to the hang and finds each rank's last event by its seq. Dumps
+// that are not on this host (ranks of other hosts without a shared file system) are
+// left out; the pointer lines still name them.
+func (s *submitter) mergeHangDumps(b *strings.Builder, reps []hang.Report) {
+	var paths []string
+	for _, rep := range reps {
+		if rep.Trace == "" {
+			continue
+		}
+		fmt.Fprintf(b, "golaunch:   %s\n", rep.Trace)
+		if s.trace == "" {
+			continue
+		}
+		if p := trace.DumpPath(s.trace, rep.Rank); fileExists(p) {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return
+	}
+	f, err := os.Create(s.trace)
+	if err == nil {
+		_, err = trace.MergeFiles(f, paths, nil)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(b, "golaunch: merging the ranks' timelines into %s: %v\n", s.trace, err)
+		return
+	}
+	fmt.Fprintf(b, "golaunch: the timeline of %d ranks up to this report is in %s (open it in https://ui.perfetto.dev)\n", len(paths), s.trace)
+}
+
+// fileExists reports whether path names a regular file.
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }

@@ -146,7 +146,7 @@ func Launch(args []string, stdio Stdio, sigs <-chan os.Signal) int {
 		roster:         roster, key: node.ckey, stderr: newStallWriter(stdio.Err, outputStall), stdin: stdio.In, grace: o.Grace,
 		out:     newOutputSink(stdio.Out, stdio.Err, o.TagOutput, roster.Size > 1, o.OutputDir),
 		timeout: o.Timeout, startup: o.StartupTimeout, signals: sigs,
-		hang: hangWatch{every: o.HangReport}, stacks: o.Stacks,
+		hang: hangWatch{every: o.HangReport}, stacks: o.Stacks, trace: o.Trace,
 	}
 	for _, h := range roster.Hosts {
 		s.addrs = append(s.addrs, addrs[h])

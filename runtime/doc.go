@@ -12,9 +12,8 @@
 //	err = w.Finalize(ctx)
 //
 // Init joins the job through golaunch's agent or a PMI server (Slurm, Hydra, Flux); a
-// program started on its own gets a world of one rank. Ranks reach each other over shm on
-// one host and tcp otherwise, connecting on first contact. World.Listen and World.Dial
-// give ranks net.Conn streams to each other.
+// program started on its own gets a world of one rank. World.Listen and World.Dial give
+// ranks net.Conn streams to each other.
 //
 // # Messages and communicators
 //
@@ -23,24 +22,20 @@
 // and RecvType carry datatype layouts. Dup, Split, Create, CreateGroup, SplitShared and
 // CreateIntercomm make Worlds with contexts of their own; Free gives them back.
 //
-// Small messages go eagerly (GORMA_EAGER_LIMIT), large ones by rendezvous. The goroutines
-// inside runtime calls drive progress, as GORMA_PROGRESS says. design.md describes the
-// wiring, progress and failure; runtime/substrate is what window and collectives use.
+// Ranks reach each other over shm on one host and tcp otherwise. Small messages go
+// eagerly (GORMA_EAGER_LIMIT), large ones by rendezvous. GORMA_PROFILE and GORMA_TRACE
+// record the calls (TraceRegion).
 //
 // # Errors and failure
 //
-// Errors wrap the sentinels (ErrInvalid, ErrProcFailed...) for errors.Is. A peer that
-// dies fails every operation that involves it with a *ProcError wrapping ErrProcFailed,
-// and so AnySource receives and Barrier. Without GORMA_FT the launcher then aborts the
-// job. Under GORMA_FT=1 (golaunch --ft) the job goes on: Revoke, GetFailed, AckFailed,
-// Agree and Shrink recover, as MPI's ULFM does.
+// Errors wrap the sentinels (ErrInvalid, ErrProcFailed...) for errors.Is. A dead peer
+// fails every operation that needs it with a *ProcError, and the launcher aborts the job;
+// under GORMA_FT=1 (golaunch --ft) Revoke, GetFailed, AckFailed, Agree and Shrink recover.
 //
 // # Concurrency contract
 //
 // A World, its Requests and every function of this package are safe for concurrent use
 // (MPI_THREAD_MULTIPLE). Messages sent concurrently to one peer with one tag are ordered
 // as the calls took the engine's lock. A Send's buffer is the caller's again when Send
-// returns; an Isend's or Irecv's belongs to the runtime until its Request completes. The
-// runtime's goroutines (the agent's event watcher, completion relays, the connection
-// listener) stop at Finalize.
+// returns; an Isend's or Irecv's belongs to the runtime until its Request completes.
 package runtime

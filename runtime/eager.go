@@ -12,6 +12,7 @@ import "slices"
 
 // sendLocked starts send r: self, eager or rendezvous.
 func (e *engine) sendLocked(r *Request) {
+	e.obs.numberLocked(r.ctx, r.peer, len(r.buf))
 	if r.peer == e.rank {
 		e.sendSelfLocked(r)
 		return
@@ -125,12 +126,15 @@ func (e *engine) failHeldLocked(err error) {
 // message waits unexpected completes when a receive takes it (uxMsg.sync).
 func (e *engine) sendSelfLocked(r *Request) {
 	tag := int32(r.tag)
+	flow := e.obs.arrivedLocked(e.rank)
 	if rr := e.match.posted.Match(envelope(r.ctx, e.rank, tag)); rr != nil {
 		e.match.posted.Remove(&rr.link)
+		t := e.obs.stamp()
 		e.completeLocked(rr, rr.deliver(e.rank, tag, r.buf))
+		e.obs.matched(t, flow, r.ctx, e.rank, int(tag), len(r.buf))
 	} else {
 		m := e.match.uxMem.getWith(r.buf)
-		m.src, m.ctx, m.tag, m.kind = e.rank, r.ctx, tag, msgEager
+		m.src, m.ctx, m.tag, m.kind, m.flow = e.rank, r.ctx, tag, msgEager, flow
 		if r.synchronous {
 			m.sync = r
 			e.queueUxLocked(m)

@@ -173,3 +173,26 @@ func ExampleProbe() {
 	fmt.Println(len(buf), buf)
 	// Output: 3 [1 2 3]
 }
+
+// A named phase of a rank's work. Under golaunch --trace FILE the region shows in the
+// job's timeline as a slice of its own, around the calls it holds; go tool trace shows it
+// too when Go's execution trace runs.
+func ExampleTraceRegion() {
+	ctx := context.Background()
+	w, err := runtime.Init(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	end := runtime.TraceRegion(ctx, w, "exchange")
+	buf := []float64{float64(w.Rank())}
+	_, err = runtime.Sendrecv(ctx, w, buf, (w.Rank()+1)%w.Size(), 0, buf, (w.Rank()+w.Size()-1)%w.Size(), 0)
+	end()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("neighbour's rank:", buf[0] >= 0)
+	w.Finalize(ctx)
+	// Output: neighbour's rank: true
+}

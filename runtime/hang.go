@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/hang"
+	"github.com/gorma-hpc/gorma/internal/trace"
 	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
@@ -46,6 +47,7 @@ func sinceCoarse(stamp int64) time.Duration { return subcore.Since(stamp) }
 // startWaitLocked lists r as waiting in call.
 func (h *hangWatch) startWaitLocked(r *Request, call string) {
 	r.waitFrom, r.waitCall, r.waitIdx = coarseNow(), call, len(h.waiting)
+	r.waitObs = h.e.obs.stamp()
 	h.waiting = append(h.waiting, r)
 }
 
@@ -61,6 +63,10 @@ func (h *hangWatch) endWaitLocked(r *Request) {
 	h.waiting[last] = nil
 	h.waiting = h.waiting[:last]
 	r.waitFrom, r.waitIdx = 0, -1
+	if r.waitObs != 0 {
+		h.e.obs.Event(trace.Wait, r.waitObs, 0, r.peer, h.e.obs.Label(r.waitCall))
+		r.waitObs = 0
+	}
 }
 
 // waitName is the name a blocking wait of r reports when untilLocked is not told one.
@@ -215,7 +221,8 @@ func (h *hangWatch) answerReport(stacks bool) {
 func (h *hangWatch) hangReport(stacks bool) string {
 	e := h.e
 	recs, progress := h.hangRecords()
-	rep := hang.Report{Rank: e.rank, Host: e.host, State: hang.Running, Records: recs, Progress: progress}
+	rep := hang.Report{Rank: e.rank, Host: e.host, State: hang.Running, Records: recs, Progress: progress,
+		Trace: e.obs.hangDump(e.rank, e.cfg.traceFile)}
 	if len(recs) > 0 {
 		rep.State = hang.Blocked
 	}

@@ -209,11 +209,11 @@ func initWith(ctx context.Context, o options) (*World, error) {
 	c, err := pmi.ReadContract(o.getenv)
 	switch {
 	case err == nil:
-		return initAgent(ctx, cfg, c, o)
+		return aligned(ctx)(initAgent(ctx, cfg, c, o))
 	case !errors.Is(err, pmi.ErrNoContract):
 		return nil, fmt.Errorf("runtime: init: %w", err)
 	case pmi.Detect(o.getenv):
-		return initForeign(ctx, cfg, o)
+		return aligned(ctx)(initForeign(ctx, cfg, o))
 	}
 	noteSingleton(o.getenv, os.Stderr) // singleton.go
 	return worldOfOne(cfg, o), nil

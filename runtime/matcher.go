@@ -43,6 +43,7 @@ type uxMsg struct {
 	// sync is the synchronous send to this rank itself that sent it, completed when a
 	// receive takes the message.
 	sync *Request
+	flow uint64 // its flow number, 0 when the timeline is off (observe.go)
 
 	link matching.Link[uxMsg] // its place in the unexpected queue
 }

@@ -28,6 +28,7 @@ func WaitAny(ctx context.Context, rs []*Request) (int, Status, error) {
 	if e == nil {
 		return -1, emptyStatus, nil
 	}
+	defer e.obs.waitEnd(e.obs.waitStart(firstCtx(rs))) // after the unlock
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	set := activeSet(rs)
@@ -119,6 +120,7 @@ func WaitSome(ctx context.Context, rs []*Request, statuses []Status) ([]int, err
 	if e == nil || err != nil {
 		return nil, withOp("waitsome", err)
 	}
+	defer e.obs.waitEnd(e.obs.waitStart(firstCtx(rs))) // after the unlock
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	set := activeSet(rs)
@@ -196,6 +198,7 @@ func WaitAll(ctx context.Context, rs []*Request, statuses []Status) error {
 		emptyStatuses(statuses)
 		return nil
 	}
+	defer e.obs.waitEnd(e.obs.waitStart(firstCtx(rs))) // after the unlock
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, r := range rs {

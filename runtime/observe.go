@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
+	gotrace "runtime/trace"
 	"strconv"
+	"time"
 
 	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/internal/trace"
@@ -13,7 +16,8 @@ import (
 // calls (subcore.Obs): per peer the bytes and messages it sends, per call kind the calls,
 // bytes and time (internal/prof), and a timeline of its calls in a flight recorder
 // (internal/trace). Finalize writes the outputs (observe_out.go). Off, every hook is one
-// nil check.
+// nil check that the compiler inlines; its work is in a function of its own (the ...On
+// functions), called only when observation is on.
 //
 // A message's flow number (internal/trace/design.md) is its place in the sender's stream
 // to its receiver. The sender numbers each eager message and rendezvous offer when it
@@ -38,9 +42,10 @@ const defaultTraceEvents = 1 << 17
 // off.
 type observer struct {
 	*subcore.Obs
-	sent, got []uint64 // by job rank: messages numbered to it, messages counted from it
-	last      uint64   // the number numberLocked gave last
-	labels    [nLabels]uint16
+	sent, got []uint64           // by job rank: messages numbered to it, messages counted from it
+	last      uint64             // the number numberLocked gave last
+	offsets   []int64            // at rank 0: each rank's clock offset, measured at Init (align)
+	labels    [2][nLabels]uint16 // [0]: a user's call; [1]: a layer's or the runtime's own (internal)
 }
 
 // The timeline's labels of the engine's own events.
@@ -67,7 +72,8 @@ func (o *observer) init(cfg *config, rank, size int) {
 	}
 	o.sent, o.got = make([]uint64, size), make([]uint64, size)
 	for i, n := range labelNames {
-		o.labels[i] = o.Label(n)
+		o.labels[0][i] = o.Label(n)
+		o.labels[1][i] = o.Label(n + " (internal)")
 	}
 }
 
@@ -75,12 +81,23 @@ func (o *observer) init(cfg *config, rank, size int) {
 // traffic, a Sibling's, or the engine's control).
 func userCtx(ctx uint16) bool { return ctx%ctxPerWorld == 0 && ctx < splitTop }
 
+// internal is 1 for a context of internal traffic, 0 for a user's.
+func internal(ctx uint16) int {
+	if userCtx(ctx) {
+		return 0
+	}
+	return 1
+}
+
 // numberLocked numbers a message of n bytes on ctx to job rank peer as it enters the
 // engine, and counts it in the profile when it is a user's point-to-point message.
 func (o *observer) numberLocked(ctx uint16, peer, n int) {
-	if o.Obs == nil {
-		return
+	if o.Obs != nil {
+		o.number(ctx, peer, n)
 	}
+}
+
+func (o *observer) number(ctx uint16, peer, n int) {
 	if userCtx(ctx) {
 		o.Prof.Send(peer, n)
 	}
@@ -102,7 +119,14 @@ func (o *observer) arrivedLocked(src int) uint64 {
 
 // begin starts observing a send or receive; kind is prof.CallSend or prof.CallRecv.
 func (o *observer) begin(ctx uint16, kind prof.CallKind) subcore.ObsCall {
-	if o.Obs == nil || (!userCtx(ctx) && o.Rec == nil) {
+	if o.Obs == nil {
+		return subcore.ObsCall{}
+	}
+	return o.beginOn(ctx, kind)
+}
+
+func (o *observer) beginOn(ctx uint16, kind prof.CallKind) subcore.ObsCall {
+	if !userCtx(ctx) && o.Rec == nil {
 		return subcore.ObsCall{}
 	}
 	return o.Begin(kind)
@@ -112,41 +136,50 @@ func (o *observer) begin(ctx uint16, kind prof.CallKind) subcore.ObsCall {
 // numberLocked numbered last (read with the engine's mu held). Only a user's send
 // counts as a call in the profile.
 func (o *observer) endSend(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int, flow uint64) {
-	if !c.On() {
-		return
+	if c.On() {
+		o.sendOn(c, ctx, label, peer, tag, n, flow)
 	}
+}
+
+func (o *observer) sendOn(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int, flow uint64) {
 	if userCtx(ctx) {
 		c.End(0, n, peer, tag, 0) // the profile's call; tk 0 records nothing
 	}
 	if o.Rec != nil {
 		o.Rec.Record(trace.Event{Kind: trace.Send, Start: c.Started(), End: o.Now(), Bytes: int64(n),
-			Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[label]})
+			Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
 	}
 }
 
 // endRecv records the receive c on ctx from job rank src (trace.NoPeer when unknown) of n
 // bytes.
 func (o *observer) endRecv(c subcore.ObsCall, ctx uint16, label int, src, tag, n int) {
-	if !c.On() {
-		return
+	if c.On() {
+		o.recvOn(c, ctx, label, src, tag, n)
 	}
+}
+
+func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n int) {
 	if userCtx(ctx) {
 		c.End(0, n, src, tag, 0)
 	}
 	if o.Rec != nil {
 		o.Rec.Record(trace.Event{Kind: trace.Recv, Start: c.Started(), End: o.Now(), Bytes: int64(n),
-			Peer: int32(src), Tag: int32(tag), Label: o.labels[label]})
+			Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
 	}
 }
 
-// matched records the match of the message number flow from job rank src, of n bytes
-// with tag, from start to now.
-func (o *observer) matched(start int64, flow uint64, src, tag, n int) {
-	if flow == 0 {
-		return
+// matched records the match of the message number flow on ctx from job rank src, of n
+// bytes with tag, from start to now.
+func (o *observer) matched(start int64, flow uint64, ctx uint16, src, tag, n int) {
+	if flow != 0 {
+		o.matchedOn(start, flow, ctx, src, tag, n)
 	}
+}
+
+func (o *observer) matchedOn(start int64, flow uint64, ctx uint16, src, tag, n int) {
 	o.Rec.Record(trace.Event{Kind: trace.Match, Start: start, End: o.Now(), Bytes: int64(n),
-		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[lMatch]})
+		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lMatch]})
 }
 
 // stamp returns the observer's clock when the timeline is on, else 0.
@@ -188,4 +221,57 @@ func readObserve(cfg *config, getenv func(string) string) error {
 		cfg.traceEvents = n
 	}
 	return nil
+}
+
+// waitStart starts timing a user's wait on requests of ctx for the profile: it returns
+// the clock, or 0 when the profile is off or ctx is internal. The timeline's Wait events
+// come from the engine's blocking waits (hang.go).
+func (o *observer) waitStart(ctx uint16) int64 {
+	if o.Obs == nil {
+		return 0
+	}
+	return o.waitStartOn(ctx)
+}
+
+func (o *observer) waitStartOn(ctx uint16) int64 {
+	if o.Prof == nil || !userCtx(ctx) {
+		return 0
+	}
+	return o.Now()
+}
+
+// waitEnd counts the wait waitStart began at t0.
+func (o *observer) waitEnd(t0 int64) {
+	if t0 != 0 {
+		o.waitEndOn(t0)
+	}
+}
+
+func (o *observer) waitEndOn(t0 int64) {
+	o.Prof.Call(prof.CallWait, 0, time.Duration(o.Now()-t0))
+}
+
+// firstCtx returns the context of the first Request of rs, 0 if none.
+func firstCtx(rs []*Request) uint16 {
+	for _, r := range rs {
+		if r != nil && r.e != nil {
+			return r.ctx
+		}
+	}
+	return 0
+}
+
+// TraceRegion marks a region named name until end is called: in the job's timeline
+// (GORMA_TRACE) and in Go's execution trace.
+func TraceRegion(ctx context.Context, w *World, name string) (end func()) {
+	r := gotrace.StartRegion(ctx, name)
+	o := w.e.obs.Obs
+	if o == nil || o.Rec == nil {
+		return r.End
+	}
+	start, label := o.Now(), o.Label(name)
+	return func() {
+		r.End()
+		o.Event(trace.Region, start, -1, trace.NoPeer, label)
+	}
 }

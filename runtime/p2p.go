@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"unsafe"
+
+	"github.com/gorma-hpc/gorma/internal/prof"
 )
 
 // Elem is the element type of a message: fixed-size numbers, whose bytes are the message.
@@ -111,7 +113,9 @@ func (e *engine) isendLocked(w *World, r *Request, b []byte, esize, dest, tag in
 		return err
 	}
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = reqSend, w.ctx, dest, tag, b, esize, sync
+	c := e.obs.begin(w.ctx, prof.CallSend)
 	e.sendLocked(r)
+	e.obs.endSend(c, w.ctx, lIsend, dest, tag, len(b), e.obs.last)
 	return nil
 }
 
@@ -161,7 +165,9 @@ func (e *engine) irecvLocked(w *World, r *Request, b []byte, esize, src, tag int
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize = reqRecv, w.ctx, src, tag, b, esize
 	r.anyFail = w.sibling // see Sibling
 	r.grp = w.g
+	c := e.obs.begin(w.ctx, prof.CallRecv)
 	e.receiveLocked(r)
+	e.obs.endRecv(c, w.ctx, lIrecv, src, tag, len(b))
 	return nil
 }
 
@@ -285,18 +291,22 @@ func (e *engine) checkArgsLocked(rank, tag int, recv bool) error {
 // send is the blocking send of every caller (Send, Barrier): ctxID is the communication
 // context. Errors are returned without the operation's name.
 func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest, tag int) error {
+	c := e.obs.begin(ctxID, prof.CallSend)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.checkArgsLocked(dest, tag, false); err != nil {
 		return err
 	}
 	var err error
-	if r := e.startSendLocked(ctxID, buf, esize, dest, tag); r != nil {
+	r := e.startSendLocked(ctxID, buf, esize, dest, tag)
+	flow := e.obs.last
+	if r != nil {
 		err = e.finishSendLocked(ctx, r)
 	} else if e.ft.on {
 		e.ft.sentLocked()
 	}
 	e.poll.handoffLocked()
+	e.obs.endSend(c, ctxID, lSend, dest, tag, len(buf), flow)
 	return err
 }
 
@@ -308,6 +318,7 @@ func (e *engine) startSendLocked(ctxID uint16, buf []byte, esize, dest, tag int)
 		// The fast box path needs no Request (sendLocked would take it too).
 		p := e.links.peers[dest]
 		if p != nil && p.ready && p.failed == nil && len(buf) <= p.eagerMax && p.out.n == 0 && p.postFastLocked(ctxID, tag, buf) {
+			e.obs.numberLocked(ctxID, dest, len(buf))
 			return nil
 		}
 	}
@@ -339,11 +350,13 @@ func (e *engine) recv(ctx context.Context, ctxID uint16, buf []byte, esize, src,
 	if err := e.checkArgsLocked(src, tag, true); err != nil {
 		return Status{}, err
 	}
+	c := e.obs.begin(ctxID, prof.CallRecv)
 	r := e.match.newRequestLocked(e, reqRecv)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.anyFail = ctxID, src, tag, buf, esize, collective
 	e.receiveLocked(r)
 	st, err := e.finishRecvLocked(ctx, r)
 	e.poll.handoffLocked()
+	e.obs.endRecv(c, ctxID, lRecv, st.Source, st.Tag, st.Bytes)
 	return st, err
 }
 

@@ -79,6 +79,7 @@ type waiter struct {
 	// A blocking wait on it (hang.go).
 	waitFrom int64  // coarseNow when the wait began; 0: not waited on
 	waitCall string // the call that waits
+	waitObs  int64  // the observer's clock when the wait began, when the timeline is on
 	waitIdx  int    // its index in the hangWatch's waiting
 }
 
@@ -171,6 +172,7 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 		return Status{}, withOp("wait", err)
 	}
 	e := r.e
+	t0 := e.obs.waitStart(r.ctx)
 	e.mu.Lock()
 	err := e.waitLocked(ctx, r)
 	var st Status
@@ -180,6 +182,7 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 	err = withOp(r.opName(), err)
 	e.poll.handoffLocked()
 	e.mu.Unlock()
+	e.obs.waitEnd(t0)
 	return st, err
 }
 

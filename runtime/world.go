@@ -330,6 +330,7 @@ func (w *World) Finalize(ctx context.Context) error {
 		if r := e.root; r != nil {
 			e.root = nil // the engine outlives the World: let it go
 			deleteAttrs(r)
+			e.obs.finish(ctx, r)
 		}
 	}
 	e.mu.Lock()

@@ -12,6 +12,7 @@
 //	chart page --in docs/benchmarks.json --out docs/benchmarks.md
 //	chart device16 --in results/device16 --out docs/device16.json
 //	chart ft --in results/ftbench --out docs/ft.json
+//	chart timeline [--from US] [--to US] [--width PX] [--title S] job.json > job.svg
 //
 // A series is NAME=GLOB[@TABLE]:FIELD. GLOB names one or more files (repetitions of one
 // run), each a program's JSON document (apps/allreducebench, apps/pingpong, apps/rmabench,
@@ -65,6 +66,26 @@
 // the alternated runs with and without golaunch --ft. page renders docs/ft.json, when it
 // lies beside --in, as the section on fault tolerance, beside the recovery times that
 // Horovod's and torchrun's users and documentation publish.
+//
+// page renders docs/observe.json, when it lies beside --in, as the section "The cost of
+// observation": the document scripts/compare-observe.sh writes, with every run's figure;
+// the page takes the medians, the spread and the ratios against the targets.
+//
+// timeline draws a job's timeline, the Chrome trace-event JSON that golaunch --trace
+// writes, as an SVG in the manner of Perfetto's track view. Each rank (pid, in the order
+// of process_sort_index) gets a group of rows: one per lane (tid) with slices in the
+// window, a nested slice one level below the slice that holds it. Slices are coloured by
+// category (send, recv, match, coll, wait, ...) and named inside when the name fits; a
+// tooltip gives the start, the duration and the arguments. Arrows join each flow's "s"
+// to its "f": a message's send to its match. --from and --to (microseconds of the trace,
+// as Perfetto shows them) zoom in; the default window is the whole trace. The axis
+// counts from the window's start. Slices narrower than a pixel, side by side, become one
+// grey block; the threshold doubles until at most 3000 rectangles and 1500 arrows
+// remain, so that the SVG stays under about 1 MB. One Allreduce of 16 ranks:
+//
+//	golaunch --trace ar.json -n 16 --oversubscribe allreducebench --max-size 64K --iters 5 --algo recdbl
+//	chart timeline ar.json > whole.svg  # a call's start and end, from the axis or a tooltip
+//	chart timeline --from 249700 --to 251400 ar.json > one.svg
 //
 // It is a single-goroutine command-line tool: it reads its inputs once and writes one
 // output.

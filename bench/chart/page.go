@@ -57,7 +57,7 @@ func runPage(args []string, stdout io.Writer) error {
 }
 
 // loadBeside reads the documents that lie beside the report in dir into rep:
-// device16.json, startup16.json and ft.json, where they exist.
+// device16.json, startup16.json, ft.json and observe.json, where they exist.
 func loadBeside(rep *Report, dir string) (err error) {
 	if rep.Device16, err = loadDevice16(filepath.Join(dir, "device16.json")); err != nil {
 		return err
@@ -65,7 +65,10 @@ func loadBeside(rep *Report, dir string) (err error) {
 	if rep.Startup16, err = loadStartup16(filepath.Join(dir, "startup16.json")); err != nil {
 		return err
 	}
-	rep.FT, err = loadFT(filepath.Join(dir, "ft.json"))
+	if rep.FT, err = loadFT(filepath.Join(dir, "ft.json")); err != nil {
+		return err
+	}
+	rep.Observe, err = loadObserve(filepath.Join(dir, "observe.json"))
 	return err
 }
 
@@ -95,6 +98,7 @@ func renderPage(rep *Report) ([]byte, error) {
 		"device16":  renderDevice16,
 		"startup16": renderStartup16,
 		"ft":        renderFT,
+		"observe":   renderObserve,
 		"duration":  func(s int) string { return fmt.Sprintf("%d min %d s", s/60, s%60) },
 		"load": func(l [3]float64) string {
 			if l == [3]float64{} {

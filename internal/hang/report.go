@@ -47,6 +47,7 @@ type Report struct {
 	Omitted  int      // blocked goroutines left out of Records (AppendReport keeps at most MaxRecords)
 	Progress uint64   // a counter of completed operations (equal across two reports: no progress)
 	Stacks   string   // the rank's goroutine stacks, when asked for
+	Trace    string   // the line that leads into the rank's timeline (trace.Pointer), "" for none
 }
 
 // Line returns the report as one line: "rank 0: Recv(src=1, tag=0, World) for 31.2s". A

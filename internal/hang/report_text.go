@@ -33,6 +33,9 @@ func AppendReport(b []byte, r Report) []byte {
 	b = strconv.AppendInt(append(b, " omitted="...), int64(omitted), 10)
 	b = strconv.AppendInt(append(b, " records="...), int64(len(recs)), 10)
 	b = strconv.AppendInt(append(b, " stacks="...), int64(len(stacks)), 10)
+	if r.Trace != "" {
+		b = appendEscaped(append(b, " trace="...), r.Trace)
+	}
 	b = append(b, '\n')
 	for _, rec := range recs {
 		b = append(AppendRecord(b, rec), '\n')
@@ -44,7 +47,7 @@ func AppendReport(b []byte, r Report) []byte {
 }
 
 var headerKeys = map[string]bool{"rank": true, "host": true, "state": true, "progress": true,
-	"omitted": true, "records": true, "stacks": true}
+	"omitted": true, "records": true, "stacks": true, "trace": true}
 
 // ParseReport parses exactly one report in AppendReport's form. The header's fields may
 // come in any order (unknown keys are skipped; rank, state, records and stacks are
@@ -73,6 +76,8 @@ func ParseReport(s string) (Report, error) {
 			hasRank = true
 		case "host":
 			r.Host, err = unescape(v)
+		case "trace":
+			r.Trace, err = unescape(v)
 		case "state":
 			var ok bool
 			if r.State, ok = parseState(v); !ok {

@@ -21,3 +21,7 @@ func Pointer(rank int, d Dump, now int64) string {
 	return s + " last event seq=" + strconv.FormatUint(d.Seqs[last], 10) + ", " +
 		strconv.FormatFloat(ago.Seconds(), 'f', 1, 64) + "s ago"
 }
+
+// DumpPath names the dump of rank's flight recorder that a hang report writes beside
+// the timeline's file: "<file>.<rank>.gtrc". The launcher merges those of a hang.
+func DumpPath(file string, rank int) string { return file + "." + strconv.Itoa(rank) + ".gtrc" }

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Observe is docs/observe.json: one run of scripts/compare-observe.sh, as the script wrote
+// it, the source of the page's section "The cost of observation". chart page takes the
+// medians, the spread and the ratios from its runs.
+type Observe struct {
+	Command    string         `json:"command"`
+	Machine    D16Machine     `json:"machine"`
+	Go         string         `json:"go"`
+	OpenMPI    string         `json:"openmpi"` // the version mpirun.openmpi reports
+	Reps       int            `json:"reps"`
+	Load       *Load          `json:"load,omitempty"`
+	Benchmarks []ObserveBench `json:"benchmarks"`
+	Runs       []ObserveCells `json:"runs"`
+	Failed     []string       `json:"failed,omitempty"`
+}
+
+// ObserveBench is one benchmark of the run: its rank count and the command of each mode,
+// by the ids of observeModes. "@OBS@" in a command stands for the run's temporary
+// profile folder, timeline file or folder of Open MPI's monitoring files.
+type ObserveBench struct {
+	Bench    string            `json:"bench"` // an id of observeBenches
+	Ranks    int               `json:"ranks"`
+	Commands map[string]string `json:"commands"`
+}
+
+// ObserveCells is every run of one benchmark in one mode at one size: its figure, in us.
+type ObserveCells struct {
+	Bench  string    `json:"bench"`
+	System string    `json:"system"` // gorma or ompi
+	Mode   string    `json:"mode"`   // off, profile, trace (gorma); off, monitoring (ompi)
+	Bytes  int       `json:"bytes"`
+	US     []float64 `json:"us"`
+}
+
+// observeBenches are the benchmarks of the run, in the page's order: the id, the table's
+// title and what its figure is.
+var observeBenches = []struct{ id, title, figure string }{
+	{"pingpong", "Ping-pong latency", "`apps/pingpong --test latency` and `bench/mpi/pingpong.c`: the half round trip, a mean over the round trips"},
+	{"allreduce", "Allreduce (float64 sum)", "`apps/allreducebench --test allreduce` and `bench/mpi/allreducebench.c`: each rank's mean per call, averaged over the ranks"},
+}
+
+// observeModes are the modes, in the page's column order: the system, the mode and the
+// column's name.
+var observeModes = []struct{ system, mode, name string }{
+	{"gorma", "off", "gorma"},
+	{"gorma", "profile", "gorma --profile"},
+	{"gorma", "trace", "gorma --trace"},
+	{"ompi", "off", "Open MPI"},
+	{"ompi", "monitoring", "Open MPI, monitoring"},
+}
+
+// observeRatios are the ratios of the page: a mode's median over the same system's median
+// off, the column's name and the target (0: none).
+var observeRatios = []struct {
+	system, mode, name string
+	target             float64
+}{
+	{"gorma", "profile", "profile / off", 1.05},
+	{"gorma", "trace", "trace / off", 1.15},
+	{"ompi", "monitoring", "monitoring / off, Open MPI", 0},
+}
+
+// loadObserve reads path strictly, or returns nil when it does not exist.
+func loadObserve(path string) (*Observe, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var o Observe
+	if err := newStrictDecoder(bytes.NewReader(b)).Decode(&o); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, c := range o.Runs {
+		if observeBench(c.Bench) < 0 {
+			return nil, fmt.Errorf("%s: unknown benchmark %q", path, c.Bench)
+		}
+		if !slices.ContainsFunc(observeModes, func(m struct{ system, mode, name string }) bool { return m.system == c.System && m.mode == c.Mode }) {
+			return nil, fmt.Errorf("%s: unknown mode %q of system %q", path, c.Mode, c.System)
+		}
+	}
+	for _, b := range o.Benchmarks {
+		if observeBench(b.Bench) < 0 {
+			return nil, fmt.Errorf("%s: unknown benchmark %q", path, b.Bench)
+		}
+		for id := range b.Commands {
+			if !slices.ContainsFunc(observeModes, func(m struct{ system, mode, name string }) bool { return m.system+"_"+m.mode == id }) {
+				return nil, fmt.Errorf("%s: benchmark %s: unknown mode %q", path, b.Bench, id)
+			}
+		}
+	}
+	return &o, nil
+}
+
+// observeBench returns the index of id in observeBenches, or -1.
+func observeBench(id string) int {
+	return slices.IndexFunc(observeBenches, func(b struct{ id, title, figure string }) bool { return b.id == id })
+}
+
+// cell returns the runs of bench in system's mode at size, or nil.
+func (o *Observe) cell(bench, system, mode string, size int) []float64 {
+	for _, c := range o.Runs {
+		if c.Bench == bench && c.System == system && c.Mode == mode && c.Bytes == size && len(c.US) > 0 {
+			return c.US
+		}
+	}
+	return nil
+}
+
+// renderObserve writes the section "The cost of observation": per benchmark a row per
+// size, a column per mode that ran, and each observed mode's median over its system's
+// median off, against the targets.
+func renderObserve(o *Observe) (string, error) {
+	var b strings.Builder
+	b.WriteString("## The cost of observation\n\n")
+	fmt.Fprintf(&b, "From `%s`: %d cores (%s), %s, Open MPI %s. "+
+		"gorma's programs run through golaunch without observation, with `--profile DIR` (`GORMA_PROFILE`: per-peer and per-call counters) "+
+		"and with `--trace FILE` (`GORMA_TRACE`: every call in the flight recorder). "+
+		"Their C twins run under `mpirun.openmpi` without and with Open MPI's per-peer counters "+
+		"(`--mca pml_monitoring_enable 2 --mca pml_monitoring_enable_output 3 --mca pml_monitoring_filename DIR/prof`), the peer of gorma's profile. "+
+		"Each repetition runs every mode once; the modes' order rotates each repetition. "+
+		"Medians of %s; in brackets the fastest and the slowest run. "+
+		"A ratio is a mode's median over its system's median without observation. "+
+		"`scripts/compare-builds.sh` measures what the hooks cost with observation off.\n\n",
+		o.Command, o.Machine.Cores, o.Machine.CPU, o.Go, o.OpenMPI, plural(o.Reps, "repetition"))
+	b.WriteString(loadText(o.Load, o.Machine.Cores) + "\n\n")
+	if o.Machine.Cores <= 2 {
+		fmt.Fprintf(&b, "On %d cores, ratios of sub-microsecond figures sit in a ±20%% noise band from run to run: "+
+			"0.8x-1.2x is a tie there, and a miss inside that band does not show a cost.\n\n", o.Machine.Cores)
+	}
+	if len(o.Failed) > 0 {
+		fmt.Fprintf(&b, "Runs that failed (missing from the figures): %s.\n\n", strings.Join(o.Failed, "; "))
+	}
+	for _, bench := range observeBenches {
+		var sizes []int
+		for _, c := range o.Runs {
+			if c.Bench == bench.id && !slices.Contains(sizes, c.Bytes) {
+				sizes = append(sizes, c.Bytes)
+			}
+		}
+		if len(sizes) == 0 {
+			continue
+		}
+		slices.Sort(sizes)
+		renderObserveBench(&b, o, bench.id, bench.title, bench.figure, sizes)
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// renderObserveBench writes the table of one benchmark.
+func renderObserveBench(b *strings.Builder, o *Observe, id, title, figure string, sizes []int) {
+	ranks := 0
+	for _, x := range o.Benchmarks {
+		if x.Bench == id {
+			ranks = x.Ranks
+		}
+	}
+	fmt.Fprintf(b, "### %s, %d ranks (us, lower is better)\n\n%s.\n\n", title, ranks, figure)
+	head := []string{"bytes"}
+	type col struct{ system, mode string }
+	var cols []col
+	for _, m := range observeModes {
+		if slices.ContainsFunc(o.Runs, func(c ObserveCells) bool {
+			return c.Bench == id && c.System == m.system && c.Mode == m.mode && len(c.US) > 0
+		}) {
+			head, cols = append(head, m.name), append(cols, col{m.system, m.mode})
+		}
+	}
+	for _, r := range observeRatios {
+		name := r.name
+		if r.target > 0 {
+			name += fmt.Sprintf(" (≤ %.2fx)", r.target)
+		}
+		head = append(head, name)
+	}
+	b.WriteString("| " + strings.Join(head, " | ") + " |\n|---|" + strings.Repeat("---:|", len(head)-1) + "\n")
+	for _, n := range sizes {
+		cells := []string{sizeLabel(float64(n))}
+		for _, c := range cols {
+			cells = append(cells, observeCell(o.cell(id, c.system, c.mode, n)))
+		}
+		for _, r := range observeRatios {
+			on, off := o.cell(id, r.system, r.mode, n), o.cell(id, r.system, "off", n)
+			if on == nil || off == nil {
+				cells = append(cells, "-")
+				continue
+			}
+			q := median(on) / median(off)
+			text := ratioText(&q)
+			if r.target > 0 {
+				ok := q <= r.target
+				text = targetText(&Target{Text: text, OK: &ok}, "")
+			}
+			cells = append(cells, text)
+		}
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
+	b.WriteString("\n")
+}
+
+// observeCell is a cell's median with its fastest and slowest run.
+func observeCell(us []float64) string {
+	if len(us) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s [%s, %s]", num(median(us), 3), num(slices.Min(us), 3), num(slices.Max(us), 3))
+}
+
+// plural is n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestObserve renders testdata/observe.json: per benchmark a row per size with every
+// mode's median and spread, and the ratios to off judged against <= 1.05x (profile) and
+// <= 1.15x (trace); Open MPI's monitoring ratio has no target.
+func TestObserve(t *testing.T) {
+	o, err := loadObserve("testdata/observe.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := renderObserve(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"## The cost of observation\n",
+		"From `scripts/compare-observe.sh 3`: 2 cores (AMD EPYC), go1.26.0, Open MPI 4.1.4.",
+		"Medians of 3 repetitions;",
+		"Load average (1, 5, 15 min) on the 2 cores: 0.10 0.20 0.30 at the start, 1.50 0.40 0.35 at the end.",
+		"On 2 cores, ratios of sub-microsecond figures sit in a ±20% noise band",
+		"### Ping-pong latency, 2 ranks (us, lower is better)\n",
+		"| bytes | gorma | gorma --profile | gorma --trace | Open MPI | Open MPI, monitoring | profile / off (≤ 1.05x) | trace / off (≤ 1.15x) | monitoring / off, Open MPI |\n" +
+			"|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+		"| 8 | 0.5 [0.4, 0.6] | 0.52 [0.51, 0.9] | 0.6 [0.55, 0.65] | 0.25 [0.2, 0.3] | 0.3 [0.3, 0.3] | 1.04x ok | 1.20x **MISS** | 1.20x |\n",
+		"| 1M | 110 [100, 120] | 108 [104, 130] | 115 [112, 118] | 160 [150, 170] | 165 [150, 170] | 0.98x ok | 1.05x ok | 1.03x |\n",
+		"### Allreduce (float64 sum), 4 ranks (us, lower is better)\n",
+		"| 1K | 2 [2, 2] | 2.1 [2.1, 2.1] | 2.4 [2.4, 2.4] | 1 [1, 1] | 1.2 [1.1, 1.3] | 1.05x ok | 1.20x **MISS** | 1.20x |",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the section lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "Runs that failed") {
+		t.Errorf("the section names failures where none were:\n%s", page)
+	}
+}
+
+// TestObservePartial: on more than 2 cores the noise sentence goes; a mode that never ran
+// loses its column and its ratio is "-"; a failed run is named.
+func TestObservePartial(t *testing.T) {
+	o := &Observe{Command: "scripts/compare-observe.sh 1", Machine: D16Machine{Cores: 16, CPU: "Intel Xeon"}, Reps: 1,
+		Runs: []ObserveCells{
+			{Bench: "allreduce", System: "gorma", Mode: "off", Bytes: 8, US: []float64{4}},
+			{Bench: "allreduce", System: "gorma", Mode: "profile", Bytes: 8, US: []float64{5}},
+			{Bench: "allreduce", System: "ompi", Mode: "off", Bytes: 8, US: []float64{3}},
+		},
+		Benchmarks: []ObserveBench{{Bench: "allreduce", Ranks: 16}},
+		Failed:     []string{"rep 1: allreduce gorma_trace: exit 1"}}
+	page, err := renderObserve(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Medians of 1 repetition;",
+		"Load average: not recorded.",
+		"Runs that failed (missing from the figures): rep 1: allreduce gorma_trace: exit 1.\n",
+		"### Allreduce (float64 sum), 16 ranks (us, lower is better)\n",
+		"| bytes | gorma | gorma --profile | Open MPI | profile / off (≤ 1.05x) | trace / off (≤ 1.15x) | monitoring / off, Open MPI |\n",
+		"| 8 | 4 [4, 4] | 5 [5, 5] | 3 [3, 3] | 1.25x **MISS** | - | - |",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the section lacks %q:\n%s", want, page)
+		}
+	}
+	for _, not := range []string{"noise band", "Ping-pong"} {
+		if strings.Contains(page, not) {
+			t.Errorf("the section has %q:\n%s", not, page)
+		}
+	}
+}
+
+// TestObserveStrict: an unknown field, benchmark, system or mode is an error, a missing
+// document is none, and chart page shows the section when the document lies beside the
+// report.
+func TestObserveStrict(t *testing.T) {
+	dir := t.TempDir()
+	for name, doc := range map[string]string{
+		"field":   `{"command": "x", "extra": 1}`,
+		"cell":    `{"command": "x", "runs": [{"bench": "pingpong", "system": "gorma", "mode": "off", "bytes": 8, "us": [1], "iters": 5}]}`,
+		"bench":   `{"command": "x", "runs": [{"bench": "bcast", "system": "gorma", "mode": "off", "bytes": 8, "us": [1]}]}`,
+		"system":  `{"command": "x", "runs": [{"bench": "pingpong", "system": "mpich", "mode": "off", "bytes": 8, "us": [1]}]}`,
+		"mode":    `{"command": "x", "runs": [{"bench": "pingpong", "system": "ompi", "mode": "trace", "bytes": 8, "us": [1]}]}`,
+		"command": `{"command": "x", "benchmarks": [{"bench": "pingpong", "ranks": 2, "commands": {"gorma_summary": "x"}}]}`,
+		"listed":  `{"command": "x", "benchmarks": [{"bench": "halo", "ranks": 2}]}`,
+	} {
+		p := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadObserve(p); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if o, err := loadObserve(filepath.Join(dir, "none.json")); o != nil || err != nil {
+		t.Errorf("a missing document: %v, %v", o, err)
+	}
+	_, out := collectTestdata(t)
+	b, err := os.ReadFile("testdata/observe.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(out), "observe.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var page strings.Builder
+	if err := run([]string{"page", "--in", out}, &page); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "\n\n## The cost of observation\n\n") {
+		t.Error("chart page does not show observe.json beside the report")
+	}
+}

@@ -1,0 +1,283 @@
+package launcher
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gorma-hpc/gorma/internal/prof"
+)
+
+var obsprogProg = &program{pkg: "../tests/obsprog"}
+
+// traceFile is the part of a merged timeline that the tests read.
+type traceFile struct {
+	TraceEvents []traceEvent `json:"traceEvents"`
+}
+
+type traceEvent struct {
+	Name string         `json:"name"`
+	Cat  string         `json:"cat"`
+	Ph   string         `json:"ph"`
+	Ts   float64        `json:"ts"`
+	Dur  float64        `json:"dur"`
+	Pid  int            `json:"pid"`
+	Tid  int            `json:"tid"`
+	ID   int            `json:"id"`
+	BP   string         `json:"bp"`
+	Args map[string]any `json:"args"`
+}
+
+func (e *traceEvent) arg(k string) int {
+	v, ok := e.Args[k].(float64)
+	if !ok {
+		return -1
+	}
+	return int(v)
+}
+
+// enclosing returns the complete event of pid and tid that contains ts, the innermost.
+func enclosing(evs []traceEvent, pid, tid int, ts float64) *traceEvent {
+	var best *traceEvent
+	for i := range evs {
+		e := &evs[i]
+		if e.Ph != "X" || e.Pid != pid || e.Tid != tid || ts < e.Ts || ts > e.Ts+e.Dur {
+			continue
+		}
+		if best == nil || e.Dur < best.Dur {
+			best = e
+		}
+	}
+	return best
+}
+
+// checkFlows checks that every flow of the timeline joins a Send slice of its sender to
+// the Match slice of its receiver for the same message, and returns the flows of user
+// messages by (sender, receiver, tag).
+func checkFlows(t *testing.T, tf *traceFile) map[[3]int]int {
+	t.Helper()
+	starts, ends := map[int]*traceEvent{}, map[int]*traceEvent{}
+	for i := range tf.TraceEvents {
+		e := &tf.TraceEvents[i]
+		switch e.Ph {
+		case "s":
+			if starts[e.ID] != nil {
+				t.Fatalf("flow %d starts twice", e.ID)
+			}
+			starts[e.ID] = e
+		case "f":
+			if ends[e.ID] != nil {
+				t.Fatalf("flow %d ends twice", e.ID)
+			}
+			if e.BP != "e" {
+				t.Errorf("flow %d ends without bp=e", e.ID)
+			}
+			ends[e.ID] = e
+		}
+	}
+	if len(starts) != len(ends) {
+		t.Fatalf("%d flow starts, %d flow ends", len(starts), len(ends))
+	}
+	byPair := map[[3]int]int{}
+	for id, s := range starts {
+		f := ends[id]
+		if f == nil {
+			t.Fatalf("flow %d has no end", id)
+		}
+		send := enclosing(tf.TraceEvents, s.Pid, s.Tid, s.Ts)
+		match := enclosing(tf.TraceEvents, f.Pid, f.Tid, f.Ts)
+		if send == nil || send.Cat != "send" || match == nil || match.Cat != "match" {
+			t.Fatalf("flow %d joins %+v to %+v: want a send slice to a match slice", id, send, match)
+		}
+		from, to := s.Pid-1, f.Pid-1
+		if send.arg("peer") != to || match.arg("peer") != from {
+			t.Errorf("flow %d: rank %d's send to %d joins rank %d's match of a message from %d",
+				id, from, send.arg("peer"), to, match.arg("peer"))
+		}
+		for _, k := range []string{"tag", "bytes", "msg"} {
+			if send.arg(k) != match.arg(k) {
+				t.Errorf("flow %d from rank %d to %d: send's %s %d, match's %d", id, from, to, k, send.arg(k), match.arg(k))
+			}
+		}
+		if !strings.HasSuffix(send.Name, "(internal)") {
+			byPair[[3]int{from, to, send.arg("tag")}]++
+		}
+	}
+	return byPair
+}
+
+// TestObserve runs obsprog under --profile, --trace and --summary, over shm and tcp, and
+// checks the outputs: every message's flow joins its send to its receive, and the
+// profile counts each rank's point-to-point messages per peer in every file.
+func TestObserve(t *testing.T) {
+	bin := obsprogProg.path(t)
+	const n = 4
+	for _, transport := range []string{"shm", "tcp"} {
+		t.Run(transport, func(t *testing.T) {
+			dir := t.TempDir()
+			pdir, tpath := filepath.Join(dir, "prof"), filepath.Join(dir, "trace.json")
+			r := runGL(t, "", "--transport", transport, "--profile", pdir, "--trace", tpath, "--summary",
+				"-n", fmt.Sprint(n), bin)
+			if r.code != 0 || !strings.Contains(r.stdout, "obsprog: ok") {
+				t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout+r.stderr, "heaviest rank pairs") {
+				t.Errorf("--summary printed no summary:\n%s\n%s", r.stdout, r.stderr)
+			}
+			b, err := os.ReadFile(tpath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tf traceFile
+			if err := json.Unmarshal(b, &tf); err != nil {
+				t.Fatalf("%s: %v", tpath, err)
+			}
+			pids := map[int]bool{}
+			for _, e := range tf.TraceEvents {
+				if e.Ph == "M" && e.Name == "process_name" {
+					pids[e.Pid] = true
+				}
+			}
+			if len(pids) != n {
+				t.Errorf("the timeline has processes %v, want one per rank", pids)
+			}
+			regions := map[int]bool{}
+			for _, e := range tf.TraceEvents {
+				if e.Ph == "X" && e.Cat == "region" && e.Name == "reduce phase" {
+					regions[e.Pid-1] = true
+				}
+			}
+			if len(regions) != n {
+				t.Errorf("ranks %v recorded the region \"reduce phase\", want all %d", regions, n)
+			}
+			flows := checkFlows(t, &tf)
+			for me := range n {
+				right, left := (me+1)%n, (me+n-1)%n
+				for tag := 1; tag <= 4; tag++ {
+					if got := flows[[3]int{me, right, tag}]; got != 1 {
+						t.Errorf("rank %d to %d tag %d: %d flows, want 1", me, right, tag, got)
+					}
+				}
+				if flows[[3]int{me, right, 5}] != 1 || flows[[3]int{me, left, 5}] != 1 || flows[[3]int{me, me, 6}] != 1 {
+					t.Errorf("rank %d: Isend or self-send flows missing: %v", me, flows)
+				}
+			}
+			checkObsProfile(t, pdir, n)
+		})
+	}
+}
+
+// checkObsProfile checks obsprog's point-to-point counts in every rank's .prof file and
+// in the job's JSON, and that the heat map is well-formed XML.
+func checkObsProfile(t *testing.T, dir string, n int) {
+	t.Helper()
+	want := func(me, peer int) (bytes, msgs uint64) {
+		right, left := (me+1)%n, (me+n-1)%n
+		switch peer {
+		case right:
+			return 3*100 + 1<<20 + 8, 5
+		case left:
+			return 8, 1
+		case me:
+			return 16, 1
+		}
+		return 0, 0
+	}
+	for me := range n {
+		f, err := os.Open(filepath.Join(dir, fmt.Sprintf("prof.%d.prof", me)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf, err := prof.ParseOMPI(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("prof.%d.prof: %v", me, err)
+		}
+		rk, err := pf.Rank(me, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for peer := range n {
+			b, m := want(me, peer)
+			if rk.P2P.Bytes[peer] != b || rk.P2P.Msgs[peer] != m {
+				t.Errorf("prof.%d.prof: to rank %d %d bytes in %d messages, want %d in %d",
+					me, peer, rk.P2P.Bytes[peer], rk.P2P.Msgs[peer], b, m)
+			}
+		}
+	}
+	f, err := os.Open(filepath.Join(dir, "job.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := prof.ReadJob(f)
+	f.Close()
+	if err != nil {
+		t.Fatalf("job.json: %v", err)
+	}
+	m := job.Matrix(prof.P2P)
+	for me := range n {
+		for peer := range n {
+			if b, _ := want(me, peer); m.Bytes[me][peer] != b {
+				t.Errorf("job.json: p2p bytes %d -> %d = %d, want %d", me, peer, m.Bytes[me][peer], b)
+			}
+		}
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "matrix.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(svg, new(struct{})); err != nil {
+		t.Errorf("matrix.svg: %v", err)
+	}
+	if s, err := os.ReadFile(filepath.Join(dir, "summary.txt")); err != nil || !strings.Contains(string(s), "Send") {
+		t.Errorf("summary.txt: %v\n%s", err, s)
+	}
+}
+
+// TestObserveHang checks that a hang report under --trace points into the timeline: each
+// rank's report names its last event's seq and its dump, and golaunch merges the dumps
+// into the trace file, where that seq names the rank's last message of the deadlock's
+// first round: its own send, or the match of its left neighbour's.
+func TestObserveHang(t *testing.T) {
+	bin := obsprogProg.path(t)
+	tpath := filepath.Join(t.TempDir(), "trace.json")
+	r := runGL(t, "", "--trace", tpath, "--hang-report", "1s", "--timeout", "6s", "-n", "3", bin, "deadlock")
+	if r.code != 124 {
+		t.Fatalf("exit %d, want 124 (timeout)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "up to this report is in "+tpath) {
+		t.Fatalf("no merged timeline named:\n%s", r.stderr)
+	}
+	b, err := os.ReadFile(tpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tf traceFile
+	if err := json.Unmarshal(b, &tf); err != nil {
+		t.Fatalf("%s: %v", tpath, err)
+	}
+	for rank := range 3 {
+		var seq int
+		prefix := fmt.Sprintf("trace: rank %d last event seq=", rank)
+		i := strings.Index(r.stderr, prefix)
+		if i < 0 {
+			t.Fatalf("no pointer for rank %d:\n%s", rank, r.stderr)
+		}
+		if _, err := fmt.Sscanf(r.stderr[i+len(prefix):], "%d", &seq); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, e := range tf.TraceEvents {
+			if e.Ph == "X" && e.Pid == rank+1 && e.arg("seq") == seq {
+				found = (e.Cat == "send" || e.Cat == "match") && e.arg("tag") == 7
+			}
+		}
+		if !found {
+			t.Errorf("rank %d's pointer seq=%d names no send or match of tag 7 in the timeline", rank, seq)
+		}
+	}
+}

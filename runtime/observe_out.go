@@ -1,0 +1,334 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gorma-hpc/gorma/internal/prof"
+	"github.com/gorma-hpc/gorma/internal/trace"
+)
+
+// The outputs of observation. At Init, when the timeline is on, rank 0 measures every
+// rank's clock against its own (align). At Finalize (finish), every rank writes its own
+// profile files, then sends its profile and its flight recorder's dump to rank 0, which
+// writes the job's files: the profile's JSON, summary and heat map, and the merged
+// timeline. Gathering over the job's own connections needs no shared file system and
+// works under every launcher.
+
+// Tags of observation's messages on Init's World's internal context.
+const (
+	alignTag  = MaxTag - 20 // align's rounds
+	gatherTag = MaxTag - 21 // finish's lengths and documents
+)
+
+// alignRounds is how many round trips align makes to each rank; the shortest counts.
+const alignRounds = 8
+
+// align measures, at rank 0, each rank's clock against rank 0's: offset[r] is what
+// rank 0's clock read when rank r's read 0, from the round trip of alignRounds with the
+// shortest time. The error is at most half that round trip.
+func (o *observer) align(ctx context.Context, w *World) error {
+	if o.Obs == nil || o.Rec == nil || w.Size() < 2 {
+		return nil
+	}
+	e := w.e
+	ictx := w.ctx + 1
+	var buf [8]byte
+	if e.rank != 0 {
+		for range alignRounds {
+			if _, err := e.recv(ctx, ictx, nil, 1, 0, alignTag, true); err != nil {
+				return err
+			}
+			binary.LittleEndian.PutUint64(buf[:], uint64(o.Now()))
+			if err := e.send(ctx, ictx, buf[:], 1, 0, alignTag); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	o.offsets = make([]int64, w.Size())
+	for r := 1; r < w.Size(); r++ {
+		best := int64(-1)
+		for range alignRounds {
+			t0 := o.Now()
+			if err := e.send(ctx, ictx, nil, 1, r, alignTag); err != nil {
+				return err
+			}
+			if _, err := e.recv(ctx, ictx, buf[:], 1, r, alignTag, true); err != nil {
+				return err
+			}
+			t1 := o.Now()
+			if rtt := t1 - t0; best < 0 || rtt < best {
+				best = rtt
+				o.offsets[r] = t0 + rtt/2 - int64(binary.LittleEndian.Uint64(buf[:]))
+			}
+		}
+	}
+	return nil
+}
+
+// finish writes this rank's outputs and gathers the job's at rank 0 of w, Init's World.
+// A failure to write is reported on standard error, naming the rank and the path: it
+// does not fail Finalize.
+func (o *observer) finish(ctx context.Context, w *World) {
+	if o.Obs == nil {
+		return
+	}
+	e := w.e
+	cfg := &e.cfg
+	var profDoc, dump []byte
+	if o.Prof != nil {
+		var b bytes.Buffer
+		o.Prof.Snapshot().WriteJSON(&b)
+		profDoc = b.Bytes()
+		if cfg.profDir != "" {
+			o.warn(e.rank, writeRankProfile(cfg.profDir, e.rank, o.Prof, profDoc))
+		}
+	}
+	if o.Rec != nil {
+		os.Remove(trace.DumpPath(cfg.traceFile, e.rank)) // a hang report's, now out of date
+		var err error
+		if dump, err = trace.AppendDump(nil, o.Rec.Snapshot()); err != nil {
+			o.warn(e.rank, fmt.Errorf("timeline: %w", err))
+		}
+	}
+	if e.rank != 0 {
+		o.warn(e.rank, sendDocs(ctx, w, profDoc, dump))
+		return
+	}
+	profs, dumps, missing := gatherDocs(ctx, w, profDoc, dump)
+	if len(missing) > 0 {
+		o.warn(0, fmt.Errorf("no profile or timeline from ranks %v: they failed before Finalize", missing))
+	}
+	if o.Prof != nil {
+		o.warn(0, writeJob(cfg, profs))
+	}
+	if o.Rec != nil {
+		o.warn(0, writeTimeline(cfg.traceFile, dumps, o.offsets))
+	}
+}
+
+// warn reports err, if any, on standard error.
+func (o *observer) warn(rank int, err error) {
+	if err == nil {
+		return
+	}
+	for line := range strings.SplitSeq(err.Error(), "\n") {
+		fmt.Fprintf(os.Stderr, "gorma: rank %d: observation: %s\n", rank, line)
+	}
+}
+
+// writeRankProfile writes prof.<rank>.prof and prof.<rank>.json into dir.
+func writeRankProfile(dir string, rank int, c *prof.Counters, doc []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("GORMA_PROFILE=%s: %w (name a folder this rank may create and write)", dir, err)
+	}
+	name := filepath.Join(dir, "prof."+strconv.Itoa(rank))
+	var b bytes.Buffer
+	if err := c.WriteOMPI(&b); err != nil {
+		return err
+	}
+	if err := os.WriteFile(name+".prof", b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(name+".json", doc, 0o644)
+}
+
+// sendDocs sends a rank's profile document and dump to rank 0: each as its length (8
+// bytes) and its bytes.
+func sendDocs(ctx context.Context, w *World, docs ...[]byte) error {
+	e := w.e
+	var n [8]byte
+	for _, d := range docs {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(d)))
+		if err := e.send(ctx, w.ctx+1, n[:], 1, 0, gatherTag); err != nil {
+			return err
+		}
+		if len(d) > 0 {
+			if err := e.send(ctx, w.ctx+1, d, 1, 0, gatherTag); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// maxDoc bounds a gathered document: a dump of the largest flight recorder, or a
+// profile of the most ranks.
+const maxDoc = 1 << 30
+
+// gatherDocs receives every rank's documents at rank 0 and returns them by rank, and
+// the ranks that sent none.
+func gatherDocs(ctx context.Context, w *World, profDoc, dump []byte) (profs, dumps [][]byte, missing []int) {
+	e := w.e
+	size := w.Size()
+	profs, dumps = make([][]byte, size), make([][]byte, size)
+	profs[0], dumps[0] = profDoc, dump
+	var n [8]byte
+	recv := func(r int) ([]byte, error) {
+		if _, err := e.recv(ctx, w.ctx+1, n[:], 1, r, gatherTag, true); err != nil {
+			return nil, err
+		}
+		l := binary.LittleEndian.Uint64(n[:])
+		if l == 0 {
+			return nil, nil
+		}
+		if l > maxDoc {
+			return nil, fmt.Errorf("rank %d sent a document of %d bytes", r, l)
+		}
+		d := make([]byte, l)
+		_, err := e.recv(ctx, w.ctx+1, d, 1, r, gatherTag, true)
+		return d, err
+	}
+	for r := 1; r < size; r++ {
+		var err error
+		if profs[r], err = recv(r); err == nil {
+			dumps[r], err = recv(r)
+		}
+		if err != nil {
+			missing = append(missing, r)
+		}
+	}
+	return profs, dumps, missing
+}
+
+// writeJob merges the ranks' profiles and writes the job's files into cfg.profDir, and
+// the summary on standard error under cfg.summary.
+func writeJob(cfg *config, docs [][]byte) error {
+	var ranks []*prof.Rank
+	for _, d := range docs {
+		if d == nil {
+			continue
+		}
+		r, err := prof.ReadRank(bytes.NewReader(d))
+		if err != nil {
+			return fmt.Errorf("profile: %w", err)
+		}
+		ranks = append(ranks, r)
+	}
+	job, err := prof.Merge(ranks)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	if cfg.summary {
+		fmt.Fprintf(os.Stderr, "gorma: profile of %d ranks\n", job.Size)
+		job.WriteSummary(os.Stderr, summaryPairs)
+	}
+	if cfg.profDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(cfg.profDir, 0o755); err != nil {
+		return fmt.Errorf("no job profile: %w", err)
+	}
+	write := func(name string, f func(io.Writer) error) error {
+		var b bytes.Buffer
+		if err := f(&b); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return os.WriteFile(filepath.Join(cfg.profDir, name), b.Bytes(), 0o644)
+	}
+	return errors.Join(
+		write("job.json", job.WriteJSON),
+		write("summary.txt", func(w io.Writer) error { return job.WriteSummary(w, summaryPairs) }),
+		write("matrix.svg", func(w io.Writer) error {
+			title := fmt.Sprintf("bytes sent, rank to rank, all kinds (%d ranks)", job.Size)
+			return prof.HeatMap(w, job.Bytes(), title, "bytes")
+		}))
+}
+
+// summaryPairs is how many of the heaviest rank pairs the summary lists.
+const summaryPairs = 10
+
+// writeTimeline merges the dumps into path. offsets, rank 0's measure of each rank's
+// clock, may be nil (the job grew, or a rank of one); Merge then aligns by wall clocks.
+func writeTimeline(path string, docs [][]byte, offsets []int64) error {
+	var dumps []trace.Dump
+	var offs []int64
+	var origin int64
+	for r, d := range docs {
+		if d == nil {
+			continue
+		}
+		dump, err := trace.DecodeDump(d)
+		if err != nil {
+			return fmt.Errorf("timeline of rank %d: %w", r, err)
+		}
+		if r == 0 {
+			origin = dump.Origin
+		}
+		dumps = append(dumps, dump)
+		if offsets != nil {
+			offs = append(offs, offsets[r])
+		}
+	}
+	if offsets != nil {
+		for i := range offs {
+			offs[i] += origin
+		}
+	} else {
+		offs = nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("GORMA_TRACE=%s: %w (name a file rank 0 may create)", path, err)
+	}
+	st, err := trace.Merge(f, dumps, offs)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("timeline %s: %w", path, err)
+	}
+	var dropped uint64
+	for _, d := range dumps {
+		dropped += d.Dropped()
+	}
+	if dropped > 0 || st.Unpaired > 0 {
+		fmt.Fprintf(os.Stderr, "gorma: timeline %s: %d events overwritten in the flight recorders (GORMA_TRACE_EVENTS), %d flows without their other end\n",
+			path, dropped, st.Unpaired)
+	}
+	return nil
+}
+
+// aligned returns what runs after Init joined a job: for Init's World, with the
+// timeline on, align. A failed alignment fails Init.
+func aligned(ctx context.Context) func(*World, error) (*World, error) {
+	return func(w *World, err error) (*World, error) {
+		if err != nil || w != w.e.root {
+			return w, err
+		}
+		if err := w.e.obs.align(ctx, w); err != nil {
+			return nil, fmt.Errorf("runtime: init rank %d: aligning the timeline's clocks: %w", w.e.rank, err)
+		}
+		return w, nil
+	}
+}
+
+// hangDump writes the flight recorder's dump beside the timeline's file, as
+// <file>.<rank>.gtrc, and returns the line a hang report carries to point into it
+// (trace.Pointer and the dump's path), or "" when the timeline is off. golaunch merges
+// the dumps of a hang into <file>.
+func (o *observer) hangDump(rank int, file string) string {
+	if o.Obs == nil || o.Rec == nil {
+		return ""
+	}
+	d := o.Rec.Snapshot()
+	line := trace.Pointer(rank, d, o.Now())
+	path := trace.DumpPath(file, rank)
+	b, err := trace.AppendDump(nil, d)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		return line + " (no dump: " + err.Error() + ")"
+	}
+	return line + " (dump " + path + ")"
+}

@@ -1,0 +1,21 @@
+// Command obsprog is the rank program of the observation tests (golaunch --profile,
+// --trace): a point-to-point pattern whose messages a receiver takes out of the order
+// they were sent, so that a timeline's flows must follow each message, not the order of
+// receives. Every rank, with right = rank+1 and left = rank-1 (mod size):
+//
+//   - sends right three 100-byte messages with tags 3, 2, 1, and receives from left by
+//     tags 1, 2, 3 (each one arrives before its receive is posted, or after);
+//   - sends right one 1 MiB message (a rendezvous) with tag 4, and receives it from left
+//     into an Irecv from AnySource posted before;
+//   - Isends right and left 8 bytes with tag 5 and waits for both, Irecvs from both;
+//   - sends itself 16 bytes with tag 6 and receives them;
+//   - makes one Allreduce of 256 float64 inside a TraceRegion named "reduce phase", and
+//     one 512-byte Put to right between two Fences.
+//
+// Rank 0 then prints "obsprog: ok". With the argument deadlock, every rank instead sends
+// right one small message and then 1 MiB, which no rank receives: the job hangs, for the
+// tests of hang reports that point into the timeline.
+//
+// Rank 0 prints "obsprog: ok" at the end. Every rank sends right 3x100 + 1 MiB + 8 bytes
+// in 5 messages by point-to-point, left 8 bytes in 1, and itself 16 bytes in 1.
+package main

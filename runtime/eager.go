@@ -12,7 +12,24 @@ import "slices"
 
 // sendLocked starts send r: self, eager or rendezvous.
 func (e *engine) sendLocked(r *Request) {
-	e.obs.numberLocked(r.ctx, r.peer, len(r.buf))
+	if e.obs.Obs != nil {
+		e.sendObservedLocked(r)
+		return
+	}
+	e.postLocked(r)
+}
+
+// sendObservedLocked is sendLocked with observation on: the message is numbered and
+// counted before it is posted, and its Send event recorded after (observe.go).
+func (e *engine) sendObservedLocked(r *Request) {
+	ctx, peer, tag, n := r.ctx, r.peer, r.tag, len(r.buf)
+	t := e.obs.numberLocked(ctx, peer, n)
+	e.postLocked(r)
+	e.obs.sentLocked(t, ctx, peer, tag, n)
+}
+
+// postLocked is sendLocked once its message is numbered.
+func (e *engine) postLocked(r *Request) {
 	if r.peer == e.rank {
 		e.sendSelfLocked(r)
 		return

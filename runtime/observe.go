@@ -54,11 +54,12 @@ const (
 	lRecv
 	lIsend
 	lIrecv
-	lMatch
+	lOut
+	lIn
 	nLabels
 )
 
-var labelNames = [nLabels]string{"Send", "Recv", "Isend", "Irecv", "Match"}
+var labelNames = [nLabels]string{"Send", "Recv", "Isend", "Irecv", "message out", "message in"}
 
 // init readies o for job rank rank of size ranks as cfg asks.
 func (o *observer) init(cfg *config, rank, size int) {
@@ -90,21 +91,39 @@ func internal(ctx uint16) int {
 }
 
 // numberLocked numbers a message of n bytes on ctx to job rank peer as it enters the
-// engine, and counts it in the profile when it is a user's point-to-point message.
-func (o *observer) numberLocked(ctx uint16, peer, n int) {
-	if o.Obs != nil {
-		o.number(ctx, peer, n)
+// engine, and counts it in the profile when it is a user's point-to-point message. It
+// returns the clock when the timeline is on (the caller then calls sentLocked once the
+// message is posted), else 0.
+func (o *observer) numberLocked(ctx uint16, peer, n int) int64 {
+	if o.Obs == nil {
+		return 0
 	}
+	return o.number(ctx, peer, n)
 }
 
-func (o *observer) number(ctx uint16, peer, n int) {
+func (o *observer) number(ctx uint16, peer, n int) int64 {
 	if userCtx(ctx) {
 		o.Prof.Send(peer, n)
 	}
-	if peer < len(o.sent) {
-		o.sent[peer]++
-		o.last = o.sent[peer]
+	if o.Rec == nil || peer >= len(o.sent) {
+		return 0
 	}
+	o.sent[peer]++
+	return o.Now()
+}
+
+// sentLocked records the message numberLocked numbered at t0, now posted, as a Send
+// event that starts its flow. The event lasts at least 2 ns, so that the flow binds
+// inside it (internal/trace.Merge).
+func (o *observer) sentLocked(t0 int64, ctx uint16, peer, tag, n int) {
+	if t0 != 0 {
+		o.sentOn(t0, ctx, peer, tag, n)
+	}
+}
+
+func (o *observer) sentOn(t0 int64, ctx uint16, peer, tag, n int) {
+	o.Rec.Record(trace.Event{Kind: trace.Send, Start: t0, End: max(o.Now(), t0+2), Bytes: int64(n),
+		Flow: o.sent[peer], Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][lOut]})
 }
 
 // arrivedLocked counts a message from job rank src as it arrives and returns its flow
@@ -132,22 +151,22 @@ func (o *observer) beginOn(ctx uint16, kind prof.CallKind) subcore.ObsCall {
 	return o.Begin(kind)
 }
 
-// endSend records the send c of n bytes to job rank peer with tag, whose message
-// numberLocked numbered last (read with the engine's mu held). Only a user's send
-// counts as a call in the profile.
-func (o *observer) endSend(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int, flow uint64) {
+// endSend records the send call c of n bytes to job rank peer with tag; its message's
+// own event (sentLocked) nests inside. Only a user's send counts as a call in the
+// profile.
+func (o *observer) endSend(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int) {
 	if c.On() {
-		o.sendOn(c, ctx, label, peer, tag, n, flow)
+		o.sendOn(c, ctx, label, peer, tag, n)
 	}
 }
 
-func (o *observer) sendOn(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int, flow uint64) {
+func (o *observer) sendOn(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int) {
 	if userCtx(ctx) {
 		c.End(0, n, peer, tag, 0) // the profile's call; tk 0 records nothing
 	}
 	if o.Rec != nil {
 		o.Rec.Record(trace.Event{Kind: trace.Send, Start: c.Started(), End: o.Now(), Bytes: int64(n),
-			Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
+			Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
 	}
 }
 
@@ -179,7 +198,7 @@ func (o *observer) matched(start int64, flow uint64, ctx uint16, src, tag, n int
 
 func (o *observer) matchedOn(start int64, flow uint64, ctx uint16, src, tag, n int) {
 	o.Rec.Record(trace.Event{Kind: trace.Match, Start: start, End: o.Now(), Bytes: int64(n),
-		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lMatch]})
+		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lIn]})
 }
 
 // stamp returns the observer's clock when the timeline is on, else 0.

@@ -115,7 +115,7 @@ func (e *engine) isendLocked(w *World, r *Request, b []byte, esize, dest, tag in
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = reqSend, w.ctx, dest, tag, b, esize, sync
 	c := e.obs.begin(w.ctx, prof.CallSend)
 	e.sendLocked(r)
-	e.obs.endSend(c, w.ctx, lIsend, dest, tag, len(b), e.obs.last)
+	e.obs.endSend(c, w.ctx, lIsend, dest, tag, len(b))
 	return nil
 }
 
@@ -298,15 +298,13 @@ func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest
 		return err
 	}
 	var err error
-	r := e.startSendLocked(ctxID, buf, esize, dest, tag)
-	flow := e.obs.last
-	if r != nil {
+	if r := e.startSendLocked(ctxID, buf, esize, dest, tag); r != nil {
 		err = e.finishSendLocked(ctx, r)
 	} else if e.ft.on {
 		e.ft.sentLocked()
 	}
 	e.poll.handoffLocked()
-	e.obs.endSend(c, ctxID, lSend, dest, tag, len(buf), flow)
+	e.obs.endSend(c, ctxID, lSend, dest, tag, len(buf))
 	return err
 }
 
@@ -318,7 +316,7 @@ func (e *engine) startSendLocked(ctxID uint16, buf []byte, esize, dest, tag int)
 		// The fast box path needs no Request (sendLocked would take it too).
 		p := e.links.peers[dest]
 		if p != nil && p.ready && p.failed == nil && len(buf) <= p.eagerMax && p.out.n == 0 && p.postFastLocked(ctxID, tag, buf) {
-			e.obs.numberLocked(ctxID, dest, len(buf))
+			e.obs.sentLocked(e.obs.numberLocked(ctxID, dest, len(buf)), ctxID, dest, tag, len(buf))
 			return nil
 		}
 	}

@@ -161,8 +161,9 @@ func (v *rendezvous) startOfferLocked(ctxID uint16, lay *layIO, dest, tag int) *
 	e := v.e
 	r := e.match.newRequestLocked(e, reqSend)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.lay = ctxID, dest, tag, lay.base[lay.lo:lay.hi], 1, lay
-	e.obs.numberLocked(ctxID, dest, lay.size)
+	t := e.obs.numberLocked(ctxID, dest, lay.size)
 	v.offerLocked(e.links.peers[dest], r)
+	e.obs.sentLocked(t, ctxID, dest, tag, lay.size)
 	return r
 }
 

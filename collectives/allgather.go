@@ -21,6 +21,10 @@ func Allgather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv
 	if err != nil {
 		return err
 	}
+	if c.observed() {
+		n := blockOf(w, send, recv) * elemSize[T]()
+		c.toAll(n, n)
+	}
 	return c.end(allgather(c, send, recv))
 }
 
@@ -43,7 +47,9 @@ func allgather[T runtime.Elem](c *call, send, recv []T) error {
 		return nil
 	}
 	if p&(p-1) == 0 && len(recv)*elemSize[T]() < allgatherLongMsg {
+		c.chose("recdbl")
 		return allgatherRecdbl(c, recv, n)
 	}
+	c.chose("ring")
 	return allgatherRing(c, recv, n)
 }

@@ -33,6 +33,13 @@ func Allgatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, rec
 	if err != nil {
 		return err
 	}
+	if c.observed() {
+		n := len(send)
+		if send == nil && c.s.rank < len(counts) {
+			n = counts[c.s.rank] // in place: its block is in recv
+		}
+		c.toAll(n*elemSize[T](), n*elemSize[T]())
+	}
 	return c.end(allgatherv(c, send, recv, counts))
 }
 
@@ -56,6 +63,7 @@ func allgatherv[T runtime.Elem](c *call, send, recv []T, counts []int) error {
 	if p == 1 {
 		return nil
 	}
+	c.chose("ring")
 	return allgathervRing(c, recv, counts, off, total)
 }
 

@@ -24,6 +24,7 @@ func Allreduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv
 	if err != nil {
 		return err
 	}
+	c.toAll(len(recv)*elemSize[T](), len(recv)*elemSize[T]())
 	return c.end(allreduce(c, send, recv, op))
 }
 
@@ -48,6 +49,7 @@ func allreduce[T runtime.Elem](c *call, send, recv []T, op Op[T]) error {
 	}
 	loc := localOf(c.s).loc
 	a := selectAllreduce(c.s.force, len(recv)*elemSize[T](), len(recv), c.s.size, op.commutative, loc)
+	c.choseAlgo(a)
 	switch a {
 	case algoSHM:
 		return allreduceWorldSHM(c, src, recv, op)

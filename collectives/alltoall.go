@@ -22,6 +22,9 @@ func Alltoall[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv 
 	if err != nil {
 		return err
 	}
+	if c.observed() {
+		c.toAll(len(recv)*elemSize[T](), len(recv)/c.s.size*elemSize[T]())
+	}
 	return c.end(alltoall(c, send, recv))
 }
 
@@ -44,6 +47,7 @@ func alltoall[T runtime.Elem](c *call, send, recv []T) error {
 		copy(send, recv)
 	}
 	copy(recv[r*n:(r+1)*n], send[r*n:(r+1)*n])
+	c.chose("pairwise")
 	for s := 1; s < p; s++ {
 		dst, src := (r+s)%p, (r-s+p)%p
 		if err := exchange(c, send[dst*n:(dst+1)*n], dst, recv[src*n:(src+1)*n], src); err != nil {

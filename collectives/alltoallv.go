@@ -35,6 +35,13 @@ func Alltoallv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, 
 	if err != nil {
 		return err
 	}
+	if c.observed() {
+		if send == nil && sendCounts == nil { // in place: recv holds the blocks to send
+			c.perMember(len(recv)*elemSize[T](), recvCounts, elemSize[T](), -1)
+		} else {
+			c.perMember(len(send)*elemSize[T](), sendCounts, elemSize[T](), -1)
+		}
+	}
 	return c.end(alltoallv(c, send, sendCounts, recv, recvCounts))
 }
 
@@ -72,6 +79,7 @@ func alltoallv[T runtime.Elem](c *call, send []T, sendCounts []int, recv []T, re
 	if p == 1 {
 		return nil
 	}
+	c.chose("scattered")
 	if err := alltoallvPost(c, send, sendCounts, soff, recv, recvCounts, roff, rtotal); err != nil {
 		return err
 	}

@@ -44,6 +44,13 @@ func Alltoallw(ctx context.Context, w *runtime.World, send []byte, sendBlocks By
 	if err != nil {
 		return err
 	}
+	if c.observed() {
+		if send == nil && sendBlocks.Counts == nil && sendBlocks.Displs == nil && sendBlocks.Sizes == nil {
+			c.perBlock(len(recv), recvBlocks) // in place: recv holds the blocks to send
+		} else {
+			c.perBlock(len(send), sendBlocks)
+		}
+	}
 	return c.end(alltoallw(c, send, sendBlocks, recv, recvBlocks))
 }
 
@@ -72,6 +79,7 @@ func alltoallw(c *call, send []byte, sb ByteBlocks, recv []byte, rb ByteBlocks) 
 	if p == 1 {
 		return nil
 	}
+	c.chose("scattered")
 	for k := 1; k < p; k++ {
 		src := (r - k + p) % p
 		if err := postRecv(c, c.req(k-1), rb.of(recv, src), src); err != nil {

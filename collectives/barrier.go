@@ -19,10 +19,13 @@ func Barrier(ctx context.Context, w *runtime.World) error {
 	if err != nil {
 		return err
 	}
+	c.toAll(0, 0)
 	if w.Size() > 1 {
 		if l := localOf(c.s); l.loc.oneHost && l.teamed() {
+			c.chose("teams")
 			return c.end(barrierTeams(c, l))
 		} else if l.loc.oneHost {
+			c.chose("shm")
 			if l.world == nil {
 				l.world = &shmGroup{ranks: l.host, me: l.hostIdx}
 			}
@@ -36,5 +39,6 @@ func Barrier(ctx context.Context, w *runtime.World) error {
 			return c.end(err)
 		}
 	}
+	c.chose("dissemination")
 	return c.end(runtime.Barrier(ctx, c.s.comm))
 }

@@ -20,6 +20,7 @@ func Bcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, root 
 	if err != nil {
 		return err
 	}
+	c.atRoot(root, len(buf)*elemSize[T](), len(buf)*elemSize[T]())
 	return c.end(bcast(c, buf, root))
 }
 
@@ -33,8 +34,10 @@ func bcast[T runtime.Elem](c *call, buf []T, root int) error {
 		return nil
 	}
 	if len(buf)*elemSize[T]() < bcastLongMsg || p <= 2 || len(buf) < p {
+		c.chose("binomial")
 		return bcastBinomial(c, buf, root)
 	}
+	c.chose("scatter_allgather")
 	return bcastScatterAllgather(c, buf, root)
 }
 

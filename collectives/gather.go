@@ -30,6 +30,10 @@ func Gather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []
 	if err != nil {
 		return err
 	}
+	if c.observed() {
+		n := blockOf(w, send, recv) * elemSize[T]()
+		c.atRoot(root, n, n)
+	}
 	return c.end(gather(c, send, recv, root))
 }
 
@@ -57,6 +61,7 @@ func gather[T runtime.Elem](c *call, sendBuf, recvBuf []T, root int) error {
 		return nil
 	}
 	c.tag = rootTag(c.tag, root)
+	c.chose("binomial")
 	return gatherBinomial(c, sendBuf, recvBuf, n, root)
 }
 

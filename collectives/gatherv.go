@@ -34,6 +34,13 @@ func Gatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv [
 	if err != nil {
 		return err
 	}
+	if c.observed() {
+		n := len(send)
+		if send == nil && c.s.rank == root && root < len(counts) {
+			n = counts[root] // in place: root's block is in recv
+		}
+		c.perMember(n*elemSize[T](), counts, elemSize[T](), root)
+	}
 	return c.end(gatherv(c, send, recv, counts, displs, root))
 }
 
@@ -43,6 +50,7 @@ func gatherv[T runtime.Elem](c *call, sendBuf, recvBuf []T, counts, displs []int
 		return invalid("root %d of %d ranks", root, p)
 	}
 	c.tag = rootTag(c.tag, root)
+	c.chose("linear")
 	if r != root {
 		if p == 1 {
 			return nil

@@ -55,6 +55,7 @@ func AllreduceLoc[V Ordered, I LocIndex](ctx context.Context, w *runtime.World, 
 	if err != nil {
 		return err
 	}
+	c.toAll(len(vals)*pairSize[V, I](), len(vals)*pairSize[V, I]())
 	return c.end(locReduce(c, sendVals, sendIdx, vals, idx, op, true, -1))
 }
 
@@ -72,6 +73,7 @@ func ReduceLoc[V Ordered, I LocIndex](ctx context.Context, w *runtime.World, sen
 	if err != nil {
 		return err
 	}
+	c.atRoot(root, n*pairSize[V, I](), n*pairSize[V, I]())
 	return c.end(locReduce(c, sendVals, sendIdx, vals, idx, op, false, root))
 }
 
@@ -131,6 +133,13 @@ func locReduce[V Ordered, I LocIndex](c *call, sendVals []V, sendIdx []I, vals [
 		return reduce(c, nil, cand, Min[I](), root)
 	}
 	return reduce(c, cand, nil, Min[I](), root)
+}
+
+// pairSize is the size of one (value, index) pair: the bytes of an element of both slices.
+func pairSize[V Ordered, I LocIndex]() int {
+	var v V
+	var i I
+	return int(unsafe.Sizeof(v) + unsafe.Sizeof(i))
 }
 
 // maxIndex is I's largest value.

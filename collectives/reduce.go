@@ -23,6 +23,7 @@ func Reduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []
 	if err != nil {
 		return err
 	}
+	c.atRoot(root, inputLen(send, recv)*elemSize[T](), inputLen(send, recv)*elemSize[T]())
 	return c.end(reduce(c, send, recv, op, root))
 }
 
@@ -55,6 +56,7 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 	if !op.commutative {
 		treeRoot = 0
 	}
+	c.chose("binomial")
 	vr := (r - treeRoot + p) % p
 	acc := sendBuf // leaves send their input as it is
 	if r == root {

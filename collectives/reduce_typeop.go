@@ -51,10 +51,12 @@ func (o TypeOp[T]) Valid() bool { return o.fn != nil }
 // non-commutative one. A rank that combines unpacks what it receives into a buffer of
 // its send's length, so a call allocates two such buffers at the ranks that combine.
 func ReduceType[T any](ctx context.Context, w *runtime.World, send, recv []T, count int, t datatype.Type, op TypeOp[T], root int) error {
-	c, err := begin(ctx, w, "reduce type", packedLen(count, t), "byte", op.name, root)
+	n := packedLen(count, t)
+	c, err := begin(ctx, w, "reduce type", n, "byte", op.name, root)
 	if err != nil {
 		return err
 	}
+	c.atRoot(root, max(n, 0), max(n, 0))
 	return c.end(reduceTypeOp(c, send, recv, count, t, op, root, false))
 }
 
@@ -62,10 +64,12 @@ func ReduceType[T any](ctx context.Context, w *runtime.World, send, recv []T, co
 // (MPI_Allreduce with a derived datatype and a user operator). send nil means in place
 // at every rank. The result is reduced to rank 0 and broadcast from there, packed.
 func AllreduceType[T any](ctx context.Context, w *runtime.World, send, recv []T, count int, t datatype.Type, op TypeOp[T]) error {
-	c, err := begin(ctx, w, "allreduce type", packedLen(count, t), "byte", op.name, -1)
+	n := packedLen(count, t)
+	c, err := begin(ctx, w, "allreduce type", n, "byte", op.name, -1)
 	if err != nil {
 		return err
 	}
+	c.toAll(max(n, 0), max(n, 0))
 	return c.end(reduceTypeOp(c, send, recv, count, t, op, 0, true))
 }
 
@@ -111,6 +115,10 @@ func reduceTypeOp[T any](c *call, sbuf, rbuf []T, count int, t datatype.Type, op
 	}
 	tag := c.tag
 	c.tag = rootTag(tag, root) // ranks that name different roots never match
+	if all {
+		c.chose("binomial_bcast")
+	}
+	c.chose("binomial")
 	treeRoot := root
 	if !op.commutative {
 		treeRoot = 0 // where rank order holds

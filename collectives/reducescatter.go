@@ -32,6 +32,7 @@ func ReduceScatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, 
 	if err != nil {
 		return err
 	}
+	c.toAll(inputLen(send, recv)*elemSize[T](), n*elemSize[T]())
 	return c.end(reduceScatter(c, send, recv, op))
 }
 
@@ -58,9 +59,12 @@ func reduceScatter[T runtime.Elem](c *call, send, recv []T, op Op[T]) error {
 		copy(out, in)
 		return nil
 	case !op.commutative:
+		c.chose("pairwise")
 		return reduceScatterPairwise(c, in, out, op)
 	case p&(p-1) == 0 && len(in)*elemSize[T]() <= reduceScatterShortMsg:
+		c.chose("halving")
 		return reduceScatterHalving(c, in, out, op)
 	}
+	c.chose("ring")
 	return reduceScatterRing(c, in, out, op, send == nil)
 }

@@ -40,6 +40,7 @@ func ReduceScatterV[T runtime.Elem](ctx context.Context, w *runtime.World, send,
 	if err != nil {
 		return err
 	}
+	c.perMember(inputLen(send, recv)*elemSize[T](), counts, elemSize[T](), -1)
 	return c.end(reduceScatterV(c, send, recv, counts, op))
 }
 
@@ -70,6 +71,7 @@ func reduceScatterV[T runtime.Elem](c *call, send, recv []T, counts []int, op Op
 		copy(out, in)
 		return nil
 	}
+	c.chose("pairwise")
 	return reduceScatterVPairwise(c, in, out, counts, off, op)
 }
 

@@ -22,6 +22,7 @@ func Scan[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T,
 	if err != nil {
 		return err
 	}
+	c.toAbove(len(recv) * elemSize[T]())
 	return c.end(scan(c, send, recv, op, false))
 }
 
@@ -34,6 +35,7 @@ func Exscan[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []
 	if err != nil {
 		return err
 	}
+	c.toAbove(len(recv) * elemSize[T]())
 	return c.end(scan(c, send, recv, op, true))
 }
 
@@ -56,6 +58,7 @@ func scan[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], exclusive boo
 		}
 		return nil
 	}
+	c.chose("recdbl")
 	return scanRecdbl(c, in, recvBuf, op, exclusive)
 }
 

@@ -29,6 +29,9 @@ func Scatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv [
 	if err != nil {
 		return err
 	}
+	if c.observed() {
+		c.atRoot(root, sendSize(c, send, recv, root), blockOf(w, recv, send)*elemSize[T]())
+	}
 	return c.end(scatter(c, send, recv, root))
 }
 
@@ -56,6 +59,7 @@ func scatter[T runtime.Elem](c *call, sendBuf, recvBuf []T, root int) error {
 		return nil
 	}
 	c.tag = rootTag(c.tag, root)
+	c.chose("binomial")
 	return scatterBinomial(c, sendBuf, recvBuf, n, root)
 }
 

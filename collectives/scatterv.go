@@ -33,6 +33,9 @@ func Scatterv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, c
 	if err != nil {
 		return err
 	}
+	if c.observed() {
+		c.perMember(sendSize(c, send, recv, root), counts, elemSize[T](), root)
+	}
 	return c.end(scatterv(c, send, counts, displs, recv, root))
 }
 
@@ -42,6 +45,7 @@ func scatterv[T runtime.Elem](c *call, sendBuf []T, counts, displs []int, recvBu
 		return invalid("root %d of %d ranks", root, p)
 	}
 	c.tag = rootTag(c.tag, root)
+	c.chose("linear")
 	if r != root {
 		if p == 1 {
 			return nil

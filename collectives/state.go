@@ -53,6 +53,11 @@ type state struct {
 	local      *localState  // locality and shared-memory scratch (allreduce_hier.go), made on first use
 	push       *pushScratch // allreduceDirect's scratch in its push form (allreduce_direct_push.go)
 	noZeroCopy int8         // no pair of members has substrate.ReachZeroCopy (tcp): 1 yes, -1 no, 0 not known yet
+
+	obs     *substrate.Obs       // this rank's observer (substrate.Observe), nil when off or for a sub-group
+	members []int                // the job ranks of the World's ranks, for obs (nil: Init's World)
+	ob      callObs              // the observation of the call in progress (observe.go); guarded by busy
+	labels  map[[2]string]uint16 // the timeline's labels by call and algorithm (observe.go); guarded by busy
 }
 
 // world returns the World rank of member r (the rank itself unless s is a sub-group).
@@ -125,6 +130,7 @@ func stateOf(w *runtime.World) (*state, error) {
 		return nil, err
 	}
 	mine := &state{user: key, comm: c, rank: w.Rank(), size: w.Size(), track: substrate.NewTrack(w)}
+	mine.obs, mine.members = substrate.Observe(w)
 	mine.force, mine.cfgErr = parseAllreduceEnv(os.Getenv(EnvAllreduce))
 	s, loaded := states.loadOrStore(key, mine)
 	if loaded {
@@ -164,8 +170,9 @@ type call struct {
 // compares across the ranks before the call runs (substrate.Track.Check). A call made while
 // nonblocking calls started before it are unfinished waits for them, unless it is one of them,
 // run by the World's worker (ctx is its jobCtx), whose name (Iallreduce...) and number (taken
-// at its start) it then takes. A persistent call runs on its Request's state (jobCtx.own). The
-// caller must call c.end.
+// at its start) it then takes. A persistent call runs on its Request's state (jobCtx.own). When
+// the rank observes its calls, begin starts observing this one and end records it
+// (observe.go). The caller must call c.end.
 func begin(ctx context.Context, w *runtime.World, name string, count int, typ, op string, root int) (*call, error) {
 	if w == nil {
 		return nil, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
@@ -199,6 +206,9 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	}
 	s.seq++
 	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag)}
+	if s.obs != nil {
+		s.ob = callObs{c: s.obs.Begin(callKind(name)), name: tracked}
+	}
 	if seq == 0 {
 		seq = s.track.Next()
 	}
@@ -341,6 +351,9 @@ func (c *call) end(err error) error {
 		err = fmt.Errorf("collectives: %s: %w", c.name, err)
 	}
 	s, w := c.s, c.w
+	if s.ob.c.On() {
+		s.record()
+	}
 	// The states must keep neither the World (its cleanup is what frees them) nor ctx:
 	// clear this call (*c is s.cur) and those sub made on the sub-groups.
 	s.eachState(clearCall)

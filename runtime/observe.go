@@ -38,12 +38,10 @@ const (
 const defaultTraceEvents = 1 << 17
 
 // observer is the part that observes this rank's calls. Obs is nil when observation is
-// off; sent, got and last are guarded by the engine's mu and nil when the timeline is
-// off.
+// off; sent and got are guarded by the engine's mu and nil when the timeline is off.
 type observer struct {
 	*subcore.Obs
 	sent, got []uint64           // by job rank: messages numbered to it, messages counted from it
-	last      uint64             // the number numberLocked gave last
 	offsets   []int64            // at rank 0: each rank's clock offset, measured at Init (align)
 	labels    [2][nLabels]uint16 // [0]: a user's call; [1]: a layer's or the runtime's own (internal)
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
@@ -79,6 +80,12 @@ type rmw[T runtime.Elem] struct {
 // Fence or Complete, which also completes the coherence work of cached copies.
 func (w *Win[T]) Accumulate(origin []T, rank, disp int, op collectives.Op[T]) error {
 	a := rmw[T]{name: "accumulate", op: op, origin: origin}
+	if w.ob != nil {
+		c := w.ob.begin(prof.CallAccumulate)
+		err := w.accumulate(&a, rank, disp, len(origin))
+		w.ob.rma(c, rank, len(origin)*w.esize, -1, -1, err)
+		return err
+	}
 	return w.accumulate(&a, rank, disp, len(origin))
 }
 
@@ -92,6 +99,12 @@ func (w *Win[T]) Accumulate(origin []T, rank, disp int, op collectives.Op[T]) er
 // only after a flush; here they are valid at once); on error its contents are
 // unspecified. The target is updated as by Accumulate.
 func (w *Win[T]) GetAccumulate(origin, result []T, rank, disp int, op collectives.Op[T]) error {
+	if w.ob != nil {
+		c := w.ob.begin(prof.CallGetAccumulate)
+		err := w.getAccumulate("get_accumulate", origin, result, rank, disp, op)
+		w.ob.rma(c, rank, len(origin)*w.esize, len(result)*w.esize, -1, err)
+		return err
+	}
 	return w.getAccumulate("get_accumulate", origin, result, rank, disp, op)
 }
 

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/internal/prof"
 )
 
 // FetchAndOp stores the element of rank's window memory at disp into *result and
@@ -21,7 +22,14 @@ func (w *Win[T]) FetchAndOp(origin T, result *T, rank, disp int, op collectives.
 		return werrf(name, rank, disp, ErrInvalid, "nil result")
 	}
 	a := rmw[T]{name: name, op: op, single: true, x: origin}
-	if err := w.accumulate(&a, rank, disp, 1); err != nil {
+	if w.ob != nil {
+		c := w.ob.begin(prof.CallFetchAndOp)
+		err := w.accumulate(&a, rank, disp, 1)
+		w.ob.rma(c, rank, w.esize, w.esize, -1, err)
+		if err != nil {
+			return err
+		}
+	} else if err := w.accumulate(&a, rank, disp, 1); err != nil {
 		return err
 	}
 	*result = a.old
@@ -44,7 +52,14 @@ func (w *Win[T]) CompareAndSwap(origin, compare T, result *T, rank, disp int) er
 		return werrf(name, rank, disp, ErrInvalid, "nil result")
 	}
 	a := rmw[T]{name: name, single: true, cas: true, x: origin, compare: compare}
-	if err := w.accumulate(&a, rank, disp, 1); err != nil {
+	if w.ob != nil {
+		c := w.ob.begin(prof.CallCompareAndSwap)
+		err := w.accumulate(&a, rank, disp, 1)
+		w.ob.rma(c, rank, w.esize, w.esize, -1, err) // the operand out, the old value back
+		if err != nil {
+			return err
+		}
+	} else if err := w.accumulate(&a, rank, disp, 1); err != nil {
 		return err
 	}
 	*result = a.old

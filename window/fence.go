@@ -3,6 +3,7 @@ package window
 import (
 	"context"
 
+	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
@@ -29,6 +30,13 @@ const (
 // open fails with ErrEpoch, and so does one asserting NoPrecede after RMA calls of this
 // rank in the epoch it closes (it completes them first, so no rank is left waiting).
 func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
+	if w.ob != nil {
+		return w.ob.sync(prof.CallFence, -1, -1, func() error { return w.fence(ctx, assert) })
+	}
+	return w.fence(ctx, assert)
+}
+
+func (w *Win[T]) fence(ctx context.Context, assert Assert) error {
 	seq := w.track.Next()
 	const op = "fence"
 	if err := w.usable(op, -1, -1); err != nil {
@@ -61,7 +69,13 @@ func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 	}
 	preceded := w.fenceUsed.Load()
 	w.fenceUsed.Store(false)
+	if w.fenceOn {
+		w.ob.ends(epFence)
+	}
 	w.fenceOn = assert&NoSucceed == 0
+	if w.fenceOn {
+		w.ob.begins(epFence)
+	}
 	for r := range w.tg {
 		if w.fenceOn {
 			w.tg[r].open |= openFence
@@ -87,6 +101,7 @@ func (w *Win[T]) fenceGiveWay(op string, rank int) error {
 		return werrf(op, rank, -1, ErrEpoch, "%s inside a Fence epoch that RMA calls of this rank used (end it with a Fence first)", op)
 	}
 	w.fenceOn = false
+	w.ob.ends(epFence)
 	for r := range w.tg {
 		w.tg[r].open &^= openFence
 	}

@@ -3,6 +3,8 @@ package window
 import (
 	"context"
 	"encoding/binary"
+
+	"github.com/gorma-hpc/gorma/internal/prof"
 )
 
 // LockType is the kind of a passive-target lock.
@@ -25,6 +27,13 @@ const (
 // the target's code never runs) unless assert has NoCheck. A rank may hold locks on
 // several ranks at once, but one on each.
 func (w *Win[T]) Lock(ctx context.Context, lt LockType, rank int, assert Assert) error {
+	if w.ob != nil {
+		return w.ob.sync(prof.CallLock, -1, rank, func() error { return w.lock(ctx, lt, rank, assert) })
+	}
+	return w.lock(ctx, lt, rank, assert)
+}
+
+func (w *Win[T]) lock(ctx context.Context, lt LockType, rank int, assert Assert) error {
 	const op = "lock"
 	t, err := w.syncTarget(op, rank)
 	if err != nil {
@@ -55,12 +64,20 @@ func (w *Win[T]) Lock(ctx context.Context, lt LockType, rank int, assert Assert)
 	t.lock = state
 	t.open |= openLock
 	w.locks++
+	w.ob.lockBegins(rank)
 	return nil
 }
 
 // Unlock completes every operation of this rank to rank (at the target: a later Get of
 // any rank sees it) and releases the lock.
 func (w *Win[T]) Unlock(ctx context.Context, rank int) error {
+	if w.ob != nil {
+		return w.ob.sync(prof.CallUnlock, -1, rank, func() error { return w.unlock(ctx, rank) })
+	}
+	return w.unlock(ctx, rank)
+}
+
+func (w *Win[T]) unlock(ctx context.Context, rank int) error {
 	const op = "unlock"
 	t, err := w.syncTarget(op, rank)
 	if err != nil {
@@ -77,6 +94,7 @@ func (w *Win[T]) Unlock(ctx context.Context, rank int) error {
 	t.lock = 0
 	t.open &^= openLock
 	w.locks--
+	w.ob.lockEnds(rank)
 	if ferr != nil {
 		return ferr
 	}
@@ -85,6 +103,13 @@ func (w *Win[T]) Unlock(ctx context.Context, rank int) error {
 
 // LockAll opens a shared passive-target epoch to every rank (MPI_Win_lock_all).
 func (w *Win[T]) LockAll(ctx context.Context, assert Assert) error {
+	if w.ob != nil {
+		return w.ob.sync(prof.CallLock, lLockAll, -1, func() error { return w.lockEvery(ctx, assert) })
+	}
+	return w.lockEvery(ctx, assert)
+}
+
+func (w *Win[T]) lockEvery(ctx context.Context, assert Assert) error {
 	const op = "lock_all"
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
@@ -117,11 +142,19 @@ func (w *Win[T]) LockAll(ctx context.Context, assert Assert) error {
 		t.open |= openLock
 	}
 	w.lockAll = true
+	w.ob.begins(epLockAll)
 	return nil
 }
 
 // UnlockAll completes every operation of this rank and releases the locks of LockAll.
 func (w *Win[T]) UnlockAll(ctx context.Context) error {
+	if w.ob != nil {
+		return w.ob.sync(prof.CallUnlock, lUnlockAll, -1, func() error { return w.unlockEvery(ctx) })
+	}
+	return w.unlockEvery(ctx)
+}
+
+func (w *Win[T]) unlockEvery(ctx context.Context) error {
 	const op = "unlock_all"
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
@@ -142,6 +175,7 @@ func (w *Win[T]) UnlockAll(ctx context.Context) error {
 		t.open &^= openLock
 	}
 	w.lockAll = false
+	w.ob.ends(epLockAll)
 	return first
 }
 
@@ -264,13 +298,21 @@ func (w *Win[T]) targetErr(t *target[T]) error {
 // Flush completes every operation of this rank to rank, at the origin and at the target.
 // It is valid in a passive-target epoch (Lock or LockAll).
 func (w *Win[T]) Flush(ctx context.Context, rank int) error {
-	const op = "flush"
+	if w.ob != nil {
+		return w.ob.sync(prof.CallFlush, -1, rank, func() error { return w.flushChecked(ctx, rank) })
+	}
 	if uint(rank) < uint(len(w.tg)) {
 		// Nothing outstanding (always the case for mapped ranks): one check per kind.
 		if t := &w.tg[rank]; t.lock != 0 && !t.pend.Load() && w.reqs.n.Load() == 0 && !t.gone() {
 			return nil
 		}
 	}
+	return w.flushChecked(ctx, rank)
+}
+
+// flushChecked is Flush without its fast path, which it agrees with.
+func (w *Win[T]) flushChecked(ctx context.Context, rank int) error {
+	const op = "flush"
 	t, err := w.syncTarget(op, rank)
 	if err != nil {
 		return err
@@ -283,6 +325,13 @@ func (w *Win[T]) Flush(ctx context.Context, rank int) error {
 
 // FlushAll is Flush for every rank.
 func (w *Win[T]) FlushAll(ctx context.Context) error {
+	if w.ob != nil {
+		return w.ob.sync(prof.CallFlush, lFlushAll, -1, func() error { return w.flushEvery(ctx) })
+	}
+	return w.flushEvery(ctx)
+}
+
+func (w *Win[T]) flushEvery(ctx context.Context) error {
 	const op = "flush_all"
 	if err := w.usable(op, -1, -1); err != nil {
 		return err

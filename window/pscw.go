@@ -3,6 +3,8 @@ package window
 import (
 	"context"
 	"errors"
+
+	"github.com/gorma-hpc/gorma/internal/prof"
 )
 
 // General active-target synchronization (MPI_Win_post, start, complete, wait, test).
@@ -52,6 +54,13 @@ func (s *pscwState) active() bool { return s.accessOn || s.exposureOn }
 // After a failed Post (a failed origin) no exposure epoch is open, but the other origins
 // may already have been told.
 func (w *Win[T]) Post(ctx context.Context, group []int, assert Assert) error {
+	if w.ob != nil {
+		return w.ob.sync(prof.CallPost, -1, -1, func() error { return w.post(ctx, group, assert) })
+	}
+	return w.post(ctx, group, assert)
+}
+
+func (w *Win[T]) post(ctx context.Context, group []int, assert Assert) error {
 	const op = "post"
 	if err := w.pscwCheck(op, group); err != nil {
 		return err
@@ -77,6 +86,7 @@ func (w *Win[T]) Post(ctx context.Context, group []int, assert Assert) error {
 	}
 	s.exposure = append(s.exposure[:0], group...)
 	s.exposureOn = true
+	w.ob.begins(epExposure)
 	return nil
 }
 
@@ -91,6 +101,13 @@ func (w *Win[T]) Post(ctx context.Context, group []int, assert Assert) error {
 // passive-target epoch; ErrInvalid for a bad group; ErrFreed; ctx's error; a failed
 // target's error.
 func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
+	if w.ob != nil {
+		return w.ob.sync(prof.CallStart, -1, -1, func() error { return w.start(ctx, group, assert) })
+	}
+	return w.start(ctx, group, assert)
+}
+
+func (w *Win[T]) start(ctx context.Context, group []int, assert Assert) error {
 	const op = "start"
 	if err := w.pscwCheck(op, group); err != nil {
 		return err
@@ -119,6 +136,7 @@ func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
 	}
 	s.access = append(s.access[:0], group...)
 	s.accessOn = true
+	w.ob.begins(epAccess)
 	for _, r := range group {
 		w.tg[r].open |= openStart
 	}
@@ -134,6 +152,13 @@ func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
 // Errors (*Error): ErrEpoch without an open access epoch; ErrFreed; ctx's error; a failed
 // target's error (the first).
 func (w *Win[T]) Complete(ctx context.Context) error {
+	if w.ob != nil {
+		return w.ob.sync(prof.CallComplete, -1, -1, func() error { return w.complete(ctx) })
+	}
+	return w.complete(ctx)
+}
+
+func (w *Win[T]) complete(ctx context.Context) error {
 	const op = "complete"
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
@@ -158,6 +183,7 @@ func (w *Win[T]) Complete(ctx context.Context) error {
 		t.open &^= openStart
 	}
 	s.accessOn = false
+	w.ob.ends(epAccess)
 	return first
 }
 
@@ -169,6 +195,13 @@ func (w *Win[T]) Complete(ctx context.Context) error {
 // Errors (*Error): ErrEpoch without an open exposure epoch; ErrFreed; ctx's error; a
 // failed origin's error.
 func (w *Win[T]) Wait(ctx context.Context) error {
+	if w.ob != nil {
+		return w.ob.sync(prof.CallWaitEpoch, -1, -1, func() error { return w.wait(ctx) })
+	}
+	return w.wait(ctx)
+}
+
+func (w *Win[T]) wait(ctx context.Context) error {
 	const op = "wait"
 	if err := w.exposureCheck(op); err != nil {
 		return err
@@ -186,6 +219,16 @@ func (w *Win[T]) Wait(ctx context.Context) error {
 //
 // Errors (*Error): as Wait, without ctx's.
 func (w *Win[T]) Test() (bool, error) {
+	if w.ob == nil {
+		return w.test()
+	}
+	c := w.ob.begin(prof.CallWaitEpoch)
+	done, err := w.test()
+	w.ob.synced(c, lTest, -1)
+	return done, err
+}
+
+func (w *Win[T]) test() (bool, error) {
 	const op = "test"
 	if err := w.exposureCheck(op); err != nil {
 		return false, err
@@ -224,6 +267,7 @@ func (w *Win[T]) endExposure() {
 		s.waited[r]++
 	}
 	s.exposureOn = false
+	w.ob.ends(epExposure)
 }
 
 // originsErr returns the error (naming it) of a failed origin of the exposure epoch that

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
@@ -257,6 +258,16 @@ func (w *Win[T]) reqAccess(name string, rank, disp, n int) (span[T], error) {
 // rank's memory. To a mapped rank the copy is done when Rput returns and the Request is
 // already complete.
 func (w *Win[T]) Rput(origin []T, rank, disp int) (*Request, error) {
+	if w.ob == nil {
+		return w.rput(origin, rank, disp)
+	}
+	c := w.ob.begin(prof.CallPut)
+	r, err := w.rput(origin, rank, disp)
+	w.ob.rma(c, rank, len(origin)*w.esize, -1, lRput, err)
+	return r, err
+}
+
+func (w *Win[T]) rput(origin []T, rank, disp int) (*Request, error) {
 	const name = "rput"
 	s, err := w.reqAccess(name, rank, disp, len(origin))
 	if err != nil {
@@ -292,6 +303,16 @@ func (w *Win[T]) Rput(origin []T, rank, disp int) (*Request, error) {
 // or from a coherent cached copy, result is filled when Rget returns and the Request is
 // already complete.
 func (w *Win[T]) Rget(result []T, rank, disp int) (*Request, error) {
+	if w.ob == nil {
+		return w.rget(result, rank, disp)
+	}
+	c := w.ob.begin(prof.CallGet)
+	r, err := w.rget(result, rank, disp)
+	w.ob.rma(c, rank, 0, len(result)*w.esize, lRget, err)
+	return r, err
+}
+
+func (w *Win[T]) rget(result []T, rank, disp int) (*Request, error) {
 	const name = "rget"
 	s, err := w.reqAccess(name, rank, disp, len(result))
 	if err != nil {
@@ -321,6 +342,16 @@ func (w *Win[T]) Rget(result []T, rank, disp int) (*Request, error) {
 // see Accumulate), so the Request is complete when returned and origin is the caller's
 // again at once.
 func (w *Win[T]) Raccumulate(origin []T, rank, disp int, op collectives.Op[T]) (*Request, error) {
+	if w.ob == nil {
+		return w.raccumulate(origin, rank, disp, op)
+	}
+	c := w.ob.begin(prof.CallAccumulate)
+	r, err := w.raccumulate(origin, rank, disp, op)
+	w.ob.rma(c, rank, len(origin)*w.esize, -1, lRaccumulate, err)
+	return r, err
+}
+
+func (w *Win[T]) raccumulate(origin []T, rank, disp int, op collectives.Op[T]) (*Request, error) {
 	const name = "raccumulate"
 	if _, err := w.reqAccess(name, rank, disp, len(origin)); err != nil {
 		return nil, err
@@ -337,6 +368,16 @@ func (w *Win[T]) Raccumulate(origin []T, rank, disp int, op collectives.Op[T]) (
 // when RgetAccumulate is called: the Request is complete when returned, result holds the
 // old values and origin is the caller's again at once.
 func (w *Win[T]) RgetAccumulate(origin, result []T, rank, disp int, op collectives.Op[T]) (*Request, error) {
+	if w.ob == nil {
+		return w.rgetAccumulate(origin, result, rank, disp, op)
+	}
+	c := w.ob.begin(prof.CallGetAccumulate)
+	r, err := w.rgetAccumulate(origin, result, rank, disp, op)
+	w.ob.rma(c, rank, len(origin)*w.esize, len(result)*w.esize, lRgetAccumulate, err)
+	return r, err
+}
+
+func (w *Win[T]) rgetAccumulate(origin, result []T, rank, disp int, op collectives.Op[T]) (*Request, error) {
 	const name = "rget_accumulate"
 	if _, err := w.reqAccess(name, rank, disp, len(result)); err != nil {
 		return nil, err

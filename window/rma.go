@@ -10,6 +10,9 @@ import (
 // memory and complete when Put returns. Otherwise it is an RDMA write, complete at the
 // next Flush, Unlock, Fence or Complete, and origin belongs to the window until then.
 func (w *Win[T]) Put(origin []T, rank, disp int) error {
+	if w.ob != nil {
+		return w.observedPut(origin, rank, disp) // observe.go
+	}
 	// The fast path: a mapped rank in an open epoch, in range, with the cache off. Every
 	// other case (errors included) takes the checked path.
 	if uint(rank) < uint(len(w.tg)) {
@@ -55,6 +58,9 @@ func (w *Win[T]) put(origin []T, rank, disp int) error {
 // mapped rank it is complete when Get returns; otherwise result is filled by the next
 // Flush, Unlock, Fence or Complete (or at once when a cached copy serves it).
 func (w *Win[T]) Get(result []T, rank, disp int) error {
+	if w.ob != nil {
+		return w.observedGet(result, rank, disp) // observe.go
+	}
 	if uint(rank) < uint(len(w.tg)) { // the fast path, as Put's
 		t := &w.tg[rank]
 		if m := t.memReady(); m != nil && t.open != 0 && uint(disp) <= uint(len(m)) &&

@@ -76,6 +76,7 @@ func NoZero() Option { return func(o *options) { o.noZero = true } }
 // Unlock, Fence, Complete, or the Request's Wait) has returned.
 type Win[T runtime.Elem] struct {
 	comm    *runtime.World
+	ob      *winObs    // the rank's observer (observe.go); nil when it does not observe
 	commRef *commEntry // comm's entry: counts this window while it is open (comm.go)
 	rank    int
 	size    int
@@ -247,6 +248,7 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	w := &Win[T]{comm: ce.c, commRef: ce, rank: rw.Rank(), size: rw.Size(), esize: elemSize[T](), flavor: fl, opt: o,
 		lay: newLayout(rw.Size(), o.dynSlots), track: substrate.NewTrack(rw)}
 	w.tg = make([]target[T], w.size)
+	w.ob = newWinObs(rw, w.size)
 	seq := w.track.Next()
 	name := "win" + strconv.FormatUint(seq, 10)
 	w.fenceSig = &substrate.CallSig{Call: "window.Fence", Count: -1, Root: -1, Win: name}
@@ -509,6 +511,9 @@ func (w *Win[T]) Free(ctx context.Context) error {
 		return err
 	}
 	w.freed.Store(true)
+	if w.fenceOn {
+		w.ob.ends(epFence) // the last Fence did not assert NoSucceed
+	}
 	w.attrs.deleteAll() // attr.go: the attributes' delete functions
 	w.closeRemotes()
 	// After the barrier nobody holds a pin on our regions: Free revokes at once.

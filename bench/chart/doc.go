@@ -51,41 +51,9 @@
 // footnote says why. A section without a recorded load says "not recorded". The
 // package's tests check that the committed page and charts are exactly that rendering.
 //
-// device16 collects the results of the 16-core node's job (scripts/device16.sh unpack):
-// machine.txt, parcopy.txt and, per run, allreducebench's and threadwatch's JSON. It
-// writes the medians over the repetitions, the spread and the threads per system and
-// rank count. page renders docs/device16.json, when it lies beside --in, as the section
-// "16-core node", with collectives/design.md's memory models beside each time from 1 MiB.
-//
-// page renders docs/startup16.json, when it lies beside --in, as the section "Startup on a
-// 16-core node": the document scripts/device16-startup.sh writes on the device machine,
-// with every run's wall time; the page takes the medians and the spread.
-//
-// ft collects scripts/ftbench.sh's results (make ftbench): apps/ftbench's document per
-// strike, the median and the maximum per kind of strike, and the medians and spread of
-// the alternated runs with and without golaunch --ft. page renders docs/ft.json, when it
-// lies beside --in, as the section on fault tolerance, beside the recovery times that
-// Horovod's and torchrun's users and documentation publish.
-//
-// page renders docs/observe.json, when it lies beside --in, as the section "The cost of
-// observation": the document scripts/compare-observe.sh writes, with every run's figure;
-// the page takes the medians, the spread and the ratios against the targets.
-//
-// timeline draws a job's timeline, the Chrome trace-event JSON that golaunch --trace
-// writes, as an SVG in the manner of Perfetto's track view. Each rank (pid, in the order
-// of process_sort_index) gets a group of rows: one per lane (tid) with slices in the
-// window, a nested slice one level below the slice that holds it. Slices are coloured by
-// category (send, recv, match, coll, wait, ...) and named inside when the name fits; a
-// tooltip gives the start, the duration and the arguments. Arrows join each flow's "s"
-// to its "f": a message's send to its match. --from and --to (microseconds of the trace,
-// as Perfetto shows them) zoom in; the default window is the whole trace. The axis
-// counts from the window's start. Slices narrower than a pixel, side by side, become one
-// grey block; the threshold doubles until at most 3000 rectangles and 1500 arrows
-// remain, so that the SVG stays under about 1 MB. One Allreduce of 16 ranks:
-//
-//	golaunch --trace ar.json -n 16 --oversubscribe allreducebench --max-size 64K --iters 5 --algo recdbl
-//	chart timeline ar.json > whole.svg  # a call's start and end, from the axis or a tooltip
-//	chart timeline --from 249700 --to 251400 ar.json > one.svg
+// device16, ft and the sections of the page that come from their own JSON documents
+// (device16.json, startup16.json, ft.json, observe.json), and timeline, which draws a
+// job's timeline (golaunch --trace) as an SVG, are described in design.md.
 //
 // It is a single-goroutine command-line tool: it reads its inputs once and writes one
 // output.

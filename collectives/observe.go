@@ -1,0 +1,189 @@
+package collectives
+
+import (
+	"github.com/gorma-hpc/gorma/internal/prof"
+	"github.com/gorma-hpc/gorma/internal/trace"
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
+)
+
+// Observation of the calls (design.md, "Profile and timeline"). When the rank observes
+// (state.obs, from substrate.Observe), begin starts an ObsCall of the call's kind and end
+// records it: one call in the profile with this rank's bytes, and one Collective event
+// in the timeline labelled with the call's name and the algorithm it chose. Each public
+// function counts the call's data per member right after begin, as Open MPI's coll
+// monitoring does. When the rank does not observe, each hook is one nil check.
+
+// callObs is the observation of the call in progress on a state. begin sets it and end
+// clears it; the call's functions set algo and bytes. It is zero when observation is off.
+type callObs struct {
+	c     substrate.ObsCall
+	name  string // the call's name in the timeline: "Allreduce", or "Iallreduce" for a queued call
+	algo  string // the algorithm it chose ("ring"); "" where it has none to choose
+	bytes int    // this rank's data: the size of its send buffer
+}
+
+// callKind returns the profile's kind of the call begin names name. A call without a kind
+// of its own counts as the nearest one: Allgatherv as Allgather, Alltoallw as Alltoallv,
+// Exscan as Scan, ReduceScatterV as ReduceScatter, the Loc and Type forms as their
+// reductions.
+func callKind(name string) prof.CallKind {
+	switch name {
+	case "barrier":
+		return prof.CallBarrier
+	case "bcast":
+		return prof.CallBcast
+	case "reduce", "reduce_loc", "reduce type":
+		return prof.CallReduce
+	case "allreduce", "allreduce_loc", "allreduce type":
+		return prof.CallAllreduce
+	case "gather", "gatherv":
+		return prof.CallGather
+	case "allgather", "allgatherv":
+		return prof.CallAllgather
+	case "scatter", "scatterv":
+		return prof.CallScatter
+	case "alltoall":
+		return prof.CallAlltoall
+	case "alltoallv", "alltoallw":
+		return prof.CallAlltoallv
+	case "reduce_scatter", "reduce_scatter_v":
+		return prof.CallReduceScatter
+	case "scan", "exscan":
+		return prof.CallScan
+	}
+	panic("collectives: no profile kind for call " + name)
+}
+
+// observed reports whether the call is observed. A sub-group's call never is: its
+// call within is.
+func (c *call) observed() bool { return c.s.ob.c.On() }
+
+// chose names the algorithm the call runs, for the timeline's label; a is a constant.
+// The first choice names the call: the calls it makes within (AllreduceLoc's two
+// reductions, AllreduceType's Bcast) do not rename it.
+func (c *call) chose(a string) {
+	if c.observed() && c.s.ob.algo == "" {
+		c.s.ob.algo = a
+	}
+}
+
+// choseAlgo is chose for an Allreduce algorithm.
+func (c *call) choseAlgo(a algo) {
+	if c.observed() && c.s.ob.algo == "" {
+		c.s.ob.algo = a.String()
+	}
+}
+
+// toAll counts a call in which this rank gives every other member each bytes: Allreduce,
+// Allgather(v), Alltoall, Barrier (0), ReduceScatter. bytes is its send buffer's size.
+func (c *call) toAll(bytes, each int) {
+	if c.observed() {
+		c.s.ob.bytes = bytes
+		c.s.obs.CollAll(c.s.members, c.s.rank, c.s.size, each)
+	}
+}
+
+// atRoot counts a rooted call: root counts each bytes for every other member, the data
+// it sends to each (Bcast, Scatter) or receives from each (Reduce, Gather). The other
+// ranks count none.
+func (c *call) atRoot(root, bytes, each int) {
+	if c.observed() {
+		c.s.ob.bytes = bytes
+		if c.s.rank == root {
+			c.s.obs.CollAll(c.s.members, c.s.rank, c.s.size, each)
+		}
+	}
+}
+
+// toAbove counts a prefix reduction (Scan, Exscan): this rank's bytes for every member
+// above it, the ranks its input reaches.
+func (c *call) toAbove(bytes int) {
+	if c.observed() {
+		c.s.ob.bytes = bytes
+		for r := c.s.rank + 1; r < c.s.size; r++ {
+			c.s.obs.Coll(c.s.members, r, bytes)
+		}
+	}
+}
+
+// perMember counts a call whose data differ by member: counts[i]*es bytes for each member
+// i but this rank, at every rank (root < 0) or at root only. Counts that a bad call gives
+// (too few, negative) count nothing.
+func (c *call) perMember(bytes int, counts []int, es, root int) {
+	if c.observed() {
+		c.s.ob.bytes = bytes
+		if root < 0 || c.s.rank == root {
+			c.s.countEach(counts, es)
+		}
+	}
+}
+
+func (s *state) countEach(counts []int, es int) {
+	for i := range min(len(counts), s.size) {
+		if i != s.rank && counts[i] >= 0 {
+			s.obs.Coll(s.members, i, counts[i]*es)
+		}
+	}
+}
+
+// record ends the observation of the call in progress (end).
+func (s *state) record() {
+	ob := &s.ob
+	ob.c.End(trace.Collective, ob.bytes, trace.NoPeer, -1, s.label(ob.name, ob.algo))
+	*ob = callObs{}
+}
+
+// label returns the timeline's label "name algo" (name alone without an algorithm). The
+// state keeps the labels it made, so that a call allocates nothing once its label is
+// known.
+func (s *state) label(name, algo string) uint16 {
+	if s.obs.Rec == nil {
+		return 0
+	}
+	k := [2]string{name, algo}
+	if l, ok := s.labels[k]; ok {
+		return l
+	}
+	full := name
+	if algo != "" {
+		full = name + " " + algo
+	}
+	l := s.obs.Label(full)
+	if s.labels == nil {
+		s.labels = make(map[[2]string]uint16)
+	}
+	s.labels[k] = l
+	return l
+}
+
+// sendSize returns the size of a scattering call's send buffer: send's at root, recv's
+// (what it receives) at the other ranks.
+func sendSize[T runtime.Elem](c *call, send, recv []T, root int) int {
+	if c.s.rank == root {
+		return len(send) * elemSize[T]()
+	}
+	return len(recv) * elemSize[T]()
+}
+
+// perBlock counts Alltoallw's blocks: each member but this rank is given its block's
+// bytes (Counts[i] times Sizes[i]). Blocks that a bad call gives count nothing.
+func (c *call) perBlock(bytes int, b ByteBlocks) {
+	if !c.observed() {
+		return
+	}
+	c.s.ob.bytes = bytes
+	s := c.s
+	for i := range min(len(b.Counts), s.size) {
+		n := b.Counts[i]
+		if b.Sizes != nil {
+			if i >= len(b.Sizes) {
+				break
+			}
+			n *= b.Sizes[i]
+		}
+		if i != s.rank && n >= 0 {
+			s.obs.Coll(s.members, i, n)
+		}
+	}
+}

@@ -1,0 +1,250 @@
+package collectives
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/internal/prof"
+	"github.com/gorma-hpc/gorma/internal/trace"
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
+)
+
+// observeEnv switches on the profile and the timeline of a test job's ranks.
+func observeEnv(t *testing.T) map[string]string {
+	dir := t.TempDir()
+	return map[string]string{"GORMA_PROFILE": dir, "GORMA_TRACE": filepath.Join(dir, "trace.json")}
+}
+
+// collStep is one call of TestObserveCounts and the coll bytes it gives rank me's row
+// for peer q (-1: no message to q).
+type collStep struct {
+	kind  prof.CallKind
+	run   func(e rankEnv) error
+	bytes func(me, q int) int // the call's bytes at me when q < 0
+}
+
+// TestObserveCounts: with the profile on, each call counts its data per member as Open
+// MPI's coll monitoring does (design.md, "Profile and timeline"), one message per member
+// it counts, and one call of its kind with this rank's bytes; the timeline holds a
+// Collective event per call, labelled with the call and its algorithm.
+func TestObserveCounts(t *testing.T) {
+	const p, n = 4, 100
+	f64 := elemSize[float64]()
+	steps := []collStep{
+		{prof.CallAllreduce, func(e rankEnv) error {
+			return Allreduce(e.ctx, e.w, make([]float64, n), make([]float64, n), Sum[float64]())
+		}, func(me, q int) int { return n * f64 }},
+		{prof.CallBcast, func(e rankEnv) error { return Bcast(e.ctx, e.w, make([]int32, 10), 1) },
+			func(me, q int) int {
+				if q >= 0 && me != 1 {
+					return -1
+				}
+				return 40
+			}},
+		{prof.CallReduce, func(e rankEnv) error { // counted at root, as Open MPI does
+			return Reduce(e.ctx, e.w, make([]float64, 5), make([]float64, 5), Sum[float64](), 2)
+		}, func(me, q int) int {
+			if q >= 0 && me != 2 {
+				return -1
+			}
+			return 5 * f64
+		}},
+		{prof.CallScan, func(e rankEnv) error { // to the ranks above
+			return Scan(e.ctx, e.w, make([]int64, 3), make([]int64, 3), Sum[int64]())
+		}, func(me, q int) int {
+			if q >= 0 && q < me {
+				return -1
+			}
+			return 24
+		}},
+		{prof.CallAlltoallv, func(e rankEnv) error { // rank d gets d+1 elements
+			sc, rc := make([]int, p), make([]int, p)
+			for i := range p {
+				sc[i], rc[i] = i+1, e.r+1
+			}
+			return Alltoallv(e.ctx, e.w, make([]int64, 10), sc, make([]int64, p*(e.r+1)), rc)
+		}, func(me, q int) int {
+			if q < 0 {
+				return 80
+			}
+			return 8 * (q + 1)
+		}},
+		{prof.CallBarrier, func(e rankEnv) error { return Barrier(e.ctx, e.w) },
+			func(me, q int) int { return 0 }},
+		{prof.CallAllreduce, func(e rankEnv) error { // a queued call counts when it runs
+			return Iallreduce(e.ctx, e.w, make([]float64, n), make([]float64, n), Sum[float64]()).Wait(e.ctx)
+		}, func(me, q int) int { return n * f64 }},
+		{prof.CallAllreduce, func(e rankEnv) error { // a persistent call counts at each start
+			r := AllreduceInit(e.w, make([]float64, n), make([]float64, n), Sum[float64]())
+			defer r.Free()
+			if err := r.Start(e.ctx); err != nil {
+				return err
+			}
+			return r.Wait(e.ctx)
+		}, func(me, q int) int { return n * f64 }},
+	}
+	opt := runtimetest.Options{Transport: "shm", Env: observeEnv(t)}
+	runJob(t, p, opt, 30*time.Second, func(e rankEnv) error {
+		o, members := substrate.Observe(e.w)
+		switch {
+		case o == nil || o.Prof == nil || o.Rec == nil:
+			return fmt.Errorf("observer %v: want the profile and the timeline on", o)
+		case members != nil:
+			return fmt.Errorf("members %v of Init's World, want nil", members)
+		}
+		for i, st := range steps {
+			before := o.Prof.Snapshot()
+			if err := st.run(e); err != nil {
+				return fmt.Errorf("step %d (%v): %w", i, st.kind, err)
+			}
+			if err := checkStep(before, o.Prof.Snapshot(), st, e.r, p); err != nil {
+				return fmt.Errorf("step %d (%v): %w", i, st.kind, err)
+			}
+		}
+		return checkTimeline(o.Rec.Snapshot(), len(steps))
+	})
+}
+
+// checkStep checks the coll row and the calls that one step added at rank me.
+func checkStep(before, after *prof.Rank, st collStep, me, p int) error {
+	for q := range p {
+		db := after.Coll.Bytes[q] - before.Coll.Bytes[q]
+		dm := after.Coll.Msgs[q] - before.Coll.Msgs[q]
+		want, wantMsgs := st.bytes(me, q), uint64(1)
+		if q == me || want < 0 {
+			want, wantMsgs = 0, 0
+		}
+		if db != uint64(want) || dm != wantMsgs {
+			return fmt.Errorf("rank %d to %d: %d bytes in %d messages, want %d in %d", me, q, db, dm, want, wantMsgs)
+		}
+	}
+	got, was := callStat(after, st.kind), callStat(before, st.kind)
+	if got.Calls-was.Calls != 1 || got.Bytes-was.Bytes != uint64(st.bytes(me, -1)) {
+		return fmt.Errorf("rank %d: %d calls of %d bytes added, want 1 of %d", me, got.Calls-was.Calls, got.Bytes-was.Bytes, st.bytes(me, -1))
+	}
+	return nil
+}
+
+func callStat(r *prof.Rank, k prof.CallKind) prof.CallStat {
+	for _, s := range r.Calls {
+		if s.Kind == k.String() {
+			return s
+		}
+	}
+	return prof.CallStat{}
+}
+
+// checkTimeline checks that d holds calls Collective events, among them an Allreduce
+// whose label names its algorithm, and the queued and persistent ones'.
+func checkTimeline(d trace.Dump, calls int) error {
+	var labels []string
+	for _, ev := range d.Events {
+		if ev.Kind == trace.Collective {
+			labels = append(labels, d.Labels[ev.Label])
+		}
+	}
+	if len(labels) != calls {
+		return fmt.Errorf("%d Collective events %q, want %d", len(labels), labels, calls)
+	}
+	algos := strings.Join(algoNames[1:], "|")
+	for _, pat := range []string{`^Allreduce (` + algos + `)$`, `^Iallreduce (` + algos + `)$`, `^AllreduceInit (` + algos + `)$`, `^Barrier \w+$`, `^Bcast binomial$`} {
+		if !slices.ContainsFunc(labels, regexp.MustCompile(pat).MatchString) {
+			return fmt.Errorf("no Collective event matches %s in %q", pat, labels)
+		}
+	}
+	return nil
+}
+
+// TestObserveSubWorld: on a World of some ranks of the job, the counts name the peers
+// by their job ranks.
+func TestObserveSubWorld(t *testing.T) {
+	opt := runtimetest.Options{Transport: "shm", Env: observeEnv(t)}
+	runJob(t, 4, opt, 30*time.Second, func(e rankEnv) error {
+		odd, err := e.w.Split(e.ctx, e.r%2, -e.r) // reversed: job rank 3 is rank 0 of the odd World
+		if err != nil {
+			return err
+		}
+		defer odd.Free()
+		o, members := substrate.Observe(odd)
+		before := o.Prof.Snapshot()
+		if err := Allgather(e.ctx, odd, make([]int32, 3), make([]int32, 6)); err != nil {
+			return err
+		}
+		after := o.Prof.Snapshot()
+		peer := e.r ^ 2 // the other rank of the same parity
+		if len(members) != 2 || members[odd.Rank()] != e.r {
+			return fmt.Errorf("members %v at job rank %d", members, e.r)
+		}
+		for q := range 4 {
+			want := uint64(0)
+			if q == peer {
+				want = 12
+			}
+			if got := after.Coll.Bytes[q] - before.Coll.Bytes[q]; got != want {
+				return fmt.Errorf("job rank %d to %d: %d bytes, want %d", e.r, q, got, want)
+			}
+		}
+		return nil
+	})
+}
+
+// TestObserveZeroAllocs: observed, a small Allreduce and a Barrier still allocate
+// nothing in steady state.
+func TestObserveZeroAllocs(t *testing.T) {
+	j, err := runtimetest.Start(context.Background(), 2, runtimetest.Options{Transport: "shm", Env: observeEnv(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	defer j.Finalize(context.Background())
+	buf := [][]float64{{1}, {1}}
+	zeroAllocsInStep(t, j, 0, "observed Allreduce and Barrier", func(r int, w *runtime.World) error {
+		if err := Allreduce(context.Background(), w, nil, buf[r], Sum[float64]()); err != nil {
+			return err
+		}
+		return Barrier(context.Background(), w)
+	})
+}
+
+// TestCallKinds: every call begin starts has a profile kind (callKind panics otherwise,
+// and only when the rank observes).
+func TestCallKinds(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`begin\(ctx, w, "([^"]+)"`)
+	seen := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllSubmatch(src, -1) {
+			seen++
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Errorf("%s: begin(%q): %v", f, m[1], r)
+					}
+				}()
+				callKind(string(m[1]))
+			}()
+		}
+	}
+	if seen < 20 {
+		t.Errorf("found %d calls of begin, want every collective's", seen)
+	}
+}

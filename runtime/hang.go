@@ -47,7 +47,9 @@ func sinceCoarse(stamp int64) time.Duration { return subcore.Since(stamp) }
 // startWaitLocked lists r as waiting in call.
 func (h *hangWatch) startWaitLocked(r *Request, call string) {
 	r.waitFrom, r.waitCall, r.waitIdx = coarseNow(), call, len(h.waiting)
-	r.waitObs = h.e.obs.stamp()
+	if !r.inCall {
+		r.waitObs = h.e.obs.stamp()
+	}
 	h.waiting = append(h.waiting, r)
 }
 

@@ -26,13 +26,12 @@ func (e *engine) incomingLocked(src int, h *header, payload []byte) {
 	flow := e.obs.arrivedLocked(src)
 	if r := e.match.posted.Match(envelope(h.ctx, src, h.tag)); r != nil {
 		e.match.posted.Remove(&r.link)
-		t := e.obs.stamp()
 		if h.kind == msgEager {
 			e.completeLocked(r, r.deliver(src, h.tag, payload))
-			e.obs.matched(t, flow, h.ctx, src, int(h.tag), len(payload))
+			e.obs.matched(flow, h.ctx, src, int(h.tag), len(payload))
 		} else {
 			e.rndv.startReadLocked(r, src, h.tag, h.cookie, h.rkey, h.off, h.length, offerRuns(h, payload))
-			e.obs.matched(t, flow, h.ctx, src, int(h.tag), int(h.length))
+			e.obs.matched(flow, h.ctx, src, int(h.tag), int(h.length))
 		}
 		return
 	}
@@ -75,13 +74,12 @@ func (e *engine) receiveLocked(r *Request) {
 
 // takeUxLocked receives unexpected message m, out of e.match.ux, into r, and takes m back.
 func (e *engine) takeUxLocked(r *Request, m *uxMsg) {
-	t := e.obs.stamp()
 	if m.kind == msgEager {
 		e.completeLocked(r, r.deliver(m.src, m.tag, m.data))
-		e.obs.matched(t, m.flow, m.ctx, m.src, int(m.tag), len(m.data))
+		e.obs.matched(m.flow, m.ctx, m.src, int(m.tag), len(m.data))
 	} else {
 		e.rndv.startReadLocked(r, m.src, m.tag, m.cookie, m.rkey, m.off, m.length, m.data)
-		e.obs.matched(t, m.flow, m.ctx, m.src, int(m.tag), int(m.length))
+		e.obs.matched(m.flow, m.ctx, m.src, int(m.tag), int(m.length))
 	}
 	if m.sync != nil {
 		e.completeLocked(m.sync, nil)

@@ -324,7 +324,8 @@ func pairArgs(w *World, dest, src int) (int, int, error) {
 func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize, dest, stag int,
 	rbuf []byte, rsize, src, rtag int, collective bool) (Status, error) {
 	c := e.obs.begin(ctxID, prof.CallSendrecv)
-	defer e.obs.endSend(c, ctxID, lSendrecv, dest, stag, len(sbuf)) // after the unlock
+	var flow uint64
+	defer func() { e.obs.endSend(c, ctxID, lSendrecv, dest, stag, len(sbuf), flow) }() // after the unlock
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.pairArgsLocked(dest, stag, src, rtag); err != nil {
@@ -334,10 +335,16 @@ func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize,
 	if src != ProcNull {
 		rr = e.match.newRequestLocked(e, reqRecv)
 		rr.ctx, rr.peer, rr.tag, rr.buf, rr.esize, rr.anyFail = ctxID, src, rtag, rbuf, rsize, collective
+		rr.inCall = c.On()
 		e.receiveLocked(rr)
 	}
 	if dest != ProcNull {
+		e.obs.carryLocked(c)
 		sr = e.startSendLocked(ctxID, sbuf, ssize, dest, stag)
+		flow = e.obs.flowLocked()
+		if sr != nil {
+			sr.inCall = c.On()
+		}
 	}
 	st, rerr := nullStatus(), error(nil)
 	if rr != nil {

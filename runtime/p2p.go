@@ -114,8 +114,9 @@ func (e *engine) isendLocked(w *World, r *Request, b []byte, esize, dest, tag in
 	}
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = reqSend, w.ctx, dest, tag, b, esize, sync
 	c := e.obs.begin(w.ctx, prof.CallSend)
+	e.obs.carryLocked(c)
 	e.sendLocked(r)
-	e.obs.endSend(c, w.ctx, lIsend, dest, tag, len(b))
+	e.obs.endSend(c, w.ctx, lIsend, dest, tag, len(b), e.obs.flowLocked())
 	return nil
 }
 
@@ -298,13 +299,17 @@ func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest
 		return err
 	}
 	var err error
-	if r := e.startSendLocked(ctxID, buf, esize, dest, tag); r != nil {
+	e.obs.carryLocked(c)
+	r := e.startSendLocked(ctxID, buf, esize, dest, tag)
+	flow := e.obs.flowLocked()
+	if r != nil {
+		r.inCall = c.On()
 		err = e.finishSendLocked(ctx, r)
 	} else if e.ft.on {
 		e.ft.sentLocked()
 	}
 	e.poll.handoffLocked()
-	e.obs.endSend(c, ctxID, lSend, dest, tag, len(buf))
+	e.obs.endSend(c, ctxID, lSend, dest, tag, len(buf), flow)
 	return err
 }
 
@@ -351,6 +356,7 @@ func (e *engine) recv(ctx context.Context, ctxID uint16, buf []byte, esize, src,
 	c := e.obs.begin(ctxID, prof.CallRecv)
 	r := e.match.newRequestLocked(e, reqRecv)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.anyFail = ctxID, src, tag, buf, esize, collective
+	r.inCall = c.On()
 	e.receiveLocked(r)
 	st, err := e.finishRecvLocked(ctx, r)
 	e.poll.handoffLocked()

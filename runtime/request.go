@@ -80,6 +80,7 @@ type waiter struct {
 	waitFrom int64  // coarseNow when the wait began; 0: not waited on
 	waitCall string // the call that waits
 	waitObs  int64  // the observer's clock when the wait began, when the timeline is on
+	inCall   bool   // an observed call (Send, Recv) records its waits in its own event
 	waitIdx  int    // its index in the hangWatch's waiting
 }
 

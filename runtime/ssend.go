@@ -28,7 +28,8 @@ func Ssend[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error 
 
 func (e *engine) ssend(ctx context.Context, ctxID uint16, buf []byte, esize, dest, tag int) error {
 	c := e.obs.begin(ctxID, prof.CallSend)
-	defer e.obs.endSend(c, ctxID, lSsend, dest, tag, len(buf)) // after the unlock
+	var flow uint64
+	defer func() { e.obs.endSend(c, ctxID, lSsend, dest, tag, len(buf), flow) }() // after the unlock
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.checkArgsLocked(dest, tag, false); err != nil {
@@ -36,7 +37,10 @@ func (e *engine) ssend(ctx context.Context, ctxID uint16, buf []byte, esize, des
 	}
 	r := e.match.newRequestLocked(e, reqSend)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = ctxID, dest, tag, buf, esize, true
+	r.inCall = c.On()
+	e.obs.carryLocked(c)
 	e.sendLocked(r)
+	flow = e.obs.flowLocked()
 	err := e.finishSendLocked(ctx, r)
 	e.poll.handoffLocked()
 	return err

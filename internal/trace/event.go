@@ -9,7 +9,7 @@ const (
 	Call       Kind = iota + 1 // any call the other kinds do not name (Init, Probe, a communicator call)
 	Send                       // a send call; Peer is the destination, Flow the message's number to it (a flow starts here)
 	Recv                       // a receive call; Peer is the source when known; it carries no flow
-	Match                      // a message matched to a receive, from the match to the delivery; Peer is the source, Flow the message's number (a flow ends here)
+	Match                      // a message matched to a receive, at that moment; Peer is the source, Flow the message's number (a flow ends here)
 	Collective                 // a collective call; Label names it and its algorithm
 	Epoch                      // a window epoch (Fence to Fence, Lock to Unlock, Start to Complete)
 	RMA                        // one RMA operation; Peer is the target

@@ -230,3 +230,41 @@ func BenchmarkSoftware8B(b *testing.B) {
 		runtime.Recv(ctx, w0, buf, 1, 0)
 	}
 }
+
+// BenchmarkObserve8B is BenchmarkSoftware8B's round trip without observation, under
+// GORMA_PROFILE and under GORMA_TRACE: what the hooks add to one round trip (two
+// messages, four calls), from one goroutine, so that the figures are steady on a busy
+// machine. scripts/compare-observe.sh measures whole jobs.
+func BenchmarkObserve8B(b *testing.B) {
+	dir := b.TempDir()
+	for _, mode := range []struct{ name, key, val string }{
+		{"off", "", ""},
+		{"profile", "GORMA_PROFILE", dir + "/prof"},
+		{"trace", "GORMA_TRACE", dir + "/trace.json"},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			env := map[string]string{runtime.EnvProgress: "spin"}
+			if mode.key != "" {
+				env[mode.key] = mode.val
+			}
+			j, err := runtimetest.Start(context.Background(), 2, runtimetest.Options{Transport: "shm", Env: env})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				j.Finalize(context.Background())
+				j.Close()
+			}()
+			w0, w1 := j.Worlds[0], j.Worlds[1]
+			ctx := context.Background()
+			buf := make([]byte, 8)
+			b.ReportAllocs()
+			for b.Loop() {
+				runtime.Send(ctx, w0, buf, 1, 0)
+				runtime.Recv(ctx, w1, buf, 0, 0)
+				runtime.Send(ctx, w1, buf, 0, 0)
+				runtime.Recv(ctx, w0, buf, 1, 0)
+			}
+		})
+	}
+}

@@ -125,55 +125,46 @@ func (o *Observe) cell(bench, system, mode string, size int) []float64 {
 func renderObserve(o *Observe) (string, error) {
 	var b strings.Builder
 	b.WriteString("## The cost of observation\n\n")
+	var figures []string
+	for _, bench := range observeBenches {
+		if slices.ContainsFunc(o.Runs, func(c ObserveCells) bool { return c.Bench == bench.id }) {
+			figures = append(figures, bench.title+": "+bench.figure)
+		}
+	}
 	fmt.Fprintf(&b, "From `%s`: %d cores (%s), %s, Open MPI %s. "+
 		"gorma's programs run through golaunch without observation, with `--profile DIR` (`GORMA_PROFILE`: per-peer and per-call counters) "+
 		"and with `--trace FILE` (`GORMA_TRACE`: every call in the flight recorder). "+
 		"Their C twins run under `mpirun.openmpi` without and with Open MPI's per-peer counters "+
 		"(`--mca pml_monitoring_enable 2 --mca pml_monitoring_enable_output 3 --mca pml_monitoring_filename DIR/prof`), the peer of gorma's profile. "+
+		"%s. "+
 		"Each repetition runs every mode once; the modes' order rotates each repetition. "+
-		"Medians of %s; in brackets the fastest and the slowest run. "+
+		"Medians of %s, in us (lower is better); in brackets the fastest and the slowest run. "+
 		"A ratio is a mode's median over its system's median without observation. "+
-		"`scripts/compare-builds.sh` measures what the hooks cost with observation off.\n\n",
-		o.Command, o.Machine.Cores, o.Machine.CPU, o.Go, o.OpenMPI, plural(o.Reps, "repetition"))
-	b.WriteString(loadText(o.Load, o.Machine.Cores) + "\n\n")
+		"`scripts/compare-builds.sh` measures what the hooks cost with observation off, "+
+		"and `go test -bench Observe8B ./runtime` what they add to one round trip.\n\n",
+		o.Command, o.Machine.Cores, o.Machine.CPU, o.Go, o.OpenMPI, strings.Join(figures, ". "), plural(o.Reps, "repetition"))
+	b.WriteString(loadText(o.Load, o.Machine.Cores))
 	if o.Machine.Cores <= 2 {
-		fmt.Fprintf(&b, "On %d cores, ratios of sub-microsecond figures sit in a ±20%% noise band from run to run: "+
-			"0.8x-1.2x is a tie there, and a miss inside that band does not show a cost.\n\n", o.Machine.Cores)
+		fmt.Fprintf(&b, " On %d cores, ratios of sub-microsecond figures sit in a ±20%% noise band from run to run: "+
+			"0.8x-1.2x is a tie there, and a miss inside that band does not show a cost.", o.Machine.Cores)
 	}
+	b.WriteString("\n\n")
 	if len(o.Failed) > 0 {
 		fmt.Fprintf(&b, "Runs that failed (missing from the figures): %s.\n\n", strings.Join(o.Failed, "; "))
 	}
-	for _, bench := range observeBenches {
-		var sizes []int
-		for _, c := range o.Runs {
-			if c.Bench == bench.id && !slices.Contains(sizes, c.Bytes) {
-				sizes = append(sizes, c.Bytes)
-			}
-		}
-		if len(sizes) == 0 {
-			continue
-		}
-		slices.Sort(sizes)
-		renderObserveBench(&b, o, bench.id, bench.title, bench.figure, sizes)
-	}
-	return strings.TrimSuffix(b.String(), "\n"), nil
+	renderObserveTable(&b, o)
+	return b.String(), nil
 }
 
-// renderObserveBench writes the table of one benchmark.
-func renderObserveBench(b *strings.Builder, o *Observe, id, title, figure string, sizes []int) {
-	ranks := 0
-	for _, x := range o.Benchmarks {
-		if x.Bench == id {
-			ranks = x.Ranks
-		}
-	}
-	fmt.Fprintf(b, "### %s, %d ranks (us, lower is better)\n\n%s.\n\n", title, ranks, figure)
-	head := []string{"bytes"}
+// renderObserveTable writes one table of every benchmark that ran: a row per benchmark
+// and size.
+func renderObserveTable(b *strings.Builder, o *Observe) {
+	head := []string{"benchmark", "bytes"}
 	type col struct{ system, mode string }
 	var cols []col
 	for _, m := range observeModes {
 		if slices.ContainsFunc(o.Runs, func(c ObserveCells) bool {
-			return c.Bench == id && c.System == m.system && c.Mode == m.mode && len(c.US) > 0
+			return c.System == m.system && c.Mode == m.mode && len(c.US) > 0
 		}) {
 			head, cols = append(head, m.name), append(cols, col{m.system, m.mode})
 		}
@@ -186,28 +177,42 @@ func renderObserveBench(b *strings.Builder, o *Observe, id, title, figure string
 		head = append(head, name)
 	}
 	b.WriteString("| " + strings.Join(head, " | ") + " |\n|---|" + strings.Repeat("---:|", len(head)-1) + "\n")
-	for _, n := range sizes {
-		cells := []string{sizeLabel(float64(n))}
-		for _, c := range cols {
-			cells = append(cells, observeCell(o.cell(id, c.system, c.mode, n)))
-		}
-		for _, r := range observeRatios {
-			on, off := o.cell(id, r.system, r.mode, n), o.cell(id, r.system, "off", n)
-			if on == nil || off == nil {
-				cells = append(cells, "-")
-				continue
+	for _, bench := range observeBenches {
+		var sizes []int
+		for _, c := range o.Runs {
+			if c.Bench == bench.id && !slices.Contains(sizes, c.Bytes) {
+				sizes = append(sizes, c.Bytes)
 			}
-			q := median(on) / median(off)
-			text := ratioText(&q)
-			if r.target > 0 {
-				ok := q <= r.target
-				text = targetText(&Target{Text: text, OK: &ok}, "")
-			}
-			cells = append(cells, text)
 		}
-		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+		slices.Sort(sizes)
+		ranks := 0
+		for _, x := range o.Benchmarks {
+			if x.Bench == bench.id {
+				ranks = x.Ranks
+			}
+		}
+		for _, n := range sizes {
+			cells := []string{fmt.Sprintf("%s, %d ranks", bench.title, ranks), sizeLabel(float64(n))}
+			for _, c := range cols {
+				cells = append(cells, observeCell(o.cell(bench.id, c.system, c.mode, n)))
+			}
+			for _, r := range observeRatios {
+				on, off := o.cell(bench.id, r.system, r.mode, n), o.cell(bench.id, r.system, "off", n)
+				if on == nil || off == nil {
+					cells = append(cells, "-")
+					continue
+				}
+				q := median(on) / median(off)
+				text := ratioText(&q)
+				if r.target > 0 {
+					ok := q <= r.target
+					text = targetText(&Target{Text: text, OK: &ok}, "")
+				}
+				cells = append(cells, text)
+			}
+			b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+		}
 	}
-	b.WriteString("\n")
 }
 
 // observeCell is a cell's median with its fastest and slowest run.

@@ -22,16 +22,14 @@ func TestObserve(t *testing.T) {
 	for _, want := range []string{
 		"## The cost of observation\n",
 		"From `scripts/compare-observe.sh 3`: 2 cores (AMD EPYC), go1.26.0, Open MPI 4.1.4.",
-		"Medians of 3 repetitions;",
+		"Medians of 3 repetitions,",
 		"Load average (1, 5, 15 min) on the 2 cores: 0.10 0.20 0.30 at the start, 1.50 0.40 0.35 at the end.",
 		"On 2 cores, ratios of sub-microsecond figures sit in a ±20% noise band",
-		"### Ping-pong latency, 2 ranks (us, lower is better)\n",
-		"| bytes | gorma | gorma --profile | gorma --trace | Open MPI | Open MPI, monitoring | profile / off (≤ 1.05x) | trace / off (≤ 1.15x) | monitoring / off, Open MPI |\n" +
-			"|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-		"| 8 | 0.5 [0.4, 0.6] | 0.52 [0.51, 0.9] | 0.6 [0.55, 0.65] | 0.25 [0.2, 0.3] | 0.3 [0.3, 0.3] | 1.04x ok | 1.20x **MISS** | 1.20x |\n",
-		"| 1M | 110 [100, 120] | 108 [104, 130] | 115 [112, 118] | 160 [150, 170] | 165 [150, 170] | 0.98x ok | 1.05x ok | 1.03x |\n",
-		"### Allreduce (float64 sum), 4 ranks (us, lower is better)\n",
-		"| 1K | 2 [2, 2] | 2.1 [2.1, 2.1] | 2.4 [2.4, 2.4] | 1 [1, 1] | 1.2 [1.1, 1.3] | 1.05x ok | 1.20x **MISS** | 1.20x |",
+		"| benchmark | bytes | gorma | gorma --profile | gorma --trace | Open MPI | Open MPI, monitoring | profile / off (≤ 1.05x) | trace / off (≤ 1.15x) | monitoring / off, Open MPI |\n" +
+			"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+		"| Ping-pong latency, 2 ranks | 8 | 0.5 [0.4, 0.6] | 0.52 [0.51, 0.9] | 0.6 [0.55, 0.65] | 0.25 [0.2, 0.3] | 0.3 [0.3, 0.3] | 1.04x ok | 1.20x **MISS** | 1.20x |\n",
+		"| Ping-pong latency, 2 ranks | 1M | 110 [100, 120] | 108 [104, 130] | 115 [112, 118] | 160 [150, 170] | 165 [150, 170] | 0.98x ok | 1.05x ok | 1.03x |\n",
+		"| Allreduce (float64 sum), 4 ranks | 1K | 2 [2, 2] | 2.1 [2.1, 2.1] | 2.4 [2.4, 2.4] | 1 [1, 1] | 1.2 [1.1, 1.3] | 1.05x ok | 1.20x **MISS** | 1.20x |",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the section lacks %q:\n%s", want, page)
@@ -58,12 +56,11 @@ func TestObservePartial(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"Medians of 1 repetition;",
+		"Medians of 1 repetition,",
 		"Load average: not recorded.",
 		"Runs that failed (missing from the figures): rep 1: allreduce gorma_trace: exit 1.\n",
-		"### Allreduce (float64 sum), 16 ranks (us, lower is better)\n",
-		"| bytes | gorma | gorma --profile | Open MPI | profile / off (≤ 1.05x) | trace / off (≤ 1.15x) | monitoring / off, Open MPI |\n",
-		"| 8 | 4 [4, 4] | 5 [5, 5] | 3 [3, 3] | 1.25x **MISS** | - | - |",
+		"| benchmark | bytes | gorma | gorma --profile | Open MPI | profile / off (≤ 1.05x) | trace / off (≤ 1.15x) | monitoring / off, Open MPI |\n",
+		"| Allreduce (float64 sum), 16 ranks | 8 | 4 [4, 4] | 5 [5, 5] | 3 [3, 3] | 1.25x **MISS** | - | - |",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the section lacks %q:\n%s", want, page)

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -8,8 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorma-hpc/gorma/internal/prof"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
+	"github.com/gorma-hpc/gorma/launcher/internal/netns"
 )
 
 var obsprogProg = &program{pkg: "../tests/obsprog"}
@@ -284,4 +288,49 @@ func TestObserveHang(t *testing.T) {
 			t.Errorf("rank %d's pointer seq=%d names no send or match of tag 7 in the timeline", rank, seq)
 		}
 	}
+}
+
+// TestNetnsObserve runs obsprog over two netns hosts of two ranks each under --profile and
+// --trace: the ranks of the second host send their profiles and timelines to rank 0 over
+// tcp, every flow joins its send to its match, and on the clocks aligned at Init no match
+// starts before its send.
+func TestNetnsObserve(t *testing.T) {
+	if ok, why := netns.Available(); !ok {
+		t.Skip(why)
+	}
+	bin := obsprogProg.path(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
+	defer cancel()
+	c := startNetnsCluster(t, ctx, 2, 2)
+	dir := t.TempDir()
+	pdir, tpath := filepath.Join(dir, "prof"), filepath.Join(dir, "trace.json")
+	gl := c.submitFrom0(t, ctx, "--profile", pdir, "--trace", tpath, "-n", "4",
+		"--timeout", testbudget.Scale(60*time.Second).String(), bin)
+	if code := gl.wait(t, 90*time.Second); code != 0 {
+		t.Fatalf("exit %d\n%s", code, gl.stderr.String())
+	}
+	b, err := os.ReadFile(tpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tf traceFile
+	if err := json.Unmarshal(b, &tf); err != nil {
+		t.Fatalf("%s: %v", tpath, err)
+	}
+	flows := checkFlows(t, &tf)
+	if flows[[3]int{1, 2, 4}] != 1 || flows[[3]int{3, 0, 4}] != 1 {
+		t.Errorf("the rendezvous messages across the hosts have no flow: %v", flows)
+	}
+	starts := map[int]float64{}
+	for _, e := range tf.TraceEvents {
+		if e.Ph == "s" {
+			starts[e.ID] = e.Ts
+		}
+	}
+	for _, e := range tf.TraceEvents {
+		if e.Ph == "f" && e.Ts < starts[e.ID] {
+			t.Errorf("flow %d ends at %.4f us, before its start at %.4f us: the clocks are not aligned", e.ID, e.Ts, starts[e.ID])
+		}
+	}
+	checkObsProfile(t, pdir, 4)
 }

@@ -44,7 +44,8 @@ type observer struct {
 	sent, got []uint64           // by job rank: messages numbered to it, messages counted from it
 	carry     bool               // a send call records its message's flow itself (carryLocked)
 	flow      uint64             // the number given while carry was set
-	offsets   []int64            // at rank 0: each rank's clock offset, measured at Init (align)
+	offsets   []int64            // at rank 0: each host leader's clock offset, measured at Init (align)
+	leaders   []int              // at rank 0: each rank's host leader (align)
 	labels    [2][nLabels]uint16 // [0]: a user's call; [1]: a layer's or the runtime's own (internal)
 }
 

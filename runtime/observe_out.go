@@ -30,11 +30,14 @@ const (
 )
 
 // alignRounds is how many round trips align makes to each rank; the shortest counts.
-const alignRounds = 8
+const alignRounds = 32
 
-// align measures, at rank 0, each rank's clock against rank 0's: offset[r] is what
-// rank 0's clock read when rank r's read 0, from the round trip of alignRounds with the
-// shortest time. The error is at most half that round trip.
+// align measures, at rank 0, the clock of one rank per host (the host's leader: its
+// lowest rank) against rank 0's: offsets[l] is what rank 0's clock read when leader l's
+// read 0, from the round trip of alignRounds with the shortest time. The error is at
+// most half that round trip. The ranks of one host share its clock, so the merge places
+// each rank against its leader by the wall clock of their recorders' start, which is
+// exact there (writeTimeline); rank 0's host needs no round trip.
 func (o *observer) align(ctx context.Context, w *World) error {
 	if o.Obs == nil || o.Rec == nil || w.Size() < 2 {
 		return nil
@@ -42,7 +45,11 @@ func (o *observer) align(ctx context.Context, w *World) error {
 	e := w.e
 	ictx := w.ctx + 1
 	var buf [8]byte
+	leaders := hostLeaders(w)
 	if e.rank != 0 {
+		if leaders[e.rank] != e.rank {
+			return nil
+		}
 		for range alignRounds {
 			if _, err := e.recv(ctx, ictx, nil, 1, 0, alignTag, true); err != nil {
 				return err
@@ -54,8 +61,11 @@ func (o *observer) align(ctx context.Context, w *World) error {
 		}
 		return nil
 	}
-	o.offsets = make([]int64, w.Size())
+	o.offsets, o.leaders = make([]int64, w.Size()), leaders
 	for r := 1; r < w.Size(); r++ {
+		if leaders[r] != r {
+			continue
+		}
 		best := int64(-1)
 		for range alignRounds {
 			t0 := o.Now()
@@ -73,6 +83,21 @@ func (o *observer) align(ctx context.Context, w *World) error {
 		}
 	}
 	return nil
+}
+
+// hostLeaders returns, for each rank of w, the lowest rank of its host.
+func hostLeaders(w *World) []int {
+	first := map[string]int{}
+	leaders := make([]int, w.Size())
+	for r := range leaders {
+		h := w.HostOf(r)
+		if l, ok := first[h]; ok {
+			leaders[r] = l
+		} else {
+			first[h], leaders[r] = r, r
+		}
+	}
+	return leaders
 }
 
 // finish writes this rank's outputs and gathers the job's at rank 0 of w, Init's World.
@@ -112,7 +137,7 @@ func (o *observer) finish(ctx context.Context, w *World) {
 		o.warn(0, writeJob(cfg, profs))
 	}
 	if o.Rec != nil {
-		o.warn(0, writeTimeline(cfg.traceFile, dumps, o.offsets))
+		o.warn(0, writeTimeline(cfg.traceFile, dumps, o.offsets, o.leaders))
 	}
 }
 
@@ -247,12 +272,12 @@ func writeJob(cfg *config, docs [][]byte) error {
 // summaryPairs is how many of the heaviest rank pairs the summary lists.
 const summaryPairs = 10
 
-// writeTimeline merges the dumps into path. offsets, rank 0's measure of each rank's
-// clock, may be nil (the job grew, or a rank of one); Merge then aligns by wall clocks.
-func writeTimeline(path string, docs [][]byte, offsets []int64) error {
+// writeTimeline merges the dumps into path. offsets and leaders are align's (nil when
+// it did not run: the job grew, or the timeline of a rank of one); Merge then places
+// each rank by the wall clock of its recorder's start.
+func writeTimeline(path string, docs [][]byte, offsets []int64, leaders []int) error {
 	var dumps []trace.Dump
-	var offs []int64
-	var origin int64
+	origins := make(map[int]int64)
 	for r, d := range docs {
 		if d == nil {
 			continue
@@ -261,20 +286,22 @@ func writeTimeline(path string, docs [][]byte, offsets []int64) error {
 		if err != nil {
 			return fmt.Errorf("timeline of rank %d: %w", r, err)
 		}
-		if r == 0 {
-			origin = dump.Origin
-		}
 		dumps = append(dumps, dump)
-		if offsets != nil {
-			offs = append(offs, offsets[r])
-		}
+		origins[dump.Rank] = dump.Origin
 	}
+	var offs []int64
 	if offsets != nil {
-		for i := range offs {
-			offs[i] += origin
+		// Rank r's clock plus offsets[l] reads rank 0's for a leader l; a rank of l's host
+		// is placed against l by their recorders' start on their common wall clock.
+		for _, d := range dumps {
+			l := leaders[d.Rank]
+			lo, ok := origins[l]
+			if !ok {
+				offs = append(offs, d.Origin)
+				continue
+			}
+			offs = append(offs, origins[0]+offsets[l]+d.Origin-lo)
 		}
-	} else {
-		offs = nil
 	}
 	f, err := os.Create(path)
 	if err != nil {

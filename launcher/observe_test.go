@@ -36,6 +36,20 @@ type traceEvent struct {
 	Args map[string]any `json:"args"`
 }
 
+// readTrace reads and decodes the merged timeline at path.
+func readTrace(t *testing.T, path string) *traceFile {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tf traceFile
+	if err := json.Unmarshal(b, &tf); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return &tf
+}
+
 func (e *traceEvent) arg(k string) int {
 	v, ok := e.Args[k].(float64)
 	if !ok {
@@ -135,14 +149,7 @@ func TestObserve(t *testing.T) {
 			if !strings.Contains(r.stdout+r.stderr, "heaviest rank pairs") {
 				t.Errorf("--summary printed no summary:\n%s\n%s", r.stdout, r.stderr)
 			}
-			b, err := os.ReadFile(tpath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var tf traceFile
-			if err := json.Unmarshal(b, &tf); err != nil {
-				t.Fatalf("%s: %v", tpath, err)
-			}
+			tf := readTrace(t, tpath)
 			pids := map[int]bool{}
 			for _, e := range tf.TraceEvents {
 				if e.Ph == "M" && e.Name == "process_name" {
@@ -161,7 +168,7 @@ func TestObserve(t *testing.T) {
 			if len(regions) != n {
 				t.Errorf("ranks %v recorded the region \"reduce phase\", want all %d", regions, n)
 			}
-			flows := checkFlows(t, &tf)
+			flows := checkFlows(t, tf)
 			for me := range n {
 				right, left := (me+1)%n, (me+n-1)%n
 				for tag := 1; tag <= 4; tag++ {
@@ -260,14 +267,7 @@ func TestObserveHang(t *testing.T) {
 	if !strings.Contains(r.stderr, "up to this report is in "+tpath) {
 		t.Fatalf("no merged timeline named:\n%s", r.stderr)
 	}
-	b, err := os.ReadFile(tpath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tf traceFile
-	if err := json.Unmarshal(b, &tf); err != nil {
-		t.Fatalf("%s: %v", tpath, err)
-	}
+	tf := readTrace(t, tpath)
 	for rank := range 3 {
 		var seq int
 		prefix := fmt.Sprintf("trace: rank %d last event seq=", rank)
@@ -309,15 +309,8 @@ func TestNetnsObserve(t *testing.T) {
 	if code := gl.wait(t, 90*time.Second); code != 0 {
 		t.Fatalf("exit %d\n%s", code, gl.stderr.String())
 	}
-	b, err := os.ReadFile(tpath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tf traceFile
-	if err := json.Unmarshal(b, &tf); err != nil {
-		t.Fatalf("%s: %v", tpath, err)
-	}
-	flows := checkFlows(t, &tf)
+	tf := readTrace(t, tpath)
+	flows := checkFlows(t, tf)
 	if flows[[3]int{1, 2, 4}] != 1 || flows[[3]int{3, 0, 4}] != 1 {
 		t.Errorf("the rendezvous messages across the hosts have no flow: %v", flows)
 	}

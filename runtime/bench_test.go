@@ -210,8 +210,13 @@ func BenchmarkWindow8B(b *testing.B) {
 // messages. The ping-pongs mostly measure the machine's cross-core latency; this moves
 // with every instruction of the send and receive paths.
 func BenchmarkSoftware8B(b *testing.B) {
-	j, err := runtimetest.Start(context.Background(), 2, runtimetest.Options{Transport: "shm",
-		Env: map[string]string{runtime.EnvProgress: "spin"}})
+	roundTrips8B(b, map[string]string{runtime.EnvProgress: "spin"})
+}
+
+// roundTrips8B times 8-byte round trips between the two ranks of a shm job with env,
+// from one goroutine.
+func roundTrips8B(b *testing.B, env map[string]string) {
+	j, err := runtimetest.Start(context.Background(), 2, runtimetest.Options{Transport: "shm", Env: env})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -247,24 +252,7 @@ func BenchmarkObserve8B(b *testing.B) {
 			if mode.key != "" {
 				env[mode.key] = mode.val
 			}
-			j, err := runtimetest.Start(context.Background(), 2, runtimetest.Options{Transport: "shm", Env: env})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				j.Finalize(context.Background())
-				j.Close()
-			}()
-			w0, w1 := j.Worlds[0], j.Worlds[1]
-			ctx := context.Background()
-			buf := make([]byte, 8)
-			b.ReportAllocs()
-			for b.Loop() {
-				runtime.Send(ctx, w0, buf, 1, 0)
-				runtime.Recv(ctx, w1, buf, 0, 0)
-				runtime.Send(ctx, w1, buf, 0, 0)
-				runtime.Recv(ctx, w0, buf, 1, 0)
-			}
+			roundTrips8B(b, env)
 		})
 	}
 }

@@ -301,21 +301,7 @@ func ftCase(name string, rs []ftReport) FTCase {
 }
 
 // loadFT reads path, or returns nil when it does not exist.
-func loadFT(path string) (*FT, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var f FT
-	dec := newStrictDecoder(strings.NewReader(string(b)))
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &f, nil
-}
+func loadFT(path string) (*FT, error) { return loadStrict[FT](path) }
 
 // renderFT writes the section "Fault tolerance".
 func renderFT(f *FT) (string, error) {

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 )
@@ -72,16 +69,9 @@ var observeRatios = []struct {
 
 // loadObserve reads path strictly, or returns nil when it does not exist.
 func loadObserve(path string) (*Observe, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	o, err := loadStrict[Observe](path)
+	if o == nil || err != nil {
 		return nil, err
-	}
-	var o Observe
-	if err := newStrictDecoder(bytes.NewReader(b)).Decode(&o); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for _, c := range o.Runs {
 		if observeBench(c.Bench) < 0 {
@@ -101,7 +91,7 @@ func loadObserve(path string) (*Observe, error) {
 			}
 		}
 	}
-	return &o, nil
+	return o, nil
 }
 
 // observeBench returns the index of id in observeBenches, or -1.

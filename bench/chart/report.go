@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 )
 
 // Report is docs/benchmarks.json: one run of make compare, the single source of
@@ -197,6 +198,23 @@ func newStrictDecoder(r io.Reader) *json.Decoder {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	return dec
+}
+
+// loadStrict decodes the JSON document at path into a new T, rejecting unknown fields,
+// or returns nil when path does not exist.
+func loadStrict[T any](path string) (*T, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	v := new(T)
+	if err := newStrictDecoder(bytes.NewReader(b)).Decode(v); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
 }
 
 // encode writes rep as indented JSON.

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 )
@@ -44,23 +41,16 @@ var startupSystems = []struct{ id, name string }{
 
 // loadStartup16 reads path strictly, or returns nil when it does not exist.
 func loadStartup16(path string) (*Startup16, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	s, err := loadStrict[Startup16](path)
+	if s == nil || err != nil {
 		return nil, err
-	}
-	var s Startup16
-	if err := newStrictDecoder(bytes.NewReader(b)).Decode(&s); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for _, c := range s.Runs {
 		if !slices.ContainsFunc(startupSystems, func(k struct{ id, name string }) bool { return k.id == c.System }) {
 			return nil, fmt.Errorf("%s: unknown system %q", path, c.System)
 		}
 	}
-	return &s, nil
+	return s, nil
 }
 
 // cell returns the runs of system at ranks, or nil.

@@ -78,6 +78,9 @@ func (f *failures) peerFailedWhyLocked(p *peer, why string, cause error) {
 	}
 	e.releasePeerLocked(p, pe)
 	e.ft.peerFailedLocked(p.rank)
+	if e.ft.on {
+		e.ft.wakeCollectiveSendsLocked(p.rank)
+	}
 	e.failQueueLocked(&e.match.posted, p.rank, pe)
 	e.failQueueLocked(&e.match.probes, p.rank, pe)
 	e.rma.failCountersLocked(p)

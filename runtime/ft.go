@@ -179,6 +179,36 @@ func (f *ftState) failedForLocked(r *Request) error {
 	return nil
 }
 
+// collectiveSendFailedLocked returns the error that the wait of a collective's blocking
+// send r (anyFail, under GORMA_FT) ends with, or nil: its World revoked, or a member
+// failed. A collective cannot complete without every member, and the peer it sends to
+// may have left the call already, so that nobody will take a rendezvous offer. The wait
+// ends as when its context ends: the offer stands, and the request is recycled once the
+// peer reads or withdraws it (finishSendLocked).
+func (f *ftState) collectiveSendFailedLocked(r *Request) error {
+	if err := f.revokedForLocked(r); err != nil {
+		return err
+	}
+	if f.e.failed == nil {
+		return nil
+	}
+	return f.failedForLocked(r)
+}
+
+// wakeCollectiveSendsLocked wakes the parked waits of collectives' blocking sends in the
+// Worlds that hold job rank jr, which just failed, so that they end
+// (collectiveSendFailedLocked).
+func (f *ftState) wakeCollectiveSendsLocked(jr int) {
+	for _, r := range f.e.match.table.slots {
+		if r != nil && r.kind == reqSend && r.anyFail && r.parked && f.scopeHasLocked(r, jr) {
+			select {
+			case r.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
 // revokedForLocked returns ErrRevoked's error when r's World was revoked, or nil.
 func (f *ftState) revokedForLocked(r *Request) error {
 	if !f.any.Load() {

@@ -344,6 +344,7 @@ func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize,
 		flow = e.obs.flowLocked()
 		if sr != nil {
 			sr.inCall = c.On()
+			sr.anyFail = e.ft.on && collective // a collective's send (ft.go)
 		}
 	}
 	st, rerr := nullStatus(), error(nil)

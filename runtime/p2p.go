@@ -304,6 +304,7 @@ func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest
 	flow := e.obs.flowLocked()
 	if r != nil {
 		r.inCall = c.On()
+		r.anyFail = e.ft.on && !userCtx(ctxID) // a collective's send (ft.go)
 		err = e.finishSendLocked(ctx, r)
 	} else if e.ft.on {
 		e.ft.sentLocked()

@@ -53,6 +53,11 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 		if reached(r, set) || (quiet && e.quietLocked()) {
 			return nil
 		}
+		if r.anyFail && r.kind == reqSend {
+			if err := e.ft.collectiveSendFailedLocked(r); err != nil {
+				return err
+			}
+		}
 		if quiet && e.aborted != nil {
 			return e.aborted
 		}

@@ -54,7 +54,7 @@ type Request struct {
 	detached  bool   // a pooled request whose caller gave up (ctx): recycle at completion
 	freed     bool   // Free was called: no call may use it again until it is reused
 	cancelled bool   // Cancel reached it before it matched: complete with Status.Cancelled
-	anyFail   bool   // a receive of a collective (Barrier, a Sibling World): fails when any peer fails
+	anyFail   bool   // a receive of a collective (Barrier, a Sibling World): fails when any peer fails; a collective's blocking send under GORMA_FT: its wait ends then (ft.go)
 	grp       *group // a receive on a World made by Split: Status.Source is translated
 
 	// Per-kind state. Each part is used by the kinds its doc names and is zero otherwise.

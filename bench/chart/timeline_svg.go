@@ -39,8 +39,8 @@ const (
 	tlFont      = 11  // labels
 	tlSliceFont = 10  // names inside slices
 	tlCharW     = 0.6 // a character's width, in font sizes
-	// tlMaxRects and tlMaxFlows keep the SVG under about 1 MB: a slice with its tooltip
-	// is about 150 bytes, a flow about 100.
+	// tlMaxRects and tlMaxFlows bound the SVG's size; TestTimelineCap checks that a
+	// capped drawing stays under 1 MiB.
 	tlMaxRects   = 3000
 	tlMaxFlows   = 1500
 	tlMergedFill = "#9e9e9e"

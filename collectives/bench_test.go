@@ -12,9 +12,14 @@ import (
 // benchAllreduce times an Allreduce of n float64s among p in-process ranks on shm; rank 0
 // is timed, the others run the same number of calls.
 func benchAllreduce(b *testing.B, n int) {
-	for _, p := range []int{2, 4} {
+	benchAllreduceEnv(b, n, []int{2, 4}, nil)
+}
+
+// benchAllreduceEnv is benchAllreduce among each count of ranks of ps, with env set.
+func benchAllreduceEnv(b *testing.B, n int, ps []int, env map[string]string) {
+	for _, p := range ps {
 		b.Run(fmt.Sprintf("p=%d", p), func(b *testing.B) {
-			j, err := runtimetest.Start(context.Background(), p, runtimetest.Options{Transport: "shm"})
+			j, err := runtimetest.Start(context.Background(), p, runtimetest.Options{Transport: "shm", Env: env})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -61,3 +66,23 @@ func benchAllreduce(b *testing.B, n int) {
 
 func BenchmarkAllreduce8B(b *testing.B)   { benchAllreduce(b, 1) }
 func BenchmarkAllreduce1MiB(b *testing.B) { benchAllreduce(b, 1<<17) }
+
+// BenchmarkObserveAllreduce8B is an 8-byte Allreduce of 2 ranks without observation,
+// under GORMA_PROFILE and under GORMA_TRACE: what the hooks add to a short collective.
+// runtime's BenchmarkObserve8B does the same for point-to-point.
+func BenchmarkObserveAllreduce8B(b *testing.B) {
+	dir := b.TempDir()
+	for _, mode := range []struct{ name, key, val string }{
+		{"off", "", ""},
+		{"profile", "GORMA_PROFILE", dir + "/prof"},
+		{"trace", "GORMA_TRACE", dir + "/trace.json"},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			var env map[string]string
+			if mode.key != "" {
+				env = map[string]string{mode.key: mode.val}
+			}
+			benchAllreduceEnv(b, 1, []int{2}, env)
+		})
+	}
+}

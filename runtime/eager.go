@@ -147,7 +147,7 @@ func (e *engine) sendSelfLocked(r *Request) {
 	if rr := e.match.posted.Match(envelope(r.ctx, e.rank, tag)); rr != nil {
 		e.match.posted.Remove(&rr.link)
 		e.completeLocked(rr, rr.deliver(e.rank, tag, r.buf))
-		e.obs.matched(flow, r.ctx, e.rank, int(tag), len(r.buf))
+		e.obs.matched(rr, flow, r.ctx, e.rank, int(tag), len(r.buf))
 	} else {
 		m := e.match.uxMem.getWith(r.buf)
 		m.src, m.ctx, m.tag, m.kind, m.flow = e.rank, r.ctx, tag, msgEager, flow

@@ -341,7 +341,7 @@ func (c *comms) reuseWaitLocked(base uint16) error {
 		r := e.match.newRequestLocked(e, reqRecv)
 		r.ctx, r.peer, r.tag, r.esize, r.anyFail = ctlCtx, jr, int(base), 1, true
 		e.receiveLocked(r) // posted: an awaited mark is never queued (markLocked)
-		if _, err := e.finishRecvLocked(context.Background(), r); err != nil {
+		if _, err := e.finishRecvLocked(context.Background(), r, nil); err != nil {
 			return err
 		}
 	}

@@ -28,10 +28,10 @@ func (e *engine) incomingLocked(src int, h *header, payload []byte) {
 		e.match.posted.Remove(&r.link)
 		if h.kind == msgEager {
 			e.completeLocked(r, r.deliver(src, h.tag, payload))
-			e.obs.matched(flow, h.ctx, src, int(h.tag), len(payload))
+			e.obs.matched(r, flow, h.ctx, src, int(h.tag), len(payload))
 		} else {
 			e.rndv.startReadLocked(r, src, h.tag, h.cookie, h.rkey, h.off, h.length, offerRuns(h, payload))
-			e.obs.matched(flow, h.ctx, src, int(h.tag), int(h.length))
+			e.obs.matched(r, flow, h.ctx, src, int(h.tag), int(h.length))
 		}
 		return
 	}
@@ -76,10 +76,10 @@ func (e *engine) receiveLocked(r *Request) {
 func (e *engine) takeUxLocked(r *Request, m *uxMsg) {
 	if m.kind == msgEager {
 		e.completeLocked(r, r.deliver(m.src, m.tag, m.data))
-		e.obs.matched(m.flow, m.ctx, m.src, int(m.tag), len(m.data))
+		e.obs.matched(r, m.flow, m.ctx, m.src, int(m.tag), len(m.data))
 	} else {
 		e.rndv.startReadLocked(r, m.src, m.tag, m.cookie, m.rkey, m.off, m.length, m.data)
-		e.obs.matched(m.flow, m.ctx, m.src, int(m.tag), int(m.length))
+		e.obs.matched(r, m.flow, m.ctx, m.src, int(m.tag), int(m.length))
 	}
 	if m.sync != nil {
 		e.completeLocked(m.sync, nil)

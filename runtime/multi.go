@@ -349,7 +349,7 @@ func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize,
 	}
 	st, rerr := nullStatus(), error(nil)
 	if rr != nil {
-		st, rerr = e.finishRecvLocked(ctx, rr)
+		st, rerr = e.finishRecvLocked(ctx, rr, nil)
 	}
 	var serr error
 	if sr != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	gotrace "runtime/trace"
 	"strconv"
-	"time"
 
 	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/internal/trace"
@@ -41,6 +40,7 @@ const defaultTraceEvents = 1 << 17
 // off; sent and got are guarded by the engine's mu and nil when the timeline is off.
 type observer struct {
 	*subcore.Obs
+	local     *prof.Local        // the profile's counts of the engine's calls and messages, guarded by its mu
 	sent, got []uint64           // by job rank: messages numbered to it, messages counted from it
 	carry     bool               // a send call records its message's flow itself (carryLocked)
 	flow      uint64             // the number given while carry was set
@@ -71,7 +71,11 @@ func (o *observer) init(cfg *config, rank, size int) {
 		events = cfg.traceEvents
 	}
 	o.Obs = subcore.NewObs(rank, size, cfg.profDir != "" || cfg.summary, events)
-	if o.Obs == nil || o.Rec == nil {
+	if o.Obs == nil {
+		return
+	}
+	o.local = o.Prof.NewLocal()
+	if o.Rec == nil {
 		return
 	}
 	o.sent, o.got = make([]uint64, size), make([]uint64, size)
@@ -106,7 +110,7 @@ func (o *observer) numberLocked(ctx uint16, peer, n int) int64 {
 
 func (o *observer) number(ctx uint16, peer, n int) int64 {
 	if userCtx(ctx) {
-		o.Prof.Send(peer, n)
+		o.local.Send(peer, n)
 	}
 	if o.Rec == nil || peer >= len(o.sent) {
 		return 0
@@ -116,7 +120,7 @@ func (o *observer) number(ctx uint16, peer, n int) int64 {
 		o.flow = o.sent[peer]
 		return 0
 	}
-	return o.Now()
+	return o.Stamp()
 }
 
 // carryLocked makes the message that the send call c posts next carry its flow on the
@@ -143,7 +147,7 @@ func (o *observer) sentLocked(t0 int64, ctx uint16, peer, tag, n int) {
 }
 
 func (o *observer) sentOn(t0 int64, ctx uint16, peer, tag, n int) {
-	o.Rec.Record(trace.Event{Kind: trace.Send, Start: t0, End: max(o.Now(), t0+2), Bytes: int64(n),
+	o.Rec.Record(trace.Event{Kind: trace.Send, Start: t0, End: max(o.Stamp(), t0+2), Bytes: int64(n),
 		Flow: o.sent[peer], Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][lOut]})
 }
 
@@ -157,17 +161,31 @@ func (o *observer) arrivedLocked(src int) uint64 {
 	return o.got[src]
 }
 
-// begin starts observing a send or receive; kind is prof.CallSend or prof.CallRecv.
+// begin starts observing a send or receive on ctx; kind is prof.CallSend,
+// prof.CallRecv or prof.CallSendrecv. Only a user's call counts in the profile; a call on
+// an internal context is a timeline event only.
 func (o *observer) begin(ctx uint16, kind prof.CallKind) subcore.ObsCall {
 	if o.Obs == nil {
 		return subcore.ObsCall{}
 	}
-	return o.beginOn(ctx, kind)
+	return o.beginOn(ctx, kind, false)
 }
 
-func (o *observer) beginOn(ctx uint16, kind prof.CallKind) subcore.ObsCall {
-	if !userCtx(ctx) && o.Rec == nil {
+// beginLocked is begin for a call that holds the engine's mu until it ends: it counts
+// in the engine's own counts (local), with plain adds.
+func (o *observer) beginLocked(ctx uint16, kind prof.CallKind) subcore.ObsCall {
+	if o.Obs == nil {
 		return subcore.ObsCall{}
+	}
+	return o.beginOn(ctx, kind, true)
+}
+
+func (o *observer) beginOn(ctx uint16, kind prof.CallKind, locked bool) subcore.ObsCall {
+	switch {
+	case !userCtx(ctx):
+		return o.Track(kind)
+	case locked:
+		return o.BeginLocked(o.local, kind)
 	}
 	return o.Begin(kind)
 }
@@ -182,44 +200,53 @@ func (o *observer) endSend(c subcore.ObsCall, ctx uint16, label int, peer, tag, 
 }
 
 func (o *observer) sendOn(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int, flow uint64) {
-	if userCtx(ctx) {
-		c.End(0, n, peer, tag, 0) // the profile's call; tk 0 records nothing
-	}
+	end := c.Finish(n) // the profile counts only a user's call (beginOn)
 	if o.Rec != nil {
-		o.Rec.Record(trace.Event{Kind: trace.Send, Start: c.Started(), End: max(o.Now(), c.Started()+2),
+		o.Rec.Record(trace.Event{Kind: trace.Send, Start: c.Started(), End: max(end, c.Started()+2),
 			Bytes: int64(n), Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
 	}
 }
 
 // endRecv records the receive c on ctx from job rank src (trace.NoPeer when unknown) of n
-// bytes.
-func (o *observer) endRecv(c subcore.ObsCall, ctx uint16, label int, src, tag, n int) {
+// bytes. flow is the number of the message it took when the call carries it (matched),
+// else 0: its Match event then ends the Recv event, and takes the Recv's clock read.
+func (o *observer) endRecv(c subcore.ObsCall, ctx uint16, label int, src, tag, n int, flow uint64) {
 	if c.On() {
-		o.recvOn(c, ctx, label, src, tag, n)
+		o.recvOn(c, ctx, label, src, tag, n, flow)
 	}
 }
 
-func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n int) {
-	if userCtx(ctx) {
-		c.End(0, n, src, tag, 0)
+func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n int, flow uint64) {
+	end := c.Finish(n)
+	if o.Rec == nil {
+		return
 	}
-	if o.Rec != nil {
-		o.Rec.Record(trace.Event{Kind: trace.Recv, Start: c.Started(), End: o.Now(), Bytes: int64(n),
-			Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
+	end = max(end, c.Started()+2)
+	o.Rec.Record(trace.Event{Kind: trace.Recv, Start: c.Started(), End: end, Bytes: int64(n),
+		Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
+	if flow != 0 {
+		o.Rec.Record(trace.Event{Kind: trace.Match, Start: end - 2, End: end, Bytes: int64(n),
+			Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lIn]})
 	}
 }
 
 // matched records the match of the message number flow on ctx from job rank src, of n
-// bytes with tag: the moment it met its receive, one clock read (an event of 2 ns, so
-// that the flow binds inside it).
-func (o *observer) matched(flow uint64, ctx uint16, src, tag, n int) {
+// bytes with tag, into receive r: a Match event of 2 ns (so that the flow binds inside
+// it) at that moment. A blocking receive call under observation (r.carry) takes the
+// number instead, and records the Match at its own end (endRecv), which saves a clock
+// read: the receive returns once it has the data.
+func (o *observer) matched(r *Request, flow uint64, ctx uint16, src, tag, n int) {
 	if flow != 0 {
+		if r.carry {
+			r.flow = flow
+			return
+		}
 		o.matchedOn(flow, ctx, src, tag, n)
 	}
 }
 
 func (o *observer) matchedOn(flow uint64, ctx uint16, src, tag, n int) {
-	t := o.Now()
+	t := o.Stamp()
 	o.Rec.Record(trace.Event{Kind: trace.Match, Start: t, End: t + 2, Bytes: int64(n),
 		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lIn]})
 }
@@ -229,7 +256,7 @@ func (o *observer) stamp() int64 {
 	if o.Obs == nil || o.Rec == nil {
 		return 0
 	}
-	return o.Now()
+	return o.Stamp()
 }
 
 // Observe returns the rank's observer and the job ranks of w's peers (substrate.Observe).
@@ -265,32 +292,28 @@ func readObserve(cfg *config, getenv func(string) string) error {
 	return nil
 }
 
-// waitStart starts timing a user's wait on requests of ctx for the profile: it returns
-// the clock, or 0 when the profile is off or ctx is internal. The timeline's Wait events
-// come from the engine's blocking waits (hang.go).
-func (o *observer) waitStart(ctx uint16) int64 {
+// waitStart starts a user's wait on requests of ctx for the profile; it observes nothing
+// when the profile is off or ctx is internal. The timeline's Wait events come from the
+// engine's blocking waits (hang.go).
+func (o *observer) waitStart(ctx uint16) subcore.ObsCall {
 	if o.Obs == nil {
-		return 0
+		return subcore.ObsCall{}
 	}
 	return o.waitStartOn(ctx)
 }
 
-func (o *observer) waitStartOn(ctx uint16) int64 {
+func (o *observer) waitStartOn(ctx uint16) subcore.ObsCall {
 	if o.Prof == nil || !userCtx(ctx) {
-		return 0
+		return subcore.ObsCall{}
 	}
-	return o.Now()
+	return o.Begin(prof.CallWait)
 }
 
-// waitEnd counts the wait waitStart began at t0.
-func (o *observer) waitEnd(t0 int64) {
-	if t0 != 0 {
-		o.waitEndOn(t0)
+// waitEnd counts the wait waitStart began.
+func (o *observer) waitEnd(c subcore.ObsCall) {
+	if c.On() {
+		c.Finish(0)
 	}
-}
-
-func (o *observer) waitEndOn(t0 int64) {
-	o.Prof.Call(prof.CallWait, 0, time.Duration(o.Now()-t0))
 }
 
 // firstCtx returns the context of the first Request of rs, 0 if none.
@@ -311,7 +334,7 @@ func TraceRegion(ctx context.Context, w *World, name string) (end func()) {
 	if o == nil || o.Rec == nil {
 		return r.End
 	}
-	start, label := o.Now(), o.Label(name)
+	start, label := o.Stamp(), o.Label(name)
 	return func() {
 		r.End()
 		o.Event(trace.Region, start, -1, trace.NoPeer, label)

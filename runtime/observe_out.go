@@ -54,7 +54,7 @@ func (o *observer) align(ctx context.Context, w *World) error {
 			if _, err := e.recv(ctx, ictx, nil, 1, 0, alignTag, true); err != nil {
 				return err
 			}
-			binary.LittleEndian.PutUint64(buf[:], uint64(o.Now()))
+			binary.LittleEndian.PutUint64(buf[:], uint64(o.Rec.Now()))
 			if err := e.send(ctx, ictx, buf[:], 1, 0, alignTag); err != nil {
 				return err
 			}
@@ -68,14 +68,14 @@ func (o *observer) align(ctx context.Context, w *World) error {
 		}
 		best := int64(-1)
 		for range alignRounds {
-			t0 := o.Now()
+			t0 := o.Rec.Now()
 			if err := e.send(ctx, ictx, nil, 1, r, alignTag); err != nil {
 				return err
 			}
 			if _, err := e.recv(ctx, ictx, buf[:], 1, r, alignTag, true); err != nil {
 				return err
 			}
-			t1 := o.Now()
+			t1 := o.Rec.Now()
 			if rtt := t1 - t0; best < 0 || rtt < best {
 				best = rtt
 				o.offsets[r] = t0 + rtt/2 - int64(binary.LittleEndian.Uint64(buf[:]))
@@ -111,6 +111,9 @@ func (o *observer) finish(ctx context.Context, w *World) {
 	cfg := &e.cfg
 	var profDoc, dump []byte
 	if o.Prof != nil {
+		e.mu.Lock()
+		o.Prof.Fold(o.local)
+		e.mu.Unlock()
 		var b bytes.Buffer
 		o.Prof.Snapshot().WriteJSON(&b)
 		profDoc = b.Bytes()
@@ -348,7 +351,7 @@ func (o *observer) hangDump(rank int, file string) string {
 		return ""
 	}
 	d := o.Rec.Snapshot()
-	line := trace.Pointer(rank, d, o.Now())
+	line := trace.Pointer(rank, d, o.Rec.Now())
 	path := trace.DumpPath(file, rank)
 	b, err := trace.AppendDump(nil, d)
 	if err == nil {

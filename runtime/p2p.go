@@ -113,7 +113,7 @@ func (e *engine) isendLocked(w *World, r *Request, b []byte, esize, dest, tag in
 		return err
 	}
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = reqSend, w.ctx, dest, tag, b, esize, sync
-	c := e.obs.begin(w.ctx, prof.CallSend)
+	c := e.obs.beginLocked(w.ctx, prof.CallSend)
 	e.obs.carryLocked(c)
 	e.sendLocked(r)
 	e.obs.endSend(c, w.ctx, lIsend, dest, tag, len(b), e.obs.flowLocked())
@@ -166,9 +166,9 @@ func (e *engine) irecvLocked(w *World, r *Request, b []byte, esize, src, tag int
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize = reqRecv, w.ctx, src, tag, b, esize
 	r.anyFail = w.sibling // see Sibling
 	r.grp = w.g
-	c := e.obs.begin(w.ctx, prof.CallRecv)
+	c := e.obs.beginLocked(w.ctx, prof.CallRecv)
 	e.receiveLocked(r)
-	e.obs.endRecv(c, w.ctx, lIrecv, src, tag, len(b))
+	e.obs.endRecv(c, w.ctx, lIrecv, src, tag, len(b), 0)
 	return nil
 }
 
@@ -292,12 +292,12 @@ func (e *engine) checkArgsLocked(rank, tag int, recv bool) error {
 // send is the blocking send of every caller (Send, Barrier): ctxID is the communication
 // context. Errors are returned without the operation's name.
 func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest, tag int) error {
-	c := e.obs.begin(ctxID, prof.CallSend)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.checkArgsLocked(dest, tag, false); err != nil {
 		return err
 	}
+	c := e.obs.beginLocked(ctxID, prof.CallSend)
 	var err error
 	e.obs.carryLocked(c)
 	r := e.startSendLocked(ctxID, buf, esize, dest, tag)
@@ -354,19 +354,21 @@ func (e *engine) recv(ctx context.Context, ctxID uint16, buf []byte, esize, src,
 	if err := e.checkArgsLocked(src, tag, true); err != nil {
 		return Status{}, err
 	}
-	c := e.obs.begin(ctxID, prof.CallRecv)
+	c := e.obs.beginLocked(ctxID, prof.CallRecv)
 	r := e.match.newRequestLocked(e, reqRecv)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.anyFail = ctxID, src, tag, buf, esize, collective
-	r.inCall = c.On()
+	r.inCall, r.carry = c.On(), c.On()
 	e.receiveLocked(r)
-	st, err := e.finishRecvLocked(ctx, r)
+	var flow uint64
+	st, err := e.finishRecvLocked(ctx, r, &flow)
 	e.poll.handoffLocked()
-	e.obs.endRecv(c, ctxID, lRecv, st.Source, st.Tag, st.Bytes)
+	e.obs.endRecv(c, ctxID, lRecv, st.Source, st.Tag, st.Bytes, flow)
 	return st, err
 }
 
-// finishRecvLocked waits for the engine's receive r and recycles it.
-func (e *engine) finishRecvLocked(ctx context.Context, r *Request) (Status, error) {
+// finishRecvLocked waits for the engine's receive r and recycles it. When flow is not
+// nil it receives r's flow number (observer.matched).
+func (e *engine) finishRecvLocked(ctx context.Context, r *Request, flow *uint64) (Status, error) {
 	var err error
 	if !r.done {
 		err = e.waitLocked(ctx, r)
@@ -382,6 +384,9 @@ func (e *engine) finishRecvLocked(ctx context.Context, r *Request) (Status, erro
 		err = r.err
 	}
 	st := r.status
+	if flow != nil {
+		*flow = r.flow
+	}
 	e.match.recycleLocked(r)
 	return st, err
 }

@@ -81,6 +81,8 @@ type waiter struct {
 	waitCall string // the call that waits
 	waitObs  int64  // the observer's clock when the wait began, when the timeline is on
 	inCall   bool   // an observed call (Send, Recv) records its waits in its own event
+	carry    bool   // an observed Recv call ends its message's flow on its own event
+	flow     uint64 // the number of that message (observer.matched)
 	waitIdx  int    // its index in the hangWatch's waiting
 }
 

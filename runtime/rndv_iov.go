@@ -184,7 +184,7 @@ func (w *World) recvLaid(ctx context.Context, buf []byte, lay *layIO, src, tag i
 	r := e.match.newRequestLocked(e, reqRecv)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.anyFail, r.lay = w.ctx, s, tag, buf, 1, w.sibling, lay
 	e.receiveLocked(r)
-	st, err := e.finishRecvLocked(ctx, r)
+	st, err := e.finishRecvLocked(ctx, r, nil)
 	e.poll.handoffLocked()
 	return outStatus(w, st), true, withOp("recv", err)
 }
@@ -242,7 +242,7 @@ func (w *World) sendrecvLaid(ctx context.Context, out []byte, sl *datatype.Laid,
 	} else {
 		sr = e.startSendLocked(w.ctx, out, 1, d, stag)
 	}
-	st, rerr := e.finishRecvLocked(ctx, rr)
+	st, rerr := e.finishRecvLocked(ctx, rr, nil)
 	var serr error
 	if sr != nil {
 		serr = e.finishSendLocked(ctx, sr)

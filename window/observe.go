@@ -129,7 +129,7 @@ func (ob *winObs) now() int64 {
 	if ob.o.Rec == nil {
 		return 0
 	}
-	return ob.o.Now()
+	return ob.o.Stamp()
 }
 
 // begins notes that an epoch of kind k begins now. On a nil winObs it does nothing.

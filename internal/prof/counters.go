@@ -127,7 +127,53 @@ func (c *Counters) add(t Traffic, peer, n int) {
 	l.msgs.Add(1)
 }
 
-// Call counts one call of kind k that moved n bytes and took d.
+// Calls of each kind are timed exactly up to ExactCalls; after that, one call in
+// SampleEvery is timed and its time counts SampleEvery times. The sample is the calls
+// whose number n has n·2⁶⁴/φ (mod 2⁶⁴) in the lowest SampleEvery-th of its range: a Weyl
+// sequence, which no periodic pattern of calls aligns with. A rank thus reads the clock
+// for few of its short calls, and the time of a kind with many calls is an estimate
+// whose error falls as the square root of its calls. `go test -bench Observe8B
+// ./runtime` measures what timing costs.
+const (
+	ExactCalls  = 1024
+	SampleEvery = 16
+)
+
+// weight returns the weight of the time of the n-th call of a kind (Begin).
+func weight(n uint64) int64 {
+	switch {
+	case n <= ExactCalls:
+		return 1
+	case n*0x9E3779B97F4A7C15 < (1<<64-1)/SampleEvery:
+		return SampleEvery
+	}
+	return 0
+}
+
+// Begin counts one call of kind k and returns the weight of its time: 1 while the kind
+// is timed exactly, SampleEvery for a sampled call, 0 for a call not timed. The caller
+// times the call when the weight is not 0 and gives both to End.
+func (c *Counters) Begin(k CallKind) int64 {
+	if c == nil {
+		return 0
+	}
+	return weight(c.calls[k].calls.Add(1))
+}
+
+// End adds n bytes to a call of kind k that Begin counted, and weight times d to the
+// kind's time.
+func (c *Counters) End(k CallKind, n int, d time.Duration, weight int64) {
+	if c == nil {
+		return
+	}
+	s := &c.calls[k]
+	s.bytes.Add(uint64(n))
+	if weight != 0 {
+		s.nanos.Add(int64(d) * weight)
+	}
+}
+
+// Call counts one call of kind k that moved n bytes and took d, timed exactly.
 func (c *Counters) Call(k CallKind, n int, d time.Duration) {
 	if c == nil {
 		return
@@ -138,25 +184,36 @@ func (c *Counters) Call(k CallKind, n int, d time.Duration) {
 	s.nanos.Add(int64(d))
 }
 
-// Timer measures one call: Start reads the clock, Stop counts the call.
-// A Timer is a value; it holds no resources.
+// Timer measures one call: Start counts it and reads the clock when the call is timed
+// (Begin), Stop adds its bytes and time. A Timer is a value; it holds no resources.
 type Timer struct {
-	c     *Counters
-	k     CallKind
-	start time.Time
+	c      *Counters
+	k      CallKind
+	weight int64
+	start  time.Time
 }
 
-// Start begins timing a call of kind k. On nil Counters it reads no clock.
+// Start begins a call of kind k. On nil Counters, or for a call not timed, it reads no
+// clock.
 func (c *Counters) Start(k CallKind) Timer {
 	if c == nil {
 		return Timer{}
 	}
-	return Timer{c: c, k: k, start: time.Now()}
+	t := Timer{c: c, k: k, weight: c.Begin(k)}
+	if t.weight != 0 {
+		t.start = time.Now()
+	}
+	return t
 }
 
-// Stop counts the call with n bytes and the time since Start (the monotonic clock).
+// Stop ends the call with n bytes, and its time since Start when it is timed.
 func (t Timer) Stop(n int) {
-	if t.c != nil {
-		t.c.Call(t.k, n, time.Since(t.start))
+	if t.c == nil {
+		return
 	}
+	var d time.Duration
+	if t.weight != 0 {
+		d = time.Since(t.start)
+	}
+	t.c.End(t.k, n, d, t.weight)
 }

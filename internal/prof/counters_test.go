@@ -1,6 +1,7 @@
 package prof
 
 import (
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -138,4 +139,70 @@ func BenchmarkNilTimer(b *testing.B) {
 		c.Start(CallAllreduce).Stop(8)
 		c.Send(1, 8)
 	}
+}
+
+// TestSampledTime gives calls known durations through Begin and End: the first
+// ExactCalls are timed exactly, and the estimate of the rest stays within 2% for
+// patterns of several periods, including ones that divide SampleEvery.
+func TestSampledTime(t *testing.T) {
+	for _, period := range []int{1, 2, 3, 4, 16, 17, 64} {
+		c := New(0, 1)
+		const calls = ExactCalls + 200_000
+		var want, timed int64
+		for i := range calls {
+			d := time.Microsecond
+			if i%period == 0 {
+				d = 4 * time.Microsecond // one slow call per period
+			}
+			want += int64(d)
+			w := c.Begin(CallRecv)
+			if i < ExactCalls && w != 1 {
+				t.Fatalf("call %d: weight %d, want 1 while exact", i, w)
+			}
+			if w != 0 {
+				timed++
+			}
+			c.End(CallRecv, 8, d, w)
+		}
+		r := c.Snapshot()
+		got := r.Calls[0].Nanos
+		if diff := float64(got-want) / float64(want); diff < -0.02 || diff > 0.02 {
+			t.Errorf("period %d: estimated %d ns, want %d (off by %.2f%%)", period, got, want, 100*diff)
+		}
+		if frac := float64(timed-ExactCalls) / (calls - ExactCalls); frac < 0.9/SampleEvery || frac > 1.1/SampleEvery {
+			t.Errorf("period %d: timed %.4f of the later calls, want about 1/%d", period, frac, SampleEvery)
+		}
+		if r.Calls[0].Calls != calls || r.Calls[0].Bytes != 8*calls {
+			t.Errorf("period %d: %d calls %d bytes, want %d and %d", period, r.Calls[0].Calls, r.Calls[0].Bytes, calls, 8*calls)
+		}
+	}
+}
+
+// TestLocalFolds counts through a Local and through the Counters: Fold adds the first
+// into the second, and the sum is what counting all in one would give.
+func TestLocalFolds(t *testing.T) {
+	c, all := New(1, 3), New(1, 3)
+	l := c.NewLocal()
+	for i := range 3000 {
+		n := 1 << (i % 12)
+		l.Send(i%3, n)
+		all.Send(i%3, n)
+		w := l.Begin(CallSend)
+		l.End(CallSend, n, time.Microsecond, w)
+		all.Call(CallSend, n, 0)
+	}
+	c.Send(2, 5)
+	all.Send(2, 5)
+	c.Fold(l)
+	c.Fold(l) // a second fold adds nothing
+	got, want := c.Snapshot(), all.Snapshot()
+	if !reflect.DeepEqual(got.P2P, want.P2P) || !reflect.DeepEqual(got.Hist, want.Hist) {
+		t.Errorf("p2p %+v hist %v, want %+v %v", got.P2P, got.Hist, want.P2P, want.Hist)
+	}
+	if g, w := got.Calls[0], want.Calls[0]; g.Calls != w.Calls || g.Bytes != w.Bytes || g.Nanos <= 0 {
+		t.Errorf("calls %+v, want %d calls of %d bytes with a time", g, w.Calls, w.Bytes)
+	}
+	var nilL *Local
+	nilL.Send(0, 1)
+	nilL.End(CallSend, 1, 0, nilL.Begin(CallSend))
 }

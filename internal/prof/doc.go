@@ -8,15 +8,16 @@
 // A rank makes one [Counters] at Init and records on its hot paths:
 //
 //	c := prof.New(rank, size)       // nil when profiling is off: every method is then a no-op
-//	t := c.Start(prof.CallAllreduce) // reads the clock (time.Now)
+//	t := c.Start(prof.CallAllreduce) // counts the call; reads the clock if it is timed
 //	c.Coll(peer, n)                 // per member, the call's data for it
-//	t.Stop(n)                       // adds one call, n bytes and the time since Start
+//	t.Stop(n)                       // adds n bytes, and the time since Start if timed
 //	c.Send(peer, n)                 // one point-to-point message; PutTo, GetFrom for RMA
 //
 // Peers are ranks of the job (MPI_COMM_WORLD), in [0, size). Recording allocates
 // nothing and takes no lock: each call is one to three atomic adds on arrays that
-// New sized, and Start and Stop read the clock once each. On nil Counters each is
-// a nil check.
+// New sized. A kind's first calls are timed, then a sample of them (ExactCalls,
+// SampleEvery), so that short calls rarely read the clock. A [Local] counts with plain
+// adds for an owner that holds its own lock. On nil Counters each is a nil check.
 //
 // At the end a rank writes its profile with [Counters.WriteOMPI] (prof.<rank>.prof)
 // and [Rank.WriteJSON] of [Counters.Snapshot]; the launcher reads the ranks'

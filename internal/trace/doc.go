@@ -7,13 +7,15 @@
 //
 //	rec := trace.NewRecorder(rank, 1<<16)
 //	send, _ := rec.Label("Send")
-//	start := rec.Now()
+//	start := rec.Stamp()
 //	// ... the call ...
-//	rec.Record(trace.Event{Kind: trace.Send, Start: start, End: rec.Now(), Bytes: n,
+//	rec.Record(trace.Event{Kind: trace.Send, Start: start, End: rec.Stamp(), Bytes: n,
 //		Flow: seq, Peer: int32(dest), Tag: int32(tag), Label: send})
 //
-// Costs: Now reads the monotonic clock once; Record takes no lock and allocates nothing
-// (one atomic add, one compare-and-swap and one atomic store on the slot). When the ring
+// Costs: Stamp reads a Clock: the time-stamp counter where the kernel keeps time by it,
+// else the monotonic clock. Snapshot converts stamps to nanoseconds. Record takes no lock
+// and allocates nothing (one atomic add, one compare-and-swap and one atomic store on
+// the slot). When the ring
 // is full the oldest event is overwritten; Dump.Dropped counts the events a dump lacks.
 //
 // A Send event and the Match event of the same message carry the same Flow: the
@@ -26,7 +28,7 @@
 // event per Event and a flow from each Send to its Match. Pointer formats the line a
 // hang report adds to name the rank's last event in the trace.
 //
-// Concurrency: Record, Now, Label, Snapshot and Recorded may be called from any
+// Concurrency: Record, Stamp, Now, Label, Snapshot and Recorded may be called from any
 // goroutine at once. A Record that meets a slot another goroutine holds drops its event
 // and counts it in Dump.Lost rather than wait. The other functions are pure. Merge and
 // AppendDump neither keep nor modify what they are given.

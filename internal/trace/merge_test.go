@@ -14,7 +14,7 @@ import (
 func ring(n, rounds, capacity int, skew []int64) ([]Dump, []int64) {
 	recs := make([]*Recorder, n)
 	for r := range recs {
-		recs[r] = NewRecorder(r, capacity)
+		recs[r] = nsRecorder(r, capacity)
 	}
 	label := func(r int, s string) uint16 { l, _ := recs[r].Label(s); return l }
 	sent := make([][]uint64, n) // sent[r][peer]: messages numbered so far

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // MaxLabels is the most labels a Recorder holds; Label indexes them with a uint16.
@@ -35,15 +34,15 @@ const (
 // claims the next index with one atomic add and fills the slot that index maps to, after
 // one compare-and-swap on the slot's state. A slot another goroutine holds at that
 // moment (a writer of an index one lap ahead or behind, or Snapshot) is not waited
-// for: the event is counted as lost. Label, Snapshot and Now may also be called from
+// for: the event is counted as lost. Label, Snapshot, Stamp and Now may also be called from
 // any goroutine.
 type Recorder struct {
-	rank   int
-	origin time.Time // Now's zero; its wall-clock reading goes into the dump
-	mask   uint64
-	slots  []slot
-	next   atomic.Uint64 // events recorded so far: the index the next Record claims
-	lost   atomic.Uint64 // events Record could not store
+	rank  int
+	clock *Clock // events' stamps; its origin's wall-clock reading goes into the dump
+	mask  uint64
+	slots []slot
+	next  atomic.Uint64 // events recorded so far: the index the next Record claims
+	lost  atomic.Uint64 // events Record could not store
 
 	mu     sync.Mutex
 	labels []string
@@ -57,16 +56,22 @@ func NewRecorder(rank, capacity int) *Recorder {
 	for n < capacity {
 		n <<= 1
 	}
-	return &Recorder{rank: rank, origin: time.Now(), mask: uint64(n - 1), slots: make([]slot, n),
+	return &Recorder{rank: rank, clock: NewClock(), mask: uint64(n - 1), slots: make([]slot, n),
 		index: make(map[string]uint16)}
 }
+
+// Clock returns the recorder's clock.
+func (r *Recorder) Clock() *Clock { return r.clock }
 
 // Capacity returns how many events the ring keeps.
 func (r *Recorder) Capacity() int { return len(r.slots) }
 
-// Now returns the recorder's clock: nanoseconds of the monotonic clock since the
-// recorder was made. It reads the clock once and allocates nothing.
-func (r *Recorder) Now() int64 { return int64(time.Since(r.origin)) }
+// Stamp reads the recorder's clock for an event's Start or End (Clock.Stamp).
+func (r *Recorder) Stamp() int64 { return r.clock.Stamp() }
+
+// Now returns nanoseconds of the monotonic clock since the recorder was made: the
+// scale of a Snapshot's times.
+func (r *Recorder) Now() int64 { return r.clock.Now() }
 
 // Label returns the index of name in the recorder's table, adding it if new. It takes a
 // lock and may allocate: call it when the runtime sets up (an algorithm's name at
@@ -109,10 +114,12 @@ func (r *Recorder) Recorded() (total, lost uint64) {
 }
 
 // Snapshot returns the events the ring holds, oldest first, with the labels and the
-// counts. It may run while other goroutines record: a slot being written is left out,
-// and a Record that meets a slot Snapshot is copying loses its event.
+// counts, their stamps converted to nanoseconds since the recorder was made
+// (Clock.Exact). It may run while other goroutines record: a slot being written is left
+// out, and a Record that meets a slot Snapshot is copying loses its event.
 func (r *Recorder) Snapshot() Dump {
-	d := Dump{Rank: r.rank, Origin: r.origin.UnixNano()}
+	d := Dump{Rank: r.rank, Origin: r.clock.Origin().UnixNano()}
+	ns := r.clock.Exact()
 	type held struct {
 		i  uint64
 		ev Event
@@ -132,6 +139,7 @@ func (r *Recorder) Snapshot() Dump {
 	d.Events = make([]Event, len(got))
 	d.Seqs = make([]uint64, len(got))
 	for k, h := range got {
+		h.ev.Start, h.ev.End = ns(h.ev.Start), ns(h.ev.End)
 		d.Events[k] = h.ev
 		d.Seqs[k] = h.i
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 func TestRingKeepsLastN(t *testing.T) {
-	r := NewRecorder(0, 8)
+	r := nsRecorder(0, 8)
 	if r.Capacity() != 8 {
 		t.Fatalf("capacity %d, want 8", r.Capacity())
 	}
@@ -47,8 +47,8 @@ func TestRecordAllocatesNothing(t *testing.T) {
 	r := NewRecorder(0, 64)
 	e := Event{Kind: Call, Peer: NoPeer, Tag: -1, Bytes: -1}
 	if n := testing.AllocsPerRun(1000, func() {
-		e.Start = r.Now()
-		e.End = r.Now()
+		e.Start = r.Stamp()
+		e.End = r.Stamp()
 		r.Record(e)
 	}); n != 0 {
 		t.Fatalf("Record allocates %v times per call", n)
@@ -104,4 +104,51 @@ func checkSnapshot(t *testing.T, d Dump) {
 	if err := d.check(); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestClockAgreesWithMonotonic checks that stamps converted by Exact fall between
+// readings of the monotonic clock taken around them.
+func TestClockAgreesWithMonotonic(t *testing.T) {
+	c := NewClock()
+	for range 100 {
+		before := c.Now()
+		s := c.Stamp()
+		after := c.Now()
+		ns := c.Exact()(s)
+		// The rate's error over the clock's life is a few reads of the clock: allow 10µs.
+		if ns < before-10_000 || ns > after+10_000 {
+			t.Fatalf("stamp %d converts to %d ns, outside [%d, %d]", s, ns, before, after)
+		}
+		if d := c.Nanos(s); d < 0 {
+			t.Fatalf("Nanos(%d) = %d, want >= 0", s, d)
+		}
+	}
+}
+
+func BenchmarkClock(b *testing.B) {
+	c := NewClock()
+	b.Run("Stamp", func(b *testing.B) {
+		var s int64
+		for b.Loop() {
+			s += c.Stamp()
+		}
+		sink = s
+	})
+	b.Run("Now", func(b *testing.B) {
+		var s int64
+		for b.Loop() {
+			s += c.Now()
+		}
+		sink = s
+	})
+}
+
+var sink int64
+
+// nsRecorder is NewRecorder with a clock whose stamps are nanoseconds, so that a test's
+// made-up times come out of Snapshot as given.
+func nsRecorder(rank, capacity int) *Recorder {
+	r := NewRecorder(rank, capacity)
+	r.clock = &Clock{origin: r.clock.origin, scale: 1}
+	return r
 }

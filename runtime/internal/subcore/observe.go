@@ -19,7 +19,7 @@ import (
 type Obs struct {
 	Prof  *prof.Counters  // nil when the profile is off
 	Rec   *trace.Recorder // nil when the timeline is off
-	base  time.Time       // the clock of Begin when Rec is nil
+	clock *trace.Clock    // the recorder's, or one of its own when Rec is nil
 	kinds [prof.NumCalls]uint16
 	mu    sync.Mutex
 	named sync.Map // string -> uint16: Label's cache
@@ -31,26 +31,25 @@ func NewObs(rank, size int, profile bool, events int) *Obs {
 	if !profile && events <= 0 {
 		return nil
 	}
-	o := &Obs{base: time.Now()}
+	o := &Obs{}
 	if profile {
 		o.Prof = prof.New(rank, size)
 	}
 	if events > 0 {
 		o.Rec = trace.NewRecorder(rank, events)
+		o.clock = o.Rec.Clock()
 		for k := range o.kinds {
 			o.kinds[k], _ = o.Rec.Label(prof.CallKind(k).String())
 		}
+	} else {
+		o.clock = trace.NewClock()
 	}
 	return o
 }
 
-// Now reads the observer's clock: the recorder's, or nanoseconds since NewObs.
-func (o *Obs) Now() int64 {
-	if o.Rec != nil {
-		return o.Rec.Now()
-	}
-	return int64(time.Since(o.base))
-}
+// Stamp reads the observer's clock (trace.Clock.Stamp): an event's Start or End, or a
+// call's start. It never returns 0, which callers keep for "not read".
+func (o *Obs) Stamp() int64 { return max(o.clock.Stamp(), 1) }
 
 // Label returns the timeline's label of name ("Allreduce ring"), 0 when the timeline is
 // off or its table is full. A name seen before costs a map lookup.
@@ -74,54 +73,118 @@ func (o *Obs) Label(name string) uint16 {
 // Kind returns the timeline's label of call kind k.
 func (o *Obs) Kind(k prof.CallKind) uint16 { return o.kinds[k] }
 
-// ObsCall is one call under observation, from Begin to End. It is a value.
+// ObsCall is one call under observation, from Begin to End. It is a value of four
+// words, which the compiler keeps in registers.
 type ObsCall struct {
 	o     *Obs
-	k     prof.CallKind
-	start int64
+	local *prof.Local // BeginLocked's counts, else nil: the Obs's
+	start int64       // the stamp at Begin; 0 when the call is not timed
+	m     callMeta
 }
 
-// Begin starts observing a call of kind k. On a nil Obs it reads no clock.
+// callMeta is what an ObsCall knows of its call.
+type callMeta struct {
+	k       uint8 // its prof.CallKind
+	weight  uint8 // the weight of its time in the profile (prof.Counters.Begin)
+	counted bool  // the profile counts it (Begin, not Track)
+}
+
+// Begin starts observing a call of kind k, which the profile counts. It reads the clock
+// when the timeline is on or the profile times this call (prof.Counters.Begin: calls
+// beyond the first of their kind are timed in a sample). On a nil Obs it does nothing.
 func (o *Obs) Begin(k prof.CallKind) ObsCall {
 	if o == nil {
 		return ObsCall{}
 	}
-	return ObsCall{o: o, k: k, start: o.Now()}
+	return o.begin(nil, k, o.Prof.Begin(k))
 }
 
-// Started returns the clock's reading at Begin.
+// BeginLocked is Begin counting in l (prof.Local), with plain adds. The caller holds what
+// guards l from Begin to the call's Finish or End.
+func (o *Obs) BeginLocked(l *prof.Local, k prof.CallKind) ObsCall {
+	if o == nil {
+		return ObsCall{}
+	}
+	return o.begin(l, k, l.Begin(k))
+}
+
+func (o *Obs) begin(l *prof.Local, k prof.CallKind, weight int64) ObsCall {
+	var start int64
+	if o.Rec != nil {
+		weight = 1 // every call is timed for its event: the profile's time is exact
+	}
+	if weight != 0 {
+		start = o.Stamp()
+	}
+	return ObsCall{o, l, start, callMeta{uint8(k), uint8(weight), true}}
+}
+
+// Track starts observing a call of kind k for the timeline only: the profile does not
+// count it (a layer's own traffic). It reads no clock when the timeline is off.
+func (o *Obs) Track(k prof.CallKind) ObsCall {
+	if o == nil || o.Rec == nil {
+		return ObsCall{}
+	}
+	return ObsCall{o, nil, o.Stamp(), callMeta{k: uint8(k)}}
+}
+
+// Started returns the clock's reading at Begin, 0 when the call is not timed.
 func (c ObsCall) Started() int64 { return c.start }
 
 // On reports whether c observes anything.
 func (c ObsCall) On() bool { return c.o != nil }
 
-// End ends the call: it counts one call of its kind with n bytes and its time in the
-// profile, and records an event of kind tk in the timeline with peer (a job rank or
-// trace.NoPeer), tag (-1 for none) and label (0: the kind's name). A tk of 0 records no
-// event.
+// Finish ends the call in the profile: it adds n bytes and, when the call is timed, its
+// time. It returns the stamp at the end, 0 when the call is not timed.
+func (c ObsCall) Finish(n int) int64 {
+	if c.start == 0 {
+		if c.m.counted {
+			c.count(n, 0)
+		}
+		return 0
+	}
+	end := c.o.Stamp()
+	if c.m.counted && (c.local != nil || c.o.Prof != nil) {
+		c.count(n, time.Duration(c.o.clock.Nanos(end-c.start)))
+	}
+	return end
+}
+
+// count adds the call's n bytes and time d to its counts.
+func (c ObsCall) count(n int, d time.Duration) {
+	switch {
+	case c.local != nil:
+		c.local.End(prof.CallKind(c.m.k), n, d, int64(c.m.weight))
+	default:
+		c.o.Prof.End(prof.CallKind(c.m.k), n, d, int64(c.m.weight))
+	}
+}
+
+// End ends the call: Finish, and an event of kind tk in the timeline with peer (a job
+// rank or trace.NoPeer), tag (-1 for none) and label (0: the kind's name). A tk of 0
+// records no event.
 func (c ObsCall) End(tk trace.Kind, n int, peer, tag int, label uint16) {
 	o := c.o
 	if o == nil {
 		return
 	}
-	end := o.Now()
-	o.Prof.Call(c.k, n, time.Duration(end-c.start))
+	end := c.Finish(n)
 	if o.Rec != nil && tk != 0 {
 		if label == 0 {
-			label = o.kinds[c.k]
+			label = o.kinds[c.m.k]
 		}
 		o.Rec.Record(trace.Event{Kind: tk, Start: c.start, End: end, Bytes: int64(n),
 			Peer: int32(peer), Tag: int32(tag), Label: label})
 	}
 }
 
-// Event records one event of kind tk from start to now in the timeline (not in the
+// Event records one event of kind tk from start (a Stamp) to now in the timeline (not in the
 // profile): an epoch, a wait, a region.
 func (o *Obs) Event(tk trace.Kind, start int64, n int, peer int, label uint16) {
 	if o == nil || o.Rec == nil {
 		return
 	}
-	o.Rec.Record(trace.Event{Kind: tk, Start: start, End: o.Now(), Bytes: int64(n),
+	o.Rec.Record(trace.Event{Kind: tk, Start: start, End: o.Stamp(), Bytes: int64(n),
 		Peer: int32(peer), Tag: -1, Label: label})
 }
 

@@ -1,0 +1,95 @@
+package trace
+
+import (
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Clock is the recorder's time source: a monotonic clock whose Stamp costs less than
+// Go's. Where the kernel keeps time by the processor's time-stamp counter itself
+// (clocksource tsc, on amd64), a stamp is the counter's reading since the clock's start;
+// the kernel uses it only when it runs at a constant rate and agrees across processors.
+// Elsewhere a stamp is nanoseconds of the monotonic clock. `go test -bench Clock
+// ./internal/trace` measures both.
+//
+// Nanos converts a difference of stamps at the rate measured over calibrate when the
+// clock was made; Exact measures the rate again over the whole life of the clock. A
+// Clock is safe for use by any number of goroutines.
+type Clock struct {
+	origin  time.Time // the clock's zero
+	counter bool      // stamps are counter readings, else nanoseconds since origin
+	base    int64     // the counter at origin
+	scale   float64   // nanoseconds per count, measured over calibrate
+}
+
+// calibrate is how long NewClock measures the counter's rate against the monotonic
+// clock. The rate's error is about a read of both clocks over this interval.
+const calibrate = 2 * time.Millisecond
+
+// NewClock returns a clock that starts now. When it uses the time-stamp counter it
+// sleeps for calibrate first.
+func NewClock() *Clock {
+	c := &Clock{origin: time.Now(), scale: 1}
+	if !counterKeepsTime() {
+		return c
+	}
+	c.counter, c.base = true, rdtsc()
+	time.Sleep(calibrate)
+	c.scale = c.rate()
+	return c
+}
+
+// rate returns nanoseconds per count from the clock's start to now.
+func (c *Clock) rate() float64 {
+	ns, n := time.Since(c.origin), rdtsc()-c.base
+	if n <= 0 {
+		return 1
+	}
+	return float64(ns) / float64(n)
+}
+
+// Stamp reads the clock.
+func (c *Clock) Stamp() int64 {
+	if c.counter {
+		return rdtsc() - c.base
+	}
+	return int64(time.Since(c.origin))
+}
+
+// Now returns nanoseconds of the monotonic clock since the clock's start: the scale of
+// Nanos and Exact, at the cost of Go's clock.
+func (c *Clock) Now() int64 { return int64(time.Since(c.origin)) }
+
+// Origin returns the clock's zero.
+func (c *Clock) Origin() time.Time { return c.origin }
+
+// Nanos converts d, a difference of two stamps, to nanoseconds.
+func (c *Clock) Nanos(d int64) int64 {
+	if !c.counter {
+		return d
+	}
+	return int64(float64(d) * c.scale)
+}
+
+// Exact returns a function that converts a stamp to nanoseconds since the clock's start,
+// at the rate measured from the start to the call of Exact. It agrees with Now to within
+// a read of both clocks over the clock's life.
+func (c *Clock) Exact() func(stamp int64) int64 {
+	if !c.counter {
+		return func(s int64) int64 { return s }
+	}
+	scale := c.rate()
+	return func(s int64) int64 { return int64(float64(s) * scale) }
+}
+
+// counterKeepsTime reports whether the kernel keeps time by the time-stamp counter and
+// Stamp can read it.
+var counterKeepsTime = sync.OnceValue(func() bool {
+	if !haveCounter {
+		return false
+	}
+	b, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+	return err == nil && strings.TrimSpace(string(b)) == "tsc"
+})

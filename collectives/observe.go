@@ -141,8 +141,12 @@ func (s *state) label(name, algo string) uint16 {
 	if s.obs.Rec == nil {
 		return 0
 	}
+	if s.last.name == name && s.last.algo == algo && s.last.l != 0 {
+		return s.last.l // a loop of one call: two string compares, often of equal pointers
+	}
 	k := [2]string{name, algo}
 	if l, ok := s.labels[k]; ok {
+		s.last = lastLabel{name, algo, l}
 		return l
 	}
 	full := name
@@ -154,7 +158,14 @@ func (s *state) label(name, algo string) uint16 {
 		s.labels = make(map[[2]string]uint16)
 	}
 	s.labels[k] = l
+	s.last = lastLabel{name, algo, l}
 	return l
+}
+
+// lastLabel is the label state.label found last, for name and algo.
+type lastLabel struct {
+	name, algo string
+	l          uint16
 }
 
 // sendSize returns the size of a scattering call's send buffer: send's at root, recv's

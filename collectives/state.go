@@ -58,6 +58,7 @@ type state struct {
 	members []int                // the job ranks of the World's ranks, for obs (nil: Init's World)
 	ob      callObs              // the observation of the call in progress (observe.go); guarded by busy
 	labels  map[[2]string]uint16 // the timeline's labels by call and algorithm (observe.go); guarded by busy
+	last    lastLabel            // the label found last (observe.go); guarded by busy
 }
 
 // world returns the World rank of member r (the rank itself unless s is a sub-group).

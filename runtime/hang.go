@@ -66,7 +66,7 @@ func (h *hangWatch) endWaitLocked(r *Request) {
 	h.waiting = h.waiting[:last]
 	r.waitFrom, r.waitIdx = 0, -1
 	if r.waitObs != 0 {
-		h.e.obs.Event(trace.Wait, r.waitObs, 0, r.peer, h.e.obs.Label(r.waitCall))
+		h.e.obs.Event(trace.Wait, r.waitObs, 0, r.peer, h.e.obs.waitLabelLocked(r.waitCall))
 		r.waitObs = 0
 	}
 }

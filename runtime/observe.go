@@ -47,6 +47,8 @@ type observer struct {
 	offsets   []int64            // at rank 0: each host leader's clock offset, measured at Init (align)
 	leaders   []int              // at rank 0: each rank's host leader (align)
 	labels    [2][nLabels]uint16 // [0]: a user's call; [1]: a layer's or the runtime's own (internal)
+	lastWait  string             // the call of the last Wait event, guarded by the engine's mu
+	waitLabel uint16             // its label
 }
 
 // The timeline's labels of the engine's own events.
@@ -222,12 +224,14 @@ func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n 
 		return
 	}
 	end = max(end, c.Started()+2)
-	o.Rec.Record(trace.Event{Kind: trace.Recv, Start: c.Started(), End: end, Bytes: int64(n),
-		Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
-	if flow != 0 {
-		o.Rec.Record(trace.Event{Kind: trace.Match, Start: end - 2, End: end, Bytes: int64(n),
-			Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lIn]})
+	recv := trace.Event{Kind: trace.Recv, Start: c.Started(), End: end, Bytes: int64(n),
+		Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][label]}
+	if flow == 0 {
+		o.Rec.Record(recv)
+		return
 	}
+	o.Rec.Record2(recv, trace.Event{Kind: trace.Match, Start: end - 2, End: end, Bytes: int64(n),
+		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lIn]})
 }
 
 // matched records the match of the message number flow on ctx from job rank src, of n
@@ -249,6 +253,15 @@ func (o *observer) matchedOn(flow uint64, ctx uint16, src, tag, n int) {
 	t := o.Stamp()
 	o.Rec.Record(trace.Event{Kind: trace.Match, Start: t, End: t + 2, Bytes: int64(n),
 		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lIn]})
+}
+
+// waitLabelLocked returns the label of a Wait event of call: the last one's without a
+// lookup, as waits repeat the same call.
+func (o *observer) waitLabelLocked(call string) uint16 {
+	if call != o.lastWait || o.waitLabel == 0 {
+		o.lastWait, o.waitLabel = call, o.Label(call)
+	}
+	return o.waitLabel
 }
 
 // stamp returns the observer's clock when the timeline is on, else 0.

@@ -17,15 +17,15 @@
 # cost with observation off is scripts/compare-builds.sh's to measure.
 # Usage: scripts/compare-observe.sh [REPS]
 #   environment: RANKS=2 (Allreduce; pingpong's twin needs exactly 2), SIZES="8 1024 65536 1048576",
-#   PP_ITERS=10000 (round trips up to 16 KiB, fewer above), AR_ITERS=2000, AR_MIN_ITERS=50,
+#   PP_ITERS=100000 (round trips up to 16 KiB, fewer above), AR_ITERS=50000, AR_MIN_ITERS=50,
 #   RUN_TIMEOUT=300 (seconds per run), OUT=docs/observe.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-9}
 ranks=${RANKS:-2}
 sizes=(${SIZES:-8 1024 65536 1048576})
-pp_iters=${PP_ITERS:-10000}
-ar_iters=${AR_ITERS:-2000}
+pp_iters=${PP_ITERS:-100000}
+ar_iters=${AR_ITERS:-50000}
 ar_min_iters=${AR_MIN_ITERS:-50}
 out=${OUT:-docs/observe.json}
 for tool in mpirun.openmpi mpicc.openmpi jq; do

@@ -339,7 +339,7 @@ func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize,
 		e.receiveLocked(rr)
 	}
 	if dest != ProcNull {
-		e.obs.carryLocked(c)
+		e.obs.carryLocked()
 		sr = e.startSendLocked(ctxID, sbuf, ssize, dest, stag)
 		flow = e.obs.flowLocked()
 		if sr != nil {

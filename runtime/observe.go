@@ -125,12 +125,12 @@ func (o *observer) number(ctx uint16, peer, n int) int64 {
 	return o.Stamp()
 }
 
-// carryLocked makes the message that the send call c posts next carry its flow on the
+// carryLocked makes the message that a send call posts next carry its flow on the
 // call's own event (endSend) rather than on an event of its own: one event and two clock
 // reads less per message. flowLocked ends it and returns the message's number. Both run
 // with the engine's mu held, and nothing waits between them.
-func (o *observer) carryLocked(c subcore.ObsCall) {
-	o.carry, o.flow = c.On(), 0
+func (o *observer) carryLocked() {
+	o.carry, o.flow = o.Obs != nil, 0
 }
 
 // flowLocked ends carryLocked and returns the number it gave, 0 for none.
@@ -149,7 +149,7 @@ func (o *observer) sentLocked(t0 int64, ctx uint16, peer, tag, n int) {
 }
 
 func (o *observer) sentOn(t0 int64, ctx uint16, peer, tag, n int) {
-	o.Rec.Record(trace.Event{Kind: trace.Send, Start: t0, End: max(o.Stamp(), t0+2), Bytes: int64(n),
+	o.Rec.Record(trace.Event{Kind: trace.Send, Start: t0, End: max(o.Stamp(), t0+o.Span()), Bytes: int64(n),
 		Flow: o.sent[peer], Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][lOut]})
 }
 
@@ -204,7 +204,7 @@ func (o *observer) endSend(c subcore.ObsCall, ctx uint16, label int, peer, tag, 
 func (o *observer) sendOn(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int, flow uint64) {
 	end := c.Finish(n) // the profile counts only a user's call (beginOn)
 	if o.Rec != nil {
-		o.Rec.Record(trace.Event{Kind: trace.Send, Start: c.Started(), End: max(end, c.Started()+2),
+		o.Rec.Record(trace.Event{Kind: trace.Send, Start: c.Started(), End: max(end, c.Started()+o.Span()),
 			Bytes: int64(n), Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
 	}
 }
@@ -223,14 +223,14 @@ func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n 
 	if o.Rec == nil {
 		return
 	}
-	end = max(end, c.Started()+2)
+	end = max(end, c.Started()+o.Span())
 	recv := trace.Event{Kind: trace.Recv, Start: c.Started(), End: end, Bytes: int64(n),
 		Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][label]}
 	if flow == 0 {
 		o.Rec.Record(recv)
 		return
 	}
-	o.Rec.Record2(recv, trace.Event{Kind: trace.Match, Start: end - 2, End: end, Bytes: int64(n),
+	o.Rec.Record2(recv, trace.Event{Kind: trace.Match, Start: end - o.Span(), End: end, Bytes: int64(n),
 		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lIn]})
 }
 
@@ -251,7 +251,7 @@ func (o *observer) matched(r *Request, flow uint64, ctx uint16, src, tag, n int)
 
 func (o *observer) matchedOn(flow uint64, ctx uint16, src, tag, n int) {
 	t := o.Stamp()
-	o.Rec.Record(trace.Event{Kind: trace.Match, Start: t, End: t + 2, Bytes: int64(n),
+	o.Rec.Record(trace.Event{Kind: trace.Match, Start: t, End: t + o.Span(), Bytes: int64(n),
 		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lIn]})
 }
 

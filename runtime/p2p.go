@@ -114,7 +114,7 @@ func (e *engine) isendLocked(w *World, r *Request, b []byte, esize, dest, tag in
 	}
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = reqSend, w.ctx, dest, tag, b, esize, sync
 	c := e.obs.beginLocked(w.ctx, prof.CallSend)
-	e.obs.carryLocked(c)
+	e.obs.carryLocked()
 	e.sendLocked(r)
 	e.obs.endSend(c, w.ctx, lIsend, dest, tag, len(b), e.obs.flowLocked())
 	return nil
@@ -297,9 +297,9 @@ func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest
 	if err := e.checkArgsLocked(dest, tag, false); err != nil {
 		return err
 	}
-	c := e.obs.beginLocked(ctxID, prof.CallSend)
 	var err error
-	e.obs.carryLocked(c)
+	c := e.obs.beginLocked(ctxID, prof.CallSend)
+	e.obs.carryLocked()
 	r := e.startSendLocked(ctxID, buf, esize, dest, tag)
 	flow := e.obs.flowLocked()
 	if r != nil {

@@ -38,7 +38,7 @@ func (e *engine) ssend(ctx context.Context, ctxID uint16, buf []byte, esize, des
 	r := e.match.newRequestLocked(e, reqSend)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = ctxID, dest, tag, buf, esize, true
 	r.inCall = c.On()
-	e.obs.carryLocked(c)
+	e.obs.carryLocked()
 	e.sendLocked(r)
 	flow = e.obs.flowLocked()
 	err := e.finishSendLocked(ctx, r)

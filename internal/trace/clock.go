@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -31,23 +32,32 @@ const calibrate = 2 * time.Millisecond
 // NewClock returns a clock that starts now. When it uses the time-stamp counter it
 // sleeps for calibrate first.
 func NewClock() *Clock {
-	c := &Clock{origin: time.Now(), scale: 1}
 	if !counterKeepsTime() {
-		return c
+		return &Clock{origin: time.Now(), scale: 1}
 	}
-	c.counter, c.base = true, rdtsc()
+	c := &Clock{counter: true}
+	c.origin, c.base = sample()
 	time.Sleep(calibrate)
 	c.scale = c.rate()
 	return c
 }
 
+// sample reads the monotonic clock and the counter at one moment: the counter's
+// reading is the mean of one before and one after the clock's.
+func sample() (time.Time, int64) {
+	a := rdtsc()
+	t := time.Now()
+	b := rdtsc()
+	return t, a + (b-a)/2
+}
+
 // rate returns nanoseconds per count from the clock's start to now.
 func (c *Clock) rate() float64 {
-	ns, n := time.Since(c.origin), rdtsc()-c.base
-	if n <= 0 {
+	t, n := sample()
+	if n -= c.base; n <= 0 {
 		return 1
 	}
-	return float64(ns) / float64(n)
+	return float64(t.Sub(c.origin)) / float64(n)
 }
 
 // Stamp reads the clock.
@@ -71,6 +81,14 @@ func (c *Clock) Nanos(d int64) int64 {
 		return d
 	}
 	return int64(float64(d) * c.scale)
+}
+
+// Span returns how many stamps last at least d.
+func (c *Clock) Span(d time.Duration) int64 {
+	if !c.counter {
+		return int64(d)
+	}
+	return int64(math.Ceil(float64(d) / c.scale))
 }
 
 // Exact returns a function that converts a stamp to nanoseconds since the clock's start,

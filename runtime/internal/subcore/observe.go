@@ -20,6 +20,7 @@ type Obs struct {
 	Prof  *prof.Counters  // nil when the profile is off
 	Rec   *trace.Recorder // nil when the timeline is off
 	clock *trace.Clock    // the recorder's, or one of its own when Rec is nil
+	span  int64           // Span's stamps
 	kinds [prof.NumCalls]uint16
 	mu    sync.Mutex
 	named sync.Map // string -> uint16: Label's cache
@@ -44,8 +45,18 @@ func NewObs(rank, size int, profile bool, events int) *Obs {
 	} else {
 		o.clock = trace.NewClock()
 	}
+	o.span = max(o.clock.Span(minSpan), 1)
 	return o
 }
+
+// minSpan is the least length of an event that a flow binds inside: Merge binds a flow 1
+// ns inside an event of 2 ns or more. It leaves a margin for the rate that converts
+// stamps at Snapshot, which differs a little from the one Span uses.
+const minSpan = 3 * time.Nanosecond
+
+// Span is the least length of such an event in stamps: a Send or Match event lasts at
+// least that long.
+func (o *Obs) Span() int64 { return o.span }
 
 // Stamp reads the observer's clock (trace.Clock.Stamp): an event's Start or End, or a
 // call's start. It never returns 0, which callers keep for "not read".

@@ -80,7 +80,7 @@ func (c *call) choseAlgo(a algo) {
 func (c *call) toAll(bytes, each int) {
 	if c.observed() {
 		c.s.ob.bytes = bytes
-		c.s.obs.CollAll(c.s.members, c.s.rank, c.s.size, each)
+		c.s.obs.CollAll(c.s.ln, c.s.members, c.s.rank, c.s.size, each)
 	}
 }
 
@@ -91,7 +91,7 @@ func (c *call) atRoot(root, bytes, each int) {
 	if c.observed() {
 		c.s.ob.bytes = bytes
 		if c.s.rank == root {
-			c.s.obs.CollAll(c.s.members, c.s.rank, c.s.size, each)
+			c.s.obs.CollAll(c.s.ln, c.s.members, c.s.rank, c.s.size, each)
 		}
 	}
 }
@@ -102,7 +102,7 @@ func (c *call) toAbove(bytes int) {
 	if c.observed() {
 		c.s.ob.bytes = bytes
 		for r := c.s.rank + 1; r < c.s.size; r++ {
-			c.s.obs.Coll(c.s.members, r, bytes)
+			c.s.obs.Coll(c.s.ln, c.s.members, r, bytes)
 		}
 	}
 }
@@ -122,7 +122,7 @@ func (c *call) perMember(bytes int, counts []int, es, root int) {
 func (s *state) countEach(counts []int, es int) {
 	for i := range min(len(counts), s.size) {
 		if i != s.rank && counts[i] >= 0 {
-			s.obs.Coll(s.members, i, counts[i]*es)
+			s.obs.Coll(s.ln, s.members, i, counts[i]*es)
 		}
 	}
 }
@@ -194,7 +194,7 @@ func (c *call) perBlock(bytes int, b ByteBlocks) {
 			n *= b.Sizes[i]
 		}
 		if i != s.rank && n >= 0 {
-			s.obs.Coll(s.members, i, n)
+			s.obs.Coll(s.ln, s.members, i, n)
 		}
 	}
 }

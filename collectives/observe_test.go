@@ -102,11 +102,11 @@ func TestObserveCounts(t *testing.T) {
 			return fmt.Errorf("members %v of Init's World, want nil", members)
 		}
 		for i, st := range steps {
-			before := o.Prof.Snapshot()
+			before := o.Profile()
 			if err := st.run(e); err != nil {
 				return fmt.Errorf("step %d (%v): %w", i, st.kind, err)
 			}
-			if err := checkStep(before, o.Prof.Snapshot(), st, e.r, p); err != nil {
+			if err := checkStep(before, o.Profile(), st, e.r, p); err != nil {
 				return fmt.Errorf("step %d (%v): %w", i, st.kind, err)
 			}
 		}
@@ -175,11 +175,11 @@ func TestObserveSubWorld(t *testing.T) {
 		}
 		defer odd.Free()
 		o, members := substrate.Observe(odd)
-		before := o.Prof.Snapshot()
+		before := o.Profile()
 		if err := Allgather(e.ctx, odd, make([]int32, 3), make([]int32, 6)); err != nil {
 			return err
 		}
-		after := o.Prof.Snapshot()
+		after := o.Profile()
 		peer := e.r ^ 2 // the other rank of the same parity
 		if len(members) != 2 || members[odd.Rank()] != e.r {
 			return fmt.Errorf("members %v at job rank %d", members, e.r)

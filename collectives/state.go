@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 	"fmt"
+	"github.com/gorma-hpc/gorma/internal/prof"
 	"os"
 	"reflect"
 	goruntime "runtime"
@@ -55,6 +56,7 @@ type state struct {
 	noZeroCopy int8         // no pair of members has substrate.ReachZeroCopy (tcp): 1 yes, -1 no, 0 not known yet
 
 	obs     *substrate.Obs       // this rank's observer (substrate.Observe), nil when off or for a sub-group
+	ln      *prof.Local          // obs's counts of this state's calls, which busy serializes (nil: profile off)
 	members []int                // the job ranks of the World's ranks, for obs (nil: Init's World)
 	ob      callObs              // the observation of the call in progress (observe.go); guarded by busy
 	labels  map[[2]string]uint16 // the timeline's labels by call and algorithm (observe.go); guarded by busy
@@ -132,6 +134,7 @@ func stateOf(w *runtime.World) (*state, error) {
 	}
 	mine := &state{user: key, comm: c, rank: w.Rank(), size: w.Size(), track: substrate.NewTrack(w)}
 	mine.obs, mine.members = substrate.Observe(w)
+	mine.ln = mine.obs.NewLocal()
 	mine.force, mine.cfgErr = parseAllreduceEnv(os.Getenv(EnvAllreduce))
 	s, loaded := states.loadOrStore(key, mine)
 	if loaded {
@@ -208,7 +211,7 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	s.seq++
 	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag)}
 	if s.obs != nil {
-		s.ob = callObs{c: s.obs.Begin(callKind(name)), name: tracked}
+		s.ob = callObs{c: s.obs.BeginLocked(s.ln, callKind(name)), name: tracked}
 	}
 	if seq == 0 {
 		seq = s.track.Next()

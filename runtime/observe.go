@@ -76,7 +76,7 @@ func (o *observer) init(cfg *config, rank, size int) {
 	if o.Obs == nil {
 		return
 	}
-	o.local = o.Prof.NewLocal()
+	o.local = o.NewLocal()
 	if o.Rec == nil {
 		return
 	}

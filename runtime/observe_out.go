@@ -112,7 +112,7 @@ func (o *observer) finish(ctx context.Context, w *World) {
 	var profDoc, dump []byte
 	if o.Prof != nil {
 		e.mu.Lock()
-		o.Prof.Fold(o.local)
+		o.Fold() // the engine's counts, and the layers' (collectives')
 		e.mu.Unlock()
 		var b bytes.Buffer
 		o.Prof.Snapshot().WriteJSON(&b)

@@ -51,7 +51,7 @@ func observeRMA(ctx context.Context, w *runtime.World) error {
 	}
 	me, p := w.Rank(), w.Size()
 	next, prev := (me+1)%p, (me+p-1)%p
-	before := o.Prof.Snapshot()
+	before := o.Profile()
 	var old int64
 	steps := []func() error{
 		func() error { return win.Fence(ctx, 0) },
@@ -82,7 +82,7 @@ func observeRMA(ctx context.Context, w *runtime.World) error {
 			return fmt.Errorf("step %d: %w", i, err)
 		}
 	}
-	after := o.Prof.Snapshot()
+	after := o.Profile()
 	if err := win.Free(ctx); err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func TestObserveRMASubWorld(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		before := o.Prof.Snapshot()
+		before := o.Profile()
 		other := 1 - sub.Rank() // the other rank of the sub-World: job rank me^2
 		if err := win.Lock(ctx, window.Shared, other, 0); err != nil {
 			return err
@@ -188,7 +188,7 @@ func TestObserveRMASubWorld(t *testing.T) {
 		if err := win.Unlock(ctx, other); err != nil {
 			return err
 		}
-		after := o.Prof.Snapshot()
+		after := o.Profile()
 		if err := win.Free(ctx); err != nil {
 			return err
 		}

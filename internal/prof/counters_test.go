@@ -193,11 +193,15 @@ func TestLocalFolds(t *testing.T) {
 	}
 	c.Send(2, 5)
 	all.Send(2, 5)
+	l.Coll(0, 64)
+	l.Coll(0, 64)
+	all.Coll(0, 128)
+	all.Coll(0, 0) // a message more, no bytes
 	c.Fold(l)
 	c.Fold(l) // a second fold adds nothing
 	got, want := c.Snapshot(), all.Snapshot()
-	if !reflect.DeepEqual(got.P2P, want.P2P) || !reflect.DeepEqual(got.Hist, want.Hist) {
-		t.Errorf("p2p %+v hist %v, want %+v %v", got.P2P, got.Hist, want.P2P, want.Hist)
+	if !reflect.DeepEqual(got.P2P, want.P2P) || !reflect.DeepEqual(got.Hist, want.Hist) || !reflect.DeepEqual(got.Coll, want.Coll) {
+		t.Errorf("p2p %+v hist %v coll %+v, want %+v %v %+v", got.P2P, got.Hist, got.Coll, want.P2P, want.Hist, want.Coll)
 	}
 	if g, w := got.Calls[0], want.Calls[0]; g.Calls != w.Calls || g.Bytes != w.Bytes || g.Nanos <= 0 {
 		t.Errorf("calls %+v, want %d calls of %d bytes with a time", g, w.Calls, w.Bytes)

@@ -22,8 +22,9 @@ type Obs struct {
 	clock *trace.Clock    // the recorder's, or one of its own when Rec is nil
 	span  int64           // Span's stamps
 	kinds [prof.NumCalls]uint16
-	mu    sync.Mutex
-	named sync.Map // string -> uint16: Label's cache
+	mu     sync.Mutex
+	named  sync.Map      // string -> uint16: Label's cache
+	locals []*prof.Local // NewLocal's, guarded by mu
 }
 
 // NewObs returns the observer of job rank rank of size ranks: counters when profile is
@@ -208,22 +209,59 @@ func job(members []int, r int) int {
 	return members[r]
 }
 
+// NewLocal returns counts for an owner that serializes its own calls (prof.Local), nil
+// when the profile is off. Fold adds them into the profile.
+func (o *Obs) NewLocal() *prof.Local {
+	if o == nil || o.Prof == nil {
+		return nil
+	}
+	l := o.Prof.NewLocal()
+	o.mu.Lock()
+	o.locals = append(o.locals, l)
+	o.mu.Unlock()
+	return l
+}
+
+// Fold adds the counts of every Local NewLocal made into the profile. Call it once their
+// owners count no more (Finalize), after what orders their last counts before it.
+func (o *Obs) Fold() {
+	if o == nil || o.Prof == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, l := range o.locals {
+		o.Prof.Fold(l)
+	}
+}
+
+// Profile returns the profile so far (prof.Counters.Snapshot) after Fold. A test calls
+// it from the goroutine that made the calls it counts, between them.
+func (o *Obs) Profile() *prof.Rank {
+	o.Fold()
+	return o.Prof.Snapshot()
+}
+
 // Coll counts n bytes of one collective call's data for rank r of a World whose job
-// ranks are members (nil for Init's World), as Open MPI's coll monitoring counts them.
-func (o *Obs) Coll(members []int, r, n int) {
-	if o != nil && o.Prof != nil {
+// ranks are members (nil for Init's World), as Open MPI's coll monitoring counts them:
+// in l (NewLocal) when it is not nil, else in the profile.
+func (o *Obs) Coll(l *prof.Local, members []int, r, n int) {
+	switch {
+	case l != nil:
+		l.Coll(job(members, r), n)
+	case o != nil && o.Prof != nil:
 		o.Prof.Coll(job(members, r), n)
 	}
 }
 
 // CollAll is Coll of n bytes for every rank of the World but me (size ranks).
-func (o *Obs) CollAll(members []int, me, size, n int) {
+func (o *Obs) CollAll(l *prof.Local, members []int, me, size, n int) {
 	if o == nil || o.Prof == nil {
 		return
 	}
 	for r := range size {
 		if r != me {
-			o.Prof.Coll(job(members, r), n)
+			o.Coll(l, members, r, n)
 		}
 	}
 }

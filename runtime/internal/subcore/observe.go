@@ -17,11 +17,11 @@ import (
 // once; none takes a lock on the hot path or allocates, except Label on a name it has not
 // seen.
 type Obs struct {
-	Prof  *prof.Counters  // nil when the profile is off
-	Rec   *trace.Recorder // nil when the timeline is off
-	clock *trace.Clock    // the recorder's, or one of its own when Rec is nil
-	span  int64           // Span's stamps
-	kinds [prof.NumCalls]uint16
+	Prof   *prof.Counters  // nil when the profile is off
+	Rec    *trace.Recorder // nil when the timeline is off
+	clock  *trace.Clock    // the recorder's, or one of its own when Rec is nil
+	span   int64           // Span's stamps
+	kinds  [prof.NumCalls]uint16
 	mu     sync.Mutex
 	named  sync.Map      // string -> uint16: Label's cache
 	locals []*prof.Local // NewLocal's, guarded by mu

@@ -14,8 +14,9 @@ import (
 // each of its methods is then one nil check.
 //
 // Peers are job ranks (Init's World). Every method may be called from any goroutine at
-// once; none takes a lock on the hot path or allocates, except Label on a name it has not
-// seen.
+// once, except that a prof.Local's counts (BeginLocked, and Coll with a Local) follow its
+// owner's rule. None takes a lock on the hot path or allocates, except Label on a name it
+// has not seen and a Local's first count of a kind.
 type Obs struct {
 	Prof   *prof.Counters  // nil when the profile is off
 	Rec    *trace.Recorder // nil when the timeline is off

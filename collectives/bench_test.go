@@ -71,18 +71,9 @@ func BenchmarkAllreduce1MiB(b *testing.B) { benchAllreduce(b, 1<<17) }
 // under GORMA_PROFILE and under GORMA_TRACE: what the hooks add to a short collective.
 // runtime's BenchmarkObserve8B does the same for point-to-point.
 func BenchmarkObserveAllreduce8B(b *testing.B) {
-	dir := b.TempDir()
-	for _, mode := range []struct{ name, key, val string }{
-		{"off", "", ""},
-		{"profile", "GORMA_PROFILE", dir + "/prof"},
-		{"trace", "GORMA_TRACE", dir + "/trace.json"},
-	} {
-		b.Run(mode.name, func(b *testing.B) {
-			var env map[string]string
-			if mode.key != "" {
-				env = map[string]string{mode.key: mode.val}
-			}
-			benchAllreduceEnv(b, 1, []int{2}, env)
+	for _, mode := range runtimetest.ObserveModes(b.TempDir()) {
+		b.Run(mode.Name, func(b *testing.B) {
+			benchAllreduceEnv(b, 1, []int{2}, mode.Env)
 		})
 	}
 }

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"maps"
 	"testing"
 
 	"github.com/gorma-hpc/gorma/runtime"
@@ -241,17 +242,10 @@ func roundTrips8B(b *testing.B, env map[string]string) {
 // messages, four calls), from one goroutine, so that the figures are steady on a busy
 // machine. scripts/compare-observe.sh measures whole jobs.
 func BenchmarkObserve8B(b *testing.B) {
-	dir := b.TempDir()
-	for _, mode := range []struct{ name, key, val string }{
-		{"off", "", ""},
-		{"profile", "GORMA_PROFILE", dir + "/prof"},
-		{"trace", "GORMA_TRACE", dir + "/trace.json"},
-	} {
-		b.Run(mode.name, func(b *testing.B) {
+	for _, mode := range runtimetest.ObserveModes(b.TempDir()) {
+		b.Run(mode.Name, func(b *testing.B) {
 			env := map[string]string{runtime.EnvProgress: "spin"}
-			if mode.key != "" {
-				env[mode.key] = mode.val
-			}
+			maps.Copy(env, mode.Env)
 			roundTrips8B(b, env)
 		})
 	}

@@ -131,7 +131,7 @@ func renderObserve(o *Observe) (string, error) {
 		"Medians of %s, in us (lower is better); in brackets the fastest and the slowest run. "+
 		"A ratio is a mode's median over its system's median without observation. "+
 		"`scripts/compare-builds.sh` measures what the hooks cost with observation off, "+
-		"and `go test -bench Observe8B ./runtime` what they add to one round trip.\n\n",
+		"and `go test -bench Observe8B ./runtime` and `go test -bench ObserveAllreduce8B ./collectives` what they add to one round trip and to one Allreduce.\n\n",
 		o.Command, o.Machine.Cores, o.Machine.CPU, o.Go, o.OpenMPI, strings.Join(figures, ". "), plural(o.Reps, "repetition"))
 	b.WriteString(loadText(o.Load, o.Machine.Cores))
 	if o.Machine.Cores <= 2 {

@@ -377,3 +377,19 @@ func SettleUsage(base Usage) Usage {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// ObserveMode is one way a benchmark runs a job: without observation, with the profile
+// or with the timeline (GORMA_PROFILE, GORMA_TRACE; docs/api.md).
+type ObserveMode struct {
+	Name string            // "off", "profile" or "trace"
+	Env  map[string]string // what Options.Env adds to turn it on; nil for off
+}
+
+// ObserveModes returns the three modes, each writing its files under dir.
+func ObserveModes(dir string) []ObserveMode {
+	return []ObserveMode{
+		{"off", nil},
+		{"profile", map[string]string{"GORMA_PROFILE": dir + "/prof"}},
+		{"trace", map[string]string{"GORMA_TRACE": dir + "/trace.json"}},
+	}
+}

@@ -56,8 +56,8 @@ var observeModes = []struct{ system, mode, name string }{
 	{"ompi", "monitoring", "Open MPI, monitoring"},
 }
 
-// observeRatios are the ratios of the page: a mode's median over the same system's median
-// off, the column's name and the target (0: none).
+// observeRatios are the ratios of the page: a mode's figure over the same system's figure
+// off (observeRatio), the column's name and the target (0: none).
 var observeRatios = []struct {
 	system, mode, name string
 	target             float64
@@ -129,7 +129,8 @@ func renderObserve(o *Observe) (string, error) {
 		"%s. "+
 		"Each repetition runs every mode once; the modes' order rotates each repetition. "+
 		"Medians of %s, in us (lower is better); in brackets the fastest and the slowest run. "+
-		"A ratio is a mode's median over its system's median without observation. "+
+		"A ratio is the median, over the repetitions, of a mode's figure over its system's figure without observation in the same repetition "+
+		"(the ratio of the medians when a run failed). "+
 		"`scripts/compare-builds.sh` measures what the hooks cost with observation off, "+
 		"and `go test -bench Observe8B ./runtime` and `go test -bench ObserveAllreduce8B ./collectives` what they add to one round trip and to one Allreduce.\n\n",
 		o.Command, o.Machine.Cores, o.Machine.CPU, o.Go, o.OpenMPI, strings.Join(figures, ". "), plural(o.Reps, "repetition"))
@@ -192,7 +193,7 @@ func renderObserveTable(b *strings.Builder, o *Observe) {
 					cells = append(cells, "-")
 					continue
 				}
-				q := median(on) / median(off)
+				q := observeRatio(on, off, len(o.Failed) == 0)
 				text := ratioText(&q)
 				if r.target > 0 {
 					ok := q <= r.target
@@ -203,6 +204,21 @@ func renderObserveTable(b *strings.Builder, o *Observe) {
 			b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 		}
 	}
+}
+
+// observeRatio is the median over the repetitions of on[i] / off[i]: the two runs of one
+// repetition ran one after the other, so a change of the machine's speed between
+// repetitions cancels out. paired is false when a run failed (the lists may then not
+// line up by repetition); the ratio is then median(on) / median(off).
+func observeRatio(on, off []float64, paired bool) float64 {
+	if !paired || len(on) != len(off) {
+		return median(on) / median(off)
+	}
+	q := make([]float64, len(on))
+	for i := range on {
+		q[i] = on[i] / off[i]
+	}
+	return median(q)
 }
 
 // observeCell is a cell's median with its fastest and slowest run.

@@ -127,15 +127,15 @@ func TestProfileMatchesOpenMPI(t *testing.T) {
 		om, gm := profile2mat(t, tool, ompiDir), profile2mat(t, tool, gormaDir)
 		ext := addMatrix(&want.ring, &want.alltoallv)
 		for name, text := range map[string]string{
-			"size_external": symText(ext.Bytes), "msg_external": symText(ext.Msgs),
-			"size_osc": symText(want.put.Bytes), "msg_osc": symText(want.put.Msgs),
+			"size_external": prof.Profile2matText(ext.Bytes), "msg_external": prof.Profile2matText(ext.Msgs),
+			"size_osc": prof.Profile2matText(want.put.Bytes), "msg_osc": prof.Profile2matText(want.put.Msgs),
 		} {
 			if om[name] != text {
 				t.Errorf("Open MPI's %s:\n%s\nwant:\n%s", name, om[name], text)
 			}
 		}
 		for name, text := range map[string]string{
-			"size_external": symText(want.ring.Bytes), "msg_external": symText(want.ring.Msgs),
+			"size_external": prof.Profile2matText(want.ring.Bytes), "msg_external": prof.Profile2matText(want.ring.Msgs),
 			"size_osc": om["size_osc"], "msg_osc": om["msg_osc"],
 		} {
 			if gm[name] != text {
@@ -303,20 +303,6 @@ func profile2mat(t *testing.T, tool, dir string) map[string]string {
 		m[strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "job_"), ".mat")] = string(raw)
 	}
 	return m
-}
-
-// symText is the text profile2mat writes for the directed matrix m: (m + mᵀ)/2, each
-// cell "%.0f " (ties to even), a newline per row.
-func symText(m [][]uint64) string {
-	var b strings.Builder
-	for i := range m {
-		for j := range m {
-			b.WriteString(strconv.FormatFloat(float64(m[i][j]+m[j][i])/2, 'f', 0, 64))
-			b.WriteByte(' ')
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 func zeroMatrix(n int) *prof.Matrix {

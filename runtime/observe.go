@@ -140,7 +140,7 @@ func (o *observer) flowLocked() uint64 {
 }
 
 // sentLocked records the message numberLocked numbered at t0, now posted, as a Send
-// event that starts its flow. The event lasts at least 2 ns, so that the flow binds
+// event that starts its flow. The event lasts at least Obs.Span, so that the flow binds
 // inside it (internal/trace.Merge).
 func (o *observer) sentLocked(t0 int64, ctx uint16, peer, tag, n int) {
 	if t0 != 0 {
@@ -235,7 +235,7 @@ func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n 
 }
 
 // matched records the match of the message number flow on ctx from job rank src, of n
-// bytes with tag, into receive r: a Match event of 2 ns (so that the flow binds inside
+// bytes with tag, into receive r: a Match event of Obs.Span (so that the flow binds inside
 // it) at that moment. A blocking receive call under observation (r.carry) takes the
 // number instead, and records the Match at its own end (endRecv), which saves a clock
 // read: the receive returns once it has the data.

@@ -8,9 +8,9 @@ import (
 )
 
 // TestObserve renders testdata/observe.json: per benchmark a row per size with every
-// mode's median and spread, and the ratios to off judged against <= 1.05x (profile) and
-// <= 1.15x (trace); Open MPI's monitoring ratio has no target. A ratio is the median of
-// the repetitions' own ratios: 8 B's profile is median(1.04, 1.275, 1.5), not 0.52/0.5.
+// mode's median and spread, and the ratios to off judged against observeRatios'
+// targets; Open MPI's monitoring ratio has none. A ratio is the median of the
+// repetitions' own ratios, not the ratio of the medians.
 func TestObserve(t *testing.T) {
 	o, err := loadObserve("testdata/observe.json")
 	if err != nil {

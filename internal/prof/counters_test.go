@@ -142,9 +142,10 @@ func BenchmarkNilTimer(b *testing.B) {
 }
 
 // TestSampledTime gives calls known durations through Begin and End: the first
-// ExactCalls are timed exactly, and the estimate of the rest stays within 2% for
+// ExactCalls are timed exactly, and the estimate of the rest stays within maxErr for
 // patterns of several periods, including ones that divide SampleEvery.
 func TestSampledTime(t *testing.T) {
+	const maxErr = 0.02 // the estimate's relative error
 	for _, period := range []int{1, 2, 3, 4, 16, 17, 64} {
 		c := New(0, 1)
 		const calls = ExactCalls + 200_000
@@ -166,7 +167,7 @@ func TestSampledTime(t *testing.T) {
 		}
 		r := c.Snapshot()
 		got := r.Calls[0].Nanos
-		if diff := float64(got-want) / float64(want); diff < -0.02 || diff > 0.02 {
+		if diff := float64(got-want) / float64(want); diff < -maxErr || diff > maxErr {
 			t.Errorf("period %d: estimated %d ns, want %d (off by %.2f%%)", period, got, want, 100*diff)
 		}
 		if frac := float64(timed-ExactCalls) / (calls - ExactCalls); frac < 0.9/SampleEvery || frac > 1.1/SampleEvery {

@@ -129,8 +129,8 @@ func heatLegend(b *bufio.Writer, x, y, w, h int, lo, hi uint64, unit string) {
 
 // legendTicks returns lo, hi and, between them, the powers of ten (or, where
 // fewer than two fit, the values 1, 2 and 5 times a power of ten) that stay a
-// twelfth of the bar apart from lo and hi; every other one is dropped until at
-// most five remain.
+// twelfth of the bar apart from lo and hi, keeping every second one while more
+// than five remain.
 func legendTicks(lo, hi uint64) []uint64 {
 	ticks := []uint64{lo}
 	if hi == lo {

@@ -351,3 +351,18 @@ func (f *File) Rank(rank, size int) (*Rank, error) {
 	}
 	return r, nil
 }
+
+// Profile2matText returns the text Debian's profile2mat writes for the directed matrix
+// m (m[from][to]): the symmetric (m + mᵀ)/2, each cell as "%.0f " (ties to even), a
+// newline per row. The tests that run profile2mat compare its files with it.
+func Profile2matText(m [][]uint64) string {
+	var b strings.Builder
+	for i := range m {
+		for j := range m {
+			b.WriteString(strconv.FormatFloat(float64(m[i][j]+m[j][i])/2, 'f', 0, 64))
+			b.WriteByte(' ')
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

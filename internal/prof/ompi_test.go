@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -215,7 +214,7 @@ func TestProfile2mat(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v (profile2mat said: %s)", err, out)
 			}
-			if want := profile2matText(f.m); string(got) != want {
+			if want := Profile2matText(f.m); string(got) != want {
 				t.Errorf("%s:\n%s\nwant:\n%s", path, got, want)
 			}
 		}
@@ -223,20 +222,6 @@ func TestProfile2mat(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "job_size_internal.mat")); err == nil {
 		t.Errorf("profile2mat wrote an internal matrix of files without I lines")
 	}
-}
-
-// profile2matText is the text profile2mat writes for the directed matrix m:
-// (m + m^T)/2 with "%.0f " per cell (ties to even) and a newline per row.
-func profile2matText(m [][]uint64) string {
-	var b strings.Builder
-	for i := range m {
-		for j := range m {
-			b.WriteString(strconv.FormatFloat(float64(m[i][j]+m[j][i])/2, 'f', 0, 64))
-			b.WriteByte(' ')
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // TestProfile2matOpenMPI: profile2mat's external matrix of Open MPI's own files
@@ -276,7 +261,7 @@ func TestProfile2matOpenMPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := profile2matText(m); string(got) != want {
+		if want := Profile2matText(m); string(got) != want {
 			t.Errorf("%s:\n%s\nwant:\n%s", name, got, want)
 		}
 	}

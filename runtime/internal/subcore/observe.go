@@ -51,9 +51,9 @@ func NewObs(rank, size int, profile bool, events int) *Obs {
 	return o
 }
 
-// minSpan is the least length of an event that a flow binds inside: Merge binds a flow 1
-// ns inside an event of 2 ns or more. It leaves a margin for the rate that converts
-// stamps at Snapshot, which differs a little from the one Span uses.
+// minSpan is the least length of an event that a flow binds inside (trace.Merge binds a
+// flow inside an event only when it is long enough), with a margin for the rate that
+// converts stamps at Snapshot, which differs a little from the one Span uses.
 const minSpan = 3 * time.Nanosecond
 
 // Span is the least length of such an event in stamps: a Send or Match event lasts at

@@ -19,6 +19,11 @@
 #   environment: RANKS=2 (Allreduce; pingpong's twin needs exactly 2), SIZES="8 1024 65536 1048576",
 #   PP_ITERS=100000 (round trips up to 16 KiB, fewer above), AR_ITERS=50000, AR_MIN_ITERS=50,
 #   RUN_TIMEOUT=300 (seconds per run), OUT=docs/observe.json
+#   BIN=DIR runs prebuilt binaries from DIR (golaunch, pingpong, allreducebench and the C
+#   twins pingpong_ompi and allreducebench_ompi) and builds nothing: the 16-core machine's
+#   bundle (scripts/device16.sh bundle observe). There MPIRUN names Open MPI's launcher
+#   (default "mpirun.openmpi --allow-run-as-root --oversubscribe") and GOVERSION the Go
+#   that built the binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-9}
@@ -28,14 +33,21 @@ pp_iters=${PP_ITERS:-100000}
 ar_iters=${AR_ITERS:-50000}
 ar_min_iters=${AR_MIN_ITERS:-50}
 out=${OUT:-docs/observe.json}
-for tool in mpirun.openmpi mpicc.openmpi jq; do
+read -r -a mpirun <<<"${MPIRUN:-mpirun.openmpi --allow-run-as-root --oversubscribe}"
+bin=${BIN:-}
+tools=("${mpirun[0]}" jq)
+[[ -z $bin ]] && tools+=(mpicc.openmpi go)
+for tool in "${tools[@]}"; do
 	command -v "$tool" >/dev/null || { echo "compare-observe: $tool missing: apt-get install openmpi-bin libopenmpi-dev jq" >&2; exit 2; }
 done
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-mkdir -p bin
-CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/pingpong ./apps/allreducebench
-mpicc.openmpi -O2 -o bin/pingpong_mpi bench/mpi/pingpong.c
-mpicc.openmpi -O2 -Wall -Wextra -o bin/allreducebench_ompi bench/mpi/allreducebench.c
+if [[ -z $bin ]]; then
+	bin=bin
+	mkdir -p bin
+	CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/pingpong ./apps/allreducebench
+	mpicc.openmpi -O2 -o bin/pingpong_ompi bench/mpi/pingpong.c
+	mpicc.openmpi -O2 -Wall -Wextra -o bin/allreducebench_ompi bench/mpi/allreducebench.c
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -57,12 +69,11 @@ cmd() {
 	gorma_*)
 		[[ $2 == gorma_profile ]] && obs=(--profile @OBS@)
 		[[ $2 == gorma_trace ]] && obs=(--trace @OBS@)
-		printf '%s\n' bin/golaunch -n "$np" --timeout 10m --tag-output=false "${obs[@]}" "bin/$prog" "${args[@]}"
+		printf '%s\n' "$bin/golaunch" -n "$np" --timeout 10m --tag-output=false "${obs[@]}" "$bin/$prog" "${args[@]}"
 		;;
 	ompi_*)
 		[[ $2 == ompi_monitoring ]] && obs=("${monitoring[@]}" @OBS@/prof)
-		[[ $prog == allreducebench ]] && prog=allreducebench_ompi || prog=pingpong_mpi
-		printf '%s\n' mpirun.openmpi --allow-run-as-root --oversubscribe -n "$np" "${obs[@]}" "bin/$prog" "${args[@]}"
+		printf '%s\n' "${mpirun[@]}" -n "$np" "${obs[@]}" "$bin/${prog}_ompi" "${args[@]}"
 		;;
 	esac
 }
@@ -135,8 +146,8 @@ words() { local IFS=' '; echo "$*"; }
 	printf '"machine": {"cores": %d, "cpu": %s, "memory_gib": %d, "numa_nodes": %d},\n' "$(nproc)" \
 		"$(str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')")" \
 		"$(free -g | awk '/Mem:/ {print $2}')" "$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)"
-	printf '"go": %s,\n' "$(str "$(go env GOVERSION)")"
-	printf '"openmpi": %s,\n' "$(str "$(mpirun.openmpi --version 2>/dev/null | head -1 | sed 's/.*) //')")"
+	printf '"go": %s,\n' "$(str "${GOVERSION:-$(go env GOVERSION)}")"
+	printf '"openmpi": %s,\n' "$(str "$("${mpirun[0]}" --version 2>/dev/null | head -1 | sed 's/.*) //')")"
 	printf '"reps": %d,\n' "$reps"
 	printf '"load": {"start": [%s], "end": [%s]},\n' "${load_start// /,}" "$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',')"
 	printf '"benchmarks": ['

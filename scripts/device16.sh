@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The 16-core node comparisons (docs/benchmarks.md's "16-core node" and "Startup on a
 # 16-core node"), in three steps:
-#   scripts/device16.sh bundle [startup]
+#   scripts/device16.sh bundle [startup|observe]
 #                                 build .devb/ (../shared/device16/build-bundle.sh: gorma's
 #                                 static binaries, the C twins, Debian's Open MPI and MPICH,
 #                                 parcopy), put Debian's lstopo in .devb/hwloc, and write
 #                                 .devb/job.sh from scripts/device16-job.sh (the collectives)
-#                                 or, with startup, scripts/device16-startup.sh
+#                                 or, with startup, scripts/device16-startup.sh, or, with
+#                                 observe, scripts/device16-observe.sh (the cost of
+#                                 observation; its observe.json goes to docs/observe.json)
 #   then, on the device machine (carry .devb):  bash .devb/device-run.sh .devb/job.sh
 #   scripts/device16.sh local [startup]
 #                                 the same job here (DEVICE_LOCAL=1, REPS=1; the collectives
@@ -27,6 +29,7 @@ job() {
 	case "${1:-}" in
 	"") echo scripts/device16-job.sh ;;
 	startup) echo scripts/device16-startup.sh ;;
+	observe) echo scripts/device16-observe.sh ;;
 	*)
 		echo "device16: unknown job $1 (want startup or nothing)" >&2
 		exit 2
@@ -36,13 +39,17 @@ job() {
 
 # hwloc puts Debian's lstopo-no-graphics and the library it needs beyond the bundle's
 # (libtinfo) in .devb/hwloc: the device machine has no apt, and golaunch takes Open MPI's
-# topology from lstopo.
+# topology from lstopo. jq and its libraries go there too (scripts/compare-observe.sh
+# writes its document with it), and .devb/goversion names the Go that built the bundle.
 hwloc() {
-	local l=/usr/bin/lstopo-no-graphics
+	local l=/usr/bin/lstopo-no-graphics j=/usr/bin/jq
 	[ -x "$l" ] || { echo "device16: $l missing: apt-get install hwloc-nox" >&2; exit 2; }
+	[ -x "$j" ] || { echo "device16: $j missing: apt-get install jq" >&2; exit 2; }
 	rm -rf .devb/hwloc && mkdir -p .devb/hwloc
-	cp "$l" .devb/hwloc/
+	cp "$l" "$j" .devb/hwloc/
 	ldd "$l" | awk '/libtinfo/ {print $3}' | xargs -r cp -L -t .devb/hwloc/
+	ldd "$j" | awk '/libjq|libonig/ {print $3}' | xargs -r cp -L -t .devb/hwloc/
+	go env GOVERSION >.devb/goversion
 }
 
 # build runs build-bundle.sh here, or in a clone of HEAD in a git worktree.
@@ -83,7 +90,7 @@ unpack)
 	echo "device16: unpacked into results/device16 ($(ls results/device16 | wc -l) files)"
 	;;
 *)
-	echo "usage: scripts/device16.sh bundle [startup] | local [startup] | unpack DEVICE16.TAR.GZ" >&2
+	echo "usage: scripts/device16.sh bundle [startup|observe] | local [startup|observe] | unpack DEVICE16.TAR.GZ" >&2
 	exit 2
 	;;
 esac

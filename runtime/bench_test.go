@@ -250,3 +250,26 @@ func BenchmarkObserve8B(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkObservePingPong8B is BenchmarkPingPong8B over shm with hybrid progress, under
+// each mode of observation: what the hooks add to the latency, where only the work
+// between a message's arrival and the reply counts. BenchmarkObserve8B measures all of
+// their work from one goroutine.
+func BenchmarkObservePingPong8B(b *testing.B) {
+	for _, mode := range runtimetest.ObserveModes(b.TempDir()) {
+		b.Run(mode.Name, func(b *testing.B) {
+			env := map[string]string{runtime.EnvProgress: "hybrid"}
+			maps.Copy(env, mode.Env)
+			j, stop := pingPongJob(b, "shm", env)
+			defer stop()
+			w := j.Worlds[0]
+			ctx := context.Background()
+			buf := make([]byte, 8)
+			for b.Loop() {
+				runtime.Send(ctx, w, buf, 1, 0)
+				runtime.Recv(ctx, w, buf, 1, 0)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/2, "half_rtt_ns")
+		})
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/hang"
-	"github.com/gorma-hpc/gorma/internal/trace"
 	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
@@ -47,6 +46,7 @@ func sinceCoarse(stamp int64) time.Duration { return subcore.Since(stamp) }
 // startWaitLocked lists r as waiting in call.
 func (h *hangWatch) startWaitLocked(r *Request, call string) {
 	r.waitFrom, r.waitCall, r.waitIdx = coarseNow(), call, len(h.waiting)
+	h.e.obs.flushLocked() // off the path of what the rank waits for
 	if !r.inCall {
 		r.waitObs = h.e.obs.stamp()
 	}
@@ -66,7 +66,7 @@ func (h *hangWatch) endWaitLocked(r *Request) {
 	h.waiting = h.waiting[:last]
 	r.waitFrom, r.waitIdx = 0, -1
 	if r.waitObs != 0 {
-		h.e.obs.Event(trace.Wait, r.waitObs, 0, r.peer, h.e.obs.waitLabelLocked(r.waitCall))
+		h.e.obs.waitEventLocked(r.waitObs, r.peer, r.waitCall)
 		r.waitObs = 0
 	}
 }
@@ -224,7 +224,7 @@ func (h *hangWatch) hangReport(stacks bool) string {
 	e := h.e
 	recs, progress := h.hangRecords()
 	rep := hang.Report{Rank: e.rank, Host: e.host, State: hang.Running, Records: recs, Progress: progress,
-		Trace: e.obs.hangDump(e.rank, e.cfg.traceFile)}
+		Trace: e.obs.hangDump(e)}
 	if len(recs) > 0 {
 		rep.State = hang.Blocked
 	}

@@ -53,6 +53,9 @@ func (l *engineLock) lockSlow() {
 	}
 }
 
+// TryLock acquires l if no one holds it, and reports whether it did.
+func (l *engineLock) TryLock() bool { return l.state.CompareAndSwap(0, 1) }
+
 // Unlock releases l. Every write made while holding it is visible to the next holder.
 func (l *engineLock) Unlock() {
 	unlockStore(&l.state)

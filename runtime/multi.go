@@ -325,9 +325,9 @@ func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize,
 	rbuf []byte, rsize, src, rtag int, collective bool) (Status, error) {
 	c := e.obs.begin(ctxID, prof.CallSendrecv)
 	var flow uint64
-	defer func() { e.obs.endSend(c, ctxID, lSendrecv, dest, stag, len(sbuf), flow) }() // after the unlock
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	defer func() { e.obs.endSend(c, ctxID, lSendrecv, dest, stag, len(sbuf), flow) }() // before the unlock
 	if err := e.pairArgsLocked(dest, stag, src, rtag); err != nil {
 		return Status{}, err
 	}

@@ -41,6 +41,7 @@ const defaultTraceEvents = 1 << 17
 type observer struct {
 	*subcore.Obs
 	local     *prof.Local        // the profile's counts of the engine's calls and messages, guarded by its mu
+	batch     *trace.Batch       // the engine's events on their way to the recorder, guarded by its mu (flushLocked)
 	sent, got []uint64           // by job rank: messages numbered to it, messages counted from it
 	carry     bool               // a send call records its message's flow itself (carryLocked)
 	flow      uint64             // the number given while carry was set
@@ -81,6 +82,7 @@ func (o *observer) init(cfg *config, rank, size int) {
 		return
 	}
 	o.sent, o.got = make([]uint64, size), make([]uint64, size)
+	o.batch = trace.NewBatch(o.Rec)
 	for i, n := range labelNames {
 		o.labels[0][i] = o.Label(n)
 		o.labels[1][i] = o.Label(n + " (internal)")
@@ -149,8 +151,8 @@ func (o *observer) sentLocked(t0 int64, ctx uint16, peer, tag, n int) {
 }
 
 func (o *observer) sentOn(t0 int64, ctx uint16, peer, tag, n int) {
-	o.Rec.Record(trace.Event{Kind: trace.Send, Start: t0, End: max(o.Stamp(), t0+o.Span()), Bytes: int64(n),
-		Flow: o.sent[peer], Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][lOut]})
+	*o.batch.Add() = trace.Event{Kind: trace.Send, Start: t0, End: max(o.Stamp(), t0+o.Span()), Bytes: int64(n),
+		Flow: o.sent[peer], Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][lOut]}
 }
 
 // arrivedLocked counts a message from job rank src as it arrives and returns its flow
@@ -195,6 +197,7 @@ func (o *observer) beginOn(ctx uint16, kind prof.CallKind, locked bool) subcore.
 // endSend records the send call c of n bytes to job rank peer with tag; flow is its
 // message's number when the call carries it (carryLocked), else 0 and the message's own
 // event (sentLocked) nests inside. Only a user's send counts as a call in the profile.
+// The caller holds the engine's mu, as for every event of the engine's (flushLocked).
 func (o *observer) endSend(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int, flow uint64) {
 	if c.On() {
 		o.sendOn(c, ctx, label, peer, tag, n, flow)
@@ -204,8 +207,8 @@ func (o *observer) endSend(c subcore.ObsCall, ctx uint16, label int, peer, tag, 
 func (o *observer) sendOn(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int, flow uint64) {
 	end := c.Finish(n) // the profile counts only a user's call (beginOn)
 	if o.Rec != nil {
-		o.Rec.Record(trace.Event{Kind: trace.Send, Start: c.Started(), End: max(end, c.Started()+o.Span()),
-			Bytes: int64(n), Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][label]})
+		*o.batch.Add() = trace.Event{Kind: trace.Send, Start: c.Started(), End: max(end, c.Started()+o.Span()),
+			Bytes: int64(n), Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][label]}
 	}
 }
 
@@ -224,14 +227,13 @@ func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n 
 		return
 	}
 	end = max(end, c.Started()+o.Span())
-	recv := trace.Event{Kind: trace.Recv, Start: c.Started(), End: end, Bytes: int64(n),
-		Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][label]}
-	if flow == 0 {
-		o.Rec.Record(recv)
-		return
+	lab := &o.labels[internal(ctx)]
+	*o.batch.Add() = trace.Event{Kind: trace.Recv, Start: c.Started(), End: end, Bytes: int64(n),
+		Peer: int32(src), Tag: int32(tag), Label: lab[label]}
+	if flow != 0 {
+		*o.batch.Add() = trace.Event{Kind: trace.Match, Start: end - o.Span(), End: end, Bytes: int64(n),
+			Flow: flow, Peer: int32(src), Tag: int32(tag), Label: lab[lIn]}
 	}
-	o.Rec.Record2(recv, trace.Event{Kind: trace.Match, Start: end - o.Span(), End: end, Bytes: int64(n),
-		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lIn]})
 }
 
 // matched records the match of the message number flow on ctx from job rank src, of n
@@ -251,8 +253,24 @@ func (o *observer) matched(r *Request, flow uint64, ctx uint16, src, tag, n int)
 
 func (o *observer) matchedOn(flow uint64, ctx uint16, src, tag, n int) {
 	t := o.Stamp()
-	o.Rec.Record(trace.Event{Kind: trace.Match, Start: t, End: t + o.Span(), Bytes: int64(n),
-		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lIn]})
+	*o.batch.Add() = trace.Event{Kind: trace.Match, Start: t, End: t + o.Span(), Bytes: int64(n),
+		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lIn]}
+}
+
+// flushLocked stores the engine's batched events in the recorder. The engine calls it
+// before it waits, so that recording costs the path from a message's arrival to the
+// next send no atomic operation, and before a snapshot.
+func (o *observer) flushLocked() {
+	if o.batch != nil {
+		o.batch.Flush()
+	}
+}
+
+// waitEventLocked records a wait in call, from start (a Stamp) to now, on a request
+// whose peer is peer.
+func (o *observer) waitEventLocked(start int64, peer int, call string) {
+	*o.batch.Add() = trace.Event{Kind: trace.Wait, Start: start, End: o.Stamp(), Bytes: 0,
+		Peer: int32(peer), Tag: -1, Label: o.waitLabelLocked(call)}
 }
 
 // waitLabelLocked returns the label of a Wait event of call: the last one's without a

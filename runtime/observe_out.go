@@ -122,6 +122,9 @@ func (o *observer) finish(ctx context.Context, w *World) {
 		}
 	}
 	if o.Rec != nil {
+		e.mu.Lock()
+		o.flushLocked()
+		e.mu.Unlock()
 		os.Remove(trace.DumpPath(cfg.traceFile, e.rank)) // a hang report's, now out of date
 		var err error
 		if dump, err = trace.AppendDump(nil, o.Rec.Snapshot()); err != nil {
@@ -346,9 +349,14 @@ func aligned(ctx context.Context) func(*World, error) (*World, error) {
 // <file>.<rank>.gtrc, and returns the line a hang report carries to point into it
 // (trace.Pointer and the dump's path), or "" when the timeline is off. golaunch merges
 // the dumps of a hang into <file>.
-func (o *observer) hangDump(rank int, file string) string {
+func (o *observer) hangDump(e *engine) string {
 	if o.Obs == nil || o.Rec == nil {
 		return ""
+	}
+	rank, file := e.rank, e.cfg.traceFile
+	if e.mu.TryLock() { // else a call holds it, and flushes before it waits
+		o.flushLocked()
+		e.mu.Unlock()
 	}
 	d := o.Rec.Snapshot()
 	line := trace.Pointer(rank, d, o.Rec.Now())

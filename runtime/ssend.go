@@ -29,9 +29,9 @@ func Ssend[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error 
 func (e *engine) ssend(ctx context.Context, ctxID uint16, buf []byte, esize, dest, tag int) error {
 	c := e.obs.begin(ctxID, prof.CallSend)
 	var flow uint64
-	defer func() { e.obs.endSend(c, ctxID, lSsend, dest, tag, len(buf), flow) }() // after the unlock
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	defer func() { e.obs.endSend(c, ctxID, lSsend, dest, tag, len(buf), flow) }() // before the unlock
 	if err := e.checkArgsLocked(dest, tag, false); err != nil {
 		return err
 	}

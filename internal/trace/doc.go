@@ -15,8 +15,9 @@
 // Costs: Stamp reads a Clock: the time-stamp counter where the kernel keeps time by it,
 // else the monotonic clock. Snapshot converts stamps to nanoseconds. Record takes no lock
 // and allocates nothing (one atomic add, one compare-and-swap and one atomic store on
-// the slot). When the ring
-// is full the oldest event is overwritten; Dump.Dropped counts the events a dump lacks.
+// the slot). When the ring is full the oldest event is overwritten; Dump.Dropped counts
+// the events a dump lacks. A Batch holds one owner's events with plain stores and
+// records them together when the owner flushes it, before it waits.
 //
 // A Send event and the Match event of the same message carry the same Flow: the
 // message's number on its (sender, receiver) pair, counted from 1 by both ends.
@@ -29,7 +30,7 @@
 // hang report adds to name the rank's last event in the trace.
 //
 // Concurrency: Record, Stamp, Now, Label, Snapshot and Recorded may be called from any
-// goroutine at once. A Record that meets a slot another goroutine holds drops its event
+// goroutine at once; a Batch's methods only by its owner, one at a time. A Record that meets a slot another goroutine holds drops its event
 // and counts it in Dump.Lost rather than wait. The other functions are pure. Merge and
 // AppendDump neither keep nor modify what they are given.
 package trace

@@ -97,13 +97,6 @@ func (r *Recorder) Record(e Event) {
 	r.store(r.next.Add(1)-1, e)
 }
 
-// Record2 stores a and then b, as two Records would, with one atomic add less.
-func (r *Recorder) Record2(a, b Event) {
-	i := r.next.Add(2) - 2
-	r.store(i, a)
-	r.store(i+1, b)
-}
-
 // store fills the slot of index i with e, or counts e lost.
 func (r *Recorder) store(i uint64, e Event) {
 	s := &r.slots[i&r.mask]

@@ -156,29 +156,6 @@ func nsRecorder(rank, capacity int) *Recorder {
 	return r
 }
 
-// TestRecord2 records pairs: each pair takes two consecutive indexes, in order.
-func TestRecord2(t *testing.T) {
-	r := nsRecorder(0, 4)
-	for i := range 3 {
-		a := Event{Kind: Recv, Start: int64(2 * i), End: int64(2*i + 1), Peer: NoPeer, Tag: -1}
-		b := Event{Kind: Match, Start: int64(2*i + 1), End: int64(2*i + 1), Flow: uint64(i + 1), Peer: 1, Tag: -1}
-		r.Record2(a, b)
-	}
-	d := r.Snapshot()
-	if d.Total != 6 || len(d.Events) != 4 {
-		t.Fatalf("total %d events %d, want 6 and 4", d.Total, len(d.Events))
-	}
-	for k, e := range d.Events {
-		wantKind := Recv
-		if k%2 == 1 {
-			wantKind = Match
-		}
-		if d.Seqs[k] != uint64(k+2) || e.Kind != wantKind || e.Start != int64(k+2) {
-			t.Errorf("event %d: seq %d kind %v start %d, want %d %v %d", k, d.Seqs[k], e.Kind, e.Start, k+2, wantKind, k+2)
-		}
-	}
-}
-
 // BenchmarkRecord records into a ring of the runtime's default size, so that each event
 // lands in memory the ring has not touched for a lap, as on a long job.
 func BenchmarkRecord(b *testing.B) {

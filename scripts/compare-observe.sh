@@ -12,7 +12,7 @@
 # Figures: pingpong's half round trip (a mean over the round trips) and Allreduce's avg_us
 # (each rank's mean per call, averaged over the ranks), at SIZES.
 # Writes OUT (docs/observe.json): every run's figure per benchmark, system, mode and size,
-# with the commands, the machine, the load at the start and the end, and Open MPI's
+# with the commands, the machine and its clock source, the load at the start and the end, and Open MPI's
 # version. chart page renders it as the section "The cost of observation". The hooks'
 # cost with observation off is scripts/compare-builds.sh's to measure.
 # Usage: scripts/compare-observe.sh [REPS]
@@ -146,6 +146,7 @@ words() { local IFS=' '; echo "$*"; }
 	printf '"machine": {"cores": %d, "cpu": %s, "memory_gib": %d, "numa_nodes": %d},\n' "$(nproc)" \
 		"$(str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')")" \
 		"$(free -g | awk '/Mem:/ {print $2}')" "$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)"
+	printf '"clocksource": %s,\n' "$(str "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)")"
 	printf '"go": %s,\n' "$(str "${GOVERSION:-$(go env GOVERSION)}")"
 	printf '"openmpi": %s,\n' "$(str "$("${mpirun[0]}" --version 2>/dev/null | head -1 | sed 's/.*) //')")"
 	printf '"reps": %d,\n' "$reps"

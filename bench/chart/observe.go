@@ -12,6 +12,7 @@ import (
 type Observe struct {
 	Command    string         `json:"command"`
 	Machine    D16Machine     `json:"machine"`
+	Clock      string         `json:"clocksource,omitempty"` // the kernel's current_clocksource: tsc gives the timeline its cheap clock
 	Go         string         `json:"go"`
 	OpenMPI    string         `json:"openmpi"` // the version mpirun.openmpi reports
 	Reps       int            `json:"reps"`
@@ -132,8 +133,12 @@ func renderObserve(o *Observe) (string, error) {
 		"A ratio is the median, over the repetitions, of a mode's figure over its system's figure without observation in the same repetition "+
 		"(the ratio of the medians when a run failed). "+
 		"`scripts/compare-builds.sh` measures what the hooks cost with observation off, "+
-		"and `go test -bench Observe8B ./runtime` and `go test -bench ObserveAllreduce8B ./collectives` what they add to one round trip and to one Allreduce.\n\n",
+		"`go test -bench Observe8B ./runtime` and `go test -bench ObserveAllreduce8B ./collectives` what they add to one round trip and to one Allreduce, "+
+		"and `go test -bench ObservePingPong8B ./runtime` what they add to the latency.\n\n",
 		o.Command, o.Machine.Cores, o.Machine.CPU, o.Go, o.OpenMPI, strings.Join(figures, ". "), plural(o.Reps, "repetition"))
+	if o.Clock != "" {
+		fmt.Fprintf(&b, "The kernel's clock source was %s: the timeline reads the time-stamp counter only where it is tsc. ", o.Clock)
+	}
 	b.WriteString(loadText(o.Load, o.Machine.Cores))
 	if o.Machine.Cores <= 2 {
 		fmt.Fprintf(&b, " On %d cores, ratios of sub-microsecond figures sit in a ±20%% noise band from run to run: "+

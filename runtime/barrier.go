@@ -2,15 +2,28 @@ package runtime
 
 import "context"
 
-// Barrier returns once every rank of w has called it (the same number of times), by
-// dissemination: ceil(log2(Size)) rounds of one message, in w's internal context. Once any
-// peer has failed it fails at every rank with a *ProcError naming it. On an
-// intercommunicator it waits for every rank of both groups.
+// Barrier returns once every rank of w has called it as often, by dissemination
+// (ceil(log2(Size)) rounds of one message). Once any peer has failed it fails at every
+// rank with a *ProcError naming it. On an intercommunicator it waits for both groups.
 func Barrier(ctx context.Context, w *World) error {
 	if err := w.live(); err != nil {
 		return withOp("barrier", err)
 	}
-	return withOp("barrier", w.k.barrier(ctx, w))
+	// Observed, it counts as a Barrier call with a collective message of 0 bytes to each
+	// rank w addresses, unless w is a layer's (a Sibling, a window's World), whose call
+	// counts.
+	c := w.e.obs.barrierBegin(w)
+	err := w.k.barrier(ctx, w)
+	w.e.obs.barrierEnd(c, w)
+	return withOp("barrier", err)
+}
+
+// barrier is Barrier without observation, for the barriers a call makes within.
+func barrier(ctx context.Context, w *World) error {
+	if err := w.live(); err != nil {
+		return err
+	}
+	return w.k.barrier(ctx, w)
 }
 
 // dissemination is Barrier of an intracommunicator.

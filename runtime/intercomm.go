@@ -377,7 +377,7 @@ func (x *inter) merge(ctx context.Context, w *World, high bool) (*World, error) 
 // ranks leave only once the leader has heard from the other group's.
 func (x *inter) barrier(ctx context.Context, w *World) error {
 	local := x.lw
-	if err := Barrier(ctx, local); err != nil {
+	if err := barrier(ctx, local); err != nil {
 		return err
 	}
 	if local.Rank() == 0 {
@@ -385,7 +385,7 @@ func (x *inter) barrier(ctx context.Context, w *World) error {
 			return err
 		}
 	}
-	return Barrier(ctx, local)
+	return barrier(ctx, local)
 }
 
 // dupLocked is Dup of an intercommunicator: two contexts of its family, taken in the

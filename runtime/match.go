@@ -14,6 +14,7 @@ import "math/bits"
 // posted receive, or else to the unexpected queue (waking matching probes). payload is an
 // eager message's payload, in a receive slot or fast box the caller reuses afterwards.
 func (e *engine) incomingLocked(src int, h *header, payload []byte) {
+	flow := e.obs.arrivedLocked(src) // every message the sender numbered, taken or not
 	if e.discardFreedLocked(src, h) || (h.ctx == ctlCtx && e.markLocked(src, uint16(h.tag))) {
 		return
 	}
@@ -23,7 +24,6 @@ func (e *engine) incomingLocked(src int, h *header, payload []byte) {
 		}
 		return
 	}
-	flow := e.obs.arrivedLocked(src)
 	if r := e.match.posted.Match(envelope(h.ctx, src, h.tag)); r != nil {
 		e.match.posted.Remove(&r.link)
 		if h.kind == msgEager {

@@ -22,8 +22,9 @@ import (
 // to its receiver. The sender numbers each eager message and rendezvous offer when it
 // enters the engine (numberLocked: sendLocked and the fast-box path of startSendLocked);
 // the receiver counts each one as it arrives (arrivedLocked: incomingLocked and
-// sendSelfLocked), before matching. The runtime keeps a pair's messages in the order they
-// entered the engine, so the two counts agree.
+// sendSelfLocked), before matching or discarding it. The runtime keeps a pair's messages
+// in the order they entered the engine, so the two counts agree. The engine's control
+// messages take numbers too, but start no flow: no receive takes them.
 
 // The environment variables of observation, read by Init (docs/api.md's knobs table).
 const (
@@ -62,10 +63,13 @@ const (
 	lSsend
 	lOut
 	lIn
+	lBarrier
+	lBarrierInter
 	nLabels
 )
 
-var labelNames = [nLabels]string{"Send", "Recv", "Isend", "Irecv", "Sendrecv", "Ssend", "message out", "message in"}
+var labelNames = [nLabels]string{"Send", "Recv", "Isend", "Irecv", "Sendrecv", "Ssend", "message out", "message in",
+	"Barrier dissemination", "Barrier inter"}
 
 // init readies o for job rank rank of size ranks as cfg asks.
 func (o *observer) init(cfg *config, rank, size int) {
@@ -120,6 +124,11 @@ func (o *observer) number(ctx uint16, peer, n int) int64 {
 		return 0
 	}
 	o.sent[peer]++
+	if ctx >= ftCtx {
+		// The engine's control messages (Free's marks, --ft's news) take a number, as
+		// the receiver counts every arrival, but no receive takes them: no flow.
+		return 0
+	}
 	if o.carry {
 		o.flow = o.sent[peer]
 		return 0
@@ -271,6 +280,35 @@ func (o *observer) flushLocked() {
 func (o *observer) waitEventLocked(start int64, peer int, call string) {
 	*o.batch.Add() = trace.Event{Kind: trace.Wait, Start: start, End: o.Stamp(), Bytes: 0,
 		Peer: int32(peer), Tag: -1, Label: o.waitLabelLocked(call)}
+}
+
+// barrierBegin starts observing a Barrier of w when w carries a user's calls: not a
+// Sibling (userCtx) nor a World a layer marked internal (a window's), whose layer counts
+// its own call.
+func (o *observer) barrierBegin(w *World) subcore.ObsCall {
+	if o.Obs == nil || !userCtx(w.ctx) || w.internal.Load() {
+		return subcore.ObsCall{}
+	}
+	return o.Begin(prof.CallBarrier)
+}
+
+// barrierEnd records the Barrier c of w: a collective message of 0 bytes to each rank w
+// addresses (the other group's ranks on an intercommunicator), as Open MPI's coll
+// monitoring counts a barrier, and a Collective event named by its algorithm.
+func (o *observer) barrierEnd(c subcore.ObsCall, w *World) {
+	if !c.On() {
+		return
+	}
+	n, label := w.Size(), lBarrier
+	if w.IsInter() {
+		n, label = w.RemoteSize(), lBarrierInter
+	}
+	for r := range n {
+		if jr, _ := jobRank(w, r); jr != w.e.rank {
+			o.Coll(nil, nil, jr, 0)
+		}
+	}
+	c.End(trace.Collective, 0, trace.NoPeer, -1, o.labels[0][label])
 }
 
 // waitLabelLocked returns the label of a Wait event of call: the last one's without a

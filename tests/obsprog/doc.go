@@ -12,7 +12,9 @@
 //   - Sendrecvs 4 bytes right (from left) with tag 8, and Ssends 4 bytes right with tag
 //     9 into an Irecv from left;
 //   - makes one Allreduce of 256 float64 inside a TraceRegion named "reduce phase", and
-//     one 512-byte Put to right between two Fences.
+//     one 512-byte Put to right between two Fences;
+//   - splits the World by rank parity, makes a Barrier of its half and frees it (Free
+//     sends the engine's control messages), then makes a Barrier of the World.
 //
 // Rank 0 then prints "obsprog: ok". With the argument deadlock, every rank instead sends
 // right one small message and then 1 MiB, which no rank receives: the job hangs, for the

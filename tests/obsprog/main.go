@@ -128,5 +128,18 @@ func run(ctx context.Context, w *runtime.World) error {
 	if err := win.Fence(ctx, 0); err != nil {
 		return err
 	}
-	return win.Free(ctx)
+	if err := win.Free(ctx); err != nil {
+		return err
+	}
+	half, err := w.Split(ctx, me%2, me)
+	if err != nil {
+		return err
+	}
+	if err := runtime.Barrier(ctx, half); err != nil {
+		return err
+	}
+	if err := half.Free(); err != nil {
+		return err
+	}
+	return runtime.Barrier(ctx, w) // numbered after the Free's marks
 }

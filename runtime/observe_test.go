@@ -1,0 +1,114 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/internal/prof"
+	"github.com/gorma-hpc/gorma/internal/testbudget"
+	"github.com/gorma-hpc/gorma/internal/trace"
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/runtimetest"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
+)
+
+// TestObserveBarrier: under the profile and the timeline, runtime.Barrier counts one
+// Barrier call and a collective message of 0 bytes to each rank its World addresses, by
+// job rank: every other rank of Init's World, the other ranks of a Split half, the other
+// half's ranks on an intercommunicator (whose barrier within, of the local group, counts
+// nothing more). Each shows in the timeline as a Collective event named by its algorithm.
+func TestObserveBarrier(t *testing.T) {
+	dir := t.TempDir()
+	opt := runtimetest.Options{Transport: "shm",
+		Env: map[string]string{"GORMA_PROFILE": dir, "GORMA_TRACE": filepath.Join(dir, "trace.json")}}
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
+	defer cancel()
+	runtimetest.Run(t, 4, opt, func(w *runtime.World) error {
+		o, _ := substrate.Observe(w)
+		if o == nil || o.Prof == nil || o.Rec == nil {
+			return fmt.Errorf("observer %v: want the profile and the timeline on", o)
+		}
+		me, p := w.Rank(), w.Size()
+		lower := me < p/2
+		color, remoteLeader := 0, p/2
+		if !lower {
+			color, remoteLeader = 1, 0
+		}
+		half, err := w.Split(ctx, color, me)
+		if err != nil {
+			return err
+		}
+		defer half.Free()
+		ic, err := half.CreateIntercomm(ctx, 0, w, remoteLeader, 7)
+		if err != nil {
+			return err
+		}
+		defer ic.Free()
+		var others []int // the other half's job ranks
+		for r := range p {
+			if (r < p/2) != lower {
+				others = append(others, r)
+			}
+		}
+		mine := func(r int) bool { return r != me && !slices.Contains(others, r) }
+		steps := []struct {
+			w     *runtime.World
+			peers func(r int) bool // the job ranks that get a message
+		}{
+			{w, func(r int) bool { return r != me }},
+			{half, mine},
+			{ic, func(r int) bool { return slices.Contains(others, r) }},
+		}
+		for i, st := range steps {
+			before := o.Profile()
+			if err := runtime.Barrier(ctx, st.w); err != nil {
+				return fmt.Errorf("barrier %d: %w", i, err)
+			}
+			after := o.Profile()
+			if d := barrierCalls(after) - barrierCalls(before); d != 1 {
+				return fmt.Errorf("barrier %d: %d Barrier calls counted, want 1", i, d)
+			}
+			for r := range p {
+				want := uint64(0)
+				if st.peers(r) {
+					want = 1
+				}
+				dm := after.Coll.Msgs[r] - before.Coll.Msgs[r]
+				db := after.Coll.Bytes[r] - before.Coll.Bytes[r]
+				if dm != want || db != 0 {
+					return fmt.Errorf("barrier %d: %d messages of %d bytes to job rank %d, want %d of 0", i, dm, db, r, want)
+				}
+			}
+		}
+		return checkBarrierEvents(o.Rec.Snapshot())
+	})
+}
+
+func barrierCalls(r *prof.Rank) uint64 {
+	for _, s := range r.Calls {
+		if s.Kind == prof.CallBarrier.String() {
+			return s.Calls
+		}
+	}
+	return 0
+}
+
+// checkBarrierEvents checks that d holds the Collective events of TestObserveBarrier's
+// three barriers, in their order.
+func checkBarrierEvents(d trace.Dump) error {
+	var got []string
+	for _, ev := range d.Events {
+		if ev.Kind == trace.Collective {
+			got = append(got, d.Labels[ev.Label])
+		}
+	}
+	want := []string{"Barrier dissemination", "Barrier dissemination", "Barrier inter"}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("Collective events %q, want %q", got, want)
+	}
+	return nil
+}

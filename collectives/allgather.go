@@ -15,7 +15,7 @@ import (
 // doubling (log2(p) rounds); anything else the ring (p-1 steps, bandwidth-optimal).
 func Allgather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T) error {
 	if w.IsInter() {
-		return interErr("allgather", w, interAllgather(ctx, w, send, recv))
+		return interErr("allgather", w, beginInter(w, "allgather").end(interAllgather(ctx, w, send, recv), len(send)*elemSize[T]()))
 	}
 	c, err := begin(ctx, w, "allgather", blockOf(w, send, recv), typeName[T](), "", -1)
 	if err != nil {

@@ -27,7 +27,7 @@ import (
 // a time, no scratch and one Request, and a large block costs each link once.
 func Allgatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts []int) error {
 	if w.IsInter() {
-		return interErr("allgatherv", w, interAllgatherv(ctx, w, send, recv, counts))
+		return interErr("allgatherv", w, beginInter(w, "allgatherv").end(interAllgatherv(ctx, w, send, recv, counts), len(send)*elemSize[T]()))
 	}
 	c, err := begin(ctx, w, "allgatherv", len(recv), typeName[T](), "", -1)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // GORMA_ALLREDUCE forces one.
 func Allreduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T]) error {
 	if w.IsInter() {
-		return interErr("allreduce", w, interAllreduce(ctx, w, send, recv, op))
+		return interErr("allreduce", w, beginInter(w, "allreduce").end(interAllreduce(ctx, w, send, recv, op), len(send)*elemSize[T]()))
 	}
 	c, err := begin(ctx, w, "allreduce", len(recv), typeName[T](), op.name, -1)
 	if err != nil {

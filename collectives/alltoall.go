@@ -16,7 +16,7 @@ import (
 // rank r sends to r+s and receives from r-s. p-1 steps of n elements.
 func Alltoall[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T) error {
 	if w.IsInter() {
-		return interErr("alltoall", w, interAlltoall(ctx, w, send, recv))
+		return interErr("alltoall", w, beginInter(w, "alltoall").end(interAlltoall(ctx, w, send, recv), len(send)*elemSize[T]()))
 	}
 	c, err := begin(ctx, w, "alltoall", len(recv), typeName[T](), "", -1)
 	if err != nil {

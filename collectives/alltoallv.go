@@ -29,7 +29,7 @@ import (
 // sends (to r+1, r+2, ...), and waits for them all; its own block is copied.
 func Alltoallv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, sendCounts []int, recv []T, recvCounts []int) error {
 	if w.IsInter() {
-		return interErr("alltoallv", w, interAlltoallv(ctx, w, send, sendCounts, recv, recvCounts))
+		return interErr("alltoallv", w, beginInter(w, "alltoallv").end(interAlltoallv(ctx, w, send, sendCounts, recv, recvCounts), len(send)*elemSize[T]()))
 	}
 	c, err := begin(ctx, w, "alltoallv", -1, typeName[T](), "", -1)
 	if err != nil {

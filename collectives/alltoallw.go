@@ -38,7 +38,7 @@ type ByteBlocks struct {
 // slice of p block lengths per call.
 func Alltoallw(ctx context.Context, w *runtime.World, send []byte, sendBlocks ByteBlocks, recv []byte, recvBlocks ByteBlocks) error {
 	if w.IsInter() {
-		return interErr("alltoallw", w, interAlltoallw(ctx, w, send, sendBlocks, recv, recvBlocks))
+		return interErr("alltoallw", w, beginInter(w, "alltoallw").end(interAlltoallw(ctx, w, send, sendBlocks, recv, recvBlocks), len(send)))
 	}
 	c, err := begin(ctx, w, "alltoallw", -1, "", "", -1)
 	if err != nil {

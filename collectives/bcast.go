@@ -14,7 +14,7 @@ import (
 // scattered down the tree and gathered around a ring.
 func Bcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, root int) error {
 	if w.IsInter() {
-		return interErr("bcast", w, interBcast(ctx, w, buf, root))
+		return interErr("bcast", w, beginInter(w, "bcast").end(interBcast(ctx, w, buf, root), len(buf)*elemSize[T]()))
 	}
 	c, err := begin(ctx, w, "bcast", len(buf), typeName[T](), "", root)
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 // ranks wrap past p-1, received in scratch and copied).
 func Gather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
 	if w.IsInter() {
-		return interErr("gather", w, interGather(ctx, w, send, recv, root))
+		return interErr("gather", w, beginInter(w, "gather").end(interGather(ctx, w, send, recv, root), len(send)*elemSize[T]()))
 	}
 	c, err := begin(ctx, w, "gather", blockOf(w, send, recv), typeName[T](), "", root)
 	if err != nil {

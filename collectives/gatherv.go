@@ -28,7 +28,7 @@ import (
 // sends once. Only root knows the counts, so no rank could forward a subtree's blocks.
 func Gatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts, displs []int, root int) error {
 	if w.IsInter() {
-		return interErr("gatherv", w, interGatherv(ctx, w, send, recv, counts, displs, root))
+		return interErr("gatherv", w, beginInter(w, "gatherv").end(interGatherv(ctx, w, send, recv, counts, displs, root), len(send)*elemSize[T]()))
 	}
 	c, err := begin(ctx, w, "gatherv", -1, typeName[T](), "", root)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gorma-hpc/gorma/internal/trace"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
@@ -99,7 +100,7 @@ func interBcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, 
 	}
 	switch role {
 	case roleRoot:
-		return runtime.Send(ctx, sib, buf, 0, interTagBcast)
+		return sendInter(ctx, sib, buf, 0, interTagBcast)
 	case roleRemote:
 		local := w.Local()
 		if local.Rank() == 0 {
@@ -134,7 +135,7 @@ func interReduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, re
 			return err
 		}
 		if local.Rank() == 0 {
-			return runtime.Send(ctx, sib, part, root, interTagReduce)
+			return sendInter(ctx, sib, part, root, interTagReduce)
 		}
 	}
 	return nil
@@ -184,7 +185,7 @@ func interGather[T runtime.Elem](ctx context.Context, w *runtime.World, send, re
 			return err
 		}
 		if local.Rank() == 0 {
-			return runtime.Send(ctx, sib, all, root, interTagGather)
+			return sendInter(ctx, sib, all, root, interTagGather)
 		}
 	}
 	return nil
@@ -201,7 +202,7 @@ func interScatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, r
 		if len(send)%w.RemoteSize() != 0 {
 			return invalid("len(send) %d at the root is not a multiple of the remote group's %d ranks", len(send), w.RemoteSize())
 		}
-		return runtime.Send(ctx, sib, send, 0, interTagScatter)
+		return sendInter(ctx, sib, send, 0, interTagScatter)
 	case roleRemote:
 		if recv == nil {
 			return invalid("nil recv (an intercommunicator's Scatter has no in-place form)")
@@ -276,7 +277,7 @@ func interAlltoall[T runtime.Elem](ctx context.Context, w *runtime.World, send, 
 	}
 	for i := range m {
 		r := (w.Rank() + i) % m
-		q, err := runtime.Isend(sib, send[r*n:(r+1)*n], r, interTagAlltoall)
+		q, err := isendInter(sib, send[r*n:(r+1)*n], r, interTagAlltoall)
 		if err != nil {
 			return err
 		}
@@ -301,6 +302,7 @@ func recvAll[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, src
 // sendrecvAll is the leaders' exchange: send to the other leader, and exactly len(recv)
 // elements from it.
 func sendrecvAll[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, tag int) (runtime.Status, error) {
+	interSent(w, 0, len(send)*elemSize[T]())
 	st, err := runtime.Sendrecv(ctx, w, send, 0, tag, recv, 0, tag)
 	if err == nil && runtime.CountOf[T](st) != len(recv) {
 		err = fmt.Errorf("%w: %d elements from the remote leader, %d expected (every rank passes matching counts)", ErrMismatch, runtime.CountOf[T](st), len(recv))
@@ -321,7 +323,7 @@ func exchangeBlocks[T runtime.Elem](ctx context.Context, sib *runtime.World, tag
 		reqs = append(reqs, q)
 	}
 	for r, b := range sends {
-		q, err := runtime.Isend(sib, b, r, tag)
+		q, err := isendInter(sib, b, r, tag)
 		if err != nil {
 			return err
 		}
@@ -373,7 +375,7 @@ func interGatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, r
 		return err
 	}
 	if role == roleRemote {
-		return runtime.Send(ctx, sib, send, root, interTagGatherv)
+		return sendInter(ctx, sib, send, root, interTagGatherv)
 	}
 	if err := vArgs(w, counts, displs); err != nil {
 		return err
@@ -504,4 +506,54 @@ func interReduceScatterV[T runtime.Elem](ctx context.Context, w *runtime.World, 
 		displs[i] = displs[i-1] + counts[i-1]
 	}
 	return Scatterv(ctx, local, theirs, counts, displs, recv, 0)
+}
+
+// Observation (observe.go): an intercommunicator call counts as one call of its kind, with
+// a Collective event "<Call> inter", and the data this rank sends to the other group as
+// collective data for each remote rank. The local group's calls within count as their own
+// calls, as they are.
+
+// interObs is the observation of one intercommunicator call; it is zero when the rank
+// does not observe.
+type interObs struct {
+	o    *substrate.Obs
+	c    substrate.ObsCall
+	name string
+}
+
+// beginInter starts observing the intercommunicator call name (begin's names) on w.
+func beginInter(w *runtime.World, name string) interObs {
+	o, _ := substrate.Observe(w)
+	if o == nil {
+		return interObs{}
+	}
+	return interObs{o: o, c: o.Begin(callKind(name)), name: name}
+}
+
+// end records the call, whose send buffer held bytes, and returns err.
+func (ob interObs) end(err error, bytes int) error {
+	if ob.o != nil {
+		ob.c.End(trace.Collective, bytes, trace.NoPeer, -1, ob.o.Label(trackName(ob.name)+" inter"))
+	}
+	return err
+}
+
+// interSent counts n bytes this rank sends to remote rank r over sib, an
+// intercommunicator's sibling, as collective data.
+func interSent(sib *runtime.World, r, n int) {
+	if o, members := substrate.Observe(sib); o != nil {
+		o.Coll(nil, members, r, n)
+	}
+}
+
+// sendInter is runtime.Send of buf to remote rank dst over sib, counted (interSent).
+func sendInter[T runtime.Elem](ctx context.Context, sib *runtime.World, buf []T, dst, tag int) error {
+	interSent(sib, dst, len(buf)*elemSize[T]())
+	return runtime.Send(ctx, sib, buf, dst, tag)
+}
+
+// isendInter is runtime.Isend of buf to remote rank dst over sib, counted (interSent).
+func isendInter[T runtime.Elem](sib *runtime.World, buf []T, dst, tag int) (*runtime.Request, error) {
+	interSent(sib, dst, len(buf)*elemSize[T]())
+	return runtime.Isend(sib, buf, dst, tag)
 }

@@ -248,3 +248,86 @@ func TestCallKinds(t *testing.T) {
 		t.Errorf("found %d calls of begin, want every collective's", seen)
 	}
 }
+
+// TestObserveInter: on an intercommunicator, a call counts as one call of its kind, with
+// a Collective event "<Call> inter", and the data a rank sends to the other group as
+// collective data for each remote rank; the local group's calls within count as their
+// own. Job ranks 0 and 1 form one group, 2 and 3 the other.
+func TestObserveInter(t *testing.T) {
+	opt := runtimetest.Options{Transport: "shm", Env: observeEnv(t)}
+	runJob(t, 4, opt, 30*time.Second, func(e rankEnv) error {
+		lower := e.r < 2
+		color, remoteLeader := 0, 2
+		if !lower {
+			color, remoteLeader = 1, 0
+		}
+		half, err := e.w.Split(e.ctx, color, e.r)
+		if err != nil {
+			return err
+		}
+		defer half.Free()
+		ic, err := half.CreateIntercomm(e.ctx, 0, e.w, remoteLeader, 11)
+		if err != nil {
+			return err
+		}
+		defer ic.Free()
+		o, _ := substrate.Observe(ic)
+		type want struct {
+			calls uint64
+			bytes map[int]uint64 // by job rank; the others get nothing
+		}
+		steps := []struct {
+			kind prof.CallKind
+			run  func() error
+			want [4]want
+		}{{
+			kind: prof.CallBcast,
+			run: func() error {
+				root := 0 // the root's rank in its group, at the other group
+				switch e.r {
+				case 0:
+					root = runtime.Root
+				case 1:
+					root = runtime.ProcNull
+				}
+				return Bcast(e.ctx, ic, make([]float64, 10), root)
+			},
+			// Job rank 2 receives for its group and broadcasts within it: a second call.
+			want: [4]want{{1, map[int]uint64{2: 80}}, {1, nil}, {2, map[int]uint64{3: 80}}, {2, nil}},
+		}, {
+			kind: prof.CallAlltoall,
+			run:  func() error { return Alltoall(e.ctx, ic, make([]int32, 4), make([]int32, 4)) },
+			want: [4]want{{1, map[int]uint64{2: 8, 3: 8}}, {1, map[int]uint64{2: 8, 3: 8}},
+				{1, map[int]uint64{0: 8, 1: 8}}, {1, map[int]uint64{0: 8, 1: 8}}},
+		}}
+		for i, st := range steps {
+			before := o.Profile()
+			if err := st.run(); err != nil {
+				return fmt.Errorf("step %d (%v): %w", i, st.kind, err)
+			}
+			after := o.Profile()
+			w := st.want[e.r]
+			if d := callStat(after, st.kind).Calls - callStat(before, st.kind).Calls; d != w.calls {
+				return fmt.Errorf("step %d (%v): %d calls counted, want %d", i, st.kind, d, w.calls)
+			}
+			for q := range 4 {
+				if db := after.Coll.Bytes[q] - before.Coll.Bytes[q]; db != w.bytes[q] {
+					return fmt.Errorf("step %d (%v): %d bytes to job rank %d, want %d", i, st.kind, db, q, w.bytes[q])
+				}
+			}
+		}
+		var labels []string
+		d := o.Rec.Snapshot()
+		for _, ev := range d.Events {
+			if ev.Kind == trace.Collective {
+				labels = append(labels, d.Labels[ev.Label])
+			}
+		}
+		for _, l := range []string{"Bcast inter", "Alltoall inter"} {
+			if !slices.Contains(labels, l) {
+				return fmt.Errorf("no Collective event %q in %q", l, labels)
+			}
+		}
+		return nil
+	})
+}

@@ -17,7 +17,7 @@ import (
 // holds, and sent to root.
 func Reduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T], root int) error {
 	if w.IsInter() {
-		return interErr("reduce", w, interReduce(ctx, w, send, recv, op, root))
+		return interErr("reduce", w, beginInter(w, "reduce").end(interReduce(ctx, w, send, recv, op, root), len(send)*elemSize[T]()))
 	}
 	c, err := begin(ctx, w, "reduce", inputLen(send, recv), typeName[T](), op.name, root)
 	if err != nil {

@@ -22,7 +22,7 @@ func ReduceScatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, 
 		for i := range counts {
 			counts[i] = len(recv)
 		}
-		return interErr("reduce_scatter", w, interReduceScatterV(ctx, w, send, recv, counts, op))
+		return interErr("reduce_scatter", w, beginInter(w, "reduce_scatter").end(interReduceScatterV(ctx, w, send, recv, counts, op), len(send)*elemSize[T]()))
 	}
 	n := len(recv)
 	if send == nil && w != nil {

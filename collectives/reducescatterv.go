@@ -27,7 +27,7 @@ import (
 // all at once, and combines the blocks it receives in rank order.
 func ReduceScatterV[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts []int, op Op[T]) error {
 	if w.IsInter() {
-		return interErr("reduce_scatter_v", w, interReduceScatterV(ctx, w, send, recv, counts, op))
+		return interErr("reduce_scatter_v", w, beginInter(w, "reduce_scatter_v").end(interReduceScatterV(ctx, w, send, recv, counts, op), len(send)*elemSize[T]()))
 	}
 	total := -1
 	if w != nil && len(counts) == w.Size() {

@@ -23,7 +23,7 @@ import (
 // root is not 0: the one whose ranks wrap past p-1, copied together in scratch first).
 func Scatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
 	if w.IsInter() {
-		return interErr("scatter", w, interScatter(ctx, w, send, recv, root))
+		return interErr("scatter", w, beginInter(w, "scatter").end(interScatter(ctx, w, send, recv, root), len(send)*elemSize[T]()))
 	}
 	c, err := begin(ctx, w, "scatter", blockOf(w, recv, send), typeName[T](), "", root)
 	if err != nil {

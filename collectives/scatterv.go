@@ -27,7 +27,7 @@ import (
 // every other rank receives once.
 func Scatterv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, counts, displs []int, recv []T, root int) error {
 	if w.IsInter() {
-		return interErr("scatterv", w, interScatterv(ctx, w, send, counts, displs, recv, root))
+		return interErr("scatterv", w, beginInter(w, "scatterv").end(interScatterv(ctx, w, send, counts, displs, recv, root), len(send)*elemSize[T]()))
 	}
 	c, err := begin(ctx, w, "scatterv", -1, typeName[T](), "", root)
 	if err != nil {

@@ -134,6 +134,7 @@ func (w *World) Free() error {
 	e.watch.mu.Lock()
 	delete(e.watch.inner, base/4) // a later World may get the context
 	e.watch.mu.Unlock()
+	e.obs.markInternal(base, false)
 
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -118,10 +118,11 @@ func (s *subWorld) NewTrack() *subcore.Track {
 
 // MarkInternal marks w as a layer's own World (the window package's Dup, say): hang
 // reports leave out the calls on it while a call on another World is under way, which
-// it serves.
+// it serves, and the profile does not count its messages and calls as the user's.
 func (s *subWorld) MarkInternal() {
 	w := (*World)(s)
 	w.internal.Store(true)
+	w.e.obs.markInternal(w.ctx, true) // its messages and calls are the layer's, not the user's
 	h := &w.e.watch
 	h.mu.Lock()
 	if h.inner == nil {

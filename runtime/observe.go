@@ -5,6 +5,7 @@ import (
 	"fmt"
 	gotrace "runtime/trace"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/internal/trace"
@@ -41,16 +42,17 @@ const defaultTraceEvents = 1 << 17
 // off; sent and got are guarded by the engine's mu and nil when the timeline is off.
 type observer struct {
 	*subcore.Obs
-	local     *prof.Local        // the profile's counts of the engine's calls and messages, guarded by its mu
-	batch     *trace.Batch       // the engine's events on their way to the recorder, guarded by its mu (flushLocked)
-	sent, got []uint64           // by job rank: messages numbered to it, messages counted from it
-	carry     bool               // a send call records its message's flow itself (carryLocked)
-	flow      uint64             // the number given while carry was set
-	offsets   []int64            // at rank 0: each host leader's clock offset, measured at Init (align)
-	leaders   []int              // at rank 0: each rank's host leader (align)
-	labels    [2][nLabels]uint16 // [0]: a user's call; [1]: a layer's or the runtime's own (internal)
-	lastWait  string             // the call of the last Wait event, guarded by the engine's mu
-	waitLabel uint16             // its label
+	local     *prof.Local                               // the profile's counts of the engine's calls and messages, guarded by its mu
+	batch     *trace.Batch                              // the engine's events on their way to the recorder, guarded by its mu (flushLocked)
+	sent, got []uint64                                  // by job rank: messages numbered to it, messages counted from it
+	carry     bool                                      // a send call records its message's flow itself (carryLocked)
+	flow      uint64                                    // the number given while carry was set
+	offsets   []int64                                   // at rank 0: each host leader's clock offset, measured at Init (align)
+	leaders   []int                                     // at rank 0: each rank's host leader (align)
+	labels    [2][nLabels]uint16                        // [0]: a user's call; [1]: a layer's or the runtime's own (internal)
+	lastWait  string                                    // the call of the last Wait event, guarded by the engine's mu
+	waitLabel uint16                                    // its label
+	inner     [1 << 16 / ctxPerWorld / 64]atomic.Uint64 // a bit per World context: marked internal (markInternal)
 }
 
 // The timeline's labels of the engine's own events.
@@ -97,9 +99,29 @@ func (o *observer) init(cfg *config, rank, size int) {
 // traffic, a Sibling's, or the engine's control).
 func userCtx(ctx uint16) bool { return ctx%ctxPerWorld == 0 && ctx < splitTop }
 
+// user reports whether ctx carries a user's messages: userCtx, and not a World a layer
+// marked internal (topo's neighbourhood World, a window's), whose layer counts its calls.
+func (o *observer) user(ctx uint16) bool {
+	return userCtx(ctx) && o.inner[ctx/ctxPerWorld/64].Load()&(1<<(ctx/ctxPerWorld%64)) == 0
+}
+
+// markInternal records that the World of context ctx is a layer's (MarkInternal), or
+// with on false that it is not (at Free, as a later World may get the context).
+func (o *observer) markInternal(ctx uint16, on bool) {
+	if o.Obs == nil {
+		return
+	}
+	w, bit := &o.inner[ctx/ctxPerWorld/64], uint64(1)<<(ctx/ctxPerWorld%64)
+	if on {
+		w.Or(bit)
+	} else {
+		w.And(^bit)
+	}
+}
+
 // internal is 1 for a context of internal traffic, 0 for a user's.
-func internal(ctx uint16) int {
-	if userCtx(ctx) {
+func (o *observer) internal(ctx uint16) int {
+	if o.user(ctx) {
 		return 0
 	}
 	return 1
@@ -117,7 +139,7 @@ func (o *observer) numberLocked(ctx uint16, peer, n int) int64 {
 }
 
 func (o *observer) number(ctx uint16, peer, n int) int64 {
-	if userCtx(ctx) {
+	if o.user(ctx) {
 		o.local.Send(peer, n)
 	}
 	if o.Rec == nil || peer >= len(o.sent) {
@@ -161,7 +183,7 @@ func (o *observer) sentLocked(t0 int64, ctx uint16, peer, tag, n int) {
 
 func (o *observer) sentOn(t0 int64, ctx uint16, peer, tag, n int) {
 	*o.batch.Add() = trace.Event{Kind: trace.Send, Start: t0, End: max(o.Stamp(), t0+o.Span()), Bytes: int64(n),
-		Flow: o.sent[peer], Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][lOut]}
+		Flow: o.sent[peer], Peer: int32(peer), Tag: int32(tag), Label: o.labels[o.internal(ctx)][lOut]}
 }
 
 // arrivedLocked counts a message from job rank src as it arrives and returns its flow
@@ -195,7 +217,7 @@ func (o *observer) beginLocked(ctx uint16, kind prof.CallKind) subcore.ObsCall {
 
 func (o *observer) beginOn(ctx uint16, kind prof.CallKind, locked bool) subcore.ObsCall {
 	switch {
-	case !userCtx(ctx):
+	case !o.user(ctx):
 		return o.Track(kind)
 	case locked:
 		return o.BeginLocked(o.local, kind)
@@ -217,7 +239,7 @@ func (o *observer) sendOn(c subcore.ObsCall, ctx uint16, label int, peer, tag, n
 	end := c.Finish(n) // the profile counts only a user's call (beginOn)
 	if o.Rec != nil {
 		*o.batch.Add() = trace.Event{Kind: trace.Send, Start: c.Started(), End: max(end, c.Started()+o.Span()),
-			Bytes: int64(n), Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[internal(ctx)][label]}
+			Bytes: int64(n), Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[o.internal(ctx)][label]}
 	}
 }
 
@@ -236,7 +258,7 @@ func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n 
 		return
 	}
 	end = max(end, c.Started()+o.Span())
-	lab := &o.labels[internal(ctx)]
+	lab := &o.labels[o.internal(ctx)]
 	*o.batch.Add() = trace.Event{Kind: trace.Recv, Start: c.Started(), End: end, Bytes: int64(n),
 		Peer: int32(src), Tag: int32(tag), Label: lab[label]}
 	if flow != 0 {
@@ -263,7 +285,7 @@ func (o *observer) matched(r *Request, flow uint64, ctx uint16, src, tag, n int)
 func (o *observer) matchedOn(flow uint64, ctx uint16, src, tag, n int) {
 	t := o.Stamp()
 	*o.batch.Add() = trace.Event{Kind: trace.Match, Start: t, End: t + o.Span(), Bytes: int64(n),
-		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[internal(ctx)][lIn]}
+		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[o.internal(ctx)][lIn]}
 }
 
 // flushLocked stores the engine's batched events in the recorder. The engine calls it
@@ -286,7 +308,7 @@ func (o *observer) waitEventLocked(start int64, peer int, call string) {
 // Sibling (userCtx) nor a World a layer marked internal (a window's), whose layer counts
 // its own call.
 func (o *observer) barrierBegin(w *World) subcore.ObsCall {
-	if o.Obs == nil || !userCtx(w.ctx) || w.internal.Load() {
+	if o.Obs == nil || !o.user(w.ctx) {
 		return subcore.ObsCall{}
 	}
 	return o.Begin(prof.CallBarrier)
@@ -372,7 +394,7 @@ func (o *observer) waitStart(ctx uint16) subcore.ObsCall {
 }
 
 func (o *observer) waitStartOn(ctx uint16) subcore.ObsCall {
-	if o.Prof == nil || !userCtx(ctx) {
+	if o.Prof == nil || !o.user(ctx) {
 		return subcore.ObsCall{}
 	}
 	return o.Begin(prof.CallWait)

@@ -50,6 +50,8 @@ type hood struct {
 	cart    bool  // slot k sends with code k and receives code k^1 (see sendTag)
 	bad     error // the ErrInvalid error every call fails with (a Graph that is not symmetric)
 	seq     atomic.Uint64
+	obs     *substrate.Obs // the rank's observer (substrate.Observe), nil when off
+	members []int          // comm's job ranks, for obs
 }
 
 // neighborhood returns c's neighbourhood, nil for a nil Cart (a rank beyond the grid).
@@ -154,7 +156,9 @@ func newHood(w *runtime.World, in, out []int, cart bool, bad error) (*hood, erro
 		comm.Free()
 		return nil, err
 	}
-	return &hood{comm: comm, in: in, out: out, cart: cart, bad: bad}, nil
+	h := &hood{comm: comm, in: in, out: out, cart: cart, bad: bad}
+	h.obs, h.members = substrate.Observe(comm)
+	return h, nil
 }
 
 // Tags. Call number s uses the tags from s*width up. It is counted on the hood, so it is

@@ -7,7 +7,10 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"unsafe"
 
+	"github.com/gorma-hpc/gorma/internal/prof"
+	"github.com/gorma-hpc/gorma/internal/trace"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
@@ -28,10 +31,12 @@ type Request struct {
 	op         string // the call's name in errors: "neighbor_alltoall"
 	h          *hood
 	persistent bool
+	kind       prof.CallKind                       // the profile's kind of the call
 	base       uint64                              // the call's first tag (see hood.next), fixed at Init for a persistent one
 	post       func(r *Request, base uint64) error // posts the call's receives, then its sends
 
 	mu     sync.Mutex
+	ob     substrate.ObsCall  // the active call's observation (observe), zero when off
 	reqs   []*runtime.Request // the active call's receives, then its sends
 	pool   []*runtime.Request // one runtime Request per slot, made at the first call and reused at every Start
 	slots  []slot             // what each of reqs does
@@ -40,9 +45,9 @@ type Request struct {
 	err    error // the last finished call's error
 }
 
-// slot is one posted operation: the block it fills or sends, the neighbour, and for a
-// receive the elements expected (-1 for a send).
-type slot struct{ block, peer, want int }
+// slot is one posted operation: the block it fills or sends, the neighbour, for a
+// receive the elements expected (-1 for a send), and for a send its bytes.
+type slot struct{ block, peer, want, n int }
 
 // newRequest returns the inactive Request of the call op on t, or the error of a
 // topology that cannot take one.
@@ -62,7 +67,11 @@ func newRequest(op string, t Topology, persistent bool) (*Request, error) {
 	}
 	// The call's number is taken before its arguments are checked, so that a rank whose
 	// arguments fail stays in step with its neighbours for the calls after it.
-	return &Request{op: op, h: h, persistent: persistent, base: h.next()}, nil
+	kind := prof.CallNeighborAlltoall
+	if strings.HasPrefix(op, "neighbor_allgather") {
+		kind = prof.CallNeighborAllgather
+	}
+	return &Request{op: op, h: h, persistent: persistent, base: h.next(), kind: kind}, nil
 }
 
 // start posts a nonblocking call, or returns the error (nothing posted).
@@ -93,7 +102,24 @@ func (r *Request) begin(base uint64) error {
 		return err
 	}
 	r.active = true
+	r.observe()
 	return nil
+}
+
+// observe starts observing the call just posted, when the rank observes its calls: one
+// call of its kind, and each block sent as collective data for its neighbour, as Open
+// MPI's coll monitoring counts a neighbourhood collective. finish records it.
+func (r *Request) observe() {
+	o := r.h.obs
+	if o == nil {
+		return
+	}
+	r.ob = o.Begin(r.kind)
+	for _, s := range r.slots {
+		if s.want < 0 {
+			o.Coll(nil, r.h.members, s.peer, s.n)
+		}
+	}
 }
 
 // postBlocks posts r's receives of the blocks recv[k] from the neighbours h.in[k], then
@@ -111,7 +137,7 @@ func postBlocks[T runtime.Elem](r *Request, base uint64, recv, send [][]T) error
 			return fmt.Errorf("topo: %s: rank %d posting the receive of block %d from rank %d: %w", r.op, me, k, p, err)
 		}
 		r.reqs = append(r.reqs, q)
-		r.slots = append(r.slots, slot{k, p, len(b)})
+		r.slots = append(r.slots, slot{k, p, len(b), 0})
 	}
 	for k, b := range send {
 		p := h.out[k]
@@ -123,7 +149,7 @@ func postBlocks[T runtime.Elem](r *Request, base uint64, recv, send [][]T) error
 			return fmt.Errorf("topo: %s: rank %d sending block %d to rank %d: %w", r.op, me, k, p, err)
 		}
 		r.reqs = append(r.reqs, q)
-		r.slots = append(r.slots, slot{k, p, -1})
+		r.slots = append(r.slots, slot{k, p, -1, len(b) * int(unsafe.Sizeof(*new(T)))})
 	}
 	return nil
 }
@@ -207,6 +233,14 @@ func (r *Request) finish() {
 	}
 	r.err = errors.Join(errs...)
 	r.active = false
+	if r.ob.On() {
+		sent := 0
+		for _, s := range r.slots {
+			sent += s.n
+		}
+		r.ob.End(trace.Collective, sent, trace.NoPeer, -1, 0) // labelled with its kind
+		r.ob = substrate.ObsCall{}
+	}
 	if !r.persistent {
 		r.reqs, r.slots, r.pool = nil, nil, nil
 	}

@@ -36,6 +36,8 @@ const (
 	CallStart
 	CallComplete
 	CallWaitEpoch
+	CallNeighborAllgather // package topo's NeighborAllgather(v)
+	CallNeighborAlltoall  // package topo's NeighborAlltoall(v, w)
 	NumCalls
 )
 
@@ -45,6 +47,7 @@ var callNames = [NumCalls]string{
 	"Alltoall", "Alltoallv", "ReduceScatter", "Scan",
 	"Put", "Get", "Accumulate", "GetAccumulate", "FetchAndOp", "CompareAndSwap",
 	"Fence", "Lock", "Unlock", "Flush", "Post", "Start", "Complete", "WaitEpoch",
+	"NeighborAllgather", "NeighborAlltoall",
 }
 
 // String returns the call's MPI-style name, such as "Allreduce".

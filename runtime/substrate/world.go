@@ -40,7 +40,8 @@ func Broken(w *runtime.World) error { return of(w).Broken() }
 func OnFree(w *runtime.World, f func()) error { return of(w).OnFree(f) }
 
 // MarkInternal marks w as a layer's own World (the window package's Dup, say): hang
-// reports leave out the calls on it while a call on another World is under way.
+// reports leave out the calls on it while a call on another World is under way, and the
+// profile does not count its point-to-point messages and calls: the layer counts its own.
 func MarkInternal(w *runtime.World) { of(w).MarkInternal() }
 
 // ServePeers makes this rank's transports serve peers' requests while the caller waits

@@ -42,17 +42,17 @@ const defaultTraceEvents = 1 << 17
 // off; sent and got are guarded by the engine's mu and nil when the timeline is off.
 type observer struct {
 	*subcore.Obs
-	local     *prof.Local                               // the profile's counts of the engine's calls and messages, guarded by its mu
-	batch     *trace.Batch                              // the engine's events on their way to the recorder, guarded by its mu (flushLocked)
-	sent, got []uint64                                  // by job rank: messages numbered to it, messages counted from it
-	carry     bool                                      // a send call records its message's flow itself (carryLocked)
-	flow      uint64                                    // the number given while carry was set
-	offsets   []int64                                   // at rank 0: each host leader's clock offset, measured at Init (align)
-	leaders   []int                                     // at rank 0: each rank's host leader (align)
-	labels    [2][nLabels]uint16                        // [0]: a user's call; [1]: a layer's or the runtime's own (internal)
-	lastWait  string                                    // the call of the last Wait event, guarded by the engine's mu
-	waitLabel uint16                                    // its label
-	inner     [1 << 16 / ctxPerWorld / 64]atomic.Uint64 // a bit per World context: marked internal (markInternal)
+	local     *prof.Local                                // the profile's counts of the engine's calls and messages, guarded by its mu
+	batch     *trace.Batch                               // the engine's events on their way to the recorder, guarded by its mu (flushLocked)
+	sent, got []uint64                                   // by job rank: messages numbered to it, messages counted from it
+	carry     bool                                       // a send call records its message's flow itself (carryLocked)
+	flow      uint64                                     // the number given while carry was set
+	offsets   []int64                                    // at rank 0: each host leader's clock offset, measured at Init (align)
+	leaders   []int                                      // at rank 0: each rank's host leader (align)
+	labels    [2][nLabels]uint16                         // [0]: a user's call; [1]: a layer's or the runtime's own (internal)
+	lastWait  string                                     // the call of the last Wait event, guarded by the engine's mu
+	waitLabel uint16                                     // its label
+	inner     *[1 << 16 / ctxPerWorld / 64]atomic.Uint64 // a bit per World context: marked internal (markInternal)
 }
 
 // The timeline's labels of the engine's own events.
@@ -84,6 +84,7 @@ func (o *observer) init(cfg *config, rank, size int) {
 		return
 	}
 	o.local = o.NewLocal()
+	o.inner = new([1 << 16 / ctxPerWorld / 64]atomic.Uint64)
 	if o.Rec == nil {
 		return
 	}

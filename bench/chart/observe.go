@@ -137,7 +137,8 @@ func renderObserve(o *Observe) (string, error) {
 		"and `go test -bench ObservePingPong8B ./runtime` what they add to the latency.\n\n",
 		o.Command, o.Machine.Cores, o.Machine.CPU, o.Go, o.OpenMPI, strings.Join(figures, ". "), plural(o.Reps, "repetition"))
 	if o.Clock != "" {
-		fmt.Fprintf(&b, "The kernel's clock source was %s: the timeline reads the time-stamp counter only where it is tsc. ", o.Clock)
+		fmt.Fprintf(&b, "The kernel's clock source was %s: the timeline reads the time-stamp counter where the kernel keeps time by it (tsc) "+
+			"or offers it on a processor whose counter runs at a constant rate. ", o.Clock)
 	}
 	b.WriteString(loadText(o.Load, o.Machine.Cores))
 	if o.Machine.Cores <= 2 {

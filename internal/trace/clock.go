@@ -3,16 +3,17 @@ package trace
 import (
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 )
 
 // Clock is the recorder's time source: a monotonic clock whose Stamp costs less than
-// Go's. Where the kernel keeps time by the processor's time-stamp counter itself
-// (clocksource tsc, on amd64), a stamp is the counter's reading since the clock's start;
-// the kernel uses it only when it runs at a constant rate and agrees across processors.
-// Elsewhere a stamp is nanoseconds of the monotonic clock. `go test -bench Clock
+// Go's. Where the processor's time-stamp counter is a clock (counterUsable: the kernel
+// keeps time by it, or offers it on a processor whose counter runs at a constant rate;
+// on amd64), a stamp is the counter's reading since the clock's start. Elsewhere a stamp
+// is nanoseconds of the monotonic clock. `go test -bench Clock
 // ./internal/trace` measures both.
 //
 // Nanos converts a difference of stamps at the rate measured over calibrate when the
@@ -102,12 +103,44 @@ func (c *Clock) Exact() func(stamp int64) int64 {
 	return func(s int64) int64 { return int64(float64(s) * scale) }
 }
 
-// counterKeepsTime reports whether the kernel keeps time by the time-stamp counter and
-// Stamp can read it.
+// counterKeepsTime reports whether Stamp can read the time-stamp counter as a clock
+// (counterUsable on this machine's files).
 var counterKeepsTime = sync.OnceValue(func() bool {
 	if !haveCounter {
 		return false
 	}
-	b, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
-	return err == nil && strings.TrimSpace(string(b)) == "tsc"
+	const dir = "/sys/devices/system/clocksource/clocksource0/"
+	current, _ := os.ReadFile(dir + "current_clocksource")
+	available, _ := os.ReadFile(dir + "available_clocksource")
+	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
+	return counterUsable(string(current), string(available), cpuFlags(string(cpuinfo)))
 })
+
+// counterUsable reports whether the time-stamp counter is a clock, from the kernel's
+// current and available clock sources and the processor's flags:
+//
+//   - the kernel keeps time by it (current is tsc); or
+//   - the kernel offers it (tsc is among the available sources) and the processor says
+//     that it runs at a constant rate, in every power state (constant_tsc and
+//     nonstop_tsc). A virtual machine often keeps time by its hypervisor's clock
+//     (kvm-clock) over such a counter.
+//
+// The kernel offers tsc only when the counters of all processors agree and its watchdog
+// has not found the counter drifting: it withdraws an unstable counter.
+func counterUsable(current, available string, flags []string) bool {
+	if strings.TrimSpace(current) == "tsc" {
+		return true
+	}
+	return slices.Contains(strings.Fields(available), "tsc") &&
+		slices.Contains(flags, "constant_tsc") && slices.Contains(flags, "nonstop_tsc")
+}
+
+// cpuFlags returns the flags of /proc/cpuinfo's first processor.
+func cpuFlags(cpuinfo string) []string {
+	for line := range strings.Lines(cpuinfo) {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "flags" {
+			return strings.Fields(v)
+		}
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -165,5 +166,32 @@ func BenchmarkRecord(b *testing.B) {
 		e.Start = int64(e.Flow)
 		e.Flow++
 		r.Record(e)
+	}
+}
+
+// TestCounterUsable: the counter is a clock where the kernel keeps time by it, or offers
+// it on a processor that says its counter runs at a constant rate in every power state.
+func TestCounterUsable(t *testing.T) {
+	steady := []string{"fpu", "tsc", "constant_tsc", "nonstop_tsc"}
+	for _, c := range []struct {
+		current, available string
+		flags              []string
+		want               bool
+	}{
+		{"tsc\n", "tsc kvm-clock \n", nil, true},
+		{"kvm-clock\n", "kvm-clock tsc acpi_pm \n", steady, true},
+		{"kvm-clock\n", "kvm-clock acpi_pm \n", steady, false},                      // withdrawn: unstable
+		{"kvm-clock\n", "kvm-clock tsc \n", []string{"tsc", "constant_tsc"}, false}, // stops in deep sleep
+		{"xen\n", "xen tsc hpet acpi_pm \n", []string{"tsc", "nonstop_tsc"}, false}, // its rate varies
+		{"hpet\n", "tsc-early hpet \n", steady, false},                              // not tsc
+		{"", "", steady, false},                                                     // no sysfs
+	} {
+		if got := counterUsable(c.current, c.available, c.flags); got != c.want {
+			t.Errorf("counterUsable(%q, %q, %q) = %v, want %v", c.current, c.available, c.flags, got, c.want)
+		}
+	}
+	info := "processor\t: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\n\nprocessor\t: 1\nflags\t\t: fpu\n"
+	if got := cpuFlags(info); !slices.Equal(got, []string{"fpu", "tsc", "constant_tsc", "nonstop_tsc"}) {
+		t.Errorf("cpuFlags = %q, want the first processor's", got)
 	}
 }

@@ -437,12 +437,61 @@ func (f *ftState) revokeLocked(fw *ftWorld) {
 			}
 		}
 	}
+	for _, p := range e.links.peers {
+		if p == nil {
+			continue
+		}
+		// A send still queued never reached its peer: it leaves the queue and ends now.
+		p.out.filter(func(op *outOp) bool {
+			r := op.r
+			if op.kind == opRead || op.kind == opFIN || r == nil || r.kind != reqSend || !on(r) || r.done {
+				return true
+			}
+			r.outQueued = false
+			e.completeLocked(r, errRevoked)
+			return false
+		})
+	}
 	for _, r := range e.match.table.slots {
 		if r != nil && on(r) && r.kind == reqSend {
-			e.completeLocked(r, errRevoked)
+			e.revokeSendLocked(r)
 		}
 	}
 	e.poll.kickLocked()
+}
+
+// revokeSendLocked ends send r of a revoked World with errRevoked. An offer that has
+// left for a live peer outlives r: the peer may be reading it, and answers it with FIN,
+// or with msgWithdrawn to the msgCancel sent now. A detached request keeps r's cookie
+// and registration until that answer or the peer's failure, so that the answer meets a
+// known rendezvous: r itself when its caller gave up already (abandonLocked), else a
+// new one. Releasing them at once would make the live peer's read fail, or its FIN look
+// forged, and each side would take the other for failed.
+func (e *engine) revokeSendLocked(r *Request) {
+	var p *peer
+	if r.peer != e.rank {
+		p = e.links.peers[r.peer]
+	}
+	if !r.inTable || p == nil || p.failed != nil {
+		e.completeLocked(r, errRevoked)
+		return
+	}
+	keeper := r
+	if !r.detached {
+		keeper = e.match.newRequestLocked(e, reqSend)
+		keeper.ctx, keeper.peer, keeper.tag, keeper.buf, keeper.detached = r.ctx, r.peer, r.tag, r.buf, true
+		keeper.mr, keeper.mrOwned, keeper.mrCache = r.mr, r.mrOwned, r.mrCache
+		keeper.slot, keeper.gen, keeper.inTable = r.slot, r.gen, true
+		e.match.table.slots[r.slot] = keeper
+		r.mr, r.mrCache, r.inTable = nil, nil, false
+	}
+	if !r.cancelAsked {
+		e.queueCookieLocked(p, msgCancel, keeper.cookie())
+	}
+	keeper.cancelAsked = true
+	if keeper != r {
+		e.completeLocked(r, errRevoked)
+	}
 }
 
 // errRevoked is the error of a call on a revoked World.

@@ -297,6 +297,17 @@ func (q *outQueue) push(op outOp) {
 
 func (q *outQueue) front() *outOp { return &q.ops[q.head] }
 
+// filter keeps, in their order, the operations for which keep returns true.
+func (q *outQueue) filter(keep func(op *outOp) bool) {
+	for range q.n {
+		op := *q.front()
+		q.pop()
+		if keep(&op) {
+			q.push(op)
+		}
+	}
+}
+
 // at returns the i-th queued operation (0 is the front).
 func (q *outQueue) at(i int) *outOp { return &q.ops[(q.head+i)%len(q.ops)] }
 

@@ -389,3 +389,63 @@ func TestFailureScopedToWorld(t *testing.T) {
 		t.Fatalf("Barrier on the half with the dead rank: %v", err)
 	}
 }
+
+// TestRevokeOpenOffer: a Revoke ends a rendezvous send without either rank taking the
+// other for failed, wherever its offer is: read by the live receiver already (its FIN
+// waits for the sender's next progress), unexpected there (the sender's msgCancel has it
+// withdrawn), or still queued at the sender for a connection not yet up. The rendezvous
+// the sender keeps meets the receiver's FIN or withdrawal. The two ranks then shrink to
+// both of them, and Finalize finds nothing outstanding.
+func TestRevokeOpenOffer(t *testing.T) {
+	for _, tr := range transports {
+		for _, where := range []string{"read", "unexpected", "queued"} {
+			t.Run(tr+"/"+where, func(t *testing.T) {
+				j := startFT(t, tr, 2)
+				ctx := ftCtx(t, 20*time.Second)
+				w0, w1 := j.Worlds[0], j.Worlds[1]
+				if where != "queued" { // the connection is up: the offer leaves at once
+					if err := eachLive(without(2), func(r int) error {
+						_, err := runtime.Sendrecv(ctx, j.Worlds[r], []byte{1}, 1-r, 9, make([]byte, 1), 1-r, 9)
+						return err
+					}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				big := make([]byte, 1<<20) // a rendezvous offer
+				q, err := runtime.Isend(w0, big, 1, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if where == "read" {
+					// Rank 0 makes no call meanwhile: the FIN waits for its next progress.
+					if _, err := runtime.Recv(ctx, w1, make([]byte, len(big)), 0, 3); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := w0.Revoke(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := q.Wait(ctx); !errors.Is(err, runtime.ErrRevoked) {
+					t.Fatalf("the revoked send: %v, want ErrRevoked", err)
+				}
+				err = eachLive(without(2), func(r int) error {
+					w := j.Worlds[r]
+					s, err := w.Shrink(ctx)
+					if err != nil {
+						return err
+					}
+					if f := w.GetFailed(); s.Size() != 2 || f.Size() != 0 {
+						return fmt.Errorf("shrunk to %d ranks, %d known failed; want 2 and none", s.Size(), f.Size())
+					}
+					return runtime.Barrier(ctx, s)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := j.Finalize(ctx); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}

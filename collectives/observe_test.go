@@ -20,8 +20,7 @@ import (
 
 // observeEnv switches on the profile and the timeline of a test job's ranks.
 func observeEnv(t *testing.T) map[string]string {
-	dir := t.TempDir()
-	return map[string]string{"GORMA_PROFILE": dir, "GORMA_TRACE": filepath.Join(dir, "trace.json")}
+	return runtimetest.ObserveBoth(t.TempDir())
 }
 
 // collStep is one call of TestObserveCounts and the coll bytes it gives rank me's row
@@ -127,20 +126,11 @@ func checkStep(before, after *prof.Rank, st collStep, me, p int) error {
 			return fmt.Errorf("rank %d to %d: %d bytes in %d messages, want %d in %d", me, q, db, dm, want, wantMsgs)
 		}
 	}
-	got, was := callStat(after, st.kind), callStat(before, st.kind)
+	got, was := after.Call(st.kind), before.Call(st.kind)
 	if got.Calls-was.Calls != 1 || got.Bytes-was.Bytes != uint64(st.bytes(me, -1)) {
 		return fmt.Errorf("rank %d: %d calls of %d bytes added, want 1 of %d", me, got.Calls-was.Calls, got.Bytes-was.Bytes, st.bytes(me, -1))
 	}
 	return nil
-}
-
-func callStat(r *prof.Rank, k prof.CallKind) prof.CallStat {
-	for _, s := range r.Calls {
-		if s.Kind == k.String() {
-			return s
-		}
-	}
-	return prof.CallStat{}
 }
 
 // checkTimeline checks that d holds calls Collective events, among them an Allreduce
@@ -307,7 +297,7 @@ func TestObserveInter(t *testing.T) {
 			}
 			after := o.Profile()
 			w := st.want[e.r]
-			if d := callStat(after, st.kind).Calls - callStat(before, st.kind).Calls; d != w.calls {
+			if d := after.Call(st.kind).Calls - before.Call(st.kind).Calls; d != w.calls {
 				return fmt.Errorf("step %d (%v): %d calls counted, want %d", i, st.kind, d, w.calls)
 			}
 			for q := range 4 {

@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -22,9 +21,7 @@ import (
 // half's ranks on an intercommunicator (whose barrier within, of the local group, counts
 // nothing more). Each shows in the timeline as a Collective event named by its algorithm.
 func TestObserveBarrier(t *testing.T) {
-	dir := t.TempDir()
-	opt := runtimetest.Options{Transport: "shm",
-		Env: map[string]string{"GORMA_PROFILE": dir, "GORMA_TRACE": filepath.Join(dir, "trace.json")}}
+	opt := runtimetest.Options{Transport: "shm", Env: runtimetest.ObserveBoth(t.TempDir())}
 	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
 	runtimetest.Run(t, 4, opt, func(w *runtime.World) error {
@@ -69,7 +66,7 @@ func TestObserveBarrier(t *testing.T) {
 				return fmt.Errorf("barrier %d: %w", i, err)
 			}
 			after := o.Profile()
-			if d := barrierCalls(after) - barrierCalls(before); d != 1 {
+			if d := after.Call(prof.CallBarrier).Calls - before.Call(prof.CallBarrier).Calls; d != 1 {
 				return fmt.Errorf("barrier %d: %d Barrier calls counted, want 1", i, d)
 			}
 			for r := range p {
@@ -86,15 +83,6 @@ func TestObserveBarrier(t *testing.T) {
 		}
 		return checkBarrierEvents(o.Rec.Snapshot())
 	})
-}
-
-func barrierCalls(r *prof.Rank) uint64 {
-	for _, s := range r.Calls {
-		if s.Kind == prof.CallBarrier.String() {
-			return s.Calls
-		}
-	}
-	return 0
 }
 
 // checkBarrierEvents checks that d holds the Collective events of TestObserveBarrier's

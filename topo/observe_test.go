@@ -3,7 +3,6 @@ package topo_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -23,9 +22,7 @@ import (
 // traffic and no Isend or Irecv call. The blocking, nonblocking and persistent forms
 // count alike, and each call is a Collective event named by its kind.
 func TestObserveNeighbor(t *testing.T) {
-	dir := t.TempDir()
-	opt := runtimetest.Options{Transport: "shm",
-		Env: map[string]string{"GORMA_PROFILE": dir, "GORMA_TRACE": filepath.Join(dir, "trace.json")}}
+	opt := runtimetest.Options{Transport: "shm", Env: runtimetest.ObserveBoth(t.TempDir())}
 	runtimetest.Run(t, 4, opt, func(w *runtime.World) error {
 		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 		defer cancel()
@@ -77,7 +74,7 @@ func TestObserveNeighbor(t *testing.T) {
 				if k == st.kind {
 					want = 1
 				}
-				if d := calls(after, k) - calls(before, k); d != want {
+				if d := after.Call(k).Calls - before.Call(k).Calls; d != want {
 					return fmt.Errorf("step %d: %d %v calls counted, want %d", i, d, k, want)
 				}
 			}
@@ -106,13 +103,4 @@ func TestObserveNeighbor(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-func calls(r *prof.Rank, k prof.CallKind) uint64 {
-	for _, s := range r.Calls {
-		if s.Kind == k.String() {
-			return s.Calls
-		}
-	}
-	return 0
 }

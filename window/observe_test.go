@@ -3,7 +3,6 @@ package window_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,8 +18,7 @@ import (
 
 // observeEnv switches on the profile and the timeline of a test job's ranks.
 func observeEnv(t *testing.T) map[string]string {
-	dir := t.TempDir()
-	return map[string]string{"GORMA_PROFILE": dir, "GORMA_TRACE": filepath.Join(dir, "trace.json")}
+	return runtimetest.ObserveBoth(t.TempDir())
 }
 
 // TestObserveRMA: with the profile on, every RMA call counts at the origin the bytes it
@@ -109,7 +107,7 @@ func observeRMA(ctx context.Context, w *runtime.World) error {
 		prof.CallStart: {1, 0}, prof.CallComplete: {1, 0}, prof.CallWaitEpoch: {1, 0},
 	}
 	for k, want := range calls {
-		a, b := callStat(after, k), callStat(before, k)
+		a, b := after.Call(k), before.Call(k)
 		if got := [2]uint64{a.Calls - b.Calls, a.Bytes - b.Bytes}; got != want {
 			return fmt.Errorf("rank %d: %v: %d calls of %d bytes, want %v", me, k, got[0], got[1], want)
 		}
@@ -122,15 +120,6 @@ func wait(r *window.Request, err error) error {
 		return err
 	}
 	return r.Wait(context.Background())
-}
-
-func callStat(r *prof.Rank, k prof.CallKind) prof.CallStat {
-	for _, s := range r.Calls {
-		if s.Kind == k.String() {
-			return s
-		}
-	}
-	return prof.CallStat{}
 }
 
 // checkWindowTimeline checks the RMA and Epoch events of observeRMA at a rank whose

@@ -211,3 +211,17 @@ func TestLocalFolds(t *testing.T) {
 	nilL.Send(0, 1)
 	nilL.End(CallSend, 1, 0, nilL.Begin(CallSend))
 }
+
+// TestRankCall: Rank.Call finds a kind's totals, and gives zero for a kind not called.
+func TestRankCall(t *testing.T) {
+	c := New(0, 2)
+	d := c.Begin(CallBarrier)
+	c.End(CallBarrier, 0, time.Microsecond, d)
+	r := c.Snapshot()
+	if got := r.Call(CallBarrier); got.Calls != 1 || got.Kind != "Barrier" {
+		t.Errorf("Call(Barrier) = %+v, want one call", got)
+	}
+	if got := r.Call(CallNeighborAlltoall); got.Calls != 0 || got.Kind != "NeighborAlltoall" {
+		t.Errorf("Call(NeighborAlltoall) = %+v, want none", got)
+	}
+}

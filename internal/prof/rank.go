@@ -42,6 +42,16 @@ type Rank struct {
 	Calls []CallStat `json:"calls"` // the kinds with at least one call, in CallKind order
 }
 
+// Call returns the totals of call kind k, zero when the rank made no such call.
+func (r *Rank) Call(k CallKind) CallStat {
+	for _, s := range r.Calls {
+		if s.Kind == k.String() {
+			return s
+		}
+	}
+	return CallStat{Kind: k.String()}
+}
+
 // Row returns the row of traffic kind t.
 func (r *Rank) Row(t Traffic) *Row {
 	switch t {

@@ -385,6 +385,12 @@ type ObserveMode struct {
 	Env  map[string]string // what Options.Env adds to turn it on; nil for off
 }
 
+// ObserveBoth returns what Options.Env adds to turn on the profile and the timeline
+// together, writing their files under dir: the tests of what a rank counts and records.
+func ObserveBoth(dir string) map[string]string {
+	return map[string]string{"GORMA_PROFILE": dir, "GORMA_TRACE": dir + "/trace.json"}
+}
+
 // ObserveModes returns the three modes, each writing its files under dir.
 func ObserveModes(dir string) []ObserveMode {
 	return []ObserveMode{

@@ -128,9 +128,9 @@ func heatLegend(b *bufio.Writer, x, y, w, h int, lo, hi uint64, unit string) {
 }
 
 // legendTicks returns lo, hi and, between them, the powers of ten (or, where
-// fewer than two fit, the values 1, 2 and 5 times a power of ten) that stay a
-// twelfth of the bar apart from lo and hi, keeping every second one while more
-// than five remain.
+// fewer than two fit, the values 1, 2 and 5 times a power of ten) at least a
+// twelfth of the bar from lo and from hi. Of more than five such ticks it drops
+// every second one until five or fewer are left.
 func legendTicks(lo, hi uint64) []uint64 {
 	ticks := []uint64{lo}
 	if hi == lo {

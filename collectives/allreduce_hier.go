@@ -85,15 +85,15 @@ func localOf(s *state) *localState {
 	l.loc.shared = l.loc.shared && mapped
 	l.lead = slices.Index(l.leaders, s.rank)
 	if l.lead >= 0 && len(l.leaders) > 1 {
-		l.leaderS = &state{comm: s.comm, rank: l.lead, size: len(l.leaders), ranks: l.leaders}
+		l.leaderS = &state{comm: s.comm, rank: l.lead, size: len(l.leaders), ranks: l.leaders, bt: s.bt}
 	}
 	if l.loc.even && len(order) > 1 && len(l.host) > 1 {
 		lane := make([]int, len(order))
 		for i, h := range order {
 			lane[i] = byHost[h][l.hostIdx]
 		}
-		l.hostS = &state{comm: s.comm, rank: l.hostIdx, size: len(l.host), ranks: l.host}
-		l.laneS = &state{comm: s.comm, rank: slices.Index(lane, s.rank), size: len(lane), ranks: lane}
+		l.hostS = &state{comm: s.comm, rank: l.hostIdx, size: len(l.host), ranks: l.host, bt: s.bt}
+		l.laneS = &state{comm: s.comm, rank: slices.Index(lane, s.rank), size: len(lane), ranks: lane, bt: s.bt}
 	}
 	s.local = l
 	return l

@@ -1,6 +1,8 @@
 package collectives
 
 import (
+	"unsafe"
+
 	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/internal/trace"
 	"github.com/gorma-hpc/gorma/runtime"
@@ -130,40 +132,61 @@ func (s *state) countEach(counts []int, es int) {
 // record ends the observation of the call in progress (end).
 func (s *state) record() {
 	ob := &s.ob
-	ob.c.End(trace.Collective, ob.bytes, trace.NoPeer, -1, s.label(ob.name, ob.algo))
+	ob.c.EndIn(s.bt, trace.Collective, ob.bytes, trace.NoPeer, -1, s.label(ob.name, ob.algo))
 	*ob = callObs{}
+}
+
+// flushEvents stores the events of the state's calls in the timeline's recorder
+// (state.bt): a call does it before it waits for its peers, so that the recorder's
+// atomic operations run while the rank would wait anyway. A sub-group's state shares its
+// World's batch.
+func (s *state) flushEvents() {
+	if s.bt != nil {
+		s.bt.Flush()
+	}
 }
 
 // label returns the timeline's label "name algo" (name alone without an algorithm). The
 // state keeps the labels it made, so that a call allocates nothing once its label is
-// known.
+// known, and the last few it used, so that a loop of a few calls (an Allreduce and a
+// Barrier) finds its label without hashing. Names and algorithms are constants: a recent
+// entry matches when its strings are the same memory (same), and any other string takes
+// the map.
 func (s *state) label(name, algo string) uint16 {
 	if s.obs.Rec == nil {
 		return 0
 	}
-	if s.last.name == name && s.last.algo == algo && s.last.l != 0 {
-		return s.last.l // a loop of one call: two string compares, often of equal pointers
+	for _, r := range &s.recent {
+		if same(r.name, name) && same(r.algo, algo) && r.l != 0 {
+			return r.l
+		}
 	}
 	k := [2]string{name, algo}
-	if l, ok := s.labels[k]; ok {
-		s.last = lastLabel{name, algo, l}
-		return l
+	l, ok := s.labels[k]
+	if !ok {
+		full := name
+		if algo != "" {
+			full = name + " " + algo
+		}
+		l = s.obs.Label(full)
+		if s.labels == nil {
+			s.labels = make(map[[2]string]uint16)
+		}
+		s.labels[k] = l
 	}
-	full := name
-	if algo != "" {
-		full = name + " " + algo
-	}
-	l := s.obs.Label(full)
-	if s.labels == nil {
-		s.labels = make(map[[2]string]uint16)
-	}
-	s.labels[k] = l
-	s.last = lastLabel{name, algo, l}
+	s.recent[s.nextRecent%uint8(len(s.recent))] = recentLabel{name, algo, l}
+	s.nextRecent++
 	return l
 }
 
-// lastLabel is the label state.label found last, for name and algo.
-type lastLabel struct {
+// same reports whether a and b are the same string in memory: equal, without reading
+// their bytes. Equal strings elsewhere in memory are not the same.
+func same(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b))
+}
+
+// recentLabel is a label state.label found, for name and algo.
+type recentLabel struct {
 	name, algo string
 	l          uint16
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/internal/trace"
@@ -109,7 +110,7 @@ func TestObserveCounts(t *testing.T) {
 				return fmt.Errorf("step %d (%v): %w", i, st.kind, err)
 			}
 		}
-		return checkTimeline(o.Rec.Snapshot(), len(steps))
+		return checkTimeline(o.Timeline(), len(steps))
 	})
 }
 
@@ -152,6 +153,73 @@ func checkTimeline(d trace.Dump, calls int) error {
 		}
 	}
 	return nil
+}
+
+// TestObserveLabels: a loop of more calls than the state keeps recent labels of (an
+// Allreduce and a Barrier, then five kinds in turn) labels every Collective event with its
+// own call, in the order of the calls; the events reach the recorder from the state's
+// batch.
+func TestObserveLabels(t *testing.T) {
+	calls := []struct {
+		label string
+		run   func(e rankEnv) error
+	}{
+		{"Allreduce shm", func(e rankEnv) error {
+			return Allreduce(e.ctx, e.w, make([]float64, 1), make([]float64, 1), Sum[float64]())
+		}},
+		{"Barrier shm", func(e rankEnv) error { return Barrier(e.ctx, e.w) }},
+		{"Bcast binomial", func(e rankEnv) error { return Bcast(e.ctx, e.w, make([]int32, 2), 0) }},
+		{"Allgather", func(e rankEnv) error { return Allgather(e.ctx, e.w, make([]int32, 1), make([]int32, 2)) }},
+		{"Alltoall", func(e rankEnv) error { return Alltoall(e.ctx, e.w, make([]int32, 2), make([]int32, 2)) }},
+	}
+	var order []int
+	for range 3 {
+		order = append(order, 0, 1)
+	}
+	for range 3 {
+		for i := range calls {
+			order = append(order, i)
+		}
+	}
+	opt := runtimetest.Options{Transport: "shm", Env: runtimetest.ObserveModes(t.TempDir())[2].Env}
+	runJob(t, 2, opt, 30*time.Second, func(e rankEnv) error {
+		o, _ := substrate.Observe(e.w)
+		for _, i := range order {
+			if err := calls[i].run(e); err != nil {
+				return err
+			}
+		}
+		d := o.Timeline()
+		var got []string
+		for _, ev := range d.Events {
+			if ev.Kind == trace.Collective {
+				got = append(got, d.Labels[ev.Label])
+			}
+		}
+		if len(got) != len(order) {
+			return fmt.Errorf("%d Collective events %q, want %d", len(got), got, len(order))
+		}
+		for k, i := range order {
+			if !strings.HasPrefix(got[k], calls[i].label) {
+				return fmt.Errorf("event %d is %q, want %s...; all: %q", k, got[k], calls[i].label, got)
+			}
+		}
+		return nil
+	})
+}
+
+// TestSame: same tells a string from an equal one elsewhere in memory.
+func TestSame(t *testing.T) {
+	a := "Allreduce"
+	b := strings.Clone(a)
+	for _, c := range []struct {
+		x, y string
+		want bool
+	}{{a, a, true}, {a, b, false}, {a, a[:3], false}, {"", "", true}, {"", b[:0], true}} {
+		if got := same(c.x, c.y); got != c.want {
+			t.Errorf("same(%q at %p, %q at %p) = %v, want %v", c.x, unsafe.StringData(c.x), c.y, unsafe.StringData(c.y), got, c.want)
+		}
+	}
 }
 
 // TestObserveSubWorld: on a World of some ranks of the job, the counts name the peers
@@ -307,7 +375,7 @@ func TestObserveInter(t *testing.T) {
 			}
 		}
 		var labels []string
-		d := o.Rec.Snapshot()
+		d := o.Timeline()
 		for _, ev := range d.Events {
 			if ev.Kind == trace.Collective {
 				labels = append(labels, d.Labels[ev.Label])

@@ -55,7 +55,7 @@ func newPersistent(w *runtime.World, name string, run func(ctx context.Context) 
 		return r
 	}
 	own := &state{comm: comm, rank: s.rank, size: s.size, force: s.force, cfgErr: s.cfgErr,
-		track: substrate.NewTrack(comm), seq: id << persistentTagShift, obs: s.obs, ln: s.obs.NewLocal(), members: s.members}
+		track: substrate.NewTrack(comm), seq: id << persistentTagShift, obs: s.obs, ln: s.obs.NewLocal(), bt: s.obs.NewBatch(), members: s.members}
 	r.own, r.id, r.q, r.track = own, id, &own.q, own.track
 	r.cleanup = goruntime.AddCleanup(r, retireLater, own)
 	return r
@@ -87,6 +87,7 @@ func (p *persistentSet) next(w, comm *runtime.World) (*runtime.World, uint32, er
 // let go of them too: reap).
 func retire(s *state) {
 	s.track.Close()
+	s.obs.DropBatch(s.bt)
 	if !s.comm.Finalized() {
 		s.dropPush()
 	}

@@ -422,6 +422,10 @@ func (g *shmGroup) waitAll(c *call, v uint64, bytes int) error {
 func (g *shmGroup) wait(c *call, i int, v uint64) error {
 	b := g.mem[i]
 	ctr := word(b, flagOff(v)+shmFlagSeq)
+	if atomic.LoadUint64(ctr) >= v {
+		return nil
+	}
+	c.s.flushEvents()
 	// Each rank has a processor: a bare spin, so that the publisher's store is seen one
 	// line transfer after it happens, with no yield to the Go scheduler (see the type's
 	// documentation). Oversubscribed: waitYield.

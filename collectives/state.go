@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/gorma-hpc/gorma/internal/prof"
+	"github.com/gorma-hpc/gorma/internal/trace"
 	"os"
 	"reflect"
 	goruntime "runtime"
@@ -55,12 +56,14 @@ type state struct {
 	push       *pushScratch // allreduceDirect's scratch in its push form (allreduce_direct_push.go)
 	noZeroCopy int8         // no pair of members has substrate.ReachZeroCopy (tcp): 1 yes, -1 no, 0 not known yet
 
-	obs     *substrate.Obs       // this rank's observer (substrate.Observe), nil when off or for a sub-group
-	ln      *prof.Local          // obs's counts of this state's calls, which busy serializes (nil: profile off)
-	members []int                // the job ranks of the World's ranks, for obs (nil: Init's World)
-	ob      callObs              // the observation of the call in progress (observe.go); guarded by busy
-	labels  map[[2]string]uint16 // the timeline's labels by call and algorithm (observe.go); guarded by busy
-	last    lastLabel            // the label found last (observe.go); guarded by busy
+	obs        *substrate.Obs       // this rank's observer (substrate.Observe), nil when off or for a sub-group
+	ln         *prof.Local          // obs's counts of this state's calls, which busy serializes (nil: profile off)
+	bt         *trace.Batch         // obs's events of this state's calls (nil: timeline off); guarded by busy (flushEvents)
+	members    []int                // the job ranks of the World's ranks, for obs (nil: Init's World)
+	ob         callObs              // the observation of the call in progress (observe.go); guarded by busy
+	labels     map[[2]string]uint16 // the timeline's labels by call and algorithm (observe.go); guarded by busy
+	recent     [4]recentLabel       // the labels found most recently (observe.go); guarded by busy
+	nextRecent uint8                // the entry of recent that the next label found replaces
 }
 
 // world returns the World rank of member r (the rank itself unless s is a sub-group).
@@ -134,11 +137,12 @@ func stateOf(w *runtime.World) (*state, error) {
 	}
 	mine := &state{user: key, comm: c, rank: w.Rank(), size: w.Size(), track: substrate.NewTrack(w)}
 	mine.obs, mine.members = substrate.Observe(w)
-	mine.ln = mine.obs.NewLocal()
+	mine.ln, mine.bt = mine.obs.NewLocal(), mine.obs.NewBatch()
 	mine.force, mine.cfgErr = parseAllreduceEnv(os.Getenv(EnvAllreduce))
 	s, loaded := states.loadOrStore(key, mine)
 	if loaded {
 		mine.track.Close() // another goroutine's state won
+		mine.obs.DropBatch(mine.bt)
 	} else {
 		// s reaches w only through the weak pointer, and c shares w's engine but not w.
 		goruntime.AddCleanup(w, forget, stateEntry{key: key, s: s})

@@ -80,6 +80,7 @@ type stateEntry struct {
 // goroutine of its own.
 func forget(e stateEntry) {
 	e.s.track.Close()
+	e.s.obs.DropBatch(e.s.bt)
 	states.delete(e.key, e.s)
 	lastState.CompareAndSwap(e.s, nil)
 	if !e.s.comm.Finalized() {

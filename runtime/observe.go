@@ -183,8 +183,8 @@ func (o *observer) sentLocked(t0 int64, ctx uint16, peer, tag, n int) {
 }
 
 func (o *observer) sentOn(t0 int64, ctx uint16, peer, tag, n int) {
-	*o.batch.Add() = trace.Event{Kind: trace.Send, Start: t0, End: max(o.Stamp(), t0+o.Span()), Bytes: int64(n),
-		Flow: o.sent[peer], Peer: int32(peer), Tag: int32(tag), Label: o.labels[o.internal(ctx)][lOut]}
+	o.batch.Put(trace.Send, t0, max(o.Stamp(), t0+o.Span()), int64(n), o.sent[peer], int32(peer), int32(tag),
+		o.labels[o.internal(ctx)][lOut])
 }
 
 // arrivedLocked counts a message from job rank src as it arrives and returns its flow
@@ -239,8 +239,8 @@ func (o *observer) endSend(c subcore.ObsCall, ctx uint16, label int, peer, tag, 
 func (o *observer) sendOn(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int, flow uint64) {
 	end := c.Finish(n) // the profile counts only a user's call (beginOn)
 	if o.Rec != nil {
-		*o.batch.Add() = trace.Event{Kind: trace.Send, Start: c.Started(), End: max(end, c.Started()+o.Span()),
-			Bytes: int64(n), Flow: flow, Peer: int32(peer), Tag: int32(tag), Label: o.labels[o.internal(ctx)][label]}
+		o.batch.Put(trace.Send, c.Started(), max(end, c.Started()+o.Span()), int64(n), flow, int32(peer), int32(tag),
+			o.labels[o.internal(ctx)][label])
 	}
 }
 
@@ -260,11 +260,9 @@ func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n 
 	}
 	end = max(end, c.Started()+o.Span())
 	lab := &o.labels[o.internal(ctx)]
-	*o.batch.Add() = trace.Event{Kind: trace.Recv, Start: c.Started(), End: end, Bytes: int64(n),
-		Peer: int32(src), Tag: int32(tag), Label: lab[label]}
+	o.batch.Put(trace.Recv, c.Started(), end, int64(n), 0, int32(src), int32(tag), lab[label])
 	if flow != 0 {
-		*o.batch.Add() = trace.Event{Kind: trace.Match, Start: end - o.Span(), End: end, Bytes: int64(n),
-			Flow: flow, Peer: int32(src), Tag: int32(tag), Label: lab[lIn]}
+		o.batch.Put(trace.Match, end-o.Span(), end, int64(n), flow, int32(src), int32(tag), lab[lIn])
 	}
 }
 
@@ -285,8 +283,7 @@ func (o *observer) matched(r *Request, flow uint64, ctx uint16, src, tag, n int)
 
 func (o *observer) matchedOn(flow uint64, ctx uint16, src, tag, n int) {
 	t := o.Stamp()
-	*o.batch.Add() = trace.Event{Kind: trace.Match, Start: t, End: t + o.Span(), Bytes: int64(n),
-		Flow: flow, Peer: int32(src), Tag: int32(tag), Label: o.labels[o.internal(ctx)][lIn]}
+	o.batch.Put(trace.Match, t, t+o.Span(), int64(n), flow, int32(src), int32(tag), o.labels[o.internal(ctx)][lIn])
 }
 
 // flushLocked stores the engine's batched events in the recorder. The engine calls it
@@ -301,8 +298,7 @@ func (o *observer) flushLocked() {
 // waitEventLocked records a wait in call, from start (a Stamp) to now, on a request
 // whose peer is peer.
 func (o *observer) waitEventLocked(start int64, peer int, call string) {
-	*o.batch.Add() = trace.Event{Kind: trace.Wait, Start: start, End: o.Stamp(), Bytes: 0,
-		Peer: int32(peer), Tag: -1, Label: o.waitLabelLocked(call)}
+	o.batch.Put(trace.Wait, start, o.Stamp(), 0, 0, int32(peer), -1, o.waitLabelLocked(call))
 }
 
 // barrierBegin starts observing a Barrier of w when w carries a user's calls: not a

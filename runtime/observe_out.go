@@ -122,6 +122,7 @@ func (o *observer) finish(ctx context.Context, w *World) {
 		}
 	}
 	if o.Rec != nil {
+		o.FlushBatches() // the layers' (collectives')
 		e.mu.Lock()
 		o.flushLocked()
 		e.mu.Unlock()

@@ -81,7 +81,7 @@ func TestObserveBarrier(t *testing.T) {
 				}
 			}
 		}
-		return checkBarrierEvents(o.Rec.Snapshot())
+		return checkBarrierEvents(o.Timeline())
 	})
 }
 

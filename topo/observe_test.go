@@ -91,7 +91,7 @@ func TestObserveNeighbor(t *testing.T) {
 				}
 			}
 		}
-		d := o.Rec.Snapshot()
+		d := o.Timeline()
 		var got []string
 		for _, ev := range d.Events {
 			if ev.Kind == trace.Collective {

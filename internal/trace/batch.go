@@ -31,6 +31,15 @@ func (b *Batch) Add() *Event {
 	return e
 }
 
+// Put adds the event of kind k with the given fields (Event's). It stores each field in
+// its place: an Event built first and then copied is read back as wide words over the
+// narrow stores that built it, which stalls the processor (a failed store forward).
+func (b *Batch) Put(k Kind, start, end, bytes int64, flow uint64, peer, tag int32, label uint16) {
+	e := b.Add()
+	e.Start, e.End, e.Bytes, e.Flow = start, end, bytes, flow
+	e.Peer, e.Tag, e.Label, e.Kind = peer, tag, label, k
+}
+
 // Len returns how many events the batch holds.
 func (b *Batch) Len() int { return b.n }
 
@@ -41,8 +50,14 @@ func (b *Batch) Flush() {
 	}
 	n := uint64(b.n)
 	i := b.r.next.Add(n) - n
+	// Read every slot's state first: the reads of slots not in cache overlap, where each
+	// compare-and-swap in store would wait for its slot's line before the next read.
+	var st [BatchLen]uint64
 	for k := range b.n {
-		b.r.store(i+uint64(k), b.evs[k])
+		st[k] = b.r.slot(i + uint64(k)).state.Load()
+	}
+	for k := range b.n {
+		b.r.storeAt(i+uint64(k), st[k], b.evs[k])
 	}
 	b.n = 0
 }

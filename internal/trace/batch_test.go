@@ -35,6 +35,28 @@ func TestBatch(t *testing.T) {
 	}
 }
 
+// TestBatchPut: Put stores each field it is given in its place.
+func TestBatchPut(t *testing.T) {
+	r := nsRecorder(0, 16)
+	b := NewBatch(r)
+	b.Put(Match, 10, 12, 8, 5, 3, 7, 0)
+	b.Put(Wait, 20, 30, 0, 0, NoPeer, -1, 0)
+	b.Flush()
+	want := []Event{
+		{Kind: Match, Start: 10, End: 12, Bytes: 8, Flow: 5, Peer: 3, Tag: 7},
+		{Kind: Wait, Start: 20, End: 30, Peer: NoPeer, Tag: -1},
+	}
+	d := r.Snapshot()
+	if len(d.Events) != len(want) {
+		t.Fatalf("%d events, want %d", len(d.Events), len(want))
+	}
+	for k, e := range d.Events {
+		if e != want[k] {
+			t.Errorf("event %d: %+v, want %+v", k, e, want[k])
+		}
+	}
+}
+
 // TestBatchBesideRecord flushes a batch while other goroutines record and take
 // snapshots; under -race it checks that a flush hands the ring's slots over as Record
 // does, and that a flush's events take consecutive indices.
@@ -98,7 +120,7 @@ func BenchmarkBatch(b *testing.B) {
 	var f uint64
 	for b.Loop() {
 		f++
-		*bt.Add() = Event{Kind: Send, Start: int64(f), Peer: 1, Tag: 0, Bytes: 8, Flow: f}
+		bt.Put(Send, int64(f), int64(f), 8, f, 1, 0, 0)
 	}
 	bt.Flush()
 }

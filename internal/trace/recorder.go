@@ -3,9 +3,11 @@ package trace
 import (
 	"cmp"
 	"errors"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // MaxLabels is the most labels a Recorder holds; Label indexes them with a uint16.
@@ -56,8 +58,19 @@ func NewRecorder(rank, capacity int) *Recorder {
 	for n < capacity {
 		n <<= 1
 	}
-	return &Recorder{rank: rank, clock: NewClock(), mask: uint64(n - 1), slots: make([]slot, n),
+	r := &Recorder{rank: rank, clock: NewClock(), mask: uint64(n - 1), slots: make([]slot, n),
 		index: make(map[string]uint16)}
+	r.touch()
+	return r
+}
+
+// touch writes to every page of the ring, so that the kernel maps them now rather than
+// on the first lap, where each page's fault would land inside a recorded call.
+func (r *Recorder) touch() {
+	step := max(os.Getpagesize()/int(unsafe.Sizeof(slot{})), 1)
+	for i := 0; i < len(r.slots); i += step {
+		r.slots[i].state.Store(0)
+	}
 }
 
 // Clock returns the recorder's clock.
@@ -97,15 +110,25 @@ func (r *Recorder) Record(e Event) {
 	r.store(r.next.Add(1)-1, e)
 }
 
+// slot returns the slot of index i.
+func (r *Recorder) slot(i uint64) *slot { return &r.slots[i&r.mask] }
+
 // store fills the slot of index i with e, or counts e lost.
 func (r *Recorder) store(i uint64, e Event) {
-	s := &r.slots[i&r.mask]
-	st := s.state.Load()
+	r.storeAt(i, r.slot(i).state.Load(), e)
+}
+
+// storeAt is store given st, the slot's state read before.
+func (r *Recorder) storeAt(i, st uint64, e Event) {
+	s := r.slot(i)
 	if st&busy != 0 || st>>2 > i || !s.state.CompareAndSwap(st, (i+1)<<2|writing) {
 		r.lost.Add(1)
 		return
 	}
-	s.ev = e
+	// Field by field: e was just built, often by narrow stores, which a copy of wide words
+	// would read back with a failed store forward (Batch.Put).
+	s.ev.Start, s.ev.End, s.ev.Bytes, s.ev.Flow = e.Start, e.End, e.Bytes, e.Flow
+	s.ev.Peer, s.ev.Tag, s.ev.Label, s.ev.Kind = e.Peer, e.Tag, e.Label, e.Kind
 	s.state.Store((i + 1) << 2)
 }
 

@@ -1,6 +1,7 @@
 package subcore
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -18,14 +19,15 @@ import (
 // owner's rule. None takes a lock on the hot path or allocates, except Label on a name it
 // has not seen and a Local's first count of a kind.
 type Obs struct {
-	Prof   *prof.Counters  // nil when the profile is off
-	Rec    *trace.Recorder // nil when the timeline is off
-	clock  *trace.Clock    // the recorder's, or one of its own when Rec is nil
-	span   int64           // Span's stamps
-	kinds  [prof.NumCalls]uint16
-	mu     sync.Mutex
-	named  sync.Map      // string -> uint16: Label's cache
-	locals []*prof.Local // NewLocal's, guarded by mu
+	Prof    *prof.Counters  // nil when the profile is off
+	Rec     *trace.Recorder // nil when the timeline is off
+	clock   *trace.Clock    // the recorder's, or one of its own when Rec is nil
+	span    int64           // Span's stamps
+	kinds   [prof.NumCalls]uint16
+	mu      sync.Mutex
+	named   sync.Map       // string -> uint16: Label's cache
+	locals  []*prof.Local  // NewLocal's, guarded by mu
+	batches []*trace.Batch // NewBatch's not yet dropped, guarded by mu
 }
 
 // NewObs returns the observer of job rank rank of size ranks: counters when profile is
@@ -173,6 +175,24 @@ func (c ObsCall) count(n int, d time.Duration) {
 	}
 }
 
+// EndIn is End with the event added to b (NewBatch), whose owner is the caller; with b
+// nil it is End.
+func (c ObsCall) EndIn(b *trace.Batch, tk trace.Kind, n int, peer, tag int, label uint16) {
+	o := c.o
+	if o == nil {
+		return
+	}
+	if b == nil || o.Rec == nil || tk == 0 {
+		c.End(tk, n, peer, tag, label)
+		return
+	}
+	end := c.Finish(n)
+	if label == 0 {
+		label = o.kinds[c.m.k]
+	}
+	b.Put(tk, c.start, end, int64(n), 0, int32(peer), int32(tag), label)
+}
+
 // End ends the call: Finish, and an event of kind tk in the timeline with peer (a job
 // rank or trace.NoPeer), tag (-1 for none) and label (0: the kind's name). A tk of 0
 // records no event.
@@ -236,11 +256,59 @@ func (o *Obs) Fold() {
 	}
 }
 
+// NewBatch returns a batch of events for an owner that serializes its own calls
+// (trace.Batch), nil when the timeline is off. The owner flushes it before it waits;
+// FlushBatches and DropBatch store what it holds when the owner is done.
+func (o *Obs) NewBatch() *trace.Batch {
+	if o == nil || o.Rec == nil {
+		return nil
+	}
+	b := trace.NewBatch(o.Rec)
+	o.mu.Lock()
+	o.batches = append(o.batches, b)
+	o.mu.Unlock()
+	return b
+}
+
+// FlushBatches stores the events that every batch from NewBatch holds. Call it once their
+// owners record no more (Finalize), after what orders their last events before it.
+func (o *Obs) FlushBatches() {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, b := range o.batches {
+		b.Flush()
+	}
+}
+
+// DropBatch stores the events b holds and forgets it: its owner records no more (the
+// state of a World that is gone). A nil b is ignored.
+func (o *Obs) DropBatch(b *trace.Batch) {
+	if o == nil || b == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b.Flush()
+	if i := slices.Index(o.batches, b); i >= 0 {
+		o.batches = slices.Delete(o.batches, i, i+1)
+	}
+}
+
 // Profile returns the profile so far (prof.Counters.Snapshot) after Fold. A test calls
 // it from the goroutine that made the calls it counts, between them.
 func (o *Obs) Profile() *prof.Rank {
 	o.Fold()
 	return o.Prof.Snapshot()
+}
+
+// Timeline returns the timeline so far (trace.Recorder.Snapshot) after FlushBatches. A
+// test calls it from the goroutine that made the calls it records, between them.
+func (o *Obs) Timeline() trace.Dump {
+	o.FlushBatches()
+	return o.Rec.Snapshot()
 }
 
 // Coll counts n bytes of one collective call's data for rank r of a World whose job

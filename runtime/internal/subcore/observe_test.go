@@ -1,0 +1,64 @@
+package subcore
+
+import (
+	"testing"
+
+	"github.com/gorma-hpc/gorma/internal/prof"
+	"github.com/gorma-hpc/gorma/internal/trace"
+)
+
+// TestBatches: a call ended into a batch (EndIn) reaches the recorder when the batch is
+// flushed, dropped (DropBatch) or flushed with the others (FlushBatches), not before; a
+// dropped batch is no longer among those FlushBatches stores.
+func TestBatches(t *testing.T) {
+	o := NewObs(0, 2, false, 64)
+	a, b := o.NewBatch(), o.NewBatch()
+	end := func(bt *trace.Batch, label uint16) {
+		o.Begin(prof.CallAllreduce).EndIn(bt, trace.Collective, 8, trace.NoPeer, -1, label)
+	}
+	count := func() int { return len(o.Rec.Snapshot().Events) }
+
+	end(a, 1)
+	end(b, 2)
+	if n := count(); n != 0 {
+		t.Fatalf("%d events recorded before a flush, want 0", n)
+	}
+	o.DropBatch(a)
+	if n := count(); n != 1 {
+		t.Fatalf("%d events after DropBatch, want 1", n)
+	}
+	end(a, 3) // a's owner is gone: FlushBatches no longer stores a
+	o.FlushBatches()
+	d := o.Rec.Snapshot()
+	if len(d.Events) != 2 || d.Events[0].Label != 1 || d.Events[1].Label != 2 {
+		t.Fatalf("events %+v, want labels 1 and 2", d.Events)
+	}
+	end(nil, 4) // no batch: recorded at once
+	if n := count(); n != 3 {
+		t.Fatalf("%d events after EndIn without a batch, want 3", n)
+	}
+	if ev := o.Timeline().Events[2]; ev.Kind != trace.Collective || ev.Bytes != 8 || ev.End < ev.Start {
+		t.Fatalf("event %+v, want a Collective of 8 bytes", ev)
+	}
+}
+
+// TestBatchesOff: without a timeline there is no batch, and the calls on a nil batch or
+// a nil Obs do nothing.
+func TestBatchesOff(t *testing.T) {
+	o := NewObs(0, 2, true, 0)
+	if b := o.NewBatch(); b != nil {
+		t.Fatalf("NewBatch without a timeline = %v, want nil", b)
+	}
+	o.Begin(prof.CallBarrier).EndIn(nil, trace.Collective, 0, trace.NoPeer, -1, 0)
+	o.DropBatch(nil)
+	o.FlushBatches()
+	if got := o.Profile().Call(prof.CallBarrier).Calls; got != 1 {
+		t.Fatalf("%d Barrier calls counted, want 1", got)
+	}
+	var none *Obs
+	none.FlushBatches()
+	none.DropBatch(nil)
+	if b := none.NewBatch(); b != nil {
+		t.Fatal("a nil Obs made a batch")
+	}
+}

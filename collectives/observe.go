@@ -137,9 +137,9 @@ func (s *state) record() {
 }
 
 // flushEvents stores the events of the state's calls in the timeline's recorder
-// (state.bt): a call does it before it waits for its peers, so that the recorder's
-// atomic operations run while the rank would wait anyway. A sub-group's state shares its
-// World's batch.
+// (state.bt): a call does it while it waits for its peers (shmGroup.check), so that the
+// recorder's atomic operations run while the rank would wait anyway. A sub-group's state
+// shares its World's batch.
 func (s *state) flushEvents() {
 	if s.bt != nil {
 		s.bt.Flush()

@@ -58,7 +58,7 @@ type state struct {
 
 	obs        *substrate.Obs       // this rank's observer (substrate.Observe), nil when off or for a sub-group
 	ln         *prof.Local          // obs's counts of this state's calls, which busy serializes (nil: profile off)
-	bt         *trace.Batch         // obs's events of this state's calls (nil: timeline off); guarded by busy (flushEvents)
+	bt         *trace.Batch         // obs's events of this state's calls (nil: timeline off); guarded by busy, flushed in waits (shm.go)
 	members    []int                // the job ranks of the World's ranks, for obs (nil: Init's World)
 	ob         callObs              // the observation of the call in progress (observe.go); guarded by busy
 	labels     map[[2]string]uint16 // the timeline's labels by call and algorithm (observe.go); guarded by busy

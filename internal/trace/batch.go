@@ -1,7 +1,7 @@
 package trace
 
 // BatchLen is how many events a Batch holds before Add flushes it.
-const BatchLen = 8
+const BatchLen = 16
 
 // Batch holds one owner's events on their way into a Recorder. Add costs a few plain
 // stores; Flush claims the indices of every held event with one atomic add and stores
@@ -39,6 +39,12 @@ func (b *Batch) Put(k Kind, start, end, bytes int64, flow uint64, peer, tag int3
 	e.Start, e.End, e.Bytes, e.Flow = start, end, bytes, flow
 	e.Peer, e.Tag, e.Label, e.Kind = peer, tag, label, k
 }
+
+// Due reports whether the batch holds half of BatchLen events or more: an owner that
+// waits only briefly flushes then, so that each flush's fixed cost (its atomic add waits
+// for the owner's earlier stores to drain) is shared by many events, and Add rarely
+// finds the batch full on the path of a call.
+func (b *Batch) Due() bool { return b.n >= len(b.evs)/2 }
 
 // Len returns how many events the batch holds.
 func (b *Batch) Len() int { return b.n }

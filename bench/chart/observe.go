@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// Observe is docs/observe.json: one run of scripts/compare-observe.sh, as the script wrote
-// it, the source of the page's section "The cost of observation". chart page takes the
-// medians, the spread and the ratios from its runs.
+// Observe is one run of scripts/compare-observe.sh on one machine, as the script wrote
+// it: docs/observe.json (the 16-core machine's) or docs/observe2.json (the 2-core
+// machine's), the sources of the page's section "The cost of observation". chart page
+// takes the medians, the spread and the ratios from its runs.
 type Observe struct {
 	Command    string         `json:"command"`
 	Machine    D16Machine     `json:"machine"`
@@ -110,46 +111,57 @@ func (o *Observe) cell(bench, system, mode string, size int) []float64 {
 	return nil
 }
 
-// renderObserve writes the section "The cost of observation": per benchmark a row per
-// size, a column per mode that ran, and each observed mode's median over its system's
-// median off, against the targets.
-func renderObserve(o *Observe) (string, error) {
+// renderObserve writes the section "The cost of observation" from runs, one per
+// machine: what every run measures, then for each run its machine and a table (per
+// benchmark a row per size, a column per mode that ran, and each observed mode's median
+// over its system's median off, against the targets). With more than one run, each has a
+// heading that names its machine.
+func renderObserve(runs []*Observe) (string, error) {
 	var b strings.Builder
 	b.WriteString("## The cost of observation\n\n")
 	var figures []string
 	for _, bench := range observeBenches {
-		if slices.ContainsFunc(o.Runs, func(c ObserveCells) bool { return c.Bench == bench.id }) {
+		if slices.ContainsFunc(runs, func(o *Observe) bool {
+			return slices.ContainsFunc(o.Runs, func(c ObserveCells) bool { return c.Bench == bench.id })
+		}) {
 			figures = append(figures, bench.title+": "+bench.figure)
 		}
 	}
-	fmt.Fprintf(&b, "From `%s`: %d cores (%s), %s, Open MPI %s. "+
-		"gorma's programs run through golaunch without observation, with `--profile DIR` (`GORMA_PROFILE`: per-peer and per-call counters) "+
+	fmt.Fprintf(&b, "gorma's programs run through golaunch without observation, with `--profile DIR` (`GORMA_PROFILE`: per-peer and per-call counters) "+
 		"and with `--trace FILE` (`GORMA_TRACE`: every call in the flight recorder). "+
 		"Their C twins run under `mpirun.openmpi` without and with Open MPI's per-peer counters "+
 		"(`--mca pml_monitoring_enable 2 --mca pml_monitoring_enable_output 3 --mca pml_monitoring_filename DIR/prof`), the peer of gorma's profile. "+
 		"%s. "+
 		"Each repetition runs every mode once; the modes' order rotates each repetition. "+
-		"Medians of %s, in us (lower is better); in brackets the fastest and the slowest run. "+
+		"Medians of the repetitions, in us (lower is better); in brackets the fastest and the slowest run. "+
 		"A ratio is the median, over the repetitions, of a mode's figure over its system's figure without observation in the same repetition "+
 		"(the ratio of the medians when a run failed). "+
 		"`scripts/compare-builds.sh` measures what the hooks cost with observation off, "+
 		"`go test -bench Observe8B ./runtime` and `go test -bench ObserveAllreduce8B ./collectives` what they add to one round trip and to one Allreduce, "+
 		"and `go test -bench ObservePingPong8B ./runtime` what they add to the latency.\n\n",
-		o.Command, o.Machine.Cores, o.Machine.CPU, o.Go, o.OpenMPI, strings.Join(figures, ". "), plural(o.Reps, "repetition"))
-	if o.Clock != "" {
-		fmt.Fprintf(&b, "The kernel's clock source was %s: the timeline reads the time-stamp counter where the kernel keeps time by it (tsc) "+
-			"or offers it on a processor whose counter runs at a constant rate. ", o.Clock)
+		strings.Join(figures, ". "))
+	for _, o := range runs {
+		if len(runs) > 1 {
+			fmt.Fprintf(&b, "### %d cores (%s)\n\n", o.Machine.Cores, o.Machine.CPU)
+		}
+		fmt.Fprintf(&b, "From `%s`: %d cores (%s), %s, Open MPI %s, %s. ",
+			o.Command, o.Machine.Cores, o.Machine.CPU, o.Go, o.OpenMPI, plural(o.Reps, "repetition"))
+		if o.Clock != "" {
+			fmt.Fprintf(&b, "The kernel's clock source was %s: the timeline reads the time-stamp counter where the kernel keeps time by it (tsc) "+
+				"or offers it on a processor whose counter runs at a constant rate. ", o.Clock)
+		}
+		b.WriteString(loadText(o.Load, o.Machine.Cores))
+		if o.Machine.Cores <= 2 {
+			fmt.Fprintf(&b, " On %d cores, ratios of sub-microsecond figures sit in a ±20%% noise band from run to run: "+
+				"0.8x-1.2x is a tie there, and a miss inside that band does not show a cost.", o.Machine.Cores)
+		}
+		b.WriteString("\n\n")
+		if len(o.Failed) > 0 {
+			fmt.Fprintf(&b, "Runs that failed (missing from the figures): %s.\n\n", strings.Join(o.Failed, "; "))
+		}
+		renderObserveTable(&b, o)
+		b.WriteString("\n")
 	}
-	b.WriteString(loadText(o.Load, o.Machine.Cores))
-	if o.Machine.Cores <= 2 {
-		fmt.Fprintf(&b, " On %d cores, ratios of sub-microsecond figures sit in a ±20%% noise band from run to run: "+
-			"0.8x-1.2x is a tie there, and a miss inside that band does not show a cost.", o.Machine.Cores)
-	}
-	b.WriteString("\n\n")
-	if len(o.Failed) > 0 {
-		fmt.Fprintf(&b, "Runs that failed (missing from the figures): %s.\n\n", strings.Join(o.Failed, "; "))
-	}
-	renderObserveTable(&b, o)
 	return b.String(), nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -16,14 +17,13 @@ func TestObserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := renderObserve(o)
+	page, err := renderObserve([]*Observe{o})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
 		"## The cost of observation\n",
-		"From `scripts/compare-observe.sh 3`: 2 cores (AMD EPYC), go1.26.0, Open MPI 4.1.4.",
-		"Medians of 3 repetitions,",
+		"From `scripts/compare-observe.sh 3`: 2 cores (AMD EPYC), go1.26.0, Open MPI 4.1.4, 3 repetitions.",
 		"Load average (1, 5, 15 min) on the 2 cores: 0.10 0.20 0.30 at the start, 1.50 0.40 0.35 at the end.",
 		"On 2 cores, ratios of sub-microsecond figures sit in a ±20% noise band",
 		"| benchmark | bytes | gorma | gorma --profile | gorma --trace | Open MPI | Open MPI, monitoring | profile / off (≤ 1.05x) | trace / off (≤ 1.15x) | monitoring / off, Open MPI |\n" +
@@ -52,12 +52,12 @@ func TestObservePartial(t *testing.T) {
 		},
 		Benchmarks: []ObserveBench{{Bench: "allreduce", Ranks: 16}},
 		Failed:     []string{"rep 1: allreduce gorma_trace: exit 1"}}
-	page, err := renderObserve(o)
+	page, err := renderObserve([]*Observe{o})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"Medians of 1 repetition,",
+		", 1 repetition.",
 		"Load average: not recorded.",
 		"Runs that failed (missing from the figures): rep 1: allreduce gorma_trace: exit 1.\n",
 		"| benchmark | bytes | gorma | gorma --profile | Open MPI | profile / off (≤ 1.05x) | trace / off (≤ 1.15x) | monitoring / off, Open MPI |\n",
@@ -113,5 +113,42 @@ func TestObserveStrict(t *testing.T) {
 	}
 	if !strings.Contains(page.String(), "\n\n## The cost of observation\n\n") {
 		t.Error("chart page does not show observe.json beside the report")
+	}
+}
+
+// TestObserveMachines: two runs, one per machine, share the section's description; each
+// gets a heading that names its machine, its own "From" line and its own table, in the
+// order given.
+func TestObserveMachines(t *testing.T) {
+	two, err := loadObserve("testdata/observe.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sixteen := *two
+	sixteen.Command, sixteen.Machine = "RANKS=16 scripts/compare-observe.sh 3", D16Machine{Cores: 16, CPU: "Intel Xeon"}
+	page, err := renderObserve([]*Observe{&sixteen, two})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s string) int {
+		i := strings.Index(page, s)
+		if i < 0 {
+			t.Fatalf("the section lacks %q:\n%s", s, page)
+		}
+		return i
+	}
+	order := []int{at("gorma's programs run through golaunch"), at("### 16 cores (Intel Xeon)\n\nFrom `RANKS=16 scripts/compare-observe.sh 3`: 16 cores"),
+		at("### 2 cores (AMD EPYC)\n\nFrom `scripts/compare-observe.sh 3`: 2 cores")}
+	if !slices.IsSorted(order) {
+		t.Errorf("description and machines out of order (%v):\n%s", order, page)
+	}
+	if n := strings.Count(page, "| benchmark | bytes |"); n != 2 {
+		t.Errorf("%d tables, want 2:\n%s", n, page)
+	}
+	if n := strings.Count(page, "gorma's programs run through golaunch"); n != 1 {
+		t.Errorf("the description is there %d times, want once", n)
+	}
+	if n := strings.Count(page, "noise band"); n != 1 {
+		t.Errorf("the 2-core noise sentence is there %d times, want once (the 2-core run's)", n)
 	}
 }

@@ -57,7 +57,8 @@ func runPage(args []string, stdout io.Writer) error {
 }
 
 // loadBeside reads the documents that lie beside the report in dir into rep:
-// device16.json, startup16.json, ft.json and observe.json, where they exist.
+// device16.json, startup16.json, ft.json, observe.json and observe2.json, where they
+// exist.
 func loadBeside(rep *Report, dir string) (err error) {
 	if rep.Device16, err = loadDevice16(filepath.Join(dir, "device16.json")); err != nil {
 		return err
@@ -68,8 +69,16 @@ func loadBeside(rep *Report, dir string) (err error) {
 	if rep.FT, err = loadFT(filepath.Join(dir, "ft.json")); err != nil {
 		return err
 	}
-	rep.Observe, err = loadObserve(filepath.Join(dir, "observe.json"))
-	return err
+	for _, name := range []string{"observe.json", "observe2.json"} {
+		o, err := loadObserve(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if o != nil {
+			rep.Observe = append(rep.Observe, o)
+		}
+	}
+	return nil
 }
 
 // drawCharts writes every chart of the page that has points, under docs.

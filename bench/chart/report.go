@@ -22,8 +22,9 @@ type Report struct {
 	Startup16 *Startup16 `json:"-"`
 	// FT is docs/ft.json beside the report (chart ft), or nil.
 	FT *FT `json:"-"`
-	// Observe is docs/observe.json beside the report (scripts/compare-observe.sh), or nil.
-	Observe *Observe `json:"-"`
+	// Observe is docs/observe.json and docs/observe2.json beside the report
+	// (scripts/compare-observe.sh), those that exist.
+	Observe []*Observe `json:"-"`
 }
 
 // Machine describes the host and the software of the run.

@@ -12,7 +12,9 @@
 # Figures: pingpong's half round trip (a mean over the round trips) and Allreduce's avg_us
 # (each rank's mean per call, averaged over the ranks), at SIZES.
 # Writes OUT (docs/observe.json): every run's figure per benchmark, system, mode and size,
-# with the commands, the machine and its clock source, the load at the start and the end, and Open MPI's
+# with the commands, the machine and its clock sources (current and available, and the
+# processor's constant_tsc and nonstop_tsc flags, which decide the timeline's clock: trace.CounterUsable),
+# the load at the start and the end, and Open MPI's
 # version. chart page renders it as the section "The cost of observation". The hooks'
 # cost with observation off is scripts/compare-builds.sh's to measure.
 # Usage: scripts/compare-observe.sh [REPS]
@@ -147,6 +149,8 @@ words() { local IFS=' '; echo "$*"; }
 		"$(str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')")" \
 		"$(free -g | awk '/Mem:/ {print $2}')" "$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)"
 	printf '"clocksource": %s,\n' "$(str "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)")"
+	printf '"clocksources": %s,\n' "$(str "$(cat /sys/devices/system/clocksource/clocksource0/available_clocksource 2>/dev/null | sed 's/ *$//' || true)")"
+	printf '"tsc_flags": %s,\n' "$(str "$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -xE 'constant_tsc|nonstop_tsc' | paste -sd' ' || true)")"
 	printf '"go": %s,\n' "$(str "${GOVERSION:-$(go env GOVERSION)}")"
 	printf '"openmpi": %s,\n' "$(str "$("${mpirun[0]}" --version 2>/dev/null | head -1 | sed 's/.*) //')")"
 	printf '"reps": %d,\n' "$reps"

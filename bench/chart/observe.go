@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gorma-hpc/gorma/internal/trace"
 )
 
 // Observe is one run of scripts/compare-observe.sh on one machine, as the script wrote
@@ -13,7 +15,9 @@ import (
 type Observe struct {
 	Command    string         `json:"command"`
 	Machine    D16Machine     `json:"machine"`
-	Clock      string         `json:"clocksource,omitempty"` // the kernel's current_clocksource: tsc gives the timeline its cheap clock
+	Clock      string         `json:"clocksource,omitempty"`  // the kernel's current_clocksource
+	Clocks     string         `json:"clocksources,omitempty"` // its available_clocksource
+	TSCFlags   string         `json:"tsc_flags,omitempty"`    // the processor's constant_tsc and nonstop_tsc flags, those it has
 	Go         string         `json:"go"`
 	OpenMPI    string         `json:"openmpi"` // the version mpirun.openmpi reports
 	Reps       int            `json:"reps"`
@@ -146,10 +150,7 @@ func renderObserve(runs []*Observe) (string, error) {
 		}
 		fmt.Fprintf(&b, "From `%s`: %d cores (%s), %s, Open MPI %s, %s. ",
 			o.Command, o.Machine.Cores, o.Machine.CPU, o.Go, o.OpenMPI, plural(o.Reps, "repetition"))
-		if o.Clock != "" {
-			fmt.Fprintf(&b, "The kernel's clock source was %s: the timeline reads the time-stamp counter where the kernel keeps time by it (tsc) "+
-				"or offers it on a processor whose counter runs at a constant rate. ", o.Clock)
-		}
+		b.WriteString(clockText(o))
 		b.WriteString(loadText(o.Load, o.Machine.Cores))
 		if o.Machine.Cores <= 2 {
 			fmt.Fprintf(&b, " On %d cores, ratios of sub-microsecond figures sit in a ±20%% noise band from run to run: "+
@@ -163,6 +164,28 @@ func renderObserve(runs []*Observe) (string, error) {
 		b.WriteString("\n")
 	}
 	return b.String(), nil
+}
+
+// clockText says which clock the run's timeline read (trace.CounterUsable), from the
+// machine's clock sources and flags; "" when the run did not record them.
+func clockText(o *Observe) string {
+	switch {
+	case o.Clock == "":
+		return ""
+	case o.Clocks == "":
+		return fmt.Sprintf("The kernel's clock source was %s: the timeline reads the time-stamp counter where the kernel keeps time by it (tsc) "+
+			"or offers it on a processor whose counter runs at a constant rate. ", o.Clock)
+	}
+	flags := "neither constant_tsc nor nonstop_tsc"
+	if o.TSCFlags != "" {
+		flags = o.TSCFlags
+	}
+	clock := "Go's monotonic clock"
+	if trace.CounterUsable(o.Clock, o.Clocks, strings.Fields(o.TSCFlags)) {
+		clock = "the time-stamp counter"
+	}
+	return fmt.Sprintf("The kernel's clock source was %s (available: %s), and the processor reports %s: the timeline read %s. ",
+		o.Clock, o.Clocks, flags, clock)
 }
 
 // renderObserveTable writes one table of every benchmark that ran: a row per benchmark

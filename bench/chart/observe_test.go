@@ -152,3 +152,25 @@ func TestObserveMachines(t *testing.T) {
 		t.Errorf("the 2-core noise sentence is there %d times, want once (the 2-core run's)", n)
 	}
 }
+
+// TestObserveClock: the section says which clock the run's timeline read, by the rule
+// the recorder applies (trace.CounterUsable) to the recorded clock sources and flags,
+// and keeps to the current source where the run recorded no more.
+func TestObserveClock(t *testing.T) {
+	for _, c := range []struct {
+		current, available, flags, want string
+	}{
+		{"tsc", "tsc kvm-clock", "constant_tsc nonstop_tsc",
+			"The kernel's clock source was tsc (available: tsc kvm-clock), and the processor reports constant_tsc nonstop_tsc: the timeline read the time-stamp counter. "},
+		{"kvm-clock", "kvm-clock tsc acpi_pm", "constant_tsc nonstop_tsc", "the timeline read the time-stamp counter. "},
+		{"kvm-clock", "kvm-clock acpi_pm", "constant_tsc nonstop_tsc", "the timeline read Go's monotonic clock. "},
+		{"kvm-clock", "kvm-clock tsc", "", "the processor reports neither constant_tsc nor nonstop_tsc: the timeline read Go's monotonic clock. "},
+		{"tsc", "", "", "The kernel's clock source was tsc: the timeline reads the time-stamp counter where"},
+		{"", "", "", ""},
+	} {
+		got := clockText(&Observe{Clock: c.current, Clocks: c.available, TSCFlags: c.flags})
+		if !strings.Contains(got, c.want) || (c.want == "") != (got == "") {
+			t.Errorf("%q, %q, %q: %q, want it to hold %q", c.current, c.available, c.flags, got, c.want)
+		}
+	}
+}

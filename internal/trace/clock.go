@@ -10,7 +10,7 @@ import (
 )
 
 // Clock is the recorder's time source: a monotonic clock whose Stamp costs less than
-// Go's. Where the processor's time-stamp counter is a clock (counterUsable: the kernel
+// Go's. Where the processor's time-stamp counter is a clock (CounterUsable: the kernel
 // keeps time by it, or offers it on a processor whose counter runs at a constant rate;
 // on amd64), a stamp is the counter's reading since the clock's start. Elsewhere a stamp
 // is nanoseconds of the monotonic clock. `go test -bench Clock
@@ -104,7 +104,7 @@ func (c *Clock) Exact() func(stamp int64) int64 {
 }
 
 // counterKeepsTime reports whether Stamp can read the time-stamp counter as a clock
-// (counterUsable on this machine's files).
+// (CounterUsable on this machine's files).
 var counterKeepsTime = sync.OnceValue(func() bool {
 	if !haveCounter {
 		return false
@@ -113,11 +113,12 @@ var counterKeepsTime = sync.OnceValue(func() bool {
 	current, _ := os.ReadFile(dir + "current_clocksource")
 	available, _ := os.ReadFile(dir + "available_clocksource")
 	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
-	return counterUsable(string(current), string(available), cpuFlags(string(cpuinfo)))
+	return CounterUsable(string(current), string(available), cpuFlags(string(cpuinfo)))
 })
 
-// counterUsable reports whether the time-stamp counter is a clock, from the kernel's
-// current and available clock sources and the processor's flags:
+// CounterUsable reports whether the time-stamp counter is a clock, from the kernel's
+// current and available clock sources (the files current_clocksource and
+// available_clocksource) and the processor's flags (/proc/cpuinfo's):
 //
 //   - the kernel keeps time by it (current is tsc); or
 //   - the kernel offers it (tsc is among the available sources) and the processor says
@@ -127,7 +128,7 @@ var counterKeepsTime = sync.OnceValue(func() bool {
 //
 // The kernel offers tsc only when the counters of all processors agree and its watchdog
 // has not found the counter drifting: it withdraws an unstable counter.
-func counterUsable(current, available string, flags []string) bool {
+func CounterUsable(current, available string, flags []string) bool {
 	if strings.TrimSpace(current) == "tsc" {
 		return true
 	}

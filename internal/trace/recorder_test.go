@@ -186,8 +186,8 @@ func TestCounterUsable(t *testing.T) {
 		{"hpet\n", "tsc-early hpet \n", steady, false},                              // not tsc
 		{"", "", steady, false},                                                     // no sysfs
 	} {
-		if got := counterUsable(c.current, c.available, c.flags); got != c.want {
-			t.Errorf("counterUsable(%q, %q, %q) = %v, want %v", c.current, c.available, c.flags, got, c.want)
+		if got := CounterUsable(c.current, c.available, c.flags); got != c.want {
+			t.Errorf("CounterUsable(%q, %q, %q) = %v, want %v", c.current, c.available, c.flags, got, c.want)
 		}
 	}
 	info := "processor\t: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\n\nprocessor\t: 1\nflags\t\t: fpu\n"

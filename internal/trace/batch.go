@@ -42,7 +42,7 @@ func (b *Batch) Put(k Kind, start, end, bytes int64, flow uint64, peer, tag int3
 
 // Due reports whether the batch holds half of BatchLen events or more: an owner that
 // waits only briefly flushes then, so that each flush's fixed cost (its atomic add waits
-// for the owner's earlier stores to drain) is shared by many events, and Add rarely
+// for the owner's pending stores to drain) is shared by many events, and Add rarely
 // finds the batch full on the path of a call.
 func (b *Batch) Due() bool { return b.n >= len(b.evs)/2 }
 

@@ -64,7 +64,7 @@ func NewRecorder(rank, capacity int) *Recorder {
 	return r
 }
 
-// touch writes to every page of the ring, so that the kernel maps them now rather than
+// touch writes to every page of the ring, so that the kernel maps them at set-up rather than
 // on the first lap, where each page's fault would land inside a recorded call.
 func (r *Recorder) touch() {
 	step := max(os.Getpagesize()/int(unsafe.Sizeof(slot{})), 1)

@@ -9,7 +9,7 @@ import (
 
 // TestBatches: a call ended into a batch (EndIn) reaches the recorder when the batch is
 // flushed, dropped (DropBatch) or flushed with the others (FlushBatches), not before; a
-// dropped batch is no longer among those FlushBatches stores.
+// dropped batch is not among those FlushBatches stores.
 func TestBatches(t *testing.T) {
 	o := NewObs(0, 2, false, 64)
 	a, b := o.NewBatch(), o.NewBatch()
@@ -27,7 +27,7 @@ func TestBatches(t *testing.T) {
 	if n := count(); n != 1 {
 		t.Fatalf("%d events after DropBatch, want 1", n)
 	}
-	end(a, 3) // a's owner is gone: FlushBatches no longer stores a
+	end(a, 3) // a's owner is gone: FlushBatches does not store a
 	o.FlushBatches()
 	d := o.Rec.Snapshot()
 	if len(d.Events) != 2 || d.Events[0].Label != 1 || d.Events[1].Label != 2 {

@@ -137,11 +137,12 @@ func (s *state) record() {
 }
 
 // flushEvents stores the events of the state's calls in the timeline's recorder
-// (state.bt): a call does it while it waits for its peers (shmGroup.check), so that the
-// recorder's atomic operations run while the rank would wait anyway. A sub-group's state
-// shares its World's batch.
-func (s *state) flushEvents() {
-	if s.bt != nil {
+// (state.bt) while a call waits for its peers, so that the recorder's atomic operations
+// run while the rank would wait anyway: at the start of a wait when the batch is Due,
+// and in any wait long enough to check for failures (long). A sub-group's state shares
+// its World's batch.
+func (s *state) flushEvents(long bool) {
+	if s.bt != nil && (long || s.bt.Due()) {
 		s.bt.Flush()
 	}
 }

@@ -425,9 +425,7 @@ func (g *shmGroup) wait(c *call, i int, v uint64) error {
 	if atomic.LoadUint64(ctr) >= v {
 		return nil
 	}
-	if c.s.bt != nil && c.s.bt.Due() {
-		c.s.bt.Flush() // while the peer is on its way; check flushes in a longer wait
-	}
+	c.s.flushEvents(false) // while the peer is on its way
 	// Each rank has a processor: a bare spin, so that the publisher's store is seen one
 	// line transfer after it happens, with no yield to the Go scheduler (see the type's
 	// documentation). Oversubscribed: waitYield.
@@ -476,7 +474,7 @@ func (g *shmGroup) wait(c *call, i int, v uint64) error {
 
 // check returns ctx's error or member i's failure.
 func (g *shmGroup) check(c *call, i int) error {
-	c.s.flushEvents() // a wait this long has time for it
+	c.s.flushEvents(true) // a wait this long has time for it
 	if err := c.ctx.Err(); err != nil {
 		return err
 	}

@@ -129,8 +129,8 @@ func heatLegend(b *bufio.Writer, x, y, w, h int, lo, hi uint64, unit string) {
 
 // legendTicks returns lo, hi and, between them, the powers of ten (or, where
 // fewer than two fit, the values 1, 2 and 5 times a power of ten) at least a
-// twelfth of the bar from lo and from hi. Of more than five such ticks it drops
-// every second one until five or fewer are left.
+// twelfth of the bar from lo and from hi. It keeps at most five of those: while
+// there are more, it keeps every second one.
 func legendTicks(lo, hi uint64) []uint64 {
 	ticks := []uint64{lo}
 	if hi == lo {

@@ -176,39 +176,32 @@ func (c ObsCall) count(n int, d time.Duration) {
 }
 
 // EndIn is End with the event added to b (NewBatch), whose owner is the caller; with b
-// nil it is End.
+// nil the event goes into the recorder at once.
 func (c ObsCall) EndIn(b *trace.Batch, tk trace.Kind, n int, peer, tag int, label uint16) {
 	o := c.o
 	if o == nil {
 		return
 	}
-	if b == nil || o.Rec == nil || tk == 0 {
-		c.End(tk, n, peer, tag, label)
+	end := c.Finish(n)
+	if o.Rec == nil || tk == 0 {
 		return
 	}
-	end := c.Finish(n)
 	if label == 0 {
 		label = o.kinds[c.m.k]
 	}
-	b.Put(tk, c.start, end, int64(n), 0, int32(peer), int32(tag), label)
+	if b != nil {
+		b.Put(tk, c.start, end, int64(n), 0, int32(peer), int32(tag), label)
+		return
+	}
+	o.Rec.Record(trace.Event{Kind: tk, Start: c.start, End: end, Bytes: int64(n),
+		Peer: int32(peer), Tag: int32(tag), Label: label})
 }
 
 // End ends the call: Finish, and an event of kind tk in the timeline with peer (a job
 // rank or trace.NoPeer), tag (-1 for none) and label (0: the kind's name). A tk of 0
 // records no event.
 func (c ObsCall) End(tk trace.Kind, n int, peer, tag int, label uint16) {
-	o := c.o
-	if o == nil {
-		return
-	}
-	end := c.Finish(n)
-	if o.Rec != nil && tk != 0 {
-		if label == 0 {
-			label = o.kinds[c.m.k]
-		}
-		o.Rec.Record(trace.Event{Kind: tk, Start: c.start, End: end, Bytes: int64(n),
-			Peer: int32(peer), Tag: int32(tag), Label: label})
-	}
+	c.EndIn(nil, tk, n, peer, tag, label)
 }
 
 // Event records one event of kind tk from start (a Stamp) to now in the timeline (not in the

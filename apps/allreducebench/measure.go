@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"syscall"
 	"time"
 
+	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -216,7 +216,7 @@ func allreduceSize(ctx context.Context, w *runtime.World, o options, b *buffers,
 
 // timeCalls makes a tenth of iters calls (at least 3) as warmup, caps iters by their
 // time (capIters) and times that many calls. It returns this rank's total time over
-// them, their count and the context switches before them (switches).
+// them, their count and the context switches before them (benchkit.Switches).
 func timeCalls(ctx context.Context, w *runtime.World, o options, iters int, call func() (time.Duration, error)) (time.Duration, int, [2]float64, error) {
 	warmup := max(iters/10, 3)
 	var warm, total time.Duration
@@ -231,7 +231,7 @@ func timeCalls(ctx context.Context, w *runtime.World, o options, iters int, call
 	if err != nil {
 		return 0, 0, [2]float64{}, err
 	}
-	cs := switches()
+	cs := benchkit.Switches()
 	for range iters {
 		d, err := call()
 		if err != nil {
@@ -258,20 +258,10 @@ func capIters(ctx context.Context, w *runtime.World, o options, iters int, warm 
 	return iters, nil
 }
 
-// switches reads the process's context switches so far (every thread's): voluntary,
-// then involuntary.
-func switches() [2]float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return [2]float64{}
-	}
-	return [2]float64{float64(ru.Nvcsw), float64(ru.Nivcsw)}
-}
-
 // reduceRow turns this rank's total over iters calls, and its context switches since cs
-// (switches), into the row of figures over the ranks (complete at every rank).
+// (benchkit.Switches), into the row of figures over the ranks (complete at every rank).
 func reduceRow(ctx context.Context, w *runtime.World, total time.Duration, iters int, cs [2]float64) (row, error) {
-	now := switches()
+	now := benchkit.Switches()
 	us := float64(total.Nanoseconds()) / 1e3 / float64(iters)
 	sw := []float64{(now[0] - cs[0]) / float64(iters), (now[1] - cs[1]) / float64(iters)}
 	sum, lo, hi := []float64{us}, []float64{us}, []float64{us}
@@ -320,7 +310,7 @@ func barrier(ctx context.Context, w *runtime.World, o options, first bool) (row,
 	if err != nil {
 		return row{}, err
 	}
-	cs := switches()
+	cs := benchkit.Switches()
 	total, err := timed(iters)
 	if err != nil {
 		return row{}, err

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
+	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -74,16 +75,25 @@ type report struct {
 	Bandwidth  []bwRow      `json:"bandwidth,omitempty"`
 }
 
+// latencyRow is one size of the latency test; an iteration is one round trip.
 type latencyRow struct {
 	Bytes      int     `json:"bytes"`
 	Iterations int     `json:"iterations"`
 	LatencyUS  float64 `json:"latency_us"`
+	// VCSW and IVCSW are the process's voluntary and involuntary context switches (every
+	// thread's, getrusage) per timed iteration, averaged over all ranks.
+	VCSW  float64 `json:"vcsw_per_call"`
+	IVCSW float64 `json:"ivcsw_per_call"`
 }
 
+// bwRow is one size of the bandwidth test; an iteration is one window and its
+// acknowledgement.
 type bwRow struct {
 	Bytes      int     `json:"bytes"`
 	Iterations int     `json:"iterations"`
 	MBps       float64 `json:"MB_per_s"`
+	VCSW       float64 `json:"vcsw_per_call"` // as in latencyRow
+	IVCSW      float64 `json:"ivcsw_per_call"`
 }
 
 func run(ctx context.Context, o options) error {
@@ -157,6 +167,9 @@ func measure(ctx context.Context, w *runtime.World, o options, text io.Writer) (
 			if err == nil {
 				row.LatencyUS, err = overPairs(ctx, w, row.LatencyUS)
 			}
+			if err == nil {
+				row.VCSW, row.IVCSW, err = overRanks(ctx, w, row.VCSW, row.IVCSW)
+			}
 			if err != nil {
 				return rep, fmt.Errorf("latency at %d bytes: %w", size, err)
 			}
@@ -170,6 +183,9 @@ func measure(ctx context.Context, w *runtime.World, o options, text io.Writer) (
 			row, err := bandwidth(ctx, w, sbuf[:size], rbuf[:size], o)
 			if err == nil {
 				row.MBps, err = overPairs(ctx, w, row.MBps)
+			}
+			if err == nil {
+				row.VCSW, row.IVCSW, err = overRanks(ctx, w, row.VCSW, row.IVCSW)
 			}
 			if err != nil {
 				return rep, fmt.Errorf("bandwidth at %d bytes: %w", size, err)
@@ -200,6 +216,22 @@ func overPairs(ctx context.Context, w *runtime.World, v float64) (float64, error
 		vals = append(vals, got[0])
 	}
 	return median(vals), nil
+}
+
+// overRanks returns the mean of vcsw and of ivcsw over all ranks, at every rank.
+func overRanks(ctx context.Context, w *runtime.World, vcsw, ivcsw float64) (float64, float64, error) {
+	sum := []float64{vcsw, ivcsw}
+	if err := collectives.Allreduce(ctx, w, nil, sum, collectives.Sum[float64]()); err != nil {
+		return 0, 0, err
+	}
+	n := float64(w.Size())
+	return sum[0] / n, sum[1] / n, nil
+}
+
+// perIter returns the context switches since cs (benchkit.Switches) per iteration of iters.
+func perIter(cs [2]float64, iters int) (vcsw, ivcsw float64) {
+	now := benchkit.Switches()
+	return (now[0] - cs[0]) / float64(iters), (now[1] - cs[1]) / float64(iters)
 }
 
 // median is the middle of vals (the mean of the two middle ones for an even count);
@@ -289,8 +321,10 @@ func latency(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, base int)
 		return latencyRow{}, err
 	}
 	var start time.Time
+	var cs [2]float64
 	for i := 0; i < warmup+iters; i++ {
 		if i == warmup {
+			cs = benchkit.Switches() // before the clock starts: the system call is not timed
 			start = time.Now()
 		}
 		if w.Rank()%2 == 0 {
@@ -310,7 +344,8 @@ func latency(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, base int)
 		}
 	}
 	us := float64(time.Since(start).Nanoseconds()) / 1e3 / float64(2*iters)
-	return latencyRow{Bytes: len(sbuf), Iterations: iters, LatencyUS: us}, nil
+	vcsw, ivcsw := perIter(cs, iters)
+	return latencyRow{Bytes: len(sbuf), Iterations: iters, LatencyUS: us, VCSW: vcsw, IVCSW: ivcsw}, nil
 }
 
 func bandwidth(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, o options) (bwRow, error) {
@@ -325,8 +360,10 @@ func bandwidth(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, o optio
 		return bwRow{}, err
 	}
 	var start time.Time
+	var cs [2]float64
 	for i := 0; i < warmup+iters; i++ {
 		if i == warmup {
+			cs = benchkit.Switches() // before the clock starts: the system call is not timed
 			start = time.Now()
 		}
 		var err error
@@ -355,6 +392,7 @@ func bandwidth(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, o optio
 		}
 	}
 	secs := time.Since(start).Seconds()
+	vcsw, ivcsw := perIter(cs, iters)
 	mbps := float64(len(sbuf)) * float64(o.window) * float64(iters) / secs / 1e6
-	return bwRow{Bytes: len(sbuf), Iterations: iters, MBps: mbps}, nil
+	return bwRow{Bytes: len(sbuf), Iterations: iters, MBps: mbps, VCSW: vcsw, IVCSW: ivcsw}, nil
 }

@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -39,7 +43,8 @@ func TestMedian(t *testing.T) {
 }
 
 // TestPairs runs 4 ranks as two concurrent pairs: every rank measures with its partner,
-// and rank 0 reports one row per size, for both tests.
+// and rank 0 reports one row per size, for both tests, with the context switches in
+// every JSON row.
 func TestPairs(t *testing.T) {
 	o, err := parseFlags([]string{"--pairs", "--max-size", "64K", "--min-size", "8K", "--iters", "20", "--bw-iters", "3", "--window", "4"})
 	if err != nil {
@@ -69,10 +74,39 @@ func TestPairs(t *testing.T) {
 					t.Errorf("bandwidth row %+v: want a positive figure", r)
 				}
 			}
+			checkSwitches(t, rep)
 		}
 		return nil
 	})
 	if s := out.String(); !strings.Contains(s, "2 concurrent pairs") || !strings.Contains(s, "\n65536 ") {
 		t.Errorf("rank 0 output lacks the pairs header or the 64 KiB row:\n%s", s)
+	}
+}
+
+// checkSwitches writes rep as --json=FILE does and checks that every row of the document
+// holds vcsw_per_call and ivcsw_per_call, non-negative numbers.
+func checkSwitches(t *testing.T, rep report) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pp.json")
+	if err := benchkit.WriteJSON(rep, path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Latency   []map[string]any `json:"latency"`
+		Bandwidth []map[string]any `json:"bandwidth"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(doc.Latency, doc.Bandwidth...) {
+		for _, k := range []string{"vcsw_per_call", "ivcsw_per_call"} {
+			if v, ok := r[k].(float64); !ok || v < 0 {
+				t.Errorf("JSON row %v: %s is %v, want a non-negative number", r, k, r[k])
+			}
+		}
 	}
 }

@@ -39,8 +39,15 @@
 // anything is measured. In the busy_get case the target fills its window with a known
 // pattern, and the origin checks every Get against it.
 //
-// bench/mpi/rmabench.c is the C twin (same cases, flags, iteration counts and output);
-// scripts/compare-rma.sh runs both side by side. Output is one table per case after a
-// header naming the transport, the progress mode and the hosts; --json prints one JSON
-// document instead, --json=FILE writes it to FILE beside the text.
+// bench/mpi/rmabench.c is the C twin (same cases, flags, iteration counts, output and
+// JSON rows); scripts/compare-rma.sh runs both side by side. Output is one table per case
+// after a header naming the transport, the progress mode and the hosts; --json prints one
+// JSON document instead, --json=FILE writes it to FILE beside the text.
+//
+// Each JSON row also holds vcsw_per_call and ivcsw_per_call: the process's voluntary and
+// involuntary context switches (getrusage, every thread's) per timed iteration, the unit
+// of the row's iterations. They are averaged over the ranks that run the timed loop. Both
+// ranks run it in the *.fence, *.pscw, fence and alloc_free.* cases. Rank 0 alone runs it
+// in the others, while the target idles (or computes, in busy_get). A busy_get row
+// without operations holds zeros.
 package main

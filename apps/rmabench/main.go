@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
+	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -92,7 +93,8 @@ type table struct {
 	Rows  []row  `json:"rows"`
 }
 
-// row is one line of a table: latency figures (microseconds) or a bandwidth.
+// row is one line of a table: latency figures (microseconds) or a bandwidth. A rank that
+// runs no timed loop in the case returns a row without iterations.
 type row struct {
 	Bytes      int     `json:"bytes"`
 	Iterations int     `json:"iterations"`
@@ -102,6 +104,11 @@ type row struct {
 	P99US      float64 `json:"p99_us,omitempty"`
 	MaxUS      float64 `json:"max_us,omitempty"`
 	MBps       float64 `json:"MB_per_s,omitempty"`
+	// VCSW and IVCSW are the process's voluntary and involuntary context switches (every
+	// thread's, getrusage) per timed iteration, averaged over the ranks that ran the
+	// timed loop (overRanks).
+	VCSW  float64 `json:"vcsw_per_call"`
+	IVCSW float64 `json:"ivcsw_per_call"`
 }
 
 func run(ctx context.Context, o options) error {
@@ -157,6 +164,9 @@ func measureAll(ctx context.Context, w *runtime.World, o options, text io.Writer
 				return rep, err
 			}
 			r, err := c.run(ctx, b, size)
+			if err == nil {
+				err = overRanks(ctx, w, &r)
+			}
 			if err != nil {
 				return rep, fmt.Errorf("%s at %d bytes: %w", c.name, size, err)
 			}
@@ -166,6 +176,24 @@ func measureAll(ctx context.Context, w *runtime.World, o options, text io.Writer
 		rep.Tables = append(rep.Tables, tab)
 	}
 	return rep, b.free(ctx)
+}
+
+// overRanks replaces r's context switches with their mean over the ranks whose row counts
+// iterations: those that ran the case's timed loop. Every rank calls it; r is complete at
+// every rank.
+func overRanks(ctx context.Context, w *runtime.World, r *row) error {
+	sum := []float64{r.VCSW, r.IVCSW, 0}
+	if r.Iterations > 0 {
+		sum[2] = 1
+	}
+	if err := collectives.Allreduce(ctx, w, nil, sum, collectives.Sum[float64]()); err != nil {
+		return err
+	}
+	r.VCSW, r.IVCSW = 0, 0
+	if sum[2] > 0 {
+		r.VCSW, r.IVCSW = sum[0]/sum[2], sum[1]/sum[2]
+	}
+	return nil
 }
 
 // header is the column header of a table of kind k.

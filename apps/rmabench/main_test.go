@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
@@ -54,10 +58,11 @@ func TestSelected(t *testing.T) {
 }
 
 // measureInProcess runs the cases of o in an in-process world of two ranks and returns
-// rank 0's text output.
-func measureInProcess(t *testing.T, o options) *bytes.Buffer {
+// rank 0's text output and report.
+func measureInProcess(t *testing.T, o options) (*bytes.Buffer, report) {
 	t.Helper()
 	var out bytes.Buffer
+	var rep report
 	runtimetest.Run(t, 2, runtimetest.Options{}, func(w *runtime.World) error {
 		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(time.Minute))
 		defer cancel()
@@ -65,25 +70,64 @@ func measureInProcess(t *testing.T, o options) *bytes.Buffer {
 		if w.Rank() == 0 {
 			text = &out
 		}
-		_, err := measureAll(ctx, w, o, text)
+		r, err := measureAll(ctx, w, o, text)
+		if w.Rank() == 0 {
+			rep = r
+		}
 		return err
 	})
-	return &out
+	return &out, rep
 }
 
 // TestEveryCase runs every case once with tiny counts in an in-process world of two
-// ranks: each must complete and print its table (the figures are not checked: this is a
-// benchmark, timed only by its runs).
+// ranks: each must complete, print its table and hold the context switches in every JSON
+// row (the figures are not checked: this is a benchmark, timed only by its runs).
 func TestEveryCase(t *testing.T) {
 	o, err := parseFlags([]string{"--max-size", "16", "--iters", "20", "--bw-iters", "2", "--alloc-iters", "2",
 		"--busy", "20ms", "--busy-reps", "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := measureInProcess(t, o)
+	out, rep := measureInProcess(t, o)
 	for _, c := range cases {
 		if !strings.Contains(out.String(), "\n# "+c.name+": ") {
 			t.Errorf("no table for case %s in:\n%s", c.name, out.String())
+		}
+	}
+	checkSwitches(t, rep)
+}
+
+// checkSwitches writes rep as --json=FILE does and checks that every row of the document
+// holds vcsw_per_call and ivcsw_per_call, non-negative numbers.
+func checkSwitches(t *testing.T, rep report) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "rma.json")
+	if err := benchkit.WriteJSON(rep, path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Tables []struct {
+			Name string           `json:"name"`
+			Rows []map[string]any `json:"rows"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Tables) != len(cases) {
+		t.Errorf("JSON document: %d tables, want %d", len(doc.Tables), len(cases))
+	}
+	for _, tab := range doc.Tables {
+		for _, r := range tab.Rows {
+			for _, k := range []string{"vcsw_per_call", "ivcsw_per_call"} {
+				if v, ok := r[k].(float64); !ok || v < 0 {
+					t.Errorf("%s row %v: %s is %v, want a non-negative number", tab.Name, r, k, r[k])
+				}
+			}
 		}
 	}
 }
@@ -116,7 +160,7 @@ func TestBusyGetNoSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := measureInProcess(t, o)
+	out, _ := measureInProcess(t, o)
 	if want := formatRow(kindMax, row{Bytes: 8}); !strings.Contains(out.String(), "\n"+want+"\n") {
 		t.Errorf("no empty busy_get row %q in:\n%s", want, out.String())
 	}

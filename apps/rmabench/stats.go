@@ -1,6 +1,8 @@
 package main
 
-import "github.com/gorma-hpc/gorma/apps/internal/benchkit"
+import (
+	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
+)
 
 // The timing method (batches of operations as one sample, calibrated in the warmup) is
 // benchkit's, shared with the other benchmark programs. Ranks that run an operation
@@ -9,20 +11,51 @@ import "github.com/gorma-hpc/gorma/apps/internal/benchkit"
 
 const maxBatch = benchkit.MaxBatch
 
-// measurement is benchkit's Measurement with this program's latency row.
-type measurement struct{ benchkit.Measurement }
+// measurement is benchkit's Measurement with this program's latency row, and the
+// process's context switches over the timed operations (benchkit.Switches).
+type measurement struct {
+	benchkit.Measurement
+	csw [2]float64
+}
 
-// measure runs op warmup times untimed, then iters times timed in batches.
+// measure runs op warmup times untimed, then iters times timed in batches. It reads the
+// context switches after the last warmup operation, outside every timed batch.
 func measure(warmup, iters int, op func(i int) error) (measurement, error) {
-	m, err := benchkit.Measure(warmup, iters, op)
-	return measurement{m}, err
+	var cs [2]float64
+	if warmup == 0 {
+		cs = benchkit.Switches()
+	}
+	m, err := benchkit.Measure(warmup, iters, func(i int) error {
+		err := op(i)
+		if i == warmup-1 {
+			cs = benchkit.Switches()
+		}
+		return err
+	})
+	return measurement{m, since(cs)}, err
 }
 
 // latency summarises a measurement in microseconds, each figure multiplied by scale (0.5
-// turns a pair of epochs into one).
+// turns a pair of epochs into one), and its context switches per timed operation.
 func (m measurement) latency(bytes int, scale float64) row {
 	med, avg, p99 := m.Latency(scale)
-	return row{Bytes: bytes, Iterations: m.Iters, Batch: m.Batch, MedianUS: med, AvgUS: avg, P99US: p99}
+	r := row{Bytes: bytes, Iterations: m.Iters, Batch: m.Batch, MedianUS: med, AvgUS: avg, P99US: p99}
+	r.VCSW, r.IVCSW = perIter(m.csw, m.Iters)
+	return r
+}
+
+// since returns the context switches after cs (benchkit.Switches).
+func since(cs [2]float64) [2]float64 {
+	now := benchkit.Switches()
+	return [2]float64{now[0] - cs[0], now[1] - cs[1]}
+}
+
+// perIter divides the context switches sw among n timed iterations (zeros for none).
+func perIter(sw [2]float64, n int) (vcsw, ivcsw float64) {
+	if n == 0 {
+		return 0, 0
+	}
+	return sw[0] / float64(n), sw[1] / float64(n)
 }
 
 var (

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/window"
 )
@@ -90,13 +91,14 @@ func busyGet(ctx context.Context, b *bench, size int) (row, error) {
 		}
 	}
 	var samples []float64 // microseconds
+	var sw [2]float64     // context switches in the timed loops
 	for range b.o.busyReps {
 		if err := runtime.Barrier(ctx, b.w); err != nil {
 			return row{}, err
 		}
 		if b.me == 1 {
 			sink.Store(spin(b.o.busy))
-		} else if err := busyRound(ctx, b, want, &samples); err != nil {
+		} else if err := busyRound(ctx, b, want, &samples, &sw); err != nil {
 			return row{}, err
 		}
 		if err := runtime.Barrier(ctx, b.w); err != nil {
@@ -106,7 +108,9 @@ func busyGet(ctx context.Context, b *bench, size int) (row, error) {
 	if b.me != 0 {
 		return row{}, nil
 	}
-	return busyRow(size, samples), nil
+	r := busyRow(size, samples)
+	r.VCSW, r.IVCSW = perIter(sw, r.Iterations)
+	return r, nil
 }
 
 // busyRow summarises busy_get's samples (microseconds, any order). Rounds can take no
@@ -122,10 +126,18 @@ func busyRow(size int, samples []float64) row {
 		MaxUS: round3(samples[len(samples)-1])}
 }
 
-func busyRound(ctx context.Context, b *bench, want []byte, samples *[]float64) error {
+// busyRound runs one round at rank 0: its samples go to samples, the context switches of
+// its loop of operations are added to sw.
+func busyRound(ctx context.Context, b *bench, want []byte, samples *[]float64, sw *[2]float64) error {
 	t0 := time.Now()
 	time.Sleep(time.Millisecond)
 	got := b.dst[:len(want)]
+	cs := benchkit.Switches()
+	defer func() {
+		d := since(cs)
+		sw[0] += d[0]
+		sw[1] += d[1]
+	}()
 	for n := 0; n < busyOps && time.Since(t0) < b.o.busy/2; n++ {
 		clear(got)
 		t := time.Now()

@@ -1,19 +1,27 @@
 /* C twin of apps/rmabench: OSU one-sided method (osu_put_latency, osu_get_latency,
  * osu_put_bw, osu_get_bw, osu_acc_latency, osu_fop_latency, osu_cas_latency) plus the
  * synchronization and window costs of gorma's targets, with the same cases, flags,
- * iteration counts, timing method and output format, so one script runs both side by side.
+ * iteration counts, timing method, output format and JSON rows, so one script runs both
+ * side by side.
  *   rmabench_mpi [--test LIST] [--min-size N] [--max-size N] [--iters N] [--bw-iters N]
  *                [--alloc-iters N] [--busy DUR] [--busy-reps N] [--window-size N]
+ *                [--json[=FILE]]
  * Sizes take the suffixes K, M, G; --busy takes ms or s (200ms). Needs exactly 2 ranks:
  * rank 0 the origin, rank 1 the target. See apps/rmabench/doc.go for the cases and the
  * method: latency in batches (a sample is the mean of a batch of up to 256 operations
  * lasting at least 2 us, calibrated on the second half of the warmup); median, mean and
- * 99th percentile of the samples, in microseconds. */
+ * 99th percentile of the samples, in microseconds. --json prints one JSON document
+ * instead of the text, --json=FILE writes it to FILE beside the text. Its rows hold
+ * vcsw_per_call and ivcsw_per_call: the process's voluntary and involuntary context
+ * switches (getrusage, every thread's) per timed iteration, averaged over the ranks that
+ * run the timed loop (both in the fence, pscw and alloc_free cases, rank 0 in the
+ * others), as apps/rmabench's. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define MAX_BATCH 256
@@ -53,6 +61,20 @@ static const struct bcase cases[] = {
 	{"alloc_free.create", "Create + Free of a window over the caller's memory, per pair", LAT, 0, 0, CREATE},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
+#define MAX_ROWS 64
+
+/* one line of a case's table: latency figures (microseconds) or a bandwidth */
+struct row {
+	long bytes;
+	int iters, batch;
+	double median, avg, p99, max, mbps;
+	double vcsw, ivcsw; /* context switches per timed iteration, averaged over the ranks that ran it */
+};
+struct table {
+	const struct bcase *c;
+	struct row rows[MAX_ROWS];
+	int n;
+};
 
 /* Flags and shared state. */
 static long min_size = 8, max_size = 1 << 20, win_size = 1 << 20;
@@ -66,6 +88,7 @@ static int64_t *isrc, cas_cur, cas_res;
 static int cas_fails;
 static MPI_Group peer_group;
 static volatile uint64_t sink;
+static FILE *text; /* rank 0's text output; NULL elsewhere and for --json */
 
 static double now_ns(void) {
 	struct timespec ts;
@@ -89,6 +112,34 @@ static double pct(const double *s, int n, double p) { /* s sorted; nearest rank,
 	if (r < 1) r = 1;
 	if (r > n) r = n;
 	return s[r - 1];
+}
+
+/* csw reads the process's context switches so far (every thread's): voluntary in v[0],
+ * involuntary in v[1] */
+static void csw(double v[2]) {
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	v[0] = (double)ru.ru_nvcsw;
+	v[1] = (double)ru.ru_nivcsw;
+}
+
+/* csw_add adds the context switches since before (csw) to sw */
+static void csw_add(double sw[2], const double before[2]) {
+	double after[2];
+	csw(after);
+	sw[0] += after[0] - before[0];
+	sw[1] += after[1] - before[1];
+}
+
+/* reduce_cs sets r's context switches to the mean per iteration over the ranks that ran
+ * the timed loop: this rank's sw over it iterations, it 0 where it ran none. Both ranks
+ * call it. */
+static void reduce_cs(struct row *r, const double sw[2], int it) {
+	double per[3] = {0, 0, it > 0};
+	if (it > 0) per[0] = sw[0] / it, per[1] = sw[1] / it;
+	MPI_Allreduce(MPI_IN_PLACE, per, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+	r->vcsw = per[2] > 0 ? per[0] / per[2] : 0;
+	r->ivcsw = per[2] > 0 ? per[1] / per[2] : 0;
 }
 
 static void rma(int get, long size) {
@@ -172,8 +223,9 @@ static void op_once(const struct bcase *c, long size) {
 	}
 }
 
-/* measure: warmup untimed (batch calibrated on its second half), then n timed in batches */
-static void measure(const struct bcase *c, long size, int warm, int n, double scale, double out[4]) {
+/* measure: warmup untimed (batch calibrated on its second half), then n timed in batches;
+ * the context switches of the timed batches go to sw */
+static void measure(const struct bcase *c, long size, int warm, int n, double scale, double out[4], double sw[2]) {
 	double t0 = 0;
 	for (int i = 0; i < warm; i++) {
 		if (i == warm / 2) t0 = now_ns();
@@ -188,8 +240,9 @@ static void measure(const struct bcase *c, long size, int warm, int n, double sc
 			if (batch < 1) batch = 1;
 		}
 	}
-	double *s = malloc(sizeof(double) * (n / batch + 1)), total = 0;
+	double *s = malloc(sizeof(double) * (n / batch + 1)), total = 0, cs[2];
 	int ns = 0;
+	csw(cs);
 	for (int done = 0; done < n;) {
 		int b = n - done < batch ? n - done : batch;
 		double t = now_ns();
@@ -199,6 +252,7 @@ static void measure(const struct bcase *c, long size, int warm, int n, double sc
 		s[ns++] = d / b;
 		done += b;
 	}
+	csw_add(sw, cs);
 	qsort(s, ns, sizeof(double), cmpd);
 	out[0] = pct(s, ns, 50) * scale / 1e3;
 	out[1] = total / n * scale / 1e3;
@@ -215,8 +269,9 @@ static uint64_t spin(double secs) {
 	return x;
 }
 
-/* busy_get: see apps/rmabench (busyGet) */
-static int busy_get(double *med, double *mx) {
+/* busy_get: see apps/rmabench (busyGet); the context switches of rank 0's loops of
+ * operations go to sw */
+static int busy_get(double *med, double *mx, double sw[2]) {
 	char want[8];
 	for (int i = 0; i < 8; i++) want[i] = (char)(i * 11 + 5);
 	if (rank == 1) {
@@ -230,9 +285,10 @@ static int busy_get(double *med, double *mx) {
 		MPI_Barrier(MPI_COMM_WORLD);
 		if (rank == 1) sink = spin(busy_s);
 		else {
-			double t0 = now_ns();
+			double t0 = now_ns(), cs[2];
 			struct timespec ms = {0, 1000000};
 			nanosleep(&ms, NULL);
+			csw(cs);
 			for (int k = 0; k < BUSY_OPS && now_ns() - t0 < busy_s / 2 * 1e9; k++) {
 				memset(dst, 0, 8);
 				double t = now_ns();
@@ -245,10 +301,11 @@ static int busy_get(double *med, double *mx) {
 					return -1;
 				}
 			}
+			csw_add(sw, cs);
 		}
 		MPI_Barrier(MPI_COMM_WORLD);
 	}
-	if (rank == 0) {
+	if (rank == 0 && n > 0) {
 		qsort(s, n, sizeof(double), cmpd);
 		*med = pct(s, n, 50);
 		*mx = s[n - 1];
@@ -257,21 +314,26 @@ static int busy_get(double *med, double *mx) {
 	return n;
 }
 
-static double bandwidth(const struct bcase *c, long size, int *it) {
+/* bandwidth: rank 0's MB/s; the context switches of the timed rounds go to sw */
+static double bandwidth(const struct bcase *c, long size, int *it, double sw[2]) {
 	int n = bw_iters, warm = imax(bw_iters / 10, 2);
 	if (size > 16 << 10) {
 		n = imax(n / 5, 2);
 		warm = imax(warm / 5, 1);
 	}
 	*it = n;
-	double t0 = 0;
+	double t0 = 0, cs[2] = {0};
 	MPI_Win_lock_all(0, wb);
 	for (int i = 0; i < warm + n; i++) {
-		if (i == warm) t0 = now_ns();
+		if (i == warm) {
+			csw(cs); /* before the clock starts: the system call is not timed */
+			t0 = now_ns();
+		}
 		for (int k = 0; k < BW_WINDOW; k++) rma(c->get, size);
 		MPI_Win_flush(1, wb);
 	}
 	double secs = (now_ns() - t0) / 1e9;
+	csw_add(sw, cs);
 	MPI_Win_unlock_all(wb);
 	return (double)size * BW_WINDOW * n / secs / 1e6;
 }
@@ -302,59 +364,122 @@ static double parse_dur(const char *s) {
 	return v; /* s or bare seconds */
 }
 
-static void run_case(const struct bcase *c) {
-	if (rank == 0) {
-		printf("\n# %s: %s\n", c->name, c->title);
-		if (c->kind == BW) printf("%-12s %12s %12s\n", "#bytes", "iterations", "MB/s");
-		else if (c->kind == MAXK) printf("%-12s %12s %12s %12s\n", "#bytes", "iterations", "median_us", "max_us");
-		else printf("%-12s %12s %12s %12s %12s\n", "#bytes", "iterations", "median_us", "avg_us", "p99_us");
+static void print_row(const struct bcase *c, const struct row *r) {
+	if (c->kind == BW) fprintf(text, "%-12ld %12d %12.2f\n", r->bytes, r->iters, r->mbps);
+	else if (c->kind == MAXK && r->iters == 0) fprintf(text, "%-12ld %12d %12s %12s\n", r->bytes, r->iters, "-", "-");
+	else if (c->kind == MAXK) fprintf(text, "%-12ld %12d %12.3f %12.3f\n", r->bytes, r->iters, r->median, r->max);
+	else fprintf(text, "%-12ld %12d %12.3f %12.3f %12.3f\n", r->bytes, r->iters, r->median, r->avg, r->p99);
+}
+
+/* run_case runs every size of case c into t */
+static void run_case(const struct bcase *c, struct table *t) {
+	t->c = c;
+	t->n = 0;
+	if (text) {
+		fprintf(text, "\n# %s: %s\n", c->name, c->title);
+		if (c->kind == BW) fprintf(text, "%-12s %12s %12s\n", "#bytes", "iterations", "MB/s");
+		else if (c->kind == MAXK) fprintf(text, "%-12s %12s %12s %12s\n", "#bytes", "iterations", "median_us", "max_us");
+		else fprintf(text, "%-12s %12s %12s %12s %12s\n", "#bytes", "iterations", "median_us", "avg_us", "p99_us");
 	}
 	long lo = 8, hi = 8;
 	if (c->sized) lo = min_size, hi = max_size;
 	if (c->op == EMPTY_FENCE) lo = hi = 0;
 	if (c->op == ALLOC || c->op == CREATE) lo = hi = win_size;
-	for (long size = lo; size <= hi; size = size ? size * 2 : 1) {
-		double r[4] = {0};
-		int n = c->sized ? scaled(iters, size) : iters;
+	for (long size = lo; size <= hi && t->n < MAX_ROWS; size = size ? size * 2 : 1) {
+		double r[4] = {0}, sw[2] = {0};
+		int n = c->sized ? scaled(iters, size) : iters, ran = 0; /* ran: timed iterations at this rank */
 		MPI_Barrier(MPI_COMM_WORLD);
 		if (c->kind == BW) {
-			if (rank == 0) r[0] = bandwidth(c, size, &n);
-			if (rank == 0) printf("%-12ld %12d %12.2f\n", size, n, r[0]);
+			if (rank == 0) r[0] = bandwidth(c, size, &n, sw), ran = n;
 		} else if (c->kind == MAXK) {
-			n = busy_get(&r[0], &r[1]);
+			n = busy_get(&r[0], &r[1], sw);
 			if (n < 0) MPI_Abort(MPI_COMM_WORLD, 1);
-			if (rank == 0) printf("%-12ld %12d %12.3f %12.3f\n", size, n, r[0], r[1]);
+			if (rank == 0) ran = n;
 		} else {
 			int collective = c->op == FENCE || c->op == PSCW || c->op == EMPTY_FENCE || c->op == ALLOC || c->op == CREATE;
 			if (c->op == ALLOC || c->op == CREATE) n = alloc_iters;
-			if (!collective && rank != 0) continue;
-			MPI_Win w = c->op == ACC_F64 ? wf : (c->op == ACC_I64 || c->op == FOP || c->op == CAS) ? wi : wb;
-			int lockall = !collective && c->op != LOCK && c->op != LOCK_PUT;
-			if (lockall) MPI_Win_lock_all(0, w);
-			cas_fails = 0;
-			measure(c, size, warmup_of(n), n, (c->op == FENCE || c->op == PSCW) ? 0.5 : 1, r);
-			if (lockall) MPI_Win_unlock_all(w);
-			if (c->op == FENCE || c->op == EMPTY_FENCE) MPI_Win_fence(MPI_MODE_NOSUCCEED, wb);
-			if (c->op == CAS && cas_fails > 1) {
-				fprintf(stderr, "rmabench_mpi: compare-and-swap: %d swaps failed with no other rank writing\n", cas_fails);
-				MPI_Abort(MPI_COMM_WORLD, 1);
+			if (collective || rank == 0) {
+				MPI_Win w = c->op == ACC_F64 ? wf : (c->op == ACC_I64 || c->op == FOP || c->op == CAS) ? wi : wb;
+				int lockall = !collective && c->op != LOCK && c->op != LOCK_PUT;
+				if (lockall) MPI_Win_lock_all(0, w);
+				cas_fails = 0;
+				measure(c, size, warmup_of(n), n, (c->op == FENCE || c->op == PSCW) ? 0.5 : 1, r, sw);
+				ran = n;
+				if (lockall) MPI_Win_unlock_all(w);
+				if (c->op == FENCE || c->op == EMPTY_FENCE) MPI_Win_fence(MPI_MODE_NOSUCCEED, wb);
+				if (c->op == CAS && cas_fails > 1) {
+					fprintf(stderr, "rmabench_mpi: compare-and-swap: %d swaps failed with no other rank writing\n", cas_fails);
+					MPI_Abort(MPI_COMM_WORLD, 1);
+				}
 			}
-			if (rank == 0) printf("%-12ld %12d %12.3f %12.3f %12.3f\n", size, n, r[0], r[1], r[2]);
 		}
+		struct row *row = &t->rows[t->n++];
+		*row = (struct row){.bytes = size, .iters = n};
+		if (c->kind == BW) row->mbps = r[0];
+		else if (c->kind == MAXK) row->median = r[0], row->max = r[1];
+		else row->median = r[0], row->avg = r[1], row->p99 = r[2], row->batch = (int)r[3];
+		reduce_cs(row, sw, ran);
+		if (text) print_row(c, row);
 		if (size == 0 && hi == 0) break;
 	}
-	fflush(stdout);
+	if (text) fflush(text);
+}
+
+static void json_row(FILE *f, const struct bcase *c, const struct row *r) {
+	fprintf(f, "\n        {\n          \"bytes\": %ld,\n          \"iterations\": %d", r->bytes, r->iters);
+	if (c->kind == BW) fprintf(f, ",\n          \"MB_per_s\": %.6g", r->mbps);
+	else if (c->kind == MAXK && r->iters > 0) fprintf(f, ",\n          \"median_us\": %.6g,\n          \"max_us\": %.6g", r->median, r->max);
+	else if (c->kind == LAT)
+		fprintf(f, ",\n          \"batch\": %d,\n          \"median_us\": %.6g,\n          \"avg_us\": %.6g,\n          \"p99_us\": %.6g",
+			r->batch, r->median, r->avg, r->p99);
+	fprintf(f, ",\n          \"vcsw_per_call\": %.6g,\n          \"ivcsw_per_call\": %.6g\n        }", r->vcsw, r->ivcsw);
+}
+
+/* write_json writes the JSON document of the tables to json ("-": standard output) */
+static void write_json(const char *json, const char *system, char hosts[2][MPI_MAX_PROCESSOR_NAME], const struct table *tabs, int ntabs) {
+	FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
+	if (!f) {
+		perror(json);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	fprintf(f, "{\n  \"benchmark\": \"rmabench\",\n  \"system\": \"%s\",\n  \"transport\": \"mpi\",\n  \"progress\": \"mpi\",\n"
+		"  \"hosts\": [\"%s\", \"%s\"],\n  \"tables\": [", system, hosts[0], hosts[1]);
+	for (int i = 0; i < ntabs; i++) {
+		const struct table *t = &tabs[i];
+		fprintf(f, "%s\n    {\n      \"name\": \"%s\",\n      \"title\": \"%s\",\n      \"rows\": [", i ? "," : "", t->c->name, t->c->title);
+		for (int k = 0; k < t->n; k++) {
+			if (k) fputc(',', f);
+			json_row(f, t->c, &t->rows[k]);
+		}
+		fprintf(f, "\n      ]\n    }");
+	}
+	fprintf(f, "\n  ]\n}\n");
+	if (f != stdout) fclose(f);
 }
 
 int main(int argc, char **argv) {
 	int nranks;
-	const char *tests = "all";
+	const char *tests = "all", *json = NULL;
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 	peer = 1 - rank;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		const char *f = argv[i], *v = argv[i + 1];
+	for (int i = 1; i < argc; i++) {
+		const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(f, "--json")) {
+			json = "-";
+			continue;
+		}
+		if (!strncmp(f, "--json=", 7)) {
+			json = f + 7;
+			continue;
+		}
+		if (!v) {
+			if (rank == 0) fprintf(stderr, "rmabench_mpi: missing value for %s\n", f);
+			MPI_Finalize();
+			return 2;
+		}
+		i++;
 		if (!strcmp(f, "--test")) tests = v;
 		else if (!strcmp(f, "--min-size")) min_size = parse_size(v);
 		else if (!strcmp(f, "--max-size")) max_size = parse_size(v);
@@ -402,14 +527,21 @@ int main(int argc, char **argv) {
 	int len;
 	MPI_Get_library_version(lib, &len);
 	const char *name = strstr(lib, "Open MPI") ? "Open MPI" : strstr(lib, "MPICH") ? "MPICH" : "MPI";
-	if (rank == 0) {
-		printf("# %s rmabench (OSU one-sided method): C twin of apps/rmabench\n", name);
-		printf("# latency: median/avg/p99 in microseconds; a sample is the mean of a batch of up to %d operations\n", MAX_BATCH);
+	char hosts[2][MPI_MAX_PROCESSOR_NAME] = {{0}};
+	MPI_Get_processor_name(hosts[rank], &len);
+	MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+	text = rank == 0 && !(json && !strcmp(json, "-")) ? stdout : NULL;
+	if (text) {
+		fprintf(text, "# %s rmabench (OSU one-sided method): C twin of apps/rmabench\n", name);
+		fprintf(text, "# latency: median/avg/p99 in microseconds; a sample is the mean of a batch of up to %d operations\n", MAX_BATCH);
 	}
+	static struct table tabs[NCASES];
+	int ntabs = 0;
 	for (int i = 0; i < NCASES; i++) {
 		if (!selected(tests, cases[i].name)) continue;
-		run_case(&cases[i]);
+		run_case(&cases[i], &tabs[ntabs++]);
 	}
+	if (rank == 0 && json) write_json(json, name, hosts, tabs, ntabs);
 	MPI_Group_free(&peer_group);
 	MPI_Group_free(&world_group);
 	MPI_Win_free(&wb);

@@ -1,17 +1,26 @@
 # The 16-core node's collectives comparison: a job for ../shared/device16/device-run.sh,
 # which sources it with $B (the bundle's binaries), "${OMPI[@]}" and "${MPICH[@]}" (the
-# peers' launchers) and $OUT (what comes back) set. scripts/device16.sh writes it to
-# .devb/job.sh. Each repetition runs every system once, in turn, at each rank count:
-# gorma under GORMA_PROCS=auto, 1 and go, Open MPI and MPICH, each inside threadwatch
-# (the runnable threads per rank). It writes $OUT/device16.tar.gz: machine.txt (cores,
+# peers' launchers), $OUT (what comes back) and $PERF (perf) set. scripts/device16.sh
+# writes it to .devb/job.sh. Each repetition runs every system once, in turn, at each rank
+# count: gorma under GORMA_PROCS=auto, 1 and go, Open MPI and MPICH, each inside threadwatch
+# (the runnable threads per rank). Right after gorma at p = PFREE+1, gorma runs once more at
+# p = PFREE (one core left free). It writes $OUT/device16.tar.gz: machine.txt (cores,
 # model, memory), parcopy.txt (the node's copy floor at 1, half and all cores), and per
 # run ar_SYSTEM_pP_REP.json (allreducebench: Allreduce and Barrier) and
 # tw_SYSTEM_pP_REP.json (threadwatch). Then, at the same rank count, every system runs
 # allreducebench --test COLLS once more, without threadwatch, into cl_SYSTEM_pP_REP.json.
+# Last, gorma, Open MPI and MPICH run an Allreduce loop of each PERF_SIZES size at
+# p = PERF_P under perf stat -a (the whole machine's context switches and migrations,
+# every PERF_INTERVAL ms), in turn within each size: pf_SYSTEM_pP_SIZE_REP.txt (perf's CSV)
+# and pf_SYSTEM_pP_SIZE_REP.json (allreducebench). A loop's timed calls last about
+# PERF_TIME seconds; its warmup, a tenth of the calls asked for, comes before them.
 # Environment: REPS=3, NPS="16 8", SIZES (bytes), ITERS=1000, MIN_ITERS=10,
 # SIZE_TIME=100ms, RUN_TIMEOUT=120 (seconds per run), COLLS=bcast,reduce,allgather,alltoall
 # (empty: no cl_ runs), CL_SIZES=8,1024,8192,65536,1048576,16777216 (bytes: the vector
-# for bcast and reduce, each rank's block for allgather and alltoall).
+# for bcast and reduce, each rank's block for allgather and alltoall), PFREE=cores-1
+# (empty: no such runs), PERF_SIZES=8,1024,8192,65536,1048576,16777216 (empty: no pf_
+# runs), PERF_P=cores, PERF_REPS=2, PERF_TIME=2, PERF_INTERVAL=250. Without an executable
+# $PERF, the job takes perf from PATH; without either, it makes no pf_ runs.
 reps=${REPS:-3}
 nps=${NPS:-16 8}
 sizes=${SIZES:-8,1024,8192,65536,262144,1048576,16777216,67108864}
@@ -28,6 +37,7 @@ args=(--iters "${ITERS:-1000}" --min-iters "${MIN_ITERS:-10}" --size-time "${SIZ
 colls=${COLLS-bcast,reduce,allgather,alltoall}
 cl_args=(--iters "${ITERS:-1000}" --min-iters "${MIN_ITERS:-10}" --size-time "${SIZE_TIME:-100ms}"
 	--sizes "${CL_SIZES:-8,1024,8192,65536,1048576,16777216}" --test "$colls")
+pfree=${PFREE-$(($(nproc) - 1))}
 tw() { # NAME COMM P REP CMD...: one run inside threadwatch, its JSON under $res
 	local name=$1 comm=$2 p=$3 i=$4
 	shift 4
@@ -43,6 +53,9 @@ cl() { # NAME P REP CMD...: one run of the collectives, its JSON under $res
 for ((i = 1; i <= reps; i++)); do
 	for p in $nps; do
 		tw gorma allreducebench "$p" "$i" "$B/golaunch" -n "$p" --tag-output=false "$B/allreducebench" "${args[@]}"
+		if [ "${pfree:-0}" -ge 1 ] && [ "$p" -eq $((pfree + 1)) ]; then
+			tw gorma allreducebench "$pfree" "$i" "$B/golaunch" -n "$pfree" --tag-output=false "$B/allreducebench" "${args[@]}"
+		fi
 		tw ompi allreducebench_ "$p" "$i" "${OMPI[@]}" -n "$p" "$B/allreducebench_ompi" "${args[@]}"
 		tw gorma1 allreducebench "$p" "$i" "$B/golaunch" -n "$p" --tag-output=false -x GORMA_PROCS=1 "$B/allreducebench" "${args[@]}"
 		tw mpich allreducebench_ "$p" "$i" "${MPICH[@]}" -n "$p" "$B/allreducebench_mpich" "${args[@]}"
@@ -57,5 +70,32 @@ for ((i = 1; i <= reps; i++)); do
 		echo "device16: rep $i of $reps, p=$p done (load $(cut -d' ' -f1-3 /proc/loadavg))"
 	done
 done
+perf=${PERF:-}
+[ -x "$perf" ] || perf=$(command -v perf || true)
+pf_sizes=${PERF_SIZES-8,1024,8192,65536,1048576,16777216}
+pf_p=${PERF_P:-$(nproc)}
+pf_time=${PERF_TIME:-2}
+pf() { # NAME SIZE REP CMD...: one Allreduce loop under perf stat -a, its CSV and JSON under $res
+	local f=$res/pf_$1_p${pf_p}_$2_$3 size=$2 n
+	shift 3
+	# Enough calls for PERF_TIME seconds at 3 us + 0.5 ns per byte: --size-time caps the
+	# slower systems, and the warmup stays a tenth of the calls.
+	n=$(awk -v t="$pf_time" -v s="$size" 'BEGIN { n = int(t / (3e-6 + s / 2e9)); print (n < 3 ? 3 : n) }')
+	timeout "${RUN_TIMEOUT:-120}" "$perf" stat -a -x, -I "${PERF_INTERVAL:-250}" -e context-switches,cpu-migrations,task-clock -o "$f.txt" -- \
+		"$@" --test allreduce --sizes "$size" --iters "$n" --min-iters "$n" --size-time "${pf_time}s" --json="$f.json" >/dev/null 2>>"$res/stderr.txt" ||
+		echo "device16: $(basename "$f") failed" | tee -a "$res/stderr.txt"
+}
+if [ -n "$pf_sizes" ] && [ -z "$perf" ]; then
+	echo "device16: no perf (\$PERF ${PERF:-unset}, none in PATH): no pf_ runs" | tee -a "$res/stderr.txt"
+elif [ -n "$pf_sizes" ]; then
+	for ((i = 1; i <= ${PERF_REPS:-2}; i++)); do
+		for size in ${pf_sizes//,/ }; do
+			pf gorma "$size" "$i" "$B/golaunch" -n "$pf_p" --tag-output=false "$B/allreducebench"
+			pf ompi "$size" "$i" "${OMPI[@]}" -n "$pf_p" "$B/allreducebench_ompi"
+			pf mpich "$size" "$i" "${MPICH[@]}" -n "$pf_p" "$B/allreducebench_mpich"
+		done
+		echo "device16: perf rep $i of ${PERF_REPS:-2}, p=$pf_p done (load $(cut -d' ' -f1-3 /proc/loadavg))"
+	done
+fi
 tar -C "$res" -czf "$OUT/device16.tar.gz" .
 echo "device16: wrote $OUT/device16.tar.gz ($(ls "$res" | wc -l) files)"

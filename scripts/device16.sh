@@ -12,7 +12,8 @@
 #   then, on the device machine (carry .devb):  bash .devb/device-run.sh .devb/job.sh
 #   scripts/device16.sh local [startup]
 #                                 the same job here (DEVICE_LOCAL=1, REPS=1; the collectives
-#                                 with NPS=2 and small SIZES and CL_SIZES): a dry run of the
+#                                 with NPS=2, small SIZES and CL_SIZES, and perf's loops of
+#                                 0.5 s at three PERF_SIZES, once): a dry run of the
 #                                 pipeline, results in /tmp/out
 #   scripts/device16.sh unpack T  unpack a returned device16.tar.gz into results/device16/
 # The jobs' environment (REPS, NPS, SIZES, ...) is documented in scripts/device16-job.sh and
@@ -81,7 +82,8 @@ local)
 	[ -f .devb/bundle.tar.xz ] || { echo "device16: no .devb/bundle.tar.xz: run scripts/device16.sh bundle first" >&2; exit 2; }
 	[ -d .devb/hwloc ] || hwloc
 	cp "$j" .devb/job.sh
-	OUT=${OUT:-/tmp/out} DEVICE_LOCAL=1 REPS=${REPS:-1} NPS=${NPS:-2} SIZES=${SIZES:-8,65536,1048576} CL_SIZES=${CL_SIZES:-8,65536,1048576} bash .devb/device-run.sh .devb/job.sh
+	OUT=${OUT:-/tmp/out} DEVICE_LOCAL=1 REPS=${REPS:-1} NPS=${NPS:-2} SIZES=${SIZES:-8,65536,1048576} CL_SIZES=${CL_SIZES:-8,65536,1048576} \
+		PERF_SIZES=${PERF_SIZES-8,65536,1048576} PERF_TIME=${PERF_TIME:-0.5} PERF_REPS=${PERF_REPS:-1} bash .devb/device-run.sh .devb/job.sh
 	;;
 unpack)
 	t=${2:?usage: scripts/device16.sh unpack DEVICE16.TAR.GZ}

@@ -20,13 +20,15 @@ import (
 // the source of the page's "16-core node" section. chart device16 collects it from the
 // job's unpacked results (scripts/device16.sh unpack).
 type Device16 struct {
-	Command string     `json:"command"`
-	Machine D16Machine `json:"machine"`
-	Copy    []CopyRate `json:"copy"` // parcopy: the node's copy floor
-	Reps    int        `json:"reps"`
-	Systems []string   `json:"systems"` // in the job's order: gorma, ompi, gorma1, mpich, gormago
-	Ranks   []D16Ranks `json:"ranks"`   // by rank count, highest first
-	Failed  []string   `json:"failed,omitempty"`
+	Command  string     `json:"command"`
+	Machine  D16Machine `json:"machine"`
+	Copy     []CopyRate `json:"copy"` // parcopy: the node's copy floor
+	Reps     int        `json:"reps"`
+	Systems  []string   `json:"systems"`        // in the job's order: gorma, ompi, gorma1, mpich, gormago
+	Ranks    []D16Ranks `json:"ranks"`          // by rank count, highest first
+	Perf     []D16Perf  `json:"perf,omitempty"` // the pf_ files: by rank count, highest first, then by size
+	PerfReps int        `json:"perf_reps,omitempty"`
+	Failed   []string   `json:"failed,omitempty"`
 }
 
 // D16Machine describes the node.
@@ -56,6 +58,9 @@ type D16Ranks struct {
 	Alltoall  []D16Row              `json:"alltoall,omitempty"`
 	Barrier   D16Row                `json:"barrier"`
 	Threads   map[string]D16Threads `json:"threads"` // by system
+	// OneFree: only gorma ran at P, and P+1 is a rank count too: the job's runs with one
+	// core left free (PFREE). The page shows them only beside P+1.
+	OneFree bool `json:"one_core_free,omitempty"`
 }
 
 // d16Colls are the collectives of the cl_ files, in the page's order: each table's
@@ -153,7 +158,7 @@ func collectDevice16(dir string) (*Device16, error) {
 		p   int
 	}
 	ars, tws := map[key][]arDoc{}, map[key][]D16Threads{}
-	seen, ps := map[string]bool{}, map[int]bool{}
+	seen, ps, sysAt := map[string]bool{}, map[int]bool{}, map[int]map[string]bool{}
 	for _, e := range ents {
 		m := d16File.FindStringSubmatch(e.Name())
 		if m == nil {
@@ -174,6 +179,10 @@ func collectDevice16(dir string) (*Device16, error) {
 			}
 			ars[k] = append(ars[k], a)
 			seen[m[2]], ps[p] = true, true
+			if sysAt[p] == nil {
+				sysAt[p] = map[string]bool{}
+			}
+			sysAt[p][m[2]] = true
 			continue
 		}
 		var t D16Threads
@@ -192,7 +201,7 @@ func collectDevice16(dir string) (*Device16, error) {
 	}
 	d.Failed = readFailed(filepath.Join(dir, "stderr.txt"))
 	for p := range ps {
-		r := D16Ranks{P: p, Threads: map[string]D16Threads{}}
+		r := D16Ranks{P: p, Threads: map[string]D16Threads{}, OneFree: ps[p+1] && len(sysAt[p]) == 1 && sysAt[p]["gorma"]}
 		allreduce, barrier := map[int]*D16Row{}, map[int]*D16Row{}
 		colls := make([]map[int]*D16Row, len(d16Colls))
 		for _, s := range d.Systems {
@@ -220,7 +229,8 @@ func collectDevice16(dir string) (*Device16, error) {
 		d.Ranks = append(d.Ranks, r)
 	}
 	slices.SortFunc(d.Ranks, func(a, b D16Ranks) int { return b.P - a.P })
-	return d, nil
+	d.Perf, d.PerfReps, err = collectPerf(dir, d.Machine.Cores)
+	return d, err
 }
 
 func newD16Row(bytes int) D16Row {
@@ -404,10 +414,16 @@ func renderDevice16(d *Device16) (string, error) {
 			"(`allreducebench --test bcast,reduce,allgather,alltoall`, the cl_ files); their size is the vector for Bcast and Reduce " +
 			"and each rank's block for Allgather and Alltoall, as in OSU.\n\n")
 	}
+	b.WriteString(d16Absent(d))
 	if len(d.Failed) > 0 {
 		fmt.Fprintf(&b, "Runs that failed (missing from the medians): %s.\n\n", strings.Join(d.Failed, "; "))
 	}
+	shown := map[int]bool{}
 	for _, r := range d.Ranks {
+		if r.OneFree {
+			continue
+		}
+		shown[r.P] = true
 		c, err := d.copyRate(r.P)
 		if err != nil {
 			return "", err
@@ -439,6 +455,7 @@ func renderDevice16(d *Device16) (string, error) {
 			}
 			b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 		}
+		renderD16Free(&b, d, r)
 		for _, c := range d16Colls {
 			renderD16Coll(&b, d, c.heading, r.P, *c.rows(&r))
 		}
@@ -455,7 +472,15 @@ func renderDevice16(d *Device16) (string, error) {
 			}
 			b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 		}
+		renderD16Perf(&b, d, r.P)
 		b.WriteString("\n")
+	}
+	for _, r := range d.Perf {
+		if !shown[r.P] {
+			shown[r.P] = true
+			renderD16Perf(&b, d, r.P)
+			b.WriteString("\n")
+		}
 	}
 	return b.String(), nil
 }

@@ -37,15 +37,16 @@ import (
 // publisher's flag line (and, to sleep, its sleepers and bell line, which the publisher
 // only reads).
 //
-// Waiting is a bounded spin, then sleeps on the publisher's doorbell word, a shared
-// futex. When every rank has a processor the spin is bare: it polls the one flag line
-// and does not yield to the Go scheduler. A yield (runtime.Gosched) wakes an idle thread
-// of the process, which takes a processor from a spinning rank. That rank's peer then
-// waits long enough to yield too, and so on (8-byte Allreduces at p=2: runs with up to
-// 5000 context switches, against 600-1000 without the yield). The spin holds its P for
-// at most shmSpinFor. A wait yields only after each futex sleep of the full bound
-// (shmSleep), so that even with GOMAXPROCS=1 the rank's other goroutines get a turn in a
-// long wait (one that outlasts a peer's computation). When the host has more ranks than
+// Waiting follows the rank's waiting rule (substrate.WaitRule): a bounded spin, then
+// sleeps on the publisher's doorbell word, a shared futex. When every rank has a
+// processor the spin is bare: it polls the one flag line for the rule's budget. It
+// yields to the Go scheduler (runtime.Gosched) every shmSpinCheck polls only where the
+// rule says that wakes no thread (one P). With more Ps a yield wakes an idle thread of
+// the process, which takes a processor from a spinning rank. That rank's peer then
+// waits long enough to yield too, and so on. A wait also yields after each futex sleep
+// of the full bound (shmSleep), so that the rank's other goroutines get a turn in a
+// long wait (one that outlasts a peer's computation). A wait that slept tells the rule
+// how long it lasted (Waiting.Done), which adapts the budget. When the host has more ranks than
 // processors the spin gives the processor away (sched_yield) at every poll, for up to
 // shmYieldFor (waitYield), so that the ranks sharing a core take turns at once. To
 // sleep, the waiter counts itself in the publisher's sleepers word, reads the bell,
@@ -87,20 +88,20 @@ const (
 	// its shared memory grows by a fixed share per rank.
 	shmHostBig = 8 << 20
 
-	shmSpinFor    = 30 * time.Microsecond // polling, then futex sleeps
 	shmSleep      = time.Millisecond      // bound of one futex sleep
 	shmSleepFirst = 50 * time.Microsecond // bound of a wait's first futex sleep (see publish)
-	shmSpinCheck  = 4096                  // polls between checks of ctx and liveness (a bare spin)
+	shmSpinCheck  = 4096                  // polls between checks of ctx, liveness and the clock (a bare spin)
 )
 
 // shmGroup is one rank's view of a group sharing scratch. It is used by one collective
 // call at a time (the state's busy flag); the shared words are touched only through
 // sync/atomic.
 type shmGroup struct {
-	ranks   []int // World ranks of the members, ascending
-	me      int   // this rank's index in ranks
-	chunk   int   // bytes of each big buffer
-	oversub bool  // more ranks on this host than processors: yield while spinning
+	ranks   []int              // World ranks of the members, ascending
+	me      int                // this rank's index in ranks
+	chunk   int                // bytes of each big buffer
+	oversub bool               // more ranks on this host than processors: yield while spinning
+	rule    *substrate.Waiting // the rank's waiting rule: the spin's budget, and whether it yields
 
 	region  *substrate.Region
 	old     *substrate.Region // the previous region, freed at the next setup
@@ -201,7 +202,8 @@ func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 		shmOffFlag + shmLine + shmFlagMeta, shmOffSleep, shmOffBell} {
 		atomic.StoreUint64(word(b, off), 0)
 	}
-	g.oversub = w.LocalSize() > w.HostCPUs()
+	g.rule = substrate.WaitRule(w)
+	g.oversub = g.rule.Oversub || w.LocalSize() > w.HostCPUs()
 	g.region, g.chunk, g.seq, g.bigNext, g.bigFree = r, chunk, 0, 0, [2]uint64{}
 	g.broken = true // until the exchange below completes
 	desc := r.AppendDesc(make([]byte, 0, 64))
@@ -426,15 +428,17 @@ func (g *shmGroup) wait(c *call, i int, v uint64) error {
 		return nil
 	}
 	c.s.flushEvents(false) // while the peer is on its way
-	// Each rank has a processor: a bare spin, so that the publisher's store is seen one
-	// line transfer after it happens, with no yield to the Go scheduler (see the type's
+	// Each rank has a processor: a bare spin for the waiting rule's budget, so that the
+	// publisher's store is seen one line transfer after it happens (see the type's
 	// documentation). Oversubscribed: waitYield.
+	var start time.Time // from the first check (most waits end before)
 	if g.oversub {
 		if done, err := g.waitYield(c, i, ctr, v); done || err != nil {
 			return err
 		}
-	} else {
-		var start time.Time // from the first check (most waits end before)
+	} else if budget := g.rule.Budget(); budget > 0 {
+		yield := g.rule.Yields()
+		var first, last time.Duration // substrate.WaitClock at the first and the last check
 		for n := 1; ; n++ {
 			if atomic.LoadUint64(ctr) >= v {
 				return nil
@@ -443,24 +447,34 @@ func (g *shmGroup) wait(c *call, i int, v uint64) error {
 				if err := g.check(c, i); err != nil {
 					return err
 				}
-				if start.IsZero() {
-					start = time.Now()
-				} else if time.Since(start) > shmSpinFor {
+				now := substrate.WaitClock()
+				if first == 0 {
+					first, start = now, time.Now()
+				} else if g.rule.Spun(last, now) || now-first > budget {
 					break
+				}
+				last = now
+				if yield {
+					goruntime.Gosched() // one P: the rank's other goroutines get a turn, no thread wakes
 				}
 			}
 		}
+	}
+	if start.IsZero() {
+		start = time.Now()
 	}
 	for d := shmSleepFirst; ; d = shmSleep {
 		atomic.AddUint64(word(b, shmOffSleep), 1)
 		bell := uint32(atomic.LoadUint64(word(b, shmOffBell)))
 		if atomic.LoadUint64(ctr) >= v {
 			atomic.AddUint64(word(b, shmOffSleep), ^uint64(0))
+			g.rule.Done(time.Since(start), true)
 			return nil
 		}
 		futex.Wait(word(b, shmOffBell), bell, d)
 		atomic.AddUint64(word(b, shmOffSleep), ^uint64(0))
 		if atomic.LoadUint64(ctr) >= v {
+			g.rule.Done(time.Since(start), true)
 			return nil
 		}
 		if err := g.check(c, i); err != nil {

@@ -10,7 +10,8 @@ import (
 // TestLaunchProcs runs real-runtime ranks under GORMA_PROCS and checks the GOMAXPROCS
 // Init leaves each rank with: a count is taken as it is; go keeps Go's choice (the
 // processors the rank may use); auto keeps it on a host that the ranks do not fill and
-// lowers it to two where they do (the rule's table is runtime's TestHostProcs).
+// lowers it where they do: to one when the ranks talk over shared memory only, to two
+// when they use tcp (the rule's table is runtime's TestHostProcs).
 func TestLaunchProcs(t *testing.T) {
 	binaries(t)
 	if os.Getenv("GOMAXPROCS") != "" {
@@ -27,7 +28,8 @@ func TestLaunchProcs(t *testing.T) {
 		{"count", 2, []string{"-x", "GORMA_PROCS=1"}, 1},
 		{"go", 2, []string{"-x", "GORMA_PROCS=go"}, c},
 		{"auto, one rank", 1, nil, c}, // fills the host only where c is 1, and then keeps 1
-		{"auto, a full host", c, nil, min(c, 2)},
+		{"auto, a full host", c, nil, 1},
+		{"auto, a full host over tcp", c, []string{"--transport", "tcp"}, min(c, 2)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-n", strconv.Itoa(tc.n), "--bind-to", "none"}, tc.env...)

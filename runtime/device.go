@@ -161,6 +161,9 @@ func openDevice(name string, cfg *config, wait verbs.WaitMode, rank, npeers, slo
 		return nil, fmt.Errorf("%w: open %s device: %w", ErrTransport, name, err)
 	}
 	d.dev, d.caps = dev, dev.Caps()
+	if d.caps.Has(verbs.CapCrossHost) {
+		cfg.crossHost()
+	}
 	if d.pd, err = dev.AllocPD(); err == nil {
 		d.cq, err = dev.CreateCQ(max(npeers*(2*slots+slots), 64))
 	}

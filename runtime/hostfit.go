@@ -4,22 +4,40 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"strconv"
+	"time"
+
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
+	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
 // GORMA_PROCS (EnvProcs) sets how many processors (GOMAXPROCS) a rank's Go scheduler
 // uses: auto (the default, fitHost decides), go (Go's own choice: every processor the
 // rank may run on, or the GOMAXPROCS variable), or a count from 1 up.
 
-// fullHostProcs is the GOMAXPROCS of a rank whose host's ranks fill its processors,
-// under GORMA_PROCS=auto. A waiting rank runs its wait in the calling goroutine (the
-// poller role, or the shared-memory collectives' flag spin). So one P waits, and the
-// second lets the tcp provider's goroutines and timers run beside it, as a bound rank's
-// (launcher's boundProcs). Go's default gives every rank a P per processor of the host:
-// each goroutine that becomes ready then wakes an idle P's thread, which spins looking
-// for work on a processor that a peer rank needs. `bin/threadwatch --comm allreducebench
-// -- golaunch -n 16 bin/allreducebench` counts the runnable threads per rank, and the
-// 16-core job of scripts/device16.sh compares GORMA_PROCS=auto, 1 and go.
-const fullHostProcs = 2
+// A full host is one whose ranks fill its processors. A waiting rank runs its wait in the
+// calling goroutine (the poller role, the collectives' flag spin, a window's word), so it
+// needs one P. Any more P sits idle, and every goroutine that becomes ready, and every
+// runtime.Gosched, wakes that P's thread, which looks for work on a processor that a peer
+// rank needs. Under GORMA_PROCS=auto a full host's rank therefore runs on
+// fullHostProcs P when every rank of the job shares its host. A rank with peers on other
+// hosts gets crossHostProcs: the second P runs the tcp provider's reader goroutines and
+// the network poller while the first waits (a bound rank gets the same, launcher's
+// boundProcs). `bin/threadwatch --comm allreducebench -- golaunch -n 16
+// bin/allreducebench` counts the runnable threads per rank, allreducebench's
+// vcsw_per_call the context switches, and the 16-core job of scripts/device16.sh compares
+// GORMA_PROCS=auto, 1 and go.
+const (
+	fullHostProcs  = 1
+	crossHostProcs = 2
+)
+
+// fullHostSpin is how long a wait on a host whose ranks fit its processors polls before
+// it sleeps, in hybrid mode with GORMA_SPIN unset: longer than the steps of any collective
+// or message exchange between running ranks, so that a loop of calls never sleeps, and
+// short enough that a rank whose peer computes gives its core back soon. The rule then
+// adapts it down to verbs.DefaultSpin (subcore.Waiting). `bin/golaunch -n 2
+// bin/allreducebench --sizes 8,64K,1M` reports the switches per call (vcsw_per_call).
+const fullHostSpin = 2 * time.Millisecond
 
 // procsPolicy is GORMA_PROCS parsed: procsAuto, procsGo, or a count.
 type procsPolicy int
@@ -46,28 +64,89 @@ func parseProcs(v string) (procsPolicy, error) {
 
 // hostProcs returns the GOMAXPROCS a rank should use, or 0 to leave Go's: policy is
 // GORMA_PROCS, envSet whether the GOMAXPROCS variable is set, cur Go's current value,
-// local the ranks on this host and ncpu the processors they share. A count in
-// GORMA_PROCS wins; auto with GOMAXPROCS set leaves it; auto lowers cur to
-// fullHostProcs when the host's ranks fill its processors (local >= ncpu), and leaves
+// local the ranks on this host, ncpu the processors they share, and oneHost whether
+// every peer of the rank is on its host (no tcp device). A count in GORMA_PROCS wins;
+// auto with GOMAXPROCS set leaves it; auto lowers cur to fullHostProcs (oneHost) or
+// crossHostProcs when the host's ranks fill its processors (local >= ncpu), and leaves
 // it otherwise.
-func hostProcs(policy procsPolicy, envSet bool, cur, local, ncpu int) int {
+func hostProcs(policy procsPolicy, envSet bool, cur, local, ncpu int, oneHost bool) int {
+	want := crossHostProcs
+	if oneHost {
+		want = fullHostProcs
+	}
 	switch {
 	case policy > 0:
 		return int(policy)
 	case policy == procsGo, envSet:
 		return 0
-	case local >= ncpu && cur > fullHostProcs:
-		return fullHostProcs
+	case local >= ncpu && cur > want:
+		return want
 	}
 	return 0
 }
 
-// fitHost applies GORMA_PROCS once the rank knows its host's ranks and processors
-// (Init, before the engine's goroutines start).
+// waitRule returns a rank's waiting rule (subcore.Waiting, runtime/design.md "The
+// waiting rule"): mode is GORMA_PROGRESS, spin GORMA_SPIN (0 when unset), local the
+// ranks on this host, ncpu the processors they share and procs the rank's GOMAXPROCS.
+//   - spin mode polls for ever, block mode sleeps at once;
+//   - hybrid mode polls for GORMA_SPIN when it is set;
+//   - else, on an oversubscribed host, for verbs.DefaultSpin;
+//   - else for fullHostSpin, adapting down to verbs.DefaultSpin.
+//
+// A spin yields to the Go scheduler only where that wakes no thread: one P, or an
+// oversubscribed host.
+func waitRule(mode verbs.WaitMode, spin time.Duration, local, ncpu, procs int) *subcore.Waiting {
+	oversub := local > ncpu
+	yield := oversub || procs <= 1
+	fixed := func(d time.Duration) *subcore.Waiting { return subcore.NewWaiting(d, d, oversub, yield) }
+	switch {
+	case mode == verbs.WaitSpin:
+		return fixed(subcore.SpinForever)
+	case mode == verbs.WaitBlock:
+		return fixed(0)
+	case spin > 0:
+		return fixed(spin)
+	case oversub:
+		return fixed(verbs.DefaultSpin)
+	}
+	return subcore.NewWaiting(verbs.DefaultSpin, fullHostSpin, false, yield)
+}
+
+// fitHost applies GORMA_PROCS and sets the waiting rule once the rank knows its host's
+// ranks and processors (Init, before the engine's goroutines start).
 func (j join) fitHost() {
 	e := j.e
-	n := hostProcs(e.cfg.procs, e.cfg.maxProcsSet, goruntime.GOMAXPROCS(0), e.localSize, e.ncpu)
+	oneHost := e.localSize >= e.size // a device that reaches other hosts raises it (crossHost)
+	n := hostProcs(e.cfg.procs, e.cfg.maxProcsSet, goruntime.GOMAXPROCS(0), e.localSize, e.ncpu, oneHost)
 	if n > 0 {
 		goruntime.GOMAXPROCS(n)
+		if e.cfg.procs == procsAuto {
+			e.cfg.procsFit = n
+		}
+	}
+	j.setWaiting(waitRule(e.cfg.progress, e.cfg.spinSet, e.localSize, e.ncpu, goruntime.GOMAXPROCS(0)))
+}
+
+// crossHost gives a rank that GORMA_PROCS=auto put on fullHostProcs the crossHostProcs of
+// a rank with peers on other hosts, when it opens a device that reaches them (a job that
+// grew across hosts, or one whose Init chose tcp for a peer).
+func (cfg *config) crossHost() {
+	if cfg.procsFit == 0 || cfg.procsFit >= crossHostProcs {
+		return
+	}
+	goruntime.GOMAXPROCS(crossHostProcs)
+	cfg.procsFit = crossHostProcs
+	if w := cfg.waiting; w != nil && !w.Oversub {
+		w.SetYields(false)
 	}
 }
+
+// setWaiting makes w the rank's waiting rule, which the poller and the layers above
+// (substrate.WaitRule) follow. Before the engine starts.
+func (j join) setWaiting(w *subcore.Waiting) {
+	e := j.e
+	e.waiting, e.poll.rule, e.cfg.waiting = w, w, w
+}
+
+// Waiting returns the rank's waiting rule.
+func (s *subWorld) Waiting() *subcore.Waiting { return s.e.waiting }

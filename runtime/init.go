@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/pmi"
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 	"github.com/gorma-hpc/gorma/runtime/internal/testhook"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 	"github.com/gorma-hpc/gorma/transport/verbs/idlewatch"
@@ -23,7 +24,7 @@ import (
 const (
 	EnvProgress   = "GORMA_PROGRESS"    // spin, hybrid (default) or block
 	EnvEagerLimit = "GORMA_EAGER_LIMIT" // bytes; suffixes K and M (powers of 1024)
-	EnvSpin       = "GORMA_SPIN"        // hybrid mode's spin budget, a Go duration (default verbs.DefaultSpin)
+	EnvSpin       = "GORMA_SPIN"        // hybrid mode's spin budget, a Go duration (default: the waiting rule, hostfit.go)
 	EnvProcs      = "GORMA_PROCS"       // auto (default), go or a count: the rank's GOMAXPROCS (hostfit.go)
 	EnvFT         = pmi.EnvFT           // 1: fault-tolerant mode (ulfm.go): a failure fails calls, not the job
 	// EnvTCPCongestion is the tcp transport's congestion control: cubic (the default),
@@ -41,8 +42,12 @@ const (
 // config is what Init reads from the environment.
 type config struct {
 	progress verbs.WaitMode // GORMA_PROGRESS
-	spin     time.Duration
-	procs    procsPolicy // GORMA_PROCS
+	spin     time.Duration  // the tcp provider's spin: GORMA_SPIN, else verbs.DefaultSpin
+	spinSet  time.Duration  // GORMA_SPIN, 0 when unset
+	procs    procsPolicy    // GORMA_PROCS
+	// procsFit is the GOMAXPROCS that GORMA_PROCS=auto set (hostfit.go), 0 if it left Go's.
+	procsFit int
+	waiting  *subcore.Waiting // the engine's waiting rule, which crossHost updates
 	// maxProcsSet is true when the GOMAXPROCS variable is set (GORMA_PROCS=auto leaves it).
 	maxProcsSet bool
 	eagerSHM    int
@@ -97,7 +102,7 @@ func readConfig(getenv func(string) string) (config, error) {
 		if err != nil || d <= 0 || d > time.Second {
 			return cfg, fmt.Errorf("%w: %s=%q: want a duration from 1us to 1s, such as 50us or 2ms", ErrConfig, EnvSpin, v)
 		}
-		cfg.spin = d
+		cfg.spin, cfg.spinSet = d, d
 	}
 	var err error
 	if cfg.procs, err = parseProcs(getenv(EnvProcs)); err != nil {
@@ -307,7 +312,8 @@ func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine 
 	e.rma.e, e.rndv.e, e.watch.e = e, e, e
 	e.ft.e, e.ft.on = e, cfg.ft
 	e.ctxs = newCtxAlloc()
-	e.poll.init(cfg.progress, cfg.spin)
+	e.poll.init(cfg.progress)
+	join{e}.setWaiting(waitRule(cfg.progress, cfg.spinSet, e.localSize, e.ncpu, goruntime.GOMAXPROCS(0)))
 	e.stop, e.halt = context.WithCancel(context.Background())
 	e.links.init(&e.mu, &e.cfg, e.stop, rank, size, host, hooksOf(e))
 	e.rma.remotes = map[*remote]struct{}{}

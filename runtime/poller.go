@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -21,9 +22,9 @@ import (
 // only the CQs and reads the peers' fast boxes. engine.mu guards active, waiters and
 // quietWait; its own mu guards the single-CQ wait's context.
 //
-// GORMA_PROGRESS decides whether it spins: spin polls for ever, hybrid polls for
-// GORMA_SPIN (verbs.DefaultSpin) and then sleeps, block sleeps at once. How it sleeps
-// depends on how many completion queues the rank uses:
+// It follows the rank's waiting rule (rule, hostfit.go's waitRule): GORMA_PROGRESS=spin
+// polls for ever, hybrid polls for the rule's budget and then sleeps, block sleeps at
+// once. How it sleeps depends on how many completion queues the rank uses:
 //
 //   - none (a world of one): on kickCh.
 //   - one: in CQ.Wait. Anything else that must wake it (a peer failure reported by the
@@ -32,8 +33,8 @@ import (
 //   - two (shm and tcp): on kickCh; one relay goroutine per CQ sleeps in CQ.Wait and
 //     kicks the poller when its CQ has completions.
 type poller struct {
-	mode    verbs.WaitMode // GORMA_PROGRESS
-	spinFor time.Duration  // GORMA_SPIN: hybrid mode's spin before it sleeps
+	mode verbs.WaitMode   // GORMA_PROGRESS
+	rule *subcore.Waiting // the rank's waiting rule: the spin's budget, and whether it yields
 	// providerSpins is true when the rank's only device is tcp, in hybrid mode: tcp's
 	// CQ.Wait spins (its completions come from reader goroutines, which a spin in the
 	// runtime would compete with), and the poller does not.
@@ -64,16 +65,19 @@ type poller struct {
 	// The role holder only.
 	watched    context.Context // the user context whose end kicks
 	watchStop  func() bool
-	spinStart  time.Time
+	spinStart  time.Duration // subcore.Clock at the wait's start (hybrid mode)
+	lastClock  time.Duration // subcore.Clock at the spin's last check (hybrid mode)
 	spinBudget time.Duration // hybrid mode's spin in this wait (spinBudget)
+	slept      bool          // this wait slept (hybrid mode), for rule.Done
 	yieldAfter int           // the spin round from which this wait yields the processor (engine.yieldAfterLocked)
 	spins      int
 	wcs        [32]verbs.WC // what a poll found, handled under engine.mu
 }
 
-// init readies a zero poller for the given GORMA_PROGRESS and GORMA_SPIN.
-func (p *poller) init(mode verbs.WaitMode, spin time.Duration) {
-	p.mode, p.spinFor, p.kickCh = mode, spin, make(chan struct{}, 1)
+// init readies a zero poller for the given GORMA_PROGRESS. Its rule comes with the
+// engine's (engine.setWaiting).
+func (p *poller) init(mode verbs.WaitMode) {
+	p.mode, p.kickCh = mode, make(chan struct{}, 1)
 	p.waitCtx, p.waitCancel = context.WithCancel(context.Background())
 }
 
@@ -105,6 +109,7 @@ func (p *poller) wait(ctx context.Context, first bool, live uint64, got *polled)
 
 // sleep blocks until the poller is kicked, a CQ has completions (one CQ) or ctx ends.
 func (p *poller) sleep(ctx context.Context) {
+	p.slept = true
 	if len(p.cqs) != 1 {
 		select {
 		case <-p.kickCh:
@@ -133,12 +138,26 @@ func (p *poller) spinning(first bool) bool {
 		return false
 	}
 	if first {
-		p.spins = 0
+		p.spins, p.slept = 0, false
 		if p.mode == verbs.WaitHybrid {
-			p.spinStart = time.Now()
+			p.spinStart = subcore.Clock()
+			p.lastClock = p.spinStart
 		}
 	}
-	return p.mode == verbs.WaitSpin || time.Since(p.spinStart) < p.spinBudget
+	return p.mode == verbs.WaitSpin || subcore.Clock()-p.spinStart < p.spinBudget
+}
+
+// spun reads the clock of a hybrid spin that has not been yielding the processor: false
+// once its budget is spent, or once the waiting rule finds that the processor was taken
+// from the spin (subcore.Waiting.Spun).
+func (p *poller) spun() bool {
+	now := subcore.Clock()
+	prev := p.lastClock
+	p.lastClock = now
+	if p.spins < p.yieldAfter && p.rule.Spun(prev, now) {
+		return false
+	}
+	return now-p.spinStart < p.spinBudget
 }
 
 // Spinning: the poller polls the completion queues itself, outside engine.mu (the role
@@ -147,10 +166,12 @@ func (p *poller) spinning(first bool) bool {
 // completion queues, whose poll costs several times the boxes' loads, only every
 // cqPollEvery rounds (and at every round when the rank has no fast boxes, or once the
 // rounds yield the processor: each of those may last another rank's time slice). A
-// queue-pair message thus waits for at most cqPollEvery-1 rounds of box loads. The spin
-// yields to other goroutines every spinYield rounds (and checks its context and, in
-// hybrid mode, its budget then) and, in spin mode, the processor to other processes
-// every sysYield rounds, so that ranks outnumbering cores still progress. `go test
+// queue-pair message thus waits for at most cqPollEvery-1 rounds of box loads. Every
+// spinYield rounds the spin checks its context and, in hybrid mode, its budget. Then it
+// also yields to the rank's other goroutines (runtime.Gosched), but only where the
+// waiting rule allows it (subcore.Waiting.Yields: one P, or an oversubscribed host).
+// With more Ps, a Gosched wakes an idle P's thread: a context switch on a processor that
+// a peer rank needs. The rank's other goroutines then run on the other P. `go test
 // -bench PingPong8B ./runtime` and `bin/golaunch -n 2 bin/pingpong --test latency`
 // measure cqPollEvery.
 //
@@ -172,7 +193,6 @@ func (p *poller) spinning(first bool) bool {
 const (
 	cqPollEvery       = 4
 	spinYield         = 64
-	sysYield          = 1024
 	oversubYieldAfter = 256
 	neverYield        = math.MaxInt
 )
@@ -218,16 +238,20 @@ func (p *poller) spin(ctx context.Context, live uint64, got *polled) bool {
 		if ctx.Err() != nil {
 			return true
 		}
-		if mode == verbs.WaitHybrid && time.Since(p.spinStart) >= p.spinBudget {
+		if mode == verbs.WaitHybrid && !p.spun() {
 			return false
 		}
-		if p.spins%spinYield != 0 {
+		if p.spins%spinYield != 0 || !p.rule.Yields() {
 			continue
 		}
 		goruntime.Gosched()
-		if mode == verbs.WaitSpin && p.spins%sysYield == 0 && !yielding {
-			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-		}
+	}
+}
+
+// waited tells the rule how the role holder's wait went, once it ended (hybrid mode).
+func (p *poller) waited() {
+	if p.slept && p.mode == verbs.WaitHybrid {
+		p.rule.Done(subcore.Clock()-p.spinStart, true)
 	}
 }
 
@@ -246,7 +270,7 @@ const (
 // spinBudget is how long hybrid mode spins in a wait that starts with sendBytes of
 // rendezvous sends awaiting FIN, on a host whose ranks outnumber its processors or not.
 func spinBudget(spin time.Duration, sendBytes int, oversubscribed bool) time.Duration {
-	if sendBytes > 0 && !oversubscribed {
+	if sendBytes > 0 && !oversubscribed && spin < subcore.SpinForever-maxRndvSpin {
 		spin += min(time.Duration(sendBytes)*time.Second/rndvSpinRate, maxRndvSpin)
 	}
 	return spin

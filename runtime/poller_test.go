@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/testbudget"
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -42,7 +43,8 @@ func (q *fakeCQ) Close() error { return nil }
 
 func newTestPoller(mode verbs.WaitMode, cqs ...verbs.CQ) *poller {
 	p := new(poller)
-	p.init(mode, time.Hour)
+	p.init(mode)
+	p.rule = subcore.NewWaiting(time.Hour, time.Hour, false, true)
 	p.cqs = cqs
 	p.spinBudget = time.Hour
 	p.yieldAfter = neverYield

@@ -51,6 +51,9 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 			e.progressLocked()
 		}
 		if reached(r, set) || (quiet && e.quietLocked()) {
+			if !first {
+				e.poll.waited()
+			}
 			return nil
 		}
 		if r.anyFail && r.kind == reqSend {
@@ -86,7 +89,7 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 		e.poll.active = true
 		live := e.links.liveDevsLocked()
 		if first {
-			e.poll.spinBudget = spinBudget(e.poll.spinFor, e.match.table.sendBytes, e.localSize > e.ncpu)
+			e.poll.spinBudget = spinBudget(e.poll.rule.Budget(), e.match.table.sendBytes, e.localSize > e.ncpu)
 			e.poll.yieldAfter = e.yieldAfterLocked(r, quiet, set)
 		}
 		e.mu.Unlock()

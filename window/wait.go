@@ -13,10 +13,15 @@ import (
 
 // Waiting for a word of shared memory (a lock word, a fence or PSCW counter) to change.
 //
+// Both follow the rank's waiting rule (substrate.WaitRule): they spin for its budget,
+// yielding to the Go scheduler at each poll only where the rule says that wakes no
+// thread (one P, or an oversubscribed host), and a wait that slept tells the rule how
+// long it lasted.
+//
 // pollUntil serves words that no one can wake this rank for (another rank's lock word):
-// it spins, yielding the processor, for spinFor, then sleeps between polls, from
-// sleepMin doubling up to sleepMax. Go's timers round sleeps below a millisecond up when
-// the thread must block, so this phase reacts in about a millisecond.
+// it spins, then sleeps between polls, from sleepMin doubling up to sleepMax. Go's
+// timers round sleeps below a millisecond up when the thread must block, so this phase
+// reacts in about a millisecond.
 //
 // waitOwn serves conditions on this rank's own metadata: it spins the same way, then
 // sleeps on the doorbell word (a shared futex) after announcing itself in the sleepers
@@ -42,7 +47,6 @@ import (
 // end is looked for every clockCheck polls, as a poll that serves a connection costs a
 // system call.
 const (
-	spinFor    = 50 * time.Microsecond
 	sleepMin   = 5 * time.Microsecond
 	pollCheck  = 256
 	clockCheck = 16
@@ -83,10 +87,16 @@ func wait(ctx context.Context, at blocked, rt *runtime.World, own []uint64, read
 			at.t.End()
 		}
 	}()
-	start := time.Now()
+	rule := substrate.WaitRule(rt)
+	budget, yield := rule.Budget(), rule.Yields()
+	start := substrate.WaitClock()
+	last := start
 	sleep := time.Duration(0)
 	for i := 1; ; i++ {
 		if ready() {
+			if sleep > 0 {
+				rule.Done(substrate.WaitClock()-start, true)
+			}
 			return nil
 		}
 		if i%pollCheck == 0 || sleep > 0 {
@@ -99,7 +109,7 @@ func wait(ctx context.Context, at blocked, rt *runtime.World, own []uint64, read
 				}
 			}
 		}
-		if sleep == 0 && i%clockCheck == 0 && time.Since(start) > spinFor {
+		if sleep == 0 && i%clockCheck == 0 && spent(rule, start, &last, budget) {
 			sleep = sleepMin
 			if at.t != nil {
 				if at.sig != nil {
@@ -117,7 +127,7 @@ func wait(ctx context.Context, at blocked, rt *runtime.World, own []uint64, read
 		}
 		switch {
 		case sleep == 0:
-			if !substrate.PollPeers(rt) {
+			if !substrate.PollPeers(rt) && (yield || rule.Oversub) {
 				goruntime.Gosched()
 			}
 		case own != nil:
@@ -129,6 +139,16 @@ func wait(ctx context.Context, at blocked, rt *runtime.World, own []uint64, read
 			sleep = min(2*sleep, sleepMax)
 		}
 	}
+}
+
+// spent reads the clock of a spin that started at start and last read it at *last: true
+// once budget is spent, or once the waiting rule finds that the processor was taken from
+// the spin (substrate.Waiting.Spun).
+func spent(rule *substrate.Waiting, start time.Duration, last *time.Duration, budget time.Duration) bool {
+	now := substrate.WaitClock()
+	stolen := rule.Spun(*last, now)
+	*last = now
+	return stolen || now-start > budget
 }
 
 // sleepOwn sleeps on own's doorbell until rung (or sleepMax), and reports whether ready

@@ -29,7 +29,13 @@ type (
 	Obs = subcore.Obs
 	// ObsCall is one call under observation, from Obs.Begin to End.
 	ObsCall = subcore.ObsCall
+	// Waiting is the rank's waiting rule: how long a wait polls before it sleeps, and
+	// how it shares the processor meanwhile. Its methods are safe from any goroutine.
+	Waiting = subcore.Waiting
 )
+
+// SpinForever is a Waiting budget that never sleeps (GORMA_PROGRESS=spin).
+const SpinForever = subcore.SpinForever
 
 // Reach flags. A rank reaches itself with ReachSelf|ReachMap|ReachZeroCopy.
 const (

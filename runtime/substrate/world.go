@@ -1,6 +1,11 @@
 package substrate
 
-import "github.com/gorma-hpc/gorma/runtime"
+import (
+	"time"
+
+	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
+)
 
 // Sibling returns a World with the same ranks as w and a communication context of its own
 // that w's determines: messages on one never match receives on the other. Unlike Dup's,
@@ -80,3 +85,15 @@ func Connections(w *runtime.World) int { return of(w).Connections() }
 // the observer's peer arguments take. A layer calls it once per call or keeps it: it
 // never changes.
 func Observe(w *runtime.World) (*Obs, []int) { return of(w).Observe() }
+
+// WaitRule returns the rank's waiting rule, which a layer that waits on shared memory
+// follows (runtime/design.md, "The waiting rule"). Every World of a rank returns the same
+// rule. A wait:
+//   - polls for Budget, giving the processor away at each miss when Oversub, and
+//     yielding to the Go scheduler only when Yields;
+//   - reads WaitClock every few microseconds of polls and stops when Spun says so;
+//   - then sleeps, and tells the rule how it went (Done).
+func WaitRule(w *runtime.World) *Waiting { return of(w).Waiting() }
+
+// WaitClock returns the monotonic clock reading that Waiting.Spun takes.
+func WaitClock() time.Duration { return subcore.Clock() }

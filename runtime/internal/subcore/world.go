@@ -21,6 +21,7 @@ type World interface {
 	TransportBetween(a, b int) string
 	Connections() int
 	Observe() (*Obs, []int)
+	Waiting() *Waiting
 }
 
 // Of returns the World interface of w, a *runtime.World. The runtime sets it at init.

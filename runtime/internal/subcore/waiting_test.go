@@ -1,0 +1,118 @@
+package subcore
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestAdapt(t *testing.T) {
+	const lo, hi = 50 * time.Microsecond, 2 * time.Millisecond
+	for _, tt := range []struct {
+		name    string
+		b, d    time.Duration
+		want    time.Duration
+		comment string
+	}{
+		{"slept, ended within the full spin", 100 * time.Microsecond, time.Millisecond, 200 * time.Microsecond, "doubles"},
+		{"doubling stops at hi", 1500 * time.Microsecond, hi, hi, "capped"},
+		{"outlasted the full spin", hi, 5 * time.Millisecond, hi / 2, "halves"},
+		{"halving stops at lo", 60 * time.Microsecond, time.Second, lo, "floored"},
+	} {
+		if got := Adapt(tt.b, tt.d, lo, hi); got != tt.want {
+			t.Errorf("%s: Adapt(%v, %v) = %v, want %v (%s)", tt.name, tt.b, tt.d, got, tt.want, tt.comment)
+		}
+	}
+}
+
+// TestWaitingAdapts plays the waits of a rank whose peer computes for long, then of a
+// loop of calls whose waits end soon after the rank slept: the budget falls to the
+// floor, then climbs back to the full spin.
+func TestWaitingAdapts(t *testing.T) {
+	const lo, hi = 50 * time.Microsecond, 2 * time.Millisecond
+	w := NewWaiting(lo, hi, false, true)
+	if w.Budget() != hi {
+		t.Fatalf("a new rule's budget is %v, want %v", w.Budget(), hi)
+	}
+	w.Done(time.Microsecond, false) // ended while spinning: no change
+	if w.Budget() != hi {
+		t.Fatalf("a wait that ended spinning changed the budget to %v", w.Budget())
+	}
+	for range 10 {
+		w.Done(100*time.Millisecond, true)
+	}
+	if w.Budget() != lo {
+		t.Fatalf("after long waits the budget is %v, want %v", w.Budget(), lo)
+	}
+	for range 10 {
+		w.Done(w.Budget()+10*time.Microsecond, true)
+	}
+	if w.Budget() != hi {
+		t.Fatalf("after short waits that slept the budget is %v, want %v", w.Budget(), hi)
+	}
+	fixed := NewWaiting(hi, hi, true, true)
+	fixed.Done(time.Hour, true)
+	if fixed.Budget() != hi {
+		t.Fatalf("a fixed rule's budget moved to %v", fixed.Budget())
+	}
+}
+
+// TestWaitingConcurrent runs Done, Budget and SetYields from many goroutines (under the
+// race detector in make test): the budget stays within its bounds.
+func TestWaitingConcurrent(t *testing.T) {
+	const lo, hi = 50 * time.Microsecond, 2 * time.Millisecond
+	w := NewWaiting(lo, hi, false, true)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 1000 {
+				w.Done(time.Duration(i%7)*time.Millisecond, i%3 != 0)
+				w.SetYields(g%2 == 0)
+				if b := w.Budget(); b < lo || b > hi {
+					t.Errorf("budget %v outside [%v, %v]", b, lo, hi)
+					return
+				}
+				_ = w.Yields()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestWaitingBusy plays the clock readings of spins: a gap of StealGap ends the spin and
+// makes the rank busy (its budget the floor) for BusyHold from that reading; readings
+// closer together keep it as it is; a fixed rule never becomes busy.
+func TestWaitingBusy(t *testing.T) {
+	const lo, hi = 50 * time.Microsecond, 2 * time.Millisecond
+	w := NewWaiting(lo, hi, false, true)
+	at := time.Second
+	for i := range 100 { // a spin on a processor of its own: a few microseconds per check
+		if w.Spun(at+time.Duration(i)*5*time.Microsecond, at+time.Duration(i+1)*5*time.Microsecond) {
+			t.Fatalf("check %d: a 5 µs gap ended the spin", i)
+		}
+	}
+	if w.Busy() || w.Budget() != hi {
+		t.Fatalf("after short gaps: busy %v, budget %v; want false, %v", w.Busy(), w.Budget(), hi)
+	}
+	stolen := at + StealGap
+	if !w.Spun(at, stolen) {
+		t.Fatal("a gap of StealGap did not end the spin")
+	}
+	if !w.Busy() || w.Budget() != lo {
+		t.Fatalf("after a stolen processor: busy %v, budget %v; want true, %v", w.Busy(), w.Budget(), lo)
+	}
+	w.Done(time.Millisecond, true) // a busy rank's sleeps say nothing of its peers
+	if w.Spun(stolen, stolen+time.Microsecond); !w.Busy() {
+		t.Fatal("the rank stopped being busy within BusyHold")
+	}
+	later := stolen + BusyHold + time.Microsecond
+	if w.Spun(later, later+time.Microsecond) || w.Busy() || w.Budget() != hi {
+		t.Fatalf("BusyHold after the gap: busy %v, budget %v; want false, %v", w.Busy(), w.Budget(), hi)
+	}
+	fixed := NewWaiting(lo, lo, true, true)
+	if fixed.Spun(0, time.Second) || fixed.Busy() {
+		t.Fatal("a fixed rule took a gap for a stolen processor")
+	}
+}

@@ -11,7 +11,8 @@ import (
 // operation is in place: rank r's block is already in recv (n = len(recv)/Size()). Every
 // rank must pass the same n.
 //
-// A power-of-two rank count with less than allgatherLongMsg bytes in all uses recursive
+// On one host the blocks go through shared memory (allgatherSHM). Otherwise a
+// power-of-two rank count with less than allgatherLongMsg bytes in all uses recursive
 // doubling (log2(p) rounds); anything else the ring (p-1 steps, bandwidth-optimal).
 func Allgather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T) error {
 	if w.IsInter() {
@@ -45,6 +46,13 @@ func allgather[T runtime.Elem](c *call, send, recv []T) error {
 	}
 	if p == 1 || n == 0 {
 		return nil
+	}
+	if g, err := worldGroup(c, n*elemSize[T](), 0); g != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		c.chose("shm")
+		return allgatherSHM(c, g, recv, n)
 	}
 	if p&(p-1) == 0 && len(recv)*elemSize[T]() < allgatherLongMsg {
 		c.chose("recdbl")

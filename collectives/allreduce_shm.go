@@ -139,15 +139,25 @@ func reduceInto[T runtime.Elem](acc []T, op Op[T], p int, in func(int) []T) {
 }
 
 // shmBcast copies member root's buf into every member's buf through the scratch: one
-// step per chunk (the small slot for short vectors, the big buffers otherwise).
+// step per chunk (the flag line or the small slot for short vectors, the big buffers
+// otherwise).
 func shmBcast[T runtime.Elem](c *call, g *shmGroup, buf []T, root int) error {
+	return shmBcastChecked(c, g, buf, root, -1)
+}
+
+// shmBcastChecked is shmBcast; bytes >= 0 on a call's first step checks that the
+// members' call numbers and byte counts match (the call's byte count).
+func shmBcastChecked[T runtime.Elem](c *call, g *shmGroup, buf []T, root, bytes int) error {
 	n, es := len(buf), elemSize[T]()
 	if n*es <= shmSmallMax {
 		v := g.seq + 1
 		if g.me == root {
 			copy(smallSlot[T](g, g.me, v, n), buf)
 		}
-		if err := g.step(c, v, -1); err != nil {
+		if bytes >= 0 {
+			g.setMeta(c, v, bytes)
+		}
+		if err := g.step(c, v, bytes); err != nil {
 			return err
 		}
 		if g.me != root {
@@ -166,7 +176,12 @@ func shmBcast[T runtime.Elem](c *call, g *shmGroup, buf []T, root int) error {
 		if g.me == root {
 			copyShared(big[T](g, g.me, b, len(part)), part)
 		}
-		if err := g.step(c, v, -1); err != nil {
+		check := -1
+		if lo == 0 && bytes >= 0 {
+			check = bytes
+			g.setMeta(c, v, bytes)
+		}
+		if err := g.step(c, v, check); err != nil {
 			return err
 		}
 		if g.me != root {

@@ -12,8 +12,9 @@ import (
 // Size(); every rank must pass the same length. With send nil the operation is in place
 // (recv holds the input; it is copied to scratch first).
 //
-// The algorithm is the pairwise exchange (MPICH's alltoall_intra_pairwise): in step s
-// rank r sends to r+s and receives from r-s. p-1 steps of n elements.
+// On one host the blocks go through shared memory (alltoallSHM). Otherwise the algorithm
+// is the pairwise exchange (MPICH's alltoall_intra_pairwise): in step s rank r sends to
+// r+s and receives from r-s. p-1 steps of n elements.
 func Alltoall[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T) error {
 	if w.IsInter() {
 		return interErr("alltoall", w, beginInter(w, "alltoall").end(interAlltoall(ctx, w, send, recv), len(send)*elemSize[T]()))
@@ -41,6 +42,13 @@ func alltoall[T runtime.Elem](c *call, send, recv []T) error {
 	n := len(recv) / p
 	if n == 0 {
 		return nil
+	}
+	if g, err := worldGroup(c, len(recv)*elemSize[T](), alltoallSHMMost); g != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		c.chose("shm")
+		return alltoallSHM(c, g, send, recv, n)
 	}
 	if send == nil {
 		send = scratchOf[T](c, 0, len(recv))

@@ -10,8 +10,9 @@ import (
 // len(buf) and root; a different length fails with ErrMismatch (or ends when ctx does),
 // and ranks that name different roots never take each other's messages (rootTag): those
 // left waiting end when ctx does.
-// Short vectors (or p <= 2) go down a binomial tree; from bcastLongMsg bytes they are
-// scattered down the tree and gathered around a ring.
+// On one host (every rank mapping the others' memory) root's data goes through shared
+// memory (bcastSHM). Otherwise short vectors (or p <= 2) go down a binomial tree; from
+// bcastLongMsg bytes they are scattered down the tree and gathered around a ring.
 func Bcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, root int) error {
 	if w.IsInter() {
 		return interErr("bcast", w, beginInter(w, "bcast").end(interBcast(ctx, w, buf, root), len(buf)*elemSize[T]()))
@@ -32,6 +33,13 @@ func bcast[T runtime.Elem](c *call, buf []T, root int) error {
 	c.tag = rootTag(c.tag, root) // ranks that name different roots never match
 	if p == 1 || len(buf) == 0 {
 		return nil
+	}
+	if g, err := worldGroup(c, len(buf)*elemSize[T](), 0); g != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		c.chose("shm")
+		return bcastSHM(c, g, buf, root)
 	}
 	if len(buf)*elemSize[T]() < bcastLongMsg || p <= 2 || len(buf) < p {
 		c.chose("binomial")

@@ -12,9 +12,10 @@ import (
 // (at root: len(recv)), op and root; ranks that name different roots never take each
 // other's messages (rootTag): those left waiting end when ctx does.
 //
-// The algorithm is a binomial tree (MPICH's reduce_intra_binomial) rooted at root for
-// commutative operators; a non-commutative one is reduced to rank 0, where rank order
-// holds, and sent to root.
+// On one host the ranks reduce through shared memory (reduceSHM), in rank order.
+// Otherwise the algorithm is a binomial tree (MPICH's reduce_intra_binomial) rooted at
+// root for commutative operators; a non-commutative one is reduced to rank 0, where rank
+// order holds, and sent to root.
 func Reduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T], root int) error {
 	if w.IsInter() {
 		return interErr("reduce", w, beginInter(w, "reduce").end(interReduce(ctx, w, send, recv, op, root), len(send)*elemSize[T]()))
@@ -51,6 +52,16 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 	}
 	if p == 1 || n == 0 {
 		return nil
+	}
+	if g, err := worldGroup(c, n*elemSize[T](), 0); g != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		c.chose("shm")
+		if r == root {
+			return reduceSHM(c, g, recvBuf, recvBuf, op, root)
+		}
+		return reduceSHM(c, g, sendBuf, sendBuf, op, root)
 	}
 	treeRoot := root
 	if !op.commutative {

@@ -1,0 +1,52 @@
+package collectives
+
+import "github.com/gorma-hpc/gorma/runtime"
+
+// allgatherSHM is the Allgather of a one-host World. Each member copies its block (recv's
+// block me, which allgather filled) into its scratch and publishes; then every member
+// copies every other member's block out. A block of up to shmSmallMax bytes takes one step
+// (the flag line or the small slot); a longer one goes in chunks of the big buffer's size,
+// one step per chunk. Each member stores n and loads (p-1)·n elements of scratch.
+func allgatherSHM[T runtime.Elem](c *call, g *shmGroup, recv []T, n int) error {
+	p, es := len(g.ranks), elemSize[T]()
+	mine := recv[g.me*n : (g.me+1)*n]
+	bytes := n * es
+	if bytes <= shmSmallMax {
+		v := g.seq + 1
+		copy(smallSlot[T](g, g.me, v, n), mine)
+		g.setMeta(c, v, bytes)
+		if err := g.step(c, v, bytes); err != nil {
+			return err
+		}
+		for j := range p {
+			if j != g.me {
+				copy(recv[j*n:(j+1)*n], smallSlot[T](g, j, v, n))
+			}
+		}
+		return nil
+	}
+	per := g.chunk / es
+	for lo := 0; lo < n; lo += per {
+		hi := min(n, lo+per)
+		v := g.seq + 1
+		b, err := g.takeBig(c, v, v+1)
+		if err != nil {
+			return err
+		}
+		copyShared(big[T](g, g.me, b, hi-lo), mine[lo:hi])
+		check := -1
+		if lo == 0 {
+			check = bytes
+			g.setMeta(c, v, bytes)
+		}
+		if err := g.step(c, v, check); err != nil {
+			return err
+		}
+		for j := range p {
+			if j != g.me {
+				copy(recv[j*n+lo:j*n+hi], big[T](g, j, b, hi-lo))
+			}
+		}
+	}
+	return g.releaseBig(c)
+}

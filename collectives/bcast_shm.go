@@ -1,0 +1,59 @@
+package collectives
+
+import "github.com/gorma-hpc/gorma/runtime"
+
+// The rooted and all-to-all collectives of a one-host World go through the World's
+// shared-memory group, as Allreduce and Barrier do (shm.go): each member copies what the
+// others read into its own scratch and publishes a step, and the others copy it out.
+// No message, no copy through the transport. Up to shmInlineMax bytes travel in the
+// publisher's flag line itself; up to shmSmallMax in a small slot; longer data in chunks
+// through the big buffers, so that the working set stays in cache.
+
+// worldGroup returns the shared-memory group of every rank of c's World, set up for a
+// call that moves bytes per member. It returns nil when the call goes point to point:
+//   - the World spans hosts, or some ranks do not map each other's memory;
+//   - the host's ranks run in teams (teams.go);
+//   - moveBySHM says so (most bounds an Alltoall's bytes; 0 for no bound).
+//
+// Every rank gets the same answer.
+func worldGroup(c *call, bytes, most int) (*shmGroup, error) {
+	l := localOf(c.s)
+	if !l.loc.oneHost || c.s.size < 2 || !moveBySHM(c.s.size, bytes, most) || l.teamed() {
+		return nil, nil
+	}
+	if l.world == nil {
+		l.world = &shmGroup{ranks: l.host, me: l.hostIdx}
+	}
+	if err := l.world.prepare(c, bytes); err != nil {
+		return nil, err
+	}
+	return l.world, nil
+}
+
+// bcastSHM copies member root's buf into every member's buf (shmBcast), checking at the
+// first step that every member passed as many bytes.
+func bcastSHM[T runtime.Elem](c *call, g *shmGroup, buf []T, root int) error {
+	if err := shmBcastChecked(c, g, buf, root, len(buf)*elemSize[T]()); err != nil {
+		return err
+	}
+	return g.releaseBig(c)
+}
+
+// A one-host move through shared memory costs two copies: into the publisher's scratch
+// and out. Point-to-point's rendezvous costs one, from the sender's buffer. That wins
+// with 2 ranks from shmSmallMax bytes, and for an Alltoall from alltoallSHMMost bytes
+// per rank, whose p-1 pairwise exchanges each move one block. `golaunch -n 2
+// bin/allreducebench --test bcast,reduce,allgather,alltoall` (and -n 4) measures it.
+const alltoallSHMMost = 256 << 10
+
+// moveBySHM reports whether a one-host call of p ranks that moves bytes per rank goes
+// through shared memory; most bounds bytes (0: no bound).
+func moveBySHM(p, bytes, most int) bool {
+	switch {
+	case p == 2 && bytes > shmSmallMax:
+		return false
+	case most > 0 && bytes > most:
+		return false
+	}
+	return true
+}

@@ -58,10 +58,11 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 			return err
 		}
 		c.chose("shm")
+		src := sendBuf
 		if r == root {
-			return reduceSHM(c, g, recvBuf, recvBuf, op, root)
+			src = recvBuf
 		}
-		return reduceSHM(c, g, sendBuf, sendBuf, op, root)
+		return reduceSHM(c, g, src, src, op, root)
 	}
 	treeRoot := root
 	if !op.commutative {

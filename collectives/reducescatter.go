@@ -13,9 +13,10 @@ import (
 // elements) and on return recv[:n] holds this rank's block (the rest is undefined).
 // Every rank must pass the same n.
 //
-// Commutative operators use recursive halving for a power-of-two rank count and at most
-// reduceScatterShortMsg bytes in all, the ring otherwise; non-commutative ones a pairwise
-// exchange that combines the blocks in rank order.
+// On one host the blocks go through shared memory (reduceScatterSHM), in rank order.
+// Otherwise commutative operators use recursive halving for a power-of-two rank count
+// and at most reduceScatterShortMsg bytes in all, the ring otherwise; non-commutative
+// ones a pairwise exchange that combines the blocks in rank order.
 func ReduceScatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T]) error {
 	if w.IsInter() {
 		counts := make([]int, w.Size())
@@ -58,6 +59,15 @@ func reduceScatter[T runtime.Elem](c *call, send, recv []T, op Op[T]) error {
 	case p == 1:
 		copy(out, in)
 		return nil
+	}
+	if g, err := worldGroup(c, len(in)*elemSize[T](), 0); g != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		c.chose("shm")
+		return reduceScatterSHM(c, g, in, out, op, n)
+	}
+	switch {
 	case !op.commutative:
 		c.chose("pairwise")
 		return reduceScatterPairwise(c, in, out, op)

@@ -23,8 +23,8 @@ func moveCounts(p int) []int {
 		alltoallSHMMost/(4*p) - 1, 2*shmChunkMax/(4*p) + 3, long}
 }
 
-// TestSHMMoves checks the one-host Bcast, Reduce, Allgather and Alltoall (every rank
-// maps the others' scratch) against the sequential reference at p from 2 to 16 (and
+// TestSHMMoves checks the one-host Bcast, Reduce, Allgather, Alltoall and ReduceScatter
+// (every rank maps the others' scratch) against the sequential reference at p from 2 to 16 (and
 // TestFullNode at every p in between), in the arena's scratch and in fresh scratch, in place and not, across the flag line, the
 // small slot and the chunks. Here the ranks share the test's processors.
 func TestSHMMoves(t *testing.T) {
@@ -55,6 +55,9 @@ func TestSHMMoves(t *testing.T) {
 						if err := checkReduce(e, affineCase[uint64](), n, root, inPlace); err != nil {
 							return err
 						}
+						if err := checkReduceScatter(e, affineCase[uint64](), n, inPlace); err != nil {
+							return err
+						}
 						if fresh {
 							if err := checkReleased(e); err != nil {
 								return err
@@ -69,7 +72,8 @@ func TestSHMMoves(t *testing.T) {
 }
 
 // TestSHMMovesMismatch: a rank that passes another count (or root) than the others to
-// the one-host Allgather, Alltoall, Bcast or Reduce gets ErrMismatch, as the others do,
+// the one-host Allgather, Alltoall, Bcast, Reduce or ReduceScatter gets ErrMismatch, as
+// the others do,
 // not a result mixed from two calls or read from a root that wrote nothing.
 func TestSHMMovesMismatch(t *testing.T) {
 	for _, tc := range []struct {
@@ -80,6 +84,9 @@ func TestSHMMovesMismatch(t *testing.T) {
 		{"alltoall", func(e rankEnv, n int) error { return Alltoall(e.ctx, e.w, make([]int32, e.p*n), make([]int32, e.p*n)) }},
 		{"bcast", func(e rankEnv, n int) error { return Bcast(e.ctx, e.w, make([]int32, n), 0) }},
 		{"bcast roots", func(e rankEnv, n int) error { return Bcast(e.ctx, e.w, make([]int32, 4), n-4) }},
+		{"reduce_scatter", func(e rankEnv, n int) error {
+			return ReduceScatter(e.ctx, e.w, make([]int32, e.p*n), make([]int32, n), Sum[int32]())
+		}},
 		{"reduce roots", func(e rankEnv, n int) error {
 			return Reduce(e.ctx, e.w, make([]int32, 4), make([]int32, 4), Sum[int32](), n-4)
 		}},

@@ -13,14 +13,14 @@ func allgatherSHM[T runtime.Elem](c *call, g *shmGroup, recv []T, n int) error {
 	bytes := n * es
 	if bytes <= shmSmallMax {
 		v := g.seq + 1
-		copy(smallSlot[T](g, g.me, v, n), mine)
+		scratchIn(g, smallSlot[T](g, g.me, v, n), mine)
 		g.setMeta(c, v, bytes)
 		if err := g.step(c, v, bytes); err != nil {
 			return err
 		}
 		for j := range p {
 			if j != g.me {
-				copy(recv[j*n:(j+1)*n], smallSlot[T](g, j, v, n))
+				scratchOut(g, recv[j*n:(j+1)*n], smallSlot[T](g, j, v, n))
 			}
 		}
 		return nil
@@ -33,7 +33,7 @@ func allgatherSHM[T runtime.Elem](c *call, g *shmGroup, recv []T, n int) error {
 		if err != nil {
 			return err
 		}
-		copyShared(big[T](g, g.me, b, hi-lo), mine[lo:hi])
+		scratchInNT(g, big[T](g, g.me, b, hi-lo), mine[lo:hi])
 		check := -1
 		if lo == 0 {
 			check = bytes
@@ -44,7 +44,7 @@ func allgatherSHM[T runtime.Elem](c *call, g *shmGroup, recv []T, n int) error {
 		}
 		for j := range p {
 			if j != g.me {
-				copy(recv[j*n+lo:j*n+hi], big[T](g, j, b, hi-lo))
+				scratchOut(g, recv[j*n+lo:j*n+hi], big[T](g, j, b, hi-lo))
 			}
 		}
 	}

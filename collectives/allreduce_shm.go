@@ -48,7 +48,7 @@ func allreduceSHM[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T],
 func shmReduceSmall[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T], root int) error {
 	n := len(recv)
 	v := g.seq + 1
-	copy(smallSlot[T](g, g.me, v, n), src)
+	scratchIn(g, smallSlot[T](g, g.me, v, n), src)
 	g.setMeta(c, v, n*elemSize[T]())
 	if err := g.step(c, v, n*elemSize[T]()); err != nil {
 		return err
@@ -57,6 +57,7 @@ func shmReduceSmall[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T
 		return nil
 	}
 	reduceInto(recv, op, len(g.ranks), func(i int) []T { return smallSlot[T](g, i, v, n) })
+	g.moved.loaded += len(g.ranks) * n * elemSize[T]()
 	return nil
 }
 
@@ -80,7 +81,7 @@ func shmReduceChunk[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T
 	for j := range p {
 		if j != g.me {
 			lo, hi := block(n, p, j)
-			copyShared(mine[lo:hi], src[lo:hi])
+			scratchInNT(g, mine[lo:hi], src[lo:hi])
 		}
 	}
 	if bytes >= 0 {
@@ -103,10 +104,14 @@ func shmReduceChunk[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T
 			acc = recv[lo:hi]
 		}
 		reduceInto(acc, op, p, in)
+		g.moved.loaded += (p - 1) * (hi - lo) * elemSize[T]()
 		if &acc[0] == &recv[lo] {
-			copyShared(mine[lo:hi], acc)
-		} else if gets {
-			copy(recv[lo:hi], acc)
+			scratchInNT(g, mine[lo:hi], acc)
+		} else {
+			g.moved.stored += (hi - lo) * elemSize[T]() // the reduction wrote it there
+			if gets {
+				copy(recv[lo:hi], acc)
+			}
 		}
 	}
 	if err := g.step(c, v+1, -1); err != nil {
@@ -116,7 +121,7 @@ func shmReduceChunk[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T
 		for j := range p {
 			if j != g.me {
 				lo, hi := block(n, p, j)
-				copy(recv[lo:hi], big[T](g, j, b, n)[lo:hi])
+				scratchOut(g, recv[lo:hi], big[T](g, j, b, n)[lo:hi])
 			}
 		}
 	}
@@ -152,7 +157,7 @@ func shmBcastChecked[T runtime.Elem](c *call, g *shmGroup, buf []T, root, bytes 
 	if n*es <= shmSmallMax {
 		v := g.seq + 1
 		if g.me == root {
-			copy(smallSlot[T](g, g.me, v, n), buf)
+			scratchIn(g, smallSlot[T](g, g.me, v, n), buf)
 		}
 		if bytes >= 0 {
 			g.setMeta(c, v, bytes)
@@ -161,7 +166,7 @@ func shmBcastChecked[T runtime.Elem](c *call, g *shmGroup, buf []T, root, bytes 
 			return err
 		}
 		if g.me != root {
-			copy(buf, smallSlot[T](g, root, v, n))
+			scratchOut(g, buf, smallSlot[T](g, root, v, n))
 		}
 		return nil
 	}
@@ -174,7 +179,7 @@ func shmBcastChecked[T runtime.Elem](c *call, g *shmGroup, buf []T, root, bytes 
 			return err
 		}
 		if g.me == root {
-			copyShared(big[T](g, g.me, b, len(part)), part)
+			scratchInNT(g, big[T](g, g.me, b, len(part)), part)
 		}
 		check := -1
 		if lo == 0 && bytes >= 0 {
@@ -185,7 +190,7 @@ func shmBcastChecked[T runtime.Elem](c *call, g *shmGroup, buf []T, root, bytes 
 			return err
 		}
 		if g.me != root {
-			copy(part, big[T](g, root, b, len(part)))
+			scratchOut(g, part, big[T](g, root, b, len(part)))
 		}
 	}
 	return nil

@@ -18,14 +18,14 @@ func alltoallSHM[T runtime.Elem](c *call, g *shmGroup, send, recv []T, n int) er
 	bytes := p * n * es
 	if bytes <= shmSmallMax {
 		v := g.seq + 1
-		copy(smallSlot[T](g, g.me, v, p*n), send)
+		scratchIn(g, smallSlot[T](g, g.me, v, p*n), send)
 		g.setMeta(c, v, bytes)
 		if err := g.step(c, v, bytes); err != nil {
 			return err
 		}
 		for j := range p {
 			if j != g.me {
-				copy(recv[j*n:(j+1)*n], smallSlot[T](g, j, v, p*n)[g.me*n:(g.me+1)*n])
+				scratchOut(g, recv[j*n:(j+1)*n], smallSlot[T](g, j, v, p*n)[g.me*n:(g.me+1)*n])
 			}
 		}
 		copy(recv[g.me*n:(g.me+1)*n], send[g.me*n:(g.me+1)*n]) // in place: the same memory
@@ -42,7 +42,7 @@ func alltoallSHM[T runtime.Elem](c *call, g *shmGroup, send, recv []T, n int) er
 		}
 		mine := big[T](g, g.me, b, p*k)
 		for d := range p {
-			copyShared(mine[d*k:(d+1)*k], send[d*n+lo:d*n+hi])
+			scratchInNT(g, mine[d*k:(d+1)*k], send[d*n+lo:d*n+hi])
 		}
 		check := -1
 		if lo == 0 {
@@ -54,7 +54,7 @@ func alltoallSHM[T runtime.Elem](c *call, g *shmGroup, send, recv []T, n int) er
 		}
 		for j := range p {
 			if j != g.me {
-				copy(recv[j*n+lo:j*n+hi], big[T](g, j, b, p*k)[g.me*k:(g.me+1)*k])
+				scratchOut(g, recv[j*n+lo:j*n+hi], big[T](g, j, b, p*k)[g.me*k:(g.me+1)*k])
 			}
 		}
 		copy(recv[g.me*n+lo:g.me*n+hi], send[g.me*n+lo:g.me*n+hi])

@@ -20,7 +20,7 @@ func reduceScatterSHM[T runtime.Elem](c *call, g *shmGroup, in, out []T, op Op[T
 		mine := smallSlot[T](g, me, v, p*n)
 		for d := range p {
 			if d != me {
-				copy(mine[d*n:(d+1)*n], in[d*n:(d+1)*n])
+				scratchIn(g, mine[d*n:(d+1)*n], in[d*n:(d+1)*n])
 			}
 		}
 		g.setMeta(c, v, bytes)
@@ -33,6 +33,7 @@ func reduceScatterSHM[T runtime.Elem](c *call, g *shmGroup, in, out []T, op Op[T
 			}
 			return smallSlot[T](g, i, v, p*n)[me*n : (me+1)*n]
 		})
+		g.moved.loaded += (p - 1) * n * es
 		return nil
 	}
 	per := max(g.chunk/(p*es), 1)
@@ -47,7 +48,7 @@ func reduceScatterSHM[T runtime.Elem](c *call, g *shmGroup, in, out []T, op Op[T
 		mine := big[T](g, me, b, p*k)
 		for d := range p {
 			if d != me {
-				copyShared(mine[d*k:(d+1)*k], in[d*n+lo:d*n+hi])
+				scratchInNT(g, mine[d*k:(d+1)*k], in[d*n+lo:d*n+hi])
 			}
 		}
 		check := -1
@@ -64,6 +65,7 @@ func reduceScatterSHM[T runtime.Elem](c *call, g *shmGroup, in, out []T, op Op[T
 			}
 			return big[T](g, i, b, p*k)[me*k : (me+1)*k]
 		})
+		g.moved.loaded += (p - 1) * k * es
 	}
 	return g.releaseBig(c)
 }

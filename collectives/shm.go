@@ -108,6 +108,7 @@ type shmGroup struct {
 	remotes []*substrate.Remote
 	mem     [][]byte // every member's region (own included), by member index
 
+	moved   shmMoved  // bytes this member copied through scratch (the byte model)
 	seq     uint64    // last step published
 	bigNext int       // big buffer of the next step that writes one
 	bigFree [2]uint64 // step after which each big buffer's readers are done
@@ -503,4 +504,25 @@ func (g *shmGroup) check(c *call, i int) error {
 		return substrate.Broken(c.s.comm) // another member failed: the one waited for may have left
 	}
 	return nil
+}
+
+// shmMoved counts the bytes a member copies through scratch: stored into its own, and
+// loaded from the members' (its own slot included where an algorithm reads it back).
+// collectives/design.md's byte model gives them per call, and TestSHMByteModel checks
+// the counts against it. Plain adds: a group serves one call at a time.
+type shmMoved struct{ stored, loaded int }
+
+// scratchIn copies src into dst, this member's scratch, and counts the bytes.
+func scratchIn[T runtime.Elem](g *shmGroup, dst, src []T) {
+	g.moved.stored += copy(dst, src) * elemSize[T]()
+}
+
+// scratchInNT is scratchIn through copyShared, for the big buffers.
+func scratchInNT[T runtime.Elem](g *shmGroup, dst, src []T) {
+	g.moved.stored += copyShared(dst, src) * elemSize[T]()
+}
+
+// scratchOut copies src, a member's scratch, into dst, and counts the bytes.
+func scratchOut[T runtime.Elem](g *shmGroup, dst, src []T) {
+	g.moved.loaded += copy(dst, src) * elemSize[T]()
 }

@@ -34,12 +34,7 @@ func allgatherSHM[T runtime.Elem](c *call, g *shmGroup, recv []T, n int) error {
 			return err
 		}
 		scratchInNT(g, big[T](g, g.me, b, hi-lo), mine[lo:hi])
-		check := -1
-		if lo == 0 {
-			check = bytes
-			g.setMeta(c, v, bytes)
-		}
-		if err := g.step(c, v, check); err != nil {
+		if err := g.chunkStep(c, v, lo == 0, bytes); err != nil {
 			return err
 		}
 		for j := range p {

@@ -181,12 +181,7 @@ func shmBcastChecked[T runtime.Elem](c *call, g *shmGroup, buf []T, root, bytes 
 		if g.me == root {
 			scratchInNT(g, big[T](g, g.me, b, len(part)), part)
 		}
-		check := -1
-		if lo == 0 && bytes >= 0 {
-			check = bytes
-			g.setMeta(c, v, bytes)
-		}
-		if err := g.step(c, v, check); err != nil {
+		if err := g.chunkStep(c, v, lo == 0, bytes); err != nil {
 			return err
 		}
 		if g.me != root {

@@ -44,12 +44,7 @@ func alltoallSHM[T runtime.Elem](c *call, g *shmGroup, send, recv []T, n int) er
 		for d := range p {
 			scratchInNT(g, mine[d*k:(d+1)*k], send[d*n+lo:d*n+hi])
 		}
-		check := -1
-		if lo == 0 {
-			check = bytes
-			g.setMeta(c, v, bytes)
-		}
-		if err := g.step(c, v, check); err != nil {
+		if err := g.chunkStep(c, v, lo == 0, bytes); err != nil {
 			return err
 		}
 		for j := range p {

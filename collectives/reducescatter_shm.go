@@ -51,12 +51,7 @@ func reduceScatterSHM[T runtime.Elem](c *call, g *shmGroup, in, out []T, op Op[T
 				scratchInNT(g, mine[d*k:(d+1)*k], in[d*n+lo:d*n+hi])
 			}
 		}
-		check := -1
-		if lo == 0 {
-			check = bytes
-			g.setMeta(c, v, bytes)
-		}
-		if err := g.step(c, v, check); err != nil {
+		if err := g.chunkStep(c, v, lo == 0, bytes); err != nil {
 			return err
 		}
 		reduceInto(out[lo:hi], op, p, func(i int) []T {

@@ -394,6 +394,16 @@ func (g *shmGroup) step(c *call, v uint64, bytes int) error {
 	return nil
 }
 
+// chunkStep is step for chunk-by-chunk calls: the call's first chunk (first) carries its
+// meta word, and its step checks the members' call numbers and byte counts.
+func (g *shmGroup) chunkStep(c *call, v uint64, first bool, bytes int) error {
+	if !first || bytes < 0 {
+		return g.step(c, v, -1)
+	}
+	g.setMeta(c, v, bytes)
+	return g.step(c, v, bytes)
+}
+
 // waitAll waits until every other member has published step v; bytes >= 0 also checks
 // their call numbers and byte counts for step v.
 func (g *shmGroup) waitAll(c *call, v uint64, bytes int) error {

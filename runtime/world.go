@@ -201,11 +201,12 @@ type engine struct {
 	rank, size           int
 	host                 string
 	localRank, localSize int
-	ncpu                 int              // processors this host's ranks share (HostCPUs)
-	waiting              *subcore.Waiting // the waiting rule (hostfit.go), set before the engine starts
-	pm                   pmi.Session      // the process manager: golaunch's agent or a foreign PMI server; nil in a world of one
+	ncpu                 int         // processors this host's ranks share (HostCPUs)
+	pm                   pmi.Session // the process manager: golaunch's agent or a foreign PMI server; nil in a world of one
 	exit                 func(code int)
 	cfg                  config
+
+	waiting *subcore.Waiting // the waiting rule (hostfit.go), set before the engine starts
 
 	poll poller // the poller role's spin, sleep and wake-up (poller.go)
 

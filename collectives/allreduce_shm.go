@@ -7,18 +7,22 @@ import "github.com/gorma-hpc/gorma/runtime"
 // copy through the kernel or the transport. The group's scratch is set up at the first
 // call (shmPrepare) and reused.
 //
-//   - Up to shmSmallMax bytes, one step: every rank copies its vector into its small
-//     slot and publishes; then every rank combines all the slots, x0 ∘ x1 ∘ ... in rank
-//     order, into its recv. At p=2 and 8 bytes this is one cache-line exchange each way.
+//   - Short vectors (under shmMediumFor(p) bytes), one step: every rank copies its vector
+//     into its small slot and publishes; then every rank combines all the slots, x0 ∘ x1
+//     ∘ ... in rank order, into its recv. At p=2 and 8 bytes this is one cache-line
+//     exchange each way.
+//   - Medium vectors (up to shmSmallMax bytes) go by blocks as a chunk does, below,
+//     through the small slots with plain copies (shmReduceBlocks): each rank reduces 1/p
+//     of the vector instead of all of it.
 //   - Longer vectors go in chunks of up to the big buffer's size (so that the working set
 //     stays in cache, and the scratch stays small whatever the vector), two steps per
 //     chunk. Every rank copies into its big buffer the blocks of its chunk that the others
 //     reduce, and publishes. Rank r reduces block r, loading its own from src and the
 //     others' from their buffers, combining in rank order, into its recv (or its buffer,
-//     see shmReduceChunk), copies the result into block r of its buffer and publishes.
+//     see shmReduceBlocks), copies the result into block r of its buffer and publishes.
 //     Then every rank copies block j of the chunk from rank j's buffer into its recv.
 //     Every rank reads (p-1)/p of the chunk from peers twice and stores only into its own
-//     scratch, with copyShared. Consecutive chunks alternate between the two big buffers,
+//     scratch. Consecutive chunks alternate between the two big buffers,
 //     so a buffer is written again only after every rank has finished reading it.
 //
 // src is the input (recv itself when in place); recv receives the result. With root >= 0
@@ -28,7 +32,10 @@ func allreduceSHM[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T],
 	n, es := len(recv), elemSize[T]()
 	bytes := n * es
 	if bytes <= shmSmallMax {
-		return shmReduceSmall(c, g, src, recv, op, root)
+		if bytes < shmMediumFor(len(g.ranks)) {
+			return shmReduceSmall(c, g, src, recv, op, root)
+		}
+		return shmReduceBlocks(c, g, src, recv, op, root, bytes, true)
 	}
 	per := g.chunk / es
 	for lo := 0; lo < n; lo += per {
@@ -37,7 +44,7 @@ func allreduceSHM[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T],
 		if lo == 0 {
 			first = bytes
 		}
-		if err := shmReduceChunk(c, g, src[lo:hi], recv[lo:hi], op, root, first); err != nil {
+		if err := shmReduceBlocks(c, g, src[lo:hi], recv[lo:hi], op, root, first, false); err != nil {
 			return err
 		}
 	}
@@ -61,27 +68,41 @@ func shmReduceSmall[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T
 	return nil
 }
 
-// shmReduceChunk reduces one chunk through a big buffer (two steps). bytes >= 0 on a
-// call's first chunk: the call's byte count, checked against the other ranks'.
+// shmReduceBlocks reduces one chunk by blocks (two steps): through a big buffer, or with
+// small (a medium vector, one chunk) through the small slots of both steps' parities, with
+// plain copies. A big buffer holds a step's staged blocks and then the reduced block r,
+// which no one staged. The small slot of step v+1 holds the reduced block, so that each
+// slot is read before its readers publish their next step, as the type shmGroup requires.
+// bytes >= 0 on a call's first chunk: the call's byte count, checked against the other
+// ranks'.
 //
 // Only the blocks the other members reduce are copied in, and member r's reduction goes
 // into its recv and from there into block r of its own buffer. No member ever stores to
-// another's scratch, and scratch is written only by copyShared (non-temporal stores on
-// amd64), so that no store waits for a line a peer holds. When the reduction may not go
+// another's scratch. When the reduction may not go
 // to recv (in place, where block r of recv is still rank r's operand and rank 0's comes
 // first; or a member that is not root), it goes to the buffer directly.
-func shmReduceChunk[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T], root, bytes int) error {
+func shmReduceBlocks[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T], root, bytes int, small bool) error {
 	n, p := len(recv), len(g.ranks)
 	v := g.seq + 1
-	b, err := g.takeBig(c, v, v+2)
-	if err != nil {
-		return err
+	var stage, result func(i int) []T // member i's staged blocks, its reduced block's place
+	stageIn := scratchInNT[T]
+	if small {
+		stage = func(i int) []T { return view[T](g, i, shmOffSmall+int(v&1)*shmSmallMax, n) }
+		result = func(i int) []T { return view[T](g, i, shmOffSmall+int((v+1)&1)*shmSmallMax, n) }
+		stageIn = scratchIn[T]
+	} else {
+		b, err := g.takeBig(c, v, v+2)
+		if err != nil {
+			return err
+		}
+		stage = func(i int) []T { return big[T](g, i, b, n) }
+		result = stage
 	}
-	mine := big[T](g, g.me, b, n)
+	mine, res := stage(g.me), result(g.me)
 	for j := range p {
 		if j != g.me {
 			lo, hi := block(n, p, j)
-			scratchInNT(g, mine[lo:hi], src[lo:hi])
+			stageIn(g, mine[lo:hi], src[lo:hi])
 		}
 	}
 	if bytes >= 0 {
@@ -96,17 +117,17 @@ func shmReduceChunk[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T
 			if i == g.me {
 				return src[lo:hi]
 			}
-			return big[T](g, i, b, n)[lo:hi]
+			return stage(i)[lo:hi]
 		}
 		inPlace := &src[0] == &recv[0]
-		acc := mine[lo:hi]
+		acc := res[lo:hi]
 		if gets && (!inPlace || g.me == 0) {
 			acc = recv[lo:hi]
 		}
 		reduceInto(acc, op, p, in)
 		g.moved.loaded += (p - 1) * (hi - lo) * elemSize[T]()
 		if &acc[0] == &recv[lo] {
-			scratchInNT(g, mine[lo:hi], acc)
+			stageIn(g, res[lo:hi], acc)
 		} else {
 			g.moved.stored += (hi - lo) * elemSize[T]() // the reduction wrote it there
 			if gets {
@@ -121,7 +142,7 @@ func shmReduceChunk[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T
 		for j := range p {
 			if j != g.me {
 				lo, hi := block(n, p, j)
-				scratchOut(g, recv[lo:hi], big[T](g, j, b, n)[lo:hi])
+				scratchOut(g, recv[lo:hi], result(j)[lo:hi])
 			}
 		}
 	}

@@ -12,7 +12,8 @@ import (
 // member copied through scratch (shmGroup.moved) against the byte model of
 // collectives/design.md ("The byte model"), with N the bytes of the vector (Allreduce,
 // Reduce, Bcast) or of one block (Allgather, Alltoall, ReduceScatter), p the members.
-// The long cases are two whole chunks, which p divides.
+// The medium cases go by blocks through the small slots; the long cases are two whole
+// chunks, which p divides.
 func TestSHMByteModel(t *testing.T) {
 	const p = 4
 	runJob(t, p, runtimetest.Options{Transport: "shm"}, 60*time.Second, func(e rankEnv) error {
@@ -26,7 +27,8 @@ func TestSHMByteModel(t *testing.T) {
 		g := s.local.world
 		root := 1
 		isRoot := e.r == root
-		const small = 64 // float64 elements: 512 bytes, one step
+		const small = 64          // float64 elements: 512 bytes, one step
+		medium := shmSmallMax / 8 // by blocks through the small slots (shmMediumFor)
 		long := 2 * shmChunkMin / 8
 		type want struct{ stored, loaded int }
 		for _, tc := range []struct {
@@ -38,6 +40,9 @@ func TestSHMByteModel(t *testing.T) {
 			{"allreduce small", small, func(n int) error {
 				return Allreduce(e.ctx, e.w, make([]float64, n), make([]float64, n), Sum[float64]())
 			}, func(N int) want { return want{N, p * N} }},
+			{"allreduce medium", medium, func(n int) error {
+				return Allreduce(e.ctx, e.w, make([]float64, n), make([]float64, n), Sum[float64]())
+			}, func(N int) want { return want{N, 2 * N * (p - 1) / p} }},
 			{"allreduce long", long, func(n int) error {
 				return Allreduce(e.ctx, e.w, make([]float64, n), make([]float64, n), Sum[float64]())
 			}, func(N int) want { return want{N, 2 * N * (p - 1) / p} }},
@@ -48,6 +53,14 @@ func TestSHMByteModel(t *testing.T) {
 					return want{N, p * N}
 				}
 				return want{N, 0}
+			}},
+			{"reduce medium", medium, func(n int) error {
+				return Reduce(e.ctx, e.w, make([]float64, n), make([]float64, n), Sum[float64](), root)
+			}, func(N int) want {
+				if isRoot {
+					return want{N, 2 * N * (p - 1) / p}
+				}
+				return want{N, N * (p - 1) / p}
 			}},
 			{"reduce long", long, func(n int) error {
 				return Reduce(e.ctx, e.w, make([]float64, n), make([]float64, n), Sum[float64](), root)

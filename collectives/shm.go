@@ -59,10 +59,10 @@ import (
 // after each sleep, the waiter checks ctx and the publisher's liveness
 // (substrate.Remote.Err): nothing waits forever on a dead peer.
 //
-// Data goes to scratch through copyShared (non-temporal stores on amd64) and every
-// member stores only into its own region (allreduce_shm.go). A plain store to a line a
-// peer has read must wait for the peer to give the line up, line after line, which costs
-// most when the cores share no cache.
+// Every member stores only into its own region (allreduce_shm.go). Copies into the big
+// buffers are plain, except where the tuning asks for non-temporal stores (copyShared,
+// shmTuning): a plain store to a line a peer has read must wait for the peer to give the
+// line up, but the peers then read the data from this core's cache instead of memory.
 const (
 	shmOffFlag  = 0   // flag line 0; flag line 1 follows
 	shmLine     = 64  // bytes of a flag line (a cache line)
@@ -82,11 +82,12 @@ const (
 	// shmChunkMin and shmChunkMax bound a big buffer (bytes): long vectors are pipelined
 	// through the two big buffers in chunks of at most shmChunkMax.
 	shmChunkMin = 64 << 10
-	shmChunkMax = 256 << 10
+	shmChunkMax = 1 << 20
 	// shmHostBig bounds the big buffers of one group's members on a host (bytes, two per
 	// member) beyond shmChunkMin each: a host of many ranks gets smaller chunks, so that
-	// its shared memory grows by a fixed share per rank.
-	shmHostBig = 8 << 20
+	// its shared memory grows by a fixed share per rank. The selection sweep
+	// (scripts/device16-select.sh, class big) measures the chunk sizes.
+	shmHostBig = 32 << 20
 
 	shmSleep      = time.Millisecond      // bound of one futex sleep
 	shmSleepFirst = 50 * time.Microsecond // bound of a wait's first futex sleep (see publish)
@@ -97,11 +98,13 @@ const (
 // call at a time (the state's busy flag); the shared words are touched only through
 // sync/atomic.
 type shmGroup struct {
-	ranks   []int              // World ranks of the members, ascending
-	me      int                // this rank's index in ranks
-	chunk   int                // bytes of each big buffer
-	oversub bool               // more ranks on this host than processors: yield while spinning
-	rule    *substrate.Waiting // the rank's waiting rule: the spin's budget, and whether it yields
+	ranks    []int              // World ranks of the members, ascending
+	me       int                // this rank's index in ranks
+	chunk    int                // bytes of each big buffer
+	oversub  bool               // more ranks on this host than processors: yield while spinning
+	nt       bool               // copies into big buffers use non-temporal stores (shmTuning.nt)
+	ntSpread bool               // so do the copies of blocks each read by one other member (Alltoall, ReduceScatter)
+	rule     *substrate.Waiting // the rank's waiting rule: the spin's budget, and whether it yields
 
 	region  *substrate.Region
 	old     *substrate.Region // the previous region, freed at the next setup
@@ -130,8 +133,9 @@ func shmRegionSize(chunk int) int { return shmOffSmall + 2*shmSmallMax + 2*chunk
 // shmChunkFor returns the big buffer size that suits vectors of bytes bytes on a host
 // of local ranks.
 func shmChunkFor(bytes, local int) int {
-	c := shmChunkMin
-	for c < bytes && c < shmChunkMax && 2*c*2*local <= shmHostBig {
+	t := shmTune()
+	c := min(shmChunkMin, t.chunkMax)
+	for c < bytes && c < t.chunkMax && (t.chunkSet || 2*(2*c)*2*local <= shmHostBig) {
 		c *= 2
 	}
 	return c
@@ -147,6 +151,9 @@ func shmChunkFor(bytes, local int) int {
 // the job's life). A call on a vector too long for one step acquires its big buffers
 // (acquireBig). The caller releases them with releaseBig before the call returns.
 func (g *shmGroup) prepare(c *call, bytes int) error {
+	if _, err := shmTuned(); err != nil {
+		return err
+	}
 	// The members' mappings end at Finalize (or when a peer's Remote closes): touching
 	// them then would fault, so a call on a finalized World fails here with the runtime's
 	// error (ErrFinalized) instead. One atomic load per member.
@@ -205,6 +212,7 @@ func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 	}
 	g.rule = substrate.WaitRule(w)
 	g.oversub = g.rule.Oversub || w.LocalSize() > w.HostCPUs()
+	g.nt, g.ntSpread = shmTune().nt, shmTune().ntSpread
 	g.region, g.chunk, g.seq, g.bigNext, g.bigFree = r, chunk, 0, 0, [2]uint64{}
 	g.broken = true // until the exchange below completes
 	desc := r.AppendDesc(make([]byte, 0, 64))
@@ -527,8 +535,23 @@ func scratchIn[T runtime.Elem](g *shmGroup, dst, src []T) {
 	g.moved.stored += copy(dst, src) * elemSize[T]()
 }
 
-// scratchInNT is scratchIn through copyShared, for the big buffers.
+// scratchInNT is scratchIn through copyShared, for the big buffers, where the tuning
+// asks for non-temporal stores (shmGroup.nt).
 func scratchInNT[T runtime.Elem](g *shmGroup, dst, src []T) {
+	if !g.nt {
+		scratchIn(g, dst, src)
+		return
+	}
+	g.moved.stored += copyShared(dst, src) * elemSize[T]()
+}
+
+// scratchInSpread is scratchInNT for blocks that one other member each reads (Alltoall,
+// ReduceScatter): non-temporal where the tuning asks for it (shmGroup.ntSpread).
+func scratchInSpread[T runtime.Elem](g *shmGroup, dst, src []T) {
+	if !g.ntSpread {
+		scratchIn(g, dst, src)
+		return
+	}
 	g.moved.stored += copyShared(dst, src) * elemSize[T]()
 }
 

@@ -12,6 +12,10 @@ import (
 // after it.
 func storeRelease(p *uint64, v uint64) { atomic.StoreUint64(p, v) }
 
+// shmNTAuto says whether the big buffers of Alltoall and ReduceScatter take
+// non-temporal stores by default (EnvSHMTune's nt=auto).
+const shmNTAuto = false
+
 // copyShared copies src into dst, scratch that peers will read, and returns the number of
 // elements copied (a plain copy here; non-temporal stores on amd64).
 func copyShared[T runtime.Elem](dst, src []T) int { return copy(dst, src) }

@@ -25,12 +25,12 @@ import (
 //     broadcasts back through the heads and the teams (bcastTeams).
 
 // shmTeamMax is the most ranks of one shmGroup on a host (GORMA_SHM_TEAM, at least 4,
-// default 16). `apps/scalebench` measures the cost of a job at 8 to 256 ranks.
+// default 32). `apps/scalebench` measures the cost of a job at 8 to 256 ranks.
 func shmTeamMax() int {
 	if v, err := strconv.Atoi(os.Getenv("GORMA_SHM_TEAM")); err == nil && v >= 4 {
 		return v
 	}
-	return 16
+	return 32
 }
 
 // teamed reports whether the shared-memory collectives of this rank's host run in

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The 16-core node comparisons (docs/benchmarks.md's "16-core node" and "Startup on a
 # 16-core node"), in three steps:
-#   scripts/device16.sh bundle [startup|observe]
+#   scripts/device16.sh bundle [startup|observe|select]
 #                                 build .devb/ (../shared/device16/build-bundle.sh: gorma's
 #                                 static binaries, the C twins, Debian's Open MPI and MPICH,
 #                                 parcopy), put Debian's lstopo in .devb/hwloc, and write
@@ -9,6 +9,8 @@
 #                                 or, with startup, scripts/device16-startup.sh, or, with
 #                                 observe, scripts/device16-observe.sh (the cost of
 #                                 observation; its observe.json goes to docs/observe.json)
+#                                 or, with select, scripts/device16-select.sh (the one-host
+#                                 selection sweep; chart select16 reads it)
 #   then, on the device machine (carry .devb):  bash .devb/device-run.sh .devb/job.sh
 #   scripts/device16.sh local [startup]
 #                                 the same job here (DEVICE_LOCAL=1, REPS=1; the collectives
@@ -31,8 +33,9 @@ job() {
 	"") echo scripts/device16-job.sh ;;
 	startup) echo scripts/device16-startup.sh ;;
 	observe) echo scripts/device16-observe.sh ;;
+	select) echo scripts/device16-select.sh ;;
 	*)
-		echo "device16: unknown job $1 (want startup or nothing)" >&2
+		echo "device16: unknown job $1 (want startup, observe, select or nothing)" >&2
 		exit 2
 		;;
 	esac
@@ -92,7 +95,7 @@ unpack)
 	echo "device16: unpacked into results/device16 ($(ls results/device16 | wc -l) files)"
 	;;
 *)
-	echo "usage: scripts/device16.sh bundle [startup|observe] | local [startup|observe] | unpack DEVICE16.TAR.GZ" >&2
+	echo "usage: scripts/device16.sh bundle [startup|observe|select] | local [startup|observe|select] | unpack DEVICE16.TAR.GZ" >&2
 	exit 2
 	;;
 esac

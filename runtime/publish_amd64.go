@@ -12,7 +12,8 @@ import (
 // p.Store compiles to XCHG, a locked instruction that stalls while the peer polls the line
 // (as in the shm provider's ring). The compiler keeps stores in program order, and a plain
 // store of an aligned word is atomic. It is not ordered before later loads: the fast box
-// sender's NotifyPeer fences before it reads the peer's sleeper count.
+// sender's NotifyPeer may read the peer's sleeper count before the store is seen (the
+// shm provider's ringUnfenced says why that is safe).
 func publish(p *atomic.Uint64, v uint64) {
 	*(*uint64)(unsafe.Pointer(p)) = v
 }

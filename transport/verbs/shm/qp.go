@@ -381,14 +381,15 @@ func (q *qp) flushRecvLocked(wrid uint64) {
 
 // NotifyPeer rings the doorbell of the connected peer's device, waking its sleeping CQ
 // waiters so that they re-check: for work the caller published in the peer's memory
-// through a Mapping, which the peer's CQ finds with the check of SetWaitCheck. It fences
-// first (publish the work, then call it) and makes no system call unless the peer
-// sleeps. Before the QP is connected it does nothing. Safe for concurrent use.
+// through a Mapping, which the peer's CQ finds with the check of SetWaitCheck. Call it
+// after publishing the work. It does not fence (ringUnfenced: a waiter re-checks within
+// firstSleep of registering) and makes no system call unless the peer sleeps. Before
+// the QP is connected it does nothing. Safe for concurrent use.
 func (q *qp) NotifyPeer() {
 	if q.peerBell.waiters == nil {
 		return
 	}
-	q.peerBell.ring()
+	q.peerBell.ringUnfenced()
 }
 
 // wrap returns i, an index at most one lap past a circular queue of n entries, within

@@ -25,7 +25,9 @@ import (
 // the sleeper's re-check sees the work. Records are published with release stores
 // (publish), so ring fences before it loads waiters, which restores that order. Nobody
 // asleep means no store to seq and no system call: ringing costs a fence and one load of a
-// read-mostly word.
+// read-mostly word. A QP's NotifyPeer (the runtime's fast boxes) rings without the fence
+// (ringUnfenced); a sleeper stays registered for its whole wait, and its first sleep is
+// short, which covers the order the fence would have kept.
 //
 // The futex is a shared (not process-private) futex on the memfd mapping (package
 // futex), so it works across processes and across two mappings of one segment in one
@@ -52,6 +54,10 @@ const (
 // is set before any device opens and never changed while one is open.
 var maxSleep = 10 * time.Millisecond
 
+// firstSleep bounds a wait's first futex sleep: a peer's unfenced ring (ringUnfenced)
+// may miss a sleeper that registers just as it publishes, but not one registered longer.
+const firstSleep = 50 * time.Microsecond
+
 // doorbell is a device's pair of doorbell words, in some process's mapping.
 type doorbell struct {
 	seq, waiters *atomic.Uint32
@@ -74,6 +80,15 @@ func (d doorbell) ringAfterAdd() {
 	}
 	d.seq.Add(1)
 	futex.Wake(d.seq, futex.All)
+}
+
+// ringUnfenced is ring without the fence, for work whose waiters re-check it within
+// firstSleep of registering (block). Without the fence the load of waiters may pass the
+// store that published the work, and a sleeper that registers just then may miss both
+// the work and the wake. Its first sleep is short and it stays registered after it, so
+// the work is seen at its end, and every later ring sees it registered.
+func (d doorbell) ringUnfenced() {
+	d.ringAfterAdd()
 }
 
 // sleep waits on seq while it still holds val, for at most d.
@@ -172,29 +187,29 @@ func (c *cq) spin(ctx context.Context, budget time.Duration) error {
 
 // block sleeps on the device's doorbell until woken, re-checking after each wake-up.
 //
-// It makes progress first as no sleeper (waitStep), and registers only for the re-check
-// before it sleeps. Progress pushes completions and every push rings the bell, which
-// would find a registered caller and wake it with a system call: registered first, it
-// woke itself on every message it found.
+// It makes progress first as no sleeper (waitStep), then registers once for the rest of
+// the wait. Progress pushes completions and every push rings the bell, which finds a
+// registered caller: registered first, it would wake itself with a system call on every
+// message it finds at once. Registered, it pays that once, when the wait ends. Its first
+// sleep is short (firstSleep), for a peer's unfenced ring that missed it as it
+// registered (ringUnfenced); it stays registered after, so no later ring misses it.
 func (c *cq) block(ctx context.Context) error {
 	c.pollers.Add(1)
 	defer c.pollers.Add(-1)
 	bell := c.dev.bell
-	for {
-		if err := c.waitStep(ctx); err != errNotYet {
-			return err
-		}
-		bell.waiters.Add(1)
+	if err := c.waitStep(ctx); err != errNotYet {
+		return err
+	}
+	bell.waiters.Add(1)
+	defer bell.waiters.Add(^uint32(0))
+	for dur := firstSleep; ; dur = maxSleep {
 		val := bell.seq.Load()
 		if err := c.waitStep(ctx); err != errNotYet {
-			bell.waiters.Add(^uint32(0))
 			return err
 		}
-		dur := maxSleep
 		if dl, ok := ctx.Deadline(); ok {
 			dur = max(min(dur, time.Until(dl)), time.Microsecond)
 		}
 		bell.sleep(val, dur)
-		bell.waiters.Add(^uint32(0))
 	}
 }

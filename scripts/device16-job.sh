@@ -21,6 +21,16 @@
 # (empty: no such runs), PERF_SIZES=8,1024,8192,65536,1048576,16777216 (empty: no pf_
 # runs), PERF_P=cores, PERF_REPS=2, PERF_TIME=2, PERF_INTERVAL=250. Without an executable
 # $PERF, the job takes perf from PATH; without either, it makes no pf_ runs.
+# VARIANTS="gorma1 gormago" names the extra gorma runs beside gorma, Open MPI and MPICH
+# (gorma1: GORMA_PROCS=1; gormago: GORMA_PROCS=go; empty: none).
+# EXTRAS=1 (0: none) adds, per repetition and with the systems in turn, the p = 2
+# pingpong (8 B latency, and 8 B bandwidth with 64 in flight: ex_pp_SYSTEM_REP.json),
+# gorma's 8 B ping-pong under --trace (ex_pptrace_gorma_REP.json, beside ex_pp_gorma),
+# and scalebench at SCALE_P=64 ranks (ex_scale_SYSTEM_REP.json: window Allocate, startup).
+# DEADLINE (seconds from the job's start; default none): a run that would start after it is
+# skipped, with a line in stderr.txt, so that the results come back within the device's limit.
+# PROFILES (TEST:SIZE pairs such as "allreduce:8192 bcast:8192"; default none) writes a CPU profile
+# of each rank of gorma at p = PERF_P per pair: prof/TEST_SIZE.RANK.
 reps=${REPS:-3}
 nps=${NPS:-16 8}
 sizes=${SIZES:-8,1024,8192,65536,262144,1048576,16777216,67108864}
@@ -38,15 +48,23 @@ colls=${COLLS-bcast,reduce,allgather,alltoall}
 cl_args=(--iters "${ITERS:-1000}" --min-iters "${MIN_ITERS:-10}" --size-time "${SIZE_TIME:-100ms}"
 	--sizes "${CL_SIZES:-8,1024,8192,65536,1048576,16777216}" --test "$colls")
 pfree=${PFREE-$(($(nproc) - 1))}
+variants=" ${VARIANTS-gorma1 gormago} "
+has() { [[ $variants == *" $1 "* ]]; } # NAME: whether VARIANTS names it
+late() {                                # NAME: whether DEADLINE has passed (then NAME is skipped)
+	[ -n "${DEADLINE:-}" ] && [ "$SECONDS" -ge "$DEADLINE" ] || return 1
+	echo "device16: $1 skipped (DEADLINE ${DEADLINE}s passed)" >>"$res/stderr.txt"
+}
 tw() { # NAME COMM P REP CMD...: one run inside threadwatch, its JSON under $res
 	local name=$1 comm=$2 p=$3 i=$4
 	shift 4
+	late "tw_${name}_p${p}_$i" && return
 	timeout "${RUN_TIMEOUT:-120}" "$B/threadwatch" --comm "$comm" --json="$res/tw_${name}_p${p}_$i.json" -- "$@" \
 		--json="$res/ar_${name}_p${p}_$i.json" >/dev/null 2>>"$res/stderr.txt" || echo "device16: $name p=$p rep $i failed" | tee -a "$res/stderr.txt"
 }
 cl() { # NAME P REP CMD...: one run of the collectives, its JSON under $res
 	local name=$1 p=$2 i=$3
 	shift 3
+	late "cl_${name}_p${p}_$i" && return
 	timeout "${RUN_TIMEOUT:-120}" "$@" --json="$res/cl_${name}_p${p}_$i.json" >/dev/null 2>>"$res/stderr.txt" ||
 		echo "device16: $name colls p=$p rep $i failed" | tee -a "$res/stderr.txt"
 }
@@ -57,15 +75,15 @@ for ((i = 1; i <= reps; i++)); do
 			tw gorma allreducebench "$pfree" "$i" "$B/golaunch" -n "$pfree" --tag-output=false "$B/allreducebench" "${args[@]}"
 		fi
 		tw ompi allreducebench_ "$p" "$i" "${OMPI[@]}" -n "$p" "$B/allreducebench_ompi" "${args[@]}"
-		tw gorma1 allreducebench "$p" "$i" "$B/golaunch" -n "$p" --tag-output=false -x GORMA_PROCS=1 "$B/allreducebench" "${args[@]}"
+		has gorma1 && tw gorma1 allreducebench "$p" "$i" "$B/golaunch" -n "$p" --tag-output=false -x GORMA_PROCS=1 "$B/allreducebench" "${args[@]}"
 		tw mpich allreducebench_ "$p" "$i" "${MPICH[@]}" -n "$p" "$B/allreducebench_mpich" "${args[@]}"
-		tw gormago allreducebench "$p" "$i" "$B/golaunch" -n "$p" --tag-output=false -x GORMA_PROCS=go "$B/allreducebench" "${args[@]}"
+		has gormago && tw gormago allreducebench "$p" "$i" "$B/golaunch" -n "$p" --tag-output=false -x GORMA_PROCS=go "$B/allreducebench" "${args[@]}"
 		if [ -n "$colls" ]; then
 			cl gorma "$p" "$i" "$B/golaunch" -n "$p" --tag-output=false "$B/allreducebench" "${cl_args[@]}"
 			cl ompi "$p" "$i" "${OMPI[@]}" -n "$p" "$B/allreducebench_ompi" "${cl_args[@]}"
-			cl gorma1 "$p" "$i" "$B/golaunch" -n "$p" --tag-output=false -x GORMA_PROCS=1 "$B/allreducebench" "${cl_args[@]}"
+			has gorma1 && cl gorma1 "$p" "$i" "$B/golaunch" -n "$p" --tag-output=false -x GORMA_PROCS=1 "$B/allreducebench" "${cl_args[@]}"
 			cl mpich "$p" "$i" "${MPICH[@]}" -n "$p" "$B/allreducebench_mpich" "${cl_args[@]}"
-			cl gormago "$p" "$i" "$B/golaunch" -n "$p" --tag-output=false -x GORMA_PROCS=go "$B/allreducebench" "${cl_args[@]}"
+			has gormago && cl gormago "$p" "$i" "$B/golaunch" -n "$p" --tag-output=false -x GORMA_PROCS=go "$B/allreducebench" "${cl_args[@]}"
 		fi
 		echo "device16: rep $i of $reps, p=$p done (load $(cut -d' ' -f1-3 /proc/loadavg))"
 	done
@@ -78,6 +96,7 @@ pf_time=${PERF_TIME:-2}
 pf() { # NAME SIZE REP CMD...: one Allreduce loop under perf stat -a, its CSV and JSON under $res
 	local f=$res/pf_$1_p${pf_p}_$2_$3 size=$2 n
 	shift 3
+	late "$(basename "$f")" && return
 	# Enough calls for PERF_TIME seconds at 3 us + 0.5 ns per byte: --size-time caps the
 	# slower systems, and the warmup stays a tenth of the calls.
 	n=$(awk -v t="$pf_time" -v s="$size" 'BEGIN { n = int(t / (3e-6 + s / 2e9)); print (n < 3 ? 3 : n) }')
@@ -97,5 +116,33 @@ elif [ -n "$pf_sizes" ]; then
 		echo "device16: perf rep $i of ${PERF_REPS:-2}, p=$pf_p done (load $(cut -d' ' -f1-3 /proc/loadavg))"
 	done
 fi
+ex() { # FILE CMD...: one extra run, its JSON in $res/FILE
+	local f=$1
+	shift
+	late "$f" && return
+	timeout "${RUN_TIMEOUT:-120}" "$@" --json="$res/$f" >/dev/null 2>>"$res/stderr.txt" ||
+		echo "device16: $f failed" | tee -a "$res/stderr.txt"
+}
+if [ "${EXTRAS:-1}" != 0 ]; then
+	pp=(--min-size 8 --max-size 8 --iters 20000 --bw-iters 2000)
+	sp=${SCALE_P:-64}
+	for ((i = 1; i <= reps; i++)); do
+		ex "ex_pp_gorma_$i.json" "$B/golaunch" -n 2 --tag-output=false "$B/pingpong" "${pp[@]}"
+		ex "ex_pp_ompi_$i.json" "${OMPI[@]}" -n 2 "$B/pingpong_ompi" "${pp[@]}"
+		ex "ex_pptrace_gorma_$i.json" "$B/golaunch" -n 2 --tag-output=false --trace "$res/trace_$i.json" "$B/pingpong" "${pp[@]}" --test latency
+		ex "ex_pp_mpich_$i.json" "${MPICH[@]}" -n 2 "$B/pingpong_mpich" "${pp[@]}"
+		rm -f "$res/trace_$i.json"
+		ex "ex_scale_gorma_$i.json" "$B/golaunch" -n "$sp" --tag-output=false "$B/scalebench" --launch-ns "$(date +%s%N)"
+		ex "ex_scale_ompi_$i.json" "${OMPI[@]}" -n "$sp" "$B/scalebench_ompi" --launch-ns "$(date +%s%N)"
+	done
+	echo "device16: extras done (load $(cut -d' ' -f1-3 /proc/loadavg))"
+fi
+for pr in ${PROFILES:-}; do
+	late "profile $pr" && continue
+	mkdir -p "$res/prof"
+	timeout "${RUN_TIMEOUT:-120}" "$B/golaunch" -n "$pf_p" --tag-output=false "$B/allreducebench" --test "${pr%%:*}" --sizes "${pr##*:}" \
+		--iters 20000 --min-iters 2000 --size-time 2s --cpuprofile "$res/prof/${pr%%:*}_${pr##*:}" >/dev/null 2>>"$res/stderr.txt" ||
+		echo "device16: profile $pr failed" | tee -a "$res/stderr.txt"
+done
 tar -C "$res" -czf "$OUT/device16.tar.gz" .
 echo "device16: wrote $OUT/device16.tar.gz ($(ls "$res" | wc -l) files)"

@@ -28,6 +28,7 @@ type Device16 struct {
 	Ranks    []D16Ranks `json:"ranks"`          // by rank count, highest first
 	Perf     []D16Perf  `json:"perf,omitempty"` // the pf_ files: by rank count, highest first, then by size
 	PerfReps int        `json:"perf_reps,omitempty"`
+	Extras   *D16Extras `json:"extras,omitempty"` // the ex_ files
 	Failed   []string   `json:"failed,omitempty"`
 }
 
@@ -229,7 +230,10 @@ func collectDevice16(dir string) (*Device16, error) {
 		d.Ranks = append(d.Ranks, r)
 	}
 	slices.SortFunc(d.Ranks, func(a, b D16Ranks) int { return b.P - a.P })
-	d.Perf, d.PerfReps, err = collectPerf(dir, d.Machine.Cores)
+	if d.Perf, d.PerfReps, err = collectPerf(dir, d.Machine.Cores); err != nil {
+		return nil, err
+	}
+	d.Extras, err = collectExtras(dir)
 	return d, err
 }
 
@@ -482,6 +486,7 @@ func renderDevice16(d *Device16) (string, error) {
 			b.WriteString("\n")
 		}
 	}
+	renderD16Extras(&b, d.Extras)
 	return b.String(), nil
 }
 

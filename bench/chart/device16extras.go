@@ -1,0 +1,193 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// D16Extras are the job's extra runs (EXTRAS=1, the ex_ files): the p = 2 ping-pong and
+// message rate of each system, gorma's ping-pong under --trace, and scalebench's window
+// Allocate and startup at many ranks. Figures are medians over the repetitions.
+type D16Extras struct {
+	Reps     int                    `json:"reps"`
+	PingPong map[string]D16PingPong `json:"pingpong"`              // by system
+	TraceUS  float64                `json:"trace_latency_us"`      // gorma's 8 B latency under --trace
+	ScaleP   int                    `json:"scale_ranks,omitempty"` // scalebench's rank count
+	Scale    map[string]D16Scale    `json:"scale,omitempty"`       // by system
+}
+
+// D16PingPong is one system's p = 2 figures at 8 B.
+type D16PingPong struct {
+	LatencyUS float64 `json:"latency_us"` // half round trip
+	MBps      float64 `json:"MBps"`       // 64 messages in flight
+}
+
+// D16Scale is one system's scalebench figures.
+type D16Scale struct {
+	AllocateUS float64 `json:"win_allocate_us"`
+	FreeUS     float64 `json:"win_free_us"`
+	StartupS   float64 `json:"startup_s"`
+	ShmemKB    float64 `json:"shmem_kb"`
+}
+
+var exFile = regexp.MustCompile(`^ex_(pp|pptrace|scale)_([a-z0-9]+)_(\d+)\.json$`)
+
+// collectExtras reads the ex_ files of dir; nil when there are none.
+func collectExtras(dir string) (*D16Extras, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	x := &D16Extras{PingPong: map[string]D16PingPong{}, Scale: map[string]D16Scale{}}
+	lat, bw, trace := map[string][]float64{}, map[string][]float64{}, []float64{}
+	type sc struct{ alloc, free, start, shm []float64 }
+	scale := map[string]*sc{}
+	for _, e := range ents {
+		m := exFile.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		rep, _ := strconv.Atoi(m[3])
+		x.Reps = max(x.Reps, rep)
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		switch m[1] {
+		case "pp", "pptrace":
+			var d struct {
+				Latency []struct {
+					Bytes     int     `json:"bytes"`
+					LatencyUS float64 `json:"latency_us"`
+				} `json:"latency"`
+				Bandwidth []struct {
+					Bytes int     `json:"bytes"`
+					MBps  float64 `json:"MB_per_s"`
+				} `json:"bandwidth"`
+			}
+			if err := json.Unmarshal(b, &d); err != nil {
+				return nil, fmt.Errorf("%s: %w", e.Name(), err)
+			}
+			for _, r := range d.Latency {
+				if r.Bytes == 8 && m[1] == "pp" {
+					lat[m[2]] = append(lat[m[2]], r.LatencyUS)
+				} else if r.Bytes == 8 {
+					trace = append(trace, r.LatencyUS)
+				}
+			}
+			for _, r := range d.Bandwidth {
+				if r.Bytes == 8 && m[1] == "pp" {
+					bw[m[2]] = append(bw[m[2]], r.MBps)
+				}
+			}
+		case "scale":
+			var d struct {
+				Ranks   int                                 `json:"ranks"`
+				ShmemKB float64                             `json:"shmem_kb"`
+				Figures map[string]struct{ Median float64 } `json:"figures"`
+			}
+			if err := json.Unmarshal(b, &d); err != nil {
+				return nil, fmt.Errorf("%s: %w", e.Name(), err)
+			}
+			x.ScaleP = d.Ranks
+			s := scale[m[2]]
+			if s == nil {
+				s = &sc{}
+				scale[m[2]] = s
+			}
+			s.alloc = append(s.alloc, d.Figures["win_allocate_us"].Median)
+			s.free = append(s.free, d.Figures["win_free_us"].Median)
+			s.start = append(s.start, d.Figures["startup_s"].Median)
+			s.shm = append(s.shm, d.ShmemKB)
+		}
+	}
+	if x.Reps == 0 {
+		return nil, nil
+	}
+	for s, v := range lat {
+		x.PingPong[s] = D16PingPong{LatencyUS: median(v), MBps: median(bw[s])}
+	}
+	if len(trace) > 0 {
+		x.TraceUS = median(trace)
+	}
+	for s, v := range scale {
+		x.Scale[s] = D16Scale{AllocateUS: median(v.alloc), FreeUS: median(v.free), StartupS: median(v.start), ShmemKB: median(v.shm)}
+	}
+	return x, nil
+}
+
+// renderD16Extras writes the extras' table, if the results have them.
+func renderD16Extras(b *strings.Builder, x *D16Extras) {
+	if x == nil {
+		return
+	}
+	var sys []string
+	for _, s := range d16Order {
+		if _, ok := x.PingPong[s]; ok {
+			sys = append(sys, s)
+		} else if _, ok := x.Scale[s]; ok {
+			sys = append(sys, s)
+		}
+	}
+	fmt.Fprintf(b, "### Point to point, tracing and windows\n\n"+
+		"The job's extra runs (the ex_ files), %d repetitions, each running every system once, in turn: "+
+		"`pingpong` at p = 2 (8 B latency, and the 8 B message rate with 64 in flight), gorma's ping-pong under `golaunch --trace`, "+
+		"and `scalebench` at %d ranks (window Allocate and Free of 1 MiB per rank, startup, the host's shared memory).\n\n", x.Reps, x.ScaleP)
+	head := []string{"figure"}
+	for _, s := range sys {
+		head = append(head, d16Names[s])
+	}
+	head = append(head, "gorma / best peer")
+	b.WriteString("| " + strings.Join(head, " | ") + " |\n|---|" + strings.Repeat("---:|", len(head)-1) + "\n")
+	row := func(name string, get func(string) (float64, bool), higher bool) {
+		cells := []string{name}
+		var g float64
+		var peers []float64
+		for _, s := range sys {
+			v, ok := get(s)
+			if !ok || v == 0 {
+				cells = append(cells, "-")
+				continue
+			}
+			cells = append(cells, num(v, 3))
+			if s == "gorma" {
+				g = v
+			} else if s == "ompi" || s == "mpich" {
+				peers = append(peers, v)
+			}
+		}
+		ratio := "-"
+		if g > 0 && len(peers) > 0 {
+			best := slices.Min(peers)
+			if higher {
+				best = slices.Max(peers)
+			}
+			ratio = fmt.Sprintf("%.2fx", g/best)
+		}
+		b.WriteString("| " + strings.Join(append(cells, ratio), " | ") + " |\n")
+	}
+	pp := func(f func(D16PingPong) float64) func(string) (float64, bool) {
+		return func(s string) (float64, bool) { v, ok := x.PingPong[s]; return f(v), ok }
+	}
+	scl := func(f func(D16Scale) float64) func(string) (float64, bool) {
+		return func(s string) (float64, bool) { v, ok := x.Scale[s]; return f(v), ok }
+	}
+	row("ping-pong 8 B (us)", pp(func(v D16PingPong) float64 { return v.LatencyUS }), false)
+	row("message rate 8 B (MB/s, higher is better)", pp(func(v D16PingPong) float64 { return v.MBps }), true)
+	if g, ok := x.PingPong["gorma"]; ok && x.TraceUS > 0 && g.LatencyUS > 0 {
+		fmt.Fprintf(b, "| ping-pong 8 B under --trace (us) | %s |%s %.2fx of gorma untraced |\n", num(x.TraceUS, 3), strings.Repeat(" |", len(sys)-1), x.TraceUS/g.LatencyUS)
+	}
+	if len(x.Scale) > 0 {
+		row(fmt.Sprintf("window Allocate, %d ranks (us)", x.ScaleP), scl(func(v D16Scale) float64 { return v.AllocateUS }), false)
+		row(fmt.Sprintf("window Free, %d ranks (us)", x.ScaleP), scl(func(v D16Scale) float64 { return v.FreeUS }), false)
+		row(fmt.Sprintf("startup, %d ranks (s)", x.ScaleP), scl(func(v D16Scale) float64 { return v.StartupS }), false)
+		row(fmt.Sprintf("shared memory, %d ranks (kB)", x.ScaleP), scl(func(v D16Scale) float64 { return v.ShmemKB }), false)
+	}
+	b.WriteString("\n")
+}

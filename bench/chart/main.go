@@ -36,7 +36,7 @@ type options struct {
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: chart svg|table|collect|merge|page|device16|ft|timeline [flags] (chart svg --help)")
+		return errors.New("usage: chart svg|table|collect|merge|page|device16|select16|ft|timeline [flags] (chart svg --help)")
 	}
 	cmd := args[0]
 	switch cmd {
@@ -48,13 +48,15 @@ func run(args []string, stdout io.Writer) error {
 		return runPage(args[1:], stdout)
 	case "device16":
 		return runDevice16(args[1:])
+	case "select16":
+		return runSelect16(args[1:], stdout)
 	case "ft":
 		return runFT(args[1:])
 	case "timeline":
 		return runTimeline(args[1:], stdout)
 	case "svg", "table":
 	default:
-		return fmt.Errorf("unknown subcommand %q: want svg, table, collect, merge, page, device16, ft or timeline", cmd)
+		return fmt.Errorf("unknown subcommand %q: want svg, table, collect, merge, page, device16, select16, ft or timeline", cmd)
 	}
 	var o options
 	fs := pflag.NewFlagSet("chart "+cmd, pflag.ContinueOnError)

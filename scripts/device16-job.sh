@@ -2,8 +2,11 @@
 # which sources it with $B (the bundle's binaries), "${OMPI[@]}" and "${MPICH[@]}" (the
 # peers' launchers), $OUT (what comes back) and $PERF (perf) set. scripts/device16.sh
 # writes it to .devb/job.sh. Each repetition runs every system once, in turn, at each rank
-# count: gorma under GORMA_PROCS=auto, 1 and go, Open MPI and MPICH, each inside threadwatch
-# (the runnable threads per rank). Right after gorma at p = PFREE+1, gorma runs once more at
+# count: gorma under GORMA_PROCS=auto, 1 and go, Open MPI and MPICH. With TW=apart (the
+# default) each system's first repetition runs once more inside threadwatch (the runnable
+# threads per rank), whose timing is not kept: threadwatch reads every thread's /proc
+# file every 5 ms, a cost in proportion to the threads, which slows a full host's ranks
+# unequally. TW=inside times the runs inside threadwatch; TW=none skips it. Right after gorma at p = PFREE+1, gorma runs once more at
 # p = PFREE (one core left free). It writes $OUT/device16.tar.gz: machine.txt (cores,
 # model, memory), parcopy.txt (the node's copy floor at 1, half and all cores), and per
 # run ar_SYSTEM_pP_REP.json (allreducebench: Allreduce and Barrier) and
@@ -54,12 +57,21 @@ late() {                                # NAME: whether DEADLINE has passed (the
 	[ -n "${DEADLINE:-}" ] && [ "$SECONDS" -ge "$DEADLINE" ] || return 1
 	echo "device16: $1 skipped (DEADLINE ${DEADLINE}s passed)" >>"$res/stderr.txt"
 }
-tw() { # NAME COMM P REP CMD...: one run inside threadwatch, its JSON under $res
+tw() { # NAME COMM P REP CMD...: one run, its JSON under $res; inside threadwatch as TW says
 	local name=$1 comm=$2 p=$3 i=$4
 	shift 4
 	late "tw_${name}_p${p}_$i" && return
-	timeout "${RUN_TIMEOUT:-120}" "$B/threadwatch" --comm "$comm" --json="$res/tw_${name}_p${p}_$i.json" -- "$@" \
-		--json="$res/ar_${name}_p${p}_$i.json" >/dev/null 2>>"$res/stderr.txt" || echo "device16: $name p=$p rep $i failed" | tee -a "$res/stderr.txt"
+	if [ "${TW:-apart}" = inside ]; then
+		timeout "${RUN_TIMEOUT:-120}" "$B/threadwatch" --comm "$comm" --json="$res/tw_${name}_p${p}_$i.json" -- "$@" \
+			--json="$res/ar_${name}_p${p}_$i.json" >/dev/null 2>>"$res/stderr.txt" || echo "device16: $name p=$p rep $i failed" | tee -a "$res/stderr.txt"
+		return
+	fi
+	timeout "${RUN_TIMEOUT:-120}" "$@" --json="$res/ar_${name}_p${p}_$i.json" >/dev/null 2>>"$res/stderr.txt" ||
+		echo "device16: $name p=$p rep $i failed" | tee -a "$res/stderr.txt"
+	if [ "$i" = 1 ] && [ "${TW:-apart}" = apart ]; then
+		timeout "${RUN_TIMEOUT:-120}" "$B/threadwatch" --comm "$comm" --json="$res/tw_${name}_p${p}_$i.json" -- "$@" \
+			--json=/dev/null >/dev/null 2>>"$res/stderr.txt" || echo "device16: $name p=$p threadwatch failed" | tee -a "$res/stderr.txt"
+	fi
 }
 cl() { # NAME P REP CMD...: one run of the collectives, its JSON under $res
 	local name=$1 p=$2 i=$3

@@ -415,12 +415,23 @@ func (g *shmGroup) chunkStep(c *call, v uint64, first bool, bytes int) error {
 // waitAll waits until every other member has published step v; bytes >= 0 also checks
 // their call numbers and byte counts for step v.
 func (g *shmGroup) waitAll(c *call, v uint64, bytes int) error {
+	// Load every member's flag line first. The loads are independent, so their line
+	// transfers overlap; one wait after another would take them one at a time, and a
+	// step on many members would cost a transfer per member.
+	late := false
+	for i := range g.ranks {
+		if i != g.me && atomic.LoadUint64(word(g.mem[i], flagOff(v)+shmFlagSeq)) < v {
+			late = true
+		}
+	}
 	for i := range g.ranks {
 		if i == g.me {
 			continue
 		}
-		if err := g.wait(c, i, v); err != nil {
-			return err
+		if late {
+			if err := g.wait(c, i, v); err != nil {
+				return err
+			}
 		}
 		if bytes < 0 {
 			continue

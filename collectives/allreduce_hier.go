@@ -30,7 +30,7 @@ type localState struct {
 	// same at every rank; a forced hier then fails with ErrConfig
 	unmapped bool
 
-	world   *shmGroup // every rank (allreduceSHM on a one-host job of at most shmTeamMax ranks)
+	world   *shmGroup // every rank (allreduceSHM on a one-host job of at most shmFlatMax ranks)
 	team    *shmGroup // this rank's team (a one-host job of more ranks: teams.go)
 	heads   *shmGroup // the teams' first ranks, when this rank is one; else nil
 	flat    bool      // the host's ranks are one group: no teams (teamed said so)
@@ -141,7 +141,7 @@ func allreduceWorldSHM[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 // (allreduceSHM with a root). The leaders run a point-to-point Allreduce among themselves (the
 // algorithm selectAllreduce picks for their number, on a sub-group addressed by World rank).
 // Each leader broadcasts the result to its host through shared memory (shmBcast). A host of
-// more than shmTeamMax ranks does both on-host steps in teams (reduceTeams, bcastTeams): its
+// more than shmFlatMax ranks does both on-host steps in teams (reduceTeams, bcastTeams): its
 // leader is the first team's head. Only the leaders' step crosses hosts. Under ScratchFresh
 // each host's big buffers are acquired before the on-host reduce and released after the
 // broadcast. Rank order holds for non-commutative operators when each host's ranks are

@@ -9,8 +9,9 @@ import (
 
 // Teams. A shmGroup's members map each other's scratch and every step waits for every
 // member, so one group over every rank of a large host would connect and map every pair of
-// ranks. A host of more than shmTeamMax ranks therefore splits its ranks into teams of
-// consecutive ranks (as equal as the count allows, at least shmTeamMax/2 each). Each team
+// ranks. A host of more than shmFlatMax ranks therefore splits its ranks into teams of
+// consecutive ranks, at most shmTeamMax each (as equal as the count allows, at least
+// half that). Each team
 // is a shmGroup, and the teams' first ranks, the heads, form one more. A rank then maps
 // and connects to the members of its team, and a head also to the other heads: O(T + N/T)
 // peers instead of N-1. A collective runs in the team, among the heads, then in the team
@@ -24,13 +25,32 @@ import (
 //     first rank instead (reduceTeams), which takes part in the leaders' step and
 //     broadcasts back through the heads and the teams (bcastTeams).
 
-// shmTeamMax is the most ranks of one shmGroup on a host (GORMA_SHM_TEAM, at least 4,
-// default 32). `apps/scalebench` measures the cost of a job at 8 to 256 ranks.
-func shmTeamMax() int {
-	if v, err := strconv.Atoi(os.Getenv("GORMA_SHM_TEAM")); err == nil && v >= 4 {
+// shmFlatMax and shmTeamMax: a host of at most shmFlatMax ranks is one shmGroup; a larger
+// one runs in teams of at most shmTeamMax. GORMA_SHM_TEAM (at least 4) sets both. By
+// default one group serves up to 32 ranks (the selection sweep, class team, found it
+// faster than teams there) and teams hold at most 16: every rank of a group connects to
+// every other, and each connection holds shared memory. `apps/scalebench` measures the
+// cost of a job at 8 to 256 ranks.
+func shmFlatMax() int {
+	if v, ok := shmTeamEnv(); ok {
 		return v
 	}
 	return 32
+}
+
+func shmTeamMax() int {
+	if v, ok := shmTeamEnv(); ok {
+		return v
+	}
+	return 16
+}
+
+// shmTeamEnv returns GORMA_SHM_TEAM's value, if it is a count of at least 4.
+func shmTeamEnv() (int, bool) {
+	if v, err := strconv.Atoi(os.Getenv("GORMA_SHM_TEAM")); err == nil && v >= 4 {
+		return v, true
+	}
+	return 0, false
 }
 
 // teamed reports whether the shared-memory collectives of this rank's host run in
@@ -40,7 +60,7 @@ func (l *localState) teamed() bool {
 		return l.team != nil
 	}
 	n, t := len(l.host), shmTeamMax()
-	if n <= t {
+	if n <= shmFlatMax() {
 		l.flat = true
 		return false
 	}

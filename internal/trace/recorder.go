@@ -129,7 +129,7 @@ func (r *Recorder) storeAt(i, st uint64, e Event) {
 	// would read back with a failed store forward (Batch.Put).
 	s.ev.Start, s.ev.End, s.ev.Bytes, s.ev.Flow = e.Start, e.End, e.Bytes, e.Flow
 	s.ev.Peer, s.ev.Tag, s.ev.Label, s.ev.Kind = e.Peer, e.Tag, e.Label, e.Kind
-	s.state.Store((i + 1) << 2)
+	publish(&s.state, (i+1)<<2) // a release store: the fields are seen before it
 }
 
 // Recorded returns how many events Record was given, and how many of them it could not

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"weak"
@@ -24,13 +25,40 @@ var comms sync.Map // weak.Pointer[gorma.World] -> *commEntry
 // once its last window is: as in MPI, a window stays usable after its World is freed.
 // Window creation and Free are collective and every rank frees in the same order, so
 // every rank frees the Dup at the same point of its sequence of Dup, Split and Free calls.
+//
+// The windows' collective calls that run collectives on c (creation, Free, and a Fence
+// that is a Barrier) take turns (enter, leave): one at a time, each from before it takes
+// its number among the World's collective calls until its last collective on c. Every
+// rank makes those calls in one order (the package's concurrency contract), so their
+// collectives on c pair up at every rank, and calls of two windows that the program
+// overlaps wait for each other instead of failing with collectives.ErrConcurrent. No
+// user code runs in a turn.
 type commEntry struct {
-	c *gorma.World
+	c    *gorma.World
+	turn chan struct{} // holds a token while a window's collective call runs on c
 
 	mu        sync.Mutex
 	open      int  // windows created on c and not freed
 	userFreed bool // the World was freed
 }
+
+// enter waits for the turn to make a collective call on c, or for ctx to end.
+func (ce *commEntry) enter(ctx context.Context) error {
+	select {
+	case ce.turn <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case ce.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// leave ends the turn that enter began.
+func (ce *commEntry) leave() { <-ce.turn }
 
 func (ce *commEntry) retain() {
 	ce.mu.Lock()
@@ -59,7 +87,7 @@ func commOf(w *gorma.World) (*commEntry, error) {
 		return nil, err
 	}
 	substrate.MarkInternal(c) // the window calls on the user's World name what runs on c
-	ce := &commEntry{c: c}
+	ce := &commEntry{c: c, turn: make(chan struct{}, 1)}
 	actual, loaded := comms.LoadOrStore(key, ce)
 	if !loaded {
 		// c shares w's engine but not w itself, so it does not keep w reachable.

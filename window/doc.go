@@ -74,7 +74,7 @@
 // Collective calls (constructors, Fence, Free) follow one order at every rank, with the
 // World's collectives (GORMA_CHECK=1 checks it). The window holds no goroutine.
 //
-// The windows of a World talk on a Dup of it, made at the first window. Freeing the World
-// (runtime's World.Free) frees that Dup too (substrate.OnFree), once its last open window is
-// freed: as in MPI, a window stays usable after its World is freed.
+// The windows of a World talk on a Dup of it, made at the first window, one collective call
+// at a time. Freeing the World (World.Free) frees that Dup too (substrate.OnFree), once its
+// last open window is freed: as in MPI, a window stays usable after its World is freed.
 package window

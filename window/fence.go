@@ -3,8 +3,8 @@ package window
 import (
 	"context"
 
+	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/internal/prof"
-	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
@@ -37,8 +37,14 @@ func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 }
 
 func (w *Win[T]) fence(ctx context.Context, assert Assert) error {
-	seq := w.track.Next()
 	const op = "fence"
+	if !w.flags { // a Barrier on the window's World, in its turn (comm.go)
+		if err := w.commRef.enter(ctx); err != nil {
+			return werr(op, -1, -1, err)
+		}
+		defer w.commRef.leave()
+	}
+	seq := w.track.Next()
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
 	}
@@ -108,17 +114,17 @@ func (w *Win[T]) fenceGiveWay(op string, rank int) error {
 	return nil
 }
 
-// barrier synchronizes every rank of the window: through the metadata's fence words
-// when every rank maps every other's metadata (one store per peer, then waiting on this
-// rank's doorbell), or
-// through the runtime's Barrier.
+// barrier synchronizes every rank of the window. When every rank maps every other's
+// metadata, it goes through the fence words: one store per peer, then a wait on this
+// rank's doorbell. Otherwise it is the collectives' Barrier on the window's World, which
+// connects no pair that the World's own collectives do not.
 func (w *Win[T]) barrier(ctx context.Context, at blocked) error {
 	if !w.flags {
-		if at.t != nil { // the runtime's waits on w.comm, marked internal, are named by the call
+		if at.t != nil { // the waits on w.comm, marked internal, are named by the call
 			at.t.BeginSig(at.sig, at.seq)
 			defer at.t.End()
 		}
-		return runtime.Barrier(ctx, w.comm)
+		return collectives.Barrier(ctx, w.comm)
 	}
 	w.fenceSeq++
 	seq := w.fenceSeq

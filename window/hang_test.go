@@ -15,7 +15,7 @@ import (
 // TestHangReportNamesWindowCalls: window calls are named in hang reports, and numbered
 // with the collectives among the World's collective calls, so that a rank in Fence and a
 // rank in Allreduce at the same point of the program show the same number; a lazy
-// window's Fence (which synchronizes through the runtime's Barrier on the window's own
+// window's Fence (which synchronizes through the collectives' Barrier on the window's own
 // World) is named the same way.
 func TestHangReportNamesWindowCalls(t *testing.T) {
 	t.Run("eager", testHangReportNamesWindowCalls)

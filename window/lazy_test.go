@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
@@ -14,12 +15,14 @@ import (
 )
 
 // TestLazyWindow: a window larger than GORMA_WINDOW_EAGER connects no pair at creation
-// or in a Fence beyond the collectives' partners (O(log N)); a Lock, Put and Unlock to one
-// rank reach that rank; a Fence epoch that puts to every rank reaches every rank; and
-// every value lands where it was put, on shm and on tcp (without the page cache, whose
-// coherence regions every rank maps at creation).
+// or in a Fence that the World's own collectives do not (on one host of more ranks than
+// GORMA_SHM_TEAM, the members of a rank's team and the teams' heads; over tcp, O(log N)
+// partners); a Lock, Put and Unlock to one rank reach that rank; a Fence epoch that puts
+// to every rank reaches every rank; and every value lands where it was put, on shm and on
+// tcp (without the page cache, whose coherence regions every rank maps at creation).
 func TestLazyWindow(t *testing.T) {
 	t.Setenv("GORMA_WINDOW_EAGER", "4")
+	t.Setenv("GORMA_SHM_TEAM", "8") // four teams: no group of the collectives spans the host
 	const n = 32
 	for _, tr := range []string{"shm", "tcp"} {
 		t.Run(tr, func(t *testing.T) {
@@ -27,6 +30,12 @@ func TestLazyWindow(t *testing.T) {
 			defer cancel()
 			runtimetest.Run(t, n, runtimetest.Options{Transport: tr}, func(w *runtime.World) error {
 				me := w.Rank()
+				// The pairs the World's collectives connect. A call has connected its
+				// partners by the time it returns: it heard from each.
+				if err := collectives.Barrier(ctx, w); err != nil {
+					return err
+				}
+				base := substrate.Connections(w)
 				win, err := window.Allocate[int64](ctx, w, n, window.NoCache())
 				if err != nil {
 					return err
@@ -34,8 +43,12 @@ func TestLazyWindow(t *testing.T) {
 				if err := win.Fence(ctx, 0); err != nil {
 					return err
 				}
-				// Allgather's and Barrier's partners: at most 2 log2 n + 2 of them.
-				if c := substrate.Connections(w); c > 12 {
+				c := substrate.Connections(w)
+				if tr == "shm" && c != base {
+					return fmt.Errorf("rank %d: Allocate and Fence connected %d ranks beyond the %d of the World's collectives", me, c-base, base)
+				}
+				// Over tcp the window's and the Barrier's partners: at most 2 log2 n + 2.
+				if c > 12 {
 					return fmt.Errorf("rank %d is connected to %d of %d ranks after Allocate and Fence", me, c, n-1)
 				}
 				if err := win.Fence(ctx, window.NoSucceed); err != nil {
@@ -56,7 +69,9 @@ func TestLazyWindow(t *testing.T) {
 				if c := substrate.Connections(w); c > before+2 {
 					return fmt.Errorf("rank %d: one lock epoch on rank %d and one on this rank connected %d ranks", me, far, c-before)
 				}
-				if err := runtime.Barrier(ctx, w); err != nil {
+				// The collectives' Barrier: it connects no pair that the first did not, so
+				// a rank still counting above sees no connection from one that is here.
+				if err := collectives.Barrier(ctx, w); err != nil {
 					return err
 				}
 				if got, want := win.Local()[(me+n-n/2-1)%n], int64((me+n-n/2-1)%n)+1; got != want {

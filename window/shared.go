@@ -8,7 +8,6 @@ import (
 	"os"
 	"unsafe"
 
-	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
@@ -119,8 +118,8 @@ func (w *Win[T]) allocShared(ctx context.Context, n int) error {
 	if w.opt.noncontig || w.size == 1 {
 		return w.allocOwn(n)
 	}
-	all := make([]uint64, w.size)
-	if err := collectives.Allgather(ctx, w.comm, []uint64{uint64(n)}, all); err != nil {
+	all, err := gatherWords(ctx, w.comm, []uint64{uint64(n)})
+	if err != nil {
 		return err
 	}
 	group := w.hostRanks()

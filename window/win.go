@@ -245,6 +245,10 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	if err != nil {
 		return nil, werr(op, -1, -1, err)
 	}
+	if err := ce.enter(ctx); err != nil {
+		return nil, werr(op, -1, -1, err)
+	}
+	defer ce.leave()
 	w := &Win[T]{comm: ce.c, commRef: ce, rank: rw.Rank(), size: rw.Size(), esize: elemSize[T](), flavor: fl, opt: o,
 		lay: newLayout(rw.Size(), o.dynSlots), track: substrate.NewTrack(rw)}
 	w.tg = make([]target[T], w.size)
@@ -317,7 +321,7 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 		return nil, werr(op, -1, -1, err)
 	}
 	// Nobody accesses a peer's metadata before the peer has cleared it.
-	if err := runtime.Barrier(ctx, w.comm); err != nil {
+	if err := collectives.Barrier(ctx, w.comm); err != nil {
 		return nil, werr(op, -1, -1, err)
 	}
 	return w, nil
@@ -345,18 +349,36 @@ func (w *Win[T]) exchange(ctx context.Context, n int) ([][]byte, error) {
 	return w.gatherRecords(ctx, rec[:recLen])
 }
 
-// gatherRecords gives every rank every rank's record of recLen bytes, through Allgather: a
-// collective that reaches O(log N) partners, so creation connects no other pair.
+// gatherRecords gives every rank every rank's record of recLen bytes (a multiple of 8),
+// through gatherWords.
 func (w *Win[T]) gatherRecords(ctx context.Context, rec []byte) ([][]byte, error) {
-	all := make([]byte, recLen*w.size)
-	if err := collectives.Allgather(ctx, w.comm, rec, all); err != nil {
+	mine := make([]uint64, recLen/8)
+	copy(asBytes(mine), rec)
+	words, err := gatherWords(ctx, w.comm, mine)
+	if err != nil {
 		return nil, err
 	}
+	all := asBytes(words)
 	recs := make([][]byte, w.size)
 	for r := range recs {
 		recs[r] = all[r*recLen : (r+1)*recLen : (r+1)*recLen]
 	}
 	return recs, nil
+}
+
+// gatherWords returns every rank's block of len(mine) words, in rank order (every rank
+// passes as many). It is an Allreduce (bitwise or) of a vector of blocks in which each
+// rank fills in its own. The collectives run it through the partners of their other calls
+// on c (on a large host, its teams: collectives/teams.go), so it connects no pair of
+// ranks that those do not. An Allgather would, by recursive doubling across the teams
+// (design.md, "Reaching a rank").
+func gatherWords(ctx context.Context, c *runtime.World, mine []uint64) ([]uint64, error) {
+	all := make([]uint64, len(mine)*c.Size())
+	copy(all[c.Rank()*len(mine):], mine)
+	if err := collectives.Allreduce(ctx, c, nil, all, collectives.Bor[uint64]()); err != nil {
+		return nil, err
+	}
+	return all, nil
 }
 
 // decodeRecord decodes a rank's record of the creation exchange (exchange): its element
@@ -501,9 +523,41 @@ func (w *Win[T]) Free(ctx context.Context) error {
 	if w.locks > 0 || w.lockAll || w.pscw.active() {
 		return werrf(op, -1, -1, ErrEpoch, "an access or exposure epoch is still open (Unlock, Complete or Wait first)")
 	}
+	if err := w.commRef.enter(ctx); err != nil {
+		return werr(op, -1, -1, err)
+	}
 	seq := w.track.Next()
 	w.track.BeginSig(w.freeSig, seq)
 	defer w.track.End()
+	err := w.retire(ctx, seq)
+	w.commRef.leave()
+	if !w.freed.Load() {
+		return err // the window is as it was
+	}
+	// attr.go: the attributes' delete functions, which may make collective calls of
+	// other windows (and so need the turn).
+	w.attrs.deleteAll()
+	if err != nil {
+		// A peer may still be in an epoch on this window (ctx ended first). One on this
+		// host writes our memory through its mapping, which no key revocation stops, so
+		// the memory stays allocated rather than handed out again under its writes. A
+		// failed Free leaks the window's memory.
+		return err
+	}
+	desc, local := w.describe(), w.local
+	w.releaseRegions()
+	w.reportGuarded(desc, local)
+	w.commRef.release()
+	w.track.Close()
+	return nil
+}
+
+// retire is the part of Free (call number seq) that communicates, in the World's turn:
+// it checks the call, completes this rank's operations, marks the window freed, closes
+// its peers' regions and waits in the closing barrier. A failure before the mark leaves
+// the window usable.
+func (w *Win[T]) retire(ctx context.Context, seq uint64) error {
+	const op = "free"
 	if err := w.track.Check(ctx, seq, w.freeSig); err != nil {
 		return werr(op, -1, -1, err)
 	}
@@ -514,21 +568,11 @@ func (w *Win[T]) Free(ctx context.Context) error {
 	if w.fenceOn {
 		w.ob.ends(epFence) // the last Fence did not assert NoSucceed
 	}
-	w.attrs.deleteAll() // attr.go: the attributes' delete functions
 	w.closeRemotes()
 	// After the barrier nobody holds a pin on our regions: Free revokes at once.
-	if err := runtime.Barrier(ctx, w.comm); err != nil {
-		// A peer may still be in an epoch on this window (ctx ended first). One on this
-		// host writes our memory through its mapping, which no key revocation stops, so
-		// the memory stays allocated rather than handed out again under its writes. A
-		// failed Free leaks the window's memory.
+	if err := collectives.Barrier(ctx, w.comm); err != nil {
 		return werr(op, -1, -1, err)
 	}
-	desc, local := w.describe(), w.local
-	w.releaseRegions()
-	w.reportGuarded(desc, local)
-	w.commRef.release()
-	w.track.Close()
 	return nil
 }
 

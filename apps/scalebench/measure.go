@@ -90,8 +90,14 @@ func peak(ctx context.Context, w *runtime.World, o options, v []float64) (int64,
 		return 0, fmt.Errorf("window allocate: %w", err)
 	}
 	alloc := time.Since(t0)
-	for i, b := 0, win.Local(); i < len(b); i++ {
-		b[i] = byte(w.Rank() + 1)
+	// As fast as the C twin's memset: a store of one byte, then copies that double it.
+	// The fill is not timed, but on a host of more ranks than cores it runs beside the
+	// others' timed calls.
+	if b := win.Local(); len(b) > 0 {
+		b[0] = byte(w.Rank() + 1)
+		for n := 1; n < len(b); n *= 2 {
+			copy(b[n:], b[:n])
+		}
 	}
 	t1 := time.Now()
 	if err := win.Fence(ctx, 0); err != nil {

@@ -26,6 +26,7 @@ type localState struct {
 	hostIdx int   // this rank's index in host
 	leaders []int // the lowest rank of every host, ascending
 	lead    int   // this rank's index in leaders, or -1
+	most    int   // the ranks of the job's largest host
 	// unmapped: some host's ranks do not share memory (golaunch --transport tcp), the
 	// same at every rank; a forced hier then fails with ErrConfig
 	unmapped bool
@@ -76,6 +77,7 @@ func localOf(s *state) *localState {
 			}
 		}
 		l.leaders = append(l.leaders, rs[0])
+		l.most = max(l.most, len(rs))
 		l.loc.shared = l.loc.shared || len(rs) > 1
 		l.loc.contiguous = l.loc.contiguous && rs[len(rs)-1]-rs[0] == len(rs)-1
 		l.loc.even = l.loc.even && len(rs) == len(l.host)

@@ -11,8 +11,10 @@ import (
 // and ranks that name different roots never take each other's messages (rootTag): those
 // left waiting end when ctx does.
 // On one host (every rank mapping the others' memory) root's data goes through shared
-// memory (bcastSHM). Otherwise short vectors (or p <= 2) go down a binomial tree; from
-// bcastLongMsg bytes they are scattered down the tree and gathered around a ring.
+// memory (bcastSHM). Across hosts of which some hold several ranks, through shared memory
+// on each host and point to point among the hosts' leaders (bcastHier). Otherwise short
+// vectors (or p <= 2) go down a binomial tree; from bcastLongMsg bytes they are scattered
+// down the tree and gathered around a ring.
 func Bcast[T runtime.Elem](ctx context.Context, w *runtime.World, buf []T, root int) error {
 	if w.IsInter() {
 		return interErr("bcast", w, beginInter(w, "bcast").end(interBcast(ctx, w, buf, root), len(buf)*elemSize[T]()))
@@ -40,6 +42,10 @@ func bcast[T runtime.Elem](c *call, buf []T, root int) error {
 		}
 		c.chose("shm")
 		return bcastSHM(c, g, buf, root)
+	}
+	if l := localOf(c.s); bcastHierOK(l) {
+		c.chose("hier")
+		return bcastHier(c, l, buf, root)
 	}
 	if len(buf)*elemSize[T]() < bcastLongMsg || p <= 2 || len(buf) < p {
 		c.chose("binomial")

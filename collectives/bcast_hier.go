@@ -73,3 +73,59 @@ func bcastHier[T runtime.Elem](c *call, l *localState, buf []T, root int) error 
 	}
 	return nil
 }
+
+// reduceHier is the Reduce of a commutative operator over a World that spans hosts
+// (bcastHierOK). Each host reduces to its leader through its shared-memory group
+// (allreduceSHM with a root), the leaders reduce their partials up a binomial tree to
+// root's host's leader, and that leader sends the result to root if root is another rank.
+// Only the leaders' step crosses hosts. sendBuf is this rank's input (nil at root: in
+// place); recvBuf is root's result, holding root's input already (reduce copied it).
+func reduceHier[T runtime.Elem](c *call, l *localState, sendBuf, recvBuf []T, op Op[T], root int) error {
+	w, me := c.s.comm, c.s.rank
+	src := sendBuf
+	if me == root {
+		src = recvBuf
+	}
+	n := len(src)
+	lead := l.host[0] == me
+	part := src // the host's partial, at its leader
+	if lead && me != root {
+		part = scratchOf[T](c, 0, n)
+	}
+	if len(l.host) > 1 {
+		if l.onHost == nil {
+			l.onHost = &shmGroup{ranks: l.host, me: l.hostIdx}
+		}
+		if err := l.onHost.prepare(c, n*elemSize[T]()); err != nil {
+			return err
+		}
+		if err := allreduceSHM(c, l.onHost, src, part, op, 0); err != nil {
+			return err
+		}
+		if err := l.onHost.releaseBig(c); err != nil {
+			return err
+		}
+	} else if lead && me != root {
+		copy(part, src)
+	}
+	rootHost := w.HostOf(root)
+	from := -1 // root's host's leader: its index among the leaders, and its rank
+	for i, r := range l.leaders {
+		if w.HostOf(r) == rootHost {
+			from = i
+		}
+	}
+	if l.leaderS != nil {
+		if err := reduceBinomial(c.sub(l.leaderS), part, op, from); err != nil {
+			return fmt.Errorf("among host leaders: %w", err)
+		}
+	}
+	switch rootLeader := l.leaders[from]; {
+	case rootLeader == root:
+	case me == rootLeader:
+		return send(c, part, root)
+	case me == root:
+		return recv(c, recvBuf, rootLeader)
+	}
+	return nil
+}

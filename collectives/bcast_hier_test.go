@@ -44,3 +44,42 @@ func TestBcastHier(t *testing.T) {
 		})
 	}
 }
+
+// TestReduceHier runs Reduce on pretend hosts, to every root, in place and not, short
+// and long, against the reference: commutative operators go through each host's shared
+// memory and the hosts' leaders; a non-commutative one goes point to point, in rank order.
+func TestReduceHier(t *testing.T) {
+	layouts := [][]string{
+		{"a", "a", "b", "b"},
+		{"a", "a", "a", "b", "c", "c"},
+		{"a", "b", "a", "b", "b"},
+		{"a", "b", "c"},
+	}
+	for _, hosts := range layouts {
+		t.Run(strings.Join(hosts, ""), func(t *testing.T) {
+			runJob(t, len(hosts), runtimetest.Options{Hosts: hosts}, 60*time.Second, func(e rankEnv) error {
+				ints, floats := intCases[int32](), floatCases[float64]()
+				for root := range e.p {
+					for _, n := range []int{1, 7, shmSmallMax/4 + 1, 70001} {
+						inPlace := (root+n)%2 == 0
+						for _, err := range []error{
+							checkReduce(e, ints[0], n, root, inPlace),
+							checkReduce(e, ints[len(ints)-1], n, root, !inPlace),
+							checkReduce(e, floats[0], n, root, inPlace),
+							checkReduce(e, affineCase[uint64](), n, root, inPlace),
+						} {
+							if err != nil {
+								return err
+							}
+						}
+					}
+				}
+				s, _ := stateOf(e.w)
+				if l := s.local; len(l.host) > 1 && (l.onHost == nil || l.onHost.broken) {
+					return fmt.Errorf("rank %d: Reduce did not go through host %v's shared memory", e.r, l.host)
+				}
+				return Barrier(e.ctx, e.w)
+			})
+		})
+	}
+}

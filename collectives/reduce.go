@@ -12,7 +12,9 @@ import (
 // (at root: len(recv)), op and root; ranks that name different roots never take each
 // other's messages (rootTag): those left waiting end when ctx does.
 //
-// On one host the ranks reduce through shared memory (reduceSHM), in rank order.
+// On one host the ranks reduce through shared memory (reduceSHM), in rank order. Across
+// hosts of which some hold several ranks, a commutative operator reduces through shared
+// memory on each host and point to point among the hosts' leaders (reduceHier).
 // Otherwise the algorithm is a binomial tree (MPICH's reduce_intra_binomial) rooted at
 // root for commutative operators; a non-commutative one is reduced to rank 0, where rank
 // order holds, and sent to root.
@@ -64,6 +66,10 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 		}
 		return reduceSHM(c, g, src, src, op, root)
 	}
+	if l := localOf(c.s); op.commutative && bcastHierOK(l) {
+		c.chose("hier")
+		return reduceHier(c, l, sendBuf, recvBuf, op, root)
+	}
 	treeRoot := root
 	if !op.commutative {
 		treeRoot = 0
@@ -77,20 +83,8 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 		acc = scratchOf[T](c, 0, n)
 		copy(acc, sendBuf)
 	}
-	tmp := scratchOf[T](c, 1, n)
-	for mask := 1; mask < p; mask <<= 1 {
-		if vr&mask != 0 {
-			if err := send(c, acc, (vr-mask+treeRoot)%p); err != nil {
-				return err
-			}
-			break
-		}
-		if vr+mask < p {
-			if err := recv(c, tmp, (vr+mask+treeRoot)%p); err != nil {
-				return err
-			}
-			combine(op, acc, tmp, false)
-		}
+	if err := reduceBinomial(c, acc, op, treeRoot); err != nil {
+		return err
 	}
 	if treeRoot != root { // non-commutative: rank 0 holds the result
 		switch r {
@@ -98,6 +92,27 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 			return send(c, acc, root)
 		case root:
 			return recv(c, recvBuf, 0)
+		}
+	}
+	return nil
+}
+
+// reduceBinomial reduces the ranks' acc up a binomial tree rooted at treeRoot (MPICH's
+// reduce_intra_binomial): treeRoot's acc gets the result. A rank that receives combines
+// into its acc; a leaf only sends it.
+func reduceBinomial[T runtime.Elem](c *call, acc []T, op Op[T], treeRoot int) error {
+	p, r := c.s.size, c.s.rank
+	vr := (r - treeRoot + p) % p
+	tmp := scratchOf[T](c, 1, len(acc))
+	for mask := 1; mask < p; mask <<= 1 {
+		if vr&mask != 0 {
+			return send(c, acc, (vr-mask+treeRoot)%p)
+		}
+		if vr+mask < p {
+			if err := recv(c, tmp, (vr+mask+treeRoot)%p); err != nil {
+				return err
+			}
+			combine(op, acc, tmp, false)
 		}
 	}
 	return nil

@@ -54,6 +54,10 @@ func allgather[T runtime.Elem](c *call, send, recv []T) error {
 		c.chose("shm")
 		return allgatherSHM(c, g, recv, n)
 	}
+	if l := localOf(c.s); bcastHierOK(l) {
+		c.chose("hier")
+		return allgatherHier(c, l, recv, n)
+	}
 	if p&(p-1) == 0 && len(recv)*elemSize[T]() < allgatherLongMsg {
 		c.chose("recdbl")
 		return allgatherRecdbl(c, recv, n)

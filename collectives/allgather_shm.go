@@ -8,6 +8,15 @@ import "github.com/gorma-hpc/gorma/runtime"
 // (the flag line or the small slot); a longer one goes in chunks of the big buffer's size,
 // one step per chunk. Each member stores n and loads (p-1)·n elements of scratch.
 func allgatherSHM[T runtime.Elem](c *call, g *shmGroup, recv []T, n int) error {
+	if err := allgatherSteps(c, g, recv, n); err != nil {
+		return err
+	}
+	return g.releaseBig(c)
+}
+
+// allgatherSteps is allgatherSHM but for the release of fresh big buffers, for a caller
+// that goes on using them (allgatherHier).
+func allgatherSteps[T runtime.Elem](c *call, g *shmGroup, recv []T, n int) error {
 	p, es := len(g.ranks), elemSize[T]()
 	mine := recv[g.me*n : (g.me+1)*n]
 	bytes := n * es
@@ -43,5 +52,5 @@ func allgatherSHM[T runtime.Elem](c *call, g *shmGroup, recv []T, n int) error {
 			}
 		}
 	}
-	return g.releaseBig(c)
+	return nil
 }

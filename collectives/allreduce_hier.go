@@ -22,11 +22,12 @@ type locality struct {
 // Like the rest of state, it is used by one call at a time.
 type localState struct {
 	loc     locality
-	host    []int // World ranks on this rank's host, ascending
-	hostIdx int   // this rank's index in host
-	leaders []int // the lowest rank of every host, ascending
-	lead    int   // this rank's index in leaders, or -1
-	most    int   // the ranks of the job's largest host
+	host    []int   // World ranks on this rank's host, ascending
+	hostIdx int     // this rank's index in host
+	leaders []int   // the lowest rank of every host, ascending
+	lead    int     // this rank's index in leaders, or -1
+	most    int     // the ranks of the job's largest host
+	hosts   [][]int // the ranks of every host, ascending, hosts in the order of leaders
 	// unmapped: some host's ranks do not share memory (golaunch --transport tcp), the
 	// same at every rank; a forced hier then fails with ErrConfig
 	unmapped bool
@@ -77,6 +78,7 @@ func localOf(s *state) *localState {
 			}
 		}
 		l.leaders = append(l.leaders, rs[0])
+		l.hosts = append(l.hosts, rs)
 		l.most = max(l.most, len(rs))
 		l.loc.shared = l.loc.shared || len(rs) > 1
 		l.loc.contiguous = l.loc.contiguous && rs[len(rs)-1]-rs[0] == len(rs)-1

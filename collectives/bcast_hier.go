@@ -129,3 +129,57 @@ func reduceHier[T runtime.Elem](c *call, l *localState, sendBuf, recvBuf []T, op
 	}
 	return nil
 }
+
+// allgatherHier is the Allgather of a World that spans hosts (bcastHierOK), with n
+// elements per block; recv holds this rank's block already. The ranks of each host
+// gather their blocks through their shared-memory group (allgatherSteps over the host's
+// blocks, packed). The leaders pass the hosts' blocks around a ring (allgathervRing, a
+// host's blocks per step). Each leader then puts every block at its rank's place and
+// broadcasts the whole vector to its host through the group. Only the leaders' step
+// crosses hosts, and each host receives every other host's blocks once.
+func allgatherHier[T runtime.Elem](c *call, l *localState, recv []T, n int) error {
+	me, h := c.s.rank, len(l.host)
+	es := elemSize[T]()
+	var g *shmGroup
+	packed := recv[me*n : (me+1)*n] // the host's blocks, in host order
+	if h > 1 {
+		if l.onHost == nil {
+			l.onHost = &shmGroup{ranks: l.host, me: l.hostIdx}
+		}
+		g = l.onHost
+		if err := g.prepare(c, len(recv)*es); err != nil {
+			return err
+		}
+		packed = scratchOf[T](c, 0, h*n)
+		copy(packed[l.hostIdx*n:], recv[me*n:(me+1)*n])
+		if err := allgatherSteps(c, g, packed, n); err != nil {
+			return err
+		}
+	}
+	if l.leaderS != nil {
+		counts := make([]int, len(l.hosts))
+		for i, rs := range l.hosts {
+			counts[i] = len(rs) * n
+		}
+		buf := scratchOf[T](c, 1, len(recv)) // the hosts' blocks, in the order of leaders
+		off := offset(counts, l.lead)
+		copy(buf[off:], packed)
+		if err := allgathervRing(c.sub(l.leaderS), buf, counts, off, len(recv)); err != nil {
+			return fmt.Errorf("among host leaders: %w", err)
+		}
+		at := 0
+		for _, rs := range l.hosts {
+			for _, r := range rs {
+				copy(recv[r*n:(r+1)*n], buf[at:at+n])
+				at += n
+			}
+		}
+	}
+	if h > 1 {
+		if err := shmBcast(c, g, recv, 0); err != nil {
+			return err
+		}
+		return g.releaseBig(c)
+	}
+	return nil
+}

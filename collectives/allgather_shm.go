@@ -42,7 +42,7 @@ func allgatherSteps[T runtime.Elem](c *call, g *shmGroup, recv []T, n int) error
 		if err != nil {
 			return err
 		}
-		scratchInNT(g, big[T](g, g.me, b, hi-lo), mine[lo:hi])
+		scratchInBig(g, big[T](g, g.me, b, hi-lo), mine[lo:hi], g.nt)
 		if err := g.chunkStep(c, v, lo == 0, bytes); err != nil {
 			return err
 		}

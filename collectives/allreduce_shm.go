@@ -32,7 +32,7 @@ func allreduceSHM[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T],
 	n, es := len(recv), elemSize[T]()
 	bytes := n * es
 	if bytes <= shmSmallMax {
-		if bytes < shmMediumFor(len(g.ranks)) {
+		if bytes < g.medium {
 			return shmReduceSmall(c, g, src, recv, op, root)
 		}
 		return shmReduceBlocks(c, g, src, recv, op, root, bytes, true)
@@ -85,7 +85,7 @@ func shmReduceBlocks[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[
 	n, p := len(recv), len(g.ranks)
 	v := g.seq + 1
 	var stage, result func(i int) []T // member i's staged blocks, its reduced block's place
-	stageIn := scratchInNT[T]
+	stageIn := func(g *shmGroup, dst, src []T) { scratchInBig(g, dst, src, g.nt) }
 	if small {
 		stage = func(i int) []T { return view[T](g, i, shmOffSmall+int(v&1)*shmSmallMax, n) }
 		result = func(i int) []T { return view[T](g, i, shmOffSmall+int((v+1)&1)*shmSmallMax, n) }
@@ -200,7 +200,7 @@ func shmBcastChecked[T runtime.Elem](c *call, g *shmGroup, buf []T, root, bytes 
 			return err
 		}
 		if g.me == root {
-			scratchInNT(g, big[T](g, g.me, b, len(part)), part)
+			scratchInBig(g, big[T](g, g.me, b, len(part)), part, g.nt)
 		}
 		if err := g.chunkStep(c, v, lo == 0, bytes); err != nil {
 			return err

@@ -42,7 +42,7 @@ func alltoallSHM[T runtime.Elem](c *call, g *shmGroup, send, recv []T, n int) er
 		}
 		mine := big[T](g, g.me, b, p*k)
 		for d := range p {
-			scratchInSpread(g, mine[d*k:(d+1)*k], send[d*n+lo:d*n+hi])
+			scratchInBig(g, mine[d*k:(d+1)*k], send[d*n+lo:d*n+hi], g.ntSpread)
 		}
 		if err := g.chunkStep(c, v, lo == 0, bytes); err != nil {
 			return err

@@ -48,7 +48,7 @@ func reduceScatterSHM[T runtime.Elem](c *call, g *shmGroup, in, out []T, op Op[T
 		mine := big[T](g, me, b, p*k)
 		for d := range p {
 			if d != me {
-				scratchInSpread(g, mine[d*k:(d+1)*k], in[d*n+lo:d*n+hi])
+				scratchInBig(g, mine[d*k:(d+1)*k], in[d*n+lo:d*n+hi], g.ntSpread)
 			}
 		}
 		if err := g.chunkStep(c, v, lo == 0, bytes); err != nil {

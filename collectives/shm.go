@@ -104,6 +104,7 @@ type shmGroup struct {
 	oversub  bool               // more ranks on this host than processors: yield while spinning
 	nt       bool               // copies into big buffers use non-temporal stores (shmTuning.nt)
 	ntSpread bool               // so do the copies of blocks each read by one other member (Alltoall, ReduceScatter)
+	medium   int                // bytes from which Allreduce and Reduce go by blocks (shmMediumFor)
 	rule     *substrate.Waiting // the rank's waiting rule: the spin's budget, and whether it yields
 
 	region  *substrate.Region
@@ -213,6 +214,7 @@ func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 	g.rule = substrate.WaitRule(w)
 	g.oversub = g.rule.Oversub || w.LocalSize() > w.HostCPUs()
 	g.nt, g.ntSpread = shmTune().nt, shmTune().ntSpread
+	g.medium = shmMediumFor(len(g.ranks))
 	g.region, g.chunk, g.seq, g.bigNext, g.bigFree = r, chunk, 0, 0, [2]uint64{}
 	g.broken = true // until the exchange below completes
 	desc := r.AppendDesc(make([]byte, 0, 64))
@@ -546,20 +548,11 @@ func scratchIn[T runtime.Elem](g *shmGroup, dst, src []T) {
 	g.moved.stored += copy(dst, src) * elemSize[T]()
 }
 
-// scratchInNT is scratchIn through copyShared, for the big buffers, where the tuning
-// asks for non-temporal stores (shmGroup.nt).
-func scratchInNT[T runtime.Elem](g *shmGroup, dst, src []T) {
-	if !g.nt {
-		scratchIn(g, dst, src)
-		return
-	}
-	g.moved.stored += copyShared(dst, src) * elemSize[T]()
-}
-
-// scratchInSpread is scratchInNT for blocks that one other member each reads (Alltoall,
-// ReduceScatter): non-temporal where the tuning asks for it (shmGroup.ntSpread).
-func scratchInSpread[T runtime.Elem](g *shmGroup, dst, src []T) {
-	if !g.ntSpread {
+// scratchInBig copies src into dst, this member's big buffer, and counts the bytes: with
+// non-temporal stores (copyShared) where nt says so, the tuning's choice for the caller's
+// kind of block (shmGroup.nt, shmGroup.ntSpread).
+func scratchInBig[T runtime.Elem](g *shmGroup, dst, src []T, nt bool) {
+	if !nt {
 		scratchIn(g, dst, src)
 		return
 	}

@@ -6,8 +6,23 @@ import "github.com/gorma-hpc/gorma/runtime"
 // block me, which allgather filled) into its scratch and publishes; then every member
 // copies every other member's block out. A block of up to shmSmallMax bytes takes one step
 // (the flag line or the small slot); a longer one goes in chunks of the big buffer's size,
-// one step per chunk. Each member stores n and loads (p-1)·n elements of scratch.
+// one step per chunk. Each member stores n and loads (p-1)·n elements of scratch. From
+// singleMin bytes a block each member reads the others' blocks from their recv instead
+// (single_shm.go): it loads (p-1)·n and stores nothing.
 func allgatherSHM[T runtime.Elem](c *call, g *shmGroup, recv []T, n int) error {
+	if m := singleMin(); m > 0 && n*elemSize[T]() >= m {
+		done, err := singleMove(c, g, bytesOf(recv[g.me*n:(g.me+1)*n]), func(int) bool { return true }, n*elemSize[T](),
+			func(add func(from, off int, dst []byte)) {
+				for j := range g.ranks {
+					if j != g.me {
+						add(j, 0, bytesOf(recv[j*n:(j+1)*n]))
+					}
+				}
+			})
+		if err != nil || done {
+			return err
+		}
+	}
 	if err := allgatherSteps(c, g, recv, n); err != nil {
 		return err
 	}

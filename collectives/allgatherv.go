@@ -21,7 +21,12 @@ import (
 // take their (empty) messages, so that a rank passing 0 for a block the others count is
 // told.
 //
-// The algorithm is the ring (MPICH's allgatherv_intra_ring): in step s each rank passes
+// On one host whose ranks map each other's scratch, a first shared-memory step compares
+// the ranks' counts (vector_shm.go): ranks that differ fail at every rank with
+// ErrMismatch. The blocks then go through shared memory, but for 2 ranks with a block
+// over 8 KiB (the ring's single copy wins).
+//
+// Otherwise the algorithm is the ring (MPICH's allgatherv_intra_ring): in step s each rank passes
 // block r-s to its right neighbour and receives block r-s-1 from its left one, p-1 steps.
 // A ring rather than every rank sending to every other at once: one message each way at
 // a time, no scratch and one Request, and a large block costs each link once.
@@ -62,6 +67,12 @@ func allgatherv[T runtime.Elem](c *call, send, recv []T, counts []int) error {
 	}
 	if p == 1 {
 		return nil
+	}
+	if g, err := worldGroup(c, 0, 0); g != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		return allgathervSHM(c, g, recv, counts, off)
 	}
 	c.chose("ring")
 	return allgathervRing(c, recv, counts, off, total)

@@ -21,6 +21,7 @@ type locality struct {
 // shared-memory groups and leaders' sub-group the shm and hierarchical algorithms use.
 // Like the rest of state, it is used by one call at a time.
 type localState struct {
+	comm    *runtime.World // the state's World (teamed reads its ranks' processors)
 	loc     locality
 	host    []int   // World ranks on this rank's host, ascending
 	hostIdx int     // this rank's index in host
@@ -36,6 +37,7 @@ type localState struct {
 	team    *shmGroup // this rank's team (a one-host job of more ranks: teams.go)
 	heads   *shmGroup // the teams' first ranks, when this rank is one; else nil
 	flat    bool      // the host's ranks are one group: no teams (teamed said so)
+	oneGrp  bool      // the host holds at most shmFlatMax ranks: its data moves take one group (worldGroup)
 	onHost  *shmGroup // the ranks of this host (allreduceHier)
 	leaderS *state    // the leaders' sub-group, for the point-to-point step of hier
 	hostS   *state    // this host's ranks, for the on-host steps of lanes (nil: not even)
@@ -51,7 +53,7 @@ func localOf(s *state) *localState {
 		return s.local
 	}
 	w := s.comm
-	l := &localState{lead: -1}
+	l := &localState{comm: w, lead: -1}
 	byHost := map[string][]int{}
 	var order []string
 	for r := range s.size {
@@ -62,6 +64,7 @@ func localOf(s *state) *localState {
 		byHost[h] = append(byHost[h], r)
 	}
 	l.host = byHost[w.HostOf(s.rank)]
+	l.oneGrp = len(l.host) <= shmFlatMax()
 	l.hostIdx = slices.Index(l.host, s.rank)
 	// Whether the ranks of every host share memory, decided alike at every rank: from
 	// ReachBetween, not from this rank's own ReachOf, which a rank alone on its host

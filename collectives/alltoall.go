@@ -55,6 +55,9 @@ func alltoall[T runtime.Elem](c *call, send, recv []T) error {
 		copy(send, recv)
 	}
 	copy(recv[r*n:(r+1)*n], send[r*n:(r+1)*n])
+	if done, err := alltoallSingle(c, send, recv, n); done || err != nil {
+		return err
+	}
 	c.chose("pairwise")
 	for s := 1; s < p; s++ {
 		dst, src := (r+s)%p, (r-s+p)%p
@@ -63,4 +66,32 @@ func alltoall[T runtime.Elem](c *call, send, recv []T) error {
 		}
 	}
 	return nil
+}
+
+// alltoallSingle is the long Alltoall of a one-host World of more than 2 ranks in one
+// group: every member exposes its send buffer and reads its block of every other
+// member's (single_shm.go), all at once. Pairwise exchange takes p-1 rounds, each
+// waiting for its pair; here no read waits for another. It reports false when the call
+// is not one for it, or when the buffers could not be read: then pairwise moves it all.
+func alltoallSingle[T runtime.Elem](c *call, send, recv []T, n int) (bool, error) {
+	l, es := localOf(c.s), elemSize[T]()
+	if singleMin() == 0 || c.s.size < 3 || !l.loc.oneHost || !l.oneGrp {
+		return false, nil
+	}
+	g, err := worldGroup(c, 0, 0)
+	if g == nil || err != nil {
+		return false, err
+	}
+	done, err := singleMove(c, g, bytesOf(send), func(int) bool { return true }, len(recv)*es,
+		func(add func(from, off int, dst []byte)) {
+			for j := range g.ranks {
+				if j != g.me {
+					add(j, g.me*n*es, bytesOf(recv[j*n:(j+1)*n]))
+				}
+			}
+		})
+	if done {
+		c.chose("single")
+	}
+	return done, err
 }

@@ -24,7 +24,12 @@ import (
 // their (empty) messages, so that a rank expecting nothing from a rank that sends
 // something, or the other way round, is told.
 //
-// The algorithm is MPICH's basic one (alltoallv_intra_scattered, with every message in
+// On one host whose ranks map each other's scratch, a first shared-memory step compares
+// every pair's counts (vector_shm.go): a mismatch fails at every rank with ErrMismatch.
+// The blocks then go through shared memory, up to 256 KiB sent per rank; beyond, point
+// to point.
+//
+// Otherwise the algorithm is MPICH's basic one (alltoallv_intra_scattered, with every message in
 // flight at once): each rank posts its p-1 receives (from r-1, r-2, ...), then its p-1
 // sends (to r+1, r+2, ...), and waits for them all; its own block is copied.
 func Alltoallv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, sendCounts []int, recv []T, recvCounts []int) error {
@@ -79,8 +84,24 @@ func alltoallv[T runtime.Elem](c *call, send []T, sendCounts []int, recv []T, re
 	if p == 1 {
 		return nil
 	}
+	if g, err := worldGroup(c, 0, 0); g != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		if 16*p <= shmSmallMax {
+			return alltoallvSHM(c, g, send, sendCounts, recv, recvCounts)
+		}
+	}
 	c.chose("scattered")
-	if err := alltoallvPost(c, send, sendCounts, soff, recv, recvCounts, roff, rtotal); err != nil {
+	return alltoallvP2P(c, send, sendCounts, recv, recvCounts)
+}
+
+// alltoallvP2P is the scattered Alltoallv: every receive and send posted at once, then
+// a wait for them all. The rank's own block is already in place.
+func alltoallvP2P[T runtime.Elem](c *call, send []T, sendCounts []int, recv []T, recvCounts []int) error {
+	p, r := c.s.size, c.s.rank
+	soff, roff := offset(sendCounts, r), offset(recvCounts, r)
+	if err := alltoallvPost(c, send, sendCounts, soff, recv, recvCounts, roff, len(recv)); err != nil {
 		return err
 	}
 	for k := 1; k < p; k++ {

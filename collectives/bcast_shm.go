@@ -12,13 +12,14 @@ import "github.com/gorma-hpc/gorma/runtime"
 // worldGroup returns the shared-memory group of every rank of c's World, set up for a
 // call that moves bytes per member. It returns nil when the call goes point to point:
 //   - the World spans hosts, or some ranks do not map each other's memory;
-//   - the host's ranks run in teams (teams.go);
+//   - the host holds more than shmFlatMax ranks (its Barrier and Allreduce run in teams:
+//     teams.go);
 //   - moveBySHM says so (most bounds an Alltoall's bytes; 0 for no bound).
 //
 // Every rank gets the same answer.
 func worldGroup(c *call, bytes, most int) (*shmGroup, error) {
 	l := localOf(c.s)
-	if !l.loc.oneHost || c.s.size < 2 || !moveBySHM(c.s.size, bytes, most) || l.teamed() {
+	if !l.loc.oneHost || c.s.size < 2 || !moveBySHM(c.s.size, bytes, most) || !l.oneGrp {
 		return nil, nil
 	}
 	if l.world == nil {
@@ -30,10 +31,23 @@ func worldGroup(c *call, bytes, most int) (*shmGroup, error) {
 	return l.world, nil
 }
 
-// bcastSHM copies member root's buf into every member's buf (shmBcast), checking at the
-// first step that every member passed as many bytes.
+// bcastSHM copies member root's buf into every member's buf, checking at the first step
+// that every member passed as many bytes: from singleMin bytes each member reads root's
+// buffer (single_shm.go), else through root's scratch (shmBcast).
 func bcastSHM[T runtime.Elem](c *call, g *shmGroup, buf []T, root int) error {
-	if err := shmBcastChecked(c, g, buf, root, len(buf)*elemSize[T]()); err != nil {
+	bytes := len(buf) * elemSize[T]()
+	if m := singleMin(); m > 0 && bytes >= m {
+		done, err := singleMove(c, g, bytesOf(buf), func(j int) bool { return j == root }, bytes,
+			func(add func(from, off int, dst []byte)) {
+				if g.me != root {
+					add(root, 0, bytesOf(buf))
+				}
+			})
+		if err != nil || done {
+			return err
+		}
+	}
+	if err := shmBcastChecked(c, g, buf, root, bytes); err != nil {
 		return err
 	}
 	return g.releaseBig(c)

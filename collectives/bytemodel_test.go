@@ -11,7 +11,8 @@ import (
 // TestSHMByteModel runs each one-host algorithm once per case and checks the bytes each
 // member copied through scratch (shmGroup.moved) against the byte model of
 // collectives/design.md ("The byte model"), with N the bytes of the vector (Allreduce,
-// Reduce, Bcast) or of one block (Allgather, Alltoall, ReduceScatter), p the members.
+// Reduce, Bcast) or of one block (the others: the v-forms with every count alike), p the
+// members.
 // The medium cases go by blocks through the small slots; the long cases are two whole
 // chunks, which p divides.
 func TestSHMByteModel(t *testing.T) {
@@ -31,6 +32,19 @@ func TestSHMByteModel(t *testing.T) {
 		medium := shmSmallMax / 8 // by blocks through the small slots (shmMediumFor)
 		long := 2 * shmChunkMin / 8
 		type want struct{ stored, loaded int }
+		rooted := func(atRoot, other want) want { // a rooted call's model, at this rank
+			if isRoot {
+				return atRoot
+			}
+			return other
+		}
+		uniform := func(n int) []int { // p counts of n
+			c := make([]int, p)
+			for i := range c {
+				c[i] = n
+			}
+			return c
+		}
 		for _, tc := range []struct {
 			name string
 			n    int // elements of the vector, or of one block
@@ -101,6 +115,50 @@ func TestSHMByteModel(t *testing.T) {
 			}, func(N int) want { return want{(p - 1) * N, (p - 1) * N} }},
 			{"reduce_scatter long", long / p, func(n int) error {
 				return ReduceScatter(e.ctx, e.w, make([]float64, p*n), make([]float64, n), Sum[float64]())
+			}, func(N int) want { return want{(p - 1) * N, (p - 1) * N} }},
+			{"bcast single", shmSingleMin / 8, func(n int) error { return Bcast(e.ctx, e.w, make([]float64, n), root) },
+				func(N int) want { return rooted(want{0, 0}, want{0, N}) }},
+			{"allgather single", shmSingleMin / 8, func(n int) error {
+				return Allgather(e.ctx, e.w, make([]float64, n), make([]float64, p*n))
+			}, func(N int) want { return want{0, (p - 1) * N} }},
+			{"alltoall single", 2 * alltoallSHMMost / (8 * p), func(n int) error {
+				return Alltoall(e.ctx, e.w, make([]float64, p*n), make([]float64, p*n))
+			}, func(N int) want { return want{0, (p - 1) * N} }},
+			{"gather small", small, func(n int) error {
+				return Gather(e.ctx, e.w, make([]float64, n), make([]float64, p*n), root)
+			}, func(N int) want { return rooted(want{0, (p - 1) * N}, want{N, 0}) }},
+			{"gather long", long, func(n int) error {
+				return Gather(e.ctx, e.w, make([]float64, n), make([]float64, p*n), root)
+			}, func(N int) want { return rooted(want{0, (p - 1) * N}, want{N, 0}) }},
+			{"scatter small", small / p, func(n int) error {
+				return Scatter(e.ctx, e.w, make([]float64, p*n), make([]float64, n), root)
+			}, func(N int) want { return rooted(want{(p - 1) * N, 0}, want{0, N}) }},
+			{"scatter long", long / p, func(n int) error {
+				return Scatter(e.ctx, e.w, make([]float64, p*n), make([]float64, n), root)
+			}, func(N int) want { return rooted(want{(p - 1) * N, 0}, want{0, N}) }},
+			{"gatherv small", small, func(n int) error {
+				return Gatherv(e.ctx, e.w, make([]float64, n), make([]float64, p*n), uniform(n), nil, root)
+			}, func(N int) want { return rooted(want{0, (p - 1) * N}, want{N, 0}) }},
+			{"gatherv long", long, func(n int) error {
+				return Gatherv(e.ctx, e.w, make([]float64, n), make([]float64, p*n), uniform(n), nil, root)
+			}, func(N int) want { return rooted(want{0, (p - 1) * N}, want{N, 0}) }},
+			{"scatterv small", small / p, func(n int) error {
+				return Scatterv(e.ctx, e.w, make([]float64, p*n), uniform(n), nil, make([]float64, n), root)
+			}, func(N int) want { return rooted(want{(p - 1) * N, 0}, want{0, N}) }},
+			{"scatterv long", long / p, func(n int) error {
+				return Scatterv(e.ctx, e.w, make([]float64, p*n), uniform(n), nil, make([]float64, n), root)
+			}, func(N int) want { return rooted(want{(p - 1) * N, 0}, want{0, N}) }},
+			{"allgatherv small", small, func(n int) error {
+				return Allgatherv(e.ctx, e.w, make([]float64, n), make([]float64, p*n), uniform(n))
+			}, func(N int) want { return want{N, (p - 1) * N} }},
+			{"allgatherv long", long, func(n int) error {
+				return Allgatherv(e.ctx, e.w, make([]float64, n), make([]float64, p*n), uniform(n))
+			}, func(N int) want { return want{N, (p - 1) * N} }},
+			{"alltoallv small", small / p, func(n int) error {
+				return Alltoallv(e.ctx, e.w, make([]float64, p*n), uniform(n), make([]float64, p*n), uniform(n))
+			}, func(N int) want { return want{(p - 1) * N, (p - 1) * N} }},
+			{"alltoallv long", alltoallSHMMost / (8 * p), func(n int) error {
+				return Alltoallv(e.ctx, e.w, make([]float64, p*n), uniform(n), make([]float64, p*n), uniform(n))
 			}, func(N int) want { return want{(p - 1) * N, (p - 1) * N} }},
 		} {
 			before := g.moved

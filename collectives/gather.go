@@ -18,7 +18,11 @@ import (
 // ctx does. A count of 0 still takes the tree's (empty) messages, so that a root passing
 // 0 while others pass more is told.
 //
-// The algorithm is the binomial tree (MPICH's gather_intra_binomial): log2(p) rounds,
+// On one host whose ranks map each other's scratch, blocks of up to 256 KiB go through
+// shared memory (gather_shm.go): every rank copies its block into its scratch and root
+// copies them out. There a different n or root fails with ErrMismatch at every rank.
+//
+// Otherwise the algorithm is the binomial tree (MPICH's gather_intra_binomial): log2(p) rounds,
 // the fewest message latencies, and each block travels log2(p) hops at most. At root the
 // blocks land in recv directly (but for one subtree when root is not 0: the one whose
 // ranks wrap past p-1, received in scratch and copied).
@@ -61,6 +65,13 @@ func gather[T runtime.Elem](c *call, sendBuf, recvBuf []T, root int) error {
 		return nil
 	}
 	c.tag = rootTag(c.tag, root)
+	if g, err := worldGroup(c, n*elemSize[T](), rootedSHMMost); g != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		c.chose("shm")
+		return gatherSHM(c, g, sendBuf, recvBuf, n, root)
+	}
 	c.chose("binomial")
 	return gatherBinomial(c, sendBuf, recvBuf, n, root)
 }

@@ -23,7 +23,12 @@ import (
 // still take their (empty) messages, so that a rank sending something root counts as 0,
 // or the other way round, is told.
 //
-// The algorithm is MPICH's linear one (gatherv_allcomm_linear): root posts a receive from
+// On one host whose ranks map each other's scratch, a first shared-memory step compares
+// every rank's length with root's counts (vector_shm.go): a mismatch fails at every rank
+// with ErrMismatch. Blocks of up to 256 KiB then go through shared memory; longer ones
+// point to point.
+//
+// Otherwise the algorithm is MPICH's linear one (gatherv_allcomm_linear): root posts a receive from
 // every rank straight into its block of recv and waits for them all; every other rank
 // sends once. Only root knows the counts, so no rank could forward a subtree's blocks.
 func Gatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts, displs []int, root int) error {
@@ -50,26 +55,41 @@ func gatherv[T runtime.Elem](c *call, sendBuf, recvBuf []T, counts, displs []int
 		return invalid("root %d of %d ranks", root, p)
 	}
 	c.tag = rootTag(c.tag, root)
+	if r == root {
+		if err := checkLayout("recv", counts, displs, len(recvBuf), p, true); err != nil {
+			return err
+		}
+		d := displ(counts, displs, r)
+		switch {
+		case sendBuf == nil:
+		case len(sendBuf) != counts[r]:
+			return invalid("len(send) %d at root != counts[%d] %d", len(sendBuf), r, counts[r])
+		case overlap(sendBuf, recvBuf):
+			return errOverlap()
+		default:
+			copy(recvBuf[d:d+counts[r]], sendBuf)
+		}
+	}
+	if p == 1 {
+		return nil
+	}
+	if g, err := worldGroup(c, 0, 0); g != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		return gathervSHM(c, g, sendBuf, recvBuf, counts, displs, root)
+	}
 	c.chose("linear")
 	if r != root {
-		if p == 1 {
-			return nil
-		}
 		return send(c, sendBuf, root)
 	}
-	if err := checkLayout("recv", counts, displs, len(recvBuf), p, true); err != nil {
-		return err
-	}
-	d := displ(counts, displs, r)
-	switch {
-	case sendBuf == nil:
-	case len(sendBuf) != counts[r]:
-		return invalid("len(send) %d at root != counts[%d] %d", len(sendBuf), r, counts[r])
-	case overlap(sendBuf, recvBuf):
-		return errOverlap()
-	default:
-		copy(recvBuf[d:d+counts[r]], sendBuf)
-	}
+	return gathervLinear(c, recvBuf, counts, displs, root)
+}
+
+// gathervLinear is root's part of the linear Gatherv: a receive from every other rank
+// straight into its block of recv, then a wait for them all.
+func gathervLinear[T runtime.Elem](c *call, recvBuf []T, counts, displs []int, root int) error {
+	p, r := c.s.size, c.s.rank
 	off := 0
 	for src := range p {
 		d := off

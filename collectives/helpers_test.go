@@ -341,6 +341,17 @@ func runMismatched(e rankEnv, wait time.Duration, name string, run func(e rankEn
 	if berr := runtime.Barrier(e.ctx, e.w); berr != nil {
 		return 0, fmt.Errorf("barrier after: %w", berr)
 	}
+	// A call that failed at some ranks only leaves their shared-memory groups to be set
+	// up again and the others' groups as they were. The next shared-memory call then ends
+	// in its ctx at every rank, after which every group is set up again
+	// (collectives/design.md, "One-host moves"). This Barrier is that call where one is
+	// needed; it succeeds everywhere otherwise.
+	bctx, bcancel := context.WithTimeout(e.ctx, wait)
+	Barrier(bctx, e.w)
+	bcancel()
+	if berr := runtime.Barrier(e.ctx, e.w); berr != nil {
+		return 0, fmt.Errorf("barrier after: %w", berr)
+	}
 	switch {
 	case err == nil:
 		if cerr := check(); cerr != nil {

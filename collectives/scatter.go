@@ -18,7 +18,11 @@ import (
 // messages (rootTag): those left waiting end when ctx does. A count of 0 still takes the
 // tree's (empty) messages, so that a rank passing 0 while root passes more is told.
 //
-// The algorithm is the binomial tree (MPICH's scatter_intra_binomial): log2(p) rounds,
+// On one host whose ranks map each other's scratch, blocks of up to 256 KiB go through
+// shared memory (gather_shm.go): root copies the blocks into its scratch and each rank
+// copies its own out. There a different n or root fails with ErrMismatch at every rank.
+//
+// Otherwise the algorithm is the binomial tree (MPICH's scatter_intra_binomial): log2(p) rounds,
 // the fewest message latencies; root sends straight from send (but for one subtree when
 // root is not 0: the one whose ranks wrap past p-1, copied together in scratch first).
 func Scatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
@@ -59,6 +63,13 @@ func scatter[T runtime.Elem](c *call, sendBuf, recvBuf []T, root int) error {
 		return nil
 	}
 	c.tag = rootTag(c.tag, root)
+	if g, err := worldGroup(c, p*n*elemSize[T](), p*rootedSHMMost); g != nil || err != nil { // root's scratch holds p blocks
+		if err != nil {
+			return err
+		}
+		c.chose("shm")
+		return scatterSHM(c, g, sendBuf, recvBuf, n, root)
+	}
 	c.chose("binomial")
 	return scatterBinomial(c, sendBuf, recvBuf, n, root)
 }

@@ -22,7 +22,12 @@ import (
 // messages (rootTag): those left waiting end when ctx does. Empty blocks still take
 // their (empty) messages, so that a mismatch is told whichever side counts 0.
 //
-// The algorithm is MPICH's linear one (scatterv_allcomm_linear): root starts a send of
+// On one host whose ranks map each other's scratch, a first shared-memory step compares
+// every rank's length with root's counts (vector_shm.go): a mismatch fails at every rank
+// with ErrMismatch. Blocks of up to 256 KiB then go through shared memory; longer ones
+// point to point.
+//
+// Otherwise the algorithm is MPICH's linear one (scatterv_allcomm_linear): root starts a send of
 // each block straight from send, in rank order, keeps its own, and waits for them all;
 // every other rank receives once.
 func Scatterv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, counts, displs []int, recv []T, root int) error {
@@ -45,26 +50,41 @@ func scatterv[T runtime.Elem](c *call, sendBuf []T, counts, displs []int, recvBu
 		return invalid("root %d of %d ranks", root, p)
 	}
 	c.tag = rootTag(c.tag, root)
+	if r == root {
+		if err := checkLayout("send", counts, displs, len(sendBuf), p, false); err != nil {
+			return err
+		}
+		d := displ(counts, displs, r)
+		switch {
+		case recvBuf == nil:
+		case len(recvBuf) != counts[r]:
+			return invalid("len(recv) %d at root != counts[%d] %d", len(recvBuf), r, counts[r])
+		case overlap(sendBuf, recvBuf):
+			return invalid("send and recv overlap (pass a nil recv at root for in place)")
+		default:
+			copy(recvBuf, sendBuf[d:d+counts[r]])
+		}
+	}
+	if p == 1 {
+		return nil
+	}
+	if g, err := worldGroup(c, 0, 0); g != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		return scattervSHM(c, g, sendBuf, counts, displs, recvBuf, root)
+	}
 	c.chose("linear")
 	if r != root {
-		if p == 1 {
-			return nil
-		}
 		return recv(c, recvBuf, root)
 	}
-	if err := checkLayout("send", counts, displs, len(sendBuf), p, false); err != nil {
-		return err
-	}
-	d := displ(counts, displs, r)
-	switch {
-	case recvBuf == nil:
-	case len(recvBuf) != counts[r]:
-		return invalid("len(recv) %d at root != counts[%d] %d", len(recvBuf), r, counts[r])
-	case overlap(sendBuf, recvBuf):
-		return invalid("send and recv overlap (pass a nil recv at root for in place)")
-	default:
-		copy(recvBuf, sendBuf[d:d+counts[r]])
-	}
+	return scattervLinear(c, sendBuf, counts, displs, root)
+}
+
+// scattervLinear is root's part of the linear Scatterv: a send of every other rank's
+// block straight from send, in rank order, then a wait for them all.
+func scattervLinear[T runtime.Elem](c *call, sendBuf []T, counts, displs []int, root int) error {
+	p, r := c.s.size, c.s.rank
 	off := 0
 	for dst := range p {
 		d := off

@@ -24,6 +24,9 @@ import (
 //     (copyShared): on, every one; off, none; auto (the default), on amd64 those of
 //     Alltoall and ReduceScatter only, whose blocks each go to one other member
 //     (shmNTAuto). Elsewhere the peers read the lines at once, from this core's cache.
+//   - single=BYTES|off: Bcast and Allgather read the owners' buffers directly (single
+//     copy, single_shm.go) from blocks of this size on, and Alltoall beyond
+//     alltoallSHMMost bytes per rank; off, never. Absent: shmSingleMin.
 const EnvSHMTune = "GORMA_SHM_TUNE"
 
 // shmTuning is EnvSHMTune's value, read once per process.
@@ -33,6 +36,7 @@ type shmTuning struct {
 	chunkSet bool // chunkMax was given: the host's budget does not bound it
 	nt       bool // non-temporal stores into big buffers
 	ntSpread bool // non-temporal stores into the big buffers of Alltoall and ReduceScatter
+	single   int  // block bytes from which Bcast and Allgather move by single copy; 0: never
 }
 
 // shmTuned returns the process's tuning, or the error of a bad EnvSHMTune, which every
@@ -50,10 +54,10 @@ func shmTune() shmTuning {
 
 // parseSHMTune parses EnvSHMTune's value.
 func parseSHMTune(v string) (shmTuning, error) {
-	t := shmTuning{chunkMax: shmChunkMax, ntSpread: shmNTAuto}
+	t := shmTuning{chunkMax: shmChunkMax, ntSpread: shmNTAuto, single: shmSingleMin}
 	bad := func(kv, why string) (shmTuning, error) {
-		return shmTuning{chunkMax: shmChunkMax, ntSpread: shmNTAuto},
-			fmt.Errorf("%w: %s: %q %s (want medium=BYTES, chunk=BYTES, nt=on|off|auto)", runtime.ErrConfig, EnvSHMTune, kv, why)
+		return shmTuning{chunkMax: shmChunkMax, ntSpread: shmNTAuto, single: shmSingleMin},
+			fmt.Errorf("%w: %s: %q %s (want medium=BYTES, chunk=BYTES, nt=on|off|auto, single=BYTES|off)", runtime.ErrConfig, EnvSHMTune, kv, why)
 	}
 	for kv := range strings.SplitSeq(v, ",") {
 		kv = strings.TrimSpace(kv)
@@ -78,6 +82,16 @@ func parseSHMTune(v string) (shmTuning, error) {
 				return bad(kv, "is not a power of two from 4096 to 16777216")
 			}
 			t.chunkMax, t.chunkSet = n, true
+		case "single":
+			if val == "off" {
+				t.single = 0
+				continue
+			}
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 {
+				return bad(kv, "is not a positive byte count or off")
+			}
+			t.single = n
 		case "nt":
 			switch val {
 			case "on":

@@ -10,23 +10,25 @@ import (
 // TestParseSHMTune checks GORMA_SHM_TUNE's parser: each key, the defaults, and the
 // values it refuses with ErrConfig.
 func TestParseSHMTune(t *testing.T) {
-	def := shmTuning{chunkMax: shmChunkMax, ntSpread: shmNTAuto}
+	def := shmTuning{chunkMax: shmChunkMax, ntSpread: shmNTAuto, single: shmSingleMin}
 	for _, tc := range []struct {
 		in   string
 		want shmTuning
 	}{
 		{"", def},
-		{"medium=4096", shmTuning{medium: 4096, chunkMax: shmChunkMax, ntSpread: shmNTAuto}},
-		{" chunk=65536 , nt=off ", shmTuning{chunkMax: 64 << 10, chunkSet: true}},
-		{"nt=on,chunk=16777216", shmTuning{chunkMax: 16 << 20, chunkSet: true, nt: true, ntSpread: true}},
+		{"medium=4096", shmTuning{medium: 4096, chunkMax: shmChunkMax, ntSpread: shmNTAuto, single: shmSingleMin}},
+		{" chunk=65536 , nt=off ", shmTuning{chunkMax: 64 << 10, chunkSet: true, single: shmSingleMin}},
+		{"nt=on,chunk=16777216", shmTuning{chunkMax: 16 << 20, chunkSet: true, nt: true, ntSpread: true, single: shmSingleMin}},
 		{"nt=auto", def},
+		{"single=off", shmTuning{chunkMax: shmChunkMax, ntSpread: shmNTAuto}},
+		{"single=65536", shmTuning{chunkMax: shmChunkMax, ntSpread: shmNTAuto, single: 64 << 10}},
 	} {
 		got, err := parseSHMTune(tc.in)
 		if err != nil || got != tc.want {
 			t.Errorf("parseSHMTune(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
 	}
-	for _, in := range []string{"medium", "medium=-1", "medium=x", "chunk=3000", "chunk=2048", "chunk=33554432", "nt=yes", "fast=1"} {
+	for _, in := range []string{"medium", "medium=-1", "medium=x", "chunk=3000", "chunk=2048", "chunk=33554432", "nt=yes", "fast=1", "single=0", "single=on"} {
 		got, err := parseSHMTune(in)
 		if !errors.Is(err, runtime.ErrConfig) || got != def {
 			t.Errorf("parseSHMTune(%q) = %+v, %v; want the defaults and ErrConfig", in, got, err)

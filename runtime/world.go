@@ -115,6 +115,33 @@ func (s *subWorld) TransportBetween(a, b int) string {
 	return p
 }
 
+// CPUOf returns the one processor rank r is bound to, as its card says (boundCPU, read
+// at its Init), or -1: r may run on several, its card cannot be read, or r is out of
+// range. Every rank computes the same answer, so that a library can agree on a layout
+// without messages (collectives' teams by cache domain). Under a foreign process manager
+// the first call for a rank may cost a PMI get.
+func (s *subWorld) CPUOf(r int) int {
+	w := (*World)(s)
+	l := &w.e.links
+	jr, ok := jobRank(w, r)
+	switch {
+	case !ok || jr >= l.known():
+		return -1
+	case l.pm == nil: // a world of one, which exchanged no cards
+		if jr == w.e.rank {
+			return int(boundCPU())
+		}
+		return -1
+	}
+	ctx, cancel := context.WithTimeout(l.stop, cmConnectTime)
+	defer cancel()
+	c, err := l.cardOf(ctx, jr)
+	if err != nil {
+		return -1
+	}
+	return int(c.cpu)
+}
+
 // Connections returns how many ranks of the job this rank holds a connection to. A
 // connection is made on first contact (a send, a receive naming the rank, an Attach), so
 // right after Init it is 0, and a rank that talks to a few peers holds a few.

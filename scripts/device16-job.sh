@@ -18,9 +18,10 @@
 # and pf_SYSTEM_pP_SIZE_REP.json (allreducebench). A loop's timed calls last about
 # PERF_TIME seconds; its warmup, a tenth of the calls asked for, comes before them.
 # Environment: REPS=3, NPS="16 8", SIZES (bytes), ITERS=1000, MIN_ITERS=10,
-# SIZE_TIME=100ms, RUN_TIMEOUT=120 (seconds per run), COLLS=bcast,reduce,allgather,alltoall
-# (empty: no cl_ runs), CL_SIZES=8,1024,8192,65536,1048576,16777216 (bytes: the vector
-# for bcast and reduce, each rank's block for allgather and alltoall), PFREE=cores-1
+# SIZE_TIME=100ms, RUN_TIMEOUT=120 (seconds per run),
+# COLLS=bcast,reduce,allgather,alltoall,gather,scatter (empty: no cl_ runs),
+# CL_SIZES=8,1024,8192,65536,1048576,16777216 (bytes: the vector for bcast and reduce,
+# each rank's block for allgather, alltoall, gather and scatter), PFREE=cores-1
 # (empty: no such runs), PERF_SIZES=8,1024,8192,65536,1048576,16777216 (empty: no pf_
 # runs), PERF_P=cores, PERF_REPS=2, PERF_TIME=2, PERF_INTERVAL=250. Without an executable
 # $PERF, the job takes perf from PATH; without either, it makes no pf_ runs.
@@ -47,7 +48,7 @@ rm -rf "$res" && mkdir -p "$res"
 } >"$res/machine.txt"
 for n in 1 $(($(nproc) / 2)) $(nproc); do "$B/parcopy" "$n" 16 0.5; done >"$res/parcopy.txt"
 args=(--iters "${ITERS:-1000}" --min-iters "${MIN_ITERS:-10}" --size-time "${SIZE_TIME:-100ms}" --sizes "$sizes")
-colls=${COLLS-bcast,reduce,allgather,alltoall}
+colls=${COLLS-bcast,reduce,allgather,alltoall,gather,scatter}
 cl_args=(--iters "${ITERS:-1000}" --min-iters "${MIN_ITERS:-10}" --size-time "${SIZE_TIME:-100ms}"
 	--sizes "${CL_SIZES:-8,1024,8192,65536,1048576,16777216}" --test "$colls")
 pfree=${PFREE-$(($(nproc) - 1))}

@@ -13,11 +13,14 @@
 #           each C of CHUNKS and N of on and off;
 #   a2a     Alltoall of A2A_SIZES (each rank's block) under nt=on and nt=off;
 #   team    Allreduce and Barrier of TEAM_SIZES under GORMA_SHM_TEAM=T for each T of TEAMS
-#           not above p (and the default), at the rank counts of TEAM_PS.
+#           not above p (and the default), at the rank counts of TEAM_PS;
+#   single  Bcast, Allgather and Alltoall of SINGLE_SIZES under single=off and single=65536
+#           (single copy from 64 KiB blocks; an Alltoall's beyond 256 KiB per rank), at the
+#           rank counts of BIG_PS.
 # Environment: REPS=2, PS="2 4 8 16 32 64", MEDIUMS="16384 1024 2048 4096",
 # MEDIUM_SIZES=512,1024,2048,4096,8192, CHUNKS="65536 131072 262144 1048576",
 # BIG_PS="4 8 16", BIG_SIZES=65536,1048576,16777216, A2A_SIZES=2048,8192,16384, TEAMS="8 16 32 64", TEAM_PS="16 32 64",
-# TEAM_SIZES=8,8192,1048576, SIZE_TIME=100ms, RUN_TIMEOUT=60, DEADLINE (seconds from the
+# TEAM_SIZES=8,8192,1048576, SINGLE_SIZES=65536,262144,1048576,4194304,16777216, SIZE_TIME=100ms, RUN_TIMEOUT=60, DEADLINE (seconds from the
 # start; a run that would start after it is skipped, with a line in stderr.txt).
 reps=${REPS:-2}
 res=/tmp/select16
@@ -55,6 +58,9 @@ for ((i = 1; i <= reps; i++)); do
 		done
 		for nt in on off; do
 			sel a2a "nt$nt" "$p" "$i" alltoall "${A2A_SIZES:-2048,8192,16384}" "GORMA_SHM_TUNE=nt=$nt"
+		done
+		for sc in off 65536; do
+			sel single "$sc" "$p" "$i" bcast,allgather,alltoall "${SINGLE_SIZES:-65536,262144,1048576,4194304,16777216}" "GORMA_SHM_TUNE=single=$sc"
 		done
 	done
 	for p in ${TEAM_PS:-16 32 64}; do

@@ -10,8 +10,9 @@ import (
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
-// collBench is one of the collectives measured as osu_bcast, osu_reduce, osu_allgather
-// and osu_alltoall do: float64 vectors, root 0 for the rooted ones.
+// collBench is one of the collectives measured as osu_bcast, osu_reduce, osu_allgather,
+// osu_alltoall, osu_gather and osu_scatter do: float64 vectors, root 0 for the rooted
+// ones.
 type collBench struct {
 	name  string
 	title string // the table's heading
@@ -26,8 +27,9 @@ type collBench struct {
 	want func(i, b, r, p int) float64
 	who  func(r int) bool
 	call func(ctx context.Context, w *runtime.World, send, recv []float64) error
-	// perRank says that the bandwidths count p blocks: the receive buffer of allgather and
-	// alltoall, as nccl-tests does.
+	// perRank says that the bandwidths count p blocks: the receive buffer of allgather,
+	// alltoall and gather (at root), the send buffer of scatter (at root), as nccl-tests
+	// does.
 	perRank bool
 }
 
@@ -75,16 +77,39 @@ var collBenches = map[string]collBench{
 		},
 		perRank: true,
 	},
+	"gather": {
+		name: "gather", title: "gather: float64 to root 0; bytes: each rank's block (root receives p blocks, the bandwidths count them)",
+		lens:  func(n, p int) (int, int) { return n, p * n },
+		input: func(i, r, d, p int) float64 { return float64(i%251 + r + 1) },
+		want:  func(i, b, r, p int) float64 { return float64(i%251 + b + 1) },
+		who:   func(r int) bool { return r == 0 },
+		call: func(ctx context.Context, w *runtime.World, send, recv []float64) error {
+			return collectives.Gather(ctx, w, send, recv, 0)
+		},
+		perRank: true,
+	},
+	"scatter": {
+		name: "scatter", title: "scatter: float64 from root 0; bytes: each rank's block (root sends p blocks, the bandwidths count them)",
+		lens:  func(n, p int) (int, int) { return p * n, n },
+		input: func(i, r, d, p int) float64 { return alltoallValue(i, r, d, p) },
+		want:  func(i, b, r, p int) float64 { return alltoallValue(i, 0, r, p) },
+		who:   func(int) bool { return true },
+		call: func(ctx context.Context, w *runtime.World, send, recv []float64) error {
+			return collectives.Scatter(ctx, w, send, recv, 0)
+		},
+		perRank: true,
+	},
 }
 
 // alltoallValue is element i of the block that rank s sends to rank d: distinct for
-// every pair, so a block delivered to the wrong place shows.
+// every pair, so a block delivered to the wrong place shows. Scatter's root sends the
+// same values as an Alltoall's rank 0.
 func alltoallValue(i, s, d, p int) float64 { return float64(i%251 + 1 + 256*(s*p+d)) }
 
 // bandwidth is the row's algbw and busbw (GB/s) for size bytes in avgUS on p ranks, as
-// nccl-tests counts them: bcast and reduce move the vector (busbw = algbw). Allgather and
-// alltoall fill p blocks (algbw = p*size/time) of which p-1 come from the other ranks
-// (busbw = algbw*(p-1)/p).
+// nccl-tests counts them: bcast and reduce move the vector (busbw = algbw). Allgather,
+// alltoall and gather fill p blocks, and scatter's root sends p blocks (algbw =
+// p*size/time); p-1 of them cross between ranks (busbw = algbw*(p-1)/p).
 func (c collBench) bandwidth(size, p int, avgUS float64) (algbw, busbw float64) {
 	if avgUS <= 0 {
 		return 0, 0

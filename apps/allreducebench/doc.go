@@ -1,6 +1,7 @@
 // Command allreducebench measures Allreduce (float64, Sum) over all the ranks of a job the
-// way the OSU micro-benchmark osu_allreduce does, Bcast, Reduce, Allgather and Alltoall as
-// osu_bcast, osu_reduce, osu_allgather and osu_alltoall do, and Barrier as osu_barrier does.
+// way the OSU micro-benchmark osu_allreduce does; Bcast, Reduce, Allgather, Alltoall,
+// Gather and Scatter as osu_bcast, osu_reduce, osu_allgather, osu_alltoall, osu_gather and
+// osu_scatter do; and Barrier as osu_barrier does.
 //
 //	golaunch -n 2 ./bin/allreducebench                             # 8 B to 64 MiB, then Barrier
 //	golaunch -n 4 ./bin/allreducebench --max-size 1M --json=ar.json
@@ -12,9 +13,9 @@
 //	golaunch -n 4 ./bin/allreducebench --test bcast,alltoall --sizes 8,1K,1M
 //	golaunch -n 4 ./bin/allreducebench --test colls --max-size 1M    # every test but overlap
 //
-// --test takes a comma-separated list of allreduce, bcast, reduce, allgather, alltoall and
-// barrier, run in that order whatever the list's order; all (the default) is allreduce and
-// barrier, colls is all six; overlap runs alone.
+// --test takes a comma-separated list of allreduce, bcast, reduce, allgather, alltoall,
+// gather, scatter and barrier, run in that order whatever the list's order; all (the
+// default) is allreduce and barrier, colls is all eight; overlap runs alone.
 //
 // design.md gives the method of every test: OSU's timing, warm-ups, counts, result
 // checks and bandwidth formulas, and the overlap test's kernel.
@@ -33,8 +34,8 @@
 // buffers, scratch policy; the JSON's "fresh" and "scratch"), then one table per test. A
 // table's columns are "#bytes iterations avg_us min_us max_us algbw_GB/s busbw_GB/s", and
 // for overlap "#bytes iterations coll_us comp_us ovl_us sum_us overlap_% passes". In the
-// JSON the arrays "allreduce", "bcast", "reduce", "allgather", "alltoall" and "barrier"
-// hold rows with those fields. --json prints one JSON document instead, --json=FILE
+// JSON the arrays "allreduce", "bcast", "reduce", "allgather", "alltoall", "gather",
+// "scatter" and "barrier" hold rows with those fields. --json prints one JSON document instead, --json=FILE
 // writes it to FILE beside the text. Each JSON row also holds vcsw_per_call and
 // ivcsw_per_call: the process's voluntary and involuntary context switches (getrusage,
 // every thread's) per timed call, averaged over the ranks; the JSON's gomaxprocs is rank

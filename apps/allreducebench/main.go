@@ -40,7 +40,7 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := pflag.NewFlagSet("allreducebench", pflag.ContinueOnError)
-	fs.StringVar(&o.test, "test", "all", "comma-separated tests: allreduce, bcast, reduce, allgather, alltoall, barrier; all (allreduce,barrier); colls (all six); or overlap alone (Iallreduce beside a computation)")
+	fs.StringVar(&o.test, "test", "all", "comma-separated tests: allreduce, bcast, reduce, allgather, alltoall, gather, scatter, barrier; all (allreduce,barrier); colls (all eight); or overlap alone (Iallreduce beside a computation)")
 	o.minSize, o.maxSize = 8, 64<<20
 	fs.Var((*benchkit.Size)(&o.minSize), "min-size", "smallest vector in bytes, a multiple of 8 such as 8, 4K or 1M (powers of two from here)")
 	fs.Var((*benchkit.Size)(&o.maxSize), "max-size", "largest vector in bytes (default 64M)")
@@ -102,7 +102,7 @@ func parseFlags(args []string) (options, error) {
 }
 
 // testOrder is the order in which the tests of a --test list run.
-var testOrder = []string{"allreduce", "bcast", "reduce", "allgather", "alltoall", "barrier"}
+var testOrder = []string{"allreduce", "bcast", "reduce", "allgather", "alltoall", "gather", "scatter", "barrier"}
 
 // parseTests reads --test: overlap alone, or a comma-separated list of testOrder's names
 // and the aliases all (allreduce and barrier) and colls (every test of testOrder). The
@@ -155,6 +155,8 @@ type report struct {
 	Reduce     []row        `json:"reduce,omitempty"`
 	Allgather  []row        `json:"allgather,omitempty"`
 	Alltoall   []row        `json:"alltoall,omitempty"`
+	Gather     []row        `json:"gather,omitempty"`
+	Scatter    []row        `json:"scatter,omitempty"`
 	Barrier    []row        `json:"barrier,omitempty"`
 	Overlap    []overlapRow `json:"overlap,omitempty"`
 }
@@ -172,6 +174,10 @@ func (r *report) rows(test string) *[]row {
 		return &r.Allgather
 	case "alltoall":
 		return &r.Alltoall
+	case "gather":
+		return &r.Gather
+	case "scatter":
+		return &r.Scatter
 	case "barrier":
 		return &r.Barrier
 	}
@@ -180,7 +186,7 @@ func (r *report) rows(test string) *[]row {
 
 // row is one size's figures: latency in microseconds over the ranks, bandwidth in GB/s.
 // Bytes is the vector (allreduce, bcast, reduce) or one rank's block (allgather,
-// alltoall); see collBench.bandwidth for what the bandwidths count.
+// alltoall, gather, scatter); see collBench.bandwidth for what the bandwidths count.
 type row struct {
 	Bytes      int     `json:"bytes"`
 	Iterations int     `json:"iterations"`

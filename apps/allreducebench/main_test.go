@@ -29,7 +29,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--test", "bcast"}, true},
 		{[]string{"--test", "alltoall,bcast,barrier"}, true},
 		{[]string{"--test", "colls"}, true},
-		{[]string{"--test", "gather"}, false},
+		{[]string{"--test", "gather,scatter"}, true},
+		{[]string{"--test", "gatherv"}, false},
 		{[]string{"--test", "bcast,overlap"}, false},
 		{[]string{"--test", "bcast,"}, false},
 		{[]string{"--min-size", "4"}, false},
@@ -64,8 +65,9 @@ func TestParseTests(t *testing.T) {
 		{"all", "allreduce,barrier"},
 		{"allreduce", "allreduce"},
 		{"barrier,allreduce", "allreduce,barrier"},
-		{"colls", "allreduce,bcast,reduce,allgather,alltoall,barrier"},
+		{"colls", "allreduce,bcast,reduce,allgather,alltoall,gather,scatter,barrier"},
 		{"alltoall, bcast,reduce,allgather", "bcast,reduce,allgather,alltoall"},
+		{"barrier,scatter,gather,alltoall", "alltoall,gather,scatter,barrier"},
 		{"bcast,all,bcast", "allreduce,bcast,barrier"},
 		{"overlap", "overlap"},
 	} {
@@ -289,6 +291,12 @@ func TestCollReference(t *testing.T) {
 					ref = in[b][i]
 				case "alltoall":
 					ref = in[b][r*n+i]
+				case "gather":
+					ref = in[b][i]
+				case "scatter":
+					ref = in[0][r*n+i]
+				default:
+					t.Fatalf("%s: no reference", name)
 				}
 				if got := c.want(i, b, r, p); got != ref {
 					t.Errorf("%s: rank %d, block %d, element %d: want %v, reference %v", name, r, b, i, got, ref)
@@ -310,6 +318,8 @@ func TestBandwidth(t *testing.T) {
 		{"allgather", 1000, 4, 1, 4, 3},
 		{"alltoall", 1000, 4, 2, 2, 1.5},
 		{"alltoall", 1000, 4, 0, 0, 0},
+		{"gather", 1000, 4, 1, 4, 3},
+		{"scatter", 1000, 4, 2, 2, 1.5},
 	} {
 		alg, bus := collBenches[tc.name].bandwidth(tc.size, tc.p, tc.avgUS)
 		if math.Abs(alg-tc.alg) > 1e-12 || math.Abs(bus-tc.bus) > 1e-12 {
@@ -350,7 +360,7 @@ func TestRunColls(t *testing.T) {
 						t.Errorf("%s: %s row %+v: want 0 < min <= avg <= max", fresh, test, r)
 					}
 				}
-				if test == "allgather" || test == "alltoall" {
+				if slices.Contains([]string{"allgather", "alltoall", "gather", "scatter"}, test) {
 					if r := rows[2]; r.Bytes != 64<<10 || math.Abs(r.BusBW-r.AlgBW*2/3) > 1e-9*r.AlgBW {
 						t.Errorf("%s: %s row %+v: want 64 KiB, busbw = algbw * 2/3", fresh, test, r)
 					}
@@ -358,7 +368,7 @@ func TestRunColls(t *testing.T) {
 			}
 			return nil
 		})
-		for _, h := range []string{"# allreduce", "# bcast", "# reduce", "# allgather", "# alltoall", "# barrier"} {
+		for _, h := range []string{"# allreduce", "# bcast", "# reduce", "# allgather", "# alltoall", "# gather", "# scatter", "# barrier"} {
 			if !strings.Contains(out.String(), h) {
 				t.Errorf("%s: rank 0 output lacks %q:\n%s", fresh, h, out.String())
 			}
@@ -369,7 +379,7 @@ func TestRunColls(t *testing.T) {
 // TestVerify: a collective that delivers nothing fails the check at the ranks that
 // expect a result, and only there.
 func TestVerify(t *testing.T) {
-	for _, name := range []string{"bcast", "reduce", "allgather", "alltoall"} {
+	for _, name := range []string{"bcast", "reduce", "allgather", "alltoall", "gather", "scatter"} {
 		c := collBenches[name]
 		c.call = func(context.Context, *runtime.World, []float64, []float64) error { return nil }
 		o, err := parseFlags([]string{"--sizes", "64"})

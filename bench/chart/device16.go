@@ -52,11 +52,13 @@ type CopyRate struct {
 type D16Ranks struct {
 	P         int      `json:"p"`
 	Allreduce []D16Row `json:"allreduce"`
-	// Bcast, Reduce, Allgather and Alltoall come from the job's cl_ files.
+	// Bcast, Reduce, Allgather, Alltoall, Gather and Scatter come from the job's cl_ files.
 	Bcast     []D16Row              `json:"bcast,omitempty"`
 	Reduce    []D16Row              `json:"reduce,omitempty"`
 	Allgather []D16Row              `json:"allgather,omitempty"`
 	Alltoall  []D16Row              `json:"alltoall,omitempty"`
+	Gather    []D16Row              `json:"gather,omitempty"`
+	Scatter   []D16Row              `json:"scatter,omitempty"`
 	Barrier   D16Row                `json:"barrier"`
 	Threads   map[string]D16Threads `json:"threads"` // by system
 	// OneFree: only gorma ran at P, and P+1 is a rank count too: the job's runs with one
@@ -64,17 +66,22 @@ type D16Ranks struct {
 	OneFree bool `json:"one_core_free,omitempty"`
 }
 
-// d16Colls are the collectives of the cl_ files, in the page's order: each table's
-// heading, where allreducebench's document and D16Ranks hold its rows.
+// d16Colls are the collectives of the cl_ files, in the page's order: each one's
+// allreducebench test, name on the page, table heading, whether its size is the vector
+// (else each rank's block), and where allreducebench's document and D16Ranks hold its
+// rows.
 var d16Colls = []struct {
-	heading string
-	doc     func(arDoc) []arRow
-	rows    func(*D16Ranks) *[]D16Row
+	test, name, heading string
+	vector              bool
+	doc                 func(arDoc) []arRow
+	rows                func(*D16Ranks) *[]D16Row
 }{
-	{"Bcast (float64, root 0)", func(a arDoc) []arRow { return a.Bcast }, func(r *D16Ranks) *[]D16Row { return &r.Bcast }},
-	{"Reduce (float64 sum, root 0)", func(a arDoc) []arRow { return a.Reduce }, func(r *D16Ranks) *[]D16Row { return &r.Reduce }},
-	{"Allgather (float64, size per rank)", func(a arDoc) []arRow { return a.Allgather }, func(r *D16Ranks) *[]D16Row { return &r.Allgather }},
-	{"Alltoall (float64, size per block)", func(a arDoc) []arRow { return a.Alltoall }, func(r *D16Ranks) *[]D16Row { return &r.Alltoall }},
+	{"bcast", "Bcast", "Bcast (float64, root 0)", true, func(a arDoc) []arRow { return a.Bcast }, func(r *D16Ranks) *[]D16Row { return &r.Bcast }},
+	{"reduce", "Reduce", "Reduce (float64 sum, root 0)", true, func(a arDoc) []arRow { return a.Reduce }, func(r *D16Ranks) *[]D16Row { return &r.Reduce }},
+	{"allgather", "Allgather", "Allgather (float64, size per rank)", false, func(a arDoc) []arRow { return a.Allgather }, func(r *D16Ranks) *[]D16Row { return &r.Allgather }},
+	{"alltoall", "Alltoall", "Alltoall (float64, size per block)", false, func(a arDoc) []arRow { return a.Alltoall }, func(r *D16Ranks) *[]D16Row { return &r.Alltoall }},
+	{"gather", "Gather", "Gather (float64, root 0, size per rank)", false, func(a arDoc) []arRow { return a.Gather }, func(r *D16Ranks) *[]D16Row { return &r.Gather }},
+	{"scatter", "Scatter", "Scatter (float64, root 0, size per rank)", false, func(a arDoc) []arRow { return a.Scatter }, func(r *D16Ranks) *[]D16Row { return &r.Scatter }},
 }
 
 // D16Row is one size's medians over the repetitions, by system: the mean time per call
@@ -130,6 +137,8 @@ type arDoc struct {
 	Reduce    []arRow `json:"reduce"`
 	Allgather []arRow `json:"allgather"`
 	Alltoall  []arRow `json:"alltoall"`
+	Gather    []arRow `json:"gather"`
+	Scatter   []arRow `json:"scatter"`
 	Barrier   []arRow `json:"barrier"`
 }
 
@@ -413,11 +422,7 @@ func renderDevice16(d *Device16) (string, error) {
 		fmt.Fprintf(&b, " %d: %.1f GB/s;", c.Procs, c.GBps)
 	}
 	b.WriteString(" the models of collectives/design.md use the count closest to p.\n\n")
-	if d.hasColls() {
-		b.WriteString("Bcast, Reduce, Allgather and Alltoall come from one more run of each system at each rank count " +
-			"(`allreducebench --test bcast,reduce,allgather,alltoall`, the cl_ files); their size is the vector for Bcast and Reduce " +
-			"and each rank's block for Allgather and Alltoall, as in OSU.\n\n")
-	}
+	b.WriteString(d.collsSource())
 	b.WriteString(d16Absent(d))
 	if len(d.Failed) > 0 {
 		fmt.Fprintf(&b, "Runs that failed (missing from the medians): %s.\n\n", strings.Join(d.Failed, "; "))
@@ -490,16 +495,41 @@ func renderDevice16(d *Device16) (string, error) {
 	return b.String(), nil
 }
 
-// hasColls says whether any rank count has a table of the cl_ files.
-func (d *Device16) hasColls() bool {
-	for _, r := range d.Ranks {
-		for _, c := range d16Colls {
-			if len(*c.rows(&r)) > 0 {
-				return true
-			}
+// collsSource is the paragraph that says where the tables of the cl_ files come from,
+// naming the collectives that have rows at some rank count; empty when none has.
+func (d *Device16) collsSource() string {
+	var names, tests, vector, block []string
+	for _, c := range d16Colls {
+		if !slices.ContainsFunc(d.Ranks, func(r D16Ranks) bool { return len(*c.rows(&r)) > 0 }) {
+			continue
+		}
+		names, tests = append(names, c.name), append(tests, c.test)
+		if c.vector {
+			vector = append(vector, c.name)
+		} else {
+			block = append(block, c.name)
 		}
 	}
-	return false
+	if len(names) == 0 {
+		return ""
+	}
+	var size []string
+	if len(vector) > 0 {
+		size = append(size, "the vector for "+andList(vector))
+	}
+	if len(block) > 0 {
+		size = append(size, "each rank's block for "+andList(block))
+	}
+	return fmt.Sprintf("%s come from one more run of each system at each rank count (`allreducebench --test %s`, the cl_ files); "+
+		"their size is %s, as in OSU.\n\n", andList(names), strings.Join(tests, ","), strings.Join(size, " and "))
+}
+
+// andList joins names as a sentence does: "A", "A and B", "A, B and C".
+func andList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // renderD16Coll writes the table of one collective of the cl_ files, if it has rows.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -88,8 +89,10 @@ func TestDevice16Collect(t *testing.T) {
 			t.Errorf("section lacks %q followed by %q:\n%s", want, line, page)
 		}
 	}
-	if !strings.Contains(page, "`allreducebench --test bcast,reduce,allgather,alltoall`") {
-		t.Errorf("section does not say where the Bcast, Reduce, Allgather and Alltoall tables come from:\n%s", page)
+	if want := "Bcast, Reduce, Allgather, Alltoall, Gather and Scatter come from one more run of each system at each rank count " +
+		"(`allreducebench --test bcast,reduce,allgather,alltoall,gather,scatter`, the cl_ files); their size is the vector for Bcast and Reduce " +
+		"and each rank's block for Allgather, Alltoall, Gather and Scatter, as in OSU.\n"; !strings.Contains(page, want) {
+		t.Errorf("section does not say where the tables of the cl_ files come from (%q):\n%s", want, page)
 	}
 	if strings.Contains(page, "| 64K | "+d16Cell(r.Allreduce[1], "gorma")+" | ") && strings.Contains(page, num(floorUS(64<<10, 2, c), 3)+" |") {
 		t.Errorf("the 64K row shows a memory model; models start at 1M")
@@ -280,5 +283,62 @@ func TestDevice16CollsOnly(t *testing.T) {
 	}
 	if !strings.Contains(page, "### Alltoall (float64, size per block), 2 ranks") || strings.Contains(page, "| Barrier |") {
 		t.Errorf("section:\n%s", page)
+	}
+}
+
+// TestDevice16NoGather: cl_ files of a job that ran no Gather or Scatter (documents
+// without "gather" and "scatter") render without their tables, and the section names only
+// the collectives that ran.
+func TestDevice16NoGather(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"machine.txt", "parcopy.txt", "cl_gorma_p2_1.json", "cl_ompi_p2_1.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata/device16", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(f, "cl_") {
+			var doc map[string]json.RawMessage
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			delete(doc, "gather")
+			delete(doc, "scatter")
+			if b, err = json.Marshal(doc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := collectDevice16(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := d.Ranks[0]; len(r.Alltoall) != 3 || len(r.Gather) != 0 || len(r.Scatter) != 0 {
+		t.Fatalf("ranks %+v: want 3 Alltoall rows, no Gather or Scatter rows", d.Ranks)
+	}
+	page, err := renderDevice16(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Bcast, Reduce, Allgather and Alltoall come from one more run of each system at each rank count " +
+		"(`allreducebench --test bcast,reduce,allgather,alltoall`, the cl_ files); their size is the vector for Bcast and Reduce " +
+		"and each rank's block for Allgather and Alltoall, as in OSU.\n"
+	if !strings.Contains(page, want) || strings.Contains(page, "### Gather") || strings.Contains(page, "### Scatter") {
+		t.Errorf("section lacks %q or shows a Gather or Scatter table:\n%s", want, page)
+	}
+}
+
+func TestAndList(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{nil, ""}, {[]string{"A"}, "A"}, {[]string{"A", "B"}, "A and B"}, {[]string{"A", "B", "C"}, "A, B and C"},
+	} {
+		if got := andList(tc.in); got != tc.want {
+			t.Errorf("andList(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

@@ -93,7 +93,7 @@ func collectSelect16(dir string) (*Select16, error) {
 			return nil, fmt.Errorf("%s: %w", e.Name(), err)
 		}
 		for test, rows := range map[string][]arRow{"allreduce": a.Allreduce, "bcast": a.Bcast, "reduce": a.Reduce,
-			"allgather": a.Allgather, "alltoall": a.Alltoall, "barrier": a.Barrier} {
+			"allgather": a.Allgather, "alltoall": a.Alltoall, "gather": a.Gather, "scatter": a.Scatter, "barrier": a.Barrier} {
 			for _, r := range rows {
 				k := key{m[1], p, test, r.Bytes}
 				if times[k] == nil {

@@ -1,7 +1,7 @@
 /* C twin of apps/allreducebench: the OSU method of osu_allreduce, osu_bcast, osu_reduce,
- * osu_allgather, osu_alltoall and osu_barrier, with the same flags, sizes, iteration
- * counts, output format and JSON document, so one script runs both side by side
- * (scripts/compare-allreduce.sh, scripts/device16-job.sh).
+ * osu_allgather, osu_alltoall, osu_gather, osu_scatter and osu_barrier, with the same
+ * flags, sizes, iteration counts, output format and JSON document, so one script runs
+ * both side by side (scripts/compare-allreduce.sh, scripts/device16-job.sh).
  *   allreducebench_mpi [--test LIST|all|colls|overlap] [--min-size N] [--max-size N]
  *       [--sizes LIST] [--iters N] [--min-iters N] [--size-time DUR] [--fresh] [--polls N]
  *       [--json[=FILE]]
@@ -20,9 +20,10 @@
  * --algo is accepted for symmetry with the Go program, "auto" only: the MPIs' own knobs
  * (OMPI_MCA_coll_tuned_allreduce_algorithm, MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM) force
  * theirs. --test takes a comma-separated list of allreduce, bcast, reduce, allgather,
- * alltoall and barrier (run in that order); all is allreduce and barrier, colls all six.
- * MPI_Bcast and MPI_Reduce (MPI_SUM) of MPI_DOUBLE use root 0; the size is the vector, or
- * for MPI_Allgather and MPI_Alltoall one rank's block (OSU's count); each of these tests
+ * alltoall, gather, scatter and barrier (run in that order); all is allreduce and barrier,
+ * colls all eight. MPI_Bcast, MPI_Reduce (MPI_SUM), MPI_Gather and MPI_Scatter of
+ * MPI_DOUBLE use root 0, never in place; the size is the vector for MPI_Bcast and
+ * MPI_Reduce, one rank's block for the others (OSU's count); each of these tests
  * first runs its own 50 ms warm-up (a Barrier after each call), and after a size's timed calls one more call into a
  * result overwritten with a wrong pattern is checked (a wrong element aborts the run).
  * --test overlap (16 MiB unless a size flag says otherwise) times, per size,
@@ -51,14 +52,16 @@ static long sizes[64];
 static int nsizes;
 
 /* the tests of a --test list, in the order they run (testOrder in apps/allreducebench) */
-enum { T_ALLREDUCE, T_BCAST, T_REDUCE, T_ALLGATHER, T_ALLTOALL, T_BARRIER, NTESTS };
-static const char *test_names[NTESTS] = {"allreduce", "bcast", "reduce", "allgather", "alltoall", "barrier"};
+enum { T_ALLREDUCE, T_BCAST, T_REDUCE, T_ALLGATHER, T_ALLTOALL, T_GATHER, T_SCATTER, T_BARRIER, NTESTS };
+static const char *test_names[NTESTS] = {"allreduce", "bcast", "reduce", "allgather", "alltoall", "gather", "scatter", "barrier"};
 static const char *test_titles[NTESTS] = {
 	"allreduce: float64 sum",
 	"bcast: float64 from root 0; bytes: the vector",
 	"reduce: float64 sum to root 0; bytes: the vector",
 	"allgather: float64; bytes: each rank's block (the result holds p blocks)",
 	"alltoall: float64; bytes: each block (p blocks sent and p received per rank)",
+	"gather: float64 to root 0; bytes: each rank's block (root receives p blocks, the bandwidths count them)",
+	"scatter: float64 from root 0; bytes: each rank's block (root sends p blocks, the bandwidths count them)",
 	"barrier",
 };
 
@@ -386,17 +389,22 @@ static void json_rows(FILE *f, const char *name, const struct row *rows, int n) 
 
 /* the send and receive lengths of test t, in elements, for blocks of n */
 static void coll_lens(int t, long n, long *sl, long *rl) {
-	*sl = t == T_BCAST ? 0 : t == T_ALLTOALL ? nranks * n : n;
-	*rl = t == T_ALLGATHER || t == T_ALLTOALL ? nranks * n : n;
+	*sl = t == T_BCAST ? 0 : t == T_ALLTOALL || t == T_SCATTER ? nranks * n : n;
+	*rl = t == T_ALLGATHER || t == T_ALLTOALL || t == T_GATHER ? nranks * n : n;
 }
 
-/* element i of the block rank s sends to rank d: distinct for every pair */
+/* whether test t's bandwidths count p blocks (the receive buffer of allgather, alltoall
+ * and gather, the send buffer of scatter), as nccl-tests does */
+static int coll_per_rank(int t) { return t == T_ALLGATHER || t == T_ALLTOALL || t == T_GATHER || t == T_SCATTER; }
+
+/* element i of the block rank s sends to rank d: distinct for every pair (scatter's root
+ * sends the same values as an alltoall's rank 0) */
 static double a2a_value(long i, int s, long d) { return (double)(i % 251 + 1 + 256 * ((long)s * nranks + d)); }
 
 /* element i of block d of rank r's input (its send; bcast: the root's buffer) */
 static double coll_input(int t, long i, int r, long d) {
 	if (t == T_BCAST) return (double)(i % 251 + 1);
-	if (t == T_ALLTOALL) return a2a_value(i, r, d);
+	if (t == T_ALLTOALL || t == T_SCATTER) return a2a_value(i, r, d);
 	return (double)(i % 251 + r + 1);
 }
 
@@ -405,19 +413,23 @@ static double coll_want(int t, long i, long b, int r) {
 	switch (t) {
 	case T_BCAST: return (double)(i % 251 + 1);
 	case T_REDUCE: return (double)(nranks * (i % 251 + 1) + nranks * (nranks - 1) / 2);
-	case T_ALLGATHER: return (double)(i % 251 + b + 1);
+	case T_ALLGATHER:
+	case T_GATHER: return (double)(i % 251 + b + 1);
+	case T_SCATTER: return a2a_value(i, 0, r);
 	default: return a2a_value(i, (int)b, r);
 	}
 }
 
 /* whether rank r has a result to check */
-static int coll_who(int t, int r) { return t == T_BCAST ? r != 0 : t == T_REDUCE ? r == 0 : 1; }
+static int coll_who(int t, int r) { return t == T_BCAST ? r != 0 : t == T_REDUCE || t == T_GATHER ? r == 0 : 1; }
 
 static void coll_call(int t, double *s, double *r, long n) {
 	switch (t) {
 	case T_BCAST: MPI_Bcast(r, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD); break;
 	case T_REDUCE: MPI_Reduce(s, r, (int)n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD); break;
 	case T_ALLGATHER: MPI_Allgather(s, (int)n, MPI_DOUBLE, r, (int)n, MPI_DOUBLE, MPI_COMM_WORLD); break;
+	case T_GATHER: MPI_Gather(s, (int)n, MPI_DOUBLE, r, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD); break;
+	case T_SCATTER: MPI_Scatter(s, (int)n, MPI_DOUBLE, r, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD); break;
 	default: MPI_Alltoall(s, (int)n, MPI_DOUBLE, r, (int)n, MPI_DOUBLE, MPI_COMM_WORLD);
 	}
 }
@@ -516,7 +528,7 @@ static void warm_coll(struct cbufs *b, long size) {
 
 /* one size of a collective test, as collSize in apps/allreducebench; the bandwidths
  * count as nccl-tests does: the vector for bcast and reduce (busbw = algbw), the p blocks
- * received for allgather and alltoall (busbw = algbw * (p-1)/p) */
+ * received for allgather, alltoall and gather, sent for scatter (busbw = algbw * (p-1)/p) */
 static struct row coll_size(struct cbufs *b, long size) {
 	set_size(b, size);
 	int it = scaled(iters, size), warmup = imax(it / 10, 3);
@@ -531,7 +543,7 @@ static struct row coll_size(struct cbufs *b, long size) {
 	reduce_cs(&r, cs, it);
 	r.bytes = size;
 	if (r.avg > 0) {
-		int per_rank = b->t == T_ALLGATHER || b->t == T_ALLTOALL;
+		int per_rank = coll_per_rank(b->t);
 		r.algbw = (per_rank ? nranks : 1) * size / r.avg / 1e3;
 		r.busbw = per_rank ? r.algbw * (nranks - 1) / nranks : r.algbw;
 	}
@@ -603,7 +615,7 @@ int main(int argc, char **argv) {
 	}
 	int want[NTESTS] = {0}, do_ovl = 0;
 	if (!parse_tests(test, want, &do_ovl))
-		return usage("--test: want a comma-separated list of allreduce, bcast, reduce, allgather, alltoall, barrier, all or colls; or overlap alone, not ", test);
+		return usage("--test: want a comma-separated list of allreduce, bcast, reduce, allgather, alltoall, gather, scatter, barrier, all or colls; or overlap alone, not ", test);
 	if (polls < 0) return usage("--polls must not be negative", NULL);
 	if (do_ovl && !nsizes && !size_flags) sizes[nsizes++] = min_size = max_size = 16L << 20;
 	if (min_size < 8 || min_size % 8 || max_size < min_size || max_size > (1L << 31)) return usage("want 8 <= min-size <= max-size, min-size a multiple of 8", NULL);
@@ -660,7 +672,7 @@ int main(int argc, char **argv) {
 		free(s);
 		free(r);
 	}
-	for (int t = T_BCAST; t <= T_ALLTOALL; t++) {
+	for (int t = T_BCAST; t <= T_SCATTER; t++) {
 		if (!want[t]) continue;
 		if (text) fprintf(text, "\n# %s\n%s\n", test_titles[t], hdr);
 		struct cbufs b;

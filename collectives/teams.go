@@ -36,8 +36,9 @@ import (
 //     first rank instead (reduceTeams), which takes part in the leaders' step and
 //     broadcasts back through the heads and the teams (bcastTeams).
 //
-// A host in teams moves the data of the rooted and all-to-all collectives point to point
-// (worldGroup, bcast_shm.go).
+// The rooted and all-to-all collectives move their data in one group of every rank of
+// the host while it holds at most shmFlatMax ranks, teams or not; a larger host moves
+// them point to point (worldGroup, bcast_shm.go).
 
 // shmFlatMax and shmTeamMax: a host of at most shmFlatMax ranks is one shmGroup; a larger
 // one runs in teams of at most shmTeamMax. GORMA_SHM_TEAM (at least 4) sets both. By

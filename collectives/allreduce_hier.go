@@ -107,12 +107,16 @@ func localOf(s *state) *localState {
 }
 
 // fail drops what a failed call may have left inconsistent: the shared-memory groups are
-// set up again at their next use, and the leaders' Requests and scratch are replaced.
+// set up again at their next use, but for one whose failure left its members in step
+// (shmGroup.cleanFail); the leaders' Requests and scratch are replaced.
 func (l *localState) fail() {
-	l.world.fail()
-	l.team.fail()
-	l.heads.fail()
-	l.onHost.fail()
+	for _, g := range []*shmGroup{l.world, l.team, l.heads, l.onHost} {
+		if g != nil && g.clean {
+			g.clean = false
+			continue
+		}
+		g.fail()
+	}
 	for _, sub := range []*state{l.leaderS, l.hostS, l.laneS} {
 		if sub != nil {
 			sub.reqs = nil

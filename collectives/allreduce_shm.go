@@ -33,7 +33,7 @@ func allreduceSHM[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T],
 	bytes := n * es
 	if bytes <= shmSmallMax {
 		if bytes < g.medium {
-			return shmReduceSmall(c, g, src, recv, op, root)
+			return shmReduceSmall(c, g, src, recv, op, root, false)
 		}
 		return shmReduceBlocks(c, g, src, recv, op, root, bytes, true)
 	}
@@ -51,13 +51,19 @@ func allreduceSHM[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T],
 	return nil
 }
 
-// shmReduceSmall is the one-step reduction of a short vector.
-func shmReduceSmall[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T], root int) error {
+// shmReduceSmall is the one-step reduction of a short vector. With last (the call's
+// last step on g, root >= 0), only root waits for the others, whose slots it reduces;
+// the others go on at once (stepLast).
+func shmReduceSmall[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T], root int, last bool) error {
 	n := len(recv)
 	v := g.seq + 1
 	scratchIn(g, smallSlot[T](g, g.me, v, n), src)
 	g.setMeta(c, v, n*elemSize[T]())
-	if err := g.step(c, v, n*elemSize[T]()); err != nil {
+	only := shmWaitAll
+	if last && root >= 0 && root != g.me {
+		only = shmWaitNone
+	}
+	if err := g.stepLast(c, v, n*elemSize[T](), only); err != nil {
 		return err
 	}
 	if root >= 0 && root != g.me {
@@ -168,12 +174,14 @@ func reduceInto[T runtime.Elem](acc []T, op Op[T], p int, in func(int) []T) {
 // step per chunk (the flag line or the small slot for short vectors, the big buffers
 // otherwise).
 func shmBcast[T runtime.Elem](c *call, g *shmGroup, buf []T, root int) error {
-	return shmBcastChecked(c, g, buf, root, -1)
+	return shmBcastChecked(c, g, buf, root, -1, false)
 }
 
 // shmBcastChecked is shmBcast; bytes >= 0 on a call's first step checks that the
-// members' call numbers and byte counts match (the call's byte count).
-func shmBcastChecked[T runtime.Elem](c *call, g *shmGroup, buf []T, root, bytes int) error {
+// members' call numbers and byte counts match (the call's byte count). With last (the
+// call's last step on g), root publishes a short vector's step and goes on (stepLast);
+// the others wait for every member, so that each sees any member at another call.
+func shmBcastChecked[T runtime.Elem](c *call, g *shmGroup, buf []T, root, bytes int, last bool) error {
 	n, es := len(buf), elemSize[T]()
 	if n*es <= shmSmallMax {
 		v := g.seq + 1
@@ -183,7 +191,11 @@ func shmBcastChecked[T runtime.Elem](c *call, g *shmGroup, buf []T, root, bytes 
 		if bytes >= 0 {
 			g.setMeta(c, v, bytes)
 		}
-		if err := g.step(c, v, bytes); err != nil {
+		only := shmWaitAll
+		if last && g.me == root {
+			only = shmWaitNone
+		}
+		if err := g.stepLast(c, v, bytes, only); err != nil {
 			return err
 		}
 		if g.me != root {

@@ -37,7 +37,7 @@ func bcastHier[T runtime.Elem](c *call, l *localState, buf []T, root int) error 
 		if err != nil {
 			return err
 		}
-		if err := shmBcastChecked(c, g, buf, slices.Index(l.host, root), bytes); err != nil {
+		if err := shmBcastChecked(c, g, buf, slices.Index(l.host, root), bytes, false); err != nil {
 			return err
 		}
 	}
@@ -64,7 +64,7 @@ func bcastHier[T runtime.Elem](c *call, l *localState, buf []T, root int) error 
 		if err != nil {
 			return err
 		}
-		if err := shmBcastChecked(c, g, buf, 0, bytes); err != nil {
+		if err := shmBcastChecked(c, g, buf, 0, bytes, false); err != nil {
 			return err
 		}
 	}

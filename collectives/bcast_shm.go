@@ -47,7 +47,7 @@ func bcastSHM[T runtime.Elem](c *call, g *shmGroup, buf []T, root int) error {
 			return err
 		}
 	}
-	if err := shmBcastChecked(c, g, buf, root, bytes); err != nil {
+	if err := shmBcastChecked(c, g, buf, root, bytes, true); err != nil {
 		return err
 	}
 	return g.releaseBig(c)

@@ -12,11 +12,11 @@ const rootedSHMMost = alltoallSHMMost
 // gatherSHM is the Gather of a one-host World, blocks of n elements. Each member but root
 // copies its block into its scratch and publishes; root copies every block out into its
 // place in recv (root's own is there already). Up to shmSmallMax bytes a block takes one
-// step (the flag line or the small slot); a longer one goes in chunks of the big buffer's
-// size, one step per chunk. The first step carries the call's number and byte count, so a
-// member that passed another count (or named another root: rootTag) fails with
-// ErrMismatch, as every member does. Each member but root stores n elements; root loads
-// (p-1)·n.
+// step (the flag line or the small slot), for which only root waits: the others publish
+// and go on (stepLast); longer blocks go in chunks of the big buffer's size, one step per
+// chunk. The first step carries the call's number and byte count: a member that passed
+// another count (or named another root: rootTag) makes every member that waits for it
+// fail with ErrMismatch. Each member but root stores n elements; root loads (p-1)·n.
 func gatherSHM[T runtime.Elem](c *call, g *shmGroup, send, recv []T, n, root int) error {
 	p, es := len(g.ranks), elemSize[T]()
 	bytes := n * es
@@ -26,7 +26,11 @@ func gatherSHM[T runtime.Elem](c *call, g *shmGroup, send, recv []T, n, root int
 			scratchIn(g, smallSlot[T](g, g.me, v, n), send)
 		}
 		g.setMeta(c, v, bytes)
-		if err := g.step(c, v, bytes); err != nil {
+		only := shmWaitAll // root reads every slot; the others go on at once
+		if g.me != root {
+			only = shmWaitNone
+		}
+		if err := g.stepLast(c, v, bytes, only); err != nil {
 			return err
 		}
 		if g.me == root {
@@ -67,7 +71,8 @@ func gatherSHM[T runtime.Elem](c *call, g *shmGroup, send, recv []T, n, root int
 // other member's block into its scratch, in rank order, and publishes; each member copies
 // its own block out. When the p blocks fit in shmSmallMax bytes that is one step;
 // otherwise the blocks go in parts, part k of every block in one step, as many elements
-// per block as p of them fit in a big buffer. The first step checks call numbers and byte
+// per block as p of them fit in a big buffer. In the one step root waits for no one
+// (stepLast). The first step checks call numbers and byte
 // counts, as gatherSHM's does. Root stores (p-1)·n elements; every other member loads n.
 func scatterSHM[T runtime.Elem](c *call, g *shmGroup, send, recv []T, n, root int) error {
 	p, es := len(g.ranks), elemSize[T]()
@@ -83,7 +88,11 @@ func scatterSHM[T runtime.Elem](c *call, g *shmGroup, send, recv []T, n, root in
 			}
 		}
 		g.setMeta(c, v, bytes)
-		if err := g.step(c, v, bytes); err != nil {
+		only := shmWaitAll // each reads root's slot and sees any member at another call; root goes on at once
+		if g.me == root {
+			only = shmWaitNone
+		}
+		if err := g.stepLast(c, v, bytes, only); err != nil {
 			return err
 		}
 		if g.me != root {

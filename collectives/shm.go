@@ -25,8 +25,13 @@ import (
 // the step's parity (steps are numbered 1, 2, ... in the same order by every member, since
 // collective calls are made in the same order with the same counts). "member i has
 // published v" reads as "the seq of i's flag line v&1 is at least v" (each line's seq only
-// grows, and every step is published). Every step is a full barrier over the group: after
-// publishing v a member waits until every other member has. The data a member writes
+// grows, and every step is published). After publishing v a member waits until every
+// other member has, but in a call's last step on the group a member that reads nothing
+// in it (a short Gather's or Reduce's ranks but root, a short Bcast's or Scatter's root)
+// goes on at once (stepLast). It waits for the others at the start of its next call on
+// the group, before it writes anything (settle), and there also sees a member that was
+// at another call. So no short rooted call waits at the ranks that only give. The data
+// a member writes
 // before publishing v lives in one of three places. It is in its flag line v&1 (up to 48
 // bytes: the one line a peer fetches carries the step's number, byte count and data), in a
 // small slot (by v's parity), or in a big buffer (alternating; bigFree records when its
@@ -112,11 +117,15 @@ type shmGroup struct {
 	remotes []*substrate.Remote
 	mem     [][]byte // every member's region (own included), by member index
 
-	moved   shmMoved  // bytes this member copied through scratch (the byte model)
-	seq     uint64    // last step published
-	bigNext int       // big buffer of the next step that writes one
-	bigFree [2]uint64 // step after which each big buffer's readers are done
-	broken  bool      // a call failed: set up again before the next use
+	moved    shmMoved  // bytes this member copied through scratch (the byte model)
+	seq      uint64    // last step published
+	bigNext  int       // big buffer of the next step that writes one
+	bigFree  [2]uint64 // step after which each big buffer's readers are done
+	broken   bool      // a call failed: set up again before the next use
+	lazy     uint64    // a call's last step, published, that some member may not have published yet (stepLast)
+	clean    bool      // the current call failed at its first step, every member left in step (cleanFail)
+	callBig  int       // bigNext when the current call began (cleanFail)
+	callFree [2]uint64 // bigFree when the current call began (cleanFail)
 
 	// Under ScratchFresh the region holds no big buffers: they live in a region of their
 	// own per member, acquired by a call that needs them and released before it returns
@@ -166,6 +175,9 @@ func (g *shmGroup) prepare(c *call, bytes int) error {
 			return runtime.ErrFinalized
 		}
 	}
+	if err := g.settle(c); err != nil {
+		return err
+	}
 	fresh, err := freshScratch()
 	if err != nil {
 		return err
@@ -189,6 +201,34 @@ func (g *shmGroup) prepare(c *call, bytes int) error {
 		return nil
 	}
 	return g.setup(c, max(want, g.chunk), false)
+}
+
+// settle waits, at the start of a call, until every member has published the last step
+// of this member's previous call on g, when that step did not wait for them all
+// (stepLast). The step after it rewrites the flag line and the small slot of the step
+// before it, which the others read before they publish it. It also takes the state a
+// count mismatch at the call's first step returns to (cleanFail).
+func (g *shmGroup) settle(c *call) error {
+	if g.lazy != 0 && g.mem != nil && !g.broken {
+		v := g.lazy
+		g.lazy = 0
+		if err := g.waitAll(c, v, -1); err != nil {
+			return err
+		}
+		// A member at another call in step v (another root, another collective) was not
+		// seen by this member, which waited for it only now. The members that waited for
+		// it then failed and set up again at their next call: this one joins them, so that
+		// this call's setup pairs them all.
+		own := atomic.LoadUint64(word(g.mem[g.me], flagOff(v)+shmFlagMeta)) >> shmMetaCallShift
+		for i := range g.ranks {
+			if atomic.LoadUint64(word(g.mem[i], flagOff(v)+shmFlagMeta))>>shmMetaCallShift != own {
+				g.broken = true
+			}
+		}
+	}
+	g.lazy = 0
+	g.callBig, g.callFree = g.bigNext, g.bigFree
+	return nil
 }
 
 // setup allocates this member's region (big buffers of chunk bytes, none if fresh),
@@ -215,7 +255,7 @@ func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 	g.oversub = g.rule.Oversub || w.LocalSize() > w.HostCPUs()
 	g.nt, g.ntSpread = shmTune().nt, shmTune().ntSpread
 	g.medium = shmMediumFor(len(g.ranks))
-	g.region, g.chunk, g.seq, g.bigNext, g.bigFree = r, chunk, 0, 0, [2]uint64{}
+	g.region, g.chunk, g.seq, g.bigNext, g.bigFree, g.lazy = r, chunk, 0, 0, [2]uint64{}, 0
 	g.broken = true // until the exchange below completes
 	desc := r.AppendDesc(make([]byte, 0, 64))
 	descs := make([][]byte, len(g.ranks))
@@ -299,7 +339,7 @@ func (g *shmGroup) closeRemotes() {
 // for its own call's count, on which the members agree.
 func (g *shmGroup) fail() {
 	if g != nil {
-		g.broken = true
+		g.broken, g.lazy = true, 0
 		g.chunk = 0
 		g.closeRemotes()
 		if g.bigReg != nil {
@@ -396,12 +436,65 @@ func (g *shmGroup) publish(v uint64) {
 // step publishes v and waits until every member has; bytes >= 0 checks that the members'
 // call numbers and byte counts (setMeta) match.
 func (g *shmGroup) step(c *call, v uint64, bytes int) error {
+	return g.stepLast(c, v, bytes, shmWaitAll)
+}
+
+// Whom stepLast waits for: every member, none, or member i (i >= 0).
+const (
+	shmWaitAll  = -1
+	shmWaitNone = -2
+)
+
+// stepLast publishes v and waits for the members this member reads from in step v: every
+// member (shmWaitAll: step), none, or member only. A step that does not wait for every
+// member must be the last of the call on g: the next call's settle waits for the rest
+// before any write (so no member rewrites a slot another has yet to read). The wait
+// checks the call numbers and byte counts of the members it waits for (bytes >= 0);
+// a member that waits for none checks none, and leaves that to those that read its data.
+func (g *shmGroup) stepLast(c *call, v uint64, bytes, only int) error {
 	g.publish(v)
-	if err := g.waitAll(c, v, bytes); err != nil {
+	var err error
+	switch only {
+	case shmWaitAll:
+		err = g.waitAll(c, v, bytes)
+	case shmWaitNone:
+	default:
+		if err = g.wait(c, only, v); err == nil && bytes >= 0 {
+			err = g.checkMeta(c, only, v, bytes)
+		}
+	}
+	if err != nil {
+		var ce shmCountErr
+		if errors.As(err, &ce) {
+			return g.cleanFail(v, err)
+		}
 		return err
 	}
 	g.seq = v
+	if only != shmWaitAll {
+		g.lazy = v
+	}
 	return nil
+}
+
+// shmCountErr is a mismatch seen at a call's first step v by every member that can see
+// it: counts that differ within one call (not another call's number), or a v-form's
+// verdict. Every member that saw it published v and no other step of the call, and a
+// member that did not see it ended the call with v (stepLast), so the group's steps are
+// still in step: cleanFail keeps the group, which needs no new setup.
+type shmCountErr struct{ error }
+
+func (e shmCountErr) Unwrap() error { return e.error }
+
+// cleanFail records that the call failed at its first step v without leaving the group
+// out of step (shmCountErr): the group keeps its setup, and the big buffers' turn goes
+// back to where the call began. localState.fail reads clean.
+func (g *shmGroup) cleanFail(v uint64, err error) error {
+	g.seq, g.bigNext, g.bigFree, g.clean, g.lazy = v, g.callBig, g.callFree, true, v
+	if _, ok := err.(shmCountErr); ok {
+		return err
+	}
+	return shmCountErr{err}
 }
 
 // chunkStep is step for chunk-by-chunk calls: the call's first chunk (first) carries its
@@ -438,16 +531,25 @@ func (g *shmGroup) waitAll(c *call, v uint64, bytes int) error {
 		if bytes < 0 {
 			continue
 		}
-		got, want := atomic.LoadUint64(word(g.mem[i], flagOff(v)+shmFlagMeta)), shmMeta(c, bytes)
-		switch {
-		case got>>shmMetaCallShift != want>>shmMetaCallShift:
-			return fmt.Errorf("%w: rank %d is at another collective call than rank %d (do all ranks pass the same counts? a count of 0 returns without a step)",
-				ErrMismatch, g.ranks[i], g.ranks[g.me])
-		case got != want:
-			bytesOf := func(m uint64) uint64 { return m & (1<<shmMetaCallShift - 1) }
-			return fmt.Errorf("%w: rank %d passed %d bytes, rank %d passed %d (do all ranks pass the same counts?)",
-				ErrMismatch, g.ranks[i], bytesOf(got), g.ranks[g.me], bytesOf(want))
+		if err := g.checkMeta(c, i, v, bytes); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// checkMeta checks member i's meta word of step v, a call's first, against this call's.
+// Another byte count within the same call is a shmCountErr.
+func (g *shmGroup) checkMeta(c *call, i int, v uint64, bytes int) error {
+	got, want := atomic.LoadUint64(word(g.mem[i], flagOff(v)+shmFlagMeta)), shmMeta(c, bytes)
+	switch {
+	case got>>shmMetaCallShift != want>>shmMetaCallShift:
+		return fmt.Errorf("%w: rank %d is at another collective call than rank %d (do all ranks pass the same counts and root? a count of 0 returns without a step)",
+			ErrMismatch, g.ranks[i], g.ranks[g.me])
+	case got != want:
+		bytesOf := func(m uint64) uint64 { return m & (1<<shmMetaCallShift - 1) }
+		return shmCountErr{fmt.Errorf("%w: rank %d passed %d bytes, rank %d passed %d (do all ranks pass the same counts?)",
+			ErrMismatch, g.ranks[i], bytesOf(got), g.ranks[g.me], bytesOf(want))}
 	}
 	return nil
 }

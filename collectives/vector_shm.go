@@ -18,7 +18,7 @@ import (
 // their counts. After the step every member reads the same words, so every member
 // reaches the same verdict: all fail with ErrMismatch, naming the same two ranks, or
 // none does. No data moves on counts that do not match, and the group's steps stay in
-// step. A member whose data fits its small slot beside those words writes it there in
+// step (cleanFail: no new setup follows). A member whose data fits its small slot beside those words writes it there in
 // the same step and says so (flag-line word vFits): when every member's does, the call
 // takes that one step. Otherwise the data follows in chunks of the big buffers, sized
 // for the largest block, on which every member now agrees. Where the blocks are long
@@ -109,7 +109,7 @@ func gathervSHM[T runtime.Elem](c *call, g *shmGroup, sendBuf, recvBuf []T, coun
 	}
 	most, err := rootCounts(g, v, root, "send")
 	if err != nil {
-		return err
+		return g.cleanFail(v, err)
 	}
 	if fitsAll(g, v) {
 		c.chose("shm")
@@ -197,7 +197,7 @@ func scattervSHM[T runtime.Elem](c *call, g *shmGroup, sendBuf []T, counts, disp
 	}
 	most, err := rootCounts(g, v, root, "recv")
 	if err != nil {
-		return err
+		return g.cleanFail(v, err)
 	}
 	if fitsAll(g, v) {
 		c.chose("shm")
@@ -283,8 +283,8 @@ func allgathervSHM[T runtime.Elem](c *call, g *shmGroup, recv []T, counts []int,
 	}
 	for j := range p {
 		if h := *vWord(g, j, v, vHash); h != *vWord(g, 0, v, vHash) {
-			return fmt.Errorf("%w: rank %d passes other counts than rank %d (every rank must pass the same counts)",
-				ErrMismatch, g.ranks[j], g.ranks[0])
+			return g.cleanFail(v, fmt.Errorf("%w: rank %d passes other counts than rank %d (every rank must pass the same counts)",
+				ErrMismatch, g.ranks[j], g.ranks[0]))
 		}
 	}
 	if fits {
@@ -365,8 +365,8 @@ func alltoallvSHM[T runtime.Elem](c *call, g *shmGroup, send []T, sendCounts []i
 		sc, t := vSlot[uint64](g, s, v, 0, p), 0
 		for d := range p {
 			if rc := vSlot[uint64](g, d, v, 8*p, p)[s]; sc[d] != rc {
-				return fmt.Errorf("%w: rank %d sends %d elements to rank %d (sendCounts[%d]), which expects %d (recvCounts[%d])",
-					ErrMismatch, g.ranks[s], sc[d], g.ranks[d], d, rc, s)
+				return g.cleanFail(v, fmt.Errorf("%w: rank %d sends %d elements to rank %d (sendCounts[%d]), which expects %d (recvCounts[%d])",
+					ErrMismatch, g.ranks[s], sc[d], g.ranks[d], d, rc, s))
 			}
 			most, t = max(most, int(sc[d])), t+int(sc[d])
 		}

@@ -109,8 +109,8 @@ func TestSHMRootedMoves(t *testing.T) {
 // ErrMismatch from the agreement step, whichever rank other than root is wrong (root's
 // own block is checked at root: ErrInvalid) and however (a block
 // longer or shorter than root's count for it, an Allgatherv count, an Alltoallv pair,
-// small and long blocks). Uniform Gather and Scatter with another count at one rank fail
-// at every rank too. The World works afterwards.
+// small and long blocks). A uniform Gather with another count at one rank fails at root,
+// and at every rank when its blocks go in chunks. The World works afterwards.
 func TestSHMVMismatch(t *testing.T) {
 	const p = 4
 	type call func(e rankEnv, n int, bad bool) error
@@ -167,6 +167,8 @@ func TestSHMVMismatch(t *testing.T) {
 		{"gatherv", gatherv, 2}, {"gatherv", gatherv, 3}, {"scatterv", scatterv, 3}, {"scatterv", scatterv, 0},
 		{"allgatherv", allgatherv, 1}, {"alltoallv", alltoallv, 2}, {"gather", gather, 3},
 	}
+	// Gather's short step waits at root only (stepLast): its other ranks succeed.
+	mayPass := func(name string, e rankEnv, n int) bool { return name == "gather" && n == 5 && e.r != 0 }
 	runJob(t, p, runtimetest.Options{Transport: "shm"}, 60*time.Second, func(e rankEnv) error {
 		if err := Barrier(e.ctx, e.w); err != nil {
 			return err
@@ -174,7 +176,7 @@ func TestSHMVMismatch(t *testing.T) {
 		for _, tc := range cases {
 			for _, n := range []int{5, 3000} {
 				err := tc.f(e, n, e.r == tc.bad)
-				if !errors.Is(err, ErrMismatch) {
+				if !errors.Is(err, ErrMismatch) && !(err == nil && mayPass(tc.name, e, n)) {
 					return fmt.Errorf("rank %d: %s of %d elements, rank %d wrong: %v, want ErrMismatch", e.r, tc.name, n, tc.bad, err)
 				}
 				if err := checkAllgatherv(e, intCases[int32]()[0].gen, []int{3, 0, 2, 1}, false); err != nil {

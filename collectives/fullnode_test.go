@@ -9,8 +9,8 @@ import (
 )
 
 // TestFullNode runs the collectives a full 16-core node selects (every rank on one host:
-// the shared-memory Allreduce, Bcast and Reduce, and the point-to-point Allgather and
-// Alltoall) at every p from 2 to 16, against the sequential reference: every integer and
+// the shared-memory Allreduce, Bcast, Reduce, Allgather, Alltoall, Gather, Scatter and
+// the v-forms) at every p from 2 to 16, against the sequential reference: every integer and
 // floating-point operator and a non-commutative one, in place and not, at odd counts
 // around p, around the medium class (shmMediumFor) and the small slot's limit (shmSmallMax), and across the chunks of the big
 // buffers. Here the ranks share the test's processors (oversubscribed).
@@ -62,6 +62,26 @@ func TestFullNode(t *testing.T) {
 						return err
 					}
 					if err := checkAlltoall(e, ints[0].gen, n, n == 1); err != nil {
+						return err
+					}
+					root := n % p
+					if err := checkGather(e, ints[1].gen, n, root, n == 1); err != nil {
+						return err
+					}
+					if err := checkScatter(e, ints[2].gen, n, (root+1)%p, n != 1); err != nil {
+						return err
+					}
+					l := shapeLayout(p, n, n%2)
+					if err := checkGatherv(e, ints[0].gen, l, root, n == 1); err != nil {
+						return err
+					}
+					if err := checkScatterv(e, ints[1].gen, l, (root+1)%p, n != 1); err != nil {
+						return err
+					}
+					if err := checkAllgatherv(e, ints[2].gen, l.counts, n != 1); err != nil {
+						return err
+					}
+					if err := checkAlltoallv(e, ints[0].gen, func(s, d int) int { return (s*n + d) % (n + 2) }); err != nil {
 						return err
 					}
 				}

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"strconv"
@@ -31,8 +32,8 @@ func testSlack(t *testing.T) float64 {
 // The quiet check's decision over a sequence of rounds: it reports once no counter has
 // moved, with every rank blocked or ended, for the period (less half a check interval,
 // the checks' jitter), measured between the starts of the first round that showed the
-// counters and of the current one; a moving counter,
-// a running or silent rank starts the count again; it reports once per hang.
+// counters and of the current one; a moving counter, records that change (another call
+// under way), a running or silent rank start the count again; it reports once per hang.
 func TestHangWatchQuiet(t *testing.T) {
 	blocked := func(progress ...uint64) []hang.Report {
 		reps := make([]hang.Report, len(progress))
@@ -42,6 +43,13 @@ func TestHangWatchQuiet(t *testing.T) {
 		return reps
 	}
 	running := []hang.Report{{Rank: 0, State: hang.Blocked, Progress: 5}, {Rank: 1, State: hang.Running, Progress: 7}}
+	at := func(progress uint64, call string, seq uint64) []hang.Report { // two ranks in call seq, unmoved counters
+		reps := blocked(progress, progress)
+		for i := range reps {
+			reps[i].Records = []hang.Record{{Call: call, Comm: "World", Seq: seq, Peer: hang.NoRank, Root: -1, Count: -1}}
+		}
+		return reps
+	}
 	ended := []hang.Report{{Rank: 0, State: hang.Blocked, Progress: 5}, {Rank: 1, State: hang.Finalized}}
 	type round struct {
 		at    time.Duration // the round's start
@@ -79,6 +87,13 @@ func TestHangWatchQuiet(t *testing.T) {
 		{"an ended rank waits with the others", []round{
 			{0, ended, 0, false},
 			{1000 * ms, ended, 1000 * ms, true},
+		}},
+		{"records that change are progress", []round{
+			{0, at(7, "Barrier", 580842), 0, false},
+			{500 * ms, at(7, "Allreduce", 580843), 0, false},
+			{1000 * ms, at(7, "Barrier", 580844), 0, false},
+			{1500 * ms, at(7, "Barrier", 580844), 500 * ms, false},
+			{2000 * ms, at(7, "Barrier", 580844), 1000 * ms, true},
 		}},
 	} {
 		h := hangWatch{every: time.Second}
@@ -211,5 +226,37 @@ func TestHangReportStoppedRank(t *testing.T) {
 	gl.cmd.Process.Signal(syscall.SIGTERM)
 	if code := gl.wait(t, 30*time.Second); code != 143 {
 		t.Errorf("golaunch exited %d after SIGTERM, want 143\n%s", code, gl.stderr.String())
+	}
+}
+
+// A healthy job whose only traffic is shared memory gets no hang report: 45 s of 8-byte
+// Allreduces and Barriers, then Fence epochs with a Put, under a quiet period of 5 s.
+// Every rank is inside a call at almost every check, and no message completes: each call
+// that ends moves the rank's progress, and records that change are no hang.
+func TestHangReportBusySharedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("45 s of a busy job")
+	}
+	prog := rtprog(t)
+	const run = 45 * time.Second
+	gl := startGL(t, "-n", "2", "--hang-report", "5s", "--timeout", testbudget.Scale(run+120*time.Second).String(),
+		prog, "busy", fmt.Sprint(run.Seconds()))
+	for range 2 {
+		gl.line(t, "ready", 30*time.Second)
+	}
+	for range 2 {
+		l := gl.line(t, "busy ", run+60*time.Second)
+		t.Log(l)
+	}
+	select {
+	case <-gl.done:
+	case <-time.After(testbudget.Scale(60 * time.Second)):
+		t.Fatalf("the job did not end after its ranks' last line; stderr:\n%s", gl.stderr.String())
+	}
+	if gl.code != 0 {
+		t.Errorf("golaunch exited %d; stderr:\n%s", gl.code, gl.stderr.String())
+	}
+	if strings.Contains(gl.stderr.String(), "where the ranks are") {
+		t.Errorf("a healthy job got a hang report:\n%s", gl.stderr.String())
 	}
 }

@@ -60,8 +60,22 @@ const minQuietInterval = 100 * time.Millisecond
 type hangWatch struct {
 	every    time.Duration  // --hang-report; 0: off
 	last     map[int]uint64 // each rank's progress counter in the rounds since since
+	recs     map[int]string // each rank's records (recordsKey) in the rounds since since
 	since    time.Time      // the start of the first round that showed last
 	reported bool           // this hang was printed: wait for progress before printing again
+}
+
+// recordsKey is what a rank's report says it is blocked in, but for how long: the same
+// key over the rounds of a quiet period means the same calls, waits and peers. A report
+// names a deadlock or a mismatch only from records that stayed the same for the whole
+// period.
+func recordsKey(rep hang.Report) string {
+	var b strings.Builder
+	b.WriteString(rep.State.String())
+	for _, r := range rep.Records {
+		fmt.Fprintf(&b, "|%s %s %d %d %d %d %d", r.Call, r.Comm, r.Seq, r.Peer, r.Tag, r.Root, r.Count)
+	}
+	return b.String()
 }
 
 // interval is how often the submitter starts a quiet check.
@@ -69,7 +83,7 @@ func (h *hangWatch) interval() time.Duration { return max(h.every/8, minQuietInt
 
 // observe takes the reports of a round whose ranks were asked at asked, and returns how
 // long no rank has progressed with every rank blocked or ended: between the starts of
-// the first round that showed the same counters and of this one. Each answer is read
+// the first round that showed the same counters and records and of this one. Each answer is read
 // after its round's start and within the round's answer time (milliseconds), so the
 // figure is short of the truth by at most the answer time of that first round. It is 0
 // when a counter moved or a rank runs or is silent.
@@ -77,9 +91,10 @@ func (h *hangWatch) observe(asked time.Time, reps []hang.Report) time.Duration {
 	moved := h.last == nil
 	blocked := true
 	progress := make(map[int]uint64, len(reps))
+	recs := make(map[int]string, len(reps))
 	for _, rep := range reps {
-		progress[rep.Rank] = rep.Progress
-		if p, ok := h.last[rep.Rank]; !ok || p != rep.Progress {
+		progress[rep.Rank], recs[rep.Rank] = rep.Progress, recordsKey(rep)
+		if p, ok := h.last[rep.Rank]; !ok || p != rep.Progress || h.recs[rep.Rank] != recs[rep.Rank] {
 			moved = true
 		}
 		if rep.State == hang.Running || rep.State == hang.Silent {
@@ -88,10 +103,10 @@ func (h *hangWatch) observe(asked time.Time, reps []hang.Report) time.Duration {
 	}
 	switch {
 	case !blocked: // a rank computes: count again from the next round that finds every rank blocked
-		h.last, h.reported = nil, false
+		h.last, h.recs, h.reported = nil, nil, false
 		return 0
 	case moved:
-		h.last, h.since, h.reported = progress, asked, false
+		h.last, h.recs, h.since, h.reported = progress, recs, asked, false
 		return 0
 	}
 	return max(asked.Sub(h.since), 0)

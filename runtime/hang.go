@@ -164,7 +164,9 @@ func ctxName(ctx uint16) string {
 }
 
 // hangRecords returns what this rank is blocked in: the Tracks' calls under way, then
-// the engine's waits, longest first. A wait on a Sibling's context (the collectives' and
+// the engine's waits, longest first; and its progress: the messages it completed, the
+// calls its Tracks ended and the collective calls its Worlds numbered. A rank whose only
+// traffic is shared memory (collectives, RMA epochs) moves it with every call. A wait on a Sibling's context (the collectives' and
 // windows' own traffic) is left out while a Track names the call it serves.
 func (h *hangWatch) hangRecords() (recs []hang.Record, progress uint64) {
 	e := h.e
@@ -172,6 +174,10 @@ func (h *hangWatch) hangRecords() (recs []hang.Record, progress uint64) {
 	outer := false // a call on a World not marked internal is under way
 	for _, t := range h.tracks {
 		outer = outer || (!subcore.Info(t).Internal && subcore.Busy(t))
+	}
+	var calls uint64 // the Tracks' progress: calls that end, collective or not, RMA epochs among them
+	for _, t := range h.tracks {
+		calls += subcore.Progress(t)
 	}
 	for _, t := range h.tracks {
 		info := subcore.Info(t)
@@ -205,7 +211,7 @@ func (h *hangWatch) hangRecords() (recs []hang.Record, progress uint64) {
 		}
 		recs = append(recs, rec)
 	}
-	progress = e.match.completed
+	progress = e.match.completed + calls
 	e.mu.Unlock()
 	slices.SortStableFunc(recs, func(a, b hang.Record) int { return cmp.Compare(b.Since, a.Since) })
 	return recs, progress

@@ -62,6 +62,11 @@ import (
 //	                ERROR" (or "dial: ERROR") on stderr and exits 1
 //	steps N         N steps of an Allreduce of 1 KiB and a Barrier; any error ends the rank
 //	                with exit 1; then all finalize
+//	busy SECONDS    every rank prints "ready RANK PID", then runs 8-byte Allreduces and
+//	                collectives.Barrier for half of SECONDS, and Fence epochs with a Put to
+//	                its right neighbour for the other half: on one host, all through shared
+//	                memory, no message after the setup. It prints "busy RANK CALLS" and
+//	                finalizes
 //	ulfm WHAT       under golaunch --ft: the ranks run WHAT until a rank is killed, then
 //	                recover with Revoke, Agree and Shrink (ulfm.go)
 //
@@ -230,6 +235,12 @@ func main() {
 			select {}
 		}
 		fail("rank %d: stranded: Barrier returned without error", rank)
+	case "busy":
+		if len(os.Args) < 3 {
+			fail("usage: rtprog busy SECONDS")
+		}
+		secs, _ := strconv.ParseFloat(os.Args[2], 64)
+		busy(ctx, w, time.Duration(secs*float64(time.Second)))
 	case "steps":
 		if len(os.Args) < 3 {
 			fail("usage: rtprog steps N")

@@ -123,3 +123,71 @@ func steps(ctx context.Context, w *runtime.World, n int) {
 		fail("rank %d: finalize: %v", rank, err)
 	}
 }
+
+// busy runs shared-memory collectives, then Fence epochs, for d in all, and finalizes.
+// Rank 0 decides when each half ends and tells the others in the calls themselves (a
+// Max of the remaining time), so that every rank makes as many calls.
+func busy(ctx context.Context, w *runtime.World, d time.Duration) {
+	rank, size := w.Rank(), w.Size()
+	bctx, cancel := context.WithTimeout(ctx, testbudget.Scale(d+120*time.Second))
+	defer cancel()
+	calls := 0
+	until := func(end time.Time) bool { // whether rank 0 says the half goes on
+		left := []int64{0}
+		if rank == 0 && time.Now().Before(end) {
+			left[0] = 1
+		}
+		if err := collectives.Allreduce(bctx, w, nil, left, collectives.Max[int64]()); err != nil {
+			fail("rank %d: allreduce: %v", rank, err)
+		}
+		calls++
+		return left[0] == 1
+	}
+	end := time.Now().Add(d / 2)
+	for until(end) {
+		if err := collectives.Barrier(bctx, w); err != nil {
+			fail("rank %d: barrier: %v", rank, err)
+		}
+		calls++
+	}
+	win, err := window.Allocate[int64](bctx, w, 2) // [the left neighbour's count, rank 0's stop]
+	if err != nil {
+		fail("rank %d: allocate: %v", rank, err)
+	}
+	end = time.Now().Add(d / 2)
+	for {
+		if err := win.Fence(bctx, 0); err != nil {
+			fail("rank %d: fence: %v", rank, err)
+		}
+		// Read here, after the Fence that completes rank 0's stop: a Put through shared
+		// memory may land before the Fence that completes it, so a read after the next
+		// Fence could see a stop that other ranks' reads missed.
+		stop := win.Local()[1] == 1
+		if err := win.Put([]int64{int64(calls)}, (rank+1)%size, 0); err != nil {
+			fail("rank %d: put: %v", rank, err)
+		}
+		if err := win.Fence(bctx, 0); err != nil {
+			fail("rank %d: fence: %v", rank, err)
+		}
+		calls += 2
+		// Rank 0 stops every rank with a Put of 1 to their second element, in the
+		// epoch after its time: every rank reads it after the next first Fence.
+		if stop {
+			break
+		}
+		if rank == 0 && !time.Now().Before(end) {
+			for r := range size {
+				if err := win.Put([]int64{1}, r, 1); err != nil {
+					fail("rank 0: put: %v", err)
+				}
+			}
+		}
+	}
+	fmt.Printf("busy %d %d\n", rank, calls)
+	if err := win.Free(bctx); err != nil {
+		fail("rank %d: free: %v", rank, err)
+	}
+	if err := w.Finalize(bctx); err != nil {
+		fail("rank %d: finalize: %v", rank, err)
+	}
+}

@@ -48,6 +48,7 @@ type Track struct {
 	sig   atomic.Pointer[CallSig] // the call's details (BeginSig), nil for none
 	word  atomic.Uint64           // len(name)<<48 | the call's number on the World
 	since atomic.Int64            // Now at Begin
+	ends  atomic.Uint64           // calls ended (End): the rank's progress in hang reports
 }
 
 // NewTrack returns a Track on a World whose collective calls calls counts.
@@ -117,8 +118,16 @@ func (t *Track) begin(call string, seq uint64) {
 	t.name.Store(unsafe.StringData(call))
 }
 
-// End marks the end of the call Begin named.
-func (t *Track) End() { t.name.Store(nil) }
+// End marks the end of the call Begin named, and counts it among the calls t ended.
+func (t *Track) End() {
+	t.name.Store(nil)
+	t.ends.Add(1)
+}
+
+// Progress returns how many calls t has ended, and the number of the World's last
+// collective call: a call that ends, or a collective call numbered without being marked
+// (Next), moves it. Hang reports add it to the rank's progress.
+func Progress(t *Track) uint64 { return t.ends.Load() + t.calls.Load() }
 
 // Check compares sig, the collective call number seq on the Track's World, with every
 // other rank's call of that number under GORMA_CHECK=1; otherwise it returns nil at once.

@@ -28,7 +28,7 @@ import (
 
 // shmFreshMeta marks the byte count of acquireBig's step, so that a member whose policy
 // differs (its first step of the call carries the bare count) sees a mismatch.
-const shmFreshMeta = 1 << 62
+const shmFreshMeta = 1 << 36
 
 // acquireBig sets up this call's big buffers, chunk bytes each, for a call on vectors of
 // bytes bytes (a collective step over the group).

@@ -1,9 +1,11 @@
 package collectives
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -76,6 +78,7 @@ const (
 	shmFlagData = 16  // in a flag line: inline data
 	shmOffSleep = 128 // low half: waiters sleeping on this member's bell; high half: peers that let go (state_cleanup.go)
 	shmOffBell  = 136 // the futex word
+	shmOffReset = 192 // nonzero: the member left this region for a new setup in the call it names (resetMark), on a line of its own
 	shmOffSmall = 256
 
 	// shmInlineMax is the largest vector (bytes) that travels in the flag line itself.
@@ -93,6 +96,9 @@ const (
 	// its shared memory grows by a fixed share per rank. The selection sweep
 	// (scripts/device16-select.sh, class big) measures the chunk sizes.
 	shmHostBig = 32 << 20
+
+	// shmDescMax bounds a region's description and the meta word behind it (setup).
+	shmDescMax = 128
 
 	shmSleep      = time.Millisecond      // bound of one futex sleep
 	shmSleepFirst = 50 * time.Microsecond // bound of a wait's first futex sleep (see publish)
@@ -124,6 +130,7 @@ type shmGroup struct {
 	broken   bool      // a call failed: set up again before the next use
 	lazy     uint64    // a call's last step, published, that some member may not have published yet (stepLast)
 	clean    bool      // the current call failed at its first step, every member left in step (cleanFail)
+	callSeq  uint64    // the number of the call that last prepared g (fail's resetMark)
 	callBig  int       // bigNext when the current call began (cleanFail)
 	callFree [2]uint64 // bigFree when the current call began (cleanFail)
 
@@ -175,6 +182,8 @@ func (g *shmGroup) prepare(c *call, bytes int) error {
 			return runtime.ErrFinalized
 		}
 	}
+	g.callSeq = uint64(c.s.seq)
+	g.peerReset(c)
 	if err := g.settle(c); err != nil {
 		return err
 	}
@@ -203,6 +212,30 @@ func (g *shmGroup) prepare(c *call, bytes int) error {
 	return g.setup(c, max(want, g.chunk), false)
 }
 
+// resetMark is the shmOffReset word of a member that leaves its region in its call
+// number seq (state.seq: every member numbers a call alike).
+func resetMark(seq uint64) uint64 { return seq<<1 | 1 }
+
+// peerReset marks g for a new setup when a member has left the region g maps in an
+// earlier call, for a new setup of its own (shmOffReset): a call that failed there and
+// not here, or a call whose counts made that member grow its buffers and not this one.
+// This call's setup then pairs them, where a step would wait for a member that waits for
+// descriptions. A member that left in this very call, or in a later one, is another
+// matter: it failed, or set up for counts of its own, in the call this member is in (the
+// step tells), or it has gone on to its next call and set up there (as this member will
+// once this call ends). One load per member, of a line written only at setup and failure.
+func (g *shmGroup) peerReset(c *call) {
+	if g.mem == nil || g.broken {
+		return
+	}
+	for i := range g.ranks {
+		if m := atomic.LoadUint64(word(g.mem[i], shmOffReset)); i != g.me && m != 0 && m>>1 < uint64(c.s.seq) {
+			g.broken = true
+			return
+		}
+	}
+}
+
 // settle waits, at the start of a call, until every member has published the last step
 // of this member's previous call on g, when that step did not wait for them all
 // (stepLast). The step after it rewrites the flag line and the small slot of the step
@@ -219,9 +252,9 @@ func (g *shmGroup) settle(c *call) error {
 		// seen by this member, which waited for it only now. The members that waited for
 		// it then failed and set up again at their next call: this one joins them, so that
 		// this call's setup pairs them all.
-		own := atomic.LoadUint64(word(g.mem[g.me], flagOff(v)+shmFlagMeta)) >> shmMetaCallShift
+		own := shmMetaCall(atomic.LoadUint64(word(g.mem[g.me], flagOff(v)+shmFlagMeta)))
 		for i := range g.ranks {
-			if atomic.LoadUint64(word(g.mem[i], flagOff(v)+shmFlagMeta))>>shmMetaCallShift != own {
+			if shmMetaCall(atomic.LoadUint64(word(g.mem[i], flagOff(v)+shmFlagMeta))) != own {
 				g.broken = true
 			}
 		}
@@ -238,6 +271,7 @@ func (g *shmGroup) settle(c *call) error {
 func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 	g.closeRemotes()
 	if g.region != nil {
+		atomic.StoreUint64(word(g.region.Bytes(), shmOffReset), resetMark(uint64(c.s.seq)))
 		g.old, g.region = g.region, nil
 	}
 	g.fresh = fresh
@@ -248,7 +282,7 @@ func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 	}
 	b := r.Bytes()
 	for _, off := range []int{shmOffFlag + shmFlagSeq, shmOffFlag + shmFlagMeta, shmOffFlag + shmLine + shmFlagSeq,
-		shmOffFlag + shmLine + shmFlagMeta, shmOffSleep, shmOffBell} {
+		shmOffFlag + shmLine + shmFlagMeta, shmOffSleep, shmOffBell, shmOffReset} {
 		atomic.StoreUint64(word(b, off), 0)
 	}
 	g.rule = substrate.WaitRule(w)
@@ -257,14 +291,19 @@ func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 	g.medium = shmMediumFor(len(g.ranks))
 	g.region, g.chunk, g.seq, g.bigNext, g.bigFree, g.lazy = r, chunk, 0, 0, [2]uint64{}, 0
 	g.broken = true // until the exchange below completes
-	desc := r.AppendDesc(make([]byte, 0, 64))
+	// The description travels with the call's meta word behind it (shmMeta, byte count
+	// 0): a member at another call, whose message of the same tag this receive may take,
+	// is told and named here, where the calls first meet, rather than as a transport's
+	// refusal of a description that is not one.
+	desc := r.AppendDesc(make([]byte, 0, shmDescMax))
+	desc = binary.LittleEndian.AppendUint64(desc, shmMeta(c, 0))
 	descs := make([][]byte, len(g.ranks))
 	n := 0
 	for i, peer := range g.ranks {
 		if i == g.me {
 			continue
 		}
-		descs[i] = make([]byte, 64)
+		descs[i] = make([]byte, shmDescMax)
 		if err := runtime.IrecvWith(c.req(n), c.s.comm, descs[i], peer, c.tag); err != nil {
 			return fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", w.Rank(), peer, err)
 		}
@@ -287,10 +326,23 @@ func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 		}
 		st, err := c.req(n).Wait(c.ctx)
 		n++
+		if errors.Is(err, runtime.ErrTruncated) { // a longer message of the same tag: another call's
+			return fmt.Errorf("%w: rank %d sent rank %d a message of %d bytes where rank %d, in %s (call #%d on this World's numbering), expected its scratch description: every rank must make its collective calls in the same order, with the same root and counts",
+				ErrMismatch, peer, w.Rank(), st.Count, w.Rank(), shmCallText(shmMeta(c, 0)), c.s.seq)
+		}
 		if err != nil {
 			return fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", w.Rank(), peer, err)
 		}
-		rm, err := substrate.Attach(w, peer, descs[i][:st.Count])
+		d := descs[i][:st.Count]
+		if len(d) < 8 || shmMetaCall(binary.LittleEndian.Uint64(d[len(d)-8:])) != shmMetaCall(shmMeta(c, 0)) {
+			theirs := "a call that sent " + strconv.Itoa(len(d)) + " bytes"
+			if len(d) >= 8 {
+				theirs = shmCallText(binary.LittleEndian.Uint64(d[len(d)-8:]) &^ shmMetaBytes)
+			}
+			return fmt.Errorf("%w: rank %d is in %s, rank %d in %s (call #%d on this World's numbering): every rank must make its collective calls in the same order, with the same root and counts",
+				ErrMismatch, peer, theirs, w.Rank(), shmCallText(shmMeta(c, 0)), c.s.seq)
+		}
+		rm, err := substrate.Attach(w, peer, d[:len(d)-8])
 		if err != nil {
 			return fmt.Errorf("rank %d mapping rank %d's scratch: %w", w.Rank(), peer, err)
 		}
@@ -339,6 +391,11 @@ func (g *shmGroup) closeRemotes() {
 // for its own call's count, on which the members agree.
 func (g *shmGroup) fail() {
 	if g != nil {
+		for _, r := range []*substrate.Region{g.region, g.old} {
+			if r != nil && len(r.Bytes()) > shmOffReset {
+				atomic.StoreUint64(word(r.Bytes(), shmOffReset), resetMark(g.callSeq)) // the peers set up again at their next call (peerReset)
+			}
+		}
 		g.broken, g.lazy = true, 0
 		g.chunk = 0
 		g.closeRemotes()
@@ -394,22 +451,56 @@ func (g *shmGroup) takeBig(c *call, v, free uint64) (int, error) {
 	return b, nil
 }
 
-// A call's first step carries a meta word: the call's byte count (low shmMetaCallShift
-// bits, plus shmFreshMeta under ScratchFresh) and the low bits of the call's number on
-// its World (c.tag). Steps are numbered by the group, not by call. A rank whose call
-// takes no step (a count of 0 returns at once) goes on to its next call, whose first step
-// then has the number the others' call is waiting for. With the byte count alone, a next
-// call of the same count (or the stale meta word of the step two before, under a Barrier,
-// which stores none otherwise) passed for the others' call, which then returned a result
-// mixed from two calls, as a success. The call number tells them apart.
+// A call's first step carries a meta word:
+//
+//	bits  0-35  the call's byte count (modulo 64 GiB)
+//	bit     36  shmFreshMeta: acquireBig's step under ScratchFresh
+//	bits 37-52  the low bits of the call's number on its World (c.tag, root included: rootTag)
+//	bits 53-59  the call's kind (shmKind)
+//	bits 60-63  the call's root plus 1, 15 for a root of 14 or more (0: no root)
+//
+// Steps are numbered by the group, not by call. A rank whose call takes no step (a count
+// of 0 returns at once) goes on to its next call, whose first step then has the number
+// the others' call is waiting for. With the byte count alone, a next call of the same
+// count (or the stale meta word of the step two before, under a Barrier, which stores
+// none otherwise) passed for the others' call, which then returned a result mixed from
+// two calls, as a success. The call number tells them apart; the kind tells a Bcast from
+// an Allreduce of as many bytes; kind and root name the other member's call in the error.
 const (
-	shmMetaCallShift = 40
-	shmMetaCallMask  = 1<<20 - 1
+	shmMetaBytes     = 1<<36 - 1
+	shmMetaCallShift = 37
+	shmMetaCallMask  = 1<<16 - 1
+	shmMetaKindShift = 53
+	shmMetaRootShift = 60
+	shmMetaRootMax   = 15
 )
 
-// shmMeta is the meta word of call c on vectors of bytes bytes.
+// shmMeta is the meta word of call c on vectors of bytes bytes (shmFreshMeta may be set).
 func shmMeta(c *call, bytes int) uint64 {
-	return uint64(c.tag&shmMetaCallMask)<<shmMetaCallShift | uint64(bytes)
+	root := uint64(0)
+	if c.root >= 0 {
+		root = uint64(min(c.root+1, shmMetaRootMax))
+	}
+	return root<<shmMetaRootShift | uint64(c.kind)<<shmMetaKindShift |
+		uint64(c.tag&shmMetaCallMask)<<shmMetaCallShift | uint64(bytes)&(shmMetaBytes|shmFreshMeta)
+}
+
+// shmMetaCall is the part of a meta word that names the call (not its byte count).
+func shmMetaCall(m uint64) uint64 { return m >> shmMetaCallShift }
+
+// shmCallText describes the call a meta word names, for mismatch errors.
+func shmCallText(m uint64) string {
+	t := shmKindName(uint8(m >> shmMetaKindShift & (1<<shmKindBits - 1)))
+	switch r := m >> shmMetaRootShift; {
+	case r == shmMetaRootMax:
+		t += " (root 14 or more)"
+	case r > 0:
+		t += fmt.Sprintf(" (root %d)", r-1)
+	}
+	if b := m & shmMetaBytes; b > 0 {
+		t += fmt.Sprintf(" of %d bytes", b)
+	}
+	return t
 }
 
 // setMeta records call c's meta word (byte count and call number) for step v (a call's
@@ -543,13 +634,12 @@ func (g *shmGroup) waitAll(c *call, v uint64, bytes int) error {
 func (g *shmGroup) checkMeta(c *call, i int, v uint64, bytes int) error {
 	got, want := atomic.LoadUint64(word(g.mem[i], flagOff(v)+shmFlagMeta)), shmMeta(c, bytes)
 	switch {
-	case got>>shmMetaCallShift != want>>shmMetaCallShift:
-		return fmt.Errorf("%w: rank %d is at another collective call than rank %d (do all ranks pass the same counts and root? a count of 0 returns without a step)",
-			ErrMismatch, g.ranks[i], g.ranks[g.me])
+	case shmMetaCall(got) != shmMetaCall(want):
+		return fmt.Errorf("%w: rank %d is in %s, rank %d in %s (call #%d on this World's numbering): every rank must make its collective calls in the same order, with the same root and counts (a count of 0 returns without a step)",
+			ErrMismatch, g.ranks[i], shmCallText(got), g.ranks[g.me], shmCallText(want), c.s.seq)
 	case got != want:
-		bytesOf := func(m uint64) uint64 { return m & (1<<shmMetaCallShift - 1) }
-		return shmCountErr{fmt.Errorf("%w: rank %d passed %d bytes, rank %d passed %d (do all ranks pass the same counts?)",
-			ErrMismatch, g.ranks[i], bytesOf(got), g.ranks[g.me], bytesOf(want))}
+		return shmCountErr{fmt.Errorf("%w: rank %d passed %d bytes to %s, rank %d passed %d (do all ranks pass the same counts?)",
+			ErrMismatch, g.ranks[i], got&shmMetaBytes, shmKindName(c.kind), g.ranks[g.me], want&shmMetaBytes)}
 	}
 	return nil
 }

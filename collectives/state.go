@@ -45,6 +45,7 @@ type state struct {
 	seq   uint32                // calls made on this World; guarded by busy
 	track *substrate.Track      // names the call under way in hang reports (nil for a sub-group)
 	sigs  [4]*substrate.CallSig // recent calls' signatures, never changed (Track.BeginSig); guarded by busy
+	kinds [4]uint8              // shmKind of each of sigs' calls
 	sigAt uint8                 // the entry of sigs that the next new signature replaces
 	cur   call                  // the call in progress (begin, or sub for a sub-group), passed by pointer
 
@@ -170,6 +171,8 @@ type call struct {
 	ctx  context.Context
 	name string
 	tag  int
+	kind uint8 // the call's kind as the shared-memory meta word carries it (shmKind)
+	root int   // the call's root, -1 for none
 }
 
 // begin starts the collective name on w. Every rank must pass the same count of elements (-1:
@@ -213,14 +216,15 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 		return nil, fmt.Errorf("collectives: %s: %w: another collective call is running on this World", name, ErrConcurrent)
 	}
 	s.seq++
-	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag)}
+	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag), root: -1}
 	if s.obs != nil {
 		s.ob = callObs{c: s.obs.BeginLocked(s.ln, callKind(name)), name: tracked}
 	}
 	if seq == 0 {
 		seq = s.track.Next()
 	}
-	sig := s.signature(tracked, count, typ, op, root)
+	sig, k := s.signature(tracked, count, typ, op, root)
+	s.cur.kind, s.cur.root = s.kinds[k], root
 	s.track.BeginSig(sig, seq)
 	if err := s.track.Check(ctx, seq, sig); err != nil {
 		return nil, s.cur.end(err)
@@ -233,18 +237,19 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 // that alternates a few calls (an Allreduce and a Barrier, say) allocates none in steady
 // state: an allocation per call costs a spinning rank far more than its own time (`go
 // test -run ZeroAllocs ./collectives` checks it, `bin/allreducebench` measures it).
-func (s *state) signature(name string, count int, typ, op string, root int) *substrate.CallSig {
-	for _, g := range s.sigs {
+func (s *state) signature(name string, count int, typ, op string, root int) (*substrate.CallSig, int) {
+	for i, g := range s.sigs {
 		if g != nil && g.Call == name && g.Count == count && g.Type == typ && g.Op == op && g.Root == root {
-			return g
+			return g, i
 		}
 	}
 	// A copy of op: keeping the caller's string would make escape analysis move every Op
 	// (its functions included) to the heap, at every call.
 	g := &substrate.CallSig{Call: name, Count: count, Type: typ, Op: strings.Clone(op), Root: root}
-	s.sigs[s.sigAt] = g
+	i := int(s.sigAt)
+	s.sigs[i], s.kinds[i] = g, shmKind(name)
 	s.sigAt = (s.sigAt + 1) % uint8(len(s.sigs))
-	return g
+	return g, i
 }
 
 // typeName names the element type T in call signatures: a constant for the predeclared
@@ -400,7 +405,7 @@ func clearCall(s *state) { s.cur = call{} }
 // sub returns the call on sub-group state s within c: same context, name and tag. It
 // lives in s.cur, which c's end clears.
 func (c *call) sub(s *state) *call {
-	s.cur = call{s: s, ctx: c.ctx, name: c.name, tag: c.tag}
+	s.cur = call{s: s, ctx: c.ctx, name: c.name, tag: c.tag, kind: c.kind, root: c.root}
 	return &s.cur
 }
 

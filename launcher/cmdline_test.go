@@ -2,6 +2,9 @@ package launcher
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -97,6 +100,36 @@ func TestParseArgsMPIRunHabits(t *testing.T) {
 		{"--bind is --gossip-addr", []string{"--join", "h:1", "--keyfile", "k", "--bind", "10.0.0.1:0", "p"}, func(o *Options) bool {
 			return o.GossipAddr == "10.0.0.1:0" && len(o.Notes) == 1 && strings.Contains(o.Notes[0], "former name of --gossip-addr")
 		}},
+		// mpirun's flags that golaunch takes with a note: the option they map to, and one note.
+		{"--display-map", []string{"--display-map", "p"}, func(o *Options) bool {
+			return o.ReportBindings && onlyNote(o, "--display-map is --report-bindings here")
+		}},
+		{"-display-map", []string{"-display-map", "p"}, func(o *Options) bool {
+			return o.ReportBindings && onlyNote(o, "--display-map is --report-bindings here")
+		}},
+		{"--display-map twice", []string{"--display-map", "-display-map", "p"}, func(o *Options) bool {
+			return o.ReportBindings && onlyNote(o, "--display-map")
+		}},
+		{"--display-map=false", []string{"--display-map=false", "p"}, func(o *Options) bool { return !o.ReportBindings && len(o.Notes) == 0 }},
+		{"--output-filename", []string{"--output-filename", "logs", "p"}, func(o *Options) bool {
+			return o.OutputDir == "logs" && onlyNote(o, "--output-filename logs is --output-dir logs here: each rank's stdout and stderr go to logs/rank.N.log")
+		}},
+		{"-output-filename", []string{"-output-filename", "logs", "p"}, func(o *Options) bool {
+			return o.OutputDir == "logs" && onlyNote(o, "--output-filename logs is --output-dir logs")
+		}},
+		{"--output-filename=", []string{"--output-filename=out/run1", "p"}, func(o *Options) bool { return o.OutputDir == "out/run1" && onlyNote(o, "") }},
+		{"-output-filename with modifiers", []string{"-output-filename", "logs:nojobid,nocopy", "p"}, func(o *Options) bool {
+			return o.OutputDir == "logs" && onlyNote(o, "--output-filename logs is")
+		}},
+		{"-output-filename with a colon", []string{"-output-filename", "a:b", "p"}, func(o *Options) bool { return o.OutputDir == "a:b" }},
+		{"--bind-to socket", []string{"--bind-to", "socket", "p"}, func(o *Options) bool {
+			return o.BindTo == BindCore && onlyNote(o, "--bind-to socket is --bind-to core here: golaunch does not know sockets")
+		}},
+		{"-bind-to socket", []string{"-bind-to", "socket", "p"}, func(o *Options) bool { return o.BindTo == BindCore && onlyNote(o, "--bind-to socket") }},
+		{"--bind-to=package", []string{"--bind-to=package", "p"}, func(o *Options) bool { return o.BindTo == BindCore && onlyNote(o, "--bind-to package") }},
+		{"all three", []string{"-display-map", "-output-filename", "d", "-bind-to", "socket", "p"}, func(o *Options) bool {
+			return o.ReportBindings && o.OutputDir == "d" && o.BindTo == BindCore && len(o.Notes) == 3
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,6 +142,41 @@ func TestParseArgsMPIRunHabits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLaunchMPIRunHabits runs a job with mpirun's -display-map, -output-filename DIR and
+// --bind-to socket: golaunch prints each note once, a binding line per rank (bound, as
+// under --bind-to core), and the ranks' output goes to DIR/rank.N.log.
+func TestLaunchMPIRunHabits(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs")
+	r := runGL(t, "", "-np", "2", "-display-map", "-output-filename", dir, "--bind-to", "socket", pmiprogBinPath(t), "env", "GOLAUNCH_RANK")
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, note := range []string{
+		"golaunch: note: --display-map is --report-bindings here",
+		"golaunch: note: --output-filename " + dir + " is --output-dir " + dir + " here",
+		"golaunch: note: --bind-to socket is --bind-to core here",
+	} {
+		if n := strings.Count(r.stderr, note); n != 1 {
+			t.Errorf("%d notes %q, want 1:\n%s", n, note, r.stderr)
+		}
+	}
+	for rank := range 2 {
+		l := lineWith(r.stderr, fmt.Sprintf("golaunch: rank %d (host %s, pid ", rank, hostName()))
+		if !strings.Contains(l, "): bound to CPUs ") {
+			t.Errorf("rank %d: no binding line:\n%s", rank, r.stderr)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rank.%d.log", rank)))
+		if want := fmt.Sprintf("env %d GOLAUNCH_RANK=%d\n", rank, rank); err != nil || string(b) != want {
+			t.Errorf("rank %d file: %q, %v; want %q", rank, b, err, want)
+		}
+	}
+}
+
+// onlyNote reports whether o has one note and it holds want.
+func onlyNote(o *Options, want string) bool {
+	return len(o.Notes) == 1 && strings.Contains(o.Notes[0], want)
 }
 
 // TestParseArgsSentences checks that every mistake gets a sentence of golaunch's: no
@@ -150,7 +218,10 @@ func TestParseArgsSentences(t *testing.T) {
 		{[]string{"--gossip-addr", "h:0", "p"}, "only make sense with --join"},
 		// mpirun, mpiexec and srun flags golaunch spells otherwise or does not have.
 		{[]string{"-wdir", "/tmp", "p"}, "-wdir: not supported: ranks run in golaunch's working directory"},
-		{[]string{"--output-filename", "d", "p"}, "--output-filename: golaunch spells it --output-dir DIR"},
+		{[]string{"--output-filename", "d", "--output-dir", "e", "p"}, "--output-filename is mpirun's spelling of --output-dir: give one"},
+		{[]string{"-output-filename", "", "p"}, `--output-filename "": want a folder, such as --output-filename logs`},
+		{[]string{"--output-filename"}, "--output-filename needs a value"},
+		{[]string{"--bind-to", "numa", "p"}, `--bind-to "numa": want auto, core or none`},
 		{[]string{"-genv", "A", "1", "p"}, "-genv: golaunch spells it -x NAME=VALUE"},
 		{[]string{"-env", "A", "1", "p"}, "-env: golaunch spells it -x NAME=VALUE"},
 		{[]string{"--mca", "btl", "self", "p"}, "--mca: not supported: golaunch has no MCA parameters"},

@@ -142,6 +142,8 @@ type rawFlags struct {
 	allowRoot                             bool
 	profile, trace                        string // --profile, --trace
 	summary                               bool   // --summary
+	displayMap                            bool   // mpirun's --display-map
+	outputFilename                        string // mpirun's --output-filename
 	errs                                  valueErr
 }
 
@@ -190,6 +192,7 @@ func jobFlags(o *Options) (*pflag.FlagSet, *rawFlags) {
 	hidden("bind")
 	fs.BoolVar(&r.allowRoot, "allow-run-as-root", false, "mpirun's --allow-run-as-root: golaunch runs as root without it")
 	hidden("allow-run-as-root")
+	mpirunFlags(fs, r)
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "log membership and protocol events to stderr")
 	fs.BoolVar(&o.Version, "version", false, "print the version and exit")
 	fs.BoolVarP(&o.Help, "help", "h", false, "print this help and exit")
@@ -241,6 +244,9 @@ func ParseArgs(args []string, getenv func(string) (string, bool)) (*Options, err
 	case "auto", "shm", "tcp":
 	default:
 		return nil, usagef("--transport %q: want auto, shm or tcp", o.Transport)
+	}
+	if err := o.mpirunHabits(fs, raw); err != nil {
+		return nil, err
 	}
 	if err := checkBindTo(o.BindTo); err != nil {
 		return nil, usagef("%v", err)

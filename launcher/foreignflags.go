@@ -1,10 +1,19 @@
 package launcher
 
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
 // foreignFlags answers the flags of mpirun (Open MPI), mpiexec (MPICH's Hydra) and srun
 // that golaunch does not take, by name without dashes: what golaunch calls the same
 // thing, or why it has none. The flags golaunch takes under their mpirun spellings
 // (-np, -hostfile, -machinefile, -f, -ppn, -npernode, --oversubscribe, --map-by,
-// --report-bindings, -bind-to, -host, -hosts) are flags of its own, not entries here.
+// --report-bindings, -bind-to, -host, -hosts) are flags of its own, and those it takes
+// with a note (--display-map, --output-filename, --bind-to socket) are mpirunFlags; none
+// is an entry here.
 var foreignFlags = map[string]string{
 	// Hosts and placement.
 	"w":                  "golaunch spells it -H host1,host2 (srun's --nodelist)",
@@ -21,7 +30,6 @@ var foreignFlags = map[string]string{
 	"nolocal":            "not supported: list the hosts to use with -H or --hostfile",
 	"nooversubscribe":    "golaunch never oversubscribes unless given --oversubscribe",
 	"default-hostfile":   "golaunch spells it --hostfile FILE",
-	"display-map":        "golaunch spells it --report-bindings",
 	"display-allocation": "golaunch spells it --report-bindings",
 	"cpus-per-proc":      "not supported: --bind-to core gives each rank its share of the host's processors",
 	"cpus-per-rank":      "not supported: --bind-to core gives each rank its share of the host's processors",
@@ -72,7 +80,6 @@ var foreignFlags = map[string]string{
 	"l":                      "golaunch spells it --tag-output (on by default with more than one rank)",
 	"label":                  "golaunch spells it --tag-output (on by default with more than one rank)",
 	"prepend-rank":           "golaunch spells it --tag-output (on by default with more than one rank)",
-	"output-filename":        "golaunch spells it --output-dir DIR (DIR/rank.N.log per rank)",
 	"outfile-pattern":        "golaunch spells it --output-dir DIR (DIR/rank.N.log per rank)",
 	"errfile-pattern":        "golaunch spells it --output-dir DIR (DIR/rank.N.log per rank)",
 	"output":                 "golaunch spells it --output-dir DIR (DIR/rank.N.log per rank)",
@@ -101,4 +108,55 @@ var foreignFlags = map[string]string{
 	"report-state-on-timeout": "golaunch prints a hang report at --timeout by itself (add --stacks for goroutine stacks)",
 	"debug":                   "not supported: see --hang-report and --stacks",
 	"info":                    "golaunch spells it --version",
+}
+
+// mpirunFlags declares, hidden, the mpirun flags that golaunch takes with a note
+// (mpirunHabits): a script written for mpirun runs on.
+func mpirunFlags(fs *pflag.FlagSet, r *rawFlags) {
+	fs.BoolVar(&r.displayMap, "display-map", false, "mpirun's --display-map: --report-bindings")
+	fs.StringVar(&r.outputFilename, "output-filename", "", "mpirun's --output-filename `dir`: --output-dir")
+	fs.MarkHidden("display-map")
+	fs.MarkHidden("output-filename")
+}
+
+// mpirunHabits maps mpirun's --display-map, --output-filename DIR and --bind-to socket
+// (or package) onto what golaunch does, with one note each.
+func (o *Options) mpirunHabits(fs *pflag.FlagSet, raw *rawFlags) error {
+	if raw.displayMap {
+		o.ReportBindings = true
+		o.Notes = append(o.Notes, "--display-map is --report-bindings here: a line per rank on stderr with its host, pid and processors")
+	}
+	if fs.Changed("output-filename") {
+		if fs.Changed("output-dir") {
+			return usagef("--output-filename is mpirun's spelling of --output-dir: give one")
+		}
+		dir := outputFilenameDir(raw.outputFilename)
+		if dir == "" {
+			return usagef("--output-filename %q: want a folder, such as --output-filename logs (golaunch writes logs/rank.N.log)", raw.outputFilename)
+		}
+		o.OutputDir = dir
+		o.Notes = append(o.Notes, fmt.Sprintf("--output-filename %s is --output-dir %s here: each rank's stdout and stderr go to %s/rank.N.log, not to the terminal (mpirun writes %s/JOBID/rank.N/stdout and stderr)", dir, dir, dir, dir))
+	}
+	switch b := strings.ToLower(o.BindTo); b {
+	case "socket", "package":
+		o.BindTo = BindCore
+		o.Notes = append(o.Notes, fmt.Sprintf("--bind-to %s is --bind-to core here: golaunch does not know sockets; each rank gets its own block of the host's processors, which may span sockets (--bind-to none leaves ranks unbound)", b))
+	}
+	return nil
+}
+
+// outputFilenameDir is the folder of mpirun's --output-filename DIR[:nojobid,nocopy]:
+// golaunch has neither a job folder nor a copy to the terminal, so the modifiers go.
+func outputFilenameDir(v string) string {
+	i := strings.LastIndexByte(v, ':')
+	if i < 0 {
+		return v
+	}
+	dir, mods := v[:i], v[i+1:]
+	for _, m := range strings.Split(mods, ",") {
+		if m != "nojobid" && m != "nocopy" {
+			return v // a colon of the folder's name
+		}
+	}
+	return dir
 }

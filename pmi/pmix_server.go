@@ -67,6 +67,7 @@ type PMIxServer struct {
 	jobData []byte        // the answer to a job-data request, built at the first
 	uid     atomic.Uint32 // the user whose processes may connect
 	ln      net.Listener
+	peers   *peerTable // the owners of the connections' peer sockets
 	stop    context.CancelFunc
 	ctx     context.Context
 	wg      sync.WaitGroup
@@ -89,6 +90,7 @@ func ListenPMIx(h Handler, job PMIxJob) (*PMIxServer, error) {
 		return nil, fmt.Errorf("pmi: PMIx server: listen on the loopback address: %w", err)
 	}
 	s := &PMIxServer{h: h, job: job, ln: ln, conns: map[*pxConn]struct{}{}}
+	s.peers = newPeerTable(ln.Addr().(*net.TCPAddr))
 	s.uid.Store(uint32(os.Getuid()))
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.wg.Add(1)
@@ -158,6 +160,7 @@ func (s *PMIxServer) Close() error {
 	s.mu.Unlock()
 	s.stop()
 	s.wg.Wait()
+	s.peers.close()
 	s.mu.Lock()
 	cls := s.cleanup
 	s.mu.Unlock()
@@ -199,14 +202,16 @@ type pxFence struct {
 // pmixDataKey is the Handler key under which a rank's committed data travels.
 const pmixDataKey = "pmix-data"
 
+// add runs on the accept goroutine: one sock_diag query for the peer's socket, then the
+// connection's own goroutine.
 func (s *PMIxServer) add(c net.Conn, release func()) {
 	// Another user's process is closed at once, before it can hold a pending slot. The
 	// owner found here is the one the connect's credential must name.
-	owner, err := tcpPeerUID(c)
-	if err != nil || owner != s.uid.Load() {
+	peer, err := s.peers.lookup(c)
+	if err != nil || peer.uid != s.uid.Load() {
 		release()
 		c.Close()
-		why := fmt.Sprintf("a process of uid %d; the job's uid is %d", owner, s.uid.Load())
+		why := fmt.Sprintf("a process of uid %d; the job's uid is %d", peer.uid, s.uid.Load())
 		if err != nil {
 			why = "the peer's user is unknown: " + err.Error()
 		}
@@ -232,7 +237,7 @@ func (s *PMIxServer) add(c net.Conn, release func()) {
 			s.mu.Unlock()
 			c.Close()
 		}()
-		ok := s.connect(pc, owner)
+		ok := s.connect(pc, peer)
 		release()
 		if ok {
 			s.serve(pc)
@@ -243,14 +248,20 @@ func (s *PMIxServer) add(c net.Conn, release func()) {
 // report passes a protocol error to a ProtocolHandler: a rank's ends its job, a
 // stranger's (rank -1) is only logged.
 func (s *PMIxServer) report(rank int, cmd string, err error) {
+	s.reportPid(rank, 0, cmd, err)
+}
+
+// reportPid is report with the peer's process: with rank -1, the Handler finds the rank,
+// if any, whose process pid is.
+func (s *PMIxServer) reportPid(rank, pid int, cmd string, err error) {
 	if ph, ok := s.h.(ProtocolHandler); ok {
-		ph.ProtocolError(&ProtocolError{Rank: rank, Cmd: cmd, Err: err, Wire: "PMIx"})
+		ph.ProtocolError(&ProtocolError{Rank: rank, Pid: pid, Cmd: cmd, Err: err, Wire: "PMIx"})
 	}
 }
 
 // connect reads and checks a new connection's connect message, admits its rank through
 // the Handler and answers. It reports false when the connection is refused.
-func (s *PMIxServer) connect(pc *pxConn, owner uint32) bool {
+func (s *PMIxServer) connect(pc *pxConn, peer peerSock) bool {
 	pc.c.SetDeadline(time.Now().Add(pmixConnectTimeout))
 	defer pc.c.SetDeadline(time.Time{})
 	var hdr [pmixHdrLen]byte
@@ -280,29 +291,24 @@ func (s *PMIxServer) connect(pc *pxConn, owner uint32) bool {
 		pc.c.Write(pmixAck(st, 0))
 		return false
 	}
-	// The credential must name owner, the kernel's owner of the peer's socket. A stranger
-	// is refused and only logged.
+	// The credential must name the kernel's owner of the peer's socket. A stranger is
+	// refused and only logged.
+	owner := peer.uid
 	switch {
 	case cm.sec != pmixSecNative:
-		return refuse(pmixErrNoPerm, -1, fmt.Errorf("%w: connect: credential of module %q; golaunch's PMIx server takes %q (PMIX_SECURITY_MODE)", ErrProtocol, cm.sec, pmixSecNative))
+		return refuse(pmixErrNoPerm, -1, fmt.Errorf("%w: credential of module %q; golaunch's PMIx server takes %q (PMIX_SECURITY_MODE)", ErrProtocol, cm.sec, pmixSecNative))
 	case cm.uid != owner:
-		return refuse(pmixErrNoPerm, -1, fmt.Errorf("%w: connect: a process of uid %d with a credential of uid %d; the job's uid is %d", ErrProtocol, owner, cm.uid, s.uid.Load()))
+		return refuse(pmixErrNoPerm, -1, fmt.Errorf("%w: a process of uid %d with a credential of uid %d; the job's uid is %d", ErrProtocol, owner, cm.uid, s.uid.Load()))
 	case cm.typ != 0:
 		return refuse(pmixErrNotSupported, -1, fmt.Errorf("%w: connect of type %d (a tool or launcher); golaunch's PMIx server takes only the ranks it started (type 0)", ErrProtocol, cm.typ))
 	case cm.nspace != s.job.Nspace:
-		return refuse(pmixErrInvalidNS, -1, fmt.Errorf("%w: connect: namespace %q is not this job's %q", ErrProtocol, Truncate(cm.nspace), s.job.Nspace))
+		return refuse(pmixErrInvalidNS, -1, fmt.Errorf("%w: namespace %q is not this job's %q", ErrProtocol, Truncate(cm.nspace), s.job.Nspace))
 	case int64(cm.rank) >= int64(len(s.job.NodeOf)):
-		return refuse(pmixErrBadParam, -1, fmt.Errorf("%w: connect: rank %d of a %d-rank job", ErrProtocol, cm.rank, len(s.job.NodeOf)))
+		return refuse(pmixErrBadParam, -1, fmt.Errorf("%w: rank %d of a %d-rank job", ErrProtocol, cm.rank, len(s.job.NodeOf)))
 	}
 	rank := int(cm.rank)
-	switch {
-	case !pmixBfropsOK(cm.bfrops):
-		return refuse(pmixErrNotSupported, rank, fmt.Errorf("%w: connect: the rank's PMIx is version %s (buffer encoding %q); golaunch's PMIx server speaks the wire of PMIx 4.1 and later (buffer encodings v41, v51, v61)",
-			ErrProtocol, Truncate(cm.version), Truncate(cm.bfrops)))
-	case cm.bufType != pmixBufNonDesc:
-		return refuse(pmixErrNotSupported, rank, fmt.Errorf("%w: connect: buffer type %d; golaunch's PMIx server speaks non-described buffers (PMIX_BFROP_BUFFER_TYPE=PMIX_BFROP_BUFFER_NON_DESC)", ErrProtocol, cm.bufType))
-	case !hasWord(cm.gds, pmixGDS):
-		return refuse(pmixErrNotSupported, rank, fmt.Errorf("%w: connect: data store %q; golaunch's PMIx server offers %q (PMIX_GDS_MODULE)", ErrProtocol, Truncate(cm.gds), pmixGDS))
+	if why := pmixWireMismatch(cm); why != "" {
+		return s.refuseWire(pc, rank, peer, why)
 	}
 	if _, err := s.h.Init(s.ctx, rank, s.job.JobID); err != nil {
 		return refuse(pmixErrNoPerm, -1, fmt.Errorf("%w: connect as rank %d: %v", ErrProtocol, rank, err))
@@ -316,6 +322,39 @@ func (s *PMIxServer) connect(pc *pxConn, owner uint32) bool {
 		return false
 	}
 	return true
+}
+
+// pmixWireMismatch says why the server cannot speak a connect's wire: its PMIx version,
+// buffer type or data store. It is "" when the server can.
+func pmixWireMismatch(cm pmixConnect) string {
+	switch {
+	case !pmixBfropsOK(cm.bfrops):
+		return fmt.Sprintf("PMIx is version %s (buffer encoding %q); golaunch's PMIx server speaks the wire of PMIx 4.1 and later (buffer encodings v41, v51, v61)",
+			Truncate(cm.version), Truncate(cm.bfrops))
+	case cm.bufType != pmixBufNonDesc:
+		return fmt.Sprintf("PMIx uses buffer type %d; golaunch's PMIx server speaks non-described buffers (PMIX_BFROP_BUFFER_TYPE=PMIX_BFROP_BUFFER_NON_DESC)", cm.bufType)
+	case !hasWord(cm.gds, pmixGDS):
+		return fmt.Sprintf("PMIx offers the data stores %q; golaunch's PMIx server offers %q (PMIX_GDS_MODULE)", Truncate(cm.gds), pmixGDS)
+	}
+	return ""
+}
+
+// refuseWire refuses a connect as rank whose wire the server cannot speak. The error is
+// a rank's only when the peer's socket is held by a child of this process, the agent
+// that started the ranks: it goes with that child's pid and rank -1, so that the Handler
+// blames the rank whose process that is, if any. A process that holds the socket and is
+// no child, such as a program that a rank runs with the rank's PMIX_* variables, has pid
+// 0: no rank's.
+func (s *PMIxServer) refuseWire(pc *pxConn, rank int, peer peerSock, why string) bool {
+	pid := socketHolder(peer.inode)
+	err := fmt.Errorf("%w: the rank's %s", ErrProtocol, why)
+	if pid == 0 {
+		err = fmt.Errorf("%w: a process that this agent did not start connects as rank %d (a program that a rank runs inherits the rank's PMIX_* variables: unset them in its environment); its %s",
+			ErrProtocol, rank, why)
+	}
+	s.reportPid(-1, pid, "connect", err)
+	pc.c.Write(pmixAck(pmixErrNotSupported, 0))
+	return false
 }
 
 // serve reads a connected rank's requests until its connection ends. Fences run in

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -340,20 +341,22 @@ func TestPMIxServerStrangers(t *testing.T) {
 }
 
 // A rank whose PMIx speaks another wire is refused with PMIX_ERR_NOT_SUPPORTED, and the
-// error, reported as that rank's, names its version.
+// error names its version. It goes with the pid of the rank's process, a child of this
+// process, and rank -1: the Handler blames the rank whose process that is.
 func TestPMIxServerRefusesOtherVersions(t *testing.T) {
 	for _, v := range []struct{ version, bfrops string }{{"3.2.3", "v3"}, {"4.0.2", "v4"}, {"2.1.4", "v21"}} {
 		h := newJob(2)
 		s := listenPMIx(t, h, pmixJobOf(2))
-		st, err := ackOf(t, dialPMIx(t, s), rawConnect("golaunch.job1", 1, uint32(os.Getuid()), v.version, v.bfrops))
-		if err != nil || st != pmixErrNotSupported {
-			t.Errorf("PMIx %s: status %d, %v; want %d", v.version, st, err, pmixErrNotSupported)
+		msg := rawConnect("golaunch.job1", 1, uint32(os.Getuid()), v.version, v.bfrops)
+		cmd, out := startPeer(t, s, os.Args[0], "connect", nil, envPeerMsg+"="+hex.EncodeToString(msg))
+		if want := fmt.Sprintf("status %d", pmixErrNotSupported); !out.Scan() || out.Text() != want {
+			t.Errorf("PMIx %s: the rank says %q, %v; want %q", v.version, out.Text(), out.Err(), want)
 			continue
 		}
 		errs := h.protocolErrors()
-		if len(errs) != 1 || errs[0].Rank != 1 || !strings.Contains(errs[0].Error(), "version "+v.version) ||
-			!strings.Contains(errs[0].Error(), "PMIx protocol error in connect") {
-			t.Errorf("PMIx %s: reported %v", v.version, errs)
+		want := "PMIx protocol error in connect: the rank's PMIx is version " + v.version
+		if len(errs) != 1 || errs[0].Rank != -1 || errs[0].Pid != cmd.Process.Pid || !strings.Contains(errs[0].Error(), want) {
+			t.Errorf("PMIx %s: reported %v; want pid %d and %q", v.version, errs, cmd.Process.Pid, want)
 		}
 	}
 	for _, v := range []struct{ version, bfrops string }{{"4.2.2rc2", "v41"}, {"5.1.0", "v51"}, {"6.1.0", "v61"}} {

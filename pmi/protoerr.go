@@ -15,8 +15,14 @@ import (
 // field out of its bounds. The server answers it with rc=-1 and passes the first one of
 // each connection to a Handler that is a ProtocolHandler.
 type ProtocolError struct {
-	Rank int    // the connection's rank; -1 on the socket before gorma-init
-	Pid  int    // the peer's process on the socket (SO_PEERCRED); 0 on a handed connection
+	// Rank is the connection's rank. It is -1 on the socket before gorma-init, and for a
+	// PMIx connect that is refused: the Handler then finds the rank, if any, by Pid.
+	Rank int
+	// Pid is the peer's process: SO_PEERCRED on a Unix socket; on a PMIx connection, the
+	// child of this process that holds the peer's socket. It is 0 when unknown: on a
+	// handed connection, or a PMIx peer that is no child of this process.
+	Pid int
+
 	Cmd  string // the request's command; "" for a line without cmd=NAME
 	Err  error  // the reason; errors.Is(Err, ErrProtocol)
 	Wire string // "PMIx" for the PMIx server; "" for PMI-1 and gorma's own wire
@@ -45,8 +51,10 @@ func (e *ProtocolError) Error() string {
 func (e *ProtocolError) Unwrap() error { return e.Err }
 
 // ProtocolHandler is implemented by a Handler that acts on protocol errors (golaunch's
-// agent ends the job). The server calls it from the connection's dispatcher goroutine,
-// before it writes the answer. A Handler without it leaves the rank to read the answer.
+// agent ends the job). An error with rank -1 is a rank's only when Pid is that rank's
+// process; any other is a stranger's, which must not touch the job. The server calls it
+// from the connection's dispatcher goroutine, before it writes the answer. A Handler
+// without it leaves the rank to read the answer.
 type ProtocolHandler interface {
 	ProtocolError(e *ProtocolError)
 }

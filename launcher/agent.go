@@ -236,7 +236,8 @@ type agentJob struct {
 	reaped     int // ranks of procs whose exit waitRank has taken
 	connected  map[int]bool
 	finalized  map[int]bool
-	failed     map[int]bool // ranks the submitter reported failed (--ft: fProcFailed)
+	failed     map[int]bool   // ranks the submitter reported failed (--ft: fProcFailed)
+	obsLost    map[int]string // what ranks could not write of their observation (keyObserveLost)
 	aborting   bool
 	sent       map[int]bool // signals this agent sent to its ranks' groups
 	abortCause string
@@ -315,6 +316,9 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 		failed: make(map[int]bool),
 		stdinQ: make(chan []byte, stdinWindow+1)}
 	if err := j.resolvePrograms(); err != nil {
+		return nil, err
+	}
+	if err := j.checkObserve(); err != nil {
 		return nil, err
 	}
 	var err error
@@ -485,7 +489,7 @@ func (j *agentJob) waitRank(p *rankProc) {
 	j.reaped++
 	m := exitMsg{Rank: p.rank, Pid: p.pid, Code: code, Signal: sig,
 		Finalized: j.finalized[p.rank], Connected: j.connected[p.rank], OwnSignal: sig != 0 && j.sent[sig],
-		Early: !j.aborting}
+		Early: !j.aborting, ObsLost: j.obsLost[p.rank]}
 	j.mu.Unlock()
 	if code == 2 || sig == int(syscall.SIGABRT) {
 		m.Panic = p.panics.first() // the Go runtime's exit after a panic, or its crash with GOTRACEBACK=crash

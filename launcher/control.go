@@ -453,6 +453,9 @@ type exitMsg struct {
 	// PeerFailed: its stderr named another rank's failure in the runtime's words ("rank 1
 	// on host vm is gone: ..."), before any panic: its end is a consequence of that failure.
 	PeerFailed bool `json:",omitempty"`
+	// ObsLost is what it could not write of its observation (--profile, --trace), in its
+	// own words (keyObserveLost).
+	ObsLost string `json:",omitempty"`
 }
 
 type abortMsg struct {

@@ -53,9 +53,10 @@ type submitter struct {
 	ended     int // ranks ended (or lost with their agent)
 	pmiJob    bool
 	fail      *failure
-	failAt    time.Time // when fail was first set
-	failed    []int     // --ft: the ranks whose failure the job went on after, in order
-	firstFail *failure  // --ft: the first of those, whose code is the job's if no rank survives
+	failAt    time.Time  // when fail was first set
+	failed    []int      // --ft: the ranks whose failure the job went on after, in order
+	firstFail *failure   // --ft: the first of those, whose code is the job's if no rank survives
+	obsLost   []lostRank // what ranks could not write of their observation (observe.go)
 	interrupt int
 	round     map[int]map[string][]byte // multi-host fence: puts of the ranks fenced this round
 	deadline  <-chan time.Time          // after an abort: stop waiting for exit reports
@@ -305,6 +306,9 @@ func (s *submitter) rankEnded(l *agentLink, m *exitMsg) {
 	}
 	s.ended++
 	s.out.flushRank(m.Rank)
+	if m.ObsLost != "" {
+		s.obsLost = append(s.obsLost, lostRank{rank: m.Rank, what: m.ObsLost})
+	}
 	f := rankFailure(m, l.host, s.pmiJob)
 	if f != nil && s.interrupt > 0 && m.OwnSignal && m.Signal == int(syscall.SIGINT) {
 		// The user's Ctrl-C, which golaunch forwarded: the job was interrupted, no rank failed.
@@ -669,6 +673,10 @@ wait:
 	if len(s.failed) > 0 {
 		fmt.Fprintln(s.stderr, s.ftSummary())
 	}
+	lost := lostLine(s.obsLost)
+	if lost != "" {
+		fmt.Fprintln(s.stderr, lost)
+	}
 	if s.fail != nil {
 		fmt.Fprintln(s.stderr, s.fail.summary())
 		return s.fail.code
@@ -679,6 +687,9 @@ wait:
 	if err != nil {
 		fmt.Fprintf(s.stderr, "golaunch: writing rank output: %v\n", err)
 		return ExitFailure
+	}
+	if lost != "" {
+		return ExitFailure // the job ran, but what --profile or --trace asked for is not all there
 	}
 	return ExitOK
 }

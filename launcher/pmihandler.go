@@ -61,9 +61,13 @@ func (h *pmiHandler) Init(ctx context.Context, rank int, job string) (pmi.Info, 
 }
 
 // Fence publishes rank's puts and waits for the job-wide round. A spawned rank's first
-// fence is its group's instead (growagent.go).
+// fence is its group's instead (growagent.go). A put under keyObserveLost goes into the
+// rank's exit report too.
 func (h *pmiHandler) Fence(ctx context.Context, rank int, puts map[string][]byte) error {
 	j := h.job()
+	if v, ok := puts[keyObserveLost]; ok {
+		j.noteObsLost(rank, v)
+	}
 	if handled, err := j.groupFence(ctx, rank, puts); handled {
 		return err
 	}

@@ -34,7 +34,8 @@ const (
 
 // ctlCtx is the engine's control context (free marks). Split's blocks lie below
 // splitTop, so no World ever has it, nor the contexts just below it: ULFM's messages'
-// (ftCtx) and the spawn leaders' swap (spawnCtx).
+// (ftCtx), the spawn leaders' swap (spawnCtx) and observation's gather at Finalize
+// (obsCtx).
 const ctlCtx = 1<<16 - 1
 
 // ctxAlloc is a rank's bookkeeping of communication contexts: which are handed out,

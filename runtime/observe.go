@@ -29,8 +29,8 @@ import (
 
 // The environment variables of observation, read by Init (docs/api.md's knobs table).
 const (
-	envProfile     = "GORMA_PROFILE"      // a folder: prof.<rank>.prof, prof.<rank>.json; rank 0 adds the job's files
-	envTrace       = "GORMA_TRACE"        // a file: rank 0 writes the job's timeline there (Chrome trace-event JSON)
+	envProfile     = "GORMA_PROFILE"      // a folder: prof.<rank>.prof, prof.<rank>.json; the gatherer adds the job's files
+	envTrace       = "GORMA_TRACE"        // a file: the gatherer writes the job's timeline there (Chrome trace-event JSON)
 	envSummary     = "GORMA_SUMMARY"      // 1: rank 0 prints the profile's summary to stderr at Finalize
 	envTraceEvents = "GORMA_TRACE_EVENTS" // the events each rank's flight recorder keeps
 )

@@ -18,16 +18,14 @@ import (
 
 // The outputs of observation. At Init, when the timeline is on, rank 0 measures every
 // rank's clock against its own (align). At Finalize (finish), every rank writes its own
-// profile files, then sends its profile and its flight recorder's dump to rank 0, which
-// writes the job's files: the profile's JSON, summary and heat map, and the merged
-// timeline. Gathering over the job's own connections needs no shared file system and
-// works under every launcher.
+// profile files, then hands its profile and its flight recorder's dump to the gatherer:
+// rank 0, or under GORMA_FT the lowest rank that has not failed (observe_gather.go). The
+// gatherer writes the job's files: the profile's JSON, summary and heat map, and the
+// merged timeline, each naming the ranks that failed. Gathering over the job's own
+// connections needs no shared file system and works under every launcher.
 
-// Tags of observation's messages on Init's World's internal context.
-const (
-	alignTag  = MaxTag - 20 // align's rounds
-	gatherTag = MaxTag - 21 // finish's lengths and documents
-)
+// alignTag is the tag of align's rounds on Init's World's internal context.
+const alignTag = MaxTag - 20
 
 // alignRounds is how many round trips align makes to each rank; the shortest counts.
 const alignRounds = 32
@@ -100,15 +98,23 @@ func hostLeaders(w *World) []int {
 	return leaders
 }
 
-// finish writes this rank's outputs and gathers the job's at rank 0 of w, Init's World.
-// A failure to write is reported on standard error, naming the rank and the path: it
-// does not fail Finalize.
+// finish writes this rank's outputs and hands its documents to the gatherer
+// (observe_gather.go), which writes the job's files. A spawned rank writes its own
+// outputs only. What this rank fails to write is reported on standard error, naming the
+// rank and the path, and to golaunch (reportLost): it does not fail Finalize.
 func (o *observer) finish(ctx context.Context, w *World) {
 	if o.Obs == nil {
 		return
 	}
 	e := w.e
 	cfg := &e.cfg
+	var lost []string
+	loss := func(err error) {
+		if err != nil {
+			o.warn(e.rank, err)
+			lost = append(lost, err.Error())
+		}
+	}
 	var profDoc, dump []byte
 	if o.Prof != nil {
 		e.mu.Lock()
@@ -118,7 +124,7 @@ func (o *observer) finish(ctx context.Context, w *World) {
 		o.Prof.Snapshot().WriteJSON(&b)
 		profDoc = b.Bytes()
 		if cfg.profDir != "" {
-			o.warn(e.rank, writeRankProfile(cfg.profDir, e.rank, o.Prof, profDoc))
+			loss(writeRankProfile(cfg.profDir, e.rank, o.Prof, profDoc))
 		}
 	}
 	if o.Rec != nil {
@@ -129,23 +135,44 @@ func (o *observer) finish(ctx context.Context, w *World) {
 		os.Remove(trace.DumpPath(cfg.traceFile, e.rank)) // a hang report's, now out of date
 		var err error
 		if dump, err = trace.AppendDump(nil, o.Rec.Snapshot()); err != nil {
-			o.warn(e.rank, fmt.Errorf("timeline: %w", err))
+			loss(fmt.Errorf("its timeline: %w", err))
 		}
 	}
-	if e.rank != 0 {
-		o.warn(e.rank, sendDocs(ctx, w, profDoc, dump))
+	if e.spawn.group.Count > 0 {
+		// A spawned rank: the job's files are those of the ranks the job started with.
+		o.reportLost(ctx, e, lost)
 		return
 	}
-	profs, dumps, missing := gatherDocs(ctx, w, profDoc, dump)
-	if len(missing) > 0 {
-		o.warn(0, fmt.Errorf("no profile or timeline from ranks %v: they failed before Finalize", missing))
+	g, err := o.handIn(ctx, w, profDoc, dump)
+	loss(err)
+	if g != nil {
+		loss(o.writeGathered(cfg, w, g))
+	}
+	o.reportLost(ctx, e, lost)
+}
+
+// writeGathered writes the job's files from the gathered documents, and reports the
+// ranks whose documents did not come.
+func (o *observer) writeGathered(cfg *config, w *World, g *gathered) error {
+	e := w.e
+	if len(g.failed) > 0 {
+		o.warn(e.rank, fmt.Errorf("no profile or timeline from ranks %v: they failed before Finalize", g.failed))
+	}
+	var errs []error
+	if len(g.missing) > 0 {
+		errs = append(errs, fmt.Errorf("the profiles and timelines of ranks %v: %s", g.missing, g.why))
 	}
 	if o.Prof != nil {
-		o.warn(0, writeJob(cfg, profs))
+		errs = append(errs, writeJob(cfg, g.profs, g.failed))
 	}
 	if o.Rec != nil {
-		o.warn(0, writeTimeline(cfg.traceFile, dumps, o.offsets, o.leaders))
+		offsets, leaders := o.offsets, o.leaders
+		if w.Rank() != 0 {
+			offsets, leaders = nil, nil // align measured at rank 0 only
+		}
+		errs = append(errs, writeTimeline(cfg.traceFile, g.dumps, offsets, leaders, trace.Job{Size: w.Size(), Failed: g.failed}))
 	}
+	return errors.Join(errs...)
 }
 
 // warn reports err, if any, on standard error.
@@ -158,83 +185,59 @@ func (o *observer) warn(rank int, err error) {
 	}
 }
 
+// keyObserveLost is the PMI key under which a rank tells golaunch's agent what of its
+// observation it could not write (launcher/observe.go reads it). It travels with the
+// puts of Finalize's fence.
+const keyObserveLost = "gorma-observe-lost"
+
+// maxLost bounds the text of keyObserveLost.
+const maxLost = 1 << 10
+
+// reportLost tells golaunch's agent what this rank could not write, so that golaunch
+// exits non-zero and names it. A foreign process manager is not told: the lines on
+// standard error say it.
+func (o *observer) reportLost(ctx context.Context, e *engine, lost []string) {
+	if len(lost) == 0 || e.pm == nil {
+		return
+	}
+	if _, golaunch := e.pm.(eventSource); !golaunch {
+		return
+	}
+	v := strings.ReplaceAll(strings.Join(lost, "; "), "\n", "; ")
+	if len(v) > maxLost {
+		v = v[:maxLost-3] + "..."
+	}
+	if err := e.pm.Put(ctx, keyObserveLost, []byte(v)); err != nil {
+		o.warn(e.rank, fmt.Errorf("telling golaunch what was lost: %w", err))
+	}
+}
+
 // writeRankProfile writes prof.<rank>.prof and prof.<rank>.json into dir.
 func writeRankProfile(dir string, rank int, c *prof.Counters, doc []byte) error {
+	lost := func(err error) error {
+		return fmt.Errorf("its profile (prof.%d.prof, prof.%d.json in %s): %w", rank, rank, dir, err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("GORMA_PROFILE=%s: %w (name a folder this rank may create and write)", dir, err)
+		return lost(err)
 	}
 	name := filepath.Join(dir, "prof."+strconv.Itoa(rank))
 	var b bytes.Buffer
 	if err := c.WriteOMPI(&b); err != nil {
-		return err
+		return lost(err)
 	}
 	if err := os.WriteFile(name+".prof", b.Bytes(), 0o644); err != nil {
-		return err
+		return lost(err)
 	}
-	return os.WriteFile(name+".json", doc, 0o644)
-}
-
-// sendDocs sends a rank's profile document and dump to rank 0: each as its length (8
-// bytes) and its bytes.
-func sendDocs(ctx context.Context, w *World, docs ...[]byte) error {
-	e := w.e
-	var n [8]byte
-	for _, d := range docs {
-		binary.LittleEndian.PutUint64(n[:], uint64(len(d)))
-		if err := e.send(ctx, w.ctx+1, n[:], 1, 0, gatherTag); err != nil {
-			return err
-		}
-		if len(d) > 0 {
-			if err := e.send(ctx, w.ctx+1, d, 1, 0, gatherTag); err != nil {
-				return err
-			}
-		}
+	if err := os.WriteFile(name+".json", doc, 0o644); err != nil {
+		return lost(err)
 	}
 	return nil
 }
 
-// maxDoc bounds a gathered document: a dump of the largest flight recorder, or a
-// profile of the most ranks.
-const maxDoc = 1 << 30
-
-// gatherDocs receives every rank's documents at rank 0 and returns them by rank, and
-// the ranks that sent none.
-func gatherDocs(ctx context.Context, w *World, profDoc, dump []byte) (profs, dumps [][]byte, missing []int) {
-	e := w.e
-	size := w.Size()
-	profs, dumps = make([][]byte, size), make([][]byte, size)
-	profs[0], dumps[0] = profDoc, dump
-	var n [8]byte
-	recv := func(r int) ([]byte, error) {
-		if _, err := e.recv(ctx, w.ctx+1, n[:], 1, r, gatherTag, true); err != nil {
-			return nil, err
-		}
-		l := binary.LittleEndian.Uint64(n[:])
-		if l == 0 {
-			return nil, nil
-		}
-		if l > maxDoc {
-			return nil, fmt.Errorf("rank %d sent a document of %d bytes", r, l)
-		}
-		d := make([]byte, l)
-		_, err := e.recv(ctx, w.ctx+1, d, 1, r, gatherTag, true)
-		return d, err
-	}
-	for r := 1; r < size; r++ {
-		var err error
-		if profs[r], err = recv(r); err == nil {
-			dumps[r], err = recv(r)
-		}
-		if err != nil {
-			missing = append(missing, r)
-		}
-	}
-	return profs, dumps, missing
-}
-
 // writeJob merges the ranks' profiles and writes the job's files into cfg.profDir, and
-// the summary on standard error under cfg.summary.
-func writeJob(cfg *config, docs [][]byte) error {
+// the summary on standard error under cfg.summary. failed names the ranks that failed
+// before they handed in their profiles.
+func writeJob(cfg *config, docs [][]byte, failed []int) error {
 	var ranks []*prof.Rank
 	for _, d := range docs {
 		if d == nil {
@@ -242,13 +245,16 @@ func writeJob(cfg *config, docs [][]byte) error {
 		}
 		r, err := prof.ReadRank(bytes.NewReader(d))
 		if err != nil {
-			return fmt.Errorf("profile: %w", err)
+			return fmt.Errorf("the job's profile: %w", err)
 		}
 		ranks = append(ranks, r)
 	}
 	job, err := prof.Merge(ranks)
+	if err == nil {
+		err = job.SetFailed(failed)
+	}
 	if err != nil {
-		return fmt.Errorf("profile: %w", err)
+		return fmt.Errorf("the job's profile: %w", err)
 	}
 	if cfg.summary {
 		fmt.Fprintf(os.Stderr, "gorma: profile of %d ranks\n", job.Size)
@@ -257,8 +263,11 @@ func writeJob(cfg *config, docs [][]byte) error {
 	if cfg.profDir == "" {
 		return nil
 	}
+	lost := func(err error) error {
+		return fmt.Errorf("the job's profile (job.json, summary.txt, matrix.svg in %s): %w", cfg.profDir, err)
+	}
 	if err := os.MkdirAll(cfg.profDir, 0o755); err != nil {
-		return fmt.Errorf("no job profile: %w", err)
+		return lost(err)
 	}
 	write := func(name string, f func(io.Writer) error) error {
 		var b bytes.Buffer
@@ -267,22 +276,27 @@ func writeJob(cfg *config, docs [][]byte) error {
 		}
 		return os.WriteFile(filepath.Join(cfg.profDir, name), b.Bytes(), 0o644)
 	}
-	return errors.Join(
+	err = errors.Join(
 		write("job.json", job.WriteJSON),
 		write("summary.txt", func(w io.Writer) error { return job.WriteSummary(w, summaryPairs) }),
 		write("matrix.svg", func(w io.Writer) error {
 			title := fmt.Sprintf("bytes sent, rank to rank, all kinds (%d ranks)", job.Size)
 			return prof.HeatMap(w, job.Bytes(), title, "bytes")
 		}))
+	if err != nil {
+		return lost(err)
+	}
+	return nil
 }
 
 // summaryPairs is how many of the heaviest rank pairs the summary lists.
 const summaryPairs = 10
 
 // writeTimeline merges the dumps into path. offsets and leaders are align's (nil when
-// it did not run: the job grew, or the timeline of a rank of one); Merge then places
-// each rank by the wall clock of its recorder's start.
-func writeTimeline(path string, docs [][]byte, offsets []int64, leaders []int) error {
+// it did not run: the job grew, the timeline of a rank of one, or a gatherer other than
+// rank 0); Merge then places each rank by the wall clock of its recorder's start. job
+// names the ranks that failed, which the file's metadata lists.
+func writeTimeline(path string, docs [][]byte, offsets []int64, leaders []int, job trace.Job) error {
 	var dumps []trace.Dump
 	origins := make(map[int]int64)
 	for r, d := range docs {
@@ -291,7 +305,7 @@ func writeTimeline(path string, docs [][]byte, offsets []int64, leaders []int) e
 		}
 		dump, err := trace.DecodeDump(d)
 		if err != nil {
-			return fmt.Errorf("timeline of rank %d: %w", r, err)
+			return fmt.Errorf("the job's timeline: rank %d's dump: %w", r, err)
 		}
 		dumps = append(dumps, dump)
 		origins[dump.Rank] = dump.Origin
@@ -312,14 +326,14 @@ func writeTimeline(path string, docs [][]byte, offsets []int64, leaders []int) e
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("GORMA_TRACE=%s: %w (name a file rank 0 may create)", path, err)
+		return fmt.Errorf("the job's timeline %s: %w", path, err)
 	}
-	st, err := trace.Merge(f, dumps, offs)
+	st, err := trace.MergeJob(f, dumps, offs, job)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("timeline %s: %w", path, err)
+		return fmt.Errorf("the job's timeline %s: %w", path, err)
 	}
 	var dropped uint64
 	for _, d := range dumps {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // JobFormat is the value of Job.Format; it changes when a field changes meaning.
@@ -29,6 +30,7 @@ type Job struct {
 	Format  string     `json:"format"`            // JobFormat
 	Size    int        `json:"size"`              // ranks of the job
 	Missing []int      `json:"missing,omitempty"` // ranks whose profile did not arrive; their rows are zero
+	Failed  []int      `json:"failed,omitempty"`  // the ranks of Missing that failed before Finalize (golaunch --ft)
 	P2P     Matrix     `json:"p2p"`
 	Coll    Matrix     `json:"coll"`
 	Put     Matrix     `json:"put"`
@@ -128,9 +130,36 @@ func Merge(ranks []*Rank) (*Job, error) {
 	return j, nil
 }
 
+// SetFailed records that the ranks of failed failed before Finalize. Each must be one of
+// Missing, once.
+func (j *Job) SetFailed(failed []int) error {
+	old := j.Failed
+	j.Failed = append([]int(nil), failed...)
+	if err := j.checkFailed(); err != nil {
+		j.Failed = old
+		return err
+	}
+	if len(j.Failed) == 0 {
+		j.Failed = nil
+	}
+	return nil
+}
+
+// checkFailed reports whether every rank of Failed is one of Missing, once.
+func (j *Job) checkFailed() error {
+	seen := make(map[int]bool, len(j.Failed))
+	for _, r := range j.Failed {
+		if seen[r] || !slices.Contains(j.Missing, r) {
+			return fmt.Errorf("%w: failed rank %d is not missing, or is named twice", ErrFormat, r)
+		}
+		seen[r] = true
+	}
+	return nil
+}
+
 // Validate reports whether j is well formed: the format, Size at most MaxRanks,
 // square matrices and per-rank arrays of Size, known call kinds each once, no
-// negative time, Missing ranks in range.
+// negative time, Missing ranks in range, Failed ranks among them.
 func (j *Job) Validate() error {
 	if j.Format != JobFormat {
 		return fmt.Errorf("%w: format %q, want %q", ErrFormat, j.Format, JobFormat)
@@ -163,7 +192,7 @@ func (j *Job) Validate() error {
 			return fmt.Errorf("%w: missing rank %d", ErrFormat, r)
 		}
 	}
-	return nil
+	return j.checkFailed()
 }
 
 func isSquare(m [][]uint64, n int) bool {

@@ -143,3 +143,46 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+// TestFailed: SetFailed takes ranks of Missing only, the JSON keeps them, and the
+// summary names them apart from the ranks missing for another reason.
+func TestFailed(t *testing.T) {
+	c := []*Counters{New(0, 4), New(2, 4)}
+	j, err := Merge([]*Rank{c[0].Snapshot(), c[1].Snapshot()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]int{{0}, {1, 1}, {4}} {
+		if err := j.SetFailed(bad); !errors.Is(err, ErrFormat) {
+			t.Errorf("SetFailed(%v) = %v, want ErrFormat", bad, err)
+		}
+	}
+	if err := j.SetFailed([]int{3}); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := j.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"missing":[1,3],"failed":[3]`) {
+		t.Errorf("job.json lacks the failed rank: %s", b.String())
+	}
+	back, err := ReadJob(&b)
+	if err != nil || !reflect.DeepEqual(back.Failed, []int{3}) {
+		t.Fatalf("ReadJob: %v, failed %v", err, back)
+	}
+	var s strings.Builder
+	if err := j.WriteSummary(&s, 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ranks that failed before Finalize (no profile): [3]\n", "ranks without a profile: [1]\n"} {
+		if !strings.Contains(s.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, s.String())
+		}
+	}
+	bad := *j
+	bad.Failed = []int{0}
+	if err := bad.Validate(); !errors.Is(err, ErrFormat) {
+		t.Errorf("Validate of a failed rank that has a profile = %v, want ErrFormat", err)
+	}
+}

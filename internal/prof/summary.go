@@ -99,8 +99,17 @@ func (j *Job) WriteSummary(w io.Writer, top int) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(j.Missing) > 0 {
-		fmt.Fprintf(w, "ranks without a profile: %v\n", j.Missing)
+	if len(j.Failed) > 0 {
+		fmt.Fprintf(w, "ranks that failed before Finalize (no profile): %v\n", j.Failed)
+	}
+	var other []int
+	for _, r := range j.Missing {
+		if !slices.Contains(j.Failed, r) {
+			other = append(other, r)
+		}
+	}
+	if len(other) > 0 {
+		fmt.Fprintf(w, "ranks without a profile: %v\n", other)
 	}
 	fmt.Fprintf(w, "\nheaviest rank pairs (both ways, all kinds)\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

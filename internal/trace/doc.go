@@ -26,8 +26,9 @@
 // At the end (or when a hang report is asked for) each rank writes its Snapshot with
 // AppendDump; the launcher reads the files with DecodeDump (or MergeFiles) and calls
 // Merge with each rank's clock offset. Merge writes one process per rank, a complete
-// event per Event and a flow from each Send to its Match. Pointer formats the line a
-// hang report adds to name the rank's last event in the trace.
+// event per Event and a flow from each Send to its Match; MergeJob also names the job's
+// size and its failed ranks. Pointer formats the line a hang report adds to name the
+// rank's last event in the trace.
 //
 // Concurrency: Record, Stamp, Now, Label, Snapshot and Recorded may be called from any
 // goroutine at once; a Batch's methods only by its owner, one at a time. A Record that meets a slot another goroutine holds drops its event

@@ -52,24 +52,45 @@ func MergeFiles(w io.Writer, paths []string, offsets []int64) (MergeStats, error
 	return Merge(w, dumps, offsets)
 }
 
+// Job describes the job that a merge's dumps come from. The zero Job adds nothing.
+type Job struct {
+	Size   int   // the job's ranks; 0 when not known
+	Failed []int // ranks that failed before they handed in their dumps
+}
+
 // Merge writes one Chrome trace-event JSON document of dumps to w: a process per rank,
 // a complete event per Event, a flow from each Send to the Match of the same message.
 // offsets[i] is added to dumps[i]'s times to put every rank on one clock (design.md,
 // "Clocks"); with offsets nil, each dump's Origin is used, which aligns the ranks by
 // their wall clocks.
 func Merge(w io.Writer, dumps []Dump, offsets []int64) (MergeStats, error) {
+	return MergeJob(w, dumps, offsets, Job{})
+}
+
+// MergeJob is Merge that also writes what job says: the job's size and its failed ranks
+// in the document's otherData ("ranks", "failed_ranks"), and a process named for each
+// failed rank, without events. A failed rank must have no dump.
+func MergeJob(w io.Writer, dumps []Dump, offsets []int64, job Job) (MergeStats, error) {
 	if offsets != nil && len(offsets) != len(dumps) {
 		return MergeStats{}, fmt.Errorf("trace: %d offsets for %d dumps", len(offsets), len(dumps))
 	}
 	var st MergeStats
 	perRank := make([][]*placed, len(dumps))
 	base := int64(math.MaxInt64)
-	seen := make(map[int]bool, len(dumps))
-	for i, d := range dumps {
+	seen := make(map[int]bool, len(dumps)+len(job.Failed))
+	for _, d := range dumps {
 		if seen[d.Rank] || d.Rank < 0 || d.Rank > MaxRank {
 			return st, fmt.Errorf("trace: rank %d given twice or out of range", d.Rank)
 		}
 		seen[d.Rank] = true
+	}
+	for _, r := range job.Failed {
+		if seen[r] || r < 0 || r > MaxRank {
+			return st, fmt.Errorf("trace: failed rank %d has a dump, is given twice or is out of range", r)
+		}
+		seen[r] = true
+	}
+	for i, d := range dumps {
 		off := d.Origin
 		if offsets != nil {
 			off = offsets[i]
@@ -96,13 +117,13 @@ func Merge(w io.Writer, dumps []Dump, offsets []int64) (MergeStats, error) {
 		st.Lanes = max(st.Lanes, lanes[i])
 	}
 	stride := max(st.Lanes, 1)
-	if uint64(len(dumps))*uint64(stride) >= math.MaxUint32 {
+	if uint64(len(dumps))*uint64(stride)+uint64(len(job.Failed)) >= math.MaxUint32 {
 		return st, fmt.Errorf("trace: %d ranks of %d lanes do not fit in tids", len(dumps), stride)
 	}
 	tid := func(p *placed) int { return p.rank*stride + p.lane + 1 }
 
 	bw := bufio.NewWriter(w)
-	bw.WriteString(`{"displayTimeUnit":"ns","otherData":{"producer":"gorma"},"traceEvents":[`)
+	bw.Write(appendHeader(nil, job))
 	first := true
 	line := func(b []byte) {
 		if !first {
@@ -112,6 +133,13 @@ func Merge(w io.Writer, dumps []Dump, offsets []int64) (MergeStats, error) {
 		bw.Write(b)
 	}
 	var b []byte
+	for k, r := range job.Failed {
+		tid := len(dumps)*stride + k + 1
+		b = appendMeta(b[:0], "process_name", r+1, tid, "name", "rank "+strconv.Itoa(r)+" (failed before Finalize: no timeline)")
+		line(b)
+		b = fmt.Appendf(b[:0], `{"name":"process_sort_index","ph":"M","pid":%d,"tid":%d,"args":{"sort_index":%d}}`, r+1, tid, r)
+		line(b)
+	}
 	for i, d := range dumps {
 		pid := d.Rank + 1
 		name := "rank " + strconv.Itoa(d.Rank)
@@ -176,6 +204,26 @@ func Merge(w io.Writer, dumps []Dump, offsets []int64) (MergeStats, error) {
 	st.Unpaired += len(sends)
 	bw.WriteString("]}\n")
 	return st, bw.Flush()
+}
+
+// appendHeader appends the document's opening up to its list of events: the display
+// unit and otherData, with job's size and failed ranks when known.
+func appendHeader(b []byte, job Job) []byte {
+	b = append(b, `{"displayTimeUnit":"ns","otherData":{"producer":"gorma"`...)
+	if job.Size > 0 {
+		b = fmt.Appendf(b, `,"ranks":%d`, job.Size)
+	}
+	if len(job.Failed) > 0 {
+		b = append(b, `,"failed_ranks":[`...)
+		for i, r := range job.Failed {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(r), 10)
+		}
+		b = append(b, ']')
+	}
+	return append(b, `},"traceEvents":[`...)
 }
 
 // inside returns the time a flow event binds to the slice [start, end] at: one

@@ -276,6 +276,58 @@ func TestMergeRejects(t *testing.T) {
 	}
 }
 
+// TestMergeJob merges the dumps of ranks 0, 1 and 3 of a job of 4 whose rank 2 failed:
+// otherData names the size and the failed rank, rank 2 is a named process without
+// events, tids stay unique, and a failed rank that has a dump is refused.
+func TestMergeJob(t *testing.T) {
+	dumps, offsets := ring(4, 2, 1024, make([]int64, 4))
+	dumps = append(dumps[:2], dumps[3])
+	offsets = append(offsets[:2], offsets[3])
+	var buf bytes.Buffer
+	if _, err := MergeJob(&buf, dumps, offsets, Job{Size: 4, Failed: []int{2}}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		OtherData struct {
+			Producer string `json:"producer"`
+			Ranks    int    `json:"ranks"`
+			Failed   []int  `json:"failed_ranks"`
+		} `json:"otherData"`
+		TraceEvents []jsonEvent `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, buf.Bytes())
+	}
+	if o := doc.OtherData; o.Producer != "gorma" || o.Ranks != 4 || len(o.Failed) != 1 || o.Failed[0] != 2 {
+		t.Errorf("otherData %+v, want producer gorma, 4 ranks, failed [2]", o)
+	}
+	names := map[int]string{}
+	tids := map[int]int{}
+	for _, e := range doc.TraceEvents {
+		if e.Ph == "M" && e.Name == "process_name" {
+			names[*e.Pid] = e.Args["name"].(string)
+		}
+		if e.Ph == "M" {
+			if p, ok := tids[*e.Tid]; ok && p != *e.Pid {
+				t.Errorf("tid %d is in processes %d and %d", *e.Tid, p, *e.Pid)
+			}
+			tids[*e.Tid] = *e.Pid
+		}
+		if e.Ph == "X" && *e.Pid == 3 {
+			t.Errorf("failed rank 2 has an event: %+v", e)
+		}
+	}
+	if len(names) != 4 || !strings.Contains(names[3], "rank 2 (failed") {
+		t.Errorf("process names %v, want 4 with rank 2's saying it failed", names)
+	}
+	if _, err := MergeJob(&bytes.Buffer{}, dumps, offsets, Job{Failed: []int{1}}); err == nil {
+		t.Error("a failed rank with a dump merged")
+	}
+	if _, err := MergeJob(&bytes.Buffer{}, dumps, offsets, Job{Failed: []int{2, 2}}); err == nil {
+		t.Error("a failed rank given twice merged")
+	}
+}
+
 func TestPointer(t *testing.T) {
 	d := sampleDump()
 	if got, want := Pointer(3, d, 95+31_200_000_000), "trace: rank 3 last event seq=9, 31.2s ago"; got != want {

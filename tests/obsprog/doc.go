@@ -16,10 +16,15 @@
 //   - splits the World by rank parity, makes a Barrier of its half and frees it (Free
 //     sends the engine's control messages), then makes a Barrier of the World.
 //
-// Rank 0 then prints "obsprog: ok". With the argument deadlock, every rank instead sends
-// right one small message and then 1 MiB, which no rank receives: the job hangs, for the
-// tests of hang reports that point into the timeline.
+// Each rank then prints "obsprog: rank RANK finalized", and rank 0 "obsprog: ok". With the
+// argument deadlock, every rank instead sends right one small message and then 1 MiB,
+// which no rank receives: the job hangs, for the tests of hang reports that point into
+// the timeline. Two modes run the pattern, print "ready RANK PID", and then (modes.go):
 //
-// Rank 0 prints "obsprog: ok" at the end. Every rank sends right 3x100 + 1 MiB + 8 bytes
-// in 5 messages by point-to-point, left 8 bytes in 1, and itself 16 bytes in 1.
+//   - ft (under golaunch --ft): Barriers until one fails with a peer's failure, then
+//     Revoke, then Finalize;
+//   - untilgone PATH: wait until PATH can no longer be found, then Finalize.
+//
+// In the pattern every rank sends right 3x100 + 1 MiB + 8 bytes in 5 messages by
+// point-to-point, left 8 bytes in 1, and itself 16 bytes in 1.
 package main

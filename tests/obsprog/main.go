@@ -19,7 +19,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "obsprog:", err)
 		os.Exit(1)
 	}
-	if err := run(ctx, w); err != nil {
+	mode := run
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "ft":
+		mode = ft
+	case len(os.Args) > 2 && os.Args[1] == "untilgone":
+		mode = func(ctx context.Context, w *runtime.World) error { return untilGone(ctx, w, os.Args[2]) }
+	}
+	if err := mode(ctx, w); err != nil {
 		fmt.Fprintf(os.Stderr, "obsprog: rank %d: %v\n", w.Rank(), err)
 		w.Abort(1, err.Error())
 	}
@@ -27,6 +34,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "obsprog: rank %d: finalize: %v\n", w.Rank(), err)
 		os.Exit(1)
 	}
+	fmt.Printf("obsprog: rank %d finalized\n", w.Rank())
 	if w.Rank() == 0 {
 		fmt.Println("obsprog: ok")
 	}

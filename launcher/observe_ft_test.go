@@ -1,0 +1,243 @@
+package launcher
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/internal/prof"
+)
+
+// TestObserveFT runs obsprog's ft mode under --ft, --profile and --trace, and SIGKILLs one
+// rank of four once every rank has run the pattern: rank 2, and rank 0, which would
+// gather the job's files. The survivors' Barriers fail, they revoke the World and
+// finalize. job.json, summary.txt and the timeline must hold the three survivors' data
+// and name the dead rank as failed.
+func TestObserveFT(t *testing.T) {
+	bin := obsprogProg.path(t)
+	const n = 4
+	for _, victim := range []int{2, 0} {
+		t.Run(fmt.Sprintf("kill%d", victim), func(t *testing.T) {
+			dir := t.TempDir()
+			pdir, tpath := filepath.Join(dir, "prof"), filepath.Join(dir, "trace.json")
+			gl := startGL(t, "--ft", "--profile", pdir, "--trace", tpath, "-n", fmt.Sprint(n), bin, "ft")
+			pids := gl.readyPids(t, n)
+			if err := syscall.Kill(pids[victim], syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			code := gl.wait(t, 60*time.Second)
+			stdout, stderr := gl.rest(), gl.stderr.String()
+			want := []string{
+				fmt.Sprintf("golaunch: rank %d (host %s, pid %d) killed by signal 9 (SIGKILL); job continued (--ft)", victim, hostName(), pids[victim]),
+				fmt.Sprintf("golaunch: --ft: 1 of %d ranks failed: %d", n, victim),
+			}
+			if sum := summaryLines(stderr); code != 0 || !slices.Equal(sum, want) {
+				t.Fatalf("exit %d, summary %q; want 0 and %q\nstdout:\n%s\nstderr:\n%s", code, sum, want, stdout, stderr)
+			}
+			var survivors []int
+			for r := range n {
+				if r != victim {
+					survivors = append(survivors, r)
+					mustContain(t, "stdout", stdout, fmt.Sprintf("obsprog: rank %d finalized\n", r))
+				}
+			}
+			checkFTProfile(t, pdir, n, victim, survivors)
+			checkFTTimeline(t, tpath, n, victim, survivors)
+		})
+	}
+}
+
+// checkFTProfile checks the job's profile of obsprog's pattern with rank victim dead:
+// every survivor's row, the victim named failed in job.json and summary.txt.
+func checkFTProfile(t *testing.T, dir string, n, victim int, survivors []int) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "job.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := prof.ReadJob(f)
+	f.Close()
+	if err != nil {
+		t.Fatalf("job.json: %v", err)
+	}
+	if !slices.Equal(job.Missing, []int{victim}) || !slices.Equal(job.Failed, []int{victim}) {
+		t.Errorf("job.json: missing %v, failed %v; want [%d] for both", job.Missing, job.Failed, victim)
+	}
+	m := job.Matrix(prof.P2P)
+	for _, me := range survivors {
+		right := (me + 1) % n
+		if got, want := m.Bytes[me][right], uint64(3*100+1<<20+8+4+4); got != want {
+			t.Errorf("job.json: p2p bytes %d -> %d = %d, want %d (the survivor's row)", me, right, got, want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("prof.%d.prof", me))); err != nil {
+			t.Error(err)
+		}
+	}
+	for peer := range n {
+		if m.Bytes[victim][peer] != 0 {
+			t.Errorf("job.json: the dead rank %d's row has %d bytes to %d", victim, m.Bytes[victim][peer], peer)
+		}
+	}
+	s, err := os.ReadFile(filepath.Join(dir, "summary.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("ranks that failed before Finalize (no profile): [%d]\n", victim); !strings.Contains(string(s), want) {
+		t.Errorf("summary.txt lacks %q:\n%s", want, s)
+	}
+	if strings.Contains(string(s), "ranks without a profile") {
+		t.Errorf("summary.txt names survivors without a profile:\n%s", s)
+	}
+}
+
+// checkFTTimeline checks the merged timeline with rank victim dead: otherData names the
+// job's size and the failed rank, each survivor has its process and its region, the
+// victim a process named failed, and every flow between survivors joins its ends.
+func checkFTTimeline(t *testing.T, path string, n, victim int, survivors []int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		OtherData struct {
+			Ranks  int   `json:"ranks"`
+			Failed []int `json:"failed_ranks"`
+		} `json:"otherData"`
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if meta.OtherData.Ranks != n || !slices.Equal(meta.OtherData.Failed, []int{victim}) {
+		t.Errorf("the timeline's otherData %+v, want %d ranks and failed [%d]", meta.OtherData, n, victim)
+	}
+	tf := readTrace(t, path)
+	names := map[int]string{}
+	regions := map[int]bool{}
+	for _, e := range tf.TraceEvents {
+		switch {
+		case e.Ph == "M" && e.Name == "process_name":
+			names[e.Pid-1], _ = e.Args["name"].(string)
+		case e.Ph == "X" && e.Cat == "region" && e.Name == "reduce phase":
+			regions[e.Pid-1] = true
+		case e.Ph == "X" && e.Pid-1 == victim:
+			t.Fatalf("the dead rank %d has an event in the timeline: %+v", victim, e)
+		}
+	}
+	if len(names) != n || !strings.Contains(names[victim], "failed") {
+		t.Errorf("the timeline's processes %v, want %d with rank %d's named failed", names, n, victim)
+	}
+	for _, r := range survivors {
+		if !regions[r] {
+			t.Errorf("survivor %d has no region \"reduce phase\" in the timeline", r)
+		}
+	}
+	flows := checkFlows(t, tf)
+	for _, me := range survivors {
+		if right := (me + 1) % n; right != victim && flows[[3]int{me, right, 4}] != 1 {
+			t.Errorf("rank %d to %d: no flow of the 1 MiB message: %v", me, right, flows)
+		}
+	}
+}
+
+// TestObserveRefused: --profile and --trace paths that no rank could create make golaunch
+// exit 2 before any rank starts, with a message that names the path, what is wrong and
+// how to fix it. The program would create a file if it ran.
+func TestObserveRefused(t *testing.T) {
+	binaries(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ran := filepath.Join(dir, "ran")
+	for _, c := range []struct {
+		flag, path string
+		want       []string
+	}{
+		{"--profile", "/proc/x", []string{"/proc takes no new folder", "name a folder on a file system the ranks may write"}},
+		{"--profile", filepath.Join(file, "sub"), []string{file + " is a file, not a folder", "name a path that is not under a file"}},
+		{"--trace", filepath.Join(dir, "none", "t.json"), []string{"the folder " + filepath.Join(dir, "none") + " does not exist",
+			"create it (mkdir -p " + filepath.Join(dir, "none") + ")"}},
+		{"--trace", "/proc/t.json", []string{"no file can be created in /proc"}},
+	} {
+		t.Run(c.flag+c.path, func(t *testing.T) {
+			r := runGL(t, "", c.flag, c.path, "-n", "2", "touch", ran)
+			prefix := fmt.Sprintf("golaunch: %s %s: on host %s, ", c.flag, c.path, hostName())
+			sum := summaryLines(r.stderr)
+			if r.code != ExitUsage || len(sum) != 1 || !strings.HasPrefix(sum[0], prefix) {
+				t.Fatalf("exit %d, summary %q; want %d and one line starting %q\nstdout:\n%s\nstderr:\n%s",
+					r.code, sum, ExitUsage, prefix, r.stdout, r.stderr)
+			}
+			for _, w := range c.want {
+				mustContain(t, "the refusal", sum[0], w)
+			}
+			if _, err := os.Stat(ran); err == nil || r.stdout != "" {
+				t.Errorf("a rank ran: %s exists (%v), stdout %q", ran, err, r.stdout)
+			}
+		})
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("the checks left files behind: %v", ents)
+	}
+}
+
+// TestObserveLost: the folder of --profile and --trace is replaced by a file while the
+// ranks run (obsprog's untilgone mode waits for it to go). Nothing can be written at
+// Finalize; the job exits ExitFailure with one line that says what was lost.
+func TestObserveLost(t *testing.T) {
+	bin := obsprogProg.path(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(dir, "mark")
+	if err := os.WriteFile(mark, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pdir, tpath := filepath.Join(dir, "prof"), filepath.Join(dir, "trace.json")
+	gl := startGL(t, "--profile", pdir, "--trace", tpath, "-n", "3", bin, "untilgone", mark)
+	gl.readyPids(t, 3)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := gl.wait(t, 60*time.Second)
+	stdout, stderr := gl.rest(), gl.stderr.String()
+	sum := summaryLines(stderr)
+	prefix := "golaunch: observation lost: rank 0: its profile (prof.0.prof, prof.0.json in " + pdir + "): "
+	if code != ExitFailure || len(sum) != 1 || !strings.HasPrefix(sum[0], prefix) {
+		t.Fatalf("exit %d, summary %q; want %d and one line starting %q\nstdout:\n%s\nstderr:\n%s",
+			code, sum, ExitFailure, prefix, stdout, stderr)
+	}
+	for _, w := range []string{"the job's profile (job.json, summary.txt, matrix.svg in " + pdir + ")",
+		"the job's timeline " + tpath + ": ", "ranks 1, 2 lost theirs too"} {
+		mustContain(t, "the line", sum[0], w)
+	}
+	mustContain(t, "stdout", stdout, "obsprog: ok")
+}
+
+// TestObserveLostLine: the submitter's line gives the lowest rank's words and lists the
+// others in order.
+func TestObserveLostLine(t *testing.T) {
+	for _, c := range []struct {
+		lost []lostRank
+		want string
+	}{
+		{nil, ""},
+		{[]lostRank{{3, "the job's timeline /t: full"}}, "golaunch: observation lost: rank 3: the job's timeline /t: full"},
+		{[]lostRank{{2, "b"}, {0, "a"}, {1, "c"}}, "golaunch: observation lost: rank 0: a; ranks 1, 2 lost theirs too (their stderr says what)"},
+	} {
+		if got := lostLine(c.lost); got != c.want {
+			t.Errorf("lostLine(%v) = %q, want %q", c.lost, got, c.want)
+		}
+	}
+}

@@ -10,7 +10,7 @@
 # computation at 2 ranks (compare-overlap.sh, a section JSON too), one job at 8 to 256 ranks on this host
 # (compare-scale.sh, SCALE_REPS repetitions; a section JSON too), plus one sweep over sizes
 # of the point-to-point and RMA twins for the charts. Every step's
-# output goes to OUT (results/compare), with the run's machine and times in OUT/run.env,
+# output goes to OUT (results/compare), with the run's machine, times and commit in OUT/run.env,
 # and each step records the load average at its start and end. Then `chart collect`
 # parses the step outputs and the charts' points (OUT/chart_*.json) into
 # docs/benchmarks.json, and `chart page` renders docs/benchmarks.md and draws
@@ -41,6 +41,9 @@ measure() {
 	t0=$(date +%s)
 	load0=$(cut -d' ' -f1-3 /proc/loadavg)
 	start=$(date -u +%FT%TZ)
+	# The code measured: HEAD, with -dirty when tracked files differ from it ("" outside git).
+	commit=$(git rev-parse --short HEAD 2>/dev/null || true)
+	if [[ -n $commit ]] && ! git diff --quiet HEAD --; then commit=$commit-dirty; fi
 	rm -f "$out"/*.txt "$out"/*.err "$out"/*.json "$out"/run.env
 	CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/...
 	mpicc.openmpi -O2 -Wall -o bin/pingpong_mpi bench/mpi/pingpong.c
@@ -81,7 +84,7 @@ measure() {
 
 	secs=$(($(date +%s) - t0))
 	{
-		printf 'start=%q\nsecs=%q\nreps=%q\nstartup_runs=%q\nload0=%q\nload1=%q\n' "$start" "$secs" "$reps" "$startup_runs" "$load0" "$(cut -d' ' -f1-3 /proc/loadavg)"
+		printf 'start=%q\nsecs=%q\nreps=%q\nstartup_runs=%q\nload0=%q\nload1=%q\ncommit=%q\n' "$start" "$secs" "$reps" "$startup_runs" "$load0" "$(cut -d' ' -f1-3 /proc/loadavg)" "$commit"
 		printf 'cpu=%q\nkernel=%q\ngover=%q\n' "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" "$(uname -r)" "$(go env GOVERSION)"
 		printf 'ompi=%q\nmpich=%q\ntcp_reps=%q\n' "$(mpirun.openmpi --version | head -1 | sed 's/.*(OpenRTE) //')" \
 			"$(mpiexec.mpich --version | awk '/Version:/ {print $2; exit}')" "${TCP_REPS:-15}"
@@ -117,7 +120,7 @@ extra=()
 for f in launchers sockets halo overlap scale; do
 	if [[ -s $out/$f.json ]]; then extra+=(--section "$out/$f.json"); fi
 done
-bin/chart collect --dir "$out" --out "$json" "${intros[@]}" "${extra[@]}" \
+bin/chart collect --dir "$out" --out "$json" --commit "${commit:-}" "${intros[@]}" "${extra[@]}" \
 	--cpu "$cpu" --kernel "$kernel" --go "$gover" --openmpi "$ompi" --mpich "$mpich" \
 	--start "$start" --duration "$secs" --reps "$reps" --load-start "$load0" --load-end "$load1" \
 	--chart "p2p:charts/p2p_latency.svg:point-to-point latency" --chart "p2p:charts/p2p_bandwidth.svg:point-to-point bandwidth" \

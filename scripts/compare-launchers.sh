@@ -20,10 +20,10 @@
 #
 # Prints each cell's runs and median, and the targets: gorma ranks start no slower than
 # MPICH's and Open MPI's under the same launcher, golaunch starts MPICH's hello no slower
-# than mpiexec.hydra, and Open MPI's hello no slower than mpirun.openmpi. Writes the same
-# as a section of docs/benchmarks.json to JSON (default results/compare/launchers.json),
-# which `chart collect --section` appends (compare-all.sh) and `chart merge` puts in place
-# of the report's section of the same id.
+# than mpiexec.hydra, and Open MPI's hello no slower than mpirun.openmpi. Writes the same,
+# with the commit measured, as a section of docs/benchmarks.json to JSON (default
+# results/compare/launchers.json), which `chart collect --section` appends
+# (compare-all.sh) and `chart merge` puts in place of the report's section of the same id.
 # Usage: scripts/compare-launchers.sh [RUNS]   (environment: NS="4 16", JSON, RUN_TIMEOUT=120)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +41,9 @@ trap cleanup EXIT
 
 command -v mpicc.mpich >/dev/null || { echo "compare-launchers: mpicc.mpich missing: apt-get install mpich libmpich-dev" >&2; exit 2; }
 load0=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',') # the section's load at the start; the end is read when it is written
+# The code measured: HEAD, with -dirty when tracked files differ from it ("" outside git).
+commit=$(git rev-parse --short HEAD 2>/dev/null || true)
+if [[ -n $commit ]] && ! git diff --quiet HEAD --; then commit=$commit-dirty; fi
 mkdir -p bin "$(dirname "$json")"
 CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/hello
 mpicc.mpich -O2 -o bin/hello_mpich bench/mpi/hello.c
@@ -228,7 +231,7 @@ if ((${#notes[@]})); then
 fi
 
 {
-	printf '{\n"id": "launchers",\n"title": "Startup under Slurm, Hydra, mpirun and golaunch",\n'
+	printf '{\n"id": "launchers",\n"title": "Startup under Slurm, Hydra, mpirun and golaunch",\n"commit": %s,\n' "$(jstr "$commit")"
 	printf '"intro": %s,\n' "$(jstr "\`scripts/compare-launchers.sh\`: the wall time of a whole hello job under each launcher: \`srun --mpi=pmi2\` and \`srun --mpi=pmix\` on a one-node Slurm (\`scripts/slurm-local.sh\`), MPICH's \`mpiexec.hydra\`, Open MPI's \`mpirun.openmpi --allow-run-as-root --oversubscribe\` and \`golaunch\`. gorma's ranks (\`apps/hello\`) run under each; MPICH's (\`bench/mpi/hello.c\` built with \`mpicc.mpich\`) under the PMI-1/PMI-2 launchers, Open MPI's (the same program built with \`mpicc.openmpi\`) under the PMIx ones. Medians of $runs repetitions, each running every cell once, in turn; the spread is every run below. A run counts only when its ranks formed one world.")"
 	printf '"load": {"start": [%s], "end": [%s]},\n' "$load0" "$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ',')"
 	printf '"samples": [\n'

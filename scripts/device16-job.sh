@@ -8,7 +8,8 @@
 # file every 5 ms, a cost in proportion to the threads, which slows a full host's ranks
 # unequally. TW=inside times the runs inside threadwatch; TW=none skips it. Right after gorma at p = PFREE+1, gorma runs once more at
 # p = PFREE (one core left free). It writes $OUT/device16.tar.gz: machine.txt (cores,
-# model, memory), parcopy.txt (the node's copy floor at 1, half and all cores), and per
+# model, memory), commit.txt (the commit of the bundle, from the file commit beside the
+# job), parcopy.txt (the node's copy floor at 1, half and all cores), and per
 # run ar_SYSTEM_pP_REP.json (allreducebench: Allreduce and Barrier) and
 # tw_SYSTEM_pP_REP.json (threadwatch). Then, at the same rank count, every system runs
 # allreducebench --test COLLS once more, without threadwatch, into cl_SYSTEM_pP_REP.json.
@@ -46,6 +47,8 @@ rm -rf "$res" && mkdir -p "$res"
 	echo "memory_gib $(free -g | awk '/Mem:/ {print $2}')"
 	echo "numa_nodes $(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)"
 } >"$res/machine.txt"
+# The commit the bundle was built from (scripts/device16.sh bundle), for chart device16.
+if [ -f "$(dirname "${BASH_SOURCE[0]}")/commit" ]; then cp "$(dirname "${BASH_SOURCE[0]}")/commit" "$res/commit.txt"; fi
 for n in 1 $(($(nproc) / 2)) $(nproc); do "$B/parcopy" "$n" 16 0.5; done >"$res/parcopy.txt"
 args=(--iters "${ITERS:-1000}" --min-iters "${MIN_ITERS:-10}" --size-time "${SIZE_TIME:-100ms}" --sizes "$sizes")
 colls=${COLLS-bcast,reduce,allgather,alltoall,gather,scatter}

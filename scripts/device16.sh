@@ -4,9 +4,10 @@
 #   scripts/device16.sh bundle [startup|observe|select]
 #                                 build .devb/ (../shared/device16/build-bundle.sh: gorma's
 #                                 static binaries, the C twins, Debian's Open MPI and MPICH,
-#                                 parcopy), put Debian's lstopo in .devb/hwloc, and write
-#                                 .devb/job.sh from scripts/device16-job.sh (the collectives)
-#                                 or, with startup, scripts/device16-startup.sh, or, with
+#                                 parcopy), put Debian's lstopo in .devb/hwloc and the
+#                                 commit built in .devb/commit, and write .devb/job.sh
+#                                 from scripts/device16-job.sh (the collectives) or, with
+#                                 startup, scripts/device16-startup.sh, or, with
 #                                 observe, scripts/device16-observe.sh (the cost of
 #                                 observation; its observe.json goes to docs/observe.json)
 #                                 or, with select, scripts/device16-select.sh (the one-host
@@ -56,6 +57,15 @@ hwloc() {
 	go env GOVERSION >.devb/goversion
 }
 
+# commit names the code the bundle holds: HEAD, with -dirty when a checkout's tracked files
+# differ from it (a worktree's bundle comes from a clean clone of HEAD).
+commit() {
+	local c
+	c=$(git rev-parse --short HEAD)
+	if [ -d .git ] && ! git diff --quiet HEAD --; then c=$c-dirty; fi
+	echo "$c"
+}
+
 # build runs build-bundle.sh here, or in a clone of HEAD in a git worktree.
 build() {
 	local shared src
@@ -77,6 +87,7 @@ bundle)
 	j=$(job "${2:-}")
 	build
 	hwloc
+	commit >.devb/commit
 	cp "$j" .devb/job.sh
 	echo "device16: run on the device: bash .devb/device-run.sh .devb/job.sh (carry .devb)"
 	;;

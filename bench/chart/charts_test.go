@@ -167,7 +167,7 @@ func TestNoRatioAgainstOversubscribedPeer(t *testing.T) {
 		{"ratio columns of a scale table", Section{ID: "sc", Title: "Scale"},
 			Table{Title: "Scale: time", Key: "ranks", Columns: []string{"wall (s): gorma", "Open MPI", "MPICH", "gorma / Open MPI", "gorma / MPICH"},
 				Rows: []Row{{Label: "8", Values: []*float64{f(0.09), f(0.44), f(4.3), f(0.21), f(0.02)}, Target: &Target{Text: "wall < 1.00x Open MPI, < 1.00x MPICH", OK: &yes}}}},
-			[]string{"| 8 | 0.09 | 0.44 | 4.3 | 0.21 | -[^sc-1] | wall < 1.00x Open MPI, < 1.00x MPICH not judged[^sc-1] |"}},
+			[]string{"| 8 | 0.09 | 0.44 | 4.3 | 0.21x | -[^sc-1] | wall < 1.00x Open MPI, < 1.00x MPICH not judged[^sc-1] |"}},
 	} {
 		notes := footnotes{id: tc.s.ID}
 		got := renderTable(m, tc.s, tc.t, &notes)
@@ -184,7 +184,7 @@ func TestNoRatioAgainstOversubscribedPeer(t *testing.T) {
 		}
 	}
 	for q, want := range map[float64]string{0: "< 0.01x", 0.004: "< 0.01x", 0.006: "0.01x", 1.5: "1.50x"} {
-		if got := ratioText(&q); got != want {
+		if got := ratioText(q); got != want {
 			t.Errorf("ratioText(%v) = %q, want %q", q, got, want)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 
 // collectOptions are the flags of chart collect.
 type collectOptions struct {
-	dir, out           string
+	dir, out, commit   string
 	machine            Machine
 	run                Run
 	loadStart, loadEnd string
@@ -32,6 +32,7 @@ func runCollect(args []string) error {
 	fs := pflag.NewFlagSet("chart collect", pflag.ContinueOnError)
 	fs.StringVar(&o.dir, "dir", "results/compare", "the directory of the step outputs (startup_p*.txt, p2p.txt, rma.txt, allreduce.txt)")
 	fs.StringVar(&o.out, "out", "docs/benchmarks.json", "the report to write; chart paths are relative to its directory")
+	fs.StringVar(&o.commit, "commit", "", "the git commit of the code measured (-dirty appended when tracked files differed)")
 	fs.IntVar(&o.machine.Cores, "cores", runtime.NumCPU(), "cores of the machine")
 	fs.StringVar(&o.machine.CPU, "cpu", "", "CPU model")
 	fs.StringVar(&o.machine.Kernel, "kernel", "", "kernel release")
@@ -72,7 +73,7 @@ var steps = []struct {
 }
 
 func collect(o collectOptions) (*Report, error) {
-	rep := &Report{Command: "make compare", Machine: o.machine, Run: o.run}
+	rep := &Report{Command: "make compare", Commit: o.commit, Machine: o.machine, Run: o.run}
 	var err error
 	if rep.Run.LoadStart, err = parseLoad(o.loadStart); err != nil {
 		return nil, err
@@ -96,6 +97,9 @@ func collect(o collectOptions) (*Report, error) {
 		s, err := readSection(f)
 		if err != nil {
 			return nil, err
+		}
+		if s.Commit == rep.Commit {
+			s.Commit = "" // the report's
 		}
 		rep.Sections = append(rep.Sections, s)
 	}
@@ -401,7 +405,7 @@ func busbwScaling(t Table, label string) (Row, bool) {
 	}
 	if g := r.Values[0]; g != nil {
 		ok := *g >= 0.8
-		r.Target = &Target{Text: "gorma >= 0.80", OK: &ok}
+		r.Target = &Target{Text: "gorma >= " + ratioText(0.8), OK: &ok}
 	}
 	return r, true
 }

@@ -21,6 +21,7 @@ import (
 // job's unpacked results (scripts/device16.sh unpack).
 type Device16 struct {
 	Command  string     `json:"command"`
+	Commit   string     `json:"commit,omitempty"` // the code measured: the bundle's commit.txt
 	Machine  D16Machine `json:"machine"`
 	Copy     []CopyRate `json:"copy"` // parcopy: the node's copy floor
 	Reps     int        `json:"reps"`
@@ -156,6 +157,9 @@ func collectDevice16(dir string) (*Device16, error) {
 		return nil, err
 	}
 	var err error
+	if d.Commit, err = readCommit(filepath.Join(dir, "commit.txt")); err != nil {
+		return nil, err
+	}
 	if d.Copy, err = readCopy(filepath.Join(dir, "parcopy.txt")); err != nil {
 		return nil, err
 	}
@@ -560,11 +564,21 @@ func d16Cell(row D16Row, s string) string {
 	if !ok {
 		return "-"
 	}
-	return fmt.Sprintf("%s (%.2fx)", num(v, 3), row.Spread[s])
+	return num(v, 3) + " (" + ratioText(row.Spread[s]) + ")"
 }
 
-// d16Ratio is gorma (GORMA_PROCS=auto) over the faster peer.
+// d16Ratio is gorma (GORMA_PROCS=auto) over the faster peer, or "-".
 func d16Ratio(row D16Row) string {
+	q, ok := d16Quotient(row)
+	if !ok {
+		return "-"
+	}
+	return ratioText(q)
+}
+
+// d16Quotient is gorma (GORMA_PROCS=auto) over the faster peer; false when either is
+// missing.
+func d16Quotient(row D16Row) (float64, bool) {
 	g, ok := row.US["gorma"]
 	best := math.Inf(1)
 	for _, s := range []string{"ompi", "mpich"} {
@@ -573,9 +587,9 @@ func d16Ratio(row D16Row) string {
 		}
 	}
 	if !ok || math.IsInf(best, 1) {
-		return "-"
+		return 0, false
 	}
-	return fmt.Sprintf("%.2fx", g/best)
+	return g / best, true
 }
 
 func d16CSW(r D16Ranks, s string, n int) string {

@@ -32,6 +32,9 @@ func TestDevice16Collect(t *testing.T) {
 	if d.Machine.Cores != 2 || d.Reps != 1 || len(d.Copy) == 0 {
 		t.Fatalf("machine %+v, reps %d, copy %v", d.Machine, d.Reps, d.Copy)
 	}
+	if d.Commit != "0123abc-dirty" {
+		t.Errorf("commit %q, want commit.txt's", d.Commit)
+	}
 	if strings.Join(d.Systems, ",") != "gorma,gorma1,gormago,ompi,mpich" {
 		t.Errorf("systems %v, want every system of the job in the page's order", d.Systems)
 	}

@@ -122,6 +122,59 @@ func collectExtras(dir string) (*D16Extras, error) {
 	return x, nil
 }
 
+// d16Extra is one figure of the extras' table that the systems share: its name on the
+// page (with %d for scalebench's rank count), its name in the summary, where each
+// system's value is, and whether a higher value is better.
+type d16Extra struct {
+	name, short string
+	scale       bool
+	get         func(x *D16Extras, s string) (float64, bool)
+	higher      bool
+}
+
+var d16Extras = []d16Extra{
+	{"ping-pong 8 B (us)", "ping-pong 8 B", false, pingPong(func(v D16PingPong) float64 { return v.LatencyUS }), false},
+	{"message rate 8 B (MB/s, higher is better)", "message rate 8 B", false, pingPong(func(v D16PingPong) float64 { return v.MBps }), true},
+	{"window Allocate, %d ranks (us)", "window Allocate", true, scaleFig(func(v D16Scale) float64 { return v.AllocateUS }), false},
+	{"window Free, %d ranks (us)", "window Free", true, scaleFig(func(v D16Scale) float64 { return v.FreeUS }), false},
+	{"startup, %d ranks (s)", "startup", true, scaleFig(func(v D16Scale) float64 { return v.StartupS }), false},
+	{"shared memory, %d ranks (kB)", "shared memory", true, scaleFig(func(v D16Scale) float64 { return v.ShmemKB }), false},
+}
+
+// pingPong and scaleFig read a figure of a system's ping-pong or scalebench runs.
+func pingPong(f func(D16PingPong) float64) func(*D16Extras, string) (float64, bool) {
+	return func(x *D16Extras, s string) (float64, bool) { v, ok := x.PingPong[s]; return f(v), ok }
+}
+
+func scaleFig(f func(D16Scale) float64) func(*D16Extras, string) (float64, bool) {
+	return func(x *D16Extras, s string) (float64, bool) { v, ok := x.Scale[s]; return f(v), ok }
+}
+
+// value is system s's figure f; false when s did not run it or it is 0.
+func (x *D16Extras) value(f d16Extra, s string) (float64, bool) {
+	v, ok := f.get(x, s)
+	return v, ok && v != 0
+}
+
+// quotient is gorma's figure f over the best peer's; false when either is missing.
+func (x *D16Extras) quotient(f d16Extra) (float64, bool) {
+	g, ok := x.value(f, "gorma")
+	var peers []float64
+	for _, s := range []string{"ompi", "mpich"} {
+		if v, ok := x.value(f, s); ok {
+			peers = append(peers, v)
+		}
+	}
+	if !ok || g <= 0 || len(peers) == 0 {
+		return 0, false
+	}
+	best := slices.Min(peers)
+	if f.higher {
+		best = slices.Max(peers)
+	}
+	return g / best, true
+}
+
 // renderD16Extras writes the extras' table, if the results have them.
 func renderD16Extras(b *strings.Builder, x *D16Extras) {
 	if x == nil {
@@ -145,49 +198,38 @@ func renderD16Extras(b *strings.Builder, x *D16Extras) {
 	}
 	head = append(head, "gorma / best peer")
 	b.WriteString("| " + strings.Join(head, " | ") + " |\n|---|" + strings.Repeat("---:|", len(head)-1) + "\n")
-	row := func(name string, get func(string) (float64, bool), higher bool) {
+	row := func(f d16Extra) {
+		name := f.name
+		if f.scale {
+			name = fmt.Sprintf(f.name, x.ScaleP)
+		}
 		cells := []string{name}
-		var g float64
-		var peers []float64
 		for _, s := range sys {
-			v, ok := get(s)
-			if !ok || v == 0 {
+			if v, ok := x.value(f, s); ok {
+				cells = append(cells, num(v, 3))
+			} else {
 				cells = append(cells, "-")
-				continue
-			}
-			cells = append(cells, num(v, 3))
-			if s == "gorma" {
-				g = v
-			} else if s == "ompi" || s == "mpich" {
-				peers = append(peers, v)
 			}
 		}
 		ratio := "-"
-		if g > 0 && len(peers) > 0 {
-			best := slices.Min(peers)
-			if higher {
-				best = slices.Max(peers)
-			}
-			ratio = fmt.Sprintf("%.2fx", g/best)
+		if q, ok := x.quotient(f); ok {
+			ratio = ratioText(q)
 		}
 		b.WriteString("| " + strings.Join(append(cells, ratio), " | ") + " |\n")
 	}
-	pp := func(f func(D16PingPong) float64) func(string) (float64, bool) {
-		return func(s string) (float64, bool) { v, ok := x.PingPong[s]; return f(v), ok }
+	for _, f := range d16Extras {
+		if !f.scale {
+			row(f)
+		}
 	}
-	scl := func(f func(D16Scale) float64) func(string) (float64, bool) {
-		return func(s string) (float64, bool) { v, ok := x.Scale[s]; return f(v), ok }
-	}
-	row("ping-pong 8 B (us)", pp(func(v D16PingPong) float64 { return v.LatencyUS }), false)
-	row("message rate 8 B (MB/s, higher is better)", pp(func(v D16PingPong) float64 { return v.MBps }), true)
 	if g, ok := x.PingPong["gorma"]; ok && x.TraceUS > 0 && g.LatencyUS > 0 {
-		fmt.Fprintf(b, "| ping-pong 8 B under --trace (us) | %s |%s %.2fx of gorma untraced |\n", num(x.TraceUS, 3), strings.Repeat(" |", len(sys)-1), x.TraceUS/g.LatencyUS)
+		fmt.Fprintf(b, "| ping-pong 8 B under --trace (us) | %s |%s %s of gorma untraced |\n",
+			num(x.TraceUS, 3), strings.Repeat(" |", len(sys)-1), ratioText(x.TraceUS/g.LatencyUS))
 	}
-	if len(x.Scale) > 0 {
-		row(fmt.Sprintf("window Allocate, %d ranks (us)", x.ScaleP), scl(func(v D16Scale) float64 { return v.AllocateUS }), false)
-		row(fmt.Sprintf("window Free, %d ranks (us)", x.ScaleP), scl(func(v D16Scale) float64 { return v.FreeUS }), false)
-		row(fmt.Sprintf("startup, %d ranks (s)", x.ScaleP), scl(func(v D16Scale) float64 { return v.StartupS }), false)
-		row(fmt.Sprintf("shared memory, %d ranks (kB)", x.ScaleP), scl(func(v D16Scale) float64 { return v.ShmemKB }), false)
+	for _, f := range d16Extras {
+		if f.scale && len(x.Scale) > 0 {
+			row(f)
+		}
 	}
 	b.WriteString("\n")
 }

@@ -270,8 +270,18 @@ func renderD16Perf(b *strings.Builder, d *Device16, p int) {
 	}
 }
 
-// perfRatio is gorma's context switches per call over the peer's with fewer.
+// perfRatio is gorma's context switches per call over the peer's with fewer, or "-".
 func perfRatio(r D16Perf) string {
+	q, ok := perfQuotient(r)
+	if !ok {
+		return "-"
+	}
+	return ratioText(q)
+}
+
+// perfQuotient is gorma's context switches per call over the peer's with fewer; false
+// when either is missing or the fewer is none.
+func perfQuotient(r D16Perf) (float64, bool) {
 	g, ok := r.CSWPerCall["gorma"]
 	best := math.Inf(1)
 	for _, s := range []string{"ompi", "mpich"} {
@@ -280,9 +290,9 @@ func perfRatio(r D16Perf) string {
 		}
 	}
 	if !ok || math.IsInf(best, 1) || best <= 0 {
-		return "-"
+		return 0, false
 	}
-	return fmt.Sprintf("%.3gx", g/best)
+	return g / best, true
 }
 
 // renderD16Free writes gorma's Allreduce and Barrier at p ranks beside p-1 (the job's
@@ -317,7 +327,7 @@ func renderD16Free(b *strings.Builder, d *Device16, r D16Ranks) {
 		}
 		ratio := "-"
 		if h > 0 {
-			ratio = fmt.Sprintf("%.2fx", g/h)
+			ratio = ratioText(g / h)
 		}
 		b.WriteString("| " + label + " | " + d16Cell(row, "gorma") + " | " + d16Cell(f, "gorma") + " | " + ratio + " |\n")
 	}

@@ -7,8 +7,8 @@
 //	    --series 'gorma=results/compare/ar_gorma_p2_*.json:avg_us' \
 //	    --series 'Open MPI=results/compare/ar_ompi_p2_*.json:avg_us'
 //	chart table --sizes 8,1M,16M,24M,64M --series ... --series ...
-//	chart collect --dir results/compare --out docs/benchmarks.json --cpu ... --start ...
-//	chart merge --in docs/benchmarks.json --section results/compare/launchers.json
+//	chart collect --dir results/compare --out docs/benchmarks.json --commit C --cpu ... --start ...
+//	chart merge --in docs/benchmarks.json --section results/compare/launchers.json [--commit C]
 //	chart page --in docs/benchmarks.json --out docs/benchmarks.md
 //	chart device16 --in results/device16 --out docs/device16.json
 //	chart ft --in results/ftbench --out docs/ft.json
@@ -40,7 +40,9 @@
 //
 // merge puts each --section FILE in place of the report's section with the same id (or
 // after the others), and keeps the rest of the report as it was: one comparison measured
-// again, such as scripts/compare-launchers.sh's, replaces its section alone.
+// again, such as scripts/compare-launchers.sh's, replaces its section alone. The report
+// names the commit it measured (collect --commit), and a merged section its own (its
+// "commit", else merge --commit).
 //
 // page renders the Report through the embedded page.md.tmpl and draws every chart from
 // it into the directory of --out. A stored chart from its points, the others (startup,
@@ -48,8 +50,11 @@
 // tables and samples, so that a chart and its table show the same medians. A stored
 // chart that names a table and disagrees with it is an error. Where MPICH ran more ranks
 // than the cores, its cells give no ratio and a target against them is not judged; a
-// footnote says why. A section without a recorded load says "not recorded". The
-// package's tests check that the committed page and charts are exactly that rendering.
+// footnote says why. A section without a recorded load says "not recorded". The page
+// opens with a summary: per machine and family of figures, where gorma leads and trails
+// the best peer, and the commit each run measured (design.md). Every ratio prints with
+// two decimals and an x (0.19x). The package's tests check that the committed page and
+// charts are exactly that rendering.
 //
 // device16, ft and the sections of the page that come from their own JSON documents
 // (device16.json, startup16.json, ft.json, observe.json, observe2.json), and timeline, which draws a

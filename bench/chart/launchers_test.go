@@ -81,7 +81,8 @@ func TestLaunchersMPICHOnly(t *testing.T) {
 
 // TestMerge: merging the committed report's own launchers section gives the committed
 // report byte for byte; a new section of that id replaces it in place; a section of a new
-// id follows the others.
+// id follows the others. A merged section names its commit, its own or --commit's, and
+// one without either is refused.
 func TestMerge(t *testing.T) {
 	committed, err := os.ReadFile(committedJSON)
 	if err != nil {
@@ -116,7 +117,10 @@ func TestMerge(t *testing.T) {
 	if err := os.WriteFile(other, []byte(`{"id": "other", "title": "Other", "tables": []}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := run([]string{"merge", "--in", out, "--section", "testdata/launchers.json", "--section", other}, nil); err != nil {
+	if err := run([]string{"merge", "--in", out, "--section", other}, nil); err == nil || !strings.Contains(err.Error(), "names no commit") {
+		t.Errorf("merging a section without a commit: error %v, want one that asks for --commit", err)
+	}
+	if err := run([]string{"merge", "--in", out, "--commit", "0123abc", "--section", "testdata/launchers.json", "--section", other}, nil); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(out)
@@ -136,8 +140,11 @@ func TestMerge(t *testing.T) {
 		if m.ID != s.ID {
 			t.Errorf("section %d is %s, want %s", i, m.ID, s.ID)
 		}
-		if s.ID == "launchers" && m.Intro != "Launchers intro." {
-			t.Errorf("launchers not replaced: intro %q", m.Intro)
+		if s.ID == "launchers" && (m.Intro != "Launchers intro." || m.Commit != "0123abc") {
+			t.Errorf("launchers not replaced with --commit's: intro %q, commit %q", m.Intro, m.Commit)
+		}
+		if s.ID != "launchers" && m.Commit != s.Commit {
+			t.Errorf("section %s: commit %q, want %q as it was", s.ID, m.Commit, s.Commit)
 		}
 		if s.ID != "launchers" && m.Title != s.Title {
 			t.Errorf("section %s changed: title %q", s.ID, m.Title)

@@ -11,12 +11,14 @@ import (
 // runMerge is chart merge: each --section FILE (a section as JSON, as chart collect
 // --section reads it) takes the place of the report's section with the same id, or
 // follows the others when the report has none. The rest of the report stays as it was,
-// so one comparison can be measured again without the others.
+// so one comparison can be measured again without the others. A merged section names
+// the commit it measured: its own "commit", else --commit.
 func runMerge(args []string) error {
 	fs := pflag.NewFlagSet("chart merge", pflag.ContinueOnError)
 	in := fs.String("in", "docs/benchmarks.json", "the report to merge into")
 	out := fs.String("out", "", "the report to write (default: --in)")
 	files := fs.StringArray("section", nil, "FILE: a section as JSON (repeated)")
+	commit := fs.String("commit", "", "the git commit the sections measured, for those that do not name theirs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -39,6 +41,12 @@ func runMerge(args []string) error {
 		s, err := readSection(file)
 		if err != nil {
 			return err
+		}
+		if s.Commit == "" {
+			s.Commit = *commit
+		}
+		if s.Commit == "" {
+			return fmt.Errorf("merge: %s names no commit: pass --commit with the commit it measured", file)
 		}
 		rep.merge(s)
 	}

@@ -153,8 +153,8 @@ func renderObserve(runs []*Observe) (string, error) {
 		b.WriteString(clockText(o))
 		b.WriteString(loadText(o.Load, o.Machine.Cores))
 		if o.Machine.Cores <= 2 {
-			fmt.Fprintf(&b, " On %d cores, ratios of sub-microsecond figures sit in a ±20%% noise band from run to run: "+
-				"0.8x-1.2x is a tie there, and a miss inside that band does not show a cost.", o.Machine.Cores)
+			fmt.Fprintf(&b, " On %d cores, a ratio of sub-microsecond figures moves within %s-%s from run to run: "+
+				"inside that band it is a tie, and a miss does not show a cost.", o.Machine.Cores, ratioText(0.8), ratioText(1.2))
 		}
 		b.WriteString("\n\n")
 		if len(o.Failed) > 0 {
@@ -204,7 +204,7 @@ func renderObserveTable(b *strings.Builder, o *Observe) {
 	for _, r := range observeRatios {
 		name := r.name
 		if r.target > 0 {
-			name += fmt.Sprintf(" (≤ %.2fx)", r.target)
+			name += " (≤ " + ratioText(r.target) + ")"
 		}
 		head = append(head, name)
 	}
@@ -235,7 +235,7 @@ func renderObserveTable(b *strings.Builder, o *Observe) {
 					continue
 				}
 				q := observeRatio(on, off, len(o.Failed) == 0)
-				text := ratioText(&q)
+				text := ratioText(q)
 				if r.target > 0 {
 					ok := q <= r.target
 					text = targetText(&Target{Text: text, OK: &ok}, "")

@@ -25,7 +25,7 @@ func TestObserve(t *testing.T) {
 		"## The cost of observation\n",
 		"From `scripts/compare-observe.sh 3`: 2 cores (AMD EPYC), go1.26.0, Open MPI 4.1.4, 3 repetitions.",
 		"Load average (1, 5, 15 min) on the 2 cores: 0.10 0.20 0.30 at the start, 1.50 0.40 0.35 at the end.",
-		"On 2 cores, ratios of sub-microsecond figures sit in a ±20% noise band",
+		"On 2 cores, a ratio of sub-microsecond figures moves within 0.80x-1.20x from run to run",
 		"| benchmark | bytes | gorma | gorma --profile | gorma --trace | Open MPI | Open MPI, monitoring | profile / off (≤ 1.05x) | trace / off (≤ 1.15x) | monitoring / off, Open MPI |\n" +
 			"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
 		"| Ping-pong latency, 2 ranks | 8 | 0.5 [0.4, 0.6] | 0.52 [0.51, 0.9] | 0.6 [0.55, 0.65] | 0.25 [0.2, 0.3] | 0.3 [0.3, 0.3] | 1.27x **MISS** | 1.20x **MISS** | 1.20x |\n",
@@ -67,7 +67,7 @@ func TestObservePartial(t *testing.T) {
 			t.Errorf("the section lacks %q:\n%s", want, page)
 		}
 	}
-	for _, not := range []string{"noise band", "Ping-pong"} {
+	for _, not := range []string{"from run to run", "Ping-pong"} {
 		if strings.Contains(page, not) {
 			t.Errorf("the section has %q:\n%s", not, page)
 		}
@@ -148,7 +148,7 @@ func TestObserveMachines(t *testing.T) {
 	if n := strings.Count(page, "gorma's programs run through golaunch"); n != 1 {
 		t.Errorf("the description is there %d times, want once", n)
 	}
-	if n := strings.Count(page, "noise band"); n != 1 {
+	if n := strings.Count(page, "from run to run: inside that band"); n != 1 {
 		t.Errorf("the 2-core noise sentence is there %d times, want once (the 2-core run's)", n)
 	}
 }

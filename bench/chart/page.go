@@ -104,6 +104,8 @@ func drawCharts(rep *Report, docs string) error {
 func renderPage(rep *Report) ([]byte, error) {
 	t, err := template.New("page").Funcs(template.FuncMap{
 		"section":   func(s Section) (string, error) { return renderSection(rep, s) },
+		"summary":   func() string { return renderSummary(rep) },
+		"ratio":     ratioText,
 		"device16":  renderDevice16,
 		"startup16": renderStartup16,
 		"ft":        renderFT,
@@ -222,7 +224,8 @@ func (f *footnotes) ref(text string) string {
 }
 
 // renderTable writes a Markdown table: the label column, the values, the ratios of the
-// first value to each other one, and the target where a row has one. A peer cell that
+// first value to each other one, and the target where a row has one. A value that is
+// itself a ratio (its column or its row names a quotient) prints as one. A peer cell that
 // did not run as documented (oversubscribed) gives no ratio, and a target against it
 // is not judged; a footnote says why.
 func renderTable(m Machine, s Section, t Table, notes *footnotes) string {
@@ -269,6 +272,10 @@ func renderTable(m Machine, s Section, t Table, notes *footnotes) string {
 				judged = judgedNote(judged, t, r, i, notes.ref(note))
 				continue
 			}
+			if v != nil && (ratioColumn(t.Columns[i]) || quotientRow(t, r)) {
+				cells = append(cells, ratioText(*v))
+				continue
+			}
 			cells = append(cells, valueText(v, r.Unit))
 		}
 		if ratios {
@@ -282,7 +289,7 @@ func renderTable(m Machine, s Section, t Table, notes *footnotes) string {
 					judged = judgedNote(judged, t, r, i+1, notes.ref(note))
 					continue
 				}
-				cells = append(cells, ratioText(q))
+				cells = append(cells, optRatio(q))
 			}
 		}
 		if targets {
@@ -312,6 +319,12 @@ func judgedNote(prev string, t Table, r Row, col int, ref string) string {
 	return prev
 }
 
+// quotientRow reports whether row r's values are ratios: the row names a quotient
+// ("bus bandwidth 64 MiB / 24 MiB") and has no unit.
+func quotientRow(t Table, r Row) bool {
+	return r.Unit == "" && t.Unit == "" && strings.Contains(r.Label, " / ")
+}
+
 func valueText(v *float64, unit string) string {
 	if v == nil {
 		return "-"
@@ -320,17 +333,6 @@ func valueText(v *float64, unit string) string {
 		return num(*v, 3)
 	}
 	return num(*v, 3) + " " + unit
-}
-
-// ratioText writes a ratio with two decimals; one that rounds to 0.00 is "< 0.01x".
-func ratioText(q *float64) string {
-	switch {
-	case q == nil:
-		return "-"
-	case *q >= 0 && *q < 0.005:
-		return "< 0.01x"
-	}
-	return fmt.Sprintf("%.2fx", *q)
 }
 
 // targetText writes a target and its verdict; with notJudged (a footnote reference) the

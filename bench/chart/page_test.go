@@ -11,7 +11,7 @@ import (
 const (
 	committedJSON = "../../docs/benchmarks.json"
 	committedPage = "../../docs/benchmarks.md"
-	maxPageLines  = 680 // every section's load line and charts included, the 16-core node's sections (point to point and windows too) and the cost of observation on both machines
+	maxPageLines  = 700 // the summary, every section's load line and charts, the 16-core node's sections (point to point and windows too) and the cost of observation on both machines
 )
 
 // TestCommittedPage renders the committed report and compares it with the committed
@@ -83,7 +83,7 @@ func TestDecodeReportStrict(t *testing.T) {
 func TestCollectTestdata(t *testing.T) {
 	docs := t.TempDir()
 	out := filepath.Join(docs, "benchmarks.json")
-	args := []string{"collect", "--dir", "testdata", "--out", out, "--cpu", "AMD EPYC", "--cores", "2", "--start", "2026-01-02T03:04:05Z",
+	args := []string{"collect", "--dir", "testdata", "--out", out, "--commit", "0123abc", "--cpu", "AMD EPYC", "--cores", "2", "--start", "2026-01-02T03:04:05Z",
 		"--load-start", "1 2 3", "--intro", "p2p=Intro.", "--section", "testdata/sockets.json", "--chart", "rma:charts/rma_put_latency.svg:A chart", "--chart", "rma:charts/missing.svg:gone"}
 	if err := run(args, nil); err != nil {
 		t.Fatal(err)
@@ -111,6 +111,9 @@ func TestCollectTestdata(t *testing.T) {
 	if strings.Join(ids, ",") != "startup,p2p,rma,allreduce,sockets" {
 		t.Errorf("sections %v", ids)
 	}
+	if rep.Commit != "0123abc" {
+		t.Errorf("commit %q, want --commit's", rep.Commit)
+	}
 	rma := rep.Sections[2]
 	if len(rma.Charts) != 1 || rma.Charts[0].File != "charts/rma_put_latency.svg" || len(rma.Charts[0].Series) != 2 {
 		t.Errorf("rma charts %+v, want the one with points (testdata/chart_rma_put_latency.json)", rma.Charts)
@@ -121,9 +124,11 @@ func TestCollectTestdata(t *testing.T) {
 		"| Get 8 B + Flush (vs osc/sm) | - | - | - | not measured |",
 		"| alloc_free.allocate, 1 MiB | 24.6 us | 67.7 us | 1567 us | 502 us | 0.36x | 0.02x | 0.05x |",
 		"### Barrier; bus bandwidth at 64 MiB over 24 MiB",
-		"| bus bandwidth 64 MiB / 24 MiB, 4 ranks | 1.2 | 0.643 | 0.818 | - | -[^allreduce-1] | gorma >= 0.80 ok |",
+		"| bus bandwidth 64 MiB / 24 MiB, 4 ranks | 1.20x | 0.64x | 0.82x | - | -[^allreduce-1] | gorma >= 0.80x ok |",
 		"repetitions of each comparison (its start time is `run.start` in docs/benchmarks.json) |",
 		"Intro.\n",
+		"| 2 cores, AMD EPYC | Allreduce and Barrier | 2 ranks: ",
+		" | `commit=0123abc` |\n",
 		"![A chart](charts/rma_put_latency.svg)\n\n*From one sweep, 2000 operations a size, a run apart from the tables.*\n",
 		"## net.Conn: gorma's sockets, Unix and TCP sockets, shmipc-go\n\nSockets intro.\n",
 		"| figure | gorma-shm | gorma-tcp | unix | tcp | shmipc | gorma-shm / gorma-tcp | gorma-shm / unix | gorma-shm / tcp | gorma-shm / shmipc | target |",

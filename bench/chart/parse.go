@@ -75,10 +75,16 @@ func quantity(cell string) (*float64, string, error) {
 	return &v, strings.Join(f[1:], " "), nil
 }
 
-// ratio parses a ratio cell such as "0.75x"; "-" or an empty cell is nil.
+// ratio parses a ratio cell such as "0.75x"; "-" or an empty cell is nil. A ratio too
+// small for two decimals ("< 0.01x", as ratioText writes it) reads as 0, which ratioText
+// writes the same way.
 func ratio(cell string) (*float64, error) {
 	if cell == "" || cell == "-" {
 		return nil, nil
+	}
+	if cell == ratioText(0) {
+		v := 0.0
+		return &v, nil
 	}
 	v, err := strconv.ParseFloat(strings.TrimSuffix(cell, "x"), 64)
 	if err != nil {

@@ -28,7 +28,7 @@ func TestCells(t *testing.T) {
 	if _, _, err := quantity("fast us"); err == nil {
 		t.Error(`quantity("fast us"): want an error`)
 	}
-	for cell, want := range map[string]*float64{"0.75x": f64(0.75), "13.83x": f64(13.83), "-": nil, "": nil} {
+	for cell, want := range map[string]*float64{"0.75x": f64(0.75), "13.83x": f64(13.83), "< 0.01x": f64(0), "-": nil, "": nil} {
 		if got, err := ratio(cell); err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("ratio(%q) = %v, %v; want %v", cell, got, err, want)
 		}

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -106,13 +107,64 @@ func drawChart(ch Chart, dc draw.Canvas) error {
 		lw = r.Size().X * legendSlack
 	}
 	dc = draw.Crop(dc, topGap, 0, 0, -topGap)
-	p.Draw(draw.Crop(dc, 0, -(lw + rightGap), 0, 0))
-	top := vg.Length(0)
-	if p.Title.Text != "" {
-		top = p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
-	}
+	pc := draw.Crop(dc, 0, -(lw + rightGap), 0, 0)
+	// The plot's background, then its title, as p.Draw would draw them; p.Draw then
+	// draws the rest below the title.
+	pc.SetColor(p.BackgroundColor)
+	pc.Fill(pc.Rectangle.Path())
+	p.BackgroundColor = nil
+	top := drawTitle(pc, dc, p.Title.TextStyle, p.Title.Padding, p.Title.Text)
+	p.Title.Text = ""
+	pc.Max.Y -= top
+	p.Draw(pc)
 	leg.Draw(draw.Crop(dc, dc.Size().X-lw, -legendMargin, 0, -top))
 	return nil
+}
+
+// drawTitle draws title at the top of pc, the plot's part of the chart whose whole
+// canvas is all, and returns the height it takes with its padding (0 without a title).
+// It is centred over pc, as plot.Plot centres it, unless a line is too wide for pc: then
+// it moves right just enough that its widest line starts inside all, and a line wider
+// than all is wrapped at spaces.
+func drawTitle(pc, all draw.Canvas, sty text.Style, pad vg.Length, title string) vg.Length {
+	if title == "" {
+		return 0
+	}
+	width := all.Size().X - 2*legendMargin
+	var lines []string
+	for _, l := range strings.Split(title, "\n") {
+		lines = append(lines, wrapLine(sty, l, width)...)
+	}
+	title = strings.Join(lines, "\n")
+	half := vg.Length(0)
+	for _, l := range lines {
+		half = max(half, sty.Width(l)/2)
+	}
+	x := max(pc.Center().X, all.Min.X+legendMargin+half)
+	pc.FillText(sty, vg.Point{X: x, Y: pc.Max.Y + sty.FontExtents().Descent}, title)
+	return sty.Rectangle(title).Size().Y + pad
+}
+
+// wrapLine splits l at spaces into lines no wider than width; a word wider than width
+// stays whole on its own line.
+func wrapLine(sty text.Style, l string, width vg.Length) []string {
+	if sty.Width(l) <= width {
+		return []string{l}
+	}
+	var lines []string
+	cur := ""
+	for _, w := range strings.Fields(l) {
+		next := w
+		if cur != "" {
+			next = cur + " " + w
+		}
+		if cur != "" && sty.Width(next) > width {
+			lines = append(lines, cur)
+			next = w
+		}
+		cur = next
+	}
+	return append(lines, cur)
 }
 
 // addLines draws each series as a line on log2 x (and log y with LogY). A series that

@@ -12,7 +12,10 @@ import (
 // Report is docs/benchmarks.json: one run of make compare, the single source of
 // docs/benchmarks.md (chart page).
 type Report struct {
-	Command  string    `json:"command"` // what produced it: "make compare"
+	Command string `json:"command"` // what produced it: "make compare"
+	// Commit is the git commit of the code measured, with "-dirty" when tracked files
+	// differed from it (scripts/compare-all.sh); "" when not recorded.
+	Commit   string    `json:"commit,omitempty"`
 	Machine  Machine   `json:"machine"`
 	Run      Run       `json:"run"`
 	Sections []Section `json:"sections"`
@@ -50,6 +53,7 @@ type Run struct {
 type Section struct {
 	ID      string    `json:"id"`
 	Title   string    `json:"title"`
+	Commit  string    `json:"commit,omitempty"` // the code measured, where not the report's (chart merge)
 	Intro   string    `json:"intro,omitempty"`
 	Failed  string    `json:"failed,omitempty"` // why the step left no result
 	Load    *Load     `json:"load,omitempty"`   // nil: not recorded
@@ -154,9 +158,15 @@ func decodeReport(r io.Reader) (*Report, error) {
 }
 
 func (rep *Report) validate() error {
+	if rep.Commit != "" && !commitForm.MatchString(rep.Commit) {
+		return fmt.Errorf("report: commit %q is not a hash (with -dirty or not)", rep.Commit)
+	}
 	for _, s := range rep.Sections {
 		if s.ID == "" || s.Title == "" {
 			return fmt.Errorf("report: a section needs an id and a title (%q)", s.ID)
+		}
+		if s.Commit != "" && !commitForm.MatchString(s.Commit) {
+			return fmt.Errorf("report: section %s: commit %q is not a hash (with -dirty or not)", s.ID, s.Commit)
 		}
 		for _, t := range s.Tables {
 			if err := t.validate(); err != nil {

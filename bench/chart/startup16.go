@@ -104,11 +104,11 @@ func renderStartup16(s *Startup16) (string, error) {
 		}
 		g, m := s.cell("golaunch_ompi", n), s.cell("mpirun_ompi", n)
 		if g == nil || m == nil {
-			cells = append(cells, "-", "<= 1.00x not measured")
+			cells = append(cells, "-", "<= "+ratioText(1)+" not measured")
 		} else {
 			q := median(g) / median(m)
 			ok := q <= 1
-			cells = append(cells, ratioText(&q), targetText(&Target{Text: "<= 1.00x", OK: &ok}, ""))
+			cells = append(cells, ratioText(q), targetText(&Target{Text: "<= " + ratioText(1), OK: &ok}, ""))
 		}
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}

@@ -81,7 +81,7 @@ func markdown(ss []series, sizes []float64, digits int) string {
 		g, gok := ss[0].Points[x]
 		for _, s := range ss[1:] {
 			if y, ok := s.Points[x]; ok && gok && y != 0 {
-				fmt.Fprintf(&b, " %.2fx |", g/y)
+				fmt.Fprintf(&b, " %s |", ratioText(g/y))
 			} else {
 				b.WriteString(" - |")
 			}

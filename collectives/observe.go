@@ -23,12 +23,23 @@ type callObs struct {
 	name  string // the call's name in the timeline: "Allreduce", or "Iallreduce" for a queued call
 	algo  string // the algorithm it chose ("ring"); "" where it has none to choose
 	bytes int    // this rank's data: the size of its send buffer
+	count bool   // the profile counts the call and its data: it is the user's (beginObs)
 }
 
-// callKind returns the profile's kind of the call begin names name. A call without a kind
-// of its own counts as the nearest one: Allgatherv as Allgather, Alltoallw as Alltoallv,
-// Exscan as Scan, ReduceScatterV as ReduceScatter, the Loc and Type forms as their
-// reductions.
+// beginObs starts observing the call begin names name; tracked is its name in the
+// timeline. A call on a World marked internal (state.internal) serves a layer's call: it
+// gets its timeline event, and the profile counts neither it nor its data.
+func (s *state) beginObs(name, tracked string) callObs {
+	k := callKind(name)
+	if s.internal {
+		return callObs{c: s.obs.Track(k), name: tracked}
+	}
+	return callObs{c: s.obs.BeginLocked(s.ln, k), name: tracked, count: true}
+}
+
+// callKind returns the profile's kind of the call begin names name. Each call has its
+// own kind (Gatherv is not Gather, Exscan is not Scan); the Loc and Type forms of the
+// reductions count as their reductions, as MPI counts MPI_Allreduce whatever its datatype.
 func callKind(name string) prof.CallKind {
 	switch name {
 	case "barrier":
@@ -39,20 +50,32 @@ func callKind(name string) prof.CallKind {
 		return prof.CallReduce
 	case "allreduce", "allreduce_loc", "allreduce type":
 		return prof.CallAllreduce
-	case "gather", "gatherv":
+	case "gather":
 		return prof.CallGather
-	case "allgather", "allgatherv":
+	case "gatherv":
+		return prof.CallGatherv
+	case "allgather":
 		return prof.CallAllgather
-	case "scatter", "scatterv":
+	case "allgatherv":
+		return prof.CallAllgatherv
+	case "scatter":
 		return prof.CallScatter
+	case "scatterv":
+		return prof.CallScatterv
 	case "alltoall":
 		return prof.CallAlltoall
-	case "alltoallv", "alltoallw":
+	case "alltoallv":
 		return prof.CallAlltoallv
-	case "reduce_scatter", "reduce_scatter_v":
+	case "alltoallw":
+		return prof.CallAlltoallw
+	case "reduce_scatter":
 		return prof.CallReduceScatter
-	case "scan", "exscan":
+	case "reduce_scatter_v":
+		return prof.CallReduceScatterV
+	case "scan":
 		return prof.CallScan
+	case "exscan":
+		return prof.CallExscan
 	}
 	panic("collectives: no profile kind for call " + name)
 }
@@ -60,6 +83,9 @@ func callKind(name string) prof.CallKind {
 // observed reports whether the call is observed. A sub-group's call never is: its
 // call within is.
 func (c *call) observed() bool { return c.s.ob.c.On() }
+
+// counted reports whether the profile counts the call's data (beginObs).
+func (c *call) counted() bool { return c.s.ob.count }
 
 // chose names the algorithm the call runs, for the timeline's label; a is a constant.
 // The first choice names the call: the calls it makes within (AllreduceLoc's two
@@ -82,6 +108,8 @@ func (c *call) choseAlgo(a algo) {
 func (c *call) toAll(bytes, each int) {
 	if c.observed() {
 		c.s.ob.bytes = bytes
+	}
+	if c.counted() {
 		c.s.obs.CollAll(c.s.ln, c.s.members, c.s.rank, c.s.size, each)
 	}
 }
@@ -92,9 +120,9 @@ func (c *call) toAll(bytes, each int) {
 func (c *call) atRoot(root, bytes, each int) {
 	if c.observed() {
 		c.s.ob.bytes = bytes
-		if c.s.rank == root {
-			c.s.obs.CollAll(c.s.ln, c.s.members, c.s.rank, c.s.size, each)
-		}
+	}
+	if c.counted() && c.s.rank == root {
+		c.s.obs.CollAll(c.s.ln, c.s.members, c.s.rank, c.s.size, each)
 	}
 }
 
@@ -103,6 +131,8 @@ func (c *call) atRoot(root, bytes, each int) {
 func (c *call) toAbove(bytes int) {
 	if c.observed() {
 		c.s.ob.bytes = bytes
+	}
+	if c.counted() {
 		for r := c.s.rank + 1; r < c.s.size; r++ {
 			c.s.obs.Coll(c.s.ln, c.s.members, r, bytes)
 		}
@@ -115,9 +145,9 @@ func (c *call) toAbove(bytes int) {
 func (c *call) perMember(bytes int, counts []int, es, root int) {
 	if c.observed() {
 		c.s.ob.bytes = bytes
-		if root < 0 || c.s.rank == root {
-			c.s.countEach(counts, es)
-		}
+	}
+	if c.counted() && (root < 0 || c.s.rank == root) {
+		c.s.countEach(counts, es)
 	}
 }
 
@@ -204,10 +234,12 @@ func sendSize[T runtime.Elem](c *call, send, recv []T, root int) int {
 // perBlock counts Alltoallw's blocks: each member but this rank is given its block's
 // bytes (Counts[i] times Sizes[i]). Blocks that a bad call gives count nothing.
 func (c *call) perBlock(bytes int, b ByteBlocks) {
-	if !c.observed() {
+	if c.observed() {
+		c.s.ob.bytes = bytes
+	}
+	if !c.counted() {
 		return
 	}
-	c.s.ob.bytes = bytes
 	s := c.s
 	for i := range min(len(b.Counts), s.size) {
 		n := b.Counts[i]

@@ -78,6 +78,28 @@ func TestObserveCounts(t *testing.T) {
 			}
 			return 8 * (q + 1)
 		}},
+		{prof.CallGatherv, func(e rankEnv) error { // its own kind: rank d gives d+1 elements to root 1
+			counts, displs := make([]int, p), make([]int, p)
+			for i := range p {
+				counts[i], displs[i] = i+1, i*(i+1)/2
+			}
+			return Gatherv(e.ctx, e.w, make([]int64, e.r+1), make([]int64, p*(p+1)/2), counts, displs, 1)
+		}, func(me, q int) int {
+			switch {
+			case q < 0:
+				return 8 * (me + 1)
+			case me != 1:
+				return -1
+			}
+			return 8 * (q + 1)
+		}},
+		{prof.CallAllgatherv, func(e rankEnv) error { // its own kind: rank d gives d+1 elements to all
+			counts := make([]int, p)
+			for i := range p {
+				counts[i] = i + 1
+			}
+			return Allgatherv(e.ctx, e.w, make([]int64, e.r+1), make([]int64, p*(p+1)/2), counts)
+		}, func(me, q int) int { return 8 * (me + 1) }},
 		{prof.CallBarrier, func(e rankEnv) error { return Barrier(e.ctx, e.w) },
 			func(me, q int) int { return 0 }},
 		{prof.CallAllreduce, func(e rankEnv) error { // a queued call counts when it runs
@@ -250,6 +272,56 @@ func TestObserveSubWorld(t *testing.T) {
 			if got := after.Coll.Bytes[q] - before.Coll.Bytes[q]; got != want {
 				return fmt.Errorf("job rank %d to %d: %d bytes, want %d", e.r, q, got, want)
 			}
+		}
+		return nil
+	})
+}
+
+// TestObserveInternal: the calls on a World a layer marked internal (window's Dup) are
+// the layer's: the profile counts neither them nor their data, and the timeline shows
+// them.
+func TestObserveInternal(t *testing.T) {
+	opt := runtimetest.Options{Transport: "shm", Env: observeEnv(t)}
+	runJob(t, 3, opt, 30*time.Second, func(e rankEnv) error {
+		d, err := e.w.Dup()
+		if err != nil {
+			return err
+		}
+		defer d.Free()
+		substrate.MarkInternal(d)
+		o, _ := substrate.Observe(d)
+		events := func() int {
+			n := 0
+			for _, ev := range o.Timeline().Events {
+				if ev.Kind == trace.Collective {
+					n++
+				}
+			}
+			return n
+		}
+		before, ev0 := o.Profile(), events()
+		if err := Allreduce(e.ctx, d, nil, make([]uint64, 4), Bor[uint64]()); err != nil {
+			return err
+		}
+		if err := Allgather(e.ctx, d, make([]int32, 1), make([]int32, 3)); err != nil {
+			return err
+		}
+		if err := Barrier(e.ctx, d); err != nil {
+			return err
+		}
+		after := o.Profile()
+		for k := range prof.NumCalls {
+			if n := after.Call(k).Calls - before.Call(k).Calls; n != 0 {
+				return fmt.Errorf("rank %d: %d %v calls counted on an internal World, want none", e.r, n, k)
+			}
+		}
+		for q := range e.p {
+			if n := after.Coll.Bytes[q] - before.Coll.Bytes[q]; n != 0 {
+				return fmt.Errorf("rank %d: %d collective bytes to rank %d counted on an internal World, want none", e.r, n, q)
+			}
+		}
+		if n := events() - ev0; n != 3 {
+			return fmt.Errorf("rank %d: %d Collective events of the internal World's calls, want 3", e.r, n)
 		}
 		return nil
 	})

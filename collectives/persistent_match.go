@@ -55,7 +55,7 @@ func newPersistent(w *runtime.World, name string, run func(ctx context.Context) 
 		return r
 	}
 	own := &state{comm: comm, rank: s.rank, size: s.size, force: s.force, cfgErr: s.cfgErr,
-		track: substrate.NewTrack(comm), seq: id << persistentTagShift, obs: s.obs, ln: s.obs.NewLocal(), bt: s.obs.NewBatch(), members: s.members}
+		track: substrate.NewTrack(comm), seq: id << persistentTagShift, obs: s.obs, internal: s.internal, ln: s.obs.NewLocal(), bt: s.obs.NewBatch(), members: s.members}
 	r.own, r.id, r.q, r.track = own, id, &own.q, own.track
 	r.cleanup = goruntime.AddCleanup(r, retireLater, own)
 	return r

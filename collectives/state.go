@@ -58,6 +58,7 @@ type state struct {
 	noZeroCopy int8         // no pair of members has substrate.ReachZeroCopy (tcp): 1 yes, -1 no, 0 not known yet
 
 	obs        *substrate.Obs       // this rank's observer (substrate.Observe), nil when off or for a sub-group
+	internal   bool                 // the World is a layer's own (substrate.MarkInternal): its calls are not the user's (observe.go)
 	ln         *prof.Local          // obs's counts of this state's calls, which busy serializes (nil: profile off)
 	bt         *trace.Batch         // obs's events of this state's calls (nil: timeline off); guarded by busy, flushed in waits (shm.go)
 	members    []int                // the job ranks of the World's ranks, for obs (nil: Init's World)
@@ -138,6 +139,7 @@ func stateOf(w *runtime.World) (*state, error) {
 	}
 	mine := &state{user: key, comm: c, rank: w.Rank(), size: w.Size(), track: substrate.NewTrack(w)}
 	mine.obs, mine.members = substrate.Observe(w)
+	mine.internal = mine.track.Internal()
 	mine.ln, mine.bt = mine.obs.NewLocal(), mine.obs.NewBatch()
 	mine.force, mine.cfgErr = parseAllreduceEnv(os.Getenv(EnvAllreduce))
 	s, loaded := states.loadOrStore(key, mine)
@@ -218,7 +220,7 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	s.seq++
 	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag), root: -1}
 	if s.obs != nil {
-		s.ob = callObs{c: s.obs.BeginLocked(s.ln, callKind(name)), name: tracked}
+		s.ob = s.beginObs(name, tracked)
 	}
 	if seq == 0 {
 		seq = s.track.Next()

@@ -108,10 +108,14 @@ func rankFailure(m *exitMsg, host string, pmiJob bool) *failure {
 	case m.Finalized || !m.Connected && !pmiJob:
 		return nil
 	default:
-		f.code, f.what = ExitFailure, label+" exited without calling Finalize"
+		f.code, f.what = ExitFailure, label+" "+noFinalize
 	}
 	return f
 }
+
+// noFinalize is what became of a rank that reached PMI init and exited 0 without
+// Finalize, with what its program must do.
+const noFinalize = "exited without calling Finalize (call w.Finalize(ctx), or MPI_Finalize, before the program exits)"
 
 // abortProtocol is the Code of the abort request an agent sends for a rank that broke the
 // PMI protocol (pmiHandler.ProtocolError); its Msg is the error. A rank's own Abort never

@@ -244,6 +244,7 @@ type agentJob struct {
 	killTimer  *time.Timer
 	waiters    sync.WaitGroup // one per started rank
 	stdinQ     chan []byte    // rank 0's stdin data, written by stdinWriter
+	saves      chan struct{}  // ring files being saved as dumps, at most ringSaves (timeline.go)
 	grow       agentGrowth    // the roster as spawns grew it, their groups and requests (growagent.go)
 }
 
@@ -314,7 +315,7 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 	j := &agentJob{a: a, spec: *spec, conn: cc, local: spec.Roster.RanksOn(spec.Node),
 		procs: make(map[int]*rankProc), connected: make(map[int]bool), finalized: make(map[int]bool),
 		failed: make(map[int]bool),
-		stdinQ: make(chan []byte, stdinWindow+1)}
+		stdinQ: make(chan []byte, stdinWindow+1), saves: make(chan struct{}, ringSaves)}
 	if err := j.resolvePrograms(); err != nil {
 		return nil, err
 	}
@@ -449,10 +450,16 @@ func (j *agentJob) startRanks(ranks []int) {
 			conn, pmiEnd, err = pmiSocketpair()
 		}
 		var p *rankProc
+		ring, tfile := j.ringFor(rank, env, dir)
 		if err == nil {
 			j.srv.ServeConn(conn, rank) // ends when the rank's end is closed (by spawnRank, or at its exit)
 			p, err = spawnRank(j.sp, path, args, env, dir, rank,
-				c.LocalRank, cpus, pmiEnd, func(stream int, data []byte) { j.send(fOutput, encodeOutput(r, stream, data)) })
+				c.LocalRank, cpus, pmiEnd, ring, func(stream int, data []byte) { j.send(fOutput, encodeOutput(r, stream, data)) })
+		}
+		if err != nil && ring != nil {
+			ring.Close()
+		} else if err == nil {
+			p.ring, p.traceFile = ring, tfile
 		}
 		if err != nil {
 			if !j.spec.FT {
@@ -495,6 +502,9 @@ func (j *agentJob) waitRank(p *rankProc) {
 		m.Panic = p.panics.first() // the Go runtime's exit after a panic, or its crash with GOTRACEBACK=crash
 	}
 	m.PeerFailed = p.panics.sawPeerFailure()
+	if m.TraceDump = j.saveRingOf(p, m.Finalized); m.TraceDump != "" {
+		m.Trace = p.traceFile
+	}
 	j.send(fExit, m)
 	close(p.ended)
 }

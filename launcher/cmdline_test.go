@@ -167,9 +167,11 @@ func TestLaunchMPIRunHabits(t *testing.T) {
 		if !strings.Contains(l, "): bound to CPUs ") {
 			t.Errorf("rank %d: no binding line:\n%s", rank, r.stderr)
 		}
+		// pmiprog also prints the job's events it is told of (a loaded host's agents
+		// suspect each other): the file holds the rank's line among them.
 		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rank.%d.log", rank)))
-		if want := fmt.Sprintf("env %d GOLAUNCH_RANK=%d\n", rank, rank); err != nil || string(b) != want {
-			t.Errorf("rank %d file: %q, %v; want %q", rank, b, err, want)
+		if want := fmt.Sprintf("env %d GOLAUNCH_RANK=%d\n", rank, rank); err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("rank %d file: %q, %v; want a line %q", rank, b, err, want)
 		}
 	}
 }

@@ -37,7 +37,7 @@ type submitter struct {
 	stderr io.Writer
 	stdin  io.Reader // forwarded to rank 0; nil for none
 	grace  time.Duration
-	trace  string // --trace's file: a hang report merges the ranks' dumps there (report.go)
+	trace  string // --trace's file: a hang report merges the ranks' dumps there (report.go), and so does a crash (timeline.go)
 
 	timeout, startup time.Duration
 	leaves           <-chan leaveEvent
@@ -65,6 +65,10 @@ type submitter struct {
 	stacks    bool                      // --stacks: reports carry the ranks' goroutine stacks
 
 	reportBindings bool // --report-bindings: a line on stderr per rank as it starts
+
+	// traceDumps are the dumps the agents wrote of ranks that ended without Finalize, by
+	// rank (timeline.go).
+	traceDumps map[int]string
 
 	grow growth       // the job's spawns (grow.go), owned by the event loop
 	size atomic.Int64 // the roster's size, for the links' reader goroutines
@@ -309,6 +313,7 @@ func (s *submitter) rankEnded(l *agentLink, m *exitMsg) {
 	if m.ObsLost != "" {
 		s.obsLost = append(s.obsLost, lostRank{rank: m.Rank, what: m.ObsLost})
 	}
+	s.noteTrace(m)
 	f := rankFailure(m, l.host, s.pmiJob)
 	if f != nil && s.interrupt > 0 && m.OwnSignal && m.Signal == int(syscall.SIGINT) {
 		// The user's Ctrl-C, which golaunch forwarded: the job was interrupted, no rank failed.
@@ -392,7 +397,7 @@ func (s *submitter) reachedPMI() {
 	for rank, r := range s.ranks {
 		if r.earlyExit {
 			h := s.roster.Hosts[s.roster.RankHost[rank]]
-			f := &failure{code: ExitFailure, what: rankLabel(rank, h, r.pid) + " exited without calling Finalize",
+			f := &failure{code: ExitFailure, what: rankLabel(rank, h, r.pid) + " " + noFinalize,
 				kind: pmi.ProcFailed, rank: rank, host: h, weight: weightExit}
 			if !s.tolerable(f) {
 				s.failWith(f)
@@ -670,6 +675,7 @@ wait:
 		}
 		break wait
 	}
+	s.crashTimeline()
 	if len(s.failed) > 0 {
 		fmt.Fprintln(s.stderr, s.ftSummary())
 	}

@@ -85,7 +85,7 @@ func TestLaunchNoFinalize(t *testing.T) {
 		t.Fatalf("exit %d, want %d\n%s", r.code, ExitFailure, r.stderr)
 	}
 	mustContain(t, "stderr", r.stderr, "rank 1 (host "+hostName())
-	mustContain(t, "stderr", r.stderr, "exited without calling Finalize; job aborted")
+	mustContain(t, "stderr", r.stderr, "exited without calling Finalize (call w.Finalize(ctx), or MPI_Finalize, before the program exits); job aborted")
 }
 
 func TestLaunchAbort(t *testing.T) {

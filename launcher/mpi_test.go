@@ -166,7 +166,7 @@ func checkAbortRules(t *testing.T, abort string) {
 	}
 	r = runGL(t, "", "-n", "4", "--grace", "500ms", "--timeout", testbudget.Scale(45*time.Second).String(), abort, "nofinalize", "2")
 	sum = summaryLines(r.stderr)
-	if r.code != ExitFailure || len(sum) != 1 || !strings.Contains(sum[0], "rank 2 (host ") || !strings.HasSuffix(sum[0], "exited without calling Finalize; job aborted") {
+	if r.code != ExitFailure || len(sum) != 1 || !strings.Contains(sum[0], "rank 2 (host ") || !strings.HasSuffix(sum[0], "exited without calling Finalize (call w.Finalize(ctx), or MPI_Finalize, before the program exits); job aborted") {
 		t.Fatalf("exit without MPI_Finalize: exit %d, summary %q\nstderr:\n%s", r.code, sum, r.stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -256,37 +257,125 @@ func checkObsProfile(t *testing.T, dir string, n int) {
 // TestObserveHang checks that a hang report under --trace points into the timeline: each
 // rank's report names its last event's seq and its dump, and golaunch merges the dumps
 // into the trace file, where that seq names the rank's last message of the deadlock's
-// first round: its own send, or the match of its left neighbour's.
+// first round (its own send, or the match of its left neighbour's) and the blocked Send
+// of 1 MiB is an open slice. Once golaunch is told to stop, the file holds every rank's
+// timeline up to its end.
 func TestObserveHang(t *testing.T) {
 	bin := obsprogProg.path(t)
 	tpath := filepath.Join(t.TempDir(), "trace.json")
-	r := runGL(t, "", "--trace", tpath, "--hang-report", "1s", "--timeout", "6s", "-n", "3", bin, "deadlock")
-	if r.code != 124 {
-		t.Fatalf("exit %d, want 124 (timeout)\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	if !strings.Contains(r.stderr, "up to this report is in "+tpath) {
-		t.Fatalf("no merged timeline named:\n%s", r.stderr)
-	}
+	gl := startGL(t, "--trace", tpath, "--hang-report", "1s", "--timeout", "2m", "-n", "3", bin, "deadlock")
+	gl.waitStderr(t, "up to this report is in "+tpath, time.Minute)
+	stderr := gl.stderr.String()
 	tf := readTrace(t, tpath)
 	for rank := range 3 {
 		var seq int
 		prefix := fmt.Sprintf("trace: rank %d last event seq=", rank)
-		i := strings.Index(r.stderr, prefix)
+		i := strings.Index(stderr, prefix)
 		if i < 0 {
-			t.Fatalf("no pointer for rank %d:\n%s", rank, r.stderr)
+			t.Fatalf("no pointer for rank %d:\n%s", rank, stderr)
 		}
-		if _, err := fmt.Sscanf(r.stderr[i+len(prefix):], "%d", &seq); err != nil {
+		if _, err := fmt.Sscanf(stderr[i+len(prefix):], "%d", &seq); err != nil {
 			t.Fatal(err)
 		}
-		found := false
-		for _, e := range tf.TraceEvents {
-			if e.Ph == "X" && e.Pid == rank+1 && e.arg("seq") == seq {
-				found = (e.Cat == "send" || e.Cat == "match") && e.arg("tag") == 7
+		var last, open *traceEvent
+		for k := range tf.TraceEvents {
+			e := &tf.TraceEvents[k]
+			switch {
+			case e.Ph != "X" || e.Pid != rank+1:
+			case e.Args["open"] == true && e.Cat == "send":
+				open = e
+			case e.arg("seq") == seq:
+				last = e
 			}
 		}
-		if !found {
-			t.Errorf("rank %d's pointer seq=%d names no send or match of tag 7 in the timeline", rank, seq)
+		if last == nil || (last.Cat != "send" && last.Cat != "match") || last.arg("tag") != 7 {
+			t.Fatalf("rank %d's pointer seq=%d names %+v, want a send or match of tag 7", rank, seq, last)
 		}
+		if open == nil || open.Name != "Send" || open.arg("tag") != 7 || open.arg("bytes") != 1<<20 || open.arg("peer") != (rank+1)%3 {
+			t.Errorf("rank %d: open send slice %+v, want the blocked Send of 1 MiB with tag 7 to rank %d", rank, open, (rank+1)%3)
+		} else if usNs(open.Ts) < usNs(last.Ts)+usNs(last.Dur) {
+			t.Errorf("rank %d: the blocked Send starts at %v, before its first send ends at %v", rank, open.Ts, last.Ts+last.Dur)
+		}
+	}
+	if err := gl.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	gl.wait(t, time.Minute)
+	mustContain(t, "stderr", gl.stderr.String(), "golaunch: the timeline of 3 ranks up to their end is in "+tpath)
+	tf = readTrace(t, tpath)
+	for rank := range 3 {
+		big := false
+		for _, e := range tf.TraceEvents {
+			big = big || e.Ph == "X" && e.Pid == rank+1 && e.Cat == "send" && e.arg("bytes") == 1<<20
+		}
+		if !big {
+			t.Errorf("rank %d: no Send of 1 MiB in the timeline up to its end", rank)
+		}
+	}
+	checkNoDumps(t, tpath)
+}
+
+// TestObserveCrash: a rank of a job under --trace crashes after the pattern (a panic, or
+// a write through a nil pointer), and the abort ends the others. golaunch merges every
+// rank's flight recorder, which outlived its process, into the trace file and says
+// where it is: the crashed rank's events up to the crash are there, and the others'.
+func TestObserveCrash(t *testing.T) {
+	bin := obsprogProg.path(t)
+	for _, how := range []string{"panic", "nilwrite"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			tpath := filepath.Join(dir, "crash.json")
+			r := runGL(t, "", "--trace", tpath, "-n", "3", bin, "crash", "1", how)
+			if r.code == 0 {
+				t.Fatalf("exit 0, want the crash's\n%s\n%s", r.stdout, r.stderr)
+			}
+			mustContain(t, "stderr", r.stderr, "golaunch: the timeline of 3 ranks up to their end is in "+tpath+" (open it in")
+			tf := readTrace(t, tpath)
+			checkRanksTimeline(t, tf, 3)
+			crashed := false
+			for _, e := range tf.TraceEvents {
+				crashed = crashed || e.Ph == "X" && e.Pid == 2 && e.Cat == "region" && e.Name == "before the crash"
+			}
+			if !crashed {
+				t.Error("the crashed rank 1 has no region \"before the crash\" in the timeline")
+			}
+			checkNoDumps(t, tpath)
+		})
+	}
+}
+
+// usNs converts a time of the timeline to nanoseconds, as Perfetto reads it.
+func usNs(us float64) int64 { return int64(us * 1000) }
+
+// checkRanksTimeline checks a timeline of obsprog's pattern on n ranks: each rank has its
+// process, its region "reduce phase", and its flows to its right neighbour, and every
+// flow joins its ends.
+func checkRanksTimeline(t *testing.T, tf *traceFile, n int) {
+	t.Helper()
+	regions := map[int]bool{}
+	events := map[int]int{}
+	for _, e := range tf.TraceEvents {
+		if e.Ph == "X" {
+			events[e.Pid-1]++
+			regions[e.Pid-1] = regions[e.Pid-1] || e.Cat == "region" && e.Name == "reduce phase"
+		}
+	}
+	flows := checkFlows(t, tf)
+	for r := range n {
+		if events[r] == 0 || !regions[r] {
+			t.Errorf("rank %d: %d events, region \"reduce phase\" %v; want both", r, events[r], regions[r])
+		}
+		if flows[[3]int{r, (r + 1) % n, 4}] != 1 {
+			t.Errorf("rank %d to %d: no flow of the 1 MiB message: %v", r, (r+1)%n, flows)
+		}
+	}
+}
+
+// checkNoDumps checks that no rank's dump is left beside the timeline at path.
+func checkNoDumps(t *testing.T, path string) {
+	t.Helper()
+	if left, _ := filepath.Glob(path + ".*.gtrc"); len(left) > 0 {
+		t.Errorf("dumps left beside the timeline: %v", left)
 	}
 }
 

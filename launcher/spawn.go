@@ -112,6 +112,8 @@ type rankProc struct {
 	outDone     chan struct{} // closed when both output pipes reached EOF
 	ended       chan struct{} // closed once the exit is reported
 	unwatch     func()        // ends the rank's idle-role watch; nil if it has none
+	ring        *os.File      // the rank's flight recorder's ring file (timeline.go); nil if none
+	traceFile   string        // the timeline's file its ring's dump goes beside
 	panics      panicWatch    // looks for a Go panic, or another rank's failure, in the rank's stderr
 }
 
@@ -164,7 +166,7 @@ func pmiSocketpair() (net.Conn, *os.File, error) {
 // Pdeathsig, bound to cpus unless that is nil. Rank 0 also gets a stdin pipe. pmiEnd,
 // the rank's end of its PMI socketpair, becomes its PMI_FD; spawnRank closes it.
 func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, local int, cpus []int,
-	pmiEnd *os.File, forward func(stream int, data []byte)) (*rankProc, error) {
+	pmiEnd, ring *os.File, forward func(stream int, data []byte)) (*rankProc, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Args[0] = path
 	cmd.Env = env
@@ -216,6 +218,10 @@ func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, l
 	}
 	cmd.ExtraFiles = append(cmd.ExtraFiles, pmiEnd) // the descriptor after those above
 	cmd.Env = append(cmd.Env, pmi.EnvPMIFD+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
+	if ring != nil { // the agent keeps its own descriptor of it
+		cmd.ExtraFiles = append(cmd.ExtraFiles, ring)
+		cmd.Env = append(cmd.Env, pmi.EnvTraceRing+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
+	}
 	err = sp.start(cmd, cpus)
 	closeAll(childEnds)
 	if err != nil {

@@ -25,6 +25,11 @@ const (
 	EnvSpawn     = "GOLAUNCH_SPAWN"      // "first,count,leader": a spawned rank's group and the job rank of its spawners' leader
 )
 
+// EnvTraceRing is the inherited descriptor of a rank's ring file under GORMA_TRACE: a
+// memfd that holds the rank's flight recorder (internal/trace.MapRecorder), which the
+// rank's agent reads once the rank has ended, however it ended.
+const EnvTraceRing = "GOLAUNCH_TRACE_RING"
+
 // SpawnGroup is the group of ranks that one spawn started: job ranks First to
 // First+Count-1, spawned by a World whose rank 0 is job rank Leader.
 type SpawnGroup struct {

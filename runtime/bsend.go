@@ -91,7 +91,7 @@ func BufferDetach(ctx context.Context, w *World) ([]byte, error) {
 // BufferDetach reports errors of the send itself.
 func Bsend[T Elem](w *World, buf []T, dest, tag int) error {
 	b, size := asBytes(buf)
-	return withOp("bsend", w.bsendStart(nil, b, size, dest, tag))
+	return withOp("bsend", w.bsendStart(nil, callBsend, b, size, dest, tag))
 }
 
 // Ibsend is the nonblocking Bsend (MPI_Ibsend): its Request is complete on return, since
@@ -99,15 +99,15 @@ func Bsend[T Elem](w *World, buf []T, dest, tag int) error {
 func Ibsend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 	b, size := asBytes(buf)
 	r := new(Request)
-	if err := w.bsendStart(r, b, size, dest, tag); err != nil {
+	if err := w.bsendStart(r, callIbsend, b, size, dest, tag); err != nil {
 		return nil, withOp("ibsend", err)
 	}
 	return r, nil
 }
 
-// bsendStart starts a buffered send of b; r, if not nil, is the caller's Request,
-// completed at once.
-func (w *World) bsendStart(r *Request, b []byte, esize, dest, tag int) error {
+// bsendStart starts a buffered send of b for the user's call; r, if not nil, is the
+// caller's Request, completed at once.
+func (w *World) bsendStart(r *Request, call opCall, b []byte, esize, dest, tag int) error {
 	if err := w.live(); err != nil {
 		return err
 	}
@@ -118,11 +118,12 @@ func (w *World) bsendStart(r *Request, b []byte, esize, dest, tag int) error {
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.bsendLocked(w, r, b, esize, d, tag)
+	return e.bsendLocked(w, r, call, b, esize, d, tag)
 }
 
-// bsendLocked is bsendStart with dest a job rank or ProcNull.
-func (e *engine) bsendLocked(w *World, r *Request, b []byte, esize, dest, tag int) error {
+// bsendLocked is bsendStart with dest a job rank or ProcNull. The send of the copy is
+// named by call, so that a wait for it (BufferDetach's, Finalize's) names the user's call.
+func (e *engine) bsendLocked(w *World, r *Request, call opCall, b []byte, esize, dest, tag int) error {
 	if r != nil {
 		if err := r.resetLocked(e); err != nil {
 			return err
@@ -142,7 +143,7 @@ func (e *engine) bsendLocked(w *World, r *Request, b []byte, esize, dest, tag in
 			return err
 		}
 		copy(space, b)
-		if err := e.isendLocked(w, sr, space, esize, dest, tag, false); err != nil {
+		if err := e.isendLocked(w, sr, space, esize, dest, tag, call); err != nil {
 			return err // not reached: checkArgsLocked checked what isendLocked checks
 		}
 	}

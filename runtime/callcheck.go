@@ -88,7 +88,7 @@ func (o trackOps) CheckCall(ctx context.Context, t *subcore.Track, seq uint64, s
 		msg := appendCheckMsg(nil, lo, hi)
 		// Not failing when any rank fails: a rank that found the mismatch first and ended
 		// at once must not keep the others from finding it too.
-		st, err := e.sendrecv(ctx, in.Ctx+3, msg, 1, dst, tag, buf, 1, src, tag, false)
+		st, err := e.sendrecv(ctx, callNone, in.Ctx+3, msg, 1, dst, tag, buf, 1, src, tag, false)
 		if err != nil {
 			return withOp("collective call check", err)
 		}

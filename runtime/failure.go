@@ -33,6 +33,10 @@ import (
 //     traffic), which are not yet matched;
 //   - operations that involve only live peers go on.
 //
+// Under golaunch without GORMA_FT, a peer gone that the transport saw is held until the
+// agent tells of a failure, for at most agentWordWait, so that calls name the rank the
+// launcher aborts the job for rather than a rank the abort ended.
+//
 // When the job is aborted (pmi.Aborted, or this rank's Abort) every pending and later
 // call fails with a *ProcError wrapping ErrAborted that names the aborting rank. Losing
 // the connection to the agent (outside Finalize) counts as an abort. Under golaunch, a
@@ -40,10 +44,74 @@ import (
 // (watchEvents).
 
 // peerFailedLocked marks p failed with cause, as the transport saw it, and fails
-// everything that waits on it.
+// everything that waits on it; or it holds the failure until the agent's word (holdLocked).
 func (f *failures) peerFailedLocked(p *peer, cause error) {
 	e := f.e
-	e.peerFailedWhyLocked(p, transportWhy(cause), cause)
+	why := transportWhy(cause)
+	if f.holdLocked(p, why, cause) {
+		return
+	}
+	e.peerFailedWhyLocked(p, why, cause)
+}
+
+// agentWordWait is how long a rank under golaunch holds a peer's failure that its
+// transport saw (the peer is gone) while its agent has told of no failure. golaunch
+// aborts a job at its first failure: every agent tells its ranks which rank failed
+// (pmi.ProcFailed) and then ends them. So a survivor's transport may see another
+// survivor go before the word reaches it. Held until the word, that casualty's failure
+// comes after the failure of the rank golaunch names, and the calls that fail (a
+// Barrier, a receive from the casualty) name that rank. A failure held this long is
+// applied anyway: a transport fault between two live processes, which no agent reports.
+// launcher's TestPanicBlame runs the race.
+const agentWordWait = time.Second
+
+// heldFailure is a peer's failure that its transport saw, held (holdLocked).
+type heldFailure struct {
+	p     *peer
+	why   string
+	cause error
+	at    int64 // coarseNow when it was held
+}
+
+// holdLocked holds the failure of p that its transport saw, and reports whether it did:
+// under golaunch's agent (watched), without GORMA_FT (where every failure gets its own
+// word and ends no other rank), while the agent has told of no failure and the job is
+// neither aborting nor finalizing, for a peer that is gone. Calls that wait on p wait
+// until releaseHeldFailuresLocked fails it.
+func (f *failures) holdLocked(p *peer, why string, cause error) bool {
+	e := f.e
+	if !f.watched || f.heard || e.ft.on || e.aborted != nil || e.finalizing || p.failed != nil ||
+		!strings.HasPrefix(why, "is gone") {
+		return false
+	}
+	for _, h := range f.held {
+		if h.p == p {
+			return true
+		}
+	}
+	f.held = append(f.held, heldFailure{p: p, why: why, cause: cause, at: coarseNow()})
+	return true
+}
+
+// releaseHeldFailuresLocked fails the peers whose failures are held: every one when all
+// is set (the agent's word came, or the rank stops holding), else those held for
+// agentWordWait.
+func (f *failures) releaseHeldFailuresLocked(all bool) {
+	e := f.e
+	var due []heldFailure
+	kept := f.held[:0]
+	for _, h := range f.held {
+		if all || sinceCoarse(h.at) >= agentWordWait {
+			due = append(due, h)
+		} else {
+			kept = append(kept, h)
+		}
+	}
+	clear(f.held[len(kept):])
+	f.held = kept
+	for _, h := range due {
+		e.peerFailedWhyLocked(h.p, h.why, h.cause)
+	}
 }
 
 // peerFailedWhyLocked marks p failed with why (ProcError.Why) and cause, and fails
@@ -78,9 +146,7 @@ func (f *failures) peerFailedWhyLocked(p *peer, why string, cause error) {
 	}
 	e.releasePeerLocked(p, pe)
 	e.ft.peerFailedLocked(p.rank)
-	if e.ft.on {
-		e.ft.wakeCollectiveSendsLocked(p.rank)
-	}
+	e.ft.wakeCollectiveSendsLocked(p.rank)
 	e.failQueueLocked(&e.match.posted, p.rank, pe)
 	e.failQueueLocked(&e.match.probes, p.rank, pe)
 	e.rma.failCountersLocked(p)
@@ -227,12 +293,13 @@ func (f *failures) watchEvents(events <-chan pmi.Event) {
 	}
 }
 
-// unheardFailure returns the first peer failure while the job has not been aborted and
-// this rank is not finalizing, or nil.
+// unheardFailure applies the failures held for agentWordWait, and returns the first peer
+// failure while the job has not been aborted and this rank is not finalizing, or nil.
 func (f *failures) unheardFailure() *ProcError {
 	e := f.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.releaseHeldFailuresLocked(e.finalizing || e.aborted != nil)
 	if e.finalizing || e.aborted != nil {
 		return nil
 	}
@@ -277,6 +344,11 @@ func (f *failures) onEvent(ev pmi.Event) {
 			e.failAllLocked(e.aborted)
 		}
 	}
+	if ev.Kind == pmi.ProcFailed || ev.Kind == pmi.Aborted {
+		// The failure the agent names came first; the held ones follow it.
+		e.heard = true
+		e.releaseHeldFailuresLocked(true)
+	}
 }
 
 func (f *failures) agentLost() {
@@ -288,6 +360,7 @@ func (f *failures) agentLost() {
 	}
 	e.aborted = &ProcError{Rank: -1, Err: ErrAborted, Cause: errors.New("lost the connection to the launcher's agent")}
 	e.failAllLocked(e.aborted)
+	e.releaseHeldFailuresLocked(true)
 }
 
 // agentErr gives an error of the agent's protocol the runtime's sentinel. The agent's

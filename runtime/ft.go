@@ -180,11 +180,14 @@ func (f *ftState) failedForLocked(r *Request) error {
 }
 
 // collectiveSendFailedLocked returns the error that the wait of a collective's blocking
-// send r (anyFail, under GORMA_FT) ends with, or nil: its World revoked, or a member
-// failed. A collective cannot complete without every member, and the peer it sends to
-// may have left the call already, so that nobody will take a rendezvous offer. The wait
-// ends as when its context ends: the offer stands, and the request is recycled once the
-// peer reads or withdraws it (finishSendLocked).
+// send r (anyFail) ends with, or nil: its World revoked, or a member failed (under
+// GORMA_FT), or any peer (without it, as a collective's receives fail: failure.go). A
+// collective cannot complete without every member, and the peer it sends to may have
+// left the call already, so that nobody will take a rendezvous offer. The wait ends as
+// when its context ends: the offer stands, and the request is recycled once the peer
+// reads or withdraws it (finishSendLocked). Without GORMA_FT the error is the job's
+// first failure, the one the launcher names, not the peer's own: a Barrier's send to a
+// rank that the launcher's abort ended names the rank whose failure aborted the job.
 func (f *ftState) collectiveSendFailedLocked(r *Request) error {
 	if err := f.revokedForLocked(r); err != nil {
 		return err
@@ -192,14 +195,29 @@ func (f *ftState) collectiveSendFailedLocked(r *Request) error {
 	if f.e.failed == nil {
 		return nil
 	}
+	if !f.on {
+		return f.e.failed
+	}
 	return f.failedForLocked(r)
+}
+
+// collectiveErrLocked returns the error a collective's blocking send that failed with
+// err returns. Without GORMA_FT a peer's failure fails every collective, and the
+// collective names the job's first failure, the one the launcher names: the peer it sent
+// to may be a rank that the launcher's abort ended (failure.go, agentWordWait). Under
+// GORMA_FT it is err, the failure of the member it sent to.
+func (f *ftState) collectiveErrLocked(err error) error {
+	if !f.on && f.e.failed != nil && errors.Is(err, ErrProcFailed) {
+		return f.e.failed
+	}
+	return err
 }
 
 // wakeCollectiveSendsLocked wakes the parked waits of collectives' blocking sends in the
 // Worlds that hold job rank jr, which just failed, so that they end
 // (collectiveSendFailedLocked).
 func (f *ftState) wakeCollectiveSendsLocked(jr int) {
-	for _, r := range f.e.match.table.slots {
+	for _, r := range f.e.poll.waiters {
 		if r != nil && r.kind == reqSend && r.anyFail && r.parked && f.scopeHasLocked(r, jr) {
 			select {
 			case r.wake <- struct{}{}:

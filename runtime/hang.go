@@ -20,7 +20,10 @@ import (
 //
 //   - every blocking wait of the engine (untilLocked: a blocking Send, Recv, Probe, a
 //     Request's Wait, WaitAny, Finalize's quiet wait) lists its Request in the hangWatch for
-//     as long as it waits, with the call, the peer, the tag and the communicator;
+//     as long as it waits, with the call, the peer, the tag and the communicator. The call
+//     is the one the program made (waitName): Ssend, Rsend, Sendrecv, Mrecv; a wait on a
+//     Request names the call that started it (Isend, Issend, Irecv, Bsend for
+//     BufferDetach's wait);
 //   - a layer above (collectives, window) names its own calls with a Track: Begin at the
 //     call's start (three atomic stores, and for a collective call an atomic add that
 //     numbers it among the World's collective calls), End at its end (one store);
@@ -71,11 +74,14 @@ func (h *hangWatch) endWaitLocked(r *Request) {
 	}
 }
 
-// waitName is the name a blocking wait of r reports when untilLocked is not told one.
+// waitName is the name a blocking wait of r reports: Finalize's, else the user's call that
+// started r (Ssend, Issend, Sendrecv...), else WaitAny's for a set, else r's kind.
 func waitName(r *Request, quiet bool, set []*Request, finalizing bool) string {
 	switch {
 	case quiet || finalizing:
 		return "Finalize"
+	case r.call != callNone:
+		return r.call.String()
 	case set != nil:
 		return "WaitAny"
 	}
@@ -206,7 +212,7 @@ func (h *hangWatch) hangRecords() (recs []hang.Record, progress uint64) {
 		}
 		rec := hang.Record{Call: call, Comm: ctxName(r.ctx &^ 1), Peer: r.peer, Tag: r.tag, Root: -1, Count: -1,
 			Since: sinceCoarse(r.waitFrom)}
-		if call == "Finalize" || call == "Barrier" || call == "WaitAny" {
+		if call == "Finalize" || call == "Barrier" || r.kind == reqSync { // WaitAny's and WaitSome's token: no peer
 			rec.Peer = hang.NoRank
 		}
 		recs = append(recs, rec)

@@ -60,6 +60,9 @@ type config struct {
 	traceFile   string // GORMA_TRACE
 	summary     bool   // GORMA_SUMMARY=1
 	traceEvents int    // GORMA_TRACE_EVENTS
+	// traceRing is the flight recorder's ring file golaunch passed (pmi.EnvTraceRing),
+	// until Init maps it; nil if none.
+	traceRing *os.File
 	// idleWatch is the rank's idle-role watch from the launch contract, until the tcp
 	// device takes it (openDevice); nil if none or taken.
 	idleWatch *idlewatch.Files
@@ -360,6 +363,9 @@ func (l *lifecycle) start() {
 		e.links.cm.openCM()
 	}
 	if es, ok := e.pm.(eventSource); ok {
+		e.mu.Lock()
+		e.watched = true
+		e.mu.Unlock()
 		e.bg.Add(1)
 		go e.watchEvents(es.Events())
 	}

@@ -54,7 +54,21 @@ func (intra) remoteGroup(*World) Group { return Group{} }
 func (intra) trackOn(w *World) *World  { return w }
 func (intra) freeWith(*World) []func() { return nil }
 func (intra) rankErr(w *World, r int) error {
-	return invalidf("rank %d out of range [0, %d)", r, w.Size())
+	_, job := w.k.(whole)
+	return rankRangeErr(r, w.Size(), job)
+}
+
+// rankRangeErr is the ErrInvalid error of rank r outside [0, n), the ranks of a World;
+// job says that the World holds every rank of the job, whose size the launcher sets. It
+// says what to do: start more ranks, or pass a rank of the World.
+func rankRangeErr(r, n int, job bool) error {
+	switch {
+	case r >= n && job:
+		return invalidf("rank %d out of range [0, %d): the job has %d ranks (start it with golaunch -n %d or more)", r, n, n, r+1)
+	case r >= n:
+		return invalidf("rank %d out of range [0, %d): the World has %d ranks (Rank and Size number its ranks, not the job's)", r, n, n)
+	}
+	return invalidf("rank %d out of range [0, %d) (the negative ranks are AnySource, for receives and probes, and ProcNull)", r, n)
 }
 
 func (intra) split(ctx context.Context, w *World, color, key int) (*World, error) {

@@ -98,7 +98,7 @@ func (r *Request) deliver(src int, tag int32, payload []byte) error {
 	n := copy(r.buf, payload)
 	r.status = Status{Source: src, Tag: int(tag), Bytes: n, Count: elems(n, r.esize)}
 	if n < len(payload) {
-		return truncated(len(payload), len(r.buf))
+		return r.truncated(len(payload))
 	}
 	return nil
 }

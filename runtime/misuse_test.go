@@ -171,7 +171,8 @@ func TestMisuseAfterFinalize(t *testing.T) {
 }
 
 // TestMisuseBadArgs passes out-of-range ranks and tags and wildcards where they are not
-// allowed: each call fails at once with ErrInvalid naming the value and the range.
+// allowed: each call fails at once with ErrInvalid naming the value and the range, and a
+// rank past the job's size says how many ranks to start.
 func TestMisuseBadArgs(t *testing.T) {
 	j := start(t, "shm", 2)
 	w := j.Worlds[0]
@@ -184,7 +185,7 @@ func TestMisuseBadArgs(t *testing.T) {
 		want      string
 	}{
 		{"rank -2", -2, 0, "rank -2 out of range [0, 2)"},
-		{"rank Size", 2, 0, "rank 2 out of range [0, 2)"},
+		{"rank Size", 2, 0, "rank 2 out of range [0, 2): the job has 2 ranks (start it with golaunch -n 3 or more)"},
 		{"rank huge", 1 << 40, 0, "out of range"},
 		{"tag -2", 0, -2, "tag -2 out of range"},
 		{"tag MaxTag+1", 0, runtime.MaxTag + 1, fmt.Sprintf("tag %d out of range", runtime.MaxTag+1)},
@@ -320,9 +321,9 @@ func noPanicSt(f func() (runtime.Status, error)) (st runtime.Status, err error) 
 
 // TestMisuseTruncationStaysInBuffer receives messages longer than the receive buffer, on
 // every path (fast box, eager, rendezvous) and with element types of different sizes
-// (int32 sent, int64 received): the call fails with ErrTruncated, the buffer holds the
-// message's first bytes, and memory past len(buf), within the same backing array, is
-// untouched.
+// (int32 sent, int64 received): the call fails with ErrTruncated naming the message's
+// source, tag and length, the buffer holds the message's first bytes, and memory past
+// len(buf), within the same backing array, is untouched.
 func TestMisuseTruncationStaysInBuffer(t *testing.T) {
 	for _, tr := range transports {
 		for _, n := range []int{30, 3000, 100_000} { // int32s: fast box, eager, rendezvous
@@ -344,6 +345,9 @@ func TestMisuseTruncationStaysInBuffer(t *testing.T) {
 					st, err := runtime.Recv(ctx, w, recv, 0, 0)
 					if !errors.Is(err, runtime.ErrTruncated) {
 						return fmt.Errorf("got %v, want ErrTruncated", err)
+					}
+					if want := fmt.Sprintf("a %d-byte message from rank 0 (tag 0) into a %d-byte buffer (receive it into %d bytes or more", 4*n, 8*(n/4), 4*n); !strings.Contains(err.Error(), want) {
+						return fmt.Errorf("got %q, want it to say %q", err, want)
 					}
 					if st.Source != 0 || st.Tag != 0 {
 						return fmt.Errorf("status %+v", st)

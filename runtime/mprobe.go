@@ -38,7 +38,7 @@ func Mprobe(ctx context.Context, w *World, src, tag int) (*Message, Status, erro
 		return nil, Status{}, withOp("mprobe", err)
 	}
 	r := e.match.newRequestLocked(e, reqProbe)
-	r.ctx, r.peer, r.tag, r.mprobe = w.ctx, s, tag, true
+	r.ctx, r.peer, r.tag, r.mprobe, r.call = w.ctx, s, tag, true, callMprobe
 	e.probeLocked(r)
 	err = e.waitLocked(ctx, r)
 	if err != nil {
@@ -98,7 +98,7 @@ func Improbe(w *World, src, tag int) (msg *Message, ok bool, st Status, err erro
 func Mrecv[T Elem](ctx context.Context, m *Message, buf []T) (Status, error) {
 	b, size := asBytes(buf)
 	r := new(Request)
-	if err := m.start(r, b, size); err != nil {
+	if err := m.start(r, callMrecv, b, size); err != nil {
 		return Status{}, withOp("mrecv", err)
 	}
 	e := m.w.e
@@ -121,14 +121,14 @@ func Mrecv[T Elem](ctx context.Context, m *Message, buf []T) (Status, error) {
 func Imrecv[T Elem](m *Message, buf []T) (*Request, error) {
 	b, size := asBytes(buf)
 	r := new(Request)
-	if err := m.start(r, b, size); err != nil {
+	if err := m.start(r, callImrecv, b, size); err != nil {
 		return nil, withOp("imrecv", err)
 	}
 	return r, nil
 }
 
-// start receives m into r.
-func (m *Message) start(r *Request, b []byte, esize int) error {
+// start receives m into r for the user's call.
+func (m *Message) start(r *Request, call opCall, b []byte, esize int) error {
 	if m == nil || m.w == nil {
 		return invalidf("nil Message (take one with Mprobe or Improbe)")
 	}
@@ -145,7 +145,7 @@ func (m *Message) start(r *Request, b []byte, esize int) error {
 		return err
 	}
 	m.used = true
-	r.kind, r.buf, r.esize, r.grp = reqRecv, b, esize, m.w.g
+	r.kind, r.buf, r.esize, r.grp, r.call = reqRecv, b, esize, m.w.g, call
 	if m.null {
 		r.peer, r.tag, r.status = ProcNull, AnyTag, nullStatus()
 		e.completeLocked(r, nil)

@@ -129,7 +129,7 @@ func WaitSome(ctx context.Context, rs []*Request, statuses []Status) ([]int, err
 		return nil, nil
 	}
 	if doneIndex(set) < 0 {
-		tok := &Request{e: e, kind: reqSync, waiter: waiter{wake: make(chan struct{}, 1)}}
+		tok := &Request{e: e, kind: reqSync, waiter: waiter{wake: make(chan struct{}, 1), call: callWaitSome}}
 		if err := e.untilLocked(ctx, tok, false, set); err != nil {
 			e.poll.handoffLocked()
 			return nil, withOp("waitsome", err)
@@ -294,14 +294,21 @@ func setEngine(rs []*Request) (*engine, error) {
 // first, so a ring of ranks that each send to the next never deadlocks. The receive's error
 // comes first; ctx ending behaves as for Recv and Send.
 func Sendrecv[S, R Elem](ctx context.Context, w *World, sbuf []S, dest, stag int, rbuf []R, src, rtag int) (Status, error) {
+	st, err := sendrecvAs(ctx, callSendrecv, w, sbuf, dest, stag, rbuf, src, rtag)
+	return st, withOp("sendrecv", err)
+}
+
+// sendrecvAs is Sendrecv for the user's call (Sendrecv, SendrecvReplace). It returns
+// errors without the operation's name.
+func sendrecvAs[S, R Elem](ctx context.Context, call opCall, w *World, sbuf []S, dest, stag int, rbuf []R, src, rtag int) (Status, error) {
 	d, s, err := pairArgs(w, dest, src)
 	if err != nil {
-		return Status{}, withOp("sendrecv", err)
+		return Status{}, err
 	}
 	sb, ssize := asBytes(sbuf)
 	rb, rsize := asBytes(rbuf)
-	st, err := w.e.sendrecv(ctx, w.ctx, sb, ssize, d, stag, rb, rsize, s, rtag, w.sibling)
-	return outStatus(w, st), withOp("sendrecv", err)
+	st, err := w.e.sendrecv(ctx, call, w.ctx, sb, ssize, d, stag, rb, rsize, s, rtag, w.sibling)
+	return outStatus(w, st), err
 }
 
 // pairArgs checks the World and the two ranks of a Sendrecv (ProcNull allowed) and
@@ -321,7 +328,9 @@ func pairArgs(w *World, dest, src int) (int, int, error) {
 	return d, s, nil
 }
 
-func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize, dest, stag int,
+// sendrecv is the blocking Sendrecv of every caller; call names the user's call, callNone
+// the runtime's own. A collective one fails when any peer has failed.
+func (e *engine) sendrecv(ctx context.Context, call opCall, ctxID uint16, sbuf []byte, ssize, dest, stag int,
 	rbuf []byte, rsize, src, rtag int, collective bool) (Status, error) {
 	c := e.obs.begin(ctxID, prof.CallSendrecv)
 	var flow uint64
@@ -335,7 +344,7 @@ func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize,
 	if src != ProcNull {
 		rr = e.match.newRequestLocked(e, reqRecv)
 		rr.ctx, rr.peer, rr.tag, rr.buf, rr.esize, rr.anyFail = ctxID, src, rtag, rbuf, rsize, collective
-		rr.inCall = c.On()
+		rr.inCall, rr.call = c.On(), call
 		e.receiveLocked(rr)
 	}
 	if dest != ProcNull {
@@ -343,8 +352,8 @@ func (e *engine) sendrecv(ctx context.Context, ctxID uint16, sbuf []byte, ssize,
 		sr = e.startSendLocked(ctxID, sbuf, ssize, dest, stag)
 		flow = e.obs.flowLocked()
 		if sr != nil {
-			sr.inCall = c.On()
-			sr.anyFail = e.ft.on && collective // a collective's send (ft.go)
+			sr.inCall, sr.call = c.On(), call
+			sr.anyFail = collective // a collective's send: its wait ends once a peer failed (ft.go)
 		}
 	}
 	st, rerr := nullStatus(), error(nil)

@@ -193,7 +193,7 @@ func (w *World) Dial(ctx context.Context, rank int, name string) (net.Conn, erro
 	}
 	jr, ok := jobRank(w, rank)
 	if !ok {
-		return nil, withOp("dial", invalidf("rank %d out of range [0, %d)", rank, w.Size()))
+		return nil, withOp("dial", w.k.rankErr(w, rank))
 	}
 	e := w.e
 	e.mu.Lock()

@@ -3,12 +3,15 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"os"
 	gotrace "runtime/trace"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/internal/trace"
+	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
 
@@ -53,6 +56,8 @@ type observer struct {
 	lastWait  string                                     // the call of the last Wait event, guarded by the engine's mu
 	waitLabel uint16                                     // its label
 	inner     *[1 << 16 / ctxPerWorld / 64]atomic.Uint64 // a bit per World context: marked internal (markInternal)
+	late      *timeline                                  // at the gatherer: the timeline to merge at the end of Finalize (observe_out.go)
+	dumped    dumpMark                                   // what the last hang dump held: only the goroutine that answers reports touches it (hangDump)
 }
 
 // The timeline's labels of the engine's own events.
@@ -79,7 +84,15 @@ func (o *observer) init(cfg *config, rank, size int) {
 	if cfg.traceFile != "" {
 		events = cfg.traceEvents
 	}
-	o.Obs = subcore.NewObs(rank, size, cfg.profDir != "" || cfg.summary, events)
+	var err error
+	o.Obs, err = subcore.NewObs(rank, size, cfg.profDir != "" || cfg.summary, events, cfg.traceRing)
+	if cfg.traceRing != nil {
+		cfg.traceRing.Close() // mapped, or of no use
+		cfg.traceRing = nil
+	}
+	if err != nil {
+		o.warn(rank, fmt.Errorf("its flight recorder is not in golaunch's ring file (a crash loses its timeline): %w", err))
+	}
 	if o.Obs == nil {
 		return
 	}
@@ -376,6 +389,14 @@ func readObserve(cfg *config, getenv func(string) string) error {
 			return fmt.Errorf("%w: %s=%q: want the number of events each rank keeps, from 16 to %d", ErrConfig, envTraceEvents, v, 1<<24)
 		}
 		cfg.traceEvents = n
+	}
+	if v := getenv(pmi.EnvTraceRing); v != "" && cfg.traceFile != "" {
+		fd, err := strconv.Atoi(v)
+		if err != nil || fd < 3 {
+			return fmt.Errorf("%w: %s=%q: want the descriptor golaunch passed (an integer >= 3)", ErrConfig, pmi.EnvTraceRing, v)
+		}
+		syscall.CloseOnExec(fd) // the rank's own children do not inherit it
+		cfg.traceRing = os.NewFile(uintptr(fd), pmi.EnvTraceRing)
 	}
 	return nil
 }

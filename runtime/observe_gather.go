@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/gorma-hpc/gorma/internal/trace"
 )
 
 // Gathering observation at Finalize. Every rank hands its profile and its dump to the
@@ -13,6 +15,13 @@ import (
 // that one fails meanwhile, it walks on. A rank that meets itself is the gatherer. It
 // receives from every rank above it, and names the ranks below it and those that fail
 // before handing in as failed.
+//
+// A hand-in is a head, then the documents. The head holds the two documents' lengths and
+// the dump's header (trace.HeaderLen bytes). The gatherer takes every rank's head first:
+// the dumps' headers place each rank on the timeline's clock. Then it takes the
+// documents rank by rank, and writes each dump to a file as it comes (timeline.add), so
+// that it holds one dump at a time. It merges the files at the end of its Finalize, once
+// the other ranks have passed the fence and may exit (timeline.merge).
 //
 // The messages travel on obsCtx, which no World has, by synchronous sends that complete
 // only once the gatherer has matched them. So a revoked World, or one with a failed
@@ -29,23 +38,28 @@ const gatherTag = MaxTag - 21
 // profile of the most ranks.
 const maxDoc = 1 << 30
 
+// headLen is the length of a hand-in's head: two lengths and a dump's header.
+const headLen = 16 + trace.HeaderLen
+
 // gathered is what the gatherer holds once every rank handed in or failed: the
-// documents by rank of Init's World (nil where none came).
+// profiles by rank of Init's World (nil where none came). The dumps went to the
+// timeline's files as they came.
 type gathered struct {
-	profs, dumps [][]byte
-	failed       []int  // ranks that failed before handing in, in order
-	missing      []int  // ranks that sent nothing for another reason, in order
-	why          string // the first such reason
+	profs   [][]byte
+	failed  []int  // ranks that failed before handing in, in order
+	missing []int  // ranks that sent nothing for another reason, in order
+	why     string // the first such reason
 }
 
-// handIn hands this rank's documents to the gatherer, and returns the documents of the
-// job when this rank is the gatherer, else nil. A failure other than the gatherer's is
-// returned: this rank's documents are then lost.
-func (o *observer) handIn(ctx context.Context, w *World, profDoc, dump []byte) (*gathered, error) {
+// handIn hands this rank's documents to the gatherer, and returns the job's profiles when
+// this rank is the gatherer, else nil; the gatherer's tl (nil when the timeline is off)
+// takes the dumps. A failure other than the gatherer's is returned: this rank's
+// documents are then lost.
+func (o *observer) handIn(ctx context.Context, w *World, profDoc, dump []byte, tl *timeline) (*gathered, error) {
 	me := w.Rank()
 	for c := range w.Size() {
 		if c == me {
-			return gather(ctx, w, profDoc, dump), nil
+			return gather(ctx, w, profDoc, dump, tl), nil
 		}
 		if rankFailed(w, c) {
 			continue
@@ -77,15 +91,21 @@ func rankFailed(w *World, r int) bool {
 	return p != nil && p.failed != nil
 }
 
-// sendDocs sends a rank's documents to rank to of w: a header of their two lengths (8
-// bytes each), then each document that is not empty.
+// head returns the head of a hand-in of profDoc and dump.
+func head(profDoc, dump []byte) []byte {
+	h := make([]byte, headLen)
+	binary.LittleEndian.PutUint64(h[:8], uint64(len(profDoc)))
+	binary.LittleEndian.PutUint64(h[8:], uint64(len(dump)))
+	copy(h[16:], dump[:min(len(dump), trace.HeaderLen)])
+	return h
+}
+
+// sendDocs sends a rank's documents to rank to of w: the head, then each document that
+// is not empty.
 func sendDocs(ctx context.Context, w *World, to int, profDoc, dump []byte) error {
 	e := w.e
 	jr, _ := jobRank(w, to)
-	var h [16]byte
-	binary.LittleEndian.PutUint64(h[:8], uint64(len(profDoc)))
-	binary.LittleEndian.PutUint64(h[8:], uint64(len(dump)))
-	for _, b := range [][]byte{h[:], profDoc, dump} {
+	for _, b := range [][]byte{head(profDoc, dump), profDoc, dump} {
 		if len(b) == 0 {
 			continue
 		}
@@ -96,19 +116,17 @@ func sendDocs(ctx context.Context, w *World, to int, profDoc, dump []byte) error
 	return nil
 }
 
-// gather receives every other rank's documents at the gatherer, this rank.
-func gather(ctx context.Context, w *World, profDoc, dump []byte) *gathered {
+// gather receives every other rank's documents at the gatherer, this rank: every head,
+// then the documents, rank by rank. tl, when not nil, takes each dump as it comes.
+func gather(ctx context.Context, w *World, profDoc, dump []byte, tl *timeline) *gathered {
 	me, size := w.Rank(), w.Size()
-	g := &gathered{profs: make([][]byte, size), dumps: make([][]byte, size)}
-	g.profs[me], g.dumps[me] = profDoc, dump
+	g := &gathered{profs: make([][]byte, size)}
+	g.profs[me] = profDoc
 	for r := range me {
 		g.failed = append(g.failed, r) // handIn skipped it, or walked past it
 	}
-	for r := me + 1; r < size; r++ {
-		var err error
-		g.profs[r], g.dumps[r], err = recvDocs(ctx, w, r)
+	lost := func(r int, err error) {
 		switch {
-		case err == nil:
 		case rankFailed(w, r):
 			g.failed = append(g.failed, r)
 		default:
@@ -118,17 +136,46 @@ func gather(ctx context.Context, w *World, profDoc, dump []byte) *gathered {
 			}
 		}
 	}
+	heads := make([][]byte, size)
+	heads[me] = head(profDoc, dump)
+	for r := me + 1; r < size; r++ {
+		var err error
+		if heads[r], err = recvHead(ctx, w, r); err != nil {
+			lost(r, err)
+		}
+	}
+	tl.begin(heads)
+	tl.add(dump)
+	for r := me + 1; r < size; r++ {
+		if heads[r] == nil {
+			continue
+		}
+		var d []byte
+		var err error
+		g.profs[r], d, err = recvDocs(ctx, w, r, heads[r])
+		if err != nil {
+			lost(r, err)
+			continue
+		}
+		tl.add(d)
+	}
 	return g
 }
 
-// recvDocs receives the documents of rank r of w, as sendDocs sends them.
-func recvDocs(ctx context.Context, w *World, r int) (profDoc, dump []byte, err error) {
+// recvHead receives the head of rank r of w's hand-in.
+func recvHead(ctx context.Context, w *World, r int) ([]byte, error) {
+	jr, _ := jobRank(w, r)
+	h := make([]byte, headLen)
+	if _, err := w.e.recv(ctx, obsCtx, h, 1, jr, gatherTag, false); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// recvDocs receives the documents of rank r of w that its head h announced.
+func recvDocs(ctx context.Context, w *World, r int, h []byte) (profDoc, dump []byte, err error) {
 	e := w.e
 	jr, _ := jobRank(w, r)
-	var h [16]byte
-	if _, err := e.recv(ctx, obsCtx, h[:], 1, jr, gatherTag, false); err != nil {
-		return nil, nil, err
-	}
 	docs := [2][]byte{}
 	for i := range docs {
 		n := binary.LittleEndian.Uint64(h[8*i:])

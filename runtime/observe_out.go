@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/internal/trace"
+	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
 
 // The outputs of observation. At Init, when the timeline is on, rank 0 measures every
@@ -143,17 +144,24 @@ func (o *observer) finish(ctx context.Context, w *World) {
 		o.reportLost(ctx, e, lost)
 		return
 	}
-	g, err := o.handIn(ctx, w, profDoc, dump)
+	var tl *timeline
+	if o.Rec != nil {
+		tl = &timeline{path: cfg.traceFile, offsets: o.offsets, leaders: o.leaders}
+		if w.Rank() != 0 {
+			tl.offsets, tl.leaders = nil, nil // align measured at rank 0 only
+		}
+	}
+	g, err := o.handIn(ctx, w, profDoc, dump, tl)
 	loss(err)
 	if g != nil {
-		loss(o.writeGathered(cfg, w, g))
+		loss(o.writeGathered(cfg, w, g, tl))
 	}
 	o.reportLost(ctx, e, lost)
 }
 
-// writeGathered writes the job's files from the gathered documents, and reports the
-// ranks whose documents did not come.
-func (o *observer) writeGathered(cfg *config, w *World, g *gathered) error {
+// writeGathered writes the job's profile from the gathered documents and ends its
+// timeline, and reports the ranks whose documents did not come.
+func (o *observer) writeGathered(cfg *config, w *World, g *gathered, tl *timeline) error {
 	e := w.e
 	if len(g.failed) > 0 {
 		o.warn(e.rank, fmt.Errorf("no profile or timeline from ranks %v: they failed before Finalize", g.failed))
@@ -165,14 +173,23 @@ func (o *observer) writeGathered(cfg *config, w *World, g *gathered) error {
 	if o.Prof != nil {
 		errs = append(errs, writeJob(cfg, g.profs, g.failed))
 	}
-	if o.Rec != nil {
-		offsets, leaders := o.offsets, o.leaders
-		if w.Rank() != 0 {
-			offsets, leaders = nil, nil // align measured at rank 0 only
+	if tl != nil {
+		if err := tl.close(trace.Job{Size: w.Size(), Failed: g.failed}); err != nil {
+			errs = append(errs, err)
+		} else {
+			o.late = tl // merged once the other ranks are free to go (mergeTimeline)
 		}
-		errs = append(errs, writeTimeline(cfg.traceFile, g.dumps, offsets, leaders, trace.Job{Size: w.Size(), Failed: g.failed}))
 	}
 	return errors.Join(errs...)
+}
+
+// mergeTimeline writes the job's timeline at the gatherer, from the dumps it gathered,
+// at the end of Finalize: the other ranks have passed its fence and may exit meanwhile.
+func (o *observer) mergeTimeline(rank int) {
+	if o.late != nil {
+		o.late.merge(rank)
+		o.late = nil
+	}
 }
 
 // warn reports err, if any, on standard error.
@@ -292,58 +309,119 @@ func writeJob(cfg *config, docs [][]byte, failed []int) error {
 // summaryPairs is how many of the heaviest rank pairs the summary lists.
 const summaryPairs = 10
 
-// writeTimeline merges the dumps into path. offsets and leaders are align's (nil when
-// it did not run: the job grew, the timeline of a rank of one, or a gatherer other than
-// rank 0); Merge then places each rank by the wall clock of its recorder's start. job
-// names the ranks that failed, which the file's metadata lists.
-func writeTimeline(path string, docs [][]byte, offsets []int64, leaders []int, job trace.Job) error {
-	var dumps []trace.Dump
-	origins := make(map[int]int64)
-	for r, d := range docs {
-		if d == nil {
-			continue
-		}
-		dump, err := trace.DecodeDump(d)
-		if err != nil {
-			return fmt.Errorf("the job's timeline: rank %d's dump: %w", r, err)
-		}
-		dumps = append(dumps, dump)
-		origins[dump.Rank] = dump.Origin
+// timeline writes the job's timeline at the gatherer (observe_gather.go). begin takes
+// every rank's hand-in head: the dumps' headers give each rank's offset and the file is
+// created. add writes each dump, as it comes, to a file of its own beside the timeline
+// (spillPath), so that the gatherer holds one dump at a time. close ends the gather. merge
+// runs once Finalize's fence has let the other ranks exit: it merges the files into the
+// timeline one at a time (trace.MergeFilesJob) and removes them. offsets and leaders are
+// align's (nil when it did not run: the job grew, the timeline of a rank of one, or a
+// gatherer other than rank 0); each rank is then placed by the wall clock of its
+// recorder's start. A nil *timeline takes nothing. After an error it takes the dumps
+// without writing them, so that every rank's hand-in still completes.
+type timeline struct {
+	path     string
+	offsets  []int64
+	leaders  []int
+	f        *os.File
+	offs     map[int]int64 // by rank: what the merge adds to its times
+	spills   []string      // the dumps' files, in the order they came
+	spillOff []int64       // their offsets
+	dropped  uint64        // events the dumps lack (trace.Dump.Dropped)
+	job      trace.Job
+	err      error
+}
+
+// spillPath names the file that holds rank's dump at the gatherer until the merge.
+func spillPath(file string, rank int) string { return file + ".gather." + strconv.Itoa(rank) }
+
+// begin creates the timeline's file and places each rank, from heads, the hand-in heads
+// by rank (nil where none came).
+func (t *timeline) begin(heads [][]byte) {
+	if t == nil {
+		return
 	}
-	var offs []int64
-	if offsets != nil {
-		// Rank r's clock plus offsets[l] reads rank 0's for a leader l; a rank of l's host
-		// is placed against l by their recorders' start on their common wall clock.
-		for _, d := range dumps {
-			l := leaders[d.Rank]
-			lo, ok := origins[l]
-			if !ok {
-				offs = append(offs, d.Origin)
-				continue
+	hs := make(map[int]trace.Header)
+	for _, h := range heads {
+		if len(h) == headLen && binary.LittleEndian.Uint64(h[8:]) > 0 {
+			if th, err := trace.DecodeHeader(h[16:]); err == nil {
+				hs[th.Rank] = th
 			}
-			offs = append(offs, origins[0]+offsets[l]+d.Origin-lo)
 		}
 	}
-	f, err := os.Create(path)
+	// Rank r's clock plus offsets[l] reads rank 0's for a leader l; a rank of l's host is
+	// placed against l by their recorders' start on their common wall clock.
+	t.offs = make(map[int]int64, len(hs))
+	for r, h := range hs {
+		t.offs[r] = h.Origin
+		l := r
+		if r < len(t.leaders) {
+			l = t.leaders[r]
+		}
+		if lo, ok := hs[l]; ok && l < len(t.offsets) {
+			t.offs[r] = hs[0].Origin + t.offsets[l] + h.Origin - lo.Origin
+		}
+	}
+	t.f, t.err = os.Create(t.path)
+}
+
+// add writes one rank's dump, the document it handed in, to its file.
+func (t *timeline) add(doc []byte) {
+	if t == nil || t.err != nil || len(doc) == 0 {
+		return
+	}
+	h, err := trace.DecodeHeader(doc)
 	if err != nil {
-		return fmt.Errorf("the job's timeline %s: %w", path, err)
+		t.err = fmt.Errorf("a rank's dump: %w", err)
+		return
 	}
-	st, err := trace.MergeJob(f, dumps, offs, job)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	path := spillPath(t.path, h.Rank)
+	if t.err = os.WriteFile(path, doc, 0o644); t.err != nil {
+		return
 	}
-	if err != nil {
-		return fmt.Errorf("the job's timeline %s: %w", path, err)
-	}
-	var dropped uint64
-	for _, d := range dumps {
-		dropped += d.Dropped()
-	}
-	if dropped > 0 || st.Unpaired > 0 {
-		fmt.Fprintf(os.Stderr, "gorma: timeline %s: %d events overwritten in the flight recorders (GORMA_TRACE_EVENTS), %d flows without their other end\n",
-			path, dropped, st.Unpaired)
+	t.spills, t.spillOff = append(t.spills, path), append(t.spillOff, t.offs[h.Rank])
+	t.dropped += h.Total - uint64(h.Events)
+}
+
+// close ends the gather of the timeline, whose job names the failed ranks, and returns
+// what went wrong so far.
+func (t *timeline) close(job trace.Job) error {
+	t.job = job
+	if t.err != nil {
+		t.remove()
+		return fmt.Errorf("the job's timeline %s: %w", t.path, t.err)
 	}
 	return nil
+}
+
+// merge writes the timeline from the gathered dumps, and reports on standard error what
+// it lacks or what went wrong: the job's ranks have passed Finalize's fence, so golaunch
+// is not told.
+func (t *timeline) merge(rank int) {
+	if t == nil || t.err != nil {
+		return
+	}
+	st, err := trace.MergeFilesJob(t.f, t.spills, t.spillOff, t.job)
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	t.remove()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gorma: rank %d: observation: the job's timeline %s: %v\n", rank, t.path, err)
+		return
+	}
+	if t.dropped > 0 || st.Unpaired > 0 {
+		fmt.Fprintf(os.Stderr, "gorma: timeline %s: %d events overwritten in the flight recorders (GORMA_TRACE_EVENTS), %d flows without their other end\n",
+			t.path, t.dropped, st.Unpaired)
+	}
+}
+
+// remove removes the dumps' files.
+func (t *timeline) remove() {
+	for _, p := range t.spills {
+		os.Remove(p)
+	}
+	t.spills = nil
 }
 
 // aligned returns what runs after Init joined a job: for Init's World, with the
@@ -360,10 +438,14 @@ func aligned(ctx context.Context) func(*World, error) (*World, error) {
 	}
 }
 
-// hangDump writes the flight recorder's dump beside the timeline's file, as
-// <file>.<rank>.gtrc, and returns the line a hang report carries to point into it
-// (trace.Pointer and the dump's path), or "" when the timeline is off. golaunch merges
-// the dumps of a hang into <file>.
+// hangDump returns the line a hang report carries to point into the timeline
+// (trace.PointerAt), or "" when the timeline is off. When this rank is blocked (it has
+// open calls: openCalls), it also writes the flight recorder's dump with those calls
+// beside the timeline's file, as <file>.<rank>.gtrc, and the line names it; golaunch
+// merges the dumps of a hang into <file>. The dump is written again only when the rank
+// recorded an event or its open calls changed since: golaunch asks every few seconds
+// (its quiet checks), and a hung rank's dump stays the same. A rank that runs, or that
+// is in Finalize (the gatherer has its timeline), writes none.
 func (o *observer) hangDump(e *engine) string {
 	if o.Obs == nil || o.Rec == nil {
 		return ""
@@ -373,15 +455,103 @@ func (o *observer) hangDump(e *engine) string {
 		o.flushLocked()
 		e.mu.Unlock()
 	}
-	d := o.Rec.Snapshot()
-	line := trace.Pointer(rank, d, o.Rec.Now())
+	now := o.Rec.Now()
+	seq, end, ok := o.Rec.Last()
+	line := trace.PointerAt(rank, seq, end, ok, now)
+	if e.atExit.Load() {
+		return line + " (in Finalize)"
+	}
+	open := o.openCalls(e, end, now)
+	if len(open) == 0 {
+		return line + " (running)"
+	}
 	path := trace.DumpPath(file, rank)
+	total, lost := o.Rec.Recorded()
+	mark := dumpMark{total, lost, openKey(open)}
+	if mark == o.dumped {
+		return line + " (dump " + path + ")"
+	}
+	d := o.Rec.Snapshot()
+	d.Open = open
+	d.Labels = o.Rec.Labels() // with the open calls' names
 	b, err := trace.AppendDump(nil, d)
 	if err == nil {
 		err = os.WriteFile(path, b, 0o644)
 	}
 	if err != nil {
+		o.dumped = dumpMark{}
 		return line + " (no dump: " + err.Error() + ")"
 	}
+	o.dumped = mark
 	return line + " (dump " + path + ")"
+}
+
+// dumpMark is what a hang dump held: the recorder's counts and its open calls.
+type dumpMark struct {
+	total, lost uint64
+	open        string
+}
+
+// openKey names a set of open calls by their kinds, labels, peers and tags; not by their
+// starts, which the coarse clock moves from one report to the next.
+func openKey(open []trace.Event) string {
+	var b []byte
+	for _, e := range open {
+		b = fmt.Appendf(b, "%d %d %d %d;", e.Kind, e.Label, e.Peer, e.Tag)
+	}
+	return string(b)
+}
+
+// openCalls returns the calls this rank is blocked in, as events that end at now
+// (nanoseconds of the recorder's clock): the engine's blocking waits, and the calls the
+// Tracks of the layers above have under way (collectives, window calls). A wait that
+// stamped its start (a Wait on requests) starts there. Other starts come from the hang
+// records' coarse clock (hang.go: clockTick); a wait's is put no earlier than last, the
+// end of the rank's last event, which its call follows.
+func (o *observer) openCalls(e *engine, last, now int64) []trace.Event {
+	ns := o.Rec.Clock().Exact()
+	var open []trace.Event
+	var names []string // open[i]'s label, given once no lock is held (LOCKING.md)
+	h := &e.watch
+	h.mu.Lock()
+	for _, t := range h.tracks {
+		call, seq, _, since, ok := subcore.TrackRecord(t)
+		if !ok {
+			continue
+		}
+		kind := trace.Call
+		if seq != 0 {
+			kind = trace.Collective
+		}
+		start := min(max(now-int64(subcore.Since(since)), 0), now)
+		open = append(open, trace.Event{Kind: kind, Start: start, End: now, Bytes: -1, Peer: trace.NoPeer, Tag: -1})
+		names = append(names, call)
+	}
+	h.mu.Unlock()
+	e.mu.Lock()
+	for _, r := range h.waiting {
+		kind, peer, tag, n := trace.Wait, int32(r.peer), int32(r.tag), int64(-1)
+		if r.inCall && (r.kind == reqSend || r.kind == reqRecv) {
+			kind, n = trace.Recv, int64(len(r.buf))
+			if r.kind == reqSend {
+				kind = trace.Send
+			}
+		}
+		start := min(max(now-int64(sinceCoarse(r.waitFrom)), last), now)
+		if r.waitObs != 0 {
+			start = min(ns(r.waitObs), now)
+		}
+		name := r.waitCall
+		if !o.user(r.ctx) {
+			name += " (internal)"
+		}
+		open = append(open, trace.Event{Kind: kind, Start: start, End: now, Bytes: n, Peer: max(peer, trace.NoPeer),
+			Tag: max(tag, -1)})
+		names = append(names, name)
+	}
+	e.mu.Unlock()
+	for i := range open {
+		open[i].Label = o.Label(names[i])
+	}
+	return open
 }

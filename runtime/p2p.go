@@ -30,18 +30,24 @@ func asBytes[T Elem](buf []T) ([]byte, int) {
 // Send returns ctx's error and the offer stands: buf must stay as it is. If ctx ends before
 // the message left, it is never sent.
 func Send[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
+	return withOp("send", sendBlocking(ctx, callSend, w, buf, dest, tag))
+}
+
+// sendBlocking is Send for the user's call (Send, Rsend). It returns errors without the
+// operation's name.
+func sendBlocking[T Elem](ctx context.Context, call opCall, w *World, buf []T, dest, tag int) error {
 	if err := w.live(); err != nil {
-		return withOp("send", err)
+		return err
 	}
 	d, err := destArg(w, dest)
 	if err != nil {
 		if dest == ProcNull {
-			return withOp("send", nullCheck(w, tag, false))
+			return nullCheck(w, tag, false)
 		}
-		return withOp("send", err)
+		return err
 	}
 	b, size := asBytes(buf)
-	return withOp("send", w.e.send(ctx, w.ctx, b, size, d, tag))
+	return w.e.sendAs(ctx, call, w.ctx, b, size, d, tag)
 }
 
 // Recv receives a message from rank src (or AnySource) with tag (or AnyTag) into buf, and
@@ -82,12 +88,12 @@ func Isend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 // sends allocates nothing. Reusing one that has not completed fails with ErrInvalid.
 func IsendWith[T Elem](r *Request, w *World, buf []T, dest, tag int) error {
 	b, size := asBytes(buf)
-	return withOp("isend", w.isend(r, b, size, dest, tag, false))
+	return withOp("isend", w.isend(r, b, size, dest, tag, callIsend))
 }
 
-// isend starts send r of b (elements of esize bytes) to dest, synchronous if sync. It
-// returns errors without the operation's name.
-func (w *World) isend(r *Request, b []byte, esize, dest, tag int, sync bool) error {
+// isend starts send r of b (elements of esize bytes) to dest for the user's call, which
+// tells whether it is synchronous. It returns errors without the operation's name.
+func (w *World) isend(r *Request, b []byte, esize, dest, tag int, call opCall) error {
 	if err := w.live(); err != nil {
 		return err
 	}
@@ -98,11 +104,11 @@ func (w *World) isend(r *Request, b []byte, esize, dest, tag int, sync bool) err
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.isendLocked(w, r, b, esize, d, tag, sync)
+	return e.isendLocked(w, r, b, esize, d, tag, call)
 }
 
 // isendLocked is isend with dest a job rank or ProcNull.
-func (e *engine) isendLocked(w *World, r *Request, b []byte, esize, dest, tag int, sync bool) error {
+func (e *engine) isendLocked(w *World, r *Request, b []byte, esize, dest, tag int, call opCall) error {
 	if dest == ProcNull {
 		return e.nullRequestLocked(r, reqSend, tag)
 	}
@@ -112,7 +118,8 @@ func (e *engine) isendLocked(w *World, r *Request, b []byte, esize, dest, tag in
 	if err := r.resetLocked(e); err != nil {
 		return err
 	}
-	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = reqSend, w.ctx, dest, tag, b, esize, sync
+	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = reqSend, w.ctx, dest, tag, b, esize, call.synchronous()
+	r.call = call
 	c := e.obs.beginLocked(w.ctx, prof.CallSend)
 	e.obs.carryLocked()
 	e.sendLocked(r)
@@ -133,12 +140,12 @@ func Irecv[T Elem](w *World, buf []T, src, tag int) (*Request, error) {
 // IrecvWith is Irecv into r, a Request that is new or has completed (see IsendWith).
 func IrecvWith[T Elem](r *Request, w *World, buf []T, src, tag int) error {
 	b, size := asBytes(buf)
-	return withOp("irecv", w.irecv(r, b, size, src, tag))
+	return withOp("irecv", w.irecv(r, b, size, src, tag, callIrecv))
 }
 
-// irecv starts receive r into b (elements of esize bytes) from src. It returns errors
-// without the operation's name.
-func (w *World) irecv(r *Request, b []byte, esize, src, tag int) error {
+// irecv starts receive r into b (elements of esize bytes) from src for the user's call.
+// It returns errors without the operation's name.
+func (w *World) irecv(r *Request, b []byte, esize, src, tag int, call opCall) error {
 	if err := w.live(); err != nil {
 		return err
 	}
@@ -149,11 +156,11 @@ func (w *World) irecv(r *Request, b []byte, esize, src, tag int) error {
 	e := w.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.irecvLocked(w, r, b, esize, s, tag)
+	return e.irecvLocked(w, r, b, esize, s, tag, call)
 }
 
 // irecvLocked is irecv with src a job rank, AnySource or ProcNull.
-func (e *engine) irecvLocked(w *World, r *Request, b []byte, esize, src, tag int) error {
+func (e *engine) irecvLocked(w *World, r *Request, b []byte, esize, src, tag int, call opCall) error {
 	if src == ProcNull {
 		return e.nullRequestLocked(r, reqRecv, tag)
 	}
@@ -163,7 +170,7 @@ func (e *engine) irecvLocked(w *World, r *Request, b []byte, esize, src, tag int
 	if err := r.resetLocked(e); err != nil {
 		return err
 	}
-	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize = reqRecv, w.ctx, src, tag, b, esize
+	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.call = reqRecv, w.ctx, src, tag, b, esize, call
 	r.anyFail = w.sibling // see Sibling
 	r.grp = w.g
 	c := e.obs.beginLocked(w.ctx, prof.CallRecv)
@@ -281,7 +288,7 @@ func (e *engine) checkArgsLocked(rank, tag int, recv bool) error {
 		return err
 	}
 	if n := len(e.links.peers); (rank < 0 || rank >= n) && !(recv && rank == AnySource) {
-		return invalidf("rank %d out of range [0, %d)", rank, n)
+		return rankRangeErr(rank, n, true)
 	}
 	if (tag < 0 || tag > MaxTag) && !(recv && tag == AnyTag) {
 		return invalidf("tag %d out of range [0, %d]", tag, MaxTag)
@@ -289,9 +296,14 @@ func (e *engine) checkArgsLocked(rank, tag int, recv bool) error {
 	return nil
 }
 
-// send is the blocking send of every caller (Send, Barrier): ctxID is the communication
-// context. Errors are returned without the operation's name.
+// send is the blocking send of the runtime's own calls (Barrier, Split, Spawn...): ctxID
+// is the communication context. Errors are returned without the operation's name.
 func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest, tag int) error {
+	return e.sendAs(ctx, callNone, ctxID, buf, esize, dest, tag)
+}
+
+// sendAs is send for the user's call (Send, Rsend), which names its wait in hang reports.
+func (e *engine) sendAs(ctx context.Context, call opCall, ctxID uint16, buf []byte, esize, dest, tag int) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.checkArgsLocked(dest, tag, false); err != nil {
@@ -303,8 +315,8 @@ func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest
 	r := e.startSendLocked(ctxID, buf, esize, dest, tag)
 	flow := e.obs.flowLocked()
 	if r != nil {
-		r.inCall = c.On()
-		r.anyFail = e.ft.on && !userCtx(ctxID) // a collective's send (ft.go)
+		r.inCall, r.call = c.On(), call
+		r.anyFail = !userCtx(ctxID) // a collective's send: its wait ends once a peer failed (ft.go)
 		err = e.finishSendLocked(ctx, r)
 	} else if e.ft.on {
 		e.ft.sentLocked()
@@ -342,6 +354,9 @@ func (e *engine) finishSendLocked(ctx context.Context, r *Request) error {
 		}
 	}
 	err := r.err
+	if r.anyFail && err != nil {
+		err = e.ft.collectiveErrLocked(err)
+	}
 	e.match.recycleLocked(r)
 	return err
 }

@@ -18,14 +18,27 @@ type persistent struct {
 	tag   int
 }
 
-// sendMode is how a send completes: standard, synchronous, buffered.
+// sendMode is how a send completes: standard, synchronous, buffered, or ready (sent as a
+// standard one).
 type sendMode uint8
 
 const (
 	modeStandard sendMode = iota
 	modeSync
 	modeBuffered
+	modeReady
 )
+
+// sendInits are the init calls of the send modes.
+var sendInits = [...]opCall{modeStandard: callSendInit, modeSync: callSsendInit, modeBuffered: callBsendInit, modeReady: callRsendInit}
+
+// call names p's init call, which names the waits for its Request in hang reports.
+func (p *persistent) call() opCall {
+	if p.kind == reqRecv {
+		return callRecvInit
+	}
+	return sendInits[p.mode]
+}
 
 // SendInit returns an inactive persistent Request for sending buf to dest with tag
 // (MPI_Send_init). Start sends buf's contents as Isend would; start it again once its
@@ -49,7 +62,7 @@ func BsendInit[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 // RsendInit is SendInit for a ready send (MPI_Rsend_init), which is sent as a standard
 // one.
 func RsendInit[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
-	return initSend(w, buf, dest, tag, modeStandard, "rsend_init")
+	return initSend(w, buf, dest, tag, modeReady, "rsend_init")
 }
 
 // RecvInit returns a persistent Request for receiving into buf from src with tag
@@ -147,11 +160,11 @@ func (e *engine) startLocked(r *Request) error {
 	var err error
 	switch {
 	case p.kind == reqRecv:
-		err = e.irecvLocked(p.w, r, p.buf, p.esize, p.peer, p.tag)
+		err = e.irecvLocked(p.w, r, p.buf, p.esize, p.peer, p.tag, p.call())
 	case p.mode == modeBuffered:
-		err = e.bsendLocked(p.w, r, p.buf, p.esize, p.peer, p.tag)
+		err = e.bsendLocked(p.w, r, p.call(), p.buf, p.esize, p.peer, p.tag)
 	default:
-		err = e.isendLocked(p.w, r, p.buf, p.esize, p.peer, p.tag, p.mode == modeSync)
+		err = e.isendLocked(p.w, r, p.buf, p.esize, p.peer, p.tag, p.call())
 	}
 	r.pers = p
 	if err != nil {

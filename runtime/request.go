@@ -54,7 +54,7 @@ type Request struct {
 	detached  bool   // a pooled request whose caller gave up (ctx): recycle at completion
 	freed     bool   // Free was called: no call may use it again until it is reused
 	cancelled bool   // Cancel reached it before it matched: complete with Status.Cancelled
-	anyFail   bool   // a receive of a collective (Barrier, a Sibling World): fails when any peer fails; a collective's blocking send under GORMA_FT: its wait ends then (ft.go)
+	anyFail   bool   // a receive of a collective (Barrier, a Sibling World): fails when any peer fails; a collective's blocking send: its wait ends then (ft.go)
 	grp       *group // a receive on a World made by Split: Status.Source is translated
 
 	// Per-kind state. Each part is used by the kinds its doc names and is zero otherwise.
@@ -77,6 +77,7 @@ type waiter struct {
 	watchers []*Request
 
 	// A blocking wait on it (hang.go).
+	call     opCall // the user's call that started it (opcall.go); callNone for the engine's own
 	waitFrom int64  // coarseNow when the wait began; 0: not waited on
 	waitCall string // the call that waits
 	waitObs  int64  // the observer's clock when the wait began, when the timeline is on

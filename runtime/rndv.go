@@ -149,13 +149,18 @@ func (v *rendezvous) postReadLocked(p *peer, r *Request, chunk int) {
 	}
 }
 
+// truncErr returns the ErrTruncated error of receive r whose message did not fit, or nil.
 func (r *Request) truncErr() error {
 	if r.truncTo < 0 {
 		return nil
 	}
-	return truncated(r.truncTo, len(r.buf))
+	return r.truncated(r.truncTo)
 }
 
-func truncated(msg, buf int) error {
-	return fmt.Errorf("%w: a %d-byte message into a %d-byte buffer", ErrTruncated, msg, buf)
+// truncated returns the ErrTruncated error of receive r, whose Status names the message,
+// for a message of msg bytes: its source and tag, and the buffer it needs.
+func (r *Request) truncated(msg int) error {
+	st := r.statusOut()
+	return fmt.Errorf("%w: a %d-byte message from rank %d (tag %d) into a %d-byte buffer "+
+		"(receive it into %d bytes or more, or Probe first for its length)", ErrTruncated, msg, st.Source, st.Tag, len(r.buf), msg)
 }

@@ -205,7 +205,7 @@ func (w *World) irecvLaid(r *Request, buf []byte, lay *layIO, src, tag int) (boo
 		return true, withOp("irecv", err)
 	}
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.lay = reqRecv, w.ctx, s, tag, buf, 1, lay
-	r.anyFail, r.grp = w.sibling, w.g
+	r.anyFail, r.grp, r.call = w.sibling, w.g, callIrecv
 	e.receiveLocked(r)
 	return true, nil
 }
@@ -235,12 +235,16 @@ func (w *World) sendrecvLaid(ctx context.Context, out []byte, sl *datatype.Laid,
 	}
 	rr := e.match.newRequestLocked(e, reqRecv)
 	rr.ctx, rr.peer, rr.tag, rr.buf, rr.esize, rr.anyFail, rr.lay = w.ctx, s, rtag, in, 1, w.sibling, ro
+	rr.call = callSendrecv
 	e.receiveLocked(rr)
 	var sr *Request
 	if so != nil {
 		sr = e.rndv.startOfferLocked(w.ctx, so, d, stag)
 	} else {
 		sr = e.startSendLocked(w.ctx, out, 1, d, stag)
+	}
+	if sr != nil {
+		sr.call = callSendrecv
 	}
 	st, rerr := e.finishRecvLocked(ctx, rr, nil)
 	var serr error

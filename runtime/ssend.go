@@ -37,7 +37,7 @@ func (e *engine) ssend(ctx context.Context, ctxID uint16, buf []byte, esize, des
 	}
 	r := e.match.newRequestLocked(e, reqSend)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = ctxID, dest, tag, buf, esize, true
-	r.inCall = c.On()
+	r.inCall, r.call = c.On(), callSsend
 	e.obs.carryLocked()
 	e.sendLocked(r)
 	flow = e.obs.flowLocked()
@@ -51,7 +51,7 @@ func (e *engine) ssend(ctx context.Context, ctxID uint16, buf []byte, esize, des
 func Issend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 	r := new(Request)
 	b, size := asBytes(buf)
-	if err := w.isend(r, b, size, dest, tag, true); err != nil {
+	if err := w.isend(r, b, size, dest, tag, callIssend); err != nil {
 		return nil, withOp("issend", err)
 	}
 	return r, nil
@@ -60,12 +60,17 @@ func Issend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
 // Rsend is a ready send (MPI_Rsend): MPI lets it assume the receive is posted; gorma
 // sends it as Send does, which is correct whether or not it is.
 func Rsend[T Elem](ctx context.Context, w *World, buf []T, dest, tag int) error {
-	return Send(ctx, w, buf, dest, tag)
+	return withOp("rsend", sendBlocking(ctx, callRsend, w, buf, dest, tag))
 }
 
 // Irsend is the nonblocking ready send (MPI_Irsend), sent as Isend.
 func Irsend[T Elem](w *World, buf []T, dest, tag int) (*Request, error) {
-	return Isend(w, buf, dest, tag)
+	r := new(Request)
+	b, size := asBytes(buf)
+	if err := w.isend(r, b, size, dest, tag, callIrsend); err != nil {
+		return nil, withOp("irsend", err)
+	}
+	return r, nil
 }
 
 // Isendrecv starts Sendrecv (MPI_Isendrecv). Its Request completes when both parts have; its
@@ -74,13 +79,15 @@ func Isendrecv[S, R Elem](w *World, sbuf []S, dest, stag int, rbuf []R, src, rta
 	sb, ssize := asBytes(sbuf)
 	rb, rsize := asBytes(rbuf)
 	r := new(Request)
-	if err := isendrecv(w, r, sb, ssize, dest, stag, rb, rsize, src, rtag); err != nil {
+	if err := isendrecv(w, r, callIsendrecv, sb, ssize, dest, stag, rb, rsize, src, rtag); err != nil {
 		return nil, withOp("isendrecv", err)
 	}
 	return r, nil
 }
 
-func isendrecv(w *World, r *Request, sb []byte, ssize, dest, stag int, rb []byte, rsize, src, rtag int) error {
+// isendrecv starts the Isendrecv r for the user's call. It returns errors without the
+// operation's name.
+func isendrecv(w *World, r *Request, call opCall, sb []byte, ssize, dest, stag int, rb []byte, rsize, src, rtag int) error {
 	d, s, err := pairArgs(w, dest, src)
 	if err != nil {
 		return err
@@ -94,12 +101,12 @@ func isendrecv(w *World, r *Request, sb []byte, ssize, dest, stag int, rb []byte
 	if err := r.resetLocked(e); err != nil {
 		return err
 	}
-	r.kind, r.grp = reqPair, w.g
+	r.kind, r.grp, r.call = reqPair, w.g, call
 	recv, send := new(Request), new(Request)
-	if err := e.irecvLocked(w, recv, rb, rsize, s, rtag); err != nil {
+	if err := e.irecvLocked(w, recv, rb, rsize, s, rtag, call); err != nil {
 		return err
 	}
-	if err := e.isendLocked(w, send, sb, ssize, d, stag, false); err != nil {
+	if err := e.isendLocked(w, send, sb, ssize, d, stag, call); err != nil {
 		return err // not reached: pairArgsLocked checked what isendLocked checks
 	}
 	// Parts that completed while starting are seen here, later ones when they complete.
@@ -112,7 +119,8 @@ func isendrecv(w *World, r *Request, sb []byte, ssize, dest, stag int, rb []byte
 // SendrecvReplace is Sendrecv with one buffer (MPI_Sendrecv_replace): it sends a copy of buf
 // taken at the call and receives up to len(buf) elements into buf.
 func SendrecvReplace[T Elem](ctx context.Context, w *World, buf []T, dest, stag, src, rtag int) (Status, error) {
-	return Sendrecv(ctx, w, append([]T(nil), buf...), dest, stag, buf, src, rtag)
+	st, err := sendrecvAs(ctx, callSendrecvReplace, w, append([]T(nil), buf...), dest, stag, buf, src, rtag)
+	return st, withOp("sendrecv_replace", err)
 }
 
 // IsendrecvReplace is the nonblocking SendrecvReplace (MPI_Isendrecv_replace): buf
@@ -121,7 +129,7 @@ func IsendrecvReplace[T Elem](w *World, buf []T, dest, stag, src, rtag int) (*Re
 	sb, ssize := asBytes(append([]T(nil), buf...))
 	rb, rsize := asBytes(buf)
 	r := new(Request)
-	if err := isendrecv(w, r, sb, ssize, dest, stag, rb, rsize, src, rtag); err != nil {
+	if err := isendrecv(w, r, callIsendrecvReplace, sb, ssize, dest, stag, rb, rsize, src, rtag); err != nil {
 		return nil, withOp("isendrecv_replace", err)
 	}
 	return r, nil

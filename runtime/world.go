@@ -317,8 +317,11 @@ type lifecycle struct {
 // engine's mu.
 type failures struct {
 	e       *engine
-	failed  *ProcError // the first failed peer, or the one the launcher names (AnySource receives fail with it)
-	aborted *ProcError // the job is aborting: every call fails with it
+	failed  *ProcError    // the first failed peer, or the one the launcher names (AnySource receives fail with it)
+	aborted *ProcError    // the job is aborting: every call fails with it
+	watched bool          // the agent's events are watched (watchEvents): failures may be held
+	heard   bool          // the agent has told of a failure (pmi.ProcFailed, pmi.Aborted)
+	held    []heldFailure // peer failures the transport saw, awaiting the agent's word (holdLocked)
 }
 
 // checkLocked returns the error every call must fail with, or nil.
@@ -395,6 +398,7 @@ func (w *World) Finalize(ctx context.Context) error {
 		e.pm.Close()
 	}
 	e.bg.Wait()
+	e.obs.mergeTimeline(e.rank) // at the gatherer, while the other ranks exit (observe_out.go)
 	if err != nil {
 		return withOp("finalize", err)
 	}

@@ -67,11 +67,23 @@ func newRequest(op string, t Topology, persistent bool) (*Request, error) {
 	}
 	// The call's number is taken before its arguments are checked, so that a rank whose
 	// arguments fail stays in step with its neighbours for the calls after it.
-	kind := prof.CallNeighborAlltoall
-	if strings.HasPrefix(op, "neighbor_allgather") {
-		kind = prof.CallNeighborAllgather
+	return &Request{op: op, h: h, persistent: persistent, base: h.next(), kind: neighborKind(op)}, nil
+}
+
+// neighborKind returns the profile's kind of the call op ("neighbor_alltoallv_init"):
+// each of the five calls has its own, whether blocking, nonblocking or persistent.
+func neighborKind(op string) prof.CallKind {
+	switch strings.TrimSuffix(op, "_init") {
+	case "neighbor_allgather":
+		return prof.CallNeighborAllgather
+	case "neighbor_allgatherv":
+		return prof.CallNeighborAllgatherv
+	case "neighbor_alltoallv":
+		return prof.CallNeighborAlltoallv
+	case "neighbor_alltoallw":
+		return prof.CallNeighborAlltoallw
 	}
-	return &Request{op: op, h: h, persistent: persistent, base: h.next(), kind: kind}, nil
+	return prof.CallNeighborAlltoall
 }
 
 // start posts a nonblocking call, or returns the error (nothing posted).

@@ -51,6 +51,9 @@ func TestObserveNeighbor(t *testing.T) {
 				}
 				return r.Wait(ctx)
 			}},
+			{prof.CallNeighborAllgatherv, 12, func() error { // its own kind, not NeighborAllgather's
+				return topo.NeighborAllgatherv(ctx, c, make([]int32, 3), make([]int32, 6), []int{3, 3}, []int{0, 3})
+			}},
 			{prof.CallNeighborAlltoall, 8, func() error {
 				r, err := topo.NeighborAlltoallInit(c, make([]byte, 16), make([]byte, 16))
 				if err != nil {
@@ -98,7 +101,7 @@ func TestObserveNeighbor(t *testing.T) {
 				got = append(got, d.Labels[ev.Label])
 			}
 		}
-		if want := []string{"NeighborAlltoall", "NeighborAllgather", "NeighborAlltoall"}; !slices.Equal(got, want) {
+		if want := []string{"NeighborAlltoall", "NeighborAllgather", "NeighborAllgatherv", "NeighborAlltoall"}; !slices.Equal(got, want) {
 			return fmt.Errorf("Collective events %q, want %q", got, want)
 		}
 		return nil

@@ -61,7 +61,7 @@ func attrsFor[T runtime.Elem](w *Win[T], op string, k *keyval, set bool) (*attrS
 	case set && k.Freed():
 		return nil, werrf(op, -1, -1, ErrInvalid, "the Keyval was freed (Keyval.Free); make another with NewKeyval")
 	case set && w.freed.Load():
-		return nil, werr(op, -1, -1, ErrFreed)
+		return nil, w.freedErr(op, -1, -1)
 	}
 	return &w.attrs, nil
 }
@@ -84,7 +84,7 @@ func SetAttr[T runtime.Elem, V any](w *Win[T], k *Keyval[V], v V) error {
 	}
 	old, replaced, err := a.Put(&k.k, v)
 	if err != nil {
-		return werr("setattr", -1, -1, ErrFreed)
+		return w.freedErr("setattr", -1, -1)
 	}
 	if replaced && k.k.del != nil {
 		k.k.del(old)
@@ -137,7 +137,7 @@ func (a *attrSet) deleteAll() {
 // fails with ErrFreed on a freed window.
 func (w *Win[T]) SetName(name string) error {
 	if w.freed.Load() {
-		return werr("setname", -1, -1, ErrFreed)
+		return w.freedErr("setname", -1, -1)
 	}
 	w.attrs.SetName(name)
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -154,11 +155,19 @@ func TestMisuse(t *testing.T) {
 		if err := win.Unlock(ctx, peer); err != nil {
 			return err
 		}
+		if err := win.SetName("halo"); err != nil {
+			return err
+		}
 		if err := win.Free(ctx); err != nil {
 			return err
 		}
 		if err := win.Lock(ctx, window.Shared, peer, 0); !errors.Is(err, window.ErrFreed) {
 			return fmt.Errorf("lock after free: %v", err)
+		}
+		// The error names the window, as hang reports do, and says what to do.
+		want := regexp.MustCompile(`^window fence: window freed: win\d+ \("halo"\): Free was called on it, .*\(create another with Allocate or Create\)$`)
+		if err := win.Fence(ctx, 0); !errors.Is(err, window.ErrFreed) || !want.MatchString(err.Error()) {
+			return fmt.Errorf("fence after free: %v, want an error matching %s", err, want)
 		}
 		return nil
 	})

@@ -60,6 +60,20 @@ func werr(op string, rank, disp int, err error) error {
 	return &Error{Op: op, Rank: rank, Disp: disp, Err: err}
 }
 
+// freedErr is the ErrFreed error of call op on w after its Free. It names the window as
+// hang reports do ("win3"), with the name SetName gave it, and says what to do.
+func (w *Win[T]) freedErr(op string, rank, disp int) error {
+	label := "this window"
+	if w.fenceSig != nil {
+		label = w.fenceSig.Win
+	}
+	if name := w.Name(); name != "" {
+		label += fmt.Sprintf(" (%q)", name)
+	}
+	return werrf(op, rank, disp, ErrFreed, "%s: Free was called on it, and a freed window takes no calls "+
+		"(create another with Allocate or Create)", label)
+}
+
 func werrf(op string, rank, disp int, sentinel error, format string, args ...any) error {
 	return &Error{Op: op, Rank: rank, Disp: disp, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)}
 }

@@ -241,3 +241,35 @@ func TestObserveRMAAllocs(t *testing.T) {
 		return win.Free(ctx)
 	})
 }
+
+// TestObserveCreate: creating and freeing a window counts none of the collective calls
+// it makes on the window's internal World (its exchange, its Barriers) as the user's,
+// nor their data.
+func TestObserveCreate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
+	defer cancel()
+	opt := runtimetest.Options{Env: observeEnv(t)}
+	runtimetest.Run(t, 3, opt, func(w *runtime.World) error {
+		o, _ := substrate.Observe(w)
+		before := o.Profile()
+		win, err := window.Allocate[int64](ctx, w, 16)
+		if err != nil {
+			return err
+		}
+		if err := win.Free(ctx); err != nil {
+			return err
+		}
+		after := o.Profile()
+		for k := range prof.NumCalls {
+			if n := after.Call(k).Calls - before.Call(k).Calls; n != 0 {
+				return fmt.Errorf("rank %d: Allocate and Free counted %d %v calls, want none", w.Rank(), n, k)
+			}
+		}
+		for q := range w.Size() {
+			if n := after.Coll.Bytes[q] - before.Coll.Bytes[q]; n != 0 {
+				return fmt.Errorf("rank %d: Allocate and Free counted %d collective bytes to rank %d, want none", w.Rank(), n, q)
+			}
+		}
+		return nil
+	})
+}

@@ -113,7 +113,7 @@ type span[T runtime.Elem] struct {
 // fault (a Put to this rank, a Fence on shm, a Sync did).
 func (w *Win[T]) usable(op string, rank, disp int) error {
 	if w.freed.Load() {
-		return werr(op, rank, disp, ErrFreed)
+		return w.freedErr(op, rank, disp)
 	}
 	if w.comm.Finalized() {
 		return werrf(op, rank, disp, runtime.ErrFinalized, "the World was finalized")

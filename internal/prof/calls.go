@@ -1,6 +1,8 @@
 package prof
 
-// CallKind names the gorma call a Timer or Counters.Call counts. The list is
+// CallKind names the gorma call a Timer or Counters.Call counts. Each call of the API
+// has its own kind (Gatherv is not Gather); the reductions' Loc and Type forms count as
+// their reductions, as MPI counts MPI_Allreduce whatever its datatype. The list is
 // append-only: the JSON document names kinds by String, never by number.
 type CallKind int
 
@@ -36,8 +38,17 @@ const (
 	CallStart
 	CallComplete
 	CallWaitEpoch
-	CallNeighborAllgather // package topo's NeighborAllgather(v)
-	CallNeighborAlltoall  // package topo's NeighborAlltoall(v, w)
+	CallNeighborAllgather // package topo's NeighborAllgather
+	CallNeighborAlltoall  // package topo's NeighborAlltoall
+	CallGatherv
+	CallAllgatherv
+	CallScatterv
+	CallAlltoallw
+	CallReduceScatterV
+	CallExscan
+	CallNeighborAllgatherv
+	CallNeighborAlltoallv
+	CallNeighborAlltoallw
 	NumCalls
 )
 
@@ -48,6 +59,8 @@ var callNames = [NumCalls]string{
 	"Put", "Get", "Accumulate", "GetAccumulate", "FetchAndOp", "CompareAndSwap",
 	"Fence", "Lock", "Unlock", "Flush", "Post", "Start", "Complete", "WaitEpoch",
 	"NeighborAllgather", "NeighborAlltoall",
+	"Gatherv", "Allgatherv", "Scatterv", "Alltoallw", "ReduceScatterV", "Exscan",
+	"NeighborAllgatherv", "NeighborAlltoallv", "NeighborAlltoallw",
 }
 
 // String returns the call's MPI-style name, such as "Allreduce".

@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"unicode/utf8"
 )
 
 // viridis holds colour stops of matplotlib's viridis map, low to high: it stays
@@ -33,7 +34,8 @@ func colour(t float64) string {
 // senders down, receivers across, a logarithmic colour scale between the
 // smallest and the largest non-zero cell, white for zero, rank labels on both
 // axes, a legend, and a tooltip per cell. unit names the cells' unit ("bytes").
-// Cells are at least 6 px, so that 64 ranks give a 640 px square.
+// Cells are at least 6 px, so that 64 ranks give a 640 px square. The picture is at
+// least as wide as the title.
 func HeatMap(w io.Writer, m [][]uint64, title, unit string) error {
 	n := len(m)
 	for _, row := range m {
@@ -46,9 +48,10 @@ func HeatMap(w io.Writer, m [][]uint64, title, unit string) error {
 	for step*cell < 24 {
 		step *= 2
 	}
-	const left, top, gap, barW = 64, 64, 24, 16
+	const left, top, gap, barW, titleSize = 64, 64, 24, 16, 14
 	grid := n * cell
 	width, height := left+grid+gap+barW+80, top+grid+56
+	width = max(width, left+textWidth(title, titleSize)+16) // a few ranks' grid is narrower than the title
 
 	lo, hi := uint64(math.MaxUint64), uint64(0)
 	for _, row := range m {
@@ -69,7 +72,7 @@ func HeatMap(w io.Writer, m [][]uint64, title, unit string) error {
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n",
 		width, height, width, height)
 	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
-	fmt.Fprintf(b, `<text x="%d" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
+	fmt.Fprintf(b, `<text x="%d" y="20" font-size="%d" font-weight="bold">%s</text>`+"\n", left, titleSize, html.EscapeString(title))
 	// Axes: receiver ranks across the top, sender ranks down the left.
 	fmt.Fprintf(b, `<text x="%d" y="38" text-anchor="middle">receiver rank</text>`+"\n", left+grid/2)
 	fmt.Fprintf(b, `<text transform="translate(16 %d) rotate(-90)" text-anchor="middle">sender rank</text>`+"\n", top+grid/2)
@@ -95,6 +98,13 @@ func HeatMap(w io.Writer, m [][]uint64, title, unit string) error {
 	}
 	_, err := io.WriteString(w, "</svg>\n")
 	return err
+}
+
+// textWidth bounds the width in pixels of s in bold sans-serif of size px: 0.65 em a
+// character, above the average of the common faces (DejaVu Sans Bold, Arial Bold,
+// Liberation Sans Bold), so that the title fits whichever one the viewer draws with.
+func textWidth(s string, px int) int {
+	return int(math.Ceil(0.65 * float64(px) * float64(utf8.RuneCountInString(s))))
 }
 
 // heatLegend draws the colour bar (high at the top), its ticks and the zero swatch.

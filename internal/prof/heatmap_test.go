@@ -3,6 +3,7 @@ package prof
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -124,6 +125,34 @@ func TestLegendTicks(t *testing.T) {
 		}
 		if s := strings.Join(got, " "); s != c.want {
 			t.Errorf("ticks %d..%d = %s, want %s", c.lo, c.hi, s, c.want)
+		}
+	}
+}
+
+// TestHeatMapTitleFits: the picture is as wide as its title needs, however few the
+// ranks: the runtime's title of a 4-rank job is wider than its grid and legend.
+func TestHeatMapTitleFits(t *testing.T) {
+	for _, n := range []int{1, 2, 4, 8, 64} {
+		title := fmt.Sprintf("bytes sent, rank to rank, all kinds (%d ranks)", n)
+		var b bytes.Buffer
+		if err := HeatMap(&b, square(n), title, "bytes"); err != nil {
+			t.Fatal(err)
+		}
+		var svg struct {
+			Width int    `xml:"width,attr"`
+			Box   string `xml:"viewBox,attr"`
+		}
+		if err := xml.Unmarshal(b.Bytes(), &svg); err != nil {
+			t.Fatal(err)
+		}
+		// The title starts at x 64 and takes at most 0.6 em (14 px) a character in the
+		// usual bold sans-serif faces.
+		need := 64 + int(0.6*14*float64(len(title)))
+		if svg.Width < need {
+			t.Errorf("%d ranks: %d px wide; the title needs %d", n, svg.Width, need)
+		}
+		if !strings.HasPrefix(svg.Box, fmt.Sprintf("0 0 %d ", svg.Width)) {
+			t.Errorf("%d ranks: viewBox %q does not span the width %d", n, svg.Box, svg.Width)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"os"
 	"sync"
 	"testing"
 )
@@ -113,9 +114,31 @@ func TestBatchAllocatesNothing(t *testing.T) {
 }
 
 // BenchmarkBatch adds events to a batch over a ring of the runtime's default size; it
-// is BenchmarkRecord's figure for an owner that batches.
+// is BenchmarkRecord's figure for an owner that batches. Under ringfile the ring and the
+// batch lie in a ring file (MapRecorder), as under golaunch.
 func BenchmarkBatch(b *testing.B) {
-	r := NewRecorder(0, 1<<17)
+	b.Run("heap", func(b *testing.B) { benchBatch(b, NewRecorder(0, 1<<17)) })
+	b.Run("ringfile", func(b *testing.B) {
+		dir := "/dev/shm" // memory, as golaunch's memfd
+		if _, err := os.Stat(dir); err != nil {
+			dir = b.TempDir()
+		}
+		f, err := os.CreateTemp(dir, "gorma-bench-ring-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		r, err := MapRecorder(0, 1<<17, f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unmap(r.file.mem)
+		benchBatch(b, r)
+	})
+}
+
+func benchBatch(b *testing.B, r *Recorder) {
 	bt := NewBatch(r)
 	var f uint64
 	for b.Loop() {

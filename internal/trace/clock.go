@@ -103,6 +103,14 @@ func (c *Clock) Exact() func(stamp int64) int64 {
 	return func(s int64) int64 { return int64(float64(s) * scale) }
 }
 
+// rateNow returns the rate Exact converts at: nanoseconds per stamp.
+func (c *Clock) rateNow() float64 {
+	if !c.counter {
+		return 1
+	}
+	return c.rate()
+}
+
 // counterKeepsTime reports whether Stamp can read the time-stamp counter as a clock
 // (CounterUsable on this machine's files).
 var counterKeepsTime = sync.OnceValue(func() bool {

@@ -19,17 +19,28 @@ func sampleDump() Dump {
 }
 
 func TestDumpRoundTrip(t *testing.T) {
-	d := sampleDump()
-	b, err := AppendDump(nil, d)
-	if err != nil {
-		t.Fatal(err)
+	open := sampleDump()
+	open.Open = []Event{{Kind: Send, Start: 96, End: 120, Bytes: 1 << 20, Peer: 4, Tag: 7, Label: 0}}
+	for _, d := range []Dump{sampleDump(), open, {Labels: []string{}, Events: []Event{}, Seqs: []uint64{}}} {
+		b, err := AppendDump(nil, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeDump(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, d) {
+			t.Fatalf("decoded %+v, want %+v", got, d)
+		}
+		h, err := DecodeHeader(b[:HeaderLen])
+		if want := (Header{Rank: d.Rank, Origin: d.Origin, Total: d.Total, Lost: d.Lost, Labels: len(d.Labels),
+			Events: len(d.Events), Open: len(d.Open), First: d.first()}); err != nil || h != want {
+			t.Errorf("header %+v, %v; want %+v", h, err, want)
+		}
 	}
-	got, err := DecodeDump(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, d) {
-		t.Fatalf("decoded %+v, want %+v", got, d)
+	if f := sampleDump().first(); f != 10 {
+		t.Errorf("first start %d, want 10", f)
 	}
 }
 
@@ -50,6 +61,14 @@ func TestDumpRejects(t *testing.T) {
 	bad = sampleDump()
 	bad.Events[2].Label = 3
 	cases["label out of range"] = encode(nil, bad)
+	withOpen := sampleDump()
+	withOpen.Open = []Event{{Kind: Recv, Start: 5, End: 100, Label: 0}}
+	b := encode(nil, withOpen)
+	le.PutUint64(b[48:], 7)
+	cases["first start"] = b
+	b = encode(nil, withOpen)
+	le.PutUint64(b[len(b)-eventLen:], 3)
+	cases["open call with an index"] = b
 	for name, b := range cases {
 		if _, err := DecodeDump(b); !errors.Is(err, ErrFormat) {
 			t.Errorf("%s: error %v, want ErrFormat", name, err)
@@ -65,6 +84,10 @@ func TestDumpRejects(t *testing.T) {
 func FuzzDecodeDump(f *testing.F) {
 	good, _ := AppendDump(nil, sampleDump())
 	f.Add(good)
+	open := sampleDump()
+	open.Open = []Event{{Kind: Wait, Start: 96, End: 99, Label: 1}}
+	withOpen, _ := AppendDump(nil, open)
+	f.Add(withOpen)
 	empty, _ := AppendDump(nil, Dump{})
 	f.Add(empty)
 	f.Add([]byte("GTRC"))

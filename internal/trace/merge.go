@@ -14,7 +14,8 @@ import (
 
 // MergeStats counts what Merge wrote and what it could not join.
 type MergeStats struct {
-	Events   int // complete events ("X")
+	Events   int // complete events ("X"), open calls among them
+	Open     int // calls under way when their dump was taken, written as open slices
 	Flows    int // flows written: pairs of "s" and "f"
 	Unpaired int // Send and Match events with a flow whose other end no dump holds
 	Reversed int // flows written whose receiving end lies before their start on the aligned clock
@@ -27,42 +28,352 @@ type flowKey struct {
 	n        uint64
 }
 
-// placed is one event on the aligned clock, with the lane Merge put it on.
+func (a flowKey) compare(b flowKey) int {
+	if a.from != b.from {
+		return cmp.Compare(a.from, b.from)
+	}
+	if a.to != b.to {
+		return cmp.Compare(a.to, b.to)
+	}
+	return cmp.Compare(a.n, b.n)
+}
+
+// flowOut is the start of a flow: the Send slice's thread and the time the flow binds in
+// it. ord is its place among the starts, in the order Add met them.
+type flowOut struct {
+	key flowKey
+	at  int64
+	tid int32
+	ord uint32
+}
+
+// flowIn is the end of a flow: the Match slice's thread and its times.
+type flowIn struct {
+	key        flowKey
+	start, end int64
+	tid        int32
+}
+
+// placed is one event of the dump being added, on the aligned clock, with the lane Merge
+// put it on.
 type placed struct {
-	rank  int // index into the dumps
 	ev    Event
 	seq   uint64
 	start int64 // aligned, rebased
 	end   int64
-	lane  int
+	lane  int32
+	open  bool // a call under way (Dump.Open)
 }
 
-// MergeFiles reads the dump files at paths and merges them as Merge does.
-func MergeFiles(w io.Writer, paths []string, offsets []int64) (MergeStats, error) {
-	dumps := make([]Dump, len(paths))
-	for i, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return MergeStats{}, err
-		}
-		if dumps[i], err = DecodeDump(b); err != nil {
-			return MergeStats{}, fmt.Errorf("%s: %w", p, err)
-		}
-	}
-	return Merge(w, dumps, offsets)
+// span is what the order of a dump's slices is sorted by: a placed's times and its index.
+type span struct {
+	start, end int64
+	i          int32
 }
 
 // Job describes the job that a merge's dumps come from. The zero Job adds nothing.
 type Job struct {
 	Size   int   // the job's ranks; 0 when not known
-	Failed []int // ranks that failed before they handed in their dumps
+	Failed []int // ranks without a dump: they failed before they handed it in, or it was lost
+}
+
+// Merger writes one Chrome trace-event JSON document while the dumps come, one at a
+// time: NewMerger, Add per dump, then Close. It keeps no dump after its Add, only the
+// two ends of every flow (about 40 bytes each), so a job's timeline costs the memory of
+// its largest dump. A Merger is not safe for concurrent use.
+type Merger struct {
+	w      *bufio.Writer
+	base   int64
+	stride int
+	first  bool
+	ranks  map[int]bool
+	sends  []flowOut
+	ends   []flowIn
+	st     MergeStats
+	err    error
+
+	b      []byte    // one line
+	evs    []placed  // the dump being added
+	order  []span    // evs by start, longest first (assignLanes)
+	stacks [][]int64 // per lane, the ends of the open slices (assignLanes)
+	names  [][]byte  // the dump's labels as JSON strings, made on first use
+}
+
+// NewMerger starts a document on w. Its times are rebased to base: every time a dump's
+// event has, plus the offset Add is given for it, must be at least base (Header.First
+// plus the offset, at its least over the dumps). ranks bounds the ranks of the dumps
+// and failed ranks (the job's size): the thread ids of rank r are r + 1 plus multiples
+// of ranks, one per lane.
+func NewMerger(w io.Writer, base int64, ranks int) *Merger {
+	m := &Merger{w: bufio.NewWriterSize(w, 256<<10), base: base, stride: max(ranks, 1), first: true,
+		ranks: make(map[int]bool)}
+	m.w.WriteString(`{"displayTimeUnit":"ns","traceEvents":[`)
+	return m
+}
+
+// line writes one event of the document.
+func (m *Merger) line(b []byte) {
+	if !m.first {
+		m.w.WriteString(",\n")
+	}
+	m.first = false
+	m.w.Write(b)
+}
+
+// Add writes d's process, one complete event per event and per open call (the latter
+// ending when d was taken, with "open":true in its args), and keeps the ends of d's
+// flows for Close. offset is added to d's times to put it on the document's clock
+// (design.md, "Clocks").
+func (m *Merger) Add(d Dump, offset int64) error {
+	if m.err != nil {
+		return m.err
+	}
+	if d.Rank < 0 || d.Rank >= m.stride || m.ranks[d.Rank] {
+		return fmt.Errorf("trace: rank %d given twice or not below %d", d.Rank, m.stride)
+	}
+	m.evs = m.evs[:0]
+	for k, e := range d.Events {
+		if err := checkEvent(e, len(d.Labels)); err != nil {
+			return fmt.Errorf("trace: rank %d event %d: %v", d.Rank, k, err)
+		}
+		p := placed{ev: e}
+		if k < len(d.Seqs) {
+			p.seq = d.Seqs[k]
+		}
+		m.evs = append(m.evs, m.place(p, offset))
+	}
+	for k, e := range d.Open {
+		if err := checkEvent(e, len(d.Labels)); err != nil {
+			return fmt.Errorf("trace: rank %d open call %d: %v", d.Rank, k, err)
+		}
+		m.evs = append(m.evs, m.place(placed{ev: e, open: true}, offset))
+	}
+	m.ranks[d.Rank] = true
+	lanes := m.assignLanes()
+	if top := uint64(max(lanes, 1)-1)*uint64(m.stride) + uint64(d.Rank) + 1; top > math.MaxInt32 {
+		m.err = fmt.Errorf("trace: rank %d's %d lanes do not fit in tids", d.Rank, lanes)
+		return m.err
+	}
+	m.st.Lanes = max(m.st.Lanes, lanes)
+	pid := d.Rank + 1
+	name := "rank " + strconv.Itoa(d.Rank)
+	if dr := d.Dropped(); dr > 0 {
+		name += " (" + strconv.FormatUint(dr, 10) + " earlier events dropped)"
+	}
+	m.b = appendMeta(m.b[:0], "process_name", pid, m.tid(d.Rank, 0), "name", name)
+	m.line(m.b)
+	m.b = appendSortIndex(m.b[:0], pid, m.tid(d.Rank, 0), d.Rank)
+	m.line(m.b)
+	for l := range lanes {
+		m.b = appendMeta(m.b[:0], "thread_name", pid, m.tid(d.Rank, l), "name", name+" lane "+strconv.Itoa(l))
+		m.line(m.b)
+	}
+	m.names = m.names[:0]
+	for range d.Labels {
+		m.names = append(m.names, nil)
+	}
+	for _, o := range m.order { // by start, longest first: parents before children
+		p := &m.evs[o.i]
+		tid := m.tid(d.Rank, int(p.lane))
+		if m.names[p.ev.Label] == nil {
+			m.names[p.ev.Label] = appendString(nil, d.Labels[p.ev.Label])
+		}
+		m.b = appendSlice(m.b[:0], p, pid, tid, m.names[p.ev.Label])
+		m.line(m.b)
+		m.st.Events++
+		switch {
+		case p.open:
+			m.st.Open++
+		case p.ev.flowIn():
+			m.ends = append(m.ends, flowIn{flowKey{p.ev.Peer, int32(d.Rank), p.ev.Flow}, p.start, p.end, int32(tid)})
+		case p.ev.flowOut():
+			m.sends = append(m.sends, flowOut{flowKey{int32(d.Rank), p.ev.Peer, p.ev.Flow}, inside(p.start, p.end), int32(tid),
+				uint32(len(m.sends))})
+		}
+	}
+	return nil
+}
+
+// place puts p's event on the document's clock.
+func (m *Merger) place(p placed, offset int64) placed {
+	p.start = max(p.ev.Start+offset-m.base, 0) // never below 0: a base above it was a caller's mistake
+	p.end = max(p.ev.End+offset-m.base, p.start)
+	return p
+}
+
+// tid is the thread id of rank's lane.
+func (m *Merger) tid(rank, lane int) int { return lane*m.stride + rank + 1 }
+
+// Close writes the flows, a process for each of job's failed ranks (which must have had
+// no dump), the document's end with its otherData (producer, job's size and failed
+// ranks), and flushes. It returns what the document holds.
+func (m *Merger) Close(job Job) (MergeStats, error) {
+	if m.err != nil {
+		return m.st, m.err
+	}
+	for _, r := range job.Failed {
+		if r < 0 || r >= m.stride || m.ranks[r] {
+			return m.st, fmt.Errorf("trace: failed rank %d has a dump, is given twice or is not below %d", r, m.stride)
+		}
+		m.ranks[r] = true
+		m.b = appendMeta(m.b[:0], "process_name", r+1, m.tid(r, 0), "name", "rank "+strconv.Itoa(r)+" (failed before Finalize: no timeline)")
+		m.line(m.b)
+		m.b = appendSortIndex(m.b[:0], r+1, m.tid(r, 0), r)
+		m.line(m.b)
+	}
+	m.writeFlows()
+	m.w.WriteString("\n],")
+	m.b = appendOtherData(m.b[:0], job)
+	m.w.Write(m.b)
+	m.w.WriteString("}\n")
+	return m.st, m.w.Flush()
+}
+
+// writeFlows pairs each Match with the Send of the same message, the first sent when
+// more have its key, and writes a flow for each pair, numbered in the order of the
+// Matches' starts.
+func (m *Merger) writeFlows() {
+	slices.SortFunc(m.sends, func(a, b flowOut) int {
+		if c := a.key.compare(b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ord, b.ord)
+	})
+	m.sends = slices.CompactFunc(m.sends, func(a, b flowOut) bool { return a.key == b.key })
+	slices.SortFunc(m.ends, func(a, b flowIn) int {
+		if c := a.key.compare(b.key); c != 0 {
+			return c
+		}
+		if a.start != b.start {
+			return cmp.Compare(a.start, b.start)
+		}
+		return cmp.Compare(a.tid, b.tid)
+	})
+	type pair struct {
+		s *flowOut
+		f *flowIn
+	}
+	var pairs []pair
+	i := 0
+	for k := range m.ends {
+		f := &m.ends[k]
+		for i < len(m.sends) && m.sends[i].key.compare(f.key) < 0 {
+			i++
+		}
+		if i < len(m.sends) && m.sends[i].key == f.key && (k == 0 || m.ends[k-1].key != f.key) {
+			pairs = append(pairs, pair{&m.sends[i], f})
+		}
+	}
+	m.st.Unpaired = len(m.sends) + len(m.ends) - 2*len(pairs)
+	slices.SortFunc(pairs, func(a, b pair) int {
+		if a.f.start != b.f.start {
+			return cmp.Compare(a.f.start, b.f.start)
+		}
+		return a.f.key.compare(b.f.key)
+	})
+	for id, p := range pairs {
+		sts := p.s.at
+		fts := inside(p.f.start, p.f.end)
+		if fts < sts && sts <= p.f.end {
+			fts = sts
+		}
+		if fts < sts {
+			m.st.Reversed++
+		}
+		m.b = appendFlow(m.b[:0], 's', id+1, sts, int(p.s.key.from)+1, int(p.s.tid))
+		m.line(m.b)
+		m.b = appendFlow(m.b[:0], 'f', id+1, fts, int(p.f.key.to)+1, int(p.f.tid))
+		m.line(m.b)
+		m.st.Flows++
+	}
+}
+
+// MergeFiles reads the dump files at paths and merges them as Merge does, one file at a
+// time: a file's header first (DecodeHeader), then its events.
+func MergeFiles(w io.Writer, paths []string, offsets []int64) (MergeStats, error) {
+	return MergeFilesJob(w, paths, offsets, Job{})
+}
+
+// MergeFilesJob is MergeFiles that also writes what job says (MergeJob).
+func MergeFilesJob(w io.Writer, paths []string, offsets []int64, job Job) (MergeStats, error) {
+	if offsets != nil && len(offsets) != len(paths) {
+		return MergeStats{}, fmt.Errorf("trace: %d offsets for %d dumps", len(offsets), len(paths))
+	}
+	heads := make([]Header, len(paths))
+	for i, p := range paths {
+		h, err := readHeader(p)
+		if err != nil {
+			return MergeStats{}, err
+		}
+		heads[i] = h
+	}
+	offs := offsets
+	if offs == nil {
+		offs = make([]int64, len(paths))
+		for i, h := range heads {
+			offs[i] = h.Origin
+		}
+	}
+	base, ranks := mergeBounds(heads, offs, job)
+	m := NewMerger(w, base, ranks)
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return MergeStats{}, err
+		}
+		d, err := DecodeDump(b)
+		if err != nil {
+			return MergeStats{}, fmt.Errorf("%s: %w", p, err)
+		}
+		if err := m.Add(d, offs[i]); err != nil {
+			return MergeStats{}, err
+		}
+	}
+	return m.Close(job)
+}
+
+// readHeader reads the header of the dump file at path.
+func readHeader(path string) (Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Header{}, err
+	}
+	defer f.Close()
+	b := make([]byte, HeaderLen)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return Header{}, fmt.Errorf("%s: %w: %v", path, ErrFormat, err)
+	}
+	h, err := DecodeHeader(b)
+	if err != nil {
+		return Header{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
+}
+
+// mergeBounds returns a merge's base (the earliest aligned start of any event) and the
+// bound of its ranks, from the dumps' headers, their offsets and job.
+func mergeBounds(heads []Header, offsets []int64, job Job) (base int64, ranks int) {
+	base, ranks = math.MaxInt64, job.Size
+	for i, h := range heads {
+		if h.Events+h.Open > 0 {
+			base = min(base, h.First+offsets[i])
+		}
+		ranks = max(ranks, h.Rank+1)
+	}
+	for _, r := range job.Failed {
+		ranks = max(ranks, r+1)
+	}
+	if base == math.MaxInt64 {
+		base = 0
+	}
+	return base, ranks
 }
 
 // Merge writes one Chrome trace-event JSON document of dumps to w: a process per rank,
-// a complete event per Event, a flow from each Send to the Match of the same message.
-// offsets[i] is added to dumps[i]'s times to put every rank on one clock (design.md,
-// "Clocks"); with offsets nil, each dump's Origin is used, which aligns the ranks by
-// their wall clocks.
+// a complete event per Event and per open call, a flow from each Send to the Match of
+// the same message. offsets[i] is added to dumps[i]'s times to put every rank on one
+// clock (design.md, "Clocks"); with offsets nil, each dump's Origin is used, which aligns
+// the ranks by their wall clocks. Times are rebased to the earliest event.
 func Merge(w io.Writer, dumps []Dump, offsets []int64) (MergeStats, error) {
 	return MergeJob(w, dumps, offsets, Job{})
 }
@@ -74,144 +385,35 @@ func MergeJob(w io.Writer, dumps []Dump, offsets []int64, job Job) (MergeStats, 
 	if offsets != nil && len(offsets) != len(dumps) {
 		return MergeStats{}, fmt.Errorf("trace: %d offsets for %d dumps", len(offsets), len(dumps))
 	}
-	var st MergeStats
-	perRank := make([][]*placed, len(dumps))
-	base := int64(math.MaxInt64)
-	seen := make(map[int]bool, len(dumps)+len(job.Failed))
-	for _, d := range dumps {
-		if seen[d.Rank] || d.Rank < 0 || d.Rank > MaxRank {
-			return st, fmt.Errorf("trace: rank %d given twice or out of range", d.Rank)
-		}
-		seen[d.Rank] = true
-	}
-	for _, r := range job.Failed {
-		if seen[r] || r < 0 || r > MaxRank {
-			return st, fmt.Errorf("trace: failed rank %d has a dump, is given twice or is out of range", r)
-		}
-		seen[r] = true
-	}
+	heads := make([]Header, len(dumps))
+	offs := make([]int64, len(dumps))
 	for i, d := range dumps {
-		off := d.Origin
+		heads[i] = Header{Rank: d.Rank, Events: len(d.Events), Open: len(d.Open), First: d.first()}
+		offs[i] = d.Origin
 		if offsets != nil {
-			off = offsets[i]
+			offs[i] = offsets[i]
 		}
-		for k, e := range d.Events {
-			if err := checkEvent(e, len(d.Labels)); err != nil {
-				return st, fmt.Errorf("trace: rank %d event %d: %v", d.Rank, k, err)
-			}
-			p := &placed{rank: i, ev: e, start: e.Start + off, end: e.End + off}
-			if k < len(d.Seqs) {
-				p.seq = d.Seqs[k]
-			}
-			base = min(base, p.start)
-			perRank[i] = append(perRank[i], p)
+		if d.Rank < 0 || d.Rank > MaxRank {
+			return MergeStats{}, fmt.Errorf("trace: rank %d out of range", d.Rank)
 		}
 	}
-	lanes := make([]int, len(dumps))
-	for i := range perRank {
-		for _, p := range perRank[i] {
-			p.start -= base
-			p.end -= base
-		}
-		lanes[i] = assignLanes(perRank[i])
-		st.Lanes = max(st.Lanes, lanes[i])
-	}
-	stride := max(st.Lanes, 1)
-	if uint64(len(dumps))*uint64(stride)+uint64(len(job.Failed)) >= math.MaxUint32 {
-		return st, fmt.Errorf("trace: %d ranks of %d lanes do not fit in tids", len(dumps), stride)
-	}
-	tid := func(p *placed) int { return p.rank*stride + p.lane + 1 }
-
-	bw := bufio.NewWriter(w)
-	bw.Write(appendHeader(nil, job))
-	first := true
-	line := func(b []byte) {
-		if !first {
-			bw.WriteString(",\n")
-		}
-		first = false
-		bw.Write(b)
-	}
-	var b []byte
-	for k, r := range job.Failed {
-		tid := len(dumps)*stride + k + 1
-		b = appendMeta(b[:0], "process_name", r+1, tid, "name", "rank "+strconv.Itoa(r)+" (failed before Finalize: no timeline)")
-		line(b)
-		b = fmt.Appendf(b[:0], `{"name":"process_sort_index","ph":"M","pid":%d,"tid":%d,"args":{"sort_index":%d}}`, r+1, tid, r)
-		line(b)
-	}
+	base, ranks := mergeBounds(heads, offs, job)
+	m := NewMerger(w, base, ranks)
 	for i, d := range dumps {
-		pid := d.Rank + 1
-		name := "rank " + strconv.Itoa(d.Rank)
-		if dr := d.Dropped(); dr > 0 {
-			name += " (" + strconv.FormatUint(dr, 10) + " earlier events dropped)"
-		}
-		b = appendMeta(b[:0], "process_name", pid, i*stride+1, "name", name)
-		line(b)
-		b = fmt.Appendf(b[:0], `{"name":"process_sort_index","ph":"M","pid":%d,"tid":%d,"args":{"sort_index":%d}}`,
-			pid, i*stride+1, d.Rank)
-		line(b)
-		for l := range lanes[i] {
-			b = appendMeta(b[:0], "thread_name", pid, i*stride+l+1, "name", name+" lane "+strconv.Itoa(l))
-			line(b)
+		if err := m.Add(d, offs[i]); err != nil {
+			return MergeStats{}, err
 		}
 	}
-	sends := make(map[flowKey]*placed)
-	var ends []*placed
-	for _, evs := range perRank { // by start, longest first: parents before children
-		for _, p := range evs {
-			d := dumps[p.rank]
-			b = appendSlice(b[:0], p, d.Rank+1, tid(p), d.Labels[p.ev.Label])
-			line(b)
-			st.Events++
-			if p.ev.flowIn() {
-				ends = append(ends, p)
-			}
-			if !p.ev.flowOut() {
-				continue
-			}
-			k := flowKey{int32(d.Rank), p.ev.Peer, p.ev.Flow}
-			if _, dup := sends[k]; !dup {
-				sends[k] = p
-			}
-		}
-	}
-	slices.SortFunc(ends, func(a, b *placed) int { return cmp.Compare(a.start, b.start) })
-	id := 0
-	for _, r := range ends {
-		k := flowKey{r.ev.Peer, int32(dumps[r.rank].Rank), r.ev.Flow}
-		s, ok := sends[k]
-		if !ok {
-			st.Unpaired++
-			continue
-		}
-		delete(sends, k)
-		id++
-		sts := inside(s.start, s.end)
-		fts := inside(r.start, r.end)
-		if fts < sts && sts <= r.end {
-			fts = sts
-		}
-		if fts < sts {
-			st.Reversed++
-		}
-		b = appendFlow(b[:0], 's', id, sts, dumps[s.rank].Rank+1, tid(s))
-		line(b)
-		b = appendFlow(b[:0], 'f', id, fts, dumps[r.rank].Rank+1, tid(r))
-		line(b)
-		st.Flows++
-	}
-	st.Unpaired += len(sends)
-	bw.WriteString("]}\n")
-	return st, bw.Flush()
+	return m.Close(job)
 }
 
-// appendHeader appends the document's opening up to its list of events: the display
-// unit and otherData, with job's size and failed ranks when known.
-func appendHeader(b []byte, job Job) []byte {
-	b = append(b, `{"displayTimeUnit":"ns","otherData":{"producer":"gorma"`...)
+// appendOtherData appends the document's otherData: the producer, and job's size and
+// failed ranks when known.
+func appendOtherData(b []byte, job Job) []byte {
+	b = append(b, `"otherData":{"producer":"gorma"`...)
 	if job.Size > 0 {
-		b = fmt.Appendf(b, `,"ranks":%d`, job.Size)
+		b = append(b, `,"ranks":`...)
+		b = strconv.AppendInt(b, int64(job.Size), 10)
 	}
 	if len(job.Failed) > 0 {
 		b = append(b, `,"failed_ranks":[`...)
@@ -223,7 +425,7 @@ func appendHeader(b []byte, job Job) []byte {
 		}
 		b = append(b, ']')
 	}
-	return append(b, `},"traceEvents":[`...)
+	return append(b, '}')
 }
 
 // inside returns the time a flow event binds to the slice [start, end] at: one
@@ -236,36 +438,50 @@ func inside(start, end int64) int64 {
 	return start
 }
 
-// assignLanes puts each of evs on a lane where it nests in the events before it, the
-// lowest such lane, and returns how many lanes it used. A lane is a stack of the events
-// that contain the next one; an event that overlaps without nesting goes to another lane.
-func assignLanes(evs []*placed) int {
-	slices.SortStableFunc(evs, func(a, b *placed) int {
-		if c := cmp.Compare(a.start, b.start); c != 0 {
-			return c
+// assignLanes orders m.evs by start, longest first (m.order), and puts each on the lowest
+// lane where it nests in the events before it. It returns how many lanes it used. A lane
+// is a stack of the events that contain the next one; an event that overlaps without
+// nesting goes to another lane.
+func (m *Merger) assignLanes() int {
+	m.order = m.order[:0]
+	for i, p := range m.evs {
+		m.order = append(m.order, span{p.start, p.end, int32(i)})
+	}
+	slices.SortFunc(m.order, func(a, b span) int {
+		if a.start != b.start {
+			return cmp.Compare(a.start, b.start)
 		}
-		return cmp.Compare(b.end, a.end)
+		if a.end != b.end {
+			return cmp.Compare(b.end, a.end)
+		}
+		return cmp.Compare(a.i, b.i)
 	})
-	var stacks [][]int64 // per lane, the ends of the open events
-	for _, p := range evs {
-		placedOn := -1
+	stacks := m.stacks[:0]
+	for _, o := range m.order {
+		on := -1
 		for l, s := range stacks {
-			for len(s) > 0 && s[len(s)-1] <= p.start {
+			for len(s) > 0 && s[len(s)-1] <= o.start {
 				s = s[:len(s)-1]
 			}
 			stacks[l] = s
-			if len(s) == 0 || s[len(s)-1] >= p.end {
-				placedOn = l
+			if len(s) == 0 || s[len(s)-1] >= o.end {
+				on = l
 				break
 			}
 		}
-		if placedOn < 0 {
-			placedOn = len(stacks)
-			stacks = append(stacks, nil)
+		if on < 0 {
+			on = len(stacks)
+			if on < cap(stacks) {
+				stacks = stacks[:on+1]
+				stacks[on] = stacks[on][:0]
+			} else {
+				stacks = append(stacks, nil)
+			}
 		}
-		stacks[placedOn] = append(stacks[placedOn], p.end)
-		p.lane = placedOn
+		stacks[on] = append(stacks[on], o.end)
+		m.evs[o.i].lane = int32(on)
 	}
+	m.stacks = stacks
 	return len(stacks)
 }
 
@@ -286,32 +502,62 @@ func appendString(b []byte, s string) []byte {
 func appendMeta(b []byte, name string, pid, tid int, key, val string) []byte {
 	b = append(b, `{"name":"`...)
 	b = append(b, name...)
-	b = fmt.Appendf(b, `","ph":"M","pid":%d,"tid":%d,"args":{"%s":`, pid, tid, key)
+	b = append(b, `","ph":"M","pid":`...)
+	b = strconv.AppendInt(b, int64(pid), 10)
+	b = append(b, `,"tid":`...)
+	b = strconv.AppendInt(b, int64(tid), 10)
+	b = append(b, `,"args":{"`...)
+	b = append(b, key...)
+	b = append(b, `":`...)
 	b = appendString(b, val)
 	return append(b, "}}"...)
 }
 
-func appendSlice(b []byte, p *placed, pid, tid int, label string) []byte {
+func appendSortIndex(b []byte, pid, tid, index int) []byte {
+	b = append(b, `{"name":"process_sort_index","ph":"M","pid":`...)
+	b = strconv.AppendInt(b, int64(pid), 10)
+	b = append(b, `,"tid":`...)
+	b = strconv.AppendInt(b, int64(tid), 10)
+	b = append(b, `,"args":{"sort_index":`...)
+	b = strconv.AppendInt(b, int64(index), 10)
+	return append(b, "}}"...)
+}
+
+// appendSlice appends p as a complete event named by name, a JSON string.
+func appendSlice(b []byte, p *placed, pid, tid int, name []byte) []byte {
 	b = append(b, `{"name":`...)
-	b = appendString(b, label)
+	b = append(b, name...)
 	b = append(b, `,"cat":"`...)
 	b = append(b, p.ev.Kind.String()...)
 	b = append(b, `","ph":"X","ts":`...)
 	b = appendTime(b, p.start)
 	b = append(b, `,"dur":`...)
 	b = appendTime(b, p.end-p.start)
-	b = fmt.Appendf(b, `,"pid":%d,"tid":%d,"args":{"seq":%d`, pid, tid, p.seq)
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, int64(pid), 10)
+	b = append(b, `,"tid":`...)
+	b = strconv.AppendInt(b, int64(tid), 10)
+	if p.open {
+		b = append(b, `,"args":{"open":true`...)
+	} else {
+		b = append(b, `,"args":{"seq":`...)
+		b = strconv.AppendUint(b, p.seq, 10)
+	}
 	if p.ev.Peer != NoPeer {
-		b = fmt.Appendf(b, `,"peer":%d`, p.ev.Peer)
+		b = append(b, `,"peer":`...)
+		b = strconv.AppendInt(b, int64(p.ev.Peer), 10)
 	}
 	if p.ev.Tag >= 0 {
-		b = fmt.Appendf(b, `,"tag":%d`, p.ev.Tag)
+		b = append(b, `,"tag":`...)
+		b = strconv.AppendInt(b, int64(p.ev.Tag), 10)
 	}
 	if p.ev.Bytes >= 0 {
-		b = fmt.Appendf(b, `,"bytes":%d`, p.ev.Bytes)
+		b = append(b, `,"bytes":`...)
+		b = strconv.AppendInt(b, p.ev.Bytes, 10)
 	}
 	if p.ev.Flow != 0 {
-		b = fmt.Appendf(b, `,"msg":%d`, p.ev.Flow)
+		b = append(b, `,"msg":`...)
+		b = strconv.AppendUint(b, p.ev.Flow, 10)
 	}
 	return append(b, "}}"...)
 }
@@ -319,9 +565,16 @@ func appendSlice(b []byte, p *placed, pid, tid int, label string) []byte {
 // appendFlow appends a flow event of phase ph ('s' or 'f'). Both ends share name and cat,
 // since Perfetto keys a flow by id, cat and name; the end binds to its enclosing slice.
 func appendFlow(b []byte, ph byte, id int, ts int64, pid, tid int) []byte {
-	b = fmt.Appendf(b, `{"name":"message","cat":"flow","ph":"%c","id":%d,"ts":`, ph, id)
+	b = append(b, `{"name":"message","cat":"flow","ph":"`...)
+	b = append(b, ph)
+	b = append(b, `","id":`...)
+	b = strconv.AppendInt(b, int64(id), 10)
+	b = append(b, `,"ts":`...)
 	b = appendTime(b, ts)
-	b = fmt.Appendf(b, `,"pid":%d,"tid":%d`, pid, tid)
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, int64(pid), 10)
+	b = append(b, `,"tid":`...)
+	b = strconv.AppendInt(b, int64(tid), 10)
 	if ph == 'f' {
 		b = append(b, `,"bp":"e"`...)
 	}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -326,6 +329,70 @@ func TestMergeJob(t *testing.T) {
 	if _, err := MergeJob(&bytes.Buffer{}, dumps, offsets, Job{Failed: []int{2, 2}}); err == nil {
 		t.Error("a failed rank given twice merged")
 	}
+}
+
+// TestMergeOpen: a dump's open calls become complete events that end when the dump was
+// taken, with "open":true and no seq, nested on the rank's lanes like the others.
+func TestMergeOpen(t *testing.T) {
+	dumps, offsets := ring(2, 2, 64, make([]int64, 2))
+	last := dumps[0].Events[len(dumps[0].Events)-1]
+	dumps[0].Open = []Event{
+		{Kind: Send, Start: last.End + 10, End: last.End + 5000, Bytes: 1 << 20, Peer: 1, Tag: 7, Label: 0},
+		{Kind: Wait, Start: last.End + 20, End: last.End + 5000, Bytes: -1, Peer: 1, Tag: -1, Label: 0},
+	}
+	var buf bytes.Buffer
+	st, err := Merge(&buf, dumps, offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := parseTrace(t, buf.Bytes())
+	checkTrace(t, tr, 2)
+	var open []jsonEvent
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "X" && e.Args["open"] == true {
+			open = append(open, e)
+			if _, ok := e.Args["seq"]; ok || *e.Pid != 1 {
+				t.Errorf("open slice %+v has a seq or is not rank 0's", e)
+			}
+		}
+	}
+	if st.Open != 2 || len(open) != 2 || open[0].Cat != "send" || ns(*open[0].Dur) != 4990 || open[0].Args["tag"] != 7.0 {
+		t.Errorf("stats %+v, open slices %+v; want the Send of tag 7 lasting 4990 ns and the Wait", st, open)
+	}
+}
+
+// TestMergeFilesStreams: merging dump files, one at a time, writes what merging the
+// same dumps in memory writes.
+func TestMergeFilesStreams(t *testing.T) {
+	const n = 3
+	skew := []int64{0, 7_000_000, -2_000_000}
+	dumps, offsets := ring(n, 4, 64, skew)
+	dumps[1].Open = []Event{{Kind: Recv, Start: 9_000, End: 9_500, Bytes: 8, Peer: 0, Tag: 0, Label: 0}}
+	dir := t.TempDir()
+	var paths []string
+	for i, d := range dumps {
+		b, err := AppendDump(nil, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, strconv.Itoa(i))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	job := Job{Size: n + 1, Failed: []int{n}}
+	var mem, files bytes.Buffer
+	if _, err := MergeJob(&mem, dumps, offsets, job); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MergeFilesJob(&files, paths, offsets, job); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(mem.Bytes(), files.Bytes()) {
+		t.Errorf("merged from files:\n%s\nin memory:\n%s", files.Bytes(), mem.Bytes())
+	}
+	checkTrace(t, parseTrace(t, files.Bytes()), n)
 }
 
 func TestPointer(t *testing.T) {

@@ -12,13 +12,22 @@ import (
 //	trace: rank 3 last event seq=1234, 31.2s ago
 //	trace: rank 3 recorded no event
 func Pointer(rank int, d Dump, now int64) string {
-	s := "trace: rank " + strconv.Itoa(rank)
 	if len(d.Events) == 0 {
-		return s + " recorded no event"
+		return PointerAt(rank, 0, 0, false, now)
 	}
 	last := len(d.Events) - 1
-	ago := time.Duration(now - d.Events[last].End)
-	return s + " last event seq=" + strconv.FormatUint(d.Seqs[last], 10) + ", " +
+	return PointerAt(rank, d.Seqs[last], d.Events[last].End, true, now)
+}
+
+// PointerAt is Pointer for a rank whose last event has index seq and ended at end
+// (Recorder.Last); ok is false when the rank recorded none.
+func PointerAt(rank int, seq uint64, end int64, ok bool, now int64) string {
+	s := "trace: rank " + strconv.Itoa(rank)
+	if !ok {
+		return s + " recorded no event"
+	}
+	ago := time.Duration(now - end)
+	return s + " last event seq=" + strconv.FormatUint(seq, 10) + ", " +
 		strconv.FormatFloat(ago.Seconds(), 'f', 1, 64) + "s ago"
 }
 

@@ -38,6 +38,9 @@ const (
 // moment (a writer of an index one lap ahead or behind, or Snapshot) is not waited
 // for: the event is counted as lost. Label, Snapshot, Stamp and Now may also be called from
 // any goroutine.
+//
+// The ring lies on the heap (NewRecorder) or in a ring file (MapRecorder), which another
+// process reads once this one has ended (ReadRing).
 type Recorder struct {
 	rank  int
 	clock *Clock // events' stamps; its origin's wall-clock reading goes into the dump
@@ -45,6 +48,7 @@ type Recorder struct {
 	slots []slot
 	next  atomic.Uint64 // events recorded so far: the index the next Record claims
 	lost  atomic.Uint64 // events Record could not store
+	file  *ringFile     // the ring file that holds slots, or nil
 
 	mu     sync.Mutex
 	labels []string
@@ -54,12 +58,21 @@ type Recorder struct {
 // NewRecorder returns the recorder of rank, which keeps the last capacity events
 // (rounded up to a power of two, at least 2).
 func NewRecorder(rank, capacity int) *Recorder {
+	return newRecorder(rank, make([]slot, slotsFor(capacity)), NewClock())
+}
+
+// slotsFor returns the ring's size for capacity events: a power of two, at least 2.
+func slotsFor(capacity int) int {
 	n := 2
 	for n < capacity {
 		n <<= 1
 	}
-	r := &Recorder{rank: rank, clock: NewClock(), mask: uint64(n - 1), slots: make([]slot, n),
-		index: make(map[string]uint16)}
+	return n
+}
+
+// newRecorder returns the recorder of rank over slots, whose length is a power of two.
+func newRecorder(rank int, slots []slot, c *Clock) *Recorder {
+	r := &Recorder{rank: rank, clock: c, mask: uint64(len(slots) - 1), slots: slots, index: make(map[string]uint16)}
 	r.touch()
 	return r
 }
@@ -101,7 +114,53 @@ func (r *Recorder) Label(name string) (uint16, error) {
 	i := uint16(len(r.labels))
 	r.labels = append(r.labels, name)
 	r.index[name] = i
+	if r.file != nil {
+		r.file.addLabel(int(i), name)
+	}
 	return i, nil
+}
+
+// Last returns the index of the last event the ring holds and its end, in nanoseconds
+// since the recorder was made, without a Snapshot; ok is false when it holds none. It
+// looks back over at most a ring's length of indexes, past events being written or lost.
+func (r *Recorder) Last() (seq uint64, end int64, ok bool) {
+	next := r.next.Load()
+	for i := next; i > 0 && next-i < uint64(len(r.slots)); i-- {
+		s := r.slot(i - 1)
+		st := s.state.Load()
+		if st&busy != 0 || st>>2 != i || !s.state.CompareAndSwap(st, st|reading) {
+			continue
+		}
+		end = s.ev.End
+		s.state.Store(st)
+		return i - 1, r.clock.Exact()(end), true
+	}
+	return 0, 0, false
+}
+
+// Labels returns the label table so far.
+func (r *Recorder) Labels() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.labels...)
+}
+
+// batchArea returns a place for a batch's events in the ring file, or nil: no ring file,
+// or no place left in it.
+func (r *Recorder) batchArea() *batchArea {
+	if r.file == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.file.area()
+}
+
+// releaseArea gives a batch's place in the ring file back. It holds no event.
+func (r *Recorder) releaseArea(a *batchArea) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.file.free = append(r.file.free, a)
 }
 
 // Record stores e, overwriting the oldest event when the ring is full. It takes no lock
@@ -147,6 +206,9 @@ func (r *Recorder) Recorded() (total, lost uint64) {
 func (r *Recorder) Snapshot() Dump {
 	d := Dump{Rank: r.rank, Origin: r.clock.Origin().UnixNano()}
 	ns := r.clock.Exact()
+	if r.file != nil {
+		r.file.setScale(r.clock.rateNow()) // for a reader on another host (ReadRing)
+	}
 	type held struct {
 		i  uint64
 		ev Event

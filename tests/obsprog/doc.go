@@ -19,11 +19,18 @@
 // Each rank then prints "obsprog: rank RANK finalized", and rank 0 "obsprog: ok". With the
 // argument deadlock, every rank instead sends right one small message and then 1 MiB,
 // which no rank receives: the job hangs, for the tests of hang reports that point into
-// the timeline. Two modes run the pattern, print "ready RANK PID", and then (modes.go):
+// the timeline. Three modes run the pattern, print "ready RANK PID", and then (modes.go):
 //
 //   - ft (under golaunch --ft): Barriers until one fails with a peer's failure, then
 //     Revoke, then Finalize;
-//   - untilgone PATH: wait until PATH can no longer be found, then Finalize.
+//   - untilgone PATH: wait until PATH can no longer be found, then Finalize;
+//   - crash VICTIM HOW: rank VICTIM records a region "before the crash" and crashes (HOW:
+//     panic, or nilwrite: a write through a nil pointer), the others block in a Barrier.
+//
+// Mode fill ROUNDS fills the flight recorder (GORMA_TRACE_EVENTS) with regions, then
+// makes ROUNDS Sendrecvs around the ring, and prints "fill RANK SECONDS": how long its
+// Finalize took. 64 ranks of it under --trace measure what the timeline costs a job's
+// end (scripts/trace-scale.sh).
 //
 // In the pattern every rank sends right 3x100 + 1 MiB + 8 bytes in 5 messages by
 // point-to-point, left 8 bytes in 1, and itself 16 bytes in 1.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/gorma-hpc/gorma/collectives"
@@ -12,7 +13,11 @@ import (
 )
 
 func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	timeout := 2 * time.Minute
+	if len(os.Args) > 1 && os.Args[1] == "fill" {
+		timeout = 30 * time.Minute // 64 ranks on two cores, under --trace
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	w, err := runtime.Init(ctx)
 	if err != nil {
@@ -23,6 +28,20 @@ func main() {
 	switch {
 	case len(os.Args) > 1 && os.Args[1] == "ft":
 		mode = ft
+	case len(os.Args) > 2 && os.Args[1] == "fill":
+		rounds, err := strconv.Atoi(os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "obsprog: fill ROUNDS:", err)
+			os.Exit(2)
+		}
+		mode = func(ctx context.Context, w *runtime.World) error { return fill(ctx, w, rounds) }
+	case len(os.Args) > 3 && os.Args[1] == "crash":
+		victim, err := strconv.Atoi(os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "obsprog: crash VICTIM HOW:", err)
+			os.Exit(2)
+		}
+		mode = func(ctx context.Context, w *runtime.World) error { return crash(ctx, w, victim, os.Args[3]) }
 	case len(os.Args) > 2 && os.Args[1] == "untilgone":
 		mode = func(ctx context.Context, w *runtime.World) error { return untilGone(ctx, w, os.Args[2]) }
 	}
@@ -30,9 +49,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "obsprog: rank %d: %v\n", w.Rank(), err)
 		w.Abort(1, err.Error())
 	}
+	start := time.Now()
 	if err := w.Finalize(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "obsprog: rank %d: finalize: %v\n", w.Rank(), err)
 		os.Exit(1)
+	}
+	if len(os.Args) > 2 && os.Args[1] == "fill" {
+		fmt.Printf("fill %d %.3f\n", w.Rank(), time.Since(start).Seconds())
 	}
 	fmt.Printf("obsprog: rank %d finalized\n", w.Rank())
 	if w.Rank() == 0 {

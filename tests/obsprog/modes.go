@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/gorma-hpc/gorma/runtime"
@@ -46,4 +47,48 @@ func untilGone(ctx context.Context, w *runtime.World, path string) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// fill runs mode "fill ROUNDS": EVENTS regions (GORMA_TRACE_EVENTS, or the runtime's
+// default of 131072), then ROUNDS Sendrecvs of 8 bytes around the ring, so that the
+// flight recorder is full and its last events carry flows.
+func fill(ctx context.Context, w *runtime.World, rounds int) error {
+	events := 1 << 17
+	if v, err := strconv.Atoi(os.Getenv("GORMA_TRACE_EVENTS")); err == nil {
+		events = v
+	}
+	for range events {
+		runtime.TraceRegion(ctx, w, "fill")()
+	}
+	me, n := w.Rank(), w.Size()
+	out, in := []int64{int64(me)}, []int64{0}
+	for range rounds {
+		if _, err := runtime.Sendrecv(ctx, w, out, (me+1)%n, 1, in, (me+n-1)%n, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// crash runs mode "crash VICTIM HOW": the pattern of run, then "ready RANK PID". Rank
+// VICTIM then records a region named "before the crash" and crashes HOW: panic (a
+// panic) or nilwrite (a write through a nil pointer, which the Go runtime turns into a
+// panic). The others block in a Barrier, until the abort ends them.
+func crash(ctx context.Context, w *runtime.World, victim int, how string) error {
+	if err := run(ctx, w); err != nil {
+		return err
+	}
+	fmt.Printf("ready %d %d\n", w.Rank(), os.Getpid())
+	if w.Rank() == victim {
+		runtime.TraceRegion(ctx, w, "before the crash")()
+		switch how {
+		case "panic":
+			panic(fmt.Sprintf("obsprog: rank %d crashes on purpose", victim))
+		case "nilwrite":
+			var p *int
+			*p = 1
+		}
+		return fmt.Errorf("crash: unknown way %q", how)
+	}
+	return runtime.Barrier(ctx, w)
 }

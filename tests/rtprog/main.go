@@ -48,8 +48,12 @@ import (
 //	                prints "rtprog: rank R: ERROR" on stderr and then waits for ever, as a
 //	                program that does not exit on errors would: only a signal or the
 //	                runtime itself ends it
-//	panic VICTIM    every rank prints "ready RANK PID"; rank VICTIM then panics
-//	                ("rtprog: rank R panics on purpose"), the others block in Barrier
+//	panic VICTIM [KEEP]
+//	                every rank prints "ready RANK PID"; rank VICTIM then panics
+//	                ("rtprog: rank R panics on purpose"), the others block in Barrier.
+//	                Rank KEEP (GOLAUNCH_RANK, read before Init) ignores SIGTERM, so that
+//	                it outlives the abort's SIGTERM, which ends the others, and prints
+//	                what its Barrier failed with
 //	crash VICTIM HOW
 //	                like panic, but rank VICTIM crashes HOW: panic (a panic), nilwrite (a
 //	                write through a nil pointer), fault (a write to a read-only page: the
@@ -79,6 +83,9 @@ func main() {
 	}
 	mode := os.Args[1]
 	if mode == "barrier" || mode == "recv" || mode == "gone" {
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+	}
+	if mode == "panic" && len(os.Args) > 3 && os.Args[3] == os.Getenv("GOLAUNCH_RANK") {
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 	}
 	ctx := context.Background()

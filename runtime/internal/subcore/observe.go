@@ -1,6 +1,7 @@
 package subcore
 
 import (
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -32,16 +33,25 @@ type Obs struct {
 
 // NewObs returns the observer of job rank rank of size ranks: counters when profile is
 // true, a recorder of events events when events > 0. It returns nil when both are off.
-func NewObs(rank, size int, profile bool, events int) *Obs {
+// With ring not nil the recorder's memory is that file (trace.MapRecorder), which the
+// launcher reads after the process ends; when it cannot be, the recorder is on the heap
+// and the error says why.
+func NewObs(rank, size int, profile bool, events int, ring *os.File) (*Obs, error) {
 	if !profile && events <= 0 {
-		return nil
+		return nil, nil
 	}
 	o := &Obs{}
 	if profile {
 		o.Prof = prof.New(rank, size)
 	}
+	var err error
 	if events > 0 {
-		o.Rec = trace.NewRecorder(rank, events)
+		if ring != nil {
+			o.Rec, err = trace.MapRecorder(rank, events, ring)
+		}
+		if o.Rec == nil {
+			o.Rec = trace.NewRecorder(rank, events)
+		}
 		o.clock = o.Rec.Clock()
 		for k := range o.kinds {
 			o.kinds[k], _ = o.Rec.Label(prof.CallKind(k).String())
@@ -50,7 +60,7 @@ func NewObs(rank, size int, profile bool, events int) *Obs {
 		o.clock = trace.NewClock()
 	}
 	o.span = max(o.clock.Span(minSpan), 1)
-	return o
+	return o, err
 }
 
 // minSpan is the least length of an event that a flow binds inside (trace.Merge binds a
@@ -276,18 +286,18 @@ func (o *Obs) FlushBatches() {
 	}
 }
 
-// DropBatch stores the events b holds and forgets it: its owner records no more (the
-// state of a World that is gone). A nil b is ignored.
+// DropBatch stores the events b holds and forgets it (trace.Batch.Close): its owner
+// records no more (the state of a World that is gone). A nil b is ignored.
 func (o *Obs) DropBatch(b *trace.Batch) {
 	if o == nil || b == nil {
 		return
 	}
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	b.Flush()
 	if i := slices.Index(o.batches, b); i >= 0 {
 		o.batches = slices.Delete(o.batches, i, i+1)
 	}
+	o.mu.Unlock()
+	b.Close() // FlushBatches no longer sees it; its recorder's lock is taken alone
 }
 
 // Profile returns the profile so far (prof.Counters.Snapshot) after Fold. A test calls

@@ -11,7 +11,7 @@ import (
 // flushed, dropped (DropBatch) or flushed with the others (FlushBatches), not before; a
 // dropped batch is not among those FlushBatches stores.
 func TestBatches(t *testing.T) {
-	o := NewObs(0, 2, false, 64)
+	o, _ := NewObs(0, 2, false, 64, nil)
 	a, b := o.NewBatch(), o.NewBatch()
 	end := func(bt *trace.Batch, label uint16) {
 		o.Begin(prof.CallAllreduce).EndIn(bt, trace.Collective, 8, trace.NoPeer, -1, label)
@@ -45,7 +45,7 @@ func TestBatches(t *testing.T) {
 // TestBatchesOff: without a timeline there is no batch, and the calls on a nil batch or
 // a nil Obs do nothing.
 func TestBatchesOff(t *testing.T) {
-	o := NewObs(0, 2, true, 0)
+	o, _ := NewObs(0, 2, true, 0, nil)
 	if b := o.NewBatch(); b != nil {
 		t.Fatalf("NewBatch without a timeline = %v, want nil", b)
 	}

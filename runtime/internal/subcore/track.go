@@ -74,6 +74,10 @@ func TrackRecord(t *Track) (call string, seq uint64, sig *CallSig, since int64, 
 	return call, w & (1<<48 - 1), sig, t.since.Load(), true
 }
 
+// Internal reports whether t was made on a World a layer marked internal (MarkInternal):
+// its calls serve a call of that layer, which the profile counts instead.
+func (t *Track) Internal() bool { return t.info.Internal }
+
 // Busy reports whether a call of t is under way.
 func Busy(t *Track) bool { return t.name.Load() != nil }
 

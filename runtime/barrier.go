@@ -42,7 +42,7 @@ func dissemination(ctx context.Context, w *World) error {
 	for round, k := 0, 1; k < n; round, k = round+1, k<<1 {
 		dst, _ := jobRank(w, (me+k)%n)
 		src, _ := jobRank(w, (me-k+n)%n)
-		if err := e.send(ctx, w.ctx+1, nil, 1, dst, round); err != nil {
+		if err := e.send(ctx, callNone, w.ctx+1, nil, 1, dst, round); err != nil {
 			return err
 		}
 		if _, err := e.recv(ctx, w.ctx+1, nil, 1, src, round, true); err != nil {

@@ -242,7 +242,7 @@ func unite(ctx context.Context, w *World, localLeader int, flag byte, color, key
 				continue
 			}
 			jr, _ := jobRank(w, r)
-			if serr := e.send(ctx, w.ctx+1, theirs[:m], 1, jr, intercommTag); serr != nil && err == nil {
+			if serr := e.send(ctx, callNone, w.ctx+1, theirs[:m], 1, jr, intercommTag); serr != nil && err == nil {
 				err = serr
 			}
 		}

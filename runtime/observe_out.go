@@ -14,7 +14,6 @@ import (
 
 	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/internal/trace"
-	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
 
 // The outputs of observation. At Init, when the timeline is on, rank 0 measures every
@@ -54,7 +53,7 @@ func (o *observer) align(ctx context.Context, w *World) error {
 				return err
 			}
 			binary.LittleEndian.PutUint64(buf[:], uint64(o.Rec.Now()))
-			if err := e.send(ctx, ictx, buf[:], 1, 0, alignTag); err != nil {
+			if err := e.send(ctx, callNone, ictx, buf[:], 1, 0, alignTag); err != nil {
 				return err
 			}
 		}
@@ -68,7 +67,7 @@ func (o *observer) align(ctx context.Context, w *World) error {
 		best := int64(-1)
 		for range alignRounds {
 			t0 := o.Rec.Now()
-			if err := e.send(ctx, ictx, nil, 1, r, alignTag); err != nil {
+			if err := e.send(ctx, callNone, ictx, nil, 1, r, alignTag); err != nil {
 				return err
 			}
 			if _, err := e.recv(ctx, ictx, buf[:], 1, r, alignTag, true); err != nil {
@@ -436,122 +435,4 @@ func aligned(ctx context.Context) func(*World, error) (*World, error) {
 		}
 		return w, nil
 	}
-}
-
-// hangDump returns the line a hang report carries to point into the timeline
-// (trace.PointerAt), or "" when the timeline is off. When this rank is blocked (it has
-// open calls: openCalls), it also writes the flight recorder's dump with those calls
-// beside the timeline's file, as <file>.<rank>.gtrc, and the line names it; golaunch
-// merges the dumps of a hang into <file>. The dump is written again only when the rank
-// recorded an event or its open calls changed since: golaunch asks every few seconds
-// (its quiet checks), and a hung rank's dump stays the same. A rank that runs, or that
-// is in Finalize (the gatherer has its timeline), writes none.
-func (o *observer) hangDump(e *engine) string {
-	if o.Obs == nil || o.Rec == nil {
-		return ""
-	}
-	rank, file := e.rank, e.cfg.traceFile
-	if e.mu.TryLock() { // else a call holds it, and flushes before it waits
-		o.flushLocked()
-		e.mu.Unlock()
-	}
-	now := o.Rec.Now()
-	seq, end, ok := o.Rec.Last()
-	line := trace.PointerAt(rank, seq, end, ok, now)
-	if e.atExit.Load() {
-		return line + " (in Finalize)"
-	}
-	open := o.openCalls(e, end, now)
-	if len(open) == 0 {
-		return line + " (running)"
-	}
-	path := trace.DumpPath(file, rank)
-	total, lost := o.Rec.Recorded()
-	mark := dumpMark{total, lost, openKey(open)}
-	if mark == o.dumped {
-		return line + " (dump " + path + ")"
-	}
-	d := o.Rec.Snapshot()
-	d.Open = open
-	d.Labels = o.Rec.Labels() // with the open calls' names
-	b, err := trace.AppendDump(nil, d)
-	if err == nil {
-		err = os.WriteFile(path, b, 0o644)
-	}
-	if err != nil {
-		o.dumped = dumpMark{}
-		return line + " (no dump: " + err.Error() + ")"
-	}
-	o.dumped = mark
-	return line + " (dump " + path + ")"
-}
-
-// dumpMark is what a hang dump held: the recorder's counts and its open calls.
-type dumpMark struct {
-	total, lost uint64
-	open        string
-}
-
-// openKey names a set of open calls by their kinds, labels, peers and tags; not by their
-// starts, which the coarse clock moves from one report to the next.
-func openKey(open []trace.Event) string {
-	var b []byte
-	for _, e := range open {
-		b = fmt.Appendf(b, "%d %d %d %d;", e.Kind, e.Label, e.Peer, e.Tag)
-	}
-	return string(b)
-}
-
-// openCalls returns the calls this rank is blocked in, as events that end at now
-// (nanoseconds of the recorder's clock): the engine's blocking waits, and the calls the
-// Tracks of the layers above have under way (collectives, window calls). A wait that
-// stamped its start (a Wait on requests) starts there. Other starts come from the hang
-// records' coarse clock (hang.go: clockTick); a wait's is put no earlier than last, the
-// end of the rank's last event, which its call follows.
-func (o *observer) openCalls(e *engine, last, now int64) []trace.Event {
-	ns := o.Rec.Clock().Exact()
-	var open []trace.Event
-	var names []string // open[i]'s label, given once no lock is held (LOCKING.md)
-	h := &e.watch
-	h.mu.Lock()
-	for _, t := range h.tracks {
-		call, seq, _, since, ok := subcore.TrackRecord(t)
-		if !ok {
-			continue
-		}
-		kind := trace.Call
-		if seq != 0 {
-			kind = trace.Collective
-		}
-		start := min(max(now-int64(subcore.Since(since)), 0), now)
-		open = append(open, trace.Event{Kind: kind, Start: start, End: now, Bytes: -1, Peer: trace.NoPeer, Tag: -1})
-		names = append(names, call)
-	}
-	h.mu.Unlock()
-	e.mu.Lock()
-	for _, r := range h.waiting {
-		kind, peer, tag, n := trace.Wait, int32(r.peer), int32(r.tag), int64(-1)
-		if r.inCall && (r.kind == reqSend || r.kind == reqRecv) {
-			kind, n = trace.Recv, int64(len(r.buf))
-			if r.kind == reqSend {
-				kind = trace.Send
-			}
-		}
-		start := min(max(now-int64(sinceCoarse(r.waitFrom)), last), now)
-		if r.waitObs != 0 {
-			start = min(ns(r.waitObs), now)
-		}
-		name := r.waitCall
-		if !o.user(r.ctx) {
-			name += " (internal)"
-		}
-		open = append(open, trace.Event{Kind: kind, Start: start, End: now, Bytes: n, Peer: max(peer, trace.NoPeer),
-			Tag: max(tag, -1)})
-		names = append(names, name)
-	}
-	e.mu.Unlock()
-	for i := range open {
-		open[i].Label = o.Label(names[i])
-	}
-	return open
 }

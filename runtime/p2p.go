@@ -47,7 +47,7 @@ func sendBlocking[T Elem](ctx context.Context, call opCall, w *World, buf []T, d
 		return err
 	}
 	b, size := asBytes(buf)
-	return w.e.sendAs(ctx, call, w.ctx, b, size, d, tag)
+	return w.e.send(ctx, call, w.ctx, b, size, d, tag)
 }
 
 // Recv receives a message from rank src (or AnySource) with tag (or AnyTag) into buf, and
@@ -296,14 +296,10 @@ func (e *engine) checkArgsLocked(rank, tag int, recv bool) error {
 	return nil
 }
 
-// send is the blocking send of the runtime's own calls (Barrier, Split, Spawn...): ctxID
-// is the communication context. Errors are returned without the operation's name.
-func (e *engine) send(ctx context.Context, ctxID uint16, buf []byte, esize, dest, tag int) error {
-	return e.sendAs(ctx, callNone, ctxID, buf, esize, dest, tag)
-}
-
-// sendAs is send for the user's call (Send, Rsend), which names its wait in hang reports.
-func (e *engine) sendAs(ctx context.Context, call opCall, ctxID uint16, buf []byte, esize, dest, tag int) error {
+// send is the blocking send: ctxID is the communication context, and call the user's
+// call (Send, Rsend) that names its wait in hang reports, or callNone for the runtime's
+// own sends (Barrier, Split, Spawn...). Errors are returned without the operation's name.
+func (e *engine) send(ctx context.Context, call opCall, ctxID uint16, buf []byte, esize, dest, tag int) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.checkArgsLocked(dest, tag, false); err != nil {

@@ -187,10 +187,10 @@ func sendAnswer(ctx context.Context, w *World, answer []byte) error {
 	head := binary.LittleEndian.AppendUint32(nil, uint32(len(answer)))
 	for r := 1; r < w.Size(); r++ {
 		jr, _ := jobRank(w, r)
-		if err := e.send(ctx, w.ctx+1, head, 1, jr, spawnTag); err != nil {
+		if err := e.send(ctx, callNone, w.ctx+1, head, 1, jr, spawnTag); err != nil {
 			return err
 		}
-		if err := e.send(ctx, w.ctx+1, answer, 1, jr, spawnTag); err != nil {
+		if err := e.send(ctx, callNone, w.ctx+1, answer, 1, jr, spawnTag); err != nil {
 			return err
 		}
 	}

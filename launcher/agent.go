@@ -244,7 +244,6 @@ type agentJob struct {
 	killTimer  *time.Timer
 	waiters    sync.WaitGroup // one per started rank
 	stdinQ     chan []byte    // rank 0's stdin data, written by stdinWriter
-	saves      chan struct{}  // ring files being saved as dumps, at most ringSaves (timeline.go)
 	grow       agentGrowth    // the roster as spawns grew it, their groups and requests (growagent.go)
 }
 
@@ -315,7 +314,7 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 	j := &agentJob{a: a, spec: *spec, conn: cc, local: spec.Roster.RanksOn(spec.Node),
 		procs: make(map[int]*rankProc), connected: make(map[int]bool), finalized: make(map[int]bool),
 		failed: make(map[int]bool),
-		stdinQ: make(chan []byte, stdinWindow+1), saves: make(chan struct{}, ringSaves)}
+		stdinQ: make(chan []byte, stdinWindow+1)}
 	if err := j.resolvePrograms(); err != nil {
 		return nil, err
 	}
@@ -502,7 +501,7 @@ func (j *agentJob) waitRank(p *rankProc) {
 		m.Panic = p.panics.first() // the Go runtime's exit after a panic, or its crash with GOTRACEBACK=crash
 	}
 	m.PeerFailed = p.panics.sawPeerFailure()
-	if m.TraceDump = j.saveRingOf(p, m.Finalized); m.TraceDump != "" {
+	if m.TraceRing = j.saveRingOf(p, m.Finalized); m.TraceRing != "" {
 		m.Trace = p.traceFile
 	}
 	j.send(fExit, m)

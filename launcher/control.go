@@ -456,9 +456,9 @@ type exitMsg struct {
 	// ObsLost is what it could not write of its observation (--profile, --trace), in its
 	// own words (keyObserveLost).
 	ObsLost string `json:",omitempty"`
-	// TraceDump is the dump its agent wrote from its flight recorder's ring file, as it
+	// TraceRing is the copy its agent wrote of its flight recorder's ring file, as it
 	// ended without Finalize; Trace is its timeline's file (GORMA_TRACE). timeline.go.
-	TraceDump string `json:",omitempty"`
+	TraceRing string `json:",omitempty"`
 	Trace     string `json:",omitempty"`
 }
 

@@ -66,9 +66,9 @@ type submitter struct {
 
 	reportBindings bool // --report-bindings: a line on stderr per rank as it starts
 
-	// traceDumps are the dumps the agents wrote of ranks that ended without Finalize, by
-	// rank (timeline.go).
-	traceDumps map[int]string
+	// traceRings are the copies of ring files the agents wrote of ranks that ended
+	// without Finalize, by rank (timeline.go).
+	traceRings map[int]string
 
 	grow growth       // the job's spawns (grow.go), owned by the event loop
 	size atomic.Int64 // the roster's size, for the links' reader goroutines

@@ -15,7 +15,8 @@ import (
 
 // Observation's outputs (--profile DIR, --trace FILE). The ranks write them at Finalize:
 // every rank its own profile into DIR, the gatherer the job's files into DIR and FILE,
-// and under a hang report every rank its dump beside FILE. So each agent checks, before
+// and under a hang report every blocked rank its dump beside FILE; after a crash each
+// agent copies its ranks' ring files beside FILE (timeline.go). So each agent checks, before
 // its ranks start (prepare), that its host can create the folder DIR and files in FILE's
 // folder, and refuses the job as the user's mistake (exit 2) when it cannot. What goes
 // wrong later (a full disk, a folder removed during the run) a rank tells its agent
@@ -117,7 +118,7 @@ func checkProfileDir(dir string) error {
 }
 
 // checkTraceFile reports why this host cannot create the file path and files beside it
-// (a hang report's dumps), or nil. The folder must exist.
+// (a hang report's dumps, the ring files' copies), or nil. The folder must exist.
 func checkTraceFile(path string) error {
 	parent := filepath.Dir(path)
 	fi, err := os.Stat(parent)

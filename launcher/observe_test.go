@@ -371,11 +371,14 @@ func checkRanksTimeline(t *testing.T, tf *traceFile, n int) {
 	}
 }
 
-// checkNoDumps checks that no rank's dump is left beside the timeline at path.
+// checkNoDumps checks that no rank's dump, nor copy of its ring file, is left beside the
+// timeline at path.
 func checkNoDumps(t *testing.T, path string) {
 	t.Helper()
-	if left, _ := filepath.Glob(path + ".*.gtrc"); len(left) > 0 {
-		t.Errorf("dumps left beside the timeline: %v", left)
+	left, _ := filepath.Glob(path + ".*.gtrc")
+	rings, _ := filepath.Glob(path + ".*.ring")
+	if left = append(left, rings...); len(left) > 0 {
+		t.Errorf("files left beside the timeline: %v", left)
 	}
 }
 

@@ -239,10 +239,11 @@ func (s *submitter) printReports(why string, reps []hang.Report, stacks bool) {
 }
 
 // mergeHangDumps prints each rank's pointer into its timeline and, under --trace, merges
-// the dumps the ranks wrote with their reports into the trace file, so that the user
-// opens the timeline up to the hang and finds each rank's last event by its seq. Dumps
-// that are not on this host (ranks of other hosts without a shared file system) are
-// left out; the pointer lines still name them.
+// the dumps the ranks named with their reports into the trace file, so that the user
+// opens the timeline up to the hang, finds each rank's last event by its seq, and the
+// calls it is blocked in as open slices. A rank that runs names no dump. Dumps that are
+// not on this host (ranks of other hosts without a shared file system) are left out; the
+// pointer lines still name them.
 func (s *submitter) mergeHangDumps(b *strings.Builder, reps []hang.Report) {
 	var paths []string
 	for _, rep := range reps {
@@ -253,7 +254,7 @@ func (s *submitter) mergeHangDumps(b *strings.Builder, reps []hang.Report) {
 		if s.trace == "" {
 			continue
 		}
-		if p := trace.DumpPath(s.trace, rep.Rank); fileExists(p) {
+		if p := trace.DumpPath(s.trace, rep.Rank); strings.HasSuffix(rep.Trace, "(dump "+p+")") && fileExists(p) {
 			paths = append(paths, p)
 		}
 	}

@@ -3,6 +3,7 @@ package launcher
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,20 +19,19 @@ import (
 // gives every rank it starts a ring file: a memfd, which the rank maps as its flight
 // recorder's memory (pmi.EnvTraceRing, internal/trace.MapRecorder). The agent keeps its
 // own descriptor. When a rank ends without Finalize (a crash, a kill, an abort), the
-// agent reads the ring and writes the rank's dump beside the timeline's file
-// (trace.DumpPath), and its exit report names the dump (exitMsg.TraceDump). A rank that
-// finalized handed its dump to the gatherer, which wrote the timeline; its ring is
-// dropped.
+// agent copies the ring file beside the timeline's file (ringPath), with the counter's
+// rate measured on the rank's host (trace.MeasureRing), before it reports the rank's end
+// (exitMsg.TraceRing). A copy is a plain write of the file's bytes: a job of many ranks
+// reports its ends within the abort's grace. A rank that finalized handed its dump to
+// the gatherer, which wrote the timeline; its ring is dropped.
 //
-// When the job failed and a rank ended without Finalize, the submitter merges the dumps
-// that the exit reports name and that it can read (a dump of another host needs a shared
+// When the job failed and a rank ended without Finalize, the submitter merges the copies
+// that the exit reports name and that it can read (a copy on another host needs a shared
 // file system) into the timeline's file at the end (crashTimeline), one at a time
-// (trace.MergeFilesJob), and says where it is. The merge places the ranks by their
-// wall clocks: the clock offsets align measured stay in rank 0's memory.
-
-// ringSaves bounds how many ring files an agent reads and writes as dumps at once: each
-// holds a copy of the ring in memory.
-const ringSaves = 2
+// (trace.ReadRing, trace.Merger), and says where it is. A rank's last hang dump gives it
+// its open calls when the ring recorded nothing after it (stillOpen). The merge places the
+// ranks by their wall clocks, from the earliest recorder's start: the clock offsets that
+// align measured stay in rank 0's memory.
 
 // newRing returns a ring file for a rank, or nil and why not.
 func newRing(rank int) (*os.File, error) {
@@ -70,31 +70,41 @@ func timelineFile(env []string, dir string) string {
 	return filepath.Join(dir, v)
 }
 
-// saveRing writes the dump of ring, the ring file of rank, which has ended, beside file
-// (trace.DumpPath) and returns its path. A dump already there from the rank's last hang
-// report gives the new one its open calls, when the rank recorded nothing after that
-// report: the calls were still blocked when the rank ended.
+// ringPath names the copy of rank's ring file beside file, the timeline's.
+func ringPath(file string, rank int) string { return file + "." + strconv.Itoa(rank) + ".ring" }
+
+// saveRing copies ring, the ring file of rank, which has ended, beside file (ringPath),
+// and returns the copy's path. The copy's header holds the counter's rate measured now.
 func saveRing(ring *os.File, file string, rank int) (string, error) {
 	st, err := ring.Stat()
 	if err != nil {
 		return "", err
 	}
-	b := make([]byte, st.Size())
-	if _, err := ring.ReadAt(b, 0); err != nil && err != io.EOF {
-		return "", err
+	h := make([]byte, trace.RingHeaderLen)
+	if _, err := ring.ReadAt(h, 0); err != nil {
+		return "", fmt.Errorf("the ring file's header: %w", err)
 	}
-	d, err := trace.ReadRing(b)
+	if _, _, err := trace.RingHeader(h); err != nil {
+		return "", err // the rank never mapped it: not a gorma rank, or it ended first
+	}
+	trace.MeasureRing(h)
+	path := ringPath(file, rank)
+	out, err := os.Create(path)
 	if err != nil {
 		return "", err
 	}
-	b = nil
-	path := trace.DumpPath(file, rank)
-	d.Open = stillOpen(path, d)
-	enc, err := trace.AppendDump(nil, d)
+	_, err = out.Write(h)
+	if err == nil {
+		_, err = io.Copy(out, io.NewSectionReader(ring, int64(len(h)), st.Size()-int64(len(h))))
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
+		os.Remove(path)
 		return "", err
 	}
-	return path, os.WriteFile(path, enc, 0o644)
+	return path, nil
 }
 
 // stillOpen returns the open calls of the hang dump at path when it is d's recorder's
@@ -117,8 +127,8 @@ func stillOpen(path string, d trace.Dump) []trace.Event {
 	return h.Open
 }
 
-// saveRingOf writes the dump of p's ring file when p ended without Finalize, drops the
-// ring, and returns the dump's path ("" for none).
+// saveRingOf copies p's ring file when p ended without Finalize, drops the ring, and
+// returns the copy's path ("" for none).
 func (j *agentJob) saveRingOf(p *rankProc, finalized bool) string {
 	if p.ring == nil {
 		return ""
@@ -130,8 +140,6 @@ func (j *agentJob) saveRingOf(p *rankProc, finalized bool) string {
 	if finalized {
 		return ""
 	}
-	j.saves <- struct{}{}
-	defer func() { <-j.saves }()
 	path, err := saveRing(p.ring, p.traceFile, p.rank)
 	if err != nil {
 		j.a.log.Printf("job %s: rank %d's timeline: %v", j.spec.ID, p.rank, err)
@@ -140,67 +148,123 @@ func (j *agentJob) saveRingOf(p *rankProc, finalized bool) string {
 	return path
 }
 
-// noteTrace records the dump an exit report names, and the timeline's file of its rank.
+// noteTrace records the ring file's copy an exit report names, and the timeline's file
+// of its rank.
 func (s *submitter) noteTrace(m *exitMsg) {
-	if m.TraceDump == "" {
+	if m.TraceRing == "" {
 		return
 	}
-	if s.traceDumps == nil {
-		s.traceDumps = make(map[int]string)
+	if s.traceRings == nil {
+		s.traceRings = make(map[int]string)
 	}
-	s.traceDumps[m.Rank] = m.TraceDump
+	s.traceRings[m.Rank] = m.TraceRing
 	if s.trace == "" {
 		s.trace = m.Trace // GORMA_TRACE without --trace
 	}
 }
 
-// crashTimeline merges the dumps the agents wrote (noteTrace) into the timeline's file
-// when the job failed and some rank ended without Finalize, and says where it is.
-// Otherwise the ranks' own timeline stands, and the dumps of ranks that failed under
-// --ft are removed.
+// crashTimeline merges the ring files' copies the agents wrote (noteTrace) into the
+// timeline's file when the job failed and some rank ended without Finalize, and says
+// where it is. Otherwise the ranks' own timeline stands, and the copies of ranks that
+// failed under --ft are removed.
 func (s *submitter) crashTimeline() {
-	if len(s.traceDumps) == 0 {
+	if len(s.traceRings) == 0 {
 		return
 	}
 	crashed := slices.ContainsFunc(s.ranks, func(r rankState) bool { return !r.finalized })
 	if s.fail == nil || !crashed || s.trace == "" {
-		for _, p := range s.traceDumps {
+		for _, p := range s.traceRings {
 			os.Remove(p)
 		}
 		return
 	}
-	var paths []string
-	var missing []int
-	for rank := range s.ranks {
-		if p := s.traceDumps[rank]; p != "" && fileExists(p) {
-			paths = append(paths, p)
-		} else {
-			missing = append(missing, rank)
-		}
+	n, missing, err := mergeRings(s.trace, s.traceRings, len(s.ranks))
+	for rank, p := range s.traceRings {
+		os.Remove(p)
+		os.Remove(trace.DumpPath(s.trace, rank))
 	}
-	if len(paths) == 0 {
-		fmt.Fprintf(s.stderr, "golaunch: no rank's timeline can be read on this host: %s not written\n", s.trace)
-		return
-	}
-	f, err := os.Create(s.trace)
-	if err == nil {
-		_, err = trace.MergeFilesJob(f, paths, nil, trace.Job{Size: len(s.ranks), Failed: missing})
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(s.stderr, "golaunch: merging the ranks' timelines into %s: %v\n", s.trace, err)
-		return
-	}
-	for _, p := range paths {
+	spills, _ := filepath.Glob(s.trace + ".gather.*") // a gatherer's, which ended before its merge
+	for _, p := range spills {
 		os.Remove(p)
 	}
-	line := fmt.Sprintf("golaunch: the timeline of %d ranks up to their end is in %s (open it in https://ui.perfetto.dev)", len(paths), s.trace)
-	if len(missing) > 0 {
-		line += "; ranks " + listRanks(missing) + " left no timeline here"
+	switch {
+	case err != nil:
+		fmt.Fprintf(s.stderr, "golaunch: merging the ranks' timelines into %s: %v\n", s.trace, err)
+	case n == 0:
+		fmt.Fprintf(s.stderr, "golaunch: no rank's timeline can be read on this host: %s not written\n", s.trace)
+	default:
+		line := fmt.Sprintf("golaunch: the timeline of %d ranks up to their end is in %s (open it in https://ui.perfetto.dev)", n, s.trace)
+		if len(missing) > 0 {
+			line += "; ranks " + listRanks(missing) + " left no timeline here"
+		}
+		fmt.Fprintln(s.stderr, line)
 	}
-	fmt.Fprintln(s.stderr, line)
+}
+
+// mergeRings merges the ring files' copies at rings (by rank) into file, for a job of
+// size ranks, one copy at a time, and returns how many it merged and the ranks it has no
+// timeline of. Times count from the earliest recorder's start.
+func mergeRings(file string, rings map[int]string, size int) (int, []int, error) {
+	var ranks, missing []int
+	base := int64(math.MaxInt64)
+	for rank := range size {
+		origin, err := ringOrigin(rings[rank], rank)
+		if err != nil {
+			missing = append(missing, rank)
+			continue
+		}
+		ranks = append(ranks, rank)
+		base = min(base, origin)
+	}
+	if len(ranks) == 0 {
+		return 0, missing, nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer f.Close()
+	m := trace.NewMerger(f, base, size)
+	for _, rank := range ranks {
+		b, err := os.ReadFile(rings[rank])
+		if err != nil {
+			return 0, nil, err
+		}
+		d, err := trace.ReadRing(b)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s: %w", rings[rank], err)
+		}
+		d.Open = stillOpen(trace.DumpPath(file, rank), d)
+		if err := m.Add(d, d.Origin); err != nil {
+			return 0, nil, err
+		}
+	}
+	job := trace.Job{Size: size, Failed: missing}
+	if _, err := m.Close(job); err != nil {
+		return 0, nil, err
+	}
+	return len(ranks), missing, f.Close()
+}
+
+// ringOrigin returns the origin of the ring file's copy at path, which must be rank's.
+func ringOrigin(path string, rank int) (int64, error) {
+	if path == "" {
+		return 0, os.ErrNotExist
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	h := make([]byte, trace.RingHeaderLen)
+	if _, err := io.ReadFull(f, h); err != nil {
+		return 0, err
+	}
+	r, origin, err := trace.RingHeader(h)
+	if err == nil && r != rank {
+		err = fmt.Errorf("%s holds rank %d's ring", path, r)
+	}
+	return origin, err
 }
 
 // listRanks is "0, 3, 5", the first maxListed of ranks.

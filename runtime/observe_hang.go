@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"cmp"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/trace"
@@ -14,12 +16,13 @@ import (
 
 // hangDump returns the line a hang report carries to point into the timeline
 // (trace.Pointer), or "" when the timeline is off. When this rank is blocked (it has
-// open calls: openCalls), it also writes the flight recorder's dump with those calls
-// beside the timeline's file, as <file>.<rank>.gtrc, and the line names it; golaunch
-// merges the dumps of a hang into <file>. The dump is written again only when the rank
-// recorded an event or its open calls changed since: golaunch asks every few seconds
-// (its quiet checks), and a hung rank's dump stays the same. A rank that runs, or that
-// is in Finalize (the gatherer has its timeline), writes none.
+// open calls: openCalls), one of them for dumpAfter or longer, it also writes the flight
+// recorder's dump with those calls beside the timeline's file, as <file>.<rank>.gtrc,
+// and the line names it; golaunch merges the dumps of a hang into <file>. The dump is
+// written again only when the rank recorded an event or its open calls changed since:
+// golaunch asks every few seconds (its quiet checks), and a hung rank's dump stays the
+// same. A rank that runs, or that is in Finalize (the gatherer has its timeline), writes
+// none.
 func (o *observer) hangDump(e *engine) string {
 	if o.Obs == nil || o.Rec == nil {
 		return ""
@@ -38,6 +41,9 @@ func (o *observer) hangDump(e *engine) string {
 	calls := o.openCalls(e)
 	if len(calls) == 0 {
 		return line + " (running)"
+	}
+	if slices.MaxFunc(calls, func(a, b openCall) int { return cmp.Compare(a.since, b.since) }).since < dumpAfter {
+		return line + " (blocked for less than " + dumpAfter.String() + ")"
 	}
 	path := trace.DumpPath(file, rank)
 	total, lost := o.Rec.Recorded()
@@ -60,6 +66,11 @@ func (o *observer) hangDump(e *engine) string {
 	o.dumped = mark
 	return line + " (dump " + path + ")"
 }
+
+// dumpAfter is how long a rank's longest open call must have been blocked for its hang
+// report to write a dump: a rank of a job that progresses waits briefly, and golaunch's
+// quiet checks would otherwise make it write its whole recorder every few seconds.
+const dumpAfter = 500 * time.Millisecond
 
 // dumpMark is what a hang dump held: the recorder's counts and its open calls.
 type dumpMark struct {

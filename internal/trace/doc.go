@@ -23,15 +23,21 @@
 // message's number on its (sender, receiver) pair, counted from 1 by both ends.
 // design.md states the rule and where it holds.
 //
-// At the end (or when a hang report is asked for) each rank writes its Snapshot with
-// AppendDump; the launcher reads the files with DecodeDump (or MergeFiles) and calls
-// Merge with each rank's clock offset. Merge writes one process per rank, a complete
-// event per Event and a flow from each Send to its Match; MergeJob also names the job's
-// size and its failed ranks. Pointer formats the line a hang report adds to name the
-// rank's last event in the trace.
+// MapRecorder keeps the ring in a file that another process reads once the recorder's
+// process has ended, however it ended (ReadRing): golaunch gives each rank a memfd, so a
+// crashed rank's timeline survives it.
 //
-// Concurrency: Record, Stamp, Now, Label, Snapshot and Recorded may be called from any
-// goroutine at once; a Batch's methods only by its owner, one at a time. A Record that meets a slot another goroutine holds drops its event
-// and counts it in Dump.Lost rather than wait. The other functions are pure. Merge and
-// AppendDump neither keep nor modify what they are given.
+// At the end (or when a hang report is asked for) each rank writes its Snapshot with
+// AppendDump; a Dump's Open events are the calls it was blocked in. The merge reads the
+// dumps one at a time: a Merger takes each dump (Add) and writes one process per rank, a
+// complete event per Event and per open call, and at Close a flow from each Send to its
+// Match. MergeJob and MergeFilesJob run one over dumps in memory and over dump files,
+// with each rank's clock offset, and name the job's size and its failed ranks. Pointer
+// formats the line a hang report adds to name the rank's last event in the trace.
+//
+// Concurrency: Record, Stamp, Now, Label, Labels, Last, Snapshot and Recorded may be
+// called from any goroutine at once; a Batch's methods only by its owner, one at a time,
+// and a Merger's by one goroutine. A Record that meets a slot another goroutine holds
+// drops its event and counts it in Dump.Lost rather than wait. The other functions are
+// pure. Merge and AppendDump neither keep nor modify what they are given.
 package trace

@@ -180,6 +180,40 @@ func (f *ringFile) area() *batchArea {
 	return a
 }
 
+// RingHeaderLen is the length of a ring file's header: all that RingHeader and
+// MeasureRing read.
+const RingHeaderLen = ringHeaderLen
+
+// RingHeader returns the rank and the origin (the wall clock at the recorder's zero,
+// Unix nanoseconds, as Dump.Origin) that the header of a ring file says: its first
+// RingHeaderLen bytes, or more. Every event of the ring starts at or after the origin.
+func RingHeader(h []byte) (rank int, origin int64, err error) {
+	ne := binary.NativeEndian
+	if len(h) < ringHeaderLen || [4]byte(h[hMagic:hMagic+4]) != ringMagic || ne.Uint16(h[hVersion:]) != ringVersion {
+		return 0, 0, fmt.Errorf("%w: not a ring file of version %d", ErrFormat, ringVersion)
+	}
+	rank = int(ne.Uint32(h[hRank:]))
+	if rank > MaxRank {
+		return 0, 0, fmt.Errorf("%w: ring file of rank %d", ErrFormat, rank)
+	}
+	return rank, int64(ne.Uint64(h[hOriginWall:])), nil
+}
+
+// MeasureRing stores into h, the header of a ring file, the counter's rate measured from
+// the recorder's zero to now, when this process shares the host and boot that wrote it;
+// a copy of the file then converts its stamps as well on any host. It reports whether it
+// did.
+func MeasureRing(h []byte) bool {
+	if _, _, err := RingHeader(h); err != nil || binary.NativeEndian.Uint64(h[hCounter:]) == 0 {
+		return false
+	}
+	scale, ok := sameHostRate(h)
+	if ok {
+		binary.NativeEndian.PutUint64(h[hScale:], math.Float64bits(scale))
+	}
+	return ok
+}
+
 // ReadRing returns the dump of a ring file (MapRecorder) whose process has ended, read
 // into b: the events its ring held, then those its batches held, oldest first, with
 // their stamps in nanoseconds since the recorder was made. On the host and boot that

@@ -26,6 +26,7 @@ const (
 var internalKnobs = map[string]string{
 	"GORMA_VERBSTEST_ROLE": "set by the verbstest conformance suite for the helper processes it starts",
 	"GORMA_TEST_SLACK":     "scales the time budgets of gorma's own tests (internal/testbudget)",
+	"GORMA_TEST_TIMEOUT":   "the package timeout of gorma's own tests at slack 1, under go test -timeout 0 (internal/testbudget)",
 }
 
 var (

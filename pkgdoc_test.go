@@ -108,3 +108,43 @@ func TestCheckDoc(t *testing.T) {
 		})
 	}
 }
+
+// TestPackageTimeouts requires every directory with tests to run them through
+// internal/testbudget.Run (directly, or through slurmtest.Run or verbstest.Main, which
+// call it), so that its package timeout scales with the machine's load as its tests'
+// budgets do.
+func TestPackageTimeouts(t *testing.T) {
+	root := moduleRoot(t)
+	n := 0
+	err := goDirs(root, func(rel, dir string) error {
+		files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		if err != nil || len(files) == 0 {
+			return err
+		}
+		n++
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				return err
+			}
+			_, main, ok := strings.Cut(string(src), "\nfunc TestMain(m *testing.M) {")
+			if !ok {
+				continue
+			}
+			body, _, _ := strings.Cut(main, "\n}")
+			if !strings.Contains(body, "testbudget.Run(m)") && !strings.Contains(body, "slurmtest.Run(m)") &&
+				!strings.Contains(body, "verbstest.Main(m,") && !(rel == "internal/testbudget" && strings.Contains(body, "Run(m)")) {
+				t.Errorf("package %s: %s's TestMain does not call testbudget.Run(m)", displayPkg(rel), filepath.Base(f))
+			}
+			return nil
+		}
+		t.Errorf("package %s has tests and no TestMain: add func TestMain(m *testing.M) { os.Exit(testbudget.Run(m)) }", displayPkg(rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("found no test at all; is the walk broken?")
+	}
+}

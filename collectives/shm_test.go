@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
@@ -142,7 +143,7 @@ func TestAllreduceSHMMismatch(t *testing.T) {
 func TestAllreduceSHMPeerFailure(t *testing.T) {
 	for _, n := range []int{1, 100000} {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
 			defer cancel()
 			j, err := runtimetest.Start(ctx, 3, runtimetest.Options{Transport: "shm"})
 			if err != nil {

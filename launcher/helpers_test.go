@@ -31,7 +31,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testbudget.Run(m)
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

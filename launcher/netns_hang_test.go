@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/launcher/internal/netns"
 )
 
@@ -16,7 +17,7 @@ func TestNetnsHangReport(t *testing.T) {
 		t.Skip(why)
 	}
 	binaries(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
 	c := startNetnsCluster(t, ctx, 1, 1)
 	gl := c.submitFrom0(t, ctx, "-n", "2", "--timeout", "4s", rtprog(t), "deadlock")

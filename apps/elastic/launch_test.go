@@ -27,7 +27,7 @@ var bins struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testbudget.Run(m)
 	if bins.dir != "" {
 		os.RemoveAll(bins.dir)
 	}

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(testbudget.Run(m))
 }
 
 func sockbench(t *testing.T, args ...string) (stdout, stderr string, err error) {

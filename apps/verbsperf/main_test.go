@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	os.Exit(testbudget.Run(m))
 }
 
 // verbsperf runs the program with args and returns its stdout; it fails the test on a

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 const mainEnv = "SOCKPEERS_TEST_AS_MAIN"
@@ -14,7 +16,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(testbudget.Run(m))
 }
 
 // TestPeers runs the grpc test over unix and every test over shmipc, briefly, through

@@ -3,6 +3,7 @@ package testbudget
 import (
 	"context"
 	"errors"
+	"flag"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +89,58 @@ func TestContextCause(t *testing.T) {
 	}
 	if msg := cause.Error(); !strings.HasPrefix(msg, "the answer had not happened within ") {
 		t.Errorf("cause %q does not say what had not happened", msg)
+	}
+}
+
+// The package timeout's clock follows the wall clock at slack 1 and runs slower by the
+// slack of each read.
+func TestClock(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	c := &clock{limit: 10 * time.Minute, start: t0, last: t0}
+	if c.read(t0.Add(9*time.Minute), 1) {
+		t.Fatal("expired after 9 minutes at slack 1")
+	}
+	// 5 minutes at slack 10 count as 30 seconds.
+	if c.read(t0.Add(14*time.Minute), 10) || c.used != 9*time.Minute+30*time.Second {
+		t.Fatalf("clock at %v, want 9m30s", c.used)
+	}
+	c = &clock{limit: 10 * time.Minute, start: t0, last: t0}
+	if c.read(t0.Add(90*time.Minute), 10) {
+		t.Fatal("expired after 90 minutes at slack 10 (9 minutes of clock time)")
+	}
+	if !c.read(t0.Add(100*time.Minute), 10) {
+		t.Fatal("not expired after 100 minutes at slack 10")
+	}
+	// A slack under 1 counts as 1.
+	c = &clock{limit: time.Minute, start: t0, last: t0}
+	if c.read(t0.Add(30*time.Second), 0.5) || c.used != 30*time.Second {
+		t.Fatalf("slack 0.5: clock at %v, want 30s", c.used)
+	}
+}
+
+func TestTimeoutSetting(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	d := fs.Duration("test.timeout", 0, "")
+	f := fs.Lookup("test.timeout")
+	for _, tc := range []struct {
+		flag time.Duration
+		env  string
+		want time.Duration
+		bad  bool
+	}{
+		{0, "", 0, false},
+		{0, "18m", 18 * time.Minute, false},
+		{5 * time.Minute, "18m", 5 * time.Minute, false},
+		{0, "soon", 0, true},
+		{0, "-1m", 0, true},
+	} {
+		*d = tc.flag
+		got, err := timeout(f, tc.env)
+		if got != tc.want || (err != nil) != tc.bad {
+			t.Errorf("flag %v env %q: %v, %v; want %v (error %v)", tc.flag, tc.env, got, err, tc.want, tc.bad)
+		}
+		if err != nil && !strings.Contains(err.Error(), EnvTimeout) {
+			t.Errorf("error %q does not name %s", err, EnvTimeout)
+		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // Srun builds an srun command with args under ctx: its environment names the local
@@ -53,7 +55,7 @@ var (
 // did not stop. Call it from TestMain.
 func Run(m *testing.M) int {
 	running.Store(true)
-	code := m.Run()
+	code := testbudget.Run(m)
 	running.Store(false)
 	if err := down(); err != nil {
 		fmt.Fprintln(os.Stderr, "slurmtest:", err)

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
+
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
 
@@ -124,7 +126,7 @@ func Main(m *testing.M, f Factory) {
 	}
 	mainCalled.Store(true)
 	stranded, own := strandedSegments(), ownSharedMemory()
-	code := m.Run()
+	code := testbudget.Run(m)
 	var leaks []string
 	if left := newStranded(stranded); len(left) > 0 {
 		leaks = append(leaks, fmt.Sprintf("segment files nobody holds: %v", left))

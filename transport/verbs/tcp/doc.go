@@ -52,7 +52,7 @@
 // or atomic's Local from the reader goroutine until the completion is queued; it retains
 // neither *SendWR nor *RecvWR. Goroutines and how each stops: the accept loop and the
 // idle-watch sweeper stop in Device.Close. A handshake goroutine ends with its handshake
-// (5 s deadline). A connection's reader stops when the connection fails or is closed
+// (30 s deadline). A connection's reader stops when the connection fails or is closed
 // (QP.Close, Device.Close, the peer), and stops its writer first. Device.Close waits for
 // all of them before it releases the arena. Lock order is in LOCKING.md.
 package tcp

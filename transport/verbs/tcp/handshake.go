@@ -30,8 +30,11 @@ import (
 // admit (which binds the QP) only after mac C verified; a connection that fails any step
 // is closed, and the device counts it. The dialer checks mac S before it proves itself.
 // The whole exchange runs under one deadline (handshakeTimeout), set by the caller.
-// handshakeTimeout bounds a whole handshake (a variable for tests).
-var handshakeTimeout = 5 * time.Second
+// handshakeTimeout bounds a whole handshake (a variable for tests). It leaves room for a
+// busy, oversubscribed host, as the runtime's own connection set-up does: both sides'
+// goroutines must run several times within it, and a handshake that runs out fails the
+// peer. A stranger that holds a connection silent holds one of maxInbound slots no longer.
+var handshakeTimeout = 30 * time.Second
 
 const (
 	clientHelloSize = 72

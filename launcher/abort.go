@@ -117,17 +117,30 @@ func rankFailure(m *exitMsg, host string, pmiJob bool) *failure {
 // Finalize, with what its program must do.
 const noFinalize = "exited without calling Finalize (call w.Finalize(ctx), or MPI_Finalize, before the program exits)"
 
-// abortProtocol is the Code of the abort request an agent sends for a rank that broke the
-// PMI protocol (pmiHandler.ProtocolError); its Msg is the error. A rank's own Abort never
-// carries it (pmiHandler.Abort).
-const abortProtocol = math.MinInt32
+// Codes of the abort requests an agent sends for a rank that did not call Abort. A rank's
+// own Abort never carries them (pmiHandler.Abort).
+const (
+	// abortProtocol: the rank broke the PMI protocol (pmiHandler.ProtocolError); Msg is
+	// the error.
+	abortProtocol = math.MinInt32
+	// abortRefused: the rank asked for what golaunch refuses, and the refusal would leave
+	// the job's other ranks waiting for ever (pmiHandler.RefusedSpawn); Msg says what
+	// the rank did, why that ends the job and what to do instead.
+	abortRefused = math.MinInt32 + 1
+)
 
-// abortFailure is a rank's Abort(code, msg), or its PMI protocol error.
+// abortFailure is a rank's Abort(code, msg), its PMI protocol error, or its request that
+// golaunch refuses and that ends the job.
 func abortFailure(m *abortReqMsg, host string, pid int) *failure {
-	if m.Code == abortProtocol {
+	switch m.Code {
+	case abortProtocol, abortRefused:
 		// The rank's own bug, like a panic: it outranks the exits of the ranks that
 		// gave up after it.
-		return &failure{code: ExitFailure, what: rankLabel(m.Rank, host, pid) + ": " + m.Msg,
+		sep := ": "
+		if m.Code == abortRefused {
+			sep = " "
+		}
+		return &failure{code: ExitFailure, what: rankLabel(m.Rank, host, pid) + sep + m.Msg,
 			kind: pmi.ProcFailed, rank: m.Rank, host: host, weight: weightPanic}
 	}
 	code := m.Code

@@ -569,6 +569,7 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 	case *reportReqMsg:
 		j.srv.Notify(-1, pmi.Event{Kind: pmi.ReportAsked, Rank: -1, Stacks: m.Stacks})
 		j.reportStalled()
+		j.reportForeign()
 	default:
 		return fmt.Errorf("unexpected %v frame from the submitter", t)
 	}

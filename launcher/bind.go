@@ -8,20 +8,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Binding ranks to processors (--bind-to). An agent binds each rank it starts within the
-// processors it may use itself. When the host's n ranks outnumber its c processors, they
-// are dealt out in turn, as mpirun's --map-by core wraps around. Local rank l runs on
-// processor l mod c (4 ranks on 2: 0 and 2 on the first, 1 and 3 on the second), so that
-// neighbours, the usual partners, sit on different processors. Otherwise each rank gets a
-// block of its own: processors l·c/n up to (l+1)·c/n. The default, auto, binds only a
-// host whose ranks outnumber its processors. There the kernel otherwise moves ranks that
-// spin and yield for each other as it sees fit. It can leave three of four on one core
-// for tens of milliseconds, so that unbound latencies vary by orders of magnitude from
-// run to run (4 ranks on 2 cores: `golaunch -n 4 --bind-to none|auto bin/pingpong
-// --pairs`, or bin/allreducebench, alternated, shows it). Unoversubscribed ranks stay
-// unbound under auto: a Go rank computes with goroutines on every processor it may use
-// (GOMAXPROCS follows the binding), which binding would take away. core binds every host;
-// none binds nothing.
+// Binding ranks to processors (--bind-to). Under core, an agent binds each rank it
+// starts within the processors it may use itself. When the host's n ranks outnumber its
+// c processors, they are dealt out in turn, as mpirun's --map-by core wraps around.
+// Local rank l runs on processor l mod c (4 ranks on 2: 0 and 2 on the first, 1 and 3 on
+// the second), so that neighbours, the usual partners, sit on different processors.
+// Otherwise each rank gets a block of its own: processors l·c/n up to (l+1)·c/n. none
+// binds nothing.
+//
+// The default, auto, binds no rank, as mpirun leaves ranks unbound on a host they
+// oversubscribe. A bound rank cannot leave its processor when other work lands there:
+// on a busy host, ranks bound to a shared processor wait for each other's time slices
+// while another processor idles, and real programs run several times slower than
+// unbound. On a quiet host real programs run alike bound and unbound
+// (scripts/real-programs.sh with BIND=core against the default, and with LOAD=2);
+// benchmarks of short messages between oversubscribed ranks gain from core (`golaunch
+// -n 4 --bind-to core bin/allreducebench` against the default measures it). An
+// unoversubscribed rank stays unbound as well: a Go rank computes with goroutines on
+// every processor it may use (GOMAXPROCS follows the binding), which binding would take
+// away.
 const (
 	BindAuto = "auto"
 	BindCore = "core"
@@ -37,22 +42,10 @@ const (
 // their own, which the kernel runs beside the computing one.
 const boundProcs = "2"
 
-// envProgress is the runtime's progress mode variable (runtime.EnvProgress; the launcher
-// does not link the runtime).
-const envProgress = "GORMA_PROGRESS"
-
 // bindRank returns the processors local rank l of n is bound to (nil: unbound) and its
 // environment, env with GOMAXPROCS=boundProcs added when it is bound to a single
-// processor and env sets no GOMAXPROCS. Under auto, ranks that sleep for every message
-// (GORMA_PROGRESS=block in env) stay unbound: they leave their processors idle while
-// they wait. So the kernel places them well, and bound, each wake-up would have to cross
-// to the sleeper's own processor, which makes every message several times slower (4
-// ranks on 2 cores: `golaunch -n 4 --bind-to core -x GORMA_PROGRESS=block bin/pingpong
-// --pairs` against --bind-to none measures it).
+// processor and env sets no GOMAXPROCS.
 func bindRank(policy string, cpus []int, l, n int, env []string) ([]int, []string) {
-	if policy == BindAuto && envValue(env, envProgress) == "block" {
-		return nil, env
-	}
 	set := bindSet(policy, cpus, l, n)
 	if len(set) != 1 || envValue(env, "GOMAXPROCS") != "" {
 		return set, env
@@ -84,7 +77,7 @@ func checkBindTo(policy string) error {
 // unbound.
 func bindSet(policy string, cpus []int, l, n int) []int {
 	c := len(cpus)
-	if c == 0 || n < 1 || l < 0 || l >= n || policy == BindNone || policy == BindAuto && n <= c {
+	if c == 0 || n < 1 || l < 0 || l >= n || policy != BindCore {
 		return nil
 	}
 	if n > c {

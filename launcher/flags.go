@@ -183,7 +183,7 @@ func jobFlags(o *Options) (*pflag.FlagSet, *rawFlags) {
 	fs.Var(durationFlag{&o.HangReport, "hang-report", &r.errs}, "hang-report", "print where every rank is blocked once no rank has made progress for this `duration` (also on SIGUSR1 or SIGQUIT, and at --timeout); 0 means only on those")
 	fs.BoolVar(&o.Stacks, "stacks", false, "hang reports include every rank's goroutine stacks")
 	fs.StringVar(&o.Transport, "transport", "auto", "transport between ranks: auto, shm or tcp")
-	fs.StringVar(&o.BindTo, "bind-to", BindAuto, "bind ranks to processors: auto (hosts with more ranks than processors, the ranks in turn), core (every host) or none")
+	fs.StringVar(&o.BindTo, "bind-to", BindAuto, "bind ranks to processors: core (a block each, or the ranks in turn on a host they outnumber), none, or auto (the default: no rank, as mpirun)")
 	fs.BoolVar(&o.ReportBindings, "report-bindings", false, "print each rank's host, pid and processors on stderr as it starts")
 	fs.StringVar(&o.Join, "join", "", "submit to the agent cluster at `host:port` instead of running locally")
 	fs.StringVar(&o.Keyfile, "keyfile", "", "cluster key `file` (with --join): 16, 24 or 32 bytes, raw or hex")
@@ -566,7 +566,7 @@ Examples:
   golaunch -np 8 --timeout 10m ./solver in.dat
   golaunch -n 2 -x OMP_NUM_THREADS=1 -x PATH ./bench --json
   golaunch -n 4 --output-dir logs ./prog    logs/rank.0.log ... logs/rank.3.log
-  golaunch -n 8 --bind-to none ./prog       more ranks than cores, left unbound
+  golaunch -n 8 --bind-to core ./prog       each rank bound to its cores
   golaunch -n 1 ./server : -n 4 ./worker    one job of 5 ranks: rank 0 runs server
   golaunch -hostfile hosts -ppn 2 --join node1:7946 --keyfile ~/.gorma.key ./prog
   golaunch -n 16 --join node1:7946 --keyfile ~/.gorma.key ./prog

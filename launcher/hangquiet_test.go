@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/internal/hang"
 	"github.com/gorma-hpc/gorma/internal/testbudget"
+	"github.com/gorma-hpc/gorma/pmi"
 )
 
 // testSlack is the factor by which this file's tests scale their time budgets:
@@ -111,6 +112,100 @@ func TestHangWatchQuiet(t *testing.T) {
 	}
 	if got := (&hangWatch{every: 200 * time.Millisecond}).interval(); got != minQuietInterval {
 		t.Errorf("interval at 200ms: %v", got)
+	}
+}
+
+// The quiet check of a job of foreign ranks (MPI programs): it reports once no rank's PMI
+// progress (its served requests, and the ranks' ends) moved for the period while a rank
+// waits in a PMI fence or has ended. Ranks that all run outside any fence may be
+// computing: no report, however long. A fence a rank enters is progress. The heading
+// states the facts.
+func TestHangWatchForeign(t *testing.T) {
+	const ms = time.Millisecond
+	run := func(rank, pid int, done uint64, last string) hang.Report {
+		return hang.Report{Rank: rank, Pid: pid, State: hang.Foreign, Progress: done,
+			PMI: hang.PMICalls{Wire: "PMIx", Last: last, Since: time.Second}}
+	}
+	fence := func(rank, pid int, done uint64) hang.Report {
+		r := run(rank, pid, done, "fence")
+		r.PMI.Wait = "fence"
+		return r
+	}
+	fin := hang.Report{Rank: 0, Pid: 4241, State: hang.Finalized, End: "exit 0"}
+	type round struct {
+		at    time.Duration
+		reps  []hang.Report
+		quiet time.Duration
+		due   bool
+	}
+	for _, tt := range []struct {
+		name    string
+		rounds  []round
+		heading string // of the round that is due
+	}{
+		{"all run outside a fence: computing", []round{
+			{0, []hang.Report{run(0, 4241, 9, "fence"), run(1, 4242, 9, "fence")}, 0, false},
+			{1000 * ms, []hang.Report{run(0, 4241, 9, "fence"), run(1, 4242, 9, "fence")}, 0, false},
+			{60000 * ms, []hang.Report{run(0, 4241, 9, "fence"), run(1, 4242, 9, "fence")}, 0, false},
+		}, ""},
+		{"one waits in a fence for the period", []round{
+			{0, []hang.Report{run(0, 4241, 9, "fence"), run(1, 4242, 9, "fence")}, 0, false},
+			{500 * ms, []hang.Report{run(0, 4241, 9, "fence"), fence(1, 4242, 9)}, 0, false},
+			{1000 * ms, []hang.Report{run(0, 4241, 9, "fence"), fence(1, 4242, 9)}, 500 * ms, false},
+			{1500 * ms, []hang.Report{run(0, 4241, 9, "fence"), fence(1, 4242, 9)}, 1000 * ms, true},
+			{2000 * ms, []hang.Report{run(0, 4241, 9, "fence"), fence(1, 4242, 9)}, 1500 * ms, false},
+		}, "no PMI or PMIx call has completed for 1s; rank 1 (pid 4242) waits in a PMIx fence and rank 0 (pid 4241) still runs"},
+		{"a request served starts it again", []round{
+			{0, []hang.Report{run(0, 4241, 9, "fence"), fence(1, 4242, 9)}, 0, false},
+			{900 * ms, []hang.Report{run(0, 4241, 10, "get"), fence(1, 4242, 9)}, 0, false},
+			{1900 * ms, []hang.Report{run(0, 4241, 10, "get"), fence(1, 4242, 9)}, 1000 * ms, true},
+		}, "no PMI or PMIx call has completed for 1s; rank 1 (pid 4242) waits in a PMIx fence and rank 0 (pid 4241) still runs"},
+		{"an ended rank beside a running one", []round{
+			{0, []hang.Report{run(0, 4241, 9, "finalize"), run(1, 4242, 9, "fence")}, 0, false},
+			{500 * ms, []hang.Report{fin, run(1, 4242, 9, "fence")}, 0, false},
+			{1500 * ms, []hang.Report{fin, run(1, 4242, 9, "fence")}, 1000 * ms, true},
+		}, "no PMI or PMIx call has completed for 1s; rank 0 finalized (exit 0) and rank 1 (pid 4242) still runs"},
+	} {
+		h := hangWatch{every: time.Second}
+		base := time.Unix(1000, 0)
+		dues := 0
+		for i, r := range tt.rounds {
+			quiet := h.observe(base.Add(r.at), r.reps)
+			due := h.due(quiet)
+			if quiet != r.quiet || due != r.due {
+				t.Errorf("%s, round %d at %v: quiet %v, due %v; want %v, %v", tt.name, i, r.at, quiet, due, r.quiet, r.due)
+			}
+			if due {
+				dues++
+				if got := quietHeading(quiet, r.reps, true); got != tt.heading {
+					t.Errorf("%s: heading\n%q\nwant\n%q", tt.name, got, tt.heading)
+				}
+			}
+		}
+		if tt.heading == "" && dues != 0 {
+			t.Errorf("%s: %d reports, want none", tt.name, dues)
+		}
+	}
+}
+
+// What an agent reports of a rank's PMI requests: the fence it waits in and for how
+// long, or its last request and how long ago.
+func TestForeignCalls(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, tt := range []struct {
+		c    pmi.Calls
+		want hang.PMICalls
+	}{
+		{pmi.Calls{Wire: pmi.WirePMIx, Done: 9, Last: "get", LastAt: now.Add(-2 * time.Second), Fence: "fence", FenceAt: now.Add(-31 * time.Second)},
+			hang.PMICalls{Wire: "PMIx", Wait: "fence", Last: "get", Since: 31 * time.Second}},
+		{pmi.Calls{Wire: pmi.WirePMI1, Done: 4, Last: "get", LastAt: now.Add(-40 * time.Second)},
+			hang.PMICalls{Wire: "PMI-1", Last: "get", Since: 40 * time.Second}},
+		{pmi.Calls{Wire: pmi.WirePMIx, Done: 12, Last: "finalize", LastAt: now.Add(-time.Second), Finalized: true},
+			hang.PMICalls{Wire: "PMIx", Last: "finalize", Since: time.Second, Finalized: true}},
+	} {
+		if got := foreignCalls(tt.c, now); got != tt.want {
+			t.Errorf("foreignCalls(%+v) = %+v, want %+v", tt.c, got, tt.want)
+		}
 	}
 }
 

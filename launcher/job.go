@@ -91,9 +91,10 @@ type agentLink struct {
 type rankState struct {
 	pid                      int
 	started, connected, done bool
-	finalized                bool // it ended after Finalize
-	failed                   bool // --ft: it failed and the job went on (tolerate)
-	earlyExit                bool // exited 0 without PMI before any rank reached PMI init
+	finalized                bool   // it ended after Finalize
+	failed                   bool   // --ft: it failed and the job went on (tolerate)
+	earlyExit                bool   // exited 0 without PMI before any rank reached PMI init
+	end                      string // how its process ended (endText), once done
 }
 
 type subEvent struct {
@@ -304,7 +305,7 @@ func (s *submitter) rankEnded(l *agentLink, m *exitMsg) {
 	if !ok || r.done {
 		return
 	}
-	r.done, r.finalized = true, m.Finalized
+	r.done, r.finalized, r.end = true, m.Finalized, endText(m)
 	if m.Pid > 0 {
 		r.pid = m.Pid
 	}

@@ -3,6 +3,7 @@ package launcher
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/testbudget"
+	"golang.org/x/sys/unix"
 )
 
 func TestLaunchOK(t *testing.T) {
@@ -386,11 +388,11 @@ func TestLaunchBindTo(t *testing.T) {
 		n    int
 		want func(l int) (set []int, bound bool)
 	}{
-		{"auto oversubscribed: in turn", []string{"-n", strconv.Itoa(n)}, n,
+		{"auto oversubscribed: unbound", []string{"-n", strconv.Itoa(n)}, n,
+			func(int) ([]int, bool) { return cpus, false }},
+		{"core oversubscribed: in turn", []string{"-n", strconv.Itoa(n), "--bind-to", "core"}, n,
 			func(l int) ([]int, bool) { return cpus[l%c : l%c+1], true }},
 		{"none", []string{"-n", strconv.Itoa(n), "--bind-to", "none"}, n,
-			func(int) ([]int, bool) { return cpus, false }},
-		{"auto, ranks that sleep", []string{"-n", strconv.Itoa(n), "-x", "GORMA_PROGRESS=block"}, n,
 			func(int) ([]int, bool) { return cpus, false }},
 		{"core, a processor each", []string{"-n", strconv.Itoa(c), "--bind-to", "core"}, c,
 			func(l int) ([]int, bool) { return cpus[l : l+1], true }},
@@ -402,5 +404,89 @@ func TestLaunchBindTo(t *testing.T) {
 				mustContain(t, "stdout", r.stdout, fmt.Sprintf("[%d] cpus %d %s %d %s\n", l, l, list(set), c, procs(bound)))
 			}
 		})
+	}
+}
+
+// TestRankSessions: every rank leads a process group of its own; an MPICH program's
+// ranks also lead a session each (as under Hydra), while a shell's and an Open MPI
+// program's stay in golaunch's session (as under mpirun). Each rank prints "session RANK
+// PID SID PGRP".
+func TestRankSessions(t *testing.T) {
+	own, err := unix.Getsid(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell := `read -r pid comm state ppid pgrp sid rest < /proc/self/stat; echo "session $GOLAUNCH_RANK $pid $sid $pgrp"`
+	for _, tc := range []struct {
+		name string
+		prog func(t *testing.T) []string
+		own  bool // a session of its own
+	}{
+		{"shell", func(*testing.T) []string { return []string{"/bin/sh", "-c", shell} }, false},
+		{"mpich", func(t *testing.T) []string { return []string{mpiProgs(t)["session"]} }, true},
+		{"openmpi", func(t *testing.T) []string { return []string{ompiProgs.build(t)["session"]} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prog := tc.prog(t)
+			if got := ownSession(prog[0]); got != tc.own {
+				t.Errorf("ownSession(%s) = %v, want %v", prog[0], got, tc.own)
+			}
+			r := runGL(t, "", append([]string{"-n", "2"}, prog...)...)
+			if r.code != 0 {
+				t.Fatalf("golaunch: exit %d\n%s", r.code, r.stderr)
+			}
+			for rank := range 2 {
+				var pid, sid, pgrp int
+				l := lineWith(r.stdout, fmt.Sprintf("[%d] session %d ", rank, rank))
+				if _, err := fmt.Sscanf(l, fmt.Sprintf("[%d] session %d %%d %%d %%d", rank, rank), &pid, &sid, &pgrp); err != nil {
+					t.Fatalf("rank %d: %q: %v\n%s", rank, l, err, r.stdout)
+				}
+				if pgrp != pid {
+					t.Errorf("rank %d: pid %d in process group %d, want its own", rank, pid, pgrp)
+				}
+				if tc.own && (sid != pid || sid == own) {
+					t.Errorf("rank %d: pid %d in session %d (the caller's: %d), want a session of its own", rank, pid, sid, own)
+				}
+				if !tc.own && sid != own {
+					t.Errorf("rank %d: pid %d in session %d, want the caller's (%d)", rank, pid, sid, own)
+				}
+			}
+		})
+	}
+}
+
+// TestOwnSessionThroughLibrary: a program that links MPICH only through a library of its
+// own (found by its RUNPATH, $ORIGIN) is an MPICH program, as ScaLAPACK's MPICH build is;
+// the same program built on Open MPI is not.
+func TestOwnSessionThroughLibrary(t *testing.T) {
+	for _, tc := range []struct {
+		mpicc string
+		want  bool
+	}{{"mpicc.mpich", true}, {"mpicc.openmpi", false}} {
+		t.Run(tc.mpicc, func(t *testing.T) {
+			mpicc, err := exec.LookPath(tc.mpicc)
+			if err != nil {
+				t.Skipf("%s not found: install Debian's mpich or openmpi-bin", tc.mpicc)
+			}
+			dir := t.TempDir()
+			lib := filepath.Join(dir, "libsolver.c")
+			main := filepath.Join(dir, "main.c")
+			os.WriteFile(lib, []byte("#include <mpi.h>\nint solver_rank(void) { int r; MPI_Comm_rank(MPI_COMM_WORLD, &r); return r; }\n"), 0o644)
+			os.WriteFile(main, []byte("int solver_rank(void);\nint main(void) { return solver_rank(); }\n"), 0o644)
+			for _, args := range [][]string{
+				{mpicc, "-shared", "-fPIC", "-o", filepath.Join(dir, "libsolver.so"), lib},
+				{"cc", "-o", filepath.Join(dir, "prog"), main, "-L" + dir, "-lsolver", "-Wl,-rpath,$ORIGIN"},
+			} {
+				if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+					t.Fatalf("%q: %v\n%s", args, err, out)
+				}
+			}
+			if got := linksMPICH(filepath.Join(dir, "prog")); got != tc.want {
+				t.Errorf("linksMPICH(prog on %s) = %v, want %v", tc.mpicc, got, tc.want)
+			}
+		})
+	}
+	if linksMPICH("/bin/sh") || linksMPICH(filepath.Join(t.TempDir(), "absent")) {
+		t.Error("a shell, or a missing file, counted as an MPICH program")
 	}
 }

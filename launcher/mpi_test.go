@@ -25,6 +25,9 @@ var mpiSources = map[string]string{
 	"split":     "../tests/mpi/split.c",
 	"abort":     "../tests/mpi/abort.c",
 	"appnum":    "../tests/mpi/appnum.c",
+	"hang":      "../tests/mpi/hang.c",
+	"spawn":     "../tests/mpi/spawn.c",
+	"session":   "../tests/mpi/session.c",
 }
 
 var mpichProgs = &cPrograms{mpicc: "mpicc.mpich", pkgs: "Debian's mpich and libmpich-dev", suffix: "_c", sources: mpiSources}
@@ -168,6 +171,63 @@ func checkAbortRules(t *testing.T, abort string) {
 	sum = summaryLines(r.stderr)
 	if r.code != ExitFailure || len(sum) != 1 || !strings.Contains(sum[0], "rank 2 (host ") || !strings.HasSuffix(sum[0], "exited without calling Finalize (call w.Finalize(ctx), or MPI_Finalize, before the program exits); job aborted") {
 		t.Fatalf("exit without MPI_Finalize: exit %d, summary %q\nstderr:\n%s", r.code, sum, r.stderr)
+	}
+}
+
+// An MPICH program that hangs where golaunch sees only its PMI-1 calls: rank 1 waits in
+// MPI_Finalize's barrier_in while rank 0 waits in MPI_Recv for it. The quiet check,
+// SIGUSR1 and --timeout each print both ranks with their pids, and no line claims a
+// deadlock.
+func TestMPIHangReport(t *testing.T) {
+	checkForeignHang(t, mpiProgs(t)["hang"], "PMI-1", "barrier_in", "a PMI-1 barrier (barrier_in)")
+}
+
+// checkForeignHang runs hang (tests/mpi/hang.c) under golaunch -n 2 with --hang-report 3s
+// and --timeout. The ranks' PMI requests go over wire; rank 1 waits in its fence request,
+// which the quiet report's heading names as prose. It checks the quiet report (its heading
+// states the facts: rank 1 waits in the fence, rank 0 still runs), a report on SIGUSR1,
+// the report at the timeout and exit 124. Each report names rank 1 in the fence and rank
+// 0 running MPI code, with their pids; no line says deadlock.
+func checkForeignHang(t *testing.T, hang, wire, fence, prose string) {
+	t.Helper()
+	const period = 3 * time.Second
+	timeout := testbudget.Scale(15 * time.Second)
+	gl := startGL(t, "-n", "2", "--hang-report", period.String(), "--timeout", timeout.String(), hang)
+	pids := gl.readyPids(t, 2)
+	// Rank 1 enters its fence right after its ready line: the quiet report comes within
+	// 1.25 periods of it, plus the ranks' answer times.
+	gl.waitStderr(t, "golaunch: where the ranks are (no PMI or PMIx call has completed for ", period+period/4+5*time.Second)
+	gl.cmd.Process.Signal(syscall.SIGUSR1)
+	gl.waitStderr(t, "golaunch: where the ranks are (SIGUSR1 to golaunch):\n", 10*time.Second)
+	if code := gl.wait(t, timeout+30*time.Second); code != ExitTimeout {
+		t.Fatalf("exit %d, want %d (--timeout)\nstderr:\n%s", code, ExitTimeout, gl.stderr.String())
+	}
+	out := gl.stderr.String()
+	mustContain(t, "stderr", out, fmt.Sprintf("; rank 1 (pid %d) waits in %s and rank 0 (pid %d) still runs):\n", pids[1], prose, pids[0]))
+	blocks := strings.Split(out, "golaunch: where the ranks are (")[1:]
+	if len(blocks) != 3 {
+		t.Fatalf("%d reports, want the quiet one, SIGUSR1's and the timeout's:\n%s", len(blocks), out)
+	}
+	for _, b := range blocks {
+		mustContain(t, "report", b, fmt.Sprintf("golaunch:   rank 0 (pid %d): runs MPI code (not a gorma rank: golaunch sees only its PMI calls); last %s request ", pids[0], wire))
+		mustContain(t, "report", b, fmt.Sprintf("golaunch:   rank 1 (pid %d): in %s %s (MPI_Init or MPI_Finalize) for ", pids[1], wire, fence))
+	}
+	mustContain(t, "the last report", blocks[2], "job timed out after ")
+	if strings.Contains(out, "deadlock") {
+		t.Errorf("a report of ranks whose MPI calls golaunch cannot see claims a deadlock:\n%s", out)
+	}
+}
+
+// MPICH's MPI_Comm_spawn under golaunch: the agent refuses the PMI-1 spawn (rc=-1), and
+// MPICH gives the error to every rank of the spawn, which goes on. So golaunch leaves the
+// job alone: both ranks print the error, finalize and exit 0.
+func TestMPISpawnRefused(t *testing.T) {
+	r := runGL(t, "", "-n", "2", "--timeout", testbudget.Scale(45*time.Second).String(), mpiProgs(t)["spawn"])
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for rank := range 2 {
+		mustContain(t, "output", r.stdout, fmt.Sprintf("[%d] rank %d: MPI_Comm_spawn returned an error\n", rank, rank))
 	}
 }
 

@@ -25,6 +25,9 @@ var ompiProgs = &cPrograms{mpicc: "mpicc.openmpi", pkgs: "Debian's openmpi-bin a
 		"putfence":       "../tests/mpi/putfence.c",
 		"split":          "../tests/mpi/split.c",
 		"abort":          "../tests/mpi/abort.c",
+		"hang":           "../tests/mpi/hang.c",
+		"spawn":          "../tests/mpi/spawn.c",
+		"session":        "../tests/mpi/session.c",
 		"allreducebench": "../bench/mpi/allreducebench.c",
 		"halobench":      "../bench/mpi/halobench.c",
 		"pingpong":       "../bench/mpi/pingpong.c",
@@ -128,6 +131,38 @@ func TestOpenMPIRankKilled(t *testing.T) {
 // programs.
 func TestOpenMPIAbortRules(t *testing.T) {
 	checkAbortRules(t, ompiProgs.build(t)["abort"])
+}
+
+// An Open MPI program that hangs where golaunch sees only its PMIx calls: rank 1 waits in
+// MPI_Finalize's PMIx fence while rank 0 waits in MPI_Recv for it. The quiet check,
+// SIGUSR1 and --timeout each print both ranks with their pids, and no line claims a
+// deadlock.
+func TestOpenMPIHangReport(t *testing.T) {
+	checkForeignHang(t, ompiProgs.build(t)["hang"], "PMIx", "fence", "a PMIx fence")
+}
+
+// MPI_Comm_spawn of an Open MPI rank, with MPI_ERRORS_RETURN (tests/mpi/spawn.c). In a job
+// of 2 ranks Open MPI would give the error to the root alone, and rank 1 would wait for
+// ever: golaunch ends the job at once (125), with one line that names rank 0, its host
+// and pid, the program and what to do. In a job of 1 rank the rank gets the error and
+// goes on: golaunch exits 0.
+func TestOpenMPISpawnRefused(t *testing.T) {
+	spawn := ompiProgs.build(t)["spawn"]
+	timeout := testbudget.Scale(45 * time.Second).String()
+	r := runGL(t, "", "-n", "2", "--timeout", timeout, spawn)
+	sum := summaryLines(r.stderr)
+	prefix := "golaunch: rank 0 (host " + hostName() + ", pid "
+	want := ") asked to spawn /bin/true (MPI_Comm_spawn over PMIx): golaunch does not start programs for Open MPI's " +
+		"MPI_Comm_spawn, and the spawn's other ranks would wait for ever; run the job under mpirun, or grow a gorma job " +
+		"with World.Spawn; job aborted"
+	if r.code != ExitFailure || len(sum) != 1 || !strings.HasPrefix(sum[0], prefix) || !strings.HasSuffix(sum[0], want) {
+		t.Fatalf("2 ranks: exit %d, summary %q; want %d and %q...%q\nstderr:\n%s", r.code, sum, ExitFailure, prefix, want, r.stderr)
+	}
+	r = runGL(t, "", "-n", "1", "--timeout", timeout, spawn)
+	if r.code != 0 {
+		t.Fatalf("1 rank: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	mustContain(t, "output", r.stdout, "rank 0: MPI_Comm_spawn returned an error\n")
 }
 
 // The Open MPI programs over the netns agent cluster: 2 hosts of 2 ranks, then a rank

@@ -28,6 +28,7 @@ var (
 	_ pmi.Handler         = (*pmiHandler)(nil)
 	_ pmi.ProtocolHandler = (*pmiHandler)(nil)
 	_ pmi.Spawner         = (*pmiHandler)(nil)
+	_ pmi.SpawnRefuser    = (*pmiHandler)(nil)
 )
 
 func (h *pmiHandler) job() *agentJob { return (*agentJob)(h) }
@@ -91,8 +92,8 @@ func (h *pmiHandler) Spawn(ctx context.Context, rank, n int) (int, error) {
 
 // Abort forwards a rank's abort request to the submitter, which aborts the whole job.
 func (h *pmiHandler) Abort(rank, code int, msg string) {
-	if code == abortProtocol {
-		code = 1 // the code a protocol error's request carries; the job ends with 1 all the same
+	if code == abortProtocol || code == abortRefused {
+		code = 1 // a code the agent's own requests carry; the job ends with 1 all the same
 	}
 	h.job().send(fAbortReq, abortReqMsg{Rank: rank, Code: code, Msg: truncate(msg, 512)})
 }
@@ -111,6 +112,21 @@ func (h *pmiHandler) Gone(rank int) {}
 // Report passes a rank's hang report on to the submitter (pmi.Reporter).
 func (h *pmiHandler) Report(rank int, text string) {
 	h.job().send(fReport, reportMsg{Rank: rank, Text: text})
+}
+
+// RefusedSpawn ends the job of an Open MPI rank that called MPI_Comm_spawn (pmi.SpawnRefuser):
+// golaunch starts no programs for it, and the spawn's other ranks would wait for ever.
+func (h *pmiHandler) RefusedSpawn(rank int, program string) {
+	j := h.job()
+	what := "a program"
+	if program != "" {
+		what = program
+	}
+	msg := fmt.Sprintf("asked to spawn %s (MPI_Comm_spawn over PMIx): golaunch does not start programs for Open MPI's "+
+		"MPI_Comm_spawn, and the spawn's other ranks would wait for ever; run the job under mpirun, or grow a gorma job "+
+		"with World.Spawn", what)
+	j.a.log.Printf("job %s: rank %d %s", j.spec.ID, rank, msg)
+	j.send(fAbortReq, abortReqMsg{Rank: rank, Code: abortRefused, Msg: truncate(msg, 512)})
 }
 
 // logPMIStranger is a PMI protocol error on a job's socket from a process that is no

@@ -55,13 +55,7 @@ func procStalled(pid int) (hang.State, bool) {
 // reportStalled answers a report request for each local rank that is stopped or no
 // longer running, which cannot answer it itself.
 func (j *agentJob) reportStalled() {
-	j.mu.Lock()
-	var procs []*rankProc
-	for _, p := range j.procs {
-		procs = append(procs, p)
-	}
-	j.mu.Unlock()
-	for _, p := range procs {
+	for _, p := range j.procList() {
 		select {
 		case <-p.ended:
 			continue // its exit is reported
@@ -72,4 +66,15 @@ func (j *agentJob) reportStalled() {
 			j.send(fReport, reportMsg{Rank: p.rank, Text: string(hang.AppendReport(nil, rep))})
 		}
 	}
+}
+
+// procList returns the job's rank processes on this host.
+func (j *agentJob) procList() []*rankProc {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	procs := make([]*rankProc, 0, len(j.procs))
+	for _, p := range j.procs {
+		procs = append(procs, p)
+	}
+	return procs
 }

@@ -3,6 +3,7 @@ package launcher
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -25,10 +26,17 @@ import (
 //
 // A round waits at most reportWait for the answers; its agent answers for a rank that
 // is stopped or no longer running (procstate.go), so that such a rank counts as blocked
-// for the quiet check. A rank that gave no answer is "silent" (not a gorma rank, or too
-// busy), and a round no rank answered (a job of programs that are not gorma ranks)
-// prints nothing. With --stacks the answers carry every
-// rank's goroutine stacks, printed after the lines.
+// for the quiet check. It answers too for a rank that is no gorma rank, an MPI library's,
+// with what its PMI servers saw of the rank's requests (foreignreport.go). A rank that
+// gave no answer is "silent" (too busy, or its agent is slow), and a round no rank
+// answered prints nothing. With --stacks the answers carry every rank's goroutine
+// stacks, printed after the lines.
+//
+// A job of such foreign ranks gets a quiet report on facts alone: no rank's PMI progress
+// (its served PMI and PMIx requests, and the ranks' exits) moved for the period, and a
+// rank waits in a PMI fence or has ended while another runs. golaunch cannot see their
+// MPI calls, so the report names no deadlock, and ranks that all run outside any fence
+// may be computing: they get none.
 
 // reportSignal reports whether sig asks golaunch for a hang report (SIGUSR1, SIGQUIT)
 // rather than to stop.
@@ -72,6 +80,9 @@ type hangWatch struct {
 func recordsKey(rep hang.Report) string {
 	var b strings.Builder
 	b.WriteString(rep.State.String())
+	if rep.State == hang.Foreign {
+		fmt.Fprintf(&b, "|%s %s %v", rep.PMI.Wire, rep.PMI.Wait, rep.PMI.Finalized)
+	}
 	for _, r := range rep.Records {
 		fmt.Fprintf(&b, "|%s %s %d %d %d %d %d", r.Call, r.Comm, r.Seq, r.Peer, r.Tag, r.Root, r.Count)
 	}
@@ -86,10 +97,13 @@ func (h *hangWatch) interval() time.Duration { return max(h.every/8, minQuietInt
 // the first round that showed the same counters and records and of this one. Each answer is read
 // after its round's start and within the round's answer time (milliseconds), so the
 // figure is short of the truth by at most the answer time of that first round. It is 0
-// when a counter moved or a rank runs or is silent.
+// when a counter moved or a rank runs or is silent. A foreign rank (foreignreport.go)
+// counts as blocked when a foreign rank waits in a PMI fence or a rank has ended: else
+// every foreign rank may be computing.
 func (h *hangWatch) observe(asked time.Time, reps []hang.Report) time.Duration {
 	moved := h.last == nil
 	blocked := true
+	foreign, fence, ended := false, false, false
 	progress := make(map[int]uint64, len(reps))
 	recs := make(map[int]string, len(reps))
 	for _, rep := range reps {
@@ -97,9 +111,17 @@ func (h *hangWatch) observe(asked time.Time, reps []hang.Report) time.Duration {
 		if p, ok := h.last[rep.Rank]; !ok || p != rep.Progress || h.recs[rep.Rank] != recs[rep.Rank] {
 			moved = true
 		}
-		if rep.State == hang.Running || rep.State == hang.Silent {
+		switch rep.State {
+		case hang.Running, hang.Silent:
 			blocked = false
+		case hang.Foreign:
+			foreign, fence = true, fence || rep.PMI.Wait != ""
+		case hang.Finalized, hang.Exited:
+			ended = true
 		}
+	}
+	if foreign && !fence && !ended {
+		blocked = false
 	}
 	switch {
 	case !blocked: // a rank computes: count again from the next round that finds every rank blocked
@@ -187,6 +209,10 @@ func (s *submitter) endReport() {
 	}
 	s.report = nil
 	r.timer.Stop()
+	foreign := false
+	for _, rep := range r.got {
+		foreign = foreign || rep.State == hang.Foreign
+	}
 	reps := make([]hang.Report, len(s.ranks))
 	for i, st := range s.ranks {
 		rep, ok := r.got[i]
@@ -199,14 +225,17 @@ func (s *submitter) endReport() {
 		default:
 			rep = hang.Report{Rank: i, State: hang.Silent}
 		}
+		if !ok && st.done && foreign {
+			rep.Pid, rep.End = st.pid, st.end // the lines of foreign ranks name processes
+		}
 		reps[i] = rep
 	}
 	switch {
 	case len(r.got) == 0:
-		// No rank answered: not gorma ranks (or none left): nothing to say.
+		// No rank answered (none left): nothing to say.
 	case r.why == "":
 		if quiet := s.hang.observe(r.asked, reps); s.hang.due(quiet) {
-			s.printReports(fmt.Sprintf("no rank has made progress for %v", quiet.Round(100*time.Millisecond)), reps, r.stacks)
+			s.printReports(quietHeading(quiet, reps, foreign), reps, r.stacks)
 		}
 	default:
 		s.hang.observe(r.asked, reps)
@@ -215,6 +244,28 @@ func (s *submitter) endReport() {
 	if r.then != nil {
 		r.then()
 	}
+}
+
+// quietHeading is the heading of a quiet check's report: how long nothing moved and, for
+// a job of foreign ranks, the facts of the reports.
+func quietHeading(quiet time.Duration, reps []hang.Report, foreign bool) string {
+	q := quiet.Round(100 * time.Millisecond)
+	if foreign {
+		return fmt.Sprintf("no PMI or PMIx call has completed for %v; %s", q, hang.ForeignSummary(reps))
+	}
+	return fmt.Sprintf("no rank has made progress for %v", q)
+}
+
+// endText says how a rank's process ended, for the report lines: "exit 0", "signal 9
+// (SIGKILL)", "not started".
+func endText(m *exitMsg) string {
+	switch {
+	case m.Err != "":
+		return "not started"
+	case m.Signal != 0:
+		return "signal " + describeSignal(m.Signal)
+	}
+	return "exit " + strconv.Itoa(m.Code)
 }
 
 // printReports prints a round: a heading, one line per rank, the causes, the stacks.

@@ -162,9 +162,11 @@ func pmiSocketpair() (net.Conn, *os.File, error) {
 }
 
 // spawnRank starts one rank with its stdout and stderr on pipes read by forward (which
-// gets stream 1 or 2 and a chunk it may keep; p.panics sees stderr first), in its own process group, with
-// Pdeathsig, bound to cpus unless that is nil. Rank 0 also gets a stdin pipe. pmiEnd,
-// the rank's end of its PMI socketpair, becomes its PMI_FD; spawnRank closes it.
+// gets stream 1 or 2 and a chunk it may keep; p.panics sees stderr first), in its own
+// process group, and in its own session when ownSession says so (session.go), with
+// Pdeathsig, bound to cpus unless that is nil. Rank 0 also gets a stdin
+// pipe. pmiEnd, the rank's end of its PMI socketpair, becomes its PMI_FD; spawnRank
+// closes it.
 func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, local int, cpus []int,
 	pmiEnd, ring *os.File, forward func(stream int, data []byte)) (*rankProc, error) {
 	cmd := exec.Command(path, args...)
@@ -172,6 +174,9 @@ func spawnRank(sp *spawner, path string, args, env []string, dir string, rank, l
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if ownSession(path) {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL} // a new session leads a new group
+	}
 	p := &rankProc{rank: rank, local: local, cmd: cmd, outDone: make(chan struct{}), ended: make(chan struct{}),
 		panics: panicWatch{rank: rank}}
 	childEnds := []*os.File{pmiEnd}

@@ -68,6 +68,7 @@ func (s *Server) dispatch(ctx context.Context, sc *sconn, m msg) *answer {
 	case cmdAbort:
 		return s.abort(sc, m)
 	case cmdFinalize:
+		sc.log.finalized()
 		s.h.Finalize(sc.rank)
 		return reply("finalize_ack")
 
@@ -118,6 +119,11 @@ func (s *Server) init(ctx context.Context, sc *sconn, m msg) *answer {
 	if err != nil {
 		return sc.fail(cmd, err)
 	}
+	if mode == modeGorma {
+		sc.log.setWire(WireGorma)
+	} else {
+		sc.log.setWire(WirePMI1)
+	}
 	s.mu.Lock()
 	if _, taken := s.ranks[rank]; taken {
 		s.mu.Unlock()
@@ -125,6 +131,7 @@ func (s *Server) init(ctx context.Context, sc *sconn, m msg) *answer {
 	}
 	sc.rank, sc.info = rank, info.withDefaults()
 	s.ranks[rank] = sc
+	s.calls[rank] = &sc.log
 	var news []string
 	if mode == modeGorma {
 		news = slices.Clone(s.news) // under s.mu: Announce reaches sc either here or itself

@@ -7,13 +7,14 @@ import (
 )
 
 // FuzzPMIxServerDecode feeds a connect body and a request body to the server's decoders:
-// they return a value or an error wrapping ErrProtocol, never panic, and a commit's
-// blocks written back (encodePMIxBlocks) read the same.
+// they return a value or an error wrapping ErrProtocol (a spawn's reader returns a program
+// or ""), never panic, and a commit's blocks written back (encodePMIxBlocks) read the same.
 func FuzzPMIxServerDecode(f *testing.F) {
 	f.Add(readPMIxFixture(f, "connect.bin")[16:], readPMIxFixture(f, "commit.bin"))
 	f.Add([]byte("native\x00"), readPMIxFixture(f, "fence.bin"))
 	f.Add([]byte{}, readPMIxFixture(f, "get.bin"))
 	f.Add([]byte("native\x00\x00\x00\x00\x08"), pmixAbortBody(3, "bye"))
+	f.Add([]byte{}, readPMIxFixture(f, "spawn.bin"))
 	f.Fuzz(func(t *testing.T, connect, body []byte) {
 		if _, err := parsePMIxConnect(connect); err != nil && !isProtocol(err) {
 			t.Fatalf("connect: %v", err)
@@ -49,6 +50,8 @@ func FuzzPMIxServerDecode(f *testing.F) {
 			err = parsePMIxRegEvents(d)
 		case pmixCmdJobControl:
 			_, _, err = parsePMIxJobControl(d)
+		case pmixCmdSpawn:
+			pmixSpawnProgram(d) // a program or "", whatever the body
 		}
 		checkProtocol(t, err)
 	})

@@ -15,6 +15,7 @@ import (
 // PMIx commands the server takes besides the client's (pmix_wire.go).
 const (
 	pmixCmdPublish     = 6
+	pmixCmdSpawn       = 9 // PMIX_SPAWNNB_CMD
 	pmixCmdRegEvents   = 13
 	pmixCmdDeregEvents = 14
 	pmixCmdJobControl  = 18
@@ -25,7 +26,7 @@ const (
 var pmixCmdNames = map[byte]string{
 	pmixCmdReq: "job data", pmixCmdAbort: "abort", pmixCmdCommit: "commit", pmixCmdFence: "fence",
 	pmixCmdGet: "get", pmixCmdFinalize: "finalize", pmixCmdPublish: "publish", 7: "lookup",
-	8: "unpublish", 9: "spawn", 10: "connect", 11: "disconnect", 12: "notify",
+	8: "unpublish", pmixCmdSpawn: "spawn", 10: "connect", 11: "disconnect", 12: "notify",
 	pmixCmdRegEvents: "register events", pmixCmdDeregEvents: "deregister events", 15: "query",
 	16: "log", 17: "allocate", pmixCmdJobControl: "job control", 19: "monitor",
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gorma-hpc/gorma/internal/accept"
 )
@@ -60,8 +61,9 @@ type Server struct {
 
 	mu     sync.Mutex
 	conns  map[*sconn]struct{}
-	ranks  map[int]*sconn // initialized connections
-	news   []string       // Announce's event lines, for gorma connections that init later
+	ranks  map[int]*sconn   // initialized connections
+	calls  map[int]*callLog // the requests of each rank's last connection that completed init, kept after it ends
+	news   []string         // Announce's event lines, for gorma connections that init later
 	closed bool
 }
 
@@ -84,8 +86,9 @@ type sconn struct {
 	info Info
 	puts map[string][]byte // this rank's puts since its last fence (dispatcher only)
 
-	pid   int  // the peer's process on the socket (SO_PEERCRED), 0 on a handed connection
-	broke bool // a protocol error was reported (dispatcher only)
+	pid   int     // the peer's process on the socket (SO_PEERCRED), 0 on a handed connection
+	broke bool    // a protocol error was reported (dispatcher only)
+	log   callLog // its requests, for Calls
 }
 
 func (sc *sconn) send(s string) error {
@@ -97,7 +100,7 @@ func (sc *sconn) send(s string) error {
 
 // NewServer returns a server for connections handed to ServeConn only.
 func NewServer(h Handler) *Server {
-	return &Server{h: h, conns: make(map[*sconn]struct{}), ranks: make(map[int]*sconn)}
+	return &Server{h: h, conns: make(map[*sconn]struct{}), ranks: make(map[int]*sconn), calls: make(map[int]*callLog)}
 }
 
 // Listen creates the socket at path (mode 0600, its directory should be 0700) and serves h
@@ -223,7 +226,14 @@ func (s *Server) serve(sc *sconn) {
 		s.readLines(ctx, sc, lines)
 	}()
 	for rq := range lines {
+		cmd, now := lineCmd(rq.raw), time.Now()
+		fence := cmd == cmdBarrier
+		sc.log.begin(cmd, now)
+		if fence {
+			sc.log.wait(cmd, now)
+		}
 		m, a := s.serveLine(ctx, sc, rq)
+		sc.log.end(fence)
 		if a == nil {
 			continue // no answer (PMI-1 abort, a PMI-1 fence of an aborting job)
 		}

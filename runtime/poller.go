@@ -180,7 +180,7 @@ func (p *poller) spun() bool {
 // processor away (sched_yield, as Open MPI's yield_when_idle does) at every round from
 // round yieldAfter on (engine.yieldAfterLocked):
 //   - at once when it waits for one peer bound to this rank's own processor (the cards'
-//     cpu: golaunch binds oversubscribed ranks to the cores in turn);
+//     cpu: golaunch --bind-to core deals oversubscribed ranks to the cores in turn);
 //   - never when that peer never competes for this processor (bound to another one, or
 //     on another host): the wait spins its budget and sleeps, as with a core per rank;
 //   - after oversubYieldAfter rounds (longer than a round trip between two running

@@ -91,11 +91,12 @@ func (j *job) sink(r int) (string, bool) {
 	return "", false
 }
 
-// unknown reports whether rank r may still act: Running, Silent, blocked in no recorded
-// call, or without a report.
+// unknown reports whether rank r may still act: Running, Silent, Foreign (its calls are
+// not seen), blocked in no recorded call, or without a report.
 func (j *job) unknown(r int) bool {
 	rep := j.reps[r]
-	return rep == nil || rep.State == Running || rep.State == Silent || rep.State == Blocked && len(rep.Records) == 0
+	return rep == nil || rep.State == Running || rep.State == Silent || rep.State == Foreign ||
+		rep.State == Blocked && len(rep.Records) == 0
 }
 
 // complements reports whether the point-to-point calls a (of rank x) and b (of rank y)

@@ -21,6 +21,10 @@
 //		fmt.Println(cause)
 //	}
 //
+// A rank that is no gorma rank (an MPI library's) cannot answer. Its agent answers for it
+// with a [Foreign] report whose [PMICalls] say what the agent saw of its PMI requests, and
+// [ForeignSummary] states the facts of such a job without naming a cause.
+//
 // Unknown values: Peer is [NoRank] when the call names no peer and [AnyRank] for any
 // source; Tag, Root and Count are -1 and Type, Op and Win "" when unknown or not
 // applicable. A zero Record is not one of these: set them.

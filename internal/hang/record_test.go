@@ -50,6 +50,18 @@ func TestReportLine(t *testing.T) {
 		{state(1, Silent), "rank 1: silent (no answer)"},
 		{state(1, Stopped), "rank 1: stopped (SIGSTOP or a debugger)"},
 		{state(1, State(9)), "rank 1: State(9)"},
+		{Report{Rank: 0, Pid: 4241, State: Finalized, End: "exit 0"}, "rank 0 (pid 4241): finalized (exit 0)"},
+		{Report{Rank: 2, Pid: 7, State: Exited, End: "signal 9 (SIGKILL)"}, "rank 2 (pid 7): exited (signal 9 (SIGKILL))"},
+		{Report{Rank: 1, Pid: 4242, State: Foreign, PMI: PMICalls{Wire: "PMIx", Wait: "fence", Last: "fence", Since: 31 * time.Second}},
+			"rank 1 (pid 4242): in PMIx fence (MPI_Init or MPI_Finalize) for 31.0s"},
+		{Report{Rank: 1, Pid: 4242, State: Foreign, PMI: PMICalls{Wire: "PMI-1", Wait: "barrier_in", Since: 3 * time.Second}},
+			"rank 1 (pid 4242): in PMI-1 barrier_in (MPI_Init or MPI_Finalize) for 3.0s"},
+		{Report{Rank: 0, Pid: 4241, State: Foreign, PMI: PMICalls{Wire: "PMIx", Last: "fence", Since: 40200 * time.Millisecond}},
+			"rank 0 (pid 4241): runs MPI code (not a gorma rank: golaunch sees only its PMI calls); last PMIx request fence 40.2s ago"},
+		{Report{Rank: 0, Pid: 9, State: Foreign, PMI: PMICalls{Wire: "PMIx", Last: "finalize", Finalized: true, Since: 2 * time.Second}},
+			"rank 0 (pid 9): called PMIx finalize 2.0s ago and runs on"},
+		{Report{Rank: 3, Pid: 9, State: Foreign},
+			"rank 3 (pid 9): runs (no PMI or PMIx request yet: golaunch cannot see inside it)"},
 	}
 	for _, tc := range tests {
 		if got := tc.rep.Line(); got != tc.want {

@@ -3,6 +3,7 @@ package hang
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // AppendReport appends r's text form to b and returns the extended buffer: a header line,
@@ -13,9 +14,14 @@ import (
 //	call=Recv comm=World peer=1 tag=0 since=31200000000
 //	call=Send comm=World peer=2 tag=7 since=2000000000
 //
-// Every line ends in a newline. Host is percent-encoded like a record's strings. At most
-// MaxRecords records are written (the rest add to omitted) and at most MaxStacks bytes of
-// Stacks.
+// A Foreign rank's header carries its process and PMI calls, each field left out at its
+// zero value:
+//
+//	rank=1 host=node1 state=foreign progress=9 omitted=0 records=0 stacks=0 pid=4242 pmi=PMIx pmiwait=fence pmisince=31000000000
+//
+// Every line ends in a newline. Host and the other strings are percent-encoded like a
+// record's. At most MaxRecords records are written (the rest add to omitted) and at most
+// MaxStacks bytes of Stacks.
 func AppendReport(b []byte, r Report) []byte {
 	recs, omitted := r.Records, r.Omitted
 	if len(recs) > MaxRecords {
@@ -33,8 +39,17 @@ func AppendReport(b []byte, r Report) []byte {
 	b = strconv.AppendInt(append(b, " omitted="...), int64(omitted), 10)
 	b = strconv.AppendInt(append(b, " records="...), int64(len(recs)), 10)
 	b = strconv.AppendInt(append(b, " stacks="...), int64(len(stacks)), 10)
-	if r.Trace != "" {
-		b = appendEscaped(append(b, " trace="...), r.Trace)
+	b = appendString(b, " trace=", r.Trace)
+	b = appendInt(b, " pid=", r.Pid, 0)
+	b = appendString(b, " end=", r.End)
+	b = appendString(b, " pmi=", r.PMI.Wire)
+	b = appendString(b, " pmiwait=", r.PMI.Wait)
+	b = appendString(b, " pmilast=", r.PMI.Last)
+	if r.PMI.Since != 0 {
+		b = strconv.AppendInt(append(b, " pmisince="...), int64(r.PMI.Since), 10)
+	}
+	if r.PMI.Finalized {
+		b = append(b, " pmifinalized=1"...)
 	}
 	b = append(b, '\n')
 	for _, rec := range recs {
@@ -47,7 +62,8 @@ func AppendReport(b []byte, r Report) []byte {
 }
 
 var headerKeys = map[string]bool{"rank": true, "host": true, "state": true, "progress": true,
-	"omitted": true, "records": true, "stacks": true, "trace": true}
+	"omitted": true, "records": true, "stacks": true, "trace": true, "pid": true, "end": true,
+	"pmi": true, "pmiwait": true, "pmilast": true, "pmisince": true, "pmifinalized": true}
 
 // ParseReport parses exactly one report in AppendReport's form. The header's fields may
 // come in any order (unknown keys are skipped; rank, state, records and stacks are
@@ -78,6 +94,25 @@ func ParseReport(s string) (Report, error) {
 			r.Host, err = unescape(v)
 		case "trace":
 			r.Trace, err = unescape(v)
+		case "pid":
+			r.Pid, err = parseInt(v, 0)
+		case "end":
+			r.End, err = unescape(v)
+		case "pmi":
+			r.PMI.Wire, err = unescape(v)
+		case "pmiwait":
+			r.PMI.Wait, err = unescape(v)
+		case "pmilast":
+			r.PMI.Last, err = unescape(v)
+		case "pmisince":
+			var n int64
+			n, err = strconv.ParseInt(v, 10, 64)
+			r.PMI.Since = time.Duration(n)
+		case "pmifinalized":
+			if v != "1" {
+				err = syntaxf("pmifinalized=%.20q: want 1", v)
+			}
+			r.PMI.Finalized = true
 		case "state":
 			var ok bool
 			if r.State, ok = parseState(v); !ok {

@@ -13,13 +13,13 @@ import (
 // counted in Omitted, Stacks to MaxStacks bytes), so what they write parses whenever the
 // numbers are in range (doc.go lists the ranges).
 const (
-	MaxString    = 256     // bytes of one string field (Call, Comm, Type, Op, Win, Host), decoded
+	MaxString    = 256     // bytes of one string field (a record's Call, Comm, Type, Op, Win; a report's Host, Trace, End, PMI's), decoded
 	MaxMembers   = 4096    // entries of Members
 	MaxRank      = 1 << 24 // bound (exclusive) of a member's world rank
 	MaxRecordLen = 64 << 10
 	MaxRecords   = 256     // records of one report
 	MaxStacks    = 1 << 20 // bytes of Stacks
-	maxHeaderLen = 1 << 10
+	maxHeaderLen = 8 << 10 // the longest header AppendReport writes (six strings of MaxString escaped bytes) fits
 )
 
 // ErrSyntax is wrapped by every error of ParseRecord and ParseReport.

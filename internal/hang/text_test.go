@@ -117,7 +117,15 @@ func TestReportText(t *testing.T) {
 	if !reflect.DeepEqual(back, rep) {
 		t.Errorf("ParseReport = %+v, want %+v", back, rep)
 	}
-	for _, s := range []Report{state(0, Running), state(1, Exited), state(3, Stopped), {Rank: 2, State: Silent, Host: "h"}} {
+	foreign := Report{Rank: 1, Host: "node1", Pid: 4242, State: Foreign, Progress: 9,
+		PMI: PMICalls{Wire: "PMIx", Wait: "fence", Last: "fence", Since: 31 * time.Second}}
+	wantForeign := "rank=1 host=node1 state=foreign progress=9 omitted=0 records=0 stacks=0 pid=4242 pmi=PMIx pmiwait=fence pmilast=fence pmisince=31000000000\n"
+	if got := string(AppendReport(nil, foreign)); got != wantForeign {
+		t.Errorf("AppendReport of a foreign rank =\n%q\nwant\n%q", got, wantForeign)
+	}
+	for _, s := range []Report{state(0, Running), state(1, Exited), state(3, Stopped), {Rank: 2, State: Silent, Host: "h"}, foreign,
+		{Rank: 0, Pid: 1, State: Finalized, End: "exit 0"},
+		{Rank: 5, State: Foreign, PMI: PMICalls{Wire: "PMI-1", Last: "finalize", Finalized: true, Since: -1}}} {
 		b := AppendReport(nil, s)
 		if back, err := ParseReport(string(b)); err != nil || !reflect.DeepEqual(back, s) {
 			t.Errorf("round trip of %+v: %+v, %v", s, back, err)
@@ -143,6 +151,23 @@ func TestReportBounds(t *testing.T) {
 	}
 }
 
+// The longest header AppendReport writes, every string at MaxString bytes that each
+// escape to three, parses.
+func TestReportHeaderBounds(t *testing.T) {
+	long := strings.Repeat("\x00", MaxString+10)
+	rep := Report{Rank: 1<<31 - 1, Host: long, Pid: 1<<31 - 1, State: Foreign, Progress: 1<<64 - 1, Omitted: 1<<31 - 1,
+		Trace: long, End: long, PMI: PMICalls{Wire: long, Wait: long, Last: long, Since: -1 << 63, Finalized: true}}
+	b := AppendReport(nil, rep)
+	back, err := ParseReport(string(b))
+	if err != nil {
+		t.Fatalf("ParseReport of a %d-byte report: %v", len(b), err)
+	}
+	if len(back.Host) != MaxString || len(back.PMI.Last) != MaxString || !back.PMI.Finalized || back.Pid != rep.Pid {
+		t.Errorf("parsed %d bytes of host, %d of the last request, finalized %v, pid %d", len(back.Host), len(back.PMI.Last),
+			back.PMI.Finalized, back.Pid)
+	}
+}
+
 func TestParseReportErrors(t *testing.T) {
 	ok := "rank=0 state=running records=0 stacks=0\n"
 	if _, err := ParseReport(ok); err != nil {
@@ -165,6 +190,11 @@ func TestParseReportErrors(t *testing.T) {
 		"rank=0 state=running records=0 stacks=3\nabcd\n",
 		"rank=0 state=running records=0 stacks=3\nabc",
 		"rank=0 state=running records=0 stacks=9999999\n",
+		"rank=0 state=foreign records=0 stacks=0 pid=-1\n",
+		"rank=0 state=foreign records=0 stacks=0 pmifinalized=0\n",
+		"rank=0 state=foreign records=0 stacks=0 pmisince=1s\n",
+		"rank=0 state=foreign records=0 stacks=0 pmiwait=a%zz\n",
+		"rank=0 state=running records=0 stacks=0 host=" + strings.Repeat("a", 9000) + "\n",
 	}
 	for _, s := range bad {
 		if r, err := ParseReport(s); err == nil {
@@ -208,6 +238,8 @@ func FuzzParseReport(f *testing.F) {
 	f.Add("rank=3 host=node%201 state=blocked progress=12 omitted=0 records=1 stacks=4\ncall=Recv peer=1 tag=0\nabcd\n")
 	f.Add("rank=0 state=running records=0 stacks=0\n")
 	f.Add("rank=1 state=blocked records=2 stacks=0 x=y\ncall=Barrier seq=1 members=0-1\ncall=Recv peer=-1\n")
+	f.Add("rank=1 host=h state=foreign progress=9 omitted=0 records=0 stacks=0 pid=4242 pmi=PMIx pmiwait=fence pmisince=31000000000\n")
+	f.Add("rank=0 state=finalized records=0 stacks=0 pid=7 end=exit%200 pmi=PMI-1 pmilast=finalize pmifinalized=1\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := ParseReport(s)
 		if err != nil {
@@ -227,5 +259,6 @@ func FuzzParseReport(f *testing.F) {
 		_ = r.Line()
 		peer := Report{Rank: r.Rank + 1, State: Blocked, Records: []Record{{Call: "Recv", Peer: r.Rank, Since: time.Second}}}
 		_ = Diagnose([]Report{r, peer})
+		_ = ForeignSummary([]Report{r, peer})
 	})
 }

@@ -332,7 +332,7 @@ func TestBandwidth(t *testing.T) {
 // and fresh buffers, and checks rank 0's tables (measure checks each size's result).
 func TestRunColls(t *testing.T) {
 	for _, fresh := range []string{"--fresh=false", "--fresh=true"} {
-		o, err := parseFlags([]string{"--test", "colls", fresh, "--sizes", "8,1K,64K", "--iters", "10", "--min-iters", "3", "--size-time", "1s"})
+		o, err := parseFlags([]string{"--test", "colls", fresh, "--sizes", "8,1K,64K", "--iters", "2", "--min-iters", "1", "--size-time", "100ms"})
 		if err != nil {
 			t.Fatal(err)
 		}

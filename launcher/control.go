@@ -608,6 +608,12 @@ func dialControl(addr string, key []byte, timeout time.Duration) (*ctlConn, erro
 	var backoff time.Duration
 	for tries := 1; ; tries++ {
 		cc, err := dialOnce(addr, key, min(timeout, time.Until(end)))
+		if err != nil && tries > 1 && isTimeout(err) && !time.Now().Before(end) {
+			// The back-off left this try too little time: the agent's sheds are the cause.
+			return nil, fmt.Errorf("%w: %w %d times in %v, then the last try ran out of time (%v); a flood "+
+				"of connections may hold its control port (see the agent's log)", errAuth, errShed, tries-1,
+				time.Since(start).Round(time.Millisecond), err)
+		}
 		if err == nil || !errors.Is(err, errShed) {
 			return cc, err
 		}

@@ -211,7 +211,10 @@ func shedProxy(t *testing.T, addr string, drop int) string {
 					return
 				}
 				defer up.Close()
-				go io.Copy(up, c)
+				go func() {
+					io.Copy(up, c)
+					up.Close() // the client's close reaches the agent
+				}()
 				io.Copy(c, up)
 			}()
 		}

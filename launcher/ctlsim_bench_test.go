@@ -206,7 +206,8 @@ func BenchmarkControlPlaneFence(b *testing.B) {
 				}
 				events := make([]subEvent, roster.Size)
 				for rank := range roster.Size {
-					events[rank] = subEvent{link: roster.RankHost[rank], t: fFence,
+					h := roster.RankHost[rank]
+					events[rank] = subEvent{link: h, from: s.links[h], t: fFence,
 						msg: &fenceMsg{Rank: rank, Puts: map[string][]byte{simCardKey: simWireCard(rank)}}}
 				}
 				t0 := time.Now()

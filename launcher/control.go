@@ -74,8 +74,12 @@ const controlVersion = 7
 // maxFrame bounds a frame's payload (a fence of many ranks' endpoint cards fits easily).
 const maxFrame = 64 << 20
 
-// handshakeTimeout bounds a whole handshake (a variable for tests).
-var handshakeTimeout = 5 * time.Second
+// defaultHandshake bounds a whole control handshake.
+const defaultHandshake = 5 * time.Second
+
+// handshakeTimeout bounds a handshake at an agent (a variable for tests). A submitter's
+// is its ctlTiming's.
+var handshakeTimeout = defaultHandshake
 
 const (
 	helloSize = 72
@@ -599,15 +603,16 @@ const (
 	shedBackoffMax = 500 * time.Millisecond
 )
 
-// dialControl connects to an agent's control address and authenticates. A handshake
-// that the agent shed (closed before its reply) is tried again after a back-off, until
-// timeout plus handshakeTimeout from the first try.
-func dialControl(addr string, key []byte, timeout time.Duration) (*ctlConn, error) {
+// dialControl connects to an agent's control address and authenticates, each handshake
+// within tm.handshake. A handshake that the agent shed (closed before its reply) is tried
+// again after a back-off, until tm.dial plus tm.handshake from the first try.
+func dialControl(addr string, key []byte, tm ctlTiming) (*ctlConn, error) {
+	timeout := tm.dial
 	start := time.Now()
-	end := start.Add(timeout + handshakeTimeout)
+	end := start.Add(timeout + tm.handshake)
 	var backoff time.Duration
 	for tries := 1; ; tries++ {
-		cc, err := dialOnce(addr, key, min(timeout, time.Until(end)))
+		cc, err := dialOnce(addr, key, min(timeout, time.Until(end)), tm.handshake)
 		if err != nil && tries > 1 && isTimeout(err) && !time.Now().Before(end) {
 			// The back-off left this try too little time: the agent's sheds are the cause.
 			return nil, fmt.Errorf("%w: %w %d times in %v, then the last try ran out of time (%v); a flood "+
@@ -627,13 +632,13 @@ func dialControl(addr string, key []byte, timeout time.Duration) (*ctlConn, erro
 	}
 }
 
-// dialOnce connects to addr and runs one handshake.
-func dialOnce(addr string, key []byte, timeout time.Duration) (*ctlConn, error) {
+// dialOnce connects to addr within timeout and runs one handshake within handshake.
+func dialOnce(addr string, key []byte, timeout, handshake time.Duration) (*ctlConn, error) {
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
 	}
-	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	c.SetDeadline(time.Now().Add(handshake))
 	cc, err := clientHandshake(c, key)
 	if err != nil {
 		c.Close()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/pmi"
 )
 
@@ -30,7 +31,7 @@ func ctlModel(r, f int) (toAgent, fromAgent int64) {
 // every other rank's card after the fence, the abort reached every rank, the submitter
 // named the failing rank, and every agent exchanged the model's count of messages.
 func TestCtlSim(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
 	const agents = 20
 	res, err := runCtlSim(ctx, agents, simRanksPerAgent, true)
@@ -76,7 +77,7 @@ func BenchmarkControlPlane(b *testing.B) {
 	for _, agents := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("agents=%d", agents), func(b *testing.B) {
 			for range b.N {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Minute))
 				res, err := runCtlSim(ctx, agents, simRanksPerAgent, false)
 				cancel()
 				if err != nil {
@@ -95,6 +96,8 @@ func BenchmarkControlPlane(b *testing.B) {
 				b.ReportMetric(float64(res.ToAgentsB[fFenceDone])/float64(agents), "fence-B/agent")
 				b.ReportMetric(float64(res.ToAgents[fFenceDone]+res.FromAgents[fFence]), "fence-msgs@submitter")
 				b.ReportMetric(float64(res.BytesToAgents+res.BytesFromAgents), "B@submitter")
+				b.ReportMetric(float64(res.BusiestB), "B@busiest")
+				b.Logf("busiest node: %s, %d bytes", res.Busiest, res.BusiestB)
 				b.ReportMetric(0, "ns/op")
 			}
 		})

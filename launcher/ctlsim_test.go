@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/pmi"
 )
 
@@ -75,6 +76,10 @@ type ctlResult struct {
 	BytesToAgents, BytesFromAgents int64
 	// Per agent: the largest message count (both directions, pings excluded) and byte count.
 	MaxAgentMsgs, MaxAgentBytes int64
+	// The node (the submitter or an agent) that sent and received the most bytes, and
+	// those bytes: the bound on any one node's traffic.
+	Busiest  string
+	BusiestB int64
 	// Messages per agent in each direction, by agent (pings excluded).
 	AgentIn, AgentOut []int64
 }
@@ -186,6 +191,7 @@ func runCtlSim(ctx context.Context, agents, perAgent int, fullGet bool) (*ctlRes
 		spec: jobSpec{ID: id, Submitter: "submitter", Program: "/simulated/rank", Secret: secret,
 			Roster: roster, Transport: "auto", BindTo: BindNone, Grace: time.Second},
 		roster: roster, addrs: addrs, key: sim.ckey, stderr: stderr, grace: time.Second,
+		tm:  defaultTiming.scaled(testbudget.Scale),
 		out: newOutputSink(io.Discard, io.Discard, false, true, ""),
 	}
 	start := time.Now()
@@ -263,7 +269,15 @@ func (r *ctlResult) count(sas []*simAgent) {
 		r.AgentIn = append(r.AgentIn, in.messages())
 		r.AgentOut = append(r.AgentOut, out.messages())
 		r.MaxAgentMsgs = max(r.MaxAgentMsgs, in.messages()+out.messages())
-		r.MaxAgentBytes = max(r.MaxAgentBytes, in.bytes.Load()+out.bytes.Load())
+		if b := in.bytes.Load() + out.bytes.Load(); b > r.MaxAgentBytes {
+			r.MaxAgentBytes = b
+			if b > r.BusiestB {
+				r.Busiest, r.BusiestB = "agent "+sa.name, b
+			}
+		}
+	}
+	if b := r.BytesToAgents + r.BytesFromAgents; b >= r.BusiestB {
+		r.Busiest, r.BusiestB = "the submitter", b
 	}
 }
 
@@ -281,7 +295,7 @@ func (sa *simAgent) serve() {
 	sim.conns = append(sim.conns, c)
 	sim.mu.Unlock()
 	sa.tap = newTapConn(c)
-	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	c.SetDeadline(time.Now().Add(testbudget.Scale(handshakeTimeout)))
 	cc, err := serverHandshake(sa.tap, sim.ckey)
 	if err != nil {
 		sim.fail(fmt.Errorf("agent %s: %w", sa.name, err))

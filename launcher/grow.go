@@ -157,7 +157,7 @@ func (s *submitter) startSpawn(ask spawnAsk) {
 		l := &agentLink{idx: i, host: name, credit: make(chan struct{}, stdinWindow)}
 		op.fresh = append(op.fresh, l)
 		go func() {
-			cc, err := dialControl(addr, s.key, dialTimeout)
+			cc, err := dialControl(addr, s.key, s.timing())
 			select {
 			case s.grow.dialed <- dialResult{l, cc, err}:
 			case <-s.done:
@@ -178,14 +178,14 @@ func (s *submitter) startSpawn(ask spawnAsk) {
 // readyTimeout (the submitter's loop calls it at every liveness check).
 func (s *submitter) checkSpawn() {
 	op := s.grow.cur
-	if op == nil || op.committed || len(op.fresh) == 0 || time.Since(op.since) < readyTimeout {
+	if op == nil || op.committed || len(op.fresh) == 0 || time.Since(op.since) < s.timing().ready {
 		return
 	}
 	var late []string
 	for _, l := range op.fresh {
 		late = append(late, l.host)
 	}
-	s.failSpawn(fmt.Sprintf("the agents %s did not set up the job within %v", strings.Join(late, ", "), readyTimeout))
+	s.failSpawn(fmt.Sprintf("the agents %s did not set up the job within %v", strings.Join(late, ", "), s.timing().ready))
 }
 
 // agentDialed pushes the job to a new agent, or fails the spawn.

@@ -226,16 +226,14 @@ func shedProxy(t *testing.T, addr string, drop int) string {
 // so, not a word about the key.
 func TestDialControlRetriesShed(t *testing.T) {
 	a := testAgent(t, "a", 1, randomKey(t))
-	cc, err := dialControl(shedProxy(t, a.controlAddr(), 3), a.ckey, testbudget.Scale(5*time.Second))
+	cc, err := dialControl(shedProxy(t, a.controlAddr(), 3), a.ckey, defaultTiming.scaled(testbudget.Scale))
 	if err != nil {
 		t.Fatalf("dial after 3 shed handshakes: %v", err)
 	}
 	cc.close()
 
-	old := handshakeTimeout
-	handshakeTimeout = 300 * time.Millisecond
-	defer func() { handshakeTimeout = old }()
-	_, err = dialControl(shedProxy(t, a.controlAddr(), 1<<30), a.ckey, 500*time.Millisecond)
+	tm := ctlTiming{dial: 500 * time.Millisecond, handshake: 300 * time.Millisecond}
+	_, err = dialControl(shedProxy(t, a.controlAddr(), 1<<30), a.ckey, tm)
 	if err == nil || !errors.Is(err, errShed) || !strings.Contains(err.Error(), "handshake shed (agent busy)") ||
 		strings.Contains(err.Error(), "key") {
 		t.Errorf("dial to an agent that sheds every handshake: %v; want handshake shed (agent busy), no word of the key", err)

@@ -37,7 +37,8 @@ type submitter struct {
 	stderr io.Writer
 	stdin  io.Reader // forwarded to rank 0; nil for none
 	grace  time.Duration
-	trace  string // --trace's file: a hang report merges the ranks' dumps there (report.go), and so does a crash (timeline.go)
+	tm     ctlTiming // the control plane's deadlines; zero: defaultTiming (timing)
+	trace  string    // --trace's file: a hang report merges the ranks' dumps there (report.go), and so does a crash (timeline.go)
 
 	timeout, startup time.Duration
 	leaves           <-chan leaveEvent
@@ -495,6 +496,14 @@ func (s *submitter) completeRound() {
 	}
 }
 
+// timing returns the job's control deadlines.
+func (s *submitter) timing() ctlTiming {
+	if s.tm == (ctlTiming{}) {
+		return defaultTiming
+	}
+	return s.tm
+}
+
 // agentLeft handles memberlist's verdict on a member: the agent is lost when its control
 // connection has been silent for deadSilence, now or at a later check (checkLinks).
 func (s *submitter) agentLeft(ev leaveEvent) {
@@ -523,8 +532,8 @@ func (s *submitter) suspectLink(ev leaveEvent) (*agentLink, bool, string) {
 // deadSilence on a connection that stayed live is noted once on stderr: the cluster is
 // flaky, and the job goes on.
 func (s *submitter) checkLink(l *agentLink) (bool, string) {
-	lost, why := verdict(l.suspect, l.cc)
-	if !lost && l.suspect != nil && !l.noted && time.Since(l.suspectAt) >= deadSilence {
+	lost, why := verdict(l.suspect, l.cc, s.timing())
+	if !lost && l.suspect != nil && !l.noted && time.Since(l.suspectAt) >= s.timing().dead {
 		l.noted = true
 		fmt.Fprintln(s.stderr, "golaunch: note: "+liveNote("agent "+l.host, *l.suspect, l.cc))
 	}

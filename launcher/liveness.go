@@ -19,6 +19,26 @@ const (
 	maxSilence        = 15 * time.Second
 )
 
+// ctlTiming is the deadlines of a submitter's control plane. A job runs with
+// defaultTiming. The control-plane simulation scales them with its machine's slack: its
+// agents share two processors, and the deadlines are the real ones' stretched, not
+// different rules.
+type ctlTiming struct {
+	dial      time.Duration // connecting to one agent, shed handshakes tried again included
+	handshake time.Duration // one control handshake
+	ready     time.Duration // every agent set up its part of the job
+	dead      time.Duration // silence that confirms memberlist's verdict (deadSilence)
+	silent    time.Duration // silence that loses a connection without a verdict (maxSilence)
+}
+
+var defaultTiming = ctlTiming{dial: dialTimeout, handshake: defaultHandshake, ready: readyTimeout,
+	dead: deadSilence, silent: maxSilence}
+
+// scaled returns t with every deadline passed through f.
+func (t ctlTiming) scaled(f func(time.Duration) time.Duration) ctlTiming {
+	return ctlTiming{dial: f(t.dial), handshake: f(t.handshake), ready: f(t.ready), dead: f(t.dead), silent: f(t.silent)}
+}
+
 // silence is how long the connection's reader has been waiting for its next frame (pings
 // included), or 0 while the reader is busy elsewhere: time this side spent not reading
 // is not the peer's silence.
@@ -48,13 +68,14 @@ func (cc *ctlConn) beat(stop <-chan struct{}) {
 }
 
 // verdict decides what a memberlist verdict (ev, nil for none) on the peer of cc means
-// now: lost, and why, when the connection has been silent long enough.
-func verdict(ev *leaveEvent, cc *ctlConn) (lost bool, why string) {
+// now: lost, and why, when the connection has been silent long enough (tm.dead after a
+// verdict, tm.silent without one).
+func verdict(ev *leaveEvent, cc *ctlConn, tm ctlTiming) (lost bool, why string) {
 	q := cc.silence()
 	switch {
-	case ev != nil && q >= deadSilence:
+	case ev != nil && q >= tm.dead:
 		return true, fmt.Sprintf("%s; its control connection silent for %v", ev.how(), q.Round(time.Millisecond))
-	case q >= maxSilence:
+	case q >= tm.silent:
 		return true, fmt.Sprintf("its control connection silent for %v", q.Round(time.Millisecond))
 	}
 	return false, ""

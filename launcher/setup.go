@@ -76,13 +76,13 @@ func (s *submitter) connect() (int, bool) {
 	for i, host := range s.roster.Hosts {
 		s.links[i] = &agentLink{idx: i, host: host, credit: make(chan struct{}, stdinWindow)}
 		go func() {
-			cc, err := dialControl(s.addrs[i], s.key, dialTimeout)
+			cc, err := dialControl(s.addrs[i], s.key, s.timing())
 			results <- dialed{i, cc, err}
 		}()
 	}
 	pending := len(s.links)
 	abandon := func() {
-		// The dials still running end within dialTimeout and handshakeTimeout.
+		// The dials still running end within the timing's dial and handshake deadlines.
 		go func(n int) {
 			for range n {
 				if d := <-results; d.cc != nil {
@@ -148,7 +148,7 @@ func (s *submitter) setup() (int, bool) {
 	answers := make([]*rejectMsg, len(s.links))
 	ok := &rejectMsg{}
 	pending := len(s.links)
-	timer := time.NewTimer(readyTimeout)
+	timer := time.NewTimer(s.timing().ready)
 	defer timer.Stop()
 	check := time.NewTicker(heartbeatInterval)
 	defer check.Stop()
@@ -195,7 +195,7 @@ func (s *submitter) setup() (int, bool) {
 					late = append(late, s.links[i].host)
 				}
 			}
-			what := fmt.Sprintf("agent %s did not set up the job within %v", late[0], readyTimeout)
+			what := fmt.Sprintf("agent %s did not set up the job within %v", late[0], s.timing().ready)
 			if len(late) > 1 {
 				what += fmt.Sprintf(" (nor did %s)", strings.Join(late[1:], ", "))
 			}

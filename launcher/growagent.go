@@ -12,8 +12,9 @@ import (
 // the spawned groups, their fences, and the ranks waiting for an answer to their spawn
 // request. Guarded by the job's mu.
 type agentGrowth struct {
-	roster  Roster // spec.Roster, grown by every spawn since
-	mapping string // PMI_process_mapping of roster
+	roster  Roster   // spec.Roster, grown by every spawn since
+	mapping string   // PMI_process_mapping of roster
+	nodes   []string // the names of mapping's nodes, by node index (nodeHosts)
 	groups  []pmi.SpawnGroup
 	fenced  map[int]bool                // spawned ranks here that fenced with their group
 	waits   map[int]*groupWait          // by a group's first rank: its fence, done or not
@@ -33,7 +34,7 @@ type groupWait struct {
 func (j *agentJob) initGrowth() {
 	g := &j.grow
 	g.roster = j.spec.Roster
-	g.mapping = pmi.FormatProcessMapping(g.roster.RankHost)
+	g.mapping, g.nodes = pmi.FormatProcessMapping(g.roster.RankHost), nodeHosts(g.roster)
 	g.fenced, g.waits, g.asks = map[int]bool{}, map[int]*groupWait{}, map[int]chan *spawnReplyMsg{}
 	g.stop = make(chan struct{})
 	for _, sg := range j.spec.Spawns {
@@ -71,6 +72,27 @@ func (j *agentJob) rosterNow() (Roster, string) {
 	return j.grow.roster, j.grow.mapping
 }
 
+// nodesNow returns the names of the process mapping's nodes as the job is now.
+func (j *agentJob) nodesNow() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.grow.nodes
+}
+
+// nodeHosts names the nodes of roster's process mapping by node index: its hosts in order
+// of their first rank, as pmi.ParseProcessMapping numbers the nodes.
+func nodeHosts(roster Roster) []string {
+	seen := make(map[int]bool)
+	var names []string
+	for _, h := range roster.RankHost {
+		if !seen[h] {
+			seen[h] = true
+			names = append(names, roster.Hosts[h])
+		}
+	}
+	return names
+}
+
 // groupOf returns the spawned group of rank, if rank was spawned.
 func (j *agentJob) groupOf(rank int) (pmi.SpawnGroup, bool) {
 	j.mu.Lock()
@@ -98,7 +120,7 @@ func (j *agentJob) grew(sg pmi.SpawnGroup, roster Roster) ([]int, error) {
 	}
 	j.mu.Lock()
 	j.grow.roster = roster
-	j.grow.mapping = pmi.FormatProcessMapping(roster.RankHost)
+	j.grow.mapping, j.grow.nodes = pmi.FormatProcessMapping(roster.RankHost), nodeHosts(roster)
 	j.addGroupLocked(sg)
 	var here []int
 	for r := sg.First; r < roster.Size; r++ {

@@ -58,7 +58,7 @@ func (h *pmiHandler) Init(ctx context.Context, rank int, job string) (pmi.Info, 
 	j.mu.Unlock()
 	j.send(fInit, rankMsg{Rank: rank}) // never under j.mu: a send may wait on the network
 	return pmi.Info{Size: roster.Size, Secret: j.spec.Secret, KVSName: "kvs_" + j.spec.ID,
-		AppNum: j.spec.appOf(rank), UniverseSize: roster.Size, ProcessMapping: mapping}, nil
+		AppNum: j.spec.appOf(rank), UniverseSize: roster.Size, ProcessMapping: mapping, Hosts: j.nodesNow()}, nil
 }
 
 // Fence publishes rank's puts and waits for the job-wide round. A spawned rank's first

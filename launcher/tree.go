@@ -1,9 +1,8 @@
 package launcher
 
-// The agent tree carries a job's shared spec down and its fences up and down, so that no
-// frame of O(N) bytes passes through the submitter once per agent. It is a pure function
-// of the agent count, the fan-out and the dead set, as the roster is: every node computes
-// it, and nobody negotiates it. See controlplane-plan.md.
+// The agent tree of a job: each node talks to its parent and at most k children, so no
+// node handles a frame per agent. It is a pure function of the agent count, the fan-out
+// and the dead set, as the roster is: every node computes it, and nobody negotiates it.
 //
 // Positions: the submitter is 0 and the roster's host i is i + 1. With fan-out k the
 // parent of position p is (p-1)/k. A dead node's children take its nearest live

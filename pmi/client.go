@@ -22,6 +22,11 @@ type Info struct {
 	AppNum         int    // the rank's program among the job's (MPMD: golaunch -n 2 ./a : -n 2 ./b); 0 for one program
 	UniverseSize   int    // ranks the job may grow to (Size)
 	ProcessMapping string // PMI_process_mapping of the job ([FormatProcessMapping]); "": not served
+
+	// Hosts names the nodes of ProcessMapping, by node index (numbered in order of first
+	// appearance, as ParseProcessMapping numbers them): golaunch's agent serves it to
+	// gorma-init, so that a rank knows every rank's host without reading a card.
+	Hosts []string
 }
 
 func (i Info) withDefaults() Info {
@@ -145,6 +150,12 @@ func DialConn(ctx context.Context, conn net.Conn, rank int, job string) (*Client
 		return nil, &opError{op: "init rank " + strconv.Itoa(rank), err: err}
 	}
 	c.info.KVSName = m["kvsname"]
+	c.info.ProcessMapping = untext(m["mapping"]) // absent from an older agent: ""
+	if h := m["hosts"]; h != "" {
+		for _, name := range strings.Split(h, ",") {
+			c.info.Hosts = append(c.info.Hosts, untext(name))
+		}
+	}
 	return c, nil
 }
 

@@ -144,7 +144,8 @@ func (s *Server) init(ctx context.Context, sc *sconn, m msg) *answer {
 		return reply("response_to_init", "pmi_version", "1", "pmi_subversion", "1", "rc", "0")
 	}
 	return reply(replyTo[cmdGormaInit], "rc", "0", "size", strconv.Itoa(info.Size), "secret", hex.EncodeToString(info.Secret),
-		"kvsname", sc.info.KVSName, "appnum", strconv.Itoa(sc.info.AppNum))
+		"kvsname", sc.info.KVSName, "appnum", strconv.Itoa(sc.info.AppNum),
+		"mapping", text(sc.info.ProcessMapping), "hosts", textList(sc.info.Hosts))
 }
 
 func (s *Server) put(sc *sconn, m msg) *answer {

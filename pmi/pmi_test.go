@@ -37,7 +37,7 @@ func (h *jobHandler) Init(_ context.Context, rank int, job string) (Info, error)
 		return Info{}, fmt.Errorf("rank %d of job %q is not part of this job", rank, job)
 	}
 	return Info{Size: h.size, Secret: h.secret, KVSName: "kvs_job1",
-		ProcessMapping: fmt.Sprintf("(vector,(0,1,%d))", h.size)}, nil
+		ProcessMapping: fmt.Sprintf("(vector,(0,1,%d))", h.size), Hosts: []string{"node a,1=x%"}}, nil
 }
 func (h *jobHandler) Fence(ctx context.Context, rank int, puts map[string][]byte) error {
 	return h.x.Fence(ctx, rank, puts)
@@ -97,7 +97,8 @@ func TestPutFenceGet(t *testing.T) {
 					return err
 				}
 				defer c.Close()
-				if c.Info().Size != n || string(c.Info().Secret) != "0123456789abcdef" {
+				if i := c.Info(); i.Size != n || string(i.Secret) != "0123456789abcdef" ||
+					i.ProcessMapping != fmt.Sprintf("(vector,(0,1,%d))", n) || len(i.Hosts) != 1 || i.Hosts[0] != "node a,1=x%" {
 					return fmt.Errorf("rank %d: info %+v", r, c.Info())
 				}
 				for round := range 3 {

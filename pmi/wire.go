@@ -100,6 +100,18 @@ func line(cmd string, f kv) string {
 // travel this way; untext reverses it.
 func text(s string) string { return url.QueryEscape(s) }
 
+// textList is the values of l, each as text, joined by commas.
+func textList(l []string) string {
+	var b strings.Builder
+	for i, s := range l {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(text(s))
+	}
+	return b.String()
+}
+
 func untext(s string) string {
 	if u, err := url.QueryUnescape(s); err == nil {
 		return u

@@ -22,10 +22,13 @@ type join struct {
 	e *engine
 }
 
-// connect opens this rank's connection listener, publishes its card, reads every peer's
-// after the agent's fence, and opens the devices the peers need. Queue pairs connect on
-// first contact (cm.go).
-func (j join) connect(ctx context.Context, id hostIdentity) error {
+// connect opens this rank's connection listener, publishes its card, and opens the
+// devices the peers need after the agent's fence. Queue pairs connect on first contact
+// (cm.go), which reads the peer's card then. The agent's node map (info's
+// ProcessMapping, and Hosts naming its nodes) places every rank, so Init reads one card
+// at most: its node's first rank's, which must share memory with this rank. Without a
+// map (an agent that serves none) it reads every card.
+func (j join) connect(ctx context.Context, id hostIdentity, info pmi.Info) error {
 	e := j.e
 	if err := e.links.cm.listenCM(e.cfg.tcpAddr); err != nil {
 		return err
@@ -37,12 +40,57 @@ func (j join) connect(ctx context.Context, id hostIdentity) error {
 	if err := e.pm.Fence(ctx); err != nil {
 		return err
 	}
-	count, err := e.links.readCards(ctx, me, e.spawn.optionalCard)
+	e.links.slots = slotsPerPeer(e.size - 1)
+	if info.ProcessMapping == "" {
+		count, err := e.links.readCards(ctx, me, e.spawn.optionalCard)
+		if err != nil {
+			return err
+		}
+		return j.openDevices(count)
+	}
+	// The job may have grown since this rank started (spawn.go): the map then places
+	// more ranks than this rank knows of, and those are placed by their cards.
+	nodes, err := pmi.ParseProcessMapping(info.ProcessMapping, max(info.Size, e.size))
+	if err == nil {
+		nodes = nodes[:min(len(nodes), e.size)]
+		err = e.links.placeRanks(nodes, info.Hosts)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: the agent's node map: %w", pmi.ErrProtocol, err)
+	}
+	e.links.learnCardLocked(e.rank, me)
+	if e.cfg.transport != "tcp" {
+		if err := j.checkNode(ctx, nodes); err != nil {
+			return err
+		}
+	}
+	count, err := e.links.providerCounts()
 	if err != nil {
 		return err
 	}
-	e.links.slots = slotsPerPeer(e.size - 1)
 	return j.openDevices(count)
+}
+
+// placeRanks records the node map of a job started by golaunch: nodes gives each rank's
+// node index, hosts each node's name. This rank's node must bear its own host name.
+func (l *links) placeRanks(nodes []int, hosts []string) error {
+	t := l.table()
+	if len(nodes) != len(t.hosts) {
+		return fmt.Errorf("it places %d ranks in a job of %d", len(nodes), len(t.hosts))
+	}
+	for r, n := range nodes {
+		if n >= len(hosts) {
+			return fmt.Errorf("rank %d is on node %d, but it names %d nodes", r, n, len(hosts))
+		}
+	}
+	if h := hosts[nodes[l.rank]]; h != t.hosts[l.rank] {
+		return fmt.Errorf("it puts this rank on host %q, but golaunch started it on %q", h, t.hosts[l.rank])
+	}
+	for r, n := range nodes {
+		t.hosts[r] = hosts[n]
+	}
+	l.nodes = nodes
+	return nil
 }
 
 // myCard is this rank's card, with host identity id.

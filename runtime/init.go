@@ -274,7 +274,7 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 	j := join{e}
 	j.fitHost()
 	e.pm, e.links.pm, e.links.cm.secret = client, client, client.Info().Secret
-	err = j.connect(ctx, identityWith(o.hostSalt))
+	err = j.connect(ctx, identityWith(o.hostSalt), client.Info())
 	closeIdleWatch(e.cfg.idleWatch) // not taken: no tcp device
 	e.cfg.idleWatch = nil
 	if err != nil {

@@ -32,9 +32,10 @@ type links struct {
 	cfg        *config         // the engine's settings
 	pm         pmi.Session     // the process manager, which holds peers' cards under a foreign PM; nil in a world of one
 	stop       context.Context // ends at Finalize: cuts every set-up short
-	// nodes is every rank's node index under a foreign PM (PMI_process_mapping, or the
-	// cards where the PM gives none), which decides locality and transports (between);
-	// nil under golaunch, where every card is read at Init.
+	// nodes is the node index of every rank of the job at Init: PMI_process_mapping (or,
+	// under a foreign PM that gives none, the cards). It decides locality and transports
+	// (between). nil only under an agent that serves no map, where Init reads every card.
+	// Set at Init, never written after.
 	nodes     []int
 	slots     int       // eager slots per peer connection
 	devs      []*device // their closed and broken flags are guarded by mu; grows under mu (grow.go)

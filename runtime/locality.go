@@ -165,18 +165,42 @@ func chooseProvider(transport string, me, peer *card, peerRank int) (string, err
 }
 
 // between is the provider rank a uses to reach rank b (a != b), as every rank computes
-// it from the cards: chooseProvider under golaunch. Under a foreign PM (l.nodes set),
-// shm only when PMI_process_mapping puts both on one node AND their cards say they
-// share memory, tcp otherwise (foreignProvider).
+// it. With a node map (l.nodes: PMI_process_mapping under golaunch or a foreign PM),
+// ranks of one node use shm and others tcp (mapProvider); a rank spawned since Init is
+// placed by the host its card names. Without one it compares the cards (chooseProvider).
+// A connection checks the peer's card before it uses shm (makeQPLocked).
 func (l *links) between(a, b int) (string, error) {
-	if l.nodes != nil {
-		if l.nodes[a] == l.nodes[b] {
+	t := l.table()
+	if l.nodes == nil {
+		return chooseProvider(l.cfg.transport, &t.cards[a], &t.cards[b], b)
+	}
+	same := t.hosts[a] == t.hosts[b]
+	if a < len(l.nodes) && b < len(l.nodes) {
+		same = l.nodes[a] == l.nodes[b]
+	}
+	return mapProvider(l.cfg.transport, same, b, t.hosts[b], t.hosts[a])
+}
+
+// mapProvider decides between by the node map: shm when both ranks share a node, tcp
+// otherwise, unless the transport setting overrides it as in chooseProvider. "shm" with
+// a peer on another node is an error naming the peer and both hosts.
+func mapProvider(transport string, sameNode bool, peerRank int, peerHost, host string) (string, error) {
+	switch transport {
+	case "tcp":
+		return "tcp", nil
+	case "shm":
+		if !sameNode {
+			return "", fmt.Errorf("%w: transport shm was requested, but rank %d runs on host %q, not on this rank's host %q; use --transport auto or tcp",
+				ErrTransport, peerRank, peerHost, host)
+		}
+		return "shm", nil
+	case "auto", "":
+		if sameNode {
 			return "shm", nil
 		}
 		return "tcp", nil
 	}
-	t := l.table()
-	return chooseProvider(l.cfg.transport, &t.cards[a], &t.cards[b], b)
+	return "", fmt.Errorf("%w: unknown transport %q (want auto, shm or tcp)", ErrTransport, transport)
 }
 
 // capsBetween returns the caps of the provider rank a uses to reach rank b (a != b).
@@ -195,7 +219,7 @@ func (l *links) providerCounts() (map[string]int, error) {
 	count := map[string]int{}
 	t := l.table()
 	for r := range l.size {
-		if r == l.rank || l.nodes == nil && !t.cardOK[r] {
+		if r == l.rank || r >= len(l.nodes) && !t.cardOK[r] {
 			continue
 		}
 		p, err := l.between(l.rank, r)
@@ -214,7 +238,7 @@ func hostShared(localSize int, transport string) bool { return localSize > 1 && 
 
 // local reports whether rank r runs on this rank's host (node).
 func (l *links) local(r int) bool {
-	if l.nodes != nil {
+	if r < len(l.nodes) {
 		return l.nodes[r] == l.nodes[l.rank]
 	}
 	t := l.table()
@@ -228,7 +252,7 @@ func (l *links) hostName(r int) string {
 	t := l.table()
 	h := t.hosts[r]
 	leader := r
-	if h == "" && l.nodes != nil {
+	if h == "" && r < len(l.nodes) {
 		leader = nodeLeader(l.nodes, r)
 		h = t.hosts[leader]
 	}

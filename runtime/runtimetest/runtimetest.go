@@ -11,6 +11,7 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,6 +82,7 @@ func Start(ctx context.Context, n int, opt Options) (*Job, error) {
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	h := &handler{x: pmi.NewExchange(n), size: n, secret: secret, finalized: map[int]bool{}, reports: make(chan Report, 4*n)}
+	h.mapping, h.nodes = nodeMap(opt.Hosts)
 	srv, err := pmi.Listen(filepath.Join(dir, "agent.sock"), h)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -176,6 +178,10 @@ func (j *Job) Exit(rank int) (int, bool) {
 
 // Notify pushes an agent event to rank (every rank if rank < 0).
 func (j *Job) Notify(rank int, ev pmi.Event) { j.srv.Notify(rank, ev) }
+
+// PMICalls returns how many fences (one per rank and round) and gets the job's agent has
+// served so far.
+func (j *Job) PMICalls() (fences, gets int) { return int(j.h.fences.Load()), int(j.h.gets.Load()) }
 
 // AskReports asks every rank what it is blocked in (pmi.ReportAsked, with stacks if
 // asked) and returns their reports by rank, once all have answered or ctx ends.
@@ -286,6 +292,11 @@ type handler struct {
 	secret []byte
 	srv    *pmi.Server
 
+	mapping string   // PMI_process_mapping of the ranks' hosts
+	nodes   []string // the names of its nodes (nodeMap)
+
+	gets, fences atomic.Int64 // PMI calls served (Job.PMICalls)
+
 	mu        sync.Mutex
 	finalized map[int]bool
 	aborted   bool
@@ -310,14 +321,33 @@ func (h *handler) Init(ctx context.Context, rank int, job string) (pmi.Info, err
 	if rank < 0 || rank >= h.size {
 		return pmi.Info{}, fmt.Errorf("rank %d of a %d-rank job", rank, h.size)
 	}
-	return pmi.Info{Size: h.size, Secret: h.secret}, nil
+	return pmi.Info{Size: h.size, Secret: h.secret, ProcessMapping: h.mapping, Hosts: h.nodes}, nil
+}
+
+// nodeMap is the node map golaunch's agent serves for ranks on hosts: the
+// PMI_process_mapping value and the nodes' names, numbered in order of first appearance.
+func nodeMap(hosts []string) (mapping string, names []string) {
+	index := map[string]int{}
+	nodes := make([]int, len(hosts))
+	for r, h := range hosts {
+		n, ok := index[h]
+		if !ok {
+			n = len(names)
+			index[h] = n
+			names = append(names, h)
+		}
+		nodes[r] = n
+	}
+	return pmi.FormatProcessMapping(nodes), names
 }
 
 func (h *handler) Fence(ctx context.Context, rank int, puts map[string][]byte) error {
+	h.fences.Add(1)
 	return h.x.Fence(ctx, rank, puts)
 }
 
 func (h *handler) Get(ctx context.Context, rank int, key string) ([]byte, error) {
+	h.gets.Add(1)
 	return h.x.Get(rank, key)
 }
 

@@ -59,7 +59,7 @@ func (j join) connect(ctx context.Context, id hostIdentity, info pmi.Info) error
 		return fmt.Errorf("%w: the agent's node map: %w", pmi.ErrProtocol, err)
 	}
 	e.links.learnCardLocked(e.rank, me)
-	if e.cfg.transport != "tcp" {
+	if e.links.nodeShares() {
 		if err := j.checkNode(ctx, nodes); err != nil {
 			return err
 		}

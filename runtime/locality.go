@@ -181,6 +181,10 @@ func (l *links) between(a, b int) (string, error) {
 	return mapProvider(l.cfg.transport, same, b, t.hosts[b], t.hosts[a])
 }
 
+// nodeShares reports whether the ranks of one node may share memory: the transport
+// setting does not rule it out. Only then must a node's ranks prove it at Init.
+func (l *links) nodeShares() bool { return l.cfg.transport != "tcp" }
+
 // mapProvider decides between by the node map: shm when both ranks share a node, tcp
 // otherwise, unless the transport setting overrides it as in chooseProvider. "shm" with
 // a peer on another node is an error naming the peer and both hosts.

@@ -245,6 +245,7 @@ type agentJob struct {
 	waiters    sync.WaitGroup // one per started rank
 	stdinQ     chan []byte    // rank 0's stdin data, written by stdinWriter
 	grow       agentGrowth    // the roster as spawns grew it, their groups and requests (growagent.go)
+	fetch      fetcher        // links to the agents that hold other hosts' puts (fetch.go)
 }
 
 func (j *agentJob) host() string { return j.spec.Roster.Hosts[j.spec.Node] }
@@ -257,6 +258,10 @@ func (a *Agent) runJob(cc *ctlConn) {
 	defer cc.close()
 	cc.c.SetReadDeadline(time.Now().Add(jobSetupTimeout))
 	t, p, err := cc.recv()
+	if err == nil && t == fFetch {
+		a.serveFetchLink(cc, p) // another agent of a job asks for this one's puts
+		return
+	}
 	if err != nil || t != fJob {
 		a.log.Printf("control connection from %s: no job (%v %v)", cc.c.RemoteAddr(), t, err)
 		return
@@ -328,6 +333,9 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 	}
 	j.sock = filepath.Join(j.dir, "agent.sock")
 	j.x = pmi.NewExchange(spec.Roster.Size)
+	if spec.Rounds > 0 {
+		j.x.Complete(spec.Rounds, nil) // a late agent: the job's fences so far
+	}
 	j.initGrowth()
 	if j.srv, err = pmi.Listen(j.sock, (*pmiHandler)(j)); err != nil {
 		os.RemoveAll(j.dir)
@@ -549,9 +557,9 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 	}
 	switch m := v.(type) {
 	case *fenceDoneMsg:
-		j.x.Merge(m.Puts)
+		j.x.Complete(m.Round, m.Puts)
 	case *spawnMsg:
-		here, err := j.grew(m.Group, m.Roster)
+		here, err := j.grew(m.Group, m.Roster, m.Addrs)
 		if err != nil {
 			return err
 		}
@@ -636,6 +644,7 @@ func (j *agentJob) cleanup() {
 	}
 	j.mu.Unlock()
 	j.sp.stop()
+	j.closeFetch()
 	j.srv.Close()
 	j.pmix.Close()
 	os.RemoveAll(j.dir)

@@ -68,8 +68,9 @@ import (
 // controlVersion is the control protocol version, also advertised in node metadata.
 // Version 2 adds the ping frame, which a version-1 peer would refuse. Version 5 adds the
 // hello's time. Version 6 adds the fault-tolerant job (jobSpec.FT, the proc-failed frame),
-// version 7 the spawn frames (grow.go).
-const controlVersion = 7
+// version 7 the spawn frames (grow.go), version 8 barrier fences and the fetch frames
+// between agents (fetch.go).
+const controlVersion = 8
 
 // maxFrame bounds a frame's payload (a fence of many ranks' endpoint cards fits easily).
 const maxFrame = 64 << 20
@@ -312,13 +313,15 @@ const (
 	fSpawnSync                       // A→S fenceMsg: a spawned rank fenced with its group (its Init)
 	fSpawnDone                       // S→A spawnDoneMsg: the spawned group's puts, or why it failed
 	fSpawnAns                        // S→A spawnReplyMsg: the answer to a rank's spawn request
+	fFetch                           // A→A fetchMsg: ask the owner agent for its ranks' puts (fetch.go)
+	fFetchAns                        // A→A fetchAnsMsg: the answer
 	fTypeEnd                         // first unused type
 )
 
 var frameNames = [...]string{"", "job", "ready", "reject", "start", "started", "output", "init",
 	"fence", "fence-done", "abort-request", "exit", "abort", "signal", "stdin", "stdin-ack",
 	"stdin-eof", "done", "ping", "report-request", "report", "proc-failed", "spawn-request", "spawn",
-	"spawn-fence", "spawn-done", "spawn-reply"}
+	"spawn-fence", "spawn-done", "spawn-reply", "fetch", "fetch-reply"}
 
 func (t frameType) String() string {
 	if t > 0 && t < fTypeEnd {
@@ -352,6 +355,12 @@ type jobSpec struct {
 	Spawns []pmi.SpawnGroup          `json:",omitempty"`
 	Store  map[int]map[string][]byte `json:",omitempty"`
 	Failed []int                     `json:",omitempty"` // --ft: the ranks that failed before, for such an agent
+	// Addrs is the control address of each roster host: where an agent fetches the puts
+	// that another host's ranks made in a barrier fence (fetch.go).
+	Addrs []string `json:",omitempty"`
+	// Rounds is the number of job-wide fences completed, for an agent that joins the job
+	// after its start: its Exchange counts from there.
+	Rounds int `json:",omitempty"`
 }
 
 func (s *jobSpec) check() error {
@@ -363,6 +372,9 @@ func (s *jobSpec) check() error {
 	}
 	if s.Node < 0 || s.Node >= len(s.Roster.Hosts) {
 		return fmt.Errorf("job names host index %d of %d", s.Node, len(s.Roster.Hosts))
+	}
+	if s.Addrs != nil && len(s.Addrs) != len(s.Roster.Hosts) {
+		return fmt.Errorf("job names %d control addresses for %d hosts", len(s.Addrs), len(s.Roster.Hosts))
 	}
 	if s.Grace < 0 || s.Grace > time.Hour {
 		return fmt.Errorf("grace %v out of range", s.Grace)
@@ -429,13 +441,20 @@ type startedMsg struct {
 
 type rankMsg struct{ Rank int }
 
+// fenceMsg is a rank's fence. In a barrier fence (a gorma rank's) its puts stay at its
+// agent, which answers for them (fetch.go); in a gathering one (PMI-1, PMIx) they travel
+// to every agent.
 type fenceMsg struct {
-	Rank int
-	Puts map[string][]byte
+	Rank    int
+	Puts    map[string][]byte `json:",omitempty"`
+	Barrier bool              `json:",omitempty"`
 }
 
+// fenceDoneMsg completes the job's Round-th fence (counting from 1) at an agent: Puts
+// are the gathering ranks' puts of the round on other hosts.
 type fenceDoneMsg struct {
-	Puts map[int]map[string][]byte
+	Round int
+	Puts  map[int]map[string][]byte `json:",omitempty"`
 }
 
 type abortReqMsg struct {
@@ -555,6 +574,10 @@ func decodeBody(t frameType, p []byte) (any, error) {
 		v = new(spawnDoneMsg)
 	case fSpawnAns:
 		v = new(spawnReplyMsg)
+	case fFetch:
+		v = new(fetchMsg)
+	case fFetchAns:
+		v = new(fetchAnsMsg)
 	case fOutput, fStdin:
 		return nil, nil
 	case fReady, fStart, fStdinAck, fStdinEOF, fDone, fPing:

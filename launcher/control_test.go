@@ -241,7 +241,11 @@ func FuzzControlFrame(f *testing.F) {
 	}{
 		{fJob, `{"ID":"j","Program":"p","Secret":"AAAAAAAAAAAAAAAAAAAAAA==","Roster":{"Size":1,"Hosts":["a"],"RankHost":[0],"LocalRank":[0],"LocalSize":[1]}}`},
 		{fExit, `{"Rank":1,"Pid":5,"Code":3}`},
-		{fFenceDone, `{"Puts":{"1":{"k":"AQI="}}}`},
+		{fFenceDone, `{"Round":2,"Puts":{"1":{"k":"AQI="}}}`},
+		{fFence, `{"Rank":3,"Barrier":true}`},
+		{fFetch, `{"Job":"j","From":1,"Round":1}`},
+		{fFetchAns, `{"Puts":{"4":{"gorma/card":"AQI="}}}`},
+		{fFetchAns, `{"Err":"no"}`},
 		{fOutput, "\x00\x00\x00\x01\x01hello"},
 		{fDone, ""},
 	} {

@@ -11,6 +11,7 @@ import (
 	"log"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -74,8 +75,11 @@ type ctlResult struct {
 	ToAgents, FromAgents           [fTypeEnd]int64
 	ToAgentsB, FromAgentsB         [fTypeEnd]int64 // bytes of those frames
 	BytesToAgents, BytesFromAgents int64
-	// Per agent: the largest message count (both directions, pings excluded) and byte count.
+	// Per agent: the largest message count with the submitter (both directions, pings
+	// excluded), and the largest byte count, fetch links included.
 	MaxAgentMsgs, MaxAgentBytes int64
+	// Fetch frames and bytes between agents (fetch.go), each counted at both ends.
+	PeerMsgs, PeerBytes int64
 	// The node (the submitter or an agent) that sent and received the most bytes, and
 	// those bytes: the bound on any one node's traffic.
 	Busiest  string
@@ -99,6 +103,7 @@ type ctlSim struct {
 
 	inited, fenced, aborted sync.WaitGroup // one count per rank each
 	agentsDone              sync.WaitGroup // one count per agent
+	peers                   sync.WaitGroup // one count per fetch link served
 
 	mu       sync.Mutex
 	err      error
@@ -107,6 +112,7 @@ type ctlSim struct {
 	lastAbrt time.Time // last abort event at a rank
 	lastStrt time.Time // last start frame at an agent
 	conns    []net.Conn
+	agents   []*simAgent
 }
 
 func (sim *ctlSim) fail(err error) {
@@ -136,10 +142,15 @@ func (sim *ctlSim) mark(t *time.Time) {
 // simAgent is one simulated agent: a control listener and the real job code behind it.
 type simAgent struct {
 	sim  *ctlSim
+	idx  int
 	name string
 	ln   net.Listener
 	tap  *tapConn // set once the submitter connected
-	a    *Agent   // what agentJob needs of an agent: its name and log
+	a    *Agent   // what agentJob needs of an agent: its name, log and cluster key
+
+	job       chan *agentJob // the job, once set up
+	peerBytes atomic.Int64   // bytes of fetch links it asked or answered on (fetch.go)
+	peerMsgs  atomic.Int64   // fetch frames it sent or received
 }
 
 // runCtlSim runs one job of agents × perAgent ranks and returns its measurements.
@@ -167,8 +178,8 @@ func runCtlSim(ctx context.Context, agents, perAgent int, fullGet bool) (*ctlRes
 			return nil, fmt.Errorf("control listener of simulated agent %d: %w", i, err)
 		}
 		name := fmt.Sprintf("a%04d", i)
-		sas[i] = &simAgent{sim: sim, name: name, ln: ln,
-			a: &Agent{name: name, log: log.New(io.Discard, "", 0)}}
+		sas[i] = &simAgent{sim: sim, idx: i, name: name, ln: ln, job: make(chan *agentJob, 1),
+			a: &Agent{name: name, log: log.New(io.Discard, "", 0), ckey: sim.ckey}}
 		hosts[i], addrs[i] = HostSlots{Name: name, Slots: perAgent}, ln.Addr().String()
 	}
 	roster, err := PlanRanks(hosts, sim.size)
@@ -183,6 +194,7 @@ func runCtlSim(ctx context.Context, agents, perAgent int, fullGet bool) (*ctlRes
 	sim.fenced.Add(sim.size)
 	sim.aborted.Add(sim.size)
 	sim.agentsDone.Add(agents)
+	sim.agents = sas
 	for _, sa := range sas {
 		go sa.serve()
 	}
@@ -235,6 +247,9 @@ func runCtlSim(ctx context.Context, agents, perAgent int, fullGet bool) (*ctlRes
 	if err := sim.wait(&sim.agentsDone, "the agents' end"); err != nil {
 		return nil, err
 	}
+	if err := sim.wait(&sim.peers, "the fetch links' end"); err != nil {
+		return nil, err
+	}
 	res.count(sas)
 	return res, sim.failed()
 }
@@ -269,7 +284,9 @@ func (r *ctlResult) count(sas []*simAgent) {
 		r.AgentIn = append(r.AgentIn, in.messages())
 		r.AgentOut = append(r.AgentOut, out.messages())
 		r.MaxAgentMsgs = max(r.MaxAgentMsgs, in.messages()+out.messages())
-		if b := in.bytes.Load() + out.bytes.Load(); b > r.MaxAgentBytes {
+		r.PeerMsgs += sa.peerMsgs.Load()
+		r.PeerBytes += sa.peerBytes.Load()
+		if b := in.bytes.Load() + out.bytes.Load() + sa.peerBytes.Load(); b > r.MaxAgentBytes {
 			r.MaxAgentBytes = b
 			if b > r.BusiestB {
 				r.Busiest, r.BusiestB = "agent "+sa.name, b
@@ -294,6 +311,7 @@ func (sa *simAgent) serve() {
 	sim.mu.Lock()
 	sim.conns = append(sim.conns, c)
 	sim.mu.Unlock()
+	go sa.acceptPeers()
 	sa.tap = newTapConn(c)
 	c.SetDeadline(time.Now().Add(testbudget.Scale(handshakeTimeout)))
 	cc, err := serverHandshake(sa.tap, sim.ckey)
@@ -312,6 +330,8 @@ func (sa *simAgent) serve() {
 		sim.fail(err)
 		return
 	}
+	sa.job <- j
+	defer j.closeFetch()
 	defer func() {
 		j.mu.Lock()
 		if j.killTimer != nil {
@@ -334,6 +354,51 @@ func (sa *simAgent) serve() {
 		go sa.rank(j, rank, rankEnd)
 	}
 	j.serve() // the real frame loop, until the submitter's done frame
+}
+
+// acceptPeers answers the fetch links of other agents (fetch.go), as the real agent's
+// accept loop and runJob do, until the listener closes. Each link's bytes count for both
+// ends.
+func (sa *simAgent) acceptPeers() {
+	for {
+		c, err := sa.ln.Accept()
+		if err != nil {
+			return
+		}
+		sa.sim.peers.Add(1)
+		go func() {
+			defer sa.sim.peers.Done()
+			defer c.Close()
+			tap := newTapConn(c)
+			c.SetDeadline(time.Now().Add(testbudget.Scale(handshakeTimeout)))
+			cc, err := serverHandshake(tap, sa.sim.ckey)
+			if err != nil {
+				sa.sim.fail(fmt.Errorf("agent %s: fetch link: %w", sa.name, err))
+				return
+			}
+			c.SetDeadline(time.Time{})
+			t, p, err := cc.recv()
+			if err != nil || t != fFetch {
+				sa.sim.fail(fmt.Errorf("agent %s: fetch link: first frame %v, %v", sa.name, t, err))
+				return
+			}
+			v, err := decodeBody(t, p)
+			if err != nil {
+				sa.sim.fail(fmt.Errorf("agent %s: fetch link: %w", sa.name, err))
+				return
+			}
+			m := v.(*fetchMsg)
+			j := <-sa.job
+			sa.job <- j
+			j.serveFetches(cc, m)
+			b := tap.in.bytes.Load() + tap.out.bytes.Load()
+			n := tap.in.messages() + tap.out.messages()
+			for _, x := range []*simAgent{sa, sa.sim.agents[m.From]} {
+				x.peerBytes.Add(b)
+				x.peerMsgs.Add(n)
+			}
+		}()
+	}
 }
 
 // setup receives and checks the job (as runJob and prepare do) and answers ready.

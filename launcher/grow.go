@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -39,7 +40,8 @@ type spawnReqMsg struct {
 
 type spawnMsg struct {
 	Group  pmi.SpawnGroup
-	Roster Roster // the grown roster
+	Roster Roster   // the grown roster
+	Addrs  []string `json:",omitempty"` // the control address of each of its hosts
 }
 
 type spawnDoneMsg struct {
@@ -89,7 +91,8 @@ type spawnAsk struct {
 type spawnOp struct {
 	spawnAsk
 	group     pmi.SpawnGroup
-	roster    Roster // the grown roster, the job's once committed
+	roster    Roster   // the grown roster, the job's once committed
+	addrs     []string // the control address of each of its hosts
 	fresh     []*agentLink
 	ready     int       // fresh agents that answered ready
 	since     time.Time // when the fresh agents were dialed (readyTimeout bounds their setup)
@@ -144,6 +147,7 @@ func (s *submitter) startSpawn(ask spawnAsk) {
 		names[i] = hosts[h].name
 	}
 	op.roster = s.roster.grown(names)
+	op.addrs = slices.Clone(s.addrs)
 	s.grow.cur, op.since = op, time.Now()
 	for i := len(s.roster.Hosts); i < len(op.roster.Hosts); i++ {
 		name := op.roster.Hosts[i]
@@ -153,6 +157,7 @@ func (s *submitter) startSpawn(ask spawnAsk) {
 				addr = h.addr
 			}
 		}
+		op.addrs = append(op.addrs, addr)
 		// Not a link of the job until the commit: its index is its host's in the grown roster.
 		l := &agentLink{idx: i, host: name, credit: make(chan struct{}, stdinWindow)}
 		op.fresh = append(op.fresh, l)
@@ -209,7 +214,7 @@ func (s *submitter) agentDialed(d dialResult) {
 	go s.read(d.l)
 	go d.l.cc.beat(s.done)
 	spec := s.spec
-	spec.Roster, spec.Node = op.roster, d.l.idx
+	spec.Roster, spec.Node, spec.Addrs, spec.Rounds = op.roster, d.l.idx, op.addrs, s.rounds
 	spec.Spawns = append(append([]pmi.SpawnGroup(nil), s.grow.groups...), op.group)
 	spec.Store, spec.Failed = op.m.Store, s.failed
 	if err := d.l.cc.send(fJob, &spec); err != nil {
@@ -265,7 +270,7 @@ func (s *submitter) commitSpawn() {
 	op := s.grow.cur
 	op.committed = true
 	old := len(s.roster.Hosts)
-	s.roster = op.roster
+	s.roster, s.addrs = op.roster, op.addrs
 	s.size.Store(int64(op.roster.Size))
 	s.ranks = append(s.ranks, make([]rankState, op.group.Count)...)
 	s.grow.groups = append(s.grow.groups, op.group)
@@ -277,7 +282,7 @@ func (s *submitter) commitSpawn() {
 		case l.idx >= old:
 			s.sendOrLose(l, fStart, nil)
 		default:
-			s.sendOrLose(l, fSpawn, spawnMsg{Group: op.group, Roster: op.roster})
+			s.sendOrLose(l, fSpawn, spawnMsg{Group: op.group, Roster: op.roster, Addrs: op.addrs})
 		}
 	}
 }

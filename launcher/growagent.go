@@ -15,6 +15,7 @@ type agentGrowth struct {
 	roster  Roster   // spec.Roster, grown by every spawn since
 	mapping string   // PMI_process_mapping of roster
 	nodes   []string // the names of mapping's nodes, by node index (nodeHosts)
+	addrs   []string // the control address of each of roster's hosts (spec.Addrs, grown)
 	groups  []pmi.SpawnGroup
 	fenced  map[int]bool                // spawned ranks here that fenced with their group
 	waits   map[int]*groupWait          // by a group's first rank: its fence, done or not
@@ -35,6 +36,7 @@ func (j *agentJob) initGrowth() {
 	g := &j.grow
 	g.roster = j.spec.Roster
 	g.mapping, g.nodes = pmi.FormatProcessMapping(g.roster.RankHost), nodeHosts(g.roster)
+	g.addrs = j.spec.Addrs
 	g.fenced, g.waits, g.asks = map[int]bool{}, map[int]*groupWait{}, map[int]chan *spawnReplyMsg{}
 	g.stop = make(chan struct{})
 	for _, sg := range j.spec.Spawns {
@@ -70,6 +72,20 @@ func (j *agentJob) rosterNow() (Roster, string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.grow.roster, j.grow.mapping
+}
+
+// addrsNow returns the control address of each host of the job as it is now.
+func (j *agentJob) addrsNow() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.grow.addrs
+}
+
+// localNow returns this host's ranks as the job is now.
+func (j *agentJob) localNow() []int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.local)
 }
 
 // nodesNow returns the names of the process mapping's nodes as the job is now.
@@ -111,9 +127,12 @@ func (j *agentJob) groupOfLocked(rank int) (pmi.SpawnGroup, bool) {
 
 // grew takes the submitter's word that the job grew by group sg, to roster, and returns
 // the new ranks placed on this agent.
-func (j *agentJob) grew(sg pmi.SpawnGroup, roster Roster) ([]int, error) {
+func (j *agentJob) grew(sg pmi.SpawnGroup, roster Roster, addrs []string) ([]int, error) {
 	if err := roster.Check(); err != nil {
 		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	if addrs != nil && len(addrs) != len(roster.Hosts) {
+		return nil, fmt.Errorf("spawn: %d control addresses for %d hosts", len(addrs), len(roster.Hosts))
 	}
 	if roster.Size != sg.First+sg.Count || len(roster.Hosts) <= j.spec.Node || roster.Hosts[j.spec.Node] != j.host() {
 		return nil, fmt.Errorf("spawn of ranks %d to %d with a roster of %d ranks that does not hold this host", sg.First, sg.First+sg.Count-1, roster.Size)
@@ -121,6 +140,7 @@ func (j *agentJob) grew(sg pmi.SpawnGroup, roster Roster) ([]int, error) {
 	j.mu.Lock()
 	j.grow.roster = roster
 	j.grow.mapping, j.grow.nodes = pmi.FormatProcessMapping(roster.RankHost), nodeHosts(roster)
+	j.grow.addrs = addrs
 	j.addGroupLocked(sg)
 	var here []int
 	for r := sg.First; r < roster.Size; r++ {

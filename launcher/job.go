@@ -59,7 +59,8 @@ type submitter struct {
 	firstFail *failure   // --ft: the first of those, whose code is the job's if no rank survives
 	obsLost   []lostRank // what ranks could not write of their observation (observe.go)
 	interrupt int
-	round     map[int]map[string][]byte // multi-host fence: puts of the ranks fenced this round
+	round     map[int]map[string][]byte // multi-host fence: puts of the ranks fenced this round (nil: a barrier's)
+	rounds    int                       // multi-host fences completed
 	deadline  <-chan time.Time          // after an abort: stop waiting for exit reports
 	report    *reportRound              // hang reports asked for (report.go), or nil
 	hang      hangWatch                 // the quiet-period check (report.go)
@@ -456,15 +457,16 @@ func (s *submitter) fence(l *agentLink, m *fenceMsg) {
 		s.lose(l, fmt.Sprintf("protocol error: rank %d fenced twice in one round", m.Rank))
 		return
 	}
-	if m.Puts == nil {
-		m.Puts = map[string][]byte{}
+	if m.Barrier {
+		m.Puts = nil // they stay at the rank's agent (fetch.go)
 	}
 	s.round[m.Rank] = m.Puts
 	s.completeRound()
 }
 
 // completeRound ends the multi-host round once every rank has fenced in it or failed
-// (--ft): each agent gets the puts of the round's ranks on other hosts.
+// (--ft): each agent gets the round's number and the gathered puts of its ranks on other
+// hosts.
 func (s *submitter) completeRound() {
 	if len(s.round) == 0 || s.fail != nil {
 		return
@@ -480,17 +482,25 @@ func (s *submitter) completeRound() {
 	}
 	round := s.round
 	s.round = nil // before a send fails: losing an agent may fail ranks and come back here
+	s.rounds++
+	gathered := false
+	for _, puts := range round {
+		gathered = gathered || len(puts) > 0
+	}
 	for _, dst := range s.links {
 		if dst.lost {
 			continue
 		}
-		remote := make(map[int]map[string][]byte)
-		for rank, puts := range round {
-			if s.roster.RankHost[rank] != dst.idx {
-				remote[rank] = puts
+		m := fenceDoneMsg{Round: s.rounds}
+		if gathered {
+			m.Puts = make(map[int]map[string][]byte)
+			for rank, puts := range round {
+				if len(puts) > 0 && s.roster.RankHost[rank] != dst.idx {
+					m.Puts[rank] = puts
+				}
 			}
 		}
-		if err := dst.cc.send(fFenceDone, fenceDoneMsg{Puts: remote}); err != nil {
+		if err := dst.cc.send(fFenceDone, m); err != nil {
 			s.lose(dst, "control connection lost: "+err.Error())
 		}
 	}

@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -15,17 +16,20 @@ import (
 // calls it from one goroutine per rank connection.
 //
 // Fences are job-wide. On a one-host job the agent's Exchange sees every rank and
-// completes the round by itself. On a multi-host job each agent also sends its ranks'
-// puts to the submitter (fFence) as they fence. The submitter, once every rank of the
-// round has fenced, sends each agent the puts of the ranks on other hosts (fFenceDone),
-// which the agent merges (Exchange.Merge) as if those ranks had fenced locally. The
-// round then completes on every agent with the same table. A rank cannot fence round
-// k+1 before round k completed on its agent, and frames on one connection keep their
-// order, so a merge always lands in the round it belongs to.
+// completes the round by itself. On a multi-host job each agent also tells the
+// submitter of each rank's fence (fFence). A gorma rank's fence is a barrier (Barrier):
+// its puts stay here, and an agent whose rank asks for them fetches them (fetch.go). A
+// PMI-1 or PMIx rank's fence gathers (Fence): its puts go with the frame. Once every
+// rank of the round has fenced, the submitter sends each agent the round's number and
+// the gathered puts of the ranks on other hosts (fFenceDone), and the agent completes the
+// round (Exchange.Complete). A rank cannot fence round k+1 before round k completed on
+// its agent, and frames on one connection keep their order, so a completion always
+// lands in the round it belongs to.
 type pmiHandler agentJob
 
 var (
 	_ pmi.Handler         = (*pmiHandler)(nil)
+	_ pmi.Barrierer       = (*pmiHandler)(nil)
 	_ pmi.ProtocolHandler = (*pmiHandler)(nil)
 	_ pmi.Spawner         = (*pmiHandler)(nil)
 	_ pmi.SpawnRefuser    = (*pmiHandler)(nil)
@@ -61,10 +65,20 @@ func (h *pmiHandler) Init(ctx context.Context, rank int, job string) (pmi.Info, 
 		AppNum: j.spec.appOf(rank), UniverseSize: roster.Size, ProcessMapping: mapping, Hosts: j.nodesNow()}, nil
 }
 
-// Fence publishes rank's puts and waits for the job-wide round. A spawned rank's first
-// fence is its group's instead (growagent.go). A put under keyObserveLost goes into the
-// rank's exit report too.
+// Fence publishes rank's puts to every host and waits for the job-wide round. A spawned
+// rank's first fence is its group's instead (growagent.go). A put under keyObserveLost
+// goes into the rank's exit report too.
 func (h *pmiHandler) Fence(ctx context.Context, rank int, puts map[string][]byte) error {
+	return h.fence(ctx, rank, puts, false)
+}
+
+// Barrier is Fence for a gorma rank, whose puts stay here until another host's agent
+// fetches them (fetch.go).
+func (h *pmiHandler) Barrier(ctx context.Context, rank int, puts map[string][]byte) error {
+	return h.fence(ctx, rank, puts, true)
+}
+
+func (h *pmiHandler) fence(ctx context.Context, rank int, puts map[string][]byte, barrier bool) error {
 	j := h.job()
 	if v, ok := puts[keyObserveLost]; ok {
 		j.noteObsLost(rank, v)
@@ -73,7 +87,11 @@ func (h *pmiHandler) Fence(ctx context.Context, rank int, puts map[string][]byte
 		return err
 	}
 	if roster, _ := j.rosterNow(); len(roster.Hosts) > 1 {
-		if err := j.send(fFence, fenceMsg{Rank: rank, Puts: puts}); err != nil {
+		m := fenceMsg{Rank: rank, Puts: puts, Barrier: barrier}
+		if barrier {
+			m.Puts = nil
+		}
+		if err := j.send(fFence, m); err != nil {
 			return fmt.Errorf("%w: submitter unreachable: %v", pmi.ErrAborted, err)
 		}
 	}
@@ -81,8 +99,15 @@ func (h *pmiHandler) Fence(ctx context.Context, rank int, puts map[string][]byte
 }
 
 // Get reads a value of the last completed round (rank pmi.AnyRank: PMI-1's job-wide key).
+// A rank of another host that made its puts in a barrier has them at its agent, which
+// this one asks (fetch.go).
 func (h *pmiHandler) Get(ctx context.Context, rank int, key string) ([]byte, error) {
-	return h.job().x.Get(rank, key)
+	j := h.job()
+	v, err := j.x.Get(rank, key)
+	if err == nil || rank == pmi.AnyRank || !errors.Is(err, pmi.ErrNotFound) {
+		return v, err
+	}
+	return j.remoteGet(ctx, rank, key)
 }
 
 // Spawn asks the submitter for n new ranks of the job on behalf of rank (pmi.Spawner).

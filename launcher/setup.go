@@ -137,7 +137,7 @@ func (s *submitter) connect() (int, bool) {
 func (s *submitter) setup() (int, bool) {
 	for i, l := range s.links {
 		spec := s.spec
-		spec.Node = i
+		spec.Node, spec.Addrs = i, s.addrs
 		if err := l.cc.send(fJob, &spec); err != nil {
 			return s.setupFailed(agentFailure(l.host, fmt.Sprintf("send job: %v", err)))
 		}

@@ -199,7 +199,11 @@ func (s *Server) fence(ctx context.Context, sc *sconn) *answer {
 		batch[k] = v
 	}
 	clear(sc.puts)
-	if err := s.h.Fence(ctx, sc.rank, batch); err != nil {
+	fence := s.h.Fence
+	if b, ok := s.h.(Barrierer); ok && sc.mode == modeGorma {
+		fence = b.Barrier
+	}
+	if err := fence(ctx, sc.rank, batch); err != nil {
 		if sc.mode == modePMI1 {
 			return nil
 		}

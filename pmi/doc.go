@@ -37,7 +37,7 @@
 //	cmd=barrier_in                              cmd=barrier_out           (after every rank fenced)
 //	cmd=abort exitcode=C [message=M]            (none; a gorma client: cmd=abort_ack rc=0)
 //	cmd=finalize                                cmd=finalize_ack
-//	cmd=gorma-init version=3 rank=R job=J       cmd=gorma-init_ack rc=0 size=N secret=HEX kvsname=K appnum=A
+//	cmd=gorma-init version=3 rank=R job=J       cmd=gorma-init_ack rc=0 size=N secret=HEX kvsname=K appnum=A mapping=M hosts=H1,H2
 //	cmd=gorma-spawn n=N                         cmd=gorma-spawn_ack rc=0 first=F n=N  (once the N new ranks fenced)
 //	                                            cmd=gorma-event kind=proc-failed|abort rank=R host=H code=C cause=M
 //	                                            cmd=gorma-event kind=report ... [stacks=1]

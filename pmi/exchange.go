@@ -12,9 +12,10 @@ import (
 const AnyRank = -1
 
 // Exchange is a job-wide put/fence/get store for Handlers whose ranks are all local (a
-// one-host job, and tests), or for an agent that merges other hosts' puts (Merge). Fence
-// blocks until every rank not excluded (Exclude) has fenced in the current round; then
-// every put of the round becomes visible to Get. Values are kept per rank (gorma's Get names the rank) and
+// one-host job, and tests), or for an agent of a job on several hosts, which learns from
+// elsewhere when a round completes (Complete). Fence blocks until the current round
+// completes: every rank not excluded (Exclude) has fenced in it, or Complete says the
+// whole job has. Then every put of the round becomes visible to Get. Values are kept per rank (gorma's Get names the rank) and
 // indexed by key for [AnyRank] (PMI-1's get does not): of the ranks that put a key in
 // one round the lowest wins. A later round's put replaces an earlier round's. So every
 // agent that merged the same rounds answers the same. It is safe for concurrent use.
@@ -27,6 +28,7 @@ type Exchange struct {
 	store   map[int]map[string][]byte // everything published by completed rounds
 	owner   map[string]int            // key -> the rank whose value a Get of AnyRank returns
 	gone    map[int]bool              // ranks excluded from every round (Exclude)
+	rounds  int                       // rounds completed
 	round   chan struct{}             // closed when the current round completes
 	err     error
 }
@@ -116,6 +118,11 @@ func (x *Exchange) completeLocked() {
 	if len(x.fenced) == 0 || x.missingLocked() > 0 {
 		return
 	}
+	x.publishLocked()
+}
+
+// publishLocked ends the current round: its puts become visible, and its fences return.
+func (x *Exchange) publishLocked() {
 	ranks := make([]int, 0, len(x.pending))
 	for r := range x.pending {
 		ranks = append(ranks, r)
@@ -135,24 +142,78 @@ func (x *Exchange) completeLocked() {
 	}
 	x.pending = make(map[int]map[string][]byte)
 	x.fenced = make(map[int]bool)
+	x.rounds++
 	close(x.round)
 	x.round = make(chan struct{})
 }
 
 // Merge adds the puts of ranks fenced elsewhere (another host) to the current round, as
-// if those ranks had fenced here. Multi-host agents use it.
+// if those ranks had fenced here; the round completes once none is missing.
 func (x *Exchange) Merge(puts map[int]map[string][]byte) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.err != nil {
 		return
 	}
+	x.mergeLocked(puts)
+	x.completeLocked()
+}
+
+func (x *Exchange) mergeLocked(puts map[int]map[string][]byte) {
 	for r, p := range puts {
 		if r >= 0 && r < x.size && !x.fenced[r] {
 			x.addLocked(r, p)
 		}
 	}
-	x.completeLocked()
+}
+
+// Complete ends round, the job's round-th (counting from 1), whatever fenced here: every
+// rank of the job fenced in it, elsewhere or here. puts are the round's values that other
+// hosts gathered (ranks fenced here keep their own). A round completed already (here,
+// by its count) is not completed again, and a later round number makes this Exchange
+// count as having completed every round before it (an agent that joined the job late).
+func (x *Exchange) Complete(round int, puts map[int]map[string][]byte) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.err != nil || round <= x.rounds {
+		return
+	}
+	x.mergeLocked(puts)
+	x.rounds = round - 1
+	x.publishLocked()
+}
+
+// Rounds returns the number of rounds completed.
+func (x *Exchange) Rounds() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.rounds
+}
+
+// Held returns the values of ranks as of the end of round: those of completed rounds
+// and, when round is the current one, this round's puts so far. The owner of ranks
+// answers another host's question with it. ok is false when round is neither completed
+// nor current.
+func (x *Exchange) Held(ranks []int, round int) (puts map[int]map[string][]byte, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if round > x.rounds+1 {
+		return nil, false
+	}
+	puts = make(map[int]map[string][]byte, len(ranks))
+	for _, r := range ranks {
+		p := make(map[string][]byte, len(x.store[r])+len(x.pending[r]))
+		for k, v := range x.store[r] {
+			p[k] = v
+		}
+		if round == x.rounds+1 {
+			for k, v := range x.pending[r] {
+				p[k] = v
+			}
+		}
+		puts[r] = p
+	}
+	return puts, true
 }
 
 // Exclude takes rank out of the current round and every later one: they complete without

@@ -34,6 +34,15 @@ type Handler interface {
 	Gone(rank int)
 }
 
+// Barrierer is implemented by a Handler whose fences may leave puts where they are made.
+// The Server calls Barrier instead of Fence for a gorma client: its gets name the rank
+// they read, so its puts need not reach every host at the fence, only the host of a rank
+// that later asks for them. A PMI-1 client's get names no rank, so its fence is Fence,
+// which must make its puts readable everywhere. Barrier blocks as Fence does.
+type Barrierer interface {
+	Barrier(ctx context.Context, rank int, puts map[string][]byte) error
+}
+
 // Spawner is implemented by a Handler whose job can grow (golaunch's agent). Spawn starts
 // n new ranks of rank's job and returns the job rank of the first once every new rank has
 // passed its group's fence; an error matching ErrRefused says why they cannot be placed.

@@ -3,6 +3,7 @@ package pmi
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -352,5 +353,61 @@ func TestGormaOnHandedConn(t *testing.T) {
 	s.Notify(1, Event{Kind: Aborted, Rank: 0, Code: 3, Cause: "rank 0 called Abort(3)"})
 	if ev := <-c.Events(); ev.Kind != Aborted || ev.Code != 3 || ev.Cause != "rank 0 called Abort(3)" {
 		t.Fatalf("event %+v", ev)
+	}
+}
+
+// TestExchangeComplete: an agent of a multi-host job completes a round when told, not by
+// its own count; Held answers for its ranks during the round and after it; a round told
+// twice completes once, and a late agent takes a later round number as its own.
+func TestExchangeComplete(t *testing.T) {
+	x := NewExchange(4) // ranks 0 and 1 fence here, 2 and 3 elsewhere
+	errs := make(chan error, 2)
+	for r := range 2 {
+		go func() { errs <- x.Fence(context.Background(), r, map[string][]byte{"card": []byte{byte(r)}}) }()
+	}
+	waitFenced := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(testbudget.Scale(10 * time.Second))
+		for x.missing() != 4-n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d ranks fenced, want %d", 4-x.missing(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFenced(2)
+	if puts, ok := x.Held([]int{0, 1}, 1); !ok || string(puts[1]["card"]) != "\x01" {
+		t.Fatalf("held during round 1: %v %v", puts, ok)
+	}
+	if _, ok := x.Held([]int{0}, 2); ok {
+		t.Fatal("held answers for round 2 during round 1")
+	}
+	x.Complete(1, map[int]map[string][]byte{2: {"k": []byte("two")}})
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err := x.Get(2, "k"); err != nil || string(v) != "two" || x.Rounds() != 1 {
+		t.Fatalf("after round 1: %q %v, %d rounds", v, err, x.Rounds())
+	}
+	if _, err := x.Get(3, "card"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a barrier rank's card of another host: %v", err)
+	}
+	x.Complete(1, nil) // told twice
+	if x.Rounds() != 1 {
+		t.Fatalf("round 1 completed twice: %d rounds", x.Rounds())
+	}
+	go func() { errs <- x.Fence(context.Background(), 0, map[string][]byte{"card": []byte("new")}) }()
+	waitFenced(1)
+	if puts, ok := x.Held([]int{0}, 2); !ok || string(puts[0]["card"]) != "new" {
+		t.Fatalf("held during round 2: %v %v", puts, ok)
+	}
+	if puts, ok := x.Held([]int{0}, 1); !ok || string(puts[0]["card"]) != "\x00" {
+		t.Fatalf("held for round 1 during round 2: %v %v", puts, ok)
+	}
+	x.Complete(5, nil)
+	if err := <-errs; err != nil || x.Rounds() != 5 {
+		t.Fatalf("late round number: %v, %d rounds", err, x.Rounds())
 	}
 }

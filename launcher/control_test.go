@@ -239,7 +239,7 @@ func FuzzControlFrame(f *testing.F) {
 		t frameType
 		b string
 	}{
-		{fJob, `{"ID":"j","Program":"p","Secret":"AAAAAAAAAAAAAAAAAAAAAA==","Roster":{"Size":1,"Hosts":["a"],"RankHost":[0],"LocalRank":[0],"LocalSize":[1]}}`},
+		{fJob, `{"ID":"j","Program":"p","Secret":"AAAAAAAAAAAAAAAAAAAAAA==","Roster":{"Size":1,"Hosts":["a"],"Runs":[0,1]}}`},
 		{fExit, `{"Rank":1,"Pid":5,"Code":3}`},
 		{fFenceDone, `{"Round":2,"Puts":{"1":{"k":"AQI="}}}`},
 		{fFence, `{"Rank":3,"Barrier":true}`},

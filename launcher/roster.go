@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -219,4 +220,59 @@ func describeHosts(hosts []HostSlots) string {
 		fmt.Fprintf(&b, "%s:%d", h.Name, h.Slots)
 	}
 	return b.String()
+}
+
+// maxWireRanks bounds the ranks of a roster decoded from the control wire, so that a
+// frame cannot make an agent allocate without bound.
+const maxWireRanks = 1 << 22
+
+// rosterWire is a Roster on the control wire: the rank table as runs of consecutive ranks
+// on one host, as pairs (host index, ranks). The local ranks and sizes follow from it. A
+// block placement takes one run per host, so the roster costs O(hosts), not O(ranks).
+type rosterWire struct {
+	Size  int
+	Hosts []string
+	Runs  []int
+}
+
+// MarshalJSON encodes r as a rosterWire.
+func (r Roster) MarshalJSON() ([]byte, error) {
+	w := rosterWire{Size: r.Size, Hosts: r.Hosts, Runs: []int{}}
+	for rank, h := range r.RankHost {
+		if n := len(w.Runs); rank > 0 && w.Runs[n-2] == h {
+			w.Runs[n-1]++
+			continue
+		}
+		w.Runs = append(w.Runs, h, 1)
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON decodes a rosterWire and rebuilds the tables; Check still applies.
+func (r *Roster) UnmarshalJSON(b []byte) error {
+	var w rosterWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	if w.Size < 0 || w.Size > maxWireRanks || len(w.Runs)%2 != 0 || len(w.Hosts) > maxWireRanks {
+		return fmt.Errorf("roster: %d ranks in %d run numbers (at most %d ranks, in pairs)", w.Size, len(w.Runs), maxWireRanks)
+	}
+	out := Roster{Size: w.Size, Hosts: w.Hosts, RankHost: make([]int, 0, w.Size), LocalRank: make([]int, 0, w.Size),
+		LocalSize: make([]int, len(w.Hosts))}
+	for i := 0; i < len(w.Runs); i += 2 {
+		h, n := w.Runs[i], w.Runs[i+1]
+		if h < 0 || h >= len(w.Hosts) || n < 1 || n > w.Size-len(out.RankHost) {
+			return fmt.Errorf("roster: run of %d ranks on host index %d of %d, after %d of %d ranks", n, h, len(w.Hosts), len(out.RankHost), w.Size)
+		}
+		for range n {
+			out.RankHost = append(out.RankHost, h)
+			out.LocalRank = append(out.LocalRank, out.LocalSize[h])
+			out.LocalSize[h]++
+		}
+	}
+	if len(out.RankHost) != w.Size {
+		return fmt.Errorf("roster: runs of %d ranks for %d", len(out.RankHost), w.Size)
+	}
+	*r = out
+	return nil
 }

@@ -251,3 +251,49 @@ func BenchmarkControlPlaneFence(b *testing.B) {
 		})
 	}
 }
+
+// TestCtlSimFT runs the control-plane simulation under --ft at 20 agents of 10 ranks and
+// loses one agent as the fence begins: every survivor learns of the lost ranks, the
+// survivors' fence completes without them, and the job ends naming them.
+func TestCtlSimFT(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
+	defer cancel()
+	const agents, victim = 20, 7
+	res, err := runCtlSimWith(ctx, agents, simRanksPerAgent, false, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Notice <= 0 || res.Fence <= 0 {
+		t.Errorf("notice after %v, fence after %v", res.Notice, res.Fence)
+	}
+	want := fmt.Sprintf("--ft: %d of %d ranks failed: %d, ", simRanksPerAgent, res.Ranks, victim*simRanksPerAgent)
+	if !strings.Contains(res.Summary, want) {
+		t.Errorf("submitter: summary %q; want %q", res.Summary, want)
+	}
+}
+
+// BenchmarkControlPlaneFT runs the control-plane simulation under --ft once per size and
+// loses one agent (the middle one) as the fence begins. It reports when the last
+// survivor rank holds a proc-failed event for the lost ranks, and when the last survivor
+// left the fence:
+//
+//	go test -run '^$' -bench 'BenchmarkControlPlaneFT' -benchtime 1x ./launcher
+func BenchmarkControlPlaneFT(b *testing.B) {
+	for _, agents := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("agents=%d", agents), func(b *testing.B) {
+			for range b.N {
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Minute))
+				res, err := runCtlSimWith(ctx, agents, simRanksPerAgent, false, agents/2)
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+				b.ReportMetric(float64(res.Ranks), "ranks")
+				b.ReportMetric(ms(res.Notice), "notice-ms")
+				b.ReportMetric(ms(res.Fence), "fence-ms")
+				b.ReportMetric(0, "ns/op")
+			}
+		})
+	}
+}

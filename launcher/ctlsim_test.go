@@ -66,7 +66,12 @@ type ctlResult struct {
 	Init  time.Duration // submitter's start to the last rank's PMI init
 	Fence time.Duration // every rank put its card and was let go, to the last rank out of the fence
 	Abort time.Duration // the failing rank's exit report sent, to the last rank holding the abort event
-	End   time.Duration // the failing rank's exit report sent, to the submitter's return
+	End   time.Duration // the failing rank's exit report sent (--ft: the survivors' exits), to the submitter's return
+
+	// A job under --ft whose victim agent is lost as the fence begins: from the loss to
+	// the last survivor rank holding a proc-failed event for a rank of the victim
+	// (Notice), and to the last survivor out of the fence (Fence, then).
+	Notice time.Duration
 
 	Code    int    // the submitter's exit code
 	Summary string // its summary line
@@ -97,6 +102,7 @@ type ctlSim struct {
 	fullGet  bool // every rank reads every card after the fence (else three per rank)
 	size     int
 	trigger  int // the rank whose exit aborts the job
+	victim   int // --ft: the agent lost as the fence begins; -1: none
 
 	fenceGate chan struct{} // closed: ranks may fence
 	abortGate chan struct{} // closed: the trigger rank exits
@@ -111,6 +117,7 @@ type ctlSim struct {
 	lastFin  time.Time // last return from the fence
 	lastAbrt time.Time // last abort event at a rank
 	lastStrt time.Time // last start frame at an agent
+	lastKnow time.Time // last survivor rank to hold a proc-failed event for the victim's
 	conns    []net.Conn
 	agents   []*simAgent
 }
@@ -148,6 +155,7 @@ type simAgent struct {
 	tap  *tapConn // set once the submitter connected
 	a    *Agent   // what agentJob needs of an agent: its name, log and cluster key
 
+	conn      net.Conn       // the submitter's connection (under sim.mu)
 	job       chan *agentJob // the job, once set up
 	peerBytes atomic.Int64   // bytes of fetch links it asked or answered on (fetch.go)
 	peerMsgs  atomic.Int64   // fetch frames it sent or received
@@ -155,12 +163,19 @@ type simAgent struct {
 
 // runCtlSim runs one job of agents × perAgent ranks and returns its measurements.
 func runCtlSim(ctx context.Context, agents, perAgent int, fullGet bool) (*ctlResult, error) {
+	return runCtlSimWith(ctx, agents, perAgent, fullGet, -1)
+}
+
+// runCtlSimWith runs the job; with victim ≥ 0 it runs under --ft and loses that agent
+// as the fence begins (its control connection and listener close, its ranks never
+// fence), and the survivors end by exiting 0 after the fence instead of an abort.
+func runCtlSimWith(ctx context.Context, agents, perAgent int, fullGet bool, victim int) (*ctlResult, error) {
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("cluster key: %w", err)
 	}
 	sim := &ctlSim{ctx: ctx, ckey: controlKey(key), perAgent: perAgent, fullGet: fullGet,
-		size: agents * perAgent, trigger: agents*perAgent - 1,
+		size: agents * perAgent, trigger: agents*perAgent - 1, victim: victim,
 		fenceGate: make(chan struct{}), abortGate: make(chan struct{})}
 	sas := make([]*simAgent, agents)
 	hosts := make([]HostSlots, agents)
@@ -201,7 +216,7 @@ func runCtlSim(ctx context.Context, agents, perAgent int, fullGet bool) (*ctlRes
 	stderr := &lockedBuffer{}
 	s := &submitter{
 		spec: jobSpec{ID: id, Submitter: "submitter", Program: "/simulated/rank", Secret: secret,
-			Roster: roster, Transport: "auto", BindTo: BindNone, Grace: time.Second},
+			Roster: roster, Transport: "auto", BindTo: BindNone, Grace: time.Second, FT: victim >= 0},
 		roster: roster, addrs: addrs, key: sim.ckey, stderr: stderr, grace: time.Second,
 		tm:  defaultTiming.scaled(testbudget.Scale),
 		out: newOutputSink(io.Discard, io.Discard, false, true, ""),
@@ -227,16 +242,24 @@ func runCtlSim(ctx context.Context, agents, perAgent int, fullGet bool) (*ctlRes
 	res.Start, res.Init = sim.lastStrt.Sub(start), sim.lastInit.Sub(start)
 	fenceAt := time.Now()
 	close(sim.fenceGate)
+	if victim >= 0 {
+		sas[victim].lose()
+	}
 	if err := sim.wait(&sim.fenced, "the fence"); err != nil {
 		return abortAll(err)
 	}
 	res.Fence = sim.lastFin.Sub(fenceAt)
+	if victim >= 0 {
+		res.Notice = sim.lastKnow.Sub(fenceAt)
+	}
 	abortAt := time.Now()
 	close(sim.abortGate)
 	if err := sim.wait(&sim.aborted, "the abort event at every rank"); err != nil {
 		return abortAll(err)
 	}
-	res.Abort = sim.lastAbrt.Sub(abortAt)
+	if victim < 0 {
+		res.Abort = sim.lastAbrt.Sub(abortAt)
+	}
 	select {
 	case res.Code = <-code:
 	case <-ctx.Done():
@@ -310,6 +333,7 @@ func (sa *simAgent) serve() {
 	}
 	sim.mu.Lock()
 	sim.conns = append(sim.conns, c)
+	sa.conn = c
 	sim.mu.Unlock()
 	go sa.acceptPeers()
 	sa.tap = newTapConn(c)
@@ -354,6 +378,20 @@ func (sa *simAgent) serve() {
 		go sa.rank(j, rank, rankEnd)
 	}
 	j.serve() // the real frame loop, until the submitter's done frame
+}
+
+// lose models the agent's host dying: its control connection and its listener close.
+func (sa *simAgent) lose() {
+	sa.sim.mu.Lock()
+	c := sa.conn
+	sa.sim.mu.Unlock()
+	c.Close()
+	sa.ln.Close()
+}
+
+// victimRank reports whether rank runs on the agent the job loses.
+func (sim *ctlSim) victimRank(rank int) bool {
+	return sim.victim >= 0 && rank/sim.perAgent == sim.victim
 }
 
 // acceptPeers answers the fetch links of other agents (fetch.go), as the real agent's
@@ -420,7 +458,7 @@ func (sa *simAgent) setup(cc *ctlConn) (*agentJob, error) {
 	}
 	j := &agentJob{a: sa.a, spec: *spec, conn: cc, path: spec.Program, local: spec.Roster.RanksOn(spec.Node),
 		procs: make(map[int]*rankProc), connected: make(map[int]bool), finalized: make(map[int]bool),
-		stdinQ: make(chan []byte, stdinWindow+1)}
+		failed: make(map[int]bool), stdinQ: make(chan []byte, stdinWindow+1)}
 	j.x = pmi.NewExchange(spec.Roster.Size)
 	j.initGrowth()
 	j.srv = pmi.NewServer((*pmiHandler)(j))
@@ -462,6 +500,12 @@ func (sa *simAgent) rank(j *agentJob, rank int, conn net.Conn) {
 	case <-sim.ctx.Done():
 		return
 	}
+	if sim.victimRank(rank) {
+		return // its host is lost: it never fences, and nothing reports its end
+	}
+	if sim.victim >= 0 {
+		go sa.watchFailures(c)
+	}
 	if err := c.Fence(sim.ctx); err != nil {
 		fail(err)
 		return
@@ -472,6 +516,14 @@ func (sa *simAgent) rank(j *agentJob, rank int, conn net.Conn) {
 		return
 	}
 	next()
+	if sim.victim >= 0 {
+		if err := c.Finalize(sim.ctx); err != nil {
+			fail(err)
+			return
+		}
+		sa.exit(j, rank, exitMsg{Code: 0})
+		return
+	}
 	if rank == sim.trigger {
 		select {
 		case <-sim.abortGate:
@@ -497,8 +549,22 @@ func (sa *simAgent) rank(j *agentJob, rank int, conn net.Conn) {
 	sa.exit(j, rank, exitMsg{Code: -1, Signal: int(syscall.SIGTERM), OwnSignal: true})
 }
 
+// watchFailures marks when this rank first holds a proc-failed event for a rank of the
+// victim. It takes every event until the connection closes, as the runtime does: an
+// event the rank leaves unread would hold up its agent.
+func (sa *simAgent) watchFailures(c *pmi.Client) {
+	known := false
+	for ev := range c.Events() {
+		if !known && ev.Kind == pmi.ProcFailed && sa.sim.victimRank(ev.Rank) {
+			known = true
+			sa.sim.mark(&sa.sim.lastKnow)
+		}
+	}
+}
+
 // readCards checks what the fence published: every card (fullGet), or rank 0's, the next
 // rank's and the one half the job away (on another agent), over the rank's PMI client.
+// A lost agent's ranks' cards are not read.
 func (sa *simAgent) readCards(c *pmi.Client, rank int) error {
 	n := sa.sim.size
 	peers := []int{0, (rank + 1) % n, (rank + n/2) % n}
@@ -509,6 +575,9 @@ func (sa *simAgent) readCards(c *pmi.Client, rank int) error {
 		}
 	}
 	for _, r := range peers {
+		if sa.sim.victimRank(r) {
+			continue
+		}
 		b, err := c.Get(sa.sim.ctx, r, simCardKey)
 		if err != nil {
 			return err

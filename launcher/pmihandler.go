@@ -86,16 +86,22 @@ func (h *pmiHandler) fence(ctx context.Context, rank int, puts map[string][]byte
 	if handled, err := j.groupFence(ctx, rank, puts); handled {
 		return err
 	}
-	if roster, _ := j.rosterNow(); len(roster.Hosts) > 1 {
-		m := fenceMsg{Rank: rank, Puts: puts, Barrier: barrier}
-		if barrier {
-			m.Puts = nil
-		}
+	roster, _ := j.rosterNow()
+	if len(roster.Hosts) == 1 {
+		return j.x.Fence(ctx, rank, puts)
+	}
+	m := fenceMsg{Rank: rank, Puts: puts, Barrier: barrier}
+	if barrier {
+		m.Puts = nil
+	}
+	// The fence is recorded here before the submitter hears of it: its fence-done, which
+	// completes the round here, must find this rank's puts in it.
+	return j.x.FenceThen(ctx, rank, puts, func() error {
 		if err := j.send(fFence, m); err != nil {
 			return fmt.Errorf("%w: submitter unreachable: %v", pmi.ErrAborted, err)
 		}
-	}
-	return j.x.Fence(ctx, rank, puts)
+		return nil
+	})
 }
 
 // Get reads a value of the last completed round (rank pmi.AnyRank: PMI-1's job-wide key).

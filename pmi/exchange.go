@@ -49,6 +49,14 @@ func NewExchange(size int) *Exchange {
 // Fence records puts of rank and blocks until every rank not excluded fenced this round,
 // ctx ends, or the exchange is failed.
 func (x *Exchange) Fence(ctx context.Context, rank int, puts map[string][]byte) error {
+	return x.FenceThen(ctx, rank, puts, nil)
+}
+
+// FenceThen is Fence that calls then (when not nil) once the fence is recorded, before
+// it waits: an agent tells the submitter of the fence there, so that the round's
+// completion (Complete) cannot come before the fence it counts. An error from then ends
+// the fence with that error.
+func (x *Exchange) FenceThen(ctx context.Context, rank int, puts map[string][]byte, then func() error) error {
 	x.mu.Lock()
 	if x.err != nil {
 		x.mu.Unlock()
@@ -70,6 +78,11 @@ func (x *Exchange) Fence(ctx context.Context, rank int, puts map[string][]byte) 
 	x.addLocked(rank, puts)
 	x.completeLocked()
 	x.mu.Unlock()
+	if then != nil {
+		if err := then(); err != nil {
+			return err
+		}
+	}
 	select {
 	case <-round:
 		x.mu.Lock()

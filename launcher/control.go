@@ -448,6 +448,7 @@ type fenceMsg struct {
 	Rank    int
 	Puts    map[string][]byte `json:",omitempty"`
 	Barrier bool              `json:",omitempty"`
+	Round   int               `json:",omitempty"` // the round the fence is in at its agent (pmi.Exchange.FenceThen)
 }
 
 // fenceDoneMsg completes the job's Round-th fence (counting from 1) at an agent: Puts

@@ -36,6 +36,9 @@ type spawnReqMsg struct {
 	Rank, N int // the asking rank and how many new ranks it asks for
 	// Store is the job's published values at the asking agent, for agents new to the job.
 	Store map[int]map[string][]byte `json:",omitempty"`
+	// Rounds is the fences the asking agent completed: an agent alone in its job counts
+	// them without the submitter, and agents new to the job start from the count.
+	Rounds int `json:",omitempty"`
 }
 
 type spawnMsg struct {
@@ -214,7 +217,7 @@ func (s *submitter) agentDialed(d dialResult) {
 	go s.read(d.l)
 	go d.l.cc.beat(s.done)
 	spec := s.spec
-	spec.Roster, spec.Node, spec.Addrs, spec.Rounds = op.roster, d.l.idx, op.addrs, s.rounds
+	spec.Roster, spec.Node, spec.Addrs, spec.Rounds = op.roster, d.l.idx, op.addrs, max(s.rounds, op.m.Rounds)
 	spec.Spawns = append(append([]pmi.SpawnGroup(nil), s.grow.groups...), op.group)
 	spec.Store, spec.Failed = op.m.Store, s.failed
 	if err := d.l.cc.send(fJob, &spec); err != nil {

@@ -223,7 +223,7 @@ func (j *agentJob) spawn(ctx context.Context, rank, n int) (int, error) {
 		delete(j.grow.asks, rank)
 		j.mu.Unlock()
 	}()
-	if err := j.send(fSpawnReq, spawnReqMsg{Rank: rank, N: n, Store: j.x.Snapshot()}); err != nil {
+	if err := j.send(fSpawnReq, spawnReqMsg{Rank: rank, N: n, Store: j.x.Snapshot(), Rounds: j.x.Rounds()}); err != nil {
 		return 0, fmt.Errorf("%w: submitter unreachable: %v", pmi.ErrAborted, err)
 	}
 	select {

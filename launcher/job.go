@@ -60,7 +60,8 @@ type submitter struct {
 	obsLost   []lostRank // what ranks could not write of their observation (observe.go)
 	interrupt int
 	round     map[int]map[string][]byte // multi-host fence: puts of the ranks fenced this round (nil: a barrier's)
-	rounds    int                       // multi-host fences completed
+	rounds    int                       // the job's fences completed, as its agents count them
+	roundAt   int                       // the highest round number a fence of the open round named
 	deadline  <-chan time.Time          // after an abort: stop waiting for exit reports
 	report    *reportRound              // hang reports asked for (report.go), or nil
 	hang      hangWatch                 // the quiet-period check (report.go)
@@ -461,12 +462,15 @@ func (s *submitter) fence(l *agentLink, m *fenceMsg) {
 		m.Puts = nil // they stay at the rank's agent (fetch.go)
 	}
 	s.round[m.Rank] = m.Puts
+	s.roundAt = max(s.roundAt, m.Round)
 	s.completeRound()
 }
 
 // completeRound ends the multi-host round once every rank has fenced in it or failed
 // (--ft): each agent gets the round's number and the gathered puts of its ranks on other
-// hosts.
+// hosts. The number is the highest an agent named: an agent that ran its job alone
+// counted its rounds itself, and a spawn's fresh agent learns the count from the first
+// round it joins (pmi.Exchange.Complete).
 func (s *submitter) completeRound() {
 	if len(s.round) == 0 || s.fail != nil {
 		return
@@ -482,7 +486,7 @@ func (s *submitter) completeRound() {
 	}
 	round := s.round
 	s.round = nil // before a send fails: losing an agent may fail ranks and come back here
-	s.rounds++
+	s.rounds, s.roundAt = max(s.rounds+1, s.roundAt), 0
 	gathered := false
 	for _, puts := range round {
 		gathered = gathered || len(puts) > 0

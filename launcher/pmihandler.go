@@ -96,7 +96,8 @@ func (h *pmiHandler) fence(ctx context.Context, rank int, puts map[string][]byte
 	}
 	// The fence is recorded here before the submitter hears of it: its fence-done, which
 	// completes the round here, must find this rank's puts in it.
-	return j.x.FenceThen(ctx, rank, puts, func() error {
+	return j.x.FenceThen(ctx, rank, puts, func(round int) error {
+		m.Round = round
 		if err := j.send(fFence, m); err != nil {
 			return fmt.Errorf("%w: submitter unreachable: %v", pmi.ErrAborted, err)
 		}

@@ -53,10 +53,11 @@ func (x *Exchange) Fence(ctx context.Context, rank int, puts map[string][]byte) 
 }
 
 // FenceThen is Fence that calls then (when not nil) once the fence is recorded, before
-// it waits: an agent tells the submitter of the fence there, so that the round's
-// completion (Complete) cannot come before the fence it counts. An error from then ends
-// the fence with that error.
-func (x *Exchange) FenceThen(ctx context.Context, rank int, puts map[string][]byte, then func() error) error {
+// it waits, with the number of the round the fence is in (counting from 1). An agent
+// tells the submitter of the fence there, so that the round's completion (Complete)
+// cannot come before the fence it counts. An error from then ends the fence with that
+// error.
+func (x *Exchange) FenceThen(ctx context.Context, rank int, puts map[string][]byte, then func(round int) error) error {
 	x.mu.Lock()
 	if x.err != nil {
 		x.mu.Unlock()
@@ -74,12 +75,12 @@ func (x *Exchange) FenceThen(ctx context.Context, rank int, puts map[string][]by
 		x.mu.Unlock()
 		return fmt.Errorf("pmi: rank %d fenced after it was reported failed", rank)
 	}
-	round := x.round // before completeLocked, which may replace it
+	round, n := x.round, x.rounds+1 // before completeLocked, which may replace them
 	x.addLocked(rank, puts)
 	x.completeLocked()
 	x.mu.Unlock()
 	if then != nil {
-		if err := then(); err != nil {
+		if err := then(n); err != nil {
 			return err
 		}
 	}

@@ -359,6 +359,7 @@ func TestGormaOnHandedConn(t *testing.T) {
 // TestExchangeComplete: an agent of a multi-host job completes a round when told, not by
 // its own count; Held answers for its ranks during the round and after it; a round told
 // twice completes once, and a late agent takes a later round number as its own.
+// FenceThen names the round a fence is in.
 func TestExchangeComplete(t *testing.T) {
 	x := NewExchange(4) // ranks 0 and 1 fence here, 2 and 3 elsewhere
 	errs := make(chan error, 2)
@@ -409,5 +410,16 @@ func TestExchangeComplete(t *testing.T) {
 	x.Complete(5, nil)
 	if err := <-errs; err != nil || x.Rounds() != 5 {
 		t.Fatalf("late round number: %v, %d rounds", err, x.Rounds())
+	}
+	told := make(chan int, 1)
+	go func() {
+		errs <- x.FenceThen(context.Background(), 1, nil, func(round int) error { told <- round; return nil })
+	}()
+	if n := <-told; n != 6 {
+		t.Fatalf("FenceThen after round 5 says round %d, want 6", n)
+	}
+	x.Complete(6, nil)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -114,7 +114,7 @@ func TestGossipSim(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := runGossipSim(ctx, 20, 1, 500*time.Millisecond)
+	res, err := runGossipSim(ctx, gossipSim{n: 20, scale: 1, window: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func BenchmarkControlPlaneGossip(b *testing.B) {
 		b.Run(fmt.Sprintf("members=%d", c.n), func(b *testing.B) {
 			for range b.N {
 				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-				res, err := runGossipSim(ctx, c.n, c.scale, time.Duration(c.scale)*2*time.Second)
+				res, err := runGossipSim(ctx, gossipSim{n: c.n, scale: c.scale, window: time.Duration(c.scale) * 2 * time.Second})
 				cancel()
 				if err != nil {
 					b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	mrand "math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
@@ -20,7 +21,8 @@ import (
 // configures the agents (tunedConfig's timing, the keyring, the label, verified gossip),
 // over memberlist's in-memory transport (MockNetwork) instead of UDP and TCP. Modelled:
 // the network (a packet goes to the receiver's queue of simInbox packets, dropped when it
-// is full, as by a UDP socket's buffer; a stream is a net.Pipe; no delay),
+// is full, as by a UDP socket's buffer, after a fixed delay and with a chance of loss
+// when the simulation asks for them; a stream is a net.Pipe, opened after two delays),
 // a dead host (its packets and streams are dropped both ways: a hung host or a cut link,
 // which is what memberlist must detect; a killed agent is seen at once by its control
 // connection's EOF), and the agent's own delegates (here metadata of an agent's size and
@@ -35,29 +37,70 @@ type gossipNet struct {
 	tr     []*simTransport
 	cut    []atomic.Bool // member i's packets and streams are dropped
 	stats  []gossipStats
-	errs   *lastErrs // the members' latest [ERR] lines
+	errs   *simGossipLog
+	delay  time.Duration // a packet's one-way delay
+	loss   float64       // the chance that a packet is lost
 }
 
-// lastErrs keeps the latest [ERR] line of memberlist's log, for the error of a failed
-// join; it is safe for concurrent use.
-type lastErrs struct {
-	mu   sync.Mutex
-	last string
+// simGossipLog reads the members' memberlist logs: it keeps the latest [ERR] line, for the
+// error of a failed join, and counts the suspicions and death verdicts each member
+// names. It is safe for concurrent use.
+type simGossipLog struct {
+	mu       sync.Mutex
+	last     string
+	suspects map[[2]string]int // "Suspect X has failed" lines, by the names of the member that logged it and of X
+	verdicts map[[2]string]int // "Marking X as failed" lines, by the same names
 }
 
-func (l *lastErrs) Write(p []byte) (int, error) {
+func (l *simGossipLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if bytes.Contains(p, []byte("[ERR]")) {
-		l.mu.Lock()
 		l.last = string(bytes.TrimSpace(p))
-		l.mu.Unlock()
+	}
+	by, _, _ := bytes.Cut(p, []byte(": "))
+	if name, ok := logSubject(p, "memberlist: Suspect "); ok {
+		l.suspects[[2]string{string(by), name}]++
+	}
+	if name, ok := logSubject(p, "memberlist: Marking "); ok {
+		l.verdicts[[2]string{string(by), name}]++
 	}
 	return len(p), nil
 }
 
-func (l *lastErrs) String() string {
+// logSubject returns the member named right after prefix in a log line.
+func logSubject(line []byte, prefix string) (string, bool) {
+	_, rest, ok := bytes.Cut(line, []byte(prefix))
+	if !ok {
+		return "", false
+	}
+	name, _, _ := bytes.Cut(rest, []byte(" "))
+	return string(name), len(name) > 0
+}
+
+func (l *simGossipLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.last
+}
+
+// falseCounts returns the suspicions and verdicts that members other than victim logged
+// about members other than victim. The victim, cut off, suspects everyone; that is not
+// counted.
+func (l *simGossipLog) falseCounts(victim string) (suspicions, verdicts int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p, k := range l.suspects {
+		if p[0] != victim && p[1] != victim {
+			suspicions += k
+		}
+	}
+	for p, k := range l.verdicts {
+		if p[0] != victim && p[1] != victim {
+			verdicts += k
+		}
+	}
+	return suspicions, verdicts
 }
 
 // gossipStats counts one member's traffic: packets and bytes sent, streams opened, and
@@ -121,10 +164,22 @@ func (t *simTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time
 	if t.net.cut[t.idx].Load() || t.net.cut[p].Load() {
 		return now, nil // lost, as a datagram to or from a dead host
 	}
-	select {
-	case t.net.tr[p].packets <- &memberlist.Packet{Buf: bytes.Clone(b), From: t.addr, Timestamp: now}:
-	default:
+	if t.net.loss > 0 && mrand.Float64() < t.net.loss {
 		st.dropped.Add(1)
+		return now, nil
+	}
+	buf := bytes.Clone(b)
+	deliver := func() {
+		select {
+		case t.net.tr[p].packets <- &memberlist.Packet{Buf: buf, From: t.addr, Timestamp: time.Now()}:
+		default:
+			st.dropped.Add(1)
+		}
+	}
+	if t.net.delay > 0 {
+		time.AfterFunc(t.net.delay, deliver)
+	} else {
+		deliver()
 	}
 	return now, nil
 }
@@ -162,6 +217,7 @@ func (t *simTransport) DialAddressTimeout(a memberlist.Address, timeout time.Dur
 	if t.net.cut[t.idx].Load() || t.net.cut[p].Load() {
 		return nil, fmt.Errorf("simulated gossip: dial %s: i/o timeout", a)
 	}
+	time.Sleep(2 * t.net.delay) // the connection's handshake
 	return t.MockTransport.DialAddressTimeout(a, timeout)
 }
 
@@ -210,8 +266,24 @@ func (m *gossipMember) sawDead(name string) (time.Time, bool) {
 	return t, ok
 }
 
+// gossipSim is one simulated cluster's setting.
+type gossipSim struct {
+	n int
+	// scale stretches every interval and timeout of the configuration (scaledConfig) so
+	// that a large cluster's members, which share this process's processors, still answer
+	// within their timeouts on the wall clock; the times measured are divided by it and
+	// the rates multiplied. This holds while members spend their time waiting, not
+	// computing: memberlist's protocol runs in rounds of its intervals, and a round's work
+	// does not depend on their length. In a synctest bubble it is 1: virtual time stands
+	// still while members compute.
+	scale  int
+	window time.Duration // the steady-state window, in the scaled time
+	delay  time.Duration // a packet's one-way delay (0: none)
+	loss   float64       // the chance that a packet is lost
+}
+
 // gossipResult is what one simulated cluster measured, in the unscaled time of the
-// agents' configuration (runGossipSim's scale).
+// agents' configuration (gossipSim.scale).
 type gossipResult struct {
 	Members  int
 	Scale    int
@@ -221,25 +293,24 @@ type gossipResult struct {
 	PacketsPerSec, BytesPerSec, StreamsPerSec float64
 	Detect                                    time.Duration // a member cut off, to the first member declaring it dead
 	Spread                                    time.Duration // ... to the last live member declaring it dead
-	Dropped                                   int64         // packets dropped at full receive queues, over the run
+	Dropped                                   int64         // packets dropped at full receive queues or lost, over the run
+	// Logged by memberlist over the whole run about members that were never cut off:
+	// suspicions ("Suspect X has failed") and death verdicts ("Marking X as failed").
+	FalseSuspicions, FalseVerdicts int
 }
 
-// runGossipSim starts n members, joins them to the first, waits for every member list to
-// be whole, counts a steady-state window, cuts off the last member and times its death
-// verdict at every other member.
-//
-// scale stretches every interval and timeout of the configuration (scaledConfig) so that
-// a large cluster's members, which share this process's processors, still answer within
-// their timeouts; the times measured are divided by it and the rates multiplied. This
-// holds while members spend their time waiting, not computing: memberlist's protocol
-// runs in rounds of its intervals, and a round's work does not depend on their length.
-func runGossipSim(ctx context.Context, n, scale int, window time.Duration) (*gossipResult, error) {
+// runGossipSim starts sim.n members, joins them to the first, waits for every member
+// list to be whole, counts a steady-state window, cuts off the last member and times its
+// death verdict at every other member.
+func runGossipSim(ctx context.Context, sim gossipSim) (*gossipResult, error) {
+	n, scale := sim.n, max(sim.scale, 1)
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("cluster key: %w", err)
 	}
-	gn := &gossipNet{byName: make(map[string]int), byAddr: make(map[string]int), errs: &lastErrs{},
-		cut: make([]atomic.Bool, n), stats: make([]gossipStats, n)}
+	gn := &gossipNet{byName: make(map[string]int), byAddr: make(map[string]int),
+		errs: &simGossipLog{suspects: map[[2]string]int{}, verdicts: map[[2]string]int{}},
+		cut:  make([]atomic.Bool, n), stats: make([]gossipStats, n), delay: sim.delay, loss: sim.loss}
 	members := make([]*gossipMember, n)
 	transports := make([]*simTransport, n)
 	gn.tr = transports
@@ -316,7 +387,7 @@ func runGossipSim(ctx context.Context, n, scale int, window time.Duration) (*gos
 	}
 	wstart := time.Now()
 	select {
-	case <-time.After(window):
+	case <-time.After(sim.window):
 	case <-ctx.Done():
 		return nil, fmt.Errorf("simulated gossip: steady-state window: %w", ctx.Err())
 	}
@@ -370,6 +441,7 @@ func runGossipSim(ctx context.Context, n, scale int, window time.Duration) (*gos
 	for i := range gn.stats {
 		res.Dropped += gn.stats[i].dropped.Load()
 	}
+	res.FalseSuspicions, res.FalseVerdicts = gn.errs.falseCounts(victim)
 	return res, nil
 }
 

@@ -572,6 +572,17 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 		j.abort(pmi.Event{Kind: pmi.EventKind(m.Kind), Rank: m.Rank, Host: m.Host, Code: m.Code, Cause: m.Cause}, j.spec.Grace)
 	case *procFailedMsg:
 		return j.procFailed(m)
+	case *hostFailedMsg:
+		if len(m.Pids) != len(m.Ranks) {
+			return fmt.Errorf("host-failed frame for %d ranks with %d pids", len(m.Ranks), len(m.Pids))
+		}
+		for i, rank := range m.Ranks {
+			err := j.procFailed(&procFailedMsg{Rank: rank, Host: m.Host, Code: m.Code,
+				Cause: rankLabel(rank, m.Host, m.Pids[i]) + " lost: " + m.Why})
+			if err != nil {
+				return err
+			}
+		}
 	case *signalMsg:
 		j.signalAll(syscall.Signal(m.Signal))
 	case *reportReqMsg:

@@ -315,6 +315,7 @@ const (
 	fSpawnAns                        // S→A spawnReplyMsg: the answer to a rank's spawn request
 	fFetch                           // A→A fetchMsg: ask the owner agent for its ranks' puts (fetch.go)
 	fFetchAns                        // A→A fetchAnsMsg: the answer
+	fHostFailed                      // S→A hostFailedMsg: a lost agent's ranks failed and the job goes on (--ft)
 	fTypeEnd                         // first unused type
 )
 
@@ -503,6 +504,18 @@ type procFailedMsg struct {
 	Cause string // "rank 3 (host h1, pid 1234) killed by signal 9 (SIGKILL)"
 }
 
+// hostFailedMsg names the ranks of a lost agent of a fault-tolerant job, in one frame
+// per surviving agent rather than one per rank. The agent gives every rank one
+// pmi.ProcFailed event per failed rank, whose cause is rankLabel(rank, Host, pid) + "
+// lost: " + Why, as the submitter's line on stderr says.
+type hostFailedMsg struct {
+	Host  string
+	Ranks []int
+	Pids  []int // by Ranks' index; 0 where the rank's pid was never reported
+	Code  int   // the exit code golaunch would report for each
+	Why   string
+}
+
 type signalMsg struct{ Signal int }
 
 type reportReqMsg struct{ Stacks bool }
@@ -565,6 +578,8 @@ func decodeBody(t frameType, p []byte) (any, error) {
 		v = new(reportMsg)
 	case fProcFailed:
 		v = new(procFailedMsg)
+	case fHostFailed:
+		v = new(hostFailedMsg)
 	case fSpawnReq:
 		v = new(spawnReqMsg)
 	case fSpawn:

@@ -155,11 +155,18 @@ func TestFTSubmitterFence(t *testing.T) {
 	for _, e := range ends {
 		e.none(t)
 	}
-	// h2 is lost while rank 5 has not fenced: ranks 4 and 5 fail, the round completes.
+	// h2 is lost while rank 5 has not fenced: ranks 4 and 5 fail, told in one frame to
+	// each survivor, and the round completes.
 	s.lose(s.links[2], "control connection lost: EOF")
 	for i, e := range ends[:2] {
-		for _, r := range []int{4, 5} {
-			wantProcFailed(t, e.next(t), r, "h2", fmt.Sprintf("rank %d (host h2, pid %d) lost: agent h2 unreachable (control connection lost: EOF)", r, 100+r), ExitFailure)
+		f := e.next(t)
+		var m hostFailedMsg
+		if f.t != fHostFailed || json.Unmarshal(f.body, &m) != nil {
+			t.Fatalf("%v frame %s, want host-failed", f.t, f.body)
+		}
+		if m.Host != "h2" || !slices.Equal(m.Ranks, []int{4, 5}) || !slices.Equal(m.Pids, []int{104, 105}) ||
+			m.Code != ExitFailure || m.Why != "agent h2 unreachable (control connection lost: EOF)" {
+			t.Fatalf("host-failed %+v", m)
 		}
 		wantFenceDone(t, e.next(t), map[int][]int{0: {2, 4}, 1: {0, 1, 4}}[i]...)
 	}

@@ -351,11 +351,22 @@ func (s *submitter) tolerable(f *failure) bool {
 
 // tolerate records the failure of a rank of a fault-tolerant job, which goes on: one line
 // on stderr, and every agent gives its ranks a pmi.ProcFailed event naming the rank and
-// fences without it (fProcFailed). A pending multi-host fence may complete now.
+// fences without it (fProcFailed). A pending multi-host fence may complete now. The ranks
+// of a lost agent go in one frame instead (lose, fHostFailed).
 func (s *submitter) tolerate(f *failure) {
+	if !s.noteFailed(f) {
+		return
+	}
+	s.broadcast(fProcFailed, procFailedMsg{Rank: f.rank, Host: f.host, Code: f.code, Cause: f.what})
+	s.completeRound()
+}
+
+// noteFailed records f, a rank's failure in a fault-tolerant job, and prints its line on
+// stderr. It returns false when the rank had failed already.
+func (s *submitter) noteFailed(f *failure) bool {
 	r := &s.ranks[f.rank]
 	if r.failed {
-		return
+		return false
 	}
 	r.failed = true
 	s.failed = append(s.failed, f.rank)
@@ -363,8 +374,7 @@ func (s *submitter) tolerate(f *failure) {
 		s.firstFail = f
 	}
 	fmt.Fprintf(s.stderr, "golaunch: %s; job continued (--ft)\n", f.what)
-	s.broadcast(fProcFailed, procFailedMsg{Rank: f.rank, Host: f.host, Code: f.code, Cause: f.what})
-	s.completeRound()
+	return true
 }
 
 // ftSummary is the last line of a fault-tolerant job that lost ranks: "golaunch: --ft:
@@ -590,9 +600,16 @@ func (s *submitter) lose(l *agentLink, how string) {
 	switch {
 	case len(live) == 0:
 	case s.tolerable(f):
+		m := hostFailedMsg{Host: l.host, Code: f.code, Why: f.what}
 		for _, rank := range live {
-			s.tolerate(&failure{code: f.code, what: rankLabel(rank, l.host, s.ranks[rank].pid) + " lost: " + f.what,
-				kind: pmi.ProcFailed, rank: rank, host: l.host, weight: weightOutside})
+			if s.noteFailed(&failure{code: f.code, what: rankLabel(rank, l.host, s.ranks[rank].pid) + " lost: " + f.what,
+				kind: pmi.ProcFailed, rank: rank, host: l.host, weight: weightOutside}) {
+				m.Ranks, m.Pids = append(m.Ranks, rank), append(m.Pids, s.ranks[rank].pid)
+			}
+		}
+		if len(m.Ranks) > 0 {
+			s.broadcast(fHostFailed, m)
+			s.completeRound()
 		}
 	default:
 		s.failWith(f)

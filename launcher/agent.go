@@ -57,6 +57,8 @@ type Agent struct {
 	shed     atomic.Int64      // control connections shed: maxHandshakes pending (handshakes.go)
 	peers    map[string]member // a submitter's member: the agents it learned of at join
 
+	specs treeSpecs // job specs coming down job trees (treespec.go)
+
 	mu      sync.Mutex
 	jobs    map[*agentJob]struct{}
 	conns   map[net.Conn]struct{}   // connections in their handshake
@@ -262,16 +264,21 @@ func (a *Agent) runJob(cc *ctlConn) {
 		a.serveFetchLink(cc, p) // another agent of a job asks for this one's puts
 		return
 	}
-	if err != nil || t != fJob {
+	if err == nil && t == fTreeSpec {
+		if err := a.treeSpecArrived(p); err != nil { // the agent's parent in a job's tree
+			a.log.Printf("job spec from %s: %v", cc.c.RemoteAddr(), err)
+		}
+		return
+	}
+	if err != nil || (t != fJob && t != fJobTree) {
 		a.log.Printf("control connection from %s: no job (%v %v)", cc.c.RemoteAddr(), t, err)
 		return
 	}
-	v, err := decodeBody(t, p)
+	spec, raw, err := a.jobOf(t, p)
 	if err != nil {
 		cc.send(fReject, rejectMsg{Msg: err.Error()})
 		return
 	}
-	spec := v.(*jobSpec)
 	// From now on the submitter's departure ends the job, during its setup too (a cut link
 	// leaves the TCP connection open for minutes, and the start frame may never come).
 	// So does this host's isolation from every other host of the job: a host cut off
@@ -288,7 +295,13 @@ func (a *Agent) runJob(cc *ctlConn) {
 	beating := make(chan struct{})
 	defer close(beating)
 	go cc.beat(beating)
+	passed := make(chan error, 1)
+	go func() { passed <- a.passSpec(spec, raw, defaultTiming) }()
 	j, err := a.prepare(cc, spec)
+	if perr := <-passed; err == nil && perr != nil {
+		j.cleanup()
+		err = perr
+	}
 	if err != nil {
 		var ue *UsageError
 		cc.send(fReject, rejectMsg{Usage: errors.As(err, &ue), Msg: err.Error()})

@@ -316,6 +316,8 @@ const (
 	fFetch                           // A→A fetchMsg: ask the owner agent for its ranks' puts (fetch.go)
 	fFetchAns                        // A→A fetchAnsMsg: the answer
 	fHostFailed                      // S→A hostFailedMsg: a lost agent's ranks failed and the job goes on (--ft)
+	fJobTree                         // S→A jobTreeMsg: a job whose spec comes down the agent tree (treespec.go)
+	fTreeSpec                        // A→A jobSpec: the job's spec, from the agent's parent in the tree
 	fTypeEnd                         // first unused type
 )
 
@@ -362,6 +364,9 @@ type jobSpec struct {
 	// Rounds is the number of job-wide fences completed, for an agent that joins the job
 	// after its start: its Exchange counts from there.
 	Rounds int `json:",omitempty"`
+	// Fanout is the agent tree's (treespec.go): an agent passes the spec on to its
+	// children in the tree. 0: every agent had it from the submitter.
+	Fanout int `json:",omitempty"`
 }
 
 func (s *jobSpec) check() error {
@@ -580,6 +585,10 @@ func decodeBody(t frameType, p []byte) (any, error) {
 		v = new(procFailedMsg)
 	case fHostFailed:
 		v = new(hostFailedMsg)
+	case fJobTree:
+		v = new(jobTreeMsg)
+	case fTreeSpec:
+		v = new(jobSpec)
 	case fSpawnReq:
 		v = new(spawnReqMsg)
 	case fSpawn:

@@ -48,12 +48,14 @@ func TestCtlSim(t *testing.T) {
 			t.Errorf("agent %d: %d frames in, %d out; the model says %d and %d", i, res.AgentIn[i], res.AgentOut[i], wantIn, wantOut)
 		}
 	}
+	// The submitter's children in the agent tree get the job's spec, the others a
+	// reference to the spec that comes down the tree (treespec.go).
 	for _, c := range []struct {
 		t    frameType
 		to   bool
 		want int64
 	}{
-		{fJob, true, agents}, {fStart, true, agents}, {fFenceDone, true, agents}, {fAbort, true, agents}, {fDone, true, agents},
+		{fJob, true, defaultFanout}, {fJobTree, true, agents - defaultFanout}, {fStart, true, agents}, {fFenceDone, true, agents}, {fAbort, true, agents}, {fDone, true, agents},
 		{fReady, false, agents}, {fStarted, false, int64(res.Ranks)}, {fInit, false, int64(res.Ranks)},
 		{fFence, false, int64(res.Ranks)}, {fExit, false, int64(res.Ranks)},
 	} {

@@ -103,6 +103,7 @@ type ctlSim struct {
 	size     int
 	trigger  int // the rank whose exit aborts the job
 	victim   int // --ft: the agent lost as the fence begins; -1: none
+	fanout   int // the agent tree's (treespec.go)
 
 	fenceGate chan struct{} // closed: ranks may fence
 	abortGate chan struct{} // closed: the trigger rank exits
@@ -120,6 +121,14 @@ type ctlSim struct {
 	lastKnow time.Time // last survivor rank to hold a proc-failed event for the victim's
 	conns    []net.Conn
 	agents   []*simAgent
+}
+
+// agentAt returns the agent at tree position p, or nil for the submitter's.
+func (sim *ctlSim) agentAt(p int) *simAgent {
+	if p < 1 || p > len(sim.agents) {
+		return nil
+	}
+	return sim.agents[treeHost(p)]
 }
 
 func (sim *ctlSim) fail(err error) {
@@ -175,7 +184,7 @@ func runCtlSimWith(ctx context.Context, agents, perAgent int, fullGet bool, vict
 		return nil, fmt.Errorf("cluster key: %w", err)
 	}
 	sim := &ctlSim{ctx: ctx, ckey: controlKey(key), perAgent: perAgent, fullGet: fullGet,
-		size: agents * perAgent, trigger: agents*perAgent - 1, victim: victim,
+		size: agents * perAgent, trigger: agents*perAgent - 1, victim: victim, fanout: defaultFanout,
 		fenceGate: make(chan struct{}), abortGate: make(chan struct{})}
 	sas := make([]*simAgent, agents)
 	hosts := make([]HostSlots, agents)
@@ -216,7 +225,8 @@ func runCtlSimWith(ctx context.Context, agents, perAgent int, fullGet bool, vict
 	stderr := &lockedBuffer{}
 	s := &submitter{
 		spec: jobSpec{ID: id, Submitter: "submitter", Program: "/simulated/rank", Secret: secret,
-			Roster: roster, Transport: "auto", BindTo: BindNone, Grace: time.Second, FT: victim >= 0},
+			Roster: roster, Transport: "auto", BindTo: BindNone, Grace: time.Second, FT: victim >= 0,
+			Fanout: sim.fanout},
 		roster: roster, addrs: addrs, key: sim.ckey, stderr: stderr, grace: time.Second,
 		tm:  defaultTiming.scaled(testbudget.Scale),
 		out: newOutputSink(io.Discard, io.Discard, false, true, ""),
@@ -416,6 +426,21 @@ func (sa *simAgent) acceptPeers() {
 			}
 			c.SetDeadline(time.Time{})
 			t, p, err := cc.recv()
+			if err == nil && t == fTreeSpec {
+				if err := sa.a.treeSpecArrived(p); err != nil {
+					sa.sim.fail(fmt.Errorf("agent %s: tree link: %w", sa.name, err))
+				}
+				from := newTree(len(sa.sim.agents), sa.sim.fanout).parent(treePos(sa.idx))
+				b := tap.in.bytes.Load() + tap.out.bytes.Load()
+				n := tap.in.messages() + tap.out.messages()
+				for _, x := range []*simAgent{sa, sa.sim.agentAt(from)} {
+					if x != nil {
+						x.peerBytes.Add(b)
+						x.peerMsgs.Add(n)
+					}
+				}
+				return
+			}
 			if err != nil || t != fFetch {
 				sa.sim.fail(fmt.Errorf("agent %s: fetch link: first frame %v, %v", sa.name, t, err))
 				return
@@ -442,14 +467,16 @@ func (sa *simAgent) acceptPeers() {
 // setup receives and checks the job (as runJob and prepare do) and answers ready.
 func (sa *simAgent) setup(cc *ctlConn) (*agentJob, error) {
 	t, p, err := cc.recv()
-	if err != nil || t != fJob {
+	if err != nil || (t != fJob && t != fJobTree) {
 		return nil, fmt.Errorf("agent %s: waiting for the job frame: got %v, %v", sa.name, t, err)
 	}
-	v, err := decodeBody(t, p)
+	spec, raw, err := sa.a.jobOf(t, p)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", sa.name, err)
 	}
-	spec := v.(*jobSpec)
+	if err := sa.a.passSpec(spec, raw, defaultTiming.scaled(testbudget.Scale)); err != nil {
+		return nil, err
+	}
 	if err := spec.check(); err != nil {
 		return nil, fmt.Errorf("agent %s: bad job: %w", sa.name, err)
 	}

@@ -218,6 +218,7 @@ func (s *submitter) agentDialed(d dialResult) {
 	go d.l.cc.beat(s.done)
 	spec := s.spec
 	spec.Roster, spec.Node, spec.Addrs, spec.Rounds = op.roster, d.l.idx, op.addrs, max(s.rounds, op.m.Rounds)
+	spec.Fanout = 0 // every fresh agent gets the whole spec from here
 	spec.Spawns = append(append([]pmi.SpawnGroup(nil), s.grow.groups...), op.group)
 	spec.Store, spec.Failed = op.m.Store, s.failed
 	if err := d.l.cc.send(fJob, &spec); err != nil {

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"cmp"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -141,7 +142,7 @@ func Launch(args []string, stdio Stdio, sigs <-chan os.Signal) int {
 	cwd, _ := os.Getwd()
 	s := &submitter{
 		spec: jobSpec{ID: id, Submitter: node.name, Program: prog, Args: o.Args, Env: o.Env, Apps: apps, Dir: cwd,
-			Secret: secret, Roster: roster, Transport: o.Transport, BindTo: o.BindTo, Grace: o.Grace, FT: o.FT},
+			Secret: secret, Roster: roster, Transport: o.Transport, BindTo: o.BindTo, Grace: o.Grace, FT: o.FT, Fanout: cmp.Or(o.TreeFanout, defaultFanout)},
 		reportBindings: o.ReportBindings,
 		roster:         roster, key: node.ckey, stderr: newStallWriter(stdio.Err, outputStall), stdin: stdio.In, grace: o.Grace,
 		out:     newOutputSink(stdio.Out, stdio.Err, o.TagOutput, roster.Size > 1, o.OutputDir),

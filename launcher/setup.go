@@ -135,10 +135,20 @@ func (s *submitter) connect() (int, bool) {
 // readyTimeout), or did not answer in time. Then no rank has started, and closeLinks
 // tells the others to drop the job.
 func (s *submitter) setup() (int, bool) {
+	var tr *tree
+	if k := s.spec.Fanout; k >= 2 && len(s.links) > k {
+		tr = newTree(len(s.links), k) // the spec goes down the agent tree (treespec.go)
+	}
 	for i, l := range s.links {
-		spec := s.spec
-		spec.Node, spec.Addrs = i, s.addrs
-		if err := l.cc.send(fJob, &spec); err != nil {
+		var err error
+		if tr != nil && tr.parent(treePos(i)) != 0 {
+			err = l.cc.send(fJobTree, jobTreeMsg{ID: s.spec.ID, Node: i})
+		} else {
+			spec := s.spec
+			spec.Node, spec.Addrs = i, s.addrs
+			err = l.cc.send(fJob, &spec)
+		}
+		if err != nil {
 			return s.setupFailed(agentFailure(l.host, fmt.Sprintf("send job: %v", err)))
 		}
 	}

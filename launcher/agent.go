@@ -248,6 +248,7 @@ type agentJob struct {
 	stdinQ     chan []byte    // rank 0's stdin data, written by stdinWriter
 	grow       agentGrowth    // the roster as spawns grew it, their groups and requests (growagent.go)
 	fetch      fetcher        // links to the agents that hold other hosts' puts (fetch.go)
+	round      localRound     // the multi-host fence round of the ranks here (fencewire.go); under mu
 }
 
 func (j *agentJob) host() string { return j.spec.Roster.Hosts[j.spec.Node] }
@@ -569,8 +570,13 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 		return err
 	}
 	switch m := v.(type) {
-	case *fenceDoneMsg:
-		j.x.Complete(m.Round, m.Puts)
+	case *fenceDone:
+		roster, _ := j.rosterNow()
+		puts, err := m.puts(roster.Size)
+		if err != nil {
+			return err
+		}
+		j.x.Complete(m.Round, puts)
 	case *spawnMsg:
 		here, err := j.grew(m.Group, m.Roster, m.Addrs)
 		if err != nil {
@@ -626,7 +632,10 @@ func (j *agentJob) procFailed(m *procFailedMsg) error {
 	j.a.log.Printf("job %s: %s; the job goes on (--ft)", j.spec.ID, m.Cause)
 	j.srv.Announce(pmi.Event{Kind: pmi.ProcFailed, Rank: m.Rank, Host: m.Host, Code: m.Code, Cause: m.Cause})
 	j.x.Exclude(m.Rank)
-	return nil
+	j.mu.Lock()
+	f, err := j.roundReadyLocked() // the rank may be the last one here the round waited for
+	j.mu.Unlock()
+	return j.sendRound(f, err)
 }
 
 // stdinWindow is how many stdin frames a submitter may have in flight to an agent.

@@ -294,8 +294,8 @@ const (
 	fStarted                         // A→S startedMsg
 	fOutput                          // A→S rank u32, stream u8, data
 	fInit                            // A→S rankMsg: a rank reached PMI init
-	fFence                           // A→S fenceMsg: a rank fenced (multi-host jobs)
-	fFenceDone                       // S→A fenceDoneMsg: the other hosts' puts of the round
+	fFence                           // A→S agentFenceMsg: the agent's ranks fenced (multi-host jobs, fencewire.go)
+	fFenceDone                       // S→A fence-done payload (binary): the round and every agent's card block
 	fAbortReq                        // A→S abortReqMsg: a rank called Abort
 	fExit                            // A→S exitMsg: a rank ended
 	fAbort                           // S→A abortMsg: abort the job
@@ -447,21 +447,10 @@ type startedMsg struct {
 
 type rankMsg struct{ Rank int }
 
-// fenceMsg is a rank's fence. In a barrier fence (a gorma rank's) its puts stay at its
-// agent, which answers for them (fetch.go); in a gathering one (PMI-1, PMIx) they travel
-// to every agent.
+// fenceMsg is a spawned rank's first fence, its group's (fSpawnSync): its puts.
 type fenceMsg struct {
-	Rank    int
-	Puts    map[string][]byte `json:",omitempty"`
-	Barrier bool              `json:",omitempty"`
-	Round   int               `json:",omitempty"` // the round the fence is in at its agent (pmi.Exchange.FenceThen)
-}
-
-// fenceDoneMsg completes the job's Round-th fence (counting from 1) at an agent: Puts
-// are the gathering ranks' puts of the round on other hosts.
-type fenceDoneMsg struct {
-	Round int
-	Puts  map[int]map[string][]byte `json:",omitempty"`
+	Rank int
+	Puts map[string][]byte `json:",omitempty"`
 }
 
 type abortReqMsg struct {
@@ -566,9 +555,9 @@ func decodeBody(t frameType, p []byte) (any, error) {
 	case fInit:
 		v = new(rankMsg)
 	case fFence:
-		v = new(fenceMsg)
+		v = new(agentFenceMsg)
 	case fFenceDone:
-		v = new(fenceDoneMsg)
+		return decodeFenceDone(p)
 	case fAbortReq:
 		v = new(abortReqMsg)
 	case fExit:

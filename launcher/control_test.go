@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"bytes"
+	"github.com/gorma-hpc/gorma/pmi"
 	"io"
 	"net"
 	"testing"
@@ -206,10 +207,14 @@ func TestFrameRoundTrip(t *testing.T) {
 	cc, sc, _ := handshakePair(t)
 	spec := jobSpec{ID: "j", Program: "/bin/true", Secret: make([]byte, 32)}
 	spec.Roster, _ = PlanRanks([]HostSlots{{"a", 1}}, 1)
+	block, err := pmi.AppendCards(nil, []pmi.Card{{Rank: 1, Key: "k", Value: []byte{1, 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		cc.send(fJob, &spec)
 		cc.send(fOutput, encodeOutput(3, 2, []byte("hi\n")))
-		cc.send(fFenceDone, fenceDoneMsg{Puts: map[int]map[string][]byte{1: {"k": {1, 2}}}})
+		cc.send(fFenceDone, appendFenceDone(nil, 7, [][]byte{block}))
 		cc.send(fDone, nil)
 	}()
 	typ, p, err := sc.recv()
@@ -226,8 +231,11 @@ func TestFrameRoundTrip(t *testing.T) {
 	}
 	typ, p, _ = sc.recv()
 	v, err = decodeBody(typ, p)
-	if err != nil || !bytes.Equal(v.(*fenceDoneMsg).Puts[1]["k"], []byte{1, 2}) {
+	if err != nil || v.(*fenceDone).Round != 7 {
 		t.Fatalf("fence-done: %+v %v", v, err)
+	}
+	if puts, err := v.(*fenceDone).puts(2); err != nil || !bytes.Equal(puts[1]["k"], []byte{1, 2}) {
+		t.Fatalf("fence-done's puts: %v %v", puts, err)
 	}
 	if typ, _, _ = sc.recv(); typ != fDone {
 		t.Fatal(typ)
@@ -241,8 +249,10 @@ func FuzzControlFrame(f *testing.F) {
 	}{
 		{fJob, `{"ID":"j","Program":"p","Secret":"AAAAAAAAAAAAAAAAAAAAAA==","Roster":{"Size":1,"Hosts":["a"],"Runs":[0,1]}}`},
 		{fExit, `{"Rank":1,"Pid":5,"Code":3}`},
-		{fFenceDone, `{"Round":2,"Puts":{"1":{"k":"AQI="}}}`},
-		{fFence, `{"Rank":3,"Barrier":true}`},
+		{fFenceDone, "\x02\x01\x0cGC\x01\x01\x01\x00\x01k\x00\x02\x01\x02"},
+		{fFence, `{"Round":2,"Ranks":[3,4],"Block":"R0MBAA=="}`},
+		{fJobTree, `{"ID":"j","Node":3}`},
+		{fHostFailed, `{"Host":"h","Ranks":[1],"Pids":[9],"Code":1,"Why":"lost"}`},
 		{fFetch, `{"Job":"j","From":1,"Round":1}`},
 		{fFetchAns, `{"Puts":{"4":{"gorma/card":"AQI="}}}`},
 		{fFetchAns, `{"Err":"no"}`},
@@ -265,6 +275,9 @@ func FuzzControlFrame(f *testing.F) {
 				decodeOutput(p)
 			default:
 				v, err := decodeBody(typ, p)
+				if fd, ok := v.(*fenceDone); ok && err == nil {
+					fd.puts(64)
+				}
 				if spec, ok := v.(*jobSpec); ok && err == nil && spec.check() == nil {
 					spec.Roster.RanksOn(spec.Node) // a checked roster is safe to index
 					for r := range spec.Roster.Size {

@@ -3,7 +3,6 @@ package launcher
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -20,10 +19,10 @@ const simRanksPerAgent = 10
 
 // ctlModel is the control protocol's message count for one agent with r ranks in a job
 // that starts, fences f times and is aborted: what the agent receives (job, start, one
-// fence-done per round, abort, done) and what it sends (ready, then per rank: started,
-// init, one fence per round, exit). Pings are apart: 1/heartbeatInterval each way.
+// fence-done per round, abort, done) and what it sends (ready, one fence per round, and
+// per rank: started, init, exit). Pings are apart: 1/heartbeatInterval each way.
 func ctlModel(r, f int) (toAgent, fromAgent int64) {
-	return int64(4 + f), int64(1 + (3+f)*r)
+	return int64(4 + f), int64(1 + f + 3*r)
 }
 
 // TestCtlSim runs the control-plane simulation at 20 agents of 10 ranks and checks what
@@ -57,7 +56,7 @@ func TestCtlSim(t *testing.T) {
 	}{
 		{fJob, true, defaultFanout}, {fJobTree, true, agents - defaultFanout}, {fStart, true, agents}, {fFenceDone, true, agents}, {fAbort, true, agents}, {fDone, true, agents},
 		{fReady, false, agents}, {fStarted, false, int64(res.Ranks)}, {fInit, false, int64(res.Ranks)},
-		{fFence, false, int64(res.Ranks)}, {fExit, false, int64(res.Ranks)},
+		{fFence, false, agents}, {fExit, false, int64(res.Ranks)},
 	} {
 		got := res.FromAgents[c.t]
 		if c.to {
@@ -174,12 +173,12 @@ func (c *discardConn) Close() error                { return nil }
 // fence frames carry.
 func simWireCard(rank int) []byte { return []byte(hex.EncodeToString(simCard(rank))) }
 
-// BenchmarkControlPlaneFence times the two serial steps of a multi-host PMI fence at
-// agents × 10 ranks, each rank putting one card, apart from everything else: the
-// submitter's (the real submitter.fence: merging the round as its events arrive, then
-// encoding and sealing one fence-done frame per agent, each with every other agent's
-// cards), and one agent's (decoding its fence-done frame and merging it into its
-// pmi.Exchange). In a cluster the agents do their step in parallel, so one fence costs
+// BenchmarkControlPlaneFence times the serial steps of a gathering multi-host PMI fence
+// at agents × 10 ranks, each rank putting one card, apart from everything else: the
+// submitter's (the real submitter.fence: collecting each agent's fence frame as its
+// events arrive, then encoding one fence-done payload of every agent's card block and
+// sealing it once per agent), and one agent's (encoding its block, then decoding the
+// fence-done payload and completing the round in its pmi.Exchange). In a cluster the agents do their step in parallel, so one fence costs
 // about the sum of the two plus the network's time:
 //
 //	go test -run '^$' -bench 'BenchmarkControlPlaneFence' -benchtime 1x ./launcher
@@ -209,11 +208,24 @@ func BenchmarkControlPlaneFence(b *testing.B) {
 					}
 					s.links = append(s.links, &agentLink{idx: i, host: hosts[i].Name, cc: cc})
 				}
-				events := make([]subEvent, roster.Size)
-				for rank := range roster.Size {
-					h := roster.RankHost[rank]
-					events[rank] = subEvent{link: h, from: s.links[h], t: fFence,
-						msg: &fenceMsg{Rank: rank, Puts: map[string][]byte{simCardKey: simWireCard(rank)}}}
+				events := make([]subEvent, agents)
+				for h := range agents {
+					puts := make(map[int]map[string][]byte)
+					var ranks []int
+					for _, rank := range roster.RanksOn(h) {
+						puts[rank] = map[string][]byte{simCardKey: simWireCard(rank)}
+						ranks = append(ranks, rank)
+					}
+					t0 := time.Now()
+					block, err := pmi.AppendCards(nil, pmi.CardsOf(puts))
+					if h == 0 {
+						agent += time.Since(t0)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					events[h] = subEvent{link: h, from: s.links[h], t: fFence,
+						msg: &agentFenceMsg{Round: 1, Ranks: ranks, Block: block}}
 				}
 				t0 := time.Now()
 				for _, ev := range events {
@@ -227,22 +239,23 @@ func BenchmarkControlPlaneFence(b *testing.B) {
 					sent += c.n.Load()
 				}
 
-				// Agent 0's step: its fence-done frame, as the submitter encodes it.
-				remote := make(map[int]map[string][]byte)
-				for rank := simRanksPerAgent; rank < roster.Size; rank++ {
-					remote[rank] = map[string][]byte{simCardKey: simWireCard(rank)}
+				// Agent 0's step: the fence-done payload, as the submitter encodes it.
+				var blocks [][]byte
+				for _, ev := range events {
+					blocks = append(blocks, ev.msg.(*agentFenceMsg).Block)
 				}
-				p, err := json.Marshal(fenceDoneMsg{Puts: remote})
-				if err != nil {
-					b.Fatal(err)
-				}
+				p := appendFenceDone(nil, 1, blocks)
 				x := pmi.NewExchange(roster.Size)
 				t0 = time.Now()
 				v, err := decodeBody(fFenceDone, p)
 				if err != nil {
 					b.Fatal(err)
 				}
-				x.Merge(v.(*fenceDoneMsg).Puts)
+				puts, err := v.(*fenceDone).puts(roster.Size)
+				if err != nil {
+					b.Fatal(err)
+				}
+				x.Complete(1, puts)
 				agent += time.Since(t0)
 			}
 			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }

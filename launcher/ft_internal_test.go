@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/testbudget"
+	"github.com/gorma-hpc/gorma/pmi"
 )
 
 // ftAgentEnd is an agent's end of a real control connection in an internal test of the
@@ -93,26 +95,26 @@ func wantProcFailed(t *testing.T, f ftFrame, rank int, host, cause string, code 
 	}
 }
 
-// wantFenceDone checks that f completes a round with the puts of ranks.
-func wantFenceDone(t *testing.T, f ftFrame, ranks ...int) {
+// wantFenceDone checks that f completes round with the puts of ranks.
+func wantFenceDone(t *testing.T, f ftFrame, round int, ranks ...int) {
 	t.Helper()
-	var m fenceDoneMsg
-	if f.t != fFenceDone || json.Unmarshal(f.body, &m) != nil {
+	if f.t != fFenceDone {
 		t.Fatalf("%v frame %s, want fence-done", f.t, f.body)
 	}
-	got := slices.Sorted(func(yield func(int) bool) {
-		for r := range m.Puts {
-			if !yield(r) {
-				return
-			}
-		}
-	})
-	if !slices.Equal(got, ranks) {
-		t.Fatalf("fence-done with the puts of ranks %v, want %v", got, ranks)
+	m, err := decodeFenceDone(f.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	puts, err := m.puts(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(maps.Keys(puts)); m.Round != round || !slices.Equal(got, ranks) {
+		t.Fatalf("fence-done of round %d with the puts of ranks %v, want round %d and %v", m.Round, got, round, ranks)
 	}
 	for _, r := range ranks {
-		if string(m.Puts[r]["card"]) != fmt.Sprint(r) {
-			t.Fatalf("rank %d's puts: %q", r, m.Puts[r])
+		if string(puts[r]["card"]) != fmt.Sprint(r) {
+			t.Fatalf("rank %d's puts: %q", r, puts[r])
 		}
 	}
 }
@@ -124,41 +126,45 @@ func wantFenceDone(t *testing.T, f ftFrame, ranks ...int) {
 func TestFTSubmitterFence(t *testing.T) {
 	var stderr lockedBuffer
 	s, ends := ftSubmitter(t, &stderr, "h0", "h1", "h2")
-	fence := func(rank int) {
-		s.fence(s.links[s.roster.RankHost[rank]], &fenceMsg{Rank: rank, Puts: map[string][]byte{"card": []byte(fmt.Sprint(rank))}})
+	// fence is an agent's fence frame for ranks, all on one host, each of which gathers.
+	fence := func(round int, ranks ...int) {
+		puts := make(map[int]map[string][]byte)
+		for _, r := range ranks {
+			puts[r] = map[string][]byte{"card": []byte(fmt.Sprint(r))}
+		}
+		block, err := pmi.AppendCards(nil, pmi.CardsOf(puts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.fence(s.links[s.roster.RankHost[ranks[0]]], &agentFenceMsg{Round: round, Ranks: ranks, Block: block})
 	}
-	for _, r := range []int{0, 1, 2, 4, 5} {
-		fence(r) // rank 3 has not fenced: the round is pending
-	}
+	fence(1, 0, 1)
+	fence(1, 4, 5) // rank 3 has not fenced: h1 has not sent, and the round is pending
 	for _, e := range ends {
 		e.none(t)
 	}
 	s.rankEnded(s.links[1], &exitMsg{Rank: 3, Pid: 103, Code: -1, Signal: 9, Connected: true})
 	cause := "rank 3 (host h1, pid 103) killed by signal 9 (SIGKILL)"
-	for i, e := range ends {
+	for _, e := range ends {
 		wantProcFailed(t, e.next(t), 3, "h1", cause, 137)
-		var remote []int
-		for _, r := range []int{0, 1, 2, 4, 5} {
-			if s.roster.RankHost[r] != i {
-				remote = append(remote, r)
-			}
-		}
-		wantFenceDone(t, e.next(t), remote...)
+		e.none(t)
+	}
+	fence(1, 2) // h1's fence, now that its only live rank fenced
+	for _, e := range ends {
+		wantFenceDone(t, e.next(t), 1, 0, 1, 2, 4, 5)
 	}
 	if s.fail != nil {
 		t.Fatalf("the job failed: %s", s.fail.summary())
 	}
-	fence(3) // a report from before its death, arriving late
-	for _, r := range []int{0, 1, 2, 4} {
-		fence(r)
-	}
+	fence(2, 0, 1)
+	fence(2, 2, 3) // rank 3's fence from before its death: dropped
 	for _, e := range ends {
 		e.none(t)
 	}
 	// h2 is lost while rank 5 has not fenced: ranks 4 and 5 fail, told in one frame to
 	// each survivor, and the round completes.
 	s.lose(s.links[2], "control connection lost: EOF")
-	for i, e := range ends[:2] {
+	for _, e := range ends[:2] {
 		f := e.next(t)
 		var m hostFailedMsg
 		if f.t != fHostFailed || json.Unmarshal(f.body, &m) != nil {
@@ -168,7 +174,7 @@ func TestFTSubmitterFence(t *testing.T) {
 			m.Code != ExitFailure || m.Why != "agent h2 unreachable (control connection lost: EOF)" {
 			t.Fatalf("host-failed %+v", m)
 		}
-		wantFenceDone(t, e.next(t), map[int][]int{0: {2, 4}, 1: {0, 1, 4}}[i]...)
+		wantFenceDone(t, e.next(t), 2, 0, 1, 2, 3)
 	}
 	wantLines := []string{
 		"golaunch: " + cause + "; job continued (--ft)",

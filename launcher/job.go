@@ -59,7 +59,8 @@ type submitter struct {
 	firstFail *failure   // --ft: the first of those, whose code is the job's if no rank survives
 	obsLost   []lostRank // what ranks could not write of their observation (observe.go)
 	interrupt int
-	round     map[int]map[string][]byte // multi-host fence: puts of the ranks fenced this round (nil: a barrier's)
+	round     map[int]bool              // multi-host fence: the ranks fenced this round
+	blocks    [][]byte                  // ... and the agents' card blocks of it (fencewire.go)
 	rounds    int                       // the job's fences completed, as its agents count them
 	roundAt   int                       // the highest round number a fence of the open round named
 	deadline  <-chan time.Time          // after an abort: stop waiting for exit reports
@@ -276,7 +277,7 @@ func (s *submitter) handle(ev subEvent) {
 			r.connected = true
 			s.reachedPMI()
 		}
-	case *fenceMsg:
+	case *agentFenceMsg:
 		s.fence(l, m)
 	case *abortReqMsg:
 		if r, ok := s.localRank(l, m.Rank); ok {
@@ -455,30 +456,39 @@ func (s *submitter) checkStartup() bool {
 	return true
 }
 
-// fence collects a multi-host round and sends each agent the other hosts' puts. A rank
-// that failed (--ft) is no longer waited for, and its late fence is dropped.
-func (s *submitter) fence(l *agentLink, m *fenceMsg) {
-	if r, ok := s.localRank(l, m.Rank); !ok || s.fail != nil || r.failed {
+// fence collects an agent's part of a multi-host round (fencewire.go). A rank that
+// failed (--ft) is no longer waited for, and its late fence is dropped.
+func (s *submitter) fence(l *agentLink, m *agentFenceMsg) {
+	if s.fail != nil {
 		return
 	}
 	if s.round == nil {
-		s.round = make(map[int]map[string][]byte)
+		s.round = make(map[int]bool)
 	}
-	if _, dup := s.round[m.Rank]; dup {
-		s.lose(l, fmt.Sprintf("protocol error: rank %d fenced twice in one round", m.Rank))
-		return
+	for _, rank := range m.Ranks {
+		r, ok := s.localRank(l, rank)
+		if !ok {
+			s.lose(l, fmt.Sprintf("protocol error: a fence names rank %d, which runs on another host", rank))
+			return
+		}
+		if s.round[rank] {
+			s.lose(l, fmt.Sprintf("protocol error: rank %d fenced twice in one round", rank))
+			return
+		}
+		if !r.failed {
+			s.round[rank] = true
+		}
 	}
-	if m.Barrier {
-		m.Puts = nil // they stay at the rank's agent (fetch.go)
+	if len(m.Block) > 0 {
+		s.blocks = append(s.blocks, m.Block)
 	}
-	s.round[m.Rank] = m.Puts
 	s.roundAt = max(s.roundAt, m.Round)
 	s.completeRound()
 }
 
 // completeRound ends the multi-host round once every rank has fenced in it or failed
-// (--ft): each agent gets the round's number and the gathered puts of its ranks on other
-// hosts. The number is the highest an agent named: an agent that ran its job alone
+// (--ft): every agent gets the same payload, the round's number and every agent's card
+// block. The number is the highest an agent named: an agent that ran its job alone
 // counted its rounds itself, and a spawn's fresh agent learns the count from the first
 // round it joins (pmi.Exchange.Complete).
 func (s *submitter) completeRound() {
@@ -494,27 +504,15 @@ func (s *submitter) completeRound() {
 	if n < s.roster.Size {
 		return
 	}
-	round := s.round
-	s.round = nil // before a send fails: losing an agent may fail ranks and come back here
+	blocks := s.blocks
+	s.round, s.blocks = nil, nil // before a send fails: losing an agent may fail ranks and come back here
 	s.rounds, s.roundAt = max(s.rounds+1, s.roundAt), 0
-	gathered := false
-	for _, puts := range round {
-		gathered = gathered || len(puts) > 0
-	}
+	done := appendFenceDone(nil, s.rounds, blocks)
 	for _, dst := range s.links {
 		if dst.lost {
 			continue
 		}
-		m := fenceDoneMsg{Round: s.rounds}
-		if gathered {
-			m.Puts = make(map[int]map[string][]byte)
-			for rank, puts := range round {
-				if len(puts) > 0 && s.roster.RankHost[rank] != dst.idx {
-					m.Puts[rank] = puts
-				}
-			}
-		}
-		if err := dst.cc.send(fFenceDone, m); err != nil {
+		if err := dst.cc.send(fFenceDone, done); err != nil {
 			s.lose(dst, "control connection lost: "+err.Error())
 		}
 	}

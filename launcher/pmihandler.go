@@ -16,13 +16,13 @@ import (
 // calls it from one goroutine per rank connection.
 //
 // Fences are job-wide. On a one-host job the agent's Exchange sees every rank and
-// completes the round by itself. On a multi-host job each agent also tells the
-// submitter of each rank's fence (fFence). A gorma rank's fence is a barrier (Barrier):
-// its puts stay here, and an agent whose rank asks for them fetches them (fetch.go). A
-// PMI-1 or PMIx rank's fence gathers (Fence): its puts go with the frame. Once every
-// rank of the round has fenced, the submitter sends each agent the round's number and
-// the gathered puts of the ranks on other hosts (fFenceDone), and the agent completes the
-// round (Exchange.Complete). A rank cannot fence round k+1 before round k completed on
+// completes the round by itself. On a multi-host job the agent tells the submitter once
+// every live rank it runs has fenced (fFence, fencewire.go). A gorma rank's fence is a
+// barrier (Barrier): its puts stay here, and an agent whose rank asks for them fetches
+// them (fetch.go). A PMI-1 or PMIx rank's fence gathers (Fence): its puts go in the
+// frame's card block. Once every rank of the round has fenced, the submitter sends every
+// agent the round's number and every agent's block (fFenceDone), and the agent completes
+// the round (Exchange.Complete). A rank cannot fence round k+1 before round k completed on
 // its agent, and frames on one connection keep their order, so a completion always
 // lands in the round it belongs to.
 type pmiHandler agentJob
@@ -90,18 +90,14 @@ func (h *pmiHandler) fence(ctx context.Context, rank int, puts map[string][]byte
 	if len(roster.Hosts) == 1 {
 		return j.x.Fence(ctx, rank, puts)
 	}
-	m := fenceMsg{Rank: rank, Puts: puts, Barrier: barrier}
-	if barrier {
-		m.Puts = nil
-	}
 	// The fence is recorded here before the submitter hears of it: its fence-done, which
 	// completes the round here, must find this rank's puts in it.
 	return j.x.FenceThen(ctx, rank, puts, func(round int) error {
-		m.Round = round
-		if err := j.send(fFence, m); err != nil {
-			return fmt.Errorf("%w: submitter unreachable: %v", pmi.ErrAborted, err)
+		var gather map[string][]byte
+		if !barrier {
+			gather = puts
 		}
-		return nil
+		return j.fenced(round, rank, gather)
 	})
 }
 

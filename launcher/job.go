@@ -59,14 +59,14 @@ type submitter struct {
 	firstFail *failure   // --ft: the first of those, whose code is the job's if no rank survives
 	obsLost   []lostRank // what ranks could not write of their observation (observe.go)
 	interrupt int
-	round     map[int]bool              // multi-host fence: the ranks fenced this round
-	blocks    [][]byte                  // ... and the agents' card blocks of it (fencewire.go)
-	rounds    int                       // the job's fences completed, as its agents count them
-	roundAt   int                       // the highest round number a fence of the open round named
-	deadline  <-chan time.Time          // after an abort: stop waiting for exit reports
-	report    *reportRound              // hang reports asked for (report.go), or nil
-	hang      hangWatch                 // the quiet-period check (report.go)
-	stacks    bool                      // --stacks: reports carry the ranks' goroutine stacks
+	round     map[int]bool     // multi-host fence: the ranks fenced this round
+	blocks    [][]byte         // ... and the agents' card blocks of it (fencewire.go)
+	rounds    int              // the job's fences completed, as its agents count them
+	roundAt   int              // the highest round number a fence of the open round named
+	deadline  <-chan time.Time // after an abort: stop waiting for exit reports
+	report    *reportRound     // hang reports asked for (report.go), or nil
+	hang      hangWatch        // the quiet-period check (report.go)
+	stacks    bool             // --stacks: reports carry the ranks' goroutine stacks
 
 	reportBindings bool // --report-bindings: a line on stderr per rank as it starts
 

@@ -89,7 +89,7 @@ func TestCallsPMIx(t *testing.T) {
 		t.Fatal("Calls of a rank that never connected")
 	}
 	before := time.Now()
-	sendPMIx(t, c0, pi0, 1, pmixFenceBody("golaunch.job1"))
+	sendPMIx(t, c0, pi0, 1, pmixFenceBody("golaunch.job1", true))
 	sendPMIx(t, c0, pi0, 2, pmixCmd(pmixCmdReq).b)
 	recvPMIx(t, c0) // the job data: served while the fence waits
 	c := waitCalls(t, "rank 0 waits in its fence", func() (Calls, bool) { return s.Calls(0) },
@@ -99,7 +99,7 @@ func TestCallsPMIx(t *testing.T) {
 	}
 
 	c1, pi1 := connectRank(t, s, 1)
-	sendPMIx(t, c1, pi1, 1, pmixFenceBody("golaunch.job1"))
+	sendPMIx(t, c1, pi1, 1, pmixFenceBody("golaunch.job1", true))
 	for _, c := range []net.Conn{c0, c1} {
 		if hd, b := recvPMIx(t, c); hd.tag != 1 || !bytes.Equal(b, pmixStatusBody(0)) {
 			t.Fatalf("fence answer: tag %d body % x", hd.tag, b)

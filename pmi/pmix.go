@@ -314,7 +314,7 @@ func (p *PMIx) Fence(ctx context.Context) error {
 			return err
 		}
 	}
-	return p.status(ctx, "fence", pmixFenceBody(p.nspace))
+	return p.status(ctx, "fence", pmixFenceBody(p.nspace, true))
 }
 
 // Get returns what rank put under key before the last Fence (see Session). The first

@@ -80,14 +80,19 @@ func pmixCommitBody(kvs []pmixInfo) []byte {
 	return e.b
 }
 
-// pmixFenceBody fences every rank of nspace, collecting their committed data.
-func pmixFenceBody(nspace string) []byte {
+// pmixFenceBody fences every rank of nspace, collecting their committed data when
+// collect is true (else each rank's data stays with its server until a get asks).
+func pmixFenceBody(nspace string, collect bool) []byte {
 	e := pmixCmd(pmixCmdFence)
 	e.count(1)
 	e.uvar(1)
 	e.count(1)
 	e.proc(pmixProc{nspace: nspace, rank: pmixRankWild})
 	e.count(1)
+	if !collect {
+		e.uvar(0)
+		return e.b
+	}
 	e.uvar(1)
 	e.count(1)
 	e.info(pmixInfo{key: pmixKeyCollect, val: pmixValue{typ: pmixBool, u: 1}})

@@ -191,15 +191,19 @@ type pxConn struct {
 	pindex uint32
 	blocks []pmixBlock // everything the rank committed (reader goroutine only)
 	fences chan pxFence
-	log    callLog // its requests, for Calls
+	gets   sync.WaitGroup // gets in flight, each on its own goroutine
+	log    callLog        // its requests, for Calls
 }
 
 // pxFence is a fence request queued for the connection's fence goroutine, with the
-// rank's data as it stood when the fence arrived.
+// rank's data as it stood when the fence arrived. A fence that does not collect leaves
+// the data with the rank's server where the Handler can (Barrierer): a rank of another
+// host gets it on its first get (direct modex).
 type pxFence struct {
-	tag  uint32
-	data []byte
-	at   time.Time // when it arrived
+	tag     uint32
+	data    []byte
+	collect bool
+	at      time.Time // when it arrived
 }
 
 // pmixDataKey is the Handler key under which a rank's committed data travels.
@@ -266,6 +270,7 @@ func (s *PMIxServer) serve(pc *pxConn) {
 		close(pc.fences)
 		cancel()
 		<-fenceDone
+		pc.gets.Wait()
 	}()
 	var hb [pmixHdrLen]byte
 	for {
@@ -368,13 +373,21 @@ func (s *PMIxServer) request(ctx context.Context, pc *pxConn, tag uint32, body [
 			data = encodePMIxBlocks(pc.blocks)
 		}
 		queued = true
-		pc.fences <- pxFence{tag: tag, data: data, at: now}
+		pc.fences <- pxFence{tag: tag, data: data, collect: f.collect, at: now}
 	case pmixCmdGet:
 		g, err := parsePMIxGetReq(d)
 		if err != nil {
 			return cmd, err
 		}
-		pc.send(tag, s.get(ctx, pc, g))
+		// On its own goroutine: a get of another host's rank may wait for that host's
+		// agent, and the connection's next requests (an abort) must not wait for it.
+		queued = true
+		pc.gets.Add(1)
+		go func() {
+			defer pc.gets.Done()
+			defer pc.log.end(false)
+			pc.send(tag, s.get(ctx, pc, g))
+		}()
 	case pmixCmdFinalize:
 		d.end()
 		if d.err != nil {
@@ -451,7 +464,12 @@ func (s *PMIxServer) fence(ctx context.Context, pc *pxConn, f pxFence) {
 	if f.data != nil {
 		puts = map[string][]byte{pmixDataKey: f.data}
 	}
-	err := s.h.Fence(ctx, pc.rank, puts)
+	var err error
+	if b, ok := s.h.(Barrierer); ok && !f.collect {
+		err = b.Barrier(ctx, pc.rank, puts)
+	} else {
+		err = s.h.Fence(ctx, pc.rank, puts)
+	}
 	switch {
 	case err == nil:
 		pc.send(f.tag, pmixStatusBody(0))

@@ -75,7 +75,8 @@ func FuzzPMIxServerRequest(f *testing.F) {
 	for _, name := range []string{"commit.bin", "fence.bin", "get.bin"} {
 		f.Add(readPMIxFixture(f, name))
 	}
-	f.Add(pmixFenceBody("golaunch.job1"))
+	f.Add(pmixFenceBody("golaunch.job1", true))
+	f.Add(pmixFenceBody("golaunch.job1", false))
 	f.Add(pmixGetBody("golaunch.job1", 0, "k"))
 	f.Add(pmixAbortBody(1, "x"))
 	f.Add([]byte{2, pmixCmdDeregEvents})

@@ -421,7 +421,7 @@ func TestPMIxServerProtocolErrors(t *testing.T) {
 		"empty body":        {nil, -1, "truncated"},
 		"commit bad scope":  {append(pmixCmd(pmixCmdCommit).b, 2, 9, 2, 1, 0), -1, "commit of scope 9"},
 		"commit bad buffer": {append(pmixCmd(pmixCmdCommit).b, 2, 3, 2, 2, 0), -1, "buffer of type 2"},
-		"fence cut":         {pmixFenceBody("golaunch.job1")[:10], -1, "in fence"},
+		"fence cut":         {pmixFenceBody("golaunch.job1", true)[:10], -1, "in fence"},
 		"trailing bytes":    {append(pmixCmd(pmixCmdFinalize).b, 0), -1, "1 bytes after the request"},
 		"wrong index":       {pmixCmd(pmixCmdReq).b, 77, "client index 77"},
 	}
@@ -472,7 +472,7 @@ func TestPMIxServerProtocolErrors(t *testing.T) {
 				t.Errorf("%s: tag %d status %d", pmixCmdName(cmd), hd.tag, st)
 			}
 		}
-		sendPMIx(t, c, pindex, 20, pmixFenceBody("golaunch.job1"))
+		sendPMIx(t, c, pindex, 20, pmixFenceBody("golaunch.job1", true))
 		if hd, b := recvPMIx(t, c); hd.tag != 20 || !bytes.Equal(b, pmixStatusBody(0)) {
 			t.Errorf("fence after refusals: tag %d body % x", hd.tag, b)
 		}
@@ -590,5 +590,64 @@ func TestPMIxServerCleanup(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(kept, "f")); err != nil {
 		t.Errorf("a non-recursive registration removed what the directory held: %v", err)
+	}
+}
+
+// barrierJob is jobHandler with barrier fences (Barrierer), which it counts.
+type barrierJob struct {
+	*jobHandler
+	barriers sync.Map // rank -> true: the rank fenced as a barrier
+}
+
+func (h *barrierJob) Barrier(ctx context.Context, rank int, puts map[string][]byte) error {
+	h.barriers.Store(rank, true)
+	return h.x.Fence(ctx, rank, puts)
+}
+
+// A PMIx fence that does not collect (direct modex) is a barrier where the Handler can
+// do one: the ranks' data stays with the Handler, and a get reads it there.
+func TestPMIxServerDirectModex(t *testing.T) {
+	const n = 3
+	h := &barrierJob{jobHandler: newJob(n)}
+	s := listenPMIx(t, h, pmixJobOf(n))
+	errs := make(chan error, n)
+	for r := range n {
+		go func() {
+			errs <- func() error {
+				c, err := ConnectPMIx(ctx(t), envOf(s, r))
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				if err := c.Put(ctx(t), "ep", []byte(fmt.Sprint("ep of ", r))); err != nil {
+					return err
+				}
+				c.mu.Lock()
+				kvs := c.pending
+				c.pending = nil
+				c.mu.Unlock()
+				if err := c.status(ctx(t), "commit", pmixCommitBody(kvs)); err != nil {
+					return err
+				}
+				if err := c.status(ctx(t), "fence", pmixFenceBody(c.nspace, false)); err != nil {
+					return err
+				}
+				p := (r + 1) % n
+				if v, err := c.Get(ctx(t), p, "ep"); err != nil || string(v) != fmt.Sprint("ep of ", p) {
+					return fmt.Errorf("rank %d: rank %d's ep %q, %v", r, p, v, err)
+				}
+				return c.Finalize(ctx(t))
+			}()
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for r := range n {
+		if _, ok := h.barriers.Load(r); !ok {
+			t.Errorf("rank %d's fence without collect was not a barrier", r)
+		}
 	}
 }

@@ -684,12 +684,15 @@ func (l *links) fetchCard(ctx context.Context, r int) (card, error) {
 }
 
 // learnCardLocked records rank r's card, unless it is known: a known card is read
-// without mu (between, under golaunch), so it is never written again.
+// without mu (between), so it is never written again. Nor is a known host name (a node
+// map's, set at Init).
 func (l *links) learnCardLocked(r int, c card) {
 	t := l.table()
 	if t.cardOK[r] {
 		return
 	}
 	t.cards[r], t.cardOK[r] = c, true
-	t.hosts[r] = c.host
+	if t.hosts[r] == "" {
+		t.hosts[r] = c.host
+	}
 }

@@ -174,10 +174,13 @@ func (l *links) between(a, b int) (string, error) {
 	if l.nodes == nil {
 		return chooseProvider(l.cfg.transport, &t.cards[a], &t.cards[b], b)
 	}
-	same := t.hosts[a] == t.hosts[b]
-	if a < len(l.nodes) && b < len(l.nodes) {
-		same = l.nodes[a] == l.nodes[b]
+	mapped := a < len(l.nodes) && b < len(l.nodes)
+	if mapped && (l.nodes[a] == l.nodes[b] || l.cfg.transport != "shm") {
+		return mapProvider(l.cfg.transport, l.nodes[a] == l.nodes[b], b, "", "")
 	}
+	// A rank spawned since Init, or shm across nodes (an error that names the hosts): the
+	// host names, which learnCardLocked writes only where there was none.
+	same := !mapped && t.hosts[a] == t.hosts[b]
 	return mapProvider(l.cfg.transport, same, b, t.hosts[b], t.hosts[a])
 }
 

@@ -34,7 +34,9 @@ const (
 // sharing a core take turns at once. A bare spin would hold the core until the kernel's
 // time slice ends, and a futex sleep costs a thread wake-up per step. It reports
 // whether member i has published v; false once shmYieldFor has passed (the caller then
-// sleeps).
+// sleeps). Members that share one process (an in-process test job) share its Go
+// processors too: there a raw yield keeps the P that the member waited for may need, so
+// each miss also yields to the Go scheduler.
 func (g *shmGroup) waitYield(c *call, i int, ctr *uint64, v uint64) (bool, error) {
 	start := time.Now()
 	for n := 1; ; n++ {
@@ -42,6 +44,9 @@ func (g *shmGroup) waitYield(c *call, i int, ctr *uint64, v uint64) (bool, error
 			return true, nil
 		}
 		osYield()
+		if g.shared {
+			goruntime.Gosched() // the member waited for may need this goroutine's P
+		}
 		if n%shmYieldCheck == 0 {
 			if err := g.check(c, i); err != nil {
 				return false, err

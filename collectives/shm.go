@@ -113,7 +113,7 @@ type shmGroup struct {
 	me       int                // this rank's index in ranks
 	chunk    int                // bytes of each big buffer
 	oversub  bool               // more ranks on this host than processors: yield while spinning
-	shared   bool               // other ranks' Worlds live in this process (runtime.World.SharesProcess)
+	shared   bool               // other ranks' Worlds live in this process (substrate.SharesProcess)
 	nt       bool               // copies into big buffers use non-temporal stores (shmTuning.nt)
 	ntSpread bool               // so do the copies of blocks each read by one other member (Alltoall, ReduceScatter)
 	medium   int                // bytes from which Allreduce and Reduce go by blocks (shmMediumFor)
@@ -288,7 +288,7 @@ func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 	}
 	g.rule = substrate.WaitRule(w)
 	g.oversub = g.rule.Oversub || w.LocalSize() > w.HostCPUs()
-	g.shared = w.SharesProcess()
+	g.shared = substrate.SharesProcess()
 	g.nt, g.ntSpread = shmTune().nt, shmTune().ntSpread
 	g.medium = shmMediumFor(len(g.ranks))
 	g.region, g.chunk, g.seq, g.bigNext, g.bigFree, g.lazy = r, chunk, 0, 0, [2]uint64{}, 0

@@ -312,7 +312,7 @@ func (c *comms) rootWorld() *World {
 func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine {
 	e := &engine{rank: rank, size: size, host: host, localSize: 1, cfg: cfg, exit: exit, ncpu: goruntime.NumCPU()}
 	e.counted.Store(true)
-	processRanks.Add(1)
+	subcore.AddProcessRank(1)
 	e.comms.e, e.lifecycle.e, e.failures.e, e.spawn.e = e, e, e, e
 	e.rma.e, e.rndv.e, e.watch.e = e, e, e
 	e.ft.e, e.ft.on = e, cfg.ft
@@ -403,7 +403,7 @@ func (l *lifecycle) shutdown() {
 // fast boxes, which are arena memory, without mu.
 func (e *engine) closeDevicesLocked() {
 	if e.counted.CompareAndSwap(true, false) {
-		processRanks.Add(-1)
+		subcore.AddProcessRank(-1)
 	}
 	for _, p := range e.poll.boxList() {
 		p.fin.off.Store(true)

@@ -57,16 +57,6 @@ func (w *World) LocalRank() int { return w.own.localRank }
 // LocalSize is the number of the World's ranks on this rank's host.
 func (w *World) LocalSize() int { return w.own.localSize }
 
-// processRanks counts the ranks whose devices are open in this process: more than one in
-// an in-process job (runtimetest), whose ranks share the process's Go processors.
-var processRanks atomic.Int32
-
-// SharesProcess reports whether another rank's World is open in this process, as in an
-// in-process test job. Such ranks share the process's Go processors (GOMAXPROCS): a
-// rank that waits for another must give its processor to the Go scheduler, not only to
-// the kernel.
-func (w *World) SharesProcess() bool { return processRanks.Load() > 1 }
-
 // HostCPUs is the number of processors this rank's host gives the job's ranks: the
 // launching agent's, else what this process may use. Compare LocalSize with it to learn
 // whether the host's ranks outnumber its processors.
@@ -239,7 +229,7 @@ type engine struct {
 	host                 string
 	localRank, localSize int
 	ncpu                 int         // processors this host's ranks share (HostCPUs)
-	counted              atomic.Bool // counted in processRanks until its devices close
+	counted              atomic.Bool // counted in subcore's process ranks until its devices close
 	pm                   pmi.Session // the process manager: golaunch's agent or a foreign PMI server; nil in a world of one
 	exit                 func(code int)
 	cfg                  config

@@ -95,5 +95,11 @@ func Observe(w *runtime.World) (*Obs, []int) { return of(w).Observe() }
 //   - then sleeps, and tells the rule how it went (Done).
 func WaitRule(w *runtime.World) *Waiting { return of(w).Waiting() }
 
+// SharesProcess reports whether other ranks' Worlds are open in this process, as in an
+// in-process test job (runtimetest). Such ranks share the process's Go processors: a
+// rank that waits for another must give its processor to the Go scheduler too, not only
+// to the kernel.
+func SharesProcess() bool { return subcore.SharedProcess() }
+
 // WaitClock returns the monotonic clock reading that Waiting.Spun takes.
 func WaitClock() time.Duration { return subcore.Clock() }

@@ -125,3 +125,13 @@ func Adapt(b, d, lo, hi time.Duration) time.Duration {
 	}
 	return max(b/2, lo)
 }
+
+// processRanks counts the ranks whose devices are open in this process: more than one in
+// an in-process job (runtimetest), whose ranks share the process's Go processors.
+var processRanks atomic.Int32
+
+// AddProcessRank counts a rank of this process in (1) or out (-1).
+func AddProcessRank(d int32) { processRanks.Add(d) }
+
+// SharedProcess reports whether more than one rank is open in this process.
+func SharedProcess() bool { return processRanks.Load() > 1 }

@@ -25,11 +25,17 @@ import (
 //	GORMA_GOSSIP_SIZES=100,1000 GORMA_GOSSIP_LOSS=0,0.01 \
 //	    go test -run '^TestGossipBubble$' -v -timeout 0 ./launcher
 func TestGossipBubble(t *testing.T) {
-	sizes, err := envInts("GORMA_GOSSIP_SIZES", []int{20})
+	sizes, err := envList("GORMA_GOSSIP_SIZES", []int{20}, "integers of at least 2", func(f string) (int, bool) {
+		k, err := strconv.Atoi(f)
+		return k, err == nil && k >= 2
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	losses, err := envFloats("GORMA_GOSSIP_LOSS", []float64{0})
+	losses, err := envList("GORMA_GOSSIP_LOSS", []float64{0}, "fractions from 0 up to 1", func(f string) (float64, bool) {
+		x, err := strconv.ParseFloat(f, 64)
+		return x, err == nil && x >= 0 && x < 1
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,35 +80,18 @@ func TestGossipBubble(t *testing.T) {
 // gossipBubbleDelay is a packet's one-way delay in the bubble: a loaded data-centre LAN.
 const gossipBubbleDelay = time.Millisecond
 
-// envInts reads a comma list of integers from the environment variable name, or def.
-func envInts(name string, def []int) ([]int, error) {
+// envList reads a comma list from the environment variable name with parse, which
+// refuses a bad element; def when the variable is unset.
+func envList[T any](name string, def []T, want string, parse func(string) (T, bool)) ([]T, error) {
 	v := os.Getenv(name)
 	if v == "" {
 		return def, nil
 	}
-	var out []int
+	var out []T
 	for _, f := range strings.Split(v, ",") {
-		k, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || k < 2 {
-			return nil, fmt.Errorf("%s=%q: want a comma list of integers of at least 2", name, v)
-		}
-		out = append(out, k)
-	}
-	return out, nil
-}
-
-// envFloats reads a comma list of fractions in [0, 1) from the environment variable name,
-// or def.
-func envFloats(name string, def []float64) ([]float64, error) {
-	v := os.Getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	var out []float64
-	for _, f := range strings.Split(v, ",") {
-		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || x < 0 || x >= 1 {
-			return nil, fmt.Errorf("%s=%q: want a comma list of fractions from 0 up to 1", name, v)
+		x, ok := parse(strings.TrimSpace(f))
+		if !ok {
+			return nil, fmt.Errorf("%s=%q: want a comma list of %s", name, v, want)
 		}
 		out = append(out, x)
 	}

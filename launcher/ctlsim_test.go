@@ -431,14 +431,7 @@ func (sa *simAgent) acceptPeers() {
 					sa.sim.fail(fmt.Errorf("agent %s: tree link: %w", sa.name, err))
 				}
 				from := newTree(len(sa.sim.agents), sa.sim.fanout).parent(treePos(sa.idx))
-				b := tap.in.bytes.Load() + tap.out.bytes.Load()
-				n := tap.in.messages() + tap.out.messages()
-				for _, x := range []*simAgent{sa, sa.sim.agentAt(from)} {
-					if x != nil {
-						x.peerBytes.Add(b)
-						x.peerMsgs.Add(n)
-					}
-				}
+				countLink(tap, sa, sa.sim.agentAt(from))
 				return
 			}
 			if err != nil || t != fFetch {
@@ -454,13 +447,21 @@ func (sa *simAgent) acceptPeers() {
 			j := <-sa.job
 			sa.job <- j
 			j.serveFetches(cc, m)
-			b := tap.in.bytes.Load() + tap.out.bytes.Load()
-			n := tap.in.messages() + tap.out.messages()
-			for _, x := range []*simAgent{sa, sa.sim.agents[m.From]} {
-				x.peerBytes.Add(b)
-				x.peerMsgs.Add(n)
-			}
+			countLink(tap, sa, sa.sim.agents[m.From])
 		}()
+	}
+}
+
+// countLink counts a link's bytes and frames for both its ends (a nil end is the
+// submitter, counted apart).
+func countLink(tap *tapConn, ends ...*simAgent) {
+	b := tap.in.bytes.Load() + tap.out.bytes.Load()
+	n := tap.in.messages() + tap.out.messages()
+	for _, x := range ends {
+		if x != nil {
+			x.peerBytes.Add(b)
+			x.peerMsgs.Add(n)
+		}
 	}
 }
 

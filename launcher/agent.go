@@ -249,6 +249,7 @@ type agentJob struct {
 	grow       agentGrowth    // the roster as spawns grew it, their groups and requests (growagent.go)
 	fetch      fetcher        // links to the agents that hold other hosts' puts (fetch.go)
 	round      localRound     // the multi-host fence round of the ranks here (fencewire.go); under mu
+	tree       treeFence      // gathering rounds' payloads down the job's tree (treefence.go)
 }
 
 func (j *agentJob) host() string { return j.spec.Roster.Hosts[j.spec.Node] }
@@ -263,6 +264,10 @@ func (a *Agent) runJob(cc *ctlConn) {
 	t, p, err := cc.recv()
 	if err == nil && t == fFetch {
 		a.serveFetchLink(cc, p) // another agent of a job asks for this one's puts
+		return
+	}
+	if err == nil && t == fTreeFence {
+		a.serveTreeLink(cc, p) // the agent's parent in a job's tree passes its fences' payloads
 		return
 	}
 	if err == nil && t == fTreeSpec {
@@ -571,12 +576,12 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 	}
 	switch m := v.(type) {
 	case *fenceDone:
-		roster, _ := j.rosterNow()
-		puts, err := m.puts(roster.Size)
-		if err != nil {
-			return err
+		return j.fenceDone(p, m)
+	case *fenceRoundMsg:
+		if t != fFenceRef {
+			return fmt.Errorf("unexpected %v frame from the submitter", t)
 		}
-		j.x.Complete(m.Round, puts)
+		j.fenceRef(m.Round)
 	case *spawnMsg:
 		here, err := j.grew(m.Group, m.Roster, m.Addrs)
 		if err != nil {
@@ -595,6 +600,7 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 		if len(m.Pids) != len(m.Ranks) {
 			return fmt.Errorf("host-failed frame for %d ranks with %d pids", len(m.Ranks), len(m.Pids))
 		}
+		j.treeHostLost(m.Host)
 		for i, rank := range m.Ranks {
 			err := j.procFailed(&procFailedMsg{Rank: rank, Host: m.Host, Code: m.Code,
 				Cause: rankLabel(rank, m.Host, m.Pids[i]) + " lost: " + m.Why})
@@ -678,6 +684,7 @@ func (j *agentJob) cleanup() {
 	j.mu.Unlock()
 	j.sp.stop()
 	j.closeFetch()
+	j.closeTree()
 	j.srv.Close()
 	j.pmix.Close()
 	os.RemoveAll(j.dir)

@@ -318,13 +318,17 @@ const (
 	fHostFailed                      // S→A hostFailedMsg: a lost agent's ranks failed and the job goes on (--ft)
 	fJobTree                         // S→A jobTreeMsg: a job whose spec comes down the agent tree (treespec.go)
 	fTreeSpec                        // A→A jobSpec: the job's spec, from the agent's parent in the tree
+	fFenceRef                        // S→A round (binary): a gathering round completed; its payload comes down the tree (treefence.go)
+	fFenceAsk                        // A→S round (binary): send me the round's payload, my parent in the tree did not
+	fTreeFence                       // A→A job id and fence-done payload (binary), from the agent's parent in the tree
 	fTypeEnd                         // first unused type
 )
 
 var frameNames = [...]string{"", "job", "ready", "reject", "start", "started", "output", "init",
 	"fence", "fence-done", "abort-request", "exit", "abort", "signal", "stdin", "stdin-ack",
 	"stdin-eof", "done", "ping", "report-request", "report", "proc-failed", "spawn-request", "spawn",
-	"spawn-fence", "spawn-done", "spawn-reply", "fetch", "fetch-reply"}
+	"spawn-fence", "spawn-done", "spawn-reply", "fetch", "fetch-reply", "host-failed", "job-tree",
+	"tree-spec", "fence-reference", "fence-ask", "tree-fence"}
 
 func (t frameType) String() string {
 	if t > 0 && t < fTypeEnd {
@@ -558,6 +562,10 @@ func decodeBody(t frameType, p []byte) (any, error) {
 		v = new(agentFenceMsg)
 	case fFenceDone:
 		return decodeFenceDone(p)
+	case fFenceRef, fFenceAsk:
+		return decodeFenceRound(t, p)
+	case fTreeFence:
+		return decodeTreeFence(p)
 	case fAbortReq:
 		v = new(abortReqMsg)
 	case fExit:

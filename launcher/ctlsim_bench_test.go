@@ -176,10 +176,13 @@ func simWireCard(rank int) []byte { return []byte(hex.EncodeToString(simCard(ran
 // BenchmarkControlPlaneFence times the serial steps of a gathering multi-host PMI fence
 // at agents × 10 ranks, each rank putting one card, apart from everything else: the
 // submitter's (the real submitter.fence: collecting each agent's fence frame as its
-// events arrive, then encoding one fence-done payload of every agent's card block and
-// sealing it once per agent), and one agent's (encoding its block, then decoding the
-// fence-done payload and completing the round in its pmi.Exchange). In a cluster the agents do their step in parallel, so one fence costs
-// about the sum of the two plus the network's time:
+// events arrive, then encoding one fence-done payload of every agent's card block,
+// sealing it for each of its children in the agent tree of fan-out 16, and a reference
+// for every other agent), and one agent's (encoding its block, then decoding the
+// fence-done payload and completing the round in its pmi.Exchange). In a cluster the
+// agents do their step in parallel, and an interior agent passes the payload on, so one
+// fence costs about the submitter's step plus the agent's, once per tree level, plus
+// the network's time:
 //
 //	go test -run '^$' -bench 'BenchmarkControlPlaneFence' -benchtime 1x ./launcher
 func BenchmarkControlPlaneFence(b *testing.B) {
@@ -198,7 +201,7 @@ func BenchmarkControlPlaneFence(b *testing.B) {
 			var sub, agent time.Duration
 			var sent int64
 			for range b.N {
-				s := &submitter{roster: roster, ranks: make([]rankState, roster.Size)}
+				s := &submitter{roster: roster, ranks: make([]rankState, roster.Size), tree: newTree(agents, defaultFanout)}
 				conns := make([]*discardConn, agents)
 				for i := range agents {
 					conns[i] = &discardConn{}
@@ -263,6 +266,37 @@ func BenchmarkControlPlaneFence(b *testing.B) {
 			b.ReportMetric(ms(agent), "agent-ms")
 			b.ReportMetric(float64(sent)/float64(b.N), "B-sent@submitter")
 			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkControlPlaneGather runs the control-plane simulation once per size with a
+// fence that gathers, as PMI-1 ranks' does (every rank's card reaches every host, down
+// the agent tree: treefence.go), and reports the fence and the bytes of the busiest node:
+//
+//	go test -run '^$' -bench 'BenchmarkControlPlaneGather' -benchtime 1x ./launcher
+//
+// Each rank reads three cards after the fence, from its own agent.
+func BenchmarkControlPlaneGather(b *testing.B) {
+	for _, agents := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("agents=%d", agents), func(b *testing.B) {
+			for range b.N {
+				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Minute))
+				res, err := runCtlSimOpts(ctx, agents, simRanksPerAgent, simOpts{gather: true, victim: -1})
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+				b.ReportMetric(float64(res.Ranks), "ranks")
+				b.ReportMetric(ms(res.Fence), "fence-ms")
+				b.ReportMetric(float64(res.ToAgentsB[fFenceDone]), "payload-B@submitter")
+				b.ReportMetric(float64(res.FromAgents[fFenceAsk]), "asks")
+				b.ReportMetric(float64(res.BytesToAgents+res.BytesFromAgents), "B@submitter")
+				b.ReportMetric(float64(res.BusiestB), "B@busiest")
+				b.Logf("busiest node: %s, %d bytes", res.Busiest, res.BusiestB)
+				b.ReportMetric(0, "ns/op")
+			}
 		})
 	}
 }

@@ -85,6 +85,8 @@ type ctlResult struct {
 	MaxAgentMsgs, MaxAgentBytes int64
 	// Fetch frames and bytes between agents (fetch.go), each counted at both ends.
 	PeerMsgs, PeerBytes int64
+	// Links on which an agent's parent in the tree passed fence payloads (treefence.go).
+	TreeFenceLinks int64
 	// The node (the submitter or an agent) that sent and received the most bytes, and
 	// those bytes: the bound on any one node's traffic.
 	Busiest  string
@@ -100,6 +102,7 @@ type ctlSim struct {
 	ckey     []byte
 	perAgent int
 	fullGet  bool // every rank reads every card after the fence (else three per rank)
+	gather   bool // the ranks' fence gathers (simOpts)
 	size     int
 	trigger  int // the rank whose exit aborts the job
 	victim   int // --ft: the agent lost as the fence begins; -1: none
@@ -168,23 +171,37 @@ type simAgent struct {
 	job       chan *agentJob // the job, once set up
 	peerBytes atomic.Int64   // bytes of fetch links it asked or answered on (fetch.go)
 	peerMsgs  atomic.Int64   // fetch frames it sent or received
+	treeLinks atomic.Int64   // links on which its parent passed fence payloads
+}
+
+// simOpts are a simulated job's variations.
+type simOpts struct {
+	fullGet bool // every rank reads every card after the fence (else three per rank)
+	gather  bool // the ranks fence as PMI-1 ranks: the fence takes every put to every host
+	victim  int  // --ft: the agent lost as the fence begins; -1: none
 }
 
 // runCtlSim runs one job of agents × perAgent ranks and returns its measurements.
 func runCtlSim(ctx context.Context, agents, perAgent int, fullGet bool) (*ctlResult, error) {
-	return runCtlSimWith(ctx, agents, perAgent, fullGet, -1)
+	return runCtlSimOpts(ctx, agents, perAgent, simOpts{fullGet: fullGet, victim: -1})
 }
 
 // runCtlSimWith runs the job; with victim ≥ 0 it runs under --ft and loses that agent
 // as the fence begins (its control connection and listener close, its ranks never
 // fence), and the survivors end by exiting 0 after the fence instead of an abort.
 func runCtlSimWith(ctx context.Context, agents, perAgent int, fullGet bool, victim int) (*ctlResult, error) {
+	return runCtlSimOpts(ctx, agents, perAgent, simOpts{fullGet: fullGet, victim: victim})
+}
+
+// runCtlSimOpts runs the job as o says.
+func runCtlSimOpts(ctx context.Context, agents, perAgent int, o simOpts) (*ctlResult, error) {
+	fullGet, victim := o.fullGet, o.victim
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("cluster key: %w", err)
 	}
 	sim := &ctlSim{ctx: ctx, ckey: controlKey(key), perAgent: perAgent, fullGet: fullGet,
-		size: agents * perAgent, trigger: agents*perAgent - 1, victim: victim, fanout: defaultFanout,
+		size: agents * perAgent, trigger: agents*perAgent - 1, victim: victim, fanout: defaultFanout, gather: o.gather,
 		fenceGate: make(chan struct{}), abortGate: make(chan struct{})}
 	sas := make([]*simAgent, agents)
 	hosts := make([]HostSlots, agents)
@@ -319,6 +336,7 @@ func (r *ctlResult) count(sas []*simAgent) {
 		r.MaxAgentMsgs = max(r.MaxAgentMsgs, in.messages()+out.messages())
 		r.PeerMsgs += sa.peerMsgs.Load()
 		r.PeerBytes += sa.peerBytes.Load()
+		r.TreeFenceLinks += sa.treeLinks.Load()
 		if b := in.bytes.Load() + out.bytes.Load() + sa.peerBytes.Load(); b > r.MaxAgentBytes {
 			r.MaxAgentBytes = b
 			if b > r.BusiestB {
@@ -366,6 +384,7 @@ func (sa *simAgent) serve() {
 	}
 	sa.job <- j
 	defer j.closeFetch()
+	defer j.closeTree()
 	defer func() {
 		j.mu.Lock()
 		if j.killTimer != nil {
@@ -430,6 +449,20 @@ func (sa *simAgent) acceptPeers() {
 				if err := sa.a.treeSpecArrived(p); err != nil {
 					sa.sim.fail(fmt.Errorf("agent %s: tree link: %w", sa.name, err))
 				}
+				from := newTree(len(sa.sim.agents), sa.sim.fanout).parent(treePos(sa.idx))
+				countLink(tap, sa, sa.sim.agentAt(from))
+				return
+			}
+			if err == nil && t == fTreeFence {
+				v, err := decodeBody(t, p)
+				if err != nil {
+					sa.sim.fail(fmt.Errorf("agent %s: tree link: %w", sa.name, err))
+					return
+				}
+				j := <-sa.job
+				sa.job <- j
+				sa.treeLinks.Add(1)
+				j.serveTreeFences(cc, v.(*treeFenceMsg))
 				from := newTree(len(sa.sim.agents), sa.sim.fanout).parent(treePos(sa.idx))
 				countLink(tap, sa, sa.sim.agentAt(from))
 				return
@@ -517,9 +550,11 @@ func (sa *simAgent) rank(j *agentJob, rank int, conn net.Conn) {
 		return
 	}
 	defer c.Close()
-	if err := c.Put(sim.ctx, simCardKey, simCard(rank)); err != nil {
-		fail(err)
-		return
+	if !sim.gather {
+		if err := c.Put(sim.ctx, simCardKey, simCard(rank)); err != nil {
+			fail(err)
+			return
+		}
 	}
 	sim.mark(&sim.lastInit)
 	next()
@@ -534,12 +569,21 @@ func (sa *simAgent) rank(j *agentJob, rank int, conn net.Conn) {
 	if sim.victim >= 0 {
 		go sa.watchFailures(c)
 	}
-	if err := c.Fence(sim.ctx); err != nil {
+	get := func(r int) ([]byte, error) { return c.Get(sim.ctx, r, simCardKey) }
+	if sim.gather {
+		// A PMI-1 rank's put and fence, as the PMI server hands them to the agent.
+		h := (*pmiHandler)(j)
+		err = h.Fence(sim.ctx, rank, map[string][]byte{simCardKey: simCard(rank)})
+		get = func(r int) ([]byte, error) { return h.Get(sim.ctx, r, simCardKey) }
+	} else {
+		err = c.Fence(sim.ctx)
+	}
+	if err != nil {
 		fail(err)
 		return
 	}
 	sim.mark(&sim.lastFin)
-	if err := sa.readCards(c, rank); err != nil {
+	if err := sa.readCards(rank, get); err != nil {
 		fail(err)
 		return
 	}
@@ -591,9 +635,9 @@ func (sa *simAgent) watchFailures(c *pmi.Client) {
 }
 
 // readCards checks what the fence published: every card (fullGet), or rank 0's, the next
-// rank's and the one half the job away (on another agent), over the rank's PMI client.
-// A lost agent's ranks' cards are not read.
-func (sa *simAgent) readCards(c *pmi.Client, rank int) error {
+// rank's and the one half the job away (on another agent), with get. A lost agent's
+// ranks' cards are not read.
+func (sa *simAgent) readCards(rank int, get func(rank int) ([]byte, error)) error {
 	n := sa.sim.size
 	peers := []int{0, (rank + 1) % n, (rank + n/2) % n}
 	if sa.sim.fullGet {
@@ -606,7 +650,7 @@ func (sa *simAgent) readCards(c *pmi.Client, rank int) error {
 		if sa.sim.victimRank(r) {
 			continue
 		}
-		b, err := c.Get(sa.sim.ctx, r, simCardKey)
+		b, err := get(r)
 		if err != nil {
 			return err
 		}

@@ -46,7 +46,7 @@ type Options struct {
 	Join           string // agent address to submit to; "" runs locally
 	Keyfile        string // cluster key, with Join
 	GossipAddr     string // gossip address of the submitter, with Join
-	TreeFanout     int    // --tree-fanout: children per agent when the job's spec goes down the agent tree (treespec.go)
+	TreeFanout     int    // --tree-fanout: children per agent in the job's agent tree, which the spec and gathering fences' cards go down (treespec.go, treefence.go)
 	Verbose        bool   // memberlist and protocol logs on stderr
 	Trace          string // --trace, absolute: the timeline's file (GORMA_TRACE), where a hang's dumps are merged
 	Version, Help  bool
@@ -190,7 +190,7 @@ func jobFlags(o *Options) (*pflag.FlagSet, *rawFlags) {
 	fs.StringVar(&o.Keyfile, "keyfile", "", "cluster key `file` (with --join): 16, 24 or 32 bytes, raw or hex")
 	fs.StringVar(&o.GossipAddr, "gossip-addr", "", "gossip `address` of this submitter with --join (default: the local address that reaches --join, port 0)")
 	o.TreeFanout = defaultFanout
-	fs.Var(countFlag{&o.TreeFanout, "--tree-fanout", "agents", &r.errs}, "tree-fanout", "with --join: each agent passes the job's spec to at most `k` others, so the submitter sends it to k agents, not to every one")
+	fs.Var(countFlag{&o.TreeFanout, "--tree-fanout", "agents", &r.errs}, "tree-fanout", "with --join: each agent passes the job's spec and each gathering fence's cards to at most `k` others, so the submitter sends them to k agents, not to every one")
 	fs.StringVar(&r.gossipBind, "bind", "", "the former name of --gossip-addr")
 	hidden("bind")
 	fs.BoolVar(&r.allowRoot, "allow-run-as-root", false, "mpirun's --allow-run-as-root: golaunch runs as root without it")

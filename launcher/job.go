@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -50,23 +51,26 @@ type submitter struct {
 	links  []*agentLink
 
 	// Event-loop state.
-	ranks     []rankState
-	ended     int // ranks ended (or lost with their agent)
-	pmiJob    bool
-	fail      *failure
-	failAt    time.Time  // when fail was first set
-	failed    []int      // --ft: the ranks whose failure the job went on after, in order
-	firstFail *failure   // --ft: the first of those, whose code is the job's if no rank survives
-	obsLost   []lostRank // what ranks could not write of their observation (observe.go)
-	interrupt int
-	round     map[int]bool     // multi-host fence: the ranks fenced this round
-	blocks    [][]byte         // ... and the agents' card blocks of it (fencewire.go)
-	rounds    int              // the job's fences completed, as its agents count them
-	roundAt   int              // the highest round number a fence of the open round named
-	deadline  <-chan time.Time // after an abort: stop waiting for exit reports
-	report    *reportRound     // hang reports asked for (report.go), or nil
-	hang      hangWatch        // the quiet-period check (report.go)
-	stacks    bool             // --stacks: reports carry the ranks' goroutine stacks
+	ranks         []rankState
+	ended         int // ranks ended (or lost with their agent)
+	pmiJob        bool
+	fail          *failure
+	failAt        time.Time  // when fail was first set
+	failed        []int      // --ft: the ranks whose failure the job went on after, in order
+	firstFail     *failure   // --ft: the first of those, whose code is the job's if no rank survives
+	obsLost       []lostRank // what ranks could not write of their observation (observe.go)
+	interrupt     int
+	round         map[int]bool     // multi-host fence: the ranks fenced this round
+	blocks        [][]byte         // ... and the agents' card blocks of it (fencewire.go)
+	rounds        int              // the job's fences completed, as its agents count them
+	roundAt       int              // the highest round number a fence of the open round named
+	tree          *tree            // the job's agent tree (treespec.go, treefence.go); nil: none
+	gathered      []byte           // the last gathering round's fence-done payload, for fFenceAsk
+	gatheredRound int              // ... and its round
+	deadline      <-chan time.Time // after an abort: stop waiting for exit reports
+	report        *reportRound     // hang reports asked for (report.go), or nil
+	hang          hangWatch        // the quiet-period check (report.go)
+	stacks        bool             // --stacks: reports carry the ranks' goroutine stacks
 
 	reportBindings bool // --report-bindings: a line on stderr per rank as it starts
 
@@ -279,6 +283,12 @@ func (s *submitter) handle(ev subEvent) {
 		}
 	case *agentFenceMsg:
 		s.fence(l, m)
+	case *fenceRoundMsg:
+		if ev.t != fFenceAsk {
+			s.lose(l, fmt.Sprintf("protocol error: unexpected %v frame", ev.t))
+			return
+		}
+		s.fenceAsk(l, m)
 	case *abortReqMsg:
 		if r, ok := s.localRank(l, m.Rank); ok {
 			s.failWith(abortFailure(m, l.host, r.pid))
@@ -508,13 +518,48 @@ func (s *submitter) completeRound() {
 	s.round, s.blocks = nil, nil // before a send fails: losing an agent may fail ranks and come back here
 	s.rounds, s.roundAt = max(s.rounds+1, s.roundAt), 0
 	done := appendFenceDone(nil, s.rounds, blocks)
-	for _, dst := range s.links {
-		if dst.lost {
-			continue
+	var ref []byte // a gathering round goes down the tree (treefence.go)
+	if len(blocks) > 0 && s.tree != nil {
+		s.gathered, s.gatheredRound = done, s.rounds
+		ref = binary.AppendUvarint(nil, uint64(s.rounds))
+	}
+	// The payloads first, so the tree starts passing them on before the references go.
+	for _, direct := range []bool{true, false} {
+		for _, dst := range s.links {
+			if dst.lost || (ref == nil || s.fenceDirect(dst.idx)) != direct {
+				continue
+			}
+			t, body := fFenceDone, done
+			if !direct {
+				t, body = fFenceRef, ref
+			}
+			if err := dst.cc.send(t, body); err != nil {
+				s.lose(dst, "control connection lost: "+err.Error())
+			}
 		}
-		if err := dst.cc.send(fFenceDone, done); err != nil {
-			s.lose(dst, "control connection lost: "+err.Error())
-		}
+	}
+}
+
+// fenceDirect reports whether the agent of roster host i gets a gathering round's
+// payload from the submitter: its parent in the job's tree is the submitter or lost, or
+// it joined the job in a spawn and is not in the tree.
+func (s *submitter) fenceDirect(i int) bool {
+	if s.tree == nil || i >= s.tree.agents {
+		return true
+	}
+	p := (treePos(i) - 1) / s.tree.fanout // the static parent, which passes the payload on
+	return p == 0 || s.links[treeHost(p)].lost
+}
+
+// fenceAsk answers an agent that holds a reference to the last gathering round but not
+// its payload: its parent in the tree was lost, or slow.
+func (s *submitter) fenceAsk(l *agentLink, m *fenceRoundMsg) {
+	if s.gathered == nil || m.Round != s.gatheredRound {
+		s.lose(l, fmt.Sprintf("protocol error: asked for round %d's payload (the last gathering round is %d)", m.Round, s.gatheredRound))
+		return
+	}
+	if err := l.cc.send(fFenceDone, s.gathered); err != nil {
+		s.lose(l, "control connection lost: "+err.Error())
 	}
 }
 

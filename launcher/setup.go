@@ -135,13 +135,12 @@ func (s *submitter) connect() (int, bool) {
 // readyTimeout), or did not answer in time. Then no rank has started, and closeLinks
 // tells the others to drop the job.
 func (s *submitter) setup() (int, bool) {
-	var tr *tree
-	if k := s.spec.Fanout; k >= 2 && len(s.links) > k {
-		tr = newTree(len(s.links), k) // the spec goes down the agent tree (treespec.go)
+	if k := s.spec.Fanout; k >= 2 {
+		s.tree = newTree(len(s.links), k) // the spec and gathered puts go down the agent tree (treespec.go, treefence.go)
 	}
 	for i, l := range s.links {
 		var err error
-		if tr != nil && tr.parent(treePos(i)) != 0 {
+		if s.tree != nil && s.tree.parent(treePos(i)) != 0 {
 			err = l.cc.send(fJobTree, jobTreeMsg{ID: s.spec.ID, Node: i})
 		} else {
 			spec := s.spec

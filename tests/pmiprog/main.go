@@ -37,6 +37,8 @@ import (
 //	                   others fence and hang
 //	ft HOW WHO         the ranks in WHO fail as HOW says while the others fence, which
 //	                   then wait for the ProcFailed events and finalize (ft.go; golaunch --ft)
+//	pmi1               as ok, but as an MPI library speaks: PMI-1 on PMI_FD, whose fences
+//	                   gather every put at every host (pmi.Connect), then finalize
 func main() {
 	if len(os.Args) < 2 {
 		fail("usage: pmiprog MODE [ARGS]")
@@ -52,6 +54,10 @@ func main() {
 	}
 	if mode == "raw" && c.Rank == atoi(args[0]) {
 		raw(c, args[1], args[2])
+	}
+	if mode == "pmi1" {
+		pmi1(c)
+		return
 	}
 	if mode == "late" && c.Rank == atoi(args[0]) {
 		d, _ := time.ParseDuration(args[1])
@@ -168,6 +174,41 @@ func main() {
 	if err := cl.Finalize(ctx); err != nil {
 		fail("finalize: %v", err)
 	}
+}
+
+// pmi1 puts a card over PMI-1, fences twice, and checks every rank's card and its right
+// neighbour's second put.
+func pmi1(c pmi.Contract) {
+	ctx := context.Background()
+	f, err := pmi.Connect(ctx, os.Getenv)
+	if err != nil {
+		fail("PMI-1 connect: %v", err)
+	}
+	defer f.Close()
+	if err := f.Put(ctx, "card", []byte(fmt.Sprintf("card-%d-%s", f.Rank(), c.Host))); err != nil {
+		fail("put: %v", err)
+	}
+	if err := f.Fence(ctx); err != nil {
+		fail("fence: %v", err)
+	}
+	for r := range f.Size() {
+		v, err := f.Get(ctx, r, "card")
+		if err != nil || !bytes.HasPrefix(v, []byte(fmt.Sprintf("card-%d-", r))) {
+			fail("get card of rank %d: %q %v", r, v, err)
+		}
+	}
+	f.Put(ctx, "round2", []byte(strconv.Itoa(f.Rank()*10)))
+	if err := f.Fence(ctx); err != nil {
+		fail("fence 2: %v", err)
+	}
+	next := (f.Rank() + 1) % f.Size()
+	if v, err := f.Get(ctx, next, "round2"); err != nil || string(v) != strconv.Itoa(next*10) {
+		fail("round 2 get of rank %d: %q %v", next, v, err)
+	}
+	if err := f.Finalize(ctx); err != nil {
+		fail("finalize: %v", err)
+	}
+	fmt.Printf("pmi1 rank %d/%d host %s ok\n", f.Rank(), f.Size(), c.Host)
 }
 
 func hang(c pmi.Contract) {

@@ -302,7 +302,7 @@ func (a *Agent) runJob(cc *ctlConn) {
 	defer close(beating)
 	go cc.beat(beating)
 	passed := make(chan error, 1)
-	go func() { passed <- a.passSpec(spec, raw, defaultTiming) }()
+	go func() { passed <- a.passSpec(spec, raw, peerTiming()) }()
 	j, err := a.prepare(cc, spec)
 	if perr := <-passed; err == nil && perr != nil {
 		j.cleanup()

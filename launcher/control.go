@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -56,7 +57,8 @@ import (
 // associated data. A job's secret and environment never cross the network in clear, and a
 // frame cannot be forged, altered, replayed, reordered or moved to another connection.
 // Plain payloads are JSON, except output and stdin data (raw bytes after a small binary
-// header). Frame types are append-only.
+// header), the job's spec (specwire.go) and the fence rounds' (fencewire.go,
+// treefence.go). Frame types are append-only.
 //
 // # Liveness
 //
@@ -69,8 +71,9 @@ import (
 // Version 2 adds the ping frame, which a version-1 peer would refuse. Version 5 adds the
 // hello's time. Version 6 adds the fault-tolerant job (jobSpec.FT, the proc-failed frame),
 // version 7 the spawn frames (grow.go), version 8 barrier fences and the fetch frames
-// between agents (fetch.go).
-const controlVersion = 8
+// between agents (fetch.go), version 9 the agent tree (treespec.go, treefence.go) and
+// the binary spec (specwire.go).
+const controlVersion = 9
 
 // maxFrame bounds a frame's payload (a fence of many ranks' endpoint cards fits easily).
 const maxFrame = 64 << 20
@@ -287,7 +290,7 @@ func newCtlConn(c net.Conn, key, hello, reply []byte, client bool) (*ctlConn, er
 type frameType uint8
 
 const (
-	fJob        frameType = iota + 1 // S→A jobSpec
+	fJob        frameType = iota + 1 // S→A jobSpec (binary: specwire.go)
 	fReady                           // A→S: the job is set up, ranks may start
 	fReject                          // A→S rejectMsg: the agent cannot run the job
 	fStart                           // S→A: spawn the ranks
@@ -317,7 +320,7 @@ const (
 	fFetchAns                        // A→A fetchAnsMsg: the answer
 	fHostFailed                      // S→A hostFailedMsg: a lost agent's ranks failed and the job goes on (--ft)
 	fJobTree                         // S→A jobTreeMsg: a job whose spec comes down the agent tree (treespec.go)
-	fTreeSpec                        // A→A jobSpec: the job's spec, from the agent's parent in the tree
+	fTreeSpec                        // A→A jobSpec (binary): the job's spec, from the agent's parent in the tree
 	fFenceRef                        // S→A round (binary): a gathering round completed; its payload comes down the tree (treefence.go)
 	fFenceAsk                        // A→S round (binary): send me the round's payload, my parent in the tree did not
 	fTreeFence                       // A→A job id and fence-done payload (binary), from the agent's parent in the tree
@@ -550,8 +553,12 @@ func decodeOutput(p []byte) (rank, stream int, data []byte, err error) {
 func decodeBody(t frameType, p []byte) (any, error) {
 	var v any
 	switch t {
-	case fJob:
-		v = new(jobSpec)
+	case fJob, fTreeSpec:
+		spec := new(jobSpec)
+		if err := spec.UnmarshalBinary(p); err != nil {
+			return nil, fmt.Errorf("%v frame: %w", t, err)
+		}
+		return spec, nil
 	case fReject:
 		v = new(rejectMsg)
 	case fStarted:
@@ -584,8 +591,6 @@ func decodeBody(t frameType, p []byte) (any, error) {
 		v = new(hostFailedMsg)
 	case fJobTree:
 		v = new(jobTreeMsg)
-	case fTreeSpec:
-		v = new(jobSpec)
 	case fSpawnReq:
 		v = new(spawnReqMsg)
 	case fSpawn:
@@ -717,6 +722,11 @@ func (cc *ctlConn) send(t frameType, v any) error {
 	case nil:
 	case []byte:
 		body = b
+	case encoding.BinaryMarshaler: // the job's spec (specwire.go)
+		var err error
+		if body, err = b.MarshalBinary(); err != nil {
+			return fmt.Errorf("encode %v: %w", t, err)
+		}
 	default:
 		var err error
 		if body, err = json.Marshal(v); err != nil {

@@ -144,7 +144,7 @@ func TestControlRejectsStrangers(t *testing.T) {
 	defer func() { handshakeTimeout, helloTimeout = old, oldHello }()
 	a := testAgent(t, "a", 1, randomKey(t))
 	other := controlKey(randomKey(t))
-	job, _ := encodeFrameForTest(fJob, []byte(`{"ID":"x","Program":"/bin/true"}`))
+	job, _ := encodeFrameForTest(fJob, testSpecBytes(t, 1))
 	cases := map[string]func(c net.Conn){
 		"garbage then a job frame": func(c net.Conn) {
 			c.Write(bytes.Repeat([]byte{'G'}, helloSize))
@@ -247,7 +247,7 @@ func FuzzControlFrame(f *testing.F) {
 		t frameType
 		b string
 	}{
-		{fJob, `{"ID":"j","Program":"p","Secret":"AAAAAAAAAAAAAAAAAAAAAA==","Roster":{"Size":1,"Hosts":["a"],"Runs":[0,1]}}`},
+		{fJob, string(testSpecBytes(f, 1))},
 		{fExit, `{"Rank":1,"Pid":5,"Code":3}`},
 		{fFenceDone, "\x02\x01\x0cGC\x01\x01\x01\x00\x01k\x00\x02\x01\x02"},
 		{fFence, `{"Round":2,"Ranks":[3,4],"Block":"R0MBAA=="}`},

@@ -39,6 +39,16 @@ type fetchAnsMsg struct {
 // fetchTimeout bounds one fetch: the dial, the handshake and the answer.
 const fetchTimeout = 30 * time.Second
 
+// peerTiming is the deadlines of a link between two agents of a job (a fetch, the spec
+// or a fence payload down the tree): the dial and the handshake get fetchTimeout
+// together. Many agents may dial one at once (every host asks rank 0's agent for its
+// card), and a busy host answers their handshakes late, not never.
+func peerTiming() ctlTiming {
+	tm := defaultTiming
+	tm.dial, tm.handshake = fetchTimeout/2, fetchTimeout/2
+	return tm
+}
+
 // fetcher is an agent job's side of fetching: its links to owners and what they sent.
 type fetcher struct {
 	mu    sync.Mutex
@@ -135,9 +145,7 @@ func (j *agentJob) ask(host, round int) (map[int]map[string][]byte, error) {
 		if host >= len(addrs) || addrs[host] == "" {
 			return nil, fmt.Errorf("no control address for host %d of the job", host)
 		}
-		tm := defaultTiming
-		tm.dial = fetchTimeout
-		cc, err := dialControl(addrs[host], j.a.ckey, tm)
+		cc, err := dialControl(addrs[host], j.a.ckey, peerTiming())
 		if err != nil {
 			return nil, fmt.Errorf("fetch the puts of %s's ranks from its agent: %v", j.hostName(host), err)
 		}

@@ -98,7 +98,7 @@ func (j *agentJob) nodesNow() []string {
 // nodeHosts names the nodes of roster's process mapping by node index: its hosts in order
 // of their first rank, as pmi.ParseProcessMapping numbers the nodes.
 func nodeHosts(roster Roster) []string {
-	seen := make(map[int]bool)
+	seen := make([]bool, len(roster.Hosts))
 	var names []string
 	for _, h := range roster.RankHost {
 		if !seen[h] {

@@ -237,15 +237,20 @@ type rosterWire struct {
 
 // MarshalJSON encodes r as a rosterWire.
 func (r Roster) MarshalJSON() ([]byte, error) {
-	w := rosterWire{Size: r.Size, Hosts: r.Hosts, Runs: []int{}}
+	return json.Marshal(rosterWire{Size: r.Size, Hosts: r.Hosts, Runs: r.runs()})
+}
+
+// runs returns r's ranks in order as runs of ranks on one host: host, count, ...
+func (r Roster) runs() []int {
+	runs := []int{}
 	for rank, h := range r.RankHost {
-		if n := len(w.Runs); rank > 0 && w.Runs[n-2] == h {
-			w.Runs[n-1]++
+		if n := len(runs); rank > 0 && runs[n-2] == h {
+			runs[n-1]++
 			continue
 		}
-		w.Runs = append(w.Runs, h, 1)
+		runs = append(runs, h, 1)
 	}
-	return json.Marshal(w)
+	return runs
 }
 
 // UnmarshalJSON decodes a rosterWire and rebuilds the tables; Check still applies.
@@ -254,15 +259,25 @@ func (r *Roster) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	if w.Size < 0 || w.Size > maxWireRanks || len(w.Runs)%2 != 0 || len(w.Hosts) > maxWireRanks {
-		return fmt.Errorf("roster: %d ranks in %d run numbers (at most %d ranks, in pairs)", w.Size, len(w.Runs), maxWireRanks)
+	out, err := rosterFromRuns(w.Size, w.Hosts, w.Runs)
+	if err != nil {
+		return err
 	}
-	out := Roster{Size: w.Size, Hosts: w.Hosts, RankHost: make([]int, 0, w.Size), LocalRank: make([]int, 0, w.Size),
-		LocalSize: make([]int, len(w.Hosts))}
-	for i := 0; i < len(w.Runs); i += 2 {
-		h, n := w.Runs[i], w.Runs[i+1]
-		if h < 0 || h >= len(w.Hosts) || n < 1 || n > w.Size-len(out.RankHost) {
-			return fmt.Errorf("roster: run of %d ranks on host index %d of %d, after %d of %d ranks", n, h, len(w.Hosts), len(out.RankHost), w.Size)
+	*r = out
+	return nil
+}
+
+// rosterFromRuns rebuilds the roster of size ranks on hosts from its runs (runs).
+func rosterFromRuns(size int, hosts []string, runs []int) (Roster, error) {
+	if size < 0 || size > maxWireRanks || len(runs)%2 != 0 || len(hosts) > maxWireRanks {
+		return Roster{}, fmt.Errorf("roster: %d ranks in %d run numbers (at most %d ranks, in pairs)", size, len(runs), maxWireRanks)
+	}
+	out := Roster{Size: size, Hosts: hosts, RankHost: make([]int, 0, size), LocalRank: make([]int, 0, size),
+		LocalSize: make([]int, len(hosts))}
+	for i := 0; i < len(runs); i += 2 {
+		h, n := runs[i], runs[i+1]
+		if h < 0 || h >= len(hosts) || n < 1 || n > size-len(out.RankHost) {
+			return Roster{}, fmt.Errorf("roster: run of %d ranks on host index %d of %d, after %d of %d ranks", n, h, len(hosts), len(out.RankHost), size)
 		}
 		for range n {
 			out.RankHost = append(out.RankHost, h)
@@ -270,9 +285,8 @@ func (r *Roster) UnmarshalJSON(b []byte) error {
 			out.LocalSize[h]++
 		}
 	}
-	if len(out.RankHost) != w.Size {
-		return fmt.Errorf("roster: runs of %d ranks for %d", len(out.RankHost), w.Size)
+	if len(out.RankHost) != size {
+		return Roster{}, fmt.Errorf("roster: runs of %d ranks for %d", len(out.RankHost), size)
 	}
-	*r = out
-	return nil
+	return out, nil
 }

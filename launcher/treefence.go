@@ -194,9 +194,7 @@ func (j *agentJob) passFence(host int, body []byte) {
 	defer l.mu.Unlock()
 	err := func() error {
 		if l.cc == nil {
-			tm := defaultTiming
-			tm.dial = fetchTimeout
-			cc, err := dialControl(j.spec.Addrs[host], j.a.ckey, tm)
+			cc, err := dialControl(j.spec.Addrs[host], j.a.ckey, peerTiming())
 			if err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -80,7 +79,7 @@ func (ts *treeSpecs) drop(id string) {
 // frame on a connection, body p).
 func (a *Agent) treeSpecArrived(p []byte) error {
 	var spec jobSpec
-	if err := json.Unmarshal(p, &spec); err != nil {
+	if err := spec.UnmarshalBinary(p); err != nil {
 		return fmt.Errorf("%v frame: %w", fTreeSpec, err)
 	}
 	if spec.ID == "" {

@@ -32,7 +32,11 @@ import (
 //     (pmi.DialConn, Put, Fence, Get) on a net.Pipe, where a real rank has a socketpair.
 //   - modelled: an agent's setup and spawn (agentJob.prepare and startRanks make a job
 //     directory and fork processes): the simulated agent builds the same agentJob without
-//     them and starts one goroutine per rank instead of a process; a rank's end, which
+//     them and starts one goroutine per rank instead of a process. Its ranks start once
+//     every agent has its start frame: on a cluster they run on their own host's
+//     processors, and do not hold up the submitter's start frames to the other hosts,
+//     as they would on this process's. For the same reason a rank reports its end to
+//     the submitter once every rank holds the abort event. A rank's end, which
 //     the real agent learns by reaping it (waitRank), is reported by the rank goroutine
 //     itself. The job's abort is triggered by one rank exiting with code 1; every other
 //     rank ends on the PMI event the abort brings, as if killed by its agent's SIGTERM.
@@ -113,6 +117,7 @@ type ctlSim struct {
 
 	inited, fenced, aborted sync.WaitGroup // one count per rank each
 	agentsDone              sync.WaitGroup // one count per agent
+	started                 sync.WaitGroup // one count per agent, done at its start frame
 	peers                   sync.WaitGroup // one count per fetch link served
 
 	mu       sync.Mutex
@@ -235,6 +240,7 @@ func runCtlSimOpts(ctx context.Context, agents, perAgent int, o simOpts) (*ctlRe
 	sim.fenced.Add(sim.size)
 	sim.aborted.Add(sim.size)
 	sim.agentsDone.Add(agents)
+	sim.started.Add(agents)
 	sim.agents = sas
 	for _, sa := range sas {
 		go sa.serve()
@@ -398,6 +404,10 @@ func (sa *simAgent) serve() {
 		return
 	}
 	sim.mark(&sim.lastStrt)
+	sim.started.Done()
+	if err := sim.wait(&sim.started, "every agent's start frame"); err != nil {
+		return
+	}
 	for _, rank := range j.local {
 		srvEnd, rankEnd := net.Pipe()
 		j.srv.ServeConn(srvEnd, rank)
@@ -526,6 +536,7 @@ func (sa *simAgent) setup(cc *ctlConn) (*agentJob, error) {
 	if err := cc.send(fReady, nil); err != nil {
 		return nil, fmt.Errorf("agent %s: send ready: %w", sa.name, err)
 	}
+
 	return j, nil
 }
 
@@ -618,6 +629,10 @@ func (sa *simAgent) rank(j *agentJob, rank int, conn net.Conn) {
 		return
 	}
 	sim.mark(&sim.lastAbrt)
+	next()
+	if sim.wait(&sim.aborted, "the abort event at every rank") != nil {
+		return
+	}
 	sa.exit(j, rank, exitMsg{Code: -1, Signal: int(syscall.SIGTERM), OwnSignal: true})
 }
 

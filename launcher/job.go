@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -717,12 +718,19 @@ func (s *submitter) failWith(f *failure) {
 	s.deadline = time.After(s.grace + exitSlack)
 }
 
+// broadcast sends every live agent the frame of v, encoded once.
 func (s *submitter) broadcast(t frameType, v any) {
+	body, encErr := json.Marshal(v)
 	for _, l := range s.links {
-		if !l.lost {
-			if err := l.cc.send(t, v); err != nil {
-				s.lose(l, "control connection lost: "+err.Error())
-			}
+		if l.lost {
+			continue
+		}
+		err := encErr
+		if err == nil {
+			err = l.cc.send(t, body)
+		}
+		if err != nil {
+			s.lose(l, "control connection lost: "+err.Error())
 		}
 	}
 }

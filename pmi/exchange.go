@@ -146,11 +146,12 @@ func (x *Exchange) publishLocked() {
 		p := x.pending[r]
 		s := x.store[r]
 		if s == nil {
-			s = make(map[string][]byte, len(p))
-			x.store[r] = s
+			x.store[r] = p // the round's map becomes the store's: pending is made anew below
 		}
 		for k, v := range p {
-			s[k] = v
+			if s != nil {
+				s[k] = v
+			}
 			x.owner[k] = r
 		}
 	}
@@ -162,7 +163,8 @@ func (x *Exchange) publishLocked() {
 }
 
 // Merge adds the puts of ranks fenced elsewhere (another host) to the current round, as
-// if those ranks had fenced here; the round completes once none is missing.
+// if those ranks had fenced here; the round completes once none is missing. The Exchange
+// keeps the maps of puts: the caller must not change them afterwards.
 func (x *Exchange) Merge(puts map[int]map[string][]byte) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -173,11 +175,19 @@ func (x *Exchange) Merge(puts map[int]map[string][]byte) {
 	x.completeLocked()
 }
 
+// mergeLocked adds the puts of ranks fenced elsewhere. A rank with no puts of its own
+// this round keeps its map from puts, not a copy.
 func (x *Exchange) mergeLocked(puts map[int]map[string][]byte) {
 	for r, p := range puts {
-		if r >= 0 && r < x.size && !x.fenced[r] {
-			x.addLocked(r, p)
+		if r < 0 || r >= x.size || x.fenced[r] {
+			continue
 		}
+		if _, ok := x.pending[r]; ok || len(p) == 0 {
+			x.addLocked(r, p)
+			continue
+		}
+		x.fenced[r] = true
+		x.pending[r] = p
 	}
 }
 
@@ -186,6 +196,7 @@ func (x *Exchange) mergeLocked(puts map[int]map[string][]byte) {
 // hosts gathered (ranks fenced here keep their own). A round completed already (here,
 // by its count) is not completed again, and a later round number makes this Exchange
 // count as having completed every round before it (an agent that joined the job late).
+// The Exchange keeps the maps of puts: the caller must not change them afterwards.
 func (x *Exchange) Complete(round int, puts map[int]map[string][]byte) {
 	x.mu.Lock()
 	defer x.mu.Unlock()

@@ -163,6 +163,13 @@ func (sim *ctlSim) mark(t *time.Time) {
 	sim.mu.Unlock()
 }
 
+// at reads a time that mark moves. Ranks may still mark lastKnow after the fence.
+func (sim *ctlSim) at(t *time.Time) time.Time {
+	sim.mu.Lock()
+	defer sim.mu.Unlock()
+	return *t
+}
+
 // simAgent is one simulated agent: a control listener and the real job code behind it.
 type simAgent struct {
 	sim  *ctlSim
@@ -272,7 +279,7 @@ func runCtlSimOpts(ctx context.Context, agents, perAgent int, o simOpts) (*ctlRe
 	if err := sim.wait(&sim.inited, "every rank's PMI init and put"); err != nil {
 		return abortAll(err)
 	}
-	res.Start, res.Init = sim.lastStrt.Sub(start), sim.lastInit.Sub(start)
+	res.Start, res.Init = sim.at(&sim.lastStrt).Sub(start), sim.at(&sim.lastInit).Sub(start)
 	fenceAt := time.Now()
 	close(sim.fenceGate)
 	if victim >= 0 {
@@ -281,9 +288,9 @@ func runCtlSimOpts(ctx context.Context, agents, perAgent int, o simOpts) (*ctlRe
 	if err := sim.wait(&sim.fenced, "the fence"); err != nil {
 		return abortAll(err)
 	}
-	res.Fence = sim.lastFin.Sub(fenceAt)
+	res.Fence = sim.at(&sim.lastFin).Sub(fenceAt)
 	if victim >= 0 {
-		res.Notice = sim.lastKnow.Sub(fenceAt)
+		res.Notice = sim.at(&sim.lastKnow).Sub(fenceAt)
 	}
 	abortAt := time.Now()
 	close(sim.abortGate)
@@ -291,7 +298,7 @@ func runCtlSimOpts(ctx context.Context, agents, perAgent int, o simOpts) (*ctlRe
 		return abortAll(err)
 	}
 	if victim < 0 {
-		res.Abort = sim.lastAbrt.Sub(abortAt)
+		res.Abort = sim.at(&sim.lastAbrt).Sub(abortAt)
 	}
 	select {
 	case res.Code = <-code:

@@ -55,6 +55,8 @@ const (
 	deadReclaimTime   = 2 * time.Second
 	gossipToDeadTime  = 5 * time.Second
 	leaveTimeout      = 500 * time.Millisecond
+	joinSettle        = 5 * time.Second    // join's wait for a member it contacted (cluster.join)
+	joinRejoinAfter   = 4 * gossipInterval // join's wait before it joins again
 	maxMetaSize       = memberlist.MetaMaxSize
 	metaPrefixVersion = "v="
 )
@@ -347,22 +349,65 @@ func tunedConfig() *memberlist.Config {
 
 // join contacts the given members and merges their view of the cluster. It does not wait
 // for gossip to converge: what the contacted members know is what the caller gets.
+//
+// One wait it does make. memberlist answers joins before it has put itself in its own
+// table (Create listens first, then sets the member alive). A join in that window
+// succeeds and learns nobody. So a join that learned no other member waits for one, up to
+// joinSettle: the contacted member gossips its own arrival, or the next Join finds it.
+// A join that only named this member's own address does not wait.
 func (c *cluster) join(addrs []string) error {
-	n, err := c.ml.Join(addrs)
-	if n == 0 {
-		why := "no member answered"
-		if me, ok := err.(interface{ WrappedErrors() []error }); ok {
-			var msgs []string
-			for _, e := range me.WrappedErrors() {
-				msgs = append(msgs, e.Error())
-			}
-			why = strings.Join(msgs, "; ")
-		} else if err != nil {
-			why = err.Error()
+	deadline := time.Now().Add(joinSettle)
+	for {
+		n, err := c.ml.Join(addrs)
+		if n == 0 {
+			return joinError(addrs, err)
 		}
-		return fmt.Errorf("join %s: %s (is an agent running there, with the same key?)", strings.Join(addrs, ","), why)
+		if c.onlySelf(addrs) || c.awaitPeer(joinRejoinAfter) || time.Now().After(deadline) {
+			return nil
+		}
 	}
-	return nil
+}
+
+// joinError says why no member answered a join.
+func joinError(addrs []string, err error) error {
+	why := "no member answered"
+	if me, ok := err.(interface{ WrappedErrors() []error }); ok {
+		var msgs []string
+		for _, e := range me.WrappedErrors() {
+			msgs = append(msgs, e.Error())
+		}
+		why = strings.Join(msgs, "; ")
+	} else if err != nil {
+		why = err.Error()
+	}
+	return fmt.Errorf("join %s: %s (is an agent running there, with the same key?)", strings.Join(addrs, ","), why)
+}
+
+// onlySelf reports whether every address in addrs is this member's own gossip address.
+func (c *cluster) onlySelf(addrs []string) bool {
+	self, err := net.ResolveTCPAddr("tcp", c.addr())
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		ta, err := net.ResolveTCPAddr("tcp", a)
+		if err != nil || !ta.IP.Equal(self.IP) || ta.Port != self.Port {
+			return false
+		}
+	}
+	return true
+}
+
+// awaitPeer waits up to d for another member in the table, and reports whether one is.
+func (c *cluster) awaitPeer(d time.Duration) bool {
+	for end := time.Now().Add(d); ; time.Sleep(5 * time.Millisecond) {
+		c.mu.Lock()
+		ok := c.hasPeersLocked()
+		c.mu.Unlock()
+		if ok || time.Now().After(end) {
+			return ok
+		}
+	}
 }
 
 // members returns the live members, sorted by name.

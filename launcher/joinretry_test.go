@@ -43,7 +43,7 @@ func TestAgentJoinRetry(t *testing.T) {
 	a := startGL(t, "agent", "--bind", seed, "--slots", "1", "--keyfile", key, "--name", "a1")
 	a.line(t, "golaunch agent a1: gossip ", 10*time.Second)
 	if l := early.line(t, "golaunch agent b1: gossip ", 15*time.Second); !strings.HasSuffix(l, "2 members") {
-		t.Errorf("the late join: %q, want 2 members", l)
+		t.Errorf("the late join: %q, want 2 members\nb1's log:\n%s\na1's log:\n%s", l, early.stderr.String(), a.stderr.String())
 	}
 	r := runGL(t, "", "--join", seed, "--keyfile", key, "-n", "2", pmiprogBinPath(t), "env", "GOLAUNCH_HOST")
 	if r.code != 0 {

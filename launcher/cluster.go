@@ -356,13 +356,14 @@ func tunedConfig() *memberlist.Config {
 // joinSettle: the contacted member gossips its own arrival, or the next Join finds it.
 // A join that only named this member's own address does not wait.
 func (c *cluster) join(addrs []string) error {
+	wait := !c.onlySelf(addrs)
 	deadline := time.Now().Add(joinSettle)
 	for {
 		n, err := c.ml.Join(addrs)
 		if n == 0 {
 			return joinError(addrs, err)
 		}
-		if c.onlySelf(addrs) || c.awaitPeer(joinRejoinAfter) || time.Now().After(deadline) {
+		if !wait || c.awaitPeer(joinRejoinAfter) || time.Now().After(deadline) {
 			return nil
 		}
 	}

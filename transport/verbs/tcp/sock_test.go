@@ -77,6 +77,18 @@ func waitErr(t *testing.T, done <-chan error, what string) error {
 	}
 }
 
+// awaitCount waits until n is above zero.
+func awaitCount(t *testing.T, n *atomic.Int64, what string) {
+	t.Helper()
+	deadline := time.Now().Add(testbudget.Scale(5 * time.Second))
+	for n.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: never happened", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestSockReadBothWays: a read waits for data in the network poller (direct off) and in
 // ppoll (direct on), and sees the bytes in both.
 func TestSockReadBothWays(t *testing.T) {
@@ -207,21 +219,33 @@ func TestSockSpin(t *testing.T) {
 	}
 
 	// While the connection has frames to send, the read waits in ppoll at once; a gate
-	// that closes during a spin ends it.
+	// that closes during a spin ends it. The data is sent only once the read has seen the
+	// gate closed, so a descheduled reader cannot take it in a spin.
 	var quiet atomic.Bool
-	s.quiet = quiet.Load
+	var sawOpen, sawClosed atomic.Int64
+	s.quiet = func() bool {
+		q := quiet.Load()
+		if q {
+			sawOpen.Add(1)
+		} else {
+			sawClosed.Add(1)
+		}
+		return q
+	}
 	s.spin = time.Minute
 	for _, c := range []struct {
 		what    string
 		closing bool
 	}{{"sending", false}, {"sending from mid-spin", true}} {
 		quiet.Store(c.closing)
+		sawOpen.Store(0)
+		sawClosed.Store(0)
 		done = readAfter(t, s, buf)
 		if c.closing {
-			time.Sleep(10 * time.Millisecond) // spinning
+			awaitCount(t, &sawOpen, c.what+": the spin starting")
 			quiet.Store(false)
 		}
-		time.Sleep(10 * time.Millisecond) // the spin sees the change
+		awaitCount(t, &sawClosed, c.what+": the read seeing the gate closed")
 		peer.Write([]byte("busy"))
 		if err := waitErr(t, done, c.what); err != nil || string(buf[:4]) != "busy" {
 			t.Fatalf("%s: %v, %q", c.what, err, buf[:4])

@@ -56,6 +56,7 @@ type Agent struct {
 	rejected atomic.Int64      // control connections refused by the handshake
 	shed     atomic.Int64      // control connections shed: maxHandshakes pending (handshakes.go)
 	peers    map[string]member // a submitter's member: the agents it learned of at join
+	heldDead []string          // a submitter's member: agents the seed held as dead, when the job lacks agents
 
 	specs treeSpecs // job specs coming down job trees (treespec.go)
 

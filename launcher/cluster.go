@@ -245,7 +245,8 @@ type cluster struct {
 	restarted    map[string]bool      // gossip addresses of members that answered with a new boot id
 	unprobedJoin time.Time            // when the rejoin loop last joined because no member probed this one
 	subs         map[chan leaveEvent]map[string]bool
-	taken        string // gossip address of another live member with this member's name
+	taken        string            // gossip address of another live member with this member's name
+	heldDead     map[string]member // agents a push-pull partner held as suspect or dead (mergeDelegate)
 }
 
 // leaveEvent is a member that left (gracefully) or was declared dead.
@@ -287,7 +288,7 @@ func newCluster(cfg clusterConfig) (*cluster, error) {
 	c := &cluster{self: cfg.Name, boot: make([]byte, 8), quit: make(chan struct{}),
 		nudge: make(chan struct{}, 1), clash: make(chan string, 1), nodes: make(map[string]member),
 		departed: make(map[string]departure), restarted: make(map[string]bool),
-		subs: make(map[chan leaveEvent]map[string]bool)}
+		subs: make(map[chan leaveEvent]map[string]bool), heldDead: make(map[string]member)}
 	if _, err := rand.Read(c.boot); err != nil {
 		return nil, fmt.Errorf("boot id: %w", err)
 	}
@@ -307,6 +308,7 @@ func newCluster(cfg clusterConfig) (*cluster, error) {
 	mc.Delegate = (*metaDelegate)(c)
 	mc.Events = (*eventDelegate)(c)
 	mc.Conflict = (*conflictDelegate)(c)
+	mc.Merge = (*mergeDelegate)(c)
 	mc.Ping = (*pingDelegate)(c)
 	gl := newGossipLog(&logFilter{w: cfg.Log, debug: cfg.Debug})
 	mc.Logger = log.New(gl, "", log.LstdFlags)
@@ -595,6 +597,44 @@ func (d *conflictDelegate) NotifyConflict(existing, other *memberlist.Node) {
 		return
 	}
 	(*cluster)(d).nameClash(other.Address())
+}
+
+// mergeDelegate records the agents that a push-pull partner holds as suspect or dead.
+// memberlist drops those states for a member it never knew, so a new member (a
+// submitter) learns only here that the cluster has such an agent. An alive agent that a
+// loaded host declared dead refutes the verdict within seconds; startJoined waits for it
+// when the job needs it. memberlist calls NotifyMerge before it merges the state.
+type mergeDelegate cluster
+
+func (d *mergeDelegate) NotifyMerge(peers []*memberlist.Node) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, n := range peers {
+		if n.Name == d.self || n.State != memberlist.StateSuspect && n.State != memberlist.StateDead {
+			continue
+		}
+		meta, err := DecodeMeta(n.Meta)
+		if err != nil || meta.Slots == 0 || meta.Leaving {
+			continue
+		}
+		d.heldDead[n.Name] = member{Name: n.Name, Addr: n.Address(), IP: n.Addr.String(), Meta: meta}
+	}
+	return nil
+}
+
+// heldDeadAgents returns the names, sorted, of the agents a push-pull partner held as
+// suspect or dead and that are not live members now.
+func (c *cluster) heldDeadAgents() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for name := range c.heldDead {
+		if _, live := c.nodes[name]; !live {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // logFilter passes memberlist's log lines to w, without [DEBUG] lines unless debug.

@@ -171,3 +171,55 @@ func TestClusterDeathDetected(t *testing.T) {
 	}
 	b.close()
 }
+
+// TestClusterHeldDeadAgent: a member that joins a seed which holds an agent as dead
+// learns that agent's name at join (memberlist itself drops a dead member it never knew).
+// A submitter waits longer for such an agent, and its refusal names it.
+func TestClusterHeldDeadAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for memberlist to declare a death")
+	}
+	key := randomKey(t)
+	a := testAgent(t, "a", 1, key)
+	b, err := startAgent(agentConfig{Name: "b", Bind: "127.0.0.1:0", Slots: 1, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.close()
+	if err := b.cl.join([]string{a.cl.addr()}); err != nil {
+		t.Fatal(err)
+	}
+	leaves, stop := a.cl.watchLeaves("b")
+	defer stop()
+	b.cl.vanish()
+	select {
+	case <-leaves:
+	case <-time.After(testbudget.Scale(5 * time.Second)):
+		t.Fatalf("b not declared dead within %v", testbudget.Scale(5*time.Second))
+	}
+	// The seed keeps a dead member in its table for gossipToDeadTime: join now.
+	s := testAgent(t, "submitter", 0, key)
+	if got := s.cl.heldDeadAgents(); got != nil {
+		t.Fatalf("held dead before the join: %q", got)
+	}
+	if err := s.cl.join([]string{a.cl.addr()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.cl.heldDeadAgents(); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("held dead after the join: %q, want [b]", got)
+	}
+	for _, m := range s.cl.members() {
+		if m.Name == "b" {
+			t.Fatalf("the dead agent b is a live member of the joiner: %+v", m)
+		}
+	}
+	if settleFor(s.cl.heldDeadAgents()) != heldDeadSettle || settleFor(nil) != agentSettle {
+		t.Errorf("settleFor: %v with a dead agent, %v without", settleFor([]string{"b"}), settleFor(nil))
+	}
+	if note := heldDeadNote([]string{"b"}); !strings.Contains(note, "the cluster holds agent b as dead") {
+		t.Errorf("heldDeadNote: %q", note)
+	}
+	if note := heldDeadNote(nil); note != "" {
+		t.Errorf("heldDeadNote(nil) = %q, want empty", note)
+	}
+}

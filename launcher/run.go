@@ -114,7 +114,7 @@ func Launch(args []string, stdio Stdio, sigs <-chan os.Signal) int {
 	}
 	roster, err := Place(hosts, o.NP, o.Placement())
 	if err != nil {
-		return usageExit(stdio.Err, &UsageError{Msg: err.Error()})
+		return usageExit(stdio.Err, &UsageError{Msg: err.Error() + heldDeadNote(node.heldDead)})
 	}
 	if o.Transport == "shm" && len(roster.Hosts) > 1 {
 		return usageExit(stdio.Err, usagef("--transport shm needs every rank on one host; the job spans %d", len(roster.Hosts)))
@@ -263,10 +263,14 @@ func startJoined(o *Options, id string, lg *log.Logger, logw io.Writer) (*Agent,
 	agents, names := liveAgents(a, lg)
 	// An agent that memberlist declared dead although it is alive (a loaded host) is
 	// missing from the list until it is back, within seconds. A job that the listed agents
-	// cannot hold waits for it a little before it is refused.
-	for deadline := time.Now().Add(agentSettle); !enoughAgents(o, agents) && time.Now().Before(deadline); {
+	// cannot hold waits for it a little before it is refused, and longer while the seed
+	// held some agent as suspect or dead.
+	for start := time.Now(); !enoughAgents(o, agents) && time.Since(start) < settleFor(a.cl.heldDeadAgents()); {
 		time.Sleep(50 * time.Millisecond)
 		agents, names = liveAgents(a, lg)
+	}
+	if !enoughAgents(o, agents) {
+		a.heldDead = a.cl.heldDeadAgents()
 	}
 	var hosts []HostSlots
 	if o.Hosts == nil {
@@ -277,7 +281,7 @@ func startJoined(o *Options, id string, lg *log.Logger, logw io.Writer) (*Agent,
 	for _, h := range o.Hosts {
 		if _, ok := agents[h.Name]; !ok {
 			a.close()
-			return nil, nil, usagef("host %q is not an agent of the cluster at %s (agents: %s)", h.Name, o.Join, strings.Join(names, ", "))
+			return nil, nil, usagef("host %q is not an agent of the cluster at %s (agents: %s)%s", h.Name, o.Join, strings.Join(names, ", "), heldDeadNote(a.heldDead))
 		}
 		hosts = append(hosts, h)
 	}
@@ -290,8 +294,33 @@ func startJoined(o *Options, id string, lg *log.Logger, logw io.Writer) (*Agent,
 }
 
 // agentSettle bounds how long a submitter waits, after its join, for the agents a job
-// needs (named by -H, or enough slots for -n) to be in its member list.
-const agentSettle = 3 * time.Second
+// needs (named by -H, or enough slots for -n) to be in its member list. heldDeadSettle
+// replaces it while the seed held an agent as suspect or dead: an alive agent refutes
+// the verdict once a member's gossip or rejoin (every rejoinInterval) reaches it, which
+// takes seconds on a loaded host.
+const (
+	agentSettle    = 3 * time.Second
+	heldDeadSettle = 10 * time.Second
+)
+
+// settleFor is the submitter's wait for the agents a job needs, given the agents the
+// seed held as suspect or dead that are not live now.
+func settleFor(heldDead []string) time.Duration {
+	if len(heldDead) > 0 {
+		return heldDeadSettle
+	}
+	return agentSettle
+}
+
+// heldDeadNote is appended to a refusal for want of agents: it names the agents the
+// cluster held as suspect or dead, "" when there are none.
+func heldDeadNote(heldDead []string) string {
+	if len(heldDead) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the cluster holds agent %s as dead (its host is down, overloaded or cut off): "+
+		"retry once it answers, or start its golaunch agent again", strings.Join(heldDead, ", "))
+}
 
 // liveAgents returns the live agents a submitter's member a knows of, by name, and their
 // names, sorted.

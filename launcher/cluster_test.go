@@ -149,27 +149,34 @@ func TestClusterDeathDetected(t *testing.T) {
 	}
 	key := randomKey(t)
 	a := testAgent(t, "a", 1, key)
-	b, err := startAgent(agentConfig{Name: "b", Bind: "127.0.0.1:0", Slots: 1, Key: key})
+	start := time.Now()
+	vanishedAgent(t, a, key, "b")
+	t.Logf("death of b declared after %v", time.Since(start))
+}
+
+// vanishedAgent starts an agent with the name, joins it to seed, makes it vanish (no
+// goodbye: as if its host died) and returns once seed has declared it dead.
+func vanishedAgent(t *testing.T, seed *Agent, key []byte, name string) {
+	t.Helper()
+	b, err := startAgent(agentConfig{Name: name, Bind: "127.0.0.1:0", Slots: 1, Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.cl.join([]string{a.cl.addr()}); err != nil {
+	defer b.close()
+	if err := b.cl.join([]string{seed.cl.addr()}); err != nil {
 		t.Fatal(err)
 	}
-	leaves, stop := a.cl.watchLeaves("b")
+	leaves, stop := seed.cl.watchLeaves(name)
 	defer stop()
-	start := time.Now()
-	b.cl.vanish() // no goodbye: as if the host died
+	b.cl.vanish()
 	select {
 	case ev := <-leaves:
-		if ev.Name != "b" || ev.Left {
-			t.Errorf("got %+v, want b declared dead", ev)
+		if ev.Name != name || ev.Left {
+			t.Errorf("got %+v, want %s declared dead", ev, name)
 		}
-		t.Logf("death of b declared after %v", time.Since(start))
 	case <-time.After(testbudget.Scale(5 * time.Second)):
-		t.Fatalf("b not declared dead within %v", testbudget.Scale(5*time.Second))
+		t.Fatalf("%s not declared dead within %v", name, testbudget.Scale(5*time.Second))
 	}
-	b.close()
 }
 
 // TestClusterHeldDeadAgent: a member that joins a seed which holds an agent as dead
@@ -181,22 +188,7 @@ func TestClusterHeldDeadAgent(t *testing.T) {
 	}
 	key := randomKey(t)
 	a := testAgent(t, "a", 1, key)
-	b, err := startAgent(agentConfig{Name: "b", Bind: "127.0.0.1:0", Slots: 1, Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.close()
-	if err := b.cl.join([]string{a.cl.addr()}); err != nil {
-		t.Fatal(err)
-	}
-	leaves, stop := a.cl.watchLeaves("b")
-	defer stop()
-	b.cl.vanish()
-	select {
-	case <-leaves:
-	case <-time.After(testbudget.Scale(5 * time.Second)):
-		t.Fatalf("b not declared dead within %v", testbudget.Scale(5*time.Second))
-	}
+	vanishedAgent(t, a, key, "b")
 	// The seed keeps a dead member in its table for gossipToDeadTime: join now.
 	s := testAgent(t, "submitter", 0, key)
 	if got := s.cl.heldDeadAgents(); got != nil {

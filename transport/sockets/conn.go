@@ -240,8 +240,16 @@ func deadlinePassed(d *atomic.Int64) bool {
 	return dl != 0 && time.Now().UnixNano() >= dl
 }
 
-// readState is what a reader finds: bytes to read (n > 0), or why there are none.
+// readState is what a reader finds: bytes to read (n > 0), or why there are none. An
+// error found while Close runs is net.ErrClosed. Close raises closing before it shuts
+// both sides and closes the liveness socket, so a check that began before Close can see
+// their effects (io.EOF, the peer gone); an operation that Close ends reports the Close.
 func (c *Conn) readState() (n uint64, err error) {
+	defer func() {
+		if err != nil && c.closing.Load() {
+			n, err = 0, net.ErrClosed
+		}
+	}()
 	switch {
 	case c.closing.Load():
 		return 0, net.ErrClosed

@@ -18,16 +18,30 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout() && errors.Is(err, os.ErrDeadlineExceeded)
 }
 
-// fill writes into c until its ring is full, using a write deadline to stop.
+// fill writes into c until its ring is full (the peer reads nothing), and returns the
+// bytes written. Each Write stops at a short write deadline.
 func fill(t *testing.T, c *Conn) int {
 	t.Helper()
-	c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
-	n, err := c.Write(make([]byte, 1<<20))
-	if !isTimeout(err) {
-		t.Fatalf("filling the ring: %d, %v; want a timeout", n, err)
+	total := 0
+	for {
+		free, err := c.out.writable()
+		if err != nil {
+			t.Fatalf("filling the ring: %v", err)
+		}
+		if free == 0 {
+			break
+		}
+		// A Write that starts after its deadline writes nothing (a descheduled test on a
+		// loaded host): write again until the ring has no free byte.
+		c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+		n, err := c.Write(make([]byte, 1<<20))
+		total += n
+		if !isTimeout(err) {
+			t.Fatalf("filling the ring: %d, %v; want a timeout", n, err)
+		}
 	}
 	c.SetWriteDeadline(time.Time{})
-	return n
+	return total
 }
 
 func TestPastDeadline(t *testing.T) {

@@ -7,8 +7,14 @@ import (
 	"os"
 )
 
-// writeState is what a writer finds: free space (n > 0), or why there is none.
+// writeState is what a writer finds: free space (n > 0), or why there is none. An
+// error found while Close runs is net.ErrClosed, as in readState.
 func (c *Conn) writeState() (n uint64, err error) {
+	defer func() {
+		if err != nil && c.closing.Load() {
+			n, err = 0, net.ErrClosed
+		}
+	}()
 	switch {
 	case c.closing.Load():
 		return 0, net.ErrClosed

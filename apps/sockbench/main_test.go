@@ -87,6 +87,35 @@ func TestEveryTest(t *testing.T) {
 	}
 }
 
+// TestRateCountsOne gives the rate tests a 1 ns span: each still counts at least one call,
+// as it must on a host too loaded to complete one within a short --duration.
+func TestRateCountsOne(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "out.json")
+	out, stderr, err := sockbench(t, "--transport", "unix", "--test", "connrate,http", "--duration", "1ns",
+		"--warmup", "0s", "--clients", "2", "--json="+file)
+	if err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc connbench.Document
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("--json: %v\n%s", err, b)
+	}
+	if len(doc.Results) != 2 {
+		t.Fatalf("results %+v, want connrate and http", doc.Results)
+	}
+	for _, res := range doc.Results {
+		for _, r := range res.Rows {
+			if r.Count < 1 || r.PerS <= 0 {
+				t.Errorf("%s: row %+v counts no call", res.Name, r)
+			}
+		}
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"--transport", "pigeon"}, {"--test", "ftp"}, {"--sizes", "x"}, {"--role", "server"}} {
 		_, stderr, err := sockbench(t, args...)

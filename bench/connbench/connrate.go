@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// runConnRate counts dial + close of new connections for --duration, one at a time,
-// after a warmup of 100. The server accepts each and closes it at its end of stream.
+// runConnRate counts dial + close of new connections for --duration (and at least one),
+// one at a time, after a warmup of 100. The server accepts each and closes it at its end of stream.
 func runConnRate(ctx context.Context, env *Env) (Result, error) {
 	r := Result{Name: "connrate", Kind: KindRate, Title: "connections per second (dial + close, one at a time)"}
 	once := func() error {
@@ -22,7 +22,7 @@ func runConnRate(ctx context.Context, env *Env) (Result, error) {
 		}
 	}
 	n, t0 := 0, time.Now()
-	for time.Since(t0) < env.O.Duration {
+	for n == 0 || time.Since(t0) < env.O.Duration {
 		if err := once(); err != nil {
 			return r, err
 		}

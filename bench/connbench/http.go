@@ -32,6 +32,8 @@ func serveHTTP(l net.Listener, o *Options) error {
 
 // runHTTP runs --clients keep-alive clients, each GETting in a loop for --warmup and then
 // --duration, and counts the requests of the second span whose bodies were read in full.
+// The counted span lasts until at least one request is counted: on a loaded host, none
+// may complete within a short --duration.
 func runHTTP(ctx context.Context, env *Env) (Result, error) {
 	r := Result{Name: "http", Kind: KindRate, Title: fmt.Sprintf("net/http requests per second, %d keep-alive clients", env.O.Clients)}
 	tr := &http.Transport{
@@ -67,6 +69,8 @@ func runHTTP(ctx context.Context, env *Env) (Result, error) {
 		firstErr error
 	)
 	stop := make(chan struct{})
+	counted := make(chan struct{}) // closed by the first counted request
+	failed := make(chan struct{})  // closed with firstErr
 	for range env.O.Clients {
 		wg.Add(1)
 		go func() {
@@ -79,11 +83,11 @@ func runHTTP(ctx context.Context, env *Env) (Result, error) {
 				default:
 				}
 				if err := get(&buf); err != nil {
-					errOnce.Do(func() { firstErr = err })
+					errOnce.Do(func() { firstErr = err; close(failed) })
 					return
 				}
-				if measured.Load() {
-					count.Add(1)
+				if measured.Load() && count.Add(1) == 1 {
+					close(counted)
 				}
 			}
 		}()
@@ -92,6 +96,11 @@ func runHTTP(ctx context.Context, env *Env) (Result, error) {
 	measured.Store(true)
 	t0 := time.Now()
 	time.Sleep(env.O.Duration)
+	select {
+	case <-counted:
+	case <-failed:
+	case <-ctx.Done():
+	}
 	measured.Store(false)
 	n, secs := count.Load(), time.Since(t0).Seconds()
 	close(stop)

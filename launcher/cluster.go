@@ -603,14 +603,20 @@ func (d *conflictDelegate) NotifyConflict(existing, other *memberlist.Node) {
 // memberlist drops those states for a member it never knew, so a new member (a
 // submitter) learns only here that the cluster has such an agent. An alive agent that a
 // loaded host declared dead refutes the verdict within seconds; startJoined waits for it
-// when the job needs it. memberlist calls NotifyMerge before it merges the state.
+// when the job needs it. A later merge that holds the agent alive, or gone by leave,
+// forgets it, so a long-lived member keeps only the current verdicts. memberlist calls
+// NotifyMerge before it merges the state.
 type mergeDelegate cluster
 
 func (d *mergeDelegate) NotifyMerge(peers []*memberlist.Node) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, n := range peers {
-		if n.Name == d.self || n.State != memberlist.StateSuspect && n.State != memberlist.StateDead {
+		if n.Name == d.self {
+			continue
+		}
+		if n.State != memberlist.StateSuspect && n.State != memberlist.StateDead {
+			delete(d.heldDead, n.Name) // the partner holds it alive, or it left
 			continue
 		}
 		meta, err := DecodeMeta(n.Meta)

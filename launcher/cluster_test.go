@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/testbudget"
+	"github.com/hashicorp/memberlist"
 )
 
 func TestNodeMeta(t *testing.T) {
@@ -182,6 +185,32 @@ func vanishedAgent(t *testing.T, seed *Agent, key []byte, name string) {
 // TestClusterHeldDeadAgent: a member that joins a seed which holds an agent as dead
 // learns that agent's name at join (memberlist itself drops a dead member it never knew).
 // A submitter waits longer for such an agent, and its refusal names it.
+// TestMergeDelegateForgets feeds the merge delegate push-pull states: an agent held dead
+// is recorded, and a later state that holds it alive, or gone by leave, forgets it.
+func TestMergeDelegateForgets(t *testing.T) {
+	c := &cluster{self: "s", heldDead: make(map[string]member), nodes: make(map[string]member)}
+	d := (*mergeDelegate)(c)
+	agent := NodeMeta{Version: 1, Slots: 2, Control: "127.0.0.1:9"}.Encode()
+	node := func(name string, st memberlist.NodeStateType, meta []byte) *memberlist.Node {
+		return &memberlist.Node{Name: name, Addr: net.IPv4(127, 0, 0, 1), Port: 7946, Meta: meta, State: st}
+	}
+	merge := func(nodes ...*memberlist.Node) {
+		t.Helper()
+		if err := d.NotifyMerge(nodes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merge(node("a", memberlist.StateDead, agent), node("b", memberlist.StateSuspect, agent),
+		node("sub", memberlist.StateDead, NodeMeta{Version: 1}.Encode()), node("s", memberlist.StateDead, agent))
+	if got := c.heldDeadAgents(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("held dead: %q, want [a b] (a submitter and self are never held)", got)
+	}
+	merge(node("a", memberlist.StateAlive, agent), node("b", memberlist.StateLeft, agent))
+	if got := c.heldDeadAgents(); got != nil || len(c.heldDead) != 0 {
+		t.Fatalf("held dead after the agents answered: %q (%d recorded), want none", got, len(c.heldDead))
+	}
+}
+
 func TestClusterHeldDeadAgent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for memberlist to declare a death")

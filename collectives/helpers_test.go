@@ -326,13 +326,15 @@ const (
 )
 
 // runMismatched runs one call of a mismatch test at this rank with a context of wait,
-// then brings the ranks together again with runtime.Barrier, and classifies how the
-// call ended. run returns the call's error and a check of its result for when it
+// scaled by the load (testbudget.Scale: on a loaded host, the rank that would see the
+// mismatch may not get its data within the bare wait), then brings the ranks together
+// again with runtime.Barrier, and classifies how the call ended. run returns the call's error and a check of its result for when it
 // succeeded. The resync is not the collectives' Barrier: on one host that is a step of
 // the shm scratch, which the ranks whose call failed set up again and the others do not.
 // Anything but the three outcomes (a wrong result, an error not naming the call, another
 // error) is returned as an error.
 func runMismatched(e rankEnv, wait time.Duration, name string, run func(e rankEnv) (func() error, error)) (mismatchOutcome, error) {
+	wait = testbudget.Scale(wait)
 	ctx, cancel := context.WithTimeout(e.ctx, wait)
 	ce := e
 	ce.ctx = ctx

@@ -48,6 +48,20 @@ func sockbench(t *testing.T, args ...string) (stdout, stderr string, err error) 
 	return out.String(), errb.String(), err
 }
 
+// readDoc reads the JSON document that sockbench wrote to file.
+func readDoc(t *testing.T, file string) connbench.Document {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc connbench.Document
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("--json: %v\n%s", err, b)
+	}
+	return doc
+}
+
 // TestEveryTest runs each test briefly over unix and tcp through the real two-process
 // program and checks the tables and the JSON document (never the figures).
 func TestEveryTest(t *testing.T) {
@@ -65,14 +79,7 @@ func TestEveryTest(t *testing.T) {
 				if !strings.HasPrefix(out, "# "+test+" over "+tr+": ") {
 					t.Errorf("output does not open with its table's title:\n%s", out)
 				}
-				b, err := os.ReadFile(file)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var doc connbench.Document
-				if err := json.Unmarshal(b, &doc); err != nil {
-					t.Fatalf("--json: %v\n%s", err, b)
-				}
+				doc := readDoc(t, file)
 				wantRows := map[string]int{"pingpong": 4, "stream": 2, "connrate": 1, "http": 1}[test]
 				if len(doc.Results) != 1 || doc.Results[0].Name != test || len(doc.Results[0].Rows) != wantRows {
 					t.Fatalf("results %+v, want one %s table of %d rows", doc.Results, test, wantRows)
@@ -96,14 +103,7 @@ func TestRateCountsOne(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
 	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc connbench.Document
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("--json: %v\n%s", err, b)
-	}
+	doc := readDoc(t, file)
 	if len(doc.Results) != 2 {
 		t.Fatalf("results %+v, want connrate and http", doc.Results)
 	}

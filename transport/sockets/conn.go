@@ -244,12 +244,16 @@ func deadlinePassed(d *atomic.Int64) bool {
 // error found while Close runs is net.ErrClosed. Close raises closing before it shuts
 // both sides and closes the liveness socket, so a check that began before Close can see
 // their effects (io.EOF, the peer gone); an operation that Close ends reports the Close.
-func (c *Conn) readState() (n uint64, err error) {
-	defer func() {
-		if err != nil && c.closing.Load() {
-			n, err = 0, net.ErrClosed
-		}
-	}()
+func (c *Conn) readState() (uint64, error) {
+	n, err := c.readFound()
+	if err != nil && c.closing.Load() {
+		return 0, net.ErrClosed
+	}
+	return n, err
+}
+
+// readFound is readState without the translation of errors to net.ErrClosed.
+func (c *Conn) readFound() (n uint64, err error) {
 	switch {
 	case c.closing.Load():
 		return 0, net.ErrClosed

@@ -9,12 +9,16 @@ import (
 
 // writeState is what a writer finds: free space (n > 0), or why there is none. An
 // error found while Close runs is net.ErrClosed, as in readState.
-func (c *Conn) writeState() (n uint64, err error) {
-	defer func() {
-		if err != nil && c.closing.Load() {
-			n, err = 0, net.ErrClosed
-		}
-	}()
+func (c *Conn) writeState() (uint64, error) {
+	n, err := c.writeFound()
+	if err != nil && c.closing.Load() {
+		return 0, net.ErrClosed
+	}
+	return n, err
+}
+
+// writeFound is writeState without the translation of errors to net.ErrClosed.
+func (c *Conn) writeFound() (n uint64, err error) {
 	switch {
 	case c.closing.Load():
 		return 0, net.ErrClosed

@@ -189,15 +189,18 @@ func TestObserveRefused(t *testing.T) {
 }
 
 // TestObserveLost: the folder of --profile and --trace is replaced by a file while the
-// ranks run (obsprog's untilgone mode waits for it to go). Nothing can be written at
-// Finalize; the job exits ExitFailure with one line that says what was lost.
+// ranks run. Then the mark goes, and obsprog's untilgone mode lets the ranks finalize.
+// The mark lies outside the folder: a rank that finalized before the file took the
+// folder's place would create the folder again. Nothing can be written at Finalize; the
+// job exits ExitFailure with one line that says what was lost.
 func TestObserveLost(t *testing.T) {
 	bin := obsprogProg.path(t)
-	dir := filepath.Join(t.TempDir(), "out")
+	top := t.TempDir()
+	dir := filepath.Join(top, "out")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mark := filepath.Join(dir, "mark")
+	mark := filepath.Join(top, "mark")
 	if err := os.WriteFile(mark, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -208,6 +211,9 @@ func TestObserveLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(dir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(mark); err != nil {
 		t.Fatal(err)
 	}
 	code := gl.wait(t, 60*time.Second)

@@ -15,7 +15,8 @@ TEST_TIMEOUT ?= 18m
 # stress-ci: CPU burners beside `make test` and the slack its budgets (and package timeouts) get.
 STRESS_BURNERS ?= 20
 STRESS_SLACK ?= 10
-# stress-ci runs STRESS_P test binaries at once (go test -p). Beside B burners on C cores,
+# stress-ci runs every test afresh (go test -count=1): a cached pass says nothing of this load.
+# It runs STRESS_P test binaries at once (go test -p). Beside B burners on C cores,
 # each binary gets about C/(B+P) of a CPU. So 4 binaries beside 20 burners each get a little
 # less CPU than 2 would, and the suite ends in about half the time.
 STRESS_P ?= 4
@@ -52,13 +53,13 @@ test: ## vet + gofmt check, then every test with the race detector (well under 2
 	step netns-tests env GORMA_TEST_TIMEOUT=$(TEST_TIMEOUT) $(GO) test -race -timeout 0 -run '$(NETNS_TESTS)' ./launcher/; \
 	if [ -n "$$failed" ]; then echo "make test: failed:$$failed"; exit 1; fi
 
-stress-ci: ## `make test` beside STRESS_BURNERS (20) CPU burners, STRESS_P (4) test binaries at once, budgets scaled by GORMA_TEST_SLACK=STRESS_SLACK (10)
+stress-ci: ## `make test` beside STRESS_BURNERS (20) CPU burners, STRESS_P (4) test binaries at once, none cached, budgets scaled by GORMA_TEST_SLACK=STRESS_SLACK (10)
 	@echo "stress-ci: building the race-detector tests before the burners start"; \
 	out=$$($(GO) test -race -count=1 -run '^$$' $(PKGS) 2>&1) || { echo "$$out"; exit 1; }; \
 	pids=""; trap 'kill $$pids 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
 	for i in $$(seq $(STRESS_BURNERS)); do yes >/dev/null & pids="$$pids $$!"; done; \
-	echo "stress-ci: $(STRESS_BURNERS) burners, GORMA_TEST_SLACK=$(STRESS_SLACK), go test -p $(STRESS_P)"; \
-	GOFLAGS="$${GOFLAGS:+$$GOFLAGS }-p=$(STRESS_P)" GORMA_TEST_SLACK=$(STRESS_SLACK) \
+	echo "stress-ci: $(STRESS_BURNERS) burners, GORMA_TEST_SLACK=$(STRESS_SLACK), go test -p $(STRESS_P) -count=1"; \
+	GOFLAGS="$${GOFLAGS:+$$GOFLAGS }-p=$(STRESS_P) -count=1" GORMA_TEST_SLACK=$(STRESS_SLACK) \
 		$(MAKE) --no-print-directory test
 
 race: ## every test with the race detector, each run twice, uncached

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -12,8 +13,11 @@ import (
 // roster and setup pushes the job and waits until every agent has set up its part. Both
 // watch memberlist's verdicts on the roster's hosts (submitter.leaves) as the running job
 // does. A host declared dead or gone fails the job with the same summary line, instead of
-// after the dial, handshake or ready timeouts: at once while it has no control connection
-// yet, and once its connection has been silent for deadSilence otherwise (liveness.go).
+// after the dial, handshake or ready timeouts, once its connection has been silent for
+// deadSilence (liveness.go). Before the connection exists, a host that left fails the
+// job at once. A host declared dead fails it once its dial has been silent for
+// deadSilence: the agent has neither answered nor shed a try since the dial began. On a
+// loaded host memberlist declares live agents dead, and their dials still succeed.
 
 // setupFailed prints the summary of a job that failed before any rank started, and
 // returns its exit code and false.
@@ -58,13 +62,33 @@ func (s *submitter) departedHost() (leaveEvent, bool) {
 	}
 }
 
-// connect dials every agent of the roster in parallel. A roster host that memberlist has
-// declared dead or gone, before or while dialing it, fails the job at once: a cut link or
-// a hung agent would otherwise hold the dial or the handshake for their whole timeouts. A
-// verdict on a host already connected is left to its connection's silence.
+// connect dials every agent of the roster in parallel. A roster host that left the
+// cluster, before or while dialing it, fails the job at once. A host declared dead is
+// still dialed. The job fails, naming the verdict, when the dial fails or has been silent
+// for the timing's dead (a cut link or a hung agent). A dial that succeeds leaves the
+// verdict to the connection's silence, as for a host already connected.
 func (s *submitter) connect() (int, bool) {
-	if lv, ok := s.departedHost(); ok {
-		return s.setupFailed(agentFailure(lv.Name, lv.how()))
+	held := map[int]leaveEvent{} // verdicts of death on hosts still dialing
+	// hold records a verdict on a roster host still dialing. It returns false for a host
+	// that left: the job fails. Verdicts on other members are passed over.
+	hold := func(lv leaveEvent) bool {
+		i := s.hostIndex(lv.Name)
+		if i < 0 || lv.Left {
+			return i < 0
+		}
+		if _, ok := held[i]; !ok {
+			held[i] = lv
+		}
+		return true
+	}
+	for {
+		lv, ok := s.departedHost()
+		if !ok {
+			break
+		}
+		if !hold(lv) {
+			return s.setupFailed(agentFailure(lv.Name, lv.how()))
+		}
 	}
 	type dialed struct {
 		idx int
@@ -73,10 +97,12 @@ func (s *submitter) connect() (int, bool) {
 	}
 	s.links = make([]*agentLink, len(s.roster.Hosts))
 	results := make(chan dialed, len(s.links))
+	heard := make([]atomic.Int64, len(s.links)) // dialHeard: when each agent last acted
 	for i, host := range s.roster.Hosts {
 		s.links[i] = &agentLink{idx: i, host: host, credit: make(chan struct{}, stdinWindow)}
+		heard[i].Store(time.Now().UnixNano())
 		go func() {
-			cc, err := dialControl(s.addrs[i], s.key, s.timing())
+			cc, err := dialHeard(s.addrs[i], s.key, s.timing(), &heard[i])
 			results <- dialed{i, cc, err}
 		}()
 	}
@@ -97,20 +123,42 @@ func (s *submitter) connect() (int, bool) {
 		}
 		s.links = nil
 	}
+	check := time.NewTicker(heartbeatInterval)
+	defer check.Stop()
 	for pending > 0 {
 		select {
+		case <-check.C:
+			for i, l := range s.links {
+				lv, dead := held[i]
+				if !dead || l.cc != nil {
+					continue
+				}
+				if q := time.Since(time.Unix(0, heard[i].Load())); q >= s.timing().dead {
+					abandon()
+					return s.setupFailed(agentFailure(lv.Name, fmt.Sprintf("%s; its control port silent for %v",
+						lv.how(), q.Round(time.Millisecond))))
+				}
+			}
 		case d := <-results:
 			pending--
+			lv, dead := held[d.idx]
 			if d.err != nil {
 				abandon()
-				return s.setupFailed(agentFailure(s.roster.Hosts[d.idx], fmt.Sprintf("control connection to %s: %v", s.addrs[d.idx], d.err)))
+				how := fmt.Sprintf("control connection to %s: %v", s.addrs[d.idx], d.err)
+				if dead {
+					how = lv.how() + "; " + how
+				}
+				return s.setupFailed(agentFailure(s.roster.Hosts[d.idx], how))
 			}
 			s.links[d.idx].cc = d.cc
+			if dead {
+				s.suspectLink(lv) // the connection's silence judges the verdict from now on
+			}
 		case lv, ok := <-s.leaves:
 			if !ok {
 				s.leaves = nil
-			} else if l, _, _ := s.suspectLink(lv); l == nil && s.hostIndex(lv.Name) >= 0 {
-				// Still dialing: no connection vouches for the agent.
+			} else if l, _, _ := s.suspectLink(lv); l == nil && !hold(lv) {
+				// Still dialing a host that left: no connection vouches for the agent.
 				abandon()
 				return s.setupFailed(agentFailure(lv.Name, lv.how()))
 			}

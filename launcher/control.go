@@ -657,25 +657,12 @@ const (
 // within tm.handshake. A handshake that the agent shed (closed before its reply) is tried
 // again after a back-off, until tm.dial plus tm.handshake from the first try.
 func dialControl(addr string, key []byte, tm ctlTiming) (*ctlConn, error) {
-	return dialHeard(addr, key, tm, nil)
-}
-
-// dialHeard is dialControl that also stores in heard (when not nil), as Unix
-// nanoseconds, when the dial began and when the agent last shed a try: the agent's
-// process acted then. A dial's silence is the time since.
-func dialHeard(addr string, key []byte, tm ctlTiming, heard *atomic.Int64) (*ctlConn, error) {
 	timeout := tm.dial
 	start := time.Now()
-	if heard != nil {
-		heard.Store(start.UnixNano())
-	}
 	end := start.Add(timeout + tm.handshake)
 	var backoff time.Duration
 	for tries := 1; ; tries++ {
 		cc, err := dialOnce(addr, key, min(timeout, time.Until(end)), tm.handshake)
-		if heard != nil && errors.Is(err, errShed) {
-			heard.Store(time.Now().UnixNano())
-		}
 		if err != nil && tries > 1 && isTimeout(err) && !time.Now().Before(end) {
 			// The back-off left this try too little time: the agent's sheds are the cause.
 			return nil, fmt.Errorf("%w: %w %d times in %v, then the last try ran out of time (%v); a flood "+

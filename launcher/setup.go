@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -13,11 +12,11 @@ import (
 // roster and setup pushes the job and waits until every agent has set up its part. Both
 // watch memberlist's verdicts on the roster's hosts (submitter.leaves) as the running job
 // does. A host declared dead or gone fails the job with the same summary line, instead of
-// after the dial, handshake or ready timeouts, once its connection has been silent for
-// deadSilence (liveness.go). Before the connection exists, a host that left fails the
-// job at once. A host declared dead fails it once its dial has been silent for
-// deadSilence: the agent has neither answered nor shed a try since the dial began. On a
-// loaded host memberlist declares live agents dead, and their dials still succeed.
+// after the ready timeout, once its connection has been silent for deadSilence
+// (liveness.go). Before the connection exists, a host that left fails the job at once. A
+// host declared dead fails it when its dial fails, within the dial and handshake
+// deadlines: on a loaded host memberlist declares live agents dead, and their dials
+// still succeed, though a flood of connections can hold a handshake for seconds.
 
 // setupFailed prints the summary of a job that failed before any rank started, and
 // returns its exit code and false.
@@ -64,9 +63,9 @@ func (s *submitter) departedHost() (leaveEvent, bool) {
 
 // connect dials every agent of the roster in parallel. A roster host that left the
 // cluster, before or while dialing it, fails the job at once. A host declared dead is
-// still dialed. The job fails, naming the verdict, when the dial fails or has been silent
-// for the timing's dead (a cut link or a hung agent). A dial that succeeds leaves the
-// verdict to the connection's silence, as for a host already connected.
+// still dialed. The job fails, naming the verdict, when the dial fails: the dial and
+// handshake deadlines bound the wait for a cut link or a hung agent. A dial that succeeds
+// leaves the verdict to the connection's silence, as for a host already connected.
 func (s *submitter) connect() (int, bool) {
 	held := map[int]leaveEvent{} // verdicts of death on hosts still dialing
 	// hold records a verdict on a roster host still dialing. It returns false for a host
@@ -97,12 +96,10 @@ func (s *submitter) connect() (int, bool) {
 	}
 	s.links = make([]*agentLink, len(s.roster.Hosts))
 	results := make(chan dialed, len(s.links))
-	heard := make([]atomic.Int64, len(s.links)) // dialHeard: when each agent last acted
 	for i, host := range s.roster.Hosts {
 		s.links[i] = &agentLink{idx: i, host: host, credit: make(chan struct{}, stdinWindow)}
-		heard[i].Store(time.Now().UnixNano())
 		go func() {
-			cc, err := dialHeard(s.addrs[i], s.key, s.timing(), &heard[i])
+			cc, err := dialControl(s.addrs[i], s.key, s.timing())
 			results <- dialed{i, cc, err}
 		}()
 	}
@@ -123,22 +120,8 @@ func (s *submitter) connect() (int, bool) {
 		}
 		s.links = nil
 	}
-	check := time.NewTicker(heartbeatInterval)
-	defer check.Stop()
 	for pending > 0 {
 		select {
-		case <-check.C:
-			for i, l := range s.links {
-				lv, dead := held[i]
-				if !dead || l.cc != nil {
-					continue
-				}
-				if q := time.Since(time.Unix(0, heard[i].Load())); q >= s.timing().dead {
-					abandon()
-					return s.setupFailed(agentFailure(lv.Name, fmt.Sprintf("%s; its control port silent for %v",
-						lv.how(), q.Round(time.Millisecond))))
-				}
-			}
 		case d := <-results:
 			pending--
 			lv, dead := held[d.idx]

@@ -74,8 +74,8 @@ func TestSubmitToDepartedAgent(t *testing.T) {
 
 // An agent that hangs (its kernel accepts the control connection, nobody answers the
 // handshake) and that memberlist then declares dead while golaunch dials it: the job fails
-// once the dial has been silent for the timing's dead, with the summary naming the
-// verdict, not after the handshake timeout with a misleading handshake error.
+// at the handshake deadline, with the summary naming the verdict first and then the
+// handshake's error.
 func TestSubmitAgentDeclaredDeadWhileDialing(t *testing.T) {
 	key := randomKey(t)
 	a := testAgent(t, "a", 1, key)
@@ -112,14 +112,15 @@ func TestSubmitAgentDeclaredDeadWhileDialing(t *testing.T) {
 		leaves: leaves,
 	}
 	s.tm = defaultTiming
-	s.tm.dead = 500 * time.Millisecond
+	s.tm.handshake = 500 * time.Millisecond
 	start := time.Now()
 	code := s.run()
-	want := "golaunch: agent b unreachable (declared dead by memberlist (no answer to probes); its control port silent for "
+	want := "golaunch: agent b unreachable (declared dead by memberlist (no answer to probes); control connection to " +
+		hung.Addr().String() + ": "
 	if code != ExitFailure || !strings.HasPrefix(stderr.String(), want) || !strings.HasSuffix(stderr.String(), "); job aborted\n") {
 		t.Errorf("exit %d, stderr %q; want %d, %q...", code, stderr.String(), ExitFailure, want)
 	}
 	if took := time.Since(start); took > handshakeTimeout/2 {
-		t.Errorf("run took %v, want about %v", took, s.tm.dead)
+		t.Errorf("run took %v, want about %v", took, s.tm.handshake)
 	}
 }

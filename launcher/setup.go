@@ -80,11 +80,7 @@ func (s *submitter) connect() (int, bool) {
 		}
 		return true
 	}
-	for {
-		lv, ok := s.departedHost()
-		if !ok {
-			break
-		}
+	for lv, ok := s.departedHost(); ok; lv, ok = s.departedHost() {
 		if !hold(lv) {
 			return s.setupFailed(agentFailure(lv.Name, lv.how()))
 		}

@@ -132,7 +132,7 @@ func (w *Win[T]) barrier(ctx context.Context, at blocked) error {
 		store(w.tg[r].mw, mFence+w.rank, seq)
 		ring(w.tg[r].mw)
 	}
-	return waitOwn(ctx, at, w.comm, w.mw, func() bool {
+	return waitOn(ctx, at, w.comm, w.mw, func() bool {
 		for r := range w.size {
 			if load(w.mw, mFence+r) < seq {
 				return false

@@ -208,9 +208,9 @@ func (w *Win[T]) acquireMapped(ctx context.Context, t *target[T], lt LockType) e
 	}
 	check := func() error { return w.targetErr(t) }
 	if lt == Exclusive {
-		return pollUntil(ctx, blocked{w.track, "window.Lock", 0, nil}, w.comm, func() bool { return load(mw, mLock) == 0 && cas(mw, mLock, 0, lockExcl) }, check)
+		return waitOn(ctx, blocked{w.track, "window.Lock", 0, nil}, w.comm, mw, func() bool { return load(mw, mLock) == 0 && cas(mw, mLock, 0, lockExcl) }, check)
 	}
-	return pollUntil(ctx, blocked{w.track, "window.Lock", 0, nil}, w.comm, func() bool {
+	return waitOn(ctx, blocked{w.track, "window.Lock", 0, nil}, w.comm, mw, func() bool {
 		if load(mw, mLock)&lockExcl != 0 {
 			return false
 		}
@@ -237,7 +237,7 @@ func (w *Win[T]) acquireRemote(ctx context.Context, t *target[T], lt LockType) e
 		_, err = w.remoteAdd(ctx, t, mLock, ^uint64(0))
 		return err != nil
 	}
-	if perr := pollUntil(ctx, blocked{w.track, "window.Lock", 0, nil}, w.comm, ready, nil); perr != nil {
+	if perr := waitOn(ctx, blocked{w.track, "window.Lock", 0, nil}, w.comm, nil, ready, nil); perr != nil {
 		return perr
 	}
 	return err
@@ -256,6 +256,7 @@ func (w *Win[T]) release(ctx context.Context, t *target[T], state uint8) error {
 	}
 	if t.mw != nil {
 		add(t.mw, mLock, delta)
+		ring(t.mw) // a waiting origin may sleep on the target's doorbell (acquireMapped)
 		return nil
 	}
 	_, err := w.remoteAdd(ctx, t, mLock, delta)
@@ -367,7 +368,11 @@ func (w *Win[T]) flush(ctx context.Context, t *target[T], op string) error {
 	}
 	if t.ctr == nil || !t.pend.Load() {
 		// Mapped targets complete every operation in the call; a target known to have
-		// failed fails the call that would complete them (ErrProcFailed, naming it).
+		// failed fails the call that would complete them (ErrProcFailed, naming it). The
+		// check of a live target is Flush's: atomic loads (gone), no lock.
+		if !t.gone() {
+			return nil
+		}
 		return werr(op, t.rank, -1, w.targetErr(t))
 	}
 	t.pend.Store(false)

@@ -11,35 +11,39 @@ import (
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
-// Waiting for a word of shared memory (a lock word, a fence or PSCW counter) to change.
+// Waiting for a word of shared memory (a lock word, an accumulate word, a fence or PSCW
+// counter) to change.
 //
-// Both follow the rank's waiting rule (substrate.WaitRule): they spin for its budget,
-// yielding to the Go scheduler at each poll only where the rule says that wakes no
-// thread (one P, or an oversubscribed host), and a wait that slept tells the rule how
-// long it lasted.
+// A wait follows the rank's waiting rule (substrate.WaitRule). It spins for the rule's
+// budget, then sleeps.
 //
-// pollUntil serves words that no one can wake this rank for (another rank's lock word):
-// it spins, then sleeps between polls, from sleepMin doubling up to sleepMax. Go's
-// timers round sleeps below a millisecond up when the thread must block, so this phase
-// reacts in about a millisecond.
+//   - While it spins it yields to the Go scheduler at each poll only where the rule says
+//     that wakes no thread (one P, or an oversubscribed host).
+//   - On an oversubscribed host (more ranks than processors) each miss also gives the
+//     processor away (futex.Yield, sched_yield), for at least yieldFor: the rank waited
+//     for may be the one that needs the core. Open MPI's progress does the same when it
+//     knows it oversubscribes (mpi_yield_when_idle).
+//   - It then sleeps on a doorbell: a shared futex word in the metadata of the rank whose
+//     word it waits for (waitOn). A peer that changes a word others may wait for bumps
+//     that rank's doorbell and wakes its sleepers (ring). The order (sleepers, then
+//     doorbell, then the condition; and at the peer: the word, then sleepers) makes a
+//     lost wake-up impossible with Go's sequentially consistent atomics.
+//   - A word changed through a transport (a peer on another host, or over tcp) is changed
+//     by this rank's own transport, which rings the bell for it
+//     (substrate.Region.OnRemoteAtomic on the metadata region). A word of a rank reached
+//     only through a transport has no doorbell here: the wait sleeps from sleepMin,
+//     doubling up to sleepMax, between polls. Go's timers round sleeps below a
+//     millisecond up when the thread must block, so this phase reacts in about a
+//     millisecond.
 //
-// waitOwn serves conditions on this rank's own metadata: it spins the same way, then
-// sleeps on the doorbell word (a shared futex) after announcing itself in the sleepers
-// word. A peer that changes a word this rank waits for, and sees a sleeper, bumps the
-// doorbell and wakes it (ring). The order (sleepers, then doorbell, then the condition;
-// and at the peer: the word, then sleepers) makes a lost wake-up impossible with Go's
-// sequentially consistent atomics. A peer reached through a transport (on another host,
-// or over tcp) changes a word by a remote atomic, which this rank's own transport
-// executes (tcp: its connection goroutine plays the NIC). The transport then rings the
-// bell for it (substrate.Region.OnRemoteAtomic on the metadata region, set at allocation),
-// after the word changed, which keeps the same order. Sleeps are bounded by sleepMax all
-// the same, for the words no one rings for (pollUntil's).
+// A wait that slept tells the rule how long it lasted. Doorbell sleeps are bounded by
+// sleepMax too.
 //
 // The word may change only when this rank's transport serves a peer's request (a remote
 // atomic over tcp). While it spins, the wait serves such requests itself if nobody else
-// reads their connection (substrate.PollPeers: over tcp, a connection whose reading
-// the last completion wait took over and left idle), so that a request is served as soon
-// as it lands. Before it sleeps, it hands that reading back to the connection's own
+// reads their connection (substrate.PollPeers: over tcp, a connection whose reading the
+// last completion wait took over and left idle), so that a request is served as soon as
+// it lands. Before it sleeps, it hands that reading back to the connection's own
 // goroutine (ServePeers), so that peers are served while it sleeps.
 //
 // Every pollCheck polls, and around each sleep, both check ctx and the liveness of the
@@ -50,6 +54,10 @@ const (
 	sleepMin   = 5 * time.Microsecond
 	pollCheck  = 256
 	clockCheck = 16
+	// yieldFor is the shortest spin of an oversubscribed wait, which gives the processor
+	// away at every miss: a peer that has not changed the word within it is computing,
+	// not waiting for a processor (the collectives' shmYieldFor).
+	yieldFor = time.Millisecond
 )
 
 // sleepMax bounds one sleep. A variable only so that a test can make a lost wake-up
@@ -65,19 +73,12 @@ type blocked struct {
 	sig  *substrate.CallSig // the collective call's signature, nil for none
 }
 
-// pollUntil returns nil once ready reports true, or the error of ctx or of check. rt is
-// the window's World, whose transports must keep serving peers meanwhile.
-func pollUntil(ctx context.Context, at blocked, rt *runtime.World, ready func() bool, check func() error) error {
-	return wait(ctx, at, rt, nil, ready, check)
-}
-
-// waitOwn is pollUntil for a condition on own, this rank's metadata words, sleeping on
-// its doorbell.
-func waitOwn(ctx context.Context, at blocked, rt *runtime.World, own []uint64, ready func() bool, check func() error) error {
-	return wait(ctx, at, rt, own, ready, check)
-}
-
-func wait(ctx context.Context, at blocked, rt *runtime.World, own []uint64, ready func() bool, check func() error) error {
+// waitOn returns nil once ready reports true, or the error of ctx or of check. rt is the
+// window's World, whose transports must keep serving peers meanwhile. bell is the mapped
+// metadata of the rank whose word ready reads, whose doorbell the word's writers ring
+// (this rank's own, or a mapped target's); nil for a rank reached only through a
+// transport.
+func waitOn(ctx context.Context, at blocked, rt *runtime.World, bell []uint64, ready func() bool, check func() error) error {
 	if ready() {
 		return nil
 	}
@@ -89,6 +90,9 @@ func wait(ctx context.Context, at blocked, rt *runtime.World, own []uint64, read
 	}()
 	rule := substrate.WaitRule(rt)
 	budget, yield := rule.Budget(), rule.Yields()
+	if rule.Oversub {
+		budget = max(budget, yieldFor)
+	}
 	start := substrate.WaitClock()
 	last := start
 	sleep := time.Duration(0)
@@ -120,18 +124,24 @@ func wait(ctx context.Context, at blocked, rt *runtime.World, own []uint64, read
 				marked = true
 			}
 			// The peer we wait for may need this rank's transport to serve it (its remote
-			// atomic on own, a Get of ours before it completes). A tcp connection whose
-			// reading the last completion wait took over goes back to its goroutine now,
-			// not a tick later.
+			// atomic on our words, a Get of ours before it completes). A tcp connection
+			// whose reading the last completion wait took over goes back to its goroutine
+			// now, not a tick later.
 			substrate.ServePeers(rt)
 		}
 		switch {
 		case sleep == 0:
-			if !substrate.PollPeers(rt) && (yield || rule.Oversub) {
+			if substrate.PollPeers(rt) {
+				break
+			}
+			if rule.Oversub {
+				futex.Yield()
+			}
+			if yield || rule.Oversub {
 				goruntime.Gosched()
 			}
-		case own != nil:
-			if sleepOwn(own, ready) {
+		case bell != nil:
+			if sleepOn(bell, ready) {
 				return nil
 			}
 		default:
@@ -151,16 +161,16 @@ func spent(rule *substrate.Waiting, start time.Duration, last *time.Duration, bu
 	return stolen || now-start > budget
 }
 
-// sleepOwn sleeps on own's doorbell until rung (or sleepMax), and reports whether ready
-// held before it slept.
-func sleepOwn(own []uint64, ready func() bool) bool {
-	atomic.AddUint64(&own[mSleep], 1)
-	defer atomic.AddUint64(&own[mSleep], ^uint64(0))
-	bell := uint32(atomic.LoadUint64(&own[mBell]))
+// sleepOn sleeps on the doorbell of the metadata mw until rung (or sleepMax), and
+// reports whether ready held before it slept.
+func sleepOn(mw []uint64, ready func() bool) bool {
+	atomic.AddUint64(&mw[mSleep], 1)
+	defer atomic.AddUint64(&mw[mSleep], ^uint64(0))
+	bell := uint32(atomic.LoadUint64(&mw[mBell]))
 	if ready() {
 		return true
 	}
-	futex.Wait(&own[mBell], bell, sleepMax)
+	futex.Wait(&mw[mBell], bell, sleepMax)
 	return false
 }
 

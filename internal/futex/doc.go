@@ -12,6 +12,9 @@
 // meanwhile. Spurious returns happen (a signal, a changed word, a wake meant for another
 // sleeper), so every caller re-checks its condition in a loop.
 //
+// [Yield] is the third primitive of a wait on shared memory: a spin that misses on a host
+// with more ranks than processors gives the processor to the rank it waits for.
+//
 // Callers publish their event before they wake, and a sleeper announces itself before it
 // re-checks: the package orders nothing itself.
 package futex

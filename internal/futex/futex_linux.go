@@ -38,3 +38,9 @@ func Wait[W Word](w W, val uint32, d time.Duration) {
 func Wake[W Word](w W, n int) {
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), opWake, uintptr(n), 0, 0, 0)
 }
+
+// Yield gives the processor to another thread, of any process, that is ready to run
+// (sched_yield). It is a raw system call, unannounced to the Go scheduler: it never
+// blocks, and an announced call that handed the core to another process for a while
+// would look like a blocking one to sysmon, which would take the caller's P away.
+func Yield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }

@@ -19,7 +19,7 @@ import (
 //
 //   - mapped target (this host, arena memory; or this rank itself): the word is taken by a
 //     CPU compare-and-swap on the target's mapped metadata, the operator runs directly on
-//     the target's memory, and an atomic store of 0 releases the word;
+//     the target's memory, and a release store of 0 (unlockAcc) frees the word;
 //   - otherwise (another host, or user memory of a Create window reached by cross-memory
 //     attach): the word is taken by a CPU compare-and-swap where the target's metadata is
 //     mapped, else by a remote compare-and-swap. The read of a range of up to 64 KiB is
@@ -34,7 +34,7 @@ import (
 //
 // These calls take no context: waiting for the word (whose holder releases it within one
 // operation) ends when it is free or when the target or the holder fails (failure
-// detection: pollUntil's check), never by a deadline.
+// detection: waitOn's check), never by a deadline.
 
 // accChunk is the largest range (bytes) one transport-path read-modify-write covers.
 var accChunk = 1 << 20
@@ -79,6 +79,15 @@ type rmw[T runtime.Elem] struct {
 // once, and Gets of other ranks are promised to see it after the next Flush, Unlock,
 // Fence or Complete, which also completes the coherence work of cached copies.
 func (w *Win[T]) Accumulate(origin []T, rank, disp int, op collectives.Op[T]) error {
+	if t, m := w.accMapped(rank, disp, len(origin), op.Valid()); m != nil {
+		if len(origin) == 1 {
+			applyOne(m, origin[0], op, &t.acc.one)
+		} else {
+			op.Apply(m, origin)
+		}
+		w.unlockAcc(t)
+		return nil
+	}
 	a := rmw[T]{name: "accumulate", op: op, origin: origin}
 	if w.ob != nil {
 		c := w.ob.begin(prof.CallAccumulate)
@@ -114,8 +123,60 @@ func (w *Win[T]) getAccumulate(name string, origin, result []T, rank, disp int, 
 	} else if len(origin) != len(result) && op.Valid() {
 		return werrf(name, rank, disp, ErrInvalid, "origin of %d elements, result of %d", len(origin), len(result))
 	}
+	if t, m := w.accMapped(rank, disp, len(result), op.Valid()); m != nil {
+		copy(result, m)
+		if origin != nil {
+			op.Apply(m, origin)
+		}
+		w.unlockAcc(t)
+		return nil
+	}
 	a := rmw[T]{name: name, op: op, origin: origin, result: result}
 	return w.accumulate(&a, rank, disp, len(result))
+}
+
+// accMapped is the accumulate-type calls' fast path: a mapped target (mappedAt) whose
+// accumulate word one compare-and-swap takes, with valid set for a valid operator. It
+// returns the target and the n elements at disp, the word held: the caller applies the
+// operator and releases the word (unlockAcc). Otherwise it returns nil, nil and the
+// call takes its checked path, which waits for a held word. Observed windows, windows
+// with a page cache and race builds (rmwMapped) take the checked path; so does n == 0.
+func (w *Win[T]) accMapped(rank, disp, n int, valid bool) (*target[T], []T) {
+	if w.ob != nil || w.coh != nil || raceEnabled || !valid || n == 0 {
+		return nil, nil
+	}
+	m := w.mappedAt(rank, disp, n)
+	if m == nil {
+		return nil, nil
+	}
+	t := &w.tg[rank]
+	if t.mw == nil || !cas(t.mw, mAcc, 0, w.accID()) {
+		return nil, nil
+	}
+	return t, m
+}
+
+// unlockAcc releases t's accumulate word, held through t's mapped metadata, with a
+// plain release store. It rings no doorbell: a ring after a plain store could miss a
+// sleeper (x86 lets the load of the sleepers word pass the store), so an origin that
+// waits for the word never sleeps on the doorbell (lockAcc). The word is held for one
+// operation.
+func (w *Win[T]) unlockAcc(t *target[T]) { release(t.mw, mAcc, 0) }
+
+// applyOne sets m[0] = m[0] op x. Sum, Replace and NoOp run inline; other operators go
+// through Apply with x in one, scratch that the accumulate word guards (a local array
+// would escape to the heap through the operator's function value).
+func applyOne[T runtime.Elem](m []T, x T, op collectives.Op[T], one *[1]T) {
+	switch op.Kind() {
+	case collectives.OpSum:
+		m[0] += x
+	case collectives.OpReplace:
+		m[0] = x
+	case collectives.OpNoOp:
+	default:
+		one[0] = x
+		op.Apply(m[:1], one[:])
+	}
 }
 
 // accumulate checks a and runs it on n elements of rank's memory at disp.
@@ -168,7 +229,7 @@ func (w *Win[T]) rmwMapped(s span[T], a *rmw[T], n int) error {
 	if err := w.lockAcc(t); err != nil {
 		return err
 	}
-	defer store(t.mw, mAcc, 0)
+	defer w.unlockAcc(t)
 	mem := s.mem[s.off : s.off+n]
 	switch {
 	case a.single:
@@ -179,8 +240,7 @@ func (w *Win[T]) rmwMapped(s span[T], a *rmw[T], n int) error {
 			}
 			return nil
 		}
-		t.acc.one[0] = a.x
-		a.op.Apply(mem, t.acc.one[:])
+		applyOne(mem, a.x, a.op, &t.acc.one)
 	default:
 		if a.result != nil {
 			copy(a.result, mem)
@@ -304,7 +364,7 @@ func (w *Win[T]) lockAcc(t *target[T]) error {
 		if cas(mw, mAcc, 0, me) {
 			return nil
 		}
-		return pollUntil(context.Background(), blocked{w.track, "window.Accumulate", 0, nil}, w.comm,
+		return waitOn(context.Background(), blocked{w.track, "window.Accumulate", 0, nil}, w.comm, nil,
 			func() bool { return load(mw, mAcc) == 0 && cas(mw, mAcc, 0, me) },
 			func() error { return w.holderErr(t, load(mw, mAcc)) })
 	}
@@ -314,7 +374,7 @@ func (w *Win[T]) lockAcc(t *target[T]) error {
 		holder, err = w.accCAS(t, 0, me)
 		return err != nil || holder == 0
 	}
-	if perr := pollUntil(context.Background(), blocked{w.track, "window.Accumulate", 0, nil}, w.comm, ready, func() error { return w.holderErr(t, holder) }); perr != nil {
+	if perr := waitOn(context.Background(), blocked{w.track, "window.Accumulate", 0, nil}, w.comm, nil, ready, func() error { return w.holderErr(t, holder) }); perr != nil {
 		return perr
 	}
 	return err
@@ -364,7 +424,7 @@ func (w *Win[T]) unlockAccRemote(t *target[T]) error {
 	st := &t.acc
 	if t.mw != nil {
 		err := st.ctr.Wait(context.Background())
-		store(t.mw, mAcc, 0)
+		w.unlockAcc(t)
 		return err
 	}
 	err := t.meta.CmpSwap(st.ctr, uint64(mAcc*wordLen), w.accID(), 0, st.res[:])

@@ -21,6 +21,13 @@ func (w *Win[T]) FetchAndOp(origin T, result *T, rank, disp int, op collectives.
 	if result == nil {
 		return werrf(name, rank, disp, ErrInvalid, "nil result")
 	}
+	if t, m := w.accMapped(rank, disp, 1, op.Valid()); m != nil {
+		old := m[0]
+		applyOne(m, origin, op, &t.acc.one)
+		w.unlockAcc(t)
+		*result = old
+		return nil
+	}
 	a := rmw[T]{name: name, op: op, single: true, x: origin}
 	if w.ob != nil {
 		c := w.ob.begin(prof.CallFetchAndOp)
@@ -50,6 +57,15 @@ func (w *Win[T]) CompareAndSwap(origin, compare T, result *T, rank, disp int) er
 	const name = "compare_and_swap"
 	if result == nil {
 		return werrf(name, rank, disp, ErrInvalid, "nil result")
+	}
+	if t, m := w.accMapped(rank, disp, 1, true); m != nil {
+		old := m[0]
+		if sameBits(old, compare) {
+			m[0] = origin
+		}
+		w.unlockAcc(t)
+		*result = old
+		return nil
 	}
 	a := rmw[T]{name: name, single: true, cas: true, x: origin, compare: compare}
 	if w.ob != nil {

@@ -10,27 +10,41 @@ import (
 // memory and complete when Put returns. Otherwise it is an RDMA write, complete at the
 // next Flush, Unlock, Fence or Complete, and origin belongs to the window until then.
 func (w *Win[T]) Put(origin []T, rank, disp int) error {
-	if w.ob != nil {
-		return w.observedPut(origin, rank, disp) // observe.go
-	}
-	// The fast path: a mapped rank in an open epoch, in range, with the cache off. Every
-	// other case (errors included) takes the checked path.
-	if uint(rank) < uint(len(w.tg)) {
-		t := &w.tg[rank]
-		if m := t.memReady(); m != nil && t.open != 0 && w.coh == nil && uint(disp) <= uint(len(m)) &&
-			uint(len(origin)) <= uint(len(m)-disp) && (t.data == nil && !w.comm.Finalized() || t.data != nil && t.data.Live()) {
-			if t.open&openFence != 0 && !w.fenceUsed.Load() {
-				w.fenceUsed.Store(true)
-			}
+	if w.ob == nil && w.coh == nil { // observe.go, cache.go: their own paths
+		if m := w.mappedAt(rank, disp, len(origin)); m != nil {
 			if len(origin) == 1 {
-				m[disp] = origin[0]
+				m[0] = origin[0]
 			} else {
-				copy(m[disp:], origin)
+				copyMapped(m, origin)
 			}
 			return nil
 		}
 	}
+	if w.ob != nil {
+		return w.observedPut(origin, rank, disp) // observe.go
+	}
 	return w.put(origin, rank, disp)
+}
+
+// mappedAt is the RMA fast paths' check: it returns the n elements of rank's memory at
+// disp when rank is mapped here (reached, arena memory on this host), an epoch includes
+// it, the range is in it and the memory is live; else nil, and the call takes its
+// checked path (errors included). It marks the Fence epoch used. The checks are loads
+// of this rank's own state and one atomic load of liveness.
+func (w *Win[T]) mappedAt(rank, disp, n int) []T {
+	if uint(rank) >= uint(len(w.tg)) {
+		return nil
+	}
+	t := &w.tg[rank]
+	m := t.memReady()
+	if m == nil || t.open == 0 || uint(disp) > uint(len(m)) || uint(n) > uint(len(m)-disp) ||
+		!(t.data == nil && !w.comm.Finalized() || t.data != nil && t.data.Live()) {
+		return nil
+	}
+	if t.open&openFence != 0 && !w.fenceUsed.Load() {
+		w.fenceUsed.Store(true)
+	}
+	return m[disp : disp+n : disp+n]
 }
 
 func (w *Win[T]) put(origin []T, rank, disp int) error {
@@ -45,7 +59,7 @@ func (w *Win[T]) put(origin []T, rank, disp int) error {
 		return err
 	}
 	if s.mem != nil {
-		copy(s.mem[s.off:s.off+len(origin)], origin)
+		copyMapped(s.mem[s.off:s.off+len(origin)], origin)
 		if w.coh != nil {
 			w.wroteMapped(s, len(origin)) // cache.go
 		}
@@ -58,25 +72,18 @@ func (w *Win[T]) put(origin []T, rank, disp int) error {
 // mapped rank it is complete when Get returns; otherwise result is filled by the next
 // Flush, Unlock, Fence or Complete (or at once when a cached copy serves it).
 func (w *Win[T]) Get(result []T, rank, disp int) error {
-	if w.ob != nil {
-		return w.observedGet(result, rank, disp) // observe.go
-	}
-	if uint(rank) < uint(len(w.tg)) { // the fast path, as Put's
-		t := &w.tg[rank]
-		if m := t.memReady(); m != nil && t.open != 0 && uint(disp) <= uint(len(m)) &&
-			uint(len(result)) <= uint(len(m)-disp) && (t.data == nil && !w.comm.Finalized() || t.data != nil && t.data.Live()) {
-			if t.open&openFence != 0 && !w.fenceUsed.Load() {
-				w.fenceUsed.Store(true)
-			}
+	if w.ob == nil { // the fast path, as Put's; a mapped rank is never cached
+		if m := w.mappedAt(rank, disp, len(result)); m != nil {
 			if len(result) == 1 {
-				result[0] = m[disp]
+				result[0] = m[0]
 			} else {
-				copy(result, m[disp:])
+				copyMapped(result, m)
 			}
 			return nil
 		}
+		return w.get(result, rank, disp)
 	}
-	return w.get(result, rank, disp)
+	return w.observedGet(result, rank, disp) // observe.go
 }
 
 func (w *Win[T]) get(result []T, rank, disp int) error {
@@ -91,7 +98,7 @@ func (w *Win[T]) get(result []T, rank, disp int) error {
 		return err
 	}
 	if s.mem != nil {
-		copy(result, s.mem[s.off:s.off+len(result)])
+		copyMapped(result, s.mem[s.off:s.off+len(result)])
 		return nil
 	}
 	return w.getRemote(s, result, disp)

@@ -10,7 +10,8 @@ import (
 var (
 	// ErrEpoch means an operation outside a matching epoch. An access to a rank with no
 	// Fence, Start or Lock epoch open towards it, an Unlock without Lock, a Fence inside
-	// a passive-target epoch, a Complete without Start, a Free with an epoch open.
+	// a passive-target epoch, a Complete without Start, a Free while any rank has an
+	// epoch open.
 	ErrEpoch = errors.New("no matching synchronization epoch")
 	// ErrRange means a displacement or length outside the target's window memory.
 	ErrRange = errors.New("displacement or length out of range")
@@ -27,8 +28,8 @@ var (
 	ErrInvalid = errors.New("invalid argument")
 )
 
-// Error reports a failed window call: the call, the target rank (-1 when none) and the
-// displacement (in elements; -1 when none).
+// Error reports a failed window call: the call, the target rank (for a refused Free, the
+// rank that refused; -1 when none) and the displacement (in elements; -1 when none).
 type Error struct {
 	Op   string
 	Rank int

@@ -812,10 +812,10 @@ func TestStressLockContention(t *testing.T) {
 }
 
 // TestStressFreeWhilePeerInEpoch: rank 1 holds a lock on rank 0 and writes while every
-// other rank is already in Free (collective: they must wait, not fail or hang). Rank 1's
-// own Free inside its epoch fails with ErrEpoch and leaves the window usable: its Put
-// reads back, and after Unlock its Free completes everyone's. A target's Free inside an
-// exposure epoch (Post without Wait) fails the same way.
+// other rank is already in Free. Rank 1's Free inside its epoch refuses: every rank's
+// Free fails with ErrEpoch naming rank 1 and leaves the window usable. Rank 1's Put reads
+// back, and once it has Unlocked, every rank's next Free succeeds. Free inside an exposure
+// epoch (Post without Wait, at every rank) fails the same way, naming rank 0.
 func TestStressFreeWhilePeerInEpoch(t *testing.T) {
 	for _, l := range atomicLayouts {
 		t.Run(l.name, func(t *testing.T) {
@@ -828,8 +828,8 @@ func TestStressFreeWhilePeerInEpoch(t *testing.T) {
 				if err := win.Post(ctx, nil, 0); err != nil {
 					return err
 				}
-				if err := win.Free(ctx); !errors.Is(err, window.ErrEpoch) {
-					return fmt.Errorf("rank %d: Free in an exposure epoch: %v, want ErrEpoch", me, err)
+				if err := wantRefused(me, win.Free(ctx), 0, "exposure"); err != nil {
+					return fmt.Errorf("Free in an exposure epoch: %w", err)
 				}
 				if err := win.Wait(ctx); err != nil {
 					return err
@@ -839,6 +839,9 @@ func TestStressFreeWhilePeerInEpoch(t *testing.T) {
 				}
 				if me != 1 {
 					if err := runtime.Barrier(ctx, w); err != nil { // rank 1 holds its lock now
+						return err
+					}
+					if err := wantRefused(me, win.Free(ctx), 1, "Lock on rank 0"); err != nil {
 						return err
 					}
 					return win.Free(ctx)
@@ -853,8 +856,8 @@ func TestStressFreeWhilePeerInEpoch(t *testing.T) {
 				if err := win.Put([]int64{41, 42}, 0, 62); err != nil {
 					return err
 				}
-				if err := win.Free(ctx); !errors.Is(err, window.ErrEpoch) {
-					return fmt.Errorf("Free while holding a lock: %v, want ErrEpoch", err)
+				if err := wantRefused(me, win.Free(ctx), 1, "Lock on rank 0"); err != nil {
+					return fmt.Errorf("Free while holding a lock: %w", err)
 				}
 				got := make([]int64, 2)
 				if err := win.Get(got, 0, 62); err != nil {

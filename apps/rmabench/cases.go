@@ -17,6 +17,7 @@ const (
 	kindLatency   kind = iota // median/avg/p99 per size
 	kindBandwidth             // MB/s per size
 	kindMax                   // median and max of single operations
+	kindTail                  // median/avg/p99/max per size: kindLatency with the slowest sample
 )
 
 // benchCase is one table: its name (for --test), what it measures, and how.
@@ -47,7 +48,7 @@ var cases = []benchCase{
 	{"fop_lat", "LockAll once, FetchAndOp(sum, int64) + Flush per operation", kindLatency, false, fopLat},
 	{"cas_lat", "LockAll once, CompareAndSwap(int64) + Flush per operation", kindLatency, false, casLat},
 	{"busy_get", "Lock(shared) + Get + Unlock while the target computes", kindMax, false, busyGet},
-	{"fence", "empty Fence, both ranks", kindLatency, false, emptyFence},
+	{"fence", "empty Fence, every rank", kindTail, false, emptyFence},
 	{"lock_put", "Lock(exclusive) + Put + Unlock", kindLatency, false, lockLat(false)},
 	{"alloc_free.allocate", "Allocate + Free of a window, per pair", kindLatency, false, allocFree(allocZeroed)},
 	{"alloc_free.nozero", "Allocate(NoZero) + Free of a window, not cleared as MPI_Win_allocate's; per pair (gorma only)", kindLatency, false, allocFree(allocNoZero)},
@@ -84,10 +85,13 @@ func knownSelector(s string) bool {
 }
 
 // bench is what the cases share: the world, the flags, this rank's role and the windows.
+// Ranks pair up: rank r with rank r^1 (0 with 1, 2 with 3, ...). The even rank of a pair
+// is its origin and the odd rank its target, so every origin measures against its own
+// target at the same time as the other origins.
 type bench struct {
 	w        *runtime.World
 	o        options
-	me, peer int
+	me, peer int               // peer: me's partner, me^1
 	bytes    *window.Win[byte] // max(--max-size, 8) bytes per rank
 	f64      *window.Win[float64]
 	i64      *window.Win[int64]
@@ -97,7 +101,7 @@ type bench struct {
 }
 
 func newBench(ctx context.Context, w *runtime.World, o options) (*bench, error) {
-	b := &bench{w: w, o: o, me: w.Rank(), peer: 1 - w.Rank()}
+	b := &bench{w: w, o: o, me: w.Rank(), peer: w.Rank() ^ 1}
 	n := max(o.maxSize, 8)
 	var err error
 	if b.bytes, err = window.Allocate[byte](ctx, w, n); err != nil {
@@ -128,6 +132,9 @@ func newBench(ctx context.Context, w *runtime.World, o options) (*bench, error) 
 	// barrier, and every case begins with one.
 	return b, nil
 }
+
+// origin reports whether this rank is the origin of its pair: an even rank.
+func (b *bench) origin() bool { return b.me%2 == 0 }
 
 func (b *bench) free(ctx context.Context) error {
 	for _, f := range []func(context.Context) error{b.bytes.Free, b.f64.Free, b.i64.Free} {
@@ -164,41 +171,42 @@ func (b *bench) rma(get bool, size int) error {
 	return b.bytes.Put(b.src[:size], b.peer, 0)
 }
 
-// lockLat: rank 0 locks rank 1 exclusively around every operation; rank 1 idles.
+// lockLat: every origin locks its target exclusively around every operation; the
+// targets idle.
 func lockLat(get bool) func(context.Context, *bench, int) (row, error) {
 	return func(ctx context.Context, b *bench, size int) (row, error) {
-		if b.me != 0 {
+		if !b.origin() {
 			return row{}, nil
 		}
 		iters := scaled(b.o.iters, size)
 		m, err := measure(warmupOf(iters), iters, func(int) error {
-			if err := b.bytes.Lock(ctx, window.Exclusive, 1, 0); err != nil {
+			if err := b.bytes.Lock(ctx, window.Exclusive, b.peer, 0); err != nil {
 				return err
 			}
 			if err := b.rma(get, size); err != nil {
 				return err
 			}
-			return b.bytes.Unlock(ctx, 1)
+			return b.bytes.Unlock(ctx, b.peer)
 		})
 		return m.latency(size, 1), err
 	}
 }
 
-// lockAllLat: rank 0 opens one LockAll epoch and flushes every operation.
+// lockAllLat: every origin opens one LockAll epoch and flushes every operation.
 func lockAllLat(get bool) func(context.Context, *bench, int) (row, error) {
 	return func(ctx context.Context, b *bench, size int) (row, error) {
 		return lockAllDo(ctx, b, b.bytes, size, func(int) error {
 			if err := b.rma(get, size); err != nil {
 				return err
 			}
-			return b.bytes.Flush(ctx, 1)
+			return b.bytes.Flush(ctx, b.peer)
 		})
 	}
 }
 
-// lockAllDo times op at rank 0 inside one LockAll epoch of win; rank 1 idles.
+// lockAllDo times op at every origin inside one LockAll epoch of win; the targets idle.
 func lockAllDo[T runtime.Elem](ctx context.Context, b *bench, win *window.Win[T], size int, op func(int) error) (row, error) {
-	if b.me != 0 {
+	if !b.origin() {
 		return row{}, nil
 	}
 	if err := win.LockAll(ctx, 0); err != nil {
@@ -212,8 +220,9 @@ func lockAllDo[T runtime.Elem](ctx context.Context, b *bench, win *window.Win[T]
 	return m.latency(size, 1), err
 }
 
-// fenceLat: as osu_put_latency's fence mode, rank 0 accesses rank 1 in one epoch and
-// rank 1 accesses rank 0 in the next; an iteration is three Fences, the figure half of it.
+// fenceLat: as osu_put_latency's fence mode, the origins access their targets in one
+// epoch and the targets access their origins in the next. The Fences span every rank. An
+// iteration is three Fences, the figure half of it.
 func fenceLat(get bool) func(context.Context, *bench, int) (row, error) {
 	return func(ctx context.Context, b *bench, size int) (row, error) {
 		iters := scaled(b.o.iters, size)
@@ -222,7 +231,7 @@ func fenceLat(get bool) func(context.Context, *bench, int) (row, error) {
 				if err := b.bytes.Fence(ctx, 0); err != nil {
 					return err
 				}
-				if e == b.me {
+				if e == b.me%2 {
 					if err := b.rma(get, size); err != nil {
 						return err
 					}
@@ -240,11 +249,11 @@ func fenceLat(get bool) func(context.Context, *bench, int) (row, error) {
 // bwWindow is the number of operations between two Flushes in the bandwidth cases.
 const bwWindow = 64
 
-// bandwidth: rank 0 issues bwWindow operations and a Flush per round, in one LockAll
-// epoch; rank 1 idles.
+// bandwidth: every origin issues bwWindow operations to its target and a Flush per
+// round, in one LockAll epoch; the targets idle.
 func bandwidth(get bool) func(context.Context, *bench, int) (row, error) {
 	return func(ctx context.Context, b *bench, size int) (row, error) {
-		if b.me != 0 {
+		if !b.origin() {
 			return row{}, nil
 		}
 		iters, warmup := b.o.bwIters, max(b.o.bwIters/10, 2)
@@ -266,7 +275,7 @@ func bandwidth(get bool) func(context.Context, *bench, int) (row, error) {
 				err = b.rma(get, size)
 			}
 			if err == nil {
-				err = b.bytes.Flush(ctx, 1)
+				err = b.bytes.Flush(ctx, b.peer)
 			}
 		}
 		secs := time.Since(start).Seconds()

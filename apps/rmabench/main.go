@@ -77,12 +77,13 @@ func parseFlags(args []string) (options, error) {
 
 func main() { benchkit.Main("rmabench", os.Args[1:], parseFlags, run) }
 
-// report is the JSON document.
+// report is the JSON document. Its figures are rank 0's; Ranks is the job's size.
 type report struct {
 	Benchmark string   `json:"benchmark"`
 	Transport string   `json:"transport"`
 	Progress  string   `json:"progress"`
-	Hosts     []string `json:"hosts"`
+	Ranks     int      `json:"ranks"`
+	Hosts     []string `json:"hosts"` // of ranks 0 and 1
 	Tables    []table  `json:"tables"`
 }
 
@@ -116,9 +117,9 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if w.Size() != 2 {
+	if err := checkRanks(w.Size()); err != nil {
 		w.Finalize(ctx)
-		return fmt.Errorf("needs exactly 2 ranks, the job has %d (run it as: golaunch -n 2 rmabench)", w.Size())
+		return err
 	}
 	text := io.Writer(os.Stdout)
 	if w.Rank() != 0 || o.jsonFlag {
@@ -138,16 +139,32 @@ func run(ctx context.Context, o options) error {
 	return w.Finalize(fctx)
 }
 
+// checkRanks returns an error unless n ranks pair up (rank r with rank r^1): an even
+// count of at least 2.
+func checkRanks(n int) error {
+	if n >= 2 && n%2 == 0 {
+		return nil
+	}
+	fix := "-n 2"
+	if n > 1 {
+		fix = fmt.Sprintf("-n %d or -n %d", n-1, n+1)
+	}
+	return fmt.Errorf("the job has %d ranks: want an even count of at least 2, as rank r pairs with rank r^1 (run it as: golaunch %s rmabench)", n, fix)
+}
+
 // measureAll runs the selected cases and returns the report: complete at rank 0, which
-// also prints the tables to text.
+// also prints the tables to text. The job's size must pass checkRanks.
 func measureAll(ctx context.Context, w *runtime.World, o options, text io.Writer) (report, error) {
-	rep := report{Benchmark: "rmabench", Transport: w.Transport(1 - w.Rank()), Progress: os.Getenv(runtime.EnvProgress),
-		Hosts: []string{w.HostOf(0), w.HostOf(1)}}
+	rep := report{Benchmark: "rmabench", Transport: w.Transport(w.Rank() ^ 1), Progress: os.Getenv(runtime.EnvProgress),
+		Ranks: w.Size(), Hosts: []string{w.HostOf(0), w.HostOf(1)}}
 	if rep.Progress == "" {
 		rep.Progress = "hybrid"
 	}
 	fmt.Fprintf(text, "# gorma rmabench (OSU one-sided method): transport %s, progress %s, hosts %s and %s\n",
 		rep.Transport, rep.Progress, rep.Hosts[0], rep.Hosts[1])
+	if rep.Ranks > 2 {
+		fmt.Fprintln(text, pairsLine(rep.Ranks))
+	}
 	fmt.Fprintf(text, "# latency: median/avg/p99 in microseconds; a sample is the mean of a batch of up to %d operations\n", maxBatch)
 	b, err := newBench(ctx, w, o)
 	if err != nil {
@@ -178,6 +195,12 @@ func measureAll(ctx context.Context, w *runtime.World, o options, text io.Writer
 	return rep, b.free(ctx)
 }
 
+// pairsLine is the header line of a job of n > 2 ranks. The C twin prints the same line.
+func pairsLine(n int) string {
+	return fmt.Sprintf("# %d ranks in pairs (0 with 1, 2 with 3, ...): every even rank measures against its partner at once, "+
+		"the figures are rank 0's; the Fences and alloc_free span all %d ranks", n, n)
+}
+
 // overRanks replaces r's context switches with their mean over the ranks whose row counts
 // iterations: those that ran the case's timed loop. Every rank calls it; r is complete at
 // every rank.
@@ -203,6 +226,8 @@ func header(k kind) string {
 		return fmt.Sprintf("%-12s %12s %12s", "#bytes", "iterations", "MB/s")
 	case kindMax:
 		return fmt.Sprintf("%-12s %12s %12s %12s", "#bytes", "iterations", "median_us", "max_us")
+	case kindTail:
+		return fmt.Sprintf("%-12s %12s %12s %12s %12s %12s", "#bytes", "iterations", "median_us", "avg_us", "p99_us", "max_us")
 	}
 	return fmt.Sprintf("%-12s %12s %12s %12s %12s", "#bytes", "iterations", "median_us", "avg_us", "p99_us")
 }
@@ -216,6 +241,8 @@ func formatRow(k kind, r row) string {
 			return fmt.Sprintf("%-12d %12d %12s %12s", r.Bytes, r.Iterations, "-", "-")
 		}
 		return fmt.Sprintf("%-12d %12d %12.3f %12.3f", r.Bytes, r.Iterations, r.MedianUS, r.MaxUS)
+	case kindTail:
+		return fmt.Sprintf("%-12d %12d %12.3f %12.3f %12.3f %12.3f", r.Bytes, r.Iterations, r.MedianUS, r.AvgUS, r.P99US, r.MaxUS)
 	}
 	return fmt.Sprintf("%-12d %12d %12.3f %12.3f %12.3f", r.Bytes, r.Iterations, r.MedianUS, r.AvgUS, r.P99US)
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,13 +59,32 @@ func TestSelected(t *testing.T) {
 	}
 }
 
-// measureInProcess runs the cases of o in an in-process world of two ranks and returns
+func TestCheckRanks(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want string // in the error; "" for none
+	}{
+		{2, ""},
+		{4, ""},
+		{16, ""},
+		{1, "the job has 1 ranks"},
+		{3, "golaunch -n 2 or -n 4 rmabench"},
+		{5, "the job has 5 ranks"},
+	} {
+		err := checkRanks(tc.n)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("checkRanks(%d) = %v, want an error holding %q", tc.n, err, tc.want)
+		}
+	}
+}
+
+// measureInProcess runs the cases of o in an in-process world of n ranks and returns
 // rank 0's text output and report.
-func measureInProcess(t *testing.T, o options) (*bytes.Buffer, report) {
+func measureInProcess(t *testing.T, n int, o options) (*bytes.Buffer, report) {
 	t.Helper()
 	var out bytes.Buffer
 	var rep report
-	runtimetest.Run(t, 2, runtimetest.Options{}, func(w *runtime.World) error {
+	runtimetest.Run(t, n, runtimetest.Options{}, func(w *runtime.World) error {
 		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(time.Minute))
 		defer cancel()
 		text := &bytes.Buffer{}
@@ -79,22 +100,73 @@ func measureInProcess(t *testing.T, o options) (*bytes.Buffer, report) {
 	return &out, rep
 }
 
-// TestEveryCase runs every case once with tiny counts in an in-process world of two
-// ranks: each must complete, print its table and hold the context switches in every JSON
-// row (the figures are not checked: this is a benchmark, timed only by its runs).
+// TestEveryCase runs every case once with tiny counts in in-process worlds of two and
+// four ranks: each must complete, print a table that parses and hold the context switches
+// in every JSON row (the figures are not checked: this is a benchmark, timed only by its
+// runs).
 func TestEveryCase(t *testing.T) {
 	o, err := parseFlags([]string{"--max-size", "16", "--iters", "20", "--bw-iters", "2", "--alloc-iters", "2",
 		"--busy", "20ms", "--busy-reps", "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, rep := measureInProcess(t, o)
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprintf("%d ranks", n), func(t *testing.T) {
+			out, rep := measureInProcess(t, n, o)
+			checkTables(t, out.String(), caseNames())
+			if got := strings.Contains(out.String(), pairsLine(n)); got != (n > 2) {
+				t.Errorf("pairs line %q printed: %v, want %v", pairsLine(n), got, n > 2)
+			}
+			if rep.Ranks != n {
+				t.Errorf("report: %d ranks, want %d", rep.Ranks, n)
+			}
+			checkSwitches(t, rep)
+		})
+	}
+}
+
+// checkTables checks that text holds a table for each case of names, and that every
+// table parses: "# NAME: TITLE", the header of the case's kind, then rows of as many
+// fields as the header, each a number ("-" for a figure without samples).
+func checkTables(t *testing.T, text string, names []string) {
+	t.Helper()
+	kinds := map[string]kind{}
 	for _, c := range cases {
-		if !strings.Contains(out.String(), "\n# "+c.name+": ") {
-			t.Errorf("no table for case %s in:\n%s", c.name, out.String())
+		kinds[c.name] = c.kind
+	}
+	found := map[string]int{} // rows per case
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		name, _, ok := strings.Cut(strings.TrimPrefix(lines[i], "# "), ": ")
+		k, known := kinds[name]
+		if !strings.HasPrefix(lines[i], "# ") || !ok || !known {
+			continue
+		}
+		if i+1 >= len(lines) || lines[i+1] != header(k) {
+			t.Errorf("case %s: no header %q after its title", name, header(k))
+			continue
+		}
+		cols := len(strings.Fields(header(k)))
+		for i += 2; i < len(lines) && lines[i] != ""; i++ {
+			f := strings.Fields(lines[i])
+			if len(f) != cols {
+				t.Errorf("case %s: row %q has %d fields, want %d", name, lines[i], len(f), cols)
+				continue
+			}
+			for j, v := range f {
+				if _, err := strconv.ParseFloat(v, 64); err != nil && (v != "-" || j < 2) {
+					t.Errorf("case %s: row %q: field %d is %q, want a number", name, lines[i], j+1, v)
+				}
+			}
+			found[name]++
+		}
+		i--
+	}
+	for _, name := range names {
+		if found[name] == 0 {
+			t.Errorf("no rows for case %s in:\n%s", name, text)
 		}
 	}
-	checkSwitches(t, rep)
 }
 
 // checkSwitches writes rep as --json=FILE does and checks that every row of the document
@@ -160,7 +232,7 @@ func TestBusyGetNoSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _ := measureInProcess(t, o)
+	out, _ := measureInProcess(t, 2, o)
 	if want := formatRow(kindMax, row{Bytes: 8}); !strings.Contains(out.String(), "\n"+want+"\n") {
 		t.Errorf("no empty busy_get row %q in:\n%s", want, out.String())
 	}

@@ -2,9 +2,9 @@ package main
 
 import "context"
 
-// pscwLat: as osu_put_latency's pscw mode, rank 0 accesses rank 1 (Start, op, Complete)
-// while rank 1 exposes its memory (Post, Wait), then the roles swap; the figure is half
-// of an iteration.
+// pscwLat: as osu_put_latency's pscw mode, every origin accesses its target (Start, op,
+// Complete) while the target exposes its memory (Post, Wait), then the roles swap; the
+// figure is half of an iteration. The groups hold the partner alone.
 func pscwLat(get bool) func(context.Context, *bench, int) (row, error) {
 	return func(ctx context.Context, b *bench, size int) (row, error) {
 		group := []int{b.peer}
@@ -24,7 +24,7 @@ func pscwLat(get bool) func(context.Context, *bench, int) (row, error) {
 			return b.bytes.Wait(ctx)
 		}
 		first, second := access, expose
-		if b.me == 1 {
+		if !b.origin() {
 			first, second = expose, access
 		}
 		iters := scaled(b.o.iters, size)

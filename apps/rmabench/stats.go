@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+
 	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 )
 
@@ -41,6 +43,15 @@ func (m measurement) latency(bytes int, scale float64) row {
 	med, avg, p99 := m.Latency(scale)
 	r := row{Bytes: bytes, Iterations: m.Iters, Batch: m.Batch, MedianUS: med, AvgUS: avg, P99US: p99}
 	r.VCSW, r.IVCSW = perIter(m.csw, m.Iters)
+	return r
+}
+
+// tail is latency with the slowest sample as MaxUS: the mean of the slowest batch.
+func (m measurement) tail(bytes int, scale float64) row {
+	r := m.latency(bytes, scale)
+	if len(m.Samples) > 0 {
+		r.MaxUS = round3(slices.Max(m.Samples) * scale / 1e3)
+	}
 	return r
 }
 

@@ -12,13 +12,13 @@ import (
 	"github.com/gorma-hpc/gorma/window"
 )
 
-// emptyFence: both ranks call Fence with nothing in the epochs.
+// emptyFence: every rank calls Fence with nothing in the epochs.
 func emptyFence(ctx context.Context, b *bench, _ int) (row, error) {
 	m, err := measure(warmupOf(b.o.iters), b.o.iters, func(int) error { return b.bytes.Fence(ctx, 0) })
 	if ferr := b.bytes.Fence(ctx, window.NoSucceed); err == nil {
 		err = ferr
 	}
-	return m.latency(0, 1), err
+	return m.tail(0, 1), err
 }
 
 // How alloc_free makes its window.
@@ -28,7 +28,7 @@ const (
 	allocCreate        // Create over the caller's memory
 )
 
-// allocFree: both ranks create and free a window of --window-size bytes, collectively.
+// allocFree: every rank creates and frees a window of --window-size bytes, collectively.
 func allocFree(how int) func(context.Context, *bench, int) (row, error) {
 	return func(ctx context.Context, b *bench, size int) (row, error) {
 		buf := make([]byte, size)
@@ -69,24 +69,24 @@ func check(what string, got, want []byte) error {
 // busyOps bounds the operations timed per busy_get round.
 const busyOps = 100
 
-// busyGet: per round, rank 1 computes for --busy in a loop that never calls the runtime,
-// while rank 0 times single Lock(shared) + Get 8 B + Unlock, starting 1 ms into the
-// round and stopping after busyOps of them or half of --busy. A peer whose passive target
-// needs the target's code to run completes its first operation only when the target is
-// done computing: one sample per round. Every Get is checked against the pattern that
-// rank 1 stored before the round.
+// busyGet: per round, every target computes for --busy in a loop that never calls the
+// runtime, while its origin times single Lock(shared) + Get 8 B + Unlock, starting 1 ms
+// into the round and stopping after busyOps of them or half of --busy. A peer whose
+// passive target needs the target's code to run completes its first operation only when
+// the target is done computing: one sample per round. Every Get is checked against the
+// pattern that the target stored before the round.
 func busyGet(ctx context.Context, b *bench, size int) (row, error) {
 	want := make([]byte, size)
 	for i := range want {
 		want[i] = byte(i*11 + 5)
 	}
-	if b.me == 1 {
+	if !b.origin() {
 		// The pattern, stored locally and published by an epoch on this rank itself.
-		if err := b.bytes.Lock(ctx, window.Exclusive, 1, 0); err != nil {
+		if err := b.bytes.Lock(ctx, window.Exclusive, b.me, 0); err != nil {
 			return row{}, err
 		}
 		copy(b.bytes.Local(), want)
-		if err := b.bytes.Unlock(ctx, 1); err != nil {
+		if err := b.bytes.Unlock(ctx, b.me); err != nil {
 			return row{}, err
 		}
 	}
@@ -96,7 +96,7 @@ func busyGet(ctx context.Context, b *bench, size int) (row, error) {
 		if err := runtime.Barrier(ctx, b.w); err != nil {
 			return row{}, err
 		}
-		if b.me == 1 {
+		if !b.origin() {
 			sink.Store(spin(b.o.busy))
 		} else if err := busyRound(ctx, b, want, &samples, &sw); err != nil {
 			return row{}, err
@@ -105,7 +105,7 @@ func busyGet(ctx context.Context, b *bench, size int) (row, error) {
 			return row{}, err
 		}
 	}
-	if b.me != 0 {
+	if !b.origin() {
 		return row{}, nil
 	}
 	r := busyRow(size, samples)
@@ -126,8 +126,8 @@ func busyRow(size int, samples []float64) row {
 		MaxUS: round3(samples[len(samples)-1])}
 }
 
-// busyRound runs one round at rank 0: its samples go to samples, the context switches of
-// its loop of operations are added to sw.
+// busyRound runs one round at an origin: its samples go to samples, the context switches
+// of its loop of operations are added to sw.
 func busyRound(ctx context.Context, b *bench, want []byte, samples *[]float64, sw *[2]float64) error {
 	t0 := time.Now()
 	time.Sleep(time.Millisecond)
@@ -141,13 +141,13 @@ func busyRound(ctx context.Context, b *bench, want []byte, samples *[]float64, s
 	for n := 0; n < busyOps && time.Since(t0) < b.o.busy/2; n++ {
 		clear(got)
 		t := time.Now()
-		if err := b.bytes.Lock(ctx, window.Shared, 1, 0); err != nil {
+		if err := b.bytes.Lock(ctx, window.Shared, b.peer, 0); err != nil {
 			return err
 		}
-		if err := b.bytes.Get(got, 1, 0); err != nil {
+		if err := b.bytes.Get(got, b.peer, 0); err != nil {
 			return err
 		}
-		if err := b.bytes.Unlock(ctx, 1); err != nil {
+		if err := b.bytes.Unlock(ctx, b.peer); err != nil {
 			return err
 		}
 		*samples = append(*samples, float64(time.Since(t).Nanoseconds())/1e3)

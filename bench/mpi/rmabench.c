@@ -6,16 +6,18 @@
  *   rmabench_mpi [--test LIST] [--min-size N] [--max-size N] [--iters N] [--bw-iters N]
  *                [--alloc-iters N] [--busy DUR] [--busy-reps N] [--window-size N]
  *                [--json[=FILE]]
- * Sizes take the suffixes K, M, G; --busy takes ms or s (200ms). Needs exactly 2 ranks:
- * rank 0 the origin, rank 1 the target. See apps/rmabench/doc.go for the cases and the
- * method: latency in batches (a sample is the mean of a batch of up to 256 operations
- * lasting at least 2 us, calibrated on the second half of the warmup); median, mean and
- * 99th percentile of the samples, in microseconds. --json prints one JSON document
- * instead of the text, --json=FILE writes it to FILE beside the text. Its rows hold
- * vcsw_per_call and ivcsw_per_call: the process's voluntary and involuntary context
- * switches (getrusage, every thread's) per timed iteration, averaged over the ranks that
- * run the timed loop (both in the fence, pscw and alloc_free cases, rank 0 in the
- * others), as apps/rmabench's. */
+ * Sizes take the suffixes K, M, G; --busy takes ms or s (200ms). Needs an even number of
+ * ranks, at least 2: rank r pairs with rank r^1, the even rank the origin, the odd one
+ * the target. Every origin measures against its target at once; rank 0 prints its own
+ * figures. The Fences and alloc_free span every rank. See apps/rmabench/doc.go for the
+ * cases and the method: latency in batches (a sample is the mean of a batch of up to 256
+ * operations lasting at least 2 us, calibrated on the second half of the warmup); median,
+ * mean and 99th percentile of the samples, in microseconds (and the slowest sample in the
+ * fence case). --json prints one JSON document instead of the text, --json=FILE writes it
+ * to FILE beside the text. Its rows hold vcsw_per_call and ivcsw_per_call: the process's
+ * voluntary and involuntary context switches (getrusage, every thread's) per timed
+ * iteration, averaged over the ranks that run the timed loop (every rank in the fence,
+ * pscw and alloc_free cases, the origins in the others), as apps/rmabench's. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,7 +31,7 @@
 #define BW_WINDOW 64
 #define BUSY_OPS 100
 
-enum kind { LAT, BW, MAXK };
+enum kind { LAT, BW, MAXK, TAIL }; /* TAIL: LAT with the slowest sample */
 enum op {
 	LOCK, LOCK_ALL, FENCE, PSCW, BWOP, ACC_F64, ACC_I64, FOP, CAS, BUSY, EMPTY_FENCE, LOCK_PUT, ALLOC, CREATE
 };
@@ -55,7 +57,7 @@ static const struct bcase cases[] = {
 	{"fop_lat", "LockAll once, FetchAndOp(sum, int64) + Flush per operation", LAT, 0, 0, FOP},
 	{"cas_lat", "LockAll once, CompareAndSwap(int64) + Flush per operation", LAT, 0, 0, CAS},
 	{"busy_get", "Lock(shared) + Get + Unlock while the target computes", MAXK, 0, 1, BUSY},
-	{"fence", "empty Fence, both ranks", LAT, 0, 0, EMPTY_FENCE},
+	{"fence", "empty Fence, every rank", TAIL, 0, 0, EMPTY_FENCE},
 	{"lock_put", "Lock(exclusive) + Put + Unlock", LAT, 0, 0, LOCK_PUT},
 	{"alloc_free.allocate", "Allocate + Free of a window, per pair", LAT, 0, 0, ALLOC},
 	{"alloc_free.create", "Create + Free of a window over the caller's memory, per pair", LAT, 0, 0, CREATE},
@@ -80,7 +82,7 @@ struct table {
 static long min_size = 8, max_size = 1 << 20, win_size = 1 << 20;
 static int iters = 10000, bw_iters = 100, alloc_iters = 100, busy_reps = 3;
 static double busy_s = 0.2;
-static int rank, peer;
+static int rank, peer, origin; /* peer: rank^1; origin: rank is even */
 static MPI_Win wb, wf, wi;
 static char *src, *dst, *wbase, *create_buf;
 static double *fsrc;
@@ -143,34 +145,35 @@ static void reduce_cs(struct row *r, const double sw[2], int it) {
 }
 
 static void rma(int get, long size) {
-	if (get) MPI_Get(dst, (int)size, MPI_BYTE, 1 - rank, 0, (int)size, MPI_BYTE, wb);
-	else MPI_Put(src, (int)size, MPI_BYTE, 1 - rank, 0, (int)size, MPI_BYTE, wb);
+	if (get) MPI_Get(dst, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, wb);
+	else MPI_Put(src, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, wb);
 }
 
-/* one iteration of case c at size (both ranks call it when the case is collective) */
+/* one iteration of case c at size (every rank calls it when the case is collective, the
+ * origins otherwise) */
 static void op_once(const struct bcase *c, long size) {
 	int n = size / 8 > 0 ? (int)(size / 8) : 1;
 	int64_t one = 1, orig;
 	switch (c->op) {
 	case LOCK:
 	case LOCK_PUT:
-		MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, wb);
+		MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, wb);
 		rma(c->get, size);
-		MPI_Win_unlock(1, wb);
+		MPI_Win_unlock(peer, wb);
 		break;
 	case LOCK_ALL:
 		rma(c->get, size);
-		MPI_Win_flush(1, wb);
+		MPI_Win_flush(peer, wb);
 		break;
 	case FENCE:
 		for (int e = 0; e < 3; e++) {
 			MPI_Win_fence(0, wb);
-			if (e == rank) rma(c->get, size);
+			if (e == rank % 2) rma(c->get, size);
 		}
 		break;
 	case PSCW:
 		for (int half = 0; half < 2; half++) {
-			if (half == rank) {
+			if (half == rank % 2) {
 				MPI_Win_start(peer_group, 0, wb);
 				rma(c->get, size);
 				MPI_Win_complete(wb);
@@ -181,21 +184,21 @@ static void op_once(const struct bcase *c, long size) {
 		}
 		break;
 	case ACC_F64:
-		MPI_Accumulate(fsrc, n, MPI_DOUBLE, 1, 0, n, MPI_DOUBLE, MPI_SUM, wf);
-		MPI_Win_flush(1, wf);
+		MPI_Accumulate(fsrc, n, MPI_DOUBLE, peer, 0, n, MPI_DOUBLE, MPI_SUM, wf);
+		MPI_Win_flush(peer, wf);
 		break;
 	case ACC_I64:
-		MPI_Accumulate(isrc, n, MPI_INT64_T, 1, 0, n, MPI_INT64_T, MPI_SUM, wi);
-		MPI_Win_flush(1, wi);
+		MPI_Accumulate(isrc, n, MPI_INT64_T, peer, 0, n, MPI_INT64_T, MPI_SUM, wi);
+		MPI_Win_flush(peer, wi);
 		break;
 	case FOP:
-		MPI_Fetch_and_op(&one, &cas_res, MPI_INT64_T, 1, 0, MPI_SUM, wi);
-		MPI_Win_flush(1, wi);
+		MPI_Fetch_and_op(&one, &cas_res, MPI_INT64_T, peer, 0, MPI_SUM, wi);
+		MPI_Win_flush(peer, wi);
 		break;
 	case CAS:
 		orig = cas_cur + 1;
-		MPI_Compare_and_swap(&orig, &cas_cur, &cas_res, MPI_INT64_T, 1, 1, wi);
-		MPI_Win_flush(1, wi);
+		MPI_Compare_and_swap(&orig, &cas_cur, &cas_res, MPI_INT64_T, peer, 1, wi);
+		MPI_Win_flush(peer, wi);
 		if (cas_res == cas_cur) cas_cur++;
 		else {
 			cas_cur = cas_res;
@@ -224,8 +227,9 @@ static void op_once(const struct bcase *c, long size) {
 }
 
 /* measure: warmup untimed (batch calibrated on its second half), then n timed in batches;
- * the context switches of the timed batches go to sw */
-static void measure(const struct bcase *c, long size, int warm, int n, double scale, double out[4], double sw[2]) {
+ * out: median, mean, p99 and slowest sample in us, then the batch size; the context
+ * switches of the timed batches go to sw */
+static void measure(const struct bcase *c, long size, int warm, int n, double scale, double out[5], double sw[2]) {
 	double t0 = 0;
 	for (int i = 0; i < warm; i++) {
 		if (i == warm / 2) t0 = now_ns();
@@ -257,7 +261,8 @@ static void measure(const struct bcase *c, long size, int warm, int n, double sc
 	out[0] = pct(s, ns, 50) * scale / 1e3;
 	out[1] = total / n * scale / 1e3;
 	out[2] = pct(s, ns, 99) * scale / 1e3;
-	out[3] = batch;
+	out[3] = s[ns - 1] * scale / 1e3;
+	out[4] = batch;
 	free(s);
 }
 
@@ -269,21 +274,21 @@ static uint64_t spin(double secs) {
 	return x;
 }
 
-/* busy_get: see apps/rmabench (busyGet); the context switches of rank 0's loops of
+/* busy_get: see apps/rmabench (busyGet); the context switches of an origin's loops of
  * operations go to sw */
 static int busy_get(double *med, double *mx, double sw[2]) {
 	char want[8];
 	for (int i = 0; i < 8; i++) want[i] = (char)(i * 11 + 5);
-	if (rank == 1) {
-		MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, wb);
+	if (!origin) {
+		MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, wb);
 		memcpy(wbase, want, 8);
-		MPI_Win_unlock(1, wb);
+		MPI_Win_unlock(rank, wb);
 	}
 	double *s = malloc(sizeof(double) * BUSY_OPS * busy_reps);
 	int n = 0;
 	for (int r = 0; r < busy_reps; r++) {
 		MPI_Barrier(MPI_COMM_WORLD);
-		if (rank == 1) sink = spin(busy_s);
+		if (!origin) sink = spin(busy_s);
 		else {
 			double t0 = now_ns(), cs[2];
 			struct timespec ms = {0, 1000000};
@@ -292,9 +297,9 @@ static int busy_get(double *med, double *mx, double sw[2]) {
 			for (int k = 0; k < BUSY_OPS && now_ns() - t0 < busy_s / 2 * 1e9; k++) {
 				memset(dst, 0, 8);
 				double t = now_ns();
-				MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, wb);
-				MPI_Get(dst, 8, MPI_BYTE, 1, 0, 8, MPI_BYTE, wb);
-				MPI_Win_unlock(1, wb);
+				MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, wb);
+				MPI_Get(dst, 8, MPI_BYTE, peer, 0, 8, MPI_BYTE, wb);
+				MPI_Win_unlock(peer, wb);
 				s[n++] = (now_ns() - t) / 1e3;
 				if (memcmp(dst, want, 8) != 0) {
 					fprintf(stderr, "rmabench_mpi: busy_get: wrong bytes\n");
@@ -305,7 +310,7 @@ static int busy_get(double *med, double *mx, double sw[2]) {
 		}
 		MPI_Barrier(MPI_COMM_WORLD);
 	}
-	if (rank == 0 && n > 0) {
+	if (origin && n > 0) {
 		qsort(s, n, sizeof(double), cmpd);
 		*med = pct(s, n, 50);
 		*mx = s[n - 1];
@@ -314,7 +319,7 @@ static int busy_get(double *med, double *mx, double sw[2]) {
 	return n;
 }
 
-/* bandwidth: rank 0's MB/s; the context switches of the timed rounds go to sw */
+/* bandwidth: an origin's MB/s; the context switches of the timed rounds go to sw */
 static double bandwidth(const struct bcase *c, long size, int *it, double sw[2]) {
 	int n = bw_iters, warm = imax(bw_iters / 10, 2);
 	if (size > 16 << 10) {
@@ -330,7 +335,7 @@ static double bandwidth(const struct bcase *c, long size, int *it, double sw[2])
 			t0 = now_ns();
 		}
 		for (int k = 0; k < BW_WINDOW; k++) rma(c->get, size);
-		MPI_Win_flush(1, wb);
+		MPI_Win_flush(peer, wb);
 	}
 	double secs = (now_ns() - t0) / 1e9;
 	csw_add(sw, cs);
@@ -368,6 +373,8 @@ static void print_row(const struct bcase *c, const struct row *r) {
 	if (c->kind == BW) fprintf(text, "%-12ld %12d %12.2f\n", r->bytes, r->iters, r->mbps);
 	else if (c->kind == MAXK && r->iters == 0) fprintf(text, "%-12ld %12d %12s %12s\n", r->bytes, r->iters, "-", "-");
 	else if (c->kind == MAXK) fprintf(text, "%-12ld %12d %12.3f %12.3f\n", r->bytes, r->iters, r->median, r->max);
+	else if (c->kind == TAIL)
+		fprintf(text, "%-12ld %12d %12.3f %12.3f %12.3f %12.3f\n", r->bytes, r->iters, r->median, r->avg, r->p99, r->max);
 	else fprintf(text, "%-12ld %12d %12.3f %12.3f %12.3f\n", r->bytes, r->iters, r->median, r->avg, r->p99);
 }
 
@@ -379,6 +386,8 @@ static void run_case(const struct bcase *c, struct table *t) {
 		fprintf(text, "\n# %s: %s\n", c->name, c->title);
 		if (c->kind == BW) fprintf(text, "%-12s %12s %12s\n", "#bytes", "iterations", "MB/s");
 		else if (c->kind == MAXK) fprintf(text, "%-12s %12s %12s %12s\n", "#bytes", "iterations", "median_us", "max_us");
+		else if (c->kind == TAIL)
+			fprintf(text, "%-12s %12s %12s %12s %12s %12s\n", "#bytes", "iterations", "median_us", "avg_us", "p99_us", "max_us");
 		else fprintf(text, "%-12s %12s %12s %12s %12s\n", "#bytes", "iterations", "median_us", "avg_us", "p99_us");
 	}
 	long lo = 8, hi = 8;
@@ -386,19 +395,19 @@ static void run_case(const struct bcase *c, struct table *t) {
 	if (c->op == EMPTY_FENCE) lo = hi = 0;
 	if (c->op == ALLOC || c->op == CREATE) lo = hi = win_size;
 	for (long size = lo; size <= hi && t->n < MAX_ROWS; size = size ? size * 2 : 1) {
-		double r[4] = {0}, sw[2] = {0};
+		double r[5] = {0}, sw[2] = {0};
 		int n = c->sized ? scaled(iters, size) : iters, ran = 0; /* ran: timed iterations at this rank */
 		MPI_Barrier(MPI_COMM_WORLD);
 		if (c->kind == BW) {
-			if (rank == 0) r[0] = bandwidth(c, size, &n, sw), ran = n;
+			if (origin) r[0] = bandwidth(c, size, &n, sw), ran = n;
 		} else if (c->kind == MAXK) {
 			n = busy_get(&r[0], &r[1], sw);
 			if (n < 0) MPI_Abort(MPI_COMM_WORLD, 1);
-			if (rank == 0) ran = n;
+			if (origin) ran = n;
 		} else {
 			int collective = c->op == FENCE || c->op == PSCW || c->op == EMPTY_FENCE || c->op == ALLOC || c->op == CREATE;
 			if (c->op == ALLOC || c->op == CREATE) n = alloc_iters;
-			if (collective || rank == 0) {
+			if (collective || origin) {
 				MPI_Win w = c->op == ACC_F64 ? wf : (c->op == ACC_I64 || c->op == FOP || c->op == CAS) ? wi : wb;
 				int lockall = !collective && c->op != LOCK && c->op != LOCK_PUT;
 				if (lockall) MPI_Win_lock_all(0, w);
@@ -417,7 +426,7 @@ static void run_case(const struct bcase *c, struct table *t) {
 		*row = (struct row){.bytes = size, .iters = n};
 		if (c->kind == BW) row->mbps = r[0];
 		else if (c->kind == MAXK) row->median = r[0], row->max = r[1];
-		else row->median = r[0], row->avg = r[1], row->p99 = r[2], row->batch = (int)r[3];
+		else row->median = r[0], row->avg = r[1], row->p99 = r[2], row->max = r[3], row->batch = (int)r[4];
 		reduce_cs(row, sw, ran);
 		if (text) print_row(c, row);
 		if (size == 0 && hi == 0) break;
@@ -429,21 +438,22 @@ static void json_row(FILE *f, const struct bcase *c, const struct row *r) {
 	fprintf(f, "\n        {\n          \"bytes\": %ld,\n          \"iterations\": %d", r->bytes, r->iters);
 	if (c->kind == BW) fprintf(f, ",\n          \"MB_per_s\": %.6g", r->mbps);
 	else if (c->kind == MAXK && r->iters > 0) fprintf(f, ",\n          \"median_us\": %.6g,\n          \"max_us\": %.6g", r->median, r->max);
-	else if (c->kind == LAT)
+	else if (c->kind == LAT || c->kind == TAIL)
 		fprintf(f, ",\n          \"batch\": %d,\n          \"median_us\": %.6g,\n          \"avg_us\": %.6g,\n          \"p99_us\": %.6g",
 			r->batch, r->median, r->avg, r->p99);
+	if (c->kind == TAIL) fprintf(f, ",\n          \"max_us\": %.6g", r->max);
 	fprintf(f, ",\n          \"vcsw_per_call\": %.6g,\n          \"ivcsw_per_call\": %.6g\n        }", r->vcsw, r->ivcsw);
 }
 
 /* write_json writes the JSON document of the tables to json ("-": standard output) */
-static void write_json(const char *json, const char *system, char hosts[2][MPI_MAX_PROCESSOR_NAME], const struct table *tabs, int ntabs) {
+static void write_json(const char *json, const char *system, int nranks, char (*hosts)[MPI_MAX_PROCESSOR_NAME], const struct table *tabs, int ntabs) {
 	FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
 	if (!f) {
 		perror(json);
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
 	fprintf(f, "{\n  \"benchmark\": \"rmabench\",\n  \"system\": \"%s\",\n  \"transport\": \"mpi\",\n  \"progress\": \"mpi\",\n"
-		"  \"hosts\": [\"%s\", \"%s\"],\n  \"tables\": [", system, hosts[0], hosts[1]);
+		"  \"ranks\": %d,\n  \"hosts\": [\"%s\", \"%s\"],\n  \"tables\": [", system, nranks, hosts[0], hosts[1]);
 	for (int i = 0; i < ntabs; i++) {
 		const struct table *t = &tabs[i];
 		fprintf(f, "%s\n    {\n      \"name\": \"%s\",\n      \"title\": \"%s\",\n      \"rows\": [", i ? "," : "", t->c->name, t->c->title);
@@ -463,7 +473,8 @@ int main(int argc, char **argv) {
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-	peer = 1 - rank;
+	peer = rank ^ 1;
+	origin = rank % 2 == 0;
 	for (int i = 1; i < argc; i++) {
 		const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(f, "--json")) {
@@ -495,9 +506,18 @@ int main(int argc, char **argv) {
 			return 2;
 		}
 	}
-	if (nranks != 2 || min_size < 1 || max_size < min_size || iters < 1 || bw_iters < 1 || alloc_iters < 1 ||
-	    busy_reps < 1 || busy_s <= 0 || win_size < 8) {
-		if (rank == 0) fprintf(stderr, "rmabench_mpi: needs exactly 2 ranks (got %d) and valid flags\n", nranks);
+	if (nranks < 2 || nranks % 2) {
+		if (rank == 0 && nranks > 1)
+			fprintf(stderr, "rmabench_mpi: the job has %d ranks: want an even count of at least 2, as rank r pairs with rank r^1 (run it with -n %d or -n %d)\n",
+				nranks, nranks - 1, nranks + 1);
+		else if (rank == 0)
+			fprintf(stderr, "rmabench_mpi: the job has %d ranks: want an even count of at least 2, as rank r pairs with rank r^1 (run it with -n 2)\n", nranks);
+		MPI_Finalize();
+		return 2;
+	}
+	if (min_size < 1 || max_size < min_size || iters < 1 || bw_iters < 1 || alloc_iters < 1 || busy_reps < 1 || busy_s <= 0 ||
+	    win_size < 8) {
+		if (rank == 0) fprintf(stderr, "rmabench_mpi: invalid flags\n");
 		MPI_Finalize();
 		return 2;
 	}
@@ -527,12 +547,15 @@ int main(int argc, char **argv) {
 	int len;
 	MPI_Get_library_version(lib, &len);
 	const char *name = strstr(lib, "Open MPI") ? "Open MPI" : strstr(lib, "MPICH") ? "MPICH" : "MPI";
-	char hosts[2][MPI_MAX_PROCESSOR_NAME] = {{0}};
+	char (*hosts)[MPI_MAX_PROCESSOR_NAME] = calloc(nranks, MPI_MAX_PROCESSOR_NAME);
 	MPI_Get_processor_name(hosts[rank], &len);
 	MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
 	text = rank == 0 && !(json && !strcmp(json, "-")) ? stdout : NULL;
 	if (text) {
 		fprintf(text, "# %s rmabench (OSU one-sided method): C twin of apps/rmabench\n", name);
+		if (nranks > 2)
+			fprintf(text, "# %d ranks in pairs (0 with 1, 2 with 3, ...): every even rank measures against its partner at once, "
+				"the figures are rank 0's; the Fences and alloc_free span all %d ranks\n", nranks, nranks);
 		fprintf(text, "# latency: median/avg/p99 in microseconds; a sample is the mean of a batch of up to %d operations\n", MAX_BATCH);
 	}
 	static struct table tabs[NCASES];
@@ -541,7 +564,8 @@ int main(int argc, char **argv) {
 		if (!selected(tests, cases[i].name)) continue;
 		run_case(&cases[i], &tabs[ntabs++]);
 	}
-	if (rank == 0 && json) write_json(json, name, hosts, tabs, ntabs);
+	if (rank == 0 && json) write_json(json, name, nranks, hosts, tabs, ntabs);
+	free(hosts);
 	MPI_Group_free(&peer_group);
 	MPI_Group_free(&world_group);
 	MPI_Win_free(&wb);

@@ -47,6 +47,7 @@ const (
 	FastboxCells    = fbCells
 	FastboxCellSize = fbCellSize
 	FastboxRecHdr   = fbRecHdr
+	FastboxHdrSize  = fbHdrSize
 )
 
 // FastboxSent reports the position w has reached in rank r's fast box: the cells its
@@ -58,6 +59,17 @@ func FastboxSent(w *World, r int) uint64 {
 		return p.fout.pos
 	}
 	return 0
+}
+
+// FastboxIn returns the fast box in which rank r writes to w's rank, and the position
+// this rank has read it up to (nil, 0 when r has no box here).
+func FastboxIn(w *World, r int) ([]byte, uint64) {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	if p := w.e.links.peers[r]; p != nil {
+		return p.fin.box, p.fin.pos.Load()
+	}
+	return nil, 0
 }
 
 // Context returns w's communication context (free_test.go checks which ones are reused).

@@ -184,8 +184,11 @@ type fbOut struct {
 	head   uint64 // the peer's head as last read
 }
 
-// newFastboxIn allocates the box in which peer p will write (zeroed: arena memory may be
-// reused). It returns the key to publish to p, or 0 when d has no fast boxes.
+// newFastboxIn allocates the box in which peer p will write, zeroed. Reused arena memory
+// is cleared; fresh memory reads zero already and is left untouched, so that a box's pages
+// are faulted in only as its cells are used (the host's shared memory grows by the cells
+// a peer's messages reach, not by the whole box: `scripts/compare-scale.sh`, shm). It
+// returns the key to publish to p, or 0 when d has no fast boxes.
 func newFastboxIn(d *device, p *peer) (uint64, error) {
 	if !d.fastbox {
 		return 0, nil
@@ -199,7 +202,9 @@ func newFastboxIn(d *device, p *peer) (uint64, error) {
 		mr.Dereg()
 		return 0, nil
 	}
-	clear(b[:fbSize])
+	if z, ok := mr.(interface{ Zero() bool }); !ok || !z.Zero() {
+		clear(b[:fbSize])
+	}
 	p.fin.box, p.fin.mr = b[:fbSize:fbSize], mr
 	return mr.RKey(), nil
 }

@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
@@ -193,6 +197,50 @@ func TestFastboxPingPong(t *testing.T) {
 		}
 		if runtime.FastboxSent(w, peer) < 300 {
 			return fmt.Errorf("only %d of 300 messages went through the fast box", runtime.FastboxSent(w, peer))
+		}
+		return nil
+	})
+}
+
+// TestFastboxFreshUntouched: a box carved from fresh arena memory is not cleared, so the
+// pages of cells that no message has reached are not faulted in. After one message each
+// way the last page of cells of each box is still absent from its memfd (mincore).
+func TestFastboxFreshUntouched(t *testing.T) {
+	opt := runtimetest.Options{Transport: "shm", Timeout: 30 * time.Second}
+	runtimetest.Run(t, 2, opt, func(w *runtime.World) error {
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(20*time.Second))
+		defer cancel()
+		peer := w.Rank() ^ 1
+		buf := []int64{int64(w.Rank())}
+		if err := runtime.Send(ctx, w, buf, peer, 0); err != nil {
+			return err
+		}
+		if _, err := runtime.Recv(ctx, w, buf, peer, 0); err != nil {
+			return err
+		}
+		box, pos := runtime.FastboxIn(w, peer)
+		if box == nil {
+			return fmt.Errorf("no fast box from rank %d", peer)
+		}
+		pg := os.Getpagesize()
+		base := uintptr(unsafe.Pointer(&box[0]))
+		first := int((base+uintptr(len(box))-1)&^uintptr(pg-1) - base) // the box's last page
+		if first <= runtime.FastboxHdrSize {
+			return fmt.Errorf("box at %#x of %d bytes: its last page holds its first cell", base, len(box))
+		}
+		// The receiver reads one cell ahead of its position; a cell on the last page was
+		// reached only if the position came within a cell of it.
+		reached := uint64(first-runtime.FastboxHdrSize) / runtime.FastboxCellSize
+		if pos+1 >= reached {
+			return fmt.Errorf("%d cells of rank %d's box read before the check: too many to test", pos, peer)
+		}
+		vec := make([]byte, 1)
+		last := box[first:]
+		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&last[0])), uintptr(len(last)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+			return fmt.Errorf("mincore: %w", errno)
+		}
+		if vec[0]&1 != 0 {
+			return fmt.Errorf("the last page of rank %d's box is resident with %d cells read: the box was cleared", peer, pos)
 		}
 		return nil
 	})

@@ -124,11 +124,14 @@ func Replace[T runtime.Elem]() Op[T] { return Op[T]{"replace", OpReplace, false,
 // NoOp keeps the first operand (MPI_NO_OP): with GetAccumulate it fetches atomically.
 func NoOp[T runtime.Elem]() Op[T] { return Op[T]{"no_op", OpNoOp, false, func(_, _ []T) {}, nil} }
 
+// vecMin is the shortest vector (elements) handed to a vector kernel (sumVec and the
+// others, op_amd64.go): below it the call costs more than the loop.
+const vecMin = 16
+
 func sumOf[T runtime.Elem](inout, in []T) {
 	in = in[:len(inout)]
-	if addVec(inout, inout, in) {
-		return
-	}
+	k := sumVec(inout, inout, in)
+	inout, in = inout[k:], in[k:]
 	for i := range inout {
 		inout[i] += in[i]
 	}
@@ -143,6 +146,8 @@ func prodOf[T runtime.Elem](inout, in []T) {
 
 func minOf[T Ordered](inout, in []T) {
 	in = in[:len(inout)]
+	k := minVec(inout, inout, in)
+	inout, in = inout[k:], in[k:]
 	for i := range inout {
 		inout[i] = min(inout[i], in[i])
 	}
@@ -150,6 +155,8 @@ func minOf[T Ordered](inout, in []T) {
 
 func maxOf[T Ordered](inout, in []T) {
 	in = in[:len(inout)]
+	k := maxVec(inout, inout, in)
+	inout, in = inout[k:], in[k:]
 	for i := range inout {
 		inout[i] = max(inout[i], in[i])
 	}
@@ -157,6 +164,8 @@ func maxOf[T Ordered](inout, in []T) {
 
 func bandOf[T Integer](inout, in []T) {
 	in = in[:len(inout)]
+	k := bandVec(inout, inout, in)
+	inout, in = inout[k:], in[k:]
 	for i := range inout {
 		inout[i] &= in[i]
 	}
@@ -164,6 +173,8 @@ func bandOf[T Integer](inout, in []T) {
 
 func borOf[T Integer](inout, in []T) {
 	in = in[:len(inout)]
+	k := borVec(inout, inout, in)
+	inout, in = inout[k:], in[k:]
 	for i := range inout {
 		inout[i] |= in[i]
 	}
@@ -171,6 +182,8 @@ func borOf[T Integer](inout, in []T) {
 
 func bxorOf[T Integer](inout, in []T) {
 	in = in[:len(inout)]
+	k := bxorVec(inout, inout, in)
+	inout, in = inout[k:], in[k:]
 	for i := range inout {
 		inout[i] ^= in[i]
 	}
@@ -183,9 +196,8 @@ func replaceOf[T runtime.Elem](inout, in []T) { copy(inout, in) }
 // (`go test -bench DirectCombine ./collectives` measures it).
 func sum2[T runtime.Elem](out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
-	if addVec(out, a, b) {
-		return
-	}
+	k := sumVec(out, a, b)
+	out, a, b = out[k:], a[k:], b[k:]
 	i := 0
 	for ; i+4 <= len(out); i += 4 {
 		o, x, y := out[i:i+4:i+4], a[i:i+4:i+4], b[i:i+4:i+4]
@@ -208,6 +220,8 @@ func prod2[T runtime.Elem](out, a, b []T) {
 
 func min2[T Ordered](out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
+	k := minVec(out, a, b)
+	out, a, b = out[k:], a[k:], b[k:]
 	for i := range out {
 		out[i] = min(a[i], b[i])
 	}
@@ -215,6 +229,8 @@ func min2[T Ordered](out, a, b []T) {
 
 func max2[T Ordered](out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
+	k := maxVec(out, a, b)
+	out, a, b = out[k:], a[k:], b[k:]
 	for i := range out {
 		out[i] = max(a[i], b[i])
 	}
@@ -222,6 +238,8 @@ func max2[T Ordered](out, a, b []T) {
 
 func band2[T Integer](out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
+	k := bandVec(out, a, b)
+	out, a, b = out[k:], a[k:], b[k:]
 	for i := range out {
 		out[i] = a[i] & b[i]
 	}
@@ -229,6 +247,8 @@ func band2[T Integer](out, a, b []T) {
 
 func bor2[T Integer](out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
+	k := borVec(out, a, b)
+	out, a, b = out[k:], a[k:], b[k:]
 	for i := range out {
 		out[i] = a[i] | b[i]
 	}
@@ -236,6 +256,8 @@ func bor2[T Integer](out, a, b []T) {
 
 func bxor2[T Integer](out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
+	k := bxorVec(out, a, b)
+	out, a, b = out[k:], a[k:], b[k:]
 	for i := range out {
 		out[i] = a[i] ^ b[i]
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -22,20 +23,29 @@ const copyPiece = 512 << 10
 // cached copy left in the cache. So a copy up to the last-level cache's size (cachedMax)
 // goes in pieces of copyPiece bytes, which memmove makes with cached stores, as glibc's
 // memcpy (and so Open MPI's osc/sm) does below its own non-temporal threshold. A larger
-// copy outgrows the cache anyway: memmove copies it whole, streaming.
-// `go test -run '^$' -bench CopyMapped ./window` compares the two at each size.
+// copy outgrows the cache anyway: memmove copies it whole, streaming. Overlapping ranges
+// (a Put of a rank's own window memory to itself) always take memmove, whose direction
+// is right for them. `go test -run '^$' -bench CopyMapped ./window` compares the two
+// ways at each size.
 func copyMapped[T runtime.Elem](dst, src []T) int {
 	n := min(len(dst), len(src))
-	es := elemSize[T]()
-	if n*es < 2*copyPiece || n*es > cachedMax() {
+	nb := n * elemSize[T]()
+	if nb < 2*copyPiece || nb > cachedMax() || overlap(dst[:n], src[:n]) {
 		return copy(dst, src)
 	}
-	step := copyPiece / es
-	for i := 0; i < n; i += step {
-		j := min(i+step, n)
-		copy(dst[i:j], src[i:j])
+	d, s := asBytes(dst[:n]), asBytes(src[:n])
+	for i := 0; i < nb; i += copyPiece {
+		j := min(i+copyPiece, nb)
+		copy(d[i:j], s[i:j])
 	}
 	return n
+}
+
+// overlap reports whether a and b (non-empty) share memory.
+func overlap[T runtime.Elem](a, b []T) bool {
+	pa, pb := uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&b[0]))
+	sz := uintptr(len(a) * elemSize[T]())
+	return pa < pb+sz && pb < pa+sz
 }
 
 // cachedMax is the largest copy that copyMapped keeps in the caches: the size of the

@@ -37,6 +37,24 @@ func TestCopyMapped(t *testing.T) {
 	}
 }
 
+func TestCopyMappedOverlap(t *testing.T) {
+	const n = 3 * copyPiece
+	for _, shift := range []int{1, 4096, copyPiece + 7} {
+		buf, want := make([]byte, n+shift), make([]byte, n+shift)
+		for i := range buf {
+			buf[i] = byte(i * 13)
+		}
+		copy(want, buf)
+		copy(want[shift:], want[:n])
+		copyMapped(buf[shift:], buf[:n])
+		for i := range buf {
+			if buf[i] != want[i] {
+				t.Fatalf("overlapping copy, shift %d: byte %d is %d, want %d", shift, i, buf[i], want[i])
+			}
+		}
+	}
+}
+
 func TestParseCacheSize(t *testing.T) {
 	for _, c := range []struct {
 		in   string

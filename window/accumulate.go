@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sync"
+	"unsafe"
 
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/internal/prof"
@@ -39,21 +39,6 @@ import (
 // accChunk is the largest range (bytes) one transport-path read-modify-write covers.
 var accChunk = 1 << 20
 
-// accState is this rank's accumulate machinery for one target.
-//
-// Concurrency: one goroutine of this rank at a time holds the target's accumulate word
-// (a second one waits for it like any other origin), and the fields are used only with
-// the word held: one by the mapped path. mu serializes the transport path, whose fields
-// it guards.
-type accState[T runtime.Elem] struct {
-	one [1]T // mapped path: the operand of FetchAndOp
-
-	mu  sync.Mutex
-	ctr *substrate.Counter // transport path's requests: its Wait must not wait for Puts (t.ctr)
-	res [8]byte            // old value of the word's remote atomics
-	buf []T                // read-modify-write scratch: up to accChunk bytes, at least 2 elements
-}
-
 // rmw describes one accumulate-type operation on elements [disp, disp+n) of a target.
 type rmw[T runtime.Elem] struct {
 	name   string // the call, for errors
@@ -68,17 +53,7 @@ type rmw[T runtime.Elem] struct {
 	old        T
 }
 
-// Accumulate combines origin into rank's window memory at disp, element by element:
-// target[disp+i] = target[disp+i] op origin[i], atomically per element with respect to
-// every accumulate-type operation of every rank. op is any valid operator (Sum, Prod,
-// Min, Max, Band, Bor, Bxor, Replace, NoOp, or a user operator from collectives.NewOp);
-// the zero Op fails with ErrInvalid.
-//
-// Completion: the operation is complete at the target when Accumulate returns (gorma runs
-// it under the target's accumulate word, see above). As in MPI, origin may be reused at
-// once, and Gets of other ranks are promised to see it after the next Flush, Unlock,
-// Fence or Complete, which also completes the coherence work of cached copies.
-func (w *Win[T]) Accumulate(origin []T, rank, disp int, op collectives.Op[T]) error {
+func (w *dataPath[T]) Accumulate(origin []T, rank, disp int, op collectives.Op[T]) error {
 	if t, m := w.accMapped(rank, disp, len(origin), op.Valid()); m != nil {
 		if len(origin) == 1 {
 			applyOne(m, origin[0], op, &t.acc.one)
@@ -98,16 +73,7 @@ func (w *Win[T]) Accumulate(origin []T, rank, disp int, op collectives.Op[T]) er
 	return w.accumulate(&a, rank, disp, len(origin))
 }
 
-// GetAccumulate stores rank's window memory at disp into result and combines origin into
-// it, as one atomic step per element (MPI_Get_accumulate): result[i] = target[disp+i];
-// target[disp+i] = target[disp+i] op origin[i]. With collectives.NoOp the target is not
-// changed (origin is ignored and may be nil): an atomic read. Otherwise origin and result
-// must have the same length, and must not overlap.
-//
-// Completion: result holds the old values when GetAccumulate returns (MPI promises them
-// only after a flush; here they are valid at once); on error its contents are
-// unspecified. The target is updated as by Accumulate.
-func (w *Win[T]) GetAccumulate(origin, result []T, rank, disp int, op collectives.Op[T]) error {
+func (w *dataPath[T]) GetAccumulate(origin, result []T, rank, disp int, op collectives.Op[T]) error {
 	if w.ob != nil {
 		c := w.ob.begin(prof.CallGetAccumulate)
 		err := w.getAccumulate("get_accumulate", origin, result, rank, disp, op)
@@ -117,7 +83,7 @@ func (w *Win[T]) GetAccumulate(origin, result []T, rank, disp int, op collective
 	return w.getAccumulate("get_accumulate", origin, result, rank, disp, op)
 }
 
-func (w *Win[T]) getAccumulate(name string, origin, result []T, rank, disp int, op collectives.Op[T]) error {
+func (w *dataPath[T]) getAccumulate(name string, origin, result []T, rank, disp int, op collectives.Op[T]) error {
 	if op.Kind() == collectives.OpNoOp {
 		origin = nil
 	} else if len(origin) != len(result) && op.Valid() {
@@ -141,7 +107,7 @@ func (w *Win[T]) getAccumulate(name string, origin, result []T, rank, disp int, 
 // operator and releases the word (unlockAcc). Otherwise it returns nil, nil and the
 // call takes its checked path, which waits for a held word. Observed windows, windows
 // with a page cache and race builds (rmwMapped) take the checked path; so does n == 0.
-func (w *Win[T]) accMapped(rank, disp, n int, valid bool) (*target[T], []T) {
+func (w *dataPath[T]) accMapped(rank, disp, n int, valid bool) (*target[T], []T) {
 	if w.ob != nil || w.coh != nil || raceEnabled || !valid || n == 0 {
 		return nil, nil
 	}
@@ -161,7 +127,7 @@ func (w *Win[T]) accMapped(rank, disp, n int, valid bool) (*target[T], []T) {
 // sleeper (x86 lets the load of the sleepers word pass the store), so an origin that
 // waits for the word never sleeps on the doorbell (lockAcc). The word is held for one
 // operation.
-func (w *Win[T]) unlockAcc(t *target[T]) { release(t.mw, mAcc, 0) }
+func (w *dataPath[T]) unlockAcc(t *target[T]) { release(t.mw, mAcc, 0) }
 
 // applyOne sets m[0] = m[0] op x. Sum, Replace and NoOp run inline; other operators go
 // through Apply with x in one, scratch that the accumulate word guards (a local array
@@ -180,7 +146,7 @@ func applyOne[T runtime.Elem](m []T, x T, op collectives.Op[T], one *[1]T) {
 }
 
 // accumulate checks a and runs it on n elements of rank's memory at disp.
-func (w *Win[T]) accumulate(a *rmw[T], rank, disp, n int) error {
+func (w *dataPath[T]) accumulate(a *rmw[T], rank, disp, n int) error {
 	s, err := w.access(a.name, rank, disp, n)
 	if c, ok := err.(*errCross); ok { // dynamic.go: into the next attachment
 		if a.single || c.k == 0 {
@@ -206,7 +172,7 @@ func (w *Win[T]) accumulate(a *rmw[T], rank, disp, n int) error {
 	if s.mem != nil && s.t.mw != nil {
 		err = w.rmwMapped(s, a, n)
 		if err == nil && w.coh != nil {
-			w.wroteMapped(s, n) // cache.go
+			w.coh.wroteMapped(s, n) // cache.go
 		}
 	} else {
 		err = w.rmwRemote(s, a, n)
@@ -220,7 +186,7 @@ func (w *Win[T]) accumulate(a *rmw[T], rank, disp, n int) error {
 // orders this rank's goroutines too, but it lives in mmap'd memory, whose atomics the race
 // detector does not see. So it reported two goroutines' accumulates on one target as a
 // race (on t.acc.one, and on the memory of a Create window targeting itself).
-func (w *Win[T]) rmwMapped(s span[T], a *rmw[T], n int) error {
+func (w *dataPath[T]) rmwMapped(s span[T], a *rmw[T], n int) error {
 	t := s.t
 	if raceEnabled {
 		t.acc.mu.Lock()
@@ -253,7 +219,7 @@ func (w *Win[T]) rmwMapped(s span[T], a *rmw[T], n int) error {
 }
 
 // rmwRemote runs a on n elements of s's region through the transport, chunk by chunk.
-func (w *Win[T]) rmwRemote(s span[T], a *rmw[T], n int) error {
+func (w *dataPath[T]) rmwRemote(s span[T], a *rmw[T], n int) error {
 	if s.data == nil {
 		return fmt.Errorf("internal: rank %d's memory is neither mapped with its metadata nor remote", s.t.rank)
 	}
@@ -283,7 +249,7 @@ func (w *Win[T]) rmwRemote(s span[T], a *rmw[T], n int) error {
 }
 
 // accInit readies t's transport-path state. t.acc.mu is held.
-func (w *Win[T]) accInit(t *target[T]) {
+func (w *dataPath[T]) accInit(t *target[T]) {
 	if t.acc.ctr == nil {
 		t.acc.ctr = substrate.NewCounter(w.comm)
 	}
@@ -291,7 +257,7 @@ func (w *Win[T]) accInit(t *target[T]) {
 
 // rmwChunk runs a on k elements of s's region at element off, under the accumulate
 // word. t.acc.mu is held.
-func (w *Win[T]) rmwChunk(s span[T], a *rmw[T], off, k int) error {
+func (w *dataPath[T]) rmwChunk(s span[T], a *rmw[T], off, k int) error {
 	t := s.t
 	st := &t.acc
 	cur := st.buf[:k]
@@ -347,18 +313,18 @@ func (w *Win[T]) rmwChunk(s span[T], a *rmw[T], off, k int) error {
 
 // abandonAcc gives up an operation that failed holding t's accumulate word: the word
 // is released if the target can still be reached, and err is returned.
-func (w *Win[T]) abandonAcc(t *target[T], err error) error {
+func (w *dataPath[T]) abandonAcc(t *target[T], err error) error {
 	w.unlockAccRemote(t)
 	return err
 }
 
 // accID is this rank's value in an accumulate word it holds.
-func (w *Win[T]) accID() uint64 { return uint64(w.rank) + 1 }
+func (w *house[T]) accID() uint64 { return uint64(w.rank) + 1 }
 
 // lockAcc takes t's accumulate word: by CPU atomics where t's metadata is mapped, else by
 // remote compare-and-swap (t.acc.mu held). It waits while another origin holds it, until
 // the target or the holder fails.
-func (w *Win[T]) lockAcc(t *target[T]) error {
+func (w *dataPath[T]) lockAcc(t *target[T]) error {
 	me := w.accID()
 	if mw := t.mw; mw != nil {
 		if cas(mw, mAcc, 0, me) {
@@ -394,7 +360,7 @@ func (w *Win[T]) lockAcc(t *target[T]) error {
 // the system calls at both ends, not the wire, make most of a round trip, so the gain is
 // small there (`golaunch -n 2 --transport tcp bin/rmabench --test fop_lat` measures it);
 // on a network whose round trip is longer, a whole one is saved.
-func (w *Win[T]) lockAccRead(t *target[T], s span[T], boff uint64, cur []T) (bool, error) {
+func (w *dataPath[T]) lockAccRead(t *target[T], s span[T], boff uint64, cur []T) (bool, error) {
 	if t.mw != nil || len(cur)*w.esize > accPipelined {
 		return false, nil
 	}
@@ -420,7 +386,7 @@ const accPipelined = 64 << 10
 // requests to t: by a CPU store once they have completed where t's metadata is mapped,
 // else by a remote compare-and-swap (this rank's id to 0) posted behind them on the same
 // connection, which the target executes after them. t.acc.mu is held.
-func (w *Win[T]) unlockAccRemote(t *target[T]) error {
+func (w *dataPath[T]) unlockAccRemote(t *target[T]) error {
 	st := &t.acc
 	if t.mw != nil {
 		err := st.ctr.Wait(context.Background())
@@ -441,7 +407,7 @@ func (w *Win[T]) unlockAccRemote(t *target[T]) error {
 }
 
 // accCAS runs a compare-and-swap on t's accumulate word and waits for it.
-func (w *Win[T]) accCAS(t *target[T], old, new uint64) (uint64, error) {
+func (w *dataPath[T]) accCAS(t *target[T], old, new uint64) (uint64, error) {
 	st := &t.acc
 	if err := t.meta.CmpSwap(st.ctr, uint64(mAcc*wordLen), old, new, st.res[:]); err != nil {
 		return 0, err
@@ -453,7 +419,7 @@ func (w *Win[T]) accCAS(t *target[T], old, new uint64) (uint64, error) {
 }
 
 // holderErr returns the failure of t, or of the rank whose id (rank+1) holder is, or nil.
-func (w *Win[T]) holderErr(t *target[T], holder uint64) error {
+func (w *dataPath[T]) holderErr(t *target[T], holder uint64) error {
 	if err := w.targetErr(t); err != nil {
 		return err
 	}
@@ -473,4 +439,79 @@ func part[T any](s []T, lo, hi int) []T {
 		return nil
 	}
 	return s[lo:hi]
+}
+
+func (w *dataPath[T]) FetchAndOp(origin T, result *T, rank, disp int, op collectives.Op[T]) error {
+	const name = "fetch_and_op"
+	if result == nil {
+		return werrf(name, rank, disp, ErrInvalid, "nil result")
+	}
+	if t, m := w.accMapped(rank, disp, 1, op.Valid()); m != nil {
+		old := m[0]
+		applyOne(m, origin, op, &t.acc.one)
+		w.unlockAcc(t)
+		*result = old
+		return nil
+	}
+	a := rmw[T]{name: name, op: op, single: true, x: origin}
+	if w.ob != nil {
+		c := w.ob.begin(prof.CallFetchAndOp)
+		err := w.accumulate(&a, rank, disp, 1)
+		w.ob.rma(c, rank, w.esize, w.esize, -1, err)
+		if err != nil {
+			return err
+		}
+	} else if err := w.accumulate(&a, rank, disp, 1); err != nil {
+		return err
+	}
+	*result = a.old
+	return nil
+}
+
+func (w *dataPath[T]) CompareAndSwap(origin, compare T, result *T, rank, disp int) error {
+	const name = "compare_and_swap"
+	if result == nil {
+		return werrf(name, rank, disp, ErrInvalid, "nil result")
+	}
+	if t, m := w.accMapped(rank, disp, 1, true); m != nil {
+		old := m[0]
+		if sameBits(old, compare) {
+			m[0] = origin
+		}
+		w.unlockAcc(t)
+		*result = old
+		return nil
+	}
+	a := rmw[T]{name: name, single: true, cas: true, x: origin, compare: compare}
+	if w.ob != nil {
+		c := w.ob.begin(prof.CallCompareAndSwap)
+		err := w.accumulate(&a, rank, disp, 1)
+		w.ob.rma(c, rank, w.esize, w.esize, -1, err) // the operand out, the old value back
+		if err != nil {
+			return err
+		}
+	} else if err := w.accumulate(&a, rank, disp, 1); err != nil {
+		return err
+	}
+	*result = a.old
+	return nil
+}
+
+// sameBits reports whether a and b have the same bytes.
+func sameBits[T any](a, b T) bool {
+	pa, pb := unsafe.Pointer(&a), unsafe.Pointer(&b)
+	switch unsafe.Sizeof(a) {
+	case 1:
+		return *(*uint8)(pa) == *(*uint8)(pb)
+	case 2:
+		return *(*uint16)(pa) == *(*uint16)(pb)
+	case 4:
+		return *(*uint32)(pa) == *(*uint32)(pb)
+	case 8:
+		return *(*uint64)(pa) == *(*uint64)(pb)
+	case 16:
+		qa, qb := (*[2]uint64)(pa), (*[2]uint64)(pb)
+		return qa[0] == qb[0] && qa[1] == qb[1]
+	}
+	return unsafe.String((*byte)(pa), unsafe.Sizeof(a)) == unsafe.String((*byte)(pb), unsafe.Sizeof(b))
 }

@@ -53,6 +53,8 @@ type CacheStats struct {
 }
 
 type coh[T runtime.Elem] struct {
+	*house[T]
+
 	m       *coherence.Machine
 	region  *substrate.Region
 	words   []uint64            // this rank's coherence words
@@ -73,17 +75,21 @@ type coh[T runtime.Elem] struct {
 	scratch []byte
 	slots   []uint64
 
-	// The request being driven.
-	cur     coherence.ReqID
-	curDst  []byte // Get: destination (sub-range of one page)
-	curLo   int    // Get: offset of curDst within its page
-	curDone bool
-	curErr  error
+	drv driven // the request being driven
 
 	// Writes recorded since the last flush, by rank: page ranges.
 	dirty [][][2]int
 
 	stats struct{ hits, misses, installs, invals, evictions atomic.Int64 }
+}
+
+// driven is the coherence request being driven (runReq, cacheMiss).
+type driven struct {
+	id   coherence.ReqID
+	dst  []byte // Get: destination (sub-range of one page)
+	lo   int    // Get: offset of dst within its page
+	done bool
+	err  error
 }
 
 // fifoEntry is a page in the eviction order; it is live while qgen holds its gen.
@@ -109,12 +115,12 @@ func spansHosts(w *runtime.World) bool {
 }
 
 // initCoherence sets the page cache up (a collective step of creation) when it is on.
-func (w *Win[T]) initCoherence(ctx context.Context) error {
+func (w *house[T]) initCoherence(ctx context.Context) error {
 	if !w.opt.cache || w.flavor == FlavorDynamic || !spansHosts(w.comm) {
 		return nil
 	}
 	ps := w.opt.pageSize
-	c := &coh[T]{rem: make([]*substrate.Remote, w.size), mapped: make([][]uint64, w.size),
+	c := &coh[T]{house: w, rem: make([]*substrate.Remote, w.size), mapped: make([][]uint64, w.size),
 		pages: make([]int, w.size), base: make([]int, w.size), cached: make([]bool, w.size),
 		bufs: make([][][]byte, w.size), seen: make([][]uint8, w.size), dirty: make([][][2]int, w.size),
 		qgen: make([][]uint32, w.size)}
@@ -140,7 +146,7 @@ func (w *Win[T]) initCoherence(ctx context.Context) error {
 	c.words = words(c.region.Bytes())
 	clear(c.words)
 	c.mapped[w.rank] = c.words
-	recs, err := w.allgather(ctx, c.region.AppendDesc(nil))
+	recs, err := w.coh.allgather(ctx, c.region.AppendDesc(nil))
 	if err != nil {
 		return err
 	}
@@ -159,7 +165,7 @@ func (w *Win[T]) initCoherence(ctx context.Context) error {
 }
 
 // allgather gives every rank everyone's rec (at most recLen-1 bytes).
-func (w *Win[T]) allgather(ctx context.Context, rec []byte) ([][]byte, error) {
+func (w *coh[T]) allgather(ctx context.Context, rec []byte) ([][]byte, error) {
 	if len(rec) > recLen-1 {
 		return nil, fmt.Errorf("internal: record of %d bytes", len(rec))
 	}
@@ -179,7 +185,7 @@ func (w *Win[T]) allgather(ctx context.Context, rec []byte) ([][]byte, error) {
 	return recs, nil
 }
 
-func (w *Win[T]) closeCoherence() {
+func (w *house[T]) closeCoherence() {
 	c := w.coh
 	if c == nil {
 		return
@@ -194,15 +200,14 @@ func (w *Win[T]) closeCoherence() {
 	}
 }
 
-func (w *Win[T]) freeCoherence() {
+func (w *house[T]) freeCoherence() {
 	if c := w.coh; c != nil && c.region != nil {
 		c.region.Free()
 	}
 }
 
-// CacheStats returns the counters of this rank's page cache (zero when it is off).
-func (w *Win[T]) CacheStats() CacheStats {
-	c := w.coh
+func (w *coh[T]) CacheStats() CacheStats {
+	c := w
 	if c == nil {
 		return CacheStats{}
 	}
@@ -227,8 +232,8 @@ func (c *coh[T]) index(wd coherence.Word) int {
 
 // cacheGet serves a Get of len(result) elements at byte offset off of s through the
 // cache, and reports whether it did (false: the caller reads the target as usual).
-func (w *Win[T]) cacheGet(s span[T], result []T, off uint64) bool {
-	c := w.coh
+func (w *coh[T]) cacheGet(s span[T], result []T, off uint64) bool {
+	c := w
 	if c == nil || !c.cached[s.t.rank] || s.t.open&openLock == 0 {
 		return false
 	}
@@ -287,23 +292,23 @@ func (w *Win[T]) cacheGet(s span[T], result []T, off uint64) bool {
 
 // cacheMiss runs one Get of page through the Machine into dst (the bytes at lo of the
 // page). w.mu is held.
-func (w *Win[T]) cacheMiss(h, page, lo int, dst []byte) error {
-	c := w.coh
+func (w *coh[T]) cacheMiss(h, page, lo int, dst []byte) error {
+	c := w
 	c.nextID++
-	c.cur, c.curDst, c.curLo, c.curDone, c.curErr = c.nextID, dst, lo, false, nil
-	c.m.Get(c.cur, h, page)
+	c.drv.id, c.drv.dst, c.drv.lo, c.drv.done, c.drv.err = c.nextID, dst, lo, false, nil
+	c.m.Get(c.drv.id, h, page)
 	w.drive()
-	c.curDst = nil
-	if !c.curDone && c.curErr == nil {
+	c.drv.dst = nil
+	if !c.drv.done && c.drv.err == nil {
 		return fmt.Errorf("internal: coherence Get of rank %d page %d did not finish", h, page)
 	}
-	return c.curErr
+	return c.drv.err
 }
 
 // noteWrite records a transport-path write of n bytes at byte off of s's target. w.mu
 // is held.
-func (w *Win[T]) noteWrite(s span[T], off uint64, n int) {
-	c := w.coh
+func (w *coh[T]) noteWrite(s span[T], off uint64, n int) {
+	c := w
 	if c == nil || n == 0 {
 		return
 	}
@@ -319,7 +324,7 @@ func (w *Win[T]) noteWrite(s span[T], off uint64, n int) {
 }
 
 // wroteMapped records a write of n elements at s into mapped memory.
-func (w *Win[T]) wroteMapped(s span[T], n int) {
+func (w *coh[T]) wroteMapped(s span[T], n int) {
 	s.t.pend.Store(true)
 	w.mu.Lock()
 	s.t.dirty = true
@@ -329,8 +334,8 @@ func (w *Win[T]) wroteMapped(s span[T], n int) {
 
 // completeWrites invalidates the cached copies of the pages of t recorded since the last
 // flush.
-func (w *Win[T]) completeWrites(ctx context.Context, t *target[T]) error {
-	c := w.coh
+func (w *coh[T]) completeWrites(ctx context.Context, t *target[T]) error {
+	c := w
 	if c == nil {
 		return nil
 	}
@@ -347,8 +352,8 @@ func (w *Win[T]) completeWrites(ctx context.Context, t *target[T]) error {
 }
 
 // ownerSync makes this rank's own stores visible to ranks caching its pages.
-func (w *Win[T]) ownerSync(ctx context.Context) error {
-	c := w.coh
+func (w *coh[T]) ownerSync(ctx context.Context) error {
+	c := w
 	if c == nil || c.pages[w.rank] == 0 {
 		return nil
 	}
@@ -358,21 +363,21 @@ func (w *Win[T]) ownerSync(ctx context.Context) error {
 }
 
 // runReq starts a write or owner-sync request and drives the Machine until it ends.
-func (w *Win[T]) runReq(start func(coherence.ReqID)) error {
-	c := w.coh
+func (w *coh[T]) runReq(start func(coherence.ReqID)) error {
+	c := w
 	c.nextID++
-	c.cur, c.curDone, c.curErr = c.nextID, false, nil
-	start(c.cur)
+	c.drv.id, c.drv.done, c.drv.err = c.nextID, false, nil
+	start(c.drv.id)
 	w.drive()
-	if !c.curDone && c.curErr == nil {
+	if !c.drv.done && c.drv.err == nil {
 		return fmt.Errorf("internal: coherence request did not finish")
 	}
-	return c.curErr
+	return c.drv.err
 }
 
 // drive runs the Machine until it has nothing ready and nothing outstanding. w.mu is held.
-func (w *Win[T]) drive() {
-	c := w.coh
+func (w *coh[T]) drive() {
+	c := w
 	for {
 		for c.m.HasReady() {
 			rd := c.m.Ready()
@@ -408,28 +413,28 @@ func (w *Win[T]) drive() {
 }
 
 // outcome applies one Machine outcome.
-func (w *Win[T]) outcome(o coherence.Outcome) {
-	c := w.coh
+func (w *coh[T]) outcome(o coherence.Outcome) {
+	c := w
 	switch o.Kind {
 	case coherence.Served:
-		if o.Req == c.cur {
+		if o.Req == c.drv.id {
 			if o.FromCache {
 				buf := c.bufs[o.Home][o.Page]
-				copy(c.curDst, buf[c.curLo:])
+				copy(c.drv.dst, buf[c.drv.lo:])
 			}
-			c.curDone = true
+			c.drv.done = true
 		}
 		if o.Installed {
 			c.stats.installs.Add(1)
 			c.install(o.Home, o.Page)
 		}
 	case coherence.Completed:
-		if o.Req == c.cur {
-			c.curDone = true
+		if o.Req == c.drv.id {
+			c.drv.done = true
 		}
 	case coherence.Failed:
-		if o.Req == c.cur {
-			c.curErr = o.Err
+		if o.Req == c.drv.id {
+			c.drv.err = o.Err
 		}
 	case coherence.Released:
 		c.bufs[o.Home][o.Page] = nil
@@ -479,8 +484,8 @@ func (c *coh[T]) install(home, page int) {
 }
 
 // exec performs op: at once on this rank's own or mapped words, else by posting it.
-func (w *Win[T]) exec(op coherence.Op) {
-	c := w.coh
+func (w *coh[T]) exec(op coherence.Op) {
+	c := w
 	if op.Kind == coherence.Write && op.Word.Kind == coherence.Flag && op.Target != w.rank && op.Value == 0 {
 		c.stats.invals.Add(1)
 	}
@@ -524,15 +529,15 @@ func (w *Win[T]) exec(op coherence.Op) {
 
 // postRead posts a page data read: into the current Get's destination (uncached) or
 // into the page's cache buffer (a fill).
-func (w *Win[T]) postRead(op coherence.Op) {
-	c := w.coh
+func (w *coh[T]) postRead(op coherence.Op) {
+	c := w
 	ps := w.opt.pageSize
 	t := &w.tg[op.Target]
 	base := op.Page * ps
 	var dst []byte
 	off := base
 	if op.Req != 0 {
-		dst, off = c.curDst, base+c.curLo
+		dst, off = c.drv.dst, base+c.drv.lo
 	} else {
 		n := min(ps, t.n*w.esize-base)
 		if c.bufs[op.Target][op.Page] == nil {
@@ -550,8 +555,8 @@ func (w *Win[T]) postRead(op coherence.Op) {
 }
 
 // cpuOp performs op on mapped (or own) coherence words and reports it at once.
-func (w *Win[T]) cpuOp(op coherence.Op, mw []uint64) {
-	c := w.coh
+func (w *coh[T]) cpuOp(op coherence.Op, mw []uint64) {
+	c := w
 	i := c.index(op.Word)
 	var res uint64
 	var ws []uint64
@@ -587,8 +592,8 @@ func (w *Win[T]) cpuOp(op coherence.Op, mw []uint64) {
 }
 
 // doneOp reports a posted op's completion to the Machine.
-func (w *Win[T]) doneOp(op coherence.Op, buf []byte, err error) {
-	c := w.coh
+func (w *coh[T]) doneOp(op coherence.Op, buf []byte, err error) {
+	c := w
 	if err != nil {
 		c.m.Done(op.ID, 0, nil, err)
 		return

@@ -44,15 +44,15 @@ func constructor(f Flavor) string {
 // describe names the window for messages: its name on the World (winK, as hang reports
 // and GORMA_CHECK=1's mismatches give it), constructor, element type and length at this
 // rank.
-func (w *Win[T]) describe() string {
+func (w *house[T]) describe() string {
 	var z T
-	return fmt.Sprintf("%s (%s[%T], %d elements at rank %d)", w.freeSig.Win, constructor(w.flavor), z, len(w.local), w.rank)
+	return fmt.Sprintf("%s (%s[%T], %d elements at rank %d)", w.label, constructor(w.flavor), z, len(w.local), w.rank)
 }
 
 // reportGuarded tells stderr that the freed window's memory, local (its Local() slice,
 // taken before Free released it), is now inaccessible in this process. Free calls it
 // once the regions are released; it prints nothing unless the arena guarded the memory.
-func (w *Win[T]) reportGuarded(desc string, local []T) {
+func (w *house[T]) reportGuarded(desc string, local []T) {
 	if w.data == nil || len(local) == 0 || !w.data.Guarded() {
 		return
 	}

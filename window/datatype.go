@@ -7,33 +7,19 @@ import (
 	"github.com/gorma-hpc/gorma/datatype"
 )
 
-// PutType puts ocount copies of the layout ot, laid over origin, into rank's window
-// memory as tcount copies of the layout tt placed at displacement disp (in elements of
-// T; tt's byte offsets count from there): MPI_Put with an origin and a target datatype.
-// The two sides must hold the same bytes (ocount*ot.Size() == tcount*tt.Size()), paired
-// in typemap order, and every block of both layouts must be whole elements of T. Each
-// run that is contiguous on both sides is one Put: on a mapped rank a copy straight into
-// its memory, with no packing; through the transport one RDMA write. Completion is Put's.
-// Both layouts are checked against origin and rank's memory before anything is written.
-func (w *Win[T]) PutType(origin []T, ocount int, ot datatype.Type, rank, disp, tcount int, tt datatype.Type) error {
+func (w *dataPath[T]) PutType(origin []T, ocount int, ot datatype.Type, rank, disp, tcount int, tt datatype.Type) error {
 	return w.typed("put type", origin, ocount, ot, rank, disp, tcount, tt, func(o []T, d int) error {
 		return w.Put(o, rank, d)
 	})
 }
 
-// GetType fills rcount copies of the layout rt over result from tcount copies of the
-// layout tt at disp in rank's window memory (MPI_Get with derived datatypes): the mirror
-// of PutType, with Get's completion.
-func (w *Win[T]) GetType(result []T, rcount int, rt datatype.Type, rank, disp, tcount int, tt datatype.Type) error {
+func (w *dataPath[T]) GetType(result []T, rcount int, rt datatype.Type, rank, disp, tcount int, tt datatype.Type) error {
 	return w.typed("get type", result, rcount, rt, rank, disp, tcount, tt, func(r []T, d int) error {
 		return w.Get(r, rank, d)
 	})
 }
 
-// AccumulateType combines ocount copies of the layout ot over origin into tcount copies
-// of the layout tt at disp in rank's window memory with op (MPI_Accumulate with derived
-// datatypes), element by element and atomically per element, as Accumulate.
-func (w *Win[T]) AccumulateType(origin []T, ocount int, ot datatype.Type, rank, disp, tcount int, tt datatype.Type, op collectives.Op[T]) error {
+func (w *dataPath[T]) AccumulateType(origin []T, ocount int, ot datatype.Type, rank, disp, tcount int, tt datatype.Type, op collectives.Op[T]) error {
 	return w.typed("accumulate type", origin, ocount, ot, rank, disp, tcount, tt, func(o []T, d int) error {
 		return w.Accumulate(o, rank, d, op)
 	})
@@ -41,7 +27,7 @@ func (w *Win[T]) AccumulateType(origin []T, ocount int, ot datatype.Type, rank, 
 
 // typed checks a typed call and runs do on each run that is contiguous on both sides:
 // the origin's elements and the target displacement.
-func (w *Win[T]) typed(op string, buf []T, ocount int, ot datatype.Type, rank, disp, tcount int, tt datatype.Type, do func([]T, int) error) error {
+func (w *dataPath[T]) typed(op string, buf []T, ocount int, ot datatype.Type, rank, disp, tcount int, tt datatype.Type, do func([]T, int) error) error {
 	if err := w.usable(op, rank, disp); err != nil {
 		return err
 	}

@@ -44,7 +44,6 @@ import (
 // generation.
 const (
 	defaultDynSlots = 1024
-	dynEntryWords   = 8
 
 	dynOffBits  = 40
 	dynSlotBits = 10
@@ -63,6 +62,8 @@ var _ [1<<dynSlotBits - defaultDynSlots]struct{}
 // attachments it resolved. Safe for concurrent use: mu guards every field, and no call
 // into the runtime is made while it is held (it nests with no other lock).
 type dynState[T runtime.Elem] struct {
+	*house[T]
+
 	mu      sync.Mutex
 	own     []dynOwn[T]  // by slot: this rank's attachments
 	next    int          // the slot the next Attach tries first (round robin)
@@ -93,22 +94,7 @@ type dynReader struct {
 	buf [dynEntryWords]uint64
 }
 
-// Attach makes buf (the caller's memory, which peers reach through the transport: by
-// cross-memory attach on this host, by the transport's target-side progress on others) part of
-// this rank's dynamic window, and returns the displacement of buf[0] as peers must name it. The
-// element buf[i] is at base+i. Not collective: peers learn base from the program (a message,
-// say). Until Detach or Free, buf is window memory: this rank's own loads and stores of it
-// follow the rules of Local() (order them with the window's synchronization calls), and it
-// stays reachable by peers. At most 1024 buffers are attached at a time. An access that runs
-// past buf's end continues in a buffer attached right after it in this rank's memory (the parts
-// of one array), split there by Put, Get, Accumulate and GetAccumulate. Attach does not block
-// (ctx is for symmetry with the other calls). Safe for concurrent use with RMA calls and with
-// Attach and Detach.
-//
-// Errors (*Error): ErrFlavor for a window that is not dynamic; ErrInvalid for an empty or
-// too long buffer (2^40 elements) or when every slot is taken; ErrFreed; the runtime's
-// registration error.
-func (w *Win[T]) Attach(ctx context.Context, buf []T) (base int, err error) {
+func (w *dynState[T]) Attach(ctx context.Context, buf []T) (base int, err error) {
 	const op = "attach"
 	if err := w.dynCheck(op); err != nil {
 		return 0, err
@@ -127,7 +113,7 @@ func (w *Win[T]) Attach(ctx context.Context, buf []T) (base int, err error) {
 		return 0, werrf(op, -1, -1, ErrInvalid, "internal: region description of %d bytes", len(desc))
 	}
 	copy(pad[:], desc)
-	d := &w.dyn
+	d := w
 	d.mu.Lock()
 	slot := w.dynFreeSlot()
 	if slot < 0 {
@@ -172,7 +158,7 @@ func dynLinkOf(slot int, gen uint64) uint64 {
 
 // dynNeighbours returns the slots of this rank's attachments that end where buf starts
 // and that start where buf ends in memory, or -1. d.mu is held.
-func (w *Win[T]) dynNeighbours(buf []T) (before, after int) {
+func (w *dynState[T]) dynNeighbours(buf []T) (before, after int) {
 	before, after = -1, -1
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
 	end := start + uintptr(len(buf)*w.esize)
@@ -191,23 +177,13 @@ func (w *Win[T]) dynNeighbours(buf []T) (before, after int) {
 	return before, after
 }
 
-// Detach removes the buffer attached at base (Attach's result) from this rank's dynamic
-// window: afterwards the buffer belongs to the caller again. Every access of a peer to
-// it in a later epoch fails with ErrRange (the buffer's key is revoked as well). A peer
-// must not access the buffer in an epoch that Detach overlaps (MPI calls it erroneous):
-// such an access may fail, and on a peer reaching it through the transport may break
-// that peer's connection to this rank. Detach does not block (ctx is for symmetry with
-// the other calls).
-//
-// Errors (*Error): ErrFlavor for a window that is not dynamic; ErrRange if base is not
-// the base of an attached buffer; ErrFreed.
-func (w *Win[T]) Detach(ctx context.Context, base int) error {
+func (w *dynState[T]) Detach(ctx context.Context, base int) error {
 	const op = "detach"
 	if err := w.dynCheck(op); err != nil {
 		return err
 	}
 	slot, gb, off := dynSplit(base)
-	d := &w.dyn
+	d := w
 	d.mu.Lock()
 	if base < 0 || off != 0 || slot >= len(d.own) || d.own[slot].buf == nil || d.own[slot].gen&(1<<dynGenBits-1) != gb {
 		d.mu.Unlock()
@@ -230,8 +206,8 @@ func (w *Win[T]) Detach(ctx context.Context, base int) error {
 
 // dynFreeSlot returns a free slot of this rank's directory, the one after the last taken
 // first (round robin: a slot is reused as late as possible), or -1. d.mu is held.
-func (w *Win[T]) dynFreeSlot() int {
-	d := &w.dyn
+func (w *dynState[T]) dynFreeSlot() int {
+	d := w
 	if d.own == nil {
 		d.own = make([]dynOwn[T], w.lay.dynSlots)
 	}
@@ -243,7 +219,7 @@ func (w *Win[T]) dynFreeSlot() int {
 	return -1
 }
 
-func (w *Win[T]) dynCheck(op string) error {
+func (w *dynState[T]) dynCheck(op string) error {
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
 	}
@@ -265,8 +241,8 @@ func dynSplit(disp int) (slot int, gen uint64, off int) {
 
 // freeDynamic releases this rank's attachments and the resolved ones of peers (Free, and
 // a failed creation).
-func (w *Win[T]) freeDynamic() {
-	d := &w.dyn
+func (w *dynState[T]) freeDynamic() {
+	d := w
 	d.mu.Lock()
 	own, peers, readers := d.own, d.peers, d.all
 	d.own, d.peers, d.readers, d.all = nil, nil, nil, nil
@@ -289,7 +265,7 @@ func (w *Win[T]) freeDynamic() {
 }
 
 // dynSpan resolves an access to a dynamic window (called by access, rma.go).
-func (w *Win[T]) dynSpan(op string, t *target[T], disp, n int) (span[T], error) {
+func (w *dynState[T]) dynSpan(op string, t *target[T], disp, n int) (span[T], error) {
 	slot, gb, off := dynSplit(disp)
 	if disp < 0 || n < 0 || gb == 0 || slot >= w.lay.dynSlots {
 		return span[T]{}, werrf(op, t.rank, disp, ErrRange, "displacement %d names no attachment of rank %d", disp, t.rank)
@@ -328,9 +304,9 @@ func (w *Win[T]) dynSpan(op string, t *target[T], disp, n int) (span[T], error) 
 }
 
 // dynSelf resolves an access to this rank's own attachment: its memory, directly.
-func (w *Win[T]) dynSelf(op string, t *target[T], disp, n int) (span[T], error) {
+func (w *dynState[T]) dynSelf(op string, t *target[T], disp, n int) (span[T], error) {
 	slot, gb, off := dynSplit(disp)
-	d := &w.dyn
+	d := w
 	d.mu.Lock()
 	var buf []T
 	link := uint64(0)
@@ -356,7 +332,7 @@ func (w *Win[T]) dynSelf(op string, t *target[T], disp, n int) (span[T], error) 
 
 // dynMapped resolves slot of t, whose metadata is mapped: the generation word is one
 // atomic load. A zero dynPeer means no matching attachment.
-func (w *Win[T]) dynMapped(t *target[T], slot int, gb uint64) (dynPeer, error) {
+func (w *dynState[T]) dynMapped(t *target[T], slot int, gb uint64) (dynPeer, error) {
 	e := w.lay.dyn + slot*dynEntryWords
 	for {
 		g := load(t.mw, e)
@@ -380,7 +356,7 @@ func (w *Win[T]) dynMapped(t *target[T], slot int, gb uint64) (dynPeer, error) {
 
 // dynRemote resolves slot of t through the transport: one RDMA read of the entry; a
 // second read of its generation word when the attachment is new here.
-func (w *Win[T]) dynRemote(t *target[T], slot int, gb uint64) (dynPeer, error) {
+func (w *dynState[T]) dynRemote(t *target[T], slot int, gb uint64) (dynPeer, error) {
 	off := uint64((w.lay.dyn + slot*dynEntryWords) * wordLen)
 	r := w.dynReader()
 	defer w.dynPutReader(r)
@@ -408,7 +384,7 @@ func (w *Win[T]) dynRemote(t *target[T], slot int, gb uint64) (dynPeer, error) {
 
 // dynRead reads len(dst) words at byte offset off of t's metadata and waits for them. A
 // failed peer fails the counter: it never hangs.
-func (w *Win[T]) dynRead(r *dynReader, t *target[T], off uint64, dst []uint64) error {
+func (w *dynState[T]) dynRead(r *dynReader, t *target[T], off uint64, dst []uint64) error {
 	if err := t.meta.Read(r.ctr, off, asBytes(dst)); err != nil {
 		return err
 	}
@@ -419,8 +395,8 @@ func dynMatch(g, gb uint64) bool { return g&1 == 1 && (g>>1)&(1<<dynGenBits-1) =
 
 // dynCached returns the cached attachment of rank's slot if it was resolved under
 // generation word g.
-func (w *Win[T]) dynCached(rank, slot int, g uint64) (dynPeer, bool) {
-	d := &w.dyn
+func (w *dynState[T]) dynCached(rank, slot int, g uint64) (dynPeer, bool) {
+	d := w
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.peers == nil || d.peers[rank] == nil {
@@ -432,7 +408,7 @@ func (w *Win[T]) dynCached(rank, slot int, g uint64) (dynPeer, bool) {
 
 // dynResolve attaches the region described by entry ent of t's slot and caches it,
 // replacing (and closing) an attachment of an older generation.
-func (w *Win[T]) dynResolve(t *target[T], slot int, ent *[dynEntryWords]uint64) (dynPeer, error) {
+func (w *dynState[T]) dynResolve(t *target[T], slot int, ent *[dynEntryWords]uint64) (dynPeer, error) {
 	n := int(ent[1] & (dynMaxElems - 1))
 	dl := int(ent[1] >> 56)
 	if dl > dynDescMax {
@@ -448,7 +424,7 @@ func (w *Win[T]) dynResolve(t *target[T], slot int, ent *[dynEntryWords]uint64) 
 		return dynPeer{}, fmt.Errorf("rank %d's attachment %d: region of %d bytes for %d elements", t.rank, slot, rm.Size(), n)
 	}
 	p := dynPeer{gen: ent[0], n: n, rm: rm}
-	d := &w.dyn
+	d := w
 	d.mu.Lock()
 	if d.peers == nil {
 		d.peers = make([][]dynPeer, w.size)
@@ -472,8 +448,8 @@ func (w *Win[T]) dynResolve(t *target[T], slot int, ent *[dynEntryWords]uint64) 
 }
 
 // dynReader returns an idle directory reader, making one if none is idle.
-func (w *Win[T]) dynReader() *dynReader {
-	d := &w.dyn
+func (w *dynState[T]) dynReader() *dynReader {
+	d := w
 	d.mu.Lock()
 	if n := len(d.readers); n > 0 {
 		r := d.readers[n-1]
@@ -489,8 +465,8 @@ func (w *Win[T]) dynReader() *dynReader {
 	return r
 }
 
-func (w *Win[T]) dynPutReader(r *dynReader) {
-	d := &w.dyn
+func (w *dynState[T]) dynPutReader(r *dynReader) {
+	d := w
 	d.mu.Lock()
 	d.readers = append(d.readers, r)
 	d.mu.Unlock()
@@ -521,7 +497,7 @@ func crossing(link uint64, k int, err error) error {
 
 // dynLinkWord reads the link word of t's slot afresh: an atomic load when t's metadata
 // is mapped, else one RDMA read.
-func (w *Win[T]) dynLinkWord(t *target[T], slot int) (uint64, error) {
+func (w *dynState[T]) dynLinkWord(t *target[T], slot int) (uint64, error) {
 	e := w.lay.dyn + slot*dynEntryWords + dynLink
 	if t.mw != nil {
 		return load(t.mw, e), nil

@@ -63,12 +63,12 @@ func werr(op string, rank, disp int, err error) error {
 
 // freedErr is the ErrFreed error of call op on w after its Free. It names the window as
 // hang reports do ("win3"), with the name SetName gave it, and says what to do.
-func (w *Win[T]) freedErr(op string, rank, disp int) error {
+func (w *house[T]) freedErr(op string, rank, disp int) error {
 	label := "this window"
-	if w.fenceSig != nil {
-		label = w.fenceSig.Win
+	if w.label != "" {
+		label = w.label
 	}
-	if name := w.Name(); name != "" {
+	if name, _ := w.attrs.Name(); name != "" {
 		label += fmt.Sprintf(" (%q)", name)
 	}
 	return werrf(op, rank, disp, ErrFreed, "%s: Free was called on it, and a freed window takes no calls "+

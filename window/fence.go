@@ -20,23 +20,14 @@ const (
 	NoSucceed                    // Fence: no RMA call of this rank follows the fence: it closes the epoch
 )
 
-// Fence completes every RMA operation of this rank issued since the previous Fence (at
-// the origin and at the target), makes this rank's own stores to its window memory
-// visible to the others, and synchronizes every rank of the window: collective. It opens
-// an access and exposure epoch to every rank, unless assert has NoSucceed, that RMA
-// calls may use until the next Fence. As in MPI, a Fence that no RMA call of this rank
-// follows opens nothing that a Lock, LockAll, Post or Start (which end it) must wait
-// for. A Fence while this rank holds a lock (passive-target epoch) or has a PSCW epoch
-// open fails with ErrEpoch, and so does one asserting NoPrecede after RMA calls of this
-// rank in the epoch it closes (it completes them first, so no rank is left waiting).
-func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
+func (w *epochs[T]) Fence(ctx context.Context, assert Assert) error {
 	if w.ob != nil {
 		return w.ob.sync(prof.CallFence, -1, -1, func() error { return w.fence(ctx, assert) })
 	}
 	return w.fence(ctx, assert)
 }
 
-func (w *Win[T]) fence(ctx context.Context, assert Assert) error {
+func (w *epochs[T]) fence(ctx context.Context, assert Assert) error {
 	const op = "fence"
 	if !w.flags { // a Barrier on the window's World, in its turn (comm.go)
 		if err := w.commRef.enter(ctx); err != nil {
@@ -62,11 +53,11 @@ func (w *Win[T]) fence(ctx context.Context, assert Assert) error {
 			return werr(op, -1, -1, err)
 		}
 	}
-	if err := w.flushAll(ctx, op); err != nil {
+	if err := w.dp.flushAll(ctx, op); err != nil {
 		return err
 	}
 	if assert&NoStore == 0 {
-		if err := w.ownerSync(ctx); err != nil { // cache.go
+		if err := w.coh.ownerSync(ctx); err != nil { // cache.go
 			return werr(op, -1, -1, err)
 		}
 	}
@@ -99,7 +90,7 @@ func (w *Win[T]) fence(ctx context.Context, assert Assert) error {
 // an epoch only if RMA calls and another Fence follow it (MPI 12.5.1): when no RMA call
 // of this rank followed the last Fence, its epoch ends here; when some did, op fails
 // with ErrEpoch.
-func (w *Win[T]) fenceGiveWay(op string, rank int) error {
+func (w *epochs[T]) fenceGiveWay(op string, rank int) error {
 	if !w.fenceOn {
 		return nil
 	}
@@ -118,7 +109,7 @@ func (w *Win[T]) fenceGiveWay(op string, rank int) error {
 // metadata, it goes through the fence words: one store per peer, then a wait on this
 // rank's doorbell. Otherwise it is the collectives' Barrier on the window's World, which
 // connects no pair that the World's own collectives do not.
-func (w *Win[T]) barrier(ctx context.Context, at blocked) error {
+func (w *epochs[T]) barrier(ctx context.Context, at blocked) error {
 	if !w.flags {
 		if at.t != nil { // the waits on w.comm, marked internal, are named by the call
 			at.t.BeginSig(at.sig, at.seq)
@@ -140,16 +131,4 @@ func (w *Win[T]) barrier(ctx context.Context, at blocked) error {
 		}
 		return true
 	}, w.checkPeers)
-}
-
-// checkPeers returns the error of a failed peer of the window, or nil.
-func (w *Win[T]) checkPeers() error {
-	for r := range w.tg {
-		if m := w.tg[r].meta; m != nil {
-			if err := m.Err(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -76,10 +76,10 @@ func (w *Win[T]) retire(ctx context.Context, seq uint64) error {
 	if err := w.track.Check(ctx, seq, w.freeSig); err != nil {
 		return werr(op, -1, -1, err)
 	}
-	mine := w.freeVerdict()
+	mine := w.ep.freeVerdict()
 	if mine.ok() {
 		// Completing the operations early is harmless if a peer refuses.
-		if err := w.flushAll(ctx, op); err != nil {
+		if err := w.dp.flushAll(ctx, op); err != nil {
 			return err
 		}
 	}
@@ -92,10 +92,10 @@ func (w *Win[T]) retire(ctx context.Context, seq uint64) error {
 		return mine.err(op)
 	}
 	w.freed.Store(true)
-	if w.fenceOn {
+	if w.ep.fenceOn {
 		w.ob.ends(epFence) // the last Fence did not assert NoSucceed
 	}
-	w.closeRemotes()
+	w.dp.closeRemotes()
 	if aerr != nil {
 		// Peers may have agreed and gone on to free (a collective can end at some ranks
 		// and fail at others), so this rank frees too, as after a failed barrier.
@@ -121,7 +121,7 @@ func (w *Win[T]) agree(ctx context.Context, mine verdict) (verdict, error) {
 
 // freeVerdict is this rank's vote in Free's agreement: freeOK, or the first epoch it has
 // open (LockAll, a Lock on the lowest locked rank, PSCW access, PSCW exposure).
-func (w *Win[T]) freeVerdict() verdict {
+func (w *epochs[T]) freeVerdict() verdict {
 	switch {
 	case w.lockAll:
 		return refusal(w.rank, refuseLockAll, 0)

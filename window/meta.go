@@ -33,6 +33,10 @@ const (
 
 const lockExcl = uint64(1) << 63
 
+// dynEntryWords is the size of one entry of a dynamic window's attachment directory, in
+// words (dynamic.go).
+const dynEntryWords = 8
+
 type layout struct {
 	size     int
 	post     int // first PSCW post word

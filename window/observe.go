@@ -159,19 +159,3 @@ func (ob *winObs) lockEnds(rank int) {
 		ob.o.Event(trace.Epoch, ob.lockAt[rank], 0, ob.o.Job(ob.members, rank), ob.labels[lEpochLock])
 	}
 }
-
-// observedPut is Put under observation.
-func (w *Win[T]) observedPut(origin []T, rank, disp int) error {
-	c := w.ob.begin(prof.CallPut)
-	err := w.put(origin, rank, disp)
-	w.ob.rma(c, rank, len(origin)*w.esize, -1, -1, err)
-	return err
-}
-
-// observedGet is Get under observation.
-func (w *Win[T]) observedGet(result []T, rank, disp int) error {
-	c := w.ob.begin(prof.CallGet)
-	err := w.get(result, rank, disp)
-	w.ob.rma(c, rank, 0, len(result)*w.esize, -1, err) // an empty request out, the data back
-	return err
-}

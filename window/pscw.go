@@ -25,42 +25,14 @@ import (
 // its metadata; otherwise a remote fetch-and-add. Complete's increment is posted only after
 // the flush has returned: the target sees the Complete after the data.
 
-// pscwState is the state of general active-target synchronization. Changed by the PSCW
-// calls only (synchronization calls: never concurrent with each other or with RMA calls).
-type pscwState struct {
-	accessOn   bool  // Start opened an access epoch that Complete has not closed
-	exposureOn bool  // Post opened an exposure epoch that Wait or Test has not closed
-	access     []int // the group of the access epoch (reused storage)
-	exposure   []int // the group of the exposure epoch (reused storage)
-
-	started []uint64 // per target: Posts consumed by Start
-	waited  []uint64 // per origin: Completes consumed by Wait and Test
-	seen    []bool   // scratch for group validation
-}
-
-// active reports whether an access or exposure epoch is open.
-func (s *pscwState) active() bool { return s.accessOn || s.exposureOn }
-
-// Post opens an exposure epoch of this rank's window for the origins in group (ranks of
-// the window, each at most once; this rank may be one of them): each origin's matching
-// Start may return once Post has run. This rank's stores to its window memory before Post
-// are visible to the origins' Gets (unless assert has NoStore, which promises there were
-// none). With NoCheck the origins' matching Starts must carry NoCheck too: neither call
-// then touches the handshake words (MPI_MODE_NOCHECK: the program knows the Post came
-// first). Post does not wait for the origins.
-//
-// Errors (*Error): ErrEpoch if an exposure epoch is open already, or inside a Fence or
-// passive-target epoch; ErrInvalid for a bad group; ErrFreed; a failed origin's error.
-// After a failed Post (a failed origin) no exposure epoch is open, but the other origins
-// may already have been told.
-func (w *Win[T]) Post(ctx context.Context, group []int, assert Assert) error {
+func (w *epochs[T]) Post(ctx context.Context, group []int, assert Assert) error {
 	if w.ob != nil {
 		return w.ob.sync(prof.CallPost, -1, -1, func() error { return w.post(ctx, group, assert) })
 	}
 	return w.post(ctx, group, assert)
 }
 
-func (w *Win[T]) post(ctx context.Context, group []int, assert Assert) error {
+func (w *epochs[T]) post(ctx context.Context, group []int, assert Assert) error {
 	const op = "post"
 	if err := w.pscwCheck(op, group); err != nil {
 		return err
@@ -70,7 +42,7 @@ func (w *Win[T]) post(ctx context.Context, group []int, assert Assert) error {
 		return werrf(op, -1, -1, ErrEpoch, "an exposure epoch is already open (Wait first)")
 	}
 	if assert&NoStore == 0 {
-		if err := w.ownerSync(ctx); err != nil { // cache.go: own stores reach cached copies
+		if err := w.coh.ownerSync(ctx); err != nil { // cache.go: own stores reach cached copies
 			return werr(op, w.rank, -1, err)
 		}
 	}
@@ -90,24 +62,14 @@ func (w *Win[T]) post(ctx context.Context, group []int, assert Assert) error {
 	return nil
 }
 
-// Start opens an access epoch to the targets in group (ranks of the window, each at most
-// once; this rank may be one of them): afterwards Put, Get and the accumulates may name
-// them. Start returns once every target has posted the matching exposure epoch (with
-// NoCheck at once: the matching Posts carry NoCheck too and came first). While it waits
-// it checks ctx and the targets' liveness: a failed target's error is returned, never a
-// hang. A failed Start changes nothing: it may be called again.
-//
-// Errors (*Error): ErrEpoch if an access epoch is open already, or inside a Fence or
-// passive-target epoch; ErrInvalid for a bad group; ErrFreed; ctx's error; a failed
-// target's error.
-func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
+func (w *epochs[T]) Start(ctx context.Context, group []int, assert Assert) error {
 	if w.ob != nil {
 		return w.ob.sync(prof.CallStart, -1, -1, func() error { return w.start(ctx, group, assert) })
 	}
 	return w.start(ctx, group, assert)
 }
 
-func (w *Win[T]) start(ctx context.Context, group []int, assert Assert) error {
+func (w *epochs[T]) start(ctx context.Context, group []int, assert Assert) error {
 	const op = "start"
 	if err := w.pscwCheck(op, group); err != nil {
 		return err
@@ -143,22 +105,14 @@ func (w *Win[T]) start(ctx context.Context, group []int, assert Assert) error {
 	return nil
 }
 
-// Complete closes the access epoch opened by Start: every operation of the epoch is
-// complete at its target (the origin buffers may be reused) when Complete returns, and
-// each target's Wait can return once Complete has told it. The epoch is closed even when
-// Complete fails; a target whose operations could not be completed (it failed) is not
-// told, the others are.
-//
-// Errors (*Error): ErrEpoch without an open access epoch; ErrFreed; ctx's error; a failed
-// target's error (the first).
-func (w *Win[T]) Complete(ctx context.Context) error {
+func (w *epochs[T]) Complete(ctx context.Context) error {
 	if w.ob != nil {
 		return w.ob.sync(prof.CallComplete, -1, -1, func() error { return w.complete(ctx) })
 	}
 	return w.complete(ctx)
 }
 
-func (w *Win[T]) complete(ctx context.Context) error {
+func (w *epochs[T]) complete(ctx context.Context) error {
 	const op = "complete"
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
@@ -170,9 +124,9 @@ func (w *Win[T]) complete(ctx context.Context) error {
 	var first error
 	for _, r := range s.access {
 		t := &w.tg[r]
-		err := w.flush(ctx, t, op)
+		err := w.dp.flush(ctx, t, op)
 		if err == nil && r == w.rank {
-			err = werr(op, r, -1, w.ownerSync(ctx)) // Puts to self reach cached copies
+			err = werr(op, r, -1, w.coh.ownerSync(ctx)) // Puts to self reach cached copies
 		}
 		if err == nil {
 			err = werr(op, r, -1, w.addMeta(ctx, t, w.lay.done+w.rank))
@@ -187,21 +141,14 @@ func (w *Win[T]) complete(ctx context.Context) error {
 	return first
 }
 
-// Wait closes the exposure epoch opened by Post once every origin of its group has called
-// Complete: their operations on this rank's window memory are then complete and visible to
-// this rank's loads. While it waits it checks ctx and the origins' liveness: a failed
-// origin's error is returned, never a hang, and the epoch stays open.
-//
-// Errors (*Error): ErrEpoch without an open exposure epoch; ErrFreed; ctx's error; a
-// failed origin's error.
-func (w *Win[T]) Wait(ctx context.Context) error {
+func (w *epochs[T]) Wait(ctx context.Context) error {
 	if w.ob != nil {
 		return w.ob.sync(prof.CallWaitEpoch, -1, -1, func() error { return w.wait(ctx) })
 	}
 	return w.wait(ctx)
 }
 
-func (w *Win[T]) wait(ctx context.Context) error {
+func (w *epochs[T]) wait(ctx context.Context) error {
 	const op = "wait"
 	if err := w.exposureCheck(op); err != nil {
 		return err
@@ -213,12 +160,7 @@ func (w *Win[T]) wait(ctx context.Context) error {
 	return nil
 }
 
-// Test is Wait without waiting: it reports whether every origin has called Complete, and
-// closes the exposure epoch if so. It returns false and a failed origin's error if one of
-// those that have not completed failed.
-//
-// Errors (*Error): as Wait, without ctx's.
-func (w *Win[T]) Test() (bool, error) {
+func (w *epochs[T]) Test() (bool, error) {
 	if w.ob == nil {
 		return w.test()
 	}
@@ -228,7 +170,7 @@ func (w *Win[T]) Test() (bool, error) {
 	return done, err
 }
 
-func (w *Win[T]) test() (bool, error) {
+func (w *epochs[T]) test() (bool, error) {
 	const op = "test"
 	if err := w.exposureCheck(op); err != nil {
 		return false, err
@@ -240,7 +182,7 @@ func (w *Win[T]) test() (bool, error) {
 	return true, nil
 }
 
-func (w *Win[T]) exposureCheck(op string) error {
+func (w *epochs[T]) exposureCheck(op string) error {
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
 	}
@@ -251,7 +193,7 @@ func (w *Win[T]) exposureCheck(op string) error {
 }
 
 // completed reports whether every origin of the exposure epoch has completed.
-func (w *Win[T]) completed() bool {
+func (w *epochs[T]) completed() bool {
 	s := &w.pscw
 	for _, r := range s.exposure {
 		if load(w.mw, w.lay.done+r) < s.waited[r]+1 {
@@ -261,7 +203,7 @@ func (w *Win[T]) completed() bool {
 	return true
 }
 
-func (w *Win[T]) endExposure() {
+func (w *epochs[T]) endExposure() {
 	s := &w.pscw
 	for _, r := range s.exposure {
 		s.waited[r]++
@@ -272,7 +214,7 @@ func (w *Win[T]) endExposure() {
 
 // originsErr returns the error (naming it) of a failed origin of the exposure epoch that
 // has not completed, or nil.
-func (w *Win[T]) originsErr(op string) error {
+func (w *epochs[T]) originsErr(op string) error {
 	s := &w.pscw
 	for _, r := range s.exposure {
 		if load(w.mw, w.lay.done+r) > s.waited[r] {
@@ -286,7 +228,7 @@ func (w *Win[T]) originsErr(op string) error {
 }
 
 // pscwCheck checks the state and the group of a Post or Start.
-func (w *Win[T]) pscwCheck(op string, group []int) error {
+func (w *epochs[T]) pscwCheck(op string, group []int) error {
 	if err := w.usable(op, -1, -1); err != nil {
 		return err
 	}
@@ -325,7 +267,7 @@ func (w *Win[T]) pscwCheck(op string, group []int) error {
 
 // addMeta adds 1 to metadata word i of t: a CPU atomic on mapped metadata (this rank's
 // own included), a remote fetch-and-add otherwise.
-func (w *Win[T]) addMeta(ctx context.Context, t *target[T], i int) error {
+func (w *epochs[T]) addMeta(ctx context.Context, t *target[T], i int) error {
 	if t.mw != nil {
 		add(t.mw, i, 1)
 		ring(t.mw)

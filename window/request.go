@@ -112,20 +112,8 @@ func (r *Request) waitLocked(ctx context.Context) (bool, error) {
 	return true, r.err
 }
 
-// reqState is a window's bookkeeping of request-based operations: a pool of counters (one
-// per outstanding request, so that waiting for one never waits for another operation)
-// and the outstanding requests per target, which a flush of the target completes.
-type reqState struct {
-	n atomic.Int64 // outstanding requests: flushes look no further while it is 0
-
-	mu     sync.Mutex
-	free   []*substrate.Counter
-	out    [][]*Request // by target rank
-	closed bool         // the window was freed: counters are closed, not pooled
-}
-
 // newRequest returns an outstanding request with a counter of its own.
-func (w *Win[T]) newRequest(name string, rank, disp int) *Request {
+func (w *dataPath[T]) newRequest(name string, rank, disp int) *Request {
 	st := &w.reqs
 	r := &Request{st: st, name: name, rank: rank, disp: disp}
 	st.mu.Lock()
@@ -190,7 +178,7 @@ func (st *reqState) abandon(r *Request, err error) {
 
 // flushRequests completes the outstanding requests to t (called by flush); it returns
 // the first of their errors, or ctx's.
-func (w *Win[T]) flushRequests(ctx context.Context, t *target[T]) error {
+func (w *dataPath[T]) flushRequests(ctx context.Context, t *target[T]) error {
 	st := &w.reqs
 	if st.n.Load() == 0 {
 		return nil
@@ -219,7 +207,7 @@ func (w *Win[T]) flushRequests(ctx context.Context, t *target[T]) error {
 }
 
 // closeRequests closes the counters of the request pool and of the accumulates (Free).
-func (w *Win[T]) closeRequests() {
+func (w *dataPath[T]) closeRequests() {
 	st := &w.reqs
 	st.mu.Lock()
 	st.closed = true
@@ -241,7 +229,7 @@ func (w *Win[T]) closeRequests() {
 }
 
 // reqAccess checks a request-based call: valid in a passive-target epoch only.
-func (w *Win[T]) reqAccess(name string, rank, disp, n int) (span[T], error) {
+func (w *dataPath[T]) reqAccess(name string, rank, disp, n int) (span[T], error) {
 	s, err := w.access(name, rank, disp, n)
 	if err != nil {
 		return s, err
@@ -252,12 +240,7 @@ func (w *Win[T]) reqAccess(name string, rank, disp, n int) (span[T], error) {
 	return s, nil
 }
 
-// Rput is Put returning a Request: origin belongs to the window until the request
-// completes (Wait, Test, or a Flush or Unlock of rank). It is valid in a passive-target
-// epoch only (Lock or LockAll; otherwise ErrEpoch). When Wait returns nil the data is in
-// rank's memory. To a mapped rank the copy is done when Rput returns and the Request is
-// already complete.
-func (w *Win[T]) Rput(origin []T, rank, disp int) (*Request, error) {
+func (w *dataPath[T]) Rput(origin []T, rank, disp int) (*Request, error) {
 	if w.ob == nil {
 		return w.rput(origin, rank, disp)
 	}
@@ -267,7 +250,7 @@ func (w *Win[T]) Rput(origin []T, rank, disp int) (*Request, error) {
 	return r, err
 }
 
-func (w *Win[T]) rput(origin []T, rank, disp int) (*Request, error) {
+func (w *dataPath[T]) rput(origin []T, rank, disp int) (*Request, error) {
 	const name = "rput"
 	s, err := w.reqAccess(name, rank, disp, len(origin))
 	if err != nil {
@@ -278,7 +261,7 @@ func (w *Win[T]) rput(origin []T, rank, disp int) (*Request, error) {
 		if w.coh != nil {
 			// As Put's: the next flush of rank invalidates the pages' cached copies at
 			// other hosts (without it they would serve the old bytes forever).
-			w.wroteMapped(s, len(origin)) // cache.go
+			w.coh.wroteMapped(s, len(origin)) // cache.go
 		}
 		return completed, nil
 	}
@@ -297,12 +280,7 @@ func (w *Win[T]) rput(origin []T, rank, disp int) (*Request, error) {
 	return r, nil
 }
 
-// Rget is Get returning a Request: result belongs to the window, and holds rank's data,
-// once the request completes (Wait, Test, or a Flush or Unlock of rank). It is valid in
-// a passive-target epoch only (Lock or LockAll; otherwise ErrEpoch). From a mapped rank,
-// or from a coherent cached copy, result is filled when Rget returns and the Request is
-// already complete.
-func (w *Win[T]) Rget(result []T, rank, disp int) (*Request, error) {
+func (w *dataPath[T]) Rget(result []T, rank, disp int) (*Request, error) {
 	if w.ob == nil {
 		return w.rget(result, rank, disp)
 	}
@@ -312,7 +290,7 @@ func (w *Win[T]) Rget(result []T, rank, disp int) (*Request, error) {
 	return r, err
 }
 
-func (w *Win[T]) rget(result []T, rank, disp int) (*Request, error) {
+func (w *dataPath[T]) rget(result []T, rank, disp int) (*Request, error) {
 	const name = "rget"
 	s, err := w.reqAccess(name, rank, disp, len(result))
 	if err != nil {
@@ -323,7 +301,7 @@ func (w *Win[T]) rget(result []T, rank, disp int) (*Request, error) {
 		return completed, nil
 	}
 	off := uint64(s.off * w.esize)
-	if len(result) == 0 || w.cacheGet(s, result, off) {
+	if len(result) == 0 || w.coh.cacheGet(s, result, off) {
 		return completed, nil
 	}
 	r := w.newRequest(name, rank, disp)
@@ -336,12 +314,7 @@ func (w *Win[T]) rget(result []T, rank, disp int) (*Request, error) {
 	return r, nil
 }
 
-// Raccumulate is Accumulate returning a Request, valid in a passive-target epoch only
-// (Lock or LockAll; otherwise ErrEpoch). gorma runs the operation when Raccumulate is
-// called (an accumulate holds the target's accumulate word from its read to its write,
-// see Accumulate), so the Request is complete when returned and origin is the caller's
-// again at once.
-func (w *Win[T]) Raccumulate(origin []T, rank, disp int, op collectives.Op[T]) (*Request, error) {
+func (w *dataPath[T]) Raccumulate(origin []T, rank, disp int, op collectives.Op[T]) (*Request, error) {
 	if w.ob == nil {
 		return w.raccumulate(origin, rank, disp, op)
 	}
@@ -351,7 +324,7 @@ func (w *Win[T]) Raccumulate(origin []T, rank, disp int, op collectives.Op[T]) (
 	return r, err
 }
 
-func (w *Win[T]) raccumulate(origin []T, rank, disp int, op collectives.Op[T]) (*Request, error) {
+func (w *dataPath[T]) raccumulate(origin []T, rank, disp int, op collectives.Op[T]) (*Request, error) {
 	const name = "raccumulate"
 	if _, err := w.reqAccess(name, rank, disp, len(origin)); err != nil {
 		return nil, err
@@ -363,11 +336,7 @@ func (w *Win[T]) raccumulate(origin []T, rank, disp int, op collectives.Op[T]) (
 	return completed, nil
 }
 
-// RgetAccumulate is GetAccumulate returning a Request, valid in a passive-target epoch
-// only (Lock or LockAll; otherwise ErrEpoch). As with Raccumulate the operation runs
-// when RgetAccumulate is called: the Request is complete when returned, result holds the
-// old values and origin is the caller's again at once.
-func (w *Win[T]) RgetAccumulate(origin, result []T, rank, disp int, op collectives.Op[T]) (*Request, error) {
+func (w *dataPath[T]) RgetAccumulate(origin, result []T, rank, disp int, op collectives.Op[T]) (*Request, error) {
 	if w.ob == nil {
 		return w.rgetAccumulate(origin, result, rank, disp, op)
 	}
@@ -377,7 +346,7 @@ func (w *Win[T]) RgetAccumulate(origin, result []T, rank, disp int, op collectiv
 	return r, err
 }
 
-func (w *Win[T]) rgetAccumulate(origin, result []T, rank, disp int, op collectives.Op[T]) (*Request, error) {
+func (w *dataPath[T]) rgetAccumulate(origin, result []T, rank, disp int, op collectives.Op[T]) (*Request, error) {
 	const name = "rget_accumulate"
 	if _, err := w.reqAccess(name, rank, disp, len(result)); err != nil {
 		return nil, err

@@ -1,15 +1,12 @@
 package window
 
 import (
+	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
-// Put copies origin into rank's window memory at displacement disp (in elements). On a
-// rank whose memory is mapped (this host, arena memory) it is a copy into the target's
-// memory and complete when Put returns. Otherwise it is an RDMA write, complete at the
-// next Flush, Unlock, Fence or Complete, and origin belongs to the window until then.
-func (w *Win[T]) Put(origin []T, rank, disp int) error {
+func (w *dataPath[T]) Put(origin []T, rank, disp int) error {
 	if w.ob == nil && w.coh == nil { // observe.go, cache.go: their own paths
 		if m := w.mappedAt(rank, disp, len(origin)); m != nil {
 			if len(origin) == 1 {
@@ -31,7 +28,7 @@ func (w *Win[T]) Put(origin []T, rank, disp int) error {
 // it, the range is in it and the memory is live; else nil, and the call takes its
 // checked path (errors included). It marks the Fence epoch used. The checks are loads
 // of this rank's own state and one atomic load of liveness.
-func (w *Win[T]) mappedAt(rank, disp, n int) []T {
+func (w *dataPath[T]) mappedAt(rank, disp, n int) []T {
 	if uint(rank) >= uint(len(w.tg)) {
 		return nil
 	}
@@ -47,7 +44,7 @@ func (w *Win[T]) mappedAt(rank, disp, n int) []T {
 	return m[disp : disp+n : disp+n]
 }
 
-func (w *Win[T]) put(origin []T, rank, disp int) error {
+func (w *dataPath[T]) put(origin []T, rank, disp int) error {
 	s, err := w.access("put", rank, disp, len(origin))
 	if c, ok := err.(*errCross); ok { // dynamic.go: into the next attachment
 		if err := w.put(origin[:c.k], rank, disp); err != nil {
@@ -61,17 +58,14 @@ func (w *Win[T]) put(origin []T, rank, disp int) error {
 	if s.mem != nil {
 		copyMapped(s.mem[s.off:s.off+len(origin)], origin)
 		if w.coh != nil {
-			w.wroteMapped(s, len(origin)) // cache.go
+			w.coh.wroteMapped(s, len(origin)) // cache.go
 		}
 		return nil
 	}
 	return w.putRemote(s, origin, disp)
 }
 
-// Get copies len(result) elements of rank's window memory at disp into result. From a
-// mapped rank it is complete when Get returns; otherwise result is filled by the next
-// Flush, Unlock, Fence or Complete (or at once when a cached copy serves it).
-func (w *Win[T]) Get(result []T, rank, disp int) error {
+func (w *dataPath[T]) Get(result []T, rank, disp int) error {
 	if w.ob == nil { // the fast path, as Put's; a mapped rank is never cached
 		if m := w.mappedAt(rank, disp, len(result)); m != nil {
 			if len(result) == 1 {
@@ -86,7 +80,7 @@ func (w *Win[T]) Get(result []T, rank, disp int) error {
 	return w.observedGet(result, rank, disp) // observe.go
 }
 
-func (w *Win[T]) get(result []T, rank, disp int) error {
+func (w *dataPath[T]) get(result []T, rank, disp int) error {
 	s, err := w.access("get", rank, disp, len(result))
 	if c, ok := err.(*errCross); ok { // dynamic.go: into the next attachment
 		if err := w.get(result[:c.k], rank, disp); err != nil {
@@ -114,23 +108,9 @@ type span[T runtime.Elem] struct {
 	off  int
 }
 
-// usable returns ErrFreed after Free, and an error wrapping runtime.ErrFinalized once the
-// World's Finalize has begun: Finalize unmaps this rank's arena and its peers' mappings,
-// which the window reads and writes directly. So every call checks first rather than
-// fault (a Put to this rank, a Fence on shm, a Sync did).
-func (w *Win[T]) usable(op string, rank, disp int) error {
-	if w.freed.Load() {
-		return w.freedErr(op, rank, disp)
-	}
-	if w.comm.Finalized() {
-		return werrf(op, rank, disp, runtime.ErrFinalized, "the World was finalized")
-	}
-	return nil
-}
-
 // access checks a call on rank's memory at disp for n elements and returns where it
 // lands.
-func (w *Win[T]) access(op string, rank, disp, n int) (span[T], error) {
+func (w *dataPath[T]) access(op string, rank, disp, n int) (span[T], error) {
 	if err := w.usable(op, rank, disp); err != nil {
 		return span[T]{}, err
 	}
@@ -148,7 +128,7 @@ func (w *Win[T]) access(op string, rank, disp, n int) (span[T], error) {
 		return span[T]{}, werr(op, rank, disp, err)
 	}
 	if w.flavor == FlavorDynamic {
-		return w.dynSpan(op, t, disp, n) // dynamic.go
+		return w.dyn.dynSpan(op, t, disp, n) // dynamic.go
 	}
 	if disp < 0 || n < 0 || disp > t.n || n > t.n-disp {
 		return span[T]{}, werrf(op, rank, disp, ErrRange, "%d elements at displacement %d of rank %d's %d", n, disp, rank, t.n)
@@ -159,7 +139,7 @@ func (w *Win[T]) access(op string, rank, disp, n int) (span[T], error) {
 	return span[T]{t: t, mem: t.mem, data: t.data, off: disp}, nil
 }
 
-func (w *Win[T]) putRemote(s span[T], origin []T, disp int) error {
+func (w *dataPath[T]) putRemote(s span[T], origin []T, disp int) error {
 	if len(origin) == 0 {
 		return nil
 	}
@@ -172,12 +152,12 @@ func (w *Win[T]) putRemote(s span[T], origin []T, disp int) error {
 	return nil
 }
 
-func (w *Win[T]) getRemote(s span[T], result []T, disp int) error {
+func (w *dataPath[T]) getRemote(s span[T], result []T, disp int) error {
 	if len(result) == 0 {
 		return nil
 	}
 	off := uint64(s.off * w.esize)
-	if w.cacheGet(s, result, off) { // cache.go: served from a coherent cached copy
+	if w.coh.cacheGet(s, result, off) { // cache.go: served from a coherent cached copy
 		return nil
 	}
 	s.t.pend.Store(true)
@@ -190,10 +170,26 @@ func (w *Win[T]) getRemote(s span[T], result []T, disp int) error {
 // wroteRemote records that bytes [off, off+n) of s's region were written through the
 // transport: the next flush of the target completes the write's coherence work
 // (invalidations of cached copies) as well.
-func (w *Win[T]) wroteRemote(s span[T], off uint64, n int) {
+func (w *dataPath[T]) wroteRemote(s span[T], off uint64, n int) {
 	s.t.pend.Store(true)
 	w.mu.Lock()
 	s.t.dirty = true
-	w.noteWrite(s, off, n) // cache.go
+	w.coh.noteWrite(s, off, n) // cache.go
 	w.mu.Unlock()
+}
+
+// observedPut is Put under observation.
+func (w *dataPath[T]) observedPut(origin []T, rank, disp int) error {
+	c := w.ob.begin(prof.CallPut)
+	err := w.put(origin, rank, disp)
+	w.ob.rma(c, rank, len(origin)*w.esize, -1, -1, err)
+	return err
+}
+
+// observedGet is Get under observation.
+func (w *dataPath[T]) observedGet(result []T, rank, disp int) error {
+	c := w.ob.begin(prof.CallGet)
+	err := w.get(result, rank, disp)
+	w.ob.rma(c, rank, 0, len(result)*w.esize, -1, err) // an empty request out, the data back
+	return err
 }

@@ -23,34 +23,15 @@ func NonContiguous() Option { return func(o *options) { o.noncontig = true } }
 // this host, one rank's after another's in rank order, mapped whole in each of them.
 // Set at creation, read-only until Free.
 type sharedState[T runtime.Elem] struct {
+	*house[T]
+
 	seg  *substrate.Region // the segment, at the host's lowest rank only
 	view *substrate.Remote // the lowest rank's segment mapped here, at the host's other ranks
 	mem  []T               // the whole segment in this process; nil when not contiguous
 	off  []int             // by rank: the element where its memory starts in mem; -1 off this host
 }
 
-// SharedQuery returns rank's window memory mapped in this process, for direct loads and
-// stores (MPI_Win_shared_query); for this rank it starts where Local() does. On a window
-// made by AllocateShared without NonContiguous, the memory of a host's ranks is one
-// segment, rank after rank. The slice of a rank of this host has the length that rank
-// asked for and reaches to the end of the segment. So v[:cap(v)] holds that rank's memory
-// and then every higher rank's of the host, as MPI indexes from the lowest rank's base. A
-// rank without memory gets an empty slice at its place. The slice aliases the memory of
-// rank: ordering loads and stores of different ranks through it is the program's business,
-// with the window's synchronization calls (Fence; or Sync on both sides around a Barrier
-// or another synchronizing message) or with sync/atomic-style accesses of its own. The
-// slice is valid until Free.
-//
-// A window of any flavor may be asked, as from MPI 4.0. One made by AllocateShared maps
-// every rank of its host. One made by Allocate maps the ranks of this host whose memory
-// the transport maps (shm). For any other rank of a window not made by AllocateShared
-// (Create's user memory, another host, a dynamic window) it returns nil and no error,
-// MPI's size 0 and NULL base.
-//
-// Errors (*Error): ErrNotShared for a rank of an AllocateShared window whose memory this
-// rank cannot map (on another host, or a world that reaches same-host ranks through tcp);
-// ErrInvalid for a rank out of range; ErrFreed.
-func (w *Win[T]) SharedQuery(rank int) ([]T, error) {
+func (w *sharedState[T]) SharedQuery(rank int) ([]T, error) {
 	const op = "shared_query"
 	if err := w.usable(op, rank, -1); err != nil {
 		return nil, err
@@ -97,7 +78,7 @@ const (
 // (substrate.ReachMap), itself included, in rank order. Every rank of a host computes the
 // same list: the runtime maps a peer's memory exactly when both share a host (or a node,
 // under a foreign process manager), which is an equivalence.
-func (w *Win[T]) hostRanks() []int {
+func (w *sharedState[T]) hostRanks() []int {
 	var g []int
 	for r := range w.size {
 		if substrate.ReachOf(w.comm, r).Has(substrate.ReachMap) {
@@ -114,7 +95,7 @@ func (w *Win[T]) hostRanks() []int {
 // each rank registers its own part (RegisterRegion) for peers that reach it through
 // the transport. Both exchanges run over the whole World, so that every rank calls the
 // same collectives; a rank alone on its host allocates its memory as Allocate does.
-func (w *Win[T]) allocShared(ctx context.Context, n int) error {
+func (w *sharedState[T]) allocShared(ctx context.Context, n int) error {
 	if w.opt.noncontig || w.size == 1 {
 		return w.allocOwn(n)
 	}
@@ -176,7 +157,7 @@ func hostTotal(all []uint64, group, off []int, esize int) int {
 // lowest (lead) and the host has other ranks, and returns this rank's record of the
 // second exchange: the segment's description, or why there is none. A non-nil error is
 // this rank's failure, which the record tells the others.
-func (w *Win[T]) leadSegment(lead, ranks, total int) ([]byte, error) {
+func (w *sharedState[T]) leadSegment(lead, ranks, total int) ([]byte, error) {
 	rec := make([]byte, recLen)
 	switch {
 	case lead != w.rank || ranks == 1 || total == 0:
@@ -219,7 +200,7 @@ func segVerdict(recs [][]byte, esize int) error {
 
 // mapSegment sets w.shm.mem to the host segment of total elements that rank lead
 // described in rec (mapping it unless this rank is lead).
-func (w *Win[T]) mapSegment(rec []byte, lead, total int) error {
+func (w *sharedState[T]) mapSegment(rec []byte, lead, total int) error {
 	switch {
 	case total == 0:
 		w.shm.mem = []T{}
@@ -260,7 +241,7 @@ func segDesc(rec []byte) ([]byte, error) {
 }
 
 // allocOwn gives the window memory of its own from the arena, as Allocate does.
-func (w *Win[T]) allocOwn(n int) error {
+func (w *sharedState[T]) allocOwn(n int) error {
 	var err error
 	if w.data, err = substrate.AllocRegion(w.comm, dataBytes(n*w.esize)); err != nil {
 		return err
@@ -274,7 +255,7 @@ func (w *Win[T]) allocOwn(n int) error {
 
 // mapHost points the reached ranks of this host at their memory in the host segment.
 // Creation calls it once every rank is reached.
-func (w *Win[T]) mapHost() {
+func (w *sharedState[T]) mapHost() {
 	m := w.shm.mem
 	if m == nil {
 		return
@@ -292,7 +273,7 @@ func (w *Win[T]) mapHost() {
 // to go (package arena's drain bound). Free calls it after the closing barrier, once
 // w.data no longer registers a part of the segment: a peer over the transport may use
 // that registration until the barrier.
-func (w *Win[T]) freeShared() {
+func (w *sharedState[T]) freeShared() {
 	if w.shm.view != nil {
 		w.shm.view.Close()
 		w.shm.view = nil

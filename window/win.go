@@ -7,63 +7,12 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
-
-// Flavor is how a window's memory was obtained.
-type Flavor uint8
-
-// Window flavors (MPI_WIN_FLAVOR_*).
-const (
-	FlavorAllocate Flavor = iota + 1 // Allocate: memory from the pre-registered arena
-	FlavorCreate                     // Create: the caller's slice
-	FlavorShared                     // AllocateShared: arena memory with SharedQuery
-	FlavorDynamic                    // CreateDynamic: memory attached later
-)
-
-var flavorNames = [...]string{"", "allocate", "create", "shared", "dynamic"}
-
-// trackNames are the hang reports' names of the creation calls, by flavor.
-var trackNames = [...]string{"", "window.Allocate", "window.Create", "window.AllocateShared", "window.CreateDynamic"}
-
-func (f Flavor) String() string {
-	if int(f) < len(flavorNames) && f != 0 {
-		return flavorNames[f]
-	}
-	return "Flavor(?)"
-}
-
-// Option configures a window at creation. Every rank must pass the same options.
-type Option func(*options)
-
-type options struct {
-	pageSize  int
-	cache     bool
-	dynSlots  int
-	noZero    bool
-	noncontig bool
-}
-
-// PageSize sets the page size (bytes, a power of two from 512 to 1 MiB; default 4096) of
-// the coherent page cache for cross-host targets.
-func PageSize(n int) Option { return func(o *options) { o.pageSize = n } }
-
-// NoCache switches the coherent page cache off: every Get from a cross-host target reads
-// the target's memory.
-func NoCache() Option { return func(o *options) { o.cache = false } }
-
-// NoZero makes Allocate and AllocateShared leave the window's memory as the arena holds
-// it, as MPI_Win_allocate does, instead of clearing it: a freed window's bytes may show.
-// It saves writing the whole window, during which the other ranks wait for this one
-// (`bin/rmabench --test alloc_free.allocate,alloc_free.nozero` measures both); the
-// program must initialize what it reads. Other constructors ignore it.
-func NoZero() Option { return func(o *options) { o.noZero = true } }
 
 // Win is an RMA window: memory of every rank of a World that every rank may access with
 // one-sided operations, in epochs opened and closed by its synchronization calls.
@@ -74,79 +23,16 @@ func NoZero() Option { return func(o *options) { o.noZero = true } }
 // with RMA calls that it is meant to order, as in MPI. The buffers of Put, Get and the
 // accumulates belong to the window until the call that completes the operation (Flush,
 // Unlock, Fence, Complete, or the Request's Wait) has returned.
+//
+// Win is a facade (api.go): each call goes to the part that owns it. The parts share the
+// house (house.go).
 type Win[T runtime.Elem] struct {
-	comm    *runtime.World
-	ob      *winObs    // the rank's observer (observe.go); nil when it does not observe
-	commRef *commEntry // comm's entry: counts this window while it is open (comm.go)
-	rank    int
-	size    int
-	esize   int
-	flavor  Flavor
-	opt     options
-	lay     layout
-
-	track *substrate.Track // names its calls in hang reports; closed by Free
-	// fenceSig and freeSig are the signatures of Fence and Free (Track.BeginSig, Check),
-	// naming the window "winK", K the number of the World's collective call that made it.
-	fenceSig, freeSig *substrate.CallSig
-
-	local   []T
-	data    *substrate.Region // nil for dynamic windows
-	meta    *substrate.Region
-	mw      []uint64 // this rank's metadata words
-	tg      []target[T]
-	coh     *coh[T]    // the page cache (cache.go); nil when off
-	flags   bool       // every rank maps every other rank's metadata: fences by flags
-	lazy    bool       // ranks are reached on first use (reach), not at creation
-	reachMu sync.Mutex // serializes reach
-	freed   atomic.Bool
-
-	// Epoch state: changed by synchronization calls only.
-	fenceSeq uint64
-	fenceOn  bool // a Fence opened an epoch that no Fence with NoSucceed closed
-	// fenceUsed: an RMA call of this rank since the last Fence (RMA calls set it, with
-	// a load first so that a fast path stores at most once per epoch; Fence clears it).
-	// A Fence's epoch holds RMA calls only if some follow it (MPI 12.5.1): without them
-	// a Lock, Post or Start may follow the Fence (fenceGiveWay).
-	fenceUsed atomic.Bool
-	locks     int // targets locked by this rank (passive epoch)
-	lockAll   bool
-	pscw      pscwState
-	dyn       dynState[T]    // dynamic windows (dynamic.go)
-	shm       sharedState[T] // AllocateShared's host segment (shared.go)
-
-	reqs  reqState // request-based operations (request.go)
-	attrs attrSet  // its name and attributes (attr.go)
-
-	mu sync.Mutex // guards the bookkeeping of the transport path (pending lists)
+	*house[T]
+	ep *epochs[T]   // Fence, PSCW, Lock and Flush (fence.go, pscw.go, lock.go)
+	dp *dataPath[T] // Put, Get, accumulates, atomics, requests (rma.go, accumulate.go, ...)
+	// freeSig is Free's signature (Track.BeginSig, Check).
+	freeSig *substrate.CallSig
 }
-
-// target is what a rank knows of one rank's window (itself included).
-type target[T runtime.Elem] struct {
-	rank int
-	n    int               // elements
-	data *substrate.Remote // nil for self, for dynamic windows and in a world of one
-	meta *substrate.Remote // nil for self
-	mem  []T               // direct view (self, or a mapped peer), else nil
-	mw   []uint64          // direct view of its metadata, else nil
-	ctr  *substrate.Counter
-
-	open  uint8       // openFence | openStart | openLock: an access epoch includes this rank
-	lock  uint8       // lockShared, lockExcl (held), or lockNoCheck
-	dirty bool        // the transport path wrote to it since the last flush (w.mu)
-	pend  atomic.Bool // transport-path requests were posted since the last flush
-	res   [16]byte
-	acc   accState[T] // accumulate-type operations (accumulate.go)
-
-	rec   []byte      // its creation record, kept until the rank is reached (reach)
-	ready atomic.Bool // data, meta, mem, mw and ctr are set: the rank is reached
-}
-
-const (
-	openFence uint8 = 1 << iota
-	openStart
-	openLock
-)
 
 // Local returns this rank's window memory (nil for a dynamic window). The slice dies with
 // the window: it must not be used after Free. For Allocate and AllocateShared windows, a
@@ -249,13 +135,11 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 		return nil, werr(op, -1, -1, err)
 	}
 	defer ce.leave()
-	w := &Win[T]{comm: ce.c, commRef: ce, rank: rw.Rank(), size: rw.Size(), esize: elemSize[T](), flavor: fl, opt: o,
-		lay: newLayout(rw.Size(), o.dynSlots), track: substrate.NewTrack(rw)}
-	w.tg = make([]target[T], w.size)
-	w.ob = newWinObs(rw, w.size)
+	w := newWin[T](ce, rw, fl, o)
 	seq := w.track.Next()
 	name := "win" + strconv.FormatUint(seq, 10)
-	w.fenceSig = &substrate.CallSig{Call: "window.Fence", Count: -1, Root: -1, Win: name}
+	w.label = name
+	w.ep.fenceSig = &substrate.CallSig{Call: "window.Fence", Count: -1, Root: -1, Win: name}
 	w.freeSig = &substrate.CallSig{Call: "window.Free", Count: -1, Root: -1, Win: name}
 	sig := &substrate.CallSig{Call: trackNames[fl], Count: -1, Root: -1}
 	w.track.BeginSig(sig, seq)
@@ -273,7 +157,7 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	}
 	switch fl {
 	case FlavorShared:
-		if err := w.allocShared(ctx, n); err != nil { // shared.go
+		if err := w.shm.allocShared(ctx, n); err != nil { // shared.go
 			return nil, werr(op, -1, -1, err)
 		}
 	case FlavorAllocate:
@@ -307,11 +191,11 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	if err := w.attach(recs); err != nil {
 		return nil, werr(op, -1, -1, err)
 	}
-	w.mapHost() // shared.go
-	w.flags = !w.lazy
+	w.shm.mapHost() // shared.go
+	w.ep.flags = !w.lazy
 	for r := range w.size {
 		if w.tg[r].ready.Load() && w.tg[r].mw == nil {
-			w.flags = false
+			w.ep.flags = false
 		}
 	}
 	// Every rank must agree on how fences synchronize: mapped metadata of every rank is
@@ -327,11 +211,23 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	return w, nil
 }
 
+// newWin assembles a window's house and parts, before anything is allocated.
+func newWin[T runtime.Elem](ce *commEntry, rw *runtime.World, fl Flavor, o options) *Win[T] {
+	h := &house[T]{comm: ce.c, commRef: ce, rank: rw.Rank(), size: rw.Size(), esize: elemSize[T](), flavor: fl, opt: o,
+		lay: newLayout(rw.Size(), o.dynSlots), track: substrate.NewTrack(rw)}
+	h.tg = make([]target[T], h.size)
+	h.ob = newWinObs(rw, h.size)
+	h.dyn = &dynState[T]{house: h}
+	h.shm = &sharedState[T]{house: h}
+	dp := &dataPath[T]{house: h}
+	return &Win[T]{house: h, dp: dp, ep: &epochs[T]{house: h, dp: dp}}
+}
+
 // A rank's record in the creation exchange: its element count and the descriptions of
 // its data and metadata regions.
 const recLen = 96
 
-func (w *Win[T]) exchange(ctx context.Context, n int) ([][]byte, error) {
+func (w *house[T]) exchange(ctx context.Context, n int) ([][]byte, error) {
 	rec := make([]byte, 0, recLen)
 	rec = binary.LittleEndian.AppendUint64(rec, uint64(n))
 	var d []byte
@@ -351,7 +247,7 @@ func (w *Win[T]) exchange(ctx context.Context, n int) ([][]byte, error) {
 
 // gatherRecords gives every rank every rank's record of recLen bytes (a multiple of 8),
 // through gatherWords.
-func (w *Win[T]) gatherRecords(ctx context.Context, rec []byte) ([][]byte, error) {
+func (w *house[T]) gatherRecords(ctx context.Context, rec []byte) ([][]byte, error) {
 	mine := make([]uint64, recLen/8)
 	copy(asBytes(mine), rec)
 	words, err := gatherWords(ctx, w.comm, mine)
@@ -402,7 +298,7 @@ func decodeRecord(rec []byte) (n int, ddesc, mdesc []byte, err error) {
 
 // attach records every rank's element count and reaches every rank, or only this one
 // when the window is lazy (the others on first use: reach).
-func (w *Win[T]) attach(recs [][]byte) error {
+func (w *house[T]) attach(recs [][]byte) error {
 	for r := range w.size {
 		t := &w.tg[r]
 		t.rank = r
@@ -427,15 +323,6 @@ func (w *Win[T]) attach(recs [][]byte) error {
 	return nil
 }
 
-// memReady is t.mem once the rank is reached, else nil: the RMA fast paths' view, safe
-// against a reach by a concurrent RMA call.
-func (t *target[T]) memReady() []T {
-	if !t.ready.Load() {
-		return nil
-	}
-	return t.mem
-}
-
 // eagerRanks is the largest window that reaches every rank at creation
 // (GORMA_WINDOW_EAGER, default 16). A larger window maps a rank's memory and metadata,
 // and connects to it, when this rank first needs it (reach), so that a window costs
@@ -451,7 +338,7 @@ func eagerRanks() int {
 // where the transport maps them. Safe for concurrent use; the check of a reached rank is
 // one atomic load. Every path that touches t.data, t.meta, t.mem, t.mw or t.ctr of
 // another rank calls it first, or reads ready (the RMA fast paths).
-func (w *Win[T]) reach(t *target[T]) error {
+func (w *house[T]) reach(t *target[T]) error {
 	if t.ready.Load() {
 		return nil
 	}
@@ -465,7 +352,7 @@ func (w *Win[T]) reach(t *target[T]) error {
 
 // reachTarget attaches t's rank from its record (under reachMu, or at creation). On an
 // error nothing stays attached, and a later reach tries again.
-func (w *Win[T]) reachTarget(t *target[T]) error {
+func (w *house[T]) reachTarget(t *target[T]) error {
 	r := t.rank
 	_, ddesc, mdesc, err := decodeRecord(t.rec)
 	if err != nil {
@@ -498,31 +385,13 @@ func (w *Win[T]) reachTarget(t *target[T]) error {
 	return nil
 }
 
-func (w *Win[T]) closeRemotes() {
-	w.closeCoherence()
-	w.closeRequests() // request.go
-	for r := range w.tg {
-		t := &w.tg[r]
-		if t.data != nil {
-			t.data.Close()
-		}
-		if t.meta != nil {
-			t.meta.Close()
-		}
-		if t.ctr != nil {
-			t.ctr.Close()
-		}
-		t.mem, t.mw, t.open = nil, nil, 0
-	}
-}
-
-func (w *Win[T]) releaseRegions() {
-	w.freeDynamic()
+func (w *house[T]) releaseRegions() {
+	w.dyn.freeDynamic()
 	w.freeCoherence()
 	if w.data != nil {
 		w.data.Free()
 	}
-	w.freeShared() // shared.go
+	w.shm.freeShared() // shared.go
 	if w.meta != nil {
 		w.meta.Free()
 	}
@@ -532,7 +401,7 @@ func (w *Win[T]) releaseRegions() {
 // releaseFailed undoes a creation that failed midway.
 func (w *Win[T]) releaseFailed() {
 	w.freed.Store(true)
-	w.closeRemotes()
+	w.dp.closeRemotes()
 	w.releaseRegions()
 }
 

@@ -104,3 +104,53 @@ func TestLazyWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestLazyWindowLockAtCreation: a lazy window's creation ends with its record exchange,
+// without a Barrier, so a rank may lock a peer that is still in Allocate. Right after
+// Allocate, with no Fence, every rank increments a counter at every other rank under an
+// exclusive Lock (Get, Flush, Put): the counters end at n-1 only if every peer's lock
+// word was cleared before any rank took it.
+func TestLazyWindowLockAtCreation(t *testing.T) {
+	t.Setenv("GORMA_WINDOW_EAGER", "2")
+	const n = 8
+	for _, tr := range []string{"shm", "tcp"} {
+		t.Run(tr, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
+			defer cancel()
+			opt := runtimetest.Options{Transport: tr, Timeout: 90 * time.Second}
+			runtimetest.Run(t, n, opt, func(w *runtime.World) error {
+				me := w.Rank()
+				win, err := window.Allocate[int64](ctx, w, 1, window.NoCache())
+				if err != nil {
+					return err
+				}
+				v := make([]int64, 1)
+				for i := 1; i < n; i++ {
+					r := (me + i) % n
+					if err := win.Lock(ctx, window.Exclusive, r, 0); err != nil {
+						return err
+					}
+					if err := win.Get(v, r, 0); err != nil {
+						return err
+					}
+					if err := win.Flush(ctx, r); err != nil {
+						return err
+					}
+					if err := win.Put([]int64{v[0] + 1}, r, 0); err != nil {
+						return err
+					}
+					if err := win.Unlock(ctx, r); err != nil {
+						return err
+					}
+				}
+				if err := collectives.Barrier(ctx, w); err != nil {
+					return err
+				}
+				if got := win.Local()[0]; got != n-1 {
+					return fmt.Errorf("rank %d: counter %d, want %d: an increment was lost", me, got, n-1)
+				}
+				return win.Free(ctx)
+			})
+		})
+	}
+}

@@ -15,25 +15,36 @@ import (
 // short REP MOVSB (the AVX path of memmove_amd64.s).
 const copyPiece = 512 << 10
 
+// ermsMin is the shortest copy (bytes) that copyMapped hands to copyPieces: below it
+// memmove's vector loop is as fast.
+const ermsMin = 32 << 10
+
 // copyMapped copies src into dst, one of them the window memory of a mapped rank, and
 // returns the number of elements copied.
 //
 // Non-temporal stores bypass the caches. The rank that receives a Put usually reads it
 // soon, and a benchmark loop rewrites one buffer: both then load from memory what a
-// cached copy left in the cache. So a copy up to the last-level cache's size (cachedMax)
-// goes in pieces of copyPiece bytes, which memmove makes with cached stores, as glibc's
-// memcpy (and so Open MPI's osc/sm) does below its own non-temporal threshold. A larger
-// copy outgrows the cache anyway: memmove copies it whole, streaming. Overlapping ranges
-// (a Put of a rank's own window memory to itself) always take memmove, whose direction
-// is right for them. `go test -run '^$' -bench CopyMapped ./window` compares the two
-// ways at each size.
+// cached copy left in the cache. So a copy from ermsMin bytes up to the last-level
+// cache's size (cachedMax) goes in pieces of copyPiece bytes (copyPieces: REP MOVSB
+// where fast, else memmove, which makes pieces under 1 MiB with cached stores), as
+// glibc's memcpy (and so Open MPI's osc/sm) does below its own non-temporal threshold.
+// A larger copy outgrows the cache anyway: memmove copies it whole, streaming.
+// Overlapping ranges (a Put of a rank's own window memory to itself) always take
+// memmove. `go test -run '^$' -bench CopyMapped ./window` compares the ways at each
+// size.
 func copyMapped[T runtime.Elem](dst, src []T) int {
 	n := min(len(dst), len(src))
 	nb := n * elemSize[T]()
-	if nb < 2*copyPiece || nb > cachedMax() || overlap(dst[:n], src[:n]) {
+	if nb < ermsMin || nb > cachedMax() || overlap(dst[:n], src[:n]) {
 		return copy(dst, src)
 	}
 	d, s := asBytes(dst[:n]), asBytes(src[:n])
+	if copyPieces(d, s) {
+		return n
+	}
+	if nb < 2*copyPiece {
+		return copy(dst, src)
+	}
 	for i := 0; i < nb; i += copyPiece {
 		j := min(i+copyPiece, nb)
 		copy(d[i:j], s[i:j])

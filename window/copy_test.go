@@ -6,7 +6,7 @@ import (
 )
 
 func TestCopyMapped(t *testing.T) {
-	for _, n := range []int{0, 1, 7, copyPiece - 1, 2 * copyPiece, 2*copyPiece + 3, 5*copyPiece + 1} {
+	for _, n := range []int{0, 1, 7, ermsMin - 1, ermsMin, ermsMin + 5, copyPiece - 1, copyPiece + 13, 2 * copyPiece, 2*copyPiece + 3, 5*copyPiece + 1} {
 		src := make([]byte, n)
 		for i := range src {
 			src[i] = byte(i*7 + 1)
@@ -73,7 +73,7 @@ func TestParseCacheSize(t *testing.T) {
 // may stream with non-temporal stores from 1 MiB) at each size, rewriting one
 // destination as rmabench's put_bw does, and then reading it as a target would.
 func BenchmarkCopyMapped(b *testing.B) {
-	for _, n := range []int{512 << 10, 1 << 20, 2 << 20, 8 << 20, 64 << 20} {
+	for _, n := range []int{32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 8 << 20, 64 << 20} {
 		src, dst := make([]byte, n), make([]byte, n)
 		for i := range src { // fault every page in before the clock starts
 			src[i], dst[i] = byte(i), byte(i)

@@ -17,8 +17,11 @@ import (
 // A wait follows the rank's waiting rule (substrate.WaitRule). It spins for the rule's
 // budget, then sleeps.
 //
-//   - While it spins it yields to the Go scheduler at each poll only where the rule says
-//     that wakes no thread (one P, or an oversubscribed host).
+//   - While it spins it yields to the Go scheduler every goschedEvery polls, and only
+//     where the rule says that wakes no thread (one P, or an oversubscribed host). A
+//     Gosched costs the scheduler's locks and a look at its timers: at every poll they
+//     would be most of a short wait, and the spin would see the word change late
+//     (`bin/golaunch -n 2 bin/rmabench --test fence,put_lat.pscw`).
 //   - On an oversubscribed host (more ranks than processors) each miss also gives the
 //     processor away (futex.Yield, sched_yield), for at least yieldFor: the rank waited
 //     for may be the one that needs the core. Open MPI's progress does the same when it
@@ -58,6 +61,9 @@ const (
 	// away at every miss: a peer that has not changed the word within it is computing,
 	// not waiting for a processor (the collectives' shmYieldFor).
 	yieldFor = time.Millisecond
+	// goschedEvery is how many polls a spin makes between yields to the rank's other
+	// goroutines (the runtime poller's spinYield).
+	goschedEvery = 64
 )
 
 // sleepMax bounds one sleep. A variable only so that a test can make a lost wake-up
@@ -137,7 +143,7 @@ func waitOn(ctx context.Context, at blocked, rt *runtime.World, bell []uint64, r
 			if rule.Oversub {
 				futex.Yield()
 			}
-			if yield || rule.Oversub {
+			if (yield || rule.Oversub) && i%goschedEvery == 0 {
 				goruntime.Gosched()
 			}
 		case bell != nil:

@@ -56,7 +56,9 @@ type rmw[T runtime.Elem] struct {
 func (w *dataPath[T]) Accumulate(origin []T, rank, disp int, op collectives.Op[T]) error {
 	if t, m := w.accMapped(rank, disp, len(origin), op.Valid()); m != nil {
 		if len(origin) == 1 {
-			applyOne(m, origin[0], op, &t.acc.one)
+			if !applyKind(m, origin[0], op.Kind()) {
+				applyOne(m, origin[0], op, &t.acc.one)
+			}
 		} else {
 			op.Apply(m, origin)
 		}
@@ -106,20 +108,10 @@ func (w *dataPath[T]) getAccumulate(name string, origin, result []T, rank, disp 
 // returns the target and the n elements at disp, the word held: the caller applies the
 // operator and releases the word (unlockAcc). Otherwise it returns nil, nil and the
 // call takes its checked path, which waits for a held word. Observed windows, windows
-// with a page cache and race builds (rmwMapped) take the checked path; so does n == 0.
+// with a page cache and race builds (rmwMapped) take the checked path (mapped). A call
+// of no elements takes the word and changes nothing.
 func (w *dataPath[T]) accMapped(rank, disp, n int, valid bool) (*target[T], []T) {
-	if w.ob != nil || w.coh != nil || raceEnabled || !valid || n == 0 {
-		return nil, nil
-	}
-	m := w.mappedAt(rank, disp, n)
-	if m == nil {
-		return nil, nil
-	}
-	t := &w.tg[rank]
-	if t.mw == nil || !cas(t.mw, mAcc, 0, w.accID()) {
-		return nil, nil
-	}
-	return t, m
+	return w.mapped(rank, disp, n, !valid, true)
 }
 
 // unlockAcc releases t's accumulate word, held through t's mapped metadata, with a
@@ -129,20 +121,29 @@ func (w *dataPath[T]) accMapped(rank, disp, n int, valid bool) (*target[T], []T)
 // operation.
 func (w *dataPath[T]) unlockAcc(t *target[T]) { release(t.mw, mAcc, 0) }
 
-// applyOne sets m[0] = m[0] op x. Sum, Replace and NoOp run inline; other operators go
-// through Apply with x in one, scratch that the accumulate word guards (a local array
-// would escape to the heap through the operator's function value).
+// applyOne sets m[0] = m[0] op x. Sum, Replace and NoOp run inline (applyKind); other
+// operators go through Apply with x in one, scratch that the accumulate word guards (a
+// local array would escape to the heap through the operator's function value).
 func applyOne[T runtime.Elem](m []T, x T, op collectives.Op[T], one *[1]T) {
-	switch op.Kind() {
+	if !applyKind(m, x, op.Kind()) {
+		one[0] = x
+		op.Apply(m[:1], one[:])
+	}
+}
+
+// applyKind sets m[0] = m[0] op x for the operators of kind k that need no call (Sum,
+// Replace, NoOp), and reports whether k was one of them.
+func applyKind[T runtime.Elem](m []T, x T, k collectives.OpKind) bool {
+	switch k {
 	case collectives.OpSum:
 		m[0] += x
 	case collectives.OpReplace:
 		m[0] = x
 	case collectives.OpNoOp:
 	default:
-		one[0] = x
-		op.Apply(m[:1], one[:])
+		return false
 	}
+	return true
 }
 
 // accumulate checks a and runs it on n elements of rank's memory at disp.
@@ -448,7 +449,9 @@ func (w *dataPath[T]) FetchAndOp(origin T, result *T, rank, disp int, op collect
 	}
 	if t, m := w.accMapped(rank, disp, 1, op.Valid()); m != nil {
 		old := m[0]
-		applyOne(m, origin, op, &t.acc.one)
+		if !applyKind(m, origin, op.Kind()) {
+			applyOne(m, origin, op, &t.acc.one)
+		}
 		w.unlockAcc(t)
 		*result = old
 		return nil

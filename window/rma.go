@@ -29,19 +29,32 @@ func (w *dataPath[T]) Put(origin []T, rank, disp int) error {
 // checked path (errors included). It marks the Fence epoch used. The checks are loads
 // of this rank's own state and one atomic load of liveness.
 func (w *dataPath[T]) mappedAt(rank, disp, n int) []T {
-	if uint(rank) >= uint(len(w.tg)) {
-		return nil
+	_, m := w.mapped(rank, disp, n, false, false)
+	return m
+}
+
+// mapped is mappedAt, which also returns the target. With acc set it is accMapped's
+// check: it also fails (nil, nil) for an invalid operator (invalid set), observed
+// windows, windows with a page cache and race builds, and takes the target's accumulate
+// word with one compare-and-swap through the target's mapped metadata, so that the
+// accumulate-type fast paths make one call.
+func (w *dataPath[T]) mapped(rank, disp, n int, invalid, acc bool) (*target[T], []T) {
+	if uint(rank) >= uint(len(w.tg)) || acc && (invalid || w.ob != nil || w.coh != nil || raceEnabled) {
+		return nil, nil
 	}
 	t := &w.tg[rank]
 	m := t.memReady()
 	if m == nil || t.open == 0 || uint(disp) > uint(len(m)) || uint(n) > uint(len(m)-disp) ||
 		!(t.data == nil && !w.comm.Finalized() || t.data != nil && t.data.Live()) {
-		return nil
+		return nil, nil
+	}
+	if acc && (t.mw == nil || !cas(t.mw, mAcc, 0, w.accID())) {
+		return nil, nil
 	}
 	if t.open&openFence != 0 && !w.fenceUsed.Load() {
 		w.fenceUsed.Store(true)
 	}
-	return m[disp : disp+n : disp+n]
+	return t, m[disp : disp+n : disp+n]
 }
 
 func (w *dataPath[T]) put(origin []T, rank, disp int) error {

@@ -25,7 +25,9 @@
 # targets, the load average at the end) is what bench/chart collect parses. The summary is
 # plain columns, not a pipe table: collect reads every pipe table of the output as a
 # case's or as the targets.
-# Usage: scripts/compare-rma.sh [REPS]   (environment: NP, TESTS, MAX_SIZE, ITERS, BUSY)
+# BASE=REV adds gorma built at git revision REV as the tool base, run in the same
+# alternation: its column and gorma/base show what the work since REV changed.
+# Usage: scripts/compare-rma.sh [REPS]   (environment: NP, TESTS, MAX_SIZE, ITERS, BUSY, BASE)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-3}
@@ -34,6 +36,7 @@ max_size=${MAX_SIZE:-1M}
 iters=${ITERS:-10000}
 busy=${BUSY:-200ms}
 np=${NP:-2}
+base=${BASE:-}
 if ! [[ $np =~ ^[0-9]+$ ]] || ((np < 2 || np % 2)); then
 	echo "compare-rma: NP=$np: rmabench pairs rank r with rank r^1, so the rank count must be even and at least 2: set NP=2 or NP=4" >&2
 	exit 2
@@ -52,6 +55,14 @@ fi
 mkdir -p bin
 CGO_ENABLED=0 go build -o bin/ ./launcher/cmd/golaunch ./apps/rmabench
 mpicc.openmpi -O2 -Wall -o bin/rmabench_mpi bench/mpi/rmabench.c
+if [[ -n $base ]]; then
+	src=$(mktemp -d)
+	git worktree add -q --detach "$src/tree" "$base"
+	mkdir -p bin/base
+	(cd "$src/tree" && CGO_ENABLED=0 go build -o "$OLDPWD/bin/base/" ./launcher/cmd/golaunch ./apps/rmabench)
+	git worktree remove --force "$src/tree"
+	rm -rf "$src"
+fi
 mpich=0
 if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
 	mpicc.mpich -O2 -Wall -o bin/rmabench_mpich bench/mpi/rmabench.c && mpich=1
@@ -62,6 +73,7 @@ fi
 args=(--max-size "$max_size" --iters "$iters" --busy "$busy")
 # rmabench_mpi takes sizes with K/M suffixes and durations in ms, like rmabench.
 gorma() { bin/golaunch -n "$np" --timeout 10m --tag-output=false bin/rmabench "${args[@]}" --test "$1"; }
+gorma_base() { bin/base/golaunch -n "$np" --timeout 10m --tag-output=false bin/base/rmabench "${args[@]}" --test "$1"; }
 # --oversubscribe lets NP exceed the cores; at NP <= cores Open MPI binds as without it.
 ompi() { mpirun.openmpi --allow-run-as-root --oversubscribe -n "$np" "${@:2}" bin/rmabench_mpi "${args[@]}" --test "$1"; }
 mpich_run() { mpiexec.mpich -n "$np" bin/rmabench_mpich "${args[@]}" --test "$1"; }
@@ -87,6 +99,7 @@ for ((i = 1; i <= reps; i++)); do
 	(
 		flock 9
 		gorma "$list" | rows gorma >>"$out/rows" || fail gorma
+		if [[ -n $base ]]; then gorma_base "$list" | rows base >>"$out/rows" || fail "gorma at $base"; fi
 		ompi "$sm_tests" --mca osc sm | rows ompi-sm >>"$out/rows" || fail "Open MPI osc/sm"
 		ompi "$default_tests" | rows ompi >>"$out/rows" || fail "Open MPI"
 		if ((mpich)); then mpich_run "$list" | rows mpich >>"$out/rows" || fail MPICH; fi
@@ -99,6 +112,7 @@ echo "# medians of $reps alternating repetitions; latency in us (median of the r
 echo "# ompi-sm: Open MPI with --mca osc sm; ompi: Open MPI's default osc component"
 echo "# ranks: $np (pairs 0 with 1, 2 with 3, ...: the even ranks measure at once, rank 0's figures; the Fences and alloc_free span all $np)"
 tools="gorma ompi-sm ompi"
+[[ -n $base ]] && tools="gorma base ompi-sm ompi" && echo "# base: gorma at $base ($(git rev-parse --short "$base"))"
 ((mpich)) && tools+=" mpich"
 awk -v tools="$tools" '
 function med(key,   n, a, i, j, t) {

@@ -103,15 +103,25 @@ func (w *dataPath[T]) getAccumulate(name string, origin, result []T, rank, disp 
 	return w.accumulate(&a, rank, disp, len(result))
 }
 
-// accMapped is the accumulate-type calls' fast path: a mapped target (mappedAt) whose
-// accumulate word one compare-and-swap takes, with valid set for a valid operator. It
-// returns the target and the n elements at disp, the word held: the caller applies the
-// operator and releases the word (unlockAcc). Otherwise it returns nil, nil and the
-// call takes its checked path, which waits for a held word. Observed windows, windows
-// with a page cache and race builds (rmwMapped) take the checked path (mapped). A call
-// of no elements takes the word and changes nothing.
+// accMapped is the accumulate-type calls' fast path, in one call: a mapped target (as
+// Put's fast path checks it) whose accumulate word one compare-and-swap takes, with
+// valid set for a valid operator. It returns the target and the n elements at disp, the
+// word held: the caller applies the operator and releases the word (unlockAcc).
+// Otherwise it returns nil, nil and the call takes its checked path, which waits for a
+// held word. Observed windows, windows with a page cache and race builds (rmwMapped)
+// take the checked path. A call of no elements takes the word and changes nothing.
 func (w *dataPath[T]) accMapped(rank, disp, n int, valid bool) (*target[T], []T) {
-	return w.mapped(rank, disp, n, !valid, true)
+	if !valid || w.ob != nil || w.coh != nil || raceEnabled || uint(rank) >= uint(len(w.tg)) {
+		return nil, nil
+	}
+	t := &w.tg[rank]
+	m := t.memReady()
+	if m == nil || t.open == 0 || uint(disp) > uint(len(m)) || uint(n) > uint(len(m)-disp) || !t.live(w.comm) ||
+		t.mw == nil || !cas(t.mw, mAcc, 0, w.accID()) {
+		return nil, nil
+	}
+	w.markFence(t)
+	return t, m[disp : disp+n : disp+n]
 }
 
 // unlockAcc releases t's accumulate word, held through t's mapped metadata, with a

@@ -6,13 +6,26 @@ import (
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
+// copyShort is the longest Put or Get (elements) whose fast path copies with Go's copy
+// inline rather than through copyMapped, whose call costs more than a short copy
+// (`bin/golaunch -n 2 bin/rmabench --test put_bw,get_bw`, 8 B).
+const copyShort = 64
+
+// Put's and Get's fast paths: rank is mapped here (reached, arena memory on this host),
+// an epoch includes it, the range is in it and the memory is live. The checks are loads
+// of this rank's own state and one atomic load of liveness, written out in each, as a
+// call costs more than the checks at 8 B (`bin/golaunch -n 2 bin/rmabench --test
+// put_lat.lock_all`). Every other case, errors included, takes the checked path.
 func (w *dataPath[T]) Put(origin []T, rank, disp int) error {
-	if w.ob == nil && w.coh == nil { // observe.go, cache.go: their own paths
-		if m := w.mappedAt(rank, disp, len(origin)); m != nil {
-			if len(origin) == 1 {
-				m[0] = origin[0]
+	if w.ob == nil && w.coh == nil && uint(rank) < uint(len(w.tg)) { // observe.go, cache.go: their own paths
+		t := &w.tg[rank]
+		if m := t.memReady(); m != nil && t.open != 0 && uint(disp) <= uint(len(m)) &&
+			uint(len(origin)) <= uint(len(m)-disp) && t.live(w.comm) {
+			w.markFence(t)
+			if len(origin) <= copyShort {
+				copy(m[disp:], origin)
 			} else {
-				copyMapped(m, origin)
+				copyMapped(m[disp:], origin)
 			}
 			return nil
 		}
@@ -23,38 +36,12 @@ func (w *dataPath[T]) Put(origin []T, rank, disp int) error {
 	return w.put(origin, rank, disp)
 }
 
-// mappedAt is the RMA fast paths' check: it returns the n elements of rank's memory at
-// disp when rank is mapped here (reached, arena memory on this host), an epoch includes
-// it, the range is in it and the memory is live; else nil, and the call takes its
-// checked path (errors included). It marks the Fence epoch used. The checks are loads
-// of this rank's own state and one atomic load of liveness.
-func (w *dataPath[T]) mappedAt(rank, disp, n int) []T {
-	_, m := w.mapped(rank, disp, n, false, false)
-	return m
-}
-
-// mapped is mappedAt, which also returns the target. With acc set it is accMapped's
-// check: it also fails (nil, nil) for an invalid operator (invalid set), observed
-// windows, windows with a page cache and race builds, and takes the target's accumulate
-// word with one compare-and-swap through the target's mapped metadata, so that the
-// accumulate-type fast paths make one call.
-func (w *dataPath[T]) mapped(rank, disp, n int, invalid, acc bool) (*target[T], []T) {
-	if uint(rank) >= uint(len(w.tg)) || acc && (invalid || w.ob != nil || w.coh != nil || raceEnabled) {
-		return nil, nil
-	}
-	t := &w.tg[rank]
-	m := t.memReady()
-	if m == nil || t.open == 0 || uint(disp) > uint(len(m)) || uint(n) > uint(len(m)-disp) ||
-		!(t.data == nil && !w.comm.Finalized() || t.data != nil && t.data.Live()) {
-		return nil, nil
-	}
-	if acc && (t.mw == nil || !cas(t.mw, mAcc, 0, w.accID())) {
-		return nil, nil
-	}
+// markFence marks the Fence epoch used by an RMA call to t, with a load first so that
+// a fast path stores at most once per epoch.
+func (w *dataPath[T]) markFence(t *target[T]) {
 	if t.open&openFence != 0 && !w.fenceUsed.Load() {
 		w.fenceUsed.Store(true)
 	}
-	return t, m[disp : disp+n : disp+n]
 }
 
 func (w *dataPath[T]) put(origin []T, rank, disp int) error {
@@ -80,13 +67,18 @@ func (w *dataPath[T]) put(origin []T, rank, disp int) error {
 
 func (w *dataPath[T]) Get(result []T, rank, disp int) error {
 	if w.ob == nil { // the fast path, as Put's; a mapped rank is never cached
-		if m := w.mappedAt(rank, disp, len(result)); m != nil {
-			if len(result) == 1 {
-				result[0] = m[0]
-			} else {
-				copyMapped(result, m)
+		if uint(rank) < uint(len(w.tg)) {
+			t := &w.tg[rank]
+			if m := t.memReady(); m != nil && t.open != 0 && uint(disp) <= uint(len(m)) &&
+				uint(len(result)) <= uint(len(m)-disp) && t.live(w.comm) {
+				w.markFence(t)
+				if len(result) <= copyShort {
+					copy(result, m[disp:])
+				} else {
+					copyMapped(result, m[disp:])
+				}
+				return nil
 			}
-			return nil
 		}
 		return w.get(result, rank, disp)
 	}

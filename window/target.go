@@ -38,7 +38,15 @@ func (t *target[T]) memReady() []T {
 	return t.mem
 }
 
-// targetErr returns the error of t's failed rank, or nil.
+// live reports that t's memory may be used: a peer's region is live, and this rank's own
+// memory is until the World (comm) is finalized. Atomic loads.
+func (t *target[T]) live(comm *runtime.World) bool {
+	if t.data != nil {
+		return t.data.Live()
+	}
+	return !comm.Finalized()
+}
+
 // gone reports, in atomic loads, that t's rank is reached and known to have failed.
 func (t *target[T]) gone() bool { return t.ready.Load() && t.meta != nil && t.meta.Gone() }
 

@@ -122,9 +122,10 @@ func TestLeakJobCycles(t *testing.T) {
 	}
 }
 
-// TestLeakRendezvousCancel cancels rendezvous sends by context before their receive is
-// posted, lets the receiver take them afterwards, and checks that the rendezvous table,
-// the queues, the registrations and the arena come back to where they were.
+// TestLeakRendezvousCancel cancels rendezvous sends by context once their offer has
+// reached the receiver, before its receive is posted, lets the receiver take them
+// afterwards, and checks that the rendezvous table, the queues, the registrations and the
+// arena come back to where they were.
 func TestLeakRendezvousCancel(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -138,75 +139,34 @@ func TestLeakRendezvousCancel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			const cycles = 100
 			const size = 256 << 10 // past every eager limit
-			runtimetest.Run(t, 2, tc.opt, func(w *gorma.World) error {
-				ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(10*time.Second))
-				defer cancel()
+			opt := tc.opt
+			opt.Timeout = time.Minute // a backstop: each phase's budget ends first and names what stalls
+			runtimetest.Run(t, 2, opt, func(w *gorma.World) error {
 				if tc.copy {
 					gorma.ForceCopyRendezvous(w)
 				}
 				buf := make([]byte, size)
-				round := func() error {
-					if w.Rank() == 0 {
-						sctx, scancel := context.WithTimeout(ctx, time.Millisecond)
-						err := gorma.Send(sctx, w, buf, 1, 1)
-						scancel()
-						if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-							return fmt.Errorf("cancelled send: %w", err)
-						}
-						// The offer stands; the receiver takes it after this message.
-						return gorma.Send(ctx, w, []byte{1}, 1, 2)
-					}
-					if _, err := gorma.Recv(ctx, w, make([]byte, 1), 0, 2); err != nil {
-						return err
-					}
-					_, err := gorma.Recv(ctx, w, make([]byte, size), 0, 1)
+				// Warm up: the connection and the registration cache entry.
+				if err := within(10*time.Second, "the warm-up round", func(ctx context.Context) error {
+					return cancelRound(ctx, w, buf)
+				}); err != nil {
 					return err
 				}
-				// Connect first: a send cancelled while its connection is still being made
-				// never goes out, and the rounds need the offer to stand.
-				if err := gorma.Barrier(ctx, w); err != nil {
-					return err
-				}
-				if err := round(); err != nil { // warm up: the registration cache entry
-					return err
-				}
-				// The baseline waits for the warm-up's FIN too: it travels through the
-				// queue pair, and the barrier's messages through the fast boxes may
-				// overtake it (only matchable messages keep their order across the two).
-				for deadline := time.Now().Add(testbudget.Scale(5 * time.Second)); ; {
-					if _, _, table := gorma.Pending(w); table == 0 || time.Now().After(deadline) {
-						break
-					}
-					if _, _, err := gorma.Iprobe(w, gorma.AnySource, gorma.AnyTag); err != nil { // progress
-						return err
-					}
-					time.Sleep(time.Millisecond)
-				}
-				if err := gorma.Barrier(ctx, w); err != nil {
+				if err := settleRendezvous(w, "the warm-up round"); err != nil {
 					return err
 				}
 				bytes0, mrs0 := runtimetest.ArenaUse(w)
 				for i := range cycles {
-					if err := round(); err != nil {
-						return fmt.Errorf("cycle %d: %w", i, err)
-					}
-				}
-				if err := gorma.Barrier(ctx, w); err != nil {
-					return err
-				}
-				// The sender's table entry is freed at the FIN, which the barrier's
-				// messages follow on the same connection; poll briefly all the same.
-				var posted, ux, table int
-				for deadline := time.Now().Add(testbudget.Scale(5 * time.Second)); ; {
-					posted, ux, table = gorma.Pending(w)
-					if posted+ux+table == 0 || time.Now().After(deadline) {
-						break
-					}
-					if err := gorma.Barrier(ctx, w); err != nil {
+					if err := within(10*time.Second, fmt.Sprintf("cycle %d of %d", i, cycles), func(ctx context.Context) error {
+						return cancelRound(ctx, w, buf)
+					}); err != nil {
 						return err
 					}
 				}
-				if posted+ux+table != 0 {
+				if err := settleRendezvous(w, fmt.Sprintf("%d cancelled rendezvous sends", cycles)); err != nil {
+					return err
+				}
+				if posted, ux, table := gorma.Pending(w); posted+ux+table != 0 {
 					return fmt.Errorf("after %d cancelled rendezvous sends: %d posted, %d unexpected, %d rendezvous table entries, want none", cycles, posted, ux, table)
 				}
 				if bytes1, mrs1 := runtimetest.ArenaUse(w); bytes1 != bytes0 || mrs1 != mrs0 {
@@ -216,6 +176,93 @@ func TestLeakRendezvousCancel(t *testing.T) {
 			})
 		})
 	}
+}
+
+// cancelRound is one round of TestLeakRendezvousCancel between ranks 0 and 1. Rank 0
+// sends buf, which takes a rendezvous, and cancels the Send's context once rank 1 reports
+// that the offer has arrived. The offer stands: rank 1 takes it after rank 0's go-ahead,
+// which rank 0 sends once its Send has returned. A send whose context ends before its
+// offer has left is never sent, so the context ends only after the arrival.
+func cancelRound(ctx context.Context, w *gorma.World, buf []byte) error {
+	const (
+		tagOffer   = 1 // rank 0's rendezvous send
+		tagArrived = 2 // rank 1 to rank 0: the offer is here, unmatched
+		tagGo      = 3 // rank 0 to rank 1: the Send has returned
+	)
+	one := make([]byte, 1)
+	if w.Rank() == 1 {
+		if _, err := gorma.Probe(ctx, w, 0, tagOffer); err != nil {
+			return fmt.Errorf("probe for the offer: %w", err)
+		}
+		if err := gorma.Send(ctx, w, one, 0, tagArrived); err != nil {
+			return fmt.Errorf("report the offer's arrival: %w", err)
+		}
+		if _, err := gorma.Recv(ctx, w, one, 0, tagGo); err != nil {
+			return fmt.Errorf("receive the go-ahead: %w", err)
+		}
+		if _, err := gorma.Recv(ctx, w, make([]byte, len(buf)), 0, tagOffer); err != nil {
+			return fmt.Errorf("take the offer: %w", err)
+		}
+		return nil
+	}
+	sctx, scancel := context.WithCancel(ctx)
+	defer scancel()
+	arrived := make(chan error, 1)
+	go func() {
+		_, err := gorma.Recv(ctx, w, make([]byte, 1), 1, tagArrived)
+		scancel()
+		arrived <- err
+	}()
+	err := gorma.Send(sctx, w, buf, 1, tagOffer)
+	if aerr := <-arrived; aerr != nil {
+		return fmt.Errorf("receive the offer's arrival: %w", aerr)
+	}
+	if !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("send cancelled after its offer arrived: got %v, want context.Canceled", err)
+	}
+	if err := gorma.Send(ctx, w, one, 1, tagGo); err != nil {
+		return fmt.Errorf("send the go-ahead: %w", err)
+	}
+	return nil
+}
+
+// settleRendezvous waits, after the rounds named what, until w's rendezvous table is
+// empty, then joins a barrier. Each rank polls its own table: a FIN travels through the
+// queue pair and the fast boxes' messages may overtake it, so after a barrier the
+// sender's table may still hold entries that its peer has finished with. The barrier
+// keeps every rank calling the runtime until each has drained: a FIN may wait in the
+// provider's send queue of the rank that sent it until that rank polls again.
+func settleRendezvous(w *gorma.World, what string) error {
+	ctx, cancel := testbudget.Context(context.Background(), 5*time.Second, fmt.Sprintf("the emptying of rank %d's rendezvous table after %s", w.Rank(), what))
+	defer cancel()
+	for {
+		posted, ux, table := gorma.Pending(w)
+		if table == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %d posted, %d unexpected, %d rendezvous table entries", context.Cause(ctx), posted, ux, table)
+		}
+		if _, _, err := gorma.Iprobe(w, gorma.AnySource, gorma.AnyTag); err != nil { // progress
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return within(10*time.Second, "the barrier after "+what, func(ctx context.Context) error {
+		return gorma.Barrier(ctx, w)
+	})
+}
+
+// within runs f with a budget of d for what (testbudget.Context). An error of f after the
+// budget's end says what had not happened.
+func within(d time.Duration, what string, f func(ctx context.Context) error) error {
+	ctx, cancel := testbudget.Context(context.Background(), d, what)
+	defer cancel()
+	err := f(ctx)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w (%v)", context.Cause(ctx), err)
+	}
+	return err
 }
 
 // TestLeakCancelledReceives withdraws receives by context and checks that no posted

@@ -31,7 +31,7 @@ func Pending(w *World) (posted, unexpected, table int) {
 }
 
 // ForceCopyRendezvous makes w's shm rendezvous sends offer a private arena copy, as where
-// the kernel forbids reading peer memory.
+// the kernel forbids reading peer memory. It changes only the peers connected so far.
 func ForceCopyRendezvous(w *World) {
 	w.e.mu.Lock()
 	defer w.e.mu.Unlock()

@@ -57,7 +57,7 @@ func (w *dataPath[T]) Accumulate(origin []T, rank, disp int, op collectives.Op[T
 	if t, m := w.accMapped(rank, disp, len(origin), op.Valid()); m != nil {
 		if len(origin) == 1 {
 			if !applyKind(m, origin[0], op.Kind()) {
-				applyOne(m, origin[0], op, &t.acc.one)
+				applyAny(m, origin[0], op, &t.acc.one)
 			}
 		} else {
 			op.Apply(m, origin)
@@ -131,14 +131,20 @@ func (w *dataPath[T]) accMapped(rank, disp, n int, valid bool) (*target[T], []T)
 // operation.
 func (w *dataPath[T]) unlockAcc(t *target[T]) { release(t.mw, mAcc, 0) }
 
-// applyOne sets m[0] = m[0] op x. Sum, Replace and NoOp run inline (applyKind); other
-// operators go through Apply with x in one, scratch that the accumulate word guards (a
-// local array would escape to the heap through the operator's function value).
+// applyOne sets m[0] = m[0] op x: Sum, Replace and NoOp inline (applyKind), other
+// operators through applyAny.
 func applyOne[T runtime.Elem](m []T, x T, op collectives.Op[T], one *[1]T) {
 	if !applyKind(m, x, op.Kind()) {
-		one[0] = x
-		op.Apply(m[:1], one[:])
+		applyAny(m, x, op, one)
 	}
+}
+
+// applyAny sets m[0] = m[0] op x through Apply, with x in one: scratch that the
+// accumulate word guards (a local array would escape to the heap through the operator's
+// function value).
+func applyAny[T runtime.Elem](m []T, x T, op collectives.Op[T], one *[1]T) {
+	one[0] = x
+	op.Apply(m[:1], one[:])
 }
 
 // applyKind sets m[0] = m[0] op x for the operators of kind k that need no call (Sum,
@@ -460,7 +466,7 @@ func (w *dataPath[T]) FetchAndOp(origin T, result *T, rank, disp int, op collect
 	if t, m := w.accMapped(rank, disp, 1, op.Valid()); m != nil {
 		old := m[0]
 		if !applyKind(m, origin, op.Kind()) {
-			applyOne(m, origin, op, &t.acc.one)
+			applyAny(m, origin, op, &t.acc.one)
 		}
 		w.unlockAcc(t)
 		*result = old

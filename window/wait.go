@@ -64,6 +64,9 @@ const (
 	// goschedEvery is how many polls a spin makes between yields to the rank's other
 	// goroutines (the runtime poller's spinYield).
 	goschedEvery = 64
+	// quickPolls is how many polls a wait makes before it reads the rule and the clock:
+	// most waits of an epoch's synchronization end within them.
+	quickPolls = 64
 )
 
 // sleepMax bounds one sleep. A variable only so that a test can make a lost wake-up
@@ -85,8 +88,10 @@ type blocked struct {
 // (this rank's own, or a mapped target's); nil for a rank reached only through a
 // transport.
 func waitOn(ctx context.Context, at blocked, rt *runtime.World, bell []uint64, ready func() bool, check func() error) error {
-	if ready() {
-		return nil
+	for range quickPolls {
+		if ready() {
+			return nil
+		}
 	}
 	marked := false
 	defer func() {

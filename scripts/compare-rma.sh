@@ -27,7 +27,9 @@
 # case's or as the targets.
 # BASE=REV adds gorma built at git revision REV as the tool base, run in the same
 # alternation: its column and gorma/base show what the work since REV changed.
-# Usage: scripts/compare-rma.sh [REPS]   (environment: NP, TESTS, MAX_SIZE, ITERS, BUSY, BASE)
+# MPICH=0 leaves MPICH out: its progress busy-polls, so at NP above the cores each of its
+# runs waits for time slices and a repetition takes many minutes.
+# Usage: scripts/compare-rma.sh [REPS]   (environment: NP, TESTS, MAX_SIZE, ITERS, BUSY, BASE, MPICH)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-3}
@@ -64,7 +66,9 @@ if [[ -n $base ]]; then
 	rm -rf "$src"
 fi
 mpich=0
-if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
+if [[ ${MPICH:-1} == 0 ]]; then
+	echo "compare-rma: MPICH=0: leaving MPICH out" >&2
+elif command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
 	mpicc.mpich -O2 -Wall -o bin/rmabench_mpich bench/mpi/rmabench.c && mpich=1
 else
 	echo "compare-rma: MPICH not installed (mpicc.mpich, mpiexec.mpich): skipping it" >&2

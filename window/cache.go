@@ -21,17 +21,21 @@ import (
 //	word 0                       ver[p] for each page p of this rank's window (P pages)
 //	word P + p*size + c          slot[p][c]: rank c's registration token for page p
 //	word P + P*size + base[h]+p  flag[h][p]: this rank's copy of rank h's page p
+//	word P + P*size + total      syncs: the owner syncs this rank made
 //
-// (base[h] is the number of pages of the ranks before h), and exchanges its description
-// in a second round at creation. Gets in passive-target epochs from ranks reached over
-// tcp are served from the cache when the page's flag is Valid (a hit costs a lock and a
-// copy), and go through the Machine otherwise. Every write to a page of a rank that has
-// cachers (Put, the accumulates, through the transport or into mapped memory) tells the
-// Machine at the next flush of that rank, which invalidates the cached copies before the
-// flush returns; a rank's own stores are published the same way at its Fence, Sync,
-// Unlock of itself and UnlockAll (OwnerSync). The flush posts that work before it waits
-// for the writes themselves (flush in lock.go): the target executes it after them, in
-// posting order, and one round trip serves both.
+// (base[h] is the number of pages of the ranks before h, total the pages of all ranks;
+// syncs is this file's, not the Machine's: ownerSync counts, cache_policy.go reads), and
+// exchanges its description in a second round at creation. Gets in passive-target epochs
+// from ranks reached over tcp are served from the cache when the page's flag is Valid (a
+// hit costs a lock and a copy). A miss goes through the Machine, which caches the page,
+// or reads the target as without the cache: a page's first miss does, and so do the
+// misses of a page whose copies writes keep invalidating (cache_policy.go). Every write
+// to a page of a rank that has cachers (Put, the accumulates, through the transport or
+// into mapped memory) tells the Machine at the next flush of that rank, which invalidates
+// the cached copies before the flush returns; a rank's own stores are published the same
+// way at its Fence, Sync, Unlock of itself and UnlockAll (OwnerSync). The flush posts
+// that work before it waits for the writes themselves (flush in lock.go): the target
+// executes it after them, in posting order, and one round trip serves both.
 //
 // The Machine is driven under w.mu, synchronously: operations on this rank's own words
 // and on mapped ranks' words are CPU atomics, fed back at once; the others are posted on
@@ -50,6 +54,7 @@ type CacheStats struct {
 	Installs      int64 // pages installed in the cache
 	Invalidations int64 // cached copies at other ranks this rank invalidated (writes, owner syncs)
 	Evictions     int64 // pages this rank dropped to stay under its budget
+	Bypassed      int64 // misses read through because writes kept invalidating the page's copies
 }
 
 type coh[T runtime.Elem] struct {
@@ -65,7 +70,7 @@ type coh[T runtime.Elem] struct {
 	base    []int       // by rank: first flag of its pages in every flag array
 	cached  []bool      // by rank: Gets from it may be cached
 	bufs    [][][]byte  // by rank, page: cache buffers
-	seen    [][]uint8   // by rank, page: 1 once the page missed (the next miss caches it)
+	pol     cachePolicy // when to cache a page (cache_policy.go)
 	fifo    []fifoEntry // installed pages, oldest first; entries may be stale (see install)
 	qgen    [][]uint32  // by rank, page: the generation of its live fifo entry, 0 for none
 	lastGen uint32
@@ -80,7 +85,7 @@ type coh[T runtime.Elem] struct {
 	// Writes recorded since the last flush, by rank: page ranges.
 	dirty [][][2]int
 
-	stats struct{ hits, misses, installs, invals, evictions atomic.Int64 }
+	stats struct{ hits, misses, installs, invals, evictions, bypassed atomic.Int64 }
 }
 
 // driven is the coherence request being driven (runReq, cacheMiss).
@@ -122,8 +127,8 @@ func (w *house[T]) initCoherence(ctx context.Context) error {
 	ps := w.opt.pageSize
 	c := &coh[T]{house: w, rem: make([]*substrate.Remote, w.size), mapped: make([][]uint64, w.size),
 		pages: make([]int, w.size), base: make([]int, w.size), cached: make([]bool, w.size),
-		bufs: make([][][]byte, w.size), seen: make([][]uint8, w.size), dirty: make([][][2]int, w.size),
-		qgen: make([][]uint32, w.size)}
+		bufs: make([][][]byte, w.size), pol: cachePolicy{use: make([][]pageUse, w.size), checks: make([][]byte, w.size)},
+		dirty: make([][][2]int, w.size), qgen: make([][]uint32, w.size)}
 	total := 0
 	for r := range w.size {
 		c.pages[r] = (w.tg[r].n*w.esize + ps - 1) / ps
@@ -132,14 +137,13 @@ func (w *house[T]) initCoherence(ctx context.Context) error {
 		c.cached[r] = r != w.rank && !substrate.ReachOf(w.comm, r).Has(substrate.ReachMap)
 		if c.cached[r] {
 			c.bufs[r] = make([][]byte, c.pages[r])
-			c.seen[r] = make([]uint8, c.pages[r])
+			c.pol.use[r] = make([]pageUse, c.pages[r])
 			c.qgen[r] = make([]uint32, c.pages[r])
 		}
 	}
-	me := c.pages[w.rank]
-	n := me + me*w.size + total
+	n := c.syncsIndex(w.rank) + 1
 	var err error
-	if c.region, err = substrate.AllocRegion(w.comm, max(n, 1)*wordLen); err != nil {
+	if c.region, err = substrate.AllocRegion(w.comm, n*wordLen); err != nil {
 		return err
 	}
 	w.coh = c
@@ -160,7 +164,7 @@ func (w *house[T]) initCoherence(ctx context.Context) error {
 		c.mapped[r] = words(c.rem[r].Mapped())
 	}
 	c.ctr = substrate.NewCounter(w.comm)
-	c.m = coherence.New(coherence.Config{Self: w.rank, Ranks: w.size, Pages: me, Promote: 1})
+	c.m = coherence.New(coherence.Config{Self: w.rank, Ranks: w.size, Pages: c.pages[w.rank], Promote: 1})
 	return nil
 }
 
@@ -213,7 +217,13 @@ func (w *coh[T]) CacheStats() CacheStats {
 	}
 	return CacheStats{Hits: c.stats.hits.Load(), Misses: c.stats.misses.Load(),
 		Installs: c.stats.installs.Load(), Invalidations: c.stats.invals.Load(),
-		Evictions: c.stats.evictions.Load()}
+		Evictions: c.stats.evictions.Load(), Bypassed: c.stats.bypassed.Load()}
+}
+
+// syncsIndex is the index of rank r's syncs word in its coherence words.
+func (c *coh[T]) syncsIndex(r int) int {
+	last := len(c.pages) - 1
+	return c.pages[r]*(1+len(c.pages)) + c.base[last] + c.pages[last]
 }
 
 // Word addresses (indexes into a rank's coherence words).
@@ -242,6 +252,8 @@ func (w *coh[T]) cacheGet(s span[T], result []T, off uint64) bool {
 	dst := asBytes(result)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	// A Get of the same bytes as this rank's previous one repeats it (a poll).
+	repeat := c.pol.repeats(getKey{h, off, len(dst)})
 	// Pages this rank wrote since its last flush of h are read from h, behind the writes
 	// on the same connection: the invalidations of their copies (this rank's own
 	// included) run only at that flush.
@@ -252,24 +264,7 @@ func (w *coh[T]) cacheGet(s span[T], result []T, off uint64) bool {
 		}
 	}
 	flags := c.words[c.pages[w.rank]*(1+w.size)+c.base[h]:]
-	// A page is cached from its second miss on. The Machine caches every page it is
-	// asked for (Promote 1); this rank counts first misses itself, so that a miss that
-	// would not cache costs what a Get costs without the cache: a read completed by the
-	// next flush, not a protocol step.
-	cold, misses := false, int64(0)
-	for p := first; p <= last; p++ {
-		if c.bufs[h][p] == nil || !coherence.Usable(atomic.LoadUint64(&flags[p])) {
-			misses++
-			if c.seen[h][p] == 0 {
-				cold = true
-			}
-		}
-	}
-	if cold {
-		for p := first; p <= last; p++ {
-			c.seen[h][p] = 1
-		}
-		c.stats.misses.Add(misses)
+	if c.readsThrough(s.t, first, last, repeat, flags) {
 		return false
 	}
 	for len(dst) > 0 {
@@ -278,6 +273,7 @@ func (w *coh[T]) cacheGet(s span[T], result []T, off uint64) bool {
 		if buf := c.bufs[h][page]; buf != nil && coherence.Usable(atomic.LoadUint64(&flags[page])) {
 			copy(dst[:n], buf[lo:lo+n])
 			c.stats.hits.Add(1)
+			c.pol.use[h][page].hit(repeat)
 		} else {
 			c.stats.misses.Add(1)
 			if err := w.cacheMiss(h, page, lo, dst[:n]); err != nil {
@@ -359,6 +355,7 @@ func (w *coh[T]) ownerSync(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	atomic.AddUint64(&c.words[c.syncsIndex(w.rank)], 1)
 	return w.runReq(func(id coherence.ReqID) { c.m.OwnerSync(id) })
 }
 
@@ -424,6 +421,9 @@ func (w *coh[T]) outcome(o coherence.Outcome) {
 			}
 			c.drv.done = true
 		}
+		if o.FromCache {
+			c.pol.use[o.Home][o.Page].filled()
+		}
 		if o.Installed {
 			c.stats.installs.Add(1)
 			c.install(o.Home, o.Page)
@@ -438,6 +438,7 @@ func (w *coh[T]) outcome(o coherence.Outcome) {
 		}
 	case coherence.Released:
 		c.bufs[o.Home][o.Page] = nil
+		c.pol.use[o.Home][o.Page].released()
 		if c.qgen[o.Home][o.Page] != 0 {
 			c.qgen[o.Home][o.Page] = 0 // its entry goes stale
 			c.queued--

@@ -37,26 +37,26 @@
 //
 // # Completion
 //
-// An operation on a mapped rank (same host, arena memory) is complete when the call
-// returns. An operation through the transport (another host, or user memory) is complete
-// at the next Flush or Unlock of its target, Fence, or Complete; until then its buffer
-// belongs to the window. The memory model is MPI's unified model. A rank's own loads and
-// stores of Local() see remote writes once they are complete, and its own stores become
-// visible to others (including their cached copies) at its next Fence, Sync or Unlock of
-// itself.
+// An operation on a mapped rank (same host, arena memory) is complete when the call returns.
+// An operation through the transport (another host, or user memory) is complete at the next
+// Flush or Unlock of its target, Fence, or Complete; until then its buffer belongs to the
+// window. The memory model is MPI's unified model. A rank's own loads and stores of Local()
+// see remote writes once they are complete, and its own stores become visible to others
+// (including their cached copies) at its next Fence, Sync or Unlock of itself.
 //
-// When the job spans hosts, Gets in passive-target epochs from ranks reached over tcp
-// may be served from a coherent page cache (package window/coherence) unless the window
-// is created with NoCache; PageSize sets its page and CacheStats reports it.
+// When the job spans hosts, Gets in passive-target epochs from ranks reached over tcp may be
+// served from a coherent page cache (window/coherence) unless the window is created with
+// NoCache; PageSize sets its page, CacheStats reports it. It suits read-mostly data: pages
+// that writes keep invalidating are read uncached. Use NoCache for windows mostly written.
 //
 // # Synchronization without the target
 //
-// Every synchronization word (the lock word, fence and PSCW counters) lives in the
-// target's memory, and origins change it with one-sided atomics, so no synchronization
-// and no passive-target operation waits for the target's code to run. A target that
-// computes without calling the runtime serves Lock, Get and Unlock all the same. Waits
-// spin briefly and then sleep, checking the context and the peers' liveness. design.md
-// describes the metadata words, the waits and the page cache.
+// Every synchronization word (the lock word, fence and PSCW counters) lives in the target's
+// memory, and origins change it with one-sided atomics, so no synchronization and no
+// passive-target operation waits for the target's code to run. A target that computes without
+// calling the runtime serves Lock, Get and Unlock all the same. Waits spin briefly and then
+// sleep, checking the context and the peers' liveness. design.md describes the metadata
+// words, the waits and the page cache.
 //
 // # Errors
 //

@@ -9,16 +9,18 @@ import (
 )
 
 // When a rank caches a remote page. A page is cached from its second miss on, unless
-// writes keep invalidating its copies. Every cached copy costs each write to the page
-// a round trip to this rank before the write completes, so a copy must serve hits to be
-// worth it: one that a write invalidates before it served copyHits hits is short-lived,
-// and after shortCopies short-lived copies in a row the page is read through, uncached,
-// as with NoCache. A read-through page holds no registration, and its writes complete
-// without waiting for this rank.
+// writes keep invalidating copies that this rank polls. Every cached copy costs each
+// write to the page a round trip to this rank before the write completes. A rank that
+// polls a page waits for a write: its hits save it little, while the writer waits for
+// its copy's invalidation at every write.
 //
 // A hit that repeats this rank's previous Get (the same bytes of the same rank: a poll)
-// counts 1/pollWeight of a hit. A rank that polls a page waits for a write: its hits
-// save it little, while the writer waits for its copy's invalidation at every write.
+// counts 1/pollWeight of a hit. A copy that served a poll and that a write invalidates
+// before it served copyHits hits is short-lived. After shortCopies short-lived copies in
+// a row the page is read through, uncached, as with NoCache. A read-through page holds
+// no registration, and its writes complete without waiting for this rank. A copy that
+// served no poll is never short-lived, however few its hits: a page read now and then
+// (a cold bucket of a table) costs one fill per write, as its reads through would.
 //
 // A read-through Get also reads the page's version (the writes counted to it) and the
 // home's syncs word (its owner syncs, which publish stores the version does not count),
@@ -30,8 +32,8 @@ import (
 // serves copyHits hits resets them. Polls count 1/pollWeight here too: a poll that
 // found no write says little about the next one.
 //
-// A page read about as often as it is written (a flag that readers poll, a counter, a
-// queue) thus goes uncached. A page that stops being written (the end of a phase that
+// A page polled about as often as it is written (a flag, a counter, a queue head) thus
+// goes uncached. A page that stops being written (the end of a phase that
 // wrote it) is cached again once two checks after its last write find the same sum,
 // about two gaps of its Gets later. The counts are the page's own Gets, not time: a
 // writer slowed down by invalidations makes copies live longer, which a time window
@@ -55,6 +57,7 @@ type pageUse struct {
 	level    uint8  // the next read-through's gap is checkEvery<<level
 	seen     bool   // the page missed once
 	live     bool   // a fill brought a copy that no miss has found invalidated yet
+	polled   bool   // a Get that repeated the previous one hit the current copy
 	through  bool   // the page is read through
 	checked  bool   // sum holds a check's result
 	checking bool   // the check's reads are posted and their result not yet taken
@@ -81,12 +84,13 @@ func weight(repeat bool) uint16 {
 // hit counts a Get served from the copy.
 func (u *pageUse) hit(repeat bool) {
 	u.hits = min(u.hits+weight(repeat), copyHits*pollWeight)
+	u.polled = u.polled || repeat
 }
 
 // filled records that a fill brought a copy (installed or not: a write may have
 // invalidated it before the install).
 func (u *pageUse) filled() {
-	u.live, u.hits = true, 0
+	u.live, u.hits, u.polled = true, 0, false
 }
 
 // released records that the copy left the cache by eviction: its end says nothing
@@ -102,7 +106,7 @@ func (u *pageUse) released() {
 func (u *pageUse) miss(repeat bool) missKind {
 	if u.live {
 		u.live = false
-		if u.hits >= copyHits*pollWeight {
+		if u.hits >= copyHits*pollWeight || !u.polled {
 			u.short, u.level = 0, 0
 		} else if u.short < shortCopies {
 			u.short++

@@ -203,8 +203,9 @@ func pollHosts(n int) []string {
 }
 
 // TestCachePollFlag runs the flag pattern with the page cache on and two readers: every
-// reader reads every round's data, whichever way rank 0 publishes. The data page, read
-// once per round and written at every round, goes uncached at every reader (Bypassed).
+// reader reads every round's data, whichever way rank 0 publishes. The flag page, polled
+// and written at every round, goes uncached at every reader (Bypassed). The data page,
+// read once per round, is filled again after each round's write.
 // A rank that fails ends the others' waits with its error.
 func TestCachePollFlag(t *testing.T) {
 	for _, how := range []pollWriter{writeSync, writeLock} {

@@ -15,7 +15,8 @@ import (
 // counter) to change.
 //
 // A wait follows the rank's waiting rule (substrate.WaitRule). It spins for the rule's
-// budget, then sleeps.
+// budget, then sleeps. Its first quickPolls polls read only the word: most waits of a
+// Fence or a PSCW epoch end within them, and they read no clock.
 //
 //   - While it spins it yields to the Go scheduler every goschedEvery polls, and only
 //     where the rule says that wakes no thread (one P, or an oversubscribed host). A

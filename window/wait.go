@@ -59,9 +59,12 @@ const (
 	pollCheck  = 256
 	clockCheck = 16
 	// yieldFor is the shortest spin of an oversubscribed wait, which gives the processor
-	// away at every miss: a peer that has not changed the word within it is computing,
-	// not waiting for a processor (the collectives' shmYieldFor).
-	yieldFor = time.Millisecond
+	// away at every miss. A peer that has not changed the word within it is computing or
+	// waits for a processor that sched_yield did not hand it: the scheduler may answer a
+	// yield with the yielding rank itself. Sleeping on the doorbell then frees the core
+	// for whichever rank can run (`scripts/compare-rmahalo.sh`, pscw against
+	// gorma-block, at 4 ranks on 2 cores).
+	yieldFor = 50 * time.Microsecond
 	// goschedEvery is how many polls a spin makes between yields to the rank's other
 	// goroutines (the runtime poller's spinYield).
 	goschedEvery = 64

@@ -46,8 +46,9 @@
 //
 // When the job spans hosts, Gets in passive-target epochs from ranks reached over tcp may be
 // served from a coherent page cache (window/coherence) unless the window is created with
-// NoCache; PageSize sets its page, CacheStats reports it. It suits read-mostly data: pages
-// that writes keep invalidating are read uncached. Use NoCache for windows mostly written.
+// NoCache; PageSize sets its page, CacheStats reports it. It suits read-mostly data: a page
+// that this rank polls while writes keep invalidating it is read uncached. Use NoCache for
+// windows mostly written.
 //
 // # Synchronization without the target
 //

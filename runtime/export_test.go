@@ -42,6 +42,24 @@ func ForceCopyRendezvous(w *World) {
 	}
 }
 
+// CopyRendezvousForced reports whether w has a connected peer and offers every connected
+// peer a private arena copy in its shm rendezvous sends (ForceCopyRendezvous).
+func CopyRendezvousForced(w *World) bool {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	n := 0
+	for _, p := range w.e.links.peers {
+		if p == nil || !p.ready {
+			continue
+		}
+		if p.cma {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
 // The fast box geometry (fastbox.go), for tests that place records at chosen cells.
 const (
 	FastboxCells    = fbCells

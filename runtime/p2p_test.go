@@ -388,10 +388,17 @@ func TestInvalidArguments(t *testing.T) {
 }
 
 // TestRendezvousCopyFallback runs rendezvous sizes over shm with the sender offering a
-// private arena copy instead of its own memory.
+// private arena copy instead of its own memory. The pair connects first: the copy is
+// forced on the peers connected so far.
 func TestRendezvousCopyFallback(t *testing.T) {
 	run(t, "shm", 2, func(ctx context.Context, w *runtime.World) error {
+		if err := ringExchange(ctx, w, []int{8}, 1); err != nil {
+			return err
+		}
 		runtime.ForceCopyRendezvous(w)
+		if !runtime.CopyRendezvousForced(w) {
+			return fmt.Errorf("rank %d: no connected peer offers a copy after ForceCopyRendezvous", w.Rank())
+		}
 		if err := ringExchange(ctx, w, []int{20_000, 1 << 20}, 5); err != nil {
 			return err
 		}

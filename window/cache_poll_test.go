@@ -124,26 +124,14 @@ func pollRead(ctx context.Context, w *gorma.World, win *window.Win[int64], first
 			if i > 0 {
 				pollPause(start, i-1)
 			}
-			if err := win.Lock(ctx, window.Shared, 0, 0); err != nil {
-				return err
-			}
-			if err := win.Get(flag, 0, pollFlag); err != nil {
-				return err
-			}
-			if err := win.Unlock(ctx, 0); err != nil {
+			if err := sharedGet(ctx, win, flag, pollFlag); err != nil {
 				return err
 			}
 			if flag[0] > k || (k > first && flag[0] < k-1) {
 				return fmt.Errorf("round %d: the flag shows round %d", k, flag[0])
 			}
 		}
-		if err := win.Lock(ctx, window.Shared, 0, 0); err != nil {
-			return err
-		}
-		if err := win.Get(data, 0, pollData); err != nil {
-			return err
-		}
-		if err := win.Unlock(ctx, 0); err != nil {
+		if err := sharedGet(ctx, win, data, pollData); err != nil {
 			return err
 		}
 		for j, v := range data {
@@ -426,4 +414,16 @@ func runCmd(ctx context.Context, name string, args []string) (string, error) {
 		err = fmt.Errorf("%w (it had not exited when its time ran out)", err)
 	}
 	return string(out), err
+}
+
+// sharedGet reads dst from rank 0's window at element off in an epoch of its own:
+// Lock(Shared), Get, Unlock.
+func sharedGet(ctx context.Context, win *window.Win[int64], dst []int64, off int) error {
+	if err := win.Lock(ctx, window.Shared, 0, 0); err != nil {
+		return err
+	}
+	if err := win.Get(dst, 0, off); err != nil {
+		return err
+	}
+	return win.Unlock(ctx, 0)
 }

@@ -46,9 +46,8 @@
 //
 // When the job spans hosts, Gets in passive-target epochs from ranks reached over tcp may be
 // served from a coherent page cache (window/coherence) unless the window is created with
-// NoCache; PageSize sets its page, CacheStats reports it. It suits read-mostly data: a page
-// that this rank polls while writes keep invalidating it is read uncached. Use NoCache for
-// windows mostly written.
+// NoCache; PageSize sets its page, CacheStats reports it. It suits read-mostly data: pages
+// polled while writes invalidate them are read uncached. Use NoCache for written windows.
 //
 // # Synchronization without the target
 //

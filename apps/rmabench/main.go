@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -177,6 +178,11 @@ func measureAll(ctx context.Context, w *runtime.World, o options, text io.Writer
 		tab := table{Name: c.name, Title: c.title}
 		fmt.Fprintf(text, "\n# %s: %s\n%s\n", c.name, c.title, header(c.kind))
 		for _, size := range b.sizesOf(c) {
+			// Collect garbage and return the freed memory to the system first (Go's
+			// testing package collects before a benchmark): neither a collection that
+			// the setup's buffers start nor the background scavenger, which returns
+			// memory in bursts of about a millisecond, may run beside a timed loop.
+			debug.FreeOSMemory()
 			if err := runtime.Barrier(ctx, w); err != nil {
 				return rep, err
 			}

@@ -106,9 +106,14 @@ func (w *epochs[T]) fenceGiveWay(op string, rank int) error {
 }
 
 // barrier synchronizes every rank of the window. When every rank maps every other's
-// metadata, it goes through the fence words: one store per peer, then a wait on this
-// rank's doorbell. Otherwise it is the collectives' Barrier on the window's World, which
-// connects no pair that the World's own collectives do not.
+// metadata, it goes through the fence words: one release store per rank, then a wait on
+// this rank's doorbell. A release store leaves the store buffer to drain while the wait
+// polls, where an atomic store (an XCHG) would stall until the line is owned
+// (`bin/golaunch -n 2 bin/rmabench --test fence`). The rings come after the quick polls
+// and a full fence, which by then finds the stores drained: a sleeper counted before the
+// fence is rung, and one counted after it sees the stores (wait.go). Otherwise it is the
+// collectives' Barrier on the window's World, which connects no pair that the World's
+// own collectives do not.
 func (w *epochs[T]) barrier(ctx context.Context, at blocked) error {
 	if !w.flags {
 		if at.t != nil { // the waits on w.comm, marked internal, are named by the call
@@ -120,15 +125,24 @@ func (w *epochs[T]) barrier(ctx context.Context, at blocked) error {
 	w.fenceSeq++
 	seq := w.fenceSeq
 	for r := range w.tg {
-		store(w.tg[r].mw, mFence+w.rank, seq)
-		ring(w.tg[r].mw)
+		release(w.tg[r].mw, mFence+w.rank, seq)
 	}
-	return waitOn(ctx, at, w.comm, w.mw, func() bool {
+	ready := func() bool {
 		for r := range w.size {
 			if load(w.mw, mFence+r) < seq {
 				return false
 			}
 		}
 		return true
-	}, w.checkPeers)
+	}
+	for range quickPolls {
+		if ready() {
+			break
+		}
+	}
+	fullFence()
+	for r := range w.tg {
+		ring(w.tg[r].mw)
+	}
+	return waitOn(ctx, at, w.comm, w.mw, ready, w.checkPeers)
 }

@@ -31,7 +31,9 @@ import (
 //     word it waits for (waitOn). A peer that changes a word others may wait for bumps
 //     that rank's doorbell and wakes its sleepers (ring). The order (sleepers, then
 //     doorbell, then the condition; and at the peer: the word, then sleepers) makes a
-//     lost wake-up impossible with Go's sequentially consistent atomics.
+//     lost wake-up impossible with Go's sequentially consistent atomics. A Fence's
+//     counts are release stores: it puts a full fence (fullFence) between them and its
+//     rings.
 //   - A word changed through a transport (a peer on another host, or over tcp) is changed
 //     by this rank's own transport, which rings the bell for it
 //     (substrate.Region.OnRemoteAtomic on the metadata region). A word of a rank reached
@@ -97,10 +99,13 @@ func waitOn(ctx context.Context, at blocked, rt *runtime.World, bell []uint64, r
 			return nil
 		}
 	}
-	marked := false
+	marked, asleep := false, false
 	defer func() {
 		if marked {
 			at.t.End()
+		}
+		if asleep {
+			atomic.AddUint64(&bell[mSleep], ^uint64(0))
 		}
 	}()
 	rule := substrate.WaitRule(rt)
@@ -156,6 +161,10 @@ func waitOn(ctx context.Context, at blocked, rt *runtime.World, bell []uint64, r
 				goruntime.Gosched()
 			}
 		case bell != nil:
+			if !asleep { // a sleeper from now until the wait returns (sleepOn)
+				atomic.AddUint64(&bell[mSleep], 1)
+				asleep = true
+			}
 			if sleepOn(bell, ready) {
 				return nil
 			}
@@ -177,10 +186,10 @@ func spent(rule *substrate.Waiting, start time.Duration, last *time.Duration, bu
 }
 
 // sleepOn sleeps on the doorbell of the metadata mw until rung (or sleepMax), and
-// reports whether ready held before it slept.
+// reports whether ready held before it slept. The caller counts itself in mw's sleepers
+// first, and stays counted until its wait ends, so that no ring between two sleeps is
+// lost.
 func sleepOn(mw []uint64, ready func() bool) bool {
-	atomic.AddUint64(&mw[mSleep], 1)
-	defer atomic.AddUint64(&mw[mSleep], ^uint64(0))
 	bell := uint32(atomic.LoadUint64(&mw[mBell]))
 	if ready() {
 		return true
@@ -190,7 +199,9 @@ func sleepOn(mw []uint64, ready func() bool) bool {
 }
 
 // ring wakes the sleepers of the rank whose mapped metadata is mw, after a word they may
-// wait for was changed. One atomic load when nobody sleeps.
+// wait for was changed. One atomic load when nobody sleeps. The change must come before
+// that load in a total order: an atomic store or read-modify-write, or a release store
+// followed by fullFence.
 func ring(mw []uint64) {
 	if atomic.LoadUint64(&mw[mSleep]) == 0 {
 		return

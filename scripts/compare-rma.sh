@@ -29,7 +29,12 @@
 # alternation: its column and gorma/base show what the work since REV changed.
 # MPICH=0 leaves MPICH out: its progress busy-polls, so at NP above the cores each of its
 # runs waits for time slices and a repetition takes many minutes.
-# Usage: scripts/compare-rma.sh [REPS]   (environment: NP, TESTS, MAX_SIZE, ITERS, BUSY, BASE, MPICH)
+# gorma's ranks are bound as mpirun binds the C twin's by default: to a core each at NP 2
+# or less, unbound above (Open MPI binds to the package there, and not at all when the
+# ranks oversubscribe the host). Unbound, two ranks on two cores sometimes share one for
+# a whole run, which makes Lock + Put + Unlock 1.6 times slower in that run. BIND (auto,
+# core or none: golaunch's --bind-to) overrides it.
+# Usage: scripts/compare-rma.sh [REPS]   (environment: NP, TESTS, MAX_SIZE, ITERS, BUSY, BASE, MPICH, BIND)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-3}
@@ -76,8 +81,10 @@ fi
 
 args=(--max-size "$max_size" --iters "$iters" --busy "$busy")
 # rmabench_mpi takes sizes with K/M suffixes and durations in ms, like rmabench.
-gorma() { bin/golaunch -n "$np" --timeout 10m --tag-output=false bin/rmabench "${args[@]}" --test "$1"; }
-gorma_base() { bin/base/golaunch -n "$np" --timeout 10m --tag-output=false bin/base/rmabench "${args[@]}" --test "$1"; }
+bind=${BIND:-}
+[[ -z $bind ]] && { ((np <= 2)) && bind=core || bind=auto; }
+gorma() { bin/golaunch -n "$np" --bind-to "$bind" --timeout 10m --tag-output=false bin/rmabench "${args[@]}" --test "$1"; }
+gorma_base() { bin/base/golaunch -n "$np" --bind-to "$bind" --timeout 10m --tag-output=false bin/base/rmabench "${args[@]}" --test "$1"; }
 # --oversubscribe lets NP exceed the cores; at NP <= cores Open MPI binds as without it.
 ompi() { mpirun.openmpi --allow-run-as-root --oversubscribe -n "$np" "${@:2}" bin/rmabench_mpi "${args[@]}" --test "$1"; }
 mpich_run() { mpiexec.mpich -n "$np" bin/rmabench_mpich "${args[@]}" --test "$1"; }
@@ -114,7 +121,7 @@ done
 echo "# $(date -u +%FT%TZ) $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r), $(go env GOVERSION), $(mpirun.openmpi --version | head -1); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# medians of $reps alternating repetitions; latency in us (median of the run's samples), bandwidth in MB/s"
 echo "# ompi-sm: Open MPI with --mca osc sm; ompi: Open MPI's default osc component"
-echo "# ranks: $np (pairs 0 with 1, 2 with 3, ...: the even ranks measure at once, rank 0's figures; the Fences and alloc_free span all $np)"
+echo "# ranks: $np (pairs 0 with 1, 2 with 3, ...: the even ranks measure at once, rank 0's figures; the Fences and alloc_free span all $np); gorma --bind-to $bind"
 tools="gorma ompi-sm ompi"
 [[ -n $base ]] && tools="gorma base ompi-sm ompi" && echo "# base: gorma at $base ($(git rev-parse --short "$base"))"
 ((mpich)) && tools+=" mpich"

@@ -46,10 +46,10 @@
 // not matter (a sample is the mean of up to 256 operations, calibrated in the warmup). The
 // median, the mean and the 99th percentile of the samples are reported in microseconds.
 // --iters operations per size up to 16 KiB, scaled down in proportion above (at least 20),
-// a tenth of that (at least 3) as warmup. Before each size every rank collects garbage
-// and returns the freed memory to the system (debug.FreeOSMemory), as Go's testing
-// package collects before a benchmark: otherwise a collection that the setup's buffers
-// start, or the scavenger's millisecond bursts, run beside a timed loop. Bandwidth is MB/s = 10^6 bytes per second over
+// a tenth of that (at least 3) as warmup. Every rank returns its setup's garbage to the
+// system once (debug.FreeOSMemory), and collects garbage before each size, as Go's
+// testing package does before a benchmark: otherwise a collection, or the background
+// scavenger's millisecond bursts, run beside a timed loop. Bandwidth is MB/s = 10^6 bytes per second over
 // --bw-iters rounds of 64 operations. Buffers and windows hold non-zero bytes before
 // anything is measured. In the busy_get case the target fills its window with a known
 // pattern, and the origin checks every Get against it.

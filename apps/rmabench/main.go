@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	goruntime "runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -171,6 +172,10 @@ func measureAll(ctx context.Context, w *runtime.World, o options, text io.Writer
 	if err != nil {
 		return rep, err
 	}
+	// The setup's garbage goes back to the system now, not in the background scavenger's
+	// bursts of about a millisecond beside a timed loop. Later collections free little:
+	// the heap keeps those pages, as a running program's heap does.
+	debug.FreeOSMemory()
 	for _, c := range cases {
 		if !selected(o.tests, c.name) {
 			continue
@@ -178,11 +183,10 @@ func measureAll(ctx context.Context, w *runtime.World, o options, text io.Writer
 		tab := table{Name: c.name, Title: c.title}
 		fmt.Fprintf(text, "\n# %s: %s\n%s\n", c.name, c.title, header(c.kind))
 		for _, size := range b.sizesOf(c) {
-			// Collect garbage and return the freed memory to the system first (Go's
-			// testing package collects before a benchmark): neither a collection that
-			// the setup's buffers start nor the background scavenger, which returns
-			// memory in bursts of about a millisecond, may run beside a timed loop.
-			debug.FreeOSMemory()
+			// Collect garbage first, as Go's testing package does before a benchmark: a
+			// collection that the last size's garbage starts must not run beside a
+			// timed loop.
+			goruntime.GC()
 			if err := runtime.Barrier(ctx, w); err != nil {
 				return rep, err
 			}

@@ -102,7 +102,8 @@ type bench struct {
 
 func newBench(ctx context.Context, w *runtime.World, o options) (*bench, error) {
 	b := &bench{w: w, o: o, me: w.Rank(), peer: w.Rank() ^ 1}
-	n := max(o.maxSize, 8)
+	// Two int64s at least: cas_lat works on the second.
+	n := max(o.maxSize, 16)
 	var err error
 	if b.bytes, err = window.Allocate[byte](ctx, w, n); err != nil {
 		return nil, err

@@ -100,12 +100,12 @@ func measureInProcess(t *testing.T, n int, o options) (*bytes.Buffer, report) {
 	return &out, rep
 }
 
-// TestEveryCase runs every case once with tiny counts in in-process worlds of two and
-// four ranks: each must complete, print a table that parses and hold the context switches
+// TestEveryCase runs every case once with tiny counts and the smallest windows (8 B) in
+// in-process worlds of two and four ranks: each must complete, print a table that parses and hold the context switches
 // in every JSON row (the figures are not checked: this is a benchmark, timed only by its
 // runs).
 func TestEveryCase(t *testing.T) {
-	o, err := parseFlags([]string{"--max-size", "16", "--iters", "20", "--bw-iters", "2", "--alloc-iters", "2",
+	o, err := parseFlags([]string{"--max-size", "8", "--iters", "20", "--bw-iters", "2", "--alloc-iters", "2",
 		"--busy", "20ms", "--busy-reps", "1"})
 	if err != nil {
 		t.Fatal(err)

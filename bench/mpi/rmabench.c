@@ -521,7 +521,7 @@ int main(int argc, char **argv) {
 		MPI_Finalize();
 		return 2;
 	}
-	long n = max_size < 8 ? 8 : max_size;
+	long n = max_size < 16 ? 16 : max_size; /* two int64s at least: cas_lat works on the second */
 	void *fb, *ib;
 	MPI_Win_allocate(n, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &wbase, &wb);
 	MPI_Win_allocate(n, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &fb, &wf);

@@ -31,7 +31,10 @@
 # EXTRAS=1 (0: none) adds, per repetition and with the systems in turn, the p = 2
 # pingpong (8 B latency, and 8 B bandwidth with 64 in flight: ex_pp_SYSTEM_REP.json),
 # gorma's 8 B ping-pong under --trace (ex_pptrace_gorma_REP.json, beside ex_pp_gorma),
-# and scalebench at SCALE_P=64 ranks (ex_scale_SYSTEM_REP.json: window Allocate, startup).
+# rmabench at p = 2 (RMA=0: none), every case but alloc_free.create at 8 B
+# (ex_rma_SYSTEM_REP.json) and the sized ones at 1 MiB (ex_rma_SYSTEM_REP_1M.json), gorma
+# bound to a core per rank, Open MPI with osc/sm and bound by its default; and scalebench
+# at SCALE_P=64 ranks (ex_scale_SYSTEM_REP.json: window Allocate, startup).
 # DEADLINE (seconds from the job's start; default none): a run that would start after it is
 # skipped, with a line in stderr.txt, so that the results come back within the device's limit.
 # PROFILES (TEST:SIZE pairs such as "allreduce:8192 bcast:8192"; default none) writes a CPU profile
@@ -148,6 +151,19 @@ if [ "${EXTRAS:-1}" != 0 ]; then
 		ex "ex_pptrace_gorma_$i.json" "$B/golaunch" -n 2 --tag-output=false --trace "$res/trace_$i.json" "$B/pingpong" "${pp[@]}" --test latency
 		ex "ex_pp_mpich_$i.json" "${MPICH[@]}" -n 2 "$B/pingpong_mpich" "${pp[@]}"
 		rm -f "$res/trace_$i.json"
+		if [ "${RMA:-1}" != 0 ]; then
+			# 8 B with every case osc/sm has (it creates no window from user memory: no
+			# alloc_free.create); 1 MiB with the cases that take a size.
+			for rs in 8:put_lat,get_lat,put_bw,get_bw,acc_lat,fop_lat,cas_lat,busy_get,fence,lock_put,alloc_free.allocate \
+				1M:put_lat,get_lat,put_bw,get_bw,acc_lat; do
+				f=_${rs%%:*}
+				[ "$f" = _8 ] && f=
+				ra=(--min-size "${rs%%:*}" --max-size "${rs%%:*}" --test "${rs#*:}")
+				ex "ex_rma_gorma_$i$f.json" "$B/golaunch" -n 2 --bind-to core --tag-output=false "$B/rmabench" "${ra[@]}"
+				ex "ex_rma_ompi_$i$f.json" "${OMPI[@]}" -n 2 --mca osc sm "$B/rmabench_ompi" "${ra[@]}"
+				ex "ex_rma_mpich_$i$f.json" "${MPICH[@]}" -n 2 "$B/rmabench_mpich" "${ra[@]}"
+			done
+		fi
 		ex "ex_scale_gorma_$i.json" "$B/golaunch" -n "$sp" --tag-output=false "$B/scalebench" --launch-ns "$(date +%s%N)"
 		ex "ex_scale_ompi_$i.json" "${OMPI[@]}" -n "$sp" "$B/scalebench_ompi" --launch-ns "$(date +%s%N)"
 	done

@@ -12,14 +12,26 @@ import (
 )
 
 // D16Extras are the job's extra runs (EXTRAS=1, the ex_ files): the p = 2 ping-pong and
-// message rate of each system, gorma's ping-pong under --trace, and scalebench's window
-// Allocate and startup at many ranks. Figures are medians over the repetitions.
+// message rate of each system, gorma's ping-pong under --trace, rmabench at p = 2, and
+// scalebench's window Allocate and startup at many ranks. Figures are medians over the
+// repetitions.
 type D16Extras struct {
 	Reps     int                    `json:"reps"`
 	PingPong map[string]D16PingPong `json:"pingpong"`              // by system
 	TraceUS  float64                `json:"trace_latency_us"`      // gorma's 8 B latency under --trace
 	ScaleP   int                    `json:"scale_ranks,omitempty"` // scalebench's rank count
 	Scale    map[string]D16Scale    `json:"scale,omitempty"`       // by system
+	RMA      []D16RMA               `json:"rma,omitempty"`         // rmabench's cells, in the files' order
+}
+
+// D16RMA is one rmabench cell at p = 2: a case at one size, each system's median. The
+// cells kept are those at 8 B and 1 MiB, and the sizeless ones (the empty Fence, with its
+// p99 as case "fence.p99"; busy_get's largest wait as "busy_get.max").
+type D16RMA struct {
+	Case   string             `json:"case"`
+	Bytes  int                `json:"bytes"`
+	Higher bool               `json:"higher,omitempty"` // a rate (MB/s): higher is better
+	By     map[string]float64 `json:"by_system"`
 }
 
 // D16PingPong is one system's p = 2 figures at 8 B.
@@ -36,7 +48,12 @@ type D16Scale struct {
 	ShmemKB    float64 `json:"shmem_kb"`
 }
 
-var exFile = regexp.MustCompile(`^ex_(pp|pptrace|scale)_([a-z0-9]+)_(\d+)\.json$`)
+// exFile names an extra run: ex_KIND_SYSTEM_REP.json, with a size after the repetition
+// for rmabench's runs beyond 8 B (ex_rma_gorma_1_1M.json).
+var exFile = regexp.MustCompile(`^ex_(pp|pptrace|scale|rma)_([a-z0-9]+)_(\d+)(_[0-9]+[KM]?)?\.json$`)
+
+// rmaKept reports whether an rmabench row of bytes goes into the extras' table.
+func rmaKept(bytes int) bool { return bytes == 0 || bytes == 8 || bytes == 1<<20 }
 
 // collectExtras reads the ex_ files of dir; nil when there are none.
 func collectExtras(dir string) (*D16Extras, error) {
@@ -48,6 +65,18 @@ func collectExtras(dir string) (*D16Extras, error) {
 	lat, bw, trace := map[string][]float64{}, map[string][]float64{}, []float64{}
 	type sc struct{ alloc, free, start, shm []float64 }
 	scale := map[string]*sc{}
+	rma := map[rmaKey]map[string][]float64{} // cell, then system: one figure per repetition
+	var rmaOrder []rmaKey
+	addRMA := func(k rmaKey, sys string, v float64) {
+		if v == 0 {
+			return
+		}
+		if rma[k] == nil {
+			rma[k] = map[string][]float64{}
+			rmaOrder = append(rmaOrder, k)
+		}
+		rma[k][sys] = append(rma[k][sys], v)
+	}
 	for _, e := range ents {
 		m := exFile.FindStringSubmatch(e.Name())
 		if m == nil {
@@ -105,6 +134,40 @@ func collectExtras(dir string) (*D16Extras, error) {
 			s.free = append(s.free, d.Figures["win_free_us"].Median)
 			s.start = append(s.start, d.Figures["startup_s"].Median)
 			s.shm = append(s.shm, d.ShmemKB)
+		case "rma":
+			var d struct {
+				Tables []struct {
+					Name string `json:"name"`
+					Rows []struct {
+						Bytes    int     `json:"bytes"`
+						MedianUS float64 `json:"median_us"`
+						P99US    float64 `json:"p99_us"`
+						MaxUS    float64 `json:"max_us"`
+						MBps     float64 `json:"MB_per_s"`
+					} `json:"rows"`
+				} `json:"tables"`
+			}
+			if err := json.Unmarshal(b, &d); err != nil {
+				return nil, fmt.Errorf("%s: %w", e.Name(), err)
+			}
+			for _, t := range d.Tables {
+				for _, r := range t.Rows {
+					if !rmaKept(r.Bytes) {
+						continue
+					}
+					if r.MBps != 0 {
+						addRMA(rmaKey{t.Name, r.Bytes, true}, m[2], r.MBps)
+						continue
+					}
+					addRMA(rmaKey{t.Name, r.Bytes, false}, m[2], r.MedianUS)
+					switch t.Name {
+					case "fence":
+						addRMA(rmaKey{"fence.p99", r.Bytes, false}, m[2], r.P99US)
+					case "busy_get":
+						addRMA(rmaKey{"busy_get.max", r.Bytes, false}, m[2], r.MaxUS)
+					}
+				}
+			}
 		}
 	}
 	if x.Reps == 0 {
@@ -119,7 +182,21 @@ func collectExtras(dir string) (*D16Extras, error) {
 	for s, v := range scale {
 		x.Scale[s] = D16Scale{AllocateUS: median(v.alloc), FreeUS: median(v.free), StartupS: median(v.start), ShmemKB: median(v.shm)}
 	}
+	for _, k := range rmaOrder {
+		c := D16RMA{Case: k.name, Bytes: k.bytes, Higher: k.higher, By: map[string]float64{}}
+		for s, v := range rma[k] {
+			c.By[s] = median(v)
+		}
+		x.RMA = append(x.RMA, c)
+	}
 	return x, nil
+}
+
+// rmaKey names one rmabench cell while the files are read.
+type rmaKey struct {
+	name   string
+	bytes  int
+	higher bool
 }
 
 // d16Extra is one figure of the extras' table that the systems share: its name on the
@@ -230,6 +307,73 @@ func renderD16Extras(b *strings.Builder, x *D16Extras) {
 		if f.scale && len(x.Scale) > 0 {
 			row(f)
 		}
+	}
+	b.WriteString("\n")
+	renderD16RMA(b, x.RMA)
+}
+
+// rmaQuotient is gorma's figure of cell c over the best peer's; false when either is
+// missing.
+func rmaQuotient(c D16RMA) (float64, bool) {
+	g, ok := c.By["gorma"]
+	var best float64
+	for _, s := range []string{"ompi", "mpich"} {
+		v, has := c.By[s]
+		if !has || v <= 0 {
+			continue
+		}
+		if best == 0 || c.Higher && v > best || !c.Higher && v < best {
+			best = v
+		}
+	}
+	if !ok || g <= 0 || best == 0 {
+		return 0, false
+	}
+	return g / best, true
+}
+
+// renderD16RMA writes the table of rmabench's cells at p = 2, if the job ran it.
+func renderD16RMA(b *strings.Builder, cells []D16RMA) {
+	if len(cells) == 0 {
+		return
+	}
+	var sys []string
+	for _, s := range d16Order {
+		for _, c := range cells {
+			if _, ok := c.By[s]; ok {
+				sys = append(sys, s)
+				break
+			}
+		}
+	}
+	b.WriteString("### One-sided operations, 2 ranks\n\n" +
+		"`rmabench` at p = 2, each system in turn per repetition: gorma bound to a core per rank, " +
+		"Open MPI with `--mca osc sm` (bound by its default), MPICH. " +
+		"Medians in us (MB/s where marked, higher is better) at 8 B and 1 MiB.\n\n")
+	head := []string{"case", "bytes"}
+	for _, s := range sys {
+		head = append(head, d16Names[s])
+	}
+	head = append(head, "gorma / best peer")
+	b.WriteString("| " + strings.Join(head, " | ") + " |\n|---|" + strings.Repeat("---:|", len(head)-1) + "\n")
+	for _, c := range cells {
+		name := c.Case
+		if c.Higher {
+			name += " (MB/s)"
+		}
+		cells := []string{name, strconv.Itoa(c.Bytes)}
+		for _, s := range sys {
+			if v, ok := c.By[s]; ok {
+				cells = append(cells, num(v, 3))
+			} else {
+				cells = append(cells, "-")
+			}
+		}
+		ratio := "-"
+		if q, ok := rmaQuotient(c); ok {
+			ratio = ratioText(q)
+		}
+		b.WriteString("| " + strings.Join(append(cells, ratio), " | ") + " |\n")
 	}
 	b.WriteString("\n")
 }

@@ -110,9 +110,54 @@ func TestDevice16Extras(t *testing.T) {
 			t.Errorf("%s: scale %+v at %d ranks, want Allocate %g us at %d", s, got, x.ScaleP, sc.Figures["win_allocate_us"].Median, sc.Ranks)
 		}
 	}
+	type rmaFile struct {
+		Tables []struct {
+			Name string `json:"name"`
+			Rows []struct {
+				Bytes    int     `json:"bytes"`
+				MedianUS float64 `json:"median_us"`
+				P99US    float64 `json:"p99_us"`
+				MBps     float64 `json:"MB_per_s"`
+			} `json:"rows"`
+		} `json:"tables"`
+	}
+	cell := func(name string, bytes int) (D16RMA, bool) {
+		for _, c := range x.RMA {
+			if c.Case == name && c.Bytes == bytes {
+				return c, true
+			}
+		}
+		return D16RMA{}, false
+	}
+	for _, f := range []string{"ex_rma_gorma_1.json", "ex_rma_ompi_1.json", "ex_rma_mpich_1.json", "ex_rma_gorma_1_1M.json", "ex_rma_ompi_1_1M.json"} {
+		sys := strings.Split(f, "_")[2]
+		var d rmaFile
+		read(f, &d)
+		for _, tb := range d.Tables {
+			for _, r := range tb.Rows {
+				want, higher := r.MedianUS, r.MBps != 0
+				if higher {
+					want = r.MBps
+				}
+				c, ok := cell(tb.Name, r.Bytes)
+				if !ok || c.By[sys] != want || c.Higher != higher {
+					t.Errorf("%s: cell %s at %d B: %+v (found %v), want %s's %g", f, tb.Name, r.Bytes, c, ok, sys, want)
+				}
+				if tb.Name == "fence" {
+					if p, ok := cell("fence.p99", r.Bytes); !ok || p.By[sys] != r.P99US {
+						t.Errorf("%s: fence p99 %+v, want %g", f, p, r.P99US)
+					}
+				}
+			}
+		}
+	}
+	if c, ok := cell("put_bw", 1<<20); !ok || !c.Higher || len(c.By) != 2 {
+		t.Errorf("put_bw at 1 MiB: %+v, want a rate of gorma and ompi", c)
+	}
 	var b strings.Builder
 	renderD16Extras(&b, x)
-	for _, want := range []string{"| message rate 8 B (MB/s, higher is better) |", "| ping-pong 8 B under --trace (us) |", "| window Allocate, 4 ranks (us) |"} {
+	for _, want := range []string{"| message rate 8 B (MB/s, higher is better) |", "| ping-pong 8 B under --trace (us) |", "| window Allocate, 4 ranks (us) |",
+		"### One-sided operations, 2 ranks", "| put_bw (MB/s) | 1048576 |", "| fence.p99 | 0 |"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("extras table lacks %q:\n%s", want, b.String())
 		}

@@ -109,6 +109,13 @@ func device16Summary(d *Device16) []sumRow {
 		}
 		add("Point-to-point, 2 ranks", pp)
 		add(fmt.Sprintf("Windows and startup, %d ranks", x.ScaleP), sc)
+		var rma []sumPoint
+		for _, c := range x.RMA {
+			if q, ok := rmaQuotient(c); ok {
+				rma = append(rma, sumPoint{label: fmt.Sprintf("%s %d B", c.Case, c.Bytes), higher: c.Higher, q: q})
+			}
+		}
+		add("One-sided operations, 2 ranks", rma)
 	}
 	return rows
 }

@@ -30,11 +30,11 @@
 //	put_bw, get_bw               bandwidth: 64 operations of the size, then Flush (LockAll)
 //	acc_lat.float64, acc_lat.int64   Accumulate(Sum) of each size + Flush (LockAll)
 //	fop_lat, cas_lat             FetchAndOp(Sum) or CompareAndSwap of one int64 + Flush
+//	fence                        an empty Fence, every rank; its table adds max_us, the
+//	                             slowest sample, to median/avg/p99
 //	busy_get                     Lock(Shared) + Get 8 B + Unlock while the target computes
 //	                             for --busy without calling the runtime: median and max
 //	                             ("-" when no operation started: --busy of 2 ms or less)
-//	fence                        an empty Fence, every rank; its table adds max_us, the
-//	                             slowest sample, to median/avg/p99
 //	lock_put                     Lock(Exclusive) + Put 8 B + Unlock
 //	alloc_free.allocate          Allocate + Free of a 1 MiB window (--window-size), per pair
 //	                             of calls, every rank
@@ -49,8 +49,11 @@
 // a tenth of that (at least 3) as warmup. Every rank returns its setup's garbage to the
 // system once (debug.FreeOSMemory), and collects garbage before each size, as Go's
 // testing package does before a benchmark: otherwise a collection, or the background
-// scavenger's millisecond bursts, run beside a timed loop. Bandwidth is MB/s = 10^6 bytes per second over
-// --bw-iters rounds of 64 operations. Buffers and windows hold non-zero bytes before
+// scavenger's millisecond bursts, run beside a timed loop. The cases run in the order
+// above. busy_get comes after the fence case: once a bound rank (one P) has slept in a
+// wait, Go's sysmon thread wakes every ~100 us for milliseconds, and each wake-up stalls
+// a timed loop on that processor (a fence row's p99 and ivcsw_per_call show it). Bandwidth is MB/s = 10^6 bytes per second over --bw-iters rounds of
+// 64 operations. Buffers and windows hold non-zero bytes before
 // anything is measured. In the busy_get case the target fills its window with a known
 // pattern, and the origin checks every Get against it.
 //

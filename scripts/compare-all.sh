@@ -71,7 +71,7 @@ measure() {
 		bin/golaunch -n 2 --tag-output=false bin/pingpong "${pp[@]}" --json="$out/pp_gorma.json" >/dev/null
 		mpirun.openmpi --allow-run-as-root -n 2 bin/pingpong_mpi "${pp[@]}" >"$out/pp_ompi.txt"
 		mpiexec.mpich -n 2 bin/pingpong_mpich "${pp[@]}" >"$out/pp_mpich.txt"
-		bin/golaunch -n 2 --tag-output=false bin/rmabench "${rma[@]}" --json="$out/rma_gorma.json" >/dev/null
+		bin/golaunch -n 2 --bind-to core --tag-output=false bin/rmabench "${rma[@]}" --json="$out/rma_gorma.json" >/dev/null
 		mpirun.openmpi --allow-run-as-root -n 2 --mca osc sm bin/rmabench_mpi "${rma[@]}" >"$out/rma_ompi.txt"
 		mpiexec.mpich -n 2 bin/rmabench_mpich "${rma[@]}" >"$out/rma_mpich.txt"
 	}
@@ -113,7 +113,7 @@ intro() { printf -- '--intro\0%s=%s\0' "$1" "$2"; }
 mapfile -d '' intros < <(
 	intro startup "\`golaunch -n N apps/hello\` against \`mpirun.openmpi\` and \`mpiexec.mpich -n N\` of \`bench/mpi/hello.c\` (\`scripts/compare-startup.sh\`): the wall time of the whole job, $startup_runs runs per launcher and rank count, in turn."
 	intro p2p "\`apps/pingpong\` against \`bench/mpi/pingpong.c\` (\`scripts/compare-p2p.sh\`): over shm the 8 B half round trip (50000 round trips a run) and the 1 MiB bandwidth, medians of $reps repetitions; gorma's tcp against the raw TCP loopback round trip (verbsperf's \`tcp_pp\`), halved, in $tcp_reps alternated pairs. The charts are one sweep of each program, 2000 operations a size."
-	intro rma "\`apps/rmabench\` against \`bench/mpi/rmabench.c\` (\`scripts/compare-rma.sh\`): 5000 operations a size, a 100 ms busy target, medians of $reps repetitions; latency is the median of a run's samples. ompi-sm is Open MPI with \`--mca osc sm\`, ompi its default one-sided component (it crashes in MPI_Compare_and_swap, and osc/sm cannot MPI_Win_create: those cells are empty). Every size of every case is in \`results/compare/rma.txt\` after a run; the charts are one sweep, 2000 operations a size."
+	intro rma "\`apps/rmabench\` against \`bench/mpi/rmabench.c\` (\`scripts/compare-rma.sh\`): 5000 operations a size, a 100 ms busy target, medians of $reps repetitions, gorma's ranks bound to a core each as mpirun binds its twin's; latency is the median of a run's samples. ompi-sm is Open MPI with \`--mca osc sm\`, ompi its default one-sided component (it crashes in MPI_Compare_and_swap, and osc/sm cannot MPI_Win_create: those cells are empty). Every size of every case is in \`results/compare/rma.txt\` after a run; the charts are one sweep, 2000 operations a size."
 	intro allreduce "\`apps/allreducebench\` against \`bench/mpi/allreducebench.c\` (\`scripts/compare-allreduce.sh\`): float64 sum, 1000 calls a size up to 16 KiB and fewer above (at least 10), each size capped at about 150 ms of calls (\`--size-time\`: MPICH busy-polls, and with 4 ranks on 2 cores one of its calls can take milliseconds); medians of $reps repetitions. gorma's runs with \`--fresh\` (new buffers per call) and \`--scratch fresh\` (scratch mapped, registered and released per call, as the MPIs do), from 64 KiB, are in \`results/compare/allreduce.txt\` after a run."
 )
 extra=()

@@ -139,6 +139,7 @@ func (w *epochs[T]) barrier(ctx context.Context, at blocked) error {
 		if ready() {
 			break
 		}
+		spinPause()
 	}
 	fullFence()
 	for r := range w.tg {

@@ -16,7 +16,10 @@ import (
 //
 // A wait follows the rank's waiting rule (substrate.WaitRule). It spins for the rule's
 // budget, then sleeps. Its first quickPolls polls read only the word: most waits of a
-// Fence or a PSCW epoch end within them, and they read no clock.
+// Fence or a PSCW epoch end within them, and they read no clock. Each poll that misses
+// executes PAUSE (spinPause): the core leaves the loop without the pipeline flush that a
+// changed line costs a bare load loop, and the peer that writes the line gets it sooner
+// (`bin/golaunch -n 2 --bind-to core bin/rmabench --test fence,put_lat.pscw`).
 //
 //   - While it spins it yields to the Go scheduler every goschedEvery polls, and only
 //     where the rule says that wakes no thread (one P, or an oversubscribed host). A
@@ -98,6 +101,7 @@ func waitOn(ctx context.Context, at blocked, rt *runtime.World, bell []uint64, r
 		if ready() {
 			return nil
 		}
+		spinPause()
 	}
 	marked, asleep := false, false
 	defer func() {
@@ -151,6 +155,7 @@ func waitOn(ctx context.Context, at blocked, rt *runtime.World, bell []uint64, r
 		}
 		switch {
 		case sleep == 0:
+			spinPause()
 			if substrate.PollPeers(rt) {
 				break
 			}

@@ -49,10 +49,11 @@
 // a tenth of that (at least 3) as warmup. Every rank returns its setup's garbage to the
 // system once (debug.FreeOSMemory), and collects garbage before each size, as Go's
 // testing package does before a benchmark: otherwise a collection, or the background
-// scavenger's millisecond bursts, run beside a timed loop. The cases run in the order
-// above. busy_get comes after the fence case: once a bound rank (one P) has slept in a
-// wait, Go's sysmon thread wakes every ~100 us for milliseconds, and each wake-up stalls
-// a timed loop on that processor (a fence row's p99 and ivcsw_per_call show it). Bandwidth is MB/s = 10^6 bytes per second over --bw-iters rounds of
+// scavenger's millisecond bursts, run beside a timed loop. Before each timed loop every
+// rank computes for 20 ms without a system call (settle; the C twin too). Once a rank's
+// only P has gone idle (a wait that slept), Go's sysmon thread wakes every ~100 us for
+// milliseconds, and each wake-up takes a bound rank's processor from the loop (the fence
+// case's p99 and max). The cases run in the order above. Bandwidth is MB/s = 10^6 bytes per second over --bw-iters rounds of
 // 64 operations. Buffers and windows hold non-zero bytes before
 // anything is measured. In the busy_get case the target fills its window with a known
 // pattern, and the origin checks every Get against it.

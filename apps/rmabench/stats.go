@@ -1,7 +1,9 @@
 package main
 
 import (
+	goruntime "runtime"
 	"slices"
+	"time"
 
 	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
 )
@@ -23,6 +25,7 @@ type measurement struct {
 // measure runs op warmup times untimed, then iters times timed in batches. It reads the
 // context switches after the last warmup operation, outside every timed batch.
 func measure(warmup, iters int, op func(i int) error) (measurement, error) {
+	settle()
 	var cs [2]float64
 	if warmup == 0 {
 		cs = benchkit.Switches()
@@ -85,3 +88,24 @@ func scaled(base, size int) int {
 
 // warmupOf is the warmup for iters measured operations: a tenth, at least 3.
 func warmupOf(iters int) int { return max(iters/10, 3) }
+
+// settleFor is how long settle keeps the rank busy before a timed loop.
+const settleFor = 20 * time.Millisecond
+
+// settle keeps the rank on its processor for settleFor before a timed loop, yielding to
+// the Go scheduler often but making no system call. When a rank's only P has gone idle
+// (a wait that slept, in a Barrier between sizes or in the case before), Go's sysmon
+// thread wakes every ~100 us for some milliseconds, and each wake-up takes the
+// processor of a bound rank from its timed loop for a few microseconds. It slows down
+// once it has found nothing to do fifty times in a row.
+func settle() {
+	for end := time.Now().Add(settleFor); time.Now().Before(end); {
+		for range 1000 {
+			settleSink++
+		}
+		goruntime.Gosched()
+	}
+}
+
+// settleSink keeps settle's loop from being optimized away.
+var settleSink uint64

@@ -226,11 +226,15 @@ static void op_once(const struct bcase *c, long size) {
 	}
 }
 
-/* measure: warmup untimed (batch calibrated on its second half), then n timed in batches;
+#define SETTLE_S 0.02 /* seconds of computation before each timed loop (apps/rmabench's settleFor) */
+static uint64_t spin(double secs);
+
+/* measure: a settling spin, warmup untimed (batch calibrated on its second half), then n timed in batches;
  * out: median, mean, p99 and slowest sample in us, then the batch size; the context
  * switches of the timed batches go to sw */
 static void measure(const struct bcase *c, long size, int warm, int n, double scale, double out[5], double sw[2]) {
 	double t0 = 0;
+	sink = spin(SETTLE_S); /* as apps/rmabench's settle: the same method on both sides */
 	for (int i = 0; i < warm; i++) {
 		if (i == warm / 2) t0 = now_ns();
 		op_once(c, size);

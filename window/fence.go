@@ -135,12 +135,7 @@ func (w *epochs[T]) barrier(ctx context.Context, at blocked) error {
 		}
 		return true
 	}
-	for range quickPolls {
-		if ready() {
-			break
-		}
-		spinPause()
-	}
+	quickPoll(ready, substrate.WaitRule(w.comm).Oversub)
 	fullFence()
 	for r := range w.tg {
 		ring(w.tg[r].mw)

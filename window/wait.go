@@ -19,7 +19,9 @@ import (
 // Fence or a PSCW epoch end within them, and they read no clock. Each poll that misses
 // executes PAUSE (spinPause): the core leaves the loop without the pipeline flush that a
 // changed line costs a bare load loop, and the peer that writes the line gets it sooner
-// (`bin/golaunch -n 2 --bind-to core bin/rmabench --test fence,put_lat.pscw`).
+// (`bin/golaunch -n 2 --bind-to core bin/rmabench --test fence,put_lat.pscw`). An
+// oversubscribed host's polls do not pause: a pause there delays the yield that hands
+// the processor to the rank waited for (`bin/golaunch -n 4 bin/rmabench --test fence`).
 //
 //   - While it spins it yields to the Go scheduler every goschedEvery polls, and only
 //     where the rule says that wakes no thread (one P, or an oversubscribed host). A
@@ -97,11 +99,9 @@ type blocked struct {
 // (this rank's own, or a mapped target's); nil for a rank reached only through a
 // transport.
 func waitOn(ctx context.Context, at blocked, rt *runtime.World, bell []uint64, ready func() bool, check func() error) error {
-	for range quickPolls {
-		if ready() {
-			return nil
-		}
-		spinPause()
+	rule := substrate.WaitRule(rt)
+	if quickPoll(ready, rule.Oversub) {
+		return nil
 	}
 	marked, asleep := false, false
 	defer func() {
@@ -112,7 +112,6 @@ func waitOn(ctx context.Context, at blocked, rt *runtime.World, bell []uint64, r
 			atomic.AddUint64(&bell[mSleep], ^uint64(0))
 		}
 	}()
-	rule := substrate.WaitRule(rt)
 	budget, yield := rule.Budget(), rule.Yields()
 	if rule.Oversub {
 		budget = max(budget, yieldFor)
@@ -155,7 +154,9 @@ func waitOn(ctx context.Context, at blocked, rt *runtime.World, bell []uint64, r
 		}
 		switch {
 		case sleep == 0:
-			spinPause()
+			if !rule.Oversub {
+				spinPause()
+			}
 			if substrate.PollPeers(rt) {
 				break
 			}
@@ -178,6 +179,21 @@ func waitOn(ctx context.Context, at blocked, rt *runtime.World, bell []uint64, r
 			sleep = min(2*sleep, sleepMax)
 		}
 	}
+}
+
+// quickPoll polls ready quickPolls times and reports whether it held. Between misses it
+// executes PAUSE, unless the host is oversubscribed: there the rank waited for may need
+// this rank's processor, and the pauses would only delay the yield that gives it.
+func quickPoll(ready func() bool, oversub bool) bool {
+	for range quickPolls {
+		if ready() {
+			return true
+		}
+		if !oversub {
+			spinPause()
+		}
+	}
+	return false
 }
 
 // spent reads the clock of a spin that started at start and last read it at *last: true

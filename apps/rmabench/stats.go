@@ -3,6 +3,7 @@ package main
 import (
 	goruntime "runtime"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorma-hpc/gorma/apps/internal/benchkit"
@@ -99,13 +100,15 @@ const settleFor = 20 * time.Millisecond
 // processor of a bound rank from its timed loop for a few microseconds. It slows down
 // once it has found nothing to do fifty times in a row.
 func settle() {
+	x := uint64(1)
 	for end := time.Now().Add(settleFor); time.Now().Before(end); {
 		for range 1000 {
-			settleSink++
+			x = x*6364136223846793005 + 1442695040888963407
 		}
 		goruntime.Gosched()
 	}
+	settled.Add(x)
 }
 
-// settleSink keeps settle's loop from being optimized away.
-var settleSink uint64
+// settled keeps settle's computation from being optimized away.
+var settled atomic.Uint64

@@ -34,11 +34,12 @@
 # ranks oversubscribe the host). Unbound, two ranks on two cores sometimes share one for
 # a whole run, which makes Lock + Put + Unlock 1.6 times slower in that run. BIND (auto,
 # core or none: golaunch's --bind-to) overrides it.
-# Usage: scripts/compare-rma.sh [REPS]   (environment: NP, TESTS, MAX_SIZE, ITERS, BUSY, BASE, MPICH, BIND)
+# Usage: scripts/compare-rma.sh [REPS]   (environment: NP, TESTS, MIN_SIZE, MAX_SIZE, ITERS, BUSY, BASE, MPICH, BIND)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-3}
 tests=${TESTS:-all}
+min_size=${MIN_SIZE:-8}
 max_size=${MAX_SIZE:-1M}
 iters=${ITERS:-10000}
 busy=${BUSY:-200ms}
@@ -79,7 +80,7 @@ else
 	echo "compare-rma: MPICH not installed (mpicc.mpich, mpiexec.mpich): skipping it" >&2
 fi
 
-args=(--max-size "$max_size" --iters "$iters" --busy "$busy")
+args=(--min-size "$min_size" --max-size "$max_size" --iters "$iters" --busy "$busy")
 # rmabench_mpi takes sizes with K/M suffixes and durations in ms, like rmabench.
 bind=${BIND:-}
 [[ -z $bind ]] && { ((np <= 2)) && bind=core || bind=auto; }

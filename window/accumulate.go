@@ -347,7 +347,7 @@ func (w *dataPath[T]) lockAcc(t *target[T]) error {
 		if cas(mw, mAcc, 0, me) {
 			return nil
 		}
-		return waitOn(context.Background(), blocked{w.track, "window.Accumulate", 0, nil}, w.comm, nil,
+		return w.waitOn(context.Background(), blocked{w.track, "window.Accumulate", 0, nil}, nil,
 			func() bool { return load(mw, mAcc) == 0 && cas(mw, mAcc, 0, me) },
 			func() error { return w.holderErr(t, load(mw, mAcc)) })
 	}
@@ -357,7 +357,7 @@ func (w *dataPath[T]) lockAcc(t *target[T]) error {
 		holder, err = w.accCAS(t, 0, me)
 		return err != nil || holder == 0
 	}
-	if perr := waitOn(context.Background(), blocked{w.track, "window.Accumulate", 0, nil}, w.comm, nil, ready, func() error { return w.holderErr(t, holder) }); perr != nil {
+	if perr := w.waitOn(context.Background(), blocked{w.track, "window.Accumulate", 0, nil}, nil, ready, func() error { return w.holderErr(t, holder) }); perr != nil {
 		return perr
 	}
 	return err

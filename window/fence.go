@@ -135,10 +135,10 @@ func (w *epochs[T]) barrier(ctx context.Context, at blocked) error {
 		}
 		return true
 	}
-	quickPoll(ready, substrate.WaitRule(w.comm).Oversub)
+	quickPoll(ready, w.rule.Oversub)
 	fullFence()
 	for r := range w.tg {
 		ring(w.tg[r].mw)
 	}
-	return waitOn(ctx, at, w.comm, w.mw, ready, w.checkPeers)
+	return w.waitOn(ctx, at, w.mw, ready, w.checkPeers)
 }

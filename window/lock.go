@@ -200,9 +200,9 @@ func (w *epochs[T]) acquireMapped(ctx context.Context, t *target[T], lt LockType
 	}
 	check := func() error { return w.targetErr(t) }
 	if lt == Exclusive {
-		return waitOn(ctx, blocked{w.track, "window.Lock", 0, nil}, w.comm, mw, func() bool { return load(mw, mLock) == 0 && cas(mw, mLock, 0, lockExcl) }, check)
+		return w.waitOn(ctx, blocked{w.track, "window.Lock", 0, nil}, mw, func() bool { return load(mw, mLock) == 0 && cas(mw, mLock, 0, lockExcl) }, check)
 	}
-	return waitOn(ctx, blocked{w.track, "window.Lock", 0, nil}, w.comm, mw, func() bool {
+	return w.waitOn(ctx, blocked{w.track, "window.Lock", 0, nil}, mw, func() bool {
 		if load(mw, mLock)&lockExcl != 0 {
 			return false
 		}
@@ -229,7 +229,7 @@ func (w *epochs[T]) acquireRemote(ctx context.Context, t *target[T], lt LockType
 		_, err = w.remoteAdd(ctx, t, mLock, ^uint64(0))
 		return err != nil
 	}
-	if perr := waitOn(ctx, blocked{w.track, "window.Lock", 0, nil}, w.comm, nil, ready, nil); perr != nil {
+	if perr := w.waitOn(ctx, blocked{w.track, "window.Lock", 0, nil}, nil, ready, nil); perr != nil {
 		return perr
 	}
 	return err

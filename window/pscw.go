@@ -87,7 +87,7 @@ func (w *epochs[T]) start(ctx context.Context, group []int, assert Assert) error
 		for _, r := range group {
 			t := &w.tg[r]
 			i, want := w.lay.post+r, s.started[r]+1
-			err := waitOn(ctx, blocked{w.track, "window.Start", 0, nil}, w.comm, w.mw, func() bool { return load(w.mw, i) >= want }, func() error { return w.targetErr(t) })
+			err := w.waitOn(ctx, blocked{w.track, "window.Start", 0, nil}, w.mw, func() bool { return load(w.mw, i) >= want }, func() error { return w.targetErr(t) })
 			if err != nil {
 				return werr(op, r, -1, err)
 			}
@@ -153,7 +153,7 @@ func (w *epochs[T]) wait(ctx context.Context) error {
 	if err := w.exposureCheck(op); err != nil {
 		return err
 	}
-	if err := waitOn(ctx, blocked{w.track, "window.Wait", 0, nil}, w.comm, w.mw, w.completed, func() error { return w.originsErr(op) }); err != nil {
+	if err := w.waitOn(ctx, blocked{w.track, "window.Wait", 0, nil}, w.mw, w.completed, func() error { return w.originsErr(op) }); err != nil {
 		return werr(op, -1, -1, err)
 	}
 	w.endExposure()

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/futex"
-	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
@@ -93,13 +92,13 @@ type blocked struct {
 	sig  *substrate.CallSig // the collective call's signature, nil for none
 }
 
-// waitOn returns nil once ready reports true, or the error of ctx or of check. rt is the
-// window's World, whose transports must keep serving peers meanwhile. bell is the mapped
+// waitOn returns nil once ready reports true, or the error of ctx or of check. The
+// window's World (comm) must keep serving peers meanwhile. bell is the mapped
 // metadata of the rank whose word ready reads, whose doorbell the word's writers ring
 // (this rank's own, or a mapped target's); nil for a rank reached only through a
 // transport.
-func waitOn(ctx context.Context, at blocked, rt *runtime.World, bell []uint64, ready func() bool, check func() error) error {
-	rule := substrate.WaitRule(rt)
+func (h *house[T]) waitOn(ctx context.Context, at blocked, bell []uint64, ready func() bool, check func() error) error {
+	rt, rule := h.comm, h.rule
 	if quickPoll(ready, rule.Oversub) {
 		return nil
 	}

@@ -208,11 +208,7 @@ func collectDevice16(dir string) (*Device16, error) {
 	if len(ars) == 0 {
 		return nil, fmt.Errorf("%s: no ar_SYSTEM_pP_REP.json or cl_SYSTEM_pP_REP.json files", dir)
 	}
-	for _, s := range d16Order {
-		if seen[s] {
-			d.Systems = append(d.Systems, s)
-		}
-	}
+	d.Systems = systemsWith(func(s string) bool { return seen[s] })
 	d.Failed = readFailed(filepath.Join(dir, "stderr.txt"))
 	for p := range ps {
 		r := D16Ranks{P: p, Threads: map[string]D16Threads{}, OneFree: ps[p+1] && len(sysAt[p]) == 1 && sysAt[p]["gorma"]}

@@ -135,18 +135,7 @@ func collectExtras(dir string) (*D16Extras, error) {
 			s.start = append(s.start, d.Figures["startup_s"].Median)
 			s.shm = append(s.shm, d.ShmemKB)
 		case "rma":
-			var d struct {
-				Tables []struct {
-					Name string `json:"name"`
-					Rows []struct {
-						Bytes    int     `json:"bytes"`
-						MedianUS float64 `json:"median_us"`
-						P99US    float64 `json:"p99_us"`
-						MaxUS    float64 `json:"max_us"`
-						MBps     float64 `json:"MB_per_s"`
-					} `json:"rows"`
-				} `json:"tables"`
-			}
+			var d rmaDoc
 			if err := json.Unmarshal(b, &d); err != nil {
 				return nil, fmt.Errorf("%s: %w", e.Name(), err)
 			}
@@ -192,6 +181,20 @@ func collectExtras(dir string) (*D16Extras, error) {
 	return x, nil
 }
 
+// rmaDoc is what chart reads of an rmabench JSON document (Go's and the C twin's).
+type rmaDoc struct {
+	Tables []struct {
+		Name string `json:"name"`
+		Rows []struct {
+			Bytes    int     `json:"bytes"`
+			MedianUS float64 `json:"median_us"`
+			P99US    float64 `json:"p99_us"`
+			MaxUS    float64 `json:"max_us"`
+			MBps     float64 `json:"MB_per_s"`
+		} `json:"rows"`
+	} `json:"tables"`
+}
+
 // rmaKey names one rmabench cell while the files are read.
 type rmaKey struct {
 	name   string
@@ -235,10 +238,17 @@ func (x *D16Extras) value(f d16Extra, s string) (float64, bool) {
 
 // quotient is gorma's figure f over the best peer's; false when either is missing.
 func (x *D16Extras) quotient(f d16Extra) (float64, bool) {
-	g, ok := x.value(f, "gorma")
+	return overBestPeer(func(s string) (float64, bool) { return x.value(f, s) }, f.higher)
+}
+
+// overBestPeer is gorma's figure over the best of Open MPI's and MPICH's, as fig reads
+// each system's (false: none); false when gorma's or every peer's is missing. higher
+// says a higher figure is better.
+func overBestPeer(fig func(s string) (float64, bool), higher bool) (float64, bool) {
+	g, ok := fig("gorma")
 	var peers []float64
 	for _, s := range []string{"ompi", "mpich"} {
-		if v, ok := x.value(f, s); ok {
+		if v, ok := fig(s); ok && v > 0 {
 			peers = append(peers, v)
 		}
 	}
@@ -246,7 +256,7 @@ func (x *D16Extras) quotient(f d16Extra) (float64, bool) {
 		return 0, false
 	}
 	best := slices.Min(peers)
-	if f.higher {
+	if higher {
 		best = slices.Max(peers)
 	}
 	return g / best, true
@@ -257,14 +267,11 @@ func renderD16Extras(b *strings.Builder, x *D16Extras) {
 	if x == nil {
 		return
 	}
-	var sys []string
-	for _, s := range d16Order {
-		if _, ok := x.PingPong[s]; ok {
-			sys = append(sys, s)
-		} else if _, ok := x.Scale[s]; ok {
-			sys = append(sys, s)
-		}
-	}
+	sys := systemsWith(func(s string) bool {
+		_, pp := x.PingPong[s]
+		_, sc := x.Scale[s]
+		return pp || sc
+	})
 	fmt.Fprintf(b, "### Point to point, tracing and windows\n\n"+
 		"The job's extra runs (the ex_ files), %d repetitions, each running every system once, in turn: "+
 		"`pingpong` at p = 2 (8 B latency, and the 8 B message rate with 64 in flight), gorma's ping-pong under `golaunch --trace`, "+
@@ -315,21 +322,7 @@ func renderD16Extras(b *strings.Builder, x *D16Extras) {
 // rmaQuotient is gorma's figure of cell c over the best peer's; false when either is
 // missing.
 func rmaQuotient(c D16RMA) (float64, bool) {
-	g, ok := c.By["gorma"]
-	var best float64
-	for _, s := range []string{"ompi", "mpich"} {
-		v, has := c.By[s]
-		if !has || v <= 0 {
-			continue
-		}
-		if best == 0 || c.Higher && v > best || !c.Higher && v < best {
-			best = v
-		}
-	}
-	if !ok || g <= 0 || best == 0 {
-		return 0, false
-	}
-	return g / best, true
+	return overBestPeer(func(s string) (float64, bool) { v, ok := c.By[s]; return v, ok }, c.Higher)
 }
 
 // renderD16RMA writes the table of rmabench's cells at p = 2, if the job ran it.
@@ -337,15 +330,9 @@ func renderD16RMA(b *strings.Builder, cells []D16RMA) {
 	if len(cells) == 0 {
 		return
 	}
-	var sys []string
-	for _, s := range d16Order {
-		for _, c := range cells {
-			if _, ok := c.By[s]; ok {
-				sys = append(sys, s)
-				break
-			}
-		}
-	}
+	sys := systemsWith(func(s string) bool {
+		return slices.ContainsFunc(cells, func(c D16RMA) bool { _, ok := c.By[s]; return ok })
+	})
 	b.WriteString("### One-sided operations, 2 ranks\n\n" +
 		"`rmabench` at p = 2, each system in turn per repetition: gorma bound to a core per rank, " +
 		"Open MPI with `--mca osc sm` (bound by its default), MPICH. " +

@@ -212,13 +212,17 @@ func readPerfRun(path string, size int) (perfStat, float64, error) {
 
 // perfSystems are the systems with figures in rows, in the page's order.
 func perfSystems(rows []D16Perf) []string {
+	return systemsWith(func(s string) bool {
+		return slices.ContainsFunc(rows, func(r D16Perf) bool { _, ok := r.CSWPerS[s]; return ok })
+	})
+}
+
+// systemsWith returns the systems of d16Order for which has is true, in that order.
+func systemsWith(has func(s string) bool) []string {
 	var out []string
 	for _, s := range d16Order {
-		for _, r := range rows {
-			if _, ok := r.CSWPerS[s]; ok {
-				out = append(out, s)
-				break
-			}
+		if has(s) {
+			out = append(out, s)
 		}
 	}
 	return out

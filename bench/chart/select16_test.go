@@ -110,17 +110,6 @@ func TestDevice16Extras(t *testing.T) {
 			t.Errorf("%s: scale %+v at %d ranks, want Allocate %g us at %d", s, got, x.ScaleP, sc.Figures["win_allocate_us"].Median, sc.Ranks)
 		}
 	}
-	type rmaFile struct {
-		Tables []struct {
-			Name string `json:"name"`
-			Rows []struct {
-				Bytes    int     `json:"bytes"`
-				MedianUS float64 `json:"median_us"`
-				P99US    float64 `json:"p99_us"`
-				MBps     float64 `json:"MB_per_s"`
-			} `json:"rows"`
-		} `json:"tables"`
-	}
 	cell := func(name string, bytes int) (D16RMA, bool) {
 		for _, c := range x.RMA {
 			if c.Case == name && c.Bytes == bytes {
@@ -131,7 +120,7 @@ func TestDevice16Extras(t *testing.T) {
 	}
 	for _, f := range []string{"ex_rma_gorma_1.json", "ex_rma_ompi_1.json", "ex_rma_mpich_1.json", "ex_rma_gorma_1_1M.json", "ex_rma_ompi_1_1M.json"} {
 		sys := strings.Split(f, "_")[2]
-		var d rmaFile
+		var d rmaDoc
 		read(f, &d)
 		for _, tb := range d.Tables {
 			for _, r := range tb.Rows {

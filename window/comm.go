@@ -35,7 +35,8 @@ var comms sync.Map // weak.Pointer[gorma.World] -> *commEntry
 // user code runs in a turn.
 type commEntry struct {
 	c    *gorma.World
-	turn chan struct{} // holds a token while a window's collective call runs on c
+	rule *substrate.Waiting // the rank's waiting rule (wait.go), set before the engine starts
+	turn chan struct{}      // holds a token while a window's collective call runs on c
 
 	mu        sync.Mutex
 	open      int  // windows created on c and not freed
@@ -87,7 +88,7 @@ func commOf(w *gorma.World) (*commEntry, error) {
 		return nil, err
 	}
 	substrate.MarkInternal(c) // the window calls on the user's World name what runs on c
-	ce := &commEntry{c: c, turn: make(chan struct{}, 1)}
+	ce := &commEntry{c: c, rule: substrate.WaitRule(c), turn: make(chan struct{}, 1)}
 	actual, loaded := comms.LoadOrStore(key, ce)
 	if !loaded {
 		// c shares w's engine but not w itself, so it does not keep w reachable.

@@ -37,10 +37,9 @@ type house[T runtime.Elem] struct {
 	opt     options
 	lay     layout
 
-	track *substrate.Track   // names its calls in hang reports; closed by Free
-	rule  *substrate.Waiting // the rank's waiting rule (wait.go), the engine's for every World
-	label string             // "winK", K the number of the World's collective call that made it
-	attrs attrSet            // its name and attributes (attr.go)
+	track *substrate.Track // names its calls in hang reports; closed by Free
+	label string           // "winK", K the number of the World's collective call that made it
+	attrs attrSet          // its name and attributes (attr.go)
 
 	local   []T
 	data    *substrate.Region // nil for dynamic windows

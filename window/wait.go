@@ -98,7 +98,7 @@ type blocked struct {
 // (this rank's own, or a mapped target's); nil for a rank reached only through a
 // transport.
 func (h *house[T]) waitOn(ctx context.Context, at blocked, bell []uint64, ready func() bool, check func() error) error {
-	rt, rule := h.comm, h.rule
+	rt, rule := h.comm, h.commRef.rule
 	if quickPoll(ready, rule.Oversub) {
 		return nil
 	}

@@ -222,7 +222,7 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 // newWin assembles a window's house and parts, before anything is allocated.
 func newWin[T runtime.Elem](ce *commEntry, rw *runtime.World, fl Flavor, o options) *Win[T] {
 	h := &house[T]{comm: ce.c, commRef: ce, rank: rw.Rank(), size: rw.Size(), esize: elemSize[T](), flavor: fl, opt: o,
-		lay: newLayout(rw.Size(), o.dynSlots), track: substrate.NewTrack(rw), rule: substrate.WaitRule(rw)}
+		lay: newLayout(rw.Size(), o.dynSlots), track: substrate.NewTrack(rw)}
 	h.tg = make([]target[T], h.size)
 	h.ob = newWinObs(rw, h.size)
 	h.dyn = &dynState[T]{house: h}

@@ -94,23 +94,3 @@ func (g *shmGroup) releaseBig(c *call) error {
 	}
 	return err
 }
-
-// closeBigRemotes releases the mappings of the peers' big buffers.
-func (g *shmGroup) closeBigRemotes() {
-	for i, rm := range g.bigRems {
-		if rm != nil {
-			rm.Close()
-			g.bigRems[i] = nil
-		}
-	}
-	g.bigMem = nil
-}
-
-// freeBigOld frees the big buffers a failed call left, which no peer maps any more.
-func (g *shmGroup) freeBigOld() {
-	if g.bigOld != nil {
-		removePages(g.bigOld.Bytes())
-		g.bigOld.Free()
-		g.bigOld = nil
-	}
-}

@@ -119,10 +119,7 @@ type shmGroup struct {
 	medium   int                // bytes from which Allreduce and Reduce go by blocks (shmMediumFor)
 	rule     *substrate.Waiting // the rank's waiting rule: the spin's budget, and whether it yields
 
-	region  *substrate.Region
-	old     *substrate.Region // the previous region, freed at the next setup
-	remotes []*substrate.Remote
-	mem     [][]byte // every member's region (own included), by member index
+	shmMaps // this member's region and its mappings of the members' (shm_maps.go)
 
 	moved    shmMoved  // bytes this member copied through scratch (the byte model)
 	seq      uint64    // last step published
@@ -138,11 +135,8 @@ type shmGroup struct {
 	// Under ScratchFresh the region holds no big buffers: they live in a region of their
 	// own per member, acquired by a call that needs them and released before it returns
 	// (scratch_shm.go).
-	fresh   bool                // set up for ScratchFresh
-	bigReg  *substrate.Region   // this call's big buffers (fresh), or nil
-	bigOld  *substrate.Region   // big buffers left by a failed call, freed at the next setup
-	bigRems []*substrate.Remote // the peers' big buffers, by member index
-	bigMem  [][]byte            // every member's big buffers (own included), or nil: in the region
+	fresh  bool // set up for ScratchFresh
+	shmBig      // the call's fresh big buffers
 }
 
 // shmRegionSize is the size of a region whose big buffers hold chunk bytes each.
@@ -213,6 +207,17 @@ func (g *shmGroup) prepare(c *call, bytes int) error {
 	return g.setup(c, max(want, g.chunk), false)
 }
 
+// ready maps every other member's region from descs (attach), frees the big buffers a
+// failed call left (fresh), and g is set up.
+func (g *shmGroup) ready(w *runtime.World, descs [][]byte) error {
+	if err := g.attach(w, g.ranks, g.me, descs); err != nil {
+		return err
+	}
+	g.freeBigOld()
+	g.broken = false
+	return nil
+}
+
 // resetMark is the shmOffReset word of a member that leaves its region in its call
 // number seq (state.seq: every member numbers a call alike).
 func resetMark(seq uint64) uint64 { return seq<<1 | 1 }
@@ -266,21 +271,54 @@ func (g *shmGroup) settle(c *call) error {
 }
 
 // setup allocates this member's region (big buffers of chunk bytes, none if fresh),
-// exchanges region descriptions with every member and maps theirs. The previous region,
-// if any, is freed once every member has sent its new description (each closes its old
-// mappings first); so are big buffers a failed call left (fresh).
+// exchanges region descriptions with every member through the group's first
+// (exchangeDescs) and maps theirs (attachDescs).
 func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
-	g.closeRemotes()
+	w := c.s.comm
 	if g.region != nil {
 		atomic.StoreUint64(word(g.region.Bytes(), shmOffReset), resetMark(uint64(c.s.seq)))
 		g.old, g.region = g.region, nil
 	}
-	g.fresh = fresh
-	w := c.s.comm
 	r, err := substrate.AllocHostRegion(w, shmRegionSize(chunk))
 	if err != nil {
 		return fmt.Errorf("shared-memory scratch: %w", err)
 	}
+	g.initRegion(w, r, chunk, fresh)
+	// The description travels with the call's meta word behind it (shmMeta, byte count
+	// 0): a member at another call, whose message of the same tag this receive may take,
+	// is told and named here, where the calls first meet, rather than as a transport's
+	// refusal of a description that is not one.
+	desc := r.AppendDesc(make([]byte, 0, shmDescMax))
+	desc = binary.LittleEndian.AppendUint64(desc, shmMeta(c, 0))
+	descs, err := exchangeDescs(c, g.ranks, g.me, desc) // shm_descs.go
+	if err != nil {
+		return err
+	}
+	for i, peer := range g.ranks {
+		if i == g.me {
+			continue
+		}
+		d := descs[i]
+		if len(d) < 8 || shmMetaCall(binary.LittleEndian.Uint64(d[len(d)-8:])) != shmMetaCall(shmMeta(c, 0)) {
+			theirs := "a call that sent " + strconv.Itoa(len(d)) + " bytes"
+			if len(d) >= 8 {
+				theirs = shmCallText(binary.LittleEndian.Uint64(d[len(d)-8:]) &^ shmMetaBytes)
+			}
+			return fmt.Errorf("%w: rank %d is in %s, rank %d in %s (call #%d on this World's numbering): every rank must make its collective calls in the same order, with the same root and counts",
+				ErrMismatch, peer, theirs, w.Rank(), shmCallText(shmMeta(c, 0)), c.s.seq)
+		}
+		descs[i] = d[:len(d)-8]
+	}
+	return g.ready(w, descs)
+}
+
+// initRegion makes r, a new region of w's memory with big buffers of chunk bytes (none
+// if fresh), g's own, cleared of its flags, and marks g broken until ready maps the
+// members' regions. The caller has closed g's mappings of the previous regions.
+func (g *shmGroup) initRegion(w *runtime.World, r *substrate.Region, chunk int, fresh bool) {
+	g.closeRemotes()
+	g.closeBigRemotes()
+	g.fresh = fresh
 	b := r.Bytes()
 	for _, off := range []int{shmOffFlag + shmFlagSeq, shmOffFlag + shmFlagMeta, shmOffFlag + shmLine + shmFlagSeq,
 		shmOffFlag + shmLine + shmFlagMeta, shmOffSleep, shmOffBell, shmOffReset} {
@@ -292,95 +330,7 @@ func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 	g.nt, g.ntSpread = shmTune().nt, shmTune().ntSpread
 	g.medium = shmMediumFor(len(g.ranks))
 	g.region, g.chunk, g.seq, g.bigNext, g.bigFree, g.lazy = r, chunk, 0, 0, [2]uint64{}, 0
-	g.broken = true // until the exchange below completes
-	// The description travels with the call's meta word behind it (shmMeta, byte count
-	// 0): a member at another call, whose message of the same tag this receive may take,
-	// is told and named here, where the calls first meet, rather than as a transport's
-	// refusal of a description that is not one.
-	desc := r.AppendDesc(make([]byte, 0, shmDescMax))
-	desc = binary.LittleEndian.AppendUint64(desc, shmMeta(c, 0))
-	descs := make([][]byte, len(g.ranks))
-	n := 0
-	for i, peer := range g.ranks {
-		if i == g.me {
-			continue
-		}
-		descs[i] = make([]byte, shmDescMax)
-		if err := runtime.IrecvWith(c.req(n), c.s.comm, descs[i], peer, c.tag); err != nil {
-			return fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", w.Rank(), peer, err)
-		}
-		n++
-	}
-	for i, peer := range g.ranks {
-		if i != g.me {
-			if err := runtime.Send(c.ctx, c.s.comm, desc, peer, c.tag); err != nil {
-				return fmt.Errorf("rank %d sending its scratch description to rank %d: %w", w.Rank(), peer, err)
-			}
-		}
-	}
-	g.remotes = make([]*substrate.Remote, len(g.ranks))
-	g.mem = make([][]byte, len(g.ranks))
-	g.mem[g.me] = b
-	n = 0
-	for i, peer := range g.ranks {
-		if i == g.me {
-			continue
-		}
-		st, err := c.req(n).Wait(c.ctx)
-		n++
-		if errors.Is(err, runtime.ErrTruncated) { // a longer message of the same tag: another call's
-			return fmt.Errorf("%w: rank %d sent rank %d a message of %d bytes where rank %d, in %s (call #%d on this World's numbering), expected its scratch description: every rank must make its collective calls in the same order, with the same root and counts",
-				ErrMismatch, peer, w.Rank(), st.Count, w.Rank(), shmCallText(shmMeta(c, 0)), c.s.seq)
-		}
-		if err != nil {
-			return fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", w.Rank(), peer, err)
-		}
-		d := descs[i][:st.Count]
-		if len(d) < 8 || shmMetaCall(binary.LittleEndian.Uint64(d[len(d)-8:])) != shmMetaCall(shmMeta(c, 0)) {
-			theirs := "a call that sent " + strconv.Itoa(len(d)) + " bytes"
-			if len(d) >= 8 {
-				theirs = shmCallText(binary.LittleEndian.Uint64(d[len(d)-8:]) &^ shmMetaBytes)
-			}
-			return fmt.Errorf("%w: rank %d is in %s, rank %d in %s (call #%d on this World's numbering): every rank must make its collective calls in the same order, with the same root and counts",
-				ErrMismatch, peer, theirs, w.Rank(), shmCallText(shmMeta(c, 0)), c.s.seq)
-		}
-		rm, err := substrate.Attach(w, peer, d[:len(d)-8])
-		if err != nil {
-			return fmt.Errorf("rank %d mapping rank %d's scratch: %w", w.Rank(), peer, err)
-		}
-		g.remotes[i] = rm
-		if rm.Mapped() == nil {
-			return fmt.Errorf("%w: rank %d cannot map rank %d's scratch (transport %s): shared memory needs every rank on one host",
-				runtime.ErrInvalid, w.Rank(), peer, w.Transport(peer))
-		}
-		// Every member sizes its region alike when the calls match (same counts, same
-		// history, same policy); a peer whose region differs was set up for another
-		// count (or policy) in this very call.
-		if len(rm.Mapped()) != len(b) {
-			return fmt.Errorf("%w: rank %d's scratch has %d bytes, rank %d's %d (do all ranks pass the same counts and scratch policy?)",
-				ErrMismatch, peer, len(rm.Mapped()), w.Rank(), len(b))
-		}
-		g.mem[i] = rm.Mapped()
-	}
-	if g.old != nil {
-		g.old.Free()
-		g.old = nil
-	}
-	g.freeBigOld()
-	g.broken = false
-	return nil
-}
-
-// closeRemotes releases the mappings of the members' regions (and big buffers).
-func (g *shmGroup) closeRemotes() {
-	for i, rm := range g.remotes {
-		if rm != nil {
-			rm.Close()
-			g.remotes[i] = nil
-		}
-	}
-	g.mem = nil
-	g.closeBigRemotes()
+	g.broken = true // until ready
 }
 
 // fail marks g for a new setup after a failed call, and releases its mappings (a peer
@@ -401,6 +351,7 @@ func (g *shmGroup) fail() {
 		g.broken, g.lazy = true, 0
 		g.chunk = 0
 		g.closeRemotes()
+		g.closeBigRemotes()
 		if g.bigReg != nil {
 			g.freeBigOld()
 			g.bigOld, g.bigReg = g.bigReg, nil

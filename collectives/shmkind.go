@@ -12,7 +12,7 @@ import "strings"
 // shmKinds are the base kinds, by the names hang reports give them (trackName).
 var shmKinds = [...]string{"", "Allgather", "Allgatherv", "Allreduce", "Alltoall", "Alltoallv", "Alltoallw",
 	"Barrier", "Bcast", "Exscan", "Gather", "Gatherv", "Reduce", "ReduceScatter", "ReduceScatterV", "Scan",
-	"Scatter", "Scatterv", "AllreduceLoc", "ReduceLoc", "ReduceType", "AllreduceType"}
+	"Scatter", "Scatterv", "AllreduceLoc", "ReduceLoc", "ReduceType", "AllreduceType", "SetupDup"}
 
 const (
 	shmKindStride = 32 // ids of one form

@@ -101,3 +101,13 @@ func CheckCall(ctx context.Context, t *subcore.Track, seq uint64, sig *CallSig) 
 // EagerSlots returns the number of eager send slots, and of receive slots, that w's
 // connections have per peer.
 func EagerSlots(w *World) int { return w.e.links.slots }
+
+// ConnectPeer connects w's rank to rank r (a job rank) as a first contact would, and
+// waits until the connection is ready.
+func ConnectPeer(ctx context.Context, w *World, r int) error {
+	e := w.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, err := e.links.awaitPeerLocked(ctx, r)
+	return err
+}

@@ -55,6 +55,13 @@ import (
 // it, so a load after seeing it sees them). The sender uses the box only when nothing
 // waits in its out queue for the peer.
 //
+// Pages. The first matchable message to a peer takes the queue pair, and the receiver
+// reads a peer's box only once it has handled that message (poller.addBox). So the box
+// of a peer that never sends is never read: none of its pages is faulted in, and the
+// connections that Attach opens between ranks that only map each other's memory hold
+// no shared memory (`scripts/compare-scale.sh`, shm). Every box record then has a qseq
+// of at least 1, which the order above already requires the receiver to have handled.
+//
 // Waiting. The poller's spin checks the boxes with one load per peer and takes mu only
 // when a message can be handled (fastboxReady). To sleep, the device's CQ.Wait is given
 // the same check (shm's SetWaitCheck), and the sender rings the receiver's doorbell after
@@ -239,8 +246,8 @@ func mapFastboxOut(p *peer, key uint64) error {
 // and needs no pad: every instruction here is on a ping-pong's path.
 func (p *peer) postFastLocked(ctx uint16, tag int, buf []byte) bool {
 	f := &p.fout
-	if f.box == nil || len(buf) > fbMaxPayload {
-		return false
+	if f.box == nil || len(buf) > fbMaxPayload || p.qsent == 0 {
+		return false // the first matchable message takes the queue pair (Pages)
 	}
 	need, pad := uint64(1), uint64(0)
 	if len(buf) > fbCellSize-fbRecHdr {

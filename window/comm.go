@@ -6,6 +6,7 @@ import (
 	"sync"
 	"weak"
 
+	"github.com/gorma-hpc/gorma/collectives"
 	gorma "github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
@@ -37,6 +38,9 @@ type commEntry struct {
 	c    *gorma.World
 	rule *substrate.Waiting // the rank's waiting rule (wait.go), set before the engine starts
 	turn chan struct{}      // holds a token while a window's collective call runs on c
+	// scratch: c's shared-memory scratch is set up (setUp), which the first creation does
+	// in its turn. Guarded by the turn.
+	scratch bool
 
 	mu        sync.Mutex
 	open      int  // windows created on c and not freed
@@ -56,6 +60,23 @@ func (ce *commEntry) enter(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// setUp sets up c's collectives' shared-memory scratch through the World's, w's
+// (collectives.SetupDup), once: the first creation does it in its turn. It is a
+// collective call on w, which window creation is, so every rank makes it in the same
+// creation. Without it, c's first collective call, in the same creation, would set its
+// scratch up with messages between the ranks (`scripts/compare-scale.sh`,
+// win_allocate_us).
+func (ce *commEntry) setUp(ctx context.Context, w *gorma.World) error {
+	if ce.scratch {
+		return nil
+	}
+	if err := collectives.SetupDup(ctx, w, ce.c); err != nil {
+		return err
+	}
+	ce.scratch = true
+	return nil
 }
 
 // leave ends the turn that enter began.

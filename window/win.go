@@ -155,6 +155,9 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	if err := w.track.Check(ctx, seq, sig); err != nil {
 		return nil, werr(op, -1, -1, err)
 	}
+	if err := ce.setUp(ctx, rw); err != nil { // comm.go
+		return nil, werr(op, -1, -1, err)
+	}
 	switch fl {
 	case FlavorShared:
 		if err := w.shm.allocShared(ctx, n); err != nil { // shared.go

@@ -73,6 +73,7 @@ const (
 	rhQPN         = 96  // uint32: owner QP number (owner writes once)
 	rhTxWait      = 128 // uint32: sender waits for space or credit (sender sets, receiver swaps to 0)
 	rhSenderState = 132 // uint32: sender QP state, a peerCode (sender writes)
+	rhStarted     = 136 // uint32: nonzero once the sender has put a record (sender writes once)
 	rhPosted      = 192 // uint64: receives ever posted, the sender's credit (receiver writes)
 )
 
@@ -111,6 +112,7 @@ type ring struct {
 	claim       *atomic.Uint64
 	txWait      *atomic.Uint32
 	senderState *atomic.Uint32
+	started     *atomic.Uint32
 	posted      *atomic.Uint64
 }
 
@@ -129,6 +131,7 @@ func newRing(hdr, data []byte) ring {
 		claim:       (*atomic.Uint64)(unsafe.Pointer(&hdr[rhClaim])),
 		txWait:      (*atomic.Uint32)(unsafe.Pointer(&hdr[rhTxWait])),
 		senderState: (*atomic.Uint32)(unsafe.Pointer(&hdr[rhSenderState])),
+		started:     (*atomic.Uint32)(unsafe.Pointer(&hdr[rhStarted])),
 		posted:      (*atomic.Uint64)(unsafe.Pointer(&hdr[rhPosted])),
 	}
 }
@@ -161,14 +164,20 @@ func (r *ring) word0(idx uint64) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&r.data[idx<<slotShift]))
 }
 
-// ready reports whether a record starts at absolute position pos.
+// ready reports whether a record starts at absolute position pos. It reads the data only
+// once the sender has put a record (started): a ring whose sender never writes is never
+// read, so none of its pages is faulted in (`scripts/compare-scale.sh`, shm). The word
+// shares its cache line with senderState, which the receiver's poll reads anyway.
 func (r *ring) ready(pos uint64) bool {
-	return r.word0(pos&r.mask).Load()&seqMask == (pos+1)&seqMask
+	return r.started.Load() != 0 && r.word0(pos&r.mask).Load()&seqMask == (pos+1)&seqMask
 }
 
 // wholeAt reports whether a record at position pos holds a whole message (its first and
 // last fragment), which a receive the sender's credit promised completes at once.
 func (r *ring) wholeAt(pos uint64) bool {
+	if r.started.Load() == 0 {
+		return false
+	}
 	w0 := r.word0(pos & r.mask).Load()
 	return w0&seqMask == (pos+1)&seqMask && (w0>>seqBits)&(recFirst|recLast) == recFirst|recLast
 }
@@ -184,6 +193,7 @@ type tx struct {
 	msgs      uint64 // messages started (each consumes one of the peer's receives)
 	credits   uint64 // the peer's posted-receive count as last read
 	corrupt   bool   // the head word made no sense: the peer's memory is not trustworthy
+	started   bool   // r.started is set
 }
 
 // credit reports whether the peer has a receive posted for the next message. Like space,
@@ -246,6 +256,10 @@ func (t *tx) fit(want uint64) uint64 {
 // put writes a record of n slots at the sender's position and publishes it with a release
 // store of word0 (publish). The caller rings the peer's doorbell afterwards, which fences.
 func (t *tx) put(kind uint8, n uint64, payload []byte, length, imm uint32) {
+	if !t.started {
+		t.r.started.Store(1) // before the record: a receiver that sees the record sees it
+		t.started = true
+	}
 	off := (t.pos & t.r.mask) << slotShift
 	copy(t.r.data[off+recHdrSize:], payload)
 	binary.LittleEndian.PutUint64(t.r.data[off+8:], uint64(length)|uint64(imm)<<32)

@@ -77,19 +77,14 @@ func (e *engine) messageLocked(p *peer, msg []byte) {
 	case msgNop:
 	case msgEager, msgRTS:
 		// Fast box messages sent before this one go first, and those that waited for it
-		// follow it (fastbox.go). Before the first, the box holds none and is not read.
-		if p.qrecv > 0 {
-			e.drainFastboxLocked(p)
-			if p.failed != nil {
-				return
-			}
+		// follow it (fastbox.go).
+		e.drainFastboxLocked(p)
+		if p.failed != nil {
+			return
 		}
 		e.incomingLocked(p.rank, &h, msg[hdrLen:])
 		p.qrecv++
 		if p.fin.box != nil {
-			if p.qrecv == 1 {
-				e.poll.addBox(p) // the box is read from now on (fastbox.go, "Pages")
-			}
 			p.fin.gate.Store(p.qrecv)
 			e.drainFastboxLocked(p)
 		}

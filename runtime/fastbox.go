@@ -55,12 +55,13 @@ import (
 // it, so a load after seeing it sees them). The sender uses the box only when nothing
 // waits in its out queue for the peer.
 //
-// Pages. The first matchable message to a peer takes the queue pair, and the receiver
-// reads a peer's box only once it has handled that message (poller.addBox). So the box
-// of a peer that never sends is never read: none of its pages is faulted in, and the
+// Pages. The receiver reads a peer's box only once the peer has said it wrote into it:
+// after its first record the sender notes the box's region (shm's mapping.Note, one
+// store into the region's key table entry), and the receiver's poll reads that entry
+// (mr.Noted, one load) until it is set, then the box itself (fbIn.awake). So the box of
+// a peer that never sends is never read: none of its pages is faulted in, and the
 // connections that Attach opens between ranks that only map each other's memory hold
-// no shared memory (`scripts/compare-scale.sh`, shm). Every box record then has a qseq
-// of at least 1, which the order above already requires the receiver to have handled.
+// no shared memory (`scripts/compare-scale.sh`, shm).
 //
 // Waiting. The poller's spin checks the boxes with one load per peer and takes mu only
 // when a message can be handled (fastboxReady). To sleep, the device's CQ.Wait is given
@@ -175,11 +176,26 @@ func fbTail(box []byte, pos uint64) []byte {
 // gate are written under engine.mu and read without it by the poller's spin and the CQ's
 // wait check (fastboxReady), hence atomics.
 type fbIn struct {
-	box  []byte   // our arena memory, which the peer writes through its mapping
-	mr   verbs.MR // box's region
-	pos  atomic.Uint64
-	gate atomic.Uint64 // peer.qrecv
-	off  atomic.Bool   // the peer failed: its box is no longer read
+	box   []byte   // our arena memory, which the peer writes through its mapping
+	mr    verbs.MR // box's region
+	pos   atomic.Uint64
+	gate  atomic.Uint64 // peer.qrecv
+	off   atomic.Bool   // the peer failed: its box is no longer read
+	live  atomic.Bool   // the box is read: the peer said it wrote (noted), or the MR cannot say
+	noted func() bool   // the MR's Noted, nil when it has none
+}
+
+// awake reports whether the box may be read: once the peer has said it wrote into it
+// ("Pages"). It takes no lock.
+func (f *fbIn) awake() bool {
+	if f.live.Load() {
+		return true
+	}
+	if !f.noted() {
+		return false
+	}
+	f.live.Store(true)
+	return true
 }
 
 // fbOut is the sending side of a fast box in the peer's memory. Guarded by engine.mu.
@@ -187,6 +203,7 @@ type fbOut struct {
 	box    []byte // the peer's box in our mapping; nil when the peer has none
 	m      verbs.Mapping
 	notify peerNotifier
+	note   func() // the mapping's Note, until the first message calls it ("Pages")
 	pos    uint64 // next message number
 	head   uint64 // the peer's head as last read
 }
@@ -213,6 +230,11 @@ func newFastboxIn(d *device, p *peer) (uint64, error) {
 		clear(b[:fbSize])
 	}
 	p.fin.box, p.fin.mr = b[:fbSize:fbSize], mr
+	if n, ok := mr.(interface{ Noted() bool }); ok {
+		p.fin.noted = n.Noted
+	} else {
+		p.fin.live.Store(true)
+	}
 	return mr.RKey(), nil
 }
 
@@ -236,6 +258,9 @@ func mapFastboxOut(p *peer, key uint64) error {
 		return nil
 	}
 	p.fout = fbOut{box: b, m: m, notify: nt}
+	if n, ok := m.(interface{ Note() }); ok {
+		p.fout.note = n.Note
+	}
 	return nil
 }
 
@@ -246,8 +271,8 @@ func mapFastboxOut(p *peer, key uint64) error {
 // and needs no pad: every instruction here is on a ping-pong's path.
 func (p *peer) postFastLocked(ctx uint16, tag int, buf []byte) bool {
 	f := &p.fout
-	if f.box == nil || len(buf) > fbMaxPayload || p.qsent == 0 {
-		return false // the first matchable message takes the queue pair (Pages)
+	if f.box == nil || len(buf) > fbMaxPayload {
+		return false
 	}
 	need, pad := uint64(1), uint64(0)
 	if len(buf) > fbCellSize-fbRecHdr {
@@ -271,6 +296,10 @@ func (p *peer) postFastLocked(ctx uint16, tag int, buf []byte) bool {
 	encodeFastbox(rec, ctx, int32(tag), p.qsent, buf)
 	publish(word64(rec), f.pos+1)
 	f.pos += need
+	if f.note != nil {
+		f.note() // after the record, before the ring: the receiver reads the box from now on
+		f.note = nil
+	}
 	f.notify.NotifyPeer()
 	prefetchW(unsafe.Pointer(&fbCell(f.box, f.pos+fbAhead)[0]))
 	return true
@@ -305,7 +334,7 @@ func (f *fbOut) padLocked(n uint64) {
 // one-cell record is read through its cell alone, as postFastLocked writes it.
 func (e *engine) drainFastboxLocked(p *peer) {
 	f := &p.fin
-	if f.box == nil || p.failed != nil || p.dev.closed {
+	if f.box == nil || p.failed != nil || p.dev.closed || !f.awake() {
 		return
 	}
 	start := f.pos.Load()
@@ -362,7 +391,7 @@ func (e *engine) drainFastboxesLocked() {
 func boxesReady(peers []*peer) bool {
 	for _, p := range peers {
 		f := &p.fin
-		if f.off.Load() {
+		if f.off.Load() || !f.awake() {
 			continue
 		}
 		pos := f.pos.Load()

@@ -392,10 +392,12 @@ func (p *poller) addBox(q *peer) {
 	p.boxes.Store(&next)
 }
 
-// addPeer gives the poller connected peer q's send queue, if it has one. Its fast box
-// follows q's first matchable message (completion.go; fastbox.go, "Pages"). The caller
-// holds engine.mu.
+// addPeer gives the poller connected peer q's fast box and send queue, if it has them.
+// The caller holds engine.mu.
 func (p *poller) addPeer(q *peer) {
+	if q.fin.box != nil {
+		p.addBox(q)
+	}
 	if q.sq != nil {
 		p.addQueuer(q)
 	}

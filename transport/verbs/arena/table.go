@@ -42,7 +42,8 @@ type slot struct {
 	base   atomic.Uint64
 	length atomic.Uint64
 	meta   atomic.Uint64 // access | kind<<8
-	_      [slotSize - 32]byte
+	notes  atomic.Uint64 // nonzero: a peer wrote into the MR through a mapping and said so (Note)
+	_      [slotSize - 40]byte
 }
 
 // Table is a view of an arena's key table, in the owner's or a peer's mapping. Its methods
@@ -100,12 +101,29 @@ func (t *Table) Valid(key uint64) bool {
 	return t.slots[idx].state.Load()>>pinBits == gen
 }
 
+// Note records in the MR that key names that a peer wrote into it through a mapping:
+// its owner, which reads the MR only once told (Noted), reads it from then on. A stale
+// key notes nothing.
+func (t *Table) Note(key uint64) {
+	idx, gen := KeySlot(key), key&genMask
+	if idx < uint64(len(t.slots)) && t.slots[idx].state.Load()>>pinBits == gen {
+		t.slots[idx].notes.Store(1)
+	}
+}
+
+// Noted reports whether a peer noted the MR that key names since it was registered.
+func (t *Table) Noted(key uint64) bool {
+	idx := KeySlot(key)
+	return idx < uint64(len(t.slots)) && t.slots[idx].notes.Load() != 0
+}
+
 // publish makes slot idx live under gen. The slot must be free (generation 0).
 func (t *Table) publish(idx, gen uint64, kind Kind, base, length uint64, access verbs.Access) uint64 {
 	s := &t.slots[idx]
 	s.base.Store(base)
 	s.length.Store(length)
 	s.meta.Store(uint64(access) | uint64(kind)<<8)
+	s.notes.Store(0)
 	for { // keep transient pins of stale keys, which back out on their own
 		w := s.state.Load()
 		if s.state.CompareAndSwap(w, gen<<pinBits|w&pinMask) {

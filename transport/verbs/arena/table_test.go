@@ -52,3 +52,35 @@ func TestPinRacesRevoke(t *testing.T) {
 		t.Fatalf("slot state after the race: %#x, want free and unpinned", w)
 	}
 }
+
+// TestNote: a note under the live key sticks until the slot is published again; a stale
+// key notes nothing.
+func TestNote(t *testing.T) {
+	a := newArena(t, Config{Name: "t"})
+	tab := a.Table()
+	r, _ := a.Alloc(64, verbs.AccessAll)
+	if tab.Noted(r.Key) {
+		t.Fatal("a fresh region is noted")
+	}
+	tab.Note(r.Key)
+	if !tab.Noted(r.Key) {
+		t.Fatal("a note under the live key did not stick")
+	}
+	stale := r.Key
+	a.Free(r)
+	r2, _ := a.Alloc(64, verbs.AccessAll)
+	if KeySlot(r2.Key) != KeySlot(stale) {
+		t.Fatalf("slot %d, want the freed slot %d again (free slots are reused last in, first out)", KeySlot(r2.Key), KeySlot(stale))
+	}
+	if tab.Noted(r2.Key) {
+		t.Fatal("a republished slot kept its note")
+	}
+	tab.Note(stale)
+	if tab.Noted(r2.Key) {
+		t.Fatal("a stale key noted the slot's new region")
+	}
+	tab.Note(r2.Key)
+	if !tab.Noted(r2.Key) {
+		t.Fatal("a note under the new key did not stick")
+	}
+}

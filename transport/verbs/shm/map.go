@@ -60,6 +60,11 @@ type mapping struct {
 func (m *mapping) Bytes() []byte   { return m.b }
 func (m *mapping) PeerAlive() bool { return m.live.Load()&ownerDied == 0 }
 
+// Note tells the owner that this side wrote into the region (arena.Table.Note): an owner
+// that reads the region only once told (the runtime's fast boxes) reads it from now on.
+// It is one store into the region's key table entry.
+func (m *mapping) Note() { m.tab.Note(m.key) }
+
 // Unmap unpins the region and drops the reference on the peer's arena mapping; a dead
 // peer that nothing uses any more is unmapped.
 func (m *mapping) Unmap() error {

@@ -24,6 +24,10 @@ type pd struct {
 // Zero reports that an arena region's bytes all read zero (arena.Region.Zero).
 func (m *mr) Zero() bool { return m.kind == arena.KindArena && m.region.Zero }
 
+// Noted reports whether a peer said it wrote into the region through a mapping
+// (mapping.Note) since it was registered: one load of the region's key table entry.
+func (m *mr) Noted() bool { return m.kind == arena.KindArena && m.pd.dev.arena.Table().Noted(m.key) }
+
 type mr struct {
 	pd     *pd
 	key    uint64

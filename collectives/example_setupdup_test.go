@@ -20,7 +20,7 @@ func ExampleSetupDup() {
 		return
 	}
 	defer lib.Free()
-	if err := collectives.SetupDup(ctx, w, lib); err != nil {
+	if err := collectives.SetupDup(ctx, w, lib, ""); err != nil {
 		fmt.Println(err)
 		return
 	}

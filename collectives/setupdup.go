@@ -20,11 +20,14 @@ import (
 // (the team's, then the heads'): no message, no connection. Otherwise, and on a World of
 // one rank, it does nothing and dup's first call sets its scratch up as any World's.
 // A rank at another collective call on w fails it with ErrMismatch, naming both calls.
+// So does a rank at a collective call whose first step meets this one's.
 //
 // It takes no number of its own among w's collective calls, and hang reports and
 // observation do not show it: it is part of the library's call that makes it (a
-// window's creation, which has its number).
-func SetupDup(ctx context.Context, w, dup *runtime.World) error {
+// window's creation, which has its number). call is that call's name in hang reports
+// ("window.Allocate"), which a mismatch error gives for this rank's call; "" names it
+// SetupDup.
+func SetupDup(ctx context.Context, w, dup *runtime.World, call string) error {
 	if w == nil || dup == nil {
 		return fmt.Errorf("collectives: SetupDup: %w: nil World", runtime.ErrInvalid)
 	}
@@ -32,17 +35,20 @@ func SetupDup(ctx context.Context, w, dup *runtime.World) error {
 		return fmt.Errorf("collectives: SetupDup: %w: rank %d of %d, a Dup of rank %d of %d: want a Dup of w",
 			runtime.ErrInvalid, dup.Rank(), dup.Size(), w.Rank(), w.Size())
 	}
-	c, err := beginPart(ctx, w, "SetupDup")
+	c, err := beginPart(ctx, w, call)
 	if err != nil {
 		return err
 	}
 	return c.endPart(setupDup(c, dup))
 }
 
-// beginPart starts call name on w as a part of another call that w's numbering counts
-// (SetupDup): as begin does, but without a number, a report or an observation of its
+// beginPart starts call name (SetupDup's caller's, or "SetupDup") on w as a part of that
+// call, which w's numbering counts: as begin does, but without a number, a report or an observation of its
 // own. The caller must call c.endPart.
 func beginPart(ctx context.Context, w *runtime.World, name string) (*call, error) {
+	if name == "" {
+		name = "SetupDup"
+	}
 	if err := substrate.FreedErr(w); err != nil {
 		return nil, fmt.Errorf("collectives: %s: %w", name, err)
 	}

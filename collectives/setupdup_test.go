@@ -29,7 +29,7 @@ func TestSetupDup(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if err := SetupDup(e.ctx, e.w, d); err != nil {
+				if err := SetupDup(e.ctx, e.w, d, ""); err != nil {
 					return err
 				}
 				s, err := stateOf(d)
@@ -84,7 +84,7 @@ func TestSetupDupMismatch(t *testing.T) {
 		if e.r == 0 {
 			err = Barrier(e.ctx, e.w)
 		} else {
-			err = SetupDup(e.ctx, e.w, d)
+			err = SetupDup(e.ctx, e.w, d, "")
 		}
 		if !errors.Is(err, ErrMismatch) {
 			return fmt.Errorf("rank %d: %v, want ErrMismatch", e.r, err)
@@ -105,7 +105,7 @@ func TestSetupDupInvalid(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := SetupDup(e.ctx, e.w, half); !errors.Is(err, runtime.ErrInvalid) {
+		if err := SetupDup(e.ctx, e.w, half, ""); !errors.Is(err, runtime.ErrInvalid) {
 			return fmt.Errorf("rank %d: SetupDup of a Split: %v, want ErrInvalid", e.r, err)
 		}
 		return nil

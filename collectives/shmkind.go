@@ -9,10 +9,12 @@ import "strings"
 // nonblocking form (Iallreduce) and twice that for the persistent one (AllreduceInit).
 // A name outside the table hashes into the ids above the three forms'.
 
-// shmKinds are the base kinds, by the names hang reports give them (trackName).
+// shmKinds are the base kinds, by the names hang reports give them (trackName), and the
+// calls of package window that make SetupDup's step.
 var shmKinds = [...]string{"", "Allgather", "Allgatherv", "Allreduce", "Alltoall", "Alltoallv", "Alltoallw",
 	"Barrier", "Bcast", "Exscan", "Gather", "Gatherv", "Reduce", "ReduceScatter", "ReduceScatterV", "Scan",
-	"Scatter", "Scatterv", "AllreduceLoc", "ReduceLoc", "ReduceType", "AllreduceType", "SetupDup"}
+	"Scatter", "Scatterv", "AllreduceLoc", "ReduceLoc", "ReduceType", "AllreduceType", "SetupDup",
+	"window.Allocate", "window.Create", "window.AllocateShared", "window.CreateDynamic"}
 
 const (
 	shmKindStride = 32 // ids of one form

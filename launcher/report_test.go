@@ -35,9 +35,25 @@ func TestHangReports(t *testing.T) {
 			t.Fatalf("exit %d, want %d\n%s", r.code, ExitTimeout, r.stderr)
 		}
 		for _, want := range []string{
-			"golaunch:   rank 0: window.Allocate #1 (World) for ",
-			"golaunch:   rank 2: Allreduce #1 (1 float64, sum, World) for ",
-			"golaunch: mismatch: rank 0 is in window.Allocate #1, ranks 1-2 in Allreduce #1 on World\n",
+			"golaunch:   rank 0: window.Allocate #2 (World) for ",
+			"golaunch:   rank 2: Allreduce #2 (1 float64, sum, World) for ",
+			"golaunch: mismatch: rank 0 is in window.Allocate #2, ranks 1-2 in Allreduce #2 on World\n",
+		} {
+			mustContain(t, "stderr", r.stderr, want)
+		}
+	})
+	t.Run("first", func(t *testing.T) {
+		// A World's first window sets the windows' Dup up with a step of the World's
+		// scratch (collectives.SetupDup), which meets the others' Allreduce: every rank
+		// fails at once, naming both calls, without GORMA_CHECK.
+		r := runGL(t, "", "-n", "3", "--timeout", testbudget.Scale(20*time.Second).String(), prog, "mismatchfirst")
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+		}
+		for _, want := range []string{
+			"[0] rtprog: rank 0: mismatch: the call returned: window create: collectives: window.Allocate: mismatched collective call: rank ",
+			"[1] rtprog: rank 1: mismatch: the call returned: collectives: allreduce: mismatched collective call: rank 0 is in window.Allocate, rank 1 in Allreduce",
+			"[2] rtprog: rank 2: mismatch: the call returned: collectives: allreduce: mismatched collective call: rank 0 is in window.Allocate, rank 2 in Allreduce",
 		} {
 			mustContain(t, "stderr", r.stderr, want)
 		}
@@ -51,9 +67,9 @@ func TestHangReports(t *testing.T) {
 			t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 		}
 		for _, want := range []string{
-			"[0] rtprog: rank 0: mismatch: the call returned: window create: rank 0 is in window.Allocate #1 (World), rank 2 in Allreduce #1 (1 float64, sum, World)" + rule,
-			"[1] rtprog: rank 1: mismatch: the call returned: collectives: allreduce: rank 0 is in window.Allocate #1 (World), rank 1 in Allreduce #1 (1 float64, sum, World)" + rule,
-			"[2] rtprog: rank 2: mismatch: the call returned: collectives: allreduce: rank 0 is in window.Allocate #1 (World), rank 2 in Allreduce #1 (1 float64, sum, World)" + rule,
+			"[0] rtprog: rank 0: mismatch: the call returned: window create: rank 0 is in window.Allocate #2 (World), rank 2 in Allreduce #2 (1 float64, sum, World)" + rule,
+			"[1] rtprog: rank 1: mismatch: the call returned: collectives: allreduce: rank 0 is in window.Allocate #2 (World), rank 1 in Allreduce #2 (1 float64, sum, World)" + rule,
+			"[2] rtprog: rank 2: mismatch: the call returned: collectives: allreduce: rank 0 is in window.Allocate #2 (World), rank 2 in Allreduce #2 (1 float64, sum, World)" + rule,
 		} {
 			mustContain(t, "stderr", r.stderr, want)
 		}

@@ -173,8 +173,15 @@ func main() {
 		}
 		err = w.Finalize(ctx)
 		fail("rank %d: deadlock: Finalize returned: %v", rank, err)
-	case "mismatch":
-		// Rank 0 allocates a window while the others call Allreduce.
+	case "mismatch", "mismatchfirst":
+		// Rank 0 allocates a window while the others call Allreduce. mismatch allocates
+		// one at every rank first: the second's creation makes no collective call on w
+		// and waits, while the first's fails at every rank with both calls named.
+		if os.Args[1] == "mismatch" {
+			if _, err := window.Allocate[int64](ctx, w, 8); err != nil {
+				fail("rank %d: mismatch: the first window: %v", rank, err)
+			}
+		}
 		if rank == 0 {
 			_, err = window.Allocate[int64](ctx, w, 8)
 		} else {

@@ -126,12 +126,12 @@ func setupDup(c *call, dup *runtime.World) error {
 	return adoptGroup(c, l.world, dl.world, ds.comm, fresh)
 }
 
-// adoptGroup sets g (a group of dup's, on dup's collectives' World dw) up through pg, the
-// group of the same ranks on the World of call c: each member allocates g's region and
-// writes its description for one step of pg (putDesc), then maps the others'. A member
-// reads them before its next call on pg begins, and no member writes that flag line or
-// slot again before every member has published the step after (they alternate), so one
-// step suffices.
+// adoptGroup sets g up through pg. g is a group of dup's, on dup's collectives' World
+// dw; pg is the group of the same ranks on the World of call c. Each member allocates
+// g's region and writes its description for one step of pg (putDesc), then maps the
+// others'. A member reads them before its next call on pg begins. No member writes that
+// flag line or slot again before every member has published the step after (they
+// alternate), so one step suffices.
 func adoptGroup(c *call, pg, g *shmGroup, dw *runtime.World, fresh bool) error {
 	if len(pg.ranks) != len(g.ranks) || pg.me != g.me {
 		return fmt.Errorf("%w: rank %d: a Dup's group of %d ranks differs from its World's of %d", runtime.ErrInvalid, c.s.rank, len(g.ranks), len(pg.ranks))

@@ -10,18 +10,18 @@ import (
 
 // A group's setup gives every member every other member's region description. The
 // descriptions travel through the group's first member, the relay: each other member
-// sends it its own and receives all of them back in one message. Messages then pass
-// only between the relay and each member, so a pair of other members never carries one:
-// their connection, which Attach opens to map the peer's region, touches no page of its
-// rings or fast boxes (`scripts/compare-scale.sh`, shm), and a member waits for two
-// messages where an exchange among all would take 2(n-1).
+// sends it its own and receives all of them back in one message. So messages pass only
+// between the relay and each member. A pair of other members carries none: their
+// connection, which Attach opens to map the peer's region, touches no page of its rings
+// or fast boxes (`scripts/compare-scale.sh`, shm). And a member waits for two messages,
+// where an exchange among all would take 2(n-1).
 //
-// The relay's message holds an entry per member, in member order, the relay's own first:
-// a length byte and the description (with the meta word behind it), or descTruncated
-// and the 4-byte count of a longer message that the relay received in its place. The
-// relay sends every entry as it came, so that each member checks each description
-// itself: a mismatch fails at every member, none waiting for a message that will not
-// come.
+// The relay's message holds an entry per member, in member order, the relay's own
+// first. An entry is a length byte and the description (with the meta word behind it).
+// Or it is descTruncated and the 4-byte count of a longer message that the relay
+// received in its place. The relay sends every entry as it came, so that each member
+// checks each description itself: a mismatch fails at every member, and none waits for a
+// message that will not come.
 
 // descTruncated marks a relayed entry whose message did not fit a description.
 const descTruncated = 0xff

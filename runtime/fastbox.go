@@ -55,13 +55,13 @@ import (
 // it, so a load after seeing it sees them). The sender uses the box only when nothing
 // waits in its out queue for the peer.
 //
-// Pages. The receiver reads a peer's box only once the peer has said it wrote into it:
-// after its first record the sender notes the box's region (shm's mapping.Note, one
-// store into the region's key table entry), and the receiver's poll reads that entry
+// Pages. The receiver reads a peer's box only once the peer has said it wrote into it.
+// After its first record the sender notes the box's region (shm's mapping.Note, one
+// store into the region's key table entry). The receiver's poll reads that entry
 // (mr.Noted, one load) until it is set, then the box itself (fbIn.awake). So the box of
-// a peer that never sends is never read: none of its pages is faulted in, and the
-// connections that Attach opens between ranks that only map each other's memory hold
-// no shared memory (`scripts/compare-scale.sh`, shm).
+// a peer that never sends is never read, and none of its pages is faulted in. The
+// connections that Attach opens between ranks that only map each other's memory hold no
+// shared memory (`scripts/compare-scale.sh`, shm).
 //
 // Waiting. The poller's spin checks the boxes with one load per peer and takes mu only
 // when a message can be handled (fastboxReady). To sleep, the device's CQ.Wait is given

@@ -46,8 +46,8 @@
 // pins do not drain (the pinning process died mid-access), the bytes are withheld for
 // good instead of reused (ArenaStats.Quarantined). Every refusal is counted in the shared
 // header. A peer that wrote into a region through a mapping may say so ([Table.Note]),
-// and the owner asks ([Table.Noted]): an owner that polls a region for messages reads
-// it only once told, so a region nobody writes is never faulted in.
+// and the owner asks ([Table.Noted]). An owner that polls a region for messages reads it
+// only once told, so a region nobody writes is never faulted in.
 //
 // # Concurrency
 //

@@ -25,8 +25,8 @@ import (
 // It takes no number of its own among w's collective calls, and hang reports and
 // observation do not show it: it is part of the library's call that makes it (a
 // window's creation, which has its number). call is that call's name in hang reports
-// ("window.Allocate"), which a mismatch error gives for this rank's call; "" names it
-// SetupDup.
+// ("window creation"), which a mismatch error gives for this rank's call; "" names it
+// SetupDup. Every rank must pass the same call.
 func SetupDup(ctx context.Context, w, dup *runtime.World, call string) error {
 	if w == nil || dup == nil {
 		return fmt.Errorf("collectives: SetupDup: %w: nil World", runtime.ErrInvalid)

@@ -10,11 +10,12 @@ import "strings"
 // A name outside the table hashes into the ids above the three forms'.
 
 // shmKinds are the base kinds, by the names hang reports give them (trackName), and the
-// calls of package window that make SetupDup's step.
+// call of package window that makes SetupDup's step (a window's creation, of any flavor:
+// MPI lets the ranks create one window with different calls).
 var shmKinds = [...]string{"", "Allgather", "Allgatherv", "Allreduce", "Alltoall", "Alltoallv", "Alltoallw",
 	"Barrier", "Bcast", "Exscan", "Gather", "Gatherv", "Reduce", "ReduceScatter", "ReduceScatterV", "Scan",
 	"Scatter", "Scatterv", "AllreduceLoc", "ReduceLoc", "ReduceType", "AllreduceType", "SetupDup",
-	"window.Allocate", "window.Create", "window.AllocateShared", "window.CreateDynamic"}
+	"window creation"}
 
 const (
 	shmKindStride = 32 // ids of one form

@@ -51,9 +51,9 @@ func TestHangReports(t *testing.T) {
 			t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 		}
 		for _, want := range []string{
-			"[0] rtprog: rank 0: mismatch: the call returned: window create: collectives: window.Allocate: mismatched collective call: rank ",
-			"[1] rtprog: rank 1: mismatch: the call returned: collectives: allreduce: mismatched collective call: rank 0 is in window.Allocate, rank 1 in Allreduce",
-			"[2] rtprog: rank 2: mismatch: the call returned: collectives: allreduce: mismatched collective call: rank 0 is in window.Allocate, rank 2 in Allreduce",
+			"[0] rtprog: rank 0: mismatch: the call returned: window create: collectives: window creation: mismatched collective call: rank ",
+			"[1] rtprog: rank 1: mismatch: the call returned: collectives: allreduce: mismatched collective call: rank 0 is in window creation, rank 1 in Allreduce",
+			"[2] rtprog: rank 2: mismatch: the call returned: collectives: allreduce: mismatched collective call: rank 0 is in window creation, rank 2 in Allreduce",
 		} {
 			mustContain(t, "stderr", r.stderr, want)
 		}

@@ -63,17 +63,18 @@ func (ce *commEntry) enter(ctx context.Context) error {
 }
 
 // setUp sets up c's collectives' shared-memory scratch through the World's, w's
-// (collectives.SetupDup), once: the first creation does it in its turn, call naming it
-// in a mismatch error. It is a
+// (collectives.SetupDup), once: the first creation does it in its turn. It is a
 // collective call on w, which window creation is, so every rank makes it in the same
 // creation. Without it, c's first collective call, in the same creation, would set its
 // scratch up with messages between the ranks (`scripts/compare-scale.sh`,
 // win_allocate_us).
-func (ce *commEntry) setUp(ctx context.Context, w *gorma.World, call string) error {
+func (ce *commEntry) setUp(ctx context.Context, w *gorma.World) error {
 	if ce.scratch {
 		return nil
 	}
-	if err := collectives.SetupDup(ctx, w, ce.c, call); err != nil {
+	// One name for every flavor: the ranks may create one window with different calls
+	// (MPI_Win_create at some, MPI_Win_allocate at others).
+	if err := collectives.SetupDup(ctx, w, ce.c, "window creation"); err != nil {
 		return err
 	}
 	ce.scratch = true

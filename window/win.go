@@ -155,7 +155,7 @@ func create[T runtime.Elem](ctx context.Context, rw *runtime.World, fl Flavor, n
 	if err := w.track.Check(ctx, seq, sig); err != nil {
 		return nil, werr(op, -1, -1, err)
 	}
-	if err := ce.setUp(ctx, rw, sig.Call); err != nil { // comm.go
+	if err := ce.setUp(ctx, rw); err != nil { // comm.go
 		return nil, werr(op, -1, -1, err)
 	}
 	switch fl {

@@ -3,7 +3,6 @@ package collectives
 import (
 	"context"
 	"fmt"
-	goruntime "runtime"
 
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
@@ -39,55 +38,22 @@ func SetupDup(ctx context.Context, w, dup *runtime.World, call string) error {
 	if err != nil {
 		return err
 	}
-	return c.endPart(setupDup(c, dup))
+	return c.close(setupDup(c, dup), false)
 }
 
 // beginPart starts call name (SetupDup's caller's, or "SetupDup") on w as a part of that
-// call, which w's numbering counts: as begin does, but without a number, a report or an observation of its
-// own. The caller must call c.endPart.
+// call, which w's numbering counts: as begin does, but without a number, a report or an
+// observation of its own. The caller must call c.close(err, false).
 func beginPart(ctx context.Context, w *runtime.World, name string) (*call, error) {
 	if name == "" {
 		name = "SetupDup"
 	}
-	if err := substrate.FreedErr(w); err != nil {
-		return nil, fmt.Errorf("collectives: %s: %w", name, err)
-	}
-	if w.IsInter() {
-		return nil, errNotInter(name)
-	}
-	s, err := stateOf(w)
+	s, _, _, err := open(ctx, w, name)
 	if err != nil {
-		return nil, fmt.Errorf("collectives: %s: %w", name, err)
+		return nil, err
 	}
-	if s.q.n.Load() != 0 {
-		if err := s.q.waitIdle(ctx); err != nil {
-			return nil, fmt.Errorf("collectives: %s: rank %d waiting for its nonblocking calls on this World: %w", name, s.rank, err)
-		}
-	}
-	if !s.busy.CompareAndSwap(false, true) {
-		return nil, fmt.Errorf("collectives: %s: %w: another collective call is running on this World", name, ErrConcurrent)
-	}
-	s.seq++
-	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag), kind: shmKind(name), root: -1}
+	s.cur.kind = shmKind(name)
 	return &s.cur, nil
-}
-
-// endPart finishes a call that beginPart started, as end does.
-func (c *call) endPart(err error) error {
-	if err != nil {
-		c.s.reqs = nil
-		c.s.scratch = [2][]uint64{}
-		if c.s.local != nil {
-			c.s.local.fail()
-		}
-		c.s.failPush()
-		err = fmt.Errorf("collectives: %s: %w", c.name, err)
-	}
-	s, w := c.s, c.w
-	s.eachState(clearCall)
-	s.busy.Store(false)
-	goruntime.KeepAlive(w)
-	return err
 }
 
 // setupDup is SetupDup's work within call c on w.

@@ -187,38 +187,10 @@ type call struct {
 // the rank observes its calls, begin starts observing this one and end records it
 // (observe.go). The caller must call c.end.
 func begin(ctx context.Context, w *runtime.World, name string, count int, typ, op string, root int) (*call, error) {
-	if w == nil {
-		return nil, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
-	}
-	if err := substrate.FreedErr(w); err != nil {
-		return nil, fmt.Errorf("collectives: %s: %w", name, err)
-	}
-	if w.IsInter() {
-		return nil, errNotInter(name)
-	}
-	s, err := stateOf(w)
+	s, tracked, seq, err := open(ctx, w, name)
 	if err != nil {
-		return nil, fmt.Errorf("collectives: %s: %w", name, err)
+		return nil, err
 	}
-	if j, ok := ctx.(*jobCtx); ok && j.own != nil {
-		s = j.own // a persistent call runs on its Request's state
-	}
-	tracked, seq := trackName(name), uint64(0)
-	if s.q.n.Load() != 0 {
-		if j := s.q.job(ctx); j != nil {
-			// Iallreduce, AllreduceInit...: MPI matches them only with their kind. The
-			// number is the one the call took when it was started.
-			tracked, seq = j.call, j.seq
-		} else if err := s.q.waitIdle(ctx); err != nil {
-			// Started earlier at this rank, the nonblocking calls come first.
-			return nil, fmt.Errorf("collectives: %s: rank %d waiting for its nonblocking calls on this World: %w", name, s.rank, err)
-		}
-	}
-	if !s.busy.CompareAndSwap(false, true) {
-		return nil, fmt.Errorf("collectives: %s: %w: another collective call is running on this World", name, ErrConcurrent)
-	}
-	s.seq++
-	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag), root: -1}
 	if s.obs != nil {
 		s.ob = s.beginObs(name, tracked)
 	}
@@ -232,6 +204,47 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 		return nil, s.cur.end(err)
 	}
 	return &s.cur, nil
+}
+
+// open makes name the call in progress on w's state (s.cur), with what every collective
+// call does first: it checks w, waits for the rank's unfinished nonblocking calls on w
+// and marks the state busy. For a nonblocking call run by the World's worker it returns
+// the name and number the call took at its start (tracked, seq); else name's tracked
+// name and 0.
+func open(ctx context.Context, w *runtime.World, name string) (s *state, tracked string, seq uint64, err error) {
+	if w == nil {
+		return nil, "", 0, fmt.Errorf("collectives: %s: %w: nil World", name, runtime.ErrInvalid)
+	}
+	if err := substrate.FreedErr(w); err != nil {
+		return nil, "", 0, fmt.Errorf("collectives: %s: %w", name, err)
+	}
+	if w.IsInter() {
+		return nil, "", 0, errNotInter(name)
+	}
+	s, err = stateOf(w)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("collectives: %s: %w", name, err)
+	}
+	if j, ok := ctx.(*jobCtx); ok && j.own != nil {
+		s = j.own // a persistent call runs on its Request's state
+	}
+	tracked = trackName(name)
+	if s.q.n.Load() != 0 {
+		if j := s.q.job(ctx); j != nil {
+			// Iallreduce, AllreduceInit...: MPI matches them only with their kind. The
+			// number is the one the call took when it was started.
+			tracked, seq = j.call, j.seq
+		} else if err := s.q.waitIdle(ctx); err != nil {
+			// Started earlier at this rank, the nonblocking calls come first.
+			return nil, "", 0, fmt.Errorf("collectives: %s: rank %d waiting for its nonblocking calls on this World: %w", name, s.rank, err)
+		}
+	}
+	if !s.busy.CompareAndSwap(false, true) {
+		return nil, "", 0, fmt.Errorf("collectives: %s: %w: another collective call is running on this World", name, ErrConcurrent)
+	}
+	s.seq++
+	s.cur = call{s: s, w: w, ctx: ctx, name: name, tag: int(s.seq & runtime.MaxTag), root: -1}
+	return s, tracked, seq, nil
 }
 
 // signature returns the call's signature: one of s.sigs when a recent call had it, or a
@@ -355,7 +368,11 @@ func trackName(name string) string {
 // end finishes the call and wraps err with the collective's name. After a failure the
 // call's Requests and scratch may still be in the runtime's hands (a receive withdrawn
 // too late, a rendezvous send still offered), so they are dropped, not reused.
-func (c *call) end(err error) error {
+func (c *call) end(err error) error { return c.close(err, true) }
+
+// close is end; numbered is false for a call that took no number, report or observation
+// of its own (beginPart).
+func (c *call) close(err error, numbered bool) error {
 	if err != nil {
 		c.s.reqs = nil
 		c.s.scratch = [2][]uint64{}
@@ -366,13 +383,15 @@ func (c *call) end(err error) error {
 		err = fmt.Errorf("collectives: %s: %w", c.name, err)
 	}
 	s, w := c.s, c.w
-	if s.ob.c.On() {
+	if numbered && s.ob.c.On() {
 		s.record()
 	}
 	// The states must keep neither the World (its cleanup is what frees them) nor ctx:
 	// clear this call (*c is s.cur) and those sub made on the sub-groups.
 	s.eachState(clearCall)
-	s.track.End()
+	if numbered {
+		s.track.End()
+	}
 	s.busy.Store(false)
 	goruntime.KeepAlive(w)
 	return err

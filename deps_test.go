@@ -28,10 +28,11 @@ var providers = []string{"transport/verbs/shm", "transport/verbs/tcp"}
 // import: the accept loop of every listener, the tests' time budgets, the hang report
 // that ranks produce and the launcher prints, the communication profile that ranks
 // count and the launcher merges, the pooled packing buffers, the attribute sets of
-// Worlds and windows, and the shared futex of every shared-memory wait.
+// Worlds and windows, the shared futex of every shared-memory wait, and the writes of
+// observation files that follow no other user's link.
 // ARCHITECTURE.md lists them first, before transport/verbs. Every package under
 // internal/ is one (TestInternalLeaves).
-var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang", "internal/trace", "internal/prof", "internal/packpool", "internal/attrset", "internal/futex"}
+var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang", "internal/trace", "internal/prof", "internal/packpool", "internal/attrset", "internal/futex", "internal/safefile"}
 
 // testsDir holds the rank programs and helpers of the tests. Only test files and tests/
 // itself import it; Go would let any package do so, since it is not under internal/.

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/gorma-hpc/gorma/internal/safefile"
 )
 
 // Observation's outputs (--profile DIR, --trace FILE). The ranks write them at Finalize:
@@ -98,6 +100,9 @@ func lastEnv(env []string, name string) string {
 // checkProfileDir reports why this host cannot create the folder dir and files in it,
 // or nil.
 func checkProfileDir(dir string) error {
+	if err := safefile.Check(dir); err != nil {
+		return err
+	}
 	fi, err := os.Stat(dir)
 	switch {
 	case err == nil && !fi.IsDir():
@@ -118,8 +123,14 @@ func checkProfileDir(dir string) error {
 }
 
 // checkTraceFile reports why this host cannot create the file path and files beside it
-// (a hang report's dumps, the ring files' copies), or nil. The folder must exist.
+// (a hang report's dumps, the ring files' copies), or nil. The folder must exist. Like
+// checkProfileDir, it refuses a path that another user could redirect or replace
+// (safefile.Check): every observation file is written under a new name and renamed over
+// its own (safefile.Create), so no link at the name is followed.
 func checkTraceFile(path string) error {
+	if err := safefile.Check(path); err != nil {
+		return err
+	}
 	parent := filepath.Dir(path)
 	fi, err := os.Stat(parent)
 	switch {
@@ -135,11 +146,13 @@ func checkTraceFile(path string) error {
 		if fi.IsDir() {
 			return errors.New("it is a folder, not a file; name a file")
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return fmt.Errorf("the file cannot be overwritten (%s); name another file", opErr(err))
+		if lfi, err := os.Lstat(path); err == nil && lfi.Mode().IsRegular() {
+			f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+			if err != nil {
+				return fmt.Errorf("the file cannot be overwritten (%s); name another file", opErr(err))
+			}
+			f.Close()
 		}
-		f.Close()
 	}
 	return checkFilesIn(parent)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/prof"
+	"github.com/gorma-hpc/gorma/tests/sysuser"
 )
 
 // TestObserveFT runs obsprog's ft mode under --ft, --profile and --trace, and SIGKILLs one
@@ -245,5 +246,77 @@ func TestObserveLostLine(t *testing.T) {
 		if got := lostLine(c.lost); got != c.want {
 			t.Errorf("lostLine(%v) = %q, want %q", c.lost, got, c.want)
 		}
+	}
+}
+
+// linkUser is the second user whose links TestObserveForeignLinks plants.
+const linkUser = "gorma-linker"
+
+// TestObserveForeignLinks: run as root, golaunch refuses observation paths through which
+// another user could redirect its writes, before any rank starts, and the files the
+// links point to keep their content. In a sticky shared folder (mode 1777, as /tmp) the
+// user made the --trace name a link to a root-owned 0600 file; in a folder of theirs, a
+// link named summary.txt sits where --profile writes the job's summary. A folder of
+// theirs is refused even when empty: they could plant the link after the check.
+func TestObserveForeignLinks(t *testing.T) {
+	uid, gid := sysuser.IDs(t, linkUser, "plants another user's links")
+	binaries(t)
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("root's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(dir, "shared")
+	theirs := filepath.Join(dir, "theirs")
+	empty := filepath.Join(dir, "theirs-empty")
+	for _, d := range []string{shared, theirs, empty} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{theirs, empty} {
+		if err := os.Chown(d, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plant := func(link string) {
+		if err := os.Symlink(victim, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(link, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plant(filepath.Join(shared, "t.json"))
+	plant(filepath.Join(theirs, "summary.txt"))
+	who := fmt.Sprintf("user %s (uid %d)", linkUser, uid)
+	ran := filepath.Join(dir, "ran")
+	for _, c := range []struct {
+		flag, path, want string
+	}{
+		{"--trace", filepath.Join(shared, "t.json"), filepath.Join(shared, "t.json") + " is a link that " + who + " made"},
+		{"--profile", theirs, "the folder " + theirs + " belongs to " + who},
+		{"--profile", empty, "the folder " + empty + " belongs to " + who},
+		{"--trace", filepath.Join(theirs, "t.json"), "the folder " + theirs + " belongs to " + who},
+	} {
+		t.Run(c.flag+c.path, func(t *testing.T) {
+			r := runGL(t, "", c.flag, c.path, "-n", "2", "touch", ran)
+			prefix := fmt.Sprintf("golaunch: %s %s: on host %s, ", c.flag, c.path, hostName())
+			sum := summaryLines(r.stderr)
+			if r.code != ExitUsage || len(sum) != 1 || !strings.HasPrefix(sum[0], prefix) {
+				t.Fatalf("exit %d, summary %q; want %d and one line starting %q\nstdout:\n%s\nstderr:\n%s",
+					r.code, sum, ExitUsage, prefix, r.stdout, r.stderr)
+			}
+			mustContain(t, "the refusal", sum[0], c.want)
+			if _, err := os.Stat(ran); err == nil || r.stdout != "" {
+				t.Errorf("a rank ran: %s exists (%v), stdout %q", ran, err, r.stdout)
+			}
+		})
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "root's" {
+		t.Errorf("the links' target holds %q (%v), want %q", b, err, "root's")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/hang"
+	"github.com/gorma-hpc/gorma/internal/safefile"
 	"github.com/gorma-hpc/gorma/internal/trace"
 )
 
@@ -312,11 +313,12 @@ func (s *submitter) mergeHangDumps(b *strings.Builder, reps []hang.Report) {
 	if len(paths) == 0 {
 		return
 	}
-	f, err := os.Create(s.trace)
+	f, err := safefile.Create(s.trace, 0o644)
 	if err == nil {
-		_, err = trace.MergeFiles(f, paths, nil)
-		if cerr := f.Close(); err == nil {
-			err = cerr
+		if _, err = trace.MergeFiles(f, paths, nil); err != nil {
+			f.Abort()
+		} else {
+			err = f.Close()
 		}
 	}
 	if err != nil {

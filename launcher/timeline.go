@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorma-hpc/gorma/internal/safefile"
 	"github.com/gorma-hpc/gorma/internal/trace"
 )
 
@@ -89,7 +90,7 @@ func saveRing(ring *os.File, file string, rank int) (string, error) {
 	}
 	trace.MeasureRing(h)
 	path := ringPath(file, rank)
-	out, err := os.Create(path)
+	out, err := safefile.Create(path, 0o644)
 	if err != nil {
 		return "", err
 	}
@@ -97,11 +98,11 @@ func saveRing(ring *os.File, file string, rank int) (string, error) {
 	if err == nil {
 		_, err = io.Copy(out, io.NewSectionReader(ring, int64(len(h)), st.Size()-int64(len(h))))
 	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
-		os.Remove(path)
+		out.Abort()
+		return "", err
+	}
+	if err := out.Close(); err != nil {
 		return "", err
 	}
 	return path, nil
@@ -219,11 +220,16 @@ func mergeRings(file string, rings map[int]string, size int) (int, []int, error)
 	if len(ranks) == 0 {
 		return 0, missing, nil
 	}
-	f, err := os.Create(file)
+	f, err := safefile.Create(file, 0o644)
 	if err != nil {
 		return 0, nil, err
 	}
-	defer f.Close()
+	done := false
+	defer func() {
+		if !done {
+			f.Abort()
+		}
+	}()
 	m := trace.NewMerger(f, base, size)
 	for _, rank := range ranks {
 		b, err := os.ReadFile(rings[rank])
@@ -243,6 +249,7 @@ func mergeRings(file string, rings map[int]string, size int) (int, []int, error)
 	if _, err := m.Close(job); err != nil {
 		return 0, nil, err
 	}
+	done = true
 	return len(ranks), missing, f.Close()
 }
 

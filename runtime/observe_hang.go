@@ -3,10 +3,10 @@ package runtime
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/safefile"
 	"github.com/gorma-hpc/gorma/internal/trace"
 	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 )
@@ -57,7 +57,7 @@ func (o *observer) hangDump(e *engine) string {
 	line = trace.Pointer(rank, d, now)
 	b, err := trace.AppendDump(nil, d)
 	if err == nil {
-		err = os.WriteFile(path, b, 0o644)
+		err = safefile.WriteFile(path, b, 0o644)
 	}
 	if err != nil {
 		o.dumped = dumpMark{}

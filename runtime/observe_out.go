@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gorma-hpc/gorma/internal/prof"
+	"github.com/gorma-hpc/gorma/internal/safefile"
 	"github.com/gorma-hpc/gorma/internal/trace"
 )
 
@@ -241,10 +242,10 @@ func writeRankProfile(dir string, rank int, c *prof.Counters, doc []byte) error 
 	if err := c.WriteOMPI(&b); err != nil {
 		return lost(err)
 	}
-	if err := os.WriteFile(name+".prof", b.Bytes(), 0o644); err != nil {
+	if err := safefile.WriteFile(name+".prof", b.Bytes(), 0o644); err != nil {
 		return lost(err)
 	}
-	if err := os.WriteFile(name+".json", doc, 0o644); err != nil {
+	if err := safefile.WriteFile(name+".json", doc, 0o644); err != nil {
 		return lost(err)
 	}
 	return nil
@@ -290,7 +291,7 @@ func writeJob(cfg *config, docs [][]byte, failed []int) error {
 		if err := f(&b); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		return os.WriteFile(filepath.Join(cfg.profDir, name), b.Bytes(), 0o644)
+		return safefile.WriteFile(filepath.Join(cfg.profDir, name), b.Bytes(), 0o644)
 	}
 	err = errors.Join(
 		write("job.json", job.WriteJSON),
@@ -322,11 +323,11 @@ type timeline struct {
 	path     string
 	offsets  []int64
 	leaders  []int
-	f        *os.File
-	offs     map[int]int64 // by rank: what the merge adds to its times
-	spills   []string      // the dumps' files, in the order they came
-	spillOff []int64       // their offsets
-	dropped  uint64        // events the dumps lack (trace.Dump.Dropped)
+	f        *safefile.File // the timeline's file, named at merge's Close
+	offs     map[int]int64  // by rank: what the merge adds to its times
+	spills   []string       // the dumps' files, in the order they came
+	spillOff []int64        // their offsets
+	dropped  uint64         // events the dumps lack (trace.Dump.Dropped)
 	job      trace.Job
 	err      error
 }
@@ -361,7 +362,7 @@ func (t *timeline) begin(heads [][]byte) {
 			t.offs[r] = hs[0].Origin + t.offsets[l] + h.Origin - lo.Origin
 		}
 	}
-	t.f, t.err = os.Create(t.path)
+	t.f, t.err = safefile.Create(t.path, 0o644)
 }
 
 // add writes one rank's dump, the document it handed in, to its file.
@@ -375,7 +376,7 @@ func (t *timeline) add(doc []byte) {
 		return
 	}
 	path := spillPath(t.path, h.Rank)
-	if t.err = os.WriteFile(path, doc, 0o644); t.err != nil {
+	if t.err = safefile.WriteFile(path, doc, 0o644); t.err != nil {
 		return
 	}
 	t.spills, t.spillOff = append(t.spills, path), append(t.spillOff, t.offs[h.Rank])
@@ -387,6 +388,10 @@ func (t *timeline) add(doc []byte) {
 func (t *timeline) close(job trace.Job) error {
 	t.job = job
 	if t.err != nil {
+		if t.f != nil {
+			t.f.Abort()
+			t.f = nil
+		}
 		t.remove()
 		return fmt.Errorf("the job's timeline %s: %w", t.path, t.err)
 	}
@@ -401,8 +406,10 @@ func (t *timeline) merge(rank int) {
 		return
 	}
 	st, err := trace.MergeFilesJob(t.f, t.spills, t.spillOff, t.job)
-	if cerr := t.f.Close(); err == nil {
-		err = cerr
+	if err != nil {
+		t.f.Abort()
+	} else {
+		err = t.f.Close()
 	}
 	t.remove()
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +17,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gorma-hpc/gorma/tests/sysuser"
 )
 
 // Environment of TestSquatterHelper's process: abstract socket names, comma-separated,
@@ -63,19 +64,8 @@ func TestSquatterHelper(t *testing.T) {
 // squatUID returns the uid and gid of squatUser, creating the user if need be. It skips
 // the test unless it runs as root.
 func squatUID(t *testing.T) (uid, gid uint32) {
-	if os.Geteuid() != 0 {
-		t.Skip("runs a squatter as another uid: needs root to create the user (useradd) and switch to it")
-	}
-	u, err := user.Lookup(squatUser)
-	if err != nil {
-		out, uerr := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", squatUser).CombinedOutput()
-		if u, err = user.Lookup(squatUser); err != nil { // another test process may have made it meanwhile
-			t.Fatalf("create user %s for the squatter: useradd: %v: %s", squatUser, uerr, out)
-		}
-	}
-	id, _ := strconv.Atoi(u.Uid)
-	g, _ := strconv.Atoi(u.Gid)
-	return uint32(id), uint32(g)
+	u, g := sysuser.IDs(t, squatUser, "runs a squatter as another uid")
+	return uint32(u), uint32(g)
 }
 
 // squat runs TestSquatterHelper as squatUser, holding the abstract socket names listen

@@ -466,7 +466,7 @@ func TestOwnSessionThroughLibrary(t *testing.T) {
 		t.Run(tc.mpicc, func(t *testing.T) {
 			mpicc, err := exec.LookPath(tc.mpicc)
 			if err != nil {
-				t.Skipf("%s not found: install Debian's mpich or openmpi-bin", tc.mpicc)
+				testbudget.SkipEngine(t, "%s not found: install Debian's mpich or openmpi-bin", tc.mpicc)
 			}
 			dir := t.TempDir()
 			lib := filepath.Join(dir, "libsolver.c")

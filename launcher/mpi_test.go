@@ -57,7 +57,7 @@ func (p *cPrograms) build(t *testing.T) map[string]string {
 	binaries(t)
 	mpicc, err := exec.LookPath(p.mpicc)
 	if err != nil {
-		t.Skipf("%s not found: install %s to run its MPI programs under golaunch", p.mpicc, p.pkgs)
+		testbudget.SkipEngine(t, "%s not found: install %s to run its MPI programs under golaunch", p.mpicc, p.pkgs)
 	}
 	p.once.Do(func() {
 		p.bins = map[string]string{}

@@ -49,7 +49,7 @@ func netnsAgentTo(t *testing.T, ctx context.Context, h *netns.Host, name string,
 func netnsHosts(t *testing.T, n int) *netns.Cluster {
 	t.Helper()
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	c, err := netns.New(n)
@@ -160,7 +160,7 @@ func TestNetnsConcurrentJobs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 	defer cancel()
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	c := startNetnsCluster(t, ctx, 2, 2, 2)
@@ -226,7 +226,7 @@ func TestNetnsAgentLostAtStartup(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 			defer cancel()
 			if ok, why := netns.Available(); !ok {
-				t.Skip(why)
+				testbudget.SkipEngine(t, "%s", why)
 			}
 			binaries(t)
 			c := startNetnsCluster(t, ctx, 2, 2, 2)
@@ -289,7 +289,7 @@ func TestNetnsAgentRestarted(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 			defer cancel()
 			if ok, why := netns.Available(); !ok {
-				t.Skip(why)
+				testbudget.SkipEngine(t, "%s", why)
 			}
 			binaries(t)
 			c := startNetnsCluster(t, ctx, 2, 2, 2)

@@ -74,7 +74,7 @@ func TestNetnsCollectivesLanes(t *testing.T) {
 func collprogOnNetns(t *testing.T, slots []int, timeout time.Duration, flags ...string) string {
 	t.Helper()
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	collprog := collprogProg.path(t)

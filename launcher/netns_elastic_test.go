@@ -108,7 +108,7 @@ func (j *elasticJob) killHost(t *testing.T, a *running, name string) {
 // h1's ranks' momentum, and end with the undisturbed loss.
 func TestNetnsElasticHostKilled(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(4*time.Minute))
@@ -131,7 +131,7 @@ func TestNetnsElasticHostKilled(t *testing.T) {
 // ranks and the undisturbed loss.
 func TestNetnsElasticJoin(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(4*time.Minute))

@@ -15,7 +15,7 @@ import (
 // get one ProcFailed event for each rank of the dead host, finalize, and golaunch exits 0.
 func TestNetnsFTHostKilled(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))

@@ -14,7 +14,7 @@ import (
 // crossed both agents' control connections, and names the deadlock; exit 124.
 func TestNetnsHangReport(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))

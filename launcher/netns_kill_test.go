@@ -19,7 +19,7 @@ import (
 // they must notice the dead host's ranks by themselves.
 func TestNetnsHostKilled(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	progs := map[string][]string{

@@ -61,7 +61,7 @@ func countLines(s, substr string) int {
 // detection time.
 func TestNetnsLoadNoFalseDeaths(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	jobs := envCount(t, "GORMA_TEST_LOAD_JOBS", 50)
@@ -137,7 +137,7 @@ func procState(pid int) string {
 // generous bound while the agent is still stopped.
 func TestNetnsLoadStoppedAgent(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	prog := rtprog(t)
@@ -187,7 +187,7 @@ func dropGossip(t *testing.T, ctx context.Context, h *netns.Host) func() {
 			"match", "ip", "dport", "7946", "0xffff", "flowid", "1:20"},
 	} {
 		if out, err := h.Command(ctx, "tc", args...).CombinedOutput(); err != nil {
-			t.Skipf("tc %s: %v: %s (traffic control unavailable)", strings.Join(args, " "), err, out)
+			testbudget.SkipEngine(t, "tc %s: %v: %s (traffic control unavailable)", strings.Join(args, " "), err, out)
 		}
 	}
 	return func() { h.Command(ctx, "tc", "qdisc", "del", "dev", "eth0", "root").Run() }
@@ -201,7 +201,7 @@ func dropGossip(t *testing.T, ctx context.Context, h *netns.Host) func() {
 // memberlist did declare h2 dead (else the test proved nothing).
 func TestNetnsLoadGossipBlocked(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	// memberlist's verdict rests on its probes timing out under load; a run in which it
@@ -258,7 +258,7 @@ func gossipBlocked(t *testing.T, last bool) bool {
 // must be 0. The test logs memberlist's verdicts, which must change nothing.
 func TestNetnsLoadFTNoFalseVerdicts(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	prog := rtprog(t)

@@ -31,7 +31,7 @@ func TestNetnsSeedRestarted(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(60*time.Second))
 			defer cancel()
 			if ok, why := netns.Available(); !ok {
-				t.Skip(why)
+				testbudget.SkipEngine(t, "%s", why)
 			}
 			binaries(t)
 			c := startNetnsCluster(t, ctx, 2, 2, 2)

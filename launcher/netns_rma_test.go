@@ -28,7 +28,7 @@ var (
 //     value verified, with hits.
 func TestNetnsRMA(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	rmaprog, dht := rmaprogProg.path(t), dhtProg.path(t)

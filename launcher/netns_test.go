@@ -17,7 +17,7 @@ import (
 // own ranks).
 func TestNetnsHosts(t *testing.T) {
 	if ok, why := netns.Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	binaries(t)
 	helloPath := hello(t)

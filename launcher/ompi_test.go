@@ -88,7 +88,7 @@ func mpi4py(t *testing.T) string {
 	t.Helper()
 	const python = "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import mpi4py").Run(); err != nil {
-		t.Skipf("%s -c 'import mpi4py': %v: install Debian's python3-mpi4py", python, err)
+		testbudget.SkipEngine(t, "%s -c 'import mpi4py': %v: install Debian's python3-mpi4py", python, err)
 	}
 	return python
 }
@@ -219,7 +219,7 @@ func TestOpenMPIMUMPS(t *testing.T) {
 	const dir = "/usr/lib/mumps"
 	input, err := os.ReadFile(filepath.Join(dir, "input_simpletest_real"))
 	if err != nil {
-		t.Skip("MUMPS's dsimpletest not found: install Debian's mumps-test")
+		testbudget.SkipEngine(t, "MUMPS's dsimpletest not found: install Debian's mumps-test")
 	}
 	r := runGL(t, string(input), "-n", "4", "--timeout", testbudget.Scale(45*time.Second).String(), filepath.Join(dir, "dsimpletest"))
 	if r.code != 0 {

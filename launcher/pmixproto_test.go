@@ -43,7 +43,7 @@ func TestPMIxProtocolError(t *testing.T) {
 	binaries(t)
 	py := "/usr/bin/python3"
 	if _, err := exec.LookPath(py); err != nil {
-		t.Skip("needs Debian's python3 (/usr/bin/python3)")
+		testbudget.SkipEngine(t, "needs Debian's python3 (/usr/bin/python3)")
 	}
 	script := filepath.Join(t.TempDir(), "pmixrank.py")
 	if err := os.WriteFile(script, []byte(pmixRank), 0o644); err != nil {

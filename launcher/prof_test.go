@@ -122,7 +122,7 @@ func TestProfileMatchesOpenMPI(t *testing.T) {
 	t.Run("profile2mat", func(t *testing.T) {
 		tool, err := exec.LookPath("profile2mat")
 		if err != nil {
-			t.Skip("profile2mat not found: install Debian's openmpi-bin")
+			testbudget.SkipEngine(t, "profile2mat not found: install Debian's openmpi-bin")
 		}
 		om, gm := profile2mat(t, tool, ompiDir), profile2mat(t, tool, gormaDir)
 		ext := addMatrix(&want.ring, &want.alltoallv)
@@ -161,7 +161,7 @@ func runOpenMPIProfile(t *testing.T) (string, profJob) {
 	bin := patternProgs.build(t)["pattern"]
 	mpirun, err := exec.LookPath("mpirun.openmpi")
 	if err != nil {
-		t.Skip("mpirun.openmpi not found: install Debian's openmpi-bin to run its MPI programs")
+		testbudget.SkipEngine(t, "mpirun.openmpi not found: install Debian's openmpi-bin to run its MPI programs")
 	}
 	dir := t.TempDir()
 	budget := testbudget.Scale(60 * time.Second)

@@ -92,7 +92,7 @@ func hydraAndProg(ctx context.Context, t *testing.T) (hydra, bin string) {
 	t.Helper()
 	hydra, err := exec.LookPath("mpiexec.hydra")
 	if err != nil {
-		t.Skip("mpiexec.hydra not found: install Debian's mpich package (apt-get install mpich) to run this test")
+		testbudget.SkipEngine(t, "mpiexec.hydra not found: install Debian's mpich package (apt-get install mpich) to run this test")
 	}
 	bin = filepath.Join(t.TempDir(), "pmiclientprog")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "../tests/pmiclientprog")

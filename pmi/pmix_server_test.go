@@ -128,7 +128,7 @@ func openMPIProg(t *testing.T, src string) string {
 	t.Helper()
 	mpicc, err := exec.LookPath("mpicc.openmpi")
 	if err != nil {
-		t.Skip("mpicc.openmpi not found: install Debian's openmpi-bin and libopenmpi-dev")
+		testbudget.SkipEngine(t, "mpicc.openmpi not found: install Debian's openmpi-bin and libopenmpi-dev")
 	}
 	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".c"))
 	if out, err := exec.Command(mpicc, "-O1", "-o", bin, src).CombinedOutput(); err != nil {
@@ -487,11 +487,11 @@ func TestPMIxServerProtocolErrors(t *testing.T) {
 // owner of their socket (the byte order of a real libpmix client).
 func TestPMIxServerOpenMPIAsNobody(t *testing.T) {
 	if os.Getuid() != 0 {
-		t.Skip("needs root, to run ranks as nobody")
+		testbudget.SkipEngine(t, "needs root, to run ranks as nobody")
 	}
 	nobody, err := user.Lookup("nobody")
 	if err != nil {
-		t.Skip("no user nobody")
+		testbudget.SkipEngine(t, "no user nobody")
 	}
 	uid, _ := strconv.Atoi(nobody.Uid)
 	gid, _ := strconv.Atoi(nobody.Gid)

@@ -30,7 +30,7 @@ func mpiHello(t *testing.T, mpicc, pkgs string) string {
 	t.Helper()
 	path, err := exec.LookPath(mpicc)
 	if err != nil {
-		t.Skipf("%s not found: apt-get install %s", mpicc, pkgs)
+		testbudget.SkipEngine(t, "%s not found: apt-get install %s", mpicc, pkgs)
 	}
 	bin := filepath.Join(t.TempDir(), "hello")
 	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
@@ -165,7 +165,7 @@ func needMPI4py(t *testing.T) string {
 	t.Helper()
 	const python = "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import mpi4py").Run(); err != nil {
-		t.Skipf("%s cannot import mpi4py (%v): apt-get install python3-mpi4py", python, err)
+		testbudget.SkipEngine(t, "%s cannot import mpi4py (%v): apt-get install python3-mpi4py", python, err)
 	}
 	return python
 }

@@ -58,7 +58,7 @@ func needHydra(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("mpiexec.hydra")
 	if err != nil {
-		t.Skip("mpiexec.hydra not found: install Debian's mpich package (apt-get install mpich) to run gorma ranks under Hydra")
+		testbudget.SkipEngine(t, "mpiexec.hydra not found: install Debian's mpich package (apt-get install mpich) to run gorma ranks under Hydra")
 	}
 	return p
 }

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // The tests of this file start gorma ranks under Open MPI's mpirun (Debian's
@@ -16,7 +18,7 @@ func needOpenMPI(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("mpirun.openmpi")
 	if err != nil {
-		t.Skip("mpirun.openmpi not found: install Debian's openmpi-bin (apt-get install openmpi-bin) to run gorma ranks under a PMIx server")
+		testbudget.SkipEngine(t, "mpirun.openmpi not found: install Debian's openmpi-bin (apt-get install openmpi-bin) to run gorma ranks under a PMIx server")
 	}
 	return p
 }

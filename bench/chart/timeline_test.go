@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // tinyTrace is a trace as internal/trace.Merge writes it: rank 2 listed first but sorted
@@ -305,7 +307,7 @@ func TestTimelineCap(t *testing.T) {
 func TestTimelineRender(t *testing.T) {
 	tool, err := exec.LookPath("rsvg-convert")
 	if err != nil {
-		t.Skip("rsvg-convert is not installed (Debian: librsvg2-bin)")
+		testbudget.SkipEngine(t, "rsvg-convert is not installed (Debian: librsvg2-bin)")
 	}
 	_, _, svg := drawTiny(t, timelineOptions{from: noTime, to: noTime, width: 1200, title: "tiny"})
 	dir := t.TempDir()

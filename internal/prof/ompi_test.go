@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 func readOMPI(t *testing.T, path string) *File {
@@ -162,7 +164,7 @@ func pattern() []*Counters {
 func TestProfile2mat(t *testing.T) {
 	tool, err := exec.LookPath("profile2mat")
 	if err != nil {
-		t.Skip("profile2mat not found: install Debian's openmpi-bin")
+		testbudget.SkipEngine(t, "profile2mat not found: install Debian's openmpi-bin")
 	}
 	cs := pattern()
 	dir := t.TempDir()
@@ -229,7 +231,7 @@ func TestProfile2mat(t *testing.T) {
 func TestProfile2matOpenMPI(t *testing.T) {
 	tool, err := exec.LookPath("profile2mat")
 	if err != nil {
-		t.Skip("profile2mat not found: install Debian's openmpi-bin")
+		testbudget.SkipEngine(t, "profile2mat not found: install Debian's openmpi-bin")
 	}
 	dir := t.TempDir()
 	var all []byte

@@ -14,5 +14,9 @@
 // by itself. Slack reads both at each call. The package imports only the standard
 // library, so every layer's tests may use it.
 //
+// [SkipEngine] is the skip of a test whose real engine (Slurm, Hydra, Open MPI, network
+// namespaces, a second user) is missing: a failure instead under
+// GORMA_REQUIRE_ENGINES=1, which CI sets.
+//
 // Concurrency: every function may be called from any goroutine.
 package testbudget

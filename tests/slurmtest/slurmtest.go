@@ -78,7 +78,7 @@ func Up(t testing.TB) Srun {
 	once.Do(start)
 	switch {
 	case state.skip != "":
-		t.Skip("slurmtest: " + state.skip)
+		testbudget.SkipEngine(t, "%s", "slurmtest: "+state.skip)
 	case state.err != nil:
 		t.Fatalf("slurmtest: %v", state.err)
 	}

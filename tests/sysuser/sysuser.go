@@ -6,6 +6,8 @@ import (
 	"os/user"
 	"strconv"
 	"testing"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
 )
 
 // IDs returns the uid and gid of the system user name, creating the account (no home,
@@ -14,7 +16,7 @@ import (
 func IDs(t testing.TB, name, why string) (uid, gid int) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skipf("%s: needs root to create the user %s (useradd)", why, name)
+		testbudget.SkipEngine(t, "%s: needs root to create the user %s (useradd)", why, name)
 	}
 	u, err := user.Lookup(name)
 	if err != nil {

@@ -44,7 +44,7 @@ func TestHelperEcho(t *testing.T) {
 
 func TestTwoHostsReachEachOtherAndCut(t *testing.T) {
 	if ok, why := Available(); !ok {
-		t.Skip(why)
+		testbudget.SkipEngine(t, "%s", why)
 	}
 	c, err := New(2)
 	if err != nil {

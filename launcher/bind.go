@@ -2,7 +2,9 @@ package launcher
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -13,8 +15,10 @@ import (
 // c processors, they are dealt out in turn, as mpirun's --map-by core wraps around.
 // Local rank l runs on processor l mod c (4 ranks on 2: 0 and 2 on the first, 1 and 3 on
 // the second), so that neighbours, the usual partners, sit on different processors.
-// Otherwise each rank gets a block of its own: processors l·c/n up to (l+1)·c/n. none
-// binds nothing.
+// Otherwise each rank gets a block of its own: processors l·c/n up to (l+1)·c/n. Under
+// socket, as mpirun's --bind-to socket (or package), each rank may run on every processor
+// of the socket that holds the first processor core would give it: a rank never shares
+// one processor with another while its socket has others. none binds nothing.
 //
 // The default, auto, binds no rank, as mpirun leaves ranks unbound on a host they
 // oversubscribe. A bound rank cannot leave its processor when other work lands there:
@@ -28,9 +32,10 @@ import (
 // every processor it may use (GOMAXPROCS follows the binding), which binding would take
 // away.
 const (
-	BindAuto = "auto"
-	BindCore = "core"
-	BindNone = "none"
+	BindAuto   = "auto"
+	BindCore   = "core"
+	BindSocket = "socket"
+	BindNone   = "none"
 )
 
 // boundProcs is the GOMAXPROCS of a rank bound to a single processor, unless its
@@ -46,7 +51,7 @@ const boundProcs = "2"
 // environment, env with GOMAXPROCS=boundProcs added when it is bound to a single
 // processor and env sets no GOMAXPROCS.
 func bindRank(policy string, cpus []int, l, n int, env []string) ([]int, []string) {
-	set := bindSet(policy, cpus, l, n)
+	set := bindSet(policy, cpus, cpuPackage, l, n)
 	if len(set) != 1 || envValue(env, "GOMAXPROCS") != "" {
 		return set, env
 	}
@@ -66,25 +71,48 @@ func envValue(env []string, name string) string {
 // checkBindTo validates a --bind-to policy.
 func checkBindTo(policy string) error {
 	switch policy {
-	case BindAuto, BindCore, BindNone:
+	case BindAuto, BindCore, BindSocket, BindNone:
 		return nil
 	}
-	return fmt.Errorf("--bind-to %q: want auto, core or none", policy)
+	return fmt.Errorf("--bind-to %q: want auto, core, socket or none", policy)
 }
 
 // bindSet returns the processors that local rank l of n ranks on this host is bound to
 // under policy, from cpus, the processors the agent may use (ascending); nil means
-// unbound.
-func bindSet(policy string, cpus []int, l, n int) []int {
+// unbound. pkg gives a processor's socket (cpuPackage).
+func bindSet(policy string, cpus []int, pkg func(cpu int) int, l, n int) []int {
 	c := len(cpus)
-	if c == 0 || n < 1 || l < 0 || l >= n || policy != BindCore {
+	if c == 0 || n < 1 || l < 0 || l >= n || policy != BindCore && policy != BindSocket {
 		return nil
 	}
-	if n > c {
-		return cpus[l%c : l%c+1 : l%c+1]
+	lo, hi := l%c, l%c+1
+	if n <= c {
+		lo, hi = l*c/n, (l+1)*c/n
 	}
-	lo, hi := l*c/n, (l+1)*c/n
-	return cpus[lo:hi:hi]
+	if policy == BindCore {
+		return cpus[lo:hi:hi]
+	}
+	var set []int
+	for _, p := range cpus {
+		if pkg(p) == pkg(cpus[lo]) {
+			set = append(set, p)
+		}
+	}
+	return set
+}
+
+// cpuPackage returns the socket (physical package) of processor cpu, as sysfs tells, or
+// 0 where it does not.
+func cpuPackage(cpu int) int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/cpu" + strconv.Itoa(cpu) + "/topology/physical_package_id")
+	if err != nil {
+		return 0
+	}
+	id, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return id
 }
 
 // agentCPUs returns the processors this process may run on, ascending: the set ranks are

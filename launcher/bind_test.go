@@ -12,30 +12,40 @@ import (
 
 func TestBindSet(t *testing.T) {
 	two, eight := []int{0, 1}, []int{0, 1, 2, 3, 4, 5, 6, 7}
-	odd := []int{2, 5, 9} // an agent run under taskset: its own set, not 0..c-1
+	odd := []int{2, 5, 9}                                       // an agent run under taskset: its own set, not 0..c-1
+	twoSockets := func(p int) int { return p / 4 }              // processors 0-3 and 4-7
+	four, s0, s1 := []int{1, 2, 5, 6}, []int{1, 2}, []int{5, 6} // two of each socket
 	tests := []struct {
 		policy string
 		cpus   []int
 		n      int
 		want   [][]int // by local rank; nil entries: unbound
+		pkg    func(int) int
 	}{
-		{BindAuto, two, 4, [][]int{nil, nil, nil, nil}},
-		{BindAuto, two, 3, [][]int{nil, nil, nil}},
-		{BindAuto, odd, 5, [][]int{nil, nil, nil, nil, nil}},
-		{BindAuto, two, 2, [][]int{nil, nil}},
-		{BindAuto, eight, 3, [][]int{nil, nil, nil}},
-		{BindCore, two, 2, [][]int{{0}, {1}}},
-		{BindCore, eight, 3, [][]int{{0, 1}, {2, 3, 4}, {5, 6, 7}}},
-		{BindCore, eight, 8, [][]int{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}}},
-		{BindCore, odd, 1, [][]int{{2, 5, 9}}},
-		{BindCore, two, 5, [][]int{{0}, {1}, {0}, {1}, {0}}},
-		{BindNone, two, 4, [][]int{nil, nil, nil, nil}},
-		{BindCore, nil, 2, [][]int{nil, nil}},
+		{BindAuto, two, 4, [][]int{nil, nil, nil, nil}, onePackage},
+		{BindAuto, two, 3, [][]int{nil, nil, nil}, onePackage},
+		{BindAuto, odd, 5, [][]int{nil, nil, nil, nil, nil}, onePackage},
+		{BindAuto, two, 2, [][]int{nil, nil}, onePackage},
+		{BindAuto, eight, 3, [][]int{nil, nil, nil}, onePackage},
+		{BindCore, two, 2, [][]int{{0}, {1}}, onePackage},
+		{BindCore, eight, 3, [][]int{{0, 1}, {2, 3, 4}, {5, 6, 7}}, onePackage},
+		{BindCore, eight, 8, [][]int{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}}, onePackage},
+		{BindCore, odd, 1, [][]int{{2, 5, 9}}, onePackage},
+		{BindCore, two, 5, [][]int{{0}, {1}, {0}, {1}, {0}}, onePackage},
+		{BindNone, two, 4, [][]int{nil, nil, nil, nil}, onePackage},
+		{BindCore, nil, 2, [][]int{nil, nil}, onePackage},
+		// socket: every processor of the socket of the rank's first core processor.
+		{BindSocket, two, 4, [][]int{two, two, two, two}, onePackage},
+		{BindSocket, eight, 2, [][]int{eight[:4], eight[4:]}, twoSockets},
+		{BindSocket, eight, 3, [][]int{eight[:4], eight[:4], eight[4:]}, twoSockets},
+		{BindSocket, eight, 10, [][]int{eight[:4], eight[:4], eight[:4], eight[:4], eight[4:], eight[4:], eight[4:], eight[4:], eight[:4], eight[:4]}, twoSockets},
+		{BindSocket, four, 4, [][]int{s0, s0, s1, s1}, twoSockets},
+		{BindSocket, four, 5, [][]int{s0, s0, s1, s1, s0}, twoSockets},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%v/%d", tt.policy, tt.cpus, tt.n), func(t *testing.T) {
 			for l := range tt.n {
-				if got := bindSet(tt.policy, tt.cpus, l, tt.n); !reflect.DeepEqual(got, tt.want[l]) {
+				if got := bindSet(tt.policy, tt.cpus, tt.pkg, l, tt.n); !reflect.DeepEqual(got, tt.want[l]) {
 					t.Errorf("local rank %d: %v, want %v", l, got, tt.want[l])
 				}
 			}
@@ -52,7 +62,7 @@ func TestBindSet(t *testing.T) {
 			load := map[int]int{}
 			var seen []int
 			for l := range n {
-				set := bindSet(BindCore, cpus, l, n)
+				set := bindSet(BindCore, cpus, onePackage, l, n)
 				if len(set) == 0 {
 					t.Fatalf("c=%d n=%d: local rank %d unbound", c, n, l)
 				}
@@ -73,10 +83,13 @@ func TestBindSet(t *testing.T) {
 			}
 		}
 	}
-	if bindSet(BindCore, two, 2, 2) != nil || bindSet(BindCore, two, -1, 2) != nil {
+	if bindSet(BindCore, two, onePackage, 2, 2) != nil || bindSet(BindSocket, two, onePackage, -1, 2) != nil {
 		t.Error("a local rank out of range was bound")
 	}
 }
+
+// onePackage puts every processor in socket 0.
+func onePackage(int) int { return 0 }
 
 func TestBindRank(t *testing.T) {
 	two := []int{0, 1}

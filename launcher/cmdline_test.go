@@ -122,13 +122,11 @@ func TestParseArgsMPIRunHabits(t *testing.T) {
 			return o.OutputDir == "logs" && onlyNote(o, "--output-filename logs is")
 		}},
 		{"-output-filename with a colon", []string{"-output-filename", "a:b", "p"}, func(o *Options) bool { return o.OutputDir == "a:b" }},
-		{"--bind-to socket", []string{"--bind-to", "socket", "p"}, func(o *Options) bool {
-			return o.BindTo == BindCore && onlyNote(o, "--bind-to socket is --bind-to core here: golaunch does not know sockets")
-		}},
-		{"-bind-to socket", []string{"-bind-to", "socket", "p"}, func(o *Options) bool { return o.BindTo == BindCore && onlyNote(o, "--bind-to socket") }},
-		{"--bind-to=package", []string{"--bind-to=package", "p"}, func(o *Options) bool { return o.BindTo == BindCore && onlyNote(o, "--bind-to package") }},
+		{"--bind-to socket", []string{"--bind-to", "socket", "p"}, func(o *Options) bool { return o.BindTo == BindSocket && len(o.Notes) == 0 }},
+		{"-bind-to socket", []string{"-bind-to", "socket", "p"}, func(o *Options) bool { return o.BindTo == BindSocket && len(o.Notes) == 0 }},
+		{"--bind-to=package", []string{"--bind-to=package", "p"}, func(o *Options) bool { return o.BindTo == BindSocket && len(o.Notes) == 0 }},
 		{"all three", []string{"-display-map", "-output-filename", "d", "-bind-to", "socket", "p"}, func(o *Options) bool {
-			return o.ReportBindings && o.OutputDir == "d" && o.BindTo == BindCore && len(o.Notes) == 3
+			return o.ReportBindings && o.OutputDir == "d" && o.BindTo == BindSocket && len(o.Notes) == 2
 		}},
 	}
 	for _, tt := range tests {
@@ -145,8 +143,8 @@ func TestParseArgsMPIRunHabits(t *testing.T) {
 }
 
 // TestLaunchMPIRunHabits runs a job with mpirun's -display-map, -output-filename DIR and
-// --bind-to socket: golaunch prints each note once, a binding line per rank (bound, as
-// under --bind-to core), and the ranks' output goes to DIR/rank.N.log.
+// --bind-to socket: golaunch prints each note once, a binding line per rank (bound to
+// its socket), and the ranks' output goes to DIR/rank.N.log.
 func TestLaunchMPIRunHabits(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "logs")
 	r := runGL(t, "", "-np", "2", "-display-map", "-output-filename", dir, "--bind-to", "socket", pmiprogBinPath(t), "env", "GOLAUNCH_RANK")
@@ -156,7 +154,6 @@ func TestLaunchMPIRunHabits(t *testing.T) {
 	for _, note := range []string{
 		"golaunch: note: --display-map is --report-bindings here",
 		"golaunch: note: --output-filename " + dir + " is --output-dir " + dir + " here",
-		"golaunch: note: --bind-to socket is --bind-to core here",
 	} {
 		if n := strings.Count(r.stderr, note); n != 1 {
 			t.Errorf("%d notes %q, want 1:\n%s", n, note, r.stderr)
@@ -223,7 +220,7 @@ func TestParseArgsSentences(t *testing.T) {
 		{[]string{"--output-filename", "d", "--output-dir", "e", "p"}, "--output-filename is mpirun's spelling of --output-dir: give one"},
 		{[]string{"-output-filename", "", "p"}, `--output-filename "": want a folder, such as --output-filename logs`},
 		{[]string{"--output-filename"}, "--output-filename needs a value"},
-		{[]string{"--bind-to", "numa", "p"}, `--bind-to "numa": want auto, core or none`},
+		{[]string{"--bind-to", "numa", "p"}, `--bind-to "numa": want auto, core, socket or none`},
 		{[]string{"-genv", "A", "1", "p"}, "-genv: golaunch spells it -x NAME=VALUE"},
 		{[]string{"-env", "A", "1", "p"}, "-env: golaunch spells it -x NAME=VALUE"},
 		{[]string{"--mca", "btl", "self", "p"}, "--mca: not supported: golaunch has no MCA parameters"},

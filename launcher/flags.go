@@ -184,7 +184,7 @@ func jobFlags(o *Options) (*pflag.FlagSet, *rawFlags) {
 	fs.Var(durationFlag{&o.HangReport, "hang-report", &r.errs}, "hang-report", "print where every rank is blocked once no rank has made progress for this `duration` (also on SIGUSR1 or SIGQUIT, and at --timeout); 0 means only on those")
 	fs.BoolVar(&o.Stacks, "stacks", false, "hang reports include every rank's goroutine stacks")
 	fs.StringVar(&o.Transport, "transport", "auto", "transport between ranks: auto, shm or tcp")
-	fs.StringVar(&o.BindTo, "bind-to", BindAuto, "bind ranks to processors: core (a block each, or the ranks in turn on a host they outnumber), none, or auto (the default: no rank, as mpirun)")
+	fs.StringVar(&o.BindTo, "bind-to", BindAuto, "bind ranks to processors: core (a block each, or the ranks in turn on a host they outnumber), socket (every processor of the socket core would place the rank on), none, or auto (the default: no rank, as mpirun)")
 	fs.BoolVar(&o.ReportBindings, "report-bindings", false, "print each rank's host, pid and processors on stderr as it starts")
 	fs.StringVar(&o.Join, "join", "", "submit to the agent cluster at `host:port` instead of running locally")
 	fs.StringVar(&o.Keyfile, "keyfile", "", "cluster key `file` (with --join): 16, 24 or 32 bytes, raw or hex")

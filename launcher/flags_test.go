@@ -86,7 +86,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--bogus", "prog"}, "unknown flag --bogus"},
 		{[]string{"-q", "prog"}, "-q: not supported"},
 		{[]string{"--transport", "ib", "prog"}, "want auto, shm or tcp"},
-		{[]string{"--bind-to", "l3cache", "prog"}, `--bind-to "l3cache": want auto, core or none`},
+		{[]string{"--bind-to", "l3cache", "prog"}, `--bind-to "l3cache": want auto, core, socket or none`},
 		{[]string{"-x", "NOPE", "prog"}, "NOPE is not set"},
 		{[]string{"-x", "1A=2", "prog"}, "not a valid variable name"},
 		{[]string{"-x", "GOLAUNCH_RANK=2", "prog"}, "contract"},

@@ -12,7 +12,7 @@ import (
 // thing, or why it has none. The flags golaunch takes under their mpirun spellings
 // (-np, -hostfile, -machinefile, -f, -ppn, -npernode, --oversubscribe, --map-by,
 // --report-bindings, -bind-to, -host, -hosts) are flags of its own, and those it takes
-// with a note (--display-map, --output-filename, --bind-to socket) are mpirunFlags; none
+// with a note (--display-map, --output-filename) are mpirunFlags; none
 // is an entry here.
 var foreignFlags = map[string]string{
 	// Hosts and placement.
@@ -119,8 +119,8 @@ func mpirunFlags(fs *pflag.FlagSet, r *rawFlags) {
 	fs.MarkHidden("output-filename")
 }
 
-// mpirunHabits maps mpirun's --display-map, --output-filename DIR and --bind-to socket
-// (or package) onto what golaunch does, with one note each.
+// mpirunHabits maps mpirun's --display-map and --output-filename DIR onto what golaunch
+// does, with one note each, and --bind-to package onto --bind-to socket.
 func (o *Options) mpirunHabits(fs *pflag.FlagSet, raw *rawFlags) error {
 	if raw.displayMap {
 		o.ReportBindings = true
@@ -137,10 +137,8 @@ func (o *Options) mpirunHabits(fs *pflag.FlagSet, raw *rawFlags) error {
 		o.OutputDir = dir
 		o.Notes = append(o.Notes, fmt.Sprintf("--output-filename %s is --output-dir %s here: each rank's stdout and stderr go to %s/rank.N.log, not to the terminal (mpirun writes %s/JOBID/rank.N/stdout and stderr)", dir, dir, dir, dir))
 	}
-	switch b := strings.ToLower(o.BindTo); b {
-	case "socket", "package":
-		o.BindTo = BindCore
-		o.Notes = append(o.Notes, fmt.Sprintf("--bind-to %s is --bind-to core here: golaunch does not know sockets; each rank gets its own block of the host's processors, which may span sockets (--bind-to none leaves ranks unbound)", b))
+	if strings.ToLower(o.BindTo) == "package" {
+		o.BindTo = BindSocket // hwloc's name for a socket, which mpirun takes too
 	}
 	return nil
 }

@@ -358,14 +358,23 @@ func TestLaunchBindTo(t *testing.T) {
 		}
 		return strings.Join(s, ",")
 	}
-	procs := func(bound bool) string {
+	procs := func(set []int, bound bool) string { // GOMAXPROCS: Go's count of the set
 		if v := os.Getenv("GOMAXPROCS"); v != "" {
 			return v
 		}
 		if bound {
 			return boundProcs
 		}
-		return strconv.Itoa(c)
+		return strconv.Itoa(len(set))
+	}
+	socket := func(cpu int) []int { // the rank's processors under --bind-to socket
+		var set []int
+		for _, p := range cpus {
+			if cpuPackage(p) == cpuPackage(cpu) {
+				set = append(set, p)
+			}
+		}
+		return set
 	}
 	run := func(args ...string) result {
 		goruntime.LockOSThread()
@@ -396,12 +405,14 @@ func TestLaunchBindTo(t *testing.T) {
 			func(int) ([]int, bool) { return cpus, false }},
 		{"core, a processor each", []string{"-n", strconv.Itoa(c), "--bind-to", "core"}, c,
 			func(l int) ([]int, bool) { return cpus[l : l+1], true }},
+		{"socket oversubscribed: the socket of the rank's core", []string{"-n", strconv.Itoa(n), "--bind-to", "socket"}, n,
+			func(l int) ([]int, bool) { set := socket(cpus[l%c]); return set, len(set) == 1 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := run(tc.args...)
 			for l := range tc.n {
 				set, bound := tc.want(l)
-				mustContain(t, "stdout", r.stdout, fmt.Sprintf("[%d] cpus %d %s %d %s\n", l, l, list(set), c, procs(bound)))
+				mustContain(t, "stdout", r.stdout, fmt.Sprintf("[%d] cpus %d %s %d %s\n", l, l, list(set), c, procs(set, bound)))
 			}
 		})
 	}

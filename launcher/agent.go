@@ -216,6 +216,10 @@ func (a *Agent) close() {
 	a.cl.close()
 }
 
+// diagFallback logs once per process that the PMIx servers scan /proc/net/tcp for want
+// of sock_diag (pmi.PMIxServer.Fallback): every job's server would say the same.
+var diagFallback sync.Once
+
 // agentJob is an agent's part of one job: its local ranks, their PMI server and exchange.
 // The control connection's reader goroutine (runJob) owns the job's lifecycle; the rank
 // waiters, output pumps and PMI handlers report through send; mu guards the fields below.
@@ -365,6 +369,9 @@ func (a *Agent) prepare(cc *ctlConn, spec *jobSpec) (*agentJob, error) {
 		j.srv.Close()
 		os.RemoveAll(j.dir)
 		return nil, fmt.Errorf("agent %s: %w", a.name, err)
+	}
+	if why := j.pmix.Fallback(); why != "" {
+		diagFallback.Do(func() { a.log.Printf("PMIx server: %s", why) })
 	}
 	j.failedBefore()
 	a.mu.Lock()

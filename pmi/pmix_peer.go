@@ -40,14 +40,23 @@ type peerTable struct {
 	fd  int // the NETLINK_SOCK_DIAG socket; -1: scan /proc/net/tcp
 	seq uint32
 	buf []byte
+
+	why string // why the table scans /proc/net/tcp (set by newPeerTable); "" if it queries
+}
+
+// diagSocket opens a NETLINK_SOCK_DIAG socket. A test makes it fail, as a kernel without
+// sock_diag does.
+var diagSocket = func() (int, error) {
+	return unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 }
 
 // newPeerTable opens a sock_diag socket and checks that the kernel answers a query for
 // the listener at ln. Without an answer the table scans /proc/net/tcp instead.
 func newPeerTable(ln *net.TCPAddr) *peerTable {
 	t := &peerTable{fd: -1, buf: make([]byte, 8192)}
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	fd, err := diagSocket()
 	if err != nil {
+		t.why = fmt.Sprintf("the kernel opens no sock_diag socket (%v)", err)
 		return t
 	}
 	tv := unix.NsecToTimeval(int64(time.Second))
@@ -56,6 +65,7 @@ func newPeerTable(ln *net.TCPAddr) *peerTable {
 	if _, err := t.query(ln, &net.TCPAddr{IP: net.IPv4zero}); err != nil {
 		unix.Close(fd)
 		t.fd = -1
+		t.why = fmt.Sprintf("the kernel answers no sock_diag query (%v)", err)
 	}
 	return t
 }

@@ -104,6 +104,16 @@ func ListenPMIx(h Handler, job PMIxJob) (*PMIxServer, error) {
 	return s, nil
 }
 
+// Fallback says how the server finds the owner of a connection's peer when the kernel
+// answers no sock_diag query, and why: by a scan of /proc/net/tcp per connection, whose
+// cost grows with the host's sockets. It is "" where the kernel answers them.
+func (s *PMIxServer) Fallback() string {
+	if s.peers.why == "" {
+		return ""
+	}
+	return s.peers.why + ": each connection's peer is found by a scan of /proc/net/tcp, whose cost grows with the host's sockets"
+}
+
 // SetUID makes the server admit the processes of uid instead of this process's user
 // (a test that runs its ranks as another user). Call it before any rank connects.
 func (s *PMIxServer) SetUID(uid uint32) { s.uid.Store(uid) }

@@ -357,3 +357,36 @@ func BenchmarkPMIxStrangerConnect(b *testing.B) {
 		})
 	}
 }
+
+// TestPMIxServerFallback: on a kernel that opens no sock_diag socket the server says so,
+// names what it does instead, and still admits its job's ranks by scanning
+// /proc/net/tcp. Where the kernel answers, it says nothing.
+func TestPMIxServerFallback(t *testing.T) {
+	if s := listenPMIx(t, newJob(1), pmixJobOf(1)); s.peers.diagOK() && s.Fallback() != "" {
+		t.Errorf("the kernel answers sock_diag queries, and Fallback says %q", s.Fallback())
+	}
+	open := diagSocket
+	diagSocket = func() (int, error) { return -1, syscall.EPROTONOSUPPORT }
+	defer func() { diagSocket = open }()
+	h := newJob(2)
+	s := listenPMIx(t, h, pmixJobOf(2))
+	want := "the kernel opens no sock_diag socket (protocol not supported): each connection's peer is found by a scan of /proc/net/tcp"
+	if got := s.Fallback(); !strings.HasPrefix(got, want) {
+		t.Errorf("Fallback() = %q, want it to begin %q", got, want)
+	}
+	c, err := net.Dial("tcp4", s.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(testbudget.Scale(10 * time.Second))
+	for s.peers.scans.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the server made no scan of /proc/net/tcp for a connection")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if q := s.peers.queries.Load(); q != 0 {
+		t.Errorf("%d sock_diag queries without a sock_diag socket", q)
+	}
+}

@@ -69,8 +69,7 @@ func shmReduceSmall[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T
 	if root >= 0 && root != g.me {
 		return nil
 	}
-	reduceInto(recv, op, len(g.ranks), func(i int) []T { return smallSlot[T](g, i, v, n) })
-	g.moved.loaded += len(g.ranks) * n * elemSize[T]()
+	reduceInto(recv, op, len(g.ranks), loadedFrom(g, -1, func(i int) []T { return smallSlot[T](g, i, v, n) }))
 	return nil
 }
 
@@ -130,8 +129,7 @@ func shmReduceBlocks[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[
 		if gets && (!inPlace || g.me == 0) {
 			acc = recv[lo:hi]
 		}
-		reduceInto(acc, op, p, in)
-		g.moved.loaded += (p - 1) * (hi - lo) * elemSize[T]()
+		reduceInto(acc, op, p, loadedFrom(g, g.me, in))
 		if &acc[0] == &recv[lo] {
 			stageIn(g, res[lo:hi], acc)
 		} else {
@@ -155,8 +153,21 @@ func shmReduceBlocks[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[
 	return nil
 }
 
+// loadedFrom returns in, counting the bytes of each operand it returns as loaded from
+// scratch (the byte model), but own's (a member's own vector; -1: none). reduceInto asks
+// for each operand once, so the count is what the reduction reads.
+func loadedFrom[T runtime.Elem](g *shmGroup, own int, in func(int) []T) func(int) []T {
+	return func(i int) []T {
+		x := in(i)
+		if i != own {
+			g.moved.loaded += len(x) * elemSize[T]()
+		}
+		return x
+	}
+}
+
 // reduceInto sets acc to in(0) ∘ in(1) ∘ ... ∘ in(p-1), in rank order; acc may be in(0)
-// itself, not another operand.
+// itself, not another operand. It calls in once for each operand.
 func reduceInto[T runtime.Elem](acc []T, op Op[T], p int, in func(int) []T) {
 	if p == 1 {
 		if x := in(0); len(acc) > 0 && &acc[0] != &x[0] {

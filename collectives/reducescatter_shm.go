@@ -27,13 +27,12 @@ func reduceScatterSHM[T runtime.Elem](c *call, g *shmGroup, in, out []T, op Op[T
 		if err := g.step(c, v, bytes); err != nil {
 			return err
 		}
-		reduceInto(out, op, p, func(i int) []T {
+		reduceInto(out, op, p, loadedFrom(g, me, func(i int) []T {
 			if i == me {
 				return in[me*n : (me+1)*n]
 			}
 			return smallSlot[T](g, i, v, p*n)[me*n : (me+1)*n]
-		})
-		g.moved.loaded += (p - 1) * n * es
+		}))
 		return nil
 	}
 	per := max(g.chunk/(p*es), 1)
@@ -54,13 +53,12 @@ func reduceScatterSHM[T runtime.Elem](c *call, g *shmGroup, in, out []T, op Op[T
 		if err := g.chunkStep(c, v, lo == 0, bytes); err != nil {
 			return err
 		}
-		reduceInto(out[lo:hi], op, p, func(i int) []T {
+		reduceInto(out[lo:hi], op, p, loadedFrom(g, me, func(i int) []T {
 			if i == me {
 				return in[me*n+lo : me*n+hi]
 			}
 			return big[T](g, i, b, p*k)[me*k : (me+1)*k]
-		})
-		g.moved.loaded += (p - 1) * k * es
+		}))
 	}
 	return g.releaseBig(c)
 }

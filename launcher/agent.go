@@ -584,7 +584,7 @@ func (j *agentJob) handle(t frameType, p []byte) error {
 	}
 	switch m := v.(type) {
 	case *fenceDone:
-		return j.fenceDone(p, m)
+		return j.fenceDone(p, m, fromSubmitter)
 	case *fenceRoundMsg:
 		if t != fFenceRef {
 			return fmt.Errorf("unexpected %v frame from the submitter", t)

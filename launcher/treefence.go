@@ -33,6 +33,12 @@ import (
 // from its parent before it asks the submitter.
 const treeFenceWait = 3 * time.Second
 
+// Where a round's payload came from, as fenceDone logs it.
+const (
+	fromSubmitter = "golaunch"
+	fromParent    = "its parent in the job's tree"
+)
+
 // treeFence is an agent job's part of gathering rounds on the job's tree.
 type treeFence struct {
 	mu         sync.Mutex
@@ -66,9 +72,10 @@ func (j *agentJob) inTree() bool {
 }
 
 // fenceDone completes round m.Round with its payload p, which came from the submitter
-// or from this agent's parent in the tree. A gathering round's payload goes on to this
-// agent's children first, as it came, and is decoded here after. p is not kept.
-func (j *agentJob) fenceDone(p []byte, m *fenceDone) error {
+// or from this agent's parent in the tree (from names which, in the agent's log). A
+// gathering round's payload goes on to this agent's children first, as it came, and is
+// decoded here after. p is not kept.
+func (j *agentJob) fenceDone(p []byte, m *fenceDone, from string) error {
 	t := &j.tree
 	t.mu.Lock()
 	if m.Round <= t.done {
@@ -76,6 +83,9 @@ func (j *agentJob) fenceDone(p []byte, m *fenceDone) error {
 		return nil // it came both from the parent and from the submitter
 	}
 	t.done = m.Round
+	if len(m.Blocks) > 0 {
+		j.a.log.Printf("job %s: round %d's gathering payload came from %s", j.spec.ID, m.Round, from)
+	}
 	if t.want <= m.Round {
 		t.want = 0
 		if t.timer != nil {
@@ -239,7 +249,7 @@ func (j *agentJob) serveTreeFences(cc *ctlConn, first *treeFenceMsg) {
 		}
 		d, err := decodeFenceDone(m.Done)
 		if err == nil {
-			err = j.fenceDone(m.Done, d)
+			err = j.fenceDone(m.Done, d, fromParent)
 		}
 		if err != nil {
 			j.a.log.Printf("job %s: tree link from %s: %v", j.spec.ID, cc.c.RemoteAddr(), err)

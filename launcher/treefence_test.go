@@ -8,6 +8,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -155,7 +156,7 @@ func TestTreeFenceAsk(t *testing.T) {
 	p := appendFenceDone(nil, 1, [][]byte{b})
 	for range 2 {
 		m, _ := decodeFenceDone(p)
-		if err := j.fenceDone(p, m); err != nil {
+		if err := j.fenceDone(p, m, fromSubmitter); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,7 +176,7 @@ func TestTreeFenceAsk(t *testing.T) {
 
 // TestAgentsTreeGather: PMI-1 ranks on 5 real agents with fan-out 2 fence twice, the
 // fences gathering every put at every host; the payloads go down the tree (a1 passes
-// them to a3 and a4, a2 to a5).
+// them to a3 and a4, a2 to a5), and the leaves get none from the submitter.
 func TestAgentsTreeGather(t *testing.T) {
 	c := startCluster(t, 5, 1)
 	r := runGL(t, "", c.submit("--tree-fanout", "2", "-n", "5", pmiprogBinPath(t), "pmi1")...)
@@ -190,8 +191,20 @@ func TestAgentsTreeGather(t *testing.T) {
 			mustContain(t, agent+"'s log", c.agents[agent].stderr.String(), "passes its gathering fences' payloads to agent "+k)
 		}
 	}
-	for _, agent := range []string{"a3", "a4", "a5"} {
-		if log := c.agents[agent].stderr.String(); strings.Contains(log, "passes its gathering") || strings.Contains(log, "asking the submitter") {
+	// Each agent logs where every gathering round's payload came from: the submitter
+	// sends it to the tree's top agents only, never to a leaf (a star would).
+	for agent, from := range map[string]string{"a1": fromSubmitter, "a2": fromSubmitter, "a3": fromParent, "a4": fromParent, "a5": fromParent} {
+		log := c.agents[agent].stderr.String()
+		got := regexp.MustCompile(`round \d+'s gathering payload came from ([^\n]*)`).FindAllStringSubmatch(log, -1)
+		if len(got) == 0 {
+			t.Errorf("agent %s logged no gathering round's payload:\n%s", agent, log)
+		}
+		for _, m := range got {
+			if m[1] != from {
+				t.Errorf("agent %s: a gathering round's payload came from %s, want %s only:\n%s", agent, m[1], from, log)
+			}
+		}
+		if from == fromParent && (strings.Contains(log, "passes its gathering") || strings.Contains(log, "asking the submitter")) {
 			t.Errorf("leaf %s passed a payload on, or asked for one:\n%s", agent, log)
 		}
 	}

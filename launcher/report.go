@@ -237,6 +237,7 @@ func (s *submitter) endReport() {
 	case r.why == "":
 		if quiet := s.hang.observe(r.asked, reps); s.hang.due(quiet) {
 			s.printReports(quietHeading(quiet, reps, foreign), reps, r.stacks)
+			s.endMismatched(hang.Mismatched(reps))
 		}
 	default:
 		s.hang.observe(r.asked, reps)
@@ -244,6 +245,16 @@ func (s *submitter) endReport() {
 	}
 	if r.then != nil {
 		r.then()
+	}
+}
+
+// endMismatched ends the job when a quiet check found ranks blocked at one collective
+// call number in calls that disagree (line, hang.Mismatched; "" for none): no rank can
+// go on, so the job fails at once (ExitFailure) with the mismatch as its cause, instead
+// of waiting for --timeout.
+func (s *submitter) endMismatched(line string) {
+	if m, ok := strings.CutPrefix(line, "mismatch: "); ok && s.fail == nil {
+		s.failWith(jobFailure(ExitFailure, "mismatched collective calls ("+m+")"))
 	}
 }
 

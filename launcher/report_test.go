@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -111,4 +112,28 @@ func TestHangReports(t *testing.T) {
 		gl.cmd.Process.Signal(syscall.SIGTERM)
 		<-gl.done
 	})
+}
+
+// TestHangMismatchEnds: ranks that call Reduce with different roots never match, at any
+// rank count or size. The first quiet check names the mismatch, and golaunch ends the job
+// at once (ExitFailure) with the mismatch as its cause, before --timeout.
+func TestHangMismatchEnds(t *testing.T) {
+	prog := rtprog(t)
+	for _, np := range []int{2, 3, 4} {
+		for _, n := range []string{"1", "8192", "524288"} { // float64s: 8 B, 64 KiB, 4 MiB
+			t.Run(strconv.Itoa(np)+"x"+n, func(t *testing.T) {
+				r := runGL(t, "", "-n", strconv.Itoa(np), "--hang-report", "1s", "--timeout", testbudget.Scale(60*time.Second).String(),
+					prog, "mismatchroot", n)
+				others := "rank 1 in"
+				if np > 2 {
+					others = "ranks 1-" + strconv.Itoa(np-1) + " in"
+				}
+				want := "golaunch: mismatched collective calls (rank 0 is in Reduce #1 (" + n + " float64, sum, root=0), " +
+					others + " Reduce #1 (" + n + " float64, sum, root=1) on World); job aborted"
+				if r.code != ExitFailure || !strings.Contains(r.stderr, want) {
+					t.Fatalf("exit %d, want %d and\n%s\nstderr:\n%s", r.code, ExitFailure, want, r.stderr)
+				}
+			})
+		}
+	}
 }

@@ -22,7 +22,7 @@ const (
 // without a report counts as Silent. design.md states the model.
 func Diagnose(reps []Report) []string {
 	j := newJob(reps)
-	lines := j.mismatches()
+	lines := j.mismatches(false)
 	if l := j.deadlock(); l != "" {
 		lines = append(lines, l)
 	}
@@ -288,8 +288,21 @@ type group struct {
 	ranks []int  // ascending
 }
 
-// mismatches returns the mismatch lines, communicator by communicator.
-func (j *job) mismatches() []string {
+// Mismatched returns the first of Diagnose's mismatch lines whose groups are at the same
+// call number, or "". Ranks blocked at one number in calls that disagree can never
+// complete them, whatever else runs. Groups at different numbers may be a deadlock in
+// which some ranks returned early from a rooted call: Diagnose names those too, and
+// Mismatched leaves them out.
+func Mismatched(reps []Report) string {
+	if lines := newJob(reps).mismatches(true); len(lines) > 0 {
+		return lines[0]
+	}
+	return ""
+}
+
+// mismatches returns the mismatch lines, communicator by communicator; with sameSeq,
+// only those between groups at the same call number.
+func (j *job) mismatches(sameSeq bool) []string {
 	type comm struct {
 		key    string
 		name   string
@@ -333,7 +346,7 @@ func (j *job) mismatches() []string {
 			}
 		}
 		for _, g := range c.groups {
-			if g == ref || !conflict(g.rec, ref.rec) {
+			if g == ref || !conflict(g.rec, ref.rec) || sameSeq && g.rec.Seq != ref.rec.Seq {
 				continue
 			}
 			if len(lines) == maxMismatches {

@@ -217,3 +217,37 @@ func TestRankList(t *testing.T) {
 		}
 	}
 }
+
+// TestMismatched: only groups at one call number count. Ranks at different numbers may be
+// a deadlock around a rooted call that returned early: Diagnose names them, Mismatched
+// does not.
+func TestMismatched(t *testing.T) {
+	reduce := func(root int) Record {
+		r := coll("Reduce", 1)
+		r.Count, r.Type, r.Op, r.Root = 1, "float64", "sum", root
+		return r
+	}
+	roots := []Report{blocked(0, reduce(0)), blocked(1, reduce(1)), blocked(2, reduce(1))}
+	want := "mismatch: rank 0 is in Reduce #1 (1 float64, sum, root=0), ranks 1-2 in Reduce #1 (1 float64, sum, root=1) on World"
+	if got := Mismatched(roots); got != want {
+		t.Errorf("Mismatched(two roots) = %q, want %q", got, want)
+	}
+	if got := Diagnose(roots); len(got) == 0 || got[0] != want {
+		t.Errorf("Diagnose(two roots) = %q, want it to begin with %q", got, want)
+	}
+	kinds := []Report{blocked(0, coll("Bcast", 3)), blocked(1, coll("Allreduce", 3))}
+	if got := Mismatched(kinds); !strings.HasPrefix(got, "mismatch: rank 0 is in Bcast #3, rank 1 in Allreduce #3") {
+		t.Errorf("Mismatched(Bcast against Allreduce) = %q", got)
+	}
+	early := []Report{blocked(0, reduce(0)), blocked(1, coll("Bcast", 2)), blocked(2, p2p("Recv", 1, 0))}
+	if got := Mismatched(early); got != "" {
+		t.Errorf("Mismatched(ranks at calls #1 and #2) = %q, want none", got)
+	}
+	if got := Diagnose(early); len(got) == 0 || !strings.HasPrefix(got[0], "mismatch: ") {
+		t.Errorf("Diagnose(ranks at calls #1 and #2) = %q, want a mismatch line", got)
+	}
+	same := everyone(3, func(int) Record { return reduce(0) })
+	if got := Mismatched(same); got != "" {
+		t.Errorf("Mismatched(one call) = %q, want none", got)
+	}
+}

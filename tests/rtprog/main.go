@@ -43,6 +43,7 @@ import (
 //	                (GORMA_PROCS applied) and finalizes
 //	deadlock        rank 0 receives from rank 1, which calls Finalize: both wait for ever
 //	mismatch        rank 0 calls window.Allocate, the others Allreduce: all wait for ever
+//	mismatchroot N  Reduce of N float64s: rank 0 names root 0, the others root 1; all wait for ever
 //	stranded        every rank prints "ready RANK PID"; rank 0 then sleeps, the others
 //	                enter a Barrier (which cannot complete). A rank whose Barrier fails
 //	                prints "rtprog: rank R: ERROR" on stderr and then waits for ever, as a
@@ -188,6 +189,18 @@ func main() {
 			err = collectives.Allreduce(ctx, w, []float64{1}, make([]float64, 1), collectives.Sum[float64]())
 		}
 		mismatched(ctx, w, fmt.Sprintf("rank %d: mismatch: the call returned: %v", rank, err), err)
+	case "mismatchroot":
+		// Reduce of ELEMS float64s (default 1): rank 0 names root 0, the others root 1.
+		n := 1
+		if len(os.Args) > 2 {
+			n, _ = strconv.Atoi(os.Args[2])
+		}
+		root := 1
+		if rank == 0 {
+			root = 0
+		}
+		err = collectives.Reduce(ctx, w, make([]float64, n), make([]float64, n), collectives.Sum[float64](), root)
+		mismatched(ctx, w, fmt.Sprintf("rank %d: mismatchroot: the call returned: %v", rank, err), err)
 	case "mismatchop":
 		// The last rank reduces with Max while the others reduce with Sum.
 		op := collectives.Sum[float64]()

@@ -168,24 +168,30 @@ func TestObserveRefused(t *testing.T) {
 			"create it (mkdir -p " + filepath.Join(dir, "none") + ")"}},
 		{"--trace", "/proc/t.json", []string{"no file can be created in /proc"}},
 	} {
-		t.Run(c.flag+c.path, func(t *testing.T) {
-			r := runGL(t, "", c.flag, c.path, "-n", "2", "touch", ran)
-			prefix := fmt.Sprintf("golaunch: %s %s: on host %s, ", c.flag, c.path, hostName())
-			sum := summaryLines(r.stderr)
-			if r.code != ExitUsage || len(sum) != 1 || !strings.HasPrefix(sum[0], prefix) {
-				t.Fatalf("exit %d, summary %q; want %d and one line starting %q\nstdout:\n%s\nstderr:\n%s",
-					r.code, sum, ExitUsage, prefix, r.stdout, r.stderr)
-			}
-			for _, w := range c.want {
-				mustContain(t, "the refusal", sum[0], w)
-			}
-			if _, err := os.Stat(ran); err == nil || r.stdout != "" {
-				t.Errorf("a rank ran: %s exists (%v), stdout %q", ran, err, r.stdout)
-			}
-		})
+		t.Run(c.flag+c.path, func(t *testing.T) { observeRefused(t, c.flag, c.path, ran, c.want...) })
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("the checks left files behind: %v", ents)
+	}
+}
+
+// observeRefused runs golaunch with flag path and a program that would create the file
+// ran, and checks that it exits 2 before any rank starts, with one summary line that
+// names the flag, the path and the host and holds each of want.
+func observeRefused(t *testing.T, flag, path, ran string, want ...string) {
+	t.Helper()
+	r := runGL(t, "", flag, path, "-n", "2", "touch", ran)
+	prefix := fmt.Sprintf("golaunch: %s %s: on host %s, ", flag, path, hostName())
+	sum := summaryLines(r.stderr)
+	if r.code != ExitUsage || len(sum) != 1 || !strings.HasPrefix(sum[0], prefix) {
+		t.Fatalf("exit %d, summary %q; want %d and one line starting %q\nstdout:\n%s\nstderr:\n%s",
+			r.code, sum, ExitUsage, prefix, r.stdout, r.stderr)
+	}
+	for _, w := range want {
+		mustContain(t, "the refusal", sum[0], w)
+	}
+	if _, err := os.Stat(ran); err == nil || r.stdout != "" {
+		t.Errorf("a rank ran: %s exists (%v), stdout %q", ran, err, r.stdout)
 	}
 }
 
@@ -302,19 +308,7 @@ func TestObserveForeignLinks(t *testing.T) {
 		{"--profile", empty, "the folder " + empty + " belongs to " + who},
 		{"--trace", filepath.Join(theirs, "t.json"), "the folder " + theirs + " belongs to " + who},
 	} {
-		t.Run(c.flag+c.path, func(t *testing.T) {
-			r := runGL(t, "", c.flag, c.path, "-n", "2", "touch", ran)
-			prefix := fmt.Sprintf("golaunch: %s %s: on host %s, ", c.flag, c.path, hostName())
-			sum := summaryLines(r.stderr)
-			if r.code != ExitUsage || len(sum) != 1 || !strings.HasPrefix(sum[0], prefix) {
-				t.Fatalf("exit %d, summary %q; want %d and one line starting %q\nstdout:\n%s\nstderr:\n%s",
-					r.code, sum, ExitUsage, prefix, r.stdout, r.stderr)
-			}
-			mustContain(t, "the refusal", sum[0], c.want)
-			if _, err := os.Stat(ran); err == nil || r.stdout != "" {
-				t.Errorf("a rank ran: %s exists (%v), stdout %q", ran, err, r.stdout)
-			}
-		})
+		t.Run(c.flag+c.path, func(t *testing.T) { observeRefused(t, c.flag, c.path, ran, c.want) })
 	}
 	if b, err := os.ReadFile(victim); err != nil || string(b) != "root's" {
 		t.Errorf("the links' target holds %q (%v), want %q", b, err, "root's")

@@ -237,7 +237,9 @@ func (s *submitter) endReport() {
 	case r.why == "":
 		if quiet := s.hang.observe(r.asked, reps); s.hang.due(quiet) {
 			s.printReports(quietHeading(quiet, reps, foreign), reps, r.stacks)
-			s.endMismatched(hang.Mismatched(reps))
+			if f := mismatchFailure(hang.Mismatched(reps)); f != nil && s.fail == nil {
+				s.failWith(f)
+			}
 		}
 	default:
 		s.hang.observe(r.asked, reps)
@@ -248,14 +250,16 @@ func (s *submitter) endReport() {
 	}
 }
 
-// endMismatched ends the job when a quiet check found ranks blocked at one collective
-// call number in calls that disagree (line, hang.Mismatched; "" for none): no rank can
-// go on, so the job fails at once (ExitFailure) with the mismatch as its cause, instead
-// of waiting for --timeout.
-func (s *submitter) endMismatched(line string) {
-	if m, ok := strings.CutPrefix(line, "mismatch: "); ok && s.fail == nil {
-		s.failWith(jobFailure(ExitFailure, "mismatched collective calls ("+m+")"))
+// mismatchFailure is the job's failure when a quiet check found ranks blocked at one
+// collective call number in calls that disagree (line, hang.Mismatched), or nil for "".
+// No rank can go on, so the job fails at once (ExitFailure) with the mismatch as its
+// cause, instead of waiting for --timeout.
+func mismatchFailure(line string) *failure {
+	m, ok := strings.CutPrefix(line, "mismatch: ")
+	if !ok {
+		return nil
 	}
+	return jobFailure(ExitFailure, "mismatched collective calls ("+m+")")
 }
 
 // quietHeading is the heading of a quiet check's report: how long nothing moved and, for

@@ -1,6 +1,8 @@
 package collectives
 
 import (
+	"cmp"
+	"os"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,16 +14,22 @@ import (
 )
 
 // Cache domains. The processors that share a last-level cache (L3 on most hosts) form a
-// domain, named by its lowest processor. A rank bound to one processor
-// (substrate.CPUOf) is in that processor's domain; an unbound rank's domain is unknown
+// domain, named by its lowest processor. A rank whose processors (substrate.CPUsOf, its
+// affinity) all lie in one domain is in that domain: bound to one processor, to a block
+// of a cache's processors (srun -c, mpirun's PE=, golaunch's blocks) or to them all. A
+// rank whose processors span domains (an unbound rank on a host of several) has none
 // (-1). teamed splits a host's ranks by domain (planTeams, teams.go), so that a team's
 // flag lines stay in one cache and only the heads' cross domains.
 
 // sysCPU is where Linux describes the processors and their caches.
 const sysCPU = "/sys/devices/system/cpu"
 
+// envSysCPU (GORMA_TEST_SYSCPU) names a pretend sysCPU tree, for the tests that run
+// real ranks on a machine whose caches sysfs does not describe.
+const envSysCPU = "GORMA_TEST_SYSCPU"
+
 // llc is this process's table of last-level cache domains, read from sysCPU.
-var llc = &cacheDomains{root: sysCPU}
+var llc = &cacheDomains{root: cmp.Or(os.Getenv(envSysCPU), sysCPU)}
 
 // cacheDomains maps processors to their last-level cache domains, read from sysfs under
 // root on first use and kept. Its methods are safe for concurrent use.
@@ -58,6 +66,20 @@ func (c *cacheDomains) of(cpu int) int {
 	return shared[0]
 }
 
+// ofSet returns the domain that holds every processor of cpus, or -1 when they span
+// domains, one is unknown, or cpus is empty.
+func (c *cacheDomains) ofSet(cpus []int) int {
+	d := -1
+	for i, p := range cpus {
+		q := c.of(p)
+		if q < 0 || i > 0 && q != d {
+			return -1
+		}
+		d = q
+	}
+	return d
+}
+
 // rankDomains returns the cache domain of each of ranks (ranks of w on this rank's host,
 // ascending), -1 where unknown. Every rank of the host gets the same answer: the
 // processors come from the ranks' cards and the domains from the host's sysfs. Once one
@@ -69,7 +91,7 @@ var rankDomains = func(w *runtime.World, ranks []int) []int {
 	for i, r := range ranks {
 		dom[i] = -1
 		if known {
-			dom[i] = llc.of(substrate.CPUOf(w, r))
+			dom[i] = llc.ofSet(substrate.CPUsOf(w, r))
 			known = dom[i] >= 0
 		}
 	}

@@ -45,6 +45,18 @@ func TestCacheDomainsTree(t *testing.T) {
 			t.Errorf("processor %d in domain %d, want %d", q[0], d, q[1])
 		}
 	}
+	// A rank's domain: the one that holds all its processors (srun -c, a block, one).
+	for _, q := range []struct {
+		cpus []int
+		want int
+	}{
+		{[]int{9}, 0}, {[]int{0, 1, 2, 3}, 0}, {[]int{2, 3, 8, 9}, 0}, {[]int{4, 5, 6, 7}, 4}, {[]int{12, 13}, 12},
+		{[]int{3, 4}, -1}, {[]int{0, 20}, -1}, {[]int{20}, -1}, {nil, -1},
+	} {
+		if d := c.ofSet(q.cpus); d != q.want {
+			t.Errorf("processors %v in domain %d, want %d", q.cpus, d, q.want)
+		}
+	}
 }
 
 // writeCaches writes a pretend sysfs processor directory under root: for each processor,

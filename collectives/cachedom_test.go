@@ -95,27 +95,28 @@ func TestCacheDomainsHost(t *testing.T) {
 	t.Logf("%d processors, domain of processor 0: %d", n, c.of(0))
 }
 
-// TestCacheDomainsCPUOf: every rank learns the same processor for each rank from the
-// cards (substrate.CPUOf): here the test process's own, since the ranks are its
-// goroutines, or -1 when it may run on several; -1 out of range.
-func TestCacheDomainsCPUOf(t *testing.T) {
-	want := -1
+// TestCacheDomainsCPUsOf: every rank learns the same processors for each rank from the
+// cards (substrate.CPUsOf): here the test process's own affinity, since the ranks are its
+// goroutines; nil out of range.
+func TestCacheDomainsCPUsOf(t *testing.T) {
 	var set unix.CPUSet
-	if unix.SchedGetaffinity(0, &set) == nil && set.Count() == 1 {
-		for p := range len(set) * 64 {
-			if set.IsSet(p) {
-				want = p
-			}
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	for p := range len(set) * 64 {
+		if set.IsSet(p) {
+			want = append(want, p)
 		}
 	}
 	runJob(t, 3, runtimetest.Options{Transport: "shm"}, 30*time.Second, func(e rankEnv) error {
 		for r := -1; r <= e.p; r++ {
 			w := want
 			if r < 0 || r == e.p {
-				w = -1
+				w = nil
 			}
-			if got := substrate.CPUOf(e.w, r); got != w {
-				return fmt.Errorf("rank %d: CPUOf(%d) = %d, want %d", e.r, r, got, w)
+			if got := substrate.CPUsOf(e.w, r); !slices.Equal(got, w) {
+				return fmt.Errorf("rank %d: CPUsOf(%d) = %v, want %v", e.r, r, got, w)
 			}
 		}
 		return nil

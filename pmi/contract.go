@@ -21,7 +21,7 @@ const (
 	EnvTransport = "GOLAUNCH_TRANSPORT"  // auto, shm or tcp
 	EnvTCPAddr   = "GOLAUNCH_TCP_ADDR"   // IP a rank's tcp device listens on (port 0)
 	EnvIdleWatch = "GOLAUNCH_IDLE_WATCH" // "page,bell": inherited descriptors of the rank's idle-role watch (tcp)
-	EnvHostCPUs  = "GOLAUNCH_HOST_CPUS"  // processors this host's ranks share (the agent's), whatever this rank is bound to
+	EnvHostCPUs  = "GOLAUNCH_HOST_CPUS"  // processors the agent may use, whatever this rank is bound to
 	EnvSpawn     = "GOLAUNCH_SPAWN"      // "first,count,leader": a spawned rank's group and the job rank of its spawners' leader
 )
 
@@ -55,9 +55,8 @@ type Contract struct {
 	// IdleWatch holds the descriptors (page, bell) of the rank's idle-role watch, which
 	// the spawner passes as inherited files; both 0 when there is none.
 	IdleWatch [2]int
-	// HostCPUs is the number of processors this host's ranks share (the agent's own set),
-	// which a rank bound to fewer (golaunch --bind-to) cannot learn from its own
-	// affinity; 0 when not given.
+	// HostCPUs is the number of processors the agent may use (its own set); 0 when not
+	// given. The runtime decides from its host's ranks' affinities instead.
 	HostCPUs int
 	// Spawn is the group a spawned rank belongs to; Count is 0 for a rank the job started
 	// with.

@@ -95,8 +95,10 @@ func (l *links) placeRanks(nodes []int, hosts []string) error {
 
 // myCard is this rank's card, with host identity id.
 func (l *links) myCard(id hostIdentity) card {
-	return card{host: l.table().hosts[l.rank], id: id, pid: int32(os.Getpid()), probe: probeAddr(),
-		eagerSHM: uint32(l.cfg.eagerSHM), eagerTCP: uint32(l.cfg.eagerTCP), cpu: boundCPU(), cm: l.cm.addr}
+	c := card{host: l.table().hosts[l.rank], id: id, pid: int32(os.Getpid()), probe: probeAddr(),
+		eagerSHM: uint32(l.cfg.eagerSHM), eagerTCP: uint32(l.cfg.eagerTCP), cpus: affinity(), cm: l.cm.addr}
+	c.cpu = onlyCPU(&c.cpus)
+	return c
 }
 
 // readCards reads every peer's card (after the fence that follows this rank's own card,
@@ -157,7 +159,7 @@ func deviceWait(count map[string]int, mode verbs.WaitMode, oversubscribed bool) 
 // a wait check checks the fast boxes and the held sends (waitCheck) before it sleeps.
 func (j join) openDevices(count map[string]int) error {
 	e := j.e
-	wait, spins := deviceWait(count, e.cfg.progress, e.localSize > e.ncpu)
+	wait, spins := deviceWait(count, e.cfg.progress, e.waiting.Oversub)
 	e.poll.providerSpins = spins
 	if err := e.links.openDevices(count, wait); err != nil {
 		return err

@@ -2,12 +2,14 @@ package runtime
 
 import (
 	"fmt"
+	"os"
 	goruntime "runtime"
 	"strconv"
 	"time"
 
 	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 	"github.com/gorma-hpc/gorma/transport/verbs"
+	"golang.org/x/sys/unix"
 )
 
 // GORMA_PROCS (EnvProcs) sets how many processors (GOMAXPROCS) a rank's Go scheduler
@@ -26,6 +28,9 @@ import (
 // bin/allreducebench` counts the runnable threads per rank, allreducebench's
 // vcsw_per_call the context switches, and the 16-core job of scripts/device16.sh compares
 // GORMA_PROCS=auto, 1 and go.
+// envDebug (GORMA_DEBUG), set and not 0, makes Init print the rank's host fit on stderr.
+const envDebug = "GORMA_DEBUG"
+
 const (
 	fullHostProcs  = 1
 	crossHostProcs = 2
@@ -63,31 +68,33 @@ func parseProcs(v string) (procsPolicy, error) {
 }
 
 // hostProcs returns the GOMAXPROCS a rank should use, or 0 to leave Go's: policy is
-// GORMA_PROCS, envSet whether the GOMAXPROCS variable is set, cur Go's current value,
-// local the ranks on this host, ncpu the processors they share, and oneHost whether
-// every peer of the rank is on its host (no tcp device). A count in GORMA_PROCS wins;
-// auto with GOMAXPROCS set leaves it; auto lowers cur to fullHostProcs (oneHost) or
-// crossHostProcs when the host's ranks fill its processors (local >= ncpu), and leaves
-// it otherwise.
-func hostProcs(policy procsPolicy, envSet bool, cur, local, ncpu int, oneHost bool) int {
+// GORMA_PROCS, set whether the GOMAXPROCS variable or the program (before Init) set it,
+// cur Go's current value, f the rank's fit, and oneHost whether every peer of the rank is
+// on its host (no tcp device). A count in GORMA_PROCS wins. Auto leaves a GOMAXPROCS
+// that was set. It lowers cur only where the ranks sharing the rank's processors take
+// them all (f.full): to fullHostProcs (oneHost) or crossHostProcs, but never below the
+// processors that the rank alone may run on (f.alone).
+func hostProcs(policy procsPolicy, set bool, cur int, f hostFit, oneHost bool) int {
 	want := crossHostProcs
 	if oneHost {
 		want = fullHostProcs
 	}
+	want = max(want, f.alone)
 	switch {
 	case policy > 0:
 		return int(policy)
-	case policy == procsGo, envSet:
+	case policy == procsGo, set:
 		return 0
-	case local >= ncpu && cur > want:
+	case f.full && cur > want:
 		return want
 	}
 	return 0
 }
 
 // waitRule returns a rank's waiting rule (subcore.Waiting, runtime/design.md "The
-// waiting rule"): mode is GORMA_PROGRESS, spin GORMA_SPIN (0 when unset), local the
-// ranks on this host, ncpu the processors they share and procs the rank's GOMAXPROCS.
+// waiting rule"): mode is GORMA_PROGRESS, spin GORMA_SPIN (0 when unset), oversub
+// whether ranks outnumber the processors they share (hostFit) and procs the rank's
+// GOMAXPROCS.
 //   - spin mode polls for ever, block mode sleeps at once;
 //   - hybrid mode polls for GORMA_SPIN when it is set;
 //   - else, on an oversubscribed host, for verbs.DefaultSpin;
@@ -95,8 +102,7 @@ func hostProcs(policy procsPolicy, envSet bool, cur, local, ncpu int, oneHost bo
 //
 // A spin yields to the Go scheduler only where that wakes no thread: one P, or an
 // oversubscribed host.
-func waitRule(mode verbs.WaitMode, spin time.Duration, local, ncpu, procs int) *subcore.Waiting {
-	oversub := local > ncpu
+func waitRule(mode verbs.WaitMode, spin time.Duration, oversub bool, procs int) *subcore.Waiting {
 	yield := oversub || procs <= 1
 	fixed := func(d time.Duration) *subcore.Waiting { return subcore.NewWaiting(d, d, oversub, yield) }
 	switch {
@@ -112,19 +118,64 @@ func waitRule(mode verbs.WaitMode, spin time.Duration, local, ncpu, procs int) *
 	return subcore.NewWaiting(verbs.DefaultSpin, fullHostSpin, false, yield)
 }
 
-// fitHost applies GORMA_PROCS and sets the waiting rule once the rank knows its host's
-// ranks and processors (Init, before the engine's goroutines start).
+// startProcs is GOMAXPROCS when the package was initialized, before main ran: a
+// different value at Init is the program's own choice, which stands.
+var startProcs = goruntime.GOMAXPROCS(0)
+
+// fitHost reads the affinities of this host's ranks (siblingAffinities) and the
+// cgroup's CPU quota, decides the rank's fit (fitOf), applies GORMA_PROCS and sets the
+// waiting rule. Init calls it once the rank knows its host's ranks and before the
+// devices open. Where the ranks are not the children of one process, it takes every
+// rank's affinity to be this rank's. With GORMA_DEBUG set, the rank prints what it
+// decided on stderr.
 func (j join) fitHost() {
 	e := j.e
+	sets, me, ok := siblingAffinities(e.localSize)
+	if !ok {
+		sets, me = make([]unix.CPUSet, max(1, e.localSize)), 0
+		for i := range sets {
+			sets[i] = affinity()
+		}
+	}
+	f := fitOf(me, sets, cpuQuota())
+	e.ncpu = f.cpus
 	oneHost := e.localSize >= e.size // a device that reaches other hosts raises it (crossHost)
-	n := hostProcs(e.cfg.procs, e.cfg.maxProcsSet, goruntime.GOMAXPROCS(0), e.localSize, e.ncpu, oneHost)
+	n := hostProcs(e.cfg.procs, e.cfg.maxProcsSet, goruntime.GOMAXPROCS(0), f, oneHost)
 	if n > 0 {
 		goruntime.GOMAXPROCS(n)
 		if e.cfg.procs == procsAuto {
 			e.cfg.procsFit = n
 		}
 	}
-	j.setWaiting(waitRule(e.cfg.progress, e.cfg.spinSet, e.localSize, e.ncpu, goruntime.GOMAXPROCS(0)))
+	w := waitRule(e.cfg.progress, e.cfg.spinSet, f.oversub, goruntime.GOMAXPROCS(0))
+	j.setWaiting(w)
+	if e.cfg.debug {
+		fmt.Fprintf(os.Stderr, "gorma: rank %d: %s\n", e.rank, fitLine(f, ok, goruntime.GOMAXPROCS(0), n > 0, w))
+	}
+}
+
+// fitLine says what fitHost decided, in one line: the fit, where the ranks' affinities
+// came from (siblings: the kernel's, else this rank's taken for all), GOMAXPROCS
+// (lowered or left) and the waiting rule.
+func fitLine(f hostFit, siblings bool, procs int, lowered bool, w *subcore.Waiting) string {
+	quota := "no quota"
+	if f.quota > 0 {
+		quota = fmt.Sprintf("quota %.2f", f.quota)
+	}
+	state := "not oversubscribed"
+	if f.oversub {
+		state = "oversubscribed"
+	}
+	how := "left"
+	if lowered {
+		how = "lowered"
+	}
+	from := "their own"
+	if !siblings {
+		from = "this rank's, taken for all"
+	}
+	return fmt.Sprintf("host fit: %d ranks on %d processors (%s); this rank may run on %d, %d alone, shared by %d ranks: %s, full %v; GOMAXPROCS %d (%s); spin %v, yields %v; affinities: %s",
+		f.local, f.cpus, quota, f.own, f.alone, f.share, state, f.full, procs, how, w.Budget(), w.Yields(), from)
 }
 
 // crossHost gives a rank that GORMA_PROCS=auto put on fullHostProcs the crossHostProcs of

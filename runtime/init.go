@@ -48,8 +48,10 @@ type config struct {
 	// procsFit is the GOMAXPROCS that GORMA_PROCS=auto set (hostfit.go), 0 if it left Go's.
 	procsFit int
 	waiting  *subcore.Waiting // the engine's waiting rule, which crossHost updates
-	// maxProcsSet is true when the GOMAXPROCS variable is set (GORMA_PROCS=auto leaves it).
+	// maxProcsSet is true when the GOMAXPROCS variable is set, or the program set
+	// GOMAXPROCS before Init (GORMA_PROCS=auto leaves it).
 	maxProcsSet bool
+	debug       bool // GORMA_DEBUG set: Init prints the host fit (hostfit.go)
 	eagerSHM    int
 	eagerTCP    int
 	tcpCC       string // GORMA_TCP_CONGESTION, "" for the provider's default
@@ -111,7 +113,8 @@ func readConfig(getenv func(string) string) (config, error) {
 	if cfg.procs, err = parseProcs(getenv(EnvProcs)); err != nil {
 		return cfg, err
 	}
-	cfg.maxProcsSet = getenv("GOMAXPROCS") != ""
+	cfg.maxProcsSet = getenv("GOMAXPROCS") != "" || goruntime.GOMAXPROCS(0) != startProcs
+	cfg.debug = getenv(envDebug) != "" && getenv(envDebug) != "0"
 	if v := getenv(EnvEagerLimit); v != "" {
 		n, err := parseSize(v)
 		if err != nil || n > maxEagerLimit {
@@ -268,9 +271,6 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 	e := newEngine(cfg, c.Rank, c.Size, c.Host, o.exit)
 	e.localRank, e.localSize = c.LocalRank, c.LocalSize
 	e.spawn.group = c.Spawn
-	if c.HostCPUs > 0 {
-		e.ncpu = c.HostCPUs
-	}
 	j := join{e}
 	j.fitHost()
 	e.pm, e.links.pm, e.links.cm.secret = client, client, client.Info().Secret
@@ -318,7 +318,7 @@ func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine 
 	e.ft.e, e.ft.on = e, cfg.ft
 	e.ctxs = newCtxAlloc()
 	e.poll.init(cfg.progress)
-	join{e}.setWaiting(waitRule(cfg.progress, cfg.spinSet, e.localSize, e.ncpu, goruntime.GOMAXPROCS(0)))
+	join{e}.setWaiting(waitRule(cfg.progress, cfg.spinSet, false, goruntime.GOMAXPROCS(0)))
 	e.stop, e.halt = context.WithCancel(context.Background())
 	e.links.init(&e.mu, &e.cfg, e.stop, rank, size, host, hooksOf(e))
 	e.rma.remotes = map[*remote]struct{}{}

@@ -50,16 +50,17 @@ type card struct {
 	host     string // the launcher's host name
 	id       hostIdentity
 	pid      int32
-	probe    uint64 // address of cmaProbe in this process (see cmaPossible)
-	eagerSHM uint32 // largest eager payload this rank accepts over shm
-	eagerTCP uint32 // ... over tcp
-	cpu      int32  // the one processor this rank may run on (boundCPU), or -1
-	cm       string // host:port of this rank's connection listener (cm.go)
+	probe    uint64      // address of cmaProbe in this process (see cmaPossible)
+	eagerSHM uint32      // largest eager payload this rank accepts over shm
+	eagerTCP uint32      // ... over tcp
+	cpu      int32       // the one processor this rank may run on, or -1
+	cpus     unix.CPUSet // the processors this rank may run on (affinity); cpu is set from it
+	cm       string      // host:port of this rank's connection listener (cm.go)
 }
 
 const (
 	cardMagic   = "GRMC"
-	cardVersion = 4 // 3: cpu; 4: the connection listener's address
+	cardVersion = 5 // 3: cpu; 4: the connection listener's address; 5: the affinity
 )
 
 func (c *card) encode() []byte {
@@ -74,14 +75,14 @@ func (c *card) encode() []byte {
 	b = le.AppendUint64(b, c.probe)
 	b = le.AppendUint32(b, c.eagerSHM)
 	b = le.AppendUint32(b, c.eagerTCP)
-	b = le.AppendUint32(b, uint32(c.cpu))
+	b = appendSet(b, &c.cpus)
 	b = le.AppendUint16(b, uint16(len(c.host)))
 	b = append(b, c.host...)
 	b = le.AppendUint16(b, uint16(len(c.cm)))
 	return append(b, c.cm...)
 }
 
-const cardFixed = 4 + 1 + 16 + 8 + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 2
+const cardFixed = 4 + 1 + 16 + 8 + 8 + 4 + 4 + 8 + 4 + 4 + 2 + 2
 
 func decodeCard(b []byte) (card, error) {
 	var c card
@@ -96,9 +97,17 @@ func decodeCard(b []byte) (card, error) {
 	p = p[16:]
 	c.id.netNS, c.id.pidNS, c.id.uid = le.Uint64(p), le.Uint64(p[8:]), le.Uint32(p[16:])
 	c.pid, c.probe = int32(le.Uint32(p[20:])), le.Uint64(p[24:])
-	c.eagerSHM, c.eagerTCP, c.cpu = le.Uint32(p[32:]), le.Uint32(p[36:]), int32(le.Uint32(p[40:]))
-	n := int(le.Uint16(p[44:]))
-	p = p[46:]
+	c.eagerSHM, c.eagerTCP = le.Uint32(p[32:]), le.Uint32(p[36:])
+	var err error
+	if c.cpus, p, err = readSet(p[40:]); err != nil {
+		return c, err
+	}
+	c.cpu = onlyCPU(&c.cpus)
+	if len(p) < 2 {
+		return c, fmt.Errorf("card host name length missing")
+	}
+	n := int(le.Uint16(p))
+	p = p[2:]
 	if len(p) < n+2 {
 		return c, fmt.Errorf("card host name of %d bytes, %d present", n, len(p))
 	}
@@ -121,11 +130,9 @@ func sameCPU(a, b *card) bool { return a.cpu >= 0 && a.cpu == b.cpu && sameHost(
 // processor: on different hosts, or bound to different single processors.
 func apartCPU(a, b *card) bool { return !sameHost(a, b) || a.cpu >= 0 && b.cpu >= 0 && a.cpu != b.cpu }
 
-// boundCPU returns the one processor this process may run on, or -1 when it may run on
-// several (or its affinity cannot be read).
-func boundCPU() int32 {
-	var set unix.CPUSet
-	if unix.SchedGetaffinity(0, &set) != nil || set.Count() != 1 {
+// onlyCPU returns the one processor of set, or -1 when it holds several.
+func onlyCPU(set *unix.CPUSet) int32 {
+	if set.Count() != 1 {
 		return -1
 	}
 	for i := 0; i < len(set)*64; i++ {

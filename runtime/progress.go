@@ -89,7 +89,7 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 		e.poll.active = true
 		live := e.links.liveDevsLocked()
 		if first {
-			e.poll.spinBudget = spinBudget(e.poll.rule.Budget(), e.match.table.sendBytes, e.localSize > e.ncpu)
+			e.poll.spinBudget = spinBudget(e.poll.rule.Budget(), e.match.table.sendBytes, e.poll.rule.Oversub)
 			e.poll.yieldAfter = e.yieldAfterLocked(r, quiet, set)
 		}
 		e.mu.Unlock()
@@ -218,7 +218,7 @@ func (e *engine) handlePolledLocked(got *polled) {
 // yieldAfterLocked returns the spin round from which a wait for r (quiet and set as in
 // untilLocked) yields the processor at every round (see the constants in poller.go).
 func (e *engine) yieldAfterLocked(r *Request, quiet bool, set []*Request) int {
-	if e.localSize <= e.ncpu {
+	if !e.waiting.Oversub {
 		return neverYield
 	}
 	t := e.links.table()

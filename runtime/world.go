@@ -58,8 +58,8 @@ func (w *World) LocalRank() int { return w.own.localRank }
 func (w *World) LocalSize() int { return w.own.localSize }
 
 // HostCPUs is the number of processors this rank's host gives the job's ranks: the
-// launching agent's, else what this process may use. Compare LocalSize with it to learn
-// whether the host's ranks outnumber its processors.
+// union of their affinities, capped by the CPU quota of this rank's cgroup. Compare
+// LocalSize with it to learn whether the host's ranks outnumber its processors.
 func (w *World) HostCPUs() int { return w.e.ncpu }
 
 // HostOf returns the host name of rank r, "" if r is out of range. Under a foreign process
@@ -115,31 +115,32 @@ func (s *subWorld) TransportBetween(a, b int) string {
 	return p
 }
 
-// CPUOf returns the one processor rank r is bound to, as its card says (boundCPU, read
-// at its Init), or -1: r may run on several, its card cannot be read, or r is out of
-// range. Every rank computes the same answer, so that a library can agree on a layout
-// without messages (collectives' teams by cache domain). Under a foreign process manager
-// the first call for a rank may cost a PMI get.
-func (s *subWorld) CPUOf(r int) int {
+// CPUsOf returns the processors rank r may run on, as its card says (its affinity, read
+// at its Init), ascending; nil when r is out of range or its card cannot be read. Every
+// rank computes the same answer, so that a library can agree on a layout without
+// messages (collectives' teams by cache domain). Under a foreign process manager the
+// first call for a rank may cost a PMI get.
+func (s *subWorld) CPUsOf(r int) []int {
 	w := (*World)(s)
 	l := &w.e.links
 	jr, ok := jobRank(w, r)
 	switch {
 	case !ok || jr >= l.known():
-		return -1
+		return nil
 	case l.pm == nil: // a world of one, which exchanged no cards
 		if jr == w.e.rank {
-			return int(boundCPU())
+			a := affinity()
+			return setList(&a)
 		}
-		return -1
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(l.stop, cmConnectTime)
 	defer cancel()
 	c, err := l.cardOf(ctx, jr)
 	if err != nil {
-		return -1
+		return nil
 	}
-	return int(c.cpu)
+	return setList(&c.cpus)
 }
 
 // Connections returns how many ranks of the job this rank holds a connection to. A

@@ -1,9 +1,13 @@
 package runtime
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gorma-hpc/gorma/transport/verbs"
+)
 
 // TestYieldAfter pins when a spinning wait gives its processor away (progress.go): only
-// on a host with more ranks than processors; at once for a peer bound to this rank's
+// on an oversubscribed host (hostFit); at once for a peer bound to this rank's
 // processor, never for one that cannot compete for it, after oversubYieldAfter rounds
 // otherwise.
 func TestYieldAfter(t *testing.T) {
@@ -15,7 +19,7 @@ func TestYieldAfter(t *testing.T) {
 		{host: "a", id: id, cpu: -1},
 		{host: "b", id: id, cpu: 0}, // another host
 	}
-	e := &engine{rank: 0, localSize: 4, ncpu: 2}
+	e := &engine{rank: 0, localSize: 4, ncpu: 2, waiting: waitRule(verbs.WaitHybrid, 0, true, 1)}
 	tab := &rankTable{cards: cards, cardOK: make([]bool, len(cards)), hosts: make([]string, len(cards))}
 	for r := range cards {
 		tab.cardOK[r] = true
@@ -44,22 +48,30 @@ func TestYieldAfter(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	e.localSize = 2 // a processor per rank: no wait yields
+	e.waiting = waitRule(verbs.WaitHybrid, 0, false, 1) // a processor per rank: no wait yields
 	if got := e.yieldAfterLocked(&Request{kind: reqRecv, peer: 1}, false, nil); got != neverYield {
 		t.Errorf("unoversubscribed: %d, want never", got)
 	}
 }
 
-// TestCardCPU: the bound processor travels in the card, -1 (unbound) included.
+// TestCardCPU: the affinity travels in the card, and the bound processor with it: -1
+// for a set of several.
 func TestCardCPU(t *testing.T) {
-	for _, cpu := range []int32{-1, 0, 7, 1023} {
-		c := card{host: "h", cpu: cpu}
+	for _, cpus := range [][]int{{0}, {7}, {1023}, {0, 1}, {3, 64, 1000}} {
+		c := card{host: "h", cm: "x:1"}
+		for _, i := range cpus {
+			c.cpus.Set(i)
+		}
 		got, err := decodeCard(c.encode())
-		if err != nil || got.cpu != cpu {
-			t.Errorf("cpu %d: got %d, %v", cpu, got.cpu, err)
+		want := int32(-1)
+		if len(cpus) == 1 {
+			want = int32(cpus[0])
+		}
+		if err != nil || got.cpus != c.cpus || got.cpu != want || got.host != "h" || got.cm != "x:1" {
+			t.Errorf("cpus %v: got %v (cpu %d, host %q, cm %q), %v; want cpu %d", cpus, got.cpus, got.cpu, got.host, got.cm, err, want)
 		}
 	}
-	if got := boundCPU(); got < -1 {
-		t.Errorf("boundCPU %d", got)
+	if a := affinity(); a.Count() < 1 {
+		t.Errorf("affinity() is empty")
 	}
 }

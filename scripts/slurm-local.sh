@@ -19,8 +19,13 @@
 # The configuration, and why:
 #   - every address is 127.0.0.1 (SlurmctldHost=HOST(127.0.0.1), NodeAddr=127.0.0.1), so an
 #     unresolvable host name does not matter;
-#   - ProctrackType=proctrack/linuxproc, TaskPlugin=task/none: no cgroups (cgroup.conf is
-#     not read with these plugins), which a container or a CI machine may not delegate;
+#   - ProctrackType=proctrack/linuxproc, TaskPlugin=task/affinity: no cgroups (cgroup.conf
+#     is not read with these plugins), which a container or a CI machine may not delegate;
+#     task/affinity binds tasks with sched_setaffinity when asked (--cpu-bind), and
+#     TaskPluginParam=None leaves them unbound otherwise (Slurm's automatic binding of as
+#     many tasks as the node's CPUS would ask for processors the machine lacks). The
+#     binding maps onto the machine's real processors: `srun -n 4 --cpu-bind=cores` fails
+#     on 2 of them ("Unable to layout tasks");
 #   - the node advertises CPUS (default 64) CPUs whatever the machine has, with
 #     SlurmdParameters=config_overrides so that slurmd does not drain it: otherwise
 #     `srun -n 4` on 2 cores waits forever, even with --oversubscribe; the partition has
@@ -34,7 +39,8 @@
 # lease is left; a plain `up` holds a lease of its own that only a plain `down` drops.
 # Calls are serialized with flock on DIR.flock (the daemons do not inherit it).
 #
-# Environment: DIR, CPUS, CTLD_PORT (16817), SLURMD_PORT (16818), UP_WAIT (seconds, 60).
+# Environment: DIR, CPUS, CTLD_PORT (16817), SLURMD_PORT (16818), UP_WAIT (seconds, 60),
+# TASK_PLUGIN (task/affinity; task/none binds nothing).
 set -euo pipefail
 
 dir=${DIR:-/var/tmp/gorma-slurm}
@@ -120,7 +126,8 @@ SlurmdPidFile=$dir/run/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=${TASK_PLUGIN:-task/affinity}
+TaskPluginParam=None
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SwitchType=switch/none

@@ -77,11 +77,10 @@ func Attach(w *runtime.World, rank int, desc []byte) (*Remote, error) {
 	return of(w).Attach(rank, desc)
 }
 
-// CPUOf returns the one processor rank r of w is bound to, or -1 when r may run on
-// several (the default binding leaves ranks unbound unless their host is
-// oversubscribed) or r is out of range. It is what r's card said at Init, so every rank
-// computes the same answer.
-func CPUOf(w *runtime.World, r int) int { return of(w).CPUOf(r) }
+// CPUsOf returns the processors rank r of w may run on (its affinity), ascending, or
+// nil when r is out of range or its card cannot be read. It is what r's card said at
+// Init, so every rank computes the same answer.
+func CPUsOf(w *runtime.World, r int) []int { return of(w).CPUsOf(r) }
 
 // NewCounter returns a counter for w's one-sided requests. Close releases it.
 func NewCounter(w *runtime.World) *Counter { return of(w).NewCounter() }

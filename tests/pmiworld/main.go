@@ -20,6 +20,7 @@ func main() {
 	timeout := flag.Duration("timeout", time.Minute, "bound on the whole run")
 	abort := flag.Int("abort", -1, "this rank calls Abort(3) once every rank finished Init; the others wait in a Barrier")
 	kill := flag.Int("kill", -1, "under GORMA_FT=1: this rank SIGKILLs itself after Init; the others shrink their World and check it")
+	teams := flag.Bool("teams", false, "run a Barrier and an Allreduce, print \"connections RANK N\" and end (the host's teams decide N)")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -30,6 +31,10 @@ func main() {
 	}
 	if *abort >= 0 {
 		abortJob(ctx, w, *abort)
+	}
+	if *teams {
+		connections(ctx, w)
+		return
 	}
 	if *kill >= 0 {
 		w = survive(ctx, w, *kill)
@@ -178,4 +183,26 @@ func survive(ctx context.Context, w *runtime.World, r int) *runtime.World {
 		os.Exit(1)
 	}
 	return s
+}
+
+// connections runs a Barrier and an Allreduce, prints how many ranks this rank connected
+// to, and finalizes: a rank of a host run in teams connects only to its team and, as a
+// head, to the other heads.
+func connections(ctx context.Context, w *runtime.World) {
+	v, sum := []float64{float64(w.Rank())}, []float64{0}
+	err := collectives.Barrier(ctx, w)
+	if err == nil {
+		err = collectives.Allreduce(ctx, w, v, sum, collectives.Sum[float64]())
+	}
+	if n := float64(w.Size()); err == nil && sum[0] != n*(n-1)/2 {
+		err = fmt.Errorf("the Allreduce of the ranks gave %v, want %v", sum[0], n*(n-1)/2)
+	}
+	if err == nil {
+		fmt.Printf("connections %d %d\n", w.Rank(), substrate.Connections(w))
+		err = w.Finalize(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pmiworld: rank %d: %v\n", w.Rank(), err)
+		os.Exit(1)
+	}
 }

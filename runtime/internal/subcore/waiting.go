@@ -18,9 +18,11 @@ import (
 //     spins less, and spins the full budget again once waits that slept end within it.
 //   - Spun: a spin that finds its processor was taken from it (a gap of StealGap
 //     between two clock reads with only polls between them) ends at once, and the rank
-//     is busy for BusyHold from then: its budget is the floor. The machine then runs
+//     is busy for a hold from then: its budget is the floor. The machine then runs
 //     more threads than it has processors, and a spinning rank holds one that the rank
-//     it waits for needs.
+//     it waits for needs. The hold starts at BusyHold and doubles, up to BusyHoldMax,
+//     for each theft within a hold of the last one's end. After it the budget grows
+//     back from the floor as Done doubles it, not at once.
 type Waiting struct {
 	// Oversub is true when the host's ranks outnumber its processors. A poll that misses
 	// then gives the processor away (sched_yield), so that the rank it waits for runs.
@@ -31,15 +33,18 @@ type Waiting struct {
 	budget    atomic.Int64  // the current spin, in nanoseconds
 	busy      atomic.Bool   // a spin lost its processor before busyUntil
 	busyUntil atomic.Int64  // a Clock reading
+	hold      atomic.Int64  // the last hold, in nanoseconds
 }
 
-// StealGap and BusyHold: a spin whose clock jumps by StealGap between two reads lost its
-// processor; the rank then spins at its floor for BusyHold. A run of polls between two
-// reads takes microseconds, and the kernel takes a processor for a time slice (most of a
-// millisecond or more).
+// StealGap, BusyHold and BusyHoldMax: a spin whose clock jumps by StealGap between two
+// reads lost its processor; the rank then spins at its floor for BusyHold, and up to
+// BusyHoldMax while thefts keep coming. A run of polls between two reads takes
+// microseconds, and the kernel takes a processor for a time slice (most of a millisecond
+// or more).
 const (
-	StealGap = 500 * time.Microsecond
-	BusyHold = 25 * time.Millisecond
+	StealGap    = 500 * time.Microsecond
+	BusyHold    = 25 * time.Millisecond
+	BusyHoldMax = time.Second
 )
 
 // epoch is Clock's origin.
@@ -50,13 +55,20 @@ func Clock() time.Duration { return time.Since(epoch) }
 
 // Spun tells the rule that a spin polled from clock reading prev to now, and reports
 // whether it must end: the gap shows that it lost its processor. The rank is then busy
-// for BusyHold. A fixed rule ignores it.
+// for a hold (see Waiting), and its budget drops to the floor. A fixed rule ignores it.
 func (w *Waiting) Spun(prev, now time.Duration) bool {
 	if w.max == w.min {
 		return false
 	}
 	if now-prev >= StealGap {
-		w.busyUntil.Store(int64(now + BusyHold))
+		h := BusyHold
+		last := time.Duration(w.hold.Load())
+		if until := time.Duration(w.busyUntil.Load()); last > 0 && now <= until+last {
+			h = min(2*last, BusyHoldMax)
+		}
+		w.hold.Store(int64(h))
+		w.busyUntil.Store(int64(now + h))
+		w.budget.Store(int64(w.min))
 		if !w.busy.Load() {
 			w.busy.Store(true)
 		}

@@ -83,7 +83,9 @@ func TestWaitingConcurrent(t *testing.T) {
 
 // TestWaitingBusy plays the clock readings of spins: a gap of StealGap ends the spin and
 // makes the rank busy (its budget the floor) for BusyHold from that reading; readings
-// closer together keep it as it is; a fixed rule never becomes busy.
+// closer together keep it as it is; the budget then grows back as waits end within the
+// full spin; thefts that keep coming double the hold up to BusyHoldMax, and a quiet
+// stretch brings it back to BusyHold; a fixed rule never becomes busy.
 func TestWaitingBusy(t *testing.T) {
 	const lo, hi = 50 * time.Microsecond, 2 * time.Millisecond
 	w := NewWaiting(lo, hi, false, true)
@@ -108,8 +110,33 @@ func TestWaitingBusy(t *testing.T) {
 		t.Fatal("the rank stopped being busy within BusyHold")
 	}
 	later := stolen + BusyHold + time.Microsecond
-	if w.Spun(later, later+time.Microsecond) || w.Busy() || w.Budget() != hi {
-		t.Fatalf("BusyHold after the gap: busy %v, budget %v; want false, %v", w.Busy(), w.Budget(), hi)
+	if w.Spun(later, later+time.Microsecond) || w.Busy() || w.Budget() != lo {
+		t.Fatalf("BusyHold after the gap: busy %v, budget %v; want false, %v (the floor, growing back)", w.Busy(), w.Budget(), lo)
+	}
+	for want := 2 * lo; want <= hi; want *= 2 {
+		w.Done(lo+time.Microsecond, true) // slept, ended within the full spin
+		if w.Budget() != want {
+			t.Fatalf("budget growing back: %v, want %v", w.Budget(), want)
+		}
+	}
+	// Thefts within a hold of the last one's end double the hold, up to BusyHoldMax.
+	now := later + time.Millisecond
+	for want := 2 * BusyHold; ; want = min(2*want, BusyHoldMax) {
+		if !w.Spun(now-StealGap, now) {
+			t.Fatal("a gap of StealGap did not end the spin")
+		}
+		if h := time.Duration(w.busyUntil.Load()) - now; h != want {
+			t.Fatalf("repeated theft: hold %v, want %v", h, want)
+		}
+		if want == BusyHoldMax {
+			break
+		}
+		now += want + time.Millisecond // past the hold, within a hold of its end
+	}
+	now += 3 * BusyHoldMax // a quiet stretch
+	w.Spun(now-StealGap, now)
+	if h := time.Duration(w.busyUntil.Load()) - now; h != BusyHold {
+		t.Fatalf("theft after a quiet stretch: hold %v, want %v", h, BusyHold)
 	}
 	fixed := NewWaiting(lo, lo, true, true)
 	if fixed.Spun(0, time.Second) || fixed.Busy() {

@@ -19,7 +19,7 @@ type World interface {
 	ReachOf(r int) Reach
 	ReachBetween(a, b int) Reach
 	TransportBetween(a, b int) string
-	CPUOf(r int) int
+	CPUsOf(r int) []int
 	Connections() int
 	Observe() (*Obs, []int)
 	Waiting() *Waiting

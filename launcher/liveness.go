@@ -12,11 +12,14 @@ import (
 // host memberlist declared dead or gone is lost once the connection to it has been silent
 // for deadSilence. Until then the verdict is noted once and re-checked on every tick. A
 // connection silent for maxSilence is lost without any verdict. EOF or a reset on the
-// connection, and a rank's exit reported by its agent, still end the job at once.
+// connection, and a rank's exit reported by its agent, still end the job at once. A host
+// declared dead before its connection exists gets deadDialTimeout from the verdict (or
+// from the dial's start) to answer the dial (setup.go).
 const (
 	heartbeatInterval = 250 * time.Millisecond
 	deadSilence       = 2 * time.Second
 	maxSilence        = 15 * time.Second
+	deadDialTimeout   = time.Second
 )
 
 // ctlTiming is the deadlines of a submitter's control plane. A job runs with
@@ -29,14 +32,16 @@ type ctlTiming struct {
 	ready     time.Duration // every agent set up its part of the job
 	dead      time.Duration // silence that confirms memberlist's verdict (deadSilence)
 	silent    time.Duration // silence that loses a connection without a verdict (maxSilence)
+	deadDial  time.Duration // a dial to a host declared dead, from the verdict (deadDialTimeout)
 }
 
 var defaultTiming = ctlTiming{dial: dialTimeout, handshake: defaultHandshake, ready: readyTimeout,
-	dead: deadSilence, silent: maxSilence}
+	dead: deadSilence, silent: maxSilence, deadDial: deadDialTimeout}
 
 // scaled returns t with every deadline passed through f.
 func (t ctlTiming) scaled(f func(time.Duration) time.Duration) ctlTiming {
-	return ctlTiming{dial: f(t.dial), handshake: f(t.handshake), ready: f(t.ready), dead: f(t.dead), silent: f(t.silent)}
+	return ctlTiming{dial: f(t.dial), handshake: f(t.handshake), ready: f(t.ready), dead: f(t.dead),
+		silent: f(t.silent), deadDial: f(t.deadDial)}
 }
 
 // silence is how long the connection's reader has been waiting for its next frame (pings

@@ -14,9 +14,9 @@ import (
 // does. A host declared dead or gone fails the job with the same summary line, instead of
 // after the ready timeout, once its connection has been silent for deadSilence
 // (liveness.go). Before the connection exists, a host that left fails the job at once. A
-// host declared dead fails it when its dial fails, within the dial and handshake
-// deadlines: on a loaded host memberlist declares live agents dead, and their dials
-// still succeed, though a flood of connections can hold a handshake for seconds.
+// host declared dead fails it when its dial fails or has not succeeded deadDialTimeout
+// after the verdict: on a loaded host memberlist declares live agents dead, and their
+// dials still succeed within it.
 
 // setupFailed prints the summary of a job that failed before any rank started, and
 // returns its exit code and false.
@@ -63,13 +63,27 @@ func (s *submitter) departedHost() (leaveEvent, bool) {
 
 // connect dials every agent of the roster in parallel. A roster host that left the
 // cluster, before or while dialing it, fails the job at once. A host declared dead is
-// still dialed. The job fails, naming the verdict, when the dial fails: the dial and
-// handshake deadlines bound the wait for a cut link or a hung agent. A dial that succeeds
-// leaves the verdict to the connection's silence, as for a host already connected.
+// still dialed. The job fails, naming the verdict, when the dial fails or has not
+// succeeded the timing's deadDial after the verdict (after the dial's start for a
+// verdict that came first): that bounds the wait for a cut link or a hung agent. A dial
+// that succeeds leaves the verdict to the connection's silence, as for a host already
+// connected.
 func (s *submitter) connect() (int, bool) {
-	held := map[int]leaveEvent{} // verdicts of death on hosts still dialing
-	// hold records a verdict on a roster host still dialing. It returns false for a host
-	// that left: the job fails. Verdicts on other members are passed over.
+	held := map[int]leaveEvent{}                // verdicts of death on hosts still dialing
+	late := make(chan int, len(s.roster.Hosts)) // hosts held whose deadDial ran out
+	var timers []*time.Timer
+	dialing := false // the dials have started: a verdict held from now on arms at once
+	defer func() {
+		for _, t := range timers {
+			t.Stop()
+		}
+	}()
+	arm := func(i int) {
+		timers = append(timers, time.AfterFunc(s.timing().deadDial, func() { late <- i }))
+	}
+	// hold records a verdict on a roster host still dialing, and arms its deadDial once
+	// the dials have started. It returns false for a host that left: the job fails.
+	// Verdicts on other members are passed over.
 	hold := func(lv leaveEvent) bool {
 		i := s.hostIndex(lv.Name)
 		if i < 0 || lv.Left {
@@ -77,6 +91,9 @@ func (s *submitter) connect() (int, bool) {
 		}
 		if _, ok := held[i]; !ok {
 			held[i] = lv
+			if dialing {
+				arm(i)
+			}
 		}
 		return true
 	}
@@ -98,6 +115,10 @@ func (s *submitter) connect() (int, bool) {
 			cc, err := dialControl(s.addrs[i], s.key, s.timing())
 			results <- dialed{i, cc, err}
 		}()
+	}
+	dialing = true
+	for i := range held {
+		arm(i)
 	}
 	pending := len(s.links)
 	abandon := func() {
@@ -133,6 +154,14 @@ func (s *submitter) connect() (int, bool) {
 			if dead {
 				s.suspectLink(lv) // the connection's silence judges the verdict from now on
 			}
+		case i := <-late:
+			if s.links[i].cc != nil {
+				break // connected in time: the connection's silence judges the verdict
+			}
+			abandon()
+			how := fmt.Sprintf("%s; control connection to %s: no answer within %v of the verdict",
+				held[i].how(), s.addrs[i], s.timing().deadDial)
+			return s.setupFailed(agentFailure(s.roster.Hosts[i], how))
 		case lv, ok := <-s.leaves:
 			if !ok {
 				s.leaves = nil

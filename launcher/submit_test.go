@@ -47,7 +47,7 @@ func TestSubmitToDepartedAgent(t *testing.T) {
 				Transport: "auto", Grace: time.Second},
 			roster: roster, addrs: []string{agents[0].controlAddr(), agents[1].controlAddr()}, key: agents[0].ckey,
 			out: newOutputSink(io.Discard, io.Discard, true, true, ""), stderr: &stderr, grace: time.Second,
-			leaves: leaves,
+			leaves: leaves, tm: defaultTiming.scaled(testbudget.Scale),
 		}
 		start := time.Now()
 		code := s.run()
@@ -74,8 +74,8 @@ func TestSubmitToDepartedAgent(t *testing.T) {
 
 // An agent that hangs (its kernel accepts the control connection, nobody answers the
 // handshake) and that memberlist declares dead once golaunch has connected: the job fails
-// at the handshake deadline, with the summary naming the verdict first and then the
-// handshake's error.
+// deadDialTimeout after the verdict, stretched by the load's slack, long before the
+// handshake deadline, with the summary naming the verdict first.
 func TestSubmitAgentDeclaredDeadWhileDialing(t *testing.T) {
 	key := randomKey(t)
 	a := testAgent(t, "a", 1, key)
@@ -114,12 +114,20 @@ func TestSubmitAgentDeclaredDeadWhileDialing(t *testing.T) {
 		out: newOutputSink(io.Discard, io.Discard, true, true, ""), stderr: &stderr, grace: time.Second,
 		leaves: leaves,
 	}
-	s.tm = defaultTiming
-	s.tm.handshake = testbudget.Scale(time.Second) // room for connect to read the verdict first
+	s.tm = defaultTiming.scaled(testbudget.Scale)
+	start := time.Now()
 	code := s.run()
+	took := time.Since(start)
 	want := "golaunch: agent b unreachable (declared dead by memberlist (no answer to probes); control connection to " +
-		hung.Addr().String() + ": "
-	if code != ExitFailure || !strings.HasPrefix(stderr.String(), want) || !strings.HasSuffix(stderr.String(), "); job aborted\n") {
-		t.Errorf("exit %d, stderr %q; want %d, %q...", code, stderr.String(), ExitFailure, want)
+		hung.Addr().String() + ": no answer within " + s.tm.deadDial.String() + " of the verdict); job aborted\n"
+	if code != ExitFailure || stderr.String() != want {
+		t.Errorf("exit %d, stderr %q; want %d, %q", code, stderr.String(), ExitFailure, want)
 	}
+	// The bound: the verdict's deadDial, and a second of the load's slack for connecting
+	// to agent a and printing the summary. The handshake deadline is five times deadDial.
+	if bound := s.tm.deadDial + testbudget.Scale(time.Second); took > bound {
+		t.Errorf("the job failed %v after its start; want within %v (the verdict's %v, plus slack), not at the handshake deadline (%v)",
+			took.Round(time.Millisecond), bound, s.tm.deadDial, s.tm.handshake)
+	}
+	t.Logf("the job failed %v after its start (deadDial %v)", took.Round(time.Millisecond), s.tm.deadDial)
 }

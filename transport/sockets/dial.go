@@ -123,9 +123,9 @@ func dialErr(ctx context.Context, name string, err error) error {
 	return err
 }
 
-// handshakeDial sends the hello, reads the reply and maps the segment it carries. The
-// handshake is bounded by ctx, or by handshakeTimeout when ctx has no deadline. On
-// success uc has no deadline left.
+// handshakeDial sends the hello, reads the reply, maps the segment it carries and takes
+// its offer (errShed: the listener withdrew it). The handshake is bounded by ctx, or by
+// handshakeTimeout when ctx has no deadline. On success uc has no deadline left.
 func handshakeDial(ctx context.Context, uc *net.UnixConn) ([]byte, int, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
@@ -182,6 +182,10 @@ func handshakeDial(ctx context.Context, uc *net.UnixConn) ([]byte, int, error) {
 	closeAll()
 	if err != nil {
 		return nil, 0, err
+	}
+	if !takeOffer(mem) { // the listener shed this socket while the reply was on its way
+		unix.Munmap(mem)
+		return nil, 0, errShed
 	}
 	ready := message{version: protocolVersion, kind: kindReady, ringSize: reply.ringSize}.encode()
 	if _, err := uc.Write(ready[:]); err != nil {

@@ -30,10 +30,11 @@
 // A listener owns its rendezvous socket and one goroutine that accepts from it; each
 // incoming connection is handshaken in its own goroutine, bounded in time, so a stalled
 // or hostile client holds up nobody, and Accept returns only good connections. Every
-// socket is accepted at once: one silent for a second, or the oldest silent one when 64
-// are pending, is shed, and an "shm" Dialer dials again within its deadline (10 s when
-// its context has none). So a flood of silent clients delays dialers; it does not fail
-// them. Each Conn
+// socket is accepted at once: one silent for a second is shed, and so, when 64 are
+// pending, is the one that has waited longest for the client's next handshake message
+// (its hello, or its ready after the reply). An "shm" Dialer then dials again within its
+// deadline (10 s when its context has none). So a flood of silent clients, or of clients
+// that send a hello and stall, delays dialers; it does not fail them. Each Conn
 // owns one memfd mapping (a header page and a ring per direction, ListenConfig.RingSize
 // bytes each, 1 MiB by default), the rendezvous socket, which stays open as the liveness
 // channel, and one goroutine blocked on it (in the netpoller, not on an OS thread). No

@@ -32,10 +32,10 @@ type shmListener struct {
 	wg     sync.WaitGroup // the accept loop and the handshake goroutines
 	once   sync.Once
 
-	shed atomic.Int64 // sockets shed: silent past helloTimeout, or the oldest silent one when full
+	shed atomic.Int64 // sockets shed: silent past helloTimeout, or the longest owing when full
 
-	mu       sync.Mutex
-	unproven []*net.UnixConn // accepted sockets whose hello is not read yet, oldest first
+	mu    sync.Mutex
+	owing []owingSocket // pending sockets that owe the dialer's hello or ready, longest owing first
 }
 
 // euid returns the uid a listener admits besides ListenConfig.AllowUIDs (tests
@@ -158,8 +158,8 @@ func (l *shmListener) serve(uc *net.UnixConn) {
 // user's process costs no wait), reads the hello within helloTimeout, creates the
 // segment, sends the reply with the memfd and waits for the dialer's ready within
 // handshakeTimeout. A refusal is answered with its status before the error returns. The
-// socket stays unproven (sheddable) until its hello is read or it is refused; errShed
-// means the accept loop shed it and closed it.
+// socket is on the owing list (sheddable) while it waits for the hello and, once the
+// reply is sent, for the ready; errShed means the accept loop shed it and closed it.
 func (l *shmListener) handshake(uc *net.UnixConn) ([]byte, int, error) {
 	refuse := func(status uint16, err error) ([]byte, int, error) {
 		notify(uc, status)
@@ -206,6 +206,7 @@ func (l *shmListener) handshake(uc *net.UnixConn) ([]byte, int, error) {
 		return refuse(statusNoMemory, err)
 	}
 	defer unix.Close(fd)
+	l.owe(uc, mem) // sheddable until its ready comes: the offer can be withdrawn
 	r := message{version: protocolVersion, kind: kindReply, ringSize: uint32(ringSize)}.encode()
 	n, _, err := uc.WriteMsgUnix(r[:], unix.UnixRights(fd), nil)
 	if err == nil && n != len(r) {
@@ -214,7 +215,9 @@ func (l *shmListener) handshake(uc *net.UnixConn) ([]byte, int, error) {
 	if err == nil {
 		_, err = io.ReadFull(uc, b[:])
 	}
-	if err == nil {
+	if !l.claim(uc) {
+		err = errShed
+	} else if err == nil {
 		err = decodeReady(b[:], ringSize)
 	}
 	if err != nil {

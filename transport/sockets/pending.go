@@ -12,13 +12,14 @@ import (
 )
 
 // The listener's bound on pending sockets. Every socket is accepted at once, so the
-// kernel's backlog never fills with silent clients. A socket is pending from its accept
-// until its handshake fails or Accept takes its connection; at most maxPending are. A
-// pending socket is unproven until its hello is read (or it is refused): an unproven
-// socket costs nothing to drop. When all slots are taken the accept loop sheds the
-// oldest unproven socket that has no hello queued (else the oldest unproven one): it
-// answers statusShed and closes it, and the dialer dials again. Only when every pending
-// socket is proven (an application slow to call Accept) does the loop wait, and the
+// kernel's backlog never fills with stalled clients. A socket is pending from its accept
+// until its handshake fails or Accept takes its connection; at most maxPending are. While
+// a pending socket owes the dialer's next message (its hello, or its ready once the reply
+// offered a segment) it is sheddable. When all slots are taken the accept loop sheds the
+// socket that has owed its message longest with none queued; its offer, if any, is
+// withdrawn first. Only when no such socket is left does it shed one whose hello is
+// queued. It answers statusShed and closes the socket, and the dialer dials again. When
+// nothing is sheddable (an application slow to call Accept) the loop waits, and the
 // kernel's backlog holds further dialers.
 const (
 	// maxPending bounds the sockets in a handshake or waiting for Accept.
@@ -28,29 +29,34 @@ const (
 	helloTimeout = time.Second
 )
 
+// owingSocket is a pending socket that owes the dialer's next message: its hello (mem
+// nil), or its ready (mem the segment the reply offered).
+type owingSocket struct {
+	uc  *net.UnixConn
+	mem []byte
+}
+
 // acceptLoop accepts rendezvous sockets until Close, on accept.Serve: an accept error
 // (EMFILE, ENFILE, ENOBUFS, ...) never ends it, it backs off and retries. Each socket
-// joins the unproven list and gets a handshake goroutine; gate bounds and sheds.
+// joins the owing list and gets a handshake goroutine; gate bounds and sheds.
 func (l *shmListener) acceptLoop() {
 	defer l.wg.Done()
 	accept.Serve(l.ctx, gate{l}, accept.Config{}, func(c net.Conn, _ func()) {
 		uc := c.(*net.UnixConn)
-		l.mu.Lock()
-		l.unproven = append(l.unproven, uc)
-		l.mu.Unlock()
+		l.owe(uc, nil)
 		l.wg.Add(1)
 		go l.serve(uc)
 	})
 }
 
 // gate is the rendezvous socket as acceptLoop's accept.Serve sees it. Its Accept takes
-// a slot, shedding an unproven socket when none is free, and then accepts; the slot goes
+// a slot, shedding an owing socket when none is free, and then accepts; the slot goes
 // back on an accept error, and otherwise when serve gives up the socket or Accept takes
 // its connection. Close does nothing: shmListener.Close closes the socket.
 type gate struct{ l *shmListener }
 
 // Accept takes a slot, then accepts a socket; after Close it returns net.ErrClosed. Out
-// of descriptors, it sheds an unproven socket and tries again at once.
+// of descriptors, it sheds an owing socket and tries again at once.
 func (g gate) Accept() (net.Conn, error) {
 	l := g.l
 	for {
@@ -74,7 +80,7 @@ func (g gate) Close() error { return nil }
 // Addr returns the rendezvous socket's address.
 func (g gate) Addr() net.Addr { return g.l.ul.Addr() }
 
-// takeSlot takes a pending slot. When none is free it sheds an unproven socket, whose
+// takeSlot takes a pending slot. When none is free it sheds an owing socket, whose
 // handshake goroutine gives its slot back, and waits. It returns false after Close.
 func (l *shmListener) takeSlot() bool {
 	select {
@@ -91,34 +97,48 @@ func (l *shmListener) takeSlot() bool {
 	}
 }
 
-// shedOne drops the oldest unproven socket that has no complete hello queued, or the
-// oldest unproven one if all have: it answers statusShed and closes the socket. It
-// reports whether there was one to shed.
+// shedOne drops the socket that has owed its message longest with none queued (a ready
+// only once its offer is withdrawn), else the oldest that owes a hello: it answers
+// statusShed and closes the socket. It reports whether there was one to shed. A socket
+// whose dialer took its offer is never shed: that dialer holds a connection.
 func (l *shmListener) shedOne() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.unproven) == 0 {
+	i := slices.IndexFunc(l.owing, func(o owingSocket) bool { // withdraws only the chosen offer
+		return !messageQueued(o.uc) && (o.mem == nil || withdrawOffer(o.mem))
+	})
+	if i < 0 {
+		i = slices.IndexFunc(l.owing, func(o owingSocket) bool { return o.mem == nil })
+	}
+	if i < 0 {
 		return false
 	}
-	i := max(0, slices.IndexFunc(l.unproven, func(uc *net.UnixConn) bool { return !helloQueued(uc) }))
-	uc := l.unproven[i]
-	l.unproven = slices.Delete(l.unproven, i, i+1)
+	uc := l.owing[i].uc
+	l.owing = slices.Delete(l.owing, i, i+1)
 	notify(uc, statusShed)
 	uc.Close()
 	l.shed.Add(1)
 	return true
 }
 
-// claim takes uc off the unproven list, so that it can no longer be shed. It reports
-// false if uc was not on it: shedOne took it (and closed it), or it was claimed before.
+// owe puts uc at the end of the owing list: it owes its hello (mem nil) or, mem offered
+// in the reply, its ready.
+func (l *shmListener) owe(uc *net.UnixConn, mem []byte) {
+	l.mu.Lock()
+	l.owing = append(l.owing, owingSocket{uc, mem})
+	l.mu.Unlock()
+}
+
+// claim takes uc off the owing list, so that it can no longer be shed. It reports false
+// if uc was not on it: shedOne took it (and closed it), or it was claimed before.
 func (l *shmListener) claim(uc *net.UnixConn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	i := slices.Index(l.unproven, uc)
+	i := slices.IndexFunc(l.owing, func(o owingSocket) bool { return o.uc == uc })
 	if i < 0 {
 		return false
 	}
-	l.unproven = slices.Delete(l.unproven, i, i+1)
+	l.owing = slices.Delete(l.owing, i, i+1)
 	return true
 }
 
@@ -132,8 +152,9 @@ func (l *shmListener) setDeadline(uc *net.UnixConn, d time.Duration) error {
 	return nil
 }
 
-// helloQueued reports whether a complete hello waits in uc's receive queue.
-func helloQueued(uc *net.UnixConn) bool {
+// messageQueued reports whether a complete handshake message (a hello or a ready) waits
+// in uc's receive queue.
+func messageQueued(uc *net.UnixConn) bool {
 	raw, err := uc.SyscallConn()
 	if err != nil {
 		return false

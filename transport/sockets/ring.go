@@ -17,6 +17,7 @@ const (
 	offMagic    = 0  // [8]byte segMagic
 	offVersion  = 8  // uint32 LE, protocolVersion
 	offRingSize = 12 // uint32 LE, bytes per ring
+	offOffer    = 16 // uint32: offerOpen, then offerTaken or offerWithdrawn (segment.go)
 
 	ctlBase   = 256 // first direction's control block
 	ctlStride = 4 * cacheLine

@@ -2,9 +2,38 @@ package sockets
 
 import (
 	"fmt"
+	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
+
+// The offer word of a segment's header decides, once, whether the dialer that got the
+// segment in the reply has a connection. The dialer takes the offer before it sends its
+// ready; a listener that sheds the socket while it waits for the ready withdraws the
+// offer first. The compare-and-swap that moves the word off offerOpen wins: a dialer that
+// finds the offer withdrawn dials again, and a listener that finds it taken keeps the
+// socket, whose ready is on its way.
+const (
+	offerOpen      = 0 // written with the header: the reply's offer stands
+	offerTaken     = 1 // the dialer holds a connection over the segment
+	offerWithdrawn = 2 // the listener shed the socket: no connection
+)
+
+// offerWord is the offer word of the mapped segment mem.
+func offerWord(mem []byte) *atomic.Uint32 {
+	return (*atomic.Uint32)(unsafe.Pointer(&mem[offOffer]))
+}
+
+// takeOffer moves the offer word of mem from offerOpen to offerTaken. It reports false
+// if the listener withdrew the offer.
+func takeOffer(mem []byte) bool { return offerWord(mem).CompareAndSwap(offerOpen, offerTaken) }
+
+// withdrawOffer moves the offer word of mem from offerOpen to offerWithdrawn. It reports
+// false if the dialer took the offer.
+func withdrawOffer(mem []byte) bool {
+	return offerWord(mem).CompareAndSwap(offerOpen, offerWithdrawn)
+}
 
 // createSegment makes the memfd of a connection with rings of ringSize bytes, sealed
 // against resizing (so the peer's mapping can never turn into SIGBUS), maps it and

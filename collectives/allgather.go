@@ -51,8 +51,7 @@ func allgather[T runtime.Elem](c *call, send, recv []T) error {
 		if err != nil {
 			return err
 		}
-		c.chose("shm")
-		return allgatherSHM(c, g, recv, n)
+		return allgatherSHM(c, g, recv, n) // names the algorithm: shm or single
 	}
 	if l := localOf(c.s); bcastHierOK(l) {
 		c.chose("hier")

@@ -8,7 +8,8 @@ import "github.com/gorma-hpc/gorma/runtime"
 // (the flag line or the small slot); a longer one goes in chunks of the big buffer's size,
 // one step per chunk. Each member stores n and loads (p-1)·n elements of scratch. From
 // singleMin bytes a block each member reads the others' blocks from their recv instead
-// (single_shm.go): it loads (p-1)·n and stores nothing.
+// (single_shm.go): it loads (p-1)·n and stores nothing. It names the algorithm the call
+// took (single or shm).
 func allgatherSHM[T runtime.Elem](c *call, g *shmGroup, recv []T, n int) error {
 	if m := singleMin(); m > 0 && n*elemSize[T]() >= m {
 		done, err := singleMove(c, g, bytesOf(recv[g.me*n:(g.me+1)*n]), func(int) bool { return true }, n*elemSize[T](),
@@ -19,10 +20,14 @@ func allgatherSHM[T runtime.Elem](c *call, g *shmGroup, recv []T, n int) error {
 					}
 				}
 			})
+		if done {
+			c.chose("single")
+		}
 		if err != nil || done {
 			return err
 		}
 	}
+	c.chose("shm")
 	if err := allgatherSteps(c, g, recv, n); err != nil {
 		return err
 	}

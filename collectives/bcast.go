@@ -40,8 +40,7 @@ func bcast[T runtime.Elem](c *call, buf []T, root int) error {
 		if err != nil {
 			return err
 		}
-		c.chose("shm")
-		return bcastSHM(c, g, buf, root)
+		return bcastSHM(c, g, buf, root) // names the algorithm: shm or single
 	}
 	if l := localOf(c.s); bcastHierOK(l) {
 		c.chose("hier")

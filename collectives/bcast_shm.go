@@ -33,7 +33,8 @@ func worldGroup(c *call, bytes, most int) (*shmGroup, error) {
 
 // bcastSHM copies member root's buf into every member's buf, checking at the first step
 // that every member passed as many bytes: from singleMin bytes each member reads root's
-// buffer (single_shm.go), else through root's scratch (shmBcast).
+// buffer (single_shm.go), else through root's scratch (shmBcast). It names the
+// algorithm the call took (single or shm).
 func bcastSHM[T runtime.Elem](c *call, g *shmGroup, buf []T, root int) error {
 	bytes := len(buf) * elemSize[T]()
 	if m := singleMin(); m > 0 && bytes >= m {
@@ -43,10 +44,14 @@ func bcastSHM[T runtime.Elem](c *call, g *shmGroup, buf []T, root int) error {
 					add(root, 0, bytesOf(buf))
 				}
 			})
+		if done {
+			c.chose("single")
+		}
 		if err != nil || done {
 			return err
 		}
 	}
+	c.chose("shm")
 	if err := shmBcastChecked(c, g, buf, root, bytes, true); err != nil {
 		return err
 	}

@@ -94,10 +94,11 @@ func setupDup(c *call, dup *runtime.World) error {
 
 // adoptGroup sets g up through pg. g is a group of dup's, on dup's collectives' World
 // dw; pg is the group of the same ranks on the World of call c. Each member allocates
-// g's region and writes its description for one step of pg (putDesc), then maps the
-// others'. A member reads them before its next call on pg begins. No member writes that
-// flag line or slot again before every member has published the step after (they
-// alternate), so one step suffices.
+// g's region, marks in it whether it reads the others' user memory (markReads), and
+// writes its description for one step of pg (putDesc), then maps the others'. A member
+// reads them before its next call on pg begins. No member writes that flag line or slot
+// again before every member has published the step after (they alternate), so one step
+// suffices.
 func adoptGroup(c *call, pg, g *shmGroup, dw *runtime.World, fresh bool) error {
 	if len(pg.ranks) != len(g.ranks) || pg.me != g.me {
 		return fmt.Errorf("%w: rank %d: a Dup's group of %d ranks differs from its World's of %d", runtime.ErrInvalid, c.s.rank, len(g.ranks), len(pg.ranks))
@@ -113,6 +114,9 @@ func adoptGroup(c *call, pg, g *shmGroup, dw *runtime.World, fresh bool) error {
 		g.old = g.region // set up before: freed once every member has closed its mappings (ready)
 	}
 	g.initRegion(dw, r, 0, fresh)
+	if err := markReads(dw, g.ranks, g.me, r.Bytes()); err != nil { // single_shm.go
+		return err
+	}
 	v := pg.seq + 1
 	if err := pg.putDesc(pg.me, v, r.AppendDesc(nil)); err != nil { // shm_maps.go
 		return err

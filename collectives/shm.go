@@ -79,6 +79,7 @@ const (
 	shmOffSleep = 128 // low half: waiters sleeping on this member's bell; high half: peers that let go (state_cleanup.go)
 	shmOffBell  = 136 // the futex word
 	shmOffReset = 192 // nonzero: the member left this region for a new setup in the call it names (resetMark), on a line of its own
+	shmOffReads = 200 // nonzero: the member reads every member's user memory (markReads), on the reset line: written at setup only
 	shmOffSmall = 256
 
 	// shmInlineMax is the largest vector (bytes) that travels in the flag line itself.
@@ -271,8 +272,9 @@ func (g *shmGroup) settle(c *call) error {
 }
 
 // setup allocates this member's region (big buffers of chunk bytes, none if fresh),
-// exchanges region descriptions with every member through the group's first
-// (exchangeDescs) and maps theirs (attachDescs).
+// marks in it whether this member reads the others' user memory (markReads), exchanges
+// region descriptions with every member through the group's first (exchangeDescs) and
+// maps theirs (attachDescs).
 func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 	w := c.s.comm
 	if g.region != nil {
@@ -284,6 +286,9 @@ func (g *shmGroup) setup(c *call, chunk int, fresh bool) error {
 		return fmt.Errorf("shared-memory scratch: %w", err)
 	}
 	g.initRegion(w, r, chunk, fresh)
+	if err := markReads(w, g.ranks, g.me, r.Bytes()); err != nil { // single_shm.go
+		return err
+	}
 	// The description travels with the call's meta word behind it (shmMeta, byte count
 	// 0): a member at another call, whose message of the same tag this receive may take,
 	// is told and named here, where the calls first meet, rather than as a transport's
@@ -321,7 +326,7 @@ func (g *shmGroup) initRegion(w *runtime.World, r *substrate.Region, chunk int, 
 	g.fresh = fresh
 	b := r.Bytes()
 	for _, off := range []int{shmOffFlag + shmFlagSeq, shmOffFlag + shmFlagMeta, shmOffFlag + shmLine + shmFlagSeq,
-		shmOffFlag + shmLine + shmFlagMeta, shmOffSleep, shmOffBell, shmOffReset} {
+		shmOffFlag + shmLine + shmFlagMeta, shmOffSleep, shmOffBell, shmOffReset, shmOffReads} {
 		atomic.StoreUint64(word(b, off), 0)
 	}
 	g.rule = substrate.WaitRule(w)

@@ -1,8 +1,14 @@
 package collectives
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
 
+	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
@@ -13,12 +19,21 @@ import (
 // reader, nothing by the owner). Through scratch a block costs two copies: into the
 // owner's big buffer and out of it.
 //
+// A member reads the others' buffers only where the kernel lets it attach their
+// memory (substrate.ReadsUser: Yama's ptrace_scope or a seccomp filter may refuse it,
+// and a refused read fails the connection). At the group's setup each member marks in
+// its region whether it reads every other member (markReads, word shmOffReads), before
+// its description goes out. So every member knows every mark before any call on the
+// group. A call moves by single copy only when every member's mark is set (readsAll):
+// otherwise it goes through scratch (Alltoall: pairwise) at once, with no step of its
+// own and no read. Owners thus expose their buffers only to readers that can attach.
+//
 // The move takes two steps of the group:
 //
 //  1. Each owner registers its buffer and publishes the description in its small slot,
-//     its length in flag-line word sExpose (0: the owner could not register, say where
-//     the kernel forbids cross-memory attach). The step carries the call's meta word, so
-//     mismatched counts fail there as in every first step.
+//     its length in flag-line word sExpose (0: the owner could not register). The step
+//     carries the call's meta word, so mismatched counts fail there as in every first
+//     step.
 //  2. Each reader attaches the owners it needs, reads, and publishes sDone: 1 when every
 //     read succeeded. After the step the owners deregister.
 //
@@ -26,7 +41,8 @@ import (
 // an owner did not expose its buffer, no one reads and the call goes through scratch
 // instead (singleMove returns false). When a read failed, the call goes through scratch
 // after the second step: the owners' buffers hold the data still, and a block read
-// already is written again with the same bytes.
+// already is written again with the same bytes. Such a failure is one that Attach or
+// Read returns before the read is posted; GORMA_TEST_REFUSE_READ makes one for tests.
 //
 // singleMin (GORMA_SHM_TUNE single=BYTES or off) is the block size from which a Bcast
 // or an Allgather goes so; an Alltoall does beyond alltoallSHMMost bytes per rank.
@@ -52,6 +68,9 @@ func singleMin() int { return shmTune().single }
 // meta byte count. It returns false, nil when the owners' buffers could not be read (no
 // data moved, or some did): the caller then moves it all through scratch.
 func singleMove(c *call, g *shmGroup, own []byte, owner func(j int) bool, bytes int, reads func(add func(from, off int, dst []byte))) (bool, error) {
+	if !readsAll(g) {
+		return false, nil
+	}
 	v := g.seq + 1
 	var reg *substrate.Region
 	*vWord(g, g.me, v, sExpose) = 0
@@ -139,6 +158,10 @@ func (g *shmGroup) singleReads(c *call, v uint64, reads func(add func(from, off 
 				more[from] = rm
 			}
 		}
+		if refused() {
+			err = fmt.Errorf("rank %d reading rank %d's buffer: %w", g.ranks[g.me], g.ranks[from], errRefusedRead)
+			return
+		}
 		if e := rm.Read(ctr, uint64(off), dst); e != nil {
 			err = fmt.Errorf("rank %d reading rank %d's buffer: %w", g.ranks[g.me], g.ranks[from], e)
 			return
@@ -153,3 +176,57 @@ func (g *shmGroup) singleReads(c *call, v uint64, reads func(add func(from, off 
 
 // shmSingleAttachMax is the most members whose Remotes singleReads keeps in an array.
 const shmSingleAttachMax = 32
+
+// markReads sets word shmOffReads of region, member me's of the group of World ranks
+// ranks on w, when this rank reads every other member's user memory
+// (substrate.ReadsUser), and clears it otherwise. It connects to the members that this
+// rank has not yet contacted, as the attach of their regions would.
+func markReads(w *runtime.World, ranks []int, me int, region []byte) error {
+	all := true
+	for i, r := range ranks {
+		if i == me {
+			continue
+		}
+		ok, err := substrate.ReadsUser(w, r)
+		if err != nil {
+			return fmt.Errorf("rank %d connecting to rank %d: %w", w.Rank(), r, err)
+		}
+		all = all && ok
+	}
+	atomic.StoreUint64(word(region, shmOffReads), b2u(all))
+	return nil
+}
+
+// readsAll reports whether every member of g reads every other member's user memory:
+// whether a call may move by single copy. Every member reads the same marks (markReads),
+// so all decide alike. One load per member, of a line written at setup only.
+func readsAll(g *shmGroup) bool {
+	for i := range g.ranks {
+		if atomic.LoadUint64(word(g.mem[i], shmOffReads)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// envRefuseRead names a fault hook for gorma's own tests: GORMA_TEST_REFUSE_READ=N makes
+// the Nth single-copy read of this process (counted from 1) fail before it is posted,
+// as a refused Attach or Read would.
+const envRefuseRead = "GORMA_TEST_REFUSE_READ"
+
+// errRefusedRead is the failure envRefuseRead makes.
+var errRefusedRead = errors.New("read refused by " + envRefuseRead)
+
+var (
+	refuseAt = sync.OnceValue(func() int64 { // envRefuseRead's N; 0: none
+		n, _ := strconv.ParseInt(os.Getenv(envRefuseRead), 10, 64)
+		return n
+	})
+	readsTried atomic.Int64 // single-copy reads of this process so far
+)
+
+// refused counts a single-copy read and reports whether envRefuseRead refuses it.
+func refused() bool {
+	n := refuseAt()
+	return n > 0 && readsTried.Add(1) == n
+}

@@ -52,3 +52,32 @@ func (e *engine) reach(a, b int) subcore.Reach {
 	}
 	return reachOf(c)
 }
+
+// readsUser reports whether this rank's work requests read the user memory
+// (RegisterRegion) of rank r of w, connecting to r first as attach does
+// (substrate.ReadsUser). A provider that reads user memory by cross-memory attach
+// (verbs.CapCMA) does so when the kernel let this process read r's memory at connect
+// (peer.cma); any other provider always does.
+func readsUser(w *World, r int) (bool, error) {
+	if err := w.live(); err != nil {
+		return false, err
+	}
+	e := w.e
+	jr, ok := jobRank(w, r)
+	if !ok {
+		return false, invalidf("reads of rank %d (size %d): no such rank", r, w.Size())
+	}
+	if jr == e.rank {
+		return true, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkLocked(); err != nil {
+		return false, err
+	}
+	p, err := e.links.awaitPeerLocked(e.stop, jr)
+	if err != nil {
+		return false, err
+	}
+	return !p.dev.caps.Has(verbs.CapCMA) || p.cma, nil
+}

@@ -9,6 +9,7 @@ type subWorld World
 
 func init() {
 	subcore.Of = func(w any) subcore.World { return (*subWorld)(w.(*World)) }
+	subcore.ReadsUser = func(w any, r int) (bool, error) { return readsUser(w.(*World), r) }
 }
 
 // AllocRegion returns n bytes of pre-registered arena memory, accessible to every peer.

@@ -1,8 +1,8 @@
 // Package substrate is what the layers above the runtime (window, collectives, topo) use of
 // a runtime.World beyond the user's API: registered memory that peers reach one-sidedly
 // (Region, Remote, Counter), the naming of their calls in hang reports and GORMA_CHECK=1's
-// comparison of them (Track, CallSig), how one rank reaches another (Reach), and the
-// World's internal hooks (Sibling, OnFree, MarkInternal, FreedErr).
+// comparison of them (Track, CallSig), how one rank reaches another (Reach, ReadsUser),
+// and the World's internal hooks (Sibling, OnFree, MarkInternal, FreedErr).
 //
 // An MPI program does not need it. Its functions take the *runtime.World they act on.
 //

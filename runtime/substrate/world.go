@@ -71,6 +71,15 @@ func ReachOf(w *runtime.World, r int) Reach { return of(w).ReachOf(r) }
 // agree on a layout without messages.
 func ReachBetween(w *runtime.World, a, b int) Reach { return of(w).ReachBetween(a, b) }
 
+// ReadsUser reports whether this rank's Remote.Read reaches rank r's user memory
+// (RegisterRegion). On shm such a read is a cross-memory attach (process_vm_readv). The
+// kernel may refuse it: Yama's ptrace_scope, or a seccomp filter. The runtime tries one
+// read of r's memory when it connects to r, and ReadsUser says false where that failed.
+// It connects to r on first contact, as Attach does, and fails where that fails. A
+// layer asks it before it publishes a RegisterRegion buffer for peers to read: a read
+// the kernel refuses fails the connection to r (package doc).
+func ReadsUser(w *runtime.World, r int) (bool, error) { return subcore.ReadsUser(w, r) }
+
 // TransportBetween returns the provider rank a of w uses to reach rank b: what
 // w.Transport(b) returns at rank a ("shm" or "tcp", "self" when a == b, "" out of range).
 // Every rank computes the same answer, from the cards exchanged at Init or the node map.

@@ -27,3 +27,7 @@ type World interface {
 
 // Of returns the World interface of w, a *runtime.World. The runtime sets it at init.
 var Of func(w any) World
+
+// ReadsUser reports whether the work requests of w (a *runtime.World) read rank r's user
+// memory (RegisterRegion), connecting to r first. The runtime sets it at init.
+var ReadsUser func(w any, r int) (bool, error)

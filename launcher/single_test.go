@@ -1,0 +1,57 @@
+package launcher
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// singleprogProg is the single-copy rank program, built once (without -race) on first use.
+var singleprogProg = &program{pkg: "../tests/singleprog"}
+
+// TestSingleCopy runs Bcast, Allgather and Alltoall of 1 and 4 MiB among 4 processes of
+// one host (singleprog checks every element) and reads from the job's timeline which
+// algorithm each call took at each rank:
+//   - by default every call moves by single copy (cross-memory attach);
+//   - with rank 1's first single-copy read refused (GORMA_TEST_REFUSE_READ), the 1 MiB
+//     Bcast, which that read served, goes through scratch at every rank, and the rest by
+//     single copy;
+//   - with process_vm_readv refused by a seccomp filter in every rank, the runtime learns
+//     at connect that no rank may read another, and no call tries single copy: Bcast and
+//     Allgather go through scratch, Alltoall pairwise.
+func TestSingleCopy(t *testing.T) {
+	bin := singleprogProg.path(t)
+	const n = 4
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  map[string]int // timeline slices by name, over every rank
+	}{
+		{"attach", nil, map[string]int{"Bcast single": 2 * n, "Allgather single": 2 * n, "Alltoall single": 2 * n}},
+		{"refused read", []string{"--refuse", "1:1"},
+			map[string]int{"Bcast shm": n, "Bcast single": n, "Allgather single": 2 * n, "Alltoall single": 2 * n}},
+		{"seccomp", []string{"--seccomp"}, map[string]int{"Bcast shm": 2 * n, "Allgather shm": 2 * n, "Alltoall pairwise": 2 * n}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tpath := filepath.Join(t.TempDir(), "trace.json")
+			args := append([]string{"--trace", tpath, "-n", fmt.Sprint(n), bin}, tc.flags...)
+			r := runGL(t, "", args...)
+			if strings.Contains(r.stdout, "singleprog: no seccomp") {
+				t.Skipf("the kernel takes no seccomp filter here:\n%s", r.stdout)
+			}
+			if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("PASS singleprog %d ranks", n)) {
+				t.Fatalf("golaunch singleprog %v: exit %d\nstdout:\n%s\nstderr:\n%s", tc.flags, r.code, r.stdout, r.stderr)
+			}
+			got := map[string]int{}
+			for _, e := range readTrace(t, tpath).TraceEvents {
+				if call, _, _ := strings.Cut(e.Name, " "); e.Ph == "X" && (call == "Bcast" || call == "Allgather" || call == "Alltoall") {
+					got[e.Name]++
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("calls by algorithm in the timeline: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

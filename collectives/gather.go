@@ -18,6 +18,9 @@ import (
 // ctx does. A count of 0 still takes the tree's (empty) messages, so that a root passing
 // 0 while others pass more is told.
 //
+// Root copies its own block into recv once the other blocks are in: a call that fails
+// leaves it out. The blocks that came before a failure may be in recv.
+//
 // On one host whose ranks map each other's scratch, blocks of up to 256 KiB go through
 // shared memory (gather_shm.go): every rank copies its block into its scratch and root
 // copies them out. There a different n or root fails with ErrMismatch at every rank.
@@ -58,10 +61,17 @@ func gather[T runtime.Elem](c *call, sendBuf, recvBuf []T, root int) error {
 		return invalid("len(recv) %d at root != %d ranks * len(send) %d", len(recvBuf), p, n)
 	case overlap(sendBuf, recvBuf):
 		return errOverlap()
-	default:
+	}
+	err := gatherOthers(c, sendBuf, recvBuf, n, root)
+	if err == nil && r == root && sendBuf != nil { // root's own block, once the call matched
 		copy(recvBuf[r*n:(r+1)*n], sendBuf)
 	}
-	if p == 1 {
+	return err
+}
+
+// gatherOthers gathers the other ranks' blocks into root's recv.
+func gatherOthers[T runtime.Elem](c *call, sendBuf, recvBuf []T, n, root int) error {
+	if c.s.size == 1 {
 		return nil
 	}
 	c.tag = rootTag(c.tag, root)

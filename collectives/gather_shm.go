@@ -10,11 +10,11 @@ import "github.com/gorma-hpc/gorma/runtime"
 const rootedSHMMost = alltoallSHMMost
 
 // gatherSHM is the Gather of a one-host World, blocks of n elements. Each member but root
-// copies its block into its scratch and publishes; root copies every block out into its
-// place in recv (root's own is there already). Up to shmSmallMax bytes a block takes one
-// step (the flag line or the small slot), for which only root waits: the others publish
-// and go on (stepLast); longer blocks go in chunks of the big buffer's size, one step per
-// chunk. The first step carries the call's number and byte count: a member that passed
+// copies its block into its scratch and publishes; root copies every other block out into
+// its place in recv (its own is there in place, else gather copies it after). Up to
+// shmSmallMax bytes a block takes one step (the flag line or the small slot), for which
+// only root waits: the others publish and go on (stepLast); longer blocks go in chunks of
+// the big buffer's size, one step per chunk. The first step carries the call's number and byte count: a member that passed
 // another count (or named another root: rootTag) makes every member that waits for it
 // fail with ErrMismatch. Each member but root stores n elements; root loads (p-1)·n.
 func gatherSHM[T runtime.Elem](c *call, g *shmGroup, send, recv []T, n, root int) error {

@@ -114,26 +114,61 @@ func TestHangReports(t *testing.T) {
 	})
 }
 
-// TestHangMismatchEnds: ranks that call Reduce with different roots never match, at any
-// rank count or size. The first quiet check names the mismatch, and golaunch ends the job
-// at once (ExitFailure) with the mismatch as its cause, before --timeout.
+// TestHangMismatchEnds: ranks whose collective calls do not match never go on as if they
+// did, at any rank count or size: Reduce with two roots, Gather against Bcast and Bcast
+// against Allreduce, at 2, 3 and 4 ranks of 8 B, 64 KiB and 4 MiB (rtprog mismatchroot,
+// mismatchgb, mismatchba). Each job ends in one of two ways. Every rank's call, or the
+// next call of a rank whose call returned nil, fails naming the mismatch (exit 1). Or the
+// first quiet check names the mismatch, a rank that returned early from its call
+// included, and golaunch ends the job at once (ExitFailure) with the mismatch as its
+// cause, before --timeout. A call that fails leaves the receive buffers as they were,
+// but for those the call writes as it goes: Reduce's root combines into its own, and
+// Gather's root at 4 MiB takes the blocks into its own by the binomial tree.
 func TestHangMismatchEnds(t *testing.T) {
 	prog := rtprog(t)
-	for _, np := range []int{2, 3, 4} {
-		for _, n := range []string{"1", "8192", "524288"} { // float64s: 8 B, 64 KiB, 4 MiB
-			t.Run(strconv.Itoa(np)+"x"+n, func(t *testing.T) {
-				r := runGL(t, "", "-n", strconv.Itoa(np), "--hang-report", "1s", "--timeout", testbudget.Scale(60*time.Second).String(),
-					prog, "mismatchroot", n)
-				others := "rank 1 in"
-				if np > 2 {
-					others = "ranks 1-" + strconv.Itoa(np-1) + " in"
-				}
-				want := "golaunch: mismatched collective calls (rank 0 is in Reduce #1 (" + n + " float64, sum, root=0), " +
-					others + " Reduce #1 (" + n + " float64, sum, root=1) on World); job aborted"
-				if r.code != ExitFailure || !strings.Contains(r.stderr, want) {
-					t.Fatalf("exit %d, want %d and\n%s\nstderr:\n%s", r.code, ExitFailure, want, r.stderr)
-				}
-			})
+	for _, tc := range []struct {
+		mode       string
+		call, with string // the calls the failure names, with n for the count
+		writes     func(rank int, n string) bool
+	}{
+		{"mismatchroot", "Reduce #1 (n float64, sum, root=0)", "Reduce #1 (n float64, sum, root=1)",
+			func(rank int, _ string) bool { return rank <= 1 }},
+		{"mismatchgb", "Gather #1", "Bcast #1", func(rank int, n string) bool { return rank == 0 && n == "524288" }},
+		{"mismatchba", "Bcast #1", "Allreduce #1", func(int, string) bool { return false }},
+	} {
+		for _, np := range []int{2, 3, 4} {
+			for _, n := range []string{"1", "8192", "524288"} { // float64s: 8 B, 64 KiB, 4 MiB
+				t.Run(tc.mode+"/"+strconv.Itoa(np)+"x"+n, func(t *testing.T) {
+					r := runGL(t, "", "-n", strconv.Itoa(np), "--hang-report", "1s", "--timeout", testbudget.Scale(60*time.Second).String(),
+						prog, tc.mode, n)
+					call, with := strings.ReplaceAll(tc.call, "n float64", n+" float64"), strings.ReplaceAll(tc.with, "n float64", n+" float64")
+					for rank := range np {
+						pre := "[" + strconv.Itoa(rank) + "] rtprog: rank " + strconv.Itoa(rank) + ": " + tc.mode + ": "
+						if strings.Contains(r.stderr, pre+"buffer written") && !tc.writes(rank, n) {
+							t.Errorf("rank %d's call wrote its buffer:\n%s", rank, r.stderr)
+						}
+						if strings.Contains(r.stderr, pre+"the call returned nil, the next: <nil>") {
+							t.Errorf("rank %d's call and the next returned nil:\n%s", rank, r.stderr)
+						}
+					}
+					switch r.code {
+					case ExitFailure:
+						line := lineWith(r.stderr, "golaunch: mismatched collective calls (")
+						if !strings.Contains(line, call) || !strings.Contains(line, with) || !strings.HasSuffix(line, "; job aborted\n") {
+							t.Fatalf("the failure does not name %s and %s:\n%s", call, with, r.stderr)
+						}
+					case 1:
+						for rank := range np {
+							pre := "[" + strconv.Itoa(rank) + "] rtprog: rank " + strconv.Itoa(rank) + ": " + tc.mode + ": the call returned"
+							if line := lineWith(r.stderr, pre); !strings.Contains(line, "mismatched collective call") {
+								t.Errorf("rank %d did not fail naming the mismatch:\n%s", rank, r.stderr)
+							}
+						}
+					default:
+						t.Fatalf("exit %d, want %d (a mismatch) or 1 (every rank failed)\nstderr:\n%s", r.code, ExitFailure, r.stderr)
+					}
+				})
+			}
 		}
 	}
 }

@@ -26,7 +26,9 @@ import (
 //     BufferDetach's wait);
 //   - a layer above (collectives, window) names its own calls with a Track: Begin at the
 //     call's start (three atomic stores, and for a collective call an atomic add that
-//     numbers it among the World's collective calls), End at its end (one store);
+//     numbers it among the World's collective calls), End at its end (one store, and for
+//     a collective call four more that keep it among the Track's last ended calls, which
+//     the report lists as Done);
 //   - e.match.completed counts completed requests, so that two reports tell whether the
 //     rank moved in between.
 //
@@ -170,11 +172,13 @@ func ctxName(ctx uint16) string {
 }
 
 // hangRecords returns what this rank is blocked in: the Tracks' calls under way, then
-// the engine's waits, longest first; and its progress: the messages it completed, the
+// the engine's waits, longest first; the last collective calls the Tracks ended
+// (subcore.TrackDone), so that a rank that returned early from a call shows which; and
+// its progress: the messages it completed, the
 // calls its Tracks ended and the collective calls its Worlds numbered. A rank whose only
 // traffic is shared memory (collectives, RMA epochs) moves it with every call. A wait on a Sibling's context (the collectives' and
 // windows' own traffic) is left out while a Track names the call it serves.
-func (h *hangWatch) hangRecords() (recs []hang.Record, progress uint64) {
+func (h *hangWatch) hangRecords() (recs, done []hang.Record, progress uint64) {
 	e := h.e
 	h.mu.Lock()
 	outer := false // a call on a World not marked internal is under way
@@ -198,6 +202,16 @@ func (h *hangWatch) hangRecords() (recs []hang.Record, progress uint64) {
 		}
 		recs = append(recs, rec)
 	}
+	for _, t := range h.tracks {
+		info := subcore.Info(t)
+		subcore.TrackDone(t, func(call string, seq uint64, sig *subcore.CallSig) {
+			rec := hang.Record{Call: call, Comm: info.Comm, Members: info.Members, Seq: seq, Peer: hang.NoRank, Root: -1, Count: -1}
+			if sig != nil {
+				rec.Count, rec.Type, rec.Op, rec.Root, rec.Win = sig.Count, sig.Type, sig.Op, sig.Root, sig.Win
+			}
+			done = append(done, rec)
+		})
+	}
 	inner := maps.Clone(h.inner)
 	h.mu.Unlock()
 	tracked := len(recs) > 0
@@ -220,7 +234,7 @@ func (h *hangWatch) hangRecords() (recs []hang.Record, progress uint64) {
 	progress = e.match.completed + calls
 	e.mu.Unlock()
 	slices.SortStableFunc(recs, func(a, b hang.Record) int { return cmp.Compare(b.Since, a.Since) })
-	return recs, progress
+	return recs, done, progress
 }
 
 // answerReport sends the agent this rank's hang report (pmi.ReportAsked), with every
@@ -235,11 +249,17 @@ func (h *hangWatch) answerReport(stacks bool) {
 // progress, and every goroutine's stack when stacks is set.
 func (h *hangWatch) hangReport(stacks bool) string {
 	e := h.e
-	recs, progress := h.hangRecords()
-	rep := hang.Report{Rank: e.rank, Host: e.host, State: hang.Running, Records: recs, Progress: progress,
+	recs, done, progress := h.hangRecords()
+	rep := hang.Report{Rank: e.rank, Host: e.host, State: hang.Running, Records: recs, Done: done, Progress: progress,
 		Trace: e.obs.hangDump(e)}
 	if len(recs) > 0 {
 		rep.State = hang.Blocked
+	}
+	// The report must fit pmi.MaxReport to parse at the launcher: Done records beyond it
+	// go, the first Tracks' oldest first.
+	rep.Done = rep.Done[max(len(rep.Done)-hang.MaxRecords, 0):] // what AppendReport keeps
+	for size := len(hang.AppendReport(nil, rep)); size > pmi.MaxReport-64 && len(rep.Done) > 0; rep.Done = rep.Done[1:] {
+		size -= len(hang.AppendRecord(nil, rep.Done[0])) + 1
 	}
 	if stacks {
 		// The stacks fill what the report line leaves (pmi.MaxReport), cut after the

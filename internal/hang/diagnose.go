@@ -17,7 +17,8 @@ const (
 
 // Diagnose returns the cause lines of a hang, possibly none: first one "mismatch: ..." line
 // per group of ranks whose collective calls on one communicator disagree with the largest
-// group's, then at most one "deadlock: ..." line. A wait for a rank that can never answer
+// group's (the calls they are blocked in, then those of the numbers that a rank's Done
+// records hold), then at most one "deadlock: ..." line. A wait for a rank that can never answer
 // (the shortest chain, one step) if there is one, else the shortest cycle of waits. A rank
 // without a report counts as Silent. design.md states the model.
 func Diagnose(reps []Report) []string {
@@ -282,17 +283,20 @@ func (j *job) deadlockLine(start int, p []edge) string {
 	return "deadlock: " + strings.Join(steps, "; ")
 }
 
-// group is the ranks of one communicator that are in one collective call.
+// group is the ranks of one communicator that are in one collective call or returned
+// from it.
 type group struct {
 	rec   Record // the first member's call
 	ranks []int  // ascending
+	done  int    // how many of ranks returned from the call (a Done record)
 }
 
 // Mismatched returns the first of Diagnose's mismatch lines whose groups are at the same
 // call number, or "". Ranks blocked at one number in calls that disagree can never
-// complete them, whatever else runs. Groups at different numbers may be a deadlock in
-// which some ranks returned early from a rooted call: Diagnose names those too, and
-// Mismatched leaves them out.
+// complete them, whatever else runs; nor can ranks blocked in a call that another rank
+// returned from as another call. Groups at different numbers may be a deadlock in which
+// some ranks returned early from a rooted call: Diagnose names those too, and Mismatched
+// leaves them out.
 func Mismatched(reps []Report) string {
 	if lines := newJob(reps).mismatches(true); len(lines) > 0 {
 		return lines[0]
@@ -300,8 +304,9 @@ func Mismatched(reps []Report) string {
 	return ""
 }
 
-// mismatches returns the mismatch lines, communicator by communicator; with sameSeq,
-// only those between groups at the same call number.
+// mismatches returns the mismatch lines: those of the blocked ranks' calls, communicator
+// by communicator (with sameSeq, only those between groups at the same call number),
+// then those of the calls ranks returned from (doneMismatches).
 func (j *job) mismatches(sameSeq bool) []string {
 	type comm struct {
 		key    string
@@ -315,7 +320,7 @@ func (j *job) mismatches(sameSeq bool) []string {
 			if !rec.collective() {
 				continue
 			}
-			key := rec.Comm + "|" + membersKey(rec.Members)
+			key := commKey(rec)
 			c := byKey[key]
 			if c == nil {
 				c = &comm{key: key, name: rec.Comm}
@@ -325,42 +330,111 @@ func (j *job) mismatches(sameSeq bool) []string {
 			if i := slices.IndexFunc(c.groups, func(g *group) bool { return slices.Contains(g.ranks, r) }); i >= 0 {
 				continue // one call per rank and communicator
 			}
-			if i := slices.IndexFunc(c.groups, func(g *group) bool { return sameSignature(g.rec, rec) }); i >= 0 {
-				c.groups[i].ranks = append(c.groups[i].ranks, r)
-			} else {
-				c.groups = append(c.groups, &group{rec: rec, ranks: []int{r}})
-			}
+			c.groups = addCall(c.groups, r, rec, false)
 		}
 	}
 	slices.SortStableFunc(comms, func(a, b *comm) int { return cmp.Compare(a.key, b.key) })
 	var lines []string
-	more := 0
 	for _, c := range comms {
-		if len(c.groups) < 2 {
-			continue
-		}
-		ref := c.groups[0] // the largest group; ties go to the one with the lowest rank
-		for _, g := range c.groups[1:] {
-			if len(g.ranks) > len(ref.ranks) {
-				ref = g
-			}
-		}
+		ref := reference(c.groups)
 		for _, g := range c.groups {
 			if g == ref || !conflict(g.rec, ref.rec) || sameSeq && g.rec.Seq != ref.rec.Seq {
-				continue
-			}
-			if len(lines) == maxMismatches {
-				more++
 				continue
 			}
 			lines = append(lines, mismatchLine(g, ref, c.name))
 		}
 	}
-	if more > 0 {
-		lines = append(lines, "mismatch: "+strconv.Itoa(more)+" more left out")
+	lines = append(lines, j.doneMismatches()...)
+	if len(lines) > maxMismatches {
+		more := len(lines) - maxMismatches
+		lines = append(lines[:maxMismatches:maxMismatches], "mismatch: "+strconv.Itoa(more)+" more left out")
 	}
 	return lines
 }
+
+// doneMismatches returns the mismatch lines of the call numbers that some rank returned
+// from (its Done records): for each communicator and such a number, the ranks' calls of
+// that number, blocked or returned from, grouped and compared with the largest group as
+// mismatches does. A conflict between two groups of blocked ranks only is left to
+// mismatches' first lines.
+func (j *job) doneMismatches() []string {
+	type at struct {
+		key  string
+		seq  uint64
+		name string
+	}
+	calls := map[at][]*group{}
+	seen := map[at][]int{} // the ranks with a call of that number
+	var nums []at
+	add := func(r int, rec Record, done bool) {
+		if !rec.collective() {
+			return
+		}
+		k := at{commKey(rec), rec.Seq, rec.Comm}
+		if slices.Contains(seen[k], r) {
+			return
+		}
+		if _, ok := calls[k]; !ok && done {
+			nums = append(nums, k)
+		}
+		seen[k] = append(seen[k], r)
+		calls[k] = addCall(calls[k], r, rec, done)
+	}
+	for _, r := range j.world {
+		for _, rec := range j.reps[r].Done {
+			add(r, rec, true)
+		}
+	}
+	for _, r := range j.world {
+		for _, rec := range j.blocked(r) {
+			add(r, rec, false)
+		}
+	}
+	slices.SortFunc(nums, func(a, b at) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.seq, b.seq)) })
+	var lines []string
+	for _, k := range nums {
+		groups := calls[k]
+		ref := reference(groups)
+		for _, g := range groups {
+			if g != ref && (g.done > 0 || ref.done > 0) && conflict(g.rec, ref.rec) {
+				lines = append(lines, mismatchLine(g, ref, k.name))
+			}
+		}
+	}
+	return lines
+}
+
+// addCall adds rank r's call rec (done: r returned from it) to the group of its exact
+// signature, or to a new group, and returns the groups.
+func addCall(groups []*group, r int, rec Record, done bool) []*group {
+	i := slices.IndexFunc(groups, func(g *group) bool { return sameSignature(g.rec, rec) })
+	if i < 0 {
+		groups = append(groups, &group{rec: rec})
+		i = len(groups) - 1
+	}
+	g := groups[i]
+	g.ranks = append(g.ranks, r)
+	slices.Sort(g.ranks)
+	if done {
+		g.done++
+	}
+	return groups
+}
+
+// reference returns the largest group (ties: the one holding the lowest rank), or nil for
+// none.
+func reference(groups []*group) *group {
+	var ref *group
+	for _, g := range groups {
+		if ref == nil || len(g.ranks) > len(ref.ranks) || len(g.ranks) == len(ref.ranks) && g.ranks[0] < ref.ranks[0] {
+			ref = g
+		}
+	}
+	return ref
+}
+
+// commKey identifies rec's communicator: its name and members.
+func commKey(rec Record) string { return rec.Comm + "|" + membersKey(rec.Members) }
 
 func membersKey(m []int) string {
 	if m == nil {
@@ -392,7 +466,8 @@ func conflict(a, b Record) bool {
 }
 
 // mismatchLine names the two groups, the one with the lower rank first:
-// "mismatch: rank 0 is in window.Allocate #2, rank 1 in Allreduce #2 on World".
+// "mismatch: rank 0 is in window.Allocate #2, rank 1 in Allreduce #2 on World",
+// "mismatch: rank 0 returned from Bcast #1, rank 1 in Allreduce #1 on World".
 func mismatchLine(a, b *group, comm string) string {
 	if b.ranks[0] < a.ranks[0] {
 		a, b = b, a
@@ -402,11 +477,26 @@ func mismatchLine(a, b *group, comm string) string {
 		da += " (" + strings.Join(a.rec.details(false), ", ") + ")"
 		db += " (" + strings.Join(b.rec.details(false), ", ") + ")"
 	}
-	verb := " is in "
-	if len(a.ranks) > 1 {
-		verb = " are in "
+	return "mismatch: " + rankList(a.ranks) + a.verb(true) + da + ", " + rankList(b.ranks) + b.verb(false) + db + " on " + comm
+}
+
+// verb says where g's ranks are, after their list: " is in ", " are in ", " returned
+// from ", " are in or returned from "; in a line's second group (first false) without
+// "is" or "are".
+func (g *group) verb(first bool) string {
+	switch {
+	case g.done == len(g.ranks):
+		return " returned from "
+	case g.done > 0 && first:
+		return " are in or returned from "
+	case g.done > 0:
+		return " in or returned from "
+	case !first:
+		return " in "
+	case len(g.ranks) > 1:
+		return " are in "
 	}
-	return "mismatch: " + rankList(a.ranks) + verb + da + ", " + rankList(b.ranks) + " in " + db + " on " + comm
+	return " is in "
 }
 
 // rankList spells ascending ranks: "rank 3", "ranks 0-4,6-63", "ranks 0,2,4,... and 40 more".

@@ -251,3 +251,56 @@ func TestMismatched(t *testing.T) {
 		t.Errorf("Mismatched(one call) = %q, want none", got)
 	}
 }
+
+// TestMismatchedDone: a rank's Done records are its calls of their numbers. A call that
+// a rank returned from and another rank is in, or returned from, as another call is a
+// mismatch at one call number; calls that agree are none.
+func TestMismatchedDone(t *testing.T) {
+	reduce := func(seq uint64, root int) Record {
+		r := coll("Reduce", seq)
+		r.Count, r.Type, r.Op, r.Root = 1, "float64", "sum", root
+		return r
+	}
+	returned := func(rep Report, done ...Record) Report {
+		rep.Done = done
+		return rep
+	}
+	for _, tt := range []struct {
+		name string
+		reps []Report
+		want string // Mismatched's line, also among Diagnose's
+	}{
+		{"the root returned, the other is in another call",
+			[]Report{returned(blocked(0, coll("Barrier", 2)), coll("Bcast", 1)), blocked(1, coll("Allreduce", 1))},
+			"mismatch: rank 0 returned from Bcast #1, rank 1 in Allreduce #1 on World"},
+		{"both returned, one waits for the other",
+			[]Report{returned(blocked(0, coll("Barrier", 2)), coll("Bcast", 1)), returned(blocked(1, finalize), coll("Allreduce", 1))},
+			"mismatch: rank 0 returned from Bcast #1, rank 1 returned from Allreduce #1 on World"},
+		{"returned from another root",
+			[]Report{blocked(0, reduce(1, 0)), returned(blocked(1, coll("Barrier", 2)), reduce(1, 1)),
+				returned(blocked(2, coll("Barrier", 2)), reduce(1, 1))},
+			"mismatch: rank 0 is in Reduce #1 (1 float64, sum, root=0), ranks 1-2 returned from Reduce #1 (1 float64, sum, root=1) on World"},
+		{"the oldest of several returned",
+			[]Report{blocked(0, coll("Allreduce", 1)), returned(blocked(1, coll("Barrier", 4)), coll("Bcast", 1), reduce(2, 1), reduce(3, 1))},
+			"mismatch: rank 0 is in Allreduce #1, rank 1 returned from Bcast #1 on World"},
+		{"some of a group returned",
+			[]Report{blocked(0, coll("Gather", 1)), returned(blocked(1, coll("Barrier", 2)), coll("Gather", 1)),
+				returned(blocked(2, coll("Barrier", 2)), coll("Gather", 1)), blocked(3, coll("Bcast", 1))},
+			"mismatch: ranks 0-2 are in or returned from Gather #1, rank 3 in Bcast #1 on World"},
+		{"calls that agree",
+			[]Report{returned(blocked(0, p2p("Recv", 1, 0)), reduce(1, 0)), returned(blocked(1, coll("Barrier", 2)), reduce(1, 0))},
+			""},
+		{"another communicator",
+			[]Report{returned(blocked(0, coll("Barrier", 2)), coll("Bcast", 1)),
+				returned(blocked(1, coll("Barrier", 2)), Record{Call: "Allreduce", Comm: "World#1", Seq: 1, Peer: NoRank, Root: -1, Count: -1})},
+			""},
+	} {
+		got := Mismatched(tt.reps)
+		if got != tt.want {
+			t.Errorf("%s: Mismatched = %q, want %q", tt.name, got, tt.want)
+		}
+		if lines := Diagnose(tt.reps); tt.want != "" && !slices.Contains(lines, tt.want) {
+			t.Errorf("%s: Diagnose = %q, want it to hold %q", tt.name, lines, tt.want)
+		}
+	}
+}

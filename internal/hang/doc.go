@@ -6,7 +6,9 @@
 //
 // A rank describes each goroutine blocked in a gorma call with a Record (point-to-point
 // calls name a Peer and Tag; collective calls carry their number Seq on their
-// communicator, and Members when the communicator is not World) and answers with a Report:
+// communicator, and Members when the communicator is not World) and answers with a Report.
+// Its Done records are the last collective calls it returned from, which Diagnose and
+// [Mismatched] compare with the others' calls of the same numbers:
 //
 //	rep := hang.Report{Rank: 0, Host: host, State: hang.Blocked, Progress: done,
 //		Records: []hang.Record{{Call: "Recv", Comm: "World", Peer: 1, Tag: 0,

@@ -48,6 +48,7 @@ type Report struct {
 	State    State    // Blocked (Records non-empty), Running, Finalized, Exited, Stopped, Silent, Foreign
 	Records  []Record // one per blocked goroutine, longest-blocked first
 	Omitted  int      // blocked goroutines left out of Records (AppendReport keeps at most MaxRecords)
+	Done     []Record // the last collective calls the rank returned from, oldest first per communicator
 	Progress uint64   // a counter of completed operations (equal across two reports: no progress)
 	Stacks   string   // the rank's goroutine stacks, when asked for
 	Trace    string   // the line that leads into the rank's timeline (trace.Pointer), "" for none

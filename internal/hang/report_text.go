@@ -7,8 +7,9 @@ import (
 )
 
 // AppendReport appends r's text form to b and returns the extended buffer: a header line,
-// one line per record (AppendRecord's form), then, when Stacks is not empty, a block of
-// exactly as many bytes as the header's stacks field says, followed by a newline:
+// one line per record (AppendRecord's form), one line per Done record, then, when Stacks
+// is not empty, a block of exactly as many bytes as the header's stacks field says,
+// followed by a newline:
 //
 //	rank=0 host=node1 state=blocked progress=12 omitted=0 records=2 stacks=0
 //	call=Recv comm=World peer=1 tag=0 since=31200000000
@@ -19,14 +20,19 @@ import (
 //
 //	rank=1 host=node1 state=foreign progress=9 omitted=0 records=0 stacks=0 pid=4242 pmi=PMIx pmiwait=fence pmisince=31000000000
 //
-// Every line ends in a newline. Host and the other strings are percent-encoded like a
-// record's. At most MaxRecords records are written (the rest add to omitted) and at most
-// MaxStacks bytes of Stacks.
+// The header's done field, left out at 0, counts the Done lines. Every line ends in a
+// newline. Host and the other strings are percent-encoded like a record's. At most
+// MaxRecords records are written (the rest add to omitted), at most MaxRecords Done
+// records (the newest) and at most MaxStacks bytes of Stacks.
 func AppendReport(b []byte, r Report) []byte {
 	recs, omitted := r.Records, r.Omitted
 	if len(recs) > MaxRecords {
 		omitted += len(recs) - MaxRecords
 		recs = recs[:MaxRecords]
+	}
+	done := r.Done
+	if len(done) > MaxRecords {
+		done = done[len(done)-MaxRecords:]
 	}
 	stacks := r.Stacks
 	if len(stacks) > MaxStacks {
@@ -39,6 +45,7 @@ func AppendReport(b []byte, r Report) []byte {
 	b = strconv.AppendInt(append(b, " omitted="...), int64(omitted), 10)
 	b = strconv.AppendInt(append(b, " records="...), int64(len(recs)), 10)
 	b = strconv.AppendInt(append(b, " stacks="...), int64(len(stacks)), 10)
+	b = appendInt(b, " done=", len(done), 0)
 	b = appendString(b, " trace=", r.Trace)
 	b = appendInt(b, " pid=", r.Pid, 0)
 	b = appendString(b, " end=", r.End)
@@ -55,6 +62,9 @@ func AppendReport(b []byte, r Report) []byte {
 	for _, rec := range recs {
 		b = append(AppendRecord(b, rec), '\n')
 	}
+	for _, rec := range done {
+		b = append(AppendRecord(b, rec), '\n')
+	}
 	if stacks != "" {
 		b = append(append(b, stacks...), '\n')
 	}
@@ -62,13 +72,13 @@ func AppendReport(b []byte, r Report) []byte {
 }
 
 var headerKeys = map[string]bool{"rank": true, "host": true, "state": true, "progress": true,
-	"omitted": true, "records": true, "stacks": true, "trace": true, "pid": true, "end": true,
+	"omitted": true, "records": true, "stacks": true, "done": true, "trace": true, "pid": true, "end": true,
 	"pmi": true, "pmiwait": true, "pmilast": true, "pmisince": true, "pmifinalized": true}
 
 // ParseReport parses exactly one report in AppendReport's form. The header's fields may
 // come in any order (unknown keys are skipped; rank, state, records and stacks are
-// required), records and stacks say how many record lines and stack bytes follow, and
-// nothing may follow them. Errors wrap ErrSyntax.
+// required), records, done and stacks say how many record lines, Done lines and stack
+// bytes follow, and nothing may follow them. Errors wrap ErrSyntax.
 func ParseReport(s string) (Report, error) {
 	head, rest, ok := strings.Cut(s, "\n")
 	if !ok {
@@ -82,7 +92,7 @@ func ParseReport(s string) (Report, error) {
 		return Report{}, err
 	}
 	var r Report
-	nrec, nstacks := -1, -1
+	nrec, ndone, nstacks := -1, 0, -1
 	hasRank, hasState := false, false
 	for _, f := range fs {
 		k, v := f[0], f[1]
@@ -127,6 +137,10 @@ func ParseReport(s string) (Report, error) {
 			if nrec, err = parseInt(v, 0); err == nil && nrec > MaxRecords {
 				err = syntaxf("more than %d records", MaxRecords)
 			}
+		case "done":
+			if ndone, err = parseInt(v, 0); err == nil && ndone > MaxRecords {
+				err = syntaxf("more than %d done records", MaxRecords)
+			}
 		case "stacks":
 			if nstacks, err = parseInt(v, 0); err == nil && nstacks > MaxStacks {
 				err = syntaxf("stacks longer than %d bytes", MaxStacks)
@@ -139,17 +153,11 @@ func ParseReport(s string) (Report, error) {
 	if !hasRank || !hasState || nrec < 0 || nstacks < 0 {
 		return Report{}, syntaxf("header lacks rank, state, records or stacks")
 	}
-	for i := 0; i < nrec; i++ {
-		line, more, ok := strings.Cut(rest, "\n")
-		if !ok {
-			return Report{}, syntaxf("%d of %d records", i, nrec)
-		}
-		rec, err := ParseRecord(line)
-		if err != nil {
-			return Report{}, wrap("record "+strconv.Itoa(i), err)
-		}
-		r.Records = append(r.Records, rec)
-		rest = more
+	if r.Records, rest, err = parseRecords(rest, nrec, "record"); err != nil {
+		return Report{}, err
+	}
+	if r.Done, rest, err = parseRecords(rest, ndone, "done record"); err != nil {
+		return Report{}, err
 	}
 	if nstacks > 0 {
 		if len(rest) < nstacks+1 || rest[nstacks] != '\n' {
@@ -161,4 +169,23 @@ func ParseReport(s string) (Report, error) {
 		return Report{}, syntaxf("%d bytes after the report", len(rest))
 	}
 	return r, nil
+}
+
+// parseRecords parses n record lines from the start of s and returns them (nil for none)
+// and what follows them; what names them in errors.
+func parseRecords(s string, n int, what string) ([]Record, string, error) {
+	var recs []Record
+	for i := 0; i < n; i++ {
+		line, more, ok := strings.Cut(s, "\n")
+		if !ok {
+			return nil, "", syntaxf("%d of %d %ss", i, n, what)
+		}
+		rec, err := ParseRecord(line)
+		if err != nil {
+			return nil, "", wrap(what+" "+strconv.Itoa(i), err)
+		}
+		recs = append(recs, rec)
+		s = more
+	}
+	return recs, s, nil
 }

@@ -123,7 +123,15 @@ func TestReportText(t *testing.T) {
 	if got := string(AppendReport(nil, foreign)); got != wantForeign {
 		t.Errorf("AppendReport of a foreign rank =\n%q\nwant\n%q", got, wantForeign)
 	}
-	for _, s := range []Report{state(0, Running), state(1, Exited), state(3, Stopped), {Rank: 2, State: Silent, Host: "h"}, foreign,
+	withDone := blocked(2, coll("Barrier", 2))
+	withDone.Done = []Record{coll("Bcast", 1)}
+	wantDone := "rank=2 host= state=blocked progress=0 omitted=0 records=1 stacks=0 done=1\n" +
+		"call=Barrier comm=World seq=2 since=1000000000\n" +
+		"call=Bcast comm=World seq=1 since=1000000000\n"
+	if got := string(AppendReport(nil, withDone)); got != wantDone {
+		t.Errorf("AppendReport with Done =\n%q\nwant\n%q", got, wantDone)
+	}
+	for _, s := range []Report{withDone, state(0, Running), state(1, Exited), state(3, Stopped), {Rank: 2, State: Silent, Host: "h"}, foreign,
 		{Rank: 0, Pid: 1, State: Finalized, End: "exit 0"},
 		{Rank: 5, State: Foreign, PMI: PMICalls{Wire: "PMI-1", Last: "finalize", Finalized: true, Since: -1}}} {
 		b := AppendReport(nil, s)
@@ -186,6 +194,10 @@ func TestParseReportErrors(t *testing.T) {
 		"rank=0 state=blocked records=1 stacks=0\n",
 		"rank=0 state=blocked records=1 stacks=0\nperr=1\n",
 		"rank=0 state=blocked records=999 stacks=0\n",
+		"rank=0 state=blocked records=0 stacks=0 done=1\n",
+		"rank=0 state=blocked records=0 stacks=0 done=1\nperr=1\n",
+		"rank=0 state=blocked records=0 stacks=0 done=999\n",
+		"rank=0 state=blocked records=0 stacks=0 done=-1\n",
 		"rank=0 state=running records=0 stacks=5\nabc\n",
 		"rank=0 state=running records=0 stacks=3\nabcd\n",
 		"rank=0 state=running records=0 stacks=3\nabc",
@@ -237,6 +249,7 @@ func FuzzParseRecord(f *testing.F) {
 func FuzzParseReport(f *testing.F) {
 	f.Add("rank=3 host=node%201 state=blocked progress=12 omitted=0 records=1 stacks=4\ncall=Recv peer=1 tag=0\nabcd\n")
 	f.Add("rank=0 state=running records=0 stacks=0\n")
+	f.Add("rank=2 state=blocked records=1 stacks=2 done=1\ncall=Barrier seq=2\ncall=Bcast seq=1 root=0\nab\n")
 	f.Add("rank=1 state=blocked records=2 stacks=0 x=y\ncall=Barrier seq=1 members=0-1\ncall=Recv peer=-1\n")
 	f.Add("rank=1 host=h state=foreign progress=9 omitted=0 records=0 stacks=0 pid=4242 pmi=PMIx pmiwait=fence pmisince=31000000000\n")
 	f.Add("rank=0 state=finalized records=0 stacks=0 pid=7 end=exit%200 pmi=PMI-1 pmilast=finalize pmifinalized=1\n")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/rpc"
 	"os"
@@ -43,7 +44,17 @@ import (
 //	                (GORMA_PROCS applied) and finalizes
 //	deadlock        rank 0 receives from rank 1, which calls Finalize: both wait for ever
 //	mismatch        rank 0 calls window.Allocate, the others Allreduce: all wait for ever
-//	mismatchroot N  Reduce of N float64s: rank 0 names root 0, the others root 1; all wait for ever
+//	mismatchroot N  Reduce of N float64s: rank 0 names root 0, the others root 1
+//	mismatchgb N    the last rank calls Bcast of N float64s, the others Gather of N float64s,
+//	                both with root 0
+//	mismatchba N    rank 0 calls Bcast of N float64s with root 0, the others Allreduce (Sum)
+//	                of N float64s
+//	                In these three modes a rank prints "rtprog: rank R: MODE: the call
+//	                returned: ERROR" when its call fails, then waits in runtime.Barrier and
+//	                exits 1. A rank whose call returns nil calls collectives.Barrier next and
+//	                prints "the call returned nil, the next: ERROR" in the same way. A rank
+//	                prints "rtprog: rank R: MODE: buffer written" when its call wrote into
+//	                its receive buffer (N float64s by default 1)
 //	stranded        every rank prints "ready RANK PID"; rank 0 then sleeps, the others
 //	                enter a Barrier (which cannot complete). A rank whose Barrier fails
 //	                prints "rtprog: rank R: ERROR" on stderr and then waits for ever, as a
@@ -189,18 +200,8 @@ func main() {
 			err = collectives.Allreduce(ctx, w, []float64{1}, make([]float64, 1), collectives.Sum[float64]())
 		}
 		mismatched(ctx, w, fmt.Sprintf("rank %d: mismatch: the call returned: %v", rank, err), err)
-	case "mismatchroot":
-		// Reduce of ELEMS float64s (default 1): rank 0 names root 0, the others root 1.
-		n := 1
-		if len(os.Args) > 2 {
-			n, _ = strconv.Atoi(os.Args[2])
-		}
-		root := 1
-		if rank == 0 {
-			root = 0
-		}
-		err = collectives.Reduce(ctx, w, make([]float64, n), make([]float64, n), collectives.Sum[float64](), root)
-		mismatched(ctx, w, fmt.Sprintf("rank %d: mismatchroot: the call returned: %v", rank, err), err)
+	case "mismatchroot", "mismatchgb", "mismatchba":
+		mismatchPair(ctx, w, mode)
 	case "mismatchop":
 		// The last rank reduces with Max while the others reduce with Sum.
 		op := collectives.Sum[float64]()
@@ -398,6 +399,61 @@ func nilTarget() *int { return nil }
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "rtprog: "+format+"\n", args...)
 	os.Exit(1)
+}
+
+// mismatchPair runs mode mismatchroot, mismatchgb or mismatchba (see the list of
+// behaviours). Every buffer the call may write starts as NaN, and a call that does not
+// match must leave it so.
+func mismatchPair(ctx context.Context, w *runtime.World, mode string) {
+	n := 1
+	if len(os.Args) > 2 {
+		n, _ = strconv.Atoi(os.Args[2])
+	}
+	rank, size := w.Rank(), w.Size()
+	var recv []float64 // what the call may write
+	var err error
+	switch {
+	case mode == "mismatchgb" && rank == size-1 || mode == "mismatchba" && rank == 0:
+		buf := nanSlice(n)
+		if rank == 0 { // the root's buffer is its data
+			buf = make([]float64, n)
+		} else {
+			recv = buf
+		}
+		err = collectives.Bcast(ctx, w, buf, 0)
+	case mode == "mismatchgb":
+		if rank == 0 {
+			recv = nanSlice(n * size)
+		}
+		err = collectives.Gather(ctx, w, make([]float64, n), recv, 0)
+	case mode == "mismatchroot":
+		root := min(rank, 1)
+		recv = nanSlice(n)
+		err = collectives.Reduce(ctx, w, make([]float64, n), recv, collectives.Sum[float64](), root)
+	default:
+		recv = nanSlice(n)
+		err = collectives.Allreduce(ctx, w, make([]float64, n), recv, collectives.Sum[float64]())
+	}
+	for _, v := range recv {
+		if !math.IsNaN(v) {
+			fmt.Fprintf(os.Stderr, "rtprog: rank %d: %s: buffer written\n", rank, mode)
+			break
+		}
+	}
+	if err != nil {
+		mismatched(ctx, w, fmt.Sprintf("rank %d: %s: the call returned: %v", rank, mode, err), err)
+	}
+	err = collectives.Barrier(ctx, w)
+	mismatched(ctx, w, fmt.Sprintf("rank %d: %s: the call returned nil, the next: %v", rank, mode, err), err)
+}
+
+// nanSlice returns n NaNs.
+func nanSlice(n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = math.NaN()
+	}
+	return s
 }
 
 // mismatched prints msg and exits 1. When err is a mismatch that every rank found

@@ -49,6 +49,24 @@ type Track struct {
 	word  atomic.Uint64           // len(name)<<48 | the call's number on the World
 	since atomic.Int64            // Now at Begin
 	ends  atomic.Uint64           // calls ended (End): the rank's progress in hang reports
+	done  [doneSlots]doneCall     // the last collective calls ended, call k of doneN in done[k%doneSlots]
+	doneN atomic.Uint64           // collective calls ended (End) and kept in done
+}
+
+// DoneKept is how many of its last ended collective calls a Track keeps (TrackDone).
+// A rank that returned early from a rooted call keeps going, through rooted calls
+// that return early too, until a call waits for the others: the few last calls
+// hold the one the others are still in.
+const DoneKept = 4
+
+// doneSlots holds one entry more than DoneKept: the one End may be writing.
+const doneSlots = DoneKept + 1
+
+// doneCall is one ended collective call: name, number and details as begin stored them.
+type doneCall struct {
+	name atomic.Pointer[byte]
+	word atomic.Uint64 // len(name)<<48 | the call's number
+	sig  atomic.Pointer[CallSig]
 }
 
 // NewTrack returns a Track on a World whose collective calls calls counts.
@@ -122,10 +140,53 @@ func (t *Track) begin(call string, seq uint64) {
 	t.name.Store(unsafe.StringData(call))
 }
 
-// End marks the end of the call Begin named, and counts it among the calls t ended.
+// End marks the end of the call Begin named, and counts it among the calls t ended. A
+// collective call joins the last DoneKept ended ones (TrackDone).
 func (t *Track) End() {
+	if w := t.word.Load(); w&(1<<48-1) != 0 {
+		n := t.doneN.Load() // End's caller is the one goroutine that runs t's calls
+		d := &t.done[n%doneSlots]
+		d.name.Store(t.name.Load())
+		d.word.Store(w)
+		d.sig.Store(t.sig.Load())
+		t.doneN.Store(n + 1)
+	}
 	t.name.Store(nil)
 	t.ends.Add(1)
+}
+
+// TrackDone calls f with each of the last collective calls t ended, oldest first: name,
+// number and details (nil for none). It may run while t's goroutine ends calls: it
+// leaves out a call whose entry End may have overwritten while it read.
+func TrackDone(t *Track, f func(call string, seq uint64, sig *CallSig)) {
+	n := t.doneN.Load()
+	first := n - min(n, DoneKept)
+	var got [DoneKept]struct {
+		call string
+		seq  uint64
+		sig  *CallSig
+	}
+	for k := first; k < n; k++ {
+		d, g := &t.done[k%doneSlots], &got[k-first]
+		p, w := d.name.Load(), d.word.Load()
+		if p == nil {
+			continue
+		}
+		g.call, g.seq, g.sig = unsafe.String(p, int(w>>48)), w&(1<<48-1), d.sig.Load()
+	}
+	// End writes entry n%doneSlots before it counts it, so an entry k read above is
+	// whole if no End of call k+doneSlots had begun: k+doneSlots > the count now.
+	now := t.doneN.Load()
+	for k := first; k < n; k++ {
+		g := got[k-first]
+		if k+doneSlots <= now || g.call == "" {
+			continue
+		}
+		if g.sig != nil && g.sig.Call != g.call {
+			g.sig = nil
+		}
+		f(g.call, g.seq, g.sig)
+	}
 }
 
 // Progress returns how many calls t has ended, and the number of the World's last

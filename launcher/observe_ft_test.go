@@ -18,8 +18,9 @@ import (
 // TestObserveFT runs obsprog's ft mode under --ft, --profile and --trace, and SIGKILLs one
 // rank of four once every rank has run the pattern: rank 2, and rank 0, which would
 // gather the job's files. The survivors' Barriers fail, they revoke the World and
-// finalize. job.json, summary.txt and the timeline must hold the three survivors' data
-// and name the dead rank as failed.
+// finalize. job.json and summary.txt must hold the three survivors' data and name the
+// dead rank as failed. The timeline holds the survivors' data and the dead rank's, from
+// the flight recorder its agent kept, and names it dead and how.
 func TestObserveFT(t *testing.T) {
 	bin := obsprogProg.path(t)
 	const n = 4
@@ -36,6 +37,7 @@ func TestObserveFT(t *testing.T) {
 			stdout, stderr := gl.rest(), gl.stderr.String()
 			want := []string{
 				fmt.Sprintf("golaunch: rank %d (host %s, pid %d) killed by signal 9 (SIGKILL); job continued (--ft)", victim, hostName(), pids[victim]),
+				"golaunch: the timeline of 1 failed ranks up to their end is added to the survivors' in " + tpath,
 				fmt.Sprintf("golaunch: --ft: 1 of %d ranks failed: %d", n, victim),
 			}
 			if sum := summaryLines(stderr); code != 0 || !slices.Equal(sum, want) {
@@ -49,7 +51,7 @@ func TestObserveFT(t *testing.T) {
 				}
 			}
 			checkFTProfile(t, pdir, n, victim, survivors)
-			checkFTTimeline(t, tpath, n, victim, survivors)
+			checkFTTimeline(t, tpath, n, victim)
 		})
 	}
 }
@@ -98,9 +100,10 @@ func checkFTProfile(t *testing.T, dir string, n, victim int, survivors []int) {
 }
 
 // checkFTTimeline checks the merged timeline with rank victim dead: otherData names the
-// job's size and the failed rank, each survivor has its process and its region, the
-// victim a process named failed, and every flow between survivors joins its ends.
-func checkFTTimeline(t *testing.T, path string, n, victim int, survivors []int) {
+// job's size, no rank without a timeline and the dead rank with how it died; every rank
+// has its process and its region, the victim's named dead, and every flow joins its
+// ends, those to and from the victim among them.
+func checkFTTimeline(t *testing.T, path string, n, victim int) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -108,15 +111,17 @@ func checkFTTimeline(t *testing.T, path string, n, victim int, survivors []int) 
 	}
 	var meta struct {
 		OtherData struct {
-			Ranks  int   `json:"ranks"`
-			Failed []int `json:"failed_ranks"`
+			Ranks  int               `json:"ranks"`
+			Failed []int             `json:"failed_ranks"`
+			Died   map[string]string `json:"died_ranks"`
 		} `json:"otherData"`
 	}
 	if err := json.Unmarshal(b, &meta); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	if meta.OtherData.Ranks != n || !slices.Equal(meta.OtherData.Failed, []int{victim}) {
-		t.Errorf("the timeline's otherData %+v, want %d ranks and failed [%d]", meta.OtherData, n, victim)
+	how := "killed by signal 9 (SIGKILL)"
+	if o := meta.OtherData; o.Ranks != n || len(o.Failed) != 0 || len(o.Died) != 1 || o.Died[fmt.Sprint(victim)] != how {
+		t.Errorf("the timeline's otherData %+v, want %d ranks, none failed, rank %d died %s", o, n, victim, how)
 	}
 	tf := readTrace(t, path)
 	names := map[int]string{}
@@ -127,24 +132,23 @@ func checkFTTimeline(t *testing.T, path string, n, victim int, survivors []int) 
 			names[e.Pid-1], _ = e.Args["name"].(string)
 		case e.Ph == "X" && e.Cat == "region" && e.Name == "reduce phase":
 			regions[e.Pid-1] = true
-		case e.Ph == "X" && e.Pid-1 == victim:
-			t.Fatalf("the dead rank %d has an event in the timeline: %+v", victim, e)
 		}
 	}
-	if len(names) != n || !strings.Contains(names[victim], "failed") {
-		t.Errorf("the timeline's processes %v, want %d with rank %d's named failed", names, n, victim)
+	if want := fmt.Sprintf("rank %d (died before Finalize: %s)", victim, how); len(names) != n || names[victim] != want {
+		t.Errorf("the timeline's processes %v, want %d with rank %d's %q", names, n, victim, want)
 	}
-	for _, r := range survivors {
+	for r := range n {
 		if !regions[r] {
-			t.Errorf("survivor %d has no region \"reduce phase\" in the timeline", r)
+			t.Errorf("rank %d has no region \"reduce phase\" in the timeline", r)
 		}
 	}
 	flows := checkFlows(t, tf)
-	for _, me := range survivors {
-		if right := (me + 1) % n; right != victim && flows[[3]int{me, right, 4}] != 1 {
+	for me := range n {
+		if right := (me + 1) % n; flows[[3]int{me, right, 4}] != 1 {
 			t.Errorf("rank %d to %d: no flow of the 1 MiB message: %v", me, right, flows)
 		}
 	}
+	checkNoDumps(t, path)
 }
 
 // TestObserveRefused: --profile and --trace paths that no rank could create make golaunch

@@ -772,6 +772,11 @@ wait:
 		break wait
 	}
 	s.crashTimeline()
+	if dir := profileDir(s.spec.Env, s.spec.Dir); dir != "" && s.fail != nil {
+		if line := crashProfile(dir, s.ranks); line != "" {
+			fmt.Fprintln(s.stderr, line)
+		}
+	}
 	if len(s.failed) > 0 {
 		fmt.Fprintln(s.stderr, s.ftSummary())
 	}

@@ -17,10 +17,11 @@ import (
 
 // TestObserveFT runs obsprog's ft mode under --ft, --profile and --trace, and SIGKILLs one
 // rank of four once every rank has run the pattern: rank 2, and rank 0, which would
-// gather the job's files. The survivors' Barriers fail, they revoke the World and
-// finalize. job.json and summary.txt must hold the three survivors' data and name the
-// dead rank as failed. The timeline holds the survivors' data and the dead rank's, from
-// the flight recorder its agent kept, and names it dead and how.
+// gather the job's files. The survivors' Barriers fail; they revoke the World, shrink
+// it, agree on the shrunk World and finalize. job.json and summary.txt must hold the
+// three survivors' data and name the dead rank as failed. The timeline holds the
+// survivors' data and the dead rank's, from the flight recorder its agent kept, names it
+// dead and how, and shows the survivors' Revoke, Shrink and Agree.
 func TestObserveFT(t *testing.T) {
 	bin := obsprogProg.path(t)
 	const n = 4
@@ -148,7 +149,71 @@ func checkFTTimeline(t *testing.T, path string, n, victim int) {
 			t.Errorf("rank %d to %d: no flow of the 1 MiB message: %v", me, right, flows)
 		}
 	}
+	checkULFM(t, tf, n, victim)
+	checkWaitNames(t, tf)
 	checkNoDumps(t, path)
+}
+
+// checkULFM checks that each rank but victim has in the timeline one event of each of
+// the ULFM calls obsprog's ft mode makes: Revoke, Shrink, Agree.
+func checkULFM(t *testing.T, tf *traceFile, n, victim int) {
+	t.Helper()
+	calls := map[int]map[string]int{}
+	for _, e := range tf.TraceEvents {
+		if e.Ph == "X" && e.Cat == "call" {
+			if calls[e.Pid-1] == nil {
+				calls[e.Pid-1] = map[string]int{}
+			}
+			calls[e.Pid-1][e.Name]++
+		}
+	}
+	for r := range n {
+		for _, c := range []string{"Revoke", "Shrink", "Agree"} {
+			if got := calls[r][c]; r != victim && got != 1 {
+				t.Errorf("rank %d: %d %s events in the timeline, want 1 (its calls: %v)", r, got, c, calls[r])
+			}
+		}
+	}
+}
+
+// checkWaitNames checks that the timeline tells the runtime's own receives from the
+// program's: per rank, no more waits named Irecv than the program's Irecv calls, and
+// the receives of the runtime's own (a window's, a collective's) waited on as
+// "Irecv (internal)". obsprog's window calls wait on such receives.
+func checkWaitNames(t *testing.T, tf *traceFile) {
+	t.Helper()
+	type count struct{ user, userWaits, inner, innerWaits int }
+	by := map[int]*count{}
+	for _, e := range tf.TraceEvents {
+		if e.Ph != "X" {
+			continue
+		}
+		c := by[e.Pid-1]
+		if c == nil {
+			c = &count{}
+			by[e.Pid-1] = c
+		}
+		switch {
+		case e.Cat == "recv" && e.Name == "Irecv":
+			c.user++
+		case e.Cat == "wait" && e.Name == "Irecv":
+			c.userWaits++
+		case e.Cat == "recv" && e.Name == "Irecv (internal)":
+			c.inner++
+		case e.Cat == "wait" && e.Name == "Irecv (internal)":
+			c.innerWaits++
+		}
+	}
+	inner := 0
+	for r, c := range by {
+		if c.userWaits > c.user || c.innerWaits > c.inner {
+			t.Errorf("rank %d: %+v: more waits on Irecvs than Irecvs of their kind", r, *c)
+		}
+		inner += c.innerWaits
+	}
+	if inner == 0 {
+		t.Errorf("no wait named \"Irecv (internal)\" in the timeline: %v", by)
+	}
 }
 
 // TestObserveRefused: --profile and --trace paths that no rank could create make golaunch

@@ -182,6 +182,7 @@ func TestObserve(t *testing.T) {
 					t.Errorf("rank %d: Isend, self-send, Sendrecv or Ssend flows missing: %v", me, flows)
 				}
 			}
+			checkWaitNames(t, tf)
 			checkObsProfile(t, pdir, n)
 		})
 	}

@@ -17,11 +17,11 @@ import (
 
 // TestObserveFT runs obsprog's ft mode under --ft, --profile and --trace, and SIGKILLs one
 // rank of four once every rank has run the pattern: rank 2, and rank 0, which would
-// gather the job's files. The survivors' Barriers fail; they revoke the World, shrink
-// it, agree on the shrunk World and finalize. job.json and summary.txt must hold the
+// gather the job's files. The survivors' Barriers fail; they revoke the World, agree on
+// it, shrink it and finalize. job.json and summary.txt must hold the
 // three survivors' data and name the dead rank as failed. The timeline holds the
 // survivors' data and the dead rank's, from the flight recorder its agent kept, names it
-// dead and how, and shows the survivors' Revoke, Shrink and Agree.
+// dead and how, and shows the survivors' Revoke, Agree and Shrink.
 func TestObserveFT(t *testing.T) {
 	bin := obsprogProg.path(t)
 	const n = 4

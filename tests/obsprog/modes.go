@@ -13,8 +13,8 @@ import (
 
 // ft runs mode ft, under golaunch --ft: the pattern of run, then "ready RANK PID", then
 // Barriers until one fails with a peer's failure (the test kills a rank meanwhile). The
-// survivor then recovers as a ULFM program does: it revokes the World, shrinks it, and
-// agrees on the shrunk World.
+// survivor then recovers as a ULFM program does: it revokes the World, agrees on it, and
+// shrinks it.
 func ft(ctx context.Context, w *runtime.World) error {
 	if err := run(ctx, w); err != nil {
 		return err
@@ -31,11 +31,12 @@ func ft(ctx context.Context, w *runtime.World) error {
 	if err := w.Revoke(); err != nil {
 		return err
 	}
+	// The failure is not acknowledged: every survivor's Agree reports it.
+	if _, err := w.Agree(ctx, 1); !errors.Is(err, runtime.ErrProcFailed) {
+		return fmt.Errorf("agree: %v, want the failure", err)
+	}
 	s, err := w.Shrink(ctx)
 	if err != nil {
-		return err
-	}
-	if _, err := s.Agree(ctx, 1); err != nil {
 		return err
 	}
 	return s.Free()

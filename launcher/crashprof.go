@@ -21,7 +21,9 @@ import (
 // failed with ranks that did not finalize, the submitter writes the job's files itself
 // from the profiles of the ranks that finalized (prof.<rank>.json in DIR, as read on its
 // host), with the others missing and the dead ones failed, and says so in one line
-// (crashProfile). With no such profile it writes nothing and its line says why.
+// (crashProfile). With no such profile it writes nothing and its line says why. A job's
+// profile that the gatherer wrote after the ranks' own (a rank died after it handed its
+// profile in) stands (gatheredProfile).
 
 // profileDir returns the folder of the job's profile that env (the job's -x variables)
 // or golaunch's own environment asks for, absolute against dir, or "".
@@ -60,6 +62,9 @@ func crashProfile(dir string, ranks []rankState) string {
 		return ""
 	}
 	why := deadText(dead, ranks, ended)
+	if n, ok := gatheredProfile(dir, len(ranks), len(docs)); ok {
+		return fmt.Sprintf("golaunch: --profile %s: the job's profile, which the ranks wrote, holds %d ranks: %s", dir, n, why)
+	}
 	if len(docs) == 0 {
 		return fmt.Sprintf("golaunch: --profile %s: no profile written: %s (each rank writes its profile at Finalize; under --ft the survivors write theirs)", dir, why)
 	}
@@ -83,6 +88,32 @@ func deadText(dead []int, ranks []rankState, ended []int) string {
 		parts = append(parts, "the job's end took ranks "+listRanks(ended)+" before Finalize")
 	}
 	return strings.Join(parts, ", and ")
+}
+
+// gatheredProfile reports whether dir holds a job's profile of size ranks that the
+// gatherer wrote after the ranks' own profiles (a rank died after it handed its profile
+// in), with at least have ranks, and how many ranks it holds. That profile stands.
+func gatheredProfile(dir string, size, have int) (int, bool) {
+	path := filepath.Join(dir, "job.json")
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, false
+	}
+	for r := range size {
+		if ri, err := os.Stat(filepath.Join(dir, "prof."+strconv.Itoa(r)+".json")); err == nil && ri.ModTime().After(fi.ModTime()) {
+			return 0, false // an earlier job's
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	job, err := prof.ReadJob(f)
+	if err != nil || job.Size != size || size-len(job.Missing) < max(have, 1) {
+		return 0, false
+	}
+	return size - len(job.Missing), true
 }
 
 // readRankProfile returns rank's profile document in dir, of a job of size ranks, or nil.

@@ -7,13 +7,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorma-hpc/gorma/internal/prof"
 )
 
 // TestCrashProfile: of a job in which rank 1 died and ranks 0 and 2 finalized, the
 // submitter writes the job's profile from the two ranks' own, with rank 1 missing and
-// failed, and its line names rank 1 and how it died.
+// failed, and its line names rank 1 and how it died. A job.json newer than the ranks'
+// profiles stands.
 func TestCrashProfile(t *testing.T) {
 	dir := t.TempDir()
 	const n = 3
@@ -52,6 +54,18 @@ func TestCrashProfile(t *testing.T) {
 	s, err := os.ReadFile(filepath.Join(dir, "summary.txt"))
 	if err != nil || !strings.Contains(string(s), "ranks that failed before Finalize (no profile): [1]\n") {
 		t.Errorf("summary.txt (%v) does not name rank 1 failed:\n%s", err, s)
+	}
+	// A job.json newer than every rank's profile is the gatherer's: it stands.
+	want = fmt.Sprintf("golaunch: --profile %s: the job's profile, which the ranks wrote, holds 2 ranks: rank 1 died before Finalize (killed by signal 9 (SIGKILL))", dir)
+	if line := crashProfile(dir, ranks); line != want {
+		t.Errorf("with the job's profile in place: line %q, want %q", line, want)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "prof.2.json"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	if line := crashProfile(dir, ranks); !strings.Contains(line, "the job's profile holds the 2 ranks that finalized") {
+		t.Errorf("with a job.json older than a rank's profile: line %q, want it written again", line)
 	}
 	if line := crashProfile(dir, []rankState{{finalized: true}, {finalized: true}, {finalized: true}}); line != "" {
 		t.Errorf("every rank finalized, yet the line %q", line)

@@ -41,6 +41,10 @@ func Continue(w io.Writer, r io.Reader, add []int) (*Merger, Doc, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	var doc Doc
+	peers := make([][]byte, len(add)) // an event's args naming a rank of add as its peer
+	for i, a := range add {
+		peers[i] = []byte(`"peer":` + strconv.Itoa(a) + `,`)
+	}
 	dropPid := 0 // the pid of the failed rank's process name just left out
 	head, tail := false, false
 	for sc.Scan() {
@@ -63,7 +67,7 @@ func Continue(w io.Writer, r io.Reader, add []int) (*Merger, Doc, error) {
 		if len(line) == 0 {
 			continue
 		}
-		ev, err := readDocEvent(line)
+		ev, err := readDocEvent(line, peers)
 		if err != nil {
 			return nil, doc, err
 		}
@@ -108,11 +112,13 @@ type docEvent struct {
 }
 
 // readDocEvent reads the line of one event, decoding it only when it may matter to
-// Continue: a metadata event, a flow, or an event with a message's number.
-func readDocEvent(line []byte) (docEvent, error) {
+// Continue: a metadata event, a flow, or an event with a message's number whose args
+// hold one of peers.
+func readDocEvent(line []byte, peers [][]byte) (docEvent, error) {
 	var ev docEvent
-	if !bytes.Contains(line, []byte(`"ph":"M"`)) && !bytes.Contains(line, []byte(`"cat":"flow"`)) &&
-		!bytes.Contains(line, []byte(`"msg":`)) {
+	keep := bytes.Contains(line, []byte(`"ph":"M"`)) || bytes.Contains(line, []byte(`"cat":"flow"`)) ||
+		bytes.Contains(line, []byte(`"msg":`)) && slices.ContainsFunc(peers, func(p []byte) bool { return bytes.Contains(line, p) })
+	if !keep {
 		return ev, nil
 	}
 	if err := json.Unmarshal(line, &ev); err != nil {

@@ -104,6 +104,7 @@ type rankState struct {
 	failed                   bool   // --ft: it failed and the job went on (tolerate)
 	earlyExit                bool   // exited 0 without PMI before any rank reached PMI init
 	end                      string // how its process ended (endText), once done
+	died                     string // how it died before Finalize, not by its agent's signal nor after another's failure: "killed by signal 9 (SIGKILL)"
 }
 
 type subEvent struct {
@@ -337,6 +338,9 @@ func (s *submitter) rankEnded(l *agentLink, m *exitMsg) {
 	}
 	if f == nil && !m.Finalized && !m.Connected {
 		r.earlyExit = true
+	}
+	if f != nil && !m.Finalized && !m.OwnSignal && !m.PeerFailed {
+		r.died = strings.TrimPrefix(strings.TrimPrefix(f.what, rankLabel(m.Rank, l.host, m.Pid)), " ")
 	}
 	switch {
 	case f == nil && !m.Finalized:
@@ -768,6 +772,11 @@ wait:
 		break wait
 	}
 	s.crashTimeline()
+	if dir := profileDir(s.spec.Env, s.spec.Dir); dir != "" && s.fail != nil {
+		if line := crashProfile(dir, s.ranks); line != "" {
+			fmt.Fprintln(s.stderr, line)
+		}
+	}
 	if len(s.failed) > 0 {
 		fmt.Fprintln(s.stderr, s.ftSummary())
 	}

@@ -17,9 +17,11 @@ import (
 
 // TestObserveFT runs obsprog's ft mode under --ft, --profile and --trace, and SIGKILLs one
 // rank of four once every rank has run the pattern: rank 2, and rank 0, which would
-// gather the job's files. The survivors' Barriers fail, they revoke the World and
-// finalize. job.json, summary.txt and the timeline must hold the three survivors' data
-// and name the dead rank as failed.
+// gather the job's files. The survivors' Barriers fail; they revoke the World, agree on
+// it, shrink it and finalize. job.json and summary.txt must hold the
+// three survivors' data and name the dead rank as failed. The timeline holds the
+// survivors' data and the dead rank's, from the flight recorder its agent kept, names it
+// dead and how, and shows the survivors' Revoke, Agree and Shrink.
 func TestObserveFT(t *testing.T) {
 	bin := obsprogProg.path(t)
 	const n = 4
@@ -36,6 +38,7 @@ func TestObserveFT(t *testing.T) {
 			stdout, stderr := gl.rest(), gl.stderr.String()
 			want := []string{
 				fmt.Sprintf("golaunch: rank %d (host %s, pid %d) killed by signal 9 (SIGKILL); job continued (--ft)", victim, hostName(), pids[victim]),
+				"golaunch: the timeline of 1 failed ranks up to their end is added to the survivors' in " + tpath,
 				fmt.Sprintf("golaunch: --ft: 1 of %d ranks failed: %d", n, victim),
 			}
 			if sum := summaryLines(stderr); code != 0 || !slices.Equal(sum, want) {
@@ -49,7 +52,7 @@ func TestObserveFT(t *testing.T) {
 				}
 			}
 			checkFTProfile(t, pdir, n, victim, survivors)
-			checkFTTimeline(t, tpath, n, victim, survivors)
+			checkFTTimeline(t, tpath, n, victim)
 		})
 	}
 }
@@ -98,9 +101,10 @@ func checkFTProfile(t *testing.T, dir string, n, victim int, survivors []int) {
 }
 
 // checkFTTimeline checks the merged timeline with rank victim dead: otherData names the
-// job's size and the failed rank, each survivor has its process and its region, the
-// victim a process named failed, and every flow between survivors joins its ends.
-func checkFTTimeline(t *testing.T, path string, n, victim int, survivors []int) {
+// job's size, no rank without a timeline and the dead rank with how it died; every rank
+// has its process and its region, the victim's named dead, and every flow joins its
+// ends, those to and from the victim among them.
+func checkFTTimeline(t *testing.T, path string, n, victim int) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -108,15 +112,17 @@ func checkFTTimeline(t *testing.T, path string, n, victim int, survivors []int) 
 	}
 	var meta struct {
 		OtherData struct {
-			Ranks  int   `json:"ranks"`
-			Failed []int `json:"failed_ranks"`
+			Ranks  int               `json:"ranks"`
+			Failed []int             `json:"failed_ranks"`
+			Died   map[string]string `json:"died_ranks"`
 		} `json:"otherData"`
 	}
 	if err := json.Unmarshal(b, &meta); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	if meta.OtherData.Ranks != n || !slices.Equal(meta.OtherData.Failed, []int{victim}) {
-		t.Errorf("the timeline's otherData %+v, want %d ranks and failed [%d]", meta.OtherData, n, victim)
+	how := "killed by signal 9 (SIGKILL)"
+	if o := meta.OtherData; o.Ranks != n || len(o.Failed) != 0 || len(o.Died) != 1 || o.Died[fmt.Sprint(victim)] != how {
+		t.Errorf("the timeline's otherData %+v, want %d ranks, none failed, rank %d died %s", o, n, victim, how)
 	}
 	tf := readTrace(t, path)
 	names := map[int]string{}
@@ -127,23 +133,86 @@ func checkFTTimeline(t *testing.T, path string, n, victim int, survivors []int) 
 			names[e.Pid-1], _ = e.Args["name"].(string)
 		case e.Ph == "X" && e.Cat == "region" && e.Name == "reduce phase":
 			regions[e.Pid-1] = true
-		case e.Ph == "X" && e.Pid-1 == victim:
-			t.Fatalf("the dead rank %d has an event in the timeline: %+v", victim, e)
 		}
 	}
-	if len(names) != n || !strings.Contains(names[victim], "failed") {
-		t.Errorf("the timeline's processes %v, want %d with rank %d's named failed", names, n, victim)
+	if want := fmt.Sprintf("rank %d (died before Finalize: %s)", victim, how); len(names) != n || names[victim] != want {
+		t.Errorf("the timeline's processes %v, want %d with rank %d's %q", names, n, victim, want)
 	}
-	for _, r := range survivors {
+	for r := range n {
 		if !regions[r] {
-			t.Errorf("survivor %d has no region \"reduce phase\" in the timeline", r)
+			t.Errorf("rank %d has no region \"reduce phase\" in the timeline", r)
 		}
 	}
 	flows := checkFlows(t, tf)
-	for _, me := range survivors {
-		if right := (me + 1) % n; right != victim && flows[[3]int{me, right, 4}] != 1 {
+	for me := range n {
+		if right := (me + 1) % n; flows[[3]int{me, right, 4}] != 1 {
 			t.Errorf("rank %d to %d: no flow of the 1 MiB message: %v", me, right, flows)
 		}
+	}
+	checkULFM(t, tf, n, victim)
+	checkWaitNames(t, tf)
+	checkNoDumps(t, path)
+}
+
+// checkULFM checks that each rank but victim has in the timeline one event of each of
+// the ULFM calls obsprog's ft mode makes: Revoke, Shrink, Agree.
+func checkULFM(t *testing.T, tf *traceFile, n, victim int) {
+	t.Helper()
+	calls := map[int]map[string]int{}
+	for _, e := range tf.TraceEvents {
+		if e.Ph == "X" && e.Cat == "call" {
+			if calls[e.Pid-1] == nil {
+				calls[e.Pid-1] = map[string]int{}
+			}
+			calls[e.Pid-1][e.Name]++
+		}
+	}
+	for r := range n {
+		for _, c := range []string{"Revoke", "Shrink", "Agree"} {
+			if got := calls[r][c]; r != victim && got != 1 {
+				t.Errorf("rank %d: %d %s events in the timeline, want 1 (its calls: %v)", r, got, c, calls[r])
+			}
+		}
+	}
+}
+
+// checkWaitNames checks that the timeline tells the runtime's own receives from the
+// program's: per rank, no more waits named Irecv than the program's Irecv calls, and
+// the receives of the runtime's own (a window's, a collective's) waited on as
+// "Irecv (internal)". obsprog's window calls wait on such receives.
+func checkWaitNames(t *testing.T, tf *traceFile) {
+	t.Helper()
+	type count struct{ user, userWaits, inner, innerWaits int }
+	by := map[int]*count{}
+	for _, e := range tf.TraceEvents {
+		if e.Ph != "X" {
+			continue
+		}
+		c := by[e.Pid-1]
+		if c == nil {
+			c = &count{}
+			by[e.Pid-1] = c
+		}
+		switch {
+		case e.Cat == "recv" && e.Name == "Irecv":
+			c.user++
+		case e.Cat == "wait" && e.Name == "Irecv":
+			c.userWaits++
+		case e.Cat == "recv" && e.Name == "Irecv (internal)":
+			c.inner++
+		case e.Cat == "wait" && e.Name == "Irecv (internal)":
+			c.innerWaits++
+		}
+	}
+	inner := 0
+	for r, c := range by {
+		if c.userWaits > c.user || c.innerWaits > c.inner {
+			t.Errorf("rank %d: %+v: more waits on Irecvs than Irecvs of their kind", r, *c)
+		}
+		inner += c.innerWaits
+	}
+	if inner == 0 {
+		t.Errorf("no wait named \"Irecv (internal)\" in the timeline: %v", by)
 	}
 }
 

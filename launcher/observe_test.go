@@ -182,6 +182,7 @@ func TestObserve(t *testing.T) {
 					t.Errorf("rank %d: Isend, self-send, Sendrecv or Ssend flows missing: %v", me, flows)
 				}
 			}
+			checkWaitNames(t, tf)
 			checkObsProfile(t, pdir, n)
 		})
 	}
@@ -319,6 +320,8 @@ func TestObserveHang(t *testing.T) {
 // a write through a nil pointer), and the abort ends the others. golaunch merges every
 // rank's flight recorder, which outlived its process, into the trace file and says
 // where it is: the crashed rank's events up to the crash are there, and the others'.
+// The crashed rank's process, and otherData, name it dead and how; the ranks the abort
+// ended are not named dead.
 func TestObserveCrash(t *testing.T) {
 	bin := obsprogProg.path(t)
 	for _, how := range []string{"panic", "nilwrite"} {
@@ -339,8 +342,40 @@ func TestObserveCrash(t *testing.T) {
 			if !crashed {
 				t.Error("the crashed rank 1 has no region \"before the crash\" in the timeline")
 			}
+			checkDied(t, tpath, tf, 1, "panicked: panic: ")
 			checkNoDumps(t, tpath)
 		})
+	}
+}
+
+// checkDied checks that the timeline at path, tf, names rank victim, and no other, dead
+// with how it died, which starts with how: in its process's name and in otherData.
+func checkDied(t *testing.T, path string, tf *traceFile, victim int, how string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		OtherData struct {
+			Died map[string]string `json:"died_ranks"`
+		} `json:"otherData"`
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if d := meta.OtherData.Died; len(d) != 1 || !strings.HasPrefix(d[fmt.Sprint(victim)], how) {
+		t.Errorf("otherData's died_ranks %q, want rank %d's only, %q", d, victim, how)
+	}
+	for _, e := range tf.TraceEvents {
+		if e.Ph != "M" || e.Name != "process_name" {
+			continue
+		}
+		name, _ := e.Args["name"].(string)
+		dead := strings.Contains(name, "died")
+		if want := fmt.Sprintf("rank %d (died before Finalize: %s", victim, how); e.Pid-1 == victim && !strings.HasPrefix(name, want) || e.Pid-1 != victim && dead {
+			t.Errorf("rank %d's process is named %q; want only rank %d's to start %q", e.Pid-1, name, victim, want)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package launcher
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -29,7 +30,11 @@ import (
 // When the job failed and a rank ended without Finalize, the submitter merges the copies
 // that the exit reports name and that it can read (a copy on another host needs a shared
 // file system) into the timeline's file at the end (crashTimeline), one at a time
-// (trace.ReadRing, trace.Merger), and says where it is. A rank's last hang dump gives it
+// (trace.ReadRing, trace.Merger), and says where it is. Under --ft the gatherer wrote the
+// survivors' timeline at Finalize, and the submitter adds to it the copies of the ranks
+// that failed (extendRings, trace.Continue). Either way a rank that died, not by its
+// agent's signal nor after another rank's failure, has its process named with how it
+// died, and otherData lists it under "died_ranks" (rankState.died). A rank's last hang dump gives it
 // its open calls when the ring recorded nothing after it (stillOpen). The merge places the
 // ranks by their wall clocks, from the earliest recorder's start: the clock offsets that
 // align measured stay in rank 0's memory.
@@ -164,22 +169,40 @@ func (s *submitter) noteTrace(m *exitMsg) {
 	}
 }
 
-// crashTimeline merges the ring files' copies the agents wrote (noteTrace) into the
-// timeline's file when the job failed and some rank ended without Finalize, and says
-// where it is. Otherwise the ranks' own timeline stands, and the copies of ranks that
-// failed under --ft are removed.
+// crashTimeline writes the timeline of a job in which ranks ended without Finalize,
+// from the ring files' copies the agents wrote (noteTrace), and says where it is. When
+// the job failed, it merges the copies into the timeline's file (mergeRings). When it
+// went on under --ft, the gatherer wrote the survivors' timeline, and the copies of the
+// ranks that failed are added to it (extendRings); with no such timeline, they are
+// merged alone. Each rank that died is named with how it died, the ranks the abort ended
+// are not. Otherwise the ranks' own timeline stands and the copies are removed.
 func (s *submitter) crashTimeline() {
 	if len(s.traceRings) == 0 {
 		return
 	}
 	crashed := slices.ContainsFunc(s.ranks, func(r rankState) bool { return !r.finalized })
-	if s.fail == nil || !crashed || s.trace == "" {
+	if !crashed || s.trace == "" {
 		for _, p := range s.traceRings {
 			os.Remove(p)
 		}
 		return
 	}
-	n, missing, err := mergeRings(s.trace, s.traceRings, len(s.ranks))
+	died := map[int]string{}
+	for r, st := range s.ranks {
+		if st.died != "" {
+			died[r] = st.died
+		}
+	}
+	var n int
+	var missing []int
+	var err error
+	_, statErr := os.Stat(s.trace)
+	extend := s.fail == nil && statErr == nil
+	if extend {
+		n, missing, err = extendRings(s.trace, s.traceRings, died)
+	} else {
+		n, missing, err = mergeRings(s.trace, s.traceRings, len(s.ranks), died)
+	}
 	for rank, p := range s.traceRings {
 		os.Remove(p)
 		os.Remove(trace.DumpPath(s.trace, rank))
@@ -188,24 +211,99 @@ func (s *submitter) crashTimeline() {
 	for _, p := range spills {
 		os.Remove(p)
 	}
+	fmt.Fprintln(s.stderr, timelineLine(s.trace, extend, n, missing, err))
+}
+
+// timelineLine is crashTimeline's line: where the timeline is, of how many ranks, and
+// which ranks left none here; extend says the copies were added to the gatherer's.
+func timelineLine(file string, extend bool, n int, missing []int, err error) string {
 	switch {
+	case err != nil && extend:
+		return fmt.Sprintf("golaunch: adding the failed ranks' timelines to %s: %v", file, err)
 	case err != nil:
-		fmt.Fprintf(s.stderr, "golaunch: merging the ranks' timelines into %s: %v\n", s.trace, err)
+		return fmt.Sprintf("golaunch: merging the ranks' timelines into %s: %v", file, err)
+	case n == 0 && extend:
+		return fmt.Sprintf("golaunch: no failed rank's timeline can be read on this host: %s holds the survivors' only", file)
 	case n == 0:
-		fmt.Fprintf(s.stderr, "golaunch: no rank's timeline can be read on this host: %s not written\n", s.trace)
-	default:
-		line := fmt.Sprintf("golaunch: the timeline of %d ranks up to their end is in %s (open it in https://ui.perfetto.dev)", n, s.trace)
-		if len(missing) > 0 {
-			line += "; ranks " + listRanks(missing) + " left no timeline here"
-		}
-		fmt.Fprintln(s.stderr, line)
+		return fmt.Sprintf("golaunch: no rank's timeline can be read on this host: %s not written", file)
 	}
+	line := fmt.Sprintf("golaunch: the timeline of %d ranks up to their end is in %s (open it in https://ui.perfetto.dev)", n, file)
+	if extend {
+		line = fmt.Sprintf("golaunch: the timeline of %d failed ranks up to their end is added to the survivors' in %s", n, file)
+	}
+	if len(missing) > 0 {
+		line += "; ranks " + listRanks(missing) + " left no timeline here"
+	}
+	return line
+}
+
+// extendRings adds the ring files' copies at rings (by rank) to the timeline the gatherer
+// wrote at file (trace.Continue), for the ranks it names failed, one copy at a time, each
+// placed by its wall clock. died names the ranks that died and how. It returns how many
+// it added and the failed ranks still without a timeline.
+func extendRings(file string, rings map[int]string, died map[int]string) (int, []int, error) {
+	in, err := os.Open(file)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer in.Close()
+	out, err := safefile.Create(file, 0o644)
+	if err != nil {
+		return 0, nil, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			out.Abort()
+		}
+	}()
+	m, doc, err := trace.Continue(out, in, slices.Sorted(maps.Keys(rings)))
+	if err != nil {
+		return 0, nil, err
+	}
+	m.Died(died)
+	var missing []int
+	n := 0
+	for _, rank := range doc.Failed {
+		d, err := readRingCopy(rings[rank], rank)
+		if err != nil {
+			missing = append(missing, rank)
+			continue
+		}
+		d.Open = stillOpen(trace.DumpPath(file, rank), d)
+		if err := m.Add(d, d.Origin); err != nil {
+			return 0, nil, err
+		}
+		n++
+	}
+	if _, err := m.Close(trace.Job{Size: doc.Size, Failed: missing, Died: died}); err != nil {
+		return 0, nil, err
+	}
+	done = true
+	return n, missing, out.Close()
+}
+
+// readRingCopy reads the ring file's copy at path, which must be rank's.
+func readRingCopy(path string, rank int) (trace.Dump, error) {
+	if _, err := ringOrigin(path, rank); err != nil {
+		return trace.Dump{}, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return trace.Dump{}, err
+	}
+	d, err := trace.ReadRing(b)
+	if err != nil {
+		return trace.Dump{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return d, nil
 }
 
 // mergeRings merges the ring files' copies at rings (by rank) into file, for a job of
 // size ranks, one copy at a time, and returns how many it merged and the ranks it has no
-// timeline of. Times count from the earliest recorder's start.
-func mergeRings(file string, rings map[int]string, size int) (int, []int, error) {
+// timeline of. died names the ranks that died and how. Times count from the earliest
+// recorder's start.
+func mergeRings(file string, rings map[int]string, size int, died map[int]string) (int, []int, error) {
 	var ranks, missing []int
 	base := int64(math.MaxInt64)
 	for rank := range size {
@@ -231,21 +329,18 @@ func mergeRings(file string, rings map[int]string, size int) (int, []int, error)
 		}
 	}()
 	m := trace.NewMerger(f, base, size)
+	m.Died(died)
 	for _, rank := range ranks {
-		b, err := os.ReadFile(rings[rank])
+		d, err := readRingCopy(rings[rank], rank)
 		if err != nil {
 			return 0, nil, err
-		}
-		d, err := trace.ReadRing(b)
-		if err != nil {
-			return 0, nil, fmt.Errorf("%s: %w", rings[rank], err)
 		}
 		d.Open = stillOpen(trace.DumpPath(file, rank), d)
 		if err := m.Add(d, d.Origin); err != nil {
 			return 0, nil, err
 		}
 	}
-	job := trace.Job{Size: size, Failed: missing}
+	job := trace.Job{Size: size, Failed: missing, Died: died}
 	if _, err := m.Close(job); err != nil {
 		return 0, nil, err
 	}

@@ -46,7 +46,7 @@ func TestSaveRing(t *testing.T) {
 		if err != nil || path != ringPath(file, 4) {
 			t.Fatalf("saveRing: %q, %v", path, err)
 		}
-		n, missing, err := mergeRings(file, map[int]string{4: path}, 6)
+		n, missing, err := mergeRings(file, map[int]string{4: path}, 6, nil)
 		if err != nil || n != 1 || len(missing) != 5 {
 			t.Fatalf("mergeRings: %d merged, missing %v, %v; want 1 merged and ranks 0-3, 5 missing", n, missing, err)
 		}

@@ -71,7 +71,7 @@ func (h *hangWatch) endWaitLocked(r *Request) {
 	h.waiting = h.waiting[:last]
 	r.waitFrom, r.waitIdx = 0, -1
 	if r.waitObs != 0 {
-		h.e.obs.waitEventLocked(r.waitObs, r.peer, r.waitCall)
+		h.e.obs.waitEventLocked(r.waitObs, r.ctx, r.peer, r.waitCall)
 		r.waitObs = 0
 	}
 }

@@ -54,6 +54,7 @@ type observer struct {
 	leaders   []int                                      // at rank 0: each rank's host leader (align)
 	labels    [2][nLabels]uint16                         // [0]: a user's call; [1]: a layer's or the runtime's own (internal)
 	lastWait  string                                     // the call of the last Wait event, guarded by the engine's mu
+	waitInner bool                                       // whether that Wait was on an internal context
 	waitLabel uint16                                     // its label
 	inner     *[1 << 16 / ctxPerWorld / 64]atomic.Uint64 // a bit per World context: marked internal (markInternal)
 	late      *timeline                                  // at the gatherer: the timeline to merge at the end of Finalize (observe_out.go)
@@ -72,11 +73,14 @@ const (
 	lIn
 	lBarrier
 	lBarrierInter
+	lRevoke
+	lAgree
+	lShrink
 	nLabels
 )
 
 var labelNames = [nLabels]string{"Send", "Recv", "Isend", "Irecv", "Sendrecv", "Ssend", "message out", "message in",
-	"Barrier dissemination", "Barrier inter"}
+	"Barrier dissemination", "Barrier inter", "Revoke", "Agree", "Shrink"}
 
 // init readies o for job rank rank of size ranks as cfg asks.
 func (o *observer) init(cfg *config, rank, size int) {
@@ -308,10 +312,19 @@ func (o *observer) flushLocked() {
 	}
 }
 
-// waitEventLocked records a wait in call, from start (a Stamp) to now, on a request
-// whose peer is peer.
-func (o *observer) waitEventLocked(start int64, peer int, call string) {
-	o.batch.Put(trace.Wait, start, o.Stamp(), 0, 0, int32(peer), -1, o.waitLabelLocked(call))
+// waitEventLocked records a wait in call, from start (a Stamp) to now, on a request of
+// context ctx whose peer is peer. A wait on an internal context (a collective's receive,
+// a layer's) is named "call (internal)", apart from the program's own.
+func (o *observer) waitEventLocked(start int64, ctx uint16, peer int, call string) {
+	o.batch.Put(trace.Wait, start, o.Stamp(), 0, 0, int32(peer), -1, o.waitLabelLocked(call, !o.user(ctx)))
+}
+
+// ulfmEvent records the ULFM call of label (lRevoke, lAgree, lShrink) on a World of
+// context ctx, from start (stamp's) to now, when the timeline is on.
+func (o *observer) ulfmEvent(start int64, ctx uint16, label int) {
+	if start != 0 {
+		o.Event(trace.Call, start, -1, trace.NoPeer, o.labels[o.internal(ctx)][label])
+	}
 }
 
 // barrierBegin starts observing a Barrier of w when w carries a user's calls: not a
@@ -343,11 +356,15 @@ func (o *observer) barrierEnd(c subcore.ObsCall, w *World) {
 	c.End(trace.Collective, 0, trace.NoPeer, -1, o.labels[0][label])
 }
 
-// waitLabelLocked returns the label of a Wait event of call: the last one's without a
-// lookup, as waits repeat the same call.
-func (o *observer) waitLabelLocked(call string) uint16 {
-	if call != o.lastWait || o.waitLabel == 0 {
-		o.lastWait, o.waitLabel = call, o.Label(call)
+// waitLabelLocked returns the label of a Wait event of call, on an internal context when
+// inner: the last one's without a lookup, as waits repeat the same call.
+func (o *observer) waitLabelLocked(call string, inner bool) uint16 {
+	if call != o.lastWait || inner != o.waitInner || o.waitLabel == 0 {
+		name := call
+		if inner {
+			name += " (internal)"
+		}
+		o.lastWait, o.waitInner, o.waitLabel = call, inner, o.Label(name)
 	}
 	return o.waitLabel
 }

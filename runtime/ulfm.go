@@ -5,8 +5,9 @@ import (
 	"math/bits"
 )
 
-// ULFM's calls on World: Revoke, GetFailed, AckFailed, Agree and Shrink. ft.go holds
-// their state; package ulfm holds the agreement and revoke protocols; ulfm/design.md
+// ULFM's calls on World: Revoke, GetFailed, AckFailed, Agree and Shrink. Under the
+// timeline (GORMA_TRACE) Revoke, Agree and Shrink are events named by the call. ft.go
+// holds their state; package ulfm holds the agreement and revoke protocols; ulfm/design.md
 // gives their invariants. The failure detector behind them is the one the transport and
 // the launcher feed (failure.go): a peer's process seen gone on its host, its connection
 // lost across hosts, or golaunch's word. None of them is a timeout on a slow rank.
@@ -19,6 +20,7 @@ func (w *World) Revoke() error {
 		return withOp("revoke", errNilWorld)
 	}
 	e := w.e
+	start := e.obs.stamp()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.checkLocked(); err != nil {
@@ -26,6 +28,7 @@ func (w *World) Revoke() error {
 	}
 	e.ft.sendLocked(w.ft, w.ft.rv.Local())
 	e.ft.revokeLocked(w.ft)
+	e.obs.ulfmEvent(start, w.ctx, lRevoke)
 	return nil
 }
 
@@ -69,6 +72,7 @@ func (w *World) Agree(ctx context.Context, flag int) (int, error) {
 		return 0, withOp("agree", err)
 	}
 	e, fw := w.e, w.ft
+	defer e.obs.ulfmEvent(e.obs.stamp(), w.ctx, lAgree)
 	n := len(fw.members)
 	and := make([]uint64, 1+(n+63)/64)
 	and[0] = uint64(int64(flag))
@@ -102,6 +106,7 @@ func (w *World) Shrink(ctx context.Context) (*World, error) {
 		return nil, withOp("shrink", err)
 	}
 	e, fw := w.e, w.ft
+	defer e.obs.ulfmEvent(e.obs.stamp(), w.ctx, lShrink)
 	e.splitMu.Lock() // Split's lock: the context counters stay as read
 	defer e.splitMu.Unlock()
 	e.mu.Lock()

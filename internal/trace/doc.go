@@ -32,7 +32,8 @@
 // dumps one at a time: a Merger takes each dump (Add) and writes one process per rank, a
 // complete event per Event and per open call, and at Close a flow from each Send to its
 // Match. MergeJob and MergeFilesJob run one over dumps in memory and over dump files,
-// with each rank's clock offset, and name the job's size and its failed ranks. Pointer
+// with each rank's clock offset, and name the job's size, its failed ranks and its dead
+// ones. Continue goes on with a merged document, to add the dumps of ranks it lacks. Pointer
 // formats the line a hang report adds to name the rank's last event in the trace.
 //
 // Concurrency: Record, Stamp, Now, Label, Labels, Last, Snapshot and Recorded may be

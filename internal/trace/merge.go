@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -75,6 +76,10 @@ type span struct {
 type Job struct {
 	Size   int   // the job's ranks; 0 when not known
 	Failed []int // ranks without a dump: they failed before they handed it in, or it was lost
+	// Died names the ranks that died before Finalize, with how each ended ("killed by
+	// signal 9 (SIGKILL)"). A dead rank has the dump its flight recorder kept, or is among
+	// Failed. The ranks a launcher ended after a death are not in it.
+	Died map[int]string
 }
 
 // Merger writes one Chrome trace-event JSON document while the dumps come, one at a
@@ -87,8 +92,8 @@ type Merger struct {
 	stride int
 	first  bool
 	ranks  map[int]bool
-	sends  []flowOut
-	ends   []flowIn
+	died   map[int]string // Job.Died, which names the processes of Add
+	flows  flowEnds
 	st     MergeStats
 	err    error
 
@@ -110,6 +115,18 @@ func NewMerger(w io.Writer, base int64, ranks int) *Merger {
 	m.w.WriteString(`{"displayTimeUnit":"ns","traceEvents":[`)
 	return m
 }
+
+// flowEnds holds the ends of the flows until Close pairs them. Close numbers the flows
+// it writes from after, the last id of a document that Continue copied.
+type flowEnds struct {
+	sends []flowOut
+	ends  []flowIn
+	after int
+}
+
+// Died names the ranks that died before Finalize, as Job.Died does: Add names a dead
+// rank's process with how it ended. Call it before Add, with the Died of Close's Job.
+func (m *Merger) Died(died map[int]string) { m.died = died }
 
 // line writes one event of the document.
 func (m *Merger) line(b []byte) {
@@ -157,6 +174,9 @@ func (m *Merger) Add(d Dump, offset int64) error {
 	m.st.Lanes = max(m.st.Lanes, lanes)
 	pid := d.Rank + 1
 	name := "rank " + strconv.Itoa(d.Rank)
+	if how, ok := m.died[d.Rank]; ok {
+		name += " (died before Finalize: " + how + ")"
+	}
 	if dr := d.Dropped(); dr > 0 {
 		name += " (" + strconv.FormatUint(dr, 10) + " earlier events dropped)"
 	}
@@ -185,10 +205,10 @@ func (m *Merger) Add(d Dump, offset int64) error {
 		case p.open:
 			m.st.Open++
 		case p.ev.flowIn():
-			m.ends = append(m.ends, flowIn{flowKey{p.ev.Peer, int32(d.Rank), p.ev.Flow}, p.start, p.end, int32(tid)})
+			m.flows.ends = append(m.flows.ends, flowIn{flowKey{p.ev.Peer, int32(d.Rank), p.ev.Flow}, p.start, p.end, int32(tid)})
 		case p.ev.flowOut():
-			m.sends = append(m.sends, flowOut{flowKey{int32(d.Rank), p.ev.Peer, p.ev.Flow}, inside(p.start, p.end), int32(tid),
-				uint32(len(m.sends))})
+			m.flows.sends = append(m.flows.sends, flowOut{flowKey{int32(d.Rank), p.ev.Peer, p.ev.Flow}, inside(p.start, p.end), int32(tid),
+				uint32(len(m.flows.sends))})
 		}
 	}
 	return nil
@@ -205,8 +225,8 @@ func (m *Merger) place(p placed, offset int64) placed {
 func (m *Merger) tid(rank, lane int) int { return lane*m.stride + rank + 1 }
 
 // Close writes the flows, a process for each of job's failed ranks (which must have had
-// no dump), the document's end with its otherData (producer, job's size and failed
-// ranks), and flushes. It returns what the document holds.
+// no dump), the document's end with its otherData (producer, job's size, failed and
+// dead ranks, the clock's zero), and flushes. It returns what the document holds.
 func (m *Merger) Close(job Job) (MergeStats, error) {
 	if m.err != nil {
 		return m.st, m.err
@@ -216,14 +236,18 @@ func (m *Merger) Close(job Job) (MergeStats, error) {
 			return m.st, fmt.Errorf("trace: failed rank %d has a dump, is given twice or is not below %d", r, m.stride)
 		}
 		m.ranks[r] = true
-		m.b = appendMeta(m.b[:0], "process_name", r+1, m.tid(r, 0), "name", "rank "+strconv.Itoa(r)+" (failed before Finalize: no timeline)")
+		why := "failed before Finalize"
+		if how, ok := job.Died[r]; ok {
+			why = "died before Finalize: " + how
+		}
+		m.b = appendMeta(m.b[:0], "process_name", r+1, m.tid(r, 0), "name", "rank "+strconv.Itoa(r)+" ("+why+"; "+noTimeline)
 		m.line(m.b)
 		m.b = appendSortIndex(m.b[:0], r+1, m.tid(r, 0), r)
 		m.line(m.b)
 	}
 	m.writeFlows()
 	m.w.WriteString("\n],")
-	m.b = appendOtherData(m.b[:0], job)
+	m.b = appendOtherData(m.b[:0], job, m.base)
 	m.w.Write(m.b)
 	m.w.WriteString("}\n")
 	return m.st, m.w.Flush()
@@ -233,14 +257,15 @@ func (m *Merger) Close(job Job) (MergeStats, error) {
 // more have its key, and writes a flow for each pair, numbered in the order of the
 // Matches' starts.
 func (m *Merger) writeFlows() {
-	slices.SortFunc(m.sends, func(a, b flowOut) int {
+	fl := &m.flows
+	slices.SortFunc(fl.sends, func(a, b flowOut) int {
 		if c := a.key.compare(b.key); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.ord, b.ord)
 	})
-	m.sends = slices.CompactFunc(m.sends, func(a, b flowOut) bool { return a.key == b.key })
-	slices.SortFunc(m.ends, func(a, b flowIn) int {
+	fl.sends = slices.CompactFunc(fl.sends, func(a, b flowOut) bool { return a.key == b.key })
+	slices.SortFunc(fl.ends, func(a, b flowIn) int {
 		if c := a.key.compare(b.key); c != 0 {
 			return c
 		}
@@ -255,16 +280,16 @@ func (m *Merger) writeFlows() {
 	}
 	var pairs []pair
 	i := 0
-	for k := range m.ends {
-		f := &m.ends[k]
-		for i < len(m.sends) && m.sends[i].key.compare(f.key) < 0 {
+	for k := range fl.ends {
+		f := &fl.ends[k]
+		for i < len(fl.sends) && fl.sends[i].key.compare(f.key) < 0 {
 			i++
 		}
-		if i < len(m.sends) && m.sends[i].key == f.key && (k == 0 || m.ends[k-1].key != f.key) {
-			pairs = append(pairs, pair{&m.sends[i], f})
+		if i < len(fl.sends) && fl.sends[i].key == f.key && (k == 0 || fl.ends[k-1].key != f.key) {
+			pairs = append(pairs, pair{&fl.sends[i], f})
 		}
 	}
-	m.st.Unpaired = len(m.sends) + len(m.ends) - 2*len(pairs)
+	m.st.Unpaired = len(fl.sends) + len(fl.ends) - 2*len(pairs)
 	slices.SortFunc(pairs, func(a, b pair) int {
 		if a.f.start != b.f.start {
 			return cmp.Compare(a.f.start, b.f.start)
@@ -280,9 +305,9 @@ func (m *Merger) writeFlows() {
 		if fts < sts {
 			m.st.Reversed++
 		}
-		m.b = appendFlow(m.b[:0], 's', id+1, sts, int(p.s.key.from)+1, int(p.s.tid))
+		m.b = appendFlow(m.b[:0], 's', fl.after+id+1, sts, int(p.s.key.from)+1, int(p.s.tid))
 		m.line(m.b)
-		m.b = appendFlow(m.b[:0], 'f', id+1, fts, int(p.f.key.to)+1, int(p.f.tid))
+		m.b = appendFlow(m.b[:0], 'f', fl.after+id+1, fts, int(p.f.key.to)+1, int(p.f.tid))
 		m.line(m.b)
 		m.st.Flows++
 	}
@@ -316,6 +341,7 @@ func MergeFilesJob(w io.Writer, paths []string, offsets []int64, job Job) (Merge
 	}
 	base, ranks := mergeBounds(heads, offs, job)
 	m := NewMerger(w, base, ranks)
+	m.Died(job.Died)
 	for i, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -378,9 +404,10 @@ func Merge(w io.Writer, dumps []Dump, offsets []int64) (MergeStats, error) {
 	return MergeJob(w, dumps, offsets, Job{})
 }
 
-// MergeJob is Merge that also writes what job says: the job's size and its failed ranks
-// in the document's otherData ("ranks", "failed_ranks"), and a process named for each
-// failed rank, without events. A failed rank must have no dump.
+// MergeJob is Merge that also writes what job says: the job's size, its failed ranks and
+// its dead ones in the document's otherData ("ranks", "failed_ranks", "died_ranks"), a
+// process named for each failed rank, without events, and a dead rank's process named
+// with how it ended. A failed rank must have no dump.
 func MergeJob(w io.Writer, dumps []Dump, offsets []int64, job Job) (MergeStats, error) {
 	if offsets != nil && len(offsets) != len(dumps) {
 		return MergeStats{}, fmt.Errorf("trace: %d offsets for %d dumps", len(offsets), len(dumps))
@@ -399,6 +426,7 @@ func MergeJob(w io.Writer, dumps []Dump, offsets []int64, job Job) (MergeStats, 
 	}
 	base, ranks := mergeBounds(heads, offs, job)
 	m := NewMerger(w, base, ranks)
+	m.Died(job.Died)
 	for i, d := range dumps {
 		if err := m.Add(d, offs[i]); err != nil {
 			return MergeStats{}, err
@@ -407,10 +435,15 @@ func MergeJob(w io.Writer, dumps []Dump, offsets []int64, job Job) (MergeStats, 
 	return m.Close(job)
 }
 
-// appendOtherData appends the document's otherData: the producer, and job's size and
-// failed ranks when known.
-func appendOtherData(b []byte, job Job) []byte {
-	b = append(b, `"otherData":{"producer":"gorma"`...)
+// noTimeline ends the name of the process Close writes for a rank without a dump, which
+// Continue recognizes.
+const noTimeline = "no timeline)"
+
+// appendOtherData appends the document's otherData: the producer, the clock's reading at
+// time 0 (base), and job's size, failed and dead ranks when known.
+func appendOtherData(b []byte, job Job, base int64) []byte {
+	b = append(b, `"otherData":{"producer":"gorma","clock_zero_ns":`...)
+	b = strconv.AppendInt(b, base, 10)
 	if job.Size > 0 {
 		b = append(b, `,"ranks":`...)
 		b = strconv.AppendInt(b, int64(job.Size), 10)
@@ -424,6 +457,19 @@ func appendOtherData(b []byte, job Job) []byte {
 			b = strconv.AppendInt(b, int64(r), 10)
 		}
 		b = append(b, ']')
+	}
+	if len(job.Died) > 0 {
+		b = append(b, `,"died_ranks":{`...)
+		for i, r := range slices.Sorted(maps.Keys(job.Died)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = strconv.AppendInt(b, int64(r), 10)
+			b = append(b, `":`...)
+			b = appendString(b, job.Died[r])
+		}
+		b = append(b, '}')
 	}
 	return append(b, '}')
 }

@@ -320,8 +320,23 @@ func TestMergeJob(t *testing.T) {
 			t.Errorf("failed rank 2 has an event: %+v", e)
 		}
 	}
-	if len(names) != 4 || !strings.Contains(names[3], "rank 2 (failed") {
+	if len(names) != 4 || names[3] != "rank 2 (failed before Finalize; no timeline)" {
 		t.Errorf("process names %v, want 4 with rank 2's saying it failed", names)
+	}
+	died := map[int]string{1: "killed by signal 9 (SIGKILL)", 2: "exited with code 3"}
+	var dead bytes.Buffer
+	if _, err := MergeJob(&dead, dumps, offsets, Job{Size: 4, Failed: []int{2}, Died: died}); err != nil {
+		t.Fatal(err)
+	}
+	names = map[int]string{}
+	for _, e := range parseTrace(t, dead.Bytes()).TraceEvents {
+		if e.Ph == "M" && e.Name == "process_name" {
+			names[*e.Pid] = e.Args["name"].(string)
+		}
+	}
+	if names[2] != "rank 1 (died before Finalize: killed by signal 9 (SIGKILL))" ||
+		names[3] != "rank 2 (died before Finalize: exited with code 3; no timeline)" || names[1] != "rank 0" {
+		t.Errorf("process names %v: want ranks 1 and 2 named dead, 2 without a timeline, rank 0 plain", names)
 	}
 	if _, err := MergeJob(&bytes.Buffer{}, dumps, offsets, Job{Failed: []int{1}}); err == nil {
 		t.Error("a failed rank with a dump merged")

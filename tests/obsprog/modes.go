@@ -13,7 +13,8 @@ import (
 
 // ft runs mode ft, under golaunch --ft: the pattern of run, then "ready RANK PID", then
 // Barriers until one fails with a peer's failure (the test kills a rank meanwhile). The
-// survivor then revokes the World, as a ULFM program does before it recovers.
+// survivor then recovers as a ULFM program does: it revokes the World, agrees on it, and
+// shrinks it.
 func ft(ctx context.Context, w *runtime.World) error {
 	if err := run(ctx, w); err != nil {
 		return err
@@ -27,7 +28,18 @@ func ft(ctx context.Context, w *runtime.World) error {
 	if !errors.Is(err, runtime.ErrProcFailed) && !errors.Is(err, runtime.ErrRevoked) {
 		return err
 	}
-	return w.Revoke()
+	if err := w.Revoke(); err != nil {
+		return err
+	}
+	// The failure is not acknowledged: every survivor's Agree reports it.
+	if _, err := w.Agree(ctx, 1); !errors.Is(err, runtime.ErrProcFailed) {
+		return fmt.Errorf("agree: %v, want the failure", err)
+	}
+	s, err := w.Shrink(ctx)
+	if err != nil {
+		return err
+	}
+	return s.Free()
 }
 
 // untilGone runs mode "untilgone PATH": the pattern of run, then "ready RANK PID", then

@@ -126,18 +126,23 @@ var startProcs = goruntime.GOMAXPROCS(0)
 // cgroup's CPU quota, decides the rank's fit (fitOf), applies GORMA_PROCS and sets the
 // waiting rule. Init calls it once the rank knows its host's ranks and before the
 // devices open. Where the ranks are not the children of one process, it takes every
-// rank's affinity to be this rank's. With GORMA_DEBUG set, the rank prints what it
-// decided on stderr.
+// rank's affinity to be this rank's, and the host's processors to be at most e.ncpu
+// (the launch contract's GOLAUNCH_HOST_CPUS, else Go's count), as a quota would. With
+// GORMA_DEBUG set, the rank prints what it decided on stderr.
 func (j join) fitHost() {
 	e := j.e
+	quota := cpuQuota()
 	sets, me, ok := siblingAffinities(e.localSize)
 	if !ok {
 		sets, me = make([]unix.CPUSet, max(1, e.localSize)), 0
 		for i := range sets {
 			sets[i] = affinity()
 		}
+		if c := float64(e.ncpu); c > 0 && c < float64(sets[0].Count()) && (quota == 0 || c < quota) {
+			quota = c
+		}
 	}
-	f := fitOf(me, sets, cpuQuota())
+	f := fitOf(me, sets, quota)
 	e.ncpu = f.cpus
 	oneHost := e.localSize >= e.size // a device that reaches other hosts raises it (crossHost)
 	n := hostProcs(e.cfg.procs, e.cfg.maxProcsSet, goruntime.GOMAXPROCS(0), f, oneHost)

@@ -271,6 +271,9 @@ func initAgent(ctx context.Context, cfg config, c pmi.Contract, o options) (*Wor
 	e := newEngine(cfg, c.Rank, c.Size, c.Host, o.exit)
 	e.localRank, e.localSize = c.LocalRank, c.LocalSize
 	e.spawn.group = c.Spawn
+	if c.HostCPUs > 0 {
+		e.ncpu = c.HostCPUs // fitHost's cap where the ranks are not siblings
+	}
 	j := join{e}
 	j.fitHost()
 	e.pm, e.links.pm, e.links.cm.secret = client, client, client.Info().Secret

@@ -2,8 +2,8 @@ package collectives
 
 import (
 	"cmp"
-	"os"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"

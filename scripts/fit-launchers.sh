@@ -62,7 +62,7 @@ fi
 eval "$("$root/scripts/slurm-local.sh" env)"
 
 bench=(--test allreduce --sizes 8,64K --iters 2000 --min-iters 200)
-burn() { for ((i = 0; i < burners; i++)); do (while :; do :; done) & pids="$pids $!"; done; }
+burn() { local i; for ((i = 0; i < burners; i++)); do (while :; do :; done) & pids="$pids $!"; done; }
 unburn() { kill $pids 2>/dev/null; wait $pids 2>/dev/null || true; pids=""; }
 
 one() { # one BUILD CASE: lines "CASE/BUILD SIZE us"

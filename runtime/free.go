@@ -172,6 +172,7 @@ func (c *comms) releaseWorldLocked(base uint16, lf lateFree) {
 	e.discardUnexpectedLocked(base)
 	e.ctxs.markFreed(base)
 	e.exchangeMarksLocked(base, lf.members)
+	e.ft.releasedLocked(base)
 	e.ctxs.release(base, lf.grouped)
 }
 

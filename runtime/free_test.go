@@ -256,6 +256,7 @@ func TestFreeErrors(t *testing.T) {
 			"sibling Send": runtime.Send(ctx, sib, buf, 0, 0),
 			"Iprobe":       ipErr,
 			"OnFree":       substrate.OnFree(d, func() {}),
+			"Revoke":       d.Revoke(),
 		}
 		_, calls["Recv"] = runtime.Recv(ctx, d, buf, 0, 0)
 		_, calls["Isend"] = runtime.Isend(d, buf, 0, 0)
@@ -267,6 +268,8 @@ func TestFreeErrors(t *testing.T) {
 		_, calls["Split"] = d.Split(ctx, 0, 0)
 		_, calls["sibling Recv"] = runtime.Recv(ctx, sib, buf, 0, 0)
 		_, calls["Attach"] = substrate.Attach(d, 1-r, nil)
+		_, calls["Agree"] = d.Agree(ctx, 1)
+		_, calls["Shrink"] = d.Shrink(ctx)
 		for name, err := range calls {
 			if err := wantInvalid(name+" on a freed World", err, "freed"); err != nil {
 				return err

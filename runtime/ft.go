@@ -84,6 +84,11 @@ type ftWorld struct {
 	agrees  map[uint32]*ftAgree  // started agreements, the last few kept to answer late messages
 	early   map[uint32][]ftEarly // messages of agreements not started here yet
 	owed    []ulfm.Send          // revoke messages this rank owes, from before it made the World
+
+	// released: the World was freed and its contexts released here (its free marks
+	// sent). A member's protocol messages that follow its free mark, and a non-member's,
+	// are then for the next World on the same contexts (incomingLocked).
+	released bool
 }
 
 // ftAgree is one Agree or Shrink at this rank.
@@ -285,6 +290,11 @@ func (f *ftState) peerFailedLocked(jr int) {
 }
 
 // incomingLocked handles a protocol message from job rank src for the World at base.
+// A message for a World not made here yet waits for it: no World at base, or one
+// released here whose member src has sent its free mark, or of which src is no member.
+// A rank's messages arrive in the order it sent them, and a rank frees a World before
+// it makes another on its contexts (free.go). A released World's own messages come
+// from members whose mark is awaited, the decided agreements' late answers among them.
 func (f *ftState) incomingLocked(src int, base uint16, payload []byte) {
 	m, err := ulfm.Decode(payload)
 	if err != nil {
@@ -292,7 +302,7 @@ func (f *ftState) incomingLocked(src int, base uint16, payload []byte) {
 	}
 	f.mu.Lock()
 	fw := f.worlds[base]
-	if fw == nil {
+	if fw == nil || fw.released && !f.e.ctxs.awaiting(base, src) {
 		if f.early == nil {
 			f.early = map[uint16][]ftEarly{}
 		}
@@ -311,7 +321,10 @@ func (f *ftState) deliverLocked(fw *ftWorld, src int, m ulfm.Msg) {
 	}
 	from := int(fw.index[src])
 	if m.Kind == ulfm.KindRevoke {
-		f.sendLocked(fw, fw.rv.Recv(from))
+		sends := fw.rv.Recv(from)
+		if !fw.released { // after its free marks, they would reach the next World
+			f.sendLocked(fw, sends)
+		}
 		f.revokeLocked(fw)
 		return
 	}
@@ -437,6 +450,16 @@ func (f *ftState) fenceLocked(ctx context.Context) error {
 	}
 	_, err := f.agreeLocked(ctx, fw, []uint64{0})
 	return err
+}
+
+// releasedLocked records that the World at base was released here (releaseWorldLocked):
+// its contexts freed, its free marks sent, the marks it awaits recorded.
+func (f *ftState) releasedLocked(base uint16) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fw := f.worlds[base]; fw != nil {
+		fw.released = true
+	}
 }
 
 // revokeLocked marks fw revoked and fails what waits on its contexts.

@@ -15,9 +15,13 @@ import (
 // Revoke marks w revoked at every rank of w that has not failed (MPI_Comm_revoke). It is
 // not collective and returns at once; the mark spreads despite failures. Pending and later
 // calls on w then fail with ErrRevoked, except GetFailed, AckFailed, Agree and Shrink.
+// On a freed w it fails with ErrInvalid, as every call does.
 func (w *World) Revoke() error {
 	if w == nil {
 		return withOp("revoke", errNilWorld)
+	}
+	if w.life != nil && w.life.freed.Load() {
+		return withOp("revoke", errFreed)
 	}
 	e := w.e
 	start := e.obs.stamp()

@@ -83,8 +83,10 @@ import (
 //	                its right neighbour for the other half: on one host, all through shared
 //	                memory, no message after the setup. It prints "busy RANK CALLS" and
 //	                finalizes
-//	ulfm WHAT       under golaunch --ft: the ranks run WHAT until a rank is killed, then
-//	                recover with Revoke, Agree and Shrink (ulfm.go)
+//	ulfm WHAT [ORDER]
+//	                under golaunch --ft: the ranks run WHAT until a rank is killed, then
+//	                recover with Revoke, Agree and Shrink in ORDER (ulfm.go; by default
+//	                agree-shrink)
 //
 // In barrier, recv and gone modes the ranks ignore SIGTERM and SIGINT: they end only when their
 // blocked call fails (printing "rtprog: rank R: ERROR" on stderr and exiting 1), or by
@@ -277,9 +279,13 @@ func main() {
 		steps(ctx, w, n)
 	case "ulfm":
 		if len(os.Args) < 3 {
-			fail("usage: rtprog ulfm allreduce|fence|anysource")
+			fail("usage: rtprog ulfm allreduce|fence|anysource [ORDER]")
 		}
-		ulfm(ctx, w, os.Args[2])
+		order := "agree-shrink"
+		if len(os.Args) > 3 {
+			order = os.Args[3]
+		}
+		ulfm(ctx, w, os.Args[2], order)
 	case "rpc":
 		if err := serveRPC(ctx, w); err != nil {
 			fail("rank %d: rpc: %v", rank, err)

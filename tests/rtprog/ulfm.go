@@ -13,20 +13,32 @@ import (
 	"github.com/gorma-hpc/gorma/window"
 )
 
-// ulfm runs mode "ulfm WHAT" under golaunch --ft: every rank runs WHAT in a loop (a
-// short sleep apiece) until a call fails with a peer's failure; the test kills a rank
-// meanwhile. Each survivor then recovers as a ULFM program does: Revoke, AckFailed,
-// Agree and Shrink. On the shrunk World it checks an Allreduce of the ranks' old ranks,
-// prints "shrunk RANK SIZE SUM FAILED" (its old rank, the new size, the sum, the failed
-// ranks it knows of) and finalizes.
+// ulfm runs mode "ulfm WHAT [ORDER]" under golaunch --ft. The ranks first split the
+// World by parity and free the halves, so that Shrink makes its World in the Split block
+// the halves left. Then every rank runs WHAT in a loop (a short sleep apiece) until a call
+// fails with a peer's failure; the test kills a rank meanwhile. Each survivor then
+// recovers as a ULFM program does: Revoke, then ORDER's calls (ulfmRecover). On the
+// shrunk World it checks an Allreduce of the ranks' old ranks, prints "shrunk RANK SIZE
+// SUM FAILED" (its old rank, the new size, the sum, the failed ranks it knows of) and
+// finalizes.
 //
 //	allreduce  Allreduce of 1 KiB, then of 1 MiB, of float64
 //	fence      a Put to the next rank between two Fences of a window
 //	anysource  every rank sends to rank 0, which receives from AnySource
-func ulfm(ctx context.Context, w *runtime.World, what string) {
+func ulfm(ctx context.Context, w *runtime.World, what, order string) {
 	rank, size := w.Rank(), w.Size()
 	bctx, cancel := context.WithTimeout(ctx, testbudget.Scale(60*time.Second))
 	defer cancel()
+	half, err := w.Split(bctx, rank%2, rank)
+	if err != nil {
+		fail("rank %d: split: %v", rank, err)
+	}
+	if err := runtime.Barrier(bctx, half); err != nil {
+		fail("rank %d: barrier on the half: %v", rank, err)
+	}
+	if err := half.Free(); err != nil {
+		fail("rank %d: free the half: %v", rank, err)
+	}
 	var win *window.Win[int64]
 	if what == "fence" {
 		var err error
@@ -67,7 +79,6 @@ func ulfm(ctx context.Context, w *runtime.World, what string) {
 		return nil
 	}
 	fmt.Printf("ready %d %d\n", rank, os.Getpid())
-	var err error
 	for err == nil {
 		err = step()
 		time.Sleep(2 * time.Millisecond)
@@ -78,14 +89,7 @@ func ulfm(ctx context.Context, w *runtime.World, what string) {
 	if err := w.Revoke(); err != nil {
 		fail("rank %d: revoke: %v", rank, err)
 	}
-	w.AckFailed(w.GetFailed().Size())
-	if _, err := w.Agree(bctx, 1); err != nil && !errors.Is(err, runtime.ErrProcFailed) {
-		fail("rank %d: agree: %v", rank, err)
-	}
-	s, err := w.Shrink(bctx)
-	if err != nil {
-		fail("rank %d: shrink: %v", rank, err)
-	}
+	s := ulfmRecover(bctx, w, order)
 	sum := make([]int64, 1)
 	if err := collectives.Allreduce(bctx, s, []int64{int64(rank)}, sum, collectives.Sum[int64]()); err != nil {
 		fail("rank %d: allreduce on the shrunk World: %v", rank, err)
@@ -190,4 +194,45 @@ func busy(ctx context.Context, w *runtime.World, d time.Duration) {
 	if err := w.Finalize(bctx); err != nil {
 		fail("rank %d: finalize: %v", rank, err)
 	}
+}
+
+// ulfmRecover runs ORDER, the survivor's ULFM calls after its Revoke of w, and returns the
+// shrunk World:
+//
+//	agree-shrink        AckFailed of every failure known, Agree on w, Shrink
+//	shrink-agree        Shrink, then Agree on the shrunk World
+//	agree-shrink-agree  Agree on w (which reports the failure: nobody acknowledged it),
+//	                    Shrink, then Agree on the shrunk World
+//
+// An Agree on the shrunk World must return 1 and no error: its ranks all live.
+func ulfmRecover(ctx context.Context, w *runtime.World, order string) *runtime.World {
+	rank := w.Rank()
+	agreeOn := func(v *runtime.World, what string) {
+		got, err := v.Agree(ctx, 1)
+		if err != nil || got != 1 {
+			fail("rank %d: agree on the %s World: %d, %v; want 1, nil", rank, what, got, err)
+		}
+	}
+	switch order {
+	case "agree-shrink":
+		w.AckFailed(w.GetFailed().Size())
+		if _, err := w.Agree(ctx, 1); err != nil && !errors.Is(err, runtime.ErrProcFailed) {
+			fail("rank %d: agree: %v", rank, err)
+		}
+	case "agree-shrink-agree":
+		if _, err := w.Agree(ctx, 1); !errors.Is(err, runtime.ErrProcFailed) {
+			fail("rank %d: agree on the revoked World: %v, want the failure", rank, err)
+		}
+	case "shrink-agree":
+	default:
+		fail("usage: rtprog ulfm WHAT [agree-shrink|shrink-agree|agree-shrink-agree]")
+	}
+	s, err := w.Shrink(ctx)
+	if err != nil {
+		fail("rank %d: shrink: %v", rank, err)
+	}
+	if order != "agree-shrink" {
+		agreeOn(s, "shrunk")
+	}
+	return s
 }

@@ -16,22 +16,53 @@ func subtree(v, p int) int {
 	return min(v&-v, p-v)
 }
 
-// rootTagStride is odd, so that rootTag gives different tags for different roots in one
-// call. It is 2^31 divided by the golden ratio, so that the tags of a root's calls stay
-// far from those of another root's calls (see rootTag).
-const rootTagStride = 0x4F1BBCDD
+// A call's messages carry a tag made of its number on the World's sequence (seq, modulo
+// 2^31), its kind (shmKind: a Bcast, an Allreduce, their nonblocking and persistent forms)
+// and its root: seq + (kind + tagKinds*root)*tagStride modulo 2^31 (kindTag, then rootTag;
+// a call without a root adds no root term, and a second reduction within a call takes root
+// p). So the messages of two calls at one number never match unless the calls have the
+// same kind and root, at any size and rank count: a Bcast of root 0 and an Allreduce wait
+// for each other, and the hang check names both calls. The price: a message that a failed
+// call left unmatched could match a call of another kind or root that comes at least
+// 2^31/(3*tagKinds*(p+1)) calls later on p ranks (about 1365 at 4096 ranks); a call of the
+// same kind and root comes 2^31 calls later.
 
-// rootTag returns the tag of a rooted call (Gather, Scatter, Bcast, Reduce) made with tag and
-// root: the root is mixed into the call's tag, so that the messages of ranks that passed
-// different roots never match each other. Without it such a call could hand a rank the blocks
-// of a root it did not name, silently. A rank that names itself root sends to the ranks that
-// are its children in its own tree. One of them may expect a message from it in the tree of the
-// root it named (TestRootedMismatch). With it, every message a rank takes comes from the tree
-// of the root it passed, so a rank that waits for a rank that named another root ends at its
-// deadline. Ranks that wait for nobody of the kind (a Scatter whose every rank names itself
-// root, say) succeed, each with what its own arguments ask for. The price: a message that a
-// failed rooted call left unmatched could match a call at least about 2^31/(3p) calls later
-// (TestRootTag checks this up to 4096 ranks), instead of 2^31 for the other collectives.
+// tagStride is odd, so that different kinds and roots give different tags at one call
+// number. It was chosen among odd numbers as the one whose multiples up to
+// tagKinds*(p+1) stay farthest from 0 modulo 2^31, for every p up to 4096 (`go test
+// -run TestCallTag ./collectives` checks the bound above).
+const tagStride = 0x4170A833
+
+// tagKinds is the number of kinds that shmKind gives.
+const tagKinds = 1 << shmKindBits
+
+// setupTag is the tag of call c without its kind: that of the shared-memory setup's
+// exchange of scratch descriptions (exchangeDescs), in which members at calls of
+// different kinds (a Bcast and an Allreduce) meet and fail naming both calls. It is the
+// tag of kind 0, which no call has, so the reuse bound above holds for it.
+func setupTag(c *call) int {
+	return (c.tag - int(c.kind)*tagStride) & runtime.MaxTag
+}
+
+// rootTagStride is tagStride for one more root: tagKinds kinds apart.
+const rootTagStride = tagKinds * tagStride & runtime.MaxTag
+
+// kindTag returns the tag of a call of kind made with tag, its number. Every collective
+// call takes it in begin (beginPart: SetupDup's).
+func kindTag(tag int, kind uint8) int {
+	return (tag + int(kind)*tagStride) & runtime.MaxTag
+}
+
+// rootTag returns the tag of a rooted call (Gather, Scatter, Bcast, Reduce and the v-forms)
+// made with tag (kindTag's) and root: the root is mixed into the call's tag, so that the
+// messages of ranks that passed different roots never match each other. Without it such a
+// call could hand a rank the blocks of a root it did not name, silently. A rank that names
+// itself root sends to the ranks that are its children in its own tree. One of them may
+// expect a message from it in the tree of the root it named (TestRootedMismatch). With it,
+// every message a rank takes comes from the tree of the root it passed, so a rank that
+// waits for a rank that named another root waits until ctx ends or the hang check ends
+// the job. Ranks that wait for nobody of the kind (a Scatter whose every rank names itself
+// root, say) succeed, each with what its own arguments ask for.
 func rootTag(tag, root int) int {
 	return (tag + root*rootTagStride) & runtime.MaxTag
 }

@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -18,17 +19,18 @@ import (
 // ctx does. A count of 0 still takes the tree's (empty) messages, so that a root passing
 // 0 while others pass more is told.
 //
-// Root copies its own block into recv once the other blocks are in: a call that fails
-// leaves it out. The blocks that came before a failure may be in recv.
+// Root writes recv only once every rank's block is on its way: a call that does not
+// match leaves recv as it was. Root copies its own block in once the others are in.
 //
 // On one host whose ranks map each other's scratch, blocks of up to 256 KiB go through
 // shared memory (gather_shm.go): every rank copies its block into its scratch and root
 // copies them out. There a different n or root fails with ErrMismatch at every rank.
 //
 // Otherwise the algorithm is the binomial tree (MPICH's gather_intra_binomial): log2(p) rounds,
-// the fewest message latencies, and each block travels log2(p) hops at most. At root the
-// blocks land in recv directly (but for one subtree when root is not 0: the one whose
-// ranks wrap past p-1, received in scratch and copied).
+// the fewest message latencies, and each block travels log2(p) hops at most. Root waits
+// until its children's messages are there (probeChildren), then receives them into recv
+// directly (but for one subtree when root is not 0: the one whose ranks wrap past p-1,
+// received in scratch and copied).
 func Gather[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
 	if w.IsInter() {
 		return interErr("gather", w, beginInter(w, "gather").end(interGather(ctx, w, send, recv, root), len(send)*elemSize[T]()))
@@ -89,11 +91,17 @@ func gatherOthers[T runtime.Elem](c *call, sendBuf, recvBuf []T, n, root int) er
 // gatherBinomial runs the tree (binomial.go): rank v receives the blocks of its children
 // v+1, v+2, v+4, ... (each child's whole subtree, smallest first, as they complete in that
 // order) behind its own, then sends its subtree's blocks to its parent. A leaf sends
-// straight from send; an inner rank gathers in scratch; root gathers in recv.
+// straight from send; an inner rank gathers in scratch; root gathers in recv, once every
+// child's message is there (probeChildren).
 func gatherBinomial[T runtime.Elem](c *call, sendBuf, recvBuf []T, n, root int) error {
 	p, r := c.s.size, c.s.rank
 	v := (r - root + p) % p
 	cnt := subtree(v, p)
+	if v == 0 {
+		if err := probeChildren(c, n*elemSize[T](), root); err != nil {
+			return err
+		}
+	}
 	buf := sendBuf // the subtree's blocks in relative order (not used at root)
 	if v != 0 && cnt > 1 {
 		buf = scratchOf[T](c, 0, cnt*n)
@@ -123,4 +131,37 @@ func gatherBinomial[T runtime.Elem](c *call, sendBuf, recvBuf []T, n, root int) 
 	}
 	parent := v - v&-v
 	return send(c, buf, (parent+root)%p)
+}
+
+// probeChildren waits until the message of each of root's children in the tree is there,
+// and checks its length (n bytes a block), without receiving it. A child sends once its
+// whole subtree has sent to it, with the call's tag (kind and root): so when every child's
+// message is there, every rank made this call, and root may receive into recv. A rank at
+// another call leaves root waiting with recv as it was. A length that differs fails the
+// call after the messages probed so far are received into scratch, so that their senders
+// end as they would have. Root's transfers start only once the last child's message is
+// there: for rendezvous messages they do not overlap the wait for the larger subtrees.
+func probeChildren(c *call, n, root int) error {
+	p := c.s.size
+	for mask := 1; mask < p; mask <<= 1 {
+		src, want := (mask+root)%p, min(mask, p-mask)*n
+		st, err := runtime.Probe(c.ctx, c.s.comm, c.s.world(src), c.tag)
+		if err != nil {
+			return fmt.Errorf("rank %d waiting for the blocks of rank %d: %w", c.s.rank, src, err)
+		}
+		if st.Bytes != want {
+			for m := 1; m <= mask; m <<= 1 { // drain: every length but the last is known
+				k := min(m, p-m) * n
+				if m == mask {
+					k = st.Bytes
+				}
+				if err := recv(c, scratchOf[byte](c, 1, k), (m+root)%p); err != nil {
+					return err
+				}
+			}
+			return fmt.Errorf("%w: rank %d sent %d bytes of blocks to rank %d, expected %d (do all ranks pass the same counts?)",
+				ErrMismatch, src, st.Bytes, c.s.rank, want)
+		}
+	}
+	return nil
 }

@@ -249,21 +249,41 @@ func TestRootedLayouts(t *testing.T) {
 	}
 }
 
-// TestRootTag: a rooted call's tags differ for different roots, and a tag of one (call,
-// root) comes back for another root only many calls later (rootTag's documentation).
-func TestRootTag(t *testing.T) {
+// TestCallTag: calls at one number whose kinds or roots differ have different tags, and
+// a tag of one (number, kind, root) comes back for another kind or root only many calls
+// later: at least 2^31/(3*tagKinds*(p+1)) on p ranks, for p up to 4096 (kindTag's
+// documentation).
+func TestCallTag(t *testing.T) {
 	const m = runtime.MaxTag + 1
-	for _, p := range []int{2, 9, 64, 1024, 4096} {
-		closest := m
-		for d := 1; d < p; d++ { // root a's tag in call s is root b's in call s + (a-b)*stride
-			k := d * rootTagStride % m
+	closest, d, k := m, 1, tagStride
+	for _, p := range []int{1, 2, 3, 4, 9, 64, 1024, 4096} {
+		// The call of index j = kind + tagKinds*root at number s has the tag of index
+		// j' at number s + (j-j')*tagStride; j runs over [0, tagKinds*(p+1)).
+		for ; d < tagKinds*(p+1); d, k = d+1, (k+tagStride)%m {
 			closest = min(closest, k, m-k)
 		}
-		if closest < m/(3*p) {
-			t.Errorf("p=%d: two roots' tags %d calls apart, want at least 2^31/(3p) = %d", p, closest, m/(3*p))
+		if want := m / (3 * tagKinds * (p + 1)); closest < want {
+			t.Errorf("p=%d: two kinds' or roots' tags %d calls apart, want at least %d", p, closest, want)
 		}
 	}
-	if rootTag(runtime.MaxTag, 0) != runtime.MaxTag || rootTag(5, 1) == rootTag(5, 2) || rootTag(7, 3) < 0 || rootTag(7, 3) > runtime.MaxTag {
-		t.Errorf("rootTag out of range or not distinct")
+	calls := []struct {
+		tag  int
+		kind string
+		root int // -1: none
+	}{{5, "Bcast", 0}, {5, "Allreduce", -1}, {5, "Reduce", 1}, {5, "Reduce", 2}, {5, "Gather", 0},
+		{5, "Iallreduce", -1}, {runtime.MaxTag, "Bcast", 0}, {runtime.MaxTag, "Allreduce", -1}}
+	seen := map[int]int{}
+	for i, c := range calls {
+		tag := kindTag(c.tag, shmKind(c.kind))
+		if c.root >= 0 {
+			tag = rootTag(tag, c.root)
+		}
+		if j, ok := seen[tag]; ok || tag < 0 || tag > runtime.MaxTag {
+			t.Errorf("%+v: tag %d, out of range or that of %+v", c, tag, calls[j])
+		}
+		seen[tag] = i
+	}
+	if kindTag(runtime.MaxTag, 0) != runtime.MaxTag || rootTag(7, 0) != 7 {
+		t.Errorf("kind 0 or root 0 changes a tag")
 	}
 }

@@ -12,12 +12,14 @@ import (
 // (at root: len(recv)), op and root; ranks that name different roots never take each
 // other's messages (rootTag): those left waiting end when ctx does.
 //
-// On one host the ranks reduce through shared memory (reduceSHM), in rank order. Across
-// hosts of which some hold several ranks, a commutative operator reduces through shared
-// memory on each host and point to point among the hosts' leaders (reduceHier).
+// On one host the ranks reduce through shared memory (reduceSHM), in rank order, and
+// root's recv takes only the result: a call that does not match leaves it as it was.
+// Across hosts of which some hold several ranks, a commutative operator reduces through
+// shared memory on each host and point to point among the hosts' leaders (reduceHier).
 // Otherwise the algorithm is a binomial tree (MPICH's reduce_intra_binomial) rooted at
-// root for commutative operators; a non-commutative one is reduced to rank 0, where rank
-// order holds, and sent to root.
+// root for commutative operators; a non-commutative one is reduced to rank 0, where
+// rank order holds, and sent to root. On these paths root combines into recv as the
+// blocks come, so a call that fails there may have written it.
 func Reduce[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, op Op[T], root int) error {
 	if w.IsInter() {
 		return interErr("reduce", w, beginInter(w, "reduce").end(interReduce(ctx, w, send, recv, op, root), len(send)*elemSize[T]()))
@@ -48,11 +50,11 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 	n := len(sendBuf)
 	if r == root {
 		n = len(recvBuf)
-		if sendBuf != nil {
-			copy(recvBuf, sendBuf)
-		}
 	}
 	if p == 1 || n == 0 {
+		if r == root && sendBuf != nil {
+			copy(recvBuf, sendBuf)
+		}
 		return nil
 	}
 	if g, err := worldGroup(c, n*elemSize[T](), 0); g != nil || err != nil {
@@ -60,11 +62,17 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 			return err
 		}
 		c.chose("shm")
-		src := sendBuf
+		src, dst := sendBuf, sendBuf
 		if r == root {
-			src = recvBuf
+			src, dst = recvBuf, recvBuf
+			if sendBuf != nil {
+				src = sendBuf
+			}
 		}
-		return reduceSHM(c, g, src, src, op, root)
+		return reduceSHM(c, g, src, dst, op, root) // root's recv takes only the result
+	}
+	if r == root && sendBuf != nil {
+		copy(recvBuf, sendBuf) // the paths below combine into root's recv as blocks come
 	}
 	if l := localOf(c.s); op.commutative && bcastHierOK(l) {
 		c.chose("hier")

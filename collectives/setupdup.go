@@ -53,6 +53,7 @@ func beginPart(ctx context.Context, w *runtime.World, name string) (*call, error
 		return nil, err
 	}
 	s.cur.kind = shmKind(name)
+	s.cur.tag = kindTag(s.cur.tag, s.cur.kind)
 	return &s.cur, nil
 }
 

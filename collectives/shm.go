@@ -413,7 +413,7 @@ func (g *shmGroup) takeBig(c *call, v, free uint64) (int, error) {
 //
 //	bits  0-35  the call's byte count (modulo 64 GiB)
 //	bit     36  shmFreshMeta: acquireBig's step under ScratchFresh
-//	bits 37-52  the low bits of the call's number on its World (c.tag, root included: rootTag)
+//	bits 37-52  the low bits of the call's tag (c.tag: its number, kind and root, see kindTag)
 //	bits 53-59  the call's kind (shmKind)
 //	bits 60-63  the call's root plus 1, 15 for a root of 14 or more (0: no root)
 //

@@ -34,6 +34,10 @@ const descEntryMax = 1 + shmDescMax
 // World ranks ranks) to every member and returns theirs, by member index (nil at this member's). A message that the relay
 // or a member received in a description's place fails with ErrMismatch, naming the
 // ranks and the call.
+//
+// The descriptions travel with setupTag, which leaves the call's kind out: members at
+// calls of different kinds meet in this exchange, and the descriptions' meta words name
+// both calls.
 func exchangeDescs(c *call, ranks []int, me int, desc []byte) ([][]byte, error) {
 	w := c.s.comm
 	n := len(ranks)
@@ -45,10 +49,10 @@ func exchangeDescs(c *call, ranks []int, me int, desc []byte) ([][]byte, error) 
 	}
 	relay := ranks[0]
 	all := make([]byte, n*descEntryMax)
-	if err := runtime.IrecvWith(c.req(0), w, all, relay, c.tag); err != nil {
+	if err := runtime.IrecvWith(c.req(0), w, all, relay, setupTag(c)); err != nil {
 		return nil, fmt.Errorf("rank %d receiving the scratch descriptions from rank %d: %w", w.Rank(), relay, err)
 	}
-	if err := runtime.Send(c.ctx, w, desc, relay, c.tag); err != nil {
+	if err := runtime.Send(c.ctx, w, desc, relay, setupTag(c)); err != nil {
 		return nil, fmt.Errorf("rank %d sending its scratch description to rank %d: %w", w.Rank(), relay, err)
 	}
 	st, err := c.req(0).Wait(c.ctx)
@@ -78,7 +82,7 @@ func relayDescs(c *call, ranks []int, desc []byte) ([][]byte, error) {
 	descs := make([][]byte, n)
 	for i := 1; i < n; i++ {
 		descs[i] = make([]byte, shmDescMax)
-		if err := runtime.IrecvWith(c.req(i-1), w, descs[i], ranks[i], c.tag); err != nil {
+		if err := runtime.IrecvWith(c.req(i-1), w, descs[i], ranks[i], setupTag(c)); err != nil {
 			return nil, fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", w.Rank(), ranks[i], err)
 		}
 	}
@@ -108,7 +112,7 @@ func relayDescs(c *call, ranks []int, desc []byte) ([][]byte, error) {
 		}
 	}
 	for i := 1; i < n; i++ {
-		if err := runtime.Send(c.ctx, w, all, ranks[i], c.tag); err != nil {
+		if err := runtime.Send(c.ctx, w, all, ranks[i], setupTag(c)); err != nil {
 			return nil, fmt.Errorf("rank %d sending the scratch descriptions to rank %d: %w", w.Rank(), ranks[i], err)
 		}
 	}

@@ -172,7 +172,7 @@ type call struct {
 	w    *runtime.World // nil for a sub-group's call within a call
 	ctx  context.Context
 	name string
-	tag  int
+	tag  int   // the call's number with its kind (kindTag) and root (rootTag) mixed in
 	kind uint8 // the call's kind as the shared-memory meta word carries it (shmKind)
 	root int   // the call's root, -1 for none
 }
@@ -199,6 +199,7 @@ func begin(ctx context.Context, w *runtime.World, name string, count int, typ, o
 	}
 	sig, k := s.signature(tracked, count, typ, op, root)
 	s.cur.kind, s.cur.root = s.kinds[k], root
+	s.cur.tag = kindTag(s.cur.tag, s.cur.kind) // calls of different kinds never match
 	s.track.BeginSig(sig, seq)
 	if err := s.track.Check(ctx, seq, sig); err != nil {
 		return nil, s.cur.end(err)

@@ -24,11 +24,11 @@ import (
 //     is the one the program made (waitName): Ssend, Rsend, Sendrecv, Mrecv; a wait on a
 //     Request names the call that started it (Isend, Issend, Irecv, Bsend for
 //     BufferDetach's wait);
-//   - a layer above (collectives, window) names its own calls with a Track: Begin at the
-//     call's start (three atomic stores, and for a collective call an atomic add that
-//     numbers it among the World's collective calls), End at its end (one store, and for
-//     a collective call four more that keep it among the Track's last ended calls, which
-//     the report lists as Done);
+//   - a layer above (collectives, window) names its own calls with a Track. Begin runs at
+//     the call's start: three atomic stores, and for a collective call an atomic add that
+//     numbers it among the World's collective calls. End runs at its end: one store, and
+//     for a collective call four more that keep it among the Track's last ended calls.
+//     The report lists those as Done;
 //   - e.match.completed counts completed requests, so that two reports tell whether the
 //     rank moved in between.
 //

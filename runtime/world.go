@@ -58,8 +58,7 @@ func (w *World) LocalRank() int { return w.own.localRank }
 func (w *World) LocalSize() int { return w.own.localSize }
 
 // HostCPUs is the number of processors this rank's host gives the job's ranks: the
-// union of their affinities, capped by the CPU quota of this rank's cgroup. Compare
-// LocalSize with it to learn whether the host's ranks outnumber its processors.
+// union of their affinities, capped by the CPU quota of this rank's cgroup.
 func (w *World) HostCPUs() int { return w.e.ncpu }
 
 // HostOf returns the host name of rank r, "" if r is out of range. Under a foreign process

@@ -79,17 +79,20 @@ func bcastHier[T runtime.Elem](c *call, l *localState, buf []T, root int) error 
 // (allreduceSHM with a root), the leaders reduce their partials up a binomial tree to
 // root's host's leader, and that leader sends the result to root if root is another rank.
 // Only the leaders' step crosses hosts. sendBuf is this rank's input (nil at root: in
-// place); recvBuf is root's result, holding root's input already (reduce copied it).
+// place, the input in recvBuf). Root's recvBuf takes only results of the matched call.
 func reduceHier[T runtime.Elem](c *call, l *localState, sendBuf, recvBuf []T, op Op[T], root int) error {
 	w, me := c.s.comm, c.s.rank
 	src := sendBuf
-	if me == root {
+	if src == nil {
 		src = recvBuf
 	}
 	n := len(src)
 	lead := l.host[0] == me
-	part := src // the host's partial, at its leader
-	if lead && me != root {
+	part, first := src, []T(nil) // the host's partial, at its leader
+	switch {
+	case lead && me == root:
+		part = recvBuf
+	case lead:
 		part = scratchOf[T](c, 0, n)
 	}
 	if len(l.host) > 1 {
@@ -105,7 +108,9 @@ func reduceHier[T runtime.Elem](c *call, l *localState, sendBuf, recvBuf []T, op
 		if err := l.onHost.releaseBig(c); err != nil {
 			return err
 		}
-	} else if lead && me != root {
+	} else if me == root {
+		first = sendBuf // recvBuf takes the input with the first leader's block
+	} else if lead {
 		copy(part, src)
 	}
 	rootHost := w.HostOf(root)
@@ -116,7 +121,7 @@ func reduceHier[T runtime.Elem](c *call, l *localState, sendBuf, recvBuf []T, op
 		}
 	}
 	if l.leaderS != nil {
-		if err := reduceBinomial(c.sub(l.leaderS), part, op, from); err != nil {
+		if err := reduceBinomial(c.sub(l.leaderS), part, first, op, from); err != nil {
 			return fmt.Errorf("among host leaders: %w", err)
 		}
 	}

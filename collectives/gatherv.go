@@ -55,24 +55,36 @@ func gatherv[T runtime.Elem](c *call, sendBuf, recvBuf []T, counts, displs []int
 		return invalid("root %d of %d ranks", root, p)
 	}
 	c.tag = rootTag(c.tag, root)
-	if r == root {
-		if err := checkLayout("recv", counts, displs, len(recvBuf), p, true); err != nil {
+	if r != root {
+		if p == 1 {
+			return nil
+		}
+		return gathervFrom(c, sendBuf, recvBuf, counts, displs, root)
+	}
+	if err := checkLayout("recv", counts, displs, len(recvBuf), p, true); err != nil {
+		return err
+	}
+	switch {
+	case sendBuf == nil:
+	case len(sendBuf) != counts[r]:
+		return invalid("len(send) %d at root != counts[%d] %d", len(sendBuf), r, counts[r])
+	case overlap(sendBuf, recvBuf):
+		return errOverlap()
+	}
+	if p > 1 {
+		if err := gathervFrom(c, sendBuf, recvBuf, counts, displs, root); err != nil {
 			return err
 		}
+	}
+	if sendBuf != nil { // root's own block, once the call has matched
 		d := displ(counts, displs, r)
-		switch {
-		case sendBuf == nil:
-		case len(sendBuf) != counts[r]:
-			return invalid("len(send) %d at root != counts[%d] %d", len(sendBuf), r, counts[r])
-		case overlap(sendBuf, recvBuf):
-			return errOverlap()
-		default:
-			copy(recvBuf[d:d+counts[r]], sendBuf)
-		}
+		copy(recvBuf[d:d+counts[r]], sendBuf)
 	}
-	if p == 1 {
-		return nil
-	}
+	return nil
+}
+
+// gathervFrom moves the other ranks' blocks of a Gatherv of two or more ranks to root.
+func gathervFrom[T runtime.Elem](c *call, sendBuf, recvBuf []T, counts, displs []int, root int) error {
 	if g, err := worldGroup(c, 0, 0); g != nil || err != nil {
 		if err != nil {
 			return err
@@ -80,7 +92,7 @@ func gatherv[T runtime.Elem](c *call, sendBuf, recvBuf []T, counts, displs []int
 		return gathervSHM(c, g, sendBuf, recvBuf, counts, displs, root)
 	}
 	c.chose("linear")
-	if r != root {
+	if c.s.rank != root {
 		return send(c, sendBuf, root)
 	}
 	return gathervLinear(c, recvBuf, counts, displs, root)

@@ -71,9 +71,6 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 		}
 		return reduceSHM(c, g, src, dst, op, root) // root's recv takes only the result
 	}
-	if r == root && sendBuf != nil {
-		copy(recvBuf, sendBuf) // the paths below combine into root's recv as blocks come
-	}
 	if l := localOf(c.s); op.commutative && bcastHierOK(l) {
 		c.chose("hier")
 		return reduceHier(c, l, sendBuf, recvBuf, op, root)
@@ -84,14 +81,19 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 	}
 	c.chose("binomial")
 	vr := (r - treeRoot + p) % p
-	acc := sendBuf // leaves send their input as it is
-	if r == root {
-		acc = recvBuf
-	} else if vr&1 == 0 && vr+1 < p {
-		acc = scratchOf[T](c, 0, n)
-		copy(acc, sendBuf)
+	in := sendBuf // this rank's input: root's recv in place
+	if in == nil {
+		in = recvBuf
 	}
-	if err := reduceBinomial(c, acc, op, treeRoot); err != nil {
+	acc, first := in, []T(nil) // leaves send their input as it is
+	switch {
+	case r == treeRoot:
+		acc, first = recvBuf, sendBuf // root's recv takes its input with the first block
+	case vr&1 == 0 && vr+1 < p:
+		acc = scratchOf[T](c, 0, n)
+		copy(acc, in)
+	}
+	if err := reduceBinomial(c, acc, first, op, treeRoot); err != nil {
 		return err
 	}
 	if treeRoot != root { // non-commutative: rank 0 holds the result
@@ -107,18 +109,27 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 
 // reduceBinomial reduces the ranks' acc up a binomial tree rooted at treeRoot (MPICH's
 // reduce_intra_binomial): treeRoot's acc gets the result. A rank that receives combines
-// into its acc; a leaf only sends it.
-func reduceBinomial[T runtime.Elem](c *call, acc []T, op Op[T], treeRoot int) error {
+// into its acc; a leaf only sends it. With first non-nil, first is the rank's input and
+// acc takes it only when the first block has come, so that a call that never matches
+// leaves acc as it was.
+func reduceBinomial[T runtime.Elem](c *call, acc, first []T, op Op[T], treeRoot int) error {
 	p, r := c.s.size, c.s.rank
 	vr := (r - treeRoot + p) % p
 	tmp := scratchOf[T](c, 1, len(acc))
 	for mask := 1; mask < p; mask <<= 1 {
 		if vr&mask != 0 {
+			if first != nil {
+				return send(c, first, (vr-mask+treeRoot)%p)
+			}
 			return send(c, acc, (vr-mask+treeRoot)%p)
 		}
 		if vr+mask < p {
 			if err := recv(c, tmp, (vr+mask+treeRoot)%p); err != nil {
 				return err
+			}
+			if first != nil {
+				copy(acc, first)
+				first = nil
 			}
 			combine(op, acc, tmp, false)
 		}

@@ -7,6 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -295,4 +298,89 @@ func TestRootedAfterFinalize(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestRootedMismatchWritesNothing: a Reduce (its root's input in send, or in place), a
+// Gather and a Gatherv whose ranks name two roots (rank 0 itself, the others rank 1)
+// never succeed at a rank that names itself root, and write no receive buffer at any
+// rank, of 8 B, 64 KiB and 4 MiB, at 2 ranks and at 3 on one host, and of 8 B at 4 on two. The
+// calls end in their deadline or ErrMismatch; the World works afterwards. Left out are
+// the layouts where ranks that agree on root 1 move part of the data: a sender whose
+// rendezvous offer is never taken holds its Finalize (runtime's TestMisuseFinalizePending),
+// and a linear Gatherv's root takes the blocks of the ranks that agree with it.
+func TestRootedMismatchWritesNothing(t *testing.T) {
+	all, reduces := []string{"reduce", "reduce in place", "gather", "gatherv"}, []string{"reduce", "reduce in place"}
+	for _, tc := range []struct {
+		hosts []string
+		calls []string
+		sizes []int // float64s
+	}{
+		{[]string{"a", "a"}, all, []int{1, 8 << 10, 512 << 10}},
+		{[]string{"a", "a", "a"}, all, []int{1, 8 << 10}},
+		{[]string{"a", "a", "a"}, reduces, []int{512 << 10}},
+		{[]string{"a", "a", "b", "b"}, reduces, []int{1}},
+	} {
+		t.Run(strings.Join(tc.hosts, "")+"/"+strconv.Itoa(len(tc.calls))+"x"+strconv.Itoa(tc.sizes[0]), func(t *testing.T) {
+			runJob(t, len(tc.hosts), runtimetest.Options{Hosts: tc.hosts}, 60*time.Second, func(e rankEnv) error {
+				root := min(e.r, 1)
+				for _, n := range tc.sizes {
+					for _, name := range tc.calls {
+						if err := mismatchWrites(e, name, n, root); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// mismatchWrites runs one case of TestRootedMismatchWritesNothing: this rank's call
+// named name, of n float64s, naming root.
+func mismatchWrites(e rankEnv, name string, n, root int) error {
+	var recv []float64
+	inPlace := name == "reduce in place" && e.r == root
+	call := func(e rankEnv) (func() error, error) {
+		in := slices.Repeat([]float64{1}, n)
+		ok := func() error { return nil } // a rank other than root may see its part done
+		switch name {
+		case "reduce", "reduce in place":
+			recv = nanSlice(n)
+			if inPlace {
+				in = nil
+				for i := range recv {
+					recv[i] = float64(i) // the input
+				}
+			}
+			return ok, Reduce(e.ctx, e.w, in, recv, Sum[float64](), root)
+		case "gather":
+			recv = nanSlice(n * e.p)
+			return ok, Gather(e.ctx, e.w, in, recv, root)
+		}
+		recv = nanSlice(n * e.p)
+		return ok, Gatherv(e.ctx, e.w, in, recv, slices.Repeat([]int{n}, e.p), nil, root)
+	}
+	out, err := runMismatched(e, 300*time.Millisecond, strings.Fields(name)[0], call)
+	if err != nil {
+		return fmt.Errorf("%s of %d: %w", name, n, err)
+	}
+	if out == mismatchSucceeded && e.r == root {
+		return fmt.Errorf("%s of %d: root %d's call succeeded", name, n, root)
+	}
+	for i, v := range recv {
+		if inPlace && v != float64(i) || !inPlace && !math.IsNaN(v) {
+			return fmt.Errorf("%s of %d: recv[%d] written (%v), outcome %d", name, n, i, v, out)
+		}
+	}
+	return nil
+}
+
+// nanSlice returns n NaNs.
+func nanSlice(n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = math.NaN()
+	}
+	return s
 }

@@ -128,8 +128,9 @@ func reduceBinomial[T runtime.Elem](c *call, acc, first []T, op Op[T], treeRoot 
 				return err
 			}
 			if first != nil {
-				copy(acc, first)
+				op.combine(acc, first, tmp) // one pass: acc = first ∘ tmp
 				first = nil
+				continue
 			}
 			combine(op, acc, tmp, false)
 		}

@@ -57,27 +57,44 @@ func silentDial(name string, deadline time.Time) (*net.UnixConn, error) {
 // replacing the ones it sheds, while 100 dialers must each get a connection that echoes.
 // Silent clients cannot fill the backlog: the listener accepts them and sheds the oldest.
 func TestSilentFlood(t *testing.T) {
-	raiseNoFile(t, silentFlood+1000)
+	floodDials(t, crowd{n: silentFlood, dialers: 100, dial: silentDial, what: "silent connections",
+		unshed: "the listener's backlog stayed full: it does not accept silent clients"})
+}
+
+// crowd is the clients of a flood that never finish connecting, for floodDials: n of them,
+// each made by dial, while dialers real dials must go through. what names the clients;
+// unshed says what a dial of the crowd that fails means.
+type crowd struct {
+	n, dialers   int
+	dial         func(name string, deadline time.Time) (*net.UnixConn, error)
+	what, unshed string
+}
+
+// floodDials holds f.n clients of f.dial to an "shm" listener, and keeps replacing the
+// ones it sheds, while f.dialers dialers must each get a connection that echoes within
+// the test's budget. The listener must shed most of the crowd.
+func floodDials(t *testing.T, f crowd) {
+	raiseNoFile(t, uint64(f.n)+1000)
 	l, name := listen(t, &ListenConfig{RingSize: minRingSize})
 	go echo(l)
 	budget := testbudget.Scale(30 * time.Second)
 	deadline := time.Now().Add(budget)
 
-	held := make([]*net.UnixConn, 0, silentFlood)
+	held := make([]*net.UnixConn, 0, f.n)
 	defer func() {
 		for _, c := range held {
 			c.Close()
 		}
 	}()
-	for len(held) < silentFlood {
-		c, err := silentDial(name, deadline)
+	for len(held) < f.n {
+		c, err := f.dial(name, deadline)
 		if err != nil {
-			t.Fatalf("silent connection %d of %d: %v (the listener's backlog stayed full: it does not accept silent clients)", len(held)+1, silentFlood, err)
+			t.Fatalf("%s: %d of %d: %v (%s)", f.what, len(held)+1, f.n, err, f.unshed)
 		}
 		held = append(held, c)
 	}
 
-	// The flood goes on: a new silent connection for every one the listener drops.
+	// The flood goes on: a new client for every one the listener drops.
 	stop := make(chan struct{})
 	churned := make(chan int)
 	go func() {
@@ -89,7 +106,7 @@ func TestSilentFlood(t *testing.T) {
 				return
 			default:
 			}
-			c, err := silentDial(name, deadline)
+			c, err := f.dial(name, deadline)
 			if err != nil {
 				return
 			}
@@ -99,10 +116,9 @@ func TestSilentFlood(t *testing.T) {
 		}
 	}()
 
-	const dialers = 100
-	errs := make(chan error, dialers)
+	errs := make(chan error, f.dialers)
 	var wg sync.WaitGroup
-	for i := range dialers {
+	for i := range f.dialers {
 		wg.Go(func() {
 			d := Dialer{Timeout: budget}
 			c, err := d.DialContext(context.Background(), "shm", name)
@@ -136,11 +152,11 @@ func TestSilentFlood(t *testing.T) {
 	}
 	shed := l.(*shmListener).shed.Load()
 	if failed > 0 {
-		t.Fatalf("%d of %d dials failed within %v under a flood of %d silent connections (%d replaced, %d shed)",
-			failed, dialers, budget, silentFlood, n, shed)
+		t.Fatalf("%d of %d dials failed within %v under %d %s (%d replaced, %d shed)",
+			failed, f.dialers, budget, f.n, f.what, n, shed)
 	}
-	if shed < silentFlood/2 {
-		t.Fatalf("the listener shed %d of %d silent connections; want most of them (it holds at most %d)", shed, silentFlood, maxPending)
+	if shed < int64(f.n/2) {
+		t.Fatalf("the listener shed %d of %d %s; want most of them (it holds at most %d)", shed, f.n, f.what, maxPending)
 	}
-	t.Logf("%d dials echoed under %d silent connections (%d replaced); %d shed", dialers, silentFlood, n, shed)
+	t.Logf("%d dials echoed under %d %s (%d replaced); %d shed", f.dialers, f.n, f.what, n, shed)
 }

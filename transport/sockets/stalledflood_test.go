@@ -1,12 +1,8 @@
 package sockets
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"io"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,92 +34,8 @@ func stalledDial(name string, deadline time.Time) (*net.UnixConn, error) {
 // a connection that echoes. Each stalled client is offered a segment and never takes it:
 // the listener withdraws the offer and sheds it.
 func TestStalledHelloFlood(t *testing.T) {
-	raiseNoFile(t, stalledFlood+1000)
-	l, name := listen(t, &ListenConfig{RingSize: minRingSize})
-	go echo(l)
-	budget := testbudget.Scale(30 * time.Second)
-	deadline := time.Now().Add(budget)
-
-	held := make([]*net.UnixConn, 0, stalledFlood)
-	defer func() {
-		for _, c := range held {
-			c.Close()
-		}
-	}()
-	for len(held) < stalledFlood {
-		c, err := stalledDial(name, deadline)
-		if err != nil {
-			t.Fatalf("stalled client %d of %d: %v (the listener's backlog stayed full: it does not shed stalled clients)", len(held)+1, stalledFlood, err)
-		}
-		held = append(held, c)
-	}
-
-	// The flood goes on: a new stalled client for every one the listener drops.
-	stop := make(chan struct{})
-	churned := make(chan int)
-	go func() {
-		n := 0
-		defer func() { churned <- n }()
-		for i := 0; ; i = (i + 1) % len(held) {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			c, err := stalledDial(name, deadline)
-			if err != nil {
-				return
-			}
-			held[i].Close()
-			held[i] = c
-			n++
-		}
-	}()
-
-	const dialers = 25
-	errs := make(chan error, dialers)
-	var wg sync.WaitGroup
-	for i := range dialers {
-		wg.Go(func() {
-			d := Dialer{Timeout: budget}
-			c, err := d.DialContext(context.Background(), "shm", name)
-			if err != nil {
-				errs <- fmt.Errorf("dialer %d: %w", i, err)
-				return
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(budget))
-			msg := []byte(fmt.Sprintf("dialer %d among stalled clients", i))
-			if _, err := c.Write(msg); err != nil {
-				errs <- fmt.Errorf("dialer %d: write: %w", i, err)
-				return
-			}
-			got := make([]byte, len(msg))
-			if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
-				errs <- fmt.Errorf("dialer %d: echo: %q, %v", i, got, err)
-			}
-		})
-	}
-	wg.Wait()
-	close(stop)
-	n := <-churned
-	close(errs)
-	failed := 0
-	for err := range errs {
-		failed++
-		if failed <= 5 {
-			t.Error(err)
-		}
-	}
-	shed := l.(*shmListener).shed.Load()
-	if failed > 0 {
-		t.Fatalf("%d of %d dials failed within %v under %d clients stalled after their hello (%d replaced, %d shed)",
-			failed, dialers, budget, stalledFlood, n, shed)
-	}
-	if shed < stalledFlood/2 {
-		t.Fatalf("the listener shed %d of %d stalled clients; want most of them (it holds at most %d)", shed, stalledFlood, maxPending)
-	}
-	t.Logf("%d dials echoed under %d stalled clients (%d replaced); %d shed", dialers, stalledFlood, n, shed)
+	floodDials(t, crowd{n: stalledFlood, dialers: 25, dial: stalledDial, what: "clients stalled after their hello",
+		unshed: "the listener's backlog stayed full: it does not shed stalled clients"})
 }
 
 // offered is a raw client that sent its hello and read the reply: its socket and the

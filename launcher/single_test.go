@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,8 +33,12 @@ func TestSingleCopy(t *testing.T) {
 		{"refused read", []string{"--refuse", "1:1"},
 			map[string]int{"Bcast shm": n, "Bcast single": n, "Allgather single": 2 * n, "Alltoall single": 2 * n}},
 		{"seccomp", []string{"--seccomp"}, map[string]int{"Bcast shm": 2 * n, "Allgather shm": 2 * n, "Alltoall pairwise": 2 * n}},
+		{"yama 1", nil, map[string]int{"Bcast single": 2 * n, "Allgather single": 2 * n, "Alltoall single": 2 * n}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "yama 1" {
+				yamaScope(t, "1")
+			}
 			tpath := filepath.Join(t.TempDir(), "trace.json")
 			args := append([]string{"--trace", tpath, "-n", fmt.Sprint(n), bin}, tc.flags...)
 			r := runGL(t, "", args...)
@@ -54,4 +59,24 @@ func TestSingleCopy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// yamaScope sets Yama's ptrace_scope to v for the test, which needs root; the test is
+// skipped on a kernel without Yama. At scope 1 a process may attach only to its
+// descendants, and golaunch's ranks are siblings: the runtime lifts it for them
+// (PR_SET_PTRACER_ANY), so single copy still works.
+func yamaScope(t *testing.T, v string) {
+	t.Helper()
+	const path = "/proc/sys/kernel/yama/ptrace_scope"
+	old, err := os.ReadFile(path)
+	if err != nil {
+		t.Skipf("the kernel has no Yama (%v)", err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("setting Yama's ptrace_scope needs root")
+	}
+	if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
+		t.Skipf("ptrace_scope cannot be set to %s here: %v", v, err)
+	}
+	t.Cleanup(func() { os.WriteFile(path, old, 0o644) })
 }

@@ -95,6 +95,7 @@ func (l *links) placeRanks(nodes []int, hosts []string) error {
 
 // myCard is this rank's card, with host identity id.
 func (l *links) myCard(id hostIdentity) card {
+	allowPeerReads()
 	c := card{host: l.table().hosts[l.rank], id: id, pid: int32(os.Getpid()), probe: probeAddr(),
 		eagerSHM: uint32(l.cfg.eagerSHM), eagerTCP: uint32(l.cfg.eagerTCP), cpus: affinity(), cm: l.cm.addr}
 	c.cpu = onlyCPU(&c.cpus)

@@ -300,10 +300,20 @@ func (id hostIdentity) short() string {
 // cmaProbe is a byte whose address each rank publishes in its card, so that a same-host
 // peer can check whether it may read this process's memory with process_vm_readv (which
 // the shm provider uses to RDMA-read user buffers). The kernel allows it for processes of
-// the same user unless Yama's ptrace_scope forbids it.
+// the same user unless Yama's ptrace_scope of 2 or 3 or a seccomp filter forbids it
+// (allowPeerReads lifts scope 1).
 var cmaProbe = [8]byte{'g', 'o', 'r', 'm', 'a'}
 
 func probeAddr() uint64 { return uint64(uintptr(unsafe.Pointer(&cmaProbe[0]))) }
+
+// allowPeerReads lets the host's other ranks read this process's memory under Yama's
+// ptrace_scope 1. That scope lets a process attach only to its descendants, and ranks
+// are siblings. PR_SET_PTRACER_ANY names every process of the user a tracer, as Open
+// MPI's shared-memory transport does. Without Yama, or at scope 2 or 3, it changes
+// nothing, and the kernel's refusal is what cmaPossible finds.
+func allowPeerReads() {
+	unix.Prctl(unix.PR_SET_PTRACER, ^uintptr(0), 0, 0, 0) // PR_SET_PTRACER_ANY
+}
 
 // cmaPossible reports whether this process may read the memory of the process of card c.
 func cmaPossible(c *card) bool {

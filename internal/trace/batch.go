@@ -79,9 +79,7 @@ func (b *Batch) Flush() {
 	for k := range n {
 		st[k] = b.r.slot(i + k).state.Load()
 	}
-	for k := range n {
-		b.r.storeAt(i+k, st[k], a.evs[k])
-	}
+	b.r.storeRun(i, st[:n], a.evs[:n])
 	a.n = 0 // after the stores: a crash between leaves both copies, which ReadRing joins
 }
 

@@ -147,3 +147,47 @@ func benchBatch(b *testing.B, r *Recorder) {
 	}
 	bt.Flush()
 }
+
+// BenchmarkRoundTrip records what one rank of a traced ping-pong records per round trip,
+// as the runtime's engine does (runtime/observe.go): a Send call and a Recv call, each
+// timed by two stamps, and three events (Send, Recv, and the Recv's Match) in a batch
+// that is flushed when the Recv starts to wait. Sub-benchmarks split the cost: clock is
+// the four stamps alone, events the three events and the flush alone, all both.
+// `go test -run '^$' -bench Observe8B ./runtime` measures the same in whole calls.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, c := range []struct {
+		name          string
+		clock, events bool
+	}{{"clock", true, false}, {"events", false, true}, {"all", true, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := NewRecorder(0, 1<<17) // the runtime's default
+			bt := NewBatch(r)
+			stamp := func() int64 {
+				if c.clock {
+					return r.Stamp()
+				}
+				return 1
+			}
+			var flow uint64
+			var sum int64
+			for b.Loop() {
+				flow++
+				s0 := stamp()
+				s1 := stamp()
+				r0 := stamp()
+				if c.events {
+					bt.Put(Send, s0, s1, 8, flow, 1, 0, 0)
+					bt.Flush()
+				}
+				r1 := stamp()
+				if c.events {
+					bt.Put(Recv, r0, r1, 8, 0, 1, 0, 1)
+					bt.Put(Match, r1-1, r1, 8, flow, 1, 0, 2)
+				}
+				sum += s0 + s1 + r0 + r1
+			}
+			bt.Flush()
+			sink = sum
+		})
+	}
+}

@@ -166,29 +166,32 @@ func (r *Recorder) releaseArea(a *batchArea) {
 // Record stores e, overwriting the oldest event when the ring is full. It takes no lock
 // and allocates nothing.
 func (r *Recorder) Record(e Event) {
-	r.store(r.next.Add(1)-1, e)
+	i := r.next.Add(1) - 1
+	r.storeRun(i, []uint64{r.slot(i).state.Load()}, []Event{e})
 }
 
 // slot returns the slot of index i.
 func (r *Recorder) slot(i uint64) *slot { return &r.slots[i&r.mask] }
 
-// store fills the slot of index i with e, or counts e lost.
-func (r *Recorder) store(i uint64, e Event) {
-	r.storeAt(i, r.slot(i).state.Load(), e)
-}
-
-// storeAt is store given st, the slot's state read before.
-func (r *Recorder) storeAt(i, st uint64, e Event) {
-	s := r.slot(i)
-	if st&busy != 0 || st>>2 > i || !s.state.CompareAndSwap(st, (i+1)<<2|writing) {
-		r.lost.Add(1)
-		return
+// storeRun fills the slots of indexes i, i+1, ... with evs, given st, their states read
+// before. An event whose slot another goroutine holds is counted lost. A flush stores
+// its events in one call, which reads each through a pointer: a call per event, with
+// the event copied as its argument, costs more (BenchmarkRoundTrip).
+func (r *Recorder) storeRun(i uint64, st []uint64, evs []Event) {
+	for k := range evs {
+		j := i + uint64(k)
+		s := r.slot(j)
+		if st[k]&busy != 0 || st[k]>>2 > j || !s.state.CompareAndSwap(st[k], (j+1)<<2|writing) {
+			r.lost.Add(1)
+			continue
+		}
+		// Field by field: e was just built, often by narrow stores, which a copy of wide
+		// words would read back with a failed store forward (Batch.Put).
+		e := &evs[k]
+		s.ev.Start, s.ev.End, s.ev.Bytes, s.ev.Flow = e.Start, e.End, e.Bytes, e.Flow
+		s.ev.Peer, s.ev.Tag, s.ev.Label, s.ev.Kind = e.Peer, e.Tag, e.Label, e.Kind
+		publish(&s.state, (j+1)<<2) // a release store: the fields are seen before it
 	}
-	// Field by field: e was just built, often by narrow stores, which a copy of wide words
-	// would read back with a failed store forward (Batch.Put).
-	s.ev.Start, s.ev.End, s.ev.Bytes, s.ev.Flow = e.Start, e.End, e.Bytes, e.Flow
-	s.ev.Peer, s.ev.Tag, s.ev.Label, s.ev.Kind = e.Peer, e.Tag, e.Label, e.Kind
-	publish(&s.state, (i+1)<<2) // a release store: the fields are seen before it
 }
 
 // Recorded returns how many events Record was given, and how many of them it could not

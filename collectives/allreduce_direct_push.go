@@ -141,18 +141,18 @@ func pushSetup(c *call, slot int) (*pushScratch, error) {
 	for k := 1; k < p; k++ {
 		from := (r - k + p) % p
 		descs[from] = make([]byte, 2*len(desc)+64)
-		if err := runtime.IrecvWith(c.req(k-1), w, descs[from], s.world(from), c.tag); err != nil {
+		if err := runtime.IrecvWith(c.Req(k-1), w, descs[from], s.world(from), c.tag); err != nil {
 			return nil, fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", r, from, err)
 		}
 	}
 	for k := 1; k < p; k++ {
-		if err := postSend(c, c.req(p-1+k-1), desc, (r+k)%p); err != nil {
+		if err := postSend(c, c.Req(p-1+k-1), desc, (r+k)%p); err != nil {
 			return nil, err
 		}
 	}
 	for k := 1; k < p; k++ {
 		from := (r - k + p) % p
-		st, err := c.req(k - 1).Wait(c.ctx)
+		st, err := c.Req(k - 1).Wait(c.ctx)
 		if err != nil {
 			return nil, fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", r, from, err)
 		}
@@ -206,7 +206,7 @@ func allreduceDirectPush[T runtime.Elem](c *call, src, buf []T, op Op[T], segs i
 		for k := 1; k < p; k++ {
 			for s := range segs {
 				i := first + idx(k, s)
-				if err := postRecv(c, c.req(i), ps.notes[i][:], (r-k+p)%p); err != nil {
+				if err := postRecv(c, c.Req(i), ps.notes[i][:], (r-k+p)%p); err != nil {
 					return err
 				}
 			}
@@ -219,10 +219,10 @@ func allreduceDirectPush[T runtime.Elem](c *call, src, buf []T, op Op[T], segs i
 			return fmt.Errorf("rank %d writing %d elements to rank %d: %w", r, len(seg), d, err)
 		}
 		binary.LittleEndian.PutUint64(ps.notes[i][:], uint64(len(seg)))
-		return postSend(c, c.req(i), ps.notes[i][:], d)
+		return postSend(c, c.Req(i), ps.notes[i][:], d)
 	}
 	note := func(i, from, want int) error {
-		st, err := c.req(i).Wait(c.ctx)
+		st, err := c.Req(i).Wait(c.ctx)
 		if err == nil && st.Count == 8 {
 			st.Count = int(binary.LittleEndian.Uint64(ps.notes[i][:]))
 		}
@@ -272,7 +272,7 @@ func allreduceDirectPush[T runtime.Elem](c *call, src, buf []T, op Op[T], segs i
 	for _, first := range []int{rsSend, agSend} {
 		for k := 1; k < p; k++ {
 			for s := range segs {
-				if _, err := c.req(first + idx(k, s)).Wait(c.ctx); err != nil {
+				if _, err := c.Req(first + idx(k, s)).Wait(c.ctx); err != nil {
 					return fmt.Errorf("rank %d sending to rank %d: %w", r, (r+k)%p, err)
 				}
 			}

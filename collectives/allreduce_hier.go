@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
@@ -33,15 +34,15 @@ type localState struct {
 	// same at every rank; a forced hier then fails with ErrConfig
 	unmapped bool
 
-	world   *shmGroup // every rank (allreduceSHM on a one-host job of at most shmFlatMax ranks)
-	team    *shmGroup // this rank's team (a one-host job of more ranks: teams.go)
-	heads   *shmGroup // the teams' first ranks, when this rank is one; else nil
-	flat    bool      // the host's ranks are one group: no teams (teamed said so)
-	oneGrp  bool      // the host holds at most shmFlatMax ranks: its data moves take one group (worldGroup)
-	onHost  *shmGroup // the ranks of this host (allreduceHier)
-	leaderS *state    // the leaders' sub-group, for the point-to-point step of hier
-	hostS   *state    // this host's ranks, for the on-host steps of lanes (nil: not even)
-	laneS   *state    // the ranks of every host with this rank's index there (lanes)
+	world   *hostgroup.Group // every rank (allreduceSHM on a one-host job of at most hostgroup.FlatMax() ranks)
+	team    *hostgroup.Group // this rank's team (a one-host job of more ranks: teams.go)
+	heads   *hostgroup.Group // the teams' first ranks, when this rank is one; else nil
+	flat    bool             // the host's ranks are one group: no teams (teamed said so)
+	oneGrp  bool             // the host holds at most hostgroup.FlatMax() ranks: its data moves take one group (worldGroup)
+	onHost  *hostgroup.Group // the ranks of this host (allreduceHier)
+	leaderS *state           // the leaders' sub-group, for the point-to-point step of hier
+	hostS   *state           // this host's ranks, for the on-host steps of lanes (nil: not even)
+	laneS   *state           // the ranks of every host with this rank's index there (lanes)
 }
 
 // localOf returns s's locality state, working it out on first use. Ranks are on the same
@@ -64,7 +65,7 @@ func localOf(s *state) *localState {
 		byHost[h] = append(byHost[h], r)
 	}
 	l.host = byHost[w.HostOf(s.rank)]
-	l.oneGrp = len(l.host) <= shmFlatMax()
+	l.oneGrp = len(l.host) <= hostgroup.FlatMax()
 	l.hostIdx = slices.Index(l.host, s.rank)
 	// Whether the ranks of every host share memory, decided alike at every rank: from
 	// ReachBetween, not from this rank's own ReachOf, which a rank alone on its host
@@ -108,14 +109,10 @@ func localOf(s *state) *localState {
 
 // fail drops what a failed call may have left inconsistent: the shared-memory groups are
 // set up again at their next use, but for one whose failure left its members in step
-// (shmGroup.cleanFail); the leaders' Requests and scratch are replaced.
+// (hostgroup.Group.cleanFail); the leaders' Requests and scratch are replaced.
 func (l *localState) fail() {
-	for _, g := range []*shmGroup{l.world, l.team, l.heads, l.onHost} {
-		if g != nil && g.clean {
-			g.clean = false
-			continue
-		}
-		g.fail()
+	for _, g := range []*hostgroup.Group{l.world, l.team, l.heads, l.onHost} {
+		g.Fail()
 	}
 	for _, sub := range []*state{l.leaderS, l.hostS, l.laneS} {
 		if sub != nil {
@@ -136,15 +133,15 @@ func allreduceWorldSHM[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 		return allreduceTeams(c, l, src, recv, op)
 	}
 	if l.world == nil {
-		l.world = &shmGroup{ranks: l.host, me: l.hostIdx}
+		l.world = hostgroup.New(l.host, l.hostIdx)
 	}
-	if err := l.world.prepare(c, len(recv)*elemSize[T]()); err != nil {
+	if err := l.world.Prepare(c, len(recv)*elemSize[T]()); err != nil {
 		return err
 	}
 	if err := allreduceSHM(c, l.world, src, recv, op, -1); err != nil {
 		return err
 	}
-	return l.world.releaseBig(c)
+	return l.world.ReleaseBig(c)
 }
 
 // allreduceHier is the hierarchical Allreduce for jobs spanning hosts. The ranks of each host
@@ -152,7 +149,7 @@ func allreduceWorldSHM[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 // (allreduceSHM with a root). The leaders run a point-to-point Allreduce among themselves (the
 // algorithm selectAllreduce picks for their number, on a sub-group addressed by World rank).
 // Each leader broadcasts the result to its host through shared memory (shmBcast). A host
-// whose ranks run in teams (teamed: more than shmFlatMax ranks, or several cache domains)
+// whose ranks run in teams (teamed: more than hostgroup.FlatMax() ranks, or several cache domains)
 // does both on-host steps in teams (reduceTeams, bcastTeams): its leader is the first
 // team's head. Only the leaders' step crosses hosts. Under ScratchFresh
 // each host's big buffers are acquired before the on-host reduce and released after the
@@ -178,9 +175,9 @@ func allreduceHier[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 		}
 	case local:
 		if l.onHost == nil {
-			l.onHost = &shmGroup{ranks: l.host, me: l.hostIdx}
+			l.onHost = hostgroup.New(l.host, l.hostIdx)
 		}
-		if err := l.onHost.prepare(c, len(recv)*elemSize[T]()); err != nil {
+		if err := l.onHost.Prepare(c, len(recv)*elemSize[T]()); err != nil {
 			return err
 		}
 		if err := allreduceSHM(c, l.onHost, src, recv, op, 0); err != nil {
@@ -205,7 +202,7 @@ func allreduceHier[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 		if err := shmBcast(c, l.onHost, recv, 0); err != nil {
 			return err
 		}
-		return l.onHost.releaseBig(c)
+		return l.onHost.ReleaseBig(c)
 	}
 	return nil
 }

@@ -82,19 +82,19 @@ func alltoallw(c *call, send []byte, sb ByteBlocks, recv []byte, rb ByteBlocks) 
 	c.chose("scattered")
 	for k := 1; k < p; k++ {
 		src := (r - k + p) % p
-		if err := postRecv(c, c.req(k-1), rb.of(recv, src), src); err != nil {
+		if err := postRecv(c, c.Req(k-1), rb.of(recv, src), src); err != nil {
 			return err
 		}
 	}
 	for k := 1; k < p; k++ {
 		dst := (r + k) % p
-		if err := postSend(c, c.req(p-1+k-1), sb.of(send, dst), dst); err != nil {
+		if err := postSend(c, c.Req(p-1+k-1), sb.of(send, dst), dst); err != nil {
 			return err
 		}
 	}
 	for k := 1; k < p; k++ {
 		src := (r - k + p) % p
-		st, err := c.req(k - 1).Wait(c.ctx)
+		st, err := c.Req(k - 1).Wait(c.ctx)
 		if err := c.checkStatus(st, err, src, rb.bytes(src)); err != nil {
 			return err
 		}

@@ -1,6 +1,9 @@
 package collectives
 
-import "github.com/gorma-hpc/gorma/runtime"
+import (
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
+	"github.com/gorma-hpc/gorma/runtime"
+)
 
 // The binomial tree of Gather and Scatter, over ranks relative to root (v = r-root mod
 // p): rank v > 0 hangs below v minus its lowest set bit, and its subtree is the relative
@@ -17,7 +20,7 @@ func subtree(v, p int) int {
 }
 
 // A call's messages carry a tag made of its number on the World's sequence (seq, modulo
-// 2^31), its kind (shmKind: a Bcast, an Allreduce, their nonblocking and persistent forms)
+// 2^31), its kind (hostgroup.Kind: a Bcast, an Allreduce, their nonblocking and persistent forms)
 // and its root: seq + (kind + tagKinds*root)*tagStride modulo 2^31 (kindTag, then rootTag;
 // a call without a root adds no root term, and a second reduction within a call takes root
 // p). So the messages of two calls at one number never match unless the calls have the
@@ -33,8 +36,8 @@ func subtree(v, p int) int {
 // -run TestCallTag ./collectives` checks the bound above).
 const tagStride = 0x4170A833
 
-// tagKinds is the number of kinds that shmKind gives.
-const tagKinds = 1 << shmKindBits
+// tagKinds is the number of kinds that hostgroup.Kind gives.
+const tagKinds = 1 << hostgroup.KindBits
 
 // setupTag is the tag of call c without its kind: that of the shared-memory setup's
 // exchange of scratch descriptions (exchangeDescs), in which members at calls of

@@ -112,7 +112,7 @@ func gathervLinear[T runtime.Elem](c *call, recvBuf []T, counts, displs []int, r
 		if src == r {
 			continue
 		}
-		if err := postRecv(c, c.req(peerIndex(src, r)), recvBuf[d:d+counts[src]], src); err != nil {
+		if err := postRecv(c, c.Req(peerIndex(src, r)), recvBuf[d:d+counts[src]], src); err != nil {
 			return err
 		}
 	}
@@ -120,7 +120,7 @@ func gathervLinear[T runtime.Elem](c *call, recvBuf []T, counts, displs []int, r
 		if src == r {
 			continue
 		}
-		st, err := c.req(peerIndex(src, r)).Wait(c.ctx)
+		st, err := c.Req(peerIndex(src, r)).Wait(c.ctx)
 		if err := c.checkStatus(st, err, src, counts[src]); err != nil {
 			return err
 		}

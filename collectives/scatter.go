@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -63,7 +64,7 @@ func scatter[T runtime.Elem](c *call, sendBuf, recvBuf []T, root int) error {
 		return nil
 	}
 	c.tag = rootTag(c.tag, root)
-	if g, err := worldGroup(c, p*n*elemSize[T](), p*rootedSHMMost); g != nil || err != nil { // root's scratch holds p blocks
+	if g, err := worldGroup(c, p*n*elemSize[T](), p*hostgroup.RootedMost); g != nil || err != nil { // root's scratch holds p blocks
 		if err != nil {
 			return err
 		}

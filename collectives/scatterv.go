@@ -95,7 +95,7 @@ func scattervLinear[T runtime.Elem](c *call, sendBuf []T, counts, displs []int, 
 		if dst == r {
 			continue
 		}
-		if err := postSend(c, c.req(peerIndex(dst, r)), sendBuf[d:d+counts[dst]], dst); err != nil {
+		if err := postSend(c, c.Req(peerIndex(dst, r)), sendBuf[d:d+counts[dst]], dst); err != nil {
 			return err
 		}
 	}
@@ -103,7 +103,7 @@ func scattervLinear[T runtime.Elem](c *call, sendBuf []T, counts, displs []int, 
 		if dst == r {
 			continue
 		}
-		if _, err := c.req(peerIndex(dst, r)).Wait(c.ctx); err != nil {
+		if _, err := c.Req(peerIndex(dst, r)).Wait(c.ctx); err != nil {
 			return fmt.Errorf("rank %d sending to rank %d: %w", r, dst, err)
 		}
 	}

@@ -99,28 +99,3 @@ func allgathervRing[T runtime.Elem](c *call, buf []T, counts []int, off, total i
 	}
 	return nil
 }
-
-// checkCounts checks a count per rank (what names the argument in the error): p of
-// them, none negative. It returns their sum.
-func checkCounts(what string, counts []int, p int) (int, error) {
-	if len(counts) != p {
-		return 0, invalid("len(%s) %d != %d ranks", what, len(counts), p)
-	}
-	total := 0
-	for i, n := range counts {
-		if n < 0 {
-			return 0, invalid("%s[%d] = %d is negative", what, i, n)
-		}
-		total += n
-	}
-	return total, nil
-}
-
-// offset returns the displacement of block i: the sum of the counts before it.
-func offset(counts []int, i int) int {
-	off := 0
-	for _, n := range counts[:i] {
-		off += n
-	}
-	return off
-}

@@ -57,23 +57,13 @@ func allgatherSteps[T runtime.Elem](c *call, g *hostgroup.Group, recv []T, n int
 		}
 		return nil
 	}
-	per := g.Chunk() / es
-	for lo := 0; lo < n; lo += per {
-		hi := min(n, lo+per)
-		v := g.Next()
-		b, err := g.TakeBig(c, v, v+1)
-		if err != nil {
-			return err
-		}
+	return g.Chunks(c, n, es, 1, bytes, func(lo, hi, b int) {
 		hostgroup.ScratchInBig(g, hostgroup.Big[T](g, g.Me, b, hi-lo), mine[lo:hi], false)
-		if err := g.ChunkStep(c, v, lo == 0, bytes); err != nil {
-			return err
-		}
+	}, func(lo, hi, b int) {
 		for j := range p {
 			if j != g.Me {
 				hostgroup.ScratchOut(g, recv[j*n+lo:j*n+hi], hostgroup.Big[T](g, j, b, hi-lo))
 			}
 		}
-	}
-	return nil
+	})
 }

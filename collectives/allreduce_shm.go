@@ -217,23 +217,13 @@ func shmBcastChecked[T runtime.Elem](c *call, g *hostgroup.Group, buf []T, root,
 		}
 		return nil
 	}
-	per := g.Chunk() / es
-	for lo := 0; lo < n; lo += per {
-		part := buf[lo:min(n, lo+per)]
-		v := g.Next()
-		b, err := g.TakeBig(c, v, v+1)
-		if err != nil {
-			return err
-		}
+	return g.Chunks(c, n, es, 1, bytes, func(lo, hi, b int) {
 		if g.Me == root {
-			hostgroup.ScratchInBig(g, hostgroup.Big[T](g, g.Me, b, len(part)), part, false)
+			hostgroup.ScratchInBig(g, hostgroup.Big[T](g, g.Me, b, hi-lo), buf[lo:hi], false)
 		}
-		if err := g.ChunkStep(c, v, lo == 0, bytes); err != nil {
-			return err
-		}
+	}, func(lo, hi, b int) {
 		if g.Me != root {
-			hostgroup.ScratchOut(g, part, hostgroup.Big[T](g, root, b, len(part)))
+			hostgroup.ScratchOut(g, buf[lo:hi], hostgroup.Big[T](g, root, b, hi-lo))
 		}
-	}
-	return nil
+	})
 }

@@ -34,28 +34,23 @@ func alltoallSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n 
 		copy(recv[g.Me*n:(g.Me+1)*n], send[g.Me*n:(g.Me+1)*n]) // in place: the same memory
 		return nil
 	}
-	per := max(g.Chunk()/(p*es), 1)
-	for lo := 0; lo < n; lo += per {
-		hi := min(n, lo+per)
+	err := g.Chunks(c, n, es, p, bytes, func(lo, hi, b int) {
 		k := hi - lo
-		v := g.Next()
-		b, err := g.TakeBig(c, v, v+1)
-		if err != nil {
-			return err
-		}
 		mine := hostgroup.Big[T](g, g.Me, b, p*k)
 		for d := range p {
 			hostgroup.ScratchInBig(g, mine[d*k:(d+1)*k], send[d*n+lo:d*n+hi], true)
 		}
-		if err := g.ChunkStep(c, v, lo == 0, bytes); err != nil {
-			return err
-		}
+	}, func(lo, hi, b int) {
+		k := hi - lo
 		for j := range p {
 			if j != g.Me {
 				hostgroup.ScratchOut(g, recv[j*n+lo:j*n+hi], hostgroup.Big[T](g, j, b, p*k)[g.Me*k:(g.Me+1)*k])
 			}
 		}
 		copy(recv[g.Me*n+lo:g.Me*n+hi], send[g.Me*n+lo:g.Me*n+hi])
+	})
+	if err != nil {
+		return err
 	}
 	return g.ReleaseBig(c)
 }

@@ -38,20 +38,11 @@ func gatherSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n, r
 		}
 		return nil
 	}
-	per := g.Chunk() / es
-	for lo := 0; lo < n; lo += per {
-		hi := min(n, lo+per)
-		v := g.Next()
-		b, err := g.TakeBig(c, v, v+1)
-		if err != nil {
-			return err
-		}
+	err := g.Chunks(c, n, es, 1, bytes, func(lo, hi, b int) {
 		if g.Me != root {
 			hostgroup.ScratchInBig(g, hostgroup.Big[T](g, g.Me, b, hi-lo), send[lo:hi], true)
 		}
-		if err := g.ChunkStep(c, v, lo == 0, bytes); err != nil {
-			return err
-		}
+	}, func(lo, hi, b int) {
 		if g.Me == root {
 			for j := range p {
 				if j != root {
@@ -59,6 +50,9 @@ func gatherSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n, r
 				}
 			}
 		}
+	})
+	if err != nil {
+		return err
 	}
 	return g.ReleaseBig(c)
 }
@@ -96,15 +90,8 @@ func scatterSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n, 
 		}
 		return nil
 	}
-	per := max(g.Chunk()/(p*es), 1)
-	for lo := 0; lo < n; lo += per {
-		hi := min(n, lo+per)
+	err := g.Chunks(c, n, es, p, bytes, func(lo, hi, b int) {
 		k := hi - lo
-		v := g.Next()
-		b, err := g.TakeBig(c, v, v+1)
-		if err != nil {
-			return err
-		}
 		if g.Me == root {
 			mine := hostgroup.Big[T](g, g.Me, b, p*k)
 			for j := range p {
@@ -113,12 +100,14 @@ func scatterSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n, 
 				}
 			}
 		}
-		if err := g.ChunkStep(c, v, lo == 0, bytes); err != nil {
-			return err
-		}
+	}, func(lo, hi, b int) {
+		k := hi - lo
 		if g.Me != root {
 			hostgroup.ScratchOut(g, recv[lo:hi], hostgroup.Big[T](g, root, b, p*k)[g.Me*k:(g.Me+1)*k])
 		}
+	})
+	if err != nil {
+		return err
 	}
 	return g.ReleaseBig(c)
 }

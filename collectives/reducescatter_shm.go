@@ -38,30 +38,25 @@ func reduceScatterSHM[T runtime.Elem](c *call, g *hostgroup.Group, in, out []T, 
 		}))
 		return nil
 	}
-	per := max(g.Chunk()/(p*es), 1)
-	for lo := 0; lo < n; lo += per {
-		hi := min(n, lo+per)
+	err := g.Chunks(c, n, es, p, bytes, func(lo, hi, b int) {
 		k := hi - lo
-		v := g.Next()
-		b, err := g.TakeBig(c, v, v+1)
-		if err != nil {
-			return err
-		}
 		mine := hostgroup.Big[T](g, me, b, p*k)
 		for d := range p {
 			if d != me {
 				hostgroup.ScratchInBig(g, mine[d*k:(d+1)*k], in[d*n+lo:d*n+hi], true)
 			}
 		}
-		if err := g.ChunkStep(c, v, lo == 0, bytes); err != nil {
-			return err
-		}
+	}, func(lo, hi, b int) {
+		k := hi - lo
 		reduceInto(out[lo:hi], op, p, loadedFrom(g, me, func(i int) []T {
 			if i == me {
 				return in[me*n+lo : me*n+hi]
 			}
 			return hostgroup.Big[T](g, i, b, p*k)[me*k : (me+1)*k]
 		}))
+	})
+	if err != nil {
+		return err
 	}
 	return g.ReleaseBig(c)
 }

@@ -126,29 +126,24 @@ func gathervSHM[T runtime.Elem](c *call, g *hostgroup.Group, sendBuf, recvBuf []
 	if err := g.Prepare(c, most*es); err != nil {
 		return err
 	}
-	per := g.Chunk() / es
-	for lo := 0; lo < most; lo += per {
-		v := g.Next()
-		b, err := g.TakeBig(c, v, v+1)
-		if err != nil {
-			return err
-		}
+	err = g.Chunks(c, most, es, 1, -1, func(lo, hi, b int) {
 		if g.Me != root && lo < len(sendBuf) {
-			hi := min(len(sendBuf), lo+per)
+			hi := min(len(sendBuf), hi)
 			hostgroup.ScratchInBig(g, hostgroup.Big[T](g, g.Me, b, hi-lo), sendBuf[lo:hi], true)
 		}
-		if err := g.Step(c, v, -1); err != nil {
-			return err
-		}
+	}, func(lo, hi, b int) {
 		if g.Me != root {
-			continue
+			return
 		}
 		for j := range p {
 			if j != root && lo < counts[j] {
-				d, hi := displ(counts, displs, j), min(counts[j], lo+per)
+				d, hi := displ(counts, displs, j), min(counts[j], hi)
 				hostgroup.ScratchOut(g, recvBuf[d+lo:d+hi], hostgroup.Big[T](g, j, b, hi-lo))
 			}
 		}
+	})
+	if err != nil {
+		return err
 	}
 	return g.ReleaseBig(c)
 }
@@ -215,28 +210,25 @@ func scattervSHM[T runtime.Elem](c *call, g *hostgroup.Group, sendBuf []T, count
 	if err := g.Prepare(c, max(p*most*es, hostgroup.SmallMax+1)); err != nil { // root's big buffers exist
 		return err
 	}
-	per := max(g.Chunk()/(p*es), 1)
-	for lo := 0; lo < most; lo += per {
-		v := g.Next()
-		b, err := g.TakeBig(c, v, v+1)
-		if err != nil {
-			return err
-		}
+	err = g.Chunks(c, most, es, p, -1, func(lo, hi, b int) {
+		k := hi - lo
 		if g.Me == root {
 			for j := range p {
 				if j != root && lo < counts[j] {
-					d, hi := displ(counts, displs, j), min(counts[j], lo+per)
-					hostgroup.ScratchInBig(g, hostgroup.Big[T](g, g.Me, b, p*per)[j*per:j*per+hi-lo], sendBuf[d+lo:d+hi], true)
+					d, hi := displ(counts, displs, j), min(counts[j], hi)
+					hostgroup.ScratchInBig(g, hostgroup.Big[T](g, g.Me, b, p*k)[j*k:j*k+hi-lo], sendBuf[d+lo:d+hi], true)
 				}
 			}
 		}
-		if err := g.Step(c, v, -1); err != nil {
-			return err
-		}
+	}, func(lo, hi, b int) {
+		k := hi - lo
 		if g.Me != root && lo < len(recvBuf) {
-			hi := min(len(recvBuf), lo+per)
-			hostgroup.ScratchOut(g, recvBuf[lo:hi], hostgroup.Big[T](g, root, b, p*per)[g.Me*per:g.Me*per+hi-lo])
+			hi := min(len(recvBuf), hi)
+			hostgroup.ScratchOut(g, recvBuf[lo:hi], hostgroup.Big[T](g, root, b, p*k)[g.Me*k:g.Me*k+hi-lo])
 		}
+	})
+	if err != nil {
+		return err
 	}
 	return g.ReleaseBig(c)
 }
@@ -298,28 +290,23 @@ func allgathervSHM[T runtime.Elem](c *call, g *hostgroup.Group, recv []T, counts
 	if err := g.Prepare(c, most*es); err != nil {
 		return err
 	}
-	per := g.Chunk() / es
-	for lo := 0; lo < most; lo += per {
-		v := g.Next()
-		b, err := g.TakeBig(c, v, v+1)
-		if err != nil {
-			return err
-		}
+	err := g.Chunks(c, most, es, 1, -1, func(lo, hi, b int) {
 		if lo < len(mine) {
-			hi := min(len(mine), lo+per)
+			hi := min(len(mine), hi)
 			hostgroup.ScratchInBig(g, hostgroup.Big[T](g, g.Me, b, hi-lo), mine[lo:hi], false)
 		}
-		if err := g.Step(c, v, -1); err != nil {
-			return err
-		}
+	}, func(lo, hi, b int) {
 		d := 0
 		for j := range p {
 			if j != g.Me && lo < counts[j] {
-				hi := min(counts[j], lo+per)
+				hi := min(counts[j], hi)
 				hostgroup.ScratchOut(g, recv[d+lo:d+hi], hostgroup.Big[T](g, j, b, hi-lo))
 			}
 			d += counts[j]
 		}
+	})
+	if err != nil {
+		return err
 	}
 	return g.ReleaseBig(c)
 }
@@ -389,31 +376,28 @@ func alltoallvSHM[T runtime.Elem](c *call, g *hostgroup.Group, send []T, sendCou
 	if err := g.Prepare(c, max(total*es, hostgroup.SmallMax+1)); err != nil { // big buffers exist
 		return err
 	}
-	per := max(g.Chunk()/(p*es), 1)
-	for lo := 0; lo < most; lo += per {
-		v := g.Next()
-		b, err := g.TakeBig(c, v, v+1)
-		if err != nil {
-			return err
-		}
-		mine := hostgroup.Big[T](g, g.Me, b, p*per)
+	err := g.Chunks(c, most, es, p, -1, func(lo, hi, b int) {
+		k := hi - lo
+		mine := hostgroup.Big[T](g, g.Me, b, p*k)
 		for d, s := 0, 0; d < p; d++ {
 			if d != g.Me && lo < sendCounts[d] {
-				hi := min(sendCounts[d], lo+per)
-				hostgroup.ScratchInBig(g, mine[d*per:d*per+hi-lo], send[s+lo:s+hi], true)
+				hi := min(sendCounts[d], hi)
+				hostgroup.ScratchInBig(g, mine[d*k:d*k+hi-lo], send[s+lo:s+hi], true)
 			}
 			s += sendCounts[d]
 		}
-		if err := g.Step(c, v, -1); err != nil {
-			return err
-		}
+	}, func(lo, hi, b int) {
+		k := hi - lo
 		for s, r := 0, 0; s < p; s++ {
 			if s != g.Me && lo < recvCounts[s] {
-				hi := min(recvCounts[s], lo+per)
-				hostgroup.ScratchOut(g, recv[r+lo:r+hi], hostgroup.Big[T](g, s, b, p*per)[g.Me*per:g.Me*per+hi-lo])
+				hi := min(recvCounts[s], hi)
+				hostgroup.ScratchOut(g, recv[r+lo:r+hi], hostgroup.Big[T](g, s, b, p*k)[g.Me*k:g.Me*k+hi-lo])
 			}
 			r += recvCounts[s]
 		}
+	})
+	if err != nil {
+		return err
 	}
 	return g.ReleaseBig(c)
 }

@@ -3,7 +3,8 @@
 //
 // It owns the group (Group), its setup (Prepare, Adopt), the step protocol (Step,
 // StepLast, SetMeta, CleanFail, Fail), the flags, scratch slots and big buffers
-// (SmallSlot, Big, VSlot, VWord, ScratchIn, ScratchOut), waiting, the planning of teams over cache domains (PlanTeams), and
+// (SmallSlot, Big, VSlot, VWord, ScratchIn, ScratchOut), the one loop that moves long
+// vectors in chunks (Chunks), waiting, the planning of teams over cache domains (PlanTeams), and
 // the size classes of every one-host algorithm (tune.go). The algorithms stay in
 // collectives. A call reaches the group through Call, which collectives' call
 // satisfies; this package imports nothing of collectives.

@@ -183,16 +183,6 @@ func (s *steps) CleanFail(v uint64, err error) error {
 	return countErr{err}
 }
 
-// ChunkStep is Step for chunk-by-chunk calls: the call's first chunk (first) carries its
-// meta word, and its step checks the members' call numbers and byte counts.
-func (g *Group) ChunkStep(c Call, v uint64, first bool, bytes int) error {
-	if !first || bytes < 0 {
-		return g.Step(c, v, -1)
-	}
-	g.SetMeta(c, v, bytes)
-	return g.Step(c, v, bytes)
-}
-
 // waitAll waits until every other member has published step v; bytes >= 0 also checks
 // their call numbers and byte counts for step v.
 func (g *Group) waitAll(c Call, v uint64, bytes int) error {

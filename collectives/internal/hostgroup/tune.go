@@ -15,8 +15,8 @@ import (
 const (
 	// SmallMax is the largest vector (bytes) that goes in one step through the small
 	// slots: every member copies it into its slot, and every member reads all of them.
-	// Longer vectors go in chunks through the big buffers. `golaunch -n 4
-	// bin/allreducebench --test colls` measures the crossing.
+	// Longer vectors go in chunks through the big buffers. scripts/device16-select.sh
+	// (classes medium and big) measures the sizes on either side.
 	SmallMax = 8 << 10
 	// ChunkMin and ChunkMax bound a big buffer (bytes): long vectors are pipelined
 	// through the two big buffers in chunks of at most ChunkMax.
@@ -45,10 +45,10 @@ const (
 	// scripts/device16-select.sh (class single) measures the crossing.
 	singleMinDefault = 1 << 20
 	// flatMaxDefault is the most ranks of a host that make one group; teamMaxDefault
-	// the most ranks of a team on a larger host. One group serves up to 32 ranks (the
-	// selection sweep, class team, found it faster than teams there). Every rank of a
-	// group connects to every other, and each connection holds shared memory.
-	// `apps/scalebench` measures the cost of a job at 8 to 256 ranks.
+	// the most ranks of a team on a larger host. scripts/device16-select.sh (class team)
+	// found one group faster than teams up to 32 ranks. Every rank of a group connects
+	// to every other, and each connection holds shared memory: `apps/scalebench`
+	// measures the cost of a job at 8 to 256 ranks.
 	flatMaxDefault = 32
 	teamMaxDefault = 16
 )

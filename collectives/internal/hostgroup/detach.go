@@ -52,7 +52,7 @@ func (g *Group) FreeOwn(w *runtime.World) bool {
 	}
 	g.region, g.old = nil, nil
 	if g.bigReg != nil { // a call that failed in ReleaseBig's step
-		RemovePages(g.bigReg.Bytes())
+		removePages(g.bigReg.Bytes())
 		g.bigReg.Free()
 		g.bigReg = nil
 	}

@@ -90,7 +90,7 @@ func (g *Group) ReleaseBig(c Call) error {
 	}
 	r := g.bigReg
 	g.bigReg = nil
-	err := RemovePages(r.Bytes())
+	err := removePages(r.Bytes())
 	if ferr := r.Free(); err == nil && ferr != nil {
 		err = fmt.Errorf("free fresh scratch: %w", ferr)
 	}

@@ -44,9 +44,9 @@ func Kind(name string) uint8 {
 	return uint8(3*kindStride + int(h%kindStride))
 }
 
-// KindName names the call of kind id k: its base kind, with the nonblocking or
+// kindName names the call of kind id k: its base kind, with the nonblocking or
 // persistent form's mark, or "another collective" for an id outside the table.
-func KindName(k uint8) string {
+func kindName(k uint8) string {
 	form, i := int(k)/kindStride, int(k)%kindStride
 	if form > 2 || i == 0 || i >= len(kinds) {
 		return "another collective"

@@ -19,8 +19,8 @@ func TestKindNames(t *testing.T) {
 			if k >= 1<<KindBits {
 				t.Errorf("Kind(%q) = %d: more than %d bits", name, k, KindBits)
 			}
-			if got := KindName(k); got != name {
-				t.Errorf("KindName(Kind(%q)) = %q", name, got)
+			if got := kindName(k); got != name {
+				t.Errorf("kindName(Kind(%q)) = %q", name, got)
 			}
 			if other, ok := seen[k]; ok {
 				t.Errorf("Kind(%q) = Kind(%q) = %d", name, other, k)
@@ -28,7 +28,7 @@ func TestKindNames(t *testing.T) {
 			seen[k] = name
 		}
 	}
-	if got := KindName(Kind("Neighbor_alltoall")); got != "another collective" {
-		t.Errorf("KindName of a name outside the table = %q, want another collective", got)
+	if got := kindName(Kind("Neighbor_alltoall")); got != "another collective" {
+		t.Errorf("kindName of a name outside the table = %q, want another collective", got)
 	}
 }

@@ -130,7 +130,7 @@ func (b *bigBufs) closeBigRemotes() {
 // freeBigOld frees the big buffers a failed call left, which no peer maps any more.
 func (b *bigBufs) freeBigOld() {
 	if b.bigOld != nil {
-		RemovePages(b.bigOld.Bytes())
+		removePages(b.bigOld.Bytes())
 		b.bigOld.Free()
 		b.bigOld = nil
 	}

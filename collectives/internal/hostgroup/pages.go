@@ -32,11 +32,11 @@ func readPages(b []byte) {
 	faultSink.Add(uint32(s))
 }
 
-// RemovePages gives the whole pages inside b, a shared mapping of the arena, back to the
+// removePages gives the whole pages inside b, a shared mapping of the arena, back to the
 // kernel. MADV_REMOVE punches a hole in the shared memory, and every process's mapping
 // of those pages drops them. So the next use of that memory, here or in a peer, faults
 // in fresh zeroed pages.
-func RemovePages(b []byte) error {
+func removePages(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}

@@ -85,7 +85,7 @@ func metaCall(m uint64) uint64 { return m >> metaCallShift }
 
 // callText describes the call a meta word names, for mismatch errors.
 func callText(m uint64) string {
-	t := KindName(uint8(m >> metaKindShift & (1<<KindBits - 1)))
+	t := kindName(uint8(m >> metaKindShift & (1<<KindBits - 1)))
 	switch r := m >> metaRootShift; {
 	case r == metaRootMax:
 		t += " (root 14 or more)"
@@ -224,7 +224,7 @@ func (g *Group) checkMeta(c Call, i int, v uint64, bytes int) error {
 			runtime.ErrMismatch, g.Ranks[i], callText(got), g.Ranks[g.Me], callText(want), c.ID().Number)
 	case got != want:
 		return countErr{fmt.Errorf("%w: rank %d passed %d bytes to %s, rank %d passed %d (do all ranks pass the same counts?)",
-			runtime.ErrMismatch, g.Ranks[i], got&metaBytes, KindName(c.ID().Kind), g.Ranks[g.Me], want&metaBytes)}
+			runtime.ErrMismatch, g.Ranks[i], got&metaBytes, kindName(c.ID().Kind), g.Ranks[g.Me], want&metaBytes)}
 	}
 	return nil
 }

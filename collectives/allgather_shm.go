@@ -7,12 +7,12 @@ import (
 
 // allgatherSHM is the Allgather of a one-host World. Each member copies its block (recv's
 // block me, which allgather filled) into its scratch and publishes; then every member
-// copies every other member's block out. A block of up to hostgroup.SmallMax bytes takes one step
-// (the flag line or the small slot); a longer one goes in chunks of the big buffer's size,
-// one step per chunk. Each member stores n and loads (p-1)·n elements of scratch. From
-// singleMin bytes a block each member reads the others' blocks from their recv instead
-// (single_shm.go): it loads (p-1)·n and stores nothing. It names the algorithm the call
-// took (single or shm).
+// copies every other member's block out. A block of up to hostgroup.SmallMax bytes takes
+// one step (the flag line or the small slot); a longer one goes in chunks of the big
+// buffer's size, one step per chunk. Each member stores n and loads (p-1)·n elements of
+// scratch. From hostgroup.SingleMin() bytes a block each member reads the others' blocks
+// from their recv instead (single_shm.go): it loads (p-1)·n and stores nothing. It names
+// the algorithm the call took (single or shm).
 func allgatherSHM[T runtime.Elem](c *call, g *hostgroup.Group, recv []T, n int) error {
 	if m := hostgroup.SingleMin(); m > 0 && n*elemSize[T]() >= m {
 		done, err := singleMove(c, g, bytesOf(recv[g.Me*n:(g.Me+1)*n]), func(int) bool { return true }, n*elemSize[T](),

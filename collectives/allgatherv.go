@@ -26,10 +26,11 @@ import (
 // ErrMismatch. The blocks then go through shared memory, but for 2 ranks with a block
 // over 8 KiB (the ring's single copy wins).
 //
-// Otherwise the algorithm is the ring (MPICH's allgatherv_intra_ring): in step s each rank passes
-// block r-s to its right neighbour and receives block r-s-1 from its left one, p-1 steps.
-// A ring rather than every rank sending to every other at once: one message each way at
-// a time, no scratch and one Request, and a large block costs each link once.
+// Otherwise the algorithm is the ring (MPICH's allgatherv_intra_ring): in step s each
+// rank passes block r-s to its right neighbour and receives block r-s-1 from its left
+// one, p-1 steps. A ring rather than every rank sending to every other at once: one
+// message each way at a time, no scratch and one Request, and a large block costs each
+// link once.
 func Allgatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts []int) error {
 	if w.IsInter() {
 		return interErr("allgatherv", w, beginInter(w, "allgatherv").end(interAllgatherv(ctx, w, send, recv, counts), len(send)*elemSize[T]()))

@@ -29,17 +29,17 @@ func allreduceWorldSHM[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 	return l.world.ReleaseBig(c)
 }
 
-// allreduceHier is the hierarchical Allreduce for jobs spanning hosts. The ranks of each host
-// reduce their vectors to the host's leader (its lowest rank) through shared memory
-// (allreduceSHM with a root). The leaders run a point-to-point Allreduce among themselves (the
-// algorithm selectAllreduce picks for their number, on a sub-group addressed by World rank).
-// Each leader broadcasts the result to its host through shared memory (shmBcast). A host
-// whose ranks run in teams (teamed: more than hostgroup.FlatMax() ranks, or several cache domains)
-// does both on-host steps in teams (reduceTeams, bcastTeams): its leader is the first
-// team's head. Only the leaders' step crosses hosts. Under ScratchFresh
-// each host's big buffers are acquired before the on-host reduce and released after the
-// broadcast. Rank order holds for non-commutative operators when each host's ranks are
-// consecutive (the selection falls back otherwise).
+// allreduceHier is the hierarchical Allreduce for jobs spanning hosts. The ranks of each
+// host reduce their vectors to the host's leader (its lowest rank) through shared memory
+// (allreduceSHM with a root). The leaders run a point-to-point Allreduce among themselves
+// (the algorithm selectAllreduce picks for their number, on a sub-group addressed by
+// World rank). Each leader broadcasts the result to its host through shared memory
+// (shmBcast). A host whose ranks run in teams (teamed: more than hostgroup.FlatMax()
+// ranks, or several cache domains) does both on-host steps in teams (reduceTeams,
+// bcastTeams): its leader is the first team's head. Only the leaders' step crosses hosts.
+// Under ScratchFresh each host's big buffers are acquired before the on-host reduce and
+// released after the broadcast. Rank order holds for non-commutative operators when each
+// host's ranks are consecutive (the selection falls back otherwise).
 func allreduceHier[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 	l := localOf(c.s)
 	if l.unmapped {

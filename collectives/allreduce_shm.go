@@ -8,11 +8,11 @@ import (
 // allreduceSHM is the shared-memory Allreduce for ranks that map each other's arena
 // scratch (every rank on one host): flags in shared memory instead of messages, and no
 // copy through the kernel or the transport. The group's scratch is set up at the first
-// call (shmPrepare) and reused.
+// call (hostgroup.Group.Prepare) and reused.
 //
-//   - Short vectors (under hostgroup.MediumFor(p) bytes), one step: every rank copies its vector
-//     into its small slot and publishes; then every rank combines all the slots, x0 ∘ x1
-//     ∘ ... in rank order, into its recv. At p=2 and 8 bytes this is one cache-line
+//   - Short vectors (under hostgroup.MediumFor(p) bytes), one step: every rank copies its
+//     vector into its small slot and publishes; then every rank combines all the slots,
+//     x0 ∘ x1 ∘ ... in rank order, into its recv. At p=2 and 8 bytes this is one cache-line
 //     exchange each way.
 //   - Medium vectors (up to hostgroup.SmallMax bytes) go by blocks as a chunk does, below,
 //     through the small slots with plain copies (shmReduceBlocks): each rank reduces 1/p
@@ -77,12 +77,12 @@ func shmReduceSmall[T runtime.Elem](c *call, g *hostgroup.Group, src, recv []T, 
 }
 
 // shmReduceBlocks reduces one chunk by blocks (two steps): through a big buffer, or with
-// small (a medium vector, one chunk) through the small slots of both steps' parities, with
-// plain copies. A big buffer holds a step's staged blocks and then the reduced block r,
-// which no one staged. The small slot of step v+1 holds the reduced block, so that each
-// slot is read before its readers publish their next step, as the type hostgroup.Group requires.
-// bytes >= 0 on a call's first chunk: the call's byte count, checked against the other
-// ranks'.
+// small (a medium vector, one chunk) through the small slots of both steps' parities,
+// with plain copies. A big buffer holds a step's staged blocks and then the reduced block
+// r, which no one staged. The small slot of step v+1 holds the reduced block, so that
+// each slot is read before its readers publish their next step, as the type
+// hostgroup.Group requires. bytes >= 0 on a call's first chunk: the call's byte count,
+// checked against the other ranks'.
 //
 // Only the blocks the other members reduce are copied in, and member r's reduction goes
 // into its recv and from there into block r of its own buffer. No member ever stores to

@@ -8,11 +8,11 @@ import (
 // alltoallSHM is the Alltoall of a one-host World, with n elements per block. Each member
 // copies its p blocks into its scratch, block d where member d reads it, and publishes;
 // then every member copies block me out of every other member's scratch. When the p
-// blocks fit in hostgroup.SmallMax bytes that is one step (the small slot); otherwise the blocks
-// go in parts, part k of every block in one step, as many elements per block as p of
-// them fit in a big buffer. send nil is in place: each step reads part k of every block
-// of recv into scratch before any member writes part k back. Each member stores p·n and
-// loads (p-1)·n elements of scratch.
+// blocks fit in hostgroup.SmallMax bytes that is one step (the small slot); otherwise the
+// blocks go in parts, part k of every block in one step, as many elements per block as p
+// of them fit in a big buffer. send nil is in place: each step reads part k of every
+// block of recv into scratch before any member writes part k back. Each member stores p·n
+// and loads (p-1)·n elements of scratch.
 func alltoallSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n int) error {
 	p, es := len(g.Ranks), elemSize[T]()
 	if send == nil {

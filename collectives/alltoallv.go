@@ -30,9 +30,9 @@ import (
 // The blocks then go through shared memory, up to 256 KiB sent per rank; beyond, point
 // to point.
 //
-// Otherwise the algorithm is MPICH's basic one (alltoallv_intra_scattered, with every message in
-// flight at once): each rank posts its p-1 receives (from r-1, r-2, ...), then its p-1
-// sends (to r+1, r+2, ...), and waits for them all; its own block is copied.
+// Otherwise the algorithm is MPICH's basic one (alltoallv_intra_scattered, with every
+// message in flight at once): each rank posts its p-1 receives (from r-1, r-2, ...), then
+// its p-1 sends (to r+1, r+2, ...), and waits for them all; its own block is copied.
 func Alltoallv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, sendCounts []int, recv []T, recvCounts []int) error {
 	if w.IsInter() {
 		return interErr("alltoallv", w, beginInter(w, "alltoallv").end(interAlltoallv(ctx, w, send, sendCounts, recv, recvCounts), len(send)*elemSize[T]()))

@@ -6,17 +6,17 @@ import (
 )
 
 // The rooted and all-to-all collectives of a one-host World go through the World's
-// shared-memory group, as Allreduce and Barrier do (internal/hostgroup): each member copies what the
-// others read into its own scratch and publishes a step, and the others copy it out.
-// No message, no copy through the transport. Up to hostgroup.InlineMax bytes travel in the
-// publisher's flag line itself; up to hostgroup.SmallMax in a small slot; longer data in chunks
-// through the big buffers, so that the working set stays in cache.
+// shared-memory group, as Allreduce and Barrier do (internal/hostgroup): each member
+// copies what the others read into its own scratch and publishes a step, and the others
+// copy it out. No message, no copy through the transport. Up to hostgroup.InlineMax bytes
+// travel in the publisher's flag line itself; up to hostgroup.SmallMax in a small slot;
+// longer data in chunks through the big buffers, so that the working set stays in cache.
 
 // worldGroup returns the shared-memory group of every rank of c's World, set up for a
 // call that moves bytes per member. It returns nil when the call goes point to point:
 //   - the World spans hosts, or some ranks do not map each other's memory;
-//   - the host holds more than hostgroup.FlatMax() ranks (its Barrier and Allreduce run in teams:
-//     teams.go);
+//   - the host holds more than hostgroup.FlatMax() ranks (its Barrier and Allreduce run
+//     in teams: teams.go);
 //   - moveBySHM says so (most bounds an Alltoall's bytes; 0 for no bound).
 //
 // Every rank gets the same answer.
@@ -35,9 +35,9 @@ func worldGroup(c *call, bytes, most int) (*hostgroup.Group, error) {
 }
 
 // bcastSHM copies member root's buf into every member's buf, checking at the first step
-// that every member passed as many bytes: from singleMin bytes each member reads root's
-// buffer (single_shm.go), else through root's scratch (shmBcast). It names the
-// algorithm the call took (single or shm).
+// that every member passed as many bytes: from hostgroup.SingleMin() bytes each member
+// reads root's buffer (single_shm.go), else through root's scratch (shmBcast). It names
+// the algorithm the call took (single or shm).
 func bcastSHM[T runtime.Elem](c *call, g *hostgroup.Group, buf []T, root int) error {
 	bytes := len(buf) * elemSize[T]()
 	if m := hostgroup.SingleMin(); m > 0 && bytes >= m {

@@ -20,15 +20,15 @@ func subtree(v, p int) int {
 }
 
 // A call's messages carry a tag made of its number on the World's sequence (seq, modulo
-// 2^31), its kind (hostgroup.Kind: a Bcast, an Allreduce, their nonblocking and persistent forms)
-// and its root: seq + (kind + tagKinds*root)*tagStride modulo 2^31 (kindTag, then rootTag;
-// a call without a root adds no root term, and a second reduction within a call takes root
-// p). So the messages of two calls at one number never match unless the calls have the
-// same kind and root, at any size and rank count: a Bcast of root 0 and an Allreduce wait
-// for each other, and the hang check names both calls. The price: a message that a failed
-// call left unmatched could match a call of another kind or root that comes at least
-// 2^31/(3*tagKinds*(p+1)) calls later on p ranks (about 1365 at 4096 ranks); a call of the
-// same kind and root comes 2^31 calls later.
+// 2^31), its kind (hostgroup.Kind: a Bcast, an Allreduce, their nonblocking and
+// persistent forms) and its root: seq + (kind + tagKinds*root)*tagStride modulo 2^31
+// (kindTag, then rootTag; a call without a root adds no root term, and a second reduction
+// within a call takes root p). So the messages of two calls at one number never match
+// unless the calls have the same kind and root, at any size and rank count: a Bcast of
+// root 0 and an Allreduce wait for each other, and the hang check names both calls. The
+// price: a message that a failed call left unmatched could match a call of another kind
+// or root that comes at least 2^31/(3*tagKinds*(p+1)) calls later on p ranks (about 1365
+// at 4096 ranks); a call of the same kind and root comes 2^31 calls later.
 
 // tagStride is odd, so that different kinds and roots give different tags at one call
 // number. It was chosen among odd numbers as the one whose multiples up to

@@ -11,10 +11,11 @@ import (
 
 // TestFullNode runs the collectives a full 16-core node selects (every rank on one host:
 // the shared-memory Allreduce, Bcast, Reduce, Allgather, Alltoall, Gather, Scatter and
-// the v-forms) at every p from 2 to 16, against the sequential reference: every integer and
-// floating-point operator and a non-commutative one, in place and not, at odd counts
-// around p, around the medium class (hostgroup.MediumFor) and the small slot's limit (hostgroup.SmallMax), and across the chunks of the big
-// buffers. Here the ranks share the test's processors (oversubscribed).
+// the v-forms) at every p from 2 to 16, against the sequential reference: every integer
+// and floating-point operator and a non-commutative one, in place and not, at odd counts
+// around p, around the medium class (hostgroup.MediumFor) and the small slot's limit
+// (hostgroup.SmallMax), and across the chunks of the big buffers. Here the ranks share
+// the test's processors (oversubscribed).
 func TestFullNode(t *testing.T) {
 	for p := 2; p <= 16; p++ {
 		t.Run(fmt.Sprintf("p=%d", p), func(t *testing.T) {

@@ -8,11 +8,12 @@ import (
 // gatherSHM is the Gather of a one-host World, blocks of n elements. Each member but root
 // copies its block into its scratch and publishes; root copies every other block out into
 // its place in recv (its own is there in place, else gather copies it after). Up to
-// hostgroup.SmallMax bytes a block takes one step (the flag line or the small slot), for which
-// only root waits: the others publish and go on (stepLast); longer blocks go in chunks of
-// the big buffer's size, one step per chunk. The first step carries the call's number and byte count: a member that passed
-// another count (or named another root: rootTag) makes every member that waits for it
-// fail with ErrMismatch. Each member but root stores n elements; root loads (p-1)·n.
+// hostgroup.SmallMax bytes a block takes one step (the flag line or the small slot), for
+// which only root waits: the others publish and go on (stepLast); longer blocks go in
+// chunks of the big buffer's size, one step per chunk. The first step carries the call's
+// number and byte count: a member that passed another count (or named another root:
+// rootTag) makes every member that waits for it fail with ErrMismatch. Each member but
+// root stores n elements; root loads (p-1)·n.
 func gatherSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n, root int) error {
 	p, es := len(g.Ranks), elemSize[T]()
 	bytes := n * es

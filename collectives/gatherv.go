@@ -27,9 +27,10 @@ import (
 // with ErrMismatch. Blocks of up to 256 KiB then go through shared memory; longer ones
 // point to point.
 //
-// Otherwise the algorithm is MPICH's linear one (gatherv_allcomm_linear): root posts a receive from
-// every rank straight into its block of recv and waits for them all; every other rank
-// sends once. Only root knows the counts, so no rank could forward a subtree's blocks.
+// Otherwise the algorithm is MPICH's linear one (gatherv_allcomm_linear): root posts a
+// receive from every rank straight into its block of recv and waits for them all; every
+// other rank sends once. Only root knows the counts, so no rank could forward a subtree's
+// blocks.
 func Gatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts, displs []int, root int) error {
 	if w.IsInter() {
 		return interErr("gatherv", w, beginInter(w, "gatherv").end(interGatherv(ctx, w, send, recv, counts, displs, root), len(send)*elemSize[T]()))

@@ -23,9 +23,10 @@ import (
 // shared memory (gather_shm.go): root copies the blocks into its scratch and each rank
 // copies its own out. There a different n or root fails with ErrMismatch at every rank.
 //
-// Otherwise the algorithm is the binomial tree (MPICH's scatter_intra_binomial): log2(p) rounds,
-// the fewest message latencies; root sends straight from send (but for one subtree when
-// root is not 0: the one whose ranks wrap past p-1, copied together in scratch first).
+// Otherwise the algorithm is the binomial tree (MPICH's scatter_intra_binomial): log2(p)
+// rounds, the fewest message latencies; root sends straight from send (but for one
+// subtree when root is not 0: the one whose ranks wrap past p-1, copied together in
+// scratch first).
 func Scatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
 	if w.IsInter() {
 		return interErr("scatter", w, beginInter(w, "scatter").end(interScatter(ctx, w, send, recv, root), len(send)*elemSize[T]()))

@@ -27,9 +27,9 @@ import (
 // with ErrMismatch. Blocks of up to 256 KiB then go through shared memory; longer ones
 // point to point.
 //
-// Otherwise the algorithm is MPICH's linear one (scatterv_allcomm_linear): root starts a send of
-// each block straight from send, in rank order, keeps its own, and waits for them all;
-// every other rank receives once.
+// Otherwise the algorithm is MPICH's linear one (scatterv_allcomm_linear): root starts a
+// send of each block straight from send, in rank order, keeps its own, and waits for them
+// all; every other rank receives once.
 func Scatterv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, counts, displs []int, recv []T, root int) error {
 	if w.IsInter() {
 		return interErr("scatterv", w, beginInter(w, "scatterv").end(interScatterv(ctx, w, send, counts, displs, recv, root), len(send)*elemSize[T]()))

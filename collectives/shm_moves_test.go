@@ -12,11 +12,11 @@ import (
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
 
-// moveCounts cross the boundaries of the one-host Bcast, Allgather and Alltoall: the
-// flag line (hostgroup.InlineMax), the small slot (hostgroup.SmallMax), one chunk and several, and
-// the bounds of moveBySHM, for a block of n int32 (Allgather, Bcast) or p blocks of n
-// (Alltoall).
-// Above 4 ranks the longest block is smaller: the host's chunks are too (hostgroup.ChunkFor).
+// moveCounts cross the boundaries of the one-host Bcast, Allgather and Alltoall: the flag
+// line (hostgroup.InlineMax), the small slot (hostgroup.SmallMax), one chunk and several,
+// and the bounds of moveBySHM, for a block of n int32 (Allgather, Bcast) or p blocks of n
+// (Alltoall). Above 4 ranks the longest block is smaller: the host's chunks are too
+// (hostgroup.ChunkFor).
 func moveCounts(p int) []int {
 	long := 2*hostgroup.ChunkMax/4 + 5
 	if p > 4 {
@@ -27,9 +27,10 @@ func moveCounts(p int) []int {
 }
 
 // TestSHMMoves checks the one-host Bcast, Reduce, Allgather, Alltoall and ReduceScatter
-// (every rank maps the others' scratch) against the sequential reference at p from 2 to 16 (and
-// TestFullNode at every p in between), in the arena's scratch and in fresh scratch, in place and not, across the flag line, the
-// small slot and the chunks. Here the ranks share the test's processors.
+// (every rank maps the others' scratch) against the sequential reference at p from 2 to
+// 16 (and TestFullNode at every p in between), in the arena's scratch and in fresh
+// scratch, in place and not, across the flag line, the small slot and the chunks. Here
+// the ranks share the test's processors.
 func TestSHMMoves(t *testing.T) {
 	for _, p := range []int{2, 3, 7, 16} {
 		for _, fresh := range []bool{false, true} {

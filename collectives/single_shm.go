@@ -44,9 +44,9 @@ import (
 // already is written again with the same bytes. Such a failure is one that Attach or
 // Read returns before the read is posted; GORMA_TEST_REFUSE_READ makes one for tests.
 //
-// singleMin (GORMA_SHM_TUNE single=BYTES or off) is the block size from which a Bcast
-// or an Allgather goes so; an Alltoall does beyond hostgroup.AlltoallMost bytes per rank.
-// `scripts/device16-select.sh` (class single) measures the crossing.
+// hostgroup.SingleMin() (GORMA_SHM_TUNE single=BYTES or off) is the block size from which
+// a Bcast or an Allgather goes so; an Alltoall does beyond hostgroup.AlltoallMost bytes
+// per rank. `scripts/device16-select.sh` (class single) measures the crossing.
 
 // Flag-line words of the single-copy steps.
 const (

@@ -18,16 +18,16 @@ import (
 // call uses the state any more. It deletes the World's entry in states, clears lastState
 // if it holds the state, and, if the state holds shared-memory scratch, starts release.
 //
-// What is not plain Go memory is the host groups' (internal/hostgroup): this rank's arena regions
-// (registered with every device), and its Remotes of the peers' regions, which the rank's
-// engine keeps in its table, mapped and pinned, until they are closed. The Remotes are
-// closed at once: this rank will not touch the peers' regions again. This rank's own
-// regions are not freed at once. A peer may still be reading them (the end of the last
-// call, which a rank may still be copying out of this rank's buffers after this rank
-// returned) and still maps and pins them until its own World is dropped, perhaps much
-// later, in another process. An arena Free then waits (up to two seconds, with the arena
-// locked) for the pins to drain and quarantines the memory for good if they do not. So a
-// region is freed only once every peer has said that it let go of it:
+// What is not plain Go memory is the host groups' (internal/hostgroup): this rank's arena
+// regions (registered with every device), and its Remotes of the peers' regions, which
+// the rank's engine keeps in its table, mapped and pinned, until they are closed. The
+// Remotes are closed at once: this rank will not touch the peers' regions again. This
+// rank's own regions are not freed at once. A peer may still be reading them (the end of
+// the last call, which a rank may still be copying out of this rank's buffers after this
+// rank returned) and still maps and pins them until its own World is dropped, perhaps
+// much later, in another process. An arena Free then waits (up to two seconds, with the
+// arena locked) for the pins to drain and quarantines the memory for good if they do not.
+// So a region is freed only once every peer has said that it let go of it:
 //
 //   - Each rank, releasing its state of a group, adds shmDetached to the sleepers word of
 //     every peer's region it still maps. It does so after closing its mappings of the

@@ -15,15 +15,15 @@ import (
 // more. A rank then maps and connects to the members of its team, and a head also to the
 // other heads: O(T + N/T) peers instead of N-1.
 //
-// Teams also follow the host's last-level cache domains (hostgroup/cachedom.go), so that a team's
-// flag lines stay in one cache and only the heads' cross domains. Teams stay runs of
-// consecutive ranks, so each run of consecutive ranks in one domain is a team (split
-// further when it holds more than hostgroup.TeamMax() ranks), at any count of ranks. That holds
-// when every rank of the host is bound to a processor and the ranks make two runs or
-// more, of two ranks or more on average (domainRuns). Otherwise the split by count above
-// stands: the default binding leaves ranks unbound unless the host is oversubscribed.
-// planTeams decides, from the ranks' cards and the host's sysfs, so every rank of the
-// host decides alike.
+// Teams also follow the host's last-level cache domains (hostgroup/cachedom.go), so that
+// a team's flag lines stay in one cache and only the heads' cross domains. Teams stay
+// runs of consecutive ranks, so each run of consecutive ranks in one domain is a team
+// (split further when it holds more than hostgroup.TeamMax() ranks), at any count of
+// ranks. That holds when every rank of the host is bound to a processor and the ranks
+// make two runs or more, of two ranks or more on average (domainRuns). Otherwise the
+// split by count above stands: the default binding leaves ranks unbound unless the host
+// is oversubscribed. planTeams decides, from the ranks' cards and the host's sysfs, so
+// every rank of the host decides alike.
 //
 // A collective runs in the team, among the heads, then in the team again:
 //

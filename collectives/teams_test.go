@@ -62,9 +62,9 @@ func TestTeams(t *testing.T) {
 	})
 }
 
-// TestTeamsByDomain: with pretend cache domains (hostgroup.RankDomains), a one-host job of a few
-// ranks runs Barrier and Allreduce in teams of the domains' runs, a commutative and a
-// non-commutative operator alike, and each rank connects only to its team and, as a
+// TestTeamsByDomain: with pretend cache domains (hostgroup.RankDomains), a one-host job
+// of a few ranks runs Barrier and Allreduce in teams of the domains' runs, a commutative
+// and a non-commutative operator alike, and each rank connects only to its team and, as a
 // head, to the other heads. Runs of one rank (domains interleaved, or all of one rank)
 // keep one group. The hierarchical Allreduce's on-host steps follow the domains too.
 func TestTeamsByDomain(t *testing.T) {

@@ -16,15 +16,15 @@ import (
 // agreement, therefore publishes what each member knows: its own count in its flag line,
 // and root's counts (Gatherv, Scatterv) or the member's send and receive counts
 // (Alltoallv) at the start of its small slot; Allgatherv's members publish a hash of
-// their counts. After the step every member reads the same words, so every member
-// reaches the same verdict: all fail with ErrMismatch, naming the same two ranks, or
-// none does. No data moves on counts that do not match, and the group's steps stay in
-// step (cleanFail: no new setup follows). A member whose data fits its small slot beside those words writes it there in
-// the same step and says so (flag-line word vFits): when every member's does, the call
-// takes that one step. Otherwise the data follows in chunks of the big buffers, sized
-// for the largest block, on which every member now agrees. Where the blocks are long
-// enough that point to point's single copy wins (moveBySHM), the call goes on point to
-// point after the agreement, its counts already checked.
+// their counts. After the step every member reads the same words, so every member reaches
+// the same verdict: all fail with ErrMismatch, naming the same two ranks, or none does.
+// No data moves on counts that do not match, and the group's steps stay in step
+// (cleanFail: no new setup follows). A member whose data fits its small slot beside those
+// words writes it there in the same step and says so (flag-line word vFits): when every
+// member's does, the call takes that one step. Otherwise the data follows in chunks of
+// the big buffers, sized for the largest block, on which every member now agrees. Where
+// the blocks are long enough that point to point's single copy wins (moveBySHM), the call
+// goes on point to point after the agreement, its counts already checked.
 //
 // Argument errors a rank can see alone (a negative count, a short buffer) are returned
 // before the agreement, as the point-to-point forms do: the other members then wait

@@ -7,12 +7,12 @@ import (
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
-// Adopt sets g up through pg. g is a group of a Dup's, on the Dup's World dw; pg is
-// the group of the same ranks on the World of call c. Each member allocates g's region, marks in it whether it reads the others' user memory (markReads), and
-// writes its description for one step of pg (putDesc), then maps the others'. A member
-// reads them before its next call on pg begins. No member writes that flag line or slot
-// again before every member has published the step after (they alternate), so one step
-// suffices.
+// Adopt sets g up through pg. g is a group of a Dup's, on the Dup's World dw; pg is the
+// group of the same ranks on the World of call c. Each member allocates g's region, marks
+// in it whether it reads the others' user memory (markReads), and writes its description
+// for one step of pg (putDesc), then maps the others'. A member reads them before its
+// next call on pg begins. No member writes that flag line or slot again before every
+// member has published the step after (they alternate), so one step suffices.
 func (g *Group) Adopt(c Call, pg *Group, dw *runtime.World, fresh bool) error {
 	if len(pg.Ranks) != len(g.Ranks) || pg.Me != g.Me {
 		return fmt.Errorf("%w: rank %d: a Dup's group of %d ranks differs from its World's of %d", runtime.ErrInvalid, dw.Rank(), len(g.Ranks), len(pg.Ranks))

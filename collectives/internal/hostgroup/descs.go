@@ -31,9 +31,9 @@ const descTruncated = 0xff
 const descEntryMax = 1 + descMax
 
 // exchangeDescs sends desc (the description and meta word of member me of the group of
-// World ranks ranks) to every member and returns theirs, by member index (nil at this member's). A message that the relay
-// or a member received in a description's place fails with runtime.ErrMismatch, naming the
-// ranks and the call.
+// World ranks ranks) to every member and returns theirs, by member index (nil at this
+// member's). A message that the relay or a member received in a description's place fails
+// with runtime.ErrMismatch, naming the ranks and the call.
 //
 // The descriptions travel with setupTag, which leaves the call's kind out: members at
 // calls of different kinds meet in this exchange, and the descriptions' meta words name

@@ -4,9 +4,9 @@
 // It owns the group (Group), its setup (Prepare, Adopt), the step protocol (Step,
 // StepLast, SetMeta, CleanFail, Fail), the flags, scratch slots and big buffers
 // (SmallSlot, Big, VSlot, VWord, ScratchIn, ScratchOut), the one loop that moves long
-// vectors in chunks (Chunks), waiting, the planning of teams over cache domains (PlanTeams), and
-// the size classes of every one-host algorithm (tune.go). The algorithms stay in
-// collectives. A call reaches the group through Call, which collectives' call
+// vectors in chunks (Chunks), waiting, the planning of teams over cache domains
+// (PlanTeams), and the size classes of every one-host algorithm (tune.go). The algorithms
+// stay in collectives. A call reaches the group through Call, which collectives' call
 // satisfies; this package imports nothing of collectives.
 //
 // A member calls Prepare at the start of each call on the group, then takes steps:

@@ -146,7 +146,7 @@ func (g *Group) StepLast(c Call, v uint64, bytes, only int) error {
 	case WaitNone:
 	default:
 		if err = g.waiter.wait(c, g, only, v); err == nil && bytes >= 0 {
-			err = g.checkMeta(c, only, v, bytes)
+			err = g.checkMeta(c, only, v, meta(c, bytes))
 		}
 	}
 	if err != nil {
@@ -190,6 +190,10 @@ func (g *Group) waitAll(c Call, v uint64, bytes int) error {
 	// transfers overlap; one wait after another would take them one at a time, and a
 	// step on many members would cost a transfer per member.
 	late := false
+	var want uint64 // this call's meta word, once for every member checked
+	if bytes >= 0 {
+		want = meta(c, bytes)
+	}
 	for i := range g.Ranks {
 		if i != g.Me && atomic.LoadUint64(word(g.mem[i], flagOff(v)+flagSeq)) < v {
 			late = true
@@ -207,17 +211,17 @@ func (g *Group) waitAll(c Call, v uint64, bytes int) error {
 		if bytes < 0 {
 			continue
 		}
-		if err := g.checkMeta(c, i, v, bytes); err != nil {
+		if err := g.checkMeta(c, i, v, want); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// checkMeta checks member i's meta word of step v, a call's first, against this call's.
-// Another byte count within the same call is a countErr.
-func (g *Group) checkMeta(c Call, i int, v uint64, bytes int) error {
-	got, want := atomic.LoadUint64(word(g.mem[i], flagOff(v)+flagMeta)), meta(c, bytes)
+// checkMeta checks member i's meta word of step v, a call's first, against want, this
+// call's (meta). Another byte count within the same call is a countErr.
+func (g *Group) checkMeta(c Call, i int, v, want uint64) error {
+	got := atomic.LoadUint64(word(g.mem[i], flagOff(v)+flagMeta))
 	switch {
 	case metaCall(got) != metaCall(want):
 		return fmt.Errorf("%w: rank %d is in %s, rank %d in %s (call #%d on this World's numbering): every rank must make its collective calls in the same order, with the same root and counts (a count of 0 returns without a step)",

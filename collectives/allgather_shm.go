@@ -46,7 +46,7 @@ func allgatherSteps[T runtime.Elem](c *call, g *hostgroup.Group, recv []T, n int
 	if bytes <= hostgroup.SmallMax {
 		v := g.Next()
 		hostgroup.ScratchIn(g, hostgroup.SmallSlot[T](g, g.Me, v, n), mine)
-		g.SetMeta(c, v, bytes)
+		g.SetMeta(v, bytes)
 		if err := g.Step(c, v, bytes); err != nil {
 			return err
 		}

@@ -61,7 +61,7 @@ func shmReduceSmall[T runtime.Elem](c *call, g *hostgroup.Group, src, recv []T, 
 	n := len(recv)
 	v := g.Next()
 	hostgroup.ScratchIn(g, hostgroup.SmallSlot[T](g, g.Me, v, n), src)
-	g.SetMeta(c, v, n*elemSize[T]())
+	g.SetMeta(v, n*elemSize[T]())
 	only := hostgroup.WaitAll
 	if last && root >= 0 && root != g.Me {
 		only = hostgroup.WaitNone
@@ -114,7 +114,7 @@ func shmReduceBlocks[T runtime.Elem](c *call, g *hostgroup.Group, src, recv []T,
 		}
 	}
 	if bytes >= 0 {
-		g.SetMeta(c, v, bytes)
+		g.SetMeta(v, bytes)
 	}
 	if err := g.Step(c, v, bytes); err != nil {
 		return err
@@ -203,7 +203,7 @@ func shmBcastChecked[T runtime.Elem](c *call, g *hostgroup.Group, buf []T, root,
 			hostgroup.ScratchIn(g, hostgroup.SmallSlot[T](g, g.Me, v, n), buf)
 		}
 		if bytes >= 0 {
-			g.SetMeta(c, v, bytes)
+			g.SetMeta(v, bytes)
 		}
 		only := hostgroup.WaitAll
 		if last && g.Me == root {

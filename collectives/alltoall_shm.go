@@ -22,7 +22,7 @@ func alltoallSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n 
 	if bytes <= hostgroup.SmallMax {
 		v := g.Next()
 		hostgroup.ScratchIn(g, hostgroup.SmallSlot[T](g, g.Me, v, p*n), send)
-		g.SetMeta(c, v, bytes)
+		g.SetMeta(v, bytes)
 		if err := g.Step(c, v, bytes); err != nil {
 			return err
 		}

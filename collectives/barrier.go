@@ -34,7 +34,7 @@ func Barrier(ctx context.Context, w *runtime.World) error {
 			if err == nil {
 				// A call's first step: the call number is checked (hostgroup.Group.SetMeta).
 				v := l.world.Next()
-				l.world.SetMeta(c, v, 0)
+				l.world.SetMeta(v, 0)
 				err = l.world.Step(c, v, 0)
 			}
 			return c.end(err)

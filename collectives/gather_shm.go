@@ -22,7 +22,7 @@ func gatherSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n, r
 		if g.Me != root {
 			hostgroup.ScratchIn(g, hostgroup.SmallSlot[T](g, g.Me, v, n), send)
 		}
-		g.SetMeta(c, v, bytes)
+		g.SetMeta(v, bytes)
 		only := hostgroup.WaitAll // root reads every slot; the others go on at once
 		if g.Me != root {
 			only = hostgroup.WaitNone
@@ -78,7 +78,7 @@ func scatterSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n, 
 				}
 			}
 		}
-		g.SetMeta(c, v, bytes)
+		g.SetMeta(v, bytes)
 		only := hostgroup.WaitAll // each reads root's slot and sees any member at another call; root goes on at once
 		if g.Me == root {
 			only = hostgroup.WaitNone

@@ -26,7 +26,7 @@ func reduceScatterSHM[T runtime.Elem](c *call, g *hostgroup.Group, in, out []T, 
 				hostgroup.ScratchIn(g, mine[d*n:(d+1)*n], in[d*n:(d+1)*n])
 			}
 		}
-		g.SetMeta(c, v, bytes)
+		g.SetMeta(v, bytes)
 		if err := g.Step(c, v, bytes); err != nil {
 			return err
 		}

@@ -83,7 +83,7 @@ func singleMove(c *call, g *hostgroup.Group, own []byte, owner func(j int) bool,
 			reg.Free()
 		}
 	}()
-	g.SetMeta(c, v, bytes)
+	g.SetMeta(v, bytes)
 	if err := g.Step(c, v, bytes); err != nil {
 		return false, err
 	}

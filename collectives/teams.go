@@ -77,7 +77,7 @@ func barrierTeams(c *call, l *localState) error {
 		return err
 	}
 	v := l.team.Next()
-	l.team.SetMeta(c, v, 0) // a call's first step: the call number is checked
+	l.team.SetMeta(v, 0) // a call's first step: the call number is checked
 	if err := l.team.Step(c, v, 0); err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func barrierTeams(c *call, l *localState) error {
 			return err
 		}
 		v := h.Next()
-		h.SetMeta(c, v, 0)
+		h.SetMeta(v, 0)
 		if err := h.Step(c, v, 0); err != nil {
 			return err
 		}

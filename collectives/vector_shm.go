@@ -58,7 +58,7 @@ func fitsAll(g *hostgroup.Group, v uint64) bool {
 // agree publishes step v, a v-collective's first: the meta word checks the call numbers
 // (and so the roots, rootTag).
 func agree(c *call, g *hostgroup.Group, v uint64) error {
-	g.SetMeta(c, v, 0)
+	g.SetMeta(v, 0)
 	return g.Step(c, v, 0)
 }
 

@@ -35,7 +35,7 @@ func (g *Group) Adopt(c Call, pg *Group, dw *runtime.World, fresh bool) error {
 	if err := pg.putDesc(pg.Me, v, r.AppendDesc(nil)); err != nil {
 		return err
 	}
-	pg.SetMeta(c, v, 0) // the call's first step on pg: the ranks' calls are checked
+	pg.SetMeta(v, 0) // the call's first step on pg: the ranks' calls are checked
 	if err := pg.Step(c, v, 0); err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func (g *Group) Chunks(c Call, n, es, blocks, bytes int, in, out func(lo, hi, b 
 		in(lo, hi, b)
 		check := -1
 		if lo == 0 && bytes >= 0 {
-			g.SetMeta(c, v, bytes)
+			g.SetMeta(v, bytes)
 			check = bytes
 		}
 		if err := g.Step(c, v, check); err != nil {

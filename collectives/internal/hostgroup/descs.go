@@ -62,12 +62,12 @@ func exchangeDescs(c Call, ranks []int, me int, desc []byte) ([][]byte, error) {
 	descs, cut, ok := unpackDescs(all[:st.Count], n)
 	if err != nil || !ok {
 		return nil, fmt.Errorf("%w: rank %d sent rank %d a message of %d bytes where rank %d, in %s (call #%d on this World's numbering), expected the scratch descriptions: every rank must make its collective calls in the same order, with the same root and counts",
-			runtime.ErrMismatch, relay, w.Rank(), st.Count, w.Rank(), callText(meta(c, 0)), c.ID().Number)
+			runtime.ErrMismatch, relay, w.Rank(), st.Count, w.Rank(), callText(meta(c.ID(), 0)), c.ID().Number)
 	}
 	for i, count := range cut {
 		if count >= 0 && i != me {
 			return nil, fmt.Errorf("%w: rank %d sent rank %d a message of %d bytes where rank %d expected its scratch description (rank %d is in %s, call #%d on this World's numbering): every rank must make its collective calls in the same order, with the same root and counts",
-				runtime.ErrMismatch, ranks[i], relay, count, relay, w.Rank(), callText(meta(c, 0)), c.ID().Number)
+				runtime.ErrMismatch, ranks[i], relay, count, relay, w.Rank(), callText(meta(c.ID(), 0)), c.ID().Number)
 		}
 	}
 	descs[me] = nil
@@ -99,7 +99,7 @@ func relayDescs(c Call, ranks []int, desc []byte) ([][]byte, error) {
 			all = binary.LittleEndian.AppendUint32(all, uint32(st.Count))
 			if first == nil {
 				first = fmt.Errorf("%w: rank %d sent rank %d a message of %d bytes where rank %d, in %s (call #%d on this World's numbering), expected its scratch description: every rank must make its collective calls in the same order, with the same root and counts",
-					runtime.ErrMismatch, ranks[i], w.Rank(), st.Count, w.Rank(), callText(meta(c, 0)), c.ID().Number)
+					runtime.ErrMismatch, ranks[i], w.Rank(), st.Count, w.Rank(), callText(meta(c.ID(), 0)), c.ID().Number)
 			}
 		case err != nil:
 			// A member failed, or ctx ended: the others' receives from the relay fail as

@@ -48,7 +48,7 @@ func (g *Group) acquireBig(c Call, chunk, bytes int) error {
 	slot := SmallSlot[byte](g, g.Me, v, SmallMax)
 	desc := r.AppendDesc(slot[1:1])
 	slot[0] = byte(len(desc))
-	g.SetMeta(c, v, bytes|freshMeta)
+	g.SetMeta(v, bytes|freshMeta)
 	if err := g.Step(c, v, bytes|freshMeta); err != nil {
 		return err
 	}

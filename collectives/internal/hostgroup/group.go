@@ -83,7 +83,7 @@ func (g *Group) Prepare(c Call, bytes int) error {
 			return runtime.ErrFinalized
 		}
 	}
-	g.callSeq = c.ID().Number
+	g.call = c.ID()
 	g.peerReset(c)
 	if err := g.settle(c); err != nil {
 		return err
@@ -141,7 +141,7 @@ func (g *Group) peerReset(c Call) {
 		return
 	}
 	for i := range g.Ranks {
-		if m := atomic.LoadUint64(word(g.mem[i], offReset)); i != g.Me && m != 0 && m>>1 < c.ID().Number {
+		if m := atomic.LoadUint64(word(g.mem[i], offReset)); i != g.Me && m != 0 && m>>1 < g.call.Number {
 			g.broken = true
 			return
 		}
@@ -199,7 +199,7 @@ func (g *Group) setup(c Call, chunk int, fresh bool) error {
 	// is told and named here, where the calls first meet, rather than as a transport's
 	// refusal of a description that is not one.
 	desc := r.AppendDesc(make([]byte, 0, descMax))
-	desc = binary.LittleEndian.AppendUint64(desc, meta(c, 0))
+	desc = binary.LittleEndian.AppendUint64(desc, meta(c.ID(), 0))
 	descs, err := exchangeDescs(c, g.Ranks, g.Me, desc) // descs.go
 	if err != nil {
 		return err
@@ -209,13 +209,13 @@ func (g *Group) setup(c Call, chunk int, fresh bool) error {
 			continue
 		}
 		d := descs[i]
-		if len(d) < 8 || metaCall(binary.LittleEndian.Uint64(d[len(d)-8:])) != metaCall(meta(c, 0)) {
+		if len(d) < 8 || metaCall(binary.LittleEndian.Uint64(d[len(d)-8:])) != metaCall(meta(c.ID(), 0)) {
 			theirs := "a call that sent " + strconv.Itoa(len(d)) + " bytes"
 			if len(d) >= 8 {
 				theirs = callText(binary.LittleEndian.Uint64(d[len(d)-8:]) &^ metaBytes)
 			}
 			return fmt.Errorf("%w: rank %d is in %s, rank %d in %s (call #%d on this World's numbering): every rank must make its collective calls in the same order, with the same root and counts",
-				runtime.ErrMismatch, peer, theirs, w.Rank(), callText(meta(c, 0)), c.ID().Number)
+				runtime.ErrMismatch, peer, theirs, w.Rank(), callText(meta(c.ID(), 0)), c.ID().Number)
 		}
 		descs[i] = d[:len(d)-8]
 	}
@@ -257,7 +257,7 @@ func (g *Group) Fail() {
 	if g != nil {
 		for _, r := range []*substrate.Region{g.region, g.old} {
 			if r != nil && len(r.Bytes()) > offReset {
-				atomic.StoreUint64(word(r.Bytes(), offReset), resetMark(g.callSeq)) // the peers set up again at their next call (peerReset)
+				atomic.StoreUint64(word(r.Bytes(), offReset), resetMark(g.call.Number)) // the peers set up again at their next call (peerReset)
 			}
 		}
 		g.broken, g.lazy = true, 0

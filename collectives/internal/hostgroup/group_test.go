@@ -62,7 +62,7 @@ func plainGroups(t *testing.T, p int) []*Group {
 // call starts call number n (kind Allreduce) on g, as Prepare does once g is set up.
 func call(ctx context.Context, g *Group, n uint64, kind uint8, root int) (*testCall, error) {
 	c := &testCall{ctx: ctx, id: CallID{Number: n, Kind: kind, Root: root, Tag: int(n)}}
-	g.callSeq = n
+	g.call = c.id
 	return c, g.settle(c)
 }
 
@@ -93,7 +93,7 @@ func TestStepsPlain(t *testing.T) {
 				}
 				v := g.Next()
 				SmallSlot[uint64](g, g.Me, v, 1)[0] = uint64(1000*s + g.Me)
-				g.SetMeta(c, v, 8)
+				g.SetMeta(v, 8)
 				if err := g.Step(c, v, 8); err != nil {
 					return err
 				}
@@ -129,7 +129,7 @@ func TestStepLastPlain(t *testing.T) {
 			}
 			v := g.Next()
 			SmallSlot[uint64](g, g.Me, v, 1)[0] = uint64(n*p + g.Me)
-			g.SetMeta(c, v, 8)
+			g.SetMeta(v, 8)
 			if g.Me != root {
 				if err := g.StepLast(c, v, 8, WaitNone); err != nil {
 					return err
@@ -271,7 +271,7 @@ func TestMismatchCallPlain(t *testing.T) {
 			return err
 		}
 		v := g.Next()
-		g.SetMeta(c, v, 8)
+		g.SetMeta(v, 8)
 		err = g.Step(c, v, 8)
 		if !errors.Is(err, runtime.ErrMismatch) {
 			return fmt.Errorf("member %d: got %v, want ErrMismatch", g.Me, err)
@@ -303,7 +303,7 @@ func TestMemberStopsPlain(t *testing.T) {
 			return err
 		}
 		v := g.Next()
-		g.SetMeta(c, v, 0)
+		g.SetMeta(v, 0)
 		return g.Step(c, v, 0)
 	})
 	for i, err := range errs {

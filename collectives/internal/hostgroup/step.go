@@ -17,7 +17,7 @@ type steps struct {
 	turn     bigTurn // the big buffers' turn
 	lazy     uint64  // a call's last step, published, that some member may not have published yet (StepLast)
 	clean    bool    // the current call failed at its first step, every member left in step (CleanFail)
-	callSeq  uint64  // the number of the call that last prepared g (Fail's resetMark)
+	call     CallID  // the call that last prepared g: its meta words, Fail's resetMark
 	callTurn bigTurn // turn when the current call began (CleanFail)
 }
 
@@ -69,9 +69,8 @@ const (
 	metaRootMax   = 15
 )
 
-// meta is the meta word of call c on vectors of bytes bytes (freshMeta may be set).
-func meta(c Call, bytes int) uint64 {
-	id := c.ID()
+// meta is the meta word of call id on vectors of bytes bytes (freshMeta may be set).
+func meta(id CallID, bytes int) uint64 {
 	root := uint64(0)
 	if id.Root >= 0 {
 		root = uint64(min(id.Root+1, metaRootMax))
@@ -98,10 +97,10 @@ func callText(m uint64) string {
 	return t
 }
 
-// SetMeta records call c's meta word (byte count and call number) for step v (a call's
-// first step).
-func (g *Group) SetMeta(c Call, v uint64, bytes int) {
-	storeRelease(word(g.mem[g.Me], flagOff(v)+flagMeta), meta(c, bytes))
+// SetMeta records the meta word of the call that prepared g (Prepare), with its byte
+// count bytes, for step v, the call's first.
+func (g *Group) SetMeta(v uint64, bytes int) {
+	storeRelease(word(g.mem[g.Me], flagOff(v)+flagMeta), meta(g.call, bytes))
 }
 
 // publish announces step v: seq of flag line v&1 = v, with a release store (on amd64 a
@@ -146,7 +145,7 @@ func (g *Group) StepLast(c Call, v uint64, bytes, only int) error {
 	case WaitNone:
 	default:
 		if err = g.waiter.wait(c, g, only, v); err == nil && bytes >= 0 {
-			err = g.checkMeta(c, only, v, meta(c, bytes))
+			err = g.checkMeta(only, v, meta(g.call, bytes))
 		}
 	}
 	if err != nil {
@@ -192,7 +191,7 @@ func (g *Group) waitAll(c Call, v uint64, bytes int) error {
 	late := false
 	var want uint64 // this call's meta word, once for every member checked
 	if bytes >= 0 {
-		want = meta(c, bytes)
+		want = meta(g.call, bytes)
 	}
 	for i := range g.Ranks {
 		if i != g.Me && atomic.LoadUint64(word(g.mem[i], flagOff(v)+flagSeq)) < v {
@@ -211,7 +210,7 @@ func (g *Group) waitAll(c Call, v uint64, bytes int) error {
 		if bytes < 0 {
 			continue
 		}
-		if err := g.checkMeta(c, i, v, want); err != nil {
+		if err := g.checkMeta(i, v, want); err != nil {
 			return err
 		}
 	}
@@ -220,15 +219,15 @@ func (g *Group) waitAll(c Call, v uint64, bytes int) error {
 
 // checkMeta checks member i's meta word of step v, a call's first, against want, this
 // call's (meta). Another byte count within the same call is a countErr.
-func (g *Group) checkMeta(c Call, i int, v, want uint64) error {
+func (g *Group) checkMeta(i int, v, want uint64) error {
 	got := atomic.LoadUint64(word(g.mem[i], flagOff(v)+flagMeta))
 	switch {
 	case metaCall(got) != metaCall(want):
 		return fmt.Errorf("%w: rank %d is in %s, rank %d in %s (call #%d on this World's numbering): every rank must make its collective calls in the same order, with the same root and counts (a count of 0 returns without a step)",
-			runtime.ErrMismatch, g.Ranks[i], callText(got), g.Ranks[g.Me], callText(want), c.ID().Number)
+			runtime.ErrMismatch, g.Ranks[i], callText(got), g.Ranks[g.Me], callText(want), g.call.Number)
 	case got != want:
 		return countErr{fmt.Errorf("%w: rank %d passed %d bytes to %s, rank %d passed %d (do all ranks pass the same counts?)",
-			runtime.ErrMismatch, g.Ranks[i], got&metaBytes, kindName(c.ID().Kind), g.Ranks[g.Me], want&metaBytes)}
+			runtime.ErrMismatch, g.Ranks[i], got&metaBytes, kindName(g.call.Kind), g.Ranks[g.Me], want&metaBytes)}
 	}
 	return nil
 }

@@ -186,6 +186,9 @@ func explicitRule(from, to string) error {
 		return fmt.Errorf("pmi imports nothing of the layers that use it (runtime and those after it)")
 	case under(from, "collectives") && (under(to, "window") || under(to, "transport")):
 		return fmt.Errorf("collectives never imports window or transport")
+	case under(from, "collectives/internal/hostgroup") && under(to, "collectives") &&
+		!under(to, "collectives/internal/hostgroup"):
+		return fmt.Errorf("collectives/internal/hostgroup imports nothing of collectives")
 	case under(from, "window/coherence") && !under(to, "window/coherence"):
 		return fmt.Errorf("window/coherence imports nothing of the module")
 	}
@@ -471,6 +474,10 @@ func TestCheckImport(t *testing.T) {
 		{"runtime", m("transport/verbs/shm"), false, true},
 		{"runtime", m("pmi"), false, true},
 		{"collectives", m("runtime"), false, true},
+		{"collectives", m("collectives/internal/hostgroup"), false, true},
+		{"collectives/internal/hostgroup", m("runtime/substrate"), false, true},
+		{"collectives/internal/hostgroup", m("collectives"), false, false},
+		{"collectives/internal/hostgroup", m("collectives"), true, false},
 		{"window", m("window/coherence"), false, true},
 		{"window", m("collectives"), false, true},
 		{"launcher", m("pmi"), false, true},

@@ -26,7 +26,7 @@ const (
 var internalKnobs = map[string]string{
 	"GORMA_VERBSTEST_ROLE":   "set by the verbstest conformance suite for the helper processes it starts",
 	"GORMA_TEST_SLACK":       "scales the time budgets of gorma's own tests (internal/testbudget)",
-	"GORMA_TEST_SYSCPU":      "a pretend /sys/devices/system/cpu tree for the cache domains of real ranks in tests (collectives/cachedom.go)",
+	"GORMA_TEST_SYSCPU":      "a pretend /sys/devices/system/cpu tree for the cache domains of real ranks in tests (collectives/internal/hostgroup/cachedom.go)",
 	"GORMA_TEST_TIMEOUT":     "the package timeout of gorma's own tests at slack 1, under go test -timeout 0 (internal/testbudget)",
 	"GORMA_REQUIRE_ENGINES":  "turns gorma's own tests' skips for a missing real engine into failures, in CI (internal/testbudget)",
 	"GORMA_TEST_REFUSE_READ": "a fault hook of gorma's own tests: refuses one single-copy read of package collectives (launcher/single_test.go)",

@@ -39,7 +39,6 @@ var typeCeilings = map[string]typeSize{
 	"bench/connbench.Options":         {fields: 16},
 	"collectives.Request":             {fields: 17},
 	"collectives.localState":          {fields: 18},
-	"collectives.shmGroup":            {methods: 25, fields: 22},
 	"collectives.state":               {fields: 30},
 	"datatype.Type":                   {methods: 28},
 	"launcher.Agent":                  {fields: 20},

@@ -26,10 +26,11 @@ import (
 // ErrMismatch. The blocks then go through shared memory, but for 2 ranks with a block
 // over 8 KiB (the ring's single copy wins).
 //
-// Otherwise the algorithm is the ring (MPICH's allgatherv_intra_ring): in step s each rank passes
-// block r-s to its right neighbour and receives block r-s-1 from its left one, p-1 steps.
-// A ring rather than every rank sending to every other at once: one message each way at
-// a time, no scratch and one Request, and a large block costs each link once.
+// Otherwise the algorithm is the ring (MPICH's allgatherv_intra_ring): in step s each
+// rank passes block r-s to its right neighbour and receives block r-s-1 from its left
+// one, p-1 steps. A ring rather than every rank sending to every other at once: one
+// message each way at a time, no scratch and one Request, and a large block costs each
+// link once.
 func Allgatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts []int) error {
 	if w.IsInter() {
 		return interErr("allgatherv", w, beginInter(w, "allgatherv").end(interAllgatherv(ctx, w, send, recv, counts), len(send)*elemSize[T]()))
@@ -98,29 +99,4 @@ func allgathervRing[T runtime.Elem](c *call, buf []T, counts []int, off, total i
 		sb, soff = rb, roff
 	}
 	return nil
-}
-
-// checkCounts checks a count per rank (what names the argument in the error): p of
-// them, none negative. It returns their sum.
-func checkCounts(what string, counts []int, p int) (int, error) {
-	if len(counts) != p {
-		return 0, invalid("len(%s) %d != %d ranks", what, len(counts), p)
-	}
-	total := 0
-	for i, n := range counts {
-		if n < 0 {
-			return 0, invalid("%s[%d] = %d is negative", what, i, n)
-		}
-		total += n
-	}
-	return total, nil
-}
-
-// offset returns the displacement of block i: the sum of the counts before it.
-func offset(counts []int, i int) int {
-	off := 0
-	for _, n := range counts[:i] {
-		off += n
-	}
-	return off
 }

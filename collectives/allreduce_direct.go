@@ -58,20 +58,20 @@ func reduceScatterDirect[T runtime.Elem](c *call, src, buf []T, op Op[T]) (err e
 	own := buf[lo:hi]
 	for k := 1; k < p; k++ {
 		from := (r - k + p) % p
-		if err := postRecv(c, c.req(k-1), tmp[(k-1)*bmax:(k-1)*bmax+hi-lo], from); err != nil {
+		if err := postRecv(c, c.Req(k-1), tmp[(k-1)*bmax:(k-1)*bmax+hi-lo], from); err != nil {
 			return err
 		}
 	}
 	for k := 1; k < p; k++ {
 		d := (r + k) % p
 		dlo, dhi := block(n, p, d)
-		if err := postSend(c, c.req(p-1+k-1), src[dlo:dhi], d); err != nil {
+		if err := postSend(c, c.Req(p-1+k-1), src[dlo:dhi], d); err != nil {
 			return err
 		}
 	}
 	for k := 1; k < p; k++ {
 		from := (r - k + p) % p
-		st, err := c.req(k - 1).Wait(c.ctx)
+		st, err := c.Req(k - 1).Wait(c.ctx)
 		if err := c.checkStatus(st, err, from, hi-lo); err != nil {
 			return err
 		}
@@ -90,19 +90,19 @@ func allgatherDirect[T runtime.Elem](c *call, buf []T) error {
 	for k := 1; k < p; k++ {
 		src := (r - k + p) % p
 		slo, shi := block(n, p, src)
-		if err := postRecv(c, c.req(k-1), buf[slo:shi], src); err != nil {
+		if err := postRecv(c, c.Req(k-1), buf[slo:shi], src); err != nil {
 			return err
 		}
 	}
 	for k := 1; k < p; k++ {
-		if err := postSend(c, c.req(p-1+k-1), buf[lo:hi], (r+k)%p); err != nil {
+		if err := postSend(c, c.Req(p-1+k-1), buf[lo:hi], (r+k)%p); err != nil {
 			return err
 		}
 	}
 	for k := 1; k < p; k++ {
 		src := (r - k + p) % p
 		slo, shi := block(n, p, src)
-		st, err := c.req(k - 1).Wait(c.ctx)
+		st, err := c.Req(k - 1).Wait(c.ctx)
 		if err := c.checkStatus(st, err, src, shi-slo); err != nil {
 			return err
 		}
@@ -161,7 +161,7 @@ func allreduceDirectPipelined[T runtime.Elem](c *call, src, buf []T, op Op[T], s
 		from := (r - k + p) % p
 		for s := range segs {
 			a, b := block(hi-lo, segs, s)
-			if err := postRecv(c, c.req(rsRecv+idx(k, s)), tmp[(k-1)*bmax+a:(k-1)*bmax+b], from); err != nil {
+			if err := postRecv(c, c.Req(rsRecv+idx(k, s)), tmp[(k-1)*bmax+a:(k-1)*bmax+b], from); err != nil {
 				return err
 			}
 		}
@@ -171,7 +171,7 @@ func allreduceDirectPipelined[T runtime.Elem](c *call, src, buf []T, op Op[T], s
 		flo, fhi := block(n, p, from)
 		for s := range segs {
 			a, b := block(fhi-flo, segs, s)
-			if err := postRecv(c, c.req(agRecv+idx(k, s)), buf[flo+a:flo+b], from); err != nil {
+			if err := postRecv(c, c.Req(agRecv+idx(k, s)), buf[flo+a:flo+b], from); err != nil {
 				return err
 			}
 		}
@@ -181,7 +181,7 @@ func allreduceDirectPipelined[T runtime.Elem](c *call, src, buf []T, op Op[T], s
 		dlo, dhi := block(n, p, d)
 		for s := range segs {
 			a, b := block(dhi-dlo, segs, s)
-			if err := postSend(c, c.req(rsSend+idx(k, s)), src[dlo+a:dlo+b], d); err != nil {
+			if err := postSend(c, c.Req(rsSend+idx(k, s)), src[dlo+a:dlo+b], d); err != nil {
 				return err
 			}
 		}
@@ -189,14 +189,14 @@ func allreduceDirectPipelined[T runtime.Elem](c *call, src, buf []T, op Op[T], s
 	for s := range segs {
 		a, b := block(hi-lo, segs, s)
 		for k := 1; k < p; k++ {
-			st, err := c.req(rsRecv + idx(k, s)).Wait(c.ctx)
+			st, err := c.Req(rsRecv + idx(k, s)).Wait(c.ctx)
 			if err := c.checkStatus(st, err, (r-k+p)%p, b-a); err != nil {
 				return err
 			}
 		}
 		combineDirect(op, own, src[lo:hi], tmp, bmax, p, a, b)
 		for k := 1; k < p; k++ {
-			if err := postSend(c, c.req(agSend+idx(k, s)), own[a:b], (r+k)%p); err != nil {
+			if err := postSend(c, c.Req(agSend+idx(k, s)), own[a:b], (r+k)%p); err != nil {
 				return err
 			}
 		}
@@ -206,7 +206,7 @@ func allreduceDirectPipelined[T runtime.Elem](c *call, src, buf []T, op Op[T], s
 		flo, fhi := block(n, p, from)
 		for s := range segs {
 			a, b := block(fhi-flo, segs, s)
-			st, err := c.req(agRecv + idx(k, s)).Wait(c.ctx)
+			st, err := c.Req(agRecv + idx(k, s)).Wait(c.ctx)
 			if err := c.checkStatus(st, err, from, b-a); err != nil {
 				return err
 			}
@@ -215,7 +215,7 @@ func allreduceDirectPipelined[T runtime.Elem](c *call, src, buf []T, op Op[T], s
 	for _, first := range []int{rsSend, agSend} {
 		for k := 1; k < p; k++ {
 			for s := range segs {
-				if _, err := c.req(first + idx(k, s)).Wait(c.ctx); err != nil {
+				if _, err := c.Req(first + idx(k, s)).Wait(c.ctx); err != nil {
 					return fmt.Errorf("rank %d sending to rank %d: %w", c.s.rank, (r+k)%p, err)
 				}
 			}
@@ -249,7 +249,7 @@ func combineDirect[T runtime.Elem](op Op[T], own, srcBlock, tmp []T, bmax, p, a,
 // waitSends waits for the sends on requests first .. first+p-2, to ranks r+1 .. r+p-1.
 func waitSends(c *call, first, p, r int) error {
 	for k := 1; k < p; k++ {
-		if _, err := c.req(first + k - 1).Wait(c.ctx); err != nil {
+		if _, err := c.Req(first + k - 1).Wait(c.ctx); err != nil {
 			return fmt.Errorf("rank %d sending to rank %d: %w", c.s.rank, (r+k)%p, err)
 		}
 	}

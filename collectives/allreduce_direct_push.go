@@ -44,54 +44,6 @@ const (
 // pushMinBlockBytes is pushMinBlock; tests lower it to push small vectors.
 var pushMinBlockBytes = pushMinBlock
 
-// pushScratch is a group's scratch for the push form.
-type pushScratch struct {
-	region  *substrate.Region
-	remotes []*substrate.Remote // by member index; nil for this rank
-	slot    int                 // bytes of a slot (a multiple of 64)
-	rs, ag  *substrate.Counter  // the first and second round's writes
-	notes   [][8]byte           // the notes' buffers, by request index
-	// broken is set when a call on the scratch failed (or its setup did): the next call
-	// sets the scratch up again. Until then it is kept, with older ones (prev): a peer
-	// may still write into it for the failed call, and a write to a freed region would
-	// fail with a remote access error, which breaks the connection to the writer.
-	broken bool
-	prev   *pushScratch
-}
-
-// drop releases the scratch and the older ones it kept.
-func (ps *pushScratch) drop() {
-	for ; ps != nil; ps = ps.prev {
-		for _, rm := range ps.remotes {
-			if rm != nil {
-				rm.Close()
-			}
-		}
-		ps.rs.Close()
-		ps.ag.Close()
-		ps.region.Free()
-	}
-}
-
-// failPush marks the push scratch of s and of its sub-groups broken, after a failed call.
-func (s *state) failPush() {
-	s.eachState(func(s *state) {
-		if s.push != nil {
-			s.push.broken = true
-		}
-	})
-}
-
-// dropPush releases the push scratch of s and of its sub-groups (the World was dropped).
-func (s *state) dropPush() {
-	s.eachState(func(s *state) {
-		if s.push != nil {
-			s.push.drop()
-			s.push = nil
-		}
-	})
-}
-
 // pushable reports whether allreduceDirect on blocks of at most bmaxBytes in segs
 // segments takes the push form. Every member decides alike: from the call's count, the
 // scratch policy (the push form keeps its scratch, so ScratchFresh keeps the rendezvous)
@@ -141,18 +93,18 @@ func pushSetup(c *call, slot int) (*pushScratch, error) {
 	for k := 1; k < p; k++ {
 		from := (r - k + p) % p
 		descs[from] = make([]byte, 2*len(desc)+64)
-		if err := runtime.IrecvWith(c.req(k-1), w, descs[from], s.world(from), c.tag); err != nil {
+		if err := runtime.IrecvWith(c.Req(k-1), w, descs[from], s.world(from), c.tag); err != nil {
 			return nil, fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", r, from, err)
 		}
 	}
 	for k := 1; k < p; k++ {
-		if err := postSend(c, c.req(p-1+k-1), desc, (r+k)%p); err != nil {
+		if err := postSend(c, c.Req(p-1+k-1), desc, (r+k)%p); err != nil {
 			return nil, err
 		}
 	}
 	for k := 1; k < p; k++ {
 		from := (r - k + p) % p
-		st, err := c.req(k - 1).Wait(c.ctx)
+		st, err := c.Req(k - 1).Wait(c.ctx)
 		if err != nil {
 			return nil, fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", r, from, err)
 		}
@@ -206,7 +158,7 @@ func allreduceDirectPush[T runtime.Elem](c *call, src, buf []T, op Op[T], segs i
 		for k := 1; k < p; k++ {
 			for s := range segs {
 				i := first + idx(k, s)
-				if err := postRecv(c, c.req(i), ps.notes[i][:], (r-k+p)%p); err != nil {
+				if err := postRecv(c, c.Req(i), ps.notes[i][:], (r-k+p)%p); err != nil {
 					return err
 				}
 			}
@@ -219,10 +171,10 @@ func allreduceDirectPush[T runtime.Elem](c *call, src, buf []T, op Op[T], segs i
 			return fmt.Errorf("rank %d writing %d elements to rank %d: %w", r, len(seg), d, err)
 		}
 		binary.LittleEndian.PutUint64(ps.notes[i][:], uint64(len(seg)))
-		return postSend(c, c.req(i), ps.notes[i][:], d)
+		return postSend(c, c.Req(i), ps.notes[i][:], d)
 	}
 	note := func(i, from, want int) error {
-		st, err := c.req(i).Wait(c.ctx)
+		st, err := c.Req(i).Wait(c.ctx)
 		if err == nil && st.Count == 8 {
 			st.Count = int(binary.LittleEndian.Uint64(ps.notes[i][:]))
 		}
@@ -272,7 +224,7 @@ func allreduceDirectPush[T runtime.Elem](c *call, src, buf []T, op Op[T], segs i
 	for _, first := range []int{rsSend, agSend} {
 		for k := 1; k < p; k++ {
 			for s := range segs {
-				if _, err := c.req(first + idx(k, s)).Wait(c.ctx); err != nil {
+				if _, err := c.Req(first + idx(k, s)).Wait(c.ctx); err != nil {
 					return fmt.Errorf("rank %d sending to rank %d: %w", r, (r+k)%p, err)
 				}
 			}

@@ -2,128 +2,10 @@ package collectives
 
 import (
 	"fmt"
-	"slices"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
-	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
-
-// locality is what the selection needs to know about where the ranks are.
-type locality struct {
-	oneHost    bool // every rank on this host, reached through shm (the shm algorithm applies)
-	hosts      int  // number of hosts
-	shared     bool // some host has more than one rank (the hierarchical algorithm pays)
-	contiguous bool // each host's ranks are consecutive (hier keeps rank order)
-	even       bool // every host has the same number of ranks (lanes applies)
-}
-
-// localState is what a World's collectives keep about locality: the hosts, and the
-// shared-memory groups and leaders' sub-group the shm and hierarchical algorithms use.
-// Like the rest of state, it is used by one call at a time.
-type localState struct {
-	comm    *runtime.World // the state's World (teamed reads its ranks' processors)
-	loc     locality
-	host    []int   // World ranks on this rank's host, ascending
-	hostIdx int     // this rank's index in host
-	leaders []int   // the lowest rank of every host, ascending
-	lead    int     // this rank's index in leaders, or -1
-	most    int     // the ranks of the job's largest host
-	hosts   [][]int // the ranks of every host, ascending, hosts in the order of leaders
-	// unmapped: some host's ranks do not share memory (golaunch --transport tcp), the
-	// same at every rank; a forced hier then fails with ErrConfig
-	unmapped bool
-
-	world   *shmGroup // every rank (allreduceSHM on a one-host job of at most shmFlatMax ranks)
-	team    *shmGroup // this rank's team (a one-host job of more ranks: teams.go)
-	heads   *shmGroup // the teams' first ranks, when this rank is one; else nil
-	flat    bool      // the host's ranks are one group: no teams (teamed said so)
-	oneGrp  bool      // the host holds at most shmFlatMax ranks: its data moves take one group (worldGroup)
-	onHost  *shmGroup // the ranks of this host (allreduceHier)
-	leaderS *state    // the leaders' sub-group, for the point-to-point step of hier
-	hostS   *state    // this host's ranks, for the on-host steps of lanes (nil: not even)
-	laneS   *state    // the ranks of every host with this rank's index there (lanes)
-}
-
-// localOf returns s's locality state, working it out on first use. Ranks are on the same
-// host when the World names the same host for them; a host can share memory when this
-// rank reaches all of its other ranks through shm (the runtime's choice, the same on
-// every rank of a host).
-func localOf(s *state) *localState {
-	if s.local != nil {
-		return s.local
-	}
-	w := s.comm
-	l := &localState{comm: w, lead: -1}
-	byHost := map[string][]int{}
-	var order []string
-	for r := range s.size {
-		h := w.HostOf(r)
-		if _, ok := byHost[h]; !ok {
-			order = append(order, h)
-		}
-		byHost[h] = append(byHost[h], r)
-	}
-	l.host = byHost[w.HostOf(s.rank)]
-	l.oneGrp = len(l.host) <= shmFlatMax()
-	l.hostIdx = slices.Index(l.host, s.rank)
-	// Whether the ranks of every host share memory, decided alike at every rank: from
-	// ReachBetween, not from this rank's own ReachOf, which a rank alone on its host
-	// cannot use to see that the others do not (golaunch --transport tcp). Deciding it per
-	// host made such a rank pick hier while its peers picked another algorithm, and every
-	// rank waited for the others forever (TestAllreduceHierUnmappedIsConfigError).
-	mapped := true
-	l.loc = locality{hosts: len(order), contiguous: true, even: true}
-	for _, h := range order {
-		rs := byHost[h]
-		for _, r := range rs[1:] {
-			if !substrate.ReachBetween(w, rs[0], r).Has(substrate.ReachMap) {
-				mapped = false
-			}
-		}
-		l.leaders = append(l.leaders, rs[0])
-		l.hosts = append(l.hosts, rs)
-		l.most = max(l.most, len(rs))
-		l.loc.shared = l.loc.shared || len(rs) > 1
-		l.loc.contiguous = l.loc.contiguous && rs[len(rs)-1]-rs[0] == len(rs)-1
-		l.loc.even = l.loc.even && len(rs) == len(l.host)
-	}
-	l.loc.oneHost = len(order) == 1 && mapped
-	l.unmapped = !mapped
-	l.loc.shared = l.loc.shared && mapped
-	l.lead = slices.Index(l.leaders, s.rank)
-	if l.lead >= 0 && len(l.leaders) > 1 {
-		l.leaderS = &state{comm: s.comm, rank: l.lead, size: len(l.leaders), ranks: l.leaders, bt: s.bt}
-	}
-	if l.loc.even && len(order) > 1 && len(l.host) > 1 {
-		lane := make([]int, len(order))
-		for i, h := range order {
-			lane[i] = byHost[h][l.hostIdx]
-		}
-		l.hostS = &state{comm: s.comm, rank: l.hostIdx, size: len(l.host), ranks: l.host, bt: s.bt}
-		l.laneS = &state{comm: s.comm, rank: slices.Index(lane, s.rank), size: len(lane), ranks: lane, bt: s.bt}
-	}
-	s.local = l
-	return l
-}
-
-// fail drops what a failed call may have left inconsistent: the shared-memory groups are
-// set up again at their next use, but for one whose failure left its members in step
-// (shmGroup.cleanFail); the leaders' Requests and scratch are replaced.
-func (l *localState) fail() {
-	for _, g := range []*shmGroup{l.world, l.team, l.heads, l.onHost} {
-		if g != nil && g.clean {
-			g.clean = false
-			continue
-		}
-		g.fail()
-	}
-	for _, sub := range []*state{l.leaderS, l.hostS, l.laneS} {
-		if sub != nil {
-			sub.reqs = nil
-			sub.scratch = [2][]uint64{}
-		}
-	}
-}
 
 // allreduceWorldSHM runs allreduceSHM over the whole World, which must be on one host.
 func allreduceWorldSHM[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
@@ -136,28 +18,28 @@ func allreduceWorldSHM[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 		return allreduceTeams(c, l, src, recv, op)
 	}
 	if l.world == nil {
-		l.world = &shmGroup{ranks: l.host, me: l.hostIdx}
+		l.world = hostgroup.New(l.host, l.hostIdx)
 	}
-	if err := l.world.prepare(c, len(recv)*elemSize[T]()); err != nil {
+	if err := l.world.Prepare(c, len(recv)*elemSize[T]()); err != nil {
 		return err
 	}
 	if err := allreduceSHM(c, l.world, src, recv, op, -1); err != nil {
 		return err
 	}
-	return l.world.releaseBig(c)
+	return l.world.ReleaseBig(c)
 }
 
-// allreduceHier is the hierarchical Allreduce for jobs spanning hosts. The ranks of each host
-// reduce their vectors to the host's leader (its lowest rank) through shared memory
-// (allreduceSHM with a root). The leaders run a point-to-point Allreduce among themselves (the
-// algorithm selectAllreduce picks for their number, on a sub-group addressed by World rank).
-// Each leader broadcasts the result to its host through shared memory (shmBcast). A host
-// whose ranks run in teams (teamed: more than shmFlatMax ranks, or several cache domains)
-// does both on-host steps in teams (reduceTeams, bcastTeams): its leader is the first
-// team's head. Only the leaders' step crosses hosts. Under ScratchFresh
-// each host's big buffers are acquired before the on-host reduce and released after the
-// broadcast. Rank order holds for non-commutative operators when each host's ranks are
-// consecutive (the selection falls back otherwise).
+// allreduceHier is the hierarchical Allreduce for jobs spanning hosts. The ranks of each
+// host reduce their vectors to the host's leader (its lowest rank) through shared memory
+// (allreduceSHM with a root). The leaders run a point-to-point Allreduce among themselves
+// (the algorithm selectAllreduce picks for their number, on a sub-group addressed by
+// World rank). Each leader broadcasts the result to its host through shared memory
+// (shmBcast). A host whose ranks run in teams (teamed: more than hostgroup.FlatMax()
+// ranks, or several cache domains) does both on-host steps in teams (reduceTeams,
+// bcastTeams): its leader is the first team's head. Only the leaders' step crosses hosts.
+// Under ScratchFresh each host's big buffers are acquired before the on-host reduce and
+// released after the broadcast. Rank order holds for non-commutative operators when each
+// host's ranks are consecutive (the selection falls back otherwise).
 func allreduceHier[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 	l := localOf(c.s)
 	if l.unmapped {
@@ -178,9 +60,9 @@ func allreduceHier[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 		}
 	case local:
 		if l.onHost == nil {
-			l.onHost = &shmGroup{ranks: l.host, me: l.hostIdx}
+			l.onHost = hostgroup.New(l.host, l.hostIdx)
 		}
-		if err := l.onHost.prepare(c, len(recv)*elemSize[T]()); err != nil {
+		if err := l.onHost.Prepare(c, len(recv)*elemSize[T]()); err != nil {
 			return err
 		}
 		if err := allreduceSHM(c, l.onHost, src, recv, op, 0); err != nil {
@@ -205,7 +87,7 @@ func allreduceHier[T runtime.Elem](c *call, src, recv []T, op Op[T]) error {
 		if err := shmBcast(c, l.onHost, recv, 0); err != nil {
 			return err
 		}
-		return l.onHost.releaseBig(c)
+		return l.onHost.ReleaseBig(c)
 	}
 	return nil
 }

@@ -1,17 +1,20 @@
 package collectives
 
-import "github.com/gorma-hpc/gorma/runtime"
+import (
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
+	"github.com/gorma-hpc/gorma/runtime"
+)
 
 // allreduceSHM is the shared-memory Allreduce for ranks that map each other's arena
 // scratch (every rank on one host): flags in shared memory instead of messages, and no
 // copy through the kernel or the transport. The group's scratch is set up at the first
-// call (shmPrepare) and reused.
+// call (hostgroup.Group.Prepare) and reused.
 //
-//   - Short vectors (under shmMediumFor(p) bytes), one step: every rank copies its vector
-//     into its small slot and publishes; then every rank combines all the slots, x0 ∘ x1
-//     ∘ ... in rank order, into its recv. At p=2 and 8 bytes this is one cache-line
+//   - Short vectors (under hostgroup.MediumFor(p) bytes), one step: every rank copies its
+//     vector into its small slot and publishes; then every rank combines all the slots,
+//     x0 ∘ x1 ∘ ... in rank order, into its recv. At p=2 and 8 bytes this is one cache-line
 //     exchange each way.
-//   - Medium vectors (up to shmSmallMax bytes) go by blocks as a chunk does, below,
+//   - Medium vectors (up to hostgroup.SmallMax bytes) go by blocks as a chunk does, below,
 //     through the small slots with plain copies (shmReduceBlocks): each rank reduces 1/p
 //     of the vector instead of all of it.
 //   - Longer vectors go in chunks of up to the big buffer's size (so that the working set
@@ -28,16 +31,16 @@ import "github.com/gorma-hpc/gorma/runtime"
 // src is the input (recv itself when in place); recv receives the result. With root >= 0
 // (a member index) only that member gets the result (the on-host reduce of the
 // hierarchical algorithm). Rank order holds for non-commutative operators.
-func allreduceSHM[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T], root int) error {
+func allreduceSHM[T runtime.Elem](c *call, g *hostgroup.Group, src, recv []T, op Op[T], root int) error {
 	n, es := len(recv), elemSize[T]()
 	bytes := n * es
-	if bytes <= shmSmallMax {
-		if bytes < g.medium {
+	if bytes <= hostgroup.SmallMax {
+		if bytes < hostgroup.MediumFor(len(g.Ranks)) {
 			return shmReduceSmall(c, g, src, recv, op, root, false)
 		}
 		return shmReduceBlocks(c, g, src, recv, op, root, bytes, true)
 	}
-	per := g.chunk / es
+	per := g.Chunk() / es
 	for lo := 0; lo < n; lo += per {
 		hi := min(n, lo+per)
 		first := -1
@@ -54,99 +57,99 @@ func allreduceSHM[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T],
 // shmReduceSmall is the one-step reduction of a short vector. With last (the call's
 // last step on g, root >= 0), only root waits for the others, whose slots it reduces;
 // the others go on at once (stepLast).
-func shmReduceSmall[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T], root int, last bool) error {
+func shmReduceSmall[T runtime.Elem](c *call, g *hostgroup.Group, src, recv []T, op Op[T], root int, last bool) error {
 	n := len(recv)
-	v := g.seq + 1
-	scratchIn(g, smallSlot[T](g, g.me, v, n), src)
-	g.setMeta(c, v, n*elemSize[T]())
-	only := shmWaitAll
-	if last && root >= 0 && root != g.me {
-		only = shmWaitNone
+	v := g.Next()
+	hostgroup.ScratchIn(g, hostgroup.SmallSlot[T](g, g.Me, v, n), src)
+	g.SetMeta(v, n*elemSize[T]())
+	only := hostgroup.WaitAll
+	if last && root >= 0 && root != g.Me {
+		only = hostgroup.WaitNone
 	}
-	if err := g.stepLast(c, v, n*elemSize[T](), only); err != nil {
+	if err := g.StepLast(c, v, n*elemSize[T](), only); err != nil {
 		return err
 	}
-	if root >= 0 && root != g.me {
+	if root >= 0 && root != g.Me {
 		return nil
 	}
-	reduceInto(recv, op, len(g.ranks), loadedFrom(g, -1, func(i int) []T { return smallSlot[T](g, i, v, n) }))
+	reduceInto(recv, op, len(g.Ranks), loadedFrom(g, -1, func(i int) []T { return hostgroup.SmallSlot[T](g, i, v, n) }))
 	return nil
 }
 
 // shmReduceBlocks reduces one chunk by blocks (two steps): through a big buffer, or with
-// small (a medium vector, one chunk) through the small slots of both steps' parities, with
-// plain copies. A big buffer holds a step's staged blocks and then the reduced block r,
-// which no one staged. The small slot of step v+1 holds the reduced block, so that each
-// slot is read before its readers publish their next step, as the type shmGroup requires.
-// bytes >= 0 on a call's first chunk: the call's byte count, checked against the other
-// ranks'.
+// small (a medium vector, one chunk) through the small slots of both steps' parities,
+// with plain copies. A big buffer holds a step's staged blocks and then the reduced block
+// r, which no one staged. The small slot of step v+1 holds the reduced block, so that
+// each slot is read before its readers publish their next step, as the type
+// hostgroup.Group requires. bytes >= 0 on a call's first chunk: the call's byte count,
+// checked against the other ranks'.
 //
 // Only the blocks the other members reduce are copied in, and member r's reduction goes
 // into its recv and from there into block r of its own buffer. No member ever stores to
 // another's scratch. When the reduction may not go
 // to recv (in place, where block r of recv is still rank r's operand and rank 0's comes
 // first; or a member that is not root), it goes to the buffer directly.
-func shmReduceBlocks[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[T], root, bytes int, small bool) error {
-	n, p := len(recv), len(g.ranks)
-	v := g.seq + 1
+func shmReduceBlocks[T runtime.Elem](c *call, g *hostgroup.Group, src, recv []T, op Op[T], root, bytes int, small bool) error {
+	n, p := len(recv), len(g.Ranks)
+	v := g.Next()
 	var stage, result func(i int) []T // member i's staged blocks, its reduced block's place
-	stageIn := func(g *shmGroup, dst, src []T) { scratchInBig(g, dst, src, g.nt) }
+	stageIn := func(g *hostgroup.Group, dst, src []T) { hostgroup.ScratchInBig(g, dst, src, false) }
 	if small {
-		stage = func(i int) []T { return view[T](g, i, shmOffSmall+int(v&1)*shmSmallMax, n) }
-		result = func(i int) []T { return view[T](g, i, shmOffSmall+int((v+1)&1)*shmSmallMax, n) }
-		stageIn = scratchIn[T]
+		stage = func(i int) []T { return hostgroup.VSlot[T](g, i, v, 0, n) }
+		result = func(i int) []T { return hostgroup.VSlot[T](g, i, v+1, 0, n) }
+		stageIn = hostgroup.ScratchIn[T]
 	} else {
-		b, err := g.takeBig(c, v, v+2)
+		b, err := g.TakeBig(c, v, v+2)
 		if err != nil {
 			return err
 		}
-		stage = func(i int) []T { return big[T](g, i, b, n) }
+		stage = func(i int) []T { return hostgroup.Big[T](g, i, b, n) }
 		result = stage
 	}
-	mine, res := stage(g.me), result(g.me)
+	mine, res := stage(g.Me), result(g.Me)
 	for j := range p {
-		if j != g.me {
+		if j != g.Me {
 			lo, hi := block(n, p, j)
 			stageIn(g, mine[lo:hi], src[lo:hi])
 		}
 	}
 	if bytes >= 0 {
-		g.setMeta(c, v, bytes)
+		g.SetMeta(v, bytes)
 	}
-	if err := g.step(c, v, bytes); err != nil {
+	if err := g.Step(c, v, bytes); err != nil {
 		return err
 	}
-	gets := root < 0 || root == g.me
-	if lo, hi := block(n, p, g.me); hi > lo {
+	gets := root < 0 || root == g.Me
+	if lo, hi := block(n, p, g.Me); hi > lo {
 		in := func(i int) []T {
-			if i == g.me {
+			if i == g.Me {
 				return src[lo:hi]
 			}
 			return stage(i)[lo:hi]
 		}
 		inPlace := &src[0] == &recv[0]
 		acc := res[lo:hi]
-		if gets && (!inPlace || g.me == 0) {
+		if gets && (!inPlace || g.Me == 0) {
 			acc = recv[lo:hi]
 		}
-		reduceInto(acc, op, p, loadedFrom(g, g.me, in))
+		reduceInto(acc, op, p, loadedFrom(g, g.Me, in))
 		if &acc[0] == &recv[lo] {
 			stageIn(g, res[lo:hi], acc)
 		} else {
-			g.moved.stored += (hi - lo) * elemSize[T]() // the reduction wrote it there
+			g.Moved.Stored += (hi - lo) * elemSize[T]() // the reduction wrote it there
 			if gets {
 				copy(recv[lo:hi], acc)
 			}
 		}
 	}
-	if err := g.step(c, v+1, -1); err != nil {
+	if err := g.Step(c, v+1, -1); err != nil {
 		return err
 	}
 	if gets {
 		for j := range p {
-			if j != g.me {
+			if j != g.Me {
 				lo, hi := block(n, p, j)
-				scratchOut(g, recv[lo:hi], result(j)[lo:hi])
+				hostgroup.ScratchOut(g, recv[lo:hi], result(j)[lo:hi])
 			}
 		}
 	}
@@ -156,11 +159,11 @@ func shmReduceBlocks[T runtime.Elem](c *call, g *shmGroup, src, recv []T, op Op[
 // loadedFrom returns in, counting the bytes of each operand it returns as loaded from
 // scratch (the byte model), but own's (a member's own vector; -1: none). reduceInto asks
 // for each operand once, so the count is what the reduction reads.
-func loadedFrom[T runtime.Elem](g *shmGroup, own int, in func(int) []T) func(int) []T {
+func loadedFrom[T runtime.Elem](g *hostgroup.Group, own int, in func(int) []T) func(int) []T {
 	return func(i int) []T {
 		x := in(i)
 		if i != own {
-			g.moved.loaded += len(x) * elemSize[T]()
+			g.Moved.Loaded += len(x) * elemSize[T]()
 		}
 		return x
 	}
@@ -184,7 +187,7 @@ func reduceInto[T runtime.Elem](acc []T, op Op[T], p int, in func(int) []T) {
 // shmBcast copies member root's buf into every member's buf through the scratch: one
 // step per chunk (the flag line or the small slot for short vectors, the big buffers
 // otherwise).
-func shmBcast[T runtime.Elem](c *call, g *shmGroup, buf []T, root int) error {
+func shmBcast[T runtime.Elem](c *call, g *hostgroup.Group, buf []T, root int) error {
 	return shmBcastChecked(c, g, buf, root, -1, false)
 }
 
@@ -192,45 +195,35 @@ func shmBcast[T runtime.Elem](c *call, g *shmGroup, buf []T, root int) error {
 // members' call numbers and byte counts match (the call's byte count). With last (the
 // call's last step on g), root publishes a short vector's step and goes on (stepLast);
 // the others wait for every member, so that each sees any member at another call.
-func shmBcastChecked[T runtime.Elem](c *call, g *shmGroup, buf []T, root, bytes int, last bool) error {
+func shmBcastChecked[T runtime.Elem](c *call, g *hostgroup.Group, buf []T, root, bytes int, last bool) error {
 	n, es := len(buf), elemSize[T]()
-	if n*es <= shmSmallMax {
-		v := g.seq + 1
-		if g.me == root {
-			scratchIn(g, smallSlot[T](g, g.me, v, n), buf)
+	if n*es <= hostgroup.SmallMax {
+		v := g.Next()
+		if g.Me == root {
+			hostgroup.ScratchIn(g, hostgroup.SmallSlot[T](g, g.Me, v, n), buf)
 		}
 		if bytes >= 0 {
-			g.setMeta(c, v, bytes)
+			g.SetMeta(v, bytes)
 		}
-		only := shmWaitAll
-		if last && g.me == root {
-			only = shmWaitNone
+		only := hostgroup.WaitAll
+		if last && g.Me == root {
+			only = hostgroup.WaitNone
 		}
-		if err := g.stepLast(c, v, bytes, only); err != nil {
+		if err := g.StepLast(c, v, bytes, only); err != nil {
 			return err
 		}
-		if g.me != root {
-			scratchOut(g, buf, smallSlot[T](g, root, v, n))
+		if g.Me != root {
+			hostgroup.ScratchOut(g, buf, hostgroup.SmallSlot[T](g, root, v, n))
 		}
 		return nil
 	}
-	per := g.chunk / es
-	for lo := 0; lo < n; lo += per {
-		part := buf[lo:min(n, lo+per)]
-		v := g.seq + 1
-		b, err := g.takeBig(c, v, v+1)
-		if err != nil {
-			return err
+	return g.Chunks(c, n, es, 1, bytes, func(lo, hi, b int) {
+		if g.Me == root {
+			hostgroup.ScratchInBig(g, hostgroup.Big[T](g, g.Me, b, hi-lo), buf[lo:hi], false)
 		}
-		if g.me == root {
-			scratchInBig(g, big[T](g, g.me, b, len(part)), part, g.nt)
+	}, func(lo, hi, b int) {
+		if g.Me != root {
+			hostgroup.ScratchOut(g, buf[lo:hi], hostgroup.Big[T](g, root, b, hi-lo))
 		}
-		if err := g.chunkStep(c, v, lo == 0, bytes); err != nil {
-			return err
-		}
-		if g.me != root {
-			scratchOut(g, part, big[T](g, root, b, len(part)))
-		}
-	}
-	return nil
+	})
 }

@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -43,7 +44,7 @@ func alltoall[T runtime.Elem](c *call, send, recv []T) error {
 	if n == 0 {
 		return nil
 	}
-	if g, err := worldGroup(c, len(recv)*elemSize[T](), alltoallSHMMost); g != nil || err != nil {
+	if g, err := worldGroup(c, len(recv)*elemSize[T](), hostgroup.AlltoallMost); g != nil || err != nil {
 		if err != nil {
 			return err
 		}
@@ -75,7 +76,7 @@ func alltoall[T runtime.Elem](c *call, send, recv []T) error {
 // is not one for it, or when the buffers could not be read: then pairwise moves it all.
 func alltoallSingle[T runtime.Elem](c *call, send, recv []T, n int) (bool, error) {
 	l, es := localOf(c.s), elemSize[T]()
-	if singleMin() == 0 || c.s.size < 3 || !l.loc.oneHost || !l.oneGrp {
+	if hostgroup.SingleMin() == 0 || c.s.size < 3 || !l.loc.oneHost || !l.oneGrp {
 		return false, nil
 	}
 	g, err := worldGroup(c, 0, 0)
@@ -84,9 +85,9 @@ func alltoallSingle[T runtime.Elem](c *call, send, recv []T, n int) (bool, error
 	}
 	done, err := singleMove(c, g, bytesOf(send), func(int) bool { return true }, len(recv)*es,
 		func(add func(from, off int, dst []byte)) {
-			for j := range g.ranks {
-				if j != g.me {
-					add(j, g.me*n*es, bytesOf(recv[j*n:(j+1)*n]))
+			for j := range g.Ranks {
+				if j != g.Me {
+					add(j, g.Me*n*es, bytesOf(recv[j*n:(j+1)*n]))
 				}
 			}
 		})

@@ -1,58 +1,56 @@
 package collectives
 
-import "github.com/gorma-hpc/gorma/runtime"
+import (
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
+	"github.com/gorma-hpc/gorma/runtime"
+)
 
 // alltoallSHM is the Alltoall of a one-host World, with n elements per block. Each member
 // copies its p blocks into its scratch, block d where member d reads it, and publishes;
 // then every member copies block me out of every other member's scratch. When the p
-// blocks fit in shmSmallMax bytes that is one step (the small slot); otherwise the blocks
-// go in parts, part k of every block in one step, as many elements per block as p of
-// them fit in a big buffer. send nil is in place: each step reads part k of every block
-// of recv into scratch before any member writes part k back. Each member stores p·n and
-// loads (p-1)·n elements of scratch.
-func alltoallSHM[T runtime.Elem](c *call, g *shmGroup, send, recv []T, n int) error {
-	p, es := len(g.ranks), elemSize[T]()
+// blocks fit in hostgroup.SmallMax bytes that is one step (the small slot); otherwise the
+// blocks go in parts, part k of every block in one step, as many elements per block as p
+// of them fit in a big buffer. send nil is in place: each step reads part k of every
+// block of recv into scratch before any member writes part k back. Each member stores p·n
+// and loads (p-1)·n elements of scratch.
+func alltoallSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n int) error {
+	p, es := len(g.Ranks), elemSize[T]()
 	if send == nil {
 		send = recv
 	}
 	bytes := p * n * es
-	if bytes <= shmSmallMax {
-		v := g.seq + 1
-		scratchIn(g, smallSlot[T](g, g.me, v, p*n), send)
-		g.setMeta(c, v, bytes)
-		if err := g.step(c, v, bytes); err != nil {
+	if bytes <= hostgroup.SmallMax {
+		v := g.Next()
+		hostgroup.ScratchIn(g, hostgroup.SmallSlot[T](g, g.Me, v, p*n), send)
+		g.SetMeta(v, bytes)
+		if err := g.Step(c, v, bytes); err != nil {
 			return err
 		}
 		for j := range p {
-			if j != g.me {
-				scratchOut(g, recv[j*n:(j+1)*n], smallSlot[T](g, j, v, p*n)[g.me*n:(g.me+1)*n])
+			if j != g.Me {
+				hostgroup.ScratchOut(g, recv[j*n:(j+1)*n], hostgroup.SmallSlot[T](g, j, v, p*n)[g.Me*n:(g.Me+1)*n])
 			}
 		}
-		copy(recv[g.me*n:(g.me+1)*n], send[g.me*n:(g.me+1)*n]) // in place: the same memory
+		copy(recv[g.Me*n:(g.Me+1)*n], send[g.Me*n:(g.Me+1)*n]) // in place: the same memory
 		return nil
 	}
-	per := max(g.chunk/(p*es), 1)
-	for lo := 0; lo < n; lo += per {
-		hi := min(n, lo+per)
+	err := g.Chunks(c, n, es, p, bytes, func(lo, hi, b int) {
 		k := hi - lo
-		v := g.seq + 1
-		b, err := g.takeBig(c, v, v+1)
-		if err != nil {
-			return err
-		}
-		mine := big[T](g, g.me, b, p*k)
+		mine := hostgroup.Big[T](g, g.Me, b, p*k)
 		for d := range p {
-			scratchInBig(g, mine[d*k:(d+1)*k], send[d*n+lo:d*n+hi], g.ntSpread)
+			hostgroup.ScratchInBig(g, mine[d*k:(d+1)*k], send[d*n+lo:d*n+hi], true)
 		}
-		if err := g.chunkStep(c, v, lo == 0, bytes); err != nil {
-			return err
-		}
+	}, func(lo, hi, b int) {
+		k := hi - lo
 		for j := range p {
-			if j != g.me {
-				scratchOut(g, recv[j*n+lo:j*n+hi], big[T](g, j, b, p*k)[g.me*k:(g.me+1)*k])
+			if j != g.Me {
+				hostgroup.ScratchOut(g, recv[j*n+lo:j*n+hi], hostgroup.Big[T](g, j, b, p*k)[g.Me*k:(g.Me+1)*k])
 			}
 		}
-		copy(recv[g.me*n+lo:g.me*n+hi], send[g.me*n+lo:g.me*n+hi])
+		copy(recv[g.Me*n+lo:g.Me*n+hi], send[g.Me*n+lo:g.Me*n+hi])
+	})
+	if err != nil {
+		return err
 	}
-	return g.releaseBig(c)
+	return g.ReleaseBig(c)
 }

@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -29,9 +30,9 @@ import (
 // The blocks then go through shared memory, up to 256 KiB sent per rank; beyond, point
 // to point.
 //
-// Otherwise the algorithm is MPICH's basic one (alltoallv_intra_scattered, with every message in
-// flight at once): each rank posts its p-1 receives (from r-1, r-2, ...), then its p-1
-// sends (to r+1, r+2, ...), and waits for them all; its own block is copied.
+// Otherwise the algorithm is MPICH's basic one (alltoallv_intra_scattered, with every
+// message in flight at once): each rank posts its p-1 receives (from r-1, r-2, ...), then
+// its p-1 sends (to r+1, r+2, ...), and waits for them all; its own block is copied.
 func Alltoallv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, sendCounts []int, recv []T, recvCounts []int) error {
 	if w.IsInter() {
 		return interErr("alltoallv", w, beginInter(w, "alltoallv").end(interAlltoallv(ctx, w, send, sendCounts, recv, recvCounts), len(send)*elemSize[T]()))
@@ -88,7 +89,7 @@ func alltoallv[T runtime.Elem](c *call, send []T, sendCounts []int, recv []T, re
 		if err != nil {
 			return err
 		}
-		if 16*p <= shmSmallMax {
+		if 16*p <= hostgroup.SmallMax {
 			return alltoallvSHM(c, g, send, sendCounts, recv, recvCounts)
 		}
 	}
@@ -106,7 +107,7 @@ func alltoallvP2P[T runtime.Elem](c *call, send []T, sendCounts []int, recv []T,
 	}
 	for k := 1; k < p; k++ {
 		src := (r - k + p) % p
-		st, err := c.req(k - 1).Wait(c.ctx)
+		st, err := c.Req(k - 1).Wait(c.ctx)
 		if err := c.checkStatus(st, err, src, recvCounts[src]); err != nil {
 			return err
 		}
@@ -128,7 +129,7 @@ func alltoallvPost[T runtime.Elem](c *call, send []T, sendCounts []int, soff int
 		if src == p-1 {
 			off = rtotal - recvCounts[src]
 		}
-		if err := postRecv(c, c.req(k-1), recv[off:off+recvCounts[src]], src); err != nil {
+		if err := postRecv(c, c.Req(k-1), recv[off:off+recvCounts[src]], src); err != nil {
 			return err
 		}
 	}
@@ -139,7 +140,7 @@ func alltoallvPost[T runtime.Elem](c *call, send []T, sendCounts []int, soff int
 		if dst == 0 {
 			off = 0
 		}
-		if err := postSend(c, c.req(p-1+k-1), send[off:off+sendCounts[dst]], dst); err != nil {
+		if err := postSend(c, c.Req(p-1+k-1), send[off:off+sendCounts[dst]], dst); err != nil {
 			return err
 		}
 	}

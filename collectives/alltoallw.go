@@ -6,16 +6,6 @@ import (
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
-// ByteBlocks places one block per rank in a byte buffer, as MPI_Alltoallw's counts,
-// displacements and datatypes do: block i is Counts[i] elements of Sizes[i] bytes each,
-// starting Displs[i] bytes into the buffer. Counts and Displs hold one entry per rank,
-// none negative; Sizes is nil (every element one byte: Counts are bytes) or holds one
-// positive size per rank. Each block is contiguous: MPI's datatypes with holes have no
-// counterpart here.
-type ByteBlocks struct {
-	Counts, Displs, Sizes []int
-}
-
 // Alltoallw is Alltoallv over bytes with a displacement and an element size per block
 // (MPI_Alltoallw): rank r sends block d of send (placed by sendBlocks) to rank d, and
 // receives rank s's block into block s of recv (placed by recvBlocks). Every block must
@@ -82,74 +72,24 @@ func alltoallw(c *call, send []byte, sb ByteBlocks, recv []byte, rb ByteBlocks) 
 	c.chose("scattered")
 	for k := 1; k < p; k++ {
 		src := (r - k + p) % p
-		if err := postRecv(c, c.req(k-1), rb.of(recv, src), src); err != nil {
+		if err := postRecv(c, c.Req(k-1), rb.of(recv, src), src); err != nil {
 			return err
 		}
 	}
 	for k := 1; k < p; k++ {
 		dst := (r + k) % p
-		if err := postSend(c, c.req(p-1+k-1), sb.of(send, dst), dst); err != nil {
+		if err := postSend(c, c.Req(p-1+k-1), sb.of(send, dst), dst); err != nil {
 			return err
 		}
 	}
 	for k := 1; k < p; k++ {
 		src := (r - k + p) % p
-		st, err := c.req(k - 1).Wait(c.ctx)
+		st, err := c.Req(k - 1).Wait(c.ctx)
 		if err := c.checkStatus(st, err, src, rb.bytes(src)); err != nil {
 			return err
 		}
 	}
 	return waitSends(c, p-1, p, r)
-}
-
-// bytes returns block i's length in bytes.
-func (b ByteBlocks) bytes(i int) int {
-	if b.Sizes == nil {
-		return b.Counts[i]
-	}
-	return b.Counts[i] * b.Sizes[i]
-}
-
-// of returns block i of buf.
-func (b ByteBlocks) of(buf []byte, i int) []byte {
-	return buf[b.Displs[i] : b.Displs[i]+b.bytes(i)]
-}
-
-// check checks b over a buffer of n bytes (what names it) for p ranks; with disjoint set,
-// no two non-empty blocks may share a byte.
-func (b ByteBlocks) check(what string, n, p int, disjoint bool) error {
-	if len(b.Counts) != p {
-		return invalid("len(%sBlocks.Counts) %d != %d ranks", what, len(b.Counts), p)
-	}
-	for i, c := range b.Counts {
-		if c < 0 {
-			return invalid("%sBlocks.Counts[%d] = %d is negative", what, i, c)
-		}
-	}
-	if len(b.Displs) != p {
-		return invalid("len(%sBlocks.Displs) %d != %d ranks", what, len(b.Displs), p)
-	}
-	if b.Sizes != nil {
-		if len(b.Sizes) != p {
-			return invalid("len(%sBlocks.Sizes) %d != %d ranks", what, len(b.Sizes), p)
-		}
-		for i, s := range b.Sizes {
-			if s <= 0 {
-				return invalid("%sBlocks.Sizes[%d] = %d is not positive", what, i, s)
-			}
-			if b.Counts[i] > n/s {
-				return invalid("block %d of %s: %d elements of %d bytes exceed len(%s) %d", i, what, b.Counts[i], s, what, n)
-			}
-		}
-	}
-	lens := b.Counts
-	if b.Sizes != nil {
-		lens = make([]int, p)
-		for i := range lens {
-			lens[i] = b.bytes(i)
-		}
-	}
-	return checkLayout(what, lens, b.Displs, n, p, disjoint)
 }
 
 // Ialltoallw starts Alltoallw (MPI_Ialltoallw).

@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -27,14 +28,14 @@ func Barrier(ctx context.Context, w *runtime.World) error {
 		} else if l.loc.oneHost {
 			c.chose("shm")
 			if l.world == nil {
-				l.world = &shmGroup{ranks: l.host, me: l.hostIdx}
+				l.world = hostgroup.New(l.host, l.hostIdx)
 			}
-			err := l.world.prepare(c, 0)
+			err := l.world.Prepare(c, 0)
 			if err == nil {
-				// A call's first step: the call number is checked (shm.go, setMeta).
-				v := l.world.seq + 1
-				l.world.setMeta(c, v, 0)
-				err = l.world.step(c, v, 0)
+				// A call's first step: the call number is checked (hostgroup.Group.SetMeta).
+				v := l.world.Next()
+				l.world.SetMeta(v, 0)
+				err = l.world.Step(c, v, 0)
 			}
 			return c.end(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -12,7 +13,7 @@ import (
 // holds more ranks than one shared-memory group (teams.go). Every rank decides alike:
 // these are the job's facts, not the rank's.
 func bcastHierOK(l *localState) bool {
-	return l.loc.hosts > 1 && l.loc.shared && l.most <= shmFlatMax()
+	return l.loc.hosts > 1 && l.loc.shared && l.most <= hostgroup.FlatMax()
 }
 
 // bcastHier is the Bcast of a World that spans hosts (bcastHierOK). root's host gets
@@ -26,11 +27,11 @@ func bcastHier[T runtime.Elem](c *call, l *localState, buf []T, root int) error 
 	w := c.s.comm
 	rootHost := w.HostOf(root)
 	mine := w.HostOf(c.s.rank) == rootHost
-	group := func() (*shmGroup, error) {
+	group := func() (*hostgroup.Group, error) {
 		if l.onHost == nil {
-			l.onHost = &shmGroup{ranks: l.host, me: l.hostIdx}
+			l.onHost = hostgroup.New(l.host, l.hostIdx)
 		}
-		return l.onHost, l.onHost.prepare(c, bytes)
+		return l.onHost, l.onHost.Prepare(c, bytes)
 	}
 	if mine && len(l.host) > 1 {
 		g, err := group()
@@ -69,7 +70,7 @@ func bcastHier[T runtime.Elem](c *call, l *localState, buf []T, root int) error 
 		}
 	}
 	if l.onHost != nil && len(l.host) > 1 {
-		return l.onHost.releaseBig(c)
+		return l.onHost.ReleaseBig(c)
 	}
 	return nil
 }
@@ -97,15 +98,15 @@ func reduceHier[T runtime.Elem](c *call, l *localState, sendBuf, recvBuf []T, op
 	}
 	if len(l.host) > 1 {
 		if l.onHost == nil {
-			l.onHost = &shmGroup{ranks: l.host, me: l.hostIdx}
+			l.onHost = hostgroup.New(l.host, l.hostIdx)
 		}
-		if err := l.onHost.prepare(c, n*elemSize[T]()); err != nil {
+		if err := l.onHost.Prepare(c, n*elemSize[T]()); err != nil {
 			return err
 		}
 		if err := allreduceSHM(c, l.onHost, src, part, op, 0); err != nil {
 			return err
 		}
-		if err := l.onHost.releaseBig(c); err != nil {
+		if err := l.onHost.ReleaseBig(c); err != nil {
 			return err
 		}
 	} else if me == root {
@@ -145,14 +146,14 @@ func reduceHier[T runtime.Elem](c *call, l *localState, sendBuf, recvBuf []T, op
 func allgatherHier[T runtime.Elem](c *call, l *localState, recv []T, n int) error {
 	me, h := c.s.rank, len(l.host)
 	es := elemSize[T]()
-	var g *shmGroup
+	var g *hostgroup.Group
 	packed := recv[me*n : (me+1)*n] // the host's blocks, in host order
 	if h > 1 {
 		if l.onHost == nil {
-			l.onHost = &shmGroup{ranks: l.host, me: l.hostIdx}
+			l.onHost = hostgroup.New(l.host, l.hostIdx)
 		}
 		g = l.onHost
-		if err := g.prepare(c, len(recv)*es); err != nil {
+		if err := g.Prepare(c, len(recv)*es); err != nil {
 			return err
 		}
 		packed = scratchOf[T](c, 0, h*n)
@@ -184,7 +185,7 @@ func allgatherHier[T runtime.Elem](c *call, l *localState, recv []T, n int) erro
 		if err := shmBcast(c, g, recv, 0); err != nil {
 			return err
 		}
-		return g.releaseBig(c)
+		return g.ReleaseBig(c)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
 
@@ -40,7 +41,7 @@ func TestHierMoves(t *testing.T) {
 func hierMoves(e rankEnv, hosts []string) error {
 	ints, floats := intCases[int32](), floatCases[float64]()
 	for root := range e.p {
-		for _, n := range []int{1, 7, shmSmallMax/4 + 1, 70001} {
+		for _, n := range []int{1, 7, hostgroup.SmallMax/4 + 1, 70001} {
 			inPlace := (root+n)%2 == 0
 			for _, err := range []error{
 				checkBcast(e, ints[0].gen, n, root),
@@ -55,7 +56,7 @@ func hierMoves(e rankEnv, hosts []string) error {
 			}
 		}
 	}
-	for _, n := range []int{1, 7, shmSmallMax/8 + 1, 70001} {
+	for _, n := range []int{1, 7, hostgroup.SmallMax/8 + 1, 70001} {
 		for _, inPlace := range []bool{false, true} {
 			if err := checkAllgather(e, floats[0].gen, n, inPlace); err != nil {
 				return err
@@ -67,7 +68,7 @@ func hierMoves(e rankEnv, hosts []string) error {
 	if hier := l.loc.shared; hier != bcastHierOK(l) {
 		return fmt.Errorf("rank %d: hosts %v: hierarchical moves %v, want %v", e.r, hosts, bcastHierOK(l), hier)
 	}
-	if len(l.host) > 1 && (l.onHost == nil || l.onHost.broken) {
+	if len(l.host) > 1 && (l.onHost == nil || !l.onHost.Status().Ready) {
 		return fmt.Errorf("rank %d: the moves did not go through host %v's shared memory", e.r, l.host)
 	}
 	return Barrier(e.ctx, e.w)

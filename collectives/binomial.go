@@ -1,6 +1,9 @@
 package collectives
 
-import "github.com/gorma-hpc/gorma/runtime"
+import (
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
+	"github.com/gorma-hpc/gorma/runtime"
+)
 
 // The binomial tree of Gather and Scatter, over ranks relative to root (v = r-root mod
 // p): rank v > 0 hangs below v minus its lowest set bit, and its subtree is the relative
@@ -17,15 +20,15 @@ func subtree(v, p int) int {
 }
 
 // A call's messages carry a tag made of its number on the World's sequence (seq, modulo
-// 2^31), its kind (shmKind: a Bcast, an Allreduce, their nonblocking and persistent forms)
-// and its root: seq + (kind + tagKinds*root)*tagStride modulo 2^31 (kindTag, then rootTag;
-// a call without a root adds no root term, and a second reduction within a call takes root
-// p). So the messages of two calls at one number never match unless the calls have the
-// same kind and root, at any size and rank count: a Bcast of root 0 and an Allreduce wait
-// for each other, and the hang check names both calls. The price: a message that a failed
-// call left unmatched could match a call of another kind or root that comes at least
-// 2^31/(3*tagKinds*(p+1)) calls later on p ranks (about 1365 at 4096 ranks); a call of the
-// same kind and root comes 2^31 calls later.
+// 2^31), its kind (hostgroup.Kind: a Bcast, an Allreduce, their nonblocking and
+// persistent forms) and its root: seq + (kind + tagKinds*root)*tagStride modulo 2^31
+// (kindTag, then rootTag; a call without a root adds no root term, and a second reduction
+// within a call takes root p). So the messages of two calls at one number never match
+// unless the calls have the same kind and root, at any size and rank count: a Bcast of
+// root 0 and an Allreduce wait for each other, and the hang check names both calls. The
+// price: a message that a failed call left unmatched could match a call of another kind
+// or root that comes at least 2^31/(3*tagKinds*(p+1)) calls later on p ranks (about 1365
+// at 4096 ranks); a call of the same kind and root comes 2^31 calls later.
 
 // tagStride is odd, so that different kinds and roots give different tags at one call
 // number. It was chosen among odd numbers as the one whose multiples up to
@@ -33,8 +36,8 @@ func subtree(v, p int) int {
 // -run TestCallTag ./collectives` checks the bound above).
 const tagStride = 0x4170A833
 
-// tagKinds is the number of kinds that shmKind gives.
-const tagKinds = 1 << shmKindBits
+// tagKinds is the number of kinds that hostgroup.Kind gives.
+const tagKinds = 1 << hostgroup.KindBits
 
 // setupTag is the tag of call c without its kind: that of the shared-memory setup's
 // exchange of scratch descriptions (exchangeDescs), in which members at calls of

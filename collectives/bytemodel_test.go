@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
 
 // TestSHMByteModel runs each one-host algorithm once per case, at 2, 3, 4 and 7 members,
-// and checks the bytes each member copied through scratch (shmGroup.moved) against the
+// and checks the bytes each member copied through scratch (hostgroup.Group.moved) against the
 // byte model of collectives/design.md ("The byte model"), with N the bytes of the vector
 // (Allreduce, Reduce, Bcast) or of one block (the others: the v-forms with every count
 // alike), p the members. The reductions count their loads as they read each operand
@@ -36,9 +37,9 @@ func testSHMByteModel(t *testing.T, p int) {
 		g := s.local.world
 		root := 1
 		isRoot := e.r == root
-		const small = 64          // float64 elements: 512 bytes, one step
-		medium := shmSmallMax / 8 // by blocks through the small slots (shmMediumFor)
-		long := 2 * shmChunkMin / 8
+		const small = 64                 // float64 elements: 512 bytes, one step
+		medium := hostgroup.SmallMax / 8 // by blocks through the small slots (hostgroup.MediumFor)
+		long := 2 * hostgroup.ChunkMin / 8
 		type want struct{ stored, loaded int }
 		rooted := func(atRoot, other want) want { // a rooted call's model, at this rank
 			if isRoot {
@@ -59,16 +60,16 @@ func testSHMByteModel(t *testing.T, p int) {
 		// Under the group's medium threshold the vector goes in one step instead: every
 		// member loads every slot (p·N), and the others' blocks are none.
 		reduced := func(N int) (own, others int) {
-			if N < g.medium {
+			if N < hostgroup.MediumFor(p) {
 				return p * N, 0
 			}
 			per := N
-			if N > shmSmallMax {
-				per = g.chunk
+			if N > hostgroup.SmallMax {
+				per = g.Chunk()
 			}
 			for lo := 0; lo < N; lo += per {
 				c := min(N, lo+per) - lo
-				blo, bhi := block(c/8, p, g.me)
+				blo, bhi := block(c/8, p, g.Me)
 				b := (bhi - blo) * 8
 				own += (p - 1) * b
 				others += c - b
@@ -84,7 +85,7 @@ func testSHMByteModel(t *testing.T, p int) {
 			switch {
 			case isRoot:
 				return want{N, own + others}
-			case N < g.medium:
+			case N < hostgroup.MediumFor(p):
 				return want{N, 0}
 			}
 			return want{N, own}
@@ -136,7 +137,7 @@ func testSHMByteModel(t *testing.T, p int) {
 			{"alltoall small", small / p, func(n int) error {
 				return Alltoall(e.ctx, e.w, make([]float64, p*n), make([]float64, p*n))
 			}, func(N int) want { return want{p * N, (p - 1) * N} }},
-			{"alltoall long", alltoallSHMMost / (8 * p), func(n int) error {
+			{"alltoall long", hostgroup.AlltoallMost / (8 * p), func(n int) error {
 				return Alltoall(e.ctx, e.w, make([]float64, p*n), make([]float64, p*n))
 			}, func(N int) want { return want{p * N, (p - 1) * N} }},
 			{"reduce_scatter small", small / p, func(n int) error {
@@ -145,12 +146,12 @@ func testSHMByteModel(t *testing.T, p int) {
 			{"reduce_scatter long", long / p, func(n int) error {
 				return ReduceScatter(e.ctx, e.w, make([]float64, p*n), make([]float64, n), Sum[float64]())
 			}, func(N int) want { return want{(p - 1) * N, (p - 1) * N} }},
-			{"bcast single", shmSingleMin / 8, func(n int) error { return Bcast(e.ctx, e.w, make([]float64, n), root) },
+			{"bcast single", hostgroup.SingleMin() / 8, func(n int) error { return Bcast(e.ctx, e.w, make([]float64, n), root) },
 				func(N int) want { return rooted(want{0, 0}, want{0, N}) }},
-			{"allgather single", shmSingleMin / 8, func(n int) error {
+			{"allgather single", hostgroup.SingleMin() / 8, func(n int) error {
 				return Allgather(e.ctx, e.w, make([]float64, n), make([]float64, p*n))
 			}, func(N int) want { return want{0, (p - 1) * N} }},
-			{"alltoall single", 2 * alltoallSHMMost / (8 * p), func(n int) error {
+			{"alltoall single", 2 * hostgroup.AlltoallMost / (8 * p), func(n int) error {
 				return Alltoall(e.ctx, e.w, make([]float64, p*n), make([]float64, p*n))
 			}, func(N int) want { return want{0, (p - 1) * N} }},
 			{"gather small", small, func(n int) error {
@@ -186,18 +187,18 @@ func testSHMByteModel(t *testing.T, p int) {
 			{"alltoallv small", small / p, func(n int) error {
 				return Alltoallv(e.ctx, e.w, make([]float64, p*n), uniform(n), make([]float64, p*n), uniform(n))
 			}, func(N int) want { return want{(p - 1) * N, (p - 1) * N} }},
-			{"alltoallv long", alltoallSHMMost / (8 * p), func(n int) error {
+			{"alltoallv long", hostgroup.AlltoallMost / (8 * p), func(n int) error {
 				return Alltoallv(e.ctx, e.w, make([]float64, p*n), uniform(n), make([]float64, p*n), uniform(n))
 			}, func(N int) want { return want{(p - 1) * N, (p - 1) * N} }},
 		} {
-			before := g.moved
+			before := g.Moved
 			if err := tc.run(tc.n); err != nil {
 				return fmt.Errorf("%s: %w", tc.name, err)
 			}
-			got := want{g.moved.stored - before.stored, g.moved.loaded - before.loaded}
+			got := want{g.Moved.Stored - before.Stored, g.Moved.Loaded - before.Loaded}
 			w := tc.want(tc.n * 8)
 			if p == 2 && !strings.HasPrefix(tc.name, "allreduce") && (strings.HasSuffix(tc.name, " long") || strings.HasSuffix(tc.name, " single")) {
-				w = want{} // beyond shmSmallMax bytes, 2 ranks go point to point (moveBySHM)
+				w = want{} // beyond hostgroup.SmallMax bytes, 2 ranks go point to point (moveBySHM)
 			}
 			if got != w {
 				return fmt.Errorf("rank %d of %d: %s of %d bytes: stored %d and loaded %d bytes of scratch, the model says %d and %d",

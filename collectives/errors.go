@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -21,3 +22,8 @@ var (
 	// on the same World was running in another goroutine.
 	ErrConcurrent = errors.New("concurrent collective calls on one World")
 )
+
+// errNotInter is begin's error for a call with no intercommunicator form.
+func errNotInter(name string) error {
+	return fmt.Errorf("collectives: %s: %w: no intercommunicator form (gorma's: Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v), Alltoall(v, w), ReduceScatter(V), their I and Init forms, and BcastType, GatherType, ScatterType, AllgatherType and AlltoallType); Merge the intercommunicator and call it on the result", name, runtime.ErrInvalid)
+}

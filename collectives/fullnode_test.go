@@ -5,24 +5,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
 
 // TestFullNode runs the collectives a full 16-core node selects (every rank on one host:
 // the shared-memory Allreduce, Bcast, Reduce, Allgather, Alltoall, Gather, Scatter and
-// the v-forms) at every p from 2 to 16, against the sequential reference: every integer and
-// floating-point operator and a non-commutative one, in place and not, at odd counts
-// around p, around the medium class (shmMediumFor) and the small slot's limit (shmSmallMax), and across the chunks of the big
-// buffers. Here the ranks share the test's processors (oversubscribed).
+// the v-forms) at every p from 2 to 16, against the sequential reference: every integer
+// and floating-point operator and a non-commutative one, in place and not, at odd counts
+// around p, around the medium class (hostgroup.MediumFor) and the small slot's limit
+// (hostgroup.SmallMax), and across the chunks of the big buffers. Here the ranks share
+// the test's processors (oversubscribed).
 func TestFullNode(t *testing.T) {
 	for p := 2; p <= 16; p++ {
 		t.Run(fmt.Sprintf("p=%d", p), func(t *testing.T) {
 			runJob(t, p, runtimetest.Options{Transport: "shm"}, 120*time.Second, func(e rankEnv) error {
 				small := []int{1, p - 1, p + 1, 2*p + 1}
-				oneStep := shmSmallMax / 4 // int32 elements that fill the small slot
-				medium := shmMediumFor(p) / 4
+				oneStep := hostgroup.SmallMax / 4 // int32 elements that fill the small slot
+				medium := hostgroup.MediumFor(p) / 4
 				long := []int{medium - 1, medium, oneStep - 1, oneStep + 1}
-				chunks := 2*shmChunkFor(1<<30, p)/8 + 3 // float64 elements over more than two chunks
+				chunks := 2*hostgroup.ChunkFor(1<<30, p)/8 + 3 // float64 elements over more than two chunks
 				ints := intCases[int32]()
 				floats := floatCases[float64]()
 				for _, inPlace := range []bool{false, true} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -77,7 +78,7 @@ func gatherOthers[T runtime.Elem](c *call, sendBuf, recvBuf []T, n, root int) er
 		return nil
 	}
 	c.tag = rootTag(c.tag, root)
-	if g, err := worldGroup(c, n*elemSize[T](), rootedSHMMost); g != nil || err != nil {
+	if g, err := worldGroup(c, n*elemSize[T](), hostgroup.RootedMost); g != nil || err != nil {
 		if err != nil {
 			return err
 		}

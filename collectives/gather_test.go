@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -274,7 +275,7 @@ func TestCallTag(t *testing.T) {
 		{5, "Iallreduce", -1}, {runtime.MaxTag, "Bcast", 0}, {runtime.MaxTag, "Allreduce", -1}}
 	seen := map[int]int{}
 	for i, c := range calls {
-		tag := kindTag(c.tag, shmKind(c.kind))
+		tag := kindTag(c.tag, hostgroup.Kind(c.kind))
 		if c.root >= 0 {
 			tag = rootTag(tag, c.root)
 		}

@@ -2,7 +2,6 @@ package collectives
 
 import (
 	"context"
-	"slices"
 
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -28,9 +27,10 @@ import (
 // with ErrMismatch. Blocks of up to 256 KiB then go through shared memory; longer ones
 // point to point.
 //
-// Otherwise the algorithm is MPICH's linear one (gatherv_allcomm_linear): root posts a receive from
-// every rank straight into its block of recv and waits for them all; every other rank
-// sends once. Only root knows the counts, so no rank could forward a subtree's blocks.
+// Otherwise the algorithm is MPICH's linear one (gatherv_allcomm_linear): root posts a
+// receive from every rank straight into its block of recv and waits for them all; every
+// other rank sends once. Only root knows the counts, so no rank could forward a subtree's
+// blocks.
 func Gatherv[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, counts, displs []int, root int) error {
 	if w.IsInter() {
 		return interErr("gatherv", w, beginInter(w, "gatherv").end(interGatherv(ctx, w, send, recv, counts, displs, root), len(send)*elemSize[T]()))
@@ -112,7 +112,7 @@ func gathervLinear[T runtime.Elem](c *call, recvBuf []T, counts, displs []int, r
 		if src == r {
 			continue
 		}
-		if err := postRecv(c, c.req(peerIndex(src, r)), recvBuf[d:d+counts[src]], src); err != nil {
+		if err := postRecv(c, c.Req(peerIndex(src, r)), recvBuf[d:d+counts[src]], src); err != nil {
 			return err
 		}
 	}
@@ -120,7 +120,7 @@ func gathervLinear[T runtime.Elem](c *call, recvBuf []T, counts, displs []int, r
 		if src == r {
 			continue
 		}
-		st, err := c.req(peerIndex(src, r)).Wait(c.ctx)
+		st, err := c.Req(peerIndex(src, r)).Wait(c.ctx)
 		if err := c.checkStatus(st, err, src, counts[src]); err != nil {
 			return err
 		}
@@ -136,87 +136,3 @@ func peerIndex(i, r int) int {
 	}
 	return i
 }
-
-// displ returns the displacement of block i: displs[i], or with displs nil the sum of
-// the counts before it (O(i): loops over every block keep a running sum instead).
-func displ(counts, displs []int, i int) int {
-	if displs == nil {
-		return offset(counts, i)
-	}
-	return displs[i]
-}
-
-// checkLayout checks a v-collective's blocks over a buffer of n elements (what names it):
-// p counts, none negative, and displs nil or p displacements placing every block inside
-// the buffer. With disjoint set, no two non-empty blocks may share an element (blocks
-// that are written; blocks that are only read may overlap).
-func checkLayout(what string, counts, displs []int, n, p int, disjoint bool) error {
-	total, err := checkCounts("counts", counts, p)
-	if err != nil {
-		return err
-	}
-	if displs == nil {
-		if total > n {
-			return invalid("len(%s) %d < sum(counts) %d", what, n, total)
-		}
-		return nil
-	}
-	if len(displs) != p {
-		return invalid("len(displs) %d != %d ranks", len(displs), p)
-	}
-	sorted, end := true, 0
-	for i, d := range displs {
-		if d < 0 || d > n-counts[i] {
-			return invalid("block %d, [%d, %d) at displs[%d], is outside len(%s) %d", i, d, d+counts[i], i, what, n)
-		}
-		if counts[i] > 0 {
-			sorted = sorted && d >= end
-			end = d + counts[i]
-		}
-	}
-	if !disjoint || sorted {
-		return nil
-	}
-	return checkDisjoint(counts, displs)
-}
-
-// checkDisjoint reports two non-empty blocks that share an element, for a layout whose
-// blocks are not in rank order: pair by pair up to disjointPairsMax ranks (no
-// allocation, for the zero-allocation steady state), sorted by displacement beyond.
-func checkDisjoint(counts, displs []int) error {
-	overlapping := func(a, b int) error {
-		if displs[b] < displs[a] {
-			a, b = b, a
-		}
-		if counts[a] == 0 || counts[b] == 0 || displs[a]+counts[a] <= displs[b] {
-			return nil
-		}
-		return invalid("blocks %d [%d, %d) and %d [%d, %d) overlap", a, displs[a], displs[a]+counts[a], b, displs[b], displs[b]+counts[b])
-	}
-	if len(counts) <= disjointPairsMax {
-		for a := range counts {
-			for b := a + 1; b < len(counts); b++ {
-				if err := overlapping(a, b); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	var idx []int
-	for i, n := range counts {
-		if n > 0 {
-			idx = append(idx, i)
-		}
-	}
-	slices.SortFunc(idx, func(a, b int) int { return displs[a] - displs[b] })
-	for k := 1; k < len(idx); k++ {
-		if err := overlapping(idx[k-1], idx[k]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// disjointPairsMax is the most ranks whose blocks checkDisjoint compares pair by pair.
-const disjointPairsMax = 64

@@ -46,11 +46,6 @@ func interErr(name string, w *runtime.World, err error) error {
 	return fmt.Errorf("collectives: %s on an intercommunicator, rank %d of its local group: %w", name, w.Rank(), err)
 }
 
-// errNotInter is begin's error for a call with no intercommunicator form.
-func errNotInter(name string) error {
-	return fmt.Errorf("collectives: %s: %w: no intercommunicator form (gorma's: Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v), Alltoall(v, w), ReduceScatter(V), their I and Init forms, and BcastType, GatherType, ScatterType, AllgatherType and AlltoallType); Merge the intercommunicator and call it on the result", name, runtime.ErrInvalid)
-}
-
 // nested is the context of the local group's calls inside an intercommunicator call:
 // ctx without the worker's job, which would make them run as the nonblocking or
 // persistent call itself (begin), on the intercommunicator's state.

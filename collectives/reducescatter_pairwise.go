@@ -16,7 +16,7 @@ func reduceScatterPairwise[T runtime.Elem](c *call, in, out []T, op Op[T]) error
 	var err error
 	for s := 1; s < p; s++ {
 		d := (r + s) % p
-		if err = runtime.IsendWith(c.req(s), c.s.comm, in[d*n:(d+1)*n], d, c.tag); err != nil {
+		if err = runtime.IsendWith(c.Req(s), c.s.comm, in[d*n:(d+1)*n], d, c.tag); err != nil {
 			err = fmt.Errorf("rank %d sending to rank %d: %w", r, d, err)
 			break
 		}
@@ -27,7 +27,7 @@ func reduceScatterPairwise[T runtime.Elem](c *call, in, out []T, op Op[T]) error
 		acc, err = reduceScatterGather(c, in, n, op)
 	}
 	for s := 1; s <= posted; s++ {
-		if _, werr := c.req(s).Wait(c.ctx); werr != nil && err == nil {
+		if _, werr := c.Req(s).Wait(c.ctx); werr != nil && err == nil {
 			err = fmt.Errorf("rank %d sending to rank %d: %w", r, (r+s)%p, werr)
 		}
 	}

@@ -89,7 +89,7 @@ func reduceScatterVPairwise[T runtime.Elem](c *call, in, out []T, counts []int, 
 		if d == 0 {
 			d0 = 0
 		}
-		if err = postSend(c, c.req(s), in[d0:d0+counts[d]], d); err != nil {
+		if err = postSend(c, c.Req(s), in[d0:d0+counts[d]], d); err != nil {
 			break
 		}
 		posted = s
@@ -99,7 +99,7 @@ func reduceScatterVPairwise[T runtime.Elem](c *call, in, out []T, counts []int, 
 		acc, err = reduceScatterVGather(c, in[off:off+counts[r]], op)
 	}
 	for s := 1; s <= posted; s++ {
-		if _, werr := c.req(s).Wait(c.ctx); werr != nil && err == nil {
+		if _, werr := c.Req(s).Wait(c.ctx); werr != nil && err == nil {
 			err = fmt.Errorf("rank %d sending to rank %d: %w", r, (r+s)%p, werr)
 		}
 	}

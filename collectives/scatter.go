@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -22,9 +23,10 @@ import (
 // shared memory (gather_shm.go): root copies the blocks into its scratch and each rank
 // copies its own out. There a different n or root fails with ErrMismatch at every rank.
 //
-// Otherwise the algorithm is the binomial tree (MPICH's scatter_intra_binomial): log2(p) rounds,
-// the fewest message latencies; root sends straight from send (but for one subtree when
-// root is not 0: the one whose ranks wrap past p-1, copied together in scratch first).
+// Otherwise the algorithm is the binomial tree (MPICH's scatter_intra_binomial): log2(p)
+// rounds, the fewest message latencies; root sends straight from send (but for one
+// subtree when root is not 0: the one whose ranks wrap past p-1, copied together in
+// scratch first).
 func Scatter[T runtime.Elem](ctx context.Context, w *runtime.World, send, recv []T, root int) error {
 	if w.IsInter() {
 		return interErr("scatter", w, beginInter(w, "scatter").end(interScatter(ctx, w, send, recv, root), len(send)*elemSize[T]()))
@@ -63,7 +65,7 @@ func scatter[T runtime.Elem](c *call, sendBuf, recvBuf []T, root int) error {
 		return nil
 	}
 	c.tag = rootTag(c.tag, root)
-	if g, err := worldGroup(c, p*n*elemSize[T](), p*rootedSHMMost); g != nil || err != nil { // root's scratch holds p blocks
+	if g, err := worldGroup(c, p*n*elemSize[T](), p*hostgroup.RootedMost); g != nil || err != nil { // root's scratch holds p blocks
 		if err != nil {
 			return err
 		}

@@ -27,9 +27,9 @@ import (
 // with ErrMismatch. Blocks of up to 256 KiB then go through shared memory; longer ones
 // point to point.
 //
-// Otherwise the algorithm is MPICH's linear one (scatterv_allcomm_linear): root starts a send of
-// each block straight from send, in rank order, keeps its own, and waits for them all;
-// every other rank receives once.
+// Otherwise the algorithm is MPICH's linear one (scatterv_allcomm_linear): root starts a
+// send of each block straight from send, in rank order, keeps its own, and waits for them
+// all; every other rank receives once.
 func Scatterv[T runtime.Elem](ctx context.Context, w *runtime.World, send []T, counts, displs []int, recv []T, root int) error {
 	if w.IsInter() {
 		return interErr("scatterv", w, beginInter(w, "scatterv").end(interScatterv(ctx, w, send, counts, displs, recv, root), len(send)*elemSize[T]()))
@@ -95,7 +95,7 @@ func scattervLinear[T runtime.Elem](c *call, sendBuf []T, counts, displs []int, 
 		if dst == r {
 			continue
 		}
-		if err := postSend(c, c.req(peerIndex(dst, r)), sendBuf[d:d+counts[dst]], dst); err != nil {
+		if err := postSend(c, c.Req(peerIndex(dst, r)), sendBuf[d:d+counts[dst]], dst); err != nil {
 			return err
 		}
 	}
@@ -103,7 +103,7 @@ func scattervLinear[T runtime.Elem](c *call, sendBuf []T, counts, displs []int, 
 		if dst == r {
 			continue
 		}
-		if _, err := c.req(peerIndex(dst, r)).Wait(c.ctx); err != nil {
+		if _, err := c.Req(peerIndex(dst, r)).Wait(c.ctx); err != nil {
 			return fmt.Errorf("rank %d sending to rank %d: %w", r, dst, err)
 		}
 	}

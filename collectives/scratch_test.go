@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -78,7 +79,7 @@ func TestScratchPolicyEnv(t *testing.T) {
 
 // freshCounts cross the shm algorithm's boundaries (one step, one chunk, several) and
 // give the point-to-point ones uneven blocks.
-var freshCounts = []int{0, 7, shmSmallMax / 8, shmSmallMax/8 + 1, 3000, 70001}
+var freshCounts = []int{0, 7, hostgroup.SmallMax / 8, hostgroup.SmallMax/8 + 1, 3000, 70001}
 
 // checkReleased verifies that no fresh scratch outlives a call.
 func checkReleased(e rankEnv) error {
@@ -90,19 +91,14 @@ func checkReleased(e rankEnv) error {
 	if l == nil {
 		return nil
 	}
-	for _, g := range []*shmGroup{l.world, l.onHost} {
+	for _, g := range []*hostgroup.Group{l.world, l.onHost} {
 		if g == nil {
 			continue
 		}
-		if g.bigReg != nil || g.bigMem != nil || g.bigOld != nil {
-			return fmt.Errorf("rank %d: fresh big buffers outlive the call", e.r)
+		if g.Status().BigHeld {
+			return fmt.Errorf("rank %d: fresh big buffers outlive the call, or a peer's are still mapped", e.r)
 		}
-		for _, rm := range g.bigRems {
-			if rm != nil {
-				return fmt.Errorf("rank %d: a peer's fresh big buffers are still mapped", e.r)
-			}
-		}
-		if !g.fresh {
+		if !g.Status().Fresh {
 			return fmt.Errorf("rank %d: the shm group is not set up for fresh scratch", e.r)
 		}
 	}
@@ -127,10 +123,10 @@ func TestAllreduceFreshScratch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			SetScratch(ScratchFresh)
 			t.Cleanup(func() { SetScratch(ScratchArena) })
-			start := freshAcquired.Load()
+			start := (freshAcquired.Load() + hostgroup.FreshAcquired())
 			defer func() {
 				// Each rank, each algorithm, each count from 3000: at least one acquisition.
-				if got := freshAcquired.Load() - start; got < int64(tc.p*len(tc.algos)*2) {
+				if got := (freshAcquired.Load() + hostgroup.FreshAcquired()) - start; got < int64(tc.p*len(tc.algos)*2) {
 					t.Errorf("%d fresh acquisitions, want at least %d", got, tc.p*len(tc.algos)*2)
 				}
 			}()
@@ -161,11 +157,11 @@ func TestAllreduceFreshScratch(t *testing.T) {
 				}
 				// Every rank sets it before its next call, so each reads the same value.
 				SetScratch(ScratchArena)
-				before := freshAcquired.Load()
+				before := (freshAcquired.Load() + hostgroup.FreshAcquired())
 				if err := checkAllreduce(e, floatCases[float64]()[0], 70001, false); err != nil {
 					return err
 				}
-				if e.p == 2 && freshAcquired.Load() != before {
+				if e.p == 2 && (freshAcquired.Load()+hostgroup.FreshAcquired()) != before {
 					return fmt.Errorf("rank %d: fresh scratch acquired under ScratchArena", e.r)
 				}
 				return nil

@@ -3,6 +3,7 @@ package collectives
 import (
 	"fmt"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -10,6 +11,12 @@ import (
 // auto (the default: selectAllreduce decides), recdbl, rabenseifner, ring, shm, hier,
 // direct or lanes.
 const EnvAllreduce = "GORMA_ALLREDUCE"
+
+// EnvSHMTune names the environment variable that overrides the size classes of the
+// one-host (shared-memory) algorithms, for measuring them: a comma-separated list of
+// key=value (medium, chunk, nt, single). scripts/device16-select.sh sweeps it. A bad
+// value makes every one-host collective fail with an error wrapping runtime.ErrConfig.
+const EnvSHMTune = hostgroup.EnvTune
 
 // algo identifies an Allreduce algorithm.
 type algo uint8

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
-	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // SetupDup sets up the shared-memory scratch of dup, a Dup of w, through w's own, so
@@ -52,7 +52,7 @@ func beginPart(ctx context.Context, w *runtime.World, name string) (*call, error
 	if err != nil {
 		return nil, err
 	}
-	s.cur.kind = shmKind(name)
+	s.cur.kind = hostgroup.Kind(name)
 	s.cur.tag = kindTag(s.cur.tag, s.cur.kind)
 	return &s.cur, nil
 }
@@ -76,61 +76,19 @@ func setupDup(c *call, dup *runtime.World) error {
 		if !dl.teamed() {
 			return fmt.Errorf("%w: rank %d: a Dup's ranks make no teams where its World's do", runtime.ErrInvalid, c.s.rank)
 		}
-		if err := adoptGroup(c, l.team, dl.team, ds.comm, fresh); err != nil {
+		if err := dl.team.Adopt(c, l.team, ds.comm, fresh); err != nil {
 			return err
 		}
 		if l.heads == nil {
 			return nil
 		}
-		return adoptGroup(c, l.heads, dl.heads, ds.comm, fresh)
+		return dl.heads.Adopt(c, l.heads, ds.comm, fresh)
 	}
 	if l.world == nil {
-		l.world = &shmGroup{ranks: l.host, me: l.hostIdx}
+		l.world = hostgroup.New(l.host, l.hostIdx)
 	}
 	if dl.world == nil {
-		dl.world = &shmGroup{ranks: dl.host, me: dl.hostIdx}
+		dl.world = hostgroup.New(dl.host, dl.hostIdx)
 	}
-	return adoptGroup(c, l.world, dl.world, ds.comm, fresh)
-}
-
-// adoptGroup sets g up through pg. g is a group of dup's, on dup's collectives' World
-// dw; pg is the group of the same ranks on the World of call c. Each member allocates
-// g's region, marks in it whether it reads the others' user memory (markReads), and
-// writes its description for one step of pg (putDesc), then maps the others'. A member
-// reads them before its next call on pg begins. No member writes that flag line or slot
-// again before every member has published the step after (they alternate), so one step
-// suffices.
-func adoptGroup(c *call, pg, g *shmGroup, dw *runtime.World, fresh bool) error {
-	if len(pg.ranks) != len(g.ranks) || pg.me != g.me {
-		return fmt.Errorf("%w: rank %d: a Dup's group of %d ranks differs from its World's of %d", runtime.ErrInvalid, c.s.rank, len(g.ranks), len(pg.ranks))
-	}
-	if err := pg.prepare(c, 0); err != nil {
-		return err
-	}
-	r, err := substrate.AllocHostRegion(dw, shmRegionSize(0))
-	if err != nil {
-		return fmt.Errorf("shared-memory scratch: %w", err)
-	}
-	if g.region != nil {
-		g.old = g.region // set up before: freed once every member has closed its mappings (ready)
-	}
-	g.initRegion(dw, r, 0, fresh)
-	if err := markReads(dw, g.ranks, g.me, r.Bytes()); err != nil { // single_shm.go
-		return err
-	}
-	v := pg.seq + 1
-	if err := pg.putDesc(pg.me, v, r.AppendDesc(nil)); err != nil { // shm_maps.go
-		return err
-	}
-	pg.setMeta(c, v, 0) // the call's first step on pg: the ranks' calls are checked
-	if err := pg.step(c, v, 0); err != nil {
-		return err
-	}
-	descs := make([][]byte, len(g.ranks))
-	for i := range pg.ranks {
-		if i != pg.me {
-			descs[i] = pg.getDesc(i, v)
-		}
-	}
-	return g.ready(dw, descs)
+	return dl.world.Adopt(c, l.world, ds.comm, fresh)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
@@ -40,21 +41,16 @@ func TestSetupDup(t *testing.T) {
 				if l == nil {
 					return fmt.Errorf("rank %d: the Dup has no shared-memory state", e.r)
 				}
-				groups := []*shmGroup{l.world}
+				groups := []*hostgroup.Group{l.world}
 				if c.team != "" {
-					groups = []*shmGroup{l.team}
-					if l.team != nil && l.team.me == 0 {
+					groups = []*hostgroup.Group{l.team}
+					if l.team != nil && l.team.Me == 0 {
 						groups = append(groups, l.heads)
 					}
 				}
 				for _, g := range groups {
-					if g == nil || g.mem == nil || g.broken {
-						return fmt.Errorf("rank %d: a group of the Dup is not set up after SetupDup", e.r)
-					}
-					for i, m := range g.mem {
-						if m == nil {
-							return fmt.Errorf("rank %d: member %d of a group of the Dup is not mapped", e.r, i)
-						}
+					if g == nil || !g.Status().Ready {
+						return fmt.Errorf("rank %d: a group of the Dup is not set up (or a member not mapped) after SetupDup", e.r)
 					}
 				}
 				de := rankEnv{ctx: e.ctx, w: d, p: e.p, r: e.r}

@@ -7,28 +7,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
 
-// moveCounts cross the boundaries of the one-host Bcast, Allgather and Alltoall: the
-// flag line (shmInlineMax), the small slot (shmSmallMax), one chunk and several, and
-// the bounds of moveBySHM, for a block of n int32 (Allgather, Bcast) or p blocks of n
-// (Alltoall).
-// Above 4 ranks the longest block is smaller: the host's chunks are too (shmChunkFor).
+// moveCounts cross the boundaries of the one-host Bcast, Allgather and Alltoall: the flag
+// line (hostgroup.InlineMax), the small slot (hostgroup.SmallMax), one chunk and several,
+// and the bounds of moveBySHM, for a block of n int32 (Allgather, Bcast) or p blocks of n
+// (Alltoall). Above 4 ranks the longest block is smaller: the host's chunks are too
+// (hostgroup.ChunkFor).
 func moveCounts(p int) []int {
-	long := 2*shmChunkMax/4 + 5
+	long := 2*hostgroup.ChunkMax/4 + 5
 	if p > 4 {
 		long = 40000
 	}
-	return []int{1, shmInlineMax/4 + 1, shmSmallMax / 4, shmSmallMax/4 + 1, shmSmallMax/(4*p) + 1,
-		alltoallSHMMost/(4*p) - 1, 2*shmChunkMax/(4*p) + 3, long}
+	return []int{1, hostgroup.InlineMax/4 + 1, hostgroup.SmallMax / 4, hostgroup.SmallMax/4 + 1, hostgroup.SmallMax/(4*p) + 1,
+		hostgroup.AlltoallMost/(4*p) - 1, 2*hostgroup.ChunkMax/(4*p) + 3, long}
 }
 
 // TestSHMMoves checks the one-host Bcast, Reduce, Allgather, Alltoall and ReduceScatter
-// (every rank maps the others' scratch) against the sequential reference at p from 2 to 16 (and
-// TestFullNode at every p in between), in the arena's scratch and in fresh scratch, in place and not, across the flag line, the
-// small slot and the chunks. Here the ranks share the test's processors.
+// (every rank maps the others' scratch) against the sequential reference at p from 2 to
+// 16 (and TestFullNode at every p in between), in the arena's scratch and in fresh
+// scratch, in place and not, across the flag line, the small slot and the chunks. Here
+// the ranks share the test's processors.
 func TestSHMMoves(t *testing.T) {
 	for _, p := range []int{2, 3, 7, 16} {
 		for _, fresh := range []bool{false, true} {
@@ -137,12 +139,12 @@ func TestMoveBySHM(t *testing.T) {
 		want           bool
 	}{
 		{2, 8, 0, true},
-		{2, shmSmallMax, 0, true},
-		{2, shmSmallMax + 1, 0, false},
+		{2, hostgroup.SmallMax, 0, true},
+		{2, hostgroup.SmallMax + 1, 0, false},
 		{4, 16 << 20, 0, true},
-		{4, alltoallSHMMost, alltoallSHMMost, true},
-		{4, alltoallSHMMost + 1, alltoallSHMMost, false},
-		{16, 64 << 10, alltoallSHMMost, true},
+		{4, hostgroup.AlltoallMost, hostgroup.AlltoallMost, true},
+		{4, hostgroup.AlltoallMost + 1, hostgroup.AlltoallMost, false},
+		{16, 64 << 10, hostgroup.AlltoallMost, true},
 	} {
 		if got := moveBySHM(tt.p, tt.bytes, tt.most); got != tt.want {
 			t.Errorf("moveBySHM(p %d, %d bytes, most %d) = %v, want %v", tt.p, tt.bytes, tt.most, got, tt.want)

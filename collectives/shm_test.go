@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/pmi"
 	"github.com/gorma-hpc/gorma/runtime"
@@ -15,9 +16,9 @@ import (
 )
 
 // shmCounts cross the algorithm's boundaries: empty, one element, the one-step limit
-// (shmSmallMax bytes of 8-byte elements) and one past it, a vector of a few chunks
+// (hostgroup.SmallMax bytes of 8-byte elements) and one past it, a vector of a few chunks
 // (checked with fewer operators: the reference is costly under the race detector).
-var shmCounts = []int{0, 1, 7, shmSmallMax / 8, shmSmallMax/8 + 1, 3000, 70001}
+var shmCounts = []int{0, 1, 7, hostgroup.SmallMax / 8, hostgroup.SmallMax/8 + 1, 3000, 70001}
 
 // shmSuite checks Allreduce over types and operators (non-commutative ones included),
 // in place and not.
@@ -95,12 +96,12 @@ func TestAllreduceHier(t *testing.T) {
 			runJob(t, len(hosts), runtimetest.Options{Hosts: hosts}, 40*time.Second, func(e rankEnv) error {
 				for _, a := range []algo{algoAuto, algoHier} {
 					forceAllreduce(e.w, a)
-					if err := shmSuite(e, []int{0, 7, shmSmallMax/8 + 1, 70001}); err != nil {
+					if err := shmSuite(e, []int{0, 7, hostgroup.SmallMax/8 + 1, 70001}); err != nil {
 						return fmt.Errorf("%v: %w", a, err)
 					}
 				}
 				s, _ := stateOf(e.w)
-				if l := s.local; len(l.host) > 1 && (l.onHost == nil || l.onHost.broken) {
+				if l := s.local; len(l.host) > 1 && (l.onHost == nil || !l.onHost.Status().Ready) {
 					return fmt.Errorf("rank %d: the hierarchical algorithm did not run on host %v", e.r, l.host)
 				}
 				forceAllreduce(e.w, algoSHM)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
@@ -44,43 +44,35 @@ import (
 // already is written again with the same bytes. Such a failure is one that Attach or
 // Read returns before the read is posted; GORMA_TEST_REFUSE_READ makes one for tests.
 //
-// singleMin (GORMA_SHM_TUNE single=BYTES or off) is the block size from which a Bcast
-// or an Allgather goes so; an Alltoall does beyond alltoallSHMMost bytes per rank.
-// `scripts/device16-select.sh` (class single) measures the crossing.
+// hostgroup.SingleMin() (GORMA_SHM_TUNE single=BYTES or off) is the block size from which
+// a Bcast or an Allgather goes so; an Alltoall does beyond hostgroup.AlltoallMost bytes
+// per rank. `scripts/device16-select.sh` (class single) measures the crossing.
 
 // Flag-line words of the single-copy steps.
 const (
-	sExpose = shmFlagData // step 1: bytes of the owner's region description in its small slot
-	sDone   = shmFlagData // step 2: 1 when every read of the member succeeded
+	sExpose = hostgroup.FlagData // step 1: bytes of the owner's region description in its small slot
+	sDone   = hostgroup.FlagData // step 2: 1 when every read of the member succeeded
 )
-
-// shmSingleMin is the default of singleMin: the block size in bytes from which Bcast and
-// Allgather read the owners' buffers directly.
-const shmSingleMin = 1 << 20
-
-// singleMin returns the block size from which Bcast and Allgather move by single copy, or
-// 0 when the tuning turns it off.
-func singleMin() int { return shmTune().single }
 
 // singleMove runs the two steps for call c on group g. owner(j) says which members
 // expose a buffer (alike at every member); own is this member's, when it is one. reads
 // lists what this member reads: add(from, off, dst) for each block. bytes is the call's
 // meta byte count. It returns false, nil when the owners' buffers could not be read (no
 // data moved, or some did): the caller then moves it all through scratch.
-func singleMove(c *call, g *shmGroup, own []byte, owner func(j int) bool, bytes int, reads func(add func(from, off int, dst []byte))) (bool, error) {
-	if !readsAll(g) {
+func singleMove(c *call, g *hostgroup.Group, own []byte, owner func(j int) bool, bytes int, reads func(add func(from, off int, dst []byte))) (bool, error) {
+	if !hostgroup.ReadsAll(g) {
 		return false, nil
 	}
-	v := g.seq + 1
+	v := g.Next()
 	var reg *substrate.Region
-	*vWord(g, g.me, v, sExpose) = 0
-	if owner(g.me) {
+	*hostgroup.VWord(g, g.Me, v, sExpose) = 0
+	if owner(g.Me) {
 		r, err := substrate.RegisterRegion(c.s.comm, own)
 		if err == nil {
-			desc := r.AppendDesc(vSlot[byte](g, g.me, v, 0, shmSmallMax)[:0])
-			if len(desc) <= shmSmallMax {
+			desc := r.AppendDesc(hostgroup.VSlot[byte](g, g.Me, v, 0, hostgroup.SmallMax)[:0])
+			if len(desc) <= hostgroup.SmallMax {
 				reg = r
-				*vWord(g, g.me, v, sExpose) = uint64(len(desc))
+				*hostgroup.VWord(g, g.Me, v, sExpose) = uint64(len(desc))
 			} else {
 				r.Free()
 			}
@@ -91,23 +83,23 @@ func singleMove(c *call, g *shmGroup, own []byte, owner func(j int) bool, bytes 
 			reg.Free()
 		}
 	}()
-	g.setMeta(c, v, bytes)
-	if err := g.step(c, v, bytes); err != nil {
+	g.SetMeta(v, bytes)
+	if err := g.Step(c, v, bytes); err != nil {
 		return false, err
 	}
-	for j := range g.ranks {
-		if owner(j) && *vWord(g, j, v, sExpose) == 0 {
+	for j := range g.Ranks {
+		if owner(j) && *hostgroup.VWord(g, j, v, sExpose) == 0 {
 			return false, nil // every member sees the same words
 		}
 	}
 	v2 := v + 1
-	err := g.singleReads(c, v, reads)
-	*vWord(g, g.me, v2, sDone) = b2u(err == nil)
-	if err := g.step(c, v2, -1); err != nil {
+	err := singleReads(c, g, v, reads)
+	*hostgroup.VWord(g, g.Me, v2, sDone) = b2u(err == nil)
+	if err := g.Step(c, v2, -1); err != nil {
 		return false, err
 	}
-	for j := range g.ranks {
-		if *vWord(g, j, v2, sDone) == 0 {
+	for j := range g.Ranks {
+		if *hostgroup.VWord(g, j, v2, sDone) == 0 {
 			return false, nil
 		}
 	}
@@ -116,7 +108,7 @@ func singleMove(c *call, g *shmGroup, own []byte, owner func(j int) bool, bytes 
 
 // singleReads attaches the owners and makes this member's reads (step v's descriptions).
 // A failure is this member's alone: singleMove tells the others in its second step.
-func (g *shmGroup) singleReads(c *call, v uint64, reads func(add func(from, off int, dst []byte))) error {
+func singleReads(c *call, g *hostgroup.Group, v uint64, reads func(add func(from, off int, dst []byte))) error {
 	ctr := substrate.NewCounter(c.s.comm)
 	defer ctr.Close()
 	var rems [shmSingleAttachMax]*substrate.Remote // attached owners, by member index
@@ -143,10 +135,10 @@ func (g *shmGroup) singleReads(c *call, v uint64, reads func(add func(from, off 
 			rm = more[from]
 		}
 		if rm == nil {
-			n := int(*vWord(g, from, v, sExpose))
-			rm, err = substrate.Attach(c.s.comm, g.ranks[from], vSlot[byte](g, from, v, 0, n))
+			n := int(*hostgroup.VWord(g, from, v, sExpose))
+			rm, err = substrate.Attach(c.s.comm, g.Ranks[from], hostgroup.VSlot[byte](g, from, v, 0, n))
 			if err != nil {
-				err = fmt.Errorf("rank %d attaching rank %d's buffer: %w", g.ranks[g.me], g.ranks[from], err)
+				err = fmt.Errorf("rank %d attaching rank %d's buffer: %w", g.Ranks[g.Me], g.Ranks[from], err)
 				return
 			}
 			if from < len(rems) {
@@ -159,55 +151,23 @@ func (g *shmGroup) singleReads(c *call, v uint64, reads func(add func(from, off 
 			}
 		}
 		if refused() {
-			err = fmt.Errorf("rank %d reading rank %d's buffer: %w", g.ranks[g.me], g.ranks[from], errRefusedRead)
+			err = fmt.Errorf("rank %d reading rank %d's buffer: %w", g.Ranks[g.Me], g.Ranks[from], errRefusedRead)
 			return
 		}
 		if e := rm.Read(ctr, uint64(off), dst); e != nil {
-			err = fmt.Errorf("rank %d reading rank %d's buffer: %w", g.ranks[g.me], g.ranks[from], e)
+			err = fmt.Errorf("rank %d reading rank %d's buffer: %w", g.Ranks[g.Me], g.Ranks[from], e)
 			return
 		}
-		g.moved.loaded += len(dst)
+		g.Moved.Loaded += len(dst)
 	})
 	if werr := ctr.Wait(c.ctx); err == nil && werr != nil {
-		err = fmt.Errorf("rank %d reading the owners' buffers: %w", g.ranks[g.me], werr)
+		err = fmt.Errorf("rank %d reading the owners' buffers: %w", g.Ranks[g.Me], werr)
 	}
 	return err
 }
 
 // shmSingleAttachMax is the most members whose Remotes singleReads keeps in an array.
 const shmSingleAttachMax = 32
-
-// markReads sets word shmOffReads of region, member me's of the group of World ranks
-// ranks on w, when this rank reads every other member's user memory
-// (substrate.ReadsUser), and clears it otherwise. It connects to the members that this
-// rank has not yet contacted, as the attach of their regions would.
-func markReads(w *runtime.World, ranks []int, me int, region []byte) error {
-	all := true
-	for i, r := range ranks {
-		if i == me {
-			continue
-		}
-		ok, err := substrate.ReadsUser(w, r)
-		if err != nil {
-			return fmt.Errorf("rank %d connecting to rank %d: %w", w.Rank(), r, err)
-		}
-		all = all && ok
-	}
-	atomic.StoreUint64(word(region, shmOffReads), b2u(all))
-	return nil
-}
-
-// readsAll reports whether every member of g reads every other member's user memory:
-// whether a call may move by single copy. Every member reads the same marks (markReads),
-// so all decide alike. One load per member, of a line written at setup only.
-func readsAll(g *shmGroup) bool {
-	for i := range g.ranks {
-		if atomic.LoadUint64(word(g.mem[i], shmOffReads)) == 0 {
-			return false
-		}
-	}
-	return true
-}
 
 // envRefuseRead names a fault hook for gorma's own tests: GORMA_TEST_REFUSE_READ=N makes
 // the Nth single-copy read of this process (counted from 1) fail before it is posted,

@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 	"fmt"
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/internal/prof"
 	"github.com/gorma-hpc/gorma/internal/trace"
 	"os"
@@ -45,7 +46,7 @@ type state struct {
 	seq   uint32                // calls made on this World; guarded by busy
 	track *substrate.Track      // names the call under way in hang reports (nil for a sub-group)
 	sigs  [4]*substrate.CallSig // recent calls' signatures, never changed (Track.BeginSig); guarded by busy
-	kinds [4]uint8              // shmKind of each of sigs' calls
+	kinds [4]uint8              // hostgroup.Kind of each of sigs' calls
 	sigAt uint8                 // the entry of sigs that the next new signature replaces
 	cur   call                  // the call in progress (begin, or sub for a sub-group), passed by pointer
 
@@ -60,7 +61,7 @@ type state struct {
 	obs        *substrate.Obs       // this rank's observer (substrate.Observe), nil when off or for a sub-group
 	internal   bool                 // the World is a layer's own (substrate.MarkInternal): its calls are not the user's (observe.go)
 	ln         *prof.Local          // obs's counts of this state's calls, which busy serializes (nil: profile off)
-	bt         *trace.Batch         // obs's events of this state's calls (nil: timeline off); guarded by busy, flushed in waits (shm.go)
+	bt         *trace.Batch         // obs's events of this state's calls (nil: timeline off); guarded by busy, flushed in waits (the host group's, through call.Flush)
 	members    []int                // the job ranks of the World's ranks, for obs (nil: Init's World)
 	ob         callObs              // the observation of the call in progress (observe.go); guarded by busy
 	labels     map[[2]string]uint16 // the timeline's labels by call and algorithm (observe.go); guarded by busy
@@ -173,7 +174,7 @@ type call struct {
 	ctx  context.Context
 	name string
 	tag  int   // the call's number with its kind (kindTag) and root (rootTag) mixed in
-	kind uint8 // the call's kind as the shared-memory meta word carries it (shmKind)
+	kind uint8 // the call's kind as the shared-memory meta word carries it (hostgroup.Kind)
 	root int   // the call's root, -1 for none
 }
 
@@ -263,7 +264,7 @@ func (s *state) signature(name string, count int, typ, op string, root int) (*su
 	// (its functions included) to the heap, at every call.
 	g := &substrate.CallSig{Call: name, Count: count, Type: typ, Op: strings.Clone(op), Root: root}
 	i := int(s.sigAt)
-	s.sigs[i], s.kinds[i] = g, shmKind(name)
+	s.sigs[i], s.kinds[i] = g, hostgroup.Kind(name)
 	s.sigAt = (s.sigAt + 1) % uint8(len(s.sigs))
 	return g, i
 }
@@ -432,7 +433,7 @@ func (c *call) sub(s *state) *call {
 }
 
 // req returns the i-th reusable Request.
-func (c *call) req(i int) *runtime.Request {
+func (c *call) Req(i int) *runtime.Request {
 	for len(c.s.reqs) <= i {
 		c.s.reqs = append(c.s.reqs, new(runtime.Request))
 	}
@@ -500,7 +501,7 @@ func postSend[T runtime.Elem](c *call, q *runtime.Request, buf []T, dst int) err
 // rbuf. The receive is posted first, so that two ranks exchanging large (rendezvous)
 // messages with each other, or a ring of them, cannot deadlock.
 func exchange[T runtime.Elem](c *call, sbuf []T, dst int, rbuf []T, src int) error {
-	r := c.req(0)
+	r := c.Req(0)
 	if err := postRecv(c, r, rbuf, src); err != nil {
 		return err
 	}

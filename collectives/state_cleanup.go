@@ -3,12 +3,11 @@ package collectives
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 	"weak"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
-	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // Releasing the state of a World its program dropped.
@@ -19,16 +18,16 @@ import (
 // call uses the state any more. It deletes the World's entry in states, clears lastState
 // if it holds the state, and, if the state holds shared-memory scratch, starts release.
 //
-// What is not plain Go memory is the shmGroups' (shm.go): this rank's arena regions
-// (registered with every device), and its Remotes of the peers' regions, which the rank's
-// engine keeps in its table, mapped and pinned, until they are closed. The Remotes are
-// closed at once: this rank will not touch the peers' regions again. This rank's own
-// regions are not freed at once. A peer may still be reading them (the end of the last
-// call, which a rank may still be copying out of this rank's buffers after this rank
-// returned) and still maps and pins them until its own World is dropped, perhaps much
-// later, in another process. An arena Free then waits (up to two seconds, with the arena
-// locked) for the pins to drain and quarantines the memory for good if they do not. So a
-// region is freed only once every peer has said that it let go of it:
+// What is not plain Go memory is the host groups' (internal/hostgroup): this rank's arena
+// regions (registered with every device), and its Remotes of the peers' regions, which
+// the rank's engine keeps in its table, mapped and pinned, until they are closed. The
+// Remotes are closed at once: this rank will not touch the peers' regions again. This
+// rank's own regions are not freed at once. A peer may still be reading them (the end of
+// the last call, which a rank may still be copying out of this rank's buffers after this
+// rank returned) and still maps and pins them until its own World is dropped, perhaps
+// much later, in another process. An arena Free then waits (up to two seconds, with the
+// arena locked) for the pins to drain and quarantines the memory for good if they do not.
+// So a region is freed only once every peer has said that it let go of it:
 //
 //   - Each rank, releasing its state of a group, adds shmDetached to the sleepers word of
 //     every peer's region it still maps. It does so after closing its mappings of the
@@ -47,19 +46,11 @@ import (
 //     and on a timer (reapFirst, doubling up to reapMax) while the list is not empty.
 //
 // A peer that never says so keeps the owner's regions allocated: one that failed a call
-// (its mappings closed by shmGroup.fail, not here), one that died, or one whose program
+// (its mappings closed by hostgroup.Group.fail, not here), one that died, or one whose program
 // keeps its World. Nothing is freed or unmapped once the World's job is finalized:
 // Finalize closes every Remote and the device releases its arena as a whole, so release
 // and the reaper then only forget the state. Requests and the point-to-point scratch are
 // plain Go memory and go with the state.
-
-// shmDetached is what a peer adds to the sleepers word of a region it let go of: the high
-// half, from bit shmDetachedShift, counts such peers; waiters count themselves in the low
-// half.
-const (
-	shmDetachedShift = 32
-	shmDetached      = 1 << shmDetachedShift
-)
 
 // Bounds of the reaper's timer, and of a release's wait for its fetch-and-adds.
 const (
@@ -104,11 +95,11 @@ func (s *state) eachState(f func(*state)) {
 }
 
 // groups returns the shared-memory groups of s and of its sub-groups.
-func (s *state) groups() []*shmGroup {
-	var gs []*shmGroup
+func (s *state) groups() []*hostgroup.Group {
+	var gs []*hostgroup.Group
 	s.eachState(func(s *state) {
 		if l := s.local; l != nil {
-			for _, g := range []*shmGroup{l.world, l.team, l.heads, l.onHost} {
+			for _, g := range []*hostgroup.Group{l.world, l.team, l.heads, l.onHost} {
 				if g != nil {
 					gs = append(gs, g)
 				}
@@ -128,7 +119,7 @@ func release(s *state) {
 	ctx, cancel := context.WithTimeout(context.Background(), detachWait)
 	defer cancel()
 	for _, g := range s.groups() {
-		g.detach(ctx, s.comm)
+		g.Detach(ctx, s.comm)
 	}
 	reaper.mu.Lock()
 	reaper.pending = append(reaper.pending, s)
@@ -136,50 +127,6 @@ func release(s *state) {
 	if reap() {
 		reapLater()
 	}
-}
-
-// detach tells every peer whose region g still maps that this rank let go of it, and
-// closes g's mappings. Errors are dropped: a peer that cannot be told keeps its region.
-func (g *shmGroup) detach(ctx context.Context, w *runtime.World) {
-	g.closeBigRemotes()
-	ctr := substrate.NewCounter(w)
-	defer ctr.Close()
-	res := make([]byte, 8*len(g.remotes)) // the runtime's until Wait returns
-	for i, rm := range g.remotes {
-		if rm != nil && rm.Live() {
-			_ = rm.FetchAdd(ctr, shmOffSleep, shmDetached, res[8*i:8*i+8])
-		}
-	}
-	_ = ctr.Wait(ctx)
-	g.closeRemotes()
-}
-
-// freeOwn frees this rank's regions of g, whose state was dropped and detached, if every
-// peer has let go of them; it reports whether nothing is left to wait for.
-func (g *shmGroup) freeOwn(w *runtime.World) bool {
-	switch {
-	case w.Finalized():
-		return true // the device releases the whole arena
-	case g.region == nil:
-		// No region (or only one a failed setup left, which the peers may still map
-		// without saying so when they let go: they say it on the current one).
-		return true
-	case atomic.LoadUint64(word(g.region.Bytes(), shmOffSleep))>>shmDetachedShift < uint64(len(g.ranks)-1):
-		return false
-	}
-	for _, r := range []*substrate.Region{g.region, g.old} {
-		if r != nil {
-			r.Free()
-		}
-	}
-	g.region, g.old = nil, nil
-	if g.bigReg != nil { // a call that failed in releaseBig's step
-		removePages(g.bigReg.Bytes())
-		g.bigReg.Free()
-		g.bigReg = nil
-	}
-	g.freeBigOld()
-	return true
 }
 
 // reaper holds the dropped states whose own regions wait for their peers (release).
@@ -198,7 +145,7 @@ func reap() bool {
 	for _, s := range reaper.pending {
 		done := true
 		for _, g := range s.groups() {
-			done = g.freeOwn(s.comm) && done
+			done = g.FreeOwn(s.comm) && done
 		}
 		if !done {
 			keep = append(keep, s)

@@ -179,7 +179,7 @@ func waitDetached(w *runtime.World, peers uint64, d time.Duration) error {
 	g := s.local.world
 	var n uint64
 	for deadline := time.Now().Add(testbudget.Scale(d)); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if n = atomic.LoadUint64(word(g.region.Bytes(), shmOffSleep)) >> shmDetachedShift; n == peers {
+		if n = uint64(g.Status().Detached); n == peers {
 			return nil
 		}
 	}

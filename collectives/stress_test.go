@@ -17,6 +17,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/internal/testbudget"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
@@ -155,8 +156,8 @@ func aroundP(p int) []int { return []int{0, 1, p - 1, p, p + 1, 2*p - 1, 2*p + 1
 // (48 B), recursive doubling's limit (4 KiB), the one-step shm limit (8 KiB), the shm
 // eager limit (16 KiB), and direct's combination chunk per block.
 func aroundBytes(p int) []int {
-	return []int{shmInlineMax - 1, shmInlineMax + 1, allreduceShortMsg - 1, allreduceShortMsg + 1,
-		shmSmallMax - 1, shmSmallMax + 1, 16<<10 + 3, p*directChunkBytes + 5}
+	return []int{hostgroup.InlineMax - 1, hostgroup.InlineMax + 1, allreduceShortMsg - 1, allreduceShortMsg + 1,
+		hostgroup.SmallMax - 1, hostgroup.SmallMax + 1, 16<<10 + 3, p*directChunkBytes + 5}
 }
 
 // TestStressAllreduceEdges forces every algorithm at p = 2..5 over every element type,
@@ -210,7 +211,7 @@ func TestStressAllreduceHosts(t *testing.T) {
 					return err
 				}
 				even := localOf(s).hostS != nil
-				counts := append(aroundP(p), 1025, shmSmallMax/8+3)
+				counts := append(aroundP(p), 1025, hostgroup.SmallMax/8+3)
 				for _, a := range algos {
 					forceAllreduce(e.w, a)
 					for j, n := range counts {

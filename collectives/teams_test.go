@@ -2,12 +2,12 @@ package collectives
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
@@ -50,7 +50,7 @@ func TestTeams(t *testing.T) {
 	}
 	t.Run("hier", func(t *testing.T) {
 		runJob(t, len(hosts), runtimetest.Options{Hosts: hosts}, 90*time.Second, func(e rankEnv) error {
-			if err := shmSuite(e, []int{0, 7, shmSmallMax/8 + 1, 70001}); err != nil {
+			if err := shmSuite(e, []int{0, 7, hostgroup.SmallMax/8 + 1, 70001}); err != nil {
 				return err
 			}
 			s, _ := stateOf(e.w)
@@ -62,121 +62,22 @@ func TestTeams(t *testing.T) {
 	})
 }
 
-// TestPlanTeams: planTeams makes teams of consecutive ranks in rank order, one per run of
-// ranks in a cache domain when the domains decide (domainRuns), and keeps the size-based
-// split otherwise.
-func TestPlanTeams(t *testing.T) {
-	seq := func(lo, n int) []int { // lo, lo+1, ..., lo+n-1
-		s := make([]int, n)
-		for i := range s {
-			s[i] = lo + i
-		}
-		return s
-	}
-	doms := func(pattern string) []int { // 'a' is domain 0, '?' unknown
-		d := make([]int, len(pattern))
-		for i, c := range pattern {
-			d[i] = int(c - 'a')
-			if c == '?' {
-				d[i] = -1
-			}
-		}
-		return d
-	}
-	same := func(n int) []int { return make([]int, n) }
-	for _, c := range []struct {
-		name  string
-		ranks []int
-		dom   []int
-		want  [][]int
-	}{
-		{"unknown, few", seq(0, 5), nil, nil},
-		{"unknown, many", seq(0, 33), nil, [][]int{seq(0, 11), seq(11, 11), seq(22, 11)}},
-		{"one unknown", seq(0, 5), doms("aab?b"), nil},
-		{"one unknown, many", seq(0, 34), append(doms("?"), make([]int, 33)...), [][]int{seq(0, 11), seq(11, 11), seq(22, 12)}},
-		{"one domain, few", seq(0, 32), same(32), nil},
-		{"one domain, many", seq(0, 40), same(40), [][]int{seq(0, 13), seq(13, 13), seq(26, 14)}},
-		{"singletons", seq(0, 5), doms("abcde"), nil},
-		{"runs", seq(0, 5), doms("aabbb"), [][]int{{0, 1}, {2, 3, 4}}},
-		{"runs, other ranks", []int{3, 4, 5, 9, 12}, doms("aabbb"), [][]int{{3, 4}, {5, 9, 12}}},
-		{"a lone rank", seq(0, 5), doms("aaaab"), [][]int{seq(0, 4), {4}}},
-		{"a domain twice", seq(0, 6), doms("aabbaa"), [][]int{{0, 1}, {2, 3}, {4, 5}}},
-		{"in turn", seq(0, 16), doms("aaaabbbbaaaabbbb"), [][]int{seq(0, 4), seq(4, 4), seq(8, 4), seq(12, 4)}},
-		{"interleaved", seq(0, 4), doms("abab"), nil},
-		{"short runs", seq(0, 5), doms("aabab"), nil},
-		{"runs of 1.5 ranks", seq(0, 3), doms("aab"), nil},
-		{"interleaved, many", seq(0, 34), doms("abababababababababababababababababab")[:34],
-			[][]int{seq(0, 11), seq(11, 11), seq(22, 12)}},
-		{"a domain over the bound", seq(0, 32), append(same(20), doms("bbbbbbbbbbbb")...),
-			[][]int{seq(0, 10), seq(10, 10), seq(20, 12)}},
-		{"domains beyond flatMax", seq(0, 40), append(same(8), doms("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")...),
-			[][]int{seq(0, 8), seq(8, 16), seq(24, 16)}},
-		{"one rank", seq(0, 1), doms("a"), nil},
-		{"no rank", nil, nil, nil},
-	} {
-		if got := planTeams(c.ranks, c.dom, 32, 16); !slices.EqualFunc(got, c.want, slices.Equal[[]int]) {
-			t.Errorf("%s: planTeams(%v, %v) = %v, want %v", c.name, c.ranks, c.dom, got, c.want)
-		}
-	}
-}
-
-// TestPlanTeamsBounds: for every team bound from 4 to 16 and hosts of runs of many
-// sizes in a few domains, the teams are the host's ranks in order, each within one run,
-// at most the bound, and each run splits into the fewest near-equal teams.
-func TestPlanTeamsBounds(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for bound := 4; bound <= 16; bound++ {
-		for range 200 {
-			var ranks, dom, sizes []int
-			ids := rng.Perm(8) // domain ids need not be ordered
-			for d := range 2 + rng.IntN(5) {
-				n := 1 + rng.IntN(3*bound)
-				sizes = append(sizes, n)
-				for range n {
-					ranks = append(ranks, len(ranks)*3+rng.IntN(3)) // ascending, with gaps
-					dom = append(dom, ids[d%3])                     // a domain may make several runs
-				}
-			}
-			if 2*len(sizes) > len(ranks) { // runs too short to decide
-				continue
-			}
-			teams := planTeams(ranks, dom, 32, bound)
-			if got := slices.Concat(teams...); !slices.Equal(got, ranks) {
-				t.Fatalf("bound %d, runs of %v: teams %v are not the ranks %v in order", bound, sizes, teams, ranks)
-			}
-			for at, n := range sizes {
-				var parts []int
-				m := 0
-				for m < n {
-					parts = append(parts, len(teams[0]))
-					m += len(teams[0])
-					teams = teams[1:]
-				}
-				if k := (n + bound - 1) / bound; m != n || len(parts) != k || slices.Max(parts) > bound || slices.Max(parts)-slices.Min(parts) > 1 {
-					t.Fatalf("bound %d: run %d of %v made teams of %v, want %d near-equal ones of at most %d within it",
-						bound, at, sizes, parts, k, bound)
-				}
-			}
-		}
-	}
-}
-
-// TestTeamsByDomain: with pretend cache domains (rankDomains), a one-host job of a few
-// ranks runs Barrier and Allreduce in teams of the domains' runs, a commutative and a
-// non-commutative operator alike, and each rank connects only to its team and, as a
+// TestTeamsByDomain: with pretend cache domains (hostgroup.RankDomains), a one-host job
+// of a few ranks runs Barrier and Allreduce in teams of the domains' runs, a commutative
+// and a non-commutative operator alike, and each rank connects only to its team and, as a
 // head, to the other heads. Runs of one rank (domains interleaved, or all of one rank)
 // keep one group. The hierarchical Allreduce's on-host steps follow the domains too.
 func TestTeamsByDomain(t *testing.T) {
 	pretend := func(t *testing.T, pattern string) {
-		old := rankDomains
-		rankDomains = func(_ *runtime.World, ranks []int) []int {
+		old := hostgroup.RankDomains
+		hostgroup.RankDomains = func(_ *runtime.World, ranks []int) []int {
 			dom := make([]int, len(ranks))
 			for i, r := range ranks {
 				dom[i] = int(pattern[r] - 'a')
 			}
 			return dom
 		}
-		t.Cleanup(func() { rankDomains = old })
+		t.Cleanup(func() { hostgroup.RankDomains = old })
 	}
 	for _, c := range []struct {
 		domains string
@@ -244,7 +145,7 @@ func checkTeam(e rankEnv, teams string, conns bool) error {
 	if teams == "" {
 		switch {
 		case l.team != nil:
-			return fmt.Errorf("rank %d: team %v, want one group", e.r, l.team.ranks)
+			return fmt.Errorf("rank %d: team %v, want one group", e.r, l.team.Ranks)
 		case !l.flat:
 			return fmt.Errorf("rank %d: the host's groups were never decided", e.r)
 		}
@@ -260,7 +161,7 @@ func checkTeam(e rankEnv, teams string, conns bool) error {
 			want = append(want, r)
 		}
 	}
-	if l.team == nil || !slices.Equal(l.team.ranks, want) {
+	if l.team == nil || !slices.Equal(l.team.Ranks, want) {
 		return fmt.Errorf("rank %d: team %v, want %v", e.r, l.team, want)
 	}
 	if head := want[0] == e.r; (l.heads != nil) != head {

@@ -6,20 +6,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime/runtimetest"
 )
 
 // rootedCounts cross the boundaries of the one-host Gather, Scatter and v-collectives,
 // in int32 elements: the flag line, a block that fills the small slot and one past it,
-// Scatter's p blocks in one slot, several chunks, and rootedSHMMost (point to point
+// Scatter's p blocks in one slot, several chunks, and hostgroup.RootedMost (point to point
 // beyond). Above 4 ranks the longest block is smaller: the host's chunks are too.
 func rootedCounts(p int) []int {
-	long := 2*shmChunkMax/4 + 5
+	long := 2*hostgroup.ChunkMax/4 + 5
 	if p > 4 {
 		long = 40000
 	}
-	return []int{0, 1, shmInlineMax/4 + 1, shmSmallMax/(4*p) + 1, shmSmallMax / 4, shmSmallMax/4 + 1,
-		long, rootedSHMMost/4 + 3}
+	return []int{0, 1, hostgroup.InlineMax/4 + 1, hostgroup.SmallMax/(4*p) + 1, hostgroup.SmallMax / 4, hostgroup.SmallMax/4 + 1,
+		long, hostgroup.RootedMost/4 + 3}
 }
 
 // shapeLayout is a v-layout of p blocks around n elements: every third block empty, the

@@ -1,4 +1,4 @@
-package collectives
+package hostgroup
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package collectives
+package hostgroup
 
 import (
 	goruntime "runtime"
@@ -21,11 +21,11 @@ import (
 func osYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
 const (
-	// shmYieldFor bounds an oversubscribed wait's yielding spin, before futex sleeps: a
+	// yieldFor bounds an oversubscribed wait's yielding spin, before futex sleeps: a
 	// peer that has not published within it is computing, not waiting for a processor.
-	shmYieldFor = time.Millisecond
-	// shmYieldCheck is the number of yields between checks of the time, ctx and liveness.
-	shmYieldCheck = 16
+	yieldFor = time.Millisecond
+	// yieldCheck is the number of yields between checks of the time, ctx and liveness.
+	yieldCheck = 16
 )
 
 // waitYield is wait's spin when the host has more ranks than processors (Open MPI does
@@ -33,25 +33,25 @@ const (
 // line, giving the processor to another ready thread at every miss, so that the ranks
 // sharing a core take turns at once. A bare spin would hold the core until the kernel's
 // time slice ends, and a futex sleep costs a thread wake-up per step. It reports
-// whether member i has published v; false once shmYieldFor has passed (the caller then
+// whether member i has published v; false once yieldFor has passed (the caller then
 // sleeps). Members that share one process (an in-process test job) share its Go
 // processors too: there a raw yield keeps the P that the member waited for may need, so
 // each miss also yields to the Go scheduler.
-func (g *shmGroup) waitYield(c *call, i int, ctr *uint64, v uint64) (bool, error) {
+func (w *waiter) waitYield(c Call, g *Group, i int, ctr *uint64, v uint64) (bool, error) {
 	start := time.Now()
 	for n := 1; ; n++ {
 		if atomic.LoadUint64(ctr) >= v {
 			return true, nil
 		}
 		osYield()
-		if g.shared {
+		if w.shared {
 			goruntime.Gosched() // the member waited for may need this goroutine's P
 		}
-		if n%shmYieldCheck == 0 {
+		if n%yieldCheck == 0 {
 			if err := g.check(c, i); err != nil {
 				return false, err
 			}
-			if time.Since(start) > shmYieldFor {
+			if time.Since(start) > yieldFor {
 				return false, nil
 			}
 			goruntime.Gosched() // let the rank's other goroutines run too

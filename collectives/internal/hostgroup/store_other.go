@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package collectives
+package hostgroup
 
 import (
 	"sync/atomic"
@@ -12,9 +12,9 @@ import (
 // after it.
 func storeRelease(p *uint64, v uint64) { atomic.StoreUint64(p, v) }
 
-// shmNTAuto says whether the big buffers of Alltoall and ReduceScatter take
-// non-temporal stores by default (EnvSHMTune's nt=auto).
-const shmNTAuto = false
+// ntAuto says whether the big buffers of Alltoall and ReduceScatter take
+// non-temporal stores by default (EnvTune's nt=auto).
+const ntAuto = false
 
 // copyShared copies src into dst, scratch that peers will read, and returns the number of
 // elements copied (a plain copy here; non-temporal stores on amd64).

@@ -1,4 +1,4 @@
-package collectives
+package hostgroup
 
 import (
 	"cmp"
@@ -18,7 +18,7 @@ import (
 // affinity) all lie in one domain is in that domain: bound to one processor, to a block
 // of a cache's processors (srun -c, mpirun's PE=, golaunch's blocks) or to them all. A
 // rank whose processors span domains (an unbound rank on a host of several) has none
-// (-1). teamed splits a host's ranks by domain (planTeams, teams.go), so that a team's
+// (-1). teamed splits a host's ranks by domain (PlanTeams, teams.go), so that a team's
 // flag lines stay in one cache and only the heads' cross domains.
 
 // sysCPU is where Linux describes the processors and their caches.
@@ -80,12 +80,12 @@ func (c *cacheDomains) ofSet(cpus []int) int {
 	return d
 }
 
-// rankDomains returns the cache domain of each of ranks (ranks of w on this rank's host,
+// RankDomains returns the cache domain of each of ranks (ranks of w on this rank's host,
 // ascending), -1 where unknown. Every rank of the host gets the same answer: the
 // processors come from the ranks' cards and the domains from the host's sysfs. Once one
-// domain is unknown the rest are left unknown unread, since planTeams then ignores them.
+// domain is unknown the rest are left unknown unread, since PlanTeams then ignores them.
 // A test replaces it to pretend domains.
-var rankDomains = func(w *runtime.World, ranks []int) []int {
+var RankDomains = func(w *runtime.World, ranks []int) []int {
 	dom := make([]int, len(ranks))
 	known := true
 	for i, r := range ranks {

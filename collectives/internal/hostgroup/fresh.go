@@ -1,6 +1,8 @@
-package collectives
+package hostgroup
 
 import (
+	"sync/atomic"
+
 	"fmt"
 
 	"github.com/gorma-hpc/gorma/runtime"
@@ -17,50 +19,50 @@ import (
 //     with one step of the flags. Each member then attaches every peer's region (Attach:
 //     validate and pin the key, map) and reads a byte of every page (a fault per page in its
 //     own page table).
-//   - releaseBig: each member closes its mappings of the peers' regions (unpin), takes
+//   - ReleaseBig: each member closes its mappings of the peers' regions (unpin), takes
 //     one step (after which no member reads or pins another's buffers), gives the pages
 //     of its region back to the kernel (MADV_REMOVE, which drops them from every
 //     process's mapping) and frees the region (deregistration: the key is revoked).
 //
 // The flag lines and small slots stay set up across calls, as the control segments of
-// Open MPI's and MPICH's shared-memory collectives do. So a vector of up to shmSmallMax
+// Open MPI's and MPICH's shared-memory collectives do. So a vector of up to SmallMax
 // bytes (one step through the small slots) costs nothing more under ScratchFresh.
 
-// shmFreshMeta marks the byte count of acquireBig's step, so that a member whose policy
+// freshMeta marks the byte count of acquireBig's step, so that a member whose policy
 // differs (its first step of the call carries the bare count) sees a mismatch.
-const shmFreshMeta = 1 << 36
+const freshMeta = 1 << 36
 
 // acquireBig sets up this call's big buffers, chunk bytes each, for a call on vectors of
 // bytes bytes (a collective step over the group).
-func (g *shmGroup) acquireBig(c *call, chunk, bytes int) error {
-	w := c.s.comm
+func (g *Group) acquireBig(c Call, chunk, bytes int) error {
+	w := c.World()
 	r, err := substrate.AllocHostRegion(w, 2*chunk)
 	if err != nil {
 		return fmt.Errorf("fresh shared-memory scratch: %w", err)
 	}
 	freshAcquired.Add(1)
 	b := r.Bytes()
-	touchPages(b)
-	g.bigReg, g.chunk, g.bigNext, g.bigFree = r, chunk, 0, [2]uint64{}
+	TouchPages(b)
+	g.bigReg, g.chunk, g.turn = r, chunk, bigTurn{}
 	v := g.seq + 1
-	slot := smallSlot[byte](g, g.me, v, shmSmallMax)
+	slot := SmallSlot[byte](g, g.Me, v, SmallMax)
 	desc := r.AppendDesc(slot[1:1])
 	slot[0] = byte(len(desc))
-	g.setMeta(c, v, bytes|shmFreshMeta)
-	if err := g.step(c, v, bytes|shmFreshMeta); err != nil {
+	g.SetMeta(v, bytes|freshMeta)
+	if err := g.Step(c, v, bytes|freshMeta); err != nil {
 		return err
 	}
-	n := len(g.ranks)
+	n := len(g.Ranks)
 	if len(g.bigRems) != n {
 		g.bigRems = make([]*substrate.Remote, n)
 	}
 	g.bigMem = make([][]byte, n)
-	g.bigMem[g.me] = b
-	for i, peer := range g.ranks {
-		if i == g.me {
+	g.bigMem[g.Me] = b
+	for i, peer := range g.Ranks {
+		if i == g.Me {
 			continue
 		}
-		ps := smallSlot[byte](g, i, v, shmSmallMax)
+		ps := SmallSlot[byte](g, i, v, SmallMax)
 		rm, err := substrate.Attach(w, peer, ps[1:1+int(ps[0])])
 		if err != nil {
 			g.bigMem = nil
@@ -77,13 +79,13 @@ func (g *shmGroup) acquireBig(c *call, chunk, bytes int) error {
 	return nil
 }
 
-// releaseBig releases this call's big buffers, if any (a collective step over the group).
-func (g *shmGroup) releaseBig(c *call) error {
+// ReleaseBig releases this call's big buffers, if any (a collective step over the group).
+func (g *Group) ReleaseBig(c Call) error {
 	if g.bigReg == nil {
 		return nil
 	}
 	g.closeBigRemotes()
-	if err := g.step(c, g.seq+1, -1); err != nil {
+	if err := g.Step(c, g.seq+1, -1); err != nil {
 		return err
 	}
 	r := g.bigReg
@@ -94,3 +96,9 @@ func (g *shmGroup) releaseBig(c *call) error {
 	}
 	return err
 }
+
+// freshAcquired counts the acquisitions of fresh big buffers.
+var freshAcquired atomic.Int64
+
+// FreshAcquired returns the number of fresh big buffer acquisitions of this process.
+func FreshAcquired() int64 { return freshAcquired.Load() }

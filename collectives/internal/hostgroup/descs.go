@@ -1,4 +1,4 @@
-package collectives
+package hostgroup
 
 import (
 	"encoding/binary"
@@ -28,18 +28,18 @@ const descTruncated = 0xff
 
 // descEntryMax bounds a relayed entry: a length byte and a description, or the marker
 // and a 4-byte count.
-const descEntryMax = 1 + shmDescMax
+const descEntryMax = 1 + descMax
 
 // exchangeDescs sends desc (the description and meta word of member me of the group of
-// World ranks ranks) to every member and returns theirs, by member index (nil at this member's). A message that the relay
-// or a member received in a description's place fails with ErrMismatch, naming the
-// ranks and the call.
+// World ranks ranks) to every member and returns theirs, by member index (nil at this
+// member's). A message that the relay or a member received in a description's place fails
+// with runtime.ErrMismatch, naming the ranks and the call.
 //
 // The descriptions travel with setupTag, which leaves the call's kind out: members at
 // calls of different kinds meet in this exchange, and the descriptions' meta words name
 // both calls.
-func exchangeDescs(c *call, ranks []int, me int, desc []byte) ([][]byte, error) {
-	w := c.s.comm
+func exchangeDescs(c Call, ranks []int, me int, desc []byte) ([][]byte, error) {
+	w := c.World()
 	n := len(ranks)
 	if n < 2 {
 		return make([][]byte, n), nil
@@ -49,25 +49,25 @@ func exchangeDescs(c *call, ranks []int, me int, desc []byte) ([][]byte, error) 
 	}
 	relay := ranks[0]
 	all := make([]byte, n*descEntryMax)
-	if err := runtime.IrecvWith(c.req(0), w, all, relay, setupTag(c)); err != nil {
+	if err := runtime.IrecvWith(c.Req(0), w, all, relay, c.ID().SetupTag); err != nil {
 		return nil, fmt.Errorf("rank %d receiving the scratch descriptions from rank %d: %w", w.Rank(), relay, err)
 	}
-	if err := runtime.Send(c.ctx, w, desc, relay, setupTag(c)); err != nil {
+	if err := runtime.Send(c.Context(), w, desc, relay, c.ID().SetupTag); err != nil {
 		return nil, fmt.Errorf("rank %d sending its scratch description to rank %d: %w", w.Rank(), relay, err)
 	}
-	st, err := c.req(0).Wait(c.ctx)
+	st, err := c.Req(0).Wait(c.Context())
 	if err != nil && !errors.Is(err, runtime.ErrTruncated) {
 		return nil, fmt.Errorf("rank %d receiving the scratch descriptions from rank %d: %w", w.Rank(), relay, err)
 	}
 	descs, cut, ok := unpackDescs(all[:st.Count], n)
 	if err != nil || !ok {
 		return nil, fmt.Errorf("%w: rank %d sent rank %d a message of %d bytes where rank %d, in %s (call #%d on this World's numbering), expected the scratch descriptions: every rank must make its collective calls in the same order, with the same root and counts",
-			ErrMismatch, relay, w.Rank(), st.Count, w.Rank(), shmCallText(shmMeta(c, 0)), c.s.seq)
+			runtime.ErrMismatch, relay, w.Rank(), st.Count, w.Rank(), callText(meta(c.ID(), 0)), c.ID().Number)
 	}
 	for i, count := range cut {
 		if count >= 0 && i != me {
 			return nil, fmt.Errorf("%w: rank %d sent rank %d a message of %d bytes where rank %d expected its scratch description (rank %d is in %s, call #%d on this World's numbering): every rank must make its collective calls in the same order, with the same root and counts",
-				ErrMismatch, ranks[i], relay, count, relay, w.Rank(), shmCallText(shmMeta(c, 0)), c.s.seq)
+				runtime.ErrMismatch, ranks[i], relay, count, relay, w.Rank(), callText(meta(c.ID(), 0)), c.ID().Number)
 		}
 	}
 	descs[me] = nil
@@ -76,13 +76,13 @@ func exchangeDescs(c *call, ranks []int, me int, desc []byte) ([][]byte, error) 
 
 // relayDescs is exchangeDescs at the relay: it receives every member's description,
 // then sends them all to every member.
-func relayDescs(c *call, ranks []int, desc []byte) ([][]byte, error) {
-	w := c.s.comm
+func relayDescs(c Call, ranks []int, desc []byte) ([][]byte, error) {
+	w := c.World()
 	n := len(ranks)
 	descs := make([][]byte, n)
 	for i := 1; i < n; i++ {
-		descs[i] = make([]byte, shmDescMax)
-		if err := runtime.IrecvWith(c.req(i-1), w, descs[i], ranks[i], setupTag(c)); err != nil {
+		descs[i] = make([]byte, descMax)
+		if err := runtime.IrecvWith(c.Req(i-1), w, descs[i], ranks[i], c.ID().SetupTag); err != nil {
 			return nil, fmt.Errorf("rank %d receiving a scratch description from rank %d: %w", w.Rank(), ranks[i], err)
 		}
 	}
@@ -91,7 +91,7 @@ func relayDescs(c *call, ranks []int, desc []byte) ([][]byte, error) {
 	all = append(all, desc...)
 	var first error // the first mismatch, returned once every member has its entries
 	for i := 1; i < n; i++ {
-		st, err := c.req(i - 1).Wait(c.ctx)
+		st, err := c.Req(i - 1).Wait(c.Context())
 		switch {
 		case errors.Is(err, runtime.ErrTruncated):
 			descs[i] = nil
@@ -99,7 +99,7 @@ func relayDescs(c *call, ranks []int, desc []byte) ([][]byte, error) {
 			all = binary.LittleEndian.AppendUint32(all, uint32(st.Count))
 			if first == nil {
 				first = fmt.Errorf("%w: rank %d sent rank %d a message of %d bytes where rank %d, in %s (call #%d on this World's numbering), expected its scratch description: every rank must make its collective calls in the same order, with the same root and counts",
-					ErrMismatch, ranks[i], w.Rank(), st.Count, w.Rank(), shmCallText(shmMeta(c, 0)), c.s.seq)
+					runtime.ErrMismatch, ranks[i], w.Rank(), st.Count, w.Rank(), callText(meta(c.ID(), 0)), c.ID().Number)
 			}
 		case err != nil:
 			// A member failed, or ctx ended: the others' receives from the relay fail as
@@ -112,7 +112,7 @@ func relayDescs(c *call, ranks []int, desc []byte) ([][]byte, error) {
 		}
 	}
 	for i := 1; i < n; i++ {
-		if err := runtime.Send(c.ctx, w, all, ranks[i], setupTag(c)); err != nil {
+		if err := runtime.Send(c.Context(), w, all, ranks[i], c.ID().SetupTag); err != nil {
 			return nil, fmt.Errorf("rank %d sending the scratch descriptions to rank %d: %w", w.Rank(), ranks[i], err)
 		}
 	}
@@ -137,7 +137,7 @@ func unpackDescs(all []byte, n int) (descs [][]byte, cut []int, ok bool) {
 		switch {
 		case l == descTruncated && len(all) >= 5:
 			cut[i], all = int(binary.LittleEndian.Uint32(all[1:])), all[5:]
-		case l <= shmDescMax && len(all) >= 1+l:
+		case l <= descMax && len(all) >= 1+l:
 			descs[i], all = all[1:1+l:1+l], all[1+l:]
 		default:
 			return nil, nil, false

@@ -1,4 +1,4 @@
-package collectives
+package hostgroup
 
 import (
 	"unsafe"
@@ -17,9 +17,9 @@ func storeRelease(p *uint64, v uint64) { *p = v }
 // copyNTMin is the shortest copy (bytes) that copyShared makes with non-temporal stores.
 const copyNTMin = 4 << 10
 
-// shmNTAuto says whether the big buffers of Alltoall and ReduceScatter take
-// non-temporal stores by default (EnvSHMTune's nt=auto).
-const shmNTAuto = true
+// ntAuto says whether the big buffers of Alltoall and ReduceScatter take
+// non-temporal stores by default (EnvTune's nt=auto).
+const ntAuto = true
 
 // copyShared copies src into dst, scratch that peers will read, and returns the number of
 // elements copied. From copyNTMin bytes it stores the whole cache lines of dst with

@@ -1,4 +1,4 @@
-package collectives
+package hostgroup
 
 import (
 	"fmt"
@@ -8,17 +8,18 @@ import (
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
-// shmMaps is a group member's own region and its mappings of the members' regions:
-// what a setup replaces (shmGroup embeds it). Every step reads mem.
-type shmMaps struct {
+// mapping is a group member's own region and its mappings of the members' regions:
+// what a setup replaces (Group embeds it). Every step reads mem.
+type mapping struct {
 	region  *substrate.Region
 	old     *substrate.Region // the previous region, freed once no member maps it (attach)
 	remotes []*substrate.Remote
 	mem     [][]byte // every member's region (own included), by member index
+	bigBufs          // the big buffers: their size, and under ScratchFresh their regions
 }
 
 // closeRemotes releases the mappings of the members' regions.
-func (m *shmMaps) closeRemotes() {
+func (m *mapping) closeRemotes() {
 	for i, rm := range m.remotes {
 		if rm != nil {
 			rm.Close()
@@ -32,7 +33,7 @@ func (m *shmMaps) closeRemotes() {
 // descriptions), me being this member's index in ranks (World ranks). Every member has
 // closed its mappings of the previous regions once it gave its description, so the
 // previous region of this member's, if any, is freed then.
-func (m *shmMaps) attach(w *runtime.World, ranks []int, me int, descs [][]byte) error {
+func (m *mapping) attach(w *runtime.World, ranks []int, me int, descs [][]byte) error {
 	b := m.region.Bytes()
 	m.remotes = make([]*substrate.Remote, len(ranks))
 	m.mem = make([][]byte, len(ranks))
@@ -55,7 +56,7 @@ func (m *shmMaps) attach(w *runtime.World, ranks []int, me int, descs [][]byte) 
 		// count (or policy) in this very call.
 		if len(rm.Mapped()) != len(b) {
 			return fmt.Errorf("%w: rank %d's scratch has %d bytes, rank %d's %d (do all ranks pass the same counts and scratch policy?)",
-				ErrMismatch, peer, len(rm.Mapped()), w.Rank(), len(b))
+				runtime.ErrMismatch, peer, len(rm.Mapped()), w.Rank(), len(b))
 		}
 		m.mem[i] = rm.Mapped()
 	}
@@ -74,44 +75,49 @@ func (m *shmMaps) attach(w *runtime.World, ranks []int, me int, descs [][]byte) 
 const descInSlot = 0xff
 
 // putDesc writes desc, member me's description, for step v: inline or in its small slot.
-func (m *shmMaps) putDesc(me int, v uint64, desc []byte) error {
-	if len(desc) > shmDescMax {
+func (m *mapping) putDesc(me int, v uint64, desc []byte) error {
+	if len(desc) > descMax {
 		return fmt.Errorf("internal: scratch description of %d bytes", len(desc))
 	}
-	line := m.mem[me][flagOff(v)+shmFlagData : flagOff(v)+shmLine]
+	line := m.mem[me][flagOff(v)+FlagData : flagOff(v)+lineBytes]
 	if 1+len(desc) <= len(line) {
 		line[0] = byte(len(desc))
 		copy(line[1:], desc)
 		return nil
 	}
 	line[0] = descInSlot
-	slot := m.mem[me][shmOffSmall+int(v&1)*shmSmallMax:]
+	slot := m.mem[me][offSmall+int(v&1)*SmallMax:]
 	slot[0] = byte(len(desc))
 	copy(slot[1:], desc)
 	return nil
 }
 
 // getDesc returns a copy of member i's description of step v (putDesc).
-func (m *shmMaps) getDesc(i int, v uint64) []byte {
-	b := m.mem[i][flagOff(v)+shmFlagData : flagOff(v)+shmLine]
+func (m *mapping) getDesc(i int, v uint64) []byte {
+	b := m.mem[i][flagOff(v)+FlagData : flagOff(v)+lineBytes]
 	if b[0] == descInSlot {
-		b = m.mem[i][shmOffSmall+int(v&1)*shmSmallMax : shmOffSmall+int(v&1+1)*shmSmallMax]
+		b = m.mem[i][offSmall+int(v&1)*SmallMax : offSmall+int(v&1+1)*SmallMax]
 	}
 	n := min(int(b[0]), len(b)-1)
 	return slices.Clone(b[1 : 1+n])
 }
 
-// shmBig is a member's big buffers under ScratchFresh, a region of their own acquired by
-// a call and released before it returns (scratch_shm.go; shmGroup embeds it).
-type shmBig struct {
+// bigBufs is the size of a member's big buffers and, under ScratchFresh, their region
+// of their own, acquired by a call and released before it returns (fresh.go; mapping
+// embeds it).
+type bigBufs struct {
+	chunk   int                 // bytes of each big buffer
 	bigReg  *substrate.Region   // this call's big buffers (fresh), or nil
 	bigOld  *substrate.Region   // big buffers left by a failed call, freed at the next setup
 	bigRems []*substrate.Remote // the peers' big buffers, by member index
 	bigMem  [][]byte            // every member's big buffers (own included), or nil: in the region
 }
 
+// Chunk is the size in bytes of each big buffer.
+func (b *bigBufs) Chunk() int { return b.chunk }
+
 // closeBigRemotes releases the mappings of the peers' big buffers.
-func (b *shmBig) closeBigRemotes() {
+func (b *bigBufs) closeBigRemotes() {
 	for i, rm := range b.bigRems {
 		if rm != nil {
 			rm.Close()
@@ -122,7 +128,7 @@ func (b *shmBig) closeBigRemotes() {
 }
 
 // freeBigOld frees the big buffers a failed call left, which no peer maps any more.
-func (b *shmBig) freeBigOld() {
+func (b *bigBufs) freeBigOld() {
 	if b.bigOld != nil {
 		removePages(b.bigOld.Bytes())
 		b.bigOld.Free()

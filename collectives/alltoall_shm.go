@@ -11,8 +11,9 @@ import (
 // blocks fit in hostgroup.SmallMax bytes that is one step (the small slot); otherwise the
 // blocks go in parts, part k of every block in one step, as many elements per block as p
 // of them fit in a big buffer. send nil is in place: each step reads part k of every
-// block of recv into scratch before any member writes part k back. Each member stores p·n
-// and loads (p-1)·n elements of scratch.
+// block of recv into scratch before any member writes part k back. Each member loads
+// (p-1)·n elements of scratch. It stores p·n in one copy into the small slot, and the
+// (p-1)·n that others read into the big buffers: no member reads its own block there.
 func alltoallSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n int) error {
 	p, es := len(g.Ranks), elemSize[T]()
 	if send == nil {
@@ -38,7 +39,9 @@ func alltoallSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n 
 		k := hi - lo
 		mine := hostgroup.Big[T](g, g.Me, b, p*k)
 		for d := range p {
-			hostgroup.ScratchInBig(g, mine[d*k:(d+1)*k], send[d*n+lo:d*n+hi], true)
+			if d != g.Me {
+				hostgroup.ScratchInBig(g, mine[d*k:(d+1)*k], send[d*n+lo:d*n+hi], true)
+			}
 		}
 	}, func(lo, hi, b int) {
 		k := hi - lo

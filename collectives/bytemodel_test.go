@@ -139,7 +139,7 @@ func testSHMByteModel(t *testing.T, p int) {
 			}, func(N int) want { return want{p * N, (p - 1) * N} }},
 			{"alltoall long", hostgroup.AlltoallMost / (8 * p), func(n int) error {
 				return Alltoall(e.ctx, e.w, make([]float64, p*n), make([]float64, p*n))
-			}, func(N int) want { return want{p * N, (p - 1) * N} }},
+			}, func(N int) want { return want{(p - 1) * N, (p - 1) * N} }},
 			{"reduce_scatter small", small / p, func(n int) error {
 				return ReduceScatter(e.ctx, e.w, make([]float64, p*n), make([]float64, n), Sum[float64]())
 			}, func(N int) want { return want{(p - 1) * N, (p - 1) * N} }},

@@ -368,7 +368,7 @@ func alltoallvSHM[T runtime.Elem](c *call, g *hostgroup.Group, send []T, sendCou
 		}
 		return nil
 	}
-	if !moveBySHM(p, total*es, hostgroup.AlltoallMost) {
+	if !moveBySHM(p, total*es, hostgroup.AlltoallvMost) {
 		c.chose("scattered")
 		return alltoallvP2P(c, send, sendCounts, recv, recvCounts)
 	}

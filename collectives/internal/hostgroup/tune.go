@@ -29,17 +29,22 @@ const (
 	// (class big) measures it.
 	hostBig = 32 << 20
 	// AlltoallMost bounds an Alltoall's bytes per rank through shared memory. A move
-	// through scratch costs two copies, point to point's rendezvous one. That wins for an
-	// Alltoall from this many bytes per rank, whose p-1 pairwise exchanges each move one
-	// block. With 2 ranks every move from SmallMax bytes goes point to point. `golaunch -n
-	// 2 bin/allreducebench --test bcast,reduce,allgather,alltoall` (and -n 4) measures it.
-	AlltoallMost = 256 << 10
+	// through scratch costs two copies; single copy (3 ranks or more) and point to
+	// point's rendezvous one. That wins for an Alltoall beyond this many bytes per rank.
+	// With 2 ranks every move from SmallMax bytes goes point to point. `golaunch -n 3
+	// bin/allreducebench --test alltoall` (and -n 2 and 4, beside the C twin under Open
+	// MPI) measures it.
+	AlltoallMost = 128 << 10
+	// AlltoallvMost bounds an Alltoallv's bytes sent per rank through shared memory.
+	// Beyond it every block goes point to point: Alltoallv has no single copy. No
+	// benchmark program measures Alltoallv; the bound is RootedMost's.
+	AlltoallvMost = RootedMost
 	// RootedMost bounds the one-host Gather and Scatter through shared memory, in bytes
 	// of one block. Beyond it point to point, whose rendezvous copies each block once:
 	// root copies (p-1) blocks either way, and shared memory adds a copy of each block
 	// into scratch. `golaunch -n 4 bin/allreducebench --test gather,scatter` (and its C
 	// twin under Open MPI and MPICH) measures the crossing.
-	RootedMost = AlltoallMost
+	RootedMost = 256 << 10
 	// singleMinDefault is the block size (bytes) from which Bcast and Allgather read
 	// the owners' buffers directly (single copy), and Alltoall beyond AlltoallMost.
 	// scripts/device16-select.sh (class single) measures the crossing.

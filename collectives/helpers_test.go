@@ -152,7 +152,10 @@ func checkAllreduce[T runtime.Elem](e rankEnv, oc opCase[T], n int, inPlace bool
 
 func checkReduce[T runtime.Elem](e rankEnv, oc opCase[T], n, root int, inPlace bool) error {
 	what := name[T](fmt.Sprintf("reduce %s root=%d", oc.op.Name(), root), n, inPlace)
-	send, recv := input(oc.gen, e.r, n), make([]T, n)
+	send, recv := input(oc.gen, e.r, n), []T(nil) // recv is root's only
+	if e.r == root {
+		recv = make([]T, n)
+	}
 	if inPlace && e.r == root {
 		copy(recv, send)
 		send = nil

@@ -87,7 +87,7 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 	}
 	acc, first := in, []T(nil) // leaves send their input as it is
 	switch {
-	case r == treeRoot:
+	case r == root && r == treeRoot:
 		acc, first = recvBuf, sendBuf // root's recv takes its input with the first block
 	case vr&1 == 0 && vr+1 < p:
 		acc = scratchOf[T](c, 0, n)

@@ -160,7 +160,7 @@ func deviceWait(count map[string]int, mode verbs.WaitMode, oversubscribed bool) 
 // a wait check checks the fast boxes and the held sends (waitCheck) before it sleeps.
 func (j join) openDevices(count map[string]int) error {
 	e := j.e
-	wait, spins := deviceWait(count, e.cfg.progress, e.waiting.Oversub)
+	wait, spins := deviceWait(count, e.cfg.progress, e.waiting.Oversub())
 	e.poll.providerSpins = spins
 	if err := e.links.openDevices(count, wait); err != nil {
 		return err

@@ -254,15 +254,15 @@ func ratio(q, p string) float64 {
 	return float64(qn) / float64(pn)
 }
 
-// siblingAffinities returns the affinities of this process and of its siblings (the
-// other children of its parent), and this process's index among them, when they are n
+// siblingAffinities returns the affinities and pids of this process and of its siblings
+// (the other children of its parent), and this process's index among them, when they are n
 // in all: the ranks of this host. ok is false when they are not n (a wrapper between the
 // launcher and the rank, ranks that share a process) or a set cannot be read. Children
 // that run the parent's own program are left out first, then, while still too many,
 // those that do not run this rank's.
-func siblingAffinities(n int) (sets []unix.CPUSet, me int, ok bool) {
+func siblingAffinities(n int) (sets []unix.CPUSet, pids []int, me int, ok bool) {
 	parent := os.Getppid()
-	pids := childrenOf(parent)
+	pids = childrenOf(parent)
 	// A launcher's own helpers run its program (golaunch's); where still too many, the
 	// ranks run this rank's program (not so in an MPMD job).
 	for _, keep := range []func(pid int) bool{
@@ -275,20 +275,20 @@ func siblingAffinities(n int) (sets []unix.CPUSet, me int, ok bool) {
 		pids = slices.DeleteFunc(pids, func(pid int) bool { return !keep(pid) })
 	}
 	if len(pids) != n {
-		return nil, 0, false
+		return nil, nil, 0, false
 	}
 	me = -1
 	for i, pid := range pids {
 		var set unix.CPUSet
 		if unix.SchedGetaffinity(pid, &set) != nil {
-			return nil, 0, false
+			return nil, nil, 0, false
 		}
 		if pid == os.Getpid() {
 			me = i
 		}
 		sets = append(sets, set)
 	}
-	return sets, me, me >= 0
+	return sets, pids, me, me >= 0
 }
 
 // childrenOf returns the pids of the live children of process pid, from every thread's

@@ -132,7 +132,7 @@ var startProcs = goruntime.GOMAXPROCS(0)
 func (j join) fitHost() {
 	e := j.e
 	quota := cpuQuota()
-	sets, me, ok := siblingAffinities(e.localSize)
+	sets, pids, me, ok := siblingAffinities(e.localSize)
 	if !ok {
 		sets, me = make([]unix.CPUSet, max(1, e.localSize)), 0
 		for i := range sets {
@@ -154,6 +154,15 @@ func (j join) fitHost() {
 	}
 	w := waitRule(e.cfg.progress, e.cfg.spinSet, f.oversub, goruntime.GOMAXPROCS(0))
 	j.setWaiting(w)
+	if ok && e.cfg.fold && w.Adapts() && sets[me].Count() > 1 {
+		fo := &folder{rank: e.rank, debug: e.cfg.debug, engineFolded: &e.folded, w: w, own: sets[me], cur: sets[me], oversub: w.Oversub(), yields: w.Yields()}
+		for i, pid := range pids {
+			if i != me && meets(&sets[i], &sets[me]) {
+				fo.siblings, fo.orig = append(fo.siblings, pid), append(fo.orig, sets[i])
+			}
+		}
+		w.SetFold(fo.fold, fo.joins)
+	}
 	if e.cfg.debug {
 		fmt.Fprintf(os.Stderr, "gorma: rank %d: %s\n", e.rank, fitLine(f, ok, goruntime.GOMAXPROCS(0), n > 0, w))
 	}
@@ -192,7 +201,7 @@ func (cfg *config) crossHost() {
 	}
 	goruntime.GOMAXPROCS(crossHostProcs)
 	cfg.procsFit = crossHostProcs
-	if w := cfg.waiting; w != nil && !w.Oversub {
+	if w := cfg.waiting; w != nil && !w.Oversub() {
 		w.SetYields(false)
 	}
 }

@@ -216,9 +216,9 @@ func TestWaitRule(t *testing.T) {
 		{"block", verbs.WaitBlock, 0, false, 1, 0, 0, false, true},
 	} {
 		w := waitRule(tt.mode, tt.spin, tt.over, tt.proc)
-		if w.Budget() != tt.budget || w.Oversub != tt.oversub || w.Yields() != tt.yield {
+		if w.Budget() != tt.budget || w.Oversub() != tt.oversub || w.Yields() != tt.yield {
 			t.Errorf("%s: budget %v, oversub %v, yields %v; want %v, %v, %v",
-				tt.name, w.Budget(), w.Oversub, w.Yields(), tt.budget, tt.oversub, tt.yield)
+				tt.name, w.Budget(), w.Oversub(), w.Yields(), tt.budget, tt.oversub, tt.yield)
 		}
 		for range 20 {
 			w.Done(time.Second, true)

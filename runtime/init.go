@@ -52,6 +52,7 @@ type config struct {
 	// GOMAXPROCS before Init (GORMA_PROCS=auto leaves it).
 	maxProcsSet bool
 	debug       bool // GORMA_DEBUG set: Init prints the host fit (hostfit.go)
+	fold        bool // GORMA_FOLD: fold away from other work (fold.go)
 	eagerSHM    int
 	eagerTCP    int
 	tcpCC       string // GORMA_TCP_CONGESTION, "" for the provider's default
@@ -101,6 +102,13 @@ func readConfig(getenv func(string) string) (config, error) {
 		cfg.progress = verbs.WaitBlock
 	default:
 		return cfg, fmt.Errorf("%w: %s=%q: want spin, hybrid or block", ErrConfig, EnvProgress, v)
+	}
+	switch v := getenv(EnvFold); v {
+	case "", "on":
+		cfg.fold = true
+	case "off":
+	default:
+		return cfg, fmt.Errorf("%w: %s=%q: want on or off", ErrConfig, EnvFold, v)
 	}
 	if v := getenv(EnvSpin); v != "" {
 		d, err := time.ParseDuration(v)

@@ -89,7 +89,7 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 		e.poll.active = true
 		live := e.links.liveDevsLocked()
 		if first {
-			e.poll.spinBudget = spinBudget(e.poll.rule.Budget(), e.match.table.sendBytes, e.poll.rule.Oversub)
+			e.poll.spinBudget = spinBudget(e.poll.rule.Budget(), e.match.table.sendBytes, e.poll.rule.Oversub())
 			e.poll.yieldAfter = e.yieldAfterLocked(r, quiet, set)
 		}
 		e.mu.Unlock()
@@ -218,8 +218,11 @@ func (e *engine) handlePolledLocked(got *polled) {
 // yieldAfterLocked returns the spin round from which a wait for r (quiet and set as in
 // untilLocked) yields the processor at every round (see the constants in poller.go).
 func (e *engine) yieldAfterLocked(r *Request, quiet bool, set []*Request) int {
-	if !e.waiting.Oversub {
+	if !e.waiting.Oversub() {
 		return neverYield
+	}
+	if e.folded.Load() {
+		return 0 // the fold put this rank on the processors of the ranks it waits for
 	}
 	t := e.links.table()
 	if !quiet && set == nil && (r.kind == reqSend || r.kind == reqRecv || r.kind == reqProbe) &&

@@ -10,6 +10,8 @@
 #   pinned1         taskset -c 0 golaunch -n 2: both ranks on one processor
 #   shared          golaunch -n 2 beside BURNERS (2) busy loops of another "job"
 #   shared-pinned1  pinned1 beside the same busy loops
+# ITERS (2000) and MIN_ITERS (200) are allreducebench's --iters and --min-iters: 20000 and
+# 20000 measure a long loop, past the first moments beside the busy loops.
 # With BASE=REV it also runs REV's allreducebench and golaunch in every case, alternated
 # with this tree's. It prints the median, lowest and highest of each figure, in µs per
 # call. Runs as root (the cgroup). Only ratios from one run mean anything.
@@ -61,7 +63,7 @@ fi
 "$root/scripts/slurm-local.sh" up >/dev/null
 eval "$("$root/scripts/slurm-local.sh" env)"
 
-bench=(--test allreduce --sizes 8,64K --iters 2000 --min-iters 200)
+bench=(--test allreduce --sizes 8,64K --iters "${ITERS:-2000}" --min-iters "${MIN_ITERS:-200}")
 burn() { local i; for ((i = 0; i < burners; i++)); do (while :; do :; done) & pids="$pids $!"; done; }
 unburn() { kill $pids 2>/dev/null; wait $pids 2>/dev/null || true; pids=""; }
 

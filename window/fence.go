@@ -135,7 +135,7 @@ func (w *epochs[T]) barrier(ctx context.Context, at blocked) error {
 		}
 		return true
 	}
-	quickPoll(ready, w.commRef.rule.Oversub)
+	quickPoll(ready, w.commRef.rule.Oversub())
 	fullFence()
 	for r := range w.tg {
 		ring(w.tg[r].mw)

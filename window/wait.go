@@ -99,7 +99,7 @@ type blocked struct {
 // transport.
 func (h *house[T]) waitOn(ctx context.Context, at blocked, bell []uint64, ready func() bool, check func() error) error {
 	rt, rule := h.comm, h.commRef.rule
-	if quickPoll(ready, rule.Oversub) {
+	if quickPoll(ready, rule.Oversub()) {
 		return nil
 	}
 	marked, asleep := false, false
@@ -112,7 +112,7 @@ func (h *house[T]) waitOn(ctx context.Context, at blocked, bell []uint64, ready 
 		}
 	}()
 	budget, yield := rule.Budget(), rule.Yields()
-	if rule.Oversub {
+	if rule.Oversub() {
 		budget = max(budget, yieldFor)
 	}
 	start := substrate.WaitClock()
@@ -153,16 +153,16 @@ func (h *house[T]) waitOn(ctx context.Context, at blocked, bell []uint64, ready 
 		}
 		switch {
 		case sleep == 0:
-			if !rule.Oversub {
+			if !rule.Oversub() {
 				spinPause()
 			}
 			if substrate.PollPeers(rt) {
 				break
 			}
-			if rule.Oversub {
+			if rule.Oversub() {
 				futex.Yield()
 			}
-			if (yield || rule.Oversub) && i%goschedEvery == 0 {
+			if (yield || rule.Oversub()) && i%goschedEvery == 0 {
 				goruntime.Gosched()
 			}
 		case bell != nil:

@@ -21,6 +21,7 @@ func main() {
 	abort := flag.Int("abort", -1, "this rank calls Abort(3) once every rank finished Init; the others wait in a Barrier")
 	kill := flag.Int("kill", -1, "under GORMA_FT=1: this rank SIGKILLs itself after Init; the others shrink their World and check it")
 	teams := flag.Bool("teams", false, "run a Barrier and an Allreduce, print \"connections RANK N\" and end (the host's teams decide N)")
+	allreduces := flag.Int("allreduces", 0, "run this many Allreduces of 8 B and of 64 KiB, checking each, print \"allreduces RANK N\" and end")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -34,6 +35,10 @@ func main() {
 	}
 	if *teams {
 		connections(ctx, w)
+		return
+	}
+	if *allreduces > 0 {
+		loop(ctx, w, *allreduces)
 		return
 	}
 	if *kill >= 0 {
@@ -188,6 +193,36 @@ func survive(ctx context.Context, w *runtime.World, r int) *runtime.World {
 // connections runs a Barrier and an Allreduce, prints how many ranks this rank connected
 // to, and finalizes: a rank of a host run in teams connects only to its team and, as a
 // head, to the other heads.
+// loop runs n Allreduces of 1 and of 8192 float64s, checks every sum, prints
+// "allreduces RANK N" and finalizes.
+func loop(ctx context.Context, w *runtime.World, n int) {
+	err := func() error {
+		size := float64(w.Size())
+		for _, count := range []int{1, 8192} {
+			v, sum := make([]float64, count), make([]float64, count)
+			for i := range n {
+				for j := range v {
+					v[j] = float64(w.Rank() + i + j)
+				}
+				if err := collectives.Allreduce(ctx, w, v, sum, collectives.Sum[float64]()); err != nil {
+					return err
+				}
+				for j, got := range sum {
+					if want := size*(size-1)/2 + size*float64(i+j); got != want {
+						return fmt.Errorf("Allreduce %d of %d elements: element %d is %v, want %v", i, count, j, got, want)
+					}
+				}
+			}
+		}
+		fmt.Printf("allreduces %d %d\n", w.Rank(), n)
+		return w.Finalize(ctx)
+	}()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pmiworld: rank %d: %v\n", w.Rank(), err)
+		os.Exit(1)
+	}
+}
+
 func connections(ctx context.Context, w *runtime.World) {
 	v, sum := []float64{float64(w.Rank())}, []float64{0}
 	err := collectives.Barrier(ctx, w)

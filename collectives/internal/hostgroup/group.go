@@ -235,7 +235,7 @@ func (g *Group) initRegion(w *runtime.World, r *substrate.Region, chunk int, fre
 		atomic.StoreUint64(word(b, off), 0)
 	}
 	rule := substrate.WaitRule(w)
-	g.waiter = waiter{rule: rule, oversub: rule.Oversub || w.LocalSize() > w.HostCPUs(), shared: substrate.SharesProcess()}
+	g.waiter = waiter{rule: rule, oversub: w.LocalSize() > w.HostCPUs(), shared: substrate.SharesProcess()}
 	g.nt, g.ntSpread = tune().nt, tune().ntSpread
 	g.region, g.chunk, g.seq, g.turn, g.lazy = r, chunk, 0, bigTurn{}, 0
 	g.broken = true // until ready

@@ -17,7 +17,7 @@ import (
 // rule; a group over plain memory has no rule and spins spinCheck polls.
 type waiter struct {
 	rule    *substrate.Waiting // the rank's waiting rule: the spin's budget, and whether it yields
-	oversub bool               // more ranks on this host than processors: yield while spinning
+	oversub bool               // more ranks on this host than processors: yield while spinning (see yields)
 	shared  bool               // other ranks' Worlds live in this process (substrate.SharesProcess)
 }
 
@@ -33,7 +33,7 @@ func (w *waiter) wait(c Call, g *Group, i int, v uint64) error {
 	// publisher's store is seen one line transfer after it happens (see the type's
 	// documentation). Oversubscribed: waitYield.
 	var start time.Time // from the first check (most waits end before)
-	if w.oversub {
+	if w.yields() {
 		if done, err := w.waitYield(c, g, i, ctr, v); done || err != nil {
 			return err
 		}
@@ -86,6 +86,10 @@ func (w *waiter) wait(c Call, g *Group, i int, v uint64) error {
 		}
 	}
 }
+
+// yields reports whether a wait yields while it spins: on an oversubscribed host, or
+// while the rank's fold shares its processor (substrate.Waiting.Oversub).
+func (w *waiter) yields() bool { return w.oversub || w.rule != nil && w.rule.Oversub() }
 
 // budget is the spin's budget: the waiting rule's, or spinCheck polls' worth without one.
 func (w *waiter) budget() time.Duration {

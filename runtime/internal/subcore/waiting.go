@@ -23,12 +23,14 @@ import (
 //     it waits for needs. The hold starts at BusyHold and doubles, up to BusyHoldMax,
 //     for each theft within a hold of the last one's end. After it the budget grows
 //     back from the floor as Done doubles it, not at once.
+//
+// A hook set by SetFold learns when a hold starts and when it ends (the runtime's fold: runtime/design.md, "Folding away from other work").
 type Waiting struct {
-	// Oversub is true when the host's ranks outnumber its processors. A poll that misses
-	// then gives the processor away (sched_yield), so that the rank it waits for runs.
-	Oversub bool
-
+	oversub   atomic.Bool   // Oversub
 	yield     atomic.Bool   // Yields
+	fold      func(Hold)    // SetFold
+	joins     func() bool   // SetFold
+	checked   atomic.Int64  // the Clock reading of joins' last call
 	max, min  time.Duration // Budget's bounds; max == min: fixed
 	budget    atomic.Int64  // the current spin, in nanoseconds
 	busy      atomic.Bool   // a spin lost its processor before busyUntil
@@ -45,6 +47,9 @@ const (
 	StealGap    = 500 * time.Microsecond
 	BusyHold    = 25 * time.Millisecond
 	BusyHoldMax = time.Second
+	// FoldCheck is how often a spin asks SetFold's joins: each call reads the affinities
+	// of the rank's siblings.
+	FoldCheck = time.Millisecond
 )
 
 // epoch is Clock's origin.
@@ -60,7 +65,8 @@ func (w *Waiting) Spun(prev, now time.Duration) bool {
 	if w.max == w.min {
 		return false
 	}
-	if now-prev >= StealGap {
+	stolen := now-prev >= StealGap
+	if stolen || w.joins != nil && w.joinCheck(now) {
 		h := BusyHold
 		last := time.Duration(w.hold.Load())
 		if until := time.Duration(w.busyUntil.Load()); last > 0 && now <= until+last {
@@ -69,19 +75,73 @@ func (w *Waiting) Spun(prev, now time.Duration) bool {
 		w.hold.Store(int64(h))
 		w.busyUntil.Store(int64(now + h))
 		w.budget.Store(int64(w.min))
-		if !w.busy.Load() {
-			w.busy.Store(true)
+		if w.busy.CompareAndSwap(false, true) && w.fold != nil {
+			if stolen {
+				w.fold(HoldTheft)
+			} else {
+				w.fold(HoldJoin)
+			}
 		}
 		return true
 	}
-	if w.busy.Load() && int64(now) > w.busyUntil.Load() {
-		w.busy.Store(false)
-	}
+	w.expire(now)
 	return false
+}
+
+// joinCheck asks the joins hook, at most once per FoldCheck of spinning and never
+// during a hold, whether the rank must join a fold.
+func (w *Waiting) joinCheck(now time.Duration) bool {
+	last := w.checked.Load()
+	if w.busy.Load() || int64(now)-last < int64(FoldCheck) || !w.checked.CompareAndSwap(last, int64(now)) {
+		return false
+	}
+	return w.joins()
+}
+
+// expire ends a hold that ended before now.
+func (w *Waiting) expire(now time.Duration) {
+	if w.busy.Load() && int64(now) > w.busyUntil.Load() && w.busy.CompareAndSwap(true, false) && w.fold != nil {
+		w.fold(HoldEnd)
+	}
+}
+
+// Rehold starts another hold at once, twice as long as the last one (up to
+// BusyHoldMax), without telling SetFold's hook: the rank stays as it is, busy.
+func (w *Waiting) Rehold() {
+	h := min(2*time.Duration(w.hold.Load()), BusyHoldMax)
+	h = max(h, BusyHold)
+	w.hold.Store(int64(h))
+	w.busyUntil.Store(int64(Clock() + h))
+	w.budget.Store(int64(w.min))
+	w.busy.Store(true)
 }
 
 // Busy reports whether a spin of the rank lost its processor within BusyHold.
 func (w *Waiting) Busy() bool { return w.busy.Load() }
+
+// Hold is what SetFold's hook learns.
+type Hold int
+
+const (
+	HoldEnd   Hold = iota // the hold has run out: Busy is false
+	HoldTheft             // a spin lost its processor: a hold starts
+	HoldJoin              // joins said to join a fold: a hold starts
+)
+
+// SetFold makes fold learn when a hold starts and when it ends. While no hold is under way, a spin also asks joins, at
+// most once per FoldCheck of spinning, whether another rank has folded onto this rank's
+// processor. A true answer starts a hold, as a theft does. Both run on the waiting
+// goroutine and must not block. Before the rule is in use.
+func (w *Waiting) SetFold(fold func(Hold), joins func() bool) { w.fold, w.joins = fold, joins }
+
+// Oversub reports whether the rank's processors are taken by more ranks than they are:
+// a poll that misses then gives the processor away (sched_yield), so that the rank it
+// waits for runs. It holds from Init on a host whose ranks outnumber its processors, and
+// while a fold shares a processor between ranks.
+func (w *Waiting) Oversub() bool { return w.oversub.Load() }
+
+// SetOversub changes Oversub.
+func (w *Waiting) SetOversub(o bool) { w.oversub.Store(o) }
 
 // SpinForever is a spin that never sleeps (GORMA_PROGRESS=spin).
 const SpinForever = time.Duration(math.MaxInt64)
@@ -89,11 +149,16 @@ const SpinForever = time.Duration(math.MaxInt64)
 // NewWaiting returns a rule whose spin adapts between lo and hi (lo == hi: fixed),
 // starting at hi.
 func NewWaiting(lo, hi time.Duration, oversub, yield bool) *Waiting {
-	w := &Waiting{Oversub: oversub, max: hi, min: min(lo, hi)}
+	w := &Waiting{max: hi, min: min(lo, hi)}
+	w.oversub.Store(oversub)
 	w.budget.Store(int64(hi))
 	w.yield.Store(yield)
 	return w
 }
+
+// Adapts reports whether the rule's budget adapts (NewWaiting's lo < hi): only such a
+// rule sees thefts.
+func (w *Waiting) Adapts() bool { return w.max != w.min }
 
 // Yields reports whether a spin may yield to the Go scheduler (runtime.Gosched): true
 // when that wakes no other thread, as the rank runs on one P, or when its host is
@@ -105,10 +170,13 @@ func (w *Waiting) Yields() bool { return w.yield.Load() }
 // SetYields changes Yields, when the rank's GOMAXPROCS changes.
 func (w *Waiting) SetYields(y bool) { w.yield.Store(y) }
 
-// Budget returns how long a wait that starts now polls before it sleeps.
+// Budget returns how long a wait that starts now polls before it sleeps. It ends a hold
+// that has run out, though no spin has read the clock since.
 func (w *Waiting) Budget() time.Duration {
 	if w.busy.Load() {
-		return w.min
+		if w.expire(Clock()); w.busy.Load() {
+			return w.min
+		}
 	}
 	return time.Duration(w.budget.Load())
 }

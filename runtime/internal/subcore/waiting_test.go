@@ -143,3 +143,71 @@ func TestWaitingBusy(t *testing.T) {
 		t.Fatal("a fixed rule took a gap for a stolen processor")
 	}
 }
+
+// TestWaitingFoldHook plays the holds of a rank whose rule has a fold hook: a theft
+// starts a hold once, the hold's end is told once, joins is asked at most once per
+// FoldCheck and never during a hold, its true answer starts a hold, and Rehold keeps the
+// rank busy without telling the hook. The clock readings are Clock's, as a spin's are.
+func TestWaitingFoldHook(t *testing.T) {
+	const lo, hi = 50 * time.Microsecond, 2 * time.Millisecond
+	w := NewWaiting(lo, hi, false, true)
+	var got []Hold
+	asked, join := 0, false
+	w.SetFold(func(h Hold) { got = append(got, h) }, func() bool { asked++; return join })
+	want := func(step string, hs ...Hold) {
+		t.Helper()
+		if len(got) != len(hs) {
+			t.Fatalf("%s: the hook learned %v, want %v", step, got, hs)
+		}
+		for i := range hs {
+			if got[i] != hs[i] {
+				t.Fatalf("%s: the hook learned %v, want %v", step, got, hs)
+			}
+		}
+		got = got[:0]
+	}
+
+	now := Clock() + 2*FoldCheck
+	if w.Spun(now, now+time.Microsecond) || asked != 1 {
+		t.Fatalf("a short gap ended the spin, or joins was asked %d times, want 1", asked)
+	}
+	w.Spun(now, now+2*time.Microsecond)
+	if asked != 1 {
+		t.Fatalf("joins was asked %d times within FoldCheck, want 1", asked)
+	}
+	want("no theft")
+
+	now += FoldCheck
+	if !w.Spun(now, now+StealGap) || !w.Busy() || w.Budget() != lo {
+		t.Fatalf("a gap of StealGap did not start a hold at the floor (busy %v, budget %v)", w.Busy(), w.Budget())
+	}
+	w.Spun(now+StealGap, now+2*StealGap) // another theft in the hold
+	want("theft", HoldTheft)
+	asked = 0
+	w.Spun(now+3*StealGap, now+3*StealGap+time.Microsecond)
+	if asked != 0 {
+		t.Fatal("joins was asked during a hold")
+	}
+
+	end := now + 2*StealGap + 2*BusyHold // the hold doubled once
+	w.Spun(end, end+time.Microsecond)
+	if w.Busy() {
+		t.Fatal("the hold outlived its end")
+	}
+	want("hold ended", HoldEnd)
+
+	join = true
+	now = end + 2*FoldCheck
+	if !w.Spun(now, now+time.Microsecond) || !w.Busy() {
+		t.Fatal("joins said to join and no hold started")
+	}
+	want("join", HoldJoin)
+
+	w.Spun(now+BusyHoldMax, now+BusyHoldMax+1) // ends the hold
+	want("join's hold ended", HoldEnd)
+	w.Rehold()
+	if !w.Busy() || w.Budget() != lo {
+		t.Fatalf("Rehold left busy %v and budget %v", w.Busy(), w.Budget())
+	}
+	want("rehold")
+}

@@ -41,26 +41,31 @@ func allgather[T runtime.Elem](c *call, send, recv []T) error {
 		return invalid("len(recv) %d != %d ranks * len(send) %d", len(recv), p, n)
 	case overlap(send, recv):
 		return errOverlap()
-	default:
-		copy(recv[r*n:(r+1)*n], send)
+	}
+	// mine is this rank's block. The algorithms read it from send, and store it in recv
+	// only once the others' blocks came: a call that does not match writes no recv.
+	mine := recv[r*n : (r+1)*n]
+	if send != nil {
+		mine = send
 	}
 	if p == 1 || n == 0 {
+		copy(recv[r*n:(r+1)*n], mine)
 		return nil
 	}
 	if g, err := worldGroup(c, n*elemSize[T](), 0); g != nil || err != nil {
 		if err != nil {
 			return err
 		}
-		return allgatherSHM(c, g, recv, n) // names the algorithm: shm or single
+		return allgatherSHM(c, g, recv, mine, n) // names the algorithm: shm or single
 	}
 	if l := localOf(c.s); bcastHierOK(l) {
 		c.chose("hier")
-		return allgatherHier(c, l, recv, n)
+		return allgatherHier(c, l, recv, mine, n)
 	}
 	if p&(p-1) == 0 && len(recv)*elemSize[T]() < allgatherLongMsg {
 		c.chose("recdbl")
-		return allgatherRecdbl(c, recv, n)
+		return allgatherRecdbl(c, recv, mine, n)
 	}
 	c.chose("ring")
-	return allgatherRing(c, recv, n)
+	return allgatherRing(c, recv, mine, n)
 }

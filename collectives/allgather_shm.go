@@ -5,17 +5,17 @@ import (
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
-// allgatherSHM is the Allgather of a one-host World. Each member copies its block (recv's
-// block me, which allgather filled) into its scratch and publishes; then every member
-// copies every other member's block out. A block of up to hostgroup.SmallMax bytes takes
+// allgatherSHM is the Allgather of a one-host World. Each member copies its block (mine)
+// into its scratch and publishes; then every member copies every other member's block
+// out, and its own into recv last. A block of up to hostgroup.SmallMax bytes takes
 // one step (the flag line or the small slot); a longer one goes in chunks of the big
 // buffer's size, one step per chunk. Each member stores n and loads (p-1)·n elements of
 // scratch. From hostgroup.SingleMin() bytes a block each member reads the others' blocks
-// from their recv instead (single_shm.go): it loads (p-1)·n and stores nothing. It names
+// from their mine instead (single_shm.go): it loads (p-1)·n and stores nothing. It names
 // the algorithm the call took (single or shm).
-func allgatherSHM[T runtime.Elem](c *call, g *hostgroup.Group, recv []T, n int) error {
+func allgatherSHM[T runtime.Elem](c *call, g *hostgroup.Group, recv, mine []T, n int) error {
 	if m := hostgroup.SingleMin(); m > 0 && n*elemSize[T]() >= m {
-		done, err := singleMove(c, g, bytesOf(recv[g.Me*n:(g.Me+1)*n]), func(int) bool { return true }, n*elemSize[T](),
+		done, err := singleMove(c, g, bytesOf(mine), func(int) bool { return true }, n*elemSize[T](),
 			func(add func(from, off int, dst []byte)) {
 				for j := range g.Ranks {
 					if j != g.Me {
@@ -25,23 +25,24 @@ func allgatherSHM[T runtime.Elem](c *call, g *hostgroup.Group, recv []T, n int) 
 			})
 		if done {
 			c.chose("single")
+			copy(recv[g.Me*n:(g.Me+1)*n], mine)
 		}
 		if err != nil || done {
 			return err
 		}
 	}
 	c.chose("shm")
-	if err := allgatherSteps(c, g, recv, n); err != nil {
+	if err := allgatherSteps(c, g, recv, mine, n); err != nil {
 		return err
 	}
+	copy(recv[g.Me*n:(g.Me+1)*n], mine)
 	return g.ReleaseBig(c)
 }
 
-// allgatherSteps is allgatherSHM but for the release of fresh big buffers, for a caller
-// that goes on using them (allgatherHier).
-func allgatherSteps[T runtime.Elem](c *call, g *hostgroup.Group, recv []T, n int) error {
+// allgatherSteps is allgatherSHM's steps, which leave recv's own block as it was, for a
+// caller that goes on using the big buffers (allgatherHier).
+func allgatherSteps[T runtime.Elem](c *call, g *hostgroup.Group, recv, mine []T, n int) error {
 	p, es := len(g.Ranks), elemSize[T]()
-	mine := recv[g.Me*n : (g.Me+1)*n]
 	bytes := n * es
 	if bytes <= hostgroup.SmallMax {
 		v := g.Next()

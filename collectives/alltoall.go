@@ -55,8 +55,11 @@ func alltoall[T runtime.Elem](c *call, send, recv []T) error {
 		send = scratchOf[T](c, 0, len(recv))
 		copy(send, recv)
 	}
-	copy(recv[r*n:(r+1)*n], send[r*n:(r+1)*n])
+	// This rank's own block goes into recv last: a call that does not match writes no recv.
 	if done, err := alltoallSingle(c, send, recv, n); done || err != nil {
+		if done && err == nil {
+			copy(recv[r*n:(r+1)*n], send[r*n:(r+1)*n])
+		}
 		return err
 	}
 	c.chose("pairwise")
@@ -66,6 +69,7 @@ func alltoall[T runtime.Elem](c *call, send, recv []T) error {
 			return err
 		}
 	}
+	copy(recv[r*n:(r+1)*n], send[r*n:(r+1)*n])
 	return nil
 }
 

@@ -137,17 +137,17 @@ func reduceHier[T runtime.Elem](c *call, l *localState, sendBuf, recvBuf []T, op
 }
 
 // allgatherHier is the Allgather of a World that spans hosts (bcastHierOK), with n
-// elements per block; recv holds this rank's block already. The ranks of each host
+// elements per block; mine is this rank's block, which recv gets with the others'. The ranks of each host
 // gather their blocks through their shared-memory group (allgatherSteps over the host's
 // blocks, packed). The leaders pass the hosts' blocks around a ring (allgathervRing, a
 // host's blocks per step). Each leader then puts every block at its rank's place and
 // broadcasts the whole vector to its host through the group. Only the leaders' step
 // crosses hosts, and each host receives every other host's blocks once.
-func allgatherHier[T runtime.Elem](c *call, l *localState, recv []T, n int) error {
-	me, h := c.s.rank, len(l.host)
+func allgatherHier[T runtime.Elem](c *call, l *localState, recv, mine []T, n int) error {
+	h := len(l.host)
 	es := elemSize[T]()
 	var g *hostgroup.Group
-	packed := recv[me*n : (me+1)*n] // the host's blocks, in host order
+	packed := mine // the host's blocks, in host order
 	if h > 1 {
 		if l.onHost == nil {
 			l.onHost = hostgroup.New(l.host, l.hostIdx)
@@ -157,8 +157,8 @@ func allgatherHier[T runtime.Elem](c *call, l *localState, recv []T, n int) erro
 			return err
 		}
 		packed = scratchOf[T](c, 0, h*n)
-		copy(packed[l.hostIdx*n:], recv[me*n:(me+1)*n])
-		if err := allgatherSteps(c, g, packed, n); err != nil {
+		copy(packed[l.hostIdx*n:], mine)
+		if err := allgatherSteps(c, g, packed, mine, n); err != nil {
 			return err
 		}
 	}

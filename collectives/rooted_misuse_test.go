@@ -384,3 +384,53 @@ func nanSlice(n int) []float64 {
 	}
 	return s
 }
+
+// TestUnrootedMismatchWritesNothing: rank 0 calls Allgather while the others call
+// Alltoall of as many bytes, on one host (shared memory compares the calls) and on two
+// hosts of one rank each (every exchange meets the rank that does not match). No call
+// succeeds, and no rank's recv is written. Across hosts with more ranks, the ranks that
+// match exchange their blocks (docs/api.md). Sizes stay at eager ones: a rendezvous
+// offer that a mismatch leaves untaken holds Finalize (runtime's
+// TestMisuseFinalizePending).
+func TestUnrootedMismatchWritesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		hosts []string
+		sizes []int // float64s per block
+	}{
+		{[]string{"a", "a"}, []int{1, 1 << 10}},
+		{[]string{"a", "a", "a"}, []int{1, 1 << 10}},
+		{[]string{"a", "a", "a", "a"}, []int{1}},
+		{[]string{"a", "b"}, []int{1, 1 << 10}},
+	} {
+		t.Run(strings.Join(tc.hosts, ""), func(t *testing.T) {
+			runJob(t, len(tc.hosts), runtimetest.Options{Hosts: tc.hosts}, 60*time.Second, func(e rankEnv) error {
+				for _, n := range tc.sizes {
+					name := "alltoall"
+					if e.r == 0 {
+						name = "allgather"
+					}
+					send, recv := slices.Repeat([]float64{1}, n), nanSlice(n*e.p)
+					if name == "alltoall" {
+						send = slices.Repeat([]float64{1}, n*e.p)
+					}
+					out, err := runMismatched(e, 300*time.Millisecond, name, func(e rankEnv) (func() error, error) {
+						fail := func() error { return fmt.Errorf("rank %d's %s succeeded", e.r, name) }
+						if name == "allgather" {
+							return fail, Allgather(e.ctx, e.w, send, recv)
+						}
+						return fail, Alltoall(e.ctx, e.w, send, recv)
+					})
+					if err != nil {
+						return fmt.Errorf("%s of %d: %w", name, n, err)
+					}
+					for i, v := range recv {
+						if !math.IsNaN(v) {
+							return fmt.Errorf("%s of %d: recv[%d] written (%v), outcome %d", name, n, i, v, out)
+						}
+					}
+				}
+				return nil
+			})
+		})
+	}
+}

@@ -24,8 +24,8 @@ import (
 // keeps the other work on the processors the ranks left. A fold lasts as long as the
 // rule's hold; the rank then goes back to its own affinity and spins again.
 
-// EnvFold turns folding off ("off"); "on" or unset leaves it on.
-const EnvFold = "GORMA_FOLD"
+// envFold turns folding off ("off"); "on" or unset leaves it on.
+const envFold = "GORMA_FOLD"
 
 // folder folds one rank. fitHost makes one for a rank that spins with a processor to
 // itself, has siblings it can read, and may run on more than one processor.

@@ -154,14 +154,16 @@ func (j join) fitHost() {
 	}
 	w := waitRule(e.cfg.progress, e.cfg.spinSet, f.oversub, goruntime.GOMAXPROCS(0))
 	j.setWaiting(w)
-	if ok && e.cfg.fold && w.Adapts() && sets[me].Count() > 1 {
+	if ok && e.cfg.fold && f.full && w.Adapts() && sets[me].Count() > 1 {
 		fo := &folder{rank: e.rank, debug: e.cfg.debug, engineFolded: &e.folded, w: w, own: sets[me], cur: sets[me], oversub: w.Oversub(), yields: w.Yields()}
 		for i, pid := range pids {
 			if i != me && meets(&sets[i], &sets[me]) {
 				fo.siblings, fo.orig = append(fo.siblings, pid), append(fo.orig, sets[i])
 			}
 		}
-		w.SetFold(fo.fold, fo.joins)
+		if len(fo.siblings) > 0 {
+			w.SetFold(fo.fold, fo.joins)
+		}
 	}
 	if e.cfg.debug {
 		fmt.Fprintf(os.Stderr, "gorma: rank %d: %s\n", e.rank, fitLine(f, ok, goruntime.GOMAXPROCS(0), n > 0, w))

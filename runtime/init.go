@@ -103,12 +103,12 @@ func readConfig(getenv func(string) string) (config, error) {
 	default:
 		return cfg, fmt.Errorf("%w: %s=%q: want spin, hybrid or block", ErrConfig, EnvProgress, v)
 	}
-	switch v := getenv(EnvFold); v {
+	switch v := getenv(envFold); v {
 	case "", "on":
 		cfg.fold = true
 	case "off":
 	default:
-		return cfg, fmt.Errorf("%w: %s=%q: want on or off", ErrConfig, EnvFold, v)
+		return cfg, fmt.Errorf("%w: %s=%q: want on or off", ErrConfig, envFold, v)
 	}
 	if v := getenv(EnvSpin); v != "" {
 		d, err := time.ParseDuration(v)

@@ -17,6 +17,7 @@ func (r *Request) Free() error {
 		return withOp("free", invalidf("a goroutine is waiting for the Request"))
 	}
 	r.freed = true
+	r.quick.Store(0)
 	if r.done {
 		r.pers = nil // reusable by IsendWith and IrecvWith from now on
 	}

@@ -184,10 +184,10 @@ func IsendType[T any](w *World, buf []T, count int, t datatype.Type, dest, tag i
 		packpool.Put(p)
 		return nil, err
 	}
-	r.finish = func(st Status, err error) (Status, error) {
+	r.setFinish(func(st Status, err error) (Status, error) {
 		packpool.Put(p)
 		return st, err
-	}
+	})
 	return r, nil
 }
 
@@ -204,7 +204,7 @@ func IrecvType[T any](w *World, buf []T, count int, t datatype.Type, src, tag in
 		if err != nil {
 			return nil, err
 		}
-		r.finish = func(st Status, err error) (Status, error) { return typeStatus(st, t), err }
+		r.setFinish(func(st Status, err error) (Status, error) { return typeStatus(st, t), err })
 		return r, nil
 	}
 	p := packpool.Get(l.Size())
@@ -224,13 +224,13 @@ func IrecvType[T any](w *World, buf []T, count int, t datatype.Type, src, tag in
 		packpool.Put(p)
 		return nil, err
 	}
-	r.finish = func(st Status, err error) (Status, error) {
+	r.setFinish(func(st Status, err error) (Status, error) {
 		if (err == nil || errors.Is(err, ErrTruncated)) && !st.Cancelled && (lay == nil || !lay.direct) {
 			unpackOut(l, p, st)
 		}
 		putLay(lay)
 		packpool.Put(p)
 		return typeStatus(st, t), err
-	}
+	})
 	return r, nil
 }

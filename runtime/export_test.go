@@ -111,3 +111,7 @@ func ConnectPeer(ctx context.Context, w *World, r int) error {
 	_, err := e.links.awaitPeerLocked(ctx, r)
 	return err
 }
+
+// Quick reports whether r is marked quick: completed, with nothing for its report to run
+// under the engine's lock.
+func Quick(r *Request) bool { return r.quick.Load() != 0 }

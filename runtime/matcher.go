@@ -110,6 +110,9 @@ func (m *matcher) completeLocked(r *Request, err error) {
 		r.mrCache.Put(r.mr)
 	}
 	r.mr, r.mrCache = nil, nil
+	if r.finish == nil && r.pers == nil && !r.pooled && !r.freed {
+		publish(&r.quick, 1) // after what quickReport reads
+	}
 	if r.parked {
 		select {
 		case r.wake <- struct{}{}:

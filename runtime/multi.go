@@ -199,6 +199,9 @@ func WaitAll(ctx context.Context, rs []*Request, statuses []Status) error {
 		emptyStatuses(statuses)
 		return nil
 	}
+	if e.obs.Obs == nil && quickAll(rs) {
+		return collectQuick("waitall", rs, statuses)
+	}
 	defer e.obs.waitEnd(e.obs.waitStart(firstCtx(rs))) // after the unlock
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -259,12 +262,47 @@ func collectLocked(op string, rs []*Request, statuses []Status) error {
 			}
 			continue
 		}
-		st, err := r.reportLocked()
-		if statuses != nil {
-			statuses[i] = st
+		var err error
+		if statuses == nil && r.finish == nil && r.pers == nil {
+			err = r.err // all that reportLocked would tell, without its Status
+		} else {
+			var st Status
+			st, err = r.reportLocked()
+			if statuses != nil {
+				statuses[i] = st
+			}
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("runtime: %s: request %d (%s): %w", op, i, r.opName(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// quickAll reports whether every non-nil Request of rs completed with nothing left to run
+// under the engine's lock (Request.quick).
+func quickAll(rs []*Request) bool {
+	for _, r := range rs {
+		if r != nil && r.quick.Load() == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// collectQuick is collectLocked for requests that quickAll accepts, without the lock.
+func collectQuick(op string, rs []*Request, statuses []Status) error {
+	var errs []error
+	for i, r := range rs {
+		switch {
+		case r == nil && statuses != nil:
+			statuses[i] = emptyStatus
+		case r == nil:
+		case statuses != nil:
+			statuses[i] = r.statusOut()
+		}
+		if r != nil && r.err != nil {
+			errs = append(errs, fmt.Errorf("runtime: %s: request %d (%s): %w", op, i, r.opName(), r.err))
 		}
 	}
 	return errors.Join(errs...)

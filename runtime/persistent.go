@@ -167,6 +167,7 @@ func (e *engine) startLocked(r *Request) error {
 		err = e.isendLocked(p.w, r, p.buf, p.esize, p.peer, p.tag, p.call())
 	}
 	r.pers = p
+	publish(&r.quick, 0) // a one-off that completed at once set it: reportLocked must run
 	if err != nil {
 		r.kind, r.done, r.inactive, r.status, r.err = p.kind, true, true, emptyStatus, nil
 		return err

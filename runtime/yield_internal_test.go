@@ -27,24 +27,24 @@ func TestYieldAfter(t *testing.T) {
 	e.links.tab.Store(tab)
 	for _, tc := range []struct {
 		name  string
-		r     Request
+		r     *Request
 		quiet bool
 		set   []*Request
 		want  int
 	}{
-		{"recv from the same processor", Request{kind: reqRecv, peer: 1}, false, nil, 0},
-		{"send to the same processor", Request{kind: reqSend, peer: 1}, false, nil, 0},
-		{"probe of the same processor", Request{kind: reqProbe, peer: 1}, false, nil, 0},
-		{"recv from another processor", Request{kind: reqRecv, peer: 2}, false, nil, neverYield},
-		{"recv from an unbound rank", Request{kind: reqRecv, peer: 3}, false, nil, oversubYieldAfter},
-		{"recv from another host", Request{kind: reqRecv, peer: 4}, false, nil, neverYield},
-		{"recv from any source", Request{kind: reqRecv, peer: AnySource}, false, nil, oversubYieldAfter},
-		{"self", Request{kind: reqRecv, peer: 0}, false, nil, oversubYieldAfter},
-		{"engine's own request", Request{kind: reqSync}, false, nil, oversubYieldAfter},
-		{"Finalize's quiet wait", Request{kind: reqRecv, peer: 1}, true, nil, oversubYieldAfter},
-		{"WaitAny", Request{kind: reqRecv, peer: 1}, false, []*Request{{}}, oversubYieldAfter},
+		{"recv from the same processor", &Request{kind: reqRecv, peer: 1}, false, nil, 0},
+		{"send to the same processor", &Request{kind: reqSend, peer: 1}, false, nil, 0},
+		{"probe of the same processor", &Request{kind: reqProbe, peer: 1}, false, nil, 0},
+		{"recv from another processor", &Request{kind: reqRecv, peer: 2}, false, nil, neverYield},
+		{"recv from an unbound rank", &Request{kind: reqRecv, peer: 3}, false, nil, oversubYieldAfter},
+		{"recv from another host", &Request{kind: reqRecv, peer: 4}, false, nil, neverYield},
+		{"recv from any source", &Request{kind: reqRecv, peer: AnySource}, false, nil, oversubYieldAfter},
+		{"self", &Request{kind: reqRecv, peer: 0}, false, nil, oversubYieldAfter},
+		{"engine's own request", &Request{kind: reqSync}, false, nil, oversubYieldAfter},
+		{"Finalize's quiet wait", &Request{kind: reqRecv, peer: 1}, true, nil, oversubYieldAfter},
+		{"WaitAny", &Request{kind: reqRecv, peer: 1}, false, []*Request{{}}, oversubYieldAfter},
 	} {
-		if got := e.yieldAfterLocked(&tc.r, tc.quiet, tc.set); got != tc.want {
+		if got := e.yieldAfterLocked(tc.r, tc.quiet, tc.set); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}

@@ -23,10 +23,11 @@
 //     (the job's warm-up: a job's first milliseconds are slower, whichever runtime); the C
 //     twin does the same.
 //   - bandwidth: rank 0 posts a window of --window (64) Isends of the size, waits for all
-//     of them, and waits for a 4-byte acknowledgement from rank 1, which had posted 64
-//     Irecvs. repeated --bw-iters times (a fifth of that above 16 KiB) after warmup. MB/s
-//     = 10^6 bytes per second. As in OSU, the messages of one window share one send and
-//     one receive buffer.
+//     of them in one WaitAll (the C twin's MPI_Waitall), and waits for a 4-byte
+//     acknowledgement from rank 1, which had posted 64 Irecvs and waited for them in one
+//     WaitAll. It repeats this --bw-iters times (a fifth of that above 16 KiB) after
+//     warmup. MB/s = 10^6 bytes per second. As in OSU, the messages of one window share
+//     one send and one receive buffer.
 //
 // Buffers hold non-zero bytes before anything is measured. Output is one table per test
 // ("#bytes  latency_us", "#bytes  MB/s") after a header naming the transport, the

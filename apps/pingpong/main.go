@@ -354,7 +354,10 @@ func bandwidth(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, o optio
 		iters, warmup = max(iters/5, 2), max(warmup/5, 1)
 	}
 	peer := w.Rank() ^ 1
-	reqs := make([]runtime.Request, o.window)
+	reqs, window := make([]runtime.Request, o.window), make([]*runtime.Request, o.window)
+	for k := range reqs {
+		window[k] = &reqs[k]
+	}
 	ack := make([]byte, 4)
 	if err := runtime.Barrier(ctx, w); err != nil {
 		return bwRow{}, err
@@ -377,10 +380,8 @@ func bandwidth(ctx context.Context, w *runtime.World, sbuf, rbuf []byte, o optio
 				return bwRow{}, err
 			}
 		}
-		for k := range reqs {
-			if _, err := reqs[k].Wait(ctx); err != nil {
-				return bwRow{}, err
-			}
+		if err := runtime.WaitAll(ctx, window, nil); err != nil { // as the C twin's MPI_Waitall
+			return bwRow{}, err
 		}
 		if w.Rank()%2 == 0 {
 			_, err = runtime.Recv(ctx, w, ack, peer, 3)

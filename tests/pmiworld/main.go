@@ -209,7 +209,7 @@ func loop(ctx context.Context, w *runtime.World, n int) {
 				}
 				for j, got := range sum {
 					if want := size*(size-1)/2 + size*float64(i+j); got != want {
-						return fmt.Errorf("Allreduce %d of %d elements: element %d is %v, want %v", i, count, j, got, want)
+						return fmt.Errorf("allreduce %d of %d elements: element %d is %v, want %v", i, count, j, got, want)
 					}
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,8 +38,9 @@ type folder struct {
 	own          unix.CPUSet   // the rank's affinity at Init
 	oversub      bool          // w's Oversub at Init, which an unfold restores
 	yields       bool          // w's Yields at Init, which an unfold restores
-	siblings     []int         // the pids of the host's other ranks that share processors with it
+	siblings     []int         // the pids of the host's other ranks that share processors with it, ascending
 	orig         []unix.CPUSet // their affinities at Init
+	lower        []bool        // their pids are lower than this rank's
 
 	mu   sync.Mutex
 	cur  unix.CPUSet // the threads' affinity: own, or a fold's
@@ -51,20 +53,29 @@ func (f *folder) fold(h subcore.Hold) {
 	go f.sync(h, getcpu())
 }
 
-// joins is the Waiting's question (SetFold): does a sibling hold a fold on the processor
-// this thread runs on? A rank that spins on a processor of its own does not see the
-// folded rank that waits for that processor: its spin pauses only while the other
-// runs, for less than a StealGap each time.
+// joins is the Waiting's question (SetFold). A rank that holds no fold joins a sibling's
+// fold that holds the processor this thread runs on. A rank that spins on a processor of
+// its own does not see the folded rank that waits for that processor: its spin pauses
+// only while the other runs, for less than a StealGap each time. A folded rank joins the
+// fold of its lowest sibling (by pid) that holds one, where that fold and its own do not
+// meet: folds apart leave each rank waiting for the other's time slices.
 func (f *folder) joins() bool {
 	cpu := getcpu()
-	if cpu < 0 {
-		return false
-	}
-	var cur unix.CPUSet
+	f.mu.Lock()
+	cur := f.cur
+	f.mu.Unlock()
+	var s unix.CPUSet
 	for i, pid := range f.siblings {
-		if unix.SchedGetaffinity(pid, &cur) == nil && cur != f.orig[i] && cur.IsSet(cpu) {
-			return true
+		if unix.SchedGetaffinity(pid, &s) != nil || s == f.orig[i] {
+			continue
 		}
+		if cur == f.own {
+			if cpu >= 0 && s.IsSet(cpu) {
+				return true
+			}
+			continue
+		}
+		return f.lower[i] && !meets(&s, &cur)
 	}
 	return false
 }
@@ -76,7 +87,7 @@ func (f *folder) sync(h subcore.Hold, cpu int) {
 	if subcore.SharedProcess() {
 		return
 	}
-	v := foldView{own: f.own, cur: f.cur, cpu: cpu, folds: make([]unix.CPUSet, len(f.siblings))}
+	v := foldView{own: f.own, cur: f.cur, cpu: cpu, folds: make([]unix.CPUSet, len(f.siblings)), lower: f.lower}
 	for i, pid := range f.siblings {
 		if unix.SchedGetaffinity(pid, &v.folds[i]) != nil || v.folds[i] == f.orig[i] {
 			v.folds[i] = unix.CPUSet{} // gone, or holds no fold
@@ -116,9 +127,23 @@ func (f *folder) sync(h subcore.Hold, cpu int) {
 		f.w.SetYields(f.yields)
 	}
 	if f.debug {
+		why := holdWords[h]
+		if v.siblingThief {
+			why = "a sibling's theft"
+		}
 		fmt.Fprintf(os.Stderr, "gorma: rank %d: %s onto processors %v (%s on processor %d)\n",
-			f.rank, map[bool]string{true: "folded", false: "unfolded"}[folded], setList(&to), holdWords[h], cpu)
+			f.rank, map[bool]string{true: "folded", false: "unfolded"}[folded], setList(&to), why, cpu)
 	}
+}
+
+// sortedBy returns the indexes of pids in ascending order of pid.
+func sortedBy(pids []int) []int {
+	idx := make([]int, len(pids))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return pids[a] - pids[b] })
+	return idx
 }
 
 // holdWords says what started a move, for GORMA_DEBUG.
@@ -132,7 +157,8 @@ var holdWords = map[subcore.Hold]string{
 type foldView struct {
 	own, cur unix.CPUSet   // the rank's affinity at Init, and its threads' now
 	cpu      int           // the processor the waiting thread was on; -1: unknown
-	folds    []unix.CPUSet // the siblings' folds; empty for a sibling that holds none
+	folds    []unix.CPUSet // the siblings' folds, by pid; empty for a sibling that holds none
+	lower    []bool        // the siblings whose pids are lower than this rank's
 	// siblingThief: a runnable thread of a sibling was last on cpu when a theft was
 	// seen. The rank then shares its processor with a sibling, not with other work.
 	siblingThief bool
@@ -140,7 +166,9 @@ type foldView struct {
 
 // planFold returns the affinity the rank's threads take after h, and whether they move.
 //   - HoldEnd: back to own.
-//   - HoldJoin: into the first sibling's fold that holds cpu, on its processors in own.
+//   - HoldJoin, holding no fold: into the first sibling's fold that holds cpu, on its
+//     processors in own. Folded: into the fold of the lowest sibling that holds one,
+//     where the two do not meet.
 //   - HoldTheft by a sibling: a rank that holds no fold folds onto cpu, which the
 //     sibling then joins; a folded rank stays.
 //   - HoldTheft by other work: off cpu, into a sibling's fold that leaves it, else onto
@@ -151,6 +179,19 @@ func planFold(h subcore.Hold, v foldView) (to unix.CPUSet, move bool) {
 	case subcore.HoldEnd:
 		return moveTo(v.own)
 	case subcore.HoldJoin:
+		if v.cur != v.own {
+			for i, f := range v.folds {
+				if f.Count() == 0 {
+					continue
+				}
+				s := andSet(f, v.own)
+				if both := andSet(s, v.cur); i < len(v.lower) && v.lower[i] && both.Count() == 0 {
+					return moveTo(s)
+				}
+				break
+			}
+			return to, false
+		}
 		for _, f := range v.folds {
 			if v.cpu >= 0 && f.IsSet(v.cpu) {
 				return moveTo(andSet(f, v.own))

@@ -156,9 +156,10 @@ func (j join) fitHost() {
 	j.setWaiting(w)
 	if ok && e.cfg.fold && f.full && w.Adapts() && sets[me].Count() > 1 {
 		fo := &folder{rank: e.rank, debug: e.cfg.debug, engineFolded: &e.folded, w: w, own: sets[me], cur: sets[me], oversub: w.Oversub(), yields: w.Yields()}
-		for i, pid := range pids {
+		for _, i := range sortedBy(pids) {
 			if i != me && meets(&sets[i], &sets[me]) {
-				fo.siblings, fo.orig = append(fo.siblings, pid), append(fo.orig, sets[i])
+				fo.siblings, fo.orig = append(fo.siblings, pids[i]), append(fo.orig, sets[i])
+				fo.lower = append(fo.lower, pids[i] < pids[me])
 			}
 		}
 		if len(fo.siblings) > 0 {

@@ -75,12 +75,13 @@ func (w *Waiting) Spun(prev, now time.Duration) bool {
 		w.hold.Store(int64(h))
 		w.busyUntil.Store(int64(now + h))
 		w.budget.Store(int64(w.min))
-		if w.busy.CompareAndSwap(false, true) && w.fold != nil {
-			if stolen {
-				w.fold(HoldTheft)
-			} else {
-				w.fold(HoldJoin)
-			}
+		first := w.busy.CompareAndSwap(false, true)
+		switch {
+		case w.fold == nil:
+		case stolen && first:
+			w.fold(HoldTheft)
+		case !stolen:
+			w.fold(HoldJoin) // a hold starts, or one under way goes on in another fold
 		}
 		return true
 	}
@@ -88,11 +89,11 @@ func (w *Waiting) Spun(prev, now time.Duration) bool {
 	return false
 }
 
-// joinCheck asks the joins hook, at most once per FoldCheck of spinning and never
-// during a hold, whether the rank must join a fold.
+// joinCheck asks the joins hook, at most once per FoldCheck of spinning, whether the rank
+// must join a fold.
 func (w *Waiting) joinCheck(now time.Duration) bool {
 	last := w.checked.Load()
-	if w.busy.Load() || int64(now)-last < int64(FoldCheck) || !w.checked.CompareAndSwap(last, int64(now)) {
+	if int64(now)-last < int64(FoldCheck) || !w.checked.CompareAndSwap(last, int64(now)) {
 		return false
 	}
 	return w.joins()
@@ -125,13 +126,14 @@ type Hold int
 const (
 	HoldEnd   Hold = iota // the hold has run out: Busy is false
 	HoldTheft             // a spin lost its processor: a hold starts
-	HoldJoin              // joins said to join a fold: a hold starts
+	HoldJoin              // joins said to join a fold: a hold starts, or goes on
 )
 
-// SetFold makes fold learn when a hold starts and when it ends. While no hold is under way, a spin also asks joins, at
-// most once per FoldCheck of spinning, whether another rank has folded onto this rank's
-// processor. A true answer starts a hold, as a theft does. Both run on the waiting
-// goroutine and must not block. Before the rule is in use.
+// SetFold makes fold learn when a hold starts and when it ends. A spin also asks joins,
+// at most once per FoldCheck of spinning, whether the rank must join another rank's
+// fold. A true answer starts a hold, as a theft does, or renews the one under way, and
+// fold learns it (HoldJoin). Both run on the waiting goroutine and must not block.
+// Before the rule is in use.
 func (w *Waiting) SetFold(fold func(Hold), joins func() bool) { w.fold, w.joins = fold, joins }
 
 // Oversub reports whether the rank's processors are taken by more ranks than they are:

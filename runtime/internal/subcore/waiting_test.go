@@ -146,8 +146,8 @@ func TestWaitingBusy(t *testing.T) {
 
 // TestWaitingFoldHook plays the holds of a rank whose rule has a fold hook: a theft
 // starts a hold once, the hold's end is told once, joins is asked at most once per
-// FoldCheck and never during a hold, its true answer starts a hold, and Rehold keeps the
-// rank busy without telling the hook. The clock readings are Clock's, as a spin's are.
+// FoldCheck, during a hold too, its true answer starts a hold or renews one (told each
+// time), and Rehold keeps the rank busy without telling the hook. The clock readings are Clock's, as a spin's are.
 func TestWaitingFoldHook(t *testing.T) {
 	const lo, hi = 50 * time.Microsecond, 2 * time.Millisecond
 	w := NewWaiting(lo, hi, false, true)
@@ -185,8 +185,8 @@ func TestWaitingFoldHook(t *testing.T) {
 	want("theft", HoldTheft)
 	asked = 0
 	w.Spun(now+3*StealGap, now+3*StealGap+time.Microsecond)
-	if asked != 0 {
-		t.Fatal("joins was asked during a hold")
+	if asked != 1 {
+		t.Fatalf("joins was asked %d times in a hold, a FoldCheck after the last, want 1", asked)
 	}
 
 	end := now + 2*StealGap + 2*BusyHold // the hold doubled once
@@ -202,7 +202,13 @@ func TestWaitingFoldHook(t *testing.T) {
 		t.Fatal("joins said to join and no hold started")
 	}
 	want("join", HoldJoin)
+	now += FoldCheck
+	if !w.Spun(now, now+time.Microsecond) || !w.Busy() {
+		t.Fatal("joins said to join during a hold and the spin went on")
+	}
+	want("join during a hold", HoldJoin)
 
+	join = false
 	w.Spun(now+BusyHoldMax, now+BusyHoldMax+1) // ends the hold
 	want("join's hold ended", HoldEnd)
 	w.Rehold()

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
@@ -31,16 +30,15 @@ const envFold = "GORMA_FOLD"
 // folder folds one rank. fitHost makes one for a rank that spins with a processor to
 // itself, has siblings it can read, and may run on more than one processor.
 type folder struct {
-	rank         int
-	debug        bool
-	engineFolded *atomic.Bool // the engine's folded, which the poller reads
-	w            *subcore.Waiting
-	own          unix.CPUSet   // the rank's affinity at Init
-	oversub      bool          // w's Oversub at Init, which an unfold restores
-	yields       bool          // w's Yields at Init, which an unfold restores
-	siblings     []int         // the pids of the host's other ranks that share processors with it, ascending
-	orig         []unix.CPUSet // their affinities at Init
-	lower        []bool        // their pids are lower than this rank's
+	rank     int
+	debug    bool
+	w        *subcore.Waiting
+	own      unix.CPUSet   // the rank's affinity at Init
+	oversub  bool          // w's Oversub at Init, which an unfold restores
+	yields   bool          // w's Yields at Init, which an unfold restores
+	siblings []int         // the pids of the host's other ranks that share processors with it, ascending
+	orig     []unix.CPUSet // their affinities at Init
+	lower    []bool        // their pids are lower than this rank's
 
 	mu   sync.Mutex
 	cur  unix.CPUSet // the threads' affinity: own, or a fold's
@@ -118,7 +116,7 @@ func (f *folder) sync(h subcore.Hold, cpu int) {
 	setThreads(&to)
 	f.cur = to
 	folded := to != f.own
-	f.engineFolded.Store(folded)
+	f.w.SetSharing(folded)
 	if folded {
 		f.w.SetOversub(true)
 		f.w.SetYields(true)

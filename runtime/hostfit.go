@@ -155,7 +155,7 @@ func (j join) fitHost() {
 	w := waitRule(e.cfg.progress, e.cfg.spinSet, f.oversub, goruntime.GOMAXPROCS(0))
 	j.setWaiting(w)
 	if ok && e.cfg.fold && f.full && w.Adapts() && sets[me].Count() > 1 {
-		fo := &folder{rank: e.rank, debug: e.cfg.debug, engineFolded: &e.folded, w: w, own: sets[me], cur: sets[me], oversub: w.Oversub(), yields: w.Yields()}
+		fo := &folder{rank: e.rank, debug: e.cfg.debug, w: w, own: sets[me], cur: sets[me], oversub: w.Oversub(), yields: w.Yields()}
 		for _, i := range sortedBy(pids) {
 			if i != me && meets(&sets[i], &sets[me]) {
 				fo.siblings, fo.orig = append(fo.siblings, pids[i]), append(fo.orig, sets[i])

@@ -221,7 +221,7 @@ func (e *engine) yieldAfterLocked(r *Request, quiet bool, set []*Request) int {
 	if !e.waiting.Oversub() {
 		return neverYield
 	}
-	if e.folded.Load() {
+	if e.waiting.Sharing() {
 		return 0 // the fold put this rank on the processors of the ranks it waits for
 	}
 	t := e.links.table()

@@ -235,7 +235,6 @@ type engine struct {
 	cfg                  config
 
 	waiting *subcore.Waiting // the waiting rule (hostfit.go), set before the engine starts
-	folded  atomic.Bool      // the rank's threads run on a fold's processors (fold.go)
 
 	poll poller // the poller role's spin, sleep and wake-up (poller.go)
 

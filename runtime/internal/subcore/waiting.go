@@ -27,6 +27,7 @@ import (
 // A hook set by SetFold learns when a hold starts and when it ends (the runtime's fold: runtime/design.md, "Folding away from other work").
 type Waiting struct {
 	oversub   atomic.Bool   // Oversub
+	sharing   atomic.Bool   // Sharing
 	yield     atomic.Bool   // Yields
 	fold      func(Hold)    // SetFold
 	joins     func() bool   // SetFold
@@ -141,6 +142,13 @@ func (w *Waiting) SetFold(fold func(Hold), joins func() bool) { w.fold, w.joins 
 // waits for runs. It holds from Init on a host whose ranks outnumber its processors, and
 // while a fold shares a processor between ranks.
 func (w *Waiting) Oversub() bool { return w.oversub.Load() }
+
+// Sharing reports whether the rank's threads run on the processors of the ranks it waits
+// for (a fold): a wait for one of them gives the processor away at once.
+func (w *Waiting) Sharing() bool { return w.sharing.Load() }
+
+// SetSharing changes Sharing.
+func (w *Waiting) SetSharing(s bool) { w.sharing.Store(s) }
 
 // SetOversub changes Oversub.
 func (w *Waiting) SetOversub(o bool) { w.oversub.Store(o) }

@@ -95,8 +95,10 @@ func TestStatCPU(t *testing.T) {
 			t.Errorf("statCPU(%.30q...) = %c %d %v, want %c %d %v", tt.line, state, cpu, ok, tt.state, tt.cpu, tt.ok)
 		}
 	}
-	if state, cpu, ok := statCPU(mustRead(t, "/proc/thread-self/stat")); !ok || state != 'R' || cpu < 0 {
-		t.Errorf("this thread's own stat: state %c, processor %d, ok %v; want R", state, cpu, ok)
+	// The goroutine may move to another thread between the open and the read: the state
+	// of the thread that opened the file may be any.
+	if state, cpu, ok := statCPU(mustRead(t, "/proc/thread-self/stat")); !ok || state < 'A' || state > 'Z' || cpu < 0 {
+		t.Errorf("a thread's own stat: state %q, processor %d, ok %v", state, cpu, ok)
 	}
 }
 

@@ -41,8 +41,9 @@ type folder struct {
 	lower    []bool        // their pids are lower than this rank's
 
 	mu   sync.Mutex
-	cur  unix.CPUSet // the threads' affinity: own, or a fold's
-	left cpuTimes    // the processors a fold left, as /proc/stat counted them when it began
+	cur  unix.CPUSet   // the threads' affinity: own, or a fold's
+	left cpuTimes      // the processors a fold left, as /proc/stat counted them when it began
+	seen []unix.CPUSet // joins' reading of the siblings' folds, reused: a spin allocates nothing
 }
 
 // fold is the Waiting's hook (SetFold). It reads the processor the waiting thread is on
@@ -60,11 +61,11 @@ func (f *folder) fold(h subcore.Hold) {
 func (f *folder) joins() bool {
 	cpu := getcpu()
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	cur := f.cur
-	f.mu.Unlock()
-	var s unix.CPUSet
-	for i, pid := range f.siblings {
-		if unix.SchedGetaffinity(pid, &s) != nil || s == f.orig[i] {
+	f.seen = f.folds(f.seen)
+	for i, s := range f.seen {
+		if s.Count() == 0 {
 			continue
 		}
 		if cur == f.own {
@@ -78,6 +79,19 @@ func (f *folder) joins() bool {
 	return false
 }
 
+// folds returns the siblings' folds in dst (grown to their number), in their order: a
+// sibling's affinity where it differs from its affinity at Init, else (no fold, or
+// gone) the empty set.
+func (f *folder) folds(dst []unix.CPUSet) []unix.CPUSet {
+	out := slices.Grow(dst[:0], len(f.siblings))[:len(f.siblings)]
+	for i, pid := range f.siblings {
+		if unix.SchedGetaffinity(pid, &out[i]) != nil || out[i] == f.orig[i] {
+			out[i] = unix.CPUSet{}
+		}
+	}
+	return out
+}
+
 // sync carries out what h asks, with cpu the processor the waiting thread was on.
 func (f *folder) sync(h subcore.Hold, cpu int) {
 	f.mu.Lock()
@@ -85,12 +99,7 @@ func (f *folder) sync(h subcore.Hold, cpu int) {
 	if subcore.SharedProcess() {
 		return
 	}
-	v := foldView{own: f.own, cur: f.cur, cpu: cpu, folds: make([]unix.CPUSet, len(f.siblings)), lower: f.lower}
-	for i, pid := range f.siblings {
-		if unix.SchedGetaffinity(pid, &v.folds[i]) != nil || v.folds[i] == f.orig[i] {
-			v.folds[i] = unix.CPUSet{} // gone, or holds no fold
-		}
-	}
+	v := foldView{own: f.own, cur: f.cur, cpu: cpu, folds: f.folds(nil), lower: f.lower}
 	if h == subcore.HoldTheft {
 		v.siblingThief = ranOn(f.siblings, cpu)
 	}

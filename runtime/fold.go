@@ -60,7 +60,9 @@ func (f *folder) fold(h subcore.Hold) {
 // meet: folds apart leave each rank waiting for the other's time slices.
 func (f *folder) joins() bool {
 	cpu := getcpu()
-	f.mu.Lock()
+	if !f.mu.TryLock() {
+		return false // sync moves the threads: the next FoldCheck asks again
+	}
 	defer f.mu.Unlock()
 	cur := f.cur
 	f.seen = f.folds(f.seen)

@@ -175,6 +175,14 @@ func (p *poller) spun() bool {
 // -bench PingPong8B ./runtime` and `bin/golaunch -n 2 bin/pingpong --test latency`
 // measure cqPollEvery.
 //
+// A round that finds nothing ends with PAUSE (spinPause), unless the host is
+// oversubscribed, where it would only delay the yield. A bare load loop runs many rounds
+// ahead of its loads; when the box's line changes, the core throws that work away, and
+// the cost then depends on where the loop's code happens to lie. With the pause, the
+// latency no longer moves with unrelated changes to the binary, and the message is seen
+// as soon (`bin/golaunch -n 2 bin/pingpong --test latency --min-size 8 --max-size 8`,
+// built with and without it; window/wait.go pauses its polls for the same reason).
+//
 // When this host's ranks outnumber its processors (LocalSize > HostCPUs), a spinning
 // wait may hold the very processor the rank it waits for needs. It then gives the
 // processor away (sched_yield, as Open MPI's yield_when_idle does) at every round from
@@ -226,6 +234,9 @@ func (p *poller) spin(ctx context.Context, live uint64, got *polled) bool {
 			return true
 		}
 		p.spins++
+		if !p.rule.Oversub() {
+			spinPause() // see "Spinning" above
+		}
 		// A yielding round may last a time slice of another rank. Its checks come at
 		// every round, so that hybrid mode goes to sleep (and is woken when the message
 		// comes) once its budget is spent rather than up to spinYield slices later.

@@ -17,3 +17,7 @@ func prefetchW(p unsafe.Pointer)
 //
 //go:noescape
 func prefetchR(p unsafe.Pointer)
+
+// spinPause executes PAUSE: a polling loop's hint that it waits for another core's
+// store (see poller.go's "Spinning").
+func spinPause()

@@ -12,3 +12,8 @@ TEXT ·prefetchR(SB), NOSPLIT|NOFRAME, $0-8
 	MOVQ p+0(FP), AX
 	PREFETCHT0 (AX)
 	RET
+
+// func spinPause()
+TEXT ·spinPause(SB), NOSPLIT|NOFRAME, $0-0
+	PAUSE
+	RET

@@ -9,3 +9,6 @@ func prefetchW(unsafe.Pointer) {}
 
 // prefetchR does nothing here (see prefetch_amd64.go).
 func prefetchR(unsafe.Pointer) {}
+
+// spinPause does nothing here (see prefetch_amd64.go).
+func spinPause() {}

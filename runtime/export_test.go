@@ -115,3 +115,11 @@ func ConnectPeer(ctx context.Context, w *World, r int) error {
 // Quick reports whether r is marked quick: completed, with nothing for its report to run
 // under the engine's lock.
 func Quick(r *Request) bool { return r.quick.Load() != 0 }
+
+// FlushEvents stores the events the engine of w holds in its batch in the timeline's
+// recorder, as the engine does before it waits.
+func FlushEvents(w *World) {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	w.e.obs.flushLocked()
+}

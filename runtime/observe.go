@@ -224,11 +224,20 @@ func (o *observer) begin(ctx uint16, kind prof.CallKind) subcore.ObsCall {
 	return o.beginOn(ctx, kind, false)
 }
 
-// beginLocked is begin for a call that holds the engine's mu until it ends: it counts
-// in the engine's own counts (local), with plain adds.
-func (o *observer) beginLocked(ctx uint16, kind prof.CallKind) subcore.ObsCall {
+// beginLaterLocked is begin for a call that holds the engine's mu until it ends: it
+// counts in the engine's own counts (local), with plain adds. Where the timeline alone
+// observes, the call's start is read only once the caller calls Start, before the call
+// waits (subcore.Obs.Later).
+func (o *observer) beginLaterLocked(ctx uint16, kind prof.CallKind) subcore.ObsCall {
 	if o.Obs == nil {
 		return subcore.ObsCall{}
+	}
+	return o.laterOn(ctx, kind)
+}
+
+func (o *observer) laterOn(ctx uint16, kind prof.CallKind) subcore.ObsCall {
+	if o.Prof == nil {
+		return o.Later(kind)
 	}
 	return o.beginOn(ctx, kind, true)
 }
@@ -256,7 +265,11 @@ func (o *observer) endSend(c subcore.ObsCall, ctx uint16, label int, peer, tag, 
 func (o *observer) sendOn(c subcore.ObsCall, ctx uint16, label int, peer, tag, n int, flow uint64) {
 	end := c.Finish(n) // the profile counts only a user's call (beginOn)
 	if o.Rec != nil {
-		o.batch.Put(trace.Send, c.Started(), max(end, c.Started()+o.Span()), int64(n), flow, int32(peer), int32(tag),
+		start := c.Started()
+		if start == 0 { // a call begun with Later that never waited
+			start = end - o.Span()
+		}
+		o.batch.Put(trace.Send, start, max(end, start+o.Span()), int64(n), flow, int32(peer), int32(tag),
 			o.labels[o.internal(ctx)][label])
 	}
 }
@@ -275,9 +288,13 @@ func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n 
 	if o.Rec == nil {
 		return
 	}
-	end = max(end, c.Started()+o.Span())
+	start := c.Started()
+	if start == 0 { // a call begun with Later that never waited: it holds its Match
+		start = end - 2*o.Span()
+	}
+	end = max(end, start+o.Span())
 	lab := &o.labels[o.internal(ctx)]
-	o.batch.Put(trace.Recv, c.Started(), end, int64(n), 0, int32(src), int32(tag), lab[label])
+	o.batch.Put(trace.Recv, start, end, int64(n), 0, int32(src), int32(tag), lab[label])
 	if flow != 0 {
 		o.batch.Put(trace.Match, end-o.Span(), end, int64(n), flow, int32(src), int32(tag), lab[lIn])
 	}

@@ -100,3 +100,74 @@ func checkBarrierEvents(d trace.Dump) error {
 	}
 	return nil
 }
+
+// TestObserveTimelineAlone: under the timeline alone, a blocking receive's event starts
+// before it waits and holds the Match of its message at its end, and an eager send's
+// event lies at its post, inside the call. Rank 1 sends after a pause that rank 0's
+// receive waits out; then the two swap roles without the pause.
+func TestObserveTimelineAlone(t *testing.T) {
+	const pause = 40 * time.Millisecond
+	opt := runtimetest.Options{Transport: "shm", Env: map[string]string{"GORMA_TRACE": t.TempDir() + "/trace.json"}}
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
+	defer cancel()
+	runtimetest.Run(t, 2, opt, func(w *runtime.World) error {
+		o, _ := substrate.Observe(w)
+		if o == nil || o.Rec == nil || o.Prof != nil {
+			return fmt.Errorf("observer %v: want the timeline alone", o)
+		}
+		buf := make([]byte, 8)
+		peer := 1 - w.Rank()
+		var sendFrom, sendTo int64 // the send call's bounds, in the recorder's clock
+		if w.Rank() == 0 {
+			if _, err := runtime.Recv(ctx, w, buf, peer, 0); err != nil {
+				return err
+			}
+			sendFrom = o.Rec.Now()
+			if err := runtime.Send(ctx, w, buf, peer, 1); err != nil {
+				return err
+			}
+			sendTo = o.Rec.Now()
+		} else {
+			time.Sleep(pause)
+			sendFrom = o.Rec.Now()
+			if err := runtime.Send(ctx, w, buf, peer, 0); err != nil {
+				return err
+			}
+			sendTo = o.Rec.Now()
+			if _, err := runtime.Recv(ctx, w, buf, peer, 1); err != nil {
+				return err
+			}
+		}
+		runtime.FlushEvents(w)
+		d := o.Timeline()
+		var send, recv, match *trace.Event
+		for i := range d.Events {
+			ev := &d.Events[i]
+			switch {
+			case ev.Kind == trace.Send && d.Labels[ev.Label] == "Send":
+				send = ev
+			case ev.Kind == trace.Recv && d.Labels[ev.Label] == "Recv":
+				recv = ev
+			case ev.Kind == trace.Match && ev.Flow != 0:
+				match = ev
+			}
+		}
+		if send == nil || recv == nil || match == nil {
+			return fmt.Errorf("events %v: want a Send, a Recv and a Match", d.Events)
+		}
+		// The events' times convert stamps at a rate measured at the snapshot, which Now
+		// agrees with to a few microseconds (trace.Clock.Exact).
+		const slack = int64(50 * time.Microsecond)
+		if send.Start < sendFrom-slack || send.End > sendTo+slack || send.Flow == 0 {
+			return fmt.Errorf("Send event [%d, %d] flow %d: want it inside the call [%d, %d], with a flow",
+				send.Start, send.End, send.Flow, sendFrom, sendTo)
+		}
+		if match.End != recv.End || match.Start < recv.Start {
+			return fmt.Errorf("Match [%d, %d] not at the end of Recv [%d, %d]", match.Start, match.End, recv.Start, recv.End)
+		}
+		if long := recv.End - recv.Start; w.Rank() == 0 && long < int64(pause/2) {
+			return fmt.Errorf("rank 0's Recv lasted %v, want the wait of about %v in it", time.Duration(long), pause)
+		}
+		return nil
+	})
+}

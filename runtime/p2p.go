@@ -120,7 +120,7 @@ func (e *engine) isendLocked(w *World, r *Request, b []byte, esize, dest, tag in
 	}
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.synchronous = reqSend, w.ctx, dest, tag, b, esize, call.synchronous()
 	r.call = call
-	c := e.obs.beginLocked(w.ctx, prof.CallSend)
+	c := e.obs.beginLaterLocked(w.ctx, prof.CallSend) // it never waits
 	e.obs.carryLocked()
 	e.sendLocked(r)
 	e.obs.endSend(c, w.ctx, lIsend, dest, tag, len(b), e.obs.flowLocked())
@@ -173,7 +173,7 @@ func (e *engine) irecvLocked(w *World, r *Request, b []byte, esize, src, tag int
 	r.kind, r.ctx, r.peer, r.tag, r.buf, r.esize, r.call = reqRecv, w.ctx, src, tag, b, esize, call
 	r.anyFail = w.sibling // see Sibling
 	r.grp = w.g
-	c := e.obs.beginLocked(w.ctx, prof.CallRecv)
+	c := e.obs.beginLaterLocked(w.ctx, prof.CallRecv) // it never waits
 	e.receiveLocked(r)
 	e.obs.endRecv(c, w.ctx, lIrecv, src, tag, len(b), 0)
 	return nil
@@ -306,11 +306,12 @@ func (e *engine) send(ctx context.Context, call opCall, ctxID uint16, buf []byte
 		return err
 	}
 	var err error
-	c := e.obs.beginLocked(ctxID, prof.CallSend)
+	c := e.obs.beginLaterLocked(ctxID, prof.CallSend)
 	e.obs.carryLocked()
 	r := e.startSendLocked(ctxID, buf, esize, dest, tag)
 	flow := e.obs.flowLocked()
 	if r != nil {
+		c = c.Start() // it may wait: its event starts once it is posted
 		r.inCall, r.call = c.On(), call
 		r.anyFail = !userCtx(ctxID) // a collective's send: its wait ends once a peer failed (ft.go)
 		err = e.finishSendLocked(ctx, r)
@@ -365,11 +366,14 @@ func (e *engine) recv(ctx context.Context, ctxID uint16, buf []byte, esize, src,
 	if err := e.checkArgsLocked(src, tag, true); err != nil {
 		return Status{}, err
 	}
-	c := e.obs.beginLocked(ctxID, prof.CallRecv)
+	c := e.obs.beginLaterLocked(ctxID, prof.CallRecv)
 	r := e.match.newRequestLocked(e, reqRecv)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.anyFail = ctxID, src, tag, buf, esize, collective
 	r.inCall, r.carry = c.On(), c.On()
 	e.receiveLocked(r)
+	if !r.done {
+		c = c.Start() // it waits: its event starts here
+	}
 	var flow uint64
 	st, err := e.finishRecvLocked(ctx, r, &flow)
 	e.poll.handoffLocked()

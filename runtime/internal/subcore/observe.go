@@ -112,6 +112,7 @@ type callMeta struct {
 	k       uint8 // its prof.CallKind
 	weight  uint8 // the weight of its time in the profile (prof.Counters.Begin)
 	counted bool  // the profile counts it (Begin, not Track)
+	later   bool  // its start is read at Start, or at its end when it never waits (Later)
 }
 
 // Begin starts observing a call of kind k, which the profile counts. It reads the clock
@@ -141,7 +142,7 @@ func (o *Obs) begin(l *prof.Local, k prof.CallKind, weight int64) ObsCall {
 	if weight != 0 {
 		start = o.Stamp()
 	}
-	return ObsCall{o, l, start, callMeta{uint8(k), uint8(weight), true}}
+	return ObsCall{o, l, start, callMeta{k: uint8(k), weight: uint8(weight), counted: true}}
 }
 
 // Track starts observing a call of kind k for the timeline only: the profile does not
@@ -153,7 +154,35 @@ func (o *Obs) Track(k prof.CallKind) ObsCall {
 	return ObsCall{o, nil, o.Stamp(), callMeta{k: uint8(k)}}
 }
 
-// Started returns the clock's reading at Begin, 0 when the call is not timed.
+// Later starts observing a call of kind k for the timeline alone, where the profile is
+// off, without reading the clock: the call's start is read at Start, which the caller
+// calls before the call waits. A call that never waits (an eager send, a receive whose
+// message was there, a nonblocking call) is an event at its end, Span long: the work
+// before it, under a microsecond, is left out. So the path from a message's arrival to
+// the reply reads the clock once, at the receive's end. The profile does not count the
+// call: where it is on, Later returns Track's, timed from now; use Begin there instead.
+// Where the timeline is off, Later observes nothing.
+func (o *Obs) Later(k prof.CallKind) ObsCall {
+	switch {
+	case o == nil || o.Rec == nil:
+		return ObsCall{}
+	case o.Prof != nil:
+		return o.Track(k)
+	}
+	return ObsCall{o: o, m: callMeta{k: uint8(k), later: true}}
+}
+
+// Start reads the clock for the start of a call begun with Later, once; it returns any
+// other call as it is.
+func (c ObsCall) Start() ObsCall {
+	if c.m.later && c.start == 0 {
+		c.start = c.o.Stamp()
+	}
+	return c
+}
+
+// Started returns the clock's reading at Begin, or at Start for a call begun with Later;
+// 0 when the call is not timed or not yet started.
 func (c ObsCall) Started() int64 { return c.start }
 
 // On reports whether c observes anything.
@@ -162,6 +191,9 @@ func (c ObsCall) On() bool { return c.o != nil }
 // Finish ends the call in the profile: it adds n bytes and, when the call is timed, its
 // time. It returns the stamp at the end, 0 when the call is not timed.
 func (c ObsCall) Finish(n int) int64 {
+	if c.m.later {
+		return c.o.Stamp()
+	}
 	if c.start == 0 {
 		if c.m.counted {
 			c.count(n, 0)

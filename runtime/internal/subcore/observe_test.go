@@ -62,3 +62,36 @@ func TestBatchesOff(t *testing.T) {
 		t.Fatal("a nil Obs made a batch")
 	}
 }
+
+// TestLater: a call begun with Later reads no clock until Start, reads it once there,
+// and ends with a reading of its own; where the profile is on, Later's call is timed
+// from its beginning.
+func TestLater(t *testing.T) {
+	o, _ := NewObs(0, 2, false, 64, nil)
+	c := o.Later(prof.CallRecv)
+	if !c.On() || c.Started() != 0 {
+		t.Fatalf("Later: on %v, started %d; want on and not started", c.On(), c.Started())
+	}
+	if end := c.Finish(8); end <= 0 {
+		t.Fatalf("Finish of a call never started = %d, want a reading", end)
+	}
+	c = c.Start()
+	s := c.Started()
+	if s <= 0 || c.Start().Started() != s {
+		t.Fatalf("Start read %d, then %d: want one reading, kept", s, c.Start().Started())
+	}
+	if end := c.Finish(8); end < s {
+		t.Fatalf("Finish = %d, before the start %d", end, s)
+	}
+	var none *Obs
+	if none.Later(prof.CallRecv).On() {
+		t.Fatal("a nil Obs's Later call is on")
+	}
+	both, _ := NewObs(0, 2, true, 64, nil)
+	if c := both.Later(prof.CallRecv); c.Started() == 0 {
+		t.Fatal("with the profile on, Later's call is not timed from its beginning")
+	}
+	if off, _ := NewObs(0, 2, true, 0, nil); off.Later(prof.CallRecv).On() {
+		t.Fatal("with the timeline off, Later's call is on")
+	}
+}

@@ -31,6 +31,14 @@ type winObs struct {
 }
 
 // The epochs the timeline spans, other than a Lock's (winObs.lockAt).
+// job returns the job rank of the window's rank r, for the Peer of a timeline event.
+func (ob *winObs) job(r int) int {
+	if ob.members == nil {
+		return r
+	}
+	return ob.members[r]
+}
+
 type epochKind int
 
 const (
@@ -87,7 +95,7 @@ func (ob *winObs) begin(k prof.CallKind) substrate.ObsCall { return ob.o.Begin(k
 func (ob *winObs) rma(c substrate.ObsCall, rank, put, get int, label int, err error) {
 	peer := trace.NoPeer
 	if err == nil {
-		peer = ob.o.Job(ob.members, rank)
+		peer = ob.job(rank)
 		if put >= 0 {
 			ob.o.PutTo(ob.members, rank, put)
 		}
@@ -115,7 +123,7 @@ func (ob *winObs) sync(k prof.CallKind, label, rank int, do func() error) error 
 func (ob *winObs) synced(c substrate.ObsCall, label, rank int) {
 	peer := trace.NoPeer
 	if uint(rank) < uint(len(ob.lockAt)) {
-		peer = ob.o.Job(ob.members, rank)
+		peer = ob.job(rank)
 	}
 	l := uint16(0)
 	if label >= 0 {
@@ -156,6 +164,6 @@ func (ob *winObs) lockBegins(rank int) {
 // lockEnds records this rank's Lock epoch on rank, which ends now.
 func (ob *winObs) lockEnds(rank int) {
 	if ob != nil {
-		ob.o.Event(trace.Epoch, ob.lockAt[rank], 0, ob.o.Job(ob.members, rank), ob.labels[lEpochLock])
+		ob.o.Event(trace.Epoch, ob.lockAt[rank], 0, ob.job(rank), ob.labels[lEpochLock])
 	}
 }

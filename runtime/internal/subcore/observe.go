@@ -383,7 +383,3 @@ func (o *Obs) GetFrom(members []int, r, n int) {
 		o.Prof.GetFrom(job(members, r), n)
 	}
 }
-
-// Job returns the job rank of rank r of a World whose job ranks are members, for the
-// Peer of a timeline event.
-func (o *Obs) Job(members []int, r int) int { return job(members, r) }

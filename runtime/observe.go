@@ -79,7 +79,7 @@ const (
 	nLabels
 )
 
-var labelNames = [nLabels]string{"Send", "Recv", "Isend", "Irecv", "Sendrecv", "Ssend", "message out", "message in",
+var labelNames = [nLabels]string{"Send", "Recv", "Isend", "Irecv", "Sendrecv", "Ssend", "message out", trace.MatchName,
 	"Barrier dissemination", "Barrier inter", "Revoke", "Agree", "Shrink"}
 
 // init readies o for job rank rank of size ranks as cfg asks.
@@ -109,7 +109,7 @@ func (o *observer) init(cfg *config, rank, size int) {
 	o.batch = trace.NewBatch(o.Rec)
 	for i, n := range labelNames {
 		o.labels[0][i] = o.Label(n)
-		o.labels[1][i] = o.Label(n + " (internal)")
+		o.labels[1][i] = o.Label(n + trace.Internal)
 	}
 }
 
@@ -276,7 +276,8 @@ func (o *observer) sendOn(c subcore.ObsCall, ctx uint16, label int, peer, tag, n
 
 // endRecv records the receive c on ctx from job rank src (trace.NoPeer when unknown) of n
 // bytes. flow is the number of the message it took when the call carries it (matched),
-// else 0: its Match event then ends the Recv event, and takes the Recv's clock read.
+// else 0. A Recv event with a flow holds its message's Match at its end, which the merge
+// writes (trace.MatchName): a receive records one event, with one clock read at its end.
 func (o *observer) endRecv(c subcore.ObsCall, ctx uint16, label int, src, tag, n int, flow uint64) {
 	if c.On() {
 		o.recvOn(c, ctx, label, src, tag, n, flow)
@@ -289,15 +290,11 @@ func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n 
 		return
 	}
 	start := c.Started()
-	if start == 0 { // a call begun with Later that never waited: it holds its Match
+	if start == 0 { // a call begun with Later that never waited
 		start = end - 2*o.Span()
 	}
-	end = max(end, start+o.Span())
-	lab := &o.labels[o.internal(ctx)]
-	o.batch.Put(trace.Recv, start, end, int64(n), 0, int32(src), int32(tag), lab[label])
-	if flow != 0 {
-		o.batch.Put(trace.Match, end-o.Span(), end, int64(n), flow, int32(src), int32(tag), lab[lIn])
-	}
+	end = max(end, start+2*o.Span()) // long enough to hold its Match (trace.MatchName)
+	o.batch.Put(trace.Recv, start, end, int64(n), flow, int32(src), int32(tag), o.labels[o.internal(ctx)][label])
 }
 
 // matched records the match of the message number flow on ctx from job rank src, of n

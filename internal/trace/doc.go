@@ -20,7 +20,8 @@
 // records them together when the owner flushes it, before it waits.
 //
 // A Send event and the Match event of the same message carry the same Flow: the
-// message's number on its (sender, receiver) pair, counted from 1 by both ends.
+// message's number on its (sender, receiver) pair, counted from 1 by both ends. A Recv
+// event with a Flow holds that Match at its end, which the merge writes (MatchName).
 // design.md states the rule and where it holds.
 //
 // MapRecorder keeps the ring in a file that another process reads once the recorder's

@@ -8,7 +8,7 @@ type Kind uint8
 const (
 	Call       Kind = iota + 1 // any call the other kinds do not name (Init, Probe, a communicator call)
 	Send                       // a send call; Peer is the destination, Flow the message's number to it (a flow starts here)
-	Recv                       // a receive call; Peer is the source when known; it carries no flow
+	Recv                       // a receive call; Peer is the source when known; a Flow ends at its end (HeldMatch)
 	Match                      // a message matched to a receive, at that moment; Peer is the source, Flow the message's number (a flow ends here)
 	Collective                 // a collective call; Label names it and its algorithm
 	Epoch                      // a window epoch (Fence to Fence, Lock to Unlock, Start to Complete)
@@ -28,6 +28,20 @@ func (k Kind) String() string {
 	}
 	return "kind" + strconv.Itoa(int(k))
 }
+
+// MatchName names a Match of the runtime's; a name with the suffix Internal is one of
+// its own traffic (a collective's, a layer's). A Recv event with a Flow holds the Match
+// of its message at its end: the merge writes that Match as a slice of heldMatchLen
+// nanoseconds named MatchName (MatchName+Internal when the Recv's name ends with
+// Internal), and the Recv without the flow. A receive then records one event, not two.
+const (
+	MatchName = "message in"
+	Internal  = " (internal)"
+)
+
+// heldMatchLen is the length of the Match slice that a Recv with a flow holds: long
+// enough for its flow to bind inside (design.md, "flows").
+const heldMatchLen = 2
 
 // NoPeer is Event.Peer when the event names no peer.
 const NoPeer = -1

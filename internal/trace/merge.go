@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // MergeStats counts what Merge wrote and what it could not join.
@@ -149,6 +150,7 @@ func (m *Merger) Add(d Dump, offset int64) error {
 		return fmt.Errorf("trace: rank %d given twice or not below %d", d.Rank, m.stride)
 	}
 	m.evs = m.evs[:0]
+	held := heldMatches{labels: d.Labels, idx: [2]int{-1, -1}}
 	for k, e := range d.Events {
 		if err := checkEvent(e, len(d.Labels)); err != nil {
 			return fmt.Errorf("trace: rank %d event %d: %v", d.Rank, k, err)
@@ -157,8 +159,13 @@ func (m *Merger) Add(d Dump, offset int64) error {
 		if k < len(d.Seqs) {
 			p.seq = d.Seqs[k]
 		}
+		if e.Kind == Recv && e.Flow != 0 {
+			m.evs = append(m.evs, m.place(held.of(p), offset))
+			p.ev.Flow = 0
+		}
 		m.evs = append(m.evs, m.place(p, offset))
 	}
+	labels := held.labels
 	for k, e := range d.Open {
 		if err := checkEvent(e, len(d.Labels)); err != nil {
 			return fmt.Errorf("trace: rank %d open call %d: %v", d.Rank, k, err)
@@ -189,14 +196,14 @@ func (m *Merger) Add(d Dump, offset int64) error {
 		m.line(m.b)
 	}
 	m.names = m.names[:0]
-	for range d.Labels {
+	for range labels {
 		m.names = append(m.names, nil)
 	}
 	for _, o := range m.order { // by start, longest first: parents before children
 		p := &m.evs[o.i]
 		tid := m.tid(d.Rank, int(p.lane))
 		if m.names[p.ev.Label] == nil {
-			m.names[p.ev.Label] = appendString(nil, d.Labels[p.ev.Label])
+			m.names[p.ev.Label] = appendString(nil, labels[p.ev.Label])
 		}
 		m.b = appendSlice(m.b[:0], p, pid, tid, m.names[p.ev.Label])
 		m.line(m.b)
@@ -212,6 +219,36 @@ func (m *Merger) Add(d Dump, offset int64) error {
 		}
 	}
 	return nil
+}
+
+// heldMatches makes the Matches that Recv events with a flow hold (MatchName): labels
+// is the dump's, extended by the Matches' names where it lacks them, and idx their
+// indexes (a user's, an internal one), -1 until needed.
+type heldMatches struct {
+	labels []string
+	idx    [2]int
+}
+
+// of returns the Match that the Recv event p holds at its end, with p's flow.
+func (h *heldMatches) of(p placed) placed {
+	in := 0
+	if strings.HasSuffix(h.labels[p.ev.Label], Internal) {
+		in = 1
+	}
+	if h.idx[in] < 0 {
+		name := MatchName + [2]string{"", Internal}[in]
+		h.idx[in] = slices.Index(h.labels, name)
+		if h.idx[in] < 0 && len(h.labels) < MaxLabels {
+			h.idx[in] = len(h.labels)
+			h.labels = append(slices.Clip(h.labels), name)
+		}
+	}
+	p.ev.Kind = Match
+	if h.idx[in] >= 0 { // else the table is full: the Match takes the Recv's name
+		p.ev.Label = uint16(h.idx[in])
+	}
+	p.ev.Start = max(p.ev.Start, p.ev.End-heldMatchLen)
+	return p
 }
 
 // place puts p's event on the document's clock.

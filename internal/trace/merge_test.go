@@ -419,3 +419,44 @@ func TestPointer(t *testing.T) {
 		t.Errorf("Pointer = %q, want %q", got, want)
 	}
 }
+
+// TestMergeHeldMatch: a Recv event with a flow holds its message's Match at its end. The
+// merge writes that Match, named MatchName (with Internal after an internal Recv's name)
+// whether the dump's labels hold the name or not, and flows end on it.
+func TestMergeHeldMatch(t *testing.T) {
+	sender, receiver := nsRecorder(0, 64), nsRecorder(1, 64)
+	label := func(r *Recorder, s string) uint16 { l, _ := r.Label(s); return l }
+	sender.Record(Event{Kind: Send, Start: 1000, End: 1050, Bytes: 8, Flow: 1, Peer: 1, Label: label(sender, "Send")})
+	sender.Record(Event{Kind: Send, Start: 2000, End: 2050, Bytes: 16, Flow: 2, Peer: 1, Tag: -1,
+		Label: label(sender, "Send"+Internal)})
+	label(receiver, MatchName+Internal) // the internal Match's name is in the table; the user's is not
+	receiver.Record(Event{Kind: Recv, Start: 900, End: 1400, Bytes: 8, Flow: 1, Peer: 0, Label: label(receiver, "Recv")})
+	receiver.Record(Event{Kind: Recv, Start: 1900, End: 2400, Bytes: 16, Flow: 2, Peer: 0, Tag: -1,
+		Label: label(receiver, "Recv"+Internal)})
+	var buf bytes.Buffer
+	st, err := Merge(&buf, []Dump{sender.Snapshot(), receiver.Snapshot()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Flows != 2 || st.Unpaired != 0 || st.Reversed != 0 {
+		t.Fatalf("stats %+v, want 2 flows, none unpaired or reversed", st)
+	}
+	tr := parseTrace(t, buf.Bytes())
+	checkTrace(t, tr, 2)
+	got := map[string][2]int64{}
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "X" && *e.Pid == 2 {
+			got[e.Cat+" "+e.Name] = [2]int64{ns(*e.Ts), ns(*e.Ts + *e.Dur)}
+		}
+	}
+	// Times come back through Perfetto's truncation: within a nanosecond.
+	near := func(a, b int64) bool { return a-b <= 1 && b-a <= 1 }
+	for _, in := range []string{"", Internal} {
+		recv, okr := got["recv Recv"+in]
+		match, okm := got["match "+MatchName+in]
+		if !okr || !okm || !near(recv[1]-recv[0], 500) || !near(match[1], recv[1]) || !near(match[1]-match[0], heldMatchLen) {
+			t.Errorf("Recv%s at %v (%v), its Match at %v (%v): want a Match of %d ns at the end of a Recv of 500",
+				in, recv, okr, match, okm, heldMatchLen)
+		}
+	}
+}

@@ -236,7 +236,7 @@ func (g *Group) initRegion(w *runtime.World, r *substrate.Region, chunk int, fre
 	}
 	rule := substrate.WaitRule(w)
 	g.waiter = waiter{rule: rule, oversub: w.LocalSize() > w.HostCPUs(), shared: substrate.SharesProcess()}
-	g.nt, g.ntSpread = tune().nt, tune().ntSpread
+	g.nt, g.ntSpread = tune().nt, tune().spreadNT(len(g.Ranks))
 	g.region, g.chunk, g.seq, g.turn, g.lazy = r, chunk, 0, bigTurn{}, 0
 	g.broken = true // until ready
 }

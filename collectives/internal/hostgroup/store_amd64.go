@@ -18,7 +18,8 @@ func storeRelease(p *uint64, v uint64) { *p = v }
 const copyNTMin = 4 << 10
 
 // ntAuto says whether the big buffers of Alltoall and ReduceScatter take
-// non-temporal stores by default (EnvTune's nt=auto).
+// non-temporal stores by default (EnvTune's nt=auto), in groups of ntSpreadMin members
+// or more.
 const ntAuto = true
 
 // copyShared copies src into dst, scratch that peers will read, and returns the number of

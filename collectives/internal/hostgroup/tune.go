@@ -56,6 +56,13 @@ const (
 	// measures the cost of a job at 8 to 256 ranks.
 	flatMaxDefault = 32
 	teamMaxDefault = 16
+	// ntSpreadMin is the fewest members of a group whose blocks that each go to one
+	// other member (Alltoall, ReduceScatter, the rooted moves) take non-temporal stores
+	// under nt=auto. In smaller groups plain stores win: the reader takes the lines
+	// from this core's cache. scripts/device16-select.sh (class a2a, docs/select16.json)
+	// and `golaunch -n 4 bin/allreducebench --test alltoall,gather,scatter` with
+	// GORMA_SHM_TUNE=nt=off and without it measure it.
+	ntSpreadMin = 8
 )
 
 // MediumFor returns the vector size (bytes) from which a one-host Allreduce of p
@@ -130,8 +137,9 @@ func SingleMin() int { return tune().single }
 //     16 MiB), whatever the host's budget (hostBig); absent: ChunkFor's rule.
 //   - nt=on|off|auto: whether the copies into big buffers use non-temporal stores
 //     (copyShared): on, every one; off, none; auto (the default), on amd64 those of
-//     Alltoall and ReduceScatter only, whose blocks each go to one other member
-//     (ntAuto). Elsewhere the peers read the lines at once, from this core's cache.
+//     blocks that each go to one other member (Alltoall, ReduceScatter, the rooted
+//     moves; ntAuto), in groups of ntSpreadMin members or more. Elsewhere the peers read
+//     the lines at once, from this core's cache.
 //   - single=BYTES|off: Bcast and Allgather read the owners' buffers directly (single
 //     copy, collectives/single_shm.go) from blocks of this size on, and Alltoall beyond
 //     AlltoallMost bytes per rank; off, never. Absent: singleMinDefault.
@@ -145,6 +153,13 @@ type tuning struct {
 	nt       bool // non-temporal stores into big buffers
 	ntSpread bool // non-temporal stores into the big buffers of Alltoall and ReduceScatter
 	single   int  // block bytes from which Bcast and Allgather move by single copy; 0: never
+}
+
+// spreadNT reports whether a group of members copies the blocks that each go to one
+// other member with non-temporal stores: always under nt=on, from ntSpreadMin members
+// under nt=auto.
+func (t tuning) spreadNT(members int) bool {
+	return t.nt || t.ntSpread && members >= ntSpreadMin
 }
 
 // tuned returns the process's tuning, or the error of a bad EnvTune, which every

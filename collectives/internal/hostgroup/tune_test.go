@@ -67,3 +67,27 @@ func TestSHMChunkFor(t *testing.T) {
 		}
 	}
 }
+
+// TestSpreadNT: under nt=auto, blocks that each go to one other member take
+// non-temporal stores only in groups of ntSpreadMin members or more (where ntAuto says
+// so); nt=on takes them at any size, nt=off never.
+func TestSpreadNT(t *testing.T) {
+	for _, c := range []struct {
+		tune    string
+		members int
+		want    bool
+	}{
+		{"", 2, false}, {"", 4, false}, {"", ntSpreadMin - 1, false}, {"", ntSpreadMin, ntAuto}, {"", 16, ntAuto},
+		{"nt=auto", 4, false}, {"nt=auto", 16, ntAuto},
+		{"nt=on", 2, true}, {"nt=on", 16, true},
+		{"nt=off", 2, false}, {"nt=off", 16, false},
+	} {
+		tu, err := parseTune(c.tune)
+		if err != nil {
+			t.Fatalf("%q: %v", c.tune, err)
+		}
+		if got := tu.spreadNT(c.members); got != c.want {
+			t.Errorf("%q, %d members: non-temporal %v, want %v", c.tune, c.members, got, c.want)
+		}
+	}
+}

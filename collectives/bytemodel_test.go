@@ -154,6 +154,9 @@ func testSHMByteModel(t *testing.T, p int) {
 			{"alltoall single", 2 * hostgroup.AlltoallMost / (8 * p), func(n int) error {
 				return Alltoall(e.ctx, e.w, make([]float64, p*n), make([]float64, p*n))
 			}, func(N int) want { return want{0, (p - 1) * N} }},
+			{"scatter single", hostgroup.ScatterSingleMin() / 8, func(n int) error {
+				return Scatter(e.ctx, e.w, make([]float64, p*n), make([]float64, n), root)
+			}, func(N int) want { return rooted(want{0, 0}, want{0, N}) }},
 			{"gather small", small, func(n int) error {
 				return Gather(e.ctx, e.w, make([]float64, n), make([]float64, p*n), root)
 			}, func(N int) want { return rooted(want{0, (p - 1) * N}, want{N, 0}) }},

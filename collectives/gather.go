@@ -82,7 +82,6 @@ func gatherOthers[T runtime.Elem](c *call, sendBuf, recvBuf []T, n, root int) er
 		if err != nil {
 			return err
 		}
-		c.chose("shm")
 		return gatherSHM(c, g, sendBuf, recvBuf, n, root)
 	}
 	c.chose("binomial")

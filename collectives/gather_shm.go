@@ -17,6 +17,7 @@ import (
 func gatherSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n, root int) error {
 	p, es := len(g.Ranks), elemSize[T]()
 	bytes := n * es
+	c.chose("shm")
 	if bytes <= hostgroup.SmallMax {
 		v := g.Next()
 		if g.Me != root {
@@ -68,6 +69,21 @@ func gatherSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n, r
 func scatterSHM[T runtime.Elem](c *call, g *hostgroup.Group, send, recv []T, n, root int) error {
 	p, es := len(g.Ranks), elemSize[T]()
 	bytes := n * es
+	if bytes >= hostgroup.ScatterSingleMin() {
+		done, err := singleMove(c, g, bytesOf(send), func(j int) bool { return j == root }, bytes,
+			func(add func(from, off int, dst []byte)) {
+				if g.Me != root {
+					add(root, g.Me*bytes, bytesOf(recv))
+				}
+			})
+		if done {
+			c.chose("single")
+		}
+		if err != nil || done {
+			return err
+		}
+	}
+	c.chose("shm")
 	if p*bytes <= hostgroup.SmallMax {
 		v := g.Next()
 		if g.Me == root {

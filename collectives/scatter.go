@@ -21,7 +21,9 @@ import (
 //
 // On one host whose ranks map each other's scratch, blocks of up to 256 KiB go through
 // shared memory (gather_shm.go): root copies the blocks into its scratch and each rank
-// copies its own out. There a different n or root fails with ErrMismatch at every rank.
+// copies its own out. From 128 KiB, on 3 ranks or more, each rank reads its block from
+// root's send instead (single copy, single_shm.go), at any size. There a different n or
+// root fails with ErrMismatch at every rank.
 //
 // Otherwise the algorithm is the binomial tree (MPICH's scatter_intra_binomial): log2(p)
 // rounds, the fewest message latencies; root sends straight from send (but for one
@@ -65,11 +67,14 @@ func scatter[T runtime.Elem](c *call, sendBuf, recvBuf []T, root int) error {
 		return nil
 	}
 	c.tag = rootTag(c.tag, root)
-	if g, err := worldGroup(c, p*n*elemSize[T](), p*hostgroup.RootedMost); g != nil || err != nil { // root's scratch holds p blocks
+	most := p * hostgroup.RootedMost // root's scratch holds p blocks
+	if n*elemSize[T]() >= hostgroup.ScatterSingleMin() {
+		most = 0 // single copy, at any size (scatterSHM)
+	}
+	if g, err := worldGroup(c, p*n*elemSize[T](), most); g != nil || err != nil {
 		if err != nil {
 			return err
 		}
-		c.chose("shm")
 		return scatterSHM(c, g, sendBuf, recvBuf, n, root)
 	}
 	c.chose("binomial")

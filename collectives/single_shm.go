@@ -46,7 +46,8 @@ import (
 //
 // hostgroup.SingleMin() (GORMA_SHM_TUNE single=BYTES or off) is the block size from which
 // a Bcast or an Allgather goes so; an Alltoall does beyond hostgroup.AlltoallMost bytes
-// per rank. `scripts/device16-select.sh` (class single) measures the crossing.
+// per rank, and a Scatter from hostgroup.ScatterSingleMin() bytes per block (single=off
+// turns it off too). `scripts/device16-select.sh` (class single) measures the crossing.
 
 // Flag-line words of the single-copy steps.
 const (

@@ -11,16 +11,16 @@ import (
 // singleprogProg is the single-copy rank program, built once (without -race) on first use.
 var singleprogProg = &program{pkg: "../tests/singleprog"}
 
-// TestSingleCopy runs Bcast, Allgather and Alltoall of 1 and 4 MiB among 4 processes of
+// TestSingleCopy runs Bcast, Allgather, Alltoall and Scatter of 1 and 4 MiB among 4 processes of
 // one host (singleprog checks every element) and reads from the job's timeline which
 // algorithm each call took at each rank:
 //   - by default every call moves by single copy (cross-memory attach);
 //   - with rank 1's first single-copy read refused (GORMA_TEST_REFUSE_READ), the 1 MiB
 //     Bcast, which that read served, goes through scratch at every rank, and the rest by
-//     single copy;
+//     single copy; with its eighth refused, so does the 1 MiB Scatter;
 //   - with process_vm_readv refused by a seccomp filter in every rank, the runtime learns
 //     at connect that no rank may read another, and no call tries single copy: Bcast and
-//     Allgather go through scratch, Alltoall pairwise.
+//     Allgather and Scatter go through scratch, Alltoall pairwise.
 func TestSingleCopy(t *testing.T) {
 	bin := singleprogProg.path(t)
 	const n = 4
@@ -29,11 +29,18 @@ func TestSingleCopy(t *testing.T) {
 		flags []string
 		want  map[string]int // timeline slices by name, over every rank
 	}{
-		{"attach", nil, map[string]int{"Bcast single": 2 * n, "Allgather single": 2 * n, "Alltoall single": 2 * n}},
+		{"attach", nil, map[string]int{"Bcast single": 2 * n, "Allgather single": 2 * n, "Alltoall single": 2 * n,
+			"Scatter single": 2 * n}},
 		{"refused read", []string{"--refuse", "1:1"},
-			map[string]int{"Bcast shm": n, "Bcast single": n, "Allgather single": 2 * n, "Alltoall single": 2 * n}},
-		{"seccomp", []string{"--seccomp"}, map[string]int{"Bcast shm": 2 * n, "Allgather shm": 2 * n, "Alltoall pairwise": 2 * n}},
-		{"yama 1", nil, map[string]int{"Bcast single": 2 * n, "Allgather single": 2 * n, "Alltoall single": 2 * n}},
+			map[string]int{"Bcast shm": n, "Bcast single": n, "Allgather single": 2 * n, "Alltoall single": 2 * n,
+				"Scatter single": 2 * n}},
+		{"refused scatter read", []string{"--refuse", "1:8"}, // rank 1's reads: Bcast 1, Allgather 3, Alltoall 3, Scatter 1
+			map[string]int{"Bcast single": 2 * n, "Allgather single": 2 * n, "Alltoall single": 2 * n,
+				"Scatter shm": n, "Scatter single": n}},
+		{"seccomp", []string{"--seccomp"}, map[string]int{"Bcast shm": 2 * n, "Allgather shm": 2 * n, "Alltoall pairwise": 2 * n,
+			"Scatter shm": 2 * n}},
+		{"yama 1", nil, map[string]int{"Bcast single": 2 * n, "Allgather single": 2 * n, "Alltoall single": 2 * n,
+			"Scatter single": 2 * n}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "yama 1" {
@@ -50,7 +57,7 @@ func TestSingleCopy(t *testing.T) {
 			}
 			got := map[string]int{}
 			for _, e := range readTrace(t, tpath).TraceEvents {
-				if call, _, _ := strings.Cut(e.Name, " "); e.Ph == "X" && (call == "Bcast" || call == "Allgather" || call == "Alltoall") {
+				if call, _, _ := strings.Cut(e.Name, " "); e.Ph == "X" && (call == "Bcast" || call == "Allgather" || call == "Alltoall" || call == "Scatter") {
 					got[e.Name]++
 				}
 			}

@@ -1,9 +1,10 @@
 // Command singleprog is the rank program of the single-copy test
 // (launcher/single_test.go): golaunch runs it on one host, where a long Bcast, Allgather
-// and Alltoall may read the owners' buffers by cross-memory attach
+// Alltoall and Scatter may read the owners' buffers by cross-memory attach
 // (collectives/single_shm.go). For each size it makes a Bcast from rank 0 of that many
-// bytes, an Allgather of blocks of that many bytes, and an Alltoall of that many bytes
-// per rank, all of int64, and checks every element.
+// bytes, an Allgather of blocks of that many bytes, an Alltoall of that many bytes per
+// rank and a Scatter from rank 0 of blocks of that many bytes, all of int64, and checks
+// every element.
 //
 //	singleprog [--sizes 1048576,4194304] [--seccomp] [--refuse RANK:N]
 //

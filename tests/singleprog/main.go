@@ -66,8 +66,9 @@ func main() {
 // value is element i of rank r's data in the call numbered call.
 func value(call, r, i int) int64 { return int64(call)<<48 ^ int64(r)<<32 ^ int64(i) }
 
-// moves makes a Bcast of n elements from rank 0, an Allgather of n-element blocks and an
-// Alltoall of n elements per rank, and checks each result.
+// moves makes a Bcast of n elements from rank 0, an Allgather of n-element blocks, an
+// Alltoall of n elements per rank and a Scatter of n-element blocks from rank 0, and
+// checks each result.
 func moves(ctx context.Context, w *runtime.World, n int) error {
 	me, p := w.Rank(), w.Size()
 	buf := make([]int64, n)
@@ -110,7 +111,24 @@ func moves(ctx context.Context, w *runtime.World, n int) error {
 		return fmt.Errorf("alltoall of %d bytes: %w", 8*b*p, err)
 	}
 	// Block s of recv is block me of rank s's send.
-	return check("Alltoall", 8*b*p, recv, func(i int) int64 { return value(3, i/b, me*b+i%b) })
+	if err := check("Alltoall", 8*b*p, recv, func(i int) int64 { return value(3, i/b, me*b+i%b) }); err != nil {
+		return err
+	}
+	var all []int64 // Scatter: rank 0's p blocks of n elements
+	if me == 0 {
+		all = make([]int64, p*n)
+		for i := range all {
+			all[i] = value(4, i/n, i%n)
+		}
+	}
+	recv = recv[:n]
+	for i := range recv {
+		recv[i] = -1
+	}
+	if err := collectives.Scatter(ctx, w, all, recv, 0); err != nil {
+		return fmt.Errorf("scatter of %d-byte blocks: %w", 8*n, err)
+	}
+	return check("Scatter", 8*n, recv, func(i int) int64 { return value(4, me, i) })
 }
 
 // check compares got with want element by element and names the first difference.

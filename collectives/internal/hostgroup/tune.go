@@ -2,6 +2,7 @@ package hostgroup
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -63,6 +64,12 @@ const (
 	// and `golaunch -n 4 bin/allreducebench --test alltoall,gather,scatter` with
 	// GORMA_SHM_TUNE=nt=off and without it measure it.
 	ntSpreadMin = 8
+	// scatterSingleMin is the block size from which a one-host Scatter goes by single
+	// copy: its members read their blocks at once, where through scratch root copies
+	// every block in alone. A Gather's root would read every block alone either way, so
+	// Gather keeps scratch up to RootedMost. `golaunch -n 3 bin/allreducebench --test
+	// scatter,gather` (and -n 4, beside the C twin under Open MPI) measures it.
+	scatterSingleMin = 128 << 10
 )
 
 // MediumFor returns the vector size (bytes) from which a one-host Allreduce of p
@@ -125,6 +132,16 @@ func teamEnv() (int, bool) {
 // or 0 when the tuning turns it off.
 func SingleMin() int { return tune().single }
 
+// ScatterSingleMin is the block size (bytes) from which a one-host Scatter's members read
+// their blocks from root's buffer directly (single copy), with no bound above
+// (RootedMost); math.MaxInt under single=off.
+func ScatterSingleMin() int {
+	if tune().single == 0 {
+		return math.MaxInt
+	}
+	return scatterSingleMin
+}
+
 // EnvTune names the environment variable that overrides the size classes of the
 // one-host (shared-memory) algorithms, for measuring them: a comma-separated list of
 // key=value. scripts/device16-select.sh sweeps it to make the selection table.
@@ -141,8 +158,9 @@ func SingleMin() int { return tune().single }
 //     moves; ntAuto), in groups of ntSpreadMin members or more. Elsewhere the peers read
 //     the lines at once, from this core's cache.
 //   - single=BYTES|off: Bcast and Allgather read the owners' buffers directly (single
-//     copy, collectives/single_shm.go) from blocks of this size on, and Alltoall beyond
-//     AlltoallMost bytes per rank; off, never. Absent: singleMinDefault.
+//     copy, collectives/single_shm.go) from blocks of this size on, Alltoall beyond
+//     AlltoallMost bytes per rank and Scatter from scatterSingleMin bytes per block;
+//     off, never. Absent: singleMinDefault.
 const EnvTune = "GORMA_SHM_TUNE"
 
 // tuning is EnvTune's value, read once per process.

@@ -35,7 +35,7 @@ const (
 	// With 2 ranks every move from SmallMax bytes goes point to point. `golaunch -n 3
 	// bin/allreducebench --test alltoall` (and -n 2 and 4, beside the C twin under Open
 	// MPI) measures it.
-	AlltoallMost = 128 << 10
+	AlltoallMost = 256 << 10
 	// AlltoallvMost bounds an Alltoallv's bytes sent per rank through shared memory.
 	// Beyond it every block goes point to point: Alltoallv has no single copy. No
 	// benchmark program measures Alltoallv; the bound is RootedMost's.

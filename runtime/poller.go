@@ -179,8 +179,8 @@ func (p *poller) spun() bool {
 // oversubscribed, where it would only delay the yield. A bare load loop runs many rounds
 // ahead of its loads; when the box's line changes, the core throws that work away, and
 // the cost then depends on where the loop's code happens to lie. With the pause, the
-// latency no longer moves with unrelated changes to the binary, and the message is seen
-// as soon (`bin/golaunch -n 2 bin/pingpong --test latency --min-size 8 --max-size 8`,
+// latency no longer moves with unrelated changes to the binary, and a message is seen
+// no later (`bin/golaunch -n 2 bin/pingpong --test latency --min-size 8 --max-size 8`,
 // built with and without it; window/wait.go pauses its polls for the same reason).
 //
 // When this host's ranks outnumber its processors (LocalSize > HostCPUs), a spinning

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,13 +104,15 @@ func checkBarrierEvents(d trace.Dump) error {
 
 // TestObserveTimelineAlone: under the timeline alone, a blocking receive's event starts
 // before it waits and carries the flow of its message (its Match, which the merge
-// writes), and an eager send's event lies at its post, inside the call. Rank 1 sends after a pause that rank 0's
-// receive waits out; then the two swap roles without the pause.
+// writes), and an eager send's event lies at its post, inside the call. Rank 1 sends once
+// it sees rank 0's receive posted (the receive read its start before it let the engine
+// go), and marks that moment; then the two swap roles.
 func TestObserveTimelineAlone(t *testing.T) {
-	const pause = 40 * time.Millisecond
 	opt := runtimetest.Options{Transport: "shm", Env: map[string]string{"GORMA_TRACE": t.TempDir() + "/trace.json"}}
 	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()
+	var first atomic.Pointer[runtime.World] // rank 0's World, once it receives
+	var mark atomic.Int64                   // when rank 1 saw that receive posted, Unix nanoseconds
 	runtimetest.Run(t, 2, opt, func(w *runtime.World) error {
 		o, _ := substrate.Observe(w)
 		if o == nil || o.Rec == nil || o.Prof != nil {
@@ -119,6 +122,7 @@ func TestObserveTimelineAlone(t *testing.T) {
 		peer := 1 - w.Rank()
 		var sendFrom, sendTo int64 // the send call's bounds, in the recorder's clock
 		if w.Rank() == 0 {
+			first.Store(w)
 			if _, err := runtime.Recv(ctx, w, buf, peer, 0); err != nil {
 				return err
 			}
@@ -128,7 +132,14 @@ func TestObserveTimelineAlone(t *testing.T) {
 			}
 			sendTo = o.Rec.Now()
 		} else {
-			time.Sleep(pause)
+			for w0 := first.Load(); w0 == nil || posted(w0) == 0; w0 = first.Load() {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("rank 0's receive never posted: %w", err)
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+			mark.Store(time.Now().UnixNano())
+			time.Sleep(5 * time.Millisecond) // the send comes well after the mark
 			sendFrom = o.Rec.Now()
 			if err := runtime.Send(ctx, w, buf, peer, 0); err != nil {
 				return err
@@ -165,9 +176,18 @@ func TestObserveTimelineAlone(t *testing.T) {
 		if send.Flow != 1 || recv.Flow != 1 {
 			return fmt.Errorf("Send's flow %d and Recv's %d, want 1: each the first message of its pair", send.Flow, recv.Flow)
 		}
-		if long := recv.End - recv.Start; w.Rank() == 0 && long < int64(pause/2) {
-			return fmt.Errorf("rank 0's Recv lasted %v, want the wait of about %v in it", time.Duration(long), pause)
+		// Rank 0's Recv read its start before rank 1's mark: at most the clocks' disagreement
+		// after it, where a start read at the end would lie the 5 ms pause after it.
+		if at := d.Origin + recv.Start; w.Rank() == 0 && at > mark.Load()+int64(time.Millisecond) {
+			return fmt.Errorf("rank 0's Recv starts %v after rank 1 saw it posted: want its start read before it waited",
+				time.Duration(at-mark.Load()))
 		}
 		return nil
 	})
+}
+
+// posted returns how many receives w's engine holds posted.
+func posted(w *runtime.World) int {
+	n, _, _ := runtime.Pending(w)
+	return n
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-
 	"testing"
 
 	"github.com/gorma-hpc/gorma/datatype"

@@ -74,7 +74,8 @@
 //
 // A Client and a Foreign are safe for concurrent use; requests are serialized. Blocking
 // calls take a context and return when it ends; ranks wait on the socket, never spin. A
-// Foreign request abandoned by its context leaves the session unusable (PMI is
+// Foreign Put or Get abandoned by its context leaves its answer owed, which the next
+// request reads first; any other request abandoned leaves the session unusable (PMI is
 // lock-step). A Server and a PMIxServer run goroutines per connection and call their
 // Handler from them; Close stops them all.
 package pmi

@@ -45,9 +45,11 @@ func DetectSimple(getenv func(string) string) bool {
 
 // Foreign is a session with a foreign PMI server, over PMI-1 or PMI-2. It implements
 // Session. Requests are lock-step, one at a time under a mutex; every wait honours its
-// context, and a request abandoned by its context, or answered with garbage, leaves the
-// session unusable (its later requests fail at once). Abort does not wait for a request
-// in flight.
+// context. A Put or Get abandoned by its context leaves its answer owed: the server
+// answers it at once, and the next request reads that answer first. Any other request
+// abandoned (a Fence, whose answer waits for the other ranks), or one answered with
+// garbage, leaves the session unusable (its later requests fail at once). Abort does
+// not wait for a request in flight.
 type Foreign struct {
 	wire    string // wire1 or wire2
 	version string // "1.1" or "2.0"
@@ -63,8 +65,9 @@ type Foreign struct {
 	rd        *SimpleReader // PMI-1 lines, then PMI-2 frames
 	closeOnce sync.Once
 
-	mu     sync.Mutex // held for a whole request and its answer
-	broken error      // why the session is unusable, nil while it is fine
+	mu     sync.Mutex   // held for a whole request and its answer
+	broken error        // why the session is unusable, nil while it is fine
+	owed   func() error // reads the answer to a prompt request its context abandoned; nil when none is owed
 }
 
 // Version returns the PMI version spoken: "1.1" or "2.0".
@@ -269,8 +272,10 @@ func (f *Foreign) Close() error {
 var longAgo = time.Unix(1, 0)
 
 // roundTrip writes req and runs read for the answer, one request at a time, bounded by
-// ctx. Any failure leaves the session broken: in a lock-step protocol an unread or
-// unparsable answer puts the two ends out of step for good.
+// ctx. An answer still owed to an earlier request is read first. A prompt request
+// (promptAnswer) that ctx cuts off after it was sent leaves its answer owed. Any other
+// failure leaves the session broken: in a lock-step protocol an unread or unparsable
+// answer puts the two ends out of step for good.
 func (f *Foreign) roundTrip(ctx context.Context, op, req string, read func() error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -281,23 +286,59 @@ func (f *Foreign) roundTrip(ctx context.Context, op, req string, read func() err
 		return f.fail(op, "", err)
 	}
 	defer bindDeadline(ctx, f.conn)()
-	err := f.write(op, req)
-	if err == nil {
-		err = read()
+	var err error
+	if f.owed != nil {
+		if err = f.owed(); err == nil {
+			f.owed = nil
+		}
 	}
-	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			// The connection's deadline is the context's: the context ends at once, if
-			// it has not already.
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
+	sent := false
+	if err == nil {
+		if err = f.write(op, req); err == nil {
+			sent = true
+			err = read()
 		}
-		if ctx.Err() != nil {
-			err = f.fail(op, "", fmt.Errorf("%w while waiting for the server's answer", ctx.Err()))
+	}
+	if err == nil {
+		return nil
+	}
+	cut := timedOut(err)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The connection's deadline is the context's: the context ends at once, if
+		// it has not already.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
 		}
+	}
+	if ctx.Err() != nil {
+		err = f.fail(op, "", fmt.Errorf("%w while waiting for the server's answer", ctx.Err()))
+	}
+	want, prompt := promptAnswer[op]
+	switch {
+	case cut && !sent && f.owed != nil: // the earlier answer is still owed; req was not sent
+	case cut && sent && prompt:
+		f.owed = func() error { return f.readAnswer(op, want) }
+	default:
 		f.broken = err
+	}
+	return err
+}
+
+// promptAnswer maps the requests that a server answers at once, whatever the other ranks
+// do, to their answer's cmd. An answer they are owed is read before the next request's.
+var promptAnswer = map[string]string{
+	"put": "put_result", "get": "get_result", // PMI-1
+	"kvs-put": "kvs-put-response", "kvs-get": "kvs-get-response", // PMI-2
+}
+
+// readAnswer reads the answer cmd=want to op, a line or a frame as the wire speaks.
+func (f *Foreign) readAnswer(op, want string) error {
+	var err error
+	if f.wire == wire2 {
+		_, err = f.readFrame(op, want)
+	} else {
+		_, err = f.readLine(op, want)
 	}
 	return err
 }

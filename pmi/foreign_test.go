@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -502,5 +504,63 @@ func TestForeignConcurrent(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestForeignOwedAnswer: a Get that its context abandons while the server's answer is on
+// its way, half of it read, leaves the answer owed, over both wires: the next request
+// reads the rest of that answer first, and then gets its own. An abandoned Fence still
+// leaves the session unusable ("context" above).
+func TestForeignOwedAnswer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
+	defer cancel()
+	for _, wire := range []string{"1", "2"} {
+		t.Run("PMI-"+wire, func(t *testing.T) {
+			var armed atomic.Bool
+			halfway, release := make(chan struct{}), make(chan struct{})
+			pm := newFakePM(t, func(p *fakePM, cmd string, _ Field2, def string) string {
+				if cmd != "get" && cmd != "kvs-get" || !armed.CompareAndSwap(true, false) {
+					return def
+				}
+				// The first get's answer comes in two pieces, with the client's context
+				// ending between them.
+				whole := def + "\n"
+				if wire == "2" {
+					whole = fmt.Sprintf("%-6d%s", len(def), def)
+				}
+				io.WriteString(p.conn, whole[:9])
+				close(halfway)
+				<-release
+				io.WriteString(p.conn, whole[9:])
+				return ""
+			})
+			f, err := Connect(ctx, pm.env(EnvPMIWire, wire))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := f.Put(ctx, "card", []byte("first")); err != nil {
+				t.Fatal(err)
+			}
+			gctx, gcancel := context.WithCancel(ctx)
+			go func() {
+				<-halfway
+				time.Sleep(20 * time.Millisecond) // the client reads the first piece
+				gcancel()
+			}()
+			armed.Store(true)
+			if _, err := f.Get(gctx, 0, "card"); !errors.Is(err, context.Canceled) {
+				t.Fatalf("abandoned Get: %v, want context.Canceled", err)
+			}
+			close(release)
+			if err := f.Put(ctx, "other", []byte("second")); err != nil {
+				t.Fatalf("Put after an abandoned Get: %v", err)
+			}
+			for key, want := range map[string]string{"card": "first", "other": "second"} {
+				if v, err := f.Get(ctx, 0, key); err != nil || string(v) != want {
+					t.Fatalf("Get %q after an abandoned Get = %q, %v; want %q", key, v, err, want)
+				}
+			}
+		})
 	}
 }

@@ -2,9 +2,12 @@ package pmi
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -202,8 +205,14 @@ func validKey(k string) bool {
 	return true
 }
 
-// SimpleReader reads PMI-1 lines from a stream, each bounded by MaxSimpleLine.
-type SimpleReader struct{ br *bufio.Reader }
+// SimpleReader reads PMI-1 lines from a stream, each bounded by MaxSimpleLine. A read
+// that fails with a timeout (a deadline on the stream) keeps what it had read of the
+// line or frame, and the next read of the same kind goes on from there.
+type SimpleReader struct {
+	br   *bufio.Reader
+	part []byte // the start of a line whose read timed out
+	held []byte // the start of a frame whose read timed out
+}
 
 // NewSimpleReader returns a SimpleReader on r. It buffers: read the stream only through it.
 func NewSimpleReader(r io.Reader) *SimpleReader {
@@ -212,7 +221,30 @@ func NewSimpleReader(r io.Reader) *SimpleReader {
 
 // ReadFrame reads a PMI-2 frame from the same stream (after a PMI-2 init line) with the
 // package function ReadFrame.
-func (r *SimpleReader) ReadFrame() (Frame, error) { return ReadFrame(r.br) }
+func (r *SimpleReader) ReadFrame() (Frame, error) {
+	got := &byteLog{b: r.held}
+	held := len(r.held)
+	r.held = nil
+	f, err := ReadFrame(io.MultiReader(bytes.NewReader(got.b[:held]), io.TeeReader(r.br, got)))
+	if timedOut(err) {
+		r.held = got.b
+	}
+	return f, err
+}
+
+// byteLog keeps every byte written to it.
+type byteLog struct{ b []byte }
+
+func (l *byteLog) Write(p []byte) (int, error) {
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+// timedOut reports whether err is a stream's timeout, after which the stream goes on.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
 
 // ReadLine reads and parses the next line. A stream that ends inside a line returns
 // io.ErrUnexpectedEOF, one that ends between lines io.EOF; the other errors wrap
@@ -226,7 +258,8 @@ func (r *SimpleReader) ReadLine() (SimpleLine, error) {
 }
 
 func (r *SimpleReader) readRaw() (string, error) {
-	var buf []byte
+	buf := r.part
+	r.part = nil
 	for {
 		chunk, err := r.br.ReadSlice('\n')
 		if len(buf)+len(chunk) > MaxSimpleLine+1 {
@@ -240,6 +273,9 @@ func (r *SimpleReader) readRaw() (string, error) {
 			continue
 		case errors.Is(err, io.EOF) && len(buf) > 0:
 			return "", fmt.Errorf("%w after %q", io.ErrUnexpectedEOF, Truncate(string(buf)))
+		case timedOut(err):
+			r.part = buf
+			return "", err
 		default:
 			return "", err
 		}

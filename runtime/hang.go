@@ -51,7 +51,7 @@ func sinceCoarse(stamp int64) time.Duration { return subcore.Since(stamp) }
 // startWaitLocked lists r as waiting in call.
 func (h *hangWatch) startWaitLocked(r *Request, call string) {
 	r.waitFrom, r.waitCall, r.waitIdx = coarseNow(), call, len(h.waiting)
-	h.e.obs.flushLocked() // off the path of what the rank waits for
+	h.e.obs.flushDueLocked() // off the path of what the rank waits for
 	if !r.inCall {
 		r.waitObs = h.e.obs.stamp()
 	}

@@ -275,21 +275,26 @@ func (o *observer) sendOn(c subcore.ObsCall, ctx uint16, label int, peer, tag, n
 }
 
 // endRecv records the receive c on ctx from job rank src (trace.NoPeer when unknown) of n
-// bytes. flow is the number of the message it took when the call carries it (matched),
-// else 0. A Recv event with a flow holds its message's Match at its end, which the merge
-// writes (trace.MatchName): a receive records one event, with one clock read at its end.
-func (o *observer) endRecv(c subcore.ObsCall, ctx uint16, label int, src, tag, n int, flow uint64) {
+// bytes. m is what its wait learned: its message's number when the call carries it
+// (matched), else 0, and the stamps of its wait's start and its match. A Recv event with
+// a flow holds its message's Match at its end, which the merge writes (trace.MatchName):
+// a receive records one event. A Later call reads the clock once, at its match; one that
+// waits takes its start from the wait (poller.stamps).
+func (o *observer) endRecv(c subcore.ObsCall, ctx uint16, label int, src, tag, n int, m recvMark) {
 	if c.On() {
-		o.recvOn(c, ctx, label, src, tag, n, flow)
+		o.recvOn(c, ctx, label, src, tag, n, m)
 	}
 }
 
-func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n int, flow uint64) {
-	end := c.Finish(n)
+func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n int, m recvMark) {
+	end, flow := c.FinishAt(n, m.at), m.flow
 	if o.Rec == nil {
 		return
 	}
 	start := c.Started()
+	if start == 0 {
+		start = m.from
+	}
 	if start == 0 { // a call begun with Later that never waited
 		start = end - 2*o.Span()
 	}
@@ -306,6 +311,9 @@ func (o *observer) matched(r *Request, flow uint64, ctx uint16, src, tag, n int)
 	if flow != 0 {
 		if r.carry {
 			r.flow = flow
+			if o.Prof == nil { // a Later call (Obs.Later): its end is read now
+				r.obsAt = o.Stamp()
+			}
 			return
 		}
 		o.matchedOn(flow, ctx, src, tag, n)
@@ -317,13 +325,31 @@ func (o *observer) matchedOn(flow uint64, ctx uint16, src, tag, n int) {
 	o.batch.Put(trace.Match, t, t+o.Span(), int64(n), flow, int32(src), int32(tag), o.labels[o.internal(ctx)][lIn])
 }
 
-// flushLocked stores the engine's batched events in the recorder. The engine calls it
-// before it waits, so that recording costs the path from a message's arrival to the
-// next send no atomic operation, and before a snapshot.
+// flushLocked stores the engine's batched events in the recorder: before a snapshot,
+// and in a wait that goes round (untilLocked), so that recording costs the path from a
+// message's arrival to the next send no atomic operation.
 func (o *observer) flushLocked() {
 	if o.batch != nil {
 		o.batch.Flush()
 	}
+}
+
+// flushDueLocked is flushLocked when the batch is Due: the engine calls it as a wait
+// starts, so that a flush's atomic add is shared by many events. Events held meanwhile
+// lie in the ring file (trace.Batch), and a hang report flushes them (hangDump).
+func (o *observer) flushDueLocked() {
+	if o.batch != nil && o.batch.Due() {
+		o.batch.Flush()
+	}
+}
+
+// waitStamp returns the clock for the start of a wait that does not spin (the poller
+// role is another goroutine's), when the spin would read it (poller.stamps), else 0.
+func (o *observer) waitStamp() int64 {
+	if o.Obs == nil || o.Rec == nil || o.Prof != nil {
+		return 0
+	}
+	return o.Stamp()
 }
 
 // waitEventLocked records a wait in call, from start (a Stamp) to now, on a request of
@@ -479,4 +505,12 @@ func TraceRegion(ctx context.Context, w *World, name string) (end func()) {
 		r.End()
 		o.Event(trace.Region, start, -1, trace.NoPeer, label)
 	}
+}
+
+// recvMark is what a blocking receive under observation learns in its wait: its
+// message's flow number and the stamp of its match (observer.matched), and the stamp of
+// its wait's start (poller.stamps); 0 where not read.
+type recvMark struct {
+	flow     uint64
+	from, at int64
 }

@@ -28,7 +28,7 @@ func (o *observer) hangDump(e *engine) string {
 		return ""
 	}
 	rank, file := e.rank, e.cfg.traceFile
-	if e.mu.TryLock() { // else a call holds it, and flushes before it waits
+	if e.mu.TryLock() { // free while a call waits; else a call holds it, and flushes before it waits again
 		o.flushLocked()
 		e.mu.Unlock()
 	}

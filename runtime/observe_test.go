@@ -103,10 +103,9 @@ func checkBarrierEvents(d trace.Dump) error {
 }
 
 // TestObserveTimelineAlone: under the timeline alone, a blocking receive's event starts
-// before it waits and carries the flow of its message (its Match, which the merge
+// as it begins to wait and carries the flow of its message (its Match, which the merge
 // writes), and an eager send's event lies at its post, inside the call. Rank 1 sends once
-// it sees rank 0's receive posted (the receive read its start before it let the engine
-// go), and marks that moment; then the two swap roles.
+// it sees rank 0's receive posted, and marks that moment; then the two swap roles.
 func TestObserveTimelineAlone(t *testing.T) {
 	opt := runtimetest.Options{Transport: "shm", Env: map[string]string{"GORMA_TRACE": t.TempDir() + "/trace.json"}}
 	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
@@ -176,8 +175,9 @@ func TestObserveTimelineAlone(t *testing.T) {
 		if send.Flow != 1 || recv.Flow != 1 {
 			return fmt.Errorf("Send's flow %d and Recv's %d, want 1: each the first message of its pair", send.Flow, recv.Flow)
 		}
-		// Rank 0's Recv read its start before rank 1's mark: at most the clocks' disagreement
-		// after it, where a start read at the end would lie the 5 ms pause after it.
+		// Rank 0's Recv read its start as it began to wait, about when rank 1 marked: at
+		// most the clocks' disagreement after the mark, where a start read at the end would
+		// lie the 5 ms pause after it.
 		if at := d.Origin + recv.Start; w.Rank() == 0 && at > mark.Load()+int64(time.Millisecond) {
 			return fmt.Errorf("rank 0's Recv starts %v after rank 1 saw it posted: want its start read before it waited",
 				time.Duration(at-mark.Load()))

@@ -175,7 +175,7 @@ func (e *engine) irecvLocked(w *World, r *Request, b []byte, esize, src, tag int
 	r.grp = w.g
 	c := e.obs.beginLaterLocked(w.ctx, prof.CallRecv) // it never waits
 	e.receiveLocked(r)
-	e.obs.endRecv(c, w.ctx, lIrecv, src, tag, len(b), 0)
+	e.obs.endRecv(c, w.ctx, lIrecv, src, tag, len(b), recvMark{})
 	return nil
 }
 
@@ -370,20 +370,17 @@ func (e *engine) recv(ctx context.Context, ctxID uint16, buf []byte, esize, src,
 	r := e.match.newRequestLocked(e, reqRecv)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.anyFail = ctxID, src, tag, buf, esize, collective
 	r.inCall, r.carry = c.On(), c.On()
-	e.receiveLocked(r)
-	if !r.done {
-		c = c.Start() // it waits: its event starts here
-	}
-	var flow uint64
-	st, err := e.finishRecvLocked(ctx, r, &flow)
+	e.receiveLocked(r) // a wait gives a Later call its start and end (poller.stamps)
+	var m recvMark
+	st, err := e.finishRecvLocked(ctx, r, &m)
 	e.poll.handoffLocked()
-	e.obs.endRecv(c, ctxID, lRecv, st.Source, st.Tag, st.Bytes, flow)
+	e.obs.endRecv(c, ctxID, lRecv, st.Source, st.Tag, st.Bytes, m)
 	return st, err
 }
 
-// finishRecvLocked waits for the engine's receive r and recycles it. When flow is not
-// nil it receives r's flow number (observer.matched).
-func (e *engine) finishRecvLocked(ctx context.Context, r *Request, flow *uint64) (Status, error) {
+// finishRecvLocked waits for the engine's receive r and recycles it. When mark is not
+// nil it receives what the timeline learned in the wait (recvMark).
+func (e *engine) finishRecvLocked(ctx context.Context, r *Request, mark *recvMark) (Status, error) {
 	var err error
 	if !r.done {
 		err = e.waitLocked(ctx, r)
@@ -399,8 +396,8 @@ func (e *engine) finishRecvLocked(ctx context.Context, r *Request, flow *uint64)
 		err = r.err
 	}
 	st := r.status
-	if flow != nil {
-		*flow = r.flow
+	if mark != nil {
+		*mark = recvMark{r.flow, r.obsFrom, r.obsAt}
 	}
 	e.match.recycleLocked(r)
 	return st, err

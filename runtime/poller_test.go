@@ -94,6 +94,37 @@ func TestPollerSpinFinds(t *testing.T) {
 	}
 }
 
+// TestPollerStamps: where the timeline alone observes (poller.stamps), a wait reads its
+// clock once, at its first spin round or before it sleeps; elsewhere it reads none.
+func TestPollerStamps(t *testing.T) {
+	obs, _ := subcore.NewObs(0, 2, false, 64, nil)
+	cq := &fakeCQ{readyAt: 3, n: 1}
+	p := newTestPoller(verbs.WaitSpin, cq)
+	p.stamps = obs
+	before := obs.Stamp()
+	var got polled
+	if !p.spin(context.Background(), 1, &got) || got.n != 1 {
+		t.Fatalf("spin found %+v, want 1 completion", got)
+	}
+	if got.from < before || got.from > obs.Stamp() {
+		t.Fatalf("spin's stamp %d: want one read in the spin, after %d", got.from, before)
+	}
+	ready := make(chan struct{})
+	close(ready)
+	b := newTestPoller(verbs.WaitBlock, &fakeCQ{ready: ready})
+	b.stamps = obs
+	got = polled{}
+	b.wait(context.Background(), true, 1, &got)
+	if got.from == 0 {
+		t.Fatal("a wait that slept read no stamp before it slept")
+	}
+	q := newTestPoller(verbs.WaitSpin, &fakeCQ{readyAt: 1, n: 1})
+	got = polled{}
+	if q.spin(context.Background(), 1, &got); got.from != 0 {
+		t.Fatalf("without stamps, the spin read %d", got.from)
+	}
+}
+
 // TestPollerSpinEnds: a kick or the end of ctx ends a spin with nothing found; a spent
 // hybrid budget ends it with false (sleep).
 func TestPollerSpinEnds(t *testing.T) {

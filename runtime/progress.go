@@ -71,6 +71,9 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 			return err
 		}
 		if e.poll.active {
+			if r.carry && r.obsFrom == 0 {
+				r.obsFrom = e.obs.waitStamp()
+			}
 			if quiet {
 				e.poll.quietWait = r
 			}
@@ -92,11 +95,17 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 			e.poll.spinBudget = spinBudget(e.poll.rule.Budget(), e.match.table.sendBytes, e.poll.rule.Oversub())
 			e.poll.yieldAfter = e.yieldAfterLocked(r, quiet, set)
 		}
+		if !first {
+			e.obs.flushLocked() // a wait that went round: its events go in before it waits again
+		}
 		e.mu.Unlock()
 		var got polled
 		e.poll.wait(ctx, first, live, &got)
 		first = false
 		e.mu.Lock()
+		if r.carry && r.obsFrom == 0 {
+			r.obsFrom = got.from
+		}
 		if got.n > 0 || got.err != nil || got.fb {
 			e.handlePolledLocked(&got)
 		}

@@ -9,7 +9,8 @@
 # benchmarks' order alternates. A run counts only when it exited 0 and left its mode's
 # output (the profile's job.json, a timeline, Open MPI's prof.0.prof); the document names
 # each run that did not.
-# Figures: pingpong's half round trip (a mean over the round trips) and Allreduce's avg_us
+# Figures: pingpong's half round trip (a mean over the round trips, its JSON's latency_us,
+# which keeps the digits its text rounds away) and Allreduce's avg_us
 # (each rank's mean per call, averaged over the ranks), at SIZES.
 # Writes OUT (docs/observe.json): every run's figure per benchmark, system, mode and size,
 # with the commands, the machine and its clock sources (current and available, and the
@@ -63,7 +64,7 @@ monitoring=(--mca pml_monitoring_enable 2 --mca pml_monitoring_enable_output 3 -
 # cmd BENCH MODE: the command of a run, one word a line; "@OBS@" stands for the run's
 # profile folder, timeline file or monitoring file prefix.
 cmd() {
-	local np=2 prog=pingpong args=("${pp_args[@]}") obs=()
+	local np=2 prog=pingpong args=("${pp_args[@]}" --json=@OBS@.json) obs=()
 	if [[ $1 == allreduce ]]; then
 		np=$ranks prog=allreducebench args=("${ar_args[@]}" --json=@OBS@.json)
 	fi
@@ -95,7 +96,7 @@ figures() {
 	local s
 	for s in "${sizes[@]}"; do
 		if [[ $1 == pingpong ]]; then
-			awk -v n="$s" '$1 == n {v = $2} END {if (v == "") exit 1; print n, v}' "$2.txt"
+			jq -er --argjson n "$s" '.latency[] | select(.bytes == $n) | "\(.bytes) \(.latency_us)"' "$2.json"
 		else
 			jq -er --argjson n "$s" '.allreduce[] | select(.bytes == $n) | "\(.bytes) \(.avg_us)"' "$2.json"
 		fi

@@ -156,10 +156,11 @@ func (o *Obs) Track(k prof.CallKind) ObsCall {
 
 // Later starts observing a call of kind k for the timeline alone, where the profile is
 // off, without reading the clock: the call's start is read at Start, which the caller
-// calls before the call waits. A call that never waits (an eager send, a receive whose
-// message was there, a nonblocking call) is an event at its end, Span long: the work
-// before it, under a microsecond, is left out. So the path from a message's arrival to
-// the reply reads the clock once, at the receive's end. The profile does not count the
+// calls before the call waits, or is a reading its wait took. A call that never waits
+// (an eager send, a receive whose message was there, a nonblocking call) is an event at
+// its end, Span long: the work before it, under a microsecond, is left out. So the path
+// from a message's arrival to the reply reads the clock once, at the receive's end
+// (FinishAt). The profile does not count the
 // call: where it is on, Later returns Track's, timed from now; use Begin there instead.
 // Where the timeline is off, Later observes nothing.
 func (o *Obs) Later(k prof.CallKind) ObsCall {
@@ -205,6 +206,16 @@ func (c ObsCall) Finish(n int) int64 {
 		c.count(n, time.Duration(c.o.clock.Nanos(end-c.start)))
 	}
 	return end
+}
+
+// FinishAt is Finish for a call begun with Later whose end was read already: at, a
+// Stamp, when not 0 (a receive reads it as it takes its message). Any other call
+// ignores at.
+func (c ObsCall) FinishAt(n int, at int64) int64 {
+	if c.m.later && at != 0 {
+		return at
+	}
+	return c.Finish(n)
 }
 
 // count adds the call's n bytes and time d to its counts.

@@ -64,8 +64,8 @@ func TestBatchesOff(t *testing.T) {
 }
 
 // TestLater: a call begun with Later reads no clock until Start, reads it once there,
-// and ends with a reading of its own; where the profile is on, Later's call is timed
-// from its beginning.
+// and ends with a reading of its own, or with the one FinishAt gives; where the profile
+// is on, Later's call is timed from its beginning to its own end.
 func TestLater(t *testing.T) {
 	o, _ := NewObs(0, 2, false, 64, nil)
 	c := o.Later(prof.CallRecv)
@@ -83,6 +83,12 @@ func TestLater(t *testing.T) {
 	if end := c.Finish(8); end < s {
 		t.Fatalf("Finish = %d, before the start %d", end, s)
 	}
+	if at := c.FinishAt(8, 7); at != 7 {
+		t.Fatalf("FinishAt(8, 7) of a Later call = %d, want the reading it was given", at)
+	}
+	if end := c.FinishAt(8, 0); end < s {
+		t.Fatalf("FinishAt(8, 0) = %d, before the start %d: want a reading of its own", end, s)
+	}
 	var none *Obs
 	if none.Later(prof.CallRecv).On() {
 		t.Fatal("a nil Obs's Later call is on")
@@ -90,6 +96,8 @@ func TestLater(t *testing.T) {
 	both, _ := NewObs(0, 2, true, 64, nil)
 	if c := both.Later(prof.CallRecv); c.Started() == 0 {
 		t.Fatal("with the profile on, Later's call is not timed from its beginning")
+	} else if end := c.FinishAt(8, 7); end == 7 {
+		t.Fatal("with the profile on, FinishAt took the reading it was given: want the call's own end")
 	}
 	if off, _ := NewObs(0, 2, true, 0, nil); off.Later(prof.CallRecv).On() {
 		t.Fatal("with the timeline off, Later's call is on")

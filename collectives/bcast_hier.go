@@ -89,11 +89,8 @@ func reduceHier[T runtime.Elem](c *call, l *localState, sendBuf, recvBuf []T, op
 	}
 	n := len(src)
 	lead := l.host[0] == me
-	part, first := src, []T(nil) // the host's partial, at its leader
-	switch {
-	case lead && me == root:
-		part = recvBuf
-	case lead:
+	part := src // the host's partial, at its leader: its input to the leaders' tree
+	if lead && len(l.host) > 1 {
 		part = scratchOf[T](c, 0, n)
 	}
 	if len(l.host) > 1 {
@@ -109,10 +106,6 @@ func reduceHier[T runtime.Elem](c *call, l *localState, sendBuf, recvBuf []T, op
 		if err := l.onHost.ReleaseBig(c); err != nil {
 			return err
 		}
-	} else if me == root {
-		first = sendBuf // recvBuf takes the input with the first leader's block
-	} else if lead {
-		copy(part, src)
 	}
 	rootHost := w.HostOf(root)
 	from := -1 // root's host's leader: its index among the leaders, and its rank
@@ -121,15 +114,24 @@ func reduceHier[T runtime.Elem](c *call, l *localState, sendBuf, recvBuf []T, op
 			from = i
 		}
 	}
+	rootLeader := l.leaders[from]
+	acc := part // a partial in scratch takes the others' as they come
+	if len(l.host) == 1 {
+		acc = scratchOf[T](c, 0, n)
+	}
+	out := acc // root's leader sends the result to root
+	if me == root {
+		out = recvBuf // written once, with the last leader's partial (reduceBinomial)
+	}
 	if l.leaderS != nil {
-		if err := reduceBinomial(c.sub(l.leaderS), part, first, op, from); err != nil {
+		if err := reduceBinomial(c.sub(l.leaderS), part, acc, out, op, from); err != nil {
 			return fmt.Errorf("among host leaders: %w", err)
 		}
 	}
-	switch rootLeader := l.leaders[from]; {
+	switch {
 	case rootLeader == root:
 	case me == rootLeader:
-		return send(c, part, root)
+		return send(c, out, root)
 	case me == root:
 		return recv(c, recvBuf, rootLeader)
 	}

@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -98,10 +99,14 @@ func gathervFrom[T runtime.Elem](c *call, sendBuf, recvBuf []T, counts, displs [
 	return gathervLinear(c, recvBuf, counts, displs, root)
 }
 
-// gathervLinear is root's part of the linear Gatherv: a receive from every other rank
-// straight into its block of recv, then a wait for them all.
+// gathervLinear is root's part of the linear Gatherv: once every other rank's message
+// is there (probeSenders), a receive from each straight into its block of recv, then a
+// wait for them all.
 func gathervLinear[T runtime.Elem](c *call, recvBuf []T, counts, displs []int, root int) error {
 	p, r := c.s.size, c.s.rank
+	if err := probeSenders(c, counts, elemSize[T]()); err != nil {
+		return err
+	}
 	off := 0
 	for src := range p {
 		d := off
@@ -123,6 +128,42 @@ func gathervLinear[T runtime.Elem](c *call, recvBuf []T, counts, displs []int, r
 		st, err := c.Req(peerIndex(src, r)).Wait(c.ctx)
 		if err := c.checkStatus(st, err, src, counts[src]); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// probeSenders waits until the message of every rank but root (this rank) is there, and
+// checks its length (counts[src] elements of es bytes), without receiving it. Each
+// carries the call's tag (kind and root): so when all are there, every rank made this
+// call, and root may receive into recv. A rank at another call leaves root waiting with
+// recv as it was. A length that differs fails the call after the messages probed so far
+// are received into scratch, so that their senders end as they would have.
+func probeSenders(c *call, counts []int, es int) error {
+	p, r := c.s.size, c.s.rank
+	for src := range p {
+		if src == r {
+			continue
+		}
+		st, err := runtime.Probe(c.ctx, c.s.comm, c.s.world(src), c.tag)
+		if err != nil {
+			return fmt.Errorf("rank %d waiting for the block of rank %d: %w", r, src, err)
+		}
+		if want := counts[src] * es; st.Bytes != want {
+			for s := range src + 1 { // drain: every length but the last is known
+				k := counts[s] * es
+				if s == src {
+					k = st.Bytes
+				}
+				if s == r {
+					continue
+				}
+				if err := recv(c, scratchOf[byte](c, 1, k), s); err != nil {
+					return err
+				}
+			}
+			return fmt.Errorf("%w: rank %d sent %d bytes to rank %d, expected %d (do all ranks pass the same counts?)",
+				ErrMismatch, src, st.Bytes, r, want)
 		}
 	}
 	return nil

@@ -85,21 +85,23 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 	if in == nil {
 		in = recvBuf
 	}
-	acc, first := in, []T(nil) // leaves send their input as it is
+	var acc, out []T // leaves send their input as it is
+	if vr&1 == 0 && vr+1 < p {
+		acc = scratchOf[T](c, 0, n)
+	}
 	switch {
 	case r == root && r == treeRoot:
-		acc, first = recvBuf, sendBuf // root's recv takes its input with the first block
-	case vr&1 == 0 && vr+1 < p:
-		acc = scratchOf[T](c, 0, n)
-		copy(acc, in)
+		out = recvBuf // written once, with the last child's block
+	case r == treeRoot:
+		out = acc // non-commutative: rank 0 sends the result to root
 	}
-	if err := reduceBinomial(c, acc, first, op, treeRoot); err != nil {
+	if err := reduceBinomial(c, in, acc, out, op, treeRoot); err != nil {
 		return err
 	}
 	if treeRoot != root { // non-commutative: rank 0 holds the result
 		switch r {
 		case 0:
-			return send(c, acc, root)
+			return send(c, out, root)
 		case root:
 			return recv(c, recvBuf, 0)
 		}
@@ -107,33 +109,33 @@ func reduce[T runtime.Elem](c *call, sendBuf, recvBuf []T, op Op[T], root int) e
 	return nil
 }
 
-// reduceBinomial reduces the ranks' acc up a binomial tree rooted at treeRoot (MPICH's
-// reduce_intra_binomial): treeRoot's acc gets the result. A rank that receives combines
-// into its acc; a leaf only sends it. With first non-nil, first is the rank's input and
-// acc takes it only when the first block has come, so that a call that never matches
-// leaves acc as it was.
-func reduceBinomial[T runtime.Elem](c *call, acc, first []T, op Op[T], treeRoot int) error {
+// reduceBinomial reduces the ranks' inputs up a binomial tree rooted at treeRoot (MPICH's
+// reduce_intra_binomial), in rank order. in is this rank's input. A rank with children
+// combines their blocks into acc as they come (acc may be in itself, when in is
+// scratch) and sends the result to its parent; a leaf sends in. treeRoot puts the result
+// in out, which it writes once, with its last child's block: every rank's block is in
+// that one, so a call that does not match at every rank leaves out as it was.
+func reduceBinomial[T runtime.Elem](c *call, in, acc, out []T, op Op[T], treeRoot int) error {
 	p, r := c.s.size, c.s.rank
 	vr := (r - treeRoot + p) % p
-	tmp := scratchOf[T](c, 1, len(acc))
+	tmp := scratchOf[T](c, 1, len(in))
+	cur := in // the subtree's result so far
 	for mask := 1; mask < p; mask <<= 1 {
 		if vr&mask != 0 {
-			if first != nil {
-				return send(c, first, (vr-mask+treeRoot)%p)
-			}
-			return send(c, acc, (vr-mask+treeRoot)%p)
+			return send(c, cur, (vr-mask+treeRoot)%p)
 		}
-		if vr+mask < p {
-			if err := recv(c, tmp, (vr+mask+treeRoot)%p); err != nil {
-				return err
-			}
-			if first != nil {
-				op.combine(acc, first, tmp) // one pass: acc = first ∘ tmp
-				first = nil
-				continue
-			}
-			combine(op, acc, tmp, false)
+		if vr+mask >= p {
+			continue
 		}
+		if err := recv(c, tmp, (vr+mask+treeRoot)%p); err != nil {
+			return err
+		}
+		dst := acc
+		if vr == 0 && 2*mask >= p {
+			dst = out // treeRoot's last child
+		}
+		op.combine(dst, cur, tmp) // one pass: dst = cur ∘ tmp
+		cur = dst
 	}
 	return nil
 }

@@ -303,11 +303,12 @@ func TestRootedAfterFinalize(t *testing.T) {
 // TestRootedMismatchWritesNothing: a Reduce (its root's input in send, or in place), a
 // Gather and a Gatherv whose ranks name two roots (rank 0 itself, the others rank 1)
 // never succeed at a rank that names itself root, and write no receive buffer at any
-// rank, of 8 B, 64 KiB and 4 MiB, at 2 ranks and at 3 on one host, and of 8 B at 4 on two. The
-// calls end in their deadline or ErrMismatch; the World works afterwards. Left out are
-// the layouts where ranks that agree on root 1 move part of the data: a sender whose
-// rendezvous offer is never taken holds its Finalize (runtime's TestMisuseFinalizePending),
-// and a linear Gatherv's root takes the blocks of the ranks that agree with it.
+// rank, of 8 B, 64 KiB and 4 MiB, at 2 ranks and at 3 on one host, and of 8 B at 4 on
+// two hosts and at 3 and 4 on hosts of their own. There ranks 1 and up agree on root 1
+// and move their blocks point to point: root 1 takes them into recv only once every
+// rank's are there. The calls end in their deadline or ErrMismatch; the World works
+// afterwards. Across hosts the sizes stay eager: a sender whose rendezvous offer is never
+// taken holds its Finalize (runtime's TestMisuseFinalizePending).
 func TestRootedMismatchWritesNothing(t *testing.T) {
 	all, reduces := []string{"reduce", "reduce in place", "gather", "gatherv"}, []string{"reduce", "reduce in place"}
 	for _, tc := range []struct {
@@ -319,6 +320,8 @@ func TestRootedMismatchWritesNothing(t *testing.T) {
 		{[]string{"a", "a", "a"}, all, []int{1, 8 << 10}},
 		{[]string{"a", "a", "a"}, reduces, []int{512 << 10}},
 		{[]string{"a", "a", "b", "b"}, reduces, []int{1}},
+		{[]string{"a", "b", "c"}, all, []int{1}},
+		{[]string{"a", "b", "c", "d"}, all, []int{1}},
 	} {
 		t.Run(strings.Join(tc.hosts, "")+"/"+strconv.Itoa(len(tc.calls))+"x"+strconv.Itoa(tc.sizes[0]), func(t *testing.T) {
 			runJob(t, len(tc.hosts), runtimetest.Options{Hosts: tc.hosts}, 60*time.Second, func(e rankEnv) error {

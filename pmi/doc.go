@@ -73,9 +73,8 @@
 // # Concurrency
 //
 // A Client and a Foreign are safe for concurrent use; requests are serialized. Blocking
-// calls take a context and return when it ends; ranks wait on the socket, never spin. A
-// Foreign Put or Get abandoned by its context leaves its answer owed, which the next
-// request reads first; any other request abandoned leaves the session unusable (PMI is
-// lock-step). A Server and a PMIxServer run goroutines per connection and call their
-// Handler from them; Close stops them all.
+// calls take a context and return when it ends; ranks wait on the socket, never spin.
+// A Foreign Put or Get cut off by its context leaves its answer to the next request;
+// any other cut-off request breaks the session (PMI is lock-step). Servers run
+// goroutines per connection and call their Handler from them; Close stops them all.
 package pmi

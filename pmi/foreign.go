@@ -318,7 +318,15 @@ func (f *Foreign) roundTrip(ctx context.Context, op, req string, read func() err
 	switch {
 	case cut && !sent && f.owed != nil: // the earlier answer is still owed; req was not sent
 	case cut && sent && prompt:
-		f.owed = func() error { return f.readAnswer(op, want) }
+		f.owed = func() error { // the answer, a line or a frame as the wire speaks
+			var err error
+			if f.wire == wire2 {
+				_, err = f.readFrame(op, want)
+			} else {
+				_, err = f.readLine(op, want)
+			}
+			return err
+		}
 	default:
 		f.broken = err
 	}
@@ -330,17 +338,6 @@ func (f *Foreign) roundTrip(ctx context.Context, op, req string, read func() err
 var promptAnswer = map[string]string{
 	"put": "put_result", "get": "get_result", // PMI-1
 	"kvs-put": "kvs-put-response", "kvs-get": "kvs-get-response", // PMI-2
-}
-
-// readAnswer reads the answer cmd=want to op, a line or a frame as the wire speaks.
-func (f *Foreign) readAnswer(op, want string) error {
-	var err error
-	if f.wire == wire2 {
-		_, err = f.readFrame(op, want)
-	} else {
-		_, err = f.readLine(op, want)
-	}
-	return err
 }
 
 // write sends one request in a single write, so that a server reading it with one

@@ -334,9 +334,6 @@ func newEngine(cfg config, rank, size int, host string, exit func(int)) *engine 
 	e.links.init(&e.mu, &e.cfg, e.stop, rank, size, host, hooksOf(e))
 	e.rma.remotes = map[*remote]struct{}{}
 	e.obs.init(&e.cfg, rank, size)
-	if e.obs.Obs != nil && e.obs.Rec != nil && e.obs.Prof == nil {
-		e.poll.stamps = e.obs.Obs
-	}
 	return e
 }
 

@@ -46,6 +46,7 @@ const defaultTraceEvents = 1 << 17
 type observer struct {
 	*subcore.Obs
 	local     *prof.Local                                // the profile's counts of the engine's calls and messages, guarded by its mu
+	stamps    *subcore.Obs                               // the Obs where the timeline alone observes, else nil (polled.stamps)
 	batch     *trace.Batch                               // the engine's events on their way to the recorder, guarded by its mu (flushLocked)
 	sent, got []uint64                                   // by job rank: messages numbered to it, messages counted from it
 	carry     bool                                       // a send call records its message's flow itself (carryLocked)
@@ -106,6 +107,9 @@ func (o *observer) init(cfg *config, rank, size int) {
 		return
 	}
 	o.sent, o.got = make([]uint64, size), make([]uint64, size)
+	if o.Prof == nil {
+		o.stamps = o.Obs // the timeline alone: waits read the clock (polled.stamps)
+	}
 	o.batch = trace.NewBatch(o.Rec)
 	for i, n := range labelNames {
 		o.labels[0][i] = o.Label(n)
@@ -279,7 +283,7 @@ func (o *observer) sendOn(c subcore.ObsCall, ctx uint16, label int, peer, tag, n
 // (matched), else 0, and the stamps of its wait's start and its match. A Recv event with
 // a flow holds its message's Match at its end, which the merge writes (trace.MatchName):
 // a receive records one event. A Later call reads the clock once, at its match; one that
-// waits takes its start from the wait (poller.stamps).
+// waits takes its start from the wait (polled.stamps).
 func (o *observer) endRecv(c subcore.ObsCall, ctx uint16, label int, src, tag, n int, m recvMark) {
 	if c.On() {
 		o.recvOn(c, ctx, label, src, tag, n, m)
@@ -344,9 +348,9 @@ func (o *observer) flushDueLocked() {
 }
 
 // waitStamp returns the clock for the start of a wait that does not spin (the poller
-// role is another goroutine's), when the spin would read it (poller.stamps), else 0.
+// role is another goroutine's), when the spin would read it (polled.stamps), else 0.
 func (o *observer) waitStamp() int64 {
-	if o.Obs == nil || o.Rec == nil || o.Prof != nil {
+	if o.stamps == nil {
 		return 0
 	}
 	return o.Stamp()
@@ -509,7 +513,7 @@ func TraceRegion(ctx context.Context, w *World, name string) (end func()) {
 
 // recvMark is what a blocking receive under observation learns in its wait: its
 // message's flow number and the stamp of its match (observer.matched), and the stamp of
-// its wait's start (poller.stamps); 0 where not read.
+// its wait's start (polled.stamps); 0 where not read.
 type recvMark struct {
 	flow     uint64
 	from, at int64

@@ -370,7 +370,7 @@ func (e *engine) recv(ctx context.Context, ctxID uint16, buf []byte, esize, src,
 	r := e.match.newRequestLocked(e, reqRecv)
 	r.ctx, r.peer, r.tag, r.buf, r.esize, r.anyFail = ctxID, src, tag, buf, esize, collective
 	r.inCall, r.carry = c.On(), c.On()
-	e.receiveLocked(r) // a wait gives a Later call its start and end (poller.stamps)
+	e.receiveLocked(r) // a wait gives a Later call its start and end (polled.stamps)
 	var m recvMark
 	st, err := e.finishRecvLocked(ctx, r, &m)
 	e.poll.handoffLocked()

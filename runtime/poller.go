@@ -35,9 +35,6 @@ import (
 type poller struct {
 	mode verbs.WaitMode   // GORMA_PROGRESS
 	rule *subcore.Waiting // the rank's waiting rule: the spin's budget, and whether it yields
-	// stamps is the timeline's clock where it alone observes (subcore.Obs.Later), else
-	// nil: a wait reads it as it starts ("Stamps" below).
-	stamps *subcore.Obs
 	// providerSpins is true when the rank's only device is tcp, in hybrid mode: tcp's
 	// CQ.Wait spins (its completions come from reader goroutines, which a spin in the
 	// runtime would compete with), and the poller does not.
@@ -90,11 +87,15 @@ func (p *poller) init(mode verbs.WaitMode) {
 // built with narrow stores and copied with wide loads that span them, a failed store
 // forward on every message (BenchmarkSoftware8B measures that path).
 type polled struct {
-	dev  int
-	n    int
-	err  error
-	fb   bool
-	from int64 // with poller.stamps, the stamp at the wait's start (its first spin round, or before it slept); else 0
+	dev int
+	n   int
+	err error
+	fb  bool
+	// stamps, set by the caller, is the timeline's clock where it alone observes
+	// (subcore.Obs.Later), else nil: the wait then reads it as it starts, into from (at
+	// its first spin round, or before it sleeps; "Stamps" below).
+	stamps *subcore.Obs
+	from   int64
 }
 
 // wait waits, without engine.mu, until progress may be possible: a completion, a kick,
@@ -108,8 +109,8 @@ func (p *poller) wait(ctx context.Context, first bool, live uint64, got *polled)
 	if p.spinning(first) && p.spin(ctx, live, got) {
 		return
 	}
-	if p.stamps != nil && got.from == 0 {
-		got.from = p.stamps.Stamp()
+	if got.stamps != nil && got.from == 0 {
+		got.from = got.stamps.Stamp()
 	}
 	p.sleep(ctx)
 }
@@ -191,9 +192,10 @@ func (p *poller) spun() bool {
 // built with and without it; window/wait.go pauses its polls for the same reason).
 //
 // Stamps: where the timeline alone observes, a wait's first spin round reads its clock
-// (or the wait reads it before it sleeps). A receive that waits takes its start from
-// there rather than reading the clock itself before it waits: the spin reads it while it
-// has nothing else to do. `scripts/compare-observe.sh` measures what the timeline costs.
+// (or the wait reads it before it sleeps; polled.stamps). A receive that waits takes its
+// start from there. A read of its own before it waits would lie just before the engine's
+// unlock, whose locked instruction waits for the read to finish. `scripts/compare-observe.sh`
+// measures what the timeline costs.
 //
 // When this host's ranks outnumber its processors (LocalSize > HostCPUs), a spinning
 // wait may hold the very processor the rank it waits for needs. It then gives the
@@ -223,8 +225,8 @@ const (
 func (p *poller) spin(ctx context.Context, live uint64, got *polled) bool {
 	mode := p.mode
 	for {
-		if p.stamps != nil && got.from == 0 {
-			got.from = p.stamps.Stamp()
+		if got.stamps != nil && got.from == 0 {
+			got.from = got.stamps.Stamp()
 		}
 		boxes := p.boxList()
 		if len(boxes) > 0 && boxesReady(boxes) {

@@ -94,15 +94,13 @@ func TestPollerSpinFinds(t *testing.T) {
 	}
 }
 
-// TestPollerStamps: where the timeline alone observes (poller.stamps), a wait reads its
+// TestPollerStamps: where the timeline alone observes (polled.stamps), a wait reads its
 // clock once, at its first spin round or before it sleeps; elsewhere it reads none.
 func TestPollerStamps(t *testing.T) {
 	obs, _ := subcore.NewObs(0, 2, false, 64, nil)
-	cq := &fakeCQ{readyAt: 3, n: 1}
-	p := newTestPoller(verbs.WaitSpin, cq)
-	p.stamps = obs
+	p := newTestPoller(verbs.WaitSpin, &fakeCQ{readyAt: 3, n: 1})
 	before := obs.Stamp()
-	var got polled
+	got := polled{stamps: obs}
 	if !p.spin(context.Background(), 1, &got) || got.n != 1 {
 		t.Fatalf("spin found %+v, want 1 completion", got)
 	}
@@ -112,8 +110,7 @@ func TestPollerStamps(t *testing.T) {
 	ready := make(chan struct{})
 	close(ready)
 	b := newTestPoller(verbs.WaitBlock, &fakeCQ{ready: ready})
-	b.stamps = obs
-	got = polled{}
+	got = polled{stamps: obs}
 	b.wait(context.Background(), true, 1, &got)
 	if got.from == 0 {
 		t.Fatal("a wait that slept read no stamp before it slept")

@@ -99,7 +99,7 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 			e.obs.flushLocked() // a wait that went round: its events go in before it waits again
 		}
 		e.mu.Unlock()
-		var got polled
+		got := polled{stamps: e.obs.stamps}
 		e.poll.wait(ctx, first, live, &got)
 		first = false
 		e.mu.Lock()

@@ -89,7 +89,7 @@ type waiter struct {
 	inCall   bool   // an observed call (Send, Recv) records its waits in its own event
 	carry    bool   // an observed Recv call ends its message's flow on its own event
 	flow     uint64 // the number of that message (observer.matched)
-	obsFrom  int64  // the timeline's stamp when its wait began (poller.stamps), 0 when not read
+	obsFrom  int64  // the timeline's stamp when its wait began (polled.stamps), 0 when not read
 	obsAt    int64  // the timeline's stamp at its match (observer.matched), 0 when not read
 	waitIdx  int    // its index in the hangWatch's waiting
 }

@@ -92,8 +92,8 @@ type polled struct {
 	err error
 	fb  bool
 	// stamps, set by the caller, is the timeline's clock where it alone observes
-	// (subcore.Obs.Later), else nil: the wait then reads it as it starts, into from (at
-	// its first spin round, or before it sleeps; "Stamps" below).
+	// (subcore.Obs.Later), else nil: the wait then reads it as it starts, into from
+	// ("Stamps" below).
 	stamps *subcore.Obs
 	from   int64
 }
@@ -106,11 +106,11 @@ func (p *poller) wait(ctx context.Context, first bool, live uint64, got *polled)
 	if p.kicked.Load() && p.kicked.Swap(false) { // Load first: no locked op when not kicked
 		return
 	}
+	if got.stamps != nil {
+		got.from = got.stamps.Stamp()
+	}
 	if p.spinning(first) && p.spin(ctx, live, got) {
 		return
-	}
-	if got.stamps != nil && got.from == 0 {
-		got.from = got.stamps.Stamp()
 	}
 	p.sleep(ctx)
 }
@@ -191,9 +191,8 @@ func (p *poller) spun() bool {
 // no later (`bin/golaunch -n 2 bin/pingpong --test latency --min-size 8 --max-size 8`,
 // built with and without it; window/wait.go pauses its polls for the same reason).
 //
-// Stamps: where the timeline alone observes, a wait's first spin round reads its clock
-// (or the wait reads it before it sleeps; polled.stamps). A receive that waits takes its
-// start from there. A read of its own before it waits would lie just before the engine's
+// Stamps: where the timeline alone observes, a wait reads its clock as it starts, with
+// the engine's mu free (polled.stamps). A receive that waits takes its start from there. A read of its own before it waits would lie just before the engine's
 // unlock, whose locked instruction waits for the read to finish. `scripts/compare-observe.sh`
 // measures what the timeline costs.
 //
@@ -225,9 +224,6 @@ const (
 func (p *poller) spin(ctx context.Context, live uint64, got *polled) bool {
 	mode := p.mode
 	for {
-		if got.stamps != nil && got.from == 0 {
-			got.from = got.stamps.Stamp()
-		}
 		boxes := p.boxList()
 		if len(boxes) > 0 && boxesReady(boxes) {
 			got.fb = true

@@ -95,17 +95,17 @@ func TestPollerSpinFinds(t *testing.T) {
 }
 
 // TestPollerStamps: where the timeline alone observes (polled.stamps), a wait reads its
-// clock once, at its first spin round or before it sleeps; elsewhere it reads none.
+// clock once as it starts, whether it spins or sleeps; elsewhere it reads none.
 func TestPollerStamps(t *testing.T) {
 	obs, _ := subcore.NewObs(0, 2, false, 64, nil)
 	p := newTestPoller(verbs.WaitSpin, &fakeCQ{readyAt: 3, n: 1})
 	before := obs.Stamp()
 	got := polled{stamps: obs}
-	if !p.spin(context.Background(), 1, &got) || got.n != 1 {
-		t.Fatalf("spin found %+v, want 1 completion", got)
+	if p.wait(context.Background(), true, 1, &got); got.n != 1 {
+		t.Fatalf("spinning wait found %+v, want 1 completion", got)
 	}
 	if got.from < before || got.from > obs.Stamp() {
-		t.Fatalf("spin's stamp %d: want one read in the spin, after %d", got.from, before)
+		t.Fatalf("the wait's stamp %d: want one read in the wait, after %d", got.from, before)
 	}
 	ready := make(chan struct{})
 	close(ready)
@@ -117,8 +117,8 @@ func TestPollerStamps(t *testing.T) {
 	}
 	q := newTestPoller(verbs.WaitSpin, &fakeCQ{readyAt: 1, n: 1})
 	got = polled{}
-	if q.spin(context.Background(), 1, &got); got.from != 0 {
-		t.Fatalf("without stamps, the spin read %d", got.from)
+	if q.wait(context.Background(), true, 1, &got); got.from != 0 {
+		t.Fatalf("without stamps, the wait read %d", got.from)
 	}
 }
 

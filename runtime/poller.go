@@ -191,10 +191,11 @@ func (p *poller) spun() bool {
 // no later (`bin/golaunch -n 2 bin/pingpong --test latency --min-size 8 --max-size 8`,
 // built with and without it; window/wait.go pauses its polls for the same reason).
 //
-// Stamps: where the timeline alone observes, a wait reads its clock as it starts, with
-// the engine's mu free (polled.stamps). A receive that waits takes its start from there. A read of its own before it waits would lie just before the engine's
-// unlock, whose locked instruction waits for the read to finish. `scripts/compare-observe.sh`
-// measures what the timeline costs.
+// Stamps: where the timeline alone observes, the wait of a blocking receive reads the
+// clock as it starts, with the engine's mu free (polled.stamps), and the receive takes
+// its start from there. A read of its own before it waits would lie just before the
+// engine's unlock, whose locked instruction waits for the read to finish.
+// `scripts/compare-observe.sh` measures what the timeline costs.
 //
 // When this host's ranks outnumber its processors (LocalSize > HostCPUs), a spinning
 // wait may hold the very processor the rank it waits for needs. It then gives the

@@ -99,7 +99,10 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 			e.obs.flushLocked() // a wait that went round: its events go in before it waits again
 		}
 		e.mu.Unlock()
-		got := polled{stamps: e.obs.stamps}
+		var got polled
+		if r.carry && r.obsFrom == 0 {
+			got.stamps = e.obs.stamps // an observed Recv's start (observer.endRecv)
+		}
 		e.poll.wait(ctx, first, live, &got)
 		first = false
 		e.mu.Lock()

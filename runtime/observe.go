@@ -310,12 +310,14 @@ func (o *observer) recvOn(c subcore.ObsCall, ctx uint16, label int, src, tag, n 
 // bytes with tag, into receive r: a Match event of Obs.Span (so that the flow binds inside
 // it) at that moment. A blocking receive call under observation (r.carry) takes the
 // number instead, and records the Match at its own end (endRecv), which saves a clock
-// read: the receive returns once it has the data.
+// read: the receive returns once it has the data. Where the timeline alone observes, an
+// eager message's match reads that end now; a rendezvous read has only begun, and the
+// receive reads its end once the read is done.
 func (o *observer) matched(r *Request, flow uint64, ctx uint16, src, tag, n int) {
 	if flow != 0 {
 		if r.carry {
 			r.flow = flow
-			if o.Prof == nil { // a Later call (Obs.Later): its end is read now
+			if o.Prof == nil && r.done { // a Later call (Obs.Later) whose data is in: its end is now
 				r.obsAt = o.Stamp()
 			}
 			return

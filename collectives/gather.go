@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 	"fmt"
+	"math/bits"
 
 	"github.com/gorma-hpc/gorma/collectives/internal/hostgroup"
 	"github.com/gorma-hpc/gorma/runtime"
@@ -133,35 +134,46 @@ func gatherBinomial[T runtime.Elem](c *call, sendBuf, recvBuf []T, n, root int) 
 	return send(c, buf, (parent+root)%p)
 }
 
-// probeChildren waits until the message of each of root's children in the tree is there,
-// and checks its length (n bytes a block), without receiving it. A child sends once its
-// whole subtree has sent to it, with the call's tag (kind and root): so when every child's
-// message is there, every rank made this call, and root may receive into recv. A rank at
-// another call leaves root waiting with recv as it was. A length that differs fails the
-// call after the messages probed so far are received into scratch, so that their senders
-// end as they would have. Root's transfers start only once the last child's message is
-// there: for rendezvous messages they do not overlap the wait for the larger subtrees.
+// probeChildren waits until the message of each of root's children in the tree is there
+// (probeEach), n bytes a block. A child sends once its whole subtree has sent to it, with
+// the call's tag (kind and root): so when every child's message is there, every rank made
+// this call, and root may receive into recv. Root's transfers start only once the last
+// child's message is there: for rendezvous messages they do not overlap the wait for the
+// larger subtrees.
 func probeChildren(c *call, n, root int) error {
 	p := c.s.size
-	for mask := 1; mask < p; mask <<= 1 {
-		src, want := (mask+root)%p, min(mask, p-mask)*n
+	return probeEach(c, bits.Len(uint(p-1)), func(i int) (int, int) {
+		mask := 1 << i
+		return (mask + root) % p, min(mask, p-mask) * n
+	})
+}
+
+// probeEach waits until the message of each of k senders is there and checks its length,
+// without receiving it: sender(i) gives the i-th sender's rank and the bytes it must send.
+// A rank at another call leaves this rank waiting with its recv as it was. A length that
+// differs fails the call after the messages probed so far are received into scratch, so
+// that their senders end as they would have.
+func probeEach(c *call, k int, sender func(i int) (src, want int)) error {
+	for i := range k {
+		src, want := sender(i)
 		st, err := runtime.Probe(c.ctx, c.s.comm, c.s.world(src), c.tag)
 		if err != nil {
 			return fmt.Errorf("rank %d waiting for the blocks of rank %d: %w", c.s.rank, src, err)
 		}
-		if st.Bytes != want {
-			for m := 1; m <= mask; m <<= 1 { // drain: every length but the last is known
-				k := min(m, p-m) * n
-				if m == mask {
-					k = st.Bytes
-				}
-				if err := recv(c, scratchOf[byte](c, 1, k), (m+root)%p); err != nil {
-					return err
-				}
-			}
-			return fmt.Errorf("%w: rank %d sent %d bytes of blocks to rank %d, expected %d (do all ranks pass the same counts?)",
-				ErrMismatch, src, st.Bytes, c.s.rank, want)
+		if st.Bytes == want {
+			continue
 		}
+		for j := range i + 1 { // drain: every length but the last is known
+			from, n := sender(j)
+			if j == i {
+				n = st.Bytes
+			}
+			if err := recv(c, scratchOf[byte](c, 1, n), from); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("%w: rank %d sent %d bytes of blocks to rank %d, expected %d (do all ranks pass the same counts?)",
+			ErrMismatch, src, st.Bytes, c.s.rank, want)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package collectives
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -133,40 +132,16 @@ func gathervLinear[T runtime.Elem](c *call, recvBuf []T, counts, displs []int, r
 	return nil
 }
 
-// probeSenders waits until the message of every rank but root (this rank) is there, and
-// checks its length (counts[src] elements of es bytes), without receiving it. Each
-// carries the call's tag (kind and root): so when all are there, every rank made this
-// call, and root may receive into recv. A rank at another call leaves root waiting with
-// recv as it was. A length that differs fails the call after the messages probed so far
-// are received into scratch, so that their senders end as they would have.
+// probeSenders waits until the message of every rank but root (this rank) is there,
+// counts[src] elements of es bytes (probeEach). Each carries the call's tag (kind and
+// root): so when all are there, every rank made this call, and root may receive into
+// recv.
 func probeSenders(c *call, counts []int, es int) error {
-	p, r := c.s.size, c.s.rank
-	for src := range p {
-		if src == r {
-			continue
-		}
-		st, err := runtime.Probe(c.ctx, c.s.comm, c.s.world(src), c.tag)
-		if err != nil {
-			return fmt.Errorf("rank %d waiting for the block of rank %d: %w", r, src, err)
-		}
-		if want := counts[src] * es; st.Bytes != want {
-			for s := range src + 1 { // drain: every length but the last is known
-				k := counts[s] * es
-				if s == src {
-					k = st.Bytes
-				}
-				if s == r {
-					continue
-				}
-				if err := recv(c, scratchOf[byte](c, 1, k), s); err != nil {
-					return err
-				}
-			}
-			return fmt.Errorf("%w: rank %d sent %d bytes to rank %d, expected %d (do all ranks pass the same counts?)",
-				ErrMismatch, src, st.Bytes, r, want)
-		}
-	}
-	return nil
+	r := c.s.rank
+	return probeEach(c, c.s.size-1, func(i int) (int, int) {
+		src := peerRank(i, r)
+		return src, counts[src] * es
+	})
 }
 
 // peerIndex numbers the ranks other than r from 0: the Request of a linear algorithm's
@@ -174,6 +149,14 @@ func probeSenders(c *call, counts []int, es int) error {
 func peerIndex(i, r int) int {
 	if i > r {
 		return i - 1
+	}
+	return i
+}
+
+// peerRank is peerIndex's inverse: the rank of the i-th rank other than r.
+func peerRank(i, r int) int {
+	if i >= r {
+		return i + 1
 	}
 	return i
 }

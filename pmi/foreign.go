@@ -48,8 +48,8 @@ func DetectSimple(getenv func(string) string) bool {
 // context. A Put or Get abandoned by its context leaves its answer owed: the server
 // answers it at once, and the next request reads that answer first. Any other request
 // abandoned (a Fence, whose answer waits for the other ranks), or one answered with
-// garbage, leaves the session unusable (its later requests fail at once). Abort does
-// not wait for a request in flight.
+// garbage, ends the session: its later requests fail at once. Abort does not wait for a
+// request in flight.
 type Foreign struct {
 	wire    string // wire1 or wire2
 	version string // "1.1" or "2.0"
@@ -65,9 +65,9 @@ type Foreign struct {
 	rd        *SimpleReader // PMI-1 lines, then PMI-2 frames
 	closeOnce sync.Once
 
-	mu     sync.Mutex   // held for a whole request and its answer
-	broken error        // why the session is unusable, nil while it is fine
-	owed   func() error // reads the answer to a prompt request its context abandoned; nil when none is owed
+	mu    sync.Mutex   // held for a whole request and its answer
+	ended error        // the failure that ended the session, nil while requests go on
+	owed  func() error // reads the answer to a prompt request its context abandoned; nil when none is owed
 }
 
 // Version returns the PMI version spoken: "1.1" or "2.0".
@@ -274,13 +274,13 @@ var longAgo = time.Unix(1, 0)
 // roundTrip writes req and runs read for the answer, one request at a time, bounded by
 // ctx. An answer still owed to an earlier request is read first. A prompt request
 // (promptAnswer) that ctx cuts off after it was sent leaves its answer owed. Any other
-// failure leaves the session broken: in a lock-step protocol an unread or unparsable
-// answer puts the two ends out of step for good.
+// failure ends the session: in a lock-step protocol an unread or unparsable answer puts
+// the two ends out of step for good.
 func (f *Foreign) roundTrip(ctx context.Context, op, req string, read func() error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.broken != nil {
-		return f.fail(op, "", fmt.Errorf("%w: session unusable since an earlier request failed (%v)", ErrClosed, f.broken))
+	if f.ended != nil {
+		return f.fail(op, "", fmt.Errorf("%w: session unusable since an earlier request failed (%v)", ErrClosed, f.ended))
 	}
 	if err := ctx.Err(); err != nil {
 		return f.fail(op, "", err)
@@ -303,7 +303,7 @@ func (f *Foreign) roundTrip(ctx context.Context, op, req string, read func() err
 		return nil
 	}
 	cut := timedOut(err)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
+	if cut {
 		// The connection's deadline is the context's: the context ends at once, if
 		// it has not already.
 		select {
@@ -328,7 +328,7 @@ func (f *Foreign) roundTrip(ctx context.Context, op, req string, read func() err
 			return err
 		}
 	default:
-		f.broken = err
+		f.ended = err
 	}
 	return err
 }

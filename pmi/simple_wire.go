@@ -210,8 +210,7 @@ func validKey(k string) bool {
 // line or frame, and the next read of the same kind goes on from there.
 type SimpleReader struct {
 	br   *bufio.Reader
-	part []byte // the start of a line whose read timed out
-	held []byte // the start of a frame whose read timed out
+	held []byte // the start of a line or frame whose read timed out
 }
 
 // NewSimpleReader returns a SimpleReader on r. It buffers: read the stream only through it.
@@ -258,8 +257,8 @@ func (r *SimpleReader) ReadLine() (SimpleLine, error) {
 }
 
 func (r *SimpleReader) readRaw() (string, error) {
-	buf := r.part
-	r.part = nil
+	buf := r.held
+	r.held = nil
 	for {
 		chunk, err := r.br.ReadSlice('\n')
 		if len(buf)+len(chunk) > MaxSimpleLine+1 {
@@ -274,7 +273,7 @@ func (r *SimpleReader) readRaw() (string, error) {
 		case errors.Is(err, io.EOF) && len(buf) > 0:
 			return "", fmt.Errorf("%w after %q", io.ErrUnexpectedEOF, Truncate(string(buf)))
 		case timedOut(err):
-			r.part = buf
+			r.held = buf
 			return "", err
 		default:
 			return "", err

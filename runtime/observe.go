@@ -46,7 +46,6 @@ const defaultTraceEvents = 1 << 17
 type observer struct {
 	*subcore.Obs
 	local     *prof.Local                                // the profile's counts of the engine's calls and messages, guarded by its mu
-	stamps    *subcore.Obs                               // the Obs where the timeline alone observes, else nil (polled.stamps)
 	batch     *trace.Batch                               // the engine's events on their way to the recorder, guarded by its mu (flushLocked)
 	sent, got []uint64                                   // by job rank: messages numbered to it, messages counted from it
 	carry     bool                                       // a send call records its message's flow itself (carryLocked)
@@ -107,9 +106,6 @@ func (o *observer) init(cfg *config, rank, size int) {
 		return
 	}
 	o.sent, o.got = make([]uint64, size), make([]uint64, size)
-	if o.Prof == nil {
-		o.stamps = o.Obs // the timeline alone: waits read the clock (polled.stamps)
-	}
 	o.batch = trace.NewBatch(o.Rec)
 	for i, n := range labelNames {
 		o.labels[0][i] = o.Label(n)
@@ -349,13 +345,13 @@ func (o *observer) flushDueLocked() {
 	}
 }
 
-// waitStamp returns the clock for the start of a wait that does not spin (the poller
-// role is another goroutine's), when the spin would read it (polled.stamps), else 0.
-func (o *observer) waitStamp() int64 {
-	if o.stamps == nil {
-		return 0
+// alone returns the Obs where the timeline alone observes (Obs.Later's calls), else
+// nil: the clock an observed Recv's wait reads as it starts (polled.stamps).
+func (o *observer) alone() *subcore.Obs {
+	if o.Obs == nil || o.Rec == nil || o.Prof != nil {
+		return nil
 	}
-	return o.Stamp()
+	return o.Obs
 }
 
 // waitEventLocked records a wait in call, from start (a Stamp) to now, on a request of

@@ -71,8 +71,8 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 			return err
 		}
 		if e.poll.active {
-			if r.carry && r.obsFrom == 0 {
-				r.obsFrom = e.obs.waitStamp()
+			if o := e.obs.alone(); o != nil && r.carry && r.obsFrom == 0 {
+				r.obsFrom = o.Stamp() // a parked wait's start (polled.stamps)
 			}
 			if quiet {
 				e.poll.quietWait = r
@@ -101,7 +101,7 @@ func (e *engine) untilWaitingLocked(ctx context.Context, r *Request, quiet bool,
 		e.mu.Unlock()
 		var got polled
 		if r.carry && r.obsFrom == 0 {
-			got.stamps = e.obs.stamps // an observed Recv's start (observer.endRecv)
+			got.stamps = e.obs.alone() // an observed Recv's start (observer.endRecv)
 		}
 		e.poll.wait(ctx, first, live, &got)
 		first = false

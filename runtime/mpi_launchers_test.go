@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -145,10 +146,19 @@ func TestOpenMPISrunPMIx(t *testing.T) {
 }
 
 // Hydra serves PMI-1 and PMI-2, not PMIx: an Open MPI rank finds no PMIx server and runs
-// as a singleton: 4 worlds of 1.
+// as a singleton: 4 worlds of 1. The 4 singletons make their session directory
+// (TMPDIR/ompi.HOST.UID) at once, and one whose mkdir loses that race fails MPI_Init
+// ("File exists"): the run gets a TMPDIR of its own with that directory made.
 func TestOpenMPIHydra(t *testing.T) {
 	hydra := needHydra(t)
-	checkSingletons(t, launch(t, time.Minute, nil, hydra, hydraArgs(4, openMPIHello(t))...), 4)
+	tmp := t.TempDir()
+	host, _ := os.Hostname()
+	host, _, _ = strings.Cut(host, ".")
+	if err := os.Mkdir(filepath.Join(tmp, fmt.Sprintf("ompi.%s.%d", host, os.Getuid())), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"TMPDIR=" + tmp, "OMPI_MCA_orte_tmpdir_base=" + tmp}
+	checkSingletons(t, launch(t, time.Minute, env, hydra, hydraArgs(4, openMPIHello(t))...), 4)
 }
 
 // Open MPI's own mpirun: one world of 4, for a C program and for mpi4py.

@@ -29,7 +29,7 @@ GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
 STATICCHECK ?= $(GOBIN_DIR)/staticcheck
 
 .DEFAULT_GOAL := help
-.PHONY: help run run-verbs build test stress-ci race lint lint-fast fuzz bench compare ftbench soak clean
+.PHONY: help run run-verbs build libmpich abi-gen test stress-ci race lint lint-fast fuzz bench compare ftbench soak clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -37,6 +37,20 @@ help: ## list the targets
 build: ## build every command (golaunch and apps/...) into bin/, static (CGO_ENABLED=0)
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./launcher/cmd/golaunch ./apps/...
+
+# The cgo island: gorma as MPICH's libmpich.so.12 (abi/mpich, docs/abi.md). libmpi.so.12, the
+# upstream name, links to it. The c-shared build also writes a header, which nothing uses.
+LIB ?= lib
+MPICH_INCLUDE ?= /usr/include/x86_64-linux-gnu/mpich
+libmpich: ## gorma as a C library for MPICH-built programs: $(LIB)/libmpich.so.12 (cgo, a C compiler)
+	@mkdir -p $(LIB)
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -ldflags=-extldflags=-Wl,-soname,libmpich.so.12 \
+		-o $(LIB)/libmpich.so.12 ./abi/mpich/libmpich
+	rm -f $(LIB)/libmpich.so.h
+	ln -sf libmpich.so.12 $(LIB)/libmpi.so.12
+
+abi-gen: ## regenerate abi/mpich's z* files and docs/abi.md's function list from MPICH's mpi.h
+	$(GO) run ./abi/mpich/internal/mpigen -include $(MPICH_INCLUDE) -dir abi/mpich -doc docs/abi.md
 
 run: build ## 4 ranks of apps/hello through golaunch on this host
 	$(BIN)/golaunch -n 4 $(BIN)/hello

@@ -34,6 +34,11 @@ var providers = []string{"transport/verbs/shm", "transport/verbs/tcp"}
 // internal/ is one (TestInternalLeaves).
 var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang", "internal/trace", "internal/prof", "internal/packpool", "internal/attrset", "internal/futex", "internal/safefile"}
 
+// cgoIsland is the one package that may import "C": gorma as a C library for MPICH
+// programs (libmpich.so.12). Nothing of the module imports it; golaunch and Go rank
+// programs stay static.
+const cgoIsland = "abi/mpich"
+
 // testsDir holds the rank programs and helpers of the tests. Only test files and tests/
 // itself import it; Go would let any package do so, since it is not under internal/.
 const testsDir = "tests"
@@ -204,7 +209,13 @@ func explicitRule(from, to string) error {
 // hold for them too.
 func (l *layering) checkImport(from, imp string, test bool) error {
 	if imp == "C" {
-		return fmt.Errorf("cgo (import \"C\"): gorma has no cgo (ARCHITECTURE.md)")
+		if from == cgoIsland && !test {
+			return nil
+		}
+		return fmt.Errorf("cgo (import \"C\"): only %s has cgo (ARCHITECTURE.md)", cgoIsland)
+	}
+	if imp == modulePath+"/"+cgoIsland && from != cgoIsland+"/libmpich" && from != cgoIsland {
+		return fmt.Errorf("only %s/libmpich imports the cgo island %s: the rest stays static", cgoIsland, cgoIsland)
 	}
 	verbs := slices.Index(l.layers, "transport/verbs")
 	verbsCore := from != "" && l.layerOf(from) == verbs && !test // transport/verbs itself, not its tests
@@ -567,6 +578,10 @@ func TestCheckImport(t *testing.T) {
 		// Forbidden: unlisted dependencies, cgo, packages outside every layer.
 		{"runtime", "github.com/pkg/errors", false, false},
 		{"transport/verbs/shm", "C", false, false},
+		{"abi/mpich", "C", false, true},
+		{"abi/mpich", "C", true, false}, // its tests run C programs; they have no cgo
+		{"apps/hello", m("abi/mpich"), false, false},
+		{"abi/mpich/libmpich", m("abi/mpich"), false, true},
 		{"internal/x", m("transport/verbs"), false, false},
 		{"runtime", m("internal/x"), false, false},
 		{"tools/x", m("runtime"), false, false},

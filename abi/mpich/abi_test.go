@@ -1,0 +1,292 @@
+package mpich_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorma-hpc/gorma/internal/testbudget"
+)
+
+// built holds what the tests share: gorma's libmpich.so.12, golaunch, and the C
+// programs compiled once with mpicc.mpich.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// twins are the C programs of bench/mpi that the tests run, and abicheck.
+var twins = map[string]string{
+	"hello":          "../../bench/mpi/hello.c",
+	"pingpong":       "../../bench/mpi/pingpong.c",
+	"allreducebench": "../../bench/mpi/allreducebench.c",
+	"halobench":      "../../bench/mpi/halobench.c",
+	"abicheck":       "testdata/abicheck.c",
+}
+
+// setup builds the library, golaunch and the programs into one folder, once per test
+// binary, and returns it. It skips where MPICH's compiler or Hydra is missing.
+func setup(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"mpicc.mpich", "mpiexec.hydra", "gcc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testbudget.SkipEngine(t, "%s is not installed (Debian: apt-get install mpich libmpich-dev gcc)", tool)
+		}
+	}
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "gorma-abi-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.dir = dir
+		steps := [][]string{
+			{"go", "build", "-buildmode=c-shared", "-ldflags=-extldflags=-Wl,-soname,libmpich.so.12",
+				"-o", filepath.Join(dir, "lib", "libmpich.so.12"), "../../abi/mpich/libmpich"},
+			{"go", "build", "-o", filepath.Join(dir, "golaunch"), "../../launcher/cmd/golaunch"},
+		}
+		for name, src := range twins {
+			steps = append(steps, []string{"mpicc.mpich", "-O2", "-o", filepath.Join(dir, name), src})
+		}
+		for _, s := range steps {
+			cmd := exec.Command(s[0], s[1:]...)
+			if s[0] == "go" {
+				cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+			}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				built.err = fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
+				return
+			}
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.dir
+}
+
+func TestMain(m *testing.M) {
+	code := testbudget.Run(m)
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// onGorma runs prog's n ranks under golaunch on gorma's library.
+func onGorma(t *testing.T, dir string, n int, prog string, args ...string) (string, error) {
+	t.Helper()
+	argv := append([]string{"-n", fmt.Sprint(n), "--tag-output=false", prog}, args...)
+	return run(t, exec.Command(filepath.Join(dir, "golaunch"), argv...), "LD_LIBRARY_PATH="+filepath.Join(dir, "lib"))
+}
+
+// onMPICH runs prog's n ranks under mpiexec.hydra on MPICH's own library.
+func onMPICH(t *testing.T, n int, prog string, args ...string) (string, error) {
+	t.Helper()
+	return run(t, exec.Command("mpiexec.hydra", append([]string{"-n", fmt.Sprint(n), prog}, args...)...))
+}
+
+func run(t *testing.T, cmd *exec.Cmd, env ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
+	defer cancel()
+	c := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
+	c.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	err := c.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s: did not end within its budget:\n%s", strings.Join(cmd.Args, " "), out.String())
+	}
+	return out.String(), err
+}
+
+var (
+	numRE = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?$`)
+	pidRE = regexp.MustCompile(`pid [0-9]+`)
+)
+
+// shape is a program's output with its measured figures masked (unless exact): each
+// number but a line's first replaced by N, and the lines sorted, since ranks print
+// concurrently. golaunch's own lines are left out.
+func shape(out string, exact bool) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if l == "" || strings.HasPrefix(l, "golaunch:") {
+			continue
+		}
+		l = pidRE.ReplaceAllString(l, "pid N")
+		f := strings.Fields(l)
+		for i := 1; i < len(f) && !exact; i++ {
+			if numRE.MatchString(f[i]) {
+				f[i] = "N"
+			}
+		}
+		lines = append(lines, strings.Join(f, " "))
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// TestCTwins runs the C twins of bench/mpi and abicheck, compiled once with
+// mpicc.mpich, on gorma's library under golaunch and on MPICH's under mpiexec.hydra:
+// each must succeed and print the same lines, figures aside. The benchmarks check
+// their results (allreducebench aborts on a wrong element).
+func TestCTwins(t *testing.T) {
+	dir := setup(t)
+	cases := []struct {
+		prog string
+		n    int
+		args []string
+	}{
+		{"hello", 3, nil},
+		{"abicheck", 2, nil},
+		{"pingpong", 2, []string{"--max-size", "65536", "--iters", "50", "--bw-iters", "5"}},
+		{"allreducebench", 2, []string{"--test", "colls", "--max-size", "16K", "--iters", "10"}},
+		{"allreducebench", 3, []string{"--test", "colls", "--max-size", "64K", "--iters", "5"}},
+		{"halobench", 2, []string{"--iters", "20", "--warmup", "2"}},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%d", c.prog, c.n), func(t *testing.T) {
+			prog := filepath.Join(dir, c.prog)
+			got, err := onGorma(t, dir, c.n, prog, c.args...)
+			if err != nil {
+				t.Fatalf("on gorma's library: %v\n%s", err, got)
+			}
+			want, err := onMPICH(t, c.n, prog, c.args...)
+			if err != nil {
+				t.Fatalf("on MPICH's library: %v\n%s", err, want)
+			}
+			exact := c.prog == "abicheck"
+			g, w := shape(got, exact), shape(want, exact)
+			if c.prog == "abicheck" {
+				// The one line that differs names the library.
+				if !slices.Contains(g, "library: gorma") || !slices.Contains(w, "library: MPICH") {
+					t.Fatalf("the library lines: gorma's run %q, MPICH's %q", g, w)
+				}
+				g = slices.DeleteFunc(g, func(s string) bool { return strings.HasPrefix(s, "library:") })
+				w = slices.DeleteFunc(w, func(s string) bool { return strings.HasPrefix(s, "library:") || strings.HasPrefix(s, "MPICH ") })
+			}
+			if !slices.Equal(g, w) {
+				t.Errorf("gorma's output differs from MPICH's:\n--- gorma\n%s\n--- MPICH\n%s", strings.Join(g, "\n"), strings.Join(w, "\n"))
+			}
+		})
+	}
+}
+
+// TestNetPIPE runs Debian's NPmpich2 (netpipe-mpich2), unchanged, on gorma's library
+// with its integrity check: every message's bytes are checked at the receiver.
+func TestNetPIPE(t *testing.T) {
+	dir := setup(t)
+	np, err := exec.LookPath("NPmpich2")
+	if err != nil {
+		testbudget.SkipEngine(t, "NPmpich2 is not installed (Debian: apt-get install netpipe-mpich2)")
+	}
+	work := t.TempDir()
+	cmd := exec.Command(filepath.Join(dir, "golaunch"), "-n", "2", np, "-i", "-u", "1048576")
+	cmd.Dir = work
+	out, err := run(t, cmd, "LD_LIBRARY_PATH="+filepath.Join(dir, "lib"))
+	if err != nil {
+		t.Fatalf("NPmpich2 -i: %v\n%s", err, out)
+	}
+	passed := strings.Count(out, "Integrity check passed")
+	if passed < 20 || strings.Contains(out, "failed") {
+		t.Fatalf("NPmpich2 -i: %d sizes passed its integrity check, want every one of at least 20:\n%s", passed, out)
+	}
+}
+
+// TestErrors: an invalid call under MPI_ERRORS_ARE_FATAL ends the job with a message
+// naming the call, the class and the cause; a child of fork that calls MPI gets
+// MPI_ERR_OTHER and a message, and the parent goes on.
+func TestErrors(t *testing.T) {
+	dir := setup(t)
+	prog := filepath.Join(dir, "abicheck")
+	out, err := onGorma(t, dir, 2, prog, "fatal")
+	if err == nil || strings.Contains(out, "fatal: returned") {
+		t.Fatalf("an invalid MPI_Send under MPI_ERRORS_ARE_FATAL: err %v, want the job to fail:\n%s", err, out)
+	}
+	for _, want := range []string{"MPI_Send: Invalid rank: rank 99 is not in [0, 2)", "called Abort(1)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the fatal error's output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = onGorma(t, dir, 2, prog, "fork")
+	if err != nil {
+		t.Fatalf("fork: %v\n%s", err, out)
+	}
+	for _, want := range []string{"fork child: exit 15", "MPI_Comm_rank: called in a child of fork()"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the fork case's output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestHydra runs abicheck on gorma's library under mpiexec.hydra, whose PMI-1 server
+// the runtime's Init finds, as MPICH's library would.
+func TestHydra(t *testing.T) {
+	dir := setup(t)
+	out, err := run(t, exec.Command("mpiexec.hydra", "-n", "2", filepath.Join(dir, "abicheck")), "LD_LIBRARY_PATH="+filepath.Join(dir, "lib"))
+	if err != nil {
+		t.Fatalf("under mpiexec.hydra: %v\n%s", err, out)
+	}
+	for _, want := range []string{"library: gorma", "send to rank 99: class 6", "column back: 1 11 21 31, count 4, source 1, tag 6"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("abicheck under mpiexec.hydra: no %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestSymbols: every MPI function and data symbol that the C twins and NPmpich2 import
+// is defined by gorma's library, each MPI_ function as a weak alias of a PMPI_ one.
+func TestSymbols(t *testing.T) {
+	dir := setup(t)
+	if _, err := exec.LookPath("nm"); err != nil {
+		testbudget.SkipEngine(t, "nm is not installed (Debian: apt-get install binutils)")
+	}
+	defined := map[string]string{}
+	out, err := exec.Command("nm", "-D", "--defined-only", filepath.Join(dir, "lib", "libmpich.so.12")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) == 3 {
+			defined[f[2]] = f[1]
+		}
+	}
+	users := []string{}
+	for name := range twins {
+		users = append(users, filepath.Join(dir, name))
+	}
+	if np, err := exec.LookPath("NPmpich2"); err == nil {
+		users = append(users, np)
+	}
+	for _, u := range users {
+		out, err := exec.Command("nm", "-D", "--undefined-only", u).Output()
+		if err != nil {
+			t.Fatalf("nm %s: %v", u, err)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			f := strings.Fields(l)
+			if len(f) != 2 || !strings.HasPrefix(f[1], "MPI") {
+				continue
+			}
+			sym := f[1]
+			switch {
+			case defined[sym] == "":
+				t.Errorf("%s imports %s, which gorma's library does not define", filepath.Base(u), sym)
+			case strings.HasPrefix(sym, "MPI_") && defined[sym] == "W" && defined["P"+sym] != "T":
+				t.Errorf("%s is weak but P%s is not a strong definition (%q)", sym, sym, defined["P"+sym])
+			}
+		}
+	}
+}

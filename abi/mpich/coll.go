@@ -1,0 +1,271 @@
+//go:build cgo
+
+package mpich
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// inPlace reports whether p is MPI_IN_PLACE, (void *)-1.
+func inPlace(p unsafe.Pointer) bool { return uintptr(p) == ^uintptr(0) }
+
+// contigBytes is bytesOf for a collective's buffer: its datatype must be contiguous.
+func contigBytes(p unsafe.Pointer, count int, d Datatype) ([]byte, error) {
+	t, err := typeOf(d)
+	if err != nil {
+		return nil, err
+	}
+	if !t.contig {
+		return nil, errUnsupported("a collective call with a derived datatype that is not contiguous")
+	}
+	return bytesOf(p, count, t)
+}
+
+// checkRoot checks a rooted call's root.
+func checkRoot(w *runtime.World, root int) error {
+	if root < 0 || root >= w.Size() {
+		return mpiErr(mpi_ERR_ROOT, fmt.Sprintf("root %d is not in [0, %d)", root, w.Size()))
+	}
+	return nil
+}
+
+// doBarrier is MPI_Barrier.
+func doBarrier(c Comm) error {
+	w, err := worldOf(c)
+	if err != nil {
+		return err
+	}
+	return collectives.Barrier(bg, w)
+}
+
+// doBcast is MPI_Bcast.
+func doBcast(buf unsafe.Pointer, count int, d Datatype, root int, c Comm) error {
+	w, err := worldOf(c)
+	if err != nil {
+		return err
+	}
+	if err := checkRoot(w, root); err != nil {
+		return err
+	}
+	t, err := typeOf(d)
+	if err != nil {
+		return err
+	}
+	b, err := spanOf(buf, count, t)
+	if err != nil {
+		return err
+	}
+	if t.contig {
+		return collectives.Bcast(bg, w, b, root)
+	}
+	return collectives.BcastType(bg, w, b, count, t.layout, root)
+}
+
+// doGather is MPI_Gather.
+func doGather(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, root int, c Comm) error {
+	w, err := worldOf(c)
+	if err != nil {
+		return err
+	}
+	if err := checkRoot(w, root); err != nil {
+		return err
+	}
+	var s, r []byte
+	if w.Rank() == root {
+		if r, err = contigBytes(rbuf, rcount*w.Size(), rd); err != nil {
+			return err
+		}
+	}
+	if !(w.Rank() == root && inPlace(sbuf)) {
+		if s, err = contigBytes(sbuf, scount, sd); err != nil {
+			return err
+		}
+	}
+	return collectives.Gather(bg, w, s, r, root)
+}
+
+// doScatter is MPI_Scatter.
+func doScatter(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, root int, c Comm) error {
+	w, err := worldOf(c)
+	if err != nil {
+		return err
+	}
+	if err := checkRoot(w, root); err != nil {
+		return err
+	}
+	var s, r []byte
+	if w.Rank() == root {
+		if s, err = contigBytes(sbuf, scount*w.Size(), sd); err != nil {
+			return err
+		}
+	}
+	if !(w.Rank() == root && inPlace(rbuf)) {
+		if r, err = contigBytes(rbuf, rcount, rd); err != nil {
+			return err
+		}
+	}
+	return collectives.Scatter(bg, w, s, r, root)
+}
+
+// doAllgather is MPI_Allgather.
+func doAllgather(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, c Comm) error {
+	w, err := worldOf(c)
+	if err != nil {
+		return err
+	}
+	r, err := contigBytes(rbuf, rcount*w.Size(), rd)
+	if err != nil {
+		return err
+	}
+	var s []byte
+	if !inPlace(sbuf) {
+		if s, err = contigBytes(sbuf, scount, sd); err != nil {
+			return err
+		}
+	}
+	return collectives.Allgather(bg, w, s, r)
+}
+
+// doAlltoall is MPI_Alltoall.
+func doAlltoall(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, c Comm) error {
+	w, err := worldOf(c)
+	if err != nil {
+		return err
+	}
+	r, err := contigBytes(rbuf, rcount*w.Size(), rd)
+	if err != nil {
+		return err
+	}
+	var s []byte
+	if !inPlace(sbuf) {
+		if s, err = contigBytes(sbuf, scount*w.Size(), sd); err != nil {
+			return err
+		}
+	}
+	return collectives.Alltoall(bg, w, s, r)
+}
+
+// A reduction is one reducing call, with what its typed form needs.
+type reduction struct {
+	mode       int
+	w          *runtime.World
+	send, recv unsafe.Pointer
+	n          int
+	op         Op
+	dt         Datatype
+	root       int
+	req        *collectives.Request // set by the nonblocking modes
+}
+
+// The reducing calls.
+const (
+	modeAllreduce = iota
+	modeReduce
+	modeIallreduce
+	modeScan
+	modeExscan
+	modeReduceLocal
+)
+
+// reduceT runs the reduction with elements of type T.
+func reduceT[T runtime.Elem](a *reduction) error {
+	op, err := opFor[T](a.op, a.dt)
+	if err != nil {
+		return err
+	}
+	var s, r []T
+	if a.send != nil && !inPlace(a.send) {
+		s = unsafe.Slice((*T)(a.send), a.n)
+	}
+	if a.recv != nil && a.n > 0 {
+		r = unsafe.Slice((*T)(a.recv), a.n)
+	}
+	switch a.mode {
+	case modeAllreduce:
+		return collectives.Allreduce(bg, a.w, s, r, op)
+	case modeReduce:
+		return collectives.Reduce(bg, a.w, s, r, op, a.root)
+	case modeIallreduce:
+		a.req = collectives.Iallreduce(bg, a.w, s, r, op)
+		return nil
+	case modeScan:
+		return collectives.Scan(bg, a.w, s, r, op)
+	case modeExscan:
+		return collectives.Exscan(bg, a.w, s, r, op)
+	case modeReduceLocal:
+		return collectives.ReduceLocal(s, r, op)
+	}
+	return mpiErr(mpi_ERR_INTERN, fmt.Sprintf("reduction mode %d", a.mode))
+}
+
+// reduceBy is reduceT for each kind.
+var reduceBy = [nKinds]func(*reduction) error{
+	kI8: reduceT[int8], kI16: reduceT[int16], kI32: reduceT[int32], kI64: reduceT[int64],
+	kU8: reduceT[uint8], kU16: reduceT[uint16], kU32: reduceT[uint32], kU64: reduceT[uint64],
+	kF32: reduceT[float32], kF64: reduceT[float64], kC64: reduceT[complex64], kC128: reduceT[complex128],
+}
+
+// reduce checks a reduction's arguments and runs it with its datatype's elements.
+func reduce(a *reduction, c Comm) error {
+	if a.mode != modeReduceLocal {
+		w, err := worldOf(c)
+		if err != nil {
+			return err
+		}
+		a.w = w
+	}
+	t, err := typeOf(a.dt)
+	if err != nil {
+		return err
+	}
+	if t.kind == kNone || !t.contig || t.size%kindSize[t.kind] != 0 {
+		return errUnsupported(fmt.Sprintf("a reduction on datatype %#x", uint32(a.dt)))
+	}
+	if a.n < 0 {
+		return errCount(a.n)
+	}
+	a.n *= t.size / kindSize[t.kind]
+	if a.mode == modeReduce && a.w.Rank() != a.root {
+		a.recv = nil
+	}
+	if a.mode == modeReduce {
+		if err := checkRoot(a.w, a.root); err != nil {
+			return err
+		}
+	}
+	return reduceBy[t.kind](a)
+}
+
+// doAllreduce is MPI_Allreduce.
+func doAllreduce(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, c Comm) error {
+	return reduce(&reduction{mode: modeAllreduce, send: sbuf, recv: rbuf, n: count, op: op, dt: d}, c)
+}
+
+// doReduce is MPI_Reduce.
+func doReduce(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, root int, c Comm) error {
+	return reduce(&reduction{mode: modeReduce, send: sbuf, recv: rbuf, n: count, op: op, dt: d, root: root}, c)
+}
+
+// doScan is MPI_Scan.
+func doScan(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, c Comm) error {
+	return reduce(&reduction{mode: modeScan, send: sbuf, recv: rbuf, n: count, op: op, dt: d}, c)
+}
+
+// doExscan is MPI_Exscan.
+func doExscan(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, c Comm) error {
+	return reduce(&reduction{mode: modeExscan, send: sbuf, recv: rbuf, n: count, op: op, dt: d}, c)
+}
+
+// doIallreduce is MPI_Iallreduce.
+func doIallreduce(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, c Comm, req *Request) error {
+	a := &reduction{mode: modeIallreduce, send: sbuf, recv: rbuf, n: count, op: op, dt: d}
+	if err := reduce(a, c); err != nil {
+		return err
+	}
+	*req = Request(reqs.add(&request{coll: a.req}))
+	return nil
+}

@@ -1,0 +1,194 @@
+//go:build cgo
+
+package mpich
+
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"sync"
+
+	"github.com/gorma-hpc/gorma/datatype"
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// An mpiError is a failure with its MPI error class.
+type mpiError struct {
+	class int
+	msg   string
+}
+
+func (e *mpiError) Error() string { return e.msg }
+
+func mpiErr(class int, msg string) error { return &mpiError{class, msg} }
+
+// classOf maps an error of the layers below onto MPI's error classes.
+func classOf(err error) int {
+	var me *mpiError
+	switch {
+	case errors.As(err, &me):
+		return me.class
+	case errors.Is(err, runtime.ErrTruncated):
+		return mpi_ERR_TRUNCATE
+	case errors.Is(err, runtime.ErrProcFailed):
+		return mpix_ERR_PROC_FAILED
+	case errors.Is(err, runtime.ErrRevoked):
+		return mpix_ERR_REVOKED
+	case errors.Is(err, datatype.ErrInvalid), errors.Is(err, datatype.ErrRange):
+		return mpi_ERR_TYPE
+	case errors.Is(err, runtime.ErrInvalid):
+		return mpi_ERR_ARG
+	}
+	return mpi_ERR_OTHER
+}
+
+// Error codes carry their class in the low 7 bits, as MPICH's do (MPI_Error_class
+// masks them), and a slot of codeMsgs above them: MPI_Error_string gives the failure's
+// own message while the slot is not reused.
+const (
+	classMask = 0x7f
+	codeSlots = 1024
+)
+
+var codes struct {
+	sync.Mutex
+	next int
+	msgs [codeSlots]string
+}
+
+// newCode returns a code of class that carries msg.
+func newCode(class int, msg string) int {
+	codes.Lock()
+	defer codes.Unlock()
+	s := codes.next
+	codes.next = (codes.next + 1) % codeSlots
+	codes.msgs[s] = msg
+	return class | (s+1)<<7
+}
+
+// codeMsg returns the message of code, or "" for a bare class.
+func codeMsg(code int) string {
+	s := code>>7 - 1
+	if s < 0 || s >= codeSlots {
+		return ""
+	}
+	codes.Lock()
+	defer codes.Unlock()
+	return codes.msgs[s]
+}
+
+// failComm hands err, the failure of fn, to comm's error handler and returns the code
+// the call returns. The default handler, MPI_ERRORS_ARE_FATAL, ends the job.
+func failComm(fn fnID, c Comm, err error) int {
+	h := Errhandler(mpi_ERRORS_ARE_FATAL)
+	if co, e := commOf(c); e == nil {
+		h = co.errh
+	} else if worldComm != nil {
+		h = worldComm.errh // an invalid communicator's error goes to MPI_COMM_WORLD's handler
+	}
+	return fail(fn, h, err)
+}
+
+// failWin is failComm for a window's handler.
+func failWin(fn fnID, w Win, err error) int {
+	h := Errhandler(mpi_ERRORS_ARE_FATAL)
+	if wo, e := winOf(w); e == nil {
+		h = wo.errh
+	}
+	return fail(fn, h, err)
+}
+
+func fail(fn fnID, h Errhandler, err error) int {
+	class := classOf(err)
+	msg := fmt.Sprintf("%s: %s: %v", fnNames[fn], className(class), err)
+	if h == mpi_ERRORS_RETURN {
+		return newCode(class, msg)
+	}
+	fatal(msg)
+	return class
+}
+
+// fatal ends the job with msg: the launcher prints it, and every rank stops.
+func fatal(msg string) {
+	w := world
+	if w == nil {
+		fmt.Fprintf(os.Stderr, "gorma: %s\n", msg)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "gorma: rank %d: %s\n", w.Rank(), msg)
+	w.Abort(1, fmt.Sprintf("rank %d: %s", w.Rank(), msg))
+}
+
+// catch turns a panic in fn into MPI_ERR_INTERN through the world's handler: the
+// library never crashes the process with a Go panic.
+func catch(fn fnID, rc *C.int) {
+	if r := recover(); r != nil {
+		*rc = C.int(failComm(fn, mpi_COMM_WORLD, mpiErr(mpi_ERR_INTERN, fmt.Sprintf("internal error: %v\n%s", r, debug.Stack()))))
+	}
+}
+
+// className is the text of an error class, as MPI_Error_string gives it.
+func className(class int) string {
+	if s, ok := classNames[class]; ok {
+		return s
+	}
+	return fmt.Sprintf("error class %d", class)
+}
+
+var classNames = map[int]string{
+	mpi_SUCCESS:                   "No MPI error",
+	mpi_ERR_BUFFER:                "Invalid buffer pointer",
+	mpi_ERR_COUNT:                 "Invalid count",
+	mpi_ERR_TYPE:                  "Invalid datatype",
+	mpi_ERR_TAG:                   "Invalid tag",
+	mpi_ERR_COMM:                  "Invalid communicator",
+	mpi_ERR_RANK:                  "Invalid rank",
+	mpi_ERR_ROOT:                  "Invalid root",
+	mpi_ERR_GROUP:                 "Invalid group",
+	mpi_ERR_OP:                    "Invalid MPI_Op",
+	mpi_ERR_REQUEST:               "Invalid MPI_Request",
+	mpi_ERR_TRUNCATE:              "Message truncated",
+	mpi_ERR_ARG:                   "Invalid argument",
+	mpi_ERR_OTHER:                 "Other MPI error",
+	mpi_ERR_INTERN:                "Internal MPI error!",
+	mpi_ERR_WIN:                   "Invalid MPI_Win",
+	mpi_ERR_UNSUPPORTED_OPERATION: "Unsupported operation",
+	mpix_ERR_PROC_FAILED:          "Process failed",
+	mpix_ERR_REVOKED:              "Communication object revoked",
+}
+
+// Errors of the calls' arguments.
+var (
+	errNotInit = mpiErr(mpi_ERR_OTHER, "called before MPI_Init or after MPI_Finalize: call MPI_Init first")
+)
+
+func errCount(n int) error {
+	return mpiErr(mpi_ERR_COUNT, fmt.Sprintf("count %d is negative or too large", n))
+}
+
+func errRank(r, size int) error {
+	return mpiErr(mpi_ERR_RANK, fmt.Sprintf("rank %d is not in [0, %d), MPI_ANY_SOURCE or MPI_PROC_NULL", r, size))
+}
+
+func errUnsupported(what string) error {
+	return mpiErr(mpi_ERR_UNSUPPORTED_OPERATION, what+" is not supported by gorma's libmpich (docs/abi.md lists what is)")
+}
+
+// doErrorString is MPI_Error_string.
+func doErrorString(code int, s *byte, n *int32) error {
+	msg := codeMsg(code)
+	if msg == "" {
+		msg = className(code & classMask)
+	}
+	*n = int32(putString(s, mpi_MAX_ERROR_STRING, msg))
+	return nil
+}
+
+// doErrorClass is MPI_Error_class.
+func doErrorClass(code int, class *int32) error {
+	*class = int32(code & classMask)
+	return nil
+}

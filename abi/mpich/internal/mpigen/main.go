@@ -1,0 +1,558 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"log"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	inc := flag.String("include", "/usr/include/x86_64-linux-gnu/mpich", "the folder of MPICH's mpi.h and mpi_proto.h")
+	dir := flag.String("dir", ".", "the package folder: its do* functions are read, its z* files written")
+	doc := flag.String("doc", "", "a Markdown file whose block between the function-list markers is rewritten")
+	check := flag.Bool("check", false, "write nothing: fail if a generated file differs from what would be written")
+	flag.Parse()
+	if err := run(*inc, *dir, *doc, *check); err != nil {
+		log.Fatalf("mpigen: %v", err)
+	}
+}
+
+func run(inc, dir, doc string, check bool) error {
+	hdr, err := os.ReadFile(filepath.Join(inc, "mpi.h"))
+	if err != nil {
+		return err
+	}
+	protoSrc, err := os.ReadFile(filepath.Join(inc, "mpi_proto.h"))
+	if err != nil {
+		return err
+	}
+	consts := parseConsts(string(hdr))
+	protos, err := parseProtos(string(protoSrc))
+	if err != nil {
+		return err
+	}
+	impls, err := readImpls(dir)
+	if err != nil {
+		return err
+	}
+	var calls []*proto
+	for _, p := range protos {
+		if impls[implName(p.name)] {
+			calls = append(calls, p)
+			delete(impls, implName(p.name))
+		}
+	}
+	if len(impls) > 0 {
+		var names []string
+		for n := range impls {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return fmt.Errorf("functions %s match no prototype of %s", strings.Join(names, ", "), filepath.Join(inc, "mpi_proto.h"))
+	}
+	files := map[string][]byte{}
+	if files["zconst.go"], err = genConsts(consts); err != nil {
+		return err
+	}
+	if files["zcalls.go"], err = genGo(calls); err != nil {
+		return err
+	}
+	files["zcalls.c"] = genC(calls)
+	if doc != "" {
+		src, err := os.ReadFile(doc)
+		if err != nil {
+			return err
+		}
+		out, err := genDoc(src, calls)
+		if err != nil {
+			return fmt.Errorf("%s: %v", doc, err)
+		}
+		files[doc] = out
+	}
+	for name, b := range files {
+		path := name
+		if !filepath.IsAbs(name) && name != doc {
+			path = filepath.Join(dir, name)
+		}
+		if check {
+			old, err := os.ReadFile(path)
+			if err != nil || !bytes.Equal(old, b) {
+				return fmt.Errorf("%s is not what mpigen writes: run `make abi-gen`", path)
+			}
+			continue
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A constant is one #define of mpi.h whose value is a number, possibly cast to a handle
+// type, or the name of another such constant.
+type constant struct {
+	name, typ string
+	val       int64
+}
+
+var (
+	defineRE = regexp.MustCompile(`^#define\s+((?:MPIX?|MPICH)_[A-Za-z0-9_]+)\s+(.+)$`)
+	castRE   = regexp.MustCompile(`^\(*\s*\((MPI_[A-Za-z]+)\)\s*\(?\s*(-?[0-9A-Fa-fx]+|MPIX?_[A-Z0-9_]+)\s*\)*$`)
+	numRE    = regexp.MustCompile(`^\(?\s*(-?(?:0x[0-9A-Fa-f]+|[0-9]+))\s*\)?$`)
+	aliasRE  = regexp.MustCompile(`^((?:MPIX?|MPICH)_[A-Z0-9_]+)(?:\s*\+\s*([0-9]+))?$`)
+)
+
+// handleTypes are mpi.h's handle typedefs of int and the Go types of this package.
+var handleTypes = map[string]string{
+	"MPI_Comm": "Comm", "MPI_Datatype": "Datatype", "MPI_Op": "Op", "MPI_Group": "Group",
+	"MPI_Win": "Win", "MPI_Request": "Request", "MPI_Errhandler": "Errhandler",
+	"MPI_Info": "Info", "MPI_Message": "Message", "MPI_Session": "Session",
+}
+
+func parseConsts(src string) []constant {
+	var out []constant
+	seen := map[string]int{}
+	for _, line := range strings.Split(src, "\n") {
+		if i := strings.Index(line, "/*"); i >= 0 {
+			line = line[:i]
+		}
+		m := defineRE.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil || strings.Contains(m[1], "(") {
+			continue
+		}
+		name, val := m[1], strings.TrimSpace(m[2])
+		if _, dup := seen[name]; dup {
+			continue
+		}
+		c := constant{name: name}
+		ref := ""
+		if cm := castRE.FindStringSubmatch(val); cm != nil {
+			c.typ = handleTypes[cm[1]]
+			if c.typ == "" {
+				continue
+			}
+			val = cm[2]
+		}
+		if nm := numRE.FindStringSubmatch(val); nm != nil {
+			v, err := strconv.ParseInt(nm[1], 0, 64)
+			if err != nil {
+				continue
+			}
+			c.val = v
+		} else if am := aliasRE.FindStringSubmatch(val); am != nil {
+			ref = am[1]
+			if am[2] != "" {
+				c.val, _ = strconv.ParseInt(am[2], 10, 64)
+			}
+		} else {
+			continue
+		}
+		if ref != "" {
+			i, ok := seen[ref]
+			if !ok {
+				continue
+			}
+			c.val += out[i].val
+			if c.typ == "" {
+				c.typ = out[i].typ
+			}
+		}
+		seen[name] = len(out)
+		out = append(out, c)
+	}
+	return out
+}
+
+// goConst is the Go name of a C constant: MPI_COMM_WORLD is mpi_COMM_WORLD.
+func goConst(name string) string {
+	if rest, ok := strings.CutPrefix(name, "MPIX_"); ok {
+		return "mpix_" + rest
+	}
+	if rest, ok := strings.CutPrefix(name, "MPICH_"); ok {
+		return "mpich_" + rest
+	}
+	return "mpi_" + strings.TrimPrefix(name, "MPI_")
+}
+
+func genConsts(cs []constant) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(header)
+	b.WriteString("package mpich\n\n// The constants of MPICH's mpi.h.\nconst (\n")
+	for _, c := range cs {
+		v := strconv.FormatInt(c.val, 10)
+		if c.val > 0xffff {
+			v = fmt.Sprintf("%#x", c.val)
+		}
+		if c.typ != "" {
+			if c.val > 0x7fffffff {
+				v = fmt.Sprintf("-%#x", -int64(int32(uint32(c.val))))
+			}
+			fmt.Fprintf(&b, "\t%s %s = %s\n", goConst(c.name), c.typ, v)
+		} else {
+			fmt.Fprintf(&b, "\t%s = %s\n", goConst(c.name), v)
+		}
+	}
+	b.WriteString(")\n")
+	return format.Source(b.Bytes())
+}
+
+const header = "// Code generated by mpigen from MPICH's mpi.h and mpi_proto.h; DO NOT EDIT.\n// Regenerate: make abi-gen\n\n//go:build cgo\n\n"
+
+// A proto is one C prototype of mpi_proto.h.
+type proto struct {
+	ret    string
+	name   string
+	params []param
+	text   string // the prototype, one line
+}
+
+// A param is one parameter: its C type with the pointers counted apart.
+type param struct {
+	name  string
+	base  string // the type without const, pointers or brackets
+	ptrs  int    // '*'s and '[]'s
+	isCon bool
+}
+
+var (
+	protoRE = regexp.MustCompile(`^(int|double|MPI_Aint|MPI_Fint|MPI_Comm|MPI_Datatype)\s+(MPIX?_[A-Za-z0-9_]+)\((.*)\)\s*;$`)
+	attrRE  = regexp.MustCompile(`MPICH_[A-Z_]+(\([^)]*\))?`)
+)
+
+func parseProtos(src string) ([]*proto, error) {
+	// Join each prototype onto one line: mpi_proto.h wraps long ones.
+	var stmts []string
+	var cur strings.Builder
+	for _, line := range strings.Split(src, "\n") {
+		t := strings.TrimSpace(line)
+		if cur.Len() == 0 && !protoStart(t) {
+			continue
+		}
+		if cur.Len() > 0 {
+			cur.WriteByte(' ')
+		}
+		cur.WriteString(t)
+		if strings.HasSuffix(t, ";") {
+			stmts = append(stmts, cur.String())
+			cur.Reset()
+		}
+	}
+	var out []*proto
+	seen := map[string]bool{}
+	for _, s := range stmts {
+		m := protoRE.FindStringSubmatch(attrRE.ReplaceAllString(s, ""))
+		if m == nil || seen[m[2]] {
+			continue
+		}
+		seen[m[2]] = true
+		p := &proto{ret: m[1], name: m[2]}
+		ps := strings.TrimSpace(m[3])
+		if strings.Contains(ps, "(") || strings.Contains(ps, "...") {
+			continue // function-pointer or variadic parameters: QMPI and MPI_Pcontrol, not covered
+		}
+		if ps != "void" && ps != "" {
+			for _, f := range strings.Split(ps, ",") {
+				pa, err := parseParam(f)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %v", p.name, err)
+				}
+				p.params = append(p.params, pa)
+			}
+		}
+		p.text = strings.Join(strings.Fields(fmt.Sprintf("%s %s(%s)", m[1], m[2], m[3])), " ")
+		out = append(out, p)
+	}
+	if len(out) < 300 {
+		return nil, fmt.Errorf("found %d prototypes: is this MPICH's mpi_proto.h?", len(out))
+	}
+	return out, nil
+}
+
+func protoStart(t string) bool {
+	for _, r := range []string{"int MPI", "double MPI", "MPI_Aint MPI", "MPI_Fint MPI", "MPI_Comm MPI", "MPI_Datatype MPI"} {
+		if strings.HasPrefix(t, r) {
+			return true
+		}
+	}
+	return false
+}
+
+var identRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+
+func parseParam(s string) (param, error) {
+	s = strings.TrimSpace(s)
+	var p param
+	for strings.HasSuffix(s, "[]") {
+		p.ptrs++
+		s = strings.TrimSpace(strings.TrimSuffix(s, "[]"))
+	}
+	ids := identRE.FindAllStringIndex(s, -1)
+	if len(ids) < 2 {
+		return p, fmt.Errorf("parameter %q has no name", s)
+	}
+	last := ids[len(ids)-1]
+	p.name = s[last[0]:last[1]]
+	typ := s[:last[0]]
+	p.ptrs += strings.Count(typ, "*")
+	typ = strings.ReplaceAll(typ, "*", " ")
+	for _, f := range strings.Fields(typ) {
+		if f == "const" {
+			p.isCon = true
+			continue
+		}
+		if p.base != "" {
+			p.base += " "
+		}
+		p.base += f
+	}
+	return p, nil
+}
+
+// implName is the Go function that implements the C function name: MPI_Comm_rank is
+// doCommRank, MPIX_Comm_revoke doXCommRevoke.
+func implName(name string) string {
+	rest, x := strings.CutPrefix(name, "MPIX_")
+	if !x {
+		rest = strings.TrimPrefix(name, "MPI_")
+	}
+	var b strings.Builder
+	b.WriteString("do")
+	if x {
+		b.WriteString("X")
+	}
+	for _, part := range strings.Split(rest, "_") {
+		if part == "" {
+			continue
+		}
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}
+
+// readImpls returns the do* functions of the package's hand-written files.
+func readImpls(dir string) (map[string]bool, error) {
+	fset := token.NewFileSet()
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, n := range names {
+		base := filepath.Base(n)
+		if strings.HasPrefix(base, "z") || strings.HasSuffix(base, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, n, nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "do") && len(fd.Name.Name) > 2 && fd.Name.Name[2] >= 'A' && fd.Name.Name[2] <= 'Z' {
+				out[fd.Name.Name] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// cType is the C type a parameter crosses the cgo boundary as: int, long, double or
+// void *. The calling convention sees nothing else of mpi.h's types.
+func (p param) cType() string {
+	if p.ptrs > 0 || p.base == "MPI_File" || strings.HasSuffix(p.base, "_function") {
+		return "void *"
+	}
+	switch p.base {
+	case "MPI_Aint", "MPI_Count", "MPI_Offset", "long":
+		return "long "
+	case "double":
+		return "double "
+	}
+	return "int "
+}
+
+func (p param) goBoundary() string {
+	switch p.cType() {
+	case "void *":
+		return "unsafe.Pointer"
+	case "long ":
+		return "C.long"
+	case "double ":
+		return "C.double"
+	}
+	return "C.int"
+}
+
+// goArg converts the parameter from its boundary type to its implementation's.
+func (p param) goArg() string {
+	n := goIdent(p.name)
+	if p.cType() == "void *" {
+		if p.ptrs == 1 {
+			switch {
+			case p.base == "int" || p.base == "MPI_Fint":
+				return "(*int32)(" + n + ")"
+			case handleTypes[p.base] != "":
+				return "(*" + handleTypes[p.base] + ")(" + n + ")"
+			case p.base == "MPI_Status":
+				return "statusArg(" + n + ")"
+			case p.base == "MPI_Aint" || p.base == "MPI_Count" || p.base == "MPI_Offset":
+				return "(*int64)(" + n + ")"
+			case p.base == "char":
+				return "(*byte)(" + n + ")"
+			}
+		}
+		return n
+	}
+	switch p.base {
+	case "double":
+		return "float64(" + n + ")"
+	}
+	if t := handleTypes[p.base]; t != "" {
+		return t + "(" + n + ")"
+	}
+	return "int(" + n + ")"
+}
+
+var goKeywords = map[string]bool{"type": true, "func": true, "range": true, "map": true, "var": true, "len": true, "string": true}
+
+func goIdent(n string) string {
+	if goKeywords[n] {
+		return n + "_"
+	}
+	return n
+}
+
+// owner is the parameter whose error handler a failure of the call goes to: the first
+// communicator, else the first window; "" is the world's.
+func (p *proto) owner() string {
+	for _, kind := range []string{"MPI_Comm", "MPI_Win"} {
+		for _, pa := range p.params {
+			if pa.base == kind && pa.ptrs == 0 {
+				return kind + ":" + goIdent(pa.name)
+			}
+		}
+	}
+	return ""
+}
+
+func fnConst(name string) string { return "fn" + strings.TrimPrefix(implName(name), "do") }
+
+func genGo(calls []*proto) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(header)
+	b.WriteString("package mpich\n\n// #include <stdlib.h>\nimport \"C\"\n\nimport \"unsafe\"\n\n// fnID names a covered function.\ntype fnID uint16\n\n")
+	b.WriteString("// The covered functions, in mpi_proto.h's order.\nconst (\n")
+	for i, p := range calls {
+		if i == 0 {
+			fmt.Fprintf(&b, "\t%s fnID = iota\n", fnConst(p.name))
+		} else {
+			fmt.Fprintf(&b, "\t%s\n", fnConst(p.name))
+		}
+	}
+	b.WriteString("\tnumFns\n)\n\n// fnNames are the C names of the covered functions.\nvar fnNames = [numFns]string{\n")
+	for _, p := range calls {
+		fmt.Fprintf(&b, "\t%s: %q,\n", fnConst(p.name), p.name)
+	}
+	b.WriteString("}\n")
+	for _, p := range calls {
+		var ps, args []string
+		for _, pa := range p.params {
+			ps = append(ps, goIdent(pa.name)+" "+pa.goBoundary())
+			args = append(args, pa.goArg())
+		}
+		call := fmt.Sprintf("%s(%s)", implName(p.name), strings.Join(args, ", "))
+		fmt.Fprintf(&b, "\n// %s\n//\n//export gorma_%s\n", p.text, p.name)
+		switch p.ret {
+		case "int":
+			fmt.Fprintf(&b, "func gorma_%s(%s) (rc C.int) {\n", p.name, strings.Join(ps, ", "))
+			fmt.Fprintf(&b, "\tdefer catch(%s, &rc)\n", fnConst(p.name))
+			own := p.owner()
+			switch {
+			case strings.HasPrefix(own, "MPI_Comm:"):
+				fmt.Fprintf(&b, "\tif err := %s; err != nil {\n\t\treturn C.int(failComm(%s, Comm(%s), err))\n\t}\n\treturn 0\n}\n", call, fnConst(p.name), strings.TrimPrefix(own, "MPI_Comm:"))
+			case strings.HasPrefix(own, "MPI_Win:"):
+				fmt.Fprintf(&b, "\tif err := %s; err != nil {\n\t\treturn C.int(failWin(%s, Win(%s), err))\n\t}\n\treturn 0\n}\n", call, fnConst(p.name), strings.TrimPrefix(own, "MPI_Win:"))
+			default:
+				fmt.Fprintf(&b, "\tif err := %s; err != nil {\n\t\treturn C.int(failComm(%s, mpi_COMM_WORLD, err))\n\t}\n\treturn 0\n}\n", call, fnConst(p.name))
+			}
+		case "double":
+			fmt.Fprintf(&b, "func gorma_%s(%s) C.double {\n\treturn C.double(%s)\n}\n", p.name, strings.Join(ps, ", "), call)
+		case "MPI_Aint":
+			fmt.Fprintf(&b, "func gorma_%s(%s) C.long {\n\treturn C.long(%s)\n}\n", p.name, strings.Join(ps, ", "), call)
+		default:
+			fmt.Fprintf(&b, "func gorma_%s(%s) C.int {\n\treturn C.int(%s)\n}\n", p.name, strings.Join(ps, ", "), call)
+		}
+	}
+	return format.Source(b.Bytes())
+}
+
+func cRet(ret string) string {
+	switch ret {
+	case "double":
+		return "double"
+	case "MPI_Aint":
+		return "long"
+	}
+	return "int"
+}
+
+func genC(calls []*proto) []byte {
+	var b bytes.Buffer
+	b.WriteString("//go:build cgo\n\n/* Code generated by mpigen from MPICH's mpi.h and mpi_proto.h; DO NOT EDIT.\n * Regenerate: make abi-gen\n *\n")
+	b.WriteString(" * Each PMPI_ name is a strong definition that enters Go; each MPI_ name is its\n * weak alias, so that a profiling library may define the MPI_ name and call PMPI_.\n * Handles cross as int, MPI_Aint as long and every pointer as void *: the calling\n * convention sees nothing else of mpi.h's types. */\n\n")
+	b.WriteString("#include \"_cgo_export.h\"\n#include \"abi.h\"\n")
+	for _, p := range calls {
+		var ps, args []string
+		for _, pa := range p.params {
+			ps = append(ps, pa.cType()+pa.name)
+			if pa.cType() == "void *" {
+				args = append(args, "(void *)"+pa.name)
+			} else {
+				args = append(args, pa.name)
+			}
+		}
+		sig := strings.Join(ps, ", ")
+		if sig == "" {
+			sig = "void"
+		}
+		rt := cRet(p.ret)
+		pname := "P" + p.name
+		fmt.Fprintf(&b, "\n/* %s */\n%s %s(%s)\n{\n", p.text, rt, pname, sig)
+		if rt == "int" {
+			fmt.Fprintf(&b, "\tif (__builtin_expect(gorma_forked, 0))\n\t\treturn gorma_forked_call(%q);\n", p.name)
+		}
+		fmt.Fprintf(&b, "\treturn gorma_%s(%s);\n}\n", p.name, strings.Join(args, ", "))
+		fmt.Fprintf(&b, "%s %s(%s) __attribute__((weak, alias(%q)));\n", rt, p.name, sig, pname)
+	}
+	return b.Bytes()
+}
+
+const (
+	docBegin = "<!-- mpigen: functions -->\n"
+	docEnd   = "<!-- mpigen: end -->\n"
+)
+
+func genDoc(src []byte, calls []*proto) ([]byte, error) {
+	s := string(src)
+	i := strings.Index(s, docBegin)
+	j := strings.Index(s, docEnd)
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("no %q ... %q block", strings.TrimSpace(docBegin), strings.TrimSpace(docEnd))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d functions, each as `MPI_` and `PMPI_`:\n\n", len(calls))
+	for _, p := range calls {
+		fmt.Fprintf(&b, "- `%s`\n", p.text)
+	}
+	return []byte(s[:i+len(docBegin)] + b.String() + s[j:]), nil
+}

@@ -1,0 +1,5 @@
+package main
+
+import _ "github.com/gorma-hpc/gorma/abi/mpich"
+
+func main() {}

@@ -1,0 +1,376 @@
+//go:build cgo
+
+package mpich
+
+import (
+	"context"
+	"unsafe"
+
+	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/runtime"
+)
+
+// statusArg is the status pointer st, or nil for MPI_STATUS_IGNORE.
+func statusArg(st unsafe.Pointer) *Status {
+	if uintptr(st) == statusIgnore {
+		return nil
+	}
+	return (*Status)(st)
+}
+
+// bytes is the status's byte count.
+func (s *Status) bytes() int64 {
+	return int64(uint32(s.countLo)) | int64(s.countHiCancelled>>1)<<32
+}
+
+// set fills s from a runtime Status; s may be nil (ignored).
+func (s *Status) set(st runtime.Status) {
+	if s == nil {
+		return
+	}
+	s.Source, s.Tag = int32(st.Source), int32(st.Tag)
+	switch st.Source {
+	case runtime.ProcNull:
+		s.Source = mpi_PROC_NULL
+	case runtime.AnySource:
+		s.Source = mpi_ANY_SOURCE
+	}
+	if st.Tag == runtime.AnyTag {
+		s.Tag = mpi_ANY_TAG
+	}
+	n := int64(st.Bytes)
+	s.countLo = int32(n)
+	s.countHiCancelled = int32(n>>32) << 1
+	if st.Cancelled {
+		s.countHiCancelled |= 1
+	}
+}
+
+// empty sets s to the empty status: what a null request or MPI_PROC_NULL gives.
+func (s *Status) empty() {
+	if s != nil {
+		*s = Status{Source: mpi_PROC_NULL, Tag: mpi_ANY_TAG}
+	}
+}
+
+// dest checks the destination rank r of a send on w.
+func dest(w *runtime.World, r int) (int, error) {
+	if r == mpi_PROC_NULL {
+		return runtime.ProcNull, nil
+	}
+	if n := peers(w); r < 0 || r >= n {
+		return 0, errRank(r, n)
+	}
+	return r, nil
+}
+
+// source checks the source rank r of a receive or probe on w.
+func source(w *runtime.World, r int) (int, error) {
+	if r == mpi_ANY_SOURCE {
+		return runtime.AnySource, nil
+	}
+	return dest(w, r)
+}
+
+// peers is the number of ranks a point-to-point call on w may name.
+func peers(w *runtime.World) int {
+	if w.IsInter() {
+		return w.RemoteSize()
+	}
+	return w.Size()
+}
+
+// recvTag maps MPI_ANY_TAG.
+func recvTag(tag int) int {
+	if tag == mpi_ANY_TAG {
+		return runtime.AnyTag
+	}
+	return tag
+}
+
+// msgArgs checks the arguments a point-to-point call shares and returns its World, its
+// datatype and its buffer.
+func msgArgs(buf unsafe.Pointer, count int, d Datatype, c Comm) (*runtime.World, *dtype, []byte, error) {
+	w, err := worldOf(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t, err := typeOf(d)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b, err := spanOf(buf, count, t)
+	return w, t, b, err
+}
+
+// doSend is MPI_Send.
+func doSend(buf unsafe.Pointer, count int, d Datatype, to, tag int, c Comm) error {
+	return send(runtime.Send[byte], buf, count, d, to, tag, c)
+}
+
+// doSsend is MPI_Ssend.
+func doSsend(buf unsafe.Pointer, count int, d Datatype, to, tag int, c Comm) error {
+	return send(runtime.Ssend[byte], buf, count, d, to, tag, c)
+}
+
+// doRsend is MPI_Rsend.
+func doRsend(buf unsafe.Pointer, count int, d Datatype, to, tag int, c Comm) error {
+	return send(runtime.Rsend[byte], buf, count, d, to, tag, c)
+}
+
+type sendFunc func(ctx context.Context, w *runtime.World, buf []byte, dest, tag int) error
+
+func send(f sendFunc, buf unsafe.Pointer, count int, d Datatype, to, tag int, c Comm) error {
+	w, t, b, err := msgArgs(buf, count, d, c)
+	if err != nil {
+		return err
+	}
+	to, err = dest(w, to)
+	if err != nil {
+		return err
+	}
+	if t.contig {
+		return f(bg, w, b, to, tag)
+	}
+	return runtime.SendType(bg, w, b, count, t.layout, to, tag)
+}
+
+// doRecv is MPI_Recv.
+func doRecv(buf unsafe.Pointer, count int, d Datatype, from, tag int, c Comm, st *Status) error {
+	w, t, b, err := msgArgs(buf, count, d, c)
+	if err != nil {
+		return err
+	}
+	from, err = source(w, from)
+	if err != nil {
+		return err
+	}
+	var rs runtime.Status
+	if t.contig {
+		rs, err = runtime.Recv(bg, w, b, from, recvTag(tag))
+	} else {
+		rs, err = runtime.RecvType(bg, w, b, count, t.layout, from, recvTag(tag))
+	}
+	st.set(rs)
+	return err
+}
+
+// A request is an outstanding nonblocking or persistent call.
+type request struct {
+	p2p  *runtime.Request
+	coll *collectives.Request
+}
+
+var reqs = newTable[*request](kindRequest)
+
+// wait waits for r and returns its status.
+func (r *request) wait() (runtime.Status, error) {
+	if r.coll != nil {
+		return runtime.Status{Source: runtime.AnySource, Tag: runtime.AnyTag}, r.coll.Wait(bg)
+	}
+	return r.p2p.Wait(bg)
+}
+
+// test reports whether r has completed.
+func (r *request) test() (bool, runtime.Status, error) {
+	if r.coll != nil {
+		ok, err := r.coll.Test()
+		return ok, runtime.Status{Source: runtime.AnySource, Tag: runtime.AnyTag}, err
+	}
+	return r.p2p.Test()
+}
+
+// doIsend is MPI_Isend.
+func doIsend(buf unsafe.Pointer, count int, d Datatype, to, tag int, c Comm, req *Request) error {
+	w, t, b, err := msgArgs(buf, count, d, c)
+	if err != nil {
+		return err
+	}
+	if to, err = dest(w, to); err != nil {
+		return err
+	}
+	var r *runtime.Request
+	if t.contig {
+		r, err = runtime.Isend(w, b, to, tag)
+	} else {
+		r, err = runtime.IsendType(w, b, count, t.layout, to, tag)
+	}
+	if err != nil {
+		return err
+	}
+	*req = Request(reqs.add(&request{p2p: r}))
+	return nil
+}
+
+// doIrecv is MPI_Irecv.
+func doIrecv(buf unsafe.Pointer, count int, d Datatype, from, tag int, c Comm, req *Request) error {
+	w, t, b, err := msgArgs(buf, count, d, c)
+	if err != nil {
+		return err
+	}
+	if from, err = source(w, from); err != nil {
+		return err
+	}
+	var r *runtime.Request
+	if t.contig {
+		r, err = runtime.Irecv(w, b, from, recvTag(tag))
+	} else {
+		r, err = runtime.IrecvType(w, b, count, t.layout, from, recvTag(tag))
+	}
+	if err != nil {
+		return err
+	}
+	*req = Request(reqs.add(&request{p2p: r}))
+	return nil
+}
+
+// doWait is MPI_Wait.
+func doWait(req *Request, st *Status) error {
+	if *req == mpi_REQUEST_NULL {
+		st.empty()
+		return nil
+	}
+	r, ok := reqs.del(int32(*req))
+	if !ok {
+		return errHandle("request", int32(*req))
+	}
+	*req = mpi_REQUEST_NULL
+	rs, err := r.wait()
+	st.set(rs)
+	return err
+}
+
+// doTest is MPI_Test.
+func doTest(req *Request, flag *int32, st *Status) error {
+	if *req == mpi_REQUEST_NULL {
+		*flag = 1
+		st.empty()
+		return nil
+	}
+	r, ok := reqs.get(int32(*req))
+	if !ok {
+		return errHandle("request", int32(*req))
+	}
+	done, rs, err := r.test()
+	*flag = b2i(done)
+	if done {
+		reqs.del(int32(*req))
+		*req = mpi_REQUEST_NULL
+		st.set(rs)
+	}
+	return err
+}
+
+// doWaitall is MPI_Waitall. A failed request's error is in its status's MPI_ERROR, and
+// the call returns MPI_ERR_IN_STATUS.
+func doWaitall(n int, rs *Request, sts *Status) error {
+	if n < 0 {
+		return errCount(n)
+	}
+	if n == 0 {
+		return nil
+	}
+	hs := unsafe.Slice(rs, n)
+	var ss []Status
+	if sts != nil {
+		ss = unsafe.Slice(sts, n)
+	}
+	var first error
+	failed := 0
+	for i := range hs {
+		var st *Status
+		if ss != nil {
+			st = &ss[i]
+		}
+		if err := doWait(&hs[i], st); err != nil {
+			failed++
+			if first == nil {
+				first = err
+			}
+			if st != nil {
+				st.Error = int32(classOf(err))
+			}
+		} else if st != nil {
+			st.Error = mpi_SUCCESS
+		}
+	}
+	if failed > 1 || (failed == 1 && ss != nil) {
+		return mpiErr(mpi_ERR_IN_STATUS, first.Error())
+	}
+	return first
+}
+
+// doRequestFree is MPI_Request_free: the request completes on its own.
+func doRequestFree(req *Request) error {
+	r, ok := reqs.del(int32(*req))
+	if !ok {
+		return errHandle("request", int32(*req))
+	}
+	*req = mpi_REQUEST_NULL
+	if r.coll != nil {
+		return r.coll.Free()
+	}
+	return r.p2p.Free()
+}
+
+// doProbe is MPI_Probe.
+func doProbe(from, tag int, c Comm, st *Status) error {
+	w, err := worldOf(c)
+	if err != nil {
+		return err
+	}
+	if from, err = source(w, from); err != nil {
+		return err
+	}
+	rs, err := runtime.Probe(bg, w, from, recvTag(tag))
+	st.set(rs)
+	return err
+}
+
+// doIprobe is MPI_Iprobe.
+func doIprobe(from, tag int, c Comm, flag *int32, st *Status) error {
+	w, err := worldOf(c)
+	if err != nil {
+		return err
+	}
+	if from, err = source(w, from); err != nil {
+		return err
+	}
+	ok, rs, err := runtime.Iprobe(w, from, recvTag(tag))
+	*flag = b2i(ok)
+	if ok {
+		st.set(rs)
+	}
+	return err
+}
+
+// doSendrecv is MPI_Sendrecv.
+func doSendrecv(sbuf unsafe.Pointer, scount int, sd Datatype, to, stag int,
+	rbuf unsafe.Pointer, rcount int, rd Datatype, from, rtag int, c Comm, st *Status) error {
+	w, stt, sb, err := msgArgs(sbuf, scount, sd, c)
+	if err != nil {
+		return err
+	}
+	rt, err := typeOf(rd)
+	if err != nil {
+		return err
+	}
+	rb, err := spanOf(rbuf, rcount, rt)
+	if err != nil {
+		return err
+	}
+	if to, err = dest(w, to); err != nil {
+		return err
+	}
+	if from, err = source(w, from); err != nil {
+		return err
+	}
+	var rs runtime.Status
+	if stt.contig && rt.contig {
+		rs, err = runtime.Sendrecv(bg, w, sb, to, stag, rb, from, recvTag(rtag))
+	} else {
+		rs, err = runtime.SendrecvType(bg, w, sb, scount, stt.layout, to, stag, rb, rcount, rt.layout, from, recvTag(rtag))
+	}
+	st.set(rs)
+	return err
+}

@@ -1,0 +1,52 @@
+//go:build cgo
+
+/* Fork detection, the user-function trampoline and mpi.h's data symbols. */
+#include <pthread.h>
+#include <stdio.h>
+#include "abi.h"
+
+int gorma_forked;
+
+static void gorma_atfork_child(void) { gorma_forked = 1; }
+
+__attribute__((constructor)) static void gorma_register_atfork(void)
+{
+	pthread_atfork(0, 0, gorma_atfork_child);
+}
+
+int gorma_forked_call(const char *fn)
+{
+	fprintf(stderr, "%s: called in a child of fork(): gorma's MPI library serves only the "
+		"process that loaded it; a child may only exec (posix_spawn and system are fine)\n", fn);
+	return 15; /* MPI_ERR_OTHER */
+}
+
+typedef void user_fn(void *, void *, int *, int *);
+
+void gorma_call_user_fn(void *fn, void *in, void *inout, int len, int datatype)
+{
+	((user_fn *)fn)(in, inout, &len, &datatype);
+}
+
+/* The data symbols of mpi.h. A program's loader binds them at start, whether or not
+ * the program uses them. */
+static int gorma_unweighted, gorma_weights_empty;
+int *const MPI_UNWEIGHTED = &gorma_unweighted;
+int *const MPI_WEIGHTS_EMPTY = &gorma_weights_empty;
+void *const MPI_T_PVAR_ALL_HANDLES = (void *)-1;
+int *MPI_F_STATUS_IGNORE = 0;
+int *MPI_F_STATUSES_IGNORE = 0;
+typedef struct { int count_lo, count_hi_and_cancelled, source, tag, error; } gorma_f08_status;
+gorma_f08_status MPIR_F08_MPI_STATUS_IGNORE_OBJ;
+gorma_f08_status MPIR_F08_MPI_STATUSES_IGNORE_OBJ[1];
+gorma_f08_status *MPI_F08_STATUS_IGNORE = &MPIR_F08_MPI_STATUS_IGNORE_OBJ;
+gorma_f08_status *MPI_F08_STATUSES_IGNORE = MPIR_F08_MPI_STATUSES_IGNORE_OBJ;
+
+/* MPIR_Dup_fn is MPI_DUP_FN: the attribute copy that copies the value. */
+int MPIR_Dup_fn(int obj, int keyval, void *extra, void *in, void *out, int *flag)
+{
+	(void)obj; (void)keyval; (void)extra;
+	*(void **)out = in;
+	*flag = 1;
+	return 0;
+}

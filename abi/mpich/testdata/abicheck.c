@@ -1,0 +1,122 @@
+/* abicheck: MPI semantics that gorma's libmpich.so.12 and MPICH's must agree on. It
+ * prints one line per check, the same on both libraries, except the "library" line.
+ * With "fatal" it makes an invalid call under MPI_ERRORS_ARE_FATAL; with "fork" a child
+ * of fork calls MPI. Run with 2 ranks. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int rank, size;
+
+static void say(const char *what, int code)
+{
+	int class;
+	MPI_Error_class(code, &class);
+	if (rank == 0) printf("%s: class %d\n", what, class);
+}
+
+static void isum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+	(void)dt;
+	for (int i = 0; i < *len; i++) ((int *)inout)[i] += 2 * ((int *)in)[i];
+}
+
+int main(int argc, char **argv)
+{
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+	int n;
+	MPI_Get_library_version(lib, &n);
+	lib[strcspn(lib, " \t\n")] = 0;
+	if (rank == 0) printf("library: %s\n", lib);
+
+	if (argc > 1 && !strcmp(argv[1], "fatal")) {
+		int x = 0;
+		MPI_Send(&x, 1, MPI_INT, 99, 0, MPI_COMM_WORLD);
+		printf("fatal: returned\n");
+		MPI_Finalize();
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "fork")) {
+		if (rank == 0) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				int r;
+				_exit(MPI_Comm_rank(MPI_COMM_WORLD, &r));
+			}
+			int st;
+			waitpid(pid, &st, 0);
+			printf("fork child: exit %d\n", WEXITSTATUS(st));
+		}
+		MPI_Finalize();
+		return 0;
+	}
+
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	int x = 7, rc;
+	rc = MPI_Send(&x, 1, MPI_INT, 99, 0, MPI_COMM_WORLD);
+	say("send to rank 99", rc);
+	char msg[MPI_MAX_ERROR_STRING];
+	MPI_Error_string(rc, msg, &n);
+	if (rank == 0) printf("its message %s MPI_Send\n", strstr(msg, "MPI_Send") ? "names" : "does not name");
+	rc = MPI_Send(&x, -1, MPI_INT, 1, 0, MPI_COMM_WORLD);
+	say("send count -1", rc);
+	rc = MPI_Send(&x, 1, (MPI_Datatype)0x12345, 1, 0, MPI_COMM_WORLD);
+	say("send datatype 0x12345", rc);
+	rc = MPI_Bcast(&x, 1, MPI_INT, size, MPI_COMM_WORLD);
+	say("bcast root size", rc);
+	MPI_Comm dup, freed;
+	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+	freed = dup;
+	MPI_Comm_free(&dup);
+	say("free leaves MPI_COMM_NULL", dup == MPI_COMM_NULL ? MPI_SUCCESS : MPI_ERR_OTHER);
+	rc = MPI_Barrier(freed);
+	say("barrier on a freed communicator", rc);
+
+	/* A user operation and a derived datatype. */
+	int in[4] = {rank, rank, rank, rank}, out[4];
+	MPI_Op op;
+	MPI_Op_create(isum, 1, &op);
+	rc = MPI_Allreduce(in, out, 4, MPI_INT, op, MPI_COMM_WORLD);
+	say("allreduce with a user op", rc);
+	if (rank == 0) printf("user op result: %d %d\n", out[0], out[3]);
+	MPI_Op_free(&op);
+	double m[4][3], col[4];
+	MPI_Datatype colt;
+	MPI_Type_vector(4, 1, 3, MPI_DOUBLE, &colt);
+	MPI_Type_commit(&colt);
+	if (rank == 0) {
+		for (int i = 0; i < 4; i++)
+			for (int j = 0; j < 3; j++) m[i][j] = 10 * i + j;
+		MPI_Send(&m[0][1], 1, colt, 1, 5, MPI_COMM_WORLD);
+		MPI_Status st;
+		MPI_Recv(col, 4, MPI_DOUBLE, 1, 6, MPI_COMM_WORLD, &st);
+		MPI_Get_count(&st, MPI_DOUBLE, &n);
+		printf("column back: %g %g %g %g, count %d, source %d, tag %d\n", col[0], col[1], col[2], col[3], n, st.MPI_SOURCE, st.MPI_TAG);
+	} else if (rank == 1) {
+		MPI_Recv(col, 4, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		MPI_Send(col, 4, MPI_DOUBLE, 0, 6, MPI_COMM_WORLD);
+	}
+	MPI_Type_free(&colt);
+	/* A message longer than the receive: truncated. */
+	if (rank == 0) {
+		int big[8] = {0};
+		MPI_Send(big, 8, MPI_INT, 1, 7, MPI_COMM_WORLD);
+	} else if (rank == 1) {
+		int small[2];
+		rc = MPI_Recv(small, 2, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	}
+	MPI_Bcast(&rc, 1, MPI_INT, 1, MPI_COMM_WORLD);
+	say("truncated receive", rc);
+	MPI_Status st;
+	rc = MPI_Recv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st);
+	MPI_Get_count(&st, MPI_INT, &n);
+	if (rank == 0) printf("receive from MPI_PROC_NULL: rc %d source %d tag %d count %d\n", rc, st.MPI_SOURCE, st.MPI_TAG, n);
+	MPI_Finalize();
+	return 0;
+}

@@ -43,6 +43,7 @@ func init() {
 	intOps[uint64](kU64)
 	orderedOps[float32](kF32)
 	orderedOps[float64](kF64)
+	initByteOps()
 }
 
 func allOps[T runtime.Elem](k kind) {

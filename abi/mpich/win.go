@@ -3,13 +3,21 @@
 package mpich
 
 import (
+	"fmt"
+	"unsafe"
+
+	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/window"
 )
 
-// A win is a window: bytes of memory exposed to the communicator's ranks.
+// A win is a window: a window.Win of bytes, whose displacements this library scales by
+// each target's displacement unit.
 type win struct {
-	w    *window.Win[byte]
-	errh Errhandler
+	w     *window.Win[byte]
+	comm  *runtime.World
+	units []int // each rank's disp_unit
+	errh  Errhandler
 }
 
 var wins = newTable[*win](kindWin)
@@ -20,4 +28,457 @@ func winOf(h Win) (*win, error) {
 		return wo, nil
 	}
 	return nil, errHandle("window", int32(h))
+}
+
+// newWin registers w over comm co, gathering every rank's displacement unit.
+func newWin(w *window.Win[byte], co *comm, unit int, out *Win) error {
+	if unit <= 0 {
+		w.Free(bg)
+		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("disp_unit %d is not positive", unit))
+	}
+	all := make([]int64, co.w.Size())
+	if err := collectives.Allgather(bg, co.w, []int64{int64(unit)}, all); err != nil {
+		w.Free(bg)
+		return err
+	}
+	units := make([]int, len(all))
+	for i, u := range all {
+		units[i] = int(u)
+	}
+	*out = Win(wins.add(&win{w: w, comm: co.w, units: units, errh: co.errh}))
+	return nil
+}
+
+// doWinAllocate is MPI_Win_allocate: size bytes of the runtime's arena per rank.
+func doWinAllocate(size, unit int, info Info, c Comm, baseptr unsafe.Pointer, out *Win) error {
+	co, err := commOf(c)
+	if err != nil {
+		return err
+	}
+	if size < 0 {
+		return mpiErr(mpi_ERR_SIZE, fmt.Sprintf("size %d is negative", size))
+	}
+	w, err := window.Allocate[byte](bg, co.w, size)
+	if err != nil {
+		return err
+	}
+	var base unsafe.Pointer
+	if l := w.Local(); len(l) > 0 {
+		base = unsafe.Pointer(&l[0])
+	}
+	*(*unsafe.Pointer)(baseptr) = base
+	return newWin(w, co, unit, out)
+}
+
+// doWinCreate is MPI_Win_create: the caller's memory.
+func doWinCreate(base unsafe.Pointer, size, unit int, info Info, c Comm, out *Win) error {
+	co, err := commOf(c)
+	if err != nil {
+		return err
+	}
+	if size < 0 {
+		return mpiErr(mpi_ERR_SIZE, fmt.Sprintf("size %d is negative", size))
+	}
+	var buf []byte
+	if size > 0 {
+		if base == nil {
+			return mpiErr(mpi_ERR_BUFFER, "base is NULL")
+		}
+		buf = unsafe.Slice((*byte)(base), size)
+	}
+	w, err := window.Create(bg, co.w, buf)
+	if err != nil {
+		return err
+	}
+	return newWin(w, co, unit, out)
+}
+
+// doWinFree is MPI_Win_free.
+func doWinFree(h *Win) error {
+	wo, ok := wins.del(int32(*h))
+	if !ok {
+		return errHandle("window", int32(*h))
+	}
+	*h = mpi_WIN_NULL
+	return wo.w.Free(bg)
+}
+
+// doWinSetErrhandler is MPI_Win_set_errhandler.
+func doWinSetErrhandler(h Win, e Errhandler) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	switch e {
+	case mpi_ERRORS_ARE_FATAL, mpi_ERRORS_RETURN, mpi_ERRORS_ABORT:
+	default:
+		return errUnsupported(fmt.Sprintf("error handler %#x (only MPI_ERRORS_ARE_FATAL, MPI_ERRORS_ABORT and MPI_ERRORS_RETURN are)", uint32(e)))
+	}
+	wo.errh = e
+	return nil
+}
+
+// assert maps MPI_MODE_* (1024 and up) onto window's assertions, which keep their order.
+func assert(a int) window.Assert { return window.Assert(a >> 10) }
+
+// doWinFence is MPI_Win_fence.
+func doWinFence(a int, h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	return wo.w.Fence(bg, assert(a))
+}
+
+// doWinLock is MPI_Win_lock.
+func doWinLock(lockType, rank, a int, h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	var lt window.LockType
+	switch lockType {
+	case mpi_LOCK_EXCLUSIVE:
+		lt = window.Exclusive
+	case mpi_LOCK_SHARED:
+		lt = window.Shared
+	default:
+		return mpiErr(mpi_ERR_LOCKTYPE, fmt.Sprintf("lock type %d is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED", lockType))
+	}
+	return wo.w.Lock(bg, lt, rank, assert(a))
+}
+
+// doWinUnlock is MPI_Win_unlock.
+func doWinUnlock(rank int, h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	return wo.w.Unlock(bg, rank)
+}
+
+// doWinLockAll is MPI_Win_lock_all.
+func doWinLockAll(a int, h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	return wo.w.LockAll(bg, assert(a))
+}
+
+// doWinUnlockAll is MPI_Win_unlock_all.
+func doWinUnlockAll(h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	return wo.w.UnlockAll(bg)
+}
+
+// doWinFlush is MPI_Win_flush.
+func doWinFlush(rank int, h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	return wo.w.Flush(bg, rank)
+}
+
+// doWinFlushAll is MPI_Win_flush_all.
+func doWinFlushAll(h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	return wo.w.FlushAll(bg)
+}
+
+// doWinFlushLocal is MPI_Win_flush_local.
+func doWinFlushLocal(rank int, h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	return wo.w.FlushLocal(bg, rank)
+}
+
+// doWinFlushLocalAll is MPI_Win_flush_local_all.
+func doWinFlushLocalAll(h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	return wo.w.FlushLocalAll(bg)
+}
+
+// doWinSync is MPI_Win_sync.
+func doWinSync(h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	return wo.w.Sync(bg)
+}
+
+// ranksOf translates group g into ranks of the window's communicator.
+func (wo *win) ranksOf(g Group) ([]int, error) {
+	grp, err := groupOf(g)
+	if err != nil {
+		return nil, err
+	}
+	idx := make([]int, grp.Size())
+	for i := range idx {
+		idx[i] = i
+	}
+	r, err := grp.TranslateRanks(idx, wo.comm.Group())
+	if err != nil {
+		return nil, mpiErr(mpi_ERR_GROUP, err.Error())
+	}
+	for i, x := range r {
+		if x < 0 {
+			return nil, mpiErr(mpi_ERR_GROUP, fmt.Sprintf("group rank %d is not in the window's communicator", i))
+		}
+	}
+	return r, nil
+}
+
+// doWinPost is MPI_Win_post.
+func doWinPost(g Group, a int, h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	ranks, err := wo.ranksOf(g)
+	if err != nil {
+		return err
+	}
+	return wo.w.Post(bg, ranks, assert(a))
+}
+
+// doWinStart is MPI_Win_start.
+func doWinStart(g Group, a int, h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	ranks, err := wo.ranksOf(g)
+	if err != nil {
+		return err
+	}
+	return wo.w.Start(bg, ranks, assert(a))
+}
+
+// doWinComplete is MPI_Win_complete.
+func doWinComplete(h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	return wo.w.Complete(bg)
+}
+
+// doWinWait is MPI_Win_wait.
+func doWinWait(h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	return wo.w.Wait(bg)
+}
+
+// rmaArgs checks a one-sided call's origin and target and returns the window, the
+// origin's bytes and datatype, the target's datatype and its byte displacement.
+func rmaArgs(h Win, org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int, td Datatype) (*win, []byte, *dtype, *dtype, int, error) {
+	wo, err := winOf(h)
+	if err != nil {
+		return nil, nil, nil, nil, 0, err
+	}
+	if rank < 0 || rank >= len(wo.units) {
+		return nil, nil, nil, nil, 0, errRank(rank, len(wo.units))
+	}
+	ot, err := typeOf(od)
+	if err != nil {
+		return nil, nil, nil, nil, 0, err
+	}
+	tt, err := typeOf(td)
+	if err != nil {
+		return nil, nil, nil, nil, 0, err
+	}
+	b, err := spanOf(org, ocount, ot)
+	if err != nil {
+		return nil, nil, nil, nil, 0, err
+	}
+	if tcount < 0 {
+		return nil, nil, nil, nil, 0, errCount(tcount)
+	}
+	if ot.size*ocount != tt.size*tcount {
+		return nil, nil, nil, nil, 0, mpiErr(mpi_ERR_SIZE, fmt.Sprintf("the origin holds %d bytes and the target %d", ot.size*ocount, tt.size*tcount))
+	}
+	return wo, b, ot, tt, disp * wo.units[rank], nil
+}
+
+// doPut is MPI_Put.
+func doPut(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int, td Datatype, h Win) error {
+	wo, b, ot, tt, off, err := rmaArgs(h, org, ocount, od, rank, disp, tcount, td)
+	if err != nil {
+		return err
+	}
+	if ot.contig && tt.contig {
+		return wo.w.Put(b, rank, off)
+	}
+	return wo.w.PutType(b, ocount, ot.layout, rank, off, tcount, tt.layout)
+}
+
+// doGet is MPI_Get.
+func doGet(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int, td Datatype, h Win) error {
+	wo, b, ot, tt, off, err := rmaArgs(h, org, ocount, od, rank, disp, tcount, td)
+	if err != nil {
+		return err
+	}
+	if ot.contig && tt.contig {
+		return wo.w.Get(b, rank, off)
+	}
+	return wo.w.GetType(b, ocount, ot.layout, rank, off, tcount, tt.layout)
+}
+
+// byteOps caches each predefined operation over bytes: the kind's typed operation
+// applied to the bytes' elements. The window's accumulates hold the target's
+// accumulate word across a whole range, and cut long ranges at multiples of 1 MiB, so
+// no element is split.
+var byteOps [nKinds][16]collectives.Op[byte]
+
+// initByteOps fills byteOps from builtinOps.
+func initByteOps() {
+	for k := kind(1); k < nKinds; k++ {
+		for i := range builtinOps[k] {
+			if builtinOps[k][i] != nil {
+				byteOps[k][i] = byteOpBy[k](builtinOps[k][i])
+			}
+		}
+		byteOps[k][mpi_REPLACE&0xff] = collectives.Replace[byte]()
+		byteOps[k][mpi_NO_OP&0xff] = collectives.NoOp[byte]()
+	}
+}
+
+// asBytes wraps a typed operation o (a collectives.Op[T]) as one over bytes.
+func asBytes[T runtime.Elem](o any) collectives.Op[byte] {
+	op := o.(collectives.Op[T])
+	size := int(unsafe.Sizeof(*new(T)))
+	return collectives.NewOp(op.Name(), func(inout, in []byte) {
+		n := min(len(inout), len(in)) / size
+		if n == 0 {
+			return
+		}
+		op.Apply(unsafe.Slice((*T)(unsafe.Pointer(&inout[0])), n), unsafe.Slice((*T)(unsafe.Pointer(&in[0])), n))
+	}, op.Commutative())
+}
+
+var byteOpBy = [nKinds]func(any) collectives.Op[byte]{
+	kI8: asBytes[int8], kI16: asBytes[int16], kI32: asBytes[int32], kI64: asBytes[int64],
+	kU8: asBytes[uint8], kU16: asBytes[uint16], kU32: asBytes[uint32], kU64: asBytes[uint64],
+	kF32: asBytes[float32], kF64: asBytes[float64], kC64: asBytes[complex64], kC128: asBytes[complex128],
+}
+
+// accOp is op over bytes of datatype t.
+func accOp(op Op, t *dtype) (collectives.Op[byte], error) {
+	if op&^0xff != builtinOp {
+		return collectives.Op[byte]{}, errUnsupported("a user MPI_Op in a one-sided accumulate (MPI forbids it too)")
+	}
+	if t.kind != kNone && t.contig {
+		if o := byteOps[t.kind][op&0xff]; o.Valid() {
+			return o, nil
+		}
+	}
+	switch op {
+	case mpi_REPLACE:
+		return collectives.Replace[byte](), nil
+	case mpi_NO_OP:
+		return collectives.NoOp[byte](), nil
+	}
+	return collectives.Op[byte]{}, mpiErr(mpi_ERR_OP, fmt.Sprintf("operation %#x is not defined on this datatype in a one-sided accumulate", uint32(op)))
+}
+
+// doAccumulate is MPI_Accumulate.
+func doAccumulate(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int, td Datatype, op Op, h Win) error {
+	wo, b, ot, tt, off, err := rmaArgs(h, org, ocount, od, rank, disp, tcount, td)
+	if err != nil {
+		return err
+	}
+	o, err := accOp(op, tt)
+	if err != nil {
+		return err
+	}
+	if ot.contig && tt.contig {
+		return wo.w.Accumulate(b, rank, off, o)
+	}
+	return wo.w.AccumulateType(b, ocount, ot.layout, rank, off, tcount, tt.layout, o)
+}
+
+// doGetAccumulate is MPI_Get_accumulate. With MPI_NO_OP the origin is not read.
+func doGetAccumulate(org unsafe.Pointer, ocount int, od Datatype, res unsafe.Pointer, rcount int, rd Datatype,
+	rank, disp, tcount int, td Datatype, op Op, h Win) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	if rank < 0 || rank >= len(wo.units) {
+		return errRank(rank, len(wo.units))
+	}
+	tt, err := typeOf(td)
+	if err != nil {
+		return err
+	}
+	rt, err := typeOf(rd)
+	if err != nil {
+		return err
+	}
+	r, err := spanOf(res, rcount, rt)
+	if err != nil {
+		return err
+	}
+	var b []byte
+	if op != mpi_NO_OP {
+		ot, err := typeOf(od)
+		if err != nil {
+			return err
+		}
+		if b, err = spanOf(org, ocount, ot); err != nil {
+			return err
+		}
+		if !ot.contig || ot.size*ocount != rt.size*rcount {
+			return errUnsupported("MPI_Get_accumulate with a derived origin datatype or an origin and result of different sizes")
+		}
+	}
+	if !tt.contig || !rt.contig || tt.size*tcount != rt.size*rcount {
+		return errUnsupported("MPI_Get_accumulate with a derived datatype or a target and result of different sizes")
+	}
+	o, err := accOp(op, tt)
+	if err != nil {
+		return err
+	}
+	return wo.w.GetAccumulate(b, r, rank, disp*wo.units[rank], o)
+}
+
+// doFetchAndOp is MPI_Fetch_and_op: one element, through the window's GetAccumulate.
+func doFetchAndOp(org, res unsafe.Pointer, d Datatype, rank, disp int, op Op, h Win) error {
+	return doGetAccumulate(org, 1, d, res, 1, d, rank, disp, 1, d, op, h)
+}
+
+// doCompareAndSwap is MPI_Compare_and_swap: one element, swapped where its bytes are
+// compare's, under the target's accumulate word.
+func doCompareAndSwap(org, cmp, res unsafe.Pointer, d Datatype, rank, disp int, h Win) error {
+	wo, b, _, t, off, err := rmaArgs(h, org, 1, d, rank, disp, 1, d)
+	if err != nil {
+		return err
+	}
+	if t.kind == kNone || t.kind >= kF32 {
+		return mpiErr(mpi_ERR_TYPE, fmt.Sprintf("datatype %#x is not an integer, logical or byte type", uint32(d)))
+	}
+	want := unsafe.Slice((*byte)(cmp), t.size)
+	swap := collectives.NewOp("MPI_Compare_and_swap", func(inout, in []byte) {
+		if string(inout) == string(want) {
+			copy(inout, in)
+		}
+	}, false)
+	return wo.w.GetAccumulate(b, unsafe.Slice((*byte)(res), t.size), rank, off, swap)
 }

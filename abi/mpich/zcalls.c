@@ -308,6 +308,15 @@ int PMPI_Error_string(int errorcode, void *string, void *resultlen)
 }
 int MPI_Error_string(int errorcode, void *string, void *resultlen) __attribute__((weak, alias("PMPI_Error_string")));
 
+/* int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler) */
+int PMPI_Win_set_errhandler(int win, int errhandler)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_set_errhandler");
+	return gorma_MPI_Win_set_errhandler(win, errhandler);
+}
+int MPI_Win_set_errhandler(int win, int errhandler) __attribute__((weak, alias("PMPI_Win_set_errhandler")));
+
 /* int MPI_Group_free(MPI_Group *group) */
 int PMPI_Group_free(void *group)
 {
@@ -577,6 +586,213 @@ int PMPI_Waitall(int count, void *array_of_requests, void *array_of_statuses)
 	return gorma_MPI_Waitall(count, (void *)array_of_requests, (void *)array_of_statuses);
 }
 int MPI_Waitall(int count, void *array_of_requests, void *array_of_statuses) __attribute__((weak, alias("PMPI_Waitall")));
+
+/* int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) */
+int PMPI_Accumulate(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Accumulate");
+	return gorma_MPI_Accumulate((void *)origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
+}
+int MPI_Accumulate(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win) __attribute__((weak, alias("PMPI_Accumulate")));
+
+/* int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win) */
+int PMPI_Compare_and_swap(void *origin_addr, void *compare_addr, void *result_addr, int datatype, int target_rank, long target_disp, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Compare_and_swap");
+	return gorma_MPI_Compare_and_swap((void *)origin_addr, (void *)compare_addr, (void *)result_addr, datatype, target_rank, target_disp, win);
+}
+int MPI_Compare_and_swap(void *origin_addr, void *compare_addr, void *result_addr, int datatype, int target_rank, long target_disp, int win) __attribute__((weak, alias("PMPI_Compare_and_swap")));
+
+/* int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win) */
+int PMPI_Fetch_and_op(void *origin_addr, void *result_addr, int datatype, int target_rank, long target_disp, int op, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Fetch_and_op");
+	return gorma_MPI_Fetch_and_op((void *)origin_addr, (void *)result_addr, datatype, target_rank, target_disp, op, win);
+}
+int MPI_Fetch_and_op(void *origin_addr, void *result_addr, int datatype, int target_rank, long target_disp, int op, int win) __attribute__((weak, alias("PMPI_Fetch_and_op")));
+
+/* int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win) */
+int PMPI_Get(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get");
+	return gorma_MPI_Get((void *)origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
+}
+int MPI_Get(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int win) __attribute__((weak, alias("PMPI_Get")));
+
+/* int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) */
+int PMPI_Get_accumulate(void *origin_addr, int origin_count, int origin_datatype, void *result_addr, int result_count, int result_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_accumulate");
+	return gorma_MPI_Get_accumulate((void *)origin_addr, origin_count, origin_datatype, (void *)result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
+}
+int MPI_Get_accumulate(void *origin_addr, int origin_count, int origin_datatype, void *result_addr, int result_count, int result_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win) __attribute__((weak, alias("PMPI_Get_accumulate")));
+
+/* int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win) */
+int PMPI_Put(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Put");
+	return gorma_MPI_Put((void *)origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
+}
+int MPI_Put(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int win) __attribute__((weak, alias("PMPI_Put")));
+
+/* int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) */
+int PMPI_Win_allocate(long size, int disp_unit, int info, int comm, void *baseptr, void *win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_allocate");
+	return gorma_MPI_Win_allocate(size, disp_unit, info, comm, (void *)baseptr, (void *)win);
+}
+int MPI_Win_allocate(long size, int disp_unit, int info, int comm, void *baseptr, void *win) __attribute__((weak, alias("PMPI_Win_allocate")));
+
+/* int MPI_Win_complete(MPI_Win win) */
+int PMPI_Win_complete(int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_complete");
+	return gorma_MPI_Win_complete(win);
+}
+int MPI_Win_complete(int win) __attribute__((weak, alias("PMPI_Win_complete")));
+
+/* int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) */
+int PMPI_Win_create(void *base, long size, int disp_unit, int info, int comm, void *win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_create");
+	return gorma_MPI_Win_create((void *)base, size, disp_unit, info, comm, (void *)win);
+}
+int MPI_Win_create(void *base, long size, int disp_unit, int info, int comm, void *win) __attribute__((weak, alias("PMPI_Win_create")));
+
+/* int MPI_Win_fence(int assert, MPI_Win win) */
+int PMPI_Win_fence(int assert, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_fence");
+	return gorma_MPI_Win_fence(assert, win);
+}
+int MPI_Win_fence(int assert, int win) __attribute__((weak, alias("PMPI_Win_fence")));
+
+/* int MPI_Win_flush(int rank, MPI_Win win) */
+int PMPI_Win_flush(int rank, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_flush");
+	return gorma_MPI_Win_flush(rank, win);
+}
+int MPI_Win_flush(int rank, int win) __attribute__((weak, alias("PMPI_Win_flush")));
+
+/* int MPI_Win_flush_all(MPI_Win win) */
+int PMPI_Win_flush_all(int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_flush_all");
+	return gorma_MPI_Win_flush_all(win);
+}
+int MPI_Win_flush_all(int win) __attribute__((weak, alias("PMPI_Win_flush_all")));
+
+/* int MPI_Win_flush_local(int rank, MPI_Win win) */
+int PMPI_Win_flush_local(int rank, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_flush_local");
+	return gorma_MPI_Win_flush_local(rank, win);
+}
+int MPI_Win_flush_local(int rank, int win) __attribute__((weak, alias("PMPI_Win_flush_local")));
+
+/* int MPI_Win_flush_local_all(MPI_Win win) */
+int PMPI_Win_flush_local_all(int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_flush_local_all");
+	return gorma_MPI_Win_flush_local_all(win);
+}
+int MPI_Win_flush_local_all(int win) __attribute__((weak, alias("PMPI_Win_flush_local_all")));
+
+/* int MPI_Win_free(MPI_Win *win) */
+int PMPI_Win_free(void *win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_free");
+	return gorma_MPI_Win_free((void *)win);
+}
+int MPI_Win_free(void *win) __attribute__((weak, alias("PMPI_Win_free")));
+
+/* int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) */
+int PMPI_Win_lock(int lock_type, int rank, int assert, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_lock");
+	return gorma_MPI_Win_lock(lock_type, rank, assert, win);
+}
+int MPI_Win_lock(int lock_type, int rank, int assert, int win) __attribute__((weak, alias("PMPI_Win_lock")));
+
+/* int MPI_Win_lock_all(int assert, MPI_Win win) */
+int PMPI_Win_lock_all(int assert, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_lock_all");
+	return gorma_MPI_Win_lock_all(assert, win);
+}
+int MPI_Win_lock_all(int assert, int win) __attribute__((weak, alias("PMPI_Win_lock_all")));
+
+/* int MPI_Win_post(MPI_Group group, int assert, MPI_Win win) */
+int PMPI_Win_post(int group, int assert, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_post");
+	return gorma_MPI_Win_post(group, assert, win);
+}
+int MPI_Win_post(int group, int assert, int win) __attribute__((weak, alias("PMPI_Win_post")));
+
+/* int MPI_Win_start(MPI_Group group, int assert, MPI_Win win) */
+int PMPI_Win_start(int group, int assert, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_start");
+	return gorma_MPI_Win_start(group, assert, win);
+}
+int MPI_Win_start(int group, int assert, int win) __attribute__((weak, alias("PMPI_Win_start")));
+
+/* int MPI_Win_sync(MPI_Win win) */
+int PMPI_Win_sync(int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_sync");
+	return gorma_MPI_Win_sync(win);
+}
+int MPI_Win_sync(int win) __attribute__((weak, alias("PMPI_Win_sync")));
+
+/* int MPI_Win_unlock(int rank, MPI_Win win) */
+int PMPI_Win_unlock(int rank, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_unlock");
+	return gorma_MPI_Win_unlock(rank, win);
+}
+int MPI_Win_unlock(int rank, int win) __attribute__((weak, alias("PMPI_Win_unlock")));
+
+/* int MPI_Win_unlock_all(MPI_Win win) */
+int PMPI_Win_unlock_all(int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_unlock_all");
+	return gorma_MPI_Win_unlock_all(win);
+}
+int MPI_Win_unlock_all(int win) __attribute__((weak, alias("PMPI_Win_unlock_all")));
+
+/* int MPI_Win_wait(MPI_Win win) */
+int PMPI_Win_wait(int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_wait");
+	return gorma_MPI_Win_wait(win);
+}
+int MPI_Win_wait(int win) __attribute__((weak, alias("PMPI_Win_wait")));
 
 /* double MPI_Wtick(void) */
 double PMPI_Wtick(void)

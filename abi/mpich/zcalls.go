@@ -48,6 +48,7 @@ const (
 	fnErrhandlerFree
 	fnErrorClass
 	fnErrorString
+	fnWinSetErrhandler
 	fnGroupFree
 	fnGroupIncl
 	fnGroupRank
@@ -78,6 +79,29 @@ const (
 	fnTest
 	fnWait
 	fnWaitall
+	fnAccumulate
+	fnCompareAndSwap
+	fnFetchAndOp
+	fnGet
+	fnGetAccumulate
+	fnPut
+	fnWinAllocate
+	fnWinComplete
+	fnWinCreate
+	fnWinFence
+	fnWinFlush
+	fnWinFlushAll
+	fnWinFlushLocal
+	fnWinFlushLocalAll
+	fnWinFree
+	fnWinLock
+	fnWinLockAll
+	fnWinPost
+	fnWinStart
+	fnWinSync
+	fnWinUnlock
+	fnWinUnlockAll
+	fnWinWait
 	fnWtick
 	fnWtime
 	numFns
@@ -118,6 +142,7 @@ var fnNames = [numFns]string{
 	fnErrhandlerFree:    "MPI_Errhandler_free",
 	fnErrorClass:        "MPI_Error_class",
 	fnErrorString:       "MPI_Error_string",
+	fnWinSetErrhandler:  "MPI_Win_set_errhandler",
 	fnGroupFree:         "MPI_Group_free",
 	fnGroupIncl:         "MPI_Group_incl",
 	fnGroupRank:         "MPI_Group_rank",
@@ -148,6 +173,29 @@ var fnNames = [numFns]string{
 	fnTest:              "MPI_Test",
 	fnWait:              "MPI_Wait",
 	fnWaitall:           "MPI_Waitall",
+	fnAccumulate:        "MPI_Accumulate",
+	fnCompareAndSwap:    "MPI_Compare_and_swap",
+	fnFetchAndOp:        "MPI_Fetch_and_op",
+	fnGet:               "MPI_Get",
+	fnGetAccumulate:     "MPI_Get_accumulate",
+	fnPut:               "MPI_Put",
+	fnWinAllocate:       "MPI_Win_allocate",
+	fnWinComplete:       "MPI_Win_complete",
+	fnWinCreate:         "MPI_Win_create",
+	fnWinFence:          "MPI_Win_fence",
+	fnWinFlush:          "MPI_Win_flush",
+	fnWinFlushAll:       "MPI_Win_flush_all",
+	fnWinFlushLocal:     "MPI_Win_flush_local",
+	fnWinFlushLocalAll:  "MPI_Win_flush_local_all",
+	fnWinFree:           "MPI_Win_free",
+	fnWinLock:           "MPI_Win_lock",
+	fnWinLockAll:        "MPI_Win_lock_all",
+	fnWinPost:           "MPI_Win_post",
+	fnWinStart:          "MPI_Win_start",
+	fnWinSync:           "MPI_Win_sync",
+	fnWinUnlock:         "MPI_Win_unlock",
+	fnWinUnlockAll:      "MPI_Win_unlock_all",
+	fnWinWait:           "MPI_Win_wait",
 	fnWtick:             "MPI_Wtick",
 	fnWtime:             "MPI_Wtime",
 }
@@ -515,6 +563,17 @@ func gorma_MPI_Error_string(errorcode C.int, string_ unsafe.Pointer, resultlen u
 	return 0
 }
 
+// int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
+//
+//export gorma_MPI_Win_set_errhandler
+func gorma_MPI_Win_set_errhandler(win C.int, errhandler C.int) (rc C.int) {
+	defer catch(fnWinSetErrhandler, &rc)
+	if err := doWinSetErrhandler(Win(win), Errhandler(errhandler)); err != nil {
+		return C.int(failWin(fnWinSetErrhandler, Win(win), err))
+	}
+	return 0
+}
+
 // int MPI_Group_free(MPI_Group *group)
 //
 //export gorma_MPI_Group_free
@@ -841,6 +900,259 @@ func gorma_MPI_Waitall(count C.int, array_of_requests unsafe.Pointer, array_of_s
 	defer catch(fnWaitall, &rc)
 	if err := doWaitall(int(count), (*Request)(array_of_requests), statusArg(array_of_statuses)); err != nil {
 		return C.int(failComm(fnWaitall, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+//
+//export gorma_MPI_Accumulate
+func gorma_MPI_Accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) (rc C.int) {
+	defer catch(fnAccumulate, &rc)
+	if err := doAccumulate(origin_addr, int(origin_count), Datatype(origin_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Op(op), Win(win)); err != nil {
+		return C.int(failWin(fnAccumulate, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
+//
+//export gorma_MPI_Compare_and_swap
+func gorma_MPI_Compare_and_swap(origin_addr unsafe.Pointer, compare_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, win C.int) (rc C.int) {
+	defer catch(fnCompareAndSwap, &rc)
+	if err := doCompareAndSwap(origin_addr, compare_addr, result_addr, Datatype(datatype), int(target_rank), int(target_disp), Win(win)); err != nil {
+		return C.int(failWin(fnCompareAndSwap, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+//
+//export gorma_MPI_Fetch_and_op
+func gorma_MPI_Fetch_and_op(origin_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, op C.int, win C.int) (rc C.int) {
+	defer catch(fnFetchAndOp, &rc)
+	if err := doFetchAndOp(origin_addr, result_addr, Datatype(datatype), int(target_rank), int(target_disp), Op(op), Win(win)); err != nil {
+		return C.int(failWin(fnFetchAndOp, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
+//
+//export gorma_MPI_Get
+func gorma_MPI_Get(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) (rc C.int) {
+	defer catch(fnGet, &rc)
+	if err := doGet(origin_addr, int(origin_count), Datatype(origin_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Win(win)); err != nil {
+		return C.int(failWin(fnGet, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+//
+//export gorma_MPI_Get_accumulate
+func gorma_MPI_Get_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) (rc C.int) {
+	defer catch(fnGetAccumulate, &rc)
+	if err := doGetAccumulate(origin_addr, int(origin_count), Datatype(origin_datatype), result_addr, int(result_count), Datatype(result_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Op(op), Win(win)); err != nil {
+		return C.int(failWin(fnGetAccumulate, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
+//
+//export gorma_MPI_Put
+func gorma_MPI_Put(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) (rc C.int) {
+	defer catch(fnPut, &rc)
+	if err := doPut(origin_addr, int(origin_count), Datatype(origin_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Win(win)); err != nil {
+		return C.int(failWin(fnPut, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
+//
+//export gorma_MPI_Win_allocate
+func gorma_MPI_Win_allocate(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinAllocate, &rc)
+	if err := doWinAllocate(int(size), int(disp_unit), Info(info), Comm(comm), baseptr, (*Win)(win)); err != nil {
+		return C.int(failComm(fnWinAllocate, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Win_complete(MPI_Win win)
+//
+//export gorma_MPI_Win_complete
+func gorma_MPI_Win_complete(win C.int) (rc C.int) {
+	defer catch(fnWinComplete, &rc)
+	if err := doWinComplete(Win(win)); err != nil {
+		return C.int(failWin(fnWinComplete, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
+//
+//export gorma_MPI_Win_create
+func gorma_MPI_Win_create(base unsafe.Pointer, size C.long, disp_unit C.int, info C.int, comm C.int, win unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinCreate, &rc)
+	if err := doWinCreate(base, int(size), int(disp_unit), Info(info), Comm(comm), (*Win)(win)); err != nil {
+		return C.int(failComm(fnWinCreate, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Win_fence(int assert, MPI_Win win)
+//
+//export gorma_MPI_Win_fence
+func gorma_MPI_Win_fence(assert C.int, win C.int) (rc C.int) {
+	defer catch(fnWinFence, &rc)
+	if err := doWinFence(int(assert), Win(win)); err != nil {
+		return C.int(failWin(fnWinFence, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_flush(int rank, MPI_Win win)
+//
+//export gorma_MPI_Win_flush
+func gorma_MPI_Win_flush(rank C.int, win C.int) (rc C.int) {
+	defer catch(fnWinFlush, &rc)
+	if err := doWinFlush(int(rank), Win(win)); err != nil {
+		return C.int(failWin(fnWinFlush, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_flush_all(MPI_Win win)
+//
+//export gorma_MPI_Win_flush_all
+func gorma_MPI_Win_flush_all(win C.int) (rc C.int) {
+	defer catch(fnWinFlushAll, &rc)
+	if err := doWinFlushAll(Win(win)); err != nil {
+		return C.int(failWin(fnWinFlushAll, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_flush_local(int rank, MPI_Win win)
+//
+//export gorma_MPI_Win_flush_local
+func gorma_MPI_Win_flush_local(rank C.int, win C.int) (rc C.int) {
+	defer catch(fnWinFlushLocal, &rc)
+	if err := doWinFlushLocal(int(rank), Win(win)); err != nil {
+		return C.int(failWin(fnWinFlushLocal, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_flush_local_all(MPI_Win win)
+//
+//export gorma_MPI_Win_flush_local_all
+func gorma_MPI_Win_flush_local_all(win C.int) (rc C.int) {
+	defer catch(fnWinFlushLocalAll, &rc)
+	if err := doWinFlushLocalAll(Win(win)); err != nil {
+		return C.int(failWin(fnWinFlushLocalAll, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_free(MPI_Win *win)
+//
+//export gorma_MPI_Win_free
+func gorma_MPI_Win_free(win unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinFree, &rc)
+	if err := doWinFree((*Win)(win)); err != nil {
+		return C.int(failComm(fnWinFree, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
+//
+//export gorma_MPI_Win_lock
+func gorma_MPI_Win_lock(lock_type C.int, rank C.int, assert C.int, win C.int) (rc C.int) {
+	defer catch(fnWinLock, &rc)
+	if err := doWinLock(int(lock_type), int(rank), int(assert), Win(win)); err != nil {
+		return C.int(failWin(fnWinLock, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_lock_all(int assert, MPI_Win win)
+//
+//export gorma_MPI_Win_lock_all
+func gorma_MPI_Win_lock_all(assert C.int, win C.int) (rc C.int) {
+	defer catch(fnWinLockAll, &rc)
+	if err := doWinLockAll(int(assert), Win(win)); err != nil {
+		return C.int(failWin(fnWinLockAll, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_post(MPI_Group group, int assert, MPI_Win win)
+//
+//export gorma_MPI_Win_post
+func gorma_MPI_Win_post(group C.int, assert C.int, win C.int) (rc C.int) {
+	defer catch(fnWinPost, &rc)
+	if err := doWinPost(Group(group), int(assert), Win(win)); err != nil {
+		return C.int(failWin(fnWinPost, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
+//
+//export gorma_MPI_Win_start
+func gorma_MPI_Win_start(group C.int, assert C.int, win C.int) (rc C.int) {
+	defer catch(fnWinStart, &rc)
+	if err := doWinStart(Group(group), int(assert), Win(win)); err != nil {
+		return C.int(failWin(fnWinStart, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_sync(MPI_Win win)
+//
+//export gorma_MPI_Win_sync
+func gorma_MPI_Win_sync(win C.int) (rc C.int) {
+	defer catch(fnWinSync, &rc)
+	if err := doWinSync(Win(win)); err != nil {
+		return C.int(failWin(fnWinSync, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_unlock(int rank, MPI_Win win)
+//
+//export gorma_MPI_Win_unlock
+func gorma_MPI_Win_unlock(rank C.int, win C.int) (rc C.int) {
+	defer catch(fnWinUnlock, &rc)
+	if err := doWinUnlock(int(rank), Win(win)); err != nil {
+		return C.int(failWin(fnWinUnlock, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_unlock_all(MPI_Win win)
+//
+//export gorma_MPI_Win_unlock_all
+func gorma_MPI_Win_unlock_all(win C.int) (rc C.int) {
+	defer catch(fnWinUnlockAll, &rc)
+	if err := doWinUnlockAll(Win(win)); err != nil {
+		return C.int(failWin(fnWinUnlockAll, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_wait(MPI_Win win)
+//
+//export gorma_MPI_Win_wait
+func gorma_MPI_Win_wait(win C.int) (rc C.int) {
+	defer catch(fnWinWait, &rc)
+	if err := doWinWait(Win(win)); err != nil {
+		return C.int(failWin(fnWinWait, Win(win), err))
 	}
 	return 0
 }

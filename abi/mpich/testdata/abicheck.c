@@ -1,7 +1,7 @@
 /* abicheck: MPI semantics that gorma's libmpich.so.12 and MPICH's must agree on. It
  * prints one line per check, the same on both libraries, except the "library" line.
- * With "fatal" it makes an invalid call under MPI_ERRORS_ARE_FATAL; with "fork" a child
- * of fork calls MPI. Run with 2 ranks. */
+ * With "rma" it checks the one-sided calls instead; with "fatal" it makes an invalid call
+ * under MPI_ERRORS_ARE_FATAL; with "fork" a child of fork calls MPI. Run with 2 ranks. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +24,61 @@ static void isum(void *in, void *inout, int *len, MPI_Datatype *dt)
 	for (int i = 0; i < *len; i++) ((int *)inout)[i] += 2 * ((int *)in)[i];
 }
 
+/* rma checks the one-sided calls: Put, Accumulate and Fence; Fetch_and_op,
+ * Compare_and_swap and passive target on the caller's memory; Post, Start, Complete
+ * and Wait. */
+static void rma(void)
+{
+	double *base;
+	MPI_Win win;
+	MPI_Win_allocate(4 * sizeof(double), sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+	for (int i = 0; i < 4; i++) base[i] = 0;
+	MPI_Win_fence(0, win);
+	double v[2] = {1 + rank, 2 + rank};
+	MPI_Put(v, 2, MPI_DOUBLE, (rank + 1) % size, 0, 2, MPI_DOUBLE, win);
+	MPI_Accumulate(v, 2, MPI_DOUBLE, 0, 2, 2, MPI_DOUBLE, MPI_SUM, win);
+	MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+	if (rank == 0) printf("window after put and accumulate: %g %g %g %g\n", base[0], base[1], base[2], base[3]);
+	long long cnt = 0, one = 1, old = -1, got = -1;
+	MPI_Win cw;
+	MPI_Win_create(&cnt, sizeof cnt, sizeof cnt, MPI_INFO_NULL, MPI_COMM_WORLD, &cw);
+	MPI_Win_lock_all(0, cw);
+	MPI_Fetch_and_op(&one, &old, MPI_LONG_LONG, 0, 0, MPI_SUM, cw);
+	MPI_Win_flush(0, cw);
+	MPI_Win_unlock_all(cw);
+	MPI_Barrier(MPI_COMM_WORLD);
+	MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, cw);
+	MPI_Get(&got, 1, MPI_LONG_LONG, 0, 0, 1, MPI_LONG_LONG, cw);
+	MPI_Win_unlock(0, cw);
+	if (rank == 0) printf("counter after fetch_and_op: %lld\n", got);
+	MPI_Barrier(MPI_COMM_WORLD); /* every Get before any swap */
+	long long cmp = size, swap = 1000 + rank;
+	MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, cw);
+	MPI_Compare_and_swap(&swap, &cmp, &old, MPI_LONG_LONG, 0, 0, cw);
+	MPI_Win_unlock(0, cw);
+	int won = old == size, winners;
+	MPI_Allreduce(&won, &winners, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	if (rank == 0) printf("compare_and_swap winners: %d, counter %s\n", winners, cnt >= 1000 ? "swapped" : "not swapped");
+	MPI_Group world_group, peer;
+	MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+	int other = 1 - rank;
+	MPI_Group_incl(world_group, 1, &other, &peer);
+	if (rank == 0) {
+		MPI_Win_post(peer, 0, win);
+		MPI_Win_wait(win);
+		printf("after post and wait: %g\n", base[0]);
+	} else if (rank == 1) {
+		double x = 42;
+		MPI_Win_start(peer, 0, win);
+		MPI_Put(&x, 1, MPI_DOUBLE, 0, 0, 1, MPI_DOUBLE, win);
+		MPI_Win_complete(win);
+	}
+	MPI_Group_free(&peer);
+	MPI_Group_free(&world_group);
+	MPI_Win_free(&cw);
+	MPI_Win_free(&win);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -39,6 +94,11 @@ int main(int argc, char **argv)
 		int x = 0;
 		MPI_Send(&x, 1, MPI_INT, 99, 0, MPI_COMM_WORLD);
 		printf("fatal: returned\n");
+		MPI_Finalize();
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "rma")) {
+		rma();
 		MPI_Finalize();
 		return 0;
 	}

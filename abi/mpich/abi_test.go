@@ -105,6 +105,7 @@ func run(t *testing.T, cmd *exec.Cmd, env ...string) (string, error) {
 	defer cancel()
 	c := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
 	c.Env = append(os.Environ(), env...)
+	c.Dir = cmd.Dir
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	err := c.Run()
@@ -231,6 +232,40 @@ func TestNetPIPE(t *testing.T) {
 	passed := strings.Count(out, "Integrity check passed")
 	if passed < 20 || strings.Contains(out, "failed") {
 		t.Fatalf("NPmpich2 -i: %d sizes passed its integrity check, want every one of at least 20:\n%s", passed, out)
+	}
+}
+
+// TestScaLAPACK runs ScaLAPACK's MPICH test drivers from Debian's scalapack-mpi-test,
+// unchanged, at 4 ranks: LU and Cholesky factorizations and solves, each checked by its
+// scaled residual. They reach MPI through libscalapack-mpich.so.2.2's BLACS, with its
+// struct datatypes, packing and user reductions.
+func TestScaLAPACK(t *testing.T) {
+	dir := setup(t)
+	const tests = "/usr/lib/x86_64-linux-gnu/scalapack/mpich-tests"
+	if _, err := os.Stat(filepath.Join(tests, "xdlu")); err != nil {
+		testbudget.SkipEngine(t, "ScaLAPACK's MPICH test drivers are not installed (Debian: apt-get install scalapack-mpi-test)")
+	}
+	work := t.TempDir()
+	for _, dat := range []string{"LU.dat", "LLT.dat"} {
+		b, err := os.ReadFile(filepath.Join(tests, dat))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, dat), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, prog := range []string{"xdlu", "xdllt"} {
+		cmd := exec.Command(filepath.Join(dir, "golaunch"), "-n", "4", "--tag-output=false", filepath.Join(tests, prog))
+		cmd.Dir = work
+		out, err := run(t, cmd, "LD_LIBRARY_PATH="+filepath.Join(dir, "lib"))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", prog, err, out)
+		}
+		passed := regexp.MustCompile(`(?m)^ +([0-9]+) tests completed and passed residual checks`).FindStringSubmatch(out)
+		if passed == nil || passed[1] == "0" || !strings.Contains(out, " 0 tests completed and failed residual checks") {
+			t.Errorf("%s: not every test passed its residual check:\n%s", prog, out)
+		}
 	}
 }
 

@@ -2,6 +2,9 @@
 
 package mpich
 
+// #include "abi.h"
+import "C"
+
 import (
 	"fmt"
 	"unsafe"
@@ -222,11 +225,11 @@ func reduce(a *reduction, c Comm) error {
 	if err != nil {
 		return err
 	}
-	if t.kind == kNone || !t.contig || t.size%kindSize[t.kind] != 0 {
-		return errUnsupported(fmt.Sprintf("a reduction on datatype %#x", uint32(a.dt)))
-	}
 	if a.n < 0 {
 		return errCount(a.n)
+	}
+	if t.kind == kNone || !t.contig || t.size%kindSize[t.kind] != 0 {
+		return reduceLayout(a, t)
 	}
 	a.n *= t.size / kindSize[t.kind]
 	if a.mode == modeReduce && a.w.Rank() != a.root {
@@ -268,4 +271,42 @@ func doIallreduce(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, c Com
 	}
 	*req = Request(reqs.add(&request{coll: a.req}))
 	return nil
+}
+
+// reduceLayout runs a reduction whose datatype is a layout, not a run of one kind's
+// elements: a user operation over the layout's copies (collectives' Type forms).
+func reduceLayout(a *reduction, t *dtype) error {
+	u, ok := userOps.get(int32(a.op))
+	if !ok {
+		return errUnsupported(fmt.Sprintf("a predefined operation on datatype %#x, which is not one kind's elements", uint32(a.dt)))
+	}
+	if a.mode == modeReduce {
+		if err := checkRoot(a.w, a.root); err != nil {
+			return err
+		}
+	}
+	var s, r []byte
+	var err error
+	if a.send != nil && !inPlace(a.send) {
+		if s, err = spanOf(a.send, a.n, t); err != nil {
+			return err
+		}
+	}
+	if a.recv != nil && !(a.mode == modeReduce && a.w.Rank() != a.root) {
+		if r, err = spanOf(a.recv, a.n, t); err != nil {
+			return err
+		}
+	}
+	op := collectives.NewTypeOp(fmt.Sprintf("MPI_Op %#x", uint32(a.op)), func(inout, in []byte, count int) {
+		if count > 0 {
+			C.gorma_call_user_fn(u.fn, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), C.int(count), C.int(a.dt))
+		}
+	}, u.commute)
+	switch a.mode {
+	case modeAllreduce:
+		return collectives.AllreduceType(bg, a.w, s, r, a.n, t.layout, op)
+	case modeReduce:
+		return collectives.ReduceType(bg, a.w, s, r, a.n, t.layout, op, a.root)
+	}
+	return errUnsupported(fmt.Sprintf("this reduction on datatype %#x, which is not one kind's elements", uint32(a.dt)))
 }

@@ -2,8 +2,13 @@
 
 package mpich
 
+// #include <stdlib.h>
+import "C"
+
 import (
 	"fmt"
+	"sync"
+	"unsafe"
 
 	"github.com/gorma-hpc/gorma/runtime"
 )
@@ -192,5 +197,56 @@ func doGroupFree(g *Group) error {
 		return errHandle("group", int32(*g))
 	}
 	*g = mpi_GROUP_NULL
+	return nil
+}
+
+// The values of the predefined attributes, in C memory: a program keeps the pointer
+// MPI_Comm_get_attr gives it.
+var (
+	attrOnce sync.Once
+	attrVals map[int]unsafe.Pointer
+)
+
+// doCommGetAttr is MPI_Comm_get_attr for the predefined attributes: MPI_TAG_UB,
+// MPI_HOST, MPI_IO, MPI_WTIME_IS_GLOBAL, MPI_UNIVERSE_SIZE, MPI_APPNUM and
+// MPI_LASTUSEDCODE. *val becomes a pointer to an int.
+func doCommGetAttr(c Comm, key int, val unsafe.Pointer, flag *int32) error {
+	if _, err := worldOf(c); err != nil {
+		return err
+	}
+	attrOnce.Do(func() {
+		put := func(v int) unsafe.Pointer {
+			p := C.malloc(C.size_t(unsafe.Sizeof(C.int(0))))
+			*(*C.int)(p) = C.int(v)
+			return p
+		}
+		app, ok := world.AppNum()
+		if !ok {
+			app = mpi_UNDEFINED
+		}
+		attrVals = map[int]unsafe.Pointer{
+			mpi_TAG_UB:          put(runtime.MaxTag),
+			mpi_HOST:            put(mpi_PROC_NULL),
+			mpi_IO:              put(mpi_ANY_SOURCE),
+			mpi_WTIME_IS_GLOBAL: put(int(b2i(world.WtimeIsGlobal()))),
+			mpi_UNIVERSE_SIZE:   put(world.Size()),
+			mpi_APPNUM:          put(app),
+			mpi_LASTUSEDCODE:    put(codeSlots<<7 | classMask),
+		}
+	})
+	p, ok := attrVals[key]
+	if !ok {
+		*flag = 0
+		if key == mpi_KEYVAL_INVALID {
+			return mpiErr(mpi_ERR_KEYVAL, "MPI_KEYVAL_INVALID")
+		}
+		return errUnsupported(fmt.Sprintf("keyval %#x (user keyvals are not covered)", uint32(key)))
+	}
+	if key == mpi_APPNUM && *(*C.int)(p) == mpi_UNDEFINED {
+		*flag = 0
+		return nil
+	}
+	*(*unsafe.Pointer)(val) = p
+	*flag = 1
 	return nil
 }

@@ -374,3 +374,30 @@ func doSendrecv(sbuf unsafe.Pointer, scount int, sd Datatype, to, stag int,
 	st.set(rs)
 	return err
 }
+
+// doTestall is MPI_Testall: when every request has completed, each is freed and its
+// status set; otherwise none is.
+func doTestall(n int, rs *Request, flag *int32, sts *Status) error {
+	if n < 0 {
+		return errCount(n)
+	}
+	*flag = 1
+	if n == 0 {
+		return nil
+	}
+	hs := unsafe.Slice(rs, n)
+	for _, h := range hs {
+		if h == mpi_REQUEST_NULL {
+			continue
+		}
+		r, ok := reqs.get(int32(h))
+		if !ok {
+			return errHandle("request", int32(h))
+		}
+		if done, _, _ := r.test(); !done {
+			*flag = 0
+			return nil
+		}
+	}
+	return doWaitall(n, rs, sts)
+}

@@ -11,6 +11,15 @@
 #include "_cgo_export.h"
 #include "abi.h"
 
+/* int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag) */
+int PMPI_Comm_get_attr(int comm, int comm_keyval, void *attribute_val, void *flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_get_attr");
+	return gorma_MPI_Comm_get_attr(comm, comm_keyval, (void *)attribute_val, (void *)flag);
+}
+int MPI_Comm_get_attr(int comm, int comm_keyval, void *attribute_val, void *flag) __attribute__((weak, alias("PMPI_Comm_get_attr")));
+
 /* int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
 int PMPI_Allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm)
 {
@@ -182,6 +191,24 @@ int PMPI_Get_count(void *status, int datatype, void *count)
 }
 int MPI_Get_count(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_count")));
 
+/* int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm) */
+int PMPI_Pack(void *inbuf, int incount, int datatype, void *outbuf, int outsize, void *position, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack");
+	return gorma_MPI_Pack((void *)inbuf, incount, datatype, (void *)outbuf, outsize, (void *)position, comm);
+}
+int MPI_Pack(void *inbuf, int incount, int datatype, void *outbuf, int outsize, void *position, int comm) __attribute__((weak, alias("PMPI_Pack")));
+
+/* int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size) */
+int PMPI_Pack_size(int incount, int datatype, int comm, void *size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack_size");
+	return gorma_MPI_Pack_size(incount, datatype, comm, (void *)size);
+}
+int MPI_Pack_size(int incount, int datatype, int comm, void *size) __attribute__((weak, alias("PMPI_Pack_size")));
+
 /* int MPI_Type_commit(MPI_Datatype *datatype) */
 int PMPI_Type_commit(void *datatype)
 {
@@ -218,6 +245,15 @@ int PMPI_Type_create_resized(int oldtype, long lb, long extent, void *newtype)
 }
 int MPI_Type_create_resized(int oldtype, long lb, long extent, void *newtype) __attribute__((weak, alias("PMPI_Type_create_resized")));
 
+/* int MPI_Type_create_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype) */
+int PMPI_Type_create_struct(int count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_struct");
+	return gorma_MPI_Type_create_struct(count, (void *)array_of_blocklengths, (void *)array_of_displacements, (void *)array_of_types, (void *)newtype);
+}
+int MPI_Type_create_struct(int count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype) __attribute__((weak, alias("PMPI_Type_create_struct")));
+
 /* int MPI_Type_free(MPI_Datatype *datatype) */
 int PMPI_Type_free(void *datatype)
 {
@@ -245,6 +281,15 @@ int PMPI_Type_indexed(int count, void *array_of_blocklengths, void *array_of_dis
 }
 int MPI_Type_indexed(int count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_indexed")));
 
+/* int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype) */
+int PMPI_Type_match_size(int typeclass, int size, void *datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_match_size");
+	return gorma_MPI_Type_match_size(typeclass, size, (void *)datatype);
+}
+int MPI_Type_match_size(int typeclass, int size, void *datatype) __attribute__((weak, alias("PMPI_Type_match_size")));
+
 /* int MPI_Type_size(MPI_Datatype datatype, int *size) */
 int PMPI_Type_size(int datatype, void *size)
 {
@@ -262,6 +307,15 @@ int PMPI_Type_vector(int count, int blocklength, int stride, int oldtype, void *
 	return gorma_MPI_Type_vector(count, blocklength, stride, oldtype, (void *)newtype);
 }
 int MPI_Type_vector(int count, int blocklength, int stride, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_vector")));
+
+/* int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm) */
+int PMPI_Unpack(void *inbuf, int insize, void *position, void *outbuf, int outcount, int datatype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Unpack");
+	return gorma_MPI_Unpack((void *)inbuf, insize, (void *)position, (void *)outbuf, outcount, datatype, comm);
+}
+int MPI_Unpack(void *inbuf, int insize, void *position, void *outbuf, int outcount, int datatype, int comm) __attribute__((weak, alias("PMPI_Unpack")));
 
 /* int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler) */
 int PMPI_Comm_get_errhandler(int comm, void *errhandler)
@@ -568,6 +622,15 @@ int PMPI_Test(void *request, void *flag, void *status)
 	return gorma_MPI_Test((void *)request, (void *)flag, (void *)status);
 }
 int MPI_Test(void *request, void *flag, void *status) __attribute__((weak, alias("PMPI_Test")));
+
+/* int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[]) */
+int PMPI_Testall(int count, void *array_of_requests, void *flag, void *array_of_statuses)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Testall");
+	return gorma_MPI_Testall(count, (void *)array_of_requests, (void *)flag, (void *)array_of_statuses);
+}
+int MPI_Testall(int count, void *array_of_requests, void *flag, void *array_of_statuses) __attribute__((weak, alias("PMPI_Testall")));
 
 /* int MPI_Wait(MPI_Request *request, MPI_Status *status) */
 int PMPI_Wait(void *request, void *status)

@@ -15,7 +15,8 @@ type fnID uint16
 
 // The covered functions, in mpi_proto.h's order.
 const (
-	fnAllgather fnID = iota
+	fnCommGetAttr fnID = iota
+	fnAllgather
 	fnAllreduce
 	fnAlltoall
 	fnBarrier
@@ -34,15 +35,20 @@ const (
 	fnCommSize
 	fnCommSplit
 	fnGetCount
+	fnPack
+	fnPackSize
 	fnTypeCommit
 	fnTypeContiguous
 	fnTypeCreateHvector
 	fnTypeCreateResized
+	fnTypeCreateStruct
 	fnTypeFree
 	fnTypeGetExtent
 	fnTypeIndexed
+	fnTypeMatchSize
 	fnTypeSize
 	fnTypeVector
+	fnUnpack
 	fnCommGetErrhandler
 	fnCommSetErrhandler
 	fnErrhandlerFree
@@ -77,6 +83,7 @@ const (
 	fnSsend
 	fnRequestFree
 	fnTest
+	fnTestall
 	fnWait
 	fnWaitall
 	fnAccumulate
@@ -109,6 +116,7 @@ const (
 
 // fnNames are the C names of the covered functions.
 var fnNames = [numFns]string{
+	fnCommGetAttr:       "MPI_Comm_get_attr",
 	fnAllgather:         "MPI_Allgather",
 	fnAllreduce:         "MPI_Allreduce",
 	fnAlltoall:          "MPI_Alltoall",
@@ -128,15 +136,20 @@ var fnNames = [numFns]string{
 	fnCommSize:          "MPI_Comm_size",
 	fnCommSplit:         "MPI_Comm_split",
 	fnGetCount:          "MPI_Get_count",
+	fnPack:              "MPI_Pack",
+	fnPackSize:          "MPI_Pack_size",
 	fnTypeCommit:        "MPI_Type_commit",
 	fnTypeContiguous:    "MPI_Type_contiguous",
 	fnTypeCreateHvector: "MPI_Type_create_hvector",
 	fnTypeCreateResized: "MPI_Type_create_resized",
+	fnTypeCreateStruct:  "MPI_Type_create_struct",
 	fnTypeFree:          "MPI_Type_free",
 	fnTypeGetExtent:     "MPI_Type_get_extent",
 	fnTypeIndexed:       "MPI_Type_indexed",
+	fnTypeMatchSize:     "MPI_Type_match_size",
 	fnTypeSize:          "MPI_Type_size",
 	fnTypeVector:        "MPI_Type_vector",
+	fnUnpack:            "MPI_Unpack",
 	fnCommGetErrhandler: "MPI_Comm_get_errhandler",
 	fnCommSetErrhandler: "MPI_Comm_set_errhandler",
 	fnErrhandlerFree:    "MPI_Errhandler_free",
@@ -171,6 +184,7 @@ var fnNames = [numFns]string{
 	fnSsend:             "MPI_Ssend",
 	fnRequestFree:       "MPI_Request_free",
 	fnTest:              "MPI_Test",
+	fnTestall:           "MPI_Testall",
 	fnWait:              "MPI_Wait",
 	fnWaitall:           "MPI_Waitall",
 	fnAccumulate:        "MPI_Accumulate",
@@ -198,6 +212,17 @@ var fnNames = [numFns]string{
 	fnWinWait:           "MPI_Win_wait",
 	fnWtick:             "MPI_Wtick",
 	fnWtime:             "MPI_Wtime",
+}
+
+// int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)
+//
+//export gorma_MPI_Comm_get_attr
+func gorma_MPI_Comm_get_attr(comm C.int, comm_keyval C.int, attribute_val unsafe.Pointer, flag unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommGetAttr, &rc)
+	if err := doCommGetAttr(Comm(comm), int(comm_keyval), attribute_val, (*int32)(flag)); err != nil {
+		return C.int(failComm(fnCommGetAttr, Comm(comm), err))
+	}
+	return 0
 }
 
 // int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
@@ -409,6 +434,28 @@ func gorma_MPI_Get_count(status unsafe.Pointer, datatype C.int, count unsafe.Poi
 	return 0
 }
 
+// int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm)
+//
+//export gorma_MPI_Pack
+func gorma_MPI_Pack(inbuf unsafe.Pointer, incount C.int, datatype C.int, outbuf unsafe.Pointer, outsize C.int, position unsafe.Pointer, comm C.int) (rc C.int) {
+	defer catch(fnPack, &rc)
+	if err := doPack(inbuf, int(incount), Datatype(datatype), outbuf, int(outsize), (*int32)(position), Comm(comm)); err != nil {
+		return C.int(failComm(fnPack, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
+//
+//export gorma_MPI_Pack_size
+func gorma_MPI_Pack_size(incount C.int, datatype C.int, comm C.int, size unsafe.Pointer) (rc C.int) {
+	defer catch(fnPackSize, &rc)
+	if err := doPackSize(int(incount), Datatype(datatype), Comm(comm), (*int32)(size)); err != nil {
+		return C.int(failComm(fnPackSize, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Type_commit(MPI_Datatype *datatype)
 //
 //export gorma_MPI_Type_commit
@@ -453,6 +500,17 @@ func gorma_MPI_Type_create_resized(oldtype C.int, lb C.long, extent C.long, newt
 	return 0
 }
 
+// int MPI_Type_create_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_struct
+func gorma_MPI_Type_create_struct(count C.int, array_of_blocklengths unsafe.Pointer, array_of_displacements unsafe.Pointer, array_of_types unsafe.Pointer, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateStruct, &rc)
+	if err := doTypeCreateStruct(int(count), (*int32)(array_of_blocklengths), (*int64)(array_of_displacements), (*Datatype)(array_of_types), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateStruct, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Type_free(MPI_Datatype *datatype)
 //
 //export gorma_MPI_Type_free
@@ -486,6 +544,17 @@ func gorma_MPI_Type_indexed(count C.int, array_of_blocklengths unsafe.Pointer, a
 	return 0
 }
 
+// int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
+//
+//export gorma_MPI_Type_match_size
+func gorma_MPI_Type_match_size(typeclass C.int, size C.int, datatype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeMatchSize, &rc)
+	if err := doTypeMatchSize(int(typeclass), int(size), (*Datatype)(datatype)); err != nil {
+		return C.int(failComm(fnTypeMatchSize, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Type_size(MPI_Datatype datatype, int *size)
 //
 //export gorma_MPI_Type_size
@@ -504,6 +573,17 @@ func gorma_MPI_Type_vector(count C.int, blocklength C.int, stride C.int, oldtype
 	defer catch(fnTypeVector, &rc)
 	if err := doTypeVector(int(count), int(blocklength), int(stride), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
 		return C.int(failComm(fnTypeVector, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm)
+//
+//export gorma_MPI_Unpack
+func gorma_MPI_Unpack(inbuf unsafe.Pointer, insize C.int, position unsafe.Pointer, outbuf unsafe.Pointer, outcount C.int, datatype C.int, comm C.int) (rc C.int) {
+	defer catch(fnUnpack, &rc)
+	if err := doUnpack(inbuf, int(insize), (*int32)(position), outbuf, int(outcount), Datatype(datatype), Comm(comm)); err != nil {
+		return C.int(failComm(fnUnpack, Comm(comm), err))
 	}
 	return 0
 }
@@ -878,6 +958,17 @@ func gorma_MPI_Test(request unsafe.Pointer, flag unsafe.Pointer, status unsafe.P
 	defer catch(fnTest, &rc)
 	if err := doTest((*Request)(request), (*int32)(flag), statusArg(status)); err != nil {
 		return C.int(failComm(fnTest, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
+//
+//export gorma_MPI_Testall
+func gorma_MPI_Testall(count C.int, array_of_requests unsafe.Pointer, flag unsafe.Pointer, array_of_statuses unsafe.Pointer) (rc C.int) {
+	defer catch(fnTestall, &rc)
+	if err := doTestall(int(count), (*Request)(array_of_requests), (*int32)(flag), statusArg(array_of_statuses)); err != nil {
+		return C.int(failComm(fnTestall, mpi_COMM_WORLD, err))
 	}
 	return 0
 }

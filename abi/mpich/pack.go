@@ -1,0 +1,146 @@
+//go:build cgo
+
+package mpich
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/gorma-hpc/gorma/datatype"
+)
+
+// doTypeCreateStruct is MPI_Type_create_struct. Its elements have one kind when every
+// field's do, else none (no reductions).
+func doTypeCreateStruct(count int, blocklens *int32, displs *int64, types *Datatype, out *Datatype) error {
+	if count < 0 {
+		return errCount(count)
+	}
+	bl := ints(blocklens, count)
+	var ds []int64
+	var ts []Datatype
+	if count > 0 {
+		ds, ts = unsafe.Slice(displs, count), unsafe.Slice(types, count)
+	}
+	fields := make([]datatype.Field, count)
+	k := kNone
+	for i := range fields {
+		t, err := anyTypeOf(ts[i])
+		if err != nil {
+			return err
+		}
+		fields[i] = datatype.Field{Off: int(ds[i]), Count: bl[i], Type: t.layout}
+		switch {
+		case i == 0:
+			k = t.kind
+		case t.kind != k:
+			k = kNone
+		}
+	}
+	l, err := datatype.Struct(fields)
+	if err != nil {
+		return err
+	}
+	return newType(l, k, out)
+}
+
+// matchTypes lists, per MPI_TYPECLASS_*, the predefined datatypes MPI_Type_match_size
+// picks from: the first of the size asked.
+var matchTypes = map[int][]Datatype{
+	mpi_TYPECLASS_REAL:    {mpi_REAL4, mpi_REAL8, mpi_REAL, mpi_DOUBLE_PRECISION, mpi_FLOAT, mpi_DOUBLE, mpi_LONG_DOUBLE},
+	mpi_TYPECLASS_INTEGER: {mpi_INTEGER1, mpi_INTEGER2, mpi_INTEGER4, mpi_INTEGER8, mpi_INTEGER, mpi_SIGNED_CHAR, mpi_SHORT, mpi_INT, mpi_LONG, mpi_LONG_LONG},
+	mpi_TYPECLASS_COMPLEX: {mpi_COMPLEX8, mpi_COMPLEX16, mpi_COMPLEX, mpi_DOUBLE_COMPLEX},
+}
+
+// doTypeMatchSize is MPI_Type_match_size.
+func doTypeMatchSize(class, size int, out *Datatype) error {
+	list, ok := matchTypes[class]
+	if !ok {
+		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("type class %d is not MPI_TYPECLASS_REAL, _INTEGER or _COMPLEX", class))
+	}
+	for _, d := range list {
+		if int(d>>8)&0xff == size {
+			*out = d
+			return nil
+		}
+	}
+	return mpiErr(mpi_ERR_ARG, fmt.Sprintf("no predefined datatype of class %d has %d bytes", class, size))
+}
+
+// doPackSize is MPI_Pack_size: an upper bound of what MPI_Pack writes.
+func doPackSize(count int, d Datatype, c Comm, size *int32) error {
+	t, err := typeOf(d)
+	if err != nil {
+		return err
+	}
+	if count < 0 {
+		return errCount(count)
+	}
+	*size = int32(count * t.size)
+	return nil
+}
+
+// packBuf is the C buffer p of n bytes (n >= 0).
+func packBuf(p unsafe.Pointer, n int) ([]byte, error) {
+	if n < 0 {
+		return nil, errCount(n)
+	}
+	if n == 0 {
+		return []byte{}, nil
+	}
+	if p == nil {
+		return nil, mpiErr(mpi_ERR_BUFFER, "buffer is NULL")
+	}
+	return unsafe.Slice((*byte)(p), n), nil
+}
+
+// doPack is MPI_Pack: count copies of d at in, packed into out at *pos, which moves on.
+func doPack(in unsafe.Pointer, count int, d Datatype, out unsafe.Pointer, outsize int, pos *int32, c Comm) error {
+	t, err := typeOf(d)
+	if err != nil {
+		return err
+	}
+	src, err := spanOf(in, count, t)
+	if err != nil {
+		return err
+	}
+	dst, err := packBuf(out, outsize)
+	if err != nil {
+		return err
+	}
+	p := int(*pos)
+	if p < 0 || p > len(dst) {
+		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("position %d is outside the %d-byte buffer", p, len(dst)))
+	}
+	n, err := datatype.Pack(dst[p:], src, count, t.layout)
+	if err != nil {
+		return mpiErr(mpi_ERR_TRUNCATE, err.Error())
+	}
+	*pos = int32(p + n)
+	return nil
+}
+
+// doUnpack is MPI_Unpack: count copies of d unpacked from in at *pos, which moves on.
+func doUnpack(in unsafe.Pointer, insize int, pos *int32, out unsafe.Pointer, count int, d Datatype, c Comm) error {
+	t, err := typeOf(d)
+	if err != nil {
+		return err
+	}
+	src, err := packBuf(in, insize)
+	if err != nil {
+		return err
+	}
+	dst, err := spanOf(out, count, t)
+	if err != nil {
+		return err
+	}
+	p := int(*pos)
+	if p < 0 || p > len(src) {
+		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("position %d is outside the %d-byte buffer", p, len(src)))
+	}
+	n, err := datatype.Unpack(dst, src[p:], count, t.layout)
+	if err != nil {
+		return mpiErr(mpi_ERR_TRUNCATE, err.Error())
+	}
+	*pos = int32(p + n)
+	return nil
+}

@@ -35,6 +35,8 @@ var twins = map[string]string{
 	"rmahalo":        "../../bench/mpi/rmahalo.c",
 	"scalebench":     "../../bench/mpi/scalebench.c",
 	"abicheck":       "testdata/abicheck.c",
+	"ulfm":           "testdata/ulfm.c",
+	"hang":           "testdata/hang.c",
 }
 
 // setup builds the library, golaunch and the programs into one folder, once per test
@@ -291,6 +293,58 @@ func TestErrors(t *testing.T) {
 	for _, want := range []string{"fork child: exit 15", "MPI_Comm_rank: called in a child of fork()"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the fork case's output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestULFM: under golaunch --ft, the survivors of a killed rank see
+// MPIX_ERR_PROC_FAILED, and recover with MPICH's MPIX_Comm_revoke, _failure_ack,
+// _failure_get_acked, _agree and _shrink.
+func TestULFM(t *testing.T) {
+	dir := setup(t)
+	out, err := run(t, exec.Command(filepath.Join(dir, "golaunch"), "--ft", "-n", "3", "--tag-output=false", filepath.Join(dir, "ulfm")),
+		"LD_LIBRARY_PATH="+filepath.Join(dir, "lib"))
+	if err != nil {
+		t.Fatalf("ulfm under --ft: %v\n%s", err, out)
+	}
+	for r := 0; r < 2; r++ {
+		for _, want := range []string{
+			fmt.Sprintf("rank %d: allreduce failed: MPIX_ERR_PROC_FAILED", r),
+			fmt.Sprintf("rank %d: 1 acknowledged, agreed 1, 2 survivors, sum 2, rc 0", r),
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("no %q:\n%s", want, out)
+			}
+		}
+	}
+}
+
+// TestObserve: golaunch's hang report names the C program's blocked calls and the
+// deadlock, and --profile counts its calls.
+func TestObserve(t *testing.T) {
+	dir := setup(t)
+	lib := "LD_LIBRARY_PATH=" + filepath.Join(dir, "lib")
+	out, err := run(t, exec.Command(filepath.Join(dir, "golaunch"), "-n", "2", "--hang-report", "1s", "--timeout", "4s", filepath.Join(dir, "hang")), lib)
+	if err == nil {
+		t.Fatalf("a deadlocked job ended well:\n%s", out)
+	}
+	for _, want := range []string{"rank 0: Recv(src=1, tag=7, World)", "rank 1: Barrier #1 (World)", "deadlock: rank 0 waits for rank 1 in Recv"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the hang report lacks %q:\n%s", want, out)
+		}
+	}
+	prof := t.TempDir()
+	out, err = run(t, exec.Command(filepath.Join(dir, "golaunch"), "-n", "2", "--profile", prof, filepath.Join(dir, "abicheck"), "rma"), lib)
+	if err != nil {
+		t.Fatalf("abicheck rma --profile: %v\n%s", err, out)
+	}
+	sum, err := os.ReadFile(filepath.Join(prof, "summary.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []string{"Put", "Accumulate", "GetAccumulate", "Fence", "Post", "Allreduce"} {
+		if !regexp.MustCompile(`(?m)^ +` + call + ` +[1-9]`).Match(sum) {
+			t.Errorf("the profile's summary has no %s calls:\n%s", call, sum)
 		}
 	}
 }

@@ -182,6 +182,51 @@ int PMPI_Comm_split(int comm, int color, int key, void *newcomm)
 }
 int MPI_Comm_split(int comm, int color, int key, void *newcomm) __attribute__((weak, alias("PMPI_Comm_split")));
 
+/* int MPIX_Comm_revoke(MPI_Comm comm) */
+int PMPIX_Comm_revoke(int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Comm_revoke");
+	return gorma_MPIX_Comm_revoke(comm);
+}
+int MPIX_Comm_revoke(int comm) __attribute__((weak, alias("PMPIX_Comm_revoke")));
+
+/* int MPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm) */
+int PMPIX_Comm_shrink(int comm, void *newcomm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Comm_shrink");
+	return gorma_MPIX_Comm_shrink(comm, (void *)newcomm);
+}
+int MPIX_Comm_shrink(int comm, void *newcomm) __attribute__((weak, alias("PMPIX_Comm_shrink")));
+
+/* int MPIX_Comm_failure_ack(MPI_Comm comm) */
+int PMPIX_Comm_failure_ack(int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Comm_failure_ack");
+	return gorma_MPIX_Comm_failure_ack(comm);
+}
+int MPIX_Comm_failure_ack(int comm) __attribute__((weak, alias("PMPIX_Comm_failure_ack")));
+
+/* int MPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp) */
+int PMPIX_Comm_failure_get_acked(int comm, void *failedgrp)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Comm_failure_get_acked");
+	return gorma_MPIX_Comm_failure_get_acked(comm, (void *)failedgrp);
+}
+int MPIX_Comm_failure_get_acked(int comm, void *failedgrp) __attribute__((weak, alias("PMPIX_Comm_failure_get_acked")));
+
+/* int MPIX_Comm_agree(MPI_Comm comm, int *flag) */
+int PMPIX_Comm_agree(int comm, void *flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Comm_agree");
+	return gorma_MPIX_Comm_agree(comm, (void *)flag);
+}
+int MPIX_Comm_agree(int comm, void *flag) __attribute__((weak, alias("PMPIX_Comm_agree")));
+
 /* int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) */
 int PMPI_Get_count(void *status, int datatype, void *count)
 {

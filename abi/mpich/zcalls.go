@@ -34,6 +34,11 @@ const (
 	fnCommRank
 	fnCommSize
 	fnCommSplit
+	fnXCommRevoke
+	fnXCommShrink
+	fnXCommFailureAck
+	fnXCommFailureGetAcked
+	fnXCommAgree
 	fnGetCount
 	fnPack
 	fnPackSize
@@ -116,102 +121,107 @@ const (
 
 // fnNames are the C names of the covered functions.
 var fnNames = [numFns]string{
-	fnCommGetAttr:       "MPI_Comm_get_attr",
-	fnAllgather:         "MPI_Allgather",
-	fnAllreduce:         "MPI_Allreduce",
-	fnAlltoall:          "MPI_Alltoall",
-	fnBarrier:           "MPI_Barrier",
-	fnBcast:             "MPI_Bcast",
-	fnExscan:            "MPI_Exscan",
-	fnGather:            "MPI_Gather",
-	fnIallreduce:        "MPI_Iallreduce",
-	fnReduce:            "MPI_Reduce",
-	fnScan:              "MPI_Scan",
-	fnScatter:           "MPI_Scatter",
-	fnCommCreate:        "MPI_Comm_create",
-	fnCommDup:           "MPI_Comm_dup",
-	fnCommFree:          "MPI_Comm_free",
-	fnCommGroup:         "MPI_Comm_group",
-	fnCommRank:          "MPI_Comm_rank",
-	fnCommSize:          "MPI_Comm_size",
-	fnCommSplit:         "MPI_Comm_split",
-	fnGetCount:          "MPI_Get_count",
-	fnPack:              "MPI_Pack",
-	fnPackSize:          "MPI_Pack_size",
-	fnTypeCommit:        "MPI_Type_commit",
-	fnTypeContiguous:    "MPI_Type_contiguous",
-	fnTypeCreateHvector: "MPI_Type_create_hvector",
-	fnTypeCreateResized: "MPI_Type_create_resized",
-	fnTypeCreateStruct:  "MPI_Type_create_struct",
-	fnTypeFree:          "MPI_Type_free",
-	fnTypeGetExtent:     "MPI_Type_get_extent",
-	fnTypeIndexed:       "MPI_Type_indexed",
-	fnTypeMatchSize:     "MPI_Type_match_size",
-	fnTypeSize:          "MPI_Type_size",
-	fnTypeVector:        "MPI_Type_vector",
-	fnUnpack:            "MPI_Unpack",
-	fnCommGetErrhandler: "MPI_Comm_get_errhandler",
-	fnCommSetErrhandler: "MPI_Comm_set_errhandler",
-	fnErrhandlerFree:    "MPI_Errhandler_free",
-	fnErrorClass:        "MPI_Error_class",
-	fnErrorString:       "MPI_Error_string",
-	fnWinSetErrhandler:  "MPI_Win_set_errhandler",
-	fnGroupFree:         "MPI_Group_free",
-	fnGroupIncl:         "MPI_Group_incl",
-	fnGroupRank:         "MPI_Group_rank",
-	fnGroupSize:         "MPI_Group_size",
-	fnAbort:             "MPI_Abort",
-	fnFinalize:          "MPI_Finalize",
-	fnFinalized:         "MPI_Finalized",
-	fnInit:              "MPI_Init",
-	fnInitThread:        "MPI_Init_thread",
-	fnInitialized:       "MPI_Initialized",
-	fnIsThreadMain:      "MPI_Is_thread_main",
-	fnQueryThread:       "MPI_Query_thread",
-	fnGetLibraryVersion: "MPI_Get_library_version",
-	fnGetProcessorName:  "MPI_Get_processor_name",
-	fnGetVersion:        "MPI_Get_version",
-	fnOpCreate:          "MPI_Op_create",
-	fnOpFree:            "MPI_Op_free",
-	fnIprobe:            "MPI_Iprobe",
-	fnIrecv:             "MPI_Irecv",
-	fnIsend:             "MPI_Isend",
-	fnProbe:             "MPI_Probe",
-	fnRecv:              "MPI_Recv",
-	fnRsend:             "MPI_Rsend",
-	fnSend:              "MPI_Send",
-	fnSendrecv:          "MPI_Sendrecv",
-	fnSsend:             "MPI_Ssend",
-	fnRequestFree:       "MPI_Request_free",
-	fnTest:              "MPI_Test",
-	fnTestall:           "MPI_Testall",
-	fnWait:              "MPI_Wait",
-	fnWaitall:           "MPI_Waitall",
-	fnAccumulate:        "MPI_Accumulate",
-	fnCompareAndSwap:    "MPI_Compare_and_swap",
-	fnFetchAndOp:        "MPI_Fetch_and_op",
-	fnGet:               "MPI_Get",
-	fnGetAccumulate:     "MPI_Get_accumulate",
-	fnPut:               "MPI_Put",
-	fnWinAllocate:       "MPI_Win_allocate",
-	fnWinComplete:       "MPI_Win_complete",
-	fnWinCreate:         "MPI_Win_create",
-	fnWinFence:          "MPI_Win_fence",
-	fnWinFlush:          "MPI_Win_flush",
-	fnWinFlushAll:       "MPI_Win_flush_all",
-	fnWinFlushLocal:     "MPI_Win_flush_local",
-	fnWinFlushLocalAll:  "MPI_Win_flush_local_all",
-	fnWinFree:           "MPI_Win_free",
-	fnWinLock:           "MPI_Win_lock",
-	fnWinLockAll:        "MPI_Win_lock_all",
-	fnWinPost:           "MPI_Win_post",
-	fnWinStart:          "MPI_Win_start",
-	fnWinSync:           "MPI_Win_sync",
-	fnWinUnlock:         "MPI_Win_unlock",
-	fnWinUnlockAll:      "MPI_Win_unlock_all",
-	fnWinWait:           "MPI_Win_wait",
-	fnWtick:             "MPI_Wtick",
-	fnWtime:             "MPI_Wtime",
+	fnCommGetAttr:          "MPI_Comm_get_attr",
+	fnAllgather:            "MPI_Allgather",
+	fnAllreduce:            "MPI_Allreduce",
+	fnAlltoall:             "MPI_Alltoall",
+	fnBarrier:              "MPI_Barrier",
+	fnBcast:                "MPI_Bcast",
+	fnExscan:               "MPI_Exscan",
+	fnGather:               "MPI_Gather",
+	fnIallreduce:           "MPI_Iallreduce",
+	fnReduce:               "MPI_Reduce",
+	fnScan:                 "MPI_Scan",
+	fnScatter:              "MPI_Scatter",
+	fnCommCreate:           "MPI_Comm_create",
+	fnCommDup:              "MPI_Comm_dup",
+	fnCommFree:             "MPI_Comm_free",
+	fnCommGroup:            "MPI_Comm_group",
+	fnCommRank:             "MPI_Comm_rank",
+	fnCommSize:             "MPI_Comm_size",
+	fnCommSplit:            "MPI_Comm_split",
+	fnXCommRevoke:          "MPIX_Comm_revoke",
+	fnXCommShrink:          "MPIX_Comm_shrink",
+	fnXCommFailureAck:      "MPIX_Comm_failure_ack",
+	fnXCommFailureGetAcked: "MPIX_Comm_failure_get_acked",
+	fnXCommAgree:           "MPIX_Comm_agree",
+	fnGetCount:             "MPI_Get_count",
+	fnPack:                 "MPI_Pack",
+	fnPackSize:             "MPI_Pack_size",
+	fnTypeCommit:           "MPI_Type_commit",
+	fnTypeContiguous:       "MPI_Type_contiguous",
+	fnTypeCreateHvector:    "MPI_Type_create_hvector",
+	fnTypeCreateResized:    "MPI_Type_create_resized",
+	fnTypeCreateStruct:     "MPI_Type_create_struct",
+	fnTypeFree:             "MPI_Type_free",
+	fnTypeGetExtent:        "MPI_Type_get_extent",
+	fnTypeIndexed:          "MPI_Type_indexed",
+	fnTypeMatchSize:        "MPI_Type_match_size",
+	fnTypeSize:             "MPI_Type_size",
+	fnTypeVector:           "MPI_Type_vector",
+	fnUnpack:               "MPI_Unpack",
+	fnCommGetErrhandler:    "MPI_Comm_get_errhandler",
+	fnCommSetErrhandler:    "MPI_Comm_set_errhandler",
+	fnErrhandlerFree:       "MPI_Errhandler_free",
+	fnErrorClass:           "MPI_Error_class",
+	fnErrorString:          "MPI_Error_string",
+	fnWinSetErrhandler:     "MPI_Win_set_errhandler",
+	fnGroupFree:            "MPI_Group_free",
+	fnGroupIncl:            "MPI_Group_incl",
+	fnGroupRank:            "MPI_Group_rank",
+	fnGroupSize:            "MPI_Group_size",
+	fnAbort:                "MPI_Abort",
+	fnFinalize:             "MPI_Finalize",
+	fnFinalized:            "MPI_Finalized",
+	fnInit:                 "MPI_Init",
+	fnInitThread:           "MPI_Init_thread",
+	fnInitialized:          "MPI_Initialized",
+	fnIsThreadMain:         "MPI_Is_thread_main",
+	fnQueryThread:          "MPI_Query_thread",
+	fnGetLibraryVersion:    "MPI_Get_library_version",
+	fnGetProcessorName:     "MPI_Get_processor_name",
+	fnGetVersion:           "MPI_Get_version",
+	fnOpCreate:             "MPI_Op_create",
+	fnOpFree:               "MPI_Op_free",
+	fnIprobe:               "MPI_Iprobe",
+	fnIrecv:                "MPI_Irecv",
+	fnIsend:                "MPI_Isend",
+	fnProbe:                "MPI_Probe",
+	fnRecv:                 "MPI_Recv",
+	fnRsend:                "MPI_Rsend",
+	fnSend:                 "MPI_Send",
+	fnSendrecv:             "MPI_Sendrecv",
+	fnSsend:                "MPI_Ssend",
+	fnRequestFree:          "MPI_Request_free",
+	fnTest:                 "MPI_Test",
+	fnTestall:              "MPI_Testall",
+	fnWait:                 "MPI_Wait",
+	fnWaitall:              "MPI_Waitall",
+	fnAccumulate:           "MPI_Accumulate",
+	fnCompareAndSwap:       "MPI_Compare_and_swap",
+	fnFetchAndOp:           "MPI_Fetch_and_op",
+	fnGet:                  "MPI_Get",
+	fnGetAccumulate:        "MPI_Get_accumulate",
+	fnPut:                  "MPI_Put",
+	fnWinAllocate:          "MPI_Win_allocate",
+	fnWinComplete:          "MPI_Win_complete",
+	fnWinCreate:            "MPI_Win_create",
+	fnWinFence:             "MPI_Win_fence",
+	fnWinFlush:             "MPI_Win_flush",
+	fnWinFlushAll:          "MPI_Win_flush_all",
+	fnWinFlushLocal:        "MPI_Win_flush_local",
+	fnWinFlushLocalAll:     "MPI_Win_flush_local_all",
+	fnWinFree:              "MPI_Win_free",
+	fnWinLock:              "MPI_Win_lock",
+	fnWinLockAll:           "MPI_Win_lock_all",
+	fnWinPost:              "MPI_Win_post",
+	fnWinStart:             "MPI_Win_start",
+	fnWinSync:              "MPI_Win_sync",
+	fnWinUnlock:            "MPI_Win_unlock",
+	fnWinUnlockAll:         "MPI_Win_unlock_all",
+	fnWinWait:              "MPI_Win_wait",
+	fnWtick:                "MPI_Wtick",
+	fnWtime:                "MPI_Wtime",
 }
 
 // int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)
@@ -419,6 +429,61 @@ func gorma_MPI_Comm_split(comm C.int, color C.int, key C.int, newcomm unsafe.Poi
 	defer catch(fnCommSplit, &rc)
 	if err := doCommSplit(Comm(comm), int(color), int(key), (*Comm)(newcomm)); err != nil {
 		return C.int(failComm(fnCommSplit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPIX_Comm_revoke(MPI_Comm comm)
+//
+//export gorma_MPIX_Comm_revoke
+func gorma_MPIX_Comm_revoke(comm C.int) (rc C.int) {
+	defer catch(fnXCommRevoke, &rc)
+	if err := doXCommRevoke(Comm(comm)); err != nil {
+		return C.int(failComm(fnXCommRevoke, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm)
+//
+//export gorma_MPIX_Comm_shrink
+func gorma_MPIX_Comm_shrink(comm C.int, newcomm unsafe.Pointer) (rc C.int) {
+	defer catch(fnXCommShrink, &rc)
+	if err := doXCommShrink(Comm(comm), (*Comm)(newcomm)); err != nil {
+		return C.int(failComm(fnXCommShrink, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPIX_Comm_failure_ack(MPI_Comm comm)
+//
+//export gorma_MPIX_Comm_failure_ack
+func gorma_MPIX_Comm_failure_ack(comm C.int) (rc C.int) {
+	defer catch(fnXCommFailureAck, &rc)
+	if err := doXCommFailureAck(Comm(comm)); err != nil {
+		return C.int(failComm(fnXCommFailureAck, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp)
+//
+//export gorma_MPIX_Comm_failure_get_acked
+func gorma_MPIX_Comm_failure_get_acked(comm C.int, failedgrp unsafe.Pointer) (rc C.int) {
+	defer catch(fnXCommFailureGetAcked, &rc)
+	if err := doXCommFailureGetAcked(Comm(comm), (*Group)(failedgrp)); err != nil {
+		return C.int(failComm(fnXCommFailureGetAcked, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPIX_Comm_agree(MPI_Comm comm, int *flag)
+//
+//export gorma_MPIX_Comm_agree
+func gorma_MPIX_Comm_agree(comm C.int, flag unsafe.Pointer) (rc C.int) {
+	defer catch(fnXCommAgree, &rc)
+	if err := doXCommAgree(Comm(comm), (*int32)(flag)); err != nil {
+		return C.int(failComm(fnXCommAgree, Comm(comm), err))
 	}
 	return 0
 }

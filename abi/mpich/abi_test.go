@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/testbudget"
+	"github.com/gorma-hpc/gorma/tests/slurmtest"
 )
 
 // built holds what the tests share: gorma's libmpich.so.12, golaunch, and the C
@@ -81,7 +82,7 @@ func setup(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
-	code := testbudget.Run(m)
+	code := slurmtest.Run(m)
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}
@@ -361,6 +362,28 @@ func TestHydra(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("abicheck under mpiexec.hydra: no %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestSrun runs abicheck on gorma's library under srun --mpi=pmi2, whose PMI server
+// the runtime's Init finds: the same answers as under golaunch.
+func TestSrun(t *testing.T) {
+	srun := slurmtest.Up(t)
+	dir := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(2*time.Minute))
+	defer cancel()
+	cmd := srun(ctx, "-n", "2", "--mpi=pmi2", "--oversubscribe", filepath.Join(dir, "abicheck"))
+	cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+filepath.Join(dir, "lib"))
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil || err != nil {
+		t.Fatalf("srun --mpi=pmi2 abicheck: %v\n%s", err, out)
+	}
+	want, err := onGorma(t, dir, 2, filepath.Join(dir, "abicheck"))
+	if err != nil {
+		t.Fatalf("abicheck under golaunch: %v\n%s", err, want)
+	}
+	if g, w := shape(string(out), true), shape(want, true); !slices.Equal(g, w) {
+		t.Errorf("under srun:\n%s\nunder golaunch:\n%s", strings.Join(g, "\n"), strings.Join(w, "\n"))
 	}
 }
 

@@ -29,10 +29,11 @@ var providers = []string{"transport/verbs/shm", "transport/verbs/tcp"}
 // that ranks produce and the launcher prints, the communication profile that ranks
 // count and the launcher merges, the pooled packing buffers, the attribute sets of
 // Worlds and windows, the shared futex of every shared-memory wait, and the writes of
-// observation files that follow no other user's link.
+// observation files that follow no other user's link, and the waits' yield to the rank's
+// other goroutines.
 // ARCHITECTURE.md lists them first, before transport/verbs. Every package under
 // internal/ is one (TestInternalLeaves).
-var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang", "internal/trace", "internal/prof", "internal/packpool", "internal/attrset", "internal/futex", "internal/safefile"}
+var leaves = []string{"internal/accept", "internal/testbudget", "internal/hang", "internal/trace", "internal/prof", "internal/packpool", "internal/attrset", "internal/futex", "internal/safefile", "internal/gosched"}
 
 // cgoIsland is the one package that may import "C": gorma as a C library for MPICH
 // programs (libmpich.so.12). Nothing of the module imports it; golaunch and Go rank

@@ -1,9 +1,10 @@
 package runtime
 
 import (
-	goruntime "runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/gorma-hpc/gorma/internal/gosched"
 )
 
 // engineLock is engine.mu, the one lock of a rank's engine, which every call and every
@@ -46,7 +47,7 @@ func (l *engineLock) lockSlow() {
 		switch {
 		case i < lockSpin:
 		case i < lockYield:
-			goruntime.Gosched()
+			gosched.Yield()
 		default:
 			time.Sleep(lockSleep)
 		}

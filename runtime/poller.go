@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"math"
-	goruntime "runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/gorma-hpc/gorma/internal/gosched"
 	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 	"github.com/gorma-hpc/gorma/transport/verbs"
+	"golang.org/x/sys/unix"
 )
 
 // poller is the progress and waiting part: the poller role (progress.go), the
@@ -269,7 +268,7 @@ func (p *poller) spin(ctx context.Context, live uint64, got *polled) bool {
 		if p.spins%spinYield != 0 || !p.rule.Yields() {
 			continue
 		}
-		goruntime.Gosched()
+		gosched.Yield()
 	}
 }
 

@@ -3,9 +3,9 @@ package runtime
 import (
 	"context"
 	"fmt"
-	goruntime "runtime"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/gosched"
 	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 )
@@ -163,7 +163,7 @@ func (s *rmaState) rmaRoomLocked(c *counter, p *peer) error {
 		}
 		e.mu.Unlock()
 		if i < 100 {
-			goruntime.Gosched()
+			gosched.Yield()
 		} else {
 			time.Sleep(20 * time.Microsecond)
 		}

@@ -2,11 +2,11 @@ package window
 
 import (
 	"context"
-	goruntime "runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/futex"
+	"github.com/gorma-hpc/gorma/internal/gosched"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
@@ -163,7 +163,7 @@ func (h *house[T]) waitOn(ctx context.Context, at blocked, bell []uint64, ready 
 				futex.Yield()
 			}
 			if (yield || rule.Oversub()) && i%goschedEvery == 0 {
-				goruntime.Gosched()
+				gosched.Yield()
 			}
 		case bell != nil:
 			if !asleep { // a sleeper from now until the wait returns (sleepOn)

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gorma-hpc/gorma/internal/gosched"
 	"github.com/gorma-hpc/gorma/runtime"
 )
 
@@ -93,6 +94,7 @@ func doInit(argc *int32, argv unsafe.Pointer) error {
 	if world != nil || finalized {
 		return mpiErr(mpi_ERR_OTHER, "MPI_Init was called already: call it once")
 	}
+	gosched.SetLocked() // every call comes from a C thread, locked to its goroutine
 	w, err := runtime.Init(bg)
 	if err != nil {
 		return err

@@ -3,11 +3,11 @@ package hostgroup
 import (
 	"errors"
 	"fmt"
-	goruntime "runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/gorma-hpc/gorma/internal/futex"
+	"github.com/gorma-hpc/gorma/internal/gosched"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
@@ -56,7 +56,7 @@ func (w *waiter) wait(c Call, g *Group, i int, v uint64) error {
 				}
 				last = now
 				if yield {
-					goruntime.Gosched() // one P: the rank's other goroutines get a turn, no thread wakes
+					gosched.Yield() // one P: the rank's other goroutines get a turn, no thread wakes
 				}
 			}
 		}
@@ -82,7 +82,7 @@ func (w *waiter) wait(c Call, g *Group, i int, v uint64) error {
 			return err
 		}
 		if d == sleepMax {
-			goruntime.Gosched() // a long wait: the rank's other goroutines get a turn
+			gosched.Yield() // a long wait: the rank's other goroutines get a turn
 		}
 	}
 }

@@ -1,10 +1,10 @@
 package hostgroup
 
 import (
-	goruntime "runtime"
 	"sync/atomic"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/gosched"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,7 +45,7 @@ func (w *waiter) waitYield(c Call, g *Group, i int, ctr *uint64, v uint64) (bool
 		}
 		osYield()
 		if w.shared {
-			goruntime.Gosched() // the member waited for may need this goroutine's P
+			gosched.Yield() // the member waited for may need this goroutine's P
 		}
 		if n%yieldCheck == 0 {
 			if err := g.check(c, i); err != nil {
@@ -54,7 +54,7 @@ func (w *waiter) waitYield(c Call, g *Group, i int, ctr *uint64, v uint64) (bool
 			if time.Since(start) > yieldFor {
 				return false, nil
 			}
-			goruntime.Gosched() // let the rank's other goroutines run too
+			gosched.Yield() // let the rank's other goroutines run too
 		}
 	}
 }

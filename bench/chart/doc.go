@@ -57,8 +57,9 @@
 // charts are exactly that rendering.
 //
 // device16, ft and the sections of the page that come from their own JSON documents
-// (device16.json, startup16.json, ft.json, observe.json, observe2.json), and timeline, which draws a
-// job's timeline (golaunch --trace) as an SVG, are described in design.md.
+// (device16.json, startup16.json, ft.json, observe.json, observe2.json, abi.json), and
+// timeline, which draws a job's timeline (golaunch --trace) as an SVG, are described in
+// design.md.
 //
 // It is a single-goroutine command-line tool: it reads its inputs once and writes one
 // output.

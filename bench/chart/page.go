@@ -57,8 +57,8 @@ func runPage(args []string, stdout io.Writer) error {
 }
 
 // loadBeside reads the documents that lie beside the report in dir into rep:
-// device16.json, startup16.json, ft.json, observe.json and observe2.json, where they
-// exist.
+// device16.json, startup16.json, ft.json, observe.json, observe2.json and abi.json, where
+// they exist.
 func loadBeside(rep *Report, dir string) (err error) {
 	if rep.Device16, err = loadDevice16(filepath.Join(dir, "device16.json")); err != nil {
 		return err
@@ -78,7 +78,8 @@ func loadBeside(rep *Report, dir string) (err error) {
 			rep.Observe = append(rep.Observe, o)
 		}
 	}
-	return nil
+	rep.ABI, err = loadABI(filepath.Join(dir, "abi.json"))
+	return err
 }
 
 // drawCharts writes every chart of the page that has points, under docs.
@@ -110,6 +111,7 @@ func renderPage(rep *Report) ([]byte, error) {
 		"startup16": renderStartup16,
 		"ft":        renderFT,
 		"observe":   renderObserve,
+		"abi":       renderABI,
 		"duration":  func(s int) string { return fmt.Sprintf("%d min %d s", s/60, s%60) },
 		"load": func(l [3]float64) string {
 			if l == [3]float64{} {

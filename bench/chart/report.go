@@ -28,6 +28,8 @@ type Report struct {
 	// Observe is docs/observe.json and docs/observe2.json beside the report
 	// (scripts/compare-observe.sh), those that exist.
 	Observe []*Observe `json:"-"`
+	// ABI is docs/abi.json beside the report (scripts/compare-abi.sh), or nil.
+	ABI *ABI `json:"-"`
 }
 
 // Machine describes the host and the software of the run.

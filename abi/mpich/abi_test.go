@@ -272,6 +272,35 @@ func TestScaLAPACK(t *testing.T) {
 	}
 }
 
+// TestBAGEL runs Debian's BAGEL, unchanged, at 2 ranks on water (testdata/bagel_h2o.json):
+// Hartree-Fock, MP2, and the parallel FCI, whose distributed vectors live in windows
+// (Win_allocate, Rget, Raccumulate under Lock_all). Every energy it prints, to its
+// printed precision, is MPICH's.
+func TestBAGEL(t *testing.T) {
+	dir := setup(t)
+	bagel, err := exec.LookPath("BAGEL")
+	if err != nil {
+		testbudget.SkipEngine(t, "BAGEL is not installed (Debian: apt-get install bagel)")
+	}
+	input, err := filepath.Abs("testdata/bagel_h2o.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := onGorma(t, dir, 2, bagel, input)
+	if err != nil {
+		t.Fatalf("BAGEL on gorma's library: %v\n%s", err, got)
+	}
+	want, err := onMPICH(t, 2, bagel, input)
+	if err != nil {
+		t.Fatalf("BAGEL on MPICH's library: %v\n%s", err, want)
+	}
+	energy := regexp.MustCompile(`-?[0-9]+\.[0-9]{8,}`)
+	g, w := energy.FindAllString(got, -1), energy.FindAllString(want, -1)
+	if len(w) < 20 || !slices.Equal(g, w) {
+		t.Errorf("BAGEL's energies on gorma's library:\n%v\non MPICH's:\n%v\ngorma's output:\n%s", g, w, got)
+	}
+}
+
 // TestErrors: an invalid call under MPI_ERRORS_ARE_FATAL ends the job with a message
 // naming the call, the class and the cause; a child of fork that calls MPI gets
 // MPI_ERR_OTHER and a message, and the parent goes on.
@@ -387,8 +416,9 @@ func TestSrun(t *testing.T) {
 	}
 }
 
-// TestSymbols: every MPI function and data symbol that the C twins and NPmpich2 import
-// is defined by gorma's library, each MPI_ function as a weak alias of a PMPI_ one.
+// TestSymbols: every MPI function and data symbol that the C twins, NPmpich2, BAGEL and
+// ScaLAPACK's MPICH library import is defined by gorma's library, each MPI_ function as a
+// weak alias of a PMPI_ one.
 func TestSymbols(t *testing.T) {
 	dir := setup(t)
 	if _, err := exec.LookPath("nm"); err != nil {
@@ -408,8 +438,13 @@ func TestSymbols(t *testing.T) {
 	for name := range twins {
 		users = append(users, filepath.Join(dir, name))
 	}
-	if np, err := exec.LookPath("NPmpich2"); err == nil {
-		users = append(users, np)
+	for _, prog := range []string{"NPmpich2", "BAGEL"} {
+		if p, err := exec.LookPath(prog); err == nil {
+			users = append(users, p)
+		}
+	}
+	if lib := "/usr/lib/x86_64-linux-gnu/libscalapack-mpich.so.2.2"; fileExists(lib) {
+		users = append(users, lib)
 	}
 	for _, u := range users {
 		out, err := exec.Command("nm", "-D", "--undefined-only", u).Output()
@@ -430,4 +465,9 @@ func TestSymbols(t *testing.T) {
 			}
 		}
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/collectives"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/window"
 )
 
 // statusArg is the status pointer st, or nil for MPI_STATUS_IGNORE.
@@ -155,29 +156,66 @@ func doRecv(buf unsafe.Pointer, count int, d Datatype, from, tag int, c Comm, st
 	return err
 }
 
-// A request is an outstanding nonblocking or persistent call.
+// A request is an outstanding nonblocking or persistent call: a message's, a
+// collective's or a one-sided operation's.
 type request struct {
 	p2p  *runtime.Request
 	coll *collectives.Request
+	rma  *window.Request
 }
 
 var reqs = newTable[*request](kindRequest)
 
+// noStatus is the status of a request that carries none (a collective's, a one-sided
+// operation's): MPI's empty status.
+var noStatus = runtime.Status{Source: runtime.AnySource, Tag: runtime.AnyTag}
+
 // wait waits for r and returns its status.
 func (r *request) wait() (runtime.Status, error) {
-	if r.coll != nil {
-		return runtime.Status{Source: runtime.AnySource, Tag: runtime.AnyTag}, r.coll.Wait(bg)
+	switch {
+	case r.coll != nil:
+		return noStatus, r.coll.Wait(bg)
+	case r.rma != nil:
+		return noStatus, r.rma.Wait(bg)
 	}
 	return r.p2p.Wait(bg)
 }
 
 // test reports whether r has completed.
 func (r *request) test() (bool, runtime.Status, error) {
-	if r.coll != nil {
-		ok, err := r.coll.Test()
-		return ok, runtime.Status{Source: runtime.AnySource, Tag: runtime.AnyTag}, err
+	var ok bool
+	var err error
+	switch {
+	case r.coll != nil:
+		ok, err = r.coll.Test()
+	case r.rma != nil:
+		ok, err = r.rma.Test()
+	default:
+		return r.p2p.Test()
 	}
-	return r.p2p.Test()
+	return ok, noStatus, err
+}
+
+// doCancel is MPI_Cancel: a receive or send that has not matched is withdrawn; its
+// status then says so (MPI_Test_cancelled). Other requests cannot be cancelled.
+func doCancel(req *Request) error {
+	r, ok := reqs.get(int32(*req))
+	if !ok {
+		return errHandle("request", int32(*req))
+	}
+	if r.p2p == nil {
+		return mpiErr(mpi_ERR_REQUEST, "only a point-to-point request can be cancelled")
+	}
+	return r.p2p.Cancel()
+}
+
+// doTestCancelled is MPI_Test_cancelled.
+func doTestCancelled(st *Status, flag *int32) error {
+	if st == nil {
+		return mpiErr(mpi_ERR_ARG, "status is MPI_STATUS_IGNORE")
+	}
+	*flag = st.countHiCancelled & 1
+	return nil
 }
 
 // doIsend is MPI_Isend.
@@ -307,8 +345,11 @@ func doRequestFree(req *Request) error {
 		return errHandle("request", int32(*req))
 	}
 	*req = mpi_REQUEST_NULL
-	if r.coll != nil {
+	switch {
+	case r.coll != nil:
 		return r.coll.Free()
+	case r.rma != nil:
+		return mpiErr(mpi_ERR_REQUEST, "a one-sided request cannot be freed before it completes: wait for it")
 	}
 	return r.p2p.Free()
 }

@@ -482,3 +482,55 @@ func doCompareAndSwap(org, cmp, res unsafe.Pointer, d Datatype, rank, disp int, 
 	}, false)
 	return wo.w.GetAccumulate(b, unsafe.Slice((*byte)(res), t.size), rank, off, swap)
 }
+
+// doRput is MPI_Rput: MPI_Put with a request that completes it locally.
+func doRput(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int, td Datatype, h Win, req *Request) error {
+	wo, b, ot, tt, off, err := rmaArgs(h, org, ocount, od, rank, disp, tcount, td)
+	if err != nil {
+		return err
+	}
+	if !ot.contig || !tt.contig {
+		return errUnsupported("MPI_Rput with a derived datatype")
+	}
+	r, err := wo.w.Rput(b, rank, off)
+	return addRMA(r, err, req)
+}
+
+// doRget is MPI_Rget.
+func doRget(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int, td Datatype, h Win, req *Request) error {
+	wo, b, ot, tt, off, err := rmaArgs(h, org, ocount, od, rank, disp, tcount, td)
+	if err != nil {
+		return err
+	}
+	if !ot.contig || !tt.contig {
+		return errUnsupported("MPI_Rget with a derived datatype")
+	}
+	r, err := wo.w.Rget(b, rank, off)
+	return addRMA(r, err, req)
+}
+
+// doRaccumulate is MPI_Raccumulate.
+func doRaccumulate(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int, td Datatype, op Op, h Win, req *Request) error {
+	wo, b, ot, tt, off, err := rmaArgs(h, org, ocount, od, rank, disp, tcount, td)
+	if err != nil {
+		return err
+	}
+	if !ot.contig || !tt.contig {
+		return errUnsupported("MPI_Raccumulate with a derived datatype")
+	}
+	o, err := accOp(op, tt)
+	if err != nil {
+		return err
+	}
+	r, err := wo.w.Raccumulate(b, rank, off, o)
+	return addRMA(r, err, req)
+}
+
+// addRMA registers a one-sided operation's request.
+func addRMA(r *window.Request, err error, req *Request) error {
+	if err != nil {
+		return err
+	}
+	*req = Request(reqs.add(&request{rma: r}))
+	return nil
+}

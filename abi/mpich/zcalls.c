@@ -650,6 +650,15 @@ int PMPI_Ssend(void *buf, int count, int datatype, int dest, int tag, int comm)
 }
 int MPI_Ssend(void *buf, int count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Ssend")));
 
+/* int MPI_Cancel(MPI_Request *request) */
+int PMPI_Cancel(void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cancel");
+	return gorma_MPI_Cancel((void *)request);
+}
+int MPI_Cancel(void *request) __attribute__((weak, alias("PMPI_Cancel")));
+
 /* int MPI_Request_free(MPI_Request *request) */
 int PMPI_Request_free(void *request)
 {
@@ -667,6 +676,15 @@ int PMPI_Test(void *request, void *flag, void *status)
 	return gorma_MPI_Test((void *)request, (void *)flag, (void *)status);
 }
 int MPI_Test(void *request, void *flag, void *status) __attribute__((weak, alias("PMPI_Test")));
+
+/* int MPI_Test_cancelled(const MPI_Status *status, int *flag) */
+int PMPI_Test_cancelled(void *status, void *flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Test_cancelled");
+	return gorma_MPI_Test_cancelled((void *)status, (void *)flag);
+}
+int MPI_Test_cancelled(void *status, void *flag) __attribute__((weak, alias("PMPI_Test_cancelled")));
 
 /* int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[]) */
 int PMPI_Testall(int count, void *array_of_requests, void *flag, void *array_of_statuses)
@@ -748,6 +766,33 @@ int PMPI_Put(void *origin_addr, int origin_count, int origin_datatype, int targe
 	return gorma_MPI_Put((void *)origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
 }
 int MPI_Put(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int win) __attribute__((weak, alias("PMPI_Put")));
+
+/* int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) */
+int PMPI_Raccumulate(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Raccumulate");
+	return gorma_MPI_Raccumulate((void *)origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, (void *)request);
+}
+int MPI_Raccumulate(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win, void *request) __attribute__((weak, alias("PMPI_Raccumulate")));
+
+/* int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) */
+int PMPI_Rget(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int win, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rget");
+	return gorma_MPI_Rget((void *)origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, (void *)request);
+}
+int MPI_Rget(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int win, void *request) __attribute__((weak, alias("PMPI_Rget")));
+
+/* int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) */
+int PMPI_Rput(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int win, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rput");
+	return gorma_MPI_Rput((void *)origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, (void *)request);
+}
+int MPI_Rput(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int win, void *request) __attribute__((weak, alias("PMPI_Rput")));
 
 /* int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) */
 int PMPI_Win_allocate(long size, int disp_unit, int info, int comm, void *baseptr, void *win)

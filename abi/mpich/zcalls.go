@@ -86,8 +86,10 @@ const (
 	fnSend
 	fnSendrecv
 	fnSsend
+	fnCancel
 	fnRequestFree
 	fnTest
+	fnTestCancelled
 	fnTestall
 	fnWait
 	fnWaitall
@@ -97,6 +99,9 @@ const (
 	fnGet
 	fnGetAccumulate
 	fnPut
+	fnRaccumulate
+	fnRget
+	fnRput
 	fnWinAllocate
 	fnWinComplete
 	fnWinCreate
@@ -192,8 +197,10 @@ var fnNames = [numFns]string{
 	fnSend:                 "MPI_Send",
 	fnSendrecv:             "MPI_Sendrecv",
 	fnSsend:                "MPI_Ssend",
+	fnCancel:               "MPI_Cancel",
 	fnRequestFree:          "MPI_Request_free",
 	fnTest:                 "MPI_Test",
+	fnTestCancelled:        "MPI_Test_cancelled",
 	fnTestall:              "MPI_Testall",
 	fnWait:                 "MPI_Wait",
 	fnWaitall:              "MPI_Waitall",
@@ -203,6 +210,9 @@ var fnNames = [numFns]string{
 	fnGet:                  "MPI_Get",
 	fnGetAccumulate:        "MPI_Get_accumulate",
 	fnPut:                  "MPI_Put",
+	fnRaccumulate:          "MPI_Raccumulate",
+	fnRget:                 "MPI_Rget",
+	fnRput:                 "MPI_Rput",
 	fnWinAllocate:          "MPI_Win_allocate",
 	fnWinComplete:          "MPI_Win_complete",
 	fnWinCreate:            "MPI_Win_create",
@@ -1005,6 +1015,17 @@ func gorma_MPI_Ssend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int
 	return 0
 }
 
+// int MPI_Cancel(MPI_Request *request)
+//
+//export gorma_MPI_Cancel
+func gorma_MPI_Cancel(request unsafe.Pointer) (rc C.int) {
+	defer catch(fnCancel, &rc)
+	if err := doCancel((*Request)(request)); err != nil {
+		return C.int(failComm(fnCancel, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Request_free(MPI_Request *request)
 //
 //export gorma_MPI_Request_free
@@ -1023,6 +1044,17 @@ func gorma_MPI_Test(request unsafe.Pointer, flag unsafe.Pointer, status unsafe.P
 	defer catch(fnTest, &rc)
 	if err := doTest((*Request)(request), (*int32)(flag), statusArg(status)); err != nil {
 		return C.int(failComm(fnTest, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Test_cancelled(const MPI_Status *status, int *flag)
+//
+//export gorma_MPI_Test_cancelled
+func gorma_MPI_Test_cancelled(status unsafe.Pointer, flag unsafe.Pointer) (rc C.int) {
+	defer catch(fnTestCancelled, &rc)
+	if err := doTestCancelled(statusArg(status), (*int32)(flag)); err != nil {
+		return C.int(failComm(fnTestCancelled, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -1122,6 +1154,39 @@ func gorma_MPI_Put(origin_addr unsafe.Pointer, origin_count C.int, origin_dataty
 	defer catch(fnPut, &rc)
 	if err := doPut(origin_addr, int(origin_count), Datatype(origin_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Win(win)); err != nil {
 		return C.int(failWin(fnPut, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+//
+//export gorma_MPI_Raccumulate
+func gorma_MPI_Raccumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnRaccumulate, &rc)
+	if err := doRaccumulate(origin_addr, int(origin_count), Datatype(origin_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Op(op), Win(win), (*Request)(request)); err != nil {
+		return C.int(failWin(fnRaccumulate, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+//
+//export gorma_MPI_Rget
+func gorma_MPI_Rget(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnRget, &rc)
+	if err := doRget(origin_addr, int(origin_count), Datatype(origin_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Win(win), (*Request)(request)); err != nil {
+		return C.int(failWin(fnRget, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+//
+//export gorma_MPI_Rput
+func gorma_MPI_Rput(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnRput, &rc)
+	if err := doRput(origin_addr, int(origin_count), Datatype(origin_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Win(win), (*Request)(request)); err != nil {
+		return C.int(failWin(fnRput, Win(win), err))
 	}
 	return 0
 }

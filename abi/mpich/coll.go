@@ -161,7 +161,6 @@ type reduction struct {
 	op         Op
 	dt         Datatype
 	root       int
-	req        *collectives.Request // set by the nonblocking modes
 }
 
 // The reducing calls.
@@ -174,11 +173,12 @@ const (
 	modeReduceLocal
 )
 
-// reduceT runs the reduction with elements of type T.
-func reduceT[T runtime.Elem](a *reduction) error {
+// reduceT runs the reduction with elements of type T. It takes a by value, so that a
+// call allocates nothing; a nonblocking mode returns its request.
+func reduceT[T runtime.Elem](a reduction) (*collectives.Request, error) {
 	op, err := opFor[T](a.op, a.dt)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var s, r []T
 	if a.send != nil && !inPlace(a.send) {
@@ -189,47 +189,47 @@ func reduceT[T runtime.Elem](a *reduction) error {
 	}
 	switch a.mode {
 	case modeAllreduce:
-		return collectives.Allreduce(bg, a.w, s, r, op)
+		return nil, collectives.Allreduce(bg, a.w, s, r, op)
 	case modeReduce:
-		return collectives.Reduce(bg, a.w, s, r, op, a.root)
+		return nil, collectives.Reduce(bg, a.w, s, r, op, a.root)
 	case modeIallreduce:
-		a.req = collectives.Iallreduce(bg, a.w, s, r, op)
-		return nil
+		return collectives.Iallreduce(bg, a.w, s, r, op), nil
 	case modeScan:
-		return collectives.Scan(bg, a.w, s, r, op)
+		return nil, collectives.Scan(bg, a.w, s, r, op)
 	case modeExscan:
-		return collectives.Exscan(bg, a.w, s, r, op)
+		return nil, collectives.Exscan(bg, a.w, s, r, op)
 	case modeReduceLocal:
-		return collectives.ReduceLocal(s, r, op)
+		return nil, collectives.ReduceLocal(s, r, op)
 	}
-	return mpiErr(mpi_ERR_INTERN, fmt.Sprintf("reduction mode %d", a.mode))
+	return nil, mpiErr(mpi_ERR_INTERN, fmt.Sprintf("reduction mode %d", a.mode))
 }
 
 // reduceBy is reduceT for each kind.
-var reduceBy = [nKinds]func(*reduction) error{
+var reduceBy = [nKinds]func(reduction) (*collectives.Request, error){
 	kI8: reduceT[int8], kI16: reduceT[int16], kI32: reduceT[int32], kI64: reduceT[int64],
 	kU8: reduceT[uint8], kU16: reduceT[uint16], kU32: reduceT[uint32], kU64: reduceT[uint64],
 	kF32: reduceT[float32], kF64: reduceT[float64], kC64: reduceT[complex64], kC128: reduceT[complex128],
 }
 
-// reduce checks a reduction's arguments and runs it with its datatype's elements.
-func reduce(a *reduction, c Comm) error {
+// reduce checks a reduction's arguments and runs it with its datatype's elements; a
+// nonblocking mode returns its request.
+func reduce(a reduction, c Comm) (*collectives.Request, error) {
 	if a.mode != modeReduceLocal {
 		w, err := worldOf(c)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		a.w = w
 	}
 	t, err := typeOf(a.dt)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if a.n < 0 {
-		return errCount(a.n)
+		return nil, errCount(a.n)
 	}
 	if t.kind == kNone || !t.contig || t.size%kindSize[t.kind] != 0 {
-		return reduceLayout(a, t)
+		return nil, reduceLayout(&a, t)
 	}
 	a.n *= t.size / kindSize[t.kind]
 	if a.mode == modeReduce && a.w.Rank() != a.root {
@@ -237,7 +237,7 @@ func reduce(a *reduction, c Comm) error {
 	}
 	if a.mode == modeReduce {
 		if err := checkRoot(a.w, a.root); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	return reduceBy[t.kind](a)
@@ -245,31 +245,35 @@ func reduce(a *reduction, c Comm) error {
 
 // doAllreduce is MPI_Allreduce.
 func doAllreduce(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, c Comm) error {
-	return reduce(&reduction{mode: modeAllreduce, send: sbuf, recv: rbuf, n: count, op: op, dt: d}, c)
+	_, err := reduce(reduction{mode: modeAllreduce, send: sbuf, recv: rbuf, n: count, op: op, dt: d}, c)
+	return err
 }
 
 // doReduce is MPI_Reduce.
 func doReduce(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, root int, c Comm) error {
-	return reduce(&reduction{mode: modeReduce, send: sbuf, recv: rbuf, n: count, op: op, dt: d, root: root}, c)
+	_, err := reduce(reduction{mode: modeReduce, send: sbuf, recv: rbuf, n: count, op: op, dt: d, root: root}, c)
+	return err
 }
 
 // doScan is MPI_Scan.
 func doScan(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, c Comm) error {
-	return reduce(&reduction{mode: modeScan, send: sbuf, recv: rbuf, n: count, op: op, dt: d}, c)
+	_, err := reduce(reduction{mode: modeScan, send: sbuf, recv: rbuf, n: count, op: op, dt: d}, c)
+	return err
 }
 
 // doExscan is MPI_Exscan.
 func doExscan(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, c Comm) error {
-	return reduce(&reduction{mode: modeExscan, send: sbuf, recv: rbuf, n: count, op: op, dt: d}, c)
+	_, err := reduce(reduction{mode: modeExscan, send: sbuf, recv: rbuf, n: count, op: op, dt: d}, c)
+	return err
 }
 
 // doIallreduce is MPI_Iallreduce.
 func doIallreduce(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, c Comm, req *Request) error {
-	a := &reduction{mode: modeIallreduce, send: sbuf, recv: rbuf, n: count, op: op, dt: d}
-	if err := reduce(a, c); err != nil {
+	r, err := reduce(reduction{mode: modeIallreduce, send: sbuf, recv: rbuf, n: count, op: op, dt: d}, c)
+	if err != nil {
 		return err
 	}
-	*req = Request(reqs.add(&request{coll: a.req}))
+	*req = Request(reqs.add(&request{coll: r}))
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"time"
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/internal/gosched"
@@ -32,7 +31,6 @@ var (
 	selfOnce sync.Mutex
 	selfComm *comm
 	comms    = newTable[*comm](kindComm)
-	start    = time.Now()
 )
 
 // commOf returns the communicator of handle c.
@@ -204,12 +202,6 @@ func doGetVersion(version, subversion *int32) error {
 	*version, *subversion = mpi_VERSION, mpi_SUBVERSION
 	return nil
 }
-
-// doWtime is MPI_Wtime: seconds on the monotonic clock.
-func doWtime() float64 { return time.Since(start).Seconds() }
-
-// doWtick is MPI_Wtick.
-func doWtick() float64 { return 1e-9 }
 
 // putString writes s into the C buffer dst of max bytes, cut to fit with its NUL, and
 // returns the length written.

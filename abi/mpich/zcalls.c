@@ -946,17 +946,3 @@ int PMPI_Win_wait(int win)
 	return gorma_MPI_Win_wait(win);
 }
 int MPI_Win_wait(int win) __attribute__((weak, alias("PMPI_Win_wait")));
-
-/* double MPI_Wtick(void) */
-double PMPI_Wtick(void)
-{
-	return gorma_MPI_Wtick();
-}
-double MPI_Wtick(void) __attribute__((weak, alias("PMPI_Wtick")));
-
-/* double MPI_Wtime(void) */
-double PMPI_Wtime(void)
-{
-	return gorma_MPI_Wtime();
-}
-double MPI_Wtime(void) __attribute__((weak, alias("PMPI_Wtime")));

@@ -119,8 +119,6 @@ const (
 	fnWinUnlock
 	fnWinUnlockAll
 	fnWinWait
-	fnWtick
-	fnWtime
 	numFns
 )
 
@@ -230,8 +228,6 @@ var fnNames = [numFns]string{
 	fnWinUnlock:            "MPI_Win_unlock",
 	fnWinUnlockAll:         "MPI_Win_unlock_all",
 	fnWinWait:              "MPI_Win_wait",
-	fnWtick:                "MPI_Wtick",
-	fnWtime:                "MPI_Wtime",
 }
 
 // int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)
@@ -1376,18 +1372,4 @@ func gorma_MPI_Win_wait(win C.int) (rc C.int) {
 		return C.int(failWin(fnWinWait, Win(win), err))
 	}
 	return 0
-}
-
-// double MPI_Wtick(void)
-//
-//export gorma_MPI_Wtick
-func gorma_MPI_Wtick() C.double {
-	return C.double(doWtick())
-}
-
-// double MPI_Wtime(void)
-//
-//export gorma_MPI_Wtime
-func gorma_MPI_Wtime() C.double {
-	return C.double(doWtime())
 }

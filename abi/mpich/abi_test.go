@@ -301,6 +301,50 @@ func TestBAGEL(t *testing.T) {
 	}
 }
 
+// TestNWChem runs Debian's nwchem.mpich, unchanged, on water (testdata/nwchem_h2o.nw,
+// SCF in STO-3G) at 2 ranks on gorma's library. Its Fortran reaches the library through
+// Debian's libmpichfort.so.12, and its Global Arrays through ARMCI-MPI's windows (derived
+// datatypes, Accumulate, Get_accumulate). The energies are MPICH's at 1 rank: at 2 ranks
+// on MPICH's own library, Debian's NWChem 7.0.2 fails to converge.
+func TestNWChem(t *testing.T) {
+	dir := setup(t)
+	nw, err := exec.LookPath("nwchem.mpich")
+	if err != nil {
+		testbudget.SkipEngine(t, "nwchem.mpich is not installed (Debian: apt-get install nwchem-mpich)")
+	}
+	input, err := os.ReadFile("testdata/nwchem_h2o.nw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	energies := func(ranks int, lib string) []string {
+		work := t.TempDir()
+		if err := os.WriteFile(filepath.Join(work, "h2o.nw"), input, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var cmd *exec.Cmd
+		var env []string
+		if lib == "gorma" {
+			cmd = exec.Command(filepath.Join(dir, "golaunch"), "-n", fmt.Sprint(ranks), "--tag-output=false", nw, "h2o.nw")
+			env = []string{"LD_LIBRARY_PATH=" + filepath.Join(dir, "lib")}
+		} else {
+			cmd = exec.Command("mpiexec.hydra", "-n", fmt.Sprint(ranks), nw, "h2o.nw")
+		}
+		cmd.Dir = work
+		out, err := run(t, cmd, env...)
+		if err != nil {
+			t.Fatalf("nwchem.mpich at %d ranks on %s's library: %v\n%s", ranks, lib, err, out)
+		}
+		e := regexp.MustCompile(`(?m)^ +(Total SCF|One-electron|Two-electron|Nuclear repulsion) energy = +(-?[0-9.]+)$`).FindAllString(out, -1)
+		if len(e) != 4 {
+			t.Fatalf("nwchem.mpich at %d ranks on %s's library printed %d energies, want 4:\n%s", ranks, lib, len(e), out)
+		}
+		return e
+	}
+	if got, want := energies(2, "gorma"), energies(1, "MPICH"); !slices.Equal(got, want) {
+		t.Errorf("NWChem's energies on gorma's library at 2 ranks:\n%s\non MPICH's at 1 rank:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestErrors: an invalid call under MPI_ERRORS_ARE_FATAL ends the job with a message
 // naming the call, the class and the cause; a child of fork that calls MPI gets
 // MPI_ERR_OTHER and a message, and the parent goes on.
@@ -416,9 +460,9 @@ func TestSrun(t *testing.T) {
 	}
 }
 
-// TestSymbols: every MPI function and data symbol that the C twins, NPmpich2, BAGEL and
-// ScaLAPACK's MPICH library import is defined by gorma's library, each MPI_ function as a
-// weak alias of a PMPI_ one.
+// TestSymbols: every MPI function and data symbol that the C twins, NPmpich2, BAGEL,
+// NWChem and ScaLAPACK's MPICH library import is defined by gorma's library, each MPI_
+// function as a weak alias of a PMPI_ one.
 func TestSymbols(t *testing.T) {
 	dir := setup(t)
 	if _, err := exec.LookPath("nm"); err != nil {
@@ -438,7 +482,7 @@ func TestSymbols(t *testing.T) {
 	for name := range twins {
 		users = append(users, filepath.Join(dir, name))
 	}
-	for _, prog := range []string{"NPmpich2", "BAGEL"} {
+	for _, prog := range []string{"NPmpich2", "BAGEL", "nwchem.mpich"} {
 		if p, err := exec.LookPath(prog); err == nil {
 			users = append(users, p)
 		}

@@ -41,6 +41,7 @@ const (
 	kindGroup    = 2
 	kindDatatype = 3
 	kindOp       = 6
+	kindInfo     = 7
 	kindWin      = 8
 	kindRequest  = 11
 	slotMask     = 1<<kindShift - 1
@@ -139,6 +140,8 @@ func classFor(what string) int {
 		return mpi_ERR_GROUP
 	case "window":
 		return mpi_ERR_WIN
+	case "info":
+		return mpi_ERR_INFO
 	}
 	return mpi_ERR_ARG
 }

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/collectives"
+	"github.com/gorma-hpc/gorma/datatype"
 	"github.com/gorma-hpc/gorma/runtime"
 	"github.com/gorma-hpc/gorma/window"
 )
@@ -18,6 +19,7 @@ type win struct {
 	comm  *runtime.World
 	units []int // each rank's disp_unit
 	errh  Errhandler
+	attrs winAttrs
 }
 
 var wins = newTable[*win](kindWin)
@@ -30,8 +32,9 @@ func winOf(h Win) (*win, error) {
 	return nil, errHandle("window", int32(h))
 }
 
-// newWin registers w over comm co, gathering every rank's displacement unit.
-func newWin(w *window.Win[byte], co *comm, unit int, out *Win) error {
+// newWin registers w over comm co, gathering every rank's displacement unit. base and
+// size are this rank's memory.
+func newWin(w *window.Win[byte], co *comm, base unsafe.Pointer, size, unit int, out *Win) error {
 	if unit <= 0 {
 		w.Free(bg)
 		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("disp_unit %d is not positive", unit))
@@ -45,7 +48,7 @@ func newWin(w *window.Win[byte], co *comm, unit int, out *Win) error {
 	for i, u := range all {
 		units[i] = int(u)
 	}
-	*out = Win(wins.add(&win{w: w, comm: co.w, units: units, errh: co.errh}))
+	*out = Win(wins.add(&win{w: w, comm: co.w, units: units, errh: co.errh, attrs: newWinAttrs(w, base, size, unit)}))
 	return nil
 }
 
@@ -67,7 +70,7 @@ func doWinAllocate(size, unit int, info Info, c Comm, baseptr unsafe.Pointer, ou
 		base = unsafe.Pointer(&l[0])
 	}
 	*(*unsafe.Pointer)(baseptr) = base
-	return newWin(w, co, unit, out)
+	return newWin(w, co, base, size, unit, out)
 }
 
 // doWinCreate is MPI_Win_create: the caller's memory.
@@ -90,7 +93,7 @@ func doWinCreate(base unsafe.Pointer, size, unit int, info Info, c Comm, out *Wi
 	if err != nil {
 		return err
 	}
-	return newWin(w, co, unit, out)
+	return newWin(w, co, base, size, unit, out)
 }
 
 // doWinFree is MPI_Win_free.
@@ -100,6 +103,7 @@ func doWinFree(h *Win) error {
 		return errHandle("window", int32(*h))
 	}
 	*h = mpi_WIN_NULL
+	wo.attrs.free()
 	return wo.w.Free(bg)
 }
 
@@ -343,8 +347,8 @@ func doGet(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int, 
 
 // byteOps caches each predefined operation over bytes: the kind's typed operation
 // applied to the bytes' elements. The window's accumulates hold the target's
-// accumulate word across a whole range, and cut long ranges at multiples of 1 MiB, so
-// no element is split.
+// accumulate word across a whole run of a layout, and cut long runs at multiples of
+// 1 MiB; a datatype of one kind has runs of whole elements, so no element is split.
 var byteOps [nKinds][16]collectives.Op[byte]
 
 // initByteOps fills byteOps from builtinOps.
@@ -384,7 +388,7 @@ func accOp(op Op, t *dtype) (collectives.Op[byte], error) {
 	if op&^0xff != builtinOp {
 		return collectives.Op[byte]{}, errUnsupported("a user MPI_Op in a one-sided accumulate (MPI forbids it too)")
 	}
-	if t.kind != kNone && t.contig {
+	if t.kind != kNone {
 		if o := byteOps[t.kind][op&0xff]; o.Valid() {
 			return o, nil
 		}
@@ -414,7 +418,9 @@ func doAccumulate(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcoun
 	return wo.w.AccumulateType(b, ocount, ot.layout, rank, off, tcount, tt.layout, o)
 }
 
-// doGetAccumulate is MPI_Get_accumulate. With MPI_NO_OP the origin is not read.
+// doGetAccumulate is MPI_Get_accumulate. With MPI_NO_OP the origin is not read. A
+// derived datatype goes run by run of the target's layout, each run atomic per element
+// as MPI asks: the origin is packed first and the result unpacked last.
 func doGetAccumulate(org unsafe.Pointer, ocount int, od Datatype, res unsafe.Pointer, rcount int, rd Datatype,
 	rank, disp, tcount int, td Datatype, op Op, h Win) error {
 	wo, err := winOf(h)
@@ -436,27 +442,57 @@ func doGetAccumulate(org unsafe.Pointer, ocount int, od Datatype, res unsafe.Poi
 	if err != nil {
 		return err
 	}
+	if tcount < 0 {
+		return errCount(tcount)
+	}
+	n := tt.size * tcount
+	if rt.size*rcount != n {
+		return mpiErr(mpi_ERR_SIZE, fmt.Sprintf("the result holds %d bytes and the target %d", rt.size*rcount, n))
+	}
 	var b []byte
+	ot := tt
 	if op != mpi_NO_OP {
-		ot, err := typeOf(od)
-		if err != nil {
+		if ot, err = typeOf(od); err != nil {
 			return err
 		}
 		if b, err = spanOf(org, ocount, ot); err != nil {
 			return err
 		}
-		if !ot.contig || ot.size*ocount != rt.size*rcount {
-			return errUnsupported("MPI_Get_accumulate with a derived origin datatype or an origin and result of different sizes")
+		if ot.size*ocount != n {
+			return mpiErr(mpi_ERR_SIZE, fmt.Sprintf("the origin holds %d bytes and the target %d", ot.size*ocount, n))
 		}
-	}
-	if !tt.contig || !rt.contig || tt.size*tcount != rt.size*rcount {
-		return errUnsupported("MPI_Get_accumulate with a derived datatype or a target and result of different sizes")
 	}
 	o, err := accOp(op, tt)
 	if err != nil {
 		return err
 	}
-	return wo.w.GetAccumulate(b, r, rank, disp*wo.units[rank], o)
+	off := disp * wo.units[rank]
+	if ot.contig && tt.contig && rt.contig {
+		return wo.w.GetAccumulate(b, r, rank, off, o)
+	}
+	var packed []byte
+	if b != nil {
+		packed = make([]byte, n)
+		if _, err := datatype.Pack(packed, b, ocount, ot.layout); err != nil {
+			return err
+		}
+	}
+	got := make([]byte, n)
+	pos := 0
+	for k := range tcount {
+		for _, run := range tt.layout.Blocks() {
+			var in []byte
+			if packed != nil {
+				in = packed[pos : pos+run.Len]
+			}
+			if err := wo.w.GetAccumulate(in, got[pos:pos+run.Len], rank, off+k*tt.extent+run.Off, o); err != nil {
+				return err
+			}
+			pos += run.Len
+		}
+	}
+	_, err = datatype.Unpack(r, got, rcount, rt.layout)
+	return err
 }
 
 // doFetchAndOp is MPI_Fetch_and_op: one element, through the window's GetAccumulate.

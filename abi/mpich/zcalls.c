@@ -20,6 +20,15 @@ int PMPI_Comm_get_attr(int comm, int comm_keyval, void *attribute_val, void *fla
 }
 int MPI_Comm_get_attr(int comm, int comm_keyval, void *attribute_val, void *flag) __attribute__((weak, alias("PMPI_Comm_get_attr")));
 
+/* int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag) */
+int PMPI_Win_get_attr(int win, int win_keyval, void *attribute_val, void *flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_get_attr");
+	return gorma_MPI_Win_get_attr(win, win_keyval, (void *)attribute_val, (void *)flag);
+}
+int MPI_Win_get_attr(int win, int win_keyval, void *attribute_val, void *flag) __attribute__((weak, alias("PMPI_Win_get_attr")));
+
 /* int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
 int PMPI_Allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm)
 {
@@ -182,6 +191,24 @@ int PMPI_Comm_split(int comm, int color, int key, void *newcomm)
 }
 int MPI_Comm_split(int comm, int color, int key, void *newcomm) __attribute__((weak, alias("PMPI_Comm_split")));
 
+/* int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm) */
+int PMPI_Intercomm_create(int local_comm, int local_leader, int peer_comm, int remote_leader, int tag, void *newintercomm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Intercomm_create");
+	return gorma_MPI_Intercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag, (void *)newintercomm);
+}
+int MPI_Intercomm_create(int local_comm, int local_leader, int peer_comm, int remote_leader, int tag, void *newintercomm) __attribute__((weak, alias("PMPI_Intercomm_create")));
+
+/* int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) */
+int PMPI_Intercomm_merge(int intercomm, int high, void *newintracomm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Intercomm_merge");
+	return gorma_MPI_Intercomm_merge(intercomm, high, (void *)newintracomm);
+}
+int MPI_Intercomm_merge(int intercomm, int high, void *newintracomm) __attribute__((weak, alias("PMPI_Intercomm_merge")));
+
 /* int MPIX_Comm_revoke(MPI_Comm comm) */
 int PMPIX_Comm_revoke(int comm)
 {
@@ -226,6 +253,15 @@ int PMPIX_Comm_agree(int comm, void *flag)
 	return gorma_MPIX_Comm_agree(comm, (void *)flag);
 }
 int MPIX_Comm_agree(int comm, void *flag) __attribute__((weak, alias("PMPIX_Comm_agree")));
+
+/* int MPI_Get_address(const void *location, MPI_Aint *address) */
+int PMPI_Get_address(void *location, void *address)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_address");
+	return gorma_MPI_Get_address((void *)location, (void *)address);
+}
+int MPI_Get_address(void *location, void *address) __attribute__((weak, alias("PMPI_Get_address")));
 
 /* int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) */
 int PMPI_Get_count(void *status, int datatype, void *count)
@@ -272,6 +308,15 @@ int PMPI_Type_contiguous(int count, int oldtype, void *newtype)
 }
 int MPI_Type_contiguous(int count, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_contiguous")));
 
+/* int MPI_Type_create_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_hindexed(int count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_hindexed");
+	return gorma_MPI_Type_create_hindexed(count, (void *)array_of_blocklengths, (void *)array_of_displacements, oldtype, (void *)newtype);
+}
+int MPI_Type_create_hindexed(int count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed")));
+
 /* int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype) */
 int PMPI_Type_create_hvector(int count, int blocklength, long stride, int oldtype, void *newtype)
 {
@@ -280,6 +325,15 @@ int PMPI_Type_create_hvector(int count, int blocklength, long stride, int oldtyp
 	return gorma_MPI_Type_create_hvector(count, blocklength, stride, oldtype, (void *)newtype);
 }
 int MPI_Type_create_hvector(int count, int blocklength, long stride, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hvector")));
+
+/* int MPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_indexed_block(int count, int blocklength, void *array_of_displacements, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_indexed_block");
+	return gorma_MPI_Type_create_indexed_block(count, blocklength, (void *)array_of_displacements, oldtype, (void *)newtype);
+}
+int MPI_Type_create_indexed_block(int count, int blocklength, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_indexed_block")));
 
 /* int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype) */
 int PMPI_Type_create_resized(int oldtype, long lb, long extent, void *newtype)
@@ -299,6 +353,15 @@ int PMPI_Type_create_struct(int count, void *array_of_blocklengths, void *array_
 }
 int MPI_Type_create_struct(int count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype) __attribute__((weak, alias("PMPI_Type_create_struct")));
 
+/* int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[], const int array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_subarray(int ndims, void *array_of_sizes, void *array_of_subsizes, void *array_of_starts, int order, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_subarray");
+	return gorma_MPI_Type_create_subarray(ndims, (void *)array_of_sizes, (void *)array_of_subsizes, (void *)array_of_starts, order, oldtype, (void *)newtype);
+}
+int MPI_Type_create_subarray(int ndims, void *array_of_sizes, void *array_of_subsizes, void *array_of_starts, int order, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_subarray")));
+
 /* int MPI_Type_free(MPI_Datatype *datatype) */
 int PMPI_Type_free(void *datatype)
 {
@@ -316,6 +379,15 @@ int PMPI_Type_get_extent(int datatype, void *lb, void *extent)
 	return gorma_MPI_Type_get_extent(datatype, (void *)lb, (void *)extent);
 }
 int MPI_Type_get_extent(int datatype, void *lb, void *extent) __attribute__((weak, alias("PMPI_Type_get_extent")));
+
+/* int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent) */
+int PMPI_Type_get_true_extent(int datatype, void *true_lb, void *true_extent)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_true_extent");
+	return gorma_MPI_Type_get_true_extent(datatype, (void *)true_lb, (void *)true_extent);
+}
+int MPI_Type_get_true_extent(int datatype, void *true_lb, void *true_extent) __attribute__((weak, alias("PMPI_Type_get_true_extent")));
 
 /* int MPI_Type_indexed(int count, const int array_of_blocklengths[], const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
 int PMPI_Type_indexed(int count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
@@ -451,6 +523,42 @@ int PMPI_Group_size(int group, void *size)
 	return gorma_MPI_Group_size(group, (void *)size);
 }
 int MPI_Group_size(int group, void *size) __attribute__((weak, alias("PMPI_Group_size")));
+
+/* int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]) */
+int PMPI_Group_translate_ranks(int group1, int n, void *ranks1, int group2, void *ranks2)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_translate_ranks");
+	return gorma_MPI_Group_translate_ranks(group1, n, (void *)ranks1, group2, (void *)ranks2);
+}
+int MPI_Group_translate_ranks(int group1, int n, void *ranks1, int group2, void *ranks2) __attribute__((weak, alias("PMPI_Group_translate_ranks")));
+
+/* int MPI_Info_create(MPI_Info *info) */
+int PMPI_Info_create(void *info)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_create");
+	return gorma_MPI_Info_create((void *)info);
+}
+int MPI_Info_create(void *info) __attribute__((weak, alias("PMPI_Info_create")));
+
+/* int MPI_Info_free(MPI_Info *info) */
+int PMPI_Info_free(void *info)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_free");
+	return gorma_MPI_Info_free((void *)info);
+}
+int MPI_Info_free(void *info) __attribute__((weak, alias("PMPI_Info_free")));
+
+/* int MPI_Info_set(MPI_Info info, const char *key, const char *value) */
+int PMPI_Info_set(int info, void *key, void *value)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_set");
+	return gorma_MPI_Info_set(info, (void *)key, (void *)value);
+}
+int MPI_Info_set(int info, void *key, void *value) __attribute__((weak, alias("PMPI_Info_set")));
 
 /* int MPI_Abort(MPI_Comm comm, int errorcode) */
 int PMPI_Abort(int comm, int errorcode)
@@ -722,6 +830,15 @@ int PMPI_Accumulate(void *origin_addr, int origin_count, int origin_datatype, in
 }
 int MPI_Accumulate(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win) __attribute__((weak, alias("PMPI_Accumulate")));
 
+/* int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) */
+int PMPI_Alloc_mem(long size, int info, void *baseptr)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alloc_mem");
+	return gorma_MPI_Alloc_mem(size, info, (void *)baseptr);
+}
+int MPI_Alloc_mem(long size, int info, void *baseptr) __attribute__((weak, alias("PMPI_Alloc_mem")));
+
 /* int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win) */
 int PMPI_Compare_and_swap(void *origin_addr, void *compare_addr, void *result_addr, int datatype, int target_rank, long target_disp, int win)
 {
@@ -739,6 +856,15 @@ int PMPI_Fetch_and_op(void *origin_addr, void *result_addr, int datatype, int ta
 	return gorma_MPI_Fetch_and_op((void *)origin_addr, (void *)result_addr, datatype, target_rank, target_disp, op, win);
 }
 int MPI_Fetch_and_op(void *origin_addr, void *result_addr, int datatype, int target_rank, long target_disp, int op, int win) __attribute__((weak, alias("PMPI_Fetch_and_op")));
+
+/* int MPI_Free_mem(void *base) */
+int PMPI_Free_mem(void *base)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Free_mem");
+	return gorma_MPI_Free_mem((void *)base);
+}
+int MPI_Free_mem(void *base) __attribute__((weak, alias("PMPI_Free_mem")));
 
 /* int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win) */
 int PMPI_Get(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int win)

@@ -16,6 +16,7 @@ type fnID uint16
 // The covered functions, in mpi_proto.h's order.
 const (
 	fnCommGetAttr fnID = iota
+	fnWinGetAttr
 	fnAllgather
 	fnAllreduce
 	fnAlltoall
@@ -34,21 +35,28 @@ const (
 	fnCommRank
 	fnCommSize
 	fnCommSplit
+	fnIntercommCreate
+	fnIntercommMerge
 	fnXCommRevoke
 	fnXCommShrink
 	fnXCommFailureAck
 	fnXCommFailureGetAcked
 	fnXCommAgree
+	fnGetAddress
 	fnGetCount
 	fnPack
 	fnPackSize
 	fnTypeCommit
 	fnTypeContiguous
+	fnTypeCreateHindexed
 	fnTypeCreateHvector
+	fnTypeCreateIndexedBlock
 	fnTypeCreateResized
 	fnTypeCreateStruct
+	fnTypeCreateSubarray
 	fnTypeFree
 	fnTypeGetExtent
+	fnTypeGetTrueExtent
 	fnTypeIndexed
 	fnTypeMatchSize
 	fnTypeSize
@@ -64,6 +72,10 @@ const (
 	fnGroupIncl
 	fnGroupRank
 	fnGroupSize
+	fnGroupTranslateRanks
+	fnInfoCreate
+	fnInfoFree
+	fnInfoSet
 	fnAbort
 	fnFinalize
 	fnFinalized
@@ -94,8 +106,10 @@ const (
 	fnWait
 	fnWaitall
 	fnAccumulate
+	fnAllocMem
 	fnCompareAndSwap
 	fnFetchAndOp
+	fnFreeMem
 	fnGet
 	fnGetAccumulate
 	fnPut
@@ -124,110 +138,124 @@ const (
 
 // fnNames are the C names of the covered functions.
 var fnNames = [numFns]string{
-	fnCommGetAttr:          "MPI_Comm_get_attr",
-	fnAllgather:            "MPI_Allgather",
-	fnAllreduce:            "MPI_Allreduce",
-	fnAlltoall:             "MPI_Alltoall",
-	fnBarrier:              "MPI_Barrier",
-	fnBcast:                "MPI_Bcast",
-	fnExscan:               "MPI_Exscan",
-	fnGather:               "MPI_Gather",
-	fnIallreduce:           "MPI_Iallreduce",
-	fnReduce:               "MPI_Reduce",
-	fnScan:                 "MPI_Scan",
-	fnScatter:              "MPI_Scatter",
-	fnCommCreate:           "MPI_Comm_create",
-	fnCommDup:              "MPI_Comm_dup",
-	fnCommFree:             "MPI_Comm_free",
-	fnCommGroup:            "MPI_Comm_group",
-	fnCommRank:             "MPI_Comm_rank",
-	fnCommSize:             "MPI_Comm_size",
-	fnCommSplit:            "MPI_Comm_split",
-	fnXCommRevoke:          "MPIX_Comm_revoke",
-	fnXCommShrink:          "MPIX_Comm_shrink",
-	fnXCommFailureAck:      "MPIX_Comm_failure_ack",
-	fnXCommFailureGetAcked: "MPIX_Comm_failure_get_acked",
-	fnXCommAgree:           "MPIX_Comm_agree",
-	fnGetCount:             "MPI_Get_count",
-	fnPack:                 "MPI_Pack",
-	fnPackSize:             "MPI_Pack_size",
-	fnTypeCommit:           "MPI_Type_commit",
-	fnTypeContiguous:       "MPI_Type_contiguous",
-	fnTypeCreateHvector:    "MPI_Type_create_hvector",
-	fnTypeCreateResized:    "MPI_Type_create_resized",
-	fnTypeCreateStruct:     "MPI_Type_create_struct",
-	fnTypeFree:             "MPI_Type_free",
-	fnTypeGetExtent:        "MPI_Type_get_extent",
-	fnTypeIndexed:          "MPI_Type_indexed",
-	fnTypeMatchSize:        "MPI_Type_match_size",
-	fnTypeSize:             "MPI_Type_size",
-	fnTypeVector:           "MPI_Type_vector",
-	fnUnpack:               "MPI_Unpack",
-	fnCommGetErrhandler:    "MPI_Comm_get_errhandler",
-	fnCommSetErrhandler:    "MPI_Comm_set_errhandler",
-	fnErrhandlerFree:       "MPI_Errhandler_free",
-	fnErrorClass:           "MPI_Error_class",
-	fnErrorString:          "MPI_Error_string",
-	fnWinSetErrhandler:     "MPI_Win_set_errhandler",
-	fnGroupFree:            "MPI_Group_free",
-	fnGroupIncl:            "MPI_Group_incl",
-	fnGroupRank:            "MPI_Group_rank",
-	fnGroupSize:            "MPI_Group_size",
-	fnAbort:                "MPI_Abort",
-	fnFinalize:             "MPI_Finalize",
-	fnFinalized:            "MPI_Finalized",
-	fnInit:                 "MPI_Init",
-	fnInitThread:           "MPI_Init_thread",
-	fnInitialized:          "MPI_Initialized",
-	fnIsThreadMain:         "MPI_Is_thread_main",
-	fnQueryThread:          "MPI_Query_thread",
-	fnGetLibraryVersion:    "MPI_Get_library_version",
-	fnGetProcessorName:     "MPI_Get_processor_name",
-	fnGetVersion:           "MPI_Get_version",
-	fnOpCreate:             "MPI_Op_create",
-	fnOpFree:               "MPI_Op_free",
-	fnIprobe:               "MPI_Iprobe",
-	fnIrecv:                "MPI_Irecv",
-	fnIsend:                "MPI_Isend",
-	fnProbe:                "MPI_Probe",
-	fnRecv:                 "MPI_Recv",
-	fnRsend:                "MPI_Rsend",
-	fnSend:                 "MPI_Send",
-	fnSendrecv:             "MPI_Sendrecv",
-	fnSsend:                "MPI_Ssend",
-	fnCancel:               "MPI_Cancel",
-	fnRequestFree:          "MPI_Request_free",
-	fnTest:                 "MPI_Test",
-	fnTestCancelled:        "MPI_Test_cancelled",
-	fnTestall:              "MPI_Testall",
-	fnWait:                 "MPI_Wait",
-	fnWaitall:              "MPI_Waitall",
-	fnAccumulate:           "MPI_Accumulate",
-	fnCompareAndSwap:       "MPI_Compare_and_swap",
-	fnFetchAndOp:           "MPI_Fetch_and_op",
-	fnGet:                  "MPI_Get",
-	fnGetAccumulate:        "MPI_Get_accumulate",
-	fnPut:                  "MPI_Put",
-	fnRaccumulate:          "MPI_Raccumulate",
-	fnRget:                 "MPI_Rget",
-	fnRput:                 "MPI_Rput",
-	fnWinAllocate:          "MPI_Win_allocate",
-	fnWinComplete:          "MPI_Win_complete",
-	fnWinCreate:            "MPI_Win_create",
-	fnWinFence:             "MPI_Win_fence",
-	fnWinFlush:             "MPI_Win_flush",
-	fnWinFlushAll:          "MPI_Win_flush_all",
-	fnWinFlushLocal:        "MPI_Win_flush_local",
-	fnWinFlushLocalAll:     "MPI_Win_flush_local_all",
-	fnWinFree:              "MPI_Win_free",
-	fnWinLock:              "MPI_Win_lock",
-	fnWinLockAll:           "MPI_Win_lock_all",
-	fnWinPost:              "MPI_Win_post",
-	fnWinStart:             "MPI_Win_start",
-	fnWinSync:              "MPI_Win_sync",
-	fnWinUnlock:            "MPI_Win_unlock",
-	fnWinUnlockAll:         "MPI_Win_unlock_all",
-	fnWinWait:              "MPI_Win_wait",
+	fnCommGetAttr:            "MPI_Comm_get_attr",
+	fnWinGetAttr:             "MPI_Win_get_attr",
+	fnAllgather:              "MPI_Allgather",
+	fnAllreduce:              "MPI_Allreduce",
+	fnAlltoall:               "MPI_Alltoall",
+	fnBarrier:                "MPI_Barrier",
+	fnBcast:                  "MPI_Bcast",
+	fnExscan:                 "MPI_Exscan",
+	fnGather:                 "MPI_Gather",
+	fnIallreduce:             "MPI_Iallreduce",
+	fnReduce:                 "MPI_Reduce",
+	fnScan:                   "MPI_Scan",
+	fnScatter:                "MPI_Scatter",
+	fnCommCreate:             "MPI_Comm_create",
+	fnCommDup:                "MPI_Comm_dup",
+	fnCommFree:               "MPI_Comm_free",
+	fnCommGroup:              "MPI_Comm_group",
+	fnCommRank:               "MPI_Comm_rank",
+	fnCommSize:               "MPI_Comm_size",
+	fnCommSplit:              "MPI_Comm_split",
+	fnIntercommCreate:        "MPI_Intercomm_create",
+	fnIntercommMerge:         "MPI_Intercomm_merge",
+	fnXCommRevoke:            "MPIX_Comm_revoke",
+	fnXCommShrink:            "MPIX_Comm_shrink",
+	fnXCommFailureAck:        "MPIX_Comm_failure_ack",
+	fnXCommFailureGetAcked:   "MPIX_Comm_failure_get_acked",
+	fnXCommAgree:             "MPIX_Comm_agree",
+	fnGetAddress:             "MPI_Get_address",
+	fnGetCount:               "MPI_Get_count",
+	fnPack:                   "MPI_Pack",
+	fnPackSize:               "MPI_Pack_size",
+	fnTypeCommit:             "MPI_Type_commit",
+	fnTypeContiguous:         "MPI_Type_contiguous",
+	fnTypeCreateHindexed:     "MPI_Type_create_hindexed",
+	fnTypeCreateHvector:      "MPI_Type_create_hvector",
+	fnTypeCreateIndexedBlock: "MPI_Type_create_indexed_block",
+	fnTypeCreateResized:      "MPI_Type_create_resized",
+	fnTypeCreateStruct:       "MPI_Type_create_struct",
+	fnTypeCreateSubarray:     "MPI_Type_create_subarray",
+	fnTypeFree:               "MPI_Type_free",
+	fnTypeGetExtent:          "MPI_Type_get_extent",
+	fnTypeGetTrueExtent:      "MPI_Type_get_true_extent",
+	fnTypeIndexed:            "MPI_Type_indexed",
+	fnTypeMatchSize:          "MPI_Type_match_size",
+	fnTypeSize:               "MPI_Type_size",
+	fnTypeVector:             "MPI_Type_vector",
+	fnUnpack:                 "MPI_Unpack",
+	fnCommGetErrhandler:      "MPI_Comm_get_errhandler",
+	fnCommSetErrhandler:      "MPI_Comm_set_errhandler",
+	fnErrhandlerFree:         "MPI_Errhandler_free",
+	fnErrorClass:             "MPI_Error_class",
+	fnErrorString:            "MPI_Error_string",
+	fnWinSetErrhandler:       "MPI_Win_set_errhandler",
+	fnGroupFree:              "MPI_Group_free",
+	fnGroupIncl:              "MPI_Group_incl",
+	fnGroupRank:              "MPI_Group_rank",
+	fnGroupSize:              "MPI_Group_size",
+	fnGroupTranslateRanks:    "MPI_Group_translate_ranks",
+	fnInfoCreate:             "MPI_Info_create",
+	fnInfoFree:               "MPI_Info_free",
+	fnInfoSet:                "MPI_Info_set",
+	fnAbort:                  "MPI_Abort",
+	fnFinalize:               "MPI_Finalize",
+	fnFinalized:              "MPI_Finalized",
+	fnInit:                   "MPI_Init",
+	fnInitThread:             "MPI_Init_thread",
+	fnInitialized:            "MPI_Initialized",
+	fnIsThreadMain:           "MPI_Is_thread_main",
+	fnQueryThread:            "MPI_Query_thread",
+	fnGetLibraryVersion:      "MPI_Get_library_version",
+	fnGetProcessorName:       "MPI_Get_processor_name",
+	fnGetVersion:             "MPI_Get_version",
+	fnOpCreate:               "MPI_Op_create",
+	fnOpFree:                 "MPI_Op_free",
+	fnIprobe:                 "MPI_Iprobe",
+	fnIrecv:                  "MPI_Irecv",
+	fnIsend:                  "MPI_Isend",
+	fnProbe:                  "MPI_Probe",
+	fnRecv:                   "MPI_Recv",
+	fnRsend:                  "MPI_Rsend",
+	fnSend:                   "MPI_Send",
+	fnSendrecv:               "MPI_Sendrecv",
+	fnSsend:                  "MPI_Ssend",
+	fnCancel:                 "MPI_Cancel",
+	fnRequestFree:            "MPI_Request_free",
+	fnTest:                   "MPI_Test",
+	fnTestCancelled:          "MPI_Test_cancelled",
+	fnTestall:                "MPI_Testall",
+	fnWait:                   "MPI_Wait",
+	fnWaitall:                "MPI_Waitall",
+	fnAccumulate:             "MPI_Accumulate",
+	fnAllocMem:               "MPI_Alloc_mem",
+	fnCompareAndSwap:         "MPI_Compare_and_swap",
+	fnFetchAndOp:             "MPI_Fetch_and_op",
+	fnFreeMem:                "MPI_Free_mem",
+	fnGet:                    "MPI_Get",
+	fnGetAccumulate:          "MPI_Get_accumulate",
+	fnPut:                    "MPI_Put",
+	fnRaccumulate:            "MPI_Raccumulate",
+	fnRget:                   "MPI_Rget",
+	fnRput:                   "MPI_Rput",
+	fnWinAllocate:            "MPI_Win_allocate",
+	fnWinComplete:            "MPI_Win_complete",
+	fnWinCreate:              "MPI_Win_create",
+	fnWinFence:               "MPI_Win_fence",
+	fnWinFlush:               "MPI_Win_flush",
+	fnWinFlushAll:            "MPI_Win_flush_all",
+	fnWinFlushLocal:          "MPI_Win_flush_local",
+	fnWinFlushLocalAll:       "MPI_Win_flush_local_all",
+	fnWinFree:                "MPI_Win_free",
+	fnWinLock:                "MPI_Win_lock",
+	fnWinLockAll:             "MPI_Win_lock_all",
+	fnWinPost:                "MPI_Win_post",
+	fnWinStart:               "MPI_Win_start",
+	fnWinSync:                "MPI_Win_sync",
+	fnWinUnlock:              "MPI_Win_unlock",
+	fnWinUnlockAll:           "MPI_Win_unlock_all",
+	fnWinWait:                "MPI_Win_wait",
 }
 
 // int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)
@@ -237,6 +265,17 @@ func gorma_MPI_Comm_get_attr(comm C.int, comm_keyval C.int, attribute_val unsafe
 	defer catch(fnCommGetAttr, &rc)
 	if err := doCommGetAttr(Comm(comm), int(comm_keyval), attribute_val, (*int32)(flag)); err != nil {
 		return C.int(failComm(fnCommGetAttr, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag)
+//
+//export gorma_MPI_Win_get_attr
+func gorma_MPI_Win_get_attr(win C.int, win_keyval C.int, attribute_val unsafe.Pointer, flag unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinGetAttr, &rc)
+	if err := doWinGetAttr(Win(win), int(win_keyval), attribute_val, (*int32)(flag)); err != nil {
+		return C.int(failWin(fnWinGetAttr, Win(win), err))
 	}
 	return 0
 }
@@ -439,6 +478,28 @@ func gorma_MPI_Comm_split(comm C.int, color C.int, key C.int, newcomm unsafe.Poi
 	return 0
 }
 
+// int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm)
+//
+//export gorma_MPI_Intercomm_create
+func gorma_MPI_Intercomm_create(local_comm C.int, local_leader C.int, peer_comm C.int, remote_leader C.int, tag C.int, newintercomm unsafe.Pointer) (rc C.int) {
+	defer catch(fnIntercommCreate, &rc)
+	if err := doIntercommCreate(Comm(local_comm), int(local_leader), Comm(peer_comm), int(remote_leader), int(tag), (*Comm)(newintercomm)); err != nil {
+		return C.int(failComm(fnIntercommCreate, Comm(local_comm), err))
+	}
+	return 0
+}
+
+// int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
+//
+//export gorma_MPI_Intercomm_merge
+func gorma_MPI_Intercomm_merge(intercomm C.int, high C.int, newintracomm unsafe.Pointer) (rc C.int) {
+	defer catch(fnIntercommMerge, &rc)
+	if err := doIntercommMerge(Comm(intercomm), int(high), (*Comm)(newintracomm)); err != nil {
+		return C.int(failComm(fnIntercommMerge, Comm(intercomm), err))
+	}
+	return 0
+}
+
 // int MPIX_Comm_revoke(MPI_Comm comm)
 //
 //export gorma_MPIX_Comm_revoke
@@ -490,6 +551,17 @@ func gorma_MPIX_Comm_agree(comm C.int, flag unsafe.Pointer) (rc C.int) {
 	defer catch(fnXCommAgree, &rc)
 	if err := doXCommAgree(Comm(comm), (*int32)(flag)); err != nil {
 		return C.int(failComm(fnXCommAgree, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Get_address(const void *location, MPI_Aint *address)
+//
+//export gorma_MPI_Get_address
+func gorma_MPI_Get_address(location unsafe.Pointer, address unsafe.Pointer) (rc C.int) {
+	defer catch(fnGetAddress, &rc)
+	if err := doGetAddress(location, (*int64)(address)); err != nil {
+		return C.int(failComm(fnGetAddress, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -549,6 +621,17 @@ func gorma_MPI_Type_contiguous(count C.int, oldtype C.int, newtype unsafe.Pointe
 	return 0
 }
 
+// int MPI_Type_create_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_hindexed
+func gorma_MPI_Type_create_hindexed(count C.int, array_of_blocklengths unsafe.Pointer, array_of_displacements unsafe.Pointer, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateHindexed, &rc)
+	if err := doTypeCreateHindexed(int(count), (*int32)(array_of_blocklengths), (*int64)(array_of_displacements), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateHindexed, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
 //
 //export gorma_MPI_Type_create_hvector
@@ -556,6 +639,17 @@ func gorma_MPI_Type_create_hvector(count C.int, blocklength C.int, stride C.long
 	defer catch(fnTypeCreateHvector, &rc)
 	if err := doTypeCreateHvector(int(count), int(blocklength), int(stride), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
 		return C.int(failComm(fnTypeCreateHvector, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_indexed_block
+func gorma_MPI_Type_create_indexed_block(count C.int, blocklength C.int, array_of_displacements unsafe.Pointer, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateIndexedBlock, &rc)
+	if err := doTypeCreateIndexedBlock(int(count), int(blocklength), (*int32)(array_of_displacements), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateIndexedBlock, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -582,6 +676,17 @@ func gorma_MPI_Type_create_struct(count C.int, array_of_blocklengths unsafe.Poin
 	return 0
 }
 
+// int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[], const int array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_subarray
+func gorma_MPI_Type_create_subarray(ndims C.int, array_of_sizes unsafe.Pointer, array_of_subsizes unsafe.Pointer, array_of_starts unsafe.Pointer, order C.int, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateSubarray, &rc)
+	if err := doTypeCreateSubarray(int(ndims), (*int32)(array_of_sizes), (*int32)(array_of_subsizes), (*int32)(array_of_starts), int(order), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateSubarray, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Type_free(MPI_Datatype *datatype)
 //
 //export gorma_MPI_Type_free
@@ -600,6 +705,17 @@ func gorma_MPI_Type_get_extent(datatype C.int, lb unsafe.Pointer, extent unsafe.
 	defer catch(fnTypeGetExtent, &rc)
 	if err := doTypeGetExtent(Datatype(datatype), (*int64)(lb), (*int64)(extent)); err != nil {
 		return C.int(failComm(fnTypeGetExtent, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent)
+//
+//export gorma_MPI_Type_get_true_extent
+func gorma_MPI_Type_get_true_extent(datatype C.int, true_lb unsafe.Pointer, true_extent unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeGetTrueExtent, &rc)
+	if err := doTypeGetTrueExtent(Datatype(datatype), (*int64)(true_lb), (*int64)(true_extent)); err != nil {
+		return C.int(failComm(fnTypeGetTrueExtent, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -765,6 +881,50 @@ func gorma_MPI_Group_size(group C.int, size unsafe.Pointer) (rc C.int) {
 	defer catch(fnGroupSize, &rc)
 	if err := doGroupSize(Group(group), (*int32)(size)); err != nil {
 		return C.int(failComm(fnGroupSize, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[])
+//
+//export gorma_MPI_Group_translate_ranks
+func gorma_MPI_Group_translate_ranks(group1 C.int, n C.int, ranks1 unsafe.Pointer, group2 C.int, ranks2 unsafe.Pointer) (rc C.int) {
+	defer catch(fnGroupTranslateRanks, &rc)
+	if err := doGroupTranslateRanks(Group(group1), int(n), (*int32)(ranks1), Group(group2), (*int32)(ranks2)); err != nil {
+		return C.int(failComm(fnGroupTranslateRanks, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Info_create(MPI_Info *info)
+//
+//export gorma_MPI_Info_create
+func gorma_MPI_Info_create(info unsafe.Pointer) (rc C.int) {
+	defer catch(fnInfoCreate, &rc)
+	if err := doInfoCreate((*Info)(info)); err != nil {
+		return C.int(failComm(fnInfoCreate, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Info_free(MPI_Info *info)
+//
+//export gorma_MPI_Info_free
+func gorma_MPI_Info_free(info unsafe.Pointer) (rc C.int) {
+	defer catch(fnInfoFree, &rc)
+	if err := doInfoFree((*Info)(info)); err != nil {
+		return C.int(failComm(fnInfoFree, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Info_set(MPI_Info info, const char *key, const char *value)
+//
+//export gorma_MPI_Info_set
+func gorma_MPI_Info_set(info C.int, key unsafe.Pointer, value unsafe.Pointer) (rc C.int) {
+	defer catch(fnInfoSet, &rc)
+	if err := doInfoSet(Info(info), (*byte)(key), (*byte)(value)); err != nil {
+		return C.int(failComm(fnInfoSet, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -1099,6 +1259,17 @@ func gorma_MPI_Accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin
 	return 0
 }
 
+// int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
+//
+//export gorma_MPI_Alloc_mem
+func gorma_MPI_Alloc_mem(size C.long, info C.int, baseptr unsafe.Pointer) (rc C.int) {
+	defer catch(fnAllocMem, &rc)
+	if err := doAllocMem(int(size), Info(info), baseptr); err != nil {
+		return C.int(failComm(fnAllocMem, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
 //
 //export gorma_MPI_Compare_and_swap
@@ -1117,6 +1288,17 @@ func gorma_MPI_Fetch_and_op(origin_addr unsafe.Pointer, result_addr unsafe.Point
 	defer catch(fnFetchAndOp, &rc)
 	if err := doFetchAndOp(origin_addr, result_addr, Datatype(datatype), int(target_rank), int(target_disp), Op(op), Win(win)); err != nil {
 		return C.int(failWin(fnFetchAndOp, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Free_mem(void *base)
+//
+//export gorma_MPI_Free_mem
+func gorma_MPI_Free_mem(base unsafe.Pointer) (rc C.int) {
+	defer catch(fnFreeMem, &rc)
+	if err := doFreeMem(base); err != nil {
+		return C.int(failComm(fnFreeMem, mpi_COMM_WORLD, err))
 	}
 	return 0
 }

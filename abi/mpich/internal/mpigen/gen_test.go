@@ -69,6 +69,11 @@ func TestParseConsts(t *testing.T) {
 #define MPIX_ERR_REVOKED MPICH_ERR_FIRST_MPIX+3 /* revoked */
 #define MPI_BOTTOM      (void *)0
 #define MPI_Comm_c2f(comm) (MPI_Fint)(comm)
+typedef enum MPIR_Win_model {
+    MPI_WIN_SEPARATE   = 1,
+    MPI_WIN_UNIFIED    = 2
+} MPIR_Win_model_t;
+typedef enum MPIR_Topo_type { MPI_GRAPH=1, MPI_CART=2 } MPIR_Topo_type;
 `
 	got := parseConsts(src)
 	want := []constant{
@@ -79,6 +84,10 @@ func TestParseConsts(t *testing.T) {
 		{"MPI_FLOAT_INT", "Datatype", 0x8c000000},
 		{"MPICH_ERR_FIRST_MPIX", "", 100},
 		{"MPIX_ERR_REVOKED", "", 103},
+		{"MPI_WIN_SEPARATE", "", 1},
+		{"MPI_WIN_UNIFIED", "", 2},
+		{"MPI_GRAPH", "", 1},
+		{"MPI_CART", "", 2},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("parseConsts:\n got %+v\nwant %+v", got, want)

@@ -107,7 +107,7 @@ func run(inc, dir, doc string, check bool) error {
 }
 
 // A constant is one #define of mpi.h whose value is a number, possibly cast to a handle
-// type, or the name of another such constant.
+// type, or the name of another such constant; or an enumerator with its number.
 type constant struct {
 	name, typ string
 	val       int64
@@ -117,6 +117,7 @@ var (
 	defineRE = regexp.MustCompile(`^#define\s+((?:MPIX?|MPICH)_[A-Za-z0-9_]+)\s+(.+)$`)
 	castRE   = regexp.MustCompile(`^\(*\s*\((MPI_[A-Za-z]+)\)\s*\(?\s*(-?[0-9A-Fa-fx]+|MPIX?_[A-Z0-9_]+)\s*\)*$`)
 	numRE    = regexp.MustCompile(`^\(?\s*(-?(?:0x[0-9A-Fa-f]+|[0-9]+))\s*\)?$`)
+	enumRE   = regexp.MustCompile(`\b(MPIX?_[A-Z0-9_]+)\s*=\s*(-?[0-9]+)\b`)
 	aliasRE  = regexp.MustCompile(`^((?:MPIX?|MPICH)_[A-Z0-9_]+)(?:\s*\+\s*([0-9]+))?$`)
 )
 
@@ -133,6 +134,13 @@ func parseConsts(src string) []constant {
 	for _, line := range strings.Split(src, "\n") {
 		if i := strings.Index(line, "/*"); i >= 0 {
 			line = line[:i]
+		}
+		for _, e := range enumRE.FindAllStringSubmatch(line, -1) {
+			if _, dup := seen[e[1]]; !dup && !strings.HasPrefix(strings.TrimSpace(line), "#") {
+				v, _ := strconv.ParseInt(e[2], 10, 64)
+				seen[e[1]] = len(out)
+				out = append(out, constant{name: e[1], val: v})
+			}
 		}
 		m := defineRE.FindStringSubmatch(strings.TrimSpace(line))
 		if m == nil || strings.Contains(m[1], "(") {

@@ -148,7 +148,7 @@ func doTypeCreateHindexed(count int, blocklens *int32, displs *int64, old Dataty
 	if count < 0 {
 		return errCount(count)
 	}
-	l, err := t.layout.Hindexed(ints(blocklens, count), int64s(displs, count))
+	l, err := t.layout.Hindexed(ints(blocklens, count), ints(displs, count))
 	if err != nil {
 		return err
 	}
@@ -254,16 +254,4 @@ func doWinGetAttr(h Win, key int, val unsafe.Pointer, flag *int32) error {
 	*(*unsafe.Pointer)(val) = p
 	*flag = 1
 	return nil
-}
-
-// int64s copies n C MPI_Aints at p.
-func int64s(p *int64, n int) []int {
-	if n == 0 || p == nil {
-		return nil
-	}
-	out := make([]int, n)
-	for i, v := range unsafe.Slice(p, n) {
-		out[i] = int(v)
-	}
-	return out
 }

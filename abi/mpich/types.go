@@ -293,8 +293,8 @@ func doGetCount(st *Status, d Datatype, count *int32) error {
 	return nil
 }
 
-// ints copies n C ints at p.
-func ints(p *int32, n int) []int {
+// ints copies n C ints or MPI_Aints at p.
+func ints[T int32 | int64](p *T, n int) []int {
 	if n == 0 || p == nil {
 		return nil
 	}

@@ -122,16 +122,21 @@ func doWinSetErrhandler(h Win, e Errhandler) error {
 	return nil
 }
 
+// onWin runs f on the window of handle h.
+func onWin(h Win, f func(w *window.Win[byte]) error) error {
+	wo, err := winOf(h)
+	if err != nil {
+		return err
+	}
+	return f(wo.w)
+}
+
 // assert maps MPI_MODE_* (1024 and up) onto window's assertions, which keep their order.
 func assert(a int) window.Assert { return window.Assert(a >> 10) }
 
 // doWinFence is MPI_Win_fence.
 func doWinFence(a int, h Win) error {
-	wo, err := winOf(h)
-	if err != nil {
-		return err
-	}
-	return wo.w.Fence(bg, assert(a))
+	return onWin(h, func(w *window.Win[byte]) error { return w.Fence(bg, assert(a)) })
 }
 
 // doWinLock is MPI_Win_lock.
@@ -154,74 +159,42 @@ func doWinLock(lockType, rank, a int, h Win) error {
 
 // doWinUnlock is MPI_Win_unlock.
 func doWinUnlock(rank int, h Win) error {
-	wo, err := winOf(h)
-	if err != nil {
-		return err
-	}
-	return wo.w.Unlock(bg, rank)
+	return onWin(h, func(w *window.Win[byte]) error { return w.Unlock(bg, rank) })
 }
 
 // doWinLockAll is MPI_Win_lock_all.
 func doWinLockAll(a int, h Win) error {
-	wo, err := winOf(h)
-	if err != nil {
-		return err
-	}
-	return wo.w.LockAll(bg, assert(a))
+	return onWin(h, func(w *window.Win[byte]) error { return w.LockAll(bg, assert(a)) })
 }
 
 // doWinUnlockAll is MPI_Win_unlock_all.
 func doWinUnlockAll(h Win) error {
-	wo, err := winOf(h)
-	if err != nil {
-		return err
-	}
-	return wo.w.UnlockAll(bg)
+	return onWin(h, func(w *window.Win[byte]) error { return w.UnlockAll(bg) })
 }
 
 // doWinFlush is MPI_Win_flush.
 func doWinFlush(rank int, h Win) error {
-	wo, err := winOf(h)
-	if err != nil {
-		return err
-	}
-	return wo.w.Flush(bg, rank)
+	return onWin(h, func(w *window.Win[byte]) error { return w.Flush(bg, rank) })
 }
 
 // doWinFlushAll is MPI_Win_flush_all.
 func doWinFlushAll(h Win) error {
-	wo, err := winOf(h)
-	if err != nil {
-		return err
-	}
-	return wo.w.FlushAll(bg)
+	return onWin(h, func(w *window.Win[byte]) error { return w.FlushAll(bg) })
 }
 
 // doWinFlushLocal is MPI_Win_flush_local.
 func doWinFlushLocal(rank int, h Win) error {
-	wo, err := winOf(h)
-	if err != nil {
-		return err
-	}
-	return wo.w.FlushLocal(bg, rank)
+	return onWin(h, func(w *window.Win[byte]) error { return w.FlushLocal(bg, rank) })
 }
 
 // doWinFlushLocalAll is MPI_Win_flush_local_all.
 func doWinFlushLocalAll(h Win) error {
-	wo, err := winOf(h)
-	if err != nil {
-		return err
-	}
-	return wo.w.FlushLocalAll(bg)
+	return onWin(h, func(w *window.Win[byte]) error { return w.FlushLocalAll(bg) })
 }
 
 // doWinSync is MPI_Win_sync.
 func doWinSync(h Win) error {
-	wo, err := winOf(h)
-	if err != nil {
-		return err
-	}
-	return wo.w.Sync(bg)
+	return onWin(h, func(w *window.Win[byte]) error { return w.Sync(bg) })
 }
 
 // ranksOf translates group g into ranks of the window's communicator.
@@ -274,20 +247,12 @@ func doWinStart(g Group, a int, h Win) error {
 
 // doWinComplete is MPI_Win_complete.
 func doWinComplete(h Win) error {
-	wo, err := winOf(h)
-	if err != nil {
-		return err
-	}
-	return wo.w.Complete(bg)
+	return onWin(h, func(w *window.Win[byte]) error { return w.Complete(bg) })
 }
 
 // doWinWait is MPI_Win_wait.
 func doWinWait(h Win) error {
-	wo, err := winOf(h)
-	if err != nil {
-		return err
-	}
-	return wo.w.Wait(bg)
+	return onWin(h, func(w *window.Win[byte]) error { return w.Wait(bg) })
 }
 
 // rmaArgs checks a one-sided call's origin and target and returns the window, the

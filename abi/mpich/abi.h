@@ -9,7 +9,4 @@ extern int gorma_forked;
 /* gorma_forked_call reports a call made in such a child and returns MPI_ERR_OTHER. */
 int gorma_forked_call(const char *fn);
 
-/* gorma_call_user_fn calls an MPI_User_function. */
-void gorma_call_user_fn(void *fn, void *in, void *inout, int len, int datatype);
-
 #endif

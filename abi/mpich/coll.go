@@ -2,7 +2,7 @@
 
 package mpich
 
-// #include "abi.h"
+// #include "zcalls.h"
 import "C"
 
 import (
@@ -303,7 +303,7 @@ func reduceLayout(a *reduction, t *dtype) error {
 	}
 	op := collectives.NewTypeOp(fmt.Sprintf("MPI_Op %#x", uint32(a.op)), func(inout, in []byte, count int) {
 		if count > 0 {
-			C.gorma_call_user_fn(u.fn, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), C.int(count), C.int(a.dt))
+			callUserOp(u.fn, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), count, a.dt)
 		}
 	}, u.commute)
 	switch a.mode {

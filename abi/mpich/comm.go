@@ -28,7 +28,12 @@ func doCommDup(c Comm, out *Comm) error {
 	if err != nil {
 		return err
 	}
-	newComm(d, co, out)
+	nc := &comm{w: d, errh: co.errh}
+	if err := copyAttrs(co, c, nc); err != nil {
+		d.Free()
+		return err
+	}
+	*out = Comm(comms.add(nc))
 	return nil
 }
 
@@ -83,10 +88,14 @@ func doCommFree(c *Comm) error {
 	case mpi_COMM_WORLD, mpi_COMM_SELF:
 		return mpiErr(mpi_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed")
 	}
-	co, ok := comms.del(int32(*c))
+	co, ok := comms.get(int32(*c))
 	if !ok {
 		return errHandle("communicator", int32(*c))
 	}
+	if err := deleteAttrs(co, *c); err != nil {
+		return err
+	}
+	comms.del(int32(*c))
 	*c = mpi_COMM_NULL
 	return co.w.Free()
 }
@@ -97,10 +106,8 @@ func doCommSetErrhandler(c Comm, h Errhandler) error {
 	if err != nil {
 		return err
 	}
-	switch h {
-	case mpi_ERRORS_ARE_FATAL, mpi_ERRORS_RETURN, mpi_ERRORS_ABORT:
-	default:
-		return errUnsupported(fmt.Sprintf("error handler %#x (only MPI_ERRORS_ARE_FATAL, MPI_ERRORS_ABORT and MPI_ERRORS_RETURN are)", uint32(h)))
+	if err := checkErrh(h, false); err != nil {
+		return err
 	}
 	co.errh = h
 	return nil
@@ -116,8 +123,16 @@ func doCommGetErrhandler(c Comm, h *Errhandler) error {
 	return nil
 }
 
-// doErrhandlerFree is MPI_Errhandler_free: the predefined handlers stay.
+// doErrhandlerFree is MPI_Errhandler_free. A communicator or window that has the
+// handler keeps calling it; the predefined handlers stay.
 func doErrhandlerFree(h *Errhandler) error {
+	switch *h {
+	case mpi_ERRORS_ARE_FATAL, mpi_ERRORS_RETURN, mpi_ERRORS_ABORT:
+	default:
+		if _, ok := errhs.get(int32(*h)); !ok {
+			return errHandle("error handler", int32(*h))
+		}
+	}
 	*h = mpi_ERRHANDLER_NULL
 	return nil
 }
@@ -207,9 +222,9 @@ var (
 	attrVals map[int]unsafe.Pointer
 )
 
-// doCommGetAttr is MPI_Comm_get_attr for the predefined attributes: MPI_TAG_UB,
+// doCommGetAttr is MPI_Comm_get_attr. For the predefined attributes (MPI_TAG_UB,
 // MPI_HOST, MPI_IO, MPI_WTIME_IS_GLOBAL, MPI_UNIVERSE_SIZE, MPI_APPNUM and
-// MPI_LASTUSEDCODE. *val becomes a pointer to an int.
+// MPI_LASTUSEDCODE) *val becomes a pointer to an int; for a user keyval, the value set.
 func doCommGetAttr(c Comm, key int, val unsafe.Pointer, flag *int32) error {
 	if _, err := worldOf(c); err != nil {
 		return err
@@ -236,11 +251,11 @@ func doCommGetAttr(c Comm, key int, val unsafe.Pointer, flag *int32) error {
 	})
 	p, ok := attrVals[key]
 	if !ok {
-		*flag = 0
-		if key == mpi_KEYVAL_INVALID {
-			return mpiErr(mpi_ERR_KEYVAL, "MPI_KEYVAL_INVALID")
+		co, err := commOf(c)
+		if err != nil {
+			return err
 		}
-		return errUnsupported(fmt.Sprintf("keyval %#x (user keyvals are not covered)", uint32(key)))
+		return getUserAttr(co, key, val, flag)
 	}
 	if key == mpi_APPNUM && *(*C.int)(p) == mpi_UNDEFINED {
 		*flag = 0

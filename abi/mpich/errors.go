@@ -2,6 +2,7 @@
 
 package mpich
 
+// #include "zcalls.h"
 import "C"
 
 import (
@@ -10,6 +11,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"unsafe"
 
 	"github.com/gorma-hpc/gorma/datatype"
 	"github.com/gorma-hpc/gorma/runtime"
@@ -87,9 +89,9 @@ func failComm(fn fnID, c Comm, err error) int {
 	if co, e := commOf(c); e == nil {
 		h = co.errh
 	} else if worldComm != nil {
-		h = worldComm.errh // an invalid communicator's error goes to MPI_COMM_WORLD's handler
+		h, c = worldComm.errh, mpi_COMM_WORLD // an invalid communicator's error goes to MPI_COMM_WORLD's handler
 	}
-	return fail(fn, h, err)
+	return fail(fn, h, int32(c), err)
 }
 
 // failWin is failComm for a window's handler.
@@ -98,17 +100,77 @@ func failWin(fn fnID, w Win, err error) int {
 	if wo, e := winOf(w); e == nil {
 		h = wo.errh
 	}
-	return fail(fn, h, err)
+	return fail(fn, h, int32(w), err)
 }
 
-func fail(fn fnID, h Errhandler, err error) int {
+// fail applies handler h to err, raised on the communicator or window obj: it returns
+// the call's code, calls a user's handler with it, or ends the job.
+func fail(fn fnID, h Errhandler, obj int32, err error) int {
 	class := classOf(err)
 	msg := fmt.Sprintf("%s: %s: %v", fnNames[fn], className(class), err)
-	if h == mpi_ERRORS_RETURN {
+	switch h {
+	case mpi_ERRORS_RETURN:
 		return newCode(class, msg)
+	case mpi_ERRORS_ARE_FATAL, mpi_ERRORS_ABORT:
+		fatal(msg)
+		return class
 	}
-	fatal(msg)
-	return class
+	u, ok := errhs.get(int32(h))
+	if !ok {
+		fatal(msg)
+		return class
+	}
+	code := newCode(class, msg)
+	o, c := C.int(obj), C.int(code)
+	if u.win {
+		C.gorma_call_MPI_Win_errhandler_function(u.fn, unsafe.Pointer(&o), unsafe.Pointer(&c))
+	} else {
+		C.gorma_call_MPI_Comm_errhandler_function(u.fn, unsafe.Pointer(&o), unsafe.Pointer(&c))
+	}
+	return code
+}
+
+// A userErrh is an error handler of MPI_Comm_create_errhandler or
+// MPI_Win_create_errhandler: a C function, called with the object and the code.
+type userErrh struct {
+	fn  unsafe.Pointer
+	win bool
+}
+
+var errhs = newTable[*userErrh](kindErrh)
+
+// doCommCreateErrhandler is MPI_Comm_create_errhandler.
+func doCommCreateErrhandler(fn unsafe.Pointer, h *Errhandler) error {
+	return createErrh(fn, false, h)
+}
+
+// doWinCreateErrhandler is MPI_Win_create_errhandler.
+func doWinCreateErrhandler(fn unsafe.Pointer, h *Errhandler) error {
+	return createErrh(fn, true, h)
+}
+
+func createErrh(fn unsafe.Pointer, win bool, h *Errhandler) error {
+	if fn == nil {
+		return mpiErr(mpi_ERR_ARG, "the handler function is NULL")
+	}
+	*h = Errhandler(errhs.add(&userErrh{fn: fn, win: win}))
+	return nil
+}
+
+// checkErrh checks that h may be set on a communicator (win false) or a window.
+func checkErrh(h Errhandler, win bool) error {
+	switch h {
+	case mpi_ERRORS_ARE_FATAL, mpi_ERRORS_RETURN, mpi_ERRORS_ABORT:
+		return nil
+	}
+	u, ok := errhs.get(int32(h))
+	if !ok {
+		return errHandle("error handler", int32(h))
+	}
+	if u.win != win {
+		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("error handler %#x was made for another kind of object", uint32(h)))
+	}
+	return nil
 }
 
 // fatal ends the job with msg: the launcher prints it, and every rank stops.

@@ -40,9 +40,11 @@ const (
 	kindComm     = 1
 	kindGroup    = 2
 	kindDatatype = 3
+	kindErrh     = 5
 	kindOp       = 6
 	kindInfo     = 7
 	kindWin      = 8
+	kindKeyval   = 9
 	kindRequest  = 11
 	slotMask     = 1<<kindShift - 1
 	// firstSlot keeps clear of MPICH's predefined table handles (the pair types of
@@ -142,6 +144,10 @@ func classFor(what string) int {
 		return mpi_ERR_WIN
 	case "info":
 		return mpi_ERR_INFO
+	case "error handler":
+		return mpi_ERR_ARG
+	case "keyval":
+		return mpi_ERR_KEYVAL
 	}
 	return mpi_ERR_ARG
 }

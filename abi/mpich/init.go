@@ -16,10 +16,11 @@ import (
 // bg is the context of every blocking call: MPI's calls have no deadline.
 var bg = context.Background()
 
-// A comm is a communicator: a World and its error handler.
+// A comm is a communicator: a World, its error handler and its attributes.
 type comm struct {
-	w    *runtime.World
-	errh Errhandler
+	w     *runtime.World
+	errh  Errhandler
+	attrs attrs
 }
 
 var (

@@ -2,7 +2,7 @@
 
 package mpich
 
-// #include "abi.h"
+// #include "zcalls.h"
 import "C"
 
 import (
@@ -107,9 +107,15 @@ func opFor[T runtime.Elem](op Op, d Datatype) (collectives.Op[T], error) {
 		if t, err := typeOf(d); err == nil && t.size > size {
 			n = n * size / t.size
 		}
-		C.gorma_call_user_fn(u.fn, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), C.int(n), C.int(d))
+		callUserOp(u.fn, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), n, d)
 	}
 	return collectives.NewOp[T]("MPI_Op "+fmt.Sprintf("%#x", uint32(op)), fn, u.commute), nil
+}
+
+// callUserOp calls the MPI_User_function fn on n elements of datatype d.
+func callUserOp(fn, in, inout unsafe.Pointer, n int, d Datatype) {
+	cn, cd := C.int(n), C.int(d)
+	C.gorma_call_MPI_User_function(fn, in, inout, unsafe.Pointer(&cn), unsafe.Pointer(&cd))
 }
 
 // doOpCreate is MPI_Op_create.

@@ -1,6 +1,6 @@
 //go:build cgo
 
-/* Fork detection, the user-function trampoline and mpi.h's data symbols. */
+/* Fork detection, MPI_Wtime and mpi.h's data symbols. */
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>
@@ -20,13 +20,6 @@ int gorma_forked_call(const char *fn)
 	fprintf(stderr, "%s: called in a child of fork(): gorma's MPI library serves only the "
 		"process that loaded it; a child may only exec (posix_spawn and system are fine)\n", fn);
 	return 15; /* MPI_ERR_OTHER */
-}
-
-typedef void user_fn(void *, void *, int *, int *);
-
-void gorma_call_user_fn(void *fn, void *in, void *inout, int len, int datatype)
-{
-	((user_fn *)fn)(in, inout, &len, &datatype);
 }
 
 /* The data symbols of mpi.h. A program's loader binds them at start, whether or not

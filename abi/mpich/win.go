@@ -113,10 +113,8 @@ func doWinSetErrhandler(h Win, e Errhandler) error {
 	if err != nil {
 		return err
 	}
-	switch e {
-	case mpi_ERRORS_ARE_FATAL, mpi_ERRORS_RETURN, mpi_ERRORS_ABORT:
-	default:
-		return errUnsupported(fmt.Sprintf("error handler %#x (only MPI_ERRORS_ARE_FATAL, MPI_ERRORS_ABORT and MPI_ERRORS_RETURN are)", uint32(e)))
+	if err := checkErrh(e, true); err != nil {
+		return err
 	}
 	wo.errh = e
 	return nil

@@ -10,6 +10,64 @@
 
 #include "_cgo_export.h"
 #include "abi.h"
+#include "zcalls.h"
+
+/* typedef void (MPI_User_function) ( void *, void *, int *, MPI_Datatype * ); */
+void gorma_call_MPI_User_function(void *fn, void *a0, void *a1, void *a2, void *a3)
+{
+	((void (*)(void *, void *, void *, void *))fn)(a0, a1, a2, a3);
+}
+
+/* typedef void (MPI_Comm_errhandler_function)(MPI_Comm *, int *, ...); */
+void gorma_call_MPI_Comm_errhandler_function(void *fn, void *a0, void *a1)
+{
+	((void (*)(void *, void *))fn)(a0, a1);
+}
+
+/* typedef void (MPI_Win_errhandler_function)(MPI_Win *, int *, ...); */
+void gorma_call_MPI_Win_errhandler_function(void *fn, void *a0, void *a1)
+{
+	((void (*)(void *, void *))fn)(a0, a1);
+}
+
+/* typedef int (MPI_Comm_copy_attr_function)(MPI_Comm, int, void *, void *, void *, int *); */
+int gorma_call_MPI_Comm_copy_attr_function(void *fn, int a0, int a1, void *a2, void *a3, void *a4, void *a5)
+{
+	return ((int (*)(int, int, void *, void *, void *, void *))fn)(a0, a1, a2, a3, a4, a5);
+}
+
+/* typedef int (MPI_Comm_delete_attr_function)(MPI_Comm, int, void *, void *); */
+int gorma_call_MPI_Comm_delete_attr_function(void *fn, int a0, int a1, void *a2, void *a3)
+{
+	return ((int (*)(int, int, void *, void *))fn)(a0, a1, a2, a3);
+}
+
+/* int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state) */
+int PMPI_Comm_create_keyval(void *comm_copy_attr_fn, void *comm_delete_attr_fn, void *comm_keyval, void *extra_state)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_create_keyval");
+	return gorma_MPI_Comm_create_keyval((void *)comm_copy_attr_fn, (void *)comm_delete_attr_fn, (void *)comm_keyval, (void *)extra_state);
+}
+int MPI_Comm_create_keyval(void *comm_copy_attr_fn, void *comm_delete_attr_fn, void *comm_keyval, void *extra_state) __attribute__((weak, alias("PMPI_Comm_create_keyval")));
+
+/* int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval) */
+int PMPI_Comm_delete_attr(int comm, int comm_keyval)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_delete_attr");
+	return gorma_MPI_Comm_delete_attr(comm, comm_keyval);
+}
+int MPI_Comm_delete_attr(int comm, int comm_keyval) __attribute__((weak, alias("PMPI_Comm_delete_attr")));
+
+/* int MPI_Comm_free_keyval(int *comm_keyval) */
+int PMPI_Comm_free_keyval(void *comm_keyval)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_free_keyval");
+	return gorma_MPI_Comm_free_keyval((void *)comm_keyval);
+}
+int MPI_Comm_free_keyval(void *comm_keyval) __attribute__((weak, alias("PMPI_Comm_free_keyval")));
 
 /* int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag) */
 int PMPI_Comm_get_attr(int comm, int comm_keyval, void *attribute_val, void *flag)
@@ -19,6 +77,15 @@ int PMPI_Comm_get_attr(int comm, int comm_keyval, void *attribute_val, void *fla
 	return gorma_MPI_Comm_get_attr(comm, comm_keyval, (void *)attribute_val, (void *)flag);
 }
 int MPI_Comm_get_attr(int comm, int comm_keyval, void *attribute_val, void *flag) __attribute__((weak, alias("PMPI_Comm_get_attr")));
+
+/* int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val) */
+int PMPI_Comm_set_attr(int comm, int comm_keyval, void *attribute_val)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_set_attr");
+	return gorma_MPI_Comm_set_attr(comm, comm_keyval, (void *)attribute_val);
+}
+int MPI_Comm_set_attr(int comm, int comm_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Comm_set_attr")));
 
 /* int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag) */
 int PMPI_Win_get_attr(int win, int win_keyval, void *attribute_val, void *flag)
@@ -434,6 +501,15 @@ int PMPI_Unpack(void *inbuf, int insize, void *position, void *outbuf, int outco
 }
 int MPI_Unpack(void *inbuf, int insize, void *position, void *outbuf, int outcount, int datatype, int comm) __attribute__((weak, alias("PMPI_Unpack")));
 
+/* int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler) */
+int PMPI_Comm_create_errhandler(void *comm_errhandler_fn, void *errhandler)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_create_errhandler");
+	return gorma_MPI_Comm_create_errhandler((void *)comm_errhandler_fn, (void *)errhandler);
+}
+int MPI_Comm_create_errhandler(void *comm_errhandler_fn, void *errhandler) __attribute__((weak, alias("PMPI_Comm_create_errhandler")));
+
 /* int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler) */
 int PMPI_Comm_get_errhandler(int comm, void *errhandler)
 {
@@ -478,6 +554,15 @@ int PMPI_Error_string(int errorcode, void *string, void *resultlen)
 	return gorma_MPI_Error_string(errorcode, (void *)string, (void *)resultlen);
 }
 int MPI_Error_string(int errorcode, void *string, void *resultlen) __attribute__((weak, alias("PMPI_Error_string")));
+
+/* int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler) */
+int PMPI_Win_create_errhandler(void *win_errhandler_fn, void *errhandler)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_create_errhandler");
+	return gorma_MPI_Win_create_errhandler((void *)win_errhandler_fn, (void *)errhandler);
+}
+int MPI_Win_create_errhandler(void *win_errhandler_fn, void *errhandler) __attribute__((weak, alias("PMPI_Win_create_errhandler")));
 
 /* int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler) */
 int PMPI_Win_set_errhandler(int win, int errhandler)

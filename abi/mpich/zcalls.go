@@ -15,7 +15,11 @@ type fnID uint16
 
 // The covered functions, in mpi_proto.h's order.
 const (
-	fnCommGetAttr fnID = iota
+	fnCommCreateKeyval fnID = iota
+	fnCommDeleteAttr
+	fnCommFreeKeyval
+	fnCommGetAttr
+	fnCommSetAttr
 	fnWinGetAttr
 	fnAllgather
 	fnAllreduce
@@ -62,11 +66,13 @@ const (
 	fnTypeSize
 	fnTypeVector
 	fnUnpack
+	fnCommCreateErrhandler
 	fnCommGetErrhandler
 	fnCommSetErrhandler
 	fnErrhandlerFree
 	fnErrorClass
 	fnErrorString
+	fnWinCreateErrhandler
 	fnWinSetErrhandler
 	fnGroupFree
 	fnGroupIncl
@@ -138,7 +144,11 @@ const (
 
 // fnNames are the C names of the covered functions.
 var fnNames = [numFns]string{
+	fnCommCreateKeyval:       "MPI_Comm_create_keyval",
+	fnCommDeleteAttr:         "MPI_Comm_delete_attr",
+	fnCommFreeKeyval:         "MPI_Comm_free_keyval",
 	fnCommGetAttr:            "MPI_Comm_get_attr",
+	fnCommSetAttr:            "MPI_Comm_set_attr",
 	fnWinGetAttr:             "MPI_Win_get_attr",
 	fnAllgather:              "MPI_Allgather",
 	fnAllreduce:              "MPI_Allreduce",
@@ -185,11 +195,13 @@ var fnNames = [numFns]string{
 	fnTypeSize:               "MPI_Type_size",
 	fnTypeVector:             "MPI_Type_vector",
 	fnUnpack:                 "MPI_Unpack",
+	fnCommCreateErrhandler:   "MPI_Comm_create_errhandler",
 	fnCommGetErrhandler:      "MPI_Comm_get_errhandler",
 	fnCommSetErrhandler:      "MPI_Comm_set_errhandler",
 	fnErrhandlerFree:         "MPI_Errhandler_free",
 	fnErrorClass:             "MPI_Error_class",
 	fnErrorString:            "MPI_Error_string",
+	fnWinCreateErrhandler:    "MPI_Win_create_errhandler",
 	fnWinSetErrhandler:       "MPI_Win_set_errhandler",
 	fnGroupFree:              "MPI_Group_free",
 	fnGroupIncl:              "MPI_Group_incl",
@@ -258,6 +270,39 @@ var fnNames = [numFns]string{
 	fnWinWait:                "MPI_Win_wait",
 }
 
+// int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state)
+//
+//export gorma_MPI_Comm_create_keyval
+func gorma_MPI_Comm_create_keyval(comm_copy_attr_fn unsafe.Pointer, comm_delete_attr_fn unsafe.Pointer, comm_keyval unsafe.Pointer, extra_state unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommCreateKeyval, &rc)
+	if err := doCommCreateKeyval(comm_copy_attr_fn, comm_delete_attr_fn, (*int32)(comm_keyval), extra_state); err != nil {
+		return C.int(failComm(fnCommCreateKeyval, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval)
+//
+//export gorma_MPI_Comm_delete_attr
+func gorma_MPI_Comm_delete_attr(comm C.int, comm_keyval C.int) (rc C.int) {
+	defer catch(fnCommDeleteAttr, &rc)
+	if err := doCommDeleteAttr(Comm(comm), int(comm_keyval)); err != nil {
+		return C.int(failComm(fnCommDeleteAttr, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Comm_free_keyval(int *comm_keyval)
+//
+//export gorma_MPI_Comm_free_keyval
+func gorma_MPI_Comm_free_keyval(comm_keyval unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommFreeKeyval, &rc)
+	if err := doCommFreeKeyval((*int32)(comm_keyval)); err != nil {
+		return C.int(failComm(fnCommFreeKeyval, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)
 //
 //export gorma_MPI_Comm_get_attr
@@ -265,6 +310,17 @@ func gorma_MPI_Comm_get_attr(comm C.int, comm_keyval C.int, attribute_val unsafe
 	defer catch(fnCommGetAttr, &rc)
 	if err := doCommGetAttr(Comm(comm), int(comm_keyval), attribute_val, (*int32)(flag)); err != nil {
 		return C.int(failComm(fnCommGetAttr, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val)
+//
+//export gorma_MPI_Comm_set_attr
+func gorma_MPI_Comm_set_attr(comm C.int, comm_keyval C.int, attribute_val unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommSetAttr, &rc)
+	if err := doCommSetAttr(Comm(comm), int(comm_keyval), attribute_val); err != nil {
+		return C.int(failComm(fnCommSetAttr, Comm(comm), err))
 	}
 	return 0
 }
@@ -775,6 +831,17 @@ func gorma_MPI_Unpack(inbuf unsafe.Pointer, insize C.int, position unsafe.Pointe
 	return 0
 }
 
+// int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler)
+//
+//export gorma_MPI_Comm_create_errhandler
+func gorma_MPI_Comm_create_errhandler(comm_errhandler_fn unsafe.Pointer, errhandler unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommCreateErrhandler, &rc)
+	if err := doCommCreateErrhandler(comm_errhandler_fn, (*Errhandler)(errhandler)); err != nil {
+		return C.int(failComm(fnCommCreateErrhandler, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 //
 //export gorma_MPI_Comm_get_errhandler
@@ -826,6 +893,17 @@ func gorma_MPI_Error_string(errorcode C.int, string_ unsafe.Pointer, resultlen u
 	defer catch(fnErrorString, &rc)
 	if err := doErrorString(int(errorcode), (*byte)(string_), (*int32)(resultlen)); err != nil {
 		return C.int(failComm(fnErrorString, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler)
+//
+//export gorma_MPI_Win_create_errhandler
+func gorma_MPI_Win_create_errhandler(win_errhandler_fn unsafe.Pointer, errhandler unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinCreateErrhandler, &rc)
+	if err := doWinCreateErrhandler(win_errhandler_fn, (*Errhandler)(errhandler)); err != nil {
+		return C.int(failComm(fnWinCreateErrhandler, mpi_COMM_WORLD, err))
 	}
 	return 0
 }

@@ -18,6 +18,25 @@ static void say(const char *what, int code)
 	if (rank == 0) printf("%s: class %d\n", what, class);
 }
 
+static int handled, handled_class;
+static MPI_Comm handled_comm;
+
+static void on_error(MPI_Comm *comm, int *code, ...)
+{
+	handled++;
+	handled_comm = *comm;
+	MPI_Error_class(*code, &handled_class);
+}
+
+static int deletes;
+
+static int count_delete(MPI_Comm comm, int key, void *val, void *extra)
+{
+	(void)comm; (void)key; (void)val;
+	deletes += *(int *)extra;
+	return MPI_SUCCESS;
+}
+
 static void isum(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
 	(void)dt;
@@ -137,6 +156,31 @@ int main(int argc, char **argv)
 	say("free leaves MPI_COMM_NULL", dup == MPI_COMM_NULL ? MPI_SUCCESS : MPI_ERR_OTHER);
 	rc = MPI_Barrier(freed);
 	say("barrier on a freed communicator", rc);
+
+	/* A user error handler. */
+	MPI_Errhandler eh;
+	MPI_Comm_create_errhandler(on_error, &eh);
+	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+	MPI_Comm_set_errhandler(dup, eh);
+	MPI_Errhandler_free(&eh);
+	rc = MPI_Send(&x, 1, MPI_INT, 99, 0, dup);
+	say("send to rank 99 with a user handler", rc);
+	if (rank == 0) printf("the handler ran %d time(s), class %d, on %s\n", handled, handled_class, handled_comm == dup ? "the communicator" : "another communicator");
+	MPI_Comm_free(&dup);
+
+	/* An attribute: copied by MPI_Comm_dup, deleted by MPI_Comm_free. */
+	int key, one = 1, value = 42, *got, flag;
+	MPI_Comm a, b;
+	MPI_Comm_create_keyval(MPI_COMM_DUP_FN, count_delete, &key, &one);
+	MPI_Comm_dup(MPI_COMM_WORLD, &a);
+	MPI_Comm_set_attr(a, key, &value);
+	MPI_Comm_dup(a, &b);
+	MPI_Comm_get_attr(b, key, &got, &flag);
+	if (rank == 0) printf("attribute on the copy: flag %d, value %d\n", flag, flag ? *got : -1);
+	MPI_Comm_free(&a);
+	MPI_Comm_free(&b);
+	MPI_Comm_free_keyval(&key);
+	if (rank == 0) printf("attribute deletes: %d, keyval %s\n", deletes, key == MPI_KEYVAL_INVALID ? "invalid" : "valid");
 
 	/* A user operation and a derived datatype. */
 	int in[4] = {rank, rank, rank, rank}, out[4];

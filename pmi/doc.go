@@ -75,6 +75,6 @@
 // A Client and a Foreign are safe for concurrent use; requests are serialized. Blocking
 // calls take a context and return when it ends; ranks wait on the socket, never spin.
 // A Foreign Put or Get cut off by its context leaves its answer to the next request;
-// any other cut-off request ends the session (PMI is lock-step). Servers run
+// any other cut-off request ends the connection (PMI is lock-step). Servers run
 // goroutines per connection and call their Handler from them; Close stops them all.
 package pmi

@@ -48,7 +48,7 @@ func DetectSimple(getenv func(string) string) bool {
 // context. A Put or Get abandoned by its context leaves its answer owed: the server
 // answers it at once, and the next request reads that answer first. Any other request
 // abandoned (a Fence, whose answer waits for the other ranks), or one answered with
-// garbage, ends the session: its later requests fail at once. Abort does not wait for a
+// garbage, ends the connection: its later requests fail at once. Abort does not wait for a
 // request in flight.
 type Foreign struct {
 	wire    string // wire1 or wire2
@@ -66,7 +66,7 @@ type Foreign struct {
 	closeOnce sync.Once
 
 	mu    sync.Mutex   // held for a whole request and its answer
-	ended error        // the failure that ended the session, nil while requests go on
+	ended error        // the failure that ended the connection, nil while requests go on
 	owed  func() error // reads the answer to a prompt request its context abandoned; nil when none is owed
 }
 
@@ -274,13 +274,13 @@ var longAgo = time.Unix(1, 0)
 // roundTrip writes req and runs read for the answer, one request at a time, bounded by
 // ctx. An answer still owed to an earlier request is read first. A prompt request
 // (promptAnswer) that ctx cuts off after it was sent leaves its answer owed. Any other
-// failure ends the session: in a lock-step protocol an unread or unparsable answer puts
+// failure ends the connection: in a lock-step protocol an unread or unparsable answer puts
 // the two ends out of step for good.
 func (f *Foreign) roundTrip(ctx context.Context, op, req string, read func() error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ended != nil {
-		return f.fail(op, "", fmt.Errorf("%w: session unusable since an earlier request failed (%v)", ErrClosed, f.ended))
+		return f.fail(op, "", fmt.Errorf("%w: connection unusable since an earlier request failed (%v)", ErrClosed, f.ended))
 	}
 	if err := ctx.Err(); err != nil {
 		return f.fail(op, "", err)

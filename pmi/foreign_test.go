@@ -510,7 +510,7 @@ func TestForeignConcurrent(t *testing.T) {
 // TestForeignOwedAnswer: a Get that its context abandons while the server's answer is on
 // its way, half of it read, leaves the answer owed, over both wires: the next request
 // reads the rest of that answer first, and then gets its own. An abandoned Fence still
-// ends the session ("context" above).
+// ends the connection ("context" above).
 func TestForeignOwedAnswer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(30*time.Second))
 	defer cancel()

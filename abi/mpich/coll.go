@@ -68,48 +68,43 @@ func doBcast(buf unsafe.Pointer, count int, d Datatype, root int, c Comm) error 
 	return collectives.BcastType(bg, w, b, count, t.layout, root)
 }
 
+// rooted checks a Gather's or Scatter's arguments: the root's buffer of Size() blocks
+// (at the root only) and each rank's own block, nil where the root passes MPI_IN_PLACE.
+func rooted(c Comm, root int, all unsafe.Pointer, allCount int, allType Datatype,
+	own unsafe.Pointer, ownCount int, ownType Datatype) (w *runtime.World, rootBuf, ownBuf []byte, err error) {
+	if w, err = worldOf(c); err != nil {
+		return nil, nil, nil, err
+	}
+	if err = checkRoot(w, root); err != nil {
+		return nil, nil, nil, err
+	}
+	if w.Rank() == root {
+		if rootBuf, err = contigBytes(all, allCount*w.Size(), allType); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if !(w.Rank() == root && inPlace(own)) {
+		if ownBuf, err = contigBytes(own, ownCount, ownType); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return w, rootBuf, ownBuf, nil
+}
+
 // doGather is MPI_Gather.
 func doGather(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, root int, c Comm) error {
-	w, err := worldOf(c)
+	w, r, s, err := rooted(c, root, rbuf, rcount, rd, sbuf, scount, sd)
 	if err != nil {
 		return err
-	}
-	if err := checkRoot(w, root); err != nil {
-		return err
-	}
-	var s, r []byte
-	if w.Rank() == root {
-		if r, err = contigBytes(rbuf, rcount*w.Size(), rd); err != nil {
-			return err
-		}
-	}
-	if !(w.Rank() == root && inPlace(sbuf)) {
-		if s, err = contigBytes(sbuf, scount, sd); err != nil {
-			return err
-		}
 	}
 	return collectives.Gather(bg, w, s, r, root)
 }
 
 // doScatter is MPI_Scatter.
 func doScatter(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, root int, c Comm) error {
-	w, err := worldOf(c)
+	w, s, r, err := rooted(c, root, sbuf, scount, sd, rbuf, rcount, rd)
 	if err != nil {
 		return err
-	}
-	if err := checkRoot(w, root); err != nil {
-		return err
-	}
-	var s, r []byte
-	if w.Rank() == root {
-		if s, err = contigBytes(sbuf, scount*w.Size(), sd); err != nil {
-			return err
-		}
-	}
-	if !(w.Rank() == root && inPlace(rbuf)) {
-		if r, err = contigBytes(rbuf, rcount, rd); err != nil {
-			return err
-		}
 	}
 	return collectives.Scatter(bg, w, s, r, root)
 }

@@ -18,7 +18,6 @@ type (
 	Errhandler int32
 	Info       int32
 	Message    int32
-	Session    int32
 )
 
 // Status is MPI_Status: 5 ints. count_lo and count_hi_and_cancelled hold the byte

@@ -484,12 +484,9 @@ func doCompareAndSwap(org, cmp, res unsafe.Pointer, d Datatype, rank, disp int, 
 
 // doRput is MPI_Rput: MPI_Put with a request that completes it locally.
 func doRput(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int, td Datatype, h Win, req *Request) error {
-	wo, b, ot, tt, off, err := rmaArgs(h, org, ocount, od, rank, disp, tcount, td)
+	wo, b, _, off, err := reqArgs("MPI_Rput", h, org, ocount, od, rank, disp, tcount, td)
 	if err != nil {
 		return err
-	}
-	if !ot.contig || !tt.contig {
-		return errUnsupported("MPI_Rput with a derived datatype")
 	}
 	r, err := wo.w.Rput(b, rank, off)
 	return addRMA(r, err, req)
@@ -497,12 +494,9 @@ func doRput(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int,
 
 // doRget is MPI_Rget.
 func doRget(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int, td Datatype, h Win, req *Request) error {
-	wo, b, ot, tt, off, err := rmaArgs(h, org, ocount, od, rank, disp, tcount, td)
+	wo, b, _, off, err := reqArgs("MPI_Rget", h, org, ocount, od, rank, disp, tcount, td)
 	if err != nil {
 		return err
-	}
-	if !ot.contig || !tt.contig {
-		return errUnsupported("MPI_Rget with a derived datatype")
 	}
 	r, err := wo.w.Rget(b, rank, off)
 	return addRMA(r, err, req)
@@ -510,12 +504,9 @@ func doRget(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int,
 
 // doRaccumulate is MPI_Raccumulate.
 func doRaccumulate(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int, td Datatype, op Op, h Win, req *Request) error {
-	wo, b, ot, tt, off, err := rmaArgs(h, org, ocount, od, rank, disp, tcount, td)
+	wo, b, tt, off, err := reqArgs("MPI_Raccumulate", h, org, ocount, od, rank, disp, tcount, td)
 	if err != nil {
 		return err
-	}
-	if !ot.contig || !tt.contig {
-		return errUnsupported("MPI_Raccumulate with a derived datatype")
 	}
 	o, err := accOp(op, tt)
 	if err != nil {
@@ -523,6 +514,15 @@ func doRaccumulate(org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcou
 	}
 	r, err := wo.w.Raccumulate(b, rank, off, o)
 	return addRMA(r, err, req)
+}
+
+// reqArgs is rmaArgs for the request-based calls, which take contiguous datatypes.
+func reqArgs(call string, h Win, org unsafe.Pointer, ocount int, od Datatype, rank, disp, tcount int, td Datatype) (*win, []byte, *dtype, int, error) {
+	wo, b, ot, tt, off, err := rmaArgs(h, org, ocount, od, rank, disp, tcount, td)
+	if err == nil && (!ot.contig || !tt.contig) {
+		err = errUnsupported(call + " with a derived datatype")
+	}
+	return wo, b, tt, off, err
 }
 
 // addRMA registers a one-sided operation's request.

@@ -130,7 +130,7 @@ var (
 var handleTypes = map[string]string{
 	"MPI_Comm": "Comm", "MPI_Datatype": "Datatype", "MPI_Op": "Op", "MPI_Group": "Group",
 	"MPI_Win": "Win", "MPI_Request": "Request", "MPI_Errhandler": "Errhandler",
-	"MPI_Info": "Info", "MPI_Message": "Message", "MPI_Session": "Session",
+	"MPI_Info": "Info", "MPI_Message": "Message",
 }
 
 func parseConsts(src string) []constant {

@@ -346,8 +346,9 @@ func TestNWChem(t *testing.T) {
 }
 
 // TestErrors: an invalid call under MPI_ERRORS_ARE_FATAL ends the job with a message
-// naming the call, the class and the cause; a child of fork that calls MPI gets
-// MPI_ERR_OTHER and a message, and the parent goes on.
+// naming the call, the class and the cause; so does a function that gorma defines but
+// does not cover, whose class is MPI_ERR_UNSUPPORTED_OPERATION; a child of fork that
+// calls MPI gets MPI_ERR_OTHER and a message, and the parent goes on.
 func TestErrors(t *testing.T) {
 	dir := setup(t)
 	prog := filepath.Join(dir, "abicheck")
@@ -358,6 +359,18 @@ func TestErrors(t *testing.T) {
 	for _, want := range []string{"MPI_Send: Invalid rank: rank 99 is not in [0, 2)", "called Abort(1)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the fatal error's output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = onGorma(t, dir, 2, prog, "absent")
+	if err == nil || strings.Contains(out, "absent: returned") {
+		t.Fatalf("MPI_File_delete under MPI_ERRORS_ARE_FATAL: err %v, want the job to fail:\n%s", err, out)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("absent: class %d, unsupported 1, message names MPI_File_open", 44),
+		"MPI_File_delete: Unsupported operation: MPI_File_delete is not supported by gorma's libmpich",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the absent functions' output lacks %q:\n%s", want, out)
 		}
 	}
 	out, err = onGorma(t, dir, 2, prog, "fork")
@@ -461,8 +474,9 @@ func TestSrun(t *testing.T) {
 }
 
 // TestSymbols: every MPI function and data symbol that the C twins, NPmpich2, BAGEL,
-// NWChem and ScaLAPACK's MPICH library import is defined by gorma's library, each MPI_
-// function as a weak alias of a PMPI_ one.
+// NWChem, ScaLAPACK's MPICH library and MPICH's Fortran library (libmpichfort.so.12)
+// import is defined by gorma's library, each MPI_ function as a weak alias of a PMPI_
+// one.
 func TestSymbols(t *testing.T) {
 	dir := setup(t)
 	if _, err := exec.LookPath("nm"); err != nil {
@@ -487,8 +501,10 @@ func TestSymbols(t *testing.T) {
 			users = append(users, p)
 		}
 	}
-	if lib := "/usr/lib/x86_64-linux-gnu/libscalapack-mpich.so.2.2"; fileExists(lib) {
-		users = append(users, lib)
+	for _, lib := range []string{"/usr/lib/x86_64-linux-gnu/libscalapack-mpich.so.2.2", "/usr/lib/x86_64-linux-gnu/libmpichfort.so.12"} {
+		if fileExists(lib) {
+			users = append(users, lib)
+		}
 	}
 	for _, u := range users {
 		out, err := exec.Command("nm", "-D", "--undefined-only", u).Output()
@@ -497,7 +513,7 @@ func TestSymbols(t *testing.T) {
 		}
 		for _, l := range strings.Split(string(out), "\n") {
 			f := strings.Fields(l)
-			if len(f) != 2 || !strings.HasPrefix(f[1], "MPI") {
+			if len(f) != 2 || !strings.HasPrefix(f[1], "MPI") && !strings.HasPrefix(f[1], "PMPI") {
 				continue
 			}
 			sym := f[1]

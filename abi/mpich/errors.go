@@ -85,6 +85,11 @@ func codeMsg(code int) string {
 // failComm hands err, the failure of fn, to comm's error handler and returns the code
 // the call returns. The default handler, MPI_ERRORS_ARE_FATAL, ends the job.
 func failComm(fn fnID, c Comm, err error) int {
+	return failCommNamed(fnNames[fn], c, err)
+}
+
+// failCommNamed is failComm for the function named fn.
+func failCommNamed(fn string, c Comm, err error) int {
 	h := Errhandler(mpi_ERRORS_ARE_FATAL)
 	if co, e := commOf(c); e == nil {
 		h = co.errh
@@ -94,8 +99,30 @@ func failComm(fn fnID, c Comm, err error) int {
 	return fail(fn, h, int32(c), err)
 }
 
+// gorma_absent is the body of each function that mpi.h names and gorma does not
+// cover: it fails with MPI_ERR_UNSUPPORTED_OPERATION through the handler of the
+// call's communicator (kind 1) or window (kind 2), else MPI_COMM_WORLD's.
+//
+//export gorma_absent
+func gorma_absent(name *C.char, kind, obj C.int) C.int {
+	fn := C.GoString(name)
+	err := errUnsupported(fn)
+	switch kind {
+	case 1:
+		return C.int(failCommNamed(fn, Comm(obj), err))
+	case 2:
+		return C.int(failWinNamed(fn, Win(obj), err))
+	}
+	return C.int(failCommNamed(fn, mpi_COMM_WORLD, err))
+}
+
 // failWin is failComm for a window's handler.
 func failWin(fn fnID, w Win, err error) int {
+	return failWinNamed(fnNames[fn], w, err)
+}
+
+// failWinNamed is failWin for the function named fn.
+func failWinNamed(fn string, w Win, err error) int {
 	h := Errhandler(mpi_ERRORS_ARE_FATAL)
 	if wo, e := winOf(w); e == nil {
 		h = wo.errh
@@ -103,11 +130,12 @@ func failWin(fn fnID, w Win, err error) int {
 	return fail(fn, h, int32(w), err)
 }
 
-// fail applies handler h to err, raised on the communicator or window obj: it returns
-// the call's code, calls a user's handler with it, or ends the job.
-func fail(fn fnID, h Errhandler, obj int32, err error) int {
+// fail applies handler h to err, raised by the function fn on the communicator or
+// window obj: it returns the call's code, calls a user's handler with it, or ends the
+// job.
+func fail(fn string, h Errhandler, obj int32, err error) int {
 	class := classOf(err)
-	msg := fmt.Sprintf("%s: %s: %v", fnNames[fn], className(class), err)
+	msg := fmt.Sprintf("%s: %s: %v", fn, className(class), err)
 	switch h {
 	case mpi_ERRORS_RETURN:
 		return newCode(class, msg)

@@ -1,6 +1,6 @@
 //go:build cgo
 
-/* Fork detection, MPI_Wtime and mpi.h's data symbols. */
+/* Fork detection, the functions that stay in C, and mpi.h's data symbols. */
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>
@@ -63,3 +63,49 @@ double PMPI_Wtick(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 double MPI_Wtick(void) __attribute__((weak, alias("PMPI_Wtick")));
+
+/* Address arithmetic: an MPI_Aint is a byte address on this ABI. */
+long PMPI_Aint_add(long base, long disp) { return base + disp; }
+long MPI_Aint_add(long base, long disp) __attribute__((weak, alias("PMPI_Aint_add")));
+
+long PMPI_Aint_diff(long addr1, long addr2) { return addr1 - addr2; }
+long MPI_Aint_diff(long addr1, long addr2) __attribute__((weak, alias("PMPI_Aint_diff")));
+
+/* MPI_Pcontrol sets a profiling library's level. gorma's own profile (golaunch --profile)
+ * has no levels, so a call without a profiling library in front does nothing, as MPI
+ * specifies. */
+int PMPI_Pcontrol(const int level, ...) { (void)level; return 0; }
+int MPI_Pcontrol(const int level, ...) __attribute__((weak, alias("PMPI_Pcontrol")));
+
+/* gorma has no MPI-IO, so MPI_FILE_NULL is the only file handle: its Fortran handle
+ * is 0, and every Fortran handle converts back to it. */
+int PMPI_File_c2f(void *file) { (void)file; return 0; }
+int MPI_File_c2f(void *file) __attribute__((weak, alias("PMPI_File_c2f")));
+
+void *PMPI_File_f2c(int file) { (void)file; return 0; }
+void *MPI_File_f2c(int file) __attribute__((weak, alias("PMPI_File_f2c")));
+
+/* gorma's transports move host memory only: no GPU buffers. The queries answer 0. */
+int PMPIX_GPU_query_support(int gpu_type, int *is_supported)
+{
+	(void)gpu_type;
+	*is_supported = 0;
+	return 0;
+}
+int MPIX_GPU_query_support(int gpu_type, int *is_supported) __attribute__((weak, alias("PMPIX_GPU_query_support")));
+
+int PMPIX_Query_cuda_support(void) { return 0; }
+int MPIX_Query_cuda_support(void) __attribute__((weak, alias("PMPIX_Query_cuda_support")));
+
+int PMPIX_Query_ze_support(void) { return 0; }
+int MPIX_Query_ze_support(void) __attribute__((weak, alias("PMPIX_Query_ze_support")));
+
+int PMPIX_Query_hip_support(void) { return 0; }
+int MPIX_Query_hip_support(void) __attribute__((weak, alias("PMPIX_Query_hip_support")));
+
+/* An MPI_Info is an int in MPICH's ABI, and its Fortran handle is the same int. */
+int PMPI_Info_c2f(int info) { return info; }
+int MPI_Info_c2f(int info) __attribute__((weak, alias("PMPI_Info_c2f")));
+
+int PMPI_Info_f2c(int info) { return info; }
+int MPI_Info_f2c(int info) __attribute__((weak, alias("PMPI_Info_f2c")));

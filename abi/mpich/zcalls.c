@@ -1157,3 +1157,5047 @@ int PMPI_Win_wait(int win)
 	return gorma_MPI_Win_wait(win);
 }
 int MPI_Win_wait(int win) __attribute__((weak, alias("PMPI_Win_wait")));
+
+/* The functions of mpi.h and mpio.h that gorma does not cover. Each is defined, so a
+ * program that names one loads and runs; a call fails with
+ * MPI_ERR_UNSUPPORTED_OPERATION through the error handler of its communicator or
+ * window, or of MPI_COMM_WORLD. */
+
+/* int MPI_DUP_FN(MPI_Comm oldcomm, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag) */
+int PMPI_DUP_FN(int oldcomm, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, void *flag)
+{
+	(void)keyval; (void)extra_state; (void)attribute_val_in; (void)attribute_val_out; (void)flag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_DUP_FN");
+	return gorma_absent("MPI_DUP_FN", 1, oldcomm);
+}
+int MPI_DUP_FN(int oldcomm, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, void *flag) __attribute__((weak, alias("PMPI_DUP_FN")));
+
+/* int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status) */
+int PMPI_Status_c2f(void *c_status, void *f_status)
+{
+	(void)c_status; (void)f_status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_c2f");
+	return gorma_absent("MPI_Status_c2f", 0, 0);
+}
+int MPI_Status_c2f(void *c_status, void *f_status) __attribute__((weak, alias("PMPI_Status_c2f")));
+
+/* int MPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status) */
+int PMPI_Status_f2c(void *f_status, void *c_status)
+{
+	(void)f_status; (void)c_status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_f2c");
+	return gorma_absent("MPI_Status_f2c", 0, 0);
+}
+int MPI_Status_f2c(void *f_status, void *c_status) __attribute__((weak, alias("PMPI_Status_f2c")));
+
+/* int MPI_Status_f082c(const MPI_F08_status *f08_status, MPI_Status *c_status) */
+int PMPI_Status_f082c(void *f08_status, void *c_status)
+{
+	(void)f08_status; (void)c_status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_f082c");
+	return gorma_absent("MPI_Status_f082c", 0, 0);
+}
+int MPI_Status_f082c(void *f08_status, void *c_status) __attribute__((weak, alias("PMPI_Status_f082c")));
+
+/* int MPI_Status_c2f08(const MPI_Status *c_status, MPI_F08_status *f08_status) */
+int PMPI_Status_c2f08(void *c_status, void *f08_status)
+{
+	(void)c_status; (void)f08_status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_c2f08");
+	return gorma_absent("MPI_Status_c2f08", 0, 0);
+}
+int MPI_Status_c2f08(void *c_status, void *f08_status) __attribute__((weak, alias("PMPI_Status_c2f08")));
+
+/* int MPI_Status_f082f(const MPI_F08_status *f08_status, MPI_Fint *f_status) */
+int PMPI_Status_f082f(void *f08_status, void *f_status)
+{
+	(void)f08_status; (void)f_status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_f082f");
+	return gorma_absent("MPI_Status_f082f", 0, 0);
+}
+int MPI_Status_f082f(void *f08_status, void *f_status) __attribute__((weak, alias("PMPI_Status_f082f")));
+
+/* int MPI_Status_f2f08(const MPI_Fint *f_status, MPI_F08_status *f08_status) */
+int PMPI_Status_f2f08(void *f_status, void *f08_status)
+{
+	(void)f_status; (void)f08_status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_f2f08");
+	return gorma_absent("MPI_Status_f2f08", 0, 0);
+}
+int MPI_Status_f2f08(void *f_status, void *f08_status) __attribute__((weak, alias("PMPI_Status_f2f08")));
+
+/* int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype) */
+int PMPI_Type_create_f90_integer(int r, void *newtype)
+{
+	(void)r; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_f90_integer");
+	return gorma_absent("MPI_Type_create_f90_integer", 0, 0);
+}
+int MPI_Type_create_f90_integer(int r, void *newtype) __attribute__((weak, alias("PMPI_Type_create_f90_integer")));
+
+/* int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype) */
+int PMPI_Type_create_f90_real(int p, int r, void *newtype)
+{
+	(void)p; (void)r; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_f90_real");
+	return gorma_absent("MPI_Type_create_f90_real", 0, 0);
+}
+int MPI_Type_create_f90_real(int p, int r, void *newtype) __attribute__((weak, alias("PMPI_Type_create_f90_real")));
+
+/* int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype) */
+int PMPI_Type_create_f90_complex(int p, int r, void *newtype)
+{
+	(void)p; (void)r; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_f90_complex");
+	return gorma_absent("MPI_Type_create_f90_complex", 0, 0);
+}
+int MPI_Type_create_f90_complex(int p, int r, void *newtype) __attribute__((weak, alias("PMPI_Type_create_f90_complex")));
+
+/* int MPI_Attr_delete(MPI_Comm comm, int keyval) */
+int PMPI_Attr_delete(int comm, int keyval)
+{
+	(void)keyval;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Attr_delete");
+	return gorma_absent("MPI_Attr_delete", 1, comm);
+}
+int MPI_Attr_delete(int comm, int keyval) __attribute__((weak, alias("PMPI_Attr_delete")));
+
+/* int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag) */
+int PMPI_Attr_get(int comm, int keyval, void *attribute_val, void *flag)
+{
+	(void)keyval; (void)attribute_val; (void)flag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Attr_get");
+	return gorma_absent("MPI_Attr_get", 1, comm);
+}
+int MPI_Attr_get(int comm, int keyval, void *attribute_val, void *flag) __attribute__((weak, alias("PMPI_Attr_get")));
+
+/* int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val) */
+int PMPI_Attr_put(int comm, int keyval, void *attribute_val)
+{
+	(void)keyval; (void)attribute_val;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Attr_put");
+	return gorma_absent("MPI_Attr_put", 1, comm);
+}
+int MPI_Attr_put(int comm, int keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Attr_put")));
+
+/* int MPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval, void *extra_state) */
+int PMPI_Keyval_create(void *copy_fn, void *delete_fn, void *keyval, void *extra_state)
+{
+	(void)copy_fn; (void)delete_fn; (void)keyval; (void)extra_state;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Keyval_create");
+	return gorma_absent("MPI_Keyval_create", 0, 0);
+}
+int MPI_Keyval_create(void *copy_fn, void *delete_fn, void *keyval, void *extra_state) __attribute__((weak, alias("PMPI_Keyval_create")));
+
+/* int MPI_Keyval_free(int *keyval) */
+int PMPI_Keyval_free(void *keyval)
+{
+	(void)keyval;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Keyval_free");
+	return gorma_absent("MPI_Keyval_free", 0, 0);
+}
+int MPI_Keyval_free(void *keyval) __attribute__((weak, alias("PMPI_Keyval_free")));
+
+/* int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn, MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state) */
+int PMPI_Type_create_keyval(void *type_copy_attr_fn, void *type_delete_attr_fn, void *type_keyval, void *extra_state)
+{
+	(void)type_copy_attr_fn; (void)type_delete_attr_fn; (void)type_keyval; (void)extra_state;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_keyval");
+	return gorma_absent("MPI_Type_create_keyval", 0, 0);
+}
+int MPI_Type_create_keyval(void *type_copy_attr_fn, void *type_delete_attr_fn, void *type_keyval, void *extra_state) __attribute__((weak, alias("PMPI_Type_create_keyval")));
+
+/* int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval) */
+int PMPI_Type_delete_attr(int datatype, int type_keyval)
+{
+	(void)datatype; (void)type_keyval;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_delete_attr");
+	return gorma_absent("MPI_Type_delete_attr", 0, 0);
+}
+int MPI_Type_delete_attr(int datatype, int type_keyval) __attribute__((weak, alias("PMPI_Type_delete_attr")));
+
+/* int MPI_Type_free_keyval(int *type_keyval) */
+int PMPI_Type_free_keyval(void *type_keyval)
+{
+	(void)type_keyval;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_free_keyval");
+	return gorma_absent("MPI_Type_free_keyval", 0, 0);
+}
+int MPI_Type_free_keyval(void *type_keyval) __attribute__((weak, alias("PMPI_Type_free_keyval")));
+
+/* int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag) */
+int PMPI_Type_get_attr(int datatype, int type_keyval, void *attribute_val, void *flag)
+{
+	(void)datatype; (void)type_keyval; (void)attribute_val; (void)flag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_attr");
+	return gorma_absent("MPI_Type_get_attr", 0, 0);
+}
+int MPI_Type_get_attr(int datatype, int type_keyval, void *attribute_val, void *flag) __attribute__((weak, alias("PMPI_Type_get_attr")));
+
+/* int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val) */
+int PMPI_Type_set_attr(int datatype, int type_keyval, void *attribute_val)
+{
+	(void)datatype; (void)type_keyval; (void)attribute_val;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_set_attr");
+	return gorma_absent("MPI_Type_set_attr", 0, 0);
+}
+int MPI_Type_set_attr(int datatype, int type_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Type_set_attr")));
+
+/* int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state) */
+int PMPI_Win_create_keyval(void *win_copy_attr_fn, void *win_delete_attr_fn, void *win_keyval, void *extra_state)
+{
+	(void)win_copy_attr_fn; (void)win_delete_attr_fn; (void)win_keyval; (void)extra_state;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_create_keyval");
+	return gorma_absent("MPI_Win_create_keyval", 0, 0);
+}
+int MPI_Win_create_keyval(void *win_copy_attr_fn, void *win_delete_attr_fn, void *win_keyval, void *extra_state) __attribute__((weak, alias("PMPI_Win_create_keyval")));
+
+/* int MPI_Win_delete_attr(MPI_Win win, int win_keyval) */
+int PMPI_Win_delete_attr(int win, int win_keyval)
+{
+	(void)win_keyval;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_delete_attr");
+	return gorma_absent("MPI_Win_delete_attr", 2, win);
+}
+int MPI_Win_delete_attr(int win, int win_keyval) __attribute__((weak, alias("PMPI_Win_delete_attr")));
+
+/* int MPI_Win_free_keyval(int *win_keyval) */
+int PMPI_Win_free_keyval(void *win_keyval)
+{
+	(void)win_keyval;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_free_keyval");
+	return gorma_absent("MPI_Win_free_keyval", 0, 0);
+}
+int MPI_Win_free_keyval(void *win_keyval) __attribute__((weak, alias("PMPI_Win_free_keyval")));
+
+/* int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val) */
+int PMPI_Win_set_attr(int win, int win_keyval, void *attribute_val)
+{
+	(void)win_keyval; (void)attribute_val;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_set_attr");
+	return gorma_absent("MPI_Win_set_attr", 2, win);
+}
+int MPI_Win_set_attr(int win, int win_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Win_set_attr")));
+
+/* int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Allgather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgather_init");
+	return gorma_absent("MPI_Allgather_init", 1, comm);
+}
+int MPI_Allgather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allgather_init")));
+
+/* int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgatherv");
+	return gorma_absent("MPI_Allgatherv", 1, comm);
+}
+int MPI_Allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm) __attribute__((weak, alias("PMPI_Allgatherv")));
+
+/* int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Allgatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgatherv_init");
+	return gorma_absent("MPI_Allgatherv_init", 1, comm);
+}
+int MPI_Allgatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allgatherv_init")));
+
+/* int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Allreduce_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allreduce_init");
+	return gorma_absent("MPI_Allreduce_init", 1, comm);
+}
+int MPI_Allreduce_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allreduce_init")));
+
+/* int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Alltoall_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoall_init");
+	return gorma_absent("MPI_Alltoall_init", 1, comm);
+}
+int MPI_Alltoall_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoall_init")));
+
+/* int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallv");
+	return gorma_absent("MPI_Alltoallv", 1, comm);
+}
+int MPI_Alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm) __attribute__((weak, alias("PMPI_Alltoallv")));
+
+/* int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Alltoallv_init(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallv_init");
+	return gorma_absent("MPI_Alltoallv_init", 1, comm);
+}
+int MPI_Alltoallv_init(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoallv_init")));
+
+/* int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) */
+int PMPI_Alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallw");
+	return gorma_absent("MPI_Alltoallw", 1, comm);
+}
+int MPI_Alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm) __attribute__((weak, alias("PMPI_Alltoallw")));
+
+/* int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallw_init");
+	return gorma_absent("MPI_Alltoallw_init", 1, comm);
+}
+int MPI_Alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoallw_init")));
+
+/* int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Barrier_init(int comm, int info, void *request)
+{
+	(void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Barrier_init");
+	return gorma_absent("MPI_Barrier_init", 1, comm);
+}
+int MPI_Barrier_init(int comm, int info, void *request) __attribute__((weak, alias("PMPI_Barrier_init")));
+
+/* int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Bcast_init(void *buffer, int count, int datatype, int root, int comm, int info, void *request)
+{
+	(void)buffer; (void)count; (void)datatype; (void)root; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bcast_init");
+	return gorma_absent("MPI_Bcast_init", 1, comm);
+}
+int MPI_Bcast_init(void *buffer, int count, int datatype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Bcast_init")));
+
+/* int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Exscan_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Exscan_init");
+	return gorma_absent("MPI_Exscan_init", 1, comm);
+}
+int MPI_Exscan_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Exscan_init")));
+
+/* int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Gather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gather_init");
+	return gorma_absent("MPI_Gather_init", 1, comm);
+}
+int MPI_Gather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Gather_init")));
+
+/* int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) */
+int PMPI_Gatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)root;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gatherv");
+	return gorma_absent("MPI_Gatherv", 1, comm);
+}
+int MPI_Gatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Gatherv")));
+
+/* int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Gatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)root; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gatherv_init");
+	return gorma_absent("MPI_Gatherv_init", 1, comm);
+}
+int MPI_Gatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Gatherv_init")));
+
+/* int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iallgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iallgather");
+	return gorma_absent("MPI_Iallgather", 1, comm);
+}
+int MPI_Iallgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Iallgather")));
+
+/* int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iallgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iallgatherv");
+	return gorma_absent("MPI_Iallgatherv", 1, comm);
+}
+int MPI_Iallgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Iallgatherv")));
+
+/* int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ialltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ialltoall");
+	return gorma_absent("MPI_Ialltoall", 1, comm);
+}
+int MPI_Ialltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoall")));
+
+/* int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ialltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ialltoallv");
+	return gorma_absent("MPI_Ialltoallv", 1, comm);
+}
+int MPI_Ialltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoallv")));
+
+/* int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ialltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ialltoallw");
+	return gorma_absent("MPI_Ialltoallw", 1, comm);
+}
+int MPI_Ialltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoallw")));
+
+/* int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ibarrier(int comm, void *request)
+{
+	(void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ibarrier");
+	return gorma_absent("MPI_Ibarrier", 1, comm);
+}
+int MPI_Ibarrier(int comm, void *request) __attribute__((weak, alias("PMPI_Ibarrier")));
+
+/* int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ibcast(void *buffer, int count, int datatype, int root, int comm, void *request)
+{
+	(void)buffer; (void)count; (void)datatype; (void)root; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ibcast");
+	return gorma_absent("MPI_Ibcast", 1, comm);
+}
+int MPI_Ibcast(void *buffer, int count, int datatype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Ibcast")));
+
+/* int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iexscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iexscan");
+	return gorma_absent("MPI_Iexscan", 1, comm);
+}
+int MPI_Iexscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iexscan")));
+
+/* int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Igather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Igather");
+	return gorma_absent("MPI_Igather", 1, comm);
+}
+int MPI_Igather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igather")));
+
+/* int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Igatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)root; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Igatherv");
+	return gorma_absent("MPI_Igatherv", 1, comm);
+}
+int MPI_Igatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igatherv")));
+
+/* int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_allgather");
+	return gorma_absent("MPI_Ineighbor_allgather", 1, comm);
+}
+int MPI_Ineighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_allgather")));
+
+/* int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_allgatherv");
+	return gorma_absent("MPI_Ineighbor_allgatherv", 1, comm);
+}
+int MPI_Ineighbor_allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_allgatherv")));
+
+/* int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_alltoall");
+	return gorma_absent("MPI_Ineighbor_alltoall", 1, comm);
+}
+int MPI_Ineighbor_alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoall")));
+
+/* int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_alltoallv");
+	return gorma_absent("MPI_Ineighbor_alltoallv", 1, comm);
+}
+int MPI_Ineighbor_alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallv")));
+
+/* int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_alltoallw");
+	return gorma_absent("MPI_Ineighbor_alltoallw", 1, comm);
+}
+int MPI_Ineighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallw")));
+
+/* int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ireduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)root; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ireduce");
+	return gorma_absent("MPI_Ireduce", 1, comm);
+}
+int MPI_Ireduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce")));
+
+/* int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ireduce_scatter(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)recvcounts; (void)datatype; (void)op; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ireduce_scatter");
+	return gorma_absent("MPI_Ireduce_scatter", 1, comm);
+}
+int MPI_Ireduce_scatter(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_scatter")));
+
+/* int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ireduce_scatter_block(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)recvcount; (void)datatype; (void)op; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ireduce_scatter_block");
+	return gorma_absent("MPI_Ireduce_scatter_block", 1, comm);
+}
+int MPI_Ireduce_scatter_block(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_scatter_block")));
+
+/* int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iscan");
+	return gorma_absent("MPI_Iscan", 1, comm);
+}
+int MPI_Iscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iscan")));
+
+/* int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iscatter(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iscatter");
+	return gorma_absent("MPI_Iscatter", 1, comm);
+}
+int MPI_Iscatter(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatter")));
+
+/* int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iscatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)displs; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iscatterv");
+	return gorma_absent("MPI_Iscatterv", 1, comm);
+}
+int MPI_Iscatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatterv")));
+
+/* int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgather");
+	return gorma_absent("MPI_Neighbor_allgather", 1, comm);
+}
+int MPI_Neighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_allgather")));
+
+/* int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_allgather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgather_init");
+	return gorma_absent("MPI_Neighbor_allgather_init", 1, comm);
+}
+int MPI_Neighbor_allgather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_allgather_init")));
+
+/* int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgatherv");
+	return gorma_absent("MPI_Neighbor_allgatherv", 1, comm);
+}
+int MPI_Neighbor_allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_allgatherv")));
+
+/* int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_allgatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgatherv_init");
+	return gorma_absent("MPI_Neighbor_allgatherv_init", 1, comm);
+}
+int MPI_Neighbor_allgatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_allgatherv_init")));
+
+/* int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoall");
+	return gorma_absent("MPI_Neighbor_alltoall", 1, comm);
+}
+int MPI_Neighbor_alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoall")));
+
+/* int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_alltoall_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoall_init");
+	return gorma_absent("MPI_Neighbor_alltoall_init", 1, comm);
+}
+int MPI_Neighbor_alltoall_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoall_init")));
+
+/* int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallv");
+	return gorma_absent("MPI_Neighbor_alltoallv", 1, comm);
+}
+int MPI_Neighbor_alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallv")));
+
+/* int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_alltoallv_init(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallv_init");
+	return gorma_absent("MPI_Neighbor_alltoallv_init", 1, comm);
+}
+int MPI_Neighbor_alltoallv_init(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallv_init")));
+
+/* int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) */
+int PMPI_Neighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallw");
+	return gorma_absent("MPI_Neighbor_alltoallw", 1, comm);
+}
+int MPI_Neighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallw")));
+
+/* int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallw_init");
+	return gorma_absent("MPI_Neighbor_alltoallw_init", 1, comm);
+}
+int MPI_Neighbor_alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallw_init")));
+
+/* int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Reduce_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)root; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_init");
+	return gorma_absent("MPI_Reduce_init", 1, comm);
+}
+int MPI_Reduce_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_init")));
+
+/* int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op) */
+int PMPI_Reduce_local(void *inbuf, void *inoutbuf, int count, int datatype, int op)
+{
+	(void)inbuf; (void)inoutbuf; (void)count; (void)datatype; (void)op;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_local");
+	return gorma_absent("MPI_Reduce_local", 0, 0);
+}
+int MPI_Reduce_local(void *inbuf, void *inoutbuf, int count, int datatype, int op) __attribute__((weak, alias("PMPI_Reduce_local")));
+
+/* int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Reduce_scatter(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm)
+{
+	(void)sendbuf; (void)recvbuf; (void)recvcounts; (void)datatype; (void)op;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter");
+	return gorma_absent("MPI_Reduce_scatter", 1, comm);
+}
+int MPI_Reduce_scatter(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Reduce_scatter")));
+
+/* int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Reduce_scatter_block(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm)
+{
+	(void)sendbuf; (void)recvbuf; (void)recvcount; (void)datatype; (void)op;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_block");
+	return gorma_absent("MPI_Reduce_scatter_block", 1, comm);
+}
+int MPI_Reduce_scatter_block(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Reduce_scatter_block")));
+
+/* int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Reduce_scatter_block_init(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)recvcount; (void)datatype; (void)op; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_block_init");
+	return gorma_absent("MPI_Reduce_scatter_block_init", 1, comm);
+}
+int MPI_Reduce_scatter_block_init(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_scatter_block_init")));
+
+/* int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Reduce_scatter_init(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)recvcounts; (void)datatype; (void)op; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_init");
+	return gorma_absent("MPI_Reduce_scatter_init", 1, comm);
+}
+int MPI_Reduce_scatter_init(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_scatter_init")));
+
+/* int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Scan_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scan_init");
+	return gorma_absent("MPI_Scan_init", 1, comm);
+}
+int MPI_Scan_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scan_init")));
+
+/* int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Scatter_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatter_init");
+	return gorma_absent("MPI_Scatter_init", 1, comm);
+}
+int MPI_Scatter_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatter_init")));
+
+/* int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
+int PMPI_Scatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm)
+{
+	(void)sendbuf; (void)sendcounts; (void)displs; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatterv");
+	return gorma_absent("MPI_Scatterv", 1, comm);
+}
+int MPI_Scatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Scatterv")));
+
+/* int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Scatterv_init(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)displs; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatterv_init");
+	return gorma_absent("MPI_Scatterv_init", 1, comm);
+}
+int MPI_Scatterv_init(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatterv_init")));
+
+/* int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result) */
+int PMPI_Comm_compare(int comm1, int comm2, void *result)
+{
+	(void)comm2; (void)result;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_compare");
+	return gorma_absent("MPI_Comm_compare", 1, comm1);
+}
+int MPI_Comm_compare(int comm1, int comm2, void *result) __attribute__((weak, alias("PMPI_Comm_compare")));
+
+/* int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm) */
+int PMPI_Comm_create_group(int comm, int group, int tag, void *newcomm)
+{
+	(void)group; (void)tag; (void)newcomm;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_create_group");
+	return gorma_absent("MPI_Comm_create_group", 1, comm);
+}
+int MPI_Comm_create_group(int comm, int group, int tag, void *newcomm) __attribute__((weak, alias("PMPI_Comm_create_group")));
+
+/* int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) */
+int PMPI_Comm_dup_with_info(int comm, int info, void *newcomm)
+{
+	(void)info; (void)newcomm;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_dup_with_info");
+	return gorma_absent("MPI_Comm_dup_with_info", 1, comm);
+}
+int MPI_Comm_dup_with_info(int comm, int info, void *newcomm) __attribute__((weak, alias("PMPI_Comm_dup_with_info")));
+
+/* int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) */
+int PMPI_Comm_get_info(int comm, void *info_used)
+{
+	(void)info_used;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_get_info");
+	return gorma_absent("MPI_Comm_get_info", 1, comm);
+}
+int MPI_Comm_get_info(int comm, void *info_used) __attribute__((weak, alias("PMPI_Comm_get_info")));
+
+/* int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen) */
+int PMPI_Comm_get_name(int comm, void *comm_name, void *resultlen)
+{
+	(void)comm_name; (void)resultlen;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_get_name");
+	return gorma_absent("MPI_Comm_get_name", 1, comm);
+}
+int MPI_Comm_get_name(int comm, void *comm_name, void *resultlen) __attribute__((weak, alias("PMPI_Comm_get_name")));
+
+/* int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) */
+int PMPI_Comm_idup(int comm, void *newcomm, void *request)
+{
+	(void)newcomm; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_idup");
+	return gorma_absent("MPI_Comm_idup", 1, comm);
+}
+int MPI_Comm_idup(int comm, void *newcomm, void *request) __attribute__((weak, alias("PMPI_Comm_idup")));
+
+/* int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) */
+int PMPI_Comm_idup_with_info(int comm, int info, void *newcomm, void *request)
+{
+	(void)info; (void)newcomm; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_idup_with_info");
+	return gorma_absent("MPI_Comm_idup_with_info", 1, comm);
+}
+int MPI_Comm_idup_with_info(int comm, int info, void *newcomm, void *request) __attribute__((weak, alias("PMPI_Comm_idup_with_info")));
+
+/* int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group) */
+int PMPI_Comm_remote_group(int comm, void *group)
+{
+	(void)group;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_remote_group");
+	return gorma_absent("MPI_Comm_remote_group", 1, comm);
+}
+int MPI_Comm_remote_group(int comm, void *group) __attribute__((weak, alias("PMPI_Comm_remote_group")));
+
+/* int MPI_Comm_remote_size(MPI_Comm comm, int *size) */
+int PMPI_Comm_remote_size(int comm, void *size)
+{
+	(void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_remote_size");
+	return gorma_absent("MPI_Comm_remote_size", 1, comm);
+}
+int MPI_Comm_remote_size(int comm, void *size) __attribute__((weak, alias("PMPI_Comm_remote_size")));
+
+/* int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) */
+int PMPI_Comm_set_info(int comm, int info)
+{
+	(void)info;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_set_info");
+	return gorma_absent("MPI_Comm_set_info", 1, comm);
+}
+int MPI_Comm_set_info(int comm, int info) __attribute__((weak, alias("PMPI_Comm_set_info")));
+
+/* int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name) */
+int PMPI_Comm_set_name(int comm, void *comm_name)
+{
+	(void)comm_name;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_set_name");
+	return gorma_absent("MPI_Comm_set_name", 1, comm);
+}
+int MPI_Comm_set_name(int comm, void *comm_name) __attribute__((weak, alias("PMPI_Comm_set_name")));
+
+/* int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) */
+int PMPI_Comm_split_type(int comm, int split_type, int key, int info, void *newcomm)
+{
+	(void)split_type; (void)key; (void)info; (void)newcomm;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_split_type");
+	return gorma_absent("MPI_Comm_split_type", 1, comm);
+}
+int MPI_Comm_split_type(int comm, int split_type, int key, int info, void *newcomm) __attribute__((weak, alias("PMPI_Comm_split_type")));
+
+/* int MPI_Comm_test_inter(MPI_Comm comm, int *flag) */
+int PMPI_Comm_test_inter(int comm, void *flag)
+{
+	(void)flag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_test_inter");
+	return gorma_absent("MPI_Comm_test_inter", 1, comm);
+}
+int MPI_Comm_test_inter(int comm, void *flag) __attribute__((weak, alias("PMPI_Comm_test_inter")));
+
+/* int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm) */
+int PMPI_Intercomm_create_from_groups(int local_group, int local_leader, int remote_group, int remote_leader, void *stringtag, int info, int errhandler, void *newintercomm)
+{
+	(void)local_group; (void)local_leader; (void)remote_group; (void)remote_leader; (void)stringtag; (void)info; (void)errhandler; (void)newintercomm;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Intercomm_create_from_groups");
+	return gorma_absent("MPI_Intercomm_create_from_groups", 0, 0);
+}
+int MPI_Intercomm_create_from_groups(int local_group, int local_leader, int remote_group, int remote_leader, void *stringtag, int info, int errhandler, void *newintercomm) __attribute__((weak, alias("PMPI_Intercomm_create_from_groups")));
+
+/* int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count) */
+int PMPI_Get_elements(void *status, int datatype, void *count)
+{
+	(void)status; (void)datatype; (void)count;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_elements");
+	return gorma_absent("MPI_Get_elements", 0, 0);
+}
+int MPI_Get_elements(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_elements")));
+
+/* int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) */
+int PMPI_Get_elements_x(void *status, int datatype, void *count)
+{
+	(void)status; (void)datatype; (void)count;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_elements_x");
+	return gorma_absent("MPI_Get_elements_x", 0, 0);
+}
+int MPI_Get_elements_x(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_elements_x")));
+
+/* int MPI_Pack_external(const char *datarep, const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position) */
+int PMPI_Pack_external(void *datarep, void *inbuf, int incount, int datatype, void *outbuf, long outsize, void *position)
+{
+	(void)datarep; (void)inbuf; (void)incount; (void)datatype; (void)outbuf; (void)outsize; (void)position;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack_external");
+	return gorma_absent("MPI_Pack_external", 0, 0);
+}
+int MPI_Pack_external(void *datarep, void *inbuf, int incount, int datatype, void *outbuf, long outsize, void *position) __attribute__((weak, alias("PMPI_Pack_external")));
+
+/* int MPI_Pack_external_size(const char *datarep, int incount, MPI_Datatype datatype, MPI_Aint *size) */
+int PMPI_Pack_external_size(void *datarep, int incount, int datatype, void *size)
+{
+	(void)datarep; (void)incount; (void)datatype; (void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack_external_size");
+	return gorma_absent("MPI_Pack_external_size", 0, 0);
+}
+int MPI_Pack_external_size(void *datarep, int incount, int datatype, void *size) __attribute__((weak, alias("PMPI_Pack_external_size")));
+
+/* int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count) */
+int PMPI_Status_set_elements(void *status, int datatype, int count)
+{
+	(void)status; (void)datatype; (void)count;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_set_elements");
+	return gorma_absent("MPI_Status_set_elements", 0, 0);
+}
+int MPI_Status_set_elements(void *status, int datatype, int count) __attribute__((weak, alias("PMPI_Status_set_elements")));
+
+/* int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count) */
+int PMPI_Status_set_elements_x(void *status, int datatype, long count)
+{
+	(void)status; (void)datatype; (void)count;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_set_elements_x");
+	return gorma_absent("MPI_Status_set_elements_x", 0, 0);
+}
+int MPI_Status_set_elements_x(void *status, int datatype, long count) __attribute__((weak, alias("PMPI_Status_set_elements_x")));
+
+/* int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_darray(int size, int rank, int ndims, void *array_of_gsizes, void *array_of_distribs, void *array_of_dargs, void *array_of_psizes, int order, int oldtype, void *newtype)
+{
+	(void)size; (void)rank; (void)ndims; (void)array_of_gsizes; (void)array_of_distribs; (void)array_of_dargs; (void)array_of_psizes; (void)order; (void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_darray");
+	return gorma_absent("MPI_Type_create_darray", 0, 0);
+}
+int MPI_Type_create_darray(int size, int rank, int ndims, void *array_of_gsizes, void *array_of_distribs, void *array_of_dargs, void *array_of_psizes, int order, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_darray")));
+
+/* int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_hindexed_block(int count, int blocklength, void *array_of_displacements, int oldtype, void *newtype)
+{
+	(void)count; (void)blocklength; (void)array_of_displacements; (void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_hindexed_block");
+	return gorma_absent("MPI_Type_create_hindexed_block", 0, 0);
+}
+int MPI_Type_create_hindexed_block(int count, int blocklength, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed_block")));
+
+/* int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_dup(int oldtype, void *newtype)
+{
+	(void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_dup");
+	return gorma_absent("MPI_Type_dup", 0, 0);
+}
+int MPI_Type_dup(int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_dup")));
+
+/* int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]) */
+int PMPI_Type_get_contents(int datatype, int max_integers, int max_addresses, int max_datatypes, void *array_of_integers, void *array_of_addresses, void *array_of_datatypes)
+{
+	(void)datatype; (void)max_integers; (void)max_addresses; (void)max_datatypes; (void)array_of_integers; (void)array_of_addresses; (void)array_of_datatypes;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_contents");
+	return gorma_absent("MPI_Type_get_contents", 0, 0);
+}
+int MPI_Type_get_contents(int datatype, int max_integers, int max_addresses, int max_datatypes, void *array_of_integers, void *array_of_addresses, void *array_of_datatypes) __attribute__((weak, alias("PMPI_Type_get_contents")));
+
+/* int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner) */
+int PMPI_Type_get_envelope(int datatype, void *num_integers, void *num_addresses, void *num_datatypes, void *combiner)
+{
+	(void)datatype; (void)num_integers; (void)num_addresses; (void)num_datatypes; (void)combiner;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_envelope");
+	return gorma_absent("MPI_Type_get_envelope", 0, 0);
+}
+int MPI_Type_get_envelope(int datatype, void *num_integers, void *num_addresses, void *num_datatypes, void *combiner) __attribute__((weak, alias("PMPI_Type_get_envelope")));
+
+/* int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent) */
+int PMPI_Type_get_extent_x(int datatype, void *lb, void *extent)
+{
+	(void)datatype; (void)lb; (void)extent;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_extent_x");
+	return gorma_absent("MPI_Type_get_extent_x", 0, 0);
+}
+int MPI_Type_get_extent_x(int datatype, void *lb, void *extent) __attribute__((weak, alias("PMPI_Type_get_extent_x")));
+
+/* int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen) */
+int PMPI_Type_get_name(int datatype, void *type_name, void *resultlen)
+{
+	(void)datatype; (void)type_name; (void)resultlen;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_name");
+	return gorma_absent("MPI_Type_get_name", 0, 0);
+}
+int MPI_Type_get_name(int datatype, void *type_name, void *resultlen) __attribute__((weak, alias("PMPI_Type_get_name")));
+
+/* int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent) */
+int PMPI_Type_get_true_extent_x(int datatype, void *true_lb, void *true_extent)
+{
+	(void)datatype; (void)true_lb; (void)true_extent;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_true_extent_x");
+	return gorma_absent("MPI_Type_get_true_extent_x", 0, 0);
+}
+int MPI_Type_get_true_extent_x(int datatype, void *true_lb, void *true_extent) __attribute__((weak, alias("PMPI_Type_get_true_extent_x")));
+
+/* int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name) */
+int PMPI_Type_set_name(int datatype, void *type_name)
+{
+	(void)datatype; (void)type_name;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_set_name");
+	return gorma_absent("MPI_Type_set_name", 0, 0);
+}
+int MPI_Type_set_name(int datatype, void *type_name) __attribute__((weak, alias("PMPI_Type_set_name")));
+
+/* int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size) */
+int PMPI_Type_size_x(int datatype, void *size)
+{
+	(void)datatype; (void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_size_x");
+	return gorma_absent("MPI_Type_size_x", 0, 0);
+}
+int MPI_Type_size_x(int datatype, void *size) __attribute__((weak, alias("PMPI_Type_size_x")));
+
+/* int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype) */
+int PMPI_Unpack_external(void *datarep, void *inbuf, long insize, void *position, void *outbuf, int outcount, int datatype)
+{
+	(void)datarep; (void)inbuf; (void)insize; (void)position; (void)outbuf; (void)outcount; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Unpack_external");
+	return gorma_absent("MPI_Unpack_external", 0, 0);
+}
+int MPI_Unpack_external(void *datarep, void *inbuf, long insize, void *position, void *outbuf, int outcount, int datatype) __attribute__((weak, alias("PMPI_Unpack_external")));
+
+/* int MPI_Address(void *location, MPI_Aint *address) */
+int PMPI_Address(void *location, void *address)
+{
+	(void)location; (void)address;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Address");
+	return gorma_absent("MPI_Address", 0, 0);
+}
+int MPI_Address(void *location, void *address) __attribute__((weak, alias("PMPI_Address")));
+
+/* int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent) */
+int PMPI_Type_extent(int datatype, void *extent)
+{
+	(void)datatype; (void)extent;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_extent");
+	return gorma_absent("MPI_Type_extent", 0, 0);
+}
+int MPI_Type_extent(int datatype, void *extent) __attribute__((weak, alias("PMPI_Type_extent")));
+
+/* int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement) */
+int PMPI_Type_lb(int datatype, void *displacement)
+{
+	(void)datatype; (void)displacement;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_lb");
+	return gorma_absent("MPI_Type_lb", 0, 0);
+}
+int MPI_Type_lb(int datatype, void *displacement) __attribute__((weak, alias("PMPI_Type_lb")));
+
+/* int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement) */
+int PMPI_Type_ub(int datatype, void *displacement)
+{
+	(void)datatype; (void)displacement;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_ub");
+	return gorma_absent("MPI_Type_ub", 0, 0);
+}
+int MPI_Type_ub(int datatype, void *displacement) __attribute__((weak, alias("PMPI_Type_ub")));
+
+/* int MPI_Type_hindexed(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_hindexed(int count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
+{
+	(void)count; (void)array_of_blocklengths; (void)array_of_displacements; (void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_hindexed");
+	return gorma_absent("MPI_Type_hindexed", 0, 0);
+}
+int MPI_Type_hindexed(int count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_hindexed")));
+
+/* int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_hvector(int count, int blocklength, long stride, int oldtype, void *newtype)
+{
+	(void)count; (void)blocklength; (void)stride; (void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_hvector");
+	return gorma_absent("MPI_Type_hvector", 0, 0);
+}
+int MPI_Type_hvector(int count, int blocklength, long stride, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_hvector")));
+
+/* int MPI_Type_struct(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype array_of_types[], MPI_Datatype *newtype) */
+int PMPI_Type_struct(int count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype)
+{
+	(void)count; (void)array_of_blocklengths; (void)array_of_displacements; (void)array_of_types; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_struct");
+	return gorma_absent("MPI_Type_struct", 0, 0);
+}
+int MPI_Type_struct(int count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype) __attribute__((weak, alias("PMPI_Type_struct")));
+
+/* int MPI_Add_error_class(int *errorclass) */
+int PMPI_Add_error_class(void *errorclass)
+{
+	(void)errorclass;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Add_error_class");
+	return gorma_absent("MPI_Add_error_class", 0, 0);
+}
+int MPI_Add_error_class(void *errorclass) __attribute__((weak, alias("PMPI_Add_error_class")));
+
+/* int MPI_Add_error_code(int errorclass, int *errorcode) */
+int PMPI_Add_error_code(int errorclass, void *errorcode)
+{
+	(void)errorclass; (void)errorcode;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Add_error_code");
+	return gorma_absent("MPI_Add_error_code", 0, 0);
+}
+int MPI_Add_error_code(int errorclass, void *errorcode) __attribute__((weak, alias("PMPI_Add_error_code")));
+
+/* int MPI_Add_error_string(int errorcode, const char *string) */
+int PMPI_Add_error_string(int errorcode, void *string)
+{
+	(void)errorcode; (void)string;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Add_error_string");
+	return gorma_absent("MPI_Add_error_string", 0, 0);
+}
+int MPI_Add_error_string(int errorcode, void *string) __attribute__((weak, alias("PMPI_Add_error_string")));
+
+/* int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode) */
+int PMPI_Comm_call_errhandler(int comm, int errorcode)
+{
+	(void)errorcode;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_call_errhandler");
+	return gorma_absent("MPI_Comm_call_errhandler", 1, comm);
+}
+int MPI_Comm_call_errhandler(int comm, int errorcode) __attribute__((weak, alias("PMPI_Comm_call_errhandler")));
+
+/* int MPI_File_call_errhandler(MPI_File fh, int errorcode) */
+int PMPI_File_call_errhandler(void *fh, int errorcode)
+{
+	(void)fh; (void)errorcode;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_call_errhandler");
+	return gorma_absent("MPI_File_call_errhandler", 0, 0);
+}
+int MPI_File_call_errhandler(void *fh, int errorcode) __attribute__((weak, alias("PMPI_File_call_errhandler")));
+
+/* int MPI_File_create_errhandler(MPI_File_errhandler_function *file_errhandler_fn, MPI_Errhandler *errhandler) */
+int PMPI_File_create_errhandler(void *file_errhandler_fn, void *errhandler)
+{
+	(void)file_errhandler_fn; (void)errhandler;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_create_errhandler");
+	return gorma_absent("MPI_File_create_errhandler", 0, 0);
+}
+int MPI_File_create_errhandler(void *file_errhandler_fn, void *errhandler) __attribute__((weak, alias("PMPI_File_create_errhandler")));
+
+/* int MPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler) */
+int PMPI_File_get_errhandler(void *file, void *errhandler)
+{
+	(void)file; (void)errhandler;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_errhandler");
+	return gorma_absent("MPI_File_get_errhandler", 0, 0);
+}
+int MPI_File_get_errhandler(void *file, void *errhandler) __attribute__((weak, alias("PMPI_File_get_errhandler")));
+
+/* int MPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler) */
+int PMPI_File_set_errhandler(void *file, int errhandler)
+{
+	(void)file; (void)errhandler;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_set_errhandler");
+	return gorma_absent("MPI_File_set_errhandler", 0, 0);
+}
+int MPI_File_set_errhandler(void *file, int errhandler) __attribute__((weak, alias("PMPI_File_set_errhandler")));
+
+/* int MPI_Session_call_errhandler(MPI_Session session, int errorcode) */
+int PMPI_Session_call_errhandler(int session, int errorcode)
+{
+	(void)session; (void)errorcode;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_call_errhandler");
+	return gorma_absent("MPI_Session_call_errhandler", 0, 0);
+}
+int MPI_Session_call_errhandler(int session, int errorcode) __attribute__((weak, alias("PMPI_Session_call_errhandler")));
+
+/* int MPI_Session_create_errhandler(MPI_Session_errhandler_function *session_errhandler_fn, MPI_Errhandler *errhandler) */
+int PMPI_Session_create_errhandler(void *session_errhandler_fn, void *errhandler)
+{
+	(void)session_errhandler_fn; (void)errhandler;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_create_errhandler");
+	return gorma_absent("MPI_Session_create_errhandler", 0, 0);
+}
+int MPI_Session_create_errhandler(void *session_errhandler_fn, void *errhandler) __attribute__((weak, alias("PMPI_Session_create_errhandler")));
+
+/* int MPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler) */
+int PMPI_Session_get_errhandler(int session, void *errhandler)
+{
+	(void)session; (void)errhandler;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_get_errhandler");
+	return gorma_absent("MPI_Session_get_errhandler", 0, 0);
+}
+int MPI_Session_get_errhandler(int session, void *errhandler) __attribute__((weak, alias("PMPI_Session_get_errhandler")));
+
+/* int MPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler) */
+int PMPI_Session_set_errhandler(int session, int errhandler)
+{
+	(void)session; (void)errhandler;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_set_errhandler");
+	return gorma_absent("MPI_Session_set_errhandler", 0, 0);
+}
+int MPI_Session_set_errhandler(int session, int errhandler) __attribute__((weak, alias("PMPI_Session_set_errhandler")));
+
+/* int MPI_Win_call_errhandler(MPI_Win win, int errorcode) */
+int PMPI_Win_call_errhandler(int win, int errorcode)
+{
+	(void)errorcode;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_call_errhandler");
+	return gorma_absent("MPI_Win_call_errhandler", 2, win);
+}
+int MPI_Win_call_errhandler(int win, int errorcode) __attribute__((weak, alias("PMPI_Win_call_errhandler")));
+
+/* int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler) */
+int PMPI_Win_get_errhandler(int win, void *errhandler)
+{
+	(void)errhandler;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_get_errhandler");
+	return gorma_absent("MPI_Win_get_errhandler", 2, win);
+}
+int MPI_Win_get_errhandler(int win, void *errhandler) __attribute__((weak, alias("PMPI_Win_get_errhandler")));
+
+/* int MPIX_Delete_error_class(int errorclass) */
+int PMPIX_Delete_error_class(int errorclass)
+{
+	(void)errorclass;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Delete_error_class");
+	return gorma_absent("MPIX_Delete_error_class", 0, 0);
+}
+int MPIX_Delete_error_class(int errorclass) __attribute__((weak, alias("PMPIX_Delete_error_class")));
+
+/* int MPIX_Delete_error_code(int errorcode) */
+int PMPIX_Delete_error_code(int errorcode)
+{
+	(void)errorcode;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Delete_error_code");
+	return gorma_absent("MPIX_Delete_error_code", 0, 0);
+}
+int MPIX_Delete_error_code(int errorcode) __attribute__((weak, alias("PMPIX_Delete_error_code")));
+
+/* int MPIX_Delete_error_string(int errorcode) */
+int PMPIX_Delete_error_string(int errorcode)
+{
+	(void)errorcode;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Delete_error_string");
+	return gorma_absent("MPIX_Delete_error_string", 0, 0);
+}
+int MPIX_Delete_error_string(int errorcode) __attribute__((weak, alias("PMPIX_Delete_error_string")));
+
+/* int MPI_Errhandler_create(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler) */
+int PMPI_Errhandler_create(void *comm_errhandler_fn, void *errhandler)
+{
+	(void)comm_errhandler_fn; (void)errhandler;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Errhandler_create");
+	return gorma_absent("MPI_Errhandler_create", 0, 0);
+}
+int MPI_Errhandler_create(void *comm_errhandler_fn, void *errhandler) __attribute__((weak, alias("PMPI_Errhandler_create")));
+
+/* int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler) */
+int PMPI_Errhandler_get(int comm, void *errhandler)
+{
+	(void)errhandler;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Errhandler_get");
+	return gorma_absent("MPI_Errhandler_get", 1, comm);
+}
+int MPI_Errhandler_get(int comm, void *errhandler) __attribute__((weak, alias("PMPI_Errhandler_get")));
+
+/* int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler) */
+int PMPI_Errhandler_set(int comm, int errhandler)
+{
+	(void)errhandler;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Errhandler_set");
+	return gorma_absent("MPI_Errhandler_set", 1, comm);
+}
+int MPI_Errhandler_set(int comm, int errhandler) __attribute__((weak, alias("PMPI_Errhandler_set")));
+
+/* int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result) */
+int PMPI_Group_compare(int group1, int group2, void *result)
+{
+	(void)group1; (void)group2; (void)result;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_compare");
+	return gorma_absent("MPI_Group_compare", 0, 0);
+}
+int MPI_Group_compare(int group1, int group2, void *result) __attribute__((weak, alias("PMPI_Group_compare")));
+
+/* int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) */
+int PMPI_Group_difference(int group1, int group2, void *newgroup)
+{
+	(void)group1; (void)group2; (void)newgroup;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_difference");
+	return gorma_absent("MPI_Group_difference", 0, 0);
+}
+int MPI_Group_difference(int group1, int group2, void *newgroup) __attribute__((weak, alias("PMPI_Group_difference")));
+
+/* int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup) */
+int PMPI_Group_excl(int group, int n, void *ranks, void *newgroup)
+{
+	(void)group; (void)n; (void)ranks; (void)newgroup;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_excl");
+	return gorma_absent("MPI_Group_excl", 0, 0);
+}
+int MPI_Group_excl(int group, int n, void *ranks, void *newgroup) __attribute__((weak, alias("PMPI_Group_excl")));
+
+/* int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) */
+int PMPI_Group_intersection(int group1, int group2, void *newgroup)
+{
+	(void)group1; (void)group2; (void)newgroup;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_intersection");
+	return gorma_absent("MPI_Group_intersection", 0, 0);
+}
+int MPI_Group_intersection(int group1, int group2, void *newgroup) __attribute__((weak, alias("PMPI_Group_intersection")));
+
+/* int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup) */
+int PMPI_Group_range_excl(int group, int n, int ranges, void *newgroup)
+{
+	(void)group; (void)n; (void)ranges; (void)newgroup;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_range_excl");
+	return gorma_absent("MPI_Group_range_excl", 0, 0);
+}
+int MPI_Group_range_excl(int group, int n, int ranges, void *newgroup) __attribute__((weak, alias("PMPI_Group_range_excl")));
+
+/* int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup) */
+int PMPI_Group_range_incl(int group, int n, int ranges, void *newgroup)
+{
+	(void)group; (void)n; (void)ranges; (void)newgroup;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_range_incl");
+	return gorma_absent("MPI_Group_range_incl", 0, 0);
+}
+int MPI_Group_range_incl(int group, int n, int ranges, void *newgroup) __attribute__((weak, alias("PMPI_Group_range_incl")));
+
+/* int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) */
+int PMPI_Group_union(int group1, int group2, void *newgroup)
+{
+	(void)group1; (void)group2; (void)newgroup;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_union");
+	return gorma_absent("MPI_Group_union", 0, 0);
+}
+int MPI_Group_union(int group1, int group2, void *newgroup) __attribute__((weak, alias("PMPI_Group_union")));
+
+/* int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info) */
+int PMPI_Info_create_env(int argc, void *argv, void *info)
+{
+	(void)argc; (void)argv; (void)info;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_create_env");
+	return gorma_absent("MPI_Info_create_env", 0, 0);
+}
+int MPI_Info_create_env(int argc, void *argv, void *info) __attribute__((weak, alias("PMPI_Info_create_env")));
+
+/* int MPI_Info_delete(MPI_Info info, const char *key) */
+int PMPI_Info_delete(int info, void *key)
+{
+	(void)info; (void)key;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_delete");
+	return gorma_absent("MPI_Info_delete", 0, 0);
+}
+int MPI_Info_delete(int info, void *key) __attribute__((weak, alias("PMPI_Info_delete")));
+
+/* int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo) */
+int PMPI_Info_dup(int info, void *newinfo)
+{
+	(void)info; (void)newinfo;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_dup");
+	return gorma_absent("MPI_Info_dup", 0, 0);
+}
+int MPI_Info_dup(int info, void *newinfo) __attribute__((weak, alias("PMPI_Info_dup")));
+
+/* int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag) */
+int PMPI_Info_get(int info, void *key, int valuelen, void *value, void *flag)
+{
+	(void)info; (void)key; (void)valuelen; (void)value; (void)flag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_get");
+	return gorma_absent("MPI_Info_get", 0, 0);
+}
+int MPI_Info_get(int info, void *key, int valuelen, void *value, void *flag) __attribute__((weak, alias("PMPI_Info_get")));
+
+/* int MPI_Info_get_nkeys(MPI_Info info, int *nkeys) */
+int PMPI_Info_get_nkeys(int info, void *nkeys)
+{
+	(void)info; (void)nkeys;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_get_nkeys");
+	return gorma_absent("MPI_Info_get_nkeys", 0, 0);
+}
+int MPI_Info_get_nkeys(int info, void *nkeys) __attribute__((weak, alias("PMPI_Info_get_nkeys")));
+
+/* int MPI_Info_get_nthkey(MPI_Info info, int n, char *key) */
+int PMPI_Info_get_nthkey(int info, int n, void *key)
+{
+	(void)info; (void)n; (void)key;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_get_nthkey");
+	return gorma_absent("MPI_Info_get_nthkey", 0, 0);
+}
+int MPI_Info_get_nthkey(int info, int n, void *key) __attribute__((weak, alias("PMPI_Info_get_nthkey")));
+
+/* int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag) */
+int PMPI_Info_get_string(int info, void *key, void *buflen, void *value, void *flag)
+{
+	(void)info; (void)key; (void)buflen; (void)value; (void)flag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_get_string");
+	return gorma_absent("MPI_Info_get_string", 0, 0);
+}
+int MPI_Info_get_string(int info, void *key, void *buflen, void *value, void *flag) __attribute__((weak, alias("PMPI_Info_get_string")));
+
+/* int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag) */
+int PMPI_Info_get_valuelen(int info, void *key, void *valuelen, void *flag)
+{
+	(void)info; (void)key; (void)valuelen; (void)flag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_get_valuelen");
+	return gorma_absent("MPI_Info_get_valuelen", 0, 0);
+}
+int MPI_Info_get_valuelen(int info, void *key, void *valuelen, void *flag) __attribute__((weak, alias("PMPI_Info_get_valuelen")));
+
+/* int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm) */
+int PMPI_Comm_create_from_group(int group, void *stringtag, int info, int errhandler, void *newcomm)
+{
+	(void)group; (void)stringtag; (void)info; (void)errhandler; (void)newcomm;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_create_from_group");
+	return gorma_absent("MPI_Comm_create_from_group", 0, 0);
+}
+int MPI_Comm_create_from_group(int group, void *stringtag, int info, int errhandler, void *newcomm) __attribute__((weak, alias("PMPI_Comm_create_from_group")));
+
+/* int MPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup) */
+int PMPI_Group_from_session_pset(int session, void *pset_name, void *newgroup)
+{
+	(void)session; (void)pset_name; (void)newgroup;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_from_session_pset");
+	return gorma_absent("MPI_Group_from_session_pset", 0, 0);
+}
+int MPI_Group_from_session_pset(int session, void *pset_name, void *newgroup) __attribute__((weak, alias("PMPI_Group_from_session_pset")));
+
+/* int MPI_Session_finalize(MPI_Session *session) */
+int PMPI_Session_finalize(void *session)
+{
+	(void)session;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_finalize");
+	return gorma_absent("MPI_Session_finalize", 0, 0);
+}
+int MPI_Session_finalize(void *session) __attribute__((weak, alias("PMPI_Session_finalize")));
+
+/* int MPI_Session_get_info(MPI_Session session, MPI_Info *info_used) */
+int PMPI_Session_get_info(int session, void *info_used)
+{
+	(void)session; (void)info_used;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_get_info");
+	return gorma_absent("MPI_Session_get_info", 0, 0);
+}
+int MPI_Session_get_info(int session, void *info_used) __attribute__((weak, alias("PMPI_Session_get_info")));
+
+/* int MPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int *pset_len, char *pset_name) */
+int PMPI_Session_get_nth_pset(int session, int info, int n, void *pset_len, void *pset_name)
+{
+	(void)session; (void)info; (void)n; (void)pset_len; (void)pset_name;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_get_nth_pset");
+	return gorma_absent("MPI_Session_get_nth_pset", 0, 0);
+}
+int MPI_Session_get_nth_pset(int session, int info, int n, void *pset_len, void *pset_name) __attribute__((weak, alias("PMPI_Session_get_nth_pset")));
+
+/* int MPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int *npset_names) */
+int PMPI_Session_get_num_psets(int session, int info, void *npset_names)
+{
+	(void)session; (void)info; (void)npset_names;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_get_num_psets");
+	return gorma_absent("MPI_Session_get_num_psets", 0, 0);
+}
+int MPI_Session_get_num_psets(int session, int info, void *npset_names) __attribute__((weak, alias("PMPI_Session_get_num_psets")));
+
+/* int MPI_Session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info) */
+int PMPI_Session_get_pset_info(int session, void *pset_name, void *info)
+{
+	(void)session; (void)pset_name; (void)info;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_get_pset_info");
+	return gorma_absent("MPI_Session_get_pset_info", 0, 0);
+}
+int MPI_Session_get_pset_info(int session, void *pset_name, void *info) __attribute__((weak, alias("PMPI_Session_get_pset_info")));
+
+/* int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session) */
+int PMPI_Session_init(int info, int errhandler, void *session)
+{
+	(void)info; (void)errhandler; (void)session;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_init");
+	return gorma_absent("MPI_Session_init", 0, 0);
+}
+int MPI_Session_init(int info, int errhandler, void *session) __attribute__((weak, alias("PMPI_Session_init")));
+
+/* int MPI_Op_commutative(MPI_Op op, int *commute) */
+int PMPI_Op_commutative(int op, void *commute)
+{
+	(void)op; (void)commute;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Op_commutative");
+	return gorma_absent("MPI_Op_commutative", 0, 0);
+}
+int MPI_Op_commutative(int op, void *commute) __attribute__((weak, alias("PMPI_Op_commutative")));
+
+/* int MPI_Parrived(MPI_Request request, int partition, int *flag) */
+int PMPI_Parrived(int request, int partition, void *flag)
+{
+	(void)request; (void)partition; (void)flag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Parrived");
+	return gorma_absent("MPI_Parrived", 0, 0);
+}
+int MPI_Parrived(int request, int partition, void *flag) __attribute__((weak, alias("PMPI_Parrived")));
+
+/* int MPI_Pready(int partition, MPI_Request request) */
+int PMPI_Pready(int partition, int request)
+{
+	(void)partition; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pready");
+	return gorma_absent("MPI_Pready", 0, 0);
+}
+int MPI_Pready(int partition, int request) __attribute__((weak, alias("PMPI_Pready")));
+
+/* int MPI_Pready_list(int length, int array_of_partitions[], MPI_Request request) */
+int PMPI_Pready_list(int length, void *array_of_partitions, int request)
+{
+	(void)length; (void)array_of_partitions; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pready_list");
+	return gorma_absent("MPI_Pready_list", 0, 0);
+}
+int MPI_Pready_list(int length, void *array_of_partitions, int request) __attribute__((weak, alias("PMPI_Pready_list")));
+
+/* int MPI_Pready_range(int partition_low, int partition_high, MPI_Request request) */
+int PMPI_Pready_range(int partition_low, int partition_high, int request)
+{
+	(void)partition_low; (void)partition_high; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pready_range");
+	return gorma_absent("MPI_Pready_range", 0, 0);
+}
+int MPI_Pready_range(int partition_low, int partition_high, int request) __attribute__((weak, alias("PMPI_Pready_range")));
+
+/* int MPI_Precv_init(void *buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Precv_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request)
+{
+	(void)buf; (void)partitions; (void)count; (void)datatype; (void)dest; (void)tag; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Precv_init");
+	return gorma_absent("MPI_Precv_init", 1, comm);
+}
+int MPI_Precv_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Precv_init")));
+
+/* int MPI_Psend_init(const void *buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Psend_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request)
+{
+	(void)buf; (void)partitions; (void)count; (void)datatype; (void)dest; (void)tag; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Psend_init");
+	return gorma_absent("MPI_Psend_init", 1, comm);
+}
+int MPI_Psend_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Psend_init")));
+
+/* int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
+int PMPI_Bsend(void *buf, int count, int datatype, int dest, int tag, int comm)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bsend");
+	return gorma_absent("MPI_Bsend", 1, comm);
+}
+int MPI_Bsend(void *buf, int count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Bsend")));
+
+/* int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Bsend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bsend_init");
+	return gorma_absent("MPI_Bsend_init", 1, comm);
+}
+int MPI_Bsend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Bsend_init")));
+
+/* int MPI_Buffer_attach(void *buffer, int size) */
+int PMPI_Buffer_attach(void *buffer, int size)
+{
+	(void)buffer; (void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Buffer_attach");
+	return gorma_absent("MPI_Buffer_attach", 0, 0);
+}
+int MPI_Buffer_attach(void *buffer, int size) __attribute__((weak, alias("PMPI_Buffer_attach")));
+
+/* int MPI_Buffer_detach(void *buffer_addr, int *size) */
+int PMPI_Buffer_detach(void *buffer_addr, void *size)
+{
+	(void)buffer_addr; (void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Buffer_detach");
+	return gorma_absent("MPI_Buffer_detach", 0, 0);
+}
+int MPI_Buffer_detach(void *buffer_addr, void *size) __attribute__((weak, alias("PMPI_Buffer_detach")));
+
+/* int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ibsend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ibsend");
+	return gorma_absent("MPI_Ibsend", 1, comm);
+}
+int MPI_Ibsend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Ibsend")));
+
+/* int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status) */
+int PMPI_Improbe(int source, int tag, int comm, void *flag, void *message, void *status)
+{
+	(void)source; (void)tag; (void)flag; (void)message; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Improbe");
+	return gorma_absent("MPI_Improbe", 1, comm);
+}
+int MPI_Improbe(int source, int tag, int comm, void *flag, void *message, void *status) __attribute__((weak, alias("PMPI_Improbe")));
+
+/* int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request) */
+int PMPI_Imrecv(void *buf, int count, int datatype, void *message, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)message; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Imrecv");
+	return gorma_absent("MPI_Imrecv", 0, 0);
+}
+int MPI_Imrecv(void *buf, int count, int datatype, void *message, void *request) __attribute__((weak, alias("PMPI_Imrecv")));
+
+/* int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Irsend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Irsend");
+	return gorma_absent("MPI_Irsend", 1, comm);
+}
+int MPI_Irsend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Irsend")));
+
+/* int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Isendrecv(void *sendbuf, int sendcount, int sendtype, int dest, int sendtag, void *recvbuf, int recvcount, int recvtype, int source, int recvtag, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)dest; (void)sendtag; (void)recvbuf; (void)recvcount; (void)recvtype; (void)source; (void)recvtag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Isendrecv");
+	return gorma_absent("MPI_Isendrecv", 1, comm);
+}
+int MPI_Isendrecv(void *sendbuf, int sendcount, int sendtype, int dest, int sendtag, void *recvbuf, int recvcount, int recvtype, int source, int recvtag, int comm, void *request) __attribute__((weak, alias("PMPI_Isendrecv")));
+
+/* int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Isendrecv_replace(void *buf, int count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)sendtag; (void)source; (void)recvtag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Isendrecv_replace");
+	return gorma_absent("MPI_Isendrecv_replace", 1, comm);
+}
+int MPI_Isendrecv_replace(void *buf, int count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *request) __attribute__((weak, alias("PMPI_Isendrecv_replace")));
+
+/* int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Issend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Issend");
+	return gorma_absent("MPI_Issend", 1, comm);
+}
+int MPI_Issend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Issend")));
+
+/* int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) */
+int PMPI_Mprobe(int source, int tag, int comm, void *message, void *status)
+{
+	(void)source; (void)tag; (void)message; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Mprobe");
+	return gorma_absent("MPI_Mprobe", 1, comm);
+}
+int MPI_Mprobe(int source, int tag, int comm, void *message, void *status) __attribute__((weak, alias("PMPI_Mprobe")));
+
+/* int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status) */
+int PMPI_Mrecv(void *buf, int count, int datatype, void *message, void *status)
+{
+	(void)buf; (void)count; (void)datatype; (void)message; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Mrecv");
+	return gorma_absent("MPI_Mrecv", 0, 0);
+}
+int MPI_Mrecv(void *buf, int count, int datatype, void *message, void *status) __attribute__((weak, alias("PMPI_Mrecv")));
+
+/* int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Recv_init(void *buf, int count, int datatype, int source, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)source; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Recv_init");
+	return gorma_absent("MPI_Recv_init", 1, comm);
+}
+int MPI_Recv_init(void *buf, int count, int datatype, int source, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Recv_init")));
+
+/* int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Rsend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rsend_init");
+	return gorma_absent("MPI_Rsend_init", 1, comm);
+}
+int MPI_Rsend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Rsend_init")));
+
+/* int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Send_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Send_init");
+	return gorma_absent("MPI_Send_init", 1, comm);
+}
+int MPI_Send_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Send_init")));
+
+/* int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status) */
+int PMPI_Sendrecv_replace(void *buf, int count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *status)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)sendtag; (void)source; (void)recvtag; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Sendrecv_replace");
+	return gorma_absent("MPI_Sendrecv_replace", 1, comm);
+}
+int MPI_Sendrecv_replace(void *buf, int count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *status) __attribute__((weak, alias("PMPI_Sendrecv_replace")));
+
+/* int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ssend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ssend_init");
+	return gorma_absent("MPI_Ssend_init", 1, comm);
+}
+int MPI_Ssend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Ssend_init")));
+
+/* int MPI_Grequest_complete(MPI_Request request) */
+int PMPI_Grequest_complete(int request)
+{
+	(void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Grequest_complete");
+	return gorma_absent("MPI_Grequest_complete", 0, 0);
+}
+int MPI_Grequest_complete(int request) __attribute__((weak, alias("PMPI_Grequest_complete")));
+
+/* int MPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request) */
+int PMPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *extra_state, void *request)
+{
+	(void)query_fn; (void)free_fn; (void)cancel_fn; (void)extra_state; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Grequest_start");
+	return gorma_absent("MPI_Grequest_start", 0, 0);
+}
+int MPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *extra_state, void *request) __attribute__((weak, alias("PMPI_Grequest_start")));
+
+/* int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) */
+int PMPI_Request_get_status(int request, void *flag, void *status)
+{
+	(void)request; (void)flag; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Request_get_status");
+	return gorma_absent("MPI_Request_get_status", 0, 0);
+}
+int MPI_Request_get_status(int request, void *flag, void *status) __attribute__((weak, alias("PMPI_Request_get_status")));
+
+/* int MPI_Start(MPI_Request *request) */
+int PMPI_Start(void *request)
+{
+	(void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Start");
+	return gorma_absent("MPI_Start", 0, 0);
+}
+int MPI_Start(void *request) __attribute__((weak, alias("PMPI_Start")));
+
+/* int MPI_Startall(int count, MPI_Request array_of_requests[]) */
+int PMPI_Startall(int count, void *array_of_requests)
+{
+	(void)count; (void)array_of_requests;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Startall");
+	return gorma_absent("MPI_Startall", 0, 0);
+}
+int MPI_Startall(int count, void *array_of_requests) __attribute__((weak, alias("PMPI_Startall")));
+
+/* int MPI_Status_set_cancelled(MPI_Status *status, int flag) */
+int PMPI_Status_set_cancelled(void *status, int flag)
+{
+	(void)status; (void)flag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_set_cancelled");
+	return gorma_absent("MPI_Status_set_cancelled", 0, 0);
+}
+int MPI_Status_set_cancelled(void *status, int flag) __attribute__((weak, alias("PMPI_Status_set_cancelled")));
+
+/* int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag, MPI_Status *status) */
+int PMPI_Testany(int count, void *array_of_requests, void *indx, void *flag, void *status)
+{
+	(void)count; (void)array_of_requests; (void)indx; (void)flag; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Testany");
+	return gorma_absent("MPI_Testany", 0, 0);
+}
+int MPI_Testany(int count, void *array_of_requests, void *indx, void *flag, void *status) __attribute__((weak, alias("PMPI_Testany")));
+
+/* int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]) */
+int PMPI_Testsome(int incount, void *array_of_requests, void *outcount, void *array_of_indices, void *array_of_statuses)
+{
+	(void)incount; (void)array_of_requests; (void)outcount; (void)array_of_indices; (void)array_of_statuses;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Testsome");
+	return gorma_absent("MPI_Testsome", 0, 0);
+}
+int MPI_Testsome(int incount, void *array_of_requests, void *outcount, void *array_of_indices, void *array_of_statuses) __attribute__((weak, alias("PMPI_Testsome")));
+
+/* int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status) */
+int PMPI_Waitany(int count, void *array_of_requests, void *indx, void *status)
+{
+	(void)count; (void)array_of_requests; (void)indx; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Waitany");
+	return gorma_absent("MPI_Waitany", 0, 0);
+}
+int MPI_Waitany(int count, void *array_of_requests, void *indx, void *status) __attribute__((weak, alias("PMPI_Waitany")));
+
+/* int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]) */
+int PMPI_Waitsome(int incount, void *array_of_requests, void *outcount, void *array_of_indices, void *array_of_statuses)
+{
+	(void)incount; (void)array_of_requests; (void)outcount; (void)array_of_indices; (void)array_of_statuses;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Waitsome");
+	return gorma_absent("MPI_Waitsome", 0, 0);
+}
+int MPI_Waitsome(int incount, void *array_of_requests, void *outcount, void *array_of_indices, void *array_of_statuses) __attribute__((weak, alias("PMPI_Waitsome")));
+
+/* int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) */
+int PMPI_Rget_accumulate(void *origin_addr, int origin_count, int origin_datatype, void *result_addr, int result_count, int result_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win, void *request)
+{
+	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)result_addr; (void)result_count; (void)result_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)op; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rget_accumulate");
+	return gorma_absent("MPI_Rget_accumulate", 2, win);
+}
+int MPI_Rget_accumulate(void *origin_addr, int origin_count, int origin_datatype, void *result_addr, int result_count, int result_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win, void *request) __attribute__((weak, alias("PMPI_Rget_accumulate")));
+
+/* int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) */
+int PMPI_Win_allocate_shared(long size, int disp_unit, int info, int comm, void *baseptr, void *win)
+{
+	(void)size; (void)disp_unit; (void)info; (void)baseptr; (void)win;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_allocate_shared");
+	return gorma_absent("MPI_Win_allocate_shared", 1, comm);
+}
+int MPI_Win_allocate_shared(long size, int disp_unit, int info, int comm, void *baseptr, void *win) __attribute__((weak, alias("PMPI_Win_allocate_shared")));
+
+/* int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) */
+int PMPI_Win_attach(int win, void *base, long size)
+{
+	(void)base; (void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_attach");
+	return gorma_absent("MPI_Win_attach", 2, win);
+}
+int MPI_Win_attach(int win, void *base, long size) __attribute__((weak, alias("PMPI_Win_attach")));
+
+/* int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) */
+int PMPI_Win_create_dynamic(int info, int comm, void *win)
+{
+	(void)info; (void)win;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_create_dynamic");
+	return gorma_absent("MPI_Win_create_dynamic", 1, comm);
+}
+int MPI_Win_create_dynamic(int info, int comm, void *win) __attribute__((weak, alias("PMPI_Win_create_dynamic")));
+
+/* int MPI_Win_detach(MPI_Win win, const void *base) */
+int PMPI_Win_detach(int win, void *base)
+{
+	(void)base;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_detach");
+	return gorma_absent("MPI_Win_detach", 2, win);
+}
+int MPI_Win_detach(int win, void *base) __attribute__((weak, alias("PMPI_Win_detach")));
+
+/* int MPI_Win_get_group(MPI_Win win, MPI_Group *group) */
+int PMPI_Win_get_group(int win, void *group)
+{
+	(void)group;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_get_group");
+	return gorma_absent("MPI_Win_get_group", 2, win);
+}
+int MPI_Win_get_group(int win, void *group) __attribute__((weak, alias("PMPI_Win_get_group")));
+
+/* int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used) */
+int PMPI_Win_get_info(int win, void *info_used)
+{
+	(void)info_used;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_get_info");
+	return gorma_absent("MPI_Win_get_info", 2, win);
+}
+int MPI_Win_get_info(int win, void *info_used) __attribute__((weak, alias("PMPI_Win_get_info")));
+
+/* int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen) */
+int PMPI_Win_get_name(int win, void *win_name, void *resultlen)
+{
+	(void)win_name; (void)resultlen;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_get_name");
+	return gorma_absent("MPI_Win_get_name", 2, win);
+}
+int MPI_Win_get_name(int win, void *win_name, void *resultlen) __attribute__((weak, alias("PMPI_Win_get_name")));
+
+/* int MPI_Win_set_info(MPI_Win win, MPI_Info info) */
+int PMPI_Win_set_info(int win, int info)
+{
+	(void)info;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_set_info");
+	return gorma_absent("MPI_Win_set_info", 2, win);
+}
+int MPI_Win_set_info(int win, int info) __attribute__((weak, alias("PMPI_Win_set_info")));
+
+/* int MPI_Win_set_name(MPI_Win win, const char *win_name) */
+int PMPI_Win_set_name(int win, void *win_name)
+{
+	(void)win_name;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_set_name");
+	return gorma_absent("MPI_Win_set_name", 2, win);
+}
+int MPI_Win_set_name(int win, void *win_name) __attribute__((weak, alias("PMPI_Win_set_name")));
+
+/* int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr) */
+int PMPI_Win_shared_query(int win, int rank, void *size, void *disp_unit, void *baseptr)
+{
+	(void)rank; (void)size; (void)disp_unit; (void)baseptr;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_shared_query");
+	return gorma_absent("MPI_Win_shared_query", 2, win);
+}
+int MPI_Win_shared_query(int win, int rank, void *size, void *disp_unit, void *baseptr) __attribute__((weak, alias("PMPI_Win_shared_query")));
+
+/* int MPI_Win_test(MPI_Win win, int *flag) */
+int PMPI_Win_test(int win, void *flag)
+{
+	(void)flag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_test");
+	return gorma_absent("MPI_Win_test", 2, win);
+}
+int MPI_Win_test(int win, void *flag) __attribute__((weak, alias("PMPI_Win_test")));
+
+/* int MPI_Close_port(const char *port_name) */
+int PMPI_Close_port(void *port_name)
+{
+	(void)port_name;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Close_port");
+	return gorma_absent("MPI_Close_port", 0, 0);
+}
+int MPI_Close_port(void *port_name) __attribute__((weak, alias("PMPI_Close_port")));
+
+/* int MPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm) */
+int PMPI_Comm_accept(void *port_name, int info, int root, int comm, void *newcomm)
+{
+	(void)port_name; (void)info; (void)root; (void)newcomm;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_accept");
+	return gorma_absent("MPI_Comm_accept", 1, comm);
+}
+int MPI_Comm_accept(void *port_name, int info, int root, int comm, void *newcomm) __attribute__((weak, alias("PMPI_Comm_accept")));
+
+/* int MPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm) */
+int PMPI_Comm_connect(void *port_name, int info, int root, int comm, void *newcomm)
+{
+	(void)port_name; (void)info; (void)root; (void)newcomm;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_connect");
+	return gorma_absent("MPI_Comm_connect", 1, comm);
+}
+int MPI_Comm_connect(void *port_name, int info, int root, int comm, void *newcomm) __attribute__((weak, alias("PMPI_Comm_connect")));
+
+/* int MPI_Comm_disconnect(MPI_Comm *comm) */
+int PMPI_Comm_disconnect(void *comm)
+{
+	(void)comm;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_disconnect");
+	return gorma_absent("MPI_Comm_disconnect", 0, 0);
+}
+int MPI_Comm_disconnect(void *comm) __attribute__((weak, alias("PMPI_Comm_disconnect")));
+
+/* int MPI_Comm_get_parent(MPI_Comm *parent) */
+int PMPI_Comm_get_parent(void *parent)
+{
+	(void)parent;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_get_parent");
+	return gorma_absent("MPI_Comm_get_parent", 0, 0);
+}
+int MPI_Comm_get_parent(void *parent) __attribute__((weak, alias("PMPI_Comm_get_parent")));
+
+/* int MPI_Comm_join(int fd, MPI_Comm *intercomm) */
+int PMPI_Comm_join(int fd, void *intercomm)
+{
+	(void)fd; (void)intercomm;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_join");
+	return gorma_absent("MPI_Comm_join", 0, 0);
+}
+int MPI_Comm_join(int fd, void *intercomm) __attribute__((weak, alias("PMPI_Comm_join")));
+
+/* int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) */
+int PMPI_Comm_spawn(void *command, void *argv, int maxprocs, int info, int root, int comm, void *intercomm, void *array_of_errcodes)
+{
+	(void)command; (void)argv; (void)maxprocs; (void)info; (void)root; (void)intercomm; (void)array_of_errcodes;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_spawn");
+	return gorma_absent("MPI_Comm_spawn", 1, comm);
+}
+int MPI_Comm_spawn(void *command, void *argv, int maxprocs, int info, int root, int comm, void *intercomm, void *array_of_errcodes) __attribute__((weak, alias("PMPI_Comm_spawn")));
+
+/* int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) */
+int PMPI_Comm_spawn_multiple(int count, void *array_of_commands, void *array_of_argv, void *array_of_maxprocs, void *array_of_info, int root, int comm, void *intercomm, void *array_of_errcodes)
+{
+	(void)count; (void)array_of_commands; (void)array_of_argv; (void)array_of_maxprocs; (void)array_of_info; (void)root; (void)intercomm; (void)array_of_errcodes;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_spawn_multiple");
+	return gorma_absent("MPI_Comm_spawn_multiple", 1, comm);
+}
+int MPI_Comm_spawn_multiple(int count, void *array_of_commands, void *array_of_argv, void *array_of_maxprocs, void *array_of_info, int root, int comm, void *intercomm, void *array_of_errcodes) __attribute__((weak, alias("PMPI_Comm_spawn_multiple")));
+
+/* int MPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name) */
+int PMPI_Lookup_name(void *service_name, int info, void *port_name)
+{
+	(void)service_name; (void)info; (void)port_name;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Lookup_name");
+	return gorma_absent("MPI_Lookup_name", 0, 0);
+}
+int MPI_Lookup_name(void *service_name, int info, void *port_name) __attribute__((weak, alias("PMPI_Lookup_name")));
+
+/* int MPI_Open_port(MPI_Info info, char *port_name) */
+int PMPI_Open_port(int info, void *port_name)
+{
+	(void)info; (void)port_name;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Open_port");
+	return gorma_absent("MPI_Open_port", 0, 0);
+}
+int MPI_Open_port(int info, void *port_name) __attribute__((weak, alias("PMPI_Open_port")));
+
+/* int MPI_Publish_name(const char *service_name, MPI_Info info, const char *port_name) */
+int PMPI_Publish_name(void *service_name, int info, void *port_name)
+{
+	(void)service_name; (void)info; (void)port_name;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Publish_name");
+	return gorma_absent("MPI_Publish_name", 0, 0);
+}
+int MPI_Publish_name(void *service_name, int info, void *port_name) __attribute__((weak, alias("PMPI_Publish_name")));
+
+/* int MPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name) */
+int PMPI_Unpublish_name(void *service_name, int info, void *port_name)
+{
+	(void)service_name; (void)info; (void)port_name;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Unpublish_name");
+	return gorma_absent("MPI_Unpublish_name", 0, 0);
+}
+int MPI_Unpublish_name(void *service_name, int info, void *port_name) __attribute__((weak, alias("PMPI_Unpublish_name")));
+
+/* int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) */
+int PMPI_Cart_coords(int comm, int rank, int maxdims, void *coords)
+{
+	(void)rank; (void)maxdims; (void)coords;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_coords");
+	return gorma_absent("MPI_Cart_coords", 1, comm);
+}
+int MPI_Cart_coords(int comm, int rank, int maxdims, void *coords) __attribute__((weak, alias("PMPI_Cart_coords")));
+
+/* int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm *comm_cart) */
+int PMPI_Cart_create(int comm_old, int ndims, void *dims, void *periods, int reorder, void *comm_cart)
+{
+	(void)ndims; (void)dims; (void)periods; (void)reorder; (void)comm_cart;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_create");
+	return gorma_absent("MPI_Cart_create", 1, comm_old);
+}
+int MPI_Cart_create(int comm_old, int ndims, void *dims, void *periods, int reorder, void *comm_cart) __attribute__((weak, alias("PMPI_Cart_create")));
+
+/* int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) */
+int PMPI_Cart_get(int comm, int maxdims, void *dims, void *periods, void *coords)
+{
+	(void)maxdims; (void)dims; (void)periods; (void)coords;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_get");
+	return gorma_absent("MPI_Cart_get", 1, comm);
+}
+int MPI_Cart_get(int comm, int maxdims, void *dims, void *periods, void *coords) __attribute__((weak, alias("PMPI_Cart_get")));
+
+/* int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank) */
+int PMPI_Cart_map(int comm, int ndims, void *dims, void *periods, void *newrank)
+{
+	(void)ndims; (void)dims; (void)periods; (void)newrank;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_map");
+	return gorma_absent("MPI_Cart_map", 1, comm);
+}
+int MPI_Cart_map(int comm, int ndims, void *dims, void *periods, void *newrank) __attribute__((weak, alias("PMPI_Cart_map")));
+
+/* int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank) */
+int PMPI_Cart_rank(int comm, void *coords, void *rank)
+{
+	(void)coords; (void)rank;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_rank");
+	return gorma_absent("MPI_Cart_rank", 1, comm);
+}
+int MPI_Cart_rank(int comm, void *coords, void *rank) __attribute__((weak, alias("PMPI_Cart_rank")));
+
+/* int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest) */
+int PMPI_Cart_shift(int comm, int direction, int disp, void *rank_source, void *rank_dest)
+{
+	(void)direction; (void)disp; (void)rank_source; (void)rank_dest;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_shift");
+	return gorma_absent("MPI_Cart_shift", 1, comm);
+}
+int MPI_Cart_shift(int comm, int direction, int disp, void *rank_source, void *rank_dest) __attribute__((weak, alias("PMPI_Cart_shift")));
+
+/* int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) */
+int PMPI_Cart_sub(int comm, void *remain_dims, void *newcomm)
+{
+	(void)remain_dims; (void)newcomm;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_sub");
+	return gorma_absent("MPI_Cart_sub", 1, comm);
+}
+int MPI_Cart_sub(int comm, void *remain_dims, void *newcomm) __attribute__((weak, alias("PMPI_Cart_sub")));
+
+/* int MPI_Cartdim_get(MPI_Comm comm, int *ndims) */
+int PMPI_Cartdim_get(int comm, void *ndims)
+{
+	(void)ndims;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cartdim_get");
+	return gorma_absent("MPI_Cartdim_get", 1, comm);
+}
+int MPI_Cartdim_get(int comm, void *ndims) __attribute__((weak, alias("PMPI_Cartdim_get")));
+
+/* int MPI_Dims_create(int nnodes, int ndims, int dims[]) */
+int PMPI_Dims_create(int nnodes, int ndims, void *dims)
+{
+	(void)nnodes; (void)ndims; (void)dims;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Dims_create");
+	return gorma_absent("MPI_Dims_create", 0, 0);
+}
+int MPI_Dims_create(int nnodes, int ndims, void *dims) __attribute__((weak, alias("PMPI_Dims_create")));
+
+/* int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[], const int destinations[], const int weights[], MPI_Info info, int reorder, MPI_Comm *comm_dist_graph) */
+int PMPI_Dist_graph_create(int comm_old, int n, void *sources, void *degrees, void *destinations, void *weights, int info, int reorder, void *comm_dist_graph)
+{
+	(void)n; (void)sources; (void)degrees; (void)destinations; (void)weights; (void)info; (void)reorder; (void)comm_dist_graph;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Dist_graph_create");
+	return gorma_absent("MPI_Dist_graph_create", 1, comm_old);
+}
+int MPI_Dist_graph_create(int comm_old, int n, void *sources, void *degrees, void *destinations, void *weights, int info, int reorder, void *comm_dist_graph) __attribute__((weak, alias("PMPI_Dist_graph_create")));
+
+/* int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[], const int sourceweights[], int outdegree, const int destinations[], const int destweights[], MPI_Info info, int reorder, MPI_Comm *comm_dist_graph) */
+int PMPI_Dist_graph_create_adjacent(int comm_old, int indegree, void *sources, void *sourceweights, int outdegree, void *destinations, void *destweights, int info, int reorder, void *comm_dist_graph)
+{
+	(void)indegree; (void)sources; (void)sourceweights; (void)outdegree; (void)destinations; (void)destweights; (void)info; (void)reorder; (void)comm_dist_graph;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Dist_graph_create_adjacent");
+	return gorma_absent("MPI_Dist_graph_create_adjacent", 1, comm_old);
+}
+int MPI_Dist_graph_create_adjacent(int comm_old, int indegree, void *sources, void *sourceweights, int outdegree, void *destinations, void *destweights, int info, int reorder, void *comm_dist_graph) __attribute__((weak, alias("PMPI_Dist_graph_create_adjacent")));
+
+/* int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[], int maxoutdegree, int destinations[], int destweights[]) */
+int PMPI_Dist_graph_neighbors(int comm, int maxindegree, void *sources, void *sourceweights, int maxoutdegree, void *destinations, void *destweights)
+{
+	(void)maxindegree; (void)sources; (void)sourceweights; (void)maxoutdegree; (void)destinations; (void)destweights;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Dist_graph_neighbors");
+	return gorma_absent("MPI_Dist_graph_neighbors", 1, comm);
+}
+int MPI_Dist_graph_neighbors(int comm, int maxindegree, void *sources, void *sourceweights, int maxoutdegree, void *destinations, void *destweights) __attribute__((weak, alias("PMPI_Dist_graph_neighbors")));
+
+/* int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree, int *weighted) */
+int PMPI_Dist_graph_neighbors_count(int comm, void *indegree, void *outdegree, void *weighted)
+{
+	(void)indegree; (void)outdegree; (void)weighted;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Dist_graph_neighbors_count");
+	return gorma_absent("MPI_Dist_graph_neighbors_count", 1, comm);
+}
+int MPI_Dist_graph_neighbors_count(int comm, void *indegree, void *outdegree, void *weighted) __attribute__((weak, alias("PMPI_Dist_graph_neighbors_count")));
+
+/* int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int indx[], const int edges[], int reorder, MPI_Comm *comm_graph) */
+int PMPI_Graph_create(int comm_old, int nnodes, void *indx, void *edges, int reorder, void *comm_graph)
+{
+	(void)nnodes; (void)indx; (void)edges; (void)reorder; (void)comm_graph;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Graph_create");
+	return gorma_absent("MPI_Graph_create", 1, comm_old);
+}
+int MPI_Graph_create(int comm_old, int nnodes, void *indx, void *edges, int reorder, void *comm_graph) __attribute__((weak, alias("PMPI_Graph_create")));
+
+/* int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int indx[], int edges[]) */
+int PMPI_Graph_get(int comm, int maxindex, int maxedges, void *indx, void *edges)
+{
+	(void)maxindex; (void)maxedges; (void)indx; (void)edges;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Graph_get");
+	return gorma_absent("MPI_Graph_get", 1, comm);
+}
+int MPI_Graph_get(int comm, int maxindex, int maxedges, void *indx, void *edges) __attribute__((weak, alias("PMPI_Graph_get")));
+
+/* int MPI_Graph_map(MPI_Comm comm, int nnodes, const int indx[], const int edges[], int *newrank) */
+int PMPI_Graph_map(int comm, int nnodes, void *indx, void *edges, void *newrank)
+{
+	(void)nnodes; (void)indx; (void)edges; (void)newrank;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Graph_map");
+	return gorma_absent("MPI_Graph_map", 1, comm);
+}
+int MPI_Graph_map(int comm, int nnodes, void *indx, void *edges, void *newrank) __attribute__((weak, alias("PMPI_Graph_map")));
+
+/* int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]) */
+int PMPI_Graph_neighbors(int comm, int rank, int maxneighbors, void *neighbors)
+{
+	(void)rank; (void)maxneighbors; (void)neighbors;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Graph_neighbors");
+	return gorma_absent("MPI_Graph_neighbors", 1, comm);
+}
+int MPI_Graph_neighbors(int comm, int rank, int maxneighbors, void *neighbors) __attribute__((weak, alias("PMPI_Graph_neighbors")));
+
+/* int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors) */
+int PMPI_Graph_neighbors_count(int comm, int rank, void *nneighbors)
+{
+	(void)rank; (void)nneighbors;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Graph_neighbors_count");
+	return gorma_absent("MPI_Graph_neighbors_count", 1, comm);
+}
+int MPI_Graph_neighbors_count(int comm, int rank, void *nneighbors) __attribute__((weak, alias("PMPI_Graph_neighbors_count")));
+
+/* int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges) */
+int PMPI_Graphdims_get(int comm, void *nnodes, void *nedges)
+{
+	(void)nnodes; (void)nedges;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Graphdims_get");
+	return gorma_absent("MPI_Graphdims_get", 1, comm);
+}
+int MPI_Graphdims_get(int comm, void *nnodes, void *nedges) __attribute__((weak, alias("PMPI_Graphdims_get")));
+
+/* int MPI_Topo_test(MPI_Comm comm, int *status) */
+int PMPI_Topo_test(int comm, void *status)
+{
+	(void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Topo_test");
+	return gorma_absent("MPI_Topo_test", 1, comm);
+}
+int MPI_Topo_test(int comm, void *status) __attribute__((weak, alias("PMPI_Topo_test")));
+
+/* int MPI_T_category_changed(int *update_number) */
+int PMPI_T_category_changed(void *update_number)
+{
+	(void)update_number;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_changed");
+	return gorma_absent("MPI_T_category_changed", 0, 0);
+}
+int MPI_T_category_changed(void *update_number) __attribute__((weak, alias("PMPI_T_category_changed")));
+
+/* int MPI_T_category_get_categories(int cat_index, int len, int indices[]) */
+int PMPI_T_category_get_categories(int cat_index, int len, void *indices)
+{
+	(void)cat_index; (void)len; (void)indices;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_categories");
+	return gorma_absent("MPI_T_category_get_categories", 0, 0);
+}
+int MPI_T_category_get_categories(int cat_index, int len, void *indices) __attribute__((weak, alias("PMPI_T_category_get_categories")));
+
+/* int MPI_T_category_get_cvars(int cat_index, int len, int indices[]) */
+int PMPI_T_category_get_cvars(int cat_index, int len, void *indices)
+{
+	(void)cat_index; (void)len; (void)indices;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_cvars");
+	return gorma_absent("MPI_T_category_get_cvars", 0, 0);
+}
+int MPI_T_category_get_cvars(int cat_index, int len, void *indices) __attribute__((weak, alias("PMPI_T_category_get_cvars")));
+
+/* int MPI_T_category_get_events(int cat_index, int len, int indices[]) */
+int PMPI_T_category_get_events(int cat_index, int len, void *indices)
+{
+	(void)cat_index; (void)len; (void)indices;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_events");
+	return gorma_absent("MPI_T_category_get_events", 0, 0);
+}
+int MPI_T_category_get_events(int cat_index, int len, void *indices) __attribute__((weak, alias("PMPI_T_category_get_events")));
+
+/* int MPI_T_category_get_index(const char *name, int *cat_index) */
+int PMPI_T_category_get_index(void *name, void *cat_index)
+{
+	(void)name; (void)cat_index;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_index");
+	return gorma_absent("MPI_T_category_get_index", 0, 0);
+}
+int MPI_T_category_get_index(void *name, void *cat_index) __attribute__((weak, alias("PMPI_T_category_get_index")));
+
+/* int MPI_T_category_get_info(int cat_index, char *name, int *name_len, char *desc, int *desc_len, int *num_cvars, int *num_pvars, int *num_categories) */
+int PMPI_T_category_get_info(int cat_index, void *name, void *name_len, void *desc, void *desc_len, void *num_cvars, void *num_pvars, void *num_categories)
+{
+	(void)cat_index; (void)name; (void)name_len; (void)desc; (void)desc_len; (void)num_cvars; (void)num_pvars; (void)num_categories;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_info");
+	return gorma_absent("MPI_T_category_get_info", 0, 0);
+}
+int MPI_T_category_get_info(int cat_index, void *name, void *name_len, void *desc, void *desc_len, void *num_cvars, void *num_pvars, void *num_categories) __attribute__((weak, alias("PMPI_T_category_get_info")));
+
+/* int MPI_T_category_get_num(int *num_cat) */
+int PMPI_T_category_get_num(void *num_cat)
+{
+	(void)num_cat;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_num");
+	return gorma_absent("MPI_T_category_get_num", 0, 0);
+}
+int MPI_T_category_get_num(void *num_cat) __attribute__((weak, alias("PMPI_T_category_get_num")));
+
+/* int MPI_T_category_get_num_events(int cat_index, int *num_events) */
+int PMPI_T_category_get_num_events(int cat_index, void *num_events)
+{
+	(void)cat_index; (void)num_events;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_num_events");
+	return gorma_absent("MPI_T_category_get_num_events", 0, 0);
+}
+int MPI_T_category_get_num_events(int cat_index, void *num_events) __attribute__((weak, alias("PMPI_T_category_get_num_events")));
+
+/* int MPI_T_category_get_pvars(int cat_index, int len, int indices[]) */
+int PMPI_T_category_get_pvars(int cat_index, int len, void *indices)
+{
+	(void)cat_index; (void)len; (void)indices;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_pvars");
+	return gorma_absent("MPI_T_category_get_pvars", 0, 0);
+}
+int MPI_T_category_get_pvars(int cat_index, int len, void *indices) __attribute__((weak, alias("PMPI_T_category_get_pvars")));
+
+/* int MPI_T_cvar_get_index(const char *name, int *cvar_index) */
+int PMPI_T_cvar_get_index(void *name, void *cvar_index)
+{
+	(void)name; (void)cvar_index;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_get_index");
+	return gorma_absent("MPI_T_cvar_get_index", 0, 0);
+}
+int MPI_T_cvar_get_index(void *name, void *cvar_index) __attribute__((weak, alias("PMPI_T_cvar_get_index")));
+
+/* int MPI_T_cvar_get_info(int cvar_index, char *name, int *name_len, int *verbosity, MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len, int *bind, int *scope) */
+int PMPI_T_cvar_get_info(int cvar_index, void *name, void *name_len, void *verbosity, void *datatype, void *enumtype, void *desc, void *desc_len, void *bind, void *scope)
+{
+	(void)cvar_index; (void)name; (void)name_len; (void)verbosity; (void)datatype; (void)enumtype; (void)desc; (void)desc_len; (void)bind; (void)scope;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_get_info");
+	return gorma_absent("MPI_T_cvar_get_info", 0, 0);
+}
+int MPI_T_cvar_get_info(int cvar_index, void *name, void *name_len, void *verbosity, void *datatype, void *enumtype, void *desc, void *desc_len, void *bind, void *scope) __attribute__((weak, alias("PMPI_T_cvar_get_info")));
+
+/* int MPI_T_cvar_get_num(int *num_cvar) */
+int PMPI_T_cvar_get_num(void *num_cvar)
+{
+	(void)num_cvar;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_get_num");
+	return gorma_absent("MPI_T_cvar_get_num", 0, 0);
+}
+int MPI_T_cvar_get_num(void *num_cvar) __attribute__((weak, alias("PMPI_T_cvar_get_num")));
+
+/* int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI_T_cvar_handle *handle, int *count) */
+int PMPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, void *handle, void *count)
+{
+	(void)cvar_index; (void)obj_handle; (void)handle; (void)count;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_handle_alloc");
+	return gorma_absent("MPI_T_cvar_handle_alloc", 0, 0);
+}
+int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, void *handle, void *count) __attribute__((weak, alias("PMPI_T_cvar_handle_alloc")));
+
+/* int MPI_T_cvar_handle_free(MPI_T_cvar_handle *handle) */
+int PMPI_T_cvar_handle_free(void *handle)
+{
+	(void)handle;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_handle_free");
+	return gorma_absent("MPI_T_cvar_handle_free", 0, 0);
+}
+int MPI_T_cvar_handle_free(void *handle) __attribute__((weak, alias("PMPI_T_cvar_handle_free")));
+
+/* int MPI_T_cvar_read(MPI_T_cvar_handle handle, void *buf) */
+int PMPI_T_cvar_read(int handle, void *buf)
+{
+	(void)handle; (void)buf;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_read");
+	return gorma_absent("MPI_T_cvar_read", 0, 0);
+}
+int MPI_T_cvar_read(int handle, void *buf) __attribute__((weak, alias("PMPI_T_cvar_read")));
+
+/* int MPI_T_cvar_write(MPI_T_cvar_handle handle, const void *buf) */
+int PMPI_T_cvar_write(int handle, void *buf)
+{
+	(void)handle; (void)buf;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_write");
+	return gorma_absent("MPI_T_cvar_write", 0, 0);
+}
+int MPI_T_cvar_write(int handle, void *buf) __attribute__((weak, alias("PMPI_T_cvar_write")));
+
+/* int MPI_T_enum_get_info(MPI_T_enum enumtype, int *num, char *name, int *name_len) */
+int PMPI_T_enum_get_info(int enumtype, void *num, void *name, void *name_len)
+{
+	(void)enumtype; (void)num; (void)name; (void)name_len;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_enum_get_info");
+	return gorma_absent("MPI_T_enum_get_info", 0, 0);
+}
+int MPI_T_enum_get_info(int enumtype, void *num, void *name, void *name_len) __attribute__((weak, alias("PMPI_T_enum_get_info")));
+
+/* int MPI_T_enum_get_item(MPI_T_enum enumtype, int indx, int *value, char *name, int *name_len) */
+int PMPI_T_enum_get_item(int enumtype, int indx, void *value, void *name, void *name_len)
+{
+	(void)enumtype; (void)indx; (void)value; (void)name; (void)name_len;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_enum_get_item");
+	return gorma_absent("MPI_T_enum_get_item", 0, 0);
+}
+int MPI_T_enum_get_item(int enumtype, int indx, void *value, void *name, void *name_len) __attribute__((weak, alias("PMPI_T_enum_get_item")));
+
+/* int MPI_T_event_callback_get_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info *info_used) */
+int PMPI_T_event_callback_get_info(int event_registration, int cb_safety, void *info_used)
+{
+	(void)event_registration; (void)cb_safety; (void)info_used;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_callback_get_info");
+	return gorma_absent("MPI_T_event_callback_get_info", 0, 0);
+}
+int MPI_T_event_callback_get_info(int event_registration, int cb_safety, void *info_used) __attribute__((weak, alias("PMPI_T_event_callback_get_info")));
+
+/* int MPI_T_event_callback_set_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info info) */
+int PMPI_T_event_callback_set_info(int event_registration, int cb_safety, int info)
+{
+	(void)event_registration; (void)cb_safety; (void)info;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_callback_set_info");
+	return gorma_absent("MPI_T_event_callback_set_info", 0, 0);
+}
+int MPI_T_event_callback_set_info(int event_registration, int cb_safety, int info) __attribute__((weak, alias("PMPI_T_event_callback_set_info")));
+
+/* int MPI_T_event_copy(MPI_T_event_instance event_instance, void *buffer) */
+int PMPI_T_event_copy(int event_instance, void *buffer)
+{
+	(void)event_instance; (void)buffer;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_copy");
+	return gorma_absent("MPI_T_event_copy", 0, 0);
+}
+int MPI_T_event_copy(int event_instance, void *buffer) __attribute__((weak, alias("PMPI_T_event_copy")));
+
+/* int MPI_T_event_get_index(const char *name, int *event_index) */
+int PMPI_T_event_get_index(void *name, void *event_index)
+{
+	(void)name; (void)event_index;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_get_index");
+	return gorma_absent("MPI_T_event_get_index", 0, 0);
+}
+int MPI_T_event_get_index(void *name, void *event_index) __attribute__((weak, alias("PMPI_T_event_get_index")));
+
+/* int MPI_T_event_get_info(int event_index, char *name, int *name_len, int *verbosity, MPI_Datatype array_of_datatypes[], MPI_Aint array_of_displacements[], int *num_elements, MPI_T_enum *enumtype, MPI_Info *info, char *desc, int *desc_len, int *bind) */
+int PMPI_T_event_get_info(int event_index, void *name, void *name_len, void *verbosity, void *array_of_datatypes, void *array_of_displacements, void *num_elements, void *enumtype, void *info, void *desc, void *desc_len, void *bind)
+{
+	(void)event_index; (void)name; (void)name_len; (void)verbosity; (void)array_of_datatypes; (void)array_of_displacements; (void)num_elements; (void)enumtype; (void)info; (void)desc; (void)desc_len; (void)bind;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_get_info");
+	return gorma_absent("MPI_T_event_get_info", 0, 0);
+}
+int MPI_T_event_get_info(int event_index, void *name, void *name_len, void *verbosity, void *array_of_datatypes, void *array_of_displacements, void *num_elements, void *enumtype, void *info, void *desc, void *desc_len, void *bind) __attribute__((weak, alias("PMPI_T_event_get_info")));
+
+/* int MPI_T_event_get_num(int *num_events) */
+int PMPI_T_event_get_num(void *num_events)
+{
+	(void)num_events;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_get_num");
+	return gorma_absent("MPI_T_event_get_num", 0, 0);
+}
+int MPI_T_event_get_num(void *num_events) __attribute__((weak, alias("PMPI_T_event_get_num")));
+
+/* int MPI_T_event_get_source(MPI_T_event_instance event_instance, int *source_index) */
+int PMPI_T_event_get_source(int event_instance, void *source_index)
+{
+	(void)event_instance; (void)source_index;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_get_source");
+	return gorma_absent("MPI_T_event_get_source", 0, 0);
+}
+int MPI_T_event_get_source(int event_instance, void *source_index) __attribute__((weak, alias("PMPI_T_event_get_source")));
+
+/* int MPI_T_event_get_timestamp(MPI_T_event_instance event_instance, MPI_Count *event_timestamp) */
+int PMPI_T_event_get_timestamp(int event_instance, void *event_timestamp)
+{
+	(void)event_instance; (void)event_timestamp;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_get_timestamp");
+	return gorma_absent("MPI_T_event_get_timestamp", 0, 0);
+}
+int MPI_T_event_get_timestamp(int event_instance, void *event_timestamp) __attribute__((weak, alias("PMPI_T_event_get_timestamp")));
+
+/* int MPI_T_event_handle_alloc(int event_index, void *obj_handle, MPI_Info info, MPI_T_event_registration *event_registration) */
+int PMPI_T_event_handle_alloc(int event_index, void *obj_handle, int info, void *event_registration)
+{
+	(void)event_index; (void)obj_handle; (void)info; (void)event_registration;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_handle_alloc");
+	return gorma_absent("MPI_T_event_handle_alloc", 0, 0);
+}
+int MPI_T_event_handle_alloc(int event_index, void *obj_handle, int info, void *event_registration) __attribute__((weak, alias("PMPI_T_event_handle_alloc")));
+
+/* int MPI_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function) */
+int PMPI_T_event_handle_free(int event_registration, void *user_data, void *free_cb_function)
+{
+	(void)event_registration; (void)user_data; (void)free_cb_function;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_handle_free");
+	return gorma_absent("MPI_T_event_handle_free", 0, 0);
+}
+int MPI_T_event_handle_free(int event_registration, void *user_data, void *free_cb_function) __attribute__((weak, alias("PMPI_T_event_handle_free")));
+
+/* int MPI_T_event_handle_get_info(MPI_T_event_registration event_registration, MPI_Info *info_used) */
+int PMPI_T_event_handle_get_info(int event_registration, void *info_used)
+{
+	(void)event_registration; (void)info_used;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_handle_get_info");
+	return gorma_absent("MPI_T_event_handle_get_info", 0, 0);
+}
+int MPI_T_event_handle_get_info(int event_registration, void *info_used) __attribute__((weak, alias("PMPI_T_event_handle_get_info")));
+
+/* int MPI_T_event_handle_set_info(MPI_T_event_registration event_registration, MPI_Info info) */
+int PMPI_T_event_handle_set_info(int event_registration, int info)
+{
+	(void)event_registration; (void)info;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_handle_set_info");
+	return gorma_absent("MPI_T_event_handle_set_info", 0, 0);
+}
+int MPI_T_event_handle_set_info(int event_registration, int info) __attribute__((weak, alias("PMPI_T_event_handle_set_info")));
+
+/* int MPI_T_event_read(MPI_T_event_instance event_instance, int element_index, void *buffer) */
+int PMPI_T_event_read(int event_instance, int element_index, void *buffer)
+{
+	(void)event_instance; (void)element_index; (void)buffer;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_read");
+	return gorma_absent("MPI_T_event_read", 0, 0);
+}
+int MPI_T_event_read(int event_instance, int element_index, void *buffer) __attribute__((weak, alias("PMPI_T_event_read")));
+
+/* int MPI_T_event_register_callback(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info info, void *user_data, MPI_T_event_cb_function event_cb_function) */
+int PMPI_T_event_register_callback(int event_registration, int cb_safety, int info, void *user_data, void *event_cb_function)
+{
+	(void)event_registration; (void)cb_safety; (void)info; (void)user_data; (void)event_cb_function;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_register_callback");
+	return gorma_absent("MPI_T_event_register_callback", 0, 0);
+}
+int MPI_T_event_register_callback(int event_registration, int cb_safety, int info, void *user_data, void *event_cb_function) __attribute__((weak, alias("PMPI_T_event_register_callback")));
+
+/* int MPI_T_event_set_dropped_handler(MPI_T_event_registration event_registration, MPI_T_event_dropped_cb_function dropped_cb_function) */
+int PMPI_T_event_set_dropped_handler(int event_registration, void *dropped_cb_function)
+{
+	(void)event_registration; (void)dropped_cb_function;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_set_dropped_handler");
+	return gorma_absent("MPI_T_event_set_dropped_handler", 0, 0);
+}
+int MPI_T_event_set_dropped_handler(int event_registration, void *dropped_cb_function) __attribute__((weak, alias("PMPI_T_event_set_dropped_handler")));
+
+/* int MPI_T_finalize(void) */
+int PMPI_T_finalize(void)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_finalize");
+	return gorma_absent("MPI_T_finalize", 0, 0);
+}
+int MPI_T_finalize(void) __attribute__((weak, alias("PMPI_T_finalize")));
+
+/* int MPI_T_init_thread(int required, int *provided) */
+int PMPI_T_init_thread(int required, void *provided)
+{
+	(void)required; (void)provided;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_init_thread");
+	return gorma_absent("MPI_T_init_thread", 0, 0);
+}
+int MPI_T_init_thread(int required, void *provided) __attribute__((weak, alias("PMPI_T_init_thread")));
+
+/* int MPI_T_pvar_get_index(const char *name, int var_class, int *pvar_index) */
+int PMPI_T_pvar_get_index(void *name, int var_class, void *pvar_index)
+{
+	(void)name; (void)var_class; (void)pvar_index;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_get_index");
+	return gorma_absent("MPI_T_pvar_get_index", 0, 0);
+}
+int MPI_T_pvar_get_index(void *name, int var_class, void *pvar_index) __attribute__((weak, alias("PMPI_T_pvar_get_index")));
+
+/* int MPI_T_pvar_get_info(int pvar_index, char *name, int *name_len, int *verbosity, int *var_class, MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len, int *bind, int *readonly, int *continuous, int *atomic) */
+int PMPI_T_pvar_get_info(int pvar_index, void *name, void *name_len, void *verbosity, void *var_class, void *datatype, void *enumtype, void *desc, void *desc_len, void *bind, void *readonly, void *continuous, void *atomic)
+{
+	(void)pvar_index; (void)name; (void)name_len; (void)verbosity; (void)var_class; (void)datatype; (void)enumtype; (void)desc; (void)desc_len; (void)bind; (void)readonly; (void)continuous; (void)atomic;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_get_info");
+	return gorma_absent("MPI_T_pvar_get_info", 0, 0);
+}
+int MPI_T_pvar_get_info(int pvar_index, void *name, void *name_len, void *verbosity, void *var_class, void *datatype, void *enumtype, void *desc, void *desc_len, void *bind, void *readonly, void *continuous, void *atomic) __attribute__((weak, alias("PMPI_T_pvar_get_info")));
+
+/* int MPI_T_pvar_get_num(int *num_pvar) */
+int PMPI_T_pvar_get_num(void *num_pvar)
+{
+	(void)num_pvar;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_get_num");
+	return gorma_absent("MPI_T_pvar_get_num", 0, 0);
+}
+int MPI_T_pvar_get_num(void *num_pvar) __attribute__((weak, alias("PMPI_T_pvar_get_num")));
+
+/* int MPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void *obj_handle, MPI_T_pvar_handle *handle, int *count) */
+int PMPI_T_pvar_handle_alloc(int session, int pvar_index, void *obj_handle, void *handle, void *count)
+{
+	(void)session; (void)pvar_index; (void)obj_handle; (void)handle; (void)count;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_handle_alloc");
+	return gorma_absent("MPI_T_pvar_handle_alloc", 0, 0);
+}
+int MPI_T_pvar_handle_alloc(int session, int pvar_index, void *obj_handle, void *handle, void *count) __attribute__((weak, alias("PMPI_T_pvar_handle_alloc")));
+
+/* int MPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle) */
+int PMPI_T_pvar_handle_free(int session, void *handle)
+{
+	(void)session; (void)handle;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_handle_free");
+	return gorma_absent("MPI_T_pvar_handle_free", 0, 0);
+}
+int MPI_T_pvar_handle_free(int session, void *handle) __attribute__((weak, alias("PMPI_T_pvar_handle_free")));
+
+/* int MPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) */
+int PMPI_T_pvar_read(int session, int handle, void *buf)
+{
+	(void)session; (void)handle; (void)buf;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_read");
+	return gorma_absent("MPI_T_pvar_read", 0, 0);
+}
+int MPI_T_pvar_read(int session, int handle, void *buf) __attribute__((weak, alias("PMPI_T_pvar_read")));
+
+/* int MPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) */
+int PMPI_T_pvar_readreset(int session, int handle, void *buf)
+{
+	(void)session; (void)handle; (void)buf;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_readreset");
+	return gorma_absent("MPI_T_pvar_readreset", 0, 0);
+}
+int MPI_T_pvar_readreset(int session, int handle, void *buf) __attribute__((weak, alias("PMPI_T_pvar_readreset")));
+
+/* int MPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle) */
+int PMPI_T_pvar_reset(int session, int handle)
+{
+	(void)session; (void)handle;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_reset");
+	return gorma_absent("MPI_T_pvar_reset", 0, 0);
+}
+int MPI_T_pvar_reset(int session, int handle) __attribute__((weak, alias("PMPI_T_pvar_reset")));
+
+/* int MPI_T_pvar_session_create(MPI_T_pvar_session *session) */
+int PMPI_T_pvar_session_create(void *session)
+{
+	(void)session;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_session_create");
+	return gorma_absent("MPI_T_pvar_session_create", 0, 0);
+}
+int MPI_T_pvar_session_create(void *session) __attribute__((weak, alias("PMPI_T_pvar_session_create")));
+
+/* int MPI_T_pvar_session_free(MPI_T_pvar_session *session) */
+int PMPI_T_pvar_session_free(void *session)
+{
+	(void)session;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_session_free");
+	return gorma_absent("MPI_T_pvar_session_free", 0, 0);
+}
+int MPI_T_pvar_session_free(void *session) __attribute__((weak, alias("PMPI_T_pvar_session_free")));
+
+/* int MPI_T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle) */
+int PMPI_T_pvar_start(int session, int handle)
+{
+	(void)session; (void)handle;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_start");
+	return gorma_absent("MPI_T_pvar_start", 0, 0);
+}
+int MPI_T_pvar_start(int session, int handle) __attribute__((weak, alias("PMPI_T_pvar_start")));
+
+/* int MPI_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle) */
+int PMPI_T_pvar_stop(int session, int handle)
+{
+	(void)session; (void)handle;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_stop");
+	return gorma_absent("MPI_T_pvar_stop", 0, 0);
+}
+int MPI_T_pvar_stop(int session, int handle) __attribute__((weak, alias("PMPI_T_pvar_stop")));
+
+/* int MPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf) */
+int PMPI_T_pvar_write(int session, int handle, void *buf)
+{
+	(void)session; (void)handle; (void)buf;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_write");
+	return gorma_absent("MPI_T_pvar_write", 0, 0);
+}
+int MPI_T_pvar_write(int session, int handle, void *buf) __attribute__((weak, alias("PMPI_T_pvar_write")));
+
+/* int MPI_T_source_get_info(int source_index, char *name, int *name_len, char *desc, int *desc_len, MPI_T_source_order *ordering, MPI_Count *ticks_per_second, MPI_Count *max_ticks, MPI_Info *info) */
+int PMPI_T_source_get_info(int source_index, void *name, void *name_len, void *desc, void *desc_len, void *ordering, void *ticks_per_second, void *max_ticks, void *info)
+{
+	(void)source_index; (void)name; (void)name_len; (void)desc; (void)desc_len; (void)ordering; (void)ticks_per_second; (void)max_ticks; (void)info;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_source_get_info");
+	return gorma_absent("MPI_T_source_get_info", 0, 0);
+}
+int MPI_T_source_get_info(int source_index, void *name, void *name_len, void *desc, void *desc_len, void *ordering, void *ticks_per_second, void *max_ticks, void *info) __attribute__((weak, alias("PMPI_T_source_get_info")));
+
+/* int MPI_T_source_get_num(int *num_sources) */
+int PMPI_T_source_get_num(void *num_sources)
+{
+	(void)num_sources;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_source_get_num");
+	return gorma_absent("MPI_T_source_get_num", 0, 0);
+}
+int MPI_T_source_get_num(void *num_sources) __attribute__((weak, alias("PMPI_T_source_get_num")));
+
+/* int MPI_T_source_get_timestamp(int source_index, MPI_Count *timestamp) */
+int PMPI_T_source_get_timestamp(int source_index, void *timestamp)
+{
+	(void)source_index; (void)timestamp;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_source_get_timestamp");
+	return gorma_absent("MPI_T_source_get_timestamp", 0, 0);
+}
+int MPI_T_source_get_timestamp(int source_index, void *timestamp) __attribute__((weak, alias("PMPI_T_source_get_timestamp")));
+
+/* int MPIX_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, MPIX_Grequest_poll_function *poll_fn, MPIX_Grequest_wait_function *wait_fn, void *extra_state, MPI_Request *request) */
+int PMPIX_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *poll_fn, void *wait_fn, void *extra_state, void *request)
+{
+	(void)query_fn; (void)free_fn; (void)cancel_fn; (void)poll_fn; (void)wait_fn; (void)extra_state; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Grequest_start");
+	return gorma_absent("MPIX_Grequest_start", 0, 0);
+}
+int MPIX_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *poll_fn, void *wait_fn, void *extra_state, void *request) __attribute__((weak, alias("PMPIX_Grequest_start")));
+
+/* int MPIX_Grequest_class_create(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, MPIX_Grequest_poll_function *poll_fn, MPIX_Grequest_wait_function *wait_fn, MPIX_Grequest_class *greq_class) */
+int PMPIX_Grequest_class_create(void *query_fn, void *free_fn, void *cancel_fn, void *poll_fn, void *wait_fn, void *greq_class)
+{
+	(void)query_fn; (void)free_fn; (void)cancel_fn; (void)poll_fn; (void)wait_fn; (void)greq_class;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Grequest_class_create");
+	return gorma_absent("MPIX_Grequest_class_create", 0, 0);
+}
+int MPIX_Grequest_class_create(void *query_fn, void *free_fn, void *cancel_fn, void *poll_fn, void *wait_fn, void *greq_class) __attribute__((weak, alias("PMPIX_Grequest_class_create")));
+
+/* int MPIX_Grequest_class_allocate(MPIX_Grequest_class greq_class, void *extra_state, MPI_Request *request) */
+int PMPIX_Grequest_class_allocate(int greq_class, void *extra_state, void *request)
+{
+	(void)greq_class; (void)extra_state; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Grequest_class_allocate");
+	return gorma_absent("MPIX_Grequest_class_allocate", 0, 0);
+}
+int MPIX_Grequest_class_allocate(int greq_class, void *extra_state, void *request) __attribute__((weak, alias("PMPIX_Grequest_class_allocate")));
+
+/* int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgather_c");
+	return gorma_absent("MPI_Allgather_c", 1, comm);
+}
+int MPI_Allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Allgather_c")));
+
+/* int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Allgather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgather_init_c");
+	return gorma_absent("MPI_Allgather_init_c", 1, comm);
+}
+int MPI_Allgather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allgather_init_c")));
+
+/* int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgatherv_c");
+	return gorma_absent("MPI_Allgatherv_c", 1, comm);
+}
+int MPI_Allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm) __attribute__((weak, alias("PMPI_Allgatherv_c")));
+
+/* int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Allgatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgatherv_init_c");
+	return gorma_absent("MPI_Allgatherv_init_c", 1, comm);
+}
+int MPI_Allgatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allgatherv_init_c")));
+
+/* int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Allreduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allreduce_c");
+	return gorma_absent("MPI_Allreduce_c", 1, comm);
+}
+int MPI_Allreduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Allreduce_c")));
+
+/* int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Allreduce_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allreduce_init_c");
+	return gorma_absent("MPI_Allreduce_init_c", 1, comm);
+}
+int MPI_Allreduce_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allreduce_init_c")));
+
+/* int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoall_c");
+	return gorma_absent("MPI_Alltoall_c", 1, comm);
+}
+int MPI_Alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Alltoall_c")));
+
+/* int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Alltoall_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoall_init_c");
+	return gorma_absent("MPI_Alltoall_init_c", 1, comm);
+}
+int MPI_Alltoall_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoall_init_c")));
+
+/* int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallv_c");
+	return gorma_absent("MPI_Alltoallv_c", 1, comm);
+}
+int MPI_Alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm) __attribute__((weak, alias("PMPI_Alltoallv_c")));
+
+/* int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Alltoallv_init_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallv_init_c");
+	return gorma_absent("MPI_Alltoallv_init_c", 1, comm);
+}
+int MPI_Alltoallv_init_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoallv_init_c")));
+
+/* int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) */
+int PMPI_Alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallw_c");
+	return gorma_absent("MPI_Alltoallw_c", 1, comm);
+}
+int MPI_Alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm) __attribute__((weak, alias("PMPI_Alltoallw_c")));
+
+/* int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallw_init_c");
+	return gorma_absent("MPI_Alltoallw_init_c", 1, comm);
+}
+int MPI_Alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoallw_init_c")));
+
+/* int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) */
+int PMPI_Bcast_c(void *buffer, long count, int datatype, int root, int comm)
+{
+	(void)buffer; (void)count; (void)datatype; (void)root;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bcast_c");
+	return gorma_absent("MPI_Bcast_c", 1, comm);
+}
+int MPI_Bcast_c(void *buffer, long count, int datatype, int root, int comm) __attribute__((weak, alias("PMPI_Bcast_c")));
+
+/* int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Bcast_init_c(void *buffer, long count, int datatype, int root, int comm, int info, void *request)
+{
+	(void)buffer; (void)count; (void)datatype; (void)root; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bcast_init_c");
+	return gorma_absent("MPI_Bcast_init_c", 1, comm);
+}
+int MPI_Bcast_init_c(void *buffer, long count, int datatype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Bcast_init_c")));
+
+/* int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Exscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Exscan_c");
+	return gorma_absent("MPI_Exscan_c", 1, comm);
+}
+int MPI_Exscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Exscan_c")));
+
+/* int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Exscan_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Exscan_init_c");
+	return gorma_absent("MPI_Exscan_init_c", 1, comm);
+}
+int MPI_Exscan_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Exscan_init_c")));
+
+/* int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
+int PMPI_Gather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gather_c");
+	return gorma_absent("MPI_Gather_c", 1, comm);
+}
+int MPI_Gather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Gather_c")));
+
+/* int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Gather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gather_init_c");
+	return gorma_absent("MPI_Gather_init_c", 1, comm);
+}
+int MPI_Gather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Gather_init_c")));
+
+/* int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) */
+int PMPI_Gatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)root;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gatherv_c");
+	return gorma_absent("MPI_Gatherv_c", 1, comm);
+}
+int MPI_Gatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Gatherv_c")));
+
+/* int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Gatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)root; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gatherv_init_c");
+	return gorma_absent("MPI_Gatherv_init_c", 1, comm);
+}
+int MPI_Gatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Gatherv_init_c")));
+
+/* int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iallgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iallgather_c");
+	return gorma_absent("MPI_Iallgather_c", 1, comm);
+}
+int MPI_Iallgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Iallgather_c")));
+
+/* int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iallgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iallgatherv_c");
+	return gorma_absent("MPI_Iallgatherv_c", 1, comm);
+}
+int MPI_Iallgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Iallgatherv_c")));
+
+/* int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iallreduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iallreduce_c");
+	return gorma_absent("MPI_Iallreduce_c", 1, comm);
+}
+int MPI_Iallreduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iallreduce_c")));
+
+/* int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ialltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ialltoall_c");
+	return gorma_absent("MPI_Ialltoall_c", 1, comm);
+}
+int MPI_Ialltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoall_c")));
+
+/* int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ialltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ialltoallv_c");
+	return gorma_absent("MPI_Ialltoallv_c", 1, comm);
+}
+int MPI_Ialltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoallv_c")));
+
+/* int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ialltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ialltoallw_c");
+	return gorma_absent("MPI_Ialltoallw_c", 1, comm);
+}
+int MPI_Ialltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoallw_c")));
+
+/* int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ibcast_c(void *buffer, long count, int datatype, int root, int comm, void *request)
+{
+	(void)buffer; (void)count; (void)datatype; (void)root; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ibcast_c");
+	return gorma_absent("MPI_Ibcast_c", 1, comm);
+}
+int MPI_Ibcast_c(void *buffer, long count, int datatype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Ibcast_c")));
+
+/* int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iexscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iexscan_c");
+	return gorma_absent("MPI_Iexscan_c", 1, comm);
+}
+int MPI_Iexscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iexscan_c")));
+
+/* int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Igather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Igather_c");
+	return gorma_absent("MPI_Igather_c", 1, comm);
+}
+int MPI_Igather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igather_c")));
+
+/* int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Igatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)root; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Igatherv_c");
+	return gorma_absent("MPI_Igatherv_c", 1, comm);
+}
+int MPI_Igatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igatherv_c")));
+
+/* int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_allgather_c");
+	return gorma_absent("MPI_Ineighbor_allgather_c", 1, comm);
+}
+int MPI_Ineighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_allgather_c")));
+
+/* int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_allgatherv_c");
+	return gorma_absent("MPI_Ineighbor_allgatherv_c", 1, comm);
+}
+int MPI_Ineighbor_allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_allgatherv_c")));
+
+/* int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_alltoall_c");
+	return gorma_absent("MPI_Ineighbor_alltoall_c", 1, comm);
+}
+int MPI_Ineighbor_alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoall_c")));
+
+/* int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_alltoallv_c");
+	return gorma_absent("MPI_Ineighbor_alltoallv_c", 1, comm);
+}
+int MPI_Ineighbor_alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallv_c")));
+
+/* int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_alltoallw_c");
+	return gorma_absent("MPI_Ineighbor_alltoallw_c", 1, comm);
+}
+int MPI_Ineighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallw_c")));
+
+/* int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ireduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)root; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ireduce_c");
+	return gorma_absent("MPI_Ireduce_c", 1, comm);
+}
+int MPI_Ireduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_c")));
+
+/* int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ireduce_scatter_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)recvcounts; (void)datatype; (void)op; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ireduce_scatter_c");
+	return gorma_absent("MPI_Ireduce_scatter_c", 1, comm);
+}
+int MPI_Ireduce_scatter_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_scatter_c")));
+
+/* int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ireduce_scatter_block_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)recvcount; (void)datatype; (void)op; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ireduce_scatter_block_c");
+	return gorma_absent("MPI_Ireduce_scatter_block_c", 1, comm);
+}
+int MPI_Ireduce_scatter_block_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_scatter_block_c")));
+
+/* int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iscan_c");
+	return gorma_absent("MPI_Iscan_c", 1, comm);
+}
+int MPI_Iscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iscan_c")));
+
+/* int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iscatter_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iscatter_c");
+	return gorma_absent("MPI_Iscatter_c", 1, comm);
+}
+int MPI_Iscatter_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatter_c")));
+
+/* int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iscatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)displs; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iscatterv_c");
+	return gorma_absent("MPI_Iscatterv_c", 1, comm);
+}
+int MPI_Iscatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatterv_c")));
+
+/* int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgather_c");
+	return gorma_absent("MPI_Neighbor_allgather_c", 1, comm);
+}
+int MPI_Neighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_allgather_c")));
+
+/* int MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_allgather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgather_init_c");
+	return gorma_absent("MPI_Neighbor_allgather_init_c", 1, comm);
+}
+int MPI_Neighbor_allgather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_allgather_init_c")));
+
+/* int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgatherv_c");
+	return gorma_absent("MPI_Neighbor_allgatherv_c", 1, comm);
+}
+int MPI_Neighbor_allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_allgatherv_c")));
+
+/* int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_allgatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgatherv_init_c");
+	return gorma_absent("MPI_Neighbor_allgatherv_init_c", 1, comm);
+}
+int MPI_Neighbor_allgatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_allgatherv_init_c")));
+
+/* int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoall_c");
+	return gorma_absent("MPI_Neighbor_alltoall_c", 1, comm);
+}
+int MPI_Neighbor_alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoall_c")));
+
+/* int MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_alltoall_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoall_init_c");
+	return gorma_absent("MPI_Neighbor_alltoall_init_c", 1, comm);
+}
+int MPI_Neighbor_alltoall_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoall_init_c")));
+
+/* int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallv_c");
+	return gorma_absent("MPI_Neighbor_alltoallv_c", 1, comm);
+}
+int MPI_Neighbor_alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallv_c")));
+
+/* int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_alltoallv_init_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallv_init_c");
+	return gorma_absent("MPI_Neighbor_alltoallv_init_c", 1, comm);
+}
+int MPI_Neighbor_alltoallv_init_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallv_init_c")));
+
+/* int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) */
+int PMPI_Neighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallw_c");
+	return gorma_absent("MPI_Neighbor_alltoallw_c", 1, comm);
+}
+int MPI_Neighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallw_c")));
+
+/* int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallw_init_c");
+	return gorma_absent("MPI_Neighbor_alltoallw_init_c", 1, comm);
+}
+int MPI_Neighbor_alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallw_init_c")));
+
+/* int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) */
+int PMPI_Reduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)root;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_c");
+	return gorma_absent("MPI_Reduce_c", 1, comm);
+}
+int MPI_Reduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm) __attribute__((weak, alias("PMPI_Reduce_c")));
+
+/* int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Reduce_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)root; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_init_c");
+	return gorma_absent("MPI_Reduce_init_c", 1, comm);
+}
+int MPI_Reduce_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_init_c")));
+
+/* int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op) */
+int PMPI_Reduce_local_c(void *inbuf, void *inoutbuf, long count, int datatype, int op)
+{
+	(void)inbuf; (void)inoutbuf; (void)count; (void)datatype; (void)op;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_local_c");
+	return gorma_absent("MPI_Reduce_local_c", 0, 0);
+}
+int MPI_Reduce_local_c(void *inbuf, void *inoutbuf, long count, int datatype, int op) __attribute__((weak, alias("PMPI_Reduce_local_c")));
+
+/* int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Reduce_scatter_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm)
+{
+	(void)sendbuf; (void)recvbuf; (void)recvcounts; (void)datatype; (void)op;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_c");
+	return gorma_absent("MPI_Reduce_scatter_c", 1, comm);
+}
+int MPI_Reduce_scatter_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Reduce_scatter_c")));
+
+/* int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Reduce_scatter_block_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm)
+{
+	(void)sendbuf; (void)recvbuf; (void)recvcount; (void)datatype; (void)op;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_block_c");
+	return gorma_absent("MPI_Reduce_scatter_block_c", 1, comm);
+}
+int MPI_Reduce_scatter_block_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Reduce_scatter_block_c")));
+
+/* int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Reduce_scatter_block_init_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)recvcount; (void)datatype; (void)op; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_block_init_c");
+	return gorma_absent("MPI_Reduce_scatter_block_init_c", 1, comm);
+}
+int MPI_Reduce_scatter_block_init_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_scatter_block_init_c")));
+
+/* int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Reduce_scatter_init_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)recvcounts; (void)datatype; (void)op; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_init_c");
+	return gorma_absent("MPI_Reduce_scatter_init_c", 1, comm);
+}
+int MPI_Reduce_scatter_init_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_scatter_init_c")));
+
+/* int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Scan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scan_c");
+	return gorma_absent("MPI_Scan_c", 1, comm);
+}
+int MPI_Scan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Scan_c")));
+
+/* int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Scan_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scan_init_c");
+	return gorma_absent("MPI_Scan_init_c", 1, comm);
+}
+int MPI_Scan_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scan_init_c")));
+
+/* int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
+int PMPI_Scatter_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatter_c");
+	return gorma_absent("MPI_Scatter_c", 1, comm);
+}
+int MPI_Scatter_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Scatter_c")));
+
+/* int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Scatter_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatter_init_c");
+	return gorma_absent("MPI_Scatter_init_c", 1, comm);
+}
+int MPI_Scatter_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatter_init_c")));
+
+/* int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
+int PMPI_Scatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm)
+{
+	(void)sendbuf; (void)sendcounts; (void)displs; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatterv_c");
+	return gorma_absent("MPI_Scatterv_c", 1, comm);
+}
+int MPI_Scatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Scatterv_c")));
+
+/* int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Scatterv_init_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request)
+{
+	(void)sendbuf; (void)sendcounts; (void)displs; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)info; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatterv_init_c");
+	return gorma_absent("MPI_Scatterv_init_c", 1, comm);
+}
+int MPI_Scatterv_init_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatterv_init_c")));
+
+/* int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) */
+int PMPI_Get_count_c(void *status, int datatype, void *count)
+{
+	(void)status; (void)datatype; (void)count;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_count_c");
+	return gorma_absent("MPI_Get_count_c", 0, 0);
+}
+int MPI_Get_count_c(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_count_c")));
+
+/* int MPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) */
+int PMPI_Get_elements_c(void *status, int datatype, void *count)
+{
+	(void)status; (void)datatype; (void)count;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_elements_c");
+	return gorma_absent("MPI_Get_elements_c", 0, 0);
+}
+int MPI_Get_elements_c(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_elements_c")));
+
+/* int MPI_Pack_c(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position, MPI_Comm comm) */
+int PMPI_Pack_c(void *inbuf, long incount, int datatype, void *outbuf, long outsize, void *position, int comm)
+{
+	(void)inbuf; (void)incount; (void)datatype; (void)outbuf; (void)outsize; (void)position;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack_c");
+	return gorma_absent("MPI_Pack_c", 1, comm);
+}
+int MPI_Pack_c(void *inbuf, long incount, int datatype, void *outbuf, long outsize, void *position, int comm) __attribute__((weak, alias("PMPI_Pack_c")));
+
+/* int MPI_Pack_external_c(const char *datarep, const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position) */
+int PMPI_Pack_external_c(void *datarep, void *inbuf, long incount, int datatype, void *outbuf, long outsize, void *position)
+{
+	(void)datarep; (void)inbuf; (void)incount; (void)datatype; (void)outbuf; (void)outsize; (void)position;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack_external_c");
+	return gorma_absent("MPI_Pack_external_c", 0, 0);
+}
+int MPI_Pack_external_c(void *datarep, void *inbuf, long incount, int datatype, void *outbuf, long outsize, void *position) __attribute__((weak, alias("PMPI_Pack_external_c")));
+
+/* int MPI_Pack_external_size_c(const char *datarep, MPI_Count incount, MPI_Datatype datatype, MPI_Count *size) */
+int PMPI_Pack_external_size_c(void *datarep, long incount, int datatype, void *size)
+{
+	(void)datarep; (void)incount; (void)datatype; (void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack_external_size_c");
+	return gorma_absent("MPI_Pack_external_size_c", 0, 0);
+}
+int MPI_Pack_external_size_c(void *datarep, long incount, int datatype, void *size) __attribute__((weak, alias("PMPI_Pack_external_size_c")));
+
+/* int MPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm, MPI_Count *size) */
+int PMPI_Pack_size_c(long incount, int datatype, int comm, void *size)
+{
+	(void)incount; (void)datatype; (void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack_size_c");
+	return gorma_absent("MPI_Pack_size_c", 1, comm);
+}
+int MPI_Pack_size_c(long incount, int datatype, int comm, void *size) __attribute__((weak, alias("PMPI_Pack_size_c")));
+
+/* int MPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_contiguous_c(long count, int oldtype, void *newtype)
+{
+	(void)count; (void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_contiguous_c");
+	return gorma_absent("MPI_Type_contiguous_c", 0, 0);
+}
+int MPI_Type_contiguous_c(long count, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_contiguous_c")));
+
+/* int MPI_Type_create_darray_c(int size, int rank, int ndims, const MPI_Count array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_darray_c(int size, int rank, int ndims, void *array_of_gsizes, void *array_of_distribs, void *array_of_dargs, void *array_of_psizes, int order, int oldtype, void *newtype)
+{
+	(void)size; (void)rank; (void)ndims; (void)array_of_gsizes; (void)array_of_distribs; (void)array_of_dargs; (void)array_of_psizes; (void)order; (void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_darray_c");
+	return gorma_absent("MPI_Type_create_darray_c", 0, 0);
+}
+int MPI_Type_create_darray_c(int size, int rank, int ndims, void *array_of_gsizes, void *array_of_distribs, void *array_of_dargs, void *array_of_psizes, int order, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_darray_c")));
+
+/* int MPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_hindexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
+{
+	(void)count; (void)array_of_blocklengths; (void)array_of_displacements; (void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_hindexed_c");
+	return gorma_absent("MPI_Type_create_hindexed_c", 0, 0);
+}
+int MPI_Type_create_hindexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed_c")));
+
+/* int MPI_Type_create_hindexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_hindexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype)
+{
+	(void)count; (void)blocklength; (void)array_of_displacements; (void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_hindexed_block_c");
+	return gorma_absent("MPI_Type_create_hindexed_block_c", 0, 0);
+}
+int MPI_Type_create_hindexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed_block_c")));
+
+/* int MPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_hvector_c(long count, long blocklength, long stride, int oldtype, void *newtype)
+{
+	(void)count; (void)blocklength; (void)stride; (void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_hvector_c");
+	return gorma_absent("MPI_Type_create_hvector_c", 0, 0);
+}
+int MPI_Type_create_hvector_c(long count, long blocklength, long stride, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hvector_c")));
+
+/* int MPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_indexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype)
+{
+	(void)count; (void)blocklength; (void)array_of_displacements; (void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_indexed_block_c");
+	return gorma_absent("MPI_Type_create_indexed_block_c", 0, 0);
+}
+int MPI_Type_create_indexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_indexed_block_c")));
+
+/* int MPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent, MPI_Datatype *newtype) */
+int PMPI_Type_create_resized_c(int oldtype, long lb, long extent, void *newtype)
+{
+	(void)oldtype; (void)lb; (void)extent; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_resized_c");
+	return gorma_absent("MPI_Type_create_resized_c", 0, 0);
+}
+int MPI_Type_create_resized_c(int oldtype, long lb, long extent, void *newtype) __attribute__((weak, alias("PMPI_Type_create_resized_c")));
+
+/* int MPI_Type_create_struct_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype) */
+int PMPI_Type_create_struct_c(long count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype)
+{
+	(void)count; (void)array_of_blocklengths; (void)array_of_displacements; (void)array_of_types; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_struct_c");
+	return gorma_absent("MPI_Type_create_struct_c", 0, 0);
+}
+int MPI_Type_create_struct_c(long count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype) __attribute__((weak, alias("PMPI_Type_create_struct_c")));
+
+/* int MPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_sizes[], const MPI_Count array_of_subsizes[], const MPI_Count array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_subarray_c(int ndims, void *array_of_sizes, void *array_of_subsizes, void *array_of_starts, int order, int oldtype, void *newtype)
+{
+	(void)ndims; (void)array_of_sizes; (void)array_of_subsizes; (void)array_of_starts; (void)order; (void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_subarray_c");
+	return gorma_absent("MPI_Type_create_subarray_c", 0, 0);
+}
+int MPI_Type_create_subarray_c(int ndims, void *array_of_sizes, void *array_of_subsizes, void *array_of_starts, int order, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_subarray_c")));
+
+/* int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses, MPI_Count max_large_counts, MPI_Count max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[]) */
+int PMPI_Type_get_contents_c(int datatype, long max_integers, long max_addresses, long max_large_counts, long max_datatypes, void *array_of_integers, void *array_of_addresses, void *array_of_large_counts, void *array_of_datatypes)
+{
+	(void)datatype; (void)max_integers; (void)max_addresses; (void)max_large_counts; (void)max_datatypes; (void)array_of_integers; (void)array_of_addresses; (void)array_of_large_counts; (void)array_of_datatypes;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_contents_c");
+	return gorma_absent("MPI_Type_get_contents_c", 0, 0);
+}
+int MPI_Type_get_contents_c(int datatype, long max_integers, long max_addresses, long max_large_counts, long max_datatypes, void *array_of_integers, void *array_of_addresses, void *array_of_large_counts, void *array_of_datatypes) __attribute__((weak, alias("PMPI_Type_get_contents_c")));
+
+/* int MPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses, MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner) */
+int PMPI_Type_get_envelope_c(int datatype, void *num_integers, void *num_addresses, void *num_large_counts, void *num_datatypes, void *combiner)
+{
+	(void)datatype; (void)num_integers; (void)num_addresses; (void)num_large_counts; (void)num_datatypes; (void)combiner;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_envelope_c");
+	return gorma_absent("MPI_Type_get_envelope_c", 0, 0);
+}
+int MPI_Type_get_envelope_c(int datatype, void *num_integers, void *num_addresses, void *num_large_counts, void *num_datatypes, void *combiner) __attribute__((weak, alias("PMPI_Type_get_envelope_c")));
+
+/* int MPI_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent) */
+int PMPI_Type_get_extent_c(int datatype, void *lb, void *extent)
+{
+	(void)datatype; (void)lb; (void)extent;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_extent_c");
+	return gorma_absent("MPI_Type_get_extent_c", 0, 0);
+}
+int MPI_Type_get_extent_c(int datatype, void *lb, void *extent) __attribute__((weak, alias("PMPI_Type_get_extent_c")));
+
+/* int MPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent) */
+int PMPI_Type_get_true_extent_c(int datatype, void *true_lb, void *true_extent)
+{
+	(void)datatype; (void)true_lb; (void)true_extent;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_true_extent_c");
+	return gorma_absent("MPI_Type_get_true_extent_c", 0, 0);
+}
+int MPI_Type_get_true_extent_c(int datatype, void *true_lb, void *true_extent) __attribute__((weak, alias("PMPI_Type_get_true_extent_c")));
+
+/* int MPI_Type_indexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_indexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
+{
+	(void)count; (void)array_of_blocklengths; (void)array_of_displacements; (void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_indexed_c");
+	return gorma_absent("MPI_Type_indexed_c", 0, 0);
+}
+int MPI_Type_indexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_indexed_c")));
+
+/* int MPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size) */
+int PMPI_Type_size_c(int datatype, void *size)
+{
+	(void)datatype; (void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_size_c");
+	return gorma_absent("MPI_Type_size_c", 0, 0);
+}
+int MPI_Type_size_c(int datatype, void *size) __attribute__((weak, alias("PMPI_Type_size_c")));
+
+/* int MPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_vector_c(long count, long blocklength, long stride, int oldtype, void *newtype)
+{
+	(void)count; (void)blocklength; (void)stride; (void)oldtype; (void)newtype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_vector_c");
+	return gorma_absent("MPI_Type_vector_c", 0, 0);
+}
+int MPI_Type_vector_c(long count, long blocklength, long stride, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_vector_c")));
+
+/* int MPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype, MPI_Comm comm) */
+int PMPI_Unpack_c(void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype, int comm)
+{
+	(void)inbuf; (void)insize; (void)position; (void)outbuf; (void)outcount; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Unpack_c");
+	return gorma_absent("MPI_Unpack_c", 1, comm);
+}
+int MPI_Unpack_c(void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype, int comm) __attribute__((weak, alias("PMPI_Unpack_c")));
+
+/* int MPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype) */
+int PMPI_Unpack_external_c(void *datarep, void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype)
+{
+	(void)datarep; (void)inbuf; (void)insize; (void)position; (void)outbuf; (void)outcount; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Unpack_external_c");
+	return gorma_absent("MPI_Unpack_external_c", 0, 0);
+}
+int MPI_Unpack_external_c(void *datarep, void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype) __attribute__((weak, alias("PMPI_Unpack_external_c")));
+
+/* int MPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op) */
+int PMPI_Op_create_c(void *user_fn, int commute, void *op)
+{
+	(void)user_fn; (void)commute; (void)op;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Op_create_c");
+	return gorma_absent("MPI_Op_create_c", 0, 0);
+}
+int MPI_Op_create_c(void *user_fn, int commute, void *op) __attribute__((weak, alias("PMPI_Op_create_c")));
+
+/* int MPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
+int PMPI_Bsend_c(void *buf, long count, int datatype, int dest, int tag, int comm)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bsend_c");
+	return gorma_absent("MPI_Bsend_c", 1, comm);
+}
+int MPI_Bsend_c(void *buf, long count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Bsend_c")));
+
+/* int MPI_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Bsend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bsend_init_c");
+	return gorma_absent("MPI_Bsend_init_c", 1, comm);
+}
+int MPI_Bsend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Bsend_init_c")));
+
+/* int MPI_Buffer_attach_c(void *buffer, MPI_Count size) */
+int PMPI_Buffer_attach_c(void *buffer, long size)
+{
+	(void)buffer; (void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Buffer_attach_c");
+	return gorma_absent("MPI_Buffer_attach_c", 0, 0);
+}
+int MPI_Buffer_attach_c(void *buffer, long size) __attribute__((weak, alias("PMPI_Buffer_attach_c")));
+
+/* int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size) */
+int PMPI_Buffer_detach_c(void *buffer_addr, void *size)
+{
+	(void)buffer_addr; (void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Buffer_detach_c");
+	return gorma_absent("MPI_Buffer_detach_c", 0, 0);
+}
+int MPI_Buffer_detach_c(void *buffer_addr, void *size) __attribute__((weak, alias("PMPI_Buffer_detach_c")));
+
+/* int MPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ibsend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ibsend_c");
+	return gorma_absent("MPI_Ibsend_c", 1, comm);
+}
+int MPI_Ibsend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Ibsend_c")));
+
+/* int MPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request) */
+int PMPI_Imrecv_c(void *buf, long count, int datatype, void *message, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)message; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Imrecv_c");
+	return gorma_absent("MPI_Imrecv_c", 0, 0);
+}
+int MPI_Imrecv_c(void *buf, long count, int datatype, void *message, void *request) __attribute__((weak, alias("PMPI_Imrecv_c")));
+
+/* int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Irecv_c(void *buf, long count, int datatype, int source, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)source; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Irecv_c");
+	return gorma_absent("MPI_Irecv_c", 1, comm);
+}
+int MPI_Irecv_c(void *buf, long count, int datatype, int source, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Irecv_c")));
+
+/* int MPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Irsend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Irsend_c");
+	return gorma_absent("MPI_Irsend_c", 1, comm);
+}
+int MPI_Irsend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Irsend_c")));
+
+/* int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Isend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Isend_c");
+	return gorma_absent("MPI_Isend_c", 1, comm);
+}
+int MPI_Isend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Isend_c")));
+
+/* int MPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Isendrecv_c(void *sendbuf, long sendcount, int sendtype, int dest, int sendtag, void *recvbuf, long recvcount, int recvtype, int source, int recvtag, int comm, void *request)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)dest; (void)sendtag; (void)recvbuf; (void)recvcount; (void)recvtype; (void)source; (void)recvtag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Isendrecv_c");
+	return gorma_absent("MPI_Isendrecv_c", 1, comm);
+}
+int MPI_Isendrecv_c(void *sendbuf, long sendcount, int sendtype, int dest, int sendtag, void *recvbuf, long recvcount, int recvtype, int source, int recvtag, int comm, void *request) __attribute__((weak, alias("PMPI_Isendrecv_c")));
+
+/* int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Isendrecv_replace_c(void *buf, long count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)sendtag; (void)source; (void)recvtag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Isendrecv_replace_c");
+	return gorma_absent("MPI_Isendrecv_replace_c", 1, comm);
+}
+int MPI_Isendrecv_replace_c(void *buf, long count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *request) __attribute__((weak, alias("PMPI_Isendrecv_replace_c")));
+
+/* int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Issend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Issend_c");
+	return gorma_absent("MPI_Issend_c", 1, comm);
+}
+int MPI_Issend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Issend_c")));
+
+/* int MPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status) */
+int PMPI_Mrecv_c(void *buf, long count, int datatype, void *message, void *status)
+{
+	(void)buf; (void)count; (void)datatype; (void)message; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Mrecv_c");
+	return gorma_absent("MPI_Mrecv_c", 0, 0);
+}
+int MPI_Mrecv_c(void *buf, long count, int datatype, void *message, void *status) __attribute__((weak, alias("PMPI_Mrecv_c")));
+
+/* int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status) */
+int PMPI_Recv_c(void *buf, long count, int datatype, int source, int tag, int comm, void *status)
+{
+	(void)buf; (void)count; (void)datatype; (void)source; (void)tag; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Recv_c");
+	return gorma_absent("MPI_Recv_c", 1, comm);
+}
+int MPI_Recv_c(void *buf, long count, int datatype, int source, int tag, int comm, void *status) __attribute__((weak, alias("PMPI_Recv_c")));
+
+/* int MPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Recv_init_c(void *buf, long count, int datatype, int source, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)source; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Recv_init_c");
+	return gorma_absent("MPI_Recv_init_c", 1, comm);
+}
+int MPI_Recv_init_c(void *buf, long count, int datatype, int source, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Recv_init_c")));
+
+/* int MPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
+int PMPI_Rsend_c(void *buf, long count, int datatype, int dest, int tag, int comm)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rsend_c");
+	return gorma_absent("MPI_Rsend_c", 1, comm);
+}
+int MPI_Rsend_c(void *buf, long count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Rsend_c")));
+
+/* int MPI_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Rsend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rsend_init_c");
+	return gorma_absent("MPI_Rsend_init_c", 1, comm);
+}
+int MPI_Rsend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Rsend_init_c")));
+
+/* int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
+int PMPI_Send_c(void *buf, long count, int datatype, int dest, int tag, int comm)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Send_c");
+	return gorma_absent("MPI_Send_c", 1, comm);
+}
+int MPI_Send_c(void *buf, long count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Send_c")));
+
+/* int MPI_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Send_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Send_init_c");
+	return gorma_absent("MPI_Send_init_c", 1, comm);
+}
+int MPI_Send_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Send_init_c")));
+
+/* int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) */
+int PMPI_Sendrecv_c(void *sendbuf, long sendcount, int sendtype, int dest, int sendtag, void *recvbuf, long recvcount, int recvtype, int source, int recvtag, int comm, void *status)
+{
+	(void)sendbuf; (void)sendcount; (void)sendtype; (void)dest; (void)sendtag; (void)recvbuf; (void)recvcount; (void)recvtype; (void)source; (void)recvtag; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Sendrecv_c");
+	return gorma_absent("MPI_Sendrecv_c", 1, comm);
+}
+int MPI_Sendrecv_c(void *sendbuf, long sendcount, int sendtype, int dest, int sendtag, void *recvbuf, long recvcount, int recvtype, int source, int recvtag, int comm, void *status) __attribute__((weak, alias("PMPI_Sendrecv_c")));
+
+/* int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status) */
+int PMPI_Sendrecv_replace_c(void *buf, long count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *status)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)sendtag; (void)source; (void)recvtag; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Sendrecv_replace_c");
+	return gorma_absent("MPI_Sendrecv_replace_c", 1, comm);
+}
+int MPI_Sendrecv_replace_c(void *buf, long count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *status) __attribute__((weak, alias("PMPI_Sendrecv_replace_c")));
+
+/* int MPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
+int PMPI_Ssend_c(void *buf, long count, int datatype, int dest, int tag, int comm)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ssend_c");
+	return gorma_absent("MPI_Ssend_c", 1, comm);
+}
+int MPI_Ssend_c(void *buf, long count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Ssend_c")));
+
+/* int MPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ssend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ssend_init_c");
+	return gorma_absent("MPI_Ssend_init_c", 1, comm);
+}
+int MPI_Ssend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Ssend_init_c")));
+
+/* int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) */
+int PMPI_Accumulate_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win)
+{
+	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)op;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Accumulate_c");
+	return gorma_absent("MPI_Accumulate_c", 2, win);
+}
+int MPI_Accumulate_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win) __attribute__((weak, alias("PMPI_Accumulate_c")));
+
+/* int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win) */
+int PMPI_Get_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win)
+{
+	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_c");
+	return gorma_absent("MPI_Get_c", 2, win);
+}
+int MPI_Get_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win) __attribute__((weak, alias("PMPI_Get_c")));
+
+/* int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) */
+int PMPI_Get_accumulate_c(void *origin_addr, long origin_count, int origin_datatype, void *result_addr, long result_count, int result_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win)
+{
+	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)result_addr; (void)result_count; (void)result_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)op;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_accumulate_c");
+	return gorma_absent("MPI_Get_accumulate_c", 2, win);
+}
+int MPI_Get_accumulate_c(void *origin_addr, long origin_count, int origin_datatype, void *result_addr, long result_count, int result_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win) __attribute__((weak, alias("PMPI_Get_accumulate_c")));
+
+/* int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win) */
+int PMPI_Put_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win)
+{
+	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Put_c");
+	return gorma_absent("MPI_Put_c", 2, win);
+}
+int MPI_Put_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win) __attribute__((weak, alias("PMPI_Put_c")));
+
+/* int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) */
+int PMPI_Raccumulate_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win, void *request)
+{
+	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)op; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Raccumulate_c");
+	return gorma_absent("MPI_Raccumulate_c", 2, win);
+}
+int MPI_Raccumulate_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win, void *request) __attribute__((weak, alias("PMPI_Raccumulate_c")));
+
+/* int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) */
+int PMPI_Rget_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win, void *request)
+{
+	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rget_c");
+	return gorma_absent("MPI_Rget_c", 2, win);
+}
+int MPI_Rget_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win, void *request) __attribute__((weak, alias("PMPI_Rget_c")));
+
+/* int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) */
+int PMPI_Rget_accumulate_c(void *origin_addr, long origin_count, int origin_datatype, void *result_addr, long result_count, int result_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win, void *request)
+{
+	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)result_addr; (void)result_count; (void)result_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)op; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rget_accumulate_c");
+	return gorma_absent("MPI_Rget_accumulate_c", 2, win);
+}
+int MPI_Rget_accumulate_c(void *origin_addr, long origin_count, int origin_datatype, void *result_addr, long result_count, int result_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win, void *request) __attribute__((weak, alias("PMPI_Rget_accumulate_c")));
+
+/* int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) */
+int PMPI_Rput_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win, void *request)
+{
+	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rput_c");
+	return gorma_absent("MPI_Rput_c", 2, win);
+}
+int MPI_Rput_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win, void *request) __attribute__((weak, alias("PMPI_Rput_c")));
+
+/* int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) */
+int PMPI_Win_allocate_c(long size, long disp_unit, int info, int comm, void *baseptr, void *win)
+{
+	(void)size; (void)disp_unit; (void)info; (void)baseptr; (void)win;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_allocate_c");
+	return gorma_absent("MPI_Win_allocate_c", 1, comm);
+}
+int MPI_Win_allocate_c(long size, long disp_unit, int info, int comm, void *baseptr, void *win) __attribute__((weak, alias("PMPI_Win_allocate_c")));
+
+/* int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) */
+int PMPI_Win_allocate_shared_c(long size, long disp_unit, int info, int comm, void *baseptr, void *win)
+{
+	(void)size; (void)disp_unit; (void)info; (void)baseptr; (void)win;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_allocate_shared_c");
+	return gorma_absent("MPI_Win_allocate_shared_c", 1, comm);
+}
+int MPI_Win_allocate_shared_c(long size, long disp_unit, int info, int comm, void *baseptr, void *win) __attribute__((weak, alias("PMPI_Win_allocate_shared_c")));
+
+/* int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) */
+int PMPI_Win_create_c(void *base, long size, long disp_unit, int info, int comm, void *win)
+{
+	(void)base; (void)size; (void)disp_unit; (void)info; (void)win;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_create_c");
+	return gorma_absent("MPI_Win_create_c", 1, comm);
+}
+int MPI_Win_create_c(void *base, long size, long disp_unit, int info, int comm, void *win) __attribute__((weak, alias("PMPI_Win_create_c")));
+
+/* int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void *baseptr) */
+int PMPI_Win_shared_query_c(int win, int rank, void *size, void *disp_unit, void *baseptr)
+{
+	(void)rank; (void)size; (void)disp_unit; (void)baseptr;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_shared_query_c");
+	return gorma_absent("MPI_Win_shared_query_c", 2, win);
+}
+int MPI_Win_shared_query_c(int win, int rank, void *size, void *disp_unit, void *baseptr) __attribute__((weak, alias("PMPI_Win_shared_query_c")));
+
+/* int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) */
+int PMPI_File_open(int comm, void *filename, int amode, int info, void *fh)
+{
+	(void)filename; (void)amode; (void)info; (void)fh;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_open");
+	return gorma_absent("MPI_File_open", 1, comm);
+}
+int MPI_File_open(int comm, void *filename, int amode, int info, void *fh) __attribute__((weak, alias("PMPI_File_open")));
+
+/* int MPI_File_close(MPI_File *fh) */
+int PMPI_File_close(void *fh)
+{
+	(void)fh;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_close");
+	return gorma_absent("MPI_File_close", 0, 0);
+}
+int MPI_File_close(void *fh) __attribute__((weak, alias("PMPI_File_close")));
+
+/* int MPI_File_delete(const char *filename, MPI_Info info) */
+int PMPI_File_delete(void *filename, int info)
+{
+	(void)filename; (void)info;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_delete");
+	return gorma_absent("MPI_File_delete", 0, 0);
+}
+int MPI_File_delete(void *filename, int info) __attribute__((weak, alias("PMPI_File_delete")));
+
+/* int MPI_File_set_size(MPI_File fh, MPI_Offset size) */
+int PMPI_File_set_size(void *fh, long size)
+{
+	(void)fh; (void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_set_size");
+	return gorma_absent("MPI_File_set_size", 0, 0);
+}
+int MPI_File_set_size(void *fh, long size) __attribute__((weak, alias("PMPI_File_set_size")));
+
+/* int MPI_File_preallocate(MPI_File fh, MPI_Offset size) */
+int PMPI_File_preallocate(void *fh, long size)
+{
+	(void)fh; (void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_preallocate");
+	return gorma_absent("MPI_File_preallocate", 0, 0);
+}
+int MPI_File_preallocate(void *fh, long size) __attribute__((weak, alias("PMPI_File_preallocate")));
+
+/* int MPI_File_get_size(MPI_File fh, MPI_Offset *size) */
+int PMPI_File_get_size(void *fh, void *size)
+{
+	(void)fh; (void)size;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_size");
+	return gorma_absent("MPI_File_get_size", 0, 0);
+}
+int MPI_File_get_size(void *fh, void *size) __attribute__((weak, alias("PMPI_File_get_size")));
+
+/* int MPI_File_get_group(MPI_File fh, MPI_Group *group) */
+int PMPI_File_get_group(void *fh, void *group)
+{
+	(void)fh; (void)group;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_group");
+	return gorma_absent("MPI_File_get_group", 0, 0);
+}
+int MPI_File_get_group(void *fh, void *group) __attribute__((weak, alias("PMPI_File_get_group")));
+
+/* int MPI_File_get_amode(MPI_File fh, int *amode) */
+int PMPI_File_get_amode(void *fh, void *amode)
+{
+	(void)fh; (void)amode;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_amode");
+	return gorma_absent("MPI_File_get_amode", 0, 0);
+}
+int MPI_File_get_amode(void *fh, void *amode) __attribute__((weak, alias("PMPI_File_get_amode")));
+
+/* int MPI_File_set_info(MPI_File fh, MPI_Info info) */
+int PMPI_File_set_info(void *fh, int info)
+{
+	(void)fh; (void)info;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_set_info");
+	return gorma_absent("MPI_File_set_info", 0, 0);
+}
+int MPI_File_set_info(void *fh, int info) __attribute__((weak, alias("PMPI_File_set_info")));
+
+/* int MPI_File_get_info(MPI_File fh, MPI_Info *info_used) */
+int PMPI_File_get_info(void *fh, void *info_used)
+{
+	(void)fh; (void)info_used;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_info");
+	return gorma_absent("MPI_File_get_info", 0, 0);
+}
+int MPI_File_get_info(void *fh, void *info_used) __attribute__((weak, alias("PMPI_File_get_info")));
+
+/* int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep, MPI_Info info) */
+int PMPI_File_set_view(void *fh, long disp, int etype, int filetype, void *datarep, int info)
+{
+	(void)fh; (void)disp; (void)etype; (void)filetype; (void)datarep; (void)info;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_set_view");
+	return gorma_absent("MPI_File_set_view", 0, 0);
+}
+int MPI_File_set_view(void *fh, long disp, int etype, int filetype, void *datarep, int info) __attribute__((weak, alias("PMPI_File_set_view")));
+
+/* int MPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep) */
+int PMPI_File_get_view(void *fh, void *disp, void *etype, void *filetype, void *datarep)
+{
+	(void)fh; (void)disp; (void)etype; (void)filetype; (void)datarep;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_view");
+	return gorma_absent("MPI_File_get_view", 0, 0);
+}
+int MPI_File_get_view(void *fh, void *disp, void *etype, void *filetype, void *datarep) __attribute__((weak, alias("PMPI_File_get_view")));
+
+/* int MPI_File_read_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_at(void *fh, long offset, void *buf, int count, int datatype, void *status)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at");
+	return gorma_absent("MPI_File_read_at", 0, 0);
+}
+int MPI_File_read_at(void *fh, long offset, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_at")));
+
+/* int MPI_File_read_at_all(MPI_File fh, MPI_Offset offset, void * buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_at_all(void *fh, long offset, void *buf, int count, int datatype, void *status)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at_all");
+	return gorma_absent("MPI_File_read_at_all", 0, 0);
+}
+int MPI_File_read_at_all(void *fh, long offset, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_at_all")));
+
+/* int MPI_File_write_at(MPI_File fh, MPI_Offset offset, const void * buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_at(void *fh, long offset, void *buf, int count, int datatype, void *status)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at");
+	return gorma_absent("MPI_File_write_at", 0, 0);
+}
+int MPI_File_write_at(void *fh, long offset, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_at")));
+
+/* int MPI_File_write_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_at_all(void *fh, long offset, void *buf, int count, int datatype, void *status)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at_all");
+	return gorma_absent("MPI_File_write_at_all", 0, 0);
+}
+int MPI_File_write_at_all(void *fh, long offset, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_at_all")));
+
+/* int MPI_File_iread_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iread_at(void *fh, long offset, void *buf, int count, int datatype, void *request)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_at");
+	return gorma_absent("MPI_File_iread_at", 0, 0);
+}
+int MPI_File_iread_at(void *fh, long offset, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_at")));
+
+/* int MPI_File_iwrite_at(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iwrite_at(void *fh, long offset, void *buf, int count, int datatype, void *request)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_at");
+	return gorma_absent("MPI_File_iwrite_at", 0, 0);
+}
+int MPI_File_iwrite_at(void *fh, long offset, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_at")));
+
+/* int MPI_File_read(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read(void *fh, void *buf, int count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read");
+	return gorma_absent("MPI_File_read", 0, 0);
+}
+int MPI_File_read(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read")));
+
+/* int MPI_File_read_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_all(void *fh, void *buf, int count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_all");
+	return gorma_absent("MPI_File_read_all", 0, 0);
+}
+int MPI_File_read_all(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_all")));
+
+/* int MPI_File_write(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write(void *fh, void *buf, int count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write");
+	return gorma_absent("MPI_File_write", 0, 0);
+}
+int MPI_File_write(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write")));
+
+/* int MPI_File_write_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_all(void *fh, void *buf, int count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_all");
+	return gorma_absent("MPI_File_write_all", 0, 0);
+}
+int MPI_File_write_all(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_all")));
+
+/* int MPI_File_iread(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iread(void *fh, void *buf, int count, int datatype, void *request)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread");
+	return gorma_absent("MPI_File_iread", 0, 0);
+}
+int MPI_File_iread(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread")));
+
+/* int MPI_File_iwrite(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iwrite(void *fh, void *buf, int count, int datatype, void *request)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite");
+	return gorma_absent("MPI_File_iwrite", 0, 0);
+}
+int MPI_File_iwrite(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite")));
+
+/* int MPI_File_seek(MPI_File fh, MPI_Offset offset, int whence) */
+int PMPI_File_seek(void *fh, long offset, int whence)
+{
+	(void)fh; (void)offset; (void)whence;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_seek");
+	return gorma_absent("MPI_File_seek", 0, 0);
+}
+int MPI_File_seek(void *fh, long offset, int whence) __attribute__((weak, alias("PMPI_File_seek")));
+
+/* int MPI_File_get_position(MPI_File fh, MPI_Offset *offset) */
+int PMPI_File_get_position(void *fh, void *offset)
+{
+	(void)fh; (void)offset;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_position");
+	return gorma_absent("MPI_File_get_position", 0, 0);
+}
+int MPI_File_get_position(void *fh, void *offset) __attribute__((weak, alias("PMPI_File_get_position")));
+
+/* int MPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_Offset *disp) */
+int PMPI_File_get_byte_offset(void *fh, long offset, void *disp)
+{
+	(void)fh; (void)offset; (void)disp;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_byte_offset");
+	return gorma_absent("MPI_File_get_byte_offset", 0, 0);
+}
+int MPI_File_get_byte_offset(void *fh, long offset, void *disp) __attribute__((weak, alias("PMPI_File_get_byte_offset")));
+
+/* int MPI_File_read_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_shared(void *fh, void *buf, int count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_shared");
+	return gorma_absent("MPI_File_read_shared", 0, 0);
+}
+int MPI_File_read_shared(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_shared")));
+
+/* int MPI_File_write_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_shared(void *fh, void *buf, int count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_shared");
+	return gorma_absent("MPI_File_write_shared", 0, 0);
+}
+int MPI_File_write_shared(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_shared")));
+
+/* int MPI_File_iread_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iread_shared(void *fh, void *buf, int count, int datatype, void *request)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_shared");
+	return gorma_absent("MPI_File_iread_shared", 0, 0);
+}
+int MPI_File_iread_shared(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_shared")));
+
+/* int MPI_File_iwrite_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iwrite_shared(void *fh, void *buf, int count, int datatype, void *request)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_shared");
+	return gorma_absent("MPI_File_iwrite_shared", 0, 0);
+}
+int MPI_File_iwrite_shared(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_shared")));
+
+/* int MPI_File_read_ordered(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_ordered(void *fh, void *buf, int count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_ordered");
+	return gorma_absent("MPI_File_read_ordered", 0, 0);
+}
+int MPI_File_read_ordered(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_ordered")));
+
+/* int MPI_File_write_ordered(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_ordered(void *fh, void *buf, int count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_ordered");
+	return gorma_absent("MPI_File_write_ordered", 0, 0);
+}
+int MPI_File_write_ordered(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_ordered")));
+
+/* int MPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence) */
+int PMPI_File_seek_shared(void *fh, long offset, int whence)
+{
+	(void)fh; (void)offset; (void)whence;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_seek_shared");
+	return gorma_absent("MPI_File_seek_shared", 0, 0);
+}
+int MPI_File_seek_shared(void *fh, long offset, int whence) __attribute__((weak, alias("PMPI_File_seek_shared")));
+
+/* int MPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset) */
+int PMPI_File_get_position_shared(void *fh, void *offset)
+{
+	(void)fh; (void)offset;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_position_shared");
+	return gorma_absent("MPI_File_get_position_shared", 0, 0);
+}
+int MPI_File_get_position_shared(void *fh, void *offset) __attribute__((weak, alias("PMPI_File_get_position_shared")));
+
+/* int MPI_File_read_at_all_begin(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype) */
+int PMPI_File_read_at_all_begin(void *fh, long offset, void *buf, int count, int datatype)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at_all_begin");
+	return gorma_absent("MPI_File_read_at_all_begin", 0, 0);
+}
+int MPI_File_read_at_all_begin(void *fh, long offset, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_read_at_all_begin")));
+
+/* int MPI_File_read_at_all_end(MPI_File fh, void *buf, MPI_Status *status) */
+int PMPI_File_read_at_all_end(void *fh, void *buf, void *status)
+{
+	(void)fh; (void)buf; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at_all_end");
+	return gorma_absent("MPI_File_read_at_all_end", 0, 0);
+}
+int MPI_File_read_at_all_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_read_at_all_end")));
+
+/* int MPI_File_write_at_all_begin(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype) */
+int PMPI_File_write_at_all_begin(void *fh, long offset, void *buf, int count, int datatype)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at_all_begin");
+	return gorma_absent("MPI_File_write_at_all_begin", 0, 0);
+}
+int MPI_File_write_at_all_begin(void *fh, long offset, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_write_at_all_begin")));
+
+/* int MPI_File_write_at_all_end(MPI_File fh, const void *buf, MPI_Status *status) */
+int PMPI_File_write_at_all_end(void *fh, void *buf, void *status)
+{
+	(void)fh; (void)buf; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at_all_end");
+	return gorma_absent("MPI_File_write_at_all_end", 0, 0);
+}
+int MPI_File_write_at_all_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_write_at_all_end")));
+
+/* int MPI_File_read_all_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype) */
+int PMPI_File_read_all_begin(void *fh, void *buf, int count, int datatype)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_all_begin");
+	return gorma_absent("MPI_File_read_all_begin", 0, 0);
+}
+int MPI_File_read_all_begin(void *fh, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_read_all_begin")));
+
+/* int MPI_File_read_all_end(MPI_File fh, void *buf, MPI_Status *status) */
+int PMPI_File_read_all_end(void *fh, void *buf, void *status)
+{
+	(void)fh; (void)buf; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_all_end");
+	return gorma_absent("MPI_File_read_all_end", 0, 0);
+}
+int MPI_File_read_all_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_read_all_end")));
+
+/* int MPI_File_write_all_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype) */
+int PMPI_File_write_all_begin(void *fh, void *buf, int count, int datatype)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_all_begin");
+	return gorma_absent("MPI_File_write_all_begin", 0, 0);
+}
+int MPI_File_write_all_begin(void *fh, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_write_all_begin")));
+
+/* int MPI_File_write_all_end(MPI_File fh, const void *buf, MPI_Status *status) */
+int PMPI_File_write_all_end(void *fh, void *buf, void *status)
+{
+	(void)fh; (void)buf; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_all_end");
+	return gorma_absent("MPI_File_write_all_end", 0, 0);
+}
+int MPI_File_write_all_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_write_all_end")));
+
+/* int MPI_File_read_ordered_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype) */
+int PMPI_File_read_ordered_begin(void *fh, void *buf, int count, int datatype)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_ordered_begin");
+	return gorma_absent("MPI_File_read_ordered_begin", 0, 0);
+}
+int MPI_File_read_ordered_begin(void *fh, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_read_ordered_begin")));
+
+/* int MPI_File_read_ordered_end(MPI_File fh, void *buf, MPI_Status *status) */
+int PMPI_File_read_ordered_end(void *fh, void *buf, void *status)
+{
+	(void)fh; (void)buf; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_ordered_end");
+	return gorma_absent("MPI_File_read_ordered_end", 0, 0);
+}
+int MPI_File_read_ordered_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_read_ordered_end")));
+
+/* int MPI_File_write_ordered_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype) */
+int PMPI_File_write_ordered_begin(void *fh, void *buf, int count, int datatype)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_ordered_begin");
+	return gorma_absent("MPI_File_write_ordered_begin", 0, 0);
+}
+int MPI_File_write_ordered_begin(void *fh, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_write_ordered_begin")));
+
+/* int MPI_File_write_ordered_end(MPI_File fh, const void *buf, MPI_Status *status) */
+int PMPI_File_write_ordered_end(void *fh, void *buf, void *status)
+{
+	(void)fh; (void)buf; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_ordered_end");
+	return gorma_absent("MPI_File_write_ordered_end", 0, 0);
+}
+int MPI_File_write_ordered_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_write_ordered_end")));
+
+/* int MPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent) */
+int PMPI_File_get_type_extent(void *fh, int datatype, void *extent)
+{
+	(void)fh; (void)datatype; (void)extent;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_type_extent");
+	return gorma_absent("MPI_File_get_type_extent", 0, 0);
+}
+int MPI_File_get_type_extent(void *fh, int datatype, void *extent) __attribute__((weak, alias("PMPI_File_get_type_extent")));
+
+/* int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn, MPI_Datarep_conversion_function *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state) */
+int PMPI_Register_datarep(void *datarep, void *read_conversion_fn, void *write_conversion_fn, void *dtype_file_extent_fn, void *extra_state)
+{
+	(void)datarep; (void)read_conversion_fn; (void)write_conversion_fn; (void)dtype_file_extent_fn; (void)extra_state;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Register_datarep");
+	return gorma_absent("MPI_Register_datarep", 0, 0);
+}
+int MPI_Register_datarep(void *datarep, void *read_conversion_fn, void *write_conversion_fn, void *dtype_file_extent_fn, void *extra_state) __attribute__((weak, alias("PMPI_Register_datarep")));
+
+/* int MPI_File_set_atomicity(MPI_File fh, int flag) */
+int PMPI_File_set_atomicity(void *fh, int flag)
+{
+	(void)fh; (void)flag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_set_atomicity");
+	return gorma_absent("MPI_File_set_atomicity", 0, 0);
+}
+int MPI_File_set_atomicity(void *fh, int flag) __attribute__((weak, alias("PMPI_File_set_atomicity")));
+
+/* int MPI_File_get_atomicity(MPI_File fh, int *flag) */
+int PMPI_File_get_atomicity(void *fh, void *flag)
+{
+	(void)fh; (void)flag;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_atomicity");
+	return gorma_absent("MPI_File_get_atomicity", 0, 0);
+}
+int MPI_File_get_atomicity(void *fh, void *flag) __attribute__((weak, alias("PMPI_File_get_atomicity")));
+
+/* int MPI_File_sync(MPI_File fh) */
+int PMPI_File_sync(void *fh)
+{
+	(void)fh;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_sync");
+	return gorma_absent("MPI_File_sync", 0, 0);
+}
+int MPI_File_sync(void *fh) __attribute__((weak, alias("PMPI_File_sync")));
+
+/* int MPI_File_iread_at_all(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iread_at_all(void *fh, long offset, void *buf, int count, int datatype, void *request)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_at_all");
+	return gorma_absent("MPI_File_iread_at_all", 0, 0);
+}
+int MPI_File_iread_at_all(void *fh, long offset, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_at_all")));
+
+/* int MPI_File_iwrite_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iwrite_at_all(void *fh, long offset, void *buf, int count, int datatype, void *request)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_at_all");
+	return gorma_absent("MPI_File_iwrite_at_all", 0, 0);
+}
+int MPI_File_iwrite_at_all(void *fh, long offset, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_at_all")));
+
+/* int MPI_File_iread_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iread_all(void *fh, void *buf, int count, int datatype, void *request)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_all");
+	return gorma_absent("MPI_File_iread_all", 0, 0);
+}
+int MPI_File_iread_all(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_all")));
+
+/* int MPI_File_iwrite_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iwrite_all(void *fh, void *buf, int count, int datatype, void *request)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_all");
+	return gorma_absent("MPI_File_iwrite_all", 0, 0);
+}
+int MPI_File_iwrite_all(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_all")));
+
+/* int MPI_File_read_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_c");
+	return gorma_absent("MPI_File_read_c", 0, 0);
+}
+int MPI_File_read_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_c")));
+
+/* int MPI_File_read_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_all_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_all_c");
+	return gorma_absent("MPI_File_read_all_c", 0, 0);
+}
+int MPI_File_read_all_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_all_c")));
+
+/* int MPI_File_read_all_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype) */
+int PMPI_File_read_all_begin_c(void *fh, void *buf, long count, int datatype)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_all_begin_c");
+	return gorma_absent("MPI_File_read_all_begin_c", 0, 0);
+}
+int MPI_File_read_all_begin_c(void *fh, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_read_all_begin_c")));
+
+/* int MPI_File_read_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_at_c(void *fh, long offset, void *buf, long count, int datatype, void *status)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at_c");
+	return gorma_absent("MPI_File_read_at_c", 0, 0);
+}
+int MPI_File_read_at_c(void *fh, long offset, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_at_c")));
+
+/* int MPI_File_read_at_all_c(MPI_File fh, MPI_Offset offset, void * buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *status)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at_all_c");
+	return gorma_absent("MPI_File_read_at_all_c", 0, 0);
+}
+int MPI_File_read_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_at_all_c")));
+
+/* int MPI_File_read_at_all_begin_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype) */
+int PMPI_File_read_at_all_begin_c(void *fh, long offset, void *buf, long count, int datatype)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at_all_begin_c");
+	return gorma_absent("MPI_File_read_at_all_begin_c", 0, 0);
+}
+int MPI_File_read_at_all_begin_c(void *fh, long offset, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_read_at_all_begin_c")));
+
+/* int MPI_File_read_ordered_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_ordered_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_ordered_c");
+	return gorma_absent("MPI_File_read_ordered_c", 0, 0);
+}
+int MPI_File_read_ordered_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_ordered_c")));
+
+/* int MPI_File_read_ordered_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype) */
+int PMPI_File_read_ordered_begin_c(void *fh, void *buf, long count, int datatype)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_ordered_begin_c");
+	return gorma_absent("MPI_File_read_ordered_begin_c", 0, 0);
+}
+int MPI_File_read_ordered_begin_c(void *fh, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_read_ordered_begin_c")));
+
+/* int MPI_File_read_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_shared_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_shared_c");
+	return gorma_absent("MPI_File_read_shared_c", 0, 0);
+}
+int MPI_File_read_shared_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_shared_c")));
+
+/* int MPI_File_write_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_c");
+	return gorma_absent("MPI_File_write_c", 0, 0);
+}
+int MPI_File_write_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_c")));
+
+/* int MPI_File_write_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_all_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_all_c");
+	return gorma_absent("MPI_File_write_all_c", 0, 0);
+}
+int MPI_File_write_all_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_all_c")));
+
+/* int MPI_File_write_all_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype) */
+int PMPI_File_write_all_begin_c(void *fh, void *buf, long count, int datatype)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_all_begin_c");
+	return gorma_absent("MPI_File_write_all_begin_c", 0, 0);
+}
+int MPI_File_write_all_begin_c(void *fh, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_write_all_begin_c")));
+
+/* int MPI_File_write_at_c(MPI_File fh, MPI_Offset offset, const void * buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_at_c(void *fh, long offset, void *buf, long count, int datatype, void *status)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at_c");
+	return gorma_absent("MPI_File_write_at_c", 0, 0);
+}
+int MPI_File_write_at_c(void *fh, long offset, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_at_c")));
+
+/* int MPI_File_write_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *status)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at_all_c");
+	return gorma_absent("MPI_File_write_at_all_c", 0, 0);
+}
+int MPI_File_write_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_at_all_c")));
+
+/* int MPI_File_write_at_all_begin_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype) */
+int PMPI_File_write_at_all_begin_c(void *fh, long offset, void *buf, long count, int datatype)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at_all_begin_c");
+	return gorma_absent("MPI_File_write_at_all_begin_c", 0, 0);
+}
+int MPI_File_write_at_all_begin_c(void *fh, long offset, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_write_at_all_begin_c")));
+
+/* int MPI_File_write_ordered_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_ordered_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_ordered_c");
+	return gorma_absent("MPI_File_write_ordered_c", 0, 0);
+}
+int MPI_File_write_ordered_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_ordered_c")));
+
+/* int MPI_File_write_ordered_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype) */
+int PMPI_File_write_ordered_begin_c(void *fh, void *buf, long count, int datatype)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_ordered_begin_c");
+	return gorma_absent("MPI_File_write_ordered_begin_c", 0, 0);
+}
+int MPI_File_write_ordered_begin_c(void *fh, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_write_ordered_begin_c")));
+
+/* int MPI_File_write_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_shared_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_shared_c");
+	return gorma_absent("MPI_File_write_shared_c", 0, 0);
+}
+int MPI_File_write_shared_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_shared_c")));
+
+/* int MPI_File_iread_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iread_c(void *fh, void *buf, long count, int datatype, void *request)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_c");
+	return gorma_absent("MPI_File_iread_c", 0, 0);
+}
+int MPI_File_iread_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_c")));
+
+/* int MPI_File_iread_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iread_all_c(void *fh, void *buf, long count, int datatype, void *request)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_all_c");
+	return gorma_absent("MPI_File_iread_all_c", 0, 0);
+}
+int MPI_File_iread_all_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_all_c")));
+
+/* int MPI_File_iread_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iread_at_c(void *fh, long offset, void *buf, long count, int datatype, void *request)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_at_c");
+	return gorma_absent("MPI_File_iread_at_c", 0, 0);
+}
+int MPI_File_iread_at_c(void *fh, long offset, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_at_c")));
+
+/* int MPI_File_iread_at_all_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iread_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *request)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_at_all_c");
+	return gorma_absent("MPI_File_iread_at_all_c", 0, 0);
+}
+int MPI_File_iread_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_at_all_c")));
+
+/* int MPI_File_iread_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iread_shared_c(void *fh, void *buf, long count, int datatype, void *request)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_shared_c");
+	return gorma_absent("MPI_File_iread_shared_c", 0, 0);
+}
+int MPI_File_iread_shared_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_shared_c")));
+
+/* int MPI_File_iwrite_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iwrite_c(void *fh, void *buf, long count, int datatype, void *request)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_c");
+	return gorma_absent("MPI_File_iwrite_c", 0, 0);
+}
+int MPI_File_iwrite_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_c")));
+
+/* int MPI_File_iwrite_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iwrite_all_c(void *fh, void *buf, long count, int datatype, void *request)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_all_c");
+	return gorma_absent("MPI_File_iwrite_all_c", 0, 0);
+}
+int MPI_File_iwrite_all_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_all_c")));
+
+/* int MPI_File_iwrite_at_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iwrite_at_c(void *fh, long offset, void *buf, long count, int datatype, void *request)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_at_c");
+	return gorma_absent("MPI_File_iwrite_at_c", 0, 0);
+}
+int MPI_File_iwrite_at_c(void *fh, long offset, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_at_c")));
+
+/* int MPI_File_iwrite_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iwrite_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *request)
+{
+	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_at_all_c");
+	return gorma_absent("MPI_File_iwrite_at_all_c", 0, 0);
+}
+int MPI_File_iwrite_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_at_all_c")));
+
+/* int MPI_File_iwrite_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iwrite_shared_c(void *fh, void *buf, long count, int datatype, void *request)
+{
+	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_shared_c");
+	return gorma_absent("MPI_File_iwrite_shared_c", 0, 0);
+}
+int MPI_File_iwrite_shared_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_shared_c")));
+
+/* int MPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype datatype, MPI_Count *extent) */
+int PMPI_File_get_type_extent_c(void *fh, int datatype, void *extent)
+{
+	(void)fh; (void)datatype; (void)extent;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_type_extent_c");
+	return gorma_absent("MPI_File_get_type_extent_c", 0, 0);
+}
+int MPI_File_get_type_extent_c(void *fh, int datatype, void *extent) __attribute__((weak, alias("PMPI_File_get_type_extent_c")));
+
+/* int MPI_Register_datarep_c(const char *datarep, MPI_Datarep_conversion_function_c *read_conversion_fn, MPI_Datarep_conversion_function_c *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state) */
+int PMPI_Register_datarep_c(void *datarep, void *read_conversion_fn, void *write_conversion_fn, void *dtype_file_extent_fn, void *extra_state)
+{
+	(void)datarep; (void)read_conversion_fn; (void)write_conversion_fn; (void)dtype_file_extent_fn; (void)extra_state;
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Register_datarep_c");
+	return gorma_absent("MPI_Register_datarep_c", 0, 0);
+}
+int MPI_Register_datarep_c(void *datarep, void *read_conversion_fn, void *write_conversion_fn, void *dtype_file_extent_fn, void *extra_state) __attribute__((weak, alias("PMPI_Register_datarep_c")));

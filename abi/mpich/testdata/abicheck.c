@@ -1,7 +1,8 @@
 /* abicheck: MPI semantics that gorma's libmpich.so.12 and MPICH's must agree on. It
  * prints one line per check, the same on both libraries, except the "library" line.
  * With "rma" it checks the one-sided calls instead; with "fatal" it makes an invalid call
- * under MPI_ERRORS_ARE_FATAL; with "fork" a child of fork calls MPI. Run with 2 ranks. */
+ * under MPI_ERRORS_ARE_FATAL; with "fork" a child of fork calls MPI; with "absent" it
+ * calls functions that gorma defines but does not cover. Run with 2 ranks. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,26 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "rma")) {
 		rma();
+		MPI_Finalize();
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "absent")) {
+		/* MPI-IO is defined but not covered by gorma: the call fails with
+		 * MPI_ERR_UNSUPPORTED_OPERATION through the communicator's handler. */
+		MPI_File fh;
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+		int rc = MPI_File_open(MPI_COMM_WORLD, "absent.dat", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+		int class;
+		char msg[MPI_MAX_ERROR_STRING];
+		MPI_Error_class(rc, &class);
+		MPI_Error_string(rc, msg, &n);
+		if (rank == 0) printf("absent: class %d, unsupported %d, message %s MPI_File_open\n", class,
+			class == MPI_ERR_UNSUPPORTED_OPERATION, strstr(msg, "MPI_File_open") ? "names" : "does not name");
+		fflush(stdout);
+		/* With no communicator, the world's handler: fatal by default. */
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+		MPI_File_delete("absent.dat", MPI_INFO_NULL);
+		printf("absent: returned\n");
 		MPI_Finalize();
 		return 0;
 	}

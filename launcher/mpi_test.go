@@ -3,8 +3,10 @@ package launcher
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -266,6 +268,64 @@ func TestNetnsMPI(t *testing.T) {
 	}
 	checkNetns(t, mpiProgs(t), nil)
 }
+
+// The same MPICH programs over the netns agent cluster on gorma's own libmpich.so.12
+// (abi/mpich), loaded through LD_LIBRARY_PATH: their ranks run on gorma's runtime across
+// the two hosts. A --profile run shows it: only gorma's runtime writes one.
+func TestNetnsGormaLibmpich(t *testing.T) {
+	if ok, why := netns.Available(); !ok {
+		t.Skip(why)
+	}
+	progs := mpiProgs(t)
+	lib := gormaLibmpich(t)
+	checkNetns(t, progs, func(t *testing.T, submit netnsSubmit) {
+		t.Run("profile", func(t *testing.T) {
+			prof := filepath.Join(t.TempDir(), "prof")
+			code, out, errOut := netnsRun(t, submit, "-n", "4", "--profile", prof, progs["allreduce"])
+			checkMPIRun(t, "allreduce", 4, code, out, errOut)
+			sum, err := os.ReadFile(filepath.Join(prof, "summary.txt"))
+			if err != nil {
+				t.Fatalf("no profile from gorma's library: %v\nstderr:\n%s", err, errOut)
+			}
+			if !regexp.MustCompile(`(?m)^ +Allreduce +[1-9]`).Match(sum) {
+				t.Errorf("the profile's summary has no Allreduce calls:\n%s", sum)
+			}
+		})
+	}, "-x", "LD_LIBRARY_PATH="+lib)
+}
+
+// gormaLibmpich builds gorma's libmpich.so.12 into a folder of binDir, once per test
+// binary, and returns the folder. It skips where there is no C compiler.
+func gormaLibmpich(t *testing.T) string {
+	t.Helper()
+	binaries(t)
+	if _, err := exec.LookPath("gcc"); err != nil {
+		testbudget.SkipEngine(t, "gcc is not installed (Debian: apt-get install gcc): it builds gorma's libmpich.so.12")
+	}
+	libOnce.Do(func() {
+		dir := filepath.Join(binDir, "gormalib")
+		ctx, cancel := context.WithTimeout(context.Background(), testbudget.Scale(5*time.Minute))
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-buildmode=c-shared", "-ldflags=-extldflags=-Wl,-soname,libmpich.so.12",
+			"-o", filepath.Join(dir, "libmpich.so.12"), "../abi/mpich/libmpich")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			libErr = fmt.Errorf("building gorma's libmpich.so.12: %v\n%s", err, out)
+			return
+		}
+		libDir = dir
+	})
+	if libErr != nil {
+		t.Fatal(libErr)
+	}
+	return libDir
+}
+
+var (
+	libOnce sync.Once
+	libDir  string
+	libErr  error
+)
 
 // checkNetns runs hello, allreduce, putfence and split of progs over a netns agent
 // cluster of 2 hosts of 2 ranks, then abort (tests/mpi/abort.c) with a rank on the

@@ -245,11 +245,39 @@ func (h *hangWatch) answerReport(stacks bool) {
 	}
 }
 
+// callNames is the function NameCalls set, or nil.
+var callNames atomic.Pointer[func(call string) string]
+
+// NameCalls sets the names by which this process's hang reports show its calls: name
+// returns the name the program called for the runtime's call ("MPI_Recv" for "Recv"),
+// or "" to keep the runtime's. A library that serves the runtime through another API
+// (abi/mpich, MPICH's C functions) sets it once, before Init. The diagnosis still
+// compares the runtime's calls, so ranks that name their calls differently (a job of Go
+// and C programs) agree on them.
+func NameCalls(name func(call string) string) {
+	callNames.Store(&name)
+}
+
+// apiNames sets each record's API name from NameCalls' function.
+func apiNames(recs []hang.Record) {
+	f := callNames.Load()
+	if f == nil {
+		return
+	}
+	for i := range recs {
+		if n := (*f)(recs[i].Call); n != recs[i].Call {
+			recs[i].API = n
+		}
+	}
+}
+
 // hangReport is this rank's report (hang.AppendReport's text): its records and
 // progress, and every goroutine's stack when stacks is set.
 func (h *hangWatch) hangReport(stacks bool) string {
 	e := h.e
 	recs, done, progress := h.hangRecords()
+	apiNames(recs)
+	apiNames(done)
 	rep := hang.Report{Rank: e.rank, Host: e.host, State: hang.Running, Records: recs, Done: done, Progress: progress,
 		Trace: e.obs.hangDump(e)}
 	if len(recs) > 0 {

@@ -415,7 +415,7 @@ func TestObserve(t *testing.T) {
 	if err == nil {
 		t.Fatalf("a deadlocked job ended well:\n%s", out)
 	}
-	for _, want := range []string{"rank 0: Recv(src=1, tag=7, World)", "rank 1: Barrier #1 (World)", "deadlock: rank 0 waits for rank 1 in Recv"} {
+	for _, want := range []string{"rank 0: MPI_Recv(src=1, tag=7, World)", "rank 1: MPI_Barrier #1 (World)", "deadlock: rank 0 waits for rank 1 in MPI_Recv"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the hang report lacks %q:\n%s", want, out)
 		}

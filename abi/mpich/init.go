@@ -94,6 +94,7 @@ func doInit(argc *int32, argv unsafe.Pointer) error {
 		return mpiErr(mpi_ERR_OTHER, "MPI_Init was called already: call it once")
 	}
 	gosched.SetLocked() // every call comes from a C thread, locked to its goroutine
+	runtime.NameCalls(mpiName)
 	w, err := runtime.Init(bg)
 	if err != nil {
 		return err

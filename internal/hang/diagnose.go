@@ -472,7 +472,7 @@ func mismatchLine(a, b *group, comm string) string {
 	if b.ranks[0] < a.ranks[0] {
 		a, b = b, a
 	}
-	da, db := a.rec.Call+" #"+strconv.FormatUint(a.rec.Seq, 10), b.rec.Call+" #"+strconv.FormatUint(b.rec.Seq, 10)
+	da, db := a.rec.name()+" #"+strconv.FormatUint(a.rec.Seq, 10), b.rec.name()+" #"+strconv.FormatUint(b.rec.Seq, 10)
 	if da == db { // the difference is in the details
 		da += " (" + strings.Join(a.rec.details(false), ", ") + ")"
 		db += " (" + strings.Join(b.rec.details(false), ", ") + ")"

@@ -17,6 +17,12 @@ func coll(call string, seq uint64) Record {
 	return Record{Call: call, Comm: "World", Seq: seq, Peer: NoRank, Tag: -1, Root: -1, Count: -1, Since: time.Second}
 }
 
+// api returns r as a C program's call named name.
+func api(r Record, name string) Record {
+	r.API = name
+	return r
+}
+
 var finalize = Record{Call: "Finalize", Comm: "World", Peer: NoRank, Tag: -1, Root: -1, Count: -1}
 
 func blocked(rank int, recs ...Record) Report {
@@ -53,6 +59,13 @@ func TestDiagnose(t *testing.T) {
 		{"recv without send, peer in Finalize",
 			[]Report{blocked(0, p2p("Recv", 1, 0)), blocked(1, finalize)},
 			[]string{"deadlock: rank 0 waits for rank 1 in Recv; rank 1 waits in Finalize"}},
+		{"C programs' names: a mixed Go and C job",
+			[]Report{blocked(0, api(p2p("Recv", 1, 7), "MPI_Recv")), blocked(1, api(coll("Barrier", 1), "MPI_Barrier")), blocked(2, coll("Barrier", 1))},
+			[]string{"deadlock: rank 0 waits for rank 1 in MPI_Recv; rank 1 waits for rank 0 in MPI_Barrier #1"}},
+		{"C programs' names in a mismatch",
+			[]Report{blocked(0, api(coll("Bcast", 1), "MPI_Bcast")), blocked(1, api(coll("Allreduce", 1), "MPI_Allreduce"))},
+			[]string{"mismatch: rank 0 is in MPI_Bcast #1, rank 1 in MPI_Allreduce #1 on World",
+				"deadlock: rank 0 waits for rank 1 in MPI_Bcast #1; rank 1 waits for rank 0 in MPI_Allreduce #1"}},
 		{"recv without send, peer finalized",
 			[]Report{blocked(0, p2p("Recv", 1, 0)), state(1, Finalized)},
 			[]string{"deadlock: rank 0 waits for rank 1 in Recv; rank 1 has finalized"}},

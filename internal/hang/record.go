@@ -16,6 +16,7 @@ const (
 // Record is one call a rank's goroutine is blocked in.
 type Record struct {
 	Call    string        // "Recv", "Send", "Barrier", "Allreduce", "window.Fence", "Finalize", ...
+	API     string        // the name the program called, where it is not Call ("MPI_Recv" from C); "" otherwise
 	Comm    string        // the communicator: "World" or the runtime's name of a derived one ("World.dup1")
 	Members []int         // world ranks of Comm in Comm-rank order; nil: every rank of the job (World)
 	Seq     uint64        // the collective call's number on Comm, from 1 (0: not a collective)
@@ -36,21 +37,30 @@ func (r Record) collective() bool { return r.Seq > 0 }
 // without saying.
 func (r Record) jobWide() bool { return r.Call == "Finalize" || r.Call == "Init" }
 
+// name is the call's name in the lines people read: API where set, else Call.
+func (r Record) name() string {
+	if r.API != "" {
+		return r.API
+	}
+	return r.Call
+}
+
 // String returns the call as one line: "Recv(src=1, tag=0, World)",
-// "Allreduce #2 (8 float64, sum, World)", "window.Fence #3 (win2, World)", "Finalize".
+// "Allreduce #2 (8 float64, sum, World)", "window.Fence #3 (win2, World)", "Finalize",
+// or with API set, "MPI_Recv(src=1, tag=0, World)".
 // A point-to-point call's peer is "src" for receives and probes, "dst" for sends and
 // "peer" otherwise; Finalize and Init leave out their communicator.
 func (r Record) String() string {
 	parts := r.details(true)
 	switch {
 	case r.collective() && len(parts) > 0:
-		return r.Call + " #" + strconv.FormatUint(r.Seq, 10) + " (" + strings.Join(parts, ", ") + ")"
+		return r.name() + " #" + strconv.FormatUint(r.Seq, 10) + " (" + strings.Join(parts, ", ") + ")"
 	case r.collective():
-		return r.Call + " #" + strconv.FormatUint(r.Seq, 10)
+		return r.name() + " #" + strconv.FormatUint(r.Seq, 10)
 	case len(parts) > 0:
-		return r.Call + "(" + strings.Join(parts, ", ") + ")"
+		return r.name() + "(" + strings.Join(parts, ", ") + ")"
 	}
-	return r.Call
+	return r.name()
 }
 
 // details returns the parenthesized parts of String, with the communicator if withComm.
@@ -90,7 +100,7 @@ func (r Record) details(withComm bool) []string {
 // short names r's call in the cause lines: "Recv", "Recv from any source", "Allreduce #2",
 // "Barrier #1 on World.split3".
 func (r Record) short() string {
-	s := r.Call
+	s := r.name()
 	if r.collective() {
 		s += " #" + strconv.FormatUint(r.Seq, 10)
 	}

@@ -17,6 +17,8 @@ func TestRecordString(t *testing.T) {
 		want string
 	}{
 		{p2p("Recv", 1, 0), "Recv(src=1, tag=0, World)"},
+		{api(p2p("Recv", 1, 7), "MPI_Recv"), "MPI_Recv(src=1, tag=7, World)"},
+		{api(coll("Barrier", 1), "MPI_Barrier"), "MPI_Barrier #1 (World)"},
 		{p2p("Recv", AnyRank, -1), "Recv(src=any, tag=any, World)"},
 		{p2p("Isend", 3, 7), "Isend(dst=3, tag=7, World)"},
 		{p2p("Sendrecv", 2, 1), "Sendrecv(peer=2, tag=1, World)"},

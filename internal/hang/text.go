@@ -13,7 +13,7 @@ import (
 // counted in Omitted, Stacks to MaxStacks bytes), so what they write parses whenever the
 // numbers are in range (doc.go lists the ranges).
 const (
-	MaxString    = 256     // bytes of one string field (a record's Call, Comm, Type, Op, Win; a report's Host, Trace, End, PMI's), decoded
+	MaxString    = 256     // bytes of one string field (a record's Call, API, Comm, Type, Op, Win; a report's Host, Trace, End, PMI's), decoded
 	MaxMembers   = 4096    // entries of Members
 	MaxRank      = 1 << 24 // bound (exclusive) of a member's world rank
 	MaxRecordLen = 64 << 10
@@ -51,6 +51,7 @@ func wrap(where string, err error) error {
 func AppendRecord(b []byte, r Record) []byte {
 	b = append(b, "call="...)
 	b = appendEscaped(b, r.Call)
+	b = appendString(b, " api=", r.API)
 	if r.Comm != "" {
 		b = append(b, " comm="...)
 		b = appendEscaped(b, r.Comm)
@@ -228,7 +229,7 @@ func fields(line string, keys map[string]bool) ([][2]string, error) {
 	return out, nil
 }
 
-var recordKeys = map[string]bool{"call": true, "comm": true, "members": true, "seq": true, "peer": true,
+var recordKeys = map[string]bool{"call": true, "api": true, "comm": true, "members": true, "seq": true, "peer": true,
 	"tag": true, "root": true, "count": true, "type": true, "op": true, "win": true, "since": true}
 
 // ParseRecord parses the text form AppendRecord writes. Fields may come in any order,
@@ -251,6 +252,8 @@ func ParseRecord(s string) (Record, error) {
 		case "call":
 			r.Call, err = unescape(v)
 			hasCall = true
+		case "api":
+			r.API, err = unescape(v)
 		case "comm":
 			r.Comm, err = unescape(v)
 		case "members":

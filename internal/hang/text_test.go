@@ -28,6 +28,8 @@ func TestRecordText(t *testing.T) {
 		{Record{Call: "we ird=%\n", Comm: "ü", Peer: NoRank, Tag: -1, Root: -1, Count: -1},
 			"call=we%20ird%3D%25%0A comm=%C3%BC"},
 		{Record{}, "call= peer=0 tag=0 root=0 count=0"},
+		{Record{Call: "Recv", API: "MPI_Recv", Comm: "World", Peer: 1, Tag: 7, Root: -1, Count: -1},
+			"call=Recv api=MPI_Recv comm=World peer=1 tag=7"},
 	}
 	for _, tc := range tests {
 		got := string(AppendRecord(nil, tc.rec))
@@ -224,6 +226,7 @@ func FuzzParseRecord(f *testing.F) {
 	f.Add("call=Allreduce comm=World.split3 members=0-3,8,5-6 seq=2 count=8 type=float64 op=sum")
 	f.Add("call=we%20ird%3D%25%0A comm=%c3%bc win=w future=1")
 	f.Add("call= peer=-2 tag=-1 root=-1 count=-1 since=-5")
+	f.Add("call=Recv api=MPI_Recv comm=World peer=1 tag=7")
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := ParseRecord(s)
 		if err != nil {

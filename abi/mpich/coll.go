@@ -297,8 +297,22 @@ func reduceLayout(a *reduction, t *dtype) error {
 		}
 	}
 	op := collectives.NewTypeOp(fmt.Sprintf("MPI_Op %#x", uint32(a.op)), func(inout, in []byte, count int) {
-		if count > 0 {
+		switch {
+		case count == 0:
+		case u.commute:
 			callUserOp(u.fn, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), count, a.dt)
+		default:
+			// The C function sets its second buffer to first ∘ second; the collectives
+			// want inout ∘ in in inout. A copy of in takes the result, and the
+			// layout's bytes go back to inout.
+			tmp := append([]byte(nil), in...)
+			callUserOp(u.fn, unsafe.Pointer(&inout[0]), unsafe.Pointer(&tmp[0]), count, a.dt)
+			for i := range count {
+				for _, b := range t.layout.Blocks() {
+					o := i*t.extent + b.Off
+					copy(inout[o:o+b.Len], tmp[o:o+b.Len])
+				}
+			}
 		}
 	}, u.commute)
 	switch a.mode {

@@ -16,14 +16,23 @@ import (
 // inPlace reports whether p is MPI_IN_PLACE, (void *)-1.
 func inPlace(p unsafe.Pointer) bool { return uintptr(p) == ^uintptr(0) }
 
-// contigBytes is bytesOf for a collective's buffer: its datatype must be contiguous.
-func contigBytes(p unsafe.Pointer, count int, d Datatype) ([]byte, error) {
+// contigType is typeOf for a collective's buffer: the datatype must be contiguous.
+func contigType(d Datatype) (*dtype, error) {
 	t, err := typeOf(d)
 	if err != nil {
 		return nil, err
 	}
 	if !t.contig {
 		return nil, errUnsupported("a collective call with a derived datatype that is not contiguous")
+	}
+	return t, nil
+}
+
+// contigBytes is bytesOf for a collective's buffer: its datatype must be contiguous.
+func contigBytes(p unsafe.Pointer, count int, d Datatype) ([]byte, error) {
+	t, err := contigType(d)
+	if err != nil {
+		return nil, err
 	}
 	return bytesOf(p, count, t)
 }
@@ -47,18 +56,7 @@ func doBarrier(c Comm) error {
 
 // doBcast is MPI_Bcast.
 func doBcast(buf unsafe.Pointer, count int, d Datatype, root int, c Comm) error {
-	w, err := worldOf(c)
-	if err != nil {
-		return err
-	}
-	if err := checkRoot(w, root); err != nil {
-		return err
-	}
-	t, err := typeOf(d)
-	if err != nil {
-		return err
-	}
-	b, err := spanOf(buf, count, t)
+	w, t, b, err := bcastArgs(buf, count, d, root, c)
 	if err != nil {
 		return err
 	}
@@ -66,6 +64,27 @@ func doBcast(buf unsafe.Pointer, count int, d Datatype, root int, c Comm) error 
 		return collectives.Bcast(bg, w, b, root)
 	}
 	return collectives.BcastType(bg, w, b, count, t.layout, root)
+}
+
+// bcastArgs checks a broadcast's arguments and returns its World, its datatype and its
+// buffer.
+func bcastArgs(buf unsafe.Pointer, count int, d Datatype, root int, c Comm) (*runtime.World, *dtype, []byte, error) {
+	w, err := worldOf(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkRoot(w, root); err != nil {
+		return nil, nil, nil, err
+	}
+	t, err := typeOf(d)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b, err := spanOf(buf, count, t)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return w, t, b, nil
 }
 
 // rooted checks a Gather's or Scatter's arguments: the root's buffer of Size() blocks
@@ -76,6 +95,9 @@ func rooted(c Comm, root int, all unsafe.Pointer, allCount int, allType Datatype
 		return nil, nil, nil, err
 	}
 	if err = checkRoot(w, root); err != nil {
+		return nil, nil, nil, err
+	}
+	if err = checkCount(allCount); err != nil {
 		return nil, nil, nil, err
 	}
 	if w.Rank() == root {
@@ -111,48 +133,55 @@ func doScatter(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer
 
 // doAllgather is MPI_Allgather.
 func doAllgather(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, c Comm) error {
-	w, err := worldOf(c)
+	w, s, r, err := toAll(sbuf, scount, sd, rbuf, rcount, rd, c, false)
 	if err != nil {
 		return err
-	}
-	r, err := contigBytes(rbuf, rcount*w.Size(), rd)
-	if err != nil {
-		return err
-	}
-	var s []byte
-	if !inPlace(sbuf) {
-		if s, err = contigBytes(sbuf, scount, sd); err != nil {
-			return err
-		}
 	}
 	return collectives.Allgather(bg, w, s, r)
 }
 
 // doAlltoall is MPI_Alltoall.
 func doAlltoall(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, c Comm) error {
-	w, err := worldOf(c)
+	w, s, r, err := toAll(sbuf, scount, sd, rbuf, rcount, rd, c, true)
 	if err != nil {
 		return err
-	}
-	r, err := contigBytes(rbuf, rcount*w.Size(), rd)
-	if err != nil {
-		return err
-	}
-	var s []byte
-	if !inPlace(sbuf) {
-		if s, err = contigBytes(sbuf, scount*w.Size(), sd); err != nil {
-			return err
-		}
 	}
 	return collectives.Alltoall(bg, w, s, r)
+}
+
+// toAll checks an Allgather's (perRank false) or an Alltoall's (perRank true)
+// arguments: recv holds Size() blocks, send one block or, per rank, Size(). send is nil
+// for MPI_IN_PLACE.
+func toAll(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, c Comm,
+	perRank bool) (w *runtime.World, send, recv []byte, err error) {
+	if w, err = worldOf(c); err != nil {
+		return nil, nil, nil, err
+	}
+	if err = checkCount(max(rcount, scount)); err != nil {
+		return nil, nil, nil, err
+	}
+	if recv, err = contigBytes(rbuf, rcount*w.Size(), rd); err != nil {
+		return nil, nil, nil, err
+	}
+	if perRank {
+		scount *= w.Size()
+	}
+	if !inPlace(sbuf) {
+		if send, err = contigBytes(sbuf, scount, sd); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return w, send, recv, nil
 }
 
 // A reduction is one reducing call, with what its typed form needs.
 type reduction struct {
 	mode       int
+	how        how
 	w          *runtime.World
 	send, recv unsafe.Pointer
 	n          int
+	counts     []int // modeReduceScatter: each rank's block, in elements of dt
 	op         Op
 	dt         Datatype
 	root       int
@@ -162,41 +191,83 @@ type reduction struct {
 const (
 	modeAllreduce = iota
 	modeReduce
-	modeIallreduce
 	modeScan
 	modeExscan
 	modeReduceLocal
+	modeReduceScatter      // MPI_Reduce_scatter: a block of counts[r] elements per rank
+	modeReduceScatterBlock // MPI_Reduce_scatter_block: a block of n elements per rank
 )
 
+// lengths returns the elements in the send and the receive buffer of a, with a.n and
+// a.counts in elements of the kind; 0 for a buffer the call does not use.
+func (a *reduction) lengths() (send, recv int) {
+	switch a.mode {
+	case modeReduce:
+		if a.w.Rank() != a.root {
+			return a.n, 0
+		}
+	case modeReduceScatterBlock:
+		all := a.n * a.w.Size()
+		if inPlace(a.send) {
+			return 0, all
+		}
+		return all, a.n
+	case modeReduceScatter:
+		all := 0
+		for _, n := range a.counts {
+			all += n
+		}
+		if inPlace(a.send) {
+			return 0, all
+		}
+		return all, a.counts[a.w.Rank()]
+	}
+	return a.n, a.n
+}
+
 // reduceT runs the reduction with elements of type T. It takes a by value, so that a
-// call allocates nothing; a nonblocking mode returns its request.
+// call allocates nothing; a nonblocking or persistent call returns its request.
 func reduceT[T runtime.Elem](a reduction) (*collectives.Request, error) {
 	op, err := opFor[T](a.op, a.dt)
 	if err != nil {
 		return nil, err
 	}
+	ns, nr := a.lengths()
 	var s, r []T
 	if a.send != nil && !inPlace(a.send) {
-		s = unsafe.Slice((*T)(a.send), a.n)
+		s = unsafe.Slice((*T)(a.send), ns)
 	}
-	if a.recv != nil && a.n > 0 {
-		r = unsafe.Slice((*T)(a.recv), a.n)
+	if a.recv != nil && nr > 0 {
+		r = unsafe.Slice((*T)(a.recv), nr)
+	}
+	switch a.how {
+	case nonblocking:
+		return startReduce(a, s, r, op)
+	case persistent:
+		return initReduce(a, s, r, op)
 	}
 	switch a.mode {
 	case modeAllreduce:
 		return nil, collectives.Allreduce(bg, a.w, s, r, op)
 	case modeReduce:
 		return nil, collectives.Reduce(bg, a.w, s, r, op, a.root)
-	case modeIallreduce:
-		return collectives.Iallreduce(bg, a.w, s, r, op), nil
 	case modeScan:
 		return nil, collectives.Scan(bg, a.w, s, r, op)
 	case modeExscan:
 		return nil, collectives.Exscan(bg, a.w, s, r, op)
 	case modeReduceLocal:
 		return nil, collectives.ReduceLocal(s, r, op)
+	case modeReduceScatter:
+		return nil, collectives.ReduceScatterV(bg, a.w, s, r, a.counts, op)
+	case modeReduceScatterBlock:
+		return nil, collectives.ReduceScatter(bg, a.w, s, r, op)
 	}
-	return nil, mpiErr(mpi_ERR_INTERN, fmt.Sprintf("reduction mode %d", a.mode))
+	return nil, a.errMode()
+}
+
+// errMode is the internal error of a mode that a form of call does not take.
+func (a *reduction) errMode() error {
+	return mpiErr(mpi_ERR_INTERN, fmt.Sprintf("reduction mode %d, form %d", a.mode, a.how))
 }
 
 // reduceBy is reduceT for each kind.
@@ -207,7 +278,7 @@ var reduceBy = [nKinds]func(reduction) (*collectives.Request, error){
 }
 
 // reduce checks a reduction's arguments and runs it with its datatype's elements; a
-// nonblocking mode returns its request.
+// nonblocking or persistent call returns its request.
 func reduce(a reduction, c Comm) (*collectives.Request, error) {
 	if a.mode != modeReduceLocal {
 		w, err := worldOf(c)
@@ -216,23 +287,29 @@ func reduce(a reduction, c Comm) (*collectives.Request, error) {
 		}
 		a.w = w
 	}
+	if a.mode == modeReduce {
+		if err := checkRoot(a.w, a.root); err != nil {
+			return nil, err
+		}
+	}
 	t, err := typeOf(a.dt)
 	if err != nil {
 		return nil, err
 	}
-	if a.n < 0 {
-		return nil, errCount(a.n)
+	if err := checkCount(a.n); err != nil {
+		return nil, err
 	}
 	if t.kind == kNone || !t.contig || t.size%kindSize[t.kind] != 0 {
-		return nil, reduceLayout(&a, t)
+		return reduceLayout(&a, t)
 	}
-	a.n *= t.size / kindSize[t.kind]
-	if a.mode == modeReduce && a.w.Rank() != a.root {
-		a.recv = nil
-	}
-	if a.mode == modeReduce {
-		if err := checkRoot(a.w, a.root); err != nil {
-			return nil, err
+	if m := t.size / kindSize[t.kind]; m != 1 {
+		a.n *= m
+		if a.counts != nil {
+			cs := make([]int, len(a.counts))
+			for i, n := range a.counts {
+				cs[i] = n * m
+			}
+			a.counts = cs
 		}
 	}
 	return reduceBy[t.kind](a)
@@ -264,48 +341,63 @@ func doExscan(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, c Comm) e
 
 // doIallreduce is MPI_Iallreduce.
 func doIallreduce(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, c Comm, req *Request) error {
-	r, err := reduce(reduction{mode: modeIallreduce, send: sbuf, recv: rbuf, n: count, op: op, dt: d}, c)
-	if err != nil {
-		return err
-	}
-	*req = Request(reqs.add(&request{coll: r}))
-	return nil
+	return newReq(req, nonblocking)(reduce(reduction{mode: modeAllreduce, how: nonblocking, send: sbuf, recv: rbuf, n: count, op: op, dt: d}, c))
 }
 
 // reduceLayout runs a reduction whose datatype is a layout, not a run of one kind's
 // elements: a user operation over the layout's copies (collectives' Type forms).
-func reduceLayout(a *reduction, t *dtype) error {
+func reduceLayout(a *reduction, t *dtype) (*collectives.Request, error) {
 	u, ok := userOps.get(int32(a.op))
 	if !ok {
-		return errUnsupported(fmt.Sprintf("a predefined operation on datatype %#x, which is not one kind's elements", uint32(a.dt)))
-	}
-	if a.mode == modeReduce {
-		if err := checkRoot(a.w, a.root); err != nil {
-			return err
-		}
+		return nil, errUnsupported(fmt.Sprintf("a predefined operation on datatype %#x, which is not one kind's elements", uint32(a.dt)))
 	}
 	var s, r []byte
 	var err error
 	if a.send != nil && !inPlace(a.send) {
 		if s, err = spanOf(a.send, a.n, t); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if a.recv != nil && !(a.mode == modeReduce && a.w.Rank() != a.root) {
 		if r, err = spanOf(a.recv, a.n, t); err != nil {
-			return err
+			return nil, err
 		}
+	}
+	if a.mode == modeReduceLocal {
+		return nil, reduceLocalLayout(a, u)
 	}
 	op := collectives.NewTypeOp(fmt.Sprintf("MPI_Op %#x", uint32(a.op)), func(inout, in []byte, count int) {
-		if count > 0 {
+		switch {
+		case count == 0:
+		case u.commute:
 			callUserOp(u.fn, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), count, a.dt)
+		default:
+			// The C function sets its second buffer to first ∘ second; the collectives
+			// want inout ∘ in in inout. A copy of in takes the result, and the
+			// layout's bytes go back to inout.
+			tmp := append([]byte(nil), in...)
+			callUserOp(u.fn, unsafe.Pointer(&inout[0]), unsafe.Pointer(&tmp[0]), count, a.dt)
+			for i := range count {
+				for _, b := range t.layout.Blocks() {
+					o := i*t.extent + b.Off
+					copy(inout[o:o+b.Len], tmp[o:o+b.Len])
+				}
+			}
 		}
 	}, u.commute)
-	switch a.mode {
-	case modeAllreduce:
-		return collectives.AllreduceType(bg, a.w, s, r, a.n, t.layout, op)
-	case modeReduce:
-		return collectives.ReduceType(bg, a.w, s, r, a.n, t.layout, op, a.root)
+	switch {
+	case a.mode == modeAllreduce && a.how == blocking:
+		return nil, collectives.AllreduceType(bg, a.w, s, r, a.n, t.layout, op)
+	case a.mode == modeAllreduce && a.how == nonblocking:
+		return collectives.IallreduceType(bg, a.w, s, r, a.n, t.layout, op), nil
+	case a.mode == modeAllreduce && a.how == persistent:
+		return collectives.AllreduceTypeInit(a.w, s, r, a.n, t.layout, op), nil
+	case a.mode == modeReduce && a.how == blocking:
+		return nil, collectives.ReduceType(bg, a.w, s, r, a.n, t.layout, op, a.root)
+	case a.mode == modeReduce && a.how == nonblocking:
+		return collectives.IreduceType(bg, a.w, s, r, a.n, t.layout, op, a.root), nil
+	case a.mode == modeReduce && a.how == persistent:
+		return collectives.ReduceTypeInit(a.w, s, r, a.n, t.layout, op, a.root), nil
 	}
-	return errUnsupported(fmt.Sprintf("this reduction on datatype %#x, which is not one kind's elements", uint32(a.dt)))
+	return nil, errUnsupported(fmt.Sprintf("this reduction on datatype %#x, which is not one kind's elements", uint32(a.dt)))
 }

@@ -107,7 +107,15 @@ func opFor[T runtime.Elem](op Op, d Datatype) (collectives.Op[T], error) {
 		if t, err := typeOf(d); err == nil && t.size > size {
 			n = n * size / t.size
 		}
-		callUserOp(u.fn, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), n, d)
+		if u.commute {
+			callUserOp(u.fn, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), n, d)
+			return
+		}
+		// The C function sets its second vector to first ∘ second; the collectives
+		// want inout ∘ in in inout. A copy of in takes the result.
+		tmp := append([]T(nil), in...)
+		callUserOp(u.fn, unsafe.Pointer(&inout[0]), unsafe.Pointer(&tmp[0]), n, d)
+		copy(inout, tmp)
 	}
 	return collectives.NewOp[T]("MPI_Op "+fmt.Sprintf("%#x", uint32(op)), fn, u.commute), nil
 }

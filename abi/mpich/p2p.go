@@ -162,6 +162,9 @@ type request struct {
 	p2p  *runtime.Request
 	coll *collectives.Request
 	rma  *window.Request
+	// persistent marks a request of an _init call: completing it leaves it, inactive,
+	// until MPI_Request_free.
+	persistent bool
 }
 
 var reqs = newTable[*request](kindRequest)
@@ -268,11 +271,14 @@ func doWait(req *Request, st *Status) error {
 		st.empty()
 		return nil
 	}
-	r, ok := reqs.del(int32(*req))
+	r, ok := reqs.get(int32(*req))
 	if !ok {
 		return errHandle("request", int32(*req))
 	}
-	*req = mpi_REQUEST_NULL
+	if !r.persistent {
+		reqs.del(int32(*req))
+		*req = mpi_REQUEST_NULL
+	}
 	rs, err := r.wait()
 	st.set(rs)
 	return err
@@ -292,8 +298,10 @@ func doTest(req *Request, flag *int32, st *Status) error {
 	done, rs, err := r.test()
 	*flag = b2i(done)
 	if done {
-		reqs.del(int32(*req))
-		*req = mpi_REQUEST_NULL
+		if !r.persistent {
+			reqs.del(int32(*req))
+			*req = mpi_REQUEST_NULL
+		}
 		st.set(rs)
 	}
 	return err

@@ -105,6 +105,33 @@ int PMPI_Allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, in
 }
 int MPI_Allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Allgather")));
 
+/* int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Allgather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgather_init");
+	return gorma_MPI_Allgather_init((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, info, (void *)request);
+}
+int MPI_Allgather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allgather_init")));
+
+/* int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgatherv");
+	return gorma_MPI_Allgatherv((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, comm);
+}
+int MPI_Allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm) __attribute__((weak, alias("PMPI_Allgatherv")));
+
+/* int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Allgatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgatherv_init");
+	return gorma_MPI_Allgatherv_init((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, comm, info, (void *)request);
+}
+int MPI_Allgatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allgatherv_init")));
+
 /* int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
 int PMPI_Allreduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm)
 {
@@ -113,6 +140,15 @@ int PMPI_Allreduce(void *sendbuf, void *recvbuf, int count, int datatype, int op
 	return gorma_MPI_Allreduce((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm);
 }
 int MPI_Allreduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Allreduce")));
+
+/* int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Allreduce_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allreduce_init");
+	return gorma_MPI_Allreduce_init((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm, info, (void *)request);
+}
+int MPI_Allreduce_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allreduce_init")));
 
 /* int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
 int PMPI_Alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm)
@@ -123,6 +159,51 @@ int PMPI_Alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int
 }
 int MPI_Alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Alltoall")));
 
+/* int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Alltoall_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoall_init");
+	return gorma_MPI_Alltoall_init((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, info, (void *)request);
+}
+int MPI_Alltoall_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoall_init")));
+
+/* int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallv");
+	return gorma_MPI_Alltoallv((void *)sendbuf, (void *)sendcounts, (void *)sdispls, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, recvtype, comm);
+}
+int MPI_Alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm) __attribute__((weak, alias("PMPI_Alltoallv")));
+
+/* int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Alltoallv_init(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallv_init");
+	return gorma_MPI_Alltoallv_init((void *)sendbuf, (void *)sendcounts, (void *)sdispls, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, recvtype, comm, info, (void *)request);
+}
+int MPI_Alltoallv_init(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoallv_init")));
+
+/* int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) */
+int PMPI_Alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallw");
+	return gorma_MPI_Alltoallw((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (void *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (void *)recvtypes, comm);
+}
+int MPI_Alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm) __attribute__((weak, alias("PMPI_Alltoallw")));
+
+/* int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallw_init");
+	return gorma_MPI_Alltoallw_init((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (void *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (void *)recvtypes, comm, info, (void *)request);
+}
+int MPI_Alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoallw_init")));
+
 /* int MPI_Barrier(MPI_Comm comm) */
 int PMPI_Barrier(int comm)
 {
@@ -131,6 +212,15 @@ int PMPI_Barrier(int comm)
 	return gorma_MPI_Barrier(comm);
 }
 int MPI_Barrier(int comm) __attribute__((weak, alias("PMPI_Barrier")));
+
+/* int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Barrier_init(int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Barrier_init");
+	return gorma_MPI_Barrier_init(comm, info, (void *)request);
+}
+int MPI_Barrier_init(int comm, int info, void *request) __attribute__((weak, alias("PMPI_Barrier_init")));
 
 /* int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) */
 int PMPI_Bcast(void *buffer, int count, int datatype, int root, int comm)
@@ -141,6 +231,15 @@ int PMPI_Bcast(void *buffer, int count, int datatype, int root, int comm)
 }
 int MPI_Bcast(void *buffer, int count, int datatype, int root, int comm) __attribute__((weak, alias("PMPI_Bcast")));
 
+/* int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Bcast_init(void *buffer, int count, int datatype, int root, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bcast_init");
+	return gorma_MPI_Bcast_init((void *)buffer, count, datatype, root, comm, info, (void *)request);
+}
+int MPI_Bcast_init(void *buffer, int count, int datatype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Bcast_init")));
+
 /* int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
 int PMPI_Exscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm)
 {
@@ -149,6 +248,15 @@ int PMPI_Exscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, i
 	return gorma_MPI_Exscan((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm);
 }
 int MPI_Exscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Exscan")));
+
+/* int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Exscan_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Exscan_init");
+	return gorma_MPI_Exscan_init((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm, info, (void *)request);
+}
+int MPI_Exscan_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Exscan_init")));
 
 /* int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
 int PMPI_Gather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm)
@@ -159,6 +267,51 @@ int PMPI_Gather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int r
 }
 int MPI_Gather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Gather")));
 
+/* int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Gather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gather_init");
+	return gorma_MPI_Gather_init((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, info, (void *)request);
+}
+int MPI_Gather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Gather_init")));
+
+/* int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) */
+int PMPI_Gatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gatherv");
+	return gorma_MPI_Gatherv((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, root, comm);
+}
+int MPI_Gatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Gatherv")));
+
+/* int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Gatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gatherv_init");
+	return gorma_MPI_Gatherv_init((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, root, comm, info, (void *)request);
+}
+int MPI_Gatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Gatherv_init")));
+
+/* int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iallgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iallgather");
+	return gorma_MPI_Iallgather((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, (void *)request);
+}
+int MPI_Iallgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Iallgather")));
+
+/* int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iallgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iallgatherv");
+	return gorma_MPI_Iallgatherv((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, comm, (void *)request);
+}
+int MPI_Iallgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Iallgatherv")));
+
 /* int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
 int PMPI_Iallreduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request)
 {
@@ -167,6 +320,132 @@ int PMPI_Iallreduce(void *sendbuf, void *recvbuf, int count, int datatype, int o
 	return gorma_MPI_Iallreduce((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm, (void *)request);
 }
 int MPI_Iallreduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iallreduce")));
+
+/* int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ialltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ialltoall");
+	return gorma_MPI_Ialltoall((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, (void *)request);
+}
+int MPI_Ialltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoall")));
+
+/* int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ialltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ialltoallv");
+	return gorma_MPI_Ialltoallv((void *)sendbuf, (void *)sendcounts, (void *)sdispls, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, recvtype, comm, (void *)request);
+}
+int MPI_Ialltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoallv")));
+
+/* int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ialltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ialltoallw");
+	return gorma_MPI_Ialltoallw((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (void *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (void *)recvtypes, comm, (void *)request);
+}
+int MPI_Ialltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoallw")));
+
+/* int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ibarrier(int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ibarrier");
+	return gorma_MPI_Ibarrier(comm, (void *)request);
+}
+int MPI_Ibarrier(int comm, void *request) __attribute__((weak, alias("PMPI_Ibarrier")));
+
+/* int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ibcast(void *buffer, int count, int datatype, int root, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ibcast");
+	return gorma_MPI_Ibcast((void *)buffer, count, datatype, root, comm, (void *)request);
+}
+int MPI_Ibcast(void *buffer, int count, int datatype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Ibcast")));
+
+/* int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iexscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iexscan");
+	return gorma_MPI_Iexscan((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm, (void *)request);
+}
+int MPI_Iexscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iexscan")));
+
+/* int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Igather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Igather");
+	return gorma_MPI_Igather((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, (void *)request);
+}
+int MPI_Igather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igather")));
+
+/* int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Igatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Igatherv");
+	return gorma_MPI_Igatherv((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, root, comm, (void *)request);
+}
+int MPI_Igatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igatherv")));
+
+/* int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ireduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ireduce");
+	return gorma_MPI_Ireduce((void *)sendbuf, (void *)recvbuf, count, datatype, op, root, comm, (void *)request);
+}
+int MPI_Ireduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce")));
+
+/* int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ireduce_scatter(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ireduce_scatter");
+	return gorma_MPI_Ireduce_scatter((void *)sendbuf, (void *)recvbuf, (void *)recvcounts, datatype, op, comm, (void *)request);
+}
+int MPI_Ireduce_scatter(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_scatter")));
+
+/* int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ireduce_scatter_block(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ireduce_scatter_block");
+	return gorma_MPI_Ireduce_scatter_block((void *)sendbuf, (void *)recvbuf, recvcount, datatype, op, comm, (void *)request);
+}
+int MPI_Ireduce_scatter_block(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_scatter_block")));
+
+/* int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iscan");
+	return gorma_MPI_Iscan((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm, (void *)request);
+}
+int MPI_Iscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iscan")));
+
+/* int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iscatter(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iscatter");
+	return gorma_MPI_Iscatter((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, (void *)request);
+}
+int MPI_Iscatter(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatter")));
+
+/* int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iscatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iscatterv");
+	return gorma_MPI_Iscatterv((void *)sendbuf, (void *)sendcounts, (void *)displs, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, (void *)request);
+}
+int MPI_Iscatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatterv")));
 
 /* int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) */
 int PMPI_Reduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm)
@@ -177,6 +456,60 @@ int PMPI_Reduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, i
 }
 int MPI_Reduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm) __attribute__((weak, alias("PMPI_Reduce")));
 
+/* int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Reduce_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_init");
+	return gorma_MPI_Reduce_init((void *)sendbuf, (void *)recvbuf, count, datatype, op, root, comm, info, (void *)request);
+}
+int MPI_Reduce_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_init")));
+
+/* int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op) */
+int PMPI_Reduce_local(void *inbuf, void *inoutbuf, int count, int datatype, int op)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_local");
+	return gorma_MPI_Reduce_local((void *)inbuf, (void *)inoutbuf, count, datatype, op);
+}
+int MPI_Reduce_local(void *inbuf, void *inoutbuf, int count, int datatype, int op) __attribute__((weak, alias("PMPI_Reduce_local")));
+
+/* int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Reduce_scatter(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter");
+	return gorma_MPI_Reduce_scatter((void *)sendbuf, (void *)recvbuf, (void *)recvcounts, datatype, op, comm);
+}
+int MPI_Reduce_scatter(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Reduce_scatter")));
+
+/* int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Reduce_scatter_block(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_block");
+	return gorma_MPI_Reduce_scatter_block((void *)sendbuf, (void *)recvbuf, recvcount, datatype, op, comm);
+}
+int MPI_Reduce_scatter_block(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Reduce_scatter_block")));
+
+/* int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Reduce_scatter_block_init(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_block_init");
+	return gorma_MPI_Reduce_scatter_block_init((void *)sendbuf, (void *)recvbuf, recvcount, datatype, op, comm, info, (void *)request);
+}
+int MPI_Reduce_scatter_block_init(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_scatter_block_init")));
+
+/* int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Reduce_scatter_init(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_init");
+	return gorma_MPI_Reduce_scatter_init((void *)sendbuf, (void *)recvbuf, (void *)recvcounts, datatype, op, comm, info, (void *)request);
+}
+int MPI_Reduce_scatter_init(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_scatter_init")));
+
 /* int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
 int PMPI_Scan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm)
 {
@@ -186,6 +519,15 @@ int PMPI_Scan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int
 }
 int MPI_Scan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Scan")));
 
+/* int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Scan_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scan_init");
+	return gorma_MPI_Scan_init((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm, info, (void *)request);
+}
+int MPI_Scan_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scan_init")));
+
 /* int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
 int PMPI_Scatter(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm)
 {
@@ -194,6 +536,33 @@ int PMPI_Scatter(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int 
 	return gorma_MPI_Scatter((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm);
 }
 int MPI_Scatter(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Scatter")));
+
+/* int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Scatter_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatter_init");
+	return gorma_MPI_Scatter_init((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, info, (void *)request);
+}
+int MPI_Scatter_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatter_init")));
+
+/* int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
+int PMPI_Scatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatterv");
+	return gorma_MPI_Scatterv((void *)sendbuf, (void *)sendcounts, (void *)displs, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm);
+}
+int MPI_Scatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Scatterv")));
+
+/* int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Scatterv_init(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatterv_init");
+	return gorma_MPI_Scatterv_init((void *)sendbuf, (void *)sendcounts, (void *)displs, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, info, (void *)request);
+}
+int MPI_Scatterv_init(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatterv_init")));
 
 /* int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) */
 int PMPI_Comm_create(int comm, int group, void *newcomm)
@@ -744,6 +1113,15 @@ int PMPI_Get_version(void *version, void *subversion)
 }
 int MPI_Get_version(void *version, void *subversion) __attribute__((weak, alias("PMPI_Get_version")));
 
+/* int MPI_Op_commutative(MPI_Op op, int *commute) */
+int PMPI_Op_commutative(int op, void *commute)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Op_commutative");
+	return gorma_MPI_Op_commutative(op, (void *)commute);
+}
+int MPI_Op_commutative(int op, void *commute) __attribute__((weak, alias("PMPI_Op_commutative")));
+
 /* int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op) */
 int PMPI_Op_create(void *user_fn, int commute, void *op)
 {
@@ -860,6 +1238,24 @@ int PMPI_Request_free(void *request)
 	return gorma_MPI_Request_free((void *)request);
 }
 int MPI_Request_free(void *request) __attribute__((weak, alias("PMPI_Request_free")));
+
+/* int MPI_Start(MPI_Request *request) */
+int PMPI_Start(void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Start");
+	return gorma_MPI_Start((void *)request);
+}
+int MPI_Start(void *request) __attribute__((weak, alias("PMPI_Start")));
+
+/* int MPI_Startall(int count, MPI_Request array_of_requests[]) */
+int PMPI_Startall(int count, void *array_of_requests)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Startall");
+	return gorma_MPI_Startall(count, (void *)array_of_requests);
+}
+int MPI_Startall(int count, void *array_of_requests) __attribute__((weak, alias("PMPI_Startall")));
 
 /* int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) */
 int PMPI_Test(void *request, void *flag, void *status)
@@ -1158,6 +1554,447 @@ int PMPI_Win_wait(int win)
 }
 int MPI_Win_wait(int win) __attribute__((weak, alias("PMPI_Win_wait")));
 
+/* int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgather_c");
+	return gorma_MPI_Allgather_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm);
+}
+int MPI_Allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Allgather_c")));
+
+/* int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Allgather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgather_init_c");
+	return gorma_MPI_Allgather_init_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, info, (void *)request);
+}
+int MPI_Allgather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allgather_init_c")));
+
+/* int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgatherv_c");
+	return gorma_MPI_Allgatherv_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, comm);
+}
+int MPI_Allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm) __attribute__((weak, alias("PMPI_Allgatherv_c")));
+
+/* int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Allgatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allgatherv_init_c");
+	return gorma_MPI_Allgatherv_init_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, comm, info, (void *)request);
+}
+int MPI_Allgatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allgatherv_init_c")));
+
+/* int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Allreduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allreduce_c");
+	return gorma_MPI_Allreduce_c((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm);
+}
+int MPI_Allreduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Allreduce_c")));
+
+/* int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Allreduce_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Allreduce_init_c");
+	return gorma_MPI_Allreduce_init_c((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm, info, (void *)request);
+}
+int MPI_Allreduce_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allreduce_init_c")));
+
+/* int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoall_c");
+	return gorma_MPI_Alltoall_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm);
+}
+int MPI_Alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Alltoall_c")));
+
+/* int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Alltoall_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoall_init_c");
+	return gorma_MPI_Alltoall_init_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, info, (void *)request);
+}
+int MPI_Alltoall_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoall_init_c")));
+
+/* int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallv_c");
+	return gorma_MPI_Alltoallv_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, recvtype, comm);
+}
+int MPI_Alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm) __attribute__((weak, alias("PMPI_Alltoallv_c")));
+
+/* int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Alltoallv_init_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallv_init_c");
+	return gorma_MPI_Alltoallv_init_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, recvtype, comm, info, (void *)request);
+}
+int MPI_Alltoallv_init_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoallv_init_c")));
+
+/* int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) */
+int PMPI_Alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallw_c");
+	return gorma_MPI_Alltoallw_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (void *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (void *)recvtypes, comm);
+}
+int MPI_Alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm) __attribute__((weak, alias("PMPI_Alltoallw_c")));
+
+/* int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Alltoallw_init_c");
+	return gorma_MPI_Alltoallw_init_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (void *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (void *)recvtypes, comm, info, (void *)request);
+}
+int MPI_Alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoallw_init_c")));
+
+/* int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) */
+int PMPI_Bcast_c(void *buffer, long count, int datatype, int root, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bcast_c");
+	return gorma_MPI_Bcast_c((void *)buffer, count, datatype, root, comm);
+}
+int MPI_Bcast_c(void *buffer, long count, int datatype, int root, int comm) __attribute__((weak, alias("PMPI_Bcast_c")));
+
+/* int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Bcast_init_c(void *buffer, long count, int datatype, int root, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bcast_init_c");
+	return gorma_MPI_Bcast_init_c((void *)buffer, count, datatype, root, comm, info, (void *)request);
+}
+int MPI_Bcast_init_c(void *buffer, long count, int datatype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Bcast_init_c")));
+
+/* int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Exscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Exscan_c");
+	return gorma_MPI_Exscan_c((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm);
+}
+int MPI_Exscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Exscan_c")));
+
+/* int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Exscan_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Exscan_init_c");
+	return gorma_MPI_Exscan_init_c((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm, info, (void *)request);
+}
+int MPI_Exscan_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Exscan_init_c")));
+
+/* int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
+int PMPI_Gather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gather_c");
+	return gorma_MPI_Gather_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm);
+}
+int MPI_Gather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Gather_c")));
+
+/* int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Gather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gather_init_c");
+	return gorma_MPI_Gather_init_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, info, (void *)request);
+}
+int MPI_Gather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Gather_init_c")));
+
+/* int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) */
+int PMPI_Gatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gatherv_c");
+	return gorma_MPI_Gatherv_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, root, comm);
+}
+int MPI_Gatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Gatherv_c")));
+
+/* int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Gatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Gatherv_init_c");
+	return gorma_MPI_Gatherv_init_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, root, comm, info, (void *)request);
+}
+int MPI_Gatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Gatherv_init_c")));
+
+/* int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iallgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iallgather_c");
+	return gorma_MPI_Iallgather_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, (void *)request);
+}
+int MPI_Iallgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Iallgather_c")));
+
+/* int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iallgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iallgatherv_c");
+	return gorma_MPI_Iallgatherv_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, comm, (void *)request);
+}
+int MPI_Iallgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Iallgatherv_c")));
+
+/* int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iallreduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iallreduce_c");
+	return gorma_MPI_Iallreduce_c((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm, (void *)request);
+}
+int MPI_Iallreduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iallreduce_c")));
+
+/* int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ialltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ialltoall_c");
+	return gorma_MPI_Ialltoall_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, (void *)request);
+}
+int MPI_Ialltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoall_c")));
+
+/* int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ialltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ialltoallv_c");
+	return gorma_MPI_Ialltoallv_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, recvtype, comm, (void *)request);
+}
+int MPI_Ialltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoallv_c")));
+
+/* int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ialltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ialltoallw_c");
+	return gorma_MPI_Ialltoallw_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (void *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (void *)recvtypes, comm, (void *)request);
+}
+int MPI_Ialltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoallw_c")));
+
+/* int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ibcast_c(void *buffer, long count, int datatype, int root, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ibcast_c");
+	return gorma_MPI_Ibcast_c((void *)buffer, count, datatype, root, comm, (void *)request);
+}
+int MPI_Ibcast_c(void *buffer, long count, int datatype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Ibcast_c")));
+
+/* int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iexscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iexscan_c");
+	return gorma_MPI_Iexscan_c((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm, (void *)request);
+}
+int MPI_Iexscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iexscan_c")));
+
+/* int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Igather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Igather_c");
+	return gorma_MPI_Igather_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, (void *)request);
+}
+int MPI_Igather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igather_c")));
+
+/* int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Igatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Igatherv_c");
+	return gorma_MPI_Igatherv_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, root, comm, (void *)request);
+}
+int MPI_Igatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igatherv_c")));
+
+/* int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ireduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ireduce_c");
+	return gorma_MPI_Ireduce_c((void *)sendbuf, (void *)recvbuf, count, datatype, op, root, comm, (void *)request);
+}
+int MPI_Ireduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_c")));
+
+/* int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ireduce_scatter_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ireduce_scatter_c");
+	return gorma_MPI_Ireduce_scatter_c((void *)sendbuf, (void *)recvbuf, (void *)recvcounts, datatype, op, comm, (void *)request);
+}
+int MPI_Ireduce_scatter_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_scatter_c")));
+
+/* int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ireduce_scatter_block_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ireduce_scatter_block_c");
+	return gorma_MPI_Ireduce_scatter_block_c((void *)sendbuf, (void *)recvbuf, recvcount, datatype, op, comm, (void *)request);
+}
+int MPI_Ireduce_scatter_block_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_scatter_block_c")));
+
+/* int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iscan_c");
+	return gorma_MPI_Iscan_c((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm, (void *)request);
+}
+int MPI_Iscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iscan_c")));
+
+/* int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iscatter_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iscatter_c");
+	return gorma_MPI_Iscatter_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, (void *)request);
+}
+int MPI_Iscatter_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatter_c")));
+
+/* int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Iscatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Iscatterv_c");
+	return gorma_MPI_Iscatterv_c((void *)sendbuf, (void *)sendcounts, (void *)displs, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, (void *)request);
+}
+int MPI_Iscatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatterv_c")));
+
+/* int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) */
+int PMPI_Reduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_c");
+	return gorma_MPI_Reduce_c((void *)sendbuf, (void *)recvbuf, count, datatype, op, root, comm);
+}
+int MPI_Reduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm) __attribute__((weak, alias("PMPI_Reduce_c")));
+
+/* int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Reduce_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_init_c");
+	return gorma_MPI_Reduce_init_c((void *)sendbuf, (void *)recvbuf, count, datatype, op, root, comm, info, (void *)request);
+}
+int MPI_Reduce_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_init_c")));
+
+/* int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op) */
+int PMPI_Reduce_local_c(void *inbuf, void *inoutbuf, long count, int datatype, int op)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_local_c");
+	return gorma_MPI_Reduce_local_c((void *)inbuf, (void *)inoutbuf, count, datatype, op);
+}
+int MPI_Reduce_local_c(void *inbuf, void *inoutbuf, long count, int datatype, int op) __attribute__((weak, alias("PMPI_Reduce_local_c")));
+
+/* int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Reduce_scatter_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_c");
+	return gorma_MPI_Reduce_scatter_c((void *)sendbuf, (void *)recvbuf, (void *)recvcounts, datatype, op, comm);
+}
+int MPI_Reduce_scatter_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Reduce_scatter_c")));
+
+/* int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Reduce_scatter_block_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_block_c");
+	return gorma_MPI_Reduce_scatter_block_c((void *)sendbuf, (void *)recvbuf, recvcount, datatype, op, comm);
+}
+int MPI_Reduce_scatter_block_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Reduce_scatter_block_c")));
+
+/* int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Reduce_scatter_block_init_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_block_init_c");
+	return gorma_MPI_Reduce_scatter_block_init_c((void *)sendbuf, (void *)recvbuf, recvcount, datatype, op, comm, info, (void *)request);
+}
+int MPI_Reduce_scatter_block_init_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_scatter_block_init_c")));
+
+/* int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Reduce_scatter_init_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Reduce_scatter_init_c");
+	return gorma_MPI_Reduce_scatter_init_c((void *)sendbuf, (void *)recvbuf, (void *)recvcounts, datatype, op, comm, info, (void *)request);
+}
+int MPI_Reduce_scatter_init_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_scatter_init_c")));
+
+/* int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
+int PMPI_Scan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scan_c");
+	return gorma_MPI_Scan_c((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm);
+}
+int MPI_Scan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Scan_c")));
+
+/* int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Scan_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scan_init_c");
+	return gorma_MPI_Scan_init_c((void *)sendbuf, (void *)recvbuf, count, datatype, op, comm, info, (void *)request);
+}
+int MPI_Scan_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scan_init_c")));
+
+/* int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
+int PMPI_Scatter_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatter_c");
+	return gorma_MPI_Scatter_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm);
+}
+int MPI_Scatter_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Scatter_c")));
+
+/* int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Scatter_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatter_init_c");
+	return gorma_MPI_Scatter_init_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, info, (void *)request);
+}
+int MPI_Scatter_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatter_init_c")));
+
+/* int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
+int PMPI_Scatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatterv_c");
+	return gorma_MPI_Scatterv_c((void *)sendbuf, (void *)sendcounts, (void *)displs, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm);
+}
+int MPI_Scatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Scatterv_c")));
+
+/* int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Scatterv_init_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Scatterv_init_c");
+	return gorma_MPI_Scatterv_init_c((void *)sendbuf, (void *)sendcounts, (void *)displs, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, info, (void *)request);
+}
+int MPI_Scatterv_init_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatterv_init_c")));
+
 /* The functions of mpi.h and mpio.h that gorma does not cover. Each is defined, so a
  * program that names one loads and runs; a call fails with
  * MPI_ERR_UNSUPPORTED_OPERATION through the error handler of its communicator or
@@ -1403,256 +2240,6 @@ int PMPI_Win_set_attr(int win, int win_keyval, void *attribute_val)
 }
 int MPI_Win_set_attr(int win, int win_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Win_set_attr")));
 
-/* int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Allgather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Allgather_init");
-	return gorma_absent("MPI_Allgather_init", 1, comm);
-}
-int MPI_Allgather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allgather_init")));
-
-/* int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Allgatherv");
-	return gorma_absent("MPI_Allgatherv", 1, comm);
-}
-int MPI_Allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm) __attribute__((weak, alias("PMPI_Allgatherv")));
-
-/* int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Allgatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Allgatherv_init");
-	return gorma_absent("MPI_Allgatherv_init", 1, comm);
-}
-int MPI_Allgatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allgatherv_init")));
-
-/* int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Allreduce_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Allreduce_init");
-	return gorma_absent("MPI_Allreduce_init", 1, comm);
-}
-int MPI_Allreduce_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allreduce_init")));
-
-/* int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Alltoall_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Alltoall_init");
-	return gorma_absent("MPI_Alltoall_init", 1, comm);
-}
-int MPI_Alltoall_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoall_init")));
-
-/* int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Alltoallv");
-	return gorma_absent("MPI_Alltoallv", 1, comm);
-}
-int MPI_Alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm) __attribute__((weak, alias("PMPI_Alltoallv")));
-
-/* int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Alltoallv_init(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Alltoallv_init");
-	return gorma_absent("MPI_Alltoallv_init", 1, comm);
-}
-int MPI_Alltoallv_init(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoallv_init")));
-
-/* int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) */
-int PMPI_Alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Alltoallw");
-	return gorma_absent("MPI_Alltoallw", 1, comm);
-}
-int MPI_Alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm) __attribute__((weak, alias("PMPI_Alltoallw")));
-
-/* int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Alltoallw_init");
-	return gorma_absent("MPI_Alltoallw_init", 1, comm);
-}
-int MPI_Alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoallw_init")));
-
-/* int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Barrier_init(int comm, int info, void *request)
-{
-	(void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Barrier_init");
-	return gorma_absent("MPI_Barrier_init", 1, comm);
-}
-int MPI_Barrier_init(int comm, int info, void *request) __attribute__((weak, alias("PMPI_Barrier_init")));
-
-/* int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Bcast_init(void *buffer, int count, int datatype, int root, int comm, int info, void *request)
-{
-	(void)buffer; (void)count; (void)datatype; (void)root; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Bcast_init");
-	return gorma_absent("MPI_Bcast_init", 1, comm);
-}
-int MPI_Bcast_init(void *buffer, int count, int datatype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Bcast_init")));
-
-/* int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Exscan_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Exscan_init");
-	return gorma_absent("MPI_Exscan_init", 1, comm);
-}
-int MPI_Exscan_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Exscan_init")));
-
-/* int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Gather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Gather_init");
-	return gorma_absent("MPI_Gather_init", 1, comm);
-}
-int MPI_Gather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Gather_init")));
-
-/* int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) */
-int PMPI_Gatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)root;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Gatherv");
-	return gorma_absent("MPI_Gatherv", 1, comm);
-}
-int MPI_Gatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Gatherv")));
-
-/* int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Gatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)root; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Gatherv_init");
-	return gorma_absent("MPI_Gatherv_init", 1, comm);
-}
-int MPI_Gatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Gatherv_init")));
-
-/* int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Iallgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Iallgather");
-	return gorma_absent("MPI_Iallgather", 1, comm);
-}
-int MPI_Iallgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Iallgather")));
-
-/* int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Iallgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Iallgatherv");
-	return gorma_absent("MPI_Iallgatherv", 1, comm);
-}
-int MPI_Iallgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Iallgatherv")));
-
-/* int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ialltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ialltoall");
-	return gorma_absent("MPI_Ialltoall", 1, comm);
-}
-int MPI_Ialltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoall")));
-
-/* int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ialltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ialltoallv");
-	return gorma_absent("MPI_Ialltoallv", 1, comm);
-}
-int MPI_Ialltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoallv")));
-
-/* int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ialltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ialltoallw");
-	return gorma_absent("MPI_Ialltoallw", 1, comm);
-}
-int MPI_Ialltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoallw")));
-
-/* int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ibarrier(int comm, void *request)
-{
-	(void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ibarrier");
-	return gorma_absent("MPI_Ibarrier", 1, comm);
-}
-int MPI_Ibarrier(int comm, void *request) __attribute__((weak, alias("PMPI_Ibarrier")));
-
-/* int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ibcast(void *buffer, int count, int datatype, int root, int comm, void *request)
-{
-	(void)buffer; (void)count; (void)datatype; (void)root; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ibcast");
-	return gorma_absent("MPI_Ibcast", 1, comm);
-}
-int MPI_Ibcast(void *buffer, int count, int datatype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Ibcast")));
-
-/* int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Iexscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Iexscan");
-	return gorma_absent("MPI_Iexscan", 1, comm);
-}
-int MPI_Iexscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iexscan")));
-
-/* int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Igather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Igather");
-	return gorma_absent("MPI_Igather", 1, comm);
-}
-int MPI_Igather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igather")));
-
-/* int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Igatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)root; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Igatherv");
-	return gorma_absent("MPI_Igatherv", 1, comm);
-}
-int MPI_Igatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igatherv")));
-
 /* int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
 int PMPI_Ineighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request)
 {
@@ -1702,66 +2289,6 @@ int PMPI_Ineighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, voi
 	return gorma_absent("MPI_Ineighbor_alltoallw", 1, comm);
 }
 int MPI_Ineighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallw")));
-
-/* int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ireduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)root; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ireduce");
-	return gorma_absent("MPI_Ireduce", 1, comm);
-}
-int MPI_Ireduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce")));
-
-/* int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ireduce_scatter(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)recvcounts; (void)datatype; (void)op; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ireduce_scatter");
-	return gorma_absent("MPI_Ireduce_scatter", 1, comm);
-}
-int MPI_Ireduce_scatter(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_scatter")));
-
-/* int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ireduce_scatter_block(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)recvcount; (void)datatype; (void)op; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ireduce_scatter_block");
-	return gorma_absent("MPI_Ireduce_scatter_block", 1, comm);
-}
-int MPI_Ireduce_scatter_block(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_scatter_block")));
-
-/* int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Iscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Iscan");
-	return gorma_absent("MPI_Iscan", 1, comm);
-}
-int MPI_Iscan(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iscan")));
-
-/* int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Iscatter(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Iscatter");
-	return gorma_absent("MPI_Iscatter", 1, comm);
-}
-int MPI_Iscatter(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatter")));
-
-/* int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Iscatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)displs; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Iscatterv");
-	return gorma_absent("MPI_Iscatterv", 1, comm);
-}
-int MPI_Iscatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatterv")));
 
 /* int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
 int PMPI_Neighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm)
@@ -1862,106 +2389,6 @@ int PMPI_Neighbor_alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls,
 	return gorma_absent("MPI_Neighbor_alltoallw_init", 1, comm);
 }
 int MPI_Neighbor_alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallw_init")));
-
-/* int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Reduce_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)root; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Reduce_init");
-	return gorma_absent("MPI_Reduce_init", 1, comm);
-}
-int MPI_Reduce_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_init")));
-
-/* int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op) */
-int PMPI_Reduce_local(void *inbuf, void *inoutbuf, int count, int datatype, int op)
-{
-	(void)inbuf; (void)inoutbuf; (void)count; (void)datatype; (void)op;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Reduce_local");
-	return gorma_absent("MPI_Reduce_local", 0, 0);
-}
-int MPI_Reduce_local(void *inbuf, void *inoutbuf, int count, int datatype, int op) __attribute__((weak, alias("PMPI_Reduce_local")));
-
-/* int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
-int PMPI_Reduce_scatter(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm)
-{
-	(void)sendbuf; (void)recvbuf; (void)recvcounts; (void)datatype; (void)op;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Reduce_scatter");
-	return gorma_absent("MPI_Reduce_scatter", 1, comm);
-}
-int MPI_Reduce_scatter(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Reduce_scatter")));
-
-/* int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
-int PMPI_Reduce_scatter_block(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm)
-{
-	(void)sendbuf; (void)recvbuf; (void)recvcount; (void)datatype; (void)op;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Reduce_scatter_block");
-	return gorma_absent("MPI_Reduce_scatter_block", 1, comm);
-}
-int MPI_Reduce_scatter_block(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Reduce_scatter_block")));
-
-/* int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Reduce_scatter_block_init(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)recvcount; (void)datatype; (void)op; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Reduce_scatter_block_init");
-	return gorma_absent("MPI_Reduce_scatter_block_init", 1, comm);
-}
-int MPI_Reduce_scatter_block_init(void *sendbuf, void *recvbuf, int recvcount, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_scatter_block_init")));
-
-/* int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Reduce_scatter_init(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)recvcounts; (void)datatype; (void)op; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Reduce_scatter_init");
-	return gorma_absent("MPI_Reduce_scatter_init", 1, comm);
-}
-int MPI_Reduce_scatter_init(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_scatter_init")));
-
-/* int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Scan_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Scan_init");
-	return gorma_absent("MPI_Scan_init", 1, comm);
-}
-int MPI_Scan_init(void *sendbuf, void *recvbuf, int count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scan_init")));
-
-/* int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Scatter_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Scatter_init");
-	return gorma_absent("MPI_Scatter_init", 1, comm);
-}
-int MPI_Scatter_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatter_init")));
-
-/* int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
-int PMPI_Scatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm)
-{
-	(void)sendbuf; (void)sendcounts; (void)displs; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Scatterv");
-	return gorma_absent("MPI_Scatterv", 1, comm);
-}
-int MPI_Scatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Scatterv")));
-
-/* int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Scatterv_init(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)displs; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Scatterv_init");
-	return gorma_absent("MPI_Scatterv_init", 1, comm);
-}
-int MPI_Scatterv_init(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatterv_init")));
 
 /* int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result) */
 int PMPI_Comm_compare(int comm1, int comm2, void *result)
@@ -2773,16 +3200,6 @@ int PMPI_Session_init(int info, int errhandler, void *session)
 }
 int MPI_Session_init(int info, int errhandler, void *session) __attribute__((weak, alias("PMPI_Session_init")));
 
-/* int MPI_Op_commutative(MPI_Op op, int *commute) */
-int PMPI_Op_commutative(int op, void *commute)
-{
-	(void)op; (void)commute;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Op_commutative");
-	return gorma_absent("MPI_Op_commutative", 0, 0);
-}
-int MPI_Op_commutative(int op, void *commute) __attribute__((weak, alias("PMPI_Op_commutative")));
-
 /* int MPI_Parrived(MPI_Request request, int partition, int *flag) */
 int PMPI_Parrived(int request, int partition, void *flag)
 {
@@ -3052,26 +3469,6 @@ int PMPI_Request_get_status(int request, void *flag, void *status)
 	return gorma_absent("MPI_Request_get_status", 0, 0);
 }
 int MPI_Request_get_status(int request, void *flag, void *status) __attribute__((weak, alias("PMPI_Request_get_status")));
-
-/* int MPI_Start(MPI_Request *request) */
-int PMPI_Start(void *request)
-{
-	(void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Start");
-	return gorma_absent("MPI_Start", 0, 0);
-}
-int MPI_Start(void *request) __attribute__((weak, alias("PMPI_Start")));
-
-/* int MPI_Startall(int count, MPI_Request array_of_requests[]) */
-int PMPI_Startall(int count, void *array_of_requests)
-{
-	(void)count; (void)array_of_requests;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Startall");
-	return gorma_absent("MPI_Startall", 0, 0);
-}
-int MPI_Startall(int count, void *array_of_requests) __attribute__((weak, alias("PMPI_Startall")));
 
 /* int MPI_Status_set_cancelled(MPI_Status *status, int flag) */
 int PMPI_Status_set_cancelled(void *status, int flag)
@@ -4102,306 +4499,6 @@ int PMPIX_Grequest_class_allocate(int greq_class, void *extra_state, void *reque
 }
 int MPIX_Grequest_class_allocate(int greq_class, void *extra_state, void *request) __attribute__((weak, alias("PMPIX_Grequest_class_allocate")));
 
-/* int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Allgather_c");
-	return gorma_absent("MPI_Allgather_c", 1, comm);
-}
-int MPI_Allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Allgather_c")));
-
-/* int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Allgather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Allgather_init_c");
-	return gorma_absent("MPI_Allgather_init_c", 1, comm);
-}
-int MPI_Allgather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allgather_init_c")));
-
-/* int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Allgatherv_c");
-	return gorma_absent("MPI_Allgatherv_c", 1, comm);
-}
-int MPI_Allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm) __attribute__((weak, alias("PMPI_Allgatherv_c")));
-
-/* int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Allgatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Allgatherv_init_c");
-	return gorma_absent("MPI_Allgatherv_init_c", 1, comm);
-}
-int MPI_Allgatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allgatherv_init_c")));
-
-/* int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
-int PMPI_Allreduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Allreduce_c");
-	return gorma_absent("MPI_Allreduce_c", 1, comm);
-}
-int MPI_Allreduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Allreduce_c")));
-
-/* int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Allreduce_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Allreduce_init_c");
-	return gorma_absent("MPI_Allreduce_init_c", 1, comm);
-}
-int MPI_Allreduce_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Allreduce_init_c")));
-
-/* int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Alltoall_c");
-	return gorma_absent("MPI_Alltoall_c", 1, comm);
-}
-int MPI_Alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Alltoall_c")));
-
-/* int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Alltoall_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Alltoall_init_c");
-	return gorma_absent("MPI_Alltoall_init_c", 1, comm);
-}
-int MPI_Alltoall_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoall_init_c")));
-
-/* int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Alltoallv_c");
-	return gorma_absent("MPI_Alltoallv_c", 1, comm);
-}
-int MPI_Alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm) __attribute__((weak, alias("PMPI_Alltoallv_c")));
-
-/* int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Alltoallv_init_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Alltoallv_init_c");
-	return gorma_absent("MPI_Alltoallv_init_c", 1, comm);
-}
-int MPI_Alltoallv_init_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoallv_init_c")));
-
-/* int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) */
-int PMPI_Alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Alltoallw_c");
-	return gorma_absent("MPI_Alltoallw_c", 1, comm);
-}
-int MPI_Alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm) __attribute__((weak, alias("PMPI_Alltoallw_c")));
-
-/* int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Alltoallw_init_c");
-	return gorma_absent("MPI_Alltoallw_init_c", 1, comm);
-}
-int MPI_Alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Alltoallw_init_c")));
-
-/* int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) */
-int PMPI_Bcast_c(void *buffer, long count, int datatype, int root, int comm)
-{
-	(void)buffer; (void)count; (void)datatype; (void)root;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Bcast_c");
-	return gorma_absent("MPI_Bcast_c", 1, comm);
-}
-int MPI_Bcast_c(void *buffer, long count, int datatype, int root, int comm) __attribute__((weak, alias("PMPI_Bcast_c")));
-
-/* int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Bcast_init_c(void *buffer, long count, int datatype, int root, int comm, int info, void *request)
-{
-	(void)buffer; (void)count; (void)datatype; (void)root; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Bcast_init_c");
-	return gorma_absent("MPI_Bcast_init_c", 1, comm);
-}
-int MPI_Bcast_init_c(void *buffer, long count, int datatype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Bcast_init_c")));
-
-/* int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
-int PMPI_Exscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Exscan_c");
-	return gorma_absent("MPI_Exscan_c", 1, comm);
-}
-int MPI_Exscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Exscan_c")));
-
-/* int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Exscan_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Exscan_init_c");
-	return gorma_absent("MPI_Exscan_init_c", 1, comm);
-}
-int MPI_Exscan_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Exscan_init_c")));
-
-/* int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
-int PMPI_Gather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Gather_c");
-	return gorma_absent("MPI_Gather_c", 1, comm);
-}
-int MPI_Gather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Gather_c")));
-
-/* int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Gather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Gather_init_c");
-	return gorma_absent("MPI_Gather_init_c", 1, comm);
-}
-int MPI_Gather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Gather_init_c")));
-
-/* int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) */
-int PMPI_Gatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)root;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Gatherv_c");
-	return gorma_absent("MPI_Gatherv_c", 1, comm);
-}
-int MPI_Gatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Gatherv_c")));
-
-/* int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Gatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)root; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Gatherv_init_c");
-	return gorma_absent("MPI_Gatherv_init_c", 1, comm);
-}
-int MPI_Gatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Gatherv_init_c")));
-
-/* int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Iallgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Iallgather_c");
-	return gorma_absent("MPI_Iallgather_c", 1, comm);
-}
-int MPI_Iallgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Iallgather_c")));
-
-/* int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Iallgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Iallgatherv_c");
-	return gorma_absent("MPI_Iallgatherv_c", 1, comm);
-}
-int MPI_Iallgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Iallgatherv_c")));
-
-/* int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Iallreduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Iallreduce_c");
-	return gorma_absent("MPI_Iallreduce_c", 1, comm);
-}
-int MPI_Iallreduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iallreduce_c")));
-
-/* int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ialltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ialltoall_c");
-	return gorma_absent("MPI_Ialltoall_c", 1, comm);
-}
-int MPI_Ialltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoall_c")));
-
-/* int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ialltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ialltoallv_c");
-	return gorma_absent("MPI_Ialltoallv_c", 1, comm);
-}
-int MPI_Ialltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoallv_c")));
-
-/* int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ialltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ialltoallw_c");
-	return gorma_absent("MPI_Ialltoallw_c", 1, comm);
-}
-int MPI_Ialltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ialltoallw_c")));
-
-/* int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ibcast_c(void *buffer, long count, int datatype, int root, int comm, void *request)
-{
-	(void)buffer; (void)count; (void)datatype; (void)root; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ibcast_c");
-	return gorma_absent("MPI_Ibcast_c", 1, comm);
-}
-int MPI_Ibcast_c(void *buffer, long count, int datatype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Ibcast_c")));
-
-/* int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Iexscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Iexscan_c");
-	return gorma_absent("MPI_Iexscan_c", 1, comm);
-}
-int MPI_Iexscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iexscan_c")));
-
-/* int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Igather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Igather_c");
-	return gorma_absent("MPI_Igather_c", 1, comm);
-}
-int MPI_Igather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igather_c")));
-
-/* int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Igatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)root; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Igatherv_c");
-	return gorma_absent("MPI_Igatherv_c", 1, comm);
-}
-int MPI_Igatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igatherv_c")));
-
 /* int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
 int PMPI_Ineighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request)
 {
@@ -4451,66 +4548,6 @@ int PMPI_Ineighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, v
 	return gorma_absent("MPI_Ineighbor_alltoallw_c", 1, comm);
 }
 int MPI_Ineighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallw_c")));
-
-/* int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ireduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)root; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ireduce_c");
-	return gorma_absent("MPI_Ireduce_c", 1, comm);
-}
-int MPI_Ireduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_c")));
-
-/* int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ireduce_scatter_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)recvcounts; (void)datatype; (void)op; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ireduce_scatter_c");
-	return gorma_absent("MPI_Ireduce_scatter_c", 1, comm);
-}
-int MPI_Ireduce_scatter_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_scatter_c")));
-
-/* int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ireduce_scatter_block_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)recvcount; (void)datatype; (void)op; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ireduce_scatter_block_c");
-	return gorma_absent("MPI_Ireduce_scatter_block_c", 1, comm);
-}
-int MPI_Ireduce_scatter_block_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Ireduce_scatter_block_c")));
-
-/* int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Iscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Iscan_c");
-	return gorma_absent("MPI_Iscan_c", 1, comm);
-}
-int MPI_Iscan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, void *request) __attribute__((weak, alias("PMPI_Iscan_c")));
-
-/* int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Iscatter_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Iscatter_c");
-	return gorma_absent("MPI_Iscatter_c", 1, comm);
-}
-int MPI_Iscatter_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatter_c")));
-
-/* int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Iscatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)displs; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Iscatterv_c");
-	return gorma_absent("MPI_Iscatterv_c", 1, comm);
-}
-int MPI_Iscatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatterv_c")));
 
 /* int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
 int PMPI_Neighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
@@ -4611,136 +4648,6 @@ int PMPI_Neighbor_alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispl
 	return gorma_absent("MPI_Neighbor_alltoallw_init_c", 1, comm);
 }
 int MPI_Neighbor_alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallw_init_c")));
-
-/* int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) */
-int PMPI_Reduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)root;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Reduce_c");
-	return gorma_absent("MPI_Reduce_c", 1, comm);
-}
-int MPI_Reduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm) __attribute__((weak, alias("PMPI_Reduce_c")));
-
-/* int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Reduce_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)root; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Reduce_init_c");
-	return gorma_absent("MPI_Reduce_init_c", 1, comm);
-}
-int MPI_Reduce_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_init_c")));
-
-/* int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op) */
-int PMPI_Reduce_local_c(void *inbuf, void *inoutbuf, long count, int datatype, int op)
-{
-	(void)inbuf; (void)inoutbuf; (void)count; (void)datatype; (void)op;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Reduce_local_c");
-	return gorma_absent("MPI_Reduce_local_c", 0, 0);
-}
-int MPI_Reduce_local_c(void *inbuf, void *inoutbuf, long count, int datatype, int op) __attribute__((weak, alias("PMPI_Reduce_local_c")));
-
-/* int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
-int PMPI_Reduce_scatter_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm)
-{
-	(void)sendbuf; (void)recvbuf; (void)recvcounts; (void)datatype; (void)op;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Reduce_scatter_c");
-	return gorma_absent("MPI_Reduce_scatter_c", 1, comm);
-}
-int MPI_Reduce_scatter_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Reduce_scatter_c")));
-
-/* int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
-int PMPI_Reduce_scatter_block_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm)
-{
-	(void)sendbuf; (void)recvbuf; (void)recvcount; (void)datatype; (void)op;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Reduce_scatter_block_c");
-	return gorma_absent("MPI_Reduce_scatter_block_c", 1, comm);
-}
-int MPI_Reduce_scatter_block_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Reduce_scatter_block_c")));
-
-/* int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Reduce_scatter_block_init_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)recvcount; (void)datatype; (void)op; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Reduce_scatter_block_init_c");
-	return gorma_absent("MPI_Reduce_scatter_block_init_c", 1, comm);
-}
-int MPI_Reduce_scatter_block_init_c(void *sendbuf, void *recvbuf, long recvcount, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_scatter_block_init_c")));
-
-/* int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Reduce_scatter_init_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)recvcounts; (void)datatype; (void)op; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Reduce_scatter_init_c");
-	return gorma_absent("MPI_Reduce_scatter_init_c", 1, comm);
-}
-int MPI_Reduce_scatter_init_c(void *sendbuf, void *recvbuf, void *recvcounts, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Reduce_scatter_init_c")));
-
-/* int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) */
-int PMPI_Scan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Scan_c");
-	return gorma_absent("MPI_Scan_c", 1, comm);
-}
-int MPI_Scan_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm) __attribute__((weak, alias("PMPI_Scan_c")));
-
-/* int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Scan_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)recvbuf; (void)count; (void)datatype; (void)op; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Scan_init_c");
-	return gorma_absent("MPI_Scan_init_c", 1, comm);
-}
-int MPI_Scan_init_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scan_init_c")));
-
-/* int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
-int PMPI_Scatter_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Scatter_c");
-	return gorma_absent("MPI_Scatter_c", 1, comm);
-}
-int MPI_Scatter_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Scatter_c")));
-
-/* int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Scatter_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Scatter_init_c");
-	return gorma_absent("MPI_Scatter_init_c", 1, comm);
-}
-int MPI_Scatter_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatter_init_c")));
-
-/* int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) */
-int PMPI_Scatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm)
-{
-	(void)sendbuf; (void)sendcounts; (void)displs; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Scatterv_c");
-	return gorma_absent("MPI_Scatterv_c", 1, comm);
-}
-int MPI_Scatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm) __attribute__((weak, alias("PMPI_Scatterv_c")));
-
-/* int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Scatterv_init_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)displs; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)root; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Scatterv_init_c");
-	return gorma_absent("MPI_Scatterv_init_c", 1, comm);
-}
-int MPI_Scatterv_init_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatterv_init_c")));
 
 /* int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) */
 int PMPI_Get_count_c(void *status, int datatype, void *count)

@@ -22,16 +22,57 @@ const (
 	fnCommSetAttr
 	fnWinGetAttr
 	fnAllgather
+	fnAllgatherInit
+	fnAllgatherv
+	fnAllgathervInit
 	fnAllreduce
+	fnAllreduceInit
 	fnAlltoall
+	fnAlltoallInit
+	fnAlltoallv
+	fnAlltoallvInit
+	fnAlltoallw
+	fnAlltoallwInit
 	fnBarrier
+	fnBarrierInit
 	fnBcast
+	fnBcastInit
 	fnExscan
+	fnExscanInit
 	fnGather
+	fnGatherInit
+	fnGatherv
+	fnGathervInit
+	fnIallgather
+	fnIallgatherv
 	fnIallreduce
+	fnIalltoall
+	fnIalltoallv
+	fnIalltoallw
+	fnIbarrier
+	fnIbcast
+	fnIexscan
+	fnIgather
+	fnIgatherv
+	fnIreduce
+	fnIreduceScatter
+	fnIreduceScatterBlock
+	fnIscan
+	fnIscatter
+	fnIscatterv
 	fnReduce
+	fnReduceInit
+	fnReduceLocal
+	fnReduceScatter
+	fnReduceScatterBlock
+	fnReduceScatterBlockInit
+	fnReduceScatterInit
 	fnScan
+	fnScanInit
 	fnScatter
+	fnScatterInit
+	fnScatterv
+	fnScattervInit
 	fnCommCreate
 	fnCommDup
 	fnCommFree
@@ -93,6 +134,7 @@ const (
 	fnGetLibraryVersion
 	fnGetProcessorName
 	fnGetVersion
+	fnOpCommutative
 	fnOpCreate
 	fnOpFree
 	fnIprobe
@@ -106,6 +148,8 @@ const (
 	fnSsend
 	fnCancel
 	fnRequestFree
+	fnStart
+	fnStartall
 	fnTest
 	fnTestCancelled
 	fnTestall
@@ -139,135 +183,277 @@ const (
 	fnWinUnlock
 	fnWinUnlockAll
 	fnWinWait
+	fnAllgatherC
+	fnAllgatherInitC
+	fnAllgathervC
+	fnAllgathervInitC
+	fnAllreduceC
+	fnAllreduceInitC
+	fnAlltoallC
+	fnAlltoallInitC
+	fnAlltoallvC
+	fnAlltoallvInitC
+	fnAlltoallwC
+	fnAlltoallwInitC
+	fnBcastC
+	fnBcastInitC
+	fnExscanC
+	fnExscanInitC
+	fnGatherC
+	fnGatherInitC
+	fnGathervC
+	fnGathervInitC
+	fnIallgatherC
+	fnIallgathervC
+	fnIallreduceC
+	fnIalltoallC
+	fnIalltoallvC
+	fnIalltoallwC
+	fnIbcastC
+	fnIexscanC
+	fnIgatherC
+	fnIgathervC
+	fnIreduceC
+	fnIreduceScatterC
+	fnIreduceScatterBlockC
+	fnIscanC
+	fnIscatterC
+	fnIscattervC
+	fnReduceC
+	fnReduceInitC
+	fnReduceLocalC
+	fnReduceScatterC
+	fnReduceScatterBlockC
+	fnReduceScatterBlockInitC
+	fnReduceScatterInitC
+	fnScanC
+	fnScanInitC
+	fnScatterC
+	fnScatterInitC
+	fnScattervC
+	fnScattervInitC
 	numFns
 )
 
 // fnNames are the C names of the covered functions.
 var fnNames = [numFns]string{
-	fnCommCreateKeyval:       "MPI_Comm_create_keyval",
-	fnCommDeleteAttr:         "MPI_Comm_delete_attr",
-	fnCommFreeKeyval:         "MPI_Comm_free_keyval",
-	fnCommGetAttr:            "MPI_Comm_get_attr",
-	fnCommSetAttr:            "MPI_Comm_set_attr",
-	fnWinGetAttr:             "MPI_Win_get_attr",
-	fnAllgather:              "MPI_Allgather",
-	fnAllreduce:              "MPI_Allreduce",
-	fnAlltoall:               "MPI_Alltoall",
-	fnBarrier:                "MPI_Barrier",
-	fnBcast:                  "MPI_Bcast",
-	fnExscan:                 "MPI_Exscan",
-	fnGather:                 "MPI_Gather",
-	fnIallreduce:             "MPI_Iallreduce",
-	fnReduce:                 "MPI_Reduce",
-	fnScan:                   "MPI_Scan",
-	fnScatter:                "MPI_Scatter",
-	fnCommCreate:             "MPI_Comm_create",
-	fnCommDup:                "MPI_Comm_dup",
-	fnCommFree:               "MPI_Comm_free",
-	fnCommGroup:              "MPI_Comm_group",
-	fnCommRank:               "MPI_Comm_rank",
-	fnCommSize:               "MPI_Comm_size",
-	fnCommSplit:              "MPI_Comm_split",
-	fnIntercommCreate:        "MPI_Intercomm_create",
-	fnIntercommMerge:         "MPI_Intercomm_merge",
-	fnXCommRevoke:            "MPIX_Comm_revoke",
-	fnXCommShrink:            "MPIX_Comm_shrink",
-	fnXCommFailureAck:        "MPIX_Comm_failure_ack",
-	fnXCommFailureGetAcked:   "MPIX_Comm_failure_get_acked",
-	fnXCommAgree:             "MPIX_Comm_agree",
-	fnGetAddress:             "MPI_Get_address",
-	fnGetCount:               "MPI_Get_count",
-	fnPack:                   "MPI_Pack",
-	fnPackSize:               "MPI_Pack_size",
-	fnTypeCommit:             "MPI_Type_commit",
-	fnTypeContiguous:         "MPI_Type_contiguous",
-	fnTypeCreateHindexed:     "MPI_Type_create_hindexed",
-	fnTypeCreateHvector:      "MPI_Type_create_hvector",
-	fnTypeCreateIndexedBlock: "MPI_Type_create_indexed_block",
-	fnTypeCreateResized:      "MPI_Type_create_resized",
-	fnTypeCreateStruct:       "MPI_Type_create_struct",
-	fnTypeCreateSubarray:     "MPI_Type_create_subarray",
-	fnTypeFree:               "MPI_Type_free",
-	fnTypeGetExtent:          "MPI_Type_get_extent",
-	fnTypeGetTrueExtent:      "MPI_Type_get_true_extent",
-	fnTypeIndexed:            "MPI_Type_indexed",
-	fnTypeMatchSize:          "MPI_Type_match_size",
-	fnTypeSize:               "MPI_Type_size",
-	fnTypeVector:             "MPI_Type_vector",
-	fnUnpack:                 "MPI_Unpack",
-	fnCommCreateErrhandler:   "MPI_Comm_create_errhandler",
-	fnCommGetErrhandler:      "MPI_Comm_get_errhandler",
-	fnCommSetErrhandler:      "MPI_Comm_set_errhandler",
-	fnErrhandlerFree:         "MPI_Errhandler_free",
-	fnErrorClass:             "MPI_Error_class",
-	fnErrorString:            "MPI_Error_string",
-	fnWinCreateErrhandler:    "MPI_Win_create_errhandler",
-	fnWinSetErrhandler:       "MPI_Win_set_errhandler",
-	fnGroupFree:              "MPI_Group_free",
-	fnGroupIncl:              "MPI_Group_incl",
-	fnGroupRank:              "MPI_Group_rank",
-	fnGroupSize:              "MPI_Group_size",
-	fnGroupTranslateRanks:    "MPI_Group_translate_ranks",
-	fnInfoCreate:             "MPI_Info_create",
-	fnInfoFree:               "MPI_Info_free",
-	fnInfoSet:                "MPI_Info_set",
-	fnAbort:                  "MPI_Abort",
-	fnFinalize:               "MPI_Finalize",
-	fnFinalized:              "MPI_Finalized",
-	fnInit:                   "MPI_Init",
-	fnInitThread:             "MPI_Init_thread",
-	fnInitialized:            "MPI_Initialized",
-	fnIsThreadMain:           "MPI_Is_thread_main",
-	fnQueryThread:            "MPI_Query_thread",
-	fnGetLibraryVersion:      "MPI_Get_library_version",
-	fnGetProcessorName:       "MPI_Get_processor_name",
-	fnGetVersion:             "MPI_Get_version",
-	fnOpCreate:               "MPI_Op_create",
-	fnOpFree:                 "MPI_Op_free",
-	fnIprobe:                 "MPI_Iprobe",
-	fnIrecv:                  "MPI_Irecv",
-	fnIsend:                  "MPI_Isend",
-	fnProbe:                  "MPI_Probe",
-	fnRecv:                   "MPI_Recv",
-	fnRsend:                  "MPI_Rsend",
-	fnSend:                   "MPI_Send",
-	fnSendrecv:               "MPI_Sendrecv",
-	fnSsend:                  "MPI_Ssend",
-	fnCancel:                 "MPI_Cancel",
-	fnRequestFree:            "MPI_Request_free",
-	fnTest:                   "MPI_Test",
-	fnTestCancelled:          "MPI_Test_cancelled",
-	fnTestall:                "MPI_Testall",
-	fnWait:                   "MPI_Wait",
-	fnWaitall:                "MPI_Waitall",
-	fnAccumulate:             "MPI_Accumulate",
-	fnAllocMem:               "MPI_Alloc_mem",
-	fnCompareAndSwap:         "MPI_Compare_and_swap",
-	fnFetchAndOp:             "MPI_Fetch_and_op",
-	fnFreeMem:                "MPI_Free_mem",
-	fnGet:                    "MPI_Get",
-	fnGetAccumulate:          "MPI_Get_accumulate",
-	fnPut:                    "MPI_Put",
-	fnRaccumulate:            "MPI_Raccumulate",
-	fnRget:                   "MPI_Rget",
-	fnRput:                   "MPI_Rput",
-	fnWinAllocate:            "MPI_Win_allocate",
-	fnWinComplete:            "MPI_Win_complete",
-	fnWinCreate:              "MPI_Win_create",
-	fnWinFence:               "MPI_Win_fence",
-	fnWinFlush:               "MPI_Win_flush",
-	fnWinFlushAll:            "MPI_Win_flush_all",
-	fnWinFlushLocal:          "MPI_Win_flush_local",
-	fnWinFlushLocalAll:       "MPI_Win_flush_local_all",
-	fnWinFree:                "MPI_Win_free",
-	fnWinLock:                "MPI_Win_lock",
-	fnWinLockAll:             "MPI_Win_lock_all",
-	fnWinPost:                "MPI_Win_post",
-	fnWinStart:               "MPI_Win_start",
-	fnWinSync:                "MPI_Win_sync",
-	fnWinUnlock:              "MPI_Win_unlock",
-	fnWinUnlockAll:           "MPI_Win_unlock_all",
-	fnWinWait:                "MPI_Win_wait",
+	fnCommCreateKeyval:        "MPI_Comm_create_keyval",
+	fnCommDeleteAttr:          "MPI_Comm_delete_attr",
+	fnCommFreeKeyval:          "MPI_Comm_free_keyval",
+	fnCommGetAttr:             "MPI_Comm_get_attr",
+	fnCommSetAttr:             "MPI_Comm_set_attr",
+	fnWinGetAttr:              "MPI_Win_get_attr",
+	fnAllgather:               "MPI_Allgather",
+	fnAllgatherInit:           "MPI_Allgather_init",
+	fnAllgatherv:              "MPI_Allgatherv",
+	fnAllgathervInit:          "MPI_Allgatherv_init",
+	fnAllreduce:               "MPI_Allreduce",
+	fnAllreduceInit:           "MPI_Allreduce_init",
+	fnAlltoall:                "MPI_Alltoall",
+	fnAlltoallInit:            "MPI_Alltoall_init",
+	fnAlltoallv:               "MPI_Alltoallv",
+	fnAlltoallvInit:           "MPI_Alltoallv_init",
+	fnAlltoallw:               "MPI_Alltoallw",
+	fnAlltoallwInit:           "MPI_Alltoallw_init",
+	fnBarrier:                 "MPI_Barrier",
+	fnBarrierInit:             "MPI_Barrier_init",
+	fnBcast:                   "MPI_Bcast",
+	fnBcastInit:               "MPI_Bcast_init",
+	fnExscan:                  "MPI_Exscan",
+	fnExscanInit:              "MPI_Exscan_init",
+	fnGather:                  "MPI_Gather",
+	fnGatherInit:              "MPI_Gather_init",
+	fnGatherv:                 "MPI_Gatherv",
+	fnGathervInit:             "MPI_Gatherv_init",
+	fnIallgather:              "MPI_Iallgather",
+	fnIallgatherv:             "MPI_Iallgatherv",
+	fnIallreduce:              "MPI_Iallreduce",
+	fnIalltoall:               "MPI_Ialltoall",
+	fnIalltoallv:              "MPI_Ialltoallv",
+	fnIalltoallw:              "MPI_Ialltoallw",
+	fnIbarrier:                "MPI_Ibarrier",
+	fnIbcast:                  "MPI_Ibcast",
+	fnIexscan:                 "MPI_Iexscan",
+	fnIgather:                 "MPI_Igather",
+	fnIgatherv:                "MPI_Igatherv",
+	fnIreduce:                 "MPI_Ireduce",
+	fnIreduceScatter:          "MPI_Ireduce_scatter",
+	fnIreduceScatterBlock:     "MPI_Ireduce_scatter_block",
+	fnIscan:                   "MPI_Iscan",
+	fnIscatter:                "MPI_Iscatter",
+	fnIscatterv:               "MPI_Iscatterv",
+	fnReduce:                  "MPI_Reduce",
+	fnReduceInit:              "MPI_Reduce_init",
+	fnReduceLocal:             "MPI_Reduce_local",
+	fnReduceScatter:           "MPI_Reduce_scatter",
+	fnReduceScatterBlock:      "MPI_Reduce_scatter_block",
+	fnReduceScatterBlockInit:  "MPI_Reduce_scatter_block_init",
+	fnReduceScatterInit:       "MPI_Reduce_scatter_init",
+	fnScan:                    "MPI_Scan",
+	fnScanInit:                "MPI_Scan_init",
+	fnScatter:                 "MPI_Scatter",
+	fnScatterInit:             "MPI_Scatter_init",
+	fnScatterv:                "MPI_Scatterv",
+	fnScattervInit:            "MPI_Scatterv_init",
+	fnCommCreate:              "MPI_Comm_create",
+	fnCommDup:                 "MPI_Comm_dup",
+	fnCommFree:                "MPI_Comm_free",
+	fnCommGroup:               "MPI_Comm_group",
+	fnCommRank:                "MPI_Comm_rank",
+	fnCommSize:                "MPI_Comm_size",
+	fnCommSplit:               "MPI_Comm_split",
+	fnIntercommCreate:         "MPI_Intercomm_create",
+	fnIntercommMerge:          "MPI_Intercomm_merge",
+	fnXCommRevoke:             "MPIX_Comm_revoke",
+	fnXCommShrink:             "MPIX_Comm_shrink",
+	fnXCommFailureAck:         "MPIX_Comm_failure_ack",
+	fnXCommFailureGetAcked:    "MPIX_Comm_failure_get_acked",
+	fnXCommAgree:              "MPIX_Comm_agree",
+	fnGetAddress:              "MPI_Get_address",
+	fnGetCount:                "MPI_Get_count",
+	fnPack:                    "MPI_Pack",
+	fnPackSize:                "MPI_Pack_size",
+	fnTypeCommit:              "MPI_Type_commit",
+	fnTypeContiguous:          "MPI_Type_contiguous",
+	fnTypeCreateHindexed:      "MPI_Type_create_hindexed",
+	fnTypeCreateHvector:       "MPI_Type_create_hvector",
+	fnTypeCreateIndexedBlock:  "MPI_Type_create_indexed_block",
+	fnTypeCreateResized:       "MPI_Type_create_resized",
+	fnTypeCreateStruct:        "MPI_Type_create_struct",
+	fnTypeCreateSubarray:      "MPI_Type_create_subarray",
+	fnTypeFree:                "MPI_Type_free",
+	fnTypeGetExtent:           "MPI_Type_get_extent",
+	fnTypeGetTrueExtent:       "MPI_Type_get_true_extent",
+	fnTypeIndexed:             "MPI_Type_indexed",
+	fnTypeMatchSize:           "MPI_Type_match_size",
+	fnTypeSize:                "MPI_Type_size",
+	fnTypeVector:              "MPI_Type_vector",
+	fnUnpack:                  "MPI_Unpack",
+	fnCommCreateErrhandler:    "MPI_Comm_create_errhandler",
+	fnCommGetErrhandler:       "MPI_Comm_get_errhandler",
+	fnCommSetErrhandler:       "MPI_Comm_set_errhandler",
+	fnErrhandlerFree:          "MPI_Errhandler_free",
+	fnErrorClass:              "MPI_Error_class",
+	fnErrorString:             "MPI_Error_string",
+	fnWinCreateErrhandler:     "MPI_Win_create_errhandler",
+	fnWinSetErrhandler:        "MPI_Win_set_errhandler",
+	fnGroupFree:               "MPI_Group_free",
+	fnGroupIncl:               "MPI_Group_incl",
+	fnGroupRank:               "MPI_Group_rank",
+	fnGroupSize:               "MPI_Group_size",
+	fnGroupTranslateRanks:     "MPI_Group_translate_ranks",
+	fnInfoCreate:              "MPI_Info_create",
+	fnInfoFree:                "MPI_Info_free",
+	fnInfoSet:                 "MPI_Info_set",
+	fnAbort:                   "MPI_Abort",
+	fnFinalize:                "MPI_Finalize",
+	fnFinalized:               "MPI_Finalized",
+	fnInit:                    "MPI_Init",
+	fnInitThread:              "MPI_Init_thread",
+	fnInitialized:             "MPI_Initialized",
+	fnIsThreadMain:            "MPI_Is_thread_main",
+	fnQueryThread:             "MPI_Query_thread",
+	fnGetLibraryVersion:       "MPI_Get_library_version",
+	fnGetProcessorName:        "MPI_Get_processor_name",
+	fnGetVersion:              "MPI_Get_version",
+	fnOpCommutative:           "MPI_Op_commutative",
+	fnOpCreate:                "MPI_Op_create",
+	fnOpFree:                  "MPI_Op_free",
+	fnIprobe:                  "MPI_Iprobe",
+	fnIrecv:                   "MPI_Irecv",
+	fnIsend:                   "MPI_Isend",
+	fnProbe:                   "MPI_Probe",
+	fnRecv:                    "MPI_Recv",
+	fnRsend:                   "MPI_Rsend",
+	fnSend:                    "MPI_Send",
+	fnSendrecv:                "MPI_Sendrecv",
+	fnSsend:                   "MPI_Ssend",
+	fnCancel:                  "MPI_Cancel",
+	fnRequestFree:             "MPI_Request_free",
+	fnStart:                   "MPI_Start",
+	fnStartall:                "MPI_Startall",
+	fnTest:                    "MPI_Test",
+	fnTestCancelled:           "MPI_Test_cancelled",
+	fnTestall:                 "MPI_Testall",
+	fnWait:                    "MPI_Wait",
+	fnWaitall:                 "MPI_Waitall",
+	fnAccumulate:              "MPI_Accumulate",
+	fnAllocMem:                "MPI_Alloc_mem",
+	fnCompareAndSwap:          "MPI_Compare_and_swap",
+	fnFetchAndOp:              "MPI_Fetch_and_op",
+	fnFreeMem:                 "MPI_Free_mem",
+	fnGet:                     "MPI_Get",
+	fnGetAccumulate:           "MPI_Get_accumulate",
+	fnPut:                     "MPI_Put",
+	fnRaccumulate:             "MPI_Raccumulate",
+	fnRget:                    "MPI_Rget",
+	fnRput:                    "MPI_Rput",
+	fnWinAllocate:             "MPI_Win_allocate",
+	fnWinComplete:             "MPI_Win_complete",
+	fnWinCreate:               "MPI_Win_create",
+	fnWinFence:                "MPI_Win_fence",
+	fnWinFlush:                "MPI_Win_flush",
+	fnWinFlushAll:             "MPI_Win_flush_all",
+	fnWinFlushLocal:           "MPI_Win_flush_local",
+	fnWinFlushLocalAll:        "MPI_Win_flush_local_all",
+	fnWinFree:                 "MPI_Win_free",
+	fnWinLock:                 "MPI_Win_lock",
+	fnWinLockAll:              "MPI_Win_lock_all",
+	fnWinPost:                 "MPI_Win_post",
+	fnWinStart:                "MPI_Win_start",
+	fnWinSync:                 "MPI_Win_sync",
+	fnWinUnlock:               "MPI_Win_unlock",
+	fnWinUnlockAll:            "MPI_Win_unlock_all",
+	fnWinWait:                 "MPI_Win_wait",
+	fnAllgatherC:              "MPI_Allgather_c",
+	fnAllgatherInitC:          "MPI_Allgather_init_c",
+	fnAllgathervC:             "MPI_Allgatherv_c",
+	fnAllgathervInitC:         "MPI_Allgatherv_init_c",
+	fnAllreduceC:              "MPI_Allreduce_c",
+	fnAllreduceInitC:          "MPI_Allreduce_init_c",
+	fnAlltoallC:               "MPI_Alltoall_c",
+	fnAlltoallInitC:           "MPI_Alltoall_init_c",
+	fnAlltoallvC:              "MPI_Alltoallv_c",
+	fnAlltoallvInitC:          "MPI_Alltoallv_init_c",
+	fnAlltoallwC:              "MPI_Alltoallw_c",
+	fnAlltoallwInitC:          "MPI_Alltoallw_init_c",
+	fnBcastC:                  "MPI_Bcast_c",
+	fnBcastInitC:              "MPI_Bcast_init_c",
+	fnExscanC:                 "MPI_Exscan_c",
+	fnExscanInitC:             "MPI_Exscan_init_c",
+	fnGatherC:                 "MPI_Gather_c",
+	fnGatherInitC:             "MPI_Gather_init_c",
+	fnGathervC:                "MPI_Gatherv_c",
+	fnGathervInitC:            "MPI_Gatherv_init_c",
+	fnIallgatherC:             "MPI_Iallgather_c",
+	fnIallgathervC:            "MPI_Iallgatherv_c",
+	fnIallreduceC:             "MPI_Iallreduce_c",
+	fnIalltoallC:              "MPI_Ialltoall_c",
+	fnIalltoallvC:             "MPI_Ialltoallv_c",
+	fnIalltoallwC:             "MPI_Ialltoallw_c",
+	fnIbcastC:                 "MPI_Ibcast_c",
+	fnIexscanC:                "MPI_Iexscan_c",
+	fnIgatherC:                "MPI_Igather_c",
+	fnIgathervC:               "MPI_Igatherv_c",
+	fnIreduceC:                "MPI_Ireduce_c",
+	fnIreduceScatterC:         "MPI_Ireduce_scatter_c",
+	fnIreduceScatterBlockC:    "MPI_Ireduce_scatter_block_c",
+	fnIscanC:                  "MPI_Iscan_c",
+	fnIscatterC:               "MPI_Iscatter_c",
+	fnIscattervC:              "MPI_Iscatterv_c",
+	fnReduceC:                 "MPI_Reduce_c",
+	fnReduceInitC:             "MPI_Reduce_init_c",
+	fnReduceLocalC:            "MPI_Reduce_local_c",
+	fnReduceScatterC:          "MPI_Reduce_scatter_c",
+	fnReduceScatterBlockC:     "MPI_Reduce_scatter_block_c",
+	fnReduceScatterBlockInitC: "MPI_Reduce_scatter_block_init_c",
+	fnReduceScatterInitC:      "MPI_Reduce_scatter_init_c",
+	fnScanC:                   "MPI_Scan_c",
+	fnScanInitC:               "MPI_Scan_init_c",
+	fnScatterC:                "MPI_Scatter_c",
+	fnScatterInitC:            "MPI_Scatter_init_c",
+	fnScattervC:               "MPI_Scatterv_c",
+	fnScattervInitC:           "MPI_Scatterv_init_c",
 }
 
 // int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state)
@@ -347,6 +533,39 @@ func gorma_MPI_Allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int
 	return 0
 }
 
+// int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Allgather_init
+func gorma_MPI_Allgather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnAllgatherInit, &rc)
+	if err := doAllgatherInit(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnAllgatherInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Allgatherv
+func gorma_MPI_Allgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnAllgatherv, &rc)
+	if err := doAllgatherv(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(displs), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnAllgatherv, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Allgatherv_init
+func gorma_MPI_Allgatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnAllgathervInit, &rc)
+	if err := doAllgathervInit(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(displs), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnAllgathervInit, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 //
 //export gorma_MPI_Allreduce
@@ -354,6 +573,17 @@ func gorma_MPI_Allreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C
 	defer catch(fnAllreduce, &rc)
 	if err := doAllreduce(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm)); err != nil {
 		return C.int(failComm(fnAllreduce, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Allreduce_init
+func gorma_MPI_Allreduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnAllreduceInit, &rc)
+	if err := doAllreduceInit(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnAllreduceInit, Comm(comm), err))
 	}
 	return 0
 }
@@ -369,6 +599,61 @@ func gorma_MPI_Alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int,
 	return 0
 }
 
+// int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Alltoall_init
+func gorma_MPI_Alltoall_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnAlltoallInit, &rc)
+	if err := doAlltoallInit(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnAlltoallInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Alltoallv
+func gorma_MPI_Alltoallv(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnAlltoallv, &rc)
+	if err := doAlltoallv(sendbuf, (*int32)(sendcounts), (*int32)(sdispls), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(rdispls), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnAlltoallv, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Alltoallv_init
+func gorma_MPI_Alltoallv_init(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnAlltoallvInit, &rc)
+	if err := doAlltoallvInit(sendbuf, (*int32)(sendcounts), (*int32)(sdispls), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(rdispls), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnAlltoallvInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+//
+//export gorma_MPI_Alltoallw
+func gorma_MPI_Alltoallw(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtypes unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtypes unsafe.Pointer, comm C.int) (rc C.int) {
+	defer catch(fnAlltoallw, &rc)
+	if err := doAlltoallw(sendbuf, (*int32)(sendcounts), (*int32)(sdispls), (*Datatype)(sendtypes), recvbuf, (*int32)(recvcounts), (*int32)(rdispls), (*Datatype)(recvtypes), Comm(comm)); err != nil {
+		return C.int(failComm(fnAlltoallw, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Alltoallw_init
+func gorma_MPI_Alltoallw_init(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtypes unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtypes unsafe.Pointer, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnAlltoallwInit, &rc)
+	if err := doAlltoallwInit(sendbuf, (*int32)(sendcounts), (*int32)(sdispls), (*Datatype)(sendtypes), recvbuf, (*int32)(recvcounts), (*int32)(rdispls), (*Datatype)(recvtypes), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnAlltoallwInit, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Barrier(MPI_Comm comm)
 //
 //export gorma_MPI_Barrier
@@ -376,6 +661,17 @@ func gorma_MPI_Barrier(comm C.int) (rc C.int) {
 	defer catch(fnBarrier, &rc)
 	if err := doBarrier(Comm(comm)); err != nil {
 		return C.int(failComm(fnBarrier, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Barrier_init
+func gorma_MPI_Barrier_init(comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnBarrierInit, &rc)
+	if err := doBarrierInit(Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnBarrierInit, Comm(comm), err))
 	}
 	return 0
 }
@@ -391,6 +687,17 @@ func gorma_MPI_Bcast(buffer unsafe.Pointer, count C.int, datatype C.int, root C.
 	return 0
 }
 
+// int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Bcast_init
+func gorma_MPI_Bcast_init(buffer unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnBcastInit, &rc)
+	if err := doBcastInit(buffer, int(count), Datatype(datatype), int(root), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnBcastInit, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 //
 //export gorma_MPI_Exscan
@@ -398,6 +705,17 @@ func gorma_MPI_Exscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.in
 	defer catch(fnExscan, &rc)
 	if err := doExscan(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm)); err != nil {
 		return C.int(failComm(fnExscan, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Exscan_init
+func gorma_MPI_Exscan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnExscanInit, &rc)
+	if err := doExscanInit(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnExscanInit, Comm(comm), err))
 	}
 	return 0
 }
@@ -413,6 +731,61 @@ func gorma_MPI_Gather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, r
 	return 0
 }
 
+// int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Gather_init
+func gorma_MPI_Gather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnGatherInit, &rc)
+	if err := doGatherInit(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnGatherInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
+//
+//export gorma_MPI_Gatherv
+func gorma_MPI_Gatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer catch(fnGatherv, &rc)
+	if err := doGatherv(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(displs), Datatype(recvtype), int(root), Comm(comm)); err != nil {
+		return C.int(failComm(fnGatherv, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Gatherv_init
+func gorma_MPI_Gatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, root C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnGathervInit, &rc)
+	if err := doGathervInit(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(displs), Datatype(recvtype), int(root), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnGathervInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Iallgather
+func gorma_MPI_Iallgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIallgather, &rc)
+	if err := doIallgather(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIallgather, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Iallgatherv
+func gorma_MPI_Iallgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIallgatherv, &rc)
+	if err := doIallgatherv(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(displs), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIallgatherv, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 //
 //export gorma_MPI_Iallreduce
@@ -420,6 +793,160 @@ func gorma_MPI_Iallreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count 
 	defer catch(fnIallreduce, &rc)
 	if err := doIallreduce(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm), (*Request)(request)); err != nil {
 		return C.int(failComm(fnIallreduce, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ialltoall
+func gorma_MPI_Ialltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIalltoall, &rc)
+	if err := doIalltoall(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIalltoall, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ialltoallv
+func gorma_MPI_Ialltoallv(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIalltoallv, &rc)
+	if err := doIalltoallv(sendbuf, (*int32)(sendcounts), (*int32)(sdispls), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(rdispls), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIalltoallv, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ialltoallw
+func gorma_MPI_Ialltoallw(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtypes unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtypes unsafe.Pointer, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIalltoallw, &rc)
+	if err := doIalltoallw(sendbuf, (*int32)(sendcounts), (*int32)(sdispls), (*Datatype)(sendtypes), recvbuf, (*int32)(recvcounts), (*int32)(rdispls), (*Datatype)(recvtypes), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIalltoallw, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ibarrier
+func gorma_MPI_Ibarrier(comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIbarrier, &rc)
+	if err := doIbarrier(Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIbarrier, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ibcast
+func gorma_MPI_Ibcast(buffer unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIbcast, &rc)
+	if err := doIbcast(buffer, int(count), Datatype(datatype), int(root), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIbcast, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Iexscan
+func gorma_MPI_Iexscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIexscan, &rc)
+	if err := doIexscan(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIexscan, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Igather
+func gorma_MPI_Igather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIgather, &rc)
+	if err := doIgather(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIgather, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Igatherv
+func gorma_MPI_Igatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, root C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIgatherv, &rc)
+	if err := doIgatherv(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(displs), Datatype(recvtype), int(root), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIgatherv, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ireduce
+func gorma_MPI_Ireduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIreduce, &rc)
+	if err := doIreduce(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), int(root), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIreduce, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ireduce_scatter
+func gorma_MPI_Ireduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, datatype C.int, op C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIreduceScatter, &rc)
+	if err := doIreduceScatter(sendbuf, recvbuf, (*int32)(recvcounts), Datatype(datatype), Op(op), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIreduceScatter, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ireduce_scatter_block
+func gorma_MPI_Ireduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIreduceScatterBlock, &rc)
+	if err := doIreduceScatterBlock(sendbuf, recvbuf, int(recvcount), Datatype(datatype), Op(op), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIreduceScatterBlock, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Iscan
+func gorma_MPI_Iscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIscan, &rc)
+	if err := doIscan(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIscan, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Iscatter
+func gorma_MPI_Iscatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIscatter, &rc)
+	if err := doIscatter(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIscatter, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Iscatterv
+func gorma_MPI_Iscatterv(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, displs unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIscatterv, &rc)
+	if err := doIscatterv(sendbuf, (*int32)(sendcounts), (*int32)(displs), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIscatterv, Comm(comm), err))
 	}
 	return 0
 }
@@ -435,6 +962,72 @@ func gorma_MPI_Reduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.in
 	return 0
 }
 
+// int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Reduce_init
+func gorma_MPI_Reduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnReduceInit, &rc)
+	if err := doReduceInit(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), int(root), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnReduceInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op)
+//
+//export gorma_MPI_Reduce_local
+func gorma_MPI_Reduce_local(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.int, datatype C.int, op C.int) (rc C.int) {
+	defer catch(fnReduceLocal, &rc)
+	if err := doReduceLocal(inbuf, inoutbuf, int(count), Datatype(datatype), Op(op)); err != nil {
+		return C.int(failComm(fnReduceLocal, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+//
+//export gorma_MPI_Reduce_scatter
+func gorma_MPI_Reduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer catch(fnReduceScatter, &rc)
+	if err := doReduceScatter(sendbuf, recvbuf, (*int32)(recvcounts), Datatype(datatype), Op(op), Comm(comm)); err != nil {
+		return C.int(failComm(fnReduceScatter, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+//
+//export gorma_MPI_Reduce_scatter_block
+func gorma_MPI_Reduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer catch(fnReduceScatterBlock, &rc)
+	if err := doReduceScatterBlock(sendbuf, recvbuf, int(recvcount), Datatype(datatype), Op(op), Comm(comm)); err != nil {
+		return C.int(failComm(fnReduceScatterBlock, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Reduce_scatter_block_init
+func gorma_MPI_Reduce_scatter_block_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnReduceScatterBlockInit, &rc)
+	if err := doReduceScatterBlockInit(sendbuf, recvbuf, int(recvcount), Datatype(datatype), Op(op), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnReduceScatterBlockInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Reduce_scatter_init
+func gorma_MPI_Reduce_scatter_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, datatype C.int, op C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnReduceScatterInit, &rc)
+	if err := doReduceScatterInit(sendbuf, recvbuf, (*int32)(recvcounts), Datatype(datatype), Op(op), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnReduceScatterInit, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 //
 //export gorma_MPI_Scan
@@ -446,6 +1039,17 @@ func gorma_MPI_Scan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int,
 	return 0
 }
 
+// int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Scan_init
+func gorma_MPI_Scan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnScanInit, &rc)
+	if err := doScanInit(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnScanInit, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 //
 //export gorma_MPI_Scatter
@@ -453,6 +1057,39 @@ func gorma_MPI_Scatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, 
 	defer catch(fnScatter, &rc)
 	if err := doScatter(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm)); err != nil {
 		return C.int(failComm(fnScatter, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Scatter_init
+func gorma_MPI_Scatter_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnScatterInit, &rc)
+	if err := doScatterInit(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnScatterInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+//
+//export gorma_MPI_Scatterv
+func gorma_MPI_Scatterv(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, displs unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer catch(fnScatterv, &rc)
+	if err := doScatterv(sendbuf, (*int32)(sendcounts), (*int32)(displs), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm)); err != nil {
+		return C.int(failComm(fnScatterv, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Scatterv_init
+func gorma_MPI_Scatterv_init(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, displs unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnScattervInit, &rc)
+	if err := doScattervInit(sendbuf, (*int32)(sendcounts), (*int32)(displs), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnScattervInit, Comm(comm), err))
 	}
 	return 0
 }
@@ -1128,6 +1765,17 @@ func gorma_MPI_Get_version(version unsafe.Pointer, subversion unsafe.Pointer) (r
 	return 0
 }
 
+// int MPI_Op_commutative(MPI_Op op, int *commute)
+//
+//export gorma_MPI_Op_commutative
+func gorma_MPI_Op_commutative(op C.int, commute unsafe.Pointer) (rc C.int) {
+	defer catch(fnOpCommutative, &rc)
+	if err := doOpCommutative(Op(op), (*int32)(commute)); err != nil {
+		return C.int(failComm(fnOpCommutative, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 //
 //export gorma_MPI_Op_create
@@ -1267,6 +1915,28 @@ func gorma_MPI_Request_free(request unsafe.Pointer) (rc C.int) {
 	defer catch(fnRequestFree, &rc)
 	if err := doRequestFree((*Request)(request)); err != nil {
 		return C.int(failComm(fnRequestFree, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Start(MPI_Request *request)
+//
+//export gorma_MPI_Start
+func gorma_MPI_Start(request unsafe.Pointer) (rc C.int) {
+	defer catch(fnStart, &rc)
+	if err := doStart((*Request)(request)); err != nil {
+		return C.int(failComm(fnStart, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Startall(int count, MPI_Request array_of_requests[])
+//
+//export gorma_MPI_Startall
+func gorma_MPI_Startall(count C.int, array_of_requests unsafe.Pointer) (rc C.int) {
+	defer catch(fnStartall, &rc)
+	if err := doStartall(int(count), (*Request)(array_of_requests)); err != nil {
+		return C.int(failComm(fnStartall, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -1630,6 +2300,545 @@ func gorma_MPI_Win_wait(win C.int) (rc C.int) {
 	defer catch(fnWinWait, &rc)
 	if err := doWinWait(Win(win)); err != nil {
 		return C.int(failWin(fnWinWait, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Allgather_c
+func gorma_MPI_Allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnAllgatherC, &rc)
+	if err := doAllgatherC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnAllgatherC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Allgather_init_c
+func gorma_MPI_Allgather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnAllgatherInitC, &rc)
+	if err := doAllgatherInitC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnAllgatherInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Allgatherv_c
+func gorma_MPI_Allgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnAllgathervC, &rc)
+	if err := doAllgathervC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(displs), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnAllgathervC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Allgatherv_init_c
+func gorma_MPI_Allgatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnAllgathervInitC, &rc)
+	if err := doAllgathervInitC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(displs), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnAllgathervInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+//
+//export gorma_MPI_Allreduce_c
+func gorma_MPI_Allreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer catch(fnAllreduceC, &rc)
+	if err := doAllreduceC(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm)); err != nil {
+		return C.int(failComm(fnAllreduceC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Allreduce_init_c
+func gorma_MPI_Allreduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnAllreduceInitC, &rc)
+	if err := doAllreduceInitC(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnAllreduceInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Alltoall_c
+func gorma_MPI_Alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnAlltoallC, &rc)
+	if err := doAlltoallC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnAlltoallC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Alltoall_init_c
+func gorma_MPI_Alltoall_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnAlltoallInitC, &rc)
+	if err := doAlltoallInitC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnAlltoallInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Alltoallv_c
+func gorma_MPI_Alltoallv_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnAlltoallvC, &rc)
+	if err := doAlltoallvC(sendbuf, (*int64)(sendcounts), (*int64)(sdispls), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(rdispls), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnAlltoallvC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Alltoallv_init_c
+func gorma_MPI_Alltoallv_init_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnAlltoallvInitC, &rc)
+	if err := doAlltoallvInitC(sendbuf, (*int64)(sendcounts), (*int64)(sdispls), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(rdispls), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnAlltoallvInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+//
+//export gorma_MPI_Alltoallw_c
+func gorma_MPI_Alltoallw_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtypes unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtypes unsafe.Pointer, comm C.int) (rc C.int) {
+	defer catch(fnAlltoallwC, &rc)
+	if err := doAlltoallwC(sendbuf, (*int64)(sendcounts), (*int64)(sdispls), (*Datatype)(sendtypes), recvbuf, (*int64)(recvcounts), (*int64)(rdispls), (*Datatype)(recvtypes), Comm(comm)); err != nil {
+		return C.int(failComm(fnAlltoallwC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Alltoallw_init_c
+func gorma_MPI_Alltoallw_init_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtypes unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtypes unsafe.Pointer, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnAlltoallwInitC, &rc)
+	if err := doAlltoallwInitC(sendbuf, (*int64)(sendcounts), (*int64)(sdispls), (*Datatype)(sendtypes), recvbuf, (*int64)(recvcounts), (*int64)(rdispls), (*Datatype)(recvtypes), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnAlltoallwInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm)
+//
+//export gorma_MPI_Bcast_c
+func gorma_MPI_Bcast_c(buffer unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int) (rc C.int) {
+	defer catch(fnBcastC, &rc)
+	if err := doBcastC(buffer, int(count), Datatype(datatype), int(root), Comm(comm)); err != nil {
+		return C.int(failComm(fnBcastC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Bcast_init_c
+func gorma_MPI_Bcast_init_c(buffer unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnBcastInitC, &rc)
+	if err := doBcastInitC(buffer, int(count), Datatype(datatype), int(root), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnBcastInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+//
+//export gorma_MPI_Exscan_c
+func gorma_MPI_Exscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer catch(fnExscanC, &rc)
+	if err := doExscanC(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm)); err != nil {
+		return C.int(failComm(fnExscanC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Exscan_init_c
+func gorma_MPI_Exscan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnExscanInitC, &rc)
+	if err := doExscanInitC(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnExscanInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+//
+//export gorma_MPI_Gather_c
+func gorma_MPI_Gather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer catch(fnGatherC, &rc)
+	if err := doGatherC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm)); err != nil {
+		return C.int(failComm(fnGatherC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Gather_init_c
+func gorma_MPI_Gather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnGatherInitC, &rc)
+	if err := doGatherInitC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnGatherInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
+//
+//export gorma_MPI_Gatherv_c
+func gorma_MPI_Gatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer catch(fnGathervC, &rc)
+	if err := doGathervC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(displs), Datatype(recvtype), int(root), Comm(comm)); err != nil {
+		return C.int(failComm(fnGathervC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Gatherv_init_c
+func gorma_MPI_Gatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, root C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnGathervInitC, &rc)
+	if err := doGathervInitC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(displs), Datatype(recvtype), int(root), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnGathervInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Iallgather_c
+func gorma_MPI_Iallgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIallgatherC, &rc)
+	if err := doIallgatherC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIallgatherC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Iallgatherv_c
+func gorma_MPI_Iallgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIallgathervC, &rc)
+	if err := doIallgathervC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(displs), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIallgathervC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Iallreduce_c
+func gorma_MPI_Iallreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIallreduceC, &rc)
+	if err := doIallreduceC(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIallreduceC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ialltoall_c
+func gorma_MPI_Ialltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIalltoallC, &rc)
+	if err := doIalltoallC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIalltoallC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ialltoallv_c
+func gorma_MPI_Ialltoallv_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIalltoallvC, &rc)
+	if err := doIalltoallvC(sendbuf, (*int64)(sendcounts), (*int64)(sdispls), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(rdispls), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIalltoallvC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ialltoallw_c
+func gorma_MPI_Ialltoallw_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtypes unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtypes unsafe.Pointer, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIalltoallwC, &rc)
+	if err := doIalltoallwC(sendbuf, (*int64)(sendcounts), (*int64)(sdispls), (*Datatype)(sendtypes), recvbuf, (*int64)(recvcounts), (*int64)(rdispls), (*Datatype)(recvtypes), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIalltoallwC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ibcast_c
+func gorma_MPI_Ibcast_c(buffer unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIbcastC, &rc)
+	if err := doIbcastC(buffer, int(count), Datatype(datatype), int(root), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIbcastC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Iexscan_c
+func gorma_MPI_Iexscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIexscanC, &rc)
+	if err := doIexscanC(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIexscanC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Igather_c
+func gorma_MPI_Igather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIgatherC, &rc)
+	if err := doIgatherC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIgatherC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Igatherv_c
+func gorma_MPI_Igatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, root C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIgathervC, &rc)
+	if err := doIgathervC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(displs), Datatype(recvtype), int(root), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIgathervC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ireduce_c
+func gorma_MPI_Ireduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIreduceC, &rc)
+	if err := doIreduceC(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), int(root), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIreduceC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ireduce_scatter_c
+func gorma_MPI_Ireduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, datatype C.int, op C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIreduceScatterC, &rc)
+	if err := doIreduceScatterC(sendbuf, recvbuf, (*int64)(recvcounts), Datatype(datatype), Op(op), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIreduceScatterC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ireduce_scatter_block_c
+func gorma_MPI_Ireduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIreduceScatterBlockC, &rc)
+	if err := doIreduceScatterBlockC(sendbuf, recvbuf, int(recvcount), Datatype(datatype), Op(op), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIreduceScatterBlockC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Iscan_c
+func gorma_MPI_Iscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIscanC, &rc)
+	if err := doIscanC(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIscanC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Iscatter_c
+func gorma_MPI_Iscatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIscatterC, &rc)
+	if err := doIscatterC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIscatterC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Iscatterv_c
+func gorma_MPI_Iscatterv_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, displs unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIscattervC, &rc)
+	if err := doIscattervC(sendbuf, (*int64)(sendcounts), (*int64)(displs), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIscattervC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+//
+//export gorma_MPI_Reduce_c
+func gorma_MPI_Reduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int) (rc C.int) {
+	defer catch(fnReduceC, &rc)
+	if err := doReduceC(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), int(root), Comm(comm)); err != nil {
+		return C.int(failComm(fnReduceC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Reduce_init_c
+func gorma_MPI_Reduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnReduceInitC, &rc)
+	if err := doReduceInitC(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), int(root), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnReduceInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op)
+//
+//export gorma_MPI_Reduce_local_c
+func gorma_MPI_Reduce_local_c(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.long, datatype C.int, op C.int) (rc C.int) {
+	defer catch(fnReduceLocalC, &rc)
+	if err := doReduceLocalC(inbuf, inoutbuf, int(count), Datatype(datatype), Op(op)); err != nil {
+		return C.int(failComm(fnReduceLocalC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+//
+//export gorma_MPI_Reduce_scatter_c
+func gorma_MPI_Reduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer catch(fnReduceScatterC, &rc)
+	if err := doReduceScatterC(sendbuf, recvbuf, (*int64)(recvcounts), Datatype(datatype), Op(op), Comm(comm)); err != nil {
+		return C.int(failComm(fnReduceScatterC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+//
+//export gorma_MPI_Reduce_scatter_block_c
+func gorma_MPI_Reduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer catch(fnReduceScatterBlockC, &rc)
+	if err := doReduceScatterBlockC(sendbuf, recvbuf, int(recvcount), Datatype(datatype), Op(op), Comm(comm)); err != nil {
+		return C.int(failComm(fnReduceScatterBlockC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Reduce_scatter_block_init_c
+func gorma_MPI_Reduce_scatter_block_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnReduceScatterBlockInitC, &rc)
+	if err := doReduceScatterBlockInitC(sendbuf, recvbuf, int(recvcount), Datatype(datatype), Op(op), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnReduceScatterBlockInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Reduce_scatter_init_c
+func gorma_MPI_Reduce_scatter_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, datatype C.int, op C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnReduceScatterInitC, &rc)
+	if err := doReduceScatterInitC(sendbuf, recvbuf, (*int64)(recvcounts), Datatype(datatype), Op(op), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnReduceScatterInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+//
+//export gorma_MPI_Scan_c
+func gorma_MPI_Scan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer catch(fnScanC, &rc)
+	if err := doScanC(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm)); err != nil {
+		return C.int(failComm(fnScanC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Scan_init_c
+func gorma_MPI_Scan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnScanInitC, &rc)
+	if err := doScanInitC(sendbuf, recvbuf, int(count), Datatype(datatype), Op(op), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnScanInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+//
+//export gorma_MPI_Scatter_c
+func gorma_MPI_Scatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer catch(fnScatterC, &rc)
+	if err := doScatterC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm)); err != nil {
+		return C.int(failComm(fnScatterC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Scatter_init_c
+func gorma_MPI_Scatter_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnScatterInitC, &rc)
+	if err := doScatterInitC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnScatterInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+//
+//export gorma_MPI_Scatterv_c
+func gorma_MPI_Scatterv_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, displs unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer catch(fnScattervC, &rc)
+	if err := doScattervC(sendbuf, (*int64)(sendcounts), (*int64)(displs), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm)); err != nil {
+		return C.int(failComm(fnScattervC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Scatterv_init_c
+func gorma_MPI_Scatterv_init_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, displs unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnScattervInitC, &rc)
+	if err := doScattervInitC(sendbuf, (*int64)(sendcounts), (*int64)(displs), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnScattervInitC, Comm(comm), err))
 	}
 	return 0
 }

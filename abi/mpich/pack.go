@@ -4,6 +4,8 @@ package mpich
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/datatype"
@@ -40,7 +42,11 @@ func doTypeCreateStruct(count int, blocklens *int32, displs *int64, types *Datat
 	if err != nil {
 		return err
 	}
-	return newType(l, k, out)
+	ads := make([]int, count)
+	for i, d := range ds {
+		ads[i] = int(d)
+	}
+	return newType(l, k, contents{combiner: mpi_COMBINER_STRUCT, ints: join([]int{count}, bl), aints: ads, types: slices.Clone(ts)}, out)
 }
 
 // matchTypes lists, per MPI_TYPECLASS_*, the predefined datatypes MPI_Type_match_size
@@ -68,15 +74,27 @@ func doTypeMatchSize(class, size int, out *Datatype) error {
 
 // doPackSize is MPI_Pack_size: an upper bound of what MPI_Pack writes.
 func doPackSize(count int, d Datatype, c Comm, size *int32) error {
-	t, err := typeOf(d)
+	n, err := packSize(count, d)
 	if err != nil {
 		return err
 	}
-	if count < 0 {
-		return errCount(count)
+	if n > math.MaxInt32 {
+		return mpiErr(mpi_ERR_COUNT, fmt.Sprintf("%d bytes do not fit in an int: call MPI_Pack_size_c", n))
 	}
-	*size = int32(count * t.size)
+	*size = int32(n)
 	return nil
+}
+
+// packSize is the bytes MPI_Pack writes for count copies of d.
+func packSize(count int, d Datatype) (int64, error) {
+	t, err := typeOf(d)
+	if err != nil {
+		return 0, err
+	}
+	if count < 0 {
+		return 0, errCount(count)
+	}
+	return int64(count) * int64(t.size), nil
 }
 
 // packBuf is the C buffer p of n bytes (n >= 0).

@@ -39,6 +39,7 @@ var twins = map[string]string{
 	"ulfm":           "testdata/ulfm.c",
 	"hang":           "testdata/hang.c",
 	"collcheck":      "testdata/collcheck.c",
+	"dtypecheck":     "testdata/dtypecheck.c",
 }
 
 // setup builds the library, golaunch and the programs into one folder, once per test

@@ -148,11 +148,12 @@ func doTypeCreateHindexed(count int, blocklens *int32, displs *int64, old Dataty
 	if count < 0 {
 		return errCount(count)
 	}
-	l, err := t.layout.Hindexed(ints(blocklens, count), ints(displs, count))
+	bl, ds := ints(blocklens, count), ints(displs, count)
+	l, err := t.layout.Hindexed(bl, ds)
 	if err != nil {
 		return err
 	}
-	return newType(l, t.kind, out)
+	return newType(l, t.kind, contents{combiner: mpi_COMBINER_HINDEXED, ints: join([]int{count}, bl), aints: ds, types: []Datatype{old}}, out)
 }
 
 // doTypeCreateIndexedBlock is MPI_Type_create_indexed_block.
@@ -164,11 +165,12 @@ func doTypeCreateIndexedBlock(count, blocklen int, displs *int32, old Datatype, 
 	if count < 0 {
 		return errCount(count)
 	}
-	l, err := t.layout.IndexedBlock(blocklen, ints(displs, count))
+	ds := ints(displs, count)
+	l, err := t.layout.IndexedBlock(blocklen, ds)
 	if err != nil {
 		return err
 	}
-	return newType(l, t.kind, out)
+	return newType(l, t.kind, contents{combiner: mpi_COMBINER_INDEXED_BLOCK, ints: join([]int{count, blocklen}, ds), types: []Datatype{old}}, out)
 }
 
 // doTypeCreateSubarray is MPI_Type_create_subarray.
@@ -189,11 +191,12 @@ func doTypeCreateSubarray(ndims int, sizes, subsizes, starts *int32, order int, 
 	default:
 		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("order %d is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN", order))
 	}
-	l, err := t.layout.Subarray(ints(sizes, ndims), ints(subsizes, ndims), ints(starts, ndims), o)
+	sz, sub, st := ints(sizes, ndims), ints(subsizes, ndims), ints(starts, ndims)
+	l, err := t.layout.Subarray(sz, sub, st, o)
 	if err != nil {
 		return err
 	}
-	return newType(l, t.kind, out)
+	return newType(l, t.kind, contents{combiner: mpi_COMBINER_SUBARRAY, ints: join([]int{ndims}, sz, sub, st, []int{order}), types: []Datatype{old}}, out)
 }
 
 // doTypeGetTrueExtent is MPI_Type_get_true_extent.

@@ -4,6 +4,8 @@ package mpich
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/datatype"
@@ -40,7 +42,11 @@ func doTypeCreateStruct(count int, blocklens *int32, displs *int64, types *Datat
 	if err != nil {
 		return err
 	}
-	return newType(l, k, out)
+	ads := make([]int, count)
+	for i, d := range ds {
+		ads[i] = int(d)
+	}
+	return newType(l, k, contents{combiner: mpi_COMBINER_STRUCT, ints: join([]int{count}, bl), aints: ads, types: slices.Clone(ts)}, out)
 }
 
 // matchTypes lists, per MPI_TYPECLASS_*, the predefined datatypes MPI_Type_match_size
@@ -68,15 +74,27 @@ func doTypeMatchSize(class, size int, out *Datatype) error {
 
 // doPackSize is MPI_Pack_size: an upper bound of what MPI_Pack writes.
 func doPackSize(count int, d Datatype, c Comm, size *int32) error {
-	t, err := typeOf(d)
+	n, err := packSize(count, d)
 	if err != nil {
 		return err
 	}
-	if count < 0 {
-		return errCount(count)
+	if n > math.MaxInt32 {
+		return mpiErr(mpi_ERR_COUNT, fmt.Sprintf("%d bytes do not fit in an int: call MPI_Pack_size_c", n))
 	}
-	*size = int32(count * t.size)
+	*size = int32(n)
 	return nil
+}
+
+// packSize is the bytes MPI_Pack writes for count copies of d.
+func packSize(count int, d Datatype) (int64, error) {
+	t, err := typeOf(d)
+	if err != nil {
+		return 0, err
+	}
+	if count < 0 {
+		return 0, errCount(count)
+	}
+	return int64(count) * int64(t.size), nil
 }
 
 // packBuf is the C buffer p of n bytes (n >= 0).
@@ -95,52 +113,70 @@ func packBuf(p unsafe.Pointer, n int) ([]byte, error) {
 
 // doPack is MPI_Pack: count copies of d at in, packed into out at *pos, which moves on.
 func doPack(in unsafe.Pointer, count int, d Datatype, out unsafe.Pointer, outsize int, pos *int32, c Comm) error {
-	t, err := typeOf(d)
+	p, err := packTo(in, count, d, out, outsize, int(*pos))
 	if err != nil {
 		return err
+	}
+	*pos = int32(p) // p <= outsize, an int
+	return nil
+}
+
+// packTo packs count copies of d at in into the outsize bytes at out from position p,
+// and returns the position after them.
+func packTo(in unsafe.Pointer, count int, d Datatype, out unsafe.Pointer, outsize, p int) (int, error) {
+	t, err := typeOf(d)
+	if err != nil {
+		return 0, err
 	}
 	src, err := spanOf(in, count, t)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	dst, err := packBuf(out, outsize)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	p := int(*pos)
 	if p < 0 || p > len(dst) {
-		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("position %d is outside the %d-byte buffer", p, len(dst)))
+		return 0, mpiErr(mpi_ERR_ARG, fmt.Sprintf("position %d is outside the %d-byte buffer", p, len(dst)))
 	}
 	n, err := datatype.Pack(dst[p:], src, count, t.layout)
 	if err != nil {
-		return mpiErr(mpi_ERR_TRUNCATE, err.Error())
+		return 0, mpiErr(mpi_ERR_TRUNCATE, err.Error())
 	}
-	*pos = int32(p + n)
-	return nil
+	return p + n, nil
 }
 
 // doUnpack is MPI_Unpack: count copies of d unpacked from in at *pos, which moves on.
 func doUnpack(in unsafe.Pointer, insize int, pos *int32, out unsafe.Pointer, count int, d Datatype, c Comm) error {
-	t, err := typeOf(d)
+	p, err := unpackFrom(in, insize, int(*pos), out, count, d)
 	if err != nil {
 		return err
+	}
+	*pos = int32(p) // p <= insize, an int
+	return nil
+}
+
+// unpackFrom unpacks count copies of d into out from the insize bytes at in, from
+// position p, and returns the position after them.
+func unpackFrom(in unsafe.Pointer, insize, p int, out unsafe.Pointer, count int, d Datatype) (int, error) {
+	t, err := typeOf(d)
+	if err != nil {
+		return 0, err
 	}
 	src, err := packBuf(in, insize)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	dst, err := spanOf(out, count, t)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	p := int(*pos)
 	if p < 0 || p > len(src) {
-		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("position %d is outside the %d-byte buffer", p, len(src)))
+		return 0, mpiErr(mpi_ERR_ARG, fmt.Sprintf("position %d is outside the %d-byte buffer", p, len(src)))
 	}
 	n, err := datatype.Unpack(dst, src[p:], count, t.layout)
 	if err != nil {
-		return mpiErr(mpi_ERR_TRUNCATE, err.Error())
+		return 0, mpiErr(mpi_ERR_TRUNCATE, err.Error())
 	}
-	*pos = int32(p + n)
-	return nil
+	return p + n, nil
 }

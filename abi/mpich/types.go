@@ -38,6 +38,7 @@ type dtype struct {
 	contig           bool          // one run of size bytes at offset 0, extent size
 	committed        bool
 	builtin          bool
+	desc             // constructor, name, basic elements and references (typex.go)
 }
 
 // builtinKinds gives the element kind of MPICH's predefined datatypes. Their size is
@@ -77,7 +78,9 @@ func init() {
 		if err != nil {
 			panic(err)
 		}
-		builtins[h&0xff] = &dtype{size: size, extent: size, kind: k, layout: l, contig: true, committed: true, builtin: true}
+		t := &dtype{size: size, extent: size, kind: k, layout: l, contig: true, committed: true, builtin: true}
+		t.named(h)
+		builtins[h&0xff] = t
 	}
 }
 
@@ -149,11 +152,14 @@ func spanOf(p unsafe.Pointer, count int, t *dtype) ([]byte, error) {
 }
 
 // newType registers a derived datatype built from layout l, whose elements are all of
-// kind k (kNone if mixed).
-func newType(l datatype.Type, k kind, out *Datatype) error {
+// kind k (kNone if mixed), by the constructor and arguments c.
+func newType(l datatype.Type, k kind, c contents, out *Datatype) error {
 	t := &dtype{size: l.Size(), lb: l.LB(), extent: l.Extent(), kind: k, layout: l}
 	if off, n, ok := l.Contig(1); ok && off == 0 && n == t.size && t.extent == t.size && t.lb == 0 {
 		t.contig = true
+	}
+	if err := t.describe(c); err != nil {
+		return err
 	}
 	*out = Datatype(types.add(t))
 	return nil
@@ -169,7 +175,7 @@ func doTypeContiguous(count int, old Datatype, out *Datatype) error {
 	if err != nil {
 		return err
 	}
-	return newType(l, t.kind, out)
+	return newType(l, t.kind, contents{combiner: mpi_COMBINER_CONTIGUOUS, ints: []int{count}, types: []Datatype{old}}, out)
 }
 
 // doTypeVector is MPI_Type_vector.
@@ -182,7 +188,7 @@ func doTypeVector(count, blocklen, stride int, old Datatype, out *Datatype) erro
 	if err != nil {
 		return err
 	}
-	return newType(l, t.kind, out)
+	return newType(l, t.kind, contents{combiner: mpi_COMBINER_VECTOR, ints: []int{count, blocklen, stride}, types: []Datatype{old}}, out)
 }
 
 // doTypeCreateHvector is MPI_Type_create_hvector.
@@ -195,7 +201,7 @@ func doTypeCreateHvector(count, blocklen, stride int, old Datatype, out *Datatyp
 	if err != nil {
 		return err
 	}
-	return newType(l, t.kind, out)
+	return newType(l, t.kind, contents{combiner: mpi_COMBINER_HVECTOR, ints: []int{count, blocklen}, aints: []int{stride}, types: []Datatype{old}}, out)
 }
 
 // doTypeIndexed is MPI_Type_indexed.
@@ -207,11 +213,12 @@ func doTypeIndexed(count int, blocklens, displs *int32, old Datatype, out *Datat
 	if count < 0 {
 		return errCount(count)
 	}
-	l, err := t.layout.Indexed(ints(blocklens, count), ints(displs, count))
+	bl, ds := ints(blocklens, count), ints(displs, count)
+	l, err := t.layout.Indexed(bl, ds)
 	if err != nil {
 		return err
 	}
-	return newType(l, t.kind, out)
+	return newType(l, t.kind, contents{combiner: mpi_COMBINER_INDEXED, ints: join([]int{count}, bl, ds), types: []Datatype{old}}, out)
 }
 
 // doTypeCreateResized is MPI_Type_create_resized.
@@ -224,7 +231,7 @@ func doTypeCreateResized(old Datatype, lb, extent int, out *Datatype) error {
 	if err != nil {
 		return err
 	}
-	return newType(l, t.kind, out)
+	return newType(l, t.kind, contents{combiner: mpi_COMBINER_RESIZED, aints: []int{lb, extent}, types: []Datatype{old}}, out)
 }
 
 // doTypeCommit is MPI_Type_commit.
@@ -240,14 +247,20 @@ func doTypeCommit(d *Datatype) error {
 	return nil
 }
 
-// doTypeFree is MPI_Type_free.
+// doTypeFree is MPI_Type_free: the handle's reference goes; the datatype lives on while
+// other datatypes or MPI_Type_get_contents' answers refer to it.
 func doTypeFree(d *Datatype) error {
-	if _, ok := types.del(int32(*d)); !ok {
+	t, ok := types.get(int32(*d))
+	if !ok {
 		if _, err := typeOf(*d); err == nil {
 			return mpiErr(mpi_ERR_TYPE, "a predefined datatype cannot be freed")
 		}
 		return errHandle("datatype", int32(*d))
 	}
+	if t.f90 {
+		return mpiErr(mpi_ERR_TYPE, "a datatype of MPI_Type_create_f90_* is predefined and cannot be freed")
+	}
+	release(*d)
 	*d = mpi_DATATYPE_NULL
 	return nil
 }
@@ -258,7 +271,7 @@ func doTypeSize(d Datatype, size *int32) error {
 	if err != nil {
 		return err
 	}
-	*size = int32(t.size)
+	*size = clipInt(int64(t.size))
 	return nil
 }
 
@@ -278,18 +291,11 @@ func doGetCount(st *Status, d Datatype, count *int32) error {
 	if err != nil {
 		return err
 	}
-	if st == nil {
-		return mpiErr(mpi_ERR_ARG, "status is MPI_STATUS_IGNORE")
+	n, err := countOf(st, t)
+	if err != nil {
+		return err
 	}
-	n := st.bytes()
-	switch {
-	case t.size == 0:
-		*count = 0
-	case n%int64(t.size) != 0:
-		*count = mpi_UNDEFINED
-	default:
-		*count = int32(n / int64(t.size))
-	}
+	*count = clipInt(n)
 	return nil
 }
 

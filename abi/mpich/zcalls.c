@@ -42,6 +42,33 @@ int gorma_call_MPI_Comm_delete_attr_function(void *fn, int a0, int a1, void *a2,
 	return ((int (*)(int, int, void *, void *))fn)(a0, a1, a2, a3);
 }
 
+/* int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype) */
+int PMPI_Type_create_f90_integer(int r, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_f90_integer");
+	return gorma_MPI_Type_create_f90_integer(r, (void *)newtype);
+}
+int MPI_Type_create_f90_integer(int r, void *newtype) __attribute__((weak, alias("PMPI_Type_create_f90_integer")));
+
+/* int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype) */
+int PMPI_Type_create_f90_real(int p, int r, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_f90_real");
+	return gorma_MPI_Type_create_f90_real(p, r, (void *)newtype);
+}
+int MPI_Type_create_f90_real(int p, int r, void *newtype) __attribute__((weak, alias("PMPI_Type_create_f90_real")));
+
+/* int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype) */
+int PMPI_Type_create_f90_complex(int p, int r, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_f90_complex");
+	return gorma_MPI_Type_create_f90_complex(p, r, (void *)newtype);
+}
+int MPI_Type_create_f90_complex(int p, int r, void *newtype) __attribute__((weak, alias("PMPI_Type_create_f90_complex")));
+
 /* int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state) */
 int PMPI_Comm_create_keyval(void *comm_copy_attr_fn, void *comm_delete_attr_fn, void *comm_keyval, void *extra_state)
 {
@@ -708,6 +735,24 @@ int PMPI_Get_count(void *status, int datatype, void *count)
 }
 int MPI_Get_count(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_count")));
 
+/* int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count) */
+int PMPI_Get_elements(void *status, int datatype, void *count)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_elements");
+	return gorma_MPI_Get_elements((void *)status, datatype, (void *)count);
+}
+int MPI_Get_elements(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_elements")));
+
+/* int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) */
+int PMPI_Get_elements_x(void *status, int datatype, void *count)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_elements_x");
+	return gorma_MPI_Get_elements_x((void *)status, datatype, (void *)count);
+}
+int MPI_Get_elements_x(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_elements_x")));
+
 /* int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm) */
 int PMPI_Pack(void *inbuf, int incount, int datatype, void *outbuf, int outsize, void *position, int comm)
 {
@@ -717,6 +762,24 @@ int PMPI_Pack(void *inbuf, int incount, int datatype, void *outbuf, int outsize,
 }
 int MPI_Pack(void *inbuf, int incount, int datatype, void *outbuf, int outsize, void *position, int comm) __attribute__((weak, alias("PMPI_Pack")));
 
+/* int MPI_Pack_external(const char *datarep, const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position) */
+int PMPI_Pack_external(void *datarep, void *inbuf, int incount, int datatype, void *outbuf, long outsize, void *position)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack_external");
+	return gorma_MPI_Pack_external((void *)datarep, (void *)inbuf, incount, datatype, (void *)outbuf, outsize, (void *)position);
+}
+int MPI_Pack_external(void *datarep, void *inbuf, int incount, int datatype, void *outbuf, long outsize, void *position) __attribute__((weak, alias("PMPI_Pack_external")));
+
+/* int MPI_Pack_external_size(const char *datarep, int incount, MPI_Datatype datatype, MPI_Aint *size) */
+int PMPI_Pack_external_size(void *datarep, int incount, int datatype, void *size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack_external_size");
+	return gorma_MPI_Pack_external_size((void *)datarep, incount, datatype, (void *)size);
+}
+int MPI_Pack_external_size(void *datarep, int incount, int datatype, void *size) __attribute__((weak, alias("PMPI_Pack_external_size")));
+
 /* int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size) */
 int PMPI_Pack_size(int incount, int datatype, int comm, void *size)
 {
@@ -725,6 +788,24 @@ int PMPI_Pack_size(int incount, int datatype, int comm, void *size)
 	return gorma_MPI_Pack_size(incount, datatype, comm, (void *)size);
 }
 int MPI_Pack_size(int incount, int datatype, int comm, void *size) __attribute__((weak, alias("PMPI_Pack_size")));
+
+/* int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count) */
+int PMPI_Status_set_elements(void *status, int datatype, int count)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_set_elements");
+	return gorma_MPI_Status_set_elements((void *)status, datatype, count);
+}
+int MPI_Status_set_elements(void *status, int datatype, int count) __attribute__((weak, alias("PMPI_Status_set_elements")));
+
+/* int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count) */
+int PMPI_Status_set_elements_x(void *status, int datatype, long count)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_set_elements_x");
+	return gorma_MPI_Status_set_elements_x((void *)status, datatype, count);
+}
+int MPI_Status_set_elements_x(void *status, int datatype, long count) __attribute__((weak, alias("PMPI_Status_set_elements_x")));
 
 /* int MPI_Type_commit(MPI_Datatype *datatype) */
 int PMPI_Type_commit(void *datatype)
@@ -744,6 +825,15 @@ int PMPI_Type_contiguous(int count, int oldtype, void *newtype)
 }
 int MPI_Type_contiguous(int count, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_contiguous")));
 
+/* int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_darray(int size, int rank, int ndims, void *array_of_gsizes, void *array_of_distribs, void *array_of_dargs, void *array_of_psizes, int order, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_darray");
+	return gorma_MPI_Type_create_darray(size, rank, ndims, (void *)array_of_gsizes, (void *)array_of_distribs, (void *)array_of_dargs, (void *)array_of_psizes, order, oldtype, (void *)newtype);
+}
+int MPI_Type_create_darray(int size, int rank, int ndims, void *array_of_gsizes, void *array_of_distribs, void *array_of_dargs, void *array_of_psizes, int order, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_darray")));
+
 /* int MPI_Type_create_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
 int PMPI_Type_create_hindexed(int count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
 {
@@ -752,6 +842,15 @@ int PMPI_Type_create_hindexed(int count, void *array_of_blocklengths, void *arra
 	return gorma_MPI_Type_create_hindexed(count, (void *)array_of_blocklengths, (void *)array_of_displacements, oldtype, (void *)newtype);
 }
 int MPI_Type_create_hindexed(int count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed")));
+
+/* int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_hindexed_block(int count, int blocklength, void *array_of_displacements, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_hindexed_block");
+	return gorma_MPI_Type_create_hindexed_block(count, blocklength, (void *)array_of_displacements, oldtype, (void *)newtype);
+}
+int MPI_Type_create_hindexed_block(int count, int blocklength, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed_block")));
 
 /* int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype) */
 int PMPI_Type_create_hvector(int count, int blocklength, long stride, int oldtype, void *newtype)
@@ -798,6 +897,15 @@ int PMPI_Type_create_subarray(int ndims, void *array_of_sizes, void *array_of_su
 }
 int MPI_Type_create_subarray(int ndims, void *array_of_sizes, void *array_of_subsizes, void *array_of_starts, int order, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_subarray")));
 
+/* int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_dup(int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_dup");
+	return gorma_MPI_Type_dup(oldtype, (void *)newtype);
+}
+int MPI_Type_dup(int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_dup")));
+
 /* int MPI_Type_free(MPI_Datatype *datatype) */
 int PMPI_Type_free(void *datatype)
 {
@@ -806,6 +914,24 @@ int PMPI_Type_free(void *datatype)
 	return gorma_MPI_Type_free((void *)datatype);
 }
 int MPI_Type_free(void *datatype) __attribute__((weak, alias("PMPI_Type_free")));
+
+/* int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]) */
+int PMPI_Type_get_contents(int datatype, int max_integers, int max_addresses, int max_datatypes, void *array_of_integers, void *array_of_addresses, void *array_of_datatypes)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_contents");
+	return gorma_MPI_Type_get_contents(datatype, max_integers, max_addresses, max_datatypes, (void *)array_of_integers, (void *)array_of_addresses, (void *)array_of_datatypes);
+}
+int MPI_Type_get_contents(int datatype, int max_integers, int max_addresses, int max_datatypes, void *array_of_integers, void *array_of_addresses, void *array_of_datatypes) __attribute__((weak, alias("PMPI_Type_get_contents")));
+
+/* int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner) */
+int PMPI_Type_get_envelope(int datatype, void *num_integers, void *num_addresses, void *num_datatypes, void *combiner)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_envelope");
+	return gorma_MPI_Type_get_envelope(datatype, (void *)num_integers, (void *)num_addresses, (void *)num_datatypes, (void *)combiner);
+}
+int MPI_Type_get_envelope(int datatype, void *num_integers, void *num_addresses, void *num_datatypes, void *combiner) __attribute__((weak, alias("PMPI_Type_get_envelope")));
 
 /* int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent) */
 int PMPI_Type_get_extent(int datatype, void *lb, void *extent)
@@ -816,6 +942,24 @@ int PMPI_Type_get_extent(int datatype, void *lb, void *extent)
 }
 int MPI_Type_get_extent(int datatype, void *lb, void *extent) __attribute__((weak, alias("PMPI_Type_get_extent")));
 
+/* int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent) */
+int PMPI_Type_get_extent_x(int datatype, void *lb, void *extent)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_extent_x");
+	return gorma_MPI_Type_get_extent_x(datatype, (void *)lb, (void *)extent);
+}
+int MPI_Type_get_extent_x(int datatype, void *lb, void *extent) __attribute__((weak, alias("PMPI_Type_get_extent_x")));
+
+/* int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen) */
+int PMPI_Type_get_name(int datatype, void *type_name, void *resultlen)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_name");
+	return gorma_MPI_Type_get_name(datatype, (void *)type_name, (void *)resultlen);
+}
+int MPI_Type_get_name(int datatype, void *type_name, void *resultlen) __attribute__((weak, alias("PMPI_Type_get_name")));
+
 /* int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent) */
 int PMPI_Type_get_true_extent(int datatype, void *true_lb, void *true_extent)
 {
@@ -824,6 +968,15 @@ int PMPI_Type_get_true_extent(int datatype, void *true_lb, void *true_extent)
 	return gorma_MPI_Type_get_true_extent(datatype, (void *)true_lb, (void *)true_extent);
 }
 int MPI_Type_get_true_extent(int datatype, void *true_lb, void *true_extent) __attribute__((weak, alias("PMPI_Type_get_true_extent")));
+
+/* int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent) */
+int PMPI_Type_get_true_extent_x(int datatype, void *true_lb, void *true_extent)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_true_extent_x");
+	return gorma_MPI_Type_get_true_extent_x(datatype, (void *)true_lb, (void *)true_extent);
+}
+int MPI_Type_get_true_extent_x(int datatype, void *true_lb, void *true_extent) __attribute__((weak, alias("PMPI_Type_get_true_extent_x")));
 
 /* int MPI_Type_indexed(int count, const int array_of_blocklengths[], const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
 int PMPI_Type_indexed(int count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
@@ -843,6 +996,15 @@ int PMPI_Type_match_size(int typeclass, int size, void *datatype)
 }
 int MPI_Type_match_size(int typeclass, int size, void *datatype) __attribute__((weak, alias("PMPI_Type_match_size")));
 
+/* int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name) */
+int PMPI_Type_set_name(int datatype, void *type_name)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_set_name");
+	return gorma_MPI_Type_set_name(datatype, (void *)type_name);
+}
+int MPI_Type_set_name(int datatype, void *type_name) __attribute__((weak, alias("PMPI_Type_set_name")));
+
 /* int MPI_Type_size(MPI_Datatype datatype, int *size) */
 int PMPI_Type_size(int datatype, void *size)
 {
@@ -851,6 +1013,15 @@ int PMPI_Type_size(int datatype, void *size)
 	return gorma_MPI_Type_size(datatype, (void *)size);
 }
 int MPI_Type_size(int datatype, void *size) __attribute__((weak, alias("PMPI_Type_size")));
+
+/* int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size) */
+int PMPI_Type_size_x(int datatype, void *size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_size_x");
+	return gorma_MPI_Type_size_x(datatype, (void *)size);
+}
+int MPI_Type_size_x(int datatype, void *size) __attribute__((weak, alias("PMPI_Type_size_x")));
 
 /* int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype) */
 int PMPI_Type_vector(int count, int blocklength, int stride, int oldtype, void *newtype)
@@ -869,6 +1040,78 @@ int PMPI_Unpack(void *inbuf, int insize, void *position, void *outbuf, int outco
 	return gorma_MPI_Unpack((void *)inbuf, insize, (void *)position, (void *)outbuf, outcount, datatype, comm);
 }
 int MPI_Unpack(void *inbuf, int insize, void *position, void *outbuf, int outcount, int datatype, int comm) __attribute__((weak, alias("PMPI_Unpack")));
+
+/* int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype) */
+int PMPI_Unpack_external(void *datarep, void *inbuf, long insize, void *position, void *outbuf, int outcount, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Unpack_external");
+	return gorma_MPI_Unpack_external((void *)datarep, (void *)inbuf, insize, (void *)position, (void *)outbuf, outcount, datatype);
+}
+int MPI_Unpack_external(void *datarep, void *inbuf, long insize, void *position, void *outbuf, int outcount, int datatype) __attribute__((weak, alias("PMPI_Unpack_external")));
+
+/* int MPI_Address(void *location, MPI_Aint *address) */
+int PMPI_Address(void *location, void *address)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Address");
+	return gorma_MPI_Address((void *)location, (void *)address);
+}
+int MPI_Address(void *location, void *address) __attribute__((weak, alias("PMPI_Address")));
+
+/* int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent) */
+int PMPI_Type_extent(int datatype, void *extent)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_extent");
+	return gorma_MPI_Type_extent(datatype, (void *)extent);
+}
+int MPI_Type_extent(int datatype, void *extent) __attribute__((weak, alias("PMPI_Type_extent")));
+
+/* int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement) */
+int PMPI_Type_lb(int datatype, void *displacement)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_lb");
+	return gorma_MPI_Type_lb(datatype, (void *)displacement);
+}
+int MPI_Type_lb(int datatype, void *displacement) __attribute__((weak, alias("PMPI_Type_lb")));
+
+/* int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement) */
+int PMPI_Type_ub(int datatype, void *displacement)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_ub");
+	return gorma_MPI_Type_ub(datatype, (void *)displacement);
+}
+int MPI_Type_ub(int datatype, void *displacement) __attribute__((weak, alias("PMPI_Type_ub")));
+
+/* int MPI_Type_hindexed(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_hindexed(int count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_hindexed");
+	return gorma_MPI_Type_hindexed(count, (void *)array_of_blocklengths, (void *)array_of_displacements, oldtype, (void *)newtype);
+}
+int MPI_Type_hindexed(int count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_hindexed")));
+
+/* int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_hvector(int count, int blocklength, long stride, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_hvector");
+	return gorma_MPI_Type_hvector(count, blocklength, stride, oldtype, (void *)newtype);
+}
+int MPI_Type_hvector(int count, int blocklength, long stride, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_hvector")));
+
+/* int MPI_Type_struct(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype array_of_types[], MPI_Datatype *newtype) */
+int PMPI_Type_struct(int count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_struct");
+	return gorma_MPI_Type_struct(count, (void *)array_of_blocklengths, (void *)array_of_displacements, (void *)array_of_types, (void *)newtype);
+}
+int MPI_Type_struct(int count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype) __attribute__((weak, alias("PMPI_Type_struct")));
 
 /* int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler) */
 int PMPI_Comm_create_errhandler(void *comm_errhandler_fn, void *errhandler)
@@ -1256,6 +1499,15 @@ int PMPI_Startall(int count, void *array_of_requests)
 	return gorma_MPI_Startall(count, (void *)array_of_requests);
 }
 int MPI_Startall(int count, void *array_of_requests) __attribute__((weak, alias("PMPI_Startall")));
+
+/* int MPI_Status_set_cancelled(MPI_Status *status, int flag) */
+int PMPI_Status_set_cancelled(void *status, int flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_set_cancelled");
+	return gorma_MPI_Status_set_cancelled((void *)status, flag);
+}
+int MPI_Status_set_cancelled(void *status, int flag) __attribute__((weak, alias("PMPI_Status_set_cancelled")));
 
 /* int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) */
 int PMPI_Test(void *request, void *flag, void *status)
@@ -1995,6 +2247,159 @@ int PMPI_Scatterv_init_c(void *sendbuf, void *sendcounts, void *displs, int send
 }
 int MPI_Scatterv_init_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatterv_init_c")));
 
+/* int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) */
+int PMPI_Get_count_c(void *status, int datatype, void *count)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_count_c");
+	return gorma_MPI_Get_count_c((void *)status, datatype, (void *)count);
+}
+int MPI_Get_count_c(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_count_c")));
+
+/* int MPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) */
+int PMPI_Get_elements_c(void *status, int datatype, void *count)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_elements_c");
+	return gorma_MPI_Get_elements_c((void *)status, datatype, (void *)count);
+}
+int MPI_Get_elements_c(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_elements_c")));
+
+/* int MPI_Pack_c(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position, MPI_Comm comm) */
+int PMPI_Pack_c(void *inbuf, long incount, int datatype, void *outbuf, long outsize, void *position, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack_c");
+	return gorma_MPI_Pack_c((void *)inbuf, incount, datatype, (void *)outbuf, outsize, (void *)position, comm);
+}
+int MPI_Pack_c(void *inbuf, long incount, int datatype, void *outbuf, long outsize, void *position, int comm) __attribute__((weak, alias("PMPI_Pack_c")));
+
+/* int MPI_Pack_external_c(const char *datarep, const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position) */
+int PMPI_Pack_external_c(void *datarep, void *inbuf, long incount, int datatype, void *outbuf, long outsize, void *position)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack_external_c");
+	return gorma_MPI_Pack_external_c((void *)datarep, (void *)inbuf, incount, datatype, (void *)outbuf, outsize, (void *)position);
+}
+int MPI_Pack_external_c(void *datarep, void *inbuf, long incount, int datatype, void *outbuf, long outsize, void *position) __attribute__((weak, alias("PMPI_Pack_external_c")));
+
+/* int MPI_Pack_external_size_c(const char *datarep, MPI_Count incount, MPI_Datatype datatype, MPI_Count *size) */
+int PMPI_Pack_external_size_c(void *datarep, long incount, int datatype, void *size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack_external_size_c");
+	return gorma_MPI_Pack_external_size_c((void *)datarep, incount, datatype, (void *)size);
+}
+int MPI_Pack_external_size_c(void *datarep, long incount, int datatype, void *size) __attribute__((weak, alias("PMPI_Pack_external_size_c")));
+
+/* int MPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm, MPI_Count *size) */
+int PMPI_Pack_size_c(long incount, int datatype, int comm, void *size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pack_size_c");
+	return gorma_MPI_Pack_size_c(incount, datatype, comm, (void *)size);
+}
+int MPI_Pack_size_c(long incount, int datatype, int comm, void *size) __attribute__((weak, alias("PMPI_Pack_size_c")));
+
+/* int MPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_contiguous_c(long count, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_contiguous_c");
+	return gorma_MPI_Type_contiguous_c(count, oldtype, (void *)newtype);
+}
+int MPI_Type_contiguous_c(long count, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_contiguous_c")));
+
+/* int MPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_hvector_c(long count, long blocklength, long stride, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_hvector_c");
+	return gorma_MPI_Type_create_hvector_c(count, blocklength, stride, oldtype, (void *)newtype);
+}
+int MPI_Type_create_hvector_c(long count, long blocklength, long stride, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hvector_c")));
+
+/* int MPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent, MPI_Datatype *newtype) */
+int PMPI_Type_create_resized_c(int oldtype, long lb, long extent, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_resized_c");
+	return gorma_MPI_Type_create_resized_c(oldtype, lb, extent, (void *)newtype);
+}
+int MPI_Type_create_resized_c(int oldtype, long lb, long extent, void *newtype) __attribute__((weak, alias("PMPI_Type_create_resized_c")));
+
+/* int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses, MPI_Count max_large_counts, MPI_Count max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[]) */
+int PMPI_Type_get_contents_c(int datatype, long max_integers, long max_addresses, long max_large_counts, long max_datatypes, void *array_of_integers, void *array_of_addresses, void *array_of_large_counts, void *array_of_datatypes)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_contents_c");
+	return gorma_MPI_Type_get_contents_c(datatype, max_integers, max_addresses, max_large_counts, max_datatypes, (void *)array_of_integers, (void *)array_of_addresses, (void *)array_of_large_counts, (void *)array_of_datatypes);
+}
+int MPI_Type_get_contents_c(int datatype, long max_integers, long max_addresses, long max_large_counts, long max_datatypes, void *array_of_integers, void *array_of_addresses, void *array_of_large_counts, void *array_of_datatypes) __attribute__((weak, alias("PMPI_Type_get_contents_c")));
+
+/* int MPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses, MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner) */
+int PMPI_Type_get_envelope_c(int datatype, void *num_integers, void *num_addresses, void *num_large_counts, void *num_datatypes, void *combiner)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_envelope_c");
+	return gorma_MPI_Type_get_envelope_c(datatype, (void *)num_integers, (void *)num_addresses, (void *)num_large_counts, (void *)num_datatypes, (void *)combiner);
+}
+int MPI_Type_get_envelope_c(int datatype, void *num_integers, void *num_addresses, void *num_large_counts, void *num_datatypes, void *combiner) __attribute__((weak, alias("PMPI_Type_get_envelope_c")));
+
+/* int MPI_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent) */
+int PMPI_Type_get_extent_c(int datatype, void *lb, void *extent)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_extent_c");
+	return gorma_MPI_Type_get_extent_c(datatype, (void *)lb, (void *)extent);
+}
+int MPI_Type_get_extent_c(int datatype, void *lb, void *extent) __attribute__((weak, alias("PMPI_Type_get_extent_c")));
+
+/* int MPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent) */
+int PMPI_Type_get_true_extent_c(int datatype, void *true_lb, void *true_extent)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_true_extent_c");
+	return gorma_MPI_Type_get_true_extent_c(datatype, (void *)true_lb, (void *)true_extent);
+}
+int MPI_Type_get_true_extent_c(int datatype, void *true_lb, void *true_extent) __attribute__((weak, alias("PMPI_Type_get_true_extent_c")));
+
+/* int MPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size) */
+int PMPI_Type_size_c(int datatype, void *size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_size_c");
+	return gorma_MPI_Type_size_c(datatype, (void *)size);
+}
+int MPI_Type_size_c(int datatype, void *size) __attribute__((weak, alias("PMPI_Type_size_c")));
+
+/* int MPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_vector_c(long count, long blocklength, long stride, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_vector_c");
+	return gorma_MPI_Type_vector_c(count, blocklength, stride, oldtype, (void *)newtype);
+}
+int MPI_Type_vector_c(long count, long blocklength, long stride, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_vector_c")));
+
+/* int MPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype, MPI_Comm comm) */
+int PMPI_Unpack_c(void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Unpack_c");
+	return gorma_MPI_Unpack_c((void *)inbuf, insize, (void *)position, (void *)outbuf, outcount, datatype, comm);
+}
+int MPI_Unpack_c(void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype, int comm) __attribute__((weak, alias("PMPI_Unpack_c")));
+
+/* int MPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype) */
+int PMPI_Unpack_external_c(void *datarep, void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Unpack_external_c");
+	return gorma_MPI_Unpack_external_c((void *)datarep, (void *)inbuf, insize, (void *)position, (void *)outbuf, outcount, datatype);
+}
+int MPI_Unpack_external_c(void *datarep, void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype) __attribute__((weak, alias("PMPI_Unpack_external_c")));
+
 /* The functions of mpi.h and mpio.h that gorma does not cover. Each is defined, so a
  * program that names one loads and runs; a call fails with
  * MPI_ERR_UNSUPPORTED_OPERATION through the error handler of its communicator or
@@ -2069,36 +2474,6 @@ int PMPI_Status_f2f08(void *f_status, void *f08_status)
 	return gorma_absent("MPI_Status_f2f08", 0, 0);
 }
 int MPI_Status_f2f08(void *f_status, void *f08_status) __attribute__((weak, alias("PMPI_Status_f2f08")));
-
-/* int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype) */
-int PMPI_Type_create_f90_integer(int r, void *newtype)
-{
-	(void)r; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_f90_integer");
-	return gorma_absent("MPI_Type_create_f90_integer", 0, 0);
-}
-int MPI_Type_create_f90_integer(int r, void *newtype) __attribute__((weak, alias("PMPI_Type_create_f90_integer")));
-
-/* int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype) */
-int PMPI_Type_create_f90_real(int p, int r, void *newtype)
-{
-	(void)p; (void)r; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_f90_real");
-	return gorma_absent("MPI_Type_create_f90_real", 0, 0);
-}
-int MPI_Type_create_f90_real(int p, int r, void *newtype) __attribute__((weak, alias("PMPI_Type_create_f90_real")));
-
-/* int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype) */
-int PMPI_Type_create_f90_complex(int p, int r, void *newtype)
-{
-	(void)p; (void)r; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_f90_complex");
-	return gorma_absent("MPI_Type_create_f90_complex", 0, 0);
-}
-int MPI_Type_create_f90_complex(int p, int r, void *newtype) __attribute__((weak, alias("PMPI_Type_create_f90_complex")));
 
 /* int MPI_Attr_delete(MPI_Comm comm, int keyval) */
 int PMPI_Attr_delete(int comm, int keyval)
@@ -2529,246 +2904,6 @@ int PMPI_Intercomm_create_from_groups(int local_group, int local_leader, int rem
 	return gorma_absent("MPI_Intercomm_create_from_groups", 0, 0);
 }
 int MPI_Intercomm_create_from_groups(int local_group, int local_leader, int remote_group, int remote_leader, void *stringtag, int info, int errhandler, void *newintercomm) __attribute__((weak, alias("PMPI_Intercomm_create_from_groups")));
-
-/* int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count) */
-int PMPI_Get_elements(void *status, int datatype, void *count)
-{
-	(void)status; (void)datatype; (void)count;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Get_elements");
-	return gorma_absent("MPI_Get_elements", 0, 0);
-}
-int MPI_Get_elements(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_elements")));
-
-/* int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) */
-int PMPI_Get_elements_x(void *status, int datatype, void *count)
-{
-	(void)status; (void)datatype; (void)count;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Get_elements_x");
-	return gorma_absent("MPI_Get_elements_x", 0, 0);
-}
-int MPI_Get_elements_x(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_elements_x")));
-
-/* int MPI_Pack_external(const char *datarep, const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position) */
-int PMPI_Pack_external(void *datarep, void *inbuf, int incount, int datatype, void *outbuf, long outsize, void *position)
-{
-	(void)datarep; (void)inbuf; (void)incount; (void)datatype; (void)outbuf; (void)outsize; (void)position;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Pack_external");
-	return gorma_absent("MPI_Pack_external", 0, 0);
-}
-int MPI_Pack_external(void *datarep, void *inbuf, int incount, int datatype, void *outbuf, long outsize, void *position) __attribute__((weak, alias("PMPI_Pack_external")));
-
-/* int MPI_Pack_external_size(const char *datarep, int incount, MPI_Datatype datatype, MPI_Aint *size) */
-int PMPI_Pack_external_size(void *datarep, int incount, int datatype, void *size)
-{
-	(void)datarep; (void)incount; (void)datatype; (void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Pack_external_size");
-	return gorma_absent("MPI_Pack_external_size", 0, 0);
-}
-int MPI_Pack_external_size(void *datarep, int incount, int datatype, void *size) __attribute__((weak, alias("PMPI_Pack_external_size")));
-
-/* int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count) */
-int PMPI_Status_set_elements(void *status, int datatype, int count)
-{
-	(void)status; (void)datatype; (void)count;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Status_set_elements");
-	return gorma_absent("MPI_Status_set_elements", 0, 0);
-}
-int MPI_Status_set_elements(void *status, int datatype, int count) __attribute__((weak, alias("PMPI_Status_set_elements")));
-
-/* int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count) */
-int PMPI_Status_set_elements_x(void *status, int datatype, long count)
-{
-	(void)status; (void)datatype; (void)count;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Status_set_elements_x");
-	return gorma_absent("MPI_Status_set_elements_x", 0, 0);
-}
-int MPI_Status_set_elements_x(void *status, int datatype, long count) __attribute__((weak, alias("PMPI_Status_set_elements_x")));
-
-/* int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_create_darray(int size, int rank, int ndims, void *array_of_gsizes, void *array_of_distribs, void *array_of_dargs, void *array_of_psizes, int order, int oldtype, void *newtype)
-{
-	(void)size; (void)rank; (void)ndims; (void)array_of_gsizes; (void)array_of_distribs; (void)array_of_dargs; (void)array_of_psizes; (void)order; (void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_darray");
-	return gorma_absent("MPI_Type_create_darray", 0, 0);
-}
-int MPI_Type_create_darray(int size, int rank, int ndims, void *array_of_gsizes, void *array_of_distribs, void *array_of_dargs, void *array_of_psizes, int order, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_darray")));
-
-/* int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_create_hindexed_block(int count, int blocklength, void *array_of_displacements, int oldtype, void *newtype)
-{
-	(void)count; (void)blocklength; (void)array_of_displacements; (void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_hindexed_block");
-	return gorma_absent("MPI_Type_create_hindexed_block", 0, 0);
-}
-int MPI_Type_create_hindexed_block(int count, int blocklength, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed_block")));
-
-/* int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_dup(int oldtype, void *newtype)
-{
-	(void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_dup");
-	return gorma_absent("MPI_Type_dup", 0, 0);
-}
-int MPI_Type_dup(int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_dup")));
-
-/* int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]) */
-int PMPI_Type_get_contents(int datatype, int max_integers, int max_addresses, int max_datatypes, void *array_of_integers, void *array_of_addresses, void *array_of_datatypes)
-{
-	(void)datatype; (void)max_integers; (void)max_addresses; (void)max_datatypes; (void)array_of_integers; (void)array_of_addresses; (void)array_of_datatypes;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_get_contents");
-	return gorma_absent("MPI_Type_get_contents", 0, 0);
-}
-int MPI_Type_get_contents(int datatype, int max_integers, int max_addresses, int max_datatypes, void *array_of_integers, void *array_of_addresses, void *array_of_datatypes) __attribute__((weak, alias("PMPI_Type_get_contents")));
-
-/* int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner) */
-int PMPI_Type_get_envelope(int datatype, void *num_integers, void *num_addresses, void *num_datatypes, void *combiner)
-{
-	(void)datatype; (void)num_integers; (void)num_addresses; (void)num_datatypes; (void)combiner;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_get_envelope");
-	return gorma_absent("MPI_Type_get_envelope", 0, 0);
-}
-int MPI_Type_get_envelope(int datatype, void *num_integers, void *num_addresses, void *num_datatypes, void *combiner) __attribute__((weak, alias("PMPI_Type_get_envelope")));
-
-/* int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent) */
-int PMPI_Type_get_extent_x(int datatype, void *lb, void *extent)
-{
-	(void)datatype; (void)lb; (void)extent;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_get_extent_x");
-	return gorma_absent("MPI_Type_get_extent_x", 0, 0);
-}
-int MPI_Type_get_extent_x(int datatype, void *lb, void *extent) __attribute__((weak, alias("PMPI_Type_get_extent_x")));
-
-/* int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen) */
-int PMPI_Type_get_name(int datatype, void *type_name, void *resultlen)
-{
-	(void)datatype; (void)type_name; (void)resultlen;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_get_name");
-	return gorma_absent("MPI_Type_get_name", 0, 0);
-}
-int MPI_Type_get_name(int datatype, void *type_name, void *resultlen) __attribute__((weak, alias("PMPI_Type_get_name")));
-
-/* int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent) */
-int PMPI_Type_get_true_extent_x(int datatype, void *true_lb, void *true_extent)
-{
-	(void)datatype; (void)true_lb; (void)true_extent;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_get_true_extent_x");
-	return gorma_absent("MPI_Type_get_true_extent_x", 0, 0);
-}
-int MPI_Type_get_true_extent_x(int datatype, void *true_lb, void *true_extent) __attribute__((weak, alias("PMPI_Type_get_true_extent_x")));
-
-/* int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name) */
-int PMPI_Type_set_name(int datatype, void *type_name)
-{
-	(void)datatype; (void)type_name;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_set_name");
-	return gorma_absent("MPI_Type_set_name", 0, 0);
-}
-int MPI_Type_set_name(int datatype, void *type_name) __attribute__((weak, alias("PMPI_Type_set_name")));
-
-/* int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size) */
-int PMPI_Type_size_x(int datatype, void *size)
-{
-	(void)datatype; (void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_size_x");
-	return gorma_absent("MPI_Type_size_x", 0, 0);
-}
-int MPI_Type_size_x(int datatype, void *size) __attribute__((weak, alias("PMPI_Type_size_x")));
-
-/* int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype) */
-int PMPI_Unpack_external(void *datarep, void *inbuf, long insize, void *position, void *outbuf, int outcount, int datatype)
-{
-	(void)datarep; (void)inbuf; (void)insize; (void)position; (void)outbuf; (void)outcount; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Unpack_external");
-	return gorma_absent("MPI_Unpack_external", 0, 0);
-}
-int MPI_Unpack_external(void *datarep, void *inbuf, long insize, void *position, void *outbuf, int outcount, int datatype) __attribute__((weak, alias("PMPI_Unpack_external")));
-
-/* int MPI_Address(void *location, MPI_Aint *address) */
-int PMPI_Address(void *location, void *address)
-{
-	(void)location; (void)address;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Address");
-	return gorma_absent("MPI_Address", 0, 0);
-}
-int MPI_Address(void *location, void *address) __attribute__((weak, alias("PMPI_Address")));
-
-/* int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent) */
-int PMPI_Type_extent(int datatype, void *extent)
-{
-	(void)datatype; (void)extent;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_extent");
-	return gorma_absent("MPI_Type_extent", 0, 0);
-}
-int MPI_Type_extent(int datatype, void *extent) __attribute__((weak, alias("PMPI_Type_extent")));
-
-/* int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement) */
-int PMPI_Type_lb(int datatype, void *displacement)
-{
-	(void)datatype; (void)displacement;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_lb");
-	return gorma_absent("MPI_Type_lb", 0, 0);
-}
-int MPI_Type_lb(int datatype, void *displacement) __attribute__((weak, alias("PMPI_Type_lb")));
-
-/* int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement) */
-int PMPI_Type_ub(int datatype, void *displacement)
-{
-	(void)datatype; (void)displacement;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_ub");
-	return gorma_absent("MPI_Type_ub", 0, 0);
-}
-int MPI_Type_ub(int datatype, void *displacement) __attribute__((weak, alias("PMPI_Type_ub")));
-
-/* int MPI_Type_hindexed(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_hindexed(int count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
-{
-	(void)count; (void)array_of_blocklengths; (void)array_of_displacements; (void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_hindexed");
-	return gorma_absent("MPI_Type_hindexed", 0, 0);
-}
-int MPI_Type_hindexed(int count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_hindexed")));
-
-/* int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_hvector(int count, int blocklength, long stride, int oldtype, void *newtype)
-{
-	(void)count; (void)blocklength; (void)stride; (void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_hvector");
-	return gorma_absent("MPI_Type_hvector", 0, 0);
-}
-int MPI_Type_hvector(int count, int blocklength, long stride, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_hvector")));
-
-/* int MPI_Type_struct(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype array_of_types[], MPI_Datatype *newtype) */
-int PMPI_Type_struct(int count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype)
-{
-	(void)count; (void)array_of_blocklengths; (void)array_of_displacements; (void)array_of_types; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_struct");
-	return gorma_absent("MPI_Type_struct", 0, 0);
-}
-int MPI_Type_struct(int count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype) __attribute__((weak, alias("PMPI_Type_struct")));
 
 /* int MPI_Add_error_class(int *errorclass) */
 int PMPI_Add_error_class(void *errorclass)
@@ -3469,16 +3604,6 @@ int PMPI_Request_get_status(int request, void *flag, void *status)
 	return gorma_absent("MPI_Request_get_status", 0, 0);
 }
 int MPI_Request_get_status(int request, void *flag, void *status) __attribute__((weak, alias("PMPI_Request_get_status")));
-
-/* int MPI_Status_set_cancelled(MPI_Status *status, int flag) */
-int PMPI_Status_set_cancelled(void *status, int flag)
-{
-	(void)status; (void)flag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Status_set_cancelled");
-	return gorma_absent("MPI_Status_set_cancelled", 0, 0);
-}
-int MPI_Status_set_cancelled(void *status, int flag) __attribute__((weak, alias("PMPI_Status_set_cancelled")));
 
 /* int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag, MPI_Status *status) */
 int PMPI_Testany(int count, void *array_of_requests, void *indx, void *flag, void *status)
@@ -4649,76 +4774,6 @@ int PMPI_Neighbor_alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispl
 }
 int MPI_Neighbor_alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallw_init_c")));
 
-/* int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) */
-int PMPI_Get_count_c(void *status, int datatype, void *count)
-{
-	(void)status; (void)datatype; (void)count;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Get_count_c");
-	return gorma_absent("MPI_Get_count_c", 0, 0);
-}
-int MPI_Get_count_c(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_count_c")));
-
-/* int MPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) */
-int PMPI_Get_elements_c(void *status, int datatype, void *count)
-{
-	(void)status; (void)datatype; (void)count;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Get_elements_c");
-	return gorma_absent("MPI_Get_elements_c", 0, 0);
-}
-int MPI_Get_elements_c(void *status, int datatype, void *count) __attribute__((weak, alias("PMPI_Get_elements_c")));
-
-/* int MPI_Pack_c(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position, MPI_Comm comm) */
-int PMPI_Pack_c(void *inbuf, long incount, int datatype, void *outbuf, long outsize, void *position, int comm)
-{
-	(void)inbuf; (void)incount; (void)datatype; (void)outbuf; (void)outsize; (void)position;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Pack_c");
-	return gorma_absent("MPI_Pack_c", 1, comm);
-}
-int MPI_Pack_c(void *inbuf, long incount, int datatype, void *outbuf, long outsize, void *position, int comm) __attribute__((weak, alias("PMPI_Pack_c")));
-
-/* int MPI_Pack_external_c(const char *datarep, const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position) */
-int PMPI_Pack_external_c(void *datarep, void *inbuf, long incount, int datatype, void *outbuf, long outsize, void *position)
-{
-	(void)datarep; (void)inbuf; (void)incount; (void)datatype; (void)outbuf; (void)outsize; (void)position;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Pack_external_c");
-	return gorma_absent("MPI_Pack_external_c", 0, 0);
-}
-int MPI_Pack_external_c(void *datarep, void *inbuf, long incount, int datatype, void *outbuf, long outsize, void *position) __attribute__((weak, alias("PMPI_Pack_external_c")));
-
-/* int MPI_Pack_external_size_c(const char *datarep, MPI_Count incount, MPI_Datatype datatype, MPI_Count *size) */
-int PMPI_Pack_external_size_c(void *datarep, long incount, int datatype, void *size)
-{
-	(void)datarep; (void)incount; (void)datatype; (void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Pack_external_size_c");
-	return gorma_absent("MPI_Pack_external_size_c", 0, 0);
-}
-int MPI_Pack_external_size_c(void *datarep, long incount, int datatype, void *size) __attribute__((weak, alias("PMPI_Pack_external_size_c")));
-
-/* int MPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm, MPI_Count *size) */
-int PMPI_Pack_size_c(long incount, int datatype, int comm, void *size)
-{
-	(void)incount; (void)datatype; (void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Pack_size_c");
-	return gorma_absent("MPI_Pack_size_c", 1, comm);
-}
-int MPI_Pack_size_c(long incount, int datatype, int comm, void *size) __attribute__((weak, alias("PMPI_Pack_size_c")));
-
-/* int MPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_contiguous_c(long count, int oldtype, void *newtype)
-{
-	(void)count; (void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_contiguous_c");
-	return gorma_absent("MPI_Type_contiguous_c", 0, 0);
-}
-int MPI_Type_contiguous_c(long count, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_contiguous_c")));
-
 /* int MPI_Type_create_darray_c(int size, int rank, int ndims, const MPI_Count array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) */
 int PMPI_Type_create_darray_c(int size, int rank, int ndims, void *array_of_gsizes, void *array_of_distribs, void *array_of_dargs, void *array_of_psizes, int order, int oldtype, void *newtype)
 {
@@ -4749,16 +4804,6 @@ int PMPI_Type_create_hindexed_block_c(long count, long blocklength, void *array_
 }
 int MPI_Type_create_hindexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed_block_c")));
 
-/* int MPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_create_hvector_c(long count, long blocklength, long stride, int oldtype, void *newtype)
-{
-	(void)count; (void)blocklength; (void)stride; (void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_hvector_c");
-	return gorma_absent("MPI_Type_create_hvector_c", 0, 0);
-}
-int MPI_Type_create_hvector_c(long count, long blocklength, long stride, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hvector_c")));
-
 /* int MPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
 int PMPI_Type_create_indexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype)
 {
@@ -4768,16 +4813,6 @@ int PMPI_Type_create_indexed_block_c(long count, long blocklength, void *array_o
 	return gorma_absent("MPI_Type_create_indexed_block_c", 0, 0);
 }
 int MPI_Type_create_indexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_indexed_block_c")));
-
-/* int MPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent, MPI_Datatype *newtype) */
-int PMPI_Type_create_resized_c(int oldtype, long lb, long extent, void *newtype)
-{
-	(void)oldtype; (void)lb; (void)extent; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_resized_c");
-	return gorma_absent("MPI_Type_create_resized_c", 0, 0);
-}
-int MPI_Type_create_resized_c(int oldtype, long lb, long extent, void *newtype) __attribute__((weak, alias("PMPI_Type_create_resized_c")));
 
 /* int MPI_Type_create_struct_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype) */
 int PMPI_Type_create_struct_c(long count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype)
@@ -4799,46 +4834,6 @@ int PMPI_Type_create_subarray_c(int ndims, void *array_of_sizes, void *array_of_
 }
 int MPI_Type_create_subarray_c(int ndims, void *array_of_sizes, void *array_of_subsizes, void *array_of_starts, int order, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_subarray_c")));
 
-/* int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses, MPI_Count max_large_counts, MPI_Count max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[]) */
-int PMPI_Type_get_contents_c(int datatype, long max_integers, long max_addresses, long max_large_counts, long max_datatypes, void *array_of_integers, void *array_of_addresses, void *array_of_large_counts, void *array_of_datatypes)
-{
-	(void)datatype; (void)max_integers; (void)max_addresses; (void)max_large_counts; (void)max_datatypes; (void)array_of_integers; (void)array_of_addresses; (void)array_of_large_counts; (void)array_of_datatypes;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_get_contents_c");
-	return gorma_absent("MPI_Type_get_contents_c", 0, 0);
-}
-int MPI_Type_get_contents_c(int datatype, long max_integers, long max_addresses, long max_large_counts, long max_datatypes, void *array_of_integers, void *array_of_addresses, void *array_of_large_counts, void *array_of_datatypes) __attribute__((weak, alias("PMPI_Type_get_contents_c")));
-
-/* int MPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses, MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner) */
-int PMPI_Type_get_envelope_c(int datatype, void *num_integers, void *num_addresses, void *num_large_counts, void *num_datatypes, void *combiner)
-{
-	(void)datatype; (void)num_integers; (void)num_addresses; (void)num_large_counts; (void)num_datatypes; (void)combiner;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_get_envelope_c");
-	return gorma_absent("MPI_Type_get_envelope_c", 0, 0);
-}
-int MPI_Type_get_envelope_c(int datatype, void *num_integers, void *num_addresses, void *num_large_counts, void *num_datatypes, void *combiner) __attribute__((weak, alias("PMPI_Type_get_envelope_c")));
-
-/* int MPI_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent) */
-int PMPI_Type_get_extent_c(int datatype, void *lb, void *extent)
-{
-	(void)datatype; (void)lb; (void)extent;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_get_extent_c");
-	return gorma_absent("MPI_Type_get_extent_c", 0, 0);
-}
-int MPI_Type_get_extent_c(int datatype, void *lb, void *extent) __attribute__((weak, alias("PMPI_Type_get_extent_c")));
-
-/* int MPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent) */
-int PMPI_Type_get_true_extent_c(int datatype, void *true_lb, void *true_extent)
-{
-	(void)datatype; (void)true_lb; (void)true_extent;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_get_true_extent_c");
-	return gorma_absent("MPI_Type_get_true_extent_c", 0, 0);
-}
-int MPI_Type_get_true_extent_c(int datatype, void *true_lb, void *true_extent) __attribute__((weak, alias("PMPI_Type_get_true_extent_c")));
-
 /* int MPI_Type_indexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
 int PMPI_Type_indexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
 {
@@ -4848,46 +4843,6 @@ int PMPI_Type_indexed_c(long count, void *array_of_blocklengths, void *array_of_
 	return gorma_absent("MPI_Type_indexed_c", 0, 0);
 }
 int MPI_Type_indexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_indexed_c")));
-
-/* int MPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size) */
-int PMPI_Type_size_c(int datatype, void *size)
-{
-	(void)datatype; (void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_size_c");
-	return gorma_absent("MPI_Type_size_c", 0, 0);
-}
-int MPI_Type_size_c(int datatype, void *size) __attribute__((weak, alias("PMPI_Type_size_c")));
-
-/* int MPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_vector_c(long count, long blocklength, long stride, int oldtype, void *newtype)
-{
-	(void)count; (void)blocklength; (void)stride; (void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_vector_c");
-	return gorma_absent("MPI_Type_vector_c", 0, 0);
-}
-int MPI_Type_vector_c(long count, long blocklength, long stride, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_vector_c")));
-
-/* int MPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype, MPI_Comm comm) */
-int PMPI_Unpack_c(void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype, int comm)
-{
-	(void)inbuf; (void)insize; (void)position; (void)outbuf; (void)outcount; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Unpack_c");
-	return gorma_absent("MPI_Unpack_c", 1, comm);
-}
-int MPI_Unpack_c(void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype, int comm) __attribute__((weak, alias("PMPI_Unpack_c")));
-
-/* int MPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype) */
-int PMPI_Unpack_external_c(void *datarep, void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype)
-{
-	(void)datarep; (void)inbuf; (void)insize; (void)position; (void)outbuf; (void)outcount; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Unpack_external_c");
-	return gorma_absent("MPI_Unpack_external_c", 0, 0);
-}
-int MPI_Unpack_external_c(void *datarep, void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype) __attribute__((weak, alias("PMPI_Unpack_external_c")));
 
 /* int MPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op) */
 int PMPI_Op_create_c(void *user_fn, int commute, void *op)

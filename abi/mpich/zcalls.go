@@ -15,7 +15,10 @@ type fnID uint16
 
 // The covered functions, in mpi_proto.h's order.
 const (
-	fnCommCreateKeyval fnID = iota
+	fnTypeCreateF90Integer fnID = iota
+	fnTypeCreateF90Real
+	fnTypeCreateF90Complex
+	fnCommCreateKeyval
 	fnCommDeleteAttr
 	fnCommFreeKeyval
 	fnCommGetAttr
@@ -89,24 +92,48 @@ const (
 	fnXCommAgree
 	fnGetAddress
 	fnGetCount
+	fnGetElements
+	fnGetElementsX
 	fnPack
+	fnPackExternal
+	fnPackExternalSize
 	fnPackSize
+	fnStatusSetElements
+	fnStatusSetElementsX
 	fnTypeCommit
 	fnTypeContiguous
+	fnTypeCreateDarray
 	fnTypeCreateHindexed
+	fnTypeCreateHindexedBlock
 	fnTypeCreateHvector
 	fnTypeCreateIndexedBlock
 	fnTypeCreateResized
 	fnTypeCreateStruct
 	fnTypeCreateSubarray
+	fnTypeDup
 	fnTypeFree
+	fnTypeGetContents
+	fnTypeGetEnvelope
 	fnTypeGetExtent
+	fnTypeGetExtentX
+	fnTypeGetName
 	fnTypeGetTrueExtent
+	fnTypeGetTrueExtentX
 	fnTypeIndexed
 	fnTypeMatchSize
+	fnTypeSetName
 	fnTypeSize
+	fnTypeSizeX
 	fnTypeVector
 	fnUnpack
+	fnUnpackExternal
+	fnAddress
+	fnTypeExtent
+	fnTypeLb
+	fnTypeUb
+	fnTypeHindexed
+	fnTypeHvector
+	fnTypeStruct
 	fnCommCreateErrhandler
 	fnCommGetErrhandler
 	fnCommSetErrhandler
@@ -150,6 +177,7 @@ const (
 	fnRequestFree
 	fnStart
 	fnStartall
+	fnStatusSetCancelled
 	fnTest
 	fnTestCancelled
 	fnTestall
@@ -232,11 +260,31 @@ const (
 	fnScatterInitC
 	fnScattervC
 	fnScattervInitC
+	fnGetCountC
+	fnGetElementsC
+	fnPackC
+	fnPackExternalC
+	fnPackExternalSizeC
+	fnPackSizeC
+	fnTypeContiguousC
+	fnTypeCreateHvectorC
+	fnTypeCreateResizedC
+	fnTypeGetContentsC
+	fnTypeGetEnvelopeC
+	fnTypeGetExtentC
+	fnTypeGetTrueExtentC
+	fnTypeSizeC
+	fnTypeVectorC
+	fnUnpackC
+	fnUnpackExternalC
 	numFns
 )
 
 // fnNames are the C names of the covered functions.
 var fnNames = [numFns]string{
+	fnTypeCreateF90Integer:    "MPI_Type_create_f90_integer",
+	fnTypeCreateF90Real:       "MPI_Type_create_f90_real",
+	fnTypeCreateF90Complex:    "MPI_Type_create_f90_complex",
 	fnCommCreateKeyval:        "MPI_Comm_create_keyval",
 	fnCommDeleteAttr:          "MPI_Comm_delete_attr",
 	fnCommFreeKeyval:          "MPI_Comm_free_keyval",
@@ -311,24 +359,48 @@ var fnNames = [numFns]string{
 	fnXCommAgree:              "MPIX_Comm_agree",
 	fnGetAddress:              "MPI_Get_address",
 	fnGetCount:                "MPI_Get_count",
+	fnGetElements:             "MPI_Get_elements",
+	fnGetElementsX:            "MPI_Get_elements_x",
 	fnPack:                    "MPI_Pack",
+	fnPackExternal:            "MPI_Pack_external",
+	fnPackExternalSize:        "MPI_Pack_external_size",
 	fnPackSize:                "MPI_Pack_size",
+	fnStatusSetElements:       "MPI_Status_set_elements",
+	fnStatusSetElementsX:      "MPI_Status_set_elements_x",
 	fnTypeCommit:              "MPI_Type_commit",
 	fnTypeContiguous:          "MPI_Type_contiguous",
+	fnTypeCreateDarray:        "MPI_Type_create_darray",
 	fnTypeCreateHindexed:      "MPI_Type_create_hindexed",
+	fnTypeCreateHindexedBlock: "MPI_Type_create_hindexed_block",
 	fnTypeCreateHvector:       "MPI_Type_create_hvector",
 	fnTypeCreateIndexedBlock:  "MPI_Type_create_indexed_block",
 	fnTypeCreateResized:       "MPI_Type_create_resized",
 	fnTypeCreateStruct:        "MPI_Type_create_struct",
 	fnTypeCreateSubarray:      "MPI_Type_create_subarray",
+	fnTypeDup:                 "MPI_Type_dup",
 	fnTypeFree:                "MPI_Type_free",
+	fnTypeGetContents:         "MPI_Type_get_contents",
+	fnTypeGetEnvelope:         "MPI_Type_get_envelope",
 	fnTypeGetExtent:           "MPI_Type_get_extent",
+	fnTypeGetExtentX:          "MPI_Type_get_extent_x",
+	fnTypeGetName:             "MPI_Type_get_name",
 	fnTypeGetTrueExtent:       "MPI_Type_get_true_extent",
+	fnTypeGetTrueExtentX:      "MPI_Type_get_true_extent_x",
 	fnTypeIndexed:             "MPI_Type_indexed",
 	fnTypeMatchSize:           "MPI_Type_match_size",
+	fnTypeSetName:             "MPI_Type_set_name",
 	fnTypeSize:                "MPI_Type_size",
+	fnTypeSizeX:               "MPI_Type_size_x",
 	fnTypeVector:              "MPI_Type_vector",
 	fnUnpack:                  "MPI_Unpack",
+	fnUnpackExternal:          "MPI_Unpack_external",
+	fnAddress:                 "MPI_Address",
+	fnTypeExtent:              "MPI_Type_extent",
+	fnTypeLb:                  "MPI_Type_lb",
+	fnTypeUb:                  "MPI_Type_ub",
+	fnTypeHindexed:            "MPI_Type_hindexed",
+	fnTypeHvector:             "MPI_Type_hvector",
+	fnTypeStruct:              "MPI_Type_struct",
 	fnCommCreateErrhandler:    "MPI_Comm_create_errhandler",
 	fnCommGetErrhandler:       "MPI_Comm_get_errhandler",
 	fnCommSetErrhandler:       "MPI_Comm_set_errhandler",
@@ -372,6 +444,7 @@ var fnNames = [numFns]string{
 	fnRequestFree:             "MPI_Request_free",
 	fnStart:                   "MPI_Start",
 	fnStartall:                "MPI_Startall",
+	fnStatusSetCancelled:      "MPI_Status_set_cancelled",
 	fnTest:                    "MPI_Test",
 	fnTestCancelled:           "MPI_Test_cancelled",
 	fnTestall:                 "MPI_Testall",
@@ -454,6 +527,56 @@ var fnNames = [numFns]string{
 	fnScatterInitC:            "MPI_Scatter_init_c",
 	fnScattervC:               "MPI_Scatterv_c",
 	fnScattervInitC:           "MPI_Scatterv_init_c",
+	fnGetCountC:               "MPI_Get_count_c",
+	fnGetElementsC:            "MPI_Get_elements_c",
+	fnPackC:                   "MPI_Pack_c",
+	fnPackExternalC:           "MPI_Pack_external_c",
+	fnPackExternalSizeC:       "MPI_Pack_external_size_c",
+	fnPackSizeC:               "MPI_Pack_size_c",
+	fnTypeContiguousC:         "MPI_Type_contiguous_c",
+	fnTypeCreateHvectorC:      "MPI_Type_create_hvector_c",
+	fnTypeCreateResizedC:      "MPI_Type_create_resized_c",
+	fnTypeGetContentsC:        "MPI_Type_get_contents_c",
+	fnTypeGetEnvelopeC:        "MPI_Type_get_envelope_c",
+	fnTypeGetExtentC:          "MPI_Type_get_extent_c",
+	fnTypeGetTrueExtentC:      "MPI_Type_get_true_extent_c",
+	fnTypeSizeC:               "MPI_Type_size_c",
+	fnTypeVectorC:             "MPI_Type_vector_c",
+	fnUnpackC:                 "MPI_Unpack_c",
+	fnUnpackExternalC:         "MPI_Unpack_external_c",
+}
+
+// int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_f90_integer
+func gorma_MPI_Type_create_f90_integer(r C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateF90Integer, &rc)
+	if err := doTypeCreateF90Integer(int(r), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateF90Integer, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_f90_real
+func gorma_MPI_Type_create_f90_real(p C.int, r C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateF90Real, &rc)
+	if err := doTypeCreateF90Real(int(p), int(r), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateF90Real, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_f90_complex
+func gorma_MPI_Type_create_f90_complex(p C.int, r C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateF90Complex, &rc)
+	if err := doTypeCreateF90Complex(int(p), int(r), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateF90Complex, mpi_COMM_WORLD, err))
+	}
+	return 0
 }
 
 // int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state)
@@ -1270,6 +1393,28 @@ func gorma_MPI_Get_count(status unsafe.Pointer, datatype C.int, count unsafe.Poi
 	return 0
 }
 
+// int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
+//
+//export gorma_MPI_Get_elements
+func gorma_MPI_Get_elements(status unsafe.Pointer, datatype C.int, count unsafe.Pointer) (rc C.int) {
+	defer catch(fnGetElements, &rc)
+	if err := doGetElements(statusArg(status), Datatype(datatype), (*int32)(count)); err != nil {
+		return C.int(failComm(fnGetElements, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)
+//
+//export gorma_MPI_Get_elements_x
+func gorma_MPI_Get_elements_x(status unsafe.Pointer, datatype C.int, count unsafe.Pointer) (rc C.int) {
+	defer catch(fnGetElementsX, &rc)
+	if err := doGetElementsX(statusArg(status), Datatype(datatype), (*int64)(count)); err != nil {
+		return C.int(failComm(fnGetElementsX, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm)
 //
 //export gorma_MPI_Pack
@@ -1281,6 +1426,28 @@ func gorma_MPI_Pack(inbuf unsafe.Pointer, incount C.int, datatype C.int, outbuf 
 	return 0
 }
 
+// int MPI_Pack_external(const char *datarep, const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position)
+//
+//export gorma_MPI_Pack_external
+func gorma_MPI_Pack_external(datarep unsafe.Pointer, inbuf unsafe.Pointer, incount C.int, datatype C.int, outbuf unsafe.Pointer, outsize C.long, position unsafe.Pointer) (rc C.int) {
+	defer catch(fnPackExternal, &rc)
+	if err := doPackExternal((*byte)(datarep), inbuf, int(incount), Datatype(datatype), outbuf, int(outsize), (*int64)(position)); err != nil {
+		return C.int(failComm(fnPackExternal, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Pack_external_size(const char *datarep, int incount, MPI_Datatype datatype, MPI_Aint *size)
+//
+//export gorma_MPI_Pack_external_size
+func gorma_MPI_Pack_external_size(datarep unsafe.Pointer, incount C.int, datatype C.int, size unsafe.Pointer) (rc C.int) {
+	defer catch(fnPackExternalSize, &rc)
+	if err := doPackExternalSize((*byte)(datarep), int(incount), Datatype(datatype), (*int64)(size)); err != nil {
+		return C.int(failComm(fnPackExternalSize, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
 //
 //export gorma_MPI_Pack_size
@@ -1288,6 +1455,28 @@ func gorma_MPI_Pack_size(incount C.int, datatype C.int, comm C.int, size unsafe.
 	defer catch(fnPackSize, &rc)
 	if err := doPackSize(int(incount), Datatype(datatype), Comm(comm), (*int32)(size)); err != nil {
 		return C.int(failComm(fnPackSize, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count)
+//
+//export gorma_MPI_Status_set_elements
+func gorma_MPI_Status_set_elements(status unsafe.Pointer, datatype C.int, count C.int) (rc C.int) {
+	defer catch(fnStatusSetElements, &rc)
+	if err := doStatusSetElements(statusArg(status), Datatype(datatype), int(count)); err != nil {
+		return C.int(failComm(fnStatusSetElements, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count)
+//
+//export gorma_MPI_Status_set_elements_x
+func gorma_MPI_Status_set_elements_x(status unsafe.Pointer, datatype C.int, count C.long) (rc C.int) {
+	defer catch(fnStatusSetElementsX, &rc)
+	if err := doStatusSetElementsX(statusArg(status), Datatype(datatype), int(count)); err != nil {
+		return C.int(failComm(fnStatusSetElementsX, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -1314,6 +1503,17 @@ func gorma_MPI_Type_contiguous(count C.int, oldtype C.int, newtype unsafe.Pointe
 	return 0
 }
 
+// int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_darray
+func gorma_MPI_Type_create_darray(size C.int, rank C.int, ndims C.int, array_of_gsizes unsafe.Pointer, array_of_distribs unsafe.Pointer, array_of_dargs unsafe.Pointer, array_of_psizes unsafe.Pointer, order C.int, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateDarray, &rc)
+	if err := doTypeCreateDarray(int(size), int(rank), int(ndims), (*int32)(array_of_gsizes), (*int32)(array_of_distribs), (*int32)(array_of_dargs), (*int32)(array_of_psizes), int(order), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateDarray, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Type_create_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
 //
 //export gorma_MPI_Type_create_hindexed
@@ -1321,6 +1521,17 @@ func gorma_MPI_Type_create_hindexed(count C.int, array_of_blocklengths unsafe.Po
 	defer catch(fnTypeCreateHindexed, &rc)
 	if err := doTypeCreateHindexed(int(count), (*int32)(array_of_blocklengths), (*int64)(array_of_displacements), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
 		return C.int(failComm(fnTypeCreateHindexed, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_hindexed_block
+func gorma_MPI_Type_create_hindexed_block(count C.int, blocklength C.int, array_of_displacements unsafe.Pointer, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateHindexedBlock, &rc)
+	if err := doTypeCreateHindexedBlock(int(count), int(blocklength), (*int64)(array_of_displacements), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateHindexedBlock, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -1380,6 +1591,17 @@ func gorma_MPI_Type_create_subarray(ndims C.int, array_of_sizes unsafe.Pointer, 
 	return 0
 }
 
+// int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_dup
+func gorma_MPI_Type_dup(oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeDup, &rc)
+	if err := doTypeDup(Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeDup, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Type_free(MPI_Datatype *datatype)
 //
 //export gorma_MPI_Type_free
@@ -1387,6 +1609,28 @@ func gorma_MPI_Type_free(datatype unsafe.Pointer) (rc C.int) {
 	defer catch(fnTypeFree, &rc)
 	if err := doTypeFree((*Datatype)(datatype)); err != nil {
 		return C.int(failComm(fnTypeFree, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[])
+//
+//export gorma_MPI_Type_get_contents
+func gorma_MPI_Type_get_contents(datatype C.int, max_integers C.int, max_addresses C.int, max_datatypes C.int, array_of_integers unsafe.Pointer, array_of_addresses unsafe.Pointer, array_of_datatypes unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeGetContents, &rc)
+	if err := doTypeGetContents(Datatype(datatype), int(max_integers), int(max_addresses), int(max_datatypes), (*int32)(array_of_integers), (*int64)(array_of_addresses), (*Datatype)(array_of_datatypes)); err != nil {
+		return C.int(failComm(fnTypeGetContents, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner)
+//
+//export gorma_MPI_Type_get_envelope
+func gorma_MPI_Type_get_envelope(datatype C.int, num_integers unsafe.Pointer, num_addresses unsafe.Pointer, num_datatypes unsafe.Pointer, combiner unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeGetEnvelope, &rc)
+	if err := doTypeGetEnvelope(Datatype(datatype), (*int32)(num_integers), (*int32)(num_addresses), (*int32)(num_datatypes), (*int32)(combiner)); err != nil {
+		return C.int(failComm(fnTypeGetEnvelope, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -1402,6 +1646,28 @@ func gorma_MPI_Type_get_extent(datatype C.int, lb unsafe.Pointer, extent unsafe.
 	return 0
 }
 
+// int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)
+//
+//export gorma_MPI_Type_get_extent_x
+func gorma_MPI_Type_get_extent_x(datatype C.int, lb unsafe.Pointer, extent unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeGetExtentX, &rc)
+	if err := doTypeGetExtentX(Datatype(datatype), (*int64)(lb), (*int64)(extent)); err != nil {
+		return C.int(failComm(fnTypeGetExtentX, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)
+//
+//export gorma_MPI_Type_get_name
+func gorma_MPI_Type_get_name(datatype C.int, type_name unsafe.Pointer, resultlen unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeGetName, &rc)
+	if err := doTypeGetName(Datatype(datatype), (*byte)(type_name), (*int32)(resultlen)); err != nil {
+		return C.int(failComm(fnTypeGetName, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent)
 //
 //export gorma_MPI_Type_get_true_extent
@@ -1409,6 +1675,17 @@ func gorma_MPI_Type_get_true_extent(datatype C.int, true_lb unsafe.Pointer, true
 	defer catch(fnTypeGetTrueExtent, &rc)
 	if err := doTypeGetTrueExtent(Datatype(datatype), (*int64)(true_lb), (*int64)(true_extent)); err != nil {
 		return C.int(failComm(fnTypeGetTrueExtent, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent)
+//
+//export gorma_MPI_Type_get_true_extent_x
+func gorma_MPI_Type_get_true_extent_x(datatype C.int, true_lb unsafe.Pointer, true_extent unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeGetTrueExtentX, &rc)
+	if err := doTypeGetTrueExtentX(Datatype(datatype), (*int64)(true_lb), (*int64)(true_extent)); err != nil {
+		return C.int(failComm(fnTypeGetTrueExtentX, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -1435,6 +1712,17 @@ func gorma_MPI_Type_match_size(typeclass C.int, size C.int, datatype unsafe.Poin
 	return 0
 }
 
+// int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
+//
+//export gorma_MPI_Type_set_name
+func gorma_MPI_Type_set_name(datatype C.int, type_name unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeSetName, &rc)
+	if err := doTypeSetName(Datatype(datatype), (*byte)(type_name)); err != nil {
+		return C.int(failComm(fnTypeSetName, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Type_size(MPI_Datatype datatype, int *size)
 //
 //export gorma_MPI_Type_size
@@ -1442,6 +1730,17 @@ func gorma_MPI_Type_size(datatype C.int, size unsafe.Pointer) (rc C.int) {
 	defer catch(fnTypeSize, &rc)
 	if err := doTypeSize(Datatype(datatype), (*int32)(size)); err != nil {
 		return C.int(failComm(fnTypeSize, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size)
+//
+//export gorma_MPI_Type_size_x
+func gorma_MPI_Type_size_x(datatype C.int, size unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeSizeX, &rc)
+	if err := doTypeSizeX(Datatype(datatype), (*int64)(size)); err != nil {
+		return C.int(failComm(fnTypeSizeX, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -1464,6 +1763,94 @@ func gorma_MPI_Unpack(inbuf unsafe.Pointer, insize C.int, position unsafe.Pointe
 	defer catch(fnUnpack, &rc)
 	if err := doUnpack(inbuf, int(insize), (*int32)(position), outbuf, int(outcount), Datatype(datatype), Comm(comm)); err != nil {
 		return C.int(failComm(fnUnpack, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype)
+//
+//export gorma_MPI_Unpack_external
+func gorma_MPI_Unpack_external(datarep unsafe.Pointer, inbuf unsafe.Pointer, insize C.long, position unsafe.Pointer, outbuf unsafe.Pointer, outcount C.int, datatype C.int) (rc C.int) {
+	defer catch(fnUnpackExternal, &rc)
+	if err := doUnpackExternal((*byte)(datarep), inbuf, int(insize), (*int64)(position), outbuf, int(outcount), Datatype(datatype)); err != nil {
+		return C.int(failComm(fnUnpackExternal, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Address(void *location, MPI_Aint *address)
+//
+//export gorma_MPI_Address
+func gorma_MPI_Address(location unsafe.Pointer, address unsafe.Pointer) (rc C.int) {
+	defer catch(fnAddress, &rc)
+	if err := doAddress(location, (*int64)(address)); err != nil {
+		return C.int(failComm(fnAddress, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent)
+//
+//export gorma_MPI_Type_extent
+func gorma_MPI_Type_extent(datatype C.int, extent unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeExtent, &rc)
+	if err := doTypeExtent(Datatype(datatype), (*int64)(extent)); err != nil {
+		return C.int(failComm(fnTypeExtent, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement)
+//
+//export gorma_MPI_Type_lb
+func gorma_MPI_Type_lb(datatype C.int, displacement unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeLb, &rc)
+	if err := doTypeLb(Datatype(datatype), (*int64)(displacement)); err != nil {
+		return C.int(failComm(fnTypeLb, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement)
+//
+//export gorma_MPI_Type_ub
+func gorma_MPI_Type_ub(datatype C.int, displacement unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeUb, &rc)
+	if err := doTypeUb(Datatype(datatype), (*int64)(displacement)); err != nil {
+		return C.int(failComm(fnTypeUb, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_hindexed(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_hindexed
+func gorma_MPI_Type_hindexed(count C.int, array_of_blocklengths unsafe.Pointer, array_of_displacements unsafe.Pointer, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeHindexed, &rc)
+	if err := doTypeHindexed(int(count), (*int32)(array_of_blocklengths), (*int64)(array_of_displacements), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeHindexed, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_hvector
+func gorma_MPI_Type_hvector(count C.int, blocklength C.int, stride C.long, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeHvector, &rc)
+	if err := doTypeHvector(int(count), int(blocklength), int(stride), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeHvector, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_struct(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype array_of_types[], MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_struct
+func gorma_MPI_Type_struct(count C.int, array_of_blocklengths unsafe.Pointer, array_of_displacements unsafe.Pointer, array_of_types unsafe.Pointer, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeStruct, &rc)
+	if err := doTypeStruct(int(count), (*int32)(array_of_blocklengths), (*int64)(array_of_displacements), (*Datatype)(array_of_types), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeStruct, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -1937,6 +2324,17 @@ func gorma_MPI_Startall(count C.int, array_of_requests unsafe.Pointer) (rc C.int
 	defer catch(fnStartall, &rc)
 	if err := doStartall(int(count), (*Request)(array_of_requests)); err != nil {
 		return C.int(failComm(fnStartall, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Status_set_cancelled(MPI_Status *status, int flag)
+//
+//export gorma_MPI_Status_set_cancelled
+func gorma_MPI_Status_set_cancelled(status unsafe.Pointer, flag C.int) (rc C.int) {
+	defer catch(fnStatusSetCancelled, &rc)
+	if err := doStatusSetCancelled(statusArg(status), int(flag)); err != nil {
+		return C.int(failComm(fnStatusSetCancelled, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -2839,6 +3237,193 @@ func gorma_MPI_Scatterv_init_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer
 	defer catch(fnScattervInitC, &rc)
 	if err := doScattervInitC(sendbuf, (*int64)(sendcounts), (*int64)(displs), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), Info(info), (*Request)(request)); err != nil {
 		return C.int(failComm(fnScattervInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)
+//
+//export gorma_MPI_Get_count_c
+func gorma_MPI_Get_count_c(status unsafe.Pointer, datatype C.int, count unsafe.Pointer) (rc C.int) {
+	defer catch(fnGetCountC, &rc)
+	if err := doGetCountC(statusArg(status), Datatype(datatype), (*int64)(count)); err != nil {
+		return C.int(failComm(fnGetCountC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)
+//
+//export gorma_MPI_Get_elements_c
+func gorma_MPI_Get_elements_c(status unsafe.Pointer, datatype C.int, count unsafe.Pointer) (rc C.int) {
+	defer catch(fnGetElementsC, &rc)
+	if err := doGetElementsC(statusArg(status), Datatype(datatype), (*int64)(count)); err != nil {
+		return C.int(failComm(fnGetElementsC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Pack_c(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position, MPI_Comm comm)
+//
+//export gorma_MPI_Pack_c
+func gorma_MPI_Pack_c(inbuf unsafe.Pointer, incount C.long, datatype C.int, outbuf unsafe.Pointer, outsize C.long, position unsafe.Pointer, comm C.int) (rc C.int) {
+	defer catch(fnPackC, &rc)
+	if err := doPackC(inbuf, int(incount), Datatype(datatype), outbuf, int(outsize), (*int64)(position), Comm(comm)); err != nil {
+		return C.int(failComm(fnPackC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Pack_external_c(const char *datarep, const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position)
+//
+//export gorma_MPI_Pack_external_c
+func gorma_MPI_Pack_external_c(datarep unsafe.Pointer, inbuf unsafe.Pointer, incount C.long, datatype C.int, outbuf unsafe.Pointer, outsize C.long, position unsafe.Pointer) (rc C.int) {
+	defer catch(fnPackExternalC, &rc)
+	if err := doPackExternalC((*byte)(datarep), inbuf, int(incount), Datatype(datatype), outbuf, int(outsize), (*int64)(position)); err != nil {
+		return C.int(failComm(fnPackExternalC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Pack_external_size_c(const char *datarep, MPI_Count incount, MPI_Datatype datatype, MPI_Count *size)
+//
+//export gorma_MPI_Pack_external_size_c
+func gorma_MPI_Pack_external_size_c(datarep unsafe.Pointer, incount C.long, datatype C.int, size unsafe.Pointer) (rc C.int) {
+	defer catch(fnPackExternalSizeC, &rc)
+	if err := doPackExternalSizeC((*byte)(datarep), int(incount), Datatype(datatype), (*int64)(size)); err != nil {
+		return C.int(failComm(fnPackExternalSizeC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm, MPI_Count *size)
+//
+//export gorma_MPI_Pack_size_c
+func gorma_MPI_Pack_size_c(incount C.long, datatype C.int, comm C.int, size unsafe.Pointer) (rc C.int) {
+	defer catch(fnPackSizeC, &rc)
+	if err := doPackSizeC(int(incount), Datatype(datatype), Comm(comm), (*int64)(size)); err != nil {
+		return C.int(failComm(fnPackSizeC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_contiguous_c
+func gorma_MPI_Type_contiguous_c(count C.long, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeContiguousC, &rc)
+	if err := doTypeContiguousC(int(count), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeContiguousC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_hvector_c
+func gorma_MPI_Type_create_hvector_c(count C.long, blocklength C.long, stride C.long, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateHvectorC, &rc)
+	if err := doTypeCreateHvectorC(int(count), int(blocklength), int(stride), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateHvectorC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_resized_c
+func gorma_MPI_Type_create_resized_c(oldtype C.int, lb C.long, extent C.long, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateResizedC, &rc)
+	if err := doTypeCreateResizedC(Datatype(oldtype), int(lb), int(extent), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateResizedC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses, MPI_Count max_large_counts, MPI_Count max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[])
+//
+//export gorma_MPI_Type_get_contents_c
+func gorma_MPI_Type_get_contents_c(datatype C.int, max_integers C.long, max_addresses C.long, max_large_counts C.long, max_datatypes C.long, array_of_integers unsafe.Pointer, array_of_addresses unsafe.Pointer, array_of_large_counts unsafe.Pointer, array_of_datatypes unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeGetContentsC, &rc)
+	if err := doTypeGetContentsC(Datatype(datatype), int(max_integers), int(max_addresses), int(max_large_counts), int(max_datatypes), (*int32)(array_of_integers), (*int64)(array_of_addresses), (*int64)(array_of_large_counts), (*Datatype)(array_of_datatypes)); err != nil {
+		return C.int(failComm(fnTypeGetContentsC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses, MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner)
+//
+//export gorma_MPI_Type_get_envelope_c
+func gorma_MPI_Type_get_envelope_c(datatype C.int, num_integers unsafe.Pointer, num_addresses unsafe.Pointer, num_large_counts unsafe.Pointer, num_datatypes unsafe.Pointer, combiner unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeGetEnvelopeC, &rc)
+	if err := doTypeGetEnvelopeC(Datatype(datatype), (*int64)(num_integers), (*int64)(num_addresses), (*int64)(num_large_counts), (*int64)(num_datatypes), (*int32)(combiner)); err != nil {
+		return C.int(failComm(fnTypeGetEnvelopeC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)
+//
+//export gorma_MPI_Type_get_extent_c
+func gorma_MPI_Type_get_extent_c(datatype C.int, lb unsafe.Pointer, extent unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeGetExtentC, &rc)
+	if err := doTypeGetExtentC(Datatype(datatype), (*int64)(lb), (*int64)(extent)); err != nil {
+		return C.int(failComm(fnTypeGetExtentC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent)
+//
+//export gorma_MPI_Type_get_true_extent_c
+func gorma_MPI_Type_get_true_extent_c(datatype C.int, true_lb unsafe.Pointer, true_extent unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeGetTrueExtentC, &rc)
+	if err := doTypeGetTrueExtentC(Datatype(datatype), (*int64)(true_lb), (*int64)(true_extent)); err != nil {
+		return C.int(failComm(fnTypeGetTrueExtentC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size)
+//
+//export gorma_MPI_Type_size_c
+func gorma_MPI_Type_size_c(datatype C.int, size unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeSizeC, &rc)
+	if err := doTypeSizeC(Datatype(datatype), (*int64)(size)); err != nil {
+		return C.int(failComm(fnTypeSizeC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_vector_c
+func gorma_MPI_Type_vector_c(count C.long, blocklength C.long, stride C.long, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeVectorC, &rc)
+	if err := doTypeVectorC(int(count), int(blocklength), int(stride), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeVectorC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype, MPI_Comm comm)
+//
+//export gorma_MPI_Unpack_c
+func gorma_MPI_Unpack_c(inbuf unsafe.Pointer, insize C.long, position unsafe.Pointer, outbuf unsafe.Pointer, outcount C.long, datatype C.int, comm C.int) (rc C.int) {
+	defer catch(fnUnpackC, &rc)
+	if err := doUnpackC(inbuf, int(insize), (*int64)(position), outbuf, int(outcount), Datatype(datatype), Comm(comm)); err != nil {
+		return C.int(failComm(fnUnpackC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype)
+//
+//export gorma_MPI_Unpack_external_c
+func gorma_MPI_Unpack_external_c(datarep unsafe.Pointer, inbuf unsafe.Pointer, insize C.long, position unsafe.Pointer, outbuf unsafe.Pointer, outcount C.long, datatype C.int) (rc C.int) {
+	defer catch(fnUnpackExternalC, &rc)
+	if err := doUnpackExternalC((*byte)(datarep), inbuf, int(insize), (*int64)(position), outbuf, int(outcount), Datatype(datatype)); err != nil {
+		return C.int(failComm(fnUnpackExternalC, mpi_COMM_WORLD, err))
 	}
 	return 0
 }

@@ -40,6 +40,7 @@ var twins = map[string]string{
 	"hang":           "testdata/hang.c",
 	"collcheck":      "testdata/collcheck.c",
 	"dtypecheck":     "testdata/dtypecheck.c",
+	"p2pcheck":       "testdata/p2pcheck.c",
 }
 
 // setup builds the library, golaunch and the programs into one folder, once per test

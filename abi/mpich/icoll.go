@@ -31,7 +31,11 @@ func newReq(req *Request, h how) func(r *collectives.Request, err error) error {
 		if err != nil {
 			return err
 		}
-		*req = Request(reqs.add(&request{coll: r, persistent: h == persistent}))
+		if h == persistent {
+			addPersistent(&request{coll: r}, req)
+			return nil
+		}
+		*req = Request(reqs.add(&request{coll: r}))
 		return nil
 	}
 }

@@ -4,6 +4,7 @@ package mpich
 
 import (
 	"context"
+	"errors"
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/collectives"
@@ -47,12 +48,9 @@ func (s *Status) set(st runtime.Status) {
 	}
 }
 
-// empty sets s to the empty status: what a null request or MPI_PROC_NULL gives.
-func (s *Status) empty() {
-	if s != nil {
-		*s = Status{Source: mpi_PROC_NULL, Tag: mpi_ANY_TAG}
-	}
-}
+// empty sets s to MPI's empty status (any source, any tag, no data), what a null or
+// inactive request gives; s may be nil. MPI_ERROR is left as it is, as MPICH leaves it.
+func (s *Status) empty() { s.set(noStatus) }
 
 // dest checks the destination rank r of a send on w.
 func dest(w *runtime.World, r int) (int, error) {
@@ -157,59 +155,175 @@ func doRecv(buf unsafe.Pointer, count int, d Datatype, from, tag int, c Comm, st
 }
 
 // A request is an outstanding nonblocking or persistent call: a message's, a
-// collective's or a one-sided operation's.
+// collective's, a one-sided operation's or a generalized request. One kind's field is
+// set. A request with none is complete from the start, its outcome held (MPI_Imrecv of
+// MPI_MESSAGE_NO_PROC). Each method below dispatches on the kind: a kind is added there.
 type request struct {
 	p2p  *runtime.Request
 	coll *collectives.Request
 	rma  *window.Request
-	// persistent marks a request of an _init call: completing it leaves it, inactive,
-	// until MPI_Request_free.
+	grq  *grequest
+	// persistent marks a request of an init call (MPI_Send_init, MPI_Allreduce_init):
+	// reporting its completion leaves its handle, inactive until the next MPI_Start.
 	persistent bool
+	inactive   bool      // a persistent request not started, or whose completion was reported
+	typed      *typedBuf // a derived datatype's data, packed before each start or unpacked after each completion
+	held       *outcome  // a completion taken from the layer below, not yet reported to the program
+}
+
+// An outcome is how a request's call ended.
+type outcome struct {
+	st  runtime.Status
+	err error
 }
 
 var reqs = newTable[*request](kindRequest)
 
-// noStatus is the status of a request that carries none (a collective's, a one-sided
-// operation's): MPI's empty status.
-var noStatus = runtime.Status{Source: runtime.AnySource, Tag: runtime.AnyTag}
-
-// wait waits for r and returns its status.
-func (r *request) wait() (runtime.Status, error) {
-	switch {
-	case r.coll != nil:
-		return noStatus, r.coll.Wait(bg)
-	case r.rma != nil:
-		return noStatus, r.rma.Wait(bg)
-	}
-	return r.p2p.Wait(bg)
+// addPersistent registers r, the request of an init call, inactive until MPI_Start.
+func addPersistent(r *request, out *Request) {
+	r.persistent, r.inactive = true, true
+	*out = Request(reqs.add(r))
 }
 
-// test reports whether r has completed.
-func (r *request) test() (bool, runtime.Status, error) {
-	var ok bool
-	var err error
+// noStatus is the status of a request that carries none (a collective's, a one-sided
+// operation's) and MPI's empty status: any source, any tag, no data.
+var noStatus = runtime.Status{Source: runtime.AnySource, Tag: runtime.AnyTag}
+
+// active reports whether r is a request that a set call waits for: not
+// MPI_REQUEST_NULL (nil) and not an inactive persistent one.
+func (r *request) active() bool { return r != nil && !r.inactive }
+
+// complete waits for (block) or tests r's call and, once it has ended, holds its
+// outcome until report hands it out. It reports whether r has completed; an inactive
+// request has.
+func (r *request) complete(block bool) bool {
+	if r.held != nil || r.inactive {
+		return true
+	}
+	var o outcome
+	done := true
 	switch {
 	case r.coll != nil:
-		ok, err = r.coll.Test()
+		o.st = noStatus
+		if block {
+			o.err = r.coll.Wait(bg)
+		} else {
+			done, o.err = r.coll.Test()
+		}
 	case r.rma != nil:
-		ok, err = r.rma.Test()
-	default:
-		return r.p2p.Test()
+		o.st = noStatus
+		if block {
+			o.err = r.rma.Wait(bg)
+		} else {
+			done, o.err = r.rma.Test()
+		}
+	case r.grq != nil:
+		done = r.grq.complete(block)
+	case r.p2p != nil:
+		if block {
+			o.st, o.err = r.p2p.Wait(bg)
+		} else {
+			done, o.st, o.err = r.p2p.Test()
+		}
 	}
-	return ok, noStatus, err
+	if done {
+		r.settle(o)
+	}
+	return done
+}
+
+// block returns once r has completed or ctx has ended, and reports nothing. It serves
+// the set calls for the kinds that the runtime's set calls do not wait for.
+func (r *request) block(ctx context.Context) {
+	switch {
+	case r.held != nil || r.inactive:
+	case r.coll != nil:
+		_ = r.coll.Wait(ctx) // its outcome is read by complete
+	case r.rma != nil:
+		_ = r.rma.Wait(ctx)
+	case r.grq != nil:
+		r.grq.block(ctx)
+	}
+}
+
+// settle holds o, the outcome of r's call from the layer below: a receive into a
+// derived datatype is unpacked.
+func (r *request) settle(o outcome) {
+	if t := r.typed; t != nil && t.recv && (o.err == nil || errors.Is(o.err, runtime.ErrTruncated)) {
+		if err := t.unpack(o.st.Bytes); err != nil && o.err == nil {
+			o.err = err
+		}
+	}
+	r.held = &o
+}
+
+// outcome is r's held outcome. A generalized request's comes from its query
+// function, called at each report and MPI_Request_get_status, as MPICH does.
+func (r *request) outcome() outcome {
+	if r.grq != nil {
+		return r.grq.query()
+	}
+	return *r.held
+}
+
+// report hands out r's held outcome: a persistent request becomes inactive, and an
+// inactive one reports the empty status.
+func (r *request) report() (runtime.Status, error) {
+	if r.held == nil {
+		return noStatus, nil
+	}
+	o := r.outcome()
+	r.held, r.inactive = nil, r.persistent
+	return o.st, o.err
+}
+
+// wait waits for r and reports its outcome.
+func (r *request) wait() (runtime.Status, error) {
+	r.complete(true)
+	return r.report()
+}
+
+// test reports r's outcome if it has completed.
+func (r *request) test() (bool, runtime.Status, error) {
+	if !r.complete(false) {
+		return false, runtime.Status{}, nil
+	}
+	st, err := r.report()
+	return true, st, err
+}
+
+// retire ends the handle *h of r, whose completion was reported: a nonblocking
+// request's handle is freed and set to MPI_REQUEST_NULL, a persistent one's stays. A
+// generalized request's free function runs; its error is returned.
+func (r *request) retire(h *Request) error {
+	if r.persistent {
+		return nil
+	}
+	reqs.del(int32(*h))
+	*h = mpi_REQUEST_NULL
+	if r.grq != nil {
+		return r.grq.release()
+	}
+	return nil
 }
 
 // doCancel is MPI_Cancel: a receive or send that has not matched is withdrawn; its
-// status then says so (MPI_Test_cancelled). Other requests cannot be cancelled.
+// status then says so (MPI_Test_cancelled). A generalized request's cancel function is
+// called. Other requests cannot be cancelled.
 func doCancel(req *Request) error {
 	r, ok := reqs.get(int32(*req))
 	if !ok {
 		return errHandle("request", int32(*req))
 	}
-	if r.p2p == nil {
-		return mpiErr(mpi_ERR_REQUEST, "only a point-to-point request can be cancelled")
+	switch {
+	case r.grq != nil:
+		return r.grq.cancel()
+	case r.p2p != nil:
+		return r.p2p.Cancel()
+	case r.held != nil:
+		return nil // complete already (a receive of MPI_MESSAGE_NO_PROC): nothing to withdraw
 	}
-	return r.p2p.Cancel()
+	return mpiErr(mpi_ERR_REQUEST, "only a point-to-point or generalized request can be cancelled")
 }
 
 // doTestCancelled is MPI_Test_cancelled.
@@ -275,13 +389,9 @@ func doWait(req *Request, st *Status) error {
 	if !ok {
 		return errHandle("request", int32(*req))
 	}
-	if !r.persistent {
-		reqs.del(int32(*req))
-		*req = mpi_REQUEST_NULL
-	}
 	rs, err := r.wait()
 	st.set(rs)
-	return err
+	return errors.Join(err, r.retire(req))
 }
 
 // doTest is MPI_Test.
@@ -298,11 +408,8 @@ func doTest(req *Request, flag *int32, st *Status) error {
 	done, rs, err := r.test()
 	*flag = b2i(done)
 	if done {
-		if !r.persistent {
-			reqs.del(int32(*req))
-			*req = mpi_REQUEST_NULL
-		}
 		st.set(rs)
+		err = errors.Join(err, r.retire(req))
 	}
 	return err
 }
@@ -348,16 +455,32 @@ func doWaitall(n int, rs *Request, sts *Status) error {
 
 // doRequestFree is MPI_Request_free: the request completes on its own.
 func doRequestFree(req *Request) error {
-	r, ok := reqs.del(int32(*req))
+	r, ok := reqs.get(int32(*req))
 	if !ok {
 		return errHandle("request", int32(*req))
 	}
+	if r.rma != nil {
+		return mpiErr(mpi_ERR_REQUEST, "a one-sided request cannot be freed before it completes: wait for it")
+	}
+	if r.grq != nil {
+		h := int32(*req)
+		*req = mpi_REQUEST_NULL
+		return r.grq.freeReq(h)
+	}
+	if r.coll != nil {
+		if err := r.coll.Free(); err != nil {
+			return err // the handle stays
+		}
+	}
+	reqs.del(int32(*req))
 	*req = mpi_REQUEST_NULL
 	switch {
-	case r.coll != nil:
-		return r.coll.Free()
-	case r.rma != nil:
-		return mpiErr(mpi_ERR_REQUEST, "a one-sided request cannot be freed before it completes: wait for it")
+	case r.p2p == nil:
+		return nil
+	case r.typed != nil && r.typed.recv && r.active() && r.held == nil:
+		// The data reaches the layout only through settle: a goroutine waits for it.
+		go r.complete(true)
+		return nil
 	}
 	return r.p2p.Free()
 }
@@ -425,7 +548,7 @@ func doSendrecv(sbuf unsafe.Pointer, scount int, sd Datatype, to, stag int,
 }
 
 // doTestall is MPI_Testall: when every request has completed, each is freed and its
-// status set; otherwise none is.
+// status set; otherwise none is, and those that completed hold their outcome.
 func doTestall(n int, rs *Request, flag *int32, sts *Status) error {
 	if n < 0 {
 		return errCount(n)
@@ -443,7 +566,7 @@ func doTestall(n int, rs *Request, flag *int32, sts *Status) error {
 		if !ok {
 			return errHandle("request", int32(h))
 		}
-		if done, _, _ := r.test(); !done {
+		if !r.complete(false) {
 			*flag = 0
 			return nil
 		}

@@ -42,6 +42,24 @@ int gorma_call_MPI_Comm_delete_attr_function(void *fn, int a0, int a1, void *a2,
 	return ((int (*)(int, int, void *, void *))fn)(a0, a1, a2, a3);
 }
 
+/* typedef int (MPI_Grequest_query_function)(void *, MPI_Status *); */
+int gorma_call_MPI_Grequest_query_function(void *fn, void *a0, void *a1)
+{
+	return ((int (*)(void *, void *))fn)(a0, a1);
+}
+
+/* typedef int (MPI_Grequest_free_function)(void *); */
+int gorma_call_MPI_Grequest_free_function(void *fn, void *a0)
+{
+	return ((int (*)(void *))fn)(a0);
+}
+
+/* typedef int (MPI_Grequest_cancel_function)(void *, int); */
+int gorma_call_MPI_Grequest_cancel_function(void *fn, void *a0, int a1)
+{
+	return ((int (*)(void *, int))fn)(a0, a1);
+}
+
 /* int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype) */
 int PMPI_Type_create_f90_integer(int r, void *newtype)
 {
@@ -1383,6 +1401,69 @@ int PMPI_Op_free(void *op)
 }
 int MPI_Op_free(void *op) __attribute__((weak, alias("PMPI_Op_free")));
 
+/* int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
+int PMPI_Bsend(void *buf, int count, int datatype, int dest, int tag, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bsend");
+	return gorma_MPI_Bsend((void *)buf, count, datatype, dest, tag, comm);
+}
+int MPI_Bsend(void *buf, int count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Bsend")));
+
+/* int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Bsend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bsend_init");
+	return gorma_MPI_Bsend_init((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Bsend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Bsend_init")));
+
+/* int MPI_Buffer_attach(void *buffer, int size) */
+int PMPI_Buffer_attach(void *buffer, int size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Buffer_attach");
+	return gorma_MPI_Buffer_attach((void *)buffer, size);
+}
+int MPI_Buffer_attach(void *buffer, int size) __attribute__((weak, alias("PMPI_Buffer_attach")));
+
+/* int MPI_Buffer_detach(void *buffer_addr, int *size) */
+int PMPI_Buffer_detach(void *buffer_addr, void *size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Buffer_detach");
+	return gorma_MPI_Buffer_detach((void *)buffer_addr, (void *)size);
+}
+int MPI_Buffer_detach(void *buffer_addr, void *size) __attribute__((weak, alias("PMPI_Buffer_detach")));
+
+/* int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ibsend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ibsend");
+	return gorma_MPI_Ibsend((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Ibsend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Ibsend")));
+
+/* int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status) */
+int PMPI_Improbe(int source, int tag, int comm, void *flag, void *message, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Improbe");
+	return gorma_MPI_Improbe(source, tag, comm, (void *)flag, (void *)message, (void *)status);
+}
+int MPI_Improbe(int source, int tag, int comm, void *flag, void *message, void *status) __attribute__((weak, alias("PMPI_Improbe")));
+
+/* int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request) */
+int PMPI_Imrecv(void *buf, int count, int datatype, void *message, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Imrecv");
+	return gorma_MPI_Imrecv((void *)buf, count, datatype, (void *)message, (void *)request);
+}
+int MPI_Imrecv(void *buf, int count, int datatype, void *message, void *request) __attribute__((weak, alias("PMPI_Imrecv")));
+
 /* int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) */
 int PMPI_Iprobe(int source, int tag, int comm, void *flag, void *status)
 {
@@ -1401,6 +1482,15 @@ int PMPI_Irecv(void *buf, int count, int datatype, int source, int tag, int comm
 }
 int MPI_Irecv(void *buf, int count, int datatype, int source, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Irecv")));
 
+/* int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Irsend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Irsend");
+	return gorma_MPI_Irsend((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Irsend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Irsend")));
+
 /* int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
 int PMPI_Isend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
 {
@@ -1409,6 +1499,51 @@ int PMPI_Isend(void *buf, int count, int datatype, int dest, int tag, int comm, 
 	return gorma_MPI_Isend((void *)buf, count, datatype, dest, tag, comm, (void *)request);
 }
 int MPI_Isend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Isend")));
+
+/* int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Isendrecv(void *sendbuf, int sendcount, int sendtype, int dest, int sendtag, void *recvbuf, int recvcount, int recvtype, int source, int recvtag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Isendrecv");
+	return gorma_MPI_Isendrecv((void *)sendbuf, sendcount, sendtype, dest, sendtag, (void *)recvbuf, recvcount, recvtype, source, recvtag, comm, (void *)request);
+}
+int MPI_Isendrecv(void *sendbuf, int sendcount, int sendtype, int dest, int sendtag, void *recvbuf, int recvcount, int recvtype, int source, int recvtag, int comm, void *request) __attribute__((weak, alias("PMPI_Isendrecv")));
+
+/* int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Isendrecv_replace(void *buf, int count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Isendrecv_replace");
+	return gorma_MPI_Isendrecv_replace((void *)buf, count, datatype, dest, sendtag, source, recvtag, comm, (void *)request);
+}
+int MPI_Isendrecv_replace(void *buf, int count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *request) __attribute__((weak, alias("PMPI_Isendrecv_replace")));
+
+/* int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Issend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Issend");
+	return gorma_MPI_Issend((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Issend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Issend")));
+
+/* int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) */
+int PMPI_Mprobe(int source, int tag, int comm, void *message, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Mprobe");
+	return gorma_MPI_Mprobe(source, tag, comm, (void *)message, (void *)status);
+}
+int MPI_Mprobe(int source, int tag, int comm, void *message, void *status) __attribute__((weak, alias("PMPI_Mprobe")));
+
+/* int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status) */
+int PMPI_Mrecv(void *buf, int count, int datatype, void *message, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Mrecv");
+	return gorma_MPI_Mrecv((void *)buf, count, datatype, (void *)message, (void *)status);
+}
+int MPI_Mrecv(void *buf, int count, int datatype, void *message, void *status) __attribute__((weak, alias("PMPI_Mrecv")));
 
 /* int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) */
 int PMPI_Probe(int source, int tag, int comm, void *status)
@@ -1428,6 +1563,15 @@ int PMPI_Recv(void *buf, int count, int datatype, int source, int tag, int comm,
 }
 int MPI_Recv(void *buf, int count, int datatype, int source, int tag, int comm, void *status) __attribute__((weak, alias("PMPI_Recv")));
 
+/* int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Recv_init(void *buf, int count, int datatype, int source, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Recv_init");
+	return gorma_MPI_Recv_init((void *)buf, count, datatype, source, tag, comm, (void *)request);
+}
+int MPI_Recv_init(void *buf, int count, int datatype, int source, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Recv_init")));
+
 /* int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
 int PMPI_Rsend(void *buf, int count, int datatype, int dest, int tag, int comm)
 {
@@ -1436,6 +1580,15 @@ int PMPI_Rsend(void *buf, int count, int datatype, int dest, int tag, int comm)
 	return gorma_MPI_Rsend((void *)buf, count, datatype, dest, tag, comm);
 }
 int MPI_Rsend(void *buf, int count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Rsend")));
+
+/* int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Rsend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rsend_init");
+	return gorma_MPI_Rsend_init((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Rsend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Rsend_init")));
 
 /* int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
 int PMPI_Send(void *buf, int count, int datatype, int dest, int tag, int comm)
@@ -1446,6 +1599,15 @@ int PMPI_Send(void *buf, int count, int datatype, int dest, int tag, int comm)
 }
 int MPI_Send(void *buf, int count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Send")));
 
+/* int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Send_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Send_init");
+	return gorma_MPI_Send_init((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Send_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Send_init")));
+
 /* int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) */
 int PMPI_Sendrecv(void *sendbuf, int sendcount, int sendtype, int dest, int sendtag, void *recvbuf, int recvcount, int recvtype, int source, int recvtag, int comm, void *status)
 {
@@ -1454,6 +1616,15 @@ int PMPI_Sendrecv(void *sendbuf, int sendcount, int sendtype, int dest, int send
 	return gorma_MPI_Sendrecv((void *)sendbuf, sendcount, sendtype, dest, sendtag, (void *)recvbuf, recvcount, recvtype, source, recvtag, comm, (void *)status);
 }
 int MPI_Sendrecv(void *sendbuf, int sendcount, int sendtype, int dest, int sendtag, void *recvbuf, int recvcount, int recvtype, int source, int recvtag, int comm, void *status) __attribute__((weak, alias("PMPI_Sendrecv")));
+
+/* int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status) */
+int PMPI_Sendrecv_replace(void *buf, int count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Sendrecv_replace");
+	return gorma_MPI_Sendrecv_replace((void *)buf, count, datatype, dest, sendtag, source, recvtag, comm, (void *)status);
+}
+int MPI_Sendrecv_replace(void *buf, int count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *status) __attribute__((weak, alias("PMPI_Sendrecv_replace")));
 
 /* int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
 int PMPI_Ssend(void *buf, int count, int datatype, int dest, int tag, int comm)
@@ -1464,6 +1635,15 @@ int PMPI_Ssend(void *buf, int count, int datatype, int dest, int tag, int comm)
 }
 int MPI_Ssend(void *buf, int count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Ssend")));
 
+/* int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ssend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ssend_init");
+	return gorma_MPI_Ssend_init((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Ssend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Ssend_init")));
+
 /* int MPI_Cancel(MPI_Request *request) */
 int PMPI_Cancel(void *request)
 {
@@ -1473,6 +1653,24 @@ int PMPI_Cancel(void *request)
 }
 int MPI_Cancel(void *request) __attribute__((weak, alias("PMPI_Cancel")));
 
+/* int MPI_Grequest_complete(MPI_Request request) */
+int PMPI_Grequest_complete(int request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Grequest_complete");
+	return gorma_MPI_Grequest_complete(request);
+}
+int MPI_Grequest_complete(int request) __attribute__((weak, alias("PMPI_Grequest_complete")));
+
+/* int MPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request) */
+int PMPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *extra_state, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Grequest_start");
+	return gorma_MPI_Grequest_start((void *)query_fn, (void *)free_fn, (void *)cancel_fn, (void *)extra_state, (void *)request);
+}
+int MPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *extra_state, void *request) __attribute__((weak, alias("PMPI_Grequest_start")));
+
 /* int MPI_Request_free(MPI_Request *request) */
 int PMPI_Request_free(void *request)
 {
@@ -1481,6 +1679,15 @@ int PMPI_Request_free(void *request)
 	return gorma_MPI_Request_free((void *)request);
 }
 int MPI_Request_free(void *request) __attribute__((weak, alias("PMPI_Request_free")));
+
+/* int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) */
+int PMPI_Request_get_status(int request, void *flag, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Request_get_status");
+	return gorma_MPI_Request_get_status(request, (void *)flag, (void *)status);
+}
+int MPI_Request_get_status(int request, void *flag, void *status) __attribute__((weak, alias("PMPI_Request_get_status")));
 
 /* int MPI_Start(MPI_Request *request) */
 int PMPI_Start(void *request)
@@ -1536,6 +1743,24 @@ int PMPI_Testall(int count, void *array_of_requests, void *flag, void *array_of_
 }
 int MPI_Testall(int count, void *array_of_requests, void *flag, void *array_of_statuses) __attribute__((weak, alias("PMPI_Testall")));
 
+/* int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag, MPI_Status *status) */
+int PMPI_Testany(int count, void *array_of_requests, void *indx, void *flag, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Testany");
+	return gorma_MPI_Testany(count, (void *)array_of_requests, (void *)indx, (void *)flag, (void *)status);
+}
+int MPI_Testany(int count, void *array_of_requests, void *indx, void *flag, void *status) __attribute__((weak, alias("PMPI_Testany")));
+
+/* int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]) */
+int PMPI_Testsome(int incount, void *array_of_requests, void *outcount, void *array_of_indices, void *array_of_statuses)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Testsome");
+	return gorma_MPI_Testsome(incount, (void *)array_of_requests, (void *)outcount, (void *)array_of_indices, (void *)array_of_statuses);
+}
+int MPI_Testsome(int incount, void *array_of_requests, void *outcount, void *array_of_indices, void *array_of_statuses) __attribute__((weak, alias("PMPI_Testsome")));
+
 /* int MPI_Wait(MPI_Request *request, MPI_Status *status) */
 int PMPI_Wait(void *request, void *status)
 {
@@ -1553,6 +1778,24 @@ int PMPI_Waitall(int count, void *array_of_requests, void *array_of_statuses)
 	return gorma_MPI_Waitall(count, (void *)array_of_requests, (void *)array_of_statuses);
 }
 int MPI_Waitall(int count, void *array_of_requests, void *array_of_statuses) __attribute__((weak, alias("PMPI_Waitall")));
+
+/* int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status) */
+int PMPI_Waitany(int count, void *array_of_requests, void *indx, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Waitany");
+	return gorma_MPI_Waitany(count, (void *)array_of_requests, (void *)indx, (void *)status);
+}
+int MPI_Waitany(int count, void *array_of_requests, void *indx, void *status) __attribute__((weak, alias("PMPI_Waitany")));
+
+/* int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]) */
+int PMPI_Waitsome(int incount, void *array_of_requests, void *outcount, void *array_of_indices, void *array_of_statuses)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Waitsome");
+	return gorma_MPI_Waitsome(incount, (void *)array_of_requests, (void *)outcount, (void *)array_of_indices, (void *)array_of_statuses);
+}
+int MPI_Waitsome(int incount, void *array_of_requests, void *outcount, void *array_of_indices, void *array_of_statuses) __attribute__((weak, alias("PMPI_Waitsome")));
 
 /* int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) */
 int PMPI_Accumulate(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win)
@@ -2399,6 +2642,213 @@ int PMPI_Unpack_external_c(void *datarep, void *inbuf, long insize, void *positi
 	return gorma_MPI_Unpack_external_c((void *)datarep, (void *)inbuf, insize, (void *)position, (void *)outbuf, outcount, datatype);
 }
 int MPI_Unpack_external_c(void *datarep, void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype) __attribute__((weak, alias("PMPI_Unpack_external_c")));
+
+/* int MPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
+int PMPI_Bsend_c(void *buf, long count, int datatype, int dest, int tag, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bsend_c");
+	return gorma_MPI_Bsend_c((void *)buf, count, datatype, dest, tag, comm);
+}
+int MPI_Bsend_c(void *buf, long count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Bsend_c")));
+
+/* int MPI_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Bsend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Bsend_init_c");
+	return gorma_MPI_Bsend_init_c((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Bsend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Bsend_init_c")));
+
+/* int MPI_Buffer_attach_c(void *buffer, MPI_Count size) */
+int PMPI_Buffer_attach_c(void *buffer, long size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Buffer_attach_c");
+	return gorma_MPI_Buffer_attach_c((void *)buffer, size);
+}
+int MPI_Buffer_attach_c(void *buffer, long size) __attribute__((weak, alias("PMPI_Buffer_attach_c")));
+
+/* int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size) */
+int PMPI_Buffer_detach_c(void *buffer_addr, void *size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Buffer_detach_c");
+	return gorma_MPI_Buffer_detach_c((void *)buffer_addr, (void *)size);
+}
+int MPI_Buffer_detach_c(void *buffer_addr, void *size) __attribute__((weak, alias("PMPI_Buffer_detach_c")));
+
+/* int MPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ibsend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ibsend_c");
+	return gorma_MPI_Ibsend_c((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Ibsend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Ibsend_c")));
+
+/* int MPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request) */
+int PMPI_Imrecv_c(void *buf, long count, int datatype, void *message, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Imrecv_c");
+	return gorma_MPI_Imrecv_c((void *)buf, count, datatype, (void *)message, (void *)request);
+}
+int MPI_Imrecv_c(void *buf, long count, int datatype, void *message, void *request) __attribute__((weak, alias("PMPI_Imrecv_c")));
+
+/* int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Irecv_c(void *buf, long count, int datatype, int source, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Irecv_c");
+	return gorma_MPI_Irecv_c((void *)buf, count, datatype, source, tag, comm, (void *)request);
+}
+int MPI_Irecv_c(void *buf, long count, int datatype, int source, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Irecv_c")));
+
+/* int MPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Irsend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Irsend_c");
+	return gorma_MPI_Irsend_c((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Irsend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Irsend_c")));
+
+/* int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Isend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Isend_c");
+	return gorma_MPI_Isend_c((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Isend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Isend_c")));
+
+/* int MPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Isendrecv_c(void *sendbuf, long sendcount, int sendtype, int dest, int sendtag, void *recvbuf, long recvcount, int recvtype, int source, int recvtag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Isendrecv_c");
+	return gorma_MPI_Isendrecv_c((void *)sendbuf, sendcount, sendtype, dest, sendtag, (void *)recvbuf, recvcount, recvtype, source, recvtag, comm, (void *)request);
+}
+int MPI_Isendrecv_c(void *sendbuf, long sendcount, int sendtype, int dest, int sendtag, void *recvbuf, long recvcount, int recvtype, int source, int recvtag, int comm, void *request) __attribute__((weak, alias("PMPI_Isendrecv_c")));
+
+/* int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Isendrecv_replace_c(void *buf, long count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Isendrecv_replace_c");
+	return gorma_MPI_Isendrecv_replace_c((void *)buf, count, datatype, dest, sendtag, source, recvtag, comm, (void *)request);
+}
+int MPI_Isendrecv_replace_c(void *buf, long count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *request) __attribute__((weak, alias("PMPI_Isendrecv_replace_c")));
+
+/* int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Issend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Issend_c");
+	return gorma_MPI_Issend_c((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Issend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Issend_c")));
+
+/* int MPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status) */
+int PMPI_Mrecv_c(void *buf, long count, int datatype, void *message, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Mrecv_c");
+	return gorma_MPI_Mrecv_c((void *)buf, count, datatype, (void *)message, (void *)status);
+}
+int MPI_Mrecv_c(void *buf, long count, int datatype, void *message, void *status) __attribute__((weak, alias("PMPI_Mrecv_c")));
+
+/* int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status) */
+int PMPI_Recv_c(void *buf, long count, int datatype, int source, int tag, int comm, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Recv_c");
+	return gorma_MPI_Recv_c((void *)buf, count, datatype, source, tag, comm, (void *)status);
+}
+int MPI_Recv_c(void *buf, long count, int datatype, int source, int tag, int comm, void *status) __attribute__((weak, alias("PMPI_Recv_c")));
+
+/* int MPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Recv_init_c(void *buf, long count, int datatype, int source, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Recv_init_c");
+	return gorma_MPI_Recv_init_c((void *)buf, count, datatype, source, tag, comm, (void *)request);
+}
+int MPI_Recv_init_c(void *buf, long count, int datatype, int source, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Recv_init_c")));
+
+/* int MPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
+int PMPI_Rsend_c(void *buf, long count, int datatype, int dest, int tag, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rsend_c");
+	return gorma_MPI_Rsend_c((void *)buf, count, datatype, dest, tag, comm);
+}
+int MPI_Rsend_c(void *buf, long count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Rsend_c")));
+
+/* int MPI_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Rsend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rsend_init_c");
+	return gorma_MPI_Rsend_init_c((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Rsend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Rsend_init_c")));
+
+/* int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
+int PMPI_Send_c(void *buf, long count, int datatype, int dest, int tag, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Send_c");
+	return gorma_MPI_Send_c((void *)buf, count, datatype, dest, tag, comm);
+}
+int MPI_Send_c(void *buf, long count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Send_c")));
+
+/* int MPI_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Send_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Send_init_c");
+	return gorma_MPI_Send_init_c((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Send_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Send_init_c")));
+
+/* int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) */
+int PMPI_Sendrecv_c(void *sendbuf, long sendcount, int sendtype, int dest, int sendtag, void *recvbuf, long recvcount, int recvtype, int source, int recvtag, int comm, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Sendrecv_c");
+	return gorma_MPI_Sendrecv_c((void *)sendbuf, sendcount, sendtype, dest, sendtag, (void *)recvbuf, recvcount, recvtype, source, recvtag, comm, (void *)status);
+}
+int MPI_Sendrecv_c(void *sendbuf, long sendcount, int sendtype, int dest, int sendtag, void *recvbuf, long recvcount, int recvtype, int source, int recvtag, int comm, void *status) __attribute__((weak, alias("PMPI_Sendrecv_c")));
+
+/* int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status) */
+int PMPI_Sendrecv_replace_c(void *buf, long count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Sendrecv_replace_c");
+	return gorma_MPI_Sendrecv_replace_c((void *)buf, count, datatype, dest, sendtag, source, recvtag, comm, (void *)status);
+}
+int MPI_Sendrecv_replace_c(void *buf, long count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *status) __attribute__((weak, alias("PMPI_Sendrecv_replace_c")));
+
+/* int MPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
+int PMPI_Ssend_c(void *buf, long count, int datatype, int dest, int tag, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ssend_c");
+	return gorma_MPI_Ssend_c((void *)buf, count, datatype, dest, tag, comm);
+}
+int MPI_Ssend_c(void *buf, long count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Ssend_c")));
+
+/* int MPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ssend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ssend_init_c");
+	return gorma_MPI_Ssend_init_c((void *)buf, count, datatype, dest, tag, comm, (void *)request);
+}
+int MPI_Ssend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Ssend_init_c")));
 
 /* The functions of mpi.h and mpio.h that gorma does not cover. Each is defined, so a
  * program that names one loads and runs; a call fails with
@@ -3394,256 +3844,6 @@ int PMPI_Psend_init(void *buf, int partitions, long count, int datatype, int des
 	return gorma_absent("MPI_Psend_init", 1, comm);
 }
 int MPI_Psend_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Psend_init")));
-
-/* int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
-int PMPI_Bsend(void *buf, int count, int datatype, int dest, int tag, int comm)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Bsend");
-	return gorma_absent("MPI_Bsend", 1, comm);
-}
-int MPI_Bsend(void *buf, int count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Bsend")));
-
-/* int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Bsend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Bsend_init");
-	return gorma_absent("MPI_Bsend_init", 1, comm);
-}
-int MPI_Bsend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Bsend_init")));
-
-/* int MPI_Buffer_attach(void *buffer, int size) */
-int PMPI_Buffer_attach(void *buffer, int size)
-{
-	(void)buffer; (void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Buffer_attach");
-	return gorma_absent("MPI_Buffer_attach", 0, 0);
-}
-int MPI_Buffer_attach(void *buffer, int size) __attribute__((weak, alias("PMPI_Buffer_attach")));
-
-/* int MPI_Buffer_detach(void *buffer_addr, int *size) */
-int PMPI_Buffer_detach(void *buffer_addr, void *size)
-{
-	(void)buffer_addr; (void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Buffer_detach");
-	return gorma_absent("MPI_Buffer_detach", 0, 0);
-}
-int MPI_Buffer_detach(void *buffer_addr, void *size) __attribute__((weak, alias("PMPI_Buffer_detach")));
-
-/* int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ibsend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ibsend");
-	return gorma_absent("MPI_Ibsend", 1, comm);
-}
-int MPI_Ibsend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Ibsend")));
-
-/* int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status) */
-int PMPI_Improbe(int source, int tag, int comm, void *flag, void *message, void *status)
-{
-	(void)source; (void)tag; (void)flag; (void)message; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Improbe");
-	return gorma_absent("MPI_Improbe", 1, comm);
-}
-int MPI_Improbe(int source, int tag, int comm, void *flag, void *message, void *status) __attribute__((weak, alias("PMPI_Improbe")));
-
-/* int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request) */
-int PMPI_Imrecv(void *buf, int count, int datatype, void *message, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)message; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Imrecv");
-	return gorma_absent("MPI_Imrecv", 0, 0);
-}
-int MPI_Imrecv(void *buf, int count, int datatype, void *message, void *request) __attribute__((weak, alias("PMPI_Imrecv")));
-
-/* int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Irsend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Irsend");
-	return gorma_absent("MPI_Irsend", 1, comm);
-}
-int MPI_Irsend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Irsend")));
-
-/* int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Isendrecv(void *sendbuf, int sendcount, int sendtype, int dest, int sendtag, void *recvbuf, int recvcount, int recvtype, int source, int recvtag, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)dest; (void)sendtag; (void)recvbuf; (void)recvcount; (void)recvtype; (void)source; (void)recvtag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Isendrecv");
-	return gorma_absent("MPI_Isendrecv", 1, comm);
-}
-int MPI_Isendrecv(void *sendbuf, int sendcount, int sendtype, int dest, int sendtag, void *recvbuf, int recvcount, int recvtype, int source, int recvtag, int comm, void *request) __attribute__((weak, alias("PMPI_Isendrecv")));
-
-/* int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Isendrecv_replace(void *buf, int count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)sendtag; (void)source; (void)recvtag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Isendrecv_replace");
-	return gorma_absent("MPI_Isendrecv_replace", 1, comm);
-}
-int MPI_Isendrecv_replace(void *buf, int count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *request) __attribute__((weak, alias("PMPI_Isendrecv_replace")));
-
-/* int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Issend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Issend");
-	return gorma_absent("MPI_Issend", 1, comm);
-}
-int MPI_Issend(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Issend")));
-
-/* int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) */
-int PMPI_Mprobe(int source, int tag, int comm, void *message, void *status)
-{
-	(void)source; (void)tag; (void)message; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Mprobe");
-	return gorma_absent("MPI_Mprobe", 1, comm);
-}
-int MPI_Mprobe(int source, int tag, int comm, void *message, void *status) __attribute__((weak, alias("PMPI_Mprobe")));
-
-/* int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status) */
-int PMPI_Mrecv(void *buf, int count, int datatype, void *message, void *status)
-{
-	(void)buf; (void)count; (void)datatype; (void)message; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Mrecv");
-	return gorma_absent("MPI_Mrecv", 0, 0);
-}
-int MPI_Mrecv(void *buf, int count, int datatype, void *message, void *status) __attribute__((weak, alias("PMPI_Mrecv")));
-
-/* int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Recv_init(void *buf, int count, int datatype, int source, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)source; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Recv_init");
-	return gorma_absent("MPI_Recv_init", 1, comm);
-}
-int MPI_Recv_init(void *buf, int count, int datatype, int source, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Recv_init")));
-
-/* int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Rsend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Rsend_init");
-	return gorma_absent("MPI_Rsend_init", 1, comm);
-}
-int MPI_Rsend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Rsend_init")));
-
-/* int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Send_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Send_init");
-	return gorma_absent("MPI_Send_init", 1, comm);
-}
-int MPI_Send_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Send_init")));
-
-/* int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status) */
-int PMPI_Sendrecv_replace(void *buf, int count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *status)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)sendtag; (void)source; (void)recvtag; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Sendrecv_replace");
-	return gorma_absent("MPI_Sendrecv_replace", 1, comm);
-}
-int MPI_Sendrecv_replace(void *buf, int count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *status) __attribute__((weak, alias("PMPI_Sendrecv_replace")));
-
-/* int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ssend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ssend_init");
-	return gorma_absent("MPI_Ssend_init", 1, comm);
-}
-int MPI_Ssend_init(void *buf, int count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Ssend_init")));
-
-/* int MPI_Grequest_complete(MPI_Request request) */
-int PMPI_Grequest_complete(int request)
-{
-	(void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Grequest_complete");
-	return gorma_absent("MPI_Grequest_complete", 0, 0);
-}
-int MPI_Grequest_complete(int request) __attribute__((weak, alias("PMPI_Grequest_complete")));
-
-/* int MPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request) */
-int PMPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *extra_state, void *request)
-{
-	(void)query_fn; (void)free_fn; (void)cancel_fn; (void)extra_state; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Grequest_start");
-	return gorma_absent("MPI_Grequest_start", 0, 0);
-}
-int MPI_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *extra_state, void *request) __attribute__((weak, alias("PMPI_Grequest_start")));
-
-/* int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) */
-int PMPI_Request_get_status(int request, void *flag, void *status)
-{
-	(void)request; (void)flag; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Request_get_status");
-	return gorma_absent("MPI_Request_get_status", 0, 0);
-}
-int MPI_Request_get_status(int request, void *flag, void *status) __attribute__((weak, alias("PMPI_Request_get_status")));
-
-/* int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag, MPI_Status *status) */
-int PMPI_Testany(int count, void *array_of_requests, void *indx, void *flag, void *status)
-{
-	(void)count; (void)array_of_requests; (void)indx; (void)flag; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Testany");
-	return gorma_absent("MPI_Testany", 0, 0);
-}
-int MPI_Testany(int count, void *array_of_requests, void *indx, void *flag, void *status) __attribute__((weak, alias("PMPI_Testany")));
-
-/* int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]) */
-int PMPI_Testsome(int incount, void *array_of_requests, void *outcount, void *array_of_indices, void *array_of_statuses)
-{
-	(void)incount; (void)array_of_requests; (void)outcount; (void)array_of_indices; (void)array_of_statuses;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Testsome");
-	return gorma_absent("MPI_Testsome", 0, 0);
-}
-int MPI_Testsome(int incount, void *array_of_requests, void *outcount, void *array_of_indices, void *array_of_statuses) __attribute__((weak, alias("PMPI_Testsome")));
-
-/* int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status) */
-int PMPI_Waitany(int count, void *array_of_requests, void *indx, void *status)
-{
-	(void)count; (void)array_of_requests; (void)indx; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Waitany");
-	return gorma_absent("MPI_Waitany", 0, 0);
-}
-int MPI_Waitany(int count, void *array_of_requests, void *indx, void *status) __attribute__((weak, alias("PMPI_Waitany")));
-
-/* int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]) */
-int PMPI_Waitsome(int incount, void *array_of_requests, void *outcount, void *array_of_indices, void *array_of_statuses)
-{
-	(void)incount; (void)array_of_requests; (void)outcount; (void)array_of_indices; (void)array_of_statuses;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Waitsome");
-	return gorma_absent("MPI_Waitsome", 0, 0);
-}
-int MPI_Waitsome(int incount, void *array_of_requests, void *outcount, void *array_of_indices, void *array_of_statuses) __attribute__((weak, alias("PMPI_Waitsome")));
 
 /* int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) */
 int PMPI_Rget_accumulate(void *origin_addr, int origin_count, int origin_datatype, void *result_addr, int result_count, int result_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win, void *request)
@@ -4853,236 +5053,6 @@ int PMPI_Op_create_c(void *user_fn, int commute, void *op)
 	return gorma_absent("MPI_Op_create_c", 0, 0);
 }
 int MPI_Op_create_c(void *user_fn, int commute, void *op) __attribute__((weak, alias("PMPI_Op_create_c")));
-
-/* int MPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
-int PMPI_Bsend_c(void *buf, long count, int datatype, int dest, int tag, int comm)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Bsend_c");
-	return gorma_absent("MPI_Bsend_c", 1, comm);
-}
-int MPI_Bsend_c(void *buf, long count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Bsend_c")));
-
-/* int MPI_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Bsend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Bsend_init_c");
-	return gorma_absent("MPI_Bsend_init_c", 1, comm);
-}
-int MPI_Bsend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Bsend_init_c")));
-
-/* int MPI_Buffer_attach_c(void *buffer, MPI_Count size) */
-int PMPI_Buffer_attach_c(void *buffer, long size)
-{
-	(void)buffer; (void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Buffer_attach_c");
-	return gorma_absent("MPI_Buffer_attach_c", 0, 0);
-}
-int MPI_Buffer_attach_c(void *buffer, long size) __attribute__((weak, alias("PMPI_Buffer_attach_c")));
-
-/* int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size) */
-int PMPI_Buffer_detach_c(void *buffer_addr, void *size)
-{
-	(void)buffer_addr; (void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Buffer_detach_c");
-	return gorma_absent("MPI_Buffer_detach_c", 0, 0);
-}
-int MPI_Buffer_detach_c(void *buffer_addr, void *size) __attribute__((weak, alias("PMPI_Buffer_detach_c")));
-
-/* int MPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ibsend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ibsend_c");
-	return gorma_absent("MPI_Ibsend_c", 1, comm);
-}
-int MPI_Ibsend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Ibsend_c")));
-
-/* int MPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request) */
-int PMPI_Imrecv_c(void *buf, long count, int datatype, void *message, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)message; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Imrecv_c");
-	return gorma_absent("MPI_Imrecv_c", 0, 0);
-}
-int MPI_Imrecv_c(void *buf, long count, int datatype, void *message, void *request) __attribute__((weak, alias("PMPI_Imrecv_c")));
-
-/* int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Irecv_c(void *buf, long count, int datatype, int source, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)source; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Irecv_c");
-	return gorma_absent("MPI_Irecv_c", 1, comm);
-}
-int MPI_Irecv_c(void *buf, long count, int datatype, int source, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Irecv_c")));
-
-/* int MPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Irsend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Irsend_c");
-	return gorma_absent("MPI_Irsend_c", 1, comm);
-}
-int MPI_Irsend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Irsend_c")));
-
-/* int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Isend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Isend_c");
-	return gorma_absent("MPI_Isend_c", 1, comm);
-}
-int MPI_Isend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Isend_c")));
-
-/* int MPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Isendrecv_c(void *sendbuf, long sendcount, int sendtype, int dest, int sendtag, void *recvbuf, long recvcount, int recvtype, int source, int recvtag, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)dest; (void)sendtag; (void)recvbuf; (void)recvcount; (void)recvtype; (void)source; (void)recvtag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Isendrecv_c");
-	return gorma_absent("MPI_Isendrecv_c", 1, comm);
-}
-int MPI_Isendrecv_c(void *sendbuf, long sendcount, int sendtype, int dest, int sendtag, void *recvbuf, long recvcount, int recvtype, int source, int recvtag, int comm, void *request) __attribute__((weak, alias("PMPI_Isendrecv_c")));
-
-/* int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Isendrecv_replace_c(void *buf, long count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)sendtag; (void)source; (void)recvtag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Isendrecv_replace_c");
-	return gorma_absent("MPI_Isendrecv_replace_c", 1, comm);
-}
-int MPI_Isendrecv_replace_c(void *buf, long count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *request) __attribute__((weak, alias("PMPI_Isendrecv_replace_c")));
-
-/* int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Issend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Issend_c");
-	return gorma_absent("MPI_Issend_c", 1, comm);
-}
-int MPI_Issend_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Issend_c")));
-
-/* int MPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status) */
-int PMPI_Mrecv_c(void *buf, long count, int datatype, void *message, void *status)
-{
-	(void)buf; (void)count; (void)datatype; (void)message; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Mrecv_c");
-	return gorma_absent("MPI_Mrecv_c", 0, 0);
-}
-int MPI_Mrecv_c(void *buf, long count, int datatype, void *message, void *status) __attribute__((weak, alias("PMPI_Mrecv_c")));
-
-/* int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status) */
-int PMPI_Recv_c(void *buf, long count, int datatype, int source, int tag, int comm, void *status)
-{
-	(void)buf; (void)count; (void)datatype; (void)source; (void)tag; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Recv_c");
-	return gorma_absent("MPI_Recv_c", 1, comm);
-}
-int MPI_Recv_c(void *buf, long count, int datatype, int source, int tag, int comm, void *status) __attribute__((weak, alias("PMPI_Recv_c")));
-
-/* int MPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Recv_init_c(void *buf, long count, int datatype, int source, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)source; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Recv_init_c");
-	return gorma_absent("MPI_Recv_init_c", 1, comm);
-}
-int MPI_Recv_init_c(void *buf, long count, int datatype, int source, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Recv_init_c")));
-
-/* int MPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
-int PMPI_Rsend_c(void *buf, long count, int datatype, int dest, int tag, int comm)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Rsend_c");
-	return gorma_absent("MPI_Rsend_c", 1, comm);
-}
-int MPI_Rsend_c(void *buf, long count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Rsend_c")));
-
-/* int MPI_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Rsend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Rsend_init_c");
-	return gorma_absent("MPI_Rsend_init_c", 1, comm);
-}
-int MPI_Rsend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Rsend_init_c")));
-
-/* int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
-int PMPI_Send_c(void *buf, long count, int datatype, int dest, int tag, int comm)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Send_c");
-	return gorma_absent("MPI_Send_c", 1, comm);
-}
-int MPI_Send_c(void *buf, long count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Send_c")));
-
-/* int MPI_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Send_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Send_init_c");
-	return gorma_absent("MPI_Send_init_c", 1, comm);
-}
-int MPI_Send_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Send_init_c")));
-
-/* int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) */
-int PMPI_Sendrecv_c(void *sendbuf, long sendcount, int sendtype, int dest, int sendtag, void *recvbuf, long recvcount, int recvtype, int source, int recvtag, int comm, void *status)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)dest; (void)sendtag; (void)recvbuf; (void)recvcount; (void)recvtype; (void)source; (void)recvtag; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Sendrecv_c");
-	return gorma_absent("MPI_Sendrecv_c", 1, comm);
-}
-int MPI_Sendrecv_c(void *sendbuf, long sendcount, int sendtype, int dest, int sendtag, void *recvbuf, long recvcount, int recvtype, int source, int recvtag, int comm, void *status) __attribute__((weak, alias("PMPI_Sendrecv_c")));
-
-/* int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status) */
-int PMPI_Sendrecv_replace_c(void *buf, long count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *status)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)sendtag; (void)source; (void)recvtag; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Sendrecv_replace_c");
-	return gorma_absent("MPI_Sendrecv_replace_c", 1, comm);
-}
-int MPI_Sendrecv_replace_c(void *buf, long count, int datatype, int dest, int sendtag, int source, int recvtag, int comm, void *status) __attribute__((weak, alias("PMPI_Sendrecv_replace_c")));
-
-/* int MPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
-int PMPI_Ssend_c(void *buf, long count, int datatype, int dest, int tag, int comm)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ssend_c");
-	return gorma_absent("MPI_Ssend_c", 1, comm);
-}
-int MPI_Ssend_c(void *buf, long count, int datatype, int dest, int tag, int comm) __attribute__((weak, alias("PMPI_Ssend_c")));
-
-/* int MPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ssend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request)
-{
-	(void)buf; (void)count; (void)datatype; (void)dest; (void)tag; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ssend_init_c");
-	return gorma_absent("MPI_Ssend_init_c", 1, comm);
-}
-int MPI_Ssend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Ssend_init_c")));
 
 /* int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) */
 int PMPI_Accumulate_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win)

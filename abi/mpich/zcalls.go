@@ -164,25 +164,50 @@ const (
 	fnOpCommutative
 	fnOpCreate
 	fnOpFree
+	fnBsend
+	fnBsendInit
+	fnBufferAttach
+	fnBufferDetach
+	fnIbsend
+	fnImprobe
+	fnImrecv
 	fnIprobe
 	fnIrecv
+	fnIrsend
 	fnIsend
+	fnIsendrecv
+	fnIsendrecvReplace
+	fnIssend
+	fnMprobe
+	fnMrecv
 	fnProbe
 	fnRecv
+	fnRecvInit
 	fnRsend
+	fnRsendInit
 	fnSend
+	fnSendInit
 	fnSendrecv
+	fnSendrecvReplace
 	fnSsend
+	fnSsendInit
 	fnCancel
+	fnGrequestComplete
+	fnGrequestStart
 	fnRequestFree
+	fnRequestGetStatus
 	fnStart
 	fnStartall
 	fnStatusSetCancelled
 	fnTest
 	fnTestCancelled
 	fnTestall
+	fnTestany
+	fnTestsome
 	fnWait
 	fnWaitall
+	fnWaitany
+	fnWaitsome
 	fnAccumulate
 	fnAllocMem
 	fnCompareAndSwap
@@ -277,6 +302,29 @@ const (
 	fnTypeVectorC
 	fnUnpackC
 	fnUnpackExternalC
+	fnBsendC
+	fnBsendInitC
+	fnBufferAttachC
+	fnBufferDetachC
+	fnIbsendC
+	fnImrecvC
+	fnIrecvC
+	fnIrsendC
+	fnIsendC
+	fnIsendrecvC
+	fnIsendrecvReplaceC
+	fnIssendC
+	fnMrecvC
+	fnRecvC
+	fnRecvInitC
+	fnRsendC
+	fnRsendInitC
+	fnSendC
+	fnSendInitC
+	fnSendrecvC
+	fnSendrecvReplaceC
+	fnSsendC
+	fnSsendInitC
 	numFns
 )
 
@@ -431,25 +479,50 @@ var fnNames = [numFns]string{
 	fnOpCommutative:           "MPI_Op_commutative",
 	fnOpCreate:                "MPI_Op_create",
 	fnOpFree:                  "MPI_Op_free",
+	fnBsend:                   "MPI_Bsend",
+	fnBsendInit:               "MPI_Bsend_init",
+	fnBufferAttach:            "MPI_Buffer_attach",
+	fnBufferDetach:            "MPI_Buffer_detach",
+	fnIbsend:                  "MPI_Ibsend",
+	fnImprobe:                 "MPI_Improbe",
+	fnImrecv:                  "MPI_Imrecv",
 	fnIprobe:                  "MPI_Iprobe",
 	fnIrecv:                   "MPI_Irecv",
+	fnIrsend:                  "MPI_Irsend",
 	fnIsend:                   "MPI_Isend",
+	fnIsendrecv:               "MPI_Isendrecv",
+	fnIsendrecvReplace:        "MPI_Isendrecv_replace",
+	fnIssend:                  "MPI_Issend",
+	fnMprobe:                  "MPI_Mprobe",
+	fnMrecv:                   "MPI_Mrecv",
 	fnProbe:                   "MPI_Probe",
 	fnRecv:                    "MPI_Recv",
+	fnRecvInit:                "MPI_Recv_init",
 	fnRsend:                   "MPI_Rsend",
+	fnRsendInit:               "MPI_Rsend_init",
 	fnSend:                    "MPI_Send",
+	fnSendInit:                "MPI_Send_init",
 	fnSendrecv:                "MPI_Sendrecv",
+	fnSendrecvReplace:         "MPI_Sendrecv_replace",
 	fnSsend:                   "MPI_Ssend",
+	fnSsendInit:               "MPI_Ssend_init",
 	fnCancel:                  "MPI_Cancel",
+	fnGrequestComplete:        "MPI_Grequest_complete",
+	fnGrequestStart:           "MPI_Grequest_start",
 	fnRequestFree:             "MPI_Request_free",
+	fnRequestGetStatus:        "MPI_Request_get_status",
 	fnStart:                   "MPI_Start",
 	fnStartall:                "MPI_Startall",
 	fnStatusSetCancelled:      "MPI_Status_set_cancelled",
 	fnTest:                    "MPI_Test",
 	fnTestCancelled:           "MPI_Test_cancelled",
 	fnTestall:                 "MPI_Testall",
+	fnTestany:                 "MPI_Testany",
+	fnTestsome:                "MPI_Testsome",
 	fnWait:                    "MPI_Wait",
 	fnWaitall:                 "MPI_Waitall",
+	fnWaitany:                 "MPI_Waitany",
+	fnWaitsome:                "MPI_Waitsome",
 	fnAccumulate:              "MPI_Accumulate",
 	fnAllocMem:                "MPI_Alloc_mem",
 	fnCompareAndSwap:          "MPI_Compare_and_swap",
@@ -544,6 +617,29 @@ var fnNames = [numFns]string{
 	fnTypeVectorC:             "MPI_Type_vector_c",
 	fnUnpackC:                 "MPI_Unpack_c",
 	fnUnpackExternalC:         "MPI_Unpack_external_c",
+	fnBsendC:                  "MPI_Bsend_c",
+	fnBsendInitC:              "MPI_Bsend_init_c",
+	fnBufferAttachC:           "MPI_Buffer_attach_c",
+	fnBufferDetachC:           "MPI_Buffer_detach_c",
+	fnIbsendC:                 "MPI_Ibsend_c",
+	fnImrecvC:                 "MPI_Imrecv_c",
+	fnIrecvC:                  "MPI_Irecv_c",
+	fnIrsendC:                 "MPI_Irsend_c",
+	fnIsendC:                  "MPI_Isend_c",
+	fnIsendrecvC:              "MPI_Isendrecv_c",
+	fnIsendrecvReplaceC:       "MPI_Isendrecv_replace_c",
+	fnIssendC:                 "MPI_Issend_c",
+	fnMrecvC:                  "MPI_Mrecv_c",
+	fnRecvC:                   "MPI_Recv_c",
+	fnRecvInitC:               "MPI_Recv_init_c",
+	fnRsendC:                  "MPI_Rsend_c",
+	fnRsendInitC:              "MPI_Rsend_init_c",
+	fnSendC:                   "MPI_Send_c",
+	fnSendInitC:               "MPI_Send_init_c",
+	fnSendrecvC:               "MPI_Sendrecv_c",
+	fnSendrecvReplaceC:        "MPI_Sendrecv_replace_c",
+	fnSsendC:                  "MPI_Ssend_c",
+	fnSsendInitC:              "MPI_Ssend_init_c",
 }
 
 // int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)
@@ -2185,6 +2281,83 @@ func gorma_MPI_Op_free(op unsafe.Pointer) (rc C.int) {
 	return 0
 }
 
+// int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+//
+//export gorma_MPI_Bsend
+func gorma_MPI_Bsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer catch(fnBsend, &rc)
+	if err := doBsend(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm)); err != nil {
+		return C.int(failComm(fnBsend, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Bsend_init
+func gorma_MPI_Bsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnBsendInit, &rc)
+	if err := doBsendInit(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnBsendInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Buffer_attach(void *buffer, int size)
+//
+//export gorma_MPI_Buffer_attach
+func gorma_MPI_Buffer_attach(buffer unsafe.Pointer, size C.int) (rc C.int) {
+	defer catch(fnBufferAttach, &rc)
+	if err := doBufferAttach(buffer, int(size)); err != nil {
+		return C.int(failComm(fnBufferAttach, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Buffer_detach(void *buffer_addr, int *size)
+//
+//export gorma_MPI_Buffer_detach
+func gorma_MPI_Buffer_detach(buffer_addr unsafe.Pointer, size unsafe.Pointer) (rc C.int) {
+	defer catch(fnBufferDetach, &rc)
+	if err := doBufferDetach(buffer_addr, (*int32)(size)); err != nil {
+		return C.int(failComm(fnBufferDetach, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ibsend
+func gorma_MPI_Ibsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIbsend, &rc)
+	if err := doIbsend(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIbsend, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status)
+//
+//export gorma_MPI_Improbe
+func gorma_MPI_Improbe(source C.int, tag C.int, comm C.int, flag unsafe.Pointer, message unsafe.Pointer, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnImprobe, &rc)
+	if err := doImprobe(int(source), int(tag), Comm(comm), (*int32)(flag), (*Message)(message), statusArg(status)); err != nil {
+		return C.int(failComm(fnImprobe, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request)
+//
+//export gorma_MPI_Imrecv
+func gorma_MPI_Imrecv(buf unsafe.Pointer, count C.int, datatype C.int, message unsafe.Pointer, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnImrecv, &rc)
+	if err := doImrecv(buf, int(count), Datatype(datatype), (*Message)(message), (*Request)(request)); err != nil {
+		return C.int(failComm(fnImrecv, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 //
 //export gorma_MPI_Iprobe
@@ -2207,6 +2380,17 @@ func gorma_MPI_Irecv(buf unsafe.Pointer, count C.int, datatype C.int, source C.i
 	return 0
 }
 
+// int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Irsend
+func gorma_MPI_Irsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIrsend, &rc)
+	if err := doIrsend(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIrsend, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 //
 //export gorma_MPI_Isend
@@ -2214,6 +2398,61 @@ func gorma_MPI_Isend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int
 	defer catch(fnIsend, &rc)
 	if err := doIsend(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
 		return C.int(failComm(fnIsend, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Isendrecv
+func gorma_MPI_Isendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, source C.int, recvtag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIsendrecv, &rc)
+	if err := doIsendrecv(sendbuf, int(sendcount), Datatype(sendtype), int(dest), int(sendtag), recvbuf, int(recvcount), Datatype(recvtype), int(source), int(recvtag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIsendrecv, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Isendrecv_replace
+func gorma_MPI_Isendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIsendrecvReplace, &rc)
+	if err := doIsendrecvReplace(buf, int(count), Datatype(datatype), int(dest), int(sendtag), int(source), int(recvtag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIsendrecvReplace, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Issend
+func gorma_MPI_Issend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIssend, &rc)
+	if err := doIssend(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIssend, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
+//
+//export gorma_MPI_Mprobe
+func gorma_MPI_Mprobe(source C.int, tag C.int, comm C.int, message unsafe.Pointer, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnMprobe, &rc)
+	if err := doMprobe(int(source), int(tag), Comm(comm), (*Message)(message), statusArg(status)); err != nil {
+		return C.int(failComm(fnMprobe, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status)
+//
+//export gorma_MPI_Mrecv
+func gorma_MPI_Mrecv(buf unsafe.Pointer, count C.int, datatype C.int, message unsafe.Pointer, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnMrecv, &rc)
+	if err := doMrecv(buf, int(count), Datatype(datatype), (*Message)(message), statusArg(status)); err != nil {
+		return C.int(failComm(fnMrecv, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -2240,6 +2479,17 @@ func gorma_MPI_Recv(buf unsafe.Pointer, count C.int, datatype C.int, source C.in
 	return 0
 }
 
+// int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Recv_init
+func gorma_MPI_Recv_init(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnRecvInit, &rc)
+	if err := doRecvInit(buf, int(count), Datatype(datatype), int(source), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnRecvInit, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 //
 //export gorma_MPI_Rsend
@@ -2247,6 +2497,17 @@ func gorma_MPI_Rsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int
 	defer catch(fnRsend, &rc)
 	if err := doRsend(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm)); err != nil {
 		return C.int(failComm(fnRsend, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Rsend_init
+func gorma_MPI_Rsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnRsendInit, &rc)
+	if err := doRsendInit(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnRsendInit, Comm(comm), err))
 	}
 	return 0
 }
@@ -2262,6 +2523,17 @@ func gorma_MPI_Send(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int,
 	return 0
 }
 
+// int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Send_init
+func gorma_MPI_Send_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnSendInit, &rc)
+	if err := doSendInit(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnSendInit, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 //
 //export gorma_MPI_Sendrecv
@@ -2269,6 +2541,17 @@ func gorma_MPI_Sendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int,
 	defer catch(fnSendrecv, &rc)
 	if err := doSendrecv(sendbuf, int(sendcount), Datatype(sendtype), int(dest), int(sendtag), recvbuf, int(recvcount), Datatype(recvtype), int(source), int(recvtag), Comm(comm), statusArg(status)); err != nil {
 		return C.int(failComm(fnSendrecv, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+//
+//export gorma_MPI_Sendrecv_replace
+func gorma_MPI_Sendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnSendrecvReplace, &rc)
+	if err := doSendrecvReplace(buf, int(count), Datatype(datatype), int(dest), int(sendtag), int(source), int(recvtag), Comm(comm), statusArg(status)); err != nil {
+		return C.int(failComm(fnSendrecvReplace, Comm(comm), err))
 	}
 	return 0
 }
@@ -2284,6 +2567,17 @@ func gorma_MPI_Ssend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int
 	return 0
 }
 
+// int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ssend_init
+func gorma_MPI_Ssend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnSsendInit, &rc)
+	if err := doSsendInit(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnSsendInit, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Cancel(MPI_Request *request)
 //
 //export gorma_MPI_Cancel
@@ -2295,6 +2589,28 @@ func gorma_MPI_Cancel(request unsafe.Pointer) (rc C.int) {
 	return 0
 }
 
+// int MPI_Grequest_complete(MPI_Request request)
+//
+//export gorma_MPI_Grequest_complete
+func gorma_MPI_Grequest_complete(request C.int) (rc C.int) {
+	defer catch(fnGrequestComplete, &rc)
+	if err := doGrequestComplete(Request(request)); err != nil {
+		return C.int(failComm(fnGrequestComplete, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request)
+//
+//export gorma_MPI_Grequest_start
+func gorma_MPI_Grequest_start(query_fn unsafe.Pointer, free_fn unsafe.Pointer, cancel_fn unsafe.Pointer, extra_state unsafe.Pointer, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnGrequestStart, &rc)
+	if err := doGrequestStart(query_fn, free_fn, cancel_fn, extra_state, (*Request)(request)); err != nil {
+		return C.int(failComm(fnGrequestStart, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Request_free(MPI_Request *request)
 //
 //export gorma_MPI_Request_free
@@ -2302,6 +2618,17 @@ func gorma_MPI_Request_free(request unsafe.Pointer) (rc C.int) {
 	defer catch(fnRequestFree, &rc)
 	if err := doRequestFree((*Request)(request)); err != nil {
 		return C.int(failComm(fnRequestFree, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+//
+//export gorma_MPI_Request_get_status
+func gorma_MPI_Request_get_status(request C.int, flag unsafe.Pointer, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnRequestGetStatus, &rc)
+	if err := doRequestGetStatus(Request(request), (*int32)(flag), statusArg(status)); err != nil {
+		return C.int(failComm(fnRequestGetStatus, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -2372,6 +2699,28 @@ func gorma_MPI_Testall(count C.int, array_of_requests unsafe.Pointer, flag unsaf
 	return 0
 }
 
+// int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag, MPI_Status *status)
+//
+//export gorma_MPI_Testany
+func gorma_MPI_Testany(count C.int, array_of_requests unsafe.Pointer, indx unsafe.Pointer, flag unsafe.Pointer, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnTestany, &rc)
+	if err := doTestany(int(count), (*Request)(array_of_requests), (*int32)(indx), (*int32)(flag), statusArg(status)); err != nil {
+		return C.int(failComm(fnTestany, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[])
+//
+//export gorma_MPI_Testsome
+func gorma_MPI_Testsome(incount C.int, array_of_requests unsafe.Pointer, outcount unsafe.Pointer, array_of_indices unsafe.Pointer, array_of_statuses unsafe.Pointer) (rc C.int) {
+	defer catch(fnTestsome, &rc)
+	if err := doTestsome(int(incount), (*Request)(array_of_requests), (*int32)(outcount), (*int32)(array_of_indices), statusArg(array_of_statuses)); err != nil {
+		return C.int(failComm(fnTestsome, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Wait(MPI_Request *request, MPI_Status *status)
 //
 //export gorma_MPI_Wait
@@ -2390,6 +2739,28 @@ func gorma_MPI_Waitall(count C.int, array_of_requests unsafe.Pointer, array_of_s
 	defer catch(fnWaitall, &rc)
 	if err := doWaitall(int(count), (*Request)(array_of_requests), statusArg(array_of_statuses)); err != nil {
 		return C.int(failComm(fnWaitall, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status)
+//
+//export gorma_MPI_Waitany
+func gorma_MPI_Waitany(count C.int, array_of_requests unsafe.Pointer, indx unsafe.Pointer, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnWaitany, &rc)
+	if err := doWaitany(int(count), (*Request)(array_of_requests), (*int32)(indx), statusArg(status)); err != nil {
+		return C.int(failComm(fnWaitany, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[])
+//
+//export gorma_MPI_Waitsome
+func gorma_MPI_Waitsome(incount C.int, array_of_requests unsafe.Pointer, outcount unsafe.Pointer, array_of_indices unsafe.Pointer, array_of_statuses unsafe.Pointer) (rc C.int) {
+	defer catch(fnWaitsome, &rc)
+	if err := doWaitsome(int(incount), (*Request)(array_of_requests), (*int32)(outcount), (*int32)(array_of_indices), statusArg(array_of_statuses)); err != nil {
+		return C.int(failComm(fnWaitsome, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -3424,6 +3795,259 @@ func gorma_MPI_Unpack_external_c(datarep unsafe.Pointer, inbuf unsafe.Pointer, i
 	defer catch(fnUnpackExternalC, &rc)
 	if err := doUnpackExternalC((*byte)(datarep), inbuf, int(insize), (*int64)(position), outbuf, int(outcount), Datatype(datatype)); err != nil {
 		return C.int(failComm(fnUnpackExternalC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+//
+//export gorma_MPI_Bsend_c
+func gorma_MPI_Bsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer catch(fnBsendC, &rc)
+	if err := doBsendC(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm)); err != nil {
+		return C.int(failComm(fnBsendC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Bsend_init_c
+func gorma_MPI_Bsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnBsendInitC, &rc)
+	if err := doBsendInitC(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnBsendInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Buffer_attach_c(void *buffer, MPI_Count size)
+//
+//export gorma_MPI_Buffer_attach_c
+func gorma_MPI_Buffer_attach_c(buffer unsafe.Pointer, size C.long) (rc C.int) {
+	defer catch(fnBufferAttachC, &rc)
+	if err := doBufferAttachC(buffer, int(size)); err != nil {
+		return C.int(failComm(fnBufferAttachC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size)
+//
+//export gorma_MPI_Buffer_detach_c
+func gorma_MPI_Buffer_detach_c(buffer_addr unsafe.Pointer, size unsafe.Pointer) (rc C.int) {
+	defer catch(fnBufferDetachC, &rc)
+	if err := doBufferDetachC(buffer_addr, (*int64)(size)); err != nil {
+		return C.int(failComm(fnBufferDetachC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ibsend_c
+func gorma_MPI_Ibsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIbsendC, &rc)
+	if err := doIbsendC(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIbsendC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request)
+//
+//export gorma_MPI_Imrecv_c
+func gorma_MPI_Imrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message unsafe.Pointer, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnImrecvC, &rc)
+	if err := doImrecvC(buf, int(count), Datatype(datatype), (*Message)(message), (*Request)(request)); err != nil {
+		return C.int(failComm(fnImrecvC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Irecv_c
+func gorma_MPI_Irecv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIrecvC, &rc)
+	if err := doIrecvC(buf, int(count), Datatype(datatype), int(source), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIrecvC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Irsend_c
+func gorma_MPI_Irsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIrsendC, &rc)
+	if err := doIrsendC(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIrsendC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Isend_c
+func gorma_MPI_Isend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIsendC, &rc)
+	if err := doIsendC(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIsendC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Isendrecv_c
+func gorma_MPI_Isendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, source C.int, recvtag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIsendrecvC, &rc)
+	if err := doIsendrecvC(sendbuf, int(sendcount), Datatype(sendtype), int(dest), int(sendtag), recvbuf, int(recvcount), Datatype(recvtype), int(source), int(recvtag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIsendrecvC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Isendrecv_replace_c
+func gorma_MPI_Isendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIsendrecvReplaceC, &rc)
+	if err := doIsendrecvReplaceC(buf, int(count), Datatype(datatype), int(dest), int(sendtag), int(source), int(recvtag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIsendrecvReplaceC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Issend_c
+func gorma_MPI_Issend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIssendC, &rc)
+	if err := doIssendC(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIssendC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status)
+//
+//export gorma_MPI_Mrecv_c
+func gorma_MPI_Mrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message unsafe.Pointer, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnMrecvC, &rc)
+	if err := doMrecvC(buf, int(count), Datatype(datatype), (*Message)(message), statusArg(status)); err != nil {
+		return C.int(failComm(fnMrecvC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+//
+//export gorma_MPI_Recv_c
+func gorma_MPI_Recv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnRecvC, &rc)
+	if err := doRecvC(buf, int(count), Datatype(datatype), int(source), int(tag), Comm(comm), statusArg(status)); err != nil {
+		return C.int(failComm(fnRecvC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Recv_init_c
+func gorma_MPI_Recv_init_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnRecvInitC, &rc)
+	if err := doRecvInitC(buf, int(count), Datatype(datatype), int(source), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnRecvInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+//
+//export gorma_MPI_Rsend_c
+func gorma_MPI_Rsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer catch(fnRsendC, &rc)
+	if err := doRsendC(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm)); err != nil {
+		return C.int(failComm(fnRsendC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Rsend_init_c
+func gorma_MPI_Rsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnRsendInitC, &rc)
+	if err := doRsendInitC(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnRsendInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+//
+//export gorma_MPI_Send_c
+func gorma_MPI_Send_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer catch(fnSendC, &rc)
+	if err := doSendC(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm)); err != nil {
+		return C.int(failComm(fnSendC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Send_init_c
+func gorma_MPI_Send_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnSendInitC, &rc)
+	if err := doSendInitC(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnSendInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+//
+//export gorma_MPI_Sendrecv_c
+func gorma_MPI_Sendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, source C.int, recvtag C.int, comm C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnSendrecvC, &rc)
+	if err := doSendrecvC(sendbuf, int(sendcount), Datatype(sendtype), int(dest), int(sendtag), recvbuf, int(recvcount), Datatype(recvtype), int(source), int(recvtag), Comm(comm), statusArg(status)); err != nil {
+		return C.int(failComm(fnSendrecvC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+//
+//export gorma_MPI_Sendrecv_replace_c
+func gorma_MPI_Sendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnSendrecvReplaceC, &rc)
+	if err := doSendrecvReplaceC(buf, int(count), Datatype(datatype), int(dest), int(sendtag), int(source), int(recvtag), Comm(comm), statusArg(status)); err != nil {
+		return C.int(failComm(fnSendrecvReplaceC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+//
+//export gorma_MPI_Ssend_c
+func gorma_MPI_Ssend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer catch(fnSsendC, &rc)
+	if err := doSsendC(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm)); err != nil {
+		return C.int(failComm(fnSsendC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ssend_init_c
+func gorma_MPI_Ssend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnSsendInitC, &rc)
+	if err := doSsendInitC(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnSsendInitC, Comm(comm), err))
 	}
 	return 0
 }

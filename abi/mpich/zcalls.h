@@ -4,7 +4,7 @@
  * Regenerate: make abi-gen
  *
  * The trampolines through which Go calls a C program's functions: a user's MPI_Op,
- * error handlers and attribute callbacks. */
+ * error handlers, attribute callbacks and a generalized request's functions. */
 
 #ifndef GORMA_ZCALLS_H
 #define GORMA_ZCALLS_H
@@ -23,5 +23,14 @@ int gorma_call_MPI_Comm_copy_attr_function(void *fn, int a0, int a1, void *a2, v
 
 /* typedef int (MPI_Comm_delete_attr_function)(MPI_Comm, int, void *, void *); */
 int gorma_call_MPI_Comm_delete_attr_function(void *fn, int a0, int a1, void *a2, void *a3);
+
+/* typedef int (MPI_Grequest_query_function)(void *, MPI_Status *); */
+int gorma_call_MPI_Grequest_query_function(void *fn, void *a0, void *a1);
+
+/* typedef int (MPI_Grequest_free_function)(void *); */
+int gorma_call_MPI_Grequest_free_function(void *fn, void *a0);
+
+/* typedef int (MPI_Grequest_cancel_function)(void *, int); */
+int gorma_call_MPI_Grequest_cancel_function(void *fn, void *a0, int a1);
 
 #endif

@@ -157,11 +157,12 @@ func doRecv(buf unsafe.Pointer, count int, d Datatype, from, tag int, c Comm, st
 }
 
 // A request is an outstanding nonblocking or persistent call: a message's, a
-// collective's or a one-sided operation's.
+// collective's, a one-sided operation's or a neighbourhood collective's (neighbor.go).
 type request struct {
 	p2p  *runtime.Request
 	coll *collectives.Request
 	rma  *window.Request
+	topo *nbRequest
 }
 
 var reqs = newTable[*request](kindRequest)
@@ -177,6 +178,8 @@ func (r *request) wait() (runtime.Status, error) {
 		return noStatus, r.coll.Wait(bg)
 	case r.rma != nil:
 		return noStatus, r.rma.Wait(bg)
+	case r.topo != nil:
+		return noStatus, r.topo.wait()
 	}
 	return r.p2p.Wait(bg)
 }
@@ -190,6 +193,8 @@ func (r *request) test() (bool, runtime.Status, error) {
 		ok, err = r.coll.Test()
 	case r.rma != nil:
 		ok, err = r.rma.Test()
+	case r.topo != nil:
+		ok, err = r.topo.test()
 	default:
 		return r.p2p.Test()
 	}
@@ -350,6 +355,8 @@ func doRequestFree(req *Request) error {
 		return r.coll.Free()
 	case r.rma != nil:
 		return mpiErr(mpi_ERR_REQUEST, "a one-sided request cannot be freed before it completes: wait for it")
+	case r.topo != nil:
+		return r.topo.free()
 	}
 	return r.p2p.Free()
 }

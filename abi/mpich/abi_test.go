@@ -41,6 +41,7 @@ var twins = map[string]string{
 	"collcheck":      "testdata/collcheck.c",
 	"dtypecheck":     "testdata/dtypecheck.c",
 	"p2pcheck":       "testdata/p2pcheck.c",
+	"topocheck":      "testdata/topocheck.c",
 }
 
 // setup builds the library, golaunch and the programs into one folder, once per test

@@ -24,7 +24,7 @@ func doCommDup(c Comm, out *Comm) error {
 	if err != nil {
 		return err
 	}
-	d, err := co.w.Dup()
+	d, err := dupWorld(co.w) // topo.go: a topology communicator's Dup keeps its topology
 	if err != nil {
 		return err
 	}

@@ -155,7 +155,8 @@ func doRecv(buf unsafe.Pointer, count int, d Datatype, from, tag int, c Comm, st
 }
 
 // A request is an outstanding nonblocking or persistent call: a message's, a
-// collective's, a one-sided operation's or a generalized request. One kind's field is
+// collective's, a one-sided operation's, a neighbourhood collective's (neighbor.go) or a
+// generalized request. One kind's field is
 // set. A request with none is complete from the start, its outcome held (MPI_Imrecv of
 // MPI_MESSAGE_NO_PROC). Each method below dispatches on the kind: a kind is added there.
 type request struct {
@@ -163,6 +164,7 @@ type request struct {
 	coll *collectives.Request
 	rma  *window.Request
 	grq  *grequest
+	topo *nbRequest
 	// persistent marks a request of an init call (MPI_Send_init, MPI_Allreduce_init):
 	// reporting its completion leaves its handle, inactive until the next MPI_Start.
 	persistent bool
@@ -219,6 +221,13 @@ func (r *request) complete(block bool) bool {
 		}
 	case r.grq != nil:
 		done = r.grq.complete(block)
+	case r.topo != nil:
+		o.st = noStatus
+		if block {
+			o.err = r.topo.wait(bg)
+		} else {
+			done, o.err = r.topo.test()
+		}
 	case r.p2p != nil:
 		if block {
 			o.st, o.err = r.p2p.Wait(bg)
@@ -243,6 +252,8 @@ func (r *request) block(ctx context.Context) {
 		_ = r.rma.Wait(ctx)
 	case r.grq != nil:
 		r.grq.block(ctx)
+	case r.topo != nil:
+		_ = r.topo.wait(ctx)
 	}
 }
 
@@ -469,6 +480,11 @@ func doRequestFree(req *Request) error {
 	}
 	if r.coll != nil {
 		if err := r.coll.Free(); err != nil {
+			return err // the handle stays
+		}
+	}
+	if r.topo != nil {
+		if err := r.topo.free(); err != nil {
 			return err // the handle stays
 		}
 	}

@@ -146,6 +146,10 @@ func (r *request) start() error {
 		err = runtime.Start(r.p2p)
 	case r.coll != nil:
 		err = r.coll.Start(bg)
+	case r.topo != nil && r.topo.nb != nil:
+		if err = r.topo.nb.Start(); err != nil {
+			err = mpiErr(mpi_ERR_REQUEST, err.Error())
+		}
 	default:
 		err = mpiErr(mpi_ERR_INTERN, "a persistent request of no kind that starts")
 	}

@@ -438,6 +438,51 @@ int PMPI_Igatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, voi
 }
 int MPI_Igatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igatherv")));
 
+/* int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_allgather");
+	return gorma_MPI_Ineighbor_allgather((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, (void *)request);
+}
+int MPI_Ineighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_allgather")));
+
+/* int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_allgatherv");
+	return gorma_MPI_Ineighbor_allgatherv((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, comm, (void *)request);
+}
+int MPI_Ineighbor_allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_allgatherv")));
+
+/* int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_alltoall");
+	return gorma_MPI_Ineighbor_alltoall((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, (void *)request);
+}
+int MPI_Ineighbor_alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoall")));
+
+/* int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_alltoallv");
+	return gorma_MPI_Ineighbor_alltoallv((void *)sendbuf, (void *)sendcounts, (void *)sdispls, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, recvtype, comm, (void *)request);
+}
+int MPI_Ineighbor_alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallv")));
+
+/* int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_alltoallw");
+	return gorma_MPI_Ineighbor_alltoallw((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (void *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (void *)recvtypes, comm, (void *)request);
+}
+int MPI_Ineighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallw")));
+
 /* int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) */
 int PMPI_Ireduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm, void *request)
 {
@@ -491,6 +536,96 @@ int PMPI_Iscatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, 
 	return gorma_MPI_Iscatterv((void *)sendbuf, (void *)sendcounts, (void *)displs, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, (void *)request);
 }
 int MPI_Iscatterv(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatterv")));
+
+/* int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgather");
+	return gorma_MPI_Neighbor_allgather((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm);
+}
+int MPI_Neighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_allgather")));
+
+/* int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_allgather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgather_init");
+	return gorma_MPI_Neighbor_allgather_init((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, info, (void *)request);
+}
+int MPI_Neighbor_allgather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_allgather_init")));
+
+/* int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgatherv");
+	return gorma_MPI_Neighbor_allgatherv((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, comm);
+}
+int MPI_Neighbor_allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_allgatherv")));
+
+/* int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_allgatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgatherv_init");
+	return gorma_MPI_Neighbor_allgatherv_init((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, comm, info, (void *)request);
+}
+int MPI_Neighbor_allgatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_allgatherv_init")));
+
+/* int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoall");
+	return gorma_MPI_Neighbor_alltoall((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm);
+}
+int MPI_Neighbor_alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoall")));
+
+/* int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_alltoall_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoall_init");
+	return gorma_MPI_Neighbor_alltoall_init((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, info, (void *)request);
+}
+int MPI_Neighbor_alltoall_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoall_init")));
+
+/* int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallv");
+	return gorma_MPI_Neighbor_alltoallv((void *)sendbuf, (void *)sendcounts, (void *)sdispls, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, recvtype, comm);
+}
+int MPI_Neighbor_alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallv")));
+
+/* int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_alltoallv_init(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallv_init");
+	return gorma_MPI_Neighbor_alltoallv_init((void *)sendbuf, (void *)sendcounts, (void *)sdispls, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, recvtype, comm, info, (void *)request);
+}
+int MPI_Neighbor_alltoallv_init(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallv_init")));
+
+/* int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) */
+int PMPI_Neighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallw");
+	return gorma_MPI_Neighbor_alltoallw((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (void *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (void *)recvtypes, comm);
+}
+int MPI_Neighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallw")));
+
+/* int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallw_init");
+	return gorma_MPI_Neighbor_alltoallw_init((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (void *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (void *)recvtypes, comm, info, (void *)request);
+}
+int MPI_Neighbor_alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallw_init")));
 
 /* int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) */
 int PMPI_Reduce(void *sendbuf, void *recvbuf, int count, int datatype, int op, int root, int comm)
@@ -609,6 +744,15 @@ int PMPI_Scatterv_init(void *sendbuf, void *sendcounts, void *displs, int sendty
 }
 int MPI_Scatterv_init(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, int recvcount, int recvtype, int root, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Scatterv_init")));
 
+/* int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result) */
+int PMPI_Comm_compare(int comm1, int comm2, void *result)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_compare");
+	return gorma_MPI_Comm_compare(comm1, comm2, (void *)result);
+}
+int MPI_Comm_compare(int comm1, int comm2, void *result) __attribute__((weak, alias("PMPI_Comm_compare")));
+
 /* int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) */
 int PMPI_Comm_create(int comm, int group, void *newcomm)
 {
@@ -617,6 +761,15 @@ int PMPI_Comm_create(int comm, int group, void *newcomm)
 	return gorma_MPI_Comm_create(comm, group, (void *)newcomm);
 }
 int MPI_Comm_create(int comm, int group, void *newcomm) __attribute__((weak, alias("PMPI_Comm_create")));
+
+/* int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm) */
+int PMPI_Comm_create_group(int comm, int group, int tag, void *newcomm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_create_group");
+	return gorma_MPI_Comm_create_group(comm, group, tag, (void *)newcomm);
+}
+int MPI_Comm_create_group(int comm, int group, int tag, void *newcomm) __attribute__((weak, alias("PMPI_Comm_create_group")));
 
 /* int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) */
 int PMPI_Comm_dup(int comm, void *newcomm)
@@ -627,6 +780,15 @@ int PMPI_Comm_dup(int comm, void *newcomm)
 }
 int MPI_Comm_dup(int comm, void *newcomm) __attribute__((weak, alias("PMPI_Comm_dup")));
 
+/* int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) */
+int PMPI_Comm_dup_with_info(int comm, int info, void *newcomm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_dup_with_info");
+	return gorma_MPI_Comm_dup_with_info(comm, info, (void *)newcomm);
+}
+int MPI_Comm_dup_with_info(int comm, int info, void *newcomm) __attribute__((weak, alias("PMPI_Comm_dup_with_info")));
+
 /* int MPI_Comm_free(MPI_Comm *comm) */
 int PMPI_Comm_free(void *comm)
 {
@@ -635,6 +797,24 @@ int PMPI_Comm_free(void *comm)
 	return gorma_MPI_Comm_free((void *)comm);
 }
 int MPI_Comm_free(void *comm) __attribute__((weak, alias("PMPI_Comm_free")));
+
+/* int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) */
+int PMPI_Comm_get_info(int comm, void *info_used)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_get_info");
+	return gorma_MPI_Comm_get_info(comm, (void *)info_used);
+}
+int MPI_Comm_get_info(int comm, void *info_used) __attribute__((weak, alias("PMPI_Comm_get_info")));
+
+/* int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen) */
+int PMPI_Comm_get_name(int comm, void *comm_name, void *resultlen)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_get_name");
+	return gorma_MPI_Comm_get_name(comm, (void *)comm_name, (void *)resultlen);
+}
+int MPI_Comm_get_name(int comm, void *comm_name, void *resultlen) __attribute__((weak, alias("PMPI_Comm_get_name")));
 
 /* int MPI_Comm_group(MPI_Comm comm, MPI_Group *group) */
 int PMPI_Comm_group(int comm, void *group)
@@ -645,6 +825,24 @@ int PMPI_Comm_group(int comm, void *group)
 }
 int MPI_Comm_group(int comm, void *group) __attribute__((weak, alias("PMPI_Comm_group")));
 
+/* int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) */
+int PMPI_Comm_idup(int comm, void *newcomm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_idup");
+	return gorma_MPI_Comm_idup(comm, (void *)newcomm, (void *)request);
+}
+int MPI_Comm_idup(int comm, void *newcomm, void *request) __attribute__((weak, alias("PMPI_Comm_idup")));
+
+/* int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) */
+int PMPI_Comm_idup_with_info(int comm, int info, void *newcomm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_idup_with_info");
+	return gorma_MPI_Comm_idup_with_info(comm, info, (void *)newcomm, (void *)request);
+}
+int MPI_Comm_idup_with_info(int comm, int info, void *newcomm, void *request) __attribute__((weak, alias("PMPI_Comm_idup_with_info")));
+
 /* int MPI_Comm_rank(MPI_Comm comm, int *rank) */
 int PMPI_Comm_rank(int comm, void *rank)
 {
@@ -653,6 +851,42 @@ int PMPI_Comm_rank(int comm, void *rank)
 	return gorma_MPI_Comm_rank(comm, (void *)rank);
 }
 int MPI_Comm_rank(int comm, void *rank) __attribute__((weak, alias("PMPI_Comm_rank")));
+
+/* int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group) */
+int PMPI_Comm_remote_group(int comm, void *group)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_remote_group");
+	return gorma_MPI_Comm_remote_group(comm, (void *)group);
+}
+int MPI_Comm_remote_group(int comm, void *group) __attribute__((weak, alias("PMPI_Comm_remote_group")));
+
+/* int MPI_Comm_remote_size(MPI_Comm comm, int *size) */
+int PMPI_Comm_remote_size(int comm, void *size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_remote_size");
+	return gorma_MPI_Comm_remote_size(comm, (void *)size);
+}
+int MPI_Comm_remote_size(int comm, void *size) __attribute__((weak, alias("PMPI_Comm_remote_size")));
+
+/* int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) */
+int PMPI_Comm_set_info(int comm, int info)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_set_info");
+	return gorma_MPI_Comm_set_info(comm, info);
+}
+int MPI_Comm_set_info(int comm, int info) __attribute__((weak, alias("PMPI_Comm_set_info")));
+
+/* int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name) */
+int PMPI_Comm_set_name(int comm, void *comm_name)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_set_name");
+	return gorma_MPI_Comm_set_name(comm, (void *)comm_name);
+}
+int MPI_Comm_set_name(int comm, void *comm_name) __attribute__((weak, alias("PMPI_Comm_set_name")));
 
 /* int MPI_Comm_size(MPI_Comm comm, int *size) */
 int PMPI_Comm_size(int comm, void *size)
@@ -671,6 +905,24 @@ int PMPI_Comm_split(int comm, int color, int key, void *newcomm)
 	return gorma_MPI_Comm_split(comm, color, key, (void *)newcomm);
 }
 int MPI_Comm_split(int comm, int color, int key, void *newcomm) __attribute__((weak, alias("PMPI_Comm_split")));
+
+/* int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) */
+int PMPI_Comm_split_type(int comm, int split_type, int key, int info, void *newcomm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_split_type");
+	return gorma_MPI_Comm_split_type(comm, split_type, key, info, (void *)newcomm);
+}
+int MPI_Comm_split_type(int comm, int split_type, int key, int info, void *newcomm) __attribute__((weak, alias("PMPI_Comm_split_type")));
+
+/* int MPI_Comm_test_inter(MPI_Comm comm, int *flag) */
+int PMPI_Comm_test_inter(int comm, void *flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_test_inter");
+	return gorma_MPI_Comm_test_inter(comm, (void *)flag);
+}
+int MPI_Comm_test_inter(int comm, void *flag) __attribute__((weak, alias("PMPI_Comm_test_inter")));
 
 /* int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm) */
 int PMPI_Intercomm_create(int local_comm, int local_leader, int peer_comm, int remote_leader, int tag, void *newintercomm)
@@ -1203,6 +1455,33 @@ int PMPI_Win_set_errhandler(int win, int errhandler)
 }
 int MPI_Win_set_errhandler(int win, int errhandler) __attribute__((weak, alias("PMPI_Win_set_errhandler")));
 
+/* int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result) */
+int PMPI_Group_compare(int group1, int group2, void *result)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_compare");
+	return gorma_MPI_Group_compare(group1, group2, (void *)result);
+}
+int MPI_Group_compare(int group1, int group2, void *result) __attribute__((weak, alias("PMPI_Group_compare")));
+
+/* int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) */
+int PMPI_Group_difference(int group1, int group2, void *newgroup)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_difference");
+	return gorma_MPI_Group_difference(group1, group2, (void *)newgroup);
+}
+int MPI_Group_difference(int group1, int group2, void *newgroup) __attribute__((weak, alias("PMPI_Group_difference")));
+
+/* int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup) */
+int PMPI_Group_excl(int group, int n, void *ranks, void *newgroup)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_excl");
+	return gorma_MPI_Group_excl(group, n, (void *)ranks, (void *)newgroup);
+}
+int MPI_Group_excl(int group, int n, void *ranks, void *newgroup) __attribute__((weak, alias("PMPI_Group_excl")));
+
 /* int MPI_Group_free(MPI_Group *group) */
 int PMPI_Group_free(void *group)
 {
@@ -1220,6 +1499,33 @@ int PMPI_Group_incl(int group, int n, void *ranks, void *newgroup)
 	return gorma_MPI_Group_incl(group, n, (void *)ranks, (void *)newgroup);
 }
 int MPI_Group_incl(int group, int n, void *ranks, void *newgroup) __attribute__((weak, alias("PMPI_Group_incl")));
+
+/* int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) */
+int PMPI_Group_intersection(int group1, int group2, void *newgroup)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_intersection");
+	return gorma_MPI_Group_intersection(group1, group2, (void *)newgroup);
+}
+int MPI_Group_intersection(int group1, int group2, void *newgroup) __attribute__((weak, alias("PMPI_Group_intersection")));
+
+/* int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup) */
+int PMPI_Group_range_excl(int group, int n, void *ranges, void *newgroup)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_range_excl");
+	return gorma_MPI_Group_range_excl(group, n, (void *)ranges, (void *)newgroup);
+}
+int MPI_Group_range_excl(int group, int n, void *ranges, void *newgroup) __attribute__((weak, alias("PMPI_Group_range_excl")));
+
+/* int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup) */
+int PMPI_Group_range_incl(int group, int n, void *ranges, void *newgroup)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_range_incl");
+	return gorma_MPI_Group_range_incl(group, n, (void *)ranges, (void *)newgroup);
+}
+int MPI_Group_range_incl(int group, int n, void *ranges, void *newgroup) __attribute__((weak, alias("PMPI_Group_range_incl")));
 
 /* int MPI_Group_rank(MPI_Group group, int *rank) */
 int PMPI_Group_rank(int group, void *rank)
@@ -1247,6 +1553,15 @@ int PMPI_Group_translate_ranks(int group1, int n, void *ranks1, int group2, void
 	return gorma_MPI_Group_translate_ranks(group1, n, (void *)ranks1, group2, (void *)ranks2);
 }
 int MPI_Group_translate_ranks(int group1, int n, void *ranks1, int group2, void *ranks2) __attribute__((weak, alias("PMPI_Group_translate_ranks")));
+
+/* int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) */
+int PMPI_Group_union(int group1, int group2, void *newgroup)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_union");
+	return gorma_MPI_Group_union(group1, group2, (void *)newgroup);
+}
+int MPI_Group_union(int group1, int group2, void *newgroup) __attribute__((weak, alias("PMPI_Group_union")));
 
 /* int MPI_Info_create(MPI_Info *info) */
 int PMPI_Info_create(void *info)
@@ -2048,6 +2363,186 @@ int PMPI_Win_wait(int win)
 	return gorma_MPI_Win_wait(win);
 }
 int MPI_Win_wait(int win) __attribute__((weak, alias("PMPI_Win_wait")));
+
+/* int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) */
+int PMPI_Cart_coords(int comm, int rank, int maxdims, void *coords)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_coords");
+	return gorma_MPI_Cart_coords(comm, rank, maxdims, (void *)coords);
+}
+int MPI_Cart_coords(int comm, int rank, int maxdims, void *coords) __attribute__((weak, alias("PMPI_Cart_coords")));
+
+/* int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm *comm_cart) */
+int PMPI_Cart_create(int comm_old, int ndims, void *dims, void *periods, int reorder, void *comm_cart)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_create");
+	return gorma_MPI_Cart_create(comm_old, ndims, (void *)dims, (void *)periods, reorder, (void *)comm_cart);
+}
+int MPI_Cart_create(int comm_old, int ndims, void *dims, void *periods, int reorder, void *comm_cart) __attribute__((weak, alias("PMPI_Cart_create")));
+
+/* int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) */
+int PMPI_Cart_get(int comm, int maxdims, void *dims, void *periods, void *coords)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_get");
+	return gorma_MPI_Cart_get(comm, maxdims, (void *)dims, (void *)periods, (void *)coords);
+}
+int MPI_Cart_get(int comm, int maxdims, void *dims, void *periods, void *coords) __attribute__((weak, alias("PMPI_Cart_get")));
+
+/* int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank) */
+int PMPI_Cart_map(int comm, int ndims, void *dims, void *periods, void *newrank)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_map");
+	return gorma_MPI_Cart_map(comm, ndims, (void *)dims, (void *)periods, (void *)newrank);
+}
+int MPI_Cart_map(int comm, int ndims, void *dims, void *periods, void *newrank) __attribute__((weak, alias("PMPI_Cart_map")));
+
+/* int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank) */
+int PMPI_Cart_rank(int comm, void *coords, void *rank)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_rank");
+	return gorma_MPI_Cart_rank(comm, (void *)coords, (void *)rank);
+}
+int MPI_Cart_rank(int comm, void *coords, void *rank) __attribute__((weak, alias("PMPI_Cart_rank")));
+
+/* int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest) */
+int PMPI_Cart_shift(int comm, int direction, int disp, void *rank_source, void *rank_dest)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_shift");
+	return gorma_MPI_Cart_shift(comm, direction, disp, (void *)rank_source, (void *)rank_dest);
+}
+int MPI_Cart_shift(int comm, int direction, int disp, void *rank_source, void *rank_dest) __attribute__((weak, alias("PMPI_Cart_shift")));
+
+/* int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) */
+int PMPI_Cart_sub(int comm, void *remain_dims, void *newcomm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cart_sub");
+	return gorma_MPI_Cart_sub(comm, (void *)remain_dims, (void *)newcomm);
+}
+int MPI_Cart_sub(int comm, void *remain_dims, void *newcomm) __attribute__((weak, alias("PMPI_Cart_sub")));
+
+/* int MPI_Cartdim_get(MPI_Comm comm, int *ndims) */
+int PMPI_Cartdim_get(int comm, void *ndims)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Cartdim_get");
+	return gorma_MPI_Cartdim_get(comm, (void *)ndims);
+}
+int MPI_Cartdim_get(int comm, void *ndims) __attribute__((weak, alias("PMPI_Cartdim_get")));
+
+/* int MPI_Dims_create(int nnodes, int ndims, int dims[]) */
+int PMPI_Dims_create(int nnodes, int ndims, void *dims)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Dims_create");
+	return gorma_MPI_Dims_create(nnodes, ndims, (void *)dims);
+}
+int MPI_Dims_create(int nnodes, int ndims, void *dims) __attribute__((weak, alias("PMPI_Dims_create")));
+
+/* int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[], const int destinations[], const int weights[], MPI_Info info, int reorder, MPI_Comm *comm_dist_graph) */
+int PMPI_Dist_graph_create(int comm_old, int n, void *sources, void *degrees, void *destinations, void *weights, int info, int reorder, void *comm_dist_graph)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Dist_graph_create");
+	return gorma_MPI_Dist_graph_create(comm_old, n, (void *)sources, (void *)degrees, (void *)destinations, (void *)weights, info, reorder, (void *)comm_dist_graph);
+}
+int MPI_Dist_graph_create(int comm_old, int n, void *sources, void *degrees, void *destinations, void *weights, int info, int reorder, void *comm_dist_graph) __attribute__((weak, alias("PMPI_Dist_graph_create")));
+
+/* int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[], const int sourceweights[], int outdegree, const int destinations[], const int destweights[], MPI_Info info, int reorder, MPI_Comm *comm_dist_graph) */
+int PMPI_Dist_graph_create_adjacent(int comm_old, int indegree, void *sources, void *sourceweights, int outdegree, void *destinations, void *destweights, int info, int reorder, void *comm_dist_graph)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Dist_graph_create_adjacent");
+	return gorma_MPI_Dist_graph_create_adjacent(comm_old, indegree, (void *)sources, (void *)sourceweights, outdegree, (void *)destinations, (void *)destweights, info, reorder, (void *)comm_dist_graph);
+}
+int MPI_Dist_graph_create_adjacent(int comm_old, int indegree, void *sources, void *sourceweights, int outdegree, void *destinations, void *destweights, int info, int reorder, void *comm_dist_graph) __attribute__((weak, alias("PMPI_Dist_graph_create_adjacent")));
+
+/* int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[], int maxoutdegree, int destinations[], int destweights[]) */
+int PMPI_Dist_graph_neighbors(int comm, int maxindegree, void *sources, void *sourceweights, int maxoutdegree, void *destinations, void *destweights)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Dist_graph_neighbors");
+	return gorma_MPI_Dist_graph_neighbors(comm, maxindegree, (void *)sources, (void *)sourceweights, maxoutdegree, (void *)destinations, (void *)destweights);
+}
+int MPI_Dist_graph_neighbors(int comm, int maxindegree, void *sources, void *sourceweights, int maxoutdegree, void *destinations, void *destweights) __attribute__((weak, alias("PMPI_Dist_graph_neighbors")));
+
+/* int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree, int *weighted) */
+int PMPI_Dist_graph_neighbors_count(int comm, void *indegree, void *outdegree, void *weighted)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Dist_graph_neighbors_count");
+	return gorma_MPI_Dist_graph_neighbors_count(comm, (void *)indegree, (void *)outdegree, (void *)weighted);
+}
+int MPI_Dist_graph_neighbors_count(int comm, void *indegree, void *outdegree, void *weighted) __attribute__((weak, alias("PMPI_Dist_graph_neighbors_count")));
+
+/* int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int indx[], const int edges[], int reorder, MPI_Comm *comm_graph) */
+int PMPI_Graph_create(int comm_old, int nnodes, void *indx, void *edges, int reorder, void *comm_graph)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Graph_create");
+	return gorma_MPI_Graph_create(comm_old, nnodes, (void *)indx, (void *)edges, reorder, (void *)comm_graph);
+}
+int MPI_Graph_create(int comm_old, int nnodes, void *indx, void *edges, int reorder, void *comm_graph) __attribute__((weak, alias("PMPI_Graph_create")));
+
+/* int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int indx[], int edges[]) */
+int PMPI_Graph_get(int comm, int maxindex, int maxedges, void *indx, void *edges)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Graph_get");
+	return gorma_MPI_Graph_get(comm, maxindex, maxedges, (void *)indx, (void *)edges);
+}
+int MPI_Graph_get(int comm, int maxindex, int maxedges, void *indx, void *edges) __attribute__((weak, alias("PMPI_Graph_get")));
+
+/* int MPI_Graph_map(MPI_Comm comm, int nnodes, const int indx[], const int edges[], int *newrank) */
+int PMPI_Graph_map(int comm, int nnodes, void *indx, void *edges, void *newrank)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Graph_map");
+	return gorma_MPI_Graph_map(comm, nnodes, (void *)indx, (void *)edges, (void *)newrank);
+}
+int MPI_Graph_map(int comm, int nnodes, void *indx, void *edges, void *newrank) __attribute__((weak, alias("PMPI_Graph_map")));
+
+/* int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]) */
+int PMPI_Graph_neighbors(int comm, int rank, int maxneighbors, void *neighbors)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Graph_neighbors");
+	return gorma_MPI_Graph_neighbors(comm, rank, maxneighbors, (void *)neighbors);
+}
+int MPI_Graph_neighbors(int comm, int rank, int maxneighbors, void *neighbors) __attribute__((weak, alias("PMPI_Graph_neighbors")));
+
+/* int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors) */
+int PMPI_Graph_neighbors_count(int comm, int rank, void *nneighbors)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Graph_neighbors_count");
+	return gorma_MPI_Graph_neighbors_count(comm, rank, (void *)nneighbors);
+}
+int MPI_Graph_neighbors_count(int comm, int rank, void *nneighbors) __attribute__((weak, alias("PMPI_Graph_neighbors_count")));
+
+/* int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges) */
+int PMPI_Graphdims_get(int comm, void *nnodes, void *nedges)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Graphdims_get");
+	return gorma_MPI_Graphdims_get(comm, (void *)nnodes, (void *)nedges);
+}
+int MPI_Graphdims_get(int comm, void *nnodes, void *nedges) __attribute__((weak, alias("PMPI_Graphdims_get")));
+
+/* int MPI_Topo_test(MPI_Comm comm, int *status) */
+int PMPI_Topo_test(int comm, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Topo_test");
+	return gorma_MPI_Topo_test(comm, (void *)status);
+}
+int MPI_Topo_test(int comm, void *status) __attribute__((weak, alias("PMPI_Topo_test")));
 
 /* int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
 int PMPI_Allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
@@ -3065,286 +3560,6 @@ int PMPI_Win_set_attr(int win, int win_keyval, void *attribute_val)
 }
 int MPI_Win_set_attr(int win, int win_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Win_set_attr")));
 
-/* int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ineighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ineighbor_allgather");
-	return gorma_absent("MPI_Ineighbor_allgather", 1, comm);
-}
-int MPI_Ineighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_allgather")));
-
-/* int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ineighbor_allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ineighbor_allgatherv");
-	return gorma_absent("MPI_Ineighbor_allgatherv", 1, comm);
-}
-int MPI_Ineighbor_allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_allgatherv")));
-
-/* int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ineighbor_alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ineighbor_alltoall");
-	return gorma_absent("MPI_Ineighbor_alltoall", 1, comm);
-}
-int MPI_Ineighbor_alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoall")));
-
-/* int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ineighbor_alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ineighbor_alltoallv");
-	return gorma_absent("MPI_Ineighbor_alltoallv", 1, comm);
-}
-int MPI_Ineighbor_alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallv")));
-
-/* int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ineighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ineighbor_alltoallw");
-	return gorma_absent("MPI_Ineighbor_alltoallw", 1, comm);
-}
-int MPI_Ineighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallw")));
-
-/* int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Neighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_allgather");
-	return gorma_absent("MPI_Neighbor_allgather", 1, comm);
-}
-int MPI_Neighbor_allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_allgather")));
-
-/* int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Neighbor_allgather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_allgather_init");
-	return gorma_absent("MPI_Neighbor_allgather_init", 1, comm);
-}
-int MPI_Neighbor_allgather_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_allgather_init")));
-
-/* int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Neighbor_allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_allgatherv");
-	return gorma_absent("MPI_Neighbor_allgatherv", 1, comm);
-}
-int MPI_Neighbor_allgatherv(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_allgatherv")));
-
-/* int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Neighbor_allgatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_allgatherv_init");
-	return gorma_absent("MPI_Neighbor_allgatherv_init", 1, comm);
-}
-int MPI_Neighbor_allgatherv_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_allgatherv_init")));
-
-/* int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Neighbor_alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_alltoall");
-	return gorma_absent("MPI_Neighbor_alltoall", 1, comm);
-}
-int MPI_Neighbor_alltoall(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoall")));
-
-/* int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Neighbor_alltoall_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_alltoall_init");
-	return gorma_absent("MPI_Neighbor_alltoall_init", 1, comm);
-}
-int MPI_Neighbor_alltoall_init(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoall_init")));
-
-/* int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Neighbor_alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_alltoallv");
-	return gorma_absent("MPI_Neighbor_alltoallv", 1, comm);
-}
-int MPI_Neighbor_alltoallv(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallv")));
-
-/* int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Neighbor_alltoallv_init(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_alltoallv_init");
-	return gorma_absent("MPI_Neighbor_alltoallv_init", 1, comm);
-}
-int MPI_Neighbor_alltoallv_init(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallv_init")));
-
-/* int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) */
-int PMPI_Neighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_alltoallw");
-	return gorma_absent("MPI_Neighbor_alltoallw", 1, comm);
-}
-int MPI_Neighbor_alltoallw(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallw")));
-
-/* int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Neighbor_alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_alltoallw_init");
-	return gorma_absent("MPI_Neighbor_alltoallw_init", 1, comm);
-}
-int MPI_Neighbor_alltoallw_init(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallw_init")));
-
-/* int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result) */
-int PMPI_Comm_compare(int comm1, int comm2, void *result)
-{
-	(void)comm2; (void)result;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_compare");
-	return gorma_absent("MPI_Comm_compare", 1, comm1);
-}
-int MPI_Comm_compare(int comm1, int comm2, void *result) __attribute__((weak, alias("PMPI_Comm_compare")));
-
-/* int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm) */
-int PMPI_Comm_create_group(int comm, int group, int tag, void *newcomm)
-{
-	(void)group; (void)tag; (void)newcomm;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_create_group");
-	return gorma_absent("MPI_Comm_create_group", 1, comm);
-}
-int MPI_Comm_create_group(int comm, int group, int tag, void *newcomm) __attribute__((weak, alias("PMPI_Comm_create_group")));
-
-/* int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) */
-int PMPI_Comm_dup_with_info(int comm, int info, void *newcomm)
-{
-	(void)info; (void)newcomm;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_dup_with_info");
-	return gorma_absent("MPI_Comm_dup_with_info", 1, comm);
-}
-int MPI_Comm_dup_with_info(int comm, int info, void *newcomm) __attribute__((weak, alias("PMPI_Comm_dup_with_info")));
-
-/* int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) */
-int PMPI_Comm_get_info(int comm, void *info_used)
-{
-	(void)info_used;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_get_info");
-	return gorma_absent("MPI_Comm_get_info", 1, comm);
-}
-int MPI_Comm_get_info(int comm, void *info_used) __attribute__((weak, alias("PMPI_Comm_get_info")));
-
-/* int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen) */
-int PMPI_Comm_get_name(int comm, void *comm_name, void *resultlen)
-{
-	(void)comm_name; (void)resultlen;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_get_name");
-	return gorma_absent("MPI_Comm_get_name", 1, comm);
-}
-int MPI_Comm_get_name(int comm, void *comm_name, void *resultlen) __attribute__((weak, alias("PMPI_Comm_get_name")));
-
-/* int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) */
-int PMPI_Comm_idup(int comm, void *newcomm, void *request)
-{
-	(void)newcomm; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_idup");
-	return gorma_absent("MPI_Comm_idup", 1, comm);
-}
-int MPI_Comm_idup(int comm, void *newcomm, void *request) __attribute__((weak, alias("PMPI_Comm_idup")));
-
-/* int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) */
-int PMPI_Comm_idup_with_info(int comm, int info, void *newcomm, void *request)
-{
-	(void)info; (void)newcomm; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_idup_with_info");
-	return gorma_absent("MPI_Comm_idup_with_info", 1, comm);
-}
-int MPI_Comm_idup_with_info(int comm, int info, void *newcomm, void *request) __attribute__((weak, alias("PMPI_Comm_idup_with_info")));
-
-/* int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group) */
-int PMPI_Comm_remote_group(int comm, void *group)
-{
-	(void)group;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_remote_group");
-	return gorma_absent("MPI_Comm_remote_group", 1, comm);
-}
-int MPI_Comm_remote_group(int comm, void *group) __attribute__((weak, alias("PMPI_Comm_remote_group")));
-
-/* int MPI_Comm_remote_size(MPI_Comm comm, int *size) */
-int PMPI_Comm_remote_size(int comm, void *size)
-{
-	(void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_remote_size");
-	return gorma_absent("MPI_Comm_remote_size", 1, comm);
-}
-int MPI_Comm_remote_size(int comm, void *size) __attribute__((weak, alias("PMPI_Comm_remote_size")));
-
-/* int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) */
-int PMPI_Comm_set_info(int comm, int info)
-{
-	(void)info;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_set_info");
-	return gorma_absent("MPI_Comm_set_info", 1, comm);
-}
-int MPI_Comm_set_info(int comm, int info) __attribute__((weak, alias("PMPI_Comm_set_info")));
-
-/* int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name) */
-int PMPI_Comm_set_name(int comm, void *comm_name)
-{
-	(void)comm_name;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_set_name");
-	return gorma_absent("MPI_Comm_set_name", 1, comm);
-}
-int MPI_Comm_set_name(int comm, void *comm_name) __attribute__((weak, alias("PMPI_Comm_set_name")));
-
-/* int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) */
-int PMPI_Comm_split_type(int comm, int split_type, int key, int info, void *newcomm)
-{
-	(void)split_type; (void)key; (void)info; (void)newcomm;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_split_type");
-	return gorma_absent("MPI_Comm_split_type", 1, comm);
-}
-int MPI_Comm_split_type(int comm, int split_type, int key, int info, void *newcomm) __attribute__((weak, alias("PMPI_Comm_split_type")));
-
-/* int MPI_Comm_test_inter(MPI_Comm comm, int *flag) */
-int PMPI_Comm_test_inter(int comm, void *flag)
-{
-	(void)flag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_test_inter");
-	return gorma_absent("MPI_Comm_test_inter", 1, comm);
-}
-int MPI_Comm_test_inter(int comm, void *flag) __attribute__((weak, alias("PMPI_Comm_test_inter")));
-
 /* int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm) */
 int PMPI_Intercomm_create_from_groups(int local_group, int local_leader, int remote_group, int remote_leader, void *stringtag, int info, int errhandler, void *newintercomm)
 {
@@ -3554,76 +3769,6 @@ int PMPI_Errhandler_set(int comm, int errhandler)
 	return gorma_absent("MPI_Errhandler_set", 1, comm);
 }
 int MPI_Errhandler_set(int comm, int errhandler) __attribute__((weak, alias("PMPI_Errhandler_set")));
-
-/* int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result) */
-int PMPI_Group_compare(int group1, int group2, void *result)
-{
-	(void)group1; (void)group2; (void)result;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Group_compare");
-	return gorma_absent("MPI_Group_compare", 0, 0);
-}
-int MPI_Group_compare(int group1, int group2, void *result) __attribute__((weak, alias("PMPI_Group_compare")));
-
-/* int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) */
-int PMPI_Group_difference(int group1, int group2, void *newgroup)
-{
-	(void)group1; (void)group2; (void)newgroup;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Group_difference");
-	return gorma_absent("MPI_Group_difference", 0, 0);
-}
-int MPI_Group_difference(int group1, int group2, void *newgroup) __attribute__((weak, alias("PMPI_Group_difference")));
-
-/* int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup) */
-int PMPI_Group_excl(int group, int n, void *ranks, void *newgroup)
-{
-	(void)group; (void)n; (void)ranks; (void)newgroup;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Group_excl");
-	return gorma_absent("MPI_Group_excl", 0, 0);
-}
-int MPI_Group_excl(int group, int n, void *ranks, void *newgroup) __attribute__((weak, alias("PMPI_Group_excl")));
-
-/* int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) */
-int PMPI_Group_intersection(int group1, int group2, void *newgroup)
-{
-	(void)group1; (void)group2; (void)newgroup;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Group_intersection");
-	return gorma_absent("MPI_Group_intersection", 0, 0);
-}
-int MPI_Group_intersection(int group1, int group2, void *newgroup) __attribute__((weak, alias("PMPI_Group_intersection")));
-
-/* int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup) */
-int PMPI_Group_range_excl(int group, int n, int ranges, void *newgroup)
-{
-	(void)group; (void)n; (void)ranges; (void)newgroup;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Group_range_excl");
-	return gorma_absent("MPI_Group_range_excl", 0, 0);
-}
-int MPI_Group_range_excl(int group, int n, int ranges, void *newgroup) __attribute__((weak, alias("PMPI_Group_range_excl")));
-
-/* int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup) */
-int PMPI_Group_range_incl(int group, int n, int ranges, void *newgroup)
-{
-	(void)group; (void)n; (void)ranges; (void)newgroup;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Group_range_incl");
-	return gorma_absent("MPI_Group_range_incl", 0, 0);
-}
-int MPI_Group_range_incl(int group, int n, int ranges, void *newgroup) __attribute__((weak, alias("PMPI_Group_range_incl")));
-
-/* int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) */
-int PMPI_Group_union(int group1, int group2, void *newgroup)
-{
-	(void)group1; (void)group2; (void)newgroup;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Group_union");
-	return gorma_absent("MPI_Group_union", 0, 0);
-}
-int MPI_Group_union(int group1, int group2, void *newgroup) __attribute__((weak, alias("PMPI_Group_union")));
 
 /* int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info) */
 int PMPI_Info_create_env(int argc, void *argv, void *info)
@@ -4084,206 +4229,6 @@ int PMPI_Unpublish_name(void *service_name, int info, void *port_name)
 	return gorma_absent("MPI_Unpublish_name", 0, 0);
 }
 int MPI_Unpublish_name(void *service_name, int info, void *port_name) __attribute__((weak, alias("PMPI_Unpublish_name")));
-
-/* int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) */
-int PMPI_Cart_coords(int comm, int rank, int maxdims, void *coords)
-{
-	(void)rank; (void)maxdims; (void)coords;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Cart_coords");
-	return gorma_absent("MPI_Cart_coords", 1, comm);
-}
-int MPI_Cart_coords(int comm, int rank, int maxdims, void *coords) __attribute__((weak, alias("PMPI_Cart_coords")));
-
-/* int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm *comm_cart) */
-int PMPI_Cart_create(int comm_old, int ndims, void *dims, void *periods, int reorder, void *comm_cart)
-{
-	(void)ndims; (void)dims; (void)periods; (void)reorder; (void)comm_cart;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Cart_create");
-	return gorma_absent("MPI_Cart_create", 1, comm_old);
-}
-int MPI_Cart_create(int comm_old, int ndims, void *dims, void *periods, int reorder, void *comm_cart) __attribute__((weak, alias("PMPI_Cart_create")));
-
-/* int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) */
-int PMPI_Cart_get(int comm, int maxdims, void *dims, void *periods, void *coords)
-{
-	(void)maxdims; (void)dims; (void)periods; (void)coords;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Cart_get");
-	return gorma_absent("MPI_Cart_get", 1, comm);
-}
-int MPI_Cart_get(int comm, int maxdims, void *dims, void *periods, void *coords) __attribute__((weak, alias("PMPI_Cart_get")));
-
-/* int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank) */
-int PMPI_Cart_map(int comm, int ndims, void *dims, void *periods, void *newrank)
-{
-	(void)ndims; (void)dims; (void)periods; (void)newrank;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Cart_map");
-	return gorma_absent("MPI_Cart_map", 1, comm);
-}
-int MPI_Cart_map(int comm, int ndims, void *dims, void *periods, void *newrank) __attribute__((weak, alias("PMPI_Cart_map")));
-
-/* int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank) */
-int PMPI_Cart_rank(int comm, void *coords, void *rank)
-{
-	(void)coords; (void)rank;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Cart_rank");
-	return gorma_absent("MPI_Cart_rank", 1, comm);
-}
-int MPI_Cart_rank(int comm, void *coords, void *rank) __attribute__((weak, alias("PMPI_Cart_rank")));
-
-/* int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest) */
-int PMPI_Cart_shift(int comm, int direction, int disp, void *rank_source, void *rank_dest)
-{
-	(void)direction; (void)disp; (void)rank_source; (void)rank_dest;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Cart_shift");
-	return gorma_absent("MPI_Cart_shift", 1, comm);
-}
-int MPI_Cart_shift(int comm, int direction, int disp, void *rank_source, void *rank_dest) __attribute__((weak, alias("PMPI_Cart_shift")));
-
-/* int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) */
-int PMPI_Cart_sub(int comm, void *remain_dims, void *newcomm)
-{
-	(void)remain_dims; (void)newcomm;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Cart_sub");
-	return gorma_absent("MPI_Cart_sub", 1, comm);
-}
-int MPI_Cart_sub(int comm, void *remain_dims, void *newcomm) __attribute__((weak, alias("PMPI_Cart_sub")));
-
-/* int MPI_Cartdim_get(MPI_Comm comm, int *ndims) */
-int PMPI_Cartdim_get(int comm, void *ndims)
-{
-	(void)ndims;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Cartdim_get");
-	return gorma_absent("MPI_Cartdim_get", 1, comm);
-}
-int MPI_Cartdim_get(int comm, void *ndims) __attribute__((weak, alias("PMPI_Cartdim_get")));
-
-/* int MPI_Dims_create(int nnodes, int ndims, int dims[]) */
-int PMPI_Dims_create(int nnodes, int ndims, void *dims)
-{
-	(void)nnodes; (void)ndims; (void)dims;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Dims_create");
-	return gorma_absent("MPI_Dims_create", 0, 0);
-}
-int MPI_Dims_create(int nnodes, int ndims, void *dims) __attribute__((weak, alias("PMPI_Dims_create")));
-
-/* int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[], const int destinations[], const int weights[], MPI_Info info, int reorder, MPI_Comm *comm_dist_graph) */
-int PMPI_Dist_graph_create(int comm_old, int n, void *sources, void *degrees, void *destinations, void *weights, int info, int reorder, void *comm_dist_graph)
-{
-	(void)n; (void)sources; (void)degrees; (void)destinations; (void)weights; (void)info; (void)reorder; (void)comm_dist_graph;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Dist_graph_create");
-	return gorma_absent("MPI_Dist_graph_create", 1, comm_old);
-}
-int MPI_Dist_graph_create(int comm_old, int n, void *sources, void *degrees, void *destinations, void *weights, int info, int reorder, void *comm_dist_graph) __attribute__((weak, alias("PMPI_Dist_graph_create")));
-
-/* int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[], const int sourceweights[], int outdegree, const int destinations[], const int destweights[], MPI_Info info, int reorder, MPI_Comm *comm_dist_graph) */
-int PMPI_Dist_graph_create_adjacent(int comm_old, int indegree, void *sources, void *sourceweights, int outdegree, void *destinations, void *destweights, int info, int reorder, void *comm_dist_graph)
-{
-	(void)indegree; (void)sources; (void)sourceweights; (void)outdegree; (void)destinations; (void)destweights; (void)info; (void)reorder; (void)comm_dist_graph;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Dist_graph_create_adjacent");
-	return gorma_absent("MPI_Dist_graph_create_adjacent", 1, comm_old);
-}
-int MPI_Dist_graph_create_adjacent(int comm_old, int indegree, void *sources, void *sourceweights, int outdegree, void *destinations, void *destweights, int info, int reorder, void *comm_dist_graph) __attribute__((weak, alias("PMPI_Dist_graph_create_adjacent")));
-
-/* int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[], int maxoutdegree, int destinations[], int destweights[]) */
-int PMPI_Dist_graph_neighbors(int comm, int maxindegree, void *sources, void *sourceweights, int maxoutdegree, void *destinations, void *destweights)
-{
-	(void)maxindegree; (void)sources; (void)sourceweights; (void)maxoutdegree; (void)destinations; (void)destweights;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Dist_graph_neighbors");
-	return gorma_absent("MPI_Dist_graph_neighbors", 1, comm);
-}
-int MPI_Dist_graph_neighbors(int comm, int maxindegree, void *sources, void *sourceweights, int maxoutdegree, void *destinations, void *destweights) __attribute__((weak, alias("PMPI_Dist_graph_neighbors")));
-
-/* int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree, int *weighted) */
-int PMPI_Dist_graph_neighbors_count(int comm, void *indegree, void *outdegree, void *weighted)
-{
-	(void)indegree; (void)outdegree; (void)weighted;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Dist_graph_neighbors_count");
-	return gorma_absent("MPI_Dist_graph_neighbors_count", 1, comm);
-}
-int MPI_Dist_graph_neighbors_count(int comm, void *indegree, void *outdegree, void *weighted) __attribute__((weak, alias("PMPI_Dist_graph_neighbors_count")));
-
-/* int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int indx[], const int edges[], int reorder, MPI_Comm *comm_graph) */
-int PMPI_Graph_create(int comm_old, int nnodes, void *indx, void *edges, int reorder, void *comm_graph)
-{
-	(void)nnodes; (void)indx; (void)edges; (void)reorder; (void)comm_graph;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Graph_create");
-	return gorma_absent("MPI_Graph_create", 1, comm_old);
-}
-int MPI_Graph_create(int comm_old, int nnodes, void *indx, void *edges, int reorder, void *comm_graph) __attribute__((weak, alias("PMPI_Graph_create")));
-
-/* int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int indx[], int edges[]) */
-int PMPI_Graph_get(int comm, int maxindex, int maxedges, void *indx, void *edges)
-{
-	(void)maxindex; (void)maxedges; (void)indx; (void)edges;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Graph_get");
-	return gorma_absent("MPI_Graph_get", 1, comm);
-}
-int MPI_Graph_get(int comm, int maxindex, int maxedges, void *indx, void *edges) __attribute__((weak, alias("PMPI_Graph_get")));
-
-/* int MPI_Graph_map(MPI_Comm comm, int nnodes, const int indx[], const int edges[], int *newrank) */
-int PMPI_Graph_map(int comm, int nnodes, void *indx, void *edges, void *newrank)
-{
-	(void)nnodes; (void)indx; (void)edges; (void)newrank;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Graph_map");
-	return gorma_absent("MPI_Graph_map", 1, comm);
-}
-int MPI_Graph_map(int comm, int nnodes, void *indx, void *edges, void *newrank) __attribute__((weak, alias("PMPI_Graph_map")));
-
-/* int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]) */
-int PMPI_Graph_neighbors(int comm, int rank, int maxneighbors, void *neighbors)
-{
-	(void)rank; (void)maxneighbors; (void)neighbors;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Graph_neighbors");
-	return gorma_absent("MPI_Graph_neighbors", 1, comm);
-}
-int MPI_Graph_neighbors(int comm, int rank, int maxneighbors, void *neighbors) __attribute__((weak, alias("PMPI_Graph_neighbors")));
-
-/* int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors) */
-int PMPI_Graph_neighbors_count(int comm, int rank, void *nneighbors)
-{
-	(void)rank; (void)nneighbors;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Graph_neighbors_count");
-	return gorma_absent("MPI_Graph_neighbors_count", 1, comm);
-}
-int MPI_Graph_neighbors_count(int comm, int rank, void *nneighbors) __attribute__((weak, alias("PMPI_Graph_neighbors_count")));
-
-/* int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges) */
-int PMPI_Graphdims_get(int comm, void *nnodes, void *nedges)
-{
-	(void)nnodes; (void)nedges;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Graphdims_get");
-	return gorma_absent("MPI_Graphdims_get", 1, comm);
-}
-int MPI_Graphdims_get(int comm, void *nnodes, void *nedges) __attribute__((weak, alias("PMPI_Graphdims_get")));
-
-/* int MPI_Topo_test(MPI_Comm comm, int *status) */
-int PMPI_Topo_test(int comm, void *status)
-{
-	(void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Topo_test");
-	return gorma_absent("MPI_Topo_test", 1, comm);
-}
-int MPI_Topo_test(int comm, void *status) __attribute__((weak, alias("PMPI_Topo_test")));
 
 /* int MPI_T_category_changed(int *update_number) */
 int PMPI_T_category_changed(void *update_number)

@@ -57,12 +57,27 @@ const (
 	fnIexscan
 	fnIgather
 	fnIgatherv
+	fnIneighborAllgather
+	fnIneighborAllgatherv
+	fnIneighborAlltoall
+	fnIneighborAlltoallv
+	fnIneighborAlltoallw
 	fnIreduce
 	fnIreduceScatter
 	fnIreduceScatterBlock
 	fnIscan
 	fnIscatter
 	fnIscatterv
+	fnNeighborAllgather
+	fnNeighborAllgatherInit
+	fnNeighborAllgatherv
+	fnNeighborAllgathervInit
+	fnNeighborAlltoall
+	fnNeighborAlltoallInit
+	fnNeighborAlltoallv
+	fnNeighborAlltoallvInit
+	fnNeighborAlltoallw
+	fnNeighborAlltoallwInit
 	fnReduce
 	fnReduceInit
 	fnReduceLocal
@@ -76,13 +91,26 @@ const (
 	fnScatterInit
 	fnScatterv
 	fnScattervInit
+	fnCommCompare
 	fnCommCreate
+	fnCommCreateGroup
 	fnCommDup
+	fnCommDupWithInfo
 	fnCommFree
+	fnCommGetInfo
+	fnCommGetName
 	fnCommGroup
+	fnCommIdup
+	fnCommIdupWithInfo
 	fnCommRank
+	fnCommRemoteGroup
+	fnCommRemoteSize
+	fnCommSetInfo
+	fnCommSetName
 	fnCommSize
 	fnCommSplit
+	fnCommSplitType
+	fnCommTestInter
 	fnIntercommCreate
 	fnIntercommMerge
 	fnXCommRevoke
@@ -142,11 +170,18 @@ const (
 	fnErrorString
 	fnWinCreateErrhandler
 	fnWinSetErrhandler
+	fnGroupCompare
+	fnGroupDifference
+	fnGroupExcl
 	fnGroupFree
 	fnGroupIncl
+	fnGroupIntersection
+	fnGroupRangeExcl
+	fnGroupRangeIncl
 	fnGroupRank
 	fnGroupSize
 	fnGroupTranslateRanks
+	fnGroupUnion
 	fnInfoCreate
 	fnInfoFree
 	fnInfoSet
@@ -236,6 +271,26 @@ const (
 	fnWinUnlock
 	fnWinUnlockAll
 	fnWinWait
+	fnCartCoords
+	fnCartCreate
+	fnCartGet
+	fnCartMap
+	fnCartRank
+	fnCartShift
+	fnCartSub
+	fnCartdimGet
+	fnDimsCreate
+	fnDistGraphCreate
+	fnDistGraphCreateAdjacent
+	fnDistGraphNeighbors
+	fnDistGraphNeighborsCount
+	fnGraphCreate
+	fnGraphGet
+	fnGraphMap
+	fnGraphNeighbors
+	fnGraphNeighborsCount
+	fnGraphdimsGet
+	fnTopoTest
 	fnAllgatherC
 	fnAllgatherInitC
 	fnAllgathervC
@@ -372,12 +427,27 @@ var fnNames = [numFns]string{
 	fnIexscan:                 "MPI_Iexscan",
 	fnIgather:                 "MPI_Igather",
 	fnIgatherv:                "MPI_Igatherv",
+	fnIneighborAllgather:      "MPI_Ineighbor_allgather",
+	fnIneighborAllgatherv:     "MPI_Ineighbor_allgatherv",
+	fnIneighborAlltoall:       "MPI_Ineighbor_alltoall",
+	fnIneighborAlltoallv:      "MPI_Ineighbor_alltoallv",
+	fnIneighborAlltoallw:      "MPI_Ineighbor_alltoallw",
 	fnIreduce:                 "MPI_Ireduce",
 	fnIreduceScatter:          "MPI_Ireduce_scatter",
 	fnIreduceScatterBlock:     "MPI_Ireduce_scatter_block",
 	fnIscan:                   "MPI_Iscan",
 	fnIscatter:                "MPI_Iscatter",
 	fnIscatterv:               "MPI_Iscatterv",
+	fnNeighborAllgather:       "MPI_Neighbor_allgather",
+	fnNeighborAllgatherInit:   "MPI_Neighbor_allgather_init",
+	fnNeighborAllgatherv:      "MPI_Neighbor_allgatherv",
+	fnNeighborAllgathervInit:  "MPI_Neighbor_allgatherv_init",
+	fnNeighborAlltoall:        "MPI_Neighbor_alltoall",
+	fnNeighborAlltoallInit:    "MPI_Neighbor_alltoall_init",
+	fnNeighborAlltoallv:       "MPI_Neighbor_alltoallv",
+	fnNeighborAlltoallvInit:   "MPI_Neighbor_alltoallv_init",
+	fnNeighborAlltoallw:       "MPI_Neighbor_alltoallw",
+	fnNeighborAlltoallwInit:   "MPI_Neighbor_alltoallw_init",
 	fnReduce:                  "MPI_Reduce",
 	fnReduceInit:              "MPI_Reduce_init",
 	fnReduceLocal:             "MPI_Reduce_local",
@@ -391,13 +461,26 @@ var fnNames = [numFns]string{
 	fnScatterInit:             "MPI_Scatter_init",
 	fnScatterv:                "MPI_Scatterv",
 	fnScattervInit:            "MPI_Scatterv_init",
+	fnCommCompare:             "MPI_Comm_compare",
 	fnCommCreate:              "MPI_Comm_create",
+	fnCommCreateGroup:         "MPI_Comm_create_group",
 	fnCommDup:                 "MPI_Comm_dup",
+	fnCommDupWithInfo:         "MPI_Comm_dup_with_info",
 	fnCommFree:                "MPI_Comm_free",
+	fnCommGetInfo:             "MPI_Comm_get_info",
+	fnCommGetName:             "MPI_Comm_get_name",
 	fnCommGroup:               "MPI_Comm_group",
+	fnCommIdup:                "MPI_Comm_idup",
+	fnCommIdupWithInfo:        "MPI_Comm_idup_with_info",
 	fnCommRank:                "MPI_Comm_rank",
+	fnCommRemoteGroup:         "MPI_Comm_remote_group",
+	fnCommRemoteSize:          "MPI_Comm_remote_size",
+	fnCommSetInfo:             "MPI_Comm_set_info",
+	fnCommSetName:             "MPI_Comm_set_name",
 	fnCommSize:                "MPI_Comm_size",
 	fnCommSplit:               "MPI_Comm_split",
+	fnCommSplitType:           "MPI_Comm_split_type",
+	fnCommTestInter:           "MPI_Comm_test_inter",
 	fnIntercommCreate:         "MPI_Intercomm_create",
 	fnIntercommMerge:          "MPI_Intercomm_merge",
 	fnXCommRevoke:             "MPIX_Comm_revoke",
@@ -457,11 +540,18 @@ var fnNames = [numFns]string{
 	fnErrorString:             "MPI_Error_string",
 	fnWinCreateErrhandler:     "MPI_Win_create_errhandler",
 	fnWinSetErrhandler:        "MPI_Win_set_errhandler",
+	fnGroupCompare:            "MPI_Group_compare",
+	fnGroupDifference:         "MPI_Group_difference",
+	fnGroupExcl:               "MPI_Group_excl",
 	fnGroupFree:               "MPI_Group_free",
 	fnGroupIncl:               "MPI_Group_incl",
+	fnGroupIntersection:       "MPI_Group_intersection",
+	fnGroupRangeExcl:          "MPI_Group_range_excl",
+	fnGroupRangeIncl:          "MPI_Group_range_incl",
 	fnGroupRank:               "MPI_Group_rank",
 	fnGroupSize:               "MPI_Group_size",
 	fnGroupTranslateRanks:     "MPI_Group_translate_ranks",
+	fnGroupUnion:              "MPI_Group_union",
 	fnInfoCreate:              "MPI_Info_create",
 	fnInfoFree:                "MPI_Info_free",
 	fnInfoSet:                 "MPI_Info_set",
@@ -551,6 +641,26 @@ var fnNames = [numFns]string{
 	fnWinUnlock:               "MPI_Win_unlock",
 	fnWinUnlockAll:            "MPI_Win_unlock_all",
 	fnWinWait:                 "MPI_Win_wait",
+	fnCartCoords:              "MPI_Cart_coords",
+	fnCartCreate:              "MPI_Cart_create",
+	fnCartGet:                 "MPI_Cart_get",
+	fnCartMap:                 "MPI_Cart_map",
+	fnCartRank:                "MPI_Cart_rank",
+	fnCartShift:               "MPI_Cart_shift",
+	fnCartSub:                 "MPI_Cart_sub",
+	fnCartdimGet:              "MPI_Cartdim_get",
+	fnDimsCreate:              "MPI_Dims_create",
+	fnDistGraphCreate:         "MPI_Dist_graph_create",
+	fnDistGraphCreateAdjacent: "MPI_Dist_graph_create_adjacent",
+	fnDistGraphNeighbors:      "MPI_Dist_graph_neighbors",
+	fnDistGraphNeighborsCount: "MPI_Dist_graph_neighbors_count",
+	fnGraphCreate:             "MPI_Graph_create",
+	fnGraphGet:                "MPI_Graph_get",
+	fnGraphMap:                "MPI_Graph_map",
+	fnGraphNeighbors:          "MPI_Graph_neighbors",
+	fnGraphNeighborsCount:     "MPI_Graph_neighbors_count",
+	fnGraphdimsGet:            "MPI_Graphdims_get",
+	fnTopoTest:                "MPI_Topo_test",
 	fnAllgatherC:              "MPI_Allgather_c",
 	fnAllgatherInitC:          "MPI_Allgather_init_c",
 	fnAllgathervC:             "MPI_Allgatherv_c",
@@ -1104,6 +1214,61 @@ func gorma_MPI_Igatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int,
 	return 0
 }
 
+// int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ineighbor_allgather
+func gorma_MPI_Ineighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIneighborAllgather, &rc)
+	if err := doIneighborAllgather(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIneighborAllgather, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ineighbor_allgatherv
+func gorma_MPI_Ineighbor_allgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIneighborAllgatherv, &rc)
+	if err := doIneighborAllgatherv(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(displs), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIneighborAllgatherv, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ineighbor_alltoall
+func gorma_MPI_Ineighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIneighborAlltoall, &rc)
+	if err := doIneighborAlltoall(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIneighborAlltoall, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ineighbor_alltoallv
+func gorma_MPI_Ineighbor_alltoallv(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIneighborAlltoallv, &rc)
+	if err := doIneighborAlltoallv(sendbuf, (*int32)(sendcounts), (*int32)(sdispls), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(rdispls), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIneighborAlltoallv, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ineighbor_alltoallw
+func gorma_MPI_Ineighbor_alltoallw(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtypes unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtypes unsafe.Pointer, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIneighborAlltoallw, &rc)
+	if err := doIneighborAlltoallw(sendbuf, (*int32)(sendcounts), (*int64)(sdispls), (*Datatype)(sendtypes), recvbuf, (*int32)(recvcounts), (*int64)(rdispls), (*Datatype)(recvtypes), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIneighborAlltoallw, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 //
 //export gorma_MPI_Ireduce
@@ -1166,6 +1331,116 @@ func gorma_MPI_Iscatterv(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, disp
 	defer catch(fnIscatterv, &rc)
 	if err := doIscatterv(sendbuf, (*int32)(sendcounts), (*int32)(displs), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), (*Request)(request)); err != nil {
 		return C.int(failComm(fnIscatterv, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Neighbor_allgather
+func gorma_MPI_Neighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnNeighborAllgather, &rc)
+	if err := doNeighborAllgather(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnNeighborAllgather, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Neighbor_allgather_init
+func gorma_MPI_Neighbor_allgather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnNeighborAllgatherInit, &rc)
+	if err := doNeighborAllgatherInit(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnNeighborAllgatherInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Neighbor_allgatherv
+func gorma_MPI_Neighbor_allgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnNeighborAllgatherv, &rc)
+	if err := doNeighborAllgatherv(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(displs), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnNeighborAllgatherv, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Neighbor_allgatherv_init
+func gorma_MPI_Neighbor_allgatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnNeighborAllgathervInit, &rc)
+	if err := doNeighborAllgathervInit(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(displs), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnNeighborAllgathervInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Neighbor_alltoall
+func gorma_MPI_Neighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnNeighborAlltoall, &rc)
+	if err := doNeighborAlltoall(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnNeighborAlltoall, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Neighbor_alltoall_init
+func gorma_MPI_Neighbor_alltoall_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnNeighborAlltoallInit, &rc)
+	if err := doNeighborAlltoallInit(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnNeighborAlltoallInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Neighbor_alltoallv
+func gorma_MPI_Neighbor_alltoallv(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnNeighborAlltoallv, &rc)
+	if err := doNeighborAlltoallv(sendbuf, (*int32)(sendcounts), (*int32)(sdispls), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(rdispls), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnNeighborAlltoallv, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Neighbor_alltoallv_init
+func gorma_MPI_Neighbor_alltoallv_init(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnNeighborAlltoallvInit, &rc)
+	if err := doNeighborAlltoallvInit(sendbuf, (*int32)(sendcounts), (*int32)(sdispls), Datatype(sendtype), recvbuf, (*int32)(recvcounts), (*int32)(rdispls), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnNeighborAlltoallvInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+//
+//export gorma_MPI_Neighbor_alltoallw
+func gorma_MPI_Neighbor_alltoallw(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtypes unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtypes unsafe.Pointer, comm C.int) (rc C.int) {
+	defer catch(fnNeighborAlltoallw, &rc)
+	if err := doNeighborAlltoallw(sendbuf, (*int32)(sendcounts), (*int64)(sdispls), (*Datatype)(sendtypes), recvbuf, (*int32)(recvcounts), (*int64)(rdispls), (*Datatype)(recvtypes), Comm(comm)); err != nil {
+		return C.int(failComm(fnNeighborAlltoallw, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Neighbor_alltoallw_init
+func gorma_MPI_Neighbor_alltoallw_init(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtypes unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtypes unsafe.Pointer, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnNeighborAlltoallwInit, &rc)
+	if err := doNeighborAlltoallwInit(sendbuf, (*int32)(sendcounts), (*int64)(sdispls), (*Datatype)(sendtypes), recvbuf, (*int32)(recvcounts), (*int64)(rdispls), (*Datatype)(recvtypes), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnNeighborAlltoallwInit, Comm(comm), err))
 	}
 	return 0
 }
@@ -1313,6 +1588,17 @@ func gorma_MPI_Scatterv_init(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, 
 	return 0
 }
 
+// int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
+//
+//export gorma_MPI_Comm_compare
+func gorma_MPI_Comm_compare(comm1 C.int, comm2 C.int, result unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommCompare, &rc)
+	if err := doCommCompare(Comm(comm1), Comm(comm2), (*int32)(result)); err != nil {
+		return C.int(failComm(fnCommCompare, Comm(comm1), err))
+	}
+	return 0
+}
+
 // int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 //
 //export gorma_MPI_Comm_create
@@ -1320,6 +1606,17 @@ func gorma_MPI_Comm_create(comm C.int, group C.int, newcomm unsafe.Pointer) (rc 
 	defer catch(fnCommCreate, &rc)
 	if err := doCommCreate(Comm(comm), Group(group), (*Comm)(newcomm)); err != nil {
 		return C.int(failComm(fnCommCreate, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+//
+//export gorma_MPI_Comm_create_group
+func gorma_MPI_Comm_create_group(comm C.int, group C.int, tag C.int, newcomm unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommCreateGroup, &rc)
+	if err := doCommCreateGroup(Comm(comm), Group(group), int(tag), (*Comm)(newcomm)); err != nil {
+		return C.int(failComm(fnCommCreateGroup, Comm(comm), err))
 	}
 	return 0
 }
@@ -1335,6 +1632,17 @@ func gorma_MPI_Comm_dup(comm C.int, newcomm unsafe.Pointer) (rc C.int) {
 	return 0
 }
 
+// int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+//
+//export gorma_MPI_Comm_dup_with_info
+func gorma_MPI_Comm_dup_with_info(comm C.int, info C.int, newcomm unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommDupWithInfo, &rc)
+	if err := doCommDupWithInfo(Comm(comm), Info(info), (*Comm)(newcomm)); err != nil {
+		return C.int(failComm(fnCommDupWithInfo, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Comm_free(MPI_Comm *comm)
 //
 //export gorma_MPI_Comm_free
@@ -1342,6 +1650,28 @@ func gorma_MPI_Comm_free(comm unsafe.Pointer) (rc C.int) {
 	defer catch(fnCommFree, &rc)
 	if err := doCommFree((*Comm)(comm)); err != nil {
 		return C.int(failComm(fnCommFree, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
+//
+//export gorma_MPI_Comm_get_info
+func gorma_MPI_Comm_get_info(comm C.int, info_used unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommGetInfo, &rc)
+	if err := doCommGetInfo(Comm(comm), (*Info)(info_used)); err != nil {
+		return C.int(failComm(fnCommGetInfo, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)
+//
+//export gorma_MPI_Comm_get_name
+func gorma_MPI_Comm_get_name(comm C.int, comm_name unsafe.Pointer, resultlen unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommGetName, &rc)
+	if err := doCommGetName(Comm(comm), (*byte)(comm_name), (*int32)(resultlen)); err != nil {
+		return C.int(failComm(fnCommGetName, Comm(comm), err))
 	}
 	return 0
 }
@@ -1357,6 +1687,28 @@ func gorma_MPI_Comm_group(comm C.int, group unsafe.Pointer) (rc C.int) {
 	return 0
 }
 
+// int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+//
+//export gorma_MPI_Comm_idup
+func gorma_MPI_Comm_idup(comm C.int, newcomm unsafe.Pointer, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommIdup, &rc)
+	if err := doCommIdup(Comm(comm), (*Comm)(newcomm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnCommIdup, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request)
+//
+//export gorma_MPI_Comm_idup_with_info
+func gorma_MPI_Comm_idup_with_info(comm C.int, info C.int, newcomm unsafe.Pointer, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommIdupWithInfo, &rc)
+	if err := doCommIdupWithInfo(Comm(comm), Info(info), (*Comm)(newcomm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnCommIdupWithInfo, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Comm_rank(MPI_Comm comm, int *rank)
 //
 //export gorma_MPI_Comm_rank
@@ -1364,6 +1716,50 @@ func gorma_MPI_Comm_rank(comm C.int, rank unsafe.Pointer) (rc C.int) {
 	defer catch(fnCommRank, &rc)
 	if err := doCommRank(Comm(comm), (*int32)(rank)); err != nil {
 		return C.int(failComm(fnCommRank, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
+//
+//export gorma_MPI_Comm_remote_group
+func gorma_MPI_Comm_remote_group(comm C.int, group unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommRemoteGroup, &rc)
+	if err := doCommRemoteGroup(Comm(comm), (*Group)(group)); err != nil {
+		return C.int(failComm(fnCommRemoteGroup, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Comm_remote_size(MPI_Comm comm, int *size)
+//
+//export gorma_MPI_Comm_remote_size
+func gorma_MPI_Comm_remote_size(comm C.int, size unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommRemoteSize, &rc)
+	if err := doCommRemoteSize(Comm(comm), (*int32)(size)); err != nil {
+		return C.int(failComm(fnCommRemoteSize, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
+//
+//export gorma_MPI_Comm_set_info
+func gorma_MPI_Comm_set_info(comm C.int, info C.int) (rc C.int) {
+	defer catch(fnCommSetInfo, &rc)
+	if err := doCommSetInfo(Comm(comm), Info(info)); err != nil {
+		return C.int(failComm(fnCommSetInfo, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
+//
+//export gorma_MPI_Comm_set_name
+func gorma_MPI_Comm_set_name(comm C.int, comm_name unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommSetName, &rc)
+	if err := doCommSetName(Comm(comm), (*byte)(comm_name)); err != nil {
+		return C.int(failComm(fnCommSetName, Comm(comm), err))
 	}
 	return 0
 }
@@ -1386,6 +1782,28 @@ func gorma_MPI_Comm_split(comm C.int, color C.int, key C.int, newcomm unsafe.Poi
 	defer catch(fnCommSplit, &rc)
 	if err := doCommSplit(Comm(comm), int(color), int(key), (*Comm)(newcomm)); err != nil {
 		return C.int(failComm(fnCommSplit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
+//
+//export gorma_MPI_Comm_split_type
+func gorma_MPI_Comm_split_type(comm C.int, split_type C.int, key C.int, info C.int, newcomm unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommSplitType, &rc)
+	if err := doCommSplitType(Comm(comm), int(split_type), int(key), Info(info), (*Comm)(newcomm)); err != nil {
+		return C.int(failComm(fnCommSplitType, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Comm_test_inter(MPI_Comm comm, int *flag)
+//
+//export gorma_MPI_Comm_test_inter
+func gorma_MPI_Comm_test_inter(comm C.int, flag unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommTestInter, &rc)
+	if err := doCommTestInter(Comm(comm), (*int32)(flag)); err != nil {
+		return C.int(failComm(fnCommTestInter, Comm(comm), err))
 	}
 	return 0
 }
@@ -2039,6 +2457,39 @@ func gorma_MPI_Win_set_errhandler(win C.int, errhandler C.int) (rc C.int) {
 	return 0
 }
 
+// int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result)
+//
+//export gorma_MPI_Group_compare
+func gorma_MPI_Group_compare(group1 C.int, group2 C.int, result unsafe.Pointer) (rc C.int) {
+	defer catch(fnGroupCompare, &rc)
+	if err := doGroupCompare(Group(group1), Group(group2), (*int32)(result)); err != nil {
+		return C.int(failComm(fnGroupCompare, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
+//
+//export gorma_MPI_Group_difference
+func gorma_MPI_Group_difference(group1 C.int, group2 C.int, newgroup unsafe.Pointer) (rc C.int) {
+	defer catch(fnGroupDifference, &rc)
+	if err := doGroupDifference(Group(group1), Group(group2), (*Group)(newgroup)); err != nil {
+		return C.int(failComm(fnGroupDifference, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
+//
+//export gorma_MPI_Group_excl
+func gorma_MPI_Group_excl(group C.int, n C.int, ranks unsafe.Pointer, newgroup unsafe.Pointer) (rc C.int) {
+	defer catch(fnGroupExcl, &rc)
+	if err := doGroupExcl(Group(group), int(n), (*int32)(ranks), (*Group)(newgroup)); err != nil {
+		return C.int(failComm(fnGroupExcl, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Group_free(MPI_Group *group)
 //
 //export gorma_MPI_Group_free
@@ -2057,6 +2508,39 @@ func gorma_MPI_Group_incl(group C.int, n C.int, ranks unsafe.Pointer, newgroup u
 	defer catch(fnGroupIncl, &rc)
 	if err := doGroupIncl(Group(group), int(n), (*int32)(ranks), (*Group)(newgroup)); err != nil {
 		return C.int(failComm(fnGroupIncl, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
+//
+//export gorma_MPI_Group_intersection
+func gorma_MPI_Group_intersection(group1 C.int, group2 C.int, newgroup unsafe.Pointer) (rc C.int) {
+	defer catch(fnGroupIntersection, &rc)
+	if err := doGroupIntersection(Group(group1), Group(group2), (*Group)(newgroup)); err != nil {
+		return C.int(failComm(fnGroupIntersection, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
+//
+//export gorma_MPI_Group_range_excl
+func gorma_MPI_Group_range_excl(group C.int, n C.int, ranges unsafe.Pointer, newgroup unsafe.Pointer) (rc C.int) {
+	defer catch(fnGroupRangeExcl, &rc)
+	if err := doGroupRangeExcl(Group(group), int(n), (*int32)(ranges), (*Group)(newgroup)); err != nil {
+		return C.int(failComm(fnGroupRangeExcl, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
+//
+//export gorma_MPI_Group_range_incl
+func gorma_MPI_Group_range_incl(group C.int, n C.int, ranges unsafe.Pointer, newgroup unsafe.Pointer) (rc C.int) {
+	defer catch(fnGroupRangeIncl, &rc)
+	if err := doGroupRangeIncl(Group(group), int(n), (*int32)(ranges), (*Group)(newgroup)); err != nil {
+		return C.int(failComm(fnGroupRangeIncl, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -2090,6 +2574,17 @@ func gorma_MPI_Group_translate_ranks(group1 C.int, n C.int, ranks1 unsafe.Pointe
 	defer catch(fnGroupTranslateRanks, &rc)
 	if err := doGroupTranslateRanks(Group(group1), int(n), (*int32)(ranks1), Group(group2), (*int32)(ranks2)); err != nil {
 		return C.int(failComm(fnGroupTranslateRanks, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
+//
+//export gorma_MPI_Group_union
+func gorma_MPI_Group_union(group1 C.int, group2 C.int, newgroup unsafe.Pointer) (rc C.int) {
+	defer catch(fnGroupUnion, &rc)
+	if err := doGroupUnion(Group(group1), Group(group2), (*Group)(newgroup)); err != nil {
+		return C.int(failComm(fnGroupUnion, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -3069,6 +3564,226 @@ func gorma_MPI_Win_wait(win C.int) (rc C.int) {
 	defer catch(fnWinWait, &rc)
 	if err := doWinWait(Win(win)); err != nil {
 		return C.int(failWin(fnWinWait, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[])
+//
+//export gorma_MPI_Cart_coords
+func gorma_MPI_Cart_coords(comm C.int, rank C.int, maxdims C.int, coords unsafe.Pointer) (rc C.int) {
+	defer catch(fnCartCoords, &rc)
+	if err := doCartCoords(Comm(comm), int(rank), int(maxdims), (*int32)(coords)); err != nil {
+		return C.int(failComm(fnCartCoords, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm *comm_cart)
+//
+//export gorma_MPI_Cart_create
+func gorma_MPI_Cart_create(comm_old C.int, ndims C.int, dims unsafe.Pointer, periods unsafe.Pointer, reorder C.int, comm_cart unsafe.Pointer) (rc C.int) {
+	defer catch(fnCartCreate, &rc)
+	if err := doCartCreate(Comm(comm_old), int(ndims), (*int32)(dims), (*int32)(periods), int(reorder), (*Comm)(comm_cart)); err != nil {
+		return C.int(failComm(fnCartCreate, Comm(comm_old), err))
+	}
+	return 0
+}
+
+// int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[])
+//
+//export gorma_MPI_Cart_get
+func gorma_MPI_Cart_get(comm C.int, maxdims C.int, dims unsafe.Pointer, periods unsafe.Pointer, coords unsafe.Pointer) (rc C.int) {
+	defer catch(fnCartGet, &rc)
+	if err := doCartGet(Comm(comm), int(maxdims), (*int32)(dims), (*int32)(periods), (*int32)(coords)); err != nil {
+		return C.int(failComm(fnCartGet, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank)
+//
+//export gorma_MPI_Cart_map
+func gorma_MPI_Cart_map(comm C.int, ndims C.int, dims unsafe.Pointer, periods unsafe.Pointer, newrank unsafe.Pointer) (rc C.int) {
+	defer catch(fnCartMap, &rc)
+	if err := doCartMap(Comm(comm), int(ndims), (*int32)(dims), (*int32)(periods), (*int32)(newrank)); err != nil {
+		return C.int(failComm(fnCartMap, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
+//
+//export gorma_MPI_Cart_rank
+func gorma_MPI_Cart_rank(comm C.int, coords unsafe.Pointer, rank unsafe.Pointer) (rc C.int) {
+	defer catch(fnCartRank, &rc)
+	if err := doCartRank(Comm(comm), (*int32)(coords), (*int32)(rank)); err != nil {
+		return C.int(failComm(fnCartRank, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest)
+//
+//export gorma_MPI_Cart_shift
+func gorma_MPI_Cart_shift(comm C.int, direction C.int, disp C.int, rank_source unsafe.Pointer, rank_dest unsafe.Pointer) (rc C.int) {
+	defer catch(fnCartShift, &rc)
+	if err := doCartShift(Comm(comm), int(direction), int(disp), (*int32)(rank_source), (*int32)(rank_dest)); err != nil {
+		return C.int(failComm(fnCartShift, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
+//
+//export gorma_MPI_Cart_sub
+func gorma_MPI_Cart_sub(comm C.int, remain_dims unsafe.Pointer, newcomm unsafe.Pointer) (rc C.int) {
+	defer catch(fnCartSub, &rc)
+	if err := doCartSub(Comm(comm), (*int32)(remain_dims), (*Comm)(newcomm)); err != nil {
+		return C.int(failComm(fnCartSub, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Cartdim_get(MPI_Comm comm, int *ndims)
+//
+//export gorma_MPI_Cartdim_get
+func gorma_MPI_Cartdim_get(comm C.int, ndims unsafe.Pointer) (rc C.int) {
+	defer catch(fnCartdimGet, &rc)
+	if err := doCartdimGet(Comm(comm), (*int32)(ndims)); err != nil {
+		return C.int(failComm(fnCartdimGet, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Dims_create(int nnodes, int ndims, int dims[])
+//
+//export gorma_MPI_Dims_create
+func gorma_MPI_Dims_create(nnodes C.int, ndims C.int, dims unsafe.Pointer) (rc C.int) {
+	defer catch(fnDimsCreate, &rc)
+	if err := doDimsCreate(int(nnodes), int(ndims), (*int32)(dims)); err != nil {
+		return C.int(failComm(fnDimsCreate, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[], const int destinations[], const int weights[], MPI_Info info, int reorder, MPI_Comm *comm_dist_graph)
+//
+//export gorma_MPI_Dist_graph_create
+func gorma_MPI_Dist_graph_create(comm_old C.int, n C.int, sources unsafe.Pointer, degrees unsafe.Pointer, destinations unsafe.Pointer, weights unsafe.Pointer, info C.int, reorder C.int, comm_dist_graph unsafe.Pointer) (rc C.int) {
+	defer catch(fnDistGraphCreate, &rc)
+	if err := doDistGraphCreate(Comm(comm_old), int(n), (*int32)(sources), (*int32)(degrees), (*int32)(destinations), (*int32)(weights), Info(info), int(reorder), (*Comm)(comm_dist_graph)); err != nil {
+		return C.int(failComm(fnDistGraphCreate, Comm(comm_old), err))
+	}
+	return 0
+}
+
+// int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[], const int sourceweights[], int outdegree, const int destinations[], const int destweights[], MPI_Info info, int reorder, MPI_Comm *comm_dist_graph)
+//
+//export gorma_MPI_Dist_graph_create_adjacent
+func gorma_MPI_Dist_graph_create_adjacent(comm_old C.int, indegree C.int, sources unsafe.Pointer, sourceweights unsafe.Pointer, outdegree C.int, destinations unsafe.Pointer, destweights unsafe.Pointer, info C.int, reorder C.int, comm_dist_graph unsafe.Pointer) (rc C.int) {
+	defer catch(fnDistGraphCreateAdjacent, &rc)
+	if err := doDistGraphCreateAdjacent(Comm(comm_old), int(indegree), (*int32)(sources), (*int32)(sourceweights), int(outdegree), (*int32)(destinations), (*int32)(destweights), Info(info), int(reorder), (*Comm)(comm_dist_graph)); err != nil {
+		return C.int(failComm(fnDistGraphCreateAdjacent, Comm(comm_old), err))
+	}
+	return 0
+}
+
+// int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[], int maxoutdegree, int destinations[], int destweights[])
+//
+//export gorma_MPI_Dist_graph_neighbors
+func gorma_MPI_Dist_graph_neighbors(comm C.int, maxindegree C.int, sources unsafe.Pointer, sourceweights unsafe.Pointer, maxoutdegree C.int, destinations unsafe.Pointer, destweights unsafe.Pointer) (rc C.int) {
+	defer catch(fnDistGraphNeighbors, &rc)
+	if err := doDistGraphNeighbors(Comm(comm), int(maxindegree), (*int32)(sources), (*int32)(sourceweights), int(maxoutdegree), (*int32)(destinations), (*int32)(destweights)); err != nil {
+		return C.int(failComm(fnDistGraphNeighbors, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree, int *weighted)
+//
+//export gorma_MPI_Dist_graph_neighbors_count
+func gorma_MPI_Dist_graph_neighbors_count(comm C.int, indegree unsafe.Pointer, outdegree unsafe.Pointer, weighted unsafe.Pointer) (rc C.int) {
+	defer catch(fnDistGraphNeighborsCount, &rc)
+	if err := doDistGraphNeighborsCount(Comm(comm), (*int32)(indegree), (*int32)(outdegree), (*int32)(weighted)); err != nil {
+		return C.int(failComm(fnDistGraphNeighborsCount, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int indx[], const int edges[], int reorder, MPI_Comm *comm_graph)
+//
+//export gorma_MPI_Graph_create
+func gorma_MPI_Graph_create(comm_old C.int, nnodes C.int, indx unsafe.Pointer, edges unsafe.Pointer, reorder C.int, comm_graph unsafe.Pointer) (rc C.int) {
+	defer catch(fnGraphCreate, &rc)
+	if err := doGraphCreate(Comm(comm_old), int(nnodes), (*int32)(indx), (*int32)(edges), int(reorder), (*Comm)(comm_graph)); err != nil {
+		return C.int(failComm(fnGraphCreate, Comm(comm_old), err))
+	}
+	return 0
+}
+
+// int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int indx[], int edges[])
+//
+//export gorma_MPI_Graph_get
+func gorma_MPI_Graph_get(comm C.int, maxindex C.int, maxedges C.int, indx unsafe.Pointer, edges unsafe.Pointer) (rc C.int) {
+	defer catch(fnGraphGet, &rc)
+	if err := doGraphGet(Comm(comm), int(maxindex), int(maxedges), (*int32)(indx), (*int32)(edges)); err != nil {
+		return C.int(failComm(fnGraphGet, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Graph_map(MPI_Comm comm, int nnodes, const int indx[], const int edges[], int *newrank)
+//
+//export gorma_MPI_Graph_map
+func gorma_MPI_Graph_map(comm C.int, nnodes C.int, indx unsafe.Pointer, edges unsafe.Pointer, newrank unsafe.Pointer) (rc C.int) {
+	defer catch(fnGraphMap, &rc)
+	if err := doGraphMap(Comm(comm), int(nnodes), (*int32)(indx), (*int32)(edges), (*int32)(newrank)); err != nil {
+		return C.int(failComm(fnGraphMap, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[])
+//
+//export gorma_MPI_Graph_neighbors
+func gorma_MPI_Graph_neighbors(comm C.int, rank C.int, maxneighbors C.int, neighbors unsafe.Pointer) (rc C.int) {
+	defer catch(fnGraphNeighbors, &rc)
+	if err := doGraphNeighbors(Comm(comm), int(rank), int(maxneighbors), (*int32)(neighbors)); err != nil {
+		return C.int(failComm(fnGraphNeighbors, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
+//
+//export gorma_MPI_Graph_neighbors_count
+func gorma_MPI_Graph_neighbors_count(comm C.int, rank C.int, nneighbors unsafe.Pointer) (rc C.int) {
+	defer catch(fnGraphNeighborsCount, &rc)
+	if err := doGraphNeighborsCount(Comm(comm), int(rank), (*int32)(nneighbors)); err != nil {
+		return C.int(failComm(fnGraphNeighborsCount, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges)
+//
+//export gorma_MPI_Graphdims_get
+func gorma_MPI_Graphdims_get(comm C.int, nnodes unsafe.Pointer, nedges unsafe.Pointer) (rc C.int) {
+	defer catch(fnGraphdimsGet, &rc)
+	if err := doGraphdimsGet(Comm(comm), (*int32)(nnodes), (*int32)(nedges)); err != nil {
+		return C.int(failComm(fnGraphdimsGet, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Topo_test(MPI_Comm comm, int *status)
+//
+//export gorma_MPI_Topo_test
+func gorma_MPI_Topo_test(comm C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnTopoTest, &rc)
+	if err := doTopoTest(Comm(comm), (*int32)(status)); err != nil {
+		return C.int(failComm(fnTopoTest, Comm(comm), err))
 	}
 	return 0
 }

@@ -35,6 +35,7 @@ func TestParseParam(t *testing.T) {
 		{"char ***argv", param{name: "argv", base: "char", ptrs: 3}},
 		{"MPI_Comm_copy_attr_function *comm_copy_attr_fn", param{name: "comm_copy_attr_fn", base: "MPI_Comm_copy_attr_function", ptrs: 1}},
 		{"MPI_Status array_of_statuses[]", param{name: "array_of_statuses", base: "MPI_Status", ptrs: 1}},
+		{"int ranges[][3]", param{name: "ranges", base: "int", ptrs: 1}},
 	} {
 		got, err := parseParam(c.in)
 		if err != nil || got != c.want {

@@ -332,11 +332,16 @@ func protoStart(t string) bool {
 	return false
 }
 
-var identRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+var (
+	identRE      = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	arrayBoundRE = regexp.MustCompile(`\[[0-9]+\]\s*$`)
+)
 
 func parseParam(s string) (param, error) {
 	s = strings.TrimSpace(s)
 	var p param
+	// An array of arrays (int ranges[][3]) is a pointer: its inner bound is dropped.
+	s = arrayBoundRE.ReplaceAllString(s, "")
 	for strings.HasSuffix(s, "[]") {
 		p.ptrs++
 		s = strings.TrimSpace(strings.TrimSuffix(s, "[]"))

@@ -38,6 +38,7 @@ var twins = map[string]string{
 	"abicheck":       "testdata/abicheck.c",
 	"ulfm":           "testdata/ulfm.c",
 	"hang":           "testdata/hang.c",
+	"attrwincheck":   "testdata/attrwincheck.c",
 }
 
 // setup builds the library, golaunch and the programs into one folder, once per test

@@ -73,7 +73,7 @@ func newCode(class int, msg string) int {
 
 // codeMsg returns the message of code, or "" for a bare class.
 func codeMsg(code int) string {
-	s := code>>7 - 1
+	s := (code&^dynMask)>>7 - 1 // a user class's codes carry the dynamic bit
 	if s < 0 || s >= codeSlots {
 		return ""
 	}
@@ -241,16 +241,12 @@ func errUnsupported(what string) error {
 
 // doErrorString is MPI_Error_string.
 func doErrorString(code int, s *byte, n *int32) error {
-	msg := codeMsg(code)
-	if msg == "" {
-		msg = className(code & classMask)
-	}
-	*n = int32(putString(s, mpi_MAX_ERROR_STRING, msg))
+	*n = int32(putString(s, mpi_MAX_ERROR_STRING, errorText(code)))
 	return nil
 }
 
-// doErrorClass is MPI_Error_class.
+// doErrorClass is MPI_Error_class. A user class (errx.go) keeps its dynamic bit.
 func doErrorClass(code int, class *int32) error {
-	*class = int32(code & classMask)
+	*class = int32(code & (classMask | dynMask))
 	return nil
 }

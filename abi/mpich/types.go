@@ -240,8 +240,13 @@ func doTypeCommit(d *Datatype) error {
 	return nil
 }
 
-// doTypeFree is MPI_Type_free.
+// doTypeFree is MPI_Type_free: the attributes' delete callbacks run first.
 func doTypeFree(d *Datatype) error {
+	if _, ok := types.get(int32(*d)); ok {
+		if err := deleteTypeAttrs(*d); err != nil {
+			return err
+		}
+	}
 	if _, ok := types.del(int32(*d)); !ok {
 		if _, err := typeOf(*d); err == nil {
 			return mpiErr(mpi_ERR_TYPE, "a predefined datatype cannot be freed")

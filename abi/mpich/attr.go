@@ -49,7 +49,7 @@ type keyval struct {
 	handle                 int32
 	copyFn, deleteFn       unsafe.Pointer
 	extra                  unsafe.Pointer
-	copyProxy, deleteProxy unsafe.Pointer
+	copyProxy, deleteProxy unsafe.Pointer // guarded by keyMu
 
 	// refs counts the attributes set with the key; a freed key leaves the table when
 	// its last attribute goes. Both fields are guarded by keyMu.
@@ -59,7 +59,9 @@ type keyval struct {
 
 var (
 	keyvals = newTable[*keyval](kindKeyval)
-	keyMu   sync.Mutex
+	// keyMu guards the keyvals' mutable fields. It nests the lock of the keyvals
+	// table, never the reverse; no other lock of this file is held with it.
+	keyMu sync.Mutex
 )
 
 // predefinedKey reports whether key is one of mpi.h's predefined keyvals (MPI_TAG_UB,
@@ -116,6 +118,13 @@ func userKey(key int, kind objKind) (*keyval, error) {
 		return nil, mpiErr(mpi_ERR_KEYVAL, fmt.Sprintf("keyval %#x was made for %v, not %v", uint32(key), k.kind, kind))
 	}
 	return k, nil
+}
+
+// proxies returns k's copy and delete proxies (nil: the callbacks are C's).
+func (k *keyval) proxies() (copyProxy, deleteProxy unsafe.Pointer) {
+	keyMu.Lock()
+	defer keyMu.Unlock()
+	return k.copyProxy, k.deleteProxy
 }
 
 // release drops an attribute's reference to k.
@@ -320,10 +329,11 @@ func (k *keyval) delete(h int32, at *attr) error {
 	if k.deleteFn == nil {
 		return nil
 	}
+	_, proxy := k.proxies()
 	var rc C.int
 	switch {
-	case k.deleteProxy != nil:
-		rc = C.gorma_attr_delete_proxy(k.deleteProxy, k.deleteFn, C.int(h), C.int(k.handle), C.int(at.typ), at.cell, k.extra)
+	case proxy != nil:
+		rc = C.gorma_attr_delete_proxy(proxy, k.deleteFn, C.int(h), C.int(k.handle), C.int(at.typ), at.cell, k.extra)
 	case k.kind == objType:
 		rc = C.gorma_call_MPI_Type_delete_attr_function(k.deleteFn, C.int(h), C.int(k.handle), at.ptr(), k.extra)
 	case k.kind == objWin:
@@ -348,10 +358,11 @@ func (k *keyval) copy(h int32, at *attr) (unsafe.Pointer, bool, error) {
 	defer C.free(out)
 	defer C.free(unsafe.Pointer(flag))
 	*(*unsafe.Pointer)(out), *flag = nil, 0
+	proxy, _ := k.proxies()
 	var rc C.int
 	switch {
-	case k.copyProxy != nil:
-		rc = C.gorma_attr_copy_proxy(k.copyProxy, k.copyFn, C.int(h), C.int(k.handle), k.extra, C.int(at.typ), at.cell, out, unsafe.Pointer(flag))
+	case proxy != nil:
+		rc = C.gorma_attr_copy_proxy(proxy, k.copyFn, C.int(h), C.int(k.handle), k.extra, C.int(at.typ), at.cell, out, unsafe.Pointer(flag))
 	case k.kind == objType:
 		rc = C.gorma_call_MPI_Type_copy_attr_function(k.copyFn, C.int(h), C.int(k.handle), k.extra, at.ptr(), out, unsafe.Pointer(flag))
 	case k.kind == objWin:

@@ -19,6 +19,7 @@ import (
 
 // winHints are the hints each window was given (MPI_Win_create's info and
 // MPI_Win_set_info), which MPI_Win_get_info returns. The window package takes no hint.
+// mu nests the lock of each info it holds.
 var winHints struct {
 	mu sync.Mutex
 	m  map[Win]*info

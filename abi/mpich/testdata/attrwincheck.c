@@ -573,6 +573,16 @@ static void errors(void)
 	say("error classes, codes and handlers");
 }
 
+static int self_delete(int h, int key, void *val, void *extra)
+{
+	int flag;
+	(void)key; (void)extra;
+	MPI_Finalized(&flag);
+	CHECK(h == (int)MPI_COMM_SELF && val == &rank && !flag, "MPI_COMM_SELF's delete callback");
+	printf("rank %d: MPI_COMM_SELF's attribute deleted in MPI_Finalize\n", rank);
+	return MPI_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -592,6 +602,10 @@ int main(int argc, char **argv)
 		dynamic();
 		infos();
 		errors();
+		/* MPI_Finalize deletes MPI_COMM_SELF's attributes first. */
+		int key;
+		OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete, &key, NULL));
+		OK(MPI_Comm_set_attr(MPI_COMM_SELF, key, &rank));
 	}
 	MPI_Finalize();
 	return 0;

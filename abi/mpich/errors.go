@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/datatype"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/window"
 )
 
 // An mpiError is a failure with its MPI error class.
@@ -42,6 +43,18 @@ func classOf(err error) int {
 	case errors.Is(err, datatype.ErrInvalid), errors.Is(err, datatype.ErrRange):
 		return mpi_ERR_TYPE
 	case errors.Is(err, runtime.ErrInvalid):
+		return mpi_ERR_ARG
+	case errors.Is(err, window.ErrEpoch):
+		return mpi_ERR_RMA_SYNC
+	case errors.Is(err, window.ErrRange):
+		return mpi_ERR_RMA_RANGE
+	case errors.Is(err, window.ErrFlavor):
+		return mpi_ERR_RMA_FLAVOR
+	case errors.Is(err, window.ErrNotShared):
+		return mpi_ERR_RMA_SHARED
+	case errors.Is(err, window.ErrFreed):
+		return mpi_ERR_WIN
+	case errors.Is(err, window.ErrInvalid):
 		return mpi_ERR_ARG
 	}
 	return mpi_ERR_OTHER
@@ -99,6 +112,8 @@ func failWin(fn fnID, w Win, err error) int {
 	h := Errhandler(mpi_ERRORS_ARE_FATAL)
 	if wo, e := winOf(w); e == nil {
 		h = wo.errh
+	} else if worldComm != nil {
+		h, w = worldComm.errh, Win(mpi_COMM_WORLD) // as failComm: an invalid window's error goes to MPI_COMM_WORLD's handler
 	}
 	return fail(fn, h, int32(w), err)
 }

@@ -583,6 +583,40 @@ static int self_delete(int h, int key, void *val, void *extra)
 	return MPI_SUCCESS;
 }
 
+/* Errors of the arguments, under MPI_ERRORS_RETURN: their classes are MPICH's. */
+static void bad_args(void)
+{
+	int *base, key, flag, buf[4];
+	void *v;
+	char k[MPI_MAX_INFO_KEY + 50];
+	MPI_Win win;
+	MPI_Info in;
+
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	OK(MPI_Win_allocate(16, 4, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+	OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+	printf("rank %d: MPI_Win_attach on an allocated window: class %d\n", rank, class_of(MPI_Win_attach(win, buf, sizeof buf)));
+	printf("rank %d: MPI_Win_test without MPI_Win_post: class %d\n", rank, class_of(MPI_Win_test(win, &flag)));
+	printf("rank %d: MPI_Win_call_errhandler on MPI_WIN_NULL: class %d\n", rank, class_of(MPI_Win_call_errhandler(MPI_WIN_NULL, MPI_ERR_OTHER)));
+	OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &key, NULL));
+	printf("rank %d: a communicator keyval on a datatype: class %d\n", rank, class_of(MPI_Type_get_attr(MPI_INT, key, &v, &flag)));
+	printf("rank %d: a communicator keyval on a window: class %d\n", rank, class_of(MPI_Win_set_attr(win, key, &v)));
+	OK(MPI_Comm_free_keyval(&key));
+	key = MPI_TAG_UB;
+	printf("rank %d: freeing MPI_TAG_UB: class %d\n", rank, class_of(MPI_Comm_free_keyval(&key)));
+	OK(MPI_Info_create(&in));
+	memset(k, 'k', MPI_MAX_INFO_KEY + 10);
+	k[MPI_MAX_INFO_KEY + 10] = 0;
+	printf("rank %d: a key too long: class %d\n", rank, class_of(MPI_Info_set(in, k, "v")));
+	printf("rank %d: an empty key: class %d\n", rank, class_of(MPI_Info_set(in, "", "v")));
+	printf("rank %d: key -1: class %d\n", rank, class_of(MPI_Info_get_nthkey(in, -1, k)));
+	OK(MPI_Info_free(&in));
+	printf("rank %d: deleting code 12345: class %d\n", rank, class_of(MPIX_Delete_error_code(12345)));
+	printf("rank %d: deleting class 5: class %d\n", rank, class_of(MPIX_Delete_error_class(5)));
+	OK(MPI_Win_free(&win));
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -602,6 +636,7 @@ int main(int argc, char **argv)
 		dynamic();
 		infos();
 		errors();
+		bad_args();
 		/* MPI_Finalize deletes MPI_COMM_SELF's attributes first. */
 		int key;
 		OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete, &key, NULL));

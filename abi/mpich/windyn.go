@@ -37,6 +37,7 @@ type dynDir struct {
 
 	mu    sync.Mutex
 	own   []dynEntry         // by slot: this rank's attachments
+	self  []dynEntry         // this rank's attachments with memory, sorted by address
 	peers map[int][]dynEntry // directories read from peers, sorted by address
 }
 
@@ -166,6 +167,7 @@ func doWinAttach(h Win, base unsafe.Pointer, size int) error {
 	}
 	d.mu.Lock()
 	d.own[slot] = e
+	d.sortSelf()
 	d.mu.Unlock()
 	return d.publish(wo.w.Rank(), slot, e)
 }
@@ -203,8 +205,20 @@ func doWinDetach(h Win, base unsafe.Pointer) error {
 	}
 	d.mu.Lock()
 	d.own[slot] = dynEntry{}
+	d.sortSelf()
 	d.mu.Unlock()
 	return nil
+}
+
+// sortSelf rebuilds d.self from d.own. d.mu is held.
+func (d *dynDir) sortSelf() {
+	d.self = d.self[:0]
+	for _, e := range d.own {
+		if e.used && e.n > 0 {
+			d.self = append(d.self, e)
+		}
+	}
+	sort.Slice(d.self, func(i, j int) bool { return d.self[i].addr < d.self[j].addr })
 }
 
 // publish writes entry e of slot into this rank's directory, under its exclusive lock,
@@ -260,19 +274,13 @@ func find(es []dynEntry, addr int64) (int, bool) {
 // offset returns the displacement of the window package for address addr at rank.
 func (d *dynDir) offset(me, rank int, addr int64) (int, error) {
 	d.mu.Lock()
-	var es []dynEntry
+	es := d.peers[rank]
 	if rank == me {
-		for _, e := range d.own {
-			if e.used && e.n > 0 {
-				es = append(es, e)
-			}
-		}
-		sort.Slice(es, func(i, j int) bool { return es[i].addr < es[j].addr })
-	} else {
-		es = d.peers[rank]
+		es = d.self
 	}
+	off, ok := find(es, addr)
 	d.mu.Unlock()
-	if off, ok := find(es, addr); ok {
+	if ok {
 		return off, nil
 	}
 	if rank != me {

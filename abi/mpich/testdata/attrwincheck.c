@@ -418,17 +418,32 @@ static void dynamic(void)
 	OK(MPI_Put(v, 2, MPI_INT, other, addrs[other], 2, MPI_INT, win));
 	OK(MPI_Win_unlock(other, win));
 	OK(MPI_Barrier(MPI_COMM_WORLD));
+	int mine = -1;
 	OK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win));
-	CHECK(buf[0] == 0 && buf[1] == 10 + other && buf[2] == 20 + other && buf[3] == 0,
-	      "after the put: %d %d %d %d", buf[0], buf[1], buf[2], buf[3]);
+	OK(MPI_Get(&mine, 1, MPI_INT, rank, addrs[rank] + sizeof(int), 1, MPI_INT, win));
 	OK(MPI_Win_unlock(rank, win));
+	CHECK(buf[0] == 0 && buf[1] == 10 + other && buf[2] == 20 + other && buf[3] == 0 && mine == buf[2],
+	      "after the put: %d %d %d %d, got %d", buf[0], buf[1], buf[2], buf[3], mine);
 	int back[2];
 	OK(MPI_Win_lock(MPI_LOCK_SHARED, other, 0, win));
 	OK(MPI_Get(back, 2, MPI_INT, other, addrs[other], 2, MPI_INT, win));
 	OK(MPI_Win_unlock(other, win));
 	CHECK(back[0] == 10 + rank && back[1] == 20 + rank, "the get: %d %d", back[0], back[1]);
+	/* A buffer attached after the origin's first access. */
+	int buf2[2] = {0, 0};
+	OK(MPI_Win_attach(win, buf2, sizeof buf2));
+	OK(MPI_Get_address(buf2, &addr));
+	OK(MPI_Allgather(&addr, 1, MPI_AINT, addrs, 1, MPI_AINT, MPI_COMM_WORLD));
+	OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, other, 0, win));
+	OK(MPI_Put(v, 2, MPI_INT, other, addrs[other], 2, MPI_INT, win));
+	OK(MPI_Win_unlock(other, win));
+	OK(MPI_Barrier(MPI_COMM_WORLD));
+	OK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win));
+	CHECK(buf2[0] == 10 + other && buf2[1] == 20 + other, "the second buffer: %d %d", buf2[0], buf2[1]);
+	OK(MPI_Win_unlock(rank, win));
 	OK(MPI_Barrier(MPI_COMM_WORLD));
 	OK(MPI_Win_detach(win, buf));
+	OK(MPI_Win_detach(win, buf2));
 	OK(MPI_Win_free(&win));
 	say("dynamic windows");
 }

@@ -42,6 +42,7 @@ var twins = map[string]string{
 	"dtypecheck":     "testdata/dtypecheck.c",
 	"p2pcheck":       "testdata/p2pcheck.c",
 	"topocheck":      "testdata/topocheck.c",
+	"attrwincheck":   "testdata/attrwincheck.c",
 }
 
 // setup builds the library, golaunch and the programs into one folder, once per test

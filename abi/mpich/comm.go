@@ -250,6 +250,9 @@ func doCommGetAttr(c Comm, key int, val unsafe.Pointer, flag *int32) error {
 		}
 	})
 	p, ok := attrVals[key]
+	if key == mpi_LASTUSEDCODE {
+		*(*C.int)(p) = C.int(lastUsedCode()) // MPI_Add_error_class and _code raise it
+	}
 	if !ok {
 		co, err := commOf(c)
 		if err != nil {

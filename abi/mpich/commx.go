@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"fmt"
-	"maps"
 	"sync/atomic"
 	"unsafe"
 
@@ -116,7 +115,7 @@ func doCommCreateGroup(c Comm, g Group, tag int, out *Comm) error {
 // doCommDupWithInfo is MPI_Comm_dup_with_info: MPI_Comm_dup, with info's hints in place
 // of c's.
 func doCommDupWithInfo(c Comm, info Info, out *Comm) error {
-	hints, err := infoMap(info)
+	hints, err := infoCopy(info)
 	if err != nil {
 		return err
 	}
@@ -206,44 +205,46 @@ func doCommGetName(c Comm, name *byte, n *int32) error {
 }
 
 // hintsKey keeps a communicator's info hints (MPI_Comm_set_info) on its World. A Dup
-// gets the same hints; MPI_Comm_dup_with_info replaces them. A value is never changed
-// after it is set, so Dups share it.
-var hintsKey = runtime.NewKeyval[map[string]string](runtime.CopyOnDup[map[string]string], nil)
+// gets the same hints; MPI_Comm_dup_with_info replaces them. An info kept here is never
+// changed, so Dups share it.
+var hintsKey = runtime.NewKeyval[*info](runtime.CopyOnDup[*info], nil)
 
-// hintsOf returns w's hints, nil for none.
-func hintsOf(w *runtime.World) map[string]string {
+// commHints returns w's hints, nil for none.
+func commHints(w *runtime.World) *info {
 	h, _, _ := runtime.GetAttr(w, hintsKey)
 	return h
 }
 
-// infoMap returns a copy of info's keys and values; MPI_INFO_NULL has none.
-func infoMap(info Info) (map[string]string, error) {
-	if info == mpi_INFO_NULL {
-		return map[string]string{}, nil
+// infoCopy returns a copy of the info h; MPI_INFO_NULL gives an empty one.
+func infoCopy(h Info) (*info, error) {
+	if h == mpi_INFO_NULL {
+		return newInfo(), nil
 	}
-	m, ok := infos.get(int32(info))
-	if !ok {
-		return nil, errHandle("info", int32(info))
+	in, err := infoOf(h)
+	if err != nil {
+		return nil, err
 	}
-	return maps.Clone(m), nil
+	return in.dup(), nil
 }
 
 // doCommSetInfo is MPI_Comm_set_info: info's hints are added to c's, replacing those of
 // the same keys. The library acts on none of them; MPI_Comm_get_info gives them back.
-func doCommSetInfo(c Comm, info Info) error {
+func doCommSetInfo(c Comm, h Info) error {
 	w, err := worldOf(c)
 	if err != nil {
 		return err
 	}
-	add, err := infoMap(info)
+	add, err := infoCopy(h)
 	if err != nil {
 		return err
 	}
-	hints := maps.Clone(hintsOf(w))
-	if hints == nil {
-		hints = map[string]string{}
+	hints := newInfo()
+	if old := commHints(w); old != nil {
+		hints = old.dup()
 	}
-	maps.Copy(hints, add)
+	for _, k := range add.keys {
+		hints.set(k, add.vals[k])
+	}
 	return runtime.SetAttr(w, hintsKey, hints)
 }
 
@@ -254,11 +255,11 @@ func doCommGetInfo(c Comm, out *Info) error {
 	if err != nil {
 		return err
 	}
-	m := maps.Clone(hintsOf(w))
-	if m == nil {
-		m = map[string]string{}
+	in := newInfo()
+	if h := commHints(w); h != nil {
+		in = h.dup()
 	}
-	*out = Info(infos.add(m))
+	*out = Info(infos.add(in))
 	return nil
 }
 
@@ -274,7 +275,7 @@ func doCommSplitType(c Comm, typ, key int, info Info, out *Comm) error {
 	if err != nil {
 		return err
 	}
-	hints, err := infoMap(info)
+	hints, err := infoCopy(info)
 	if err != nil {
 		return err
 	}
@@ -283,7 +284,8 @@ func doCommSplitType(c Comm, typ, key int, info Info, out *Comm) error {
 	case mpi_COMM_TYPE_SHARED, mpi_COMM_TYPE_HW_UNGUIDED:
 		shared = true
 	case mpi_COMM_TYPE_HW_GUIDED:
-		shared = hints["mpi_hw_resource_type"] == "mpi_shared_memory"
+		v, _ := hints.get("mpi_hw_resource_type")
+		shared = v == "mpi_shared_memory"
 	case mpi_UNDEFINED, mpix_COMM_TYPE_NEIGHBORHOOD:
 	default:
 		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("split_type %d is not MPI_COMM_TYPE_SHARED, _HW_GUIDED, _HW_UNGUIDED, MPIX_COMM_TYPE_NEIGHBORHOOD or MPI_UNDEFINED", typ))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/datatype"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/window"
 )
 
 // An mpiError is a failure with its MPI error class.
@@ -42,6 +43,18 @@ func classOf(err error) int {
 	case errors.Is(err, datatype.ErrInvalid), errors.Is(err, datatype.ErrRange):
 		return mpi_ERR_TYPE
 	case errors.Is(err, runtime.ErrInvalid):
+		return mpi_ERR_ARG
+	case errors.Is(err, window.ErrEpoch):
+		return mpi_ERR_RMA_SYNC
+	case errors.Is(err, window.ErrRange):
+		return mpi_ERR_RMA_RANGE
+	case errors.Is(err, window.ErrFlavor):
+		return mpi_ERR_RMA_FLAVOR
+	case errors.Is(err, window.ErrNotShared):
+		return mpi_ERR_RMA_SHARED
+	case errors.Is(err, window.ErrFreed):
+		return mpi_ERR_WIN
+	case errors.Is(err, window.ErrInvalid):
 		return mpi_ERR_ARG
 	}
 	return mpi_ERR_OTHER
@@ -73,7 +86,7 @@ func newCode(class int, msg string) int {
 
 // codeMsg returns the message of code, or "" for a bare class.
 func codeMsg(code int) string {
-	s := code>>7 - 1
+	s := (code&^dynMask)>>7 - 1 // a user class's codes carry the dynamic bit
 	if s < 0 || s >= codeSlots {
 		return ""
 	}
@@ -126,6 +139,8 @@ func failWinNamed(fn string, w Win, err error) int {
 	h := Errhandler(mpi_ERRORS_ARE_FATAL)
 	if wo, e := winOf(w); e == nil {
 		h = wo.errh
+	} else if worldComm != nil {
+		h, w = worldComm.errh, Win(mpi_COMM_WORLD) // as failComm: an invalid window's error goes to MPI_COMM_WORLD's handler
 	}
 	return fail(fn, h, int32(w), err)
 }
@@ -269,16 +284,12 @@ func errUnsupported(what string) error {
 
 // doErrorString is MPI_Error_string.
 func doErrorString(code int, s *byte, n *int32) error {
-	msg := codeMsg(code)
-	if msg == "" {
-		msg = className(code & classMask)
-	}
-	*n = int32(putString(s, mpi_MAX_ERROR_STRING, msg))
+	*n = int32(putString(s, mpi_MAX_ERROR_STRING, errorText(code)))
 	return nil
 }
 
-// doErrorClass is MPI_Error_class.
+// doErrorClass is MPI_Error_class. A user class (errx.go) keeps its dynamic bit.
 func doErrorClass(code int, class *int32) error {
-	*class = int32(code & classMask)
+	*class = int32(code & (classMask | dynMask))
 	return nil
 }

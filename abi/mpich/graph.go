@@ -147,7 +147,7 @@ func doDistGraphCreateAdjacent(c Comm, indeg int, sources, sw *int32, outdeg int
 	if err != nil {
 		return err
 	}
-	if _, err := infoMap(info); err != nil {
+	if _, err := infoCopy(info); err != nil {
 		return err
 	}
 	srcs, err := argInts(sources, indeg, "sources")
@@ -184,7 +184,7 @@ func doDistGraphCreate(c Comm, n int, sources, degrees, dests, weights *int32, i
 	if err != nil {
 		return err
 	}
-	if _, err := infoMap(info); err != nil {
+	if _, err := infoCopy(info); err != nil {
 		return err
 	}
 	srcs, err := argInts(sources, n, "sources")

@@ -140,10 +140,16 @@ func doFinalized(flag *int32) error {
 	return nil
 }
 
-// doFinalize is MPI_Finalize: World.Finalize.
+// doFinalize is MPI_Finalize: World.Finalize. MPI_COMM_SELF's attributes are deleted
+// first, as MPI asks, so that their delete callbacks may still call the library.
 func doFinalize() error {
 	if world == nil {
 		return errNotInit
+	}
+	if co := selfComm; co != nil {
+		if err := deleteAttrs(co, mpi_COMM_SELF); err != nil {
+			return err
+		}
 	}
 	err := world.Finalize(bg)
 	finalized = true

@@ -75,34 +75,6 @@ func doGroupTranslateRanks(g1 Group, n int, ranks1 *int32, g2 Group, ranks2 *int
 	return nil
 }
 
-// infos holds MPI_Info objects: keys and values, which hints only; no call reads them.
-var infos = newTable[map[string]string](kindInfo)
-
-// doInfoCreate is MPI_Info_create.
-func doInfoCreate(info *Info) error {
-	*info = Info(infos.add(map[string]string{}))
-	return nil
-}
-
-// doInfoSet is MPI_Info_set.
-func doInfoSet(info Info, key, value *byte) error {
-	m, ok := infos.get(int32(info))
-	if !ok {
-		return errHandle("info", int32(info))
-	}
-	m[C.GoString((*C.char)(unsafe.Pointer(key)))] = C.GoString((*C.char)(unsafe.Pointer(value)))
-	return nil
-}
-
-// doInfoFree is MPI_Info_free.
-func doInfoFree(info *Info) error {
-	if _, ok := infos.del(int32(*info)); !ok {
-		return errHandle("info", int32(*info))
-	}
-	*info = mpi_INFO_NULL
-	return nil
-}
-
 // doIntercommCreate is MPI_Intercomm_create.
 func doIntercommCreate(local Comm, localLeader int, peer Comm, remoteLeader, tag int, out *Comm) error {
 	co, err := commOf(local)
@@ -221,9 +193,10 @@ func newWinAttrs(w *window.Win[byte], base unsafe.Pointer, size, unit int) winAt
 	*(*int64)(p) = int64(size)
 	ints := unsafe.Slice((*int32)(unsafe.Add(p, 8)), 3)
 	ints[0] = int32(unit)
-	ints[1] = mpi_WIN_FLAVOR_CREATE
-	if w.Flavor() == window.FlavorAllocate {
-		ints[1] = mpi_WIN_FLAVOR_ALLOCATE
+	ints[1] = map[window.Flavor]int32{window.FlavorAllocate: mpi_WIN_FLAVOR_ALLOCATE, window.FlavorShared: mpi_WIN_FLAVOR_SHARED,
+		window.FlavorDynamic: mpi_WIN_FLAVOR_DYNAMIC}[w.Flavor()]
+	if ints[1] == 0 {
+		ints[1] = mpi_WIN_FLAVOR_CREATE
 	}
 	ints[2] = mpi_WIN_UNIFIED
 	if w.Model() == window.Separate {
@@ -234,8 +207,9 @@ func newWinAttrs(w *window.Win[byte], base unsafe.Pointer, size, unit int) winAt
 
 func (a winAttrs) free() { C.free(a.vals) }
 
-// doWinGetAttr is MPI_Win_get_attr for the predefined attributes: MPI_WIN_BASE,
-// MPI_WIN_SIZE, MPI_WIN_DISP_UNIT, MPI_WIN_CREATE_FLAVOR and MPI_WIN_MODEL.
+// doWinGetAttr is MPI_Win_get_attr: the predefined attributes MPI_WIN_BASE,
+// MPI_WIN_SIZE, MPI_WIN_DISP_UNIT, MPI_WIN_CREATE_FLAVOR and MPI_WIN_MODEL, and a user
+// keyval's (attr.go).
 func doWinGetAttr(h Win, key int, val unsafe.Pointer, flag *int32) error {
 	wo, err := winOf(h)
 	if err != nil {
@@ -251,8 +225,7 @@ func doWinGetAttr(h Win, key int, val unsafe.Pointer, flag *int32) error {
 		i := map[int]int{mpi_WIN_DISP_UNIT: 0, mpi_WIN_CREATE_FLAVOR: 1, mpi_WIN_MODEL: 2}[key]
 		p = unsafe.Add(wo.attrs.vals, 8+4*i)
 	default:
-		*flag = 0
-		return errUnsupported(fmt.Sprintf("window keyval %#x (user keyvals are not covered)", uint32(key)))
+		return getWinUserAttr(h, key, val, flag, attrPtr)
 	}
 	*(*unsafe.Pointer)(val) = p
 	*flag = 1

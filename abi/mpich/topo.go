@@ -118,7 +118,7 @@ func dupWorld(w *runtime.World) (*runtime.World, error) {
 		nw.Free()
 		return nil, err
 	}
-	if h := hintsOf(w); h != nil {
+	if h := commHints(w); h != nil {
 		if err := runtime.SetAttr(nw, hintsKey, h); err != nil {
 			nw.Free()
 			return nil, err

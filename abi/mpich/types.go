@@ -247,8 +247,9 @@ func doTypeCommit(d *Datatype) error {
 	return nil
 }
 
-// doTypeFree is MPI_Type_free: the handle's reference goes; the datatype lives on while
-// other datatypes or MPI_Type_get_contents' answers refer to it.
+// doTypeFree is MPI_Type_free: the attributes' delete callbacks run, then the handle's
+// reference goes; the datatype lives on while other datatypes or MPI_Type_get_contents'
+// answers refer to it.
 func doTypeFree(d *Datatype) error {
 	t, ok := types.get(int32(*d))
 	if !ok {
@@ -259,6 +260,9 @@ func doTypeFree(d *Datatype) error {
 	}
 	if t.f90 {
 		return mpiErr(mpi_ERR_TYPE, "a datatype of MPI_Type_create_f90_* is predefined and cannot be freed")
+	}
+	if err := deleteTypeAttrs(*d); err != nil {
+		return err // the attributes' delete callbacks run first; one that fails keeps the datatype
 	}
 	release(*d)
 	*d = mpi_DATATYPE_NULL

@@ -124,7 +124,8 @@ func clipInt(n int64) int32 {
 	return int32(n)
 }
 
-// doTypeDup is MPI_Type_dup: the same layout, committed if old is, without its name.
+// doTypeDup is MPI_Type_dup: the same layout, committed if old is, without its name;
+// the attributes go through their copy callbacks.
 func doTypeDup(old Datatype, out *Datatype) error {
 	t, err := anyTypeOf(old)
 	if err != nil {
@@ -134,7 +135,12 @@ func doTypeDup(old Datatype, out *Datatype) error {
 	if err := n.describe(contents{combiner: mpi_COMBINER_DUP, types: []Datatype{old}}); err != nil {
 		return err
 	}
-	*out = Datatype(types.add(n))
+	h := Datatype(types.add(n))
+	if err := copyTypeAttrs(old, h); err != nil {
+		doTypeFree(&h) // a copy callback failed: no new datatype
+		return err
+	}
+	*out = h
 	return nil
 }
 

@@ -70,7 +70,10 @@ func doWinAllocate(size, unit int, info Info, c Comm, baseptr unsafe.Pointer, ou
 		base = unsafe.Pointer(&l[0])
 	}
 	*(*unsafe.Pointer)(baseptr) = base
-	return newWin(w, co, base, size, unit, out)
+	if err := newWin(w, co, base, size, unit, out); err != nil {
+		return err
+	}
+	return setWinHints(*out, info)
 }
 
 // doWinCreate is MPI_Win_create: the caller's memory.
@@ -93,11 +96,19 @@ func doWinCreate(base unsafe.Pointer, size, unit int, info Info, c Comm, out *Wi
 	if err != nil {
 		return err
 	}
-	return newWin(w, co, base, size, unit, out)
+	if err := newWin(w, co, base, size, unit, out); err != nil {
+		return err
+	}
+	return setWinHints(*out, info)
 }
 
-// doWinFree is MPI_Win_free.
+// doWinFree is MPI_Win_free: the attributes' delete callbacks run first.
 func doWinFree(h *Win) error {
+	if _, err := winOf(*h); err == nil {
+		if err := freeWinState(*h); err != nil {
+			return err
+		}
+	}
 	wo, ok := wins.del(int32(*h))
 	if !ok {
 		return errHandle("window", int32(*h))
@@ -281,7 +292,8 @@ func rmaArgs(h Win, org unsafe.Pointer, ocount int, od Datatype, rank, disp, tco
 	if ot.size*ocount != tt.size*tcount {
 		return nil, nil, nil, nil, 0, mpiErr(mpi_ERR_SIZE, fmt.Sprintf("the origin holds %d bytes and the target %d", ot.size*ocount, tt.size*tcount))
 	}
-	return wo, b, ot, tt, disp * wo.units[rank], nil
+	off, err := wo.targetOff(h, rank, disp)
+	return wo, b, ot, tt, off, err
 }
 
 // doPut is MPI_Put.
@@ -429,7 +441,10 @@ func doGetAccumulate(org unsafe.Pointer, ocount int, od Datatype, res unsafe.Poi
 	if err != nil {
 		return err
 	}
-	off := disp * wo.units[rank]
+	off, err := wo.targetOff(h, rank, disp)
+	if err != nil {
+		return err
+	}
 	if ot.contig && tt.contig && rt.contig {
 		return wo.w.GetAccumulate(b, r, rank, off, o)
 	}

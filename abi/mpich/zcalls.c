@@ -42,6 +42,30 @@ int gorma_call_MPI_Comm_delete_attr_function(void *fn, int a0, int a1, void *a2,
 	return ((int (*)(int, int, void *, void *))fn)(a0, a1, a2, a3);
 }
 
+/* typedef int (MPI_Type_copy_attr_function)(MPI_Datatype, int, void *, void *, void *, int *); */
+int gorma_call_MPI_Type_copy_attr_function(void *fn, int a0, int a1, void *a2, void *a3, void *a4, void *a5)
+{
+	return ((int (*)(int, int, void *, void *, void *, void *))fn)(a0, a1, a2, a3, a4, a5);
+}
+
+/* typedef int (MPI_Type_delete_attr_function)(MPI_Datatype, int, void *, void *); */
+int gorma_call_MPI_Type_delete_attr_function(void *fn, int a0, int a1, void *a2, void *a3)
+{
+	return ((int (*)(int, int, void *, void *))fn)(a0, a1, a2, a3);
+}
+
+/* typedef int (MPI_Win_copy_attr_function)(MPI_Win, int, void *, void *, void *, int *); */
+int gorma_call_MPI_Win_copy_attr_function(void *fn, int a0, int a1, void *a2, void *a3, void *a4, void *a5)
+{
+	return ((int (*)(int, int, void *, void *, void *, void *))fn)(a0, a1, a2, a3, a4, a5);
+}
+
+/* typedef int (MPI_Win_delete_attr_function)(MPI_Win, int, void *, void *); */
+int gorma_call_MPI_Win_delete_attr_function(void *fn, int a0, int a1, void *a2, void *a3)
+{
+	return ((int (*)(int, int, void *, void *))fn)(a0, a1, a2, a3);
+}
+
 /* typedef int (MPI_Grequest_query_function)(void *, MPI_Status *); */
 int gorma_call_MPI_Grequest_query_function(void *fn, void *a0, void *a1)
 {
@@ -86,6 +110,33 @@ int PMPI_Type_create_f90_complex(int p, int r, void *newtype)
 	return gorma_MPI_Type_create_f90_complex(p, r, (void *)newtype);
 }
 int MPI_Type_create_f90_complex(int p, int r, void *newtype) __attribute__((weak, alias("PMPI_Type_create_f90_complex")));
+
+/* int MPI_Attr_delete(MPI_Comm comm, int keyval) */
+int PMPI_Attr_delete(int comm, int keyval)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Attr_delete");
+	return gorma_MPI_Attr_delete(comm, keyval);
+}
+int MPI_Attr_delete(int comm, int keyval) __attribute__((weak, alias("PMPI_Attr_delete")));
+
+/* int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag) */
+int PMPI_Attr_get(int comm, int keyval, void *attribute_val, void *flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Attr_get");
+	return gorma_MPI_Attr_get(comm, keyval, (void *)attribute_val, (void *)flag);
+}
+int MPI_Attr_get(int comm, int keyval, void *attribute_val, void *flag) __attribute__((weak, alias("PMPI_Attr_get")));
+
+/* int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val) */
+int PMPI_Attr_put(int comm, int keyval, void *attribute_val)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Attr_put");
+	return gorma_MPI_Attr_put(comm, keyval, (void *)attribute_val);
+}
+int MPI_Attr_put(int comm, int keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Attr_put")));
 
 /* int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state) */
 int PMPI_Comm_create_keyval(void *comm_copy_attr_fn, void *comm_delete_attr_fn, void *comm_keyval, void *extra_state)
@@ -132,6 +183,96 @@ int PMPI_Comm_set_attr(int comm, int comm_keyval, void *attribute_val)
 }
 int MPI_Comm_set_attr(int comm, int comm_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Comm_set_attr")));
 
+/* int MPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval, void *extra_state) */
+int PMPI_Keyval_create(void *copy_fn, void *delete_fn, void *keyval, void *extra_state)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Keyval_create");
+	return gorma_MPI_Keyval_create((void *)copy_fn, (void *)delete_fn, (void *)keyval, (void *)extra_state);
+}
+int MPI_Keyval_create(void *copy_fn, void *delete_fn, void *keyval, void *extra_state) __attribute__((weak, alias("PMPI_Keyval_create")));
+
+/* int MPI_Keyval_free(int *keyval) */
+int PMPI_Keyval_free(void *keyval)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Keyval_free");
+	return gorma_MPI_Keyval_free((void *)keyval);
+}
+int MPI_Keyval_free(void *keyval) __attribute__((weak, alias("PMPI_Keyval_free")));
+
+/* int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn, MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state) */
+int PMPI_Type_create_keyval(void *type_copy_attr_fn, void *type_delete_attr_fn, void *type_keyval, void *extra_state)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_keyval");
+	return gorma_MPI_Type_create_keyval((void *)type_copy_attr_fn, (void *)type_delete_attr_fn, (void *)type_keyval, (void *)extra_state);
+}
+int MPI_Type_create_keyval(void *type_copy_attr_fn, void *type_delete_attr_fn, void *type_keyval, void *extra_state) __attribute__((weak, alias("PMPI_Type_create_keyval")));
+
+/* int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval) */
+int PMPI_Type_delete_attr(int datatype, int type_keyval)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_delete_attr");
+	return gorma_MPI_Type_delete_attr(datatype, type_keyval);
+}
+int MPI_Type_delete_attr(int datatype, int type_keyval) __attribute__((weak, alias("PMPI_Type_delete_attr")));
+
+/* int MPI_Type_free_keyval(int *type_keyval) */
+int PMPI_Type_free_keyval(void *type_keyval)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_free_keyval");
+	return gorma_MPI_Type_free_keyval((void *)type_keyval);
+}
+int MPI_Type_free_keyval(void *type_keyval) __attribute__((weak, alias("PMPI_Type_free_keyval")));
+
+/* int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag) */
+int PMPI_Type_get_attr(int datatype, int type_keyval, void *attribute_val, void *flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_get_attr");
+	return gorma_MPI_Type_get_attr(datatype, type_keyval, (void *)attribute_val, (void *)flag);
+}
+int MPI_Type_get_attr(int datatype, int type_keyval, void *attribute_val, void *flag) __attribute__((weak, alias("PMPI_Type_get_attr")));
+
+/* int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val) */
+int PMPI_Type_set_attr(int datatype, int type_keyval, void *attribute_val)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_set_attr");
+	return gorma_MPI_Type_set_attr(datatype, type_keyval, (void *)attribute_val);
+}
+int MPI_Type_set_attr(int datatype, int type_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Type_set_attr")));
+
+/* int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state) */
+int PMPI_Win_create_keyval(void *win_copy_attr_fn, void *win_delete_attr_fn, void *win_keyval, void *extra_state)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_create_keyval");
+	return gorma_MPI_Win_create_keyval((void *)win_copy_attr_fn, (void *)win_delete_attr_fn, (void *)win_keyval, (void *)extra_state);
+}
+int MPI_Win_create_keyval(void *win_copy_attr_fn, void *win_delete_attr_fn, void *win_keyval, void *extra_state) __attribute__((weak, alias("PMPI_Win_create_keyval")));
+
+/* int MPI_Win_delete_attr(MPI_Win win, int win_keyval) */
+int PMPI_Win_delete_attr(int win, int win_keyval)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_delete_attr");
+	return gorma_MPI_Win_delete_attr(win, win_keyval);
+}
+int MPI_Win_delete_attr(int win, int win_keyval) __attribute__((weak, alias("PMPI_Win_delete_attr")));
+
+/* int MPI_Win_free_keyval(int *win_keyval) */
+int PMPI_Win_free_keyval(void *win_keyval)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_free_keyval");
+	return gorma_MPI_Win_free_keyval((void *)win_keyval);
+}
+int MPI_Win_free_keyval(void *win_keyval) __attribute__((weak, alias("PMPI_Win_free_keyval")));
+
 /* int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag) */
 int PMPI_Win_get_attr(int win, int win_keyval, void *attribute_val, void *flag)
 {
@@ -140,6 +281,15 @@ int PMPI_Win_get_attr(int win, int win_keyval, void *attribute_val, void *flag)
 	return gorma_MPI_Win_get_attr(win, win_keyval, (void *)attribute_val, (void *)flag);
 }
 int MPI_Win_get_attr(int win, int win_keyval, void *attribute_val, void *flag) __attribute__((weak, alias("PMPI_Win_get_attr")));
+
+/* int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val) */
+int PMPI_Win_set_attr(int win, int win_keyval, void *attribute_val)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_set_attr");
+	return gorma_MPI_Win_set_attr(win, win_keyval, (void *)attribute_val);
+}
+int MPI_Win_set_attr(int win, int win_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Win_set_attr")));
 
 /* int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
 int PMPI_Allgather(void *sendbuf, int sendcount, int sendtype, void *recvbuf, int recvcount, int recvtype, int comm)
@@ -1383,6 +1533,42 @@ int PMPI_Type_struct(int count, void *array_of_blocklengths, void *array_of_disp
 }
 int MPI_Type_struct(int count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype) __attribute__((weak, alias("PMPI_Type_struct")));
 
+/* int MPI_Add_error_class(int *errorclass) */
+int PMPI_Add_error_class(void *errorclass)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Add_error_class");
+	return gorma_MPI_Add_error_class((void *)errorclass);
+}
+int MPI_Add_error_class(void *errorclass) __attribute__((weak, alias("PMPI_Add_error_class")));
+
+/* int MPI_Add_error_code(int errorclass, int *errorcode) */
+int PMPI_Add_error_code(int errorclass, void *errorcode)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Add_error_code");
+	return gorma_MPI_Add_error_code(errorclass, (void *)errorcode);
+}
+int MPI_Add_error_code(int errorclass, void *errorcode) __attribute__((weak, alias("PMPI_Add_error_code")));
+
+/* int MPI_Add_error_string(int errorcode, const char *string) */
+int PMPI_Add_error_string(int errorcode, void *string)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Add_error_string");
+	return gorma_MPI_Add_error_string(errorcode, (void *)string);
+}
+int MPI_Add_error_string(int errorcode, void *string) __attribute__((weak, alias("PMPI_Add_error_string")));
+
+/* int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode) */
+int PMPI_Comm_call_errhandler(int comm, int errorcode)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_call_errhandler");
+	return gorma_MPI_Comm_call_errhandler(comm, errorcode);
+}
+int MPI_Comm_call_errhandler(int comm, int errorcode) __attribute__((weak, alias("PMPI_Comm_call_errhandler")));
+
 /* int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler) */
 int PMPI_Comm_create_errhandler(void *comm_errhandler_fn, void *errhandler)
 {
@@ -1437,6 +1623,15 @@ int PMPI_Error_string(int errorcode, void *string, void *resultlen)
 }
 int MPI_Error_string(int errorcode, void *string, void *resultlen) __attribute__((weak, alias("PMPI_Error_string")));
 
+/* int MPI_Win_call_errhandler(MPI_Win win, int errorcode) */
+int PMPI_Win_call_errhandler(int win, int errorcode)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_call_errhandler");
+	return gorma_MPI_Win_call_errhandler(win, errorcode);
+}
+int MPI_Win_call_errhandler(int win, int errorcode) __attribute__((weak, alias("PMPI_Win_call_errhandler")));
+
 /* int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler) */
 int PMPI_Win_create_errhandler(void *win_errhandler_fn, void *errhandler)
 {
@@ -1446,6 +1641,15 @@ int PMPI_Win_create_errhandler(void *win_errhandler_fn, void *errhandler)
 }
 int MPI_Win_create_errhandler(void *win_errhandler_fn, void *errhandler) __attribute__((weak, alias("PMPI_Win_create_errhandler")));
 
+/* int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler) */
+int PMPI_Win_get_errhandler(int win, void *errhandler)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_get_errhandler");
+	return gorma_MPI_Win_get_errhandler(win, (void *)errhandler);
+}
+int MPI_Win_get_errhandler(int win, void *errhandler) __attribute__((weak, alias("PMPI_Win_get_errhandler")));
+
 /* int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler) */
 int PMPI_Win_set_errhandler(int win, int errhandler)
 {
@@ -1454,6 +1658,60 @@ int PMPI_Win_set_errhandler(int win, int errhandler)
 	return gorma_MPI_Win_set_errhandler(win, errhandler);
 }
 int MPI_Win_set_errhandler(int win, int errhandler) __attribute__((weak, alias("PMPI_Win_set_errhandler")));
+
+/* int MPIX_Delete_error_class(int errorclass) */
+int PMPIX_Delete_error_class(int errorclass)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Delete_error_class");
+	return gorma_MPIX_Delete_error_class(errorclass);
+}
+int MPIX_Delete_error_class(int errorclass) __attribute__((weak, alias("PMPIX_Delete_error_class")));
+
+/* int MPIX_Delete_error_code(int errorcode) */
+int PMPIX_Delete_error_code(int errorcode)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Delete_error_code");
+	return gorma_MPIX_Delete_error_code(errorcode);
+}
+int MPIX_Delete_error_code(int errorcode) __attribute__((weak, alias("PMPIX_Delete_error_code")));
+
+/* int MPIX_Delete_error_string(int errorcode) */
+int PMPIX_Delete_error_string(int errorcode)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Delete_error_string");
+	return gorma_MPIX_Delete_error_string(errorcode);
+}
+int MPIX_Delete_error_string(int errorcode) __attribute__((weak, alias("PMPIX_Delete_error_string")));
+
+/* int MPI_Errhandler_create(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler) */
+int PMPI_Errhandler_create(void *comm_errhandler_fn, void *errhandler)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Errhandler_create");
+	return gorma_MPI_Errhandler_create((void *)comm_errhandler_fn, (void *)errhandler);
+}
+int MPI_Errhandler_create(void *comm_errhandler_fn, void *errhandler) __attribute__((weak, alias("PMPI_Errhandler_create")));
+
+/* int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler) */
+int PMPI_Errhandler_get(int comm, void *errhandler)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Errhandler_get");
+	return gorma_MPI_Errhandler_get(comm, (void *)errhandler);
+}
+int MPI_Errhandler_get(int comm, void *errhandler) __attribute__((weak, alias("PMPI_Errhandler_get")));
+
+/* int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler) */
+int PMPI_Errhandler_set(int comm, int errhandler)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Errhandler_set");
+	return gorma_MPI_Errhandler_set(comm, errhandler);
+}
+int MPI_Errhandler_set(int comm, int errhandler) __attribute__((weak, alias("PMPI_Errhandler_set")));
 
 /* int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result) */
 int PMPI_Group_compare(int group1, int group2, void *result)
@@ -1572,6 +1830,33 @@ int PMPI_Info_create(void *info)
 }
 int MPI_Info_create(void *info) __attribute__((weak, alias("PMPI_Info_create")));
 
+/* int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info) */
+int PMPI_Info_create_env(int argc, void *argv, void *info)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_create_env");
+	return gorma_MPI_Info_create_env(argc, (void *)argv, (void *)info);
+}
+int MPI_Info_create_env(int argc, void *argv, void *info) __attribute__((weak, alias("PMPI_Info_create_env")));
+
+/* int MPI_Info_delete(MPI_Info info, const char *key) */
+int PMPI_Info_delete(int info, void *key)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_delete");
+	return gorma_MPI_Info_delete(info, (void *)key);
+}
+int MPI_Info_delete(int info, void *key) __attribute__((weak, alias("PMPI_Info_delete")));
+
+/* int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo) */
+int PMPI_Info_dup(int info, void *newinfo)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_dup");
+	return gorma_MPI_Info_dup(info, (void *)newinfo);
+}
+int MPI_Info_dup(int info, void *newinfo) __attribute__((weak, alias("PMPI_Info_dup")));
+
 /* int MPI_Info_free(MPI_Info *info) */
 int PMPI_Info_free(void *info)
 {
@@ -1580,6 +1865,51 @@ int PMPI_Info_free(void *info)
 	return gorma_MPI_Info_free((void *)info);
 }
 int MPI_Info_free(void *info) __attribute__((weak, alias("PMPI_Info_free")));
+
+/* int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag) */
+int PMPI_Info_get(int info, void *key, int valuelen, void *value, void *flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_get");
+	return gorma_MPI_Info_get(info, (void *)key, valuelen, (void *)value, (void *)flag);
+}
+int MPI_Info_get(int info, void *key, int valuelen, void *value, void *flag) __attribute__((weak, alias("PMPI_Info_get")));
+
+/* int MPI_Info_get_nkeys(MPI_Info info, int *nkeys) */
+int PMPI_Info_get_nkeys(int info, void *nkeys)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_get_nkeys");
+	return gorma_MPI_Info_get_nkeys(info, (void *)nkeys);
+}
+int MPI_Info_get_nkeys(int info, void *nkeys) __attribute__((weak, alias("PMPI_Info_get_nkeys")));
+
+/* int MPI_Info_get_nthkey(MPI_Info info, int n, char *key) */
+int PMPI_Info_get_nthkey(int info, int n, void *key)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_get_nthkey");
+	return gorma_MPI_Info_get_nthkey(info, n, (void *)key);
+}
+int MPI_Info_get_nthkey(int info, int n, void *key) __attribute__((weak, alias("PMPI_Info_get_nthkey")));
+
+/* int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag) */
+int PMPI_Info_get_string(int info, void *key, void *buflen, void *value, void *flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_get_string");
+	return gorma_MPI_Info_get_string(info, (void *)key, (void *)buflen, (void *)value, (void *)flag);
+}
+int MPI_Info_get_string(int info, void *key, void *buflen, void *value, void *flag) __attribute__((weak, alias("PMPI_Info_get_string")));
+
+/* int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag) */
+int PMPI_Info_get_valuelen(int info, void *key, void *valuelen, void *flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Info_get_valuelen");
+	return gorma_MPI_Info_get_valuelen(info, (void *)key, (void *)valuelen, (void *)flag);
+}
+int MPI_Info_get_valuelen(int info, void *key, void *valuelen, void *flag) __attribute__((weak, alias("PMPI_Info_get_valuelen")));
 
 /* int MPI_Info_set(MPI_Info info, const char *key, const char *value) */
 int PMPI_Info_set(int info, void *key, void *value)
@@ -2202,6 +2532,15 @@ int PMPI_Rget(void *origin_addr, int origin_count, int origin_datatype, int targ
 }
 int MPI_Rget(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int win, void *request) __attribute__((weak, alias("PMPI_Rget")));
 
+/* int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) */
+int PMPI_Rget_accumulate(void *origin_addr, int origin_count, int origin_datatype, void *result_addr, int result_count, int result_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rget_accumulate");
+	return gorma_MPI_Rget_accumulate((void *)origin_addr, origin_count, origin_datatype, (void *)result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, (void *)request);
+}
+int MPI_Rget_accumulate(void *origin_addr, int origin_count, int origin_datatype, void *result_addr, int result_count, int result_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win, void *request) __attribute__((weak, alias("PMPI_Rget_accumulate")));
+
 /* int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) */
 int PMPI_Rput(void *origin_addr, int origin_count, int origin_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int win, void *request)
 {
@@ -2220,6 +2559,24 @@ int PMPI_Win_allocate(long size, int disp_unit, int info, int comm, void *basept
 }
 int MPI_Win_allocate(long size, int disp_unit, int info, int comm, void *baseptr, void *win) __attribute__((weak, alias("PMPI_Win_allocate")));
 
+/* int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) */
+int PMPI_Win_allocate_shared(long size, int disp_unit, int info, int comm, void *baseptr, void *win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_allocate_shared");
+	return gorma_MPI_Win_allocate_shared(size, disp_unit, info, comm, (void *)baseptr, (void *)win);
+}
+int MPI_Win_allocate_shared(long size, int disp_unit, int info, int comm, void *baseptr, void *win) __attribute__((weak, alias("PMPI_Win_allocate_shared")));
+
+/* int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) */
+int PMPI_Win_attach(int win, void *base, long size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_attach");
+	return gorma_MPI_Win_attach(win, (void *)base, size);
+}
+int MPI_Win_attach(int win, void *base, long size) __attribute__((weak, alias("PMPI_Win_attach")));
+
 /* int MPI_Win_complete(MPI_Win win) */
 int PMPI_Win_complete(int win)
 {
@@ -2237,6 +2594,24 @@ int PMPI_Win_create(void *base, long size, int disp_unit, int info, int comm, vo
 	return gorma_MPI_Win_create((void *)base, size, disp_unit, info, comm, (void *)win);
 }
 int MPI_Win_create(void *base, long size, int disp_unit, int info, int comm, void *win) __attribute__((weak, alias("PMPI_Win_create")));
+
+/* int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) */
+int PMPI_Win_create_dynamic(int info, int comm, void *win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_create_dynamic");
+	return gorma_MPI_Win_create_dynamic(info, comm, (void *)win);
+}
+int MPI_Win_create_dynamic(int info, int comm, void *win) __attribute__((weak, alias("PMPI_Win_create_dynamic")));
+
+/* int MPI_Win_detach(MPI_Win win, const void *base) */
+int PMPI_Win_detach(int win, void *base)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_detach");
+	return gorma_MPI_Win_detach(win, (void *)base);
+}
+int MPI_Win_detach(int win, void *base) __attribute__((weak, alias("PMPI_Win_detach")));
 
 /* int MPI_Win_fence(int assert, MPI_Win win) */
 int PMPI_Win_fence(int assert, int win)
@@ -2292,6 +2667,33 @@ int PMPI_Win_free(void *win)
 }
 int MPI_Win_free(void *win) __attribute__((weak, alias("PMPI_Win_free")));
 
+/* int MPI_Win_get_group(MPI_Win win, MPI_Group *group) */
+int PMPI_Win_get_group(int win, void *group)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_get_group");
+	return gorma_MPI_Win_get_group(win, (void *)group);
+}
+int MPI_Win_get_group(int win, void *group) __attribute__((weak, alias("PMPI_Win_get_group")));
+
+/* int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used) */
+int PMPI_Win_get_info(int win, void *info_used)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_get_info");
+	return gorma_MPI_Win_get_info(win, (void *)info_used);
+}
+int MPI_Win_get_info(int win, void *info_used) __attribute__((weak, alias("PMPI_Win_get_info")));
+
+/* int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen) */
+int PMPI_Win_get_name(int win, void *win_name, void *resultlen)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_get_name");
+	return gorma_MPI_Win_get_name(win, (void *)win_name, (void *)resultlen);
+}
+int MPI_Win_get_name(int win, void *win_name, void *resultlen) __attribute__((weak, alias("PMPI_Win_get_name")));
+
 /* int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) */
 int PMPI_Win_lock(int lock_type, int rank, int assert, int win)
 {
@@ -2319,6 +2721,33 @@ int PMPI_Win_post(int group, int assert, int win)
 }
 int MPI_Win_post(int group, int assert, int win) __attribute__((weak, alias("PMPI_Win_post")));
 
+/* int MPI_Win_set_info(MPI_Win win, MPI_Info info) */
+int PMPI_Win_set_info(int win, int info)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_set_info");
+	return gorma_MPI_Win_set_info(win, info);
+}
+int MPI_Win_set_info(int win, int info) __attribute__((weak, alias("PMPI_Win_set_info")));
+
+/* int MPI_Win_set_name(MPI_Win win, const char *win_name) */
+int PMPI_Win_set_name(int win, void *win_name)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_set_name");
+	return gorma_MPI_Win_set_name(win, (void *)win_name);
+}
+int MPI_Win_set_name(int win, void *win_name) __attribute__((weak, alias("PMPI_Win_set_name")));
+
+/* int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr) */
+int PMPI_Win_shared_query(int win, int rank, void *size, void *disp_unit, void *baseptr)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_shared_query");
+	return gorma_MPI_Win_shared_query(win, rank, (void *)size, (void *)disp_unit, (void *)baseptr);
+}
+int MPI_Win_shared_query(int win, int rank, void *size, void *disp_unit, void *baseptr) __attribute__((weak, alias("PMPI_Win_shared_query")));
+
 /* int MPI_Win_start(MPI_Group group, int assert, MPI_Win win) */
 int PMPI_Win_start(int group, int assert, int win)
 {
@@ -2336,6 +2765,15 @@ int PMPI_Win_sync(int win)
 	return gorma_MPI_Win_sync(win);
 }
 int MPI_Win_sync(int win) __attribute__((weak, alias("PMPI_Win_sync")));
+
+/* int MPI_Win_test(MPI_Win win, int *flag) */
+int PMPI_Win_test(int win, void *flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_test");
+	return gorma_MPI_Win_test(win, (void *)flag);
+}
+int MPI_Win_test(int win, void *flag) __attribute__((weak, alias("PMPI_Win_test")));
 
 /* int MPI_Win_unlock(int rank, MPI_Win win) */
 int PMPI_Win_unlock(int rank, int win)
@@ -3420,146 +3858,6 @@ int PMPI_Status_f2f08(void *f_status, void *f08_status)
 }
 int MPI_Status_f2f08(void *f_status, void *f08_status) __attribute__((weak, alias("PMPI_Status_f2f08")));
 
-/* int MPI_Attr_delete(MPI_Comm comm, int keyval) */
-int PMPI_Attr_delete(int comm, int keyval)
-{
-	(void)keyval;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Attr_delete");
-	return gorma_absent("MPI_Attr_delete", 1, comm);
-}
-int MPI_Attr_delete(int comm, int keyval) __attribute__((weak, alias("PMPI_Attr_delete")));
-
-/* int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag) */
-int PMPI_Attr_get(int comm, int keyval, void *attribute_val, void *flag)
-{
-	(void)keyval; (void)attribute_val; (void)flag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Attr_get");
-	return gorma_absent("MPI_Attr_get", 1, comm);
-}
-int MPI_Attr_get(int comm, int keyval, void *attribute_val, void *flag) __attribute__((weak, alias("PMPI_Attr_get")));
-
-/* int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val) */
-int PMPI_Attr_put(int comm, int keyval, void *attribute_val)
-{
-	(void)keyval; (void)attribute_val;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Attr_put");
-	return gorma_absent("MPI_Attr_put", 1, comm);
-}
-int MPI_Attr_put(int comm, int keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Attr_put")));
-
-/* int MPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval, void *extra_state) */
-int PMPI_Keyval_create(void *copy_fn, void *delete_fn, void *keyval, void *extra_state)
-{
-	(void)copy_fn; (void)delete_fn; (void)keyval; (void)extra_state;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Keyval_create");
-	return gorma_absent("MPI_Keyval_create", 0, 0);
-}
-int MPI_Keyval_create(void *copy_fn, void *delete_fn, void *keyval, void *extra_state) __attribute__((weak, alias("PMPI_Keyval_create")));
-
-/* int MPI_Keyval_free(int *keyval) */
-int PMPI_Keyval_free(void *keyval)
-{
-	(void)keyval;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Keyval_free");
-	return gorma_absent("MPI_Keyval_free", 0, 0);
-}
-int MPI_Keyval_free(void *keyval) __attribute__((weak, alias("PMPI_Keyval_free")));
-
-/* int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn, MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state) */
-int PMPI_Type_create_keyval(void *type_copy_attr_fn, void *type_delete_attr_fn, void *type_keyval, void *extra_state)
-{
-	(void)type_copy_attr_fn; (void)type_delete_attr_fn; (void)type_keyval; (void)extra_state;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_keyval");
-	return gorma_absent("MPI_Type_create_keyval", 0, 0);
-}
-int MPI_Type_create_keyval(void *type_copy_attr_fn, void *type_delete_attr_fn, void *type_keyval, void *extra_state) __attribute__((weak, alias("PMPI_Type_create_keyval")));
-
-/* int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval) */
-int PMPI_Type_delete_attr(int datatype, int type_keyval)
-{
-	(void)datatype; (void)type_keyval;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_delete_attr");
-	return gorma_absent("MPI_Type_delete_attr", 0, 0);
-}
-int MPI_Type_delete_attr(int datatype, int type_keyval) __attribute__((weak, alias("PMPI_Type_delete_attr")));
-
-/* int MPI_Type_free_keyval(int *type_keyval) */
-int PMPI_Type_free_keyval(void *type_keyval)
-{
-	(void)type_keyval;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_free_keyval");
-	return gorma_absent("MPI_Type_free_keyval", 0, 0);
-}
-int MPI_Type_free_keyval(void *type_keyval) __attribute__((weak, alias("PMPI_Type_free_keyval")));
-
-/* int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag) */
-int PMPI_Type_get_attr(int datatype, int type_keyval, void *attribute_val, void *flag)
-{
-	(void)datatype; (void)type_keyval; (void)attribute_val; (void)flag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_get_attr");
-	return gorma_absent("MPI_Type_get_attr", 0, 0);
-}
-int MPI_Type_get_attr(int datatype, int type_keyval, void *attribute_val, void *flag) __attribute__((weak, alias("PMPI_Type_get_attr")));
-
-/* int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val) */
-int PMPI_Type_set_attr(int datatype, int type_keyval, void *attribute_val)
-{
-	(void)datatype; (void)type_keyval; (void)attribute_val;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_set_attr");
-	return gorma_absent("MPI_Type_set_attr", 0, 0);
-}
-int MPI_Type_set_attr(int datatype, int type_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Type_set_attr")));
-
-/* int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state) */
-int PMPI_Win_create_keyval(void *win_copy_attr_fn, void *win_delete_attr_fn, void *win_keyval, void *extra_state)
-{
-	(void)win_copy_attr_fn; (void)win_delete_attr_fn; (void)win_keyval; (void)extra_state;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_create_keyval");
-	return gorma_absent("MPI_Win_create_keyval", 0, 0);
-}
-int MPI_Win_create_keyval(void *win_copy_attr_fn, void *win_delete_attr_fn, void *win_keyval, void *extra_state) __attribute__((weak, alias("PMPI_Win_create_keyval")));
-
-/* int MPI_Win_delete_attr(MPI_Win win, int win_keyval) */
-int PMPI_Win_delete_attr(int win, int win_keyval)
-{
-	(void)win_keyval;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_delete_attr");
-	return gorma_absent("MPI_Win_delete_attr", 2, win);
-}
-int MPI_Win_delete_attr(int win, int win_keyval) __attribute__((weak, alias("PMPI_Win_delete_attr")));
-
-/* int MPI_Win_free_keyval(int *win_keyval) */
-int PMPI_Win_free_keyval(void *win_keyval)
-{
-	(void)win_keyval;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_free_keyval");
-	return gorma_absent("MPI_Win_free_keyval", 0, 0);
-}
-int MPI_Win_free_keyval(void *win_keyval) __attribute__((weak, alias("PMPI_Win_free_keyval")));
-
-/* int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val) */
-int PMPI_Win_set_attr(int win, int win_keyval, void *attribute_val)
-{
-	(void)win_keyval; (void)attribute_val;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_set_attr");
-	return gorma_absent("MPI_Win_set_attr", 2, win);
-}
-int MPI_Win_set_attr(int win, int win_keyval, void *attribute_val) __attribute__((weak, alias("PMPI_Win_set_attr")));
-
 /* int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm) */
 int PMPI_Intercomm_create_from_groups(int local_group, int local_leader, int remote_group, int remote_leader, void *stringtag, int info, int errhandler, void *newintercomm)
 {
@@ -3569,46 +3867,6 @@ int PMPI_Intercomm_create_from_groups(int local_group, int local_leader, int rem
 	return gorma_absent("MPI_Intercomm_create_from_groups", 0, 0);
 }
 int MPI_Intercomm_create_from_groups(int local_group, int local_leader, int remote_group, int remote_leader, void *stringtag, int info, int errhandler, void *newintercomm) __attribute__((weak, alias("PMPI_Intercomm_create_from_groups")));
-
-/* int MPI_Add_error_class(int *errorclass) */
-int PMPI_Add_error_class(void *errorclass)
-{
-	(void)errorclass;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Add_error_class");
-	return gorma_absent("MPI_Add_error_class", 0, 0);
-}
-int MPI_Add_error_class(void *errorclass) __attribute__((weak, alias("PMPI_Add_error_class")));
-
-/* int MPI_Add_error_code(int errorclass, int *errorcode) */
-int PMPI_Add_error_code(int errorclass, void *errorcode)
-{
-	(void)errorclass; (void)errorcode;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Add_error_code");
-	return gorma_absent("MPI_Add_error_code", 0, 0);
-}
-int MPI_Add_error_code(int errorclass, void *errorcode) __attribute__((weak, alias("PMPI_Add_error_code")));
-
-/* int MPI_Add_error_string(int errorcode, const char *string) */
-int PMPI_Add_error_string(int errorcode, void *string)
-{
-	(void)errorcode; (void)string;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Add_error_string");
-	return gorma_absent("MPI_Add_error_string", 0, 0);
-}
-int MPI_Add_error_string(int errorcode, void *string) __attribute__((weak, alias("PMPI_Add_error_string")));
-
-/* int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode) */
-int PMPI_Comm_call_errhandler(int comm, int errorcode)
-{
-	(void)errorcode;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_call_errhandler");
-	return gorma_absent("MPI_Comm_call_errhandler", 1, comm);
-}
-int MPI_Comm_call_errhandler(int comm, int errorcode) __attribute__((weak, alias("PMPI_Comm_call_errhandler")));
 
 /* int MPI_File_call_errhandler(MPI_File fh, int errorcode) */
 int PMPI_File_call_errhandler(void *fh, int errorcode)
@@ -3689,166 +3947,6 @@ int PMPI_Session_set_errhandler(int session, int errhandler)
 	return gorma_absent("MPI_Session_set_errhandler", 0, 0);
 }
 int MPI_Session_set_errhandler(int session, int errhandler) __attribute__((weak, alias("PMPI_Session_set_errhandler")));
-
-/* int MPI_Win_call_errhandler(MPI_Win win, int errorcode) */
-int PMPI_Win_call_errhandler(int win, int errorcode)
-{
-	(void)errorcode;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_call_errhandler");
-	return gorma_absent("MPI_Win_call_errhandler", 2, win);
-}
-int MPI_Win_call_errhandler(int win, int errorcode) __attribute__((weak, alias("PMPI_Win_call_errhandler")));
-
-/* int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler) */
-int PMPI_Win_get_errhandler(int win, void *errhandler)
-{
-	(void)errhandler;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_get_errhandler");
-	return gorma_absent("MPI_Win_get_errhandler", 2, win);
-}
-int MPI_Win_get_errhandler(int win, void *errhandler) __attribute__((weak, alias("PMPI_Win_get_errhandler")));
-
-/* int MPIX_Delete_error_class(int errorclass) */
-int PMPIX_Delete_error_class(int errorclass)
-{
-	(void)errorclass;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPIX_Delete_error_class");
-	return gorma_absent("MPIX_Delete_error_class", 0, 0);
-}
-int MPIX_Delete_error_class(int errorclass) __attribute__((weak, alias("PMPIX_Delete_error_class")));
-
-/* int MPIX_Delete_error_code(int errorcode) */
-int PMPIX_Delete_error_code(int errorcode)
-{
-	(void)errorcode;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPIX_Delete_error_code");
-	return gorma_absent("MPIX_Delete_error_code", 0, 0);
-}
-int MPIX_Delete_error_code(int errorcode) __attribute__((weak, alias("PMPIX_Delete_error_code")));
-
-/* int MPIX_Delete_error_string(int errorcode) */
-int PMPIX_Delete_error_string(int errorcode)
-{
-	(void)errorcode;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPIX_Delete_error_string");
-	return gorma_absent("MPIX_Delete_error_string", 0, 0);
-}
-int MPIX_Delete_error_string(int errorcode) __attribute__((weak, alias("PMPIX_Delete_error_string")));
-
-/* int MPI_Errhandler_create(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler) */
-int PMPI_Errhandler_create(void *comm_errhandler_fn, void *errhandler)
-{
-	(void)comm_errhandler_fn; (void)errhandler;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Errhandler_create");
-	return gorma_absent("MPI_Errhandler_create", 0, 0);
-}
-int MPI_Errhandler_create(void *comm_errhandler_fn, void *errhandler) __attribute__((weak, alias("PMPI_Errhandler_create")));
-
-/* int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler) */
-int PMPI_Errhandler_get(int comm, void *errhandler)
-{
-	(void)errhandler;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Errhandler_get");
-	return gorma_absent("MPI_Errhandler_get", 1, comm);
-}
-int MPI_Errhandler_get(int comm, void *errhandler) __attribute__((weak, alias("PMPI_Errhandler_get")));
-
-/* int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler) */
-int PMPI_Errhandler_set(int comm, int errhandler)
-{
-	(void)errhandler;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Errhandler_set");
-	return gorma_absent("MPI_Errhandler_set", 1, comm);
-}
-int MPI_Errhandler_set(int comm, int errhandler) __attribute__((weak, alias("PMPI_Errhandler_set")));
-
-/* int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info) */
-int PMPI_Info_create_env(int argc, void *argv, void *info)
-{
-	(void)argc; (void)argv; (void)info;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Info_create_env");
-	return gorma_absent("MPI_Info_create_env", 0, 0);
-}
-int MPI_Info_create_env(int argc, void *argv, void *info) __attribute__((weak, alias("PMPI_Info_create_env")));
-
-/* int MPI_Info_delete(MPI_Info info, const char *key) */
-int PMPI_Info_delete(int info, void *key)
-{
-	(void)info; (void)key;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Info_delete");
-	return gorma_absent("MPI_Info_delete", 0, 0);
-}
-int MPI_Info_delete(int info, void *key) __attribute__((weak, alias("PMPI_Info_delete")));
-
-/* int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo) */
-int PMPI_Info_dup(int info, void *newinfo)
-{
-	(void)info; (void)newinfo;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Info_dup");
-	return gorma_absent("MPI_Info_dup", 0, 0);
-}
-int MPI_Info_dup(int info, void *newinfo) __attribute__((weak, alias("PMPI_Info_dup")));
-
-/* int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag) */
-int PMPI_Info_get(int info, void *key, int valuelen, void *value, void *flag)
-{
-	(void)info; (void)key; (void)valuelen; (void)value; (void)flag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Info_get");
-	return gorma_absent("MPI_Info_get", 0, 0);
-}
-int MPI_Info_get(int info, void *key, int valuelen, void *value, void *flag) __attribute__((weak, alias("PMPI_Info_get")));
-
-/* int MPI_Info_get_nkeys(MPI_Info info, int *nkeys) */
-int PMPI_Info_get_nkeys(int info, void *nkeys)
-{
-	(void)info; (void)nkeys;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Info_get_nkeys");
-	return gorma_absent("MPI_Info_get_nkeys", 0, 0);
-}
-int MPI_Info_get_nkeys(int info, void *nkeys) __attribute__((weak, alias("PMPI_Info_get_nkeys")));
-
-/* int MPI_Info_get_nthkey(MPI_Info info, int n, char *key) */
-int PMPI_Info_get_nthkey(int info, int n, void *key)
-{
-	(void)info; (void)n; (void)key;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Info_get_nthkey");
-	return gorma_absent("MPI_Info_get_nthkey", 0, 0);
-}
-int MPI_Info_get_nthkey(int info, int n, void *key) __attribute__((weak, alias("PMPI_Info_get_nthkey")));
-
-/* int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag) */
-int PMPI_Info_get_string(int info, void *key, void *buflen, void *value, void *flag)
-{
-	(void)info; (void)key; (void)buflen; (void)value; (void)flag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Info_get_string");
-	return gorma_absent("MPI_Info_get_string", 0, 0);
-}
-int MPI_Info_get_string(int info, void *key, void *buflen, void *value, void *flag) __attribute__((weak, alias("PMPI_Info_get_string")));
-
-/* int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag) */
-int PMPI_Info_get_valuelen(int info, void *key, void *valuelen, void *flag)
-{
-	(void)info; (void)key; (void)valuelen; (void)flag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Info_get_valuelen");
-	return gorma_absent("MPI_Info_get_valuelen", 0, 0);
-}
-int MPI_Info_get_valuelen(int info, void *key, void *valuelen, void *flag) __attribute__((weak, alias("PMPI_Info_get_valuelen")));
 
 /* int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm) */
 int PMPI_Comm_create_from_group(int group, void *stringtag, int info, int errhandler, void *newcomm)
@@ -3989,126 +4087,6 @@ int PMPI_Psend_init(void *buf, int partitions, long count, int datatype, int des
 	return gorma_absent("MPI_Psend_init", 1, comm);
 }
 int MPI_Psend_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Psend_init")));
-
-/* int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) */
-int PMPI_Rget_accumulate(void *origin_addr, int origin_count, int origin_datatype, void *result_addr, int result_count, int result_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win, void *request)
-{
-	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)result_addr; (void)result_count; (void)result_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)op; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Rget_accumulate");
-	return gorma_absent("MPI_Rget_accumulate", 2, win);
-}
-int MPI_Rget_accumulate(void *origin_addr, int origin_count, int origin_datatype, void *result_addr, int result_count, int result_datatype, int target_rank, long target_disp, int target_count, int target_datatype, int op, int win, void *request) __attribute__((weak, alias("PMPI_Rget_accumulate")));
-
-/* int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) */
-int PMPI_Win_allocate_shared(long size, int disp_unit, int info, int comm, void *baseptr, void *win)
-{
-	(void)size; (void)disp_unit; (void)info; (void)baseptr; (void)win;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_allocate_shared");
-	return gorma_absent("MPI_Win_allocate_shared", 1, comm);
-}
-int MPI_Win_allocate_shared(long size, int disp_unit, int info, int comm, void *baseptr, void *win) __attribute__((weak, alias("PMPI_Win_allocate_shared")));
-
-/* int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) */
-int PMPI_Win_attach(int win, void *base, long size)
-{
-	(void)base; (void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_attach");
-	return gorma_absent("MPI_Win_attach", 2, win);
-}
-int MPI_Win_attach(int win, void *base, long size) __attribute__((weak, alias("PMPI_Win_attach")));
-
-/* int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) */
-int PMPI_Win_create_dynamic(int info, int comm, void *win)
-{
-	(void)info; (void)win;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_create_dynamic");
-	return gorma_absent("MPI_Win_create_dynamic", 1, comm);
-}
-int MPI_Win_create_dynamic(int info, int comm, void *win) __attribute__((weak, alias("PMPI_Win_create_dynamic")));
-
-/* int MPI_Win_detach(MPI_Win win, const void *base) */
-int PMPI_Win_detach(int win, void *base)
-{
-	(void)base;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_detach");
-	return gorma_absent("MPI_Win_detach", 2, win);
-}
-int MPI_Win_detach(int win, void *base) __attribute__((weak, alias("PMPI_Win_detach")));
-
-/* int MPI_Win_get_group(MPI_Win win, MPI_Group *group) */
-int PMPI_Win_get_group(int win, void *group)
-{
-	(void)group;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_get_group");
-	return gorma_absent("MPI_Win_get_group", 2, win);
-}
-int MPI_Win_get_group(int win, void *group) __attribute__((weak, alias("PMPI_Win_get_group")));
-
-/* int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used) */
-int PMPI_Win_get_info(int win, void *info_used)
-{
-	(void)info_used;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_get_info");
-	return gorma_absent("MPI_Win_get_info", 2, win);
-}
-int MPI_Win_get_info(int win, void *info_used) __attribute__((weak, alias("PMPI_Win_get_info")));
-
-/* int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen) */
-int PMPI_Win_get_name(int win, void *win_name, void *resultlen)
-{
-	(void)win_name; (void)resultlen;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_get_name");
-	return gorma_absent("MPI_Win_get_name", 2, win);
-}
-int MPI_Win_get_name(int win, void *win_name, void *resultlen) __attribute__((weak, alias("PMPI_Win_get_name")));
-
-/* int MPI_Win_set_info(MPI_Win win, MPI_Info info) */
-int PMPI_Win_set_info(int win, int info)
-{
-	(void)info;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_set_info");
-	return gorma_absent("MPI_Win_set_info", 2, win);
-}
-int MPI_Win_set_info(int win, int info) __attribute__((weak, alias("PMPI_Win_set_info")));
-
-/* int MPI_Win_set_name(MPI_Win win, const char *win_name) */
-int PMPI_Win_set_name(int win, void *win_name)
-{
-	(void)win_name;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_set_name");
-	return gorma_absent("MPI_Win_set_name", 2, win);
-}
-int MPI_Win_set_name(int win, void *win_name) __attribute__((weak, alias("PMPI_Win_set_name")));
-
-/* int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr) */
-int PMPI_Win_shared_query(int win, int rank, void *size, void *disp_unit, void *baseptr)
-{
-	(void)rank; (void)size; (void)disp_unit; (void)baseptr;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_shared_query");
-	return gorma_absent("MPI_Win_shared_query", 2, win);
-}
-int MPI_Win_shared_query(int win, int rank, void *size, void *disp_unit, void *baseptr) __attribute__((weak, alias("PMPI_Win_shared_query")));
-
-/* int MPI_Win_test(MPI_Win win, int *flag) */
-int PMPI_Win_test(int win, void *flag)
-{
-	(void)flag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_test");
-	return gorma_absent("MPI_Win_test", 2, win);
-}
-int MPI_Win_test(int win, void *flag) __attribute__((weak, alias("PMPI_Win_test")));
 
 /* int MPI_Close_port(const char *port_name) */
 int PMPI_Close_port(void *port_name)

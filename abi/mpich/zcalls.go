@@ -18,12 +18,26 @@ const (
 	fnTypeCreateF90Integer fnID = iota
 	fnTypeCreateF90Real
 	fnTypeCreateF90Complex
+	fnAttrDelete
+	fnAttrGet
+	fnAttrPut
 	fnCommCreateKeyval
 	fnCommDeleteAttr
 	fnCommFreeKeyval
 	fnCommGetAttr
 	fnCommSetAttr
+	fnKeyvalCreate
+	fnKeyvalFree
+	fnTypeCreateKeyval
+	fnTypeDeleteAttr
+	fnTypeFreeKeyval
+	fnTypeGetAttr
+	fnTypeSetAttr
+	fnWinCreateKeyval
+	fnWinDeleteAttr
+	fnWinFreeKeyval
 	fnWinGetAttr
+	fnWinSetAttr
 	fnAllgather
 	fnAllgatherInit
 	fnAllgatherv
@@ -162,14 +176,26 @@ const (
 	fnTypeHindexed
 	fnTypeHvector
 	fnTypeStruct
+	fnAddErrorClass
+	fnAddErrorCode
+	fnAddErrorString
+	fnCommCallErrhandler
 	fnCommCreateErrhandler
 	fnCommGetErrhandler
 	fnCommSetErrhandler
 	fnErrhandlerFree
 	fnErrorClass
 	fnErrorString
+	fnWinCallErrhandler
 	fnWinCreateErrhandler
+	fnWinGetErrhandler
 	fnWinSetErrhandler
+	fnXDeleteErrorClass
+	fnXDeleteErrorCode
+	fnXDeleteErrorString
+	fnErrhandlerCreate
+	fnErrhandlerGet
+	fnErrhandlerSet
 	fnGroupCompare
 	fnGroupDifference
 	fnGroupExcl
@@ -183,7 +209,15 @@ const (
 	fnGroupTranslateRanks
 	fnGroupUnion
 	fnInfoCreate
+	fnInfoCreateEnv
+	fnInfoDelete
+	fnInfoDup
 	fnInfoFree
+	fnInfoGet
+	fnInfoGetNkeys
+	fnInfoGetNthkey
+	fnInfoGetString
+	fnInfoGetValuelen
 	fnInfoSet
 	fnAbort
 	fnFinalize
@@ -253,21 +287,33 @@ const (
 	fnPut
 	fnRaccumulate
 	fnRget
+	fnRgetAccumulate
 	fnRput
 	fnWinAllocate
+	fnWinAllocateShared
+	fnWinAttach
 	fnWinComplete
 	fnWinCreate
+	fnWinCreateDynamic
+	fnWinDetach
 	fnWinFence
 	fnWinFlush
 	fnWinFlushAll
 	fnWinFlushLocal
 	fnWinFlushLocalAll
 	fnWinFree
+	fnWinGetGroup
+	fnWinGetInfo
+	fnWinGetName
 	fnWinLock
 	fnWinLockAll
 	fnWinPost
+	fnWinSetInfo
+	fnWinSetName
+	fnWinSharedQuery
 	fnWinStart
 	fnWinSync
+	fnWinTest
 	fnWinUnlock
 	fnWinUnlockAll
 	fnWinWait
@@ -388,12 +434,26 @@ var fnNames = [numFns]string{
 	fnTypeCreateF90Integer:    "MPI_Type_create_f90_integer",
 	fnTypeCreateF90Real:       "MPI_Type_create_f90_real",
 	fnTypeCreateF90Complex:    "MPI_Type_create_f90_complex",
+	fnAttrDelete:              "MPI_Attr_delete",
+	fnAttrGet:                 "MPI_Attr_get",
+	fnAttrPut:                 "MPI_Attr_put",
 	fnCommCreateKeyval:        "MPI_Comm_create_keyval",
 	fnCommDeleteAttr:          "MPI_Comm_delete_attr",
 	fnCommFreeKeyval:          "MPI_Comm_free_keyval",
 	fnCommGetAttr:             "MPI_Comm_get_attr",
 	fnCommSetAttr:             "MPI_Comm_set_attr",
+	fnKeyvalCreate:            "MPI_Keyval_create",
+	fnKeyvalFree:              "MPI_Keyval_free",
+	fnTypeCreateKeyval:        "MPI_Type_create_keyval",
+	fnTypeDeleteAttr:          "MPI_Type_delete_attr",
+	fnTypeFreeKeyval:          "MPI_Type_free_keyval",
+	fnTypeGetAttr:             "MPI_Type_get_attr",
+	fnTypeSetAttr:             "MPI_Type_set_attr",
+	fnWinCreateKeyval:         "MPI_Win_create_keyval",
+	fnWinDeleteAttr:           "MPI_Win_delete_attr",
+	fnWinFreeKeyval:           "MPI_Win_free_keyval",
 	fnWinGetAttr:              "MPI_Win_get_attr",
+	fnWinSetAttr:              "MPI_Win_set_attr",
 	fnAllgather:               "MPI_Allgather",
 	fnAllgatherInit:           "MPI_Allgather_init",
 	fnAllgatherv:              "MPI_Allgatherv",
@@ -532,14 +592,26 @@ var fnNames = [numFns]string{
 	fnTypeHindexed:            "MPI_Type_hindexed",
 	fnTypeHvector:             "MPI_Type_hvector",
 	fnTypeStruct:              "MPI_Type_struct",
+	fnAddErrorClass:           "MPI_Add_error_class",
+	fnAddErrorCode:            "MPI_Add_error_code",
+	fnAddErrorString:          "MPI_Add_error_string",
+	fnCommCallErrhandler:      "MPI_Comm_call_errhandler",
 	fnCommCreateErrhandler:    "MPI_Comm_create_errhandler",
 	fnCommGetErrhandler:       "MPI_Comm_get_errhandler",
 	fnCommSetErrhandler:       "MPI_Comm_set_errhandler",
 	fnErrhandlerFree:          "MPI_Errhandler_free",
 	fnErrorClass:              "MPI_Error_class",
 	fnErrorString:             "MPI_Error_string",
+	fnWinCallErrhandler:       "MPI_Win_call_errhandler",
 	fnWinCreateErrhandler:     "MPI_Win_create_errhandler",
+	fnWinGetErrhandler:        "MPI_Win_get_errhandler",
 	fnWinSetErrhandler:        "MPI_Win_set_errhandler",
+	fnXDeleteErrorClass:       "MPIX_Delete_error_class",
+	fnXDeleteErrorCode:        "MPIX_Delete_error_code",
+	fnXDeleteErrorString:      "MPIX_Delete_error_string",
+	fnErrhandlerCreate:        "MPI_Errhandler_create",
+	fnErrhandlerGet:           "MPI_Errhandler_get",
+	fnErrhandlerSet:           "MPI_Errhandler_set",
 	fnGroupCompare:            "MPI_Group_compare",
 	fnGroupDifference:         "MPI_Group_difference",
 	fnGroupExcl:               "MPI_Group_excl",
@@ -553,7 +625,15 @@ var fnNames = [numFns]string{
 	fnGroupTranslateRanks:     "MPI_Group_translate_ranks",
 	fnGroupUnion:              "MPI_Group_union",
 	fnInfoCreate:              "MPI_Info_create",
+	fnInfoCreateEnv:           "MPI_Info_create_env",
+	fnInfoDelete:              "MPI_Info_delete",
+	fnInfoDup:                 "MPI_Info_dup",
 	fnInfoFree:                "MPI_Info_free",
+	fnInfoGet:                 "MPI_Info_get",
+	fnInfoGetNkeys:            "MPI_Info_get_nkeys",
+	fnInfoGetNthkey:           "MPI_Info_get_nthkey",
+	fnInfoGetString:           "MPI_Info_get_string",
+	fnInfoGetValuelen:         "MPI_Info_get_valuelen",
 	fnInfoSet:                 "MPI_Info_set",
 	fnAbort:                   "MPI_Abort",
 	fnFinalize:                "MPI_Finalize",
@@ -623,21 +703,33 @@ var fnNames = [numFns]string{
 	fnPut:                     "MPI_Put",
 	fnRaccumulate:             "MPI_Raccumulate",
 	fnRget:                    "MPI_Rget",
+	fnRgetAccumulate:          "MPI_Rget_accumulate",
 	fnRput:                    "MPI_Rput",
 	fnWinAllocate:             "MPI_Win_allocate",
+	fnWinAllocateShared:       "MPI_Win_allocate_shared",
+	fnWinAttach:               "MPI_Win_attach",
 	fnWinComplete:             "MPI_Win_complete",
 	fnWinCreate:               "MPI_Win_create",
+	fnWinCreateDynamic:        "MPI_Win_create_dynamic",
+	fnWinDetach:               "MPI_Win_detach",
 	fnWinFence:                "MPI_Win_fence",
 	fnWinFlush:                "MPI_Win_flush",
 	fnWinFlushAll:             "MPI_Win_flush_all",
 	fnWinFlushLocal:           "MPI_Win_flush_local",
 	fnWinFlushLocalAll:        "MPI_Win_flush_local_all",
 	fnWinFree:                 "MPI_Win_free",
+	fnWinGetGroup:             "MPI_Win_get_group",
+	fnWinGetInfo:              "MPI_Win_get_info",
+	fnWinGetName:              "MPI_Win_get_name",
 	fnWinLock:                 "MPI_Win_lock",
 	fnWinLockAll:              "MPI_Win_lock_all",
 	fnWinPost:                 "MPI_Win_post",
+	fnWinSetInfo:              "MPI_Win_set_info",
+	fnWinSetName:              "MPI_Win_set_name",
+	fnWinSharedQuery:          "MPI_Win_shared_query",
 	fnWinStart:                "MPI_Win_start",
 	fnWinSync:                 "MPI_Win_sync",
+	fnWinTest:                 "MPI_Win_test",
 	fnWinUnlock:               "MPI_Win_unlock",
 	fnWinUnlockAll:            "MPI_Win_unlock_all",
 	fnWinWait:                 "MPI_Win_wait",
@@ -785,6 +877,39 @@ func gorma_MPI_Type_create_f90_complex(p C.int, r C.int, newtype unsafe.Pointer)
 	return 0
 }
 
+// int MPI_Attr_delete(MPI_Comm comm, int keyval)
+//
+//export gorma_MPI_Attr_delete
+func gorma_MPI_Attr_delete(comm C.int, keyval C.int) (rc C.int) {
+	defer catch(fnAttrDelete, &rc)
+	if err := doAttrDelete(Comm(comm), int(keyval)); err != nil {
+		return C.int(failComm(fnAttrDelete, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+//
+//export gorma_MPI_Attr_get
+func gorma_MPI_Attr_get(comm C.int, keyval C.int, attribute_val unsafe.Pointer, flag unsafe.Pointer) (rc C.int) {
+	defer catch(fnAttrGet, &rc)
+	if err := doAttrGet(Comm(comm), int(keyval), attribute_val, (*int32)(flag)); err != nil {
+		return C.int(failComm(fnAttrGet, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val)
+//
+//export gorma_MPI_Attr_put
+func gorma_MPI_Attr_put(comm C.int, keyval C.int, attribute_val unsafe.Pointer) (rc C.int) {
+	defer catch(fnAttrPut, &rc)
+	if err := doAttrPut(Comm(comm), int(keyval), attribute_val); err != nil {
+		return C.int(failComm(fnAttrPut, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state)
 //
 //export gorma_MPI_Comm_create_keyval
@@ -840,6 +965,116 @@ func gorma_MPI_Comm_set_attr(comm C.int, comm_keyval C.int, attribute_val unsafe
 	return 0
 }
 
+// int MPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval, void *extra_state)
+//
+//export gorma_MPI_Keyval_create
+func gorma_MPI_Keyval_create(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval unsafe.Pointer, extra_state unsafe.Pointer) (rc C.int) {
+	defer catch(fnKeyvalCreate, &rc)
+	if err := doKeyvalCreate(copy_fn, delete_fn, (*int32)(keyval), extra_state); err != nil {
+		return C.int(failComm(fnKeyvalCreate, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Keyval_free(int *keyval)
+//
+//export gorma_MPI_Keyval_free
+func gorma_MPI_Keyval_free(keyval unsafe.Pointer) (rc C.int) {
+	defer catch(fnKeyvalFree, &rc)
+	if err := doKeyvalFree((*int32)(keyval)); err != nil {
+		return C.int(failComm(fnKeyvalFree, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn, MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state)
+//
+//export gorma_MPI_Type_create_keyval
+func gorma_MPI_Type_create_keyval(type_copy_attr_fn unsafe.Pointer, type_delete_attr_fn unsafe.Pointer, type_keyval unsafe.Pointer, extra_state unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateKeyval, &rc)
+	if err := doTypeCreateKeyval(type_copy_attr_fn, type_delete_attr_fn, (*int32)(type_keyval), extra_state); err != nil {
+		return C.int(failComm(fnTypeCreateKeyval, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval)
+//
+//export gorma_MPI_Type_delete_attr
+func gorma_MPI_Type_delete_attr(datatype C.int, type_keyval C.int) (rc C.int) {
+	defer catch(fnTypeDeleteAttr, &rc)
+	if err := doTypeDeleteAttr(Datatype(datatype), int(type_keyval)); err != nil {
+		return C.int(failComm(fnTypeDeleteAttr, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_free_keyval(int *type_keyval)
+//
+//export gorma_MPI_Type_free_keyval
+func gorma_MPI_Type_free_keyval(type_keyval unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeFreeKeyval, &rc)
+	if err := doTypeFreeKeyval((*int32)(type_keyval)); err != nil {
+		return C.int(failComm(fnTypeFreeKeyval, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag)
+//
+//export gorma_MPI_Type_get_attr
+func gorma_MPI_Type_get_attr(datatype C.int, type_keyval C.int, attribute_val unsafe.Pointer, flag unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeGetAttr, &rc)
+	if err := doTypeGetAttr(Datatype(datatype), int(type_keyval), attribute_val, (*int32)(flag)); err != nil {
+		return C.int(failComm(fnTypeGetAttr, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val)
+//
+//export gorma_MPI_Type_set_attr
+func gorma_MPI_Type_set_attr(datatype C.int, type_keyval C.int, attribute_val unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeSetAttr, &rc)
+	if err := doTypeSetAttr(Datatype(datatype), int(type_keyval), attribute_val); err != nil {
+		return C.int(failComm(fnTypeSetAttr, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state)
+//
+//export gorma_MPI_Win_create_keyval
+func gorma_MPI_Win_create_keyval(win_copy_attr_fn unsafe.Pointer, win_delete_attr_fn unsafe.Pointer, win_keyval unsafe.Pointer, extra_state unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinCreateKeyval, &rc)
+	if err := doWinCreateKeyval(win_copy_attr_fn, win_delete_attr_fn, (*int32)(win_keyval), extra_state); err != nil {
+		return C.int(failComm(fnWinCreateKeyval, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Win_delete_attr(MPI_Win win, int win_keyval)
+//
+//export gorma_MPI_Win_delete_attr
+func gorma_MPI_Win_delete_attr(win C.int, win_keyval C.int) (rc C.int) {
+	defer catch(fnWinDeleteAttr, &rc)
+	if err := doWinDeleteAttr(Win(win), int(win_keyval)); err != nil {
+		return C.int(failWin(fnWinDeleteAttr, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_free_keyval(int *win_keyval)
+//
+//export gorma_MPI_Win_free_keyval
+func gorma_MPI_Win_free_keyval(win_keyval unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinFreeKeyval, &rc)
+	if err := doWinFreeKeyval((*int32)(win_keyval)); err != nil {
+		return C.int(failComm(fnWinFreeKeyval, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag)
 //
 //export gorma_MPI_Win_get_attr
@@ -847,6 +1082,17 @@ func gorma_MPI_Win_get_attr(win C.int, win_keyval C.int, attribute_val unsafe.Po
 	defer catch(fnWinGetAttr, &rc)
 	if err := doWinGetAttr(Win(win), int(win_keyval), attribute_val, (*int32)(flag)); err != nil {
 		return C.int(failWin(fnWinGetAttr, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val)
+//
+//export gorma_MPI_Win_set_attr
+func gorma_MPI_Win_set_attr(win C.int, win_keyval C.int, attribute_val unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinSetAttr, &rc)
+	if err := doWinSetAttr(Win(win), int(win_keyval), attribute_val); err != nil {
+		return C.int(failWin(fnWinSetAttr, Win(win), err))
 	}
 	return 0
 }
@@ -2369,6 +2615,50 @@ func gorma_MPI_Type_struct(count C.int, array_of_blocklengths unsafe.Pointer, ar
 	return 0
 }
 
+// int MPI_Add_error_class(int *errorclass)
+//
+//export gorma_MPI_Add_error_class
+func gorma_MPI_Add_error_class(errorclass unsafe.Pointer) (rc C.int) {
+	defer catch(fnAddErrorClass, &rc)
+	if err := doAddErrorClass((*int32)(errorclass)); err != nil {
+		return C.int(failComm(fnAddErrorClass, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Add_error_code(int errorclass, int *errorcode)
+//
+//export gorma_MPI_Add_error_code
+func gorma_MPI_Add_error_code(errorclass C.int, errorcode unsafe.Pointer) (rc C.int) {
+	defer catch(fnAddErrorCode, &rc)
+	if err := doAddErrorCode(int(errorclass), (*int32)(errorcode)); err != nil {
+		return C.int(failComm(fnAddErrorCode, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Add_error_string(int errorcode, const char *string)
+//
+//export gorma_MPI_Add_error_string
+func gorma_MPI_Add_error_string(errorcode C.int, string_ unsafe.Pointer) (rc C.int) {
+	defer catch(fnAddErrorString, &rc)
+	if err := doAddErrorString(int(errorcode), (*byte)(string_)); err != nil {
+		return C.int(failComm(fnAddErrorString, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode)
+//
+//export gorma_MPI_Comm_call_errhandler
+func gorma_MPI_Comm_call_errhandler(comm C.int, errorcode C.int) (rc C.int) {
+	defer catch(fnCommCallErrhandler, &rc)
+	if err := doCommCallErrhandler(Comm(comm), int(errorcode)); err != nil {
+		return C.int(failComm(fnCommCallErrhandler, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler)
 //
 //export gorma_MPI_Comm_create_errhandler
@@ -2435,6 +2725,17 @@ func gorma_MPI_Error_string(errorcode C.int, string_ unsafe.Pointer, resultlen u
 	return 0
 }
 
+// int MPI_Win_call_errhandler(MPI_Win win, int errorcode)
+//
+//export gorma_MPI_Win_call_errhandler
+func gorma_MPI_Win_call_errhandler(win C.int, errorcode C.int) (rc C.int) {
+	defer catch(fnWinCallErrhandler, &rc)
+	if err := doWinCallErrhandler(Win(win), int(errorcode)); err != nil {
+		return C.int(failWin(fnWinCallErrhandler, Win(win), err))
+	}
+	return 0
+}
+
 // int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler)
 //
 //export gorma_MPI_Win_create_errhandler
@@ -2446,6 +2747,17 @@ func gorma_MPI_Win_create_errhandler(win_errhandler_fn unsafe.Pointer, errhandle
 	return 0
 }
 
+// int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
+//
+//export gorma_MPI_Win_get_errhandler
+func gorma_MPI_Win_get_errhandler(win C.int, errhandler unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinGetErrhandler, &rc)
+	if err := doWinGetErrhandler(Win(win), (*Errhandler)(errhandler)); err != nil {
+		return C.int(failWin(fnWinGetErrhandler, Win(win), err))
+	}
+	return 0
+}
+
 // int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
 //
 //export gorma_MPI_Win_set_errhandler
@@ -2453,6 +2765,72 @@ func gorma_MPI_Win_set_errhandler(win C.int, errhandler C.int) (rc C.int) {
 	defer catch(fnWinSetErrhandler, &rc)
 	if err := doWinSetErrhandler(Win(win), Errhandler(errhandler)); err != nil {
 		return C.int(failWin(fnWinSetErrhandler, Win(win), err))
+	}
+	return 0
+}
+
+// int MPIX_Delete_error_class(int errorclass)
+//
+//export gorma_MPIX_Delete_error_class
+func gorma_MPIX_Delete_error_class(errorclass C.int) (rc C.int) {
+	defer catch(fnXDeleteErrorClass, &rc)
+	if err := doXDeleteErrorClass(int(errorclass)); err != nil {
+		return C.int(failComm(fnXDeleteErrorClass, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPIX_Delete_error_code(int errorcode)
+//
+//export gorma_MPIX_Delete_error_code
+func gorma_MPIX_Delete_error_code(errorcode C.int) (rc C.int) {
+	defer catch(fnXDeleteErrorCode, &rc)
+	if err := doXDeleteErrorCode(int(errorcode)); err != nil {
+		return C.int(failComm(fnXDeleteErrorCode, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPIX_Delete_error_string(int errorcode)
+//
+//export gorma_MPIX_Delete_error_string
+func gorma_MPIX_Delete_error_string(errorcode C.int) (rc C.int) {
+	defer catch(fnXDeleteErrorString, &rc)
+	if err := doXDeleteErrorString(int(errorcode)); err != nil {
+		return C.int(failComm(fnXDeleteErrorString, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Errhandler_create(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler)
+//
+//export gorma_MPI_Errhandler_create
+func gorma_MPI_Errhandler_create(comm_errhandler_fn unsafe.Pointer, errhandler unsafe.Pointer) (rc C.int) {
+	defer catch(fnErrhandlerCreate, &rc)
+	if err := doErrhandlerCreate(comm_errhandler_fn, (*Errhandler)(errhandler)); err != nil {
+		return C.int(failComm(fnErrhandlerCreate, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler)
+//
+//export gorma_MPI_Errhandler_get
+func gorma_MPI_Errhandler_get(comm C.int, errhandler unsafe.Pointer) (rc C.int) {
+	defer catch(fnErrhandlerGet, &rc)
+	if err := doErrhandlerGet(Comm(comm), (*Errhandler)(errhandler)); err != nil {
+		return C.int(failComm(fnErrhandlerGet, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler)
+//
+//export gorma_MPI_Errhandler_set
+func gorma_MPI_Errhandler_set(comm C.int, errhandler C.int) (rc C.int) {
+	defer catch(fnErrhandlerSet, &rc)
+	if err := doErrhandlerSet(Comm(comm), Errhandler(errhandler)); err != nil {
+		return C.int(failComm(fnErrhandlerSet, Comm(comm), err))
 	}
 	return 0
 }
@@ -2600,6 +2978,39 @@ func gorma_MPI_Info_create(info unsafe.Pointer) (rc C.int) {
 	return 0
 }
 
+// int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info)
+//
+//export gorma_MPI_Info_create_env
+func gorma_MPI_Info_create_env(argc C.int, argv unsafe.Pointer, info unsafe.Pointer) (rc C.int) {
+	defer catch(fnInfoCreateEnv, &rc)
+	if err := doInfoCreateEnv(int(argc), argv, (*Info)(info)); err != nil {
+		return C.int(failComm(fnInfoCreateEnv, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Info_delete(MPI_Info info, const char *key)
+//
+//export gorma_MPI_Info_delete
+func gorma_MPI_Info_delete(info C.int, key unsafe.Pointer) (rc C.int) {
+	defer catch(fnInfoDelete, &rc)
+	if err := doInfoDelete(Info(info), (*byte)(key)); err != nil {
+		return C.int(failComm(fnInfoDelete, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo)
+//
+//export gorma_MPI_Info_dup
+func gorma_MPI_Info_dup(info C.int, newinfo unsafe.Pointer) (rc C.int) {
+	defer catch(fnInfoDup, &rc)
+	if err := doInfoDup(Info(info), (*Info)(newinfo)); err != nil {
+		return C.int(failComm(fnInfoDup, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Info_free(MPI_Info *info)
 //
 //export gorma_MPI_Info_free
@@ -2607,6 +3018,61 @@ func gorma_MPI_Info_free(info unsafe.Pointer) (rc C.int) {
 	defer catch(fnInfoFree, &rc)
 	if err := doInfoFree((*Info)(info)); err != nil {
 		return C.int(failComm(fnInfoFree, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag)
+//
+//export gorma_MPI_Info_get
+func gorma_MPI_Info_get(info C.int, key unsafe.Pointer, valuelen C.int, value unsafe.Pointer, flag unsafe.Pointer) (rc C.int) {
+	defer catch(fnInfoGet, &rc)
+	if err := doInfoGet(Info(info), (*byte)(key), int(valuelen), (*byte)(value), (*int32)(flag)); err != nil {
+		return C.int(failComm(fnInfoGet, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Info_get_nkeys(MPI_Info info, int *nkeys)
+//
+//export gorma_MPI_Info_get_nkeys
+func gorma_MPI_Info_get_nkeys(info C.int, nkeys unsafe.Pointer) (rc C.int) {
+	defer catch(fnInfoGetNkeys, &rc)
+	if err := doInfoGetNkeys(Info(info), (*int32)(nkeys)); err != nil {
+		return C.int(failComm(fnInfoGetNkeys, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Info_get_nthkey(MPI_Info info, int n, char *key)
+//
+//export gorma_MPI_Info_get_nthkey
+func gorma_MPI_Info_get_nthkey(info C.int, n C.int, key unsafe.Pointer) (rc C.int) {
+	defer catch(fnInfoGetNthkey, &rc)
+	if err := doInfoGetNthkey(Info(info), int(n), (*byte)(key)); err != nil {
+		return C.int(failComm(fnInfoGetNthkey, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag)
+//
+//export gorma_MPI_Info_get_string
+func gorma_MPI_Info_get_string(info C.int, key unsafe.Pointer, buflen unsafe.Pointer, value unsafe.Pointer, flag unsafe.Pointer) (rc C.int) {
+	defer catch(fnInfoGetString, &rc)
+	if err := doInfoGetString(Info(info), (*byte)(key), (*int32)(buflen), (*byte)(value), (*int32)(flag)); err != nil {
+		return C.int(failComm(fnInfoGetString, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag)
+//
+//export gorma_MPI_Info_get_valuelen
+func gorma_MPI_Info_get_valuelen(info C.int, key unsafe.Pointer, valuelen unsafe.Pointer, flag unsafe.Pointer) (rc C.int) {
+	defer catch(fnInfoGetValuelen, &rc)
+	if err := doInfoGetValuelen(Info(info), (*byte)(key), (*int32)(valuelen), (*int32)(flag)); err != nil {
+		return C.int(failComm(fnInfoGetValuelen, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -3370,6 +3836,17 @@ func gorma_MPI_Rget(origin_addr unsafe.Pointer, origin_count C.int, origin_datat
 	return 0
 }
 
+// int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+//
+//export gorma_MPI_Rget_accumulate
+func gorma_MPI_Rget_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnRgetAccumulate, &rc)
+	if err := doRgetAccumulate(origin_addr, int(origin_count), Datatype(origin_datatype), result_addr, int(result_count), Datatype(result_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Op(op), Win(win), (*Request)(request)); err != nil {
+		return C.int(failWin(fnRgetAccumulate, Win(win), err))
+	}
+	return 0
+}
+
 // int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
 //
 //export gorma_MPI_Rput
@@ -3392,6 +3869,28 @@ func gorma_MPI_Win_allocate(size C.long, disp_unit C.int, info C.int, comm C.int
 	return 0
 }
 
+// int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
+//
+//export gorma_MPI_Win_allocate_shared
+func gorma_MPI_Win_allocate_shared(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinAllocateShared, &rc)
+	if err := doWinAllocateShared(int(size), int(disp_unit), Info(info), Comm(comm), baseptr, (*Win)(win)); err != nil {
+		return C.int(failComm(fnWinAllocateShared, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
+//
+//export gorma_MPI_Win_attach
+func gorma_MPI_Win_attach(win C.int, base unsafe.Pointer, size C.long) (rc C.int) {
+	defer catch(fnWinAttach, &rc)
+	if err := doWinAttach(Win(win), base, int(size)); err != nil {
+		return C.int(failWin(fnWinAttach, Win(win), err))
+	}
+	return 0
+}
+
 // int MPI_Win_complete(MPI_Win win)
 //
 //export gorma_MPI_Win_complete
@@ -3410,6 +3909,28 @@ func gorma_MPI_Win_create(base unsafe.Pointer, size C.long, disp_unit C.int, inf
 	defer catch(fnWinCreate, &rc)
 	if err := doWinCreate(base, int(size), int(disp_unit), Info(info), Comm(comm), (*Win)(win)); err != nil {
 		return C.int(failComm(fnWinCreate, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+//
+//export gorma_MPI_Win_create_dynamic
+func gorma_MPI_Win_create_dynamic(info C.int, comm C.int, win unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinCreateDynamic, &rc)
+	if err := doWinCreateDynamic(Info(info), Comm(comm), (*Win)(win)); err != nil {
+		return C.int(failComm(fnWinCreateDynamic, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Win_detach(MPI_Win win, const void *base)
+//
+//export gorma_MPI_Win_detach
+func gorma_MPI_Win_detach(win C.int, base unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinDetach, &rc)
+	if err := doWinDetach(Win(win), base); err != nil {
+		return C.int(failWin(fnWinDetach, Win(win), err))
 	}
 	return 0
 }
@@ -3480,6 +4001,39 @@ func gorma_MPI_Win_free(win unsafe.Pointer) (rc C.int) {
 	return 0
 }
 
+// int MPI_Win_get_group(MPI_Win win, MPI_Group *group)
+//
+//export gorma_MPI_Win_get_group
+func gorma_MPI_Win_get_group(win C.int, group unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinGetGroup, &rc)
+	if err := doWinGetGroup(Win(win), (*Group)(group)); err != nil {
+		return C.int(failWin(fnWinGetGroup, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
+//
+//export gorma_MPI_Win_get_info
+func gorma_MPI_Win_get_info(win C.int, info_used unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinGetInfo, &rc)
+	if err := doWinGetInfo(Win(win), (*Info)(info_used)); err != nil {
+		return C.int(failWin(fnWinGetInfo, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen)
+//
+//export gorma_MPI_Win_get_name
+func gorma_MPI_Win_get_name(win C.int, win_name unsafe.Pointer, resultlen unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinGetName, &rc)
+	if err := doWinGetName(Win(win), (*byte)(win_name), (*int32)(resultlen)); err != nil {
+		return C.int(failWin(fnWinGetName, Win(win), err))
+	}
+	return 0
+}
+
 // int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
 //
 //export gorma_MPI_Win_lock
@@ -3513,6 +4067,39 @@ func gorma_MPI_Win_post(group C.int, assert C.int, win C.int) (rc C.int) {
 	return 0
 }
 
+// int MPI_Win_set_info(MPI_Win win, MPI_Info info)
+//
+//export gorma_MPI_Win_set_info
+func gorma_MPI_Win_set_info(win C.int, info C.int) (rc C.int) {
+	defer catch(fnWinSetInfo, &rc)
+	if err := doWinSetInfo(Win(win), Info(info)); err != nil {
+		return C.int(failWin(fnWinSetInfo, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_set_name(MPI_Win win, const char *win_name)
+//
+//export gorma_MPI_Win_set_name
+func gorma_MPI_Win_set_name(win C.int, win_name unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinSetName, &rc)
+	if err := doWinSetName(Win(win), (*byte)(win_name)); err != nil {
+		return C.int(failWin(fnWinSetName, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)
+//
+//export gorma_MPI_Win_shared_query
+func gorma_MPI_Win_shared_query(win C.int, rank C.int, size unsafe.Pointer, disp_unit unsafe.Pointer, baseptr unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinSharedQuery, &rc)
+	if err := doWinSharedQuery(Win(win), int(rank), (*int64)(size), (*int32)(disp_unit), baseptr); err != nil {
+		return C.int(failWin(fnWinSharedQuery, Win(win), err))
+	}
+	return 0
+}
+
 // int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
 //
 //export gorma_MPI_Win_start
@@ -3531,6 +4118,17 @@ func gorma_MPI_Win_sync(win C.int) (rc C.int) {
 	defer catch(fnWinSync, &rc)
 	if err := doWinSync(Win(win)); err != nil {
 		return C.int(failWin(fnWinSync, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_test(MPI_Win win, int *flag)
+//
+//export gorma_MPI_Win_test
+func gorma_MPI_Win_test(win C.int, flag unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinTest, &rc)
+	if err := doWinTest(Win(win), (*int32)(flag)); err != nil {
+		return C.int(failWin(fnWinTest, Win(win), err))
 	}
 	return 0
 }

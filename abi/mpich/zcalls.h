@@ -24,6 +24,18 @@ int gorma_call_MPI_Comm_copy_attr_function(void *fn, int a0, int a1, void *a2, v
 /* typedef int (MPI_Comm_delete_attr_function)(MPI_Comm, int, void *, void *); */
 int gorma_call_MPI_Comm_delete_attr_function(void *fn, int a0, int a1, void *a2, void *a3);
 
+/* typedef int (MPI_Type_copy_attr_function)(MPI_Datatype, int, void *, void *, void *, int *); */
+int gorma_call_MPI_Type_copy_attr_function(void *fn, int a0, int a1, void *a2, void *a3, void *a4, void *a5);
+
+/* typedef int (MPI_Type_delete_attr_function)(MPI_Datatype, int, void *, void *); */
+int gorma_call_MPI_Type_delete_attr_function(void *fn, int a0, int a1, void *a2, void *a3);
+
+/* typedef int (MPI_Win_copy_attr_function)(MPI_Win, int, void *, void *, void *, int *); */
+int gorma_call_MPI_Win_copy_attr_function(void *fn, int a0, int a1, void *a2, void *a3, void *a4, void *a5);
+
+/* typedef int (MPI_Win_delete_attr_function)(MPI_Win, int, void *, void *); */
+int gorma_call_MPI_Win_delete_attr_function(void *fn, int a0, int a1, void *a2, void *a3);
+
 /* typedef int (MPI_Grequest_query_function)(void *, MPI_Status *); */
 int gorma_call_MPI_Grequest_query_function(void *fn, void *a0, void *a1);
 

@@ -584,7 +584,8 @@ func cRet(ret string) string {
 // trampolines are the function types of mpi.h whose values the package calls: a user's
 // MPI_Op, error handlers, attribute callbacks and a generalized request's functions.
 var trampolines = []string{"MPI_User_function", "MPI_Comm_errhandler_function", "MPI_Win_errhandler_function",
-	"MPI_Comm_copy_attr_function", "MPI_Comm_delete_attr_function",
+	"MPI_Comm_copy_attr_function", "MPI_Comm_delete_attr_function", "MPI_Type_copy_attr_function",
+	"MPI_Type_delete_attr_function", "MPI_Win_copy_attr_function", "MPI_Win_delete_attr_function",
 	"MPI_Grequest_query_function", "MPI_Grequest_free_function", "MPI_Grequest_cancel_function"}
 
 // A trampoline calls a C function pointer of one of mpi.h's function types.

@@ -38,6 +38,7 @@ var twins = map[string]string{
 	"abicheck":       "testdata/abicheck.c",
 	"ulfm":           "testdata/ulfm.c",
 	"hang":           "testdata/hang.c",
+	"loccheck":       "testdata/loccheck.c",
 	"collcheck":      "testdata/collcheck.c",
 	"dtypecheck":     "testdata/dtypecheck.c",
 	"p2pcheck":       "testdata/p2pcheck.c",

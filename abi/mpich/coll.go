@@ -299,7 +299,7 @@ func reduce(a reduction, c Comm) (*collectives.Request, error) {
 	if err := checkCount(a.n); err != nil {
 		return nil, err
 	}
-	if t.kind == kNone || !t.contig || t.size%kindSize[t.kind] != 0 {
+	if isLoc(a.op) || t.kind == kNone || !t.contig || t.size%kindSize[t.kind] != 0 {
 		return reduceLayout(&a, t)
 	}
 	if m := t.size / kindSize[t.kind]; m != 1 {
@@ -347,8 +347,16 @@ func doIallreduce(sbuf, rbuf unsafe.Pointer, count int, d Datatype, op Op, c Com
 // reduceLayout runs a reduction whose datatype is a layout, not a run of one kind's
 // elements: a user operation over the layout's copies (collectives' Type forms).
 func reduceLayout(a *reduction, t *dtype) (*collectives.Request, error) {
+	var loc func(inout, in []byte, count int)
 	u, ok := userOps.get(int32(a.op))
-	if !ok {
+	switch {
+	case isLoc(a.op):
+		var err error
+		if loc, err = locFunc(a.op, a.dt, t.extent); err != nil {
+			return nil, err
+		}
+		u = &userOp{commute: true}
+	case !ok:
 		return nil, errUnsupported(fmt.Sprintf("a predefined operation on datatype %#x, which is not one kind's elements", uint32(a.dt)))
 	}
 	var s, r []byte
@@ -364,11 +372,21 @@ func reduceLayout(a *reduction, t *dtype) (*collectives.Request, error) {
 		}
 	}
 	if a.mode == modeReduceLocal {
+		if loc != nil {
+			loc(r, s, a.n)
+			return nil, nil
+		}
 		return nil, reduceLocalLayout(a, u)
 	}
-	op := collectives.NewTypeOp(fmt.Sprintf("MPI_Op %#x", uint32(a.op)), func(inout, in []byte, count int) {
+	name := fmt.Sprintf("MPI_Op %#x", uint32(a.op))
+	if loc != nil {
+		name = opName(a.op)
+	}
+	op := collectives.NewTypeOp(name, func(inout, in []byte, count int) {
 		switch {
 		case count == 0:
+		case loc != nil:
+			loc(inout, in, count)
 		case u.commute:
 			callUserOp(u.fn, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), count, a.dt)
 		default:

@@ -59,7 +59,7 @@ var builtinKinds = map[Datatype]kind{
 	mpi_C_FLOAT_COMPLEX: kC64, mpi_COMPLEX: kC64, mpi_COMPLEX8: kC64, mpi_CXX_FLOAT_COMPLEX: kC64,
 	mpi_C_DOUBLE_COMPLEX: kC128, mpi_DOUBLE_COMPLEX: kC128, mpi_COMPLEX16: kC128, mpi_CXX_DOUBLE_COMPLEX: kC128,
 	mpi_LONG_DOUBLE: kNone, mpi_COMPLEX32: kNone, mpi_CXX_LONG_DOUBLE_COMPLEX: kNone,
-	mpi_2INT: kI32, mpi_2INTEGER: kI32, mpi_2REAL: kF32,
+	mpi_2INT: kI32, mpi_2INTEGER: kI32, mpi_2REAL: kF32, mpi_2DOUBLE_PRECISION: kF64,
 }
 
 // builtinPrefix marks a predefined datatype: 0x4c00SSII, SS its size, II its index.
@@ -90,6 +90,9 @@ func typeOf(d Datatype) (*dtype, error) {
 		if t := builtins[d&0xff]; t != nil && int(d>>8)&0xff == t.size {
 			return t, nil
 		}
+	}
+	if t := structPairTypes[d]; t != nil {
+		return t, nil
 	}
 	if t, ok := types.get(int32(d)); ok {
 		if !t.committed {

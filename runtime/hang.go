@@ -245,22 +245,9 @@ func (h *hangWatch) answerReport(stacks bool) {
 	}
 }
 
-// callNames is the function NameCalls set, or nil.
-var callNames atomic.Pointer[func(call string) string]
-
-// NameCalls sets the names by which this process's hang reports show its calls: name
-// returns the name the program called for the runtime's call ("MPI_Recv" for "Recv"),
-// or "" to keep the runtime's. A library that serves the runtime through another API
-// (abi/mpich, MPICH's C functions) sets it once, before Init. The diagnosis still
-// compares the runtime's calls, so ranks that name their calls differently (a job of Go
-// and C programs) agree on them.
-func NameCalls(name func(call string) string) {
-	callNames.Store(&name)
-}
-
-// apiNames sets each record's API name from NameCalls' function.
+// apiNames sets each record's API name from the function of substrate.NameCalls.
 func apiNames(recs []hang.Record) {
-	f := callNames.Load()
+	f := subcore.CallNames.Load()
 	if f == nil {
 		return
 	}

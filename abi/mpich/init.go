@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorma-hpc/gorma/internal/gosched"
 	"github.com/gorma-hpc/gorma/runtime"
+	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // bg is the context of every blocking call: MPI's calls have no deadline.
@@ -94,7 +95,7 @@ func doInit(argc *int32, argv unsafe.Pointer) error {
 		return mpiErr(mpi_ERR_OTHER, "MPI_Init was called already: call it once")
 	}
 	gosched.SetLocked() // every call comes from a C thread, locked to its goroutine
-	runtime.NameCalls(mpiName)
+	substrate.NameCalls(mpiName)
 	w, err := runtime.Init(bg)
 	if err != nil {
 		return err

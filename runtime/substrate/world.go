@@ -112,3 +112,11 @@ func SharesProcess() bool { return subcore.SharedProcess() }
 
 // WaitClock returns the monotonic clock reading that Waiting.Spun takes.
 func WaitClock() time.Duration { return subcore.Clock() }
+
+// NameCalls sets the names by which this process's hang reports show its calls: name
+// returns the name the program called for the runtime's call ("MPI_Recv" for "Recv"),
+// or the call itself to keep it. A library that serves the runtime through another API
+// (abi/mpich, MPICH's C functions) sets it once, before Init. The diagnosis still
+// compares the runtime's calls, so ranks that name their calls differently (a job of Go
+// and C programs) agree on them.
+func NameCalls(name func(call string) string) { subcore.CallNames.Store(&name) }

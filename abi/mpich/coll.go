@@ -388,13 +388,13 @@ func reduceLayout(a *reduction, t *dtype) (*collectives.Request, error) {
 		case loc != nil:
 			loc(inout, in, count)
 		case u.commute:
-			callUserOp(u.fn, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), count, a.dt)
+			callUserOp(u, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), count, a.dt)
 		default:
 			// The C function sets its second buffer to first ∘ second; the collectives
 			// want inout ∘ in in inout. A copy of in takes the result, and the
 			// layout's bytes go back to inout.
 			tmp := append([]byte(nil), in...)
-			callUserOp(u.fn, unsafe.Pointer(&inout[0]), unsafe.Pointer(&tmp[0]), count, a.dt)
+			callUserOp(u, unsafe.Pointer(&inout[0]), unsafe.Pointer(&tmp[0]), count, a.dt)
 			for i := range count {
 				for _, b := range t.layout.Blocks() {
 					o := i*t.extent + b.Off

@@ -411,7 +411,7 @@ func doReduceLocalC(in, inout unsafe.Pointer, count int, d Datatype, op Op) erro
 // buffers reduceLayout checked.
 func reduceLocalLayout(a *reduction, u *userOp) error {
 	if a.n > 0 {
-		callUserOp(u.fn, a.send, a.recv, a.n, a.dt)
+		callUserOp(u, a.send, a.recv, a.n, a.dt)
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 // completion, and its cancel function at MPI_Cancel. A NULL function does nothing.
 type grequest struct {
 	queryFn, freeFn, cancelFn unsafe.Pointer // C functions
+	pollFn, waitFn            unsafe.Pointer // MPIX_Grequest_start's C functions, or both nil
 	extra                     unsafe.Pointer // the program's extra_state, passed to each
 	done                      chan struct{}  // closed by MPI_Grequest_complete
 
@@ -62,17 +63,22 @@ func doGrequestComplete(h Request) error {
 }
 
 // complete waits for (block) or tests MPI_Grequest_complete, and reports whether it
-// was called.
-func (g *grequest) complete(block bool) bool {
+// was called. An extended request's poll function drives it as MPICH's does: a test
+// polls once, a wait polls until the request completes. A poll function's error
+// completes the request with it.
+func (g *grequest) complete(block bool) (bool, error) {
+	if g.pollFn != nil {
+		return g.progress(block)
+	}
 	if block {
 		<-g.done
-		return true
+		return true, nil
 	}
 	select {
 	case <-g.done:
-		return true
+		return true, nil
 	default:
-		return false
+		return false, nil
 	}
 }
 
@@ -86,8 +92,13 @@ func (g *grequest) query() outcome {
 	return outcome{st: s.toRuntime(), err: err}
 }
 
-// block returns once MPI_Grequest_complete was called or ctx has ended.
+// block returns once MPI_Grequest_complete was called or ctx has ended. An extended
+// request is driven by its poll function between short waits.
 func (g *grequest) block(ctx context.Context) {
+	if g.pollFn != nil {
+		g.drive(ctx)
+		return
+	}
 	select {
 	case <-g.done:
 	case <-ctx.Done():

@@ -113,6 +113,11 @@ func doIntercommMerge(inter Comm, high int, out *Comm) error {
 
 // doTypeCreateHindexed is MPI_Type_create_hindexed.
 func doTypeCreateHindexed(count int, blocklens *int32, displs *int64, old Datatype, out *Datatype) error {
+	return typeCreateHindexed(count, blocklens, displs, old, out)
+}
+
+// typeCreateHindexed is MPI_Type_create_hindexed with block lengths of int or MPI_Count.
+func typeCreateHindexed[T int32 | int64](count int, blocklens *T, displs *int64, old Datatype, out *Datatype) error {
 	t, err := anyTypeOf(old)
 	if err != nil {
 		return err
@@ -130,6 +135,12 @@ func doTypeCreateHindexed(count int, blocklens *int32, displs *int64, old Dataty
 
 // doTypeCreateIndexedBlock is MPI_Type_create_indexed_block.
 func doTypeCreateIndexedBlock(count, blocklen int, displs *int32, old Datatype, out *Datatype) error {
+	return typeCreateIndexedBlock(count, blocklen, displs, old, out)
+}
+
+// typeCreateIndexedBlock is MPI_Type_create_indexed_block with displacements of int or
+// MPI_Count.
+func typeCreateIndexedBlock[T int32 | int64](count, blocklen int, displs *T, old Datatype, out *Datatype) error {
 	t, err := anyTypeOf(old)
 	if err != nil {
 		return err
@@ -147,6 +158,11 @@ func doTypeCreateIndexedBlock(count, blocklen int, displs *int32, old Datatype, 
 
 // doTypeCreateSubarray is MPI_Type_create_subarray.
 func doTypeCreateSubarray(ndims int, sizes, subsizes, starts *int32, order int, old Datatype, out *Datatype) error {
+	return typeCreateSubarray(ndims, sizes, subsizes, starts, order, old, out)
+}
+
+// typeCreateSubarray is MPI_Type_create_subarray over C arrays of int or MPI_Count.
+func typeCreateSubarray[T int32 | int64](ndims int, sizes, subsizes, starts *T, order int, old Datatype, out *Datatype) error {
 	t, err := anyTypeOf(old)
 	if err != nil {
 		return err

@@ -116,16 +116,26 @@ func nbBlock(p unsafe.Pointer, count int, d Datatype) ([]byte, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if count < 0 {
-		return nil, 0, errCount(count)
+	n, err := byteCount(count, t.size)
+	if err != nil {
+		return nil, 0, err
 	}
-	b, err := nbBytes(p, count*t.size)
+	b, err := nbBytes(p, n)
 	return b, t.size, err
+}
+
+// nbBlockN is a buffer of n blocks of count copies of datatype d at p.
+func nbBlockN(p unsafe.Pointer, count, n int, d Datatype) ([]byte, int, error) {
+	total, err := byteCount(count, n)
+	if err != nil {
+		return nil, 0, err
+	}
+	return nbBlock(p, total, d)
 }
 
 // nbBlocks returns the buffer p that holds n blocks, with counts and displacements in
 // elements of size bytes, and the counts and displacements in bytes.
-func nbBlocks(p unsafe.Pointer, n int, counts, displs *int32, size int) ([]byte, []int, []int, error) {
+func nbBlocks[T int32 | int64](p unsafe.Pointer, n int, counts, displs *T, size int) ([]byte, []int, []int, error) {
 	cs, err := argInts(counts, n, "counts")
 	if err != nil {
 		return nil, nil, nil, err
@@ -139,7 +149,12 @@ func nbBlocks(p unsafe.Pointer, n int, counts, displs *int32, size int) ([]byte,
 		if cs[k] < 0 || ds[k] < 0 {
 			return nil, nil, nil, mpiErr(mpi_ERR_ARG, fmt.Sprintf("block %d has count %d and displacement %d: neither may be negative", k, cs[k], ds[k]))
 		}
-		cs[k], ds[k] = cs[k]*size, ds[k]*size
+		if cs[k], err = byteCount(cs[k], size); err != nil {
+			return nil, nil, nil, err
+		}
+		if ds[k], err = byteCount(ds[k], size); err != nil {
+			return nil, nil, nil, err
+		}
 		end = max(end, ds[k]+cs[k])
 	}
 	b, err := nbBytes(p, end)
@@ -147,7 +162,7 @@ func nbBlocks(p unsafe.Pointer, n int, counts, displs *int32, size int) ([]byte,
 }
 
 // nbWBlocks returns the buffer p of MPI_Neighbor_alltoallw's n blocks, and the blocks.
-func nbWBlocks(p unsafe.Pointer, n int, counts *int32, displs *int64, types *Datatype) ([]byte, topo.ByteBlocks, error) {
+func nbWBlocks[T int32 | int64](p unsafe.Pointer, n int, counts *T, displs *int64, types *Datatype) ([]byte, topo.ByteBlocks, error) {
 	var bl topo.ByteBlocks
 	cs, err := argInts(counts, n, "counts")
 	if err != nil {
@@ -170,7 +185,11 @@ func nbWBlocks(p unsafe.Pointer, n int, counts *int32, displs *int64, types *Dat
 		if t.size == 0 {
 			bl.Counts[k], bl.Sizes[k] = 0, 1
 		}
-		end = max(end, bl.Displs[k]+bl.Counts[k]*bl.Sizes[k])
+		n, err := byteCount(bl.Counts[k], bl.Sizes[k])
+		if err != nil {
+			return nil, bl, err
+		}
+		end = max(end, bl.Displs[k]+n)
 	}
 	b, err := nbBytes(p, end)
 	return b, bl, err
@@ -203,7 +222,7 @@ func neighborAllgather(mode nbMode, sbuf unsafe.Pointer, scount int, sd Datatype
 	if err != nil {
 		return err
 	}
-	r, _, err := nbBlock(rbuf, rcount*h.in, rd)
+	r, _, err := nbBlockN(rbuf, rcount, h.in, rd)
 	if err != nil {
 		return err
 	}
@@ -216,7 +235,7 @@ func neighborAllgather(mode nbMode, sbuf unsafe.Pointer, scount int, sd Datatype
 		})
 }
 
-func neighborAllgatherv(mode nbMode, sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcounts, displs *int32, rd Datatype, c Comm, req *Request) error {
+func neighborAllgatherv[T int32 | int64](mode nbMode, sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcounts, displs *T, rd Datatype, c Comm, req *Request) error {
 	h, err := hoodOf(c)
 	if err != nil {
 		return err
@@ -247,11 +266,11 @@ func neighborAlltoall(mode nbMode, sbuf unsafe.Pointer, scount int, sd Datatype,
 	if err != nil {
 		return err
 	}
-	s, _, err := nbBlock(sbuf, scount*h.out, sd)
+	s, _, err := nbBlockN(sbuf, scount, h.out, sd)
 	if err != nil {
 		return err
 	}
-	r, _, err := nbBlock(rbuf, rcount*h.in, rd)
+	r, _, err := nbBlockN(rbuf, rcount, h.in, rd)
 	if err != nil {
 		return err
 	}
@@ -264,7 +283,7 @@ func neighborAlltoall(mode nbMode, sbuf unsafe.Pointer, scount int, sd Datatype,
 		})
 }
 
-func neighborAlltoallv(mode nbMode, sbuf unsafe.Pointer, scounts, sdispls *int32, sd Datatype, rbuf unsafe.Pointer, rcounts, rdispls *int32, rd Datatype, c Comm, req *Request) error {
+func neighborAlltoallv[T int32 | int64](mode nbMode, sbuf unsafe.Pointer, scounts, sdispls *T, sd Datatype, rbuf unsafe.Pointer, rcounts, rdispls *T, rd Datatype, c Comm, req *Request) error {
 	h, err := hoodOf(c)
 	if err != nil {
 		return err
@@ -294,7 +313,7 @@ func neighborAlltoallv(mode nbMode, sbuf unsafe.Pointer, scounts, sdispls *int32
 		})
 }
 
-func neighborAlltoallw(mode nbMode, sbuf unsafe.Pointer, scounts *int32, sdispls *int64, sts *Datatype, rbuf unsafe.Pointer, rcounts *int32, rdispls *int64, rts *Datatype, c Comm, req *Request) error {
+func neighborAlltoallw[T int32 | int64](mode nbMode, sbuf unsafe.Pointer, scounts *T, sdispls *int64, sts *Datatype, rbuf unsafe.Pointer, rcounts *T, rdispls *int64, rts *Datatype, c Comm, req *Request) error {
 	h, err := hoodOf(c)
 	if err != nil {
 		return err

@@ -75,6 +75,7 @@ func intOps[T interface {
 type userOp struct {
 	fn      unsafe.Pointer
 	commute bool
+	large   bool // fn is an MPI_User_function_c (MPI_Op_create_c): its length is an MPI_Count
 }
 
 var userOps = newTable[*userOp](kindOp)
@@ -108,22 +109,28 @@ func opFor[T runtime.Elem](op Op, d Datatype) (collectives.Op[T], error) {
 			n = n * size / t.size
 		}
 		if u.commute {
-			callUserOp(u.fn, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), n, d)
+			callUserOp(u, unsafe.Pointer(&in[0]), unsafe.Pointer(&inout[0]), n, d)
 			return
 		}
 		// The C function sets its second vector to first ∘ second; the collectives
 		// want inout ∘ in in inout. A copy of in takes the result.
 		tmp := append([]T(nil), in...)
-		callUserOp(u.fn, unsafe.Pointer(&inout[0]), unsafe.Pointer(&tmp[0]), n, d)
+		callUserOp(u, unsafe.Pointer(&inout[0]), unsafe.Pointer(&tmp[0]), n, d)
 		copy(inout, tmp)
 	}
 	return collectives.NewOp[T]("MPI_Op "+fmt.Sprintf("%#x", uint32(op)), fn, u.commute), nil
 }
 
-// callUserOp calls the MPI_User_function fn on n elements of datatype d.
-func callUserOp(fn, in, inout unsafe.Pointer, n int, d Datatype) {
-	cn, cd := C.int(n), C.int(d)
-	C.gorma_call_MPI_User_function(fn, in, inout, unsafe.Pointer(&cn), unsafe.Pointer(&cd))
+// callUserOp calls u's C function on n elements of datatype d.
+func callUserOp(u *userOp, in, inout unsafe.Pointer, n int, d Datatype) {
+	cd := C.int(d)
+	if u.large {
+		cn := C.long(n)
+		C.gorma_call_MPI_User_function_c(u.fn, in, inout, unsafe.Pointer(&cn), unsafe.Pointer(&cd))
+		return
+	}
+	cn := C.int(n)
+	C.gorma_call_MPI_User_function(u.fn, in, inout, unsafe.Pointer(&cn), unsafe.Pointer(&cd))
 }
 
 // doOpCreate is MPI_Op_create.
@@ -132,6 +139,16 @@ func doOpCreate(fn unsafe.Pointer, commute int, op *Op) error {
 		return mpiErr(mpi_ERR_ARG, "user function is NULL")
 	}
 	*op = Op(userOps.add(&userOp{fn: fn, commute: commute != 0}))
+	return nil
+}
+
+// doOpCreateC is MPI_Op_create_c: fn is an MPI_User_function_c, called with an
+// MPI_Count length.
+func doOpCreateC(fn unsafe.Pointer, commute int, op *Op) error {
+	if fn == nil {
+		return mpiErr(mpi_ERR_ARG, "user function is NULL")
+	}
+	*op = Op(userOps.add(&userOp{fn: fn, commute: commute != 0, large: true}))
 	return nil
 }
 

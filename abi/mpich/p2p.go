@@ -220,7 +220,8 @@ func (r *request) complete(block bool) bool {
 			done, o.err = r.rma.Test()
 		}
 	case r.grq != nil:
-		done = r.grq.complete(block)
+		o.st = noStatus
+		done, o.err = r.grq.complete(block)
 	case r.topo != nil:
 		o.st = noStatus
 		if block {
@@ -269,9 +270,10 @@ func (r *request) settle(o outcome) {
 }
 
 // outcome is r's held outcome. A generalized request's comes from its query
-// function, called at each report and MPI_Request_get_status, as MPICH does.
+// function, called at each report and MPI_Request_get_status, as MPICH does, unless
+// its poll function failed.
 func (r *request) outcome() outcome {
-	if r.grq != nil {
+	if r.grq != nil && r.held.err == nil {
 		return r.grq.query()
 	}
 	return *r.held
@@ -435,6 +437,7 @@ func doWaitall(n int, rs *Request, sts *Status) error {
 		return nil
 	}
 	hs := unsafe.Slice(rs, n)
+	waitExtended(hs)
 	var ss []Status
 	if sts != nil {
 		ss = unsafe.Slice(sts, n)

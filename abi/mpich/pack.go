@@ -14,6 +14,11 @@ import (
 // doTypeCreateStruct is MPI_Type_create_struct. Its elements have one kind when every
 // field's do, else none (no reductions).
 func doTypeCreateStruct(count int, blocklens *int32, displs *int64, types *Datatype, out *Datatype) error {
+	return typeCreateStruct(count, blocklens, displs, types, out)
+}
+
+// typeCreateStruct is MPI_Type_create_struct with block lengths of int or MPI_Count.
+func typeCreateStruct[T int32 | int64](count int, blocklens *T, displs *int64, types *Datatype, out *Datatype) error {
 	if count < 0 {
 		return errCount(count)
 	}

@@ -45,6 +45,15 @@ int MPIR_Dup_fn(int obj, int keyval, void *extra, void *in, void *out, int *flag
 	return 0;
 }
 
+/* MPI_DUP_FN is MPI-1's name of the copy that copies the value, as a function. */
+int PMPI_DUP_FN(int oldcomm, int keyval, void *extra_state, void *attribute_val_in,
+                void *attribute_val_out, int *flag)
+{
+	return MPIR_Dup_fn(oldcomm, keyval, extra_state, attribute_val_in, attribute_val_out, flag);
+}
+int MPI_DUP_FN(int oldcomm, int keyval, void *extra_state, void *attribute_val_in,
+               void *attribute_val_out, int *flag) __attribute__((weak, alias("PMPI_DUP_FN")));
+
 /* MPI_Wtime and MPI_Wtick stay in C: a program brackets each timed call with MPI_Wtime,
  * and a cgo callback would add its cost to every figure it measures. Seconds on the
  * monotonic clock, as MPICH's. */

@@ -127,8 +127,9 @@ func dupWorld(w *runtime.World) (*runtime.World, error) {
 	return nw, nil
 }
 
-// argInts copies the C array p of n ints, which may be NULL only when n is 0.
-func argInts(p *int32, n int, name string) ([]int, error) {
+// argInts copies the C array p of n ints or MPI_Counts, which may be NULL only when n
+// is 0.
+func argInts[T int32 | int64](p *T, n int, name string) ([]int, error) {
 	if n < 0 {
 		return nil, mpiErr(mpi_ERR_ARG, fmt.Sprintf("%s has a negative length %d", name, n))
 	}

@@ -209,6 +209,11 @@ func doTypeCreateHvector(count, blocklen, stride int, old Datatype, out *Datatyp
 
 // doTypeIndexed is MPI_Type_indexed.
 func doTypeIndexed(count int, blocklens, displs *int32, old Datatype, out *Datatype) error {
+	return typeIndexed(count, blocklens, displs, old, out)
+}
+
+// typeIndexed is MPI_Type_indexed over C arrays of int or MPI_Count.
+func typeIndexed[T int32 | int64](count int, blocklens, displs *T, old Datatype, out *Datatype) error {
 	t, err := anyTypeOf(old)
 	if err != nil {
 		return err

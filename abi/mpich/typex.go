@@ -366,6 +366,11 @@ func doTypeGetTrueExtentC(d Datatype, lb, extent *int64) error {
 // order) by block, cyclic or no distribution per dimension. Its lower bound is 0 and its
 // extent the whole array's.
 func doTypeCreateDarray(size, rank, ndims int, gsizes, distribs, dargs, psizes *int32, order int, old Datatype, out *Datatype) error {
+	return typeCreateDarray(size, rank, ndims, gsizes, distribs, dargs, psizes, order, old, out)
+}
+
+// typeCreateDarray is MPI_Type_create_darray with global sizes of int or MPI_Count.
+func typeCreateDarray[T int32 | int64](size, rank, ndims int, gsizes *T, distribs, dargs, psizes *int32, order int, old Datatype, out *Datatype) error {
 	t, err := anyTypeOf(old)
 	if err != nil {
 		return err

@@ -18,6 +18,12 @@ void gorma_call_MPI_User_function(void *fn, void *a0, void *a1, void *a2, void *
 	((void (*)(void *, void *, void *, void *))fn)(a0, a1, a2, a3);
 }
 
+/* typedef void (MPI_User_function_c) ( void *, void *, MPI_Count *, MPI_Datatype * ); */
+void gorma_call_MPI_User_function_c(void *fn, void *a0, void *a1, void *a2, void *a3)
+{
+	((void (*)(void *, void *, void *, void *))fn)(a0, a1, a2, a3);
+}
+
 /* typedef void (MPI_Comm_errhandler_function)(MPI_Comm *, int *, ...); */
 void gorma_call_MPI_Comm_errhandler_function(void *fn, void *a0, void *a1)
 {
@@ -83,6 +89,72 @@ int gorma_call_MPI_Grequest_cancel_function(void *fn, void *a0, int a1)
 {
 	return ((int (*)(void *, int))fn)(a0, a1);
 }
+
+/* typedef int (MPIX_Grequest_poll_function)(void *, MPI_Status *); */
+int gorma_call_MPIX_Grequest_poll_function(void *fn, void *a0, void *a1)
+{
+	return ((int (*)(void *, void *))fn)(a0, a1);
+}
+
+/* typedef int (MPIX_Grequest_wait_function)(int, void **, double, MPI_Status *); */
+int gorma_call_MPIX_Grequest_wait_function(void *fn, int a0, void *a1, double a2, void *a3)
+{
+	return ((int (*)(int, void *, double, void *))fn)(a0, a1, a2, a3);
+}
+
+/* int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status) */
+int PMPI_Status_c2f(void *c_status, void *f_status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_c2f");
+	return gorma_MPI_Status_c2f((void *)c_status, (void *)f_status);
+}
+int MPI_Status_c2f(void *c_status, void *f_status) __attribute__((weak, alias("PMPI_Status_c2f")));
+
+/* int MPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status) */
+int PMPI_Status_f2c(void *f_status, void *c_status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_f2c");
+	return gorma_MPI_Status_f2c((void *)f_status, (void *)c_status);
+}
+int MPI_Status_f2c(void *f_status, void *c_status) __attribute__((weak, alias("PMPI_Status_f2c")));
+
+/* int MPI_Status_f082c(const MPI_F08_status *f08_status, MPI_Status *c_status) */
+int PMPI_Status_f082c(void *f08_status, void *c_status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_f082c");
+	return gorma_MPI_Status_f082c((void *)f08_status, (void *)c_status);
+}
+int MPI_Status_f082c(void *f08_status, void *c_status) __attribute__((weak, alias("PMPI_Status_f082c")));
+
+/* int MPI_Status_c2f08(const MPI_Status *c_status, MPI_F08_status *f08_status) */
+int PMPI_Status_c2f08(void *c_status, void *f08_status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_c2f08");
+	return gorma_MPI_Status_c2f08((void *)c_status, (void *)f08_status);
+}
+int MPI_Status_c2f08(void *c_status, void *f08_status) __attribute__((weak, alias("PMPI_Status_c2f08")));
+
+/* int MPI_Status_f082f(const MPI_F08_status *f08_status, MPI_Fint *f_status) */
+int PMPI_Status_f082f(void *f08_status, void *f_status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_f082f");
+	return gorma_MPI_Status_f082f((void *)f08_status, (void *)f_status);
+}
+int MPI_Status_f082f(void *f08_status, void *f_status) __attribute__((weak, alias("PMPI_Status_f082f")));
+
+/* int MPI_Status_f2f08(const MPI_Fint *f_status, MPI_F08_status *f08_status) */
+int PMPI_Status_f2f08(void *f_status, void *f08_status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Status_f2f08");
+	return gorma_MPI_Status_f2f08((void *)f_status, (void *)f08_status);
+}
+int MPI_Status_f2f08(void *f_status, void *f08_status) __attribute__((weak, alias("PMPI_Status_f2f08")));
 
 /* int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype) */
 int PMPI_Type_create_f90_integer(int r, void *newtype)
@@ -2982,6 +3054,33 @@ int PMPI_Topo_test(int comm, void *status)
 }
 int MPI_Topo_test(int comm, void *status) __attribute__((weak, alias("PMPI_Topo_test")));
 
+/* int MPIX_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, MPIX_Grequest_poll_function *poll_fn, MPIX_Grequest_wait_function *wait_fn, void *extra_state, MPI_Request *request) */
+int PMPIX_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *poll_fn, void *wait_fn, void *extra_state, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Grequest_start");
+	return gorma_MPIX_Grequest_start((void *)query_fn, (void *)free_fn, (void *)cancel_fn, (void *)poll_fn, (void *)wait_fn, (void *)extra_state, (void *)request);
+}
+int MPIX_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *poll_fn, void *wait_fn, void *extra_state, void *request) __attribute__((weak, alias("PMPIX_Grequest_start")));
+
+/* int MPIX_Grequest_class_create(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, MPIX_Grequest_poll_function *poll_fn, MPIX_Grequest_wait_function *wait_fn, MPIX_Grequest_class *greq_class) */
+int PMPIX_Grequest_class_create(void *query_fn, void *free_fn, void *cancel_fn, void *poll_fn, void *wait_fn, void *greq_class)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Grequest_class_create");
+	return gorma_MPIX_Grequest_class_create((void *)query_fn, (void *)free_fn, (void *)cancel_fn, (void *)poll_fn, (void *)wait_fn, (void *)greq_class);
+}
+int MPIX_Grequest_class_create(void *query_fn, void *free_fn, void *cancel_fn, void *poll_fn, void *wait_fn, void *greq_class) __attribute__((weak, alias("PMPIX_Grequest_class_create")));
+
+/* int MPIX_Grequest_class_allocate(MPIX_Grequest_class greq_class, void *extra_state, MPI_Request *request) */
+int PMPIX_Grequest_class_allocate(int greq_class, void *extra_state, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPIX_Grequest_class_allocate");
+	return gorma_MPIX_Grequest_class_allocate(greq_class, (void *)extra_state, (void *)request);
+}
+int MPIX_Grequest_class_allocate(int greq_class, void *extra_state, void *request) __attribute__((weak, alias("PMPIX_Grequest_class_allocate")));
+
 /* int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
 int PMPI_Allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
 {
@@ -3252,6 +3351,51 @@ int PMPI_Igatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, 
 }
 int MPI_Igatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Igatherv_c")));
 
+/* int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_allgather_c");
+	return gorma_MPI_Ineighbor_allgather_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, (void *)request);
+}
+int MPI_Ineighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_allgather_c")));
+
+/* int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_allgatherv_c");
+	return gorma_MPI_Ineighbor_allgatherv_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, comm, (void *)request);
+}
+int MPI_Ineighbor_allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_allgatherv_c")));
+
+/* int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_alltoall_c");
+	return gorma_MPI_Ineighbor_alltoall_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, (void *)request);
+}
+int MPI_Ineighbor_alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoall_c")));
+
+/* int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_alltoallv_c");
+	return gorma_MPI_Ineighbor_alltoallv_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, recvtype, comm, (void *)request);
+}
+int MPI_Ineighbor_alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallv_c")));
+
+/* int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) */
+int PMPI_Ineighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Ineighbor_alltoallw_c");
+	return gorma_MPI_Ineighbor_alltoallw_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (void *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (void *)recvtypes, comm, (void *)request);
+}
+int MPI_Ineighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallw_c")));
+
 /* int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) */
 int PMPI_Ireduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm, void *request)
 {
@@ -3305,6 +3449,96 @@ int PMPI_Iscatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype
 	return gorma_MPI_Iscatterv_c((void *)sendbuf, (void *)sendcounts, (void *)displs, sendtype, (void *)recvbuf, recvcount, recvtype, root, comm, (void *)request);
 }
 int MPI_Iscatterv_c(void *sendbuf, void *sendcounts, void *displs, int sendtype, void *recvbuf, long recvcount, int recvtype, int root, int comm, void *request) __attribute__((weak, alias("PMPI_Iscatterv_c")));
+
+/* int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgather_c");
+	return gorma_MPI_Neighbor_allgather_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm);
+}
+int MPI_Neighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_allgather_c")));
+
+/* int MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_allgather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgather_init_c");
+	return gorma_MPI_Neighbor_allgather_init_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, info, (void *)request);
+}
+int MPI_Neighbor_allgather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_allgather_init_c")));
+
+/* int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgatherv_c");
+	return gorma_MPI_Neighbor_allgatherv_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, comm);
+}
+int MPI_Neighbor_allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_allgatherv_c")));
+
+/* int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_allgatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_allgatherv_init_c");
+	return gorma_MPI_Neighbor_allgatherv_init_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)displs, recvtype, comm, info, (void *)request);
+}
+int MPI_Neighbor_allgatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_allgatherv_init_c")));
+
+/* int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoall_c");
+	return gorma_MPI_Neighbor_alltoall_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm);
+}
+int MPI_Neighbor_alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoall_c")));
+
+/* int MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_alltoall_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoall_init_c");
+	return gorma_MPI_Neighbor_alltoall_init_c((void *)sendbuf, sendcount, sendtype, (void *)recvbuf, recvcount, recvtype, comm, info, (void *)request);
+}
+int MPI_Neighbor_alltoall_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoall_init_c")));
+
+/* int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) */
+int PMPI_Neighbor_alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallv_c");
+	return gorma_MPI_Neighbor_alltoallv_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, recvtype, comm);
+}
+int MPI_Neighbor_alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallv_c")));
+
+/* int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_alltoallv_init_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallv_init_c");
+	return gorma_MPI_Neighbor_alltoallv_init_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, sendtype, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, recvtype, comm, info, (void *)request);
+}
+int MPI_Neighbor_alltoallv_init_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallv_init_c")));
+
+/* int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) */
+int PMPI_Neighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallw_c");
+	return gorma_MPI_Neighbor_alltoallw_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (void *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (void *)recvtypes, comm);
+}
+int MPI_Neighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallw_c")));
+
+/* int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Neighbor_alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Neighbor_alltoallw_init_c");
+	return gorma_MPI_Neighbor_alltoallw_init_c((void *)sendbuf, (void *)sendcounts, (void *)sdispls, (void *)sendtypes, (void *)recvbuf, (void *)recvcounts, (void *)rdispls, (void *)recvtypes, comm, info, (void *)request);
+}
+int MPI_Neighbor_alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallw_init_c")));
 
 /* int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) */
 int PMPI_Reduce_c(void *sendbuf, void *recvbuf, long count, int datatype, int op, int root, int comm)
@@ -3486,6 +3720,33 @@ int PMPI_Type_contiguous_c(long count, int oldtype, void *newtype)
 }
 int MPI_Type_contiguous_c(long count, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_contiguous_c")));
 
+/* int MPI_Type_create_darray_c(int size, int rank, int ndims, const MPI_Count array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_darray_c(int size, int rank, int ndims, void *array_of_gsizes, void *array_of_distribs, void *array_of_dargs, void *array_of_psizes, int order, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_darray_c");
+	return gorma_MPI_Type_create_darray_c(size, rank, ndims, (void *)array_of_gsizes, (void *)array_of_distribs, (void *)array_of_dargs, (void *)array_of_psizes, order, oldtype, (void *)newtype);
+}
+int MPI_Type_create_darray_c(int size, int rank, int ndims, void *array_of_gsizes, void *array_of_distribs, void *array_of_dargs, void *array_of_psizes, int order, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_darray_c")));
+
+/* int MPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_hindexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_hindexed_c");
+	return gorma_MPI_Type_create_hindexed_c(count, (void *)array_of_blocklengths, (void *)array_of_displacements, oldtype, (void *)newtype);
+}
+int MPI_Type_create_hindexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed_c")));
+
+/* int MPI_Type_create_hindexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_hindexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_hindexed_block_c");
+	return gorma_MPI_Type_create_hindexed_block_c(count, blocklength, (void *)array_of_displacements, oldtype, (void *)newtype);
+}
+int MPI_Type_create_hindexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed_block_c")));
+
 /* int MPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype) */
 int PMPI_Type_create_hvector_c(long count, long blocklength, long stride, int oldtype, void *newtype)
 {
@@ -3495,6 +3756,15 @@ int PMPI_Type_create_hvector_c(long count, long blocklength, long stride, int ol
 }
 int MPI_Type_create_hvector_c(long count, long blocklength, long stride, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hvector_c")));
 
+/* int MPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_indexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_indexed_block_c");
+	return gorma_MPI_Type_create_indexed_block_c(count, blocklength, (void *)array_of_displacements, oldtype, (void *)newtype);
+}
+int MPI_Type_create_indexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_indexed_block_c")));
+
 /* int MPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent, MPI_Datatype *newtype) */
 int PMPI_Type_create_resized_c(int oldtype, long lb, long extent, void *newtype)
 {
@@ -3503,6 +3773,24 @@ int PMPI_Type_create_resized_c(int oldtype, long lb, long extent, void *newtype)
 	return gorma_MPI_Type_create_resized_c(oldtype, lb, extent, (void *)newtype);
 }
 int MPI_Type_create_resized_c(int oldtype, long lb, long extent, void *newtype) __attribute__((weak, alias("PMPI_Type_create_resized_c")));
+
+/* int MPI_Type_create_struct_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype) */
+int PMPI_Type_create_struct_c(long count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_struct_c");
+	return gorma_MPI_Type_create_struct_c(count, (void *)array_of_blocklengths, (void *)array_of_displacements, (void *)array_of_types, (void *)newtype);
+}
+int MPI_Type_create_struct_c(long count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype) __attribute__((weak, alias("PMPI_Type_create_struct_c")));
+
+/* int MPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_sizes[], const MPI_Count array_of_subsizes[], const MPI_Count array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_create_subarray_c(int ndims, void *array_of_sizes, void *array_of_subsizes, void *array_of_starts, int order, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_create_subarray_c");
+	return gorma_MPI_Type_create_subarray_c(ndims, (void *)array_of_sizes, (void *)array_of_subsizes, (void *)array_of_starts, order, oldtype, (void *)newtype);
+}
+int MPI_Type_create_subarray_c(int ndims, void *array_of_sizes, void *array_of_subsizes, void *array_of_starts, int order, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_subarray_c")));
 
 /* int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses, MPI_Count max_large_counts, MPI_Count max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[]) */
 int PMPI_Type_get_contents_c(int datatype, long max_integers, long max_addresses, long max_large_counts, long max_datatypes, void *array_of_integers, void *array_of_addresses, void *array_of_large_counts, void *array_of_datatypes)
@@ -3540,6 +3828,15 @@ int PMPI_Type_get_true_extent_c(int datatype, void *true_lb, void *true_extent)
 }
 int MPI_Type_get_true_extent_c(int datatype, void *true_lb, void *true_extent) __attribute__((weak, alias("PMPI_Type_get_true_extent_c")));
 
+/* int MPI_Type_indexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
+int PMPI_Type_indexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Type_indexed_c");
+	return gorma_MPI_Type_indexed_c(count, (void *)array_of_blocklengths, (void *)array_of_displacements, oldtype, (void *)newtype);
+}
+int MPI_Type_indexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_indexed_c")));
+
 /* int MPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size) */
 int PMPI_Type_size_c(int datatype, void *size)
 {
@@ -3575,6 +3872,15 @@ int PMPI_Unpack_external_c(void *datarep, void *inbuf, long insize, void *positi
 	return gorma_MPI_Unpack_external_c((void *)datarep, (void *)inbuf, insize, (void *)position, (void *)outbuf, outcount, datatype);
 }
 int MPI_Unpack_external_c(void *datarep, void *inbuf, long insize, void *position, void *outbuf, long outcount, int datatype) __attribute__((weak, alias("PMPI_Unpack_external_c")));
+
+/* int MPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op) */
+int PMPI_Op_create_c(void *user_fn, int commute, void *op)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Op_create_c");
+	return gorma_MPI_Op_create_c((void *)user_fn, commute, (void *)op);
+}
+int MPI_Op_create_c(void *user_fn, int commute, void *op) __attribute__((weak, alias("PMPI_Op_create_c")));
 
 /* int MPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
 int PMPI_Bsend_c(void *buf, long count, int datatype, int dest, int tag, int comm)
@@ -3783,80 +4089,118 @@ int PMPI_Ssend_init_c(void *buf, long count, int datatype, int dest, int tag, in
 }
 int MPI_Ssend_init_c(void *buf, long count, int datatype, int dest, int tag, int comm, void *request) __attribute__((weak, alias("PMPI_Ssend_init_c")));
 
+/* int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) */
+int PMPI_Accumulate_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Accumulate_c");
+	return gorma_MPI_Accumulate_c((void *)origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
+}
+int MPI_Accumulate_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win) __attribute__((weak, alias("PMPI_Accumulate_c")));
+
+/* int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win) */
+int PMPI_Get_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_c");
+	return gorma_MPI_Get_c((void *)origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
+}
+int MPI_Get_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win) __attribute__((weak, alias("PMPI_Get_c")));
+
+/* int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) */
+int PMPI_Get_accumulate_c(void *origin_addr, long origin_count, int origin_datatype, void *result_addr, long result_count, int result_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Get_accumulate_c");
+	return gorma_MPI_Get_accumulate_c((void *)origin_addr, origin_count, origin_datatype, (void *)result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
+}
+int MPI_Get_accumulate_c(void *origin_addr, long origin_count, int origin_datatype, void *result_addr, long result_count, int result_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win) __attribute__((weak, alias("PMPI_Get_accumulate_c")));
+
+/* int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win) */
+int PMPI_Put_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Put_c");
+	return gorma_MPI_Put_c((void *)origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
+}
+int MPI_Put_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win) __attribute__((weak, alias("PMPI_Put_c")));
+
+/* int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) */
+int PMPI_Raccumulate_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Raccumulate_c");
+	return gorma_MPI_Raccumulate_c((void *)origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, (void *)request);
+}
+int MPI_Raccumulate_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win, void *request) __attribute__((weak, alias("PMPI_Raccumulate_c")));
+
+/* int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) */
+int PMPI_Rget_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rget_c");
+	return gorma_MPI_Rget_c((void *)origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, (void *)request);
+}
+int MPI_Rget_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win, void *request) __attribute__((weak, alias("PMPI_Rget_c")));
+
+/* int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) */
+int PMPI_Rget_accumulate_c(void *origin_addr, long origin_count, int origin_datatype, void *result_addr, long result_count, int result_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rget_accumulate_c");
+	return gorma_MPI_Rget_accumulate_c((void *)origin_addr, origin_count, origin_datatype, (void *)result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, (void *)request);
+}
+int MPI_Rget_accumulate_c(void *origin_addr, long origin_count, int origin_datatype, void *result_addr, long result_count, int result_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win, void *request) __attribute__((weak, alias("PMPI_Rget_accumulate_c")));
+
+/* int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) */
+int PMPI_Rput_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Rput_c");
+	return gorma_MPI_Rput_c((void *)origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, (void *)request);
+}
+int MPI_Rput_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win, void *request) __attribute__((weak, alias("PMPI_Rput_c")));
+
+/* int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) */
+int PMPI_Win_allocate_c(long size, long disp_unit, int info, int comm, void *baseptr, void *win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_allocate_c");
+	return gorma_MPI_Win_allocate_c(size, disp_unit, info, comm, (void *)baseptr, (void *)win);
+}
+int MPI_Win_allocate_c(long size, long disp_unit, int info, int comm, void *baseptr, void *win) __attribute__((weak, alias("PMPI_Win_allocate_c")));
+
+/* int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) */
+int PMPI_Win_allocate_shared_c(long size, long disp_unit, int info, int comm, void *baseptr, void *win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_allocate_shared_c");
+	return gorma_MPI_Win_allocate_shared_c(size, disp_unit, info, comm, (void *)baseptr, (void *)win);
+}
+int MPI_Win_allocate_shared_c(long size, long disp_unit, int info, int comm, void *baseptr, void *win) __attribute__((weak, alias("PMPI_Win_allocate_shared_c")));
+
+/* int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) */
+int PMPI_Win_create_c(void *base, long size, long disp_unit, int info, int comm, void *win)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_create_c");
+	return gorma_MPI_Win_create_c((void *)base, size, disp_unit, info, comm, (void *)win);
+}
+int MPI_Win_create_c(void *base, long size, long disp_unit, int info, int comm, void *win) __attribute__((weak, alias("PMPI_Win_create_c")));
+
+/* int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void *baseptr) */
+int PMPI_Win_shared_query_c(int win, int rank, void *size, void *disp_unit, void *baseptr)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Win_shared_query_c");
+	return gorma_MPI_Win_shared_query_c(win, rank, (void *)size, (void *)disp_unit, (void *)baseptr);
+}
+int MPI_Win_shared_query_c(int win, int rank, void *size, void *disp_unit, void *baseptr) __attribute__((weak, alias("PMPI_Win_shared_query_c")));
+
 /* The functions of mpi.h and mpio.h that gorma does not cover. Each is defined, so a
  * program that names one loads and runs; a call fails with
  * MPI_ERR_UNSUPPORTED_OPERATION through the error handler of its communicator or
  * window, or of MPI_COMM_WORLD. */
-
-/* int MPI_DUP_FN(MPI_Comm oldcomm, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag) */
-int PMPI_DUP_FN(int oldcomm, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, void *flag)
-{
-	(void)keyval; (void)extra_state; (void)attribute_val_in; (void)attribute_val_out; (void)flag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_DUP_FN");
-	return gorma_absent("MPI_DUP_FN", 1, oldcomm);
-}
-int MPI_DUP_FN(int oldcomm, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, void *flag) __attribute__((weak, alias("PMPI_DUP_FN")));
-
-/* int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status) */
-int PMPI_Status_c2f(void *c_status, void *f_status)
-{
-	(void)c_status; (void)f_status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Status_c2f");
-	return gorma_absent("MPI_Status_c2f", 0, 0);
-}
-int MPI_Status_c2f(void *c_status, void *f_status) __attribute__((weak, alias("PMPI_Status_c2f")));
-
-/* int MPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status) */
-int PMPI_Status_f2c(void *f_status, void *c_status)
-{
-	(void)f_status; (void)c_status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Status_f2c");
-	return gorma_absent("MPI_Status_f2c", 0, 0);
-}
-int MPI_Status_f2c(void *f_status, void *c_status) __attribute__((weak, alias("PMPI_Status_f2c")));
-
-/* int MPI_Status_f082c(const MPI_F08_status *f08_status, MPI_Status *c_status) */
-int PMPI_Status_f082c(void *f08_status, void *c_status)
-{
-	(void)f08_status; (void)c_status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Status_f082c");
-	return gorma_absent("MPI_Status_f082c", 0, 0);
-}
-int MPI_Status_f082c(void *f08_status, void *c_status) __attribute__((weak, alias("PMPI_Status_f082c")));
-
-/* int MPI_Status_c2f08(const MPI_Status *c_status, MPI_F08_status *f08_status) */
-int PMPI_Status_c2f08(void *c_status, void *f08_status)
-{
-	(void)c_status; (void)f08_status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Status_c2f08");
-	return gorma_absent("MPI_Status_c2f08", 0, 0);
-}
-int MPI_Status_c2f08(void *c_status, void *f08_status) __attribute__((weak, alias("PMPI_Status_c2f08")));
-
-/* int MPI_Status_f082f(const MPI_F08_status *f08_status, MPI_Fint *f_status) */
-int PMPI_Status_f082f(void *f08_status, void *f_status)
-{
-	(void)f08_status; (void)f_status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Status_f082f");
-	return gorma_absent("MPI_Status_f082f", 0, 0);
-}
-int MPI_Status_f082f(void *f08_status, void *f_status) __attribute__((weak, alias("PMPI_Status_f082f")));
-
-/* int MPI_Status_f2f08(const MPI_Fint *f_status, MPI_F08_status *f08_status) */
-int PMPI_Status_f2f08(void *f_status, void *f08_status)
-{
-	(void)f_status; (void)f08_status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Status_f2f08");
-	return gorma_absent("MPI_Status_f2f08", 0, 0);
-}
-int MPI_Status_f2f08(void *f_status, void *f08_status) __attribute__((weak, alias("PMPI_Status_f2f08")));
 
 /* int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm) */
 int PMPI_Intercomm_create_from_groups(int local_group, int local_leader, int remote_group, int remote_leader, void *stringtag, int info, int errhandler, void *newintercomm)
@@ -4716,386 +5060,6 @@ int PMPI_T_source_get_timestamp(int source_index, void *timestamp)
 	return gorma_absent("MPI_T_source_get_timestamp", 0, 0);
 }
 int MPI_T_source_get_timestamp(int source_index, void *timestamp) __attribute__((weak, alias("PMPI_T_source_get_timestamp")));
-
-/* int MPIX_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, MPIX_Grequest_poll_function *poll_fn, MPIX_Grequest_wait_function *wait_fn, void *extra_state, MPI_Request *request) */
-int PMPIX_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *poll_fn, void *wait_fn, void *extra_state, void *request)
-{
-	(void)query_fn; (void)free_fn; (void)cancel_fn; (void)poll_fn; (void)wait_fn; (void)extra_state; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPIX_Grequest_start");
-	return gorma_absent("MPIX_Grequest_start", 0, 0);
-}
-int MPIX_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *poll_fn, void *wait_fn, void *extra_state, void *request) __attribute__((weak, alias("PMPIX_Grequest_start")));
-
-/* int MPIX_Grequest_class_create(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, MPIX_Grequest_poll_function *poll_fn, MPIX_Grequest_wait_function *wait_fn, MPIX_Grequest_class *greq_class) */
-int PMPIX_Grequest_class_create(void *query_fn, void *free_fn, void *cancel_fn, void *poll_fn, void *wait_fn, void *greq_class)
-{
-	(void)query_fn; (void)free_fn; (void)cancel_fn; (void)poll_fn; (void)wait_fn; (void)greq_class;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPIX_Grequest_class_create");
-	return gorma_absent("MPIX_Grequest_class_create", 0, 0);
-}
-int MPIX_Grequest_class_create(void *query_fn, void *free_fn, void *cancel_fn, void *poll_fn, void *wait_fn, void *greq_class) __attribute__((weak, alias("PMPIX_Grequest_class_create")));
-
-/* int MPIX_Grequest_class_allocate(MPIX_Grequest_class greq_class, void *extra_state, MPI_Request *request) */
-int PMPIX_Grequest_class_allocate(int greq_class, void *extra_state, void *request)
-{
-	(void)greq_class; (void)extra_state; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPIX_Grequest_class_allocate");
-	return gorma_absent("MPIX_Grequest_class_allocate", 0, 0);
-}
-int MPIX_Grequest_class_allocate(int greq_class, void *extra_state, void *request) __attribute__((weak, alias("PMPIX_Grequest_class_allocate")));
-
-/* int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ineighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ineighbor_allgather_c");
-	return gorma_absent("MPI_Ineighbor_allgather_c", 1, comm);
-}
-int MPI_Ineighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_allgather_c")));
-
-/* int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ineighbor_allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ineighbor_allgatherv_c");
-	return gorma_absent("MPI_Ineighbor_allgatherv_c", 1, comm);
-}
-int MPI_Ineighbor_allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_allgatherv_c")));
-
-/* int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ineighbor_alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ineighbor_alltoall_c");
-	return gorma_absent("MPI_Ineighbor_alltoall_c", 1, comm);
-}
-int MPI_Ineighbor_alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoall_c")));
-
-/* int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ineighbor_alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ineighbor_alltoallv_c");
-	return gorma_absent("MPI_Ineighbor_alltoallv_c", 1, comm);
-}
-int MPI_Ineighbor_alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallv_c")));
-
-/* int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) */
-int PMPI_Ineighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Ineighbor_alltoallw_c");
-	return gorma_absent("MPI_Ineighbor_alltoallw_c", 1, comm);
-}
-int MPI_Ineighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, void *request) __attribute__((weak, alias("PMPI_Ineighbor_alltoallw_c")));
-
-/* int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Neighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_allgather_c");
-	return gorma_absent("MPI_Neighbor_allgather_c", 1, comm);
-}
-int MPI_Neighbor_allgather_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_allgather_c")));
-
-/* int MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Neighbor_allgather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_allgather_init_c");
-	return gorma_absent("MPI_Neighbor_allgather_init_c", 1, comm);
-}
-int MPI_Neighbor_allgather_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_allgather_init_c")));
-
-/* int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Neighbor_allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_allgatherv_c");
-	return gorma_absent("MPI_Neighbor_allgatherv_c", 1, comm);
-}
-int MPI_Neighbor_allgatherv_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_allgatherv_c")));
-
-/* int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Neighbor_allgatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)displs; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_allgatherv_init_c");
-	return gorma_absent("MPI_Neighbor_allgatherv_init_c", 1, comm);
-}
-int MPI_Neighbor_allgatherv_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, void *recvcounts, void *displs, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_allgatherv_init_c")));
-
-/* int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Neighbor_alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_alltoall_c");
-	return gorma_absent("MPI_Neighbor_alltoall_c", 1, comm);
-}
-int MPI_Neighbor_alltoall_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoall_c")));
-
-/* int MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Neighbor_alltoall_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcount; (void)sendtype; (void)recvbuf; (void)recvcount; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_alltoall_init_c");
-	return gorma_absent("MPI_Neighbor_alltoall_init_c", 1, comm);
-}
-int MPI_Neighbor_alltoall_init_c(void *sendbuf, long sendcount, int sendtype, void *recvbuf, long recvcount, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoall_init_c")));
-
-/* int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) */
-int PMPI_Neighbor_alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_alltoallv_c");
-	return gorma_absent("MPI_Neighbor_alltoallv_c", 1, comm);
-}
-int MPI_Neighbor_alltoallv_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallv_c")));
-
-/* int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Neighbor_alltoallv_init_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtype; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtype; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_alltoallv_init_c");
-	return gorma_absent("MPI_Neighbor_alltoallv_init_c", 1, comm);
-}
-int MPI_Neighbor_alltoallv_init_c(void *sendbuf, void *sendcounts, void *sdispls, int sendtype, void *recvbuf, void *recvcounts, void *rdispls, int recvtype, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallv_init_c")));
-
-/* int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) */
-int PMPI_Neighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_alltoallw_c");
-	return gorma_absent("MPI_Neighbor_alltoallw_c", 1, comm);
-}
-int MPI_Neighbor_alltoallw_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm) __attribute__((weak, alias("PMPI_Neighbor_alltoallw_c")));
-
-/* int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Neighbor_alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request)
-{
-	(void)sendbuf; (void)sendcounts; (void)sdispls; (void)sendtypes; (void)recvbuf; (void)recvcounts; (void)rdispls; (void)recvtypes; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Neighbor_alltoallw_init_c");
-	return gorma_absent("MPI_Neighbor_alltoallw_init_c", 1, comm);
-}
-int MPI_Neighbor_alltoallw_init_c(void *sendbuf, void *sendcounts, void *sdispls, void *sendtypes, void *recvbuf, void *recvcounts, void *rdispls, void *recvtypes, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Neighbor_alltoallw_init_c")));
-
-/* int MPI_Type_create_darray_c(int size, int rank, int ndims, const MPI_Count array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_create_darray_c(int size, int rank, int ndims, void *array_of_gsizes, void *array_of_distribs, void *array_of_dargs, void *array_of_psizes, int order, int oldtype, void *newtype)
-{
-	(void)size; (void)rank; (void)ndims; (void)array_of_gsizes; (void)array_of_distribs; (void)array_of_dargs; (void)array_of_psizes; (void)order; (void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_darray_c");
-	return gorma_absent("MPI_Type_create_darray_c", 0, 0);
-}
-int MPI_Type_create_darray_c(int size, int rank, int ndims, void *array_of_gsizes, void *array_of_distribs, void *array_of_dargs, void *array_of_psizes, int order, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_darray_c")));
-
-/* int MPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_create_hindexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
-{
-	(void)count; (void)array_of_blocklengths; (void)array_of_displacements; (void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_hindexed_c");
-	return gorma_absent("MPI_Type_create_hindexed_c", 0, 0);
-}
-int MPI_Type_create_hindexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed_c")));
-
-/* int MPI_Type_create_hindexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_create_hindexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype)
-{
-	(void)count; (void)blocklength; (void)array_of_displacements; (void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_hindexed_block_c");
-	return gorma_absent("MPI_Type_create_hindexed_block_c", 0, 0);
-}
-int MPI_Type_create_hindexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_hindexed_block_c")));
-
-/* int MPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_create_indexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype)
-{
-	(void)count; (void)blocklength; (void)array_of_displacements; (void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_indexed_block_c");
-	return gorma_absent("MPI_Type_create_indexed_block_c", 0, 0);
-}
-int MPI_Type_create_indexed_block_c(long count, long blocklength, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_indexed_block_c")));
-
-/* int MPI_Type_create_struct_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype) */
-int PMPI_Type_create_struct_c(long count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype)
-{
-	(void)count; (void)array_of_blocklengths; (void)array_of_displacements; (void)array_of_types; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_struct_c");
-	return gorma_absent("MPI_Type_create_struct_c", 0, 0);
-}
-int MPI_Type_create_struct_c(long count, void *array_of_blocklengths, void *array_of_displacements, void *array_of_types, void *newtype) __attribute__((weak, alias("PMPI_Type_create_struct_c")));
-
-/* int MPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_sizes[], const MPI_Count array_of_subsizes[], const MPI_Count array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_create_subarray_c(int ndims, void *array_of_sizes, void *array_of_subsizes, void *array_of_starts, int order, int oldtype, void *newtype)
-{
-	(void)ndims; (void)array_of_sizes; (void)array_of_subsizes; (void)array_of_starts; (void)order; (void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_create_subarray_c");
-	return gorma_absent("MPI_Type_create_subarray_c", 0, 0);
-}
-int MPI_Type_create_subarray_c(int ndims, void *array_of_sizes, void *array_of_subsizes, void *array_of_starts, int order, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_create_subarray_c")));
-
-/* int MPI_Type_indexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) */
-int PMPI_Type_indexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype)
-{
-	(void)count; (void)array_of_blocklengths; (void)array_of_displacements; (void)oldtype; (void)newtype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Type_indexed_c");
-	return gorma_absent("MPI_Type_indexed_c", 0, 0);
-}
-int MPI_Type_indexed_c(long count, void *array_of_blocklengths, void *array_of_displacements, int oldtype, void *newtype) __attribute__((weak, alias("PMPI_Type_indexed_c")));
-
-/* int MPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op) */
-int PMPI_Op_create_c(void *user_fn, int commute, void *op)
-{
-	(void)user_fn; (void)commute; (void)op;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Op_create_c");
-	return gorma_absent("MPI_Op_create_c", 0, 0);
-}
-int MPI_Op_create_c(void *user_fn, int commute, void *op) __attribute__((weak, alias("PMPI_Op_create_c")));
-
-/* int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) */
-int PMPI_Accumulate_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win)
-{
-	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)op;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Accumulate_c");
-	return gorma_absent("MPI_Accumulate_c", 2, win);
-}
-int MPI_Accumulate_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win) __attribute__((weak, alias("PMPI_Accumulate_c")));
-
-/* int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win) */
-int PMPI_Get_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win)
-{
-	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Get_c");
-	return gorma_absent("MPI_Get_c", 2, win);
-}
-int MPI_Get_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win) __attribute__((weak, alias("PMPI_Get_c")));
-
-/* int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) */
-int PMPI_Get_accumulate_c(void *origin_addr, long origin_count, int origin_datatype, void *result_addr, long result_count, int result_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win)
-{
-	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)result_addr; (void)result_count; (void)result_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)op;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Get_accumulate_c");
-	return gorma_absent("MPI_Get_accumulate_c", 2, win);
-}
-int MPI_Get_accumulate_c(void *origin_addr, long origin_count, int origin_datatype, void *result_addr, long result_count, int result_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win) __attribute__((weak, alias("PMPI_Get_accumulate_c")));
-
-/* int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win) */
-int PMPI_Put_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win)
-{
-	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Put_c");
-	return gorma_absent("MPI_Put_c", 2, win);
-}
-int MPI_Put_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win) __attribute__((weak, alias("PMPI_Put_c")));
-
-/* int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) */
-int PMPI_Raccumulate_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win, void *request)
-{
-	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)op; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Raccumulate_c");
-	return gorma_absent("MPI_Raccumulate_c", 2, win);
-}
-int MPI_Raccumulate_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win, void *request) __attribute__((weak, alias("PMPI_Raccumulate_c")));
-
-/* int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) */
-int PMPI_Rget_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win, void *request)
-{
-	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Rget_c");
-	return gorma_absent("MPI_Rget_c", 2, win);
-}
-int MPI_Rget_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win, void *request) __attribute__((weak, alias("PMPI_Rget_c")));
-
-/* int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) */
-int PMPI_Rget_accumulate_c(void *origin_addr, long origin_count, int origin_datatype, void *result_addr, long result_count, int result_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win, void *request)
-{
-	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)result_addr; (void)result_count; (void)result_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)op; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Rget_accumulate_c");
-	return gorma_absent("MPI_Rget_accumulate_c", 2, win);
-}
-int MPI_Rget_accumulate_c(void *origin_addr, long origin_count, int origin_datatype, void *result_addr, long result_count, int result_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int op, int win, void *request) __attribute__((weak, alias("PMPI_Rget_accumulate_c")));
-
-/* int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) */
-int PMPI_Rput_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win, void *request)
-{
-	(void)origin_addr; (void)origin_count; (void)origin_datatype; (void)target_rank; (void)target_disp; (void)target_count; (void)target_datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Rput_c");
-	return gorma_absent("MPI_Rput_c", 2, win);
-}
-int MPI_Rput_c(void *origin_addr, long origin_count, int origin_datatype, int target_rank, long target_disp, long target_count, int target_datatype, int win, void *request) __attribute__((weak, alias("PMPI_Rput_c")));
-
-/* int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) */
-int PMPI_Win_allocate_c(long size, long disp_unit, int info, int comm, void *baseptr, void *win)
-{
-	(void)size; (void)disp_unit; (void)info; (void)baseptr; (void)win;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_allocate_c");
-	return gorma_absent("MPI_Win_allocate_c", 1, comm);
-}
-int MPI_Win_allocate_c(long size, long disp_unit, int info, int comm, void *baseptr, void *win) __attribute__((weak, alias("PMPI_Win_allocate_c")));
-
-/* int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) */
-int PMPI_Win_allocate_shared_c(long size, long disp_unit, int info, int comm, void *baseptr, void *win)
-{
-	(void)size; (void)disp_unit; (void)info; (void)baseptr; (void)win;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_allocate_shared_c");
-	return gorma_absent("MPI_Win_allocate_shared_c", 1, comm);
-}
-int MPI_Win_allocate_shared_c(long size, long disp_unit, int info, int comm, void *baseptr, void *win) __attribute__((weak, alias("PMPI_Win_allocate_shared_c")));
-
-/* int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) */
-int PMPI_Win_create_c(void *base, long size, long disp_unit, int info, int comm, void *win)
-{
-	(void)base; (void)size; (void)disp_unit; (void)info; (void)win;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_create_c");
-	return gorma_absent("MPI_Win_create_c", 1, comm);
-}
-int MPI_Win_create_c(void *base, long size, long disp_unit, int info, int comm, void *win) __attribute__((weak, alias("PMPI_Win_create_c")));
-
-/* int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void *baseptr) */
-int PMPI_Win_shared_query_c(int win, int rank, void *size, void *disp_unit, void *baseptr)
-{
-	(void)rank; (void)size; (void)disp_unit; (void)baseptr;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Win_shared_query_c");
-	return gorma_absent("MPI_Win_shared_query_c", 2, win);
-}
-int MPI_Win_shared_query_c(int win, int rank, void *size, void *disp_unit, void *baseptr) __attribute__((weak, alias("PMPI_Win_shared_query_c")));
 
 /* int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) */
 int PMPI_File_open(int comm, void *filename, int amode, int info, void *fh)

@@ -15,7 +15,13 @@ type fnID uint16
 
 // The covered functions, in mpi_proto.h's order.
 const (
-	fnTypeCreateF90Integer fnID = iota
+	fnStatusC2f fnID = iota
+	fnStatusF2c
+	fnStatusF082c
+	fnStatusC2f08
+	fnStatusF082f
+	fnStatusF2f08
+	fnTypeCreateF90Integer
 	fnTypeCreateF90Real
 	fnTypeCreateF90Complex
 	fnAttrDelete
@@ -337,6 +343,9 @@ const (
 	fnGraphNeighborsCount
 	fnGraphdimsGet
 	fnTopoTest
+	fnXGrequestStart
+	fnXGrequestClassCreate
+	fnXGrequestClassAllocate
 	fnAllgatherC
 	fnAllgatherInitC
 	fnAllgathervC
@@ -367,12 +376,27 @@ const (
 	fnIexscanC
 	fnIgatherC
 	fnIgathervC
+	fnIneighborAllgatherC
+	fnIneighborAllgathervC
+	fnIneighborAlltoallC
+	fnIneighborAlltoallvC
+	fnIneighborAlltoallwC
 	fnIreduceC
 	fnIreduceScatterC
 	fnIreduceScatterBlockC
 	fnIscanC
 	fnIscatterC
 	fnIscattervC
+	fnNeighborAllgatherC
+	fnNeighborAllgatherInitC
+	fnNeighborAllgathervC
+	fnNeighborAllgathervInitC
+	fnNeighborAlltoallC
+	fnNeighborAlltoallInitC
+	fnNeighborAlltoallvC
+	fnNeighborAlltoallvInitC
+	fnNeighborAlltoallwC
+	fnNeighborAlltoallwInitC
 	fnReduceC
 	fnReduceInitC
 	fnReduceLocalC
@@ -393,16 +417,24 @@ const (
 	fnPackExternalSizeC
 	fnPackSizeC
 	fnTypeContiguousC
+	fnTypeCreateDarrayC
+	fnTypeCreateHindexedC
+	fnTypeCreateHindexedBlockC
 	fnTypeCreateHvectorC
+	fnTypeCreateIndexedBlockC
 	fnTypeCreateResizedC
+	fnTypeCreateStructC
+	fnTypeCreateSubarrayC
 	fnTypeGetContentsC
 	fnTypeGetEnvelopeC
 	fnTypeGetExtentC
 	fnTypeGetTrueExtentC
+	fnTypeIndexedC
 	fnTypeSizeC
 	fnTypeVectorC
 	fnUnpackC
 	fnUnpackExternalC
+	fnOpCreateC
 	fnBsendC
 	fnBsendInitC
 	fnBufferAttachC
@@ -426,422 +458,544 @@ const (
 	fnSendrecvReplaceC
 	fnSsendC
 	fnSsendInitC
+	fnAccumulateC
+	fnGetC
+	fnGetAccumulateC
+	fnPutC
+	fnRaccumulateC
+	fnRgetC
+	fnRgetAccumulateC
+	fnRputC
+	fnWinAllocateC
+	fnWinAllocateSharedC
+	fnWinCreateC
+	fnWinSharedQueryC
 	numFns
 )
 
 // fnNames are the C names of the covered functions.
 var fnNames = [numFns]string{
-	fnTypeCreateF90Integer:    "MPI_Type_create_f90_integer",
-	fnTypeCreateF90Real:       "MPI_Type_create_f90_real",
-	fnTypeCreateF90Complex:    "MPI_Type_create_f90_complex",
-	fnAttrDelete:              "MPI_Attr_delete",
-	fnAttrGet:                 "MPI_Attr_get",
-	fnAttrPut:                 "MPI_Attr_put",
-	fnCommCreateKeyval:        "MPI_Comm_create_keyval",
-	fnCommDeleteAttr:          "MPI_Comm_delete_attr",
-	fnCommFreeKeyval:          "MPI_Comm_free_keyval",
-	fnCommGetAttr:             "MPI_Comm_get_attr",
-	fnCommSetAttr:             "MPI_Comm_set_attr",
-	fnKeyvalCreate:            "MPI_Keyval_create",
-	fnKeyvalFree:              "MPI_Keyval_free",
-	fnTypeCreateKeyval:        "MPI_Type_create_keyval",
-	fnTypeDeleteAttr:          "MPI_Type_delete_attr",
-	fnTypeFreeKeyval:          "MPI_Type_free_keyval",
-	fnTypeGetAttr:             "MPI_Type_get_attr",
-	fnTypeSetAttr:             "MPI_Type_set_attr",
-	fnWinCreateKeyval:         "MPI_Win_create_keyval",
-	fnWinDeleteAttr:           "MPI_Win_delete_attr",
-	fnWinFreeKeyval:           "MPI_Win_free_keyval",
-	fnWinGetAttr:              "MPI_Win_get_attr",
-	fnWinSetAttr:              "MPI_Win_set_attr",
-	fnAllgather:               "MPI_Allgather",
-	fnAllgatherInit:           "MPI_Allgather_init",
-	fnAllgatherv:              "MPI_Allgatherv",
-	fnAllgathervInit:          "MPI_Allgatherv_init",
-	fnAllreduce:               "MPI_Allreduce",
-	fnAllreduceInit:           "MPI_Allreduce_init",
-	fnAlltoall:                "MPI_Alltoall",
-	fnAlltoallInit:            "MPI_Alltoall_init",
-	fnAlltoallv:               "MPI_Alltoallv",
-	fnAlltoallvInit:           "MPI_Alltoallv_init",
-	fnAlltoallw:               "MPI_Alltoallw",
-	fnAlltoallwInit:           "MPI_Alltoallw_init",
-	fnBarrier:                 "MPI_Barrier",
-	fnBarrierInit:             "MPI_Barrier_init",
-	fnBcast:                   "MPI_Bcast",
-	fnBcastInit:               "MPI_Bcast_init",
-	fnExscan:                  "MPI_Exscan",
-	fnExscanInit:              "MPI_Exscan_init",
-	fnGather:                  "MPI_Gather",
-	fnGatherInit:              "MPI_Gather_init",
-	fnGatherv:                 "MPI_Gatherv",
-	fnGathervInit:             "MPI_Gatherv_init",
-	fnIallgather:              "MPI_Iallgather",
-	fnIallgatherv:             "MPI_Iallgatherv",
-	fnIallreduce:              "MPI_Iallreduce",
-	fnIalltoall:               "MPI_Ialltoall",
-	fnIalltoallv:              "MPI_Ialltoallv",
-	fnIalltoallw:              "MPI_Ialltoallw",
-	fnIbarrier:                "MPI_Ibarrier",
-	fnIbcast:                  "MPI_Ibcast",
-	fnIexscan:                 "MPI_Iexscan",
-	fnIgather:                 "MPI_Igather",
-	fnIgatherv:                "MPI_Igatherv",
-	fnIneighborAllgather:      "MPI_Ineighbor_allgather",
-	fnIneighborAllgatherv:     "MPI_Ineighbor_allgatherv",
-	fnIneighborAlltoall:       "MPI_Ineighbor_alltoall",
-	fnIneighborAlltoallv:      "MPI_Ineighbor_alltoallv",
-	fnIneighborAlltoallw:      "MPI_Ineighbor_alltoallw",
-	fnIreduce:                 "MPI_Ireduce",
-	fnIreduceScatter:          "MPI_Ireduce_scatter",
-	fnIreduceScatterBlock:     "MPI_Ireduce_scatter_block",
-	fnIscan:                   "MPI_Iscan",
-	fnIscatter:                "MPI_Iscatter",
-	fnIscatterv:               "MPI_Iscatterv",
-	fnNeighborAllgather:       "MPI_Neighbor_allgather",
-	fnNeighborAllgatherInit:   "MPI_Neighbor_allgather_init",
-	fnNeighborAllgatherv:      "MPI_Neighbor_allgatherv",
-	fnNeighborAllgathervInit:  "MPI_Neighbor_allgatherv_init",
-	fnNeighborAlltoall:        "MPI_Neighbor_alltoall",
-	fnNeighborAlltoallInit:    "MPI_Neighbor_alltoall_init",
-	fnNeighborAlltoallv:       "MPI_Neighbor_alltoallv",
-	fnNeighborAlltoallvInit:   "MPI_Neighbor_alltoallv_init",
-	fnNeighborAlltoallw:       "MPI_Neighbor_alltoallw",
-	fnNeighborAlltoallwInit:   "MPI_Neighbor_alltoallw_init",
-	fnReduce:                  "MPI_Reduce",
-	fnReduceInit:              "MPI_Reduce_init",
-	fnReduceLocal:             "MPI_Reduce_local",
-	fnReduceScatter:           "MPI_Reduce_scatter",
-	fnReduceScatterBlock:      "MPI_Reduce_scatter_block",
-	fnReduceScatterBlockInit:  "MPI_Reduce_scatter_block_init",
-	fnReduceScatterInit:       "MPI_Reduce_scatter_init",
-	fnScan:                    "MPI_Scan",
-	fnScanInit:                "MPI_Scan_init",
-	fnScatter:                 "MPI_Scatter",
-	fnScatterInit:             "MPI_Scatter_init",
-	fnScatterv:                "MPI_Scatterv",
-	fnScattervInit:            "MPI_Scatterv_init",
-	fnCommCompare:             "MPI_Comm_compare",
-	fnCommCreate:              "MPI_Comm_create",
-	fnCommCreateGroup:         "MPI_Comm_create_group",
-	fnCommDup:                 "MPI_Comm_dup",
-	fnCommDupWithInfo:         "MPI_Comm_dup_with_info",
-	fnCommFree:                "MPI_Comm_free",
-	fnCommGetInfo:             "MPI_Comm_get_info",
-	fnCommGetName:             "MPI_Comm_get_name",
-	fnCommGroup:               "MPI_Comm_group",
-	fnCommIdup:                "MPI_Comm_idup",
-	fnCommIdupWithInfo:        "MPI_Comm_idup_with_info",
-	fnCommRank:                "MPI_Comm_rank",
-	fnCommRemoteGroup:         "MPI_Comm_remote_group",
-	fnCommRemoteSize:          "MPI_Comm_remote_size",
-	fnCommSetInfo:             "MPI_Comm_set_info",
-	fnCommSetName:             "MPI_Comm_set_name",
-	fnCommSize:                "MPI_Comm_size",
-	fnCommSplit:               "MPI_Comm_split",
-	fnCommSplitType:           "MPI_Comm_split_type",
-	fnCommTestInter:           "MPI_Comm_test_inter",
-	fnIntercommCreate:         "MPI_Intercomm_create",
-	fnIntercommMerge:          "MPI_Intercomm_merge",
-	fnXCommRevoke:             "MPIX_Comm_revoke",
-	fnXCommShrink:             "MPIX_Comm_shrink",
-	fnXCommFailureAck:         "MPIX_Comm_failure_ack",
-	fnXCommFailureGetAcked:    "MPIX_Comm_failure_get_acked",
-	fnXCommAgree:              "MPIX_Comm_agree",
-	fnGetAddress:              "MPI_Get_address",
-	fnGetCount:                "MPI_Get_count",
-	fnGetElements:             "MPI_Get_elements",
-	fnGetElementsX:            "MPI_Get_elements_x",
-	fnPack:                    "MPI_Pack",
-	fnPackExternal:            "MPI_Pack_external",
-	fnPackExternalSize:        "MPI_Pack_external_size",
-	fnPackSize:                "MPI_Pack_size",
-	fnStatusSetElements:       "MPI_Status_set_elements",
-	fnStatusSetElementsX:      "MPI_Status_set_elements_x",
-	fnTypeCommit:              "MPI_Type_commit",
-	fnTypeContiguous:          "MPI_Type_contiguous",
-	fnTypeCreateDarray:        "MPI_Type_create_darray",
-	fnTypeCreateHindexed:      "MPI_Type_create_hindexed",
-	fnTypeCreateHindexedBlock: "MPI_Type_create_hindexed_block",
-	fnTypeCreateHvector:       "MPI_Type_create_hvector",
-	fnTypeCreateIndexedBlock:  "MPI_Type_create_indexed_block",
-	fnTypeCreateResized:       "MPI_Type_create_resized",
-	fnTypeCreateStruct:        "MPI_Type_create_struct",
-	fnTypeCreateSubarray:      "MPI_Type_create_subarray",
-	fnTypeDup:                 "MPI_Type_dup",
-	fnTypeFree:                "MPI_Type_free",
-	fnTypeGetContents:         "MPI_Type_get_contents",
-	fnTypeGetEnvelope:         "MPI_Type_get_envelope",
-	fnTypeGetExtent:           "MPI_Type_get_extent",
-	fnTypeGetExtentX:          "MPI_Type_get_extent_x",
-	fnTypeGetName:             "MPI_Type_get_name",
-	fnTypeGetTrueExtent:       "MPI_Type_get_true_extent",
-	fnTypeGetTrueExtentX:      "MPI_Type_get_true_extent_x",
-	fnTypeIndexed:             "MPI_Type_indexed",
-	fnTypeMatchSize:           "MPI_Type_match_size",
-	fnTypeSetName:             "MPI_Type_set_name",
-	fnTypeSize:                "MPI_Type_size",
-	fnTypeSizeX:               "MPI_Type_size_x",
-	fnTypeVector:              "MPI_Type_vector",
-	fnUnpack:                  "MPI_Unpack",
-	fnUnpackExternal:          "MPI_Unpack_external",
-	fnAddress:                 "MPI_Address",
-	fnTypeExtent:              "MPI_Type_extent",
-	fnTypeLb:                  "MPI_Type_lb",
-	fnTypeUb:                  "MPI_Type_ub",
-	fnTypeHindexed:            "MPI_Type_hindexed",
-	fnTypeHvector:             "MPI_Type_hvector",
-	fnTypeStruct:              "MPI_Type_struct",
-	fnAddErrorClass:           "MPI_Add_error_class",
-	fnAddErrorCode:            "MPI_Add_error_code",
-	fnAddErrorString:          "MPI_Add_error_string",
-	fnCommCallErrhandler:      "MPI_Comm_call_errhandler",
-	fnCommCreateErrhandler:    "MPI_Comm_create_errhandler",
-	fnCommGetErrhandler:       "MPI_Comm_get_errhandler",
-	fnCommSetErrhandler:       "MPI_Comm_set_errhandler",
-	fnErrhandlerFree:          "MPI_Errhandler_free",
-	fnErrorClass:              "MPI_Error_class",
-	fnErrorString:             "MPI_Error_string",
-	fnWinCallErrhandler:       "MPI_Win_call_errhandler",
-	fnWinCreateErrhandler:     "MPI_Win_create_errhandler",
-	fnWinGetErrhandler:        "MPI_Win_get_errhandler",
-	fnWinSetErrhandler:        "MPI_Win_set_errhandler",
-	fnXDeleteErrorClass:       "MPIX_Delete_error_class",
-	fnXDeleteErrorCode:        "MPIX_Delete_error_code",
-	fnXDeleteErrorString:      "MPIX_Delete_error_string",
-	fnErrhandlerCreate:        "MPI_Errhandler_create",
-	fnErrhandlerGet:           "MPI_Errhandler_get",
-	fnErrhandlerSet:           "MPI_Errhandler_set",
-	fnGroupCompare:            "MPI_Group_compare",
-	fnGroupDifference:         "MPI_Group_difference",
-	fnGroupExcl:               "MPI_Group_excl",
-	fnGroupFree:               "MPI_Group_free",
-	fnGroupIncl:               "MPI_Group_incl",
-	fnGroupIntersection:       "MPI_Group_intersection",
-	fnGroupRangeExcl:          "MPI_Group_range_excl",
-	fnGroupRangeIncl:          "MPI_Group_range_incl",
-	fnGroupRank:               "MPI_Group_rank",
-	fnGroupSize:               "MPI_Group_size",
-	fnGroupTranslateRanks:     "MPI_Group_translate_ranks",
-	fnGroupUnion:              "MPI_Group_union",
-	fnInfoCreate:              "MPI_Info_create",
-	fnInfoCreateEnv:           "MPI_Info_create_env",
-	fnInfoDelete:              "MPI_Info_delete",
-	fnInfoDup:                 "MPI_Info_dup",
-	fnInfoFree:                "MPI_Info_free",
-	fnInfoGet:                 "MPI_Info_get",
-	fnInfoGetNkeys:            "MPI_Info_get_nkeys",
-	fnInfoGetNthkey:           "MPI_Info_get_nthkey",
-	fnInfoGetString:           "MPI_Info_get_string",
-	fnInfoGetValuelen:         "MPI_Info_get_valuelen",
-	fnInfoSet:                 "MPI_Info_set",
-	fnAbort:                   "MPI_Abort",
-	fnFinalize:                "MPI_Finalize",
-	fnFinalized:               "MPI_Finalized",
-	fnInit:                    "MPI_Init",
-	fnInitThread:              "MPI_Init_thread",
-	fnInitialized:             "MPI_Initialized",
-	fnIsThreadMain:            "MPI_Is_thread_main",
-	fnQueryThread:             "MPI_Query_thread",
-	fnGetLibraryVersion:       "MPI_Get_library_version",
-	fnGetProcessorName:        "MPI_Get_processor_name",
-	fnGetVersion:              "MPI_Get_version",
-	fnOpCommutative:           "MPI_Op_commutative",
-	fnOpCreate:                "MPI_Op_create",
-	fnOpFree:                  "MPI_Op_free",
-	fnBsend:                   "MPI_Bsend",
-	fnBsendInit:               "MPI_Bsend_init",
-	fnBufferAttach:            "MPI_Buffer_attach",
-	fnBufferDetach:            "MPI_Buffer_detach",
-	fnIbsend:                  "MPI_Ibsend",
-	fnImprobe:                 "MPI_Improbe",
-	fnImrecv:                  "MPI_Imrecv",
-	fnIprobe:                  "MPI_Iprobe",
-	fnIrecv:                   "MPI_Irecv",
-	fnIrsend:                  "MPI_Irsend",
-	fnIsend:                   "MPI_Isend",
-	fnIsendrecv:               "MPI_Isendrecv",
-	fnIsendrecvReplace:        "MPI_Isendrecv_replace",
-	fnIssend:                  "MPI_Issend",
-	fnMprobe:                  "MPI_Mprobe",
-	fnMrecv:                   "MPI_Mrecv",
-	fnProbe:                   "MPI_Probe",
-	fnRecv:                    "MPI_Recv",
-	fnRecvInit:                "MPI_Recv_init",
-	fnRsend:                   "MPI_Rsend",
-	fnRsendInit:               "MPI_Rsend_init",
-	fnSend:                    "MPI_Send",
-	fnSendInit:                "MPI_Send_init",
-	fnSendrecv:                "MPI_Sendrecv",
-	fnSendrecvReplace:         "MPI_Sendrecv_replace",
-	fnSsend:                   "MPI_Ssend",
-	fnSsendInit:               "MPI_Ssend_init",
-	fnCancel:                  "MPI_Cancel",
-	fnGrequestComplete:        "MPI_Grequest_complete",
-	fnGrequestStart:           "MPI_Grequest_start",
-	fnRequestFree:             "MPI_Request_free",
-	fnRequestGetStatus:        "MPI_Request_get_status",
-	fnStart:                   "MPI_Start",
-	fnStartall:                "MPI_Startall",
-	fnStatusSetCancelled:      "MPI_Status_set_cancelled",
-	fnTest:                    "MPI_Test",
-	fnTestCancelled:           "MPI_Test_cancelled",
-	fnTestall:                 "MPI_Testall",
-	fnTestany:                 "MPI_Testany",
-	fnTestsome:                "MPI_Testsome",
-	fnWait:                    "MPI_Wait",
-	fnWaitall:                 "MPI_Waitall",
-	fnWaitany:                 "MPI_Waitany",
-	fnWaitsome:                "MPI_Waitsome",
-	fnAccumulate:              "MPI_Accumulate",
-	fnAllocMem:                "MPI_Alloc_mem",
-	fnCompareAndSwap:          "MPI_Compare_and_swap",
-	fnFetchAndOp:              "MPI_Fetch_and_op",
-	fnFreeMem:                 "MPI_Free_mem",
-	fnGet:                     "MPI_Get",
-	fnGetAccumulate:           "MPI_Get_accumulate",
-	fnPut:                     "MPI_Put",
-	fnRaccumulate:             "MPI_Raccumulate",
-	fnRget:                    "MPI_Rget",
-	fnRgetAccumulate:          "MPI_Rget_accumulate",
-	fnRput:                    "MPI_Rput",
-	fnWinAllocate:             "MPI_Win_allocate",
-	fnWinAllocateShared:       "MPI_Win_allocate_shared",
-	fnWinAttach:               "MPI_Win_attach",
-	fnWinComplete:             "MPI_Win_complete",
-	fnWinCreate:               "MPI_Win_create",
-	fnWinCreateDynamic:        "MPI_Win_create_dynamic",
-	fnWinDetach:               "MPI_Win_detach",
-	fnWinFence:                "MPI_Win_fence",
-	fnWinFlush:                "MPI_Win_flush",
-	fnWinFlushAll:             "MPI_Win_flush_all",
-	fnWinFlushLocal:           "MPI_Win_flush_local",
-	fnWinFlushLocalAll:        "MPI_Win_flush_local_all",
-	fnWinFree:                 "MPI_Win_free",
-	fnWinGetGroup:             "MPI_Win_get_group",
-	fnWinGetInfo:              "MPI_Win_get_info",
-	fnWinGetName:              "MPI_Win_get_name",
-	fnWinLock:                 "MPI_Win_lock",
-	fnWinLockAll:              "MPI_Win_lock_all",
-	fnWinPost:                 "MPI_Win_post",
-	fnWinSetInfo:              "MPI_Win_set_info",
-	fnWinSetName:              "MPI_Win_set_name",
-	fnWinSharedQuery:          "MPI_Win_shared_query",
-	fnWinStart:                "MPI_Win_start",
-	fnWinSync:                 "MPI_Win_sync",
-	fnWinTest:                 "MPI_Win_test",
-	fnWinUnlock:               "MPI_Win_unlock",
-	fnWinUnlockAll:            "MPI_Win_unlock_all",
-	fnWinWait:                 "MPI_Win_wait",
-	fnCartCoords:              "MPI_Cart_coords",
-	fnCartCreate:              "MPI_Cart_create",
-	fnCartGet:                 "MPI_Cart_get",
-	fnCartMap:                 "MPI_Cart_map",
-	fnCartRank:                "MPI_Cart_rank",
-	fnCartShift:               "MPI_Cart_shift",
-	fnCartSub:                 "MPI_Cart_sub",
-	fnCartdimGet:              "MPI_Cartdim_get",
-	fnDimsCreate:              "MPI_Dims_create",
-	fnDistGraphCreate:         "MPI_Dist_graph_create",
-	fnDistGraphCreateAdjacent: "MPI_Dist_graph_create_adjacent",
-	fnDistGraphNeighbors:      "MPI_Dist_graph_neighbors",
-	fnDistGraphNeighborsCount: "MPI_Dist_graph_neighbors_count",
-	fnGraphCreate:             "MPI_Graph_create",
-	fnGraphGet:                "MPI_Graph_get",
-	fnGraphMap:                "MPI_Graph_map",
-	fnGraphNeighbors:          "MPI_Graph_neighbors",
-	fnGraphNeighborsCount:     "MPI_Graph_neighbors_count",
-	fnGraphdimsGet:            "MPI_Graphdims_get",
-	fnTopoTest:                "MPI_Topo_test",
-	fnAllgatherC:              "MPI_Allgather_c",
-	fnAllgatherInitC:          "MPI_Allgather_init_c",
-	fnAllgathervC:             "MPI_Allgatherv_c",
-	fnAllgathervInitC:         "MPI_Allgatherv_init_c",
-	fnAllreduceC:              "MPI_Allreduce_c",
-	fnAllreduceInitC:          "MPI_Allreduce_init_c",
-	fnAlltoallC:               "MPI_Alltoall_c",
-	fnAlltoallInitC:           "MPI_Alltoall_init_c",
-	fnAlltoallvC:              "MPI_Alltoallv_c",
-	fnAlltoallvInitC:          "MPI_Alltoallv_init_c",
-	fnAlltoallwC:              "MPI_Alltoallw_c",
-	fnAlltoallwInitC:          "MPI_Alltoallw_init_c",
-	fnBcastC:                  "MPI_Bcast_c",
-	fnBcastInitC:              "MPI_Bcast_init_c",
-	fnExscanC:                 "MPI_Exscan_c",
-	fnExscanInitC:             "MPI_Exscan_init_c",
-	fnGatherC:                 "MPI_Gather_c",
-	fnGatherInitC:             "MPI_Gather_init_c",
-	fnGathervC:                "MPI_Gatherv_c",
-	fnGathervInitC:            "MPI_Gatherv_init_c",
-	fnIallgatherC:             "MPI_Iallgather_c",
-	fnIallgathervC:            "MPI_Iallgatherv_c",
-	fnIallreduceC:             "MPI_Iallreduce_c",
-	fnIalltoallC:              "MPI_Ialltoall_c",
-	fnIalltoallvC:             "MPI_Ialltoallv_c",
-	fnIalltoallwC:             "MPI_Ialltoallw_c",
-	fnIbcastC:                 "MPI_Ibcast_c",
-	fnIexscanC:                "MPI_Iexscan_c",
-	fnIgatherC:                "MPI_Igather_c",
-	fnIgathervC:               "MPI_Igatherv_c",
-	fnIreduceC:                "MPI_Ireduce_c",
-	fnIreduceScatterC:         "MPI_Ireduce_scatter_c",
-	fnIreduceScatterBlockC:    "MPI_Ireduce_scatter_block_c",
-	fnIscanC:                  "MPI_Iscan_c",
-	fnIscatterC:               "MPI_Iscatter_c",
-	fnIscattervC:              "MPI_Iscatterv_c",
-	fnReduceC:                 "MPI_Reduce_c",
-	fnReduceInitC:             "MPI_Reduce_init_c",
-	fnReduceLocalC:            "MPI_Reduce_local_c",
-	fnReduceScatterC:          "MPI_Reduce_scatter_c",
-	fnReduceScatterBlockC:     "MPI_Reduce_scatter_block_c",
-	fnReduceScatterBlockInitC: "MPI_Reduce_scatter_block_init_c",
-	fnReduceScatterInitC:      "MPI_Reduce_scatter_init_c",
-	fnScanC:                   "MPI_Scan_c",
-	fnScanInitC:               "MPI_Scan_init_c",
-	fnScatterC:                "MPI_Scatter_c",
-	fnScatterInitC:            "MPI_Scatter_init_c",
-	fnScattervC:               "MPI_Scatterv_c",
-	fnScattervInitC:           "MPI_Scatterv_init_c",
-	fnGetCountC:               "MPI_Get_count_c",
-	fnGetElementsC:            "MPI_Get_elements_c",
-	fnPackC:                   "MPI_Pack_c",
-	fnPackExternalC:           "MPI_Pack_external_c",
-	fnPackExternalSizeC:       "MPI_Pack_external_size_c",
-	fnPackSizeC:               "MPI_Pack_size_c",
-	fnTypeContiguousC:         "MPI_Type_contiguous_c",
-	fnTypeCreateHvectorC:      "MPI_Type_create_hvector_c",
-	fnTypeCreateResizedC:      "MPI_Type_create_resized_c",
-	fnTypeGetContentsC:        "MPI_Type_get_contents_c",
-	fnTypeGetEnvelopeC:        "MPI_Type_get_envelope_c",
-	fnTypeGetExtentC:          "MPI_Type_get_extent_c",
-	fnTypeGetTrueExtentC:      "MPI_Type_get_true_extent_c",
-	fnTypeSizeC:               "MPI_Type_size_c",
-	fnTypeVectorC:             "MPI_Type_vector_c",
-	fnUnpackC:                 "MPI_Unpack_c",
-	fnUnpackExternalC:         "MPI_Unpack_external_c",
-	fnBsendC:                  "MPI_Bsend_c",
-	fnBsendInitC:              "MPI_Bsend_init_c",
-	fnBufferAttachC:           "MPI_Buffer_attach_c",
-	fnBufferDetachC:           "MPI_Buffer_detach_c",
-	fnIbsendC:                 "MPI_Ibsend_c",
-	fnImrecvC:                 "MPI_Imrecv_c",
-	fnIrecvC:                  "MPI_Irecv_c",
-	fnIrsendC:                 "MPI_Irsend_c",
-	fnIsendC:                  "MPI_Isend_c",
-	fnIsendrecvC:              "MPI_Isendrecv_c",
-	fnIsendrecvReplaceC:       "MPI_Isendrecv_replace_c",
-	fnIssendC:                 "MPI_Issend_c",
-	fnMrecvC:                  "MPI_Mrecv_c",
-	fnRecvC:                   "MPI_Recv_c",
-	fnRecvInitC:               "MPI_Recv_init_c",
-	fnRsendC:                  "MPI_Rsend_c",
-	fnRsendInitC:              "MPI_Rsend_init_c",
-	fnSendC:                   "MPI_Send_c",
-	fnSendInitC:               "MPI_Send_init_c",
-	fnSendrecvC:               "MPI_Sendrecv_c",
-	fnSendrecvReplaceC:        "MPI_Sendrecv_replace_c",
-	fnSsendC:                  "MPI_Ssend_c",
-	fnSsendInitC:              "MPI_Ssend_init_c",
+	fnStatusC2f:                "MPI_Status_c2f",
+	fnStatusF2c:                "MPI_Status_f2c",
+	fnStatusF082c:              "MPI_Status_f082c",
+	fnStatusC2f08:              "MPI_Status_c2f08",
+	fnStatusF082f:              "MPI_Status_f082f",
+	fnStatusF2f08:              "MPI_Status_f2f08",
+	fnTypeCreateF90Integer:     "MPI_Type_create_f90_integer",
+	fnTypeCreateF90Real:        "MPI_Type_create_f90_real",
+	fnTypeCreateF90Complex:     "MPI_Type_create_f90_complex",
+	fnAttrDelete:               "MPI_Attr_delete",
+	fnAttrGet:                  "MPI_Attr_get",
+	fnAttrPut:                  "MPI_Attr_put",
+	fnCommCreateKeyval:         "MPI_Comm_create_keyval",
+	fnCommDeleteAttr:           "MPI_Comm_delete_attr",
+	fnCommFreeKeyval:           "MPI_Comm_free_keyval",
+	fnCommGetAttr:              "MPI_Comm_get_attr",
+	fnCommSetAttr:              "MPI_Comm_set_attr",
+	fnKeyvalCreate:             "MPI_Keyval_create",
+	fnKeyvalFree:               "MPI_Keyval_free",
+	fnTypeCreateKeyval:         "MPI_Type_create_keyval",
+	fnTypeDeleteAttr:           "MPI_Type_delete_attr",
+	fnTypeFreeKeyval:           "MPI_Type_free_keyval",
+	fnTypeGetAttr:              "MPI_Type_get_attr",
+	fnTypeSetAttr:              "MPI_Type_set_attr",
+	fnWinCreateKeyval:          "MPI_Win_create_keyval",
+	fnWinDeleteAttr:            "MPI_Win_delete_attr",
+	fnWinFreeKeyval:            "MPI_Win_free_keyval",
+	fnWinGetAttr:               "MPI_Win_get_attr",
+	fnWinSetAttr:               "MPI_Win_set_attr",
+	fnAllgather:                "MPI_Allgather",
+	fnAllgatherInit:            "MPI_Allgather_init",
+	fnAllgatherv:               "MPI_Allgatherv",
+	fnAllgathervInit:           "MPI_Allgatherv_init",
+	fnAllreduce:                "MPI_Allreduce",
+	fnAllreduceInit:            "MPI_Allreduce_init",
+	fnAlltoall:                 "MPI_Alltoall",
+	fnAlltoallInit:             "MPI_Alltoall_init",
+	fnAlltoallv:                "MPI_Alltoallv",
+	fnAlltoallvInit:            "MPI_Alltoallv_init",
+	fnAlltoallw:                "MPI_Alltoallw",
+	fnAlltoallwInit:            "MPI_Alltoallw_init",
+	fnBarrier:                  "MPI_Barrier",
+	fnBarrierInit:              "MPI_Barrier_init",
+	fnBcast:                    "MPI_Bcast",
+	fnBcastInit:                "MPI_Bcast_init",
+	fnExscan:                   "MPI_Exscan",
+	fnExscanInit:               "MPI_Exscan_init",
+	fnGather:                   "MPI_Gather",
+	fnGatherInit:               "MPI_Gather_init",
+	fnGatherv:                  "MPI_Gatherv",
+	fnGathervInit:              "MPI_Gatherv_init",
+	fnIallgather:               "MPI_Iallgather",
+	fnIallgatherv:              "MPI_Iallgatherv",
+	fnIallreduce:               "MPI_Iallreduce",
+	fnIalltoall:                "MPI_Ialltoall",
+	fnIalltoallv:               "MPI_Ialltoallv",
+	fnIalltoallw:               "MPI_Ialltoallw",
+	fnIbarrier:                 "MPI_Ibarrier",
+	fnIbcast:                   "MPI_Ibcast",
+	fnIexscan:                  "MPI_Iexscan",
+	fnIgather:                  "MPI_Igather",
+	fnIgatherv:                 "MPI_Igatherv",
+	fnIneighborAllgather:       "MPI_Ineighbor_allgather",
+	fnIneighborAllgatherv:      "MPI_Ineighbor_allgatherv",
+	fnIneighborAlltoall:        "MPI_Ineighbor_alltoall",
+	fnIneighborAlltoallv:       "MPI_Ineighbor_alltoallv",
+	fnIneighborAlltoallw:       "MPI_Ineighbor_alltoallw",
+	fnIreduce:                  "MPI_Ireduce",
+	fnIreduceScatter:           "MPI_Ireduce_scatter",
+	fnIreduceScatterBlock:      "MPI_Ireduce_scatter_block",
+	fnIscan:                    "MPI_Iscan",
+	fnIscatter:                 "MPI_Iscatter",
+	fnIscatterv:                "MPI_Iscatterv",
+	fnNeighborAllgather:        "MPI_Neighbor_allgather",
+	fnNeighborAllgatherInit:    "MPI_Neighbor_allgather_init",
+	fnNeighborAllgatherv:       "MPI_Neighbor_allgatherv",
+	fnNeighborAllgathervInit:   "MPI_Neighbor_allgatherv_init",
+	fnNeighborAlltoall:         "MPI_Neighbor_alltoall",
+	fnNeighborAlltoallInit:     "MPI_Neighbor_alltoall_init",
+	fnNeighborAlltoallv:        "MPI_Neighbor_alltoallv",
+	fnNeighborAlltoallvInit:    "MPI_Neighbor_alltoallv_init",
+	fnNeighborAlltoallw:        "MPI_Neighbor_alltoallw",
+	fnNeighborAlltoallwInit:    "MPI_Neighbor_alltoallw_init",
+	fnReduce:                   "MPI_Reduce",
+	fnReduceInit:               "MPI_Reduce_init",
+	fnReduceLocal:              "MPI_Reduce_local",
+	fnReduceScatter:            "MPI_Reduce_scatter",
+	fnReduceScatterBlock:       "MPI_Reduce_scatter_block",
+	fnReduceScatterBlockInit:   "MPI_Reduce_scatter_block_init",
+	fnReduceScatterInit:        "MPI_Reduce_scatter_init",
+	fnScan:                     "MPI_Scan",
+	fnScanInit:                 "MPI_Scan_init",
+	fnScatter:                  "MPI_Scatter",
+	fnScatterInit:              "MPI_Scatter_init",
+	fnScatterv:                 "MPI_Scatterv",
+	fnScattervInit:             "MPI_Scatterv_init",
+	fnCommCompare:              "MPI_Comm_compare",
+	fnCommCreate:               "MPI_Comm_create",
+	fnCommCreateGroup:          "MPI_Comm_create_group",
+	fnCommDup:                  "MPI_Comm_dup",
+	fnCommDupWithInfo:          "MPI_Comm_dup_with_info",
+	fnCommFree:                 "MPI_Comm_free",
+	fnCommGetInfo:              "MPI_Comm_get_info",
+	fnCommGetName:              "MPI_Comm_get_name",
+	fnCommGroup:                "MPI_Comm_group",
+	fnCommIdup:                 "MPI_Comm_idup",
+	fnCommIdupWithInfo:         "MPI_Comm_idup_with_info",
+	fnCommRank:                 "MPI_Comm_rank",
+	fnCommRemoteGroup:          "MPI_Comm_remote_group",
+	fnCommRemoteSize:           "MPI_Comm_remote_size",
+	fnCommSetInfo:              "MPI_Comm_set_info",
+	fnCommSetName:              "MPI_Comm_set_name",
+	fnCommSize:                 "MPI_Comm_size",
+	fnCommSplit:                "MPI_Comm_split",
+	fnCommSplitType:            "MPI_Comm_split_type",
+	fnCommTestInter:            "MPI_Comm_test_inter",
+	fnIntercommCreate:          "MPI_Intercomm_create",
+	fnIntercommMerge:           "MPI_Intercomm_merge",
+	fnXCommRevoke:              "MPIX_Comm_revoke",
+	fnXCommShrink:              "MPIX_Comm_shrink",
+	fnXCommFailureAck:          "MPIX_Comm_failure_ack",
+	fnXCommFailureGetAcked:     "MPIX_Comm_failure_get_acked",
+	fnXCommAgree:               "MPIX_Comm_agree",
+	fnGetAddress:               "MPI_Get_address",
+	fnGetCount:                 "MPI_Get_count",
+	fnGetElements:              "MPI_Get_elements",
+	fnGetElementsX:             "MPI_Get_elements_x",
+	fnPack:                     "MPI_Pack",
+	fnPackExternal:             "MPI_Pack_external",
+	fnPackExternalSize:         "MPI_Pack_external_size",
+	fnPackSize:                 "MPI_Pack_size",
+	fnStatusSetElements:        "MPI_Status_set_elements",
+	fnStatusSetElementsX:       "MPI_Status_set_elements_x",
+	fnTypeCommit:               "MPI_Type_commit",
+	fnTypeContiguous:           "MPI_Type_contiguous",
+	fnTypeCreateDarray:         "MPI_Type_create_darray",
+	fnTypeCreateHindexed:       "MPI_Type_create_hindexed",
+	fnTypeCreateHindexedBlock:  "MPI_Type_create_hindexed_block",
+	fnTypeCreateHvector:        "MPI_Type_create_hvector",
+	fnTypeCreateIndexedBlock:   "MPI_Type_create_indexed_block",
+	fnTypeCreateResized:        "MPI_Type_create_resized",
+	fnTypeCreateStruct:         "MPI_Type_create_struct",
+	fnTypeCreateSubarray:       "MPI_Type_create_subarray",
+	fnTypeDup:                  "MPI_Type_dup",
+	fnTypeFree:                 "MPI_Type_free",
+	fnTypeGetContents:          "MPI_Type_get_contents",
+	fnTypeGetEnvelope:          "MPI_Type_get_envelope",
+	fnTypeGetExtent:            "MPI_Type_get_extent",
+	fnTypeGetExtentX:           "MPI_Type_get_extent_x",
+	fnTypeGetName:              "MPI_Type_get_name",
+	fnTypeGetTrueExtent:        "MPI_Type_get_true_extent",
+	fnTypeGetTrueExtentX:       "MPI_Type_get_true_extent_x",
+	fnTypeIndexed:              "MPI_Type_indexed",
+	fnTypeMatchSize:            "MPI_Type_match_size",
+	fnTypeSetName:              "MPI_Type_set_name",
+	fnTypeSize:                 "MPI_Type_size",
+	fnTypeSizeX:                "MPI_Type_size_x",
+	fnTypeVector:               "MPI_Type_vector",
+	fnUnpack:                   "MPI_Unpack",
+	fnUnpackExternal:           "MPI_Unpack_external",
+	fnAddress:                  "MPI_Address",
+	fnTypeExtent:               "MPI_Type_extent",
+	fnTypeLb:                   "MPI_Type_lb",
+	fnTypeUb:                   "MPI_Type_ub",
+	fnTypeHindexed:             "MPI_Type_hindexed",
+	fnTypeHvector:              "MPI_Type_hvector",
+	fnTypeStruct:               "MPI_Type_struct",
+	fnAddErrorClass:            "MPI_Add_error_class",
+	fnAddErrorCode:             "MPI_Add_error_code",
+	fnAddErrorString:           "MPI_Add_error_string",
+	fnCommCallErrhandler:       "MPI_Comm_call_errhandler",
+	fnCommCreateErrhandler:     "MPI_Comm_create_errhandler",
+	fnCommGetErrhandler:        "MPI_Comm_get_errhandler",
+	fnCommSetErrhandler:        "MPI_Comm_set_errhandler",
+	fnErrhandlerFree:           "MPI_Errhandler_free",
+	fnErrorClass:               "MPI_Error_class",
+	fnErrorString:              "MPI_Error_string",
+	fnWinCallErrhandler:        "MPI_Win_call_errhandler",
+	fnWinCreateErrhandler:      "MPI_Win_create_errhandler",
+	fnWinGetErrhandler:         "MPI_Win_get_errhandler",
+	fnWinSetErrhandler:         "MPI_Win_set_errhandler",
+	fnXDeleteErrorClass:        "MPIX_Delete_error_class",
+	fnXDeleteErrorCode:         "MPIX_Delete_error_code",
+	fnXDeleteErrorString:       "MPIX_Delete_error_string",
+	fnErrhandlerCreate:         "MPI_Errhandler_create",
+	fnErrhandlerGet:            "MPI_Errhandler_get",
+	fnErrhandlerSet:            "MPI_Errhandler_set",
+	fnGroupCompare:             "MPI_Group_compare",
+	fnGroupDifference:          "MPI_Group_difference",
+	fnGroupExcl:                "MPI_Group_excl",
+	fnGroupFree:                "MPI_Group_free",
+	fnGroupIncl:                "MPI_Group_incl",
+	fnGroupIntersection:        "MPI_Group_intersection",
+	fnGroupRangeExcl:           "MPI_Group_range_excl",
+	fnGroupRangeIncl:           "MPI_Group_range_incl",
+	fnGroupRank:                "MPI_Group_rank",
+	fnGroupSize:                "MPI_Group_size",
+	fnGroupTranslateRanks:      "MPI_Group_translate_ranks",
+	fnGroupUnion:               "MPI_Group_union",
+	fnInfoCreate:               "MPI_Info_create",
+	fnInfoCreateEnv:            "MPI_Info_create_env",
+	fnInfoDelete:               "MPI_Info_delete",
+	fnInfoDup:                  "MPI_Info_dup",
+	fnInfoFree:                 "MPI_Info_free",
+	fnInfoGet:                  "MPI_Info_get",
+	fnInfoGetNkeys:             "MPI_Info_get_nkeys",
+	fnInfoGetNthkey:            "MPI_Info_get_nthkey",
+	fnInfoGetString:            "MPI_Info_get_string",
+	fnInfoGetValuelen:          "MPI_Info_get_valuelen",
+	fnInfoSet:                  "MPI_Info_set",
+	fnAbort:                    "MPI_Abort",
+	fnFinalize:                 "MPI_Finalize",
+	fnFinalized:                "MPI_Finalized",
+	fnInit:                     "MPI_Init",
+	fnInitThread:               "MPI_Init_thread",
+	fnInitialized:              "MPI_Initialized",
+	fnIsThreadMain:             "MPI_Is_thread_main",
+	fnQueryThread:              "MPI_Query_thread",
+	fnGetLibraryVersion:        "MPI_Get_library_version",
+	fnGetProcessorName:         "MPI_Get_processor_name",
+	fnGetVersion:               "MPI_Get_version",
+	fnOpCommutative:            "MPI_Op_commutative",
+	fnOpCreate:                 "MPI_Op_create",
+	fnOpFree:                   "MPI_Op_free",
+	fnBsend:                    "MPI_Bsend",
+	fnBsendInit:                "MPI_Bsend_init",
+	fnBufferAttach:             "MPI_Buffer_attach",
+	fnBufferDetach:             "MPI_Buffer_detach",
+	fnIbsend:                   "MPI_Ibsend",
+	fnImprobe:                  "MPI_Improbe",
+	fnImrecv:                   "MPI_Imrecv",
+	fnIprobe:                   "MPI_Iprobe",
+	fnIrecv:                    "MPI_Irecv",
+	fnIrsend:                   "MPI_Irsend",
+	fnIsend:                    "MPI_Isend",
+	fnIsendrecv:                "MPI_Isendrecv",
+	fnIsendrecvReplace:         "MPI_Isendrecv_replace",
+	fnIssend:                   "MPI_Issend",
+	fnMprobe:                   "MPI_Mprobe",
+	fnMrecv:                    "MPI_Mrecv",
+	fnProbe:                    "MPI_Probe",
+	fnRecv:                     "MPI_Recv",
+	fnRecvInit:                 "MPI_Recv_init",
+	fnRsend:                    "MPI_Rsend",
+	fnRsendInit:                "MPI_Rsend_init",
+	fnSend:                     "MPI_Send",
+	fnSendInit:                 "MPI_Send_init",
+	fnSendrecv:                 "MPI_Sendrecv",
+	fnSendrecvReplace:          "MPI_Sendrecv_replace",
+	fnSsend:                    "MPI_Ssend",
+	fnSsendInit:                "MPI_Ssend_init",
+	fnCancel:                   "MPI_Cancel",
+	fnGrequestComplete:         "MPI_Grequest_complete",
+	fnGrequestStart:            "MPI_Grequest_start",
+	fnRequestFree:              "MPI_Request_free",
+	fnRequestGetStatus:         "MPI_Request_get_status",
+	fnStart:                    "MPI_Start",
+	fnStartall:                 "MPI_Startall",
+	fnStatusSetCancelled:       "MPI_Status_set_cancelled",
+	fnTest:                     "MPI_Test",
+	fnTestCancelled:            "MPI_Test_cancelled",
+	fnTestall:                  "MPI_Testall",
+	fnTestany:                  "MPI_Testany",
+	fnTestsome:                 "MPI_Testsome",
+	fnWait:                     "MPI_Wait",
+	fnWaitall:                  "MPI_Waitall",
+	fnWaitany:                  "MPI_Waitany",
+	fnWaitsome:                 "MPI_Waitsome",
+	fnAccumulate:               "MPI_Accumulate",
+	fnAllocMem:                 "MPI_Alloc_mem",
+	fnCompareAndSwap:           "MPI_Compare_and_swap",
+	fnFetchAndOp:               "MPI_Fetch_and_op",
+	fnFreeMem:                  "MPI_Free_mem",
+	fnGet:                      "MPI_Get",
+	fnGetAccumulate:            "MPI_Get_accumulate",
+	fnPut:                      "MPI_Put",
+	fnRaccumulate:              "MPI_Raccumulate",
+	fnRget:                     "MPI_Rget",
+	fnRgetAccumulate:           "MPI_Rget_accumulate",
+	fnRput:                     "MPI_Rput",
+	fnWinAllocate:              "MPI_Win_allocate",
+	fnWinAllocateShared:        "MPI_Win_allocate_shared",
+	fnWinAttach:                "MPI_Win_attach",
+	fnWinComplete:              "MPI_Win_complete",
+	fnWinCreate:                "MPI_Win_create",
+	fnWinCreateDynamic:         "MPI_Win_create_dynamic",
+	fnWinDetach:                "MPI_Win_detach",
+	fnWinFence:                 "MPI_Win_fence",
+	fnWinFlush:                 "MPI_Win_flush",
+	fnWinFlushAll:              "MPI_Win_flush_all",
+	fnWinFlushLocal:            "MPI_Win_flush_local",
+	fnWinFlushLocalAll:         "MPI_Win_flush_local_all",
+	fnWinFree:                  "MPI_Win_free",
+	fnWinGetGroup:              "MPI_Win_get_group",
+	fnWinGetInfo:               "MPI_Win_get_info",
+	fnWinGetName:               "MPI_Win_get_name",
+	fnWinLock:                  "MPI_Win_lock",
+	fnWinLockAll:               "MPI_Win_lock_all",
+	fnWinPost:                  "MPI_Win_post",
+	fnWinSetInfo:               "MPI_Win_set_info",
+	fnWinSetName:               "MPI_Win_set_name",
+	fnWinSharedQuery:           "MPI_Win_shared_query",
+	fnWinStart:                 "MPI_Win_start",
+	fnWinSync:                  "MPI_Win_sync",
+	fnWinTest:                  "MPI_Win_test",
+	fnWinUnlock:                "MPI_Win_unlock",
+	fnWinUnlockAll:             "MPI_Win_unlock_all",
+	fnWinWait:                  "MPI_Win_wait",
+	fnCartCoords:               "MPI_Cart_coords",
+	fnCartCreate:               "MPI_Cart_create",
+	fnCartGet:                  "MPI_Cart_get",
+	fnCartMap:                  "MPI_Cart_map",
+	fnCartRank:                 "MPI_Cart_rank",
+	fnCartShift:                "MPI_Cart_shift",
+	fnCartSub:                  "MPI_Cart_sub",
+	fnCartdimGet:               "MPI_Cartdim_get",
+	fnDimsCreate:               "MPI_Dims_create",
+	fnDistGraphCreate:          "MPI_Dist_graph_create",
+	fnDistGraphCreateAdjacent:  "MPI_Dist_graph_create_adjacent",
+	fnDistGraphNeighbors:       "MPI_Dist_graph_neighbors",
+	fnDistGraphNeighborsCount:  "MPI_Dist_graph_neighbors_count",
+	fnGraphCreate:              "MPI_Graph_create",
+	fnGraphGet:                 "MPI_Graph_get",
+	fnGraphMap:                 "MPI_Graph_map",
+	fnGraphNeighbors:           "MPI_Graph_neighbors",
+	fnGraphNeighborsCount:      "MPI_Graph_neighbors_count",
+	fnGraphdimsGet:             "MPI_Graphdims_get",
+	fnTopoTest:                 "MPI_Topo_test",
+	fnXGrequestStart:           "MPIX_Grequest_start",
+	fnXGrequestClassCreate:     "MPIX_Grequest_class_create",
+	fnXGrequestClassAllocate:   "MPIX_Grequest_class_allocate",
+	fnAllgatherC:               "MPI_Allgather_c",
+	fnAllgatherInitC:           "MPI_Allgather_init_c",
+	fnAllgathervC:              "MPI_Allgatherv_c",
+	fnAllgathervInitC:          "MPI_Allgatherv_init_c",
+	fnAllreduceC:               "MPI_Allreduce_c",
+	fnAllreduceInitC:           "MPI_Allreduce_init_c",
+	fnAlltoallC:                "MPI_Alltoall_c",
+	fnAlltoallInitC:            "MPI_Alltoall_init_c",
+	fnAlltoallvC:               "MPI_Alltoallv_c",
+	fnAlltoallvInitC:           "MPI_Alltoallv_init_c",
+	fnAlltoallwC:               "MPI_Alltoallw_c",
+	fnAlltoallwInitC:           "MPI_Alltoallw_init_c",
+	fnBcastC:                   "MPI_Bcast_c",
+	fnBcastInitC:               "MPI_Bcast_init_c",
+	fnExscanC:                  "MPI_Exscan_c",
+	fnExscanInitC:              "MPI_Exscan_init_c",
+	fnGatherC:                  "MPI_Gather_c",
+	fnGatherInitC:              "MPI_Gather_init_c",
+	fnGathervC:                 "MPI_Gatherv_c",
+	fnGathervInitC:             "MPI_Gatherv_init_c",
+	fnIallgatherC:              "MPI_Iallgather_c",
+	fnIallgathervC:             "MPI_Iallgatherv_c",
+	fnIallreduceC:              "MPI_Iallreduce_c",
+	fnIalltoallC:               "MPI_Ialltoall_c",
+	fnIalltoallvC:              "MPI_Ialltoallv_c",
+	fnIalltoallwC:              "MPI_Ialltoallw_c",
+	fnIbcastC:                  "MPI_Ibcast_c",
+	fnIexscanC:                 "MPI_Iexscan_c",
+	fnIgatherC:                 "MPI_Igather_c",
+	fnIgathervC:                "MPI_Igatherv_c",
+	fnIneighborAllgatherC:      "MPI_Ineighbor_allgather_c",
+	fnIneighborAllgathervC:     "MPI_Ineighbor_allgatherv_c",
+	fnIneighborAlltoallC:       "MPI_Ineighbor_alltoall_c",
+	fnIneighborAlltoallvC:      "MPI_Ineighbor_alltoallv_c",
+	fnIneighborAlltoallwC:      "MPI_Ineighbor_alltoallw_c",
+	fnIreduceC:                 "MPI_Ireduce_c",
+	fnIreduceScatterC:          "MPI_Ireduce_scatter_c",
+	fnIreduceScatterBlockC:     "MPI_Ireduce_scatter_block_c",
+	fnIscanC:                   "MPI_Iscan_c",
+	fnIscatterC:                "MPI_Iscatter_c",
+	fnIscattervC:               "MPI_Iscatterv_c",
+	fnNeighborAllgatherC:       "MPI_Neighbor_allgather_c",
+	fnNeighborAllgatherInitC:   "MPI_Neighbor_allgather_init_c",
+	fnNeighborAllgathervC:      "MPI_Neighbor_allgatherv_c",
+	fnNeighborAllgathervInitC:  "MPI_Neighbor_allgatherv_init_c",
+	fnNeighborAlltoallC:        "MPI_Neighbor_alltoall_c",
+	fnNeighborAlltoallInitC:    "MPI_Neighbor_alltoall_init_c",
+	fnNeighborAlltoallvC:       "MPI_Neighbor_alltoallv_c",
+	fnNeighborAlltoallvInitC:   "MPI_Neighbor_alltoallv_init_c",
+	fnNeighborAlltoallwC:       "MPI_Neighbor_alltoallw_c",
+	fnNeighborAlltoallwInitC:   "MPI_Neighbor_alltoallw_init_c",
+	fnReduceC:                  "MPI_Reduce_c",
+	fnReduceInitC:              "MPI_Reduce_init_c",
+	fnReduceLocalC:             "MPI_Reduce_local_c",
+	fnReduceScatterC:           "MPI_Reduce_scatter_c",
+	fnReduceScatterBlockC:      "MPI_Reduce_scatter_block_c",
+	fnReduceScatterBlockInitC:  "MPI_Reduce_scatter_block_init_c",
+	fnReduceScatterInitC:       "MPI_Reduce_scatter_init_c",
+	fnScanC:                    "MPI_Scan_c",
+	fnScanInitC:                "MPI_Scan_init_c",
+	fnScatterC:                 "MPI_Scatter_c",
+	fnScatterInitC:             "MPI_Scatter_init_c",
+	fnScattervC:                "MPI_Scatterv_c",
+	fnScattervInitC:            "MPI_Scatterv_init_c",
+	fnGetCountC:                "MPI_Get_count_c",
+	fnGetElementsC:             "MPI_Get_elements_c",
+	fnPackC:                    "MPI_Pack_c",
+	fnPackExternalC:            "MPI_Pack_external_c",
+	fnPackExternalSizeC:        "MPI_Pack_external_size_c",
+	fnPackSizeC:                "MPI_Pack_size_c",
+	fnTypeContiguousC:          "MPI_Type_contiguous_c",
+	fnTypeCreateDarrayC:        "MPI_Type_create_darray_c",
+	fnTypeCreateHindexedC:      "MPI_Type_create_hindexed_c",
+	fnTypeCreateHindexedBlockC: "MPI_Type_create_hindexed_block_c",
+	fnTypeCreateHvectorC:       "MPI_Type_create_hvector_c",
+	fnTypeCreateIndexedBlockC:  "MPI_Type_create_indexed_block_c",
+	fnTypeCreateResizedC:       "MPI_Type_create_resized_c",
+	fnTypeCreateStructC:        "MPI_Type_create_struct_c",
+	fnTypeCreateSubarrayC:      "MPI_Type_create_subarray_c",
+	fnTypeGetContentsC:         "MPI_Type_get_contents_c",
+	fnTypeGetEnvelopeC:         "MPI_Type_get_envelope_c",
+	fnTypeGetExtentC:           "MPI_Type_get_extent_c",
+	fnTypeGetTrueExtentC:       "MPI_Type_get_true_extent_c",
+	fnTypeIndexedC:             "MPI_Type_indexed_c",
+	fnTypeSizeC:                "MPI_Type_size_c",
+	fnTypeVectorC:              "MPI_Type_vector_c",
+	fnUnpackC:                  "MPI_Unpack_c",
+	fnUnpackExternalC:          "MPI_Unpack_external_c",
+	fnOpCreateC:                "MPI_Op_create_c",
+	fnBsendC:                   "MPI_Bsend_c",
+	fnBsendInitC:               "MPI_Bsend_init_c",
+	fnBufferAttachC:            "MPI_Buffer_attach_c",
+	fnBufferDetachC:            "MPI_Buffer_detach_c",
+	fnIbsendC:                  "MPI_Ibsend_c",
+	fnImrecvC:                  "MPI_Imrecv_c",
+	fnIrecvC:                   "MPI_Irecv_c",
+	fnIrsendC:                  "MPI_Irsend_c",
+	fnIsendC:                   "MPI_Isend_c",
+	fnIsendrecvC:               "MPI_Isendrecv_c",
+	fnIsendrecvReplaceC:        "MPI_Isendrecv_replace_c",
+	fnIssendC:                  "MPI_Issend_c",
+	fnMrecvC:                   "MPI_Mrecv_c",
+	fnRecvC:                    "MPI_Recv_c",
+	fnRecvInitC:                "MPI_Recv_init_c",
+	fnRsendC:                   "MPI_Rsend_c",
+	fnRsendInitC:               "MPI_Rsend_init_c",
+	fnSendC:                    "MPI_Send_c",
+	fnSendInitC:                "MPI_Send_init_c",
+	fnSendrecvC:                "MPI_Sendrecv_c",
+	fnSendrecvReplaceC:         "MPI_Sendrecv_replace_c",
+	fnSsendC:                   "MPI_Ssend_c",
+	fnSsendInitC:               "MPI_Ssend_init_c",
+	fnAccumulateC:              "MPI_Accumulate_c",
+	fnGetC:                     "MPI_Get_c",
+	fnGetAccumulateC:           "MPI_Get_accumulate_c",
+	fnPutC:                     "MPI_Put_c",
+	fnRaccumulateC:             "MPI_Raccumulate_c",
+	fnRgetC:                    "MPI_Rget_c",
+	fnRgetAccumulateC:          "MPI_Rget_accumulate_c",
+	fnRputC:                    "MPI_Rput_c",
+	fnWinAllocateC:             "MPI_Win_allocate_c",
+	fnWinAllocateSharedC:       "MPI_Win_allocate_shared_c",
+	fnWinCreateC:               "MPI_Win_create_c",
+	fnWinSharedQueryC:          "MPI_Win_shared_query_c",
+}
+
+// int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status)
+//
+//export gorma_MPI_Status_c2f
+func gorma_MPI_Status_c2f(c_status unsafe.Pointer, f_status unsafe.Pointer) (rc C.int) {
+	defer catch(fnStatusC2f, &rc)
+	if err := doStatusC2f(statusArg(c_status), (*int32)(f_status)); err != nil {
+		return C.int(failComm(fnStatusC2f, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status)
+//
+//export gorma_MPI_Status_f2c
+func gorma_MPI_Status_f2c(f_status unsafe.Pointer, c_status unsafe.Pointer) (rc C.int) {
+	defer catch(fnStatusF2c, &rc)
+	if err := doStatusF2c((*int32)(f_status), statusArg(c_status)); err != nil {
+		return C.int(failComm(fnStatusF2c, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Status_f082c(const MPI_F08_status *f08_status, MPI_Status *c_status)
+//
+//export gorma_MPI_Status_f082c
+func gorma_MPI_Status_f082c(f08_status unsafe.Pointer, c_status unsafe.Pointer) (rc C.int) {
+	defer catch(fnStatusF082c, &rc)
+	if err := doStatusF082c(f08_status, statusArg(c_status)); err != nil {
+		return C.int(failComm(fnStatusF082c, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Status_c2f08(const MPI_Status *c_status, MPI_F08_status *f08_status)
+//
+//export gorma_MPI_Status_c2f08
+func gorma_MPI_Status_c2f08(c_status unsafe.Pointer, f08_status unsafe.Pointer) (rc C.int) {
+	defer catch(fnStatusC2f08, &rc)
+	if err := doStatusC2f08(statusArg(c_status), f08_status); err != nil {
+		return C.int(failComm(fnStatusC2f08, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Status_f082f(const MPI_F08_status *f08_status, MPI_Fint *f_status)
+//
+//export gorma_MPI_Status_f082f
+func gorma_MPI_Status_f082f(f08_status unsafe.Pointer, f_status unsafe.Pointer) (rc C.int) {
+	defer catch(fnStatusF082f, &rc)
+	if err := doStatusF082f(f08_status, (*int32)(f_status)); err != nil {
+		return C.int(failComm(fnStatusF082f, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Status_f2f08(const MPI_Fint *f_status, MPI_F08_status *f08_status)
+//
+//export gorma_MPI_Status_f2f08
+func gorma_MPI_Status_f2f08(f_status unsafe.Pointer, f08_status unsafe.Pointer) (rc C.int) {
+	defer catch(fnStatusF2f08, &rc)
+	if err := doStatusF2f08((*int32)(f_status), f08_status); err != nil {
+		return C.int(failComm(fnStatusF2f08, mpi_COMM_WORLD, err))
+	}
+	return 0
 }
 
 // int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)
@@ -4386,6 +4540,39 @@ func gorma_MPI_Topo_test(comm C.int, status unsafe.Pointer) (rc C.int) {
 	return 0
 }
 
+// int MPIX_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, MPIX_Grequest_poll_function *poll_fn, MPIX_Grequest_wait_function *wait_fn, void *extra_state, MPI_Request *request)
+//
+//export gorma_MPIX_Grequest_start
+func gorma_MPIX_Grequest_start(query_fn unsafe.Pointer, free_fn unsafe.Pointer, cancel_fn unsafe.Pointer, poll_fn unsafe.Pointer, wait_fn unsafe.Pointer, extra_state unsafe.Pointer, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnXGrequestStart, &rc)
+	if err := doXGrequestStart(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, extra_state, (*Request)(request)); err != nil {
+		return C.int(failComm(fnXGrequestStart, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPIX_Grequest_class_create(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, MPIX_Grequest_poll_function *poll_fn, MPIX_Grequest_wait_function *wait_fn, MPIX_Grequest_class *greq_class)
+//
+//export gorma_MPIX_Grequest_class_create
+func gorma_MPIX_Grequest_class_create(query_fn unsafe.Pointer, free_fn unsafe.Pointer, cancel_fn unsafe.Pointer, poll_fn unsafe.Pointer, wait_fn unsafe.Pointer, greq_class unsafe.Pointer) (rc C.int) {
+	defer catch(fnXGrequestClassCreate, &rc)
+	if err := doXGrequestClassCreate(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, greq_class); err != nil {
+		return C.int(failComm(fnXGrequestClassCreate, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPIX_Grequest_class_allocate(MPIX_Grequest_class greq_class, void *extra_state, MPI_Request *request)
+//
+//export gorma_MPIX_Grequest_class_allocate
+func gorma_MPIX_Grequest_class_allocate(greq_class C.int, extra_state unsafe.Pointer, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnXGrequestClassAllocate, &rc)
+	if err := doXGrequestClassAllocate(int(greq_class), extra_state, (*Request)(request)); err != nil {
+		return C.int(failComm(fnXGrequestClassAllocate, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 //
 //export gorma_MPI_Allgather_c
@@ -4716,6 +4903,61 @@ func gorma_MPI_Igatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.i
 	return 0
 }
 
+// int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ineighbor_allgather_c
+func gorma_MPI_Ineighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIneighborAllgatherC, &rc)
+	if err := doIneighborAllgatherC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIneighborAllgatherC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ineighbor_allgatherv_c
+func gorma_MPI_Ineighbor_allgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIneighborAllgathervC, &rc)
+	if err := doIneighborAllgathervC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(displs), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIneighborAllgathervC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ineighbor_alltoall_c
+func gorma_MPI_Ineighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIneighborAlltoallC, &rc)
+	if err := doIneighborAlltoallC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIneighborAlltoallC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ineighbor_alltoallv_c
+func gorma_MPI_Ineighbor_alltoallv_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtype C.int, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIneighborAlltoallvC, &rc)
+	if err := doIneighborAlltoallvC(sendbuf, (*int64)(sendcounts), (*int64)(sdispls), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(rdispls), Datatype(recvtype), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIneighborAlltoallvC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
+//
+//export gorma_MPI_Ineighbor_alltoallw_c
+func gorma_MPI_Ineighbor_alltoallw_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtypes unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtypes unsafe.Pointer, comm C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnIneighborAlltoallwC, &rc)
+	if err := doIneighborAlltoallwC(sendbuf, (*int64)(sendcounts), (*int64)(sdispls), (*Datatype)(sendtypes), recvbuf, (*int64)(recvcounts), (*int64)(rdispls), (*Datatype)(recvtypes), Comm(comm), (*Request)(request)); err != nil {
+		return C.int(failComm(fnIneighborAlltoallwC, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 //
 //export gorma_MPI_Ireduce_c
@@ -4778,6 +5020,116 @@ func gorma_MPI_Iscatterv_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, di
 	defer catch(fnIscattervC, &rc)
 	if err := doIscattervC(sendbuf, (*int64)(sendcounts), (*int64)(displs), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), int(root), Comm(comm), (*Request)(request)); err != nil {
 		return C.int(failComm(fnIscattervC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Neighbor_allgather_c
+func gorma_MPI_Neighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnNeighborAllgatherC, &rc)
+	if err := doNeighborAllgatherC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnNeighborAllgatherC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Neighbor_allgather_init_c
+func gorma_MPI_Neighbor_allgather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnNeighborAllgatherInitC, &rc)
+	if err := doNeighborAllgatherInitC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnNeighborAllgatherInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Neighbor_allgatherv_c
+func gorma_MPI_Neighbor_allgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnNeighborAllgathervC, &rc)
+	if err := doNeighborAllgathervC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(displs), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnNeighborAllgathervC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Neighbor_allgatherv_init_c
+func gorma_MPI_Neighbor_allgatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, displs unsafe.Pointer, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnNeighborAllgathervInitC, &rc)
+	if err := doNeighborAllgathervInitC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(displs), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnNeighborAllgathervInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Neighbor_alltoall_c
+func gorma_MPI_Neighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnNeighborAlltoallC, &rc)
+	if err := doNeighborAlltoallC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnNeighborAlltoallC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Neighbor_alltoall_init_c
+func gorma_MPI_Neighbor_alltoall_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnNeighborAlltoallInitC, &rc)
+	if err := doNeighborAlltoallInitC(sendbuf, int(sendcount), Datatype(sendtype), recvbuf, int(recvcount), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnNeighborAlltoallInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+//
+//export gorma_MPI_Neighbor_alltoallv_c
+func gorma_MPI_Neighbor_alltoallv_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtype C.int, comm C.int) (rc C.int) {
+	defer catch(fnNeighborAlltoallvC, &rc)
+	if err := doNeighborAlltoallvC(sendbuf, (*int64)(sendcounts), (*int64)(sdispls), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(rdispls), Datatype(recvtype), Comm(comm)); err != nil {
+		return C.int(failComm(fnNeighborAlltoallvC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Neighbor_alltoallv_init_c
+func gorma_MPI_Neighbor_alltoallv_init_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtype C.int, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtype C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnNeighborAlltoallvInitC, &rc)
+	if err := doNeighborAlltoallvInitC(sendbuf, (*int64)(sendcounts), (*int64)(sdispls), Datatype(sendtype), recvbuf, (*int64)(recvcounts), (*int64)(rdispls), Datatype(recvtype), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnNeighborAlltoallvInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+//
+//export gorma_MPI_Neighbor_alltoallw_c
+func gorma_MPI_Neighbor_alltoallw_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtypes unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtypes unsafe.Pointer, comm C.int) (rc C.int) {
+	defer catch(fnNeighborAlltoallwC, &rc)
+	if err := doNeighborAlltoallwC(sendbuf, (*int64)(sendcounts), (*int64)(sdispls), (*Datatype)(sendtypes), recvbuf, (*int64)(recvcounts), (*int64)(rdispls), (*Datatype)(recvtypes), Comm(comm)); err != nil {
+		return C.int(failComm(fnNeighborAlltoallwC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Neighbor_alltoallw_init_c
+func gorma_MPI_Neighbor_alltoallw_init_c(sendbuf unsafe.Pointer, sendcounts unsafe.Pointer, sdispls unsafe.Pointer, sendtypes unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts unsafe.Pointer, rdispls unsafe.Pointer, recvtypes unsafe.Pointer, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnNeighborAlltoallwInitC, &rc)
+	if err := doNeighborAlltoallwInitC(sendbuf, (*int64)(sendcounts), (*int64)(sdispls), (*Datatype)(sendtypes), recvbuf, (*int64)(recvcounts), (*int64)(rdispls), (*Datatype)(recvtypes), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnNeighborAlltoallwInitC, Comm(comm), err))
 	}
 	return 0
 }
@@ -5002,6 +5354,39 @@ func gorma_MPI_Type_contiguous_c(count C.long, oldtype C.int, newtype unsafe.Poi
 	return 0
 }
 
+// int MPI_Type_create_darray_c(int size, int rank, int ndims, const MPI_Count array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_darray_c
+func gorma_MPI_Type_create_darray_c(size C.int, rank C.int, ndims C.int, array_of_gsizes unsafe.Pointer, array_of_distribs unsafe.Pointer, array_of_dargs unsafe.Pointer, array_of_psizes unsafe.Pointer, order C.int, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateDarrayC, &rc)
+	if err := doTypeCreateDarrayC(int(size), int(rank), int(ndims), (*int64)(array_of_gsizes), (*int32)(array_of_distribs), (*int32)(array_of_dargs), (*int32)(array_of_psizes), int(order), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateDarrayC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_hindexed_c
+func gorma_MPI_Type_create_hindexed_c(count C.long, array_of_blocklengths unsafe.Pointer, array_of_displacements unsafe.Pointer, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateHindexedC, &rc)
+	if err := doTypeCreateHindexedC(int(count), (*int64)(array_of_blocklengths), (*int64)(array_of_displacements), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateHindexedC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_create_hindexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_hindexed_block_c
+func gorma_MPI_Type_create_hindexed_block_c(count C.long, blocklength C.long, array_of_displacements unsafe.Pointer, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateHindexedBlockC, &rc)
+	if err := doTypeCreateHindexedBlockC(int(count), int(blocklength), (*int64)(array_of_displacements), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateHindexedBlockC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
 //
 //export gorma_MPI_Type_create_hvector_c
@@ -5013,6 +5398,17 @@ func gorma_MPI_Type_create_hvector_c(count C.long, blocklength C.long, stride C.
 	return 0
 }
 
+// int MPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_indexed_block_c
+func gorma_MPI_Type_create_indexed_block_c(count C.long, blocklength C.long, array_of_displacements unsafe.Pointer, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateIndexedBlockC, &rc)
+	if err := doTypeCreateIndexedBlockC(int(count), int(blocklength), (*int64)(array_of_displacements), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateIndexedBlockC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent, MPI_Datatype *newtype)
 //
 //export gorma_MPI_Type_create_resized_c
@@ -5020,6 +5416,28 @@ func gorma_MPI_Type_create_resized_c(oldtype C.int, lb C.long, extent C.long, ne
 	defer catch(fnTypeCreateResizedC, &rc)
 	if err := doTypeCreateResizedC(Datatype(oldtype), int(lb), int(extent), (*Datatype)(newtype)); err != nil {
 		return C.int(failComm(fnTypeCreateResizedC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_create_struct_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_struct_c
+func gorma_MPI_Type_create_struct_c(count C.long, array_of_blocklengths unsafe.Pointer, array_of_displacements unsafe.Pointer, array_of_types unsafe.Pointer, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateStructC, &rc)
+	if err := doTypeCreateStructC(int(count), (*int64)(array_of_blocklengths), (*int64)(array_of_displacements), (*Datatype)(array_of_types), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateStructC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_sizes[], const MPI_Count array_of_subsizes[], const MPI_Count array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_create_subarray_c
+func gorma_MPI_Type_create_subarray_c(ndims C.int, array_of_sizes unsafe.Pointer, array_of_subsizes unsafe.Pointer, array_of_starts unsafe.Pointer, order C.int, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeCreateSubarrayC, &rc)
+	if err := doTypeCreateSubarrayC(int(ndims), (*int64)(array_of_sizes), (*int64)(array_of_subsizes), (*int64)(array_of_starts), int(order), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeCreateSubarrayC, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -5068,6 +5486,17 @@ func gorma_MPI_Type_get_true_extent_c(datatype C.int, true_lb unsafe.Pointer, tr
 	return 0
 }
 
+// int MPI_Type_indexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)
+//
+//export gorma_MPI_Type_indexed_c
+func gorma_MPI_Type_indexed_c(count C.long, array_of_blocklengths unsafe.Pointer, array_of_displacements unsafe.Pointer, oldtype C.int, newtype unsafe.Pointer) (rc C.int) {
+	defer catch(fnTypeIndexedC, &rc)
+	if err := doTypeIndexedC(int(count), (*int64)(array_of_blocklengths), (*int64)(array_of_displacements), Datatype(oldtype), (*Datatype)(newtype)); err != nil {
+		return C.int(failComm(fnTypeIndexedC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
 // int MPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size)
 //
 //export gorma_MPI_Type_size_c
@@ -5108,6 +5537,17 @@ func gorma_MPI_Unpack_external_c(datarep unsafe.Pointer, inbuf unsafe.Pointer, i
 	defer catch(fnUnpackExternalC, &rc)
 	if err := doUnpackExternalC((*byte)(datarep), inbuf, int(insize), (*int64)(position), outbuf, int(outcount), Datatype(datatype)); err != nil {
 		return C.int(failComm(fnUnpackExternalC, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op)
+//
+//export gorma_MPI_Op_create_c
+func gorma_MPI_Op_create_c(user_fn unsafe.Pointer, commute C.int, op unsafe.Pointer) (rc C.int) {
+	defer catch(fnOpCreateC, &rc)
+	if err := doOpCreateC(user_fn, int(commute), (*Op)(op)); err != nil {
+		return C.int(failComm(fnOpCreateC, mpi_COMM_WORLD, err))
 	}
 	return 0
 }
@@ -5361,6 +5801,138 @@ func gorma_MPI_Ssend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, de
 	defer catch(fnSsendInitC, &rc)
 	if err := doSsendInitC(buf, int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), (*Request)(request)); err != nil {
 		return C.int(failComm(fnSsendInitC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+//
+//export gorma_MPI_Accumulate_c
+func gorma_MPI_Accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) (rc C.int) {
+	defer catch(fnAccumulateC, &rc)
+	if err := doAccumulateC(origin_addr, int(origin_count), Datatype(origin_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Op(op), Win(win)); err != nil {
+		return C.int(failWin(fnAccumulateC, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)
+//
+//export gorma_MPI_Get_c
+func gorma_MPI_Get_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) (rc C.int) {
+	defer catch(fnGetC, &rc)
+	if err := doGetC(origin_addr, int(origin_count), Datatype(origin_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Win(win)); err != nil {
+		return C.int(failWin(fnGetC, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+//
+//export gorma_MPI_Get_accumulate_c
+func gorma_MPI_Get_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) (rc C.int) {
+	defer catch(fnGetAccumulateC, &rc)
+	if err := doGetAccumulateC(origin_addr, int(origin_count), Datatype(origin_datatype), result_addr, int(result_count), Datatype(result_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Op(op), Win(win)); err != nil {
+		return C.int(failWin(fnGetAccumulateC, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)
+//
+//export gorma_MPI_Put_c
+func gorma_MPI_Put_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) (rc C.int) {
+	defer catch(fnPutC, &rc)
+	if err := doPutC(origin_addr, int(origin_count), Datatype(origin_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Win(win)); err != nil {
+		return C.int(failWin(fnPutC, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+//
+//export gorma_MPI_Raccumulate_c
+func gorma_MPI_Raccumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnRaccumulateC, &rc)
+	if err := doRaccumulateC(origin_addr, int(origin_count), Datatype(origin_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Op(op), Win(win), (*Request)(request)); err != nil {
+		return C.int(failWin(fnRaccumulateC, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+//
+//export gorma_MPI_Rget_c
+func gorma_MPI_Rget_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnRgetC, &rc)
+	if err := doRgetC(origin_addr, int(origin_count), Datatype(origin_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Win(win), (*Request)(request)); err != nil {
+		return C.int(failWin(fnRgetC, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+//
+//export gorma_MPI_Rget_accumulate_c
+func gorma_MPI_Rget_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnRgetAccumulateC, &rc)
+	if err := doRgetAccumulateC(origin_addr, int(origin_count), Datatype(origin_datatype), result_addr, int(result_count), Datatype(result_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Op(op), Win(win), (*Request)(request)); err != nil {
+		return C.int(failWin(fnRgetAccumulateC, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+//
+//export gorma_MPI_Rput_c
+func gorma_MPI_Rput_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnRputC, &rc)
+	if err := doRputC(origin_addr, int(origin_count), Datatype(origin_datatype), int(target_rank), int(target_disp), int(target_count), Datatype(target_datatype), Win(win), (*Request)(request)); err != nil {
+		return C.int(failWin(fnRputC, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
+//
+//export gorma_MPI_Win_allocate_c
+func gorma_MPI_Win_allocate_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinAllocateC, &rc)
+	if err := doWinAllocateC(int(size), int(disp_unit), Info(info), Comm(comm), baseptr, (*Win)(win)); err != nil {
+		return C.int(failComm(fnWinAllocateC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
+//
+//export gorma_MPI_Win_allocate_shared_c
+func gorma_MPI_Win_allocate_shared_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinAllocateSharedC, &rc)
+	if err := doWinAllocateSharedC(int(size), int(disp_unit), Info(info), Comm(comm), baseptr, (*Win)(win)); err != nil {
+		return C.int(failComm(fnWinAllocateSharedC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
+//
+//export gorma_MPI_Win_create_c
+func gorma_MPI_Win_create_c(base unsafe.Pointer, size C.long, disp_unit C.long, info C.int, comm C.int, win unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinCreateC, &rc)
+	if err := doWinCreateC(base, int(size), int(disp_unit), Info(info), Comm(comm), (*Win)(win)); err != nil {
+		return C.int(failComm(fnWinCreateC, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void *baseptr)
+//
+//export gorma_MPI_Win_shared_query_c
+func gorma_MPI_Win_shared_query_c(win C.int, rank C.int, size unsafe.Pointer, disp_unit unsafe.Pointer, baseptr unsafe.Pointer) (rc C.int) {
+	defer catch(fnWinSharedQueryC, &rc)
+	if err := doWinSharedQueryC(Win(win), int(rank), (*int64)(size), (*int64)(disp_unit), baseptr); err != nil {
+		return C.int(failWin(fnWinSharedQueryC, Win(win), err))
 	}
 	return 0
 }

@@ -12,6 +12,9 @@
 /* typedef void (MPI_User_function) ( void *, void *, int *, MPI_Datatype * ); */
 void gorma_call_MPI_User_function(void *fn, void *a0, void *a1, void *a2, void *a3);
 
+/* typedef void (MPI_User_function_c) ( void *, void *, MPI_Count *, MPI_Datatype * ); */
+void gorma_call_MPI_User_function_c(void *fn, void *a0, void *a1, void *a2, void *a3);
+
 /* typedef void (MPI_Comm_errhandler_function)(MPI_Comm *, int *, ...); */
 void gorma_call_MPI_Comm_errhandler_function(void *fn, void *a0, void *a1);
 
@@ -44,5 +47,11 @@ int gorma_call_MPI_Grequest_free_function(void *fn, void *a0);
 
 /* typedef int (MPI_Grequest_cancel_function)(void *, int); */
 int gorma_call_MPI_Grequest_cancel_function(void *fn, void *a0, int a1);
+
+/* typedef int (MPIX_Grequest_poll_function)(void *, MPI_Status *); */
+int gorma_call_MPIX_Grequest_poll_function(void *fn, void *a0, void *a1);
+
+/* typedef int (MPIX_Grequest_wait_function)(int, void **, double, MPI_Status *); */
+int gorma_call_MPIX_Grequest_wait_function(void *fn, int a0, void *a1, double a2, void *a3);
 
 #endif

@@ -583,10 +583,11 @@ func cRet(ret string) string {
 
 // trampolines are the function types of mpi.h whose values the package calls: a user's
 // MPI_Op, error handlers, attribute callbacks and a generalized request's functions.
-var trampolines = []string{"MPI_User_function", "MPI_Comm_errhandler_function", "MPI_Win_errhandler_function",
+var trampolines = []string{"MPI_User_function", "MPI_User_function_c", "MPI_Comm_errhandler_function", "MPI_Win_errhandler_function",
 	"MPI_Comm_copy_attr_function", "MPI_Comm_delete_attr_function", "MPI_Type_copy_attr_function",
 	"MPI_Type_delete_attr_function", "MPI_Win_copy_attr_function", "MPI_Win_delete_attr_function",
-	"MPI_Grequest_query_function", "MPI_Grequest_free_function", "MPI_Grequest_cancel_function"}
+	"MPI_Grequest_query_function", "MPI_Grequest_free_function", "MPI_Grequest_cancel_function",
+	"MPIX_Grequest_poll_function", "MPIX_Grequest_wait_function"}
 
 // A trampoline calls a C function pointer of one of mpi.h's function types.
 type trampoline struct {
@@ -595,7 +596,7 @@ type trampoline struct {
 	text      string  // the typedef, one line
 }
 
-var typedefRE = regexp.MustCompile(`^typedef (void|int) \((MPI_[A-Za-z_]+)\)\s*\((.*)\);$`)
+var typedefRE = regexp.MustCompile(`^typedef (void|int) \((MPIX?_[A-Za-z_]+)\)\s*\((.*)\);$`)
 
 // parseTrampolines reads the typedefs of the trampolines' function types from mpi.h.
 func parseTrampolines(src string) ([]trampoline, error) {

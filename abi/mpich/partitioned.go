@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -86,16 +87,17 @@ type partReq struct {
 
 	mu     sync.Mutex
 	active bool
-	// The send side: the first data tag, which partitions are ready, and the messages.
+	msgs   []*runtime.Request // this round's messages: a send's by partition, a receive's by send partition
+	// The send side: the first data tag, which partitions are ready, and the announcement
+	// until it has completed.
 	first    int
 	ready    []bool
 	nready   int
 	allReady chan struct{} // closed once every partition is ready (this round)
 	ctrl     *runtime.Request
-	// The receive side: the matched announcement, the receives of each send partition,
-	// which have arrived, and which receive partitions were unpacked.
+	// The receive side: the matched announcement, which send partitions have arrived,
+	// and which receive partitions were unpacked.
 	ad       *partAd
-	recvs    []*runtime.Request
 	arrived  []bool
 	unpacked []bool
 	posted   bool
@@ -119,7 +121,10 @@ func initPart(send bool, buf unsafe.Pointer, parts, count int, d Datatype, peer,
 	if parts < 1 {
 		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("%d partitions: want at least 1", parts))
 	}
-	if count < 0 || parts > partTagSpan {
+	if parts > partTagSpan {
+		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("%d partitions: gorma takes at most %d", parts, partTagSpan))
+	}
+	if count < 0 {
 		return errCount(count)
 	}
 	if h != mpi_INFO_NULL {
@@ -279,7 +284,7 @@ func (p *partReq) start() error {
 		p.nready = p.parts
 		close(p.allReady)
 	}
-	p.recvs, p.arrived, p.unpacked = nil, make([]bool, p.parts), make([]bool, p.parts)
+	p.msgs, p.arrived, p.unpacked = nil, make([]bool, p.parts), make([]bool, p.parts)
 	p.mu.Unlock()
 	if !p.send && p.peer != runtime.ProcNull {
 		return p.progress(bg, false)
@@ -310,14 +315,14 @@ func (p *partReq) progress(ctx context.Context, block bool) error {
 		p.posted = true
 		return nil
 	}
-	p.recvs = make([]*runtime.Request, ad.parts)
-	for i := range p.recvs {
+	p.msgs = make([]*runtime.Request, ad.parts)
+	for i := range p.msgs {
 		b := p.packed[int64(i)*ad.bytes : int64(i+1)*ad.bytes]
 		r, err := runtime.Irecv(p.sib, b, p.peer, ad.first+i)
 		if err != nil {
 			return err
 		}
-		p.recvs[i] = r
+		p.msgs[i] = r
 	}
 	p.posted = true
 	return nil
@@ -365,10 +370,10 @@ func (p *partReq) markReady(i int) error {
 		if err != nil {
 			return err
 		}
-		if p.recvs == nil {
-			p.recvs = make([]*runtime.Request, p.parts)
+		if p.msgs == nil {
+			p.msgs = make([]*runtime.Request, p.parts)
 		}
-		p.recvs[i] = r
+		p.msgs[i] = r
 	}
 	p.ready[i] = true
 	p.nready++
@@ -388,7 +393,7 @@ func (p *partReq) arrivedLocked(j int) (bool, error) {
 	if !p.posted || p.err != nil {
 		return p.err != nil, p.err
 	}
-	lo, hi := 0, len(p.recvs)
+	lo, hi := 0, len(p.msgs)
 	if b := p.ad.bytes; b > 0 {
 		lo, hi = int(int64(j)*p.pbytes/b), int((int64(j+1)*p.pbytes+b-1)/b)
 	}
@@ -396,7 +401,7 @@ func (p *partReq) arrivedLocked(j int) (bool, error) {
 		if p.arrived[i] {
 			continue
 		}
-		done, _, err := p.recvs[i].Test()
+		done, _, err := p.msgs[i].Test()
 		if err != nil {
 			return false, err
 		}
@@ -449,12 +454,15 @@ func (p *partReq) round(ctx context.Context, block bool) (bool, runtime.Status, 
 			}
 		}
 		p.mu.Lock()
-		rs, n := p.recvs, p.nready
+		rs, n := p.msgs, p.nready
+		if p.ctrl != nil {
+			rs = append(slices.Clip(rs), p.ctrl) // the announcement, until it has completed once
+		}
 		p.mu.Unlock()
 		if n < p.parts {
 			return false, st, nil
 		}
-		for _, r := range append(rs, p.ctrl) {
+		for _, r := range rs {
 			if r == nil {
 				continue
 			}
@@ -466,6 +474,9 @@ func (p *partReq) round(ctx context.Context, block bool) (bool, runtime.Status, 
 				return false, st, err
 			}
 		}
+		p.mu.Lock()
+		p.ctrl = nil
+		p.mu.Unlock()
 		return true, st, nil
 	}
 	if err := p.progress(ctx, block); err != nil {
@@ -477,7 +488,7 @@ func (p *partReq) round(ctx context.Context, block bool) (bool, runtime.Status, 
 		return false, st, nil
 	}
 	if p.err == nil && block {
-		for i, r := range p.recvs {
+		for i, r := range p.msgs {
 			if p.arrived[i] {
 				continue
 			}

@@ -71,7 +71,13 @@ static void contiguous(void)
 			OK(MPI_Pready(3, req));
 			OK(MPI_Pready_range(2, 2, req));
 			OK(MPI_Pready_list(2, list, req));
-			OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+			if (round == 0) {
+				OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+			} else {
+				int idx = -1;
+				OK(MPI_Waitany(1, &req, &idx, MPI_STATUS_IGNORE));
+				CHECK(idx == 0 && req != MPI_REQUEST_NULL, "waitany: index %d", idx);
+			}
 		} else {
 			int seen = 0, got[NP] = {0};
 			while (seen < NP)

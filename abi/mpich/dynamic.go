@@ -32,6 +32,7 @@ var parent struct {
 	sync.Mutex
 	made bool
 	h    Comm
+	co   *comm // h's object: a freed h's slot may hold another communicator
 }
 
 // doCommGetParent is MPI_Comm_get_parent: the intercommunicator to the spawning ranks,
@@ -45,11 +46,12 @@ func doCommGetParent(out *Comm) error {
 	if !parent.made {
 		parent.made, parent.h = true, mpi_COMM_NULL
 		if p := world.Parent(); p != nil {
-			parent.h = Comm(comms.add(&comm{w: p, errh: worldComm.errh}))
+			parent.co = &comm{w: p, errh: worldComm.errh}
+			parent.h = Comm(comms.add(parent.co))
 		}
 	}
 	if parent.h != mpi_COMM_NULL {
-		if _, ok := comms.get(int32(parent.h)); !ok {
+		if co, ok := comms.get(int32(parent.h)); !ok || co != parent.co {
 			parent.h = mpi_COMM_NULL // freed by MPI_Comm_free
 		}
 	}

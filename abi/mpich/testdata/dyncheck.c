@@ -277,7 +277,18 @@ static void parent(char **argv)
 	MPI_Comm ic;
 	int codes[2] = {-1, -1};
 	char **args = argv[1] ? &argv[1] : MPI_ARGV_NULL;
-	OK(MPI_Comm_spawn(argv[0], args, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &ic, codes));
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	int rc = MPI_Comm_spawn(argv[0], args, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &ic, codes);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	if (rc != MPI_SUCCESS) { /* a launcher that cannot spawn: say why and end */
+		char msg[MPI_MAX_ERROR_STRING];
+		int cls, n;
+		MPI_Error_class(rc, &cls);
+		MPI_Error_string(rc, msg, &n);
+		printf("dyn rank %d spawn refused: class %d: %s\n", rank, cls, msg);
+		CHECK(cls == MPI_ERR_SPAWN && codes[0] == MPI_ERR_SPAWN && codes[1] == MPI_ERR_SPAWN, "spawn failed with class %d, errcodes %d %d", cls, codes[0], codes[1]);
+		return;
+	}
 	CHECK(codes[0] == MPI_SUCCESS && codes[1] == MPI_SUCCESS, "errcodes %d %d", codes[0], codes[1]);
 	talk(ic, 0, 1);
 	OK(MPI_Comm_disconnect(&ic));

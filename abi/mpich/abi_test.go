@@ -45,6 +45,7 @@ var twins = map[string]string{
 	"topocheck":      "testdata/topocheck.c",
 	"attrwincheck":   "testdata/attrwincheck.c",
 	"lcountcheck":    "testdata/lcountcheck.c",
+	"dyncheck":       "testdata/dyncheck.c",
 }
 
 // setup builds the library, golaunch and the programs into one folder, once per test

@@ -165,6 +165,7 @@ type request struct {
 	rma  *window.Request
 	grq  *grequest
 	topo *nbRequest
+	part *partReq // a partitioned request (partitioned.go)
 	// persistent marks a request of an init call (MPI_Send_init, MPI_Allreduce_init):
 	// reporting its completion leaves its handle, inactive until the next MPI_Start.
 	persistent bool
@@ -235,6 +236,10 @@ func (r *request) complete(block bool) bool {
 		} else {
 			done, o.st, o.err = r.p2p.Test()
 		}
+	case r.part != nil:
+		if done, o.st, o.err = r.part.complete(bg, block); done {
+			r.part.settled()
+		}
 	}
 	if done {
 		r.settle(o)
@@ -255,6 +260,8 @@ func (r *request) block(ctx context.Context) {
 		r.grq.block(ctx)
 	case r.topo != nil:
 		_ = r.topo.wait(ctx)
+	case r.part != nil:
+		_, _, _ = r.part.complete(ctx, true)
 	}
 }
 
@@ -490,6 +497,9 @@ func doRequestFree(req *Request) error {
 		if err := r.topo.free(); err != nil {
 			return err // the handle stays
 		}
+	}
+	if r.part != nil {
+		r.part.free()
 	}
 	reqs.del(int32(*req))
 	*req = mpi_REQUEST_NULL

@@ -146,6 +146,8 @@ func (r *request) start() error {
 		err = runtime.Start(r.p2p)
 	case r.coll != nil:
 		err = r.coll.Start(bg)
+	case r.part != nil:
+		err = r.part.start()
 	case r.topo != nil && r.topo.nb != nil:
 		if err = r.topo.nb.Start(); err != nil {
 			err = mpiErr(mpi_ERR_REQUEST, err.Error())

@@ -2118,6 +2118,60 @@ int PMPI_Op_free(void *op)
 }
 int MPI_Op_free(void *op) __attribute__((weak, alias("PMPI_Op_free")));
 
+/* int MPI_Parrived(MPI_Request request, int partition, int *flag) */
+int PMPI_Parrived(int request, int partition, void *flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Parrived");
+	return gorma_MPI_Parrived(request, partition, (void *)flag);
+}
+int MPI_Parrived(int request, int partition, void *flag) __attribute__((weak, alias("PMPI_Parrived")));
+
+/* int MPI_Pready(int partition, MPI_Request request) */
+int PMPI_Pready(int partition, int request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pready");
+	return gorma_MPI_Pready(partition, request);
+}
+int MPI_Pready(int partition, int request) __attribute__((weak, alias("PMPI_Pready")));
+
+/* int MPI_Pready_list(int length, int array_of_partitions[], MPI_Request request) */
+int PMPI_Pready_list(int length, void *array_of_partitions, int request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pready_list");
+	return gorma_MPI_Pready_list(length, (void *)array_of_partitions, request);
+}
+int MPI_Pready_list(int length, void *array_of_partitions, int request) __attribute__((weak, alias("PMPI_Pready_list")));
+
+/* int MPI_Pready_range(int partition_low, int partition_high, MPI_Request request) */
+int PMPI_Pready_range(int partition_low, int partition_high, int request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Pready_range");
+	return gorma_MPI_Pready_range(partition_low, partition_high, request);
+}
+int MPI_Pready_range(int partition_low, int partition_high, int request) __attribute__((weak, alias("PMPI_Pready_range")));
+
+/* int MPI_Precv_init(void *buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Precv_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Precv_init");
+	return gorma_MPI_Precv_init((void *)buf, partitions, count, datatype, dest, tag, comm, info, (void *)request);
+}
+int MPI_Precv_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Precv_init")));
+
+/* int MPI_Psend_init(const void *buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
+int PMPI_Psend_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Psend_init");
+	return gorma_MPI_Psend_init((void *)buf, partitions, count, datatype, dest, tag, comm, info, (void *)request);
+}
+int MPI_Psend_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Psend_init")));
+
 /* int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) */
 int PMPI_Bsend(void *buf, int count, int datatype, int dest, int tag, int comm)
 {
@@ -2873,6 +2927,42 @@ int PMPI_Win_wait(int win)
 	return gorma_MPI_Win_wait(win);
 }
 int MPI_Win_wait(int win) __attribute__((weak, alias("PMPI_Win_wait")));
+
+/* int MPI_Comm_disconnect(MPI_Comm *comm) */
+int PMPI_Comm_disconnect(void *comm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_disconnect");
+	return gorma_MPI_Comm_disconnect((void *)comm);
+}
+int MPI_Comm_disconnect(void *comm) __attribute__((weak, alias("PMPI_Comm_disconnect")));
+
+/* int MPI_Comm_get_parent(MPI_Comm *parent) */
+int PMPI_Comm_get_parent(void *parent)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_get_parent");
+	return gorma_MPI_Comm_get_parent((void *)parent);
+}
+int MPI_Comm_get_parent(void *parent) __attribute__((weak, alias("PMPI_Comm_get_parent")));
+
+/* int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) */
+int PMPI_Comm_spawn(void *command, void *argv, int maxprocs, int info, int root, int comm, void *intercomm, void *array_of_errcodes)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_spawn");
+	return gorma_MPI_Comm_spawn((void *)command, (void *)argv, maxprocs, info, root, comm, (void *)intercomm, (void *)array_of_errcodes);
+}
+int MPI_Comm_spawn(void *command, void *argv, int maxprocs, int info, int root, int comm, void *intercomm, void *array_of_errcodes) __attribute__((weak, alias("PMPI_Comm_spawn")));
+
+/* int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) */
+int PMPI_Comm_spawn_multiple(int count, void *array_of_commands, void *array_of_argv, void *array_of_maxprocs, void *array_of_info, int root, int comm, void *intercomm, void *array_of_errcodes)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_spawn_multiple");
+	return gorma_MPI_Comm_spawn_multiple(count, (void *)array_of_commands, (void *)array_of_argv, (void *)array_of_maxprocs, (void *)array_of_info, root, comm, (void *)intercomm, (void *)array_of_errcodes);
+}
+int MPI_Comm_spawn_multiple(int count, void *array_of_commands, void *array_of_argv, void *array_of_maxprocs, void *array_of_info, int root, int comm, void *intercomm, void *array_of_errcodes) __attribute__((weak, alias("PMPI_Comm_spawn_multiple")));
 
 /* int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) */
 int PMPI_Cart_coords(int comm, int rank, int maxdims, void *coords)
@@ -4372,66 +4462,6 @@ int PMPI_Session_init(int info, int errhandler, void *session)
 }
 int MPI_Session_init(int info, int errhandler, void *session) __attribute__((weak, alias("PMPI_Session_init")));
 
-/* int MPI_Parrived(MPI_Request request, int partition, int *flag) */
-int PMPI_Parrived(int request, int partition, void *flag)
-{
-	(void)request; (void)partition; (void)flag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Parrived");
-	return gorma_absent("MPI_Parrived", 0, 0);
-}
-int MPI_Parrived(int request, int partition, void *flag) __attribute__((weak, alias("PMPI_Parrived")));
-
-/* int MPI_Pready(int partition, MPI_Request request) */
-int PMPI_Pready(int partition, int request)
-{
-	(void)partition; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Pready");
-	return gorma_absent("MPI_Pready", 0, 0);
-}
-int MPI_Pready(int partition, int request) __attribute__((weak, alias("PMPI_Pready")));
-
-/* int MPI_Pready_list(int length, int array_of_partitions[], MPI_Request request) */
-int PMPI_Pready_list(int length, void *array_of_partitions, int request)
-{
-	(void)length; (void)array_of_partitions; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Pready_list");
-	return gorma_absent("MPI_Pready_list", 0, 0);
-}
-int MPI_Pready_list(int length, void *array_of_partitions, int request) __attribute__((weak, alias("PMPI_Pready_list")));
-
-/* int MPI_Pready_range(int partition_low, int partition_high, MPI_Request request) */
-int PMPI_Pready_range(int partition_low, int partition_high, int request)
-{
-	(void)partition_low; (void)partition_high; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Pready_range");
-	return gorma_absent("MPI_Pready_range", 0, 0);
-}
-int MPI_Pready_range(int partition_low, int partition_high, int request) __attribute__((weak, alias("PMPI_Pready_range")));
-
-/* int MPI_Precv_init(void *buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Precv_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request)
-{
-	(void)buf; (void)partitions; (void)count; (void)datatype; (void)dest; (void)tag; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Precv_init");
-	return gorma_absent("MPI_Precv_init", 1, comm);
-}
-int MPI_Precv_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Precv_init")));
-
-/* int MPI_Psend_init(const void *buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request) */
-int PMPI_Psend_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request)
-{
-	(void)buf; (void)partitions; (void)count; (void)datatype; (void)dest; (void)tag; (void)info; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Psend_init");
-	return gorma_absent("MPI_Psend_init", 1, comm);
-}
-int MPI_Psend_init(void *buf, int partitions, long count, int datatype, int dest, int tag, int comm, int info, void *request) __attribute__((weak, alias("PMPI_Psend_init")));
-
 /* int MPI_Close_port(const char *port_name) */
 int PMPI_Close_port(void *port_name)
 {
@@ -4462,26 +4492,6 @@ int PMPI_Comm_connect(void *port_name, int info, int root, int comm, void *newco
 }
 int MPI_Comm_connect(void *port_name, int info, int root, int comm, void *newcomm) __attribute__((weak, alias("PMPI_Comm_connect")));
 
-/* int MPI_Comm_disconnect(MPI_Comm *comm) */
-int PMPI_Comm_disconnect(void *comm)
-{
-	(void)comm;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_disconnect");
-	return gorma_absent("MPI_Comm_disconnect", 0, 0);
-}
-int MPI_Comm_disconnect(void *comm) __attribute__((weak, alias("PMPI_Comm_disconnect")));
-
-/* int MPI_Comm_get_parent(MPI_Comm *parent) */
-int PMPI_Comm_get_parent(void *parent)
-{
-	(void)parent;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_get_parent");
-	return gorma_absent("MPI_Comm_get_parent", 0, 0);
-}
-int MPI_Comm_get_parent(void *parent) __attribute__((weak, alias("PMPI_Comm_get_parent")));
-
 /* int MPI_Comm_join(int fd, MPI_Comm *intercomm) */
 int PMPI_Comm_join(int fd, void *intercomm)
 {
@@ -4491,26 +4501,6 @@ int PMPI_Comm_join(int fd, void *intercomm)
 	return gorma_absent("MPI_Comm_join", 0, 0);
 }
 int MPI_Comm_join(int fd, void *intercomm) __attribute__((weak, alias("PMPI_Comm_join")));
-
-/* int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) */
-int PMPI_Comm_spawn(void *command, void *argv, int maxprocs, int info, int root, int comm, void *intercomm, void *array_of_errcodes)
-{
-	(void)command; (void)argv; (void)maxprocs; (void)info; (void)root; (void)intercomm; (void)array_of_errcodes;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_spawn");
-	return gorma_absent("MPI_Comm_spawn", 1, comm);
-}
-int MPI_Comm_spawn(void *command, void *argv, int maxprocs, int info, int root, int comm, void *intercomm, void *array_of_errcodes) __attribute__((weak, alias("PMPI_Comm_spawn")));
-
-/* int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) */
-int PMPI_Comm_spawn_multiple(int count, void *array_of_commands, void *array_of_argv, void *array_of_maxprocs, void *array_of_info, int root, int comm, void *intercomm, void *array_of_errcodes)
-{
-	(void)count; (void)array_of_commands; (void)array_of_argv; (void)array_of_maxprocs; (void)array_of_info; (void)root; (void)intercomm; (void)array_of_errcodes;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_spawn_multiple");
-	return gorma_absent("MPI_Comm_spawn_multiple", 1, comm);
-}
-int MPI_Comm_spawn_multiple(int count, void *array_of_commands, void *array_of_argv, void *array_of_maxprocs, void *array_of_info, int root, int comm, void *intercomm, void *array_of_errcodes) __attribute__((weak, alias("PMPI_Comm_spawn_multiple")));
 
 /* int MPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name) */
 int PMPI_Lookup_name(void *service_name, int info, void *port_name)

@@ -239,6 +239,12 @@ const (
 	fnOpCommutative
 	fnOpCreate
 	fnOpFree
+	fnParrived
+	fnPready
+	fnPreadyList
+	fnPreadyRange
+	fnPrecvInit
+	fnPsendInit
 	fnBsend
 	fnBsendInit
 	fnBufferAttach
@@ -323,6 +329,10 @@ const (
 	fnWinUnlock
 	fnWinUnlockAll
 	fnWinWait
+	fnCommDisconnect
+	fnCommGetParent
+	fnCommSpawn
+	fnCommSpawnMultiple
 	fnCartCoords
 	fnCartCreate
 	fnCartGet
@@ -699,6 +709,12 @@ var fnNames = [numFns]string{
 	fnOpCommutative:            "MPI_Op_commutative",
 	fnOpCreate:                 "MPI_Op_create",
 	fnOpFree:                   "MPI_Op_free",
+	fnParrived:                 "MPI_Parrived",
+	fnPready:                   "MPI_Pready",
+	fnPreadyList:               "MPI_Pready_list",
+	fnPreadyRange:              "MPI_Pready_range",
+	fnPrecvInit:                "MPI_Precv_init",
+	fnPsendInit:                "MPI_Psend_init",
 	fnBsend:                    "MPI_Bsend",
 	fnBsendInit:                "MPI_Bsend_init",
 	fnBufferAttach:             "MPI_Buffer_attach",
@@ -783,6 +799,10 @@ var fnNames = [numFns]string{
 	fnWinUnlock:                "MPI_Win_unlock",
 	fnWinUnlockAll:             "MPI_Win_unlock_all",
 	fnWinWait:                  "MPI_Win_wait",
+	fnCommDisconnect:           "MPI_Comm_disconnect",
+	fnCommGetParent:            "MPI_Comm_get_parent",
+	fnCommSpawn:                "MPI_Comm_spawn",
+	fnCommSpawnMultiple:        "MPI_Comm_spawn_multiple",
 	fnCartCoords:               "MPI_Cart_coords",
 	fnCartCreate:               "MPI_Cart_create",
 	fnCartGet:                  "MPI_Cart_get",
@@ -3396,6 +3416,72 @@ func gorma_MPI_Op_free(op unsafe.Pointer) (rc C.int) {
 	return 0
 }
 
+// int MPI_Parrived(MPI_Request request, int partition, int *flag)
+//
+//export gorma_MPI_Parrived
+func gorma_MPI_Parrived(request C.int, partition C.int, flag unsafe.Pointer) (rc C.int) {
+	defer catch(fnParrived, &rc)
+	if err := doParrived(Request(request), int(partition), (*int32)(flag)); err != nil {
+		return C.int(failComm(fnParrived, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Pready(int partition, MPI_Request request)
+//
+//export gorma_MPI_Pready
+func gorma_MPI_Pready(partition C.int, request C.int) (rc C.int) {
+	defer catch(fnPready, &rc)
+	if err := doPready(int(partition), Request(request)); err != nil {
+		return C.int(failComm(fnPready, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Pready_list(int length, int array_of_partitions[], MPI_Request request)
+//
+//export gorma_MPI_Pready_list
+func gorma_MPI_Pready_list(length C.int, array_of_partitions unsafe.Pointer, request C.int) (rc C.int) {
+	defer catch(fnPreadyList, &rc)
+	if err := doPreadyList(int(length), (*int32)(array_of_partitions), Request(request)); err != nil {
+		return C.int(failComm(fnPreadyList, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Pready_range(int partition_low, int partition_high, MPI_Request request)
+//
+//export gorma_MPI_Pready_range
+func gorma_MPI_Pready_range(partition_low C.int, partition_high C.int, request C.int) (rc C.int) {
+	defer catch(fnPreadyRange, &rc)
+	if err := doPreadyRange(int(partition_low), int(partition_high), Request(request)); err != nil {
+		return C.int(failComm(fnPreadyRange, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Precv_init(void *buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Precv_init
+func gorma_MPI_Precv_init(buf unsafe.Pointer, partitions C.int, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnPrecvInit, &rc)
+	if err := doPrecvInit(buf, int(partitions), int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnPrecvInit, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Psend_init(const void *buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+//
+//export gorma_MPI_Psend_init
+func gorma_MPI_Psend_init(buf unsafe.Pointer, partitions C.int, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, info C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnPsendInit, &rc)
+	if err := doPsendInit(buf, int(partitions), int(count), Datatype(datatype), int(dest), int(tag), Comm(comm), Info(info), (*Request)(request)); err != nil {
+		return C.int(failComm(fnPsendInit, Comm(comm), err))
+	}
+	return 0
+}
+
 // int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 //
 //export gorma_MPI_Bsend
@@ -4316,6 +4402,50 @@ func gorma_MPI_Win_wait(win C.int) (rc C.int) {
 	defer catch(fnWinWait, &rc)
 	if err := doWinWait(Win(win)); err != nil {
 		return C.int(failWin(fnWinWait, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_Comm_disconnect(MPI_Comm *comm)
+//
+//export gorma_MPI_Comm_disconnect
+func gorma_MPI_Comm_disconnect(comm unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommDisconnect, &rc)
+	if err := doCommDisconnect((*Comm)(comm)); err != nil {
+		return C.int(failComm(fnCommDisconnect, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Comm_get_parent(MPI_Comm *parent)
+//
+//export gorma_MPI_Comm_get_parent
+func gorma_MPI_Comm_get_parent(parent unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommGetParent, &rc)
+	if err := doCommGetParent((*Comm)(parent)); err != nil {
+		return C.int(failComm(fnCommGetParent, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[])
+//
+//export gorma_MPI_Comm_spawn
+func gorma_MPI_Comm_spawn(command unsafe.Pointer, argv unsafe.Pointer, maxprocs C.int, info C.int, root C.int, comm C.int, intercomm unsafe.Pointer, array_of_errcodes unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommSpawn, &rc)
+	if err := doCommSpawn((*byte)(command), argv, int(maxprocs), Info(info), int(root), Comm(comm), (*Comm)(intercomm), (*int32)(array_of_errcodes)); err != nil {
+		return C.int(failComm(fnCommSpawn, Comm(comm), err))
+	}
+	return 0
+}
+
+// int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[])
+//
+//export gorma_MPI_Comm_spawn_multiple
+func gorma_MPI_Comm_spawn_multiple(count C.int, array_of_commands unsafe.Pointer, array_of_argv unsafe.Pointer, array_of_maxprocs unsafe.Pointer, array_of_info unsafe.Pointer, root C.int, comm C.int, intercomm unsafe.Pointer, array_of_errcodes unsafe.Pointer) (rc C.int) {
+	defer catch(fnCommSpawnMultiple, &rc)
+	if err := doCommSpawnMultiple(int(count), array_of_commands, array_of_argv, (*int32)(array_of_maxprocs), (*Info)(array_of_info), int(root), Comm(comm), (*Comm)(intercomm), (*int32)(array_of_errcodes)); err != nil {
+		return C.int(failComm(fnCommSpawnMultiple, Comm(comm), err))
 	}
 	return 0
 }

@@ -44,6 +44,7 @@ var twins = map[string]string{
 	"p2pcheck":       "testdata/p2pcheck.c",
 	"topocheck":      "testdata/topocheck.c",
 	"attrwincheck":   "testdata/attrwincheck.c",
+	"sesscheck":      "testdata/sesscheck.c",
 }
 
 // setup builds the library, golaunch and the programs into one folder, once per test

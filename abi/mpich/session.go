@@ -217,6 +217,9 @@ func doSessionGetNthPset(s Session, in Info, n int, length *int32, name *byte) e
 	if n < 0 || n >= len(psets) {
 		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("process set %d is not in [0, %d): MPI_Session_get_num_psets gives the count", n, len(psets)))
 	}
+	if length == nil {
+		return mpiErr(mpi_ERR_ARG, "pset_len is NULL")
+	}
 	if *length < 0 {
 		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("pset_len %d is negative", *length))
 	}

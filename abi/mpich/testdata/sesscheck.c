@@ -97,6 +97,29 @@ static void errhandlers(MPI_Session s) {
     OK(MPI_Errhandler_free(&h));
     MPI_Info info;
     OK(MPI_Session_get_info(s, &info));
+    if (isGorma()) {
+        char v[64];
+        int flag;
+        OK(MPI_Info_get(info, "thread_level", sizeof v - 1, v, &flag));
+        CHECK(flag && strcmp(v, "MPI_THREAD_MULTIPLE") == 0, "thread_level is %s", flag ? v : "unset");
+        /* A group without the caller, and a bad string tag, fail through the handler
+         * passed for the new communicator; MPICH's classes differ. */
+        MPI_Group wg, other;
+        MPI_Comm c;
+        int me;
+        OK(MPI_Group_from_session_pset(s, "mpi://WORLD", &wg));
+        OK(MPI_Group_rank(wg, &me));
+        OK(MPI_Group_excl(wg, 1, &me, &other));
+        int rc = MPI_Comm_create_from_group(other, "org.gorma.sesscheck.bad", MPI_INFO_NULL, MPI_ERRORS_RETURN, &c);
+        int class;
+        MPI_Error_class(rc, &class);
+        CHECK(class == MPI_ERR_GROUP, "a group without the caller: class %d", class);
+        rc = MPI_Comm_create_from_group(wg, NULL, MPI_INFO_NULL, MPI_ERRORS_RETURN, &c);
+        MPI_Error_class(rc, &class);
+        CHECK(class == MPI_ERR_ARG, "a NULL string tag: class %d", class);
+        OK(MPI_Group_free(&other));
+        OK(MPI_Group_free(&wg));
+    }
     OK(MPI_Info_free(&info));
     printf("rank %d: session errhandler ok\n", rank);
 }
@@ -194,6 +217,14 @@ static void initFirst(void) {
     comms(s, &size);
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &wr));
     CHECK(wr == rank, "MPI_COMM_WORLD rank %d, session rank %d", wr, rank);
+    if (isGorma()) {
+        /* An invalid session's error goes to MPI_COMM_WORLD's handler. */
+        int n, class;
+        OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+        MPI_Error_class(MPI_Session_get_num_psets(s + 1, MPI_INFO_NULL, &n), &class);
+        CHECK(class == MPI_ERR_SESSION, "an invalid session: class %d", class);
+        OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    }
     finish(&s);
     OK(MPI_Barrier(MPI_COMM_WORLD));
     OK(MPI_Finalize());

@@ -46,6 +46,7 @@ var twins = map[string]string{
 	"attrwincheck":   "testdata/attrwincheck.c",
 	"lcountcheck":    "testdata/lcountcheck.c",
 	"dyncheck":       "testdata/dyncheck.c",
+	"sesscheck":      "testdata/sesscheck.c",
 }
 
 // setup builds the library, golaunch and the programs into one folder, once per test

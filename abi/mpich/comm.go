@@ -196,7 +196,11 @@ func doGroupRank(g Group, rank *int32) error {
 		return err
 	}
 	*rank = mpi_UNDEFINED
-	if r, err := world.Group().TranslateRanks([]int{world.Rank()}, grp); err == nil && r[0] >= 0 {
+	w := procWorld() // session.go: MPI_Init's World or a session's
+	if w == nil {
+		return errNotInit
+	}
+	if r, err := w.Group().TranslateRanks([]int{w.Rank()}, grp); err == nil && r[0] >= 0 {
 		*rank = int32(r[0])
 	}
 	return nil

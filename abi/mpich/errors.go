@@ -173,11 +173,13 @@ func fail(fn string, h Errhandler, obj int32, err error) int {
 	return code
 }
 
-// A userErrh is an error handler of MPI_Comm_create_errhandler or
-// MPI_Win_create_errhandler: a C function, called with the object and the code.
+// A userErrh is an error handler of MPI_Comm_create_errhandler,
+// MPI_Win_create_errhandler or MPI_Session_create_errhandler (session.go): a C
+// function, called with the object and the code.
 type userErrh struct {
-	fn  unsafe.Pointer
-	win bool
+	fn      unsafe.Pointer
+	win     bool
+	session bool
 }
 
 var errhs = newTable[*userErrh](kindErrh)
@@ -210,7 +212,7 @@ func checkErrh(h Errhandler, win bool) error {
 	if !ok {
 		return errHandle("error handler", int32(h))
 	}
-	if u.win != win {
+	if u.win != win || u.session {
 		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("error handler %#x was made for another kind of object", uint32(h)))
 	}
 	return nil
@@ -218,7 +220,7 @@ func checkErrh(h Errhandler, win bool) error {
 
 // fatal ends the job with msg: the launcher prints it, and every rank stops.
 func fatal(msg string) {
-	w := world
+	w := procWorld()
 	if w == nil {
 		fmt.Fprintf(os.Stderr, "gorma: %s\n", msg)
 		os.Exit(1)

@@ -9,9 +9,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/gorma-hpc/gorma/internal/gosched"
 	"github.com/gorma-hpc/gorma/runtime"
-	"github.com/gorma-hpc/gorma/runtime/substrate"
 )
 
 // bg is the context of every blocking call: MPI's calls have no deadline.
@@ -89,14 +87,12 @@ func self() (*comm, error) {
 	return selfComm, nil
 }
 
-// doInit is MPI_Init: runtime.Init. argc and argv are left as they are.
+// doInit is MPI_Init: runtime.Init, unless a session started it. argc and argv are left as they are.
 func doInit(argc *int32, argv unsafe.Pointer) error {
 	if world != nil || finalized {
 		return mpiErr(mpi_ERR_OTHER, "MPI_Init was called already: call it once")
 	}
-	gosched.SetLocked() // every call comes from a C thread, locked to its goroutine
-	substrate.NameCalls(mpiName)
-	w, err := runtime.Init(bg)
+	w, err := startRuntime() // session.go: the runtime may have started for a session
 	if err != nil {
 		return err
 	}
@@ -141,7 +137,8 @@ func doFinalized(flag *int32) error {
 	return nil
 }
 
-// doFinalize is MPI_Finalize: World.Finalize. MPI_COMM_SELF's attributes are deleted
+// doFinalize is MPI_Finalize: World.Finalize, or at the last MPI_Session_finalize
+// while a session is active. MPI_COMM_SELF's attributes are deleted
 // first, as MPI asks, so that their delete callbacks may still call the library.
 func doFinalize() error {
 	if world == nil {
@@ -152,14 +149,13 @@ func doFinalize() error {
 			return err
 		}
 	}
-	err := world.Finalize(bg)
 	finalized = true
-	return err
+	return stopRuntime() // session.go: the runtime ends with the last session
 }
 
 // doAbort is MPI_Abort: World.Abort. It does not return.
 func doAbort(c Comm, code int) error {
-	w := world
+	w := procWorld()
 	if w == nil {
 		os.Exit(code)
 	}

@@ -1155,6 +1155,15 @@ int PMPI_Intercomm_create(int local_comm, int local_leader, int peer_comm, int r
 }
 int MPI_Intercomm_create(int local_comm, int local_leader, int peer_comm, int remote_leader, int tag, void *newintercomm) __attribute__((weak, alias("PMPI_Intercomm_create")));
 
+/* int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm) */
+int PMPI_Intercomm_create_from_groups(int local_group, int local_leader, int remote_group, int remote_leader, void *stringtag, int info, int errhandler, void *newintercomm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Intercomm_create_from_groups");
+	return gorma_MPI_Intercomm_create_from_groups(local_group, local_leader, remote_group, remote_leader, (void *)stringtag, info, errhandler, (void *)newintercomm);
+}
+int MPI_Intercomm_create_from_groups(int local_group, int local_leader, int remote_group, int remote_leader, void *stringtag, int info, int errhandler, void *newintercomm) __attribute__((weak, alias("PMPI_Intercomm_create_from_groups")));
+
 /* int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) */
 int PMPI_Intercomm_merge(int intercomm, int high, void *newintracomm)
 {
@@ -1695,6 +1704,42 @@ int PMPI_Error_string(int errorcode, void *string, void *resultlen)
 }
 int MPI_Error_string(int errorcode, void *string, void *resultlen) __attribute__((weak, alias("PMPI_Error_string")));
 
+/* int MPI_Session_call_errhandler(MPI_Session session, int errorcode) */
+int PMPI_Session_call_errhandler(int session, int errorcode)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_call_errhandler");
+	return gorma_MPI_Session_call_errhandler(session, errorcode);
+}
+int MPI_Session_call_errhandler(int session, int errorcode) __attribute__((weak, alias("PMPI_Session_call_errhandler")));
+
+/* int MPI_Session_create_errhandler(MPI_Session_errhandler_function *session_errhandler_fn, MPI_Errhandler *errhandler) */
+int PMPI_Session_create_errhandler(void *session_errhandler_fn, void *errhandler)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_create_errhandler");
+	return gorma_MPI_Session_create_errhandler((void *)session_errhandler_fn, (void *)errhandler);
+}
+int MPI_Session_create_errhandler(void *session_errhandler_fn, void *errhandler) __attribute__((weak, alias("PMPI_Session_create_errhandler")));
+
+/* int MPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler) */
+int PMPI_Session_get_errhandler(int session, void *errhandler)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_get_errhandler");
+	return gorma_MPI_Session_get_errhandler(session, (void *)errhandler);
+}
+int MPI_Session_get_errhandler(int session, void *errhandler) __attribute__((weak, alias("PMPI_Session_get_errhandler")));
+
+/* int MPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler) */
+int PMPI_Session_set_errhandler(int session, int errhandler)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_set_errhandler");
+	return gorma_MPI_Session_set_errhandler(session, errhandler);
+}
+int MPI_Session_set_errhandler(int session, int errhandler) __attribute__((weak, alias("PMPI_Session_set_errhandler")));
+
 /* int MPI_Win_call_errhandler(MPI_Win win, int errorcode) */
 int PMPI_Win_call_errhandler(int win, int errorcode)
 {
@@ -2001,6 +2046,15 @@ int PMPI_Abort(int comm, int errorcode)
 }
 int MPI_Abort(int comm, int errorcode) __attribute__((weak, alias("PMPI_Abort")));
 
+/* int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm) */
+int PMPI_Comm_create_from_group(int group, void *stringtag, int info, int errhandler, void *newcomm)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Comm_create_from_group");
+	return gorma_MPI_Comm_create_from_group(group, (void *)stringtag, info, errhandler, (void *)newcomm);
+}
+int MPI_Comm_create_from_group(int group, void *stringtag, int info, int errhandler, void *newcomm) __attribute__((weak, alias("PMPI_Comm_create_from_group")));
+
 /* int MPI_Finalize(void) */
 int PMPI_Finalize(void)
 {
@@ -2018,6 +2072,15 @@ int PMPI_Finalized(void *flag)
 	return gorma_MPI_Finalized((void *)flag);
 }
 int MPI_Finalized(void *flag) __attribute__((weak, alias("PMPI_Finalized")));
+
+/* int MPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup) */
+int PMPI_Group_from_session_pset(int session, void *pset_name, void *newgroup)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Group_from_session_pset");
+	return gorma_MPI_Group_from_session_pset(session, (void *)pset_name, (void *)newgroup);
+}
+int MPI_Group_from_session_pset(int session, void *pset_name, void *newgroup) __attribute__((weak, alias("PMPI_Group_from_session_pset")));
 
 /* int MPI_Init(int *argc, char ***argv) */
 int PMPI_Init(void *argc, void *argv)
@@ -2063,6 +2126,60 @@ int PMPI_Query_thread(void *provided)
 	return gorma_MPI_Query_thread((void *)provided);
 }
 int MPI_Query_thread(void *provided) __attribute__((weak, alias("PMPI_Query_thread")));
+
+/* int MPI_Session_finalize(MPI_Session *session) */
+int PMPI_Session_finalize(void *session)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_finalize");
+	return gorma_MPI_Session_finalize((void *)session);
+}
+int MPI_Session_finalize(void *session) __attribute__((weak, alias("PMPI_Session_finalize")));
+
+/* int MPI_Session_get_info(MPI_Session session, MPI_Info *info_used) */
+int PMPI_Session_get_info(int session, void *info_used)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_get_info");
+	return gorma_MPI_Session_get_info(session, (void *)info_used);
+}
+int MPI_Session_get_info(int session, void *info_used) __attribute__((weak, alias("PMPI_Session_get_info")));
+
+/* int MPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int *pset_len, char *pset_name) */
+int PMPI_Session_get_nth_pset(int session, int info, int n, void *pset_len, void *pset_name)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_get_nth_pset");
+	return gorma_MPI_Session_get_nth_pset(session, info, n, (void *)pset_len, (void *)pset_name);
+}
+int MPI_Session_get_nth_pset(int session, int info, int n, void *pset_len, void *pset_name) __attribute__((weak, alias("PMPI_Session_get_nth_pset")));
+
+/* int MPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int *npset_names) */
+int PMPI_Session_get_num_psets(int session, int info, void *npset_names)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_get_num_psets");
+	return gorma_MPI_Session_get_num_psets(session, info, (void *)npset_names);
+}
+int MPI_Session_get_num_psets(int session, int info, void *npset_names) __attribute__((weak, alias("PMPI_Session_get_num_psets")));
+
+/* int MPI_Session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info) */
+int PMPI_Session_get_pset_info(int session, void *pset_name, void *info)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_get_pset_info");
+	return gorma_MPI_Session_get_pset_info(session, (void *)pset_name, (void *)info);
+}
+int MPI_Session_get_pset_info(int session, void *pset_name, void *info) __attribute__((weak, alias("PMPI_Session_get_pset_info")));
+
+/* int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session) */
+int PMPI_Session_init(int info, int errhandler, void *session)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Session_init");
+	return gorma_MPI_Session_init(info, errhandler, (void *)session);
+}
+int MPI_Session_init(int info, int errhandler, void *session) __attribute__((weak, alias("PMPI_Session_init")));
 
 /* int MPI_Get_library_version(char *version, int *resultlen) */
 int PMPI_Get_library_version(void *version, void *resultlen)
@@ -3143,6 +3260,465 @@ int PMPI_Topo_test(int comm, void *status)
 	return gorma_MPI_Topo_test(comm, (void *)status);
 }
 int MPI_Topo_test(int comm, void *status) __attribute__((weak, alias("PMPI_Topo_test")));
+
+/* int MPI_T_category_changed(int *update_number) */
+int PMPI_T_category_changed(void *update_number)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_changed");
+	return gorma_MPI_T_category_changed((void *)update_number);
+}
+int MPI_T_category_changed(void *update_number) __attribute__((weak, alias("PMPI_T_category_changed")));
+
+/* int MPI_T_category_get_categories(int cat_index, int len, int indices[]) */
+int PMPI_T_category_get_categories(int cat_index, int len, void *indices)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_categories");
+	return gorma_MPI_T_category_get_categories(cat_index, len, (void *)indices);
+}
+int MPI_T_category_get_categories(int cat_index, int len, void *indices) __attribute__((weak, alias("PMPI_T_category_get_categories")));
+
+/* int MPI_T_category_get_cvars(int cat_index, int len, int indices[]) */
+int PMPI_T_category_get_cvars(int cat_index, int len, void *indices)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_cvars");
+	return gorma_MPI_T_category_get_cvars(cat_index, len, (void *)indices);
+}
+int MPI_T_category_get_cvars(int cat_index, int len, void *indices) __attribute__((weak, alias("PMPI_T_category_get_cvars")));
+
+/* int MPI_T_category_get_events(int cat_index, int len, int indices[]) */
+int PMPI_T_category_get_events(int cat_index, int len, void *indices)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_events");
+	return gorma_MPI_T_category_get_events(cat_index, len, (void *)indices);
+}
+int MPI_T_category_get_events(int cat_index, int len, void *indices) __attribute__((weak, alias("PMPI_T_category_get_events")));
+
+/* int MPI_T_category_get_index(const char *name, int *cat_index) */
+int PMPI_T_category_get_index(void *name, void *cat_index)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_index");
+	return gorma_MPI_T_category_get_index((void *)name, (void *)cat_index);
+}
+int MPI_T_category_get_index(void *name, void *cat_index) __attribute__((weak, alias("PMPI_T_category_get_index")));
+
+/* int MPI_T_category_get_info(int cat_index, char *name, int *name_len, char *desc, int *desc_len, int *num_cvars, int *num_pvars, int *num_categories) */
+int PMPI_T_category_get_info(int cat_index, void *name, void *name_len, void *desc, void *desc_len, void *num_cvars, void *num_pvars, void *num_categories)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_info");
+	return gorma_MPI_T_category_get_info(cat_index, (void *)name, (void *)name_len, (void *)desc, (void *)desc_len, (void *)num_cvars, (void *)num_pvars, (void *)num_categories);
+}
+int MPI_T_category_get_info(int cat_index, void *name, void *name_len, void *desc, void *desc_len, void *num_cvars, void *num_pvars, void *num_categories) __attribute__((weak, alias("PMPI_T_category_get_info")));
+
+/* int MPI_T_category_get_num(int *num_cat) */
+int PMPI_T_category_get_num(void *num_cat)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_num");
+	return gorma_MPI_T_category_get_num((void *)num_cat);
+}
+int MPI_T_category_get_num(void *num_cat) __attribute__((weak, alias("PMPI_T_category_get_num")));
+
+/* int MPI_T_category_get_num_events(int cat_index, int *num_events) */
+int PMPI_T_category_get_num_events(int cat_index, void *num_events)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_num_events");
+	return gorma_MPI_T_category_get_num_events(cat_index, (void *)num_events);
+}
+int MPI_T_category_get_num_events(int cat_index, void *num_events) __attribute__((weak, alias("PMPI_T_category_get_num_events")));
+
+/* int MPI_T_category_get_pvars(int cat_index, int len, int indices[]) */
+int PMPI_T_category_get_pvars(int cat_index, int len, void *indices)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_category_get_pvars");
+	return gorma_MPI_T_category_get_pvars(cat_index, len, (void *)indices);
+}
+int MPI_T_category_get_pvars(int cat_index, int len, void *indices) __attribute__((weak, alias("PMPI_T_category_get_pvars")));
+
+/* int MPI_T_cvar_get_index(const char *name, int *cvar_index) */
+int PMPI_T_cvar_get_index(void *name, void *cvar_index)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_get_index");
+	return gorma_MPI_T_cvar_get_index((void *)name, (void *)cvar_index);
+}
+int MPI_T_cvar_get_index(void *name, void *cvar_index) __attribute__((weak, alias("PMPI_T_cvar_get_index")));
+
+/* int MPI_T_cvar_get_info(int cvar_index, char *name, int *name_len, int *verbosity, MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len, int *bind, int *scope) */
+int PMPI_T_cvar_get_info(int cvar_index, void *name, void *name_len, void *verbosity, void *datatype, void *enumtype, void *desc, void *desc_len, void *bind, void *scope)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_get_info");
+	return gorma_MPI_T_cvar_get_info(cvar_index, (void *)name, (void *)name_len, (void *)verbosity, (void *)datatype, (void *)enumtype, (void *)desc, (void *)desc_len, (void *)bind, (void *)scope);
+}
+int MPI_T_cvar_get_info(int cvar_index, void *name, void *name_len, void *verbosity, void *datatype, void *enumtype, void *desc, void *desc_len, void *bind, void *scope) __attribute__((weak, alias("PMPI_T_cvar_get_info")));
+
+/* int MPI_T_cvar_get_num(int *num_cvar) */
+int PMPI_T_cvar_get_num(void *num_cvar)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_get_num");
+	return gorma_MPI_T_cvar_get_num((void *)num_cvar);
+}
+int MPI_T_cvar_get_num(void *num_cvar) __attribute__((weak, alias("PMPI_T_cvar_get_num")));
+
+/* int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI_T_cvar_handle *handle, int *count) */
+int PMPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, void *handle, void *count)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_handle_alloc");
+	return gorma_MPI_T_cvar_handle_alloc(cvar_index, (void *)obj_handle, (void *)handle, (void *)count);
+}
+int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, void *handle, void *count) __attribute__((weak, alias("PMPI_T_cvar_handle_alloc")));
+
+/* int MPI_T_cvar_handle_free(MPI_T_cvar_handle *handle) */
+int PMPI_T_cvar_handle_free(void *handle)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_handle_free");
+	return gorma_MPI_T_cvar_handle_free((void *)handle);
+}
+int MPI_T_cvar_handle_free(void *handle) __attribute__((weak, alias("PMPI_T_cvar_handle_free")));
+
+/* int MPI_T_cvar_read(MPI_T_cvar_handle handle, void *buf) */
+int PMPI_T_cvar_read(void *handle, void *buf)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_read");
+	return gorma_MPI_T_cvar_read((void *)handle, (void *)buf);
+}
+int MPI_T_cvar_read(void *handle, void *buf) __attribute__((weak, alias("PMPI_T_cvar_read")));
+
+/* int MPI_T_cvar_write(MPI_T_cvar_handle handle, const void *buf) */
+int PMPI_T_cvar_write(void *handle, void *buf)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_cvar_write");
+	return gorma_MPI_T_cvar_write((void *)handle, (void *)buf);
+}
+int MPI_T_cvar_write(void *handle, void *buf) __attribute__((weak, alias("PMPI_T_cvar_write")));
+
+/* int MPI_T_enum_get_info(MPI_T_enum enumtype, int *num, char *name, int *name_len) */
+int PMPI_T_enum_get_info(void *enumtype, void *num, void *name, void *name_len)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_enum_get_info");
+	return gorma_MPI_T_enum_get_info((void *)enumtype, (void *)num, (void *)name, (void *)name_len);
+}
+int MPI_T_enum_get_info(void *enumtype, void *num, void *name, void *name_len) __attribute__((weak, alias("PMPI_T_enum_get_info")));
+
+/* int MPI_T_enum_get_item(MPI_T_enum enumtype, int indx, int *value, char *name, int *name_len) */
+int PMPI_T_enum_get_item(void *enumtype, int indx, void *value, void *name, void *name_len)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_enum_get_item");
+	return gorma_MPI_T_enum_get_item((void *)enumtype, indx, (void *)value, (void *)name, (void *)name_len);
+}
+int MPI_T_enum_get_item(void *enumtype, int indx, void *value, void *name, void *name_len) __attribute__((weak, alias("PMPI_T_enum_get_item")));
+
+/* int MPI_T_event_callback_get_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info *info_used) */
+int PMPI_T_event_callback_get_info(void *event_registration, int cb_safety, void *info_used)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_callback_get_info");
+	return gorma_MPI_T_event_callback_get_info((void *)event_registration, cb_safety, (void *)info_used);
+}
+int MPI_T_event_callback_get_info(void *event_registration, int cb_safety, void *info_used) __attribute__((weak, alias("PMPI_T_event_callback_get_info")));
+
+/* int MPI_T_event_callback_set_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info info) */
+int PMPI_T_event_callback_set_info(void *event_registration, int cb_safety, int info)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_callback_set_info");
+	return gorma_MPI_T_event_callback_set_info((void *)event_registration, cb_safety, info);
+}
+int MPI_T_event_callback_set_info(void *event_registration, int cb_safety, int info) __attribute__((weak, alias("PMPI_T_event_callback_set_info")));
+
+/* int MPI_T_event_copy(MPI_T_event_instance event_instance, void *buffer) */
+int PMPI_T_event_copy(void *event_instance, void *buffer)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_copy");
+	return gorma_MPI_T_event_copy((void *)event_instance, (void *)buffer);
+}
+int MPI_T_event_copy(void *event_instance, void *buffer) __attribute__((weak, alias("PMPI_T_event_copy")));
+
+/* int MPI_T_event_get_index(const char *name, int *event_index) */
+int PMPI_T_event_get_index(void *name, void *event_index)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_get_index");
+	return gorma_MPI_T_event_get_index((void *)name, (void *)event_index);
+}
+int MPI_T_event_get_index(void *name, void *event_index) __attribute__((weak, alias("PMPI_T_event_get_index")));
+
+/* int MPI_T_event_get_info(int event_index, char *name, int *name_len, int *verbosity, MPI_Datatype array_of_datatypes[], MPI_Aint array_of_displacements[], int *num_elements, MPI_T_enum *enumtype, MPI_Info *info, char *desc, int *desc_len, int *bind) */
+int PMPI_T_event_get_info(int event_index, void *name, void *name_len, void *verbosity, void *array_of_datatypes, void *array_of_displacements, void *num_elements, void *enumtype, void *info, void *desc, void *desc_len, void *bind)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_get_info");
+	return gorma_MPI_T_event_get_info(event_index, (void *)name, (void *)name_len, (void *)verbosity, (void *)array_of_datatypes, (void *)array_of_displacements, (void *)num_elements, (void *)enumtype, (void *)info, (void *)desc, (void *)desc_len, (void *)bind);
+}
+int MPI_T_event_get_info(int event_index, void *name, void *name_len, void *verbosity, void *array_of_datatypes, void *array_of_displacements, void *num_elements, void *enumtype, void *info, void *desc, void *desc_len, void *bind) __attribute__((weak, alias("PMPI_T_event_get_info")));
+
+/* int MPI_T_event_get_num(int *num_events) */
+int PMPI_T_event_get_num(void *num_events)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_get_num");
+	return gorma_MPI_T_event_get_num((void *)num_events);
+}
+int MPI_T_event_get_num(void *num_events) __attribute__((weak, alias("PMPI_T_event_get_num")));
+
+/* int MPI_T_event_get_source(MPI_T_event_instance event_instance, int *source_index) */
+int PMPI_T_event_get_source(void *event_instance, void *source_index)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_get_source");
+	return gorma_MPI_T_event_get_source((void *)event_instance, (void *)source_index);
+}
+int MPI_T_event_get_source(void *event_instance, void *source_index) __attribute__((weak, alias("PMPI_T_event_get_source")));
+
+/* int MPI_T_event_get_timestamp(MPI_T_event_instance event_instance, MPI_Count *event_timestamp) */
+int PMPI_T_event_get_timestamp(void *event_instance, void *event_timestamp)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_get_timestamp");
+	return gorma_MPI_T_event_get_timestamp((void *)event_instance, (void *)event_timestamp);
+}
+int MPI_T_event_get_timestamp(void *event_instance, void *event_timestamp) __attribute__((weak, alias("PMPI_T_event_get_timestamp")));
+
+/* int MPI_T_event_handle_alloc(int event_index, void *obj_handle, MPI_Info info, MPI_T_event_registration *event_registration) */
+int PMPI_T_event_handle_alloc(int event_index, void *obj_handle, int info, void *event_registration)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_handle_alloc");
+	return gorma_MPI_T_event_handle_alloc(event_index, (void *)obj_handle, info, (void *)event_registration);
+}
+int MPI_T_event_handle_alloc(int event_index, void *obj_handle, int info, void *event_registration) __attribute__((weak, alias("PMPI_T_event_handle_alloc")));
+
+/* int MPI_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function) */
+int PMPI_T_event_handle_free(void *event_registration, void *user_data, void *free_cb_function)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_handle_free");
+	return gorma_MPI_T_event_handle_free((void *)event_registration, (void *)user_data, (void *)free_cb_function);
+}
+int MPI_T_event_handle_free(void *event_registration, void *user_data, void *free_cb_function) __attribute__((weak, alias("PMPI_T_event_handle_free")));
+
+/* int MPI_T_event_handle_get_info(MPI_T_event_registration event_registration, MPI_Info *info_used) */
+int PMPI_T_event_handle_get_info(void *event_registration, void *info_used)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_handle_get_info");
+	return gorma_MPI_T_event_handle_get_info((void *)event_registration, (void *)info_used);
+}
+int MPI_T_event_handle_get_info(void *event_registration, void *info_used) __attribute__((weak, alias("PMPI_T_event_handle_get_info")));
+
+/* int MPI_T_event_handle_set_info(MPI_T_event_registration event_registration, MPI_Info info) */
+int PMPI_T_event_handle_set_info(void *event_registration, int info)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_handle_set_info");
+	return gorma_MPI_T_event_handle_set_info((void *)event_registration, info);
+}
+int MPI_T_event_handle_set_info(void *event_registration, int info) __attribute__((weak, alias("PMPI_T_event_handle_set_info")));
+
+/* int MPI_T_event_read(MPI_T_event_instance event_instance, int element_index, void *buffer) */
+int PMPI_T_event_read(void *event_instance, int element_index, void *buffer)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_read");
+	return gorma_MPI_T_event_read((void *)event_instance, element_index, (void *)buffer);
+}
+int MPI_T_event_read(void *event_instance, int element_index, void *buffer) __attribute__((weak, alias("PMPI_T_event_read")));
+
+/* int MPI_T_event_register_callback(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info info, void *user_data, MPI_T_event_cb_function event_cb_function) */
+int PMPI_T_event_register_callback(void *event_registration, int cb_safety, int info, void *user_data, void *event_cb_function)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_register_callback");
+	return gorma_MPI_T_event_register_callback((void *)event_registration, cb_safety, info, (void *)user_data, (void *)event_cb_function);
+}
+int MPI_T_event_register_callback(void *event_registration, int cb_safety, int info, void *user_data, void *event_cb_function) __attribute__((weak, alias("PMPI_T_event_register_callback")));
+
+/* int MPI_T_event_set_dropped_handler(MPI_T_event_registration event_registration, MPI_T_event_dropped_cb_function dropped_cb_function) */
+int PMPI_T_event_set_dropped_handler(void *event_registration, void *dropped_cb_function)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_event_set_dropped_handler");
+	return gorma_MPI_T_event_set_dropped_handler((void *)event_registration, (void *)dropped_cb_function);
+}
+int MPI_T_event_set_dropped_handler(void *event_registration, void *dropped_cb_function) __attribute__((weak, alias("PMPI_T_event_set_dropped_handler")));
+
+/* int MPI_T_finalize(void) */
+int PMPI_T_finalize(void)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_finalize");
+	return gorma_MPI_T_finalize();
+}
+int MPI_T_finalize(void) __attribute__((weak, alias("PMPI_T_finalize")));
+
+/* int MPI_T_init_thread(int required, int *provided) */
+int PMPI_T_init_thread(int required, void *provided)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_init_thread");
+	return gorma_MPI_T_init_thread(required, (void *)provided);
+}
+int MPI_T_init_thread(int required, void *provided) __attribute__((weak, alias("PMPI_T_init_thread")));
+
+/* int MPI_T_pvar_get_index(const char *name, int var_class, int *pvar_index) */
+int PMPI_T_pvar_get_index(void *name, int var_class, void *pvar_index)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_get_index");
+	return gorma_MPI_T_pvar_get_index((void *)name, var_class, (void *)pvar_index);
+}
+int MPI_T_pvar_get_index(void *name, int var_class, void *pvar_index) __attribute__((weak, alias("PMPI_T_pvar_get_index")));
+
+/* int MPI_T_pvar_get_info(int pvar_index, char *name, int *name_len, int *verbosity, int *var_class, MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len, int *bind, int *readonly, int *continuous, int *atomic) */
+int PMPI_T_pvar_get_info(int pvar_index, void *name, void *name_len, void *verbosity, void *var_class, void *datatype, void *enumtype, void *desc, void *desc_len, void *bind, void *readonly, void *continuous, void *atomic)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_get_info");
+	return gorma_MPI_T_pvar_get_info(pvar_index, (void *)name, (void *)name_len, (void *)verbosity, (void *)var_class, (void *)datatype, (void *)enumtype, (void *)desc, (void *)desc_len, (void *)bind, (void *)readonly, (void *)continuous, (void *)atomic);
+}
+int MPI_T_pvar_get_info(int pvar_index, void *name, void *name_len, void *verbosity, void *var_class, void *datatype, void *enumtype, void *desc, void *desc_len, void *bind, void *readonly, void *continuous, void *atomic) __attribute__((weak, alias("PMPI_T_pvar_get_info")));
+
+/* int MPI_T_pvar_get_num(int *num_pvar) */
+int PMPI_T_pvar_get_num(void *num_pvar)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_get_num");
+	return gorma_MPI_T_pvar_get_num((void *)num_pvar);
+}
+int MPI_T_pvar_get_num(void *num_pvar) __attribute__((weak, alias("PMPI_T_pvar_get_num")));
+
+/* int MPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void *obj_handle, MPI_T_pvar_handle *handle, int *count) */
+int PMPI_T_pvar_handle_alloc(void *session, int pvar_index, void *obj_handle, void *handle, void *count)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_handle_alloc");
+	return gorma_MPI_T_pvar_handle_alloc((void *)session, pvar_index, (void *)obj_handle, (void *)handle, (void *)count);
+}
+int MPI_T_pvar_handle_alloc(void *session, int pvar_index, void *obj_handle, void *handle, void *count) __attribute__((weak, alias("PMPI_T_pvar_handle_alloc")));
+
+/* int MPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle) */
+int PMPI_T_pvar_handle_free(void *session, void *handle)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_handle_free");
+	return gorma_MPI_T_pvar_handle_free((void *)session, (void *)handle);
+}
+int MPI_T_pvar_handle_free(void *session, void *handle) __attribute__((weak, alias("PMPI_T_pvar_handle_free")));
+
+/* int MPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) */
+int PMPI_T_pvar_read(void *session, void *handle, void *buf)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_read");
+	return gorma_MPI_T_pvar_read((void *)session, (void *)handle, (void *)buf);
+}
+int MPI_T_pvar_read(void *session, void *handle, void *buf) __attribute__((weak, alias("PMPI_T_pvar_read")));
+
+/* int MPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) */
+int PMPI_T_pvar_readreset(void *session, void *handle, void *buf)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_readreset");
+	return gorma_MPI_T_pvar_readreset((void *)session, (void *)handle, (void *)buf);
+}
+int MPI_T_pvar_readreset(void *session, void *handle, void *buf) __attribute__((weak, alias("PMPI_T_pvar_readreset")));
+
+/* int MPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle) */
+int PMPI_T_pvar_reset(void *session, void *handle)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_reset");
+	return gorma_MPI_T_pvar_reset((void *)session, (void *)handle);
+}
+int MPI_T_pvar_reset(void *session, void *handle) __attribute__((weak, alias("PMPI_T_pvar_reset")));
+
+/* int MPI_T_pvar_session_create(MPI_T_pvar_session *session) */
+int PMPI_T_pvar_session_create(void *session)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_session_create");
+	return gorma_MPI_T_pvar_session_create((void *)session);
+}
+int MPI_T_pvar_session_create(void *session) __attribute__((weak, alias("PMPI_T_pvar_session_create")));
+
+/* int MPI_T_pvar_session_free(MPI_T_pvar_session *session) */
+int PMPI_T_pvar_session_free(void *session)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_session_free");
+	return gorma_MPI_T_pvar_session_free((void *)session);
+}
+int MPI_T_pvar_session_free(void *session) __attribute__((weak, alias("PMPI_T_pvar_session_free")));
+
+/* int MPI_T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle) */
+int PMPI_T_pvar_start(void *session, void *handle)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_start");
+	return gorma_MPI_T_pvar_start((void *)session, (void *)handle);
+}
+int MPI_T_pvar_start(void *session, void *handle) __attribute__((weak, alias("PMPI_T_pvar_start")));
+
+/* int MPI_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle) */
+int PMPI_T_pvar_stop(void *session, void *handle)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_stop");
+	return gorma_MPI_T_pvar_stop((void *)session, (void *)handle);
+}
+int MPI_T_pvar_stop(void *session, void *handle) __attribute__((weak, alias("PMPI_T_pvar_stop")));
+
+/* int MPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf) */
+int PMPI_T_pvar_write(void *session, void *handle, void *buf)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_pvar_write");
+	return gorma_MPI_T_pvar_write((void *)session, (void *)handle, (void *)buf);
+}
+int MPI_T_pvar_write(void *session, void *handle, void *buf) __attribute__((weak, alias("PMPI_T_pvar_write")));
+
+/* int MPI_T_source_get_info(int source_index, char *name, int *name_len, char *desc, int *desc_len, MPI_T_source_order *ordering, MPI_Count *ticks_per_second, MPI_Count *max_ticks, MPI_Info *info) */
+int PMPI_T_source_get_info(int source_index, void *name, void *name_len, void *desc, void *desc_len, void *ordering, void *ticks_per_second, void *max_ticks, void *info)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_source_get_info");
+	return gorma_MPI_T_source_get_info(source_index, (void *)name, (void *)name_len, (void *)desc, (void *)desc_len, (void *)ordering, (void *)ticks_per_second, (void *)max_ticks, (void *)info);
+}
+int MPI_T_source_get_info(int source_index, void *name, void *name_len, void *desc, void *desc_len, void *ordering, void *ticks_per_second, void *max_ticks, void *info) __attribute__((weak, alias("PMPI_T_source_get_info")));
+
+/* int MPI_T_source_get_num(int *num_sources) */
+int PMPI_T_source_get_num(void *num_sources)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_source_get_num");
+	return gorma_MPI_T_source_get_num((void *)num_sources);
+}
+int MPI_T_source_get_num(void *num_sources) __attribute__((weak, alias("PMPI_T_source_get_num")));
+
+/* int MPI_T_source_get_timestamp(int source_index, MPI_Count *timestamp) */
+int PMPI_T_source_get_timestamp(int source_index, void *timestamp)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_T_source_get_timestamp");
+	return gorma_MPI_T_source_get_timestamp(source_index, (void *)timestamp);
+}
+int MPI_T_source_get_timestamp(int source_index, void *timestamp) __attribute__((weak, alias("PMPI_T_source_get_timestamp")));
 
 /* int MPIX_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, MPIX_Grequest_poll_function *poll_fn, MPIX_Grequest_wait_function *wait_fn, void *extra_state, MPI_Request *request) */
 int PMPIX_Grequest_start(void *query_fn, void *free_fn, void *cancel_fn, void *poll_fn, void *wait_fn, void *extra_state, void *request)
@@ -4292,16 +4868,6 @@ int MPI_Win_shared_query_c(int win, int rank, void *size, void *disp_unit, void 
  * MPI_ERR_UNSUPPORTED_OPERATION through the error handler of its communicator or
  * window, or of MPI_COMM_WORLD. */
 
-/* int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm) */
-int PMPI_Intercomm_create_from_groups(int local_group, int local_leader, int remote_group, int remote_leader, void *stringtag, int info, int errhandler, void *newintercomm)
-{
-	(void)local_group; (void)local_leader; (void)remote_group; (void)remote_leader; (void)stringtag; (void)info; (void)errhandler; (void)newintercomm;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Intercomm_create_from_groups");
-	return gorma_absent("MPI_Intercomm_create_from_groups", 0, 0);
-}
-int MPI_Intercomm_create_from_groups(int local_group, int local_leader, int remote_group, int remote_leader, void *stringtag, int info, int errhandler, void *newintercomm) __attribute__((weak, alias("PMPI_Intercomm_create_from_groups")));
-
 /* int MPI_File_call_errhandler(MPI_File fh, int errorcode) */
 int PMPI_File_call_errhandler(void *fh, int errorcode)
 {
@@ -4341,126 +4907,6 @@ int PMPI_File_set_errhandler(void *file, int errhandler)
 	return gorma_absent("MPI_File_set_errhandler", 0, 0);
 }
 int MPI_File_set_errhandler(void *file, int errhandler) __attribute__((weak, alias("PMPI_File_set_errhandler")));
-
-/* int MPI_Session_call_errhandler(MPI_Session session, int errorcode) */
-int PMPI_Session_call_errhandler(int session, int errorcode)
-{
-	(void)session; (void)errorcode;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Session_call_errhandler");
-	return gorma_absent("MPI_Session_call_errhandler", 0, 0);
-}
-int MPI_Session_call_errhandler(int session, int errorcode) __attribute__((weak, alias("PMPI_Session_call_errhandler")));
-
-/* int MPI_Session_create_errhandler(MPI_Session_errhandler_function *session_errhandler_fn, MPI_Errhandler *errhandler) */
-int PMPI_Session_create_errhandler(void *session_errhandler_fn, void *errhandler)
-{
-	(void)session_errhandler_fn; (void)errhandler;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Session_create_errhandler");
-	return gorma_absent("MPI_Session_create_errhandler", 0, 0);
-}
-int MPI_Session_create_errhandler(void *session_errhandler_fn, void *errhandler) __attribute__((weak, alias("PMPI_Session_create_errhandler")));
-
-/* int MPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler) */
-int PMPI_Session_get_errhandler(int session, void *errhandler)
-{
-	(void)session; (void)errhandler;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Session_get_errhandler");
-	return gorma_absent("MPI_Session_get_errhandler", 0, 0);
-}
-int MPI_Session_get_errhandler(int session, void *errhandler) __attribute__((weak, alias("PMPI_Session_get_errhandler")));
-
-/* int MPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler) */
-int PMPI_Session_set_errhandler(int session, int errhandler)
-{
-	(void)session; (void)errhandler;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Session_set_errhandler");
-	return gorma_absent("MPI_Session_set_errhandler", 0, 0);
-}
-int MPI_Session_set_errhandler(int session, int errhandler) __attribute__((weak, alias("PMPI_Session_set_errhandler")));
-
-/* int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm) */
-int PMPI_Comm_create_from_group(int group, void *stringtag, int info, int errhandler, void *newcomm)
-{
-	(void)group; (void)stringtag; (void)info; (void)errhandler; (void)newcomm;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Comm_create_from_group");
-	return gorma_absent("MPI_Comm_create_from_group", 0, 0);
-}
-int MPI_Comm_create_from_group(int group, void *stringtag, int info, int errhandler, void *newcomm) __attribute__((weak, alias("PMPI_Comm_create_from_group")));
-
-/* int MPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup) */
-int PMPI_Group_from_session_pset(int session, void *pset_name, void *newgroup)
-{
-	(void)session; (void)pset_name; (void)newgroup;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Group_from_session_pset");
-	return gorma_absent("MPI_Group_from_session_pset", 0, 0);
-}
-int MPI_Group_from_session_pset(int session, void *pset_name, void *newgroup) __attribute__((weak, alias("PMPI_Group_from_session_pset")));
-
-/* int MPI_Session_finalize(MPI_Session *session) */
-int PMPI_Session_finalize(void *session)
-{
-	(void)session;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Session_finalize");
-	return gorma_absent("MPI_Session_finalize", 0, 0);
-}
-int MPI_Session_finalize(void *session) __attribute__((weak, alias("PMPI_Session_finalize")));
-
-/* int MPI_Session_get_info(MPI_Session session, MPI_Info *info_used) */
-int PMPI_Session_get_info(int session, void *info_used)
-{
-	(void)session; (void)info_used;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Session_get_info");
-	return gorma_absent("MPI_Session_get_info", 0, 0);
-}
-int MPI_Session_get_info(int session, void *info_used) __attribute__((weak, alias("PMPI_Session_get_info")));
-
-/* int MPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int *pset_len, char *pset_name) */
-int PMPI_Session_get_nth_pset(int session, int info, int n, void *pset_len, void *pset_name)
-{
-	(void)session; (void)info; (void)n; (void)pset_len; (void)pset_name;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Session_get_nth_pset");
-	return gorma_absent("MPI_Session_get_nth_pset", 0, 0);
-}
-int MPI_Session_get_nth_pset(int session, int info, int n, void *pset_len, void *pset_name) __attribute__((weak, alias("PMPI_Session_get_nth_pset")));
-
-/* int MPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int *npset_names) */
-int PMPI_Session_get_num_psets(int session, int info, void *npset_names)
-{
-	(void)session; (void)info; (void)npset_names;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Session_get_num_psets");
-	return gorma_absent("MPI_Session_get_num_psets", 0, 0);
-}
-int MPI_Session_get_num_psets(int session, int info, void *npset_names) __attribute__((weak, alias("PMPI_Session_get_num_psets")));
-
-/* int MPI_Session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info) */
-int PMPI_Session_get_pset_info(int session, void *pset_name, void *info)
-{
-	(void)session; (void)pset_name; (void)info;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Session_get_pset_info");
-	return gorma_absent("MPI_Session_get_pset_info", 0, 0);
-}
-int MPI_Session_get_pset_info(int session, void *pset_name, void *info) __attribute__((weak, alias("PMPI_Session_get_pset_info")));
-
-/* int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session) */
-int PMPI_Session_init(int info, int errhandler, void *session)
-{
-	(void)info; (void)errhandler; (void)session;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Session_init");
-	return gorma_absent("MPI_Session_init", 0, 0);
-}
-int MPI_Session_init(int info, int errhandler, void *session) __attribute__((weak, alias("PMPI_Session_init")));
 
 /* int MPI_Close_port(const char *port_name) */
 int PMPI_Close_port(void *port_name)
@@ -4541,515 +4987,6 @@ int PMPI_Unpublish_name(void *service_name, int info, void *port_name)
 	return gorma_absent("MPI_Unpublish_name", 0, 0);
 }
 int MPI_Unpublish_name(void *service_name, int info, void *port_name) __attribute__((weak, alias("PMPI_Unpublish_name")));
-
-/* int MPI_T_category_changed(int *update_number) */
-int PMPI_T_category_changed(void *update_number)
-{
-	(void)update_number;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_category_changed");
-	return gorma_absent("MPI_T_category_changed", 0, 0);
-}
-int MPI_T_category_changed(void *update_number) __attribute__((weak, alias("PMPI_T_category_changed")));
-
-/* int MPI_T_category_get_categories(int cat_index, int len, int indices[]) */
-int PMPI_T_category_get_categories(int cat_index, int len, void *indices)
-{
-	(void)cat_index; (void)len; (void)indices;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_category_get_categories");
-	return gorma_absent("MPI_T_category_get_categories", 0, 0);
-}
-int MPI_T_category_get_categories(int cat_index, int len, void *indices) __attribute__((weak, alias("PMPI_T_category_get_categories")));
-
-/* int MPI_T_category_get_cvars(int cat_index, int len, int indices[]) */
-int PMPI_T_category_get_cvars(int cat_index, int len, void *indices)
-{
-	(void)cat_index; (void)len; (void)indices;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_category_get_cvars");
-	return gorma_absent("MPI_T_category_get_cvars", 0, 0);
-}
-int MPI_T_category_get_cvars(int cat_index, int len, void *indices) __attribute__((weak, alias("PMPI_T_category_get_cvars")));
-
-/* int MPI_T_category_get_events(int cat_index, int len, int indices[]) */
-int PMPI_T_category_get_events(int cat_index, int len, void *indices)
-{
-	(void)cat_index; (void)len; (void)indices;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_category_get_events");
-	return gorma_absent("MPI_T_category_get_events", 0, 0);
-}
-int MPI_T_category_get_events(int cat_index, int len, void *indices) __attribute__((weak, alias("PMPI_T_category_get_events")));
-
-/* int MPI_T_category_get_index(const char *name, int *cat_index) */
-int PMPI_T_category_get_index(void *name, void *cat_index)
-{
-	(void)name; (void)cat_index;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_category_get_index");
-	return gorma_absent("MPI_T_category_get_index", 0, 0);
-}
-int MPI_T_category_get_index(void *name, void *cat_index) __attribute__((weak, alias("PMPI_T_category_get_index")));
-
-/* int MPI_T_category_get_info(int cat_index, char *name, int *name_len, char *desc, int *desc_len, int *num_cvars, int *num_pvars, int *num_categories) */
-int PMPI_T_category_get_info(int cat_index, void *name, void *name_len, void *desc, void *desc_len, void *num_cvars, void *num_pvars, void *num_categories)
-{
-	(void)cat_index; (void)name; (void)name_len; (void)desc; (void)desc_len; (void)num_cvars; (void)num_pvars; (void)num_categories;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_category_get_info");
-	return gorma_absent("MPI_T_category_get_info", 0, 0);
-}
-int MPI_T_category_get_info(int cat_index, void *name, void *name_len, void *desc, void *desc_len, void *num_cvars, void *num_pvars, void *num_categories) __attribute__((weak, alias("PMPI_T_category_get_info")));
-
-/* int MPI_T_category_get_num(int *num_cat) */
-int PMPI_T_category_get_num(void *num_cat)
-{
-	(void)num_cat;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_category_get_num");
-	return gorma_absent("MPI_T_category_get_num", 0, 0);
-}
-int MPI_T_category_get_num(void *num_cat) __attribute__((weak, alias("PMPI_T_category_get_num")));
-
-/* int MPI_T_category_get_num_events(int cat_index, int *num_events) */
-int PMPI_T_category_get_num_events(int cat_index, void *num_events)
-{
-	(void)cat_index; (void)num_events;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_category_get_num_events");
-	return gorma_absent("MPI_T_category_get_num_events", 0, 0);
-}
-int MPI_T_category_get_num_events(int cat_index, void *num_events) __attribute__((weak, alias("PMPI_T_category_get_num_events")));
-
-/* int MPI_T_category_get_pvars(int cat_index, int len, int indices[]) */
-int PMPI_T_category_get_pvars(int cat_index, int len, void *indices)
-{
-	(void)cat_index; (void)len; (void)indices;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_category_get_pvars");
-	return gorma_absent("MPI_T_category_get_pvars", 0, 0);
-}
-int MPI_T_category_get_pvars(int cat_index, int len, void *indices) __attribute__((weak, alias("PMPI_T_category_get_pvars")));
-
-/* int MPI_T_cvar_get_index(const char *name, int *cvar_index) */
-int PMPI_T_cvar_get_index(void *name, void *cvar_index)
-{
-	(void)name; (void)cvar_index;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_cvar_get_index");
-	return gorma_absent("MPI_T_cvar_get_index", 0, 0);
-}
-int MPI_T_cvar_get_index(void *name, void *cvar_index) __attribute__((weak, alias("PMPI_T_cvar_get_index")));
-
-/* int MPI_T_cvar_get_info(int cvar_index, char *name, int *name_len, int *verbosity, MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len, int *bind, int *scope) */
-int PMPI_T_cvar_get_info(int cvar_index, void *name, void *name_len, void *verbosity, void *datatype, void *enumtype, void *desc, void *desc_len, void *bind, void *scope)
-{
-	(void)cvar_index; (void)name; (void)name_len; (void)verbosity; (void)datatype; (void)enumtype; (void)desc; (void)desc_len; (void)bind; (void)scope;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_cvar_get_info");
-	return gorma_absent("MPI_T_cvar_get_info", 0, 0);
-}
-int MPI_T_cvar_get_info(int cvar_index, void *name, void *name_len, void *verbosity, void *datatype, void *enumtype, void *desc, void *desc_len, void *bind, void *scope) __attribute__((weak, alias("PMPI_T_cvar_get_info")));
-
-/* int MPI_T_cvar_get_num(int *num_cvar) */
-int PMPI_T_cvar_get_num(void *num_cvar)
-{
-	(void)num_cvar;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_cvar_get_num");
-	return gorma_absent("MPI_T_cvar_get_num", 0, 0);
-}
-int MPI_T_cvar_get_num(void *num_cvar) __attribute__((weak, alias("PMPI_T_cvar_get_num")));
-
-/* int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI_T_cvar_handle *handle, int *count) */
-int PMPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, void *handle, void *count)
-{
-	(void)cvar_index; (void)obj_handle; (void)handle; (void)count;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_cvar_handle_alloc");
-	return gorma_absent("MPI_T_cvar_handle_alloc", 0, 0);
-}
-int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, void *handle, void *count) __attribute__((weak, alias("PMPI_T_cvar_handle_alloc")));
-
-/* int MPI_T_cvar_handle_free(MPI_T_cvar_handle *handle) */
-int PMPI_T_cvar_handle_free(void *handle)
-{
-	(void)handle;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_cvar_handle_free");
-	return gorma_absent("MPI_T_cvar_handle_free", 0, 0);
-}
-int MPI_T_cvar_handle_free(void *handle) __attribute__((weak, alias("PMPI_T_cvar_handle_free")));
-
-/* int MPI_T_cvar_read(MPI_T_cvar_handle handle, void *buf) */
-int PMPI_T_cvar_read(int handle, void *buf)
-{
-	(void)handle; (void)buf;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_cvar_read");
-	return gorma_absent("MPI_T_cvar_read", 0, 0);
-}
-int MPI_T_cvar_read(int handle, void *buf) __attribute__((weak, alias("PMPI_T_cvar_read")));
-
-/* int MPI_T_cvar_write(MPI_T_cvar_handle handle, const void *buf) */
-int PMPI_T_cvar_write(int handle, void *buf)
-{
-	(void)handle; (void)buf;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_cvar_write");
-	return gorma_absent("MPI_T_cvar_write", 0, 0);
-}
-int MPI_T_cvar_write(int handle, void *buf) __attribute__((weak, alias("PMPI_T_cvar_write")));
-
-/* int MPI_T_enum_get_info(MPI_T_enum enumtype, int *num, char *name, int *name_len) */
-int PMPI_T_enum_get_info(int enumtype, void *num, void *name, void *name_len)
-{
-	(void)enumtype; (void)num; (void)name; (void)name_len;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_enum_get_info");
-	return gorma_absent("MPI_T_enum_get_info", 0, 0);
-}
-int MPI_T_enum_get_info(int enumtype, void *num, void *name, void *name_len) __attribute__((weak, alias("PMPI_T_enum_get_info")));
-
-/* int MPI_T_enum_get_item(MPI_T_enum enumtype, int indx, int *value, char *name, int *name_len) */
-int PMPI_T_enum_get_item(int enumtype, int indx, void *value, void *name, void *name_len)
-{
-	(void)enumtype; (void)indx; (void)value; (void)name; (void)name_len;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_enum_get_item");
-	return gorma_absent("MPI_T_enum_get_item", 0, 0);
-}
-int MPI_T_enum_get_item(int enumtype, int indx, void *value, void *name, void *name_len) __attribute__((weak, alias("PMPI_T_enum_get_item")));
-
-/* int MPI_T_event_callback_get_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info *info_used) */
-int PMPI_T_event_callback_get_info(int event_registration, int cb_safety, void *info_used)
-{
-	(void)event_registration; (void)cb_safety; (void)info_used;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_callback_get_info");
-	return gorma_absent("MPI_T_event_callback_get_info", 0, 0);
-}
-int MPI_T_event_callback_get_info(int event_registration, int cb_safety, void *info_used) __attribute__((weak, alias("PMPI_T_event_callback_get_info")));
-
-/* int MPI_T_event_callback_set_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info info) */
-int PMPI_T_event_callback_set_info(int event_registration, int cb_safety, int info)
-{
-	(void)event_registration; (void)cb_safety; (void)info;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_callback_set_info");
-	return gorma_absent("MPI_T_event_callback_set_info", 0, 0);
-}
-int MPI_T_event_callback_set_info(int event_registration, int cb_safety, int info) __attribute__((weak, alias("PMPI_T_event_callback_set_info")));
-
-/* int MPI_T_event_copy(MPI_T_event_instance event_instance, void *buffer) */
-int PMPI_T_event_copy(int event_instance, void *buffer)
-{
-	(void)event_instance; (void)buffer;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_copy");
-	return gorma_absent("MPI_T_event_copy", 0, 0);
-}
-int MPI_T_event_copy(int event_instance, void *buffer) __attribute__((weak, alias("PMPI_T_event_copy")));
-
-/* int MPI_T_event_get_index(const char *name, int *event_index) */
-int PMPI_T_event_get_index(void *name, void *event_index)
-{
-	(void)name; (void)event_index;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_get_index");
-	return gorma_absent("MPI_T_event_get_index", 0, 0);
-}
-int MPI_T_event_get_index(void *name, void *event_index) __attribute__((weak, alias("PMPI_T_event_get_index")));
-
-/* int MPI_T_event_get_info(int event_index, char *name, int *name_len, int *verbosity, MPI_Datatype array_of_datatypes[], MPI_Aint array_of_displacements[], int *num_elements, MPI_T_enum *enumtype, MPI_Info *info, char *desc, int *desc_len, int *bind) */
-int PMPI_T_event_get_info(int event_index, void *name, void *name_len, void *verbosity, void *array_of_datatypes, void *array_of_displacements, void *num_elements, void *enumtype, void *info, void *desc, void *desc_len, void *bind)
-{
-	(void)event_index; (void)name; (void)name_len; (void)verbosity; (void)array_of_datatypes; (void)array_of_displacements; (void)num_elements; (void)enumtype; (void)info; (void)desc; (void)desc_len; (void)bind;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_get_info");
-	return gorma_absent("MPI_T_event_get_info", 0, 0);
-}
-int MPI_T_event_get_info(int event_index, void *name, void *name_len, void *verbosity, void *array_of_datatypes, void *array_of_displacements, void *num_elements, void *enumtype, void *info, void *desc, void *desc_len, void *bind) __attribute__((weak, alias("PMPI_T_event_get_info")));
-
-/* int MPI_T_event_get_num(int *num_events) */
-int PMPI_T_event_get_num(void *num_events)
-{
-	(void)num_events;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_get_num");
-	return gorma_absent("MPI_T_event_get_num", 0, 0);
-}
-int MPI_T_event_get_num(void *num_events) __attribute__((weak, alias("PMPI_T_event_get_num")));
-
-/* int MPI_T_event_get_source(MPI_T_event_instance event_instance, int *source_index) */
-int PMPI_T_event_get_source(int event_instance, void *source_index)
-{
-	(void)event_instance; (void)source_index;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_get_source");
-	return gorma_absent("MPI_T_event_get_source", 0, 0);
-}
-int MPI_T_event_get_source(int event_instance, void *source_index) __attribute__((weak, alias("PMPI_T_event_get_source")));
-
-/* int MPI_T_event_get_timestamp(MPI_T_event_instance event_instance, MPI_Count *event_timestamp) */
-int PMPI_T_event_get_timestamp(int event_instance, void *event_timestamp)
-{
-	(void)event_instance; (void)event_timestamp;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_get_timestamp");
-	return gorma_absent("MPI_T_event_get_timestamp", 0, 0);
-}
-int MPI_T_event_get_timestamp(int event_instance, void *event_timestamp) __attribute__((weak, alias("PMPI_T_event_get_timestamp")));
-
-/* int MPI_T_event_handle_alloc(int event_index, void *obj_handle, MPI_Info info, MPI_T_event_registration *event_registration) */
-int PMPI_T_event_handle_alloc(int event_index, void *obj_handle, int info, void *event_registration)
-{
-	(void)event_index; (void)obj_handle; (void)info; (void)event_registration;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_handle_alloc");
-	return gorma_absent("MPI_T_event_handle_alloc", 0, 0);
-}
-int MPI_T_event_handle_alloc(int event_index, void *obj_handle, int info, void *event_registration) __attribute__((weak, alias("PMPI_T_event_handle_alloc")));
-
-/* int MPI_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function) */
-int PMPI_T_event_handle_free(int event_registration, void *user_data, void *free_cb_function)
-{
-	(void)event_registration; (void)user_data; (void)free_cb_function;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_handle_free");
-	return gorma_absent("MPI_T_event_handle_free", 0, 0);
-}
-int MPI_T_event_handle_free(int event_registration, void *user_data, void *free_cb_function) __attribute__((weak, alias("PMPI_T_event_handle_free")));
-
-/* int MPI_T_event_handle_get_info(MPI_T_event_registration event_registration, MPI_Info *info_used) */
-int PMPI_T_event_handle_get_info(int event_registration, void *info_used)
-{
-	(void)event_registration; (void)info_used;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_handle_get_info");
-	return gorma_absent("MPI_T_event_handle_get_info", 0, 0);
-}
-int MPI_T_event_handle_get_info(int event_registration, void *info_used) __attribute__((weak, alias("PMPI_T_event_handle_get_info")));
-
-/* int MPI_T_event_handle_set_info(MPI_T_event_registration event_registration, MPI_Info info) */
-int PMPI_T_event_handle_set_info(int event_registration, int info)
-{
-	(void)event_registration; (void)info;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_handle_set_info");
-	return gorma_absent("MPI_T_event_handle_set_info", 0, 0);
-}
-int MPI_T_event_handle_set_info(int event_registration, int info) __attribute__((weak, alias("PMPI_T_event_handle_set_info")));
-
-/* int MPI_T_event_read(MPI_T_event_instance event_instance, int element_index, void *buffer) */
-int PMPI_T_event_read(int event_instance, int element_index, void *buffer)
-{
-	(void)event_instance; (void)element_index; (void)buffer;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_read");
-	return gorma_absent("MPI_T_event_read", 0, 0);
-}
-int MPI_T_event_read(int event_instance, int element_index, void *buffer) __attribute__((weak, alias("PMPI_T_event_read")));
-
-/* int MPI_T_event_register_callback(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info info, void *user_data, MPI_T_event_cb_function event_cb_function) */
-int PMPI_T_event_register_callback(int event_registration, int cb_safety, int info, void *user_data, void *event_cb_function)
-{
-	(void)event_registration; (void)cb_safety; (void)info; (void)user_data; (void)event_cb_function;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_register_callback");
-	return gorma_absent("MPI_T_event_register_callback", 0, 0);
-}
-int MPI_T_event_register_callback(int event_registration, int cb_safety, int info, void *user_data, void *event_cb_function) __attribute__((weak, alias("PMPI_T_event_register_callback")));
-
-/* int MPI_T_event_set_dropped_handler(MPI_T_event_registration event_registration, MPI_T_event_dropped_cb_function dropped_cb_function) */
-int PMPI_T_event_set_dropped_handler(int event_registration, void *dropped_cb_function)
-{
-	(void)event_registration; (void)dropped_cb_function;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_event_set_dropped_handler");
-	return gorma_absent("MPI_T_event_set_dropped_handler", 0, 0);
-}
-int MPI_T_event_set_dropped_handler(int event_registration, void *dropped_cb_function) __attribute__((weak, alias("PMPI_T_event_set_dropped_handler")));
-
-/* int MPI_T_finalize(void) */
-int PMPI_T_finalize(void)
-{
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_finalize");
-	return gorma_absent("MPI_T_finalize", 0, 0);
-}
-int MPI_T_finalize(void) __attribute__((weak, alias("PMPI_T_finalize")));
-
-/* int MPI_T_init_thread(int required, int *provided) */
-int PMPI_T_init_thread(int required, void *provided)
-{
-	(void)required; (void)provided;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_init_thread");
-	return gorma_absent("MPI_T_init_thread", 0, 0);
-}
-int MPI_T_init_thread(int required, void *provided) __attribute__((weak, alias("PMPI_T_init_thread")));
-
-/* int MPI_T_pvar_get_index(const char *name, int var_class, int *pvar_index) */
-int PMPI_T_pvar_get_index(void *name, int var_class, void *pvar_index)
-{
-	(void)name; (void)var_class; (void)pvar_index;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_pvar_get_index");
-	return gorma_absent("MPI_T_pvar_get_index", 0, 0);
-}
-int MPI_T_pvar_get_index(void *name, int var_class, void *pvar_index) __attribute__((weak, alias("PMPI_T_pvar_get_index")));
-
-/* int MPI_T_pvar_get_info(int pvar_index, char *name, int *name_len, int *verbosity, int *var_class, MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len, int *bind, int *readonly, int *continuous, int *atomic) */
-int PMPI_T_pvar_get_info(int pvar_index, void *name, void *name_len, void *verbosity, void *var_class, void *datatype, void *enumtype, void *desc, void *desc_len, void *bind, void *readonly, void *continuous, void *atomic)
-{
-	(void)pvar_index; (void)name; (void)name_len; (void)verbosity; (void)var_class; (void)datatype; (void)enumtype; (void)desc; (void)desc_len; (void)bind; (void)readonly; (void)continuous; (void)atomic;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_pvar_get_info");
-	return gorma_absent("MPI_T_pvar_get_info", 0, 0);
-}
-int MPI_T_pvar_get_info(int pvar_index, void *name, void *name_len, void *verbosity, void *var_class, void *datatype, void *enumtype, void *desc, void *desc_len, void *bind, void *readonly, void *continuous, void *atomic) __attribute__((weak, alias("PMPI_T_pvar_get_info")));
-
-/* int MPI_T_pvar_get_num(int *num_pvar) */
-int PMPI_T_pvar_get_num(void *num_pvar)
-{
-	(void)num_pvar;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_pvar_get_num");
-	return gorma_absent("MPI_T_pvar_get_num", 0, 0);
-}
-int MPI_T_pvar_get_num(void *num_pvar) __attribute__((weak, alias("PMPI_T_pvar_get_num")));
-
-/* int MPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void *obj_handle, MPI_T_pvar_handle *handle, int *count) */
-int PMPI_T_pvar_handle_alloc(int session, int pvar_index, void *obj_handle, void *handle, void *count)
-{
-	(void)session; (void)pvar_index; (void)obj_handle; (void)handle; (void)count;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_pvar_handle_alloc");
-	return gorma_absent("MPI_T_pvar_handle_alloc", 0, 0);
-}
-int MPI_T_pvar_handle_alloc(int session, int pvar_index, void *obj_handle, void *handle, void *count) __attribute__((weak, alias("PMPI_T_pvar_handle_alloc")));
-
-/* int MPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle) */
-int PMPI_T_pvar_handle_free(int session, void *handle)
-{
-	(void)session; (void)handle;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_pvar_handle_free");
-	return gorma_absent("MPI_T_pvar_handle_free", 0, 0);
-}
-int MPI_T_pvar_handle_free(int session, void *handle) __attribute__((weak, alias("PMPI_T_pvar_handle_free")));
-
-/* int MPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) */
-int PMPI_T_pvar_read(int session, int handle, void *buf)
-{
-	(void)session; (void)handle; (void)buf;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_pvar_read");
-	return gorma_absent("MPI_T_pvar_read", 0, 0);
-}
-int MPI_T_pvar_read(int session, int handle, void *buf) __attribute__((weak, alias("PMPI_T_pvar_read")));
-
-/* int MPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) */
-int PMPI_T_pvar_readreset(int session, int handle, void *buf)
-{
-	(void)session; (void)handle; (void)buf;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_pvar_readreset");
-	return gorma_absent("MPI_T_pvar_readreset", 0, 0);
-}
-int MPI_T_pvar_readreset(int session, int handle, void *buf) __attribute__((weak, alias("PMPI_T_pvar_readreset")));
-
-/* int MPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle) */
-int PMPI_T_pvar_reset(int session, int handle)
-{
-	(void)session; (void)handle;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_pvar_reset");
-	return gorma_absent("MPI_T_pvar_reset", 0, 0);
-}
-int MPI_T_pvar_reset(int session, int handle) __attribute__((weak, alias("PMPI_T_pvar_reset")));
-
-/* int MPI_T_pvar_session_create(MPI_T_pvar_session *session) */
-int PMPI_T_pvar_session_create(void *session)
-{
-	(void)session;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_pvar_session_create");
-	return gorma_absent("MPI_T_pvar_session_create", 0, 0);
-}
-int MPI_T_pvar_session_create(void *session) __attribute__((weak, alias("PMPI_T_pvar_session_create")));
-
-/* int MPI_T_pvar_session_free(MPI_T_pvar_session *session) */
-int PMPI_T_pvar_session_free(void *session)
-{
-	(void)session;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_pvar_session_free");
-	return gorma_absent("MPI_T_pvar_session_free", 0, 0);
-}
-int MPI_T_pvar_session_free(void *session) __attribute__((weak, alias("PMPI_T_pvar_session_free")));
-
-/* int MPI_T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle) */
-int PMPI_T_pvar_start(int session, int handle)
-{
-	(void)session; (void)handle;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_pvar_start");
-	return gorma_absent("MPI_T_pvar_start", 0, 0);
-}
-int MPI_T_pvar_start(int session, int handle) __attribute__((weak, alias("PMPI_T_pvar_start")));
-
-/* int MPI_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle) */
-int PMPI_T_pvar_stop(int session, int handle)
-{
-	(void)session; (void)handle;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_pvar_stop");
-	return gorma_absent("MPI_T_pvar_stop", 0, 0);
-}
-int MPI_T_pvar_stop(int session, int handle) __attribute__((weak, alias("PMPI_T_pvar_stop")));
-
-/* int MPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf) */
-int PMPI_T_pvar_write(int session, int handle, void *buf)
-{
-	(void)session; (void)handle; (void)buf;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_pvar_write");
-	return gorma_absent("MPI_T_pvar_write", 0, 0);
-}
-int MPI_T_pvar_write(int session, int handle, void *buf) __attribute__((weak, alias("PMPI_T_pvar_write")));
-
-/* int MPI_T_source_get_info(int source_index, char *name, int *name_len, char *desc, int *desc_len, MPI_T_source_order *ordering, MPI_Count *ticks_per_second, MPI_Count *max_ticks, MPI_Info *info) */
-int PMPI_T_source_get_info(int source_index, void *name, void *name_len, void *desc, void *desc_len, void *ordering, void *ticks_per_second, void *max_ticks, void *info)
-{
-	(void)source_index; (void)name; (void)name_len; (void)desc; (void)desc_len; (void)ordering; (void)ticks_per_second; (void)max_ticks; (void)info;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_source_get_info");
-	return gorma_absent("MPI_T_source_get_info", 0, 0);
-}
-int MPI_T_source_get_info(int source_index, void *name, void *name_len, void *desc, void *desc_len, void *ordering, void *ticks_per_second, void *max_ticks, void *info) __attribute__((weak, alias("PMPI_T_source_get_info")));
-
-/* int MPI_T_source_get_num(int *num_sources) */
-int PMPI_T_source_get_num(void *num_sources)
-{
-	(void)num_sources;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_source_get_num");
-	return gorma_absent("MPI_T_source_get_num", 0, 0);
-}
-int MPI_T_source_get_num(void *num_sources) __attribute__((weak, alias("PMPI_T_source_get_num")));
-
-/* int MPI_T_source_get_timestamp(int source_index, MPI_Count *timestamp) */
-int PMPI_T_source_get_timestamp(int source_index, void *timestamp)
-{
-	(void)source_index; (void)timestamp;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_T_source_get_timestamp");
-	return gorma_absent("MPI_T_source_get_timestamp", 0, 0);
-}
-int MPI_T_source_get_timestamp(int source_index, void *timestamp) __attribute__((weak, alias("PMPI_T_source_get_timestamp")));
 
 /* int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) */
 int PMPI_File_open(int comm, void *filename, int amode, int info, void *fh)

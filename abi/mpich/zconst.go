@@ -94,6 +94,7 @@ const (
 	mpi_COMM_SELF                  Comm       = 0x44000001
 	mpi_GROUP_EMPTY                Group      = 0x48000000
 	mpi_WIN_NULL                   Win        = 0x20000000
+	mpi_SESSION_NULL               Session    = 0x38000000
 	mpi_MAX                        Op         = 0x58000001
 	mpi_MIN                        Op         = 0x58000002
 	mpi_SUM                        Op         = 0x58000003

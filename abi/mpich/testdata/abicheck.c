@@ -135,6 +135,7 @@ int main(int argc, char **argv)
 		if (rank == 0) printf("absent: class %d, unsupported %d, message %s MPI_File_open\n", class,
 			class == MPI_ERR_UNSUPPORTED_OPERATION, strstr(msg, "MPI_File_open") ? "names" : "does not name");
 		fflush(stdout);
+		MPI_Barrier(MPI_COMM_WORLD); /* rank 0 has printed before any rank ends the job */
 		/* With no communicator, the world's handler: fatal by default. */
 		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 		MPI_File_delete("absent.dat", MPI_INFO_NULL);

@@ -270,7 +270,7 @@ func ParseArgs(args []string, getenv func(string) (string, bool)) (*Options, err
 		return nil, err
 	}
 	if o.Oversubscribe && o.Join == "" && o.Hosts == nil && o.PerNode == 0 {
-		o.Notes = append(o.Notes, "--oversubscribe changes nothing here: a local run without -H or --hostfile gives this host as many slots as -n")
+		o.Notes = append(o.Notes, "--oversubscribe changes only Spawn here: a local run without -H or --hostfile gives this host as many slots as -n, and ranks that Spawn adds take the slots beyond them")
 	}
 	if !fs.Changed("tag-output") {
 		o.tagDefault = true // decided once N is known

@@ -77,7 +77,7 @@ func TestParseArgsMPIRunHabits(t *testing.T) {
 		{"--map-by ppr", []string{"--map-by", "ppr:2:node", "p"}, func(o *Options) bool { return o.PerNode == 2 && o.MapBy == MapCore }},
 		{"default map-by", []string{"p"}, func(o *Options) bool { return o.MapBy == MapCore && o.PerNode == 0 && !o.Oversubscribe }},
 		{"--oversubscribe notes", []string{"--oversubscribe", "-n", "8", "p"}, func(o *Options) bool {
-			return o.Oversubscribe && len(o.Notes) == 1 && strings.Contains(o.Notes[0], "changes nothing")
+			return o.Oversubscribe && len(o.Notes) == 1 && strings.Contains(o.Notes[0], "changes only Spawn")
 		}},
 		{"-oversubscribe with -H", []string{"-oversubscribe", "-H", "localhost:1", "p"}, func(o *Options) bool {
 			return o.Oversubscribe && len(o.Notes) == 0

@@ -150,7 +150,7 @@ func doFinalize() error {
 		}
 	}
 	finalized = true
-	return stopRuntime() // session.go: the runtime ends with the last session
+	return stopRuntime() // session.go: the last finalize of MPI_Finalize and MPI_Session_finalize ends the runtime
 }
 
 // doAbort is MPI_Abort: World.Abort. It does not return.

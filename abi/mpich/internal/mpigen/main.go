@@ -520,7 +520,7 @@ func goIdent(n string) string {
 }
 
 // owner is the parameter whose error handler a failure of the call goes to: the first
-// communicator, else the first window, else the first session, else (errhOwners) the
+// communicator, else the first window, else the first MPI_Session, else (errhOwners) the
 // handler passed for the new object; "" is the world's. An MPI_T call has no handler:
 // "MPI_T" says it returns its error class.
 func (p *proto) owner() string {

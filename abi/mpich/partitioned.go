@@ -73,7 +73,19 @@ var partState struct {
 // count copies of t; packed holds them in bytes (the program's buffer itself for a
 // contiguous t). mu guards the fields below it: Pready may come from any thread.
 type partReq struct {
-	send   bool
+	send bool
+	partSpec
+
+	mu       sync.Mutex
+	active   bool
+	msgs     []*runtime.Request // this round's messages: a send's by partition, a receive's by send partition
+	partSend                    // the send side
+	partRecv                    // the receive side
+	partEnd                     // the round's end
+}
+
+// A partSpec is what the init call fixed: the peer, the partitions and the buffer.
+type partSpec struct {
 	sib    *runtime.World
 	peer   int // in the communicator; runtime.ProcNull for MPI_PROC_NULL
 	tag    int
@@ -84,25 +96,30 @@ type partReq struct {
 	packed []byte
 	pbytes int64 // bytes of one partition
 	key    partKey
+}
 
-	mu     sync.Mutex
-	active bool
-	msgs   []*runtime.Request // this round's messages: a send's by partition, a receive's by send partition
-	// The send side: the first data tag, which partitions are ready, and the announcement
-	// until it has completed.
+// partSend is a send's round: the first data tag, which partitions are ready, and the
+// announcement until it has completed.
+type partSend struct {
 	first    int
 	ready    []bool
 	nready   int
 	allReady chan struct{} // closed once every partition is ready (this round)
 	ctrl     *runtime.Request
-	// The receive side: the matched announcement, which send partitions have arrived,
-	// and which receive partitions were unpacked.
+}
+
+// partRecv is a receive's round: the matched announcement, which send partitions have
+// arrived, and which receive partitions were unpacked.
+type partRecv struct {
 	ad       *partAd
 	arrived  []bool
 	unpacked []bool
 	posted   bool
 	err      error
-	// The round's end, once complete has seen it: later calls give it again.
+}
+
+// partEnd is the round's end, once complete has seen it: later calls give it again.
+type partEnd struct {
 	finished bool
 	fst      runtime.Status
 	ferr     error
@@ -149,8 +166,8 @@ func initPart(send bool, buf unsafe.Pointer, parts, count int, d Datatype, peer,
 	if err != nil {
 		return err
 	}
-	p := &partReq{send: send, peer: peer, tag: tag, parts: parts, count: count, t: t, base: buf,
-		pbytes: int64(count) * int64(t.size)}
+	p := &partReq{send: send, partSpec: partSpec{peer: peer, tag: tag, parts: parts, count: count, t: t, base: buf,
+		pbytes: int64(count) * int64(t.size)}}
 	if t.contig {
 		p.packed = b
 	} else {

@@ -43,6 +43,7 @@ var twins = map[string]string{
 	"p2pcheck":       "testdata/p2pcheck.c",
 	"topocheck":      "testdata/topocheck.c",
 	"attrwincheck":   "testdata/attrwincheck.c",
+	"iocheck":        "testdata/iocheck.c",
 }
 
 // setup builds the library, golaunch and the programs into one folder, once per test

@@ -173,11 +173,13 @@ func fail(fn string, h Errhandler, obj int32, err error) int {
 	return code
 }
 
-// A userErrh is an error handler of MPI_Comm_create_errhandler or
-// MPI_Win_create_errhandler: a C function, called with the object and the code.
+// A userErrh is an error handler of MPI_Comm_create_errhandler,
+// MPI_Win_create_errhandler or MPI_File_create_errhandler (file.go): a C function,
+// called with the object and the code.
 type userErrh struct {
-	fn  unsafe.Pointer
-	win bool
+	fn   unsafe.Pointer
+	win  bool
+	file bool
 }
 
 var errhs = newTable[*userErrh](kindErrh)
@@ -210,7 +212,7 @@ func checkErrh(h Errhandler, win bool) error {
 	if !ok {
 		return errHandle("error handler", int32(h))
 	}
-	if u.win != win {
+	if u.win != win || u.file {
 		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("error handler %#x was made for another kind of object", uint32(h)))
 	}
 	return nil

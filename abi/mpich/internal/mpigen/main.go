@@ -508,8 +508,18 @@ func goIdent(n string) string {
 }
 
 // owner is the parameter whose error handler a failure of the call goes to: the first
-// communicator, else the first window; "" is the world's.
+// file, else the first communicator, else the first window; "" is the world's. A
+// call of MPI-IO without a file parameter (MPI_File_open, MPI_File_delete) has
+// "MPI_File:nil": MPI_FILE_NULL's handler, as MPI specifies.
 func (p *proto) owner() string {
+	for _, pa := range p.params {
+		if pa.base == "MPI_File" && pa.ptrs == 0 {
+			return "MPI_File:" + goIdent(pa.name)
+		}
+	}
+	if strings.HasPrefix(p.name, "MPI_File_") {
+		return "MPI_File:nil"
+	}
 	for _, kind := range []string{"MPI_Comm", "MPI_Win"} {
 		for _, pa := range p.params {
 			if pa.base == kind && pa.ptrs == 0 {
@@ -553,6 +563,8 @@ func genGo(calls []*proto) ([]byte, error) {
 			fmt.Fprintf(&b, "\tdefer catch(%s, &rc)\n", fnConst(p.name))
 			own := p.owner()
 			switch {
+			case strings.HasPrefix(own, "MPI_File:"):
+				fmt.Fprintf(&b, "\tif err := %s; err != nil {\n\t\treturn C.int(failFile(%s, %s, err))\n\t}\n\treturn 0\n}\n", call, fnConst(p.name), strings.TrimPrefix(own, "MPI_File:"))
 			case strings.HasPrefix(own, "MPI_Comm:"):
 				fmt.Fprintf(&b, "\tif err := %s; err != nil {\n\t\treturn C.int(failComm(%s, Comm(%s), err))\n\t}\n\treturn 0\n}\n", call, fnConst(p.name), strings.TrimPrefix(own, "MPI_Comm:"))
 			case strings.HasPrefix(own, "MPI_Win:"):
@@ -584,6 +596,7 @@ func cRet(ret string) string {
 // trampolines are the function types of mpi.h whose values the package calls: a user's
 // MPI_Op, error handlers, attribute callbacks and a generalized request's functions.
 var trampolines = []string{"MPI_User_function", "MPI_Comm_errhandler_function", "MPI_Win_errhandler_function",
+	"MPI_File_errhandler_function",
 	"MPI_Comm_copy_attr_function", "MPI_Comm_delete_attr_function", "MPI_Type_copy_attr_function",
 	"MPI_Type_delete_attr_function", "MPI_Win_copy_attr_function", "MPI_Win_delete_attr_function",
 	"MPI_Grequest_query_function", "MPI_Grequest_free_function", "MPI_Grequest_cancel_function"}
@@ -714,7 +727,7 @@ func genC(calls, absent []*proto, tramps []trampoline) []byte {
 			sig = "void"
 		}
 		kind, obj := 0, "0"
-		if own := p.owner(); own != "" {
+		if own := p.owner(); own != "" && !strings.HasPrefix(own, "MPI_File:") {
 			kind = 1
 			if strings.HasPrefix(own, "MPI_Win:") {
 				kind = 2

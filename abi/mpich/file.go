@@ -146,9 +146,10 @@ func callFileErrh(u *userErrh, fh uintptr, code int) {
 }
 
 // agree is the end of a collective call of the file's group: each rank's outcome err
-// and value are gathered, and every rank fails if one did or if the values differ
-// (what is named what the values are).
-func agree(w *runtime.World, err error, value int64, what string) error {
+// and value are gathered, and every rank fails if one did, or with class if what
+// names the values and they differ. MPICH's classes for differing values vary by
+// call: MPI_ERR_NOT_SAME for the access mode, MPI_ERR_ARG for a size.
+func agree(w *runtime.World, err error, value int64, what string, class int) error {
 	mine := []int64{0, value}
 	if err != nil {
 		mine[0] = int64(classOf(err))
@@ -168,7 +169,7 @@ func agree(w *runtime.World, err error, value int64, what string) error {
 	if what != "" {
 		for r := 1; r < w.Size(); r++ {
 			if all[2*r+1] != all[1] {
-				return mpiErr(mpi_ERR_NOT_SAME, fmt.Sprintf("%s differs between ranks 0 (%d) and %d (%d): pass the same on every rank", what, all[1], r, all[2*r+1]))
+				return mpiErr(class, fmt.Sprintf("%s differs between ranks 0 (%d) and %d (%d): pass the same on every rank", what, all[1], r, all[2*r+1]))
 			}
 		}
 	}
@@ -294,7 +295,7 @@ func doFileOpen(c Comm, name *byte, amode int, i Info, fh unsafe.Pointer) error 
 	if err == nil && fh == nil {
 		err = mpiErr(mpi_ERR_ARG, "the file handle's address is NULL")
 	}
-	if err := agree(d, err, int64(amode), "the access mode"); err != nil {
+	if err := agree(d, err, int64(amode), "the access mode", mpi_ERR_NOT_SAME); err != nil {
 		return fail(err)
 	}
 	var osf *os.File
@@ -304,7 +305,7 @@ func doFileOpen(c Comm, name *byte, amode int, i Info, fh unsafe.Pointer) error 
 			err = ioErr("open", path, err)
 		}
 	}
-	if err := agree(d, err, 0, ""); err != nil {
+	if err := agree(d, err, 0, "", 0); err != nil {
 		return fail(err)
 	}
 	if d.Rank() != 0 {
@@ -312,7 +313,7 @@ func doFileOpen(c Comm, name *byte, amode int, i Info, fh unsafe.Pointer) error 
 			err = ioErr("open", path, err)
 		}
 	}
-	if err := agree(d, err, 0, ""); err != nil {
+	if err := agree(d, err, 0, "", 0); err != nil {
 		if osf != nil {
 			osf.Close()
 		}
@@ -346,7 +347,7 @@ func newFile(d *runtime.World, osf *os.File, path string, amode int, hints *info
 		} else {
 			err = ioErr("stat", path, err)
 		}
-		if err := agree(d, err, 0, ""); err != nil {
+		if err := agree(d, err, 0, "", 0); err != nil {
 			sh.Free(bg)
 			return nil, err
 		}
@@ -355,7 +356,7 @@ func newFile(d *runtime.World, osf *os.File, path string, amode int, hints *info
 	if d.Rank() == 0 {
 		err = f.putShared(start)
 	}
-	if err := agree(d, err, 0, ""); err != nil {
+	if err := agree(d, err, 0, "", 0); err != nil {
 		sh.Free(bg)
 		return nil, err
 	}
@@ -382,7 +383,7 @@ func doFileClose(fh unsafe.Pointer) error {
 	if err != nil {
 		err = ioErr("close", f.path, err)
 	}
-	err = agree(f.w, err, 0, "")
+	err = agree(f.w, err, 0, "", 0)
 	if err == nil && f.amode&modeDeleteOnClose != 0 && f.w.Rank() == 0 {
 		if rerr := os.Remove(f.path); rerr != nil {
 			err = ioErr("delete", f.path, rerr)
@@ -438,13 +439,13 @@ func resize(fh unsafe.Pointer, size int64, grow bool) error {
 	if err == nil && f.amode&modeSequential != 0 {
 		err = mpiErr(mpi_ERR_UNSUPPORTED_OPERATION, "a file opened with MPI_MODE_SEQUENTIAL cannot be resized")
 	}
-	if err := agree(f.w, err, size, "the size"); err != nil {
+	if err := agree(f.w, err, size, "the size", mpi_ERR_ARG); err != nil {
 		return err
 	}
 	if f.w.Rank() == 0 {
 		err = f.resize(size, grow)
 	}
-	return agree(f.w, err, 0, "")
+	return agree(f.w, err, 0, "", 0)
 }
 
 func (f *file) resize(size int64, grow bool) error {
@@ -521,7 +522,7 @@ func doFileSetInfo(fh unsafe.Pointer, i Info) error {
 		return err
 	}
 	in, err := hintsOfInfo(i)
-	if err := agree(f.w, err, 0, ""); err != nil {
+	if err := agree(f.w, err, 0, "", 0); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -557,7 +558,7 @@ func doFileSync(fh unsafe.Pointer) error {
 			err = ioErr("sync", f.path, err)
 		}
 	}
-	return agree(f.w, err, 0, "")
+	return agree(f.w, err, 0, "", 0)
 }
 
 // doFileSetAtomicity is MPI_File_set_atomicity, collective. Every access is one
@@ -573,7 +574,7 @@ func doFileSetAtomicity(fh unsafe.Pointer, flag int) error {
 	if flag != 0 {
 		on = 1
 	}
-	if err := agree(f.w, nil, on, "the atomicity flag"); err != nil {
+	if err := agree(f.w, nil, on, "the atomicity flag", mpi_ERR_NOT_SAME); err != nil {
 		return err
 	}
 	f.mu.Lock()

@@ -107,7 +107,7 @@ func (f *file) etypes(count int, d Datatype) (int64, error) {
 		return 0, errCount(count)
 	}
 	if int64(t.size)%f.view.esize != 0 {
-		return 0, mpiErr(mpi_ERR_TYPE, fmt.Sprintf("the datatype's size %d is not a multiple of the etype's %d", t.size, f.view.esize))
+		return 0, mpiErr(mpi_ERR_IO, fmt.Sprintf("the datatype's size %d is not a multiple of the etype's %d: only whole etypes can be accessed", t.size, f.view.esize))
 	}
 	return int64(count) * int64(t.size) / f.view.esize, nil
 }
@@ -240,10 +240,10 @@ func doFileSeekShared(fh unsafe.Pointer, off, whence int) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := agree(f.w, nil, int64(off), "the offset"); err != nil {
+	if err := agree(f.w, nil, int64(off), "the offset", mpi_ERR_NOT_SAME); err != nil {
 		return err
 	}
-	if err := agree(f.w, nil, int64(whence), "whence"); err != nil {
+	if err := agree(f.w, nil, int64(whence), "whence", mpi_ERR_NOT_SAME); err != nil {
 		return err
 	}
 	if f.w.Rank() == 0 {
@@ -256,7 +256,7 @@ func doFileSeekShared(fh unsafe.Pointer, off, whence int) error {
 			err = f.putShared(p)
 		}
 	}
-	return agree(f.w, err, 0, "")
+	return agree(f.w, err, 0, "", 0)
 }
 
 // doFileGetPositionShared is MPI_File_get_position_shared: the shared file pointer,

@@ -54,7 +54,7 @@ func (f *file) access(write bool, pos int64, buf unsafe.Pointer, count int, d Da
 		return 0, err
 	}
 	if int64(t.size)%f.view.esize != 0 {
-		return 0, mpiErr(mpi_ERR_TYPE, fmt.Sprintf("the datatype's size %d is not a multiple of the etype's %d", t.size, f.view.esize))
+		return 0, mpiErr(mpi_ERR_IO, fmt.Sprintf("the datatype's size %d is not a multiple of the etype's %d: only whole etypes can be accessed", t.size, f.view.esize))
 	}
 	user, err := spanOf(buf, count, t)
 	if err != nil {

@@ -68,13 +68,13 @@ func newView(disp int64, etype, ftype Datatype) (view, error) {
 		return view{}, mpiErr(mpi_ERR_TYPE, "the etype and the filetype must hold data: their size is 0")
 	}
 	if ft.size%et.size != 0 {
-		return view{}, mpiErr(mpi_ERR_TYPE, fmt.Sprintf("the filetype's size %d is not a multiple of the etype's %d: build the filetype from etypes", ft.size, et.size))
+		return view{}, mpiErr(mpi_ERR_ARG, fmt.Sprintf("the filetype's size %d is not a multiple of the etype's %d: build the filetype from etypes", ft.size, et.size))
 	}
 	blocks := ft.layout.Blocks()
 	end := 0
 	for _, b := range blocks {
 		if b.Off < end {
-			return view{}, mpiErr(mpi_ERR_TYPE, "the filetype's displacements must be non-negative and increasing, as MPI requires of a filetype")
+			return view{}, mpiErr(mpi_ERR_IO, "the filetype's displacements must be non-negative and increasing, as MPI requires of a filetype")
 		}
 		end = b.Off + b.Len
 	}
@@ -179,7 +179,7 @@ func doFileSetView(fh unsafe.Pointer, disp int, etype, ftype Datatype, datarep *
 		v, err = newView(d, etype, ftype)
 	}
 	es := v.esize
-	if err := agree(f.w, err, es, "the etype's size"); err != nil {
+	if err := agree(f.w, err, es, "the etype's size", mpi_ERR_NOT_SAME); err != nil {
 		v.release()
 		return err
 	}
@@ -188,7 +188,7 @@ func doFileSetView(fh unsafe.Pointer, disp int, etype, ftype Datatype, datarep *
 	if f.w.Rank() == 0 {
 		err = f.putShared(0)
 	}
-	return agree(f.w, err, 0, "")
+	return agree(f.w, err, 0, "", 0)
 }
 
 // byteOffset is the file's byte offset, less disp, of etype offset off of the view.

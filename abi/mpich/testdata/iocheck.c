@@ -143,6 +143,34 @@ static void errors(const char *dir)
 	MPI_Barrier(MPI_COMM_WORLD);
 	rc = MPI_File_delete(path, MPI_INFO_NULL);
 	printf("rank %d: delete of a deleted file: class %d\n", rank, errclass(rc));
+	/* Arguments that differ between ranks or do not fit the view. */
+	snprintf(path, sizeof path, "%s/misuse.dat", dir);
+	rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | (rank ? MPI_MODE_RDWR : MPI_MODE_WRONLY), MPI_INFO_NULL, &fh);
+	printf("rank %d: open with access modes that differ: class %d\n", rank, errclass(rc));
+	CHECK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &fh));
+	MPI_Datatype back;
+	int bls[2] = {1, 1}, ds[2] = {3, 0};
+	MPI_Type_indexed(2, bls, ds, MPI_INT, &back);
+	MPI_Type_commit(&back);
+	rc = MPI_File_set_view(fh, 0, MPI_INT, back, "native", MPI_INFO_NULL);
+	printf("rank %d: view with a decreasing filetype: class %d\n", rank, errclass(rc));
+	MPI_Type_free(&back);
+	rc = MPI_File_set_view(fh, 0, MPI_DOUBLE, MPI_INT, "native", MPI_INFO_NULL);
+	printf("rank %d: view with a filetype not of etypes: class %d\n", rank, errclass(rc));
+	CHECK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+	rc = MPI_File_write_at(fh, 0, buf, 1, MPI_CHAR, &st);
+	printf("rank %d: write of part of an etype: class %d\n", rank, errclass(rc));
+	rc = MPI_File_seek(fh, 0, 12345);
+	printf("rank %d: seek with a bad whence: class %d\n", rank, errclass(rc));
+	rc = MPI_File_read_at(fh, -1, buf, 1, MPI_INT, &st);
+	printf("rank %d: read at a negative offset: class %d\n", rank, errclass(rc));
+	rc = MPI_File_set_size(fh, rank * 8);
+	printf("rank %d: sizes that differ: class %d\n", rank, errclass(rc));
+	CHECK(MPI_File_close(&fh));
+	int amode;
+	rc = MPI_File_get_amode(MPI_FILE_NULL, &amode);
+	printf("rank %d: amode of MPI_FILE_NULL: class %d\n", rank, errclass(rc));
+
 	/* A user data representation: MPICH registers it; gorma's library refuses it with
 	 * MPI_ERR_UNSUPPORTED_OPERATION. Neither answer is printed. */
 	rc = MPI_Register_datarep("iocheck_rep", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, extent_fn, NULL);

@@ -11,7 +11,8 @@ import (
 // MPICH's (ROMIO): opening, sizes, hints and error handlers of files, strided views
 // written and read back with every data call, and ordered writes. Both must print the
 // same lines. The shared file pointer's part runs on gorma's library only, against
-// fixed answers: Debian's MPICH 4.0.2 loses its updates on this system.
+// fixed answers (with MPI_MODE_SEQUENTIAL and a communicator's error handler refused
+// on a file): Debian's MPICH 4.0.2 loses the pointer's updates on this system.
 func TestMPIIO(t *testing.T) {
 	dir := setup(t)
 	prog := filepath.Join(dir, "iocheck")

@@ -1,8 +1,9 @@
-/* iocheck: MPI-IO over a file in the folder argv[1]. Each rank writes its own blocks
+/* iocheck: MPI-IO over files in the folder argv[1]. Each rank writes its own blocks
  * through a strided view, reads them back with every kind of data call, and writes
- * through the shared file pointer and in rank order. Rank 0 prints the files'
- * contents and checksums; every rank checks its own results and prints "ok" lines.
- * The output is deterministic at any number of ranks. */
+ * and reads in rank order. Rank 0 prints the files' contents and checksums; every
+ * rank checks its own results and prints "ok" lines. The output is deterministic at
+ * any number of ranks. With "shared" as argv[2] it checks the shared file pointer
+ * instead, against fixed answers (see shared). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -516,6 +517,12 @@ static void shared(const char *dir)
 	printf("rank %d: read across the end: %d ints\n", rank, count_of(&st, MPI_INT));
 	CHECK(MPI_File_read_at(fh, pos + 5, w, 4, MPI_INT, &st));
 	printf("rank %d: read past the end: %d ints\n", rank, count_of(&st, MPI_INT));
+	/* An error handler of another kind is refused. */
+	MPI_Errhandler ceh;
+	MPI_Comm_create_errhandler((MPI_Comm_errhandler_function *)on_error, &ceh);
+	int rc = MPI_File_set_errhandler(fh, ceh);
+	EXPECT(errclass(rc) == MPI_ERR_ARG, "a communicator's handler set on a file: class %d", errclass(rc));
+	MPI_Errhandler_free(&ceh);
 	CHECK(MPI_File_close(&fh));
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == 0) {
@@ -533,6 +540,21 @@ static void shared(const char *dir)
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == 0)
 		CHECK(MPI_File_delete(path, MPI_INFO_NULL));
+
+	/* MPI_MODE_SEQUENTIAL: the shared file pointer only, and a view placed at it. */
+	snprintf(path, sizeof path, "%s/seq.dat", dir);
+	CHECK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY | MPI_MODE_SEQUENTIAL | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &fh));
+	CHECK(MPI_File_write_ordered(fh, v, 2, MPI_INT, &st));
+	CHECK(MPI_File_set_view(fh, MPI_DISPLACEMENT_CURRENT, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+	MPI_Offset disp;
+	MPI_Datatype et, ft;
+	char rep[MPI_MAX_DATAREP_STRING];
+	CHECK(MPI_File_get_view(fh, &disp, &et, &ft, rep));
+	EXPECT(disp == (MPI_Offset)(2 * size * sizeof(int)), "view at displacement %lld", (long long)disp);
+	rc = MPI_File_write_at(fh, 0, v, 1, MPI_INT, &st);
+	EXPECT(errclass(rc) == MPI_ERR_UNSUPPORTED_OPERATION, "write_at on a sequential file: class %d", errclass(rc));
+	CHECK(MPI_File_write_shared(fh, v, 1, MPI_INT, &st));
+	CHECK(MPI_File_close(&fh));
 	printf("rank %d: shared ok\n", rank);
 }
 

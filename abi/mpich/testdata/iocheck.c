@@ -8,8 +8,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdarg.h>
+#include <unistd.h>
 
 static int rank, size;
+
+/* The output: each rank writes all of its lines with one write(2) at the end, so
+ * that mpiexec.hydra, which forwards the ranks' output in chunks, cannot split a
+ * line with another rank's. */
+static char out[16384];
+static int outlen;
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(out + outlen, sizeof out - outlen, fmt, ap);
+	va_end(ap);
+	if (n > 0 && outlen + n < (int)sizeof out)
+		outlen += n;
+}
 
 #define CHECK(call)                                                                 \
 	do {                                                                            \
@@ -54,16 +72,16 @@ static void dump(const char *label, const char *path)
 		return;
 	FILE *f = fopen(path, "rb");
 	EXPECT(f != NULL, "cannot open %s", path);
-	int v, n = 0;
+	char line[4096];
+	int v, n = 0, at = snprintf(line, sizeof line, "%s:", label);
 	long sum = 0;
-	printf("%s:", label);
-	while (fread(&v, sizeof v, 1, f) == 1) {
-		printf(" %d", v);
+	while (fread(&v, sizeof v, 1, f) == 1 && at < (int)sizeof line - 16) {
+		at += snprintf(line + at, sizeof line - at, " %d", v);
 		sum += v;
 		n++;
 	}
-	printf("\n%s: %d ints, sum %ld\n", label, n, sum);
 	fclose(f);
+	say("%s\n%s: %d ints, sum %ld\n", line, label, n, sum);
 }
 
 static int handled;
@@ -91,31 +109,31 @@ static void errors(const char *dir)
 	CHECK(MPI_File_get_errhandler(MPI_FILE_NULL, &eh));
 	EXPECT(eh == MPI_ERRORS_RETURN, "MPI_FILE_NULL's handler is not MPI_ERRORS_RETURN");
 	int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
-	printf("rank %d: open of a missing file: class %d\n", rank, errclass(rc));
+	say("rank %d: open of a missing file: class %d\n", rank, errclass(rc));
 	rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
-	printf("rank %d: open with two access modes: class %d\n", rank, errclass(rc));
+	say("rank %d: open with two access modes: class %d\n", rank, errclass(rc));
 	rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY | MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
-	printf("rank %d: open read-only with create: class %d\n", rank, errclass(rc));
+	say("rank %d: open read-only with create: class %d\n", rank, errclass(rc));
 
 	/* A file made here, then opened exclusively: it exists. */
 	snprintf(path, sizeof path, "%s/excl.dat", dir);
 	CHECK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &fh));
 	MPI_File fh2;
 	rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh2);
-	printf("rank %d: exclusive open of an existing file: class %d\n", rank, errclass(rc));
+	say("rank %d: exclusive open of an existing file: class %d\n", rank, errclass(rc));
 	int buf[2] = {1, 2};
 	MPI_Status st;
 	rc = MPI_File_read_at(fh, 0, buf, 2, MPI_INT, &st);
-	printf("rank %d: read of a write-only file: class %d\n", rank, errclass(rc));
+	say("rank %d: read of a write-only file: class %d\n", rank, errclass(rc));
 	rc = MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "bogus", MPI_INFO_NULL);
-	printf("rank %d: view with an unknown data representation: class %d\n", rank, errclass(rc));
+	say("rank %d: view with an unknown data representation: class %d\n", rank, errclass(rc));
 	rc = MPI_File_seek(fh, -1, MPI_SEEK_SET);
-	printf("rank %d: seek below the start: class %d\n", rank, errclass(rc) != MPI_SUCCESS);
+	say("rank %d: seek below the start: class %d\n", rank, errclass(rc) != MPI_SUCCESS);
 	CHECK(MPI_File_close(&fh));
 	EXPECT(fh == MPI_FILE_NULL, "close did not set the handle to MPI_FILE_NULL");
 	MPI_Barrier(MPI_COMM_WORLD);
 	rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
-	printf("rank %d: open after delete-on-close: class %d\n", rank, errclass(rc));
+	say("rank %d: open after delete-on-close: class %d\n", rank, errclass(rc));
 
 	/* A user's handler: a write to a read-only file calls it. */
 	snprintf(path, sizeof path, "%s/ro.dat", dir);
@@ -128,7 +146,7 @@ static void errors(const char *dir)
 	CHECK(MPI_File_get_errhandler(fh, &got));
 	EXPECT(got == eh, "MPI_File_get_errhandler gave another handler");
 	rc = MPI_File_write_at(fh, 0, buf, 2, MPI_INT, &st);
-	printf("rank %d: write of a read-only file: class %d, handled %d\n", rank, errclass(rc), handled);
+	say("rank %d: write of a read-only file: class %d, handled %d\n", rank, errclass(rc), handled);
 	CHECK(MPI_File_call_errhandler(fh, 77));
 	EXPECT(handled == 2, "the handler ran %d times, want 2", handled);
 	MPI_Errhandler_free(&got);
@@ -143,40 +161,40 @@ static void errors(const char *dir)
 		CHECK(MPI_File_delete(path, MPI_INFO_NULL));
 	MPI_Barrier(MPI_COMM_WORLD);
 	rc = MPI_File_delete(path, MPI_INFO_NULL);
-	printf("rank %d: delete of a deleted file: class %d\n", rank, errclass(rc));
+	say("rank %d: delete of a deleted file: class %d\n", rank, errclass(rc));
 	/* Arguments that differ between ranks or do not fit the view. */
 	snprintf(path, sizeof path, "%s/misuse.dat", dir);
 	rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | (rank ? MPI_MODE_RDWR : MPI_MODE_WRONLY), MPI_INFO_NULL, &fh);
-	printf("rank %d: open with access modes that differ: class %d\n", rank, errclass(rc));
+	say("rank %d: open with access modes that differ: class %d\n", rank, errclass(rc));
 	CHECK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &fh));
 	MPI_Datatype back;
 	int bls[2] = {1, 1}, ds[2] = {3, 0};
 	MPI_Type_indexed(2, bls, ds, MPI_INT, &back);
 	MPI_Type_commit(&back);
 	rc = MPI_File_set_view(fh, 0, MPI_INT, back, "native", MPI_INFO_NULL);
-	printf("rank %d: view with a decreasing filetype: class %d\n", rank, errclass(rc));
+	say("rank %d: view with a decreasing filetype: class %d\n", rank, errclass(rc));
 	MPI_Type_free(&back);
 	rc = MPI_File_set_view(fh, 0, MPI_DOUBLE, MPI_INT, "native", MPI_INFO_NULL);
-	printf("rank %d: view with a filetype not of etypes: class %d\n", rank, errclass(rc));
+	say("rank %d: view with a filetype not of etypes: class %d\n", rank, errclass(rc));
 	CHECK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
 	rc = MPI_File_write_at(fh, 0, buf, 1, MPI_CHAR, &st);
-	printf("rank %d: write of part of an etype: class %d\n", rank, errclass(rc));
+	say("rank %d: write of part of an etype: class %d\n", rank, errclass(rc));
 	rc = MPI_File_seek(fh, 0, 12345);
-	printf("rank %d: seek with a bad whence: class %d\n", rank, errclass(rc));
+	say("rank %d: seek with a bad whence: class %d\n", rank, errclass(rc));
 	rc = MPI_File_read_at(fh, -1, buf, 1, MPI_INT, &st);
-	printf("rank %d: read at a negative offset: class %d\n", rank, errclass(rc));
+	say("rank %d: read at a negative offset: class %d\n", rank, errclass(rc));
 	rc = MPI_File_set_size(fh, rank * 8);
-	printf("rank %d: sizes that differ: class %d\n", rank, errclass(rc));
+	say("rank %d: sizes that differ: class %d\n", rank, errclass(rc));
 	CHECK(MPI_File_close(&fh));
 	int amode;
 	rc = MPI_File_get_amode(MPI_FILE_NULL, &amode);
-	printf("rank %d: amode of MPI_FILE_NULL: class %d\n", rank, errclass(rc));
+	say("rank %d: amode of MPI_FILE_NULL: class %d\n", rank, errclass(rc));
 
 	/* A user data representation: MPICH registers it; gorma's library refuses it with
 	 * MPI_ERR_UNSUPPORTED_OPERATION. Neither answer is printed. */
 	rc = MPI_Register_datarep("iocheck_rep", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, extent_fn, NULL);
 	EXPECT(rc == MPI_SUCCESS || errclass(rc) == MPI_ERR_UNSUPPORTED_OPERATION, "MPI_Register_datarep: class %d", errclass(rc));
-	printf("rank %d: errors ok\n", rank);
+	say("rank %d: errors ok\n", rank);
 }
 
 /* manage: the calls that ask and change a file's state. */
@@ -217,13 +235,13 @@ static void manage(const char *dir)
 	MPI_Offset sz;
 	CHECK(MPI_File_preallocate(fh, 1000));
 	CHECK(MPI_File_get_size(fh, &sz));
-	printf("rank %d: size after preallocate 1000: %lld\n", rank, (long long)sz);
+	say("rank %d: size after preallocate 1000: %lld\n", rank, (long long)sz);
 	CHECK(MPI_File_set_size(fh, 40));
 	CHECK(MPI_File_get_size(fh, &sz));
-	printf("rank %d: size after set_size 40: %lld\n", rank, (long long)sz);
+	say("rank %d: size after set_size 40: %lld\n", rank, (long long)sz);
 	CHECK(MPI_File_preallocate(fh, 8));
 	CHECK(MPI_File_get_size(fh, &sz));
-	printf("rank %d: size after preallocate 8: %lld\n", rank, (long long)sz);
+	say("rank %d: size after preallocate 8: %lld\n", rank, (long long)sz);
 	CHECK(MPI_File_sync(fh));
 	MPI_Aint ext;
 	MPI_Count cext;
@@ -237,9 +255,9 @@ static void manage(const char *dir)
 	MPI_Offset pos, spos;
 	CHECK(MPI_File_get_position(fh, &pos));
 	CHECK(MPI_File_get_position_shared(fh, &spos));
-	printf("rank %d: append positions: %lld %lld\n", rank, (long long)pos, (long long)spos);
+	say("rank %d: append positions: %lld %lld\n", rank, (long long)pos, (long long)spos);
 	CHECK(MPI_File_close(&fh));
-	printf("rank %d: manage ok\n", rank);
+	say("rank %d: manage ok\n", rank);
 }
 
 /* The file type of rank r: 2 ints at int 2r of every 2*size ints. */
@@ -361,10 +379,10 @@ static void strided(const char *dir)
 	EXPECT(pos == 14, "position %lld, want 14", (long long)pos);
 	MPI_Offset off;
 	CHECK(MPI_File_get_byte_offset(fh, 3, &off));
-	printf("rank %d: byte offset of int 3: %lld\n", rank, (long long)off);
+	say("rank %d: byte offset of int 3: %lld\n", rank, (long long)off);
 	CHECK(MPI_File_seek(fh, 0, MPI_SEEK_END));
 	CHECK(MPI_File_get_position(fh, &pos));
-	printf("rank %d: position at the end: %lld\n", rank, (long long)pos);
+	say("rank %d: position at the end: %lld\n", rank, (long long)pos);
 
 	/* The large-count forms. */
 	memset(w, 0, sizeof w);
@@ -406,13 +424,13 @@ static void strided(const char *dir)
 	CHECK(MPI_File_read_all_end(fh, w + 12, &st));
 	EXPECT(memcmp(v, w, sizeof v) == 0, "large-count reads differ from what was written");
 	int rc = MPI_File_read_all_end(fh, w, &st);
-	printf("rank %d: split end without a begin fails: %d\n", rank, rc != MPI_SUCCESS);
+	say("rank %d: split end without a begin fails: %d\n", rank, rc != MPI_SUCCESS);
 	MPI_Type_free(&vec);
 	MPI_Type_free(&vec2);
 	CHECK(MPI_File_close(&fh));
 	MPI_Barrier(MPI_COMM_WORLD);
 	dump("strided file after rewrite", path);
-	printf("rank %d: strided ok\n", rank);
+	say("rank %d: strided ok\n", rank);
 }
 
 /* ordered: the ordered calls, which place the ranks' data in rank order at the shared
@@ -455,7 +473,7 @@ static void ordered(const char *dir)
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == 0)
 		CHECK(MPI_File_delete(path, MPI_INFO_NULL));
-	printf("rank %d: ordered ok\n", rank);
+	say("rank %d: ordered ok\n", rank);
 }
 
 /* shared: the shared file pointer. Debian's MPICH 4.0.2 keeps it in a hidden file
@@ -484,7 +502,7 @@ static void shared(const char *dir)
 	CHECK(MPI_File_seek_shared(fh, 0, MPI_SEEK_END));
 	CHECK(MPI_File_get_position_shared(fh, &pos));
 	MPI_Offset start = pos;
-	printf("rank %d: shared position at the end: %lld\n", rank, (long long)pos);
+	say("rank %d: shared position at the end: %lld\n", rank, (long long)pos);
 	MPI_Barrier(MPI_COMM_WORLD);
 	CHECK(MPI_File_write_shared(fh, v, 1, MPI_INT, &st));
 	CHECK(MPI_File_write_shared_c(fh, v + 1, 1, MPI_INT, &st));
@@ -514,9 +532,9 @@ static void shared(const char *dir)
 	EXPECT(all == want, "shared reads sum to %ld, want %ld", all, want);
 	/* A read that reaches past the end stops there. */
 	CHECK(MPI_File_read_at(fh, pos - 1, w, 4, MPI_INT, &st));
-	printf("rank %d: read across the end: %d ints\n", rank, count_of(&st, MPI_INT));
+	say("rank %d: read across the end: %d ints\n", rank, count_of(&st, MPI_INT));
 	CHECK(MPI_File_read_at(fh, pos + 5, w, 4, MPI_INT, &st));
-	printf("rank %d: read past the end: %d ints\n", rank, count_of(&st, MPI_INT));
+	say("rank %d: read past the end: %d ints\n", rank, count_of(&st, MPI_INT));
 	/* An error handler of another kind is refused. */
 	MPI_Errhandler ceh;
 	MPI_Comm_create_errhandler((MPI_Comm_errhandler_function *)on_error, &ceh);
@@ -535,7 +553,7 @@ static void shared(const char *dir)
 				sum += x;
 		}
 		fclose(f);
-		printf("shared file: %d ints, tail sum %ld\n", n, sum);
+		say("shared file: %d ints, tail sum %ld\n", n, sum);
 	}
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == 0)
@@ -555,7 +573,7 @@ static void shared(const char *dir)
 	EXPECT(errclass(rc) == MPI_ERR_UNSUPPORTED_OPERATION, "write_at on a sequential file: class %d", errclass(rc));
 	CHECK(MPI_File_write_shared(fh, v, 1, MPI_INT, &st));
 	CHECK(MPI_File_close(&fh));
-	printf("rank %d: shared ok\n", rank);
+	say("rank %d: shared ok\n", rank);
 }
 
 int main(int argc, char **argv)
@@ -576,6 +594,8 @@ int main(int argc, char **argv)
 		strided(argv[1]);
 		ordered(argv[1]);
 	}
+	if (write(1, out, outlen) != outlen)
+		perror("iocheck: write");
 	MPI_Finalize();
 	return 0;
 }

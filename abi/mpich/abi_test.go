@@ -47,6 +47,7 @@ var twins = map[string]string{
 	"lcountcheck":    "testdata/lcountcheck.c",
 	"dyncheck":       "testdata/dyncheck.c",
 	"sesscheck":      "testdata/sesscheck.c",
+	"iocheck":        "testdata/iocheck.c",
 }
 
 // setup builds the library, golaunch and the programs into one folder, once per test
@@ -372,11 +373,11 @@ func TestErrors(t *testing.T) {
 	}
 	out, err = onGorma(t, dir, 2, prog, "absent")
 	if err == nil || strings.Contains(out, "absent: returned") {
-		t.Fatalf("MPI_File_delete under MPI_ERRORS_ARE_FATAL: err %v, want the job to fail:\n%s", err, out)
+		t.Fatalf("MPI_Open_port under MPI_ERRORS_ARE_FATAL: err %v, want the job to fail:\n%s", err, out)
 	}
 	for _, want := range []string{
-		fmt.Sprintf("absent: class %d, unsupported 1, message names MPI_File_open", 44),
-		"MPI_File_delete: Unsupported operation: MPI_File_delete is not supported by gorma's libmpich",
+		fmt.Sprintf("absent: class %d, unsupported 1, message names MPI_Comm_accept", 44),
+		"MPI_Open_port: Unsupported operation: MPI_Open_port is not supported by gorma's libmpich",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the absent functions' output lacks %q:\n%s", want, out)

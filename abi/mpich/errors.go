@@ -174,12 +174,14 @@ func fail(fn string, h Errhandler, obj int32, err error) int {
 }
 
 // A userErrh is an error handler of MPI_Comm_create_errhandler,
-// MPI_Win_create_errhandler or MPI_Session_create_errhandler (session.go): a C
-// function, called with the object and the code.
+// MPI_Win_create_errhandler, MPI_Session_create_errhandler (session.go) or
+// MPI_File_create_errhandler (file.go): a C function, called with the object and the
+// code.
 type userErrh struct {
 	fn      unsafe.Pointer
 	win     bool
 	session bool
+	file    bool
 }
 
 var errhs = newTable[*userErrh](kindErrh)
@@ -212,7 +214,7 @@ func checkErrh(h Errhandler, win bool) error {
 	if !ok {
 		return errHandle("error handler", int32(h))
 	}
-	if u.win != win || u.session {
+	if u.win != win || u.session || u.file {
 		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("error handler %#x was made for another kind of object", uint32(h)))
 	}
 	return nil

@@ -2,6 +2,7 @@
 
 /* Fork detection, the functions that stay in C, and mpi.h's data symbols. */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 #include "abi.h"
@@ -86,12 +87,12 @@ long MPI_Aint_diff(long addr1, long addr2) __attribute__((weak, alias("PMPI_Aint
 int PMPI_Pcontrol(const int level, ...) { (void)level; return 0; }
 int MPI_Pcontrol(const int level, ...) __attribute__((weak, alias("PMPI_Pcontrol")));
 
-/* gorma has no MPI-IO, so MPI_FILE_NULL is the only file handle: its Fortran handle
- * is 0, and every Fortran handle converts back to it. */
-int PMPI_File_c2f(void *file) { (void)file; return 0; }
+/* An MPI_File handle is a small integer cast to a pointer: its index in file.go's
+ * table, counted from 1 (MPI_FILE_NULL is 0). The Fortran handle is that integer. */
+int PMPI_File_c2f(void *file) { return (int)(intptr_t)file; }
 int MPI_File_c2f(void *file) __attribute__((weak, alias("PMPI_File_c2f")));
 
-void *PMPI_File_f2c(int file) { (void)file; return 0; }
+void *PMPI_File_f2c(int file) { return (void *)(intptr_t)file; }
 void *MPI_File_f2c(int file) __attribute__((weak, alias("PMPI_File_f2c")));
 
 /* gorma's transports move host memory only: no GPU buffers. The queries answer 0. */

@@ -36,6 +36,12 @@ void gorma_call_MPI_Win_errhandler_function(void *fn, void *a0, void *a1)
 	((void (*)(void *, void *))fn)(a0, a1);
 }
 
+/* typedef void (MPI_File_errhandler_function)(MPI_File *, int *, ...); */
+void gorma_call_MPI_File_errhandler_function(void *fn, void *a0, void *a1)
+{
+	((void (*)(void *, void *))fn)(a0, a1);
+}
+
 /* typedef int (MPI_Comm_copy_attr_function)(MPI_Comm, int, void *, void *, void *, int *); */
 int gorma_call_MPI_Comm_copy_attr_function(void *fn, int a0, int a1, void *a2, void *a3, void *a4, void *a5)
 {
@@ -1703,6 +1709,42 @@ int PMPI_Error_string(int errorcode, void *string, void *resultlen)
 	return gorma_MPI_Error_string(errorcode, (void *)string, (void *)resultlen);
 }
 int MPI_Error_string(int errorcode, void *string, void *resultlen) __attribute__((weak, alias("PMPI_Error_string")));
+
+/* int MPI_File_call_errhandler(MPI_File fh, int errorcode) */
+int PMPI_File_call_errhandler(void *fh, int errorcode)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_call_errhandler");
+	return gorma_MPI_File_call_errhandler((void *)fh, errorcode);
+}
+int MPI_File_call_errhandler(void *fh, int errorcode) __attribute__((weak, alias("PMPI_File_call_errhandler")));
+
+/* int MPI_File_create_errhandler(MPI_File_errhandler_function *file_errhandler_fn, MPI_Errhandler *errhandler) */
+int PMPI_File_create_errhandler(void *file_errhandler_fn, void *errhandler)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_create_errhandler");
+	return gorma_MPI_File_create_errhandler((void *)file_errhandler_fn, (void *)errhandler);
+}
+int MPI_File_create_errhandler(void *file_errhandler_fn, void *errhandler) __attribute__((weak, alias("PMPI_File_create_errhandler")));
+
+/* int MPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler) */
+int PMPI_File_get_errhandler(void *file, void *errhandler)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_errhandler");
+	return gorma_MPI_File_get_errhandler((void *)file, (void *)errhandler);
+}
+int MPI_File_get_errhandler(void *file, void *errhandler) __attribute__((weak, alias("PMPI_File_get_errhandler")));
+
+/* int MPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler) */
+int PMPI_File_set_errhandler(void *file, int errhandler)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_set_errhandler");
+	return gorma_MPI_File_set_errhandler((void *)file, errhandler);
+}
+int MPI_File_set_errhandler(void *file, int errhandler) __attribute__((weak, alias("PMPI_File_set_errhandler")));
 
 /* int MPI_Session_call_errhandler(MPI_Session session, int errorcode) */
 int PMPI_Session_call_errhandler(int session, int errorcode)
@@ -4863,50 +4905,784 @@ int PMPI_Win_shared_query_c(int win, int rank, void *size, void *disp_unit, void
 }
 int MPI_Win_shared_query_c(int win, int rank, void *size, void *disp_unit, void *baseptr) __attribute__((weak, alias("PMPI_Win_shared_query_c")));
 
+/* int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) */
+int PMPI_File_open(int comm, void *filename, int amode, int info, void *fh)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_open");
+	return gorma_MPI_File_open(comm, (void *)filename, amode, info, (void *)fh);
+}
+int MPI_File_open(int comm, void *filename, int amode, int info, void *fh) __attribute__((weak, alias("PMPI_File_open")));
+
+/* int MPI_File_close(MPI_File *fh) */
+int PMPI_File_close(void *fh)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_close");
+	return gorma_MPI_File_close((void *)fh);
+}
+int MPI_File_close(void *fh) __attribute__((weak, alias("PMPI_File_close")));
+
+/* int MPI_File_delete(const char *filename, MPI_Info info) */
+int PMPI_File_delete(void *filename, int info)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_delete");
+	return gorma_MPI_File_delete((void *)filename, info);
+}
+int MPI_File_delete(void *filename, int info) __attribute__((weak, alias("PMPI_File_delete")));
+
+/* int MPI_File_set_size(MPI_File fh, MPI_Offset size) */
+int PMPI_File_set_size(void *fh, long size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_set_size");
+	return gorma_MPI_File_set_size((void *)fh, size);
+}
+int MPI_File_set_size(void *fh, long size) __attribute__((weak, alias("PMPI_File_set_size")));
+
+/* int MPI_File_preallocate(MPI_File fh, MPI_Offset size) */
+int PMPI_File_preallocate(void *fh, long size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_preallocate");
+	return gorma_MPI_File_preallocate((void *)fh, size);
+}
+int MPI_File_preallocate(void *fh, long size) __attribute__((weak, alias("PMPI_File_preallocate")));
+
+/* int MPI_File_get_size(MPI_File fh, MPI_Offset *size) */
+int PMPI_File_get_size(void *fh, void *size)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_size");
+	return gorma_MPI_File_get_size((void *)fh, (void *)size);
+}
+int MPI_File_get_size(void *fh, void *size) __attribute__((weak, alias("PMPI_File_get_size")));
+
+/* int MPI_File_get_group(MPI_File fh, MPI_Group *group) */
+int PMPI_File_get_group(void *fh, void *group)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_group");
+	return gorma_MPI_File_get_group((void *)fh, (void *)group);
+}
+int MPI_File_get_group(void *fh, void *group) __attribute__((weak, alias("PMPI_File_get_group")));
+
+/* int MPI_File_get_amode(MPI_File fh, int *amode) */
+int PMPI_File_get_amode(void *fh, void *amode)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_amode");
+	return gorma_MPI_File_get_amode((void *)fh, (void *)amode);
+}
+int MPI_File_get_amode(void *fh, void *amode) __attribute__((weak, alias("PMPI_File_get_amode")));
+
+/* int MPI_File_set_info(MPI_File fh, MPI_Info info) */
+int PMPI_File_set_info(void *fh, int info)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_set_info");
+	return gorma_MPI_File_set_info((void *)fh, info);
+}
+int MPI_File_set_info(void *fh, int info) __attribute__((weak, alias("PMPI_File_set_info")));
+
+/* int MPI_File_get_info(MPI_File fh, MPI_Info *info_used) */
+int PMPI_File_get_info(void *fh, void *info_used)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_info");
+	return gorma_MPI_File_get_info((void *)fh, (void *)info_used);
+}
+int MPI_File_get_info(void *fh, void *info_used) __attribute__((weak, alias("PMPI_File_get_info")));
+
+/* int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep, MPI_Info info) */
+int PMPI_File_set_view(void *fh, long disp, int etype, int filetype, void *datarep, int info)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_set_view");
+	return gorma_MPI_File_set_view((void *)fh, disp, etype, filetype, (void *)datarep, info);
+}
+int MPI_File_set_view(void *fh, long disp, int etype, int filetype, void *datarep, int info) __attribute__((weak, alias("PMPI_File_set_view")));
+
+/* int MPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep) */
+int PMPI_File_get_view(void *fh, void *disp, void *etype, void *filetype, void *datarep)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_view");
+	return gorma_MPI_File_get_view((void *)fh, (void *)disp, (void *)etype, (void *)filetype, (void *)datarep);
+}
+int MPI_File_get_view(void *fh, void *disp, void *etype, void *filetype, void *datarep) __attribute__((weak, alias("PMPI_File_get_view")));
+
+/* int MPI_File_read_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_at(void *fh, long offset, void *buf, int count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at");
+	return gorma_MPI_File_read_at((void *)fh, offset, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_read_at(void *fh, long offset, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_at")));
+
+/* int MPI_File_read_at_all(MPI_File fh, MPI_Offset offset, void * buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_at_all(void *fh, long offset, void *buf, int count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at_all");
+	return gorma_MPI_File_read_at_all((void *)fh, offset, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_read_at_all(void *fh, long offset, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_at_all")));
+
+/* int MPI_File_write_at(MPI_File fh, MPI_Offset offset, const void * buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_at(void *fh, long offset, void *buf, int count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at");
+	return gorma_MPI_File_write_at((void *)fh, offset, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_write_at(void *fh, long offset, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_at")));
+
+/* int MPI_File_write_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_at_all(void *fh, long offset, void *buf, int count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at_all");
+	return gorma_MPI_File_write_at_all((void *)fh, offset, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_write_at_all(void *fh, long offset, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_at_all")));
+
+/* int MPI_File_iread_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iread_at(void *fh, long offset, void *buf, int count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_at");
+	return gorma_MPI_File_iread_at((void *)fh, offset, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iread_at(void *fh, long offset, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_at")));
+
+/* int MPI_File_iwrite_at(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iwrite_at(void *fh, long offset, void *buf, int count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_at");
+	return gorma_MPI_File_iwrite_at((void *)fh, offset, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iwrite_at(void *fh, long offset, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_at")));
+
+/* int MPI_File_read(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read(void *fh, void *buf, int count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read");
+	return gorma_MPI_File_read((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_read(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read")));
+
+/* int MPI_File_read_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_all(void *fh, void *buf, int count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_all");
+	return gorma_MPI_File_read_all((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_read_all(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_all")));
+
+/* int MPI_File_write(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write(void *fh, void *buf, int count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write");
+	return gorma_MPI_File_write((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_write(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write")));
+
+/* int MPI_File_write_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_all(void *fh, void *buf, int count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_all");
+	return gorma_MPI_File_write_all((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_write_all(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_all")));
+
+/* int MPI_File_iread(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iread(void *fh, void *buf, int count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread");
+	return gorma_MPI_File_iread((void *)fh, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iread(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread")));
+
+/* int MPI_File_iwrite(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iwrite(void *fh, void *buf, int count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite");
+	return gorma_MPI_File_iwrite((void *)fh, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iwrite(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite")));
+
+/* int MPI_File_seek(MPI_File fh, MPI_Offset offset, int whence) */
+int PMPI_File_seek(void *fh, long offset, int whence)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_seek");
+	return gorma_MPI_File_seek((void *)fh, offset, whence);
+}
+int MPI_File_seek(void *fh, long offset, int whence) __attribute__((weak, alias("PMPI_File_seek")));
+
+/* int MPI_File_get_position(MPI_File fh, MPI_Offset *offset) */
+int PMPI_File_get_position(void *fh, void *offset)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_position");
+	return gorma_MPI_File_get_position((void *)fh, (void *)offset);
+}
+int MPI_File_get_position(void *fh, void *offset) __attribute__((weak, alias("PMPI_File_get_position")));
+
+/* int MPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_Offset *disp) */
+int PMPI_File_get_byte_offset(void *fh, long offset, void *disp)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_byte_offset");
+	return gorma_MPI_File_get_byte_offset((void *)fh, offset, (void *)disp);
+}
+int MPI_File_get_byte_offset(void *fh, long offset, void *disp) __attribute__((weak, alias("PMPI_File_get_byte_offset")));
+
+/* int MPI_File_read_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_shared(void *fh, void *buf, int count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_shared");
+	return gorma_MPI_File_read_shared((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_read_shared(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_shared")));
+
+/* int MPI_File_write_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_shared(void *fh, void *buf, int count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_shared");
+	return gorma_MPI_File_write_shared((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_write_shared(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_shared")));
+
+/* int MPI_File_iread_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iread_shared(void *fh, void *buf, int count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_shared");
+	return gorma_MPI_File_iread_shared((void *)fh, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iread_shared(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_shared")));
+
+/* int MPI_File_iwrite_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iwrite_shared(void *fh, void *buf, int count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_shared");
+	return gorma_MPI_File_iwrite_shared((void *)fh, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iwrite_shared(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_shared")));
+
+/* int MPI_File_read_ordered(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_ordered(void *fh, void *buf, int count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_ordered");
+	return gorma_MPI_File_read_ordered((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_read_ordered(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_ordered")));
+
+/* int MPI_File_write_ordered(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_ordered(void *fh, void *buf, int count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_ordered");
+	return gorma_MPI_File_write_ordered((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_write_ordered(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_ordered")));
+
+/* int MPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence) */
+int PMPI_File_seek_shared(void *fh, long offset, int whence)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_seek_shared");
+	return gorma_MPI_File_seek_shared((void *)fh, offset, whence);
+}
+int MPI_File_seek_shared(void *fh, long offset, int whence) __attribute__((weak, alias("PMPI_File_seek_shared")));
+
+/* int MPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset) */
+int PMPI_File_get_position_shared(void *fh, void *offset)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_position_shared");
+	return gorma_MPI_File_get_position_shared((void *)fh, (void *)offset);
+}
+int MPI_File_get_position_shared(void *fh, void *offset) __attribute__((weak, alias("PMPI_File_get_position_shared")));
+
+/* int MPI_File_read_at_all_begin(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype) */
+int PMPI_File_read_at_all_begin(void *fh, long offset, void *buf, int count, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at_all_begin");
+	return gorma_MPI_File_read_at_all_begin((void *)fh, offset, (void *)buf, count, datatype);
+}
+int MPI_File_read_at_all_begin(void *fh, long offset, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_read_at_all_begin")));
+
+/* int MPI_File_read_at_all_end(MPI_File fh, void *buf, MPI_Status *status) */
+int PMPI_File_read_at_all_end(void *fh, void *buf, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at_all_end");
+	return gorma_MPI_File_read_at_all_end((void *)fh, (void *)buf, (void *)status);
+}
+int MPI_File_read_at_all_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_read_at_all_end")));
+
+/* int MPI_File_write_at_all_begin(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype) */
+int PMPI_File_write_at_all_begin(void *fh, long offset, void *buf, int count, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at_all_begin");
+	return gorma_MPI_File_write_at_all_begin((void *)fh, offset, (void *)buf, count, datatype);
+}
+int MPI_File_write_at_all_begin(void *fh, long offset, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_write_at_all_begin")));
+
+/* int MPI_File_write_at_all_end(MPI_File fh, const void *buf, MPI_Status *status) */
+int PMPI_File_write_at_all_end(void *fh, void *buf, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at_all_end");
+	return gorma_MPI_File_write_at_all_end((void *)fh, (void *)buf, (void *)status);
+}
+int MPI_File_write_at_all_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_write_at_all_end")));
+
+/* int MPI_File_read_all_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype) */
+int PMPI_File_read_all_begin(void *fh, void *buf, int count, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_all_begin");
+	return gorma_MPI_File_read_all_begin((void *)fh, (void *)buf, count, datatype);
+}
+int MPI_File_read_all_begin(void *fh, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_read_all_begin")));
+
+/* int MPI_File_read_all_end(MPI_File fh, void *buf, MPI_Status *status) */
+int PMPI_File_read_all_end(void *fh, void *buf, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_all_end");
+	return gorma_MPI_File_read_all_end((void *)fh, (void *)buf, (void *)status);
+}
+int MPI_File_read_all_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_read_all_end")));
+
+/* int MPI_File_write_all_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype) */
+int PMPI_File_write_all_begin(void *fh, void *buf, int count, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_all_begin");
+	return gorma_MPI_File_write_all_begin((void *)fh, (void *)buf, count, datatype);
+}
+int MPI_File_write_all_begin(void *fh, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_write_all_begin")));
+
+/* int MPI_File_write_all_end(MPI_File fh, const void *buf, MPI_Status *status) */
+int PMPI_File_write_all_end(void *fh, void *buf, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_all_end");
+	return gorma_MPI_File_write_all_end((void *)fh, (void *)buf, (void *)status);
+}
+int MPI_File_write_all_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_write_all_end")));
+
+/* int MPI_File_read_ordered_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype) */
+int PMPI_File_read_ordered_begin(void *fh, void *buf, int count, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_ordered_begin");
+	return gorma_MPI_File_read_ordered_begin((void *)fh, (void *)buf, count, datatype);
+}
+int MPI_File_read_ordered_begin(void *fh, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_read_ordered_begin")));
+
+/* int MPI_File_read_ordered_end(MPI_File fh, void *buf, MPI_Status *status) */
+int PMPI_File_read_ordered_end(void *fh, void *buf, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_ordered_end");
+	return gorma_MPI_File_read_ordered_end((void *)fh, (void *)buf, (void *)status);
+}
+int MPI_File_read_ordered_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_read_ordered_end")));
+
+/* int MPI_File_write_ordered_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype) */
+int PMPI_File_write_ordered_begin(void *fh, void *buf, int count, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_ordered_begin");
+	return gorma_MPI_File_write_ordered_begin((void *)fh, (void *)buf, count, datatype);
+}
+int MPI_File_write_ordered_begin(void *fh, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_write_ordered_begin")));
+
+/* int MPI_File_write_ordered_end(MPI_File fh, const void *buf, MPI_Status *status) */
+int PMPI_File_write_ordered_end(void *fh, void *buf, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_ordered_end");
+	return gorma_MPI_File_write_ordered_end((void *)fh, (void *)buf, (void *)status);
+}
+int MPI_File_write_ordered_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_write_ordered_end")));
+
+/* int MPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent) */
+int PMPI_File_get_type_extent(void *fh, int datatype, void *extent)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_type_extent");
+	return gorma_MPI_File_get_type_extent((void *)fh, datatype, (void *)extent);
+}
+int MPI_File_get_type_extent(void *fh, int datatype, void *extent) __attribute__((weak, alias("PMPI_File_get_type_extent")));
+
+/* int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn, MPI_Datarep_conversion_function *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state) */
+int PMPI_Register_datarep(void *datarep, void *read_conversion_fn, void *write_conversion_fn, void *dtype_file_extent_fn, void *extra_state)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Register_datarep");
+	return gorma_MPI_Register_datarep((void *)datarep, (void *)read_conversion_fn, (void *)write_conversion_fn, (void *)dtype_file_extent_fn, (void *)extra_state);
+}
+int MPI_Register_datarep(void *datarep, void *read_conversion_fn, void *write_conversion_fn, void *dtype_file_extent_fn, void *extra_state) __attribute__((weak, alias("PMPI_Register_datarep")));
+
+/* int MPI_File_set_atomicity(MPI_File fh, int flag) */
+int PMPI_File_set_atomicity(void *fh, int flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_set_atomicity");
+	return gorma_MPI_File_set_atomicity((void *)fh, flag);
+}
+int MPI_File_set_atomicity(void *fh, int flag) __attribute__((weak, alias("PMPI_File_set_atomicity")));
+
+/* int MPI_File_get_atomicity(MPI_File fh, int *flag) */
+int PMPI_File_get_atomicity(void *fh, void *flag)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_atomicity");
+	return gorma_MPI_File_get_atomicity((void *)fh, (void *)flag);
+}
+int MPI_File_get_atomicity(void *fh, void *flag) __attribute__((weak, alias("PMPI_File_get_atomicity")));
+
+/* int MPI_File_sync(MPI_File fh) */
+int PMPI_File_sync(void *fh)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_sync");
+	return gorma_MPI_File_sync((void *)fh);
+}
+int MPI_File_sync(void *fh) __attribute__((weak, alias("PMPI_File_sync")));
+
+/* int MPI_File_iread_at_all(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iread_at_all(void *fh, long offset, void *buf, int count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_at_all");
+	return gorma_MPI_File_iread_at_all((void *)fh, offset, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iread_at_all(void *fh, long offset, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_at_all")));
+
+/* int MPI_File_iwrite_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iwrite_at_all(void *fh, long offset, void *buf, int count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_at_all");
+	return gorma_MPI_File_iwrite_at_all((void *)fh, offset, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iwrite_at_all(void *fh, long offset, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_at_all")));
+
+/* int MPI_File_iread_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iread_all(void *fh, void *buf, int count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_all");
+	return gorma_MPI_File_iread_all((void *)fh, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iread_all(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_all")));
+
+/* int MPI_File_iwrite_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iwrite_all(void *fh, void *buf, int count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_all");
+	return gorma_MPI_File_iwrite_all((void *)fh, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iwrite_all(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_all")));
+
+/* int MPI_File_read_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_c");
+	return gorma_MPI_File_read_c((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_read_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_c")));
+
+/* int MPI_File_read_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_all_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_all_c");
+	return gorma_MPI_File_read_all_c((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_read_all_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_all_c")));
+
+/* int MPI_File_read_all_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype) */
+int PMPI_File_read_all_begin_c(void *fh, void *buf, long count, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_all_begin_c");
+	return gorma_MPI_File_read_all_begin_c((void *)fh, (void *)buf, count, datatype);
+}
+int MPI_File_read_all_begin_c(void *fh, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_read_all_begin_c")));
+
+/* int MPI_File_read_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_at_c(void *fh, long offset, void *buf, long count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at_c");
+	return gorma_MPI_File_read_at_c((void *)fh, offset, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_read_at_c(void *fh, long offset, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_at_c")));
+
+/* int MPI_File_read_at_all_c(MPI_File fh, MPI_Offset offset, void * buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at_all_c");
+	return gorma_MPI_File_read_at_all_c((void *)fh, offset, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_read_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_at_all_c")));
+
+/* int MPI_File_read_at_all_begin_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype) */
+int PMPI_File_read_at_all_begin_c(void *fh, long offset, void *buf, long count, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_at_all_begin_c");
+	return gorma_MPI_File_read_at_all_begin_c((void *)fh, offset, (void *)buf, count, datatype);
+}
+int MPI_File_read_at_all_begin_c(void *fh, long offset, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_read_at_all_begin_c")));
+
+/* int MPI_File_read_ordered_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_ordered_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_ordered_c");
+	return gorma_MPI_File_read_ordered_c((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_read_ordered_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_ordered_c")));
+
+/* int MPI_File_read_ordered_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype) */
+int PMPI_File_read_ordered_begin_c(void *fh, void *buf, long count, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_ordered_begin_c");
+	return gorma_MPI_File_read_ordered_begin_c((void *)fh, (void *)buf, count, datatype);
+}
+int MPI_File_read_ordered_begin_c(void *fh, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_read_ordered_begin_c")));
+
+/* int MPI_File_read_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_read_shared_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_read_shared_c");
+	return gorma_MPI_File_read_shared_c((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_read_shared_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_shared_c")));
+
+/* int MPI_File_write_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_c");
+	return gorma_MPI_File_write_c((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_write_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_c")));
+
+/* int MPI_File_write_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_all_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_all_c");
+	return gorma_MPI_File_write_all_c((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_write_all_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_all_c")));
+
+/* int MPI_File_write_all_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype) */
+int PMPI_File_write_all_begin_c(void *fh, void *buf, long count, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_all_begin_c");
+	return gorma_MPI_File_write_all_begin_c((void *)fh, (void *)buf, count, datatype);
+}
+int MPI_File_write_all_begin_c(void *fh, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_write_all_begin_c")));
+
+/* int MPI_File_write_at_c(MPI_File fh, MPI_Offset offset, const void * buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_at_c(void *fh, long offset, void *buf, long count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at_c");
+	return gorma_MPI_File_write_at_c((void *)fh, offset, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_write_at_c(void *fh, long offset, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_at_c")));
+
+/* int MPI_File_write_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at_all_c");
+	return gorma_MPI_File_write_at_all_c((void *)fh, offset, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_write_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_at_all_c")));
+
+/* int MPI_File_write_at_all_begin_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype) */
+int PMPI_File_write_at_all_begin_c(void *fh, long offset, void *buf, long count, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_at_all_begin_c");
+	return gorma_MPI_File_write_at_all_begin_c((void *)fh, offset, (void *)buf, count, datatype);
+}
+int MPI_File_write_at_all_begin_c(void *fh, long offset, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_write_at_all_begin_c")));
+
+/* int MPI_File_write_ordered_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_ordered_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_ordered_c");
+	return gorma_MPI_File_write_ordered_c((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_write_ordered_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_ordered_c")));
+
+/* int MPI_File_write_ordered_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype) */
+int PMPI_File_write_ordered_begin_c(void *fh, void *buf, long count, int datatype)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_ordered_begin_c");
+	return gorma_MPI_File_write_ordered_begin_c((void *)fh, (void *)buf, count, datatype);
+}
+int MPI_File_write_ordered_begin_c(void *fh, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_write_ordered_begin_c")));
+
+/* int MPI_File_write_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
+int PMPI_File_write_shared_c(void *fh, void *buf, long count, int datatype, void *status)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_write_shared_c");
+	return gorma_MPI_File_write_shared_c((void *)fh, (void *)buf, count, datatype, (void *)status);
+}
+int MPI_File_write_shared_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_shared_c")));
+
+/* int MPI_File_iread_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iread_c(void *fh, void *buf, long count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_c");
+	return gorma_MPI_File_iread_c((void *)fh, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iread_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_c")));
+
+/* int MPI_File_iread_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iread_all_c(void *fh, void *buf, long count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_all_c");
+	return gorma_MPI_File_iread_all_c((void *)fh, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iread_all_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_all_c")));
+
+/* int MPI_File_iread_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iread_at_c(void *fh, long offset, void *buf, long count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_at_c");
+	return gorma_MPI_File_iread_at_c((void *)fh, offset, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iread_at_c(void *fh, long offset, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_at_c")));
+
+/* int MPI_File_iread_at_all_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iread_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_at_all_c");
+	return gorma_MPI_File_iread_at_all_c((void *)fh, offset, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iread_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_at_all_c")));
+
+/* int MPI_File_iread_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iread_shared_c(void *fh, void *buf, long count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iread_shared_c");
+	return gorma_MPI_File_iread_shared_c((void *)fh, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iread_shared_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_shared_c")));
+
+/* int MPI_File_iwrite_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iwrite_c(void *fh, void *buf, long count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_c");
+	return gorma_MPI_File_iwrite_c((void *)fh, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iwrite_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_c")));
+
+/* int MPI_File_iwrite_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iwrite_all_c(void *fh, void *buf, long count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_all_c");
+	return gorma_MPI_File_iwrite_all_c((void *)fh, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iwrite_all_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_all_c")));
+
+/* int MPI_File_iwrite_at_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iwrite_at_c(void *fh, long offset, void *buf, long count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_at_c");
+	return gorma_MPI_File_iwrite_at_c((void *)fh, offset, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iwrite_at_c(void *fh, long offset, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_at_c")));
+
+/* int MPI_File_iwrite_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) */
+int PMPI_File_iwrite_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_at_all_c");
+	return gorma_MPI_File_iwrite_at_all_c((void *)fh, offset, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iwrite_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_at_all_c")));
+
+/* int MPI_File_iwrite_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
+int PMPI_File_iwrite_shared_c(void *fh, void *buf, long count, int datatype, void *request)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_iwrite_shared_c");
+	return gorma_MPI_File_iwrite_shared_c((void *)fh, (void *)buf, count, datatype, (void *)request);
+}
+int MPI_File_iwrite_shared_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_shared_c")));
+
+/* int MPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype datatype, MPI_Count *extent) */
+int PMPI_File_get_type_extent_c(void *fh, int datatype, void *extent)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_File_get_type_extent_c");
+	return gorma_MPI_File_get_type_extent_c((void *)fh, datatype, (void *)extent);
+}
+int MPI_File_get_type_extent_c(void *fh, int datatype, void *extent) __attribute__((weak, alias("PMPI_File_get_type_extent_c")));
+
+/* int MPI_Register_datarep_c(const char *datarep, MPI_Datarep_conversion_function_c *read_conversion_fn, MPI_Datarep_conversion_function_c *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state) */
+int PMPI_Register_datarep_c(void *datarep, void *read_conversion_fn, void *write_conversion_fn, void *dtype_file_extent_fn, void *extra_state)
+{
+	if (__builtin_expect(gorma_forked, 0))
+		return gorma_forked_call("MPI_Register_datarep_c");
+	return gorma_MPI_Register_datarep_c((void *)datarep, (void *)read_conversion_fn, (void *)write_conversion_fn, (void *)dtype_file_extent_fn, (void *)extra_state);
+}
+int MPI_Register_datarep_c(void *datarep, void *read_conversion_fn, void *write_conversion_fn, void *dtype_file_extent_fn, void *extra_state) __attribute__((weak, alias("PMPI_Register_datarep_c")));
+
 /* The functions of mpi.h and mpio.h that gorma does not cover. Each is defined, so a
  * program that names one loads and runs; a call fails with
  * MPI_ERR_UNSUPPORTED_OPERATION through the error handler of its communicator or
  * window, or of MPI_COMM_WORLD. */
-
-/* int MPI_File_call_errhandler(MPI_File fh, int errorcode) */
-int PMPI_File_call_errhandler(void *fh, int errorcode)
-{
-	(void)fh; (void)errorcode;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_call_errhandler");
-	return gorma_absent("MPI_File_call_errhandler", 0, 0);
-}
-int MPI_File_call_errhandler(void *fh, int errorcode) __attribute__((weak, alias("PMPI_File_call_errhandler")));
-
-/* int MPI_File_create_errhandler(MPI_File_errhandler_function *file_errhandler_fn, MPI_Errhandler *errhandler) */
-int PMPI_File_create_errhandler(void *file_errhandler_fn, void *errhandler)
-{
-	(void)file_errhandler_fn; (void)errhandler;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_create_errhandler");
-	return gorma_absent("MPI_File_create_errhandler", 0, 0);
-}
-int MPI_File_create_errhandler(void *file_errhandler_fn, void *errhandler) __attribute__((weak, alias("PMPI_File_create_errhandler")));
-
-/* int MPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler) */
-int PMPI_File_get_errhandler(void *file, void *errhandler)
-{
-	(void)file; (void)errhandler;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_get_errhandler");
-	return gorma_absent("MPI_File_get_errhandler", 0, 0);
-}
-int MPI_File_get_errhandler(void *file, void *errhandler) __attribute__((weak, alias("PMPI_File_get_errhandler")));
-
-/* int MPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler) */
-int PMPI_File_set_errhandler(void *file, int errhandler)
-{
-	(void)file; (void)errhandler;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_set_errhandler");
-	return gorma_absent("MPI_File_set_errhandler", 0, 0);
-}
-int MPI_File_set_errhandler(void *file, int errhandler) __attribute__((weak, alias("PMPI_File_set_errhandler")));
 
 /* int MPI_Close_port(const char *port_name) */
 int PMPI_Close_port(void *port_name)
@@ -4987,863 +5763,3 @@ int PMPI_Unpublish_name(void *service_name, int info, void *port_name)
 	return gorma_absent("MPI_Unpublish_name", 0, 0);
 }
 int MPI_Unpublish_name(void *service_name, int info, void *port_name) __attribute__((weak, alias("PMPI_Unpublish_name")));
-
-/* int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) */
-int PMPI_File_open(int comm, void *filename, int amode, int info, void *fh)
-{
-	(void)filename; (void)amode; (void)info; (void)fh;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_open");
-	return gorma_absent("MPI_File_open", 1, comm);
-}
-int MPI_File_open(int comm, void *filename, int amode, int info, void *fh) __attribute__((weak, alias("PMPI_File_open")));
-
-/* int MPI_File_close(MPI_File *fh) */
-int PMPI_File_close(void *fh)
-{
-	(void)fh;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_close");
-	return gorma_absent("MPI_File_close", 0, 0);
-}
-int MPI_File_close(void *fh) __attribute__((weak, alias("PMPI_File_close")));
-
-/* int MPI_File_delete(const char *filename, MPI_Info info) */
-int PMPI_File_delete(void *filename, int info)
-{
-	(void)filename; (void)info;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_delete");
-	return gorma_absent("MPI_File_delete", 0, 0);
-}
-int MPI_File_delete(void *filename, int info) __attribute__((weak, alias("PMPI_File_delete")));
-
-/* int MPI_File_set_size(MPI_File fh, MPI_Offset size) */
-int PMPI_File_set_size(void *fh, long size)
-{
-	(void)fh; (void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_set_size");
-	return gorma_absent("MPI_File_set_size", 0, 0);
-}
-int MPI_File_set_size(void *fh, long size) __attribute__((weak, alias("PMPI_File_set_size")));
-
-/* int MPI_File_preallocate(MPI_File fh, MPI_Offset size) */
-int PMPI_File_preallocate(void *fh, long size)
-{
-	(void)fh; (void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_preallocate");
-	return gorma_absent("MPI_File_preallocate", 0, 0);
-}
-int MPI_File_preallocate(void *fh, long size) __attribute__((weak, alias("PMPI_File_preallocate")));
-
-/* int MPI_File_get_size(MPI_File fh, MPI_Offset *size) */
-int PMPI_File_get_size(void *fh, void *size)
-{
-	(void)fh; (void)size;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_get_size");
-	return gorma_absent("MPI_File_get_size", 0, 0);
-}
-int MPI_File_get_size(void *fh, void *size) __attribute__((weak, alias("PMPI_File_get_size")));
-
-/* int MPI_File_get_group(MPI_File fh, MPI_Group *group) */
-int PMPI_File_get_group(void *fh, void *group)
-{
-	(void)fh; (void)group;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_get_group");
-	return gorma_absent("MPI_File_get_group", 0, 0);
-}
-int MPI_File_get_group(void *fh, void *group) __attribute__((weak, alias("PMPI_File_get_group")));
-
-/* int MPI_File_get_amode(MPI_File fh, int *amode) */
-int PMPI_File_get_amode(void *fh, void *amode)
-{
-	(void)fh; (void)amode;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_get_amode");
-	return gorma_absent("MPI_File_get_amode", 0, 0);
-}
-int MPI_File_get_amode(void *fh, void *amode) __attribute__((weak, alias("PMPI_File_get_amode")));
-
-/* int MPI_File_set_info(MPI_File fh, MPI_Info info) */
-int PMPI_File_set_info(void *fh, int info)
-{
-	(void)fh; (void)info;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_set_info");
-	return gorma_absent("MPI_File_set_info", 0, 0);
-}
-int MPI_File_set_info(void *fh, int info) __attribute__((weak, alias("PMPI_File_set_info")));
-
-/* int MPI_File_get_info(MPI_File fh, MPI_Info *info_used) */
-int PMPI_File_get_info(void *fh, void *info_used)
-{
-	(void)fh; (void)info_used;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_get_info");
-	return gorma_absent("MPI_File_get_info", 0, 0);
-}
-int MPI_File_get_info(void *fh, void *info_used) __attribute__((weak, alias("PMPI_File_get_info")));
-
-/* int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep, MPI_Info info) */
-int PMPI_File_set_view(void *fh, long disp, int etype, int filetype, void *datarep, int info)
-{
-	(void)fh; (void)disp; (void)etype; (void)filetype; (void)datarep; (void)info;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_set_view");
-	return gorma_absent("MPI_File_set_view", 0, 0);
-}
-int MPI_File_set_view(void *fh, long disp, int etype, int filetype, void *datarep, int info) __attribute__((weak, alias("PMPI_File_set_view")));
-
-/* int MPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep) */
-int PMPI_File_get_view(void *fh, void *disp, void *etype, void *filetype, void *datarep)
-{
-	(void)fh; (void)disp; (void)etype; (void)filetype; (void)datarep;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_get_view");
-	return gorma_absent("MPI_File_get_view", 0, 0);
-}
-int MPI_File_get_view(void *fh, void *disp, void *etype, void *filetype, void *datarep) __attribute__((weak, alias("PMPI_File_get_view")));
-
-/* int MPI_File_read_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_read_at(void *fh, long offset, void *buf, int count, int datatype, void *status)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_at");
-	return gorma_absent("MPI_File_read_at", 0, 0);
-}
-int MPI_File_read_at(void *fh, long offset, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_at")));
-
-/* int MPI_File_read_at_all(MPI_File fh, MPI_Offset offset, void * buf, int count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_read_at_all(void *fh, long offset, void *buf, int count, int datatype, void *status)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_at_all");
-	return gorma_absent("MPI_File_read_at_all", 0, 0);
-}
-int MPI_File_read_at_all(void *fh, long offset, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_at_all")));
-
-/* int MPI_File_write_at(MPI_File fh, MPI_Offset offset, const void * buf, int count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_write_at(void *fh, long offset, void *buf, int count, int datatype, void *status)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_at");
-	return gorma_absent("MPI_File_write_at", 0, 0);
-}
-int MPI_File_write_at(void *fh, long offset, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_at")));
-
-/* int MPI_File_write_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_write_at_all(void *fh, long offset, void *buf, int count, int datatype, void *status)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_at_all");
-	return gorma_absent("MPI_File_write_at_all", 0, 0);
-}
-int MPI_File_write_at_all(void *fh, long offset, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_at_all")));
-
-/* int MPI_File_iread_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
-int PMPI_File_iread_at(void *fh, long offset, void *buf, int count, int datatype, void *request)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iread_at");
-	return gorma_absent("MPI_File_iread_at", 0, 0);
-}
-int MPI_File_iread_at(void *fh, long offset, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_at")));
-
-/* int MPI_File_iwrite_at(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
-int PMPI_File_iwrite_at(void *fh, long offset, void *buf, int count, int datatype, void *request)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iwrite_at");
-	return gorma_absent("MPI_File_iwrite_at", 0, 0);
-}
-int MPI_File_iwrite_at(void *fh, long offset, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_at")));
-
-/* int MPI_File_read(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_read(void *fh, void *buf, int count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read");
-	return gorma_absent("MPI_File_read", 0, 0);
-}
-int MPI_File_read(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read")));
-
-/* int MPI_File_read_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_read_all(void *fh, void *buf, int count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_all");
-	return gorma_absent("MPI_File_read_all", 0, 0);
-}
-int MPI_File_read_all(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_all")));
-
-/* int MPI_File_write(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_write(void *fh, void *buf, int count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write");
-	return gorma_absent("MPI_File_write", 0, 0);
-}
-int MPI_File_write(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write")));
-
-/* int MPI_File_write_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_write_all(void *fh, void *buf, int count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_all");
-	return gorma_absent("MPI_File_write_all", 0, 0);
-}
-int MPI_File_write_all(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_all")));
-
-/* int MPI_File_iread(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
-int PMPI_File_iread(void *fh, void *buf, int count, int datatype, void *request)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iread");
-	return gorma_absent("MPI_File_iread", 0, 0);
-}
-int MPI_File_iread(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread")));
-
-/* int MPI_File_iwrite(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
-int PMPI_File_iwrite(void *fh, void *buf, int count, int datatype, void *request)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iwrite");
-	return gorma_absent("MPI_File_iwrite", 0, 0);
-}
-int MPI_File_iwrite(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite")));
-
-/* int MPI_File_seek(MPI_File fh, MPI_Offset offset, int whence) */
-int PMPI_File_seek(void *fh, long offset, int whence)
-{
-	(void)fh; (void)offset; (void)whence;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_seek");
-	return gorma_absent("MPI_File_seek", 0, 0);
-}
-int MPI_File_seek(void *fh, long offset, int whence) __attribute__((weak, alias("PMPI_File_seek")));
-
-/* int MPI_File_get_position(MPI_File fh, MPI_Offset *offset) */
-int PMPI_File_get_position(void *fh, void *offset)
-{
-	(void)fh; (void)offset;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_get_position");
-	return gorma_absent("MPI_File_get_position", 0, 0);
-}
-int MPI_File_get_position(void *fh, void *offset) __attribute__((weak, alias("PMPI_File_get_position")));
-
-/* int MPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_Offset *disp) */
-int PMPI_File_get_byte_offset(void *fh, long offset, void *disp)
-{
-	(void)fh; (void)offset; (void)disp;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_get_byte_offset");
-	return gorma_absent("MPI_File_get_byte_offset", 0, 0);
-}
-int MPI_File_get_byte_offset(void *fh, long offset, void *disp) __attribute__((weak, alias("PMPI_File_get_byte_offset")));
-
-/* int MPI_File_read_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_read_shared(void *fh, void *buf, int count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_shared");
-	return gorma_absent("MPI_File_read_shared", 0, 0);
-}
-int MPI_File_read_shared(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_shared")));
-
-/* int MPI_File_write_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_write_shared(void *fh, void *buf, int count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_shared");
-	return gorma_absent("MPI_File_write_shared", 0, 0);
-}
-int MPI_File_write_shared(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_shared")));
-
-/* int MPI_File_iread_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
-int PMPI_File_iread_shared(void *fh, void *buf, int count, int datatype, void *request)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iread_shared");
-	return gorma_absent("MPI_File_iread_shared", 0, 0);
-}
-int MPI_File_iread_shared(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_shared")));
-
-/* int MPI_File_iwrite_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPIO_Request *request) */
-int PMPI_File_iwrite_shared(void *fh, void *buf, int count, int datatype, void *request)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iwrite_shared");
-	return gorma_absent("MPI_File_iwrite_shared", 0, 0);
-}
-int MPI_File_iwrite_shared(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_shared")));
-
-/* int MPI_File_read_ordered(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_read_ordered(void *fh, void *buf, int count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_ordered");
-	return gorma_absent("MPI_File_read_ordered", 0, 0);
-}
-int MPI_File_read_ordered(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_ordered")));
-
-/* int MPI_File_write_ordered(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_write_ordered(void *fh, void *buf, int count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_ordered");
-	return gorma_absent("MPI_File_write_ordered", 0, 0);
-}
-int MPI_File_write_ordered(void *fh, void *buf, int count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_ordered")));
-
-/* int MPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence) */
-int PMPI_File_seek_shared(void *fh, long offset, int whence)
-{
-	(void)fh; (void)offset; (void)whence;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_seek_shared");
-	return gorma_absent("MPI_File_seek_shared", 0, 0);
-}
-int MPI_File_seek_shared(void *fh, long offset, int whence) __attribute__((weak, alias("PMPI_File_seek_shared")));
-
-/* int MPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset) */
-int PMPI_File_get_position_shared(void *fh, void *offset)
-{
-	(void)fh; (void)offset;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_get_position_shared");
-	return gorma_absent("MPI_File_get_position_shared", 0, 0);
-}
-int MPI_File_get_position_shared(void *fh, void *offset) __attribute__((weak, alias("PMPI_File_get_position_shared")));
-
-/* int MPI_File_read_at_all_begin(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype) */
-int PMPI_File_read_at_all_begin(void *fh, long offset, void *buf, int count, int datatype)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_at_all_begin");
-	return gorma_absent("MPI_File_read_at_all_begin", 0, 0);
-}
-int MPI_File_read_at_all_begin(void *fh, long offset, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_read_at_all_begin")));
-
-/* int MPI_File_read_at_all_end(MPI_File fh, void *buf, MPI_Status *status) */
-int PMPI_File_read_at_all_end(void *fh, void *buf, void *status)
-{
-	(void)fh; (void)buf; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_at_all_end");
-	return gorma_absent("MPI_File_read_at_all_end", 0, 0);
-}
-int MPI_File_read_at_all_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_read_at_all_end")));
-
-/* int MPI_File_write_at_all_begin(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype) */
-int PMPI_File_write_at_all_begin(void *fh, long offset, void *buf, int count, int datatype)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_at_all_begin");
-	return gorma_absent("MPI_File_write_at_all_begin", 0, 0);
-}
-int MPI_File_write_at_all_begin(void *fh, long offset, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_write_at_all_begin")));
-
-/* int MPI_File_write_at_all_end(MPI_File fh, const void *buf, MPI_Status *status) */
-int PMPI_File_write_at_all_end(void *fh, void *buf, void *status)
-{
-	(void)fh; (void)buf; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_at_all_end");
-	return gorma_absent("MPI_File_write_at_all_end", 0, 0);
-}
-int MPI_File_write_at_all_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_write_at_all_end")));
-
-/* int MPI_File_read_all_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype) */
-int PMPI_File_read_all_begin(void *fh, void *buf, int count, int datatype)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_all_begin");
-	return gorma_absent("MPI_File_read_all_begin", 0, 0);
-}
-int MPI_File_read_all_begin(void *fh, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_read_all_begin")));
-
-/* int MPI_File_read_all_end(MPI_File fh, void *buf, MPI_Status *status) */
-int PMPI_File_read_all_end(void *fh, void *buf, void *status)
-{
-	(void)fh; (void)buf; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_all_end");
-	return gorma_absent("MPI_File_read_all_end", 0, 0);
-}
-int MPI_File_read_all_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_read_all_end")));
-
-/* int MPI_File_write_all_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype) */
-int PMPI_File_write_all_begin(void *fh, void *buf, int count, int datatype)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_all_begin");
-	return gorma_absent("MPI_File_write_all_begin", 0, 0);
-}
-int MPI_File_write_all_begin(void *fh, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_write_all_begin")));
-
-/* int MPI_File_write_all_end(MPI_File fh, const void *buf, MPI_Status *status) */
-int PMPI_File_write_all_end(void *fh, void *buf, void *status)
-{
-	(void)fh; (void)buf; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_all_end");
-	return gorma_absent("MPI_File_write_all_end", 0, 0);
-}
-int MPI_File_write_all_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_write_all_end")));
-
-/* int MPI_File_read_ordered_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype) */
-int PMPI_File_read_ordered_begin(void *fh, void *buf, int count, int datatype)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_ordered_begin");
-	return gorma_absent("MPI_File_read_ordered_begin", 0, 0);
-}
-int MPI_File_read_ordered_begin(void *fh, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_read_ordered_begin")));
-
-/* int MPI_File_read_ordered_end(MPI_File fh, void *buf, MPI_Status *status) */
-int PMPI_File_read_ordered_end(void *fh, void *buf, void *status)
-{
-	(void)fh; (void)buf; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_ordered_end");
-	return gorma_absent("MPI_File_read_ordered_end", 0, 0);
-}
-int MPI_File_read_ordered_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_read_ordered_end")));
-
-/* int MPI_File_write_ordered_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype) */
-int PMPI_File_write_ordered_begin(void *fh, void *buf, int count, int datatype)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_ordered_begin");
-	return gorma_absent("MPI_File_write_ordered_begin", 0, 0);
-}
-int MPI_File_write_ordered_begin(void *fh, void *buf, int count, int datatype) __attribute__((weak, alias("PMPI_File_write_ordered_begin")));
-
-/* int MPI_File_write_ordered_end(MPI_File fh, const void *buf, MPI_Status *status) */
-int PMPI_File_write_ordered_end(void *fh, void *buf, void *status)
-{
-	(void)fh; (void)buf; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_ordered_end");
-	return gorma_absent("MPI_File_write_ordered_end", 0, 0);
-}
-int MPI_File_write_ordered_end(void *fh, void *buf, void *status) __attribute__((weak, alias("PMPI_File_write_ordered_end")));
-
-/* int MPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent) */
-int PMPI_File_get_type_extent(void *fh, int datatype, void *extent)
-{
-	(void)fh; (void)datatype; (void)extent;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_get_type_extent");
-	return gorma_absent("MPI_File_get_type_extent", 0, 0);
-}
-int MPI_File_get_type_extent(void *fh, int datatype, void *extent) __attribute__((weak, alias("PMPI_File_get_type_extent")));
-
-/* int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn, MPI_Datarep_conversion_function *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state) */
-int PMPI_Register_datarep(void *datarep, void *read_conversion_fn, void *write_conversion_fn, void *dtype_file_extent_fn, void *extra_state)
-{
-	(void)datarep; (void)read_conversion_fn; (void)write_conversion_fn; (void)dtype_file_extent_fn; (void)extra_state;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Register_datarep");
-	return gorma_absent("MPI_Register_datarep", 0, 0);
-}
-int MPI_Register_datarep(void *datarep, void *read_conversion_fn, void *write_conversion_fn, void *dtype_file_extent_fn, void *extra_state) __attribute__((weak, alias("PMPI_Register_datarep")));
-
-/* int MPI_File_set_atomicity(MPI_File fh, int flag) */
-int PMPI_File_set_atomicity(void *fh, int flag)
-{
-	(void)fh; (void)flag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_set_atomicity");
-	return gorma_absent("MPI_File_set_atomicity", 0, 0);
-}
-int MPI_File_set_atomicity(void *fh, int flag) __attribute__((weak, alias("PMPI_File_set_atomicity")));
-
-/* int MPI_File_get_atomicity(MPI_File fh, int *flag) */
-int PMPI_File_get_atomicity(void *fh, void *flag)
-{
-	(void)fh; (void)flag;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_get_atomicity");
-	return gorma_absent("MPI_File_get_atomicity", 0, 0);
-}
-int MPI_File_get_atomicity(void *fh, void *flag) __attribute__((weak, alias("PMPI_File_get_atomicity")));
-
-/* int MPI_File_sync(MPI_File fh) */
-int PMPI_File_sync(void *fh)
-{
-	(void)fh;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_sync");
-	return gorma_absent("MPI_File_sync", 0, 0);
-}
-int MPI_File_sync(void *fh) __attribute__((weak, alias("PMPI_File_sync")));
-
-/* int MPI_File_iread_at_all(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) */
-int PMPI_File_iread_at_all(void *fh, long offset, void *buf, int count, int datatype, void *request)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iread_at_all");
-	return gorma_absent("MPI_File_iread_at_all", 0, 0);
-}
-int MPI_File_iread_at_all(void *fh, long offset, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_at_all")));
-
-/* int MPI_File_iwrite_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) */
-int PMPI_File_iwrite_at_all(void *fh, long offset, void *buf, int count, int datatype, void *request)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iwrite_at_all");
-	return gorma_absent("MPI_File_iwrite_at_all", 0, 0);
-}
-int MPI_File_iwrite_at_all(void *fh, long offset, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_at_all")));
-
-/* int MPI_File_iread_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request) */
-int PMPI_File_iread_all(void *fh, void *buf, int count, int datatype, void *request)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iread_all");
-	return gorma_absent("MPI_File_iread_all", 0, 0);
-}
-int MPI_File_iread_all(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_all")));
-
-/* int MPI_File_iwrite_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request) */
-int PMPI_File_iwrite_all(void *fh, void *buf, int count, int datatype, void *request)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iwrite_all");
-	return gorma_absent("MPI_File_iwrite_all", 0, 0);
-}
-int MPI_File_iwrite_all(void *fh, void *buf, int count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_all")));
-
-/* int MPI_File_read_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_read_c(void *fh, void *buf, long count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_c");
-	return gorma_absent("MPI_File_read_c", 0, 0);
-}
-int MPI_File_read_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_c")));
-
-/* int MPI_File_read_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_read_all_c(void *fh, void *buf, long count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_all_c");
-	return gorma_absent("MPI_File_read_all_c", 0, 0);
-}
-int MPI_File_read_all_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_all_c")));
-
-/* int MPI_File_read_all_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype) */
-int PMPI_File_read_all_begin_c(void *fh, void *buf, long count, int datatype)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_all_begin_c");
-	return gorma_absent("MPI_File_read_all_begin_c", 0, 0);
-}
-int MPI_File_read_all_begin_c(void *fh, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_read_all_begin_c")));
-
-/* int MPI_File_read_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_read_at_c(void *fh, long offset, void *buf, long count, int datatype, void *status)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_at_c");
-	return gorma_absent("MPI_File_read_at_c", 0, 0);
-}
-int MPI_File_read_at_c(void *fh, long offset, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_at_c")));
-
-/* int MPI_File_read_at_all_c(MPI_File fh, MPI_Offset offset, void * buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_read_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *status)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_at_all_c");
-	return gorma_absent("MPI_File_read_at_all_c", 0, 0);
-}
-int MPI_File_read_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_at_all_c")));
-
-/* int MPI_File_read_at_all_begin_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype) */
-int PMPI_File_read_at_all_begin_c(void *fh, long offset, void *buf, long count, int datatype)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_at_all_begin_c");
-	return gorma_absent("MPI_File_read_at_all_begin_c", 0, 0);
-}
-int MPI_File_read_at_all_begin_c(void *fh, long offset, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_read_at_all_begin_c")));
-
-/* int MPI_File_read_ordered_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_read_ordered_c(void *fh, void *buf, long count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_ordered_c");
-	return gorma_absent("MPI_File_read_ordered_c", 0, 0);
-}
-int MPI_File_read_ordered_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_ordered_c")));
-
-/* int MPI_File_read_ordered_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype) */
-int PMPI_File_read_ordered_begin_c(void *fh, void *buf, long count, int datatype)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_ordered_begin_c");
-	return gorma_absent("MPI_File_read_ordered_begin_c", 0, 0);
-}
-int MPI_File_read_ordered_begin_c(void *fh, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_read_ordered_begin_c")));
-
-/* int MPI_File_read_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_read_shared_c(void *fh, void *buf, long count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_read_shared_c");
-	return gorma_absent("MPI_File_read_shared_c", 0, 0);
-}
-int MPI_File_read_shared_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_read_shared_c")));
-
-/* int MPI_File_write_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_write_c(void *fh, void *buf, long count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_c");
-	return gorma_absent("MPI_File_write_c", 0, 0);
-}
-int MPI_File_write_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_c")));
-
-/* int MPI_File_write_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_write_all_c(void *fh, void *buf, long count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_all_c");
-	return gorma_absent("MPI_File_write_all_c", 0, 0);
-}
-int MPI_File_write_all_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_all_c")));
-
-/* int MPI_File_write_all_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype) */
-int PMPI_File_write_all_begin_c(void *fh, void *buf, long count, int datatype)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_all_begin_c");
-	return gorma_absent("MPI_File_write_all_begin_c", 0, 0);
-}
-int MPI_File_write_all_begin_c(void *fh, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_write_all_begin_c")));
-
-/* int MPI_File_write_at_c(MPI_File fh, MPI_Offset offset, const void * buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_write_at_c(void *fh, long offset, void *buf, long count, int datatype, void *status)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_at_c");
-	return gorma_absent("MPI_File_write_at_c", 0, 0);
-}
-int MPI_File_write_at_c(void *fh, long offset, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_at_c")));
-
-/* int MPI_File_write_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_write_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *status)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_at_all_c");
-	return gorma_absent("MPI_File_write_at_all_c", 0, 0);
-}
-int MPI_File_write_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_at_all_c")));
-
-/* int MPI_File_write_at_all_begin_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype) */
-int PMPI_File_write_at_all_begin_c(void *fh, long offset, void *buf, long count, int datatype)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_at_all_begin_c");
-	return gorma_absent("MPI_File_write_at_all_begin_c", 0, 0);
-}
-int MPI_File_write_at_all_begin_c(void *fh, long offset, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_write_at_all_begin_c")));
-
-/* int MPI_File_write_ordered_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_write_ordered_c(void *fh, void *buf, long count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_ordered_c");
-	return gorma_absent("MPI_File_write_ordered_c", 0, 0);
-}
-int MPI_File_write_ordered_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_ordered_c")));
-
-/* int MPI_File_write_ordered_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype) */
-int PMPI_File_write_ordered_begin_c(void *fh, void *buf, long count, int datatype)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_ordered_begin_c");
-	return gorma_absent("MPI_File_write_ordered_begin_c", 0, 0);
-}
-int MPI_File_write_ordered_begin_c(void *fh, void *buf, long count, int datatype) __attribute__((weak, alias("PMPI_File_write_ordered_begin_c")));
-
-/* int MPI_File_write_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) */
-int PMPI_File_write_shared_c(void *fh, void *buf, long count, int datatype, void *status)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)status;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_write_shared_c");
-	return gorma_absent("MPI_File_write_shared_c", 0, 0);
-}
-int MPI_File_write_shared_c(void *fh, void *buf, long count, int datatype, void *status) __attribute__((weak, alias("PMPI_File_write_shared_c")));
-
-/* int MPI_File_iread_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
-int PMPI_File_iread_c(void *fh, void *buf, long count, int datatype, void *request)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iread_c");
-	return gorma_absent("MPI_File_iread_c", 0, 0);
-}
-int MPI_File_iread_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_c")));
-
-/* int MPI_File_iread_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) */
-int PMPI_File_iread_all_c(void *fh, void *buf, long count, int datatype, void *request)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iread_all_c");
-	return gorma_absent("MPI_File_iread_all_c", 0, 0);
-}
-int MPI_File_iread_all_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_all_c")));
-
-/* int MPI_File_iread_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
-int PMPI_File_iread_at_c(void *fh, long offset, void *buf, long count, int datatype, void *request)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iread_at_c");
-	return gorma_absent("MPI_File_iread_at_c", 0, 0);
-}
-int MPI_File_iread_at_c(void *fh, long offset, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_at_c")));
-
-/* int MPI_File_iread_at_all_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) */
-int PMPI_File_iread_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *request)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iread_at_all_c");
-	return gorma_absent("MPI_File_iread_at_all_c", 0, 0);
-}
-int MPI_File_iread_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_at_all_c")));
-
-/* int MPI_File_iread_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
-int PMPI_File_iread_shared_c(void *fh, void *buf, long count, int datatype, void *request)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iread_shared_c");
-	return gorma_absent("MPI_File_iread_shared_c", 0, 0);
-}
-int MPI_File_iread_shared_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iread_shared_c")));
-
-/* int MPI_File_iwrite_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
-int PMPI_File_iwrite_c(void *fh, void *buf, long count, int datatype, void *request)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iwrite_c");
-	return gorma_absent("MPI_File_iwrite_c", 0, 0);
-}
-int MPI_File_iwrite_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_c")));
-
-/* int MPI_File_iwrite_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) */
-int PMPI_File_iwrite_all_c(void *fh, void *buf, long count, int datatype, void *request)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iwrite_all_c");
-	return gorma_absent("MPI_File_iwrite_all_c", 0, 0);
-}
-int MPI_File_iwrite_all_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_all_c")));
-
-/* int MPI_File_iwrite_at_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
-int PMPI_File_iwrite_at_c(void *fh, long offset, void *buf, long count, int datatype, void *request)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iwrite_at_c");
-	return gorma_absent("MPI_File_iwrite_at_c", 0, 0);
-}
-int MPI_File_iwrite_at_c(void *fh, long offset, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_at_c")));
-
-/* int MPI_File_iwrite_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request) */
-int PMPI_File_iwrite_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *request)
-{
-	(void)fh; (void)offset; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iwrite_at_all_c");
-	return gorma_absent("MPI_File_iwrite_at_all_c", 0, 0);
-}
-int MPI_File_iwrite_at_all_c(void *fh, long offset, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_at_all_c")));
-
-/* int MPI_File_iwrite_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request) */
-int PMPI_File_iwrite_shared_c(void *fh, void *buf, long count, int datatype, void *request)
-{
-	(void)fh; (void)buf; (void)count; (void)datatype; (void)request;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_iwrite_shared_c");
-	return gorma_absent("MPI_File_iwrite_shared_c", 0, 0);
-}
-int MPI_File_iwrite_shared_c(void *fh, void *buf, long count, int datatype, void *request) __attribute__((weak, alias("PMPI_File_iwrite_shared_c")));
-
-/* int MPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype datatype, MPI_Count *extent) */
-int PMPI_File_get_type_extent_c(void *fh, int datatype, void *extent)
-{
-	(void)fh; (void)datatype; (void)extent;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_File_get_type_extent_c");
-	return gorma_absent("MPI_File_get_type_extent_c", 0, 0);
-}
-int MPI_File_get_type_extent_c(void *fh, int datatype, void *extent) __attribute__((weak, alias("PMPI_File_get_type_extent_c")));
-
-/* int MPI_Register_datarep_c(const char *datarep, MPI_Datarep_conversion_function_c *read_conversion_fn, MPI_Datarep_conversion_function_c *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state) */
-int PMPI_Register_datarep_c(void *datarep, void *read_conversion_fn, void *write_conversion_fn, void *dtype_file_extent_fn, void *extra_state)
-{
-	(void)datarep; (void)read_conversion_fn; (void)write_conversion_fn; (void)dtype_file_extent_fn; (void)extra_state;
-	if (__builtin_expect(gorma_forked, 0))
-		return gorma_forked_call("MPI_Register_datarep_c");
-	return gorma_absent("MPI_Register_datarep_c", 0, 0);
-}
-int MPI_Register_datarep_c(void *datarep, void *read_conversion_fn, void *write_conversion_fn, void *dtype_file_extent_fn, void *extra_state) __attribute__((weak, alias("PMPI_Register_datarep_c")));

@@ -195,6 +195,10 @@ const (
 	fnErrhandlerFree
 	fnErrorClass
 	fnErrorString
+	fnFileCallErrhandler
+	fnFileCreateErrhandler
+	fnFileGetErrhandler
+	fnFileSetErrhandler
 	fnSessionCallErrhandler
 	fnSessionCreateErrhandler
 	fnSessionGetErrhandler
@@ -546,6 +550,92 @@ const (
 	fnWinAllocateSharedC
 	fnWinCreateC
 	fnWinSharedQueryC
+	fnFileOpen
+	fnFileClose
+	fnFileDelete
+	fnFileSetSize
+	fnFilePreallocate
+	fnFileGetSize
+	fnFileGetGroup
+	fnFileGetAmode
+	fnFileSetInfo
+	fnFileGetInfo
+	fnFileSetView
+	fnFileGetView
+	fnFileReadAt
+	fnFileReadAtAll
+	fnFileWriteAt
+	fnFileWriteAtAll
+	fnFileIreadAt
+	fnFileIwriteAt
+	fnFileRead
+	fnFileReadAll
+	fnFileWrite
+	fnFileWriteAll
+	fnFileIread
+	fnFileIwrite
+	fnFileSeek
+	fnFileGetPosition
+	fnFileGetByteOffset
+	fnFileReadShared
+	fnFileWriteShared
+	fnFileIreadShared
+	fnFileIwriteShared
+	fnFileReadOrdered
+	fnFileWriteOrdered
+	fnFileSeekShared
+	fnFileGetPositionShared
+	fnFileReadAtAllBegin
+	fnFileReadAtAllEnd
+	fnFileWriteAtAllBegin
+	fnFileWriteAtAllEnd
+	fnFileReadAllBegin
+	fnFileReadAllEnd
+	fnFileWriteAllBegin
+	fnFileWriteAllEnd
+	fnFileReadOrderedBegin
+	fnFileReadOrderedEnd
+	fnFileWriteOrderedBegin
+	fnFileWriteOrderedEnd
+	fnFileGetTypeExtent
+	fnRegisterDatarep
+	fnFileSetAtomicity
+	fnFileGetAtomicity
+	fnFileSync
+	fnFileIreadAtAll
+	fnFileIwriteAtAll
+	fnFileIreadAll
+	fnFileIwriteAll
+	fnFileReadC
+	fnFileReadAllC
+	fnFileReadAllBeginC
+	fnFileReadAtC
+	fnFileReadAtAllC
+	fnFileReadAtAllBeginC
+	fnFileReadOrderedC
+	fnFileReadOrderedBeginC
+	fnFileReadSharedC
+	fnFileWriteC
+	fnFileWriteAllC
+	fnFileWriteAllBeginC
+	fnFileWriteAtC
+	fnFileWriteAtAllC
+	fnFileWriteAtAllBeginC
+	fnFileWriteOrderedC
+	fnFileWriteOrderedBeginC
+	fnFileWriteSharedC
+	fnFileIreadC
+	fnFileIreadAllC
+	fnFileIreadAtC
+	fnFileIreadAtAllC
+	fnFileIreadSharedC
+	fnFileIwriteC
+	fnFileIwriteAllC
+	fnFileIwriteAtC
+	fnFileIwriteAtAllC
+	fnFileIwriteSharedC
+	fnFileGetTypeExtentC
+	fnRegisterDatarepC
 	numFns
 )
 
@@ -729,6 +819,10 @@ var fnNames = [numFns]string{
 	fnErrhandlerFree:            "MPI_Errhandler_free",
 	fnErrorClass:                "MPI_Error_class",
 	fnErrorString:               "MPI_Error_string",
+	fnFileCallErrhandler:        "MPI_File_call_errhandler",
+	fnFileCreateErrhandler:      "MPI_File_create_errhandler",
+	fnFileGetErrhandler:         "MPI_File_get_errhandler",
+	fnFileSetErrhandler:         "MPI_File_set_errhandler",
 	fnSessionCallErrhandler:     "MPI_Session_call_errhandler",
 	fnSessionCreateErrhandler:   "MPI_Session_create_errhandler",
 	fnSessionGetErrhandler:      "MPI_Session_get_errhandler",
@@ -1080,6 +1174,92 @@ var fnNames = [numFns]string{
 	fnWinAllocateSharedC:        "MPI_Win_allocate_shared_c",
 	fnWinCreateC:                "MPI_Win_create_c",
 	fnWinSharedQueryC:           "MPI_Win_shared_query_c",
+	fnFileOpen:                  "MPI_File_open",
+	fnFileClose:                 "MPI_File_close",
+	fnFileDelete:                "MPI_File_delete",
+	fnFileSetSize:               "MPI_File_set_size",
+	fnFilePreallocate:           "MPI_File_preallocate",
+	fnFileGetSize:               "MPI_File_get_size",
+	fnFileGetGroup:              "MPI_File_get_group",
+	fnFileGetAmode:              "MPI_File_get_amode",
+	fnFileSetInfo:               "MPI_File_set_info",
+	fnFileGetInfo:               "MPI_File_get_info",
+	fnFileSetView:               "MPI_File_set_view",
+	fnFileGetView:               "MPI_File_get_view",
+	fnFileReadAt:                "MPI_File_read_at",
+	fnFileReadAtAll:             "MPI_File_read_at_all",
+	fnFileWriteAt:               "MPI_File_write_at",
+	fnFileWriteAtAll:            "MPI_File_write_at_all",
+	fnFileIreadAt:               "MPI_File_iread_at",
+	fnFileIwriteAt:              "MPI_File_iwrite_at",
+	fnFileRead:                  "MPI_File_read",
+	fnFileReadAll:               "MPI_File_read_all",
+	fnFileWrite:                 "MPI_File_write",
+	fnFileWriteAll:              "MPI_File_write_all",
+	fnFileIread:                 "MPI_File_iread",
+	fnFileIwrite:                "MPI_File_iwrite",
+	fnFileSeek:                  "MPI_File_seek",
+	fnFileGetPosition:           "MPI_File_get_position",
+	fnFileGetByteOffset:         "MPI_File_get_byte_offset",
+	fnFileReadShared:            "MPI_File_read_shared",
+	fnFileWriteShared:           "MPI_File_write_shared",
+	fnFileIreadShared:           "MPI_File_iread_shared",
+	fnFileIwriteShared:          "MPI_File_iwrite_shared",
+	fnFileReadOrdered:           "MPI_File_read_ordered",
+	fnFileWriteOrdered:          "MPI_File_write_ordered",
+	fnFileSeekShared:            "MPI_File_seek_shared",
+	fnFileGetPositionShared:     "MPI_File_get_position_shared",
+	fnFileReadAtAllBegin:        "MPI_File_read_at_all_begin",
+	fnFileReadAtAllEnd:          "MPI_File_read_at_all_end",
+	fnFileWriteAtAllBegin:       "MPI_File_write_at_all_begin",
+	fnFileWriteAtAllEnd:         "MPI_File_write_at_all_end",
+	fnFileReadAllBegin:          "MPI_File_read_all_begin",
+	fnFileReadAllEnd:            "MPI_File_read_all_end",
+	fnFileWriteAllBegin:         "MPI_File_write_all_begin",
+	fnFileWriteAllEnd:           "MPI_File_write_all_end",
+	fnFileReadOrderedBegin:      "MPI_File_read_ordered_begin",
+	fnFileReadOrderedEnd:        "MPI_File_read_ordered_end",
+	fnFileWriteOrderedBegin:     "MPI_File_write_ordered_begin",
+	fnFileWriteOrderedEnd:       "MPI_File_write_ordered_end",
+	fnFileGetTypeExtent:         "MPI_File_get_type_extent",
+	fnRegisterDatarep:           "MPI_Register_datarep",
+	fnFileSetAtomicity:          "MPI_File_set_atomicity",
+	fnFileGetAtomicity:          "MPI_File_get_atomicity",
+	fnFileSync:                  "MPI_File_sync",
+	fnFileIreadAtAll:            "MPI_File_iread_at_all",
+	fnFileIwriteAtAll:           "MPI_File_iwrite_at_all",
+	fnFileIreadAll:              "MPI_File_iread_all",
+	fnFileIwriteAll:             "MPI_File_iwrite_all",
+	fnFileReadC:                 "MPI_File_read_c",
+	fnFileReadAllC:              "MPI_File_read_all_c",
+	fnFileReadAllBeginC:         "MPI_File_read_all_begin_c",
+	fnFileReadAtC:               "MPI_File_read_at_c",
+	fnFileReadAtAllC:            "MPI_File_read_at_all_c",
+	fnFileReadAtAllBeginC:       "MPI_File_read_at_all_begin_c",
+	fnFileReadOrderedC:          "MPI_File_read_ordered_c",
+	fnFileReadOrderedBeginC:     "MPI_File_read_ordered_begin_c",
+	fnFileReadSharedC:           "MPI_File_read_shared_c",
+	fnFileWriteC:                "MPI_File_write_c",
+	fnFileWriteAllC:             "MPI_File_write_all_c",
+	fnFileWriteAllBeginC:        "MPI_File_write_all_begin_c",
+	fnFileWriteAtC:              "MPI_File_write_at_c",
+	fnFileWriteAtAllC:           "MPI_File_write_at_all_c",
+	fnFileWriteAtAllBeginC:      "MPI_File_write_at_all_begin_c",
+	fnFileWriteOrderedC:         "MPI_File_write_ordered_c",
+	fnFileWriteOrderedBeginC:    "MPI_File_write_ordered_begin_c",
+	fnFileWriteSharedC:          "MPI_File_write_shared_c",
+	fnFileIreadC:                "MPI_File_iread_c",
+	fnFileIreadAllC:             "MPI_File_iread_all_c",
+	fnFileIreadAtC:              "MPI_File_iread_at_c",
+	fnFileIreadAtAllC:           "MPI_File_iread_at_all_c",
+	fnFileIreadSharedC:          "MPI_File_iread_shared_c",
+	fnFileIwriteC:               "MPI_File_iwrite_c",
+	fnFileIwriteAllC:            "MPI_File_iwrite_all_c",
+	fnFileIwriteAtC:             "MPI_File_iwrite_at_c",
+	fnFileIwriteAtAllC:          "MPI_File_iwrite_at_all_c",
+	fnFileIwriteSharedC:         "MPI_File_iwrite_shared_c",
+	fnFileGetTypeExtentC:        "MPI_File_get_type_extent_c",
+	fnRegisterDatarepC:          "MPI_Register_datarep_c",
 }
 
 // int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status)
@@ -3036,6 +3216,50 @@ func gorma_MPI_Error_string(errorcode C.int, string_ unsafe.Pointer, resultlen u
 	defer catch(fnErrorString, &rc)
 	if err := doErrorString(int(errorcode), (*byte)(string_), (*int32)(resultlen)); err != nil {
 		return C.int(failComm(fnErrorString, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_File_call_errhandler(MPI_File fh, int errorcode)
+//
+//export gorma_MPI_File_call_errhandler
+func gorma_MPI_File_call_errhandler(fh unsafe.Pointer, errorcode C.int) (rc C.int) {
+	defer catch(fnFileCallErrhandler, &rc)
+	if err := doFileCallErrhandler(fh, int(errorcode)); err != nil {
+		return C.int(failFile(fnFileCallErrhandler, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_create_errhandler(MPI_File_errhandler_function *file_errhandler_fn, MPI_Errhandler *errhandler)
+//
+//export gorma_MPI_File_create_errhandler
+func gorma_MPI_File_create_errhandler(file_errhandler_fn unsafe.Pointer, errhandler unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileCreateErrhandler, &rc)
+	if err := doFileCreateErrhandler(file_errhandler_fn, (*Errhandler)(errhandler)); err != nil {
+		return C.int(failFile(fnFileCreateErrhandler, nil, err))
+	}
+	return 0
+}
+
+// int MPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler)
+//
+//export gorma_MPI_File_get_errhandler
+func gorma_MPI_File_get_errhandler(file unsafe.Pointer, errhandler unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileGetErrhandler, &rc)
+	if err := doFileGetErrhandler(file, (*Errhandler)(errhandler)); err != nil {
+		return C.int(failFile(fnFileGetErrhandler, file, err))
+	}
+	return 0
+}
+
+// int MPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler)
+//
+//export gorma_MPI_File_set_errhandler
+func gorma_MPI_File_set_errhandler(file unsafe.Pointer, errhandler C.int) (rc C.int) {
+	defer catch(fnFileSetErrhandler, &rc)
+	if err := doFileSetErrhandler(file, Errhandler(errhandler)); err != nil {
+		return C.int(failFile(fnFileSetErrhandler, file, err))
 	}
 	return 0
 }
@@ -6897,6 +7121,952 @@ func gorma_MPI_Win_shared_query_c(win C.int, rank C.int, size unsafe.Pointer, di
 	defer catch(fnWinSharedQueryC, &rc)
 	if err := doWinSharedQueryC(Win(win), int(rank), (*int64)(size), (*int64)(disp_unit), baseptr); err != nil {
 		return C.int(failWin(fnWinSharedQueryC, Win(win), err))
+	}
+	return 0
+}
+
+// int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
+//
+//export gorma_MPI_File_open
+func gorma_MPI_File_open(comm C.int, filename unsafe.Pointer, amode C.int, info C.int, fh unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileOpen, &rc)
+	if err := doFileOpen(Comm(comm), (*byte)(filename), int(amode), Info(info), fh); err != nil {
+		return C.int(failFile(fnFileOpen, nil, err))
+	}
+	return 0
+}
+
+// int MPI_File_close(MPI_File *fh)
+//
+//export gorma_MPI_File_close
+func gorma_MPI_File_close(fh unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileClose, &rc)
+	if err := doFileClose(fh); err != nil {
+		return C.int(failFile(fnFileClose, nil, err))
+	}
+	return 0
+}
+
+// int MPI_File_delete(const char *filename, MPI_Info info)
+//
+//export gorma_MPI_File_delete
+func gorma_MPI_File_delete(filename unsafe.Pointer, info C.int) (rc C.int) {
+	defer catch(fnFileDelete, &rc)
+	if err := doFileDelete((*byte)(filename), Info(info)); err != nil {
+		return C.int(failFile(fnFileDelete, nil, err))
+	}
+	return 0
+}
+
+// int MPI_File_set_size(MPI_File fh, MPI_Offset size)
+//
+//export gorma_MPI_File_set_size
+func gorma_MPI_File_set_size(fh unsafe.Pointer, size C.long) (rc C.int) {
+	defer catch(fnFileSetSize, &rc)
+	if err := doFileSetSize(fh, int(size)); err != nil {
+		return C.int(failFile(fnFileSetSize, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_preallocate(MPI_File fh, MPI_Offset size)
+//
+//export gorma_MPI_File_preallocate
+func gorma_MPI_File_preallocate(fh unsafe.Pointer, size C.long) (rc C.int) {
+	defer catch(fnFilePreallocate, &rc)
+	if err := doFilePreallocate(fh, int(size)); err != nil {
+		return C.int(failFile(fnFilePreallocate, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_get_size(MPI_File fh, MPI_Offset *size)
+//
+//export gorma_MPI_File_get_size
+func gorma_MPI_File_get_size(fh unsafe.Pointer, size unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileGetSize, &rc)
+	if err := doFileGetSize(fh, (*int64)(size)); err != nil {
+		return C.int(failFile(fnFileGetSize, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_get_group(MPI_File fh, MPI_Group *group)
+//
+//export gorma_MPI_File_get_group
+func gorma_MPI_File_get_group(fh unsafe.Pointer, group unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileGetGroup, &rc)
+	if err := doFileGetGroup(fh, (*Group)(group)); err != nil {
+		return C.int(failFile(fnFileGetGroup, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_get_amode(MPI_File fh, int *amode)
+//
+//export gorma_MPI_File_get_amode
+func gorma_MPI_File_get_amode(fh unsafe.Pointer, amode unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileGetAmode, &rc)
+	if err := doFileGetAmode(fh, (*int32)(amode)); err != nil {
+		return C.int(failFile(fnFileGetAmode, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_set_info(MPI_File fh, MPI_Info info)
+//
+//export gorma_MPI_File_set_info
+func gorma_MPI_File_set_info(fh unsafe.Pointer, info C.int) (rc C.int) {
+	defer catch(fnFileSetInfo, &rc)
+	if err := doFileSetInfo(fh, Info(info)); err != nil {
+		return C.int(failFile(fnFileSetInfo, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_get_info(MPI_File fh, MPI_Info *info_used)
+//
+//export gorma_MPI_File_get_info
+func gorma_MPI_File_get_info(fh unsafe.Pointer, info_used unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileGetInfo, &rc)
+	if err := doFileGetInfo(fh, (*Info)(info_used)); err != nil {
+		return C.int(failFile(fnFileGetInfo, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep, MPI_Info info)
+//
+//export gorma_MPI_File_set_view
+func gorma_MPI_File_set_view(fh unsafe.Pointer, disp C.long, etype C.int, filetype C.int, datarep unsafe.Pointer, info C.int) (rc C.int) {
+	defer catch(fnFileSetView, &rc)
+	if err := doFileSetView(fh, int(disp), Datatype(etype), Datatype(filetype), (*byte)(datarep), Info(info)); err != nil {
+		return C.int(failFile(fnFileSetView, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep)
+//
+//export gorma_MPI_File_get_view
+func gorma_MPI_File_get_view(fh unsafe.Pointer, disp unsafe.Pointer, etype unsafe.Pointer, filetype unsafe.Pointer, datarep unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileGetView, &rc)
+	if err := doFileGetView(fh, (*int64)(disp), (*Datatype)(etype), (*Datatype)(filetype), (*byte)(datarep)); err != nil {
+		return C.int(failFile(fnFileGetView, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_read_at
+func gorma_MPI_File_read_at(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.int, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadAt, &rc)
+	if err := doFileReadAt(fh, int(offset), buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadAt, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_at_all(MPI_File fh, MPI_Offset offset, void * buf, int count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_read_at_all
+func gorma_MPI_File_read_at_all(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.int, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadAtAll, &rc)
+	if err := doFileReadAtAll(fh, int(offset), buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadAtAll, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_at(MPI_File fh, MPI_Offset offset, const void * buf, int count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_write_at
+func gorma_MPI_File_write_at(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.int, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteAt, &rc)
+	if err := doFileWriteAt(fh, int(offset), buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteAt, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_write_at_all
+func gorma_MPI_File_write_at_all(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.int, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteAtAll, &rc)
+	if err := doFileWriteAtAll(fh, int(offset), buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteAtAll, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iread_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPIO_Request *request)
+//
+//export gorma_MPI_File_iread_at
+func gorma_MPI_File_iread_at(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.int, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIreadAt, &rc)
+	if err := doFileIreadAt(fh, int(offset), buf, int(count), Datatype(datatype), request); err != nil {
+		return C.int(failFile(fnFileIreadAt, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iwrite_at(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPIO_Request *request)
+//
+//export gorma_MPI_File_iwrite_at
+func gorma_MPI_File_iwrite_at(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.int, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIwriteAt, &rc)
+	if err := doFileIwriteAt(fh, int(offset), buf, int(count), Datatype(datatype), request); err != nil {
+		return C.int(failFile(fnFileIwriteAt, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_read
+func gorma_MPI_File_read(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileRead, &rc)
+	if err := doFileRead(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileRead, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_read_all
+func gorma_MPI_File_read_all(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadAll, &rc)
+	if err := doFileReadAll(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadAll, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_write
+func gorma_MPI_File_write(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWrite, &rc)
+	if err := doFileWrite(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWrite, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_write_all
+func gorma_MPI_File_write_all(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteAll, &rc)
+	if err := doFileWriteAll(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteAll, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iread(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPIO_Request *request)
+//
+//export gorma_MPI_File_iread
+func gorma_MPI_File_iread(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIread, &rc)
+	if err := doFileIread(fh, buf, int(count), Datatype(datatype), request); err != nil {
+		return C.int(failFile(fnFileIread, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iwrite(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPIO_Request *request)
+//
+//export gorma_MPI_File_iwrite
+func gorma_MPI_File_iwrite(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIwrite, &rc)
+	if err := doFileIwrite(fh, buf, int(count), Datatype(datatype), request); err != nil {
+		return C.int(failFile(fnFileIwrite, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_seek(MPI_File fh, MPI_Offset offset, int whence)
+//
+//export gorma_MPI_File_seek
+func gorma_MPI_File_seek(fh unsafe.Pointer, offset C.long, whence C.int) (rc C.int) {
+	defer catch(fnFileSeek, &rc)
+	if err := doFileSeek(fh, int(offset), int(whence)); err != nil {
+		return C.int(failFile(fnFileSeek, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_get_position(MPI_File fh, MPI_Offset *offset)
+//
+//export gorma_MPI_File_get_position
+func gorma_MPI_File_get_position(fh unsafe.Pointer, offset unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileGetPosition, &rc)
+	if err := doFileGetPosition(fh, (*int64)(offset)); err != nil {
+		return C.int(failFile(fnFileGetPosition, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_Offset *disp)
+//
+//export gorma_MPI_File_get_byte_offset
+func gorma_MPI_File_get_byte_offset(fh unsafe.Pointer, offset C.long, disp unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileGetByteOffset, &rc)
+	if err := doFileGetByteOffset(fh, int(offset), (*int64)(disp)); err != nil {
+		return C.int(failFile(fnFileGetByteOffset, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_read_shared
+func gorma_MPI_File_read_shared(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadShared, &rc)
+	if err := doFileReadShared(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadShared, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_write_shared
+func gorma_MPI_File_write_shared(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteShared, &rc)
+	if err := doFileWriteShared(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteShared, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iread_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPIO_Request *request)
+//
+//export gorma_MPI_File_iread_shared
+func gorma_MPI_File_iread_shared(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIreadShared, &rc)
+	if err := doFileIreadShared(fh, buf, int(count), Datatype(datatype), request); err != nil {
+		return C.int(failFile(fnFileIreadShared, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iwrite_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPIO_Request *request)
+//
+//export gorma_MPI_File_iwrite_shared
+func gorma_MPI_File_iwrite_shared(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIwriteShared, &rc)
+	if err := doFileIwriteShared(fh, buf, int(count), Datatype(datatype), request); err != nil {
+		return C.int(failFile(fnFileIwriteShared, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_ordered(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_read_ordered
+func gorma_MPI_File_read_ordered(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadOrdered, &rc)
+	if err := doFileReadOrdered(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadOrdered, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_ordered(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_write_ordered
+func gorma_MPI_File_write_ordered(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteOrdered, &rc)
+	if err := doFileWriteOrdered(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteOrdered, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence)
+//
+//export gorma_MPI_File_seek_shared
+func gorma_MPI_File_seek_shared(fh unsafe.Pointer, offset C.long, whence C.int) (rc C.int) {
+	defer catch(fnFileSeekShared, &rc)
+	if err := doFileSeekShared(fh, int(offset), int(whence)); err != nil {
+		return C.int(failFile(fnFileSeekShared, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset)
+//
+//export gorma_MPI_File_get_position_shared
+func gorma_MPI_File_get_position_shared(fh unsafe.Pointer, offset unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileGetPositionShared, &rc)
+	if err := doFileGetPositionShared(fh, (*int64)(offset)); err != nil {
+		return C.int(failFile(fnFileGetPositionShared, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_at_all_begin(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype)
+//
+//export gorma_MPI_File_read_at_all_begin
+func gorma_MPI_File_read_at_all_begin(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.int, datatype C.int) (rc C.int) {
+	defer catch(fnFileReadAtAllBegin, &rc)
+	if err := doFileReadAtAllBegin(fh, int(offset), buf, int(count), Datatype(datatype)); err != nil {
+		return C.int(failFile(fnFileReadAtAllBegin, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_at_all_end(MPI_File fh, void *buf, MPI_Status *status)
+//
+//export gorma_MPI_File_read_at_all_end
+func gorma_MPI_File_read_at_all_end(fh unsafe.Pointer, buf unsafe.Pointer, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadAtAllEnd, &rc)
+	if err := doFileReadAtAllEnd(fh, buf, statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadAtAllEnd, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_at_all_begin(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype)
+//
+//export gorma_MPI_File_write_at_all_begin
+func gorma_MPI_File_write_at_all_begin(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.int, datatype C.int) (rc C.int) {
+	defer catch(fnFileWriteAtAllBegin, &rc)
+	if err := doFileWriteAtAllBegin(fh, int(offset), buf, int(count), Datatype(datatype)); err != nil {
+		return C.int(failFile(fnFileWriteAtAllBegin, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_at_all_end(MPI_File fh, const void *buf, MPI_Status *status)
+//
+//export gorma_MPI_File_write_at_all_end
+func gorma_MPI_File_write_at_all_end(fh unsafe.Pointer, buf unsafe.Pointer, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteAtAllEnd, &rc)
+	if err := doFileWriteAtAllEnd(fh, buf, statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteAtAllEnd, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_all_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype)
+//
+//export gorma_MPI_File_read_all_begin
+func gorma_MPI_File_read_all_begin(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int) (rc C.int) {
+	defer catch(fnFileReadAllBegin, &rc)
+	if err := doFileReadAllBegin(fh, buf, int(count), Datatype(datatype)); err != nil {
+		return C.int(failFile(fnFileReadAllBegin, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_all_end(MPI_File fh, void *buf, MPI_Status *status)
+//
+//export gorma_MPI_File_read_all_end
+func gorma_MPI_File_read_all_end(fh unsafe.Pointer, buf unsafe.Pointer, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadAllEnd, &rc)
+	if err := doFileReadAllEnd(fh, buf, statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadAllEnd, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_all_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype)
+//
+//export gorma_MPI_File_write_all_begin
+func gorma_MPI_File_write_all_begin(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int) (rc C.int) {
+	defer catch(fnFileWriteAllBegin, &rc)
+	if err := doFileWriteAllBegin(fh, buf, int(count), Datatype(datatype)); err != nil {
+		return C.int(failFile(fnFileWriteAllBegin, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_all_end(MPI_File fh, const void *buf, MPI_Status *status)
+//
+//export gorma_MPI_File_write_all_end
+func gorma_MPI_File_write_all_end(fh unsafe.Pointer, buf unsafe.Pointer, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteAllEnd, &rc)
+	if err := doFileWriteAllEnd(fh, buf, statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteAllEnd, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_ordered_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype)
+//
+//export gorma_MPI_File_read_ordered_begin
+func gorma_MPI_File_read_ordered_begin(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int) (rc C.int) {
+	defer catch(fnFileReadOrderedBegin, &rc)
+	if err := doFileReadOrderedBegin(fh, buf, int(count), Datatype(datatype)); err != nil {
+		return C.int(failFile(fnFileReadOrderedBegin, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_ordered_end(MPI_File fh, void *buf, MPI_Status *status)
+//
+//export gorma_MPI_File_read_ordered_end
+func gorma_MPI_File_read_ordered_end(fh unsafe.Pointer, buf unsafe.Pointer, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadOrderedEnd, &rc)
+	if err := doFileReadOrderedEnd(fh, buf, statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadOrderedEnd, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_ordered_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype)
+//
+//export gorma_MPI_File_write_ordered_begin
+func gorma_MPI_File_write_ordered_begin(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int) (rc C.int) {
+	defer catch(fnFileWriteOrderedBegin, &rc)
+	if err := doFileWriteOrderedBegin(fh, buf, int(count), Datatype(datatype)); err != nil {
+		return C.int(failFile(fnFileWriteOrderedBegin, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_ordered_end(MPI_File fh, const void *buf, MPI_Status *status)
+//
+//export gorma_MPI_File_write_ordered_end
+func gorma_MPI_File_write_ordered_end(fh unsafe.Pointer, buf unsafe.Pointer, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteOrderedEnd, &rc)
+	if err := doFileWriteOrderedEnd(fh, buf, statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteOrderedEnd, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent)
+//
+//export gorma_MPI_File_get_type_extent
+func gorma_MPI_File_get_type_extent(fh unsafe.Pointer, datatype C.int, extent unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileGetTypeExtent, &rc)
+	if err := doFileGetTypeExtent(fh, Datatype(datatype), (*int64)(extent)); err != nil {
+		return C.int(failFile(fnFileGetTypeExtent, fh, err))
+	}
+	return 0
+}
+
+// int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn, MPI_Datarep_conversion_function *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state)
+//
+//export gorma_MPI_Register_datarep
+func gorma_MPI_Register_datarep(datarep unsafe.Pointer, read_conversion_fn unsafe.Pointer, write_conversion_fn unsafe.Pointer, dtype_file_extent_fn unsafe.Pointer, extra_state unsafe.Pointer) (rc C.int) {
+	defer catch(fnRegisterDatarep, &rc)
+	if err := doRegisterDatarep((*byte)(datarep), read_conversion_fn, write_conversion_fn, dtype_file_extent_fn, extra_state); err != nil {
+		return C.int(failComm(fnRegisterDatarep, mpi_COMM_WORLD, err))
+	}
+	return 0
+}
+
+// int MPI_File_set_atomicity(MPI_File fh, int flag)
+//
+//export gorma_MPI_File_set_atomicity
+func gorma_MPI_File_set_atomicity(fh unsafe.Pointer, flag C.int) (rc C.int) {
+	defer catch(fnFileSetAtomicity, &rc)
+	if err := doFileSetAtomicity(fh, int(flag)); err != nil {
+		return C.int(failFile(fnFileSetAtomicity, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_get_atomicity(MPI_File fh, int *flag)
+//
+//export gorma_MPI_File_get_atomicity
+func gorma_MPI_File_get_atomicity(fh unsafe.Pointer, flag unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileGetAtomicity, &rc)
+	if err := doFileGetAtomicity(fh, (*int32)(flag)); err != nil {
+		return C.int(failFile(fnFileGetAtomicity, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_sync(MPI_File fh)
+//
+//export gorma_MPI_File_sync
+func gorma_MPI_File_sync(fh unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileSync, &rc)
+	if err := doFileSync(fh); err != nil {
+		return C.int(failFile(fnFileSync, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iread_at_all(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+//
+//export gorma_MPI_File_iread_at_all
+func gorma_MPI_File_iread_at_all(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.int, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIreadAtAll, &rc)
+	if err := doFileIreadAtAll(fh, int(offset), buf, int(count), Datatype(datatype), (*Request)(request)); err != nil {
+		return C.int(failFile(fnFileIreadAtAll, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iwrite_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+//
+//export gorma_MPI_File_iwrite_at_all
+func gorma_MPI_File_iwrite_at_all(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.int, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIwriteAtAll, &rc)
+	if err := doFileIwriteAtAll(fh, int(offset), buf, int(count), Datatype(datatype), (*Request)(request)); err != nil {
+		return C.int(failFile(fnFileIwriteAtAll, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iread_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+//
+//export gorma_MPI_File_iread_all
+func gorma_MPI_File_iread_all(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIreadAll, &rc)
+	if err := doFileIreadAll(fh, buf, int(count), Datatype(datatype), (*Request)(request)); err != nil {
+		return C.int(failFile(fnFileIreadAll, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iwrite_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)
+//
+//export gorma_MPI_File_iwrite_all
+func gorma_MPI_File_iwrite_all(fh unsafe.Pointer, buf unsafe.Pointer, count C.int, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIwriteAll, &rc)
+	if err := doFileIwriteAll(fh, buf, int(count), Datatype(datatype), (*Request)(request)); err != nil {
+		return C.int(failFile(fnFileIwriteAll, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_read_c
+func gorma_MPI_File_read_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadC, &rc)
+	if err := doFileReadC(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_read_all_c
+func gorma_MPI_File_read_all_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadAllC, &rc)
+	if err := doFileReadAllC(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadAllC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_all_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype)
+//
+//export gorma_MPI_File_read_all_begin_c
+func gorma_MPI_File_read_all_begin_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int) (rc C.int) {
+	defer catch(fnFileReadAllBeginC, &rc)
+	if err := doFileReadAllBeginC(fh, buf, int(count), Datatype(datatype)); err != nil {
+		return C.int(failFile(fnFileReadAllBeginC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_read_at_c
+func gorma_MPI_File_read_at_c(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.long, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadAtC, &rc)
+	if err := doFileReadAtC(fh, int(offset), buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadAtC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_at_all_c(MPI_File fh, MPI_Offset offset, void * buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_read_at_all_c
+func gorma_MPI_File_read_at_all_c(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.long, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadAtAllC, &rc)
+	if err := doFileReadAtAllC(fh, int(offset), buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadAtAllC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_at_all_begin_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype)
+//
+//export gorma_MPI_File_read_at_all_begin_c
+func gorma_MPI_File_read_at_all_begin_c(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.long, datatype C.int) (rc C.int) {
+	defer catch(fnFileReadAtAllBeginC, &rc)
+	if err := doFileReadAtAllBeginC(fh, int(offset), buf, int(count), Datatype(datatype)); err != nil {
+		return C.int(failFile(fnFileReadAtAllBeginC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_ordered_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_read_ordered_c
+func gorma_MPI_File_read_ordered_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadOrderedC, &rc)
+	if err := doFileReadOrderedC(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadOrderedC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_ordered_begin_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype)
+//
+//export gorma_MPI_File_read_ordered_begin_c
+func gorma_MPI_File_read_ordered_begin_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int) (rc C.int) {
+	defer catch(fnFileReadOrderedBeginC, &rc)
+	if err := doFileReadOrderedBeginC(fh, buf, int(count), Datatype(datatype)); err != nil {
+		return C.int(failFile(fnFileReadOrderedBeginC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_read_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_read_shared_c
+func gorma_MPI_File_read_shared_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileReadSharedC, &rc)
+	if err := doFileReadSharedC(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileReadSharedC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_write_c
+func gorma_MPI_File_write_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteC, &rc)
+	if err := doFileWriteC(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_write_all_c
+func gorma_MPI_File_write_all_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteAllC, &rc)
+	if err := doFileWriteAllC(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteAllC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_all_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype)
+//
+//export gorma_MPI_File_write_all_begin_c
+func gorma_MPI_File_write_all_begin_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int) (rc C.int) {
+	defer catch(fnFileWriteAllBeginC, &rc)
+	if err := doFileWriteAllBeginC(fh, buf, int(count), Datatype(datatype)); err != nil {
+		return C.int(failFile(fnFileWriteAllBeginC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_at_c(MPI_File fh, MPI_Offset offset, const void * buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_write_at_c
+func gorma_MPI_File_write_at_c(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.long, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteAtC, &rc)
+	if err := doFileWriteAtC(fh, int(offset), buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteAtC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_write_at_all_c
+func gorma_MPI_File_write_at_all_c(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.long, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteAtAllC, &rc)
+	if err := doFileWriteAtAllC(fh, int(offset), buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteAtAllC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_at_all_begin_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype)
+//
+//export gorma_MPI_File_write_at_all_begin_c
+func gorma_MPI_File_write_at_all_begin_c(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.long, datatype C.int) (rc C.int) {
+	defer catch(fnFileWriteAtAllBeginC, &rc)
+	if err := doFileWriteAtAllBeginC(fh, int(offset), buf, int(count), Datatype(datatype)); err != nil {
+		return C.int(failFile(fnFileWriteAtAllBeginC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_ordered_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_write_ordered_c
+func gorma_MPI_File_write_ordered_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteOrderedC, &rc)
+	if err := doFileWriteOrderedC(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteOrderedC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_ordered_begin_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype)
+//
+//export gorma_MPI_File_write_ordered_begin_c
+func gorma_MPI_File_write_ordered_begin_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int) (rc C.int) {
+	defer catch(fnFileWriteOrderedBeginC, &rc)
+	if err := doFileWriteOrderedBeginC(fh, buf, int(count), Datatype(datatype)); err != nil {
+		return C.int(failFile(fnFileWriteOrderedBeginC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_write_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status)
+//
+//export gorma_MPI_File_write_shared_c
+func gorma_MPI_File_write_shared_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, status unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileWriteSharedC, &rc)
+	if err := doFileWriteSharedC(fh, buf, int(count), Datatype(datatype), statusArg(status)); err != nil {
+		return C.int(failFile(fnFileWriteSharedC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iread_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request)
+//
+//export gorma_MPI_File_iread_c
+func gorma_MPI_File_iread_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIreadC, &rc)
+	if err := doFileIreadC(fh, buf, int(count), Datatype(datatype), request); err != nil {
+		return C.int(failFile(fnFileIreadC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iread_all_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+//
+//export gorma_MPI_File_iread_all_c
+func gorma_MPI_File_iread_all_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIreadAllC, &rc)
+	if err := doFileIreadAllC(fh, buf, int(count), Datatype(datatype), (*Request)(request)); err != nil {
+		return C.int(failFile(fnFileIreadAllC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iread_at_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request)
+//
+//export gorma_MPI_File_iread_at_c
+func gorma_MPI_File_iread_at_c(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.long, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIreadAtC, &rc)
+	if err := doFileIreadAtC(fh, int(offset), buf, int(count), Datatype(datatype), request); err != nil {
+		return C.int(failFile(fnFileIreadAtC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iread_at_all_c(MPI_File fh, MPI_Offset offset, void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+//
+//export gorma_MPI_File_iread_at_all_c
+func gorma_MPI_File_iread_at_all_c(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.long, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIreadAtAllC, &rc)
+	if err := doFileIreadAtAllC(fh, int(offset), buf, int(count), Datatype(datatype), (*Request)(request)); err != nil {
+		return C.int(failFile(fnFileIreadAtAllC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iread_shared_c(MPI_File fh, void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request)
+//
+//export gorma_MPI_File_iread_shared_c
+func gorma_MPI_File_iread_shared_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIreadSharedC, &rc)
+	if err := doFileIreadSharedC(fh, buf, int(count), Datatype(datatype), request); err != nil {
+		return C.int(failFile(fnFileIreadSharedC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iwrite_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request)
+//
+//export gorma_MPI_File_iwrite_c
+func gorma_MPI_File_iwrite_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIwriteC, &rc)
+	if err := doFileIwriteC(fh, buf, int(count), Datatype(datatype), request); err != nil {
+		return C.int(failFile(fnFileIwriteC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iwrite_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+//
+//export gorma_MPI_File_iwrite_all_c
+func gorma_MPI_File_iwrite_all_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIwriteAllC, &rc)
+	if err := doFileIwriteAllC(fh, buf, int(count), Datatype(datatype), (*Request)(request)); err != nil {
+		return C.int(failFile(fnFileIwriteAllC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iwrite_at_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request)
+//
+//export gorma_MPI_File_iwrite_at_c
+func gorma_MPI_File_iwrite_at_c(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.long, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIwriteAtC, &rc)
+	if err := doFileIwriteAtC(fh, int(offset), buf, int(count), Datatype(datatype), request); err != nil {
+		return C.int(failFile(fnFileIwriteAtC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iwrite_at_all_c(MPI_File fh, MPI_Offset offset, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)
+//
+//export gorma_MPI_File_iwrite_at_all_c
+func gorma_MPI_File_iwrite_at_all_c(fh unsafe.Pointer, offset C.long, buf unsafe.Pointer, count C.long, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIwriteAtAllC, &rc)
+	if err := doFileIwriteAtAllC(fh, int(offset), buf, int(count), Datatype(datatype), (*Request)(request)); err != nil {
+		return C.int(failFile(fnFileIwriteAtAllC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_iwrite_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPIO_Request *request)
+//
+//export gorma_MPI_File_iwrite_shared_c
+func gorma_MPI_File_iwrite_shared_c(fh unsafe.Pointer, buf unsafe.Pointer, count C.long, datatype C.int, request unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileIwriteSharedC, &rc)
+	if err := doFileIwriteSharedC(fh, buf, int(count), Datatype(datatype), request); err != nil {
+		return C.int(failFile(fnFileIwriteSharedC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype datatype, MPI_Count *extent)
+//
+//export gorma_MPI_File_get_type_extent_c
+func gorma_MPI_File_get_type_extent_c(fh unsafe.Pointer, datatype C.int, extent unsafe.Pointer) (rc C.int) {
+	defer catch(fnFileGetTypeExtentC, &rc)
+	if err := doFileGetTypeExtentC(fh, Datatype(datatype), (*int64)(extent)); err != nil {
+		return C.int(failFile(fnFileGetTypeExtentC, fh, err))
+	}
+	return 0
+}
+
+// int MPI_Register_datarep_c(const char *datarep, MPI_Datarep_conversion_function_c *read_conversion_fn, MPI_Datarep_conversion_function_c *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state)
+//
+//export gorma_MPI_Register_datarep_c
+func gorma_MPI_Register_datarep_c(datarep unsafe.Pointer, read_conversion_fn unsafe.Pointer, write_conversion_fn unsafe.Pointer, dtype_file_extent_fn unsafe.Pointer, extra_state unsafe.Pointer) (rc C.int) {
+	defer catch(fnRegisterDatarepC, &rc)
+	if err := doRegisterDatarepC((*byte)(datarep), read_conversion_fn, write_conversion_fn, dtype_file_extent_fn, extra_state); err != nil {
+		return C.int(failComm(fnRegisterDatarepC, mpi_COMM_WORLD, err))
 	}
 	return 0
 }

@@ -21,6 +21,9 @@ void gorma_call_MPI_Comm_errhandler_function(void *fn, void *a0, void *a1);
 /* typedef void (MPI_Win_errhandler_function)(MPI_Win *, int *, ...); */
 void gorma_call_MPI_Win_errhandler_function(void *fn, void *a0, void *a1);
 
+/* typedef void (MPI_File_errhandler_function)(MPI_File *, int *, ...); */
+void gorma_call_MPI_File_errhandler_function(void *fn, void *a0, void *a1);
+
 /* typedef int (MPI_Comm_copy_attr_function)(MPI_Comm, int, void *, void *, void *, int *); */
 int gorma_call_MPI_Comm_copy_attr_function(void *fn, int a0, int a1, void *a2, void *a3, void *a4, void *a5);
 

@@ -123,22 +123,23 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "absent")) {
-		/* MPI-IO is defined but not covered by gorma: the call fails with
+		/* Ports are defined but not covered by gorma: the call fails with
 		 * MPI_ERR_UNSUPPORTED_OPERATION through the communicator's handler. */
-		MPI_File fh;
+		MPI_Comm inter;
 		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-		int rc = MPI_File_open(MPI_COMM_WORLD, "absent.dat", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+		int rc = MPI_Comm_accept("port", MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter);
 		int class;
 		char msg[MPI_MAX_ERROR_STRING];
 		MPI_Error_class(rc, &class);
 		MPI_Error_string(rc, msg, &n);
-		if (rank == 0) printf("absent: class %d, unsupported %d, message %s MPI_File_open\n", class,
-			class == MPI_ERR_UNSUPPORTED_OPERATION, strstr(msg, "MPI_File_open") ? "names" : "does not name");
+		if (rank == 0) printf("absent: class %d, unsupported %d, message %s MPI_Comm_accept\n", class,
+			class == MPI_ERR_UNSUPPORTED_OPERATION, strstr(msg, "MPI_Comm_accept") ? "names" : "does not name");
 		fflush(stdout);
 		MPI_Barrier(MPI_COMM_WORLD); /* rank 0 has printed before any rank ends the job */
 		/* With no communicator, the world's handler: fatal by default. */
 		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
-		MPI_File_delete("absent.dat", MPI_INFO_NULL);
+		char port[MPI_MAX_PORT_NAME];
+		MPI_Open_port(MPI_INFO_NULL, port);
 		printf("absent: returned\n");
 		MPI_Finalize();
 		return 0;

@@ -520,12 +520,22 @@ func goIdent(n string) string {
 }
 
 // owner is the parameter whose error handler a failure of the call goes to: the first
-// communicator, else the first window, else the first MPI_Session, else (errhOwners) the
-// handler passed for the new object; "" is the world's. An MPI_T call has no handler:
-// "MPI_T" says it returns its error class.
+// file, else the first communicator, else the first window, else the first
+// MPI_Session, else (errhOwners) the handler passed for the new object; "" is the
+// world's. A call of MPI-IO without a file parameter (MPI_File_open, MPI_File_delete)
+// has "MPI_File:nil": MPI_FILE_NULL's handler, as MPI specifies. An MPI_T call has no
+// handler: "MPI_T" says it returns its error class.
 func (p *proto) owner() string {
 	if strings.HasPrefix(p.name, "MPI_T_") {
 		return "MPI_T"
+	}
+	for _, pa := range p.params {
+		if pa.base == "MPI_File" && pa.ptrs == 0 {
+			return "MPI_File:" + goIdent(pa.name)
+		}
+	}
+	if strings.HasPrefix(p.name, "MPI_File_") {
+		return "MPI_File:nil"
 	}
 	if errhOwners[p.name] {
 		for _, pa := range p.params {
@@ -580,6 +590,8 @@ func genGo(calls []*proto) ([]byte, error) {
 			fmt.Fprintf(&b, "\tdefer catch(%s, &rc)\n", fnConst(p.name))
 			own := p.owner()
 			switch {
+			case strings.HasPrefix(own, "MPI_File:"):
+				fmt.Fprintf(&b, "\tif err := %s; err != nil {\n\t\treturn C.int(failFile(%s, %s, err))\n\t}\n\treturn 0\n}\n", call, fnConst(p.name), strings.TrimPrefix(own, "MPI_File:"))
 			case strings.HasPrefix(own, "MPI_Comm:"):
 				fmt.Fprintf(&b, "\tif err := %s; err != nil {\n\t\treturn C.int(failComm(%s, Comm(%s), err))\n\t}\n\treturn 0\n}\n", call, fnConst(p.name), strings.TrimPrefix(own, "MPI_Comm:"))
 			case strings.HasPrefix(own, "MPI_Win:"):
@@ -617,6 +629,7 @@ func cRet(ret string) string {
 // trampolines are the function types of mpi.h whose values the package calls: a user's
 // MPI_Op, error handlers, attribute callbacks and a generalized request's functions.
 var trampolines = []string{"MPI_User_function", "MPI_User_function_c", "MPI_Comm_errhandler_function", "MPI_Win_errhandler_function",
+	"MPI_File_errhandler_function",
 	"MPI_Comm_copy_attr_function", "MPI_Comm_delete_attr_function", "MPI_Type_copy_attr_function",
 	"MPI_Type_delete_attr_function", "MPI_Win_copy_attr_function", "MPI_Win_delete_attr_function",
 	"MPI_Grequest_query_function", "MPI_Grequest_free_function", "MPI_Grequest_cancel_function",

@@ -9,14 +9,16 @@
 //	LD_LIBRARY_PATH=$PWD/lib golaunch -n 4 ./prog
 //
 // Each covered MPI function has three parts. mpigen (internal/mpigen) reads MPICH's
-// mpi.h and mpi_proto.h and writes the constants (zconst.go), the C forwarders with
-// their weak MPI_ aliases (zcalls.c) and the Go exports (zcalls.go). A hand-written do*
-// function, named after the C function (MPI_Comm_rank is doCommRank), maps the call onto
-// the runtime, collectives, window and datatype packages. mpigen covers exactly the
-// functions that have one.
+// mpi.h, mpi_proto.h and mpio.h and writes the constants (zconst.go), the C forwarders
+// with their weak MPI_ aliases (zcalls.c) and the Go exports (zcalls.go). A hand-written
+// do* function, named after the C function (MPI_Comm_rank is doCommRank), maps the call
+// onto the runtime, collectives, window, datatype and topo packages. mpigen covers
+// exactly the functions that have one; every other function of the headers is defined
+// and fails with MPI_ERR_UNSUPPORTED_OPERATION.
 //
 // MPI handles are ints in MPICH's encoding; tables map them to the runtime's objects
-// (handles.go). A failed call goes to its communicator's or window's error handler:
+// (handles.go). A failed call goes to its communicator's, window's, file's or session's
+// error handler:
 // MPI_ERRORS_ARE_FATAL, the default, prints the call, the class and the cause and
 // aborts the job. A Go panic in a call becomes MPI_ERR_INTERN, never a crash.
 //

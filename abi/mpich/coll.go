@@ -300,7 +300,8 @@ func reduce(a reduction, c Comm) (*collectives.Request, error) {
 		return nil, err
 	}
 	if isLoc(a.op) || t.kind == kNone || !t.contig || t.size%kindSize[t.kind] != 0 {
-		return reduceLayout(&a, t)
+		l := a // a copy in this branch alone: a itself stays on the stack, so a call allocates nothing
+		return reduceLayout(&l, t)
 	}
 	if m := t.size / kindSize[t.kind]; m != 1 {
 		a.n *= m

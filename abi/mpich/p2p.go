@@ -172,6 +172,7 @@ type request struct {
 	inactive   bool      // a persistent request not started, or whose completion was reported
 	typed      *typedBuf // a derived datatype's data, packed before each start or unpacked after each completion
 	held       *outcome  // a completion taken from the layer below, not yet reported to the program
+	heldIn     outcome   // where settle keeps held, so that a completion allocates nothing
 }
 
 // An outcome is how a request's call ended.
@@ -273,7 +274,8 @@ func (r *request) settle(o outcome) {
 			o.err = err
 		}
 	}
-	r.held = &o
+	r.heldIn = o
+	r.held = &r.heldIn
 }
 
 // outcome is r's held outcome. A generalized request's comes from its query

@@ -196,7 +196,7 @@ func doGroupRank(g Group, rank *int32) error {
 		return err
 	}
 	*rank = mpi_UNDEFINED
-	w := procWorld() // session.go: MPI_Init's World or a session's
+	w := procWorld() // MPI_Init's World, or the one MPI_Session_init started
 	if w == nil {
 		return errNotInit
 	}

@@ -17,7 +17,7 @@
 // and fails with MPI_ERR_UNSUPPORTED_OPERATION.
 //
 // MPI handles are ints in MPICH's encoding; tables map them to the runtime's objects
-// (handles.go). A failed call goes to its communicator's, window's, file's or session's
+// (handles.go). A failed call goes to its communicator's, window's, file's or MPI_Session's
 // error handler:
 // MPI_ERRORS_ARE_FATAL, the default, prints the call, the class and the cause and
 // aborts the job. A Go panic in a call becomes MPI_ERR_INTERN, never a crash.

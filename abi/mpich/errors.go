@@ -174,7 +174,7 @@ func fail(fn string, h Errhandler, obj int32, err error) int {
 }
 
 // A userErrh is an error handler of MPI_Comm_create_errhandler,
-// MPI_Win_create_errhandler, MPI_Session_create_errhandler (session.go) or
+// MPI_Win_create_errhandler, MPI_Session_create_errhandler or
 // MPI_File_create_errhandler (file.go): a C function, called with the object and the
 // code.
 type userErrh struct {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/gorma-hpc/gorma/datatype"
 )
 
 // A basic is the kind of one basic element: its size in memory and in "external32"
@@ -230,41 +232,23 @@ func doStatusSetCancelled(st *Status, flag int) error {
 
 // doTypeContiguousC is MPI_Type_contiguous_c.
 func doTypeContiguousC(count int, old Datatype, out *Datatype) error {
-	t, err := anyTypeOf(old)
-	if err != nil {
-		return err
-	}
-	l, err := t.layout.Contiguous(count)
-	if err != nil {
-		return err
-	}
-	return newType(l, t.kind, contents{combiner: mpi_COMBINER_CONTIGUOUS, counts: []int{count}, types: []Datatype{old}}, out)
+	return derive(old, contents{combiner: mpi_COMBINER_CONTIGUOUS, counts: []int{count}}, out, func(l datatype.Type) (datatype.Type, error) {
+		return l.Contiguous(count)
+	})
 }
 
 // doTypeVectorC is MPI_Type_vector_c.
 func doTypeVectorC(count, blocklen, stride int, old Datatype, out *Datatype) error {
-	t, err := anyTypeOf(old)
-	if err != nil {
-		return err
-	}
-	l, err := t.layout.Vector(count, blocklen, stride)
-	if err != nil {
-		return err
-	}
-	return newType(l, t.kind, contents{combiner: mpi_COMBINER_VECTOR, counts: []int{count, blocklen, stride}, types: []Datatype{old}}, out)
+	return derive(old, contents{combiner: mpi_COMBINER_VECTOR, counts: []int{count, blocklen, stride}}, out, func(l datatype.Type) (datatype.Type, error) {
+		return l.Vector(count, blocklen, stride)
+	})
 }
 
 // doTypeCreateHvectorC is MPI_Type_create_hvector_c.
 func doTypeCreateHvectorC(count, blocklen, stride int, old Datatype, out *Datatype) error {
-	t, err := anyTypeOf(old)
-	if err != nil {
-		return err
-	}
-	l, err := t.layout.Hvector(count, blocklen, stride)
-	if err != nil {
-		return err
-	}
-	return newType(l, t.kind, contents{combiner: mpi_COMBINER_HVECTOR, counts: []int{count, blocklen, stride}, types: []Datatype{old}}, out)
+	return derive(old, contents{combiner: mpi_COMBINER_HVECTOR, counts: []int{count, blocklen, stride}}, out, func(l datatype.Type) (datatype.Type, error) {
+		return l.Hvector(count, blocklen, stride)
+	})
 }
 
 // doTypeCreateResizedC is MPI_Type_create_resized_c.

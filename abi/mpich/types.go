@@ -168,43 +168,40 @@ func newType(l datatype.Type, k kind, c contents, out *Datatype) error {
 	return nil
 }
 
-// doTypeContiguous is MPI_Type_contiguous.
-func doTypeContiguous(count int, old Datatype, out *Datatype) error {
+// derive makes a datatype whose layout build makes from old's, recording c, with old
+// as its one type, for MPI_Type_get_contents.
+func derive(old Datatype, c contents, out *Datatype, build func(datatype.Type) (datatype.Type, error)) error {
 	t, err := anyTypeOf(old)
 	if err != nil {
 		return err
 	}
-	l, err := t.layout.Contiguous(count)
+	l, err := build(t.layout)
 	if err != nil {
 		return err
 	}
-	return newType(l, t.kind, contents{combiner: mpi_COMBINER_CONTIGUOUS, ints: []int{count}, types: []Datatype{old}}, out)
+	c.types = []Datatype{old}
+	return newType(l, t.kind, c, out)
+}
+
+// doTypeContiguous is MPI_Type_contiguous.
+func doTypeContiguous(count int, old Datatype, out *Datatype) error {
+	return derive(old, contents{combiner: mpi_COMBINER_CONTIGUOUS, ints: []int{count}}, out, func(l datatype.Type) (datatype.Type, error) {
+		return l.Contiguous(count)
+	})
 }
 
 // doTypeVector is MPI_Type_vector.
 func doTypeVector(count, blocklen, stride int, old Datatype, out *Datatype) error {
-	t, err := anyTypeOf(old)
-	if err != nil {
-		return err
-	}
-	l, err := t.layout.Vector(count, blocklen, stride)
-	if err != nil {
-		return err
-	}
-	return newType(l, t.kind, contents{combiner: mpi_COMBINER_VECTOR, ints: []int{count, blocklen, stride}, types: []Datatype{old}}, out)
+	return derive(old, contents{combiner: mpi_COMBINER_VECTOR, ints: []int{count, blocklen, stride}}, out, func(l datatype.Type) (datatype.Type, error) {
+		return l.Vector(count, blocklen, stride)
+	})
 }
 
 // doTypeCreateHvector is MPI_Type_create_hvector.
 func doTypeCreateHvector(count, blocklen, stride int, old Datatype, out *Datatype) error {
-	t, err := anyTypeOf(old)
-	if err != nil {
-		return err
-	}
-	l, err := t.layout.Hvector(count, blocklen, stride)
-	if err != nil {
-		return err
-	}
-	return newType(l, t.kind, contents{combiner: mpi_COMBINER_HVECTOR, ints: []int{count, blocklen}, aints: []int{stride}, types: []Datatype{old}}, out)
+	return derive(old, contents{combiner: mpi_COMBINER_HVECTOR, ints: []int{count, blocklen}, aints: []int{stride}}, out, func(l datatype.Type) (datatype.Type, error) {
+		return l.Hvector(count, blocklen, stride)
+	})
 }
 
 // doTypeIndexed is MPI_Type_indexed.

@@ -29,7 +29,7 @@ func TestAttrWin(t *testing.T) {
 		t.Fatalf("on MPICH's library: %v\n%s", err, want)
 	}
 	if g, w := shape(got, true), shape(want, true); !slices.Equal(g, w) {
-		t.Errorf("gorma's output differs from MPICH's:\n--- gorma\n%s\n--- MPICH\n%s", strings.Join(g, "\n"), strings.Join(w, "\n"))
+		t.Errorf("gorma's output differs from MPICH's (- gorma only, + MPICH only):\n%s", lineDiff(g, w))
 	}
 	out, err := onGorma(t, dir, 2, prog, "rget")
 	if err != nil {
@@ -68,6 +68,6 @@ func TestAttrWinFortran(t *testing.T) {
 		t.Fatalf("on MPICH's library: %v\n%s", err, want)
 	}
 	if g, w := shape(got, true), shape(want, true); !slices.Equal(g, w) || len(g) != 2 {
-		t.Errorf("gorma's output differs from MPICH's:\n--- gorma\n%s\n--- MPICH\n%s", strings.Join(g, "\n"), strings.Join(w, "\n"))
+		t.Errorf("gorma's output differs from MPICH's (- gorma only, + MPICH only):\n%s", lineDiff(g, w))
 	}
 }

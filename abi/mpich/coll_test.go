@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -29,7 +28,7 @@ func TestColl(t *testing.T) {
 			}
 			g, w := shape(got, true), shape(want, true)
 			if !slices.Equal(g, w) {
-				t.Errorf("gorma's output differs from MPICH's:\n--- gorma\n%s\n--- MPICH\n%s", strings.Join(g, "\n"), strings.Join(w, "\n"))
+				t.Errorf("gorma's output differs from MPICH's (- gorma only, + MPICH only):\n%s", lineDiff(g, w))
 			}
 		})
 	}

@@ -33,7 +33,7 @@ func TestDyn(t *testing.T) {
 		t.Fatalf("on gorma's library: %v\n%s", err, got)
 	}
 	if g := shape(got, true); !slices.Equal(g, want) {
-		t.Errorf("gorma's output differs from MPICH's with the spawn lines:\n--- gorma\n%s\n--- want\n%s", strings.Join(g, "\n"), strings.Join(want, "\n"))
+		t.Errorf("gorma's output differs from MPICH's with the spawn lines (- gorma only, + want only):\n%s", lineDiff(g, want))
 	}
 	out, err := run(t, exec.Command("mpiexec.hydra", "-n", "2", prog, "spawn"), lib)
 	for r := range 2 {

@@ -26,7 +26,7 @@ func TestMPIIO(t *testing.T) {
 			t.Fatalf("%d ranks on MPICH's library: %v\n%s", n, err, want)
 		}
 		if g, w := shape(got, true), shape(want, true); !slices.Equal(g, w) {
-			t.Errorf("%d ranks: gorma's output differs from MPICH's:\n--- gorma\n%s\n--- MPICH\n%s", n, strings.Join(g, "\n"), strings.Join(w, "\n"))
+			t.Errorf("%d ranks: gorma's output differs from MPICH's (- gorma only, + MPICH only):\n%s", n, lineDiff(g, w))
 		}
 		out, err := onGorma(t, dir, n, prog, t.TempDir(), "shared")
 		if err != nil {

@@ -3,7 +3,6 @@ package mpich_test
 import (
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -26,7 +25,7 @@ func TestSession(t *testing.T) {
 				t.Fatalf("on MPICH's library: %v\n%s", err, want)
 			}
 			if g, w := shape(got, true), shape(want, true); !slices.Equal(g, w) {
-				t.Errorf("gorma's output differs from MPICH's:\n--- gorma\n%s\n--- MPICH\n%s", strings.Join(g, "\n"), strings.Join(w, "\n"))
+				t.Errorf("gorma's output differs from MPICH's (- gorma only, + MPICH only):\n%s", lineDiff(g, w))
 			}
 		})
 	}

@@ -305,6 +305,7 @@ static void parent(char **argv)
 
 int main(int argc, char **argv)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0); /* one write per line: the ranks' lines do not mix */
 	MPI_Comm par;
 	MPI_Init(&argc, &argv);
 	for (int i = 1; i < argc; i++) {

@@ -384,6 +384,7 @@ static void mpit(void) {
 }
 
 int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* one write per line: the ranks' lines do not mix */
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "session") == 0)
         sessionOnly();

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
@@ -44,6 +46,9 @@ type folder struct {
 	cur  unix.CPUSet   // the threads' affinity: own, or a fold's
 	left cpuTimes      // the processors a fold left, as /proc/stat counted them when it began
 	seen []unix.CPUSet // joins' reading of the siblings' folds, reused: a spin allocates nothing
+	// quiet is the Clock reading until which an unfolded rank joins no fold: its own
+	// fold ended as the other work had gone, and its siblings' end soon.
+	quiet atomic.Int64
 }
 
 // fold is the Waiting's hook (SetFold). It reads the processor the waiting thread is on
@@ -65,6 +70,9 @@ func (f *folder) joins() bool {
 	}
 	defer f.mu.Unlock()
 	cur := f.cur
+	if cur == f.own && subcore.Clock() < time.Duration(f.quiet.Load()) {
+		return false
+	}
 	f.seen = f.folds(f.seen)
 	for i, s := range f.seen {
 		if s.Count() == 0 {
@@ -104,6 +112,17 @@ func (f *folder) sync(h subcore.Hold, cpu int) {
 	v := foldView{own: f.own, cur: f.cur, cpu: cpu, folds: f.folds(nil), lower: f.lower}
 	if h == subcore.HoldTheft {
 		v.siblingThief = ranOn(f.siblings, cpu)
+		if v.siblingThief && f.cur == f.own {
+			// The kernel starts or wakes a thread beside a sibling at times, and moves
+			// one of the two to an idle processor soon after. Only a sibling that
+			// still runs there after siblingSettle shows that the other processors
+			// are taken.
+			time.Sleep(siblingSettle)
+			v.siblingThief = ranOn(f.siblings, cpu)
+			if !v.siblingThief {
+				return
+			}
+		}
 	}
 	to, move := planFold(h, v)
 	if h == subcore.HoldEnd && f.w.Busy() || !move {
@@ -127,6 +146,11 @@ func (f *folder) sync(h subcore.Hold, cpu int) {
 	setThreads(&to)
 	f.cur = to
 	folded := to != f.own
+	if h == subcore.HoldEnd {
+		// The other work has gone. The siblings of the fold see it at their own hold's
+		// end: until then, their folds are no reason to join.
+		f.quiet.Store(int64(subcore.Clock() + subcore.BusyHoldMax))
+	}
 	f.w.SetSharing(folded)
 	if folded {
 		f.w.SetOversub(true)
@@ -144,6 +168,13 @@ func (f *folder) sync(h subcore.Hold, cpu int) {
 			f.rank, map[bool]string{true: "folded", false: "unfolded"}[folded], setList(&to), why, cpu)
 	}
 }
+
+// siblingSettle is how long a sibling's theft must last before an unfolded rank folds
+// for it: longer than the kernel takes to move one of two threads on a processor to an
+// idle one. `GORMA_DEBUG=1 golaunch -n 2 bin/allreducebench --test bcast --size-time
+// 2s` shows the folds on a quiet host (none should last), and TestFoldBesideOtherWork
+// the folds beside a busy loop.
+const siblingSettle = 20 * time.Millisecond
 
 // sortedBy returns the indexes of pids in ascending order of pid.
 func sortedBy(pids []int) []int {

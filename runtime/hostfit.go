@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gorma-hpc/gorma/internal/gosched"
 	"github.com/gorma-hpc/gorma/runtime/internal/subcore"
 	"github.com/gorma-hpc/gorma/transport/verbs"
 	"golang.org/x/sys/unix"
@@ -145,7 +146,9 @@ func (j join) fitHost() {
 	f := fitOf(me, sets, quota)
 	e.ncpu = f.cpus
 	oneHost := e.localSize >= e.size // a device that reaches other hosts raises it (crossHost)
-	n := hostProcs(e.cfg.procs, e.cfg.maxProcsSet, goruntime.GOMAXPROCS(0), f, oneHost)
+	// A rank whose calls come from C threads (gosched.Locked) never yields to its other
+	// goroutines: they run on a second P, as a cross-host rank's readers do.
+	n := hostProcs(e.cfg.procs, e.cfg.maxProcsSet, goruntime.GOMAXPROCS(0), f, oneHost && !gosched.Locked())
 	if n > 0 {
 		goruntime.GOMAXPROCS(n)
 		if e.cfg.procs == procsAuto {

@@ -34,6 +34,9 @@ func (w *waiter) wait(c Call, g *Group, i int, v uint64) error {
 	// documentation). Oversubscribed: waitYield.
 	var start time.Time // from the first check (most waits end before)
 	if w.yields() {
+		if w.rule != nil {
+			w.rule.Budget() // ends a fold's hold that has run out: its spin reads no clock
+		}
 		if done, err := w.waitYield(c, g, i, ctr, v); done || err != nil {
 			return err
 		}

@@ -66,7 +66,10 @@ func (w *Waiting) Spun(prev, now time.Duration) bool {
 	if w.max == w.min {
 		return false
 	}
-	stolen := now-prev >= StealGap
+	// In a fold (Sharing) the rank yields its processor to the siblings that share it:
+	// a gap is their turn, not a theft, and renews no hold. At the hold's end the fold
+	// asks /proc/stat whether other work is still there (Rehold).
+	stolen := now-prev >= StealGap && !w.sharing.Load()
 	if stolen || w.joins != nil && w.joinCheck(now) {
 		h := BusyHold
 		last := time.Duration(w.hold.Load())

@@ -217,3 +217,29 @@ func TestWaitingFoldHook(t *testing.T) {
 	}
 	want("rehold")
 }
+
+// TestWaitingSharingGap: in a fold (Sharing) a gap is a sibling's turn, not a theft: it
+// starts no hold and renews none, so a fold's hold ends when it runs out.
+func TestWaitingSharingGap(t *testing.T) {
+	const lo, hi = 50 * time.Microsecond, 2 * time.Millisecond
+	w := NewWaiting(lo, hi, false, true)
+	var got []Hold
+	w.SetFold(func(h Hold) { got = append(got, h) }, func() bool { return false })
+	now := Clock() + 2*FoldCheck
+	if !w.Spun(now, now+StealGap) || !w.Busy() {
+		t.Fatal("a gap of StealGap did not start a hold")
+	}
+	w.SetSharing(true)
+	for i := range 100 { // a sibling's turns through the hold and past its end
+		at := now + time.Duration(i)*BusyHold/10
+		if w.Spun(at, at+StealGap) {
+			t.Fatalf("a gap while sharing ended the spin as a theft")
+		}
+	}
+	if w.Busy() {
+		t.Fatal("gaps while sharing renewed the hold past its end")
+	}
+	if len(got) != 2 || got[0] != HoldTheft || got[1] != HoldEnd {
+		t.Fatalf("the hook learned %v, want [theft, hold ended]", got)
+	}
+}

@@ -76,3 +76,53 @@ func TestTrackDoneConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestTrackRecordPairs: a report taken while another goroutine runs calls of a dozen
+// names (more than a Track's name cache holds) always pairs a call's name with its own
+// number, and reads no call between them.
+func TestTrackRecordPairs(t *testing.T) {
+	tr := NewTrack(nil, new(atomic.Uint64), TrackInfo{Comm: "World"})
+	names := make([]string, 12)
+	for i := range names {
+		names[i] = fmt.Sprintf("call%02d", i)
+	}
+	const calls = 20000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for k := uint64(1); k <= calls; k++ {
+			tr.BeginAt(names[k%uint64(len(names))], k)
+			tr.End()
+		}
+	}()
+	seen := 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		call, seq, _, _, ok := TrackRecord(tr)
+		if !ok {
+			continue
+		}
+		seen++
+		if want := names[seq%uint64(len(names))]; call != want {
+			t.Fatalf("a report paired call %q with number %d, whose call is %q", call, seq, want)
+		}
+	}
+	if _, _, _, _, ok := TrackRecord(tr); ok || Busy(tr) {
+		t.Fatal("a report after the last End sees a call under way")
+	}
+	n := 0
+	TrackDone(tr, func(call string, seq uint64, _ *CallSig) {
+		n++
+		if want := names[seq%uint64(len(names))]; call != want || seq > calls || seq <= calls-DoneKept {
+			t.Errorf("TrackDone: call %q number %d, want the last %d calls' names", call, seq, DoneKept)
+		}
+	})
+	if n != DoneKept {
+		t.Errorf("TrackDone gave %d calls, want %d", n, DoneKept)
+	}
+	t.Logf("%d reports saw a call under way", seen)
+}

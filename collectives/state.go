@@ -40,7 +40,7 @@ type state struct {
 	force      algo  // GORMA_ALLREDUCE, algoAuto if unset
 	cfgErr     error // a bad GORMA_ALLREDUCE, returned by every Allreduce
 
-	busy  atomic.Bool
+	busy  uint32 // 1 while a call runs: taken by CAS in open, given back by releaseBusy
 	q     queue                 // the nonblocking (or a persistent Request's) calls started and not finished (queue.go)
 	pers  persistentSet         // the World's persistent Requests (persistent_match.go)
 	seq   uint32                // calls made on this World; guarded by busy
@@ -241,7 +241,7 @@ func open(ctx context.Context, w *runtime.World, name string) (s *state, tracked
 			return nil, "", 0, fmt.Errorf("collectives: %s: rank %d waiting for its nonblocking calls on this World: %w", name, s.rank, err)
 		}
 	}
-	if !s.busy.CompareAndSwap(false, true) {
+	if !atomic.CompareAndSwapUint32(&s.busy, 0, 1) {
 		return nil, "", 0, fmt.Errorf("collectives: %s: %w: another collective call is running on this World", name, ErrConcurrent)
 	}
 	s.seq++
@@ -394,7 +394,7 @@ func (c *call) close(err error, numbered bool) error {
 	if numbered {
 		s.track.End()
 	}
-	s.busy.Store(false)
+	releaseBusy(&s.busy)
 	goruntime.KeepAlive(w)
 	return err
 }

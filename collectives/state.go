@@ -40,7 +40,7 @@ type state struct {
 	force      algo  // GORMA_ALLREDUCE, algoAuto if unset
 	cfgErr     error // a bad GORMA_ALLREDUCE, returned by every Allreduce
 
-	busy  uint32 // 1 while a call runs: taken by CAS in open, given back by releaseBusy
+	busy  uint32                // 1 while a call runs: taken by CAS in open, given back by releaseBusy
 	q     queue                 // the nonblocking (or a persistent Request's) calls started and not finished (queue.go)
 	pers  persistentSet         // the World's persistent Requests (persistent_match.go)
 	seq   uint32                // calls made on this World; guarded by busy

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -336,7 +338,8 @@ func TestBAGEL(t *testing.T) {
 // SCF in STO-3G) at 2 ranks on gorma's library. Its Fortran reaches the library through
 // Debian's libmpichfort.so.12, and its Global Arrays through ARMCI-MPI's windows (derived
 // datatypes, Accumulate, Get_accumulate). The energies are MPICH's at 1 rank: at 2 ranks
-// on MPICH's own library, Debian's NWChem 7.0.2 fails to converge.
+// on MPICH's own library, Debian's NWChem 7.0.2 fails to converge. At 1 rank gorma's
+// library prints the same digits; at 2 ranks, the same within 1e-9 hartree.
 func TestNWChem(t *testing.T) {
 	dir := setup(t)
 	nw, err := exec.LookPath("nwchem.mpich")
@@ -371,9 +374,32 @@ func TestNWChem(t *testing.T) {
 		}
 		return e
 	}
-	if got, want := energies(2, "gorma"), energies(1, "MPICH"); !slices.Equal(got, want) {
-		t.Errorf("NWChem's energies on gorma's library at 2 ranks:\n%s\non MPICH's at 1 rank:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	want := energies(1, "MPICH")
+	if got := energies(1, "gorma"); !slices.Equal(got, want) {
+		t.Errorf("NWChem's energies on gorma's library at 1 rank:\n%s\non MPICH's at 1 rank:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// At 2 ranks NWChem hands out its tasks as they finish (NXTVAL, a Fetch_and_op), so
+	// its sums add in an order that varies from run to run: the last printed digit may
+	// differ. 1e-9 hartree is far below the SCF's convergence threshold.
+	got := energies(2, "gorma")
+	for i := range want {
+		gn, g := splitEnergy(got[i])
+		wn, w := splitEnergy(want[i])
+		if gn != wn || !(math.Abs(g-w) <= 1e-9) { // NaN fails too
+			t.Errorf("NWChem's energies on gorma's library at 2 ranks:\n%s\non MPICH's at 1 rank:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			break
+		}
+	}
+}
+
+// splitEnergy returns an energy line's name and value (NaN if it has none).
+func splitEnergy(line string) (string, float64) {
+	name, value, _ := strings.Cut(line, "=")
+	v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+	if err != nil {
+		v = math.NaN()
+	}
+	return strings.TrimSpace(name), v
 }
 
 // TestErrors: an invalid call under MPI_ERRORS_ARE_FATAL ends the job with a message

@@ -180,7 +180,7 @@ func fail(fn string, h Errhandler, obj int32, err error) int {
 type userErrh struct {
 	fn      unsafe.Pointer
 	win     bool
-	session bool
+	forSess bool // made by MPI_Session_create_errhandler
 	file    bool
 }
 
@@ -214,7 +214,7 @@ func checkErrh(h Errhandler, win bool) error {
 	if !ok {
 		return errHandle("error handler", int32(h))
 	}
-	if u.win != win || u.session || u.file {
+	if u.win != win || u.forSess || u.file {
 		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("error handler %#x was made for another kind of object", uint32(h)))
 	}
 	return nil

@@ -87,12 +87,12 @@ func self() (*comm, error) {
 	return selfComm, nil
 }
 
-// doInit is MPI_Init: runtime.Init, unless a session started it. argc and argv are left as they are.
+// doInit is MPI_Init: runtime.Init, unless an MPI_Session started it. argc and argv are left as they are.
 func doInit(argc *int32, argv unsafe.Pointer) error {
 	if world != nil || finalized {
 		return mpiErr(mpi_ERR_OTHER, "MPI_Init was called already: call it once")
 	}
-	w, err := startRuntime() // session.go: the runtime may have started for a session
+	w, err := startRuntime() // session.go: the runtime may have started for an MPI_Session
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func doFinalized(flag *int32) error {
 }
 
 // doFinalize is MPI_Finalize: World.Finalize, or at the last MPI_Session_finalize
-// while a session is active. MPI_COMM_SELF's attributes are deleted
+// while an MPI_Session is active. MPI_COMM_SELF's attributes are deleted
 // first, as MPI asks, so that their delete callbacks may still call the library.
 func doFinalize() error {
 	if world == nil {

@@ -148,7 +148,7 @@ func checkSessionErrh(h Errhandler) error {
 	if err := checkErrhAny(h); err != nil {
 		return err
 	}
-	if u, ok := errhs.get(int32(h)); ok && !u.session {
+	if u, ok := errhs.get(int32(h)); ok && !u.forSess {
 		return mpiErr(mpi_ERR_ARG, fmt.Sprintf("error handler %#x was made for another kind of object: use MPI_Session_create_errhandler", uint32(h)))
 	}
 	return nil
@@ -260,7 +260,7 @@ func doSessionCreateErrhandler(fn unsafe.Pointer, h *Errhandler) error {
 	if fn == nil {
 		return mpiErr(mpi_ERR_ARG, "the handler function is NULL")
 	}
-	*h = Errhandler(errhs.add(&userErrh{fn: fn, session: true}))
+	*h = Errhandler(errhs.add(&userErrh{fn: fn, forSess: true}))
 	return nil
 }
 

@@ -77,3 +77,32 @@ func BenchmarkObserveAllreduce8B(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCallCost is an 8-byte Bcast and a Barrier on a World of one rank: what
+// every collective call costs besides its algorithm (begin, the checks, end).
+func BenchmarkCallCost(b *testing.B) {
+	j, err := runtimetest.Start(context.Background(), 1, runtimetest.Options{Transport: "shm"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	defer j.Finalize(context.Background())
+	ctx, w := context.Background(), j.Worlds[0]
+	buf := make([]float64, 1)
+	b.Run("bcast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := Bcast(ctx, w, buf, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("barrier", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := Barrier(ctx, w); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

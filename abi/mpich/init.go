@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gorma-hpc/gorma/runtime"
@@ -27,9 +28,10 @@ var (
 	world     *runtime.World
 	worldComm *comm
 	finalized bool
-	// selfComm is MPI_COMM_SELF, made at its first use.
+	// selfComm is MPI_COMM_SELF, made at its first use under selfOnce, and read
+	// without it after that.
 	selfOnce sync.Mutex
-	selfComm *comm
+	selfComm atomic.Pointer[comm]
 	comms    = newTable[*comm](kindComm)
 )
 
@@ -67,10 +69,13 @@ func worldOf(c Comm) (*runtime.World, error) {
 
 // self makes MPI_COMM_SELF: a World of this rank alone, which only it takes part in.
 func self() (*comm, error) {
+	if co := selfComm.Load(); co != nil {
+		return co, nil
+	}
 	selfOnce.Lock()
 	defer selfOnce.Unlock()
-	if selfComm != nil {
-		return selfComm, nil
+	if co := selfComm.Load(); co != nil {
+		return co, nil
 	}
 	if world == nil {
 		return nil, errNotInit
@@ -83,8 +88,9 @@ func self() (*comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	selfComm = &comm{w: w, errh: mpi_ERRORS_ARE_FATAL}
-	return selfComm, nil
+	co := &comm{w: w, errh: mpi_ERRORS_ARE_FATAL}
+	selfComm.Store(co)
+	return co, nil
 }
 
 // doInit is MPI_Init: runtime.Init, unless an MPI_Session started it. argc and argv are left as they are.
@@ -144,7 +150,7 @@ func doFinalize() error {
 	if world == nil {
 		return errNotInit
 	}
-	if co := selfComm; co != nil {
+	if co := selfComm.Load(); co != nil {
 		if err := deleteAttrs(co, mpi_COMM_SELF); err != nil {
 			return err
 		}

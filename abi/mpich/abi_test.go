@@ -50,6 +50,7 @@ var twins = map[string]string{
 	"dyncheck":       "testdata/dyncheck.c",
 	"sesscheck":      "testdata/sesscheck.c",
 	"iocheck":        "testdata/iocheck.c",
+	"intercheck":     "testdata/intercheck.c",
 }
 
 // setup builds the library, golaunch and the programs into one folder, once per test

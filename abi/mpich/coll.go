@@ -37,13 +37,40 @@ func contigBytes(p unsafe.Pointer, count int, d Datatype) ([]byte, error) {
 	return bytesOf(p, count, t)
 }
 
-// checkRoot checks a rooted call's root.
-func checkRoot(w *runtime.World, root int) error {
-	if root < 0 || root >= w.Size() {
-		return mpiErr(mpi_ERR_ROOT, fmt.Sprintf("root %d is not in [0, %d)", root, w.Size()))
+// rootArg checks a rooted call's root and returns it as the collectives take it. On an
+// intercommunicator the root passes MPI_ROOT, the rest of its group MPI_PROC_NULL and the
+// other group the root's rank in its group: runtime.Root, runtime.ProcNull and the rank.
+func rootArg(w *runtime.World, root int) (int, error) {
+	if w.IsInter() {
+		switch {
+		case root == mpi_ROOT:
+			return runtime.Root, nil
+		case root == mpi_PROC_NULL:
+			return runtime.ProcNull, nil
+		case root >= 0 && root < w.RemoteSize():
+			return root, nil
+		}
+		return 0, mpiErr(mpi_ERR_ROOT, fmt.Sprintf("root %d on an intercommunicator: the root passes MPI_ROOT, the rest of its group MPI_PROC_NULL, the other group the root's rank in [0, %d)", root, w.RemoteSize()))
 	}
-	return nil
+	if root < 0 || root >= w.Size() {
+		return 0, mpiErr(mpi_ERR_ROOT, fmt.Sprintf("root %d is not in [0, %d)", root, w.Size()))
+	}
+	return root, nil
 }
+
+// isRoot reports whether root, as rootArg returns it, makes this rank the root: its own
+// rank, or runtime.Root on an intercommunicator.
+func isRoot(w *runtime.World, root int) bool {
+	if w.IsInter() {
+		return root == runtime.Root
+	}
+	return root == w.Rank()
+}
+
+// contributes reports whether this rank's own buffer takes part in a rooted call whose
+// root rootArg returned: every rank's on an intracommunicator, on an intercommunicator
+// the other group's only.
+func contributes(w *runtime.World, root int) bool { return !w.IsInter() || root >= 0 }
 
 // doBarrier is MPI_Barrier.
 func doBarrier(c Comm) error {
@@ -56,7 +83,7 @@ func doBarrier(c Comm) error {
 
 // doBcast is MPI_Bcast.
 func doBcast(buf unsafe.Pointer, count int, d Datatype, root int, c Comm) error {
-	w, t, b, err := bcastArgs(buf, count, d, root, c)
+	w, t, b, root, err := bcastArgs(buf, count, d, root, c)
 	if err != nil {
 		return err
 	}
@@ -66,56 +93,62 @@ func doBcast(buf unsafe.Pointer, count int, d Datatype, root int, c Comm) error 
 	return collectives.BcastType(bg, w, b, count, t.layout, root)
 }
 
-// bcastArgs checks a broadcast's arguments and returns its World, its datatype and its
-// buffer.
-func bcastArgs(buf unsafe.Pointer, count int, d Datatype, root int, c Comm) (*runtime.World, *dtype, []byte, error) {
+// bcastArgs checks a broadcast's arguments and returns its World, its datatype, its
+// buffer (nil where the buffer takes no part: the root's group but the root, on an
+// intercommunicator) and its root as the collectives take it (rootArg).
+func bcastArgs(buf unsafe.Pointer, count int, d Datatype, root int, c Comm) (*runtime.World, *dtype, []byte, int, error) {
 	w, err := worldOf(c)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, 0, err
 	}
-	if err := checkRoot(w, root); err != nil {
-		return nil, nil, nil, err
+	if root, err = rootArg(w, root); err != nil {
+		return nil, nil, nil, 0, err
 	}
 	t, err := typeOf(d)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, 0, err
+	}
+	if w.IsInter() && root == runtime.ProcNull {
+		return w, t, nil, root, nil
 	}
 	b, err := spanOf(buf, count, t)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, 0, err
 	}
-	return w, t, b, nil
+	return w, t, b, root, nil
 }
 
-// rooted checks a Gather's or Scatter's arguments: the root's buffer of Size() blocks
-// (at the root only) and each rank's own block, nil where the root passes MPI_IN_PLACE.
+// rooted checks a Gather's or Scatter's arguments: the root's buffer of a block per
+// rank (peers: on an intercommunicator the remote group's), at the root only, and each
+// rank's own block, nil where the root passes MPI_IN_PLACE and where the rank has none
+// (the root's group, on an intercommunicator). It returns root as rootArg does.
 func rooted(c Comm, root int, all unsafe.Pointer, allCount int, allType Datatype,
-	own unsafe.Pointer, ownCount int, ownType Datatype) (w *runtime.World, rootBuf, ownBuf []byte, err error) {
+	own unsafe.Pointer, ownCount int, ownType Datatype) (w *runtime.World, rootBuf, ownBuf []byte, r int, err error) {
 	if w, err = worldOf(c); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, 0, err
 	}
-	if err = checkRoot(w, root); err != nil {
-		return nil, nil, nil, err
+	if r, err = rootArg(w, root); err != nil {
+		return nil, nil, nil, 0, err
 	}
 	if err = checkCount(allCount); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, 0, err
 	}
-	if w.Rank() == root {
-		if rootBuf, err = contigBytes(all, allCount*w.Size(), allType); err != nil {
-			return nil, nil, nil, err
+	if isRoot(w, r) {
+		if rootBuf, err = contigBytes(all, allCount*peers(w), allType); err != nil {
+			return nil, nil, nil, 0, err
 		}
 	}
-	if !(w.Rank() == root && inPlace(own)) {
+	if contributes(w, r) && !(isRoot(w, r) && inPlace(own)) {
 		if ownBuf, err = contigBytes(own, ownCount, ownType); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, 0, err
 		}
 	}
-	return w, rootBuf, ownBuf, nil
+	return w, rootBuf, ownBuf, r, nil
 }
 
 // doGather is MPI_Gather.
 func doGather(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, root int, c Comm) error {
-	w, r, s, err := rooted(c, root, rbuf, rcount, rd, sbuf, scount, sd)
+	w, r, s, root, err := rooted(c, root, rbuf, rcount, rd, sbuf, scount, sd)
 	if err != nil {
 		return err
 	}
@@ -124,7 +157,7 @@ func doGather(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer,
 
 // doScatter is MPI_Scatter.
 func doScatter(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, root int, c Comm) error {
-	w, s, r, err := rooted(c, root, sbuf, scount, sd, rbuf, rcount, rd)
+	w, s, r, root, err := rooted(c, root, sbuf, scount, sd, rbuf, rcount, rd)
 	if err != nil {
 		return err
 	}
@@ -150,8 +183,8 @@ func doAlltoall(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointe
 }
 
 // toAll checks an Allgather's (perRank false) or an Alltoall's (perRank true)
-// arguments: recv holds Size() blocks, send one block or, per rank, Size(). send is nil
-// for MPI_IN_PLACE.
+// arguments: recv holds a block per rank (peers), send one block or one per rank. send
+// is nil for MPI_IN_PLACE.
 func toAll(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, c Comm,
 	perRank bool) (w *runtime.World, send, recv []byte, err error) {
 	if w, err = worldOf(c); err != nil {
@@ -160,11 +193,11 @@ func toAll(sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rc
 	if err = checkCount(max(rcount, scount)); err != nil {
 		return nil, nil, nil, err
 	}
-	if recv, err = contigBytes(rbuf, rcount*w.Size(), rd); err != nil {
+	if recv, err = contigBytes(rbuf, rcount*peers(w), rd); err != nil {
 		return nil, nil, nil, err
 	}
 	if perRank {
-		scount *= w.Size()
+		scount *= peers(w)
 	}
 	if !inPlace(sbuf) {
 		if send, err = contigBytes(sbuf, scount, sd); err != nil {
@@ -203,7 +236,13 @@ const (
 func (a *reduction) lengths() (send, recv int) {
 	switch a.mode {
 	case modeReduce:
-		if a.w.Rank() != a.root {
+		switch {
+		case !contributes(a.w, a.root):
+			if isRoot(a.w, a.root) {
+				return 0, a.n
+			}
+			return 0, 0
+		case !isRoot(a.w, a.root):
 			return a.n, 0
 		}
 	case modeReduceScatterBlock:
@@ -288,9 +327,11 @@ func reduce(a reduction, c Comm) (*collectives.Request, error) {
 		a.w = w
 	}
 	if a.mode == modeReduce {
-		if err := checkRoot(a.w, a.root); err != nil {
+		r, err := rootArg(a.w, a.root)
+		if err != nil {
 			return nil, err
 		}
+		a.root = r
 	}
 	t, err := typeOf(a.dt)
 	if err != nil {
@@ -362,12 +403,12 @@ func reduceLayout(a *reduction, t *dtype) (*collectives.Request, error) {
 	}
 	var s, r []byte
 	var err error
-	if a.send != nil && !inPlace(a.send) {
+	if a.send != nil && !inPlace(a.send) && (a.mode != modeReduce || contributes(a.w, a.root)) {
 		if s, err = spanOf(a.send, a.n, t); err != nil {
 			return nil, err
 		}
 	}
-	if a.recv != nil && !(a.mode == modeReduce && a.w.Rank() != a.root) {
+	if a.recv != nil && !(a.mode == modeReduce && !isRoot(a.w, a.root)) {
 		if r, err = spanOf(a.recv, a.n, t); err != nil {
 			return nil, err
 		}

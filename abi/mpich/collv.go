@@ -101,17 +101,17 @@ func gatherv[I int32 | int64](h how, sbuf unsafe.Pointer, scount int, sd Datatyp
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRoot(w, root); err != nil {
+	if root, err = rootArg(w, root); err != nil {
 		return nil, err
 	}
 	var counts, offs []int
 	var r, s []byte
-	if w.Rank() == root {
-		if counts, offs, r, err = blocks(rbuf, rcounts, displs, rd, w.Size(), "recv"); err != nil {
+	if isRoot(w, root) {
+		if counts, offs, r, err = blocks(rbuf, rcounts, displs, rd, peers(w), "recv"); err != nil {
 			return nil, err
 		}
 	}
-	if !(w.Rank() == root && inPlace(sbuf)) {
+	if contributes(w, root) && !(isRoot(w, root) && inPlace(sbuf)) {
 		if s, err = contigBytes(sbuf, scount, sd); err != nil {
 			return nil, err
 		}
@@ -132,17 +132,17 @@ func scatterv[I int32 | int64](h how, sbuf unsafe.Pointer, scounts, displs *I, s
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRoot(w, root); err != nil {
+	if root, err = rootArg(w, root); err != nil {
 		return nil, err
 	}
 	var counts, offs []int
 	var r, s []byte
-	if w.Rank() == root {
-		if counts, offs, s, err = blocks(sbuf, scounts, displs, sd, w.Size(), "send"); err != nil {
+	if isRoot(w, root) {
+		if counts, offs, s, err = blocks(sbuf, scounts, displs, sd, peers(w), "send"); err != nil {
 			return nil, err
 		}
 	}
-	if !(w.Rank() == root && inPlace(rbuf)) {
+	if contributes(w, root) && !(isRoot(w, root) && inPlace(rbuf)) {
 		if r, err = contigBytes(rbuf, rcount, rd); err != nil {
 			return nil, err
 		}
@@ -164,7 +164,7 @@ func allgatherv[I int32 | int64](h how, sbuf unsafe.Pointer, scount int, sd Data
 	if err != nil {
 		return nil, err
 	}
-	counts, offs, r, err := blocks(rbuf, rcounts, displs, rd, w.Size(), "recv")
+	counts, offs, r, err := blocks(rbuf, rcounts, displs, rd, peers(w), "recv")
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func allgatherv[I int32 | int64](h how, sbuf unsafe.Pointer, scount int, sd Data
 		me := w.Rank()
 		s = append([]byte{}, r[offs[me]:offs[me]+counts[me]]...)
 	}
-	sb := collectives.ByteBlocks{Counts: make([]int, w.Size()), Displs: make([]int, w.Size())}
+	sb := collectives.ByteBlocks{Counts: make([]int, peers(w)), Displs: make([]int, peers(w))}
 	for i := range sb.Counts {
 		sb.Counts[i] = len(s)
 	}
@@ -206,14 +206,14 @@ func alltoallv[I int32 | int64](h how, sbuf unsafe.Pointer, scounts, sdispls *I,
 	if err != nil {
 		return nil, err
 	}
-	rc, ro, r, err := blocks(rbuf, rcounts, rdispls, rd, w.Size(), "recv")
+	rc, ro, r, err := blocks(rbuf, rcounts, rdispls, rd, peers(w), "recv")
 	if err != nil {
 		return nil, err
 	}
 	var sc, so []int
 	var s []byte
 	if !inPlace(sbuf) {
-		if sc, so, s, err = blocks(sbuf, scounts, sdispls, sd, w.Size(), "send"); err != nil {
+		if sc, so, s, err = blocks(sbuf, scounts, sdispls, sd, peers(w), "send"); err != nil {
 			return nil, err
 		}
 	}
@@ -274,14 +274,14 @@ func alltoallwCall[I int32 | int64](h how, sbuf unsafe.Pointer, scounts, sdispls
 	if err != nil {
 		return nil, err
 	}
-	rb, r, err := typedBlocks(rbuf, rcounts, rdispls, rtypes, w.Size(), "recv")
+	rb, r, err := typedBlocks(rbuf, rcounts, rdispls, rtypes, peers(w), "recv")
 	if err != nil {
 		return nil, err
 	}
 	var sb collectives.ByteBlocks
 	var s []byte
 	if !inPlace(sbuf) {
-		if sb, s, err = typedBlocks(sbuf, scounts, sdispls, stypes, w.Size(), "send"); err != nil {
+		if sb, s, err = typedBlocks(sbuf, scounts, sdispls, stypes, peers(w), "send"); err != nil {
 			return nil, err
 		}
 	}

@@ -73,7 +73,7 @@ func barrierReq(h how, c Comm) (*collectives.Request, error) {
 
 // bcastReq is MPI_Ibcast or MPI_Bcast_init.
 func bcastReq(h how, buf unsafe.Pointer, count int, d Datatype, root int, c Comm) (*collectives.Request, error) {
-	w, t, b, err := bcastArgs(buf, count, d, root, c)
+	w, t, b, root, err := bcastArgs(buf, count, d, root, c)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func bcastReq(h how, buf unsafe.Pointer, count int, d Datatype, root int, c Comm
 
 // gatherReq is MPI_Igather or MPI_Gather_init.
 func gatherReq(h how, sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, root int, c Comm) (*collectives.Request, error) {
-	w, r, s, err := rooted(c, root, rbuf, rcount, rd, sbuf, scount, sd)
+	w, r, s, root, err := rooted(c, root, rbuf, rcount, rd, sbuf, scount, sd)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func gatherReq(h how, sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.
 
 // scatterReq is MPI_Iscatter or MPI_Scatter_init.
 func scatterReq(h how, sbuf unsafe.Pointer, scount int, sd Datatype, rbuf unsafe.Pointer, rcount int, rd Datatype, root int, c Comm) (*collectives.Request, error) {
-	w, s, r, err := rooted(c, root, sbuf, scount, sd, rbuf, rcount, rd)
+	w, s, r, root, err := rooted(c, root, sbuf, scount, sd, rbuf, rcount, rd)
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,9 @@ func source(w *runtime.World, r int) (int, error) {
 	return dest(w, r)
 }
 
-// peers is the number of ranks a point-to-point call on w may name.
+// peers is the number of ranks a point-to-point call on w may name, and the number of
+// blocks a collective's per-rank buffers hold: the World's size, or on an
+// intercommunicator the remote group's.
 func peers(w *runtime.World) int {
 	if w.IsInter() {
 		return w.RemoteSize()

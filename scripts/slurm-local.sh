@@ -156,11 +156,11 @@ start_munged() {
 	chmod 0400 "$key"
 	touch "$dir/log/munged.log"
 	chown munge:munge "$dir/log/munged.log"
-	# setpriv execs munged, so $! is munged itself.
-	setpriv --reuid=munge --regid=munge --init-groups \
+	# The subshell and setpriv exec munged, so $! is munged itself.
+	(cd "$dir" && exec setpriv --reuid=munge --regid=munge --init-groups \
 		munged --foreground --socket="$msock" --key-file="$key" \
 		--log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed" \
-		--pid-file="$dir/munge/munged.pid" </dev/null >>"$dir/log/munged.log" 2>&1 9>&- &
+		--pid-file="$dir/munge/munged.pid") </dev/null >>"$dir/log/munged.log" 2>&1 9>&- &
 	record munged $! "$(command -v munged)"
 	local i
 	for ((i = 0; i < 50; i++)); do
@@ -176,9 +176,11 @@ start_munged() {
 
 start_slurm() {
 	# 9>&-: the daemons must not inherit the lock of this script (flock on DIR.flock).
-	slurmctld -D -f "$conf" </dev/null >>"$dir/log/slurmctld.out" 2>&1 9>&- &
+	# They run in DIR: they outlive the caller, whose working directory (a test's
+	# package, a clone) may be removed, and a job step's slurmstepd inherits theirs.
+	(cd "$dir" && exec slurmctld -D -f "$conf") </dev/null >>"$dir/log/slurmctld.out" 2>&1 9>&- &
 	record slurmctld $! "$(command -v slurmctld)"
-	slurmd -D -f "$conf" -N "$host" </dev/null >>"$dir/log/slurmd.out" 2>&1 9>&- &
+	(cd "$dir" && exec slurmd -D -f "$conf" -N "$host") </dev/null >>"$dir/log/slurmd.out" 2>&1 9>&- &
 	record slurmd $! "$(command -v slurmd)"
 }
 

@@ -87,16 +87,29 @@ static void reduce(int rg, int rr)
 	}
 }
 
-static void gather(int rg, int rr, int v)
+/* vblocks sets the blocks of the v-forms: rank k's holds 1 + k % N elements, at k * (N + 1). */
+static void vblocks(int *counts, int *displs)
 {
-	double s[N], r[MAXP * (N + 1)];
-	int counts[MAXP], displs[MAXP];
+	for (int k = 0; k < MAXP; k++)
+		counts[k] = 1 + k % N, displs[k] = k * (N + 1);
+}
+
+/* toOne sets the buffers of a call whose ranks each send one block: s this rank's block,
+ * r cleared, and the v-forms' blocks. */
+static void toOne(double *s, double *r, int *counts, int *displs)
+{
 	for (int i = 0; i < N; i++)
 		s[i] = val(low, lrank, i);
 	for (int i = 0; i < MAXP * (N + 1); i++)
 		r[i] = -1;
-	for (int k = 0; k < MAXP; k++)
-		counts[k] = 1 + k % N, displs[k] = k * (N + 1);
+	vblocks(counts, displs);
+}
+
+static void gather(int rg, int rr, int v)
+{
+	double s[N], r[MAXP * (N + 1)];
+	int counts[MAXP], displs[MAXP];
+	toOne(s, r, counts, displs);
 	int root = rootArg(rg, rr);
 	if (v)
 		CALL(MPI_Gatherv(s, 1 + lrank % N, MPI_DOUBLE, r, counts, displs, MPI_DOUBLE, root, inter),
@@ -124,8 +137,7 @@ static void scatter(int rg, int rr, int v)
 		s[i] = val(low, lrank, i);
 	for (int i = 0; i < N; i++)
 		r[i] = -1;
-	for (int k = 0; k < MAXP; k++)
-		counts[k] = 1 + k % N, displs[k] = k * (N + 1);
+	vblocks(counts, displs);
 	int root = rootArg(rg, rr);
 	if (v)
 		CALL(MPI_Scatterv(s, counts, displs, MPI_DOUBLE, r, 1 + lrank % N, MPI_DOUBLE, root, inter),
@@ -163,12 +175,7 @@ static void allgather(int v)
 {
 	double s[N], r[MAXP * (N + 1)];
 	int counts[MAXP], displs[MAXP];
-	for (int i = 0; i < N; i++)
-		s[i] = val(low, lrank, i);
-	for (int i = 0; i < MAXP * (N + 1); i++)
-		r[i] = -1;
-	for (int k = 0; k < MAXP; k++)
-		counts[k] = 1 + k % N, displs[k] = k * (N + 1);
+	toOne(s, r, counts, displs);
 	if (v)
 		CALL(MPI_Allgatherv(s, 1 + lrank % N, MPI_DOUBLE, r, counts, displs, MPI_DOUBLE, inter),
 		     MPI_Iallgatherv(s, 1 + lrank % N, MPI_DOUBLE, r, counts, displs, MPI_DOUBLE, inter, &q_),
@@ -243,35 +250,36 @@ static void reduceScatter(int block)
 	}
 }
 
+/* doneRooted is done for call, from (dir "from") or to (dir "to") rank rr of group rg. */
+static void doneRooted(const char *call, const char *dir, int rg, int rr)
+{
+	char what[64];
+	snprintf(what, sizeof what, "%s %s rank %d of the %s group", call, dir, rr, rg ? "low" : "high");
+	done(what);
+}
+
 /* suite runs every collective on inter, in the form form says. */
 static void suite(void)
 {
 	CALL(MPI_Barrier(inter), MPI_Ibarrier(inter, &q_), MPI_Barrier_init(inter, MPI_INFO_NULL, &q_));
 	done("Barrier");
 	for (int rg = 1; rg >= 0; rg--) {
-		char what[64];
 		for (int rr = 0; rr < (form && mpichBugs ? 1 : 2); rr++) {
 			int gs = rg == low ? lsize : rsize; /* the root group's size */
 			if (rr >= gs)
 				continue;
 			bcast(rg, rr);
-			snprintf(what, sizeof what, "Bcast from rank %d of the %s group", rr, rg ? "low" : "high");
-			done(what);
+			doneRooted("Bcast", "from", rg, rr);
 			reduce(rg, rr);
-			snprintf(what, sizeof what, "Reduce to rank %d of the %s group", rr, rg ? "low" : "high");
-			done(what);
+			doneRooted("Reduce", "to", rg, rr);
 			gather(rg, rr, 0);
-			snprintf(what, sizeof what, "Gather to rank %d of the %s group", rr, rg ? "low" : "high");
-			done(what);
+			doneRooted("Gather", "to", rg, rr);
 			gather(rg, rr, 1);
-			snprintf(what, sizeof what, "Gatherv to rank %d of the %s group", rr, rg ? "low" : "high");
-			done(what);
+			doneRooted("Gatherv", "to", rg, rr);
 			scatter(rg, rr, 0);
-			snprintf(what, sizeof what, "Scatter from rank %d of the %s group", rr, rg ? "low" : "high");
-			done(what);
+			doneRooted("Scatter", "from", rg, rr);
 			scatter(rg, rr, 1);
-			snprintf(what, sizeof what, "Scatterv from rank %d of the %s group", rr, rg ? "low" : "high");
-			done(what);
+			doneRooted("Scatterv", "from", rg, rr);
 		}
 	}
 	allreduce();

@@ -25,5 +25,5 @@ var (
 
 // errNotInter is begin's error for a call with no intercommunicator form.
 func errNotInter(name string) error {
-	return fmt.Errorf("collectives: %s: %w: no intercommunicator form (gorma's: Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v), Alltoall(v, w), ReduceScatter(V), their I and Init forms, and BcastType, GatherType, ScatterType, AllgatherType and AlltoallType); Merge the intercommunicator and call it on the result", name, runtime.ErrInvalid)
+	return fmt.Errorf("collectives: %s: %w: no intercommunicator form (gorma's: Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v), Alltoall(v, w), ReduceScatter(V), their I and Init forms, and BcastType, GatherType, ScatterType, AllgatherType, AlltoallType, ReduceType and AllreduceType); Merge the intercommunicator and call it on the result", name, runtime.ErrInvalid)
 }

@@ -13,7 +13,8 @@ import (
 // Collectives on an intercommunicator (runtime.World.CreateIntercomm): MPI's intercommunicator
 // forms of Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v), Alltoall(v, w) and
 // ReduceScatter(V), where data moves from one group to the other; the typed forms (datatype.go)
-// pack and run these on the bytes. Each is built of the intracommunicator calls on the local
+// pack and run these on the bytes, and those of ReduceType and AllreduceType reduce within
+// each group first (inter_typeop.go). Each is built of the intracommunicator calls on the local
 // group's World (w.Local) and messages between the groups on the intercommunicator's sibling,
 // which only this package uses. The leaders (rank 0 of each group) carry a group's part across,
 // and the ranks of Alltoall and the v-forms exchange directly. Rooted calls take runtime.Root
@@ -36,6 +37,8 @@ const (
 	interTagAlltoallv
 	interTagAlltoallw
 	interTagReduceScatter
+	interTagReduceType
+	interTagAllreduceType
 )
 
 // interErr wraps the error of an intercommunicator call name at w's rank.

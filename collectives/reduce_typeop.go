@@ -50,8 +50,15 @@ func (o TypeOp[T]) Valid() bool { return o.fn != nil }
 // a commutative op; rooted at rank 0, where rank order holds, and then sent to root for a
 // non-commutative one. A rank that combines unpacks what it receives into a buffer of
 // its send's length, so a call allocates two such buffers at the ranks that combine.
+//
+// On an intercommunicator root is as for Reduce: the root receives the remote group's
+// reduction, which its ranks pass in send, and the root's other group members pass
+// nothing. There is no in-place form.
 func ReduceType[T any](ctx context.Context, w *runtime.World, send, recv []T, count int, t datatype.Type, op TypeOp[T], root int) error {
 	n := packedLen(count, t)
+	if w != nil && w.IsInter() {
+		return interErr("reduce type", w, beginInter(w, "reduce").end(interReduceType(ctx, w, send, recv, count, t, op, root), max(n, 0)))
+	}
 	c, err := begin(ctx, w, "reduce type", n, "byte", op.name, root)
 	if err != nil {
 		return err
@@ -62,9 +69,14 @@ func ReduceType[T any](ctx context.Context, w *runtime.World, send, recv []T, co
 
 // AllreduceType is ReduceType with every rank receiving the result in recv
 // (MPI_Allreduce with a derived datatype and a user operator). send nil means in place
-// at every rank. The result is reduced to rank 0 and broadcast from there, packed.
+// at every rank. The result is reduced to rank 0 and broadcast from there, packed. On an
+// intercommunicator each group receives the other group's reduction; there is no
+// in-place form.
 func AllreduceType[T any](ctx context.Context, w *runtime.World, send, recv []T, count int, t datatype.Type, op TypeOp[T]) error {
 	n := packedLen(count, t)
+	if w != nil && w.IsInter() {
+		return interErr("allreduce type", w, beginInter(w, "allreduce").end(interAllreduceType(ctx, w, send, recv, count, t, op), max(n, 0)))
+	}
 	c, err := begin(ctx, w, "allreduce type", n, "byte", op.name, -1)
 	if err != nil {
 		return err

@@ -162,17 +162,10 @@ func TestReduceTypeOp(t *testing.T) {
 
 		// A commutative sum over a vector of 3 int32s with stride 2, 4 copies (extent 5
 		// int32s each, consecutive copies 5 apart): the holes keep their values.
-		vec, err := datatype.Vector[int32](3, 1, 2)
+		vec, sum, err := vecSum()
 		if err != nil {
 			return err
 		}
-		sum := NewTypeOp("vecsum", func(inout, in []int32, count int) {
-			for c := range count {
-				for j := range 3 {
-					inout[c*5+2*j] += in[c*5+2*j]
-				}
-			}
-		}, true)
 		vin := make([]int32, 20)
 		for k := range vin {
 			vin[k] = int32(e.r*100 + k)
@@ -224,4 +217,18 @@ func TestReduceTypeOpMisuse(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// vecSum returns a vector of 3 int32s with stride 2 (extent 5) and the commutative sum
+// over its copies.
+func vecSum() (datatype.Type, TypeOp[int32], error) {
+	vec, err := datatype.Vector[int32](3, 1, 2)
+	sum := NewTypeOp("vecsum", func(inout, in []int32, count int) {
+		for c := range count {
+			for j := range 3 {
+				inout[c*5+2*j] += in[c*5+2*j]
+			}
+		}
+	}, true)
+	return vec, sum, err
 }

@@ -250,6 +250,55 @@ static void reduceScatter(int block)
 	}
 }
 
+/* vsum is a user operation on copies of vtype: it adds the 3 doubles each copy covers. */
+static void vsum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+	double *a = in, *b = inout;
+	for (int c = 0; c < *len; c++)
+		for (int j = 0; j < 3; j++)
+			b[c * 5 + 2 * j] += a[c * 5 + 2 * j];
+}
+
+/* layouts runs the reductions whose datatype is not one kind's elements: MPI_MINLOC on
+ * MPI_DOUBLE_INT in an Allreduce, and a user operation on a vector of 3 doubles with
+ * stride 2 (extent 5) in a Reduce to rank 0 of the low group. */
+static void layouts(void)
+{
+	struct { double v; int i; } s = {100 - wrank, wrank}, r = {-1, -1};
+	CALL(MPI_Allreduce(&s, &r, 1, MPI_DOUBLE_INT, MPI_MINLOC, inter),
+	     MPI_Iallreduce(&s, &r, 1, MPI_DOUBLE_INT, MPI_MINLOC, inter, &q_),
+	     MPI_Allreduce_init(&s, &r, 1, MPI_DOUBLE_INT, MPI_MINLOC, inter, MPI_INFO_NULL, &q_));
+	int top = low ? wsize - 1 : wsize / 2 - 1; /* the remote group's highest rank */
+	EXPECT("MINLOC value", 0, r.v, 100 - top);
+	EXPECT("MINLOC index", 0, r.i, top);
+	done("Allreduce MINLOC");
+
+	MPI_Datatype vtype;
+	MPI_Op op;
+	MPI_Type_vector(3, 1, 2, MPI_DOUBLE, &vtype);
+	MPI_Type_commit(&vtype);
+	MPI_Op_create(vsum, 1, &op);
+	double in[10], out[10];
+	for (int k = 0; k < 10; k++)
+		in[k] = 100 * wrank + k, out[k] = -1;
+	int root = rootArg(1, 0);
+	CALL(MPI_Reduce(in, out, 2, vtype, op, root, inter),
+	     MPI_Ireduce(in, out, 2, vtype, op, root, inter, &q_),
+	     MPI_Reduce_init(in, out, 2, vtype, op, root, inter, MPI_INFO_NULL, &q_));
+	for (int k = 0; k < 10; k++) {
+		double want = -1;
+		if (low && lrank == 0 && k % 5 != 1 && k % 5 != 3) {
+			want = 0;
+			for (int r = wsize / 2; r < wsize; r++)
+				want += 100 * r + k;
+		}
+		EXPECT("Reduce with a user operation on a vector", k, out[k], want);
+	}
+	MPI_Op_free(&op);
+	MPI_Type_free(&vtype);
+	done("Reduce with a user operation on a vector");
+}
+
 /* doneRooted is done for call, from (dir "from") or to (dir "to") rank rr of group rg. */
 static void doneRooted(const char *call, const char *dir, int rg, int rr)
 {
@@ -296,6 +345,7 @@ static void suite(void)
 	done("Reduce_scatter_block");
 	reduceScatter(0);
 	done("Reduce_scatter");
+	layouts();
 }
 
 int main(int argc, char **argv)

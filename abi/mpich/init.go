@@ -98,7 +98,7 @@ func doInit(argc *int32, argv unsafe.Pointer) error {
 	if world != nil || finalized {
 		return mpiErr(mpi_ERR_OTHER, "MPI_Init was called already: call it once")
 	}
-	w, err := startRuntime() // session.go: the runtime may have started for an MPI_Session
+	w, err := startRuntime()
 	if err != nil {
 		return err
 	}

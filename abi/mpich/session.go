@@ -48,7 +48,8 @@ var proc struct {
 }
 
 // startRuntime takes a reference to the process's runtime, joining the job at the first
-// reference, and returns Init's World.
+// reference, and returns Init's World. MPI_Init and MPI_Session_init share it: either may
+// come first.
 func startRuntime() (*runtime.World, error) {
 	proc.mu.Lock()
 	defer proc.mu.Unlock()
